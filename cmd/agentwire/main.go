@@ -1,0 +1,61 @@
+// Command agentwire regenerates the protocol machines from spec/ and renders
+// their diagrams. Later subcommands run the reference peers.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+const usage = `usage: agentwire <command> [flags]
+
+commands:
+  generate   load spec/, validate it and write fsm/ and docs/machines/
+  diagram    print one machine's diagram: agentwire diagram <machine> --format mermaid|dot|svg
+
+Run "agentwire <command> -h" for the flags of one command.
+`
+
+// errUsage marks a command line that could not be understood (exit 2).
+var errUsage = errors.New("usage")
+
+func main() {
+	err := run(os.Args[1:], os.Stdout, os.Stderr)
+	switch {
+	case err == nil:
+	case errors.Is(err, errUsage):
+		os.Exit(2)
+	default:
+		fmt.Fprintln(os.Stderr, "agentwire: "+strings.ReplaceAll(err.Error(), "\n", "\nagentwire: "))
+		os.Exit(1)
+	}
+}
+
+func run(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return errUsage
+	}
+	switch args[0] {
+	case "generate":
+		return runGenerate(args[1:], stdout, stderr)
+	case "diagram":
+		return runDiagram(args[1:], stdout, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	default:
+		fmt.Fprintf(stderr, "agentwire: unknown command %q\n\n%s", args[0], usage)
+		return errUsage
+	}
+}
+
+func newFlags(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("agentwire "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}

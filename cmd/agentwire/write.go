@@ -1,0 +1,92 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/agentwire/agentwire/gen"
+	"github.com/agentwire/agentwire/spec"
+)
+
+// generatedRoots are the directories the generator owns files in. A file
+// there is only ever removed if it carries the generated header.
+var generatedRoots = []string{"fsm", filepath.Join("docs", "machines")}
+
+// writeGenerated renders everything first and touches the tree only if every
+// file rendered; then it writes changed files and removes generated files
+// that no machine produces any more.
+func writeGenerated(ctx context.Context, model *spec.Model, root string, stdout io.Writer) error {
+	files, err := gen.Generate(ctx, model, gen.Config{})
+	if err != nil {
+		return fmt.Errorf("generate: %w", err)
+	}
+	written := 0
+	for _, p := range files.Paths() {
+		dst := filepath.Join(root, filepath.FromSlash(p))
+		if old, err := os.ReadFile(dst); err == nil && bytes.Equal(old, files[p]) {
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return fmt.Errorf("generate: %w", err)
+		}
+		if err := os.WriteFile(dst, files[p], 0o644); err != nil {
+			return fmt.Errorf("generate: %w", err)
+		}
+		written++
+	}
+	stale, err := staleFiles(root, files)
+	if err != nil {
+		return fmt.Errorf("generate: %w", err)
+	}
+	for _, p := range stale {
+		if err := os.Remove(p); err != nil {
+			return fmt.Errorf("generate: remove stale output: %w", err)
+		}
+	}
+	fmt.Fprintf(stdout, "generate: %d machines, %d files (%d changed, %d stale removed)\n", len(model.Machines), len(files), written, len(stale))
+	return nil
+}
+
+func staleFiles(root string, keep gen.Files) ([]string, error) {
+	var stale []string
+	for _, dir := range generatedRoots {
+		base := filepath.Join(root, dir)
+		err := filepath.WalkDir(base, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				if os.IsNotExist(err) {
+					return fs.SkipDir
+				}
+				return err
+			}
+			if d.IsDir() {
+				return nil
+			}
+			rel, err := filepath.Rel(root, p)
+			if err != nil {
+				return err
+			}
+			if _, ok := keep[filepath.ToSlash(rel)]; ok {
+				return nil
+			}
+			content, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			if gen.IsGenerated(content) {
+				stale = append(stale, p)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	sort.Strings(stale)
+	return stale, nil
+}

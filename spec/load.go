@@ -1,0 +1,533 @@
+package spec
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// LoadDir loads every *.yaml file directly in dir of fsys. The file names in
+// errors are prefix joined with the file's base name, so callers choose
+// whether errors say "spec/run.yaml" or an absolute path.
+func LoadDir(fsys fs.FS, dir, prefix string) (*Model, error) {
+	entries, err := fs.ReadDir(fsys, dir)
+	if err != nil {
+		return nil, fmt.Errorf("read spec directory: %w", err)
+	}
+	files := map[string][]byte{}
+	for _, e := range entries {
+		if e.IsDir() || path.Ext(e.Name()) != ".yaml" {
+			continue
+		}
+		b, err := fs.ReadFile(fsys, path.Join(dir, e.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("read spec file: %w", err)
+		}
+		files[path.Join(prefix, e.Name())] = b
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("read spec directory %s: no *.yaml files", dir)
+	}
+	return Load(files)
+}
+
+// Load parses and validates a set of spec files keyed by the name errors
+// should use. It never panics on malformed input: every problem of every file
+// is returned at once as a joined error of *Error values.
+func Load(files map[string][]byte) (*Model, error) {
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+
+	var errs errorList
+	model := &Model{}
+	byName := map[string]*Machine{}
+	for _, name := range names {
+		m := parseFile(name, files[name], &errs)
+		if m == nil {
+			continue
+		}
+		if prev, dup := byName[m.Name]; dup {
+			errs.add(m.Pos, "machine %q is already declared at %s", m.Name, prev.Pos)
+			continue
+		}
+		byName[m.Name] = m
+		model.Machines = append(model.Machines, m)
+	}
+	sort.Slice(model.Machines, func(i, j int) bool { return model.Machines[i].Name < model.Machines[j].Name })
+	if err := errs.err(); err != nil {
+		return nil, err
+	}
+	return model, nil
+}
+
+var identRE = regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
+
+// node helpers: every accessor records a positioned error instead of failing.
+type decoder struct {
+	file string
+	errs *errorList
+}
+
+func (d *decoder) pos(n *yaml.Node) Pos { return Pos{File: d.file, Line: n.Line} }
+
+// fields checks that n is a mapping with only the allowed keys, each once,
+// and returns the values by key.
+func (d *decoder) fields(n *yaml.Node, what string, allowed ...string) map[string]*yaml.Node {
+	if n.Kind != yaml.MappingNode {
+		d.errs.add(d.pos(n), "%s must be a mapping, found %s", what, kindName(n))
+		return nil
+	}
+	out := map[string]*yaml.Node{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Kind != yaml.ScalarNode {
+			d.errs.add(d.pos(k), "%s has a key that is not a plain name", what)
+			continue
+		}
+		ok := false
+		for _, a := range allowed {
+			if a == k.Value {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			d.errs.add(d.pos(k), "%s has unknown key %q (allowed: %s)", what, k.Value, strings.Join(allowed, ", "))
+			continue
+		}
+		if _, dup := out[k.Value]; dup {
+			d.errs.add(d.pos(k), "%s repeats key %q", what, k.Value)
+			continue
+		}
+		out[k.Value] = v
+	}
+	return out
+}
+
+func (d *decoder) str(n *yaml.Node, what string) (string, bool) {
+	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
+		d.errs.add(d.pos(n), "%s must be a string, found %s", what, kindName(n))
+		return "", false
+	}
+	return n.Value, true
+}
+
+func (d *decoder) ident(n *yaml.Node, what string) (string, bool) {
+	s, ok := d.str(n, what)
+	if !ok {
+		return "", false
+	}
+	if !identRE.MatchString(s) {
+		d.errs.add(d.pos(n), "%s %q must be lower_snake_case (a-z, 0-9, single underscores)", what, s)
+		return "", false
+	}
+	return s, true
+}
+
+func (d *decoder) boolean(n *yaml.Node, what string) (bool, bool) {
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" {
+		d.errs.add(d.pos(n), "%s must be true or false, found %s", what, kindName(n))
+		return false, false
+	}
+	return n.Value == "true", true
+}
+
+// names accepts one scalar or a sequence of scalars.
+func (d *decoder) names(n *yaml.Node, what string) []*yaml.Node {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		return []*yaml.Node{n}
+	case yaml.SequenceNode:
+		if len(n.Content) == 0 {
+			d.errs.add(d.pos(n), "%s must not be an empty list", what)
+		}
+		for _, c := range n.Content {
+			if c.Kind != yaml.ScalarNode {
+				d.errs.add(d.pos(c), "%s entries must be names, found %s", what, kindName(c))
+				return nil
+			}
+		}
+		return n.Content
+	default:
+		d.errs.add(d.pos(n), "%s must be a name or a list of names, found %s", what, kindName(n))
+		return nil
+	}
+}
+
+func (d *decoder) seq(n *yaml.Node, what string) []*yaml.Node {
+	if n.Kind != yaml.SequenceNode {
+		d.errs.add(d.pos(n), "%s must be a list, found %s", what, kindName(n))
+		return nil
+	}
+	return n.Content
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.AliasNode:
+		return "an alias"
+	case yaml.ScalarNode:
+		if n.Tag == "!!null" {
+			return "null"
+		}
+		return fmt.Sprintf("%q", n.Value)
+	}
+	return "nothing"
+}
+
+// rawRule keeps a rule's nodes until every state and event name is known.
+type rawRule struct {
+	node                   *yaml.Node
+	from, on               []*yaml.Node
+	guard, to, ign, rej    *yaml.Node
+	effects                []*yaml.Node
+}
+
+func parseFile(name string, src []byte, errs *errorList) *Machine {
+	d := &decoder{file: name, errs: errs}
+	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(src))
+	if err := dec.Decode(&doc); err != nil {
+		errs.add(Pos{File: name, Line: yamlErrLine(err)}, "not valid YAML: %s", yamlErrText(err))
+		return nil
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		errs.add(d.pos(&extra), "a spec file holds exactly one YAML document")
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 {
+		errs.add(Pos{File: name, Line: 1}, "empty spec file")
+		return nil
+	}
+	root := doc.Content[0]
+	before := len(errs.errs)
+	f := d.fields(root, "the machine", "machine", "doc", "scope", "states", "events", "guards", "actions", "rules")
+	if f == nil {
+		return nil
+	}
+	m := &Machine{Pos: d.pos(root)}
+	for _, req := range []string{"machine", "doc", "scope", "states", "events", "rules"} {
+		if f[req] == nil {
+			errs.add(d.pos(root), "the machine has no %q key", req)
+		}
+	}
+	if n := f["machine"]; n != nil {
+		m.Name, _ = d.ident(n, "machine name")
+		m.Pos = d.pos(n)
+	}
+	if n := f["doc"]; n != nil {
+		m.Doc, _ = d.str(n, "doc")
+	}
+	if n := f["scope"]; n != nil {
+		m.Scope, _ = d.str(n, "scope")
+	}
+	if len(errs.errs) > before {
+		return nil
+	}
+
+	symbols := map[string]Pos{} // states, events, guards and actions share one namespace
+	declare := func(n *yaml.Node, kind, id string) bool {
+		if prev, dup := symbols[id]; dup {
+			errs.add(d.pos(n), "%s %q is already declared at %s", kind, id, prev)
+			return false
+		}
+		symbols[id] = d.pos(n)
+		return true
+	}
+	// "same" and "*" have meaning in rules and can't name anything.
+	reserved := map[string]bool{"same": true}
+
+	var stateTimers []struct {
+		st    *State
+		nodes []*yaml.Node
+	}
+	if n := f["states"]; n != nil {
+		for _, sn := range d.seq(n, "states") {
+			sf := d.fields(sn, "a state", "name", "doc", "initial", "terminal", "timers")
+			if sf == nil {
+				continue
+			}
+			st := &State{Pos: d.pos(sn), Index: len(m.States)}
+			if sf["name"] == nil {
+				errs.add(d.pos(sn), "a state has no name")
+				continue
+			}
+			var ok bool
+			if st.Name, ok = d.ident(sf["name"], "state name"); !ok {
+				continue
+			}
+			if reserved[st.Name] {
+				errs.add(d.pos(sf["name"]), "%q is reserved and cannot name a state", st.Name)
+				continue
+			}
+			if !declare(sf["name"], "state", st.Name) {
+				continue
+			}
+			if v := sf["doc"]; v != nil {
+				st.Doc, _ = d.str(v, "state doc")
+			} else {
+				errs.add(d.pos(sn), "state %q has no doc (a one-line meaning)", st.Name)
+			}
+			if v := sf["initial"]; v != nil {
+				st.Initial, _ = d.boolean(v, "initial")
+			}
+			if v := sf["terminal"]; v != nil {
+				s, _ := d.str(v, "terminal")
+				switch s {
+				case "success":
+					st.Outcome = OutcomeSuccess
+				case "failure":
+					st.Outcome = OutcomeFailure
+				case "unknown":
+					st.Outcome = OutcomeUnknown
+				default:
+					errs.add(d.pos(v), "terminal must be success, failure or unknown, found %q", s)
+				}
+			}
+			if v := sf["timers"]; v != nil {
+				stateTimers = append(stateTimers, struct {
+					st    *State
+					nodes []*yaml.Node
+				}{st, d.names(v, "timers")})
+			}
+			m.States = append(m.States, st)
+		}
+	}
+	if n := f["events"]; n != nil {
+		for _, en := range d.seq(n, "events") {
+			if ev := d.event(en, len(m.Events)); ev != nil && declare(en, "event", ev.Name) {
+				m.Events = append(m.Events, ev)
+			}
+		}
+	}
+	if n := f["guards"]; n != nil {
+		for _, gn := range d.seq(n, "guards") {
+			name, doc, ok := d.named(gn, "a guard")
+			if ok && declare(gn, "guard", name) {
+				m.Guards = append(m.Guards, &Guard{Name: name, Doc: doc, Index: len(m.Guards), Pos: d.pos(gn)})
+			}
+		}
+	}
+	if n := f["actions"]; n != nil {
+		for _, an := range d.seq(n, "actions") {
+			name, doc, ok := d.named(an, "an action")
+			if ok && declare(an, "action", name) {
+				m.Actions = append(m.Actions, &Action{Name: name, Doc: doc, Index: len(m.Actions), Pos: d.pos(an)})
+			}
+		}
+	}
+
+	states := map[string]*State{}
+	for _, s := range m.States {
+		states[s.Name] = s
+	}
+	events := map[string]*Event{}
+	for _, e := range m.Events {
+		events[e.Name] = e
+	}
+	for _, st := range stateTimers {
+		for _, tn := range st.nodes {
+			e, ok := events[tn.Value]
+			switch {
+			case !ok:
+				errs.add(d.pos(tn), "state %q arms unknown timer %q", st.st.Name, tn.Value)
+			case e.Kind != EventTimer:
+				errs.add(d.pos(tn), "state %q arms %q, which is a %s event, not a timer", st.st.Name, tn.Value, e.Kind)
+			case st.st.Armed(e):
+				errs.add(d.pos(tn), "state %q arms timer %q twice", st.st.Name, tn.Value)
+			default:
+				st.st.Timers = append(st.st.Timers, e)
+			}
+		}
+	}
+
+	var raws []rawRule
+	if n := f["rules"]; n != nil {
+		for _, rn := range d.seq(n, "rules") {
+			rf := d.fields(rn, "a rule", "from", "on", "guard", "to", "ignore", "reject", "effects")
+			if rf == nil {
+				continue
+			}
+			r := rawRule{node: rn, guard: rf["guard"], to: rf["to"], ign: rf["ignore"], rej: rf["reject"]}
+			if rf["from"] == nil || rf["on"] == nil {
+				errs.add(d.pos(rn), "a rule needs both from and on")
+				continue
+			}
+			r.from = d.names(rf["from"], "from")
+			r.on = d.names(rf["on"], "on")
+			if v := rf["effects"]; v != nil {
+				r.effects = d.seq(v, "effects")
+			}
+			raws = append(raws, r)
+		}
+	}
+	if len(errs.errs) > before {
+		return nil
+	}
+	resolveRules(d, m, raws, states, events)
+	if len(errs.errs) > before {
+		return nil
+	}
+	validate(m, errs)
+	if len(errs.errs) > before {
+		return nil
+	}
+	return m
+}
+
+func (d *decoder) named(n *yaml.Node, what string) (name, doc string, ok bool) {
+	f := d.fields(n, what, "name", "doc")
+	if f == nil {
+		return "", "", false
+	}
+	if f["name"] == nil {
+		d.errs.add(d.pos(n), "%s has no name", what)
+		return "", "", false
+	}
+	if name, ok = d.ident(f["name"], what+" name"); !ok {
+		return "", "", false
+	}
+	if f["doc"] == nil {
+		d.errs.add(d.pos(n), "%s %q has no doc", what, name)
+		return "", "", false
+	}
+	doc, ok = d.str(f["doc"], "doc")
+	return name, doc, ok
+}
+
+func (d *decoder) role(n *yaml.Node, what string, allowBoth bool) (Role, bool) {
+	s, ok := d.str(n, what)
+	if !ok {
+		return 0, false
+	}
+	switch s {
+	case "core":
+		return RoleCore, true
+	case "runtime":
+		return RoleRuntime, true
+	case "both":
+		if allowBoth {
+			return RoleBoth, true
+		}
+	}
+	if allowBoth {
+		d.errs.add(d.pos(n), "%s must be core, runtime or both, found %q", what, s)
+	} else {
+		d.errs.add(d.pos(n), "%s must be core or runtime, found %q", what, s)
+	}
+	return 0, false
+}
+
+func (d *decoder) event(n *yaml.Node, index int) *Event {
+	f := d.fields(n, "an event", "name", "doc", "message", "from", "timer", "by", "local")
+	if f == nil {
+		return nil
+	}
+	if f["name"] == nil {
+		d.errs.add(d.pos(n), "an event has no name")
+		return nil
+	}
+	ev := &Event{Index: index, Pos: d.pos(n)}
+	var ok bool
+	if ev.Name, ok = d.ident(f["name"], "event name"); !ok {
+		return nil
+	}
+	if f["doc"] == nil {
+		d.errs.add(d.pos(n), "event %q has no doc", ev.Name)
+	} else {
+		ev.Doc, _ = d.str(f["doc"], "doc")
+	}
+	kinds := 0
+	for _, k := range []string{"message", "timer", "local"} {
+		if f[k] != nil {
+			kinds++
+		}
+	}
+	if kinds != 1 {
+		d.errs.add(d.pos(n), "event %q must have exactly one of message, timer or local", ev.Name)
+		return nil
+	}
+	switch {
+	case f["message"] != nil:
+		ev.Kind = EventMessage
+		if ev.Message, ok = d.ident(f["message"], "message type"); !ok {
+			return nil
+		}
+		if f["from"] == nil {
+			d.errs.add(d.pos(n), "message event %q needs from: core or runtime", ev.Name)
+			return nil
+		}
+		if ev.From, ok = d.role(f["from"], "from", false); !ok {
+			return nil
+		}
+		if f["by"] != nil {
+			d.errs.add(d.pos(f["by"]), "message event %q takes from:, not by:", ev.Name)
+		}
+	case f["timer"] != nil:
+		ev.Kind = EventTimer
+		s, ok := d.str(f["timer"], "timer duration")
+		if !ok {
+			return nil
+		}
+		dur, err := time.ParseDuration(s)
+		if err != nil || dur <= 0 {
+			d.errs.add(d.pos(f["timer"]), "timer %q needs a positive duration such as 30s or 5m, found %q", ev.Name, s)
+			return nil
+		}
+		ev.Duration = dur
+		if f["by"] == nil {
+			d.errs.add(d.pos(n), "timer %q needs by: core, runtime or both", ev.Name)
+			return nil
+		}
+		if ev.By, ok = d.role(f["by"], "by", true); !ok {
+			return nil
+		}
+	default:
+		ev.Kind = EventLocal
+		if ev.By, ok = d.role(f["local"], "local", true); !ok {
+			return nil
+		}
+	}
+	if ev.Kind != EventMessage && f["from"] != nil {
+		d.errs.add(d.pos(f["from"]), "event %q is not a message; from: only applies to messages", ev.Name)
+	}
+	if ev.Kind == EventLocal && f["by"] != nil {
+		d.errs.add(d.pos(f["by"]), "local event %q names its observer in local:, not by:", ev.Name)
+	}
+	return ev
+}
+
+func yamlErrLine(err error) int {
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		return 0
+	}
+	var line int
+	if _, scanErr := fmt.Sscanf(strings.TrimPrefix(err.Error(), "yaml: "), "line %d:", &line); scanErr == nil {
+		return line
+	}
+	return 0
+}
+
+func yamlErrText(err error) string {
+	s := strings.TrimPrefix(err.Error(), "yaml: ")
+	if i := strings.Index(s, ": "); i >= 0 && strings.HasPrefix(s, "line ") {
+		s = s[i+2:]
+	}
+	return strings.ReplaceAll(s, "\n", "; ")
+}

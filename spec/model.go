@@ -1,0 +1,369 @@
+// Package spec loads the protocol lifecycle tables in spec/*.yaml into a
+// validated, resolved model. The generator (package gen) and the diagram
+// renderers only ever see a Model that passed every check in validate.go, so
+// they never have to handle a dangling name or an undeclared cell.
+package spec
+
+import (
+	"fmt"
+	"time"
+)
+
+// Model is every machine declared in one spec directory, sorted by name.
+type Model struct {
+	Machines []*Machine
+}
+
+// Machine finds a machine by name.
+func (m *Model) Machine(name string) (*Machine, bool) {
+	for _, mc := range m.Machines {
+		if mc.Name == name {
+			return mc, true
+		}
+	}
+	return nil, false
+}
+
+// Pos is a place in a spec file, used in every error the loader reports.
+type Pos struct {
+	File string
+	Line int
+}
+
+func (p Pos) String() string {
+	if p.Line == 0 {
+		return p.File
+	}
+	return fmt.Sprintf("%s:%d", p.File, p.Line)
+}
+
+// Role is the peer that sends a message, owns a timer or performs an effect.
+type Role uint8
+
+const (
+	RoleBoth Role = iota // zero: both peers (the default for effects)
+	RoleCore
+	RoleRuntime
+)
+
+func (r Role) String() string {
+	switch r {
+	case RoleCore:
+		return "core"
+	case RoleRuntime:
+		return "runtime"
+	default:
+		return "both"
+	}
+}
+
+// Outcome classifies a terminal state; diagrams draw each class distinctly.
+type Outcome uint8
+
+const (
+	OutcomeNone    Outcome = iota // not terminal
+	OutcomeSuccess                // the lifecycle settled as intended
+	OutcomeFailure                // the lifecycle settled with a confirmed failure
+	OutcomeUnknown                // the effect is unknown: no receipt proves either way
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case OutcomeSuccess:
+		return "success"
+	case OutcomeFailure:
+		return "failure"
+	case OutcomeUnknown:
+		return "unknown"
+	default:
+		return ""
+	}
+}
+
+// Machine is one lifecycle: its states, events and complete cell table.
+type Machine struct {
+	Name  string
+	Doc   string
+	Scope string
+	Pos   Pos
+
+	States  []*State
+	Events  []*Event
+	Guards  []*Guard
+	Actions []*Action
+	Rules   []*Rule // in declaration order
+
+	// cells[state][event] holds the candidates of one cell in the order
+	// they are tried: guarded ones first, the unguarded fallback last.
+	cells [][][]*Rule
+}
+
+// Cell returns the candidates for event e in state s, fallback last.
+func (m *Machine) Cell(s *State, e *Event) []*Rule { return m.cells[s.Index][e.Index] }
+
+// Initial is the one state a new instance starts in.
+func (m *Machine) Initial() *State {
+	for _, s := range m.States {
+		if s.Initial {
+			return s
+		}
+	}
+	return nil
+}
+
+// Timers lists the events that are timers, in declaration order.
+func (m *Machine) Timers() []*Event {
+	var ts []*Event
+	for _, e := range m.Events {
+		if e.Kind == EventTimer {
+			ts = append(ts, e)
+		}
+	}
+	return ts
+}
+
+// Messages lists the distinct wire types a machine sends as effects or
+// observes as events, sorted.
+func (m *Machine) Messages() []string {
+	seen := map[string]bool{}
+	for _, e := range m.Events {
+		if e.Kind == EventMessage {
+			seen[e.Message] = true
+		}
+	}
+	for _, r := range m.Rules {
+		for _, ef := range r.Effects {
+			if ef.Kind == EffectSend {
+				seen[ef.Message] = true
+			}
+		}
+	}
+	return sortedKeys(seen)
+}
+
+// SentMessages lists the distinct wire types named by send effects, sorted.
+func (m *Machine) SentMessages() []string {
+	seen := map[string]bool{}
+	for _, r := range m.Rules {
+		for _, ef := range r.Effects {
+			if ef.Kind == EffectSend {
+				seen[ef.Message] = true
+			}
+		}
+	}
+	return sortedKeys(seen)
+}
+
+
+// State is one node of a machine.
+type State struct {
+	Name    string
+	Doc     string
+	Initial bool
+	Outcome Outcome  // OutcomeNone unless terminal
+	Timers  []*Event // armed while in this state, in declaration order
+	Index   int
+	Pos     Pos
+}
+
+// Terminal reports whether the lifecycle has settled in s.
+func (s *State) Terminal() bool { return s.Outcome != OutcomeNone }
+
+// Armed reports whether timer t runs while the machine is in s.
+func (s *State) Armed(t *Event) bool {
+	for _, x := range s.Timers {
+		if x == t {
+			return true
+		}
+	}
+	return false
+}
+
+// EventKind says where an event comes from.
+type EventKind uint8
+
+const (
+	EventMessage EventKind = iota + 1 // a wire frame, sent or received
+	EventTimer                        // a named timer expired
+	EventLocal                        // something a peer observed locally
+)
+
+func (k EventKind) String() string {
+	switch k {
+	case EventMessage:
+		return "message"
+	case EventTimer:
+		return "timer"
+	case EventLocal:
+		return "local"
+	default:
+		return "invalid"
+	}
+}
+
+// Event is one input of a machine.
+type Event struct {
+	Name     string
+	Doc      string
+	Kind     EventKind
+	Message  string        // EventMessage: the wire type
+	From     Role          // EventMessage: the sender
+	Duration time.Duration // EventTimer
+	By       Role          // EventTimer: the owner; EventLocal: the observer
+	Index    int
+	Pos      Pos
+}
+
+// Guard is a named predicate the peer evaluates when a cell has guarded
+// candidates.
+type Guard struct {
+	Name  string
+	Doc   string
+	Index int
+	Pos   Pos
+}
+
+// Action is a named local effect.
+type Action struct {
+	Name  string
+	Doc   string
+	Index int
+	Pos   Pos
+}
+
+// RuleKind is what a candidate does when it is selected.
+type RuleKind uint8
+
+const (
+	RuleGoto   RuleKind = iota + 1 // change state (or stay, for an internal transition) and run effects
+	RuleIgnore                     // accept the event and do nothing
+	RuleReject                     // refuse the event with a reason; the state is unchanged
+)
+
+func (k RuleKind) String() string {
+	switch k {
+	case RuleGoto:
+		return "goto"
+	case RuleIgnore:
+		return "ignore"
+	case RuleReject:
+		return "reject"
+	default:
+		return "invalid"
+	}
+}
+
+// Rule is one candidate of one cell. A YAML rule with several states or
+// events expands into one Rule per (state, event).
+type Rule struct {
+	From    *State
+	Event   *Event
+	Guard   *Guard // nil for the fallback
+	Kind    RuleKind
+	To      *State // RuleGoto only
+	Reason  string // RuleIgnore and RuleReject
+	Effects []*Effect
+	// Wildcard is set on ignore/reject rules that came from on: "*".
+	Wildcard bool
+	Pos      Pos
+}
+
+// Internal reports a goto that stays in its state.
+func (r *Rule) Internal() bool { return r.Kind == RuleGoto && r.To == r.From }
+
+// EffectKind is what an effect does.
+type EffectKind uint8
+
+const (
+	EffectSend  EffectKind = iota + 1 // send a wire message
+	EffectStart                       // arm a timer
+	EffectStop                        // disarm a timer
+	EffectDo                          // perform a named action
+	EffectRaise                       // run a follow-up event after this one
+)
+
+func (k EffectKind) String() string {
+	switch k {
+	case EffectSend:
+		return "send"
+	case EffectStart:
+		return "start"
+	case EffectStop:
+		return "stop"
+	case EffectDo:
+		return "do"
+	case EffectRaise:
+		return "raise"
+	default:
+		return "invalid"
+	}
+}
+
+// Effect is one step a transition asks a peer to perform.
+type Effect struct {
+	Kind    EffectKind
+	Role    Role
+	Message string  // EffectSend
+	Timer   *Event  // EffectStart, EffectStop
+	Action  *Action // EffectDo
+	Raise   *Event  // EffectRaise
+}
+
+// String renders the effect as it is written in the spec.
+func (e *Effect) String() string {
+	prefix := ""
+	if e.Role != RoleBoth {
+		prefix = e.Role.String() + ": "
+	}
+	switch e.Kind {
+	case EffectSend:
+		return prefix + "send " + e.Message
+	case EffectStart:
+		return prefix + "start " + e.Timer.Name
+	case EffectStop:
+		return prefix + "stop " + e.Timer.Name
+	case EffectDo:
+		return prefix + "do " + e.Action.Name
+	case EffectRaise:
+		return prefix + "raise " + e.Raise.Name
+	}
+	return prefix + "invalid"
+}
+
+// Select is the reference interpreter of one cell: it returns the candidate
+// that handles event e in state s when exactly the guards for which held
+// reports true hold. Generated code is tested against it.
+func (m *Machine) Select(s *State, e *Event, held func(*Guard) bool) *Rule {
+	for _, r := range m.Cell(s, e) {
+		if r.Guard == nil || held(r.Guard) {
+			return r
+		}
+	}
+	return nil
+}
+
+// Paths returns, for every reachable state, a shortest sequence of goto rules
+// from the initial state to it (the initial state maps to an empty path).
+func (m *Machine) Paths() map[*State][]*Rule {
+	init := m.Initial()
+	paths := map[*State][]*Rule{init: nil}
+	queue := []*State{init}
+	for len(queue) > 0 {
+		s := queue[0]
+		queue = queue[1:]
+		for _, e := range m.Events {
+			for _, r := range m.Cell(s, e) {
+				if r.Kind != RuleGoto {
+					continue
+				}
+				if _, seen := paths[r.To]; seen {
+					continue
+				}
+				p := append(append([]*Rule(nil), paths[s]...), r)
+				paths[r.To] = p
+				queue = append(queue, r.To)
+			}
+		}
+	}
+	return paths
+}
