@@ -1,0 +1,48 @@
+# agentwire: every target works on a fresh machine with only Go installed;
+# modules come from the Go module proxy at the versions pinned in go.mod.
+GO ?= go
+export PATH := $(PATH):/usr/local/go/bin
+
+# Directories the generator owns (only files with the generated header).
+GENERATED := fsm docs/machines
+
+.PHONY: all generate verify-generate test test-short vet check-runtime-contract bench fuzz demo diagrams
+
+all: generate test
+
+## generate: validate spec/*.yaml and rewrite fsm/ and docs/machines/
+generate:
+	$(GO) run ./cmd/agentwire generate
+
+## verify-generate: regenerate and fail if the result differs from what is committed
+verify-generate: generate
+	@git diff --exit-code --stat -- $(GENERATED) || { echo "verify-generate: generated files differ from the spec; run 'make generate' and commit the result" >&2; exit 1; }
+	@untracked="$$(git ls-files --others --exclude-standard -- $(GENERATED))"; \
+	if [ -n "$$untracked" ]; then echo "verify-generate: generated files not committed:" >&2; echo "$$untracked" >&2; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+## test: vet, then every test with the race detector
+test: vet
+	$(GO) test -race -count=1 ./...
+
+test-short: vet
+	$(GO) test -race -short ./...
+
+## check-runtime-contract: the protocol contract checks (spec tables, generated machines, generator)
+check-runtime-contract:
+	$(GO) test -race -count=1 ./spec/... ./fsm/... ./gen/...
+
+## bench: the engine benchmarks recorded in BENCHMARKS.md
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./fsm/
+
+## fuzz: longer fuzzing runs than CI does (FUZZTIME=2m make fuzz)
+FUZZTIME ?= 60s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./spec/
+
+## demo: until the peers exist, regenerate the machines and print one diagram
+demo: generate
+	$(GO) run ./cmd/agentwire diagram preparation --format mermaid
