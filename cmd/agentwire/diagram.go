@@ -1,5 +1,64 @@
 package main
 
-import "io"
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
 
-func runDiagram(args []string, stdout, stderr io.Writer) error { return errUsage }
+	"github.com/agentwire/agentwire/gen/diagram"
+	"github.com/agentwire/agentwire/spec"
+)
+
+func runDiagram(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("diagram", stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: agentwire diagram <machine> [--format mermaid|dot|svg] [--spec dir]")
+		fs.PrintDefaults()
+	}
+	format := fs.String("format", "mermaid", "mermaid, dot or svg")
+	specDir := fs.String("spec", "spec", "directory holding the machine tables")
+	// The machine name may come before or after the flags.
+	var name string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		name, args = args[0], args[1:]
+	}
+	if err := fs.Parse(args); err != nil {
+		return errUsage
+	}
+	if name == "" && fs.NArg() == 1 {
+		name = fs.Arg(0)
+	} else if fs.NArg() != 0 || name == "" {
+		fs.Usage()
+		return errUsage
+	}
+	model, err := spec.LoadDir(os.DirFS(*specDir), ".", *specDir)
+	if err != nil {
+		return err
+	}
+	m, ok := model.Machine(name)
+	if !ok {
+		var names []string
+		for _, mc := range model.Machines {
+			names = append(names, mc.Name)
+		}
+		return fmt.Errorf("diagram: no machine %q in %s (have: %s)", name, *specDir, strings.Join(names, ", "))
+	}
+	var out []byte
+	switch *format {
+	case "mermaid":
+		out = diagram.Mermaid(m)
+	case "dot":
+		out = diagram.DOT(m)
+	case "svg":
+		if out, err = diagram.SVG(context.Background(), diagram.DOT(m)); err != nil {
+			return fmt.Errorf("diagram: %w", err)
+		}
+	default:
+		fmt.Fprintf(stderr, "agentwire diagram: unknown --format %q (mermaid, dot or svg)\n", *format)
+		return errUsage
+	}
+	_, err = stdout.Write(out)
+	return err
+}

@@ -36,7 +36,7 @@ const (
 	StateDisconnected State = 1
 	// StateBootstrapping: POST bootstrap was sent with the Bearer credential and the device ID; the connection URL and interval are not known yet
 	StateBootstrapping State = 2
-	// StateDialing: the WebSocket upgrade was requested with device_id and version query parameters and the Bearer header
+	// StateDialing: the supervisor asked to upgrade to a WebSocket, naming its device and wire version in the URL and authenticating in the header
 	StateDialing State = 3
 	// StateUpgraded: Core accepted the upgrade; routing, handles and transfer state are fresh and capabilities are still unknown until the first heartbeat
 	StateUpgraded State = 4
@@ -54,7 +54,7 @@ const (
 	StateAuthRejected State = 10
 	// StateRetired: Core closed the socket with code 4001 (the runtime was retired or deleted); permanent, the daemon exits
 	StateRetired State = 11
-	// StateSuperseded: a newer connection for the same device replaced this one; its Runs and interactions were evicted with unknown outcome
+	// StateSuperseded: another connection of this device took over; the routes of this one (Runs, interactions) were dropped and their outcome is unknown
 	StateSuperseded State = 12
 )
 
@@ -158,7 +158,7 @@ const (
 	EventReconnectBackoff Event = 10
 	// EventTransportLost: a transient failure (network error, 5xx or unreachable bootstrap, close without a permanent code) (local, observed by both)
 	EventTransportLost Event = 11
-	// EventReplaced: Core accepted a newer connection for the same device, fenced the owner lease and closed this one (local, observed by both)
+	// EventReplaced: Core admitted a later connection of this device, fenced this one's owner lease and closed it (local, observed by both)
 	EventReplaced Event = 12
 	// EventRetiredClose: the socket was closed with code 4001 (local, observed by both)
 	EventRetiredClose Event = 13
@@ -379,13 +379,13 @@ func (s GuardSet) Has(g Guard) bool {
 type Action uint8
 
 const (
-	// ActionDialWebsocket: the Runtime opens the WebSocket at the returned URL with device_id and version query parameters and the Bearer header (never in the URL)
+	// ActionDialWebsocket: the Runtime dials the URL bootstrap returned, naming its device and wire version in the URL; the credential travels only in the header
 	ActionDialWebsocket Action = 1
 	// ActionFencePreviousConnection: Core fences the device's owner lease and evicts the Run and interaction routes of any older connection; the new one inherits none
 	ActionFencePreviousConnection Action = 2
 	// ActionRecordCapabilities: Core replaces the connection's capability snapshot with this heartbeat's declaration; an absent kind is not advertised
 	ActionRecordCapabilities Action = 3
-	// ActionClearAdmissionSnapshot: Core clears the connection's admission snapshot (the heartbeat establishes no native completion or cancellation)
+	// ActionClearAdmissionSnapshot: Core forgets what this connection was admitted with; this settles no Run, completion or cancellation
 	ActionClearAdmissionSnapshot Action = 4
 	// ActionCloseTransport: close the WebSocket of the current physical connection
 	ActionCloseTransport Action = 5
@@ -1458,13 +1458,13 @@ type Hooks[A any] interface {
 	StartTimer(f *Firing[A], t Timer) error
 	// StopTimer disarms t. Stopping a timer that is not armed is not an error.
 	StopTimer(f *Firing[A], t Timer) error
-	// DoDialWebsocket performs dial_websocket: the Runtime opens the WebSocket at the returned URL with device_id and version query parameters and the Bearer header (never in the URL).
+	// DoDialWebsocket performs dial_websocket: the Runtime dials the URL bootstrap returned, naming its device and wire version in the URL; the credential travels only in the header.
 	DoDialWebsocket(f *Firing[A]) error
 	// DoFencePreviousConnection performs fence_previous_connection: Core fences the device's owner lease and evicts the Run and interaction routes of any older connection; the new one inherits none.
 	DoFencePreviousConnection(f *Firing[A]) error
 	// DoRecordCapabilities performs record_capabilities: Core replaces the connection's capability snapshot with this heartbeat's declaration; an absent kind is not advertised.
 	DoRecordCapabilities(f *Firing[A]) error
-	// DoClearAdmissionSnapshot performs clear_admission_snapshot: Core clears the connection's admission snapshot (the heartbeat establishes no native completion or cancellation).
+	// DoClearAdmissionSnapshot performs clear_admission_snapshot: Core forgets what this connection was admitted with; this settles no Run, completion or cancellation.
 	DoClearAdmissionSnapshot(f *Firing[A]) error
 	// DoCloseTransport performs close_transport: close the WebSocket of the current physical connection.
 	DoCloseTransport(f *Firing[A]) error

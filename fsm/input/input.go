@@ -3,7 +3,7 @@
 /*
 Package input is the generated input machine.
 
-One active input delivered to a running Run as prompt_steer with a durable receipt: Core sends one input at a time per Run, the Runtime bounds the native write and each receipt send, written reports the write phase only, and accepted (native consumption) is the single fact that advances Core's input cursor. Nothing is redelivered automatically.
+One active input delivered to a running Run as prompt_steer with a durable receipt: each Run has a single input in flight at Core, the Runtime bounds the native write and each receipt send, written reports the write phase only, and accepted (native consumption) is the single fact that advances Core's input cursor. Nothing is redelivered automatically.
 
 One instance per input ID (payload input_id of prompt_steer and prompt_steer_ack; the envelopes carry the Run ID).
 
@@ -130,7 +130,7 @@ const (
 	EventSendFailed Event = 2
 	// EventNativeWriteDone: the adapter's native write of the input completed (local, observed by runtime)
 	EventNativeWriteDone Event = 3
-	// EventNativeAccepted: the adapter confirmed native consumption under its declared receipt semantics (local, observed by runtime)
+	// EventNativeAccepted: the adapter reported that the native side consumed the input, as its receipt contract defines it (local, observed by runtime)
 	EventNativeAccepted Event = 4
 	// EventInputRefused: the Runtime or adapter refused the input with a finite code (validation, run_inactive, conflict, limit, not_ready, busy, native error) (local, observed by runtime)
 	EventInputRefused Event = 5

@@ -5,7 +5,7 @@ Package interaction is the generated interaction machine.
 
 One question the Runtime puts to Core during a Run (a permission request, a user choice or a function call) and the answer Core delivers: the decision or result is settled only by an interaction_decision_ack echoing its delivery ID. A missing receipt leaves the outcome unknown, never applied; a replay of the identical decision is applied again and a different one is a conflict.
 
-One instance per interaction ID (permission_request.request_id, prompt_for_user_choice.ask_id, or function_call.call_id; the request envelopes carry the Run ID).
+One instance per interaction ID (permission_request.request_id, prompt_for_user_choice.ask_id, or function_call.call_id; request envelopes carry the Run ID, and a function result's receipt is matched by its delivery ID).
 
 The table and every hook name come from spec/interaction.yaml; see docs/machines/interaction.md for the diagram and the state × event matrix.
 */

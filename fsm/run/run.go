@@ -144,7 +144,7 @@ func (s State) Timers() []Timer {
 type Event uint8
 
 const (
-	// EventPromptRequest: starts the Run directly without an admission handle (never a fallback after a failed prepared start) (wire prompt_request, sent by core)
+	// EventPromptRequest: starts the Run with no admission handle; Core never uses it to retry a prepared start that failed (wire prompt_request, sent by core)
 	EventPromptRequest Event = 1
 	// EventExecutionStart: starts the Run from a ready admission handle with this Run ID and its ordered input (wire execution_start, sent by core)
 	EventExecutionStart Event = 2
@@ -520,989 +520,989 @@ type candidate struct {
 var table = [numStates + 1][numEvents + 1][]candidate{
 	StateIdle: {
 		EventPromptRequest: {
-			// spec/run.yaml:148
+			// spec/run.yaml:150
 			{disp: fsm.Moved, to: StateRequested, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionStartNative}}},
 		},
 		EventExecutionStart: {
-			// spec/run.yaml:148
+			// spec/run.yaml:150
 			{disp: fsm.Moved, to: StateRequested, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionStartNative}}},
 		},
 		EventStatusStarted: {
-			// spec/run.yaml:155
+			// spec/run.yaml:157
 			{disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID"},
 		},
 		EventStartFailed: {
-			// spec/run.yaml:155
+			// spec/run.yaml:157
 			{disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID"},
 		},
 		EventDelta: {
-			// spec/run.yaml:155
+			// spec/run.yaml:157
 			{disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID"},
 		},
 		EventThinking: {
-			// spec/run.yaml:155
+			// spec/run.yaml:157
 			{disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID"},
 		},
 		EventOutputMessage: {
-			// spec/run.yaml:155
+			// spec/run.yaml:157
 			{disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID"},
 		},
 		EventToolCall: {
-			// spec/run.yaml:155
+			// spec/run.yaml:157
 			{disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID"},
 		},
 		EventUsage: {
-			// spec/run.yaml:155
+			// spec/run.yaml:157
 			{disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID"},
 		},
 		EventError: {
-			// spec/run.yaml:155
+			// spec/run.yaml:157
 			{disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID"},
 		},
 		EventDone: {
-			// spec/run.yaml:155
+			// spec/run.yaml:157
 			{disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID"},
 		},
 		EventPromptCancel: {
-			// spec/run.yaml:155
+			// spec/run.yaml:157
 			{disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID"},
 		},
 		EventCancelAckApplied: {
-			// spec/run.yaml:155
+			// spec/run.yaml:157
 			{disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID"},
 		},
 		EventCancelAckRefused: {
-			// spec/run.yaml:155
+			// spec/run.yaml:157
 			{disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID"},
 		},
 		EventCancelWait: {
-			// spec/run.yaml:152
+			// spec/run.yaml:154
 			{disp: fsm.Ignored, to: StateIdle, reason: "no cancellation was sent"},
 		},
 		EventObservationLost: {
-			// spec/run.yaml:155
+			// spec/run.yaml:157
 			{disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID"},
 		},
 		EventDeliveryFailed: {
-			// spec/run.yaml:155
+			// spec/run.yaml:157
 			{disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID"},
 		},
 	},
 	StateRequested: {
 		EventPromptRequest: {
-			// spec/run.yaml:217
+			// spec/run.yaml:219
 			{disp: fsm.Rejected, to: StateRequested, reason: "run_conflict: this Run ID was already started"},
 		},
 		EventExecutionStart: {
-			// spec/run.yaml:217
+			// spec/run.yaml:219
 			{disp: fsm.Rejected, to: StateRequested, reason: "run_conflict: this Run ID was already started"},
 		},
 		EventStatusStarted: {
-			// spec/run.yaml:160
+			// spec/run.yaml:162
 			{disp: fsm.Moved, to: StateStreaming},
 		},
 		EventStartFailed: {
-			// spec/run.yaml:163
+			// spec/run.yaml:165
 			{disp: fsm.Moved, to: StateNotStarted, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordError}}},
 		},
 		EventDelta: {
-			// spec/run.yaml:167
+			// spec/run.yaml:169
 			{disp: fsm.Moved, to: StateStreaming, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutput}}},
 		},
 		EventThinking: {
-			// spec/run.yaml:167
+			// spec/run.yaml:169
 			{disp: fsm.Moved, to: StateStreaming, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutput}}},
 		},
 		EventOutputMessage: {
-			// spec/run.yaml:167
+			// spec/run.yaml:169
 			{disp: fsm.Moved, to: StateStreaming, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutput}}},
 		},
 		EventToolCall: {
-			// spec/run.yaml:167
+			// spec/run.yaml:169
 			{disp: fsm.Moved, to: StateStreaming, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutput}}},
 		},
 		EventUsage: {
-			// spec/run.yaml:171
+			// spec/run.yaml:173
 			{disp: fsm.Moved, to: StateStreaming, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReplaceUsage}}},
 		},
 		EventError: {
-			// spec/run.yaml:175
+			// spec/run.yaml:177
 			{disp: fsm.Moved, to: StateErrored, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordError}}},
 		},
 		EventDone: {
-			// spec/run.yaml:188
+			// spec/run.yaml:190
 			{disp: fsm.Moved, to: StateCompleted, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionCloseStream}}},
 		},
 		EventPromptCancel: {
-			// spec/run.yaml:196
+			// spec/run.yaml:198
 			{disp: fsm.Moved, to: StateCancelling, effects: []Effect{{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: TimerCancelWait}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionCancelNative}}},
 		},
 		EventCancelAckApplied: {
-			// spec/run.yaml:220
+			// spec/run.yaml:222
 			{disp: fsm.Rejected, to: StateRequested, reason: "no prompt_cancel was sent for this Run"},
 		},
 		EventCancelAckRefused: {
-			// spec/run.yaml:220
+			// spec/run.yaml:222
 			{disp: fsm.Rejected, to: StateRequested, reason: "no prompt_cancel was sent for this Run"},
 		},
 		EventCancelWait: {
-			// spec/run.yaml:223
+			// spec/run.yaml:225
 			{disp: fsm.Ignored, to: StateRequested, reason: "the cancellation deadline only runs after prompt_cancel"},
 		},
 		EventObservationLost: {
-			// spec/run.yaml:200
+			// spec/run.yaml:202
 			{disp: fsm.Moved, to: StateIncomplete, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkEventStreamIncomplete}}},
 		},
 		EventDeliveryFailed: {
-			// spec/run.yaml:204
+			// spec/run.yaml:206
 			{disp: fsm.Moved, to: StateDeliveryUnknown, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkDeliveryUnknown}}},
 		},
 	},
 	StateStreaming: {
 		EventPromptRequest: {
-			// spec/run.yaml:217
+			// spec/run.yaml:219
 			{disp: fsm.Rejected, to: StateStreaming, reason: "run_conflict: this Run ID was already started"},
 		},
 		EventExecutionStart: {
-			// spec/run.yaml:217
+			// spec/run.yaml:219
 			{disp: fsm.Rejected, to: StateStreaming, reason: "run_conflict: this Run ID was already started"},
 		},
 		EventStatusStarted: {
-			// spec/run.yaml:211
+			// spec/run.yaml:213
 			{disp: fsm.Ignored, to: StateStreaming, reason: "output raced the status and already proved the transfer"},
 		},
 		EventStartFailed: {
-			// spec/run.yaml:214
+			// spec/run.yaml:216
 			{disp: fsm.Rejected, to: StateStreaming, reason: "output was observed for this Run, so its start did not fail"},
 		},
 		EventDelta: {
-			// spec/run.yaml:167
+			// spec/run.yaml:169
 			{disp: fsm.Stayed, to: StateStreaming, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutput}}},
 		},
 		EventThinking: {
-			// spec/run.yaml:167
+			// spec/run.yaml:169
 			{disp: fsm.Stayed, to: StateStreaming, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutput}}},
 		},
 		EventOutputMessage: {
-			// spec/run.yaml:167
+			// spec/run.yaml:169
 			{disp: fsm.Stayed, to: StateStreaming, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutput}}},
 		},
 		EventToolCall: {
-			// spec/run.yaml:167
+			// spec/run.yaml:169
 			{disp: fsm.Stayed, to: StateStreaming, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutput}}},
 		},
 		EventUsage: {
-			// spec/run.yaml:171
+			// spec/run.yaml:173
 			{disp: fsm.Stayed, to: StateStreaming, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReplaceUsage}}},
 		},
 		EventError: {
-			// spec/run.yaml:175
+			// spec/run.yaml:177
 			{disp: fsm.Moved, to: StateErrored, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordError}}},
 		},
 		EventDone: {
-			// spec/run.yaml:188
+			// spec/run.yaml:190
 			{disp: fsm.Moved, to: StateCompleted, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionCloseStream}}},
 		},
 		EventPromptCancel: {
-			// spec/run.yaml:196
+			// spec/run.yaml:198
 			{disp: fsm.Moved, to: StateCancelling, effects: []Effect{{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: TimerCancelWait}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionCancelNative}}},
 		},
 		EventCancelAckApplied: {
-			// spec/run.yaml:220
+			// spec/run.yaml:222
 			{disp: fsm.Rejected, to: StateStreaming, reason: "no prompt_cancel was sent for this Run"},
 		},
 		EventCancelAckRefused: {
-			// spec/run.yaml:220
+			// spec/run.yaml:222
 			{disp: fsm.Rejected, to: StateStreaming, reason: "no prompt_cancel was sent for this Run"},
 		},
 		EventCancelWait: {
-			// spec/run.yaml:223
+			// spec/run.yaml:225
 			{disp: fsm.Ignored, to: StateStreaming, reason: "the cancellation deadline only runs after prompt_cancel"},
 		},
 		EventObservationLost: {
-			// spec/run.yaml:200
+			// spec/run.yaml:202
 			{disp: fsm.Moved, to: StateIncomplete, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkEventStreamIncomplete}}},
 		},
 		EventDeliveryFailed: {
-			// spec/run.yaml:208
+			// spec/run.yaml:210
 			{disp: fsm.Ignored, to: StateStreaming, reason: "observed output already proves the start was delivered"},
 		},
 	},
 	StateErrored: {
 		EventPromptRequest: {
-			// spec/run.yaml:217
+			// spec/run.yaml:219
 			{disp: fsm.Rejected, to: StateErrored, reason: "run_conflict: this Run ID was already started"},
 		},
 		EventExecutionStart: {
-			// spec/run.yaml:217
+			// spec/run.yaml:219
 			{disp: fsm.Rejected, to: StateErrored, reason: "run_conflict: this Run ID was already started"},
 		},
 		EventStatusStarted: {
-			// spec/run.yaml:211
+			// spec/run.yaml:213
 			{disp: fsm.Ignored, to: StateErrored, reason: "output raced the status and already proved the transfer"},
 		},
 		EventStartFailed: {
-			// spec/run.yaml:214
+			// spec/run.yaml:216
 			{disp: fsm.Rejected, to: StateErrored, reason: "output was observed for this Run, so its start did not fail"},
 		},
 		EventDelta: {
-			// spec/run.yaml:179
+			// spec/run.yaml:181
 			{disp: fsm.Stayed, to: StateErrored, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutput}}},
 		},
 		EventThinking: {
-			// spec/run.yaml:179
+			// spec/run.yaml:181
 			{disp: fsm.Stayed, to: StateErrored, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutput}}},
 		},
 		EventOutputMessage: {
-			// spec/run.yaml:179
+			// spec/run.yaml:181
 			{disp: fsm.Stayed, to: StateErrored, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutput}}},
 		},
 		EventToolCall: {
-			// spec/run.yaml:179
+			// spec/run.yaml:181
 			{disp: fsm.Stayed, to: StateErrored, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutput}}},
 		},
 		EventUsage: {
-			// spec/run.yaml:184
+			// spec/run.yaml:186
 			{disp: fsm.Stayed, to: StateErrored, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReplaceUsage}}},
 		},
 		EventError: {
-			// spec/run.yaml:175
+			// spec/run.yaml:177
 			{disp: fsm.Stayed, to: StateErrored, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordError}}},
 		},
 		EventDone: {
-			// spec/run.yaml:192
+			// spec/run.yaml:194
 			{disp: fsm.Moved, to: StateFailed, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionCloseStream}}},
 		},
 		EventPromptCancel: {
-			// spec/run.yaml:196
+			// spec/run.yaml:198
 			{disp: fsm.Moved, to: StateCancelling, effects: []Effect{{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: TimerCancelWait}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionCancelNative}}},
 		},
 		EventCancelAckApplied: {
-			// spec/run.yaml:220
+			// spec/run.yaml:222
 			{disp: fsm.Rejected, to: StateErrored, reason: "no prompt_cancel was sent for this Run"},
 		},
 		EventCancelAckRefused: {
-			// spec/run.yaml:220
+			// spec/run.yaml:222
 			{disp: fsm.Rejected, to: StateErrored, reason: "no prompt_cancel was sent for this Run"},
 		},
 		EventCancelWait: {
-			// spec/run.yaml:223
+			// spec/run.yaml:225
 			{disp: fsm.Ignored, to: StateErrored, reason: "the cancellation deadline only runs after prompt_cancel"},
 		},
 		EventObservationLost: {
-			// spec/run.yaml:200
+			// spec/run.yaml:202
 			{disp: fsm.Moved, to: StateIncomplete, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkEventStreamIncomplete}}},
 		},
 		EventDeliveryFailed: {
-			// spec/run.yaml:208
+			// spec/run.yaml:210
 			{disp: fsm.Ignored, to: StateErrored, reason: "observed output already proves the start was delivered"},
 		},
 	},
 	StateCancelling: {
 		EventPromptRequest: {
-			// spec/run.yaml:217
+			// spec/run.yaml:219
 			{disp: fsm.Rejected, to: StateCancelling, reason: "run_conflict: this Run ID was already started"},
 		},
 		EventExecutionStart: {
-			// spec/run.yaml:217
+			// spec/run.yaml:219
 			{disp: fsm.Rejected, to: StateCancelling, reason: "run_conflict: this Run ID was already started"},
 		},
 		EventStatusStarted: {
-			// spec/run.yaml:244
+			// spec/run.yaml:246
 			{disp: fsm.Ignored, to: StateCancelling, reason: "the transfer raced the cancellation; the receipt still decides"},
 		},
 		EventStartFailed: {
-			// spec/run.yaml:236
+			// spec/run.yaml:238
 			{disp: fsm.Stayed, to: StateCancelling, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordError}}},
 		},
 		EventDelta: {
-			// spec/run.yaml:228
+			// spec/run.yaml:230
 			{disp: fsm.Stayed, to: StateCancelling, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutput}}},
 		},
 		EventThinking: {
-			// spec/run.yaml:228
+			// spec/run.yaml:230
 			{disp: fsm.Stayed, to: StateCancelling, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutput}}},
 		},
 		EventOutputMessage: {
-			// spec/run.yaml:228
+			// spec/run.yaml:230
 			{disp: fsm.Stayed, to: StateCancelling, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutput}}},
 		},
 		EventToolCall: {
-			// spec/run.yaml:228
+			// spec/run.yaml:230
 			{disp: fsm.Stayed, to: StateCancelling, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutput}}},
 		},
 		EventUsage: {
-			// spec/run.yaml:232
+			// spec/run.yaml:234
 			{disp: fsm.Stayed, to: StateCancelling, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReplaceUsage}}},
 		},
 		EventError: {
-			// spec/run.yaml:236
+			// spec/run.yaml:238
 			{disp: fsm.Stayed, to: StateCancelling, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordError}}},
 		},
 		EventDone: {
-			// spec/run.yaml:240
+			// spec/run.yaml:242
 			{disp: fsm.Moved, to: StateCancelDrained, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionCloseStream}}},
 		},
 		EventPromptCancel: {
-			// spec/run.yaml:247
+			// spec/run.yaml:249
 			{disp: fsm.Stayed, to: StateCancelling, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionCancelNative}}},
 		},
 		EventCancelAckApplied: {
-			// spec/run.yaml:252
+			// spec/run.yaml:254
 			{disp: fsm.Moved, guard: GuardMatchesCancelDelivery, to: StateCancelled, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerCancelWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionApplyCancelReceipt}}},
-			// spec/run.yaml:262
+			// spec/run.yaml:264
 			{disp: fsm.Rejected, to: StateCancelling, reason: "a receipt without this Run's cancellation delivery ID establishes nothing"},
 		},
 		EventCancelAckRefused: {
-			// spec/run.yaml:257
+			// spec/run.yaml:259
 			{disp: fsm.Moved, guard: GuardMatchesCancelDelivery, to: StateCancelRefused, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerCancelWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionApplyCancelReceipt}}},
-			// spec/run.yaml:262
+			// spec/run.yaml:264
 			{disp: fsm.Rejected, to: StateCancelling, reason: "a receipt without this Run's cancellation delivery ID establishes nothing"},
 		},
 		EventCancelWait: {
-			// spec/run.yaml:265
+			// spec/run.yaml:267
 			{disp: fsm.Moved, to: StateCancelUnconfirmed, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkCancelUnconfirmed}}},
 		},
 		EventObservationLost: {
-			// spec/run.yaml:269
+			// spec/run.yaml:271
 			{disp: fsm.Moved, to: StateCancelUnconfirmed, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerCancelWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkCancelUnconfirmed}}},
 		},
 		EventDeliveryFailed: {
-			// spec/run.yaml:269
+			// spec/run.yaml:271
 			{disp: fsm.Moved, to: StateCancelUnconfirmed, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerCancelWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkCancelUnconfirmed}}},
 		},
 	},
 	StateCancelDrained: {
 		EventPromptRequest: {
-			// spec/run.yaml:217
+			// spec/run.yaml:219
 			{disp: fsm.Rejected, to: StateCancelDrained, reason: "run_conflict: this Run ID was already started"},
 		},
 		EventExecutionStart: {
-			// spec/run.yaml:217
+			// spec/run.yaml:219
 			{disp: fsm.Rejected, to: StateCancelDrained, reason: "run_conflict: this Run ID was already started"},
 		},
 		EventStatusStarted: {
-			// spec/run.yaml:283
+			// spec/run.yaml:285
 			{disp: fsm.Ignored, to: StateCancelDrained, reason: "the stream is closed; only the cancellation receipt settles the Run now"},
 		},
 		EventStartFailed: {
-			// spec/run.yaml:283
+			// spec/run.yaml:285
 			{disp: fsm.Ignored, to: StateCancelDrained, reason: "the stream is closed; only the cancellation receipt settles the Run now"},
 		},
 		EventDelta: {
-			// spec/run.yaml:280
+			// spec/run.yaml:282
 			{disp: fsm.Rejected, to: StateCancelDrained, reason: "done already closed the stream"},
 		},
 		EventThinking: {
-			// spec/run.yaml:280
+			// spec/run.yaml:282
 			{disp: fsm.Rejected, to: StateCancelDrained, reason: "done already closed the stream"},
 		},
 		EventOutputMessage: {
-			// spec/run.yaml:280
+			// spec/run.yaml:282
 			{disp: fsm.Rejected, to: StateCancelDrained, reason: "done already closed the stream"},
 		},
 		EventToolCall: {
-			// spec/run.yaml:280
+			// spec/run.yaml:282
 			{disp: fsm.Rejected, to: StateCancelDrained, reason: "done already closed the stream"},
 		},
 		EventUsage: {
-			// spec/run.yaml:280
+			// spec/run.yaml:282
 			{disp: fsm.Rejected, to: StateCancelDrained, reason: "done already closed the stream"},
 		},
 		EventError: {
-			// spec/run.yaml:280
+			// spec/run.yaml:282
 			{disp: fsm.Rejected, to: StateCancelDrained, reason: "done already closed the stream"},
 		},
 		EventDone: {
-			// spec/run.yaml:277
+			// spec/run.yaml:279
 			{disp: fsm.Ignored, to: StateCancelDrained, reason: "a repeated done changes nothing"},
 		},
 		EventPromptCancel: {
-			// spec/run.yaml:247
+			// spec/run.yaml:249
 			{disp: fsm.Stayed, to: StateCancelDrained, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionCancelNative}}},
 		},
 		EventCancelAckApplied: {
-			// spec/run.yaml:252
+			// spec/run.yaml:254
 			{disp: fsm.Moved, guard: GuardMatchesCancelDelivery, to: StateCancelled, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerCancelWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionApplyCancelReceipt}}},
-			// spec/run.yaml:262
+			// spec/run.yaml:264
 			{disp: fsm.Rejected, to: StateCancelDrained, reason: "a receipt without this Run's cancellation delivery ID establishes nothing"},
 		},
 		EventCancelAckRefused: {
-			// spec/run.yaml:257
+			// spec/run.yaml:259
 			{disp: fsm.Moved, guard: GuardMatchesCancelDelivery, to: StateCancelRefused, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerCancelWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionApplyCancelReceipt}}},
-			// spec/run.yaml:262
+			// spec/run.yaml:264
 			{disp: fsm.Rejected, to: StateCancelDrained, reason: "a receipt without this Run's cancellation delivery ID establishes nothing"},
 		},
 		EventCancelWait: {
-			// spec/run.yaml:265
+			// spec/run.yaml:267
 			{disp: fsm.Moved, to: StateCancelUnconfirmed, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkCancelUnconfirmed}}},
 		},
 		EventObservationLost: {
-			// spec/run.yaml:269
+			// spec/run.yaml:271
 			{disp: fsm.Moved, to: StateCancelUnconfirmed, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerCancelWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkCancelUnconfirmed}}},
 		},
 		EventDeliveryFailed: {
-			// spec/run.yaml:269
+			// spec/run.yaml:271
 			{disp: fsm.Moved, to: StateCancelUnconfirmed, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerCancelWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkCancelUnconfirmed}}},
 		},
 	},
 	StateCompleted: {
 		EventPromptRequest: {
-			// spec/run.yaml:305
+			// spec/run.yaml:307
 			{disp: fsm.Rejected, to: StateCompleted, reason: "run_inactive: the Run is settled"},
 		},
 		EventExecutionStart: {
-			// spec/run.yaml:305
+			// spec/run.yaml:307
 			{disp: fsm.Rejected, to: StateCompleted, reason: "run_inactive: the Run is settled"},
 		},
 		EventStatusStarted: {
-			// spec/run.yaml:299
+			// spec/run.yaml:301
 			{disp: fsm.Ignored, to: StateCompleted, reason: "the Run was settled before this happened"},
 		},
 		EventStartFailed: {
-			// spec/run.yaml:299
+			// spec/run.yaml:301
 			{disp: fsm.Ignored, to: StateCompleted, reason: "the Run was settled before this happened"},
 		},
 		EventDelta: {
-			// spec/run.yaml:302
+			// spec/run.yaml:304
 			{disp: fsm.Rejected, to: StateCompleted, reason: "done (or the start failure) already closed the stream"},
 		},
 		EventThinking: {
-			// spec/run.yaml:302
+			// spec/run.yaml:304
 			{disp: fsm.Rejected, to: StateCompleted, reason: "done (or the start failure) already closed the stream"},
 		},
 		EventOutputMessage: {
-			// spec/run.yaml:302
+			// spec/run.yaml:304
 			{disp: fsm.Rejected, to: StateCompleted, reason: "done (or the start failure) already closed the stream"},
 		},
 		EventToolCall: {
-			// spec/run.yaml:302
+			// spec/run.yaml:304
 			{disp: fsm.Rejected, to: StateCompleted, reason: "done (or the start failure) already closed the stream"},
 		},
 		EventUsage: {
-			// spec/run.yaml:302
+			// spec/run.yaml:304
 			{disp: fsm.Rejected, to: StateCompleted, reason: "done (or the start failure) already closed the stream"},
 		},
 		EventError: {
-			// spec/run.yaml:302
+			// spec/run.yaml:304
 			{disp: fsm.Rejected, to: StateCompleted, reason: "done (or the start failure) already closed the stream"},
 		},
 		EventDone: {
-			// spec/run.yaml:302
+			// spec/run.yaml:304
 			{disp: fsm.Rejected, to: StateCompleted, reason: "done (or the start failure) already closed the stream"},
 		},
 		EventPromptCancel: {
-			// spec/run.yaml:305
+			// spec/run.yaml:307
 			{disp: fsm.Rejected, to: StateCompleted, reason: "run_inactive: the Run is settled"},
 		},
 		EventCancelAckApplied: {
-			// spec/run.yaml:305
+			// spec/run.yaml:307
 			{disp: fsm.Rejected, to: StateCompleted, reason: "run_inactive: the Run is settled"},
 		},
 		EventCancelAckRefused: {
-			// spec/run.yaml:305
+			// spec/run.yaml:307
 			{disp: fsm.Rejected, to: StateCompleted, reason: "run_inactive: the Run is settled"},
 		},
 		EventCancelWait: {
-			// spec/run.yaml:288
+			// spec/run.yaml:290
 			{disp: fsm.Ignored, to: StateCompleted, reason: "no cancellation deadline is running"},
 		},
 		EventObservationLost: {
-			// spec/run.yaml:299
+			// spec/run.yaml:301
 			{disp: fsm.Ignored, to: StateCompleted, reason: "the Run was settled before this happened"},
 		},
 		EventDeliveryFailed: {
-			// spec/run.yaml:299
+			// spec/run.yaml:301
 			{disp: fsm.Ignored, to: StateCompleted, reason: "the Run was settled before this happened"},
 		},
 	},
 	StateFailed: {
 		EventPromptRequest: {
-			// spec/run.yaml:305
+			// spec/run.yaml:307
 			{disp: fsm.Rejected, to: StateFailed, reason: "run_inactive: the Run is settled"},
 		},
 		EventExecutionStart: {
-			// spec/run.yaml:305
+			// spec/run.yaml:307
 			{disp: fsm.Rejected, to: StateFailed, reason: "run_inactive: the Run is settled"},
 		},
 		EventStatusStarted: {
-			// spec/run.yaml:299
+			// spec/run.yaml:301
 			{disp: fsm.Ignored, to: StateFailed, reason: "the Run was settled before this happened"},
 		},
 		EventStartFailed: {
-			// spec/run.yaml:299
+			// spec/run.yaml:301
 			{disp: fsm.Ignored, to: StateFailed, reason: "the Run was settled before this happened"},
 		},
 		EventDelta: {
-			// spec/run.yaml:302
+			// spec/run.yaml:304
 			{disp: fsm.Rejected, to: StateFailed, reason: "done (or the start failure) already closed the stream"},
 		},
 		EventThinking: {
-			// spec/run.yaml:302
+			// spec/run.yaml:304
 			{disp: fsm.Rejected, to: StateFailed, reason: "done (or the start failure) already closed the stream"},
 		},
 		EventOutputMessage: {
-			// spec/run.yaml:302
+			// spec/run.yaml:304
 			{disp: fsm.Rejected, to: StateFailed, reason: "done (or the start failure) already closed the stream"},
 		},
 		EventToolCall: {
-			// spec/run.yaml:302
+			// spec/run.yaml:304
 			{disp: fsm.Rejected, to: StateFailed, reason: "done (or the start failure) already closed the stream"},
 		},
 		EventUsage: {
-			// spec/run.yaml:302
+			// spec/run.yaml:304
 			{disp: fsm.Rejected, to: StateFailed, reason: "done (or the start failure) already closed the stream"},
 		},
 		EventError: {
-			// spec/run.yaml:302
+			// spec/run.yaml:304
 			{disp: fsm.Rejected, to: StateFailed, reason: "done (or the start failure) already closed the stream"},
 		},
 		EventDone: {
-			// spec/run.yaml:302
+			// spec/run.yaml:304
 			{disp: fsm.Rejected, to: StateFailed, reason: "done (or the start failure) already closed the stream"},
 		},
 		EventPromptCancel: {
-			// spec/run.yaml:305
+			// spec/run.yaml:307
 			{disp: fsm.Rejected, to: StateFailed, reason: "run_inactive: the Run is settled"},
 		},
 		EventCancelAckApplied: {
-			// spec/run.yaml:305
+			// spec/run.yaml:307
 			{disp: fsm.Rejected, to: StateFailed, reason: "run_inactive: the Run is settled"},
 		},
 		EventCancelAckRefused: {
-			// spec/run.yaml:305
+			// spec/run.yaml:307
 			{disp: fsm.Rejected, to: StateFailed, reason: "run_inactive: the Run is settled"},
 		},
 		EventCancelWait: {
-			// spec/run.yaml:288
+			// spec/run.yaml:290
 			{disp: fsm.Ignored, to: StateFailed, reason: "no cancellation deadline is running"},
 		},
 		EventObservationLost: {
-			// spec/run.yaml:299
+			// spec/run.yaml:301
 			{disp: fsm.Ignored, to: StateFailed, reason: "the Run was settled before this happened"},
 		},
 		EventDeliveryFailed: {
-			// spec/run.yaml:299
+			// spec/run.yaml:301
 			{disp: fsm.Ignored, to: StateFailed, reason: "the Run was settled before this happened"},
 		},
 	},
 	StateCancelled: {
 		EventPromptRequest: {
-			// spec/run.yaml:305
+			// spec/run.yaml:307
 			{disp: fsm.Rejected, to: StateCancelled, reason: "run_inactive: the Run is settled"},
 		},
 		EventExecutionStart: {
-			// spec/run.yaml:305
+			// spec/run.yaml:307
 			{disp: fsm.Rejected, to: StateCancelled, reason: "run_inactive: the Run is settled"},
 		},
 		EventStatusStarted: {
-			// spec/run.yaml:291
+			// spec/run.yaml:293
 			{disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
 		},
 		EventStartFailed: {
-			// spec/run.yaml:291
+			// spec/run.yaml:293
 			{disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
 		},
 		EventDelta: {
-			// spec/run.yaml:291
+			// spec/run.yaml:293
 			{disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
 		},
 		EventThinking: {
-			// spec/run.yaml:291
+			// spec/run.yaml:293
 			{disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
 		},
 		EventOutputMessage: {
-			// spec/run.yaml:291
+			// spec/run.yaml:293
 			{disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
 		},
 		EventToolCall: {
-			// spec/run.yaml:291
+			// spec/run.yaml:293
 			{disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
 		},
 		EventUsage: {
-			// spec/run.yaml:291
+			// spec/run.yaml:293
 			{disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
 		},
 		EventError: {
-			// spec/run.yaml:291
+			// spec/run.yaml:293
 			{disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
 		},
 		EventDone: {
-			// spec/run.yaml:291
+			// spec/run.yaml:293
 			{disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
 		},
 		EventPromptCancel: {
-			// spec/run.yaml:305
+			// spec/run.yaml:307
 			{disp: fsm.Rejected, to: StateCancelled, reason: "run_inactive: the Run is settled"},
 		},
 		EventCancelAckApplied: {
-			// spec/run.yaml:291
+			// spec/run.yaml:293
 			{disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
 		},
 		EventCancelAckRefused: {
-			// spec/run.yaml:291
+			// spec/run.yaml:293
 			{disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
 		},
 		EventCancelWait: {
-			// spec/run.yaml:288
+			// spec/run.yaml:290
 			{disp: fsm.Ignored, to: StateCancelled, reason: "no cancellation deadline is running"},
 		},
 		EventObservationLost: {
-			// spec/run.yaml:291
+			// spec/run.yaml:293
 			{disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
 		},
 		EventDeliveryFailed: {
-			// spec/run.yaml:291
+			// spec/run.yaml:293
 			{disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
 		},
 	},
 	StateCancelRefused: {
 		EventPromptRequest: {
-			// spec/run.yaml:305
+			// spec/run.yaml:307
 			{disp: fsm.Rejected, to: StateCancelRefused, reason: "run_inactive: the Run is settled"},
 		},
 		EventExecutionStart: {
-			// spec/run.yaml:305
+			// spec/run.yaml:307
 			{disp: fsm.Rejected, to: StateCancelRefused, reason: "run_inactive: the Run is settled"},
 		},
 		EventStatusStarted: {
-			// spec/run.yaml:291
+			// spec/run.yaml:293
 			{disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
 		},
 		EventStartFailed: {
-			// spec/run.yaml:291
+			// spec/run.yaml:293
 			{disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
 		},
 		EventDelta: {
-			// spec/run.yaml:291
+			// spec/run.yaml:293
 			{disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
 		},
 		EventThinking: {
-			// spec/run.yaml:291
+			// spec/run.yaml:293
 			{disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
 		},
 		EventOutputMessage: {
-			// spec/run.yaml:291
+			// spec/run.yaml:293
 			{disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
 		},
 		EventToolCall: {
-			// spec/run.yaml:291
+			// spec/run.yaml:293
 			{disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
 		},
 		EventUsage: {
-			// spec/run.yaml:291
+			// spec/run.yaml:293
 			{disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
 		},
 		EventError: {
-			// spec/run.yaml:291
+			// spec/run.yaml:293
 			{disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
 		},
 		EventDone: {
-			// spec/run.yaml:291
+			// spec/run.yaml:293
 			{disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
 		},
 		EventPromptCancel: {
-			// spec/run.yaml:305
+			// spec/run.yaml:307
 			{disp: fsm.Rejected, to: StateCancelRefused, reason: "run_inactive: the Run is settled"},
 		},
 		EventCancelAckApplied: {
-			// spec/run.yaml:291
+			// spec/run.yaml:293
 			{disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
 		},
 		EventCancelAckRefused: {
-			// spec/run.yaml:291
+			// spec/run.yaml:293
 			{disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
 		},
 		EventCancelWait: {
-			// spec/run.yaml:288
+			// spec/run.yaml:290
 			{disp: fsm.Ignored, to: StateCancelRefused, reason: "no cancellation deadline is running"},
 		},
 		EventObservationLost: {
-			// spec/run.yaml:291
+			// spec/run.yaml:293
 			{disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
 		},
 		EventDeliveryFailed: {
-			// spec/run.yaml:291
+			// spec/run.yaml:293
 			{disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
 		},
 	},
 	StateCancelUnconfirmed: {
 		EventPromptRequest: {
-			// spec/run.yaml:305
+			// spec/run.yaml:307
 			{disp: fsm.Rejected, to: StateCancelUnconfirmed, reason: "run_inactive: the Run is settled"},
 		},
 		EventExecutionStart: {
-			// spec/run.yaml:305
+			// spec/run.yaml:307
 			{disp: fsm.Rejected, to: StateCancelUnconfirmed, reason: "run_inactive: the Run is settled"},
 		},
 		EventStatusStarted: {
-			// spec/run.yaml:291
+			// spec/run.yaml:293
 			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
 		},
 		EventStartFailed: {
-			// spec/run.yaml:291
+			// spec/run.yaml:293
 			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
 		},
 		EventDelta: {
-			// spec/run.yaml:291
+			// spec/run.yaml:293
 			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
 		},
 		EventThinking: {
-			// spec/run.yaml:291
+			// spec/run.yaml:293
 			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
 		},
 		EventOutputMessage: {
-			// spec/run.yaml:291
+			// spec/run.yaml:293
 			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
 		},
 		EventToolCall: {
-			// spec/run.yaml:291
+			// spec/run.yaml:293
 			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
 		},
 		EventUsage: {
-			// spec/run.yaml:291
+			// spec/run.yaml:293
 			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
 		},
 		EventError: {
-			// spec/run.yaml:291
+			// spec/run.yaml:293
 			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
 		},
 		EventDone: {
-			// spec/run.yaml:291
+			// spec/run.yaml:293
 			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
 		},
 		EventPromptCancel: {
-			// spec/run.yaml:305
+			// spec/run.yaml:307
 			{disp: fsm.Rejected, to: StateCancelUnconfirmed, reason: "run_inactive: the Run is settled"},
 		},
 		EventCancelAckApplied: {
-			// spec/run.yaml:291
+			// spec/run.yaml:293
 			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
 		},
 		EventCancelAckRefused: {
-			// spec/run.yaml:291
+			// spec/run.yaml:293
 			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
 		},
 		EventCancelWait: {
-			// spec/run.yaml:288
+			// spec/run.yaml:290
 			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "no cancellation deadline is running"},
 		},
 		EventObservationLost: {
-			// spec/run.yaml:291
+			// spec/run.yaml:293
 			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
 		},
 		EventDeliveryFailed: {
-			// spec/run.yaml:291
+			// spec/run.yaml:293
 			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
 		},
 	},
 	StateIncomplete: {
 		EventPromptRequest: {
-			// spec/run.yaml:305
+			// spec/run.yaml:307
 			{disp: fsm.Rejected, to: StateIncomplete, reason: "run_inactive: the Run is settled"},
 		},
 		EventExecutionStart: {
-			// spec/run.yaml:305
+			// spec/run.yaml:307
 			{disp: fsm.Rejected, to: StateIncomplete, reason: "run_inactive: the Run is settled"},
 		},
 		EventStatusStarted: {
-			// spec/run.yaml:295
+			// spec/run.yaml:297
 			{disp: fsm.Ignored, to: StateIncomplete, reason: "the outcome stays unknown; late frames are not applied"},
 		},
 		EventStartFailed: {
-			// spec/run.yaml:295
+			// spec/run.yaml:297
 			{disp: fsm.Ignored, to: StateIncomplete, reason: "the outcome stays unknown; late frames are not applied"},
 		},
 		EventDelta: {
-			// spec/run.yaml:295
+			// spec/run.yaml:297
 			{disp: fsm.Ignored, to: StateIncomplete, reason: "the outcome stays unknown; late frames are not applied"},
 		},
 		EventThinking: {
-			// spec/run.yaml:295
+			// spec/run.yaml:297
 			{disp: fsm.Ignored, to: StateIncomplete, reason: "the outcome stays unknown; late frames are not applied"},
 		},
 		EventOutputMessage: {
-			// spec/run.yaml:295
+			// spec/run.yaml:297
 			{disp: fsm.Ignored, to: StateIncomplete, reason: "the outcome stays unknown; late frames are not applied"},
 		},
 		EventToolCall: {
-			// spec/run.yaml:295
+			// spec/run.yaml:297
 			{disp: fsm.Ignored, to: StateIncomplete, reason: "the outcome stays unknown; late frames are not applied"},
 		},
 		EventUsage: {
-			// spec/run.yaml:295
+			// spec/run.yaml:297
 			{disp: fsm.Ignored, to: StateIncomplete, reason: "the outcome stays unknown; late frames are not applied"},
 		},
 		EventError: {
-			// spec/run.yaml:295
+			// spec/run.yaml:297
 			{disp: fsm.Ignored, to: StateIncomplete, reason: "the outcome stays unknown; late frames are not applied"},
 		},
 		EventDone: {
-			// spec/run.yaml:295
+			// spec/run.yaml:297
 			{disp: fsm.Ignored, to: StateIncomplete, reason: "the outcome stays unknown; late frames are not applied"},
 		},
 		EventPromptCancel: {
-			// spec/run.yaml:305
+			// spec/run.yaml:307
 			{disp: fsm.Rejected, to: StateIncomplete, reason: "run_inactive: the Run is settled"},
 		},
 		EventCancelAckApplied: {
-			// spec/run.yaml:295
+			// spec/run.yaml:297
 			{disp: fsm.Ignored, to: StateIncomplete, reason: "the outcome stays unknown; late frames are not applied"},
 		},
 		EventCancelAckRefused: {
-			// spec/run.yaml:295
+			// spec/run.yaml:297
 			{disp: fsm.Ignored, to: StateIncomplete, reason: "the outcome stays unknown; late frames are not applied"},
 		},
 		EventCancelWait: {
-			// spec/run.yaml:288
+			// spec/run.yaml:290
 			{disp: fsm.Ignored, to: StateIncomplete, reason: "no cancellation deadline is running"},
 		},
 		EventObservationLost: {
-			// spec/run.yaml:295
+			// spec/run.yaml:297
 			{disp: fsm.Ignored, to: StateIncomplete, reason: "the outcome stays unknown; late frames are not applied"},
 		},
 		EventDeliveryFailed: {
-			// spec/run.yaml:295
+			// spec/run.yaml:297
 			{disp: fsm.Ignored, to: StateIncomplete, reason: "the outcome stays unknown; late frames are not applied"},
 		},
 	},
 	StateDeliveryUnknown: {
 		EventPromptRequest: {
-			// spec/run.yaml:305
+			// spec/run.yaml:307
 			{disp: fsm.Rejected, to: StateDeliveryUnknown, reason: "run_inactive: the Run is settled"},
 		},
 		EventExecutionStart: {
-			// spec/run.yaml:305
+			// spec/run.yaml:307
 			{disp: fsm.Rejected, to: StateDeliveryUnknown, reason: "run_inactive: the Run is settled"},
 		},
 		EventStatusStarted: {
-			// spec/run.yaml:295
+			// spec/run.yaml:297
 			{disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "the outcome stays unknown; late frames are not applied"},
 		},
 		EventStartFailed: {
-			// spec/run.yaml:295
+			// spec/run.yaml:297
 			{disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "the outcome stays unknown; late frames are not applied"},
 		},
 		EventDelta: {
-			// spec/run.yaml:295
+			// spec/run.yaml:297
 			{disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "the outcome stays unknown; late frames are not applied"},
 		},
 		EventThinking: {
-			// spec/run.yaml:295
+			// spec/run.yaml:297
 			{disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "the outcome stays unknown; late frames are not applied"},
 		},
 		EventOutputMessage: {
-			// spec/run.yaml:295
+			// spec/run.yaml:297
 			{disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "the outcome stays unknown; late frames are not applied"},
 		},
 		EventToolCall: {
-			// spec/run.yaml:295
+			// spec/run.yaml:297
 			{disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "the outcome stays unknown; late frames are not applied"},
 		},
 		EventUsage: {
-			// spec/run.yaml:295
+			// spec/run.yaml:297
 			{disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "the outcome stays unknown; late frames are not applied"},
 		},
 		EventError: {
-			// spec/run.yaml:295
+			// spec/run.yaml:297
 			{disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "the outcome stays unknown; late frames are not applied"},
 		},
 		EventDone: {
-			// spec/run.yaml:295
+			// spec/run.yaml:297
 			{disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "the outcome stays unknown; late frames are not applied"},
 		},
 		EventPromptCancel: {
-			// spec/run.yaml:305
+			// spec/run.yaml:307
 			{disp: fsm.Rejected, to: StateDeliveryUnknown, reason: "run_inactive: the Run is settled"},
 		},
 		EventCancelAckApplied: {
-			// spec/run.yaml:295
+			// spec/run.yaml:297
 			{disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "the outcome stays unknown; late frames are not applied"},
 		},
 		EventCancelAckRefused: {
-			// spec/run.yaml:295
+			// spec/run.yaml:297
 			{disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "the outcome stays unknown; late frames are not applied"},
 		},
 		EventCancelWait: {
-			// spec/run.yaml:288
+			// spec/run.yaml:290
 			{disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "no cancellation deadline is running"},
 		},
 		EventObservationLost: {
-			// spec/run.yaml:295
+			// spec/run.yaml:297
 			{disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "the outcome stays unknown; late frames are not applied"},
 		},
 		EventDeliveryFailed: {
-			// spec/run.yaml:295
+			// spec/run.yaml:297
 			{disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "the outcome stays unknown; late frames are not applied"},
 		},
 	},
 	StateNotStarted: {
 		EventPromptRequest: {
-			// spec/run.yaml:305
+			// spec/run.yaml:307
 			{disp: fsm.Rejected, to: StateNotStarted, reason: "run_inactive: the Run is settled"},
 		},
 		EventExecutionStart: {
-			// spec/run.yaml:305
+			// spec/run.yaml:307
 			{disp: fsm.Rejected, to: StateNotStarted, reason: "run_inactive: the Run is settled"},
 		},
 		EventStatusStarted: {
-			// spec/run.yaml:299
+			// spec/run.yaml:301
 			{disp: fsm.Ignored, to: StateNotStarted, reason: "the Run was settled before this happened"},
 		},
 		EventStartFailed: {
-			// spec/run.yaml:299
+			// spec/run.yaml:301
 			{disp: fsm.Ignored, to: StateNotStarted, reason: "the Run was settled before this happened"},
 		},
 		EventDelta: {
-			// spec/run.yaml:302
+			// spec/run.yaml:304
 			{disp: fsm.Rejected, to: StateNotStarted, reason: "done (or the start failure) already closed the stream"},
 		},
 		EventThinking: {
-			// spec/run.yaml:302
+			// spec/run.yaml:304
 			{disp: fsm.Rejected, to: StateNotStarted, reason: "done (or the start failure) already closed the stream"},
 		},
 		EventOutputMessage: {
-			// spec/run.yaml:302
+			// spec/run.yaml:304
 			{disp: fsm.Rejected, to: StateNotStarted, reason: "done (or the start failure) already closed the stream"},
 		},
 		EventToolCall: {
-			// spec/run.yaml:302
+			// spec/run.yaml:304
 			{disp: fsm.Rejected, to: StateNotStarted, reason: "done (or the start failure) already closed the stream"},
 		},
 		EventUsage: {
-			// spec/run.yaml:302
+			// spec/run.yaml:304
 			{disp: fsm.Rejected, to: StateNotStarted, reason: "done (or the start failure) already closed the stream"},
 		},
 		EventError: {
-			// spec/run.yaml:302
+			// spec/run.yaml:304
 			{disp: fsm.Rejected, to: StateNotStarted, reason: "done (or the start failure) already closed the stream"},
 		},
 		EventDone: {
-			// spec/run.yaml:302
+			// spec/run.yaml:304
 			{disp: fsm.Rejected, to: StateNotStarted, reason: "done (or the start failure) already closed the stream"},
 		},
 		EventPromptCancel: {
-			// spec/run.yaml:305
+			// spec/run.yaml:307
 			{disp: fsm.Rejected, to: StateNotStarted, reason: "run_inactive: the Run is settled"},
 		},
 		EventCancelAckApplied: {
-			// spec/run.yaml:305
+			// spec/run.yaml:307
 			{disp: fsm.Rejected, to: StateNotStarted, reason: "run_inactive: the Run is settled"},
 		},
 		EventCancelAckRefused: {
-			// spec/run.yaml:305
+			// spec/run.yaml:307
 			{disp: fsm.Rejected, to: StateNotStarted, reason: "run_inactive: the Run is settled"},
 		},
 		EventCancelWait: {
-			// spec/run.yaml:288
+			// spec/run.yaml:290
 			{disp: fsm.Ignored, to: StateNotStarted, reason: "no cancellation deadline is running"},
 		},
 		EventObservationLost: {
-			// spec/run.yaml:299
+			// spec/run.yaml:301
 			{disp: fsm.Ignored, to: StateNotStarted, reason: "the Run was settled before this happened"},
 		},
 		EventDeliveryFailed: {
-			// spec/run.yaml:299
+			// spec/run.yaml:301
 			{disp: fsm.Ignored, to: StateNotStarted, reason: "the Run was settled before this happened"},
 		},
 	},
