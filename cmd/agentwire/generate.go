@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/agentwire/agentwire/spec"
 )
@@ -17,7 +19,7 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return errUsage
 	}
-	model, err := spec.LoadDir(os.DirFS(*specDir), ".", *specDir)
+	model, err := spec.LoadDir(os.DirFS(*specDir), ".", specName(*root, *specDir))
 	if err != nil {
 		return err
 	}
@@ -26,4 +28,20 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	return writeGenerated(context.Background(), model, *root, stdout)
+}
+
+// specName is how errors and generated headers name the spec directory:
+// relative to the repository root when it lies inside it, so that output does
+// not depend on where the checkout is.
+func specName(root, specDir string) string {
+	absRoot, err1 := filepath.Abs(root)
+	absSpec, err2 := filepath.Abs(specDir)
+	if err1 != nil || err2 != nil {
+		return filepath.ToSlash(specDir)
+	}
+	rel, err := filepath.Rel(absRoot, absSpec)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return filepath.ToSlash(specDir)
+	}
+	return filepath.ToSlash(rel)
 }

@@ -1,0 +1,90 @@
+package diagram
+
+import (
+	"strings"
+
+	"github.com/agentwire/agentwire/spec"
+)
+
+// edge is every goto candidate between one pair of states. Parallel rules
+// are merged so that a pair of states is joined by one arrow with a
+// multi-line label, instead of a fan of overlapping arrows.
+type edge struct {
+	from, to *spec.State
+	arcs     []arc
+}
+
+// arc is one goto candidate drawn on an edge.
+type arc struct {
+	rule *spec.Rule
+	// otherwise marks the unguarded fallback of a cell that also has guarded
+	// candidates: it is labelled [else] so that readers do not take it for
+	// an unconditional transition.
+	otherwise bool
+}
+
+// edges walks the cell table state by state, event by event, candidate by
+// candidate, so the order depends only on declaration order in the spec.
+// Walking cells rather than m.Rules puts each state's exits together.
+func edges(m *spec.Machine) []*edge {
+	type pair struct{ from, to int }
+	index := map[pair]*edge{}
+	var out []*edge
+	for _, s := range m.States {
+		for _, e := range m.Events {
+			cell := m.Cell(s, e)
+			guarded := len(cell) > 1
+			for _, r := range cell {
+				if r.Kind != spec.RuleGoto {
+					continue
+				}
+				k := pair{r.From.Index, r.To.Index}
+				ed := index[k]
+				if ed == nil {
+					ed = &edge{from: r.From, to: r.To}
+					index[k] = ed
+					out = append(out, ed)
+				}
+				ed.arcs = append(ed.arcs, arc{rule: r, otherwise: guarded && r.Guard == nil})
+			}
+		}
+	}
+	return out
+}
+
+// trigger is the plain-text label of one arc: the event, a timer's duration
+// and the guard, e.g. "renew [has_capacity]" or "lease_timeout (1m30s)".
+// Callers escape it for their own format.
+func (a arc) trigger() string {
+	var b strings.Builder
+	e := a.rule.Event
+	b.WriteString(e.Name)
+	if e.Kind == spec.EventTimer {
+		b.WriteString(" (" + duration(e.Duration) + ")")
+	}
+	switch {
+	case a.rule.Guard != nil:
+		b.WriteString(" [" + a.rule.Guard.Name + "]")
+	case a.otherwise:
+		b.WriteString(" [else]")
+	}
+	return b.String()
+}
+
+// effects lists an arc's effects as the spec writes them.
+func (a arc) effects() string {
+	parts := make([]string, len(a.rule.Effects))
+	for i, ef := range a.rule.Effects {
+		parts[i] = ef.String()
+	}
+	return strings.Join(parts, ", ")
+}
+
+// timerNames lists the timers armed in s, in declaration order.
+func timerNames(s *spec.State) []string {
+	names := make([]string, len(s.Timers))
+	for i, t := range s.Timers {
+		names[i] = t.Name
+	}
+	return names
+}

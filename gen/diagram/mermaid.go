@@ -1,0 +1,100 @@
+package diagram
+
+import (
+	"bytes"
+	"strings"
+
+	"github.com/agentwire/agentwire/spec"
+)
+
+// Mermaid renders m as a Mermaid stateDiagram-v2, the format GitHub draws
+// inline in Markdown. The first line is a %% comment with Header.
+func Mermaid(m *spec.Machine) []byte {
+	var b bytes.Buffer
+	b.WriteString("%% " + Header(m.Name) + "\n")
+	writeMermaid(&b, m)
+	return b.Bytes()
+}
+
+// outcomeStyles colours terminal states by how the lifecycle settled. The
+// unknown outcome is also dashed so it stays distinct without colour.
+var outcomeStyles = []struct {
+	outcome spec.Outcome
+	style   string
+}{
+	{spec.OutcomeSuccess, "fill:#e8f5e9,stroke:#2e7d32,stroke-width:2px,color:#1b5e20"},
+	{spec.OutcomeFailure, "fill:#ffebee,stroke:#c62828,stroke-width:2px,color:#b71c1c"},
+	{spec.OutcomeUnknown, "fill:#fff8e1,stroke:#f9a825,stroke-width:2px,stroke-dasharray:5 5,color:#7a4f01"},
+}
+
+// writeMermaid writes the diagram without the header, so Page can embed it
+// under its own.
+func writeMermaid(b *bytes.Buffer, m *spec.Machine) {
+	const indent = "    "
+	b.WriteString("stateDiagram-v2\n")
+	b.WriteString(indent + "accTitle: " + mermaidText(m.Name+" lifecycle") + "\n")
+
+	for _, s := range m.States {
+		if id := mermaidID(s); id != s.Name {
+			b.WriteString(indent + `state "` + s.Name + `" as ` + id + "\n")
+		}
+	}
+	// A description line inside the state box, rather than a note beside it,
+	// keeps the layout as compact as the states without timers.
+	for _, s := range m.States {
+		for _, t := range s.Timers {
+			b.WriteString(indent + mermaidID(s) + " : ⏱ " + mermaidText(t.Name) + "\n")
+		}
+	}
+
+	if init := m.Initial(); init != nil {
+		b.WriteString(indent + "[*] --> " + mermaidID(init) + "\n")
+	}
+	for _, ed := range edges(m) {
+		labels := make([]string, len(ed.arcs))
+		for i, a := range ed.arcs {
+			labels[i] = mermaidText(a.trigger())
+		}
+		b.WriteString(indent + mermaidID(ed.from) + " --> " + mermaidID(ed.to) +
+			" : " + strings.Join(labels, "<br/>") + "\n")
+	}
+	for _, s := range m.States {
+		if s.Terminal() {
+			b.WriteString(indent + mermaidID(s) + " --> [*]\n")
+		}
+	}
+
+	for _, st := range outcomeStyles {
+		var ids []string
+		for _, s := range m.States {
+			if s.Outcome == st.outcome {
+				ids = append(ids, mermaidID(s))
+			}
+		}
+		if len(ids) == 0 {
+			continue
+		}
+		name := st.outcome.String()
+		b.WriteString(indent + "classDef " + name + " " + st.style + "\n")
+		b.WriteString(indent + "class " + strings.Join(ids, ",") + " " + name + "\n")
+	}
+}
+
+// mermaidKeywords are the words the state-diagram lexer reads as syntax when
+// they start a statement. Spec names are lower_snake_case identifiers, so
+// these are the only names that need an alias.
+var mermaidKeywords = map[string]bool{
+	"state": true, "note": true, "end": true, "class": true, "classdef": true,
+	"style": true, "direction": true, "scale": true, "hide": true, "as": true,
+	"left": true, "right": true, "of": true, "default": true, "click": true,
+}
+
+// mermaidID is the identifier a state has in the diagram: its name, or the
+// name with a trailing underscore (declared with `state "name" as name_`)
+// when the name is a Mermaid keyword.
+func mermaidID(s *spec.State) string {
+	if mermaidKeywords[s.Name] {
+		return s.Name + "_"
+	}
+	return s.Name
+}
