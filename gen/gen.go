@@ -54,6 +54,7 @@ func Generate(ctx context.Context, model *spec.Model, cfg Config) (Files, error)
 			return nil, err
 		}
 	}
+	out[docsDir+"/README.md"] = indexPage(model)
 	return out, nil
 }
 

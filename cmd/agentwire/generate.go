@@ -16,6 +16,7 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	specDir := fs.String("spec", "spec", "directory holding the machine tables")
 	root := fs.String("root", ".", "repository root to write fsm/ and docs/machines/ under")
 	check := fs.Bool("check", false, "only load and validate the spec; write nothing")
+	verify := fs.Bool("verify", false, "write nothing; fail if any generated file differs from the tree")
 	if err := fs.Parse(args); err != nil {
 		return errUsage
 	}
@@ -26,6 +27,9 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	if *check {
 		fmt.Fprintf(stdout, "spec: %d machines valid\n", len(model.Machines))
 		return nil
+	}
+	if *verify {
+		return verifyGenerated(context.Background(), model, *root, stdout)
 	}
 	return writeGenerated(context.Background(), model, *root, stdout)
 }

@@ -107,3 +107,30 @@ func TestUsage(t *testing.T) {
 	require.ErrorIs(t, err, errUsage)
 	require.Contains(t, stderr, `unknown command "frobnicate"`)
 }
+
+// TestVerifyCatchesDrift edits a transition without regenerating: verify
+// must fail and name the files that drifted, as CI's verify-generate does.
+func TestVerifyCatchesDrift(t *testing.T) {
+	root := copySpec(t)
+	specDir := filepath.Join(root, "spec")
+	_, _, err := runCmd("generate", "--spec", specDir, "--root", root)
+	require.NoError(t, err)
+	out, _, err := runCmd("generate", "--verify", "--spec", specDir, "--root", root)
+	require.NoError(t, err)
+	require.Contains(t, out, "match the spec")
+
+	file := filepath.Join(specDir, "door.yaml")
+	src, err := os.ReadFile(file)
+	require.NoError(t, err)
+	edited := strings.Replace(string(src), "  - from: closed\n    on: close_door\n    ignore: already closed\n", "  - from: closed\n    on: close_door\n    reject: already closed\n", 1)
+	require.NotEqual(t, string(src), edited)
+	require.NoError(t, os.WriteFile(file, []byte(edited), 0o644))
+
+	_, _, err = runCmd("generate", "--verify", "--spec", specDir, "--root", root)
+	require.ErrorContains(t, err, "fsm/door/door.go: differs from what the spec generates")
+	require.ErrorContains(t, err, "docs/machines/door.md: differs")
+
+	require.NoError(t, os.Remove(filepath.Join(root, "fsm", "door", "door_test.go")))
+	_, _, err = runCmd("generate", "--verify", "--spec", specDir, "--root", root)
+	require.ErrorContains(t, err, "fsm/door/door_test.go: missing")
+}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/agentwire/agentwire/gen"
 	"github.com/agentwire/agentwire/spec"
@@ -17,6 +18,41 @@ import (
 // generatedRoots are the directories the generator owns files in. A file
 // there is only ever removed if it carries the generated header.
 var generatedRoots = []string{"fsm", filepath.Join("docs", "machines")}
+
+// verifyGenerated renders everything and reports, without writing, every
+// file that differs from the tree, is missing from it, or is a stale
+// generated file no machine produces any more.
+func verifyGenerated(ctx context.Context, model *spec.Model, root string, stdout io.Writer) error {
+	files, err := gen.Generate(ctx, model, gen.Config{})
+	if err != nil {
+		return fmt.Errorf("generate: %w", err)
+	}
+	var problems []string
+	for _, p := range files.Paths() {
+		old, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(p)))
+		switch {
+		case os.IsNotExist(err):
+			problems = append(problems, p+": missing")
+		case err != nil:
+			return fmt.Errorf("verify: %w", err)
+		case !bytes.Equal(old, files[p]):
+			problems = append(problems, p+": differs from what the spec generates")
+		}
+	}
+	stale, err := staleFiles(root, files)
+	if err != nil {
+		return fmt.Errorf("verify: %w", err)
+	}
+	for _, p := range stale {
+		rel, _ := filepath.Rel(root, p)
+		problems = append(problems, filepath.ToSlash(rel)+": stale (no machine generates it)")
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("verify: generated files are out of date; run 'make generate' and commit the result:\n%s", strings.Join(problems, "\n"))
+	}
+	fmt.Fprintf(stdout, "verify: %d generated files match the spec\n", len(files))
+	return nil
+}
 
 // writeGenerated renders everything first and touches the tree only if every
 // file rendered; then it writes changed files and removes generated files
