@@ -61,13 +61,13 @@ func startCycle(tb testing.TB) []move {
 		mv := &moves[i]
 		st, err := preparation.Transition(s, mv.event, mv.held)
 		require.NoError(tb, err, "step %d", i)
-		require.Equal(tb, fsm.Moved, st.Disposition, "step %d: %s in %s", i, mv.event, s)
-		mv.to = st.To
+		require.Equal(tb, fsm.Moved, st.Disposition(), "step %d: %s in %s", i, mv.event, s)
+		mv.to = st.To()
 		mv.looplab = mv.event.String()
-		if st.Guard != 0 {
-			mv.looplab += "?" + st.Guard.String()
+		if st.Guard() != 0 {
+			mv.looplab += "?" + st.Guard().String()
 		}
-		s = st.To
+		s = st.To()
 	}
 	require.Equal(tb, preparation.StateStarted, s)
 	return moves
@@ -221,7 +221,7 @@ func BenchmarkTransition(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		s = st.To
+		s = st.To()
 		if i++; i == len(cycle) {
 			i, s = 0, preparation.Initial
 		}
@@ -348,7 +348,7 @@ func TestTransitionAllocatesNothing(t *testing.T) {
 			if err != nil {
 				panic(err)
 			}
-			s = st.To
+			s = st.To()
 		}
 		sinkState = s
 	})

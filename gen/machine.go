@@ -188,23 +188,40 @@ func effectDecls(f *File) {
 }
 
 func stepDecls(f *File) {
-	f.Comment("Step is what one event did: the selected candidate of its cell.")
-	f.Type().Id("Step").Struct(
-		Id("From").Id("State"),
-		Id("Event").Id("Event"),
-		Id("To").Id("State").Comment("equals From unless Disposition is fsm.Moved"),
-		Id("Guard").Id("Guard").Comment("the guard that selected the candidate; 0 for the cell's fallback"),
-		Id("Disposition").Qual(fsmPkg, "Disposition"),
-		Id("Effects").Index().Id("Effect").Comment("shared, read-only; nil unless moved or stayed"),
-		Id("Reason").String().Comment("the spec's reason for an ignore or a reject"),
-	)
+	f.Comment(`Step is what one event did: a read-only view of the selected candidate of
+its cell. It is a single pointer into the generated table, so returning it
+costs nothing and nobody can change the table through it. The zero Step,
+returned for an invalid state or event, reports zero values.`)
+	f.Type().Id("Step").Struct(Id("c").Op("*").Id("candidate"))
+	accessors := []struct {
+		name, field, doc string
+		typ              Code
+	}{
+		{"From", "from", "From is the state the event arrived in.", Id("State")},
+		{"Event", "event", "Event is the event that was handled.", Id("Event")},
+		{"To", "to", "To is the state after the step; it equals From unless the disposition is fsm.Moved.", Id("State")},
+		{"Guard", "guard", "Guard is the guard that selected the candidate, or 0 for the cell's fallback.", Id("Guard")},
+		{"Disposition", "disp", "Disposition says whether the step moved, stayed, ignored or rejected the event.", Qual(fsmPkg, "Disposition")},
+		{"Effects", "effects", "Effects lists what the peer must do, in spec order; nil unless the step moved or stayed. The slice is shared: do not modify it.", Index().Id("Effect")},
+		{"Reason", "reason", "Reason is the spec's reason for an ignored or rejected event, or \"\".", String()},
+	}
+	for _, a := range accessors {
+		f.Comment(a.doc)
+		f.Func().Params(Id("s").Id("Step")).Id(a.name).Params().Add(a.typ).Block(
+			If(Id("s").Dot("c").Op("==").Nil()).Block(Var().Id("zero").Add(a.typ), Return(Id("zero"))),
+			Return(Id("s").Dot("c").Dot(a.field)),
+		)
+	}
 	f.Type().Id("candidate").Struct(
 		Id("guard").Id("Guard"),
 		Id("disp").Qual(fsmPkg, "Disposition"),
 		Id("to").Id("State"),
 		Id("effects").Index().Id("Effect"),
 		Id("reason").String(),
-		Id("err").Op("*").Qual(fsmPkg, "TransitionError"),
+		Comment("from, event and err are filled in by init."),
+		Id("from").Id("State"),
+		Id("event").Id("Event"),
+		Id("err").Op("*").Qual(fsmPkg, "TransitionError").Comment("non-nil exactly for rejections"),
 	)
 }
 
@@ -268,12 +285,13 @@ func tableDecl(f *File, m *spec.Machine) {
 	}
 	f.Comment("table holds every (state, event) cell: its candidates in the order they are tried, the unguarded fallback last.")
 	f.Var().Id("table").Op("=").Index(Id("numStates").Op("+").Lit(1)).Index(Id("numEvents").Op("+").Lit(1)).Index().Id("candidate").Values(append(rows, Line())...)
-	f.Comment("Rejections are built once, so that rejecting an event allocates nothing.")
+	f.Comment("init completes each candidate, and builds the error of a rejection once, so that answering an event allocates nothing.")
 	f.Func().Id("init").Params().Block(
 		For(Id("s").Op(":=").Range().Id("table")).Block(
 			For(Id("e").Op(":=").Range().Id("table").Index(Id("s"))).Block(
 				For(Id("i").Op(":=").Range().Id("table").Index(Id("s")).Index(Id("e"))).Block(
 					Id("c").Op(":=").Op("&").Id("table").Index(Id("s")).Index(Id("e")).Index(Id("i")),
+					Id("c").Dot("from").Op(",").Id("c").Dot("event").Op("=").Id("State").Call(Id("s")).Op(",").Id("Event").Call(Id("e")),
 					If(Id("c").Dot("disp").Op("==").Qual(fsmPkg, "Rejected")).Block(
 						Id("c").Dot("err").Op("=").Op("&").Qual(fsmPkg, "TransitionError").Values(Dict{
 							Id("Machine"): Id("Name"),
@@ -292,25 +310,28 @@ func transitionFunc(f *File) {
 	f.Comment(`Transition is the pure transition function. It selects the candidate of
 the (s, e) cell whose guard is in held (or the fallback), and returns the
 step with its effects. It changes nothing, runs no hook and allocates
-nothing for valid inputs: the returned effects and errors are shared,
-read-only values from the table.
+nothing for valid inputs: the returned step and error are shared, read-only
+values from the table.
 
 A rejected event returns a *fsm.TransitionError naming the machine, state
-and event (errors.Is(err, fsm.ErrRejected)); Step.To then equals s.`)
+and event (errors.Is(err, fsm.ErrRejected)); Step.To() then equals s. An
+invalid state or event returns the zero Step and a *fsm.InvalidError.`)
 	f.Func().Id("Transition").Params(Id("s").Id("State"), Id("e").Id("Event"), Id("held").Id("GuardSet")).Params(Id("Step"), Error()).Block(
-		Id("step").Op(":=").Id("Step").Values(Dict{Id("From"): Id("s"), Id("Event"): Id("e"), Id("To"): Id("s"), Id("Disposition"): Qual(fsmPkg, "Rejected")}),
-		If(Err().Op(":=").Id("check").Call(Id("s"), Id("e")), Err().Op("!=").Nil()).Block(Return(Id("step"), Err())),
-		For(Id("i").Op(":=").Range().Id("table").Index(Id("s")).Index(Id("e"))).Block(
-			Id("c").Op(":=").Op("&").Id("table").Index(Id("s")).Index(Id("e")).Index(Id("i")),
+		If(Op("!").Id("s").Dot("Valid").Call().Op("||").Op("!").Id("e").Dot("Valid").Call()).Block(
+			Return(Id("Step").Values(), Id("check").Call(Id("s"), Id("e"))),
+		),
+		Id("cands").Op(":=").Id("table").Index(Id("s")).Index(Id("e")),
+		For(Id("i").Op(":=").Range().Id("cands")).Block(
+			Id("c").Op(":=").Op("&").Id("cands").Index(Id("i")),
 			If(Id("c").Dot("guard").Op("!=").Lit(0).Op("&&").Op("!").Id("held").Dot("Has").Call(Id("c").Dot("guard"))).Block(Continue()),
-			Id("step").Dot("To").Op(",").Id("step").Dot("Guard").Op(",").Id("step").Dot("Disposition").Op("=").Id("c").Dot("to").Op(",").Id("c").Dot("guard").Op(",").Id("c").Dot("disp"),
-			Id("step").Dot("Effects").Op(",").Id("step").Dot("Reason").Op("=").Id("c").Dot("effects").Op(",").Id("c").Dot("reason"),
-			If(Id("c").Dot("err").Op("!=").Nil()).Block(Return(Id("step"), Id("c").Dot("err"))),
-			Return(Id("step"), Nil()),
+			Comment("A nil *TransitionError must not become a non-nil error."),
+			If(Id("c").Dot("err").Op("!=").Nil()).Block(Return(Id("Step").Values(Id("c")), Id("c").Dot("err"))),
+			Return(Id("Step").Values(Id("c")), Nil()),
 		),
 		Comment("The generator refuses a cell without an unguarded fallback, so this is unreachable."),
-		Return(Id("step"), Op("&").Qual(fsmPkg, "InvalidError").Values(Dict{Id("Machine"): Id("Name"), Id("What"): Lit("cell"), Id("Value"): Id("s").Dot("String").Call().Op("+").Lit("/").Op("+").Id("e").Dot("String").Call()})),
+		Return(Id("Step").Values(), Op("&").Qual(fsmPkg, "InvalidError").Values(Dict{Id("Machine"): Id("Name"), Id("What"): Lit("cell"), Id("Value"): Id("s").Dot("String").Call().Op("+").Lit("/").Op("+").Id("e").Dot("String").Call()})),
 	)
+	f.Comment("check builds the error for an invalid state or event; it is off the hot path.")
 	f.Func().Id("check").Params(Id("s").Id("State"), Id("e").Id("Event")).Error().Block(
 		If(Op("!").Id("s").Dot("Valid").Call()).Block(Return(Op("&").Qual(fsmPkg, "InvalidError").Values(Dict{Id("Machine"): Id("Name"), Id("What"): Lit("state"), Id("Value"): Id("s").Dot("String").Call()}))),
 		If(Op("!").Id("e").Dot("Valid").Call()).Block(Return(Op("&").Qual(fsmPkg, "InvalidError").Values(Dict{Id("Machine"): Id("Name"), Id("What"): Lit("event"), Id("Value"): Id("e").Dot("String").Call()}))),

@@ -71,7 +71,9 @@ failed (the state has already moved, the rest of the effects did not run).`)
 			Id("m").Dot("queue").Index(Id("m").Dot("head")).Op("=").Id("queued").Types(Id("A")).Values(),
 			Id("m").Dot("head").Op(",").Id("m").Dot("n").Op("=").Parens(Id("m").Dot("head").Op("+").Lit(1)).Op("%").Qual(fsmPkg, "QueueCapacity").Op(",").Id("m").Dot("n").Op("-").Lit(1),
 		),
-		Id("m").Dot("firing").Op("=").Id("Firing").Types(Id("A")).Values(),
+		Comment("Only the argument can hold on to caller memory; the rest is overwritten by the next step."),
+		Var().Id("zero").Id("A"),
+		Id("m").Dot("firing").Dot("Arg").Op("=").Id("zero"),
 		Return(Err()),
 	)...)
 
@@ -86,9 +88,10 @@ failed (the state has already moved, the rest of the effects did not run).`)
 
 	f.Func().Add(recv()).Id("step").Params(Id("e").Id("Event"), Id("arg").Id("A")).Error().Block(
 		Id("s").Op(":=").Id("m").Dot("state"),
-		If(Err().Op(":=").Id("check").Call(Id("s"), Id("e")), Err().Op("!=").Nil()).Block(Return(Err())),
+		If(Op("!").Id("e").Dot("Valid").Call()).Block(Return(Id("check").Call(Id("s"), Id("e")))),
+		Comment("Field by field: assigning a whole Firing literal costs a stalled copy on every event."),
 		Id("fr").Op(":=").Op("&").Id("m").Dot("firing"),
-		Op("*").Id("fr").Op("=").Id("Firing").Types(Id("A")).Values(Dict{Id("From"): Id("s"), Id("Event"): Id("e"), Id("To"): Id("s"), Id("Arg"): Id("arg"), Id("Role"): Id("m").Dot("role"), Id("m"): Id("m")}),
+		Id("fr").Dot("From").Op(",").Id("fr").Dot("Event").Op(",").Id("fr").Dot("To").Op(",").Id("fr").Dot("Arg").Op(",").Id("fr").Dot("Role").Op(",").Id("fr").Dot("m").Op("=").Id("s").Op(",").Id("e").Op(",").Id("s").Op(",").Id("arg").Op(",").Id("m").Dot("role").Op(",").Id("m"),
 		For(Id("i").Op(":=").Range().Id("table").Index(Id("s")).Index(Id("e"))).Block(
 			Id("c").Op(":=").Op("&").Id("table").Index(Id("s")).Index(Id("e")).Index(Id("i")),
 			If(Id("c").Dot("guard").Op("!=").Lit(0).Op("&&").Op("!").Id("m").Dot("guard").Call(Id("c").Dot("guard"), Id("fr"))).Block(Continue()),
@@ -96,7 +99,7 @@ failed (the state has already moved, the rest of the effects did not run).`)
 				Id("m").Dot("state").Op(",").Id("fr").Dot("To").Op("=").Id("c").Dot("to").Op(",").Id("c").Dot("to"),
 			),
 			If(Id("m").Dot("observe").Op("!=").Nil()).Block(
-				Id("m").Dot("observe").Call(Id("Step").Values(Dict{Id("From"): Id("s"), Id("Event"): Id("e"), Id("To"): Id("m").Dot("state"), Id("Guard"): Id("c").Dot("guard"), Id("Disposition"): Id("c").Dot("disp"), Id("Effects"): Id("c").Dot("effects"), Id("Reason"): Id("c").Dot("reason")})),
+				Id("m").Dot("observe").Call(Id("Step").Values(Id("c"))),
 			),
 			If(Id("c").Dot("err").Op("!=").Nil()).Block(Return(Id("c").Dot("err"))),
 			For(Id("j").Op(":=").Range().Id("c").Dot("effects")).Block(

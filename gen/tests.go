@@ -89,9 +89,9 @@ func adapterDecl(f *File) {
 				Id("gs").Op("=").Id("gs").Dot("With").Call(Id("g")),
 			),
 			List(Id("step"), Err()).Op(":=").Id("Transition").Call(Id("s"), Id("e"), Id("gs")),
-			Id("res").Op(":=").Qual(fsmtestPkg, "Result").Values(Dict{Id("To"): Id("step").Dot("To").Dot("String").Call(), Id("Disposition"): Id("step").Dot("Disposition"), Id("Err"): Err()}),
-			If(Id("step").Dot("Guard").Op("!=").Lit(0)).Block(Id("res").Dot("Guard").Op("=").Id("step").Dot("Guard").Dot("String").Call()),
-			For(List(Id("_"), Id("ef")).Op(":=").Range().Id("step").Dot("Effects")).Block(
+			Id("res").Op(":=").Qual(fsmtestPkg, "Result").Values(Dict{Id("To"): Id("step").Dot("To").Call().Dot("String").Call(), Id("Disposition"): Id("step").Dot("Disposition").Call(), Id("Err"): Err()}),
+			If(Id("step").Dot("Guard").Call().Op("!=").Lit(0)).Block(Id("res").Dot("Guard").Op("=").Id("step").Dot("Guard").Call().Dot("String").Call()),
+			For(List(Id("_"), Id("ef")).Op(":=").Range().Id("step").Dot("Effects").Call()).Block(
 				Id("res").Dot("Effects").Op("=").Append(Id("res").Dot("Effects"), Id("ef").Dot("String").Call()),
 			),
 			Return(Id("res")),
@@ -203,11 +203,11 @@ func cellTests(f *File) {
 		For(List(Id("_"), Id("c")).Op(":=").Range().Id("cellCases")).Block(
 			Id("where").Op(":=").Id("c").Dot("line").Op("+").Lit(": ").Op("+").Id("c").Dot("from").Dot("String").Call().Op("+").Lit(" on ").Op("+").Id("c").Dot("event").Dot("String").Call(),
 			List(Id("step"), Id("trErr")).Op(":=").Id("Transition").Call(Id("c").Dot("from"), Id("c").Dot("event"), Id("c").Dot("held")),
-			req("Equal", Id("c").Dot("disp"), Id("step").Dot("Disposition"), Id("where")),
-			req("Equal", Id("c").Dot("to"), Id("step").Dot("To"), Id("where")),
-			req("Equal", Id("c").Dot("guard"), Id("step").Dot("Guard"), Id("where")),
+			req("Equal", Id("c").Dot("disp"), Id("step").Dot("Disposition").Call(), Id("where")),
+			req("Equal", Id("c").Dot("to"), Id("step").Dot("To").Call(), Id("where")),
+			req("Equal", Id("c").Dot("guard"), Id("step").Dot("Guard").Call(), Id("where")),
 			Var().Id("effects").Index().String(),
-			For(List(Id("_"), Id("ef")).Op(":=").Range().Id("step").Dot("Effects")).Block(Id("effects").Op("=").Append(Id("effects"), Id("ef").Dot("String").Call())),
+			For(List(Id("_"), Id("ef")).Op(":=").Range().Id("step").Dot("Effects").Call()).Block(Id("effects").Op("=").Append(Id("effects"), Id("ef").Dot("String").Call())),
 			req("Equal", Id("c").Dot("effects"), Id("effects"), Id("where")),
 			For(List(Id("_"), Id("role")).Op(":=").Range().Index().Qual(fsmPkg, "Role").Values(Qual(fsmPkg, "RoleBoth"), Qual(fsmPkg, "RoleCore"), Qual(fsmPkg, "RoleRuntime"))).Block(
 				Id("rec").Op(":=").Op("&").Id("recorder").Values(Dict{Id("held"): Id("c").Dot("held")}),
@@ -311,8 +311,8 @@ func lifecycleTests(f *File, m *spec.Machine) {
 			req("GreaterOrEqual", Len(Id("steps")), Lit(200)),
 			Id("at").Op(":=").Id("Initial"),
 			For(List(Id("_"), Id("s")).Op(":=").Range().Id("steps")).Block(
-				req("Equal", Id("at"), Id("s").Dot("From")),
-				Id("at").Op("=").Id("s").Dot("To"),
+				req("Equal", Id("at"), Id("s").Dot("From").Call()),
+				Id("at").Op("=").Id("s").Dot("To").Call(),
 			),
 			req("Equal", Id("at"), Id("m").Dot("State").Call()),
 		),

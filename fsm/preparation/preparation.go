@@ -469,23 +469,89 @@ func (e Effect) String() string {
 	return prefix + e.Kind.String()
 }
 
-// Step is what one event did: the selected candidate of its cell.
+/*
+Step is what one event did: a read-only view of the selected candidate of
+its cell. It is a single pointer into the generated table, so returning it
+costs nothing and nobody can change the table through it. The zero Step,
+returned for an invalid state or event, reports zero values.
+*/
 type Step struct {
-	From        State
-	Event       Event
-	To          State // equals From unless Disposition is fsm.Moved
-	Guard       Guard // the guard that selected the candidate; 0 for the cell's fallback
-	Disposition fsm.Disposition
-	Effects     []Effect // shared, read-only; nil unless moved or stayed
-	Reason      string   // the spec's reason for an ignore or a reject
+	c *candidate
 }
+
+// From is the state the event arrived in.
+func (s Step) From() State {
+	if s.c == nil {
+		var zero State
+		return zero
+	}
+	return s.c.from
+}
+
+// Event is the event that was handled.
+func (s Step) Event() Event {
+	if s.c == nil {
+		var zero Event
+		return zero
+	}
+	return s.c.event
+}
+
+// To is the state after the step; it equals From unless the disposition is fsm.Moved.
+func (s Step) To() State {
+	if s.c == nil {
+		var zero State
+		return zero
+	}
+	return s.c.to
+}
+
+// Guard is the guard that selected the candidate, or 0 for the cell's fallback.
+func (s Step) Guard() Guard {
+	if s.c == nil {
+		var zero Guard
+		return zero
+	}
+	return s.c.guard
+}
+
+// Disposition says whether the step moved, stayed, ignored or rejected the event.
+func (s Step) Disposition() fsm.Disposition {
+	if s.c == nil {
+		var zero fsm.Disposition
+		return zero
+	}
+	return s.c.disp
+}
+
+// Effects lists what the peer must do, in spec order; nil unless the step moved or stayed. The slice is shared: do not modify it.
+func (s Step) Effects() []Effect {
+	if s.c == nil {
+		var zero []Effect
+		return zero
+	}
+	return s.c.effects
+}
+
+// Reason is the spec's reason for an ignored or rejected event, or "".
+func (s Step) Reason() string {
+	if s.c == nil {
+		var zero string
+		return zero
+	}
+	return s.c.reason
+}
+
 type candidate struct {
 	guard   Guard
 	disp    fsm.Disposition
 	to      State
 	effects []Effect
 	reason  string
-	err     *fsm.TransitionError
+	// from, event and err are filled in by init.
+	from  State
+	event Event
+	err   *fsm.TransitionError // non-nil exactly for rejections
 }
 
 // table holds every (state, event) cell: its candidates in the order they are tried, the unguarded fallback last.
@@ -1294,12 +1360,13 @@ var table = [numStates + 1][numEvents + 1][]candidate{
 	},
 }
 
-// Rejections are built once, so that rejecting an event allocates nothing.
+// init completes each candidate, and builds the error of a rejection once, so that answering an event allocates nothing.
 func init() {
 	for s := range table {
 		for e := range table[s] {
 			for i := range table[s][e] {
 				c := &table[s][e][i]
+				c.from, c.event = State(s), Event(e)
 				if c.disp == fsm.Rejected {
 					c.err = &fsm.TransitionError{
 						Event:   Event(e).String(),
@@ -1317,41 +1384,38 @@ func init() {
 Transition is the pure transition function. It selects the candidate of
 the (s, e) cell whose guard is in held (or the fallback), and returns the
 step with its effects. It changes nothing, runs no hook and allocates
-nothing for valid inputs: the returned effects and errors are shared,
-read-only values from the table.
+nothing for valid inputs: the returned step and error are shared, read-only
+values from the table.
 
 A rejected event returns a *fsm.TransitionError naming the machine, state
-and event (errors.Is(err, fsm.ErrRejected)); Step.To then equals s.
+and event (errors.Is(err, fsm.ErrRejected)); Step.To() then equals s. An
+invalid state or event returns the zero Step and a *fsm.InvalidError.
 */
 func Transition(s State, e Event, held GuardSet) (Step, error) {
-	step := Step{
-		Disposition: fsm.Rejected,
-		Event:       e,
-		From:        s,
-		To:          s,
+	if !s.Valid() || !e.Valid() {
+		return Step{}, check(s, e)
 	}
-	if err := check(s, e); err != nil {
-		return step, err
-	}
-	for i := range table[s][e] {
-		c := &table[s][e][i]
+	cands := table[s][e]
+	for i := range cands {
+		c := &cands[i]
 		if c.guard != 0 && !held.Has(c.guard) {
 			continue
 		}
-		step.To, step.Guard, step.Disposition = c.to, c.guard, c.disp
-		step.Effects, step.Reason = c.effects, c.reason
+		// A nil *TransitionError must not become a non-nil error.
 		if c.err != nil {
-			return step, c.err
+			return Step{c}, c.err
 		}
-		return step, nil
+		return Step{c}, nil
 	}
 	// The generator refuses a cell without an unguarded fallback, so this is unreachable.
-	return step, &fsm.InvalidError{
+	return Step{}, &fsm.InvalidError{
 		Machine: Name,
 		Value:   s.String() + "/" + e.String(),
 		What:    "cell",
 	}
 }
+
+// check builds the error for an invalid state or event; it is off the hot path.
 func check(s State, e Event) error {
 	if !s.Valid() {
 		return &fsm.InvalidError{
@@ -1485,7 +1549,9 @@ func (m *Machine[A]) Fire(e Event, arg A) error {
 		m.queue[m.head] = queued[A]{}
 		m.head, m.n = (m.head+1)%fsm.QueueCapacity, m.n-1
 	}
-	m.firing = Firing[A]{}
+	// Only the argument can hold on to caller memory; the rest is overwritten by the next step.
+	var zero A
+	m.firing.Arg = zero
 	return err
 }
 func (m *Machine[A]) enqueue(e Event, arg A) error {
@@ -1504,18 +1570,12 @@ func (m *Machine[A]) enqueue(e Event, arg A) error {
 }
 func (m *Machine[A]) step(e Event, arg A) error {
 	s := m.state
-	if err := check(s, e); err != nil {
-		return err
+	if !e.Valid() {
+		return check(s, e)
 	}
+	// Field by field: assigning a whole Firing literal costs a stalled copy on every event.
 	fr := &m.firing
-	*fr = Firing[A]{
-		Arg:   arg,
-		Event: e,
-		From:  s,
-		Role:  m.role,
-		To:    s,
-		m:     m,
-	}
+	fr.From, fr.Event, fr.To, fr.Arg, fr.Role, fr.m = s, e, s, arg, m.role, m
 	for i := range table[s][e] {
 		c := &table[s][e][i]
 		if c.guard != 0 && !m.guard(c.guard, fr) {
@@ -1525,15 +1585,7 @@ func (m *Machine[A]) step(e Event, arg A) error {
 			m.state, fr.To = c.to, c.to
 		}
 		if m.observe != nil {
-			m.observe(Step{
-				Disposition: c.disp,
-				Effects:     c.effects,
-				Event:       e,
-				From:        s,
-				Guard:       c.guard,
-				Reason:      c.reason,
-				To:          m.state,
-			})
+			m.observe(Step{c})
 		}
 		if c.err != nil {
 			return c.err

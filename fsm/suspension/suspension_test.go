@@ -78,14 +78,14 @@ func adapter(t *testing.T) fsmtest.Adapter {
 		}
 		step, err := Transition(s, e, gs)
 		res := fsmtest.Result{
-			Disposition: step.Disposition,
+			Disposition: step.Disposition(),
 			Err:         err,
-			To:          step.To.String(),
+			To:          step.To().String(),
 		}
-		if step.Guard != 0 {
-			res.Guard = step.Guard.String()
+		if step.Guard() != 0 {
+			res.Guard = step.Guard().String()
 		}
-		for _, ef := range step.Effects {
+		for _, ef := range step.Effects() {
 			res.Effects = append(res.Effects, ef.String())
 		}
 		return res
@@ -703,11 +703,11 @@ func TestEveryCell(t *testing.T) {
 	for _, c := range cellCases {
 		where := c.line + ": " + c.from.String() + " on " + c.event.String()
 		step, trErr := Transition(c.from, c.event, c.held)
-		require.Equal(t, c.disp, step.Disposition, where)
-		require.Equal(t, c.to, step.To, where)
-		require.Equal(t, c.guard, step.Guard, where)
+		require.Equal(t, c.disp, step.Disposition(), where)
+		require.Equal(t, c.to, step.To(), where)
+		require.Equal(t, c.guard, step.Guard(), where)
 		var effects []string
-		for _, ef := range step.Effects {
+		for _, ef := range step.Effects() {
 			effects = append(effects, ef.String())
 		}
 		require.Equal(t, c.effects, effects, where)
@@ -812,8 +812,8 @@ func TestConcurrentFire(t *testing.T) {
 		require.GreaterOrEqual(t, len(steps), 200)
 		at := Initial
 		for _, s := range steps {
-			require.Equal(t, at, s.From)
-			at = s.To
+			require.Equal(t, at, s.From())
+			at = s.To()
 		}
 		require.Equal(t, at, m.State())
 	}
