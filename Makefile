@@ -39,10 +39,15 @@ check-runtime-contract:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./fsm/
 
-## fuzz: longer fuzzing runs than CI does (FUZZTIME=2m make fuzz)
+## fuzz: longer fuzzing runs than CI does (FUZZTIME=10m make fuzz); each target in turn
 FUZZTIME ?= 60s
+FUZZ_TARGETS := ./spec:FuzzLoad ./spec:FuzzLoadEdits
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./spec/
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$name in $$pkg for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 10s $$pkg; \
+	done
 
 ## demo: until the peers exist, regenerate the machines and print one diagram
 demo: generate

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path"
 	"regexp"
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -192,23 +194,28 @@ func kindName(n *yaml.Node) string {
 
 // rawRule keeps a rule's nodes until every state and event name is known.
 type rawRule struct {
-	node                   *yaml.Node
-	from, on               []*yaml.Node
-	guard, to, ign, rej    *yaml.Node
-	effects                []*yaml.Node
+	node                *yaml.Node
+	from, on            []*yaml.Node
+	guard, to, ign, rej *yaml.Node
+	effects             []*yaml.Node
 }
 
 func parseFile(name string, src []byte, errs *errorList) *Machine {
 	d := &decoder{file: name, errs: errs}
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(src))
-	if err := dec.Decode(&doc); err != nil {
-		errs.add(Pos{File: name, Line: yamlErrLine(err)}, "not valid YAML: %s", yamlErrText(err))
+	if err := dec.Decode(&doc); errors.Is(err, io.EOF) {
+		errs.add(Pos{File: name, Line: 1}, "empty spec file: it needs a machine, doc, scope, states, events and rules")
+		return nil
+	} else if err != nil {
+		errs.add(Pos{File: name, Line: yamlErrLine(err, src)}, "not valid YAML: %s", yamlErrText(err))
 		return nil
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
 		errs.add(d.pos(&extra), "a spec file holds exactly one YAML document")
+	} else if !errors.Is(err, io.EOF) {
+		errs.add(Pos{File: name, Line: yamlErrLine(err, src)}, "a spec file holds exactly one YAML document, and the next one is not valid YAML: %s", yamlErrText(err))
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 {
 		errs.add(Pos{File: name, Line: 1}, "empty spec file")
@@ -236,9 +243,8 @@ func parseFile(name string, src []byte, errs *errorList) *Machine {
 	if n := f["scope"]; n != nil {
 		m.Scope, _ = d.str(n, "scope")
 	}
-	if len(errs.errs) > before {
-		return nil
-	}
+	// Go on after a problem in the header: the rest of the file is checked
+	// too, so one run reports everything.
 
 	symbols := map[string]Pos{} // states, events, guards and actions share one namespace
 	declare := func(n *yaml.Node, kind, id string) bool {
@@ -308,9 +314,23 @@ func parseFile(name string, src []byte, errs *errorList) *Machine {
 			m.States = append(m.States, st)
 		}
 	}
+	// broken remembers events that failed to parse, so references to them
+	// do not also report "unknown" for a name that is in fact declared.
+	broken := map[string]bool{}
 	if n := f["events"]; n != nil {
 		for _, en := range d.seq(n, "events") {
-			if ev := d.event(en, len(m.Events)); ev != nil && declare(en, "event", ev.Name) {
+			ev := d.event(en, len(m.Events))
+			if ev == nil {
+				if en.Kind == yaml.MappingNode {
+					for i := 0; i+1 < len(en.Content); i += 2 {
+						if en.Content[i].Value == "name" {
+							broken[en.Content[i+1].Value] = true
+						}
+					}
+				}
+				continue
+			}
+			if declare(en, "event", ev.Name) {
 				m.Events = append(m.Events, ev)
 			}
 		}
@@ -344,6 +364,8 @@ func parseFile(name string, src []byte, errs *errorList) *Machine {
 		for _, tn := range st.nodes {
 			e, ok := events[tn.Value]
 			switch {
+			case !ok && broken[tn.Value]:
+				// already reported where the timer is declared
 			case !ok:
 				errs.add(d.pos(tn), "state %q arms unknown timer %q", st.st.Name, tn.Value)
 			case e.Kind != EventTimer:
@@ -379,7 +401,7 @@ func parseFile(name string, src []byte, errs *errorList) *Machine {
 	if len(errs.errs) > before {
 		return nil
 	}
-	resolveRules(d, m, raws, states, events)
+	resolveRules(d, m, raws, states, events, broken)
 	if len(errs.errs) > before {
 		return nil
 	}
@@ -512,16 +534,26 @@ func (d *decoder) event(n *yaml.Node, index int) *Event {
 	return ev
 }
 
-func yamlErrLine(err error) int {
-	var te *yaml.TypeError
-	if errors.As(err, &te) {
-		return 0
-	}
+// yamlErrLine finds the line a parse error refers to. The YAML reader's own
+// errors (invalid UTF-8, control characters) carry no position, so for those
+// the line of the first offending byte is used; never 0.
+func yamlErrLine(err error, src []byte) int {
 	var line int
-	if _, scanErr := fmt.Sscanf(strings.TrimPrefix(err.Error(), "yaml: "), "line %d:", &line); scanErr == nil {
+	if _, scanErr := fmt.Sscanf(strings.TrimPrefix(err.Error(), "yaml: "), "line %d:", &line); scanErr == nil && line > 0 {
 		return line
 	}
-	return 0
+	line = 1
+	for i := 0; i < len(src); {
+		r, size := utf8.DecodeRune(src[i:])
+		if (r == utf8.RuneError && size == 1) || (r < 0x20 && r != '\t' && r != '\n' && r != '\r') || r == 0x7f {
+			return line
+		}
+		if r == '\n' {
+			line++
+		}
+		i += size
+	}
+	return 1
 }
 
 func yamlErrText(err error) string {

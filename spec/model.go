@@ -154,7 +154,6 @@ func (m *Machine) SentMessages() []string {
 	return sortedKeys(seen)
 }
 
-
 // State is one node of a machine.
 type State struct {
 	Name    string

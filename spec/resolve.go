@@ -9,7 +9,7 @@ import (
 
 // resolveRules turns the raw rule nodes into per-cell candidates, reporting
 // every unknown name with its line.
-func resolveRules(d *decoder, m *Machine, raws []rawRule, states map[string]*State, events map[string]*Event) {
+func resolveRules(d *decoder, m *Machine, raws []rawRule, states map[string]*State, events map[string]*Event, broken map[string]bool) {
 	guards := map[string]*Guard{}
 	for _, g := range m.Guards {
 		guards[g.Name] = g
@@ -28,11 +28,22 @@ func resolveRules(d *decoder, m *Machine, raws []rawRule, states map[string]*Sta
 
 	for _, raw := range raws {
 		pos := d.pos(raw.node)
+		// bad collects every problem of the rule before it is skipped, so
+		// one run reports all of them, effects included.
+		bad := false
 		var from []*State
+		seenFrom := map[string]bool{}
 		for _, n := range raw.from {
+			if seenFrom[n.Value] {
+				d.errs.add(d.pos(n), "from lists state %q twice", n.Value)
+				bad = true
+				continue
+			}
+			seenFrom[n.Value] = true
 			s, ok := states[n.Value]
 			if !ok {
 				d.errs.add(d.pos(n), "rule names unknown state %q%s", n.Value, suggest(n.Value, keys(states)))
+				bad = true
 				continue
 			}
 			from = append(from, s)
@@ -40,14 +51,25 @@ func resolveRules(d *decoder, m *Machine, raws []rawRule, states map[string]*Sta
 		wild := len(raw.on) == 1 && raw.on[0].Value == "*"
 		var on []*Event
 		if !wild {
+			seenOn := map[string]bool{}
 			for _, n := range raw.on {
-				if n.Value == "*" {
+				switch {
+				case n.Value == "*":
 					d.errs.add(d.pos(n), `"*" must be the whole on: value, not a list entry`)
+					bad = true
+					continue
+				case seenOn[n.Value]:
+					d.errs.add(d.pos(n), "on lists event %q twice", n.Value)
+					bad = true
 					continue
 				}
+				seenOn[n.Value] = true
 				e, ok := events[n.Value]
 				if !ok {
-					d.errs.add(d.pos(n), "rule names unknown event %q%s", n.Value, suggest(n.Value, keys(events)))
+					if !broken[n.Value] {
+						d.errs.add(d.pos(n), "rule names unknown event %q%s", n.Value, suggest(n.Value, keys(events)))
+					}
+					bad = true
 					continue
 				}
 				on = append(on, e)
@@ -71,28 +93,28 @@ func resolveRules(d *decoder, m *Machine, raws []rawRule, states map[string]*Sta
 		}
 		if outcomes != 1 {
 			d.errs.add(pos, "a rule needs exactly one of to, ignore or reject")
-			continue
+			bad = true
 		}
-		if tmpl.Kind != RuleGoto && strings.TrimSpace(tmpl.Reason) == "" {
-			d.errs.add(pos, "an %s rule needs a reason", tmpl.Kind)
-			continue
+		if outcomes == 1 && tmpl.Kind != RuleGoto && strings.TrimSpace(tmpl.Reason) == "" {
+			d.errs.add(pos, "%s rule needs a reason", article(tmpl.Kind))
+			bad = true
 		}
 		if raw.guard != nil {
 			name, _ := d.str(raw.guard, "guard")
-			g, ok := guards[name]
-			if !ok {
+			if g, ok := guards[name]; ok {
+				tmpl.Guard = g
+			} else {
 				d.errs.add(d.pos(raw.guard), "rule names unknown guard %q%s", name, suggest(name, keys(guards)))
-				continue
+				bad = true
 			}
-			tmpl.Guard = g
 		}
-		if wild && (tmpl.Kind == RuleGoto || tmpl.Guard != nil) {
+		if wild && (tmpl.Kind == RuleGoto || raw.guard != nil) {
 			d.errs.add(pos, `on: "*" is only allowed on unguarded ignore or reject rules`)
-			continue
+			bad = true
 		}
 		var to *State
 		same := false
-		if tmpl.Kind == RuleGoto {
+		if outcomes == 1 && tmpl.Kind == RuleGoto {
 			name, _ := d.str(raw.to, "to")
 			if name == "same" {
 				same = true
@@ -100,16 +122,21 @@ func resolveRules(d *decoder, m *Machine, raws []rawRule, states map[string]*Sta
 				to = s
 			} else {
 				d.errs.add(d.pos(raw.to), "rule goes to unknown state %q%s", name, suggest(name, keys(states)))
-				continue
+				bad = true
 			}
-		} else if len(raw.effects) > 0 {
-			d.errs.add(pos, "an %s rule cannot have effects", tmpl.Kind)
-			continue
+		} else if outcomes == 1 && len(raw.effects) > 0 {
+			d.errs.add(pos, "%s rule cannot have effects", article(tmpl.Kind))
+			bad = true
 		}
 		for _, en := range raw.effects {
-			if ef := d.effect(en, events, actions); ef != nil {
+			if ef := d.effect(en, events, actions, broken); ef != nil {
 				tmpl.Effects = append(tmpl.Effects, ef)
+			} else {
+				bad = true
 			}
+		}
+		if bad {
+			continue
 		}
 		for _, s := range from {
 			if wild {
@@ -153,7 +180,11 @@ func resolveRules(d *decoder, m *Machine, raws []rawRule, states map[string]*Sta
 	}
 }
 
-func (d *decoder) effect(n *yaml.Node, events map[string]*Event, actions map[string]*Action) *Effect {
+func (d *decoder) effect(n *yaml.Node, events map[string]*Event, actions map[string]*Action, broken map[string]bool) *Effect {
+	if n.Kind == yaml.MappingNode {
+		d.errs.add(d.pos(n), `an effect must be a string; one with a role prefix needs quotes, e.g. "runtime: send preparation_status"`)
+		return nil
+	}
 	text, ok := d.str(n, "effect")
 	if !ok {
 		return nil
@@ -189,6 +220,9 @@ func (d *decoder) effect(n *yaml.Node, events map[string]*Event, actions map[str
 		ef.Kind, ef.Message = EffectSend, arg
 	case "start", "stop":
 		e, ok := events[arg]
+		if !ok && broken[arg] {
+			return nil // reported where the timer is declared
+		}
 		if !ok || e.Kind != EventTimer {
 			d.errs.add(d.pos(n), "effect %q: %q is not a declared timer", text, arg)
 			return nil
@@ -223,6 +257,17 @@ func (d *decoder) effect(n *yaml.Node, events map[string]*Event, actions map[str
 		return nil
 	}
 	return ef
+}
+
+// article names a rule kind with its article, for messages.
+func article(k RuleKind) string {
+	switch k {
+	case RuleIgnore:
+		return "an ignore"
+	case RuleReject:
+		return "a reject"
+	}
+	return "a goto"
 }
 
 func keys[V any](m map[string]V) []string {

@@ -14,6 +14,13 @@ func validate(m *Machine, errs *errorList) {
 			if s.Terminal() {
 				errs.add(s.Pos, "initial state %q cannot be terminal", s.Name)
 			}
+			if len(s.Timers) > 0 {
+				var names []string
+				for _, t := range s.Timers {
+					names = append(names, t.Name)
+				}
+				errs.add(s.Pos, "initial state %q cannot list %s: a new instance starts with no timer armed", s.Name, listNames("timer", names))
+			}
 		}
 	}
 	switch len(initial) {
