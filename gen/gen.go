@@ -63,12 +63,37 @@ func render(out Files, name string, f *jen.File) error {
 	if err := f.Render(&buf); err != nil {
 		return fmt.Errorf("render %s: %w", name, err)
 	}
-	src, err := format.Source(buf.Bytes())
+	src, err := format.Source(spaceDecls(buf.Bytes()))
 	if err != nil {
 		return fmt.Errorf("gofmt %s: %w", name, err)
 	}
 	out[name] = src
 	return nil
+}
+
+// spaceDecls puts a blank line between top-level declarations, which
+// jennifer writes back to back: a "}" or ")" closing one at column 0
+// followed directly by the next declaration or its comment.
+func spaceDecls(src []byte) []byte {
+	lines := bytes.Split(src, []byte("\n"))
+	out := make([][]byte, 0, len(lines)+len(lines)/8)
+	for i, line := range lines {
+		if i > 0 {
+			prev := lines[i-1]
+			closes := bytes.Equal(prev, []byte("}")) || bytes.Equal(prev, []byte(")"))
+			opens := false
+			for _, kw := range []string{"func ", "type ", "var ", "const ", "//"} {
+				if bytes.HasPrefix(line, []byte(kw)) {
+					opens = true
+				}
+			}
+			if closes && opens {
+				out = append(out, nil)
+			}
+		}
+		out = append(out, line)
+	}
+	return bytes.Join(out, []byte("\n"))
 }
 
 // IsGenerated reports whether content starts with this generator's header,

@@ -15,7 +15,9 @@ import (
 func machineFile(m *spec.Machine) *File {
 	f := NewFile(m.Name)
 	f.HeaderComment(header(m))
-	f.PackageComment(packageDoc(m))
+	for _, line := range strings.Split(packageDoc(m), "\n") {
+		f.PackageComment(line)
+	}
 	f.ImportName(fsmPkg, "fsm")
 
 	f.Comment("Name is the machine's name in the spec.")
@@ -54,12 +56,42 @@ func machineFile(m *spec.Machine) *File {
 	return f
 }
 
+// doc writes a multi-line comment as // lines; jennifer would otherwise
+// render it as a /* */ block.
+func doc(f *File, text string) {
+	for _, line := range strings.Split(text, "\n") {
+		f.Comment(line)
+	}
+}
+
 func packageDoc(m *spec.Machine) string {
+	paras := []string{
+		fmt.Sprintf("Package %s is the generated %s machine.", m.Name, m.Name),
+		m.Doc,
+		"One instance per " + m.Scope + ".",
+		"The table and every hook name come from " + m.Pos.File + "; see docs/machines/" + m.Name + ".md for the diagram and the state × event matrix.",
+	}
+	for i, p := range paras {
+		paras[i] = wrap(p, 76)
+	}
+	return strings.Join(paras, "\n\n")
+}
+
+// wrap folds text into lines of at most width bytes where it can.
+func wrap(text string, width int) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Package %s is the generated %s machine.\n\n", m.Name, m.Name)
-	b.WriteString(m.Doc)
-	b.WriteString("\n\nOne instance per " + m.Scope + ".\n\n")
-	b.WriteString("The table and every hook name come from " + m.Pos.File + "; see docs/machines/" + m.Name + ".md for the diagram and the state × event matrix.")
+	n := 0
+	for _, word := range strings.Fields(text) {
+		if n > 0 && n+1+len(word) > width {
+			b.WriteByte('\n')
+			n = 0
+		} else if n > 0 {
+			b.WriteByte(' ')
+			n++
+		}
+		b.WriteString(word)
+		n += len(word)
+	}
 	return b.String()
 }
 
@@ -188,7 +220,7 @@ func effectDecls(f *File) {
 }
 
 func stepDecls(f *File) {
-	f.Comment(`Step is what one event did: a read-only view of the selected candidate of
+	doc(f, `Step is what one event did: a read-only view of the selected candidate of
 its cell. It is a single pointer into the generated table, so returning it
 costs nothing and nobody can change the table through it. The zero Step,
 returned for an invalid state or event, reports zero values.`)
@@ -307,7 +339,7 @@ func tableDecl(f *File, m *spec.Machine) {
 }
 
 func transitionFunc(f *File) {
-	f.Comment(`Transition is the pure transition function. It selects the candidate of
+	doc(f, `Transition is the pure transition function. It selects the candidate of
 the (s, e) cell whose guard is in held (or the fallback), and returns the
 step with its effects. It changes nothing, runs no hook and allocates
 nothing for valid inputs: the returned step and error are shared, read-only
@@ -360,7 +392,7 @@ func hooksDecl(f *File, m *spec.Machine) {
 	for _, a := range m.Actions {
 		methods = append(methods, Commentf("%s performs %s: %s.", actionMethod(a), a.Name, a.Doc), Id(actionMethod(a)).Params(firingParam()).Error())
 	}
-	f.Comment(`Hooks is what a peer implements to drive the machine: one method per
+	doc(f, `Hooks is what a peer implements to drive the machine: one method per
 guard, per message the machine asks it to send and per action, plus the
 timer methods when the machine has timers. Fire calls them with the
 machine's lock held, in spec order, and only for effects of the machine's

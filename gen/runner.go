@@ -23,9 +23,7 @@ func machineDecls(f *File, m *spec.Machine) {
 		Return(Id("f").Dot("m").Dot("enqueue").Call(Id("e"), Id("arg"))),
 	)
 
-	f.Type().Id("queued").Types(Id("A").Any()).Struct(Id("event").Id("Event"), Id("arg").Id("A"))
-
-	f.Comment(`Machine is one instance of the lifecycle. It is safe for concurrent use:
+	doc(f, `Machine is one instance of the lifecycle. It is safe for concurrent use:
 Fire serialises callers, and each caller gets the result of its own event.`)
 	f.Type().Id("Machine").Types(Id("A").Any()).Struct(
 		Id("mu").Qual("sync", "Mutex"),
@@ -34,8 +32,7 @@ Fire serialises callers, and each caller gets the result of its own event.`)
 		Id("hooks").Id("Hooks").Types(Id("A")),
 		Id("observe").Func().Params(Id("Step")),
 		Id("firing").Id("Firing").Types(Id("A")),
-		Id("queue").Index(Qual(fsmPkg, "QueueCapacity")).Id("queued").Types(Id("A")),
-		Id("head").Op(",").Id("n").Int(),
+		Id("queue").Qual(fsmPkg, "Queue").Types(Id("Event"), Id("A")),
 	)
 	f.Comment("New returns a machine in the Initial state that performs the effects of role.")
 	f.Func().Id("New").Types(Id("A").Any()).Params(Id("role").Qual(fsmPkg, "Role"), Id("hooks").Id("Hooks").Types(Id("A"))).Op("*").Id("Machine").Types(Id("A")).Block(
@@ -50,7 +47,7 @@ Fire serialises callers, and each caller gets the result of its own event.`)
 	f.Comment("Observe registers fn to be called, with the lock held, after every step, including ignored and rejected ones (for logs, metrics and trace checks). Pass nil to remove it.")
 	f.Func().Add(recv()).Id("Observe").Params(Id("fn").Func().Params(Id("Step"))).Block(append(lock, Id("m").Dot("observe").Op("=").Id("fn"))...)
 
-	f.Comment(`Fire handles event e with argument arg, then every follow-up event the
+	doc(f, `Fire handles event e with argument arg, then every follow-up event the
 effects raised, in order, before returning (run to completion).
 
 It returns nil when the event moved the machine, kept it in place or was
@@ -58,19 +55,14 @@ ignored; a *fsm.TransitionError when the spec rejects it (the state is
 unchanged and queued follow-ups are dropped); a *fsm.EffectError when a hook
 failed (the state has already moved, the rest of the effects did not run).`)
 	f.Func().Add(recv()).Id("Fire").Params(Id("e").Id("Event"), Id("arg").Id("A")).Error().Block(append(lock,
-		Id("m").Dot("head").Op(",").Id("m").Dot("n").Op("=").Lit(0).Op(",").Lit(0),
 		Err().Op(":=").Id("m").Dot("step").Call(Id("e"), Id("arg")),
-		For(Err().Op("==").Nil().Op("&&").Id("m").Dot("n").Op(">").Lit(0)).Block(
-			Id("q").Op(":=").Id("m").Dot("queue").Index(Id("m").Dot("head")),
-			Id("m").Dot("queue").Index(Id("m").Dot("head")).Op("=").Id("queued").Types(Id("A")).Values(),
-			Id("m").Dot("head").Op(",").Id("m").Dot("n").Op("=").Parens(Id("m").Dot("head").Op("+").Lit(1)).Op("%").Qual(fsmPkg, "QueueCapacity").Op(",").Id("m").Dot("n").Op("-").Lit(1),
-			Err().Op("=").Id("m").Dot("step").Call(Id("q").Dot("event"), Id("q").Dot("arg")),
+		For(Err().Op("==").Nil()).Block(
+			List(Id("next"), Id("nextArg"), Id("ok")).Op(":=").Id("m").Dot("queue").Dot("Pop").Call(),
+			If(Op("!").Id("ok")).Block(Break()),
+			Err().Op("=").Id("m").Dot("step").Call(Id("next"), Id("nextArg")),
 		),
-		Comment("Drop what an error left behind so stale args are not retained."),
-		For(Id("m").Dot("n").Op(">").Lit(0)).Block(
-			Id("m").Dot("queue").Index(Id("m").Dot("head")).Op("=").Id("queued").Types(Id("A")).Values(),
-			Id("m").Dot("head").Op(",").Id("m").Dot("n").Op("=").Parens(Id("m").Dot("head").Op("+").Lit(1)).Op("%").Qual(fsmPkg, "QueueCapacity").Op(",").Id("m").Dot("n").Op("-").Lit(1),
-		),
+		Comment("An error ends the run: drop the follow-ups it left behind."),
+		Id("m").Dot("queue").Dot("Clear").Call(),
 		Comment("Only the argument can hold on to caller memory; the rest is overwritten by the next step."),
 		Var().Id("zero").Id("A"),
 		Id("m").Dot("firing").Dot("Arg").Op("=").Id("zero"),
@@ -78,11 +70,9 @@ failed (the state has already moved, the rest of the effects did not run).`)
 	)...)
 
 	f.Func().Add(recv()).Id("enqueue").Params(Id("e").Id("Event"), Id("arg").Id("A")).Error().Block(
-		If(Id("m").Dot("n").Op("==").Qual(fsmPkg, "QueueCapacity")).Block(
+		If(Op("!").Id("m").Dot("queue").Dot("Push").Call(Id("e"), Id("arg"))).Block(
 			Return(Op("&").Qual(fsmPkg, "QueueError").Values(Dict{Id("Machine"): Id("Name"), Id("Event"): Id("e").Dot("String").Call()})),
 		),
-		Id("m").Dot("queue").Index(Parens(Id("m").Dot("head").Op("+").Id("m").Dot("n")).Op("%").Qual(fsmPkg, "QueueCapacity")).Op("=").Id("queued").Types(Id("A")).Values(Dict{Id("event"): Id("e"), Id("arg"): Id("arg")}),
-		Id("m").Dot("n").Op("++"),
 		Return(Nil()),
 	)
 
@@ -149,7 +139,7 @@ failed (the state has already moved, the rest of the effects did not run).`)
 		Return(Nil()),
 	)
 
-	f.Comment(`Restore puts the machine in the state saved under name (State.String) and
+	doc(f, `Restore puts the machine in the state saved under name (State.String) and
 returns the timers that state keeps armed, which the peer must re-arm. It
 runs no hook and no effect.`)
 	f.Func().Add(recv()).Id("Restore").Params(Id("name").String()).Params(Index().Id("Timer"), Error()).Block(

@@ -35,42 +35,55 @@ func (r *recorder) record(f *Firing[int], effect string) error {
 	}
 	return nil
 }
+
 func (r *recorder) GuardValidDeclaration(f *Firing[int]) bool {
 	return r.held.Has(GuardValidDeclaration)
 }
+
 func (r *recorder) SendHeartbeat(f *Firing[int]) error {
 	return r.record(f, "send heartbeat")
 }
+
 func (r *recorder) StartTimer(f *Firing[int], t Timer) error {
 	return r.record(f, "start "+t.String())
 }
+
 func (r *recorder) StopTimer(f *Firing[int], t Timer) error {
 	return r.record(f, "stop "+t.String())
 }
+
 func (r *recorder) DoDialWebsocket(f *Firing[int]) error {
 	return r.record(f, "do dial_websocket")
 }
+
 func (r *recorder) DoFencePreviousConnection(f *Firing[int]) error {
 	return r.record(f, "do fence_previous_connection")
 }
+
 func (r *recorder) DoRecordCapabilities(f *Firing[int]) error {
 	return r.record(f, "do record_capabilities")
 }
+
 func (r *recorder) DoClearAdmissionSnapshot(f *Firing[int]) error {
 	return r.record(f, "do clear_admission_snapshot")
 }
+
 func (r *recorder) DoCloseTransport(f *Firing[int]) error {
 	return r.record(f, "do close_transport")
 }
+
 func (r *recorder) DoDropConnectionState(f *Firing[int]) error {
 	return r.record(f, "do drop_connection_state")
 }
+
 func (r *recorder) DoRequireOperator(f *Firing[int]) error {
 	return r.record(f, "do require_operator")
 }
+
 func (r *recorder) DoCloseExecutors(f *Firing[int]) error {
 	return r.record(f, "do close_executors")
 }
+
 func (r *recorder) DoRetainFailedTargets(f *Firing[int]) error {
 	return r.record(f, "do retain_failed_targets")
 }
@@ -1548,6 +1561,7 @@ func TestEveryCell(t *testing.T) {
 		}
 	}
 }
+
 func TestShortestPaths(t *testing.T) {
 	for _, p := range pathCases {
 		rec := &recorder{}
@@ -1565,16 +1579,19 @@ func TestEveryCellAgainstSpec(t *testing.T) {
 	m := fsmtest.LoadMachine(t, specFile)
 	fsmtest.EveryCellAgainstSpec(t, m, adapter(t))
 }
+
 func TestRandomWalkAgainstSpec(t *testing.T) {
 	m := fsmtest.LoadMachine(t, specFile)
 	for seed := uint64(1); seed <= 8; seed++ {
 		fsmtest.RandomWalk(t, m, adapter(t), seed, 2000)
 	}
 }
+
 func TestDifferentialLooplab(t *testing.T) {
 	m := fsmtest.LoadMachine(t, specFile)
 	fsmtest.DifferentialLooplab(t, m, adapter(t))
 }
+
 func TestRestoreAndParse(t *testing.T) {
 	for _, s := range []State{StateDisconnected, StateBootstrapping, StateDialing, StateUpgraded, StateLive, StateBackoff, StateShuttingDown, StateStopped, StateVersionRejected, StateAuthRejected, StateRetired, StateSuperseded} {
 		m := New[int](fsm.RoleBoth, &recorder{})

@@ -35,36 +35,47 @@ func (r *recorder) record(f *Firing[int], effect string) error {
 	}
 	return nil
 }
+
 func (r *recorder) GuardInputSlotFree(f *Firing[int]) bool {
 	return r.held.Has(GuardInputSlotFree)
 }
+
 func (r *recorder) GuardRetryableCode(f *Firing[int]) bool {
 	return r.held.Has(GuardRetryableCode)
 }
+
 func (r *recorder) GuardUnknownCode(f *Firing[int]) bool {
 	return r.held.Has(GuardUnknownCode)
 }
+
 func (r *recorder) SendPromptSteerAck(f *Firing[int]) error {
 	return r.record(f, "send prompt_steer_ack")
 }
+
 func (r *recorder) StartTimer(f *Firing[int], t Timer) error {
 	return r.record(f, "start "+t.String())
 }
+
 func (r *recorder) StopTimer(f *Firing[int], t Timer) error {
 	return r.record(f, "stop "+t.String())
 }
+
 func (r *recorder) DoWriteNative(f *Firing[int]) error {
 	return r.record(f, "do write_native")
 }
+
 func (r *recorder) DoAdvanceCursor(f *Firing[int]) error {
 	return r.record(f, "do advance_cursor")
 }
+
 func (r *recorder) DoKeepForRetry(f *Firing[int]) error {
 	return r.record(f, "do keep_for_retry")
 }
+
 func (r *recorder) DoRecordRejection(f *Firing[int]) error {
 	return r.record(f, "do record_rejection")
 }
+
 func (r *recorder) DoMarkUnknown(f *Firing[int]) error {
 	return r.record(f, "do mark_unknown")
 }
@@ -1175,6 +1186,7 @@ func TestEveryCell(t *testing.T) {
 		}
 	}
 }
+
 func TestShortestPaths(t *testing.T) {
 	for _, p := range pathCases {
 		rec := &recorder{}
@@ -1192,16 +1204,19 @@ func TestEveryCellAgainstSpec(t *testing.T) {
 	m := fsmtest.LoadMachine(t, specFile)
 	fsmtest.EveryCellAgainstSpec(t, m, adapter(t))
 }
+
 func TestRandomWalkAgainstSpec(t *testing.T) {
 	m := fsmtest.LoadMachine(t, specFile)
 	for seed := uint64(1); seed <= 8; seed++ {
 		fsmtest.RandomWalk(t, m, adapter(t), seed, 2000)
 	}
 }
+
 func TestDifferentialLooplab(t *testing.T) {
 	m := fsmtest.LoadMachine(t, specFile)
 	fsmtest.DifferentialLooplab(t, m, adapter(t))
 }
+
 func TestRestoreAndParse(t *testing.T) {
 	for _, s := range []State{StatePending, StateSent, StateWriteComplete, StateWritten, StateDraining, StateSettling, StateAccepted, StateRejected, StateUnknown} {
 		m := New[int](fsm.RoleBoth, &recorder{})

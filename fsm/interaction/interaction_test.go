@@ -35,48 +35,63 @@ func (r *recorder) record(f *Firing[int], effect string) error {
 	}
 	return nil
 }
+
 func (r *recorder) GuardMatchesRequestKind(f *Firing[int]) bool {
 	return r.held.Has(GuardMatchesRequestKind)
 }
+
 func (r *recorder) GuardIdenticalDecision(f *Firing[int]) bool {
 	return r.held.Has(GuardIdenticalDecision)
 }
+
 func (r *recorder) GuardCurrentDelivery(f *Firing[int]) bool {
 	return r.held.Has(GuardCurrentDelivery)
 }
+
 func (r *recorder) GuardRetryLater(f *Firing[int]) bool {
 	return r.held.Has(GuardRetryLater)
 }
+
 func (r *recorder) GuardPermissionKind(f *Firing[int]) bool {
 	return r.held.Has(GuardPermissionKind)
 }
+
 func (r *recorder) SendInteractionDecisionAck(f *Firing[int]) error {
 	return r.record(f, "send interaction_decision_ack")
 }
+
 func (r *recorder) StartTimer(f *Firing[int], t Timer) error {
 	return r.record(f, "start "+t.String())
 }
+
 func (r *recorder) StopTimer(f *Firing[int], t Timer) error {
 	return r.record(f, "stop "+t.String())
 }
+
 func (r *recorder) DoSurfaceRequest(f *Firing[int]) error {
 	return r.record(f, "do surface_request")
 }
+
 func (r *recorder) DoApplyDecision(f *Firing[int]) error {
 	return r.record(f, "do apply_decision")
 }
+
 func (r *recorder) DoSettleInteraction(f *Firing[int]) error {
 	return r.record(f, "do settle_interaction")
 }
+
 func (r *recorder) DoRecordRefusal(f *Firing[int]) error {
 	return r.record(f, "do record_refusal")
 }
+
 func (r *recorder) DoMarkUnknown(f *Firing[int]) error {
 	return r.record(f, "do mark_unknown")
 }
+
 func (r *recorder) DoWithdrawPrompt(f *Firing[int]) error {
 	return r.record(f, "do withdraw_prompt")
 }
+
 func (r *recorder) DoNoteWithdrawal(f *Firing[int]) error {
 	return r.record(f, "do note_withdrawal")
 }
@@ -1054,6 +1069,7 @@ func TestEveryCell(t *testing.T) {
 		}
 	}
 }
+
 func TestShortestPaths(t *testing.T) {
 	for _, p := range pathCases {
 		rec := &recorder{}
@@ -1071,16 +1087,19 @@ func TestEveryCellAgainstSpec(t *testing.T) {
 	m := fsmtest.LoadMachine(t, specFile)
 	fsmtest.EveryCellAgainstSpec(t, m, adapter(t))
 }
+
 func TestRandomWalkAgainstSpec(t *testing.T) {
 	m := fsmtest.LoadMachine(t, specFile)
 	for seed := uint64(1); seed <= 8; seed++ {
 		fsmtest.RandomWalk(t, m, adapter(t), seed, 2000)
 	}
 }
+
 func TestDifferentialLooplab(t *testing.T) {
 	m := fsmtest.LoadMachine(t, specFile)
 	fsmtest.DifferentialLooplab(t, m, adapter(t))
 }
+
 func TestRestoreAndParse(t *testing.T) {
 	for _, s := range []State{StateIdle, StatePending, StateDeciding, StateUnconfirmed, StateApplied, StateRefused, StateWithdrawn, StateOrphaned, StateClosed} {
 		m := New[int](fsm.RoleBoth, &recorder{})

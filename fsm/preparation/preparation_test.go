@@ -35,33 +35,43 @@ func (r *recorder) record(f *Firing[int], effect string) error {
 	}
 	return nil
 }
+
 func (r *recorder) GuardNewerRevision(f *Firing[int]) bool {
 	return r.held.Has(GuardNewerRevision)
 }
+
 func (r *recorder) GuardSameFingerprint(f *Firing[int]) bool {
 	return r.held.Has(GuardSameFingerprint)
 }
+
 func (r *recorder) GuardRejectsPrepare(f *Firing[int]) bool {
 	return r.held.Has(GuardRejectsPrepare)
 }
+
 func (r *recorder) GuardReadOnlyProfile(f *Firing[int]) bool {
 	return r.held.Has(GuardReadOnlyProfile)
 }
+
 func (r *recorder) SendPreparationStatus(f *Firing[int]) error {
 	return r.record(f, "send preparation_status")
 }
+
 func (r *recorder) StartTimer(f *Firing[int], t Timer) error {
 	return r.record(f, "start "+t.String())
 }
+
 func (r *recorder) StopTimer(f *Firing[int], t Timer) error {
 	return r.record(f, "stop "+t.String())
 }
+
 func (r *recorder) DoRecordRejection(f *Firing[int]) error {
 	return r.record(f, "do record_rejection")
 }
+
 func (r *recorder) DoSettleCleanup(f *Firing[int]) error {
 	return r.record(f, "do settle_cleanup")
 }
+
 func (r *recorder) DoLeaveTurnUnclaimed(f *Firing[int]) error {
 	return r.record(f, "do leave_turn_unclaimed")
 }
@@ -1638,6 +1648,7 @@ func TestEveryCell(t *testing.T) {
 		}
 	}
 }
+
 func TestShortestPaths(t *testing.T) {
 	for _, p := range pathCases {
 		rec := &recorder{}
@@ -1655,16 +1666,19 @@ func TestEveryCellAgainstSpec(t *testing.T) {
 	m := fsmtest.LoadMachine(t, specFile)
 	fsmtest.EveryCellAgainstSpec(t, m, adapter(t))
 }
+
 func TestRandomWalkAgainstSpec(t *testing.T) {
 	m := fsmtest.LoadMachine(t, specFile)
 	for seed := uint64(1); seed <= 8; seed++ {
 		fsmtest.RandomWalk(t, m, adapter(t), seed, 2000)
 	}
 }
+
 func TestDifferentialLooplab(t *testing.T) {
 	m := fsmtest.LoadMachine(t, specFile)
 	fsmtest.DifferentialLooplab(t, m, adapter(t))
 }
+
 func TestRestoreAndParse(t *testing.T) {
 	for _, s := range []State{StateIdle, StateRequested, StatePreparing, StateReady, StateStarting, StateReleasing, StateCleanupUnconfirmed, StateStarted, StateReleased, StateRefused, StateFailed, StateExpired, StateAbandoned} {
 		m := New[int](fsm.RoleBoth, &recorder{})

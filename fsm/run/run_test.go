@@ -35,42 +35,55 @@ func (r *recorder) record(f *Firing[int], effect string) error {
 	}
 	return nil
 }
+
 func (r *recorder) GuardMatchesCancelDelivery(f *Firing[int]) bool {
 	return r.held.Has(GuardMatchesCancelDelivery)
 }
+
 func (r *recorder) StartTimer(f *Firing[int], t Timer) error {
 	return r.record(f, "start "+t.String())
 }
+
 func (r *recorder) StopTimer(f *Firing[int], t Timer) error {
 	return r.record(f, "stop "+t.String())
 }
+
 func (r *recorder) DoStartNative(f *Firing[int]) error {
 	return r.record(f, "do start_native")
 }
+
 func (r *recorder) DoRecordOutput(f *Firing[int]) error {
 	return r.record(f, "do record_output")
 }
+
 func (r *recorder) DoReplaceUsage(f *Firing[int]) error {
 	return r.record(f, "do replace_usage")
 }
+
 func (r *recorder) DoRecordError(f *Firing[int]) error {
 	return r.record(f, "do record_error")
 }
+
 func (r *recorder) DoCloseStream(f *Firing[int]) error {
 	return r.record(f, "do close_stream")
 }
+
 func (r *recorder) DoCancelNative(f *Firing[int]) error {
 	return r.record(f, "do cancel_native")
 }
+
 func (r *recorder) DoApplyCancelReceipt(f *Firing[int]) error {
 	return r.record(f, "do apply_cancel_receipt")
 }
+
 func (r *recorder) DoMarkEventStreamIncomplete(f *Firing[int]) error {
 	return r.record(f, "do mark_event_stream_incomplete")
 }
+
 func (r *recorder) DoMarkDeliveryUnknown(f *Firing[int]) error {
 	return r.record(f, "do mark_delivery_unknown")
 }
+
 func (r *recorder) DoMarkCancelUnconfirmed(f *Firing[int]) error {
 	return r.record(f, "do mark_cancel_unconfirmed")
 }
@@ -1843,6 +1856,7 @@ func TestEveryCell(t *testing.T) {
 		}
 	}
 }
+
 func TestShortestPaths(t *testing.T) {
 	for _, p := range pathCases {
 		rec := &recorder{}
@@ -1860,16 +1874,19 @@ func TestEveryCellAgainstSpec(t *testing.T) {
 	m := fsmtest.LoadMachine(t, specFile)
 	fsmtest.EveryCellAgainstSpec(t, m, adapter(t))
 }
+
 func TestRandomWalkAgainstSpec(t *testing.T) {
 	m := fsmtest.LoadMachine(t, specFile)
 	for seed := uint64(1); seed <= 8; seed++ {
 		fsmtest.RandomWalk(t, m, adapter(t), seed, 2000)
 	}
 }
+
 func TestDifferentialLooplab(t *testing.T) {
 	m := fsmtest.LoadMachine(t, specFile)
 	fsmtest.DifferentialLooplab(t, m, adapter(t))
 }
+
 func TestRestoreAndParse(t *testing.T) {
 	for _, s := range []State{StateIdle, StateRequested, StateStreaming, StateErrored, StateCancelling, StateCancelDrained, StateCompleted, StateFailed, StateCancelled, StateCancelRefused, StateCancelUnconfirmed, StateIncomplete, StateDeliveryUnknown, StateNotStarted} {
 		m := New[int](fsm.RoleBoth, &recorder{})

@@ -35,30 +35,39 @@ func (r *recorder) record(f *Firing[int], effect string) error {
 	}
 	return nil
 }
+
 func (r *recorder) GuardOwnSuspension(f *Firing[int]) bool {
 	return r.held.Has(GuardOwnSuspension)
 }
+
 func (r *recorder) SendEnvironmentQuiesced(f *Firing[int]) error {
 	return r.record(f, "send environment_quiesced")
 }
+
 func (r *recorder) SendEnvironmentResumed(f *Firing[int]) error {
 	return r.record(f, "send environment_resumed")
 }
+
 func (r *recorder) StartTimer(f *Firing[int], t Timer) error {
 	return r.record(f, "start "+t.String())
 }
+
 func (r *recorder) StopTimer(f *Firing[int], t Timer) error {
 	return r.record(f, "stop "+t.String())
 }
+
 func (r *recorder) DoFenceAdmission(f *Firing[int]) error {
 	return r.record(f, "do fence_admission")
 }
+
 func (r *recorder) DoReopenAdmission(f *Firing[int]) error {
 	return r.record(f, "do reopen_admission")
 }
+
 func (r *recorder) DoRecordSuspended(f *Firing[int]) error {
 	return r.record(f, "do record_suspended")
 }
+
 func (r *recorder) DoRecordOutcome(f *Firing[int]) error {
 	return r.record(f, "do record_outcome")
 }
@@ -741,6 +750,7 @@ func TestEveryCell(t *testing.T) {
 		}
 	}
 }
+
 func TestShortestPaths(t *testing.T) {
 	for _, p := range pathCases {
 		rec := &recorder{}
@@ -758,16 +768,19 @@ func TestEveryCellAgainstSpec(t *testing.T) {
 	m := fsmtest.LoadMachine(t, specFile)
 	fsmtest.EveryCellAgainstSpec(t, m, adapter(t))
 }
+
 func TestRandomWalkAgainstSpec(t *testing.T) {
 	m := fsmtest.LoadMachine(t, specFile)
 	for seed := uint64(1); seed <= 8; seed++ {
 		fsmtest.RandomWalk(t, m, adapter(t), seed, 2000)
 	}
 }
+
 func TestDifferentialLooplab(t *testing.T) {
 	m := fsmtest.LoadMachine(t, specFile)
 	fsmtest.DifferentialLooplab(t, m, adapter(t))
 }
+
 func TestRestoreAndParse(t *testing.T) {
 	for _, s := range []State{StateIdle, StateQuiescing, StateSuspended, StateUncertain, StateResuming, StateResumed, StateQuiesceRefused, StateResumeRefused} {
 		m := New[int](fsm.RoleBoth, &recorder{})

@@ -35,33 +35,43 @@ func (r *recorder) record(f *Firing[int], effect string) error {
 	}
 	return nil
 }
+
 func (r *recorder) GuardSlotFree(f *Firing[int]) bool {
 	return r.held.Has(GuardSlotFree)
 }
+
 func (r *recorder) GuardOffsetMatches(f *Firing[int]) bool {
 	return r.held.Has(GuardOffsetMatches)
 }
+
 func (r *recorder) SendRuntimePrepareResult(f *Firing[int]) error {
 	return r.record(f, "send runtime_prepare_result")
 }
+
 func (r *recorder) StartTimer(f *Firing[int], t Timer) error {
 	return r.record(f, "start "+t.String())
 }
+
 func (r *recorder) StopTimer(f *Firing[int], t Timer) error {
 	return r.record(f, "stop "+t.String())
 }
+
 func (r *recorder) DoStageChunk(f *Firing[int]) error {
 	return r.record(f, "do stage_chunk")
 }
+
 func (r *recorder) DoInstall(f *Firing[int]) error {
 	return r.record(f, "do install")
 }
+
 func (r *recorder) DoDiscardStaged(f *Firing[int]) error {
 	return r.record(f, "do discard_staged")
 }
+
 func (r *recorder) DoReleaseSlot(f *Firing[int]) error {
 	return r.record(f, "do release_slot")
 }
+
 func (r *recorder) DoMarkUnknown(f *Firing[int]) error {
 	return r.record(f, "do mark_unknown")
 }
@@ -1031,6 +1041,7 @@ func TestEveryCell(t *testing.T) {
 		}
 	}
 }
+
 func TestShortestPaths(t *testing.T) {
 	for _, p := range pathCases {
 		rec := &recorder{}
@@ -1048,16 +1059,19 @@ func TestEveryCellAgainstSpec(t *testing.T) {
 	m := fsmtest.LoadMachine(t, specFile)
 	fsmtest.EveryCellAgainstSpec(t, m, adapter(t))
 }
+
 func TestRandomWalkAgainstSpec(t *testing.T) {
 	m := fsmtest.LoadMachine(t, specFile)
 	for seed := uint64(1); seed <= 8; seed++ {
 		fsmtest.RandomWalk(t, m, adapter(t), seed, 2000)
 	}
 }
+
 func TestDifferentialLooplab(t *testing.T) {
 	m := fsmtest.LoadMachine(t, specFile)
 	fsmtest.DifferentialLooplab(t, m, adapter(t))
 }
+
 func TestRestoreAndParse(t *testing.T) {
 	for _, s := range []State{StateIdle, StateBeginning, StateStaging, StateChunkSent, StateCommitting, StateCompleted, StateRejected, StateFailed, StateUnknown, StateAborted} {
 		m := New[int](fsm.RoleBoth, &recorder{})

@@ -35,33 +35,43 @@ func (r *recorder) record(f *Firing[int], effect string) error {
 	}
 	return nil
 }
+
 func (r *recorder) GuardOwnerReadable(f *Firing[int]) bool {
 	return r.held.Has(GuardOwnerReadable)
 }
+
 func (r *recorder) GuardCloseAcknowledged(f *Firing[int]) bool {
 	return r.held.Has(GuardCloseAcknowledged)
 }
+
 func (r *recorder) StartTimer(f *Firing[int], t Timer) error {
 	return r.record(f, "start "+t.String())
 }
+
 func (r *recorder) StopTimer(f *Firing[int], t Timer) error {
 	return r.record(f, "stop "+t.String())
 }
+
 func (r *recorder) DoReadNative(f *Firing[int]) error {
 	return r.record(f, "do read_native")
 }
+
 func (r *recorder) DoDeliverResult(f *Firing[int]) error {
 	return r.record(f, "do deliver_result")
 }
+
 func (r *recorder) DoRecordRejection(f *Firing[int]) error {
 	return r.record(f, "do record_rejection")
 }
+
 func (r *recorder) DoFenceOwner(f *Firing[int]) error {
 	return r.record(f, "do fence_owner")
 }
+
 func (r *recorder) DoDetachObserver(f *Firing[int]) error {
 	return r.record(f, "do detach_observer")
 }
+
 func (r *recorder) DoCloseAdmission(f *Firing[int]) error {
 	return r.record(f, "do close_admission")
 }
@@ -577,6 +587,7 @@ func TestEveryCell(t *testing.T) {
 		}
 	}
 }
+
 func TestShortestPaths(t *testing.T) {
 	for _, p := range pathCases {
 		rec := &recorder{}
@@ -594,16 +605,19 @@ func TestEveryCellAgainstSpec(t *testing.T) {
 	m := fsmtest.LoadMachine(t, specFile)
 	fsmtest.EveryCellAgainstSpec(t, m, adapter(t))
 }
+
 func TestRandomWalkAgainstSpec(t *testing.T) {
 	m := fsmtest.LoadMachine(t, specFile)
 	for seed := uint64(1); seed <= 8; seed++ {
 		fsmtest.RandomWalk(t, m, adapter(t), seed, 2000)
 	}
 }
+
 func TestDifferentialLooplab(t *testing.T) {
 	m := fsmtest.LoadMachine(t, specFile)
 	fsmtest.DifferentialLooplab(t, m, adapter(t))
 }
+
 func TestRestoreAndParse(t *testing.T) {
 	for _, s := range []State{StateIdle, StateDispatched, StateCompleted, StateTruncated, StateRejected, StateUnknown} {
 		m := New[int](fsm.RoleBoth, &recorder{})

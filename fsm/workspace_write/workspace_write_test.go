@@ -35,45 +35,59 @@ func (r *recorder) record(f *Firing[int], effect string) error {
 	}
 	return nil
 }
+
 func (r *recorder) GuardOwnerFree(f *Firing[int]) bool {
 	return r.held.Has(GuardOwnerFree)
 }
+
 func (r *recorder) GuardChunkInBounds(f *Firing[int]) bool {
 	return r.held.Has(GuardChunkInBounds)
 }
+
 func (r *recorder) GuardOffsetMatches(f *Firing[int]) bool {
 	return r.held.Has(GuardOffsetMatches)
 }
+
 func (r *recorder) GuardDigestMatches(f *Firing[int]) bool {
 	return r.held.Has(GuardDigestMatches)
 }
+
 func (r *recorder) SendWorkspaceWriteResult(f *Firing[int]) error {
 	return r.record(f, "send workspace_write_result")
 }
+
 func (r *recorder) StartTimer(f *Firing[int], t Timer) error {
 	return r.record(f, "start "+t.String())
 }
+
 func (r *recorder) StopTimer(f *Firing[int], t Timer) error {
 	return r.record(f, "stop "+t.String())
 }
+
 func (r *recorder) DoReserveOwner(f *Firing[int]) error {
 	return r.record(f, "do reserve_owner")
 }
+
 func (r *recorder) DoReleaseOwner(f *Firing[int]) error {
 	return r.record(f, "do release_owner")
 }
+
 func (r *recorder) DoStageChunk(f *Firing[int]) error {
 	return r.record(f, "do stage_chunk")
 }
+
 func (r *recorder) DoApplyWrite(f *Firing[int]) error {
 	return r.record(f, "do apply_write")
 }
+
 func (r *recorder) DoDiscardUpload(f *Firing[int]) error {
 	return r.record(f, "do discard_upload")
 }
+
 func (r *recorder) DoMarkUnknown(f *Firing[int]) error {
 	return r.record(f, "do mark_unknown")
 }
+
 func (r *recorder) DoDetachObserver(f *Firing[int]) error {
 	return r.record(f, "do detach_observer")
 }
@@ -1101,6 +1115,7 @@ func TestEveryCell(t *testing.T) {
 		}
 	}
 }
+
 func TestShortestPaths(t *testing.T) {
 	for _, p := range pathCases {
 		rec := &recorder{}
@@ -1118,16 +1133,19 @@ func TestEveryCellAgainstSpec(t *testing.T) {
 	m := fsmtest.LoadMachine(t, specFile)
 	fsmtest.EveryCellAgainstSpec(t, m, adapter(t))
 }
+
 func TestRandomWalkAgainstSpec(t *testing.T) {
 	m := fsmtest.LoadMachine(t, specFile)
 	for seed := uint64(1); seed <= 8; seed++ {
 		fsmtest.RandomWalk(t, m, adapter(t), seed, 2000)
 	}
 }
+
 func TestDifferentialLooplab(t *testing.T) {
 	m := fsmtest.LoadMachine(t, specFile)
 	fsmtest.DifferentialLooplab(t, m, adapter(t))
 }
+
 func TestRestoreAndParse(t *testing.T) {
 	for _, s := range []State{StateIdle, StateBeginning, StateStaging, StateChunkSent, StateCommitting, StateUnconfirmed, StateCompleted, StateRejected, StateUnknown, StateAborted} {
 		m := New[int](fsm.RoleBoth, &recorder{})
