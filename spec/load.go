@@ -46,8 +46,16 @@ func LoadDir(fsys fs.FS, dir, prefix string) (*Model, error) {
 // is returned at once as a joined error of *Error values.
 func Load(files map[string][]byte) (*Model, error) {
 	names := make([]string, 0, len(files))
+	var catalogName, capsName string
 	for n := range files {
-		names = append(names, n)
+		switch path.Base(n) {
+		case CatalogFile:
+			catalogName = n
+		case CapabilitiesFile:
+			capsName = n
+		default:
+			names = append(names, n)
+		}
 	}
 	sort.Strings(names)
 
@@ -67,6 +75,13 @@ func Load(files map[string][]byte) (*Model, error) {
 		model.Machines = append(model.Machines, m)
 	}
 	sort.Slice(model.Machines, func(i, j int) bool { return model.Machines[i].Name < model.Machines[j].Name })
+	if capsName != "" {
+		model.Capabilities = parseCapabilities(capsName, files[capsName], &errs)
+	}
+	// The catalog is checked against the machines, so only once they loaded.
+	if catalogName != "" && errs.empty() {
+		model.Catalog = parseCatalog(catalogName, files[catalogName], model, &errs)
+	}
 	if err := errs.err(); err != nil {
 		return nil, err
 	}

@@ -12,6 +12,10 @@ import (
 // Model is every machine declared in one spec directory, sorted by name.
 type Model struct {
 	Machines []*Machine
+	// Catalog and Capabilities are nil when the directory has no
+	// catalog.yaml or capabilities.yaml (a spec of machines only).
+	Catalog      *Catalog
+	Capabilities []*Capability
 }
 
 // Machine finds a machine by name.

@@ -1,0 +1,395 @@
+package spec
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"regexp"
+	"sort"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Names of the two spec files that are not machines.
+const (
+	CatalogFile      = "catalog.yaml"
+	CapabilitiesFile = "capabilities.yaml"
+)
+
+// Catalog is every wire message type, declared once in spec/catalog.yaml.
+type Catalog struct {
+	Version    string
+	Identities []*Identity
+	Families   []*Family
+	Messages   []*Message // in declaration order
+	Pos        Pos
+}
+
+// Message looks a message type up.
+func (c *Catalog) Message(typ string) (*Message, bool) {
+	for _, m := range c.Messages {
+		if m.Type == typ {
+			return m, true
+		}
+	}
+	return nil, false
+}
+
+// Identity is what Envelope.id carries for a message type.
+type Identity struct {
+	Name string
+	Doc  string
+	UUID bool // the id must be a canonical non-nil UUID
+	Pos  Pos
+}
+
+// Family groups message types as the protocol's message-families table does.
+type Family struct {
+	Name string
+	Doc  string
+	Pos  Pos
+}
+
+// Message is one wire type.
+type Message struct {
+	Type    string
+	From    Role // the sender
+	Family  *Family
+	ID      *Identity
+	Payload string // the Go payload type in package wire
+	Doc     string
+	Drives  []*Drive
+	Pos     Pos
+}
+
+// Drive is the machine event a message fires: always Event, or, when Key is
+// set, the event listed for the value the payload reports for that key.
+type Drive struct {
+	Machine *Machine
+	Event   *Event // unkeyed
+	Key     string
+	Keyed   []KeyedEvent // keyed, in declaration order
+	Pos     Pos
+}
+
+// KeyedEvent is one value of a keyed drive.
+type KeyedEvent struct {
+	Value string
+	Event *Event
+}
+
+// Capability is one field of the capability declaration.
+type Capability struct {
+	Name string
+	Doc  string
+	Pos  Pos
+}
+
+var (
+	goTypeRE   = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`)
+	versionRE  = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+$`)
+	keyValueRE = regexp.MustCompile(`^[a-z][a-z0-9_]*(:[a-z][a-z0-9_]*)?$`)
+)
+
+// parseDocument decodes one YAML document, reporting problems at file:line.
+func parseDocument(name string, src []byte, errs *errorList) *yaml.Node {
+	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(src))
+	if err := dec.Decode(&doc); errors.Is(err, io.EOF) {
+		errs.add(Pos{File: name, Line: 1}, "empty spec file")
+		return nil
+	} else if err != nil {
+		errs.add(Pos{File: name, Line: yamlErrLine(err, src)}, "not valid YAML: %s", yamlErrText(err))
+		return nil
+	}
+	if len(doc.Content) != 1 {
+		errs.add(Pos{File: name, Line: 1}, "empty spec file")
+		return nil
+	}
+	return doc.Content[0]
+}
+
+func parseCapabilities(name string, src []byte, errs *errorList) []*Capability {
+	d := &decoder{file: name, errs: errs}
+	root := parseDocument(name, src, errs)
+	if root == nil {
+		return nil
+	}
+	f := d.fields(root, "the capability list", "fields")
+	if f == nil || f["fields"] == nil {
+		errs.add(d.pos(root), "the capability list has no fields key")
+		return nil
+	}
+	var out []*Capability
+	seen := map[string]Pos{}
+	for _, n := range d.seq(f["fields"], "fields") {
+		cname, doc, ok := d.named(n, "a capability")
+		if !ok {
+			continue
+		}
+		if prev, dup := seen[cname]; dup {
+			errs.add(d.pos(n), "capability %q is already declared at %s", cname, prev)
+			continue
+		}
+		seen[cname] = d.pos(n)
+		out = append(out, &Capability{Name: cname, Doc: doc, Pos: d.pos(n)})
+	}
+	if len(out) == 0 {
+		errs.add(d.pos(root), "the capability list declares no field")
+	}
+	return out
+}
+
+func parseCatalog(name string, src []byte, model *Model, errs *errorList) *Catalog {
+	d := &decoder{file: name, errs: errs}
+	root := parseDocument(name, src, errs)
+	if root == nil {
+		return nil
+	}
+	f := d.fields(root, "the catalog", "version", "identities", "families", "messages")
+	if f == nil {
+		return nil
+	}
+	c := &Catalog{Pos: d.pos(root)}
+	for _, req := range []string{"version", "identities", "families", "messages"} {
+		if f[req] == nil {
+			errs.add(d.pos(root), "the catalog has no %q key", req)
+		}
+	}
+	if n := f["version"]; n != nil {
+		if v, ok := d.str(n, "version"); ok {
+			if !versionRE.MatchString(v) {
+				errs.add(d.pos(n), "version %q must be major.minor.patch", v)
+			}
+			c.Version = v
+		}
+	}
+	ids := map[string]*Identity{}
+	if n := f["identities"]; n != nil {
+		for _, in := range d.seq(n, "identities") {
+			fs := d.fields(in, "an identity", "name", "doc", "uuid")
+			if fs == nil || fs["name"] == nil || fs["doc"] == nil {
+				errs.add(d.pos(in), "an identity needs a name and a doc")
+				continue
+			}
+			id := &Identity{Pos: d.pos(in)}
+			var ok bool
+			if id.Name, ok = d.ident(fs["name"], "identity name"); !ok {
+				continue
+			}
+			id.Doc, _ = d.str(fs["doc"], "doc")
+			if u := fs["uuid"]; u != nil {
+				id.UUID, _ = d.boolean(u, "uuid")
+			}
+			if _, dup := ids[id.Name]; dup {
+				errs.add(id.Pos, "identity %q is declared twice", id.Name)
+				continue
+			}
+			ids[id.Name] = id
+			c.Identities = append(c.Identities, id)
+		}
+	}
+	fams := map[string]*Family{}
+	if n := f["families"]; n != nil {
+		for _, fn := range d.seq(n, "families") {
+			fname, doc, ok := d.named(fn, "a family")
+			if !ok {
+				continue
+			}
+			if _, dup := fams[fname]; dup {
+				errs.add(d.pos(fn), "family %q is declared twice", fname)
+				continue
+			}
+			fams[fname] = &Family{Name: fname, Doc: doc, Pos: d.pos(fn)}
+			c.Families = append(c.Families, fams[fname])
+		}
+	}
+	types := map[string]*Message{}
+	payloads := map[string]*Message{}
+	if n := f["messages"]; n != nil {
+		for _, mn := range d.seq(n, "messages") {
+			msg := d.message(mn, ids, fams, model)
+			if msg == nil {
+				continue
+			}
+			if prev, dup := types[msg.Type]; dup {
+				errs.add(msg.Pos, "message type %q is already declared at %s", msg.Type, prev.Pos)
+				continue
+			}
+			if prev, dup := payloads[msg.Payload]; dup {
+				errs.add(msg.Pos, "payload type %s already belongs to %q at %s: each payload type travels under one message type", msg.Payload, prev.Type, prev.Pos)
+				continue
+			}
+			types[msg.Type], payloads[msg.Payload] = msg, msg
+			c.Messages = append(c.Messages, msg)
+		}
+	}
+	checkCatalogAgainstMachines(c, model, errs)
+	return c
+}
+
+func (d *decoder) message(n *yaml.Node, ids map[string]*Identity, fams map[string]*Family, model *Model) *Message {
+	f := d.fields(n, "a message", "type", "from", "family", "id", "payload", "doc", "drives")
+	if f == nil {
+		return nil
+	}
+	for _, req := range []string{"type", "from", "family", "id", "payload", "doc"} {
+		if f[req] == nil {
+			d.errs.add(d.pos(n), "a message needs %q", req)
+			return nil
+		}
+	}
+	msg := &Message{Pos: d.pos(n)}
+	var ok bool
+	if msg.Type, ok = d.ident(f["type"], "message type"); !ok {
+		return nil
+	}
+	if msg.From, ok = d.role(f["from"], "from", false); !ok {
+		return nil
+	}
+	fam, _ := d.str(f["family"], "family")
+	if msg.Family = fams[fam]; msg.Family == nil {
+		d.errs.add(d.pos(f["family"]), "message %q names unknown family %q", msg.Type, fam)
+		return nil
+	}
+	id, _ := d.str(f["id"], "id")
+	if msg.ID = ids[id]; msg.ID == nil {
+		d.errs.add(d.pos(f["id"]), "message %q names unknown identity %q", msg.Type, id)
+		return nil
+	}
+	if msg.Payload, ok = d.str(f["payload"], "payload"); !ok || !goTypeRE.MatchString(msg.Payload) {
+		d.errs.add(d.pos(f["payload"]), "message %q: payload must be an exported Go type name such as ExecutionPrepare", msg.Type)
+		return nil
+	}
+	msg.Doc, _ = d.str(f["doc"], "doc")
+	if f["drives"] == nil {
+		return msg
+	}
+	for _, dn := range d.seq(f["drives"], "drives") {
+		if dr := d.drive(dn, msg, model); dr != nil {
+			msg.Drives = append(msg.Drives, dr)
+		}
+	}
+	return msg
+}
+
+func (d *decoder) drive(n *yaml.Node, msg *Message, model *Model) *Drive {
+	f := d.fields(n, "a drive", "machine", "event", "key", "events")
+	if f == nil || f["machine"] == nil {
+		d.errs.add(d.pos(n), "a drive needs a machine")
+		return nil
+	}
+	dr := &Drive{Pos: d.pos(n)}
+	mname, _ := d.str(f["machine"], "machine")
+	m, ok := model.Machine(mname)
+	if !ok {
+		d.errs.add(d.pos(f["machine"]), "message %q drives unknown machine %q", msg.Type, mname)
+		return nil
+	}
+	dr.Machine = m
+	event := func(en *yaml.Node) *Event {
+		name, _ := d.str(en, "event")
+		for _, e := range m.Events {
+			if e.Name != name {
+				continue
+			}
+			switch {
+			case e.Kind != EventMessage:
+				d.errs.add(d.pos(en), "message %q drives %s event %q, which is a %s event", msg.Type, m.Name, name, e.Kind)
+			case e.Message != msg.Type:
+				d.errs.add(d.pos(en), "message %q drives %s event %q, which the machine declares for %q", msg.Type, m.Name, name, e.Message)
+			case e.From != msg.From:
+				d.errs.add(d.pos(en), "message %q is sent by %s, but %s event %q says %s sends it", msg.Type, msg.From, m.Name, name, e.From)
+			default:
+				return e
+			}
+			return nil
+		}
+		d.errs.add(d.pos(en), "message %q drives unknown %s event %q%s", msg.Type, m.Name, name, suggest(name, eventNames(m)))
+		return nil
+	}
+	switch {
+	case f["event"] != nil && f["key"] == nil && f["events"] == nil:
+		if dr.Event = event(f["event"]); dr.Event == nil {
+			return nil
+		}
+	case f["event"] == nil && f["key"] != nil && f["events"] != nil:
+		dr.Key, _ = d.ident(f["key"], "key")
+		evs := f["events"]
+		if evs.Kind != yaml.MappingNode || len(evs.Content) == 0 {
+			d.errs.add(d.pos(evs), "events must map each %s value to an event", dr.Key)
+			return nil
+		}
+		for i := 0; i+1 < len(evs.Content); i += 2 {
+			k, v := evs.Content[i], evs.Content[i+1]
+			if !keyValueRE.MatchString(k.Value) {
+				d.errs.add(d.pos(k), "key value %q must be lower_snake_case, optionally qualified as value:detail", k.Value)
+				continue
+			}
+			if e := event(v); e != nil {
+				dr.Keyed = append(dr.Keyed, KeyedEvent{Value: k.Value, Event: e})
+			}
+		}
+		if len(dr.Keyed) == 0 {
+			return nil
+		}
+	default:
+		d.errs.add(d.pos(n), "a drive has either event, or key and events")
+		return nil
+	}
+	return dr
+}
+
+func eventNames(m *Machine) []string {
+	out := make([]string, 0, len(m.Events))
+	for _, e := range m.Events {
+		out = append(out, e.Name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// checkCatalogAgainstMachines makes the catalog and the machines agree: each
+// machine message event is driven by its message, and each wire type a
+// machine names (as an event or a send effect) exists, sent by the right peer.
+func checkCatalogAgainstMachines(c *Catalog, model *Model, errs *errorList) {
+	driven := map[*Event]bool{}
+	for _, msg := range c.Messages {
+		for _, dr := range msg.Drives {
+			if dr.Event != nil {
+				driven[dr.Event] = true
+			}
+			for _, k := range dr.Keyed {
+				driven[k.Event] = true
+			}
+		}
+	}
+	for _, m := range model.Machines {
+		for _, e := range m.Events {
+			if e.Kind != EventMessage {
+				continue
+			}
+			msg, ok := c.Message(e.Message)
+			switch {
+			case !ok:
+				errs.add(e.Pos, "event %q names wire type %q, which %s does not declare", e.Name, e.Message, c.Pos.File)
+			case !driven[e]:
+				errs.add(e.Pos, "event %q is never fired: no drive of %q in %s names it", e.Name, msg.Type, c.Pos.File)
+			}
+		}
+		for _, r := range m.Rules {
+			for _, ef := range r.Effects {
+				if ef.Kind != EffectSend {
+					continue
+				}
+				msg, ok := c.Message(ef.Message)
+				switch {
+				case !ok:
+					errs.add(r.Pos, "effect %q sends wire type %q, which %s does not declare", ef.String(), ef.Message, c.Pos.File)
+				case ef.Role != RoleBoth && ef.Role != msg.From:
+					errs.add(r.Pos, "effect %q: %s is sent by %s, not %s", ef.String(), msg.Type, msg.From, ef.Role)
+				}
+			}
+		}
+	}
+}
