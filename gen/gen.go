@@ -55,6 +55,23 @@ func Generate(ctx context.Context, model *spec.Model, cfg Config) (Files, error)
 		}
 	}
 	out[docsDir+"/README.md"] = indexPage(model)
+	if model.Capabilities != nil {
+		if err := render(out, wireDir+"/capabilities_gen.go", capabilitiesFile(model.Capabilities)); err != nil {
+			return nil, err
+		}
+		if err := render(out, wireDir+"/capabilities_gen_test.go", capabilitiesTestFile(model.Capabilities)); err != nil {
+			return nil, err
+		}
+	}
+	if model.Catalog != nil {
+		if err := render(out, wireDir+"/catalog_gen.go", catalogFile(model.Catalog)); err != nil {
+			return nil, err
+		}
+		if err := render(out, wireDir+"/catalog_gen_test.go", catalogTestFile(model.Catalog)); err != nil {
+			return nil, err
+		}
+		out["docs/wire/catalog.md"] = catalogPage(model.Catalog, model.Capabilities)
+	}
 	return out, nil
 }
 

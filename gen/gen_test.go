@@ -33,7 +33,7 @@ func loadCase(t *testing.T, name string) *spec.Model {
 //
 // and read the diff of the golden files before committing it.
 func TestGolden(t *testing.T) {
-	for _, name := range []string{"basic"} {
+	for _, name := range []string{"basic", "wire"} {
 		t.Run(name, func(t *testing.T) {
 			files, err := Generate(context.Background(), loadCase(t, name), Config{})
 			require.NoError(t, err)

@@ -144,7 +144,10 @@ func eventDecls(f *File, m *spec.Machine) {
 	byteTable(f, "eventKinds", Qual(fsmPkg, "EventKind"), kinds)
 	f.Var().Id("eventMessages").Op("=").Index(Op("...")).String().Values(append([]Code{Lit("")}, messages...)...)
 	byteTable(f, "eventRoles", Qual(fsmPkg, "Role"), roles)
-	for _, x := range []struct{ name, doc, table string; typ Code }{
+	for _, x := range []struct {
+		name, doc, table string
+		typ              Code
+	}{
 		{"Kind", "Kind says whether e is a wire message, a timer or a local event.", "eventKinds", Qual(fsmPkg, "EventKind")},
 		{"Message", "Message is the wire type of a message event, or \"\" for timers and local events. Several events may share one wire type (a status frame with different states).", "eventMessages", String()},
 		{"Role", "Role is the sender of a message event, the owner of a timer or the observer of a local event.", "eventRoles", Qual(fsmPkg, "Role")},
@@ -185,7 +188,7 @@ func durationCode(d time.Duration) Code {
 		name string
 	}{{time.Hour, "Hour"}, {time.Minute, "Minute"}, {time.Second, "Second"}, {time.Millisecond, "Millisecond"}} {
 		if d%u.unit == 0 {
-			return Lit(int(d / u.unit)).Op("*").Qual("time", u.name)
+			return Lit(int(d/u.unit)).Op("*").Qual("time", u.name)
 		}
 	}
 	return Lit(int(d)).Op("*").Qual("time", "Nanosecond")

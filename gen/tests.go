@@ -198,7 +198,9 @@ func pathCasesDecl(f *File, m *spec.Machine) {
 }
 
 func cellTests(f *File) {
-	req := func(fn string, args ...Code) Code { return Qual(requirePkg, fn).Call(append([]Code{Id("t")}, args...)...) }
+	req := func(fn string, args ...Code) Code {
+		return Qual(requirePkg, fn).Call(append([]Code{Id("t")}, args...)...)
+	}
 	f.Func().Id("TestEveryCell").Params(Id("t").Op("*").Qual("testing", "T")).Block(
 		For(List(Id("_"), Id("c")).Op(":=").Range().Id("cellCases")).Block(
 			Id("where").Op(":=").Id("c").Dot("line").Op("+").Lit(": ").Op("+").Id("c").Dot("from").Dot("String").Call().Op("+").Lit(" on ").Op("+").Id("c").Dot("event").Dot("String").Call(),
@@ -264,7 +266,9 @@ func propertyTests(f *File) {
 }
 
 func lifecycleTests(f *File, m *spec.Machine) {
-	req := func(fn string, args ...Code) Code { return Qual(requirePkg, fn).Call(append([]Code{Id("t")}, args...)...) }
+	req := func(fn string, args ...Code) Code {
+		return Qual(requirePkg, fn).Call(append([]Code{Id("t")}, args...)...)
+	}
 	var restore []Code
 	for _, s := range m.States {
 		restore = append(restore, Id(stateConst(s)))
