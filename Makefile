@@ -21,8 +21,11 @@ verify-generate:
 	@untracked="$$(git ls-files --others --exclude-standard -- $(GENERATED) 2>/dev/null)"; \
 	if [ -n "$$untracked" ]; then echo "verify-generate: generated files not committed:" >&2; echo "$$untracked" >&2; exit 1; fi
 
+## vet: go vet, and gofmt over every Go file outside testdata
 vet:
 	$(GO) vet ./...
+	@unformatted="$$(gofmt -l $$(git ls-files '*.go' | grep -v /testdata/) 2>/dev/null)"; \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed:" >&2; echo "$$unformatted" >&2; exit 1; fi
 
 ## test: vet, then every test with the race detector
 test: vet
@@ -35,18 +38,20 @@ test-short: vet
 check-runtime-contract:
 	$(GO) test -race -count=1 ./spec/... ./fsm/... ./gen/...
 
-## bench: the engine benchmarks recorded in BENCHMARKS.md
+## bench: the benchmarks recorded in BENCHMARKS.md
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./fsm/
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./fsm/ ./spec/wire/
 
-## fuzz: longer fuzzing runs than CI does (FUZZTIME=10m make fuzz); each target in turn
+## fuzz: run every fuzz target of FUZZ_PKGS in turn (FUZZTIME=10m make fuzz for a long run)
 FUZZTIME ?= 60s
-FUZZ_TARGETS := ./spec:FuzzLoad ./spec:FuzzLoadEdits
+FUZZMINIMIZE ?= 10s
+FUZZ_PKGS := ./spec ./spec/wire
 fuzz:
-	@set -e; for t in $(FUZZ_TARGETS); do \
-		pkg=$${t%%:*}; name=$${t##*:}; \
-		echo "fuzz $$name in $$pkg for $(FUZZTIME)"; \
-		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 10s $$pkg; \
+	@set -e; for pkg in $(FUZZ_PKGS); do \
+		for name in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+			echo "fuzz $$name in $$pkg for $(FUZZTIME)"; \
+			$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) $$pkg; \
+		done; \
 	done
 
 ## demo: until the peers exist, regenerate the machines and print one diagram

@@ -19,7 +19,7 @@ func catalogPage(c *spec.Catalog, caps []*spec.Capability) []byte {
 	b.WriteString("Every frame is one JSON envelope `{type, id, payload, trace}`; a type that is not listed here is rejected, never dropped. ")
 	b.WriteString("Decoding is strict in both directions (unknown members at any depth, missing required members and wrong JSON types are errors that name the field).\n\n")
 	for _, fam := range c.Families {
-		fmt.Fprintf(&b, "## %s\n\n%s.\n\n", fam.Name, cell(fam.Doc))
+		fmt.Fprintf(&b, "## %s\n\n%s.\n\n", fam.Name, upperFirst(cell(fam.Doc)))
 		b.WriteString("| Type | Sent by | `id` carries | Payload | Drives | Meaning |\n")
 		b.WriteString("| --- | --- | --- | --- | --- | --- |\n")
 		for _, msg := range c.Messages {
@@ -67,3 +67,10 @@ func catalogPage(c *spec.Catalog, caps []*spec.Capability) []byte {
 }
 
 func cell(s string) string { return strings.ReplaceAll(strings.ReplaceAll(s, "|", `\|`), "\n", " ") }
+
+func upperFirst(s string) string {
+	if s == "" || s[0] < 'a' || s[0] > 'z' {
+		return s
+	}
+	return string(s[0]-'a'+'A') + s[1:]
+}

@@ -1,0 +1,83 @@
+package wire
+
+// Entry is one message type of the catalog (spec/catalog.yaml).
+type Entry struct {
+	Type      string
+	Direction Direction // the way frames of this type travel
+	Family    string
+	Identity  Identity // what Envelope.id carries
+	Payload   string   // the Go payload type's name
+	Doc       string
+	// Drives lists the machine events a frame fires, one per machine; a
+	// frame that drives several machines is routed by its id to one.
+	Drives []Drive
+	decode func(raw []byte) (Payload, error)
+}
+
+// Drive is the machine event a message type fires: Event, or, when Key is
+// set, the event paired with the payload's DriveKey in Events.
+type Drive struct {
+	Machine string
+	Event   string
+	Key     string
+	Events  [][2]string // {key value, event}
+}
+
+// EventFor returns the event this drive fires for payload p, or "" when
+// the payload's key has no event on this machine.
+func (d Drive) EventFor(p Payload) string {
+	if d.Key == "" {
+		return d.Event
+	}
+	k, ok := p.(driveKeyer)
+	if !ok {
+		return ""
+	}
+	key := k.DriveKey()
+	for _, kv := range d.Events {
+		if kv[0] == key {
+			return kv[1]
+		}
+	}
+	return ""
+}
+
+// driveKeyer is implemented by payloads whose event depends on a member
+// (a status's state, a result's outcome).
+type driveKeyer interface{ DriveKey() string }
+
+// Lookup finds the catalog entry of a message type.
+func Lookup(typ string) (*Entry, bool) {
+	e, ok := byType[typ]
+	return e, ok
+}
+
+// Entries returns every catalog entry in declaration order.
+func Entries() []*Entry {
+	out := make([]*Entry, len(catalog))
+	for i := range catalog {
+		out[i] = &catalog[i]
+	}
+	return out
+}
+
+var byType = func() map[string]*Entry {
+	m := make(map[string]*Entry, len(catalog))
+	for i := range catalog {
+		m[catalog[i].Type] = &catalog[i]
+	}
+	return m
+}()
+
+// decodeAny adapts decodePayload to the catalog's untyped table.
+func decodeAny[T interface {
+	validator
+	Payload
+}](raw []byte) (Payload, error) {
+	var zero T
+	p, err := decodePayload[T](zero.MessageType(), raw)
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}

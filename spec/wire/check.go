@@ -1,0 +1,149 @@
+package wire
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// checker accumulates the first rule a payload breaks. Validators call its
+// methods in field order and return c.err(); after the first failure every
+// further check is a no-op, so the error names the first bad field.
+type checker struct {
+	typ   string
+	first *FieldError
+}
+
+func newChecker(typ string) *checker { return &checker{typ: typ} }
+
+func (c *checker) err() error {
+	if c.first == nil {
+		return nil
+	}
+	return c.first
+}
+
+func (c *checker) ok() bool { return c.first == nil }
+
+// fail records a violation unless one was already recorded.
+func (c *checker) fail(field string, rule Rule, detail string) {
+	if c.first == nil {
+		c.first = fieldErr(c.typ, field, rule, detail)
+	}
+}
+
+// nested runs a sub-validator that returns *FieldError with a path relative
+// to field, and records its error with the absolute path.
+//
+// A typed nil (*FieldError)(nil) passed as err counts as no error, so
+// validators may return *FieldError directly.
+func (c *checker) nested(field string, err error) {
+	if c.first != nil || err == nil {
+		return
+	}
+	if fe, ok := err.(*FieldError); ok {
+		if fe == nil {
+			return
+		}
+		c.first = fieldErr(c.typ, join(field, fe.Field), fe.Rule, fe.Detail)
+		return
+	}
+	c.first = fieldErr(c.typ, field, RuleFormat, err.Error())
+}
+
+func (c *checker) required(field, v string) {
+	if strings.TrimSpace(v) == "" {
+		c.fail(field, RuleRequired, "required and must not be blank")
+	}
+}
+
+func (c *checker) maxBytes(field, v string, n int) {
+	if len(v) > n {
+		c.fail(field, RuleTooLarge, "longer than "+itoa(n)+" bytes")
+	}
+}
+
+// id checks a correlation ID: present, at most max bytes, valid UTF-8.
+func (c *checker) id(field, v string, max int) {
+	c.required(field, v)
+	c.maxBytes(field, v, max)
+	if !utf8.ValidString(v) {
+		c.fail(field, RuleFormat, "not valid UTF-8")
+	}
+}
+
+// uuid checks a canonical, lower-case, non-nil UUID.
+func (c *checker) uuid(field, v string) {
+	if v == "" {
+		c.fail(field, RuleRequired, "required")
+		return
+	}
+	if !IsCanonicalUUID(v) {
+		c.fail(field, RuleFormat, "must be a canonical non-nil UUID")
+	}
+}
+
+func (c *checker) oneOf(field, v string, allowed ...string) {
+	for _, a := range allowed {
+		if v == a {
+			return
+		}
+	}
+	if v == "" {
+		c.fail(field, RuleRequired, "required; one of "+strings.Join(allowed, ", "))
+		return
+	}
+	c.fail(field, RuleEnum, quote(v)+" is not one of "+strings.Join(allowed, ", "))
+}
+
+func (c *checker) forbidden(field string, present bool, why string) {
+	if present {
+		c.fail(field, RuleForbidden, why)
+	}
+}
+
+func (c *checker) rangeInt(field string, v, lo, hi int64) {
+	if v < lo || v > hi {
+		c.fail(field, RuleRange, "must be between "+itoa(int(lo))+" and "+itoa(int(hi)))
+	}
+}
+
+// IsCanonicalUUID reports whether s is a UUID in canonical 8-4-4-4-12
+// lower-case hex form and not the nil UUID.
+func IsCanonicalUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	nonZero := false
+	for i := 0; i < 36; i++ {
+		ch := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if ch != '-' {
+				return false
+			}
+			continue
+		}
+		switch {
+		case ch >= '0' && ch <= '9':
+			nonZero = nonZero || ch != '0'
+		case ch >= 'a' && ch <= 'f':
+			nonZero = true
+		default:
+			return false
+		}
+	}
+	return nonZero
+}
+
+// IsSHA256Hex reports whether s is 64 lower-case hex digits.
+func IsSHA256Hex(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}

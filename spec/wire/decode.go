@@ -1,0 +1,155 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"reflect"
+	"strings"
+)
+
+// decodeStrict decodes data into v, rejecting unknown members at any depth,
+// wrong JSON types and anything after the value. typ is the message type
+// and prefix the JSON path of data ("payload" for a payload, "" for the
+// envelope); both end up in the *FieldError.
+func decodeStrict(typ, prefix string, data []byte, v any) error {
+	if err := json.Unmarshal(data, v); err != nil {
+		err = jsonError(typ, prefix, err)
+		// encoding/json drops array indices and the nesting of members;
+		// find the exact field by walking the document again.
+		if fe, ok := err.(*FieldError); ok && fe.Rule == RuleType {
+			if path, rule, found := locate(data, reflect.TypeOf(v).Elem()); found && rule == fe.Rule {
+				fe.Field = join(prefix, path)
+			}
+		}
+		return err
+	}
+	// Unmarshal ignores unknown members and folds the case of names; the
+	// exact-name pass rejects both, and locate names the member.
+	if !exactKeys(data, reflect.TypeOf(v).Elem()) {
+		path, rule, found := locate(data, reflect.TypeOf(v).Elem())
+		if !found {
+			// The fast pass is conservative (an escaped name such as
+			// "\u0073tep" sends it here); locate decodes names exactly.
+			return nil
+		}
+		fe := fieldErr(typ, join(prefix, path), rule, "unknown member (member names are exact and case-sensitive)")
+		if rule != RuleUnknownField {
+			fe.Detail = "wrong JSON type"
+		}
+		return fe
+	}
+	return nil
+}
+
+// jsonError turns an encoding/json error into a *FieldError naming the
+// field. Errors raised by our own UnmarshalJSON methods already are
+// *FieldError and keep their rule; their path is made absolute.
+func jsonError(typ, prefix string, err error) error {
+	var fe *FieldError
+	if errors.As(err, &fe) {
+		out := *fe
+		out.Type = typ
+		out.Field = join(prefix, fe.Field)
+		return &out
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return fieldErr(typ, join(prefix, te.Field), RuleType, "expected "+jsonKind(te.Type.Kind().String())+", found "+te.Value)
+	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fieldErr(typ, orRoot(prefix), RuleSyntax, "invalid JSON at byte "+itoa(int(se.Offset)))
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fieldErr(typ, orRoot(prefix), RuleSyntax, "truncated JSON")
+	}
+	// encoding/json reports unknown members as `json: unknown field "name"`.
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		name = strings.Trim(name, `"`)
+		if len(name) > maxQuoted {
+			name = name[:maxQuoted] + "…"
+		}
+		return fieldErr(typ, join(prefix, name), RuleUnknownField, "unknown member")
+	}
+	return fieldErr(typ, orRoot(prefix), RuleSyntax, "cannot decode: "+cut(err.Error()))
+}
+
+func jsonKind(k string) string {
+	switch k {
+	case "struct", "map":
+		return "an object"
+	case "slice", "array":
+		return "an array"
+	case "bool":
+		return "a boolean"
+	case "string":
+		return "a string"
+	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64", "float32", "float64":
+		return "a number"
+	}
+	return k
+}
+
+// join appends a relative path to a prefix: "input" + "[0].text" is
+// "input[0].text", "payload" + "run_id" is "payload.run_id".
+func join(prefix, field string) string {
+	switch {
+	case prefix == "":
+		return orRoot(field)
+	case field == "":
+		return prefix
+	case field[0] == '[':
+		return prefix + field
+	}
+	return prefix + "." + field
+}
+
+func orRoot(p string) string {
+	if p == "" {
+		return "(frame)"
+	}
+	return p
+}
+
+func cut(s string) string {
+	if len(s) > 120 {
+		return s[:120] + "…"
+	}
+	return s
+}
+
+// validator is what every payload type implements, on its value receiver.
+type validator interface{ Validate() error }
+
+// decodePayload decodes raw strictly into a T and validates it. Paths in
+// the returned *FieldError start at "payload". An absent or null payload
+// decodes as an empty object, so bodyless frames still meet their rules.
+func decodePayload[T validator](typ string, raw []byte) (T, error) {
+	var p T
+	if len(bytes.TrimSpace(raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		raw = []byte("{}")
+	}
+	if err := decodeStrict(typ, "payload", raw, &p); err != nil {
+		return p, err
+	}
+	if err := p.Validate(); err != nil {
+		return p, prefixed(typ, "payload", err)
+	}
+	return p, nil
+}
+
+// prefixed makes a validator's relative path absolute and stamps the type.
+func prefixed(typ, prefix string, err error) error {
+	fe, ok := err.(*FieldError)
+	if !ok {
+		return fieldErr(typ, prefix, RuleFormat, cut(err.Error()))
+	}
+	out := *fe
+	out.Type = typ
+	out.Field = join(prefix, fe.Field)
+	return &out
+}
+
+func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }

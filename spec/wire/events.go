@@ -1,0 +1,367 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+)
+
+// Run events travel from the Runtime to Core under the Run ID. They report
+// what the Harness observed while one execution ran; none of them is a
+// receipt for a Core request. An execution error is followed by done, which
+// closes the stream.
+//
+// Sequences. The reference leaves the origin of delta and thinking sequences
+// open while marking thinking's sequence optional with "omitempty", which
+// only works if no real sequence is ever zero. agentwire therefore fixes
+// sequences as 1-based: zero means "absent", a delta must carry one and a
+// thinking frame may.
+
+// Values of OutputMessage.Status.
+const (
+	OutputInProgress = "in_progress"
+	OutputCompleted  = "completed"
+	OutputIncomplete = "incomplete"
+)
+
+// Values of ToolCall.Stage.
+const (
+	ToolStageBefore = "before"
+	ToolStageAfter  = "after"
+)
+
+// Delta is a fragment of assistant text. ItemID names the native message
+// the fragment belongs to; it is reported only when Core opted in with
+// observe_messages (the Runtime declares message_items).
+type Delta struct {
+	ItemID string `json:"item_id,omitempty"`
+	// Delta is the text fragment. It is never trimmed: whitespace-only
+	// fragments are real output, but an empty fragment carries nothing and
+	// is rejected.
+	Delta string `json:"delta"`
+	// Sequence orders fragments of one Run; 1-based and required.
+	Sequence uint64 `json:"sequence"`
+}
+
+// Validate checks a delta with paths relative to the payload.
+func (p Delta) Validate() error {
+	c := newChecker("")
+	eventsOptional(c, "item_id", p.ItemID)
+	if p.Delta == "" {
+		c.fail("delta", RuleRequired, "a delta carries at least one character")
+	}
+	if p.Sequence == 0 {
+		c.fail("sequence", RuleRequired, "sequences start at 1")
+	}
+	return c.err()
+}
+
+// Thinking is a fragment of reasoning text. Its sequence, when known,
+// shares the meaning of Delta.Sequence; zero means unknown.
+type Thinking struct {
+	Text     string `json:"text"`
+	Sequence uint64 `json:"sequence,omitempty"`
+}
+
+// Validate checks a thinking fragment; like a delta, its text is never
+// trimmed but must not be empty.
+func (p Thinking) Validate() error {
+	c := newChecker("")
+	if p.Text == "" {
+		c.fail("text", RuleRequired, "a thinking fragment carries at least one character")
+	}
+	return c.err()
+}
+
+// OutputMessage reports the start, the completion and the phase of one
+// native assistant message, and its completion text. It is sent only to a
+// Core that opted in with observe_messages. ID matches Delta.ItemID.
+type OutputMessage struct {
+	ID     string `json:"id"`
+	Status string `json:"status"`
+	// Phase is the native phase label (for example "commentary"); open-ended.
+	Phase string `json:"phase,omitempty"`
+	// Text is the snapshot of the whole message at completion. A pointer,
+	// because an empty completed message differs from one whose text is
+	// unknown. A message that has only started has no snapshot yet, so Text
+	// is forbidden with in_progress.
+	Text *string `json:"text,omitempty"`
+}
+
+// Validate checks an output message with paths relative to the payload.
+func (p OutputMessage) Validate() error {
+	c := newChecker("")
+	c.required("id", p.ID)
+	c.oneOf("status", p.Status, OutputInProgress, OutputCompleted, OutputIncomplete)
+	eventsOptional(c, "phase", p.Phase)
+	c.forbidden("text", p.Text != nil && p.Status == OutputInProgress, "an in_progress message has no completion text yet")
+	return c.err()
+}
+
+// ToolCall reports one stage of a tool call. The before stage is sent when
+// the Harness is about to call the tool, the after stage when its result is
+// back; both carry the same ID. Observation is the engine-neutral snapshot
+// Core asked for with observe_tool_observations.
+//
+// Unlike the reference, which decoded only this frame strictly, every frame
+// of this package rejects unknown members at any depth, naming the full
+// path ("observation.content[1].mime"). Args and Result are opaque native
+// objects, not inspected beyond being JSON objects.
+type ToolCall struct {
+	ID          string           `json:"id"`
+	Name        string           `json:"name"`
+	Stage       string           `json:"stage"`
+	Args        NativeJSON       `json:"args,omitempty"`
+	Result      NativeJSON       `json:"result,omitempty"`
+	Observation *ToolObservation `json:"observation,omitempty"`
+}
+
+// Validate checks a tool call with paths relative to the payload. A result
+// is what comes back from the tool, so it is forbidden before the call.
+func (p ToolCall) Validate() error {
+	c := newChecker("")
+	c.required("id", p.ID)
+	c.required("name", p.Name)
+	c.oneOf("stage", p.Stage, ToolStageBefore, ToolStageAfter)
+	eventsObject(c, "args", p.Args)
+	eventsObject(c, "result", p.Result)
+	c.forbidden("result", len(p.Result) > 0 && p.Stage == ToolStageBefore, "a tool has no result before it is called")
+	if p.Observation != nil {
+		eventsNested(c, "observation", p.Observation.validate())
+	}
+	return c.err()
+}
+
+// ToolObservation is an engine-neutral snapshot of one tool execution, not
+// a public API item. Kind and Status are open labels chosen by the adapter
+// ("command", "mcp", "function", …; "in_progress", "completed", "failed",
+// …): the protocol does not close either set, so only their presence is
+// checked. Pointers and raw values keep "absent" apart from a zero value or
+// an explicit JSON null, which adapters use to say "no output yet".
+type ToolObservation struct {
+	Kind       string     `json:"kind"`
+	Status     string     `json:"status"`
+	Name       string     `json:"name,omitempty"`
+	Command    string     `json:"command,omitempty"`
+	Cwd        *string    `json:"cwd,omitempty"`
+	ExitCode   *int64     `json:"exit_code,omitempty"`
+	DurationMS *int64     `json:"duration_ms,omitempty"`
+	Server     string     `json:"server,omitempty"`
+	Arguments  NativeJSON `json:"arguments,omitempty"`
+	Output     NativeJSON `json:"output,omitempty"`
+	Error      NativeJSON `json:"error,omitempty"`
+	// Content is the tool's content output. A pointer, so that an explicit
+	// empty list (no content) differs from content that was not observed.
+	Content *[]InputContent      `json:"content,omitempty"`
+	Action  *ToolWebSearchAction `json:"action,omitempty"`
+}
+
+// ToolWebSearchAction describes what a web search tool did: searched for
+// Query or Queries, opened URL, or looked for Pattern in a page.
+type ToolWebSearchAction struct {
+	Type  string  `json:"type"`
+	Query *string `json:"query,omitempty"`
+	// Queries is a pointer so that an explicit empty list survives a round
+	// trip instead of collapsing into an absent one.
+	Queries *[]string `json:"queries,omitempty"`
+	URL     *string   `json:"url,omitempty"`
+	Pattern *string   `json:"pattern,omitempty"`
+}
+
+func (o ToolObservation) validate() *FieldError {
+	c := newChecker("")
+	c.required("kind", o.Kind)
+	c.required("status", o.Status)
+	eventsOptional(c, "name", o.Name)
+	eventsOptional(c, "command", o.Command)
+	if o.Cwd != nil {
+		c.required("cwd", *o.Cwd)
+	}
+	if o.DurationMS != nil && *o.DurationMS < 0 {
+		c.fail("duration_ms", RuleRange, "must not be negative")
+	}
+	eventsOptional(c, "server", o.Server)
+	eventsJSON(c, "arguments", o.Arguments)
+	eventsJSON(c, "output", o.Output)
+	eventsJSON(c, "error", o.Error)
+	if o.Content != nil {
+		for i, ct := range *o.Content {
+			eventsNested(c, "content["+itoa(i)+"]", eventsContent(ct))
+		}
+	}
+	if o.Action != nil {
+		a := o.Action
+		c.required("action.type", a.Type)
+		if a.Queries != nil {
+			for i, q := range *a.Queries {
+				c.required("action.queries["+itoa(i)+"]", q)
+			}
+		}
+	}
+	return c.first
+}
+
+// eventsContent checks one content item of a tool observation. Unlike a
+// MessageInput, an observation has no "meaningful message" rule, so each
+// item stands alone: text must be non-empty (never trimmed), an image needs
+// its URL, and neither carries the other's member.
+func eventsContent(ct InputContent) *FieldError {
+	c := newChecker("")
+	switch ct.Type {
+	case ContentText:
+		if ct.Text == "" {
+			c.fail("text", RuleRequired, "input_text needs text")
+		}
+		c.forbidden("image_url", ct.ImageURL != "", "input_text carries no image_url")
+	case ContentImage:
+		c.forbidden("text", ct.Text != "", "input_image carries no text")
+		c.required("image_url", ct.ImageURL)
+	default:
+		c.oneOf("type", ct.Type, ContentText, ContentImage)
+	}
+	return c.first
+}
+
+// ErrorFrame reports an execution error. Done always follows it, and the
+// errors before done remain part of the outcome.
+//
+// Code and HTTPStatus are optional, neutral classification metadata. The
+// protocol requires that a missing, malformed or unknown classification
+// leaves the error unclassified instead of invalidating the frame, so both
+// are kept as raw JSON: any JSON value is accepted and re-encoded as
+// received (a status of 502.5, "502" or null, a code of 7, …), and only
+// ClassifyEngineFailure interprets them. This is deliberately looser than
+// the reference's declared *int status, whose own decoder had to swallow
+// malformed values to meet the same rule. Producers should build the frame
+// with NewEngineError.
+type ErrorFrame struct {
+	// Error is the error text; required and never classified.
+	Error      string     `json:"error"`
+	Code       NativeJSON `json:"code,omitempty"`
+	HTTPStatus NativeJSON `json:"http_status,omitempty"`
+}
+
+// Validate checks an error frame. The classification members are never a
+// reason to reject a frame from the wire; a locally built frame whose raw
+// members are not JSON at all is rejected only because it could not be
+// encoded.
+func (p ErrorFrame) Validate() error {
+	c := newChecker("")
+	c.required("error", p.Error)
+	eventsJSON(c, "code", p.Code)
+	eventsJSON(c, "http_status", p.HTTPStatus)
+	return c.err()
+}
+
+// Done closes the execution stream of a Run with its final snapshot. It
+// also closes a settled cancellation stream, but it never overrides the
+// cancellation receipt and does not by itself mean success.
+type Done struct {
+	// Content is the final assistant text; it may be empty (a cancelled
+	// Run), and an absent member decodes as empty.
+	Content    string `json:"content"`
+	Transcript string `json:"transcript,omitempty"`
+	// Usage is the final cumulative snapshot; it replaces every earlier
+	// usage frame. The zero Usage means no measurement and is omitted.
+	Usage    Usage         `json:"usage,omitzero"`
+	Metadata *DoneMetadata `json:"metadata,omitempty"`
+	// SourceCompletedAtMS freezes when the native root execution completed
+	// (Unix milliseconds), before child work settled; nil when unknown.
+	SourceCompletedAtMS *int64 `json:"source_completed_at_ms,omitempty"`
+}
+
+// DoneMetadata is the native Session identity the Run ended with, which
+// Core records to resume that Session later. The reference sent a free map
+// with these two keys; agentwire closes it to them.
+type DoneMetadata struct {
+	AgentSessionID   string `json:"agent_session_id,omitempty"`
+	AgentSessionType string `json:"agent_session_type,omitempty"`
+}
+
+// Validate checks a done frame with paths relative to the payload.
+func (p Done) Validate() error {
+	c := newChecker("")
+	eventsNested(c, "usage", p.Usage.validate())
+	if m := p.Metadata; m != nil {
+		eventsOptional(c, "metadata.agent_session_id", m.AgentSessionID)
+		if m.AgentSessionType != "" && m.AgentSessionID == "" {
+			c.fail("metadata.agent_session_id", RuleRequired, "agent_session_type describes a session and needs its agent_session_id")
+		}
+		eventsOptional(c, "metadata.agent_session_type", m.AgentSessionType)
+	}
+	if p.SourceCompletedAtMS != nil && *p.SourceCompletedAtMS <= 0 {
+		c.fail("source_completed_at_ms", RuleRange, "must be a positive Unix time in milliseconds")
+	}
+	return c.err()
+}
+
+// eventsOptional rejects an optional string that is present but blank:
+// omitempty makes "" mean absent, so a whitespace-only value can only be a
+// producer bug.
+func eventsOptional(c *checker, field, v string) {
+	if v != "" && strings.TrimSpace(v) == "" {
+		c.fail(field, RuleFormat, "must not be blank when present")
+	}
+}
+
+// eventsObject checks an optional opaque member that must be a JSON object
+// when present. Null is rejected too: an absent member already says "none".
+func eventsObject(c *checker, field string, raw NativeJSON) {
+	if len(raw) == 0 { // omitempty drops it: absent
+		return
+	}
+	t := bytes.TrimSpace(raw)
+	if !json.Valid(t) {
+		c.fail(field, RuleSyntax, "not valid JSON")
+		return
+	}
+	if len(t) == 0 || t[0] != '{' {
+		c.fail(field, RuleType, "must be a JSON object when present")
+	}
+}
+
+// eventsJSON checks an optional opaque member that may hold any JSON value,
+// null included. Values decoded from the wire always pass; only a locally
+// built value that is not JSON fails.
+func eventsJSON(c *checker, field string, raw NativeJSON) {
+	if len(raw) > 0 && !json.Valid(raw) {
+		c.fail(field, RuleSyntax, "not valid JSON")
+	}
+}
+
+// eventsNested records a sub-validator's relative *FieldError. It exists
+// because checker.nested takes an error: a nil *FieldError passed there
+// becomes a non-nil interface holding a nil pointer.
+func eventsNested(c *checker, field string, fe *FieldError) {
+	if fe != nil {
+		c.nested(field, fe)
+	}
+}
+
+// NativeJSON is a native JSON value passed through without being read,
+// like json.RawMessage (null included), except that it decodes in compact
+// form. Two documents that differ only in whitespace therefore decode
+// equal, and a decoded value survives encoding and decoding again
+// unchanged, since the encoder compacts raw values anyway. Because it
+// decodes itself, the strict decoder treats it as opaque: any JSON value is
+// accepted, and the validators decide which shapes a member allows.
+type NativeJSON []byte
+
+// MarshalJSON writes the value as is; nil is null, as for json.RawMessage.
+func (n NativeJSON) MarshalJSON() ([]byte, error) {
+	if n == nil {
+		return []byte("null"), nil
+	}
+	return n, nil
+}
+
+// UnmarshalJSON keeps a compact copy of the value.
+func (n *NativeJSON) UnmarshalJSON(b []byte) error {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, b); err != nil {
+		*n = append(NativeJSON(nil), b...) // not JSON: left for Validate
+		return nil
+	}
+	*n = NativeJSON(buf.Bytes())
+	return nil
+}

@@ -1,0 +1,115 @@
+package wire
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// seedFuzz adds the type's examples and bad cases to the fuzz corpus.
+func seedFuzz(f *testing.F, typ string) {
+	var examples []json.RawMessage
+	if b, err := os.ReadFile(filepath.Join("testdata", "examples", typ+".json")); err == nil && json.Unmarshal(b, &examples) == nil {
+		for _, ex := range examples {
+			f.Add([]byte(ex))
+		}
+	}
+	var bad []badCase
+	if b, err := os.ReadFile(filepath.Join("testdata", "bad", typ+".json")); err == nil && json.Unmarshal(b, &bad) == nil {
+		for _, c := range bad {
+			f.Add([]byte(c.Payload))
+		}
+	}
+	f.Add([]byte("{}"))
+}
+
+// fuzzRoundTrip: decoding never panics; what decodes re-encodes, and the
+// encoding decodes back to the same value (the same strictness both ways).
+func fuzzRoundTrip[T interface {
+	validator
+	Payload
+}](t *testing.T, typ string, raw []byte) {
+	p, err := decodePayload[T](typ, raw)
+	if err != nil {
+		var fe *FieldError
+		require.ErrorAs(t, err, &fe)
+		require.Equal(t, typ, fe.Type)
+		return
+	}
+	out, err := json.Marshal(p)
+	require.NoError(t, err)
+	again, err := decodePayload[T](typ, out)
+	require.NoError(t, err, "re-encoded payload rejected: %s", out)
+	out2, err := json.Marshal(again)
+	require.NoError(t, err)
+	require.JSONEq(t, string(out), string(out2))
+}
+
+// FuzzDecodeFrame feeds whole frames to Decode in both directions.
+func FuzzDecodeFrame(f *testing.F) {
+	for _, e := range Entries() {
+		var examples []json.RawMessage
+		if b, err := os.ReadFile(filepath.Join("testdata", "examples", e.Type+".json")); err == nil && json.Unmarshal(b, &examples) == nil && len(examples) > 0 {
+			frame, _ := json.Marshal(Envelope{Type: e.Type, ID: exampleIDFor(e, examples[0]), Payload: examples[0], Trace: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"})
+			f.Add(frame)
+		}
+	}
+	f.Add([]byte(`{"type":"nope"}`))
+	f.Fuzz(func(t *testing.T, frame []byte) {
+		for _, dir := range []Direction{CoreToRuntime, RuntimeToCore} {
+			m, err := Decode(frame, dir)
+			if err != nil {
+				var fe *FieldError
+				var re *RouteError
+				require.True(t, errors.As(err, &fe) || errors.As(err, &re), "%T is neither a *FieldError nor a *RouteError", err)
+				continue
+			}
+			require.True(t, json.Valid(frame), "accepted a frame that is not valid JSON")
+			out, err := Encode(m.ID, m.Payload, m.Trace)
+			require.NoError(t, err, "a decoded frame must re-encode")
+			again, err := Decode(out, dir)
+			require.NoError(t, err)
+			requireSamePayload(t, m.Payload, again.Payload)
+		}
+	})
+}
+
+// exampleID is a valid id for e's identity.
+func exampleID(e *Entry) string {
+	return exampleIDFor(e, nil)
+}
+
+// exampleIDFor is a valid id for e's identity that also matches the id a
+// payload repeats, if it does.
+func exampleIDFor(e *Entry, raw []byte) string {
+	if raw != nil {
+		if p, err := e.decode(raw); err == nil {
+			if b, ok := p.(idBinder); ok {
+				_, v := b.boundID()
+				return v
+			}
+		}
+	}
+	switch {
+	case e.Identity == IdentityNone || e.Identity == IdentityDevice:
+		return ""
+	case e.Identity.UUID():
+		return "0f8fad5b-d9cb-469f-a165-70867728950e"
+	}
+	return "id-1"
+}
+
+// requireSamePayload compares payloads by their encoding: raw JSON members
+// are compacted on re-encoding, which changes bytes but not meaning.
+func requireSamePayload(t *testing.T, a, b Payload) {
+	t.Helper()
+	ja, err := json.Marshal(a)
+	require.NoError(t, err)
+	jb, err := json.Marshal(b)
+	require.NoError(t, err)
+	require.JSONEq(t, string(ja), string(jb))
+}
