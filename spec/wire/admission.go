@@ -135,6 +135,10 @@ const (
 	PrepCodeConnectionClosed           = "connection_closed"
 )
 
+// prepStatusCodes: failed and rejected carry a code from the one closed
+// list; every other state carries none.
+var prepStatusCodes = outcomeCodes{PreparationFailed: prepCodes, PreparationRejected: prepCodes}
+
 var prepCodes = []string{
 	PrepCodeInvalidRequest, PrepCodeInvalidConfiguration, PrepCodeUnsupportedConfiguration,
 	PrepCodeUnsupportedPreparation, PrepCodeUnsupportedReadPreparation, PrepCodeResourceUnavailable,
@@ -227,11 +231,8 @@ func (p PreparationStatus) Validate() error {
 		c.fail("run_id", RuleRequired, "started names the Run the admission was transferred to")
 	}
 
-	switch p.State {
-	case PreparationFailed, PreparationRejected:
-		c.oneOf("error_code", p.ErrorCode, prepCodes...)
-	default:
-		c.forbidden("error_code", known && p.ErrorCode != "", "only failed and rejected carry an error code")
+	if known {
+		c.errorCode(p.State, p.ErrorCode, prepStatusCodes, "status")
 	}
 
 	if rejected {

@@ -53,12 +53,7 @@ func ParseEnvironmentType(s string) (EnvironmentType, error) {
 }
 
 // Validate reports whether t is one of the three types, as a *FieldError.
-func (t EnvironmentType) Validate() error {
-	if fe := t.validate(); fe != nil {
-		return fe
-	}
-	return nil
-}
+func (t EnvironmentType) Validate() error { return asError(t.validate()) }
 
 func (t EnvironmentType) validate() *FieldError {
 	c := newChecker("")
@@ -177,7 +172,7 @@ type AdmissionInput struct {
 func RequiredCapabilities(in AdmissionInput) (CapabilitySet, error) {
 	var s CapabilitySet
 	if fe := in.Environment.validate(); fe != nil {
-		return s, fieldErr("", join("environment", fe.Field), fe.Rule, fe.Detail)
+		return s, fe.under("", "environment")
 	}
 	for _, r := range admissionRows {
 		if r.when(in) {

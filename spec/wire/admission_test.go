@@ -2,7 +2,6 @@ package wire
 
 import (
 	"encoding/json"
-	"errors"
 	"strings"
 	"testing"
 
@@ -16,15 +15,6 @@ const (
 
 func prepTestInput() MessageInput {
 	return MessageInput{{Content: []InputContent{{Type: ContentText, Text: "hello"}}}}
-}
-
-// prepRequireField asserts that err is a *FieldError naming field and rule.
-func prepRequireField(t *testing.T, err error, field string, rule Rule) {
-	t.Helper()
-	var fe *FieldError
-	require.True(t, errors.As(err, &fe), "want a *FieldError, got %v", err)
-	require.Equal(t, field, fe.Field, "error: %v", err)
-	require.Equal(t, rule, fe.Rule, "error: %v", err)
 }
 
 func TestPreparationStatusDriveKey(t *testing.T) {
@@ -105,8 +95,8 @@ func TestPreparationCodesAreClosedAndCopied(t *testing.T) {
 // An unknown state is reported as the state, not as a missing handle or
 // revision that only a known state would require.
 func TestPreparationStatusUnknownStateIsNamed(t *testing.T) {
-	prepRequireField(t, PreparationStatus{State: "bogus"}.Validate(), "state", RuleEnum)
-	prepRequireField(t, PreparationStatus{}.Validate(), "state", RuleRequired)
+	requireFieldError(t, PreparationStatus{State: "bogus"}.Validate(), "state", RuleEnum)
+	requireFieldError(t, PreparationStatus{}.Validate(), "state", RuleRequired)
 }
 
 func TestPreparationStatusRejectionMayNameHandleAndExecutor(t *testing.T) {
@@ -114,7 +104,7 @@ func TestPreparationStatusRejectionMayNameHandleAndExecutor(t *testing.T) {
 		ErrorCode: PrepCodeRunConflict, Operation: PreparationOpStart}
 	require.NoError(t, p.Validate())
 	p.Operation = PreparationOpRelease
-	prepRequireField(t, p.Validate(), "run_id", RuleForbidden)
+	requireFieldError(t, p.Validate(), "run_id", RuleForbidden)
 }
 
 func prepValidPrepare() ExecutionPrepare {
@@ -178,7 +168,7 @@ func TestReadOnlyProfileForbidsEverythingElse(t *testing.T) {
 		t.Run(tc.field, func(t *testing.T) {
 			p := prepValidReadOnly()
 			tc.set(&p.Configuration)
-			prepRequireField(t, p.Validate(), "configuration."+tc.field, tc.rule)
+			requireFieldError(t, p.Validate(), "configuration."+tc.field, tc.rule)
 		})
 	}
 }
@@ -207,7 +197,7 @@ func TestPrepareConfigurationRules(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := prepValidPrepare()
 			tc.set(&p)
-			prepRequireField(t, p.Validate(), tc.field, tc.rule)
+			requireFieldError(t, p.Validate(), tc.field, tc.rule)
 		})
 	}
 }
@@ -231,12 +221,12 @@ func TestMCPConnectionOrigin(t *testing.T) {
 	require.NoError(t, withServers(none).Validate(), "an explicit empty list is valid")
 
 	const f = "mcp_http_servers[0].connection_origin"
-	prepRequireField(t, withServers(local, server("")).Validate(), f, RuleRequired)
-	prepRequireField(t, withServers(local, server("Service")).Validate(), f, RuleEnum)
-	prepRequireField(t, withServers(local, server(MCPOriginService)).Validate(), f, RuleConflict)
-	prepRequireField(t, withServers(bare, server(MCPOriginService)).Validate(), f, RuleConflict)
-	prepRequireField(t, withServers(none, server(MCPOriginEnvironment)).Validate(), f, RuleConflict)
-	prepRequireField(t, withServers(bare, server(MCPOriginEnvironment)).Validate(), f, RuleConflict)
+	requireFieldError(t, withServers(local, server("")).Validate(), f, RuleRequired)
+	requireFieldError(t, withServers(local, server("Service")).Validate(), f, RuleEnum)
+	requireFieldError(t, withServers(local, server(MCPOriginService)).Validate(), f, RuleConflict)
+	requireFieldError(t, withServers(bare, server(MCPOriginService)).Validate(), f, RuleConflict)
+	requireFieldError(t, withServers(none, server(MCPOriginEnvironment)).Validate(), f, RuleConflict)
+	requireFieldError(t, withServers(bare, server(MCPOriginEnvironment)).Validate(), f, RuleConflict)
 }
 
 // nil and [] are different requests and both survive a round trip.
@@ -259,28 +249,28 @@ func TestMCPServersNilAndEmptyAreDistinct(t *testing.T) {
 
 func TestToolSearchNeedsDeferredFunctionsAndViceVersa(t *testing.T) {
 	fn := func(name string, deferred bool) FunctionTool {
-		return FunctionTool{Name: name, Parameters: json.RawMessage(`{"type":"object"}`), DeferLoading: deferred}
+		return FunctionTool{Name: name, Parameters: NativeJSON(`{"type":"object"}`), DeferLoading: deferred}
 	}
 	p := PromptRequest{AgentKind: "k", RunID: "r", Input: prepTestInput()}
 	p.FunctionTools = []FunctionTool{fn("a", false), fn("b", true)}
 	p.ToolSearch = true
 	require.NoError(t, p.Validate())
 	p.ToolSearch = false
-	prepRequireField(t, p.Validate(), "function_tools[1].defer_loading", RuleConflict)
+	requireFieldError(t, p.Validate(), "function_tools[1].defer_loading", RuleConflict)
 	p.FunctionTools = []FunctionTool{fn("a", false)}
 	p.ToolSearch = true
-	prepRequireField(t, p.Validate(), "tool_search", RuleConflict)
+	requireFieldError(t, p.Validate(), "tool_search", RuleConflict)
 	p.FunctionTools = nil
-	prepRequireField(t, p.Validate(), "tool_search", RuleConflict)
+	requireFieldError(t, p.Validate(), "tool_search", RuleConflict)
 }
 
 func TestHarnessConfigBoundIsOnTheCompactEncoding(t *testing.T) {
 	body := `{"k":"` + strings.Repeat("x", MaxHarnessConfigBytes-8) + `"}`
 	require.Len(t, body, MaxHarnessConfigBytes)
-	spaced := json.RawMessage("{ \n " + body[1:len(body)-1] + " \n }")
+	spaced := NativeJSON("{ \n " + body[1:len(body)-1] + " \n }")
 	o := AgentOptions{HarnessConfig: spaced}
 	require.Nil(t, o.validate(), "whitespace does not count")
-	o.HarnessConfig = json.RawMessage(`{"k":"` + strings.Repeat("x", MaxHarnessConfigBytes-7) + `"}`)
+	o.HarnessConfig = NativeJSON(`{"k":"` + strings.Repeat("x", MaxHarnessConfigBytes-7) + `"}`)
 	fe := o.validate()
 	require.NotNil(t, fe)
 	require.Equal(t, "harness_config", fe.Field)
@@ -288,13 +278,15 @@ func TestHarnessConfigBoundIsOnTheCompactEncoding(t *testing.T) {
 }
 
 // Validators run on values built in Go as well as on decoded frames, so a
-// malformed raw object must be rejected rather than passed on.
+// malformed raw object must be rejected rather than passed on. Bytes that
+// are not JSON at all break the syntax rule, as for every opaque member
+// (see TestOpaqueMembersShareOneRule).
 func TestRawObjectsBuiltInGo(t *testing.T) {
-	f := FunctionTool{Name: "f", Parameters: json.RawMessage(`{"unterminated"`)}
-	require.Equal(t, RuleType, f.validate().Rule)
-	f.Parameters = json.RawMessage(` null `)
+	f := FunctionTool{Name: "f", Parameters: NativeJSON(`{"unterminated"`)}
+	require.Equal(t, RuleSyntax, f.validate().Rule)
+	f.Parameters = NativeJSON(` null `)
 	require.Equal(t, RuleRequired, f.validate().Rule)
-	f.Parameters = json.RawMessage(`[]`)
+	f.Parameters = NativeJSON(`[]`)
 	require.Equal(t, RuleType, f.validate().Rule)
 }
 
@@ -305,7 +297,7 @@ func TestSecretsAreNeverEchoed(t *testing.T) {
 		ServerURL: "https://user:" + secret + "@mcp.example/"}}
 	p.MCPHTTPServers = &servers
 	err := p.Validate()
-	prepRequireField(t, err, "mcp_http_servers[0].server_url", RuleFormat)
+	requireFieldError(t, err, "mcp_http_servers[0].server_url", RuleFormat)
 	require.NotContains(t, err.Error(), "s3cr3t")
 }
 
@@ -314,22 +306,22 @@ func TestSecretsAreNeverEchoed(t *testing.T) {
 func TestMarshalSideIsAsStrict(t *testing.T) {
 	p := prepValidPrepare()
 	p.Configuration.RunID = "run-1"
-	prepRequireField(t, p.Validate(), "configuration.run_id", RuleForbidden)
+	requireFieldError(t, p.Validate(), "configuration.run_id", RuleForbidden)
 
 	s := ExecutionStart{ExecutorID: "e", Handle: "h", RunID: "r"}
-	prepRequireField(t, s.Validate(), "input", RuleRequired)
+	requireFieldError(t, s.Validate(), "input", RuleRequired)
 	s.Input = MessageInput{{Content: []InputContent{{Type: ContentImage}}}}
-	prepRequireField(t, s.Validate(), "input[0].content[0].image_url", RuleRequired)
+	requireFieldError(t, s.Validate(), "input[0].content[0].image_url", RuleRequired)
 }
 
 func TestBodylessFramesStillMeetTheirRules(t *testing.T) {
 	_, err := decodePayload[DeviceShutdown]("device_shutdown", nil)
 	require.NoError(t, err)
 	_, err = decodePayload[PromptCancel]("prompt_cancel", nil)
-	prepRequireField(t, err, "payload.delivery_id", RuleRequired)
+	requireFieldError(t, err, "payload.delivery_id", RuleRequired)
 	_, err = decodePayload[DeviceShutdown]("device_shutdown", []byte(`{} {}`))
-	prepRequireField(t, err, "payload", RuleSyntax)
+	requireFieldError(t, err, "payload", RuleSyntax)
 	_, err = decodePayload[DeviceShutdown]("device_shutdown", []byte("{\"reason\":\"\xff\"}"))
 	require.NoError(t, err, "encoding/json replaces invalid UTF-8 while decoding")
-	prepRequireField(t, DeviceShutdown{Reason: "\xff"}.Validate(), "reason", RuleFormat)
+	requireFieldError(t, DeviceShutdown{Reason: "\xff"}.Validate(), "reason", RuleFormat)
 }

@@ -1,5 +1,7 @@
 package wire
 
+import "slices"
+
 // Entry is one message type of the catalog (spec/catalog.yaml).
 type Entry struct {
 	Type      string
@@ -45,6 +47,27 @@ func (d Drive) EventFor(p Payload) string {
 // driveKeyer is implemented by payloads whose event depends on a member
 // (a status's state, a result's outcome).
 type driveKeyer interface{ DriveKey() string }
+
+// driveKeyIn is the DriveKey of a payload whose event a member names: the
+// member's value v when it is one of keys, and "" (no event) otherwise.
+func driveKeyIn(v string, keys []string) string {
+	if slices.Contains(keys, v) {
+		return v
+	}
+	return ""
+}
+
+// driveKeyOf is the DriveKey of a receipt whose event a required boolean
+// names: yes or no, and "" (no event) while the boolean is missing.
+func driveKeyOf(b *bool, yes, no string) string {
+	switch {
+	case b == nil:
+		return ""
+	case *b:
+		return yes
+	}
+	return no
+}
 
 // Lookup finds the catalog entry of a message type.
 func Lookup(typ string) (*Entry, bool) {

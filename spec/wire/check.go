@@ -15,12 +15,7 @@ type checker struct {
 
 func newChecker(typ string) *checker { return &checker{typ: typ} }
 
-func (c *checker) err() error {
-	if c.first == nil {
-		return nil
-	}
-	return c.first
-}
+func (c *checker) err() error { return asError(c.first) }
 
 func (c *checker) ok() bool { return c.first == nil }
 
@@ -44,7 +39,7 @@ func (c *checker) nested(field string, err error) {
 		if fe == nil {
 			return
 		}
-		c.first = fieldErr(c.typ, join(field, fe.Field), fe.Rule, fe.Detail)
+		c.first = fe.under(c.typ, field)
 		return
 	}
 	c.first = fieldErr(c.typ, field, RuleFormat, err.Error())
@@ -53,6 +48,23 @@ func (c *checker) nested(field string, err error) {
 func (c *checker) required(field, v string) {
 	if strings.TrimSpace(v) == "" {
 		c.fail(field, RuleRequired, "required and must not be blank")
+	}
+}
+
+// notBlankWhenSet rejects an optional string that is present but blank:
+// omitempty makes "" mean absent, so a whitespace-only value can only be a
+// producer bug.
+func (c *checker) notBlankWhenSet(field, v string) {
+	if v != "" && strings.TrimSpace(v) == "" {
+		c.fail(field, RuleFormat, "must not be blank when present")
+	}
+}
+
+// requiredBool requires a boolean that is always on the wire. Such members
+// are *bool so that a missing or null value is never read as false.
+func (c *checker) requiredBool(field string, b *bool) {
+	if b == nil {
+		c.fail(field, RuleRequired, "must be true or false; missing or null")
 	}
 }
 
@@ -105,6 +117,21 @@ func (c *checker) rangeInt(field string, v, lo, hi int64) {
 	if v < lo || v > hi {
 		c.fail(field, RuleRange, "must be between "+itoa(int(lo))+" and "+itoa(int(hi)))
 	}
+}
+
+// outcomeCodes gives the closed error-code list of each outcome of a
+// result that refuses or fails; every other outcome carries no code.
+type outcomeCodes map[string][]string
+
+// errorCode checks a result's error_code against its outcome: one of the
+// outcome's closed list where it has one, absent otherwise. what names the
+// result in the message ("receipt", "read", …).
+func (c *checker) errorCode(outcome, code string, codes outcomeCodes, what string) {
+	if allowed, ok := codes[outcome]; ok {
+		c.oneOf("error_code", code, allowed...)
+		return
+	}
+	c.forbidden("error_code", code != "", "a "+outcome+" "+what+" carries no error_code")
 }
 
 // IsCanonicalUUID reports whether s is a UUID in canonical 8-4-4-4-12

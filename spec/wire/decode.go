@@ -49,10 +49,7 @@ func decodeStrict(typ, prefix string, data []byte, v any) error {
 func jsonError(typ, prefix string, err error) error {
 	var fe *FieldError
 	if errors.As(err, &fe) {
-		out := *fe
-		out.Type = typ
-		out.Field = join(prefix, fe.Field)
-		return &out
+		return fe.under(typ, prefix)
 	}
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
@@ -128,7 +125,7 @@ type validator interface{ Validate() error }
 // decodes as an empty object, so bodyless frames still meet their rules.
 func decodePayload[T validator](typ string, raw []byte) (T, error) {
 	var p T
-	if len(bytes.TrimSpace(raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+	if len(bytes.TrimSpace(raw)) == 0 || isNull(raw) {
 		raw = []byte("{}")
 	}
 	if err := decodeStrict(typ, "payload", raw, &p); err != nil {
@@ -146,10 +143,31 @@ func prefixed(typ, prefix string, err error) error {
 	if !ok {
 		return fieldErr(typ, prefix, RuleFormat, cut(err.Error()))
 	}
-	out := *fe
-	out.Type = typ
-	out.Field = join(prefix, fe.Field)
-	return &out
+	return fe.under(typ, prefix)
 }
+
+// decodeRelative decodes one JSON value strictly, for an UnmarshalJSON
+// method: like decodeStrict, with paths relative to that value, which the
+// caller's decoder then roots.
+func decodeRelative(data []byte, v any) error {
+	err := decodeStrict("", "", data, v)
+	if fe, ok := err.(*FieldError); ok && fe.Field == orRoot("") {
+		fe.Field = ""
+	}
+	return err
+}
+
+// payloadError makes a validator's relative error final for a payload of
+// type typ: stamped with the type and rooted at "payload".
+func payloadError(typ string, err error) *FieldError {
+	if err == nil {
+		return nil
+	}
+	fe, _ := prefixed(typ, "payload", err).(*FieldError)
+	return fe
+}
+
+// isNull reports whether raw is the JSON literal null, whitespace aside.
+func isNull(raw []byte) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }
 
 func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }

@@ -101,6 +101,26 @@ func quote(s string) string {
 	return strconv.Quote(s)
 }
 
+// under returns a copy of e stamped with typ and re-rooted under prefix:
+// the relative path of a sub-validator or nested decoder becomes prefix's
+// child ("input" and "[0].text" give "input[0].text").
+func (e *FieldError) under(typ, prefix string) *FieldError {
+	out := *e
+	out.Type = typ
+	out.Field = join(prefix, e.Field)
+	return &out
+}
+
+// asError returns fe as an error: nil, not an interface holding a nil
+// pointer, when there is no error. Validators that build a *FieldError use
+// it to implement Validate() error.
+func asError(fe *FieldError) error {
+	if fe == nil {
+		return nil
+	}
+	return fe
+}
+
 // fieldErr builds a FieldError.
 func fieldErr(typ, field string, rule Rule, detail string) *FieldError {
 	return &FieldError{Type: typ, Field: field, Rule: rule, Detail: detail}

@@ -1,11 +1,5 @@
 package wire
 
-import (
-	"bytes"
-	"encoding/json"
-	"strings"
-)
-
 // Run events travel from the Runtime to Core under the Run ID. They report
 // what the Harness observed while one execution ran; none of them is a
 // receipt for a Core request. An execution error is followed by done, which
@@ -46,7 +40,7 @@ type Delta struct {
 // Validate checks a delta with paths relative to the payload.
 func (p Delta) Validate() error {
 	c := newChecker("")
-	eventsOptional(c, "item_id", p.ItemID)
+	c.notBlankWhenSet("item_id", p.ItemID)
 	if p.Delta == "" {
 		c.fail("delta", RuleRequired, "a delta carries at least one character")
 	}
@@ -93,7 +87,7 @@ func (p OutputMessage) Validate() error {
 	c := newChecker("")
 	c.required("id", p.ID)
 	c.oneOf("status", p.Status, OutputInProgress, OutputCompleted, OutputIncomplete)
-	eventsOptional(c, "phase", p.Phase)
+	c.notBlankWhenSet("phase", p.Phase)
 	c.forbidden("text", p.Text != nil && p.Status == OutputInProgress, "an in_progress message has no completion text yet")
 	return c.err()
 }
@@ -123,11 +117,11 @@ func (p ToolCall) Validate() error {
 	c.required("id", p.ID)
 	c.required("name", p.Name)
 	c.oneOf("stage", p.Stage, ToolStageBefore, ToolStageAfter)
-	eventsObject(c, "args", p.Args)
-	eventsObject(c, "result", p.Result)
+	c.nativeJSON("args", p.Args, optionalObject)
+	c.nativeJSON("result", p.Result, optionalObject)
 	c.forbidden("result", len(p.Result) > 0 && p.Stage == ToolStageBefore, "a tool has no result before it is called")
 	if p.Observation != nil {
-		eventsNested(c, "observation", p.Observation.validate())
+		c.nested("observation", p.Observation.validate())
 	}
 	return c.err()
 }
@@ -172,21 +166,21 @@ func (o ToolObservation) validate() *FieldError {
 	c := newChecker("")
 	c.required("kind", o.Kind)
 	c.required("status", o.Status)
-	eventsOptional(c, "name", o.Name)
-	eventsOptional(c, "command", o.Command)
+	c.notBlankWhenSet("name", o.Name)
+	c.notBlankWhenSet("command", o.Command)
 	if o.Cwd != nil {
 		c.required("cwd", *o.Cwd)
 	}
 	if o.DurationMS != nil && *o.DurationMS < 0 {
 		c.fail("duration_ms", RuleRange, "must not be negative")
 	}
-	eventsOptional(c, "server", o.Server)
-	eventsJSON(c, "arguments", o.Arguments)
-	eventsJSON(c, "output", o.Output)
-	eventsJSON(c, "error", o.Error)
+	c.notBlankWhenSet("server", o.Server)
+	c.nativeJSON("arguments", o.Arguments, anyJSON)
+	c.nativeJSON("output", o.Output, anyJSON)
+	c.nativeJSON("error", o.Error, anyJSON)
 	if o.Content != nil {
 		for i, ct := range *o.Content {
-			eventsNested(c, "content["+itoa(i)+"]", eventsContent(ct))
+			c.nested("content["+itoa(i)+"]", ct.validate(textNonEmpty))
 		}
 	}
 	if o.Action != nil {
@@ -197,27 +191,6 @@ func (o ToolObservation) validate() *FieldError {
 				c.required("action.queries["+itoa(i)+"]", q)
 			}
 		}
-	}
-	return c.first
-}
-
-// eventsContent checks one content item of a tool observation. Unlike a
-// MessageInput, an observation has no "meaningful message" rule, so each
-// item stands alone: text must be non-empty (never trimmed), an image needs
-// its URL, and neither carries the other's member.
-func eventsContent(ct InputContent) *FieldError {
-	c := newChecker("")
-	switch ct.Type {
-	case ContentText:
-		if ct.Text == "" {
-			c.fail("text", RuleRequired, "input_text needs text")
-		}
-		c.forbidden("image_url", ct.ImageURL != "", "input_text carries no image_url")
-	case ContentImage:
-		c.forbidden("text", ct.Text != "", "input_image carries no text")
-		c.required("image_url", ct.ImageURL)
-	default:
-		c.oneOf("type", ct.Type, ContentText, ContentImage)
 	}
 	return c.first
 }
@@ -248,8 +221,8 @@ type ErrorFrame struct {
 func (p ErrorFrame) Validate() error {
 	c := newChecker("")
 	c.required("error", p.Error)
-	eventsJSON(c, "code", p.Code)
-	eventsJSON(c, "http_status", p.HTTPStatus)
+	c.nativeJSON("code", p.Code, anyJSON)
+	c.nativeJSON("http_status", p.HTTPStatus, anyJSON)
 	return c.err()
 }
 
@@ -281,87 +254,16 @@ type DoneMetadata struct {
 // Validate checks a done frame with paths relative to the payload.
 func (p Done) Validate() error {
 	c := newChecker("")
-	eventsNested(c, "usage", p.Usage.validate())
+	c.nested("usage", p.Usage.validate())
 	if m := p.Metadata; m != nil {
-		eventsOptional(c, "metadata.agent_session_id", m.AgentSessionID)
+		c.notBlankWhenSet("metadata.agent_session_id", m.AgentSessionID)
 		if m.AgentSessionType != "" && m.AgentSessionID == "" {
 			c.fail("metadata.agent_session_id", RuleRequired, "agent_session_type describes a session and needs its agent_session_id")
 		}
-		eventsOptional(c, "metadata.agent_session_type", m.AgentSessionType)
+		c.notBlankWhenSet("metadata.agent_session_type", m.AgentSessionType)
 	}
 	if p.SourceCompletedAtMS != nil && *p.SourceCompletedAtMS <= 0 {
 		c.fail("source_completed_at_ms", RuleRange, "must be a positive Unix time in milliseconds")
 	}
 	return c.err()
-}
-
-// eventsOptional rejects an optional string that is present but blank:
-// omitempty makes "" mean absent, so a whitespace-only value can only be a
-// producer bug.
-func eventsOptional(c *checker, field, v string) {
-	if v != "" && strings.TrimSpace(v) == "" {
-		c.fail(field, RuleFormat, "must not be blank when present")
-	}
-}
-
-// eventsObject checks an optional opaque member that must be a JSON object
-// when present. Null is rejected too: an absent member already says "none".
-func eventsObject(c *checker, field string, raw NativeJSON) {
-	if len(raw) == 0 { // omitempty drops it: absent
-		return
-	}
-	t := bytes.TrimSpace(raw)
-	if !json.Valid(t) {
-		c.fail(field, RuleSyntax, "not valid JSON")
-		return
-	}
-	if len(t) == 0 || t[0] != '{' {
-		c.fail(field, RuleType, "must be a JSON object when present")
-	}
-}
-
-// eventsJSON checks an optional opaque member that may hold any JSON value,
-// null included. Values decoded from the wire always pass; only a locally
-// built value that is not JSON fails.
-func eventsJSON(c *checker, field string, raw NativeJSON) {
-	if len(raw) > 0 && !json.Valid(raw) {
-		c.fail(field, RuleSyntax, "not valid JSON")
-	}
-}
-
-// eventsNested records a sub-validator's relative *FieldError. It exists
-// because checker.nested takes an error: a nil *FieldError passed there
-// becomes a non-nil interface holding a nil pointer.
-func eventsNested(c *checker, field string, fe *FieldError) {
-	if fe != nil {
-		c.nested(field, fe)
-	}
-}
-
-// NativeJSON is a native JSON value passed through without being read,
-// like json.RawMessage (null included), except that it decodes in compact
-// form. Two documents that differ only in whitespace therefore decode
-// equal, and a decoded value survives encoding and decoding again
-// unchanged, since the encoder compacts raw values anyway. Because it
-// decodes itself, the strict decoder treats it as opaque: any JSON value is
-// accepted, and the validators decide which shapes a member allows.
-type NativeJSON []byte
-
-// MarshalJSON writes the value as is; nil is null, as for json.RawMessage.
-func (n NativeJSON) MarshalJSON() ([]byte, error) {
-	if n == nil {
-		return []byte("null"), nil
-	}
-	return n, nil
-}
-
-// UnmarshalJSON keeps a compact copy of the value.
-func (n *NativeJSON) UnmarshalJSON(b []byte) error {
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, b); err != nil {
-		*n = append(NativeJSON(nil), b...) // not JSON: left for Validate
-		return nil
-	}
-	*n = NativeJSON(buf.Bytes())
-	return nil
 }

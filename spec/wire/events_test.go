@@ -156,9 +156,9 @@ func TestErrorFrameRejectsUnencodableRawMembers(t *testing.T) {
 	// Only a locally built frame can hold bytes that are not JSON; it is
 	// rejected before it could fail inside json.Marshal.
 	err := ErrorFrame{Error: "boom", HTTPStatus: NativeJSON("50 2")}.Validate()
-	eventsRequireField(t, err, "http_status", RuleSyntax)
+	requireFieldError(t, err, "http_status", RuleSyntax)
 	err = ErrorFrame{Error: "boom", Code: NativeJSON(`"x`)}.Validate()
-	eventsRequireField(t, err, "code", RuleSyntax)
+	requireFieldError(t, err, "code", RuleSyntax)
 }
 
 func TestUsageReplaceIsNotAdditive(t *testing.T) {
@@ -203,9 +203,9 @@ func TestUsageAbsentIsUnknownNotZero(t *testing.T) {
 func TestTokenUsageMustBeComplete(t *testing.T) {
 	tok := NewTokenUsage(1, 0, 1, 0, 2)
 	tok.ReasoningOutputTokens = nil
-	eventsRequireField(t, Usage{Tokens: tok}.Validate(), "tokens.reasoning_output_tokens", RuleRequired)
+	requireFieldError(t, Usage{Tokens: tok}.Validate(), "tokens.reasoning_output_tokens", RuleRequired)
 	// Through done, the path is rooted at the usage member.
-	eventsRequireField(t, Done{Usage: Usage{Tokens: tok}}.Validate(), "usage.tokens.reasoning_output_tokens", RuleRequired)
+	requireFieldError(t, Done{Usage: Usage{Tokens: tok}}.Validate(), "usage.tokens.reasoning_output_tokens", RuleRequired)
 }
 
 func TestToolCallRawMembersRoundTrip(t *testing.T) {
@@ -265,12 +265,4 @@ func TestRunEventsNeverPanic(t *testing.T) {
 			}
 		}
 	}
-}
-
-func eventsRequireField(t *testing.T, err error, field string, rule Rule) {
-	t.Helper()
-	var fe *FieldError
-	require.True(t, errors.As(err, &fe), "want a *FieldError, got %v", err)
-	require.Equal(t, field, fe.Field, "error: %v", err)
-	require.Equal(t, rule, fe.Rule, "error: %v", err)
 }

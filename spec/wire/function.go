@@ -1,9 +1,6 @@
 package wire
 
-import (
-	"encoding/json"
-	"strings"
-)
+import "slices"
 
 // Function calls: the Harness calls a function the Agent declared, Core
 // runs it and returns a function_result, and the Runtime confirms the result
@@ -20,9 +17,9 @@ import (
 // produced unparsable arguments fails the call natively instead of
 // forwarding it.
 type FunctionCall struct {
-	CallID    string          `json:"call_id"`
-	Name      string          `json:"name"`
-	Arguments json.RawMessage `json:"arguments"`
+	CallID    string     `json:"call_id"`
+	Name      string     `json:"name"`
+	Arguments NativeJSON `json:"arguments"`
 }
 
 // Validate checks the call ID, the function name and the arguments object.
@@ -30,7 +27,7 @@ func (p FunctionCall) Validate() error {
 	c := newChecker("")
 	c.id("call_id", p.CallID, MaxIDBytes)
 	c.required("name", p.Name)
-	interactionObject(c, "arguments", p.Arguments, true)
+	c.nativeJSON("arguments", p.Arguments, requiredObject)
 	return c.err()
 }
 
@@ -50,17 +47,18 @@ type FunctionResult struct {
 }
 
 // Validate checks both IDs, the presence of success and content, and every
-// content item.
+// content item. A function may return empty text, so items follow the
+// textMayBeEmpty rule.
 func (p FunctionResult) Validate() error {
 	c := newChecker("")
 	c.id("delivery_id", p.DeliveryID, MaxIDBytes)
 	c.id("call_id", p.CallID, MaxIDBytes)
-	interactionBool(c, "success", p.Success)
+	c.requiredBool("success", p.Success)
 	if p.Content == nil {
 		c.fail("content", RuleRequired, "content must be present as an array; send [] for no content")
 	}
 	for i, ct := range p.Content {
-		interactionNested(c, "content["+itoa(i)+"]", functionContent(ct))
+		c.nested("content["+itoa(i)+"]", ct.validate(textMayBeEmpty))
 	}
 	return c.err()
 }
@@ -68,31 +66,5 @@ func (p FunctionResult) Validate() error {
 // HasImage reports whether the result carries an image, which only a Run
 // whose declaration supports function_result_images may receive.
 func (p FunctionResult) HasImage() bool {
-	for _, ct := range p.Content {
-		if ct.Type == ContentImage {
-			return true
-		}
-	}
-	return false
-}
-
-// functionContent checks one function-result content item, with paths
-// relative to the item. Unlike a user message, a function's text output may
-// be empty: an input_text item needs no non-blank text (and since
-// InputContent cannot tell an empty text from a missing one, both are
-// accepted). An input_image needs a non-blank image_url.
-func functionContent(ct InputContent) *FieldError {
-	c := newChecker("")
-	switch ct.Type {
-	case ContentText:
-		c.forbidden("image_url", ct.ImageURL != "", "input_text carries no image_url")
-	case ContentImage:
-		c.forbidden("text", ct.Text != "", "input_image carries no text")
-		if strings.TrimSpace(ct.ImageURL) == "" {
-			c.fail("image_url", RuleRequired, "input_image needs an image_url")
-		}
-	default:
-		c.oneOf("type", ct.Type, ContentText, ContentImage)
-	}
-	return c.first
+	return slices.ContainsFunc(p.Content, InputContent.isImage)
 }

@@ -26,7 +26,7 @@ func TestFunctionCallArguments(t *testing.T) {
 	for _, tc := range cases {
 		p := FunctionCall{CallID: "c", Name: "f"}
 		if tc.args != "" {
-			p.Arguments = json.RawMessage(tc.args)
+			p.Arguments = NativeJSON(tc.args)
 		}
 		err := p.Validate()
 		if tc.rule == "" {

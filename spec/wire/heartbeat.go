@@ -76,7 +76,7 @@ func (h Heartbeat) Validate() error {
 	if h.ActiveRequests < 0 {
 		c.fail("active_requests", RuleRange, "must not be negative")
 	}
-	eventsOptional(c, "daemon_version", h.DaemonVersion)
+	c.notBlankWhenSet("daemon_version", h.DaemonVersion)
 	seen := make(map[string]bool, len(h.SupportedAgentKinds))
 	for i, k := range h.SupportedAgentKinds {
 		p := "supported_agent_kinds[" + itoa(i) + "]"
@@ -86,10 +86,8 @@ func (h Heartbeat) Validate() error {
 			c.fail(p+".kind", RuleConflict, "kind "+quote(k.Kind)+" is declared twice")
 		}
 		seen[k.Kind] = true
-		if k.Available == nil {
-			c.fail(p+".available", RuleRequired, "must be true or false")
-		}
-		eventsOptional(c, p+".version", k.Version)
+		c.requiredBool(p+".available", k.Available)
+		c.notBlankWhenSet(p+".version", k.Version)
 		c.nested(p+".capabilities", k.Capabilities.Validate())
 	}
 	return c.err()
@@ -142,7 +140,7 @@ func (h *Heartbeat) UnmarshalJSON(data []byte) error {
 // element. null means absent, as for any optional array.
 func heartbeatKinds(value []byte) ([]SupportedAgentKind, error) {
 	const field = "supported_agent_kinds"
-	if heartbeatIsNull(value) {
+	if isNull(value) {
 		return nil, nil
 	}
 	var elems []json.RawMessage
@@ -198,7 +196,7 @@ func heartbeatKind(data []byte) (SupportedAgentKind, error) {
 // A null is rejected as missing when the member is required and otherwise
 // means absent.
 func heartbeatScalar(field string, value []byte, dst any, required bool) error {
-	if heartbeatIsNull(value) {
+	if isNull(value) {
 		if required {
 			return fieldErr("", field, RuleRequired, "required; found null")
 		}
@@ -217,5 +215,3 @@ func heartbeatValue(field string, value []byte, dst any) error {
 	}
 	return nil
 }
-
-func heartbeatIsNull(v []byte) bool { return bytes.Equal(bytes.TrimSpace(v), []byte("null")) }

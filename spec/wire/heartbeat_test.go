@@ -67,23 +67,23 @@ func TestHeartbeatValidateConstructed(t *testing.T) {
 
 	hb = heartbeatFixture()
 	hb.SupportedAgentKinds[1].Capabilities.Steering = CapabilityUnspecified
-	eventsRequireField(t, hb.Validate(), "supported_agent_kinds[1].capabilities.steering", RuleRequired)
+	requireFieldError(t, hb.Validate(), "supported_agent_kinds[1].capabilities.steering", RuleRequired)
 
 	hb = heartbeatFixture()
 	hb.SupportedAgentKinds[1].Capabilities = AgentKindCapabilities{}
-	eventsRequireField(t, hb.Validate(), "supported_agent_kinds[1].capabilities.streaming", RuleRequired)
+	requireFieldError(t, hb.Validate(), "supported_agent_kinds[1].capabilities.streaming", RuleRequired)
 
 	hb = heartbeatFixture()
 	hb.SupportedAgentKinds[0].Available = nil
-	eventsRequireField(t, hb.Validate(), "supported_agent_kinds[0].available", RuleRequired)
+	requireFieldError(t, hb.Validate(), "supported_agent_kinds[0].available", RuleRequired)
 
 	hb = heartbeatFixture()
 	hb.SupportedAgentKinds[1].Kind = "claude_code"
-	eventsRequireField(t, hb.Validate(), "supported_agent_kinds[1].kind", RuleConflict)
+	requireFieldError(t, hb.Validate(), "supported_agent_kinds[1].kind", RuleConflict)
 
 	hb = heartbeatFixture()
 	hb.TS = 0
-	eventsRequireField(t, hb.Validate(), "ts", RuleRange)
+	requireFieldError(t, hb.Validate(), "ts", RuleRange)
 
 	// An incomplete declaration cannot even be encoded.
 	hb = heartbeatFixture()

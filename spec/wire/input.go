@@ -1,11 +1,8 @@
 package wire
 
-import "strings"
-
-// Content types of InputContent.
-const (
-	ContentText  = "input_text"
-	ContentImage = "input_image"
+import (
+	"slices"
+	"strings"
 )
 
 // MessageInput is the ordered input of a Run, an execution start or an
@@ -19,27 +16,20 @@ type InputMessage struct {
 	Content []InputContent `json:"content"`
 }
 
-// InputContent is one content item: text or an image reference.
-type InputContent struct {
-	Type     string `json:"type"`
-	Text     string `json:"text,omitempty"`
-	ImageURL string `json:"image_url,omitempty"`
-}
-
 // HasImage reports whether any content item is an image, which a text-only
 // transport must reject (see CheckTextOnly).
 func (in MessageInput) HasImage() bool {
 	for _, m := range in {
-		for _, c := range m.Content {
-			if c.Type == ContentImage {
-				return true
-			}
+		if slices.ContainsFunc(m.Content, InputContent.isImage) {
+			return true
 		}
 	}
 	return false
 }
 
-// validate checks the input with paths relative to the input itself.
+// validate checks the input with paths relative to the input itself. Each
+// item may have blank text on its own; a message as a whole needs non-blank
+// text or an image, since a message of blanks says nothing to the model.
 func (in MessageInput) validate() *FieldError {
 	c := newChecker("")
 	if len(in) == 0 {
@@ -52,20 +42,8 @@ func (in MessageInput) validate() *FieldError {
 		}
 		meaningful := false
 		for j, ct := range m.Content {
-			cp := mp + ".content[" + itoa(j) + "]"
-			switch ct.Type {
-			case ContentText:
-				c.forbidden(cp+".image_url", ct.ImageURL != "", "input_text carries no image_url")
-				meaningful = meaningful || strings.TrimSpace(ct.Text) != ""
-			case ContentImage:
-				c.forbidden(cp+".text", ct.Text != "", "input_image carries no text")
-				if strings.TrimSpace(ct.ImageURL) == "" {
-					c.fail(cp+".image_url", RuleRequired, "input_image needs an image_url")
-				}
-				meaningful = true
-			default:
-				c.oneOf(cp+".type", ct.Type, ContentText, ContentImage)
-			}
+			c.nested(mp+".content["+itoa(j)+"]", ct.validate(textMayBeEmpty))
+			meaningful = meaningful || ct.isImage() || (ct.Type == ContentText && strings.TrimSpace(ct.Text) != "")
 		}
 		if len(m.Content) > 0 && !meaningful {
 			c.fail(mp+".content", RuleRequired, "a message needs non-blank text or an image")
@@ -79,7 +57,7 @@ func (in MessageInput) validate() *FieldError {
 func (in MessageInput) CheckTextOnly() error {
 	for i, m := range in {
 		for j, ct := range m.Content {
-			if ct.Type == ContentImage {
+			if ct.isImage() {
 				return fieldErr("", "["+itoa(i)+"].content["+itoa(j)+"]", RuleUnsupported, "this transport carries text only; images are rejected, never dropped")
 			}
 		}

@@ -1,11 +1,5 @@
 package wire
 
-import (
-	"bytes"
-	"encoding/json"
-	"strings"
-)
-
 // Interactions: the Harness stops to ask a person something (a permission or
 // a set of questions), Core answers with a decision, and the Runtime confirms
 // the decision with an interaction_decision_ack. The request travels under
@@ -26,7 +20,7 @@ type PermissionRequest struct {
 	Detail string `json:"detail,omitempty"`
 	// Payload is the tool's native input, opaque to Core. When present it
 	// must be a JSON object; omit it rather than sending null.
-	Payload json.RawMessage `json:"payload,omitempty"`
+	Payload NativeJSON `json:"payload,omitempty"`
 }
 
 // Validate checks the interaction ID, the tool and title, and the shape of
@@ -36,7 +30,7 @@ func (p PermissionRequest) Validate() error {
 	c.id("request_id", p.RequestID, MaxIDBytes)
 	c.required("tool", p.Tool)
 	c.required("title", p.Title)
-	interactionObject(c, "payload", p.Payload, false)
+	c.nativeJSON("payload", p.Payload, optionalObject)
 	return c.err()
 }
 
@@ -138,10 +132,10 @@ func (p PromptForUserChoice) QuestionIDs() []string {
 // denial. UpdatedInput lets an approver change the tool's input before it
 // runs, so it only goes with an approval.
 type PermissionDecision struct {
-	DeliveryID   string          `json:"delivery_id"`
-	Approved     *bool           `json:"approved"`
-	Message      string          `json:"message,omitempty"`
-	UpdatedInput json.RawMessage `json:"updated_input,omitempty"`
+	DeliveryID   string     `json:"delivery_id"`
+	Approved     *bool      `json:"approved"`
+	Message      string     `json:"message,omitempty"`
+	UpdatedInput NativeJSON `json:"updated_input,omitempty"`
 }
 
 // Validate checks the delivery ID, that the verdict is present, and that
@@ -149,8 +143,8 @@ type PermissionDecision struct {
 func (p PermissionDecision) Validate() error {
 	c := newChecker("")
 	c.id("delivery_id", p.DeliveryID, MaxIDBytes)
-	interactionBool(c, "approved", p.Approved)
-	interactionObject(c, "updated_input", p.UpdatedInput, false)
+	c.requiredBool("approved", p.Approved)
+	c.nativeJSON("updated_input", p.UpdatedInput, optionalObject)
 	if p.Approved != nil && !*p.Approved {
 		c.forbidden("updated_input", len(p.UpdatedInput) > 0, "a denial carries no updated_input")
 	}
@@ -316,7 +310,7 @@ type InteractionDecisionAck struct {
 func (p InteractionDecisionAck) Validate() error {
 	c := newChecker("")
 	c.id("delivery_id", p.DeliveryID, MaxIDBytes)
-	interactionBool(c, "applied", p.Applied)
+	c.requiredBool("applied", p.Applied)
 	if p.Applied != nil {
 		if *p.Applied {
 			c.forbidden("error_code", p.ErrorCode != "", "an applied receipt carries no error_code")
@@ -326,14 +320,8 @@ func (p InteractionDecisionAck) Validate() error {
 			c.forbidden("outcome", p.Outcome != nil, "only an applied receipt carries an outcome")
 		}
 	}
-	if p.Outcome != nil && c.ok() {
-		if err := p.Outcome.Validate(); err != nil {
-			if fe, ok := err.(*FieldError); ok {
-				interactionNested(c, "outcome", fe)
-			} else {
-				c.nested("outcome", err)
-			}
-		}
+	if p.Outcome != nil {
+		c.nested("outcome", p.Outcome.Validate())
 	}
 	return c.err()
 }
@@ -342,63 +330,5 @@ func (p InteractionDecisionAck) Validate() error {
 // applied: true is "applied", applied: false is "refused", and a receipt
 // without applied (invalid) is "".
 func (p InteractionDecisionAck) DriveKey() string {
-	switch {
-	case p.Applied == nil:
-		return ""
-	case *p.Applied:
-		return "applied"
-	}
-	return "refused"
-}
-
-// interactionBool requires a boolean that must always be present.
-func interactionBool(c *checker, field string, b *bool) {
-	if b == nil {
-		c.fail(field, RuleRequired, "must be true or false; missing or null")
-	}
-}
-
-// interactionObject checks an opaque native member that, when present, must
-// be a JSON object. A decoded value is always valid JSON; a locally built
-// one may not be, and is refused before Marshal could send it. A literal
-// null is refused: an optional member is omitted, not nulled, and a
-// required one is missing.
-func interactionObject(c *checker, field string, raw json.RawMessage, required bool) {
-	v := bytes.TrimSpace(raw)
-	switch {
-	case len(raw) > 0 && !json.Valid(raw):
-		// Only a locally built value can get here; Marshal must not send it.
-		c.fail(field, RuleSyntax, "not valid JSON")
-	case len(v) == 0:
-		if required {
-			c.fail(field, RuleRequired, "a JSON object is required")
-		}
-	case bytes.Equal(v, []byte("null")):
-		if required {
-			c.fail(field, RuleRequired, "a JSON object is required, found null")
-		} else {
-			c.fail(field, RuleType, "must be a JSON object; omit the member instead of null")
-		}
-	case v[0] != '{':
-		c.fail(field, RuleType, "must be a JSON object")
-	}
-}
-
-// interactionNested records a sub-validator's error under field. It joins
-// an index path ("[0].content") without a dot, which checker.nested does
-// not, and treats a nil *FieldError as no error.
-func interactionNested(c *checker, field string, fe *FieldError) {
-	if fe == nil || !c.ok() {
-		return
-	}
-	sub := fe.Field
-	switch {
-	case sub == "":
-		sub = field
-	case strings.HasPrefix(sub, "["):
-		sub = field + sub
-	default:
-		sub = field + "." + sub
-	}
-	c.fail(sub, fe.Rule, fe.Detail)
+	return driveKeyOf(p.Applied, "applied", "refused")
 }

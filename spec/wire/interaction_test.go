@@ -201,12 +201,12 @@ func TestPromptForUserChoiceQuestions(t *testing.T) {
 func TestPermissionDecisionVerdict(t *testing.T) {
 	yes, no := true, false
 	require.NoError(t, PermissionDecision{DeliveryID: "d", Approved: &no, Message: "no"}.Validate())
-	require.NoError(t, PermissionDecision{DeliveryID: "d", Approved: &yes, UpdatedInput: json.RawMessage(`{"x":1}`)}.Validate())
+	require.NoError(t, PermissionDecision{DeliveryID: "d", Approved: &yes, UpdatedInput: NativeJSON(`{"x":1}`)}.Validate())
 	var fe *FieldError
 	require.True(t, errors.As(PermissionDecision{DeliveryID: "d"}.Validate(), &fe), "a missing verdict is not a denial")
 	require.Equal(t, "approved", fe.Field)
 	require.Equal(t, RuleRequired, fe.Rule)
-	require.True(t, errors.As(PermissionDecision{DeliveryID: "d", Approved: &no, UpdatedInput: json.RawMessage(`{}`)}.Validate(), &fe))
+	require.True(t, errors.As(PermissionDecision{DeliveryID: "d", Approved: &no, UpdatedInput: NativeJSON(`{}`)}.Validate(), &fe))
 	require.Equal(t, RuleForbidden, fe.Rule)
 	// A denial always encodes its verdict explicitly.
 	out, err := json.Marshal(PermissionDecision{DeliveryID: "d", Approved: &no})

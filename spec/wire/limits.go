@@ -1,5 +1,7 @@
 package wire
 
+import "encoding/json"
+
 // Limits shared by both peers. Each is checked in exactly one place in this
 // package, so Core and the Runtime reject the same frames.
 const (
@@ -46,3 +48,76 @@ const (
 	// runtime_prepare initialization.
 	MaxInitializationItems = 1000
 )
+
+// payloadLimit is the bound on the raw encoded payload of a message type,
+// or 0 when the type has none of its own (the transport's MaxFrameBytes
+// still applies).
+func payloadLimit(typ string) int {
+	switch typ {
+	case TypeWorkspaceRead, TypeWorkspaceExport:
+		return MaxRequestPayloadBytes
+	case TypeRuntimePrepare:
+		return MaxRuntimePrepareFrameBytes
+	case TypeWorkspaceWrite, TypeWorkspaceExportResult:
+		// The reference bounds the whole frame at MaxChunkFrameBytes; the
+		// payload, being part of it, is bounded at least as tightly.
+		return MaxChunkFrameBytes
+	}
+	return 0
+}
+
+// CheckRawPayloadSize refuses the raw encoded payload of a workspace read
+// or export request over MaxRequestPayloadBytes, of a runtime_prepare frame
+// over MaxRuntimePrepareFrameBytes and of a workspace_write or
+// workspace_export_result over MaxChunkFrameBytes. A receiver runs it on the
+// envelope's payload before decoding anything, so an oversized request is
+// never parsed or admitted. It returns nil for every other type. The error is
+// a *FieldError on "payload" with RuleTooLarge (errors.Is ErrTooLarge).
+func CheckRawPayloadSize(typ string, payload []byte) error {
+	if limit := payloadLimit(typ); limit > 0 && len(payload) > limit {
+		return fieldErr(typ, "payload", RuleTooLarge, "encoded payload exceeds "+itoa(limit)+" bytes")
+	}
+	return nil
+}
+
+// decodeBounded is the body of the UnmarshalJSON methods of payloads with a
+// raw size bound: it refuses oversized input, then decodes strictly (a
+// custom UnmarshalJSON does not inherit the caller's strictness). Errors are
+// relative to the payload root.
+func decodeBounded(typ string, data []byte, v any) error {
+	if limit := payloadLimit(typ); limit > 0 && len(data) > limit {
+		return fieldErr("", "", RuleTooLarge, "encoded payload exceeds "+itoa(limit)+" bytes")
+	}
+	return decodeRelative(data, v)
+}
+
+// chunkData checks the data of one chunk of a transfer or an export: n
+// bytes, 1..ChunkBytes of them, at offset, ending within bound (what names
+// the whole the bound limits: "transfer", "archive").
+func (c *checker) chunkData(offset int64, n int, bound int64, what string) {
+	switch {
+	case n == 0:
+		c.fail("data", RuleRequired, "a chunk carries at least one byte")
+	case n > ChunkBytes:
+		c.fail("data", RuleTooLarge, "a chunk carries at most "+itoa(ChunkBytes)+" bytes")
+	case offset+int64(n) > bound:
+		c.fail("data", RuleTooLarge, "ends beyond the "+itoa(int(bound))+"-byte "+what+" bound")
+	}
+}
+
+// encodedSize fails the whole payload when its canonical encoding (what
+// Marshal sends) exceeds limit. It runs last, after the field rules, so a
+// bad field is reported by name first.
+func (c *checker) encodedSize(p any, limit int) {
+	if !c.ok() {
+		return
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		c.fail("", RuleType, "cannot encode")
+		return
+	}
+	if len(b) > limit {
+		c.fail("", RuleTooLarge, "encoded payload exceeds "+itoa(limit)+" bytes")
+	}
+}

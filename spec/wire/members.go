@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 )
 
@@ -51,9 +52,7 @@ func cutName(name string) string {
 // relabel sets the field of a relative *FieldError raised for one member.
 func relabel(err error, field string) error {
 	if fe, ok := err.(*FieldError); ok {
-		out := *fe
-		out.Field = join(field, fe.Field)
-		return &out
+		return fe.under(fe.Type, field)
 	}
 	return err
 }
@@ -64,4 +63,34 @@ func appendSupport(b []byte, s CapabilitySupport) []byte {
 		return append(b, "true"...)
 	}
 	return append(b, "false"...)
+}
+
+// base64Data is the data member of the transfer, read and export payloads:
+// raw binary data, base64 in JSON exactly like a []byte, and assignable to
+// and from []byte. It exists so that bad base64 is reported as a format
+// error on its member rather than as an anonymous syntax error of the whole
+// payload, and so that empty data decodes as nil (which is what an omitted
+// member re-decodes to). Every member of this type is named "data" at the
+// root of its payload; the error says so.
+type base64Data []byte
+
+// UnmarshalJSON accepts a base64 string or null.
+func (b *base64Data) UnmarshalJSON(raw []byte) error {
+	if string(raw) == "null" {
+		*b = nil
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return fieldErr("", "data", RuleType, "expected a base64 string")
+	}
+	d, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return fieldErr("", "data", RuleFormat, "not valid base64")
+	}
+	if len(d) == 0 {
+		d = nil
+	}
+	*b = d
+	return nil
 }

@@ -1,9 +1,6 @@
 package wire
 
-import (
-	"encoding/json"
-	"slices"
-)
+import "slices"
 
 // SessionConfig is what the opt-in rules read about a Session and the
 // Harness it runs on. Callers map their own Session, Agent and device
@@ -21,7 +18,7 @@ type SessionConfig struct {
 	TextVerbosity string
 	// OutputSchema is the JSON Schema object of a json_schema output
 	// format; nil when the Agent requests none.
-	OutputSchema json.RawMessage
+	OutputSchema NativeJSON
 	// DisableProgrammaticToolCalling is true only when the Agent disables
 	// programmatic tool calling explicitly.
 	DisableProgrammaticToolCalling bool
@@ -64,9 +61,7 @@ func (s SessionConfig) NeedsNativeSessionRecovery() bool {
 // unchanged. The durable_receipt row of prompt_steer is ApplySteerOptIns.
 func ApplyOptIns(req *PromptRequest, s SessionConfig) error {
 	c := newChecker("")
-	if fe := s.Environment.validate(); fe != nil {
-		c.nested("environment", fe)
-	}
+	c.nested("environment", s.Environment.validate())
 	switch {
 	case !c.ok():
 	case s.Environment.Local() && s.Binding == nil:
@@ -82,7 +77,7 @@ func ApplyOptIns(req *PromptRequest, s SessionConfig) error {
 	}
 	c.oneOf("text_verbosity", verbosity, TextVerbosityLow, TextVerbosityMedium, TextVerbosityHigh)
 	if s.OutputSchema != nil {
-		promptObject(c, "output_schema", s.OutputSchema, true)
+		c.nativeJSON("output_schema", s.OutputSchema, requiredObject)
 	}
 	if err := c.err(); err != nil {
 		return err

@@ -113,11 +113,11 @@ func TestOptInsRowByRow(t *testing.T) {
 		agent := optInBaseSession()
 		agent.TextVerbosity = TextVerbosityHigh
 		agent.DisableProgrammaticToolCalling = true
-		agent.OutputSchema = json.RawMessage(`{"type":"object"}`)
+		agent.OutputSchema = NativeJSON(`{"type":"object"}`)
 		_, rb := optInRowChanges(t, "execution_controls", optInBaseSession(), agent)
 		require.Equal(t, &ExecutionControls{
 			WebSearch: WebSearchDisabled, TextVerbosity: TextVerbosityHigh, DisableProgrammaticToolCalling: true,
-			OutputFormat: &OutputFormat{Type: OutputFormatJSONSchema, Schema: json.RawMessage(`{"type":"object"}`)},
+			OutputFormat: &OutputFormat{Type: OutputFormatJSONSchema, Schema: NativeJSON(`{"type":"object"}`)},
 		}, rb.ExecutionControls)
 		agent.OutputSchema[0] = '['
 		require.Equal(t, byte('{'), rb.ExecutionControls.OutputFormat.Schema[0], "the schema is copied, not aliased")
@@ -214,7 +214,7 @@ func TestOptInsTouchOnlyTheTable(t *testing.T) {
 		AgentKind: "codex", MaxConcurrentSubagents: &one, ConversationID: "conv", RunID: "run", Input: prepTestInput(),
 		AgentOptions: &AgentOptions{Model: &model}, MCPHTTPServers: &servers, AgentSessionID: "native",
 		AgentStateKey: AgentStateKey(prepTestSessionID), WorkspaceAuthoring: true, ReleaseOnCompletion: true,
-		ObserveTools: true, FunctionTools: []FunctionTool{{Name: "f", Parameters: json.RawMessage(`{}`), DeferLoading: true}},
+		ObserveTools: true, FunctionTools: []FunctionTool{{Name: "f", Parameters: NativeJSON(`{}`), DeferLoading: true}},
 		ToolSearch: true,
 	}
 	stale := foreign
@@ -267,7 +267,7 @@ func optInOnly(p PromptRequest) PromptRequest {
 func TestOptInsProduceValidRequests(t *testing.T) {
 	multi := optInHostedSession(prepTestEnvID)
 	multi.MultiAgentEnabled = true
-	multi.OutputSchema = json.RawMessage(`{"type":"object"}`)
+	multi.OutputSchema = NativeJSON(`{"type":"object"}`)
 	for _, s := range []SessionConfig{optInBaseSession(), optInHostedSession(prepTestEnvID), multi} {
 		cfg := optInApply(t, PromptRequest{AgentKind: "codex", AgentStateKey: AgentStateKey(prepTestSessionID)}, s)
 		require.NoError(t, ExecutionPrepare{SessionID: prepTestSessionID, Configuration: cfg}.Validate())
@@ -292,7 +292,7 @@ func TestOptInsRejectAnInvalidSession(t *testing.T) {
 			s.Environment, s.Binding = EnvironmentTypeOpenAIHosted, &LocalEnvironment{ID: "env"}
 		}, "binding.id", RuleFormat},
 		{"unknown verbosity", func(s *SessionConfig) { s.TextVerbosity = "terse" }, "text_verbosity", RuleEnum},
-		{"schema not an object", func(s *SessionConfig) { s.OutputSchema = json.RawMessage(`"x"`) }, "output_schema", RuleType},
+		{"schema not an object", func(s *SessionConfig) { s.OutputSchema = NativeJSON(`"x"`) }, "output_schema", RuleType},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -300,7 +300,7 @@ func TestOptInsRejectAnInvalidSession(t *testing.T) {
 			tc.set(&s)
 			req := PromptRequest{AgentKind: "codex", ObserveMessages: true}
 			before := req
-			prepRequireField(t, ApplyOptIns(&req, s), tc.field, tc.rule)
+			requireFieldError(t, ApplyOptIns(&req, s), tc.field, tc.rule)
 			require.Equal(t, before, req, "an invalid Session leaves the request unchanged")
 		})
 	}

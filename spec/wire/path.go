@@ -1,9 +1,17 @@
 package wire
 
 import (
+	"path"
 	"strings"
 	"unicode/utf8"
 )
+
+// Two path forms address the workspace. workspace_read and workspace_write
+// use workspace-relative paths (CheckWorkspacePath); runtime_prepare uses
+// absolute logical paths under /workspace that the Runtime resolves against
+// its own workspace (CheckLogicalPath). Each form is checked only by its own
+// function, so neither accepts the other's; both share the byte rules of
+// checkPathBytes.
 
 // CheckWorkspacePath validates a workspace-relative path: UTF-8, at most
 // MaxPathBytes, relative, no "..", "." or empty element, and no NUL, CR, LF
@@ -16,12 +24,7 @@ func CheckWorkspacePath(p string, allowRoot bool) error {
 		if !allowRoot {
 			c.fail("", RuleRequired, "a path is required")
 		}
-	case len(p) > MaxPathBytes:
-		c.fail("", RuleTooLarge, "longer than "+itoa(MaxPathBytes)+" bytes")
-	case !utf8.ValidString(p):
-		c.fail("", RuleFormat, "not valid UTF-8")
-	case strings.ContainsAny(p, "\x00\r\n\\"):
-		c.fail("", RuleFormat, "contains NUL, CR, LF or a backslash")
+	case !checkPathBytes(c, p):
 	case strings.HasPrefix(p, "/"):
 		c.fail("", RuleFormat, "must be relative to the workspace, not absolute")
 	default:
@@ -35,6 +38,45 @@ func CheckWorkspacePath(p string, allowRoot bool) error {
 		}
 	}
 	return c.err()
+}
+
+// CheckLogicalPath validates a runtime_prepare path: the logical, absolute
+// form the Runtime resolves against its own workspace. It must be clean
+// (path.Clean leaves it unchanged), UTF-8, at most MaxPathBytes, free of
+// backslash, NUL, CR and LF, and lie under /workspace/; /workspace itself is
+// accepted only where allowRoot is set (a setup cwd, a source directory).
+// The error is a *FieldError with an empty Field.
+func CheckLogicalPath(p string, allowRoot bool) error {
+	c := newChecker("")
+	switch {
+	case p == "":
+		c.fail("", RuleRequired, "a path is required")
+	case !checkPathBytes(c, p):
+	case path.Clean(p) != p:
+		c.fail("", RuleFormat, "must be clean: no ., .., empty element or trailing slash")
+	case p == "/workspace":
+		if !allowRoot {
+			c.fail("", RuleFormat, "must name something under /workspace/, not the workspace itself")
+		}
+	case !strings.HasPrefix(p, "/workspace/"):
+		c.fail("", RuleFormat, "must be an absolute path under /workspace/")
+	}
+	return c.err()
+}
+
+// checkPathBytes applies the rules both path forms share, whatever their
+// grammar: at most MaxPathBytes of UTF-8 without NUL, CR, LF or backslash.
+// It reports whether p passed them.
+func checkPathBytes(c *checker, p string) bool {
+	switch {
+	case len(p) > MaxPathBytes:
+		c.fail("", RuleTooLarge, "longer than "+itoa(MaxPathBytes)+" bytes")
+	case !utf8.ValidString(p):
+		c.fail("", RuleFormat, "not valid UTF-8")
+	case strings.ContainsAny(p, "\x00\r\n\\"):
+		c.fail("", RuleFormat, "contains NUL, CR, LF or a backslash")
+	}
+	return c.ok()
 }
 
 // CheckEntryName validates one directory entry name: a single component of

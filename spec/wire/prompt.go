@@ -144,11 +144,11 @@ type AgentOptions struct {
 	SystemPrompt *string `json:"system_prompt,omitempty"`
 	// ModelProvider is the provider configuration, a JSON object the
 	// adapter interprets.
-	ModelProvider json.RawMessage `json:"model_provider,omitempty"`
+	ModelProvider NativeJSON `json:"model_provider,omitempty"`
 	// HarnessConfig holds native model parameters: a JSON object of at most
 	// MaxHarnessConfigBytes (compact encoding). The selected Harness owns
 	// its members.
-	HarnessConfig json.RawMessage `json:"harness_config,omitempty"`
+	HarnessConfig NativeJSON `json:"harness_config,omitempty"`
 }
 
 // ExecutionControls are engine-neutral controls; both values are required
@@ -165,8 +165,8 @@ type ExecutionControls struct {
 // OutputFormat asks for structured output; Schema is the Agent's JSON
 // Schema object, passed to the adapter unchanged.
 type OutputFormat struct {
-	Type   string          `json:"type"`
-	Schema json.RawMessage `json:"schema"`
+	Type   string     `json:"type"`
+	Schema NativeJSON `json:"schema"`
 }
 
 // MCPHTTPServer is one HTTP MCP server declared by the Agent. It is private
@@ -220,10 +220,10 @@ type CapabilitySource struct {
 // FunctionTool is one function the Agent declares; the Runtime calls it
 // through function_call. Parameters is its JSON Schema object.
 type FunctionTool struct {
-	Name         string          `json:"name"`
-	Description  string          `json:"description"`
-	Parameters   json.RawMessage `json:"parameters"`
-	DeferLoading bool            `json:"defer_loading,omitempty"`
+	Name         string     `json:"name"`
+	Description  string     `json:"description"`
+	Parameters   NativeJSON `json:"parameters"`
+	DeferLoading bool       `json:"defer_loading,omitempty"`
 }
 
 // promptProfile selects which frame a PromptRequest is validated for.
@@ -236,12 +236,7 @@ const (
 )
 
 // Validate checks p as a prompt_request payload.
-func (p PromptRequest) Validate() error {
-	if fe := p.validate(promptDirect, ""); fe != nil {
-		return fe
-	}
-	return nil
-}
+func (p PromptRequest) Validate() error { return asError(p.validate(promptDirect, "")) }
 
 // validate checks every rule of the profile in field order. sessionID is
 // the execution_prepare session_id (prepared profiles only).
@@ -298,11 +293,7 @@ func (p PromptRequest) validate(profile promptProfile, sessionID string) *FieldE
 
 	if p.AgentSessionID != "" {
 		c.forbidden("agent_session_id", readOnly, notReadOnly)
-		c.required("agent_session_id", p.AgentSessionID)
-		c.maxBytes("agent_session_id", p.AgentSessionID, MaxAgentSessionIDBytes)
-		if !utf8.ValidString(p.AgentSessionID) {
-			c.fail("agent_session_id", RuleFormat, "not valid UTF-8")
-		}
+		c.id("agent_session_id", p.AgentSessionID, MaxAgentSessionIDBytes)
 	}
 
 	if direct {
@@ -406,8 +397,10 @@ func (o AgentOptions) validate() *FieldError {
 	if o.Model != nil {
 		c.required("model", *o.Model)
 	}
-	promptObject(c, "model_provider", o.ModelProvider, false)
-	if promptObject(c, "harness_config", o.HarnessConfig, false) {
+	c.nativeJSON("model_provider", o.ModelProvider, optionalObject)
+	if c.nativeJSON("harness_config", o.HarnessConfig, optionalObject) {
+		// A decoded value is compact already; one built in Go may not be,
+		// and whitespace is not what the bound limits.
 		var b bytes.Buffer
 		if json.Compact(&b, o.HarnessConfig) == nil && b.Len() > MaxHarnessConfigBytes {
 			c.fail("harness_config", RuleTooLarge, "longer than "+itoa(MaxHarnessConfigBytes)+" bytes encoded")
@@ -422,7 +415,7 @@ func (e ExecutionControls) validate() *FieldError {
 	c.oneOf("text_verbosity", e.TextVerbosity, TextVerbosityLow, TextVerbosityMedium, TextVerbosityHigh)
 	if f := e.OutputFormat; f != nil {
 		c.oneOf("output_format.type", f.Type, OutputFormatJSONSchema)
-		promptObject(c, "output_format.schema", f.Schema, true)
+		c.nativeJSON("output_format.schema", f.Schema, requiredObject)
 	}
 	return c.first
 }
@@ -513,33 +506,8 @@ func (f FunctionTool) validate() *FieldError {
 			c.fail("name", RuleFormat, "only letters, digits, _ and - are allowed")
 		}
 	}
-	promptObject(c, "parameters", f.Parameters, true)
+	c.nativeJSON("parameters", f.Parameters, requiredObject)
 	return c.first
-}
-
-// promptObject checks that raw is a JSON object. An absent value fails
-// only when required; null is "required" where a value is required and a
-// wrong type otherwise. It reports whether raw is a valid object.
-func promptObject(c *checker, field string, raw json.RawMessage, required bool) bool {
-	t := bytes.TrimSpace(raw)
-	switch {
-	case len(t) == 0:
-		if required {
-			c.fail(field, RuleRequired, "a JSON object is required")
-		}
-		return false
-	case bytes.Equal(t, []byte("null")):
-		if required {
-			c.fail(field, RuleRequired, "a JSON object is required, found null")
-		} else {
-			c.fail(field, RuleType, "must be a JSON object, found null")
-		}
-		return false
-	case t[0] != '{' || !json.Valid(t):
-		c.fail(field, RuleType, "must be a JSON object")
-		return false
-	}
-	return c.ok()
 }
 
 // PromptCancel asks the Runtime to cancel the Run named by Envelope.id.

@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"path"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -17,13 +16,6 @@ const (
 	MaxRuntimePrepareBudgetMS = 30 * 60 * 1000
 )
 
-// Steps of a transfer (runtime_prepare and workspace_write).
-const (
-	StepBegin  = "begin"
-	StepChunk  = "chunk"
-	StepCommit = "commit"
-)
-
 // Actions of a runtime_prepare begin step.
 const (
 	PrepareSkill      = "skill"
@@ -32,10 +24,6 @@ const (
 	PrepareInitialize = "initialize"
 	PrepareFinalize   = "finalize"
 )
-
-// emptySHA256 is the digest of zero bytes: the only digest an empty body
-// can declare.
-const emptySHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 // RuntimePrepare is one step of the connection's single environment
 // initialization transfer. begin opens it with a typed header, each chunk
@@ -72,7 +60,7 @@ type RuntimePrepare struct {
 	SHA256         string                        `json:"sha256,omitempty"`
 	BudgetMS       int64                         `json:"budget_ms,omitempty"`
 	Offset         int64                         `json:"offset,omitempty"`
-	Data           workspaceBytes                `json:"data,omitempty"`
+	Data           base64Data                    `json:"data,omitempty"`
 }
 
 // RuntimePrepareMetadata describes a skill or plugin bundle: its type
@@ -115,39 +103,47 @@ type RuntimePrepareSources struct {
 // MaxRuntimePrepareFrameBytes before looking at it.
 func (p *RuntimePrepare) UnmarshalJSON(data []byte) error {
 	type plain RuntimePrepare
-	return workspaceUnmarshalBounded(runtimePrepareType, data, (*plain)(p))
+	return decodeBounded(TypeRuntimePrepare, data, (*plain)(p))
 }
 
-// Validate checks the step; see the type's doc comment.
+// Validate checks the step; see the type's doc comment. A begin's header is
+// also bounded by the encoded size of the whole frame.
 func (p RuntimePrepare) Validate() error {
 	c := newChecker("")
-	c.oneOf("step", p.Step, StepBegin, StepChunk, StepCommit)
-	if !c.ok() {
-		return c.err()
+	p.transfer().validate(c, func() { p.validateBegin(c) })
+	if p.Step == StepBegin {
+		c.encodedSize(p, MaxRuntimePrepareFrameBytes)
 	}
-	if p.Step != StepBegin {
-		transferNoHeader(c, p.Step,
-			"environment_id", p.EnvironmentID != "",
-			"session_id", p.SessionID != "",
-			"action", p.Action != "",
-			"slot", p.Slot != nil,
-			"skill", p.Skill != nil,
-			"plugin", p.Plugin != nil,
-			"file", p.File != nil,
-			"initialization", p.Initialization != nil,
-			"sources", p.Sources != nil,
-			"size_bytes", p.SizeBytes != nil,
-			"sha256", p.SHA256 != "",
-			"budget_ms", p.BudgetMS != 0,
-		)
-		transferBody(c, p.Step, p.Offset, len(p.Data))
-		return c.err()
+	return c.err()
+}
+
+// transfer is the step as a transfer: the shared members, and the
+// begin-only members of runtime_prepare in field order.
+func (p RuntimePrepare) transfer() transferStep {
+	return transferStep{
+		step: p.Step, environmentID: p.EnvironmentID, sessionID: p.SessionID,
+		header: []transferMember{
+			{"action", p.Action != ""},
+			{"slot", p.Slot != nil},
+			{"skill", p.Skill != nil},
+			{"plugin", p.Plugin != nil},
+			{"file", p.File != nil},
+			{"initialization", p.Initialization != nil},
+			{"sources", p.Sources != nil},
+			{"size_bytes", p.SizeBytes != nil},
+			{"sha256", p.SHA256 != ""},
+			{"budget_ms", p.BudgetMS != 0},
+		},
+		offset: p.Offset, data: len(p.Data),
 	}
-	c.uuid("environment_id", p.EnvironmentID)
-	c.uuid("session_id", p.SessionID)
+}
+
+// validateBegin checks a begin's own header: the action, its one metadata
+// object, and the body it declares.
+func (p RuntimePrepare) validateBegin(c *checker) {
 	c.oneOf("action", p.Action, PrepareSkill, PreparePlugin, PrepareFile, PrepareInitialize, PrepareFinalize)
 	if !c.ok() {
-		return c.err()
+		return
 	}
 	if p.Action == PreparePlugin {
 		if p.Slot != nil {
@@ -156,23 +152,23 @@ func (p RuntimePrepare) Validate() error {
 	} else {
 		c.forbidden("slot", p.Slot != nil, "only a plugin takes a slot")
 	}
-	metadata := func(field, action string, present bool, check func() *FieldError) {
+	// Each action carries exactly its own metadata object. check runs only
+	// for a present object, and only while no rule has failed yet.
+	metadata := func(field, action string, present bool, check func() error) {
 		switch {
 		case present && p.Action != action:
 			c.forbidden(field, true, "action "+p.Action+" carries no "+field+" object")
 		case !present && p.Action == action:
 			c.fail(field, RuleRequired, "action "+action+" needs its "+field+" object")
 		case present && c.ok():
-			workspaceNested(c, field, check())
+			c.nested(field, check())
 		}
 	}
-	metadata("skill", PrepareSkill, p.Skill != nil, func() *FieldError { return p.Skill.validate() })
-	metadata("plugin", PreparePlugin, p.Plugin != nil, func() *FieldError { return p.Plugin.validate() })
-	metadata("file", PrepareFile, p.File != nil, func() *FieldError {
-		return transferRelabel(CheckLogicalPath(p.File.Path, false), "path")
-	})
-	metadata("initialization", PrepareInitialize, p.Initialization != nil, func() *FieldError { return p.Initialization.validate() })
-	metadata("sources", PrepareFinalize, p.Sources != nil, func() *FieldError { return p.Sources.validate() })
+	metadata("skill", PrepareSkill, p.Skill != nil, func() error { return p.Skill.validate() })
+	metadata("plugin", PreparePlugin, p.Plugin != nil, func() error { return p.Plugin.validate() })
+	metadata("file", PrepareFile, p.File != nil, func() error { return relabel(CheckLogicalPath(p.File.Path, false), "path") })
+	metadata("initialization", PrepareInitialize, p.Initialization != nil, func() error { return p.Initialization.validate() })
+	metadata("sources", PrepareFinalize, p.Sources != nil, func() error { return p.Sources.validate() })
 	switch p.Action {
 	case PrepareSkill, PreparePlugin:
 		if p.SizeBytes == nil {
@@ -193,14 +189,10 @@ func (p RuntimePrepare) Validate() error {
 	if p.BudgetMS != 0 {
 		c.rangeInt("budget_ms", p.BudgetMS, 1, MaxRuntimePrepareBudgetMS)
 	}
-	c.forbidden("offset", p.Offset != 0, "begin starts at offset 0")
-	c.forbidden("data", len(p.Data) > 0, "begin carries no data; send it in chunks")
-	workspaceCheckEncodedSize(c, p, MaxRuntimePrepareFrameBytes)
-	return c.err()
 }
 
 // DriveKey is the step: "begin", "chunk" or "commit" ("" for any other).
-func (p RuntimePrepare) DriveKey() string { return transferStepKey(p.Step) }
+func (p RuntimePrepare) DriveKey() string { return driveKeyIn(p.Step, transferSteps) }
 
 func (m RuntimePrepareMetadata) validate() *FieldError {
 	c := newChecker("")
@@ -255,14 +247,7 @@ func (in RuntimePrepareInitialization) validate() *FieldError {
 // initializationCheckEnv checks the variables of a configure action in
 // name order, so the first bad one is the same on every run.
 func initializationCheckEnv(c *checker, env map[string]string) {
-	switch {
-	case env == nil:
-		return
-	case len(env) == 0:
-		c.fail("env", RuleRequired, "omit env instead of sending an empty object")
-		return
-	case len(env) > MaxInitializationItems:
-		c.fail("env", RuleTooLarge, "more than "+itoa(MaxInitializationItems)+" variables")
+	if env == nil || !prepareListSize(c, "env", len(env), MaxInitializationItems, "omit env instead of sending an empty object", "variables") {
 		return
 	}
 	names := make([]string, 0, len(env))
@@ -284,12 +269,7 @@ func initializationCheckEnv(c *checker, env map[string]string) {
 }
 
 func initializationCheckPackages(c *checker, pkgs []string) {
-	switch {
-	case len(pkgs) == 0:
-		c.fail("packages", RuleRequired, "at least one package is required")
-		return
-	case len(pkgs) > MaxInitializationItems:
-		c.fail("packages", RuleTooLarge, "more than "+itoa(MaxInitializationItems)+" packages")
+	if !prepareListSize(c, "packages", len(pkgs), MaxInitializationItems, "at least one package is required", "packages") {
 		return
 	}
 	for i, name := range pkgs {
@@ -305,25 +285,33 @@ func initializationCheckPackages(c *checker, pkgs []string) {
 	}
 }
 
+// prepareListSize checks that a list or map member, when sent, holds 1..max
+// items: runtime_prepare spells "none" by omitting a member, never by
+// sending it empty. ifEmpty is the message for an empty one, items names
+// what is counted. It reports whether no rule has failed.
+func prepareListSize(c *checker, field string, n, max int, ifEmpty, items string) bool {
+	switch {
+	case n == 0:
+		c.fail(field, RuleRequired, ifEmpty)
+	case n > max:
+		c.fail(field, RuleTooLarge, "more than "+itoa(max)+" "+items)
+	}
+	return c.ok()
+}
+
 func (s RuntimePrepareSources) validate() *FieldError {
 	c := newChecker("")
 	list := func(field string, n int) bool {
-		switch {
-		case n == 0:
-			c.fail(field, RuleRequired, "omit "+field+" instead of sending an empty list")
-		case n > MaxRuntimePrepareSources:
-			c.fail(field, RuleTooLarge, "more than "+itoa(MaxRuntimePrepareSources)+" "+field)
-		}
-		return c.ok()
+		return prepareListSize(c, field, n, MaxRuntimePrepareSources, "omit "+field+" instead of sending an empty list", field)
 	}
 	if s.Skills != nil && list("skills", len(s.Skills)) {
 		for i, m := range s.Skills {
-			workspaceNested(c, "skills["+itoa(i)+"]", m.validate())
+			c.nested("skills["+itoa(i)+"]", m.validate())
 		}
 	}
 	if s.Plugins != nil && list("plugins", len(s.Plugins)) {
 		for i, m := range s.Plugins {
-			workspaceNested(c, "plugins["+itoa(i)+"]", m.validate())
+			c.nested("plugins["+itoa(i)+"]", m.validate())
 		}
 	}
 	if s.Directories != nil && list("directories", len(s.Directories)) {
@@ -338,39 +326,6 @@ func (s RuntimePrepareSources) validate() *FieldError {
 		}
 	}
 	return c.first
-}
-
-// CheckLogicalPath validates a runtime_prepare path: the logical, absolute
-// form the Runtime resolves against its own workspace. It must be clean
-// (path.Clean leaves it unchanged), UTF-8, at most MaxPathBytes, free of
-// backslash, NUL, CR and LF, and lie under /workspace/; /workspace itself is
-// accepted only where allowRoot is set (a setup cwd, a source directory).
-//
-// This is deliberately not CheckWorkspacePath: workspace_read and
-// workspace_write address the workspace with relative paths, runtime_prepare
-// with absolute logical ones, and each rule is checked only by its own
-// checker. The error is a *FieldError with an empty Field.
-func CheckLogicalPath(p string, allowRoot bool) error {
-	c := newChecker("")
-	switch {
-	case p == "":
-		c.fail("", RuleRequired, "a path is required")
-	case len(p) > MaxPathBytes:
-		c.fail("", RuleTooLarge, "longer than "+itoa(MaxPathBytes)+" bytes")
-	case !utf8.ValidString(p):
-		c.fail("", RuleFormat, "not valid UTF-8")
-	case strings.ContainsAny(p, "\x00\r\n\\"):
-		c.fail("", RuleFormat, "contains NUL, CR, LF or a backslash")
-	case path.Clean(p) != p:
-		c.fail("", RuleFormat, "must be clean: no ., .., empty element or trailing slash")
-	case p == "/workspace":
-		if !allowRoot {
-			c.fail("", RuleFormat, "must name something under /workspace/, not the workspace itself")
-		}
-	case !strings.HasPrefix(p, "/workspace/"):
-		c.fail("", RuleFormat, "must be an absolute path under /workspace/")
-	}
-	return c.err()
 }
 
 // RuntimePrepareResult is the receipt of one runtime_prepare step: ready
@@ -391,32 +346,24 @@ type RuntimePrepareResult struct {
 	ExitCode  *int64 `json:"exit_code,omitempty"`
 }
 
-// Finite error codes of runtime_prepare_result, by outcome. The E3
-// assignment codes are not part of the E2 wire.
-var (
-	runtimePrepareRejectedCodes = []string{"invalid_request", "resource_unavailable", "runtime_preparation_capacity", "runtime_preparation_unsupported", "runtime_preparation_rejected"}
-	runtimePrepareFailedCodes   = []string{"runtime_preparation_failed"}
-	runtimePrepareUnknownCodes  = []string{"runtime_preparation_unconfirmed"}
-)
+// runtimePrepareReceipts are the outcomes of runtime_prepare_result and
+// the finite error codes of each refusal. The E3 assignment codes are not
+// part of the E2 wire.
+var runtimePrepareReceipts = transferReceipts{
+	outcomes: []string{"ready", "received", "completed", "rejected", "failed", "unknown"},
+	codes: outcomeCodes{
+		"rejected": {"invalid_request", "resource_unavailable", "runtime_preparation_capacity", "runtime_preparation_unsupported", "runtime_preparation_rejected"},
+		"failed":   {"runtime_preparation_failed"},
+		"unknown":  {"runtime_preparation_unconfirmed"},
+	},
+}
 
 // Validate checks the receipt on its own; Answers also checks it against
 // the step it answers.
 func (r RuntimePrepareResult) Validate() error {
 	c := newChecker("")
-	c.oneOf("outcome", r.Outcome, "ready", "received", "completed", "rejected", "failed", "unknown")
-	if !c.ok() {
+	if !runtimePrepareReceipts.validate(c, r.Outcome, r.Offset, r.SizeBytes, r.ErrorCode) {
 		return c.err()
-	}
-	transferResultShape(c, r.Outcome, r.Offset, r.SizeBytes)
-	switch r.Outcome {
-	case "rejected":
-		c.oneOf("error_code", r.ErrorCode, runtimePrepareRejectedCodes...)
-	case "failed":
-		c.oneOf("error_code", r.ErrorCode, runtimePrepareFailedCodes...)
-	case "unknown":
-		c.oneOf("error_code", r.ErrorCode, runtimePrepareUnknownCodes...)
-	default:
-		c.forbidden("error_code", r.ErrorCode != "", "a "+r.Outcome+" receipt carries no error_code")
 	}
 	if r.ExitCode != nil {
 		c.forbidden("exit_code", r.Outcome != "failed", "only a failed receipt carries an exit code")
@@ -428,11 +375,7 @@ func (r RuntimePrepareResult) Validate() error {
 // DriveKey is the outcome: one of ready, received, completed, rejected,
 // failed and unknown ("" for any other).
 func (r RuntimePrepareResult) DriveKey() string {
-	switch r.Outcome {
-	case "ready", "received", "completed", "rejected", "failed", "unknown":
-		return r.Outcome
-	}
-	return ""
+	return driveKeyIn(r.Outcome, runtimePrepareReceipts.outcomes)
 }
 
 // Answers validates r and checks it against the step it answers. declared
@@ -444,121 +387,7 @@ func (r RuntimePrepareResult) DriveKey() string {
 // anything. The error is stamped with the message type under "payload".
 func (r RuntimePrepareResult) Answers(step RuntimePrepare, declared int64) *FieldError {
 	if err := r.Validate(); err != nil {
-		return workspaceStamp(runtimePrepareResultType, err)
+		return payloadError(TypeRuntimePrepareResult, err)
 	}
-	return transferAnswers(runtimePrepareResultType, step.Step, step.Offset, len(step.Data), declared,
-		r.Outcome, r.Offset, r.SizeBytes, r.Outcome == "failed")
-}
-
-// --- helpers shared by runtime_prepare and workspace_write
-
-// transferStepKey is the DriveKey of a transfer step.
-func transferStepKey(step string) string {
-	switch step {
-	case StepBegin, StepChunk, StepCommit:
-		return step
-	}
-	return ""
-}
-
-// transferNoHeader forbids, in order, every begin-only member present on a
-// chunk or commit. pairs alternates field names and presence.
-func transferNoHeader(c *checker, step string, pairs ...any) {
-	for i := 0; i+1 < len(pairs); i += 2 {
-		name, _ := pairs[i].(string)
-		present, _ := pairs[i+1].(bool)
-		c.forbidden(name, present, "only begin carries "+name+", not "+step)
-	}
-}
-
-// transferBody checks offset and data of a chunk or commit: a chunk carries
-// 1..ChunkBytes bytes at an offset within MaxTransferBytes, a commit neither.
-func transferBody(c *checker, step string, offset int64, n int) {
-	if step == StepCommit {
-		c.forbidden("offset", offset != 0, "commit carries offset 0")
-		c.forbidden("data", n > 0, "commit carries no data")
-		return
-	}
-	c.rangeInt("offset", offset, 0, MaxTransferBytes)
-	switch {
-	case n == 0:
-		c.fail("data", RuleRequired, "a chunk carries at least one byte")
-	case n > ChunkBytes:
-		c.fail("data", RuleTooLarge, "a chunk carries at most "+itoa(ChunkBytes)+" bytes")
-	case offset+int64(n) > MaxTransferBytes:
-		c.fail("data", RuleTooLarge, "ends beyond the "+itoa(MaxTransferBytes)+"-byte transfer bound")
-	}
-}
-
-// transferDigest checks the sha256 of a body; an empty body can declare
-// only the digest of zero bytes.
-func transferDigest(c *checker, digest string, size *int64) {
-	switch {
-	case digest == "":
-		c.fail("sha256", RuleRequired, "a body declares its SHA-256")
-	case !IsSHA256Hex(digest):
-		c.fail("sha256", RuleFormat, "must be 64 lower-case hex digits")
-	case (size == nil || *size == 0) && digest != emptySHA256:
-		c.fail("sha256", RuleConflict, "an empty body has the SHA-256 of zero bytes")
-	}
-}
-
-// transferResultShape checks which receipts carry offset and size_bytes:
-// only received has an offset (at least 1, as a chunk has at least a byte),
-// only completed has a size; both stay within MaxTransferBytes.
-func transferResultShape(c *checker, outcome string, offset, size int64) {
-	if outcome == "received" {
-		c.rangeInt("offset", offset, 1, MaxTransferBytes)
-	} else {
-		c.forbidden("offset", offset != 0, "only a received receipt carries an offset")
-	}
-	if outcome == "completed" {
-		c.rangeInt("size_bytes", size, 0, MaxTransferBytes)
-	} else {
-		c.forbidden("size_bytes", size != 0, "only a completed receipt carries size_bytes")
-	}
-}
-
-// transferAnswers checks an already valid receipt against the step it
-// answers. failed says whether the receipt is a failed one (runtime_prepare
-// only): it may answer a commit alone.
-func transferAnswers(typ, step string, offset int64, n int, declared int64, outcome string, gotOffset, gotSize int64, failed bool) *FieldError {
-	c := newChecker(typ)
-	var want string
-	switch step {
-	case StepBegin:
-		want = "ready"
-	case StepChunk:
-		want = "received"
-	case StepCommit:
-		want = "completed"
-	default:
-		c.fail("payload.outcome", RuleConflict, "answers no valid step")
-		return c.first
-	}
-	switch {
-	case outcome == "rejected" || outcome == "unknown":
-	case failed:
-		c.forbidden("payload.outcome", step != StepCommit, "only a commit can fail; a "+step+" is rejected or unknown")
-	case outcome != want:
-		c.fail("payload.outcome", RuleConflict, "a "+step+" is answered by "+want+", not "+outcome)
-	case want == "received" && gotOffset != offset+int64(n):
-		c.fail("payload.offset", RuleConflict, "must be the bytes received: "+itoa(int(offset+int64(n))))
-	case want == "completed" && gotSize != declared:
-		c.fail("payload.size_bytes", RuleConflict, "must be the declared size "+itoa(int(declared)))
-	}
-	return c.first
-}
-
-// transferRelabel makes a checker error from a standalone path check
-// relative to field.
-func transferRelabel(err error, field string) *FieldError {
-	if err == nil {
-		return nil
-	}
-	fe, ok := relabel(err, field).(*FieldError)
-	if !ok {
-		return fieldErr("", field, RuleFormat, cut(err.Error()))
-	}
-	return fe
+	return step.transfer().answeredBy(TypeRuntimePrepareResult, declared, r.Outcome, r.Offset, r.SizeBytes)
 }

@@ -3,7 +3,6 @@ package wire
 import (
 	"bytes"
 	"encoding/base64"
-	"errors"
 	"strings"
 	"testing"
 
@@ -16,17 +15,6 @@ const (
 	workspaceTestSHA     = "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"
 )
 
-func workspacePtr[T any](v T) *T { return &v }
-
-// requireRule asserts err is a *FieldError naming field and rule.
-func workspaceRequireRule(t *testing.T, err error, field string, rule Rule, msg ...any) {
-	t.Helper()
-	var fe *FieldError
-	require.True(t, errors.As(err, &fe), "want a *FieldError on %s, got %v %v", field, err, msg)
-	require.Equal(t, field, fe.Field, msg...)
-	require.Equal(t, rule, fe.Rule, msg...)
-}
-
 func TestRuntimePrepareChunkBounds(t *testing.T) {
 	chunk := func(offset int64, n int) RuntimePrepare {
 		return RuntimePrepare{Step: StepChunk, Offset: offset, Data: bytes.Repeat([]byte{7}, n)}
@@ -34,9 +22,9 @@ func TestRuntimePrepareChunkBounds(t *testing.T) {
 	require.NoError(t, chunk(0, 1).Validate())
 	require.NoError(t, chunk(0, ChunkBytes).Validate())
 	require.NoError(t, chunk(MaxTransferBytes-ChunkBytes, ChunkBytes).Validate())
-	workspaceRequireRule(t, chunk(0, ChunkBytes+1).Validate(), "data", RuleTooLarge)
-	workspaceRequireRule(t, chunk(MaxTransferBytes-ChunkBytes+1, ChunkBytes).Validate(), "data", RuleTooLarge)
-	workspaceRequireRule(t, chunk(MaxTransferBytes+1, 1).Validate(), "offset", RuleRange)
+	requireFieldError(t, chunk(0, ChunkBytes+1).Validate(), "data", RuleTooLarge)
+	requireFieldError(t, chunk(MaxTransferBytes-ChunkBytes+1, ChunkBytes).Validate(), "data", RuleTooLarge)
+	requireFieldError(t, chunk(MaxTransferBytes+1, 1).Validate(), "offset", RuleRange)
 
 	// A full chunk decodes; its encoded frame stays well under the bound.
 	raw := []byte(`{"step":"chunk","offset":65536,"data":"` + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{1}, ChunkBytes)) + `"}`)
@@ -50,10 +38,10 @@ func TestRuntimePrepareRawBound(t *testing.T) {
 	// Whitespace is enough to break the raw bound: the receiver refuses
 	// what it would have to parse, before parsing it.
 	raw := []byte(`{"step":"commit"` + strings.Repeat(" ", MaxRuntimePrepareFrameBytes) + `}`)
-	workspaceRequireRule(t, CheckRawPayloadSize("runtime_prepare", raw), "payload", RuleTooLarge)
+	requireFieldError(t, CheckRawPayloadSize("runtime_prepare", raw), "payload", RuleTooLarge)
 	require.ErrorIs(t, CheckRawPayloadSize("runtime_prepare", raw), ErrTooLarge)
 	_, err := decodePayload[RuntimePrepare]("runtime_prepare", raw)
-	workspaceRequireRule(t, err, "payload", RuleTooLarge)
+	requireFieldError(t, err, "payload", RuleTooLarge)
 	require.NoError(t, CheckRawPayloadSize("runtime_prepare", []byte(`{"step":"commit"}`)))
 }
 
@@ -66,7 +54,7 @@ func TestRuntimePrepareBeginEncodedBound(t *testing.T) {
 	}
 	p := RuntimePrepare{Step: StepBegin, EnvironmentID: workspaceTestEnv, SessionID: workspaceTestSession, Action: PrepareInitialize,
 		Initialization: &RuntimePrepareInitialization{Action: "configure", Env: env}}
-	workspaceRequireRule(t, p.Validate(), "", RuleTooLarge)
+	requireFieldError(t, p.Validate(), "", RuleTooLarge)
 
 	for k := range env {
 		env[k] = "x"
@@ -74,13 +62,13 @@ func TestRuntimePrepareBeginEncodedBound(t *testing.T) {
 	require.NoError(t, p.Validate())
 	delete(env, "V0")
 	env["BAD=NAME"] = "x"
-	workspaceRequireRule(t, p.Validate(), "initialization.env.BAD=NAME", RuleFormat)
+	requireFieldError(t, p.Validate(), "initialization.env.BAD=NAME", RuleFormat)
 }
 
 func TestRuntimePrepareMetadataMatchesAction(t *testing.T) {
 	meta := &RuntimePrepareMetadata{Type: "inline", Name: "n", Description: "d"}
 	base := RuntimePrepare{Step: StepBegin, EnvironmentID: workspaceTestEnv, SessionID: workspaceTestSession,
-		SizeBytes: workspacePtr[int64](5), SHA256: workspaceTestSHA}
+		SizeBytes: ptr[int64](5), SHA256: workspaceTestSHA}
 	cases := []struct {
 		name        string
 		p           func(p *RuntimePrepare)
@@ -92,7 +80,7 @@ func TestRuntimePrepareMetadataMatchesAction(t *testing.T) {
 		{name: "skill", p: func(p *RuntimePrepare) { p.Action, p.Skill = PrepareSkill, meta }, valid: true},
 		{name: "plugin without slot is slot 0", p: func(p *RuntimePrepare) { p.Action, p.Plugin = PreparePlugin, meta }, valid: true},
 		{name: "plugin in the last slot", p: func(p *RuntimePrepare) {
-			p.Action, p.Plugin, p.Slot = PreparePlugin, meta, workspacePtr[int64](MaxPluginSlot)
+			p.Action, p.Plugin, p.Slot = PreparePlugin, meta, ptr[int64](MaxPluginSlot)
 		}, valid: true},
 		{name: "skill object on a plugin", p: func(p *RuntimePrepare) { p.Action, p.Plugin, p.Skill = PreparePlugin, meta, meta }, field: "skill", rule: RuleForbidden},
 		{name: "plugin without its object", p: func(p *RuntimePrepare) { p.Action, p.Skill = PreparePlugin, meta }, field: "skill", rule: RuleForbidden},
@@ -102,7 +90,7 @@ func TestRuntimePrepareMetadataMatchesAction(t *testing.T) {
 			p.Action, p.SizeBytes, p.SHA256, p.Sources, p.File = PrepareFinalize, nil, "", &RuntimePrepareSources{}, &RuntimePrepareFile{Path: "/workspace/a"}
 		}, field: "file", rule: RuleForbidden},
 		{name: "empty file declared by size 0", p: func(p *RuntimePrepare) {
-			p.Action, p.File, p.SizeBytes, p.SHA256 = PrepareFile, &RuntimePrepareFile{Path: "/workspace/a"}, workspacePtr[int64](0), emptySHA256
+			p.Action, p.File, p.SizeBytes, p.SHA256 = PrepareFile, &RuntimePrepareFile{Path: "/workspace/a"}, ptr[int64](0), emptySHA256
 		}, valid: true},
 	}
 	for _, tc := range cases {
@@ -114,7 +102,7 @@ func TestRuntimePrepareMetadataMatchesAction(t *testing.T) {
 			require.Equal(t, "begin", p.DriveKey())
 			continue
 		}
-		workspaceRequireRule(t, err, tc.field, tc.rule, tc.name)
+		requireFieldError(t, err, tc.field, tc.rule, tc.name)
 	}
 }
 
@@ -148,7 +136,7 @@ func TestCheckLogicalPath(t *testing.T) {
 			require.NoError(t, err, tc.path)
 			continue
 		}
-		workspaceRequireRule(t, err, "", tc.rule, tc.path)
+		requireFieldError(t, err, "", tc.rule, tc.path)
 	}
 	// The two path rules never accept each other's form.
 	require.Error(t, CheckWorkspacePath("/workspace/a", false))
@@ -188,21 +176,13 @@ func TestRuntimePrepareResultAnswers(t *testing.T) {
 		{name: "completed with another size", step: commit, declared: 15, r: RuntimePrepareResult{Outcome: "completed", SizeBytes: 14}, field: "payload.size_bytes", rule: RuleConflict},
 		{name: "rejected answers begin", step: begin, r: RuntimePrepareResult{Outcome: "rejected", ErrorCode: "runtime_preparation_capacity"}},
 		{name: "unknown answers a chunk", step: chunk, r: RuntimePrepareResult{Outcome: "unknown", ErrorCode: "runtime_preparation_unconfirmed"}},
-		{name: "failed answers commit", step: commit, r: RuntimePrepareResult{Outcome: "failed", ErrorCode: "runtime_preparation_failed", ExitCode: workspacePtr[int64](1)}},
+		{name: "failed answers commit", step: commit, r: RuntimePrepareResult{Outcome: "failed", ErrorCode: "runtime_preparation_failed", ExitCode: ptr[int64](1)}},
 		{name: "failed answers a chunk", step: chunk, r: RuntimePrepareResult{Outcome: "failed", ErrorCode: "runtime_preparation_failed"}, field: "payload.outcome", rule: RuleForbidden},
 		{name: "invalid receipt", step: begin, r: RuntimePrepareResult{Outcome: "rejected"}, field: "payload.error_code", rule: RuleRequired},
 		{name: "receipt for no step", step: RuntimePrepare{Step: "start"}, r: RuntimePrepareResult{Outcome: "ready"}, field: "payload.outcome", rule: RuleConflict},
 	}
 	for _, tc := range cases {
-		fe := tc.r.Answers(tc.step, tc.declared)
-		if tc.field == "" {
-			require.Nil(t, fe, tc.name)
-			continue
-		}
-		require.NotNil(t, fe, tc.name)
-		require.Equal(t, "runtime_prepare_result", fe.Type, tc.name)
-		require.Equal(t, tc.field, fe.Field, tc.name)
-		require.Equal(t, tc.rule, fe.Rule, tc.name)
+		requireAnswer(t, tc.r.Answers(tc.step, tc.declared), "runtime_prepare_result", tc.field, tc.rule, tc.name)
 	}
 }
 

@@ -21,7 +21,7 @@ type PromptSteer struct {
 func (p PromptSteer) Validate() error {
 	c := newChecker("")
 	c.id("input_id", p.InputID, MaxInputIDBytes)
-	interactionNested(c, "input", p.Input.validate())
+	c.nested("input", p.Input.validate())
 	return c.err()
 }
 
@@ -103,7 +103,7 @@ type PromptSteerAck struct {
 func (p PromptSteerAck) Validate() error {
 	c := newChecker("")
 	c.id("input_id", p.InputID, MaxInputIDBytes)
-	interactionBool(c, "accepted", p.Accepted)
+	c.requiredBool("accepted", p.Accepted)
 	if p.Accepted == nil {
 		return c.err()
 	}

@@ -7,8 +7,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func steerBool(b bool) *bool { return &b }
-
 func TestPromptSteerAckPhases(t *testing.T) {
 	cases := []struct {
 		name      string
@@ -19,18 +17,18 @@ func TestPromptSteerAckPhases(t *testing.T) {
 		retryable bool
 		unknown   bool
 	}{
-		{name: "written", ack: PromptSteerAck{InputID: "i", Accepted: steerBool(false), Written: true}, key: "written"},
-		{name: "accepted", ack: PromptSteerAck{InputID: "i", Accepted: steerBool(true)}, key: "accepted"},
-		{name: "rejected busy", ack: PromptSteerAck{InputID: "i", Accepted: steerBool(false), ErrorCode: SteerCodeBusy}, key: "rejected", retryable: true},
-		{name: "rejected not_ready", ack: PromptSteerAck{InputID: "i", Accepted: steerBool(false), ErrorCode: SteerCodeNotReady, Error: "starting"}, key: "rejected", retryable: true},
-		{name: "rejected outcome_unknown", ack: PromptSteerAck{InputID: "i", Accepted: steerBool(false), ErrorCode: SteerCodeOutcomeUnknown}, key: "rejected", unknown: true},
-		{name: "rejected input_conflict", ack: PromptSteerAck{InputID: "i", Accepted: steerBool(false), ErrorCode: SteerCodeInputConflict}, key: "rejected"},
+		{name: "written", ack: PromptSteerAck{InputID: "i", Accepted: ptr(false), Written: true}, key: "written"},
+		{name: "accepted", ack: PromptSteerAck{InputID: "i", Accepted: ptr(true)}, key: "accepted"},
+		{name: "rejected busy", ack: PromptSteerAck{InputID: "i", Accepted: ptr(false), ErrorCode: SteerCodeBusy}, key: "rejected", retryable: true},
+		{name: "rejected not_ready", ack: PromptSteerAck{InputID: "i", Accepted: ptr(false), ErrorCode: SteerCodeNotReady, Error: "starting"}, key: "rejected", retryable: true},
+		{name: "rejected outcome_unknown", ack: PromptSteerAck{InputID: "i", Accepted: ptr(false), ErrorCode: SteerCodeOutcomeUnknown}, key: "rejected", unknown: true},
+		{name: "rejected input_conflict", ack: PromptSteerAck{InputID: "i", Accepted: ptr(false), ErrorCode: SteerCodeInputConflict}, key: "rejected"},
 		{name: "accepted missing", ack: PromptSteerAck{InputID: "i"}, key: "", field: "accepted", rule: RuleRequired},
-		{name: "accepted and written", ack: PromptSteerAck{InputID: "i", Accepted: steerBool(true), Written: true}, key: "accepted", field: "written", rule: RuleConflict},
-		{name: "accepted with code", ack: PromptSteerAck{InputID: "i", Accepted: steerBool(true), ErrorCode: SteerCodeBusy}, key: "accepted", field: "error_code", rule: RuleForbidden},
-		{name: "written with code", ack: PromptSteerAck{InputID: "i", Accepted: steerBool(false), Written: true, ErrorCode: SteerCodeBusy}, key: "written", field: "error_code", rule: RuleForbidden},
-		{name: "rejection without code", ack: PromptSteerAck{InputID: "i", Accepted: steerBool(false)}, key: "rejected", field: "error_code", rule: RuleRequired},
-		{name: "unknown code", ack: PromptSteerAck{InputID: "i", Accepted: steerBool(false), ErrorCode: "timeout"}, key: "rejected", field: "error_code", rule: RuleEnum},
+		{name: "accepted and written", ack: PromptSteerAck{InputID: "i", Accepted: ptr(true), Written: true}, key: "accepted", field: "written", rule: RuleConflict},
+		{name: "accepted with code", ack: PromptSteerAck{InputID: "i", Accepted: ptr(true), ErrorCode: SteerCodeBusy}, key: "accepted", field: "error_code", rule: RuleForbidden},
+		{name: "written with code", ack: PromptSteerAck{InputID: "i", Accepted: ptr(false), Written: true, ErrorCode: SteerCodeBusy}, key: "written", field: "error_code", rule: RuleForbidden},
+		{name: "rejection without code", ack: PromptSteerAck{InputID: "i", Accepted: ptr(false)}, key: "rejected", field: "error_code", rule: RuleRequired},
+		{name: "unknown code", ack: PromptSteerAck{InputID: "i", Accepted: ptr(false), ErrorCode: "timeout"}, key: "rejected", field: "error_code", rule: RuleEnum},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -53,7 +51,7 @@ func TestPromptSteerAckPhases(t *testing.T) {
 
 func TestSteerCodes(t *testing.T) {
 	for _, code := range SteerAckCodes() {
-		ack := PromptSteerAck{InputID: "i", Accepted: steerBool(false), ErrorCode: code}
+		ack := PromptSteerAck{InputID: "i", Accepted: ptr(false), ErrorCode: code}
 		require.NoError(t, ack.Validate(), code)
 		want := code == SteerCodeNotReady || code == SteerCodeBusy
 		require.Equal(t, want, SteerCodeRetryable(code), code)

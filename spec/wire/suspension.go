@@ -2,13 +2,6 @@ package wire
 
 import "encoding/json"
 
-// Message types of the suspension family (see workspace_read.go for why
-// they are repeated here).
-const (
-	environmentQuiescedType = "environment_quiesced"
-	environmentResumedType  = "environment_resumed"
-)
-
 // Finite refusal codes of the suspension replies. not_suspended answers
 // only a resume: a quiesce cannot find the Environment "not suspended".
 // The E3 assignment codes are not part of the E2 wire.
@@ -36,7 +29,7 @@ func (p *EnvironmentQuiesce) UnmarshalJSON(data []byte) error {
 		SuspendID     string          `json:"suspend_id"`
 		Rollback      json.RawMessage `json:"rollback"`
 	}
-	if err := workspaceDecodeStrict(data, &wire); err != nil {
+	if err := decodeRelative(data, &wire); err != nil {
 		return err
 	}
 	if wire.Rollback != nil {
@@ -98,7 +91,7 @@ func (r EnvironmentQuiesced) Validate() error {
 }
 
 // DriveKey is "accepted" or "refused" ("" while accepted is missing).
-func (r EnvironmentQuiesced) DriveKey() string { return suspensionKey(r.Accepted) }
+func (r EnvironmentQuiesced) DriveKey() string { return driveKeyOf(r.Accepted, "accepted", "refused") }
 
 // Answers validates r and checks that it echoes the environment_id and
 // suspend_id of the quiesce it answers; a reply for another suspension is
@@ -106,9 +99,9 @@ func (r EnvironmentQuiesced) DriveKey() string { return suspensionKey(r.Accepted
 // stamped with the message type under "payload".
 func (r EnvironmentQuiesced) Answers(req EnvironmentQuiesce) *FieldError {
 	if err := r.Validate(); err != nil {
-		return workspaceStamp(environmentQuiescedType, err)
+		return payloadError(TypeEnvironmentQuiesced, err)
 	}
-	return suspensionMatch(environmentQuiescedType, r.EnvironmentID, r.SuspendID, req.EnvironmentID, req.SuspendID)
+	return suspensionMatch(TypeEnvironmentQuiesced, r.EnvironmentID, r.SuspendID, req.EnvironmentID, req.SuspendID)
 }
 
 // EnvironmentResumed says whether the Environment resumed for the
@@ -129,16 +122,16 @@ func (r EnvironmentResumed) Validate() error {
 }
 
 // DriveKey is "accepted" or "refused" ("" while accepted is missing).
-func (r EnvironmentResumed) DriveKey() string { return suspensionKey(r.Accepted) }
+func (r EnvironmentResumed) DriveKey() string { return driveKeyOf(r.Accepted, "accepted", "refused") }
 
 // Answers validates r and checks that it echoes the environment_id and
 // suspend_id of the resume it answers (rollback plays no part in the
 // identity). The error is stamped with the message type under "payload".
 func (r EnvironmentResumed) Answers(req EnvironmentResume) *FieldError {
 	if err := r.Validate(); err != nil {
-		return workspaceStamp(environmentResumedType, err)
+		return payloadError(TypeEnvironmentResumed, err)
 	}
-	return suspensionMatch(environmentResumedType, r.EnvironmentID, r.SuspendID, req.EnvironmentID, req.SuspendID)
+	return suspensionMatch(TypeEnvironmentResumed, r.EnvironmentID, r.SuspendID, req.EnvironmentID, req.SuspendID)
 }
 
 // suspensionCheckIdentity checks the pair that names one suspension.
@@ -149,24 +142,14 @@ func suspensionCheckIdentity(c *checker, environmentID, suspendID string) {
 
 func suspensionCheckReply(c *checker, environmentID, suspendID string, accepted *bool, code string, codes []string) {
 	suspensionCheckIdentity(c, environmentID, suspendID)
+	c.requiredBool("accepted", accepted)
 	switch {
 	case accepted == nil:
-		c.fail("accepted", RuleRequired, "must be present: true or false")
 	case *accepted:
 		c.forbidden("error_code", code != "", "an accepted reply carries no error_code")
 	default:
 		c.oneOf("error_code", code, codes...)
 	}
-}
-
-func suspensionKey(accepted *bool) string {
-	switch {
-	case accepted == nil:
-		return ""
-	case *accepted:
-		return "accepted"
-	}
-	return "refused"
 }
 
 func suspensionMatch(typ, gotEnv, gotSuspend, wantEnv, wantSuspend string) *FieldError {

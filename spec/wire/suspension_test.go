@@ -9,12 +9,12 @@ import (
 
 func TestQuiesceRefusesRollbackByName(t *testing.T) {
 	_, err := decodePayload[EnvironmentQuiesce]("environment_quiesce", []byte(`{"environment_id":"e","suspend_id":"s","rollback":true}`))
-	workspaceRequireRule(t, err, "payload.rollback", RuleForbidden)
+	requireFieldError(t, err, "payload.rollback", RuleForbidden)
 	require.Contains(t, err.Error(), "environment_resume", "the message says where rollback belongs")
 
 	// Other unknown members stay unknown members.
 	_, err = decodePayload[EnvironmentQuiesce]("environment_quiesce", []byte(`{"environment_id":"e","suspend_id":"s","force":true}`))
-	workspaceRequireRule(t, err, "payload.force", RuleUnknownField)
+	requireFieldError(t, err, "payload.force", RuleUnknownField)
 }
 
 func TestSuspensionDriveKeys(t *testing.T) {
@@ -46,15 +46,7 @@ func TestSuspensionRepliesAnswer(t *testing.T) {
 		{name: "refused without a code", r: EnvironmentQuiesced{EnvironmentID: "env-1", SuspendID: "suspend-1", Accepted: &no}, field: "payload.error_code", rule: RuleRequired},
 	}
 	for _, tc := range cases {
-		fe := tc.r.Answers(quiesce)
-		if tc.field == "" {
-			require.Nil(t, fe, tc.name)
-			continue
-		}
-		require.NotNil(t, fe, tc.name)
-		require.Equal(t, "environment_quiesced", fe.Type, tc.name)
-		require.Equal(t, tc.field, fe.Field, tc.name)
-		require.Equal(t, tc.rule, fe.Rule, tc.name)
+		requireAnswer(t, tc.r.Answers(quiesce), "environment_quiesced", tc.field, tc.rule, tc.name)
 	}
 
 	// The rollback flag is no part of the suspension's identity.
@@ -70,5 +62,5 @@ func TestSuspensionIDBounds(t *testing.T) {
 	p := EnvironmentResume{EnvironmentID: strings.Repeat("e", MaxIDBytes), SuspendID: strings.Repeat("s", MaxIDBytes)}
 	require.NoError(t, p.Validate())
 	p.SuspendID += "s"
-	workspaceRequireRule(t, p.Validate(), "suspend_id", RuleTooLarge)
+	requireFieldError(t, p.Validate(), "suspend_id", RuleTooLarge)
 }

@@ -104,10 +104,7 @@ func (u Usage) Validate() error {
 	if !u.IsKnown() {
 		return fieldErr("", "", RuleRequired, "a usage frame carries at least one measurement")
 	}
-	if fe := u.validate(); fe != nil {
-		return fe
-	}
-	return nil
+	return asError(u.validate())
 }
 
 // validate checks a snapshot with paths relative to it. The zero snapshot
@@ -121,8 +118,8 @@ func (u Usage) validate() *FieldError {
 		usageCount(c, "tokens.reasoning_output_tokens", t.ReasoningOutputTokens)
 		usageCount(c, "tokens.total_tokens", t.TotalTokens)
 	}
-	eventsOptional(c, "provider", u.Provider)
-	eventsOptional(c, "model", u.Model)
+	c.notBlankWhenSet("provider", u.Provider)
+	c.notBlankWhenSet("model", u.Model)
 	if u.InputTokens != nil && *u.InputTokens < 0 {
 		c.fail("input_tokens", RuleRange, "a token count is never negative")
 	}
@@ -132,7 +129,7 @@ func (u Usage) validate() *FieldError {
 	if u.CostUSD != nil && (*u.CostUSD < 0 || math.IsNaN(*u.CostUSD) || math.IsInf(*u.CostUSD, 0)) {
 		c.fail("cost_usd", RuleRange, "a cost is a finite, non-negative amount")
 	}
-	eventsObject(c, "raw", u.Raw)
+	c.nativeJSON("raw", u.Raw, optionalObject)
 	return c.first
 }
 

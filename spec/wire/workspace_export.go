@@ -9,11 +9,12 @@ const (
 
 // Finite error codes of workspace_export_result, by outcome. A rejection
 // refuses to start (or addresses no export); a failure ends a started one,
-// with invalid_request when a next named the wrong offset.
-var (
-	workspaceExportRejectedCodes = []string{"invalid_request", "resource_unavailable"}
-	workspaceExportFailedCodes   = []string{"export_failed", "invalid_request"}
-)
+// with invalid_request when a next named the wrong offset. A chunk or a
+// completed result carries none.
+var workspaceExportCodes = outcomeCodes{
+	"rejected": {"invalid_request", "resource_unavailable"},
+	"failed":   {"export_failed", "invalid_request"},
+}
 
 // WorkspaceExport pulls a workspace output archive through a ready
 // read-only preparation, one chunk per request. begin names the handle and
@@ -36,7 +37,7 @@ type WorkspaceExport struct {
 // MaxRequestPayloadBytes before looking at it.
 func (p *WorkspaceExport) UnmarshalJSON(data []byte) error {
 	type plain WorkspaceExport
-	return workspaceUnmarshalBounded(workspaceExportType, data, (*plain)(p))
+	return decodeBounded(TypeWorkspaceExport, data, (*plain)(p))
 }
 
 // Validate checks the request; see the type's doc comment.
@@ -60,7 +61,7 @@ func (p WorkspaceExport) Validate() error {
 			c.forbidden("offset", p.Offset != 0, "cancel carries offset 0")
 		}
 	}
-	workspaceCheckEncodedSize(c, p, MaxRequestPayloadBytes)
+	c.encodedSize(p, MaxRequestPayloadBytes)
 	return c.err()
 }
 
@@ -70,17 +71,17 @@ func (p WorkspaceExport) Validate() error {
 // for rejected, 0. A chunk carries 1..ChunkBytes bytes; nothing else
 // carries data.
 type WorkspaceExportResult struct {
-	Outcome   string         `json:"outcome"`
-	Offset    *int64         `json:"offset"`
-	Data      workspaceBytes `json:"data,omitempty"`
-	ErrorCode string         `json:"error_code,omitempty"`
+	Outcome   string     `json:"outcome"`
+	Offset    *int64     `json:"offset"`
+	Data      base64Data `json:"data,omitempty"`
+	ErrorCode string     `json:"error_code,omitempty"`
 }
 
 // UnmarshalJSON decodes strictly and refuses a raw payload over
 // MaxChunkFrameBytes before looking at it.
 func (r *WorkspaceExportResult) UnmarshalJSON(data []byte) error {
 	type plain WorkspaceExportResult
-	return workspaceUnmarshalBounded(workspaceExportResultType, data, (*plain)(r))
+	return decodeBounded(TypeWorkspaceExportResult, data, (*plain)(r))
 }
 
 // Validate checks the result on its own; Answers also checks it against
@@ -99,25 +100,11 @@ func (r WorkspaceExportResult) Validate() error {
 	c.rangeInt("offset", off, 0, MaxExportBytes)
 	c.forbidden("offset", r.Outcome == "rejected" && off != 0, "a rejection precedes any data; its offset is 0")
 	if r.Outcome == "chunk" {
-		switch {
-		case len(r.Data) == 0:
-			c.fail("data", RuleRequired, "a chunk carries at least one byte")
-		case len(r.Data) > ChunkBytes:
-			c.fail("data", RuleTooLarge, "a chunk carries at most "+itoa(ChunkBytes)+" bytes")
-		case off+int64(len(r.Data)) > MaxExportBytes:
-			c.fail("data", RuleTooLarge, "ends beyond the "+itoa(MaxExportBytes)+"-byte archive bound")
-		}
+		c.chunkData(off, len(r.Data), MaxExportBytes, "archive")
 	} else {
 		c.forbidden("data", len(r.Data) > 0, "only a chunk carries data")
 	}
-	switch r.Outcome {
-	case "rejected":
-		c.oneOf("error_code", r.ErrorCode, workspaceExportRejectedCodes...)
-	case "failed":
-		c.oneOf("error_code", r.ErrorCode, workspaceExportFailedCodes...)
-	default:
-		c.forbidden("error_code", r.ErrorCode != "", "a "+r.Outcome+" result carries no error_code")
-	}
+	c.errorCode(r.Outcome, r.ErrorCode, workspaceExportCodes, "result")
 	return c.err()
 }
 
@@ -128,9 +115,9 @@ func (r WorkspaceExportResult) Validate() error {
 // The error is stamped with the message type under "payload".
 func (r WorkspaceExportResult) Answers(req WorkspaceExport) *FieldError {
 	if err := r.Validate(); err != nil {
-		return workspaceStamp(workspaceExportResultType, err)
+		return payloadError(TypeWorkspaceExportResult, err)
 	}
-	c := newChecker(workspaceExportResultType)
+	c := newChecker(TypeWorkspaceExportResult)
 	switch {
 	case r.Outcome == "rejected":
 	case req.Step == ExportCancel:

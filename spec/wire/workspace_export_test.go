@@ -8,11 +8,11 @@ import (
 )
 
 func TestWorkspaceExportResultChunk(t *testing.T) {
-	r := WorkspaceExportResult{Outcome: "chunk", Offset: workspacePtr[int64](0), Data: bytes.Repeat([]byte{1}, ChunkBytes)}
+	r := WorkspaceExportResult{Outcome: "chunk", Offset: ptr[int64](0), Data: bytes.Repeat([]byte{1}, ChunkBytes)}
 	require.NoError(t, r.Validate())
 	r.Data = append(r.Data, 1)
-	workspaceRequireRule(t, r.Validate(), "data", RuleTooLarge)
-	r = WorkspaceExportResult{Outcome: "completed", Offset: workspacePtr[int64](MaxExportBytes)}
+	requireFieldError(t, r.Validate(), "data", RuleTooLarge)
+	r = WorkspaceExportResult{Outcome: "completed", Offset: ptr[int64](MaxExportBytes)}
 	require.NoError(t, r.Validate(), "an archive may reach MaxExportBytes exactly")
 }
 
@@ -43,14 +43,6 @@ func TestWorkspaceExportResultAnswers(t *testing.T) {
 		{name: "invalid result", req: next, r: WorkspaceExportResult{Outcome: "completed"}, field: "payload.offset", rule: RuleRequired},
 	}
 	for _, tc := range cases {
-		fe := tc.r.Answers(tc.req)
-		if tc.field == "" {
-			require.Nil(t, fe, tc.name)
-			continue
-		}
-		require.NotNil(t, fe, tc.name)
-		require.Equal(t, "workspace_export_result", fe.Type, tc.name)
-		require.Equal(t, tc.field, fe.Field, tc.name)
-		require.Equal(t, tc.rule, fe.Rule, tc.name)
+		requireAnswer(t, tc.r.Answers(tc.req), "workspace_export_result", tc.field, tc.rule, tc.name)
 	}
 }

@@ -1,24 +1,5 @@
 package wire
 
-import (
-	"encoding/base64"
-	"encoding/json"
-)
-
-// Message types of this file and of the other transfer files. The generated
-// catalog names them too; these private copies let the checks below stamp
-// the type on the errors they build before the catalog exists.
-const (
-	runtimePrepareType        = "runtime_prepare"
-	runtimePrepareResultType  = "runtime_prepare_result"
-	workspaceReadType         = "workspace_read"
-	workspaceReadResultType   = "workspace_read_result"
-	workspaceWriteType        = "workspace_write"
-	workspaceWriteResultType  = "workspace_write_result"
-	workspaceExportType       = "workspace_export"
-	workspaceExportResultType = "workspace_export_result"
-)
-
 // Operations of WorkspaceRead.
 const (
 	// ReadBytes reads the bytes of one file; on the wire it is the absent
@@ -36,11 +17,12 @@ const (
 	EntryOther     = "other"
 )
 
-// Finite error codes of workspace_read_result, by outcome.
-var (
-	workspaceReadRejectedCodes = []string{"invalid_request", "read_capacity", "resource_unavailable", "read_unsupported", "not_directory", "not_found", "permission_denied"}
-	workspaceReadUnknownCodes  = []string{"read_unconfirmed"}
-)
+// Finite error codes of workspace_read_result, by outcome; a completed
+// read carries none.
+var workspaceReadCodes = outcomeCodes{
+	"rejected": {"invalid_request", "read_capacity", "resource_unavailable", "read_unsupported", "not_directory", "not_found", "permission_denied"},
+	"unknown":  {"read_unconfirmed"},
+}
 
 // WorkspaceRead reads the bytes of one file, or lists one directory, of the
 // workspace bound to an existing preparation handle or to the Run that
@@ -73,7 +55,7 @@ type WorkspaceRead struct {
 // MaxRequestPayloadBytes before looking at it.
 func (p *WorkspaceRead) UnmarshalJSON(data []byte) error {
 	type plain WorkspaceRead
-	return workspaceUnmarshalBounded(workspaceReadType, data, (*plain)(p))
+	return decodeBounded(TypeWorkspaceRead, data, (*plain)(p))
 }
 
 // Validate checks the request; see the type's doc comment.
@@ -103,7 +85,7 @@ func (p WorkspaceRead) Validate() error {
 		c.rangeInt("max_bytes", p.MaxBytes, 1, MaxReadBytes)
 		c.forbidden("max_entries", p.MaxEntries != 0, "a byte read is bounded by max_bytes; it carries no max_entries")
 	}
-	workspaceCheckEncodedSize(c, p, MaxRequestPayloadBytes)
+	c.encodedSize(p, MaxRequestPayloadBytes)
 	return c.err()
 }
 
@@ -119,7 +101,7 @@ func (p WorkspaceRead) Validate() error {
 // therefore a byte result; Answers checks that it matches the request.
 type WorkspaceReadResult struct {
 	Outcome           string              `json:"outcome"`
-	Data              workspaceBytes      `json:"data,omitempty"`
+	Data              base64Data          `json:"data,omitempty"`
 	Truncated         bool                `json:"truncated,omitempty"`
 	CloseAcknowledged bool                `json:"close_acknowledged,omitempty"`
 	ErrorCode         string              `json:"error_code,omitempty"`
@@ -161,20 +143,13 @@ func (r WorkspaceReadResult) Validate() error {
 	if completed && !r.CloseAcknowledged {
 		c.fail("close_acknowledged", RuleRequired, "a completed read needs an acknowledged native close")
 	}
-	switch r.Outcome {
-	case "completed":
-		c.forbidden("error_code", r.ErrorCode != "", "a completed read carries no error_code")
-	case "rejected":
-		c.oneOf("error_code", r.ErrorCode, workspaceReadRejectedCodes...)
-	case "unknown":
-		c.oneOf("error_code", r.ErrorCode, workspaceReadUnknownCodes...)
-	}
+	c.errorCode(r.Outcome, r.ErrorCode, workspaceReadCodes, "read")
 	if r.Directory != nil {
 		c.forbidden("directory", !completed, "a "+r.Outcome+" read carries no directory")
 		if len(r.Data) > 0 {
 			c.fail("directory", RuleConflict, "a result carries bytes or a directory, not both")
 		}
-		workspaceNested(c, "directory", r.Directory.validate())
+		c.nested("directory", r.Directory.validate())
 	}
 	return c.err()
 }
@@ -210,9 +185,7 @@ func (d WorkspaceDirectory) validate() *FieldError {
 			c.fail(ep+".size_bytes", RuleForbidden, "only a file entry has a size; send null")
 		}
 	}
-	if d.Truncated == nil {
-		c.fail("truncated", RuleRequired, "must be present: true or false")
-	}
+	c.requiredBool("truncated", d.Truncated)
 	return c.first
 }
 
@@ -239,9 +212,9 @@ func (r WorkspaceReadResult) DriveKey() string {
 // error is stamped with the message type and its field starts at "payload".
 func (r WorkspaceReadResult) Answers(req WorkspaceRead) *FieldError {
 	if err := r.Validate(); err != nil {
-		return workspaceStamp(workspaceReadResultType, err)
+		return payloadError(TypeWorkspaceReadResult, err)
 	}
-	c := newChecker(workspaceReadResultType)
+	c := newChecker(TypeWorkspaceReadResult)
 	directory := req.Operation == ReadDirectory
 	switch {
 	case r.Outcome == "rejected" && r.ErrorCode == "not_directory" && !directory:
@@ -257,122 +230,4 @@ func (r WorkspaceReadResult) Answers(req WorkspaceRead) *FieldError {
 		c.fail("payload.data", RuleTooLarge, "more bytes than the request's max_bytes")
 	}
 	return c.first
-}
-
-// workspaceBytes is raw binary data, base64 in JSON exactly like a []byte,
-// and assignable to and from []byte. It exists so that bad base64 is
-// reported as a format error on its member rather than as an anonymous
-// syntax error of the whole payload, and so that empty data decodes as nil
-// (which is what an omitted member re-decodes to). Every member of this type
-// is named "data" at the root of its payload; the error says so.
-type workspaceBytes []byte
-
-// UnmarshalJSON accepts a base64 string or null.
-func (b *workspaceBytes) UnmarshalJSON(raw []byte) error {
-	if string(raw) == "null" {
-		*b = nil
-		return nil
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return fieldErr("", "data", RuleType, "expected a base64 string")
-	}
-	d, err := base64.StdEncoding.DecodeString(s)
-	if err != nil {
-		return fieldErr("", "data", RuleFormat, "not valid base64")
-	}
-	if len(d) == 0 {
-		d = nil
-	}
-	*b = d
-	return nil
-}
-
-// workspacePayloadLimit is the bound on the raw encoded payload of a
-// message type, or 0 when the type has none of its own (the transport's
-// MaxFrameBytes still applies).
-func workspacePayloadLimit(typ string) int {
-	switch typ {
-	case workspaceReadType, workspaceExportType:
-		return MaxRequestPayloadBytes
-	case runtimePrepareType:
-		return MaxRuntimePrepareFrameBytes
-	case workspaceWriteType, workspaceExportResultType:
-		// The reference bounds the whole frame at MaxChunkFrameBytes; the
-		// payload, being part of it, is bounded at least as tightly.
-		return MaxChunkFrameBytes
-	}
-	return 0
-}
-
-// CheckRawPayloadSize refuses the raw encoded payload of a workspace read
-// or export request over MaxRequestPayloadBytes, of a runtime_prepare frame
-// over MaxRuntimePrepareFrameBytes and of a workspace_write or
-// workspace_export_result over MaxChunkFrameBytes. A receiver runs it on the
-// envelope's payload before decoding anything, so an oversized request is
-// never parsed or admitted. It returns nil for every other type. The error is
-// a *FieldError on "payload" with RuleTooLarge (errors.Is ErrTooLarge).
-func CheckRawPayloadSize(typ string, payload []byte) error {
-	if limit := workspacePayloadLimit(typ); limit > 0 && len(payload) > limit {
-		return fieldErr(typ, "payload", RuleTooLarge, "encoded payload exceeds "+itoa(limit)+" bytes")
-	}
-	return nil
-}
-
-// workspaceUnmarshalBounded is the body of the UnmarshalJSON methods of
-// payloads with a raw size bound: it refuses oversized input, then decodes
-// strictly (a custom UnmarshalJSON does not inherit the caller's
-// DisallowUnknownFields). Errors are relative to the payload root.
-func workspaceUnmarshalBounded(typ string, data []byte, v any) error {
-	if limit := workspacePayloadLimit(typ); limit > 0 && len(data) > limit {
-		return fieldErr("", "", RuleTooLarge, "encoded payload exceeds "+itoa(limit)+" bytes")
-	}
-	return workspaceDecodeStrict(data, v)
-}
-
-// workspaceDecodeStrict decodes one JSON value strictly, with error paths
-// relative to that value (decodeStrict, which names nested members by their
-// full path, without its prefix).
-func workspaceDecodeStrict(data []byte, v any) error {
-	err := decodeStrict("", "", data, v)
-	if fe, ok := err.(*FieldError); ok && fe.Field == orRoot("") {
-		fe.Field = ""
-	}
-	return err
-}
-
-// workspaceCheckEncodedSize fails the whole payload when its canonical
-// encoding (what Marshal sends) exceeds limit. It runs last, after the
-// field rules, so a bad field is reported by name first.
-func workspaceCheckEncodedSize(c *checker, p any, limit int) {
-	if !c.ok() {
-		return
-	}
-	b, err := json.Marshal(p)
-	if err != nil {
-		c.fail("", RuleType, "cannot encode")
-		return
-	}
-	if len(b) > limit {
-		c.fail("", RuleTooLarge, "encoded payload exceeds "+itoa(limit)+" bytes")
-	}
-}
-
-// workspaceStamp turns a validator's relative error into a final one:
-// the message type set and the path made absolute under "payload".
-func workspaceStamp(typ string, err error) *FieldError {
-	if err == nil {
-		return nil
-	}
-	fe, _ := prefixed(typ, "payload", err).(*FieldError)
-	return fe
-}
-
-// workspaceNested records a sub-validator's *FieldError under field. It
-// exists because checker.nested takes an error: a nil *FieldError passed
-// there would arrive as a non-nil interface holding a nil pointer.
-func workspaceNested(c *checker, field string, fe *FieldError) {
-	if fe != nil {
-		c.nested(field, fe)
-	}
 }

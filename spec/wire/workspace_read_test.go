@@ -12,7 +12,7 @@ func TestWorkspaceReadRequestBound(t *testing.T) {
 	// Checked before decoding: whitespace alone can break the bound.
 	raw := []byte(`{"handle":"h","environment_id":"e","path":"a","max_bytes":1}` + strings.Repeat(" ", MaxRequestPayloadBytes))
 	for _, typ := range []string{"workspace_read", "workspace_export"} {
-		workspaceRequireRule(t, CheckRawPayloadSize(typ, raw), "payload", RuleTooLarge, typ)
+		requireFieldError(t, CheckRawPayloadSize(typ, raw), "payload", RuleTooLarge, typ)
 		require.ErrorIs(t, CheckRawPayloadSize(typ, raw), ErrTooLarge)
 	}
 	// Inside the bound it passes; types without a bound of their own pass.
@@ -23,14 +23,14 @@ func TestWorkspaceReadRequestBound(t *testing.T) {
 	// decodePayload refuses it too, with the same field and rule.
 	padded := []byte(`{"handle":"h","environment_id":"e",` + strings.Repeat(" ", MaxRequestPayloadBytes) + `"path":"a","max_bytes":1}`)
 	_, err := decodePayload[WorkspaceRead]("workspace_read", padded)
-	workspaceRequireRule(t, err, "payload", RuleTooLarge)
+	requireFieldError(t, err, "payload", RuleTooLarge)
 	_, err = decodePayload[WorkspaceExport]("workspace_export", []byte(`{"step":"cancel"`+strings.Repeat(" ", MaxRequestPayloadBytes)+`}`))
-	workspaceRequireRule(t, err, "payload", RuleTooLarge)
+	requireFieldError(t, err, "payload", RuleTooLarge)
 
 	// What Validate accepts, Marshal can send: the canonical encoding (which
 	// escapes <, > and &) is bounded as well.
 	p := WorkspaceRead{Handle: "h", EnvironmentID: "e", Path: strings.Repeat("&", 1500), MaxBytes: 1}
-	workspaceRequireRule(t, p.Validate(), "", RuleTooLarge)
+	requireFieldError(t, p.Validate(), "", RuleTooLarge)
 	p.Path = strings.Repeat("a", 1500)
 	require.NoError(t, p.Validate())
 }
@@ -102,15 +102,7 @@ func TestWorkspaceReadResultAnswers(t *testing.T) {
 		{name: "invalid result", req: dirRead, r: WorkspaceReadResult{Outcome: "completed", Directory: entries(1)}, field: "payload.close_acknowledged", rule: RuleRequired},
 	}
 	for _, tc := range cases {
-		fe := tc.r.Answers(tc.req)
-		if tc.field == "" {
-			require.Nil(t, fe, tc.name)
-			continue
-		}
-		require.NotNil(t, fe, tc.name)
-		require.Equal(t, "workspace_read_result", fe.Type, tc.name)
-		require.Equal(t, tc.field, fe.Field, tc.name)
-		require.Equal(t, tc.rule, fe.Rule, tc.name)
+		requireAnswer(t, tc.r.Answers(tc.req), "workspace_read_result", tc.field, tc.rule, tc.name)
 	}
 }
 
@@ -118,7 +110,7 @@ func TestWorkspaceReadResultLimits(t *testing.T) {
 	r := WorkspaceReadResult{Outcome: "completed", Data: make([]byte, MaxReadBytes), CloseAcknowledged: true}
 	require.NoError(t, r.Validate())
 	r.Data = make([]byte, MaxReadBytes+1)
-	workspaceRequireRule(t, r.Validate(), "data", RuleTooLarge)
+	requireFieldError(t, r.Validate(), "data", RuleTooLarge)
 }
 
 func TestWorkspaceUnknownMemberPath(t *testing.T) {
@@ -138,6 +130,6 @@ func TestWorkspaceUnknownMemberPath(t *testing.T) {
 		default:
 			_, err = decodePayload[RuntimePrepare](tc.typ, []byte(tc.raw))
 		}
-		workspaceRequireRule(t, err, tc.field, RuleUnknownField, tc.raw)
+		requireFieldError(t, err, tc.field, RuleUnknownField, tc.raw)
 	}
 }

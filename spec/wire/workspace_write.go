@@ -9,12 +9,16 @@ const (
 	WriteReasonUnsafe = "unsafe_destination"
 )
 
-// Finite error codes of workspace_write_result, by outcome. The E3
-// assignment codes are not part of the E2 wire.
-var (
-	workspaceWriteRejectedCodes = []string{"invalid_request", "resource_unavailable", "write_capacity", "write_rejected", "write_unsupported"}
-	workspaceWriteUnknownCodes  = []string{"write_unconfirmed"}
-)
+// workspaceWriteReceipts are the outcomes of workspace_write_result and the
+// finite error codes of each refusal. A write never fails: it is rejected
+// or unknown. The E3 assignment codes are not part of the E2 wire.
+var workspaceWriteReceipts = transferReceipts{
+	outcomes: []string{"ready", "received", "completed", "rejected", "unknown"},
+	codes: outcomeCodes{
+		"rejected": {"invalid_request", "resource_unavailable", "write_capacity", "write_rejected", "write_unsupported"},
+		"unknown":  {"write_unconfirmed"},
+	},
+}
 
 // WorkspaceWrite is one step of a bounded file write. begin names the
 // target (Environment and Session, a workspace-relative file path) and
@@ -28,55 +32,52 @@ var (
 // reference omits zero), whose digest must then be that of zero bytes.
 // The envelope id is Core's durable mutation ID, never a retry key.
 type WorkspaceWrite struct {
-	Step          string         `json:"step"`
-	EnvironmentID string         `json:"environment_id,omitempty"`
-	SessionID     string         `json:"session_id,omitempty"`
-	Path          string         `json:"path,omitempty"`
-	SizeBytes     *int64         `json:"size_bytes,omitempty"`
-	SHA256        string         `json:"sha256,omitempty"`
-	Offset        int64          `json:"offset,omitempty"`
-	Data          workspaceBytes `json:"data,omitempty"`
+	Step          string     `json:"step"`
+	EnvironmentID string     `json:"environment_id,omitempty"`
+	SessionID     string     `json:"session_id,omitempty"`
+	Path          string     `json:"path,omitempty"`
+	SizeBytes     *int64     `json:"size_bytes,omitempty"`
+	SHA256        string     `json:"sha256,omitempty"`
+	Offset        int64      `json:"offset,omitempty"`
+	Data          base64Data `json:"data,omitempty"`
 }
 
 // UnmarshalJSON decodes strictly and refuses a raw payload over
 // MaxChunkFrameBytes before looking at it.
 func (p *WorkspaceWrite) UnmarshalJSON(data []byte) error {
 	type plain WorkspaceWrite
-	return workspaceUnmarshalBounded(workspaceWriteType, data, (*plain)(p))
+	return decodeBounded(TypeWorkspaceWrite, data, (*plain)(p))
 }
 
 // Validate checks the step; see the type's doc comment.
 func (p WorkspaceWrite) Validate() error {
 	c := newChecker("")
-	c.oneOf("step", p.Step, StepBegin, StepChunk, StepCommit)
-	if !c.ok() {
-		return c.err()
-	}
-	if p.Step != StepBegin {
-		transferNoHeader(c, p.Step,
-			"environment_id", p.EnvironmentID != "",
-			"session_id", p.SessionID != "",
-			"path", p.Path != "",
-			"size_bytes", p.SizeBytes != nil,
-			"sha256", p.SHA256 != "",
-		)
-		transferBody(c, p.Step, p.Offset, len(p.Data))
-		return c.err()
-	}
-	c.uuid("environment_id", p.EnvironmentID)
-	c.uuid("session_id", p.SessionID)
-	c.nested("path", CheckWorkspacePath(p.Path, false))
-	if p.SizeBytes != nil {
-		c.rangeInt("size_bytes", *p.SizeBytes, 0, MaxTransferBytes)
-	}
-	transferDigest(c, p.SHA256, p.SizeBytes)
-	c.forbidden("offset", p.Offset != 0, "begin starts at offset 0")
-	c.forbidden("data", len(p.Data) > 0, "begin carries no data; send it in chunks")
+	p.transfer().validate(c, func() {
+		c.nested("path", CheckWorkspacePath(p.Path, false))
+		if p.SizeBytes != nil {
+			c.rangeInt("size_bytes", *p.SizeBytes, 0, MaxTransferBytes)
+		}
+		transferDigest(c, p.SHA256, p.SizeBytes)
+	})
 	return c.err()
 }
 
+// transfer is the step as a transfer: the shared members, and the
+// begin-only members of workspace_write in field order.
+func (p WorkspaceWrite) transfer() transferStep {
+	return transferStep{
+		step: p.Step, environmentID: p.EnvironmentID, sessionID: p.SessionID,
+		header: []transferMember{
+			{"path", p.Path != ""},
+			{"size_bytes", p.SizeBytes != nil},
+			{"sha256", p.SHA256 != ""},
+		},
+		offset: p.Offset, data: len(p.Data),
+	}
+}
+
 // DriveKey is the step: "begin", "chunk" or "commit" ("" for any other).
-func (p WorkspaceWrite) DriveKey() string { return transferStepKey(p.Step) }
+func (p WorkspaceWrite) DriveKey() string { return driveKeyIn(p.Step, transferSteps) }
 
 // WorkspaceWriteResult is the receipt of one workspace_write step: ready
 // for begin, received(offset = bytes staged so far) for a chunk,
@@ -96,18 +97,8 @@ type WorkspaceWriteResult struct {
 // the step it answers.
 func (r WorkspaceWriteResult) Validate() error {
 	c := newChecker("")
-	c.oneOf("outcome", r.Outcome, "ready", "received", "completed", "rejected", "unknown")
-	if !c.ok() {
+	if !workspaceWriteReceipts.validate(c, r.Outcome, r.Offset, r.SizeBytes, r.ErrorCode) {
 		return c.err()
-	}
-	transferResultShape(c, r.Outcome, r.Offset, r.SizeBytes)
-	switch r.Outcome {
-	case "rejected":
-		c.oneOf("error_code", r.ErrorCode, workspaceWriteRejectedCodes...)
-	case "unknown":
-		c.oneOf("error_code", r.ErrorCode, workspaceWriteUnknownCodes...)
-	default:
-		c.forbidden("error_code", r.ErrorCode != "", "a "+r.Outcome+" receipt carries no error_code")
 	}
 	if r.Reason != "" {
 		c.forbidden("reason", r.ErrorCode != "write_rejected", "reason refines write_rejected only")
@@ -119,11 +110,7 @@ func (r WorkspaceWriteResult) Validate() error {
 // DriveKey is the outcome: one of ready, received, completed, rejected and
 // unknown ("" for any other).
 func (r WorkspaceWriteResult) DriveKey() string {
-	switch r.Outcome {
-	case "ready", "received", "completed", "rejected", "unknown":
-		return r.Outcome
-	}
-	return ""
+	return driveKeyIn(r.Outcome, workspaceWriteReceipts.outcomes)
 }
 
 // Answers validates r and checks it against the step it answers, declared
@@ -133,8 +120,7 @@ func (r WorkspaceWriteResult) DriveKey() string {
 // error is stamped with the message type under "payload".
 func (r WorkspaceWriteResult) Answers(step WorkspaceWrite, declared int64) *FieldError {
 	if err := r.Validate(); err != nil {
-		return workspaceStamp(workspaceWriteResultType, err)
+		return payloadError(TypeWorkspaceWriteResult, err)
 	}
-	return transferAnswers(workspaceWriteResultType, step.Step, step.Offset, len(step.Data), declared,
-		r.Outcome, r.Offset, r.SizeBytes, false)
+	return step.transfer().answeredBy(TypeWorkspaceWriteResult, declared, r.Outcome, r.Offset, r.SizeBytes)
 }

@@ -18,14 +18,14 @@ func TestWorkspaceWriteDriveKeys(t *testing.T) {
 }
 
 func TestWorkspaceWriteBegin(t *testing.T) {
-	p := WorkspaceWrite{Step: StepBegin, EnvironmentID: workspaceTestEnv, SessionID: workspaceTestSession, Path: "a/b.txt", SizeBytes: workspacePtr[int64](5), SHA256: workspaceTestSHA}
+	p := WorkspaceWrite{Step: StepBegin, EnvironmentID: workspaceTestEnv, SessionID: workspaceTestSession, Path: "a/b.txt", SizeBytes: ptr[int64](5), SHA256: workspaceTestSHA}
 	require.NoError(t, p.Validate())
-	p.SizeBytes = workspacePtr[int64](MaxTransferBytes)
+	p.SizeBytes = ptr[int64](MaxTransferBytes)
 	require.NoError(t, p.Validate(), "the private bound, not the public 5 MiB one")
 	p.Path = ""
-	workspaceRequireRule(t, p.Validate(), "path", RuleRequired, "the workspace root is not a file")
+	requireFieldError(t, p.Validate(), "path", RuleRequired, "the workspace root is not a file")
 	p.Path = "/workspace/a"
-	workspaceRequireRule(t, p.Validate(), "path", RuleFormat, "runtime_prepare's logical form is not a write path")
+	requireFieldError(t, p.Validate(), "path", RuleFormat, "runtime_prepare's logical form is not a write path")
 }
 
 func TestWorkspaceWriteResultAnswers(t *testing.T) {
@@ -51,14 +51,6 @@ func TestWorkspaceWriteResultAnswers(t *testing.T) {
 		{name: "invalid receipt", step: commit, r: WorkspaceWriteResult{Outcome: "unknown"}, field: "payload.error_code", rule: RuleRequired},
 	}
 	for _, tc := range cases {
-		fe := tc.r.Answers(tc.step, tc.declared)
-		if tc.field == "" {
-			require.Nil(t, fe, tc.name)
-			continue
-		}
-		require.NotNil(t, fe, tc.name)
-		require.Equal(t, "workspace_write_result", fe.Type, tc.name)
-		require.Equal(t, tc.field, fe.Field, tc.name)
-		require.Equal(t, tc.rule, fe.Rule, tc.name)
+		requireAnswer(t, tc.r.Answers(tc.step, tc.declared), "workspace_write_result", tc.field, tc.rule, tc.name)
 	}
 }
