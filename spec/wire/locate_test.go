@@ -64,3 +64,20 @@ func TestEscapedExactNamesAreAccepted(t *testing.T) {
 	require.NoError(t, decodeStrict("x", "payload", []byte(`{"items":[{"\u006bind":"a"}]}`), &v))
 	require.Equal(t, "a", v.Items[0].Kind)
 }
+
+// TestEachMemberRejectsBrokenObjects: the member walker checks the object's
+// own punctuation, since it no longer runs a separate validity pass.
+func TestEachMemberRejectsBrokenObjects(t *testing.T) {
+	noop := func(string, []byte) error { return nil }
+	for _, in := range []string{``, ` `, `{`, `{"a"`, `{"a" true}`, `{"a":}`, `{"a":true,}`, `{"a":true "b":false}`, `{"a":true}x`, `{"`, `{"a":true}}`, `{true:1}`} {
+		require.Error(t, eachMember([]byte(in), noop), in)
+	}
+	for _, in := range []string{`{}`, ` { "a" : true , "b":[1,{"c":2}] } `} {
+		require.NoError(t, eachMember([]byte(in), noop), in)
+	}
+	var fe *FieldError
+	require.ErrorAs(t, eachMember([]byte(`null`), noop), &fe)
+	require.Equal(t, RuleRequired, fe.Rule)
+	require.ErrorAs(t, eachMember([]byte(`[1]`), noop), &fe)
+	require.Equal(t, RuleType, fe.Rule)
+}

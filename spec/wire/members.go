@@ -9,34 +9,69 @@ import (
 // eachMember walks the members of a JSON object in order, handing each
 // name and raw value to fn. Anything but an object is rejected, naming what
 // was found instead; fn's error stops the walk.
+//
+// It walks the bytes directly, checking the object's punctuation itself,
+// and leaves each value's own syntax to fn (every caller decodes values
+// strictly). encoding/json has already validated a document before it
+// calls an UnmarshalJSON method, so validating again here would scan
+// every heartbeat two or three times.
 func eachMember(data []byte, fn func(name string, value []byte) error) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	tok, err := dec.Token()
-	if err != nil {
-		return fieldErr("", "", RuleSyntax, "invalid JSON")
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		if tok == nil {
-			return fieldErr("", "", RuleRequired, "an object is required, found null")
-		}
+	bad := fieldErr("", "", RuleSyntax, "invalid JSON")
+	i := skipSpace(data, 0)
+	switch {
+	case i == len(data):
+		return bad
+	case bytes.HasPrefix(data[i:], []byte("null")) && skipSpace(data, i+4) == len(data):
+		return fieldErr("", "", RuleRequired, "an object is required, found null")
+	case data[i] != '{':
 		return fieldErr("", "", RuleType, "must be a JSON object")
 	}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return fieldErr("", "", RuleSyntax, "invalid JSON")
-		}
-		name, _ := tok.(string)
-		var value json.RawMessage
-		if err := dec.Decode(&value); err != nil {
-			return fieldErr("", cutName(name), RuleSyntax, "invalid JSON value")
-		}
-		if err := fn(name, value); err != nil {
-			return err
+	i = skipSpace(data, i+1)
+	if i < len(data) && data[i] == '}' {
+		i++
+	} else {
+		for {
+			if i >= len(data) || data[i] != '"' {
+				return bad
+			}
+			end, esc := scanString(data, i)
+			if end > len(data) || end-1 <= i || data[end-1] != '"' {
+				return bad
+			}
+			var name string
+			if esc {
+				if err := json.Unmarshal(data[i:end], &name); err != nil {
+					return bad
+				}
+			} else {
+				name = string(data[i+1 : end-1])
+			}
+			i = skipSpace(data, end)
+			if i >= len(data) || data[i] != ':' {
+				return bad
+			}
+			vs := skipSpace(data, i+1)
+			ve, _ := scanValue(data, vs, nil)
+			if vs >= len(data) || ve > len(data) || ve <= vs {
+				return bad
+			}
+			if err := fn(name, data[vs:ve]); err != nil {
+				return err
+			}
+			i = skipSpace(data, ve)
+			if i < len(data) && data[i] == ',' {
+				i = skipSpace(data, i+1)
+				continue
+			}
+			if i >= len(data) || data[i] != '}' {
+				return bad
+			}
+			i++
+			break
 		}
 	}
-	if _, err := dec.Token(); err != nil {
-		return fieldErr("", "", RuleSyntax, "invalid JSON")
+	if skipSpace(data, i) != len(data) {
+		return bad
 	}
 	return nil
 }
