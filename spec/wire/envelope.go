@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/json"
 	"errors"
+	"unicode/utf8"
 )
 
 // Direction is the way a frame travels.
@@ -37,8 +38,9 @@ type Envelope struct {
 // DecodeEnvelope decodes one frame strictly: unknown members, a repeated
 // member, a missing or empty type, non-string type/id/trace, a non-object
 // payload and trailing data are rejected, and a frame over MaxFrameBytes is
-// refused before it is parsed. Payload aliases frame: it is left raw for
-// Decode to check against the catalog.
+// refused before it is parsed. Payload aliases frame and is not parsed
+// here: until the payload's own decoder (Decode) checks it, it may even be
+// invalid JSON. Use Decode unless you dispatch payloads yourself.
 func DecodeEnvelope(frame []byte) (Envelope, error) {
 	var env Envelope
 	if len(frame) > MaxFrameBytes {
@@ -136,6 +138,15 @@ func DecodeEnvelope(frame []byte) (Envelope, error) {
 			}
 			if err := unquote(value, dst); err != nil {
 				return syntax()
+			}
+			if !utf8.ValidString(*dst) {
+				if slot == 3 {
+					// Trace data never causes a rejection: an unreadable
+					// trace is dropped and the receiver mints a local one.
+					env.Trace = ""
+				} else {
+					return env, fieldErr("", key, RuleFormat, "not valid UTF-8")
+				}
 			}
 		}
 		i = skipSpace(frame, ve)

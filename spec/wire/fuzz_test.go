@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 )
@@ -112,4 +113,53 @@ func requireSamePayload(t *testing.T, a, b Payload) {
 	jb, err := json.Marshal(b)
 	require.NoError(t, err)
 	require.JSONEq(t, string(ja), string(jb))
+}
+
+// FuzzDecodeEnvelope: the envelope walk never panics; apart from the
+// payload, which it leaves unparsed for the payload's decoder, it accepts
+// only valid JSON objects with a type, and agrees with encoding/json on
+// every member it returns.
+func FuzzDecodeEnvelope(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"delta","id":"r","payload":{"delta":"x","sequence":1}}`,
+		`{"type":"heartbeat","payload":{"ts":1,"active_requests":0},"trace":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}`,
+		`{"type":"a\u0062c","id":"\n"}`, `{"type":"x","payload":null}`, `{"type":"x","payload":[]}`, `{}`, `[]`, `{"`, ` {"type" : "t" } `,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, frame []byte) {
+		env, err := DecodeEnvelope(frame)
+		if err != nil {
+			var fe *FieldError
+			require.ErrorAs(t, err, &fe)
+			return
+		}
+		require.NotEmpty(t, env.Type)
+		if env.Payload != nil && !json.Valid(env.Payload) {
+			// The envelope walk leaves the payload to its own decoder;
+			// the full path must refuse it.
+			_, err := Decode(frame, RuntimeToCore)
+			require.Error(t, err)
+			_, err = Decode(frame, CoreToRuntime)
+			require.Error(t, err)
+			return
+		}
+		require.True(t, json.Valid(frame), "accepted invalid JSON")
+		if !utf8.Valid(frame) {
+			return // encoding/json replaces invalid UTF-8; the walk rejects or drops it
+		}
+		var std struct {
+			Type    string          `json:"type"`
+			ID      string          `json:"id"`
+			Payload json.RawMessage `json:"payload"`
+			Trace   string          `json:"trace"`
+		}
+		require.NoError(t, json.Unmarshal(frame, &std))
+		require.Equal(t, std.Type, env.Type)
+		require.Equal(t, std.ID, env.ID)
+		require.Equal(t, std.Trace, env.Trace)
+		if env.Payload != nil {
+			require.JSONEq(t, string(std.Payload), string(env.Payload))
+		}
+	})
 }
