@@ -12,14 +12,17 @@ package fsm
 
 import "strconv"
 
-// Role is the peer a machine instance runs for. Effects tagged with the
-// other role are skipped by Fire; untagged effects run for both.
+// Role is a peer of the protocol. A machine instance runs for exactly one
+// role (RoleCore or RoleRuntime); effects and events are tagged with the
+// role that performs or causes them, RoleBoth when both do. The zero Role is
+// invalid, so a machine built without choosing a role is an error rather
+// than a machine that quietly performs both peers' effects.
 type Role uint8
 
 const (
-	RoleBoth Role = iota // both peers: the tag of untagged effects
-	RoleCore
-	RoleRuntime
+	RoleCore    Role = 1 << iota // Core: durable Sessions, Turns, inputs, scheduling
+	RoleRuntime                  // the Runtime daemon: native Executors, active Turns
+	RoleBoth    = RoleCore | RoleRuntime
 )
 
 func (r Role) String() string {
@@ -31,11 +34,19 @@ func (r Role) String() string {
 	case RoleRuntime:
 		return "runtime"
 	}
-	return "Role(" + itoa(int(r)) + ")"
+	return "Role(" + strconv.Itoa(int(r)) + ")"
 }
 
-// Performs reports whether a peer in role r performs an effect tagged t.
-func (r Role) Performs(t Role) bool { return t == RoleBoth || t == r || r == RoleBoth }
+// Valid reports whether r is RoleCore, RoleRuntime or RoleBoth.
+func (r Role) Valid() bool { return r >= RoleCore && r <= RoleBoth }
+
+// Peer reports whether r is one peer (RoleCore or RoleRuntime), the only
+// roles a machine instance can run for.
+func (r Role) Peer() bool { return r == RoleCore || r == RoleRuntime }
+
+// Performs reports whether a peer in role r performs (or causes) something
+// tagged t.
+func (r Role) Performs(t Role) bool { return t&r != 0 }
 
 // EventKind says where an event comes from.
 type EventKind uint8
@@ -55,7 +66,7 @@ func (k EventKind) String() string {
 	case EventLocal:
 		return "local"
 	}
-	return "EventKind(" + itoa(int(k)) + ")"
+	return "EventKind(" + strconv.Itoa(int(k)) + ")"
 }
 
 // Outcome classifies a terminal state.
@@ -79,7 +90,7 @@ func (o Outcome) String() string {
 	case OutcomeUnknown:
 		return "unknown"
 	}
-	return "Outcome(" + itoa(int(o)) + ")"
+	return "Outcome(" + strconv.Itoa(int(o)) + ")"
 }
 
 // EffectKind is what one effect asks the peer to do.
@@ -106,7 +117,7 @@ func (k EffectKind) String() string {
 	case EffectRaise:
 		return "raise"
 	}
-	return "EffectKind(" + itoa(int(k)) + ")"
+	return "EffectKind(" + strconv.Itoa(int(k)) + ")"
 }
 
 // Disposition is what a step did with its event.
@@ -130,35 +141,13 @@ func (d Disposition) String() string {
 	case Rejected:
 		return "rejected"
 	}
-	return "Disposition(" + itoa(int(d)) + ")"
+	return "Disposition(" + strconv.Itoa(int(d)) + ")"
 }
 
 // QueueCapacity bounds the follow-up events one Fire may queue. A spec
 // whose raise effects loop forever fails with ErrQueueFull instead of
 // spinning.
 const QueueCapacity = 16
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	neg := n < 0
-	if neg {
-		n = -n
-	}
-	var b [20]byte
-	i := len(b)
-	for n > 0 {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-	}
-	if neg {
-		i--
-		b[i] = '-'
-	}
-	return string(b[i:])
-}
 
 // maxQuoted bounds how much of a caller-supplied name an error repeats, so a
 // peer cannot make our logs carry its payload.
