@@ -35,7 +35,9 @@ func (g guardsFrom) Guard(id fsm.GuardID, _ *fsm.Firing[int]) bool { return fsm.
 // stringGuards is guardsFrom for string arguments.
 type stringGuards fsm.GuardSet
 
-func (g stringGuards) Guard(id fsm.GuardID, _ *fsm.Firing[string]) bool { return fsm.GuardSet(g).Has(id) }
+func (g stringGuards) Guard(id fsm.GuardID, _ *fsm.Firing[string]) bool {
+	return fsm.GuardSet(g).Has(id)
+}
 
 // TestEngineMatchesInterpreter runs every cell of every real machine, under
 // random guard assignments, through the table's Transition and through an
@@ -236,13 +238,17 @@ func TestSealRejectsBrokenTables(t *testing.T) {
 		"no fallback": func(tb *fsm.Table) {
 			tb.Cells[0].Cands = []*fsm.Candidate{{Disp: fsm.Moved, To: 2, Guard: 1}}
 		},
-		"empty cell":       func(tb *fsm.Table) { tb.Cells[1].Cands = nil },
-		"bad target":       func(tb *fsm.Table) { tb.Cells[0].Cands = []*fsm.Candidate{{Disp: fsm.Moved, To: 9}} },
-		"bad guard":        func(tb *fsm.Table) { tb.Cells[0].Cands = []*fsm.Candidate{{Disp: fsm.Moved, To: 2, Guard: 5}, {Disp: fsm.Ignored}} },
-		"too many guards":  func(tb *fsm.Table) { tb.Guards = make([]string, 64) },
-		"cell count":       func(tb *fsm.Table) { tb.Cells = tb.Cells[:3] },
-		"bad initial":      func(tb *fsm.Table) { tb.Initial = 0 },
-		"effect on ignore": func(tb *fsm.Table) { tb.Cells[2].Cands = []*fsm.Candidate{{Disp: fsm.Ignored, Effects: []fsm.Effect{{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: 1}}}} },
+		"empty cell": func(tb *fsm.Table) { tb.Cells[1].Cands = nil },
+		"bad target": func(tb *fsm.Table) { tb.Cells[0].Cands = []*fsm.Candidate{{Disp: fsm.Moved, To: 9}} },
+		"bad guard": func(tb *fsm.Table) {
+			tb.Cells[0].Cands = []*fsm.Candidate{{Disp: fsm.Moved, To: 2, Guard: 5}, {Disp: fsm.Ignored}}
+		},
+		"too many guards": func(tb *fsm.Table) { tb.Guards = make([]string, 64) },
+		"cell count":      func(tb *fsm.Table) { tb.Cells = tb.Cells[:3] },
+		"bad initial":     func(tb *fsm.Table) { tb.Initial = 0 },
+		"effect on ignore": func(tb *fsm.Table) {
+			tb.Cells[2].Cands = []*fsm.Candidate{{Disp: fsm.Ignored, Effects: []fsm.Effect{{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: 1}}}}
+		},
 		"effect without role": func(tb *fsm.Table) {
 			tb.Cells[0].Cands = []*fsm.Candidate{{Disp: fsm.Moved, To: 2, Effects: []fsm.Effect{{Kind: fsm.EffectDo, Action: 1}}}}
 		},
