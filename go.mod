@@ -3,10 +3,12 @@ module github.com/agentwire/agentwire
 go 1.26
 
 require (
+	github.com/coder/websocket v1.8.15
 	github.com/dave/jennifer v1.7.1
 	github.com/goccy/go-graphviz v0.2.10
 	github.com/looplab/fsm v1.0.3
 	github.com/stretchr/testify v1.11.1
+	go.uber.org/goleak v1.3.0
 	go.yaml.in/yaml/v3 v3.0.4
 )
 
@@ -16,11 +18,10 @@ require (
 	github.com/flopp/go-findfont v0.1.0 // indirect
 	github.com/fogleman/gg v1.3.0 // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
-	github.com/kr/pretty v0.1.0 // indirect
+	github.com/kr/text v0.1.0 // indirect
 	github.com/pmezard/go-difflib v1.0.0 // indirect
 	github.com/tetratelabs/wazero v1.10.1 // indirect
 	golang.org/x/image v0.21.0 // indirect
 	golang.org/x/text v0.19.0 // indirect
-	gopkg.in/check.v1 v1.0.0-20180628173108-788fd7840127 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )

@@ -1,0 +1,250 @@
+package peer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// ConnConfig tunes a Conn's I/O; the zero value takes the defaults.
+type ConnConfig struct {
+	// WriteTimeout bounds every write (10 s, the reference's write deadline).
+	WriteTimeout time.Duration
+	// ReadTimeout closes a connection that has sent nothing for this long;
+	// zero disables it (Core sets 60 s; heartbeats keep a healthy Runtime
+	// inside it).
+	ReadTimeout time.Duration
+	// InboundBuffer bounds frames read but not yet delivered (64).
+	InboundBuffer int
+}
+
+// Conn runs one Driver over one Transport on one goroutine (Run). Other
+// goroutines talk to the driver only through Conn's methods, which hand
+// their work to that goroutine.
+type Conn struct {
+	d   *Driver
+	t   Transport
+	cfg ConnConfig
+
+	reqs chan func()
+	done chan struct{}
+
+	mu     sync.Mutex
+	err    error
+	closed bool
+}
+
+// NewConn binds d to t. Nothing happens until Run.
+func NewConn(d *Driver, t Transport, cfg ConnConfig) *Conn {
+	if cfg.WriteTimeout == 0 {
+		cfg.WriteTimeout = 10 * time.Second
+	}
+	if cfg.InboundBuffer == 0 {
+		cfg.InboundBuffer = 64
+	}
+	return &Conn{d: d, t: t, cfg: cfg, reqs: make(chan func()), done: make(chan struct{})}
+}
+
+// Driver returns the driver. Only hooks (which run on the loop) and code
+// passed to Do may call its methods.
+func (c *Conn) Driver() *Driver { return c.d }
+
+// ErrClosed is returned by Conn methods once Run has returned.
+var ErrClosed = errors.New("peer: connection closed")
+
+type inbound struct {
+	frame []byte
+	err   error
+}
+
+// Run reads, delivers, writes and fires timers until the transport fails,
+// ctx ends or Close is called. When it returns, every instance has seen
+// connection_lost and the transport is closed. The error says why it
+// stopped (nil after Close).
+func (c *Conn) Run(ctx context.Context) error {
+	defer close(c.done)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	in := make(chan inbound, c.cfg.InboundBuffer)
+	var readers sync.WaitGroup
+	readers.Add(1)
+	go func() {
+		defer readers.Done()
+		for {
+			f, err := c.t.Read(ctx)
+			select {
+			case in <- inbound{f, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	defer readers.Wait()
+
+	clock := c.d.cfg.Clock
+	timer := clock.NewTimer(time.Hour)
+	defer timer.Stop()
+	lastRead := clock.Now()
+
+	stop := func(err error, code StatusCode, reason string) error {
+		c.d.ConnectionLost()
+		_ = c.t.Close(code, reason)
+		cancel()
+		c.setErr(err)
+		return err
+	}
+
+	for {
+		if err := c.flush(ctx); err != nil {
+			return stop(err, StatusGoingAway, "write failed")
+		}
+		c.arm(timer, lastRead)
+
+		select {
+		case f := <-in:
+			if f.err != nil {
+				if c.isClosed() {
+					return stop(nil, StatusNormal, "")
+				}
+				return stop(f.err, StatusGoingAway, "read failed")
+			}
+			lastRead = clock.Now()
+			_ = c.d.Deliver(f.frame) // refusals are the app's (App.Refused) and are logged
+		case fn := <-c.reqs:
+			fn()
+		case <-timer.C():
+			c.d.Tick()
+			if c.cfg.ReadTimeout > 0 && !clock.Now().Before(lastRead.Add(c.cfg.ReadTimeout)) {
+				return stop(errReadTimeout, StatusPolicy, "read deadline exceeded")
+			}
+		case <-ctx.Done():
+			if c.isClosed() {
+				return stop(nil, StatusNormal, "")
+			}
+			return stop(ctx.Err(), StatusGoingAway, "shutting down")
+		}
+	}
+}
+
+var errReadTimeout = errors.New("peer: no frame within the read deadline")
+
+// arm sets the loop's one timer to the driver's next deadline (or the read
+// deadline, whichever is first).
+func (c *Conn) arm(timer Timer, lastRead time.Time) {
+	now := c.d.cfg.Clock.Now()
+	at, ok := c.d.NextDeadline()
+	if c.cfg.ReadTimeout > 0 {
+		rd := lastRead.Add(c.cfg.ReadTimeout)
+		if !ok || rd.Before(at) {
+			at, ok = rd, true
+		}
+	}
+	wait := time.Hour
+	if ok {
+		wait = max(at.Sub(now), 0)
+	}
+	if !timer.Stop() {
+		select {
+		case <-timer.C():
+		default:
+		}
+	}
+	timer.Reset(wait)
+}
+
+// flush writes every queued frame, one at a time, each reported to the
+// driver before the next is taken.
+func (c *Conn) flush(ctx context.Context) error {
+	for {
+		w, ok := c.d.NextWrite()
+		if !ok {
+			return nil
+		}
+		wctx, cancel := context.WithTimeout(ctx, c.cfg.WriteTimeout)
+		err := c.t.Write(wctx, w.Frame)
+		cancel()
+		c.d.Written(w, err)
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// Do runs fn on the loop goroutine with the driver and waits for it.
+func (c *Conn) Do(ctx context.Context, fn func(d *Driver)) error {
+	ran := make(chan struct{})
+	select {
+	case c.reqs <- func() { fn(c.d); close(ran) }:
+	case <-c.done:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-ran:
+		return nil
+	case <-c.done:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Send queues a frame and waits until it was written (and its events
+// fired), refused, or failed; see Driver.Send for the errors.
+func (c *Conn) Send(ctx context.Context, o Outbound) error {
+	result := make(chan error, 1)
+	if err := c.Do(ctx, func(d *Driver) { d.Send(o, func(err error) { result <- err }) }); err != nil {
+		return err
+	}
+	select {
+	case err := <-result:
+		return err
+	case <-c.done:
+		select {
+		case err := <-result:
+			return err
+		default:
+			return ErrClosed
+		}
+	case <-ctx.Done():
+		return fmt.Errorf("peer: waiting for the write: %w", ctx.Err())
+	}
+}
+
+// Close ends the connection normally: Run fires connection_lost on every
+// instance, closes the transport and returns nil.
+func (c *Conn) Close() error {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	return c.t.Close(StatusNormal, "")
+}
+
+// Done is closed when Run has returned.
+func (c *Conn) Done() <-chan struct{} { return c.done }
+
+// Err is Run's result once Done is closed.
+func (c *Conn) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+func (c *Conn) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
+func (c *Conn) setErr(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.err = err
+}

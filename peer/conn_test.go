@@ -1,0 +1,148 @@
+package peer_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/agentwire/agentwire/fsm"
+	"github.com/agentwire/agentwire/peer"
+	wire "github.com/agentwire/agentwire/spec/wire"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// transports returns a connected (core, runtime) pair of each kind: the
+// in-memory pipe and a real WebSocket on loopback.
+func transports(t *testing.T) map[string]func() (peer.Transport, peer.Transport) {
+	return map[string]func() (peer.Transport, peer.Transport){
+		"pipe": peer.Pipe,
+		"websocket": func() (peer.Transport, peer.Transport) {
+			accepted := make(chan *websocket.Conn, 1)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				c, err := websocket.Accept(w, r, nil)
+				if err != nil {
+					t.Errorf("accept: %v", err)
+					return
+				}
+				accepted <- c
+			}))
+			t.Cleanup(srv.Close)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			c, _, err := websocket.Dial(ctx, "ws"+srv.URL[len("http"):], nil)
+			require.NoError(t, err)
+			return peer.WebSocket(<-accepted), peer.WebSocket(c)
+		},
+	}
+}
+
+func runConn(t *testing.T, c *peer.Conn) <-chan error {
+	errc := make(chan error, 1)
+	go func() { errc <- c.Run(context.Background()) }()
+	return errc
+}
+
+func TestConnsRunAdmissionToDone(t *testing.T) {
+	for name, mk := range transports(t) {
+		t.Run(name, func(t *testing.T) {
+			ts := tables(t)
+			coreApp, rtApp := newApp(t, fsm.RoleCore), newApp(t, fsm.RoleRuntime)
+			rtApp.script = startedThenDone(prepID, 3)
+			mkDriver := func(role fsm.Role, a *app) *peer.Driver {
+				d, err := peer.New(peer.Config{Role: role, Tables: ts, Router: testRouter(ts), App: a, Logger: quietLogger(),
+					LostEvents: map[string]string{"run": "observation_lost"}})
+				require.NoError(t, err)
+				return d
+			}
+			ct, rt := mk()
+			core := peer.NewConn(mkDriver(fsm.RoleCore, coreApp), ct, peer.ConnConfig{})
+			runtime := peer.NewConn(mkDriver(fsm.RoleRuntime, rtApp), rt, peer.ConnConfig{})
+			coreDone, rtDone := runConn(t, core), runConn(t, runtime)
+
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			require.NoError(t, core.Send(ctx, peer.Outbound{ID: prepID, Payload: prepare(t)}))
+			// The statuses arrive asynchronously: wait on Core's own view.
+			waitState(ctx, t, core, "preparation", prepID, "ready")
+			require.NoError(t, core.Send(ctx, peer.Outbound{ID: prepID, Payload: start()}))
+			waitState(ctx, t, core, "run", runID, "completed")
+			waitState(ctx, t, runtime, "run", runID, "completed")
+
+			require.NoError(t, core.Close())
+			require.NoError(t, <-coreDone)
+			err := <-rtDone
+			require.Error(t, err, "the Runtime sees the connection go away")
+			assert.Equal(t, peer.StatusNormal, peer.CloseStatus(err))
+			// After the loss nothing can be sent.
+			require.ErrorIs(t, core.Send(ctx, peer.Outbound{ID: "x", Payload: prepare(t)}), peer.ErrClosed)
+			assert.Empty(t, coreApp.refused)
+			assert.Empty(t, rtApp.refused)
+		})
+	}
+}
+
+// waitState polls the instance's state through the loop (Do), which is the
+// only way another goroutine may look at a driver.
+func waitState(ctx context.Context, t *testing.T, c *peer.Conn, machine, id, want string) {
+	t.Helper()
+	for {
+		var got string
+		require.NoError(t, c.Do(ctx, func(d *peer.Driver) { got = state(t, d, machine, id) }))
+		if got == want {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s/%s: state %s, want %s", machine, id, got, want)
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+func TestConnReadTimeoutClosesASilentConnection(t *testing.T) {
+	ts := tables(t)
+	clock := peer.NewManualClock(time.Unix(0, 0))
+	d, err := peer.New(peer.Config{Role: fsm.RoleCore, Tables: ts, Router: testRouter(ts), App: newApp(t, fsm.RoleCore),
+		Clock: clock, Logger: quietLogger(), LostEvents: map[string]string{"run": "observation_lost"}})
+	require.NoError(t, err)
+	a, b := peer.Pipe()
+	c := peer.NewConn(d, a, peer.ConnConfig{ReadTimeout: time.Minute})
+	done := runConn(t, c)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// Let the loop arm its timer, then let the read deadline pass.
+	require.NoError(t, c.Do(ctx, func(*peer.Driver) {}))
+	clock.Advance(time.Minute)
+	err = <-done
+	require.Error(t, err)
+	_, rerr := b.Read(ctx)
+	assert.Equal(t, peer.StatusPolicy, peer.CloseStatus(rerr))
+}
+
+func TestConnRefusesOversizedFrames(t *testing.T) {
+	ws := transports(t)["websocket"]
+	core, rt := ws()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	big := make([]byte, wire.MaxFrameBytes+1)
+	for i := range big {
+		big[i] = ' '
+	}
+	coreErr, rtErr := make(chan error, 1), make(chan error, 1)
+	go func() { _, err := core.Read(ctx); coreErr <- err }()
+	go func() { _, err := rt.Read(ctx); rtErr <- err }()
+	_ = rt.Write(ctx, big)
+	require.Error(t, <-coreErr, "the receiver refuses a frame over the 4 MiB limit")
+	err := <-rtErr
+	assert.Equal(t, peer.StatusTooBig, peer.CloseStatus(err), "and tells the sender why: %v", err)
+	_ = core.Close(peer.StatusNormal, "")
+	_ = rt.Close(peer.StatusNormal, "")
+}

@@ -1,0 +1,102 @@
+package peer
+
+import (
+	"errors"
+
+	"github.com/agentwire/agentwire/fsm"
+	wire "github.com/agentwire/agentwire/spec/wire"
+)
+
+// Deliver decodes one received frame, routes it and steps every addressed
+// instance in route order, performing the effects of each step. A frame
+// that fails to decode, addresses no instance or is refused by a machine is
+// reported to the app (App.Refused), logged and counted, and returned as an
+// error; it is never dropped silently and never panics the driver.
+func (d *Driver) Deliver(frame []byte) error {
+	defer d.flushMoved()
+	if d.closing {
+		d.refuse(&Refusal{Kind: RefusedShutdown, Msg: &wire.Message{}, Err: ErrConnectionLost})
+		return ErrConnectionLost
+	}
+	msg, err := wire.Decode(frame, d.dir)
+	if err != nil {
+		d.refuse(&Refusal{Kind: RefusedDecode, Msg: &msg, Err: err})
+		return err
+	}
+	return d.fire(&msg, false)
+}
+
+// fire steps every target of msg in order; the first refusal gates the rest.
+func (d *Driver) fire(msg *wire.Message, sent bool) error {
+	targets, err := d.cfg.Router.Route(msg, d)
+	if err == nil && len(targets) == 0 {
+		err = errors.New("the frame routes to no machine")
+	}
+	if err != nil {
+		d.refuse(&Refusal{Kind: RefusedRoute, Msg: msg, Err: err})
+		return err
+	}
+	var firstErr error
+	for _, tg := range targets {
+		i, err := d.instance(tg.Key, true)
+		if err != nil {
+			d.refuse(&Refusal{Kind: RefusedRoute, Msg: msg, Key: tg.Key, Err: err})
+			return err
+		}
+		err = d.step(i, tg.Event, &Event{Msg: msg, Sent: sent})
+		d.dropIfPristine(i)
+		if isRejection(err) {
+			if !sent {
+				d.refuse(&Refusal{Kind: RefusedMachine, Msg: msg, Key: tg.Key, Err: err})
+			}
+			return err
+		}
+		if tg.Alias != "" {
+			d.SetAlias(i.Key, tg.Alias)
+		}
+		if err != nil && firstErr == nil {
+			// An effect failed: the step is applied, the next machine still
+			// gets its event.
+			firstErr = err
+		}
+	}
+	return firstErr
+}
+
+// Local fires a local event (native settlement, shutdown, a policy
+// decision) on an existing instance. Unknown instances are an error: local
+// events never create instances.
+func (d *Driver) Local(k Key, e fsm.EventID, arg any) error {
+	defer d.flushMoved()
+	i, err := d.instance(k, false)
+	if err != nil {
+		return &SendError{Type: "local event", Key: k, Err: err}
+	}
+	return d.step(i, e, &Event{Local: arg})
+}
+
+// ConnectionLost fires connection_lost on every unsettled instance whose
+// machine declares it, in key order, and fails every queued send. The
+// driver accepts no frame afterwards: a reconnection gets a new driver
+// (each physical connection has fresh routing and state, line 19).
+func (d *Driver) ConnectionLost() {
+	defer d.flushMoved()
+	if d.closing {
+		return
+	}
+	d.closing = true
+	for _, w := range d.sends {
+		w.finish(ErrConnectionLost)
+	}
+	d.sends = nil
+	for _, i := range d.Instances() {
+		e, ok := d.lost[i.Table()]
+		if !ok || i.Terminal() {
+			continue
+		}
+		_ = d.step(i, e, &Event{Local: ErrConnectionLost})
+	}
+}
+
+// Closed reports whether ConnectionLost has run.
+func (d *Driver) Closed() bool { return d.closing }

@@ -1,0 +1,330 @@
+package peer
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"time"
+
+	"github.com/agentwire/agentwire/fsm"
+	wire "github.com/agentwire/agentwire/spec/wire"
+)
+
+// App is the embedding peer: Core or the Runtime daemon.
+type App interface {
+	// Binding returns the peer's binding of a machine for the driver's
+	// role, e.g. preparation.Runtime(hooks). It is asked once per machine.
+	Binding(machine string) fsm.Binding[*Event]
+	// Refused is told about every inbound frame the driver could not apply:
+	// it failed to decode, addressed no instance, or a machine refused it.
+	// The app answers where the frame's family defines a reply (a typed
+	// rejection receipt); the driver has already logged and counted it.
+	Refused(r *Refusal)
+}
+
+// Observer is implemented by an App that keeps records from the frames its
+// instances accept (the highest revision applied, a fingerprint, the
+// delivery ID of a cancellation): guards only read, so this is where the
+// reading material is written. Stepped is called after every step that was
+// not rejected, before the step's effects run.
+type Observer interface {
+	Stepped(ev *Event, s fsm.Step)
+}
+
+// Config is what a Driver needs. Role, Tables, Router and App are required.
+type Config struct {
+	Role   fsm.Role
+	Tables []*fsm.Table
+	Router Router
+	App    App
+	// Clock defaults to the system clock.
+	Clock Clock
+	// Logger defaults to slog.Default(). Every step is logged at Debug;
+	// refusals at Warn. Credentials never reach the driver.
+	Logger *slog.Logger
+	// Label names the connection in logs (a device ID, never a credential).
+	Label string
+	// Limits bound the registry; the zero value takes DefaultLimits.
+	Limits Limits
+	// Durations overrides timer durations the protocol text leaves to local
+	// policy, keyed "machine.timer" (e.g. "transfer.transfer_budget").
+	Durations map[string]time.Duration
+	// FailedSend names, per machine and sent message event, the local event
+	// that a failed write fires instead ("possibly delivered"); a missing
+	// entry leaves the instance as it was, and the failure is still logged,
+	// counted and returned to the sender.
+	FailedSend map[Key]string // Key{Machine, send event name} → failed-send event name
+	// LostEvents names, per machine, the local event that connection loss
+	// fires; machines not listed use an event named connection_lost when
+	// they declare one.
+	LostEvents map[string]string
+	// Saver, when set, is told after every delivery which instances moved,
+	// so that a peer with durable instances can save them.
+	Saver func(moved []*Instance)
+}
+
+// Limits bound what one connection can make the driver hold.
+type Limits struct {
+	// MaxInstances bounds the live and retained instances of one machine;
+	// PerMachine overrides it (e.g. 64 admission records, line 116).
+	MaxInstances int
+	PerMachine   map[string]int
+	// Retention is how long a settled instance is kept, so that a late or
+	// duplicate frame meets the table's answer for a settled instance rather
+	// than "unknown instance".
+	Retention time.Duration
+	// MaxPendingSends bounds the sends queued and not yet written.
+	MaxPendingSends int
+}
+
+// DefaultLimits are the limits of a zero Limits.
+var DefaultLimits = Limits{
+	MaxInstances:    1024,
+	PerMachine:      map[string]int{"preparation": 64},
+	Retention:       time.Minute,
+	MaxPendingSends: 256,
+}
+
+// Driver owns the machine instances of one physical connection for one
+// role. It is not safe for concurrent use: one goroutine (Conn's loop, or a
+// model checker) calls every method.
+type Driver struct {
+	cfg      Config
+	dir      wire.Direction // the direction of frames this peer receives
+	tables   map[string]*fsm.Table
+	bindings map[string]fsm.Binding[*Event]
+	failed   map[*fsm.Table]map[fsm.EventID]fsm.EventID
+	lost     map[*fsm.Table]fsm.EventID
+
+	instances map[Key]*Instance
+	aliases   map[Key]string
+	perTable  map[string]int
+	gen       uint64
+
+	sends   []*Write // queued, not yet handed out
+	out     fsm.Outbox
+	moved   []*Instance
+	stats   Stats
+	closing bool
+}
+
+// Stats counts what the driver did, for tests and metrics.
+type Stats struct {
+	Steps         map[fsm.Disposition]int
+	Refused       map[RefusalKind]int
+	Writes        int
+	FailedWrites  int
+	StaleTimers   int
+	Expired       int
+	EffectErrors  int
+	Evicted       int
+	LiveInstances int
+}
+
+// New validates cfg and returns a driver with no instances.
+func New(cfg Config) (*Driver, error) {
+	switch {
+	case !cfg.Role.Peer():
+		return nil, errors.New("peer: Config.Role must be fsm.RoleCore or fsm.RoleRuntime")
+	case len(cfg.Tables) == 0:
+		return nil, errors.New("peer: Config.Tables is empty")
+	case cfg.Router == nil:
+		return nil, errors.New("peer: Config.Router is nil")
+	case cfg.App == nil:
+		return nil, errors.New("peer: Config.App is nil")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = SystemClock()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Limits.MaxInstances == 0 {
+		cfg.Limits = DefaultLimits
+	}
+	d := &Driver{
+		cfg:       cfg,
+		dir:       wire.RuntimeToCore,
+		tables:    map[string]*fsm.Table{},
+		bindings:  map[string]fsm.Binding[*Event]{},
+		failed:    map[*fsm.Table]map[fsm.EventID]fsm.EventID{},
+		lost:      map[*fsm.Table]fsm.EventID{},
+		instances: map[Key]*Instance{},
+		perTable:  map[string]int{},
+		stats:     Stats{Steps: map[fsm.Disposition]int{}, Refused: map[RefusalKind]int{}},
+	}
+	if cfg.Role == fsm.RoleRuntime {
+		d.dir = wire.CoreToRuntime
+	}
+	for _, t := range cfg.Tables {
+		if err := t.Seal(); err != nil {
+			return nil, err
+		}
+		if _, dup := d.tables[t.Name]; dup {
+			return nil, fmt.Errorf("peer: machine %s given twice", t.Name)
+		}
+		d.tables[t.Name] = t
+		b := cfg.App.Binding(t.Name)
+		if b == nil {
+			return nil, fmt.Errorf("peer: the app has no binding for machine %s", t.Name)
+		}
+		d.bindings[t.Name] = b
+		lost := "connection_lost"
+		if name, ok := cfg.LostEvents[t.Name]; ok {
+			lost = name
+		}
+		if id, err := t.ParseEvent(lost); err == nil {
+			d.lost[t] = id
+		} else if _, named := cfg.LostEvents[t.Name]; named {
+			return nil, fmt.Errorf("peer: LostEvents: %w", err)
+		}
+	}
+	for k, failedName := range cfg.FailedSend {
+		t, ok := d.tables[k.Machine]
+		if !ok {
+			return nil, fmt.Errorf("peer: FailedSend names unknown machine %s", k.Machine)
+		}
+		sent, err := t.ParseEvent(k.ID)
+		if err != nil {
+			return nil, fmt.Errorf("peer: FailedSend: %w", err)
+		}
+		failed, err := t.ParseEvent(failedName)
+		if err != nil {
+			return nil, fmt.Errorf("peer: FailedSend: %w", err)
+		}
+		if d.failed[t] == nil {
+			d.failed[t] = map[fsm.EventID]fsm.EventID{}
+		}
+		d.failed[t][sent] = failed
+	}
+	return d, nil
+}
+
+// Role is the peer the driver runs for.
+func (d *Driver) Role() fsm.Role { return d.cfg.Role }
+
+// Table returns a machine's table.
+func (d *Driver) Table(machine string) (*fsm.Table, bool) {
+	t, ok := d.tables[machine]
+	return t, ok
+}
+
+// Lookup finds an instance.
+func (d *Driver) Lookup(k Key) (*Instance, bool) {
+	i, ok := d.instances[k]
+	return i, ok
+}
+
+// Instances lists every instance, sorted by key, for snapshots and tests.
+func (d *Driver) Instances() []*Instance {
+	out := make([]*Instance, 0, len(d.instances))
+	for _, i := range d.instances {
+		out = append(out, i)
+	}
+	sort.Slice(out, func(a, b int) bool {
+		if out[a].Key.Machine != out[b].Key.Machine {
+			return out[a].Key.Machine < out[b].Key.Machine
+		}
+		return out[a].Key.ID < out[b].Key.ID
+	})
+	return out
+}
+
+// Stats returns a copy of the counters.
+func (d *Driver) Stats() Stats {
+	s := d.stats
+	s.Steps = cloneMap(d.stats.Steps)
+	s.Refused = cloneMap(d.stats.Refused)
+	s.LiveInstances = len(d.instances)
+	return s
+}
+
+func cloneMap[K comparable, V any](m map[K]V) map[K]V {
+	out := make(map[K]V, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// instance returns the instance for k, creating it in its initial state
+// when create is set and the registry has room.
+func (d *Driver) instance(k Key, create bool) (*Instance, error) {
+	if i, ok := d.instances[k]; ok {
+		return i, nil
+	}
+	t, ok := d.tables[k.Machine]
+	if !ok {
+		return nil, fmt.Errorf("peer: no machine %s", k.Machine)
+	}
+	if !create {
+		return nil, errUnknownInstance
+	}
+	if d.perTable[k.Machine] >= d.limit(k.Machine) && !d.evictSettled(k.Machine) {
+		return nil, errInstanceLimit
+	}
+	i := &Instance{Key: k, created: d.cfg.Clock.Now(), deadlines: make([]deadline, len(t.Timers))}
+	if err := i.in.Init(t, d.cfg.Role); err != nil {
+		return nil, err
+	}
+	d.instances[k] = i
+	d.perTable[k.Machine]++
+	return i, nil
+}
+
+var (
+	errUnknownInstance = errors.New("no such instance")
+	errInstanceLimit   = errors.New("instance limit reached")
+)
+
+func (d *Driver) limit(machine string) int {
+	if n, ok := d.cfg.Limits.PerMachine[machine]; ok {
+		return n
+	}
+	return d.cfg.Limits.MaxInstances
+}
+
+// evictSettled removes the settled instance of machine that settled first,
+// reporting whether one was removed. Live instances are never evicted.
+func (d *Driver) evictSettled(machine string) bool {
+	var oldest *Instance
+	for _, i := range d.instances {
+		if i.Key.Machine == machine && i.Terminal() && (oldest == nil || i.settled.Before(oldest.settled)) {
+			oldest = i
+		}
+	}
+	if oldest == nil {
+		return false
+	}
+	d.remove(oldest)
+	d.stats.Evicted++
+	return true
+}
+
+func (d *Driver) remove(i *Instance) {
+	delete(d.instances, i.Key)
+	d.perTable[i.Key.Machine]--
+	for alias, id := range d.aliases {
+		if alias.Machine == i.Key.Machine && id == i.Key.ID {
+			delete(d.aliases, alias)
+		}
+	}
+}
+
+// dropIfPristine forgets an instance that an event created and did not
+// move: a frame for an unknown instance must not leave a record behind.
+func (d *Driver) dropIfPristine(i *Instance) {
+	if i.State() == i.Table().Initial && i.settled.IsZero() && d.noTimers(i) {
+		d.remove(i)
+	}
+}
+
+func (d *Driver) noTimers(i *Instance) bool {
+	for _, dl := range i.deadlines {
+		if dl.armed {
+			return false
+		}
+	}
+	return true
+}

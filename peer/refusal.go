@@ -1,0 +1,101 @@
+package peer
+
+import (
+	"errors"
+
+	wire "github.com/agentwire/agentwire/spec/wire"
+)
+
+// RefusalKind says why an inbound frame was not applied.
+type RefusalKind uint8
+
+const (
+	RefusedDecode   RefusalKind = 1 + iota // the frame failed to decode or validate
+	RefusedRoute                           // it addresses no machine instance, or the registry is full
+	RefusedMachine                         // a machine's table refused the event
+	RefusedShutdown                        // the connection was already lost
+)
+
+func (k RefusalKind) String() string {
+	switch k {
+	case RefusedDecode:
+		return "decode"
+	case RefusedRoute:
+		return "route"
+	case RefusedMachine:
+		return "machine"
+	case RefusedShutdown:
+		return "shutdown"
+	}
+	return "unknown"
+}
+
+// Refusal describes one inbound frame that was not applied.
+type Refusal struct {
+	Kind RefusalKind
+	// Msg is the frame as far as it decoded: for RefusedDecode its Entry is
+	// nil when the type was unknown, and its Payload nil when the payload
+	// failed; the id is whatever the envelope carried.
+	Msg *wire.Message
+	// Key is the instance that refused (RefusedMachine) or could not be
+	// found (RefusedRoute), when known.
+	Key Key
+	Err error
+}
+
+// Type is the frame's type, or "" when the envelope did not decode.
+func (r *Refusal) Type() string { return r.Msg.Type }
+
+func (d *Driver) refuse(r *Refusal) {
+	d.stats.Refused[r.Kind]++
+	typ, id := "", ""
+	if r.Msg != nil {
+		typ, id = r.Msg.Type, boundedID(r.Msg.ID)
+	}
+	d.cfg.Logger.Warn("frame refused",
+		"conn", d.cfg.Label, "kind", r.Kind.String(), "type", boundedID(typ), "id", id,
+		"instance", r.Key.String(), "err", r.Err)
+	d.cfg.App.Refused(r)
+}
+
+// SendError is returned to the sender of a frame that was not written: a
+// machine refused the send, the frame failed to encode, or the queue was
+// full. Nothing left this peer.
+type SendError struct {
+	Type string
+	Key  Key
+	Err  error
+}
+
+func (e *SendError) Error() string {
+	where := ""
+	if e.Key.Machine != "" {
+		where = " (" + e.Key.String() + ")"
+	}
+	return "peer: send " + e.Type + where + " refused: " + e.Err.Error()
+}
+
+func (e *SendError) Unwrap() error { return e.Err }
+
+// WriteError is returned to the sender of a frame whose write failed: the
+// frame may have left (the write can fail after the bytes reached the
+// kernel), so its receiver may act on it. The machines fired their
+// failed-send events.
+type WriteError struct {
+	Type string
+	Err  error
+}
+
+func (e *WriteError) Error() string {
+	return "peer: write " + e.Type + " failed (possibly delivered): " + e.Err.Error()
+}
+
+func (e *WriteError) Unwrap() error { return e.Err }
+
+var (
+	// ErrConnectionLost is the error of sends queued when the connection
+	// went away, and of deliveries after it.
+	ErrConnectionLost = errors.New("peer: connection lost")
+	// ErrSendQueueFull is the error of a send beyond Limits.MaxPendingSends.
+	ErrSendQueueFull = errors.New("peer: send queue full")
+)

@@ -1,0 +1,141 @@
+package peer
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/agentwire/agentwire/fsm"
+)
+
+// step fires event e on instance i and drains the effects the step asked
+// for: timers are armed and disarmed here, sends and actions go through the
+// app's binding. The step is complete before any effect runs, so an effect
+// that fails leaves a fully applied step behind; the failure is logged,
+// counted and returned.
+func (d *Driver) step(i *Instance, e fsm.EventID, ev *Event) error {
+	t := i.Table()
+	ev.Inst, ev.Key, ev.d = i, i.Key, d
+	d.out.Reset()
+	err := i.in.Step(e, ev, d.bindings[t.Name], &d.out)
+	obs, _ := d.cfg.App.(Observer)
+	for _, s := range d.out.Steps {
+		d.stats.Steps[s.Disposition()]++
+		d.logStep(i, s)
+		if obs != nil && s.Disposition() != fsm.Rejected {
+			obs.Stepped(ev, s)
+		}
+	}
+	var effErr error
+	for n := range d.out.Effects {
+		if perr := d.perform(i, &d.out.Effects[n], ev); perr != nil && effErr == nil {
+			effErr = perr
+		}
+	}
+	if d.out.Moved() {
+		d.moved = append(d.moved, i)
+	}
+	if i.Terminal() && i.settled.IsZero() {
+		i.settled = d.cfg.Clock.Now()
+		// A settled instance arms nothing: its table stopped every timer on
+		// the way in (the loader checks the armed sets), and clearing them
+		// here keeps a table bug from firing into a settled instance.
+		for n := range i.deadlines {
+			i.deadlines[n].armed = false
+		}
+	}
+	if err != nil {
+		return err
+	}
+	return effErr
+}
+
+func (d *Driver) perform(i *Instance, p *fsm.Pending, ev *Event) error {
+	t := i.Table()
+	ef := p.Effect
+	switch ef.Kind {
+	case fsm.EffectStart:
+		d.gen++
+		i.deadlines[ef.Timer-1] = deadline{at: d.cfg.Clock.Now().Add(d.duration(t, ef.Timer)), gen: d.gen, armed: true}
+		return nil
+	case fsm.EffectStop:
+		d.gen++
+		i.deadlines[ef.Timer-1] = deadline{gen: d.gen}
+		return nil
+	}
+	fr := fsm.Firing[*Event]{Table: t, From: p.From, Event: p.Event, To: p.To, Arg: ev}
+	if err := d.bindings[t.Name].Perform(ef, &fr); err != nil {
+		d.stats.EffectErrors++
+		err = &fsm.EffectError{
+			Machine: t.Name,
+			From:    t.StateName(p.From),
+			Event:   t.EventName(p.Event),
+			To:      t.StateName(p.To),
+			Effect:  t.EffectString(ef),
+			Err:     err,
+		}
+		d.cfg.Logger.Warn("effect failed", "conn", d.cfg.Label, "instance", i.Key.String(), "err", err)
+		return err
+	}
+	return nil
+}
+
+// duration is a timer's duration: the table's, unless local policy
+// overrides it.
+func (d *Driver) duration(t *fsm.Table, tm fsm.TimerID) (dur time.Duration) {
+	decl := &t.Timers[tm-1]
+	if over, ok := d.cfg.Durations[t.Name+"."+decl.Name]; ok && over > 0 {
+		return over
+	}
+	return decl.Duration
+}
+
+func (d *Driver) logStep(i *Instance, s fsm.Step) {
+	log := d.cfg.Logger
+	level := slog.LevelDebug
+	if s.Disposition() == fsm.Rejected {
+		level = slog.LevelInfo
+	}
+	if !log.Enabled(context.Background(), level) {
+		return
+	}
+	t := i.Table()
+	attrs := []slog.Attr{
+		slog.String("conn", d.cfg.Label),
+		slog.String("machine", t.Name),
+		slog.String("instance", boundedID(i.Key.ID)),
+		slog.String("event", t.EventName(s.Event())),
+		slog.String("from", t.StateName(s.From())),
+		slog.String("to", t.StateName(s.To())),
+		slog.String("disposition", s.Disposition().String()),
+	}
+	if r := s.Reason(); r != "" {
+		attrs = append(attrs, slog.String("reason", r))
+	}
+	log.LogAttrs(context.Background(), level, "step", attrs...)
+}
+
+// flushMoved hands the instances that moved during one delivery to the
+// saver, once each.
+func (d *Driver) flushMoved() {
+	if len(d.moved) == 0 {
+		return
+	}
+	if d.cfg.Saver != nil {
+		seen := make(map[*Instance]bool, len(d.moved))
+		uniq := d.moved[:0]
+		for _, i := range d.moved {
+			if !seen[i] {
+				seen[i] = true
+				uniq = append(uniq, i)
+			}
+		}
+		d.cfg.Saver(uniq)
+	}
+	d.moved = d.moved[:0]
+}
+
+var errRejected = fsm.ErrRejected
+
+func isRejection(err error) bool { return errors.Is(err, errRejected) }

@@ -1,0 +1,138 @@
+package peer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/coder/websocket"
+
+	wire "github.com/agentwire/agentwire/spec/wire"
+)
+
+// Transport carries whole frames. Read and Write block until done or until
+// ctx ends; Close ends the connection with a status the peer can read
+// (StatusCode), and unblocks every pending Read and Write.
+type Transport interface {
+	Read(ctx context.Context) ([]byte, error)
+	Write(ctx context.Context, frame []byte) error
+	Close(code StatusCode, reason string) error
+}
+
+// StatusCode is a WebSocket close status.
+type StatusCode = websocket.StatusCode
+
+// Close statuses the peers use.
+const (
+	StatusNormal    StatusCode = websocket.StatusNormalClosure
+	StatusGoingAway StatusCode = websocket.StatusGoingAway
+	StatusPolicy    StatusCode = websocket.StatusPolicyViolation
+	StatusTooBig    StatusCode = websocket.StatusMessageTooBig
+	// StatusRetired tells a Runtime that its device was retired or deleted:
+	// a permanent refusal, after which it must not reconnect.
+	StatusRetired StatusCode = 4001
+	// StatusReplaced closes a connection that a newer connection of the same
+	// device replaced.
+	StatusReplaced StatusCode = 4002
+)
+
+// CloseStatus extracts the close status from a Transport error, or -1.
+func CloseStatus(err error) StatusCode { return websocket.CloseStatus(err) }
+
+// WebSocket adapts a coder/websocket connection: text frames only, the
+// protocol's 4 MiB read limit, and a binary frame refused as a policy
+// violation rather than passed on.
+func WebSocket(c *websocket.Conn) Transport {
+	c.SetReadLimit(wire.MaxFrameBytes)
+	return &wsTransport{c: c}
+}
+
+type wsTransport struct{ c *websocket.Conn }
+
+func (t *wsTransport) Read(ctx context.Context) ([]byte, error) {
+	typ, b, err := t.c.Read(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read frame: %w", err)
+	}
+	if typ != websocket.MessageText {
+		_ = t.c.Close(StatusPolicy, "frames are JSON text")
+		return nil, errors.New("read frame: binary frame refused")
+	}
+	return b, nil
+}
+
+func (t *wsTransport) Write(ctx context.Context, frame []byte) error {
+	if err := t.c.Write(ctx, websocket.MessageText, frame); err != nil {
+		return fmt.Errorf("write frame: %w", err)
+	}
+	return nil
+}
+
+func (t *wsTransport) Close(code StatusCode, reason string) error {
+	return t.c.Close(code, reason)
+}
+
+// Pipe returns two connected in-memory transports, for tests and for the
+// model checker's live mode: frames written to one are read from the other
+// in order. Close on either end ends both, and the reader sees a
+// *websocket.CloseError with the code and reason.
+func Pipe() (Transport, Transport) {
+	ab := make(chan []byte, 64)
+	ba := make(chan []byte, 64)
+	p := &pipeShared{done: make(chan struct{})}
+	return &pipeEnd{in: ba, out: ab, p: p}, &pipeEnd{in: ab, out: ba, p: p}
+}
+
+type pipeShared struct {
+	once sync.Once
+	done chan struct{}
+	err  error
+}
+
+type pipeEnd struct {
+	in  <-chan []byte
+	out chan<- []byte
+	p   *pipeShared
+}
+
+func (e *pipeEnd) Read(ctx context.Context) ([]byte, error) {
+	select {
+	case b := <-e.in:
+		return b, nil
+	default:
+	}
+	select {
+	case b := <-e.in:
+		return b, nil
+	case <-e.p.done:
+		return nil, fmt.Errorf("read frame: %w", e.p.err)
+	case <-ctx.Done():
+		return nil, fmt.Errorf("read frame: %w", ctx.Err())
+	}
+}
+
+func (e *pipeEnd) Write(ctx context.Context, frame []byte) error {
+	select {
+	case <-e.p.done:
+		return fmt.Errorf("write frame: %w", e.p.err)
+	default:
+	}
+	b := append([]byte(nil), frame...)
+	select {
+	case e.out <- b:
+		return nil
+	case <-e.p.done:
+		return fmt.Errorf("write frame: %w", e.p.err)
+	case <-ctx.Done():
+		return fmt.Errorf("write frame: %w", ctx.Err())
+	}
+}
+
+func (e *pipeEnd) Close(code StatusCode, reason string) error {
+	e.p.once.Do(func() {
+		e.p.err = websocket.CloseError{Code: code, Reason: reason}
+		close(e.p.done)
+	})
+	return nil
+}
