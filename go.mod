@@ -13,6 +13,7 @@ require (
 )
 
 require (
+	github.com/cockroachdb/datadriven v1.0.2 // indirect
 	github.com/davecgh/go-spew v1.1.1 // indirect
 	github.com/disintegration/imaging v1.6.2 // indirect
 	github.com/flopp/go-findfont v0.1.0 // indirect

@@ -14,6 +14,7 @@ import (
 // error; it is never dropped silently and never panics the driver.
 func (d *Driver) Deliver(frame []byte) error {
 	defer d.flushMoved()
+	d.stats.Frames++
 	if d.closing {
 		d.refuse(&Refusal{Kind: RefusedShutdown, Msg: &wire.Message{}, Err: ErrConnectionLost})
 		return ErrConnectionLost

@@ -26,8 +26,9 @@ type App interface {
 // Observer is implemented by an App that keeps records from the frames its
 // instances accept (the highest revision applied, a fingerprint, the
 // delivery ID of a cancellation): guards only read, so this is where the
-// reading material is written. Stepped is called after every step that was
-// not rejected, before the step's effects run.
+// reading material is written. Stepped is called after every step, before
+// the step's effects run; a rejected step (s.Disposition() == fsm.Rejected)
+// must not leave a record.
 type Observer interface {
 	Stepped(ev *Event, s fsm.Step)
 }
@@ -111,6 +112,7 @@ type Driver struct {
 
 // Stats counts what the driver did, for tests and metrics.
 type Stats struct {
+	Frames        int // frames delivered, applied or not
 	Steps         map[fsm.Disposition]int
 	Refused       map[RefusalKind]int
 	Writes        int

@@ -70,47 +70,7 @@ func event(t testing.TB, d *peer.Driver, machine, name string) fsm.EventID {
 	return id
 }
 
-// testRouter routes by the catalog's drives: the instance is the envelope
-// id, except the Run of an execution_start (its run_id, aliased by the
-// preparation request ID) and the Run a preparation_status reports on (found
-// through that alias).
-func testRouter(tables []*fsm.Table) peer.Router {
-	byName := map[string]*fsm.Table{}
-	for _, tb := range tables {
-		byName[tb.Name] = tb
-	}
-	return peer.RouterFunc(func(msg *wire.Message, idx peer.Index) ([]peer.Target, error) {
-		var out []peer.Target
-		for _, tg := range msg.Targets() {
-			tb, ok := byName[tg.Machine]
-			if !ok {
-				continue
-			}
-			ev, err := tb.ParseEvent(tg.Event)
-			if err != nil {
-				return nil, err
-			}
-			target := peer.Target{Key: peer.Key{Machine: tg.Machine, ID: msg.ID}, Event: ev}
-			if tg.Machine == "run" {
-				switch p := msg.Payload.(type) {
-				case wire.ExecutionStart:
-					target.Key.ID, target.Alias = p.RunID, msg.ID
-				case wire.PreparationStatus:
-					id, ok := idx.Alias("run", msg.ID)
-					if !ok {
-						continue
-					}
-					target.Key.ID = id
-				}
-			}
-			out = append(out, target)
-		}
-		if len(out) == 0 {
-			return nil, errors.New("no machine of this peer handles " + msg.Type)
-		}
-		return out, nil
-	})
-}
+func testRouter(tables []*fsm.Table) peer.Router { return peer.CatalogRouter(tables) }
 
 // prepRecord is what the apps keep per preparation instance.
 type prepRecord struct {
@@ -154,7 +114,7 @@ func (a *app) Refused(r *peer.Refusal) {
 }
 
 func (a *app) Stepped(ev *peer.Event, s fsm.Step) {
-	if ev.Msg == nil {
+	if ev.Msg == nil || s.Disposition() == fsm.Rejected {
 		return
 	}
 	switch p := ev.Msg.Payload.(type) {

@@ -23,7 +23,7 @@ func (d *Driver) step(i *Instance, e fsm.EventID, ev *Event) error {
 	for _, s := range d.out.Steps {
 		d.stats.Steps[s.Disposition()]++
 		d.logStep(i, s)
-		if obs != nil && s.Disposition() != fsm.Rejected {
+		if obs != nil {
 			obs.Stepped(ev, s)
 		}
 	}

@@ -1,0 +1,61 @@
+package scenario_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/agentwire/agentwire/fsm"
+	"github.com/agentwire/agentwire/peer"
+	"github.com/agentwire/agentwire/peer/scenario"
+	"github.com/agentwire/agentwire/spec"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func loadTables(t *testing.T) []*fsm.Table {
+	t.Helper()
+	model, err := spec.LoadDir(os.DirFS("../../spec"), ".", "spec/")
+	require.NoError(t, err)
+	var out []*fsm.Table
+	for _, m := range model.Machines {
+		tb, err := m.Table()
+		require.NoError(t, err)
+		out = append(out, tb)
+	}
+	return out
+}
+
+// TestDriverScenarios runs every transcript under spec/scenarios/driver
+// with both roles' real drivers, over the in-memory pipe and over a real
+// WebSocket on loopback. Rewrite the expected outputs with
+// `go test ./peer/scenario -run TestDriverScenarios/pipe -rewrite`.
+func TestDriverScenarios(t *testing.T) {
+	tables := loadTables(t)
+	files, err := filepath.Glob("../../spec/scenarios/driver/*.txt")
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(files), 10)
+	for _, tr := range []scenario.Transport{scenario.TransportPipe, scenario.TransportWebSocket} {
+		t.Run(string(tr), func(t *testing.T) {
+			for _, f := range files {
+				t.Run(filepath.Base(f), func(t *testing.T) {
+					scenario.Run(t, f, scenario.Options{
+						Transport: tr,
+						Tables:    tables,
+						Router:    peer.CatalogRouter(tables),
+						Config: func(c *peer.Config) {
+							c.LostEvents = map[string]string{"run": "observation_lost"}
+							c.FailedSend = map[peer.Key]string{
+								{Machine: "run", ID: "execution_start"}: "delivery_failed",
+								{Machine: "run", ID: "prompt_cancel"}:   "delivery_failed",
+							}
+						},
+					})
+				})
+			}
+		})
+	}
+}
