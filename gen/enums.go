@@ -1,7 +1,7 @@
 package gen
 
 import (
-	. "github.com/dave/jennifer/jen"
+	"github.com/dave/jennifer/jen"
 
 	"github.com/agentwire/agentwire/spec"
 )
@@ -16,49 +16,49 @@ type enumItem struct {
 // enum writes a uint8 enum starting at 1 (zero stays "unset"), its name
 // table, String, Valid and, when parse is set, a Parse function from the
 // spec name. An unknown value prints as Type(n) instead of panicking.
-func enum(f *File, typ, doc string, items []enumItem, parse bool) {
+func enum(f *jen.File, typ, doc string, items []enumItem, parse bool) {
 	f.Comment(doc)
 	f.Type().Id(typ).Uint8()
 	if len(items) > 0 {
-		var defs []Code
+		var defs []jen.Code
 		for i, it := range items {
 			if it.Doc != "" {
-				defs = append(defs, Comment(it.Const+": "+it.Doc))
+				defs = append(defs, jen.Comment(it.Const+": "+it.Doc))
 			}
-			defs = append(defs, Id(it.Const).Id(typ).Op("=").Lit(i+1))
+			defs = append(defs, jen.Id(it.Const).Id(typ).Op("=").Lit(i+1))
 		}
 		f.Const().Defs(defs...)
 	}
-	names := []Code{Lit("")}
+	names := []jen.Code{jen.Lit("")}
 	for _, it := range items {
-		names = append(names, Lit(it.Name))
+		names = append(names, jen.Lit(it.Name))
 	}
 	table := lowerFirst(typ) + "Names"
-	f.Var().Id(table).Op("=").Index(Op("...")).String().Values(names...)
+	f.Var().Id(table).Op("=").Index(jen.Op("...")).String().Values(names...)
 
 	f.Comment("String returns the spec name, or " + typ + "(n) for a value outside the enum.")
-	f.Func().Params(Id("v").Id(typ)).Id("String").Params().String().Block(
-		If(Id("v").Dot("Valid").Call()).Block(Return(Id(table).Index(Id("v")))),
-		Return(Lit(typ+"(").Op("+").Qual("strconv", "Itoa").Call(Int().Call(Id("v"))).Op("+").Lit(")")),
+	f.Func().Params(jen.Id("v").Id(typ)).Id("String").Params().String().Block(
+		jen.If(jen.Id("v").Dot("Valid").Call()).Block(jen.Return(jen.Id(table).Index(jen.Id("v")))),
+		jen.Return(jen.Lit(typ+"(").Op("+").Qual("strconv", "Itoa").Call(jen.Int().Call(jen.Id("v"))).Op("+").Lit(")")),
 	)
 	f.Comment("Valid reports whether v is one of the declared constants.")
-	f.Func().Params(Id("v").Id(typ)).Id("Valid").Params().Bool().Block(
-		Return(Id("v").Op(">=").Lit(1).Op("&&").Int().Call(Id("v")).Op("<").Len(Id(table))),
+	f.Func().Params(jen.Id("v").Id(typ)).Id("Valid").Params().Bool().Block(
+		jen.Return(jen.Id("v").Op(">=").Lit(1).Op("&&").Int().Call(jen.Id("v")).Op("<").Len(jen.Id(table))),
 	)
 	if !parse {
 		return
 	}
-	var cases []Code
+	var cases []jen.Code
 	for _, it := range items {
-		cases = append(cases, Case(Lit(it.Name)).Block(Return(Id(it.Const), Nil())))
+		cases = append(cases, jen.Case(jen.Lit(it.Name)).Block(jen.Return(jen.Id(it.Const), jen.Nil())))
 	}
 	f.Commentf("Parse%s returns the %s with the given spec name.", typ, lowerFirst(typ))
-	f.Func().Id("Parse"+typ).Params(Id("name").String()).Params(Id(typ), Error()).Block(
-		Switch(Id("name")).Block(cases...),
-		Return(Lit(0), Op("&").Qual(fsmPkg, "InvalidError").Values(Dict{
-			Id("Machine"): Id("Name"),
-			Id("What"):    Lit(lowerFirst(typ) + " name"),
-			Id("Value"):   Qual(fsmPkg, "Quote").Call(Id("name")),
+	f.Func().Id("Parse"+typ).Params(jen.Id("name").String()).Params(jen.Id(typ), jen.Error()).Block(
+		jen.Switch(jen.Id("name")).Block(cases...),
+		jen.Return(jen.Lit(0), jen.Op("&").Qual(fsmPkg, "InvalidError").Values(jen.Dict{
+			jen.Id("Machine"): jen.Id("Name"),
+			jen.Id("What"):    jen.Lit(lowerFirst(typ) + " name"),
+			jen.Id("Value"):   jen.Qual(fsmPkg, "Quote").Call(jen.Id("name")),
 		})),
 	)
 }
@@ -129,14 +129,14 @@ func messageItems(m *spec.Machine) []enumItem {
 }
 
 // byteTable writes a [...]T lookup indexed by an enum, with index 0 unset.
-func byteTable(f *File, name string, elem Code, vals []Code) {
-	f.Var().Id(name).Op("=").Index(Op("...")).Add(elem).Values(append([]Code{Lit(0)}, vals...)...)
+func byteTable(f *jen.File, name string, elem jen.Code, vals []jen.Code) {
+	f.Var().Id(name).Op("=").Index(jen.Op("...")).Add(elem).Values(append([]jen.Code{jen.Lit(0)}, vals...)...)
 }
 
-func quoteAll(xs []string) []Code {
-	out := make([]Code, len(xs))
+func quoteAll(xs []string) []jen.Code {
+	out := make([]jen.Code, len(xs))
 	for i, x := range xs {
-		out[i] = Lit(x)
+		out[i] = jen.Lit(x)
 	}
 	return out
 }

@@ -1,7 +1,7 @@
 package gen
 
 import (
-	. "github.com/dave/jennifer/jen"
+	"github.com/dave/jennifer/jen"
 
 	"github.com/agentwire/agentwire/spec"
 )
@@ -15,8 +15,8 @@ const (
 // cellCases and pathCases are literals computed from the spec at generation
 // time; the other tests compare the machine with two independent
 // implementations (the spec interpreter and looplab/fsm) at test time.
-func testFile(m *spec.Machine) *File {
-	f := NewFile(m.Name)
+func testFile(m *spec.Machine) *jen.File {
+	f := jen.NewFile(m.Name)
 	f.HeaderComment(header(m))
 	f.ImportName(fsmPkg, "fsm")
 	f.ImportName(requirePkg, "require")
@@ -33,75 +33,75 @@ func testFile(m *spec.Machine) *File {
 	return f
 }
 
-func recorderDecl(f *File, m *spec.Machine) {
+func recorderDecl(f *jen.File, m *spec.Machine) {
 	f.Comment("recorder implements Hooks: guards answer from held, effects are logged in spec form, and the effect named fail returns errHook. raise, when set, is called from inside every hook: it exercises follow-up events.")
 	f.Type().Id("recorder").Struct(
-		Id("held").Id("GuardSet"),
-		Id("log").Index().String(),
-		Id("fail").String(),
-		Id("raise").Func().Params(Op("*").Id("Firing").Types(Int())).Error(),
+		jen.Id("held").Id("GuardSet"),
+		jen.Id("log").Index().String(),
+		jen.Id("fail").String(),
+		jen.Id("raise").Func().Params(jen.Op("*").Id("Firing").Types(jen.Int())).Error(),
 	)
-	f.Var().Id("errHook").Op("=").Qual("errors", "New").Call(Lit("hook failed"))
-	f.Var().Id("_").Id("Hooks").Types(Int()).Op("=").Parens(Op("*").Id("recorder")).Parens(Nil())
-	f.Func().Params(Id("r").Op("*").Id("recorder")).Id("record").Params(Id("f").Op("*").Id("Firing").Types(Int()), Id("effect").String()).Error().Block(
-		Id("r").Dot("log").Op("=").Append(Id("r").Dot("log"), Id("effect")),
-		If(Id("effect").Op("==").Id("r").Dot("fail")).Block(Return(Id("errHook"))),
-		If(Id("r").Dot("raise").Op("!=").Nil()).Block(Return(Id("r").Dot("raise").Call(Id("f")))),
-		Return(Nil()),
+	f.Var().Id("errHook").Op("=").Qual("errors", "New").Call(jen.Lit("hook failed"))
+	f.Var().Id("_").Id("Hooks").Types(jen.Int()).Op("=").Parens(jen.Op("*").Id("recorder")).Parens(jen.Nil())
+	f.Func().Params(jen.Id("r").Op("*").Id("recorder")).Id("record").Params(jen.Id("f").Op("*").Id("Firing").Types(jen.Int()), jen.Id("effect").String()).Error().Block(
+		jen.Id("r").Dot("log").Op("=").Append(jen.Id("r").Dot("log"), jen.Id("effect")),
+		jen.If(jen.Id("effect").Op("==").Id("r").Dot("fail")).Block(jen.Return(jen.Id("errHook"))),
+		jen.If(jen.Id("r").Dot("raise").Op("!=").Nil()).Block(jen.Return(jen.Id("r").Dot("raise").Call(jen.Id("f")))),
+		jen.Return(jen.Nil()),
 	)
-	fp := func() Code { return Id("f").Op("*").Id("Firing").Types(Int()) }
+	fp := func() jen.Code { return jen.Id("f").Op("*").Id("Firing").Types(jen.Int()) }
 	for _, g := range m.Guards {
-		f.Func().Params(Id("r").Op("*").Id("recorder")).Id(guardMethod(g)).Params(fp()).Bool().Block(
-			Return(Id("r").Dot("held").Dot("Has").Call(Id(guardConst(g)))),
+		f.Func().Params(jen.Id("r").Op("*").Id("recorder")).Id(guardMethod(g)).Params(fp()).Bool().Block(
+			jen.Return(jen.Id("r").Dot("held").Dot("Has").Call(jen.Id(guardConst(g)))),
 		)
 	}
 	for _, msg := range m.SentMessages() {
-		f.Func().Params(Id("r").Op("*").Id("recorder")).Id(sendMethod(msg)).Params(fp()).Error().Block(
-			Return(Id("r").Dot("record").Call(Id("f"), Lit("send "+msg))),
+		f.Func().Params(jen.Id("r").Op("*").Id("recorder")).Id(sendMethod(msg)).Params(fp()).Error().Block(
+			jen.Return(jen.Id("r").Dot("record").Call(jen.Id("f"), jen.Lit("send "+msg))),
 		)
 	}
 	if len(m.Timers()) > 0 {
 		for _, verb := range []string{"Start", "Stop"} {
-			f.Func().Params(Id("r").Op("*").Id("recorder")).Id(verb+"Timer").Params(fp(), Id("t").Id("Timer")).Error().Block(
-				Return(Id("r").Dot("record").Call(Id("f"), Lit(lowerFirst(verb)+" ").Op("+").Id("t").Dot("String").Call())),
+			f.Func().Params(jen.Id("r").Op("*").Id("recorder")).Id(verb+"Timer").Params(fp(), jen.Id("t").Id("Timer")).Error().Block(
+				jen.Return(jen.Id("r").Dot("record").Call(jen.Id("f"), jen.Lit(lowerFirst(verb)+" ").Op("+").Id("t").Dot("String").Call())),
 			)
 		}
 	}
 	for _, a := range m.Actions {
-		f.Func().Params(Id("r").Op("*").Id("recorder")).Id(actionMethod(a)).Params(fp()).Error().Block(
-			Return(Id("r").Dot("record").Call(Id("f"), Lit("do "+a.Name))),
+		f.Func().Params(jen.Id("r").Op("*").Id("recorder")).Id(actionMethod(a)).Params(fp()).Error().Block(
+			jen.Return(jen.Id("r").Dot("record").Call(jen.Id("f"), jen.Lit("do "+a.Name))),
 		)
 	}
 }
 
-func adapterDecl(f *File) {
+func adapterDecl(f *jen.File) {
 	f.Comment("adapter exposes Transition to fsmtest in spec names.")
-	f.Func().Id("adapter").Params(Id("t").Op("*").Qual("testing", "T")).Qual(fsmtestPkg, "Adapter").Block(
-		Return(Qual(fsmtestPkg, "Adapter").Values(Dict{Id("Transition"): Func().Params(List(Id("state"), Id("event")).String(), Id("held").Index().String()).Qual(fsmtestPkg, "Result").Block(
-			List(Id("s"), Err()).Op(":=").Id("ParseState").Call(Id("state")),
-			Qual(requirePkg, "NoError").Call(Id("t"), Err()),
-			List(Id("e"), Err()).Op(":=").Id("ParseEvent").Call(Id("event")),
-			Qual(requirePkg, "NoError").Call(Id("t"), Err()),
-			Var().Id("gs").Id("GuardSet"),
-			For(List(Id("_"), Id("name")).Op(":=").Range().Id("held")).Block(
-				List(Id("g"), Err()).Op(":=").Id("ParseGuard").Call(Id("name")),
-				Qual(requirePkg, "NoError").Call(Id("t"), Err()),
-				Id("gs").Op("=").Id("gs").Dot("With").Call(Id("g")),
+	f.Func().Id("adapter").Params(jen.Id("t").Op("*").Qual("testing", "T")).Qual(fsmtestPkg, "Adapter").Block(
+		jen.Return(jen.Qual(fsmtestPkg, "Adapter").Values(jen.Dict{jen.Id("Transition"): jen.Func().Params(jen.List(jen.Id("state"), jen.Id("event")).String(), jen.Id("held").Index().String()).Qual(fsmtestPkg, "Result").Block(
+			jen.List(jen.Id("s"), jen.Err()).Op(":=").Id("ParseState").Call(jen.Id("state")),
+			jen.Qual(requirePkg, "NoError").Call(jen.Id("t"), jen.Err()),
+			jen.List(jen.Id("e"), jen.Err()).Op(":=").Id("ParseEvent").Call(jen.Id("event")),
+			jen.Qual(requirePkg, "NoError").Call(jen.Id("t"), jen.Err()),
+			jen.Var().Id("gs").Id("GuardSet"),
+			jen.For(jen.List(jen.Id("_"), jen.Id("name")).Op(":=").Range().Id("held")).Block(
+				jen.List(jen.Id("g"), jen.Err()).Op(":=").Id("ParseGuard").Call(jen.Id("name")),
+				jen.Qual(requirePkg, "NoError").Call(jen.Id("t"), jen.Err()),
+				jen.Id("gs").Op("=").Id("gs").Dot("With").Call(jen.Id("g")),
 			),
-			List(Id("step"), Err()).Op(":=").Id("Transition").Call(Id("s"), Id("e"), Id("gs")),
-			Id("res").Op(":=").Qual(fsmtestPkg, "Result").Values(Dict{Id("To"): Id("step").Dot("To").Call().Dot("String").Call(), Id("Disposition"): Id("step").Dot("Disposition").Call(), Id("Err"): Err()}),
-			If(Id("step").Dot("Guard").Call().Op("!=").Lit(0)).Block(Id("res").Dot("Guard").Op("=").Id("step").Dot("Guard").Call().Dot("String").Call()),
-			For(List(Id("_"), Id("ef")).Op(":=").Range().Id("step").Dot("Effects").Call()).Block(
-				Id("res").Dot("Effects").Op("=").Append(Id("res").Dot("Effects"), Id("ef").Dot("String").Call()),
+			jen.List(jen.Id("step"), jen.Err()).Op(":=").Id("Transition").Call(jen.Id("s"), jen.Id("e"), jen.Id("gs")),
+			jen.Id("res").Op(":=").Qual(fsmtestPkg, "Result").Values(jen.Dict{jen.Id("To"): jen.Id("step").Dot("To").Call().Dot("String").Call(), jen.Id("Disposition"): jen.Id("step").Dot("Disposition").Call(), jen.Id("Err"): jen.Err()}),
+			jen.If(jen.Id("step").Dot("Guard").Call().Op("!=").Lit(0)).Block(jen.Id("res").Dot("Guard").Op("=").Id("step").Dot("Guard").Call().Dot("String").Call()),
+			jen.For(jen.List(jen.Id("_"), jen.Id("ef")).Op(":=").Range().Id("step").Dot("Effects").Call()).Block(
+				jen.Id("res").Dot("Effects").Op("=").Append(jen.Id("res").Dot("Effects"), jen.Id("ef").Dot("String").Call()),
 			),
-			Return(Id("res")),
+			jen.Return(jen.Id("res")),
 		)})),
 	)
 }
 
 // hookLog is what a recorder running for role logs for a rule's effects.
-func hookLog(r *spec.Rule, role spec.Role) []Code {
-	var out []Code
+func hookLog(r *spec.Rule, role spec.Role) []jen.Code {
+	var out []jen.Code
 	for _, ef := range r.Effects {
 		if ef.Kind == spec.EffectRaise {
 			continue
@@ -111,66 +111,66 @@ func hookLog(r *spec.Rule, role spec.Role) []Code {
 		}
 		bare := *ef
 		bare.Role = spec.RoleBoth
-		out = append(out, Lit(bare.String()))
+		out = append(out, jen.Lit(bare.String()))
 	}
 	return out
 }
 
-func strs(xs []Code) Code {
+func strs(xs []jen.Code) jen.Code {
 	if len(xs) == 0 {
-		return Nil()
+		return jen.Nil()
 	}
-	return Index().String().Values(xs...)
+	return jen.Index().String().Values(xs...)
 }
 
-func cellCasesDecl(f *File, m *spec.Machine) {
+func cellCasesDecl(f *jen.File, m *spec.Machine) {
 	f.Type().Id("cellCase").Struct(
-		Id("line").String(),
-		Id("from").Id("State"),
-		Id("event").Id("Event"),
-		Id("held").Id("GuardSet"),
-		Id("disp").Qual(fsmPkg, "Disposition"),
-		Id("to").Id("State"),
-		Id("guard").Id("Guard"),
-		Id("effects").Index().String(),
-		Id("both").Op(",").Id("core").Op(",").Id("runtime").Index().String(),
-		Id("raises").Bool(),
+		jen.Id("line").String(),
+		jen.Id("from").Id("State"),
+		jen.Id("event").Id("Event"),
+		jen.Id("held").Id("GuardSet"),
+		jen.Id("disp").Qual(fsmPkg, "Disposition"),
+		jen.Id("to").Id("State"),
+		jen.Id("guard").Id("Guard"),
+		jen.Id("effects").Index().String(),
+		jen.Id("both").Op(",").Id("core").Op(",").Id("runtime").Index().String(),
+		jen.Id("raises").Bool(),
 	)
-	var cases []Code
+	var cases []jen.Code
 	for _, s := range m.States {
 		for _, e := range m.Events {
 			for _, r := range m.Cell(s, e) {
-				d := Dict{
-					Id("line"):  Lit(r.Pos.String()),
-					Id("from"):  Id(stateConst(s)),
-					Id("event"): Id(eventConst(e)),
-					Id("disp"):  Qual(fsmPkg, disposition(r)),
+				d := jen.Dict{
+					jen.Id("line"):  jen.Lit(r.Pos.String()),
+					jen.Id("from"):  jen.Id(stateConst(s)),
+					jen.Id("event"): jen.Id(eventConst(e)),
+					jen.Id("disp"):  jen.Qual(fsmPkg, disposition(r)),
 				}
 				to := s
 				if r.Kind == spec.RuleGoto {
 					to = r.To
 				}
-				d[Id("to")] = Id(stateConst(to))
+				d[jen.Id("to")] = jen.Id(stateConst(to))
 				if r.Guard != nil {
-					d[Id("held")] = Id("GuardSet").Call(Lit(0)).Dot("With").Call(Id(guardConst(r.Guard)))
-					d[Id("guard")] = Id(guardConst(r.Guard))
+					d[jen.Id("held")] = jen.Id("GuardSet").Call(jen.Lit(0)).Dot("With").Call(jen.Id(guardConst(r.Guard)))
+					d[jen.Id("guard")] = jen.Id(guardConst(r.Guard))
 				}
 				if len(r.Effects) > 0 {
-					var efs []Code
+					var efs []jen.Code
 					raises := false
 					for _, ef := range r.Effects {
-						efs = append(efs, Lit(ef.String()))
+						efs = append(efs, jen.Lit(ef.String()))
 						raises = raises || ef.Kind == spec.EffectRaise
 					}
-					d[Id("effects")] = strs(efs)
-					d[Id("both")] = strs(hookLog(r, spec.RoleBoth))
-					d[Id("core")] = strs(hookLog(r, spec.RoleCore))
-					d[Id("runtime")] = strs(hookLog(r, spec.RoleRuntime))
+					d[jen.Id("effects")] = strs(efs)
+					d[jen.Id("both")] = strs(hookLog(r, spec.RoleBoth))
+					d[jen.Id("core")] = strs(hookLog(r, spec.RoleCore))
+					d[jen.Id("runtime")] = strs(hookLog(r, spec.RoleRuntime))
 					if raises {
-						d[Id("raises")] = True()
+						d[jen.Id("raises")] = jen.True()
 					}
 				}
-				cases = append(cases, Values(d))
+				cases = append(cases, jen.Values(d))
 			}
 		}
 	}
@@ -178,147 +178,147 @@ func cellCasesDecl(f *File, m *spec.Machine) {
 	f.Var().Id("cellCases").Op("=").Index().Id("cellCase").Values(cases...)
 }
 
-func pathCasesDecl(f *File, m *spec.Machine) {
-	f.Type().Id("pathStep").Struct(Id("event").Id("Event"), Id("held").Id("GuardSet"))
+func pathCasesDecl(f *jen.File, m *spec.Machine) {
+	f.Type().Id("pathStep").Struct(jen.Id("event").Id("Event"), jen.Id("held").Id("GuardSet"))
 	paths := m.Paths()
-	var cases []Code
+	var cases []jen.Code
 	for _, s := range m.States {
-		var steps []Code
+		var steps []jen.Code
 		for _, r := range paths[s] {
-			d := Dict{Id("event"): Id(eventConst(r.Event))}
+			d := jen.Dict{jen.Id("event"): jen.Id(eventConst(r.Event))}
 			if r.Guard != nil {
-				d[Id("held")] = Id("GuardSet").Call(Lit(0)).Dot("With").Call(Id(guardConst(r.Guard)))
+				d[jen.Id("held")] = jen.Id("GuardSet").Call(jen.Lit(0)).Dot("With").Call(jen.Id(guardConst(r.Guard)))
 			}
-			steps = append(steps, Values(d))
+			steps = append(steps, jen.Values(d))
 		}
-		cases = append(cases, Values(Id(stateConst(s)), Index().Id("pathStep").Values(steps...)))
+		cases = append(cases, jen.Values(jen.Id(stateConst(s)), jen.Index().Id("pathStep").Values(steps...)))
 	}
 	f.Comment("pathCases is a shortest path from Initial to every state.")
-	f.Var().Id("pathCases").Op("=").Index().Struct(Id("target").Id("State"), Id("steps").Index().Id("pathStep")).Values(cases...)
+	f.Var().Id("pathCases").Op("=").Index().Struct(jen.Id("target").Id("State"), jen.Id("steps").Index().Id("pathStep")).Values(cases...)
 }
 
-func cellTests(f *File) {
-	req := func(fn string, args ...Code) Code {
-		return Qual(requirePkg, fn).Call(append([]Code{Id("t")}, args...)...)
+func cellTests(f *jen.File) {
+	req := func(fn string, args ...jen.Code) jen.Code {
+		return jen.Qual(requirePkg, fn).Call(append([]jen.Code{jen.Id("t")}, args...)...)
 	}
-	f.Func().Id("TestEveryCell").Params(Id("t").Op("*").Qual("testing", "T")).Block(
-		For(List(Id("_"), Id("c")).Op(":=").Range().Id("cellCases")).Block(
-			Id("where").Op(":=").Id("c").Dot("line").Op("+").Lit(": ").Op("+").Id("c").Dot("from").Dot("String").Call().Op("+").Lit(" on ").Op("+").Id("c").Dot("event").Dot("String").Call(),
-			List(Id("step"), Id("trErr")).Op(":=").Id("Transition").Call(Id("c").Dot("from"), Id("c").Dot("event"), Id("c").Dot("held")),
-			req("Equal", Id("c").Dot("disp"), Id("step").Dot("Disposition").Call(), Id("where")),
-			req("Equal", Id("c").Dot("to"), Id("step").Dot("To").Call(), Id("where")),
-			req("Equal", Id("c").Dot("guard"), Id("step").Dot("Guard").Call(), Id("where")),
-			Var().Id("effects").Index().String(),
-			For(List(Id("_"), Id("ef")).Op(":=").Range().Id("step").Dot("Effects").Call()).Block(Id("effects").Op("=").Append(Id("effects"), Id("ef").Dot("String").Call())),
-			req("Equal", Id("c").Dot("effects"), Id("effects"), Id("where")),
-			For(List(Id("_"), Id("role")).Op(":=").Range().Index().Qual(fsmPkg, "Role").Values(Qual(fsmPkg, "RoleBoth"), Qual(fsmPkg, "RoleCore"), Qual(fsmPkg, "RoleRuntime"))).Block(
-				Id("rec").Op(":=").Op("&").Id("recorder").Values(Dict{Id("held"): Id("c").Dot("held")}),
-				Id("m").Op(":=").Id("New").Types(Int()).Call(Id("role"), Id("rec")),
-				List(Id("_"), Err()).Op(":=").Id("m").Dot("Restore").Call(Id("c").Dot("from").Dot("String").Call()),
-				req("NoError", Err()),
-				Id("fireErr").Op(":=").Id("m").Dot("Fire").Call(Id("c").Dot("event"), Lit(0)),
-				If(Id("c").Dot("disp").Op("==").Qual(fsmPkg, "Rejected")).Block(
-					req("ErrorIs", Id("trErr"), Qual(fsmPkg, "ErrRejected"), Id("where")),
-					req("ErrorIs", Id("fireErr"), Qual(fsmPkg, "ErrRejected"), Id("where")),
-					Var().Id("te").Op("*").Qual(fsmPkg, "TransitionError"),
-					req("ErrorAs", Id("fireErr"), Op("&").Id("te"), Id("where")),
-					req("Equal", Index().String().Values(Id("Name"), Id("c").Dot("from").Dot("String").Call(), Id("c").Dot("event").Dot("String").Call()), Index().String().Values(Id("te").Dot("Machine"), Id("te").Dot("State"), Id("te").Dot("Event")), Id("where")),
-					req("Equal", Id("c").Dot("from"), Id("m").Dot("State").Call(), Lit("a rejected event must leave the state unchanged: ").Op("+").Id("where")),
-					Continue(),
+	f.Func().Id("TestEveryCell").Params(jen.Id("t").Op("*").Qual("testing", "T")).Block(
+		jen.For(jen.List(jen.Id("_"), jen.Id("c")).Op(":=").Range().Id("cellCases")).Block(
+			jen.Id("where").Op(":=").Id("c").Dot("line").Op("+").Lit(": ").Op("+").Id("c").Dot("from").Dot("String").Call().Op("+").Lit(" on ").Op("+").Id("c").Dot("event").Dot("String").Call(),
+			jen.List(jen.Id("step"), jen.Id("trErr")).Op(":=").Id("Transition").Call(jen.Id("c").Dot("from"), jen.Id("c").Dot("event"), jen.Id("c").Dot("held")),
+			req("Equal", jen.Id("c").Dot("disp"), jen.Id("step").Dot("Disposition").Call(), jen.Id("where")),
+			req("Equal", jen.Id("c").Dot("to"), jen.Id("step").Dot("To").Call(), jen.Id("where")),
+			req("Equal", jen.Id("c").Dot("guard"), jen.Id("step").Dot("Guard").Call(), jen.Id("where")),
+			jen.Var().Id("effects").Index().String(),
+			jen.For(jen.List(jen.Id("_"), jen.Id("ef")).Op(":=").Range().Id("step").Dot("Effects").Call()).Block(jen.Id("effects").Op("=").Append(jen.Id("effects"), jen.Id("ef").Dot("String").Call())),
+			req("Equal", jen.Id("c").Dot("effects"), jen.Id("effects"), jen.Id("where")),
+			jen.For(jen.List(jen.Id("_"), jen.Id("role")).Op(":=").Range().Index().Qual(fsmPkg, "Role").Values(jen.Qual(fsmPkg, "RoleBoth"), jen.Qual(fsmPkg, "RoleCore"), jen.Qual(fsmPkg, "RoleRuntime"))).Block(
+				jen.Id("rec").Op(":=").Op("&").Id("recorder").Values(jen.Dict{jen.Id("held"): jen.Id("c").Dot("held")}),
+				jen.Id("m").Op(":=").Id("New").Types(jen.Int()).Call(jen.Id("role"), jen.Id("rec")),
+				jen.List(jen.Id("_"), jen.Err()).Op(":=").Id("m").Dot("Restore").Call(jen.Id("c").Dot("from").Dot("String").Call()),
+				req("NoError", jen.Err()),
+				jen.Id("fireErr").Op(":=").Id("m").Dot("Fire").Call(jen.Id("c").Dot("event"), jen.Lit(0)),
+				jen.If(jen.Id("c").Dot("disp").Op("==").Qual(fsmPkg, "Rejected")).Block(
+					req("ErrorIs", jen.Id("trErr"), jen.Qual(fsmPkg, "ErrRejected"), jen.Id("where")),
+					req("ErrorIs", jen.Id("fireErr"), jen.Qual(fsmPkg, "ErrRejected"), jen.Id("where")),
+					jen.Var().Id("te").Op("*").Qual(fsmPkg, "TransitionError"),
+					req("ErrorAs", jen.Id("fireErr"), jen.Op("&").Id("te"), jen.Id("where")),
+					req("Equal", jen.Index().String().Values(jen.Id("Name"), jen.Id("c").Dot("from").Dot("String").Call(), jen.Id("c").Dot("event").Dot("String").Call()), jen.Index().String().Values(jen.Id("te").Dot("Machine"), jen.Id("te").Dot("State"), jen.Id("te").Dot("Event")), jen.Id("where")),
+					req("Equal", jen.Id("c").Dot("from"), jen.Id("m").Dot("State").Call(), jen.Lit("a rejected event must leave the state unchanged: ").Op("+").Id("where")),
+					jen.Continue(),
 				),
-				req("NoError", Id("trErr"), Id("where")),
-				req("NoError", Id("fireErr"), Id("where")),
-				If(Id("c").Dot("raises")).Block(Continue().Comment("follow-ups move the machine further; covered by the walk tests")),
-				req("Equal", Id("c").Dot("to"), Id("m").Dot("State").Call(), Id("where")),
-				Id("want").Op(":=").Map(Qual(fsmPkg, "Role")).Index().String().Values(Dict{Qual(fsmPkg, "RoleBoth"): Id("c").Dot("both"), Qual(fsmPkg, "RoleCore"): Id("c").Dot("core"), Qual(fsmPkg, "RoleRuntime"): Id("c").Dot("runtime")}).Index(Id("role")),
-				req("Equal", Id("want"), Id("rec").Dot("log"), Lit("hooks run for role ").Op("+").Id("role").Dot("String").Call().Op("+").Lit(": ").Op("+").Id("where")),
+				req("NoError", jen.Id("trErr"), jen.Id("where")),
+				req("NoError", jen.Id("fireErr"), jen.Id("where")),
+				jen.If(jen.Id("c").Dot("raises")).Block(jen.Continue().Comment("follow-ups move the machine further; covered by the walk tests")),
+				req("Equal", jen.Id("c").Dot("to"), jen.Id("m").Dot("State").Call(), jen.Id("where")),
+				jen.Id("want").Op(":=").Map(jen.Qual(fsmPkg, "Role")).Index().String().Values(jen.Dict{jen.Qual(fsmPkg, "RoleBoth"): jen.Id("c").Dot("both"), jen.Qual(fsmPkg, "RoleCore"): jen.Id("c").Dot("core"), jen.Qual(fsmPkg, "RoleRuntime"): jen.Id("c").Dot("runtime")}).Index(jen.Id("role")),
+				req("Equal", jen.Id("want"), jen.Id("rec").Dot("log"), jen.Lit("hooks run for role ").Op("+").Id("role").Dot("String").Call().Op("+").Lit(": ").Op("+").Id("where")),
 			),
 		),
 	)
-	f.Func().Id("TestShortestPaths").Params(Id("t").Op("*").Qual("testing", "T")).Block(
-		For(List(Id("_"), Id("p")).Op(":=").Range().Id("pathCases")).Block(
-			Id("rec").Op(":=").Op("&").Id("recorder").Values(),
-			Id("m").Op(":=").Id("New").Types(Int()).Call(Qual(fsmPkg, "RoleBoth"), Id("rec")),
-			For(List(Id("_"), Id("st")).Op(":=").Range().Id("p").Dot("steps")).Block(
-				Id("rec").Dot("held").Op("=").Id("st").Dot("held"),
-				req("NoError", Id("m").Dot("Fire").Call(Id("st").Dot("event"), Lit(0)), Lit("path to ").Op("+").Id("p").Dot("target").Dot("String").Call()),
+	f.Func().Id("TestShortestPaths").Params(jen.Id("t").Op("*").Qual("testing", "T")).Block(
+		jen.For(jen.List(jen.Id("_"), jen.Id("p")).Op(":=").Range().Id("pathCases")).Block(
+			jen.Id("rec").Op(":=").Op("&").Id("recorder").Values(),
+			jen.Id("m").Op(":=").Id("New").Types(jen.Int()).Call(jen.Qual(fsmPkg, "RoleBoth"), jen.Id("rec")),
+			jen.For(jen.List(jen.Id("_"), jen.Id("st")).Op(":=").Range().Id("p").Dot("steps")).Block(
+				jen.Id("rec").Dot("held").Op("=").Id("st").Dot("held"),
+				req("NoError", jen.Id("m").Dot("Fire").Call(jen.Id("st").Dot("event"), jen.Lit(0)), jen.Lit("path to ").Op("+").Id("p").Dot("target").Dot("String").Call()),
 			),
-			req("Equal", Id("p").Dot("target"), Id("m").Dot("State").Call()),
+			req("Equal", jen.Id("p").Dot("target"), jen.Id("m").Dot("State").Call()),
 		),
 	)
 }
 
-func propertyTests(f *File) {
-	load := List(Id("m")).Op(":=").Qual(fsmtestPkg, "LoadMachine").Call(Id("t"), Id("specFile"))
+func propertyTests(f *jen.File) {
+	load := jen.List(jen.Id("m")).Op(":=").Qual(fsmtestPkg, "LoadMachine").Call(jen.Id("t"), jen.Id("specFile"))
 	f.Comment("TestEveryCellAgainstSpec compares every cell, under every guard assignment, with the spec interpreter reading the YAML at test time.")
-	f.Func().Id("TestEveryCellAgainstSpec").Params(Id("t").Op("*").Qual("testing", "T")).Block(
-		load, Qual(fsmtestPkg, "EveryCellAgainstSpec").Call(Id("t"), Id("m"), Id("adapter").Call(Id("t"))),
+	f.Func().Id("TestEveryCellAgainstSpec").Params(jen.Id("t").Op("*").Qual("testing", "T")).Block(
+		load, jen.Qual(fsmtestPkg, "EveryCellAgainstSpec").Call(jen.Id("t"), jen.Id("m"), jen.Id("adapter").Call(jen.Id("t"))),
 	)
-	f.Func().Id("TestRandomWalkAgainstSpec").Params(Id("t").Op("*").Qual("testing", "T")).Block(
+	f.Func().Id("TestRandomWalkAgainstSpec").Params(jen.Id("t").Op("*").Qual("testing", "T")).Block(
 		load,
-		For(Id("seed").Op(":=").Uint64().Call(Lit(1)), Id("seed").Op("<=").Lit(8), Id("seed").Op("++")).Block(
-			Qual(fsmtestPkg, "RandomWalk").Call(Id("t"), Id("m"), Id("adapter").Call(Id("t")), Id("seed"), Lit(2000)),
+		jen.For(jen.Id("seed").Op(":=").Uint64().Call(jen.Lit(1)), jen.Id("seed").Op("<=").Lit(8), jen.Id("seed").Op("++")).Block(
+			jen.Qual(fsmtestPkg, "RandomWalk").Call(jen.Id("t"), jen.Id("m"), jen.Id("adapter").Call(jen.Id("t")), jen.Id("seed"), jen.Lit(2000)),
 		),
 	)
-	f.Func().Id("TestDifferentialLooplab").Params(Id("t").Op("*").Qual("testing", "T")).Block(
-		load, Qual(fsmtestPkg, "DifferentialLooplab").Call(Id("t"), Id("m"), Id("adapter").Call(Id("t"))),
+	f.Func().Id("TestDifferentialLooplab").Params(jen.Id("t").Op("*").Qual("testing", "T")).Block(
+		load, jen.Qual(fsmtestPkg, "DifferentialLooplab").Call(jen.Id("t"), jen.Id("m"), jen.Id("adapter").Call(jen.Id("t"))),
 	)
 }
 
-func lifecycleTests(f *File, m *spec.Machine) {
-	req := func(fn string, args ...Code) Code {
-		return Qual(requirePkg, fn).Call(append([]Code{Id("t")}, args...)...)
+func lifecycleTests(f *jen.File, m *spec.Machine) {
+	req := func(fn string, args ...jen.Code) jen.Code {
+		return jen.Qual(requirePkg, fn).Call(append([]jen.Code{jen.Id("t")}, args...)...)
 	}
-	var restore []Code
+	var restore []jen.Code
 	for _, s := range m.States {
-		restore = append(restore, Id(stateConst(s)))
+		restore = append(restore, jen.Id(stateConst(s)))
 	}
-	f.Func().Id("TestRestoreAndParse").Params(Id("t").Op("*").Qual("testing", "T")).Block(
-		For(List(Id("_"), Id("s")).Op(":=").Range().Index().Id("State").Values(restore...)).Block(
-			Id("m").Op(":=").Id("New").Types(Int()).Call(Qual(fsmPkg, "RoleBoth"), Op("&").Id("recorder").Values()),
-			List(Id("timers"), Err()).Op(":=").Id("m").Dot("Restore").Call(Id("s").Dot("String").Call()),
-			req("NoError", Err()),
-			req("Equal", Id("s"), Id("m").Dot("State").Call()),
-			req("Equal", Id("s").Dot("Timers").Call(), Id("timers")),
-			List(Id("back"), Err()).Op(":=").Id("ParseState").Call(Id("s").Dot("String").Call()),
-			req("NoError", Err()),
-			req("Equal", Id("s"), Id("back")),
+	f.Func().Id("TestRestoreAndParse").Params(jen.Id("t").Op("*").Qual("testing", "T")).Block(
+		jen.For(jen.List(jen.Id("_"), jen.Id("s")).Op(":=").Range().Index().Id("State").Values(restore...)).Block(
+			jen.Id("m").Op(":=").Id("New").Types(jen.Int()).Call(jen.Qual(fsmPkg, "RoleBoth"), jen.Op("&").Id("recorder").Values()),
+			jen.List(jen.Id("timers"), jen.Err()).Op(":=").Id("m").Dot("Restore").Call(jen.Id("s").Dot("String").Call()),
+			req("NoError", jen.Err()),
+			req("Equal", jen.Id("s"), jen.Id("m").Dot("State").Call()),
+			req("Equal", jen.Id("s").Dot("Timers").Call(), jen.Id("timers")),
+			jen.List(jen.Id("back"), jen.Err()).Op(":=").Id("ParseState").Call(jen.Id("s").Dot("String").Call()),
+			req("NoError", jen.Err()),
+			req("Equal", jen.Id("s"), jen.Id("back")),
 		),
-		For(Id("e").Op(":=").Id("Event").Call(Lit(1)), Id("e").Dot("Valid").Call(), Id("e").Op("++")).Block(
-			List(Id("back"), Err()).Op(":=").Id("ParseEvent").Call(Id("e").Dot("String").Call()),
-			req("NoError", Err()),
-			req("Equal", Id("e"), Id("back")),
+		jen.For(jen.Id("e").Op(":=").Id("Event").Call(jen.Lit(1)), jen.Id("e").Dot("Valid").Call(), jen.Id("e").Op("++")).Block(
+			jen.List(jen.Id("back"), jen.Err()).Op(":=").Id("ParseEvent").Call(jen.Id("e").Dot("String").Call()),
+			req("NoError", jen.Err()),
+			req("Equal", jen.Id("e"), jen.Id("back")),
 		),
-		List(Id("_"), Err()).Op(":=").Id("New").Types(Int()).Call(Qual(fsmPkg, "RoleBoth"), Op("&").Id("recorder").Values()).Dot("Restore").Call(Lit("no_such_state")),
-		req("ErrorIs", Err(), Qual(fsmPkg, "ErrInvalid")),
-		req("Equal", Lit("State(0)"), Id("State").Call(Lit(0)).Dot("String").Call()),
-		List(Id("_"), Err()).Op("=").Id("Transition").Call(Id("Initial"), Id("Event").Call(Lit(0)), Lit(0)),
-		req("ErrorIs", Err(), Qual(fsmPkg, "ErrInvalid")),
+		jen.List(jen.Id("_"), jen.Err()).Op(":=").Id("New").Types(jen.Int()).Call(jen.Qual(fsmPkg, "RoleBoth"), jen.Op("&").Id("recorder").Values()).Dot("Restore").Call(jen.Lit("no_such_state")),
+		req("ErrorIs", jen.Err(), jen.Qual(fsmPkg, "ErrInvalid")),
+		req("Equal", jen.Lit("State(0)"), jen.Id("State").Call(jen.Lit(0)).Dot("String").Call()),
+		jen.List(jen.Id("_"), jen.Err()).Op("=").Id("Transition").Call(jen.Id("Initial"), jen.Id("Event").Call(jen.Lit(0)), jen.Lit(0)),
+		req("ErrorIs", jen.Err(), jen.Qual(fsmPkg, "ErrInvalid")),
 	)
 
 	f.Comment("TestConcurrentFire fires from several goroutines at once: every step the observer sees must start where the previous one ended, which holds only if Fire serialises its callers.")
-	f.Func().Id("TestConcurrentFire").Params(Id("t").Op("*").Qual("testing", "T")).Block(
-		For(Id("round").Op(":=").Lit(0), Id("round").Op("<").Lit(20), Id("round").Op("++")).Block(
-			Id("m").Op(":=").Id("New").Types(Int()).Call(Qual(fsmPkg, "RoleBoth"), Op("&").Id("recorder").Values(Dict{Id("held"): Id("GuardSet").Call(Id("round"))})),
-			Var().Id("steps").Index().Id("Step"),
-			Id("m").Dot("Observe").Call(Func().Params(Id("s").Id("Step")).Block(Id("steps").Op("=").Append(Id("steps"), Id("s")))),
-			Var().Id("wg").Qual("sync", "WaitGroup"),
-			For(Id("g").Op(":=").Lit(0), Id("g").Op("<").Lit(4), Id("g").Op("++")).Block(
-				Id("wg").Dot("Go").Call(Func().Params().Block(
-					Id("rng").Op(":=").Qual("math/rand/v2", "New").Call(Qual("math/rand/v2", "NewPCG").Call(Uint64().Call(Id("round")), Uint64().Call(Id("g")))),
-					For(Id("i").Op(":=").Lit(0), Id("i").Op("<").Lit(50), Id("i").Op("++")).Block(
-						Id("_").Op("=").Id("m").Dot("Fire").Call(Id("Event").Call(Lit(1).Op("+").Id("rng").Dot("IntN").Call(Id("numEvents"))), Id("i")),
+	f.Func().Id("TestConcurrentFire").Params(jen.Id("t").Op("*").Qual("testing", "T")).Block(
+		jen.For(jen.Id("round").Op(":=").Lit(0), jen.Id("round").Op("<").Lit(20), jen.Id("round").Op("++")).Block(
+			jen.Id("m").Op(":=").Id("New").Types(jen.Int()).Call(jen.Qual(fsmPkg, "RoleBoth"), jen.Op("&").Id("recorder").Values(jen.Dict{jen.Id("held"): jen.Id("GuardSet").Call(jen.Id("round"))})),
+			jen.Var().Id("steps").Index().Id("Step"),
+			jen.Id("m").Dot("Observe").Call(jen.Func().Params(jen.Id("s").Id("Step")).Block(jen.Id("steps").Op("=").Append(jen.Id("steps"), jen.Id("s")))),
+			jen.Var().Id("wg").Qual("sync", "WaitGroup"),
+			jen.For(jen.Id("g").Op(":=").Lit(0), jen.Id("g").Op("<").Lit(4), jen.Id("g").Op("++")).Block(
+				jen.Id("wg").Dot("Go").Call(jen.Func().Params().Block(
+					jen.Id("rng").Op(":=").Qual("math/rand/v2", "New").Call(jen.Qual("math/rand/v2", "NewPCG").Call(jen.Uint64().Call(jen.Id("round")), jen.Uint64().Call(jen.Id("g")))),
+					jen.For(jen.Id("i").Op(":=").Lit(0), jen.Id("i").Op("<").Lit(50), jen.Id("i").Op("++")).Block(
+						jen.Id("_").Op("=").Id("m").Dot("Fire").Call(jen.Id("Event").Call(jen.Lit(1).Op("+").Id("rng").Dot("IntN").Call(jen.Id("numEvents"))), jen.Id("i")),
 					),
 				)),
 			),
-			Id("wg").Dot("Wait").Call(),
-			req("GreaterOrEqual", Len(Id("steps")), Lit(200)),
-			Id("at").Op(":=").Id("Initial"),
-			For(List(Id("_"), Id("s")).Op(":=").Range().Id("steps")).Block(
-				req("Equal", Id("at"), Id("s").Dot("From").Call()),
-				Id("at").Op("=").Id("s").Dot("To").Call(),
+			jen.Id("wg").Dot("Wait").Call(),
+			req("GreaterOrEqual", jen.Len(jen.Id("steps")), jen.Lit(200)),
+			jen.Id("at").Op(":=").Id("Initial"),
+			jen.For(jen.List(jen.Id("_"), jen.Id("s")).Op(":=").Range().Id("steps")).Block(
+				req("Equal", jen.Id("at"), jen.Id("s").Dot("From").Call()),
+				jen.Id("at").Op("=").Id("s").Dot("To").Call(),
 			),
-			req("Equal", Id("at"), Id("m").Dot("State").Call()),
+			req("Equal", jen.Id("at"), jen.Id("m").Dot("State").Call()),
 		),
 	)
 
@@ -336,16 +336,16 @@ func lifecycleTests(f *File, m *spec.Machine) {
 	}
 	first := hookLog(hooked, spec.RoleBoth)[0]
 	f.Comment("TestEffectError makes the first hook of " + hooked.Pos.String() + " fail: the state has moved and the error names the effect.")
-	f.Func().Id("TestEffectError").Params(Id("t").Op("*").Qual("testing", "T")).Block(
-		Id("m").Op(":=").Id("New").Types(Int()).Call(Qual(fsmPkg, "RoleBoth"), Op("&").Id("recorder").Values(Dict{Id("fail"): first})),
-		List(Id("_"), Err()).Op(":=").Id("m").Dot("Restore").Call(Lit(hooked.From.Name)),
-		req("NoError", Err()),
-		Err().Op("=").Id("m").Dot("Fire").Call(Id(eventConst(hooked.Event)), Lit(0)),
-		req("ErrorIs", Err(), Qual(fsmPkg, "ErrEffect")),
-		req("ErrorIs", Err(), Id("errHook")),
-		Var().Id("ee").Op("*").Qual(fsmPkg, "EffectError"),
-		req("ErrorAs", Err(), Op("&").Id("ee")),
-		req("Equal", Id(stateConst(hooked.To)), Id("m").Dot("State").Call()),
+	f.Func().Id("TestEffectError").Params(jen.Id("t").Op("*").Qual("testing", "T")).Block(
+		jen.Id("m").Op(":=").Id("New").Types(jen.Int()).Call(jen.Qual(fsmPkg, "RoleBoth"), jen.Op("&").Id("recorder").Values(jen.Dict{jen.Id("fail"): first})),
+		jen.List(jen.Id("_"), jen.Err()).Op(":=").Id("m").Dot("Restore").Call(jen.Lit(hooked.From.Name)),
+		req("NoError", jen.Err()),
+		jen.Err().Op("=").Id("m").Dot("Fire").Call(jen.Id(eventConst(hooked.Event)), jen.Lit(0)),
+		req("ErrorIs", jen.Err(), jen.Qual(fsmPkg, "ErrEffect")),
+		req("ErrorIs", jen.Err(), jen.Id("errHook")),
+		jen.Var().Id("ee").Op("*").Qual(fsmPkg, "EffectError"),
+		req("ErrorAs", jen.Err(), jen.Op("&").Id("ee")),
+		req("Equal", jen.Id(stateConst(hooked.To)), jen.Id("m").Dot("State").Call()),
 	)
 
 	// A follow-up from the hooked rule's target that is accepted there.
@@ -364,28 +364,28 @@ func lifecycleTests(f *File, m *spec.Machine) {
 		return
 	}
 	f.Comment("TestFollowUpFromHook raises " + next.Event.Name + " from inside a hook of " + hooked.Pos.String() + ": it runs after the current event, under the same Fire, without deadlocking.")
-	f.Func().Id("TestFollowUpFromHook").Params(Id("t").Op("*").Qual("testing", "T")).Block(
-		Id("rec").Op(":=").Op("&").Id("recorder").Values(),
-		Id("raised").Op(":=").False(),
-		Id("rec").Dot("raise").Op("=").Func().Params(Id("f").Op("*").Id("Firing").Types(Int())).Error().Block(
-			If(Id("raised")).Block(Return(Nil())),
-			Id("raised").Op("=").True(),
-			Return(Id("f").Dot("Raise").Call(Id(eventConst(next.Event)), Lit(7))),
+	f.Func().Id("TestFollowUpFromHook").Params(jen.Id("t").Op("*").Qual("testing", "T")).Block(
+		jen.Id("rec").Op(":=").Op("&").Id("recorder").Values(),
+		jen.Id("raised").Op(":=").False(),
+		jen.Id("rec").Dot("raise").Op("=").Func().Params(jen.Id("f").Op("*").Id("Firing").Types(jen.Int())).Error().Block(
+			jen.If(jen.Id("raised")).Block(jen.Return(jen.Nil())),
+			jen.Id("raised").Op("=").True(),
+			jen.Return(jen.Id("f").Dot("Raise").Call(jen.Id(eventConst(next.Event)), jen.Lit(7))),
 		),
-		Id("m").Op(":=").Id("New").Types(Int()).Call(Qual(fsmPkg, "RoleBoth"), Id("rec")),
-		List(Id("_"), Err()).Op(":=").Id("m").Dot("Restore").Call(Lit(hooked.From.Name)),
-		req("NoError", Err()),
-		req("NoError", Id("m").Dot("Fire").Call(Id(eventConst(hooked.Event)), Lit(0))),
-		req("Equal", Id(stateConst(next.To)), Id("m").Dot("State").Call()),
-		Comment("An unbounded chain of follow-ups fails instead of spinning."),
-		Id("rec").Dot("raise").Op("=").Func().Params(Id("f").Op("*").Id("Firing").Types(Int())).Error().Block(
-			For(Range().Qual(fsmPkg, "QueueCapacity").Op("+").Lit(1)).Block(
-				If(Err().Op(":=").Id("f").Dot("Raise").Call(Id(eventConst(next.Event)), Lit(7)), Err().Op("!=").Nil()).Block(Return(Err())),
+		jen.Id("m").Op(":=").Id("New").Types(jen.Int()).Call(jen.Qual(fsmPkg, "RoleBoth"), jen.Id("rec")),
+		jen.List(jen.Id("_"), jen.Err()).Op(":=").Id("m").Dot("Restore").Call(jen.Lit(hooked.From.Name)),
+		req("NoError", jen.Err()),
+		req("NoError", jen.Id("m").Dot("Fire").Call(jen.Id(eventConst(hooked.Event)), jen.Lit(0))),
+		req("Equal", jen.Id(stateConst(next.To)), jen.Id("m").Dot("State").Call()),
+		jen.Comment("An unbounded chain of follow-ups fails instead of spinning."),
+		jen.Id("rec").Dot("raise").Op("=").Func().Params(jen.Id("f").Op("*").Id("Firing").Types(jen.Int())).Error().Block(
+			jen.For(jen.Range().Qual(fsmPkg, "QueueCapacity").Op("+").Lit(1)).Block(
+				jen.If(jen.Err().Op(":=").Id("f").Dot("Raise").Call(jen.Id(eventConst(next.Event)), jen.Lit(7)), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
 			),
-			Return(Nil()),
+			jen.Return(jen.Nil()),
 		),
-		List(Id("_"), Err()).Op("=").Id("m").Dot("Restore").Call(Lit(hooked.From.Name)),
-		req("NoError", Err()),
-		req("ErrorIs", Id("m").Dot("Fire").Call(Id(eventConst(hooked.Event)), Lit(0)), Qual(fsmPkg, "ErrQueueFull")),
+		jen.List(jen.Id("_"), jen.Err()).Op("=").Id("m").Dot("Restore").Call(jen.Lit(hooked.From.Name)),
+		req("NoError", jen.Err()),
+		req("ErrorIs", jen.Id("m").Dot("Fire").Call(jen.Id(eventConst(hooked.Event)), jen.Lit(0)), jen.Qual(fsmPkg, "ErrQueueFull")),
 	)
 }
