@@ -143,6 +143,6 @@ func hooksDecl(f *jen.File, m *spec.Machine, v roleView) {
 		jen.Id("h").Id(iface).Types(jen.Id("A")),
 		jen.Id("timers").Qual(fsmPkg, "Timers").Types(jen.Id("A")),
 	).Params(jen.Op("*").Qual(fsmPkg, "Machine").Types(jen.Id("A")), jen.Error()).Block(
-		jen.Return(jen.Qual(fsmPkg, "NewMachine").Call(jen.Id("Table"), jen.Qual(fsmPkg, "Role"+v.name), jen.Id(v.name).Call(jen.Id("h")), jen.Id("timers"))),
+		jen.Return(jen.Qual(fsmPkg, "NewMachine").Call(jen.Id("Table"), jen.Qual(fsmPkg, "Role"+v.name), jen.Id(v.name).Index(jen.Id("A")).Call(jen.Id("h")), jen.Id("timers"))),
 	)
 }

@@ -930,7 +930,7 @@ func Core[A any](h CoreHooks[A]) fsm.Binding[A] {
 // performs the effects of a Core peer through h, after each step (fsm.Machine.Fire). timers arms
 // and disarms the timers the Core owns; it must not be nil.
 func NewCore[A any](h CoreHooks[A], timers fsm.Timers[A]) (*fsm.Machine[A], error) {
-	return fsm.NewMachine(Table, fsm.RoleCore, Core(h), timers)
+	return fsm.NewMachine(Table, fsm.RoleCore, Core[A](h), timers)
 }
 
 // RuntimeHooks is what a Runtime peer implements to run the preparation machine: one method per
@@ -977,5 +977,5 @@ func Runtime[A any](h RuntimeHooks[A]) fsm.Binding[A] {
 // performs the effects of a Runtime peer through h, after each step (fsm.Machine.Fire). timers
 // arms and disarms the timers the Runtime owns; it must not be nil.
 func NewRuntime[A any](h RuntimeHooks[A], timers fsm.Timers[A]) (*fsm.Machine[A], error) {
-	return fsm.NewMachine(Table, fsm.RoleRuntime, Runtime(h), timers)
+	return fsm.NewMachine(Table, fsm.RoleRuntime, Runtime[A](h), timers)
 }
