@@ -109,7 +109,7 @@ func TestEngineMatchesInterpreter(t *testing.T) {
 							got = append(got, tb.EffectString(p.Effect))
 						}
 						for _, ef := range want.Effects {
-							if ef.Kind != spec.EffectRaise && (ef.Role == spec.RoleBoth || ef.Role.String() == role.String()) {
+							if ef.Kind != spec.EffectRaise && role.Performs(ef.Role) {
 								own = append(own, ef.String())
 							}
 						}

@@ -18,10 +18,6 @@ type roleView struct {
 	timers  bool                 // whether the peer arms or disarms a timer
 }
 
-// performs reports whether a peer in role performs (or causes) something
-// tagged tag.
-func performs(role, tag spec.Role) bool { return tag == spec.RoleBoth || tag == role }
-
 // analyse works out role's view of m. A peer handles every message event
 // (the sender fires its own send once written, the receiver the frame it
 // read), the timers it owns, the local events it observes, and the events
@@ -31,7 +27,7 @@ func performs(role, tag spec.Role) bool { return tag == spec.RoleBoth || tag == 
 func analyse(m *spec.Machine, role spec.Role) roleView {
 	v := roleView{role: role, name: roleName(role), handles: map[*spec.Event]bool{}}
 	for _, e := range m.Events {
-		if e.Kind == spec.EventMessage || performs(role, e.By) {
+		if e.Kind == spec.EventMessage || role.Performs(e.By) {
 			v.handles[e] = true
 		}
 	}
@@ -39,7 +35,7 @@ func analyse(m *spec.Machine, role spec.Role) roleView {
 	actions := map[*spec.Action]bool{}
 	for _, r := range m.Rules {
 		for _, ef := range r.Effects {
-			if !performs(role, ef.Role) {
+			if !role.Performs(ef.Role) {
 				continue
 			}
 			switch ef.Kind {

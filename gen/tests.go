@@ -166,7 +166,7 @@ func (g testGen) recorderDecl(f *jen.File) {
 func hookLog(r *spec.Rule, role spec.Role) []jen.Code {
 	var out []jen.Code
 	for _, ef := range r.Effects {
-		if ef.Kind == spec.EffectRaise || !performs(role, ef.Role) {
+		if ef.Kind == spec.EffectRaise || !role.Performs(ef.Role) {
 			continue
 		}
 		out = append(out, jen.Lit(bareEffect(ef)))
@@ -583,7 +583,7 @@ func (g testGen) effectErrorTest(f *jen.File) {
 			}
 			var first *spec.Effect
 			for _, ef := range r.Effects {
-				if ef.Kind != spec.EffectRaise && performs(v.role, ef.Role) {
+				if ef.Kind != spec.EffectRaise && v.role.Performs(ef.Role) {
 					first = ef
 					break
 				}

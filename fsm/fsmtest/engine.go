@@ -55,11 +55,6 @@ func SameTable(t testing.TB, m *spec.Machine, got *fsm.Table) {
 	}
 }
 
-// performs reports whether a peer in role performs an effect tagged tag.
-func performs(role fsm.Role, tag spec.Role) bool {
-	return tag == spec.RoleBoth || tag.String() == role.String()
-}
-
 // heldSet holds the guards of a GuardSet, for an Instance.
 type heldSet fsm.GuardSet
 
@@ -87,7 +82,7 @@ func runToCompletion(m *spec.Machine, role fsm.Role, s *spec.State, e *spec.Even
 		}
 		s = r.To
 		for _, ef := range r.Effects {
-			if !performs(role, ef.Role) {
+			if !role.Performs(ef.Role) {
 				continue
 			}
 			if ef.Kind == spec.EffectRaise {
