@@ -87,14 +87,18 @@ type counters struct {
 
 func (c *counters) reset() { c.applied = 0 }
 
-// hooks implements preparation.Hooks[*frame]. Guards read the frame; a
-// newer revision is recorded as applied as soon as its guard holds (the
-// guard holding selects the candidate, so the transition happens).
+// hooks implements preparation.RuntimeHooks[*frame] and fsm.Timers. Guards
+// read the frame; a newer revision is recorded as applied as soon as its
+// guard holds (the guard holding selects the candidate, so the transition
+// happens).
 type hooks struct{ counters }
 
-var _ preparation.Hooks[*frame] = (*hooks)(nil)
+var (
+	_ preparation.RuntimeHooks[*frame] = (*hooks)(nil)
+	_ fsm.Timers[*frame]               = (*hooks)(nil)
+)
 
-func (h *hooks) GuardNewerRevision(f *preparation.Firing[*frame]) bool {
+func (h *hooks) GuardNewerRevision(f *fsm.Firing[*frame]) bool {
 	h.guards++
 	if f.Arg.Rev > h.applied {
 		h.applied = f.Arg.Rev
@@ -103,40 +107,39 @@ func (h *hooks) GuardNewerRevision(f *preparation.Firing[*frame]) bool {
 	return false
 }
 
-func (h *hooks) GuardSameFingerprint(f *preparation.Firing[*frame]) bool {
+func (h *hooks) GuardSameFingerprint(f *fsm.Firing[*frame]) bool {
 	h.guards++
 	return f.Arg.Fingerprint == h.fingerprnt
 }
 
-func (h *hooks) GuardRejectsPrepare(f *preparation.Firing[*frame]) bool {
+func (h *hooks) GuardRejectsPrepare(f *fsm.Firing[*frame]) bool {
 	h.guards++
 	return f.Arg.RejectsPrepare
 }
 
-func (h *hooks) GuardReadOnlyProfile(f *preparation.Firing[*frame]) bool {
+func (h *hooks) GuardReadOnlyProfile(f *fsm.Firing[*frame]) bool {
 	h.guards++
 	return f.Arg.ReadOnly
 }
 
-func (h *hooks) SendPreparationStatus(f *preparation.Firing[*frame]) error {
+func (h *hooks) SendPreparationStatus(f *fsm.Firing[*frame]) error {
 	h.sends++
 	h.fingerprnt = f.Arg.Fingerprint
 	return nil
 }
 
-func (h *hooks) StartTimer(_ *preparation.Firing[*frame], t preparation.Timer) error {
+func (h *hooks) StartTimer(_ *fsm.Firing[*frame], t fsm.TimerID) error {
 	h.armed[t]++
 	return nil
 }
 
-func (h *hooks) StopTimer(_ *preparation.Firing[*frame], t preparation.Timer) error {
+func (h *hooks) StopTimer(_ *fsm.Firing[*frame], t fsm.TimerID) error {
 	h.disarmed[t]++
 	return nil
 }
 
-func (h *hooks) DoRecordRejection(*preparation.Firing[*frame]) error    { h.actions++; return nil }
-func (h *hooks) DoSettleCleanup(*preparation.Firing[*frame]) error      { h.actions++; return nil }
-func (h *hooks) DoLeaveTurnUnclaimed(*preparation.Firing[*frame]) error { h.actions++; return nil }
+func (h *hooks) DoRecordRejection(*fsm.Firing[*frame]) error { h.actions++; return nil }
+func (h *hooks) DoSettleCleanup(*fsm.Firing[*frame]) error   { h.actions++; return nil }
 
 // looplabCallbacks does in looplab what hooks does in the generated machine:
 // leave_state evaluates the guards from the frame (cancelling the event when
@@ -187,23 +190,28 @@ func newLooplab(tb testing.TB, cycle []move, cbs looplab.Callbacks) *looplab.FSM
 	return f
 }
 
-// newMachine returns a runtime-side machine and checks that it walks the cycle.
-func newMachine(tb testing.TB, cycle []move) (*preparation.Machine[*frame], *hooks) {
+// newMachine returns a runtime-side machine (preparation.NewRuntime) and
+// checks that it walks the cycle.
+func newMachine(tb testing.TB, cycle []move) (*fsm.Machine[*frame], *hooks) {
 	tb.Helper()
 	h := &hooks{}
-	m := preparation.New[*frame](fsm.RoleRuntime, h)
+	m, err := preparation.NewRuntime[*frame](h, h)
+	require.NoError(tb, err)
 	for _, mv := range cycle {
-		require.NoError(tb, m.Fire(mv.event, mv.arg))
-		require.Equal(tb, mv.to, m.State())
+		require.NoError(tb, m.Fire(fsm.EventID(mv.event), mv.arg))
+		require.Equal(tb, mv.to, preparation.State(m.State()))
 	}
 	require.NotZero(tb, h.sends)
 	require.NotZero(tb, h.armed[preparation.TimerAdmissionExpiry])
 	require.NotZero(tb, h.disarmed[preparation.TimerAdmissionExpiry])
-	_, err := m.Restore(preparation.Initial.String())
+	_, err = m.Restore(initial)
 	require.NoError(tb, err)
 	h.reset()
 	return m, h
 }
+
+// initial is where Restore takes the machine after each cycle.
+const initial = fsm.StateID(preparation.Initial)
 
 var (
 	sinkState preparation.State
@@ -242,8 +250,9 @@ func BenchmarkTransitionReject(b *testing.B) {
 	sinkErr = err
 }
 
-// BenchmarkFire: Machine.Fire with real guards and counting effect hooks,
-// lock included. Every op is a move; after the last step the machine is
+// BenchmarkFire: fsm.Machine.Fire of preparation.NewRuntime with real
+// guards and counting effect hooks, lock included: the step, then the
+// outbox performed through the generated binding. Every op is a move; after the last step the machine is
 // restored to idle (one Restore per five ops, inside the timed loop).
 func BenchmarkFire(b *testing.B) {
 	cycle := startCycle(b)
@@ -252,27 +261,27 @@ func BenchmarkFire(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		mv := &cycle[i]
-		if err := m.Fire(mv.event, mv.arg); err != nil {
+		if err := m.Fire(fsm.EventID(mv.event), mv.arg); err != nil {
 			b.Fatal(err)
 		}
 		if i++; i == len(cycle) {
 			i = 0
-			if _, err := m.Restore("idle"); err != nil {
+			if _, err := m.Restore(initial); err != nil {
 				b.Fatal(err)
 			}
 			h.reset()
 		}
 	}
-	sinkState = m.State()
+	sinkState = preparation.State(m.State())
 }
 
-// BenchmarkFireReject: Fire of a rejected event (lock, no hook runs).
+// BenchmarkFireReject: Fire of a rejected event (lock and step, no hook runs).
 func BenchmarkFireReject(b *testing.B) {
 	m, _ := newMachine(b, startCycle(b))
 	b.ReportAllocs()
 	var err error
 	for b.Loop() {
-		err = m.Fire(preparation.EventExecutionStart, nil)
+		err = m.Fire(fsm.EventID(preparation.EventExecutionStart), nil)
 	}
 	if err == nil {
 		b.Fatal("execution_start in idle was not rejected")
@@ -363,11 +372,11 @@ func TestTransitionAllocatesNothing(t *testing.T) {
 	m, h := newMachine(t, cycle)
 	allocs = testing.AllocsPerRun(1000, func() {
 		for _, mv := range cycle {
-			if err := m.Fire(mv.event, mv.arg); err != nil {
+			if err := m.Fire(fsm.EventID(mv.event), mv.arg); err != nil {
 				panic(err)
 			}
 		}
-		if _, err := m.Restore("idle"); err != nil {
+		if _, err := m.Restore(initial); err != nil {
 			panic(err)
 		}
 		h.reset()
@@ -375,7 +384,7 @@ func TestTransitionAllocatesNothing(t *testing.T) {
 	require.Zero(t, allocs, "Fire over the cycle, with Restore")
 
 	allocs = testing.AllocsPerRun(1000, func() {
-		sinkErr = m.Fire(preparation.EventExecutionStart, nil)
+		sinkErr = m.Fire(fsm.EventID(preparation.EventExecutionStart), nil)
 	})
 	require.Zero(t, allocs, "rejected Fire")
 	require.ErrorIs(t, sinkErr, fsm.ErrRejected)

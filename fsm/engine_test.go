@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"os"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -108,7 +109,7 @@ func TestEngineMatchesInterpreter(t *testing.T) {
 							got = append(got, tb.EffectString(p.Effect))
 						}
 						for _, ef := range want.Effects {
-							if ef.Kind != spec.EffectRaise && (ef.Role == spec.RoleBoth || ef.Role.String() == role.String()) {
+							if ef.Kind != spec.EffectRaise && role.Performs(ef.Role) {
 								own = append(own, ef.String())
 							}
 						}
@@ -316,4 +317,81 @@ func (r *recorder) Perform(ef *fsm.Effect, f *fsm.Firing[string]) error {
 	}
 	r.log = append(r.log, "perform "+f.Table.EffectString(ef)[len("runtime: "):]+" a->b? no: from "+f.Table.StateName(f.From)+" to "+f.Table.StateName(f.To)+" with "+f.Arg)
 	return nil
+}
+
+// heldBinding holds the guards of a GuardSet and performs every effect by
+// doing nothing.
+type heldBinding struct{ held fsm.GuardSet }
+
+func (b heldBinding) Guard(g fsm.GuardID, _ *fsm.Firing[int]) bool { return b.held.Has(g) }
+
+func (heldBinding) Perform(*fsm.Effect, *fsm.Firing[int]) error { return nil }
+
+func (heldBinding) StartTimer(*fsm.Firing[int], fsm.TimerID) error { return nil }
+
+func (heldBinding) StopTimer(*fsm.Firing[int], fsm.TimerID) error { return nil }
+
+// TestMachineFireSerialisesCallers fires from several goroutines at once:
+// every step the observer sees must start where the previous one ended,
+// which holds only if Fire serialises its callers.
+func TestMachineFireSerialisesCallers(t *testing.T) {
+	_, tables := realTables(t)
+	tb := tables["preparation"]
+	for round := range 10 {
+		b := heldBinding{held: fsm.GuardSet(round) << 1}
+		m, err := fsm.NewMachine[int](tb, fsm.RoleRuntime, b, b)
+		require.NoError(t, err)
+		var steps []fsm.Step
+		m.Observe(func(s fsm.Step) { steps = append(steps, s) })
+		var wg sync.WaitGroup
+		for g := range 4 {
+			wg.Go(func() {
+				rng := rand.New(rand.NewPCG(uint64(round), uint64(g)))
+				for i := range 50 {
+					_ = m.Fire(fsm.EventID(1+rng.IntN(len(tb.Events))), i)
+				}
+			})
+		}
+		wg.Wait()
+		require.Len(t, steps, 200)
+		at := tb.Initial
+		for _, s := range steps {
+			require.Equal(t, at, s.From())
+			at = s.To()
+		}
+		require.Equal(t, at, m.State())
+	}
+}
+
+func TestHookTable(t *testing.T) {
+	tb := raiseTable(t, 0)
+	var calls []string
+	h := &fsm.HookTable[string]{
+		Guards: []func(*fsm.Firing[string]) bool{1: func(f *fsm.Firing[string]) bool {
+			calls = append(calls, "guard "+f.Arg)
+			return true
+		}},
+		Sends: []func(*fsm.Firing[string]) error{1: func(f *fsm.Firing[string]) error {
+			calls = append(calls, "send "+f.Arg)
+			return nil
+		}},
+	}
+	f := &fsm.Firing[string]{Table: tb, Arg: "x"}
+	assert.True(t, h.Guard(1, f))
+	assert.False(t, h.Guard(0, f), "no entry")
+	assert.False(t, h.Guard(9, f), "out of range")
+	require.NoError(t, h.Perform(&fsm.Effect{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: 1}, f))
+	assert.Equal(t, []string{"guard x", "send x"}, calls)
+
+	err := h.Perform(&fsm.Effect{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: 1}, f)
+	var te *fsm.TableError
+	require.ErrorAs(t, err, &te)
+	assert.Contains(t, err.Error(), "no hook for core: do note")
+
+	// Machine.Fire reports the missing hook as the effect that failed.
+	m, err := fsm.NewMachine[string](tb, fsm.RoleCore, h, nil)
+	require.NoError(t, err)
+	err = m.Fire(1, "y")
+	require.ErrorIs(t, err, fsm.ErrEffect)
+	assert.Contains(t, err.Error(), "no hook for core: do note")
 }

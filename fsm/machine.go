@@ -28,6 +28,9 @@ type Machine[A any] struct {
 	mu      sync.Mutex
 	in      Instance[A]
 	binding Binding[A]
+	// guards is binding as a Guards, converted once: converting it on
+	// every Fire costs an itab lookup.
+	guards  Guards[A]
 	timers  Timers[A]
 	out     Outbox
 	firing  Firing[A]
@@ -38,7 +41,7 @@ type Machine[A any] struct {
 // effects of role through binding. timers may be nil only when no effect
 // of the role starts or stops a timer.
 func NewMachine[A any](t *Table, role Role, binding Binding[A], timers Timers[A]) (*Machine[A], error) {
-	m := &Machine[A]{binding: binding, timers: timers}
+	m := &Machine[A]{binding: binding, guards: binding, timers: timers}
 	if err := m.in.Init(t, role); err != nil {
 		return nil, err
 	}
@@ -92,7 +95,7 @@ func (m *Machine[A]) Fire(e EventID, arg A) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.out.Reset()
-	err := m.in.Step(e, arg, m.binding, &m.out)
+	err := m.in.Step(e, arg, m.guards, &m.out)
 	if m.observe != nil {
 		for _, s := range m.out.Steps {
 			m.observe(s)

@@ -1,7 +1,7 @@
 package gen
 
 import (
-	. "github.com/dave/jennifer/jen"
+	"github.com/dave/jennifer/jen"
 
 	"github.com/agentwire/agentwire/spec"
 )
@@ -16,13 +16,13 @@ func capsHeader() string {
 // type with one CapabilitySupport per field, its strict codec and the field
 // table that validation, narrowing and tests enumerate. The code names
 // every field explicitly; nothing is found by reflection.
-func capabilitiesFile(caps []*spec.Capability) *File {
-	f := NewFile("wire")
+func capabilitiesFile(caps []*spec.Capability) *jen.File {
+	f := jen.NewFile("wire")
 	f.HeaderComment(capsHeader())
 
-	var fields []Code
+	var fields []jen.Code
 	for _, c := range caps {
-		fields = append(fields, Comment(camel(c.Name)+" "+c.Doc+"."), Id(camel(c.Name)).Id("CapabilitySupport").Tag(map[string]string{"json": c.Name}))
+		fields = append(fields, jen.Comment(camel(c.Name)+" "+c.Doc+"."), jen.Id(camel(c.Name)).Id("CapabilitySupport").Tag(map[string]string{"json": c.Name}))
 	}
 	doc(f, `AgentKindCapabilities describes what one composed Runtime and Harness can
 do, independently of availability. Every field must be decided: the zero
@@ -36,209 +36,209 @@ On the wire every field is a JSON boolean and every field is present.`)
 	doc(f, `CapabilityField is one field of AgentKindCapabilities, for code that must
 treat every field alike (validation, narrowing, persistence, tests).`)
 	f.Type().Id("CapabilityField").Struct(
-		Id("Name").String().Comment("the JSON name"),
-		Id("Doc").String(),
-		Id("field").Func().Params(Op("*").Id("AgentKindCapabilities")).Op("*").Id("CapabilitySupport"),
+		jen.Id("Name").String().Comment("the JSON name"),
+		jen.Id("Doc").String(),
+		jen.Id("field").Func().Params(jen.Op("*").Id("AgentKindCapabilities")).Op("*").Id("CapabilitySupport"),
 	)
 	f.Comment("Of returns a pointer to this field of c.")
-	f.Func().Params(Id("f").Id("CapabilityField")).Id("Of").Params(Id("c").Op("*").Id("AgentKindCapabilities")).Op("*").Id("CapabilitySupport").Block(
-		Return(Id("f").Dot("field").Call(Id("c"))),
+	f.Func().Params(jen.Id("f").Id("CapabilityField")).Id("Of").Params(jen.Id("c").Op("*").Id("AgentKindCapabilities")).Op("*").Id("CapabilitySupport").Block(
+		jen.Return(jen.Id("f").Dot("field").Call(jen.Id("c"))),
 	)
-	var table []Code
+	var table []jen.Code
 	for _, c := range caps {
-		table = append(table, Values(Dict{
-			Id("Name"): Lit(c.Name),
-			Id("Doc"):  Lit(c.Doc),
-			Id("field"): Func().Params(Id("c").Op("*").Id("AgentKindCapabilities")).Op("*").Id("CapabilitySupport").Block(
-				Return(Op("&").Id("c").Dot(camel(c.Name))),
+		table = append(table, jen.Values(jen.Dict{
+			jen.Id("Name"): jen.Lit(c.Name),
+			jen.Id("Doc"):  jen.Lit(c.Doc),
+			jen.Id("field"): jen.Func().Params(jen.Id("c").Op("*").Id("AgentKindCapabilities")).Op("*").Id("CapabilitySupport").Block(
+				jen.Return(jen.Op("&").Id("c").Dot(camel(c.Name))),
 			),
 		}))
 	}
-	f.Var().Id("capabilityFields").Op("=").Index(Id("NumCapabilities")).Id("CapabilityField").Values(table...)
+	f.Var().Id("capabilityFields").Op("=").Index(jen.Id("NumCapabilities")).Id("CapabilityField").Values(table...)
 	f.Comment("CapabilityFields lists every field in declaration order.")
 	f.Func().Id("CapabilityFields").Params().Index().Id("CapabilityField").Block(
-		Id("out").Op(":=").Id("capabilityFields"),
-		Return(Id("out").Index(Op(":"))),
+		jen.Id("out").Op(":=").Id("capabilityFields"),
+		jen.Return(jen.Id("out").Index(jen.Op(":"))),
 	)
 
-	var cases []Code
+	var cases []jen.Code
 	for i, c := range caps {
-		cases = append(cases, Case(Lit(c.Name)).Block(Return(Id("capabilityFields").Index(Lit(i)), True())))
+		cases = append(cases, jen.Case(jen.Lit(c.Name)).Block(jen.Return(jen.Id("capabilityFields").Index(jen.Lit(i)), jen.True())))
 	}
 	f.Comment("CapabilityFieldByName finds a field by its JSON name.")
-	f.Func().Id("CapabilityFieldByName").Params(Id("name").String()).Params(Id("CapabilityField"), Bool()).Block(
-		Switch(Id("name")).Block(cases...),
-		Return(Id("CapabilityField").Values(), False()),
+	f.Func().Id("CapabilityFieldByName").Params(jen.Id("name").String()).Params(jen.Id("CapabilityField"), jen.Bool()).Block(
+		jen.Switch(jen.Id("name")).Block(cases...),
+		jen.Return(jen.Id("CapabilityField").Values(), jen.False()),
 	)
 
 	// Validate: explicit, one line per field, so the error names the field.
-	var checks []Code
+	var checks []jen.Code
 	for _, c := range caps {
-		checks = append(checks, If(Op("!").Id("c").Dot(camel(c.Name)).Dot("Valid").Call()).Block(
-			Return(Id("fieldErr").Call(Lit(""), Lit(c.Name), Id("RuleRequired"), Lit("capability "+c.Name+" is unspecified: every field must be decided"))),
+		checks = append(checks, jen.If(jen.Op("!").Id("c").Dot(camel(c.Name)).Dot("Valid").Call()).Block(
+			jen.Return(jen.Id("fieldErr").Call(jen.Lit(""), jen.Lit(c.Name), jen.Id("RuleRequired"), jen.Lit("capability "+c.Name+" is unspecified: every field must be decided"))),
 		))
 	}
 	f.Comment("Validate reports the first field that is unspecified.")
-	f.Func().Params(Id("c").Id("AgentKindCapabilities")).Id("Validate").Params().Error().Block(append(checks, Return(Nil()))...)
+	f.Func().Params(jen.Id("c").Id("AgentKindCapabilities")).Id("Validate").Params().Error().Block(append(checks, jen.Return(jen.Nil()))...)
 
 	// MarshalJSON writes every field in declaration order.
-	var writes []Code
+	var writes []jen.Code
 	for i, c := range caps {
 		sep := ","
 		if i == 0 {
 			sep = "{"
 		}
 		writes = append(writes,
-			Id("b").Op("=").Append(Id("b"), Lit(sep+`"`+c.Name+`":`).Op("...")),
-			Id("b").Op("=").Id("appendSupport").Call(Id("b"), Id("c").Dot(camel(c.Name))),
+			jen.Id("b").Op("=").Append(jen.Id("b"), jen.Lit(sep+`"`+c.Name+`":`).Op("...")),
+			jen.Id("b").Op("=").Id("appendSupport").Call(jen.Id("b"), jen.Id("c").Dot(camel(c.Name))),
 		)
 	}
 	f.Comment("MarshalJSON writes every field, false included; an incomplete declaration fails.")
-	f.Func().Params(Id("c").Id("AgentKindCapabilities")).Id("MarshalJSON").Params().Params(Index().Byte(), Error()).Block(append([]Code{
-		If(Err().Op(":=").Id("c").Dot("Validate").Call(), Err().Op("!=").Nil()).Block(Return(Nil(), Err())),
-		Id("b").Op(":=").Make(Index().Byte(), Lit(0), Lit(32*len(caps))),
+	f.Func().Params(jen.Id("c").Id("AgentKindCapabilities")).Id("MarshalJSON").Params().Params(jen.Index().Byte(), jen.Error()).Block(append([]jen.Code{
+		jen.If(jen.Err().Op(":=").Id("c").Dot("Validate").Call(), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
+		jen.Id("b").Op(":=").Make(jen.Index().Byte(), jen.Lit(0), jen.Lit(32*len(caps))),
 	}, append(writes,
-		Id("b").Op("=").Append(Id("b"), LitRune('}')),
-		Return(Id("b"), Nil()),
+		jen.Id("b").Op("=").Append(jen.Id("b"), jen.LitRune('}')),
+		jen.Return(jen.Id("b"), jen.Nil()),
 	)...)...)
 
 	// UnmarshalJSON: object only; every field present, boolean, known.
-	var reads []Code
+	var reads []jen.Code
 	for _, c := range caps {
-		reads = append(reads, Case(Lit(c.Name)).Block(Id("dst").Op("=").Op("&").Id("out").Dot(camel(c.Name))))
+		reads = append(reads, jen.Case(jen.Lit(c.Name)).Block(jen.Id("dst").Op("=").Op("&").Id("out").Dot(camel(c.Name))))
 	}
 	doc(f, `UnmarshalJSON decodes a declaration strictly: it must be an object; every
 field must be present and a JSON boolean; an unknown field, null or any
 other value is rejected. Errors name the field without repeating the value.`)
-	f.Func().Params(Id("c").Op("*").Id("AgentKindCapabilities")).Id("UnmarshalJSON").Params(Id("data").Index().Byte()).Error().Block(
-		Var().Id("out").Id("AgentKindCapabilities"),
-		Id("err").Op(":=").Id("eachMember").Call(Id("data"), Func().Params(Id("name").String(), Id("value").Index().Byte()).Error().Block(
-			Var().Id("dst").Op("*").Id("CapabilitySupport"),
-			Switch(Id("name")).Block(reads...),
-			If(Id("dst").Op("==").Nil()).Block(Return(Id("fieldErr").Call(Lit(""), Id("cutName").Call(Id("name")), Id("RuleUnknownField"), Lit("unknown capability")))),
-			If(Id("dst").Dot("Valid").Call()).Block(Return(Id("fieldErr").Call(Lit(""), Id("name"), Id("RuleConflict"), Lit("capability given twice")))),
-			If(Err().Op(":=").Id("dst").Dot("UnmarshalJSON").Call(Id("value")), Err().Op("!=").Nil()).Block(Return(Id("relabel").Call(Err(), Id("name")))),
-			Return(Nil()),
+	f.Func().Params(jen.Id("c").Op("*").Id("AgentKindCapabilities")).Id("UnmarshalJSON").Params(jen.Id("data").Index().Byte()).Error().Block(
+		jen.Var().Id("out").Id("AgentKindCapabilities"),
+		jen.Id("err").Op(":=").Id("eachMember").Call(jen.Id("data"), jen.Func().Params(jen.Id("name").String(), jen.Id("value").Index().Byte()).Error().Block(
+			jen.Var().Id("dst").Op("*").Id("CapabilitySupport"),
+			jen.Switch(jen.Id("name")).Block(reads...),
+			jen.If(jen.Id("dst").Op("==").Nil()).Block(jen.Return(jen.Id("fieldErr").Call(jen.Lit(""), jen.Id("cutName").Call(jen.Id("name")), jen.Id("RuleUnknownField"), jen.Lit("unknown capability")))),
+			jen.If(jen.Id("dst").Dot("Valid").Call()).Block(jen.Return(jen.Id("fieldErr").Call(jen.Lit(""), jen.Id("name"), jen.Id("RuleConflict"), jen.Lit("capability given twice")))),
+			jen.If(jen.Err().Op(":=").Id("dst").Dot("UnmarshalJSON").Call(jen.Id("value")), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Id("relabel").Call(jen.Err(), jen.Id("name")))),
+			jen.Return(jen.Nil()),
 		)),
-		If(Err().Op("!=").Nil()).Block(Return(Err())),
-		If(Err().Op(":=").Id("out").Dot("Validate").Call(), Err().Op("!=").Nil()).Block(Return(Err())),
-		Op("*").Id("c").Op("=").Id("out"),
-		Return(Nil()),
+		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
+		jen.If(jen.Err().Op(":=").Id("out").Dot("Validate").Call(), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
+		jen.Op("*").Id("c").Op("=").Id("out"),
+		jen.Return(jen.Nil()),
 	)
 
 	doc(f, `Widens reports the first field that c supports but base does not. A
 heartbeat may only narrow the static declaration of its Harness; a field
 it widens makes the heartbeat invalid.`)
-	var widens []Code
+	var widens []jen.Code
 	for _, c := range caps {
-		widens = append(widens, If(Id("c").Dot(camel(c.Name)).Op("==").Id("Supported").Op("&&").Id("base").Dot(camel(c.Name)).Op("!=").Id("Supported")).Block(Return(Lit(c.Name), True())))
+		widens = append(widens, jen.If(jen.Id("c").Dot(camel(c.Name)).Op("==").Id("Supported").Op("&&").Id("base").Dot(camel(c.Name)).Op("!=").Id("Supported")).Block(jen.Return(jen.Lit(c.Name), jen.True())))
 	}
-	f.Func().Params(Id("c").Id("AgentKindCapabilities")).Id("Widens").Params(Id("base").Id("AgentKindCapabilities")).Params(String(), Bool()).Block(append(widens, Return(Lit(""), False()))...)
+	f.Func().Params(jen.Id("c").Id("AgentKindCapabilities")).Id("Widens").Params(jen.Id("base").Id("AgentKindCapabilities")).Params(jen.String(), jen.Bool()).Block(append(widens, jen.Return(jen.Lit(""), jen.False()))...)
 	return f
 }
 
 // capabilitiesTestFile renders the enumeration tests: each field alone
 // omitted, null, not a boolean; unknown fields; round trips.
-func capabilitiesTestFile(caps []*spec.Capability) *File {
-	f := NewFile("wire")
+func capabilitiesTestFile(caps []*spec.Capability) *jen.File {
+	f := jen.NewFile("wire")
 	f.HeaderComment(capsHeader())
 	f.ImportName(requirePkg, "require")
-	var names []Code
+	var names []jen.Code
 	for _, c := range caps {
-		names = append(names, Lit(c.Name))
+		names = append(names, jen.Lit(c.Name))
 	}
 	f.Comment("capabilityNames is the spec's list, written out so that the table and the spec cannot drift apart unnoticed.")
 	f.Var().Id("capabilityNames").Op("=").Index().String().Values(names...)
-	req := func(fn string, args ...Code) Code {
-		return Qual(requirePkg, fn).Call(append([]Code{Id("t")}, args...)...)
+	req := func(fn string, args ...jen.Code) jen.Code {
+		return jen.Qual(requirePkg, fn).Call(append([]jen.Code{jen.Id("t")}, args...)...)
 	}
-	f.Func().Id("TestCapabilityFieldsMatchSpec").Params(Id("t").Op("*").Qual("testing", "T")).Block(
-		Var().Id("got").Index().String(),
-		For(List(Id("_"), Id("fl")).Op(":=").Range().Id("CapabilityFields").Call()).Block(Id("got").Op("=").Append(Id("got"), Id("fl").Dot("Name"))),
-		req("Equal", Id("capabilityNames"), Id("got")),
-		Comment("Every field is its own: setting one changes exactly that field."),
-		For(List(Id("i"), Id("fl")).Op(":=").Range().Id("CapabilityFields").Call()).Block(
-			Var().Id("c").Id("AgentKindCapabilities"),
-			Op("*").Id("fl").Dot("Of").Call(Op("&").Id("c")).Op("=").Id("Supported"),
-			For(List(Id("j"), Id("other")).Op(":=").Range().Id("CapabilityFields").Call()).Block(
-				req("Equal", Id("i").Op("==").Id("j"), Op("*").Id("other").Dot("Of").Call(Op("&").Id("c")).Op("==").Id("Supported"), Id("other").Dot("Name")),
+	f.Func().Id("TestCapabilityFieldsMatchSpec").Params(jen.Id("t").Op("*").Qual("testing", "T")).Block(
+		jen.Var().Id("got").Index().String(),
+		jen.For(jen.List(jen.Id("_"), jen.Id("fl")).Op(":=").Range().Id("CapabilityFields").Call()).Block(jen.Id("got").Op("=").Append(jen.Id("got"), jen.Id("fl").Dot("Name"))),
+		req("Equal", jen.Id("capabilityNames"), jen.Id("got")),
+		jen.Comment("Every field is its own: setting one changes exactly that field."),
+		jen.For(jen.List(jen.Id("i"), jen.Id("fl")).Op(":=").Range().Id("CapabilityFields").Call()).Block(
+			jen.Var().Id("c").Id("AgentKindCapabilities"),
+			jen.Op("*").Id("fl").Dot("Of").Call(jen.Op("&").Id("c")).Op("=").Id("Supported"),
+			jen.For(jen.List(jen.Id("j"), jen.Id("other")).Op(":=").Range().Id("CapabilityFields").Call()).Block(
+				req("Equal", jen.Id("i").Op("==").Id("j"), jen.Op("*").Id("other").Dot("Of").Call(jen.Op("&").Id("c")).Op("==").Id("Supported"), jen.Id("other").Dot("Name")),
 			),
 		),
 	)
 	f.Comment("declared returns a complete declaration with field i set to v and the others alternating.")
-	f.Func().Id("declared").Params(Id("i").Int(), Id("v").Id("CapabilitySupport")).Id("AgentKindCapabilities").Block(
-		Var().Id("c").Id("AgentKindCapabilities"),
-		For(List(Id("j"), Id("fl")).Op(":=").Range().Id("CapabilityFields").Call()).Block(
-			Op("*").Id("fl").Dot("Of").Call(Op("&").Id("c")).Op("=").Id("Support").Call(Id("j").Op("%").Lit(2).Op("==").Lit(0)),
+	f.Func().Id("declared").Params(jen.Id("i").Int(), jen.Id("v").Id("CapabilitySupport")).Id("AgentKindCapabilities").Block(
+		jen.Var().Id("c").Id("AgentKindCapabilities"),
+		jen.For(jen.List(jen.Id("j"), jen.Id("fl")).Op(":=").Range().Id("CapabilityFields").Call()).Block(
+			jen.Op("*").Id("fl").Dot("Of").Call(jen.Op("&").Id("c")).Op("=").Id("Support").Call(jen.Id("j").Op("%").Lit(2).Op("==").Lit(0)),
 		),
-		If(Id("i").Op(">=").Lit(0)).Block(Op("*").Id("capabilityFields").Index(Id("i")).Dot("Of").Call(Op("&").Id("c")).Op("=").Id("v")),
-		Return(Id("c")),
+		jen.If(jen.Id("i").Op(">=").Lit(0)).Block(jen.Op("*").Id("capabilityFields").Index(jen.Id("i")).Dot("Of").Call(jen.Op("&").Id("c")).Op("=").Id("v")),
+		jen.Return(jen.Id("c")),
 	)
-	f.Func().Id("TestCapabilitiesRoundTrip").Params(Id("t").Op("*").Qual("testing", "T")).Block(
-		For(List(Id("i")).Op(":=").Range().Id("capabilityFields")).Block(
-			For(List(Id("_"), Id("v")).Op(":=").Range().Index().Id("CapabilitySupport").Values(Id("Supported"), Id("Unsupported"))).Block(
-				Id("c").Op(":=").Id("declared").Call(Id("i"), Id("v")),
-				List(Id("b"), Err()).Op(":=").Qual("encoding/json", "Marshal").Call(Id("c")),
-				req("NoError", Err()),
-				Var().Id("back").Id("AgentKindCapabilities"),
-				req("NoError", Qual("encoding/json", "Unmarshal").Call(Id("b"), Op("&").Id("back"))),
-				req("Equal", Id("c"), Id("back")),
-				Var().Id("members").Map(String()).Any(),
-				req("NoError", Qual("encoding/json", "Unmarshal").Call(Id("b"), Op("&").Id("members"))),
-				req("Len", Id("members"), Id("NumCapabilities"), Lit("every field is present, false included")),
+	f.Func().Id("TestCapabilitiesRoundTrip").Params(jen.Id("t").Op("*").Qual("testing", "T")).Block(
+		jen.For(jen.List(jen.Id("i")).Op(":=").Range().Id("capabilityFields")).Block(
+			jen.For(jen.List(jen.Id("_"), jen.Id("v")).Op(":=").Range().Index().Id("CapabilitySupport").Values(jen.Id("Supported"), jen.Id("Unsupported"))).Block(
+				jen.Id("c").Op(":=").Id("declared").Call(jen.Id("i"), jen.Id("v")),
+				jen.List(jen.Id("b"), jen.Err()).Op(":=").Qual("encoding/json", "Marshal").Call(jen.Id("c")),
+				req("NoError", jen.Err()),
+				jen.Var().Id("back").Id("AgentKindCapabilities"),
+				req("NoError", jen.Qual("encoding/json", "Unmarshal").Call(jen.Id("b"), jen.Op("&").Id("back"))),
+				req("Equal", jen.Id("c"), jen.Id("back")),
+				jen.Var().Id("members").Map(jen.String()).Any(),
+				req("NoError", jen.Qual("encoding/json", "Unmarshal").Call(jen.Id("b"), jen.Op("&").Id("members"))),
+				req("Len", jen.Id("members"), jen.Id("NumCapabilities"), jen.Lit("every field is present, false included")),
 			),
 		),
 	)
-	f.Func().Id("TestCapabilitiesRejectEachFieldAlone").Params(Id("t").Op("*").Qual("testing", "T")).Block(
-		For(List(Id("i"), Id("fl")).Op(":=").Range().Id("capabilityFields")).Block(
-			Comment("Encoding an incomplete declaration fails, naming the field."),
-			Id("c").Op(":=").Id("declared").Call(Id("i"), Id("CapabilityUnspecified")),
-			List(Id("_"), Err()).Op(":=").Qual("encoding/json", "Marshal").Call(Id("c")),
-			req("ErrorContains", Err(), Id("fl").Dot("Name")),
-			Id("full").Op(":=").Id("declared").Call(Lit(-1), Lit(0)),
-			List(Id("b"), Err()).Op(":=").Qual("encoding/json", "Marshal").Call(Id("full")),
-			req("NoError", Err()),
-			Var().Id("members").Map(String()).Qual("encoding/json", "RawMessage"),
-			req("NoError", Qual("encoding/json", "Unmarshal").Call(Id("b"), Op("&").Id("members"))),
-			For(List(Id("name"), Id("mutate")).Op(":=").Range().Map(String()).Func().Params(Map(String()).Qual("encoding/json", "RawMessage")).Values(Dict{
-				Lit("omitted"): Func().Params(Id("m").Map(String()).Qual("encoding/json", "RawMessage")).Block(Delete(Id("m"), Id("fl").Dot("Name"))),
-				Lit("null"):    Func().Params(Id("m").Map(String()).Qual("encoding/json", "RawMessage")).Block(Id("m").Index(Id("fl").Dot("Name")).Op("=").Qual("encoding/json", "RawMessage").Call(Lit("null"))),
-				Lit("string"):  Func().Params(Id("m").Map(String()).Qual("encoding/json", "RawMessage")).Block(Id("m").Index(Id("fl").Dot("Name")).Op("=").Qual("encoding/json", "RawMessage").Call(Lit(`"true"`))),
-				Lit("number"):  Func().Params(Id("m").Map(String()).Qual("encoding/json", "RawMessage")).Block(Id("m").Index(Id("fl").Dot("Name")).Op("=").Qual("encoding/json", "RawMessage").Call(Lit("1"))),
-				Lit("object"):  Func().Params(Id("m").Map(String()).Qual("encoding/json", "RawMessage")).Block(Id("m").Index(Id("fl").Dot("Name")).Op("=").Qual("encoding/json", "RawMessage").Call(Lit("{}"))),
+	f.Func().Id("TestCapabilitiesRejectEachFieldAlone").Params(jen.Id("t").Op("*").Qual("testing", "T")).Block(
+		jen.For(jen.List(jen.Id("i"), jen.Id("fl")).Op(":=").Range().Id("capabilityFields")).Block(
+			jen.Comment("Encoding an incomplete declaration fails, naming the field."),
+			jen.Id("c").Op(":=").Id("declared").Call(jen.Id("i"), jen.Id("CapabilityUnspecified")),
+			jen.List(jen.Id("_"), jen.Err()).Op(":=").Qual("encoding/json", "Marshal").Call(jen.Id("c")),
+			req("ErrorContains", jen.Err(), jen.Id("fl").Dot("Name")),
+			jen.Id("full").Op(":=").Id("declared").Call(jen.Lit(-1), jen.Lit(0)),
+			jen.List(jen.Id("b"), jen.Err()).Op(":=").Qual("encoding/json", "Marshal").Call(jen.Id("full")),
+			req("NoError", jen.Err()),
+			jen.Var().Id("members").Map(jen.String()).Qual("encoding/json", "RawMessage"),
+			req("NoError", jen.Qual("encoding/json", "Unmarshal").Call(jen.Id("b"), jen.Op("&").Id("members"))),
+			jen.For(jen.List(jen.Id("name"), jen.Id("mutate")).Op(":=").Range().Map(jen.String()).Func().Params(jen.Map(jen.String()).Qual("encoding/json", "RawMessage")).Values(jen.Dict{
+				jen.Lit("omitted"): jen.Func().Params(jen.Id("m").Map(jen.String()).Qual("encoding/json", "RawMessage")).Block(jen.Delete(jen.Id("m"), jen.Id("fl").Dot("Name"))),
+				jen.Lit("null"):    jen.Func().Params(jen.Id("m").Map(jen.String()).Qual("encoding/json", "RawMessage")).Block(jen.Id("m").Index(jen.Id("fl").Dot("Name")).Op("=").Qual("encoding/json", "RawMessage").Call(jen.Lit("null"))),
+				jen.Lit("string"):  jen.Func().Params(jen.Id("m").Map(jen.String()).Qual("encoding/json", "RawMessage")).Block(jen.Id("m").Index(jen.Id("fl").Dot("Name")).Op("=").Qual("encoding/json", "RawMessage").Call(jen.Lit(`"true"`))),
+				jen.Lit("number"):  jen.Func().Params(jen.Id("m").Map(jen.String()).Qual("encoding/json", "RawMessage")).Block(jen.Id("m").Index(jen.Id("fl").Dot("Name")).Op("=").Qual("encoding/json", "RawMessage").Call(jen.Lit("1"))),
+				jen.Lit("object"):  jen.Func().Params(jen.Id("m").Map(jen.String()).Qual("encoding/json", "RawMessage")).Block(jen.Id("m").Index(jen.Id("fl").Dot("Name")).Op("=").Qual("encoding/json", "RawMessage").Call(jen.Lit("{}"))),
 			})).Block(
-				Id("m").Op(":=").Qual("maps", "Clone").Call(Id("members")),
-				Id("mutate").Call(Id("m")),
-				List(Id("bad"), Err()).Op(":=").Qual("encoding/json", "Marshal").Call(Id("m")),
-				req("NoError", Err()),
-				Var().Id("got").Id("AgentKindCapabilities"),
-				Err().Op("=").Qual("encoding/json", "Unmarshal").Call(Id("bad"), Op("&").Id("got")),
-				Var().Id("fe").Op("*").Id("FieldError"),
-				req("ErrorAs", Err(), Op("&").Id("fe"), Id("name")),
-				req("Equal", Id("fl").Dot("Name"), Id("fe").Dot("Field"), Lit("the error names the field when it is ").Op("+").Id("name")),
+				jen.Id("m").Op(":=").Qual("maps", "Clone").Call(jen.Id("members")),
+				jen.Id("mutate").Call(jen.Id("m")),
+				jen.List(jen.Id("bad"), jen.Err()).Op(":=").Qual("encoding/json", "Marshal").Call(jen.Id("m")),
+				req("NoError", jen.Err()),
+				jen.Var().Id("got").Id("AgentKindCapabilities"),
+				jen.Err().Op("=").Qual("encoding/json", "Unmarshal").Call(jen.Id("bad"), jen.Op("&").Id("got")),
+				jen.Var().Id("fe").Op("*").Id("FieldError"),
+				req("ErrorAs", jen.Err(), jen.Op("&").Id("fe"), jen.Id("name")),
+				req("Equal", jen.Id("fl").Dot("Name"), jen.Id("fe").Dot("Field"), jen.Lit("the error names the field when it is ").Op("+").Id("name")),
 			),
 		),
-		Comment("An unknown field and a missing object are rejected too."),
-		Id("full").Op(":=").Id("declared").Call(Lit(-1), Lit(0)),
-		List(Id("b"), Err()).Op(":=").Qual("encoding/json", "Marshal").Call(Id("full")),
-		req("NoError", Err()),
-		Id("extra").Op(":=").Append(Id("b").Index(Op(":").Len(Id("b")).Op("-").Lit(1)), Lit(`,"teleport":true}`).Op("...")),
-		Var().Id("got").Id("AgentKindCapabilities"),
-		req("ErrorContains", Qual("encoding/json", "Unmarshal").Call(Id("extra"), Op("&").Id("got")), Lit("teleport")),
-		For(List(Id("_"), Id("bad")).Op(":=").Range().Index().String().Values(Lit("null"), Lit("[]"), Lit("true"), Lit(`"x"`), Lit("{}"))).Block(
-			req("Error", Qual("encoding/json", "Unmarshal").Call(Index().Byte().Call(Id("bad")), Op("&").Id("got")), Id("bad")),
+		jen.Comment("An unknown field and a missing object are rejected too."),
+		jen.Id("full").Op(":=").Id("declared").Call(jen.Lit(-1), jen.Lit(0)),
+		jen.List(jen.Id("b"), jen.Err()).Op(":=").Qual("encoding/json", "Marshal").Call(jen.Id("full")),
+		req("NoError", jen.Err()),
+		jen.Id("extra").Op(":=").Append(jen.Id("b").Index(jen.Op(":").Len(jen.Id("b")).Op("-").Lit(1)), jen.Lit(`,"teleport":true}`).Op("...")),
+		jen.Var().Id("got").Id("AgentKindCapabilities"),
+		req("ErrorContains", jen.Qual("encoding/json", "Unmarshal").Call(jen.Id("extra"), jen.Op("&").Id("got")), jen.Lit("teleport")),
+		jen.For(jen.List(jen.Id("_"), jen.Id("bad")).Op(":=").Range().Index().String().Values(jen.Lit("null"), jen.Lit("[]"), jen.Lit("true"), jen.Lit(`"x"`), jen.Lit("{}"))).Block(
+			req("Error", jen.Qual("encoding/json", "Unmarshal").Call(jen.Index().Byte().Call(jen.Id("bad")), jen.Op("&").Id("got")), jen.Id("bad")),
 		),
 	)
-	f.Func().Id("TestCapabilitiesWidens").Params(Id("t").Op("*").Qual("testing", "T")).Block(
-		For(List(Id("i"), Id("fl")).Op(":=").Range().Id("capabilityFields")).Block(
-			Id("base").Op(":=").Id("declared").Call(Id("i"), Id("Unsupported")),
-			Id("hb").Op(":=").Id("base"),
-			List(Id("_"), Id("widens")).Op(":=").Id("hb").Dot("Widens").Call(Id("base")),
-			req("False", Id("widens")),
-			Op("*").Id("fl").Dot("Of").Call(Op("&").Id("hb")).Op("=").Id("Supported"),
-			List(Id("name"), Id("widens")).Op(":=").Id("hb").Dot("Widens").Call(Id("base")),
-			req("True", Id("widens")),
-			req("Equal", Id("fl").Dot("Name"), Id("name")),
+	f.Func().Id("TestCapabilitiesWidens").Params(jen.Id("t").Op("*").Qual("testing", "T")).Block(
+		jen.For(jen.List(jen.Id("i"), jen.Id("fl")).Op(":=").Range().Id("capabilityFields")).Block(
+			jen.Id("base").Op(":=").Id("declared").Call(jen.Id("i"), jen.Id("Unsupported")),
+			jen.Id("hb").Op(":=").Id("base"),
+			jen.List(jen.Id("_"), jen.Id("widens")).Op(":=").Id("hb").Dot("Widens").Call(jen.Id("base")),
+			req("False", jen.Id("widens")),
+			jen.Op("*").Id("fl").Dot("Of").Call(jen.Op("&").Id("hb")).Op("=").Id("Supported"),
+			jen.List(jen.Id("name"), jen.Id("widens")).Op(":=").Id("hb").Dot("Widens").Call(jen.Id("base")),
+			req("True", jen.Id("widens")),
+			req("Equal", jen.Id("fl").Dot("Name"), jen.Id("name")),
 		),
 	)
 	return f

@@ -1,7 +1,7 @@
 package gen
 
 import (
-	. "github.com/dave/jennifer/jen"
+	"github.com/dave/jennifer/jen"
 
 	"github.com/agentwire/agentwire/spec"
 )
@@ -24,46 +24,46 @@ func directionConst(r spec.Role) string {
 // catalogFile renders spec/wire/catalog_gen.go: the wire version, one
 // constant per message type, identity and family, and the table that
 // Decode dispatches through: frame type → strict decoder → machine events.
-func catalogFile(c *spec.Catalog) *File {
-	f := NewFile("wire")
+func catalogFile(c *spec.Catalog) *jen.File {
+	f := jen.NewFile("wire")
 	f.HeaderComment(catalogHeader())
 
 	doc(f, `Version is the wire version. Peers must match it exactly, patch included;
 it is independent of the Runtime build version that heartbeats report.`)
 	f.Const().Id("Version").Op("=").Lit(c.Version)
 
-	var types []Code
+	var types []jen.Code
 	for _, msg := range c.Messages {
-		types = append(types, Commentf("%s: %s (%s).", typeConst(msg), msg.Doc, msg.From.String()+" sends it"), Id(typeConst(msg)).Op("=").Lit(msg.Type))
+		types = append(types, jen.Commentf("%s: %s (%s).", typeConst(msg), msg.Doc, msg.From.String()+" sends it"), jen.Id(typeConst(msg)).Op("=").Lit(msg.Type))
 	}
 	f.Comment("Message types, one per catalog entry.")
 	f.Const().Defs(types...)
 
-	var ids []Code
-	var idNames []Code
-	var idUUID []Code
+	var ids []jen.Code
+	var idNames []jen.Code
+	var idUUID []jen.Code
 	for i, id := range c.Identities {
-		ids = append(ids, Comment(identityConst(id)+": "+id.Doc+"."), Id(identityConst(id)).Id("Identity").Op("=").Lit(i+1))
-		idNames = append(idNames, Lit(id.Name))
-		idUUID = append(idUUID, Lit(id.UUID))
+		ids = append(ids, jen.Comment(identityConst(id)+": "+id.Doc+"."), jen.Id(identityConst(id)).Id("Identity").Op("=").Lit(i+1))
+		idNames = append(idNames, jen.Lit(id.Name))
+		idUUID = append(idUUID, jen.Lit(id.UUID))
 	}
 	f.Comment("Identity is what Envelope.id carries for a message type.")
 	f.Type().Id("Identity").Uint8()
 	f.Const().Defs(ids...)
-	f.Var().Id("identityNames").Op("=").Index(Op("...")).String().Values(append([]Code{Lit("")}, idNames...)...)
-	f.Var().Id("identityUUID").Op("=").Index(Op("...")).Bool().Values(append([]Code{False()}, idUUID...)...)
-	f.Func().Params(Id("i").Id("Identity")).Id("String").Params().String().Block(
-		If(Int().Call(Id("i")).Op("<").Len(Id("identityNames"))).Block(Return(Id("identityNames").Index(Id("i")))),
-		Return(Lit("Identity(").Op("+").Id("itoa").Call(Int().Call(Id("i"))).Op("+").Lit(")")),
+	f.Var().Id("identityNames").Op("=").Index(jen.Op("...")).String().Values(append([]jen.Code{jen.Lit("")}, idNames...)...)
+	f.Var().Id("identityUUID").Op("=").Index(jen.Op("...")).Bool().Values(append([]jen.Code{jen.False()}, idUUID...)...)
+	f.Func().Params(jen.Id("i").Id("Identity")).Id("String").Params().String().Block(
+		jen.If(jen.Int().Call(jen.Id("i")).Op("<").Len(jen.Id("identityNames"))).Block(jen.Return(jen.Id("identityNames").Index(jen.Id("i")))),
+		jen.Return(jen.Lit("Identity(").Op("+").Id("itoa").Call(jen.Int().Call(jen.Id("i"))).Op("+").Lit(")")),
 	)
 	f.Comment("UUID reports whether ids of this kind must be canonical non-nil UUIDs.")
-	f.Func().Params(Id("i").Id("Identity")).Id("UUID").Params().Bool().Block(
-		Return(Int().Call(Id("i")).Op("<").Len(Id("identityUUID")).Op("&&").Id("identityUUID").Index(Id("i"))),
+	f.Func().Params(jen.Id("i").Id("Identity")).Id("UUID").Params().Bool().Block(
+		jen.Return(jen.Int().Call(jen.Id("i")).Op("<").Len(jen.Id("identityUUID")).Op("&&").Id("identityUUID").Index(jen.Id("i"))),
 	)
 
-	var fams []Code
+	var fams []jen.Code
 	for _, fam := range c.Families {
-		fams = append(fams, Comment(familyConst(fam)+": "+fam.Doc+"."), Id(familyConst(fam)).Op("=").Lit(fam.Name))
+		fams = append(fams, jen.Comment(familyConst(fam)+": "+fam.Doc+"."), jen.Id(familyConst(fam)).Op("=").Lit(fam.Name))
 	}
 	f.Comment("Message families, as the protocol groups them.")
 	f.Const().Defs(fams...)
@@ -71,50 +71,50 @@ it is independent of the Runtime build version that heartbeats report.`)
 	// Each payload type travels under one message type.
 	for _, msg := range c.Messages {
 		f.Commentf("MessageType returns %q.", msg.Type)
-		f.Func().Params(Id(msg.Payload)).Id("MessageType").Params().String().Block(Return(Id(typeConst(msg))))
+		f.Func().Params(jen.Id(msg.Payload)).Id("MessageType").Params().String().Block(jen.Return(jen.Id(typeConst(msg))))
 	}
 
 	keyed := map[string]bool{}
-	var entries []Code
+	var entries []jen.Code
 	for _, msg := range c.Messages {
-		var drives []Code
+		var drives []jen.Code
 		for _, dr := range msg.Drives {
-			d := Dict{Id("Machine"): Lit(dr.Machine.Name)}
+			d := jen.Dict{jen.Id("Machine"): jen.Lit(dr.Machine.Name)}
 			if dr.Event != nil {
-				d[Id("Event")] = Lit(dr.Event.Name)
+				d[jen.Id("Event")] = jen.Lit(dr.Event.Name)
 			} else {
 				keyed[msg.Payload] = true
-				d[Id("Key")] = Lit(dr.Key)
-				var pairs []Code
+				d[jen.Id("Key")] = jen.Lit(dr.Key)
+				var pairs []jen.Code
 				for _, k := range dr.Keyed {
-					pairs = append(pairs, Values(Lit(k.Value), Lit(k.Event.Name)))
+					pairs = append(pairs, jen.Values(jen.Lit(k.Value), jen.Lit(k.Event.Name)))
 				}
-				d[Id("Events")] = Index().Index(Lit(2)).String().Values(pairs...)
+				d[jen.Id("Events")] = jen.Index().Index(jen.Lit(2)).String().Values(pairs...)
 			}
-			drives = append(drives, Values(d))
+			drives = append(drives, jen.Values(d))
 		}
-		e := Dict{
-			Id("Type"):      Id(typeConst(msg)),
-			Id("Direction"): Id(directionConst(msg.From)),
-			Id("Family"):    Id(familyConst(msg.Family)),
-			Id("Identity"):  Id(identityConst(msg.ID)),
-			Id("Payload"):   Lit(msg.Payload),
-			Id("Doc"):       Lit(msg.Doc),
-			Id("decode"):    Id("decodeAny").Types(Id(msg.Payload)),
+		e := jen.Dict{
+			jen.Id("Type"):      jen.Id(typeConst(msg)),
+			jen.Id("Direction"): jen.Id(directionConst(msg.From)),
+			jen.Id("Family"):    jen.Id(familyConst(msg.Family)),
+			jen.Id("Identity"):  jen.Id(identityConst(msg.ID)),
+			jen.Id("Payload"):   jen.Lit(msg.Payload),
+			jen.Id("Doc"):       jen.Lit(msg.Doc),
+			jen.Id("decode"):    jen.Id("decodeAny").Types(jen.Id(msg.Payload)),
 		}
 		if len(drives) > 0 {
-			e[Id("Drives")] = Index().Id("Drive").Values(drives...)
+			e[jen.Id("Drives")] = jen.Index().Id("Drive").Values(drives...)
 		}
-		entries = append(entries, Line().Comment(msg.Pos.String()).Line().Add(Values(e)))
+		entries = append(entries, jen.Line().Comment(msg.Pos.String()).Line().Add(jen.Values(e)))
 	}
 	f.Comment("catalog holds every message type, in the order spec/catalog.yaml declares them.")
-	f.Var().Id("catalog").Op("=").Index().Id("Entry").Values(append(entries, Line())...)
+	f.Var().Id("catalog").Op("=").Index().Id("Entry").Values(append(entries, jen.Line())...)
 
 	// Keyed drives need the payload to say its key; the compiler checks it.
-	var asserts []Code
+	var asserts []jen.Code
 	for _, msg := range c.Messages {
 		if keyed[msg.Payload] {
-			asserts = append(asserts, Id("_").Id("driveKeyer").Op("=").Id(msg.Payload).Values())
+			asserts = append(asserts, jen.Id("_").Id("driveKeyer").Op("=").Id(msg.Payload).Values())
 		}
 	}
 	if len(asserts) > 0 {
@@ -127,23 +127,23 @@ it is independent of the Runtime build version that heartbeats report.`)
 // catalogTestFile renders the per-type tests and fuzz targets: every type's
 // testdata (examples round-trip, bad cases name their field and rule) and a
 // fuzz target per payload decoder seeded from its examples.
-func catalogTestFile(c *spec.Catalog) *File {
-	f := NewFile("wire")
+func catalogTestFile(c *spec.Catalog) *jen.File {
+	f := jen.NewFile("wire")
 	f.HeaderComment(catalogHeader())
 	f.ImportName(requirePkg, "require")
-	var runs []Code
+	var runs []jen.Code
 	for _, msg := range c.Messages {
-		runs = append(runs, Id("runTestdata").Types(Id(msg.Payload)).Call(Id("t"), Id(typeConst(msg))))
+		runs = append(runs, jen.Id("runTestdata").Types(jen.Id(msg.Payload)).Call(jen.Id("t"), jen.Id(typeConst(msg))))
 	}
 	f.Comment("TestEveryMessageTypeTestdata runs each type's examples and bad cases; a type without them fails.")
-	f.Func().Id("TestEveryMessageTypeTestdata").Params(Id("t").Op("*").Qual("testing", "T")).Block(runs...)
+	f.Func().Id("TestEveryMessageTypeTestdata").Params(jen.Id("t").Op("*").Qual("testing", "T")).Block(runs...)
 
 	for _, msg := range c.Messages {
 		f.Commentf("FuzzDecode%s decodes arbitrary %s payloads: no panic, and whatever decodes re-encodes and decodes to the same value.", camel(msg.Type), msg.Type)
-		f.Func().Id("FuzzDecode"+camel(msg.Type)).Params(Id("f").Op("*").Qual("testing", "F")).Block(
-			Id("seedFuzz").Call(Id("f"), Id(typeConst(msg))),
-			Id("f").Dot("Fuzz").Call(Func().Params(Id("t").Op("*").Qual("testing", "T"), Id("raw").Index().Byte()).Block(
-				Id("fuzzRoundTrip").Types(Id(msg.Payload)).Call(Id("t"), Id(typeConst(msg)), Id("raw")),
+		f.Func().Id("FuzzDecode"+camel(msg.Type)).Params(jen.Id("f").Op("*").Qual("testing", "F")).Block(
+			jen.Id("seedFuzz").Call(jen.Id("f"), jen.Id(typeConst(msg))),
+			jen.Id("f").Dot("Fuzz").Call(jen.Func().Params(jen.Id("t").Op("*").Qual("testing", "T"), jen.Id("raw").Index().Byte()).Block(
+				jen.Id("fuzzRoundTrip").Types(jen.Id(msg.Payload)).Call(jen.Id("t"), jen.Id(typeConst(msg)), jen.Id("raw")),
 			)),
 		)
 	}

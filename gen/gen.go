@@ -44,7 +44,11 @@ func Generate(ctx context.Context, model *spec.Model, cfg Config) (Files, error)
 	out := Files{}
 	for _, m := range model.Machines {
 		dir := path.Join("fsm", m.Name)
-		if err := render(out, path.Join(dir, m.Name+".go"), machineFile(m)); err != nil {
+		mf, err := machineFile(m)
+		if err != nil {
+			return nil, err
+		}
+		if err := render(out, path.Join(dir, m.Name+".go"), mf); err != nil {
 			return nil, err
 		}
 		if err := render(out, path.Join(dir, m.Name+"_test.go"), testFile(m)); err != nil {

@@ -38,6 +38,8 @@ func TestGolden(t *testing.T) {
 	cases := map[string][]string{
 		"basic": {"fsm/", "docs/machines/"},
 		"wire":  {"spec/wire/", "docs/wire/"},
+		// A machine with no guard, action, timer or message.
+		"bare": {"fsm/lamp/lamp.go"},
 	}
 	for name, prefixes := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -91,6 +93,21 @@ func TestDeterministic(t *testing.T) {
 	}
 }
 
+// TestNoEmptyEnums checks that a machine without guards, actions, timers
+// or messages gets none of those types, nor anything that names them.
+func TestNoEmptyEnums(t *testing.T) {
+	files, err := Generate(context.Background(), loadCase(t, "bare"), Config{SkipSVG: true})
+	require.NoError(t, err)
+	src := string(files["fsm/lamp/lamp.go"])
+	require.Contains(t, src, "type State uint8")
+	require.Contains(t, src, "type Event uint8")
+	for _, gone := range []string{"Guard", "Action", "Timer", "Message"} {
+		require.NotContains(t, src, "type "+gone+" ")
+		require.NotContains(t, src, gone+"(", "a method or conversion of the missing %s type", gone)
+	}
+	require.NotContains(t, src, "func (s GuardSet) With")
+}
+
 // TestEndToEnd generates the basic case into a fresh module that depends on
 // this repository, then builds and runs the generated tests there: the
 // output must compile on its own and its tests must pass.
@@ -103,18 +120,22 @@ func TestEndToEnd(t *testing.T) {
 	repo, err := filepath.Abs("..")
 	require.NoError(t, err)
 
-	files, err := Generate(context.Background(), loadCase(t, "basic"), Config{SkipSVG: true})
-	require.NoError(t, err)
+	// basic uses every feature; bare uses none (no guard, action, timer or
+	// message), so the enums it leaves out must not be referred to.
 	mod := t.TempDir()
-	for p, content := range files {
-		if !strings.HasPrefix(p, "fsm/") {
-			continue
+	for _, name := range []string{"basic", "bare"} {
+		files, err := Generate(context.Background(), loadCase(t, name), Config{SkipSVG: true})
+		require.NoError(t, err)
+		for p, content := range files {
+			if !strings.HasPrefix(p, "fsm/") {
+				continue
+			}
+			dst := filepath.Join(mod, filepath.FromSlash(p))
+			require.NoError(t, os.MkdirAll(filepath.Dir(dst), 0o755))
+			require.NoError(t, os.WriteFile(dst, content, 0o644))
 		}
-		dst := filepath.Join(mod, filepath.FromSlash(p))
-		require.NoError(t, os.MkdirAll(filepath.Dir(dst), 0o755))
-		require.NoError(t, os.WriteFile(dst, content, 0o644))
+		require.NoError(t, os.CopyFS(filepath.Join(mod, "spec"), os.DirFS(filepath.Join("testdata", name, "spec"))))
 	}
-	require.NoError(t, os.CopyFS(filepath.Join(mod, "spec"), os.DirFS(filepath.Join("testdata", "basic", "spec"))))
 	// The new module needs exactly this repository's dependency versions,
 	// so it starts from a copy of its go.mod.
 	repoMod, err := os.ReadFile(filepath.Join(repo, "go.mod"))

@@ -29,77 +29,26 @@ var initialisms = map[string]string{
 	"id": "ID", "ws": "WS", "http": "HTTP", "mcp": "MCP", "url": "URL", "uuid": "UUID", "json": "JSON",
 }
 
-func stateConst(s *spec.State) string   { return "State" + camel(s.Name) }
-func eventConst(e *spec.Event) string   { return "Event" + camel(e.Name) }
-func timerConst(e *spec.Event) string   { return "Timer" + camel(e.Name) }
-func guardConst(g *spec.Guard) string   { return "Guard" + camel(g.Name) }
-func actionConst(a *spec.Action) string { return "Action" + camel(a.Name) }
-func messageConst(msg string) string    { return "Message" + camel(msg) }
+// The constants of the generated enums, by spec name.
+func stateConst(name string) string   { return "State" + camel(name) }
+func eventConst(name string) string   { return "Event" + camel(name) }
+func timerConst(name string) string   { return "Timer" + camel(name) }
+func guardConst(name string) string   { return "Guard" + camel(name) }
+func actionConst(name string) string  { return "Action" + camel(name) }
+func messageConst(name string) string { return "Message" + camel(name) }
 
 // Hook method names: the prefix keeps guards, sends and actions from
 // colliding even when the spec reuses a word.
-func guardMethod(g *spec.Guard) string   { return "Guard" + camel(g.Name) }
-func actionMethod(a *spec.Action) string { return "Do" + camel(a.Name) }
-func sendMethod(msg string) string       { return "Send" + camel(msg) }
+func guardMethod(name string) string  { return "Guard" + camel(name) }
+func actionMethod(name string) string { return "Do" + camel(name) }
+func sendMethod(name string) string   { return "Send" + camel(name) }
 
-func roleConst(r spec.Role) string {
-	switch r {
-	case spec.RoleCore:
-		return "RoleCore"
-	case spec.RoleRuntime:
-		return "RoleRuntime"
+// roleName is how a peer appears in generated identifiers (CoreHooks, NewRuntime).
+func roleName(r spec.Role) string {
+	if r == spec.RoleCore {
+		return "Core"
 	}
-	return "RoleBoth"
-}
-
-func outcomeConst(o spec.Outcome) string {
-	switch o {
-	case spec.OutcomeSuccess:
-		return "OutcomeSuccess"
-	case spec.OutcomeFailure:
-		return "OutcomeFailure"
-	case spec.OutcomeUnknown:
-		return "OutcomeUnknown"
-	}
-	return "OutcomeNone"
-}
-
-func effectKindConst(k spec.EffectKind) string {
-	switch k {
-	case spec.EffectSend:
-		return "EffectSend"
-	case spec.EffectStart:
-		return "EffectStart"
-	case spec.EffectStop:
-		return "EffectStop"
-	case spec.EffectDo:
-		return "EffectDo"
-	}
-	return "EffectRaise"
-}
-
-func eventKindConst(k spec.EventKind) string {
-	switch k {
-	case spec.EventMessage:
-		return "EventMessage"
-	case spec.EventTimer:
-		return "EventTimer"
-	}
-	return "EventLocal"
-}
-
-// disposition names the fsm.Disposition a rule produces.
-func disposition(r *spec.Rule) string {
-	switch r.Kind {
-	case spec.RuleIgnore:
-		return "Ignored"
-	case spec.RuleReject:
-		return "Rejected"
-	}
-	if r.Internal() {
-		return "Stayed"
-	}
-	return "Moved"
+	return "Runtime"
 }
 
 // header is the first line of every generated file, in the form the Go

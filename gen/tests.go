@@ -1,7 +1,7 @@
 package gen
 
 import (
-	. "github.com/dave/jennifer/jen"
+	"github.com/dave/jennifer/jen"
 
 	"github.com/agentwire/agentwire/spec"
 )
@@ -12,380 +12,632 @@ const (
 )
 
 // testFile renders fsm/<machine>/<machine>_test.go. The expectations in
-// cellCases and pathCases are literals computed from the spec at generation
-// time; the other tests compare the machine with two independent
-// implementations (the spec interpreter and looplab/fsm) at test time.
-func testFile(m *spec.Machine) *File {
-	f := NewFile(m.Name)
+// cellCases, pathCases and stateTimers are literals computed from the spec
+// at generation time; the other tests compare the machine with independent
+// implementations (the spec's own table, the spec interpreter and
+// looplab/fsm) reading the YAML at test time.
+func testFile(m *spec.Machine) *jen.File {
+	g := testGen{m: m, views: []roleView{analyse(m, spec.RoleCore), analyse(m, spec.RoleRuntime)}}
+	f := jen.NewFile(m.Name)
 	f.HeaderComment(header(m))
 	f.ImportName(fsmPkg, "fsm")
 	f.ImportName(requirePkg, "require")
 	f.ImportName(fsmtestPkg, "fsmtest")
 
 	f.Const().Id("specFile").Op("=").Lit("../../" + m.Pos.File)
-	recorderDecl(f, m)
-	adapterDecl(f)
-	cellCasesDecl(f, m)
-	pathCasesDecl(f, m)
-	cellTests(f)
-	propertyTests(f)
-	lifecycleTests(f, m)
+	f.Var().Id("roles").Op("=").Index().Qual(fsmPkg, "Role").Values(jen.Qual(fsmPkg, "RoleCore"), jen.Qual(fsmPkg, "RoleRuntime"))
+	g.recorderDecl(f)
+	g.cellCasesDecl(f)
+	g.pathCasesDecl(f)
+	g.tableTests(f)
+	g.cellTests(f)
+	g.specTests(f)
+	g.lifecycleTests(f)
+	g.effectErrorTest(f)
+	g.allocTest(f)
 	return f
 }
 
-func recorderDecl(f *File, m *spec.Machine) {
-	f.Comment("recorder implements Hooks: guards answer from held, effects are logged in spec form, and the effect named fail returns errHook. raise, when set, is called from inside every hook: it exercises follow-up events.")
+type testGen struct {
+	m     *spec.Machine
+	views []roleView
+}
+
+func (g testGen) hasGuards() bool { return len(g.m.Guards) > 0 }
+func (g testGen) hasTimers() bool { return len(g.m.Timers()) > 0 }
+
+// req calls require.<fn>(t, args…).
+func req(fn string, args ...jen.Code) jen.Code {
+	return jen.Qual(requirePkg, fn).Call(append([]jen.Code{jen.Id("t")}, args...)...)
+}
+
+func tParam() jen.Code { return jen.Id("t").Op("*").Qual("testing", "T") }
+
+func firingInt() jen.Code { return jen.Op("*").Qual(fsmPkg, "Firing").Types(jen.Int()) }
+
+func (g testGen) recorderDecl(f *jen.File) {
+	m := g.m
+	comment(f, "recorder implements CoreHooks, RuntimeHooks and fsm.Timers. Guards answer from held; "+
+		"each hook notes its method in called (when set) and its effect, in spec form, in log (unless "+
+		"quiet); the effect named fail returns errHook.")
 	f.Type().Id("recorder").Struct(
-		Id("held").Id("GuardSet"),
-		Id("log").Index().String(),
-		Id("fail").String(),
-		Id("raise").Func().Params(Op("*").Id("Firing").Types(Int())).Error(),
+		jen.Id("held").Id("GuardSet"),
+		jen.Id("log").Index().String(),
+		jen.Id("fail").String(),
+		jen.Id("quiet").Bool(),
+		jen.Id("called").Map(jen.String()).Bool(),
 	)
-	f.Var().Id("errHook").Op("=").Qual("errors", "New").Call(Lit("hook failed"))
-	f.Var().Id("_").Id("Hooks").Types(Int()).Op("=").Parens(Op("*").Id("recorder")).Parens(Nil())
-	f.Func().Params(Id("r").Op("*").Id("recorder")).Id("record").Params(Id("f").Op("*").Id("Firing").Types(Int()), Id("effect").String()).Error().Block(
-		Id("r").Dot("log").Op("=").Append(Id("r").Dot("log"), Id("effect")),
-		If(Id("effect").Op("==").Id("r").Dot("fail")).Block(Return(Id("errHook"))),
-		If(Id("r").Dot("raise").Op("!=").Nil()).Block(Return(Id("r").Dot("raise").Call(Id("f")))),
-		Return(Nil()),
+	f.Var().Id("errHook").Op("=").Qual("errors", "New").Call(jen.Lit("hook failed"))
+	checks := []jen.Code{
+		jen.Id("_").Id("CoreHooks").Types(jen.Int()).Op("=").Parens(jen.Op("*").Id("recorder")).Parens(jen.Nil()),
+		jen.Id("_").Id("RuntimeHooks").Types(jen.Int()).Op("=").Parens(jen.Op("*").Id("recorder")).Parens(jen.Nil()),
+	}
+	if g.hasTimers() {
+		checks = append(checks, jen.Id("_").Qual(fsmPkg, "Timers").Types(jen.Int()).Op("=").Parens(jen.Op("*").Id("recorder")).Parens(jen.Nil()))
+	}
+	f.Var().Defs(checks...)
+
+	recv := func() jen.Code { return jen.Params(jen.Id("r").Op("*").Id("recorder")) }
+	called := jen.If(jen.Id("r").Dot("called").Op("!=").Nil().Op("&&").Id("method").Op("!=").Lit("")).Block(
+		jen.Id("r").Dot("called").Index(jen.Id("method")).Op("=").True(),
 	)
-	fp := func() Code { return Id("f").Op("*").Id("Firing").Types(Int()) }
-	for _, g := range m.Guards {
-		f.Func().Params(Id("r").Op("*").Id("recorder")).Id(guardMethod(g)).Params(fp()).Bool().Block(
-			Return(Id("r").Dot("held").Dot("Has").Call(Id(guardConst(g)))),
+	if g.hasGuards() {
+		f.Func().Add(recv()).Id("guard").Params(jen.Id("method").String(), jen.Id("g").Id("Guard")).Bool().Block(
+			called,
+			jen.Return(jen.Id("r").Dot("held").Dot("Has").Call(jen.Id("g"))),
 		)
 	}
-	for _, msg := range m.SentMessages() {
-		f.Func().Params(Id("r").Op("*").Id("recorder")).Id(sendMethod(msg)).Params(fp()).Error().Block(
-			Return(Id("r").Dot("record").Call(Id("f"), Lit("send "+msg))),
-		)
+	f.Func().Add(recv()).Id("effect").Params(jen.List(jen.Id("method"), jen.Id("effect")).String()).Error().Block(
+		called,
+		jen.If(jen.Op("!").Id("r").Dot("quiet")).Block(jen.Id("r").Dot("log").Op("=").Append(jen.Id("r").Dot("log"), jen.Id("effect"))),
+		jen.If(jen.Id("effect").Op("==").Id("r").Dot("fail")).Block(jen.Return(jen.Id("errHook"))),
+		jen.Return(jen.Nil()),
+	)
+
+	// The union of both roles' methods, in the order the interfaces list them.
+	guards, sends, actions := map[*spec.Guard]bool{}, map[string]bool{}, map[*spec.Action]bool{}
+	for _, v := range g.views {
+		for _, x := range v.guards {
+			guards[x] = true
+		}
+		for _, x := range v.sends {
+			sends[x] = true
+		}
+		for _, x := range v.actions {
+			actions[x] = true
+		}
 	}
-	if len(m.Timers()) > 0 {
-		for _, verb := range []string{"Start", "Stop"} {
-			f.Func().Params(Id("r").Op("*").Id("recorder")).Id(verb+"Timer").Params(fp(), Id("t").Id("Timer")).Error().Block(
-				Return(Id("r").Dot("record").Call(Id("f"), Lit(lowerFirst(verb)+" ").Op("+").Id("t").Dot("String").Call())),
+	for _, x := range m.Guards {
+		if guards[x] {
+			f.Func().Add(recv()).Id(guardMethod(x.Name)).Params(firingInt()).Bool().Block(
+				jen.Return(jen.Id("r").Dot("guard").Call(jen.Lit(guardMethod(x.Name)), jen.Id(guardConst(x.Name)))),
 			)
 		}
 	}
-	for _, a := range m.Actions {
-		f.Func().Params(Id("r").Op("*").Id("recorder")).Id(actionMethod(a)).Params(fp()).Error().Block(
-			Return(Id("r").Dot("record").Call(Id("f"), Lit("do "+a.Name))),
+	for _, x := range m.Messages() {
+		if sends[x] {
+			f.Func().Add(recv()).Id(sendMethod(x)).Params(firingInt()).Error().Block(
+				jen.Return(jen.Id("r").Dot("effect").Call(jen.Lit(sendMethod(x)), jen.Lit("send "+x))),
+			)
+		}
+	}
+	for _, x := range m.Actions {
+		if actions[x] {
+			f.Func().Add(recv()).Id(actionMethod(x.Name)).Params(firingInt()).Error().Block(
+				jen.Return(jen.Id("r").Dot("effect").Call(jen.Lit(actionMethod(x.Name)), jen.Lit("do "+x.Name))),
+			)
+		}
+	}
+	if g.hasTimers() {
+		for _, verb := range []string{"Start", "Stop"} {
+			f.Func().Add(recv()).Id(verb+"Timer").Params(jen.Id("_").Add(firingInt()), jen.Id("tm").Qual(fsmPkg, "TimerID")).Error().Block(
+				jen.If(jen.Id("r").Dot("quiet")).Block(jen.Return(jen.Nil()).Comment("building the log entry would allocate")),
+				jen.Return(jen.Id("r").Dot("effect").Call(jen.Lit(""), jen.Lit(lowerFirst(verb)+" ").Op("+").Id("Timer").Call(jen.Id("tm")).Dot("String").Call())),
+			)
+		}
+	}
+
+	timers := jen.Nil()
+	if g.hasTimers() {
+		timers = jen.Id("rec")
+	}
+	comment(f, "newMachine returns a machine for role whose hooks and timers are rec.")
+	f.Func().Id("newMachine").Params(tParam(), jen.Id("role").Qual(fsmPkg, "Role"), jen.Id("rec").Op("*").Id("recorder")).Op("*").Qual(fsmPkg, "Machine").Types(jen.Int()).Block(
+		jen.Id("t").Dot("Helper").Call(),
+		jen.If(jen.Id("role").Op("==").Qual(fsmPkg, "RoleCore")).Block(
+			jen.List(jen.Id("m"), jen.Err()).Op(":=").Id("NewCore").Index(jen.Int()).Call(jen.Id("rec"), timers),
+			req("NoError", jen.Err()),
+			jen.Return(jen.Id("m")),
+		),
+		jen.List(jen.Id("m"), jen.Err()).Op(":=").Id("NewRuntime").Index(jen.Int()).Call(jen.Id("rec"), timers),
+		req("NoError", jen.Err()),
+		jen.Return(jen.Id("m")),
+	)
+	if g.hasGuards() {
+		comment(f, "heldGuards holds the guards of a GuardSet, for an fsm.Instance.")
+		f.Type().Id("heldGuards").Id("GuardSet")
+		f.Func().Params(jen.Id("h").Id("heldGuards")).Id("Guard").Params(jen.Id("g").Qual(fsmPkg, "GuardID"), jen.Id("_").Add(firingInt())).Bool().Block(
+			jen.Return(jen.Qual(fsmPkg, "GuardSet").Call(jen.Id("h")).Dot("Has").Call(jen.Id("g"))),
 		)
 	}
 }
 
-func adapterDecl(f *File) {
-	f.Comment("adapter exposes Transition to fsmtest in spec names.")
-	f.Func().Id("adapter").Params(Id("t").Op("*").Qual("testing", "T")).Qual(fsmtestPkg, "Adapter").Block(
-		Return(Qual(fsmtestPkg, "Adapter").Values(Dict{Id("Transition"): Func().Params(List(Id("state"), Id("event")).String(), Id("held").Index().String()).Qual(fsmtestPkg, "Result").Block(
-			List(Id("s"), Err()).Op(":=").Id("ParseState").Call(Id("state")),
-			Qual(requirePkg, "NoError").Call(Id("t"), Err()),
-			List(Id("e"), Err()).Op(":=").Id("ParseEvent").Call(Id("event")),
-			Qual(requirePkg, "NoError").Call(Id("t"), Err()),
-			Var().Id("gs").Id("GuardSet"),
-			For(List(Id("_"), Id("name")).Op(":=").Range().Id("held")).Block(
-				List(Id("g"), Err()).Op(":=").Id("ParseGuard").Call(Id("name")),
-				Qual(requirePkg, "NoError").Call(Id("t"), Err()),
-				Id("gs").Op("=").Id("gs").Dot("With").Call(Id("g")),
-			),
-			List(Id("step"), Err()).Op(":=").Id("Transition").Call(Id("s"), Id("e"), Id("gs")),
-			Id("res").Op(":=").Qual(fsmtestPkg, "Result").Values(Dict{Id("To"): Id("step").Dot("To").Call().Dot("String").Call(), Id("Disposition"): Id("step").Dot("Disposition").Call(), Id("Err"): Err()}),
-			If(Id("step").Dot("Guard").Call().Op("!=").Lit(0)).Block(Id("res").Dot("Guard").Op("=").Id("step").Dot("Guard").Call().Dot("String").Call()),
-			For(List(Id("_"), Id("ef")).Op(":=").Range().Id("step").Dot("Effects").Call()).Block(
-				Id("res").Dot("Effects").Op("=").Append(Id("res").Dot("Effects"), Id("ef").Dot("String").Call()),
-			),
-			Return(Id("res")),
-		)})),
-	)
-}
-
 // hookLog is what a recorder running for role logs for a rule's effects.
-func hookLog(r *spec.Rule, role spec.Role) []Code {
-	var out []Code
+func hookLog(r *spec.Rule, role spec.Role) []jen.Code {
+	var out []jen.Code
 	for _, ef := range r.Effects {
-		if ef.Kind == spec.EffectRaise {
+		if ef.Kind == spec.EffectRaise || !role.Performs(ef.Role) {
 			continue
 		}
-		if role != spec.RoleBoth && ef.Role != spec.RoleBoth && ef.Role != role {
-			continue
-		}
-		bare := *ef
-		bare.Role = spec.RoleBoth
-		out = append(out, Lit(bare.String()))
+		out = append(out, jen.Lit(bareEffect(ef)))
 	}
 	return out
 }
 
-func strs(xs []Code) Code {
-	if len(xs) == 0 {
-		return Nil()
-	}
-	return Index().String().Values(xs...)
+// bareEffect is an effect as the spec writes it, without its role prefix.
+func bareEffect(ef *spec.Effect) string {
+	bare := *ef
+	bare.Role = spec.RoleBoth
+	return bare.String()
 }
 
-func cellCasesDecl(f *File, m *spec.Machine) {
-	f.Type().Id("cellCase").Struct(
-		Id("line").String(),
-		Id("from").Id("State"),
-		Id("event").Id("Event"),
-		Id("held").Id("GuardSet"),
-		Id("disp").Qual(fsmPkg, "Disposition"),
-		Id("to").Id("State"),
-		Id("guard").Id("Guard"),
-		Id("effects").Index().String(),
-		Id("both").Op(",").Id("core").Op(",").Id("runtime").Index().String(),
-		Id("raises").Bool(),
+func strs(xs []jen.Code) jen.Code {
+	if len(xs) == 0 {
+		return jen.Nil()
+	}
+	return jen.Index().String().Values(xs...)
+}
+
+func heldOf(r *spec.Rule) jen.Code {
+	return jen.Id("GuardSet").Call(jen.Lit(0)).Dot("With").Call(jen.Id(guardConst(r.Guard.Name)))
+}
+
+func (g testGen) cellCasesDecl(f *jen.File) {
+	m := g.m
+	fields := []jen.Code{
+		jen.Id("line").Int(),
+		jen.Id("from").Id("State"),
+		jen.Id("event").Id("Event"),
+		jen.Id("held").Id("GuardSet"),
+		jen.Id("disp").Qual(fsmPkg, "Disposition"),
+		jen.Id("to").Id("State"),
+	}
+	if g.hasGuards() {
+		fields = append(fields, jen.Id("guard").Id("Guard"))
+	}
+	fields = append(fields,
+		jen.Id("reason").String(),
+		jen.Id("effects").Index().String().Comment("every role's, as the spec writes them"),
+		jen.Id("logs").Map(jen.Qual(fsmPkg, "Role")).Index().String().Comment("the hook log of each role that handles the event"),
+		jen.Id("raises").Bool(),
 	)
-	var cases []Code
+	f.Type().Id("cellCase").Struct(fields...)
+	var cases []jen.Code
 	for _, s := range m.States {
 		for _, e := range m.Events {
 			for _, r := range m.Cell(s, e) {
-				d := Dict{
-					Id("line"):  Lit(r.Pos.String()),
-					Id("from"):  Id(stateConst(s)),
-					Id("event"): Id(eventConst(e)),
-					Id("disp"):  Qual(fsmPkg, disposition(r)),
-				}
 				to := s
 				if r.Kind == spec.RuleGoto {
 					to = r.To
 				}
-				d[Id("to")] = Id(stateConst(to))
+				var held, guard, reason, effects, raises jen.Code
 				if r.Guard != nil {
-					d[Id("held")] = Id("GuardSet").Call(Lit(0)).Dot("With").Call(Id(guardConst(r.Guard)))
-					d[Id("guard")] = Id(guardConst(r.Guard))
+					held, guard = heldOf(r), jen.Id(guardConst(r.Guard.Name))
 				}
-				if len(r.Effects) > 0 {
-					var efs []Code
-					raises := false
-					for _, ef := range r.Effects {
-						efs = append(efs, Lit(ef.String()))
-						raises = raises || ef.Kind == spec.EffectRaise
-					}
-					d[Id("effects")] = strs(efs)
-					d[Id("both")] = strs(hookLog(r, spec.RoleBoth))
-					d[Id("core")] = strs(hookLog(r, spec.RoleCore))
-					d[Id("runtime")] = strs(hookLog(r, spec.RoleRuntime))
-					if raises {
-						d[Id("raises")] = True()
+				if r.Reason != "" {
+					reason = jen.Lit(r.Reason)
+				}
+				var efs []jen.Code
+				for _, ef := range r.Effects {
+					efs = append(efs, jen.Lit(ef.String()))
+					if ef.Kind == spec.EffectRaise {
+						raises = jen.True()
 					}
 				}
-				cases = append(cases, Values(d))
+				if len(efs) > 0 {
+					effects = jen.Index().String().Values(efs...)
+				}
+				var logs []jen.Code
+				for _, v := range g.views {
+					if !v.handles[e] {
+						continue
+					}
+					log := jen.Nil()
+					if l := hookLog(r, v.role); len(l) > 0 {
+						log = jen.Values(l...)
+					}
+					logs = append(logs, jen.Qual(fsmPkg, "Role"+v.name).Op(":").Add(log))
+				}
+				d := keyed(false,
+					field{"line", jen.Lit(r.Pos.Line)},
+					field{"from", jen.Id(stateConst(s.Name))},
+					field{"event", jen.Id(eventConst(e.Name))},
+					field{"held", held},
+					field{"disp", jen.Qual(fsmPkg, disposition(r))},
+					field{"to", jen.Id(stateConst(to.Name))},
+					field{"guard", guard},
+					field{"reason", reason},
+					field{"effects", effects},
+					field{"logs", jen.Map(jen.Qual(fsmPkg, "Role")).Index().String().Values(logs...)},
+					field{"raises", raises},
+				)
+				cases = append(cases, jen.Line().Add(d))
 			}
 		}
 	}
-	f.Comment("cellCases has one entry per candidate of every cell, computed from the spec when the code was generated.")
-	f.Var().Id("cellCases").Op("=").Index().Id("cellCase").Values(cases...)
+	comment(f, "cellCases has one entry per candidate of every cell, computed from the spec when the "+
+		"code was generated.")
+	f.Var().Id("cellCases").Op("=").Index().Id("cellCase").Values(append(cases, jen.Line())...)
 }
 
-func pathCasesDecl(f *File, m *spec.Machine) {
-	f.Type().Id("pathStep").Struct(Id("event").Id("Event"), Id("held").Id("GuardSet"))
+// disposition names the fsm.Disposition a rule produces.
+func disposition(r *spec.Rule) string {
+	switch r.Kind {
+	case spec.RuleIgnore:
+		return "Ignored"
+	case spec.RuleReject:
+		return "Rejected"
+	}
+	if r.Internal() {
+		return "Stayed"
+	}
+	return "Moved"
+}
+
+func (g testGen) pathCasesDecl(f *jen.File) {
+	m := g.m
+	f.Type().Id("pathStep").Struct(jen.Id("event").Id("Event"), jen.Id("held").Id("GuardSet"))
 	paths := m.Paths()
-	var cases []Code
+	var cases []jen.Code
 	for _, s := range m.States {
-		var steps []Code
-		for _, r := range paths[s] {
-			d := Dict{Id("event"): Id(eventConst(r.Event))}
+		p, ok := paths[s]
+		if !ok {
+			continue
+		}
+		var steps []jen.Code
+		for _, r := range p {
+			var held jen.Code
 			if r.Guard != nil {
-				d[Id("held")] = Id("GuardSet").Call(Lit(0)).Dot("With").Call(Id(guardConst(r.Guard)))
+				held = heldOf(r)
 			}
-			steps = append(steps, Values(d))
+			steps = append(steps, keyed(false, field{"event", jen.Id(eventConst(r.Event.Name))}, field{"held", held}))
 		}
-		cases = append(cases, Values(Id(stateConst(s)), Index().Id("pathStep").Values(steps...)))
+		cases = append(cases, jen.Line().Values(jen.Id(stateConst(s.Name)), jen.Index().Id("pathStep").Values(steps...)))
 	}
-	f.Comment("pathCases is a shortest path from Initial to every state.")
-	f.Var().Id("pathCases").Op("=").Index().Struct(Id("target").Id("State"), Id("steps").Index().Id("pathStep")).Values(cases...)
-}
+	comment(f, "pathCases is a shortest path from Initial to every state.")
+	f.Var().Id("pathCases").Op("=").Index().Struct(jen.Id("target").Id("State"), jen.Id("steps").Index().Id("pathStep")).Values(append(cases, jen.Line())...)
 
-func cellTests(f *File) {
-	req := func(fn string, args ...Code) Code {
-		return Qual(requirePkg, fn).Call(append([]Code{Id("t")}, args...)...)
-	}
-	f.Func().Id("TestEveryCell").Params(Id("t").Op("*").Qual("testing", "T")).Block(
-		For(List(Id("_"), Id("c")).Op(":=").Range().Id("cellCases")).Block(
-			Id("where").Op(":=").Id("c").Dot("line").Op("+").Lit(": ").Op("+").Id("c").Dot("from").Dot("String").Call().Op("+").Lit(" on ").Op("+").Id("c").Dot("event").Dot("String").Call(),
-			List(Id("step"), Id("trErr")).Op(":=").Id("Transition").Call(Id("c").Dot("from"), Id("c").Dot("event"), Id("c").Dot("held")),
-			req("Equal", Id("c").Dot("disp"), Id("step").Dot("Disposition").Call(), Id("where")),
-			req("Equal", Id("c").Dot("to"), Id("step").Dot("To").Call(), Id("where")),
-			req("Equal", Id("c").Dot("guard"), Id("step").Dot("Guard").Call(), Id("where")),
-			Var().Id("effects").Index().String(),
-			For(List(Id("_"), Id("ef")).Op(":=").Range().Id("step").Dot("Effects").Call()).Block(Id("effects").Op("=").Append(Id("effects"), Id("ef").Dot("String").Call())),
-			req("Equal", Id("c").Dot("effects"), Id("effects"), Id("where")),
-			For(List(Id("_"), Id("role")).Op(":=").Range().Index().Qual(fsmPkg, "Role").Values(Qual(fsmPkg, "RoleBoth"), Qual(fsmPkg, "RoleCore"), Qual(fsmPkg, "RoleRuntime"))).Block(
-				Id("rec").Op(":=").Op("&").Id("recorder").Values(Dict{Id("held"): Id("c").Dot("held")}),
-				Id("m").Op(":=").Id("New").Types(Int()).Call(Id("role"), Id("rec")),
-				List(Id("_"), Err()).Op(":=").Id("m").Dot("Restore").Call(Id("c").Dot("from").Dot("String").Call()),
-				req("NoError", Err()),
-				Id("fireErr").Op(":=").Id("m").Dot("Fire").Call(Id("c").Dot("event"), Lit(0)),
-				If(Id("c").Dot("disp").Op("==").Qual(fsmPkg, "Rejected")).Block(
-					req("ErrorIs", Id("trErr"), Qual(fsmPkg, "ErrRejected"), Id("where")),
-					req("ErrorIs", Id("fireErr"), Qual(fsmPkg, "ErrRejected"), Id("where")),
-					Var().Id("te").Op("*").Qual(fsmPkg, "TransitionError"),
-					req("ErrorAs", Id("fireErr"), Op("&").Id("te"), Id("where")),
-					req("Equal", Index().String().Values(Id("Name"), Id("c").Dot("from").Dot("String").Call(), Id("c").Dot("event").Dot("String").Call()), Index().String().Values(Id("te").Dot("Machine"), Id("te").Dot("State"), Id("te").Dot("Event")), Id("where")),
-					req("Equal", Id("c").Dot("from"), Id("m").Dot("State").Call(), Lit("a rejected event must leave the state unchanged: ").Op("+").Id("where")),
-					Continue(),
-				),
-				req("NoError", Id("trErr"), Id("where")),
-				req("NoError", Id("fireErr"), Id("where")),
-				If(Id("c").Dot("raises")).Block(Continue().Comment("follow-ups move the machine further; covered by the walk tests")),
-				req("Equal", Id("c").Dot("to"), Id("m").Dot("State").Call(), Id("where")),
-				Id("want").Op(":=").Map(Qual(fsmPkg, "Role")).Index().String().Values(Dict{Qual(fsmPkg, "RoleBoth"): Id("c").Dot("both"), Qual(fsmPkg, "RoleCore"): Id("c").Dot("core"), Qual(fsmPkg, "RoleRuntime"): Id("c").Dot("runtime")}).Index(Id("role")),
-				req("Equal", Id("want"), Id("rec").Dot("log"), Lit("hooks run for role ").Op("+").Id("role").Dot("String").Call().Op("+").Lit(": ").Op("+").Id("where")),
-			),
-		),
-	)
-	f.Func().Id("TestShortestPaths").Params(Id("t").Op("*").Qual("testing", "T")).Block(
-		For(List(Id("_"), Id("p")).Op(":=").Range().Id("pathCases")).Block(
-			Id("rec").Op(":=").Op("&").Id("recorder").Values(),
-			Id("m").Op(":=").Id("New").Types(Int()).Call(Qual(fsmPkg, "RoleBoth"), Id("rec")),
-			For(List(Id("_"), Id("st")).Op(":=").Range().Id("p").Dot("steps")).Block(
-				Id("rec").Dot("held").Op("=").Id("st").Dot("held"),
-				req("NoError", Id("m").Dot("Fire").Call(Id("st").Dot("event"), Lit(0)), Lit("path to ").Op("+").Id("p").Dot("target").Dot("String").Call()),
-			),
-			req("Equal", Id("p").Dot("target"), Id("m").Dot("State").Call()),
-		),
-	)
-}
-
-func propertyTests(f *File) {
-	load := List(Id("m")).Op(":=").Qual(fsmtestPkg, "LoadMachine").Call(Id("t"), Id("specFile"))
-	f.Comment("TestEveryCellAgainstSpec compares every cell, under every guard assignment, with the spec interpreter reading the YAML at test time.")
-	f.Func().Id("TestEveryCellAgainstSpec").Params(Id("t").Op("*").Qual("testing", "T")).Block(
-		load, Qual(fsmtestPkg, "EveryCellAgainstSpec").Call(Id("t"), Id("m"), Id("adapter").Call(Id("t"))),
-	)
-	f.Func().Id("TestRandomWalkAgainstSpec").Params(Id("t").Op("*").Qual("testing", "T")).Block(
-		load,
-		For(Id("seed").Op(":=").Uint64().Call(Lit(1)), Id("seed").Op("<=").Lit(8), Id("seed").Op("++")).Block(
-			Qual(fsmtestPkg, "RandomWalk").Call(Id("t"), Id("m"), Id("adapter").Call(Id("t")), Id("seed"), Lit(2000)),
-		),
-	)
-	f.Func().Id("TestDifferentialLooplab").Params(Id("t").Op("*").Qual("testing", "T")).Block(
-		load, Qual(fsmtestPkg, "DifferentialLooplab").Call(Id("t"), Id("m"), Id("adapter").Call(Id("t"))),
-	)
-}
-
-func lifecycleTests(f *File, m *spec.Machine) {
-	req := func(fn string, args ...Code) Code {
-		return Qual(requirePkg, fn).Call(append([]Code{Id("t")}, args...)...)
-	}
-	var restore []Code
+	timers := jen.Dict{}
 	for _, s := range m.States {
-		restore = append(restore, Id(stateConst(s)))
+		if len(s.Timers) == 0 {
+			continue
+		}
+		var ts []jen.Code
+		for _, tm := range s.Timers {
+			ts = append(ts, jen.Qual(fsmPkg, "TimerID").Call(jen.Id(timerConst(tm.Name))))
+		}
+		timers[jen.Id(stateConst(s.Name))] = jen.Values(ts...)
 	}
-	f.Func().Id("TestRestoreAndParse").Params(Id("t").Op("*").Qual("testing", "T")).Block(
-		For(List(Id("_"), Id("s")).Op(":=").Range().Index().Id("State").Values(restore...)).Block(
-			Id("m").Op(":=").Id("New").Types(Int()).Call(Qual(fsmPkg, "RoleBoth"), Op("&").Id("recorder").Values()),
-			List(Id("timers"), Err()).Op(":=").Id("m").Dot("Restore").Call(Id("s").Dot("String").Call()),
-			req("NoError", Err()),
-			req("Equal", Id("s"), Id("m").Dot("State").Call()),
-			req("Equal", Id("s").Dot("Timers").Call(), Id("timers")),
-			List(Id("back"), Err()).Op(":=").Id("ParseState").Call(Id("s").Dot("String").Call()),
-			req("NoError", Err()),
-			req("Equal", Id("s"), Id("back")),
+	comment(f, "stateTimers lists the timers each state keeps armed (none when absent), from the spec.")
+	f.Var().Id("stateTimers").Op("=").Map(jen.Id("State")).Index().Qual(fsmPkg, "TimerID").Values(timers)
+}
+
+func (g testGen) tableTests(f *jen.File) {
+	comment(f, "TestTableMatchesSpec checks that Table is exactly what spec.Machine.Table builds from the "+
+		"spec file: declarations, cells, and one shared candidate per rule.")
+	f.Func().Id("TestTableMatchesSpec").Params(tParam()).Block(
+		jen.Qual(fsmtestPkg, "SameTable").Call(jen.Id("t"), jen.Qual(fsmtestPkg, "LoadMachine").Call(jen.Id("t"), jen.Id("specFile")), jen.Id("Table")),
+	)
+}
+
+func (g testGen) cellTests(f *jen.File) {
+	c := func(field string) *jen.Statement { return jen.Id("c").Dot(field) }
+	checks := []jen.Code{
+		jen.Id("where").Op(":=").Qual("fmt", "Sprintf").Call(jen.Lit("%s:%d: %s on %s"), jen.Id("specFile"), c("line"), c("from"), c("event")),
+		jen.List(jen.Id("step"), jen.Id("trErr")).Op(":=").Id("Transition").Call(c("from"), c("event"), c("held")),
+		req("Equal", c("line"), jen.Id("step").Dot("Line").Call(), jen.Id("where")),
+		req("Equal", c("from"), jen.Id("step").Dot("From").Call(), jen.Id("where")),
+		req("Equal", c("event"), jen.Id("step").Dot("Event").Call(), jen.Id("where")),
+		req("Equal", c("disp"), jen.Id("step").Dot("Disposition").Call(), jen.Id("where")),
+		req("Equal", c("to"), jen.Id("step").Dot("To").Call(), jen.Id("where")),
+	}
+	if g.hasGuards() {
+		checks = append(checks, req("Equal", c("guard"), jen.Id("step").Dot("Guard").Call(), jen.Id("where")))
+	}
+	checks = append(checks,
+		req("Equal", c("reason"), jen.Id("step").Dot("Reason").Call(), jen.Id("where")),
+		jen.Var().Id("effects").Index().String(),
+		jen.For(jen.Id("i").Op(":=").Range().Id("step").Dot("Effects").Call()).Block(
+			jen.Id("effects").Op("=").Append(jen.Id("effects"), jen.Id("Table").Dot("EffectString").Call(jen.Op("&").Id("step").Dot("Effects").Call().Index(jen.Id("i")))),
 		),
-		For(Id("e").Op(":=").Id("Event").Call(Lit(1)), Id("e").Dot("Valid").Call(), Id("e").Op("++")).Block(
-			List(Id("back"), Err()).Op(":=").Id("ParseEvent").Call(Id("e").Dot("String").Call()),
-			req("NoError", Err()),
-			req("Equal", Id("e"), Id("back")),
+		req("Equal", c("effects"), jen.Id("effects"), jen.Id("where")),
+		jen.If(c("disp").Op("==").Qual(fsmPkg, "Rejected")).Block(
+			req("ErrorIs", jen.Id("trErr"), jen.Qual(fsmPkg, "ErrRejected"), jen.Id("where")),
+			jen.Var().Id("te").Op("*").Qual(fsmPkg, "TransitionError"),
+			req("ErrorAs", jen.Id("trErr"), jen.Op("&").Id("te"), jen.Id("where")),
+			req("Equal", jen.Index().String().Values(jen.Id("Name"), c("from").Dot("String").Call(), c("event").Dot("String").Call(), c("reason")),
+				jen.Index().String().Values(jen.Id("te").Dot("Machine"), jen.Id("te").Dot("State"), jen.Id("te").Dot("Event"), jen.Id("te").Dot("Reason")), jen.Id("where")),
+		).Else().Block(req("NoError", jen.Id("trErr"), jen.Id("where"))),
+		jen.For(jen.List(jen.Id("role"), jen.Id("want")).Op(":=").Range().Add(c("logs"))).Block(
+			jen.Id("rec").Op(":=").Op("&").Id("recorder").Values(jen.Dict{jen.Id("held"): c("held")}),
+			jen.Id("m").Op(":=").Id("newMachine").Call(jen.Id("t"), jen.Id("role"), jen.Id("rec")),
+			jen.List(jen.Id("_"), jen.Err()).Op(":=").Id("m").Dot("Restore").Call(jen.Qual(fsmPkg, "StateID").Call(c("from"))),
+			req("NoError", jen.Err()),
+			jen.Err().Op("=").Id("m").Dot("Fire").Call(jen.Qual(fsmPkg, "EventID").Call(c("event")), jen.Lit(0)),
+			jen.If(c("disp").Op("==").Qual(fsmPkg, "Rejected")).Block(
+				req("ErrorIs", jen.Err(), jen.Qual(fsmPkg, "ErrRejected"), jen.Id("where")),
+				req("Equal", c("from"), jen.Id("State").Call(jen.Id("m").Dot("State").Call()), jen.Lit("a rejected event leaves the state unchanged: ").Op("+").Id("where")),
+				req("Empty", jen.Id("rec").Dot("log"), jen.Id("where")),
+				jen.Continue(),
+			),
+			req("NoError", jen.Err(), jen.Id("where")),
+			jen.If(c("raises")).Block(jen.Continue().Comment("the raised events move on: TestInstanceWalkAgainstSpec")),
+			req("Equal", c("to"), jen.Id("State").Call(jen.Id("m").Dot("State").Call()), jen.Id("where")),
+			req("Equal", jen.Id("want"), jen.Id("rec").Dot("log"), jen.Lit("hooks of the %s: %s"), jen.Id("role"), jen.Id("where")),
 		),
-		List(Id("_"), Err()).Op(":=").Id("New").Types(Int()).Call(Qual(fsmPkg, "RoleBoth"), Op("&").Id("recorder").Values()).Dot("Restore").Call(Lit("no_such_state")),
-		req("ErrorIs", Err(), Qual(fsmPkg, "ErrInvalid")),
-		req("Equal", Lit("State(0)"), Id("State").Call(Lit(0)).Dot("String").Call()),
-		List(Id("_"), Err()).Op("=").Id("Transition").Call(Id("Initial"), Id("Event").Call(Lit(0)), Lit(0)),
-		req("ErrorIs", Err(), Qual(fsmPkg, "ErrInvalid")),
+	)
+	comment(f, "TestEveryCell checks every candidate of every cell through Transition and, for each role "+
+		"that handles its event, through that role's machine and hooks.")
+	f.Func().Id("TestEveryCell").Params(tParam()).Block(
+		jen.For(jen.List(jen.Id("_"), jen.Id("c")).Op(":=").Range().Id("cellCases")).Block(checks...),
 	)
 
-	f.Comment("TestConcurrentFire fires from several goroutines at once: every step the observer sees must start where the previous one ended, which holds only if Fire serialises its callers.")
-	f.Func().Id("TestConcurrentFire").Params(Id("t").Op("*").Qual("testing", "T")).Block(
-		For(Id("round").Op(":=").Lit(0), Id("round").Op("<").Lit(20), Id("round").Op("++")).Block(
-			Id("m").Op(":=").Id("New").Types(Int()).Call(Qual(fsmPkg, "RoleBoth"), Op("&").Id("recorder").Values(Dict{Id("held"): Id("GuardSet").Call(Id("round"))})),
-			Var().Id("steps").Index().Id("Step"),
-			Id("m").Dot("Observe").Call(Func().Params(Id("s").Id("Step")).Block(Id("steps").Op("=").Append(Id("steps"), Id("s")))),
-			Var().Id("wg").Qual("sync", "WaitGroup"),
-			For(Id("g").Op(":=").Lit(0), Id("g").Op("<").Lit(4), Id("g").Op("++")).Block(
-				Id("wg").Dot("Go").Call(Func().Params().Block(
-					Id("rng").Op(":=").Qual("math/rand/v2", "New").Call(Qual("math/rand/v2", "NewPCG").Call(Uint64().Call(Id("round")), Uint64().Call(Id("g")))),
-					For(Id("i").Op(":=").Lit(0), Id("i").Op("<").Lit(50), Id("i").Op("++")).Block(
-						Id("_").Op("=").Id("m").Dot("Fire").Call(Id("Event").Call(Lit(1).Op("+").Id("rng").Dot("IntN").Call(Id("numEvents"))), Id("i")),
-					),
-				)),
+	comment(f, "TestHooksPerRole checks that each role's hooks interface holds exactly what that role "+
+		"calls: running every cell the role handles calls every one of its methods (and TestEveryCell "+
+		"that none is missing).")
+	f.Func().Id("TestHooksPerRole").Params(tParam()).Block(
+		jen.For(jen.List(jen.Id("role"), jen.Id("iface")).Op(":=").Range().Map(jen.Qual(fsmPkg, "Role")).Qual("reflect", "Type").Values(jen.Dict{
+			jen.Qual(fsmPkg, "RoleCore"):    jen.Qual("reflect", "TypeFor").Index(jen.Id("CoreHooks").Index(jen.Int())).Call(),
+			jen.Qual(fsmPkg, "RoleRuntime"): jen.Qual("reflect", "TypeFor").Index(jen.Id("RuntimeHooks").Index(jen.Int())).Call(),
+		})).Block(
+			jen.Id("rec").Op(":=").Op("&").Id("recorder").Values(jen.Dict{jen.Id("called"): jen.Map(jen.String()).Bool().Values()}),
+			jen.Id("m").Op(":=").Id("newMachine").Call(jen.Id("t"), jen.Id("role"), jen.Id("rec")),
+			jen.For(jen.List(jen.Id("_"), jen.Id("c")).Op(":=").Range().Id("cellCases")).Block(
+				jen.If(jen.List(jen.Id("_"), jen.Id("ok")).Op(":=").Add(c("logs")).Index(jen.Id("role")), jen.Op("!").Id("ok")).Block(jen.Continue()),
+				jen.Id("rec").Dot("held").Op("=").Add(c("held")),
+				jen.List(jen.Id("_"), jen.Err()).Op(":=").Id("m").Dot("Restore").Call(jen.Qual(fsmPkg, "StateID").Call(c("from"))),
+				req("NoError", jen.Err()),
+				jen.Id("_").Op("=").Id("m").Dot("Fire").Call(jen.Qual(fsmPkg, "EventID").Call(c("event")), jen.Lit(0)).Comment("outcomes: TestEveryCell"),
 			),
-			Id("wg").Dot("Wait").Call(),
-			req("GreaterOrEqual", Len(Id("steps")), Lit(200)),
-			Id("at").Op(":=").Id("Initial"),
-			For(List(Id("_"), Id("s")).Op(":=").Range().Id("steps")).Block(
-				req("Equal", Id("at"), Id("s").Dot("From").Call()),
-				Id("at").Op("=").Id("s").Dot("To").Call(),
+			jen.Var().List(jen.Id("want"), jen.Id("got")).Index().String(),
+			jen.For(jen.Id("i").Op(":=").Range().Id("iface").Dot("NumMethod").Call()).Block(
+				jen.Id("want").Op("=").Append(jen.Id("want"), jen.Id("iface").Dot("Method").Call(jen.Id("i")).Dot("Name")),
 			),
-			req("Equal", Id("at"), Id("m").Dot("State").Call()),
+			jen.For(jen.Id("name").Op(":=").Range().Id("rec").Dot("called")).Block(
+				jen.Id("got").Op("=").Append(jen.Id("got"), jen.Id("name")),
+			),
+			req("ElementsMatch", jen.Id("want"), jen.Id("got"), jen.Lit("hooks of the %s"), jen.Id("role")),
 		),
 	)
 
-	// Pick a cell whose effects call a hook, to test effect failures and
-	// follow-up events raised from inside a hook.
-	var hooked *spec.Rule
-	for _, r := range m.Rules {
-		if r.Kind == spec.RuleGoto && r.Guard == nil && len(hookLog(r, spec.RoleBoth)) > 0 {
-			hooked = r
-			break
+	guards := jen.Nil()
+	if g.hasGuards() {
+		guards = jen.Id("heldGuards").Call(jen.Id("st").Dot("held"))
+	}
+	comment(f, "TestShortestPaths walks an fsm.Instance of Table, for each role, along a shortest path to "+
+		"every state.")
+	f.Func().Id("TestShortestPaths").Params(tParam()).Block(
+		jen.For(jen.List(jen.Id("_"), jen.Id("role")).Op(":=").Range().Id("roles")).Block(
+			jen.For(jen.List(jen.Id("_"), jen.Id("p")).Op(":=").Range().Id("pathCases")).Block(
+				jen.List(jen.Id("in"), jen.Err()).Op(":=").Qual(fsmPkg, "NewInstance").Index(jen.Int()).Call(jen.Id("Table"), jen.Id("role")),
+				req("NoError", jen.Err()),
+				jen.Var().Id("out").Qual(fsmPkg, "Outbox"),
+				jen.For(jen.List(jen.Id("_"), jen.Id("st")).Op(":=").Range().Id("p").Dot("steps")).Block(
+					req("NoError", jen.Id("in").Dot("Step").Call(jen.Qual(fsmPkg, "EventID").Call(jen.Id("st").Dot("event")), jen.Lit(0), guards, jen.Op("&").Id("out")),
+						jen.Lit("%s: path to %s"), jen.Id("role"), jen.Id("p").Dot("target")),
+				),
+				req("Equal", jen.Id("p").Dot("target"), jen.Id("State").Call(jen.Id("in").Dot("State").Call()), jen.Id("role").Dot("String").Call()),
+			),
+		),
+	)
+}
+
+func (g testGen) specTests(f *jen.File) {
+	m := g.m
+	held := jen.Var().Id("gs").Id("GuardSet")
+	parseHeld := []jen.Code{held}
+	if g.hasGuards() {
+		parseHeld = append(parseHeld, jen.For(jen.List(jen.Id("_"), jen.Id("name")).Op(":=").Range().Id("held")).Block(
+			jen.List(jen.Id("g"), jen.Err()).Op(":=").Id("ParseGuard").Call(jen.Id("name")),
+			req("NoError", jen.Err()),
+			jen.Id("gs").Op("=").Id("gs").Dot("With").Call(jen.Id("g")),
+		))
+	}
+	body := []jen.Code{
+		jen.List(jen.Id("s"), jen.Err()).Op(":=").Id("ParseState").Call(jen.Id("state")),
+		req("NoError", jen.Err()),
+		jen.List(jen.Id("e"), jen.Err()).Op(":=").Id("ParseEvent").Call(jen.Id("event")),
+		req("NoError", jen.Err()),
+	}
+	body = append(body, parseHeld...)
+	body = append(body,
+		jen.List(jen.Id("step"), jen.Err()).Op(":=").Id("Transition").Call(jen.Id("s"), jen.Id("e"), jen.Id("gs")),
+		jen.Id("res").Op(":=").Qual(fsmtestPkg, "Result").Values(jen.Dict{
+			jen.Id("To"):          jen.Id("step").Dot("To").Call().Dot("String").Call(),
+			jen.Id("Disposition"): jen.Id("step").Dot("Disposition").Call(),
+			jen.Id("Err"):         jen.Err(),
+		}),
+	)
+	if g.hasGuards() {
+		body = append(body, jen.If(jen.Id("step").Dot("Guard").Call().Op("!=").Lit(0)).Block(
+			jen.Id("res").Dot("Guard").Op("=").Id("step").Dot("Guard").Call().Dot("String").Call(),
+		))
+	}
+	body = append(body,
+		jen.For(jen.Id("i").Op(":=").Range().Id("step").Dot("Effects").Call()).Block(
+			jen.Id("res").Dot("Effects").Op("=").Append(jen.Id("res").Dot("Effects"), jen.Id("Table").Dot("EffectString").Call(jen.Op("&").Id("step").Dot("Effects").Call().Index(jen.Id("i")))),
+		),
+		jen.Return(jen.Id("res")),
+	)
+	comment(f, "adapter exposes Transition to fsmtest in spec names.")
+	f.Func().Id("adapter").Params(tParam()).Qual(fsmtestPkg, "Adapter").Block(
+		jen.Return(jen.Qual(fsmtestPkg, "Adapter").Values(jen.Dict{jen.Id("Transition"): jen.Func().Params(jen.List(jen.Id("state"), jen.Id("event")).String(), jen.Id("held").Index().String()).Qual(fsmtestPkg, "Result").Block(body...)})),
+	)
+
+	load := jen.Id("m").Op(":=").Qual(fsmtestPkg, "LoadMachine").Call(jen.Id("t"), jen.Id("specFile"))
+	comment(f, "TestEveryCellAgainstSpec compares every cell, under every guard assignment, with the spec "+
+		"interpreter reading the YAML at test time.")
+	f.Func().Id("TestEveryCellAgainstSpec").Params(tParam()).Block(
+		load, jen.Qual(fsmtestPkg, "EveryCellAgainstSpec").Call(jen.Id("t"), jen.Id("m"), jen.Id("adapter").Call(jen.Id("t"))),
+	)
+	f.Func().Id("TestRandomWalkAgainstSpec").Params(tParam()).Block(
+		load,
+		jen.For(jen.Id("seed").Op(":=").Uint64().Call(jen.Lit(1)), jen.Id("seed").Op("<=").Lit(8), jen.Id("seed").Op("++")).Block(
+			jen.Qual(fsmtestPkg, "RandomWalk").Call(jen.Id("t"), jen.Id("m"), jen.Id("adapter").Call(jen.Id("t")), jen.Id("seed"), jen.Lit(2000)),
+		),
+	)
+	comment(f, "TestInstanceWalkAgainstSpec runs an fsm.Instance of Table for each role beside the spec "+
+		"interpreter: raised events run to completion and each role performs only its own effects.")
+	f.Func().Id("TestInstanceWalkAgainstSpec").Params(tParam()).Block(
+		load,
+		jen.For(jen.Id("seed").Op(":=").Uint64().Call(jen.Lit(1)), jen.Id("seed").Op("<=").Lit(4), jen.Id("seed").Op("++")).Block(
+			jen.Qual(fsmtestPkg, "InstanceWalk").Call(jen.Id("t"), jen.Id("m"), jen.Id("Table"), jen.Id("seed"), jen.Lit(1000)),
+		),
+	)
+	f.Func().Id("TestDifferentialLooplab").Params(tParam()).Block(
+		load, jen.Qual(fsmtestPkg, "DifferentialLooplab").Call(jen.Id("t"), jen.Id("m"), jen.Id("adapter").Call(jen.Id("t"))),
+	)
+	_ = m
+}
+
+// roundTrip checks Parse<typ>(v.String()) == v for every value of an enum.
+func roundTrip(typ string) jen.Code {
+	return jen.For(jen.Id("v").Op(":=").Id(typ).Call(jen.Lit(1)), jen.Id("v").Dot("Valid").Call(), jen.Id("v").Op("++")).Block(
+		jen.List(jen.Id("back"), jen.Err()).Op(":=").Id("Parse"+typ).Call(jen.Id("v").Dot("String").Call()),
+		req("NoError", jen.Err()),
+		req("Equal", jen.Id("v"), jen.Id("back")),
+	)
+}
+
+func (g testGen) lifecycleTests(f *jen.File) {
+	m := g.m
+	body := []jen.Code{
+		jen.For(jen.Id("s").Op(":=").Id("State").Call(jen.Lit(1)), jen.Id("s").Dot("Valid").Call(), jen.Id("s").Op("++")).Block(
+			jen.For(jen.List(jen.Id("_"), jen.Id("role")).Op(":=").Range().Id("roles")).Block(
+				jen.Id("m").Op(":=").Id("newMachine").Call(jen.Id("t"), jen.Id("role"), jen.Op("&").Id("recorder").Values()),
+				jen.List(jen.Id("timers"), jen.Err()).Op(":=").Id("m").Dot("Restore").Call(jen.Qual(fsmPkg, "StateID").Call(jen.Id("s"))),
+				req("NoError", jen.Err()),
+				req("Equal", jen.Id("s"), jen.Id("State").Call(jen.Id("m").Dot("State").Call())),
+				req("Equal", jen.Id("stateTimers").Index(jen.Id("s")), jen.Id("timers"), jen.Lit("the timers to re-arm in %s"), jen.Id("s")),
+			),
+		),
+		roundTrip("State"), roundTrip("Event"),
+	}
+	if g.hasTimers() {
+		body = append(body, roundTrip("Timer"))
+	}
+	if g.hasGuards() {
+		body = append(body, roundTrip("Guard"))
+	}
+	if len(m.Actions) > 0 {
+		body = append(body, roundTrip("Action"))
+	}
+	if len(m.Messages()) > 0 {
+		body = append(body, roundTrip("Message"))
+	}
+	body = append(body,
+		req("False", jen.Id("State").Call(jen.Lit(len(m.States)+1)).Dot("Valid").Call()),
+		req("Equal", jen.Lit("State(0)"), jen.Id("State").Call(jen.Lit(0)).Dot("String").Call()),
+		jen.List(jen.Id("_"), jen.Err()).Op(":=").Id("ParseState").Call(jen.Lit("no_such_state")),
+		req("ErrorIs", jen.Err(), jen.Qual(fsmPkg, "ErrInvalid")),
+		jen.List(jen.Id("_"), jen.Err()).Op("=").Id("newMachine").Call(jen.Id("t"), jen.Qual(fsmPkg, "RoleCore"), jen.Op("&").Id("recorder").Values()).Dot("Restore").Call(jen.Lit(0)),
+		req("ErrorIs", jen.Err(), jen.Qual(fsmPkg, "ErrInvalid")),
+		jen.List(jen.Id("_"), jen.Err()).Op("=").Id("Transition").Call(jen.Id("Initial"), jen.Id("Event").Call(jen.Lit(0)), jen.Lit(0)),
+		req("ErrorIs", jen.Err(), jen.Qual(fsmPkg, "ErrInvalid")),
+		jen.List(jen.Id("_"), jen.Err()).Op("=").Id("Transition").Call(jen.Id("State").Call(jen.Lit(0)), jen.Id("Event").Call(jen.Lit(1)), jen.Lit(0)),
+		req("ErrorIs", jen.Err(), jen.Qual(fsmPkg, "ErrInvalid")),
+	)
+	comment(f, "TestRestoreAndParse restores every state for each role (Restore returns the timers to "+
+		"re-arm), round-trips every enum through its spec name, and refuses invalid values.")
+	f.Func().Id("TestRestoreAndParse").Params(tParam()).Block(body...)
+
+	checks := []jen.Code{
+		jen.List(jen.Id("_"), jen.Err()).Op(":=").Id("NewCore").Index(jen.Int()).Call(jen.Nil(), jen.Nil()),
+		req("Error", jen.Err(), jen.Lit("a Core machine needs hooks")),
+		jen.List(jen.Id("_"), jen.Err()).Op("=").Id("NewRuntime").Index(jen.Int()).Call(jen.Nil(), jen.Nil()),
+		req("Error", jen.Err(), jen.Lit("a Runtime machine needs hooks")),
+	}
+	for _, v := range g.views {
+		if v.timers {
+			checks = append(checks,
+				jen.List(jen.Id("_"), jen.Err()).Op("=").Id("New"+v.name).Index(jen.Int()).Call(jen.Op("&").Id("recorder").Values(), jen.Nil()),
+				req("Error", jen.Err(), jen.Lit("the "+v.name+" arms timers")),
+			)
 		}
 	}
-	if hooked == nil {
-		return
-	}
-	first := hookLog(hooked, spec.RoleBoth)[0]
-	f.Comment("TestEffectError makes the first hook of " + hooked.Pos.String() + " fail: the state has moved and the error names the effect.")
-	f.Func().Id("TestEffectError").Params(Id("t").Op("*").Qual("testing", "T")).Block(
-		Id("m").Op(":=").Id("New").Types(Int()).Call(Qual(fsmPkg, "RoleBoth"), Op("&").Id("recorder").Values(Dict{Id("fail"): first})),
-		List(Id("_"), Err()).Op(":=").Id("m").Dot("Restore").Call(Lit(hooked.From.Name)),
-		req("NoError", Err()),
-		Err().Op("=").Id("m").Dot("Fire").Call(Id(eventConst(hooked.Event)), Lit(0)),
-		req("ErrorIs", Err(), Qual(fsmPkg, "ErrEffect")),
-		req("ErrorIs", Err(), Id("errHook")),
-		Var().Id("ee").Op("*").Qual(fsmPkg, "EffectError"),
-		req("ErrorAs", Err(), Op("&").Id("ee")),
-		req("Equal", Id(stateConst(hooked.To)), Id("m").Dot("State").Call()),
-	)
+	comment(f, "TestNewRefusesMissingParts checks that a machine needs its hooks, and its timers when its "+
+		"role arms any.")
+	f.Func().Id("TestNewRefusesMissingParts").Params(tParam()).Block(checks...)
+}
 
-	// A follow-up from the hooked rule's target that is accepted there.
-	var next *spec.Rule
-	for _, e := range m.Events {
-		for _, r := range m.Cell(hooked.To, e) {
-			if r.Guard == nil && r.Kind == spec.RuleGoto && r.To != hooked.To {
-				next = r
+// effectErrorTest makes the first hook of the first unguarded move with a
+// hook fail, for a role that performs it.
+func (g testGen) effectErrorTest(f *jen.File) {
+	for _, r := range g.m.Rules {
+		if r.Kind != spec.RuleGoto || r.Guard != nil || r.Internal() {
+			continue
+		}
+		for _, v := range g.views {
+			if !v.handles[r.Event] {
+				continue
 			}
-		}
-		if next != nil {
-			break
+			var first *spec.Effect
+			for _, ef := range r.Effects {
+				if ef.Kind != spec.EffectRaise && v.role.Performs(ef.Role) {
+					first = ef
+					break
+				}
+			}
+			if first == nil {
+				continue
+			}
+			commentf(f, "TestEffectError makes the %s's first hook of %s fail: the state has moved, the error "+
+				"names the effect and the effects after it do not run.", v.name, r.Pos)
+			f.Func().Id("TestEffectError").Params(tParam()).Block(
+				jen.Id("rec").Op(":=").Op("&").Id("recorder").Values(jen.Dict{jen.Id("fail"): jen.Lit(bareEffect(first))}),
+				jen.Id("m").Op(":=").Id("newMachine").Call(jen.Id("t"), jen.Qual(fsmPkg, "Role"+v.name), jen.Id("rec")),
+				jen.List(jen.Id("_"), jen.Err()).Op(":=").Id("m").Dot("Restore").Call(jen.Qual(fsmPkg, "StateID").Call(jen.Id(stateConst(r.From.Name)))),
+				req("NoError", jen.Err()),
+				jen.Err().Op("=").Id("m").Dot("Fire").Call(jen.Qual(fsmPkg, "EventID").Call(jen.Id(eventConst(r.Event.Name))), jen.Lit(0)),
+				req("ErrorIs", jen.Err(), jen.Qual(fsmPkg, "ErrEffect")),
+				req("ErrorIs", jen.Err(), jen.Id("errHook")),
+				jen.Var().Id("ee").Op("*").Qual(fsmPkg, "EffectError"),
+				req("ErrorAs", jen.Err(), jen.Op("&").Id("ee")),
+				req("Equal", jen.Lit(first.String()), jen.Id("ee").Dot("Effect")),
+				req("Equal", jen.Id(stateConst(r.To.Name)), jen.Id("State").Call(jen.Id("m").Dot("State").Call())),
+				req("Equal", jen.Index().String().Values(jen.Lit(bareEffect(first))), jen.Id("rec").Dot("log")),
+			)
+			return
 		}
 	}
-	if next == nil {
-		return
-	}
-	f.Comment("TestFollowUpFromHook raises " + next.Event.Name + " from inside a hook of " + hooked.Pos.String() + ": it runs after the current event, under the same Fire, without deadlocking.")
-	f.Func().Id("TestFollowUpFromHook").Params(Id("t").Op("*").Qual("testing", "T")).Block(
-		Id("rec").Op(":=").Op("&").Id("recorder").Values(),
-		Id("raised").Op(":=").False(),
-		Id("rec").Dot("raise").Op("=").Func().Params(Id("f").Op("*").Id("Firing").Types(Int())).Error().Block(
-			If(Id("raised")).Block(Return(Nil())),
-			Id("raised").Op("=").True(),
-			Return(Id("f").Dot("Raise").Call(Id(eventConst(next.Event)), Lit(7))),
-		),
-		Id("m").Op(":=").Id("New").Types(Int()).Call(Qual(fsmPkg, "RoleBoth"), Id("rec")),
-		List(Id("_"), Err()).Op(":=").Id("m").Dot("Restore").Call(Lit(hooked.From.Name)),
-		req("NoError", Err()),
-		req("NoError", Id("m").Dot("Fire").Call(Id(eventConst(hooked.Event)), Lit(0))),
-		req("Equal", Id(stateConst(next.To)), Id("m").Dot("State").Call()),
-		Comment("An unbounded chain of follow-ups fails instead of spinning."),
-		Id("rec").Dot("raise").Op("=").Func().Params(Id("f").Op("*").Id("Firing").Types(Int())).Error().Block(
-			For(Range().Qual(fsmPkg, "QueueCapacity").Op("+").Lit(1)).Block(
-				If(Err().Op(":=").Id("f").Dot("Raise").Call(Id(eventConst(next.Event)), Lit(7)), Err().Op("!=").Nil()).Block(Return(Err())),
+}
+
+func (g testGen) allocTest(f *jen.File) {
+	f.Var().Defs(jen.Id("sinkStep").Id("Step"), jen.Id("sinkErr").Error())
+	c := func(field string) *jen.Statement { return jen.Id("c").Dot(field) }
+	comment(f, "TestNoAllocations checks that Transition, and Fire for each role with hooks that "+
+		"allocate nothing, allocate nothing in any cell.")
+	f.Func().Id("TestNoAllocations").Params(tParam()).Block(
+		jen.Id("allocs").Op(":=").Qual("testing", "AllocsPerRun").Call(jen.Lit(10), jen.Func().Params().Block(
+			jen.For(jen.List(jen.Id("_"), jen.Id("c")).Op(":=").Range().Id("cellCases")).Block(
+				jen.List(jen.Id("sinkStep"), jen.Id("sinkErr")).Op("=").Id("Transition").Call(c("from"), c("event"), c("held")),
 			),
-			Return(Nil()),
+		)),
+		req("Zero", jen.Id("allocs"), jen.Lit("Transition")),
+		jen.For(jen.List(jen.Id("_"), jen.Id("role")).Op(":=").Range().Id("roles")).Block(
+			jen.Id("rec").Op(":=").Op("&").Id("recorder").Values(jen.Dict{jen.Id("quiet"): jen.True()}),
+			jen.Id("m").Op(":=").Id("newMachine").Call(jen.Id("t"), jen.Id("role"), jen.Id("rec")),
+			jen.Id("allocs").Op(":=").Qual("testing", "AllocsPerRun").Call(jen.Lit(10), jen.Func().Params().Block(
+				jen.For(jen.List(jen.Id("_"), jen.Id("c")).Op(":=").Range().Id("cellCases")).Block(
+					jen.If(jen.List(jen.Id("_"), jen.Id("ok")).Op(":=").Add(c("logs")).Index(jen.Id("role")), jen.Op("!").Id("ok")).Block(jen.Continue()),
+					jen.Id("rec").Dot("held").Op("=").Add(c("held")),
+					jen.If(jen.List(jen.Id("_"), jen.Err()).Op(":=").Id("m").Dot("Restore").Call(jen.Qual(fsmPkg, "StateID").Call(c("from"))), jen.Err().Op("!=").Nil()).Block(
+						jen.Panic(jen.Err()),
+					),
+					jen.Id("sinkErr").Op("=").Id("m").Dot("Fire").Call(jen.Qual(fsmPkg, "EventID").Call(c("event")), jen.Lit(0)),
+				),
+			)),
+			req("Zero", jen.Id("allocs"), jen.Lit("Fire as %s"), jen.Id("role")),
 		),
-		List(Id("_"), Err()).Op("=").Id("m").Dot("Restore").Call(Lit(hooked.From.Name)),
-		req("NoError", Err()),
-		req("ErrorIs", Id("m").Dot("Fire").Call(Id(eventConst(hooked.Event)), Lit(0)), Qual(fsmPkg, "ErrQueueFull")),
 	)
 }

@@ -14,6 +14,8 @@ import (
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/agentwire/agentwire/fsm"
 )
 
 // LoadDir loads every *.yaml file directly in dir of fsys. The file names in
@@ -354,6 +356,9 @@ func parseFile(name string, src []byte, errs *errorList) *Machine {
 		for _, gn := range d.seq(n, "guards") {
 			name, doc, ok := d.named(gn, "a guard")
 			if ok && declare(gn, "guard", name) {
+				if len(m.Guards) == fsm.MaxGuards {
+					d.errs.add(d.pos(gn), "guard %q is one too many: a machine declares at most %d guards (a GuardSet is one 64-bit mask)", name, fsm.MaxGuards)
+				}
 				m.Guards = append(m.Guards, &Guard{Name: name, Doc: doc, Index: len(m.Guards), Pos: d.pos(gn)})
 			}
 		}

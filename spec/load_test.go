@@ -14,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentwire/agentwire/fsm"
 )
 
 // doorFile is the valid fixture every malformed case starts from.
@@ -556,6 +558,8 @@ func badCases(t testing.TB) []badCase {
 		// Use.
 		{name: "unused guard", src: ed("\nactions:\n", "  - name: unused_check\n    doc: nobody asks\n\nactions:\n"), at: "- name: unused_check",
 			msg: `guard "unused_check" is declared but no rule uses it`},
+		{name: "more guards than a GuardSet holds", src: ed("\nactions:\n", manyGuards(fsm.MaxGuards-1)+"\nactions:\n"),
+			at: fmt.Sprintf("- name: spare_%d\n", fsm.MaxGuards-2), msg: fmt.Sprintf("is one too many: a machine declares at most %d guards", fsm.MaxGuards)},
 		{name: "unused action", src: ed("\nrules:\n", "  - name: sweep\n    doc: sweep the floor\n\nrules:\n"), at: "- name: sweep",
 			msg: `action "sweep" is declared but no effect performs it`},
 		{name: "event that never causes a transition", src: ed("\nguards:\n", "  - name: noise\n    local: core\n    doc: something rattled\n\nguards:\n"), at: "- name: noise",
@@ -563,6 +567,15 @@ func badCases(t testing.TB) []badCase {
 		{name: "timer never armed", src: ed("\nguards:\n", "  - name: idle_wait\n    timer: 1m\n    by: core\n    doc: never started\n\nguards:\n"), at: "- name: idle_wait",
 			msg: `timer "idle_wait" is never armed: no state lists it in timers`},
 	}
+}
+
+// manyGuards declares n more guards (the fixture declares two).
+func manyGuards(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "  - name: spare_%d\n    doc: one more\n", i)
+	}
+	return b.String()
 }
 
 func TestLoadMalformed(t *testing.T) {

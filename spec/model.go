@@ -7,6 +7,8 @@ package spec
 import (
 	"fmt"
 	"time"
+
+	"github.com/agentwire/agentwire/fsm"
 )
 
 // Model is every machine declared in one spec directory, sorted by name.
@@ -41,48 +43,26 @@ func (p Pos) String() string {
 	return fmt.Sprintf("%s:%d", p.File, p.Line)
 }
 
-// Role is the peer that sends a message, owns a timer or performs an effect.
-type Role uint8
+// Role is the peer that sends a message, owns a timer or performs an
+// effect. The loader sets every role explicitly (an untagged effect is
+// RoleBoth), so the zero Role never appears in a loaded model.
+type Role = fsm.Role
 
 const (
-	RoleBoth Role = iota // zero: both peers (the default for effects)
-	RoleCore
-	RoleRuntime
+	RoleCore    = fsm.RoleCore
+	RoleRuntime = fsm.RoleRuntime
+	RoleBoth    = fsm.RoleBoth
 )
-
-func (r Role) String() string {
-	switch r {
-	case RoleCore:
-		return "core"
-	case RoleRuntime:
-		return "runtime"
-	default:
-		return "both"
-	}
-}
 
 // Outcome classifies a terminal state; diagrams draw each class distinctly.
-type Outcome uint8
+type Outcome = fsm.Outcome
 
 const (
-	OutcomeNone    Outcome = iota // not terminal
-	OutcomeSuccess                // the lifecycle settled as intended
-	OutcomeFailure                // the lifecycle settled with a confirmed failure
-	OutcomeUnknown                // the effect is unknown: no receipt proves either way
+	OutcomeNone    = fsm.OutcomeNone    // not terminal
+	OutcomeSuccess = fsm.OutcomeSuccess // the lifecycle settled as intended
+	OutcomeFailure = fsm.OutcomeFailure // the lifecycle settled with a confirmed failure
+	OutcomeUnknown = fsm.OutcomeUnknown // the effect is unknown: no receipt proves either way
 )
-
-func (o Outcome) String() string {
-	switch o {
-	case OutcomeSuccess:
-		return "success"
-	case OutcomeFailure:
-		return "failure"
-	case OutcomeUnknown:
-		return "unknown"
-	default:
-		return ""
-	}
-}
 
 // Machine is one lifecycle: its states, events and complete cell table.
 type Machine struct {
@@ -183,26 +163,13 @@ func (s *State) Armed(t *Event) bool {
 }
 
 // EventKind says where an event comes from.
-type EventKind uint8
+type EventKind = fsm.EventKind
 
 const (
-	EventMessage EventKind = iota + 1 // a wire frame, sent or received
-	EventTimer                        // a named timer expired
-	EventLocal                        // something a peer observed locally
+	EventMessage = fsm.EventMessage // a wire frame, sent or received
+	EventTimer   = fsm.EventTimer   // a named timer expired
+	EventLocal   = fsm.EventLocal   // something a peer observed locally
 )
-
-func (k EventKind) String() string {
-	switch k {
-	case EventMessage:
-		return "message"
-	case EventTimer:
-		return "timer"
-	case EventLocal:
-		return "local"
-	default:
-		return "invalid"
-	}
-}
 
 // Event is one input of a machine.
 type Event struct {
@@ -275,32 +242,15 @@ type Rule struct {
 func (r *Rule) Internal() bool { return r.Kind == RuleGoto && r.To == r.From }
 
 // EffectKind is what an effect does.
-type EffectKind uint8
+type EffectKind = fsm.EffectKind
 
 const (
-	EffectSend  EffectKind = iota + 1 // send a wire message
-	EffectStart                       // arm a timer
-	EffectStop                        // disarm a timer
-	EffectDo                          // perform a named action
-	EffectRaise                       // run a follow-up event after this one
+	EffectSend  = fsm.EffectSend  // send a wire message
+	EffectStart = fsm.EffectStart // arm a timer
+	EffectStop  = fsm.EffectStop  // disarm a timer
+	EffectDo    = fsm.EffectDo    // perform a named action
+	EffectRaise = fsm.EffectRaise // run a follow-up event after this one
 )
-
-func (k EffectKind) String() string {
-	switch k {
-	case EffectSend:
-		return "send"
-	case EffectStart:
-		return "start"
-	case EffectStop:
-		return "stop"
-	case EffectDo:
-		return "do"
-	case EffectRaise:
-		return "raise"
-	default:
-		return "invalid"
-	}
-}
 
 // Effect is one step a transition asks a peer to perform.
 type Effect struct {

@@ -189,7 +189,7 @@ func (d *decoder) effect(n *yaml.Node, events map[string]*Event, actions map[str
 	if !ok {
 		return nil
 	}
-	ef := &Effect{}
+	ef := &Effect{Role: RoleBoth} // both peers unless the spec narrows it
 	body := strings.TrimSpace(text)
 	roleSet := false
 	if i := strings.Index(body, ":"); i >= 0 {

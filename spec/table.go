@@ -30,7 +30,7 @@ func (m *Machine) Table() (*fsm.Table, error) {
 		timerID[e] = fsm.TimerID(len(t.Timers))
 	}
 	for _, s := range m.States {
-		d := fsm.StateDecl{Name: s.Name, Outcome: s.Outcome.fsm()}
+		d := fsm.StateDecl{Name: s.Name, Outcome: s.Outcome}
 		for _, tm := range s.Timers {
 			d.Timers = append(d.Timers, timerID[tm])
 		}
@@ -40,14 +40,14 @@ func (m *Machine) Table() (*fsm.Table, error) {
 		}
 	}
 	for _, e := range m.Events {
-		d := fsm.EventDecl{Name: e.Name, Kind: e.Kind.fsm()}
+		d := fsm.EventDecl{Name: e.Name, Kind: e.Kind}
 		switch e.Kind {
 		case EventMessage:
-			d.Message, d.Role = msgID[e.Message], e.From.fsm()
+			d.Message, d.Role = msgID[e.Message], e.From
 		case EventTimer:
-			d.Timer, d.Role = timerID[e], e.By.fsm()
+			d.Timer, d.Role = timerID[e], e.By
 		case EventLocal:
-			d.Role = e.By.fsm()
+			d.Role = e.By
 		}
 		t.Events = append(t.Events, d)
 	}
@@ -101,7 +101,7 @@ func candidate(r *Rule, shared map[candidateKey]*fsm.Candidate, msgID map[string
 		c.To = fsm.StateID(r.To.Index + 1)
 	}
 	for _, ef := range r.Effects {
-		fe := fsm.Effect{Kind: ef.Kind.fsm(), Role: ef.Role.fsm()}
+		fe := fsm.Effect{Kind: ef.Kind, Role: ef.Role}
 		switch ef.Kind {
 		case EffectSend:
 			fe.Message = msgID[ef.Message]
@@ -131,19 +131,3 @@ func disposition(r *Rule) fsm.Disposition {
 	}
 	return fsm.Moved
 }
-
-func (r Role) fsm() fsm.Role {
-	switch r {
-	case RoleCore:
-		return fsm.RoleCore
-	case RoleRuntime:
-		return fsm.RoleRuntime
-	}
-	return fsm.RoleBoth
-}
-
-func (o Outcome) fsm() fsm.Outcome { return fsm.Outcome(o) }
-
-func (k EventKind) fsm() fsm.EventKind { return fsm.EventKind(k) }
-
-func (k EffectKind) fsm() fsm.EffectKind { return fsm.EffectKind(k) }

@@ -2,25 +2,26 @@
 
 // Package connection is the generated connection machine.
 //
-// The daemon connection of one device: the Runtime's supervisor bootstraps,
-// dials the WebSocket, sends its first heartbeat with the capability
-// declaration, and then keeps the link alive; Core accepts or refuses the
-// upgrade and watches the read deadline. Every dial opens a fresh physical
-// connection with its own routing, admission handles and transfer state, and a
-// reconnect replays nothing. Version, authentication and retirement refusals
-// are permanent; a transient loss backs off and reconnects.
+// The daemon connection of one device: the Runtime's supervisor bootstraps, dials the WebSocket,
+// sends its first heartbeat with the capability declaration, and then keeps the link alive; Core
+// accepts or refuses the upgrade and watches the read deadline. Every dial opens a fresh physical
+// connection with its own routing, admission handles and transfer state, and a reconnect replays
+// nothing. Version, authentication and retirement refusals are permanent; a transient loss backs
+// off and reconnects.
 //
-// One instance per device ID (one Runtime supervisor's connection loop; each
-// dial is a fresh physical connection).
+// One instance per device ID (one Runtime supervisor's connection loop; each dial is a fresh
+// physical connection).
 //
-// The table and every hook name come from spec/connection.yaml; see
-// docs/machines/connection.md for the diagram and the state × event matrix.
+// The table and every hook name come from spec/connection.yaml; see docs/machines/connection.md
+// for the diagram and the state × event matrix. Table is the machine as the engine (package fsm)
+// runs it: Transition answers what an event would do, NewCore and NewRuntime return a machine that
+// performs one peer's effects through its hooks, and a driver that keeps many instances steps an
+// fsm.Instance of Table and drains its fsm.Outbox.
 package connection
 
 import (
 	"github.com/agentwire/agentwire/fsm"
 	"strconv"
-	"sync"
 	"time"
 )
 
@@ -29,54 +30,59 @@ const Name = "connection"
 
 // Initial is the state every new instance starts in.
 const Initial = StateDisconnected
-const (
-	numStates = 12
-	numEvents = 17
-)
 
-// State is a state of the connection machine.
+// State is a state of the connection machine; its values are the fsm.StateID of Table.
 type State uint8
 
 const (
-	// StateDisconnected: no connection and no request in flight; the supervisor holds its credential and device ID and may bootstrap
+	// StateDisconnected: no connection and no request in flight; the supervisor holds its
+	// credential and device ID and may bootstrap
 	StateDisconnected State = 1
-	// StateBootstrapping: POST bootstrap was sent with the Bearer credential and the device ID; the connection URL and interval are not known yet
+	// StateBootstrapping: POST bootstrap was sent with the Bearer credential and the device ID;
+	// the connection URL and interval are not known yet
 	StateBootstrapping State = 2
-	// StateDialing: the supervisor asked to upgrade to a WebSocket, naming its device and wire version in the URL and authenticating in the header
+	// StateDialing: the supervisor asked to upgrade to a WebSocket, naming its device and wire
+	// version in the URL and authenticating in the header
 	StateDialing State = 3
-	// StateUpgraded: Core accepted the upgrade; routing, handles and transfer state are fresh and capabilities are still unknown until the first heartbeat
+	// StateUpgraded: Core accepted the upgrade; routing, handles and transfer state are fresh and
+	// capabilities are still unknown until the first heartbeat
 	StateUpgraded State = 4
-	// StateLive: the first valid heartbeat advertised the capabilities; heartbeats keep the link alive and prove nothing else
+	// StateLive: the first valid heartbeat advertised the capabilities; heartbeats keep the link
+	// alive and prove nothing else
 	StateLive State = 5
-	// StateBackoff: the connection was lost for a transient reason; the supervisor waits before reconnecting and will replay nothing
+	// StateBackoff: the connection was lost for a transient reason; the supervisor waits before
+	// reconnecting and will replay nothing
 	StateBackoff State = 6
-	// StateShuttingDown: shutdown was requested; the Runtime closes its Executors, keeps any whose close failed and never reconnects while it waits
+	// StateShuttingDown: shutdown was requested; the Runtime closes its Executors, keeps any whose
+	// close failed and never reconnects while it waits
 	StateShuttingDown State = 7
 	// StateStopped: shutdown settled every owned native resource; the supervisor exits
 	StateStopped State = 8
-	// StateVersionRejected: Core answered the upgrade with HTTP 426 incompatible_version; permanent until matching peers are deployed
+	// StateVersionRejected: Core answered the upgrade with HTTP 426 incompatible_version;
+	// permanent until matching peers are deployed
 	StateVersionRejected State = 9
-	// StateAuthRejected: bootstrap or upgrade was refused with 401 or 403; permanent until an operator fixes the credential
+	// StateAuthRejected: bootstrap or upgrade was refused with 401 or 403; permanent until an
+	// operator fixes the credential
 	StateAuthRejected State = 10
-	// StateRetired: Core closed the socket with code 4001 (the runtime was retired or deleted); permanent, the daemon exits
+	// StateRetired: Core closed the socket with code 4001 (the runtime was retired or deleted);
+	// permanent, the daemon exits
 	StateRetired State = 11
-	// StateSuperseded: another connection of this device took over; the routes of this one (Runs, interactions) were dropped and their outcome is unknown
+	// StateSuperseded: another connection of this device took over; the routes of this one (Runs,
+	// interactions) were dropped and their outcome is unknown
 	StateSuperseded State = 12
 )
-
-var stateNames = [...]string{"", "disconnected", "bootstrapping", "dialing", "upgraded", "live", "backoff", "shutting_down", "stopped", "version_rejected", "auth_rejected", "retired", "superseded"}
 
 // String returns the spec name, or State(n) for a value outside the enum.
 func (v State) String() string {
 	if v.Valid() {
-		return stateNames[v]
+		return Table.States[v-1].Name
 	}
 	return "State(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v State) Valid() bool {
-	return v >= 1 && int(v) < len(stateNames)
+	return v >= 1 && v <= StateSuperseded
 }
 
 // ParseState returns the state with the given spec name.
@@ -114,83 +120,87 @@ func ParseState(name string) (State, error) {
 	}
 }
 
-var stateOutcomes = [...]fsm.Outcome{0, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeSuccess, fsm.OutcomeFailure, fsm.OutcomeFailure, fsm.OutcomeFailure, fsm.OutcomeUnknown}
-var stateTimers = [...][]Timer{nil, nil, nil, nil, []Timer{TimerReadDeadline}, []Timer{TimerHeartbeatInterval, TimerReadDeadline}, []Timer{TimerReconnectBackoff}, nil, nil, nil, nil, nil, nil}
-
 // Outcome classifies a terminal state; it is fsm.OutcomeNone for the others.
-func (s State) Outcome() fsm.Outcome {
-	if !s.Valid() {
+func (v State) Outcome() fsm.Outcome {
+	if !v.Valid() {
 		return fsm.OutcomeNone
 	}
-	return stateOutcomes[s]
+	return Table.States[v-1].Outcome
 }
 
-// Terminal reports whether the lifecycle has settled in s.
-func (s State) Terminal() bool {
-	return s.Outcome() != fsm.OutcomeNone
+// Terminal reports whether the lifecycle has settled in v.
+func (v State) Terminal() bool {
+	return v.Outcome() != fsm.OutcomeNone
 }
 
-// Timers lists the timers armed while the machine is in s: the ones a restored machine must re-arm. The slice is shared; do not modify it.
-func (s State) Timers() []Timer {
-	if !s.Valid() {
-		return nil
-	}
-	return stateTimers[s]
-}
-
-// Event is an input of the connection machine: a wire message, a timer expiry or a local happening.
+// Event is an input of the connection machine (a wire message, a timer expiry or a local
+// happening); its values are the fsm.EventID of Table.
 type Event uint8
 
 const (
-	// EventBootstrapRequested: the supervisor sent POST /api/v1/agent-daemon/bootstrap; Core received it (local, observed by both)
+	// EventBootstrapRequested: the supervisor sent POST /api/v1/agent-daemon/bootstrap; Core
+	// received it (local, observed by both)
 	EventBootstrapRequested Event = 1
-	// EventBootstrapOk: bootstrap answered with the connection URL, heartbeat interval and protocol version (local, observed by both)
+	// EventBootstrapOk: bootstrap answered with the connection URL, heartbeat interval and
+	// protocol version (local, observed by both)
 	EventBootstrapOk Event = 2
-	// EventUpgradeAccepted: Core accepted the WebSocket upgrade at /api/v1/agent-daemon/ws for this device and wire version (local, observed by both)
+	// EventUpgradeAccepted: Core accepted the WebSocket upgrade at /api/v1/agent-daemon/ws for
+	// this device and wire version (local, observed by both)
 	EventUpgradeAccepted Event = 3
-	// EventVersionRefused: the upgrade was answered with HTTP 426 incompatible_version (the wire version must match exactly, patch included) (local, observed by both)
+	// EventVersionRefused: the upgrade was answered with HTTP 426 incompatible_version (the wire
+	// version must match exactly, patch included) (local, observed by both)
 	EventVersionRefused Event = 4
-	// EventAuthRefused: bootstrap or the upgrade was answered with 401 (missing_bearer, unknown_device, bad_credential) or 403 (wrong_runtime_type) (local, observed by both)
+	// EventAuthRefused: bootstrap or the upgrade was answered with 401 (missing_bearer,
+	// unknown_device, bad_credential) or 403 (wrong_runtime_type) (local, observed by both)
 	EventAuthRefused Event = 5
-	// EventHeartbeat: liveness plus supported_agent_kinds, their availability and capabilities; never a receipt or progress signal (wire heartbeat, sent by runtime)
+	// EventHeartbeat: liveness plus supported_agent_kinds, their availability and capabilities;
+	// never a receipt or progress signal (wire heartbeat, sent by runtime)
 	EventHeartbeat Event = 6
-	// EventFrameReceived: Core decoded any other inbound frame on this connection (local, observed by core)
+	// EventFrameReceived: Core decoded any other inbound frame on this connection (local, observed
+	// by core)
 	EventFrameReceived Event = 7
-	// EventHeartbeatInterval: the heartbeat interval elapsed; the next heartbeat is due (timer 15s, owned by runtime)
+	// EventHeartbeatInterval: the heartbeat interval elapsed; the next heartbeat is due (timer
+	// 15s, owned by runtime)
 	EventHeartbeatInterval Event = 8
-	// EventReadDeadline: no inbound frame for 60 seconds; Core gives the connection up (timer 1m0s, owned by core)
+	// EventReadDeadline: no inbound frame for 60 seconds; Core gives the connection up (timer
+	// 1m0s, owned by core)
 	EventReadDeadline Event = 9
-	// EventReconnectBackoff: the backoff after a transient loss elapsed; a new bootstrap may start (timer 2s, owned by runtime)
+	// EventReconnectBackoff: the backoff after a transient loss elapsed; a new bootstrap may start
+	// (timer 2s, owned by runtime)
 	EventReconnectBackoff Event = 10
-	// EventTransportLost: a transient failure (network error, 5xx or unreachable bootstrap, close without a permanent code) (local, observed by both)
+	// EventTransportLost: a transient failure (network error, 5xx or unreachable bootstrap, close
+	// without a permanent code) (local, observed by both)
 	EventTransportLost Event = 11
-	// EventReplaced: Core admitted a later connection of this device, fenced this one's owner lease and closed it (local, observed by both)
+	// EventReplaced: Core admitted a later connection of this device, fenced this one's owner
+	// lease and closed it (local, observed by both)
 	EventReplaced Event = 12
 	// EventRetiredClose: the socket was closed with code 4001 (local, observed by both)
 	EventRetiredClose Event = 13
-	// EventDeviceShutdown: Core asks the Runtime to shut down (optional reason) (wire device_shutdown, sent by core)
+	// EventDeviceShutdown: Core asks the Runtime to shut down (optional reason) (wire
+	// device_shutdown, sent by core)
 	EventDeviceShutdown Event = 14
-	// EventOperatorShutdown: the operator or a stop signal asked the daemon process to shut down (local, observed by runtime)
+	// EventOperatorShutdown: the operator or a stop signal asked the daemon process to shut down
+	// (local, observed by runtime)
 	EventOperatorShutdown Event = 15
-	// EventCleanupSettled: every active and idle Executor the Runtime owned closed successfully (local, observed by runtime)
+	// EventCleanupSettled: every active and idle Executor the Runtime owned closed successfully
+	// (local, observed by runtime)
 	EventCleanupSettled Event = 16
-	// EventCleanupFailed: closing at least one owned target failed; it is kept for a later serialized retry (local, observed by runtime)
+	// EventCleanupFailed: closing at least one owned target failed; it is kept for a later
+	// serialized retry (local, observed by runtime)
 	EventCleanupFailed Event = 17
 )
-
-var eventNames = [...]string{"", "bootstrap_requested", "bootstrap_ok", "upgrade_accepted", "version_refused", "auth_refused", "heartbeat", "frame_received", "heartbeat_interval", "read_deadline", "reconnect_backoff", "transport_lost", "replaced", "retired_close", "device_shutdown", "operator_shutdown", "cleanup_settled", "cleanup_failed"}
 
 // String returns the spec name, or Event(n) for a value outside the enum.
 func (v Event) String() string {
 	if v.Valid() {
-		return eventNames[v]
+		return Table.Events[v-1].Name
 	}
 	return "Event(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v Event) Valid() bool {
-	return v >= 1 && int(v) < len(eventNames)
+	return v >= 1 && v <= EventCleanupFailed
 }
 
 // ParseEvent returns the event with the given spec name.
@@ -238,35 +248,41 @@ func ParseEvent(name string) (Event, error) {
 	}
 }
 
-var eventKinds = [...]fsm.EventKind{0, fsm.EventLocal, fsm.EventLocal, fsm.EventLocal, fsm.EventLocal, fsm.EventLocal, fsm.EventMessage, fsm.EventLocal, fsm.EventTimer, fsm.EventTimer, fsm.EventTimer, fsm.EventLocal, fsm.EventLocal, fsm.EventLocal, fsm.EventMessage, fsm.EventLocal, fsm.EventLocal, fsm.EventLocal}
-var eventMessages = [...]string{"", "", "", "", "", "", "heartbeat", "", "", "", "", "", "", "", "device_shutdown", "", "", ""}
-var eventRoles = [...]fsm.Role{0, fsm.RoleBoth, fsm.RoleBoth, fsm.RoleBoth, fsm.RoleBoth, fsm.RoleBoth, fsm.RoleRuntime, fsm.RoleCore, fsm.RoleRuntime, fsm.RoleCore, fsm.RoleRuntime, fsm.RoleBoth, fsm.RoleBoth, fsm.RoleBoth, fsm.RoleCore, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime}
-
-// Kind says whether e is a wire message, a timer or a local event.
-func (e Event) Kind() fsm.EventKind {
-	if !e.Valid() {
-		return eventKinds[0]
+// Kind says whether v is a wire message, a timer expiry or a local event.
+func (v Event) Kind() fsm.EventKind {
+	if !v.Valid() {
+		return 0
 	}
-	return eventKinds[e]
-}
-
-// Message is the wire type of a message event, or "" for timers and local events. Several events may share one wire type (a status frame with different states).
-func (e Event) Message() string {
-	if !e.Valid() {
-		return eventMessages[0]
-	}
-	return eventMessages[e]
+	return Table.Events[v-1].Kind
 }
 
 // Role is the sender of a message event, the owner of a timer or the observer of a local event.
-func (e Event) Role() fsm.Role {
-	if !e.Valid() {
-		return eventRoles[0]
+func (v Event) Role() fsm.Role {
+	if !v.Valid() {
+		return 0
 	}
-	return eventRoles[e]
+	return Table.Events[v-1].Role
 }
 
-// Timer is a named timer. Arming and disarming are effects; expiry is the event of the same name.
+// Message is the wire type of a message event, or 0. Several events may share one wire type (a
+// status frame with different states).
+func (v Event) Message() Message {
+	if !v.Valid() {
+		return 0
+	}
+	return Message(Table.Events[v-1].Message)
+}
+
+// Timer is the timer whose expiry v is, or 0.
+func (v Event) Timer() Timer {
+	if !v.Valid() {
+		return 0
+	}
+	return Timer(Table.Events[v-1].Timer)
+}
+
+// Timer is a named timer; its values are the fsm.TimerID of Table. Arming and disarming are
+// effects; expiry is the event of the same name.
 type Timer uint8
 
 const (
@@ -274,23 +290,22 @@ const (
 	TimerHeartbeatInterval Timer = 1
 	// TimerReadDeadline: no inbound frame for 60 seconds; Core gives the connection up (1m0s)
 	TimerReadDeadline Timer = 2
-	// TimerReconnectBackoff: the backoff after a transient loss elapsed; a new bootstrap may start (2s)
+	// TimerReconnectBackoff: the backoff after a transient loss elapsed; a new bootstrap may start
+	// (2s)
 	TimerReconnectBackoff Timer = 3
 )
-
-var timerNames = [...]string{"", "heartbeat_interval", "read_deadline", "reconnect_backoff"}
 
 // String returns the spec name, or Timer(n) for a value outside the enum.
 func (v Timer) String() string {
 	if v.Valid() {
-		return timerNames[v]
+		return Table.Timers[v-1].Name
 	}
 	return "Timer(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v Timer) Valid() bool {
-	return v >= 1 && int(v) < len(timerNames)
+	return v >= 1 && v <= TimerReconnectBackoff
 }
 
 // ParseTimer returns the timer with the given spec name.
@@ -310,46 +325,43 @@ func ParseTimer(name string) (Timer, error) {
 	}
 }
 
-var timerDurations = [...]time.Duration{0, 15 * time.Second, 1 * time.Minute, 2 * time.Second}
-var timerEvents = [...]Event{0, EventHeartbeatInterval, EventReadDeadline, EventReconnectBackoff}
-
 // Duration is how long the timer runs once armed.
-func (t Timer) Duration() time.Duration {
-	if !t.Valid() {
+func (v Timer) Duration() time.Duration {
+	if !v.Valid() {
 		return 0
 	}
-	return timerDurations[t]
+	return Table.Timers[v-1].Duration
 }
 
 // Event is the event to fire when the timer expires.
-func (t Timer) Event() Event {
-	if !t.Valid() {
+func (v Timer) Event() Event {
+	if !v.Valid() {
 		return 0
 	}
-	return timerEvents[t]
+	return Event(Table.Timers[v-1].Event)
 }
 
-// Guard names a predicate the peer evaluates through its Hooks.
+// Guard is a predicate a peer evaluates through its hooks; its values are the fsm.GuardID of
+// Table.
 type Guard uint8
 
 const (
-	// GuardValidDeclaration: the heartbeat decodes strictly and every declared kind carries a complete capability object (every field present as a boolean, none null, none unknown)
+	// GuardValidDeclaration: the heartbeat decodes strictly and every declared kind carries a
+	// complete capability object (every field present as a boolean, none null, none unknown)
 	GuardValidDeclaration Guard = 1
 )
-
-var guardNames = [...]string{"", "valid_declaration"}
 
 // String returns the spec name, or Guard(n) for a value outside the enum.
 func (v Guard) String() string {
 	if v.Valid() {
-		return guardNames[v]
+		return Table.Guards[v-1]
 	}
 	return "Guard(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v Guard) Valid() bool {
-	return v >= 1 && int(v) < len(guardNames)
+	return v >= 1 && v <= GuardValidDeclaration
 }
 
 // ParseGuard returns the guard with the given spec name.
@@ -365,59 +377,63 @@ func ParseGuard(name string) (Guard, error) {
 	}
 }
 
-// GuardSet is the set of guards that hold, for the pure Transition function.
-type GuardSet uint64
+// GuardSet is the set of guards that hold, for Transition; it has the layout of fsm.GuardSet.
+type GuardSet fsm.GuardSet
 
 // With returns s with g added.
 func (s GuardSet) With(g Guard) GuardSet {
-	if !g.Valid() {
-		return s
-	}
-	return s | 1<<(g-1)
+	return GuardSet(fsm.GuardSet(s).With(fsm.GuardID(g)))
 }
 
 // Has reports whether g is in s.
 func (s GuardSet) Has(g Guard) bool {
-	return g.Valid() && s&(1<<(g-1)) != 0
+	return fsm.GuardSet(s).Has(fsm.GuardID(g))
 }
 
-// Action names a local effect the peer performs through its Hooks.
+// Action is a local effect a peer performs through its hooks; its values are the fsm.ActionID of
+// Table.
 type Action uint8
 
 const (
-	// ActionDialWebsocket: the Runtime dials the URL bootstrap returned, naming its device and wire version in the URL; the credential travels only in the header
+	// ActionDialWebsocket: the Runtime dials the URL bootstrap returned, naming its device and
+	// wire version in the URL; the credential travels only in the header
 	ActionDialWebsocket Action = 1
-	// ActionFencePreviousConnection: Core fences the device's owner lease and evicts the Run and interaction routes of any older connection; the new one inherits none
+	// ActionFencePreviousConnection: Core fences the device's owner lease and evicts the Run and
+	// interaction routes of any older connection; the new one inherits none
 	ActionFencePreviousConnection Action = 2
-	// ActionRecordCapabilities: Core replaces the connection's capability snapshot with this heartbeat's declaration; an absent kind is not advertised
+	// ActionRecordCapabilities: Core replaces the connection's capability snapshot with this
+	// heartbeat's declaration; an absent kind is not advertised
 	ActionRecordCapabilities Action = 3
-	// ActionClearAdmissionSnapshot: Core forgets what this connection was admitted with; this settles no Run, completion or cancellation
+	// ActionClearAdmissionSnapshot: Core forgets what this connection was admitted with; this
+	// settles no Run, completion or cancellation
 	ActionClearAdmissionSnapshot Action = 4
 	// ActionCloseTransport: close the WebSocket of the current physical connection
 	ActionCloseTransport Action = 5
-	// ActionDropConnectionState: discard the connection-local routing, admission handles and transfer state; Run subscriptions end with an observation error and nothing is replayed
+	// ActionDropConnectionState: discard the connection-local routing, admission handles and
+	// transfer state; Run subscriptions end with an observation error and nothing is replayed
 	ActionDropConnectionState Action = 6
-	// ActionRequireOperator: the supervisor reports the permanent refusal and stops reconnecting; only an operator can correct it
+	// ActionRequireOperator: the supervisor reports the permanent refusal and stops reconnecting;
+	// only an operator can correct it
 	ActionRequireOperator Action = 7
-	// ActionCloseExecutors: the Runtime closes its active and idle Executors, keeping any target whose close failed
+	// ActionCloseExecutors: the Runtime closes its active and idle Executors, keeping any target
+	// whose close failed
 	ActionCloseExecutors Action = 8
-	// ActionRetainFailedTargets: the Runtime keeps the targets whose close failed and schedules one serialized retry
+	// ActionRetainFailedTargets: the Runtime keeps the targets whose close failed and schedules
+	// one serialized retry
 	ActionRetainFailedTargets Action = 9
 )
-
-var actionNames = [...]string{"", "dial_websocket", "fence_previous_connection", "record_capabilities", "clear_admission_snapshot", "close_transport", "drop_connection_state", "require_operator", "close_executors", "retain_failed_targets"}
 
 // String returns the spec name, or Action(n) for a value outside the enum.
 func (v Action) String() string {
 	if v.Valid() {
-		return actionNames[v]
+		return Table.Actions[v-1]
 	}
 	return "Action(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v Action) Valid() bool {
-	return v >= 1 && int(v) < len(actionNames)
+	return v >= 1 && v <= ActionRetainFailedTargets
 }
 
 // ParseAction returns the action with the given spec name.
@@ -449,1284 +465,581 @@ func ParseAction(name string) (Action, error) {
 	}
 }
 
-// Message is a wire type this machine asks a peer to send.
+// Message is a wire type the machine sends or observes; its values are the fsm.MessageID of Table.
 type Message uint8
 
 const (
-	MessageHeartbeat Message = 1
+	// MessageDeviceShutdown: observed as an event
+	MessageDeviceShutdown Message = 1
+	// MessageHeartbeat: sent as an effect and observed as an event
+	MessageHeartbeat Message = 2
 )
-
-var messageNames = [...]string{"", "heartbeat"}
 
 // String returns the spec name, or Message(n) for a value outside the enum.
 func (v Message) String() string {
 	if v.Valid() {
-		return messageNames[v]
+		return Table.Messages[v-1]
 	}
 	return "Message(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v Message) Valid() bool {
-	return v >= 1 && int(v) < len(messageNames)
+	return v >= 1 && v <= MessageHeartbeat
 }
 
-// Effect is one step a transition asks a peer to perform, in spec order.
-type Effect struct {
-	Kind fsm.EffectKind
-	// Role is the peer that performs the effect; RoleBoth for both.
-	Role    fsm.Role
-	Message Message // EffectSend
-	Timer   Timer   // EffectStart, EffectStop
-	Action  Action  // EffectDo
-	Raise   Event   // EffectRaise
-}
-
-// String renders the effect as the spec writes it, e.g. "runtime: send preparation_status".
-func (e Effect) String() string {
-	prefix := ""
-	if e.Role != fsm.RoleBoth {
-		prefix = e.Role.String() + ": "
+// ParseMessage returns the message with the given spec name.
+func ParseMessage(name string) (Message, error) {
+	switch name {
+	case "device_shutdown":
+		return MessageDeviceShutdown, nil
+	case "heartbeat":
+		return MessageHeartbeat, nil
 	}
-	switch e.Kind {
-	case fsm.EffectSend:
-		return prefix + "send " + e.Message.String()
-	case fsm.EffectStart:
-		return prefix + "start " + e.Timer.String()
-	case fsm.EffectStop:
-		return prefix + "stop " + e.Timer.String()
-	case fsm.EffectDo:
-		return prefix + "do " + e.Action.String()
-	case fsm.EffectRaise:
-		return prefix + "raise " + e.Raise.String()
+	return 0, &fsm.InvalidError{
+		Machine: Name,
+		Value:   fsm.Quote(name),
+		What:    "message name",
 	}
-	return prefix + e.Kind.String()
 }
 
-// Step is what one event did: a read-only view of the selected candidate of
-// its cell. It is a single pointer into the generated table, so returning it
-// costs nothing and nobody can change the table through it. The zero Step,
-// returned for an invalid state or event, reports zero values.
+// The candidates of Table, one per rule of spec/connection.yaml and shared by every cell the rule
+// covers (a rule that lists its own target among its sources is two: a move from the others and an
+// internal transition in the target).
+var (
+	rule138 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateBootstrapping), Line: 138, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReconnectBackoff)},
+	}}
+	rule144 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateShuttingDown), Line: 144, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerHeartbeatInterval)},
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReconnectBackoff)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionCloseExecutors)},
+	}}
+	rule152 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "neither the heartbeat interval nor the read deadline runs without an upgraded connection", Line: 152}
+	rule155 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the backoff only runs after a transient loss", Line: 155}
+	rule158 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "there is no connection to lose", Line: 158}
+	rule161 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "nothing was requested; the supervisor must bootstrap first", Line: 161}
+	rule166 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateDialing), Line: 166, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDialWebsocket)},
+	}}
+	rule170 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAuthRejected), Line: 170, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionRequireOperator)},
+	}}
+	rule174 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateBackoff), Line: 174, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReconnectBackoff)},
+	}}
+	rule178 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the wire version is only checked at the upgrade", Line: 178}
+	rule182 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the bootstrap answer has not arrived", Line: 182}
+	rule187 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUpgraded), Line: 187, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionFencePreviousConnection)},
+		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageHeartbeat)},
+	}}
+	rule194 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateVersionRejected), Line: 194, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionRequireOperator)},
+	}}
+	rule198 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the upgrade has not been answered", Line: 198}
+	rule203 = &fsm.Candidate{Guard: fsm.GuardID(GuardValidDeclaration), Disp: fsm.Moved, To: fsm.StateID(StateLive), Line: 203, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
+		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordCapabilities)},
+		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerHeartbeatInterval)},
+	}}
+	rule212 = &fsm.Candidate{Guard: fsm.GuardID(GuardValidDeclaration), Disp: fsm.Stayed, Line: 212, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
+		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordCapabilities)},
+	}}
+	rule220 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateBackoff), Line: 220, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerHeartbeatInterval)},
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionClearAdmissionSnapshot)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionCloseTransport)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionDropConnectionState)},
+		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReconnectBackoff)},
+	}}
+	rule232 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "only a heartbeat may open the exchange; capabilities are unknown until then", Line: 232}
+	rule237 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateBackoff), Line: 237, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerHeartbeatInterval)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionCloseTransport)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionDropConnectionState)},
+		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReconnectBackoff)},
+	}}
+	rule245 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateBackoff), Line: 245, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerHeartbeatInterval)},
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionDropConnectionState)},
+		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReconnectBackoff)},
+	}}
+	rule253 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateSuperseded), Line: 253, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerHeartbeatInterval)},
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionDropConnectionState)},
+	}}
+	rule262 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRetired), Line: 262, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerHeartbeatInterval)},
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionDropConnectionState)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionRequireOperator)},
+	}}
+	rule270 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateShuttingDown), Line: 270, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerHeartbeatInterval)},
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionCloseExecutors)},
+	}}
+	rule277 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the interval starts with the first heartbeat", Line: 277}
+	rule280 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the upgrade was already accepted on this connection", Line: 280}
+	rule285 = &fsm.Candidate{Disp: fsm.Stayed, Line: 285, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
+		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
+	}}
+	rule291 = &fsm.Candidate{Disp: fsm.Stayed, Line: 291, Effects: []fsm.Effect{
+		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageHeartbeat)},
+		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerHeartbeatInterval)},
+	}}
+	rule299 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateDisconnected), Line: 299}
+	rule302 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the previous connection is already gone", Line: 302}
+	rule305 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "a frame from the closed transport is dropped", Line: 305}
+	rule308 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no connection is open while backing off", Line: 308}
+	rule313 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStopped), Line: 313, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionCloseTransport)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionDropConnectionState)},
+	}}
+	rule319 = &fsm.Candidate{Disp: fsm.Stayed, Line: 319, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionRetainFailedTargets)},
+	}}
+	rule323 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "shutdown is in progress; the daemon waits for its resources and never reconnects", Line: 323}
+	rule328 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no shutdown was requested", Line: 328}
+	rule333 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the connection loop is over; late frames, timers and closes change nothing", Line: 333}
+	rule336 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the supervisor stopped; a new daemon process starts a new connection loop", Line: 336}
+)
+
+// Table is the connection machine as the engine runs it, sealed: every (state, event) cell lists
+// its candidates in the order they are tried, the unguarded fallback last. It is exactly what
+// spec.Machine.Table builds from spec/connection.yaml. Treat it as read-only.
+var Table = fsm.MustSeal(&fsm.Table{
+	Name:   Name,
+	Source: "spec/connection.yaml",
+	States: []fsm.StateDecl{
+		{Name: "disconnected"},
+		{Name: "bootstrapping"},
+		{Name: "dialing"},
+		{Name: "upgraded", Timers: []fsm.TimerID{fsm.TimerID(TimerReadDeadline)}},
+		{Name: "live", Timers: []fsm.TimerID{fsm.TimerID(TimerHeartbeatInterval), fsm.TimerID(TimerReadDeadline)}},
+		{Name: "backoff", Timers: []fsm.TimerID{fsm.TimerID(TimerReconnectBackoff)}},
+		{Name: "shutting_down"},
+		{Name: "stopped", Outcome: fsm.OutcomeSuccess},
+		{Name: "version_rejected", Outcome: fsm.OutcomeFailure},
+		{Name: "auth_rejected", Outcome: fsm.OutcomeFailure},
+		{Name: "retired", Outcome: fsm.OutcomeFailure},
+		{Name: "superseded", Outcome: fsm.OutcomeUnknown},
+	},
+	Events: []fsm.EventDecl{
+		{Name: "bootstrap_requested", Kind: fsm.EventLocal, Role: fsm.RoleBoth},
+		{Name: "bootstrap_ok", Kind: fsm.EventLocal, Role: fsm.RoleBoth},
+		{Name: "upgrade_accepted", Kind: fsm.EventLocal, Role: fsm.RoleBoth},
+		{Name: "version_refused", Kind: fsm.EventLocal, Role: fsm.RoleBoth},
+		{Name: "auth_refused", Kind: fsm.EventLocal, Role: fsm.RoleBoth},
+		{Name: "heartbeat", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageHeartbeat)},
+		{Name: "frame_received", Kind: fsm.EventLocal, Role: fsm.RoleCore},
+		{Name: "heartbeat_interval", Kind: fsm.EventTimer, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerHeartbeatInterval)},
+		{Name: "read_deadline", Kind: fsm.EventTimer, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
+		{Name: "reconnect_backoff", Kind: fsm.EventTimer, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReconnectBackoff)},
+		{Name: "transport_lost", Kind: fsm.EventLocal, Role: fsm.RoleBoth},
+		{Name: "replaced", Kind: fsm.EventLocal, Role: fsm.RoleBoth},
+		{Name: "retired_close", Kind: fsm.EventLocal, Role: fsm.RoleBoth},
+		{Name: "device_shutdown", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessageDeviceShutdown)},
+		{Name: "operator_shutdown", Kind: fsm.EventLocal, Role: fsm.RoleRuntime},
+		{Name: "cleanup_settled", Kind: fsm.EventLocal, Role: fsm.RoleRuntime},
+		{Name: "cleanup_failed", Kind: fsm.EventLocal, Role: fsm.RoleRuntime},
+	},
+	Guards:   []string{"valid_declaration"},
+	Actions:  []string{"dial_websocket", "fence_previous_connection", "record_capabilities", "clear_admission_snapshot", "close_transport", "drop_connection_state", "require_operator", "close_executors", "retain_failed_targets"},
+	Messages: []string{"device_shutdown", "heartbeat"},
+	Timers: []fsm.TimerDecl{
+		{Name: "heartbeat_interval", Duration: 15 * time.Second, Event: fsm.EventID(EventHeartbeatInterval)},
+		{Name: "read_deadline", Duration: 1 * time.Minute, Event: fsm.EventID(EventReadDeadline)},
+		{Name: "reconnect_backoff", Duration: 2 * time.Second, Event: fsm.EventID(EventReconnectBackoff)},
+	},
+	Initial: fsm.StateID(StateDisconnected),
+	Cells: []fsm.Cell{
+		// disconnected
+		{Cands: []*fsm.Candidate{rule138}}, // disconnected × bootstrap_requested
+		{Cands: []*fsm.Candidate{rule161}}, // disconnected × bootstrap_ok
+		{Cands: []*fsm.Candidate{rule161}}, // disconnected × upgrade_accepted
+		{Cands: []*fsm.Candidate{rule161}}, // disconnected × version_refused
+		{Cands: []*fsm.Candidate{rule161}}, // disconnected × auth_refused
+		{Cands: []*fsm.Candidate{rule161}}, // disconnected × heartbeat
+		{Cands: []*fsm.Candidate{rule161}}, // disconnected × frame_received
+		{Cands: []*fsm.Candidate{rule152}}, // disconnected × heartbeat_interval
+		{Cands: []*fsm.Candidate{rule152}}, // disconnected × read_deadline
+		{Cands: []*fsm.Candidate{rule155}}, // disconnected × reconnect_backoff
+		{Cands: []*fsm.Candidate{rule158}}, // disconnected × transport_lost
+		{Cands: []*fsm.Candidate{rule161}}, // disconnected × replaced
+		{Cands: []*fsm.Candidate{rule161}}, // disconnected × retired_close
+		{Cands: []*fsm.Candidate{rule161}}, // disconnected × device_shutdown
+		{Cands: []*fsm.Candidate{rule144}}, // disconnected × operator_shutdown
+		{Cands: []*fsm.Candidate{rule328}}, // disconnected × cleanup_settled
+		{Cands: []*fsm.Candidate{rule328}}, // disconnected × cleanup_failed
+		// bootstrapping
+		{Cands: []*fsm.Candidate{rule182}}, // bootstrapping × bootstrap_requested
+		{Cands: []*fsm.Candidate{rule166}}, // bootstrapping × bootstrap_ok
+		{Cands: []*fsm.Candidate{rule182}}, // bootstrapping × upgrade_accepted
+		{Cands: []*fsm.Candidate{rule178}}, // bootstrapping × version_refused
+		{Cands: []*fsm.Candidate{rule170}}, // bootstrapping × auth_refused
+		{Cands: []*fsm.Candidate{rule182}}, // bootstrapping × heartbeat
+		{Cands: []*fsm.Candidate{rule182}}, // bootstrapping × frame_received
+		{Cands: []*fsm.Candidate{rule152}}, // bootstrapping × heartbeat_interval
+		{Cands: []*fsm.Candidate{rule152}}, // bootstrapping × read_deadline
+		{Cands: []*fsm.Candidate{rule155}}, // bootstrapping × reconnect_backoff
+		{Cands: []*fsm.Candidate{rule174}}, // bootstrapping × transport_lost
+		{Cands: []*fsm.Candidate{rule182}}, // bootstrapping × replaced
+		{Cands: []*fsm.Candidate{rule182}}, // bootstrapping × retired_close
+		{Cands: []*fsm.Candidate{rule182}}, // bootstrapping × device_shutdown
+		{Cands: []*fsm.Candidate{rule144}}, // bootstrapping × operator_shutdown
+		{Cands: []*fsm.Candidate{rule328}}, // bootstrapping × cleanup_settled
+		{Cands: []*fsm.Candidate{rule328}}, // bootstrapping × cleanup_failed
+		// dialing
+		{Cands: []*fsm.Candidate{rule198}}, // dialing × bootstrap_requested
+		{Cands: []*fsm.Candidate{rule198}}, // dialing × bootstrap_ok
+		{Cands: []*fsm.Candidate{rule187}}, // dialing × upgrade_accepted
+		{Cands: []*fsm.Candidate{rule194}}, // dialing × version_refused
+		{Cands: []*fsm.Candidate{rule170}}, // dialing × auth_refused
+		{Cands: []*fsm.Candidate{rule198}}, // dialing × heartbeat
+		{Cands: []*fsm.Candidate{rule198}}, // dialing × frame_received
+		{Cands: []*fsm.Candidate{rule152}}, // dialing × heartbeat_interval
+		{Cands: []*fsm.Candidate{rule152}}, // dialing × read_deadline
+		{Cands: []*fsm.Candidate{rule155}}, // dialing × reconnect_backoff
+		{Cands: []*fsm.Candidate{rule174}}, // dialing × transport_lost
+		{Cands: []*fsm.Candidate{rule198}}, // dialing × replaced
+		{Cands: []*fsm.Candidate{rule198}}, // dialing × retired_close
+		{Cands: []*fsm.Candidate{rule198}}, // dialing × device_shutdown
+		{Cands: []*fsm.Candidate{rule144}}, // dialing × operator_shutdown
+		{Cands: []*fsm.Candidate{rule328}}, // dialing × cleanup_settled
+		{Cands: []*fsm.Candidate{rule328}}, // dialing × cleanup_failed
+		// upgraded
+		{Cands: []*fsm.Candidate{rule280}},          // upgraded × bootstrap_requested
+		{Cands: []*fsm.Candidate{rule280}},          // upgraded × bootstrap_ok
+		{Cands: []*fsm.Candidate{rule280}},          // upgraded × upgrade_accepted
+		{Cands: []*fsm.Candidate{rule280}},          // upgraded × version_refused
+		{Cands: []*fsm.Candidate{rule280}},          // upgraded × auth_refused
+		{Cands: []*fsm.Candidate{rule203, rule220}}, // upgraded × heartbeat
+		{Cands: []*fsm.Candidate{rule232}},          // upgraded × frame_received
+		{Cands: []*fsm.Candidate{rule277}},          // upgraded × heartbeat_interval
+		{Cands: []*fsm.Candidate{rule237}},          // upgraded × read_deadline
+		{Cands: []*fsm.Candidate{rule155}},          // upgraded × reconnect_backoff
+		{Cands: []*fsm.Candidate{rule245}},          // upgraded × transport_lost
+		{Cands: []*fsm.Candidate{rule253}},          // upgraded × replaced
+		{Cands: []*fsm.Candidate{rule262}},          // upgraded × retired_close
+		{Cands: []*fsm.Candidate{rule270}},          // upgraded × device_shutdown
+		{Cands: []*fsm.Candidate{rule144}},          // upgraded × operator_shutdown
+		{Cands: []*fsm.Candidate{rule328}},          // upgraded × cleanup_settled
+		{Cands: []*fsm.Candidate{rule328}},          // upgraded × cleanup_failed
+		// live
+		{Cands: []*fsm.Candidate{rule280}},          // live × bootstrap_requested
+		{Cands: []*fsm.Candidate{rule280}},          // live × bootstrap_ok
+		{Cands: []*fsm.Candidate{rule280}},          // live × upgrade_accepted
+		{Cands: []*fsm.Candidate{rule280}},          // live × version_refused
+		{Cands: []*fsm.Candidate{rule280}},          // live × auth_refused
+		{Cands: []*fsm.Candidate{rule212, rule220}}, // live × heartbeat
+		{Cands: []*fsm.Candidate{rule285}},          // live × frame_received
+		{Cands: []*fsm.Candidate{rule291}},          // live × heartbeat_interval
+		{Cands: []*fsm.Candidate{rule237}},          // live × read_deadline
+		{Cands: []*fsm.Candidate{rule155}},          // live × reconnect_backoff
+		{Cands: []*fsm.Candidate{rule245}},          // live × transport_lost
+		{Cands: []*fsm.Candidate{rule253}},          // live × replaced
+		{Cands: []*fsm.Candidate{rule262}},          // live × retired_close
+		{Cands: []*fsm.Candidate{rule270}},          // live × device_shutdown
+		{Cands: []*fsm.Candidate{rule144}},          // live × operator_shutdown
+		{Cands: []*fsm.Candidate{rule328}},          // live × cleanup_settled
+		{Cands: []*fsm.Candidate{rule328}},          // live × cleanup_failed
+		// backoff
+		{Cands: []*fsm.Candidate{rule138}}, // backoff × bootstrap_requested
+		{Cands: []*fsm.Candidate{rule308}}, // backoff × bootstrap_ok
+		{Cands: []*fsm.Candidate{rule308}}, // backoff × upgrade_accepted
+		{Cands: []*fsm.Candidate{rule308}}, // backoff × version_refused
+		{Cands: []*fsm.Candidate{rule308}}, // backoff × auth_refused
+		{Cands: []*fsm.Candidate{rule305}}, // backoff × heartbeat
+		{Cands: []*fsm.Candidate{rule305}}, // backoff × frame_received
+		{Cands: []*fsm.Candidate{rule152}}, // backoff × heartbeat_interval
+		{Cands: []*fsm.Candidate{rule152}}, // backoff × read_deadline
+		{Cands: []*fsm.Candidate{rule299}}, // backoff × reconnect_backoff
+		{Cands: []*fsm.Candidate{rule302}}, // backoff × transport_lost
+		{Cands: []*fsm.Candidate{rule302}}, // backoff × replaced
+		{Cands: []*fsm.Candidate{rule302}}, // backoff × retired_close
+		{Cands: []*fsm.Candidate{rule308}}, // backoff × device_shutdown
+		{Cands: []*fsm.Candidate{rule144}}, // backoff × operator_shutdown
+		{Cands: []*fsm.Candidate{rule328}}, // backoff × cleanup_settled
+		{Cands: []*fsm.Candidate{rule328}}, // backoff × cleanup_failed
+		// shutting_down
+		{Cands: []*fsm.Candidate{rule323}}, // shutting_down × bootstrap_requested
+		{Cands: []*fsm.Candidate{rule323}}, // shutting_down × bootstrap_ok
+		{Cands: []*fsm.Candidate{rule323}}, // shutting_down × upgrade_accepted
+		{Cands: []*fsm.Candidate{rule323}}, // shutting_down × version_refused
+		{Cands: []*fsm.Candidate{rule323}}, // shutting_down × auth_refused
+		{Cands: []*fsm.Candidate{rule323}}, // shutting_down × heartbeat
+		{Cands: []*fsm.Candidate{rule323}}, // shutting_down × frame_received
+		{Cands: []*fsm.Candidate{rule323}}, // shutting_down × heartbeat_interval
+		{Cands: []*fsm.Candidate{rule323}}, // shutting_down × read_deadline
+		{Cands: []*fsm.Candidate{rule323}}, // shutting_down × reconnect_backoff
+		{Cands: []*fsm.Candidate{rule323}}, // shutting_down × transport_lost
+		{Cands: []*fsm.Candidate{rule323}}, // shutting_down × replaced
+		{Cands: []*fsm.Candidate{rule323}}, // shutting_down × retired_close
+		{Cands: []*fsm.Candidate{rule323}}, // shutting_down × device_shutdown
+		{Cands: []*fsm.Candidate{rule323}}, // shutting_down × operator_shutdown
+		{Cands: []*fsm.Candidate{rule313}}, // shutting_down × cleanup_settled
+		{Cands: []*fsm.Candidate{rule319}}, // shutting_down × cleanup_failed
+		// stopped
+		{Cands: []*fsm.Candidate{rule336}}, // stopped × bootstrap_requested
+		{Cands: []*fsm.Candidate{rule336}}, // stopped × bootstrap_ok
+		{Cands: []*fsm.Candidate{rule336}}, // stopped × upgrade_accepted
+		{Cands: []*fsm.Candidate{rule336}}, // stopped × version_refused
+		{Cands: []*fsm.Candidate{rule336}}, // stopped × auth_refused
+		{Cands: []*fsm.Candidate{rule333}}, // stopped × heartbeat
+		{Cands: []*fsm.Candidate{rule333}}, // stopped × frame_received
+		{Cands: []*fsm.Candidate{rule333}}, // stopped × heartbeat_interval
+		{Cands: []*fsm.Candidate{rule333}}, // stopped × read_deadline
+		{Cands: []*fsm.Candidate{rule333}}, // stopped × reconnect_backoff
+		{Cands: []*fsm.Candidate{rule333}}, // stopped × transport_lost
+		{Cands: []*fsm.Candidate{rule333}}, // stopped × replaced
+		{Cands: []*fsm.Candidate{rule333}}, // stopped × retired_close
+		{Cands: []*fsm.Candidate{rule336}}, // stopped × device_shutdown
+		{Cands: []*fsm.Candidate{rule336}}, // stopped × operator_shutdown
+		{Cands: []*fsm.Candidate{rule333}}, // stopped × cleanup_settled
+		{Cands: []*fsm.Candidate{rule333}}, // stopped × cleanup_failed
+		// version_rejected
+		{Cands: []*fsm.Candidate{rule336}}, // version_rejected × bootstrap_requested
+		{Cands: []*fsm.Candidate{rule336}}, // version_rejected × bootstrap_ok
+		{Cands: []*fsm.Candidate{rule336}}, // version_rejected × upgrade_accepted
+		{Cands: []*fsm.Candidate{rule336}}, // version_rejected × version_refused
+		{Cands: []*fsm.Candidate{rule336}}, // version_rejected × auth_refused
+		{Cands: []*fsm.Candidate{rule333}}, // version_rejected × heartbeat
+		{Cands: []*fsm.Candidate{rule333}}, // version_rejected × frame_received
+		{Cands: []*fsm.Candidate{rule333}}, // version_rejected × heartbeat_interval
+		{Cands: []*fsm.Candidate{rule333}}, // version_rejected × read_deadline
+		{Cands: []*fsm.Candidate{rule333}}, // version_rejected × reconnect_backoff
+		{Cands: []*fsm.Candidate{rule333}}, // version_rejected × transport_lost
+		{Cands: []*fsm.Candidate{rule333}}, // version_rejected × replaced
+		{Cands: []*fsm.Candidate{rule333}}, // version_rejected × retired_close
+		{Cands: []*fsm.Candidate{rule336}}, // version_rejected × device_shutdown
+		{Cands: []*fsm.Candidate{rule336}}, // version_rejected × operator_shutdown
+		{Cands: []*fsm.Candidate{rule333}}, // version_rejected × cleanup_settled
+		{Cands: []*fsm.Candidate{rule333}}, // version_rejected × cleanup_failed
+		// auth_rejected
+		{Cands: []*fsm.Candidate{rule336}}, // auth_rejected × bootstrap_requested
+		{Cands: []*fsm.Candidate{rule336}}, // auth_rejected × bootstrap_ok
+		{Cands: []*fsm.Candidate{rule336}}, // auth_rejected × upgrade_accepted
+		{Cands: []*fsm.Candidate{rule336}}, // auth_rejected × version_refused
+		{Cands: []*fsm.Candidate{rule336}}, // auth_rejected × auth_refused
+		{Cands: []*fsm.Candidate{rule333}}, // auth_rejected × heartbeat
+		{Cands: []*fsm.Candidate{rule333}}, // auth_rejected × frame_received
+		{Cands: []*fsm.Candidate{rule333}}, // auth_rejected × heartbeat_interval
+		{Cands: []*fsm.Candidate{rule333}}, // auth_rejected × read_deadline
+		{Cands: []*fsm.Candidate{rule333}}, // auth_rejected × reconnect_backoff
+		{Cands: []*fsm.Candidate{rule333}}, // auth_rejected × transport_lost
+		{Cands: []*fsm.Candidate{rule333}}, // auth_rejected × replaced
+		{Cands: []*fsm.Candidate{rule333}}, // auth_rejected × retired_close
+		{Cands: []*fsm.Candidate{rule336}}, // auth_rejected × device_shutdown
+		{Cands: []*fsm.Candidate{rule336}}, // auth_rejected × operator_shutdown
+		{Cands: []*fsm.Candidate{rule333}}, // auth_rejected × cleanup_settled
+		{Cands: []*fsm.Candidate{rule333}}, // auth_rejected × cleanup_failed
+		// retired
+		{Cands: []*fsm.Candidate{rule336}}, // retired × bootstrap_requested
+		{Cands: []*fsm.Candidate{rule336}}, // retired × bootstrap_ok
+		{Cands: []*fsm.Candidate{rule336}}, // retired × upgrade_accepted
+		{Cands: []*fsm.Candidate{rule336}}, // retired × version_refused
+		{Cands: []*fsm.Candidate{rule336}}, // retired × auth_refused
+		{Cands: []*fsm.Candidate{rule333}}, // retired × heartbeat
+		{Cands: []*fsm.Candidate{rule333}}, // retired × frame_received
+		{Cands: []*fsm.Candidate{rule333}}, // retired × heartbeat_interval
+		{Cands: []*fsm.Candidate{rule333}}, // retired × read_deadline
+		{Cands: []*fsm.Candidate{rule333}}, // retired × reconnect_backoff
+		{Cands: []*fsm.Candidate{rule333}}, // retired × transport_lost
+		{Cands: []*fsm.Candidate{rule333}}, // retired × replaced
+		{Cands: []*fsm.Candidate{rule333}}, // retired × retired_close
+		{Cands: []*fsm.Candidate{rule336}}, // retired × device_shutdown
+		{Cands: []*fsm.Candidate{rule336}}, // retired × operator_shutdown
+		{Cands: []*fsm.Candidate{rule333}}, // retired × cleanup_settled
+		{Cands: []*fsm.Candidate{rule333}}, // retired × cleanup_failed
+		// superseded
+		{Cands: []*fsm.Candidate{rule336}}, // superseded × bootstrap_requested
+		{Cands: []*fsm.Candidate{rule336}}, // superseded × bootstrap_ok
+		{Cands: []*fsm.Candidate{rule336}}, // superseded × upgrade_accepted
+		{Cands: []*fsm.Candidate{rule336}}, // superseded × version_refused
+		{Cands: []*fsm.Candidate{rule336}}, // superseded × auth_refused
+		{Cands: []*fsm.Candidate{rule333}}, // superseded × heartbeat
+		{Cands: []*fsm.Candidate{rule333}}, // superseded × frame_received
+		{Cands: []*fsm.Candidate{rule333}}, // superseded × heartbeat_interval
+		{Cands: []*fsm.Candidate{rule333}}, // superseded × read_deadline
+		{Cands: []*fsm.Candidate{rule333}}, // superseded × reconnect_backoff
+		{Cands: []*fsm.Candidate{rule333}}, // superseded × transport_lost
+		{Cands: []*fsm.Candidate{rule333}}, // superseded × replaced
+		{Cands: []*fsm.Candidate{rule333}}, // superseded × retired_close
+		{Cands: []*fsm.Candidate{rule336}}, // superseded × device_shutdown
+		{Cands: []*fsm.Candidate{rule336}}, // superseded × operator_shutdown
+		{Cands: []*fsm.Candidate{rule333}}, // superseded × cleanup_settled
+		{Cands: []*fsm.Candidate{rule333}}, // superseded × cleanup_failed
+	},
+})
+
+// Step is what one event did: the engine's fsm.Step, a read-only view of the table candidate that
+// handled it, with typed accessors. The zero Step, returned for an invalid state or event, reports
+// zero values.
 type Step struct {
-	c *candidate
+	s fsm.Step
 }
 
 // From is the state the event arrived in.
 func (s Step) From() State {
-	if s.c == nil {
-		var zero State
-		return zero
-	}
-	return s.c.from
+	return State(s.s.From())
 }
 
 // Event is the event that was handled.
 func (s Step) Event() Event {
-	if s.c == nil {
-		var zero Event
-		return zero
-	}
-	return s.c.event
+	return Event(s.s.Event())
 }
 
 // To is the state after the step; it equals From unless the disposition is fsm.Moved.
 func (s Step) To() State {
-	if s.c == nil {
-		var zero State
-		return zero
-	}
-	return s.c.to
+	return State(s.s.To())
 }
 
 // Guard is the guard that selected the candidate, or 0 for the cell's fallback.
 func (s Step) Guard() Guard {
-	if s.c == nil {
-		var zero Guard
-		return zero
-	}
-	return s.c.guard
+	return Guard(s.s.Guard())
 }
 
 // Disposition says whether the step moved, stayed, ignored or rejected the event.
 func (s Step) Disposition() fsm.Disposition {
-	if s.c == nil {
-		var zero fsm.Disposition
-		return zero
-	}
-	return s.c.disp
+	return s.s.Disposition()
 }
 
-// Effects lists what the peer must do, in spec order; nil unless the step moved or stayed. The slice is shared: do not modify it.
-func (s Step) Effects() []Effect {
-	if s.c == nil {
-		var zero []Effect
-		return zero
-	}
-	return s.c.effects
+// Effects lists what the step asks of both peers, in spec order (a peer keeps those its role
+// performs); nil unless the step moved or stayed. Their IDs convert to this package's enums and
+// Table.EffectString renders one as the spec writes it. The slice is shared: do not modify it.
+func (s Step) Effects() []fsm.Effect {
+	return s.s.Effects()
 }
 
 // Reason is the spec's reason for an ignored or rejected event, or "".
 func (s Step) Reason() string {
-	if s.c == nil {
-		var zero string
-		return zero
-	}
-	return s.c.reason
+	return s.s.Reason()
 }
 
-type candidate struct {
-	guard   Guard
-	disp    fsm.Disposition
-	to      State
-	effects []Effect
-	reason  string
-	// from, event and err are filled in by init.
-	from  State
-	event Event
-	err   *fsm.TransitionError // non-nil exactly for rejections
+// Line is the line of the spec rule behind the step.
+func (s Step) Line() int {
+	return s.s.Line()
 }
 
-// table holds every (state, event) cell: its candidates in the order they are tried, the unguarded fallback last.
-var table = [numStates + 1][numEvents + 1][]candidate{
-	StateDisconnected: {
-		EventBootstrapRequested: {
-			// spec/connection.yaml:138
-			{disp: fsm.Moved, to: StateBootstrapping, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReconnectBackoff}}},
-		},
-		EventBootstrapOk: {
-			// spec/connection.yaml:161
-			{disp: fsm.Rejected, to: StateDisconnected, reason: "nothing was requested; the supervisor must bootstrap first"},
-		},
-		EventUpgradeAccepted: {
-			// spec/connection.yaml:161
-			{disp: fsm.Rejected, to: StateDisconnected, reason: "nothing was requested; the supervisor must bootstrap first"},
-		},
-		EventVersionRefused: {
-			// spec/connection.yaml:161
-			{disp: fsm.Rejected, to: StateDisconnected, reason: "nothing was requested; the supervisor must bootstrap first"},
-		},
-		EventAuthRefused: {
-			// spec/connection.yaml:161
-			{disp: fsm.Rejected, to: StateDisconnected, reason: "nothing was requested; the supervisor must bootstrap first"},
-		},
-		EventHeartbeat: {
-			// spec/connection.yaml:161
-			{disp: fsm.Rejected, to: StateDisconnected, reason: "nothing was requested; the supervisor must bootstrap first"},
-		},
-		EventFrameReceived: {
-			// spec/connection.yaml:161
-			{disp: fsm.Rejected, to: StateDisconnected, reason: "nothing was requested; the supervisor must bootstrap first"},
-		},
-		EventHeartbeatInterval: {
-			// spec/connection.yaml:152
-			{disp: fsm.Ignored, to: StateDisconnected, reason: "neither the heartbeat interval nor the read deadline runs without an upgraded connection"},
-		},
-		EventReadDeadline: {
-			// spec/connection.yaml:152
-			{disp: fsm.Ignored, to: StateDisconnected, reason: "neither the heartbeat interval nor the read deadline runs without an upgraded connection"},
-		},
-		EventReconnectBackoff: {
-			// spec/connection.yaml:155
-			{disp: fsm.Ignored, to: StateDisconnected, reason: "the backoff only runs after a transient loss"},
-		},
-		EventTransportLost: {
-			// spec/connection.yaml:158
-			{disp: fsm.Ignored, to: StateDisconnected, reason: "there is no connection to lose"},
-		},
-		EventReplaced: {
-			// spec/connection.yaml:161
-			{disp: fsm.Rejected, to: StateDisconnected, reason: "nothing was requested; the supervisor must bootstrap first"},
-		},
-		EventRetiredClose: {
-			// spec/connection.yaml:161
-			{disp: fsm.Rejected, to: StateDisconnected, reason: "nothing was requested; the supervisor must bootstrap first"},
-		},
-		EventDeviceShutdown: {
-			// spec/connection.yaml:161
-			{disp: fsm.Rejected, to: StateDisconnected, reason: "nothing was requested; the supervisor must bootstrap first"},
-		},
-		EventOperatorShutdown: {
-			// spec/connection.yaml:144
-			{disp: fsm.Moved, to: StateShuttingDown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}, {Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReconnectBackoff}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionCloseExecutors}}},
-		},
-		EventCleanupSettled: {
-			// spec/connection.yaml:328
-			{disp: fsm.Rejected, to: StateDisconnected, reason: "no shutdown was requested"},
-		},
-		EventCleanupFailed: {
-			// spec/connection.yaml:328
-			{disp: fsm.Rejected, to: StateDisconnected, reason: "no shutdown was requested"},
-		},
-	},
-	StateBootstrapping: {
-		EventBootstrapRequested: {
-			// spec/connection.yaml:182
-			{disp: fsm.Rejected, to: StateBootstrapping, reason: "the bootstrap answer has not arrived"},
-		},
-		EventBootstrapOk: {
-			// spec/connection.yaml:166
-			{disp: fsm.Moved, to: StateDialing, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDialWebsocket}}},
-		},
-		EventUpgradeAccepted: {
-			// spec/connection.yaml:182
-			{disp: fsm.Rejected, to: StateBootstrapping, reason: "the bootstrap answer has not arrived"},
-		},
-		EventVersionRefused: {
-			// spec/connection.yaml:178
-			{disp: fsm.Rejected, to: StateBootstrapping, reason: "the wire version is only checked at the upgrade"},
-		},
-		EventAuthRefused: {
-			// spec/connection.yaml:170
-			{disp: fsm.Moved, to: StateAuthRejected, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionRequireOperator}}},
-		},
-		EventHeartbeat: {
-			// spec/connection.yaml:182
-			{disp: fsm.Rejected, to: StateBootstrapping, reason: "the bootstrap answer has not arrived"},
-		},
-		EventFrameReceived: {
-			// spec/connection.yaml:182
-			{disp: fsm.Rejected, to: StateBootstrapping, reason: "the bootstrap answer has not arrived"},
-		},
-		EventHeartbeatInterval: {
-			// spec/connection.yaml:152
-			{disp: fsm.Ignored, to: StateBootstrapping, reason: "neither the heartbeat interval nor the read deadline runs without an upgraded connection"},
-		},
-		EventReadDeadline: {
-			// spec/connection.yaml:152
-			{disp: fsm.Ignored, to: StateBootstrapping, reason: "neither the heartbeat interval nor the read deadline runs without an upgraded connection"},
-		},
-		EventReconnectBackoff: {
-			// spec/connection.yaml:155
-			{disp: fsm.Ignored, to: StateBootstrapping, reason: "the backoff only runs after a transient loss"},
-		},
-		EventTransportLost: {
-			// spec/connection.yaml:174
-			{disp: fsm.Moved, to: StateBackoff, effects: []Effect{{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerReconnectBackoff}}},
-		},
-		EventReplaced: {
-			// spec/connection.yaml:182
-			{disp: fsm.Rejected, to: StateBootstrapping, reason: "the bootstrap answer has not arrived"},
-		},
-		EventRetiredClose: {
-			// spec/connection.yaml:182
-			{disp: fsm.Rejected, to: StateBootstrapping, reason: "the bootstrap answer has not arrived"},
-		},
-		EventDeviceShutdown: {
-			// spec/connection.yaml:182
-			{disp: fsm.Rejected, to: StateBootstrapping, reason: "the bootstrap answer has not arrived"},
-		},
-		EventOperatorShutdown: {
-			// spec/connection.yaml:144
-			{disp: fsm.Moved, to: StateShuttingDown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}, {Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReconnectBackoff}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionCloseExecutors}}},
-		},
-		EventCleanupSettled: {
-			// spec/connection.yaml:328
-			{disp: fsm.Rejected, to: StateBootstrapping, reason: "no shutdown was requested"},
-		},
-		EventCleanupFailed: {
-			// spec/connection.yaml:328
-			{disp: fsm.Rejected, to: StateBootstrapping, reason: "no shutdown was requested"},
-		},
-	},
-	StateDialing: {
-		EventBootstrapRequested: {
-			// spec/connection.yaml:198
-			{disp: fsm.Rejected, to: StateDialing, reason: "the upgrade has not been answered"},
-		},
-		EventBootstrapOk: {
-			// spec/connection.yaml:198
-			{disp: fsm.Rejected, to: StateDialing, reason: "the upgrade has not been answered"},
-		},
-		EventUpgradeAccepted: {
-			// spec/connection.yaml:187
-			{disp: fsm.Moved, to: StateUpgraded, effects: []Effect{{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionFencePreviousConnection}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessageHeartbeat}}},
-		},
-		EventVersionRefused: {
-			// spec/connection.yaml:194
-			{disp: fsm.Moved, to: StateVersionRejected, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionRequireOperator}}},
-		},
-		EventAuthRefused: {
-			// spec/connection.yaml:170
-			{disp: fsm.Moved, to: StateAuthRejected, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionRequireOperator}}},
-		},
-		EventHeartbeat: {
-			// spec/connection.yaml:198
-			{disp: fsm.Rejected, to: StateDialing, reason: "the upgrade has not been answered"},
-		},
-		EventFrameReceived: {
-			// spec/connection.yaml:198
-			{disp: fsm.Rejected, to: StateDialing, reason: "the upgrade has not been answered"},
-		},
-		EventHeartbeatInterval: {
-			// spec/connection.yaml:152
-			{disp: fsm.Ignored, to: StateDialing, reason: "neither the heartbeat interval nor the read deadline runs without an upgraded connection"},
-		},
-		EventReadDeadline: {
-			// spec/connection.yaml:152
-			{disp: fsm.Ignored, to: StateDialing, reason: "neither the heartbeat interval nor the read deadline runs without an upgraded connection"},
-		},
-		EventReconnectBackoff: {
-			// spec/connection.yaml:155
-			{disp: fsm.Ignored, to: StateDialing, reason: "the backoff only runs after a transient loss"},
-		},
-		EventTransportLost: {
-			// spec/connection.yaml:174
-			{disp: fsm.Moved, to: StateBackoff, effects: []Effect{{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerReconnectBackoff}}},
-		},
-		EventReplaced: {
-			// spec/connection.yaml:198
-			{disp: fsm.Rejected, to: StateDialing, reason: "the upgrade has not been answered"},
-		},
-		EventRetiredClose: {
-			// spec/connection.yaml:198
-			{disp: fsm.Rejected, to: StateDialing, reason: "the upgrade has not been answered"},
-		},
-		EventDeviceShutdown: {
-			// spec/connection.yaml:198
-			{disp: fsm.Rejected, to: StateDialing, reason: "the upgrade has not been answered"},
-		},
-		EventOperatorShutdown: {
-			// spec/connection.yaml:144
-			{disp: fsm.Moved, to: StateShuttingDown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}, {Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReconnectBackoff}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionCloseExecutors}}},
-		},
-		EventCleanupSettled: {
-			// spec/connection.yaml:328
-			{disp: fsm.Rejected, to: StateDialing, reason: "no shutdown was requested"},
-		},
-		EventCleanupFailed: {
-			// spec/connection.yaml:328
-			{disp: fsm.Rejected, to: StateDialing, reason: "no shutdown was requested"},
-		},
-	},
-	StateUpgraded: {
-		EventBootstrapRequested: {
-			// spec/connection.yaml:280
-			{disp: fsm.Rejected, to: StateUpgraded, reason: "the upgrade was already accepted on this connection"},
-		},
-		EventBootstrapOk: {
-			// spec/connection.yaml:280
-			{disp: fsm.Rejected, to: StateUpgraded, reason: "the upgrade was already accepted on this connection"},
-		},
-		EventUpgradeAccepted: {
-			// spec/connection.yaml:280
-			{disp: fsm.Rejected, to: StateUpgraded, reason: "the upgrade was already accepted on this connection"},
-		},
-		EventVersionRefused: {
-			// spec/connection.yaml:280
-			{disp: fsm.Rejected, to: StateUpgraded, reason: "the upgrade was already accepted on this connection"},
-		},
-		EventAuthRefused: {
-			// spec/connection.yaml:280
-			{disp: fsm.Rejected, to: StateUpgraded, reason: "the upgrade was already accepted on this connection"},
-		},
-		EventHeartbeat: {
-			// spec/connection.yaml:203
-			{disp: fsm.Moved, guard: GuardValidDeclaration, to: StateLive, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordCapabilities}, {Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}}},
-			// spec/connection.yaml:220
-			{disp: fsm.Moved, to: StateBackoff, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}, {Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionClearAdmissionSnapshot}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionCloseTransport}, {Kind: fsm.EffectDo, Action: ActionDropConnectionState}, {Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerReconnectBackoff}}},
-		},
-		EventFrameReceived: {
-			// spec/connection.yaml:232
-			{disp: fsm.Rejected, to: StateUpgraded, reason: "only a heartbeat may open the exchange; capabilities are unknown until then"},
-		},
-		EventHeartbeatInterval: {
-			// spec/connection.yaml:277
-			{disp: fsm.Ignored, to: StateUpgraded, reason: "the interval starts with the first heartbeat"},
-		},
-		EventReadDeadline: {
-			// spec/connection.yaml:237
-			{disp: fsm.Moved, to: StateBackoff, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionCloseTransport}, {Kind: fsm.EffectDo, Action: ActionDropConnectionState}, {Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerReconnectBackoff}}},
-		},
-		EventReconnectBackoff: {
-			// spec/connection.yaml:155
-			{disp: fsm.Ignored, to: StateUpgraded, reason: "the backoff only runs after a transient loss"},
-		},
-		EventTransportLost: {
-			// spec/connection.yaml:245
-			{disp: fsm.Moved, to: StateBackoff, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}, {Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectDo, Action: ActionDropConnectionState}, {Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerReconnectBackoff}}},
-		},
-		EventReplaced: {
-			// spec/connection.yaml:253
-			{disp: fsm.Moved, to: StateSuperseded, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}, {Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectDo, Action: ActionDropConnectionState}}},
-		},
-		EventRetiredClose: {
-			// spec/connection.yaml:262
-			{disp: fsm.Moved, to: StateRetired, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}, {Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectDo, Action: ActionDropConnectionState}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionRequireOperator}}},
-		},
-		EventDeviceShutdown: {
-			// spec/connection.yaml:270
-			{disp: fsm.Moved, to: StateShuttingDown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}, {Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionCloseExecutors}}},
-		},
-		EventOperatorShutdown: {
-			// spec/connection.yaml:144
-			{disp: fsm.Moved, to: StateShuttingDown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}, {Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReconnectBackoff}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionCloseExecutors}}},
-		},
-		EventCleanupSettled: {
-			// spec/connection.yaml:328
-			{disp: fsm.Rejected, to: StateUpgraded, reason: "no shutdown was requested"},
-		},
-		EventCleanupFailed: {
-			// spec/connection.yaml:328
-			{disp: fsm.Rejected, to: StateUpgraded, reason: "no shutdown was requested"},
-		},
-	},
-	StateLive: {
-		EventBootstrapRequested: {
-			// spec/connection.yaml:280
-			{disp: fsm.Rejected, to: StateLive, reason: "the upgrade was already accepted on this connection"},
-		},
-		EventBootstrapOk: {
-			// spec/connection.yaml:280
-			{disp: fsm.Rejected, to: StateLive, reason: "the upgrade was already accepted on this connection"},
-		},
-		EventUpgradeAccepted: {
-			// spec/connection.yaml:280
-			{disp: fsm.Rejected, to: StateLive, reason: "the upgrade was already accepted on this connection"},
-		},
-		EventVersionRefused: {
-			// spec/connection.yaml:280
-			{disp: fsm.Rejected, to: StateLive, reason: "the upgrade was already accepted on this connection"},
-		},
-		EventAuthRefused: {
-			// spec/connection.yaml:280
-			{disp: fsm.Rejected, to: StateLive, reason: "the upgrade was already accepted on this connection"},
-		},
-		EventHeartbeat: {
-			// spec/connection.yaml:212
-			{disp: fsm.Stayed, guard: GuardValidDeclaration, to: StateLive, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordCapabilities}}},
-			// spec/connection.yaml:220
-			{disp: fsm.Moved, to: StateBackoff, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}, {Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionClearAdmissionSnapshot}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionCloseTransport}, {Kind: fsm.EffectDo, Action: ActionDropConnectionState}, {Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerReconnectBackoff}}},
-		},
-		EventFrameReceived: {
-			// spec/connection.yaml:285
-			{disp: fsm.Stayed, to: StateLive, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: TimerReadDeadline}}},
-		},
-		EventHeartbeatInterval: {
-			// spec/connection.yaml:291
-			{disp: fsm.Stayed, to: StateLive, effects: []Effect{{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessageHeartbeat}, {Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}}},
-		},
-		EventReadDeadline: {
-			// spec/connection.yaml:237
-			{disp: fsm.Moved, to: StateBackoff, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionCloseTransport}, {Kind: fsm.EffectDo, Action: ActionDropConnectionState}, {Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerReconnectBackoff}}},
-		},
-		EventReconnectBackoff: {
-			// spec/connection.yaml:155
-			{disp: fsm.Ignored, to: StateLive, reason: "the backoff only runs after a transient loss"},
-		},
-		EventTransportLost: {
-			// spec/connection.yaml:245
-			{disp: fsm.Moved, to: StateBackoff, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}, {Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectDo, Action: ActionDropConnectionState}, {Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerReconnectBackoff}}},
-		},
-		EventReplaced: {
-			// spec/connection.yaml:253
-			{disp: fsm.Moved, to: StateSuperseded, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}, {Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectDo, Action: ActionDropConnectionState}}},
-		},
-		EventRetiredClose: {
-			// spec/connection.yaml:262
-			{disp: fsm.Moved, to: StateRetired, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}, {Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectDo, Action: ActionDropConnectionState}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionRequireOperator}}},
-		},
-		EventDeviceShutdown: {
-			// spec/connection.yaml:270
-			{disp: fsm.Moved, to: StateShuttingDown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}, {Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionCloseExecutors}}},
-		},
-		EventOperatorShutdown: {
-			// spec/connection.yaml:144
-			{disp: fsm.Moved, to: StateShuttingDown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}, {Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReconnectBackoff}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionCloseExecutors}}},
-		},
-		EventCleanupSettled: {
-			// spec/connection.yaml:328
-			{disp: fsm.Rejected, to: StateLive, reason: "no shutdown was requested"},
-		},
-		EventCleanupFailed: {
-			// spec/connection.yaml:328
-			{disp: fsm.Rejected, to: StateLive, reason: "no shutdown was requested"},
-		},
-	},
-	StateBackoff: {
-		EventBootstrapRequested: {
-			// spec/connection.yaml:138
-			{disp: fsm.Moved, to: StateBootstrapping, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReconnectBackoff}}},
-		},
-		EventBootstrapOk: {
-			// spec/connection.yaml:308
-			{disp: fsm.Rejected, to: StateBackoff, reason: "no connection is open while backing off"},
-		},
-		EventUpgradeAccepted: {
-			// spec/connection.yaml:308
-			{disp: fsm.Rejected, to: StateBackoff, reason: "no connection is open while backing off"},
-		},
-		EventVersionRefused: {
-			// spec/connection.yaml:308
-			{disp: fsm.Rejected, to: StateBackoff, reason: "no connection is open while backing off"},
-		},
-		EventAuthRefused: {
-			// spec/connection.yaml:308
-			{disp: fsm.Rejected, to: StateBackoff, reason: "no connection is open while backing off"},
-		},
-		EventHeartbeat: {
-			// spec/connection.yaml:305
-			{disp: fsm.Ignored, to: StateBackoff, reason: "a frame from the closed transport is dropped"},
-		},
-		EventFrameReceived: {
-			// spec/connection.yaml:305
-			{disp: fsm.Ignored, to: StateBackoff, reason: "a frame from the closed transport is dropped"},
-		},
-		EventHeartbeatInterval: {
-			// spec/connection.yaml:152
-			{disp: fsm.Ignored, to: StateBackoff, reason: "neither the heartbeat interval nor the read deadline runs without an upgraded connection"},
-		},
-		EventReadDeadline: {
-			// spec/connection.yaml:152
-			{disp: fsm.Ignored, to: StateBackoff, reason: "neither the heartbeat interval nor the read deadline runs without an upgraded connection"},
-		},
-		EventReconnectBackoff: {
-			// spec/connection.yaml:299
-			{disp: fsm.Moved, to: StateDisconnected},
-		},
-		EventTransportLost: {
-			// spec/connection.yaml:302
-			{disp: fsm.Ignored, to: StateBackoff, reason: "the previous connection is already gone"},
-		},
-		EventReplaced: {
-			// spec/connection.yaml:302
-			{disp: fsm.Ignored, to: StateBackoff, reason: "the previous connection is already gone"},
-		},
-		EventRetiredClose: {
-			// spec/connection.yaml:302
-			{disp: fsm.Ignored, to: StateBackoff, reason: "the previous connection is already gone"},
-		},
-		EventDeviceShutdown: {
-			// spec/connection.yaml:308
-			{disp: fsm.Rejected, to: StateBackoff, reason: "no connection is open while backing off"},
-		},
-		EventOperatorShutdown: {
-			// spec/connection.yaml:144
-			{disp: fsm.Moved, to: StateShuttingDown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}, {Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReconnectBackoff}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionCloseExecutors}}},
-		},
-		EventCleanupSettled: {
-			// spec/connection.yaml:328
-			{disp: fsm.Rejected, to: StateBackoff, reason: "no shutdown was requested"},
-		},
-		EventCleanupFailed: {
-			// spec/connection.yaml:328
-			{disp: fsm.Rejected, to: StateBackoff, reason: "no shutdown was requested"},
-		},
-	},
-	StateShuttingDown: {
-		EventBootstrapRequested: {
-			// spec/connection.yaml:323
-			{disp: fsm.Ignored, to: StateShuttingDown, reason: "shutdown is in progress; the daemon waits for its resources and never reconnects"},
-		},
-		EventBootstrapOk: {
-			// spec/connection.yaml:323
-			{disp: fsm.Ignored, to: StateShuttingDown, reason: "shutdown is in progress; the daemon waits for its resources and never reconnects"},
-		},
-		EventUpgradeAccepted: {
-			// spec/connection.yaml:323
-			{disp: fsm.Ignored, to: StateShuttingDown, reason: "shutdown is in progress; the daemon waits for its resources and never reconnects"},
-		},
-		EventVersionRefused: {
-			// spec/connection.yaml:323
-			{disp: fsm.Ignored, to: StateShuttingDown, reason: "shutdown is in progress; the daemon waits for its resources and never reconnects"},
-		},
-		EventAuthRefused: {
-			// spec/connection.yaml:323
-			{disp: fsm.Ignored, to: StateShuttingDown, reason: "shutdown is in progress; the daemon waits for its resources and never reconnects"},
-		},
-		EventHeartbeat: {
-			// spec/connection.yaml:323
-			{disp: fsm.Ignored, to: StateShuttingDown, reason: "shutdown is in progress; the daemon waits for its resources and never reconnects"},
-		},
-		EventFrameReceived: {
-			// spec/connection.yaml:323
-			{disp: fsm.Ignored, to: StateShuttingDown, reason: "shutdown is in progress; the daemon waits for its resources and never reconnects"},
-		},
-		EventHeartbeatInterval: {
-			// spec/connection.yaml:323
-			{disp: fsm.Ignored, to: StateShuttingDown, reason: "shutdown is in progress; the daemon waits for its resources and never reconnects"},
-		},
-		EventReadDeadline: {
-			// spec/connection.yaml:323
-			{disp: fsm.Ignored, to: StateShuttingDown, reason: "shutdown is in progress; the daemon waits for its resources and never reconnects"},
-		},
-		EventReconnectBackoff: {
-			// spec/connection.yaml:323
-			{disp: fsm.Ignored, to: StateShuttingDown, reason: "shutdown is in progress; the daemon waits for its resources and never reconnects"},
-		},
-		EventTransportLost: {
-			// spec/connection.yaml:323
-			{disp: fsm.Ignored, to: StateShuttingDown, reason: "shutdown is in progress; the daemon waits for its resources and never reconnects"},
-		},
-		EventReplaced: {
-			// spec/connection.yaml:323
-			{disp: fsm.Ignored, to: StateShuttingDown, reason: "shutdown is in progress; the daemon waits for its resources and never reconnects"},
-		},
-		EventRetiredClose: {
-			// spec/connection.yaml:323
-			{disp: fsm.Ignored, to: StateShuttingDown, reason: "shutdown is in progress; the daemon waits for its resources and never reconnects"},
-		},
-		EventDeviceShutdown: {
-			// spec/connection.yaml:323
-			{disp: fsm.Ignored, to: StateShuttingDown, reason: "shutdown is in progress; the daemon waits for its resources and never reconnects"},
-		},
-		EventOperatorShutdown: {
-			// spec/connection.yaml:323
-			{disp: fsm.Ignored, to: StateShuttingDown, reason: "shutdown is in progress; the daemon waits for its resources and never reconnects"},
-		},
-		EventCleanupSettled: {
-			// spec/connection.yaml:313
-			{disp: fsm.Moved, to: StateStopped, effects: []Effect{{Kind: fsm.EffectDo, Action: ActionCloseTransport}, {Kind: fsm.EffectDo, Action: ActionDropConnectionState}}},
-		},
-		EventCleanupFailed: {
-			// spec/connection.yaml:319
-			{disp: fsm.Stayed, to: StateShuttingDown, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionRetainFailedTargets}}},
-		},
-	},
-	StateStopped: {
-		EventBootstrapRequested: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateStopped, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
-		},
-		EventBootstrapOk: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateStopped, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
-		},
-		EventUpgradeAccepted: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateStopped, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
-		},
-		EventVersionRefused: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateStopped, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
-		},
-		EventAuthRefused: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateStopped, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
-		},
-		EventHeartbeat: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateStopped, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventFrameReceived: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateStopped, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventHeartbeatInterval: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateStopped, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventReadDeadline: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateStopped, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventReconnectBackoff: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateStopped, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventTransportLost: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateStopped, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventReplaced: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateStopped, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventRetiredClose: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateStopped, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventDeviceShutdown: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateStopped, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
-		},
-		EventOperatorShutdown: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateStopped, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
-		},
-		EventCleanupSettled: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateStopped, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventCleanupFailed: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateStopped, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-	},
-	StateVersionRejected: {
-		EventBootstrapRequested: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateVersionRejected, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
-		},
-		EventBootstrapOk: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateVersionRejected, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
-		},
-		EventUpgradeAccepted: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateVersionRejected, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
-		},
-		EventVersionRefused: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateVersionRejected, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
-		},
-		EventAuthRefused: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateVersionRejected, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
-		},
-		EventHeartbeat: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateVersionRejected, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventFrameReceived: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateVersionRejected, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventHeartbeatInterval: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateVersionRejected, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventReadDeadline: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateVersionRejected, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventReconnectBackoff: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateVersionRejected, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventTransportLost: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateVersionRejected, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventReplaced: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateVersionRejected, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventRetiredClose: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateVersionRejected, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventDeviceShutdown: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateVersionRejected, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
-		},
-		EventOperatorShutdown: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateVersionRejected, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
-		},
-		EventCleanupSettled: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateVersionRejected, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventCleanupFailed: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateVersionRejected, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-	},
-	StateAuthRejected: {
-		EventBootstrapRequested: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateAuthRejected, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
-		},
-		EventBootstrapOk: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateAuthRejected, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
-		},
-		EventUpgradeAccepted: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateAuthRejected, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
-		},
-		EventVersionRefused: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateAuthRejected, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
-		},
-		EventAuthRefused: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateAuthRejected, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
-		},
-		EventHeartbeat: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateAuthRejected, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventFrameReceived: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateAuthRejected, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventHeartbeatInterval: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateAuthRejected, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventReadDeadline: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateAuthRejected, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventReconnectBackoff: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateAuthRejected, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventTransportLost: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateAuthRejected, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventReplaced: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateAuthRejected, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventRetiredClose: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateAuthRejected, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventDeviceShutdown: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateAuthRejected, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
-		},
-		EventOperatorShutdown: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateAuthRejected, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
-		},
-		EventCleanupSettled: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateAuthRejected, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventCleanupFailed: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateAuthRejected, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-	},
-	StateRetired: {
-		EventBootstrapRequested: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateRetired, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
-		},
-		EventBootstrapOk: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateRetired, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
-		},
-		EventUpgradeAccepted: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateRetired, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
-		},
-		EventVersionRefused: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateRetired, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
-		},
-		EventAuthRefused: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateRetired, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
-		},
-		EventHeartbeat: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateRetired, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventFrameReceived: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateRetired, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventHeartbeatInterval: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateRetired, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventReadDeadline: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateRetired, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventReconnectBackoff: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateRetired, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventTransportLost: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateRetired, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventReplaced: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateRetired, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventRetiredClose: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateRetired, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventDeviceShutdown: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateRetired, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
-		},
-		EventOperatorShutdown: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateRetired, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
-		},
-		EventCleanupSettled: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateRetired, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventCleanupFailed: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateRetired, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-	},
-	StateSuperseded: {
-		EventBootstrapRequested: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateSuperseded, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
-		},
-		EventBootstrapOk: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateSuperseded, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
-		},
-		EventUpgradeAccepted: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateSuperseded, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
-		},
-		EventVersionRefused: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateSuperseded, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
-		},
-		EventAuthRefused: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateSuperseded, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
-		},
-		EventHeartbeat: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateSuperseded, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventFrameReceived: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateSuperseded, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventHeartbeatInterval: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateSuperseded, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventReadDeadline: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateSuperseded, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventReconnectBackoff: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateSuperseded, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventTransportLost: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateSuperseded, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventReplaced: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateSuperseded, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventRetiredClose: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateSuperseded, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventDeviceShutdown: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateSuperseded, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
-		},
-		EventOperatorShutdown: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateSuperseded, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
-		},
-		EventCleanupSettled: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateSuperseded, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventCleanupFailed: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateSuperseded, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-	},
-}
-
-// init completes each candidate, and builds the error of a rejection once, so that answering an event allocates nothing.
-func init() {
-	for s := range table {
-		for e := range table[s] {
-			for i := range table[s][e] {
-				c := &table[s][e][i]
-				c.from, c.event = State(s), Event(e)
-				if c.disp == fsm.Rejected {
-					c.err = &fsm.TransitionError{
-						Event:   Event(e).String(),
-						Machine: Name,
-						Reason:  c.reason,
-						State:   State(s).String(),
-					}
-				}
-			}
-		}
-	}
-}
-
-// Transition is the pure transition function. It selects the candidate of
-// the (s, e) cell whose guard is in held (or the fallback), and returns the
-// step with its effects. It changes nothing, runs no hook and allocates
-// nothing for valid inputs: the returned step and error are shared, read-only
-// values from the table.
+// Transition is the pure transition function. It selects the candidate of the (s, e) cell whose
+// guard is in held (or the fallback) and returns the step with its effects. It changes nothing,
+// runs no hook and allocates nothing for valid inputs: the step and the error are shared,
+// read-only values of Table.
 //
-// A rejected event returns a *fsm.TransitionError naming the machine, state
-// and event (errors.Is(err, fsm.ErrRejected)); Step.To() then equals s. An
-// invalid state or event returns the zero Step and a *fsm.InvalidError.
+// A rejected event returns a *fsm.TransitionError naming the machine, state and event
+// (errors.Is(err, fsm.ErrRejected)); Step.To() then equals s. An invalid state or event returns
+// the zero Step and a *fsm.InvalidError.
 func Transition(s State, e Event, held GuardSet) (Step, error) {
-	if !s.Valid() || !e.Valid() {
-		return Step{}, check(s, e)
-	}
-	cands := table[s][e]
-	for i := range cands {
-		c := &cands[i]
-		if c.guard != 0 && !held.Has(c.guard) {
-			continue
-		}
-		// A nil *TransitionError must not become a non-nil error.
-		if c.err != nil {
-			return Step{c}, c.err
-		}
-		return Step{c}, nil
-	}
-	// The generator refuses a cell without an unguarded fallback, so this is unreachable.
-	return Step{}, &fsm.InvalidError{
-		Machine: Name,
-		Value:   s.String() + "/" + e.String(),
-		What:    "cell",
-	}
+	st, err := Table.Transition(fsm.StateID(s), fsm.EventID(e), fsm.GuardSet(held))
+	return Step{st}, err
 }
 
-// check builds the error for an invalid state or event; it is off the hot path.
-func check(s State, e Event) error {
-	if !s.Valid() {
-		return &fsm.InvalidError{
-			Machine: Name,
-			Value:   s.String(),
-			What:    "state",
-		}
-	}
-	if !e.Valid() {
-		return &fsm.InvalidError{
-			Machine: Name,
-			Value:   e.String(),
-			What:    "event",
-		}
-	}
-	return nil
+// CoreHooks is what a Core peer implements to run the connection machine: one method per guard it
+// evaluates, per message it sends and per action it performs. The engine calls a guard while it
+// selects a candidate, and the other methods after the step, in spec order (fsm.Machine.Fire, or a
+// driver that drains an fsm.Outbox). A method must not change the machine. The *fsm.Firing is
+// reused: do not keep it after the call.
+type CoreHooks[A any] interface {
+	// GuardValidDeclaration reports whether the heartbeat decodes strictly and every declared kind
+	// carries a complete capability object (every field present as a boolean, none null, none
+	// unknown).
+	GuardValidDeclaration(f *fsm.Firing[A]) bool
+	// DoFencePreviousConnection performs fence_previous_connection: Core fences the device's owner
+	// lease and evicts the Run and interaction routes of any older connection; the new one
+	// inherits none.
+	DoFencePreviousConnection(f *fsm.Firing[A]) error
+	// DoRecordCapabilities performs record_capabilities: Core replaces the connection's capability
+	// snapshot with this heartbeat's declaration; an absent kind is not advertised.
+	DoRecordCapabilities(f *fsm.Firing[A]) error
+	// DoClearAdmissionSnapshot performs clear_admission_snapshot: Core forgets what this
+	// connection was admitted with; this settles no Run, completion or cancellation.
+	DoClearAdmissionSnapshot(f *fsm.Firing[A]) error
+	// DoCloseTransport performs close_transport: close the WebSocket of the current physical
+	// connection.
+	DoCloseTransport(f *fsm.Firing[A]) error
+	// DoDropConnectionState performs drop_connection_state: discard the connection-local routing,
+	// admission handles and transfer state; Run subscriptions end with an observation error and
+	// nothing is replayed.
+	DoDropConnectionState(f *fsm.Firing[A]) error
 }
 
-// Hooks is what a peer implements to drive the machine: one method per
-// guard, per message the machine asks it to send and per action, plus the
-// timer methods when the machine has timers. Fire calls them with the
-// machine's lock held, in spec order, and only for effects of the machine's
-// role. A hook must not call Fire on the same machine (it would deadlock);
-// it raises follow-up events with f.Raise, which run once the current event
-// completes. The *Firing is reused: do not keep it after the hook returns.
-type Hooks[A any] interface {
-	// GuardValidDeclaration reports whether the heartbeat decodes strictly and every declared kind carries a complete capability object (every field present as a boolean, none null, none unknown).
-	GuardValidDeclaration(f *Firing[A]) bool
-	// SendHeartbeat sends a heartbeat frame for this instance.
-	SendHeartbeat(f *Firing[A]) error
-	// StartTimer arms (or re-arms) t for t.Duration(); on expiry the peer fires t.Event().
-	StartTimer(f *Firing[A], t Timer) error
-	// StopTimer disarms t. Stopping a timer that is not armed is not an error.
-	StopTimer(f *Firing[A], t Timer) error
-	// DoDialWebsocket performs dial_websocket: the Runtime dials the URL bootstrap returned, naming its device and wire version in the URL; the credential travels only in the header.
-	DoDialWebsocket(f *Firing[A]) error
-	// DoFencePreviousConnection performs fence_previous_connection: Core fences the device's owner lease and evicts the Run and interaction routes of any older connection; the new one inherits none.
-	DoFencePreviousConnection(f *Firing[A]) error
-	// DoRecordCapabilities performs record_capabilities: Core replaces the connection's capability snapshot with this heartbeat's declaration; an absent kind is not advertised.
-	DoRecordCapabilities(f *Firing[A]) error
-	// DoClearAdmissionSnapshot performs clear_admission_snapshot: Core forgets what this connection was admitted with; this settles no Run, completion or cancellation.
-	DoClearAdmissionSnapshot(f *Firing[A]) error
-	// DoCloseTransport performs close_transport: close the WebSocket of the current physical connection.
-	DoCloseTransport(f *Firing[A]) error
-	// DoDropConnectionState performs drop_connection_state: discard the connection-local routing, admission handles and transfer state; Run subscriptions end with an observation error and nothing is replayed.
-	DoDropConnectionState(f *Firing[A]) error
-	// DoRequireOperator performs require_operator: the supervisor reports the permanent refusal and stops reconnecting; only an operator can correct it.
-	DoRequireOperator(f *Firing[A]) error
-	// DoCloseExecutors performs close_executors: the Runtime closes its active and idle Executors, keeping any target whose close failed.
-	DoCloseExecutors(f *Firing[A]) error
-	// DoRetainFailedTargets performs retain_failed_targets: the Runtime keeps the targets whose close failed and schedules one serialized retry.
-	DoRetainFailedTargets(f *Firing[A]) error
-}
-
-// Firing describes the event being handled; hooks receive it.
-type Firing[A any] struct {
-	From  State
-	Event Event
-	To    State // the target while effects run; equals From while guards run
-	Arg   A     // the argument passed to Fire or Raise, e.g. the decoded frame
-	Role  fsm.Role
-	m     *Machine[A]
-}
-
-// Raise queues a follow-up event that runs after the current one, under the same Fire call.
-func (f *Firing[A]) Raise(e Event, arg A) error {
-	return f.m.enqueue(e, arg)
-}
-
-// Machine is one instance of the lifecycle. It is safe for concurrent use:
-// Fire serialises callers, and each caller gets the result of its own event.
-type Machine[A any] struct {
-	mu      sync.Mutex
-	state   State
-	role    fsm.Role
-	hooks   Hooks[A]
-	observe func(Step)
-	firing  Firing[A]
-	queue   fsm.Queue[Event, A]
-}
-
-// New returns a machine in the Initial state that performs the effects of role.
-func New[A any](role fsm.Role, hooks Hooks[A]) *Machine[A] {
-	return &Machine[A]{
-		hooks: hooks,
-		role:  role,
-		state: Initial,
-	}
-}
-
-// State returns the current state.
-func (m *Machine[A]) State() State {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.state
-}
-
-// Observe registers fn to be called, with the lock held, after every step, including ignored and rejected ones (for logs, metrics and trace checks). Pass nil to remove it.
-func (m *Machine[A]) Observe(fn func(Step)) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.observe = fn
-}
-
-// Fire handles event e with argument arg, then every follow-up event the
-// effects raised, in order, before returning (run to completion).
-//
-// It returns nil when the event moved the machine, kept it in place or was
-// ignored; a *fsm.TransitionError when the spec rejects it (the state is
-// unchanged and queued follow-ups are dropped); a *fsm.EffectError when a hook
-// failed (the state has already moved, the rest of the effects did not run).
-func (m *Machine[A]) Fire(e Event, arg A) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	err := m.step(e, arg)
-	for err == nil {
-		next, nextArg, ok := m.queue.Pop()
-		if !ok {
-			break
-		}
-		err = m.step(next, nextArg)
-	}
-	// An error ends the run: drop the follow-ups it left behind.
-	m.queue.Clear()
-	// Only the argument can hold on to caller memory; the rest is overwritten by the next step.
-	var zero A
-	m.firing.Arg = zero
-	return err
-}
-
-func (m *Machine[A]) enqueue(e Event, arg A) error {
-	if !m.queue.Push(e, arg) {
-		return &fsm.QueueError{
-			Event:   e.String(),
-			Machine: Name,
-		}
-	}
-	return nil
-}
-
-func (m *Machine[A]) step(e Event, arg A) error {
-	s := m.state
-	if !e.Valid() {
-		return check(s, e)
-	}
-	// Field by field: assigning a whole Firing literal costs a stalled copy on every event.
-	fr := &m.firing
-	fr.From, fr.Event, fr.To, fr.Arg, fr.Role, fr.m = s, e, s, arg, m.role, m
-	for i := range table[s][e] {
-		c := &table[s][e][i]
-		if c.guard != 0 && !m.guard(c.guard, fr) {
-			continue
-		}
-		if c.disp == fsm.Moved || c.disp == fsm.Stayed {
-			m.state, fr.To = c.to, c.to
-		}
-		if m.observe != nil {
-			m.observe(Step{c})
-		}
-		if c.err != nil {
-			return c.err
-		}
-		for j := range c.effects {
-			ef := &c.effects[j]
-			if !m.role.Performs(ef.Role) {
-				continue
-			}
-			if err := m.perform(fr, ef); err != nil {
-				return &fsm.EffectError{
-					Effect:  ef.String(),
-					Err:     err,
-					Event:   e.String(),
-					From:    s.String(),
-					Machine: Name,
-					To:      c.to.String(),
-				}
-			}
-		}
+// Core binds h as the guards and effects of a Core peer, by ID (nil for a nil h).
+func Core[A any](h CoreHooks[A]) fsm.Binding[A] {
+	if h == nil {
 		return nil
 	}
-	return nil
+	return &fsm.HookTable[A]{
+		Guards:  []func(*fsm.Firing[A]) bool{GuardValidDeclaration: h.GuardValidDeclaration},
+		Actions: []func(*fsm.Firing[A]) error{ActionFencePreviousConnection: h.DoFencePreviousConnection, ActionRecordCapabilities: h.DoRecordCapabilities, ActionClearAdmissionSnapshot: h.DoClearAdmissionSnapshot, ActionCloseTransport: h.DoCloseTransport, ActionDropConnectionState: h.DoDropConnectionState},
+	}
 }
 
-func (m *Machine[A]) guard(g Guard, fr *Firing[A]) bool {
-	switch g {
-	case GuardValidDeclaration:
-		return m.hooks.GuardValidDeclaration(fr)
-	}
-	return false
+// NewCore returns a connection machine in its Initial state that evaluates the guards and performs
+// the effects of a Core peer through h, after each step (fsm.Machine.Fire). timers arms and
+// disarms the timers the Core owns; it must not be nil.
+func NewCore[A any](h CoreHooks[A], timers fsm.Timers[A]) (*fsm.Machine[A], error) {
+	return fsm.NewMachine(Table, fsm.RoleCore, Core[A](h), timers)
 }
 
-func (m *Machine[A]) perform(fr *Firing[A], ef *Effect) error {
-	switch ef.Kind {
-	case fsm.EffectSend:
-		switch ef.Message {
-		case MessageHeartbeat:
-			return m.hooks.SendHeartbeat(fr)
-		}
-	case fsm.EffectStart:
-		return m.hooks.StartTimer(fr, ef.Timer)
-	case fsm.EffectStop:
-		return m.hooks.StopTimer(fr, ef.Timer)
-	case fsm.EffectDo:
-		switch ef.Action {
-		case ActionDialWebsocket:
-			return m.hooks.DoDialWebsocket(fr)
-		case ActionFencePreviousConnection:
-			return m.hooks.DoFencePreviousConnection(fr)
-		case ActionRecordCapabilities:
-			return m.hooks.DoRecordCapabilities(fr)
-		case ActionClearAdmissionSnapshot:
-			return m.hooks.DoClearAdmissionSnapshot(fr)
-		case ActionCloseTransport:
-			return m.hooks.DoCloseTransport(fr)
-		case ActionDropConnectionState:
-			return m.hooks.DoDropConnectionState(fr)
-		case ActionRequireOperator:
-			return m.hooks.DoRequireOperator(fr)
-		case ActionCloseExecutors:
-			return m.hooks.DoCloseExecutors(fr)
-		case ActionRetainFailedTargets:
-			return m.hooks.DoRetainFailedTargets(fr)
-		}
-	case fsm.EffectRaise:
-		return m.enqueue(ef.Raise, fr.Arg)
-	}
-	return nil
+// RuntimeHooks is what a Runtime peer implements to run the connection machine: one method per
+// guard it evaluates, per message it sends and per action it performs. The engine calls a guard
+// while it selects a candidate, and the other methods after the step, in spec order
+// (fsm.Machine.Fire, or a driver that drains an fsm.Outbox). A method must not change the machine.
+// The *fsm.Firing is reused: do not keep it after the call.
+type RuntimeHooks[A any] interface {
+	// GuardValidDeclaration reports whether the heartbeat decodes strictly and every declared kind
+	// carries a complete capability object (every field present as a boolean, none null, none
+	// unknown).
+	GuardValidDeclaration(f *fsm.Firing[A]) bool
+	// SendHeartbeat sends the heartbeat frame of this instance.
+	SendHeartbeat(f *fsm.Firing[A]) error
+	// DoDialWebsocket performs dial_websocket: the Runtime dials the URL bootstrap returned,
+	// naming its device and wire version in the URL; the credential travels only in the header.
+	DoDialWebsocket(f *fsm.Firing[A]) error
+	// DoCloseTransport performs close_transport: close the WebSocket of the current physical
+	// connection.
+	DoCloseTransport(f *fsm.Firing[A]) error
+	// DoDropConnectionState performs drop_connection_state: discard the connection-local routing,
+	// admission handles and transfer state; Run subscriptions end with an observation error and
+	// nothing is replayed.
+	DoDropConnectionState(f *fsm.Firing[A]) error
+	// DoRequireOperator performs require_operator: the supervisor reports the permanent refusal
+	// and stops reconnecting; only an operator can correct it.
+	DoRequireOperator(f *fsm.Firing[A]) error
+	// DoCloseExecutors performs close_executors: the Runtime closes its active and idle Executors,
+	// keeping any target whose close failed.
+	DoCloseExecutors(f *fsm.Firing[A]) error
+	// DoRetainFailedTargets performs retain_failed_targets: the Runtime keeps the targets whose
+	// close failed and schedules one serialized retry.
+	DoRetainFailedTargets(f *fsm.Firing[A]) error
 }
 
-// Restore puts the machine in the state saved under name (State.String) and
-// returns the timers that state keeps armed, which the peer must re-arm. It
-// runs no hook and no effect.
-func (m *Machine[A]) Restore(name string) ([]Timer, error) {
-	s, err := ParseState(name)
-	if err != nil {
-		return nil, err
+// Runtime binds h as the guards and effects of a Runtime peer, by ID (nil for a nil h).
+func Runtime[A any](h RuntimeHooks[A]) fsm.Binding[A] {
+	if h == nil {
+		return nil
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.state = s
-	return s.Timers(), nil
+	return &fsm.HookTable[A]{
+		Guards:  []func(*fsm.Firing[A]) bool{GuardValidDeclaration: h.GuardValidDeclaration},
+		Sends:   []func(*fsm.Firing[A]) error{MessageHeartbeat: h.SendHeartbeat},
+		Actions: []func(*fsm.Firing[A]) error{ActionDialWebsocket: h.DoDialWebsocket, ActionCloseTransport: h.DoCloseTransport, ActionDropConnectionState: h.DoDropConnectionState, ActionRequireOperator: h.DoRequireOperator, ActionCloseExecutors: h.DoCloseExecutors, ActionRetainFailedTargets: h.DoRetainFailedTargets},
+	}
+}
+
+// NewRuntime returns a connection machine in its Initial state that evaluates the guards and
+// performs the effects of a Runtime peer through h, after each step (fsm.Machine.Fire). timers
+// arms and disarms the timers the Runtime owns; it must not be nil.
+func NewRuntime[A any](h RuntimeHooks[A], timers fsm.Timers[A]) (*fsm.Machine[A], error) {
+	return fsm.NewMachine(Table, fsm.RoleRuntime, Runtime[A](h), timers)
 }

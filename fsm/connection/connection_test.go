@@ -4,88 +4,488 @@ package connection
 
 import (
 	"errors"
+	"fmt"
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/fsm/fsmtest"
 	"github.com/stretchr/testify/require"
-	"math/rand/v2"
-	"sync"
+	"reflect"
 	"testing"
 )
 
 const specFile = "../../spec/connection.yaml"
 
-// recorder implements Hooks: guards answer from held, effects are logged in spec form, and the effect named fail returns errHook. raise, when set, is called from inside every hook: it exercises follow-up events.
+var roles = []fsm.Role{fsm.RoleCore, fsm.RoleRuntime}
+
+// recorder implements CoreHooks, RuntimeHooks and fsm.Timers. Guards answer from held; each hook
+// notes its method in called (when set) and its effect, in spec form, in log (unless quiet); the
+// effect named fail returns errHook.
 type recorder struct {
-	held  GuardSet
-	log   []string
-	fail  string
-	raise func(*Firing[int]) error
+	held   GuardSet
+	log    []string
+	fail   string
+	quiet  bool
+	called map[string]bool
 }
 
 var errHook = errors.New("hook failed")
-var _ Hooks[int] = (*recorder)(nil)
+var (
+	_ CoreHooks[int]    = (*recorder)(nil)
+	_ RuntimeHooks[int] = (*recorder)(nil)
+	_ fsm.Timers[int]   = (*recorder)(nil)
+)
 
-func (r *recorder) record(f *Firing[int], effect string) error {
-	r.log = append(r.log, effect)
+func (r *recorder) guard(method string, g Guard) bool {
+	if r.called != nil && method != "" {
+		r.called[method] = true
+	}
+	return r.held.Has(g)
+}
+
+func (r *recorder) effect(method, effect string) error {
+	if r.called != nil && method != "" {
+		r.called[method] = true
+	}
+	if !r.quiet {
+		r.log = append(r.log, effect)
+	}
 	if effect == r.fail {
 		return errHook
-	}
-	if r.raise != nil {
-		return r.raise(f)
 	}
 	return nil
 }
 
-func (r *recorder) GuardValidDeclaration(f *Firing[int]) bool {
-	return r.held.Has(GuardValidDeclaration)
+func (r *recorder) GuardValidDeclaration(*fsm.Firing[int]) bool {
+	return r.guard("GuardValidDeclaration", GuardValidDeclaration)
 }
 
-func (r *recorder) SendHeartbeat(f *Firing[int]) error {
-	return r.record(f, "send heartbeat")
+func (r *recorder) SendHeartbeat(*fsm.Firing[int]) error {
+	return r.effect("SendHeartbeat", "send heartbeat")
 }
 
-func (r *recorder) StartTimer(f *Firing[int], t Timer) error {
-	return r.record(f, "start "+t.String())
+func (r *recorder) DoDialWebsocket(*fsm.Firing[int]) error {
+	return r.effect("DoDialWebsocket", "do dial_websocket")
 }
 
-func (r *recorder) StopTimer(f *Firing[int], t Timer) error {
-	return r.record(f, "stop "+t.String())
+func (r *recorder) DoFencePreviousConnection(*fsm.Firing[int]) error {
+	return r.effect("DoFencePreviousConnection", "do fence_previous_connection")
 }
 
-func (r *recorder) DoDialWebsocket(f *Firing[int]) error {
-	return r.record(f, "do dial_websocket")
+func (r *recorder) DoRecordCapabilities(*fsm.Firing[int]) error {
+	return r.effect("DoRecordCapabilities", "do record_capabilities")
 }
 
-func (r *recorder) DoFencePreviousConnection(f *Firing[int]) error {
-	return r.record(f, "do fence_previous_connection")
+func (r *recorder) DoClearAdmissionSnapshot(*fsm.Firing[int]) error {
+	return r.effect("DoClearAdmissionSnapshot", "do clear_admission_snapshot")
 }
 
-func (r *recorder) DoRecordCapabilities(f *Firing[int]) error {
-	return r.record(f, "do record_capabilities")
+func (r *recorder) DoCloseTransport(*fsm.Firing[int]) error {
+	return r.effect("DoCloseTransport", "do close_transport")
 }
 
-func (r *recorder) DoClearAdmissionSnapshot(f *Firing[int]) error {
-	return r.record(f, "do clear_admission_snapshot")
+func (r *recorder) DoDropConnectionState(*fsm.Firing[int]) error {
+	return r.effect("DoDropConnectionState", "do drop_connection_state")
 }
 
-func (r *recorder) DoCloseTransport(f *Firing[int]) error {
-	return r.record(f, "do close_transport")
+func (r *recorder) DoRequireOperator(*fsm.Firing[int]) error {
+	return r.effect("DoRequireOperator", "do require_operator")
 }
 
-func (r *recorder) DoDropConnectionState(f *Firing[int]) error {
-	return r.record(f, "do drop_connection_state")
+func (r *recorder) DoCloseExecutors(*fsm.Firing[int]) error {
+	return r.effect("DoCloseExecutors", "do close_executors")
 }
 
-func (r *recorder) DoRequireOperator(f *Firing[int]) error {
-	return r.record(f, "do require_operator")
+func (r *recorder) DoRetainFailedTargets(*fsm.Firing[int]) error {
+	return r.effect("DoRetainFailedTargets", "do retain_failed_targets")
 }
 
-func (r *recorder) DoCloseExecutors(f *Firing[int]) error {
-	return r.record(f, "do close_executors")
+func (r *recorder) StartTimer(_ *fsm.Firing[int], tm fsm.TimerID) error {
+	if r.quiet {
+		return nil // building the log entry would allocate
+	}
+	return r.effect("", "start "+Timer(tm).String())
 }
 
-func (r *recorder) DoRetainFailedTargets(f *Firing[int]) error {
-	return r.record(f, "do retain_failed_targets")
+func (r *recorder) StopTimer(_ *fsm.Firing[int], tm fsm.TimerID) error {
+	if r.quiet {
+		return nil // building the log entry would allocate
+	}
+	return r.effect("", "stop "+Timer(tm).String())
+}
+
+// newMachine returns a machine for role whose hooks and timers are rec.
+func newMachine(t *testing.T, role fsm.Role, rec *recorder) *fsm.Machine[int] {
+	t.Helper()
+	if role == fsm.RoleCore {
+		m, err := NewCore[int](rec, rec)
+		require.NoError(t, err)
+		return m
+	}
+	m, err := NewRuntime[int](rec, rec)
+	require.NoError(t, err)
+	return m
+}
+
+// heldGuards holds the guards of a GuardSet, for an fsm.Instance.
+type heldGuards GuardSet
+
+func (h heldGuards) Guard(g fsm.GuardID, _ *fsm.Firing[int]) bool {
+	return fsm.GuardSet(h).Has(g)
+}
+
+type cellCase struct {
+	line    int
+	from    State
+	event   Event
+	held    GuardSet
+	disp    fsm.Disposition
+	to      State
+	guard   Guard
+	reason  string
+	effects []string              // every role's, as the spec writes them
+	logs    map[fsm.Role][]string // the hook log of each role that handles the event
+	raises  bool
+}
+
+// cellCases has one entry per candidate of every cell, computed from the spec when the code was
+// generated.
+var cellCases = []cellCase{
+	{line: 138, from: StateDisconnected, event: EventBootstrapRequested, disp: fsm.Moved, to: StateBootstrapping, effects: []string{"runtime: stop reconnect_backoff"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"stop reconnect_backoff"}}},
+	{line: 161, from: StateDisconnected, event: EventBootstrapOk, disp: fsm.Rejected, to: StateDisconnected, reason: "nothing was requested; the supervisor must bootstrap first", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 161, from: StateDisconnected, event: EventUpgradeAccepted, disp: fsm.Rejected, to: StateDisconnected, reason: "nothing was requested; the supervisor must bootstrap first", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 161, from: StateDisconnected, event: EventVersionRefused, disp: fsm.Rejected, to: StateDisconnected, reason: "nothing was requested; the supervisor must bootstrap first", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 161, from: StateDisconnected, event: EventAuthRefused, disp: fsm.Rejected, to: StateDisconnected, reason: "nothing was requested; the supervisor must bootstrap first", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 161, from: StateDisconnected, event: EventHeartbeat, disp: fsm.Rejected, to: StateDisconnected, reason: "nothing was requested; the supervisor must bootstrap first", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 161, from: StateDisconnected, event: EventFrameReceived, disp: fsm.Rejected, to: StateDisconnected, reason: "nothing was requested; the supervisor must bootstrap first", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 152, from: StateDisconnected, event: EventHeartbeatInterval, disp: fsm.Ignored, to: StateDisconnected, reason: "neither the heartbeat interval nor the read deadline runs without an upgraded connection", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 152, from: StateDisconnected, event: EventReadDeadline, disp: fsm.Ignored, to: StateDisconnected, reason: "neither the heartbeat interval nor the read deadline runs without an upgraded connection", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 155, from: StateDisconnected, event: EventReconnectBackoff, disp: fsm.Ignored, to: StateDisconnected, reason: "the backoff only runs after a transient loss", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 158, from: StateDisconnected, event: EventTransportLost, disp: fsm.Ignored, to: StateDisconnected, reason: "there is no connection to lose", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 161, from: StateDisconnected, event: EventReplaced, disp: fsm.Rejected, to: StateDisconnected, reason: "nothing was requested; the supervisor must bootstrap first", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 161, from: StateDisconnected, event: EventRetiredClose, disp: fsm.Rejected, to: StateDisconnected, reason: "nothing was requested; the supervisor must bootstrap first", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 161, from: StateDisconnected, event: EventDeviceShutdown, disp: fsm.Rejected, to: StateDisconnected, reason: "nothing was requested; the supervisor must bootstrap first", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 144, from: StateDisconnected, event: EventOperatorShutdown, disp: fsm.Moved, to: StateShuttingDown, effects: []string{"runtime: stop heartbeat_interval", "core: stop read_deadline", "runtime: stop reconnect_backoff", "runtime: do close_executors"}, logs: map[fsm.Role][]string{fsm.RoleRuntime: {"stop heartbeat_interval", "stop reconnect_backoff", "do close_executors"}}},
+	{line: 328, from: StateDisconnected, event: EventCleanupSettled, disp: fsm.Rejected, to: StateDisconnected, reason: "no shutdown was requested", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 328, from: StateDisconnected, event: EventCleanupFailed, disp: fsm.Rejected, to: StateDisconnected, reason: "no shutdown was requested", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 182, from: StateBootstrapping, event: EventBootstrapRequested, disp: fsm.Rejected, to: StateBootstrapping, reason: "the bootstrap answer has not arrived", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 166, from: StateBootstrapping, event: EventBootstrapOk, disp: fsm.Moved, to: StateDialing, effects: []string{"runtime: do dial_websocket"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"do dial_websocket"}}},
+	{line: 182, from: StateBootstrapping, event: EventUpgradeAccepted, disp: fsm.Rejected, to: StateBootstrapping, reason: "the bootstrap answer has not arrived", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 178, from: StateBootstrapping, event: EventVersionRefused, disp: fsm.Rejected, to: StateBootstrapping, reason: "the wire version is only checked at the upgrade", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 170, from: StateBootstrapping, event: EventAuthRefused, disp: fsm.Moved, to: StateAuthRejected, effects: []string{"runtime: do require_operator"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"do require_operator"}}},
+	{line: 182, from: StateBootstrapping, event: EventHeartbeat, disp: fsm.Rejected, to: StateBootstrapping, reason: "the bootstrap answer has not arrived", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 182, from: StateBootstrapping, event: EventFrameReceived, disp: fsm.Rejected, to: StateBootstrapping, reason: "the bootstrap answer has not arrived", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 152, from: StateBootstrapping, event: EventHeartbeatInterval, disp: fsm.Ignored, to: StateBootstrapping, reason: "neither the heartbeat interval nor the read deadline runs without an upgraded connection", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 152, from: StateBootstrapping, event: EventReadDeadline, disp: fsm.Ignored, to: StateBootstrapping, reason: "neither the heartbeat interval nor the read deadline runs without an upgraded connection", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 155, from: StateBootstrapping, event: EventReconnectBackoff, disp: fsm.Ignored, to: StateBootstrapping, reason: "the backoff only runs after a transient loss", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 174, from: StateBootstrapping, event: EventTransportLost, disp: fsm.Moved, to: StateBackoff, effects: []string{"runtime: start reconnect_backoff"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"start reconnect_backoff"}}},
+	{line: 182, from: StateBootstrapping, event: EventReplaced, disp: fsm.Rejected, to: StateBootstrapping, reason: "the bootstrap answer has not arrived", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 182, from: StateBootstrapping, event: EventRetiredClose, disp: fsm.Rejected, to: StateBootstrapping, reason: "the bootstrap answer has not arrived", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 182, from: StateBootstrapping, event: EventDeviceShutdown, disp: fsm.Rejected, to: StateBootstrapping, reason: "the bootstrap answer has not arrived", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 144, from: StateBootstrapping, event: EventOperatorShutdown, disp: fsm.Moved, to: StateShuttingDown, effects: []string{"runtime: stop heartbeat_interval", "core: stop read_deadline", "runtime: stop reconnect_backoff", "runtime: do close_executors"}, logs: map[fsm.Role][]string{fsm.RoleRuntime: {"stop heartbeat_interval", "stop reconnect_backoff", "do close_executors"}}},
+	{line: 328, from: StateBootstrapping, event: EventCleanupSettled, disp: fsm.Rejected, to: StateBootstrapping, reason: "no shutdown was requested", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 328, from: StateBootstrapping, event: EventCleanupFailed, disp: fsm.Rejected, to: StateBootstrapping, reason: "no shutdown was requested", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 198, from: StateDialing, event: EventBootstrapRequested, disp: fsm.Rejected, to: StateDialing, reason: "the upgrade has not been answered", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 198, from: StateDialing, event: EventBootstrapOk, disp: fsm.Rejected, to: StateDialing, reason: "the upgrade has not been answered", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 187, from: StateDialing, event: EventUpgradeAccepted, disp: fsm.Moved, to: StateUpgraded, effects: []string{"core: start read_deadline", "core: do fence_previous_connection", "runtime: send heartbeat"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"start read_deadline", "do fence_previous_connection"}, fsm.RoleRuntime: {"send heartbeat"}}},
+	{line: 194, from: StateDialing, event: EventVersionRefused, disp: fsm.Moved, to: StateVersionRejected, effects: []string{"runtime: do require_operator"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"do require_operator"}}},
+	{line: 170, from: StateDialing, event: EventAuthRefused, disp: fsm.Moved, to: StateAuthRejected, effects: []string{"runtime: do require_operator"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"do require_operator"}}},
+	{line: 198, from: StateDialing, event: EventHeartbeat, disp: fsm.Rejected, to: StateDialing, reason: "the upgrade has not been answered", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 198, from: StateDialing, event: EventFrameReceived, disp: fsm.Rejected, to: StateDialing, reason: "the upgrade has not been answered", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 152, from: StateDialing, event: EventHeartbeatInterval, disp: fsm.Ignored, to: StateDialing, reason: "neither the heartbeat interval nor the read deadline runs without an upgraded connection", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 152, from: StateDialing, event: EventReadDeadline, disp: fsm.Ignored, to: StateDialing, reason: "neither the heartbeat interval nor the read deadline runs without an upgraded connection", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 155, from: StateDialing, event: EventReconnectBackoff, disp: fsm.Ignored, to: StateDialing, reason: "the backoff only runs after a transient loss", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 174, from: StateDialing, event: EventTransportLost, disp: fsm.Moved, to: StateBackoff, effects: []string{"runtime: start reconnect_backoff"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"start reconnect_backoff"}}},
+	{line: 198, from: StateDialing, event: EventReplaced, disp: fsm.Rejected, to: StateDialing, reason: "the upgrade has not been answered", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 198, from: StateDialing, event: EventRetiredClose, disp: fsm.Rejected, to: StateDialing, reason: "the upgrade has not been answered", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 198, from: StateDialing, event: EventDeviceShutdown, disp: fsm.Rejected, to: StateDialing, reason: "the upgrade has not been answered", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 144, from: StateDialing, event: EventOperatorShutdown, disp: fsm.Moved, to: StateShuttingDown, effects: []string{"runtime: stop heartbeat_interval", "core: stop read_deadline", "runtime: stop reconnect_backoff", "runtime: do close_executors"}, logs: map[fsm.Role][]string{fsm.RoleRuntime: {"stop heartbeat_interval", "stop reconnect_backoff", "do close_executors"}}},
+	{line: 328, from: StateDialing, event: EventCleanupSettled, disp: fsm.Rejected, to: StateDialing, reason: "no shutdown was requested", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 328, from: StateDialing, event: EventCleanupFailed, disp: fsm.Rejected, to: StateDialing, reason: "no shutdown was requested", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 280, from: StateUpgraded, event: EventBootstrapRequested, disp: fsm.Rejected, to: StateUpgraded, reason: "the upgrade was already accepted on this connection", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 280, from: StateUpgraded, event: EventBootstrapOk, disp: fsm.Rejected, to: StateUpgraded, reason: "the upgrade was already accepted on this connection", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 280, from: StateUpgraded, event: EventUpgradeAccepted, disp: fsm.Rejected, to: StateUpgraded, reason: "the upgrade was already accepted on this connection", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 280, from: StateUpgraded, event: EventVersionRefused, disp: fsm.Rejected, to: StateUpgraded, reason: "the upgrade was already accepted on this connection", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 280, from: StateUpgraded, event: EventAuthRefused, disp: fsm.Rejected, to: StateUpgraded, reason: "the upgrade was already accepted on this connection", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 203, from: StateUpgraded, event: EventHeartbeat, held: GuardSet(0).With(GuardValidDeclaration), disp: fsm.Moved, to: StateLive, guard: GuardValidDeclaration, effects: []string{"core: stop read_deadline", "core: start read_deadline", "core: do record_capabilities", "runtime: start heartbeat_interval"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop read_deadline", "start read_deadline", "do record_capabilities"}, fsm.RoleRuntime: {"start heartbeat_interval"}}},
+	{line: 220, from: StateUpgraded, event: EventHeartbeat, disp: fsm.Moved, to: StateBackoff, effects: []string{"runtime: stop heartbeat_interval", "core: stop read_deadline", "core: do clear_admission_snapshot", "core: do close_transport", "do drop_connection_state", "runtime: start reconnect_backoff"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop read_deadline", "do clear_admission_snapshot", "do close_transport", "do drop_connection_state"}, fsm.RoleRuntime: {"stop heartbeat_interval", "do drop_connection_state", "start reconnect_backoff"}}},
+	{line: 232, from: StateUpgraded, event: EventFrameReceived, disp: fsm.Rejected, to: StateUpgraded, reason: "only a heartbeat may open the exchange; capabilities are unknown until then", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 277, from: StateUpgraded, event: EventHeartbeatInterval, disp: fsm.Ignored, to: StateUpgraded, reason: "the interval starts with the first heartbeat", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 237, from: StateUpgraded, event: EventReadDeadline, disp: fsm.Moved, to: StateBackoff, effects: []string{"runtime: stop heartbeat_interval", "core: do close_transport", "do drop_connection_state", "runtime: start reconnect_backoff"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do close_transport", "do drop_connection_state"}}},
+	{line: 155, from: StateUpgraded, event: EventReconnectBackoff, disp: fsm.Ignored, to: StateUpgraded, reason: "the backoff only runs after a transient loss", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 245, from: StateUpgraded, event: EventTransportLost, disp: fsm.Moved, to: StateBackoff, effects: []string{"runtime: stop heartbeat_interval", "core: stop read_deadline", "do drop_connection_state", "runtime: start reconnect_backoff"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop read_deadline", "do drop_connection_state"}, fsm.RoleRuntime: {"stop heartbeat_interval", "do drop_connection_state", "start reconnect_backoff"}}},
+	{line: 253, from: StateUpgraded, event: EventReplaced, disp: fsm.Moved, to: StateSuperseded, effects: []string{"runtime: stop heartbeat_interval", "core: stop read_deadline", "do drop_connection_state"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop read_deadline", "do drop_connection_state"}, fsm.RoleRuntime: {"stop heartbeat_interval", "do drop_connection_state"}}},
+	{line: 262, from: StateUpgraded, event: EventRetiredClose, disp: fsm.Moved, to: StateRetired, effects: []string{"runtime: stop heartbeat_interval", "core: stop read_deadline", "do drop_connection_state", "runtime: do require_operator"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop read_deadline", "do drop_connection_state"}, fsm.RoleRuntime: {"stop heartbeat_interval", "do drop_connection_state", "do require_operator"}}},
+	{line: 270, from: StateUpgraded, event: EventDeviceShutdown, disp: fsm.Moved, to: StateShuttingDown, effects: []string{"runtime: stop heartbeat_interval", "core: stop read_deadline", "runtime: do close_executors"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop read_deadline"}, fsm.RoleRuntime: {"stop heartbeat_interval", "do close_executors"}}},
+	{line: 144, from: StateUpgraded, event: EventOperatorShutdown, disp: fsm.Moved, to: StateShuttingDown, effects: []string{"runtime: stop heartbeat_interval", "core: stop read_deadline", "runtime: stop reconnect_backoff", "runtime: do close_executors"}, logs: map[fsm.Role][]string{fsm.RoleRuntime: {"stop heartbeat_interval", "stop reconnect_backoff", "do close_executors"}}},
+	{line: 328, from: StateUpgraded, event: EventCleanupSettled, disp: fsm.Rejected, to: StateUpgraded, reason: "no shutdown was requested", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 328, from: StateUpgraded, event: EventCleanupFailed, disp: fsm.Rejected, to: StateUpgraded, reason: "no shutdown was requested", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 280, from: StateLive, event: EventBootstrapRequested, disp: fsm.Rejected, to: StateLive, reason: "the upgrade was already accepted on this connection", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 280, from: StateLive, event: EventBootstrapOk, disp: fsm.Rejected, to: StateLive, reason: "the upgrade was already accepted on this connection", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 280, from: StateLive, event: EventUpgradeAccepted, disp: fsm.Rejected, to: StateLive, reason: "the upgrade was already accepted on this connection", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 280, from: StateLive, event: EventVersionRefused, disp: fsm.Rejected, to: StateLive, reason: "the upgrade was already accepted on this connection", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 280, from: StateLive, event: EventAuthRefused, disp: fsm.Rejected, to: StateLive, reason: "the upgrade was already accepted on this connection", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 212, from: StateLive, event: EventHeartbeat, held: GuardSet(0).With(GuardValidDeclaration), disp: fsm.Stayed, to: StateLive, guard: GuardValidDeclaration, effects: []string{"core: stop read_deadline", "core: start read_deadline", "core: do record_capabilities"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop read_deadline", "start read_deadline", "do record_capabilities"}, fsm.RoleRuntime: nil}},
+	{line: 220, from: StateLive, event: EventHeartbeat, disp: fsm.Moved, to: StateBackoff, effects: []string{"runtime: stop heartbeat_interval", "core: stop read_deadline", "core: do clear_admission_snapshot", "core: do close_transport", "do drop_connection_state", "runtime: start reconnect_backoff"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop read_deadline", "do clear_admission_snapshot", "do close_transport", "do drop_connection_state"}, fsm.RoleRuntime: {"stop heartbeat_interval", "do drop_connection_state", "start reconnect_backoff"}}},
+	{line: 285, from: StateLive, event: EventFrameReceived, disp: fsm.Stayed, to: StateLive, effects: []string{"core: stop read_deadline", "core: start read_deadline"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop read_deadline", "start read_deadline"}}},
+	{line: 291, from: StateLive, event: EventHeartbeatInterval, disp: fsm.Stayed, to: StateLive, effects: []string{"runtime: send heartbeat", "runtime: start heartbeat_interval"}, logs: map[fsm.Role][]string{fsm.RoleRuntime: {"send heartbeat", "start heartbeat_interval"}}},
+	{line: 237, from: StateLive, event: EventReadDeadline, disp: fsm.Moved, to: StateBackoff, effects: []string{"runtime: stop heartbeat_interval", "core: do close_transport", "do drop_connection_state", "runtime: start reconnect_backoff"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do close_transport", "do drop_connection_state"}}},
+	{line: 155, from: StateLive, event: EventReconnectBackoff, disp: fsm.Ignored, to: StateLive, reason: "the backoff only runs after a transient loss", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 245, from: StateLive, event: EventTransportLost, disp: fsm.Moved, to: StateBackoff, effects: []string{"runtime: stop heartbeat_interval", "core: stop read_deadline", "do drop_connection_state", "runtime: start reconnect_backoff"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop read_deadline", "do drop_connection_state"}, fsm.RoleRuntime: {"stop heartbeat_interval", "do drop_connection_state", "start reconnect_backoff"}}},
+	{line: 253, from: StateLive, event: EventReplaced, disp: fsm.Moved, to: StateSuperseded, effects: []string{"runtime: stop heartbeat_interval", "core: stop read_deadline", "do drop_connection_state"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop read_deadline", "do drop_connection_state"}, fsm.RoleRuntime: {"stop heartbeat_interval", "do drop_connection_state"}}},
+	{line: 262, from: StateLive, event: EventRetiredClose, disp: fsm.Moved, to: StateRetired, effects: []string{"runtime: stop heartbeat_interval", "core: stop read_deadline", "do drop_connection_state", "runtime: do require_operator"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop read_deadline", "do drop_connection_state"}, fsm.RoleRuntime: {"stop heartbeat_interval", "do drop_connection_state", "do require_operator"}}},
+	{line: 270, from: StateLive, event: EventDeviceShutdown, disp: fsm.Moved, to: StateShuttingDown, effects: []string{"runtime: stop heartbeat_interval", "core: stop read_deadline", "runtime: do close_executors"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop read_deadline"}, fsm.RoleRuntime: {"stop heartbeat_interval", "do close_executors"}}},
+	{line: 144, from: StateLive, event: EventOperatorShutdown, disp: fsm.Moved, to: StateShuttingDown, effects: []string{"runtime: stop heartbeat_interval", "core: stop read_deadline", "runtime: stop reconnect_backoff", "runtime: do close_executors"}, logs: map[fsm.Role][]string{fsm.RoleRuntime: {"stop heartbeat_interval", "stop reconnect_backoff", "do close_executors"}}},
+	{line: 328, from: StateLive, event: EventCleanupSettled, disp: fsm.Rejected, to: StateLive, reason: "no shutdown was requested", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 328, from: StateLive, event: EventCleanupFailed, disp: fsm.Rejected, to: StateLive, reason: "no shutdown was requested", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 138, from: StateBackoff, event: EventBootstrapRequested, disp: fsm.Moved, to: StateBootstrapping, effects: []string{"runtime: stop reconnect_backoff"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"stop reconnect_backoff"}}},
+	{line: 308, from: StateBackoff, event: EventBootstrapOk, disp: fsm.Rejected, to: StateBackoff, reason: "no connection is open while backing off", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 308, from: StateBackoff, event: EventUpgradeAccepted, disp: fsm.Rejected, to: StateBackoff, reason: "no connection is open while backing off", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 308, from: StateBackoff, event: EventVersionRefused, disp: fsm.Rejected, to: StateBackoff, reason: "no connection is open while backing off", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 308, from: StateBackoff, event: EventAuthRefused, disp: fsm.Rejected, to: StateBackoff, reason: "no connection is open while backing off", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 305, from: StateBackoff, event: EventHeartbeat, disp: fsm.Ignored, to: StateBackoff, reason: "a frame from the closed transport is dropped", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 305, from: StateBackoff, event: EventFrameReceived, disp: fsm.Ignored, to: StateBackoff, reason: "a frame from the closed transport is dropped", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 152, from: StateBackoff, event: EventHeartbeatInterval, disp: fsm.Ignored, to: StateBackoff, reason: "neither the heartbeat interval nor the read deadline runs without an upgraded connection", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 152, from: StateBackoff, event: EventReadDeadline, disp: fsm.Ignored, to: StateBackoff, reason: "neither the heartbeat interval nor the read deadline runs without an upgraded connection", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 299, from: StateBackoff, event: EventReconnectBackoff, disp: fsm.Moved, to: StateDisconnected, logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 302, from: StateBackoff, event: EventTransportLost, disp: fsm.Ignored, to: StateBackoff, reason: "the previous connection is already gone", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 302, from: StateBackoff, event: EventReplaced, disp: fsm.Ignored, to: StateBackoff, reason: "the previous connection is already gone", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 302, from: StateBackoff, event: EventRetiredClose, disp: fsm.Ignored, to: StateBackoff, reason: "the previous connection is already gone", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 308, from: StateBackoff, event: EventDeviceShutdown, disp: fsm.Rejected, to: StateBackoff, reason: "no connection is open while backing off", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 144, from: StateBackoff, event: EventOperatorShutdown, disp: fsm.Moved, to: StateShuttingDown, effects: []string{"runtime: stop heartbeat_interval", "core: stop read_deadline", "runtime: stop reconnect_backoff", "runtime: do close_executors"}, logs: map[fsm.Role][]string{fsm.RoleRuntime: {"stop heartbeat_interval", "stop reconnect_backoff", "do close_executors"}}},
+	{line: 328, from: StateBackoff, event: EventCleanupSettled, disp: fsm.Rejected, to: StateBackoff, reason: "no shutdown was requested", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 328, from: StateBackoff, event: EventCleanupFailed, disp: fsm.Rejected, to: StateBackoff, reason: "no shutdown was requested", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 323, from: StateShuttingDown, event: EventBootstrapRequested, disp: fsm.Ignored, to: StateShuttingDown, reason: "shutdown is in progress; the daemon waits for its resources and never reconnects", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 323, from: StateShuttingDown, event: EventBootstrapOk, disp: fsm.Ignored, to: StateShuttingDown, reason: "shutdown is in progress; the daemon waits for its resources and never reconnects", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 323, from: StateShuttingDown, event: EventUpgradeAccepted, disp: fsm.Ignored, to: StateShuttingDown, reason: "shutdown is in progress; the daemon waits for its resources and never reconnects", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 323, from: StateShuttingDown, event: EventVersionRefused, disp: fsm.Ignored, to: StateShuttingDown, reason: "shutdown is in progress; the daemon waits for its resources and never reconnects", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 323, from: StateShuttingDown, event: EventAuthRefused, disp: fsm.Ignored, to: StateShuttingDown, reason: "shutdown is in progress; the daemon waits for its resources and never reconnects", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 323, from: StateShuttingDown, event: EventHeartbeat, disp: fsm.Ignored, to: StateShuttingDown, reason: "shutdown is in progress; the daemon waits for its resources and never reconnects", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 323, from: StateShuttingDown, event: EventFrameReceived, disp: fsm.Ignored, to: StateShuttingDown, reason: "shutdown is in progress; the daemon waits for its resources and never reconnects", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 323, from: StateShuttingDown, event: EventHeartbeatInterval, disp: fsm.Ignored, to: StateShuttingDown, reason: "shutdown is in progress; the daemon waits for its resources and never reconnects", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 323, from: StateShuttingDown, event: EventReadDeadline, disp: fsm.Ignored, to: StateShuttingDown, reason: "shutdown is in progress; the daemon waits for its resources and never reconnects", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 323, from: StateShuttingDown, event: EventReconnectBackoff, disp: fsm.Ignored, to: StateShuttingDown, reason: "shutdown is in progress; the daemon waits for its resources and never reconnects", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 323, from: StateShuttingDown, event: EventTransportLost, disp: fsm.Ignored, to: StateShuttingDown, reason: "shutdown is in progress; the daemon waits for its resources and never reconnects", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 323, from: StateShuttingDown, event: EventReplaced, disp: fsm.Ignored, to: StateShuttingDown, reason: "shutdown is in progress; the daemon waits for its resources and never reconnects", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 323, from: StateShuttingDown, event: EventRetiredClose, disp: fsm.Ignored, to: StateShuttingDown, reason: "shutdown is in progress; the daemon waits for its resources and never reconnects", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 323, from: StateShuttingDown, event: EventDeviceShutdown, disp: fsm.Ignored, to: StateShuttingDown, reason: "shutdown is in progress; the daemon waits for its resources and never reconnects", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 323, from: StateShuttingDown, event: EventOperatorShutdown, disp: fsm.Ignored, to: StateShuttingDown, reason: "shutdown is in progress; the daemon waits for its resources and never reconnects", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 313, from: StateShuttingDown, event: EventCleanupSettled, disp: fsm.Moved, to: StateStopped, effects: []string{"do close_transport", "do drop_connection_state"}, logs: map[fsm.Role][]string{fsm.RoleRuntime: {"do close_transport", "do drop_connection_state"}}},
+	{line: 319, from: StateShuttingDown, event: EventCleanupFailed, disp: fsm.Stayed, to: StateShuttingDown, effects: []string{"runtime: do retain_failed_targets"}, logs: map[fsm.Role][]string{fsm.RoleRuntime: {"do retain_failed_targets"}}},
+	{line: 336, from: StateStopped, event: EventBootstrapRequested, disp: fsm.Rejected, to: StateStopped, reason: "the supervisor stopped; a new daemon process starts a new connection loop", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 336, from: StateStopped, event: EventBootstrapOk, disp: fsm.Rejected, to: StateStopped, reason: "the supervisor stopped; a new daemon process starts a new connection loop", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 336, from: StateStopped, event: EventUpgradeAccepted, disp: fsm.Rejected, to: StateStopped, reason: "the supervisor stopped; a new daemon process starts a new connection loop", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 336, from: StateStopped, event: EventVersionRefused, disp: fsm.Rejected, to: StateStopped, reason: "the supervisor stopped; a new daemon process starts a new connection loop", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 336, from: StateStopped, event: EventAuthRefused, disp: fsm.Rejected, to: StateStopped, reason: "the supervisor stopped; a new daemon process starts a new connection loop", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 333, from: StateStopped, event: EventHeartbeat, disp: fsm.Ignored, to: StateStopped, reason: "the connection loop is over; late frames, timers and closes change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 333, from: StateStopped, event: EventFrameReceived, disp: fsm.Ignored, to: StateStopped, reason: "the connection loop is over; late frames, timers and closes change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 333, from: StateStopped, event: EventHeartbeatInterval, disp: fsm.Ignored, to: StateStopped, reason: "the connection loop is over; late frames, timers and closes change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 333, from: StateStopped, event: EventReadDeadline, disp: fsm.Ignored, to: StateStopped, reason: "the connection loop is over; late frames, timers and closes change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 333, from: StateStopped, event: EventReconnectBackoff, disp: fsm.Ignored, to: StateStopped, reason: "the connection loop is over; late frames, timers and closes change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 333, from: StateStopped, event: EventTransportLost, disp: fsm.Ignored, to: StateStopped, reason: "the connection loop is over; late frames, timers and closes change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 333, from: StateStopped, event: EventReplaced, disp: fsm.Ignored, to: StateStopped, reason: "the connection loop is over; late frames, timers and closes change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 333, from: StateStopped, event: EventRetiredClose, disp: fsm.Ignored, to: StateStopped, reason: "the connection loop is over; late frames, timers and closes change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 336, from: StateStopped, event: EventDeviceShutdown, disp: fsm.Rejected, to: StateStopped, reason: "the supervisor stopped; a new daemon process starts a new connection loop", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 336, from: StateStopped, event: EventOperatorShutdown, disp: fsm.Rejected, to: StateStopped, reason: "the supervisor stopped; a new daemon process starts a new connection loop", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 333, from: StateStopped, event: EventCleanupSettled, disp: fsm.Ignored, to: StateStopped, reason: "the connection loop is over; late frames, timers and closes change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 333, from: StateStopped, event: EventCleanupFailed, disp: fsm.Ignored, to: StateStopped, reason: "the connection loop is over; late frames, timers and closes change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 336, from: StateVersionRejected, event: EventBootstrapRequested, disp: fsm.Rejected, to: StateVersionRejected, reason: "the supervisor stopped; a new daemon process starts a new connection loop", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 336, from: StateVersionRejected, event: EventBootstrapOk, disp: fsm.Rejected, to: StateVersionRejected, reason: "the supervisor stopped; a new daemon process starts a new connection loop", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 336, from: StateVersionRejected, event: EventUpgradeAccepted, disp: fsm.Rejected, to: StateVersionRejected, reason: "the supervisor stopped; a new daemon process starts a new connection loop", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 336, from: StateVersionRejected, event: EventVersionRefused, disp: fsm.Rejected, to: StateVersionRejected, reason: "the supervisor stopped; a new daemon process starts a new connection loop", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 336, from: StateVersionRejected, event: EventAuthRefused, disp: fsm.Rejected, to: StateVersionRejected, reason: "the supervisor stopped; a new daemon process starts a new connection loop", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 333, from: StateVersionRejected, event: EventHeartbeat, disp: fsm.Ignored, to: StateVersionRejected, reason: "the connection loop is over; late frames, timers and closes change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 333, from: StateVersionRejected, event: EventFrameReceived, disp: fsm.Ignored, to: StateVersionRejected, reason: "the connection loop is over; late frames, timers and closes change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 333, from: StateVersionRejected, event: EventHeartbeatInterval, disp: fsm.Ignored, to: StateVersionRejected, reason: "the connection loop is over; late frames, timers and closes change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 333, from: StateVersionRejected, event: EventReadDeadline, disp: fsm.Ignored, to: StateVersionRejected, reason: "the connection loop is over; late frames, timers and closes change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 333, from: StateVersionRejected, event: EventReconnectBackoff, disp: fsm.Ignored, to: StateVersionRejected, reason: "the connection loop is over; late frames, timers and closes change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 333, from: StateVersionRejected, event: EventTransportLost, disp: fsm.Ignored, to: StateVersionRejected, reason: "the connection loop is over; late frames, timers and closes change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 333, from: StateVersionRejected, event: EventReplaced, disp: fsm.Ignored, to: StateVersionRejected, reason: "the connection loop is over; late frames, timers and closes change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 333, from: StateVersionRejected, event: EventRetiredClose, disp: fsm.Ignored, to: StateVersionRejected, reason: "the connection loop is over; late frames, timers and closes change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 336, from: StateVersionRejected, event: EventDeviceShutdown, disp: fsm.Rejected, to: StateVersionRejected, reason: "the supervisor stopped; a new daemon process starts a new connection loop", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 336, from: StateVersionRejected, event: EventOperatorShutdown, disp: fsm.Rejected, to: StateVersionRejected, reason: "the supervisor stopped; a new daemon process starts a new connection loop", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 333, from: StateVersionRejected, event: EventCleanupSettled, disp: fsm.Ignored, to: StateVersionRejected, reason: "the connection loop is over; late frames, timers and closes change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 333, from: StateVersionRejected, event: EventCleanupFailed, disp: fsm.Ignored, to: StateVersionRejected, reason: "the connection loop is over; late frames, timers and closes change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 336, from: StateAuthRejected, event: EventBootstrapRequested, disp: fsm.Rejected, to: StateAuthRejected, reason: "the supervisor stopped; a new daemon process starts a new connection loop", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 336, from: StateAuthRejected, event: EventBootstrapOk, disp: fsm.Rejected, to: StateAuthRejected, reason: "the supervisor stopped; a new daemon process starts a new connection loop", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 336, from: StateAuthRejected, event: EventUpgradeAccepted, disp: fsm.Rejected, to: StateAuthRejected, reason: "the supervisor stopped; a new daemon process starts a new connection loop", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 336, from: StateAuthRejected, event: EventVersionRefused, disp: fsm.Rejected, to: StateAuthRejected, reason: "the supervisor stopped; a new daemon process starts a new connection loop", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 336, from: StateAuthRejected, event: EventAuthRefused, disp: fsm.Rejected, to: StateAuthRejected, reason: "the supervisor stopped; a new daemon process starts a new connection loop", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 333, from: StateAuthRejected, event: EventHeartbeat, disp: fsm.Ignored, to: StateAuthRejected, reason: "the connection loop is over; late frames, timers and closes change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 333, from: StateAuthRejected, event: EventFrameReceived, disp: fsm.Ignored, to: StateAuthRejected, reason: "the connection loop is over; late frames, timers and closes change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 333, from: StateAuthRejected, event: EventHeartbeatInterval, disp: fsm.Ignored, to: StateAuthRejected, reason: "the connection loop is over; late frames, timers and closes change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 333, from: StateAuthRejected, event: EventReadDeadline, disp: fsm.Ignored, to: StateAuthRejected, reason: "the connection loop is over; late frames, timers and closes change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 333, from: StateAuthRejected, event: EventReconnectBackoff, disp: fsm.Ignored, to: StateAuthRejected, reason: "the connection loop is over; late frames, timers and closes change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 333, from: StateAuthRejected, event: EventTransportLost, disp: fsm.Ignored, to: StateAuthRejected, reason: "the connection loop is over; late frames, timers and closes change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 333, from: StateAuthRejected, event: EventReplaced, disp: fsm.Ignored, to: StateAuthRejected, reason: "the connection loop is over; late frames, timers and closes change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 333, from: StateAuthRejected, event: EventRetiredClose, disp: fsm.Ignored, to: StateAuthRejected, reason: "the connection loop is over; late frames, timers and closes change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 336, from: StateAuthRejected, event: EventDeviceShutdown, disp: fsm.Rejected, to: StateAuthRejected, reason: "the supervisor stopped; a new daemon process starts a new connection loop", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 336, from: StateAuthRejected, event: EventOperatorShutdown, disp: fsm.Rejected, to: StateAuthRejected, reason: "the supervisor stopped; a new daemon process starts a new connection loop", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 333, from: StateAuthRejected, event: EventCleanupSettled, disp: fsm.Ignored, to: StateAuthRejected, reason: "the connection loop is over; late frames, timers and closes change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 333, from: StateAuthRejected, event: EventCleanupFailed, disp: fsm.Ignored, to: StateAuthRejected, reason: "the connection loop is over; late frames, timers and closes change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 336, from: StateRetired, event: EventBootstrapRequested, disp: fsm.Rejected, to: StateRetired, reason: "the supervisor stopped; a new daemon process starts a new connection loop", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 336, from: StateRetired, event: EventBootstrapOk, disp: fsm.Rejected, to: StateRetired, reason: "the supervisor stopped; a new daemon process starts a new connection loop", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 336, from: StateRetired, event: EventUpgradeAccepted, disp: fsm.Rejected, to: StateRetired, reason: "the supervisor stopped; a new daemon process starts a new connection loop", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 336, from: StateRetired, event: EventVersionRefused, disp: fsm.Rejected, to: StateRetired, reason: "the supervisor stopped; a new daemon process starts a new connection loop", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 336, from: StateRetired, event: EventAuthRefused, disp: fsm.Rejected, to: StateRetired, reason: "the supervisor stopped; a new daemon process starts a new connection loop", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 333, from: StateRetired, event: EventHeartbeat, disp: fsm.Ignored, to: StateRetired, reason: "the connection loop is over; late frames, timers and closes change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 333, from: StateRetired, event: EventFrameReceived, disp: fsm.Ignored, to: StateRetired, reason: "the connection loop is over; late frames, timers and closes change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 333, from: StateRetired, event: EventHeartbeatInterval, disp: fsm.Ignored, to: StateRetired, reason: "the connection loop is over; late frames, timers and closes change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 333, from: StateRetired, event: EventReadDeadline, disp: fsm.Ignored, to: StateRetired, reason: "the connection loop is over; late frames, timers and closes change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 333, from: StateRetired, event: EventReconnectBackoff, disp: fsm.Ignored, to: StateRetired, reason: "the connection loop is over; late frames, timers and closes change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 333, from: StateRetired, event: EventTransportLost, disp: fsm.Ignored, to: StateRetired, reason: "the connection loop is over; late frames, timers and closes change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 333, from: StateRetired, event: EventReplaced, disp: fsm.Ignored, to: StateRetired, reason: "the connection loop is over; late frames, timers and closes change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 333, from: StateRetired, event: EventRetiredClose, disp: fsm.Ignored, to: StateRetired, reason: "the connection loop is over; late frames, timers and closes change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 336, from: StateRetired, event: EventDeviceShutdown, disp: fsm.Rejected, to: StateRetired, reason: "the supervisor stopped; a new daemon process starts a new connection loop", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 336, from: StateRetired, event: EventOperatorShutdown, disp: fsm.Rejected, to: StateRetired, reason: "the supervisor stopped; a new daemon process starts a new connection loop", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 333, from: StateRetired, event: EventCleanupSettled, disp: fsm.Ignored, to: StateRetired, reason: "the connection loop is over; late frames, timers and closes change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 333, from: StateRetired, event: EventCleanupFailed, disp: fsm.Ignored, to: StateRetired, reason: "the connection loop is over; late frames, timers and closes change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 336, from: StateSuperseded, event: EventBootstrapRequested, disp: fsm.Rejected, to: StateSuperseded, reason: "the supervisor stopped; a new daemon process starts a new connection loop", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 336, from: StateSuperseded, event: EventBootstrapOk, disp: fsm.Rejected, to: StateSuperseded, reason: "the supervisor stopped; a new daemon process starts a new connection loop", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 336, from: StateSuperseded, event: EventUpgradeAccepted, disp: fsm.Rejected, to: StateSuperseded, reason: "the supervisor stopped; a new daemon process starts a new connection loop", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 336, from: StateSuperseded, event: EventVersionRefused, disp: fsm.Rejected, to: StateSuperseded, reason: "the supervisor stopped; a new daemon process starts a new connection loop", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 336, from: StateSuperseded, event: EventAuthRefused, disp: fsm.Rejected, to: StateSuperseded, reason: "the supervisor stopped; a new daemon process starts a new connection loop", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 333, from: StateSuperseded, event: EventHeartbeat, disp: fsm.Ignored, to: StateSuperseded, reason: "the connection loop is over; late frames, timers and closes change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 333, from: StateSuperseded, event: EventFrameReceived, disp: fsm.Ignored, to: StateSuperseded, reason: "the connection loop is over; late frames, timers and closes change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 333, from: StateSuperseded, event: EventHeartbeatInterval, disp: fsm.Ignored, to: StateSuperseded, reason: "the connection loop is over; late frames, timers and closes change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 333, from: StateSuperseded, event: EventReadDeadline, disp: fsm.Ignored, to: StateSuperseded, reason: "the connection loop is over; late frames, timers and closes change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 333, from: StateSuperseded, event: EventReconnectBackoff, disp: fsm.Ignored, to: StateSuperseded, reason: "the connection loop is over; late frames, timers and closes change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 333, from: StateSuperseded, event: EventTransportLost, disp: fsm.Ignored, to: StateSuperseded, reason: "the connection loop is over; late frames, timers and closes change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 333, from: StateSuperseded, event: EventReplaced, disp: fsm.Ignored, to: StateSuperseded, reason: "the connection loop is over; late frames, timers and closes change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 333, from: StateSuperseded, event: EventRetiredClose, disp: fsm.Ignored, to: StateSuperseded, reason: "the connection loop is over; late frames, timers and closes change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 336, from: StateSuperseded, event: EventDeviceShutdown, disp: fsm.Rejected, to: StateSuperseded, reason: "the supervisor stopped; a new daemon process starts a new connection loop", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 336, from: StateSuperseded, event: EventOperatorShutdown, disp: fsm.Rejected, to: StateSuperseded, reason: "the supervisor stopped; a new daemon process starts a new connection loop", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 333, from: StateSuperseded, event: EventCleanupSettled, disp: fsm.Ignored, to: StateSuperseded, reason: "the connection loop is over; late frames, timers and closes change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 333, from: StateSuperseded, event: EventCleanupFailed, disp: fsm.Ignored, to: StateSuperseded, reason: "the connection loop is over; late frames, timers and closes change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+}
+
+type pathStep struct {
+	event Event
+	held  GuardSet
+}
+
+// pathCases is a shortest path from Initial to every state.
+var pathCases = []struct {
+	target State
+	steps  []pathStep
+}{
+	{StateDisconnected, []pathStep{}},
+	{StateBootstrapping, []pathStep{{event: EventBootstrapRequested}}},
+	{StateDialing, []pathStep{{event: EventBootstrapRequested}, {event: EventBootstrapOk}}},
+	{StateUpgraded, []pathStep{{event: EventBootstrapRequested}, {event: EventBootstrapOk}, {event: EventUpgradeAccepted}}},
+	{StateLive, []pathStep{{event: EventBootstrapRequested}, {event: EventBootstrapOk}, {event: EventUpgradeAccepted}, {event: EventHeartbeat, held: GuardSet(0).With(GuardValidDeclaration)}}},
+	{StateBackoff, []pathStep{{event: EventBootstrapRequested}, {event: EventTransportLost}}},
+	{StateShuttingDown, []pathStep{{event: EventOperatorShutdown}}},
+	{StateStopped, []pathStep{{event: EventOperatorShutdown}, {event: EventCleanupSettled}}},
+	{StateVersionRejected, []pathStep{{event: EventBootstrapRequested}, {event: EventBootstrapOk}, {event: EventVersionRefused}}},
+	{StateAuthRejected, []pathStep{{event: EventBootstrapRequested}, {event: EventAuthRefused}}},
+	{StateRetired, []pathStep{{event: EventBootstrapRequested}, {event: EventBootstrapOk}, {event: EventUpgradeAccepted}, {event: EventRetiredClose}}},
+	{StateSuperseded, []pathStep{{event: EventBootstrapRequested}, {event: EventBootstrapOk}, {event: EventUpgradeAccepted}, {event: EventReplaced}}},
+}
+
+// stateTimers lists the timers each state keeps armed (none when absent), from the spec.
+var stateTimers = map[State][]fsm.TimerID{
+	StateBackoff:  {fsm.TimerID(TimerReconnectBackoff)},
+	StateLive:     {fsm.TimerID(TimerHeartbeatInterval), fsm.TimerID(TimerReadDeadline)},
+	StateUpgraded: {fsm.TimerID(TimerReadDeadline)},
+}
+
+// TestTableMatchesSpec checks that Table is exactly what spec.Machine.Table builds from the spec
+// file: declarations, cells, and one shared candidate per rule.
+func TestTableMatchesSpec(t *testing.T) {
+	fsmtest.SameTable(t, fsmtest.LoadMachine(t, specFile), Table)
+}
+
+// TestEveryCell checks every candidate of every cell through Transition and, for each role that
+// handles its event, through that role's machine and hooks.
+func TestEveryCell(t *testing.T) {
+	for _, c := range cellCases {
+		where := fmt.Sprintf("%s:%d: %s on %s", specFile, c.line, c.from, c.event)
+		step, trErr := Transition(c.from, c.event, c.held)
+		require.Equal(t, c.line, step.Line(), where)
+		require.Equal(t, c.from, step.From(), where)
+		require.Equal(t, c.event, step.Event(), where)
+		require.Equal(t, c.disp, step.Disposition(), where)
+		require.Equal(t, c.to, step.To(), where)
+		require.Equal(t, c.guard, step.Guard(), where)
+		require.Equal(t, c.reason, step.Reason(), where)
+		var effects []string
+		for i := range step.Effects() {
+			effects = append(effects, Table.EffectString(&step.Effects()[i]))
+		}
+		require.Equal(t, c.effects, effects, where)
+		if c.disp == fsm.Rejected {
+			require.ErrorIs(t, trErr, fsm.ErrRejected, where)
+			var te *fsm.TransitionError
+			require.ErrorAs(t, trErr, &te, where)
+			require.Equal(t, []string{Name, c.from.String(), c.event.String(), c.reason}, []string{te.Machine, te.State, te.Event, te.Reason}, where)
+		} else {
+			require.NoError(t, trErr, where)
+		}
+		for role, want := range c.logs {
+			rec := &recorder{held: c.held}
+			m := newMachine(t, role, rec)
+			_, err := m.Restore(fsm.StateID(c.from))
+			require.NoError(t, err)
+			err = m.Fire(fsm.EventID(c.event), 0)
+			if c.disp == fsm.Rejected {
+				require.ErrorIs(t, err, fsm.ErrRejected, where)
+				require.Equal(t, c.from, State(m.State()), "a rejected event leaves the state unchanged: "+where)
+				require.Empty(t, rec.log, where)
+				continue
+			}
+			require.NoError(t, err, where)
+			if c.raises {
+				continue // the raised events move on: TestInstanceWalkAgainstSpec
+			}
+			require.Equal(t, c.to, State(m.State()), where)
+			require.Equal(t, want, rec.log, "hooks of the %s: %s", role, where)
+		}
+	}
+}
+
+// TestHooksPerRole checks that each role's hooks interface holds exactly what that role calls:
+// running every cell the role handles calls every one of its methods (and TestEveryCell that none
+// is missing).
+func TestHooksPerRole(t *testing.T) {
+	for role, iface := range map[fsm.Role]reflect.Type{
+		fsm.RoleCore:    reflect.TypeFor[CoreHooks[int]](),
+		fsm.RoleRuntime: reflect.TypeFor[RuntimeHooks[int]](),
+	} {
+		rec := &recorder{called: map[string]bool{}}
+		m := newMachine(t, role, rec)
+		for _, c := range cellCases {
+			if _, ok := c.logs[role]; !ok {
+				continue
+			}
+			rec.held = c.held
+			_, err := m.Restore(fsm.StateID(c.from))
+			require.NoError(t, err)
+			_ = m.Fire(fsm.EventID(c.event), 0) // outcomes: TestEveryCell
+		}
+		var want, got []string
+		for i := range iface.NumMethod() {
+			want = append(want, iface.Method(i).Name)
+		}
+		for name := range rec.called {
+			got = append(got, name)
+		}
+		require.ElementsMatch(t, want, got, "hooks of the %s", role)
+	}
+}
+
+// TestShortestPaths walks an fsm.Instance of Table, for each role, along a shortest path to every
+// state.
+func TestShortestPaths(t *testing.T) {
+	for _, role := range roles {
+		for _, p := range pathCases {
+			in, err := fsm.NewInstance[int](Table, role)
+			require.NoError(t, err)
+			var out fsm.Outbox
+			for _, st := range p.steps {
+				require.NoError(t, in.Step(fsm.EventID(st.event), 0, heldGuards(st.held), &out), "%s: path to %s", role, p.target)
+			}
+			require.Equal(t, p.target, State(in.State()), role.String())
+		}
+	}
 }
 
 // adapter exposes Transition to fsmtest in spec names.
@@ -110,1471 +510,15 @@ func adapter(t *testing.T) fsmtest.Adapter {
 		if step.Guard() != 0 {
 			res.Guard = step.Guard().String()
 		}
-		for _, ef := range step.Effects() {
-			res.Effects = append(res.Effects, ef.String())
+		for i := range step.Effects() {
+			res.Effects = append(res.Effects, Table.EffectString(&step.Effects()[i]))
 		}
 		return res
 	}}
 }
 
-type cellCase struct {
-	line                string
-	from                State
-	event               Event
-	held                GuardSet
-	disp                fsm.Disposition
-	to                  State
-	guard               Guard
-	effects             []string
-	both, core, runtime []string
-	raises              bool
-}
-
-// cellCases has one entry per candidate of every cell, computed from the spec when the code was generated.
-var cellCases = []cellCase{{
-	both:    []string{"stop reconnect_backoff"},
-	core:    nil,
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop reconnect_backoff"},
-	event:   EventBootstrapRequested,
-	from:    StateDisconnected,
-	line:    "spec/connection.yaml:138",
-	runtime: []string{"stop reconnect_backoff"},
-	to:      StateBootstrapping,
-}, {
-	disp:  fsm.Rejected,
-	event: EventBootstrapOk,
-	from:  StateDisconnected,
-	line:  "spec/connection.yaml:161",
-	to:    StateDisconnected,
-}, {
-	disp:  fsm.Rejected,
-	event: EventUpgradeAccepted,
-	from:  StateDisconnected,
-	line:  "spec/connection.yaml:161",
-	to:    StateDisconnected,
-}, {
-	disp:  fsm.Rejected,
-	event: EventVersionRefused,
-	from:  StateDisconnected,
-	line:  "spec/connection.yaml:161",
-	to:    StateDisconnected,
-}, {
-	disp:  fsm.Rejected,
-	event: EventAuthRefused,
-	from:  StateDisconnected,
-	line:  "spec/connection.yaml:161",
-	to:    StateDisconnected,
-}, {
-	disp:  fsm.Rejected,
-	event: EventHeartbeat,
-	from:  StateDisconnected,
-	line:  "spec/connection.yaml:161",
-	to:    StateDisconnected,
-}, {
-	disp:  fsm.Rejected,
-	event: EventFrameReceived,
-	from:  StateDisconnected,
-	line:  "spec/connection.yaml:161",
-	to:    StateDisconnected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventHeartbeatInterval,
-	from:  StateDisconnected,
-	line:  "spec/connection.yaml:152",
-	to:    StateDisconnected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventReadDeadline,
-	from:  StateDisconnected,
-	line:  "spec/connection.yaml:152",
-	to:    StateDisconnected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventReconnectBackoff,
-	from:  StateDisconnected,
-	line:  "spec/connection.yaml:155",
-	to:    StateDisconnected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventTransportLost,
-	from:  StateDisconnected,
-	line:  "spec/connection.yaml:158",
-	to:    StateDisconnected,
-}, {
-	disp:  fsm.Rejected,
-	event: EventReplaced,
-	from:  StateDisconnected,
-	line:  "spec/connection.yaml:161",
-	to:    StateDisconnected,
-}, {
-	disp:  fsm.Rejected,
-	event: EventRetiredClose,
-	from:  StateDisconnected,
-	line:  "spec/connection.yaml:161",
-	to:    StateDisconnected,
-}, {
-	disp:  fsm.Rejected,
-	event: EventDeviceShutdown,
-	from:  StateDisconnected,
-	line:  "spec/connection.yaml:161",
-	to:    StateDisconnected,
-}, {
-	both:    []string{"stop heartbeat_interval", "stop read_deadline", "stop reconnect_backoff", "do close_executors"},
-	core:    []string{"stop read_deadline"},
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop heartbeat_interval", "core: stop read_deadline", "runtime: stop reconnect_backoff", "runtime: do close_executors"},
-	event:   EventOperatorShutdown,
-	from:    StateDisconnected,
-	line:    "spec/connection.yaml:144",
-	runtime: []string{"stop heartbeat_interval", "stop reconnect_backoff", "do close_executors"},
-	to:      StateShuttingDown,
-}, {
-	disp:  fsm.Rejected,
-	event: EventCleanupSettled,
-	from:  StateDisconnected,
-	line:  "spec/connection.yaml:328",
-	to:    StateDisconnected,
-}, {
-	disp:  fsm.Rejected,
-	event: EventCleanupFailed,
-	from:  StateDisconnected,
-	line:  "spec/connection.yaml:328",
-	to:    StateDisconnected,
-}, {
-	disp:  fsm.Rejected,
-	event: EventBootstrapRequested,
-	from:  StateBootstrapping,
-	line:  "spec/connection.yaml:182",
-	to:    StateBootstrapping,
-}, {
-	both:    []string{"do dial_websocket"},
-	core:    nil,
-	disp:    fsm.Moved,
-	effects: []string{"runtime: do dial_websocket"},
-	event:   EventBootstrapOk,
-	from:    StateBootstrapping,
-	line:    "spec/connection.yaml:166",
-	runtime: []string{"do dial_websocket"},
-	to:      StateDialing,
-}, {
-	disp:  fsm.Rejected,
-	event: EventUpgradeAccepted,
-	from:  StateBootstrapping,
-	line:  "spec/connection.yaml:182",
-	to:    StateBootstrapping,
-}, {
-	disp:  fsm.Rejected,
-	event: EventVersionRefused,
-	from:  StateBootstrapping,
-	line:  "spec/connection.yaml:178",
-	to:    StateBootstrapping,
-}, {
-	both:    []string{"do require_operator"},
-	core:    nil,
-	disp:    fsm.Moved,
-	effects: []string{"runtime: do require_operator"},
-	event:   EventAuthRefused,
-	from:    StateBootstrapping,
-	line:    "spec/connection.yaml:170",
-	runtime: []string{"do require_operator"},
-	to:      StateAuthRejected,
-}, {
-	disp:  fsm.Rejected,
-	event: EventHeartbeat,
-	from:  StateBootstrapping,
-	line:  "spec/connection.yaml:182",
-	to:    StateBootstrapping,
-}, {
-	disp:  fsm.Rejected,
-	event: EventFrameReceived,
-	from:  StateBootstrapping,
-	line:  "spec/connection.yaml:182",
-	to:    StateBootstrapping,
-}, {
-	disp:  fsm.Ignored,
-	event: EventHeartbeatInterval,
-	from:  StateBootstrapping,
-	line:  "spec/connection.yaml:152",
-	to:    StateBootstrapping,
-}, {
-	disp:  fsm.Ignored,
-	event: EventReadDeadline,
-	from:  StateBootstrapping,
-	line:  "spec/connection.yaml:152",
-	to:    StateBootstrapping,
-}, {
-	disp:  fsm.Ignored,
-	event: EventReconnectBackoff,
-	from:  StateBootstrapping,
-	line:  "spec/connection.yaml:155",
-	to:    StateBootstrapping,
-}, {
-	both:    []string{"start reconnect_backoff"},
-	core:    nil,
-	disp:    fsm.Moved,
-	effects: []string{"runtime: start reconnect_backoff"},
-	event:   EventTransportLost,
-	from:    StateBootstrapping,
-	line:    "spec/connection.yaml:174",
-	runtime: []string{"start reconnect_backoff"},
-	to:      StateBackoff,
-}, {
-	disp:  fsm.Rejected,
-	event: EventReplaced,
-	from:  StateBootstrapping,
-	line:  "spec/connection.yaml:182",
-	to:    StateBootstrapping,
-}, {
-	disp:  fsm.Rejected,
-	event: EventRetiredClose,
-	from:  StateBootstrapping,
-	line:  "spec/connection.yaml:182",
-	to:    StateBootstrapping,
-}, {
-	disp:  fsm.Rejected,
-	event: EventDeviceShutdown,
-	from:  StateBootstrapping,
-	line:  "spec/connection.yaml:182",
-	to:    StateBootstrapping,
-}, {
-	both:    []string{"stop heartbeat_interval", "stop read_deadline", "stop reconnect_backoff", "do close_executors"},
-	core:    []string{"stop read_deadline"},
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop heartbeat_interval", "core: stop read_deadline", "runtime: stop reconnect_backoff", "runtime: do close_executors"},
-	event:   EventOperatorShutdown,
-	from:    StateBootstrapping,
-	line:    "spec/connection.yaml:144",
-	runtime: []string{"stop heartbeat_interval", "stop reconnect_backoff", "do close_executors"},
-	to:      StateShuttingDown,
-}, {
-	disp:  fsm.Rejected,
-	event: EventCleanupSettled,
-	from:  StateBootstrapping,
-	line:  "spec/connection.yaml:328",
-	to:    StateBootstrapping,
-}, {
-	disp:  fsm.Rejected,
-	event: EventCleanupFailed,
-	from:  StateBootstrapping,
-	line:  "spec/connection.yaml:328",
-	to:    StateBootstrapping,
-}, {
-	disp:  fsm.Rejected,
-	event: EventBootstrapRequested,
-	from:  StateDialing,
-	line:  "spec/connection.yaml:198",
-	to:    StateDialing,
-}, {
-	disp:  fsm.Rejected,
-	event: EventBootstrapOk,
-	from:  StateDialing,
-	line:  "spec/connection.yaml:198",
-	to:    StateDialing,
-}, {
-	both:    []string{"start read_deadline", "do fence_previous_connection", "send heartbeat"},
-	core:    []string{"start read_deadline", "do fence_previous_connection"},
-	disp:    fsm.Moved,
-	effects: []string{"core: start read_deadline", "core: do fence_previous_connection", "runtime: send heartbeat"},
-	event:   EventUpgradeAccepted,
-	from:    StateDialing,
-	line:    "spec/connection.yaml:187",
-	runtime: []string{"send heartbeat"},
-	to:      StateUpgraded,
-}, {
-	both:    []string{"do require_operator"},
-	core:    nil,
-	disp:    fsm.Moved,
-	effects: []string{"runtime: do require_operator"},
-	event:   EventVersionRefused,
-	from:    StateDialing,
-	line:    "spec/connection.yaml:194",
-	runtime: []string{"do require_operator"},
-	to:      StateVersionRejected,
-}, {
-	both:    []string{"do require_operator"},
-	core:    nil,
-	disp:    fsm.Moved,
-	effects: []string{"runtime: do require_operator"},
-	event:   EventAuthRefused,
-	from:    StateDialing,
-	line:    "spec/connection.yaml:170",
-	runtime: []string{"do require_operator"},
-	to:      StateAuthRejected,
-}, {
-	disp:  fsm.Rejected,
-	event: EventHeartbeat,
-	from:  StateDialing,
-	line:  "spec/connection.yaml:198",
-	to:    StateDialing,
-}, {
-	disp:  fsm.Rejected,
-	event: EventFrameReceived,
-	from:  StateDialing,
-	line:  "spec/connection.yaml:198",
-	to:    StateDialing,
-}, {
-	disp:  fsm.Ignored,
-	event: EventHeartbeatInterval,
-	from:  StateDialing,
-	line:  "spec/connection.yaml:152",
-	to:    StateDialing,
-}, {
-	disp:  fsm.Ignored,
-	event: EventReadDeadline,
-	from:  StateDialing,
-	line:  "spec/connection.yaml:152",
-	to:    StateDialing,
-}, {
-	disp:  fsm.Ignored,
-	event: EventReconnectBackoff,
-	from:  StateDialing,
-	line:  "spec/connection.yaml:155",
-	to:    StateDialing,
-}, {
-	both:    []string{"start reconnect_backoff"},
-	core:    nil,
-	disp:    fsm.Moved,
-	effects: []string{"runtime: start reconnect_backoff"},
-	event:   EventTransportLost,
-	from:    StateDialing,
-	line:    "spec/connection.yaml:174",
-	runtime: []string{"start reconnect_backoff"},
-	to:      StateBackoff,
-}, {
-	disp:  fsm.Rejected,
-	event: EventReplaced,
-	from:  StateDialing,
-	line:  "spec/connection.yaml:198",
-	to:    StateDialing,
-}, {
-	disp:  fsm.Rejected,
-	event: EventRetiredClose,
-	from:  StateDialing,
-	line:  "spec/connection.yaml:198",
-	to:    StateDialing,
-}, {
-	disp:  fsm.Rejected,
-	event: EventDeviceShutdown,
-	from:  StateDialing,
-	line:  "spec/connection.yaml:198",
-	to:    StateDialing,
-}, {
-	both:    []string{"stop heartbeat_interval", "stop read_deadline", "stop reconnect_backoff", "do close_executors"},
-	core:    []string{"stop read_deadline"},
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop heartbeat_interval", "core: stop read_deadline", "runtime: stop reconnect_backoff", "runtime: do close_executors"},
-	event:   EventOperatorShutdown,
-	from:    StateDialing,
-	line:    "spec/connection.yaml:144",
-	runtime: []string{"stop heartbeat_interval", "stop reconnect_backoff", "do close_executors"},
-	to:      StateShuttingDown,
-}, {
-	disp:  fsm.Rejected,
-	event: EventCleanupSettled,
-	from:  StateDialing,
-	line:  "spec/connection.yaml:328",
-	to:    StateDialing,
-}, {
-	disp:  fsm.Rejected,
-	event: EventCleanupFailed,
-	from:  StateDialing,
-	line:  "spec/connection.yaml:328",
-	to:    StateDialing,
-}, {
-	disp:  fsm.Rejected,
-	event: EventBootstrapRequested,
-	from:  StateUpgraded,
-	line:  "spec/connection.yaml:280",
-	to:    StateUpgraded,
-}, {
-	disp:  fsm.Rejected,
-	event: EventBootstrapOk,
-	from:  StateUpgraded,
-	line:  "spec/connection.yaml:280",
-	to:    StateUpgraded,
-}, {
-	disp:  fsm.Rejected,
-	event: EventUpgradeAccepted,
-	from:  StateUpgraded,
-	line:  "spec/connection.yaml:280",
-	to:    StateUpgraded,
-}, {
-	disp:  fsm.Rejected,
-	event: EventVersionRefused,
-	from:  StateUpgraded,
-	line:  "spec/connection.yaml:280",
-	to:    StateUpgraded,
-}, {
-	disp:  fsm.Rejected,
-	event: EventAuthRefused,
-	from:  StateUpgraded,
-	line:  "spec/connection.yaml:280",
-	to:    StateUpgraded,
-}, {
-	both:    []string{"stop read_deadline", "start read_deadline", "do record_capabilities", "start heartbeat_interval"},
-	core:    []string{"stop read_deadline", "start read_deadline", "do record_capabilities"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop read_deadline", "core: start read_deadline", "core: do record_capabilities", "runtime: start heartbeat_interval"},
-	event:   EventHeartbeat,
-	from:    StateUpgraded,
-	guard:   GuardValidDeclaration,
-	held:    GuardSet(0).With(GuardValidDeclaration),
-	line:    "spec/connection.yaml:203",
-	runtime: []string{"start heartbeat_interval"},
-	to:      StateLive,
-}, {
-	both:    []string{"stop heartbeat_interval", "stop read_deadline", "do clear_admission_snapshot", "do close_transport", "do drop_connection_state", "start reconnect_backoff"},
-	core:    []string{"stop read_deadline", "do clear_admission_snapshot", "do close_transport", "do drop_connection_state"},
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop heartbeat_interval", "core: stop read_deadline", "core: do clear_admission_snapshot", "core: do close_transport", "do drop_connection_state", "runtime: start reconnect_backoff"},
-	event:   EventHeartbeat,
-	from:    StateUpgraded,
-	line:    "spec/connection.yaml:220",
-	runtime: []string{"stop heartbeat_interval", "do drop_connection_state", "start reconnect_backoff"},
-	to:      StateBackoff,
-}, {
-	disp:  fsm.Rejected,
-	event: EventFrameReceived,
-	from:  StateUpgraded,
-	line:  "spec/connection.yaml:232",
-	to:    StateUpgraded,
-}, {
-	disp:  fsm.Ignored,
-	event: EventHeartbeatInterval,
-	from:  StateUpgraded,
-	line:  "spec/connection.yaml:277",
-	to:    StateUpgraded,
-}, {
-	both:    []string{"stop heartbeat_interval", "do close_transport", "do drop_connection_state", "start reconnect_backoff"},
-	core:    []string{"do close_transport", "do drop_connection_state"},
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop heartbeat_interval", "core: do close_transport", "do drop_connection_state", "runtime: start reconnect_backoff"},
-	event:   EventReadDeadline,
-	from:    StateUpgraded,
-	line:    "spec/connection.yaml:237",
-	runtime: []string{"stop heartbeat_interval", "do drop_connection_state", "start reconnect_backoff"},
-	to:      StateBackoff,
-}, {
-	disp:  fsm.Ignored,
-	event: EventReconnectBackoff,
-	from:  StateUpgraded,
-	line:  "spec/connection.yaml:155",
-	to:    StateUpgraded,
-}, {
-	both:    []string{"stop heartbeat_interval", "stop read_deadline", "do drop_connection_state", "start reconnect_backoff"},
-	core:    []string{"stop read_deadline", "do drop_connection_state"},
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop heartbeat_interval", "core: stop read_deadline", "do drop_connection_state", "runtime: start reconnect_backoff"},
-	event:   EventTransportLost,
-	from:    StateUpgraded,
-	line:    "spec/connection.yaml:245",
-	runtime: []string{"stop heartbeat_interval", "do drop_connection_state", "start reconnect_backoff"},
-	to:      StateBackoff,
-}, {
-	both:    []string{"stop heartbeat_interval", "stop read_deadline", "do drop_connection_state"},
-	core:    []string{"stop read_deadline", "do drop_connection_state"},
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop heartbeat_interval", "core: stop read_deadline", "do drop_connection_state"},
-	event:   EventReplaced,
-	from:    StateUpgraded,
-	line:    "spec/connection.yaml:253",
-	runtime: []string{"stop heartbeat_interval", "do drop_connection_state"},
-	to:      StateSuperseded,
-}, {
-	both:    []string{"stop heartbeat_interval", "stop read_deadline", "do drop_connection_state", "do require_operator"},
-	core:    []string{"stop read_deadline", "do drop_connection_state"},
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop heartbeat_interval", "core: stop read_deadline", "do drop_connection_state", "runtime: do require_operator"},
-	event:   EventRetiredClose,
-	from:    StateUpgraded,
-	line:    "spec/connection.yaml:262",
-	runtime: []string{"stop heartbeat_interval", "do drop_connection_state", "do require_operator"},
-	to:      StateRetired,
-}, {
-	both:    []string{"stop heartbeat_interval", "stop read_deadline", "do close_executors"},
-	core:    []string{"stop read_deadline"},
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop heartbeat_interval", "core: stop read_deadline", "runtime: do close_executors"},
-	event:   EventDeviceShutdown,
-	from:    StateUpgraded,
-	line:    "spec/connection.yaml:270",
-	runtime: []string{"stop heartbeat_interval", "do close_executors"},
-	to:      StateShuttingDown,
-}, {
-	both:    []string{"stop heartbeat_interval", "stop read_deadline", "stop reconnect_backoff", "do close_executors"},
-	core:    []string{"stop read_deadline"},
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop heartbeat_interval", "core: stop read_deadline", "runtime: stop reconnect_backoff", "runtime: do close_executors"},
-	event:   EventOperatorShutdown,
-	from:    StateUpgraded,
-	line:    "spec/connection.yaml:144",
-	runtime: []string{"stop heartbeat_interval", "stop reconnect_backoff", "do close_executors"},
-	to:      StateShuttingDown,
-}, {
-	disp:  fsm.Rejected,
-	event: EventCleanupSettled,
-	from:  StateUpgraded,
-	line:  "spec/connection.yaml:328",
-	to:    StateUpgraded,
-}, {
-	disp:  fsm.Rejected,
-	event: EventCleanupFailed,
-	from:  StateUpgraded,
-	line:  "spec/connection.yaml:328",
-	to:    StateUpgraded,
-}, {
-	disp:  fsm.Rejected,
-	event: EventBootstrapRequested,
-	from:  StateLive,
-	line:  "spec/connection.yaml:280",
-	to:    StateLive,
-}, {
-	disp:  fsm.Rejected,
-	event: EventBootstrapOk,
-	from:  StateLive,
-	line:  "spec/connection.yaml:280",
-	to:    StateLive,
-}, {
-	disp:  fsm.Rejected,
-	event: EventUpgradeAccepted,
-	from:  StateLive,
-	line:  "spec/connection.yaml:280",
-	to:    StateLive,
-}, {
-	disp:  fsm.Rejected,
-	event: EventVersionRefused,
-	from:  StateLive,
-	line:  "spec/connection.yaml:280",
-	to:    StateLive,
-}, {
-	disp:  fsm.Rejected,
-	event: EventAuthRefused,
-	from:  StateLive,
-	line:  "spec/connection.yaml:280",
-	to:    StateLive,
-}, {
-	both:    []string{"stop read_deadline", "start read_deadline", "do record_capabilities"},
-	core:    []string{"stop read_deadline", "start read_deadline", "do record_capabilities"},
-	disp:    fsm.Stayed,
-	effects: []string{"core: stop read_deadline", "core: start read_deadline", "core: do record_capabilities"},
-	event:   EventHeartbeat,
-	from:    StateLive,
-	guard:   GuardValidDeclaration,
-	held:    GuardSet(0).With(GuardValidDeclaration),
-	line:    "spec/connection.yaml:212",
-	runtime: nil,
-	to:      StateLive,
-}, {
-	both:    []string{"stop heartbeat_interval", "stop read_deadline", "do clear_admission_snapshot", "do close_transport", "do drop_connection_state", "start reconnect_backoff"},
-	core:    []string{"stop read_deadline", "do clear_admission_snapshot", "do close_transport", "do drop_connection_state"},
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop heartbeat_interval", "core: stop read_deadline", "core: do clear_admission_snapshot", "core: do close_transport", "do drop_connection_state", "runtime: start reconnect_backoff"},
-	event:   EventHeartbeat,
-	from:    StateLive,
-	line:    "spec/connection.yaml:220",
-	runtime: []string{"stop heartbeat_interval", "do drop_connection_state", "start reconnect_backoff"},
-	to:      StateBackoff,
-}, {
-	both:    []string{"stop read_deadline", "start read_deadline"},
-	core:    []string{"stop read_deadline", "start read_deadline"},
-	disp:    fsm.Stayed,
-	effects: []string{"core: stop read_deadline", "core: start read_deadline"},
-	event:   EventFrameReceived,
-	from:    StateLive,
-	line:    "spec/connection.yaml:285",
-	runtime: nil,
-	to:      StateLive,
-}, {
-	both:    []string{"send heartbeat", "start heartbeat_interval"},
-	core:    nil,
-	disp:    fsm.Stayed,
-	effects: []string{"runtime: send heartbeat", "runtime: start heartbeat_interval"},
-	event:   EventHeartbeatInterval,
-	from:    StateLive,
-	line:    "spec/connection.yaml:291",
-	runtime: []string{"send heartbeat", "start heartbeat_interval"},
-	to:      StateLive,
-}, {
-	both:    []string{"stop heartbeat_interval", "do close_transport", "do drop_connection_state", "start reconnect_backoff"},
-	core:    []string{"do close_transport", "do drop_connection_state"},
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop heartbeat_interval", "core: do close_transport", "do drop_connection_state", "runtime: start reconnect_backoff"},
-	event:   EventReadDeadline,
-	from:    StateLive,
-	line:    "spec/connection.yaml:237",
-	runtime: []string{"stop heartbeat_interval", "do drop_connection_state", "start reconnect_backoff"},
-	to:      StateBackoff,
-}, {
-	disp:  fsm.Ignored,
-	event: EventReconnectBackoff,
-	from:  StateLive,
-	line:  "spec/connection.yaml:155",
-	to:    StateLive,
-}, {
-	both:    []string{"stop heartbeat_interval", "stop read_deadline", "do drop_connection_state", "start reconnect_backoff"},
-	core:    []string{"stop read_deadline", "do drop_connection_state"},
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop heartbeat_interval", "core: stop read_deadline", "do drop_connection_state", "runtime: start reconnect_backoff"},
-	event:   EventTransportLost,
-	from:    StateLive,
-	line:    "spec/connection.yaml:245",
-	runtime: []string{"stop heartbeat_interval", "do drop_connection_state", "start reconnect_backoff"},
-	to:      StateBackoff,
-}, {
-	both:    []string{"stop heartbeat_interval", "stop read_deadline", "do drop_connection_state"},
-	core:    []string{"stop read_deadline", "do drop_connection_state"},
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop heartbeat_interval", "core: stop read_deadline", "do drop_connection_state"},
-	event:   EventReplaced,
-	from:    StateLive,
-	line:    "spec/connection.yaml:253",
-	runtime: []string{"stop heartbeat_interval", "do drop_connection_state"},
-	to:      StateSuperseded,
-}, {
-	both:    []string{"stop heartbeat_interval", "stop read_deadline", "do drop_connection_state", "do require_operator"},
-	core:    []string{"stop read_deadline", "do drop_connection_state"},
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop heartbeat_interval", "core: stop read_deadline", "do drop_connection_state", "runtime: do require_operator"},
-	event:   EventRetiredClose,
-	from:    StateLive,
-	line:    "spec/connection.yaml:262",
-	runtime: []string{"stop heartbeat_interval", "do drop_connection_state", "do require_operator"},
-	to:      StateRetired,
-}, {
-	both:    []string{"stop heartbeat_interval", "stop read_deadline", "do close_executors"},
-	core:    []string{"stop read_deadline"},
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop heartbeat_interval", "core: stop read_deadline", "runtime: do close_executors"},
-	event:   EventDeviceShutdown,
-	from:    StateLive,
-	line:    "spec/connection.yaml:270",
-	runtime: []string{"stop heartbeat_interval", "do close_executors"},
-	to:      StateShuttingDown,
-}, {
-	both:    []string{"stop heartbeat_interval", "stop read_deadline", "stop reconnect_backoff", "do close_executors"},
-	core:    []string{"stop read_deadline"},
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop heartbeat_interval", "core: stop read_deadline", "runtime: stop reconnect_backoff", "runtime: do close_executors"},
-	event:   EventOperatorShutdown,
-	from:    StateLive,
-	line:    "spec/connection.yaml:144",
-	runtime: []string{"stop heartbeat_interval", "stop reconnect_backoff", "do close_executors"},
-	to:      StateShuttingDown,
-}, {
-	disp:  fsm.Rejected,
-	event: EventCleanupSettled,
-	from:  StateLive,
-	line:  "spec/connection.yaml:328",
-	to:    StateLive,
-}, {
-	disp:  fsm.Rejected,
-	event: EventCleanupFailed,
-	from:  StateLive,
-	line:  "spec/connection.yaml:328",
-	to:    StateLive,
-}, {
-	both:    []string{"stop reconnect_backoff"},
-	core:    nil,
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop reconnect_backoff"},
-	event:   EventBootstrapRequested,
-	from:    StateBackoff,
-	line:    "spec/connection.yaml:138",
-	runtime: []string{"stop reconnect_backoff"},
-	to:      StateBootstrapping,
-}, {
-	disp:  fsm.Rejected,
-	event: EventBootstrapOk,
-	from:  StateBackoff,
-	line:  "spec/connection.yaml:308",
-	to:    StateBackoff,
-}, {
-	disp:  fsm.Rejected,
-	event: EventUpgradeAccepted,
-	from:  StateBackoff,
-	line:  "spec/connection.yaml:308",
-	to:    StateBackoff,
-}, {
-	disp:  fsm.Rejected,
-	event: EventVersionRefused,
-	from:  StateBackoff,
-	line:  "spec/connection.yaml:308",
-	to:    StateBackoff,
-}, {
-	disp:  fsm.Rejected,
-	event: EventAuthRefused,
-	from:  StateBackoff,
-	line:  "spec/connection.yaml:308",
-	to:    StateBackoff,
-}, {
-	disp:  fsm.Ignored,
-	event: EventHeartbeat,
-	from:  StateBackoff,
-	line:  "spec/connection.yaml:305",
-	to:    StateBackoff,
-}, {
-	disp:  fsm.Ignored,
-	event: EventFrameReceived,
-	from:  StateBackoff,
-	line:  "spec/connection.yaml:305",
-	to:    StateBackoff,
-}, {
-	disp:  fsm.Ignored,
-	event: EventHeartbeatInterval,
-	from:  StateBackoff,
-	line:  "spec/connection.yaml:152",
-	to:    StateBackoff,
-}, {
-	disp:  fsm.Ignored,
-	event: EventReadDeadline,
-	from:  StateBackoff,
-	line:  "spec/connection.yaml:152",
-	to:    StateBackoff,
-}, {
-	disp:  fsm.Moved,
-	event: EventReconnectBackoff,
-	from:  StateBackoff,
-	line:  "spec/connection.yaml:299",
-	to:    StateDisconnected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventTransportLost,
-	from:  StateBackoff,
-	line:  "spec/connection.yaml:302",
-	to:    StateBackoff,
-}, {
-	disp:  fsm.Ignored,
-	event: EventReplaced,
-	from:  StateBackoff,
-	line:  "spec/connection.yaml:302",
-	to:    StateBackoff,
-}, {
-	disp:  fsm.Ignored,
-	event: EventRetiredClose,
-	from:  StateBackoff,
-	line:  "spec/connection.yaml:302",
-	to:    StateBackoff,
-}, {
-	disp:  fsm.Rejected,
-	event: EventDeviceShutdown,
-	from:  StateBackoff,
-	line:  "spec/connection.yaml:308",
-	to:    StateBackoff,
-}, {
-	both:    []string{"stop heartbeat_interval", "stop read_deadline", "stop reconnect_backoff", "do close_executors"},
-	core:    []string{"stop read_deadline"},
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop heartbeat_interval", "core: stop read_deadline", "runtime: stop reconnect_backoff", "runtime: do close_executors"},
-	event:   EventOperatorShutdown,
-	from:    StateBackoff,
-	line:    "spec/connection.yaml:144",
-	runtime: []string{"stop heartbeat_interval", "stop reconnect_backoff", "do close_executors"},
-	to:      StateShuttingDown,
-}, {
-	disp:  fsm.Rejected,
-	event: EventCleanupSettled,
-	from:  StateBackoff,
-	line:  "spec/connection.yaml:328",
-	to:    StateBackoff,
-}, {
-	disp:  fsm.Rejected,
-	event: EventCleanupFailed,
-	from:  StateBackoff,
-	line:  "spec/connection.yaml:328",
-	to:    StateBackoff,
-}, {
-	disp:  fsm.Ignored,
-	event: EventBootstrapRequested,
-	from:  StateShuttingDown,
-	line:  "spec/connection.yaml:323",
-	to:    StateShuttingDown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventBootstrapOk,
-	from:  StateShuttingDown,
-	line:  "spec/connection.yaml:323",
-	to:    StateShuttingDown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventUpgradeAccepted,
-	from:  StateShuttingDown,
-	line:  "spec/connection.yaml:323",
-	to:    StateShuttingDown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventVersionRefused,
-	from:  StateShuttingDown,
-	line:  "spec/connection.yaml:323",
-	to:    StateShuttingDown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAuthRefused,
-	from:  StateShuttingDown,
-	line:  "spec/connection.yaml:323",
-	to:    StateShuttingDown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventHeartbeat,
-	from:  StateShuttingDown,
-	line:  "spec/connection.yaml:323",
-	to:    StateShuttingDown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventFrameReceived,
-	from:  StateShuttingDown,
-	line:  "spec/connection.yaml:323",
-	to:    StateShuttingDown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventHeartbeatInterval,
-	from:  StateShuttingDown,
-	line:  "spec/connection.yaml:323",
-	to:    StateShuttingDown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventReadDeadline,
-	from:  StateShuttingDown,
-	line:  "spec/connection.yaml:323",
-	to:    StateShuttingDown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventReconnectBackoff,
-	from:  StateShuttingDown,
-	line:  "spec/connection.yaml:323",
-	to:    StateShuttingDown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventTransportLost,
-	from:  StateShuttingDown,
-	line:  "spec/connection.yaml:323",
-	to:    StateShuttingDown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventReplaced,
-	from:  StateShuttingDown,
-	line:  "spec/connection.yaml:323",
-	to:    StateShuttingDown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventRetiredClose,
-	from:  StateShuttingDown,
-	line:  "spec/connection.yaml:323",
-	to:    StateShuttingDown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventDeviceShutdown,
-	from:  StateShuttingDown,
-	line:  "spec/connection.yaml:323",
-	to:    StateShuttingDown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventOperatorShutdown,
-	from:  StateShuttingDown,
-	line:  "spec/connection.yaml:323",
-	to:    StateShuttingDown,
-}, {
-	both:    []string{"do close_transport", "do drop_connection_state"},
-	core:    []string{"do close_transport", "do drop_connection_state"},
-	disp:    fsm.Moved,
-	effects: []string{"do close_transport", "do drop_connection_state"},
-	event:   EventCleanupSettled,
-	from:    StateShuttingDown,
-	line:    "spec/connection.yaml:313",
-	runtime: []string{"do close_transport", "do drop_connection_state"},
-	to:      StateStopped,
-}, {
-	both:    []string{"do retain_failed_targets"},
-	core:    nil,
-	disp:    fsm.Stayed,
-	effects: []string{"runtime: do retain_failed_targets"},
-	event:   EventCleanupFailed,
-	from:    StateShuttingDown,
-	line:    "spec/connection.yaml:319",
-	runtime: []string{"do retain_failed_targets"},
-	to:      StateShuttingDown,
-}, {
-	disp:  fsm.Rejected,
-	event: EventBootstrapRequested,
-	from:  StateStopped,
-	line:  "spec/connection.yaml:336",
-	to:    StateStopped,
-}, {
-	disp:  fsm.Rejected,
-	event: EventBootstrapOk,
-	from:  StateStopped,
-	line:  "spec/connection.yaml:336",
-	to:    StateStopped,
-}, {
-	disp:  fsm.Rejected,
-	event: EventUpgradeAccepted,
-	from:  StateStopped,
-	line:  "spec/connection.yaml:336",
-	to:    StateStopped,
-}, {
-	disp:  fsm.Rejected,
-	event: EventVersionRefused,
-	from:  StateStopped,
-	line:  "spec/connection.yaml:336",
-	to:    StateStopped,
-}, {
-	disp:  fsm.Rejected,
-	event: EventAuthRefused,
-	from:  StateStopped,
-	line:  "spec/connection.yaml:336",
-	to:    StateStopped,
-}, {
-	disp:  fsm.Ignored,
-	event: EventHeartbeat,
-	from:  StateStopped,
-	line:  "spec/connection.yaml:333",
-	to:    StateStopped,
-}, {
-	disp:  fsm.Ignored,
-	event: EventFrameReceived,
-	from:  StateStopped,
-	line:  "spec/connection.yaml:333",
-	to:    StateStopped,
-}, {
-	disp:  fsm.Ignored,
-	event: EventHeartbeatInterval,
-	from:  StateStopped,
-	line:  "spec/connection.yaml:333",
-	to:    StateStopped,
-}, {
-	disp:  fsm.Ignored,
-	event: EventReadDeadline,
-	from:  StateStopped,
-	line:  "spec/connection.yaml:333",
-	to:    StateStopped,
-}, {
-	disp:  fsm.Ignored,
-	event: EventReconnectBackoff,
-	from:  StateStopped,
-	line:  "spec/connection.yaml:333",
-	to:    StateStopped,
-}, {
-	disp:  fsm.Ignored,
-	event: EventTransportLost,
-	from:  StateStopped,
-	line:  "spec/connection.yaml:333",
-	to:    StateStopped,
-}, {
-	disp:  fsm.Ignored,
-	event: EventReplaced,
-	from:  StateStopped,
-	line:  "spec/connection.yaml:333",
-	to:    StateStopped,
-}, {
-	disp:  fsm.Ignored,
-	event: EventRetiredClose,
-	from:  StateStopped,
-	line:  "spec/connection.yaml:333",
-	to:    StateStopped,
-}, {
-	disp:  fsm.Rejected,
-	event: EventDeviceShutdown,
-	from:  StateStopped,
-	line:  "spec/connection.yaml:336",
-	to:    StateStopped,
-}, {
-	disp:  fsm.Rejected,
-	event: EventOperatorShutdown,
-	from:  StateStopped,
-	line:  "spec/connection.yaml:336",
-	to:    StateStopped,
-}, {
-	disp:  fsm.Ignored,
-	event: EventCleanupSettled,
-	from:  StateStopped,
-	line:  "spec/connection.yaml:333",
-	to:    StateStopped,
-}, {
-	disp:  fsm.Ignored,
-	event: EventCleanupFailed,
-	from:  StateStopped,
-	line:  "spec/connection.yaml:333",
-	to:    StateStopped,
-}, {
-	disp:  fsm.Rejected,
-	event: EventBootstrapRequested,
-	from:  StateVersionRejected,
-	line:  "spec/connection.yaml:336",
-	to:    StateVersionRejected,
-}, {
-	disp:  fsm.Rejected,
-	event: EventBootstrapOk,
-	from:  StateVersionRejected,
-	line:  "spec/connection.yaml:336",
-	to:    StateVersionRejected,
-}, {
-	disp:  fsm.Rejected,
-	event: EventUpgradeAccepted,
-	from:  StateVersionRejected,
-	line:  "spec/connection.yaml:336",
-	to:    StateVersionRejected,
-}, {
-	disp:  fsm.Rejected,
-	event: EventVersionRefused,
-	from:  StateVersionRejected,
-	line:  "spec/connection.yaml:336",
-	to:    StateVersionRejected,
-}, {
-	disp:  fsm.Rejected,
-	event: EventAuthRefused,
-	from:  StateVersionRejected,
-	line:  "spec/connection.yaml:336",
-	to:    StateVersionRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventHeartbeat,
-	from:  StateVersionRejected,
-	line:  "spec/connection.yaml:333",
-	to:    StateVersionRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventFrameReceived,
-	from:  StateVersionRejected,
-	line:  "spec/connection.yaml:333",
-	to:    StateVersionRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventHeartbeatInterval,
-	from:  StateVersionRejected,
-	line:  "spec/connection.yaml:333",
-	to:    StateVersionRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventReadDeadline,
-	from:  StateVersionRejected,
-	line:  "spec/connection.yaml:333",
-	to:    StateVersionRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventReconnectBackoff,
-	from:  StateVersionRejected,
-	line:  "spec/connection.yaml:333",
-	to:    StateVersionRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventTransportLost,
-	from:  StateVersionRejected,
-	line:  "spec/connection.yaml:333",
-	to:    StateVersionRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventReplaced,
-	from:  StateVersionRejected,
-	line:  "spec/connection.yaml:333",
-	to:    StateVersionRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventRetiredClose,
-	from:  StateVersionRejected,
-	line:  "spec/connection.yaml:333",
-	to:    StateVersionRejected,
-}, {
-	disp:  fsm.Rejected,
-	event: EventDeviceShutdown,
-	from:  StateVersionRejected,
-	line:  "spec/connection.yaml:336",
-	to:    StateVersionRejected,
-}, {
-	disp:  fsm.Rejected,
-	event: EventOperatorShutdown,
-	from:  StateVersionRejected,
-	line:  "spec/connection.yaml:336",
-	to:    StateVersionRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventCleanupSettled,
-	from:  StateVersionRejected,
-	line:  "spec/connection.yaml:333",
-	to:    StateVersionRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventCleanupFailed,
-	from:  StateVersionRejected,
-	line:  "spec/connection.yaml:333",
-	to:    StateVersionRejected,
-}, {
-	disp:  fsm.Rejected,
-	event: EventBootstrapRequested,
-	from:  StateAuthRejected,
-	line:  "spec/connection.yaml:336",
-	to:    StateAuthRejected,
-}, {
-	disp:  fsm.Rejected,
-	event: EventBootstrapOk,
-	from:  StateAuthRejected,
-	line:  "spec/connection.yaml:336",
-	to:    StateAuthRejected,
-}, {
-	disp:  fsm.Rejected,
-	event: EventUpgradeAccepted,
-	from:  StateAuthRejected,
-	line:  "spec/connection.yaml:336",
-	to:    StateAuthRejected,
-}, {
-	disp:  fsm.Rejected,
-	event: EventVersionRefused,
-	from:  StateAuthRejected,
-	line:  "spec/connection.yaml:336",
-	to:    StateAuthRejected,
-}, {
-	disp:  fsm.Rejected,
-	event: EventAuthRefused,
-	from:  StateAuthRejected,
-	line:  "spec/connection.yaml:336",
-	to:    StateAuthRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventHeartbeat,
-	from:  StateAuthRejected,
-	line:  "spec/connection.yaml:333",
-	to:    StateAuthRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventFrameReceived,
-	from:  StateAuthRejected,
-	line:  "spec/connection.yaml:333",
-	to:    StateAuthRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventHeartbeatInterval,
-	from:  StateAuthRejected,
-	line:  "spec/connection.yaml:333",
-	to:    StateAuthRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventReadDeadline,
-	from:  StateAuthRejected,
-	line:  "spec/connection.yaml:333",
-	to:    StateAuthRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventReconnectBackoff,
-	from:  StateAuthRejected,
-	line:  "spec/connection.yaml:333",
-	to:    StateAuthRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventTransportLost,
-	from:  StateAuthRejected,
-	line:  "spec/connection.yaml:333",
-	to:    StateAuthRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventReplaced,
-	from:  StateAuthRejected,
-	line:  "spec/connection.yaml:333",
-	to:    StateAuthRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventRetiredClose,
-	from:  StateAuthRejected,
-	line:  "spec/connection.yaml:333",
-	to:    StateAuthRejected,
-}, {
-	disp:  fsm.Rejected,
-	event: EventDeviceShutdown,
-	from:  StateAuthRejected,
-	line:  "spec/connection.yaml:336",
-	to:    StateAuthRejected,
-}, {
-	disp:  fsm.Rejected,
-	event: EventOperatorShutdown,
-	from:  StateAuthRejected,
-	line:  "spec/connection.yaml:336",
-	to:    StateAuthRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventCleanupSettled,
-	from:  StateAuthRejected,
-	line:  "spec/connection.yaml:333",
-	to:    StateAuthRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventCleanupFailed,
-	from:  StateAuthRejected,
-	line:  "spec/connection.yaml:333",
-	to:    StateAuthRejected,
-}, {
-	disp:  fsm.Rejected,
-	event: EventBootstrapRequested,
-	from:  StateRetired,
-	line:  "spec/connection.yaml:336",
-	to:    StateRetired,
-}, {
-	disp:  fsm.Rejected,
-	event: EventBootstrapOk,
-	from:  StateRetired,
-	line:  "spec/connection.yaml:336",
-	to:    StateRetired,
-}, {
-	disp:  fsm.Rejected,
-	event: EventUpgradeAccepted,
-	from:  StateRetired,
-	line:  "spec/connection.yaml:336",
-	to:    StateRetired,
-}, {
-	disp:  fsm.Rejected,
-	event: EventVersionRefused,
-	from:  StateRetired,
-	line:  "spec/connection.yaml:336",
-	to:    StateRetired,
-}, {
-	disp:  fsm.Rejected,
-	event: EventAuthRefused,
-	from:  StateRetired,
-	line:  "spec/connection.yaml:336",
-	to:    StateRetired,
-}, {
-	disp:  fsm.Ignored,
-	event: EventHeartbeat,
-	from:  StateRetired,
-	line:  "spec/connection.yaml:333",
-	to:    StateRetired,
-}, {
-	disp:  fsm.Ignored,
-	event: EventFrameReceived,
-	from:  StateRetired,
-	line:  "spec/connection.yaml:333",
-	to:    StateRetired,
-}, {
-	disp:  fsm.Ignored,
-	event: EventHeartbeatInterval,
-	from:  StateRetired,
-	line:  "spec/connection.yaml:333",
-	to:    StateRetired,
-}, {
-	disp:  fsm.Ignored,
-	event: EventReadDeadline,
-	from:  StateRetired,
-	line:  "spec/connection.yaml:333",
-	to:    StateRetired,
-}, {
-	disp:  fsm.Ignored,
-	event: EventReconnectBackoff,
-	from:  StateRetired,
-	line:  "spec/connection.yaml:333",
-	to:    StateRetired,
-}, {
-	disp:  fsm.Ignored,
-	event: EventTransportLost,
-	from:  StateRetired,
-	line:  "spec/connection.yaml:333",
-	to:    StateRetired,
-}, {
-	disp:  fsm.Ignored,
-	event: EventReplaced,
-	from:  StateRetired,
-	line:  "spec/connection.yaml:333",
-	to:    StateRetired,
-}, {
-	disp:  fsm.Ignored,
-	event: EventRetiredClose,
-	from:  StateRetired,
-	line:  "spec/connection.yaml:333",
-	to:    StateRetired,
-}, {
-	disp:  fsm.Rejected,
-	event: EventDeviceShutdown,
-	from:  StateRetired,
-	line:  "spec/connection.yaml:336",
-	to:    StateRetired,
-}, {
-	disp:  fsm.Rejected,
-	event: EventOperatorShutdown,
-	from:  StateRetired,
-	line:  "spec/connection.yaml:336",
-	to:    StateRetired,
-}, {
-	disp:  fsm.Ignored,
-	event: EventCleanupSettled,
-	from:  StateRetired,
-	line:  "spec/connection.yaml:333",
-	to:    StateRetired,
-}, {
-	disp:  fsm.Ignored,
-	event: EventCleanupFailed,
-	from:  StateRetired,
-	line:  "spec/connection.yaml:333",
-	to:    StateRetired,
-}, {
-	disp:  fsm.Rejected,
-	event: EventBootstrapRequested,
-	from:  StateSuperseded,
-	line:  "spec/connection.yaml:336",
-	to:    StateSuperseded,
-}, {
-	disp:  fsm.Rejected,
-	event: EventBootstrapOk,
-	from:  StateSuperseded,
-	line:  "spec/connection.yaml:336",
-	to:    StateSuperseded,
-}, {
-	disp:  fsm.Rejected,
-	event: EventUpgradeAccepted,
-	from:  StateSuperseded,
-	line:  "spec/connection.yaml:336",
-	to:    StateSuperseded,
-}, {
-	disp:  fsm.Rejected,
-	event: EventVersionRefused,
-	from:  StateSuperseded,
-	line:  "spec/connection.yaml:336",
-	to:    StateSuperseded,
-}, {
-	disp:  fsm.Rejected,
-	event: EventAuthRefused,
-	from:  StateSuperseded,
-	line:  "spec/connection.yaml:336",
-	to:    StateSuperseded,
-}, {
-	disp:  fsm.Ignored,
-	event: EventHeartbeat,
-	from:  StateSuperseded,
-	line:  "spec/connection.yaml:333",
-	to:    StateSuperseded,
-}, {
-	disp:  fsm.Ignored,
-	event: EventFrameReceived,
-	from:  StateSuperseded,
-	line:  "spec/connection.yaml:333",
-	to:    StateSuperseded,
-}, {
-	disp:  fsm.Ignored,
-	event: EventHeartbeatInterval,
-	from:  StateSuperseded,
-	line:  "spec/connection.yaml:333",
-	to:    StateSuperseded,
-}, {
-	disp:  fsm.Ignored,
-	event: EventReadDeadline,
-	from:  StateSuperseded,
-	line:  "spec/connection.yaml:333",
-	to:    StateSuperseded,
-}, {
-	disp:  fsm.Ignored,
-	event: EventReconnectBackoff,
-	from:  StateSuperseded,
-	line:  "spec/connection.yaml:333",
-	to:    StateSuperseded,
-}, {
-	disp:  fsm.Ignored,
-	event: EventTransportLost,
-	from:  StateSuperseded,
-	line:  "spec/connection.yaml:333",
-	to:    StateSuperseded,
-}, {
-	disp:  fsm.Ignored,
-	event: EventReplaced,
-	from:  StateSuperseded,
-	line:  "spec/connection.yaml:333",
-	to:    StateSuperseded,
-}, {
-	disp:  fsm.Ignored,
-	event: EventRetiredClose,
-	from:  StateSuperseded,
-	line:  "spec/connection.yaml:333",
-	to:    StateSuperseded,
-}, {
-	disp:  fsm.Rejected,
-	event: EventDeviceShutdown,
-	from:  StateSuperseded,
-	line:  "spec/connection.yaml:336",
-	to:    StateSuperseded,
-}, {
-	disp:  fsm.Rejected,
-	event: EventOperatorShutdown,
-	from:  StateSuperseded,
-	line:  "spec/connection.yaml:336",
-	to:    StateSuperseded,
-}, {
-	disp:  fsm.Ignored,
-	event: EventCleanupSettled,
-	from:  StateSuperseded,
-	line:  "spec/connection.yaml:333",
-	to:    StateSuperseded,
-}, {
-	disp:  fsm.Ignored,
-	event: EventCleanupFailed,
-	from:  StateSuperseded,
-	line:  "spec/connection.yaml:333",
-	to:    StateSuperseded,
-}}
-
-type pathStep struct {
-	event Event
-	held  GuardSet
-}
-
-// pathCases is a shortest path from Initial to every state.
-var pathCases = []struct {
-	target State
-	steps  []pathStep
-}{{StateDisconnected, []pathStep{}}, {StateBootstrapping, []pathStep{{event: EventBootstrapRequested}}}, {StateDialing, []pathStep{{event: EventBootstrapRequested}, {event: EventBootstrapOk}}}, {StateUpgraded, []pathStep{{event: EventBootstrapRequested}, {event: EventBootstrapOk}, {event: EventUpgradeAccepted}}}, {StateLive, []pathStep{{event: EventBootstrapRequested}, {event: EventBootstrapOk}, {event: EventUpgradeAccepted}, {
-	event: EventHeartbeat,
-	held:  GuardSet(0).With(GuardValidDeclaration),
-}}}, {StateBackoff, []pathStep{{event: EventBootstrapRequested}, {event: EventTransportLost}}}, {StateShuttingDown, []pathStep{{event: EventOperatorShutdown}}}, {StateStopped, []pathStep{{event: EventOperatorShutdown}, {event: EventCleanupSettled}}}, {StateVersionRejected, []pathStep{{event: EventBootstrapRequested}, {event: EventBootstrapOk}, {event: EventVersionRefused}}}, {StateAuthRejected, []pathStep{{event: EventBootstrapRequested}, {event: EventAuthRefused}}}, {StateRetired, []pathStep{{event: EventBootstrapRequested}, {event: EventBootstrapOk}, {event: EventUpgradeAccepted}, {event: EventRetiredClose}}}, {StateSuperseded, []pathStep{{event: EventBootstrapRequested}, {event: EventBootstrapOk}, {event: EventUpgradeAccepted}, {event: EventReplaced}}}}
-
-func TestEveryCell(t *testing.T) {
-	for _, c := range cellCases {
-		where := c.line + ": " + c.from.String() + " on " + c.event.String()
-		step, trErr := Transition(c.from, c.event, c.held)
-		require.Equal(t, c.disp, step.Disposition(), where)
-		require.Equal(t, c.to, step.To(), where)
-		require.Equal(t, c.guard, step.Guard(), where)
-		var effects []string
-		for _, ef := range step.Effects() {
-			effects = append(effects, ef.String())
-		}
-		require.Equal(t, c.effects, effects, where)
-		for _, role := range []fsm.Role{fsm.RoleBoth, fsm.RoleCore, fsm.RoleRuntime} {
-			rec := &recorder{held: c.held}
-			m := New[int](role, rec)
-			_, err := m.Restore(c.from.String())
-			require.NoError(t, err)
-			fireErr := m.Fire(c.event, 0)
-			if c.disp == fsm.Rejected {
-				require.ErrorIs(t, trErr, fsm.ErrRejected, where)
-				require.ErrorIs(t, fireErr, fsm.ErrRejected, where)
-				var te *fsm.TransitionError
-				require.ErrorAs(t, fireErr, &te, where)
-				require.Equal(t, []string{Name, c.from.String(), c.event.String()}, []string{te.Machine, te.State, te.Event}, where)
-				require.Equal(t, c.from, m.State(), "a rejected event must leave the state unchanged: "+where)
-				continue
-			}
-			require.NoError(t, trErr, where)
-			require.NoError(t, fireErr, where)
-			if c.raises {
-				continue // follow-ups move the machine further; covered by the walk tests
-			}
-			require.Equal(t, c.to, m.State(), where)
-			want := map[fsm.Role][]string{
-				fsm.RoleBoth:    c.both,
-				fsm.RoleCore:    c.core,
-				fsm.RoleRuntime: c.runtime,
-			}[role]
-			require.Equal(t, want, rec.log, "hooks run for role "+role.String()+": "+where)
-		}
-	}
-}
-
-func TestShortestPaths(t *testing.T) {
-	for _, p := range pathCases {
-		rec := &recorder{}
-		m := New[int](fsm.RoleBoth, rec)
-		for _, st := range p.steps {
-			rec.held = st.held
-			require.NoError(t, m.Fire(st.event, 0), "path to "+p.target.String())
-		}
-		require.Equal(t, p.target, m.State())
-	}
-}
-
-// TestEveryCellAgainstSpec compares every cell, under every guard assignment, with the spec interpreter reading the YAML at test time.
+// TestEveryCellAgainstSpec compares every cell, under every guard assignment, with the spec
+// interpreter reading the YAML at test time.
 func TestEveryCellAgainstSpec(t *testing.T) {
 	m := fsmtest.LoadMachine(t, specFile)
 	fsmtest.EveryCellAgainstSpec(t, m, adapter(t))
@@ -1587,101 +531,133 @@ func TestRandomWalkAgainstSpec(t *testing.T) {
 	}
 }
 
+// TestInstanceWalkAgainstSpec runs an fsm.Instance of Table for each role beside the spec
+// interpreter: raised events run to completion and each role performs only its own effects.
+func TestInstanceWalkAgainstSpec(t *testing.T) {
+	m := fsmtest.LoadMachine(t, specFile)
+	for seed := uint64(1); seed <= 4; seed++ {
+		fsmtest.InstanceWalk(t, m, Table, seed, 1000)
+	}
+}
+
 func TestDifferentialLooplab(t *testing.T) {
 	m := fsmtest.LoadMachine(t, specFile)
 	fsmtest.DifferentialLooplab(t, m, adapter(t))
 }
 
+// TestRestoreAndParse restores every state for each role (Restore returns the timers to re-arm),
+// round-trips every enum through its spec name, and refuses invalid values.
 func TestRestoreAndParse(t *testing.T) {
-	for _, s := range []State{StateDisconnected, StateBootstrapping, StateDialing, StateUpgraded, StateLive, StateBackoff, StateShuttingDown, StateStopped, StateVersionRejected, StateAuthRejected, StateRetired, StateSuperseded} {
-		m := New[int](fsm.RoleBoth, &recorder{})
-		timers, err := m.Restore(s.String())
-		require.NoError(t, err)
-		require.Equal(t, s, m.State())
-		require.Equal(t, s.Timers(), timers)
-		back, err := ParseState(s.String())
-		require.NoError(t, err)
-		require.Equal(t, s, back)
+	for s := State(1); s.Valid(); s++ {
+		for _, role := range roles {
+			m := newMachine(t, role, &recorder{})
+			timers, err := m.Restore(fsm.StateID(s))
+			require.NoError(t, err)
+			require.Equal(t, s, State(m.State()))
+			require.Equal(t, stateTimers[s], timers, "the timers to re-arm in %s", s)
+		}
 	}
-	for e := Event(1); e.Valid(); e++ {
-		back, err := ParseEvent(e.String())
+	for v := State(1); v.Valid(); v++ {
+		back, err := ParseState(v.String())
 		require.NoError(t, err)
-		require.Equal(t, e, back)
+		require.Equal(t, v, back)
 	}
-	_, err := New[int](fsm.RoleBoth, &recorder{}).Restore("no_such_state")
-	require.ErrorIs(t, err, fsm.ErrInvalid)
+	for v := Event(1); v.Valid(); v++ {
+		back, err := ParseEvent(v.String())
+		require.NoError(t, err)
+		require.Equal(t, v, back)
+	}
+	for v := Timer(1); v.Valid(); v++ {
+		back, err := ParseTimer(v.String())
+		require.NoError(t, err)
+		require.Equal(t, v, back)
+	}
+	for v := Guard(1); v.Valid(); v++ {
+		back, err := ParseGuard(v.String())
+		require.NoError(t, err)
+		require.Equal(t, v, back)
+	}
+	for v := Action(1); v.Valid(); v++ {
+		back, err := ParseAction(v.String())
+		require.NoError(t, err)
+		require.Equal(t, v, back)
+	}
+	for v := Message(1); v.Valid(); v++ {
+		back, err := ParseMessage(v.String())
+		require.NoError(t, err)
+		require.Equal(t, v, back)
+	}
+	require.False(t, State(13).Valid())
 	require.Equal(t, "State(0)", State(0).String())
+	_, err := ParseState("no_such_state")
+	require.ErrorIs(t, err, fsm.ErrInvalid)
+	_, err = newMachine(t, fsm.RoleCore, &recorder{}).Restore(0)
+	require.ErrorIs(t, err, fsm.ErrInvalid)
 	_, err = Transition(Initial, Event(0), 0)
 	require.ErrorIs(t, err, fsm.ErrInvalid)
+	_, err = Transition(State(0), Event(1), 0)
+	require.ErrorIs(t, err, fsm.ErrInvalid)
 }
 
-// TestConcurrentFire fires from several goroutines at once: every step the observer sees must start where the previous one ended, which holds only if Fire serialises its callers.
-func TestConcurrentFire(t *testing.T) {
-	for round := 0; round < 20; round++ {
-		m := New[int](fsm.RoleBoth, &recorder{held: GuardSet(round)})
-		var steps []Step
-		m.Observe(func(s Step) {
-			steps = append(steps, s)
-		})
-		var wg sync.WaitGroup
-		for g := 0; g < 4; g++ {
-			wg.Go(func() {
-				rng := rand.New(rand.NewPCG(uint64(round), uint64(g)))
-				for i := 0; i < 50; i++ {
-					_ = m.Fire(Event(1+rng.IntN(numEvents)), i)
-				}
-			})
-		}
-		wg.Wait()
-		require.GreaterOrEqual(t, len(steps), 200)
-		at := Initial
-		for _, s := range steps {
-			require.Equal(t, at, s.From())
-			at = s.To()
-		}
-		require.Equal(t, at, m.State())
-	}
+// TestNewRefusesMissingParts checks that a machine needs its hooks, and its timers when its role
+// arms any.
+func TestNewRefusesMissingParts(t *testing.T) {
+	_, err := NewCore[int](nil, nil)
+	require.Error(t, err, "a Core machine needs hooks")
+	_, err = NewRuntime[int](nil, nil)
+	require.Error(t, err, "a Runtime machine needs hooks")
+	_, err = NewCore[int](&recorder{}, nil)
+	require.Error(t, err, "the Core arms timers")
+	_, err = NewRuntime[int](&recorder{}, nil)
+	require.Error(t, err, "the Runtime arms timers")
 }
 
-// TestEffectError makes the first hook of spec/connection.yaml:138 fail: the state has moved and the error names the effect.
+// TestEffectError makes the Runtime's first hook of spec/connection.yaml:138 fail: the state has
+// moved, the error names the effect and the effects after it do not run.
 func TestEffectError(t *testing.T) {
-	m := New[int](fsm.RoleBoth, &recorder{fail: "stop reconnect_backoff"})
-	_, err := m.Restore("disconnected")
+	rec := &recorder{fail: "stop reconnect_backoff"}
+	m := newMachine(t, fsm.RoleRuntime, rec)
+	_, err := m.Restore(fsm.StateID(StateDisconnected))
 	require.NoError(t, err)
-	err = m.Fire(EventBootstrapRequested, 0)
+	err = m.Fire(fsm.EventID(EventBootstrapRequested), 0)
 	require.ErrorIs(t, err, fsm.ErrEffect)
 	require.ErrorIs(t, err, errHook)
 	var ee *fsm.EffectError
 	require.ErrorAs(t, err, &ee)
-	require.Equal(t, StateBootstrapping, m.State())
+	require.Equal(t, "runtime: stop reconnect_backoff", ee.Effect)
+	require.Equal(t, StateBootstrapping, State(m.State()))
+	require.Equal(t, []string{"stop reconnect_backoff"}, rec.log)
 }
 
-// TestFollowUpFromHook raises bootstrap_ok from inside a hook of spec/connection.yaml:138: it runs after the current event, under the same Fire, without deadlocking.
-func TestFollowUpFromHook(t *testing.T) {
-	rec := &recorder{}
-	raised := false
-	rec.raise = func(f *Firing[int]) error {
-		if raised {
-			return nil
+var (
+	sinkStep Step
+	sinkErr  error
+)
+
+// TestNoAllocations checks that Transition, and Fire for each role with hooks that allocate
+// nothing, allocate nothing in any cell.
+func TestNoAllocations(t *testing.T) {
+	allocs := testing.AllocsPerRun(10, func() {
+		for _, c := range cellCases {
+			sinkStep, sinkErr = Transition(c.from, c.event, c.held)
 		}
-		raised = true
-		return f.Raise(EventBootstrapOk, 7)
-	}
-	m := New[int](fsm.RoleBoth, rec)
-	_, err := m.Restore("disconnected")
-	require.NoError(t, err)
-	require.NoError(t, m.Fire(EventBootstrapRequested, 0))
-	require.Equal(t, StateDialing, m.State())
-	// An unbounded chain of follow-ups fails instead of spinning.
-	rec.raise = func(f *Firing[int]) error {
-		for range fsm.QueueCapacity + 1 {
-			if err := f.Raise(EventBootstrapOk, 7); err != nil {
-				return err
+	})
+	require.Zero(t, allocs, "Transition")
+	for _, role := range roles {
+		rec := &recorder{quiet: true}
+		m := newMachine(t, role, rec)
+		allocs := testing.AllocsPerRun(10, func() {
+			for _, c := range cellCases {
+				if _, ok := c.logs[role]; !ok {
+					continue
+				}
+				rec.held = c.held
+				if _, err := m.Restore(fsm.StateID(c.from)); err != nil {
+					panic(err)
+				}
+				sinkErr = m.Fire(fsm.EventID(c.event), 0)
 			}
-		}
-		return nil
+		})
+		require.Zero(t, allocs, "Fire as %s", role)
 	}
-	_, err = m.Restore("disconnected")
-	require.NoError(t, err)
-	require.ErrorIs(t, m.Fire(EventBootstrapRequested, 0), fsm.ErrQueueFull)
 }

@@ -2,23 +2,24 @@
 
 // Package input is the generated input machine.
 //
-// One active input delivered to a running Run as prompt_steer with a durable
-// receipt: each Run has a single input in flight at Core, the Runtime bounds
-// the native write and each receipt send, written reports the write phase
-// only, and accepted (native consumption) is the single fact that advances
-// Core's input cursor. Nothing is redelivered automatically.
+// One active input delivered to a running Run as prompt_steer with a durable receipt: each Run has
+// a single input in flight at Core, the Runtime bounds the native write and each receipt send,
+// written reports the write phase only, and accepted (native consumption) is the single fact that
+// advances Core's input cursor. Nothing is redelivered automatically.
 //
-// One instance per input ID (payload input_id of prompt_steer and
-// prompt_steer_ack; the envelopes carry the Run ID).
+// One instance per input ID (payload input_id of prompt_steer and prompt_steer_ack; the envelopes
+// carry the Run ID).
 //
-// The table and every hook name come from spec/input.yaml; see
-// docs/machines/input.md for the diagram and the state × event matrix.
+// The table and every hook name come from spec/input.yaml; see docs/machines/input.md for the
+// diagram and the state × event matrix. Table is the machine as the engine (package fsm) runs it:
+// Transition answers what an event would do, NewCore and NewRuntime return a machine that performs
+// one peer's effects through its hooks, and a driver that keeps many instances steps an
+// fsm.Instance of Table and drains its fsm.Outbox.
 package input
 
 import (
 	"github.com/agentwire/agentwire/fsm"
 	"strconv"
-	"sync"
 	"time"
 )
 
@@ -27,48 +28,50 @@ const Name = "input"
 
 // Initial is the state every new instance starts in.
 const Initial = StatePending
-const (
-	numStates = 9
-	numEvents = 14
-)
 
-// State is a state of the input machine.
+// State is a state of the input machine; its values are the fsm.StateID of Table.
 type State uint8
 
 const (
-	// StatePending: the input is queued at Core and not in flight; a retry after not_ready or busy returns here with its payload unchanged
+	// StatePending: the input is queued at Core and not in flight; a retry after not_ready or busy
+	// returns here with its payload unchanged
 	StatePending State = 1
-	// StateSent: prompt_steer was sent; Core waits for written while the Runtime's native write runs
+	// StateSent: prompt_steer was sent; Core waits for written while the Runtime's native write
+	// runs
 	StateSent State = 2
-	// StateWriteComplete: the Runtime finished the native write and is sending the written receipt (Runtime only; Core still sees sent)
+	// StateWriteComplete: the Runtime finished the native write and is sending the written receipt
+	// (Runtime only; Core still sees sent)
 	StateWriteComplete State = 3
 	// StateWritten: written was observed; native acceptance may follow under the Turn lifetime
 	StateWritten State = 4
-	// StateDraining: the Run is completing and the Runtime holds done back while this written input is still unsettled (Runtime only)
+	// StateDraining: the Run is completing and the Runtime holds done back while this written
+	// input is still unsettled (Runtime only)
 	StateDraining State = 5
-	// StateSettling: the Runtime is sending the final receipt (accepted, or refused with a code) under its send budget (Runtime only)
+	// StateSettling: the Runtime is sending the final receipt (accepted, or refused with a code)
+	// under its send budget (Runtime only)
 	StateSettling State = 6
-	// StateAccepted: the adapter confirmed native consumption; Core's input cursor advanced past this input
+	// StateAccepted: the adapter confirmed native consumption; Core's input cursor advanced past
+	// this input
 	StateAccepted State = 7
-	// StateRejected: the Runtime refused the input with a finite code (invalid_input, run_inactive, input_conflict, input_limit, unsupported, ...)
+	// StateRejected: the Runtime refused the input with a finite code (invalid_input,
+	// run_inactive, input_conflict, input_limit, unsupported, ...)
 	StateRejected State = 8
-	// StateUnknown: the input may or may not have been consumed; the cursor does not advance and the input is never resent automatically
+	// StateUnknown: the input may or may not have been consumed; the cursor does not advance and
+	// the input is never resent automatically
 	StateUnknown State = 9
 )
-
-var stateNames = [...]string{"", "pending", "sent", "write_complete", "written", "draining", "settling", "accepted", "rejected", "unknown"}
 
 // String returns the spec name, or State(n) for a value outside the enum.
 func (v State) String() string {
 	if v.Valid() {
-		return stateNames[v]
+		return Table.States[v-1].Name
 	}
 	return "State(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v State) Valid() bool {
-	return v >= 1 && int(v) < len(stateNames)
+	return v >= 1 && v <= StateUnknown
 }
 
 // ParseState returns the state with the given spec name.
@@ -100,77 +103,76 @@ func ParseState(name string) (State, error) {
 	}
 }
 
-var stateOutcomes = [...]fsm.Outcome{0, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeSuccess, fsm.OutcomeFailure, fsm.OutcomeUnknown}
-var stateTimers = [...][]Timer{nil, nil, []Timer{TimerWrittenWait, TimerNativeWrite}, []Timer{TimerWrittenWait, TimerReceiptSend}, nil, []Timer{TimerDrainWait}, []Timer{TimerReceiptSend}, nil, nil, nil}
-
 // Outcome classifies a terminal state; it is fsm.OutcomeNone for the others.
-func (s State) Outcome() fsm.Outcome {
-	if !s.Valid() {
+func (v State) Outcome() fsm.Outcome {
+	if !v.Valid() {
 		return fsm.OutcomeNone
 	}
-	return stateOutcomes[s]
+	return Table.States[v-1].Outcome
 }
 
-// Terminal reports whether the lifecycle has settled in s.
-func (s State) Terminal() bool {
-	return s.Outcome() != fsm.OutcomeNone
+// Terminal reports whether the lifecycle has settled in v.
+func (v State) Terminal() bool {
+	return v.Outcome() != fsm.OutcomeNone
 }
 
-// Timers lists the timers armed while the machine is in s: the ones a restored machine must re-arm. The slice is shared; do not modify it.
-func (s State) Timers() []Timer {
-	if !s.Valid() {
-		return nil
-	}
-	return stateTimers[s]
-}
-
-// Event is an input of the input machine: a wire message, a timer expiry or a local happening.
+// Event is an input of the input machine (a wire message, a timer expiry or a local happening);
+// its values are the fsm.EventID of Table.
 type Event uint8
 
 const (
-	// EventPromptSteer: the input with durable_receipt true; its identity and payload are bound at the first send (wire prompt_steer, sent by core)
+	// EventPromptSteer: the input with durable_receipt true; its identity and payload are bound at
+	// the first send (wire prompt_steer, sent by core)
 	EventPromptSteer Event = 1
 	// EventSendFailed: Core's send of prompt_steer returned an error (local, observed by core)
 	EventSendFailed Event = 2
-	// EventNativeWriteDone: the adapter's native write of the input completed (local, observed by runtime)
+	// EventNativeWriteDone: the adapter's native write of the input completed (local, observed by
+	// runtime)
 	EventNativeWriteDone Event = 3
-	// EventNativeAccepted: the adapter reported that the native side consumed the input, as its receipt contract defines it (local, observed by runtime)
+	// EventNativeAccepted: the adapter reported that the native side consumed the input, as its
+	// receipt contract defines it (local, observed by runtime)
 	EventNativeAccepted Event = 4
-	// EventInputRefused: the Runtime or adapter refused the input with a finite code (validation, run_inactive, conflict, limit, not_ready, busy, native error) (local, observed by runtime)
+	// EventInputRefused: the Runtime or adapter refused the input with a finite code (validation,
+	// run_inactive, conflict, limit, not_ready, busy, native error) (local, observed by runtime)
 	EventInputRefused Event = 5
-	// EventAckWritten: prompt_steer_ack with written true and accepted false (the write phase happened; consumption is unconfirmed) (wire prompt_steer_ack, sent by runtime)
+	// EventAckWritten: prompt_steer_ack with written true and accepted false (the write phase
+	// happened; consumption is unconfirmed) (wire prompt_steer_ack, sent by runtime)
 	EventAckWritten Event = 6
-	// EventAckAccepted: prompt_steer_ack with accepted true (wire prompt_steer_ack, sent by runtime)
+	// EventAckAccepted: prompt_steer_ack with accepted true (wire prompt_steer_ack, sent by
+	// runtime)
 	EventAckAccepted Event = 7
-	// EventAckRejected: prompt_steer_ack with accepted false and an error code (wire prompt_steer_ack, sent by runtime)
+	// EventAckRejected: prompt_steer_ack with accepted false and an error code (wire
+	// prompt_steer_ack, sent by runtime)
 	EventAckRejected Event = 8
 	// EventWrittenWait: thirty seconds from delivery without written (timer 30s, owned by core)
 	EventWrittenWait Event = 9
-	// EventNativeWrite: the bound on the adapter's native write; it stops once the write completes (timer 10s, owned by runtime)
+	// EventNativeWrite: the bound on the adapter's native write; it stops once the write completes
+	// (timer 10s, owned by runtime)
 	EventNativeWrite Event = 10
 	// EventReceiptSend: the shutdown-aware budget of one receipt send (timer 5s, owned by runtime)
 	EventReceiptSend Event = 11
-	// EventDrainWait: how long the Runtime holds done back for an in-flight input (the write plus the send budget) (timer 15s, owned by runtime)
+	// EventDrainWait: how long the Runtime holds done back for an in-flight input (the write plus
+	// the send budget) (timer 15s, owned by runtime)
 	EventDrainWait Event = 12
-	// EventRunCompleting: the native Turn finished and the Runtime closed input admission; done is about to be published (local, observed by runtime)
+	// EventRunCompleting: the native Turn finished and the Runtime closed input admission; done is
+	// about to be published (local, observed by runtime)
 	EventRunCompleting Event = 13
-	// EventRunSettled: Core observed the Run's terminal outcome (done, cancellation receipt or lost observation) while this input was unsettled (local, observed by core)
+	// EventRunSettled: Core observed the Run's terminal outcome (done, cancellation receipt or
+	// lost observation) while this input was unsettled (local, observed by core)
 	EventRunSettled Event = 14
 )
-
-var eventNames = [...]string{"", "prompt_steer", "send_failed", "native_write_done", "native_accepted", "input_refused", "ack_written", "ack_accepted", "ack_rejected", "written_wait", "native_write", "receipt_send", "drain_wait", "run_completing", "run_settled"}
 
 // String returns the spec name, or Event(n) for a value outside the enum.
 func (v Event) String() string {
 	if v.Valid() {
-		return eventNames[v]
+		return Table.Events[v-1].Name
 	}
 	return "Event(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v Event) Valid() bool {
-	return v >= 1 && int(v) < len(eventNames)
+	return v >= 1 && v <= EventRunSettled
 }
 
 // ParseEvent returns the event with the given spec name.
@@ -212,61 +214,67 @@ func ParseEvent(name string) (Event, error) {
 	}
 }
 
-var eventKinds = [...]fsm.EventKind{0, fsm.EventMessage, fsm.EventLocal, fsm.EventLocal, fsm.EventLocal, fsm.EventLocal, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventTimer, fsm.EventTimer, fsm.EventTimer, fsm.EventTimer, fsm.EventLocal, fsm.EventLocal}
-var eventMessages = [...]string{"", "prompt_steer", "", "", "", "", "prompt_steer_ack", "prompt_steer_ack", "prompt_steer_ack", "", "", "", "", "", ""}
-var eventRoles = [...]fsm.Role{0, fsm.RoleCore, fsm.RoleCore, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleCore, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleCore}
-
-// Kind says whether e is a wire message, a timer or a local event.
-func (e Event) Kind() fsm.EventKind {
-	if !e.Valid() {
-		return eventKinds[0]
+// Kind says whether v is a wire message, a timer expiry or a local event.
+func (v Event) Kind() fsm.EventKind {
+	if !v.Valid() {
+		return 0
 	}
-	return eventKinds[e]
-}
-
-// Message is the wire type of a message event, or "" for timers and local events. Several events may share one wire type (a status frame with different states).
-func (e Event) Message() string {
-	if !e.Valid() {
-		return eventMessages[0]
-	}
-	return eventMessages[e]
+	return Table.Events[v-1].Kind
 }
 
 // Role is the sender of a message event, the owner of a timer or the observer of a local event.
-func (e Event) Role() fsm.Role {
-	if !e.Valid() {
-		return eventRoles[0]
+func (v Event) Role() fsm.Role {
+	if !v.Valid() {
+		return 0
 	}
-	return eventRoles[e]
+	return Table.Events[v-1].Role
 }
 
-// Timer is a named timer. Arming and disarming are effects; expiry is the event of the same name.
+// Message is the wire type of a message event, or 0. Several events may share one wire type (a
+// status frame with different states).
+func (v Event) Message() Message {
+	if !v.Valid() {
+		return 0
+	}
+	return Message(Table.Events[v-1].Message)
+}
+
+// Timer is the timer whose expiry v is, or 0.
+func (v Event) Timer() Timer {
+	if !v.Valid() {
+		return 0
+	}
+	return Timer(Table.Events[v-1].Timer)
+}
+
+// Timer is a named timer; its values are the fsm.TimerID of Table. Arming and disarming are
+// effects; expiry is the event of the same name.
 type Timer uint8
 
 const (
 	// TimerWrittenWait: thirty seconds from delivery without written (30s)
 	TimerWrittenWait Timer = 1
-	// TimerNativeWrite: the bound on the adapter's native write; it stops once the write completes (10s)
+	// TimerNativeWrite: the bound on the adapter's native write; it stops once the write completes
+	// (10s)
 	TimerNativeWrite Timer = 2
 	// TimerReceiptSend: the shutdown-aware budget of one receipt send (5s)
 	TimerReceiptSend Timer = 3
-	// TimerDrainWait: how long the Runtime holds done back for an in-flight input (the write plus the send budget) (15s)
+	// TimerDrainWait: how long the Runtime holds done back for an in-flight input (the write plus
+	// the send budget) (15s)
 	TimerDrainWait Timer = 4
 )
-
-var timerNames = [...]string{"", "written_wait", "native_write", "receipt_send", "drain_wait"}
 
 // String returns the spec name, or Timer(n) for a value outside the enum.
 func (v Timer) String() string {
 	if v.Valid() {
-		return timerNames[v]
+		return Table.Timers[v-1].Name
 	}
 	return "Timer(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v Timer) Valid() bool {
-	return v >= 1 && int(v) < len(timerNames)
+	return v >= 1 && v <= TimerDrainWait
 }
 
 // ParseTimer returns the timer with the given spec name.
@@ -288,50 +296,49 @@ func ParseTimer(name string) (Timer, error) {
 	}
 }
 
-var timerDurations = [...]time.Duration{0, 30 * time.Second, 10 * time.Second, 5 * time.Second, 15 * time.Second}
-var timerEvents = [...]Event{0, EventWrittenWait, EventNativeWrite, EventReceiptSend, EventDrainWait}
-
 // Duration is how long the timer runs once armed.
-func (t Timer) Duration() time.Duration {
-	if !t.Valid() {
+func (v Timer) Duration() time.Duration {
+	if !v.Valid() {
 		return 0
 	}
-	return timerDurations[t]
+	return Table.Timers[v-1].Duration
 }
 
 // Event is the event to fire when the timer expires.
-func (t Timer) Event() Event {
-	if !t.Valid() {
+func (v Timer) Event() Event {
+	if !v.Valid() {
 		return 0
 	}
-	return timerEvents[t]
+	return Event(Table.Timers[v-1].Event)
 }
 
-// Guard names a predicate the peer evaluates through its Hooks.
+// Guard is a predicate a peer evaluates through its hooks; its values are the fsm.GuardID of
+// Table.
 type Guard uint8
 
 const (
-	// GuardInputSlotFree: no other input of the same Run is between prompt_steer and a settled receipt (one input in flight per Run)
+	// GuardInputSlotFree: no other input of the same Run is between prompt_steer and a settled
+	// receipt (one input in flight per Run)
 	GuardInputSlotFree Guard = 1
-	// GuardRetryableCode: the error code is not_ready or busy, which the Runtime answers at admission before any native write
+	// GuardRetryableCode: the error code is not_ready or busy, which the Runtime answers at
+	// admission before any native write
 	GuardRetryableCode Guard = 2
-	// GuardUnknownCode: the error code is outcome_unknown (the Runtime itself cannot tell whether the input was consumed)
+	// GuardUnknownCode: the error code is outcome_unknown (the Runtime itself cannot tell whether
+	// the input was consumed)
 	GuardUnknownCode Guard = 3
 )
-
-var guardNames = [...]string{"", "input_slot_free", "retryable_code", "unknown_code"}
 
 // String returns the spec name, or Guard(n) for a value outside the enum.
 func (v Guard) String() string {
 	if v.Valid() {
-		return guardNames[v]
+		return Table.Guards[v-1]
 	}
 	return "Guard(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v Guard) Valid() bool {
-	return v >= 1 && int(v) < len(guardNames)
+	return v >= 1 && v <= GuardUnknownCode
 }
 
 // ParseGuard returns the guard with the given spec name.
@@ -351,51 +358,51 @@ func ParseGuard(name string) (Guard, error) {
 	}
 }
 
-// GuardSet is the set of guards that hold, for the pure Transition function.
-type GuardSet uint64
+// GuardSet is the set of guards that hold, for Transition; it has the layout of fsm.GuardSet.
+type GuardSet fsm.GuardSet
 
 // With returns s with g added.
 func (s GuardSet) With(g Guard) GuardSet {
-	if !g.Valid() {
-		return s
-	}
-	return s | 1<<(g-1)
+	return GuardSet(fsm.GuardSet(s).With(fsm.GuardID(g)))
 }
 
 // Has reports whether g is in s.
 func (s GuardSet) Has(g Guard) bool {
-	return g.Valid() && s&(1<<(g-1)) != 0
+	return fsm.GuardSet(s).Has(fsm.GuardID(g))
 }
 
-// Action names a local effect the peer performs through its Hooks.
+// Action is a local effect a peer performs through its hooks; its values are the fsm.ActionID of
+// Table.
 type Action uint8
 
 const (
 	// ActionWriteNative: the Runtime hands the input to the adapter's native write
 	ActionWriteNative Action = 1
-	// ActionAdvanceCursor: Core advances the Run's input cursor past this input and may send the next one
+	// ActionAdvanceCursor: Core advances the Run's input cursor past this input and may send the
+	// next one
 	ActionAdvanceCursor Action = 2
-	// ActionKeepForRetry: Core keeps the input queued with its identical payload and input ID; a changed payload would be input_conflict
+	// ActionKeepForRetry: Core keeps the input queued with its identical payload and input ID; a
+	// changed payload would be input_conflict
 	ActionKeepForRetry Action = 3
-	// ActionRecordRejection: Core records the finite error code as the input's outcome; the cursor does not move
+	// ActionRecordRejection: Core records the finite error code as the input's outcome; the cursor
+	// does not move
 	ActionRecordRejection Action = 4
-	// ActionMarkUnknown: Core records the input outcome as unknown; the cursor does not move and nothing is resent
+	// ActionMarkUnknown: Core records the input outcome as unknown; the cursor does not move and
+	// nothing is resent
 	ActionMarkUnknown Action = 5
 )
-
-var actionNames = [...]string{"", "write_native", "advance_cursor", "keep_for_retry", "record_rejection", "mark_unknown"}
 
 // String returns the spec name, or Action(n) for a value outside the enum.
 func (v Action) String() string {
 	if v.Valid() {
-		return actionNames[v]
+		return Table.Actions[v-1]
 	}
 	return "Action(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v Action) Valid() bool {
-	return v >= 1 && int(v) < len(actionNames)
+	return v >= 1 && v <= ActionMarkUnknown
 }
 
 // ParseAction returns the action with the given spec name.
@@ -419,970 +426,490 @@ func ParseAction(name string) (Action, error) {
 	}
 }
 
-// Message is a wire type this machine asks a peer to send.
+// Message is a wire type the machine sends or observes; its values are the fsm.MessageID of Table.
 type Message uint8
 
 const (
-	MessagePromptSteerAck Message = 1
+	// MessagePromptSteer: observed as an event
+	MessagePromptSteer Message = 1
+	// MessagePromptSteerAck: sent as an effect and observed as an event
+	MessagePromptSteerAck Message = 2
 )
-
-var messageNames = [...]string{"", "prompt_steer_ack"}
 
 // String returns the spec name, or Message(n) for a value outside the enum.
 func (v Message) String() string {
 	if v.Valid() {
-		return messageNames[v]
+		return Table.Messages[v-1]
 	}
 	return "Message(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v Message) Valid() bool {
-	return v >= 1 && int(v) < len(messageNames)
+	return v >= 1 && v <= MessagePromptSteerAck
 }
 
-// Effect is one step a transition asks a peer to perform, in spec order.
-type Effect struct {
-	Kind fsm.EffectKind
-	// Role is the peer that performs the effect; RoleBoth for both.
-	Role    fsm.Role
-	Message Message // EffectSend
-	Timer   Timer   // EffectStart, EffectStop
-	Action  Action  // EffectDo
-	Raise   Event   // EffectRaise
-}
-
-// String renders the effect as the spec writes it, e.g. "runtime: send preparation_status".
-func (e Effect) String() string {
-	prefix := ""
-	if e.Role != fsm.RoleBoth {
-		prefix = e.Role.String() + ": "
+// ParseMessage returns the message with the given spec name.
+func ParseMessage(name string) (Message, error) {
+	switch name {
+	case "prompt_steer":
+		return MessagePromptSteer, nil
+	case "prompt_steer_ack":
+		return MessagePromptSteerAck, nil
 	}
-	switch e.Kind {
-	case fsm.EffectSend:
-		return prefix + "send " + e.Message.String()
-	case fsm.EffectStart:
-		return prefix + "start " + e.Timer.String()
-	case fsm.EffectStop:
-		return prefix + "stop " + e.Timer.String()
-	case fsm.EffectDo:
-		return prefix + "do " + e.Action.String()
-	case fsm.EffectRaise:
-		return prefix + "raise " + e.Raise.String()
+	return 0, &fsm.InvalidError{
+		Machine: Name,
+		Value:   fsm.Quote(name),
+		What:    "message name",
 	}
-	return prefix + e.Kind.String()
 }
 
-// Step is what one event did: a read-only view of the selected candidate of
-// its cell. It is a single pointer into the generated table, so returning it
-// costs nothing and nobody can change the table through it. The zero Step,
-// returned for an invalid state or event, reports zero values.
+// The candidates of Table, one per rule of spec/input.yaml and shared by every cell the rule
+// covers (a rule that lists its own target among its sources is two: a move from the others and an
+// internal transition in the target).
+var (
+	rule112 = &fsm.Candidate{Guard: fsm.GuardID(GuardInputSlotFree), Disp: fsm.Moved, To: fsm.StateID(StateSent), Line: 112, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
+		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionWriteNative)},
+	}}
+	rule117 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "another input of this Run is in flight; this one stays queued until that receipt settles", Line: 117}
+	rule121 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no deadline runs while the input is queued", Line: 121}
+	rule124 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the input was never sent", Line: 124}
+	rule128 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no prompt_steer is in flight for this input ID", Line: 128}
+	rule133 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateWriteComplete), Line: 133, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
+		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
+		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePromptSteerAck)},
+	}}
+	rule137 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateSettling), Line: 137, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
+		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
+		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePromptSteerAck)},
+	}}
+	rule142 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateSettling), Line: 142, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
+		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
+		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePromptSteerAck)},
+	}}
+	rule146 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateWritten), Line: 146, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
+	}}
+	rule150 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "consumption cannot be confirmed before the native write completes", Line: 150}
+	rule153 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the drain only runs for a written input once the Run completes", Line: 153}
+	rule156 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no receipt is being sent while the native write runs", Line: 156}
+	rule159 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 159, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
+	}}
+	rule163 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the write and receipt budgets already bound the wait before done", Line: 163}
+	rule169 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateWritten), Line: 169, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
+	}}
+	rule173 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateWritten), Line: 173, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
+	}}
+	rule179 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateSettling), Line: 179, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
+		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
+		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePromptSteerAck)},
+	}}
+	rule183 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the native write already completed", Line: 183}
+	rule188 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAccepted), Line: 188, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerDrainWait)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionAdvanceCursor)},
+	}}
+	rule197 = &fsm.Candidate{Guard: fsm.GuardID(GuardRetryableCode), Disp: fsm.Moved, To: fsm.StateID(StatePending), Line: 197, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionKeepForRetry)},
+	}}
+	rule206 = &fsm.Candidate{Guard: fsm.GuardID(GuardUnknownCode), Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 206, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerDrainWait)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
+	}}
+	rule216 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 216, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerDrainWait)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordRejection)},
+	}}
+	rule226 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the input is already in flight; there is no automatic redelivery", Line: 226}
+	rule231 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateSettling), Line: 231, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
+		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePromptSteerAck)},
+	}}
+	rule235 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateDraining), Line: 235, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerDrainWait)},
+	}}
+	rule239 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 239, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerDrainWait)},
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
+	}}
+	rule243 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the write phase was already confirmed", Line: 243}
+	rule246 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the native write already completed", Line: 246}
+	rule249 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no write or send deadline is running", Line: 249}
+	rule252 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the drain only runs once the Run completes", Line: 252}
+	rule257 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateSettling), Line: 257, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerDrainWait)},
+		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
+		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePromptSteerAck)},
+	}}
+	rule261 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateSettling), Line: 261, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
+		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePromptSteerAck)},
+	}}
+	rule266 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the drain is already running", Line: 266}
+	rule271 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 271}
+	rule274 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the outcome is already being reported", Line: 274}
+	rule277 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "only the receipt send budget runs while settling", Line: 277}
+	rule282 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the input outcome is settled; late receipts and deadlines change nothing", Line: 282}
+	rule286 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the input ID is settled; a new input needs a new input ID", Line: 286}
+)
+
+// Table is the input machine as the engine runs it, sealed: every (state, event) cell lists its
+// candidates in the order they are tried, the unguarded fallback last. It is exactly what
+// spec.Machine.Table builds from spec/input.yaml. Treat it as read-only.
+var Table = fsm.MustSeal(&fsm.Table{
+	Name:   Name,
+	Source: "spec/input.yaml",
+	States: []fsm.StateDecl{
+		{Name: "pending"},
+		{Name: "sent", Timers: []fsm.TimerID{fsm.TimerID(TimerWrittenWait), fsm.TimerID(TimerNativeWrite)}},
+		{Name: "write_complete", Timers: []fsm.TimerID{fsm.TimerID(TimerWrittenWait), fsm.TimerID(TimerReceiptSend)}},
+		{Name: "written"},
+		{Name: "draining", Timers: []fsm.TimerID{fsm.TimerID(TimerDrainWait)}},
+		{Name: "settling", Timers: []fsm.TimerID{fsm.TimerID(TimerReceiptSend)}},
+		{Name: "accepted", Outcome: fsm.OutcomeSuccess},
+		{Name: "rejected", Outcome: fsm.OutcomeFailure},
+		{Name: "unknown", Outcome: fsm.OutcomeUnknown},
+	},
+	Events: []fsm.EventDecl{
+		{Name: "prompt_steer", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessagePromptSteer)},
+		{Name: "send_failed", Kind: fsm.EventLocal, Role: fsm.RoleCore},
+		{Name: "native_write_done", Kind: fsm.EventLocal, Role: fsm.RoleRuntime},
+		{Name: "native_accepted", Kind: fsm.EventLocal, Role: fsm.RoleRuntime},
+		{Name: "input_refused", Kind: fsm.EventLocal, Role: fsm.RoleRuntime},
+		{Name: "ack_written", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePromptSteerAck)},
+		{Name: "ack_accepted", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePromptSteerAck)},
+		{Name: "ack_rejected", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePromptSteerAck)},
+		{Name: "written_wait", Kind: fsm.EventTimer, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
+		{Name: "native_write", Kind: fsm.EventTimer, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
+		{Name: "receipt_send", Kind: fsm.EventTimer, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
+		{Name: "drain_wait", Kind: fsm.EventTimer, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerDrainWait)},
+		{Name: "run_completing", Kind: fsm.EventLocal, Role: fsm.RoleRuntime},
+		{Name: "run_settled", Kind: fsm.EventLocal, Role: fsm.RoleCore},
+	},
+	Guards:   []string{"input_slot_free", "retryable_code", "unknown_code"},
+	Actions:  []string{"write_native", "advance_cursor", "keep_for_retry", "record_rejection", "mark_unknown"},
+	Messages: []string{"prompt_steer", "prompt_steer_ack"},
+	Timers: []fsm.TimerDecl{
+		{Name: "written_wait", Duration: 30 * time.Second, Event: fsm.EventID(EventWrittenWait)},
+		{Name: "native_write", Duration: 10 * time.Second, Event: fsm.EventID(EventNativeWrite)},
+		{Name: "receipt_send", Duration: 5 * time.Second, Event: fsm.EventID(EventReceiptSend)},
+		{Name: "drain_wait", Duration: 15 * time.Second, Event: fsm.EventID(EventDrainWait)},
+	},
+	Initial: fsm.StateID(StatePending),
+	Cells: []fsm.Cell{
+		// pending
+		{Cands: []*fsm.Candidate{rule112, rule117}}, // pending × prompt_steer
+		{Cands: []*fsm.Candidate{rule128}},          // pending × send_failed
+		{Cands: []*fsm.Candidate{rule128}},          // pending × native_write_done
+		{Cands: []*fsm.Candidate{rule128}},          // pending × native_accepted
+		{Cands: []*fsm.Candidate{rule128}},          // pending × input_refused
+		{Cands: []*fsm.Candidate{rule128}},          // pending × ack_written
+		{Cands: []*fsm.Candidate{rule128}},          // pending × ack_accepted
+		{Cands: []*fsm.Candidate{rule128}},          // pending × ack_rejected
+		{Cands: []*fsm.Candidate{rule121}},          // pending × written_wait
+		{Cands: []*fsm.Candidate{rule121}},          // pending × native_write
+		{Cands: []*fsm.Candidate{rule121}},          // pending × receipt_send
+		{Cands: []*fsm.Candidate{rule121}},          // pending × drain_wait
+		{Cands: []*fsm.Candidate{rule124}},          // pending × run_completing
+		{Cands: []*fsm.Candidate{rule124}},          // pending × run_settled
+		// sent
+		{Cands: []*fsm.Candidate{rule226}},                   // sent × prompt_steer
+		{Cands: []*fsm.Candidate{rule159}},                   // sent × send_failed
+		{Cands: []*fsm.Candidate{rule133}},                   // sent × native_write_done
+		{Cands: []*fsm.Candidate{rule150}},                   // sent × native_accepted
+		{Cands: []*fsm.Candidate{rule142}},                   // sent × input_refused
+		{Cands: []*fsm.Candidate{rule146}},                   // sent × ack_written
+		{Cands: []*fsm.Candidate{rule188}},                   // sent × ack_accepted
+		{Cands: []*fsm.Candidate{rule197, rule206, rule216}}, // sent × ack_rejected
+		{Cands: []*fsm.Candidate{rule159}},                   // sent × written_wait
+		{Cands: []*fsm.Candidate{rule137}},                   // sent × native_write
+		{Cands: []*fsm.Candidate{rule156}},                   // sent × receipt_send
+		{Cands: []*fsm.Candidate{rule153}},                   // sent × drain_wait
+		{Cands: []*fsm.Candidate{rule163}},                   // sent × run_completing
+		{Cands: []*fsm.Candidate{rule159}},                   // sent × run_settled
+		// write_complete
+		{Cands: []*fsm.Candidate{rule226}},          // write_complete × prompt_steer
+		{Cands: []*fsm.Candidate{rule159}},          // write_complete × send_failed
+		{Cands: []*fsm.Candidate{rule183}},          // write_complete × native_write_done
+		{Cands: []*fsm.Candidate{rule179}},          // write_complete × native_accepted
+		{Cands: []*fsm.Candidate{rule179}},          // write_complete × input_refused
+		{Cands: []*fsm.Candidate{rule169}},          // write_complete × ack_written
+		{Cands: []*fsm.Candidate{rule188}},          // write_complete × ack_accepted
+		{Cands: []*fsm.Candidate{rule206, rule216}}, // write_complete × ack_rejected
+		{Cands: []*fsm.Candidate{rule159}},          // write_complete × written_wait
+		{Cands: []*fsm.Candidate{rule183}},          // write_complete × native_write
+		{Cands: []*fsm.Candidate{rule173}},          // write_complete × receipt_send
+		{Cands: []*fsm.Candidate{rule153}},          // write_complete × drain_wait
+		{Cands: []*fsm.Candidate{rule163}},          // write_complete × run_completing
+		{Cands: []*fsm.Candidate{rule159}},          // write_complete × run_settled
+		// written
+		{Cands: []*fsm.Candidate{rule226}},          // written × prompt_steer
+		{Cands: []*fsm.Candidate{rule243}},          // written × send_failed
+		{Cands: []*fsm.Candidate{rule246}},          // written × native_write_done
+		{Cands: []*fsm.Candidate{rule231}},          // written × native_accepted
+		{Cands: []*fsm.Candidate{rule231}},          // written × input_refused
+		{Cands: []*fsm.Candidate{rule243}},          // written × ack_written
+		{Cands: []*fsm.Candidate{rule188}},          // written × ack_accepted
+		{Cands: []*fsm.Candidate{rule206, rule216}}, // written × ack_rejected
+		{Cands: []*fsm.Candidate{rule249}},          // written × written_wait
+		{Cands: []*fsm.Candidate{rule249}},          // written × native_write
+		{Cands: []*fsm.Candidate{rule249}},          // written × receipt_send
+		{Cands: []*fsm.Candidate{rule252}},          // written × drain_wait
+		{Cands: []*fsm.Candidate{rule235}},          // written × run_completing
+		{Cands: []*fsm.Candidate{rule239}},          // written × run_settled
+		// draining
+		{Cands: []*fsm.Candidate{rule226}},          // draining × prompt_steer
+		{Cands: []*fsm.Candidate{rule243}},          // draining × send_failed
+		{Cands: []*fsm.Candidate{rule246}},          // draining × native_write_done
+		{Cands: []*fsm.Candidate{rule257}},          // draining × native_accepted
+		{Cands: []*fsm.Candidate{rule257}},          // draining × input_refused
+		{Cands: []*fsm.Candidate{rule243}},          // draining × ack_written
+		{Cands: []*fsm.Candidate{rule188}},          // draining × ack_accepted
+		{Cands: []*fsm.Candidate{rule206, rule216}}, // draining × ack_rejected
+		{Cands: []*fsm.Candidate{rule249}},          // draining × written_wait
+		{Cands: []*fsm.Candidate{rule249}},          // draining × native_write
+		{Cands: []*fsm.Candidate{rule249}},          // draining × receipt_send
+		{Cands: []*fsm.Candidate{rule261}},          // draining × drain_wait
+		{Cands: []*fsm.Candidate{rule266}},          // draining × run_completing
+		{Cands: []*fsm.Candidate{rule239}},          // draining × run_settled
+		// settling
+		{Cands: []*fsm.Candidate{rule226}},                   // settling × prompt_steer
+		{Cands: []*fsm.Candidate{rule243}},                   // settling × send_failed
+		{Cands: []*fsm.Candidate{rule246}},                   // settling × native_write_done
+		{Cands: []*fsm.Candidate{rule274}},                   // settling × native_accepted
+		{Cands: []*fsm.Candidate{rule274}},                   // settling × input_refused
+		{Cands: []*fsm.Candidate{rule243}},                   // settling × ack_written
+		{Cands: []*fsm.Candidate{rule188}},                   // settling × ack_accepted
+		{Cands: []*fsm.Candidate{rule197, rule206, rule216}}, // settling × ack_rejected
+		{Cands: []*fsm.Candidate{rule277}},                   // settling × written_wait
+		{Cands: []*fsm.Candidate{rule277}},                   // settling × native_write
+		{Cands: []*fsm.Candidate{rule271}},                   // settling × receipt_send
+		{Cands: []*fsm.Candidate{rule277}},                   // settling × drain_wait
+		{Cands: []*fsm.Candidate{rule163}},                   // settling × run_completing
+		{Cands: []*fsm.Candidate{rule239}},                   // settling × run_settled
+		// accepted
+		{Cands: []*fsm.Candidate{rule286}}, // accepted × prompt_steer
+		{Cands: []*fsm.Candidate{rule282}}, // accepted × send_failed
+		{Cands: []*fsm.Candidate{rule282}}, // accepted × native_write_done
+		{Cands: []*fsm.Candidate{rule282}}, // accepted × native_accepted
+		{Cands: []*fsm.Candidate{rule282}}, // accepted × input_refused
+		{Cands: []*fsm.Candidate{rule282}}, // accepted × ack_written
+		{Cands: []*fsm.Candidate{rule282}}, // accepted × ack_accepted
+		{Cands: []*fsm.Candidate{rule282}}, // accepted × ack_rejected
+		{Cands: []*fsm.Candidate{rule282}}, // accepted × written_wait
+		{Cands: []*fsm.Candidate{rule282}}, // accepted × native_write
+		{Cands: []*fsm.Candidate{rule282}}, // accepted × receipt_send
+		{Cands: []*fsm.Candidate{rule282}}, // accepted × drain_wait
+		{Cands: []*fsm.Candidate{rule282}}, // accepted × run_completing
+		{Cands: []*fsm.Candidate{rule282}}, // accepted × run_settled
+		// rejected
+		{Cands: []*fsm.Candidate{rule286}}, // rejected × prompt_steer
+		{Cands: []*fsm.Candidate{rule282}}, // rejected × send_failed
+		{Cands: []*fsm.Candidate{rule282}}, // rejected × native_write_done
+		{Cands: []*fsm.Candidate{rule282}}, // rejected × native_accepted
+		{Cands: []*fsm.Candidate{rule282}}, // rejected × input_refused
+		{Cands: []*fsm.Candidate{rule282}}, // rejected × ack_written
+		{Cands: []*fsm.Candidate{rule282}}, // rejected × ack_accepted
+		{Cands: []*fsm.Candidate{rule282}}, // rejected × ack_rejected
+		{Cands: []*fsm.Candidate{rule282}}, // rejected × written_wait
+		{Cands: []*fsm.Candidate{rule282}}, // rejected × native_write
+		{Cands: []*fsm.Candidate{rule282}}, // rejected × receipt_send
+		{Cands: []*fsm.Candidate{rule282}}, // rejected × drain_wait
+		{Cands: []*fsm.Candidate{rule282}}, // rejected × run_completing
+		{Cands: []*fsm.Candidate{rule282}}, // rejected × run_settled
+		// unknown
+		{Cands: []*fsm.Candidate{rule286}}, // unknown × prompt_steer
+		{Cands: []*fsm.Candidate{rule282}}, // unknown × send_failed
+		{Cands: []*fsm.Candidate{rule282}}, // unknown × native_write_done
+		{Cands: []*fsm.Candidate{rule282}}, // unknown × native_accepted
+		{Cands: []*fsm.Candidate{rule282}}, // unknown × input_refused
+		{Cands: []*fsm.Candidate{rule282}}, // unknown × ack_written
+		{Cands: []*fsm.Candidate{rule282}}, // unknown × ack_accepted
+		{Cands: []*fsm.Candidate{rule282}}, // unknown × ack_rejected
+		{Cands: []*fsm.Candidate{rule282}}, // unknown × written_wait
+		{Cands: []*fsm.Candidate{rule282}}, // unknown × native_write
+		{Cands: []*fsm.Candidate{rule282}}, // unknown × receipt_send
+		{Cands: []*fsm.Candidate{rule282}}, // unknown × drain_wait
+		{Cands: []*fsm.Candidate{rule282}}, // unknown × run_completing
+		{Cands: []*fsm.Candidate{rule282}}, // unknown × run_settled
+	},
+})
+
+// Step is what one event did: the engine's fsm.Step, a read-only view of the table candidate that
+// handled it, with typed accessors. The zero Step, returned for an invalid state or event, reports
+// zero values.
 type Step struct {
-	c *candidate
+	s fsm.Step
 }
 
 // From is the state the event arrived in.
 func (s Step) From() State {
-	if s.c == nil {
-		var zero State
-		return zero
-	}
-	return s.c.from
+	return State(s.s.From())
 }
 
 // Event is the event that was handled.
 func (s Step) Event() Event {
-	if s.c == nil {
-		var zero Event
-		return zero
-	}
-	return s.c.event
+	return Event(s.s.Event())
 }
 
 // To is the state after the step; it equals From unless the disposition is fsm.Moved.
 func (s Step) To() State {
-	if s.c == nil {
-		var zero State
-		return zero
-	}
-	return s.c.to
+	return State(s.s.To())
 }
 
 // Guard is the guard that selected the candidate, or 0 for the cell's fallback.
 func (s Step) Guard() Guard {
-	if s.c == nil {
-		var zero Guard
-		return zero
-	}
-	return s.c.guard
+	return Guard(s.s.Guard())
 }
 
 // Disposition says whether the step moved, stayed, ignored or rejected the event.
 func (s Step) Disposition() fsm.Disposition {
-	if s.c == nil {
-		var zero fsm.Disposition
-		return zero
-	}
-	return s.c.disp
+	return s.s.Disposition()
 }
 
-// Effects lists what the peer must do, in spec order; nil unless the step moved or stayed. The slice is shared: do not modify it.
-func (s Step) Effects() []Effect {
-	if s.c == nil {
-		var zero []Effect
-		return zero
-	}
-	return s.c.effects
+// Effects lists what the step asks of both peers, in spec order (a peer keeps those its role
+// performs); nil unless the step moved or stayed. Their IDs convert to this package's enums and
+// Table.EffectString renders one as the spec writes it. The slice is shared: do not modify it.
+func (s Step) Effects() []fsm.Effect {
+	return s.s.Effects()
 }
 
 // Reason is the spec's reason for an ignored or rejected event, or "".
 func (s Step) Reason() string {
-	if s.c == nil {
-		var zero string
-		return zero
-	}
-	return s.c.reason
+	return s.s.Reason()
 }
 
-type candidate struct {
-	guard   Guard
-	disp    fsm.Disposition
-	to      State
-	effects []Effect
-	reason  string
-	// from, event and err are filled in by init.
-	from  State
-	event Event
-	err   *fsm.TransitionError // non-nil exactly for rejections
+// Line is the line of the spec rule behind the step.
+func (s Step) Line() int {
+	return s.s.Line()
 }
 
-// table holds every (state, event) cell: its candidates in the order they are tried, the unguarded fallback last.
-var table = [numStates + 1][numEvents + 1][]candidate{
-	StatePending: {
-		EventPromptSteer: {
-			// spec/input.yaml:112
-			{disp: fsm.Moved, guard: GuardInputSlotFree, to: StateSent, effects: []Effect{{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionWriteNative}}},
-			// spec/input.yaml:117
-			{disp: fsm.Rejected, to: StatePending, reason: "another input of this Run is in flight; this one stays queued until that receipt settles"},
-		},
-		EventSendFailed: {
-			// spec/input.yaml:128
-			{disp: fsm.Rejected, to: StatePending, reason: "no prompt_steer is in flight for this input ID"},
-		},
-		EventNativeWriteDone: {
-			// spec/input.yaml:128
-			{disp: fsm.Rejected, to: StatePending, reason: "no prompt_steer is in flight for this input ID"},
-		},
-		EventNativeAccepted: {
-			// spec/input.yaml:128
-			{disp: fsm.Rejected, to: StatePending, reason: "no prompt_steer is in flight for this input ID"},
-		},
-		EventInputRefused: {
-			// spec/input.yaml:128
-			{disp: fsm.Rejected, to: StatePending, reason: "no prompt_steer is in flight for this input ID"},
-		},
-		EventAckWritten: {
-			// spec/input.yaml:128
-			{disp: fsm.Rejected, to: StatePending, reason: "no prompt_steer is in flight for this input ID"},
-		},
-		EventAckAccepted: {
-			// spec/input.yaml:128
-			{disp: fsm.Rejected, to: StatePending, reason: "no prompt_steer is in flight for this input ID"},
-		},
-		EventAckRejected: {
-			// spec/input.yaml:128
-			{disp: fsm.Rejected, to: StatePending, reason: "no prompt_steer is in flight for this input ID"},
-		},
-		EventWrittenWait: {
-			// spec/input.yaml:121
-			{disp: fsm.Ignored, to: StatePending, reason: "no deadline runs while the input is queued"},
-		},
-		EventNativeWrite: {
-			// spec/input.yaml:121
-			{disp: fsm.Ignored, to: StatePending, reason: "no deadline runs while the input is queued"},
-		},
-		EventReceiptSend: {
-			// spec/input.yaml:121
-			{disp: fsm.Ignored, to: StatePending, reason: "no deadline runs while the input is queued"},
-		},
-		EventDrainWait: {
-			// spec/input.yaml:121
-			{disp: fsm.Ignored, to: StatePending, reason: "no deadline runs while the input is queued"},
-		},
-		EventRunCompleting: {
-			// spec/input.yaml:124
-			{disp: fsm.Ignored, to: StatePending, reason: "the input was never sent"},
-		},
-		EventRunSettled: {
-			// spec/input.yaml:124
-			{disp: fsm.Ignored, to: StatePending, reason: "the input was never sent"},
-		},
-	},
-	StateSent: {
-		EventPromptSteer: {
-			// spec/input.yaml:226
-			{disp: fsm.Rejected, to: StateSent, reason: "the input is already in flight; there is no automatic redelivery"},
-		},
-		EventSendFailed: {
-			// spec/input.yaml:159
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
-		},
-		EventNativeWriteDone: {
-			// spec/input.yaml:133
-			{disp: fsm.Moved, to: StateWriteComplete, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessagePromptSteerAck}}},
-		},
-		EventNativeAccepted: {
-			// spec/input.yaml:150
-			{disp: fsm.Rejected, to: StateSent, reason: "consumption cannot be confirmed before the native write completes"},
-		},
-		EventInputRefused: {
-			// spec/input.yaml:142
-			{disp: fsm.Moved, to: StateSettling, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessagePromptSteerAck}}},
-		},
-		EventAckWritten: {
-			// spec/input.yaml:146
-			{disp: fsm.Moved, to: StateWritten, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}}},
-		},
-		EventAckAccepted: {
-			// spec/input.yaml:188
-			{disp: fsm.Moved, to: StateAccepted, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerDrainWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionAdvanceCursor}}},
-		},
-		EventAckRejected: {
-			// spec/input.yaml:197
-			{disp: fsm.Moved, guard: GuardRetryableCode, to: StatePending, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionKeepForRetry}}},
-			// spec/input.yaml:206
-			{disp: fsm.Moved, guard: GuardUnknownCode, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerDrainWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
-			// spec/input.yaml:216
-			{disp: fsm.Moved, to: StateRejected, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerDrainWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordRejection}}},
-		},
-		EventWrittenWait: {
-			// spec/input.yaml:159
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
-		},
-		EventNativeWrite: {
-			// spec/input.yaml:137
-			{disp: fsm.Moved, to: StateSettling, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessagePromptSteerAck}}},
-		},
-		EventReceiptSend: {
-			// spec/input.yaml:156
-			{disp: fsm.Ignored, to: StateSent, reason: "no receipt is being sent while the native write runs"},
-		},
-		EventDrainWait: {
-			// spec/input.yaml:153
-			{disp: fsm.Ignored, to: StateSent, reason: "the drain only runs for a written input once the Run completes"},
-		},
-		EventRunCompleting: {
-			// spec/input.yaml:163
-			{disp: fsm.Ignored, to: StateSent, reason: "the write and receipt budgets already bound the wait before done"},
-		},
-		EventRunSettled: {
-			// spec/input.yaml:159
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
-		},
-	},
-	StateWriteComplete: {
-		EventPromptSteer: {
-			// spec/input.yaml:226
-			{disp: fsm.Rejected, to: StateWriteComplete, reason: "the input is already in flight; there is no automatic redelivery"},
-		},
-		EventSendFailed: {
-			// spec/input.yaml:159
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
-		},
-		EventNativeWriteDone: {
-			// spec/input.yaml:183
-			{disp: fsm.Ignored, to: StateWriteComplete, reason: "the native write already completed"},
-		},
-		EventNativeAccepted: {
-			// spec/input.yaml:179
-			{disp: fsm.Moved, to: StateSettling, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessagePromptSteerAck}}},
-		},
-		EventInputRefused: {
-			// spec/input.yaml:179
-			{disp: fsm.Moved, to: StateSettling, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessagePromptSteerAck}}},
-		},
-		EventAckWritten: {
-			// spec/input.yaml:169
-			{disp: fsm.Moved, to: StateWritten, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}}},
-		},
-		EventAckAccepted: {
-			// spec/input.yaml:188
-			{disp: fsm.Moved, to: StateAccepted, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerDrainWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionAdvanceCursor}}},
-		},
-		EventAckRejected: {
-			// spec/input.yaml:206
-			{disp: fsm.Moved, guard: GuardUnknownCode, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerDrainWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
-			// spec/input.yaml:216
-			{disp: fsm.Moved, to: StateRejected, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerDrainWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordRejection}}},
-		},
-		EventWrittenWait: {
-			// spec/input.yaml:159
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
-		},
-		EventNativeWrite: {
-			// spec/input.yaml:183
-			{disp: fsm.Ignored, to: StateWriteComplete, reason: "the native write already completed"},
-		},
-		EventReceiptSend: {
-			// spec/input.yaml:173
-			{disp: fsm.Moved, to: StateWritten, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}}},
-		},
-		EventDrainWait: {
-			// spec/input.yaml:153
-			{disp: fsm.Ignored, to: StateWriteComplete, reason: "the drain only runs for a written input once the Run completes"},
-		},
-		EventRunCompleting: {
-			// spec/input.yaml:163
-			{disp: fsm.Ignored, to: StateWriteComplete, reason: "the write and receipt budgets already bound the wait before done"},
-		},
-		EventRunSettled: {
-			// spec/input.yaml:159
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
-		},
-	},
-	StateWritten: {
-		EventPromptSteer: {
-			// spec/input.yaml:226
-			{disp: fsm.Rejected, to: StateWritten, reason: "the input is already in flight; there is no automatic redelivery"},
-		},
-		EventSendFailed: {
-			// spec/input.yaml:243
-			{disp: fsm.Ignored, to: StateWritten, reason: "the write phase was already confirmed"},
-		},
-		EventNativeWriteDone: {
-			// spec/input.yaml:246
-			{disp: fsm.Ignored, to: StateWritten, reason: "the native write already completed"},
-		},
-		EventNativeAccepted: {
-			// spec/input.yaml:231
-			{disp: fsm.Moved, to: StateSettling, effects: []Effect{{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessagePromptSteerAck}}},
-		},
-		EventInputRefused: {
-			// spec/input.yaml:231
-			{disp: fsm.Moved, to: StateSettling, effects: []Effect{{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessagePromptSteerAck}}},
-		},
-		EventAckWritten: {
-			// spec/input.yaml:243
-			{disp: fsm.Ignored, to: StateWritten, reason: "the write phase was already confirmed"},
-		},
-		EventAckAccepted: {
-			// spec/input.yaml:188
-			{disp: fsm.Moved, to: StateAccepted, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerDrainWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionAdvanceCursor}}},
-		},
-		EventAckRejected: {
-			// spec/input.yaml:206
-			{disp: fsm.Moved, guard: GuardUnknownCode, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerDrainWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
-			// spec/input.yaml:216
-			{disp: fsm.Moved, to: StateRejected, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerDrainWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordRejection}}},
-		},
-		EventWrittenWait: {
-			// spec/input.yaml:249
-			{disp: fsm.Ignored, to: StateWritten, reason: "no write or send deadline is running"},
-		},
-		EventNativeWrite: {
-			// spec/input.yaml:249
-			{disp: fsm.Ignored, to: StateWritten, reason: "no write or send deadline is running"},
-		},
-		EventReceiptSend: {
-			// spec/input.yaml:249
-			{disp: fsm.Ignored, to: StateWritten, reason: "no write or send deadline is running"},
-		},
-		EventDrainWait: {
-			// spec/input.yaml:252
-			{disp: fsm.Ignored, to: StateWritten, reason: "the drain only runs once the Run completes"},
-		},
-		EventRunCompleting: {
-			// spec/input.yaml:235
-			{disp: fsm.Moved, to: StateDraining, effects: []Effect{{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerDrainWait}}},
-		},
-		EventRunSettled: {
-			// spec/input.yaml:239
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerDrainWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
-		},
-	},
-	StateDraining: {
-		EventPromptSteer: {
-			// spec/input.yaml:226
-			{disp: fsm.Rejected, to: StateDraining, reason: "the input is already in flight; there is no automatic redelivery"},
-		},
-		EventSendFailed: {
-			// spec/input.yaml:243
-			{disp: fsm.Ignored, to: StateDraining, reason: "the write phase was already confirmed"},
-		},
-		EventNativeWriteDone: {
-			// spec/input.yaml:246
-			{disp: fsm.Ignored, to: StateDraining, reason: "the native write already completed"},
-		},
-		EventNativeAccepted: {
-			// spec/input.yaml:257
-			{disp: fsm.Moved, to: StateSettling, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerDrainWait}, {Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessagePromptSteerAck}}},
-		},
-		EventInputRefused: {
-			// spec/input.yaml:257
-			{disp: fsm.Moved, to: StateSettling, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerDrainWait}, {Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessagePromptSteerAck}}},
-		},
-		EventAckWritten: {
-			// spec/input.yaml:243
-			{disp: fsm.Ignored, to: StateDraining, reason: "the write phase was already confirmed"},
-		},
-		EventAckAccepted: {
-			// spec/input.yaml:188
-			{disp: fsm.Moved, to: StateAccepted, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerDrainWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionAdvanceCursor}}},
-		},
-		EventAckRejected: {
-			// spec/input.yaml:206
-			{disp: fsm.Moved, guard: GuardUnknownCode, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerDrainWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
-			// spec/input.yaml:216
-			{disp: fsm.Moved, to: StateRejected, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerDrainWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordRejection}}},
-		},
-		EventWrittenWait: {
-			// spec/input.yaml:249
-			{disp: fsm.Ignored, to: StateDraining, reason: "no write or send deadline is running"},
-		},
-		EventNativeWrite: {
-			// spec/input.yaml:249
-			{disp: fsm.Ignored, to: StateDraining, reason: "no write or send deadline is running"},
-		},
-		EventReceiptSend: {
-			// spec/input.yaml:249
-			{disp: fsm.Ignored, to: StateDraining, reason: "no write or send deadline is running"},
-		},
-		EventDrainWait: {
-			// spec/input.yaml:261
-			{disp: fsm.Moved, to: StateSettling, effects: []Effect{{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessagePromptSteerAck}}},
-		},
-		EventRunCompleting: {
-			// spec/input.yaml:266
-			{disp: fsm.Ignored, to: StateDraining, reason: "the drain is already running"},
-		},
-		EventRunSettled: {
-			// spec/input.yaml:239
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerDrainWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
-		},
-	},
-	StateSettling: {
-		EventPromptSteer: {
-			// spec/input.yaml:226
-			{disp: fsm.Rejected, to: StateSettling, reason: "the input is already in flight; there is no automatic redelivery"},
-		},
-		EventSendFailed: {
-			// spec/input.yaml:243
-			{disp: fsm.Ignored, to: StateSettling, reason: "the write phase was already confirmed"},
-		},
-		EventNativeWriteDone: {
-			// spec/input.yaml:246
-			{disp: fsm.Ignored, to: StateSettling, reason: "the native write already completed"},
-		},
-		EventNativeAccepted: {
-			// spec/input.yaml:274
-			{disp: fsm.Ignored, to: StateSettling, reason: "the outcome is already being reported"},
-		},
-		EventInputRefused: {
-			// spec/input.yaml:274
-			{disp: fsm.Ignored, to: StateSettling, reason: "the outcome is already being reported"},
-		},
-		EventAckWritten: {
-			// spec/input.yaml:243
-			{disp: fsm.Ignored, to: StateSettling, reason: "the write phase was already confirmed"},
-		},
-		EventAckAccepted: {
-			// spec/input.yaml:188
-			{disp: fsm.Moved, to: StateAccepted, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerDrainWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionAdvanceCursor}}},
-		},
-		EventAckRejected: {
-			// spec/input.yaml:197
-			{disp: fsm.Moved, guard: GuardRetryableCode, to: StatePending, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionKeepForRetry}}},
-			// spec/input.yaml:206
-			{disp: fsm.Moved, guard: GuardUnknownCode, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerDrainWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
-			// spec/input.yaml:216
-			{disp: fsm.Moved, to: StateRejected, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerDrainWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordRejection}}},
-		},
-		EventWrittenWait: {
-			// spec/input.yaml:277
-			{disp: fsm.Ignored, to: StateSettling, reason: "only the receipt send budget runs while settling"},
-		},
-		EventNativeWrite: {
-			// spec/input.yaml:277
-			{disp: fsm.Ignored, to: StateSettling, reason: "only the receipt send budget runs while settling"},
-		},
-		EventReceiptSend: {
-			// spec/input.yaml:271
-			{disp: fsm.Moved, to: StateUnknown},
-		},
-		EventDrainWait: {
-			// spec/input.yaml:277
-			{disp: fsm.Ignored, to: StateSettling, reason: "only the receipt send budget runs while settling"},
-		},
-		EventRunCompleting: {
-			// spec/input.yaml:163
-			{disp: fsm.Ignored, to: StateSettling, reason: "the write and receipt budgets already bound the wait before done"},
-		},
-		EventRunSettled: {
-			// spec/input.yaml:239
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerDrainWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
-		},
-	},
-	StateAccepted: {
-		EventPromptSteer: {
-			// spec/input.yaml:286
-			{disp: fsm.Rejected, to: StateAccepted, reason: "the input ID is settled; a new input needs a new input ID"},
-		},
-		EventSendFailed: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateAccepted, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
-		},
-		EventNativeWriteDone: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateAccepted, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
-		},
-		EventNativeAccepted: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateAccepted, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
-		},
-		EventInputRefused: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateAccepted, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
-		},
-		EventAckWritten: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateAccepted, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
-		},
-		EventAckAccepted: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateAccepted, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
-		},
-		EventAckRejected: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateAccepted, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
-		},
-		EventWrittenWait: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateAccepted, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
-		},
-		EventNativeWrite: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateAccepted, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
-		},
-		EventReceiptSend: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateAccepted, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
-		},
-		EventDrainWait: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateAccepted, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
-		},
-		EventRunCompleting: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateAccepted, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
-		},
-		EventRunSettled: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateAccepted, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
-		},
-	},
-	StateRejected: {
-		EventPromptSteer: {
-			// spec/input.yaml:286
-			{disp: fsm.Rejected, to: StateRejected, reason: "the input ID is settled; a new input needs a new input ID"},
-		},
-		EventSendFailed: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateRejected, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
-		},
-		EventNativeWriteDone: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateRejected, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
-		},
-		EventNativeAccepted: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateRejected, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
-		},
-		EventInputRefused: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateRejected, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
-		},
-		EventAckWritten: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateRejected, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
-		},
-		EventAckAccepted: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateRejected, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
-		},
-		EventAckRejected: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateRejected, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
-		},
-		EventWrittenWait: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateRejected, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
-		},
-		EventNativeWrite: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateRejected, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
-		},
-		EventReceiptSend: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateRejected, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
-		},
-		EventDrainWait: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateRejected, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
-		},
-		EventRunCompleting: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateRejected, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
-		},
-		EventRunSettled: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateRejected, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
-		},
-	},
-	StateUnknown: {
-		EventPromptSteer: {
-			// spec/input.yaml:286
-			{disp: fsm.Rejected, to: StateUnknown, reason: "the input ID is settled; a new input needs a new input ID"},
-		},
-		EventSendFailed: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateUnknown, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
-		},
-		EventNativeWriteDone: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateUnknown, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
-		},
-		EventNativeAccepted: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateUnknown, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
-		},
-		EventInputRefused: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateUnknown, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
-		},
-		EventAckWritten: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateUnknown, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
-		},
-		EventAckAccepted: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateUnknown, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
-		},
-		EventAckRejected: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateUnknown, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
-		},
-		EventWrittenWait: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateUnknown, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
-		},
-		EventNativeWrite: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateUnknown, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
-		},
-		EventReceiptSend: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateUnknown, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
-		},
-		EventDrainWait: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateUnknown, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
-		},
-		EventRunCompleting: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateUnknown, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
-		},
-		EventRunSettled: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateUnknown, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
-		},
-	},
-}
-
-// init completes each candidate, and builds the error of a rejection once, so that answering an event allocates nothing.
-func init() {
-	for s := range table {
-		for e := range table[s] {
-			for i := range table[s][e] {
-				c := &table[s][e][i]
-				c.from, c.event = State(s), Event(e)
-				if c.disp == fsm.Rejected {
-					c.err = &fsm.TransitionError{
-						Event:   Event(e).String(),
-						Machine: Name,
-						Reason:  c.reason,
-						State:   State(s).String(),
-					}
-				}
-			}
-		}
-	}
-}
-
-// Transition is the pure transition function. It selects the candidate of
-// the (s, e) cell whose guard is in held (or the fallback), and returns the
-// step with its effects. It changes nothing, runs no hook and allocates
-// nothing for valid inputs: the returned step and error are shared, read-only
-// values from the table.
+// Transition is the pure transition function. It selects the candidate of the (s, e) cell whose
+// guard is in held (or the fallback) and returns the step with its effects. It changes nothing,
+// runs no hook and allocates nothing for valid inputs: the step and the error are shared,
+// read-only values of Table.
 //
-// A rejected event returns a *fsm.TransitionError naming the machine, state
-// and event (errors.Is(err, fsm.ErrRejected)); Step.To() then equals s. An
-// invalid state or event returns the zero Step and a *fsm.InvalidError.
+// A rejected event returns a *fsm.TransitionError naming the machine, state and event
+// (errors.Is(err, fsm.ErrRejected)); Step.To() then equals s. An invalid state or event returns
+// the zero Step and a *fsm.InvalidError.
 func Transition(s State, e Event, held GuardSet) (Step, error) {
-	if !s.Valid() || !e.Valid() {
-		return Step{}, check(s, e)
-	}
-	cands := table[s][e]
-	for i := range cands {
-		c := &cands[i]
-		if c.guard != 0 && !held.Has(c.guard) {
-			continue
-		}
-		// A nil *TransitionError must not become a non-nil error.
-		if c.err != nil {
-			return Step{c}, c.err
-		}
-		return Step{c}, nil
-	}
-	// The generator refuses a cell without an unguarded fallback, so this is unreachable.
-	return Step{}, &fsm.InvalidError{
-		Machine: Name,
-		Value:   s.String() + "/" + e.String(),
-		What:    "cell",
-	}
+	st, err := Table.Transition(fsm.StateID(s), fsm.EventID(e), fsm.GuardSet(held))
+	return Step{st}, err
 }
 
-// check builds the error for an invalid state or event; it is off the hot path.
-func check(s State, e Event) error {
-	if !s.Valid() {
-		return &fsm.InvalidError{
-			Machine: Name,
-			Value:   s.String(),
-			What:    "state",
-		}
-	}
-	if !e.Valid() {
-		return &fsm.InvalidError{
-			Machine: Name,
-			Value:   e.String(),
-			What:    "event",
-		}
-	}
-	return nil
+// CoreHooks is what a Core peer implements to run the input machine: one method per guard it
+// evaluates, per message it sends and per action it performs. The engine calls a guard while it
+// selects a candidate, and the other methods after the step, in spec order (fsm.Machine.Fire, or a
+// driver that drains an fsm.Outbox). A method must not change the machine. The *fsm.Firing is
+// reused: do not keep it after the call.
+type CoreHooks[A any] interface {
+	// GuardInputSlotFree reports whether no other input of the same Run is between prompt_steer
+	// and a settled receipt (one input in flight per Run).
+	GuardInputSlotFree(f *fsm.Firing[A]) bool
+	// GuardRetryableCode reports whether the error code is not_ready or busy, which the Runtime
+	// answers at admission before any native write.
+	GuardRetryableCode(f *fsm.Firing[A]) bool
+	// GuardUnknownCode reports whether the error code is outcome_unknown (the Runtime itself
+	// cannot tell whether the input was consumed).
+	GuardUnknownCode(f *fsm.Firing[A]) bool
+	// DoAdvanceCursor performs advance_cursor: Core advances the Run's input cursor past this
+	// input and may send the next one.
+	DoAdvanceCursor(f *fsm.Firing[A]) error
+	// DoKeepForRetry performs keep_for_retry: Core keeps the input queued with its identical
+	// payload and input ID; a changed payload would be input_conflict.
+	DoKeepForRetry(f *fsm.Firing[A]) error
+	// DoRecordRejection performs record_rejection: Core records the finite error code as the
+	// input's outcome; the cursor does not move.
+	DoRecordRejection(f *fsm.Firing[A]) error
+	// DoMarkUnknown performs mark_unknown: Core records the input outcome as unknown; the cursor
+	// does not move and nothing is resent.
+	DoMarkUnknown(f *fsm.Firing[A]) error
 }
 
-// Hooks is what a peer implements to drive the machine: one method per
-// guard, per message the machine asks it to send and per action, plus the
-// timer methods when the machine has timers. Fire calls them with the
-// machine's lock held, in spec order, and only for effects of the machine's
-// role. A hook must not call Fire on the same machine (it would deadlock);
-// it raises follow-up events with f.Raise, which run once the current event
-// completes. The *Firing is reused: do not keep it after the hook returns.
-type Hooks[A any] interface {
-	// GuardInputSlotFree reports whether no other input of the same Run is between prompt_steer and a settled receipt (one input in flight per Run).
-	GuardInputSlotFree(f *Firing[A]) bool
-	// GuardRetryableCode reports whether the error code is not_ready or busy, which the Runtime answers at admission before any native write.
-	GuardRetryableCode(f *Firing[A]) bool
-	// GuardUnknownCode reports whether the error code is outcome_unknown (the Runtime itself cannot tell whether the input was consumed).
-	GuardUnknownCode(f *Firing[A]) bool
-	// SendPromptSteerAck sends a prompt_steer_ack frame for this instance.
-	SendPromptSteerAck(f *Firing[A]) error
-	// StartTimer arms (or re-arms) t for t.Duration(); on expiry the peer fires t.Event().
-	StartTimer(f *Firing[A], t Timer) error
-	// StopTimer disarms t. Stopping a timer that is not armed is not an error.
-	StopTimer(f *Firing[A], t Timer) error
-	// DoWriteNative performs write_native: the Runtime hands the input to the adapter's native write.
-	DoWriteNative(f *Firing[A]) error
-	// DoAdvanceCursor performs advance_cursor: Core advances the Run's input cursor past this input and may send the next one.
-	DoAdvanceCursor(f *Firing[A]) error
-	// DoKeepForRetry performs keep_for_retry: Core keeps the input queued with its identical payload and input ID; a changed payload would be input_conflict.
-	DoKeepForRetry(f *Firing[A]) error
-	// DoRecordRejection performs record_rejection: Core records the finite error code as the input's outcome; the cursor does not move.
-	DoRecordRejection(f *Firing[A]) error
-	// DoMarkUnknown performs mark_unknown: Core records the input outcome as unknown; the cursor does not move and nothing is resent.
-	DoMarkUnknown(f *Firing[A]) error
-}
-
-// Firing describes the event being handled; hooks receive it.
-type Firing[A any] struct {
-	From  State
-	Event Event
-	To    State // the target while effects run; equals From while guards run
-	Arg   A     // the argument passed to Fire or Raise, e.g. the decoded frame
-	Role  fsm.Role
-	m     *Machine[A]
-}
-
-// Raise queues a follow-up event that runs after the current one, under the same Fire call.
-func (f *Firing[A]) Raise(e Event, arg A) error {
-	return f.m.enqueue(e, arg)
-}
-
-// Machine is one instance of the lifecycle. It is safe for concurrent use:
-// Fire serialises callers, and each caller gets the result of its own event.
-type Machine[A any] struct {
-	mu      sync.Mutex
-	state   State
-	role    fsm.Role
-	hooks   Hooks[A]
-	observe func(Step)
-	firing  Firing[A]
-	queue   fsm.Queue[Event, A]
-}
-
-// New returns a machine in the Initial state that performs the effects of role.
-func New[A any](role fsm.Role, hooks Hooks[A]) *Machine[A] {
-	return &Machine[A]{
-		hooks: hooks,
-		role:  role,
-		state: Initial,
-	}
-}
-
-// State returns the current state.
-func (m *Machine[A]) State() State {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.state
-}
-
-// Observe registers fn to be called, with the lock held, after every step, including ignored and rejected ones (for logs, metrics and trace checks). Pass nil to remove it.
-func (m *Machine[A]) Observe(fn func(Step)) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.observe = fn
-}
-
-// Fire handles event e with argument arg, then every follow-up event the
-// effects raised, in order, before returning (run to completion).
-//
-// It returns nil when the event moved the machine, kept it in place or was
-// ignored; a *fsm.TransitionError when the spec rejects it (the state is
-// unchanged and queued follow-ups are dropped); a *fsm.EffectError when a hook
-// failed (the state has already moved, the rest of the effects did not run).
-func (m *Machine[A]) Fire(e Event, arg A) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	err := m.step(e, arg)
-	for err == nil {
-		next, nextArg, ok := m.queue.Pop()
-		if !ok {
-			break
-		}
-		err = m.step(next, nextArg)
-	}
-	// An error ends the run: drop the follow-ups it left behind.
-	m.queue.Clear()
-	// Only the argument can hold on to caller memory; the rest is overwritten by the next step.
-	var zero A
-	m.firing.Arg = zero
-	return err
-}
-
-func (m *Machine[A]) enqueue(e Event, arg A) error {
-	if !m.queue.Push(e, arg) {
-		return &fsm.QueueError{
-			Event:   e.String(),
-			Machine: Name,
-		}
-	}
-	return nil
-}
-
-func (m *Machine[A]) step(e Event, arg A) error {
-	s := m.state
-	if !e.Valid() {
-		return check(s, e)
-	}
-	// Field by field: assigning a whole Firing literal costs a stalled copy on every event.
-	fr := &m.firing
-	fr.From, fr.Event, fr.To, fr.Arg, fr.Role, fr.m = s, e, s, arg, m.role, m
-	for i := range table[s][e] {
-		c := &table[s][e][i]
-		if c.guard != 0 && !m.guard(c.guard, fr) {
-			continue
-		}
-		if c.disp == fsm.Moved || c.disp == fsm.Stayed {
-			m.state, fr.To = c.to, c.to
-		}
-		if m.observe != nil {
-			m.observe(Step{c})
-		}
-		if c.err != nil {
-			return c.err
-		}
-		for j := range c.effects {
-			ef := &c.effects[j]
-			if !m.role.Performs(ef.Role) {
-				continue
-			}
-			if err := m.perform(fr, ef); err != nil {
-				return &fsm.EffectError{
-					Effect:  ef.String(),
-					Err:     err,
-					Event:   e.String(),
-					From:    s.String(),
-					Machine: Name,
-					To:      c.to.String(),
-				}
-			}
-		}
+// Core binds h as the guards and effects of a Core peer, by ID (nil for a nil h).
+func Core[A any](h CoreHooks[A]) fsm.Binding[A] {
+	if h == nil {
 		return nil
 	}
-	return nil
+	return &fsm.HookTable[A]{
+		Guards:  []func(*fsm.Firing[A]) bool{GuardInputSlotFree: h.GuardInputSlotFree, GuardRetryableCode: h.GuardRetryableCode, GuardUnknownCode: h.GuardUnknownCode},
+		Actions: []func(*fsm.Firing[A]) error{ActionAdvanceCursor: h.DoAdvanceCursor, ActionKeepForRetry: h.DoKeepForRetry, ActionRecordRejection: h.DoRecordRejection, ActionMarkUnknown: h.DoMarkUnknown},
+	}
 }
 
-func (m *Machine[A]) guard(g Guard, fr *Firing[A]) bool {
-	switch g {
-	case GuardInputSlotFree:
-		return m.hooks.GuardInputSlotFree(fr)
-	case GuardRetryableCode:
-		return m.hooks.GuardRetryableCode(fr)
-	case GuardUnknownCode:
-		return m.hooks.GuardUnknownCode(fr)
-	}
-	return false
+// NewCore returns a input machine in its Initial state that evaluates the guards and performs the
+// effects of a Core peer through h, after each step (fsm.Machine.Fire). timers arms and disarms
+// the timers the Core owns; it must not be nil.
+func NewCore[A any](h CoreHooks[A], timers fsm.Timers[A]) (*fsm.Machine[A], error) {
+	return fsm.NewMachine(Table, fsm.RoleCore, Core[A](h), timers)
 }
 
-func (m *Machine[A]) perform(fr *Firing[A], ef *Effect) error {
-	switch ef.Kind {
-	case fsm.EffectSend:
-		switch ef.Message {
-		case MessagePromptSteerAck:
-			return m.hooks.SendPromptSteerAck(fr)
-		}
-	case fsm.EffectStart:
-		return m.hooks.StartTimer(fr, ef.Timer)
-	case fsm.EffectStop:
-		return m.hooks.StopTimer(fr, ef.Timer)
-	case fsm.EffectDo:
-		switch ef.Action {
-		case ActionWriteNative:
-			return m.hooks.DoWriteNative(fr)
-		case ActionAdvanceCursor:
-			return m.hooks.DoAdvanceCursor(fr)
-		case ActionKeepForRetry:
-			return m.hooks.DoKeepForRetry(fr)
-		case ActionRecordRejection:
-			return m.hooks.DoRecordRejection(fr)
-		case ActionMarkUnknown:
-			return m.hooks.DoMarkUnknown(fr)
-		}
-	case fsm.EffectRaise:
-		return m.enqueue(ef.Raise, fr.Arg)
-	}
-	return nil
+// RuntimeHooks is what a Runtime peer implements to run the input machine: one method per guard it
+// evaluates, per message it sends and per action it performs. The engine calls a guard while it
+// selects a candidate, and the other methods after the step, in spec order (fsm.Machine.Fire, or a
+// driver that drains an fsm.Outbox). A method must not change the machine. The *fsm.Firing is
+// reused: do not keep it after the call.
+type RuntimeHooks[A any] interface {
+	// GuardInputSlotFree reports whether no other input of the same Run is between prompt_steer
+	// and a settled receipt (one input in flight per Run).
+	GuardInputSlotFree(f *fsm.Firing[A]) bool
+	// GuardRetryableCode reports whether the error code is not_ready or busy, which the Runtime
+	// answers at admission before any native write.
+	GuardRetryableCode(f *fsm.Firing[A]) bool
+	// GuardUnknownCode reports whether the error code is outcome_unknown (the Runtime itself
+	// cannot tell whether the input was consumed).
+	GuardUnknownCode(f *fsm.Firing[A]) bool
+	// SendPromptSteerAck sends the prompt_steer_ack frame of this instance.
+	SendPromptSteerAck(f *fsm.Firing[A]) error
+	// DoWriteNative performs write_native: the Runtime hands the input to the adapter's native
+	// write.
+	DoWriteNative(f *fsm.Firing[A]) error
 }
 
-// Restore puts the machine in the state saved under name (State.String) and
-// returns the timers that state keeps armed, which the peer must re-arm. It
-// runs no hook and no effect.
-func (m *Machine[A]) Restore(name string) ([]Timer, error) {
-	s, err := ParseState(name)
-	if err != nil {
-		return nil, err
+// Runtime binds h as the guards and effects of a Runtime peer, by ID (nil for a nil h).
+func Runtime[A any](h RuntimeHooks[A]) fsm.Binding[A] {
+	if h == nil {
+		return nil
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.state = s
-	return s.Timers(), nil
+	return &fsm.HookTable[A]{
+		Guards:  []func(*fsm.Firing[A]) bool{GuardInputSlotFree: h.GuardInputSlotFree, GuardRetryableCode: h.GuardRetryableCode, GuardUnknownCode: h.GuardUnknownCode},
+		Sends:   []func(*fsm.Firing[A]) error{MessagePromptSteerAck: h.SendPromptSteerAck},
+		Actions: []func(*fsm.Firing[A]) error{ActionWriteNative: h.DoWriteNative},
+	}
+}
+
+// NewRuntime returns a input machine in its Initial state that evaluates the guards and performs
+// the effects of a Runtime peer through h, after each step (fsm.Machine.Fire). timers arms and
+// disarms the timers the Runtime owns; it must not be nil.
+func NewRuntime[A any](h RuntimeHooks[A], timers fsm.Timers[A]) (*fsm.Machine[A], error) {
+	return fsm.NewMachine(Table, fsm.RoleRuntime, Runtime[A](h), timers)
 }

@@ -4,80 +4,406 @@ package input
 
 import (
 	"errors"
+	"fmt"
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/fsm/fsmtest"
 	"github.com/stretchr/testify/require"
-	"math/rand/v2"
-	"sync"
+	"reflect"
 	"testing"
 )
 
 const specFile = "../../spec/input.yaml"
 
-// recorder implements Hooks: guards answer from held, effects are logged in spec form, and the effect named fail returns errHook. raise, when set, is called from inside every hook: it exercises follow-up events.
+var roles = []fsm.Role{fsm.RoleCore, fsm.RoleRuntime}
+
+// recorder implements CoreHooks, RuntimeHooks and fsm.Timers. Guards answer from held; each hook
+// notes its method in called (when set) and its effect, in spec form, in log (unless quiet); the
+// effect named fail returns errHook.
 type recorder struct {
-	held  GuardSet
-	log   []string
-	fail  string
-	raise func(*Firing[int]) error
+	held   GuardSet
+	log    []string
+	fail   string
+	quiet  bool
+	called map[string]bool
 }
 
 var errHook = errors.New("hook failed")
-var _ Hooks[int] = (*recorder)(nil)
+var (
+	_ CoreHooks[int]    = (*recorder)(nil)
+	_ RuntimeHooks[int] = (*recorder)(nil)
+	_ fsm.Timers[int]   = (*recorder)(nil)
+)
 
-func (r *recorder) record(f *Firing[int], effect string) error {
-	r.log = append(r.log, effect)
+func (r *recorder) guard(method string, g Guard) bool {
+	if r.called != nil && method != "" {
+		r.called[method] = true
+	}
+	return r.held.Has(g)
+}
+
+func (r *recorder) effect(method, effect string) error {
+	if r.called != nil && method != "" {
+		r.called[method] = true
+	}
+	if !r.quiet {
+		r.log = append(r.log, effect)
+	}
 	if effect == r.fail {
 		return errHook
-	}
-	if r.raise != nil {
-		return r.raise(f)
 	}
 	return nil
 }
 
-func (r *recorder) GuardInputSlotFree(f *Firing[int]) bool {
-	return r.held.Has(GuardInputSlotFree)
+func (r *recorder) GuardInputSlotFree(*fsm.Firing[int]) bool {
+	return r.guard("GuardInputSlotFree", GuardInputSlotFree)
 }
 
-func (r *recorder) GuardRetryableCode(f *Firing[int]) bool {
-	return r.held.Has(GuardRetryableCode)
+func (r *recorder) GuardRetryableCode(*fsm.Firing[int]) bool {
+	return r.guard("GuardRetryableCode", GuardRetryableCode)
 }
 
-func (r *recorder) GuardUnknownCode(f *Firing[int]) bool {
-	return r.held.Has(GuardUnknownCode)
+func (r *recorder) GuardUnknownCode(*fsm.Firing[int]) bool {
+	return r.guard("GuardUnknownCode", GuardUnknownCode)
 }
 
-func (r *recorder) SendPromptSteerAck(f *Firing[int]) error {
-	return r.record(f, "send prompt_steer_ack")
+func (r *recorder) SendPromptSteerAck(*fsm.Firing[int]) error {
+	return r.effect("SendPromptSteerAck", "send prompt_steer_ack")
 }
 
-func (r *recorder) StartTimer(f *Firing[int], t Timer) error {
-	return r.record(f, "start "+t.String())
+func (r *recorder) DoWriteNative(*fsm.Firing[int]) error {
+	return r.effect("DoWriteNative", "do write_native")
 }
 
-func (r *recorder) StopTimer(f *Firing[int], t Timer) error {
-	return r.record(f, "stop "+t.String())
+func (r *recorder) DoAdvanceCursor(*fsm.Firing[int]) error {
+	return r.effect("DoAdvanceCursor", "do advance_cursor")
 }
 
-func (r *recorder) DoWriteNative(f *Firing[int]) error {
-	return r.record(f, "do write_native")
+func (r *recorder) DoKeepForRetry(*fsm.Firing[int]) error {
+	return r.effect("DoKeepForRetry", "do keep_for_retry")
 }
 
-func (r *recorder) DoAdvanceCursor(f *Firing[int]) error {
-	return r.record(f, "do advance_cursor")
+func (r *recorder) DoRecordRejection(*fsm.Firing[int]) error {
+	return r.effect("DoRecordRejection", "do record_rejection")
 }
 
-func (r *recorder) DoKeepForRetry(f *Firing[int]) error {
-	return r.record(f, "do keep_for_retry")
+func (r *recorder) DoMarkUnknown(*fsm.Firing[int]) error {
+	return r.effect("DoMarkUnknown", "do mark_unknown")
 }
 
-func (r *recorder) DoRecordRejection(f *Firing[int]) error {
-	return r.record(f, "do record_rejection")
+func (r *recorder) StartTimer(_ *fsm.Firing[int], tm fsm.TimerID) error {
+	if r.quiet {
+		return nil // building the log entry would allocate
+	}
+	return r.effect("", "start "+Timer(tm).String())
 }
 
-func (r *recorder) DoMarkUnknown(f *Firing[int]) error {
-	return r.record(f, "do mark_unknown")
+func (r *recorder) StopTimer(_ *fsm.Firing[int], tm fsm.TimerID) error {
+	if r.quiet {
+		return nil // building the log entry would allocate
+	}
+	return r.effect("", "stop "+Timer(tm).String())
+}
+
+// newMachine returns a machine for role whose hooks and timers are rec.
+func newMachine(t *testing.T, role fsm.Role, rec *recorder) *fsm.Machine[int] {
+	t.Helper()
+	if role == fsm.RoleCore {
+		m, err := NewCore[int](rec, rec)
+		require.NoError(t, err)
+		return m
+	}
+	m, err := NewRuntime[int](rec, rec)
+	require.NoError(t, err)
+	return m
+}
+
+// heldGuards holds the guards of a GuardSet, for an fsm.Instance.
+type heldGuards GuardSet
+
+func (h heldGuards) Guard(g fsm.GuardID, _ *fsm.Firing[int]) bool {
+	return fsm.GuardSet(h).Has(g)
+}
+
+type cellCase struct {
+	line    int
+	from    State
+	event   Event
+	held    GuardSet
+	disp    fsm.Disposition
+	to      State
+	guard   Guard
+	reason  string
+	effects []string              // every role's, as the spec writes them
+	logs    map[fsm.Role][]string // the hook log of each role that handles the event
+	raises  bool
+}
+
+// cellCases has one entry per candidate of every cell, computed from the spec when the code was
+// generated.
+var cellCases = []cellCase{
+	{line: 112, from: StatePending, event: EventPromptSteer, held: GuardSet(0).With(GuardInputSlotFree), disp: fsm.Moved, to: StateSent, guard: GuardInputSlotFree, effects: []string{"core: start written_wait", "runtime: start native_write", "runtime: do write_native"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"start written_wait"}, fsm.RoleRuntime: {"start native_write", "do write_native"}}},
+	{line: 117, from: StatePending, event: EventPromptSteer, disp: fsm.Rejected, to: StatePending, reason: "another input of this Run is in flight; this one stays queued until that receipt settles", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 128, from: StatePending, event: EventSendFailed, disp: fsm.Rejected, to: StatePending, reason: "no prompt_steer is in flight for this input ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 128, from: StatePending, event: EventNativeWriteDone, disp: fsm.Rejected, to: StatePending, reason: "no prompt_steer is in flight for this input ID", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 128, from: StatePending, event: EventNativeAccepted, disp: fsm.Rejected, to: StatePending, reason: "no prompt_steer is in flight for this input ID", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 128, from: StatePending, event: EventInputRefused, disp: fsm.Rejected, to: StatePending, reason: "no prompt_steer is in flight for this input ID", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 128, from: StatePending, event: EventAckWritten, disp: fsm.Rejected, to: StatePending, reason: "no prompt_steer is in flight for this input ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 128, from: StatePending, event: EventAckAccepted, disp: fsm.Rejected, to: StatePending, reason: "no prompt_steer is in flight for this input ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 128, from: StatePending, event: EventAckRejected, disp: fsm.Rejected, to: StatePending, reason: "no prompt_steer is in flight for this input ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 121, from: StatePending, event: EventWrittenWait, disp: fsm.Ignored, to: StatePending, reason: "no deadline runs while the input is queued", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 121, from: StatePending, event: EventNativeWrite, disp: fsm.Ignored, to: StatePending, reason: "no deadline runs while the input is queued", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 121, from: StatePending, event: EventReceiptSend, disp: fsm.Ignored, to: StatePending, reason: "no deadline runs while the input is queued", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 121, from: StatePending, event: EventDrainWait, disp: fsm.Ignored, to: StatePending, reason: "no deadline runs while the input is queued", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 124, from: StatePending, event: EventRunCompleting, disp: fsm.Ignored, to: StatePending, reason: "the input was never sent", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 124, from: StatePending, event: EventRunSettled, disp: fsm.Ignored, to: StatePending, reason: "the input was never sent", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 226, from: StateSent, event: EventPromptSteer, disp: fsm.Rejected, to: StateSent, reason: "the input is already in flight; there is no automatic redelivery", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 159, from: StateSent, event: EventSendFailed, disp: fsm.Moved, to: StateUnknown, effects: []string{"core: stop written_wait", "runtime: stop native_write", "runtime: stop receipt_send", "core: do mark_unknown"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop written_wait", "do mark_unknown"}}},
+	{line: 133, from: StateSent, event: EventNativeWriteDone, disp: fsm.Moved, to: StateWriteComplete, effects: []string{"runtime: stop native_write", "runtime: start receipt_send", "runtime: send prompt_steer_ack"}, logs: map[fsm.Role][]string{fsm.RoleRuntime: {"stop native_write", "start receipt_send", "send prompt_steer_ack"}}},
+	{line: 150, from: StateSent, event: EventNativeAccepted, disp: fsm.Rejected, to: StateSent, reason: "consumption cannot be confirmed before the native write completes", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 142, from: StateSent, event: EventInputRefused, disp: fsm.Moved, to: StateSettling, effects: []string{"runtime: stop native_write", "core: stop written_wait", "runtime: start receipt_send", "runtime: send prompt_steer_ack"}, logs: map[fsm.Role][]string{fsm.RoleRuntime: {"stop native_write", "start receipt_send", "send prompt_steer_ack"}}},
+	{line: 146, from: StateSent, event: EventAckWritten, disp: fsm.Moved, to: StateWritten, effects: []string{"core: stop written_wait", "runtime: stop native_write"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop written_wait"}, fsm.RoleRuntime: {"stop native_write"}}},
+	{line: 188, from: StateSent, event: EventAckAccepted, disp: fsm.Moved, to: StateAccepted, effects: []string{"core: stop written_wait", "runtime: stop native_write", "runtime: stop receipt_send", "runtime: stop drain_wait", "core: do advance_cursor"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop written_wait", "do advance_cursor"}, fsm.RoleRuntime: {"stop native_write", "stop receipt_send", "stop drain_wait"}}},
+	{line: 197, from: StateSent, event: EventAckRejected, held: GuardSet(0).With(GuardRetryableCode), disp: fsm.Moved, to: StatePending, guard: GuardRetryableCode, effects: []string{"core: stop written_wait", "runtime: stop native_write", "runtime: stop receipt_send", "core: do keep_for_retry"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop written_wait", "do keep_for_retry"}, fsm.RoleRuntime: {"stop native_write", "stop receipt_send"}}},
+	{line: 206, from: StateSent, event: EventAckRejected, held: GuardSet(0).With(GuardUnknownCode), disp: fsm.Moved, to: StateUnknown, guard: GuardUnknownCode, effects: []string{"core: stop written_wait", "runtime: stop native_write", "runtime: stop receipt_send", "runtime: stop drain_wait", "core: do mark_unknown"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop written_wait", "do mark_unknown"}, fsm.RoleRuntime: {"stop native_write", "stop receipt_send", "stop drain_wait"}}},
+	{line: 216, from: StateSent, event: EventAckRejected, disp: fsm.Moved, to: StateRejected, effects: []string{"core: stop written_wait", "runtime: stop native_write", "runtime: stop receipt_send", "runtime: stop drain_wait", "core: do record_rejection"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop written_wait", "do record_rejection"}, fsm.RoleRuntime: {"stop native_write", "stop receipt_send", "stop drain_wait"}}},
+	{line: 159, from: StateSent, event: EventWrittenWait, disp: fsm.Moved, to: StateUnknown, effects: []string{"core: stop written_wait", "runtime: stop native_write", "runtime: stop receipt_send", "core: do mark_unknown"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop written_wait", "do mark_unknown"}}},
+	{line: 137, from: StateSent, event: EventNativeWrite, disp: fsm.Moved, to: StateSettling, effects: []string{"core: stop written_wait", "runtime: start receipt_send", "runtime: send prompt_steer_ack"}, logs: map[fsm.Role][]string{fsm.RoleRuntime: {"start receipt_send", "send prompt_steer_ack"}}},
+	{line: 156, from: StateSent, event: EventReceiptSend, disp: fsm.Ignored, to: StateSent, reason: "no receipt is being sent while the native write runs", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 153, from: StateSent, event: EventDrainWait, disp: fsm.Ignored, to: StateSent, reason: "the drain only runs for a written input once the Run completes", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 163, from: StateSent, event: EventRunCompleting, disp: fsm.Ignored, to: StateSent, reason: "the write and receipt budgets already bound the wait before done", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 159, from: StateSent, event: EventRunSettled, disp: fsm.Moved, to: StateUnknown, effects: []string{"core: stop written_wait", "runtime: stop native_write", "runtime: stop receipt_send", "core: do mark_unknown"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop written_wait", "do mark_unknown"}}},
+	{line: 226, from: StateWriteComplete, event: EventPromptSteer, disp: fsm.Rejected, to: StateWriteComplete, reason: "the input is already in flight; there is no automatic redelivery", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 159, from: StateWriteComplete, event: EventSendFailed, disp: fsm.Moved, to: StateUnknown, effects: []string{"core: stop written_wait", "runtime: stop native_write", "runtime: stop receipt_send", "core: do mark_unknown"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop written_wait", "do mark_unknown"}}},
+	{line: 183, from: StateWriteComplete, event: EventNativeWriteDone, disp: fsm.Ignored, to: StateWriteComplete, reason: "the native write already completed", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 179, from: StateWriteComplete, event: EventNativeAccepted, disp: fsm.Moved, to: StateSettling, effects: []string{"core: stop written_wait", "runtime: stop receipt_send", "runtime: start receipt_send", "runtime: send prompt_steer_ack"}, logs: map[fsm.Role][]string{fsm.RoleRuntime: {"stop receipt_send", "start receipt_send", "send prompt_steer_ack"}}},
+	{line: 179, from: StateWriteComplete, event: EventInputRefused, disp: fsm.Moved, to: StateSettling, effects: []string{"core: stop written_wait", "runtime: stop receipt_send", "runtime: start receipt_send", "runtime: send prompt_steer_ack"}, logs: map[fsm.Role][]string{fsm.RoleRuntime: {"stop receipt_send", "start receipt_send", "send prompt_steer_ack"}}},
+	{line: 169, from: StateWriteComplete, event: EventAckWritten, disp: fsm.Moved, to: StateWritten, effects: []string{"runtime: stop receipt_send", "core: stop written_wait"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop written_wait"}, fsm.RoleRuntime: {"stop receipt_send"}}},
+	{line: 188, from: StateWriteComplete, event: EventAckAccepted, disp: fsm.Moved, to: StateAccepted, effects: []string{"core: stop written_wait", "runtime: stop native_write", "runtime: stop receipt_send", "runtime: stop drain_wait", "core: do advance_cursor"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop written_wait", "do advance_cursor"}, fsm.RoleRuntime: {"stop native_write", "stop receipt_send", "stop drain_wait"}}},
+	{line: 206, from: StateWriteComplete, event: EventAckRejected, held: GuardSet(0).With(GuardUnknownCode), disp: fsm.Moved, to: StateUnknown, guard: GuardUnknownCode, effects: []string{"core: stop written_wait", "runtime: stop native_write", "runtime: stop receipt_send", "runtime: stop drain_wait", "core: do mark_unknown"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop written_wait", "do mark_unknown"}, fsm.RoleRuntime: {"stop native_write", "stop receipt_send", "stop drain_wait"}}},
+	{line: 216, from: StateWriteComplete, event: EventAckRejected, disp: fsm.Moved, to: StateRejected, effects: []string{"core: stop written_wait", "runtime: stop native_write", "runtime: stop receipt_send", "runtime: stop drain_wait", "core: do record_rejection"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop written_wait", "do record_rejection"}, fsm.RoleRuntime: {"stop native_write", "stop receipt_send", "stop drain_wait"}}},
+	{line: 159, from: StateWriteComplete, event: EventWrittenWait, disp: fsm.Moved, to: StateUnknown, effects: []string{"core: stop written_wait", "runtime: stop native_write", "runtime: stop receipt_send", "core: do mark_unknown"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop written_wait", "do mark_unknown"}}},
+	{line: 183, from: StateWriteComplete, event: EventNativeWrite, disp: fsm.Ignored, to: StateWriteComplete, reason: "the native write already completed", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 173, from: StateWriteComplete, event: EventReceiptSend, disp: fsm.Moved, to: StateWritten, effects: []string{"core: stop written_wait"}, logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 153, from: StateWriteComplete, event: EventDrainWait, disp: fsm.Ignored, to: StateWriteComplete, reason: "the drain only runs for a written input once the Run completes", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 163, from: StateWriteComplete, event: EventRunCompleting, disp: fsm.Ignored, to: StateWriteComplete, reason: "the write and receipt budgets already bound the wait before done", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 159, from: StateWriteComplete, event: EventRunSettled, disp: fsm.Moved, to: StateUnknown, effects: []string{"core: stop written_wait", "runtime: stop native_write", "runtime: stop receipt_send", "core: do mark_unknown"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop written_wait", "do mark_unknown"}}},
+	{line: 226, from: StateWritten, event: EventPromptSteer, disp: fsm.Rejected, to: StateWritten, reason: "the input is already in flight; there is no automatic redelivery", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 243, from: StateWritten, event: EventSendFailed, disp: fsm.Ignored, to: StateWritten, reason: "the write phase was already confirmed", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 246, from: StateWritten, event: EventNativeWriteDone, disp: fsm.Ignored, to: StateWritten, reason: "the native write already completed", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 231, from: StateWritten, event: EventNativeAccepted, disp: fsm.Moved, to: StateSettling, effects: []string{"runtime: start receipt_send", "runtime: send prompt_steer_ack"}, logs: map[fsm.Role][]string{fsm.RoleRuntime: {"start receipt_send", "send prompt_steer_ack"}}},
+	{line: 231, from: StateWritten, event: EventInputRefused, disp: fsm.Moved, to: StateSettling, effects: []string{"runtime: start receipt_send", "runtime: send prompt_steer_ack"}, logs: map[fsm.Role][]string{fsm.RoleRuntime: {"start receipt_send", "send prompt_steer_ack"}}},
+	{line: 243, from: StateWritten, event: EventAckWritten, disp: fsm.Ignored, to: StateWritten, reason: "the write phase was already confirmed", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 188, from: StateWritten, event: EventAckAccepted, disp: fsm.Moved, to: StateAccepted, effects: []string{"core: stop written_wait", "runtime: stop native_write", "runtime: stop receipt_send", "runtime: stop drain_wait", "core: do advance_cursor"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop written_wait", "do advance_cursor"}, fsm.RoleRuntime: {"stop native_write", "stop receipt_send", "stop drain_wait"}}},
+	{line: 206, from: StateWritten, event: EventAckRejected, held: GuardSet(0).With(GuardUnknownCode), disp: fsm.Moved, to: StateUnknown, guard: GuardUnknownCode, effects: []string{"core: stop written_wait", "runtime: stop native_write", "runtime: stop receipt_send", "runtime: stop drain_wait", "core: do mark_unknown"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop written_wait", "do mark_unknown"}, fsm.RoleRuntime: {"stop native_write", "stop receipt_send", "stop drain_wait"}}},
+	{line: 216, from: StateWritten, event: EventAckRejected, disp: fsm.Moved, to: StateRejected, effects: []string{"core: stop written_wait", "runtime: stop native_write", "runtime: stop receipt_send", "runtime: stop drain_wait", "core: do record_rejection"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop written_wait", "do record_rejection"}, fsm.RoleRuntime: {"stop native_write", "stop receipt_send", "stop drain_wait"}}},
+	{line: 249, from: StateWritten, event: EventWrittenWait, disp: fsm.Ignored, to: StateWritten, reason: "no write or send deadline is running", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 249, from: StateWritten, event: EventNativeWrite, disp: fsm.Ignored, to: StateWritten, reason: "no write or send deadline is running", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 249, from: StateWritten, event: EventReceiptSend, disp: fsm.Ignored, to: StateWritten, reason: "no write or send deadline is running", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 252, from: StateWritten, event: EventDrainWait, disp: fsm.Ignored, to: StateWritten, reason: "the drain only runs once the Run completes", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 235, from: StateWritten, event: EventRunCompleting, disp: fsm.Moved, to: StateDraining, effects: []string{"runtime: start drain_wait"}, logs: map[fsm.Role][]string{fsm.RoleRuntime: {"start drain_wait"}}},
+	{line: 239, from: StateWritten, event: EventRunSettled, disp: fsm.Moved, to: StateUnknown, effects: []string{"runtime: stop drain_wait", "runtime: stop receipt_send", "core: do mark_unknown"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do mark_unknown"}}},
+	{line: 226, from: StateDraining, event: EventPromptSteer, disp: fsm.Rejected, to: StateDraining, reason: "the input is already in flight; there is no automatic redelivery", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 243, from: StateDraining, event: EventSendFailed, disp: fsm.Ignored, to: StateDraining, reason: "the write phase was already confirmed", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 246, from: StateDraining, event: EventNativeWriteDone, disp: fsm.Ignored, to: StateDraining, reason: "the native write already completed", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 257, from: StateDraining, event: EventNativeAccepted, disp: fsm.Moved, to: StateSettling, effects: []string{"runtime: stop drain_wait", "runtime: start receipt_send", "runtime: send prompt_steer_ack"}, logs: map[fsm.Role][]string{fsm.RoleRuntime: {"stop drain_wait", "start receipt_send", "send prompt_steer_ack"}}},
+	{line: 257, from: StateDraining, event: EventInputRefused, disp: fsm.Moved, to: StateSettling, effects: []string{"runtime: stop drain_wait", "runtime: start receipt_send", "runtime: send prompt_steer_ack"}, logs: map[fsm.Role][]string{fsm.RoleRuntime: {"stop drain_wait", "start receipt_send", "send prompt_steer_ack"}}},
+	{line: 243, from: StateDraining, event: EventAckWritten, disp: fsm.Ignored, to: StateDraining, reason: "the write phase was already confirmed", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 188, from: StateDraining, event: EventAckAccepted, disp: fsm.Moved, to: StateAccepted, effects: []string{"core: stop written_wait", "runtime: stop native_write", "runtime: stop receipt_send", "runtime: stop drain_wait", "core: do advance_cursor"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop written_wait", "do advance_cursor"}, fsm.RoleRuntime: {"stop native_write", "stop receipt_send", "stop drain_wait"}}},
+	{line: 206, from: StateDraining, event: EventAckRejected, held: GuardSet(0).With(GuardUnknownCode), disp: fsm.Moved, to: StateUnknown, guard: GuardUnknownCode, effects: []string{"core: stop written_wait", "runtime: stop native_write", "runtime: stop receipt_send", "runtime: stop drain_wait", "core: do mark_unknown"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop written_wait", "do mark_unknown"}, fsm.RoleRuntime: {"stop native_write", "stop receipt_send", "stop drain_wait"}}},
+	{line: 216, from: StateDraining, event: EventAckRejected, disp: fsm.Moved, to: StateRejected, effects: []string{"core: stop written_wait", "runtime: stop native_write", "runtime: stop receipt_send", "runtime: stop drain_wait", "core: do record_rejection"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop written_wait", "do record_rejection"}, fsm.RoleRuntime: {"stop native_write", "stop receipt_send", "stop drain_wait"}}},
+	{line: 249, from: StateDraining, event: EventWrittenWait, disp: fsm.Ignored, to: StateDraining, reason: "no write or send deadline is running", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 249, from: StateDraining, event: EventNativeWrite, disp: fsm.Ignored, to: StateDraining, reason: "no write or send deadline is running", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 249, from: StateDraining, event: EventReceiptSend, disp: fsm.Ignored, to: StateDraining, reason: "no write or send deadline is running", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 261, from: StateDraining, event: EventDrainWait, disp: fsm.Moved, to: StateSettling, effects: []string{"runtime: start receipt_send", "runtime: send prompt_steer_ack"}, logs: map[fsm.Role][]string{fsm.RoleRuntime: {"start receipt_send", "send prompt_steer_ack"}}},
+	{line: 266, from: StateDraining, event: EventRunCompleting, disp: fsm.Ignored, to: StateDraining, reason: "the drain is already running", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 239, from: StateDraining, event: EventRunSettled, disp: fsm.Moved, to: StateUnknown, effects: []string{"runtime: stop drain_wait", "runtime: stop receipt_send", "core: do mark_unknown"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do mark_unknown"}}},
+	{line: 226, from: StateSettling, event: EventPromptSteer, disp: fsm.Rejected, to: StateSettling, reason: "the input is already in flight; there is no automatic redelivery", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 243, from: StateSettling, event: EventSendFailed, disp: fsm.Ignored, to: StateSettling, reason: "the write phase was already confirmed", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 246, from: StateSettling, event: EventNativeWriteDone, disp: fsm.Ignored, to: StateSettling, reason: "the native write already completed", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 274, from: StateSettling, event: EventNativeAccepted, disp: fsm.Ignored, to: StateSettling, reason: "the outcome is already being reported", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 274, from: StateSettling, event: EventInputRefused, disp: fsm.Ignored, to: StateSettling, reason: "the outcome is already being reported", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 243, from: StateSettling, event: EventAckWritten, disp: fsm.Ignored, to: StateSettling, reason: "the write phase was already confirmed", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 188, from: StateSettling, event: EventAckAccepted, disp: fsm.Moved, to: StateAccepted, effects: []string{"core: stop written_wait", "runtime: stop native_write", "runtime: stop receipt_send", "runtime: stop drain_wait", "core: do advance_cursor"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop written_wait", "do advance_cursor"}, fsm.RoleRuntime: {"stop native_write", "stop receipt_send", "stop drain_wait"}}},
+	{line: 197, from: StateSettling, event: EventAckRejected, held: GuardSet(0).With(GuardRetryableCode), disp: fsm.Moved, to: StatePending, guard: GuardRetryableCode, effects: []string{"core: stop written_wait", "runtime: stop native_write", "runtime: stop receipt_send", "core: do keep_for_retry"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop written_wait", "do keep_for_retry"}, fsm.RoleRuntime: {"stop native_write", "stop receipt_send"}}},
+	{line: 206, from: StateSettling, event: EventAckRejected, held: GuardSet(0).With(GuardUnknownCode), disp: fsm.Moved, to: StateUnknown, guard: GuardUnknownCode, effects: []string{"core: stop written_wait", "runtime: stop native_write", "runtime: stop receipt_send", "runtime: stop drain_wait", "core: do mark_unknown"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop written_wait", "do mark_unknown"}, fsm.RoleRuntime: {"stop native_write", "stop receipt_send", "stop drain_wait"}}},
+	{line: 216, from: StateSettling, event: EventAckRejected, disp: fsm.Moved, to: StateRejected, effects: []string{"core: stop written_wait", "runtime: stop native_write", "runtime: stop receipt_send", "runtime: stop drain_wait", "core: do record_rejection"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop written_wait", "do record_rejection"}, fsm.RoleRuntime: {"stop native_write", "stop receipt_send", "stop drain_wait"}}},
+	{line: 277, from: StateSettling, event: EventWrittenWait, disp: fsm.Ignored, to: StateSettling, reason: "only the receipt send budget runs while settling", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 277, from: StateSettling, event: EventNativeWrite, disp: fsm.Ignored, to: StateSettling, reason: "only the receipt send budget runs while settling", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 271, from: StateSettling, event: EventReceiptSend, disp: fsm.Moved, to: StateUnknown, logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 277, from: StateSettling, event: EventDrainWait, disp: fsm.Ignored, to: StateSettling, reason: "only the receipt send budget runs while settling", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 163, from: StateSettling, event: EventRunCompleting, disp: fsm.Ignored, to: StateSettling, reason: "the write and receipt budgets already bound the wait before done", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 239, from: StateSettling, event: EventRunSettled, disp: fsm.Moved, to: StateUnknown, effects: []string{"runtime: stop drain_wait", "runtime: stop receipt_send", "core: do mark_unknown"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do mark_unknown"}}},
+	{line: 286, from: StateAccepted, event: EventPromptSteer, disp: fsm.Rejected, to: StateAccepted, reason: "the input ID is settled; a new input needs a new input ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 282, from: StateAccepted, event: EventSendFailed, disp: fsm.Ignored, to: StateAccepted, reason: "the input outcome is settled; late receipts and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 282, from: StateAccepted, event: EventNativeWriteDone, disp: fsm.Ignored, to: StateAccepted, reason: "the input outcome is settled; late receipts and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 282, from: StateAccepted, event: EventNativeAccepted, disp: fsm.Ignored, to: StateAccepted, reason: "the input outcome is settled; late receipts and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 282, from: StateAccepted, event: EventInputRefused, disp: fsm.Ignored, to: StateAccepted, reason: "the input outcome is settled; late receipts and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 282, from: StateAccepted, event: EventAckWritten, disp: fsm.Ignored, to: StateAccepted, reason: "the input outcome is settled; late receipts and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 282, from: StateAccepted, event: EventAckAccepted, disp: fsm.Ignored, to: StateAccepted, reason: "the input outcome is settled; late receipts and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 282, from: StateAccepted, event: EventAckRejected, disp: fsm.Ignored, to: StateAccepted, reason: "the input outcome is settled; late receipts and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 282, from: StateAccepted, event: EventWrittenWait, disp: fsm.Ignored, to: StateAccepted, reason: "the input outcome is settled; late receipts and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 282, from: StateAccepted, event: EventNativeWrite, disp: fsm.Ignored, to: StateAccepted, reason: "the input outcome is settled; late receipts and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 282, from: StateAccepted, event: EventReceiptSend, disp: fsm.Ignored, to: StateAccepted, reason: "the input outcome is settled; late receipts and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 282, from: StateAccepted, event: EventDrainWait, disp: fsm.Ignored, to: StateAccepted, reason: "the input outcome is settled; late receipts and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 282, from: StateAccepted, event: EventRunCompleting, disp: fsm.Ignored, to: StateAccepted, reason: "the input outcome is settled; late receipts and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 282, from: StateAccepted, event: EventRunSettled, disp: fsm.Ignored, to: StateAccepted, reason: "the input outcome is settled; late receipts and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 286, from: StateRejected, event: EventPromptSteer, disp: fsm.Rejected, to: StateRejected, reason: "the input ID is settled; a new input needs a new input ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 282, from: StateRejected, event: EventSendFailed, disp: fsm.Ignored, to: StateRejected, reason: "the input outcome is settled; late receipts and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 282, from: StateRejected, event: EventNativeWriteDone, disp: fsm.Ignored, to: StateRejected, reason: "the input outcome is settled; late receipts and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 282, from: StateRejected, event: EventNativeAccepted, disp: fsm.Ignored, to: StateRejected, reason: "the input outcome is settled; late receipts and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 282, from: StateRejected, event: EventInputRefused, disp: fsm.Ignored, to: StateRejected, reason: "the input outcome is settled; late receipts and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 282, from: StateRejected, event: EventAckWritten, disp: fsm.Ignored, to: StateRejected, reason: "the input outcome is settled; late receipts and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 282, from: StateRejected, event: EventAckAccepted, disp: fsm.Ignored, to: StateRejected, reason: "the input outcome is settled; late receipts and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 282, from: StateRejected, event: EventAckRejected, disp: fsm.Ignored, to: StateRejected, reason: "the input outcome is settled; late receipts and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 282, from: StateRejected, event: EventWrittenWait, disp: fsm.Ignored, to: StateRejected, reason: "the input outcome is settled; late receipts and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 282, from: StateRejected, event: EventNativeWrite, disp: fsm.Ignored, to: StateRejected, reason: "the input outcome is settled; late receipts and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 282, from: StateRejected, event: EventReceiptSend, disp: fsm.Ignored, to: StateRejected, reason: "the input outcome is settled; late receipts and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 282, from: StateRejected, event: EventDrainWait, disp: fsm.Ignored, to: StateRejected, reason: "the input outcome is settled; late receipts and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 282, from: StateRejected, event: EventRunCompleting, disp: fsm.Ignored, to: StateRejected, reason: "the input outcome is settled; late receipts and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 282, from: StateRejected, event: EventRunSettled, disp: fsm.Ignored, to: StateRejected, reason: "the input outcome is settled; late receipts and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 286, from: StateUnknown, event: EventPromptSteer, disp: fsm.Rejected, to: StateUnknown, reason: "the input ID is settled; a new input needs a new input ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 282, from: StateUnknown, event: EventSendFailed, disp: fsm.Ignored, to: StateUnknown, reason: "the input outcome is settled; late receipts and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 282, from: StateUnknown, event: EventNativeWriteDone, disp: fsm.Ignored, to: StateUnknown, reason: "the input outcome is settled; late receipts and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 282, from: StateUnknown, event: EventNativeAccepted, disp: fsm.Ignored, to: StateUnknown, reason: "the input outcome is settled; late receipts and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 282, from: StateUnknown, event: EventInputRefused, disp: fsm.Ignored, to: StateUnknown, reason: "the input outcome is settled; late receipts and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 282, from: StateUnknown, event: EventAckWritten, disp: fsm.Ignored, to: StateUnknown, reason: "the input outcome is settled; late receipts and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 282, from: StateUnknown, event: EventAckAccepted, disp: fsm.Ignored, to: StateUnknown, reason: "the input outcome is settled; late receipts and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 282, from: StateUnknown, event: EventAckRejected, disp: fsm.Ignored, to: StateUnknown, reason: "the input outcome is settled; late receipts and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 282, from: StateUnknown, event: EventWrittenWait, disp: fsm.Ignored, to: StateUnknown, reason: "the input outcome is settled; late receipts and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 282, from: StateUnknown, event: EventNativeWrite, disp: fsm.Ignored, to: StateUnknown, reason: "the input outcome is settled; late receipts and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 282, from: StateUnknown, event: EventReceiptSend, disp: fsm.Ignored, to: StateUnknown, reason: "the input outcome is settled; late receipts and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 282, from: StateUnknown, event: EventDrainWait, disp: fsm.Ignored, to: StateUnknown, reason: "the input outcome is settled; late receipts and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 282, from: StateUnknown, event: EventRunCompleting, disp: fsm.Ignored, to: StateUnknown, reason: "the input outcome is settled; late receipts and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 282, from: StateUnknown, event: EventRunSettled, disp: fsm.Ignored, to: StateUnknown, reason: "the input outcome is settled; late receipts and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+}
+
+type pathStep struct {
+	event Event
+	held  GuardSet
+}
+
+// pathCases is a shortest path from Initial to every state.
+var pathCases = []struct {
+	target State
+	steps  []pathStep
+}{
+	{StatePending, []pathStep{}},
+	{StateSent, []pathStep{{event: EventPromptSteer, held: GuardSet(0).With(GuardInputSlotFree)}}},
+	{StateWriteComplete, []pathStep{{event: EventPromptSteer, held: GuardSet(0).With(GuardInputSlotFree)}, {event: EventNativeWriteDone}}},
+	{StateWritten, []pathStep{{event: EventPromptSteer, held: GuardSet(0).With(GuardInputSlotFree)}, {event: EventAckWritten}}},
+	{StateDraining, []pathStep{{event: EventPromptSteer, held: GuardSet(0).With(GuardInputSlotFree)}, {event: EventAckWritten}, {event: EventRunCompleting}}},
+	{StateSettling, []pathStep{{event: EventPromptSteer, held: GuardSet(0).With(GuardInputSlotFree)}, {event: EventInputRefused}}},
+	{StateAccepted, []pathStep{{event: EventPromptSteer, held: GuardSet(0).With(GuardInputSlotFree)}, {event: EventAckAccepted}}},
+	{StateRejected, []pathStep{{event: EventPromptSteer, held: GuardSet(0).With(GuardInputSlotFree)}, {event: EventAckRejected}}},
+	{StateUnknown, []pathStep{{event: EventPromptSteer, held: GuardSet(0).With(GuardInputSlotFree)}, {event: EventSendFailed}}},
+}
+
+// stateTimers lists the timers each state keeps armed (none when absent), from the spec.
+var stateTimers = map[State][]fsm.TimerID{
+	StateDraining:      {fsm.TimerID(TimerDrainWait)},
+	StateSent:          {fsm.TimerID(TimerWrittenWait), fsm.TimerID(TimerNativeWrite)},
+	StateSettling:      {fsm.TimerID(TimerReceiptSend)},
+	StateWriteComplete: {fsm.TimerID(TimerWrittenWait), fsm.TimerID(TimerReceiptSend)},
+}
+
+// TestTableMatchesSpec checks that Table is exactly what spec.Machine.Table builds from the spec
+// file: declarations, cells, and one shared candidate per rule.
+func TestTableMatchesSpec(t *testing.T) {
+	fsmtest.SameTable(t, fsmtest.LoadMachine(t, specFile), Table)
+}
+
+// TestEveryCell checks every candidate of every cell through Transition and, for each role that
+// handles its event, through that role's machine and hooks.
+func TestEveryCell(t *testing.T) {
+	for _, c := range cellCases {
+		where := fmt.Sprintf("%s:%d: %s on %s", specFile, c.line, c.from, c.event)
+		step, trErr := Transition(c.from, c.event, c.held)
+		require.Equal(t, c.line, step.Line(), where)
+		require.Equal(t, c.from, step.From(), where)
+		require.Equal(t, c.event, step.Event(), where)
+		require.Equal(t, c.disp, step.Disposition(), where)
+		require.Equal(t, c.to, step.To(), where)
+		require.Equal(t, c.guard, step.Guard(), where)
+		require.Equal(t, c.reason, step.Reason(), where)
+		var effects []string
+		for i := range step.Effects() {
+			effects = append(effects, Table.EffectString(&step.Effects()[i]))
+		}
+		require.Equal(t, c.effects, effects, where)
+		if c.disp == fsm.Rejected {
+			require.ErrorIs(t, trErr, fsm.ErrRejected, where)
+			var te *fsm.TransitionError
+			require.ErrorAs(t, trErr, &te, where)
+			require.Equal(t, []string{Name, c.from.String(), c.event.String(), c.reason}, []string{te.Machine, te.State, te.Event, te.Reason}, where)
+		} else {
+			require.NoError(t, trErr, where)
+		}
+		for role, want := range c.logs {
+			rec := &recorder{held: c.held}
+			m := newMachine(t, role, rec)
+			_, err := m.Restore(fsm.StateID(c.from))
+			require.NoError(t, err)
+			err = m.Fire(fsm.EventID(c.event), 0)
+			if c.disp == fsm.Rejected {
+				require.ErrorIs(t, err, fsm.ErrRejected, where)
+				require.Equal(t, c.from, State(m.State()), "a rejected event leaves the state unchanged: "+where)
+				require.Empty(t, rec.log, where)
+				continue
+			}
+			require.NoError(t, err, where)
+			if c.raises {
+				continue // the raised events move on: TestInstanceWalkAgainstSpec
+			}
+			require.Equal(t, c.to, State(m.State()), where)
+			require.Equal(t, want, rec.log, "hooks of the %s: %s", role, where)
+		}
+	}
+}
+
+// TestHooksPerRole checks that each role's hooks interface holds exactly what that role calls:
+// running every cell the role handles calls every one of its methods (and TestEveryCell that none
+// is missing).
+func TestHooksPerRole(t *testing.T) {
+	for role, iface := range map[fsm.Role]reflect.Type{
+		fsm.RoleCore:    reflect.TypeFor[CoreHooks[int]](),
+		fsm.RoleRuntime: reflect.TypeFor[RuntimeHooks[int]](),
+	} {
+		rec := &recorder{called: map[string]bool{}}
+		m := newMachine(t, role, rec)
+		for _, c := range cellCases {
+			if _, ok := c.logs[role]; !ok {
+				continue
+			}
+			rec.held = c.held
+			_, err := m.Restore(fsm.StateID(c.from))
+			require.NoError(t, err)
+			_ = m.Fire(fsm.EventID(c.event), 0) // outcomes: TestEveryCell
+		}
+		var want, got []string
+		for i := range iface.NumMethod() {
+			want = append(want, iface.Method(i).Name)
+		}
+		for name := range rec.called {
+			got = append(got, name)
+		}
+		require.ElementsMatch(t, want, got, "hooks of the %s", role)
+	}
+}
+
+// TestShortestPaths walks an fsm.Instance of Table, for each role, along a shortest path to every
+// state.
+func TestShortestPaths(t *testing.T) {
+	for _, role := range roles {
+		for _, p := range pathCases {
+			in, err := fsm.NewInstance[int](Table, role)
+			require.NoError(t, err)
+			var out fsm.Outbox
+			for _, st := range p.steps {
+				require.NoError(t, in.Step(fsm.EventID(st.event), 0, heldGuards(st.held), &out), "%s: path to %s", role, p.target)
+			}
+			require.Equal(t, p.target, State(in.State()), role.String())
+		}
+	}
 }
 
 // adapter exposes Transition to fsmtest in spec names.
@@ -102,1104 +428,15 @@ func adapter(t *testing.T) fsmtest.Adapter {
 		if step.Guard() != 0 {
 			res.Guard = step.Guard().String()
 		}
-		for _, ef := range step.Effects() {
-			res.Effects = append(res.Effects, ef.String())
+		for i := range step.Effects() {
+			res.Effects = append(res.Effects, Table.EffectString(&step.Effects()[i]))
 		}
 		return res
 	}}
 }
 
-type cellCase struct {
-	line                string
-	from                State
-	event               Event
-	held                GuardSet
-	disp                fsm.Disposition
-	to                  State
-	guard               Guard
-	effects             []string
-	both, core, runtime []string
-	raises              bool
-}
-
-// cellCases has one entry per candidate of every cell, computed from the spec when the code was generated.
-var cellCases = []cellCase{{
-	both:    []string{"start written_wait", "start native_write", "do write_native"},
-	core:    []string{"start written_wait"},
-	disp:    fsm.Moved,
-	effects: []string{"core: start written_wait", "runtime: start native_write", "runtime: do write_native"},
-	event:   EventPromptSteer,
-	from:    StatePending,
-	guard:   GuardInputSlotFree,
-	held:    GuardSet(0).With(GuardInputSlotFree),
-	line:    "spec/input.yaml:112",
-	runtime: []string{"start native_write", "do write_native"},
-	to:      StateSent,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPromptSteer,
-	from:  StatePending,
-	line:  "spec/input.yaml:117",
-	to:    StatePending,
-}, {
-	disp:  fsm.Rejected,
-	event: EventSendFailed,
-	from:  StatePending,
-	line:  "spec/input.yaml:128",
-	to:    StatePending,
-}, {
-	disp:  fsm.Rejected,
-	event: EventNativeWriteDone,
-	from:  StatePending,
-	line:  "spec/input.yaml:128",
-	to:    StatePending,
-}, {
-	disp:  fsm.Rejected,
-	event: EventNativeAccepted,
-	from:  StatePending,
-	line:  "spec/input.yaml:128",
-	to:    StatePending,
-}, {
-	disp:  fsm.Rejected,
-	event: EventInputRefused,
-	from:  StatePending,
-	line:  "spec/input.yaml:128",
-	to:    StatePending,
-}, {
-	disp:  fsm.Rejected,
-	event: EventAckWritten,
-	from:  StatePending,
-	line:  "spec/input.yaml:128",
-	to:    StatePending,
-}, {
-	disp:  fsm.Rejected,
-	event: EventAckAccepted,
-	from:  StatePending,
-	line:  "spec/input.yaml:128",
-	to:    StatePending,
-}, {
-	disp:  fsm.Rejected,
-	event: EventAckRejected,
-	from:  StatePending,
-	line:  "spec/input.yaml:128",
-	to:    StatePending,
-}, {
-	disp:  fsm.Ignored,
-	event: EventWrittenWait,
-	from:  StatePending,
-	line:  "spec/input.yaml:121",
-	to:    StatePending,
-}, {
-	disp:  fsm.Ignored,
-	event: EventNativeWrite,
-	from:  StatePending,
-	line:  "spec/input.yaml:121",
-	to:    StatePending,
-}, {
-	disp:  fsm.Ignored,
-	event: EventReceiptSend,
-	from:  StatePending,
-	line:  "spec/input.yaml:121",
-	to:    StatePending,
-}, {
-	disp:  fsm.Ignored,
-	event: EventDrainWait,
-	from:  StatePending,
-	line:  "spec/input.yaml:121",
-	to:    StatePending,
-}, {
-	disp:  fsm.Ignored,
-	event: EventRunCompleting,
-	from:  StatePending,
-	line:  "spec/input.yaml:124",
-	to:    StatePending,
-}, {
-	disp:  fsm.Ignored,
-	event: EventRunSettled,
-	from:  StatePending,
-	line:  "spec/input.yaml:124",
-	to:    StatePending,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPromptSteer,
-	from:  StateSent,
-	line:  "spec/input.yaml:226",
-	to:    StateSent,
-}, {
-	both:    []string{"stop written_wait", "stop native_write", "stop receipt_send", "do mark_unknown"},
-	core:    []string{"stop written_wait", "do mark_unknown"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop written_wait", "runtime: stop native_write", "runtime: stop receipt_send", "core: do mark_unknown"},
-	event:   EventSendFailed,
-	from:    StateSent,
-	line:    "spec/input.yaml:159",
-	runtime: []string{"stop native_write", "stop receipt_send"},
-	to:      StateUnknown,
-}, {
-	both:    []string{"stop native_write", "start receipt_send", "send prompt_steer_ack"},
-	core:    nil,
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop native_write", "runtime: start receipt_send", "runtime: send prompt_steer_ack"},
-	event:   EventNativeWriteDone,
-	from:    StateSent,
-	line:    "spec/input.yaml:133",
-	runtime: []string{"stop native_write", "start receipt_send", "send prompt_steer_ack"},
-	to:      StateWriteComplete,
-}, {
-	disp:  fsm.Rejected,
-	event: EventNativeAccepted,
-	from:  StateSent,
-	line:  "spec/input.yaml:150",
-	to:    StateSent,
-}, {
-	both:    []string{"stop native_write", "stop written_wait", "start receipt_send", "send prompt_steer_ack"},
-	core:    []string{"stop written_wait"},
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop native_write", "core: stop written_wait", "runtime: start receipt_send", "runtime: send prompt_steer_ack"},
-	event:   EventInputRefused,
-	from:    StateSent,
-	line:    "spec/input.yaml:142",
-	runtime: []string{"stop native_write", "start receipt_send", "send prompt_steer_ack"},
-	to:      StateSettling,
-}, {
-	both:    []string{"stop written_wait", "stop native_write"},
-	core:    []string{"stop written_wait"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop written_wait", "runtime: stop native_write"},
-	event:   EventAckWritten,
-	from:    StateSent,
-	line:    "spec/input.yaml:146",
-	runtime: []string{"stop native_write"},
-	to:      StateWritten,
-}, {
-	both:    []string{"stop written_wait", "stop native_write", "stop receipt_send", "stop drain_wait", "do advance_cursor"},
-	core:    []string{"stop written_wait", "do advance_cursor"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop written_wait", "runtime: stop native_write", "runtime: stop receipt_send", "runtime: stop drain_wait", "core: do advance_cursor"},
-	event:   EventAckAccepted,
-	from:    StateSent,
-	line:    "spec/input.yaml:188",
-	runtime: []string{"stop native_write", "stop receipt_send", "stop drain_wait"},
-	to:      StateAccepted,
-}, {
-	both:    []string{"stop written_wait", "stop native_write", "stop receipt_send", "do keep_for_retry"},
-	core:    []string{"stop written_wait", "do keep_for_retry"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop written_wait", "runtime: stop native_write", "runtime: stop receipt_send", "core: do keep_for_retry"},
-	event:   EventAckRejected,
-	from:    StateSent,
-	guard:   GuardRetryableCode,
-	held:    GuardSet(0).With(GuardRetryableCode),
-	line:    "spec/input.yaml:197",
-	runtime: []string{"stop native_write", "stop receipt_send"},
-	to:      StatePending,
-}, {
-	both:    []string{"stop written_wait", "stop native_write", "stop receipt_send", "stop drain_wait", "do mark_unknown"},
-	core:    []string{"stop written_wait", "do mark_unknown"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop written_wait", "runtime: stop native_write", "runtime: stop receipt_send", "runtime: stop drain_wait", "core: do mark_unknown"},
-	event:   EventAckRejected,
-	from:    StateSent,
-	guard:   GuardUnknownCode,
-	held:    GuardSet(0).With(GuardUnknownCode),
-	line:    "spec/input.yaml:206",
-	runtime: []string{"stop native_write", "stop receipt_send", "stop drain_wait"},
-	to:      StateUnknown,
-}, {
-	both:    []string{"stop written_wait", "stop native_write", "stop receipt_send", "stop drain_wait", "do record_rejection"},
-	core:    []string{"stop written_wait", "do record_rejection"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop written_wait", "runtime: stop native_write", "runtime: stop receipt_send", "runtime: stop drain_wait", "core: do record_rejection"},
-	event:   EventAckRejected,
-	from:    StateSent,
-	line:    "spec/input.yaml:216",
-	runtime: []string{"stop native_write", "stop receipt_send", "stop drain_wait"},
-	to:      StateRejected,
-}, {
-	both:    []string{"stop written_wait", "stop native_write", "stop receipt_send", "do mark_unknown"},
-	core:    []string{"stop written_wait", "do mark_unknown"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop written_wait", "runtime: stop native_write", "runtime: stop receipt_send", "core: do mark_unknown"},
-	event:   EventWrittenWait,
-	from:    StateSent,
-	line:    "spec/input.yaml:159",
-	runtime: []string{"stop native_write", "stop receipt_send"},
-	to:      StateUnknown,
-}, {
-	both:    []string{"stop written_wait", "start receipt_send", "send prompt_steer_ack"},
-	core:    []string{"stop written_wait"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop written_wait", "runtime: start receipt_send", "runtime: send prompt_steer_ack"},
-	event:   EventNativeWrite,
-	from:    StateSent,
-	line:    "spec/input.yaml:137",
-	runtime: []string{"start receipt_send", "send prompt_steer_ack"},
-	to:      StateSettling,
-}, {
-	disp:  fsm.Ignored,
-	event: EventReceiptSend,
-	from:  StateSent,
-	line:  "spec/input.yaml:156",
-	to:    StateSent,
-}, {
-	disp:  fsm.Ignored,
-	event: EventDrainWait,
-	from:  StateSent,
-	line:  "spec/input.yaml:153",
-	to:    StateSent,
-}, {
-	disp:  fsm.Ignored,
-	event: EventRunCompleting,
-	from:  StateSent,
-	line:  "spec/input.yaml:163",
-	to:    StateSent,
-}, {
-	both:    []string{"stop written_wait", "stop native_write", "stop receipt_send", "do mark_unknown"},
-	core:    []string{"stop written_wait", "do mark_unknown"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop written_wait", "runtime: stop native_write", "runtime: stop receipt_send", "core: do mark_unknown"},
-	event:   EventRunSettled,
-	from:    StateSent,
-	line:    "spec/input.yaml:159",
-	runtime: []string{"stop native_write", "stop receipt_send"},
-	to:      StateUnknown,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPromptSteer,
-	from:  StateWriteComplete,
-	line:  "spec/input.yaml:226",
-	to:    StateWriteComplete,
-}, {
-	both:    []string{"stop written_wait", "stop native_write", "stop receipt_send", "do mark_unknown"},
-	core:    []string{"stop written_wait", "do mark_unknown"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop written_wait", "runtime: stop native_write", "runtime: stop receipt_send", "core: do mark_unknown"},
-	event:   EventSendFailed,
-	from:    StateWriteComplete,
-	line:    "spec/input.yaml:159",
-	runtime: []string{"stop native_write", "stop receipt_send"},
-	to:      StateUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventNativeWriteDone,
-	from:  StateWriteComplete,
-	line:  "spec/input.yaml:183",
-	to:    StateWriteComplete,
-}, {
-	both:    []string{"stop written_wait", "stop receipt_send", "start receipt_send", "send prompt_steer_ack"},
-	core:    []string{"stop written_wait"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop written_wait", "runtime: stop receipt_send", "runtime: start receipt_send", "runtime: send prompt_steer_ack"},
-	event:   EventNativeAccepted,
-	from:    StateWriteComplete,
-	line:    "spec/input.yaml:179",
-	runtime: []string{"stop receipt_send", "start receipt_send", "send prompt_steer_ack"},
-	to:      StateSettling,
-}, {
-	both:    []string{"stop written_wait", "stop receipt_send", "start receipt_send", "send prompt_steer_ack"},
-	core:    []string{"stop written_wait"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop written_wait", "runtime: stop receipt_send", "runtime: start receipt_send", "runtime: send prompt_steer_ack"},
-	event:   EventInputRefused,
-	from:    StateWriteComplete,
-	line:    "spec/input.yaml:179",
-	runtime: []string{"stop receipt_send", "start receipt_send", "send prompt_steer_ack"},
-	to:      StateSettling,
-}, {
-	both:    []string{"stop receipt_send", "stop written_wait"},
-	core:    []string{"stop written_wait"},
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop receipt_send", "core: stop written_wait"},
-	event:   EventAckWritten,
-	from:    StateWriteComplete,
-	line:    "spec/input.yaml:169",
-	runtime: []string{"stop receipt_send"},
-	to:      StateWritten,
-}, {
-	both:    []string{"stop written_wait", "stop native_write", "stop receipt_send", "stop drain_wait", "do advance_cursor"},
-	core:    []string{"stop written_wait", "do advance_cursor"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop written_wait", "runtime: stop native_write", "runtime: stop receipt_send", "runtime: stop drain_wait", "core: do advance_cursor"},
-	event:   EventAckAccepted,
-	from:    StateWriteComplete,
-	line:    "spec/input.yaml:188",
-	runtime: []string{"stop native_write", "stop receipt_send", "stop drain_wait"},
-	to:      StateAccepted,
-}, {
-	both:    []string{"stop written_wait", "stop native_write", "stop receipt_send", "stop drain_wait", "do mark_unknown"},
-	core:    []string{"stop written_wait", "do mark_unknown"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop written_wait", "runtime: stop native_write", "runtime: stop receipt_send", "runtime: stop drain_wait", "core: do mark_unknown"},
-	event:   EventAckRejected,
-	from:    StateWriteComplete,
-	guard:   GuardUnknownCode,
-	held:    GuardSet(0).With(GuardUnknownCode),
-	line:    "spec/input.yaml:206",
-	runtime: []string{"stop native_write", "stop receipt_send", "stop drain_wait"},
-	to:      StateUnknown,
-}, {
-	both:    []string{"stop written_wait", "stop native_write", "stop receipt_send", "stop drain_wait", "do record_rejection"},
-	core:    []string{"stop written_wait", "do record_rejection"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop written_wait", "runtime: stop native_write", "runtime: stop receipt_send", "runtime: stop drain_wait", "core: do record_rejection"},
-	event:   EventAckRejected,
-	from:    StateWriteComplete,
-	line:    "spec/input.yaml:216",
-	runtime: []string{"stop native_write", "stop receipt_send", "stop drain_wait"},
-	to:      StateRejected,
-}, {
-	both:    []string{"stop written_wait", "stop native_write", "stop receipt_send", "do mark_unknown"},
-	core:    []string{"stop written_wait", "do mark_unknown"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop written_wait", "runtime: stop native_write", "runtime: stop receipt_send", "core: do mark_unknown"},
-	event:   EventWrittenWait,
-	from:    StateWriteComplete,
-	line:    "spec/input.yaml:159",
-	runtime: []string{"stop native_write", "stop receipt_send"},
-	to:      StateUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventNativeWrite,
-	from:  StateWriteComplete,
-	line:  "spec/input.yaml:183",
-	to:    StateWriteComplete,
-}, {
-	both:    []string{"stop written_wait"},
-	core:    []string{"stop written_wait"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop written_wait"},
-	event:   EventReceiptSend,
-	from:    StateWriteComplete,
-	line:    "spec/input.yaml:173",
-	runtime: nil,
-	to:      StateWritten,
-}, {
-	disp:  fsm.Ignored,
-	event: EventDrainWait,
-	from:  StateWriteComplete,
-	line:  "spec/input.yaml:153",
-	to:    StateWriteComplete,
-}, {
-	disp:  fsm.Ignored,
-	event: EventRunCompleting,
-	from:  StateWriteComplete,
-	line:  "spec/input.yaml:163",
-	to:    StateWriteComplete,
-}, {
-	both:    []string{"stop written_wait", "stop native_write", "stop receipt_send", "do mark_unknown"},
-	core:    []string{"stop written_wait", "do mark_unknown"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop written_wait", "runtime: stop native_write", "runtime: stop receipt_send", "core: do mark_unknown"},
-	event:   EventRunSettled,
-	from:    StateWriteComplete,
-	line:    "spec/input.yaml:159",
-	runtime: []string{"stop native_write", "stop receipt_send"},
-	to:      StateUnknown,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPromptSteer,
-	from:  StateWritten,
-	line:  "spec/input.yaml:226",
-	to:    StateWritten,
-}, {
-	disp:  fsm.Ignored,
-	event: EventSendFailed,
-	from:  StateWritten,
-	line:  "spec/input.yaml:243",
-	to:    StateWritten,
-}, {
-	disp:  fsm.Ignored,
-	event: EventNativeWriteDone,
-	from:  StateWritten,
-	line:  "spec/input.yaml:246",
-	to:    StateWritten,
-}, {
-	both:    []string{"start receipt_send", "send prompt_steer_ack"},
-	core:    nil,
-	disp:    fsm.Moved,
-	effects: []string{"runtime: start receipt_send", "runtime: send prompt_steer_ack"},
-	event:   EventNativeAccepted,
-	from:    StateWritten,
-	line:    "spec/input.yaml:231",
-	runtime: []string{"start receipt_send", "send prompt_steer_ack"},
-	to:      StateSettling,
-}, {
-	both:    []string{"start receipt_send", "send prompt_steer_ack"},
-	core:    nil,
-	disp:    fsm.Moved,
-	effects: []string{"runtime: start receipt_send", "runtime: send prompt_steer_ack"},
-	event:   EventInputRefused,
-	from:    StateWritten,
-	line:    "spec/input.yaml:231",
-	runtime: []string{"start receipt_send", "send prompt_steer_ack"},
-	to:      StateSettling,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAckWritten,
-	from:  StateWritten,
-	line:  "spec/input.yaml:243",
-	to:    StateWritten,
-}, {
-	both:    []string{"stop written_wait", "stop native_write", "stop receipt_send", "stop drain_wait", "do advance_cursor"},
-	core:    []string{"stop written_wait", "do advance_cursor"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop written_wait", "runtime: stop native_write", "runtime: stop receipt_send", "runtime: stop drain_wait", "core: do advance_cursor"},
-	event:   EventAckAccepted,
-	from:    StateWritten,
-	line:    "spec/input.yaml:188",
-	runtime: []string{"stop native_write", "stop receipt_send", "stop drain_wait"},
-	to:      StateAccepted,
-}, {
-	both:    []string{"stop written_wait", "stop native_write", "stop receipt_send", "stop drain_wait", "do mark_unknown"},
-	core:    []string{"stop written_wait", "do mark_unknown"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop written_wait", "runtime: stop native_write", "runtime: stop receipt_send", "runtime: stop drain_wait", "core: do mark_unknown"},
-	event:   EventAckRejected,
-	from:    StateWritten,
-	guard:   GuardUnknownCode,
-	held:    GuardSet(0).With(GuardUnknownCode),
-	line:    "spec/input.yaml:206",
-	runtime: []string{"stop native_write", "stop receipt_send", "stop drain_wait"},
-	to:      StateUnknown,
-}, {
-	both:    []string{"stop written_wait", "stop native_write", "stop receipt_send", "stop drain_wait", "do record_rejection"},
-	core:    []string{"stop written_wait", "do record_rejection"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop written_wait", "runtime: stop native_write", "runtime: stop receipt_send", "runtime: stop drain_wait", "core: do record_rejection"},
-	event:   EventAckRejected,
-	from:    StateWritten,
-	line:    "spec/input.yaml:216",
-	runtime: []string{"stop native_write", "stop receipt_send", "stop drain_wait"},
-	to:      StateRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventWrittenWait,
-	from:  StateWritten,
-	line:  "spec/input.yaml:249",
-	to:    StateWritten,
-}, {
-	disp:  fsm.Ignored,
-	event: EventNativeWrite,
-	from:  StateWritten,
-	line:  "spec/input.yaml:249",
-	to:    StateWritten,
-}, {
-	disp:  fsm.Ignored,
-	event: EventReceiptSend,
-	from:  StateWritten,
-	line:  "spec/input.yaml:249",
-	to:    StateWritten,
-}, {
-	disp:  fsm.Ignored,
-	event: EventDrainWait,
-	from:  StateWritten,
-	line:  "spec/input.yaml:252",
-	to:    StateWritten,
-}, {
-	both:    []string{"start drain_wait"},
-	core:    nil,
-	disp:    fsm.Moved,
-	effects: []string{"runtime: start drain_wait"},
-	event:   EventRunCompleting,
-	from:    StateWritten,
-	line:    "spec/input.yaml:235",
-	runtime: []string{"start drain_wait"},
-	to:      StateDraining,
-}, {
-	both:    []string{"stop drain_wait", "stop receipt_send", "do mark_unknown"},
-	core:    []string{"do mark_unknown"},
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop drain_wait", "runtime: stop receipt_send", "core: do mark_unknown"},
-	event:   EventRunSettled,
-	from:    StateWritten,
-	line:    "spec/input.yaml:239",
-	runtime: []string{"stop drain_wait", "stop receipt_send"},
-	to:      StateUnknown,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPromptSteer,
-	from:  StateDraining,
-	line:  "spec/input.yaml:226",
-	to:    StateDraining,
-}, {
-	disp:  fsm.Ignored,
-	event: EventSendFailed,
-	from:  StateDraining,
-	line:  "spec/input.yaml:243",
-	to:    StateDraining,
-}, {
-	disp:  fsm.Ignored,
-	event: EventNativeWriteDone,
-	from:  StateDraining,
-	line:  "spec/input.yaml:246",
-	to:    StateDraining,
-}, {
-	both:    []string{"stop drain_wait", "start receipt_send", "send prompt_steer_ack"},
-	core:    nil,
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop drain_wait", "runtime: start receipt_send", "runtime: send prompt_steer_ack"},
-	event:   EventNativeAccepted,
-	from:    StateDraining,
-	line:    "spec/input.yaml:257",
-	runtime: []string{"stop drain_wait", "start receipt_send", "send prompt_steer_ack"},
-	to:      StateSettling,
-}, {
-	both:    []string{"stop drain_wait", "start receipt_send", "send prompt_steer_ack"},
-	core:    nil,
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop drain_wait", "runtime: start receipt_send", "runtime: send prompt_steer_ack"},
-	event:   EventInputRefused,
-	from:    StateDraining,
-	line:    "spec/input.yaml:257",
-	runtime: []string{"stop drain_wait", "start receipt_send", "send prompt_steer_ack"},
-	to:      StateSettling,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAckWritten,
-	from:  StateDraining,
-	line:  "spec/input.yaml:243",
-	to:    StateDraining,
-}, {
-	both:    []string{"stop written_wait", "stop native_write", "stop receipt_send", "stop drain_wait", "do advance_cursor"},
-	core:    []string{"stop written_wait", "do advance_cursor"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop written_wait", "runtime: stop native_write", "runtime: stop receipt_send", "runtime: stop drain_wait", "core: do advance_cursor"},
-	event:   EventAckAccepted,
-	from:    StateDraining,
-	line:    "spec/input.yaml:188",
-	runtime: []string{"stop native_write", "stop receipt_send", "stop drain_wait"},
-	to:      StateAccepted,
-}, {
-	both:    []string{"stop written_wait", "stop native_write", "stop receipt_send", "stop drain_wait", "do mark_unknown"},
-	core:    []string{"stop written_wait", "do mark_unknown"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop written_wait", "runtime: stop native_write", "runtime: stop receipt_send", "runtime: stop drain_wait", "core: do mark_unknown"},
-	event:   EventAckRejected,
-	from:    StateDraining,
-	guard:   GuardUnknownCode,
-	held:    GuardSet(0).With(GuardUnknownCode),
-	line:    "spec/input.yaml:206",
-	runtime: []string{"stop native_write", "stop receipt_send", "stop drain_wait"},
-	to:      StateUnknown,
-}, {
-	both:    []string{"stop written_wait", "stop native_write", "stop receipt_send", "stop drain_wait", "do record_rejection"},
-	core:    []string{"stop written_wait", "do record_rejection"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop written_wait", "runtime: stop native_write", "runtime: stop receipt_send", "runtime: stop drain_wait", "core: do record_rejection"},
-	event:   EventAckRejected,
-	from:    StateDraining,
-	line:    "spec/input.yaml:216",
-	runtime: []string{"stop native_write", "stop receipt_send", "stop drain_wait"},
-	to:      StateRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventWrittenWait,
-	from:  StateDraining,
-	line:  "spec/input.yaml:249",
-	to:    StateDraining,
-}, {
-	disp:  fsm.Ignored,
-	event: EventNativeWrite,
-	from:  StateDraining,
-	line:  "spec/input.yaml:249",
-	to:    StateDraining,
-}, {
-	disp:  fsm.Ignored,
-	event: EventReceiptSend,
-	from:  StateDraining,
-	line:  "spec/input.yaml:249",
-	to:    StateDraining,
-}, {
-	both:    []string{"start receipt_send", "send prompt_steer_ack"},
-	core:    nil,
-	disp:    fsm.Moved,
-	effects: []string{"runtime: start receipt_send", "runtime: send prompt_steer_ack"},
-	event:   EventDrainWait,
-	from:    StateDraining,
-	line:    "spec/input.yaml:261",
-	runtime: []string{"start receipt_send", "send prompt_steer_ack"},
-	to:      StateSettling,
-}, {
-	disp:  fsm.Ignored,
-	event: EventRunCompleting,
-	from:  StateDraining,
-	line:  "spec/input.yaml:266",
-	to:    StateDraining,
-}, {
-	both:    []string{"stop drain_wait", "stop receipt_send", "do mark_unknown"},
-	core:    []string{"do mark_unknown"},
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop drain_wait", "runtime: stop receipt_send", "core: do mark_unknown"},
-	event:   EventRunSettled,
-	from:    StateDraining,
-	line:    "spec/input.yaml:239",
-	runtime: []string{"stop drain_wait", "stop receipt_send"},
-	to:      StateUnknown,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPromptSteer,
-	from:  StateSettling,
-	line:  "spec/input.yaml:226",
-	to:    StateSettling,
-}, {
-	disp:  fsm.Ignored,
-	event: EventSendFailed,
-	from:  StateSettling,
-	line:  "spec/input.yaml:243",
-	to:    StateSettling,
-}, {
-	disp:  fsm.Ignored,
-	event: EventNativeWriteDone,
-	from:  StateSettling,
-	line:  "spec/input.yaml:246",
-	to:    StateSettling,
-}, {
-	disp:  fsm.Ignored,
-	event: EventNativeAccepted,
-	from:  StateSettling,
-	line:  "spec/input.yaml:274",
-	to:    StateSettling,
-}, {
-	disp:  fsm.Ignored,
-	event: EventInputRefused,
-	from:  StateSettling,
-	line:  "spec/input.yaml:274",
-	to:    StateSettling,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAckWritten,
-	from:  StateSettling,
-	line:  "spec/input.yaml:243",
-	to:    StateSettling,
-}, {
-	both:    []string{"stop written_wait", "stop native_write", "stop receipt_send", "stop drain_wait", "do advance_cursor"},
-	core:    []string{"stop written_wait", "do advance_cursor"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop written_wait", "runtime: stop native_write", "runtime: stop receipt_send", "runtime: stop drain_wait", "core: do advance_cursor"},
-	event:   EventAckAccepted,
-	from:    StateSettling,
-	line:    "spec/input.yaml:188",
-	runtime: []string{"stop native_write", "stop receipt_send", "stop drain_wait"},
-	to:      StateAccepted,
-}, {
-	both:    []string{"stop written_wait", "stop native_write", "stop receipt_send", "do keep_for_retry"},
-	core:    []string{"stop written_wait", "do keep_for_retry"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop written_wait", "runtime: stop native_write", "runtime: stop receipt_send", "core: do keep_for_retry"},
-	event:   EventAckRejected,
-	from:    StateSettling,
-	guard:   GuardRetryableCode,
-	held:    GuardSet(0).With(GuardRetryableCode),
-	line:    "spec/input.yaml:197",
-	runtime: []string{"stop native_write", "stop receipt_send"},
-	to:      StatePending,
-}, {
-	both:    []string{"stop written_wait", "stop native_write", "stop receipt_send", "stop drain_wait", "do mark_unknown"},
-	core:    []string{"stop written_wait", "do mark_unknown"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop written_wait", "runtime: stop native_write", "runtime: stop receipt_send", "runtime: stop drain_wait", "core: do mark_unknown"},
-	event:   EventAckRejected,
-	from:    StateSettling,
-	guard:   GuardUnknownCode,
-	held:    GuardSet(0).With(GuardUnknownCode),
-	line:    "spec/input.yaml:206",
-	runtime: []string{"stop native_write", "stop receipt_send", "stop drain_wait"},
-	to:      StateUnknown,
-}, {
-	both:    []string{"stop written_wait", "stop native_write", "stop receipt_send", "stop drain_wait", "do record_rejection"},
-	core:    []string{"stop written_wait", "do record_rejection"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop written_wait", "runtime: stop native_write", "runtime: stop receipt_send", "runtime: stop drain_wait", "core: do record_rejection"},
-	event:   EventAckRejected,
-	from:    StateSettling,
-	line:    "spec/input.yaml:216",
-	runtime: []string{"stop native_write", "stop receipt_send", "stop drain_wait"},
-	to:      StateRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventWrittenWait,
-	from:  StateSettling,
-	line:  "spec/input.yaml:277",
-	to:    StateSettling,
-}, {
-	disp:  fsm.Ignored,
-	event: EventNativeWrite,
-	from:  StateSettling,
-	line:  "spec/input.yaml:277",
-	to:    StateSettling,
-}, {
-	disp:  fsm.Moved,
-	event: EventReceiptSend,
-	from:  StateSettling,
-	line:  "spec/input.yaml:271",
-	to:    StateUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventDrainWait,
-	from:  StateSettling,
-	line:  "spec/input.yaml:277",
-	to:    StateSettling,
-}, {
-	disp:  fsm.Ignored,
-	event: EventRunCompleting,
-	from:  StateSettling,
-	line:  "spec/input.yaml:163",
-	to:    StateSettling,
-}, {
-	both:    []string{"stop drain_wait", "stop receipt_send", "do mark_unknown"},
-	core:    []string{"do mark_unknown"},
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop drain_wait", "runtime: stop receipt_send", "core: do mark_unknown"},
-	event:   EventRunSettled,
-	from:    StateSettling,
-	line:    "spec/input.yaml:239",
-	runtime: []string{"stop drain_wait", "stop receipt_send"},
-	to:      StateUnknown,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPromptSteer,
-	from:  StateAccepted,
-	line:  "spec/input.yaml:286",
-	to:    StateAccepted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventSendFailed,
-	from:  StateAccepted,
-	line:  "spec/input.yaml:282",
-	to:    StateAccepted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventNativeWriteDone,
-	from:  StateAccepted,
-	line:  "spec/input.yaml:282",
-	to:    StateAccepted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventNativeAccepted,
-	from:  StateAccepted,
-	line:  "spec/input.yaml:282",
-	to:    StateAccepted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventInputRefused,
-	from:  StateAccepted,
-	line:  "spec/input.yaml:282",
-	to:    StateAccepted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAckWritten,
-	from:  StateAccepted,
-	line:  "spec/input.yaml:282",
-	to:    StateAccepted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAckAccepted,
-	from:  StateAccepted,
-	line:  "spec/input.yaml:282",
-	to:    StateAccepted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAckRejected,
-	from:  StateAccepted,
-	line:  "spec/input.yaml:282",
-	to:    StateAccepted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventWrittenWait,
-	from:  StateAccepted,
-	line:  "spec/input.yaml:282",
-	to:    StateAccepted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventNativeWrite,
-	from:  StateAccepted,
-	line:  "spec/input.yaml:282",
-	to:    StateAccepted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventReceiptSend,
-	from:  StateAccepted,
-	line:  "spec/input.yaml:282",
-	to:    StateAccepted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventDrainWait,
-	from:  StateAccepted,
-	line:  "spec/input.yaml:282",
-	to:    StateAccepted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventRunCompleting,
-	from:  StateAccepted,
-	line:  "spec/input.yaml:282",
-	to:    StateAccepted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventRunSettled,
-	from:  StateAccepted,
-	line:  "spec/input.yaml:282",
-	to:    StateAccepted,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPromptSteer,
-	from:  StateRejected,
-	line:  "spec/input.yaml:286",
-	to:    StateRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventSendFailed,
-	from:  StateRejected,
-	line:  "spec/input.yaml:282",
-	to:    StateRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventNativeWriteDone,
-	from:  StateRejected,
-	line:  "spec/input.yaml:282",
-	to:    StateRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventNativeAccepted,
-	from:  StateRejected,
-	line:  "spec/input.yaml:282",
-	to:    StateRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventInputRefused,
-	from:  StateRejected,
-	line:  "spec/input.yaml:282",
-	to:    StateRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAckWritten,
-	from:  StateRejected,
-	line:  "spec/input.yaml:282",
-	to:    StateRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAckAccepted,
-	from:  StateRejected,
-	line:  "spec/input.yaml:282",
-	to:    StateRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAckRejected,
-	from:  StateRejected,
-	line:  "spec/input.yaml:282",
-	to:    StateRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventWrittenWait,
-	from:  StateRejected,
-	line:  "spec/input.yaml:282",
-	to:    StateRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventNativeWrite,
-	from:  StateRejected,
-	line:  "spec/input.yaml:282",
-	to:    StateRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventReceiptSend,
-	from:  StateRejected,
-	line:  "spec/input.yaml:282",
-	to:    StateRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventDrainWait,
-	from:  StateRejected,
-	line:  "spec/input.yaml:282",
-	to:    StateRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventRunCompleting,
-	from:  StateRejected,
-	line:  "spec/input.yaml:282",
-	to:    StateRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventRunSettled,
-	from:  StateRejected,
-	line:  "spec/input.yaml:282",
-	to:    StateRejected,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPromptSteer,
-	from:  StateUnknown,
-	line:  "spec/input.yaml:286",
-	to:    StateUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventSendFailed,
-	from:  StateUnknown,
-	line:  "spec/input.yaml:282",
-	to:    StateUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventNativeWriteDone,
-	from:  StateUnknown,
-	line:  "spec/input.yaml:282",
-	to:    StateUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventNativeAccepted,
-	from:  StateUnknown,
-	line:  "spec/input.yaml:282",
-	to:    StateUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventInputRefused,
-	from:  StateUnknown,
-	line:  "spec/input.yaml:282",
-	to:    StateUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAckWritten,
-	from:  StateUnknown,
-	line:  "spec/input.yaml:282",
-	to:    StateUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAckAccepted,
-	from:  StateUnknown,
-	line:  "spec/input.yaml:282",
-	to:    StateUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAckRejected,
-	from:  StateUnknown,
-	line:  "spec/input.yaml:282",
-	to:    StateUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventWrittenWait,
-	from:  StateUnknown,
-	line:  "spec/input.yaml:282",
-	to:    StateUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventNativeWrite,
-	from:  StateUnknown,
-	line:  "spec/input.yaml:282",
-	to:    StateUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventReceiptSend,
-	from:  StateUnknown,
-	line:  "spec/input.yaml:282",
-	to:    StateUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventDrainWait,
-	from:  StateUnknown,
-	line:  "spec/input.yaml:282",
-	to:    StateUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventRunCompleting,
-	from:  StateUnknown,
-	line:  "spec/input.yaml:282",
-	to:    StateUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventRunSettled,
-	from:  StateUnknown,
-	line:  "spec/input.yaml:282",
-	to:    StateUnknown,
-}}
-
-type pathStep struct {
-	event Event
-	held  GuardSet
-}
-
-// pathCases is a shortest path from Initial to every state.
-var pathCases = []struct {
-	target State
-	steps  []pathStep
-}{{StatePending, []pathStep{}}, {StateSent, []pathStep{{
-	event: EventPromptSteer,
-	held:  GuardSet(0).With(GuardInputSlotFree),
-}}}, {StateWriteComplete, []pathStep{{
-	event: EventPromptSteer,
-	held:  GuardSet(0).With(GuardInputSlotFree),
-}, {event: EventNativeWriteDone}}}, {StateWritten, []pathStep{{
-	event: EventPromptSteer,
-	held:  GuardSet(0).With(GuardInputSlotFree),
-}, {event: EventAckWritten}}}, {StateDraining, []pathStep{{
-	event: EventPromptSteer,
-	held:  GuardSet(0).With(GuardInputSlotFree),
-}, {event: EventAckWritten}, {event: EventRunCompleting}}}, {StateSettling, []pathStep{{
-	event: EventPromptSteer,
-	held:  GuardSet(0).With(GuardInputSlotFree),
-}, {event: EventInputRefused}}}, {StateAccepted, []pathStep{{
-	event: EventPromptSteer,
-	held:  GuardSet(0).With(GuardInputSlotFree),
-}, {event: EventAckAccepted}}}, {StateRejected, []pathStep{{
-	event: EventPromptSteer,
-	held:  GuardSet(0).With(GuardInputSlotFree),
-}, {event: EventAckRejected}}}, {StateUnknown, []pathStep{{
-	event: EventPromptSteer,
-	held:  GuardSet(0).With(GuardInputSlotFree),
-}, {event: EventSendFailed}}}}
-
-func TestEveryCell(t *testing.T) {
-	for _, c := range cellCases {
-		where := c.line + ": " + c.from.String() + " on " + c.event.String()
-		step, trErr := Transition(c.from, c.event, c.held)
-		require.Equal(t, c.disp, step.Disposition(), where)
-		require.Equal(t, c.to, step.To(), where)
-		require.Equal(t, c.guard, step.Guard(), where)
-		var effects []string
-		for _, ef := range step.Effects() {
-			effects = append(effects, ef.String())
-		}
-		require.Equal(t, c.effects, effects, where)
-		for _, role := range []fsm.Role{fsm.RoleBoth, fsm.RoleCore, fsm.RoleRuntime} {
-			rec := &recorder{held: c.held}
-			m := New[int](role, rec)
-			_, err := m.Restore(c.from.String())
-			require.NoError(t, err)
-			fireErr := m.Fire(c.event, 0)
-			if c.disp == fsm.Rejected {
-				require.ErrorIs(t, trErr, fsm.ErrRejected, where)
-				require.ErrorIs(t, fireErr, fsm.ErrRejected, where)
-				var te *fsm.TransitionError
-				require.ErrorAs(t, fireErr, &te, where)
-				require.Equal(t, []string{Name, c.from.String(), c.event.String()}, []string{te.Machine, te.State, te.Event}, where)
-				require.Equal(t, c.from, m.State(), "a rejected event must leave the state unchanged: "+where)
-				continue
-			}
-			require.NoError(t, trErr, where)
-			require.NoError(t, fireErr, where)
-			if c.raises {
-				continue // follow-ups move the machine further; covered by the walk tests
-			}
-			require.Equal(t, c.to, m.State(), where)
-			want := map[fsm.Role][]string{
-				fsm.RoleBoth:    c.both,
-				fsm.RoleCore:    c.core,
-				fsm.RoleRuntime: c.runtime,
-			}[role]
-			require.Equal(t, want, rec.log, "hooks run for role "+role.String()+": "+where)
-		}
-	}
-}
-
-func TestShortestPaths(t *testing.T) {
-	for _, p := range pathCases {
-		rec := &recorder{}
-		m := New[int](fsm.RoleBoth, rec)
-		for _, st := range p.steps {
-			rec.held = st.held
-			require.NoError(t, m.Fire(st.event, 0), "path to "+p.target.String())
-		}
-		require.Equal(t, p.target, m.State())
-	}
-}
-
-// TestEveryCellAgainstSpec compares every cell, under every guard assignment, with the spec interpreter reading the YAML at test time.
+// TestEveryCellAgainstSpec compares every cell, under every guard assignment, with the spec
+// interpreter reading the YAML at test time.
 func TestEveryCellAgainstSpec(t *testing.T) {
 	m := fsmtest.LoadMachine(t, specFile)
 	fsmtest.EveryCellAgainstSpec(t, m, adapter(t))
@@ -1212,101 +449,133 @@ func TestRandomWalkAgainstSpec(t *testing.T) {
 	}
 }
 
+// TestInstanceWalkAgainstSpec runs an fsm.Instance of Table for each role beside the spec
+// interpreter: raised events run to completion and each role performs only its own effects.
+func TestInstanceWalkAgainstSpec(t *testing.T) {
+	m := fsmtest.LoadMachine(t, specFile)
+	for seed := uint64(1); seed <= 4; seed++ {
+		fsmtest.InstanceWalk(t, m, Table, seed, 1000)
+	}
+}
+
 func TestDifferentialLooplab(t *testing.T) {
 	m := fsmtest.LoadMachine(t, specFile)
 	fsmtest.DifferentialLooplab(t, m, adapter(t))
 }
 
+// TestRestoreAndParse restores every state for each role (Restore returns the timers to re-arm),
+// round-trips every enum through its spec name, and refuses invalid values.
 func TestRestoreAndParse(t *testing.T) {
-	for _, s := range []State{StatePending, StateSent, StateWriteComplete, StateWritten, StateDraining, StateSettling, StateAccepted, StateRejected, StateUnknown} {
-		m := New[int](fsm.RoleBoth, &recorder{})
-		timers, err := m.Restore(s.String())
-		require.NoError(t, err)
-		require.Equal(t, s, m.State())
-		require.Equal(t, s.Timers(), timers)
-		back, err := ParseState(s.String())
-		require.NoError(t, err)
-		require.Equal(t, s, back)
+	for s := State(1); s.Valid(); s++ {
+		for _, role := range roles {
+			m := newMachine(t, role, &recorder{})
+			timers, err := m.Restore(fsm.StateID(s))
+			require.NoError(t, err)
+			require.Equal(t, s, State(m.State()))
+			require.Equal(t, stateTimers[s], timers, "the timers to re-arm in %s", s)
+		}
 	}
-	for e := Event(1); e.Valid(); e++ {
-		back, err := ParseEvent(e.String())
+	for v := State(1); v.Valid(); v++ {
+		back, err := ParseState(v.String())
 		require.NoError(t, err)
-		require.Equal(t, e, back)
+		require.Equal(t, v, back)
 	}
-	_, err := New[int](fsm.RoleBoth, &recorder{}).Restore("no_such_state")
-	require.ErrorIs(t, err, fsm.ErrInvalid)
+	for v := Event(1); v.Valid(); v++ {
+		back, err := ParseEvent(v.String())
+		require.NoError(t, err)
+		require.Equal(t, v, back)
+	}
+	for v := Timer(1); v.Valid(); v++ {
+		back, err := ParseTimer(v.String())
+		require.NoError(t, err)
+		require.Equal(t, v, back)
+	}
+	for v := Guard(1); v.Valid(); v++ {
+		back, err := ParseGuard(v.String())
+		require.NoError(t, err)
+		require.Equal(t, v, back)
+	}
+	for v := Action(1); v.Valid(); v++ {
+		back, err := ParseAction(v.String())
+		require.NoError(t, err)
+		require.Equal(t, v, back)
+	}
+	for v := Message(1); v.Valid(); v++ {
+		back, err := ParseMessage(v.String())
+		require.NoError(t, err)
+		require.Equal(t, v, back)
+	}
+	require.False(t, State(10).Valid())
 	require.Equal(t, "State(0)", State(0).String())
+	_, err := ParseState("no_such_state")
+	require.ErrorIs(t, err, fsm.ErrInvalid)
+	_, err = newMachine(t, fsm.RoleCore, &recorder{}).Restore(0)
+	require.ErrorIs(t, err, fsm.ErrInvalid)
 	_, err = Transition(Initial, Event(0), 0)
 	require.ErrorIs(t, err, fsm.ErrInvalid)
+	_, err = Transition(State(0), Event(1), 0)
+	require.ErrorIs(t, err, fsm.ErrInvalid)
 }
 
-// TestConcurrentFire fires from several goroutines at once: every step the observer sees must start where the previous one ended, which holds only if Fire serialises its callers.
-func TestConcurrentFire(t *testing.T) {
-	for round := 0; round < 20; round++ {
-		m := New[int](fsm.RoleBoth, &recorder{held: GuardSet(round)})
-		var steps []Step
-		m.Observe(func(s Step) {
-			steps = append(steps, s)
-		})
-		var wg sync.WaitGroup
-		for g := 0; g < 4; g++ {
-			wg.Go(func() {
-				rng := rand.New(rand.NewPCG(uint64(round), uint64(g)))
-				for i := 0; i < 50; i++ {
-					_ = m.Fire(Event(1+rng.IntN(numEvents)), i)
-				}
-			})
-		}
-		wg.Wait()
-		require.GreaterOrEqual(t, len(steps), 200)
-		at := Initial
-		for _, s := range steps {
-			require.Equal(t, at, s.From())
-			at = s.To()
-		}
-		require.Equal(t, at, m.State())
-	}
+// TestNewRefusesMissingParts checks that a machine needs its hooks, and its timers when its role
+// arms any.
+func TestNewRefusesMissingParts(t *testing.T) {
+	_, err := NewCore[int](nil, nil)
+	require.Error(t, err, "a Core machine needs hooks")
+	_, err = NewRuntime[int](nil, nil)
+	require.Error(t, err, "a Runtime machine needs hooks")
+	_, err = NewCore[int](&recorder{}, nil)
+	require.Error(t, err, "the Core arms timers")
+	_, err = NewRuntime[int](&recorder{}, nil)
+	require.Error(t, err, "the Runtime arms timers")
 }
 
-// TestEffectError makes the first hook of spec/input.yaml:133 fail: the state has moved and the error names the effect.
+// TestEffectError makes the Runtime's first hook of spec/input.yaml:133 fail: the state has moved,
+// the error names the effect and the effects after it do not run.
 func TestEffectError(t *testing.T) {
-	m := New[int](fsm.RoleBoth, &recorder{fail: "stop native_write"})
-	_, err := m.Restore("sent")
+	rec := &recorder{fail: "stop native_write"}
+	m := newMachine(t, fsm.RoleRuntime, rec)
+	_, err := m.Restore(fsm.StateID(StateSent))
 	require.NoError(t, err)
-	err = m.Fire(EventNativeWriteDone, 0)
+	err = m.Fire(fsm.EventID(EventNativeWriteDone), 0)
 	require.ErrorIs(t, err, fsm.ErrEffect)
 	require.ErrorIs(t, err, errHook)
 	var ee *fsm.EffectError
 	require.ErrorAs(t, err, &ee)
-	require.Equal(t, StateWriteComplete, m.State())
+	require.Equal(t, "runtime: stop native_write", ee.Effect)
+	require.Equal(t, StateWriteComplete, State(m.State()))
+	require.Equal(t, []string{"stop native_write"}, rec.log)
 }
 
-// TestFollowUpFromHook raises send_failed from inside a hook of spec/input.yaml:133: it runs after the current event, under the same Fire, without deadlocking.
-func TestFollowUpFromHook(t *testing.T) {
-	rec := &recorder{}
-	raised := false
-	rec.raise = func(f *Firing[int]) error {
-		if raised {
-			return nil
+var (
+	sinkStep Step
+	sinkErr  error
+)
+
+// TestNoAllocations checks that Transition, and Fire for each role with hooks that allocate
+// nothing, allocate nothing in any cell.
+func TestNoAllocations(t *testing.T) {
+	allocs := testing.AllocsPerRun(10, func() {
+		for _, c := range cellCases {
+			sinkStep, sinkErr = Transition(c.from, c.event, c.held)
 		}
-		raised = true
-		return f.Raise(EventSendFailed, 7)
-	}
-	m := New[int](fsm.RoleBoth, rec)
-	_, err := m.Restore("sent")
-	require.NoError(t, err)
-	require.NoError(t, m.Fire(EventNativeWriteDone, 0))
-	require.Equal(t, StateUnknown, m.State())
-	// An unbounded chain of follow-ups fails instead of spinning.
-	rec.raise = func(f *Firing[int]) error {
-		for range fsm.QueueCapacity + 1 {
-			if err := f.Raise(EventSendFailed, 7); err != nil {
-				return err
+	})
+	require.Zero(t, allocs, "Transition")
+	for _, role := range roles {
+		rec := &recorder{quiet: true}
+		m := newMachine(t, role, rec)
+		allocs := testing.AllocsPerRun(10, func() {
+			for _, c := range cellCases {
+				if _, ok := c.logs[role]; !ok {
+					continue
+				}
+				rec.held = c.held
+				if _, err := m.Restore(fsm.StateID(c.from)); err != nil {
+					panic(err)
+				}
+				sinkErr = m.Fire(fsm.EventID(c.event), 0)
 			}
-		}
-		return nil
+		})
+		require.Zero(t, allocs, "Fire as %s", role)
 	}
-	_, err = m.Restore("sent")
-	require.NoError(t, err)
-	require.ErrorIs(t, m.Fire(EventNativeWriteDone, 0), fsm.ErrQueueFull)
 }

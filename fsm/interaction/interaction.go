@@ -2,26 +2,26 @@
 
 // Package interaction is the generated interaction machine.
 //
-// One question the Runtime puts to Core during a Run (a permission request, a
-// user choice or a function call) and the answer Core delivers: the decision
-// or result is settled only by an interaction_decision_ack echoing its
-// delivery ID. A missing receipt leaves the outcome unknown, never applied; a
-// replay of the identical decision is applied again and a different one is a
+// One question the Runtime puts to Core during a Run (a permission request, a user choice or a
+// function call) and the answer Core delivers: the decision or result is settled only by an
+// interaction_decision_ack echoing its delivery ID. A missing receipt leaves the outcome unknown,
+// never applied; a replay of the identical decision is applied again and a different one is a
 // conflict.
 //
-// One instance per interaction ID (permission_request.request_id,
-// prompt_for_user_choice.ask_id, or function_call.call_id; request envelopes
-// carry the Run ID, and a function result's receipt is matched by its delivery
-// ID).
+// One instance per interaction ID (permission_request.request_id, prompt_for_user_choice.ask_id,
+// or function_call.call_id; request envelopes carry the Run ID, and a function result's receipt is
+// matched by its delivery ID).
 //
-// The table and every hook name come from spec/interaction.yaml; see
-// docs/machines/interaction.md for the diagram and the state × event matrix.
+// The table and every hook name come from spec/interaction.yaml; see docs/machines/interaction.md
+// for the diagram and the state × event matrix. Table is the machine as the engine (package fsm)
+// runs it: Transition answers what an event would do, NewCore and NewRuntime return a machine that
+// performs one peer's effects through its hooks, and a driver that keeps many instances steps an
+// fsm.Instance of Table and drains its fsm.Outbox.
 package interaction
 
 import (
 	"github.com/agentwire/agentwire/fsm"
 	"strconv"
-	"sync"
 	"time"
 )
 
@@ -30,12 +30,8 @@ const Name = "interaction"
 
 // Initial is the state every new instance starts in.
 const Initial = StateIdle
-const (
-	numStates = 9
-	numEvents = 12
-)
 
-// State is a state of the interaction machine.
+// State is a state of the interaction machine; its values are the fsm.StateID of Table.
 type State uint8
 
 const (
@@ -43,35 +39,39 @@ const (
 	StateIdle State = 1
 	// StatePending: the request is open and waits for Core's answer
 	StatePending State = 2
-	// StateDeciding: an answer was sent with a fresh delivery ID; Core waits for its receipt and must not treat the interaction as settled
+	// StateDeciding: an answer was sent with a fresh delivery ID; Core waits for its receipt and
+	// must not treat the interaction as settled
 	StateDeciding State = 3
-	// StateUnconfirmed: the receipt did not arrive in time or the send failed; the outcome is unknown and never counts as applied, but an identical replay may still settle it
+	// StateUnconfirmed: the receipt did not arrive in time or the send failed; the outcome is
+	// unknown and never counts as applied, but an identical replay may still settle it
 	StateUnconfirmed State = 4
-	// StateApplied: the receipt reported applied true; the Runtime remembers the decision so an identical replay is applied again and a different one conflicts
+	// StateApplied: the receipt reported applied true; the Runtime remembers the decision so an
+	// identical replay is applied again and a different one conflicts
 	StateApplied State = 5
-	// StateRefused: the receipt reported applied false with a finite code (not_pending, unsupported, contract_violation, runtime_error, decision_conflict, invalid_result, ...)
+	// StateRefused: the receipt reported applied false with a finite code (not_pending,
+	// unsupported, contract_violation, runtime_error, decision_conflict, invalid_result, ...)
 	StateRefused State = 6
-	// StateWithdrawn: the Runtime withdrew the pending permission request with permission_cancel; no answer is owed
+	// StateWithdrawn: the Runtime withdrew the pending permission request with permission_cancel;
+	// no answer is owed
 	StateWithdrawn State = 7
-	// StateOrphaned: the Run ended or its route was evicted before the interaction settled; any answer's effect is unknown
+	// StateOrphaned: the Run ended or its route was evicted before the interaction settled; any
+	// answer's effect is unknown
 	StateOrphaned State = 8
 	// StateClosed: the answer was applied and the Run has ended; no replay can reach it any more
 	StateClosed State = 9
 )
 
-var stateNames = [...]string{"", "idle", "pending", "deciding", "unconfirmed", "applied", "refused", "withdrawn", "orphaned", "closed"}
-
 // String returns the spec name, or State(n) for a value outside the enum.
 func (v State) String() string {
 	if v.Valid() {
-		return stateNames[v]
+		return Table.States[v-1].Name
 	}
 	return "State(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v State) Valid() bool {
-	return v >= 1 && int(v) < len(stateNames)
+	return v >= 1 && v <= StateClosed
 }
 
 // ParseState returns the state with the given spec name.
@@ -103,73 +103,74 @@ func ParseState(name string) (State, error) {
 	}
 }
 
-var stateOutcomes = [...]fsm.Outcome{0, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeFailure, fsm.OutcomeSuccess, fsm.OutcomeUnknown, fsm.OutcomeSuccess}
-var stateTimers = [...][]Timer{nil, nil, nil, []Timer{TimerAckWait}, nil, nil, nil, nil, nil, nil}
-
 // Outcome classifies a terminal state; it is fsm.OutcomeNone for the others.
-func (s State) Outcome() fsm.Outcome {
-	if !s.Valid() {
+func (v State) Outcome() fsm.Outcome {
+	if !v.Valid() {
 		return fsm.OutcomeNone
 	}
-	return stateOutcomes[s]
+	return Table.States[v-1].Outcome
 }
 
-// Terminal reports whether the lifecycle has settled in s.
-func (s State) Terminal() bool {
-	return s.Outcome() != fsm.OutcomeNone
+// Terminal reports whether the lifecycle has settled in v.
+func (v State) Terminal() bool {
+	return v.Outcome() != fsm.OutcomeNone
 }
 
-// Timers lists the timers armed while the machine is in s: the ones a restored machine must re-arm. The slice is shared; do not modify it.
-func (s State) Timers() []Timer {
-	if !s.Valid() {
-		return nil
-	}
-	return stateTimers[s]
-}
-
-// Event is an input of the interaction machine: a wire message, a timer expiry or a local happening.
+// Event is an input of the interaction machine (a wire message, a timer expiry or a local
+// happening); its values are the fsm.EventID of Table.
 type Event uint8
 
 const (
-	// EventPermissionRequest: a permission request (tool, title, optional detail and payload) identified by request_id (wire permission_request, sent by runtime)
+	// EventPermissionRequest: a permission request (tool, title, optional detail and payload)
+	// identified by request_id (wire permission_request, sent by runtime)
 	EventPermissionRequest Event = 1
-	// EventPromptForUserChoice: a user-choice question set identified by ask_id (wire prompt_for_user_choice, sent by runtime)
+	// EventPromptForUserChoice: a user-choice question set identified by ask_id (wire
+	// prompt_for_user_choice, sent by runtime)
 	EventPromptForUserChoice Event = 2
-	// EventFunctionCall: a declared function tool call identified by call_id (wire function_call, sent by runtime)
+	// EventFunctionCall: a declared function tool call identified by call_id (wire function_call,
+	// sent by runtime)
 	EventFunctionCall Event = 3
-	// EventPermissionDecision: approved or denied (optional message and updated input) with a fresh delivery ID (wire permission_decision, sent by core)
+	// EventPermissionDecision: approved or denied (optional message and updated input) with a
+	// fresh delivery ID (wire permission_decision, sent by core)
 	EventPermissionDecision Event = 4
-	// EventPromptForUserChoiceDecision: question_answers keyed by emitted question IDs, or cancelled true without answers, with a fresh delivery ID (wire prompt_for_user_choice_decision, sent by core)
+	// EventPromptForUserChoiceDecision: question_answers keyed by emitted question IDs, or
+	// cancelled true without answers, with a fresh delivery ID (wire
+	// prompt_for_user_choice_decision, sent by core)
 	EventPromptForUserChoiceDecision Event = 5
-	// EventFunctionResult: success flag and content for the call ID, with a fresh delivery ID (wire function_result, sent by core)
+	// EventFunctionResult: success flag and content for the call ID, with a fresh delivery ID
+	// (wire function_result, sent by core)
 	EventFunctionResult Event = 6
-	// EventPermissionCancel: the Runtime withdraws a pending permission request (wire permission_cancel, sent by runtime)
+	// EventPermissionCancel: the Runtime withdraws a pending permission request (wire
+	// permission_cancel, sent by runtime)
 	EventPermissionCancel Event = 7
-	// EventAckApplied: the receipt with applied true (wire interaction_decision_ack, sent by runtime)
+	// EventAckApplied: the receipt with applied true (wire interaction_decision_ack, sent by
+	// runtime)
 	EventAckApplied Event = 8
-	// EventAckRefused: the receipt with applied false and an error code (wire interaction_decision_ack, sent by runtime)
+	// EventAckRefused: the receipt with applied false and an error code (wire
+	// interaction_decision_ack, sent by runtime)
 	EventAckRefused Event = 9
-	// EventAckWait: fifteen seconds after the answer was sent without its receipt (timer 15s, owned by core)
+	// EventAckWait: fifteen seconds after the answer was sent without its receipt (timer 15s,
+	// owned by core)
 	EventAckWait Event = 10
-	// EventAnswerSendFailed: Core's send of the decision or function result returned an error (local, observed by core)
+	// EventAnswerSendFailed: Core's send of the decision or function result returned an error
+	// (local, observed by core)
 	EventAnswerSendFailed Event = 11
-	// EventRunClosed: the owning Run settled, or the connection that routed it was lost or replaced and its interaction routes were evicted (local, observed by both)
+	// EventRunClosed: the owning Run settled, or the connection that routed it was lost or
+	// replaced and its interaction routes were evicted (local, observed by both)
 	EventRunClosed Event = 12
 )
-
-var eventNames = [...]string{"", "permission_request", "prompt_for_user_choice", "function_call", "permission_decision", "prompt_for_user_choice_decision", "function_result", "permission_cancel", "ack_applied", "ack_refused", "ack_wait", "answer_send_failed", "run_closed"}
 
 // String returns the spec name, or Event(n) for a value outside the enum.
 func (v Event) String() string {
 	if v.Valid() {
-		return eventNames[v]
+		return Table.Events[v-1].Name
 	}
 	return "Event(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v Event) Valid() bool {
-	return v >= 1 && int(v) < len(eventNames)
+	return v >= 1 && v <= EventRunClosed
 }
 
 // ParseEvent returns the event with the given spec name.
@@ -207,35 +208,41 @@ func ParseEvent(name string) (Event, error) {
 	}
 }
 
-var eventKinds = [...]fsm.EventKind{0, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventTimer, fsm.EventLocal, fsm.EventLocal}
-var eventMessages = [...]string{"", "permission_request", "prompt_for_user_choice", "function_call", "permission_decision", "prompt_for_user_choice_decision", "function_result", "permission_cancel", "interaction_decision_ack", "interaction_decision_ack", "", "", ""}
-var eventRoles = [...]fsm.Role{0, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleCore, fsm.RoleCore, fsm.RoleCore, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleCore, fsm.RoleCore, fsm.RoleBoth}
-
-// Kind says whether e is a wire message, a timer or a local event.
-func (e Event) Kind() fsm.EventKind {
-	if !e.Valid() {
-		return eventKinds[0]
+// Kind says whether v is a wire message, a timer expiry or a local event.
+func (v Event) Kind() fsm.EventKind {
+	if !v.Valid() {
+		return 0
 	}
-	return eventKinds[e]
-}
-
-// Message is the wire type of a message event, or "" for timers and local events. Several events may share one wire type (a status frame with different states).
-func (e Event) Message() string {
-	if !e.Valid() {
-		return eventMessages[0]
-	}
-	return eventMessages[e]
+	return Table.Events[v-1].Kind
 }
 
 // Role is the sender of a message event, the owner of a timer or the observer of a local event.
-func (e Event) Role() fsm.Role {
-	if !e.Valid() {
-		return eventRoles[0]
+func (v Event) Role() fsm.Role {
+	if !v.Valid() {
+		return 0
 	}
-	return eventRoles[e]
+	return Table.Events[v-1].Role
 }
 
-// Timer is a named timer. Arming and disarming are effects; expiry is the event of the same name.
+// Message is the wire type of a message event, or 0. Several events may share one wire type (a
+// status frame with different states).
+func (v Event) Message() Message {
+	if !v.Valid() {
+		return 0
+	}
+	return Message(Table.Events[v-1].Message)
+}
+
+// Timer is the timer whose expiry v is, or 0.
+func (v Event) Timer() Timer {
+	if !v.Valid() {
+		return 0
+	}
+	return Timer(Table.Events[v-1].Timer)
+}
+
+// Timer is a named timer; its values are the fsm.TimerID of Table. Arming and disarming are
+// effects; expiry is the event of the same name.
 type Timer uint8
 
 const (
@@ -243,19 +250,17 @@ const (
 	TimerAckWait Timer = 1
 )
 
-var timerNames = [...]string{"", "ack_wait"}
-
 // String returns the spec name, or Timer(n) for a value outside the enum.
 func (v Timer) String() string {
 	if v.Valid() {
-		return timerNames[v]
+		return Table.Timers[v-1].Name
 	}
 	return "Timer(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v Timer) Valid() bool {
-	return v >= 1 && int(v) < len(timerNames)
+	return v >= 1 && v <= TimerAckWait
 }
 
 // ParseTimer returns the timer with the given spec name.
@@ -271,54 +276,53 @@ func ParseTimer(name string) (Timer, error) {
 	}
 }
 
-var timerDurations = [...]time.Duration{0, 15 * time.Second}
-var timerEvents = [...]Event{0, EventAckWait}
-
 // Duration is how long the timer runs once armed.
-func (t Timer) Duration() time.Duration {
-	if !t.Valid() {
+func (v Timer) Duration() time.Duration {
+	if !v.Valid() {
 		return 0
 	}
-	return timerDurations[t]
+	return Table.Timers[v-1].Duration
 }
 
 // Event is the event to fire when the timer expires.
-func (t Timer) Event() Event {
-	if !t.Valid() {
+func (v Timer) Event() Event {
+	if !v.Valid() {
 		return 0
 	}
-	return timerEvents[t]
+	return Event(Table.Timers[v-1].Event)
 }
 
-// Guard names a predicate the peer evaluates through its Hooks.
+// Guard is a predicate a peer evaluates through its hooks; its values are the fsm.GuardID of
+// Table.
 type Guard uint8
 
 const (
-	// GuardMatchesRequestKind: the answer type matches the request kind (permission_decision, prompt_for_user_choice_decision or function_result) and passes the shared validation
+	// GuardMatchesRequestKind: the answer type matches the request kind (permission_decision,
+	// prompt_for_user_choice_decision or function_result) and passes the shared validation
 	GuardMatchesRequestKind Guard = 1
-	// GuardIdenticalDecision: the answer repeats the content of the earlier one (the delivery ID excluded)
+	// GuardIdenticalDecision: the answer repeats the content of the earlier one (the delivery ID
+	// excluded)
 	GuardIdenticalDecision Guard = 2
 	// GuardCurrentDelivery: the receipt echoes the delivery ID of the answer in flight
 	GuardCurrentDelivery Guard = 3
-	// GuardRetryLater: the receipt echoes the delivery ID in flight and its code is not_ready (the Runtime cannot take the answer yet)
+	// GuardRetryLater: the receipt echoes the delivery ID in flight and its code is not_ready (the
+	// Runtime cannot take the answer yet)
 	GuardRetryLater Guard = 4
 	// GuardPermissionKind: the interaction is a permission request (only those can be withdrawn)
 	GuardPermissionKind Guard = 5
 )
 
-var guardNames = [...]string{"", "matches_request_kind", "identical_decision", "current_delivery", "retry_later", "permission_kind"}
-
 // String returns the spec name, or Guard(n) for a value outside the enum.
 func (v Guard) String() string {
 	if v.Valid() {
-		return guardNames[v]
+		return Table.Guards[v-1]
 	}
 	return "Guard(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v Guard) Valid() bool {
-	return v >= 1 && int(v) < len(guardNames)
+	return v >= 1 && v <= GuardPermissionKind
 }
 
 // ParseGuard returns the guard with the given spec name.
@@ -342,55 +346,55 @@ func ParseGuard(name string) (Guard, error) {
 	}
 }
 
-// GuardSet is the set of guards that hold, for the pure Transition function.
-type GuardSet uint64
+// GuardSet is the set of guards that hold, for Transition; it has the layout of fsm.GuardSet.
+type GuardSet fsm.GuardSet
 
 // With returns s with g added.
 func (s GuardSet) With(g Guard) GuardSet {
-	if !g.Valid() {
-		return s
-	}
-	return s | 1<<(g-1)
+	return GuardSet(fsm.GuardSet(s).With(fsm.GuardID(g)))
 }
 
 // Has reports whether g is in s.
 func (s GuardSet) Has(g Guard) bool {
-	return g.Valid() && s&(1<<(g-1)) != 0
+	return fsm.GuardSet(s).Has(fsm.GuardID(g))
 }
 
-// Action names a local effect the peer performs through its Hooks.
+// Action is a local effect a peer performs through its hooks; its values are the fsm.ActionID of
+// Table.
 type Action uint8
 
 const (
-	// ActionSurfaceRequest: Core records the request with its kind and presents it to the user or the function handler
+	// ActionSurfaceRequest: Core records the request with its kind and presents it to the user or
+	// the function handler
 	ActionSurfaceRequest Action = 1
-	// ActionApplyDecision: the Runtime submits the answer natively (or recognises an identical replay) and owes a receipt with the same delivery ID
+	// ActionApplyDecision: the Runtime submits the answer natively (or recognises an identical
+	// replay) and owes a receipt with the same delivery ID
 	ActionApplyDecision Action = 2
 	// ActionSettleInteraction: Core marks the interaction settled with the applied answer
 	ActionSettleInteraction Action = 3
 	// ActionRecordRefusal: Core records the finite error code of the refusal
 	ActionRecordRefusal Action = 4
-	// ActionMarkUnknown: Core records the answer's outcome as unknown; it is never reported as applied and never replayed automatically
+	// ActionMarkUnknown: Core records the answer's outcome as unknown; it is never reported as
+	// applied and never replayed automatically
 	ActionMarkUnknown Action = 5
 	// ActionWithdrawPrompt: Core removes the pending request from the user's view
 	ActionWithdrawPrompt Action = 6
-	// ActionNoteWithdrawal: Core notes that the Runtime withdrew the request while an answer was in flight; the receipt still decides
+	// ActionNoteWithdrawal: Core notes that the Runtime withdrew the request while an answer was
+	// in flight; the receipt still decides
 	ActionNoteWithdrawal Action = 7
 )
-
-var actionNames = [...]string{"", "surface_request", "apply_decision", "settle_interaction", "record_refusal", "mark_unknown", "withdraw_prompt", "note_withdrawal"}
 
 // String returns the spec name, or Action(n) for a value outside the enum.
 func (v Action) String() string {
 	if v.Valid() {
-		return actionNames[v]
+		return Table.Actions[v-1]
 	}
 	return "Action(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v Action) Valid() bool {
-	return v >= 1 && int(v) < len(actionNames)
+	return v >= 1 && v <= ActionNoteWithdrawal
 }
 
 // ParseAction returns the action with the given spec name.
@@ -418,926 +422,460 @@ func ParseAction(name string) (Action, error) {
 	}
 }
 
-// Message is a wire type this machine asks a peer to send.
+// Message is a wire type the machine sends or observes; its values are the fsm.MessageID of Table.
 type Message uint8
 
 const (
-	MessageInteractionDecisionAck Message = 1
+	// MessageFunctionCall: observed as an event
+	MessageFunctionCall Message = 1
+	// MessageFunctionResult: observed as an event
+	MessageFunctionResult Message = 2
+	// MessageInteractionDecisionAck: sent as an effect and observed as an event
+	MessageInteractionDecisionAck Message = 3
+	// MessagePermissionCancel: observed as an event
+	MessagePermissionCancel Message = 4
+	// MessagePermissionDecision: observed as an event
+	MessagePermissionDecision Message = 5
+	// MessagePermissionRequest: observed as an event
+	MessagePermissionRequest Message = 6
+	// MessagePromptForUserChoice: observed as an event
+	MessagePromptForUserChoice Message = 7
+	// MessagePromptForUserChoiceDecision: observed as an event
+	MessagePromptForUserChoiceDecision Message = 8
 )
-
-var messageNames = [...]string{"", "interaction_decision_ack"}
 
 // String returns the spec name, or Message(n) for a value outside the enum.
 func (v Message) String() string {
 	if v.Valid() {
-		return messageNames[v]
+		return Table.Messages[v-1]
 	}
 	return "Message(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v Message) Valid() bool {
-	return v >= 1 && int(v) < len(messageNames)
+	return v >= 1 && v <= MessagePromptForUserChoiceDecision
 }
 
-// Effect is one step a transition asks a peer to perform, in spec order.
-type Effect struct {
-	Kind fsm.EffectKind
-	// Role is the peer that performs the effect; RoleBoth for both.
-	Role    fsm.Role
-	Message Message // EffectSend
-	Timer   Timer   // EffectStart, EffectStop
-	Action  Action  // EffectDo
-	Raise   Event   // EffectRaise
-}
-
-// String renders the effect as the spec writes it, e.g. "runtime: send preparation_status".
-func (e Effect) String() string {
-	prefix := ""
-	if e.Role != fsm.RoleBoth {
-		prefix = e.Role.String() + ": "
+// ParseMessage returns the message with the given spec name.
+func ParseMessage(name string) (Message, error) {
+	switch name {
+	case "function_call":
+		return MessageFunctionCall, nil
+	case "function_result":
+		return MessageFunctionResult, nil
+	case "interaction_decision_ack":
+		return MessageInteractionDecisionAck, nil
+	case "permission_cancel":
+		return MessagePermissionCancel, nil
+	case "permission_decision":
+		return MessagePermissionDecision, nil
+	case "permission_request":
+		return MessagePermissionRequest, nil
+	case "prompt_for_user_choice":
+		return MessagePromptForUserChoice, nil
+	case "prompt_for_user_choice_decision":
+		return MessagePromptForUserChoiceDecision, nil
 	}
-	switch e.Kind {
-	case fsm.EffectSend:
-		return prefix + "send " + e.Message.String()
-	case fsm.EffectStart:
-		return prefix + "start " + e.Timer.String()
-	case fsm.EffectStop:
-		return prefix + "stop " + e.Timer.String()
-	case fsm.EffectDo:
-		return prefix + "do " + e.Action.String()
-	case fsm.EffectRaise:
-		return prefix + "raise " + e.Raise.String()
+	return 0, &fsm.InvalidError{
+		Machine: Name,
+		Value:   fsm.Quote(name),
+		What:    "message name",
 	}
-	return prefix + e.Kind.String()
 }
 
-// Step is what one event did: a read-only view of the selected candidate of
-// its cell. It is a single pointer into the generated table, so returning it
-// costs nothing and nobody can change the table through it. The zero Step,
-// returned for an invalid state or event, reports zero values.
+// The candidates of Table, one per rule of spec/interaction.yaml and shared by every cell the rule
+// covers (a rule that lists its own target among its sources is two: a move from the others and an
+// internal transition in the target).
+var (
+	rule117 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StatePending), Line: 117, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSurfaceRequest)},
+	}}
+	rule121 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "nothing is pending for this interaction ID", Line: 121}
+	rule124 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no request was emitted with this interaction ID", Line: 124}
+	rule129 = &fsm.Candidate{Guard: fsm.GuardID(GuardMatchesRequestKind), Disp: fsm.Moved, To: fsm.StateID(StateDeciding), Line: 129, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAckWait)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionApplyDecision)},
+	}}
+	rule134 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the answer does not match the request kind or fails validation; nothing is submitted natively", Line: 134}
+	rule137 = &fsm.Candidate{Guard: fsm.GuardID(GuardPermissionKind), Disp: fsm.Moved, To: fsm.StateID(StateWithdrawn), Line: 137, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionWithdrawPrompt)},
+	}}
+	rule142 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "only a permission request can be withdrawn", Line: 142}
+	rule145 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateOrphaned), Line: 145, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAckWait)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
+	}}
+	rule149 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no answer is in flight, so there is nothing to acknowledge", Line: 149}
+	rule152 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no answer is in flight", Line: 152}
+	rule155 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the receipt deadline only runs while an answer is in flight", Line: 155}
+	rule158 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the interaction ID is already in use", Line: 158}
+	rule163 = &fsm.Candidate{Guard: fsm.GuardID(GuardCurrentDelivery), Disp: fsm.Moved, To: fsm.StateID(StateApplied), Line: 163, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAckWait)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleInteraction)},
+	}}
+	rule168 = &fsm.Candidate{Guard: fsm.GuardID(GuardRetryLater), Disp: fsm.Moved, To: fsm.StateID(StatePending), Line: 168, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAckWait)},
+	}}
+	rule174 = &fsm.Candidate{Guard: fsm.GuardID(GuardCurrentDelivery), Disp: fsm.Moved, To: fsm.StateID(StateRefused), Line: 174, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAckWait)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordRefusal)},
+	}}
+	rule179 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the receipt belongs to an earlier delivery attempt", Line: 179}
+	rule182 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnconfirmed), Line: 182, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
+	}}
+	rule186 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnconfirmed), Line: 186, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAckWait)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
+	}}
+	rule190 = &fsm.Candidate{Guard: fsm.GuardID(GuardPermissionKind), Disp: fsm.Stayed, Line: 190, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionNoteWithdrawal)},
+	}}
+	rule196 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "only a permission request can be withdrawn", Line: 196}
+	rule199 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "one answer at a time; wait for the receipt of the one in flight", Line: 199}
+	rule204 = &fsm.Candidate{Guard: fsm.GuardID(GuardIdenticalDecision), Disp: fsm.Moved, To: fsm.StateID(StateDeciding), Line: 204, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAckWait)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionApplyDecision)},
+	}}
+	rule210 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "decision_conflict: a replay must repeat the earlier answer exactly", Line: 210}
+	rule213 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "a late receipt of the timed-out attempt never turns the outcome into applied", Line: 213}
+	rule217 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "a withdrawal does not prove whether the unconfirmed answer was applied", Line: 217}
+	rule220 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no answer is in flight", Line: 220}
+	rule225 = &fsm.Candidate{Guard: fsm.GuardID(GuardIdenticalDecision), Disp: fsm.Stayed, Line: 225, Effects: []fsm.Effect{
+		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageInteractionDecisionAck)},
+	}}
+	rule230 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "decision_conflict: the interaction was already settled with a different answer", Line: 230}
+	rule233 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the answer already settled the interaction; repeated receipts change nothing", Line: 233}
+	rule236 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateClosed), Line: 236}
+	rule241 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the interaction is settled; late receipts and withdrawals change nothing", Line: 241}
+	rule244 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "not_pending: the interaction is settled", Line: 244}
+)
+
+// Table is the interaction machine as the engine runs it, sealed: every (state, event) cell lists
+// its candidates in the order they are tried, the unguarded fallback last. It is exactly what
+// spec.Machine.Table builds from spec/interaction.yaml. Treat it as read-only.
+var Table = fsm.MustSeal(&fsm.Table{
+	Name:   Name,
+	Source: "spec/interaction.yaml",
+	States: []fsm.StateDecl{
+		{Name: "idle"},
+		{Name: "pending"},
+		{Name: "deciding", Timers: []fsm.TimerID{fsm.TimerID(TimerAckWait)}},
+		{Name: "unconfirmed"},
+		{Name: "applied"},
+		{Name: "refused", Outcome: fsm.OutcomeFailure},
+		{Name: "withdrawn", Outcome: fsm.OutcomeSuccess},
+		{Name: "orphaned", Outcome: fsm.OutcomeUnknown},
+		{Name: "closed", Outcome: fsm.OutcomeSuccess},
+	},
+	Events: []fsm.EventDecl{
+		{Name: "permission_request", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePermissionRequest)},
+		{Name: "prompt_for_user_choice", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePromptForUserChoice)},
+		{Name: "function_call", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageFunctionCall)},
+		{Name: "permission_decision", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessagePermissionDecision)},
+		{Name: "prompt_for_user_choice_decision", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessagePromptForUserChoiceDecision)},
+		{Name: "function_result", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessageFunctionResult)},
+		{Name: "permission_cancel", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePermissionCancel)},
+		{Name: "ack_applied", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageInteractionDecisionAck)},
+		{Name: "ack_refused", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageInteractionDecisionAck)},
+		{Name: "ack_wait", Kind: fsm.EventTimer, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAckWait)},
+		{Name: "answer_send_failed", Kind: fsm.EventLocal, Role: fsm.RoleCore},
+		{Name: "run_closed", Kind: fsm.EventLocal, Role: fsm.RoleBoth},
+	},
+	Guards:   []string{"matches_request_kind", "identical_decision", "current_delivery", "retry_later", "permission_kind"},
+	Actions:  []string{"surface_request", "apply_decision", "settle_interaction", "record_refusal", "mark_unknown", "withdraw_prompt", "note_withdrawal"},
+	Messages: []string{"function_call", "function_result", "interaction_decision_ack", "permission_cancel", "permission_decision", "permission_request", "prompt_for_user_choice", "prompt_for_user_choice_decision"},
+	Timers: []fsm.TimerDecl{
+		{Name: "ack_wait", Duration: 15 * time.Second, Event: fsm.EventID(EventAckWait)},
+	},
+	Initial: fsm.StateID(StateIdle),
+	Cells: []fsm.Cell{
+		// idle
+		{Cands: []*fsm.Candidate{rule117}}, // idle × permission_request
+		{Cands: []*fsm.Candidate{rule117}}, // idle × prompt_for_user_choice
+		{Cands: []*fsm.Candidate{rule117}}, // idle × function_call
+		{Cands: []*fsm.Candidate{rule124}}, // idle × permission_decision
+		{Cands: []*fsm.Candidate{rule124}}, // idle × prompt_for_user_choice_decision
+		{Cands: []*fsm.Candidate{rule124}}, // idle × function_result
+		{Cands: []*fsm.Candidate{rule124}}, // idle × permission_cancel
+		{Cands: []*fsm.Candidate{rule124}}, // idle × ack_applied
+		{Cands: []*fsm.Candidate{rule124}}, // idle × ack_refused
+		{Cands: []*fsm.Candidate{rule121}}, // idle × ack_wait
+		{Cands: []*fsm.Candidate{rule124}}, // idle × answer_send_failed
+		{Cands: []*fsm.Candidate{rule121}}, // idle × run_closed
+		// pending
+		{Cands: []*fsm.Candidate{rule158}},          // pending × permission_request
+		{Cands: []*fsm.Candidate{rule158}},          // pending × prompt_for_user_choice
+		{Cands: []*fsm.Candidate{rule158}},          // pending × function_call
+		{Cands: []*fsm.Candidate{rule129, rule134}}, // pending × permission_decision
+		{Cands: []*fsm.Candidate{rule129, rule134}}, // pending × prompt_for_user_choice_decision
+		{Cands: []*fsm.Candidate{rule129, rule134}}, // pending × function_result
+		{Cands: []*fsm.Candidate{rule137, rule142}}, // pending × permission_cancel
+		{Cands: []*fsm.Candidate{rule149}},          // pending × ack_applied
+		{Cands: []*fsm.Candidate{rule149}},          // pending × ack_refused
+		{Cands: []*fsm.Candidate{rule155}},          // pending × ack_wait
+		{Cands: []*fsm.Candidate{rule152}},          // pending × answer_send_failed
+		{Cands: []*fsm.Candidate{rule145}},          // pending × run_closed
+		// deciding
+		{Cands: []*fsm.Candidate{rule158}},                   // deciding × permission_request
+		{Cands: []*fsm.Candidate{rule158}},                   // deciding × prompt_for_user_choice
+		{Cands: []*fsm.Candidate{rule158}},                   // deciding × function_call
+		{Cands: []*fsm.Candidate{rule199}},                   // deciding × permission_decision
+		{Cands: []*fsm.Candidate{rule199}},                   // deciding × prompt_for_user_choice_decision
+		{Cands: []*fsm.Candidate{rule199}},                   // deciding × function_result
+		{Cands: []*fsm.Candidate{rule190, rule196}},          // deciding × permission_cancel
+		{Cands: []*fsm.Candidate{rule163, rule179}},          // deciding × ack_applied
+		{Cands: []*fsm.Candidate{rule168, rule174, rule179}}, // deciding × ack_refused
+		{Cands: []*fsm.Candidate{rule182}},                   // deciding × ack_wait
+		{Cands: []*fsm.Candidate{rule186}},                   // deciding × answer_send_failed
+		{Cands: []*fsm.Candidate{rule145}},                   // deciding × run_closed
+		// unconfirmed
+		{Cands: []*fsm.Candidate{rule158}},          // unconfirmed × permission_request
+		{Cands: []*fsm.Candidate{rule158}},          // unconfirmed × prompt_for_user_choice
+		{Cands: []*fsm.Candidate{rule158}},          // unconfirmed × function_call
+		{Cands: []*fsm.Candidate{rule204, rule210}}, // unconfirmed × permission_decision
+		{Cands: []*fsm.Candidate{rule204, rule210}}, // unconfirmed × prompt_for_user_choice_decision
+		{Cands: []*fsm.Candidate{rule204, rule210}}, // unconfirmed × function_result
+		{Cands: []*fsm.Candidate{rule217}},          // unconfirmed × permission_cancel
+		{Cands: []*fsm.Candidate{rule213}},          // unconfirmed × ack_applied
+		{Cands: []*fsm.Candidate{rule213}},          // unconfirmed × ack_refused
+		{Cands: []*fsm.Candidate{rule155}},          // unconfirmed × ack_wait
+		{Cands: []*fsm.Candidate{rule220}},          // unconfirmed × answer_send_failed
+		{Cands: []*fsm.Candidate{rule145}},          // unconfirmed × run_closed
+		// applied
+		{Cands: []*fsm.Candidate{rule158}},          // applied × permission_request
+		{Cands: []*fsm.Candidate{rule158}},          // applied × prompt_for_user_choice
+		{Cands: []*fsm.Candidate{rule158}},          // applied × function_call
+		{Cands: []*fsm.Candidate{rule225, rule230}}, // applied × permission_decision
+		{Cands: []*fsm.Candidate{rule225, rule230}}, // applied × prompt_for_user_choice_decision
+		{Cands: []*fsm.Candidate{rule225, rule230}}, // applied × function_result
+		{Cands: []*fsm.Candidate{rule233}},          // applied × permission_cancel
+		{Cands: []*fsm.Candidate{rule233}},          // applied × ack_applied
+		{Cands: []*fsm.Candidate{rule233}},          // applied × ack_refused
+		{Cands: []*fsm.Candidate{rule155}},          // applied × ack_wait
+		{Cands: []*fsm.Candidate{rule220}},          // applied × answer_send_failed
+		{Cands: []*fsm.Candidate{rule236}},          // applied × run_closed
+		// refused
+		{Cands: []*fsm.Candidate{rule244}}, // refused × permission_request
+		{Cands: []*fsm.Candidate{rule244}}, // refused × prompt_for_user_choice
+		{Cands: []*fsm.Candidate{rule244}}, // refused × function_call
+		{Cands: []*fsm.Candidate{rule244}}, // refused × permission_decision
+		{Cands: []*fsm.Candidate{rule244}}, // refused × prompt_for_user_choice_decision
+		{Cands: []*fsm.Candidate{rule244}}, // refused × function_result
+		{Cands: []*fsm.Candidate{rule241}}, // refused × permission_cancel
+		{Cands: []*fsm.Candidate{rule241}}, // refused × ack_applied
+		{Cands: []*fsm.Candidate{rule241}}, // refused × ack_refused
+		{Cands: []*fsm.Candidate{rule241}}, // refused × ack_wait
+		{Cands: []*fsm.Candidate{rule241}}, // refused × answer_send_failed
+		{Cands: []*fsm.Candidate{rule241}}, // refused × run_closed
+		// withdrawn
+		{Cands: []*fsm.Candidate{rule244}}, // withdrawn × permission_request
+		{Cands: []*fsm.Candidate{rule244}}, // withdrawn × prompt_for_user_choice
+		{Cands: []*fsm.Candidate{rule244}}, // withdrawn × function_call
+		{Cands: []*fsm.Candidate{rule244}}, // withdrawn × permission_decision
+		{Cands: []*fsm.Candidate{rule244}}, // withdrawn × prompt_for_user_choice_decision
+		{Cands: []*fsm.Candidate{rule244}}, // withdrawn × function_result
+		{Cands: []*fsm.Candidate{rule241}}, // withdrawn × permission_cancel
+		{Cands: []*fsm.Candidate{rule241}}, // withdrawn × ack_applied
+		{Cands: []*fsm.Candidate{rule241}}, // withdrawn × ack_refused
+		{Cands: []*fsm.Candidate{rule241}}, // withdrawn × ack_wait
+		{Cands: []*fsm.Candidate{rule241}}, // withdrawn × answer_send_failed
+		{Cands: []*fsm.Candidate{rule241}}, // withdrawn × run_closed
+		// orphaned
+		{Cands: []*fsm.Candidate{rule244}}, // orphaned × permission_request
+		{Cands: []*fsm.Candidate{rule244}}, // orphaned × prompt_for_user_choice
+		{Cands: []*fsm.Candidate{rule244}}, // orphaned × function_call
+		{Cands: []*fsm.Candidate{rule244}}, // orphaned × permission_decision
+		{Cands: []*fsm.Candidate{rule244}}, // orphaned × prompt_for_user_choice_decision
+		{Cands: []*fsm.Candidate{rule244}}, // orphaned × function_result
+		{Cands: []*fsm.Candidate{rule241}}, // orphaned × permission_cancel
+		{Cands: []*fsm.Candidate{rule241}}, // orphaned × ack_applied
+		{Cands: []*fsm.Candidate{rule241}}, // orphaned × ack_refused
+		{Cands: []*fsm.Candidate{rule241}}, // orphaned × ack_wait
+		{Cands: []*fsm.Candidate{rule241}}, // orphaned × answer_send_failed
+		{Cands: []*fsm.Candidate{rule241}}, // orphaned × run_closed
+		// closed
+		{Cands: []*fsm.Candidate{rule244}}, // closed × permission_request
+		{Cands: []*fsm.Candidate{rule244}}, // closed × prompt_for_user_choice
+		{Cands: []*fsm.Candidate{rule244}}, // closed × function_call
+		{Cands: []*fsm.Candidate{rule244}}, // closed × permission_decision
+		{Cands: []*fsm.Candidate{rule244}}, // closed × prompt_for_user_choice_decision
+		{Cands: []*fsm.Candidate{rule244}}, // closed × function_result
+		{Cands: []*fsm.Candidate{rule241}}, // closed × permission_cancel
+		{Cands: []*fsm.Candidate{rule241}}, // closed × ack_applied
+		{Cands: []*fsm.Candidate{rule241}}, // closed × ack_refused
+		{Cands: []*fsm.Candidate{rule241}}, // closed × ack_wait
+		{Cands: []*fsm.Candidate{rule241}}, // closed × answer_send_failed
+		{Cands: []*fsm.Candidate{rule241}}, // closed × run_closed
+	},
+})
+
+// Step is what one event did: the engine's fsm.Step, a read-only view of the table candidate that
+// handled it, with typed accessors. The zero Step, returned for an invalid state or event, reports
+// zero values.
 type Step struct {
-	c *candidate
+	s fsm.Step
 }
 
 // From is the state the event arrived in.
 func (s Step) From() State {
-	if s.c == nil {
-		var zero State
-		return zero
-	}
-	return s.c.from
+	return State(s.s.From())
 }
 
 // Event is the event that was handled.
 func (s Step) Event() Event {
-	if s.c == nil {
-		var zero Event
-		return zero
-	}
-	return s.c.event
+	return Event(s.s.Event())
 }
 
 // To is the state after the step; it equals From unless the disposition is fsm.Moved.
 func (s Step) To() State {
-	if s.c == nil {
-		var zero State
-		return zero
-	}
-	return s.c.to
+	return State(s.s.To())
 }
 
 // Guard is the guard that selected the candidate, or 0 for the cell's fallback.
 func (s Step) Guard() Guard {
-	if s.c == nil {
-		var zero Guard
-		return zero
-	}
-	return s.c.guard
+	return Guard(s.s.Guard())
 }
 
 // Disposition says whether the step moved, stayed, ignored or rejected the event.
 func (s Step) Disposition() fsm.Disposition {
-	if s.c == nil {
-		var zero fsm.Disposition
-		return zero
-	}
-	return s.c.disp
+	return s.s.Disposition()
 }
 
-// Effects lists what the peer must do, in spec order; nil unless the step moved or stayed. The slice is shared: do not modify it.
-func (s Step) Effects() []Effect {
-	if s.c == nil {
-		var zero []Effect
-		return zero
-	}
-	return s.c.effects
+// Effects lists what the step asks of both peers, in spec order (a peer keeps those its role
+// performs); nil unless the step moved or stayed. Their IDs convert to this package's enums and
+// Table.EffectString renders one as the spec writes it. The slice is shared: do not modify it.
+func (s Step) Effects() []fsm.Effect {
+	return s.s.Effects()
 }
 
 // Reason is the spec's reason for an ignored or rejected event, or "".
 func (s Step) Reason() string {
-	if s.c == nil {
-		var zero string
-		return zero
-	}
-	return s.c.reason
+	return s.s.Reason()
 }
 
-type candidate struct {
-	guard   Guard
-	disp    fsm.Disposition
-	to      State
-	effects []Effect
-	reason  string
-	// from, event and err are filled in by init.
-	from  State
-	event Event
-	err   *fsm.TransitionError // non-nil exactly for rejections
+// Line is the line of the spec rule behind the step.
+func (s Step) Line() int {
+	return s.s.Line()
 }
 
-// table holds every (state, event) cell: its candidates in the order they are tried, the unguarded fallback last.
-var table = [numStates + 1][numEvents + 1][]candidate{
-	StateIdle: {
-		EventPermissionRequest: {
-			// spec/interaction.yaml:117
-			{disp: fsm.Moved, to: StatePending, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionSurfaceRequest}}},
-		},
-		EventPromptForUserChoice: {
-			// spec/interaction.yaml:117
-			{disp: fsm.Moved, to: StatePending, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionSurfaceRequest}}},
-		},
-		EventFunctionCall: {
-			// spec/interaction.yaml:117
-			{disp: fsm.Moved, to: StatePending, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionSurfaceRequest}}},
-		},
-		EventPermissionDecision: {
-			// spec/interaction.yaml:124
-			{disp: fsm.Rejected, to: StateIdle, reason: "no request was emitted with this interaction ID"},
-		},
-		EventPromptForUserChoiceDecision: {
-			// spec/interaction.yaml:124
-			{disp: fsm.Rejected, to: StateIdle, reason: "no request was emitted with this interaction ID"},
-		},
-		EventFunctionResult: {
-			// spec/interaction.yaml:124
-			{disp: fsm.Rejected, to: StateIdle, reason: "no request was emitted with this interaction ID"},
-		},
-		EventPermissionCancel: {
-			// spec/interaction.yaml:124
-			{disp: fsm.Rejected, to: StateIdle, reason: "no request was emitted with this interaction ID"},
-		},
-		EventAckApplied: {
-			// spec/interaction.yaml:124
-			{disp: fsm.Rejected, to: StateIdle, reason: "no request was emitted with this interaction ID"},
-		},
-		EventAckRefused: {
-			// spec/interaction.yaml:124
-			{disp: fsm.Rejected, to: StateIdle, reason: "no request was emitted with this interaction ID"},
-		},
-		EventAckWait: {
-			// spec/interaction.yaml:121
-			{disp: fsm.Ignored, to: StateIdle, reason: "nothing is pending for this interaction ID"},
-		},
-		EventAnswerSendFailed: {
-			// spec/interaction.yaml:124
-			{disp: fsm.Rejected, to: StateIdle, reason: "no request was emitted with this interaction ID"},
-		},
-		EventRunClosed: {
-			// spec/interaction.yaml:121
-			{disp: fsm.Ignored, to: StateIdle, reason: "nothing is pending for this interaction ID"},
-		},
-	},
-	StatePending: {
-		EventPermissionRequest: {
-			// spec/interaction.yaml:158
-			{disp: fsm.Rejected, to: StatePending, reason: "the interaction ID is already in use"},
-		},
-		EventPromptForUserChoice: {
-			// spec/interaction.yaml:158
-			{disp: fsm.Rejected, to: StatePending, reason: "the interaction ID is already in use"},
-		},
-		EventFunctionCall: {
-			// spec/interaction.yaml:158
-			{disp: fsm.Rejected, to: StatePending, reason: "the interaction ID is already in use"},
-		},
-		EventPermissionDecision: {
-			// spec/interaction.yaml:129
-			{disp: fsm.Moved, guard: GuardMatchesRequestKind, to: StateDeciding, effects: []Effect{{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: TimerAckWait}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionApplyDecision}}},
-			// spec/interaction.yaml:134
-			{disp: fsm.Rejected, to: StatePending, reason: "the answer does not match the request kind or fails validation; nothing is submitted natively"},
-		},
-		EventPromptForUserChoiceDecision: {
-			// spec/interaction.yaml:129
-			{disp: fsm.Moved, guard: GuardMatchesRequestKind, to: StateDeciding, effects: []Effect{{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: TimerAckWait}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionApplyDecision}}},
-			// spec/interaction.yaml:134
-			{disp: fsm.Rejected, to: StatePending, reason: "the answer does not match the request kind or fails validation; nothing is submitted natively"},
-		},
-		EventFunctionResult: {
-			// spec/interaction.yaml:129
-			{disp: fsm.Moved, guard: GuardMatchesRequestKind, to: StateDeciding, effects: []Effect{{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: TimerAckWait}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionApplyDecision}}},
-			// spec/interaction.yaml:134
-			{disp: fsm.Rejected, to: StatePending, reason: "the answer does not match the request kind or fails validation; nothing is submitted natively"},
-		},
-		EventPermissionCancel: {
-			// spec/interaction.yaml:137
-			{disp: fsm.Moved, guard: GuardPermissionKind, to: StateWithdrawn, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionWithdrawPrompt}}},
-			// spec/interaction.yaml:142
-			{disp: fsm.Rejected, to: StatePending, reason: "only a permission request can be withdrawn"},
-		},
-		EventAckApplied: {
-			// spec/interaction.yaml:149
-			{disp: fsm.Rejected, to: StatePending, reason: "no answer is in flight, so there is nothing to acknowledge"},
-		},
-		EventAckRefused: {
-			// spec/interaction.yaml:149
-			{disp: fsm.Rejected, to: StatePending, reason: "no answer is in flight, so there is nothing to acknowledge"},
-		},
-		EventAckWait: {
-			// spec/interaction.yaml:155
-			{disp: fsm.Ignored, to: StatePending, reason: "the receipt deadline only runs while an answer is in flight"},
-		},
-		EventAnswerSendFailed: {
-			// spec/interaction.yaml:152
-			{disp: fsm.Ignored, to: StatePending, reason: "no answer is in flight"},
-		},
-		EventRunClosed: {
-			// spec/interaction.yaml:145
-			{disp: fsm.Moved, to: StateOrphaned, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerAckWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
-		},
-	},
-	StateDeciding: {
-		EventPermissionRequest: {
-			// spec/interaction.yaml:158
-			{disp: fsm.Rejected, to: StateDeciding, reason: "the interaction ID is already in use"},
-		},
-		EventPromptForUserChoice: {
-			// spec/interaction.yaml:158
-			{disp: fsm.Rejected, to: StateDeciding, reason: "the interaction ID is already in use"},
-		},
-		EventFunctionCall: {
-			// spec/interaction.yaml:158
-			{disp: fsm.Rejected, to: StateDeciding, reason: "the interaction ID is already in use"},
-		},
-		EventPermissionDecision: {
-			// spec/interaction.yaml:199
-			{disp: fsm.Rejected, to: StateDeciding, reason: "one answer at a time; wait for the receipt of the one in flight"},
-		},
-		EventPromptForUserChoiceDecision: {
-			// spec/interaction.yaml:199
-			{disp: fsm.Rejected, to: StateDeciding, reason: "one answer at a time; wait for the receipt of the one in flight"},
-		},
-		EventFunctionResult: {
-			// spec/interaction.yaml:199
-			{disp: fsm.Rejected, to: StateDeciding, reason: "one answer at a time; wait for the receipt of the one in flight"},
-		},
-		EventPermissionCancel: {
-			// spec/interaction.yaml:190
-			{disp: fsm.Stayed, guard: GuardPermissionKind, to: StateDeciding, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionNoteWithdrawal}}},
-			// spec/interaction.yaml:196
-			{disp: fsm.Rejected, to: StateDeciding, reason: "only a permission request can be withdrawn"},
-		},
-		EventAckApplied: {
-			// spec/interaction.yaml:163
-			{disp: fsm.Moved, guard: GuardCurrentDelivery, to: StateApplied, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerAckWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionSettleInteraction}}},
-			// spec/interaction.yaml:179
-			{disp: fsm.Ignored, to: StateDeciding, reason: "the receipt belongs to an earlier delivery attempt"},
-		},
-		EventAckRefused: {
-			// spec/interaction.yaml:168
-			{disp: fsm.Moved, guard: GuardRetryLater, to: StatePending, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerAckWait}}},
-			// spec/interaction.yaml:174
-			{disp: fsm.Moved, guard: GuardCurrentDelivery, to: StateRefused, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerAckWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordRefusal}}},
-			// spec/interaction.yaml:179
-			{disp: fsm.Ignored, to: StateDeciding, reason: "the receipt belongs to an earlier delivery attempt"},
-		},
-		EventAckWait: {
-			// spec/interaction.yaml:182
-			{disp: fsm.Moved, to: StateUnconfirmed, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
-		},
-		EventAnswerSendFailed: {
-			// spec/interaction.yaml:186
-			{disp: fsm.Moved, to: StateUnconfirmed, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerAckWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
-		},
-		EventRunClosed: {
-			// spec/interaction.yaml:145
-			{disp: fsm.Moved, to: StateOrphaned, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerAckWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
-		},
-	},
-	StateUnconfirmed: {
-		EventPermissionRequest: {
-			// spec/interaction.yaml:158
-			{disp: fsm.Rejected, to: StateUnconfirmed, reason: "the interaction ID is already in use"},
-		},
-		EventPromptForUserChoice: {
-			// spec/interaction.yaml:158
-			{disp: fsm.Rejected, to: StateUnconfirmed, reason: "the interaction ID is already in use"},
-		},
-		EventFunctionCall: {
-			// spec/interaction.yaml:158
-			{disp: fsm.Rejected, to: StateUnconfirmed, reason: "the interaction ID is already in use"},
-		},
-		EventPermissionDecision: {
-			// spec/interaction.yaml:204
-			{disp: fsm.Moved, guard: GuardIdenticalDecision, to: StateDeciding, effects: []Effect{{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: TimerAckWait}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionApplyDecision}}},
-			// spec/interaction.yaml:210
-			{disp: fsm.Rejected, to: StateUnconfirmed, reason: "decision_conflict: a replay must repeat the earlier answer exactly"},
-		},
-		EventPromptForUserChoiceDecision: {
-			// spec/interaction.yaml:204
-			{disp: fsm.Moved, guard: GuardIdenticalDecision, to: StateDeciding, effects: []Effect{{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: TimerAckWait}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionApplyDecision}}},
-			// spec/interaction.yaml:210
-			{disp: fsm.Rejected, to: StateUnconfirmed, reason: "decision_conflict: a replay must repeat the earlier answer exactly"},
-		},
-		EventFunctionResult: {
-			// spec/interaction.yaml:204
-			{disp: fsm.Moved, guard: GuardIdenticalDecision, to: StateDeciding, effects: []Effect{{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: TimerAckWait}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionApplyDecision}}},
-			// spec/interaction.yaml:210
-			{disp: fsm.Rejected, to: StateUnconfirmed, reason: "decision_conflict: a replay must repeat the earlier answer exactly"},
-		},
-		EventPermissionCancel: {
-			// spec/interaction.yaml:217
-			{disp: fsm.Ignored, to: StateUnconfirmed, reason: "a withdrawal does not prove whether the unconfirmed answer was applied"},
-		},
-		EventAckApplied: {
-			// spec/interaction.yaml:213
-			{disp: fsm.Ignored, to: StateUnconfirmed, reason: "a late receipt of the timed-out attempt never turns the outcome into applied"},
-		},
-		EventAckRefused: {
-			// spec/interaction.yaml:213
-			{disp: fsm.Ignored, to: StateUnconfirmed, reason: "a late receipt of the timed-out attempt never turns the outcome into applied"},
-		},
-		EventAckWait: {
-			// spec/interaction.yaml:155
-			{disp: fsm.Ignored, to: StateUnconfirmed, reason: "the receipt deadline only runs while an answer is in flight"},
-		},
-		EventAnswerSendFailed: {
-			// spec/interaction.yaml:220
-			{disp: fsm.Ignored, to: StateUnconfirmed, reason: "no answer is in flight"},
-		},
-		EventRunClosed: {
-			// spec/interaction.yaml:145
-			{disp: fsm.Moved, to: StateOrphaned, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerAckWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
-		},
-	},
-	StateApplied: {
-		EventPermissionRequest: {
-			// spec/interaction.yaml:158
-			{disp: fsm.Rejected, to: StateApplied, reason: "the interaction ID is already in use"},
-		},
-		EventPromptForUserChoice: {
-			// spec/interaction.yaml:158
-			{disp: fsm.Rejected, to: StateApplied, reason: "the interaction ID is already in use"},
-		},
-		EventFunctionCall: {
-			// spec/interaction.yaml:158
-			{disp: fsm.Rejected, to: StateApplied, reason: "the interaction ID is already in use"},
-		},
-		EventPermissionDecision: {
-			// spec/interaction.yaml:225
-			{disp: fsm.Stayed, guard: GuardIdenticalDecision, to: StateApplied, effects: []Effect{{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessageInteractionDecisionAck}}},
-			// spec/interaction.yaml:230
-			{disp: fsm.Rejected, to: StateApplied, reason: "decision_conflict: the interaction was already settled with a different answer"},
-		},
-		EventPromptForUserChoiceDecision: {
-			// spec/interaction.yaml:225
-			{disp: fsm.Stayed, guard: GuardIdenticalDecision, to: StateApplied, effects: []Effect{{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessageInteractionDecisionAck}}},
-			// spec/interaction.yaml:230
-			{disp: fsm.Rejected, to: StateApplied, reason: "decision_conflict: the interaction was already settled with a different answer"},
-		},
-		EventFunctionResult: {
-			// spec/interaction.yaml:225
-			{disp: fsm.Stayed, guard: GuardIdenticalDecision, to: StateApplied, effects: []Effect{{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessageInteractionDecisionAck}}},
-			// spec/interaction.yaml:230
-			{disp: fsm.Rejected, to: StateApplied, reason: "decision_conflict: the interaction was already settled with a different answer"},
-		},
-		EventPermissionCancel: {
-			// spec/interaction.yaml:233
-			{disp: fsm.Ignored, to: StateApplied, reason: "the answer already settled the interaction; repeated receipts change nothing"},
-		},
-		EventAckApplied: {
-			// spec/interaction.yaml:233
-			{disp: fsm.Ignored, to: StateApplied, reason: "the answer already settled the interaction; repeated receipts change nothing"},
-		},
-		EventAckRefused: {
-			// spec/interaction.yaml:233
-			{disp: fsm.Ignored, to: StateApplied, reason: "the answer already settled the interaction; repeated receipts change nothing"},
-		},
-		EventAckWait: {
-			// spec/interaction.yaml:155
-			{disp: fsm.Ignored, to: StateApplied, reason: "the receipt deadline only runs while an answer is in flight"},
-		},
-		EventAnswerSendFailed: {
-			// spec/interaction.yaml:220
-			{disp: fsm.Ignored, to: StateApplied, reason: "no answer is in flight"},
-		},
-		EventRunClosed: {
-			// spec/interaction.yaml:236
-			{disp: fsm.Moved, to: StateClosed},
-		},
-	},
-	StateRefused: {
-		EventPermissionRequest: {
-			// spec/interaction.yaml:244
-			{disp: fsm.Rejected, to: StateRefused, reason: "not_pending: the interaction is settled"},
-		},
-		EventPromptForUserChoice: {
-			// spec/interaction.yaml:244
-			{disp: fsm.Rejected, to: StateRefused, reason: "not_pending: the interaction is settled"},
-		},
-		EventFunctionCall: {
-			// spec/interaction.yaml:244
-			{disp: fsm.Rejected, to: StateRefused, reason: "not_pending: the interaction is settled"},
-		},
-		EventPermissionDecision: {
-			// spec/interaction.yaml:244
-			{disp: fsm.Rejected, to: StateRefused, reason: "not_pending: the interaction is settled"},
-		},
-		EventPromptForUserChoiceDecision: {
-			// spec/interaction.yaml:244
-			{disp: fsm.Rejected, to: StateRefused, reason: "not_pending: the interaction is settled"},
-		},
-		EventFunctionResult: {
-			// spec/interaction.yaml:244
-			{disp: fsm.Rejected, to: StateRefused, reason: "not_pending: the interaction is settled"},
-		},
-		EventPermissionCancel: {
-			// spec/interaction.yaml:241
-			{disp: fsm.Ignored, to: StateRefused, reason: "the interaction is settled; late receipts and withdrawals change nothing"},
-		},
-		EventAckApplied: {
-			// spec/interaction.yaml:241
-			{disp: fsm.Ignored, to: StateRefused, reason: "the interaction is settled; late receipts and withdrawals change nothing"},
-		},
-		EventAckRefused: {
-			// spec/interaction.yaml:241
-			{disp: fsm.Ignored, to: StateRefused, reason: "the interaction is settled; late receipts and withdrawals change nothing"},
-		},
-		EventAckWait: {
-			// spec/interaction.yaml:241
-			{disp: fsm.Ignored, to: StateRefused, reason: "the interaction is settled; late receipts and withdrawals change nothing"},
-		},
-		EventAnswerSendFailed: {
-			// spec/interaction.yaml:241
-			{disp: fsm.Ignored, to: StateRefused, reason: "the interaction is settled; late receipts and withdrawals change nothing"},
-		},
-		EventRunClosed: {
-			// spec/interaction.yaml:241
-			{disp: fsm.Ignored, to: StateRefused, reason: "the interaction is settled; late receipts and withdrawals change nothing"},
-		},
-	},
-	StateWithdrawn: {
-		EventPermissionRequest: {
-			// spec/interaction.yaml:244
-			{disp: fsm.Rejected, to: StateWithdrawn, reason: "not_pending: the interaction is settled"},
-		},
-		EventPromptForUserChoice: {
-			// spec/interaction.yaml:244
-			{disp: fsm.Rejected, to: StateWithdrawn, reason: "not_pending: the interaction is settled"},
-		},
-		EventFunctionCall: {
-			// spec/interaction.yaml:244
-			{disp: fsm.Rejected, to: StateWithdrawn, reason: "not_pending: the interaction is settled"},
-		},
-		EventPermissionDecision: {
-			// spec/interaction.yaml:244
-			{disp: fsm.Rejected, to: StateWithdrawn, reason: "not_pending: the interaction is settled"},
-		},
-		EventPromptForUserChoiceDecision: {
-			// spec/interaction.yaml:244
-			{disp: fsm.Rejected, to: StateWithdrawn, reason: "not_pending: the interaction is settled"},
-		},
-		EventFunctionResult: {
-			// spec/interaction.yaml:244
-			{disp: fsm.Rejected, to: StateWithdrawn, reason: "not_pending: the interaction is settled"},
-		},
-		EventPermissionCancel: {
-			// spec/interaction.yaml:241
-			{disp: fsm.Ignored, to: StateWithdrawn, reason: "the interaction is settled; late receipts and withdrawals change nothing"},
-		},
-		EventAckApplied: {
-			// spec/interaction.yaml:241
-			{disp: fsm.Ignored, to: StateWithdrawn, reason: "the interaction is settled; late receipts and withdrawals change nothing"},
-		},
-		EventAckRefused: {
-			// spec/interaction.yaml:241
-			{disp: fsm.Ignored, to: StateWithdrawn, reason: "the interaction is settled; late receipts and withdrawals change nothing"},
-		},
-		EventAckWait: {
-			// spec/interaction.yaml:241
-			{disp: fsm.Ignored, to: StateWithdrawn, reason: "the interaction is settled; late receipts and withdrawals change nothing"},
-		},
-		EventAnswerSendFailed: {
-			// spec/interaction.yaml:241
-			{disp: fsm.Ignored, to: StateWithdrawn, reason: "the interaction is settled; late receipts and withdrawals change nothing"},
-		},
-		EventRunClosed: {
-			// spec/interaction.yaml:241
-			{disp: fsm.Ignored, to: StateWithdrawn, reason: "the interaction is settled; late receipts and withdrawals change nothing"},
-		},
-	},
-	StateOrphaned: {
-		EventPermissionRequest: {
-			// spec/interaction.yaml:244
-			{disp: fsm.Rejected, to: StateOrphaned, reason: "not_pending: the interaction is settled"},
-		},
-		EventPromptForUserChoice: {
-			// spec/interaction.yaml:244
-			{disp: fsm.Rejected, to: StateOrphaned, reason: "not_pending: the interaction is settled"},
-		},
-		EventFunctionCall: {
-			// spec/interaction.yaml:244
-			{disp: fsm.Rejected, to: StateOrphaned, reason: "not_pending: the interaction is settled"},
-		},
-		EventPermissionDecision: {
-			// spec/interaction.yaml:244
-			{disp: fsm.Rejected, to: StateOrphaned, reason: "not_pending: the interaction is settled"},
-		},
-		EventPromptForUserChoiceDecision: {
-			// spec/interaction.yaml:244
-			{disp: fsm.Rejected, to: StateOrphaned, reason: "not_pending: the interaction is settled"},
-		},
-		EventFunctionResult: {
-			// spec/interaction.yaml:244
-			{disp: fsm.Rejected, to: StateOrphaned, reason: "not_pending: the interaction is settled"},
-		},
-		EventPermissionCancel: {
-			// spec/interaction.yaml:241
-			{disp: fsm.Ignored, to: StateOrphaned, reason: "the interaction is settled; late receipts and withdrawals change nothing"},
-		},
-		EventAckApplied: {
-			// spec/interaction.yaml:241
-			{disp: fsm.Ignored, to: StateOrphaned, reason: "the interaction is settled; late receipts and withdrawals change nothing"},
-		},
-		EventAckRefused: {
-			// spec/interaction.yaml:241
-			{disp: fsm.Ignored, to: StateOrphaned, reason: "the interaction is settled; late receipts and withdrawals change nothing"},
-		},
-		EventAckWait: {
-			// spec/interaction.yaml:241
-			{disp: fsm.Ignored, to: StateOrphaned, reason: "the interaction is settled; late receipts and withdrawals change nothing"},
-		},
-		EventAnswerSendFailed: {
-			// spec/interaction.yaml:241
-			{disp: fsm.Ignored, to: StateOrphaned, reason: "the interaction is settled; late receipts and withdrawals change nothing"},
-		},
-		EventRunClosed: {
-			// spec/interaction.yaml:241
-			{disp: fsm.Ignored, to: StateOrphaned, reason: "the interaction is settled; late receipts and withdrawals change nothing"},
-		},
-	},
-	StateClosed: {
-		EventPermissionRequest: {
-			// spec/interaction.yaml:244
-			{disp: fsm.Rejected, to: StateClosed, reason: "not_pending: the interaction is settled"},
-		},
-		EventPromptForUserChoice: {
-			// spec/interaction.yaml:244
-			{disp: fsm.Rejected, to: StateClosed, reason: "not_pending: the interaction is settled"},
-		},
-		EventFunctionCall: {
-			// spec/interaction.yaml:244
-			{disp: fsm.Rejected, to: StateClosed, reason: "not_pending: the interaction is settled"},
-		},
-		EventPermissionDecision: {
-			// spec/interaction.yaml:244
-			{disp: fsm.Rejected, to: StateClosed, reason: "not_pending: the interaction is settled"},
-		},
-		EventPromptForUserChoiceDecision: {
-			// spec/interaction.yaml:244
-			{disp: fsm.Rejected, to: StateClosed, reason: "not_pending: the interaction is settled"},
-		},
-		EventFunctionResult: {
-			// spec/interaction.yaml:244
-			{disp: fsm.Rejected, to: StateClosed, reason: "not_pending: the interaction is settled"},
-		},
-		EventPermissionCancel: {
-			// spec/interaction.yaml:241
-			{disp: fsm.Ignored, to: StateClosed, reason: "the interaction is settled; late receipts and withdrawals change nothing"},
-		},
-		EventAckApplied: {
-			// spec/interaction.yaml:241
-			{disp: fsm.Ignored, to: StateClosed, reason: "the interaction is settled; late receipts and withdrawals change nothing"},
-		},
-		EventAckRefused: {
-			// spec/interaction.yaml:241
-			{disp: fsm.Ignored, to: StateClosed, reason: "the interaction is settled; late receipts and withdrawals change nothing"},
-		},
-		EventAckWait: {
-			// spec/interaction.yaml:241
-			{disp: fsm.Ignored, to: StateClosed, reason: "the interaction is settled; late receipts and withdrawals change nothing"},
-		},
-		EventAnswerSendFailed: {
-			// spec/interaction.yaml:241
-			{disp: fsm.Ignored, to: StateClosed, reason: "the interaction is settled; late receipts and withdrawals change nothing"},
-		},
-		EventRunClosed: {
-			// spec/interaction.yaml:241
-			{disp: fsm.Ignored, to: StateClosed, reason: "the interaction is settled; late receipts and withdrawals change nothing"},
-		},
-	},
-}
-
-// init completes each candidate, and builds the error of a rejection once, so that answering an event allocates nothing.
-func init() {
-	for s := range table {
-		for e := range table[s] {
-			for i := range table[s][e] {
-				c := &table[s][e][i]
-				c.from, c.event = State(s), Event(e)
-				if c.disp == fsm.Rejected {
-					c.err = &fsm.TransitionError{
-						Event:   Event(e).String(),
-						Machine: Name,
-						Reason:  c.reason,
-						State:   State(s).String(),
-					}
-				}
-			}
-		}
-	}
-}
-
-// Transition is the pure transition function. It selects the candidate of
-// the (s, e) cell whose guard is in held (or the fallback), and returns the
-// step with its effects. It changes nothing, runs no hook and allocates
-// nothing for valid inputs: the returned step and error are shared, read-only
-// values from the table.
+// Transition is the pure transition function. It selects the candidate of the (s, e) cell whose
+// guard is in held (or the fallback) and returns the step with its effects. It changes nothing,
+// runs no hook and allocates nothing for valid inputs: the step and the error are shared,
+// read-only values of Table.
 //
-// A rejected event returns a *fsm.TransitionError naming the machine, state
-// and event (errors.Is(err, fsm.ErrRejected)); Step.To() then equals s. An
-// invalid state or event returns the zero Step and a *fsm.InvalidError.
+// A rejected event returns a *fsm.TransitionError naming the machine, state and event
+// (errors.Is(err, fsm.ErrRejected)); Step.To() then equals s. An invalid state or event returns
+// the zero Step and a *fsm.InvalidError.
 func Transition(s State, e Event, held GuardSet) (Step, error) {
-	if !s.Valid() || !e.Valid() {
-		return Step{}, check(s, e)
-	}
-	cands := table[s][e]
-	for i := range cands {
-		c := &cands[i]
-		if c.guard != 0 && !held.Has(c.guard) {
-			continue
-		}
-		// A nil *TransitionError must not become a non-nil error.
-		if c.err != nil {
-			return Step{c}, c.err
-		}
-		return Step{c}, nil
-	}
-	// The generator refuses a cell without an unguarded fallback, so this is unreachable.
-	return Step{}, &fsm.InvalidError{
-		Machine: Name,
-		Value:   s.String() + "/" + e.String(),
-		What:    "cell",
-	}
+	st, err := Table.Transition(fsm.StateID(s), fsm.EventID(e), fsm.GuardSet(held))
+	return Step{st}, err
 }
 
-// check builds the error for an invalid state or event; it is off the hot path.
-func check(s State, e Event) error {
-	if !s.Valid() {
-		return &fsm.InvalidError{
-			Machine: Name,
-			Value:   s.String(),
-			What:    "state",
-		}
-	}
-	if !e.Valid() {
-		return &fsm.InvalidError{
-			Machine: Name,
-			Value:   e.String(),
-			What:    "event",
-		}
-	}
-	return nil
-}
-
-// Hooks is what a peer implements to drive the machine: one method per
-// guard, per message the machine asks it to send and per action, plus the
-// timer methods when the machine has timers. Fire calls them with the
-// machine's lock held, in spec order, and only for effects of the machine's
-// role. A hook must not call Fire on the same machine (it would deadlock);
-// it raises follow-up events with f.Raise, which run once the current event
-// completes. The *Firing is reused: do not keep it after the hook returns.
-type Hooks[A any] interface {
-	// GuardMatchesRequestKind reports whether the answer type matches the request kind (permission_decision, prompt_for_user_choice_decision or function_result) and passes the shared validation.
-	GuardMatchesRequestKind(f *Firing[A]) bool
-	// GuardIdenticalDecision reports whether the answer repeats the content of the earlier one (the delivery ID excluded).
-	GuardIdenticalDecision(f *Firing[A]) bool
-	// GuardCurrentDelivery reports whether the receipt echoes the delivery ID of the answer in flight.
-	GuardCurrentDelivery(f *Firing[A]) bool
-	// GuardRetryLater reports whether the receipt echoes the delivery ID in flight and its code is not_ready (the Runtime cannot take the answer yet).
-	GuardRetryLater(f *Firing[A]) bool
-	// GuardPermissionKind reports whether the interaction is a permission request (only those can be withdrawn).
-	GuardPermissionKind(f *Firing[A]) bool
-	// SendInteractionDecisionAck sends a interaction_decision_ack frame for this instance.
-	SendInteractionDecisionAck(f *Firing[A]) error
-	// StartTimer arms (or re-arms) t for t.Duration(); on expiry the peer fires t.Event().
-	StartTimer(f *Firing[A], t Timer) error
-	// StopTimer disarms t. Stopping a timer that is not armed is not an error.
-	StopTimer(f *Firing[A], t Timer) error
-	// DoSurfaceRequest performs surface_request: Core records the request with its kind and presents it to the user or the function handler.
-	DoSurfaceRequest(f *Firing[A]) error
-	// DoApplyDecision performs apply_decision: the Runtime submits the answer natively (or recognises an identical replay) and owes a receipt with the same delivery ID.
-	DoApplyDecision(f *Firing[A]) error
-	// DoSettleInteraction performs settle_interaction: Core marks the interaction settled with the applied answer.
-	DoSettleInteraction(f *Firing[A]) error
+// CoreHooks is what a Core peer implements to run the interaction machine: one method per guard it
+// evaluates, per message it sends and per action it performs. The engine calls a guard while it
+// selects a candidate, and the other methods after the step, in spec order (fsm.Machine.Fire, or a
+// driver that drains an fsm.Outbox). A method must not change the machine. The *fsm.Firing is
+// reused: do not keep it after the call.
+type CoreHooks[A any] interface {
+	// GuardMatchesRequestKind reports whether the answer type matches the request kind
+	// (permission_decision, prompt_for_user_choice_decision or function_result) and passes the
+	// shared validation.
+	GuardMatchesRequestKind(f *fsm.Firing[A]) bool
+	// GuardIdenticalDecision reports whether the answer repeats the content of the earlier one
+	// (the delivery ID excluded).
+	GuardIdenticalDecision(f *fsm.Firing[A]) bool
+	// GuardCurrentDelivery reports whether the receipt echoes the delivery ID of the answer in
+	// flight.
+	GuardCurrentDelivery(f *fsm.Firing[A]) bool
+	// GuardRetryLater reports whether the receipt echoes the delivery ID in flight and its code is
+	// not_ready (the Runtime cannot take the answer yet).
+	GuardRetryLater(f *fsm.Firing[A]) bool
+	// GuardPermissionKind reports whether the interaction is a permission request (only those can
+	// be withdrawn).
+	GuardPermissionKind(f *fsm.Firing[A]) bool
+	// DoSurfaceRequest performs surface_request: Core records the request with its kind and
+	// presents it to the user or the function handler.
+	DoSurfaceRequest(f *fsm.Firing[A]) error
+	// DoSettleInteraction performs settle_interaction: Core marks the interaction settled with the
+	// applied answer.
+	DoSettleInteraction(f *fsm.Firing[A]) error
 	// DoRecordRefusal performs record_refusal: Core records the finite error code of the refusal.
-	DoRecordRefusal(f *Firing[A]) error
-	// DoMarkUnknown performs mark_unknown: Core records the answer's outcome as unknown; it is never reported as applied and never replayed automatically.
-	DoMarkUnknown(f *Firing[A]) error
-	// DoWithdrawPrompt performs withdraw_prompt: Core removes the pending request from the user's view.
-	DoWithdrawPrompt(f *Firing[A]) error
-	// DoNoteWithdrawal performs note_withdrawal: Core notes that the Runtime withdrew the request while an answer was in flight; the receipt still decides.
-	DoNoteWithdrawal(f *Firing[A]) error
+	DoRecordRefusal(f *fsm.Firing[A]) error
+	// DoMarkUnknown performs mark_unknown: Core records the answer's outcome as unknown; it is
+	// never reported as applied and never replayed automatically.
+	DoMarkUnknown(f *fsm.Firing[A]) error
+	// DoWithdrawPrompt performs withdraw_prompt: Core removes the pending request from the user's
+	// view.
+	DoWithdrawPrompt(f *fsm.Firing[A]) error
+	// DoNoteWithdrawal performs note_withdrawal: Core notes that the Runtime withdrew the request
+	// while an answer was in flight; the receipt still decides.
+	DoNoteWithdrawal(f *fsm.Firing[A]) error
 }
 
-// Firing describes the event being handled; hooks receive it.
-type Firing[A any] struct {
-	From  State
-	Event Event
-	To    State // the target while effects run; equals From while guards run
-	Arg   A     // the argument passed to Fire or Raise, e.g. the decoded frame
-	Role  fsm.Role
-	m     *Machine[A]
-}
-
-// Raise queues a follow-up event that runs after the current one, under the same Fire call.
-func (f *Firing[A]) Raise(e Event, arg A) error {
-	return f.m.enqueue(e, arg)
-}
-
-// Machine is one instance of the lifecycle. It is safe for concurrent use:
-// Fire serialises callers, and each caller gets the result of its own event.
-type Machine[A any] struct {
-	mu      sync.Mutex
-	state   State
-	role    fsm.Role
-	hooks   Hooks[A]
-	observe func(Step)
-	firing  Firing[A]
-	queue   fsm.Queue[Event, A]
-}
-
-// New returns a machine in the Initial state that performs the effects of role.
-func New[A any](role fsm.Role, hooks Hooks[A]) *Machine[A] {
-	return &Machine[A]{
-		hooks: hooks,
-		role:  role,
-		state: Initial,
-	}
-}
-
-// State returns the current state.
-func (m *Machine[A]) State() State {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.state
-}
-
-// Observe registers fn to be called, with the lock held, after every step, including ignored and rejected ones (for logs, metrics and trace checks). Pass nil to remove it.
-func (m *Machine[A]) Observe(fn func(Step)) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.observe = fn
-}
-
-// Fire handles event e with argument arg, then every follow-up event the
-// effects raised, in order, before returning (run to completion).
-//
-// It returns nil when the event moved the machine, kept it in place or was
-// ignored; a *fsm.TransitionError when the spec rejects it (the state is
-// unchanged and queued follow-ups are dropped); a *fsm.EffectError when a hook
-// failed (the state has already moved, the rest of the effects did not run).
-func (m *Machine[A]) Fire(e Event, arg A) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	err := m.step(e, arg)
-	for err == nil {
-		next, nextArg, ok := m.queue.Pop()
-		if !ok {
-			break
-		}
-		err = m.step(next, nextArg)
-	}
-	// An error ends the run: drop the follow-ups it left behind.
-	m.queue.Clear()
-	// Only the argument can hold on to caller memory; the rest is overwritten by the next step.
-	var zero A
-	m.firing.Arg = zero
-	return err
-}
-
-func (m *Machine[A]) enqueue(e Event, arg A) error {
-	if !m.queue.Push(e, arg) {
-		return &fsm.QueueError{
-			Event:   e.String(),
-			Machine: Name,
-		}
-	}
-	return nil
-}
-
-func (m *Machine[A]) step(e Event, arg A) error {
-	s := m.state
-	if !e.Valid() {
-		return check(s, e)
-	}
-	// Field by field: assigning a whole Firing literal costs a stalled copy on every event.
-	fr := &m.firing
-	fr.From, fr.Event, fr.To, fr.Arg, fr.Role, fr.m = s, e, s, arg, m.role, m
-	for i := range table[s][e] {
-		c := &table[s][e][i]
-		if c.guard != 0 && !m.guard(c.guard, fr) {
-			continue
-		}
-		if c.disp == fsm.Moved || c.disp == fsm.Stayed {
-			m.state, fr.To = c.to, c.to
-		}
-		if m.observe != nil {
-			m.observe(Step{c})
-		}
-		if c.err != nil {
-			return c.err
-		}
-		for j := range c.effects {
-			ef := &c.effects[j]
-			if !m.role.Performs(ef.Role) {
-				continue
-			}
-			if err := m.perform(fr, ef); err != nil {
-				return &fsm.EffectError{
-					Effect:  ef.String(),
-					Err:     err,
-					Event:   e.String(),
-					From:    s.String(),
-					Machine: Name,
-					To:      c.to.String(),
-				}
-			}
-		}
+// Core binds h as the guards and effects of a Core peer, by ID (nil for a nil h).
+func Core[A any](h CoreHooks[A]) fsm.Binding[A] {
+	if h == nil {
 		return nil
 	}
-	return nil
+	return &fsm.HookTable[A]{
+		Guards:  []func(*fsm.Firing[A]) bool{GuardMatchesRequestKind: h.GuardMatchesRequestKind, GuardIdenticalDecision: h.GuardIdenticalDecision, GuardCurrentDelivery: h.GuardCurrentDelivery, GuardRetryLater: h.GuardRetryLater, GuardPermissionKind: h.GuardPermissionKind},
+		Actions: []func(*fsm.Firing[A]) error{ActionSurfaceRequest: h.DoSurfaceRequest, ActionSettleInteraction: h.DoSettleInteraction, ActionRecordRefusal: h.DoRecordRefusal, ActionMarkUnknown: h.DoMarkUnknown, ActionWithdrawPrompt: h.DoWithdrawPrompt, ActionNoteWithdrawal: h.DoNoteWithdrawal},
+	}
 }
 
-func (m *Machine[A]) guard(g Guard, fr *Firing[A]) bool {
-	switch g {
-	case GuardMatchesRequestKind:
-		return m.hooks.GuardMatchesRequestKind(fr)
-	case GuardIdenticalDecision:
-		return m.hooks.GuardIdenticalDecision(fr)
-	case GuardCurrentDelivery:
-		return m.hooks.GuardCurrentDelivery(fr)
-	case GuardRetryLater:
-		return m.hooks.GuardRetryLater(fr)
-	case GuardPermissionKind:
-		return m.hooks.GuardPermissionKind(fr)
-	}
-	return false
+// NewCore returns a interaction machine in its Initial state that evaluates the guards and
+// performs the effects of a Core peer through h, after each step (fsm.Machine.Fire). timers arms
+// and disarms the timers the Core owns; it must not be nil.
+func NewCore[A any](h CoreHooks[A], timers fsm.Timers[A]) (*fsm.Machine[A], error) {
+	return fsm.NewMachine(Table, fsm.RoleCore, Core[A](h), timers)
 }
 
-func (m *Machine[A]) perform(fr *Firing[A], ef *Effect) error {
-	switch ef.Kind {
-	case fsm.EffectSend:
-		switch ef.Message {
-		case MessageInteractionDecisionAck:
-			return m.hooks.SendInteractionDecisionAck(fr)
-		}
-	case fsm.EffectStart:
-		return m.hooks.StartTimer(fr, ef.Timer)
-	case fsm.EffectStop:
-		return m.hooks.StopTimer(fr, ef.Timer)
-	case fsm.EffectDo:
-		switch ef.Action {
-		case ActionSurfaceRequest:
-			return m.hooks.DoSurfaceRequest(fr)
-		case ActionApplyDecision:
-			return m.hooks.DoApplyDecision(fr)
-		case ActionSettleInteraction:
-			return m.hooks.DoSettleInteraction(fr)
-		case ActionRecordRefusal:
-			return m.hooks.DoRecordRefusal(fr)
-		case ActionMarkUnknown:
-			return m.hooks.DoMarkUnknown(fr)
-		case ActionWithdrawPrompt:
-			return m.hooks.DoWithdrawPrompt(fr)
-		case ActionNoteWithdrawal:
-			return m.hooks.DoNoteWithdrawal(fr)
-		}
-	case fsm.EffectRaise:
-		return m.enqueue(ef.Raise, fr.Arg)
-	}
-	return nil
+// RuntimeHooks is what a Runtime peer implements to run the interaction machine: one method per
+// guard it evaluates, per message it sends and per action it performs. The engine calls a guard
+// while it selects a candidate, and the other methods after the step, in spec order
+// (fsm.Machine.Fire, or a driver that drains an fsm.Outbox). A method must not change the machine.
+// The *fsm.Firing is reused: do not keep it after the call.
+type RuntimeHooks[A any] interface {
+	// GuardMatchesRequestKind reports whether the answer type matches the request kind
+	// (permission_decision, prompt_for_user_choice_decision or function_result) and passes the
+	// shared validation.
+	GuardMatchesRequestKind(f *fsm.Firing[A]) bool
+	// GuardIdenticalDecision reports whether the answer repeats the content of the earlier one
+	// (the delivery ID excluded).
+	GuardIdenticalDecision(f *fsm.Firing[A]) bool
+	// GuardCurrentDelivery reports whether the receipt echoes the delivery ID of the answer in
+	// flight.
+	GuardCurrentDelivery(f *fsm.Firing[A]) bool
+	// GuardRetryLater reports whether the receipt echoes the delivery ID in flight and its code is
+	// not_ready (the Runtime cannot take the answer yet).
+	GuardRetryLater(f *fsm.Firing[A]) bool
+	// GuardPermissionKind reports whether the interaction is a permission request (only those can
+	// be withdrawn).
+	GuardPermissionKind(f *fsm.Firing[A]) bool
+	// SendInteractionDecisionAck sends the interaction_decision_ack frame of this instance.
+	SendInteractionDecisionAck(f *fsm.Firing[A]) error
+	// DoApplyDecision performs apply_decision: the Runtime submits the answer natively (or
+	// recognises an identical replay) and owes a receipt with the same delivery ID.
+	DoApplyDecision(f *fsm.Firing[A]) error
 }
 
-// Restore puts the machine in the state saved under name (State.String) and
-// returns the timers that state keeps armed, which the peer must re-arm. It
-// runs no hook and no effect.
-func (m *Machine[A]) Restore(name string) ([]Timer, error) {
-	s, err := ParseState(name)
-	if err != nil {
-		return nil, err
+// Runtime binds h as the guards and effects of a Runtime peer, by ID (nil for a nil h).
+func Runtime[A any](h RuntimeHooks[A]) fsm.Binding[A] {
+	if h == nil {
+		return nil
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.state = s
-	return s.Timers(), nil
+	return &fsm.HookTable[A]{
+		Guards:  []func(*fsm.Firing[A]) bool{GuardMatchesRequestKind: h.GuardMatchesRequestKind, GuardIdenticalDecision: h.GuardIdenticalDecision, GuardCurrentDelivery: h.GuardCurrentDelivery, GuardRetryLater: h.GuardRetryLater, GuardPermissionKind: h.GuardPermissionKind},
+		Sends:   []func(*fsm.Firing[A]) error{MessageInteractionDecisionAck: h.SendInteractionDecisionAck},
+		Actions: []func(*fsm.Firing[A]) error{ActionApplyDecision: h.DoApplyDecision},
+	}
+}
+
+// NewRuntime returns a interaction machine in its Initial state that evaluates the guards and
+// performs the effects of a Runtime peer through h, after each step (fsm.Machine.Fire). The
+// Runtime arms no timer of this machine: timers may be nil.
+func NewRuntime[A any](h RuntimeHooks[A], timers fsm.Timers[A]) (*fsm.Machine[A], error) {
+	return fsm.NewMachine(Table, fsm.RoleRuntime, Runtime[A](h), timers)
 }

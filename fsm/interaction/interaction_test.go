@@ -4,96 +4,405 @@ package interaction
 
 import (
 	"errors"
+	"fmt"
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/fsm/fsmtest"
 	"github.com/stretchr/testify/require"
-	"math/rand/v2"
-	"sync"
+	"reflect"
 	"testing"
 )
 
 const specFile = "../../spec/interaction.yaml"
 
-// recorder implements Hooks: guards answer from held, effects are logged in spec form, and the effect named fail returns errHook. raise, when set, is called from inside every hook: it exercises follow-up events.
+var roles = []fsm.Role{fsm.RoleCore, fsm.RoleRuntime}
+
+// recorder implements CoreHooks, RuntimeHooks and fsm.Timers. Guards answer from held; each hook
+// notes its method in called (when set) and its effect, in spec form, in log (unless quiet); the
+// effect named fail returns errHook.
 type recorder struct {
-	held  GuardSet
-	log   []string
-	fail  string
-	raise func(*Firing[int]) error
+	held   GuardSet
+	log    []string
+	fail   string
+	quiet  bool
+	called map[string]bool
 }
 
 var errHook = errors.New("hook failed")
-var _ Hooks[int] = (*recorder)(nil)
+var (
+	_ CoreHooks[int]    = (*recorder)(nil)
+	_ RuntimeHooks[int] = (*recorder)(nil)
+	_ fsm.Timers[int]   = (*recorder)(nil)
+)
 
-func (r *recorder) record(f *Firing[int], effect string) error {
-	r.log = append(r.log, effect)
+func (r *recorder) guard(method string, g Guard) bool {
+	if r.called != nil && method != "" {
+		r.called[method] = true
+	}
+	return r.held.Has(g)
+}
+
+func (r *recorder) effect(method, effect string) error {
+	if r.called != nil && method != "" {
+		r.called[method] = true
+	}
+	if !r.quiet {
+		r.log = append(r.log, effect)
+	}
 	if effect == r.fail {
 		return errHook
-	}
-	if r.raise != nil {
-		return r.raise(f)
 	}
 	return nil
 }
 
-func (r *recorder) GuardMatchesRequestKind(f *Firing[int]) bool {
-	return r.held.Has(GuardMatchesRequestKind)
+func (r *recorder) GuardMatchesRequestKind(*fsm.Firing[int]) bool {
+	return r.guard("GuardMatchesRequestKind", GuardMatchesRequestKind)
 }
 
-func (r *recorder) GuardIdenticalDecision(f *Firing[int]) bool {
-	return r.held.Has(GuardIdenticalDecision)
+func (r *recorder) GuardIdenticalDecision(*fsm.Firing[int]) bool {
+	return r.guard("GuardIdenticalDecision", GuardIdenticalDecision)
 }
 
-func (r *recorder) GuardCurrentDelivery(f *Firing[int]) bool {
-	return r.held.Has(GuardCurrentDelivery)
+func (r *recorder) GuardCurrentDelivery(*fsm.Firing[int]) bool {
+	return r.guard("GuardCurrentDelivery", GuardCurrentDelivery)
 }
 
-func (r *recorder) GuardRetryLater(f *Firing[int]) bool {
-	return r.held.Has(GuardRetryLater)
+func (r *recorder) GuardRetryLater(*fsm.Firing[int]) bool {
+	return r.guard("GuardRetryLater", GuardRetryLater)
 }
 
-func (r *recorder) GuardPermissionKind(f *Firing[int]) bool {
-	return r.held.Has(GuardPermissionKind)
+func (r *recorder) GuardPermissionKind(*fsm.Firing[int]) bool {
+	return r.guard("GuardPermissionKind", GuardPermissionKind)
 }
 
-func (r *recorder) SendInteractionDecisionAck(f *Firing[int]) error {
-	return r.record(f, "send interaction_decision_ack")
+func (r *recorder) SendInteractionDecisionAck(*fsm.Firing[int]) error {
+	return r.effect("SendInteractionDecisionAck", "send interaction_decision_ack")
 }
 
-func (r *recorder) StartTimer(f *Firing[int], t Timer) error {
-	return r.record(f, "start "+t.String())
+func (r *recorder) DoSurfaceRequest(*fsm.Firing[int]) error {
+	return r.effect("DoSurfaceRequest", "do surface_request")
 }
 
-func (r *recorder) StopTimer(f *Firing[int], t Timer) error {
-	return r.record(f, "stop "+t.String())
+func (r *recorder) DoApplyDecision(*fsm.Firing[int]) error {
+	return r.effect("DoApplyDecision", "do apply_decision")
 }
 
-func (r *recorder) DoSurfaceRequest(f *Firing[int]) error {
-	return r.record(f, "do surface_request")
+func (r *recorder) DoSettleInteraction(*fsm.Firing[int]) error {
+	return r.effect("DoSettleInteraction", "do settle_interaction")
 }
 
-func (r *recorder) DoApplyDecision(f *Firing[int]) error {
-	return r.record(f, "do apply_decision")
+func (r *recorder) DoRecordRefusal(*fsm.Firing[int]) error {
+	return r.effect("DoRecordRefusal", "do record_refusal")
 }
 
-func (r *recorder) DoSettleInteraction(f *Firing[int]) error {
-	return r.record(f, "do settle_interaction")
+func (r *recorder) DoMarkUnknown(*fsm.Firing[int]) error {
+	return r.effect("DoMarkUnknown", "do mark_unknown")
 }
 
-func (r *recorder) DoRecordRefusal(f *Firing[int]) error {
-	return r.record(f, "do record_refusal")
+func (r *recorder) DoWithdrawPrompt(*fsm.Firing[int]) error {
+	return r.effect("DoWithdrawPrompt", "do withdraw_prompt")
 }
 
-func (r *recorder) DoMarkUnknown(f *Firing[int]) error {
-	return r.record(f, "do mark_unknown")
+func (r *recorder) DoNoteWithdrawal(*fsm.Firing[int]) error {
+	return r.effect("DoNoteWithdrawal", "do note_withdrawal")
 }
 
-func (r *recorder) DoWithdrawPrompt(f *Firing[int]) error {
-	return r.record(f, "do withdraw_prompt")
+func (r *recorder) StartTimer(_ *fsm.Firing[int], tm fsm.TimerID) error {
+	if r.quiet {
+		return nil // building the log entry would allocate
+	}
+	return r.effect("", "start "+Timer(tm).String())
 }
 
-func (r *recorder) DoNoteWithdrawal(f *Firing[int]) error {
-	return r.record(f, "do note_withdrawal")
+func (r *recorder) StopTimer(_ *fsm.Firing[int], tm fsm.TimerID) error {
+	if r.quiet {
+		return nil // building the log entry would allocate
+	}
+	return r.effect("", "stop "+Timer(tm).String())
+}
+
+// newMachine returns a machine for role whose hooks and timers are rec.
+func newMachine(t *testing.T, role fsm.Role, rec *recorder) *fsm.Machine[int] {
+	t.Helper()
+	if role == fsm.RoleCore {
+		m, err := NewCore[int](rec, rec)
+		require.NoError(t, err)
+		return m
+	}
+	m, err := NewRuntime[int](rec, rec)
+	require.NoError(t, err)
+	return m
+}
+
+// heldGuards holds the guards of a GuardSet, for an fsm.Instance.
+type heldGuards GuardSet
+
+func (h heldGuards) Guard(g fsm.GuardID, _ *fsm.Firing[int]) bool {
+	return fsm.GuardSet(h).Has(g)
+}
+
+type cellCase struct {
+	line    int
+	from    State
+	event   Event
+	held    GuardSet
+	disp    fsm.Disposition
+	to      State
+	guard   Guard
+	reason  string
+	effects []string              // every role's, as the spec writes them
+	logs    map[fsm.Role][]string // the hook log of each role that handles the event
+	raises  bool
+}
+
+// cellCases has one entry per candidate of every cell, computed from the spec when the code was
+// generated.
+var cellCases = []cellCase{
+	{line: 117, from: StateIdle, event: EventPermissionRequest, disp: fsm.Moved, to: StatePending, effects: []string{"core: do surface_request"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do surface_request"}, fsm.RoleRuntime: nil}},
+	{line: 117, from: StateIdle, event: EventPromptForUserChoice, disp: fsm.Moved, to: StatePending, effects: []string{"core: do surface_request"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do surface_request"}, fsm.RoleRuntime: nil}},
+	{line: 117, from: StateIdle, event: EventFunctionCall, disp: fsm.Moved, to: StatePending, effects: []string{"core: do surface_request"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do surface_request"}, fsm.RoleRuntime: nil}},
+	{line: 124, from: StateIdle, event: EventPermissionDecision, disp: fsm.Rejected, to: StateIdle, reason: "no request was emitted with this interaction ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 124, from: StateIdle, event: EventPromptForUserChoiceDecision, disp: fsm.Rejected, to: StateIdle, reason: "no request was emitted with this interaction ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 124, from: StateIdle, event: EventFunctionResult, disp: fsm.Rejected, to: StateIdle, reason: "no request was emitted with this interaction ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 124, from: StateIdle, event: EventPermissionCancel, disp: fsm.Rejected, to: StateIdle, reason: "no request was emitted with this interaction ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 124, from: StateIdle, event: EventAckApplied, disp: fsm.Rejected, to: StateIdle, reason: "no request was emitted with this interaction ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 124, from: StateIdle, event: EventAckRefused, disp: fsm.Rejected, to: StateIdle, reason: "no request was emitted with this interaction ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 121, from: StateIdle, event: EventAckWait, disp: fsm.Ignored, to: StateIdle, reason: "nothing is pending for this interaction ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 124, from: StateIdle, event: EventAnswerSendFailed, disp: fsm.Rejected, to: StateIdle, reason: "no request was emitted with this interaction ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 121, from: StateIdle, event: EventRunClosed, disp: fsm.Ignored, to: StateIdle, reason: "nothing is pending for this interaction ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 158, from: StatePending, event: EventPermissionRequest, disp: fsm.Rejected, to: StatePending, reason: "the interaction ID is already in use", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 158, from: StatePending, event: EventPromptForUserChoice, disp: fsm.Rejected, to: StatePending, reason: "the interaction ID is already in use", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 158, from: StatePending, event: EventFunctionCall, disp: fsm.Rejected, to: StatePending, reason: "the interaction ID is already in use", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 129, from: StatePending, event: EventPermissionDecision, held: GuardSet(0).With(GuardMatchesRequestKind), disp: fsm.Moved, to: StateDeciding, guard: GuardMatchesRequestKind, effects: []string{"core: start ack_wait", "runtime: do apply_decision"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"start ack_wait"}, fsm.RoleRuntime: {"do apply_decision"}}},
+	{line: 134, from: StatePending, event: EventPermissionDecision, disp: fsm.Rejected, to: StatePending, reason: "the answer does not match the request kind or fails validation; nothing is submitted natively", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 129, from: StatePending, event: EventPromptForUserChoiceDecision, held: GuardSet(0).With(GuardMatchesRequestKind), disp: fsm.Moved, to: StateDeciding, guard: GuardMatchesRequestKind, effects: []string{"core: start ack_wait", "runtime: do apply_decision"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"start ack_wait"}, fsm.RoleRuntime: {"do apply_decision"}}},
+	{line: 134, from: StatePending, event: EventPromptForUserChoiceDecision, disp: fsm.Rejected, to: StatePending, reason: "the answer does not match the request kind or fails validation; nothing is submitted natively", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 129, from: StatePending, event: EventFunctionResult, held: GuardSet(0).With(GuardMatchesRequestKind), disp: fsm.Moved, to: StateDeciding, guard: GuardMatchesRequestKind, effects: []string{"core: start ack_wait", "runtime: do apply_decision"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"start ack_wait"}, fsm.RoleRuntime: {"do apply_decision"}}},
+	{line: 134, from: StatePending, event: EventFunctionResult, disp: fsm.Rejected, to: StatePending, reason: "the answer does not match the request kind or fails validation; nothing is submitted natively", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 137, from: StatePending, event: EventPermissionCancel, held: GuardSet(0).With(GuardPermissionKind), disp: fsm.Moved, to: StateWithdrawn, guard: GuardPermissionKind, effects: []string{"core: do withdraw_prompt"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do withdraw_prompt"}, fsm.RoleRuntime: nil}},
+	{line: 142, from: StatePending, event: EventPermissionCancel, disp: fsm.Rejected, to: StatePending, reason: "only a permission request can be withdrawn", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 149, from: StatePending, event: EventAckApplied, disp: fsm.Rejected, to: StatePending, reason: "no answer is in flight, so there is nothing to acknowledge", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 149, from: StatePending, event: EventAckRefused, disp: fsm.Rejected, to: StatePending, reason: "no answer is in flight, so there is nothing to acknowledge", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 155, from: StatePending, event: EventAckWait, disp: fsm.Ignored, to: StatePending, reason: "the receipt deadline only runs while an answer is in flight", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 152, from: StatePending, event: EventAnswerSendFailed, disp: fsm.Ignored, to: StatePending, reason: "no answer is in flight", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 145, from: StatePending, event: EventRunClosed, disp: fsm.Moved, to: StateOrphaned, effects: []string{"core: stop ack_wait", "core: do mark_unknown"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop ack_wait", "do mark_unknown"}, fsm.RoleRuntime: nil}},
+	{line: 158, from: StateDeciding, event: EventPermissionRequest, disp: fsm.Rejected, to: StateDeciding, reason: "the interaction ID is already in use", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 158, from: StateDeciding, event: EventPromptForUserChoice, disp: fsm.Rejected, to: StateDeciding, reason: "the interaction ID is already in use", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 158, from: StateDeciding, event: EventFunctionCall, disp: fsm.Rejected, to: StateDeciding, reason: "the interaction ID is already in use", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 199, from: StateDeciding, event: EventPermissionDecision, disp: fsm.Rejected, to: StateDeciding, reason: "one answer at a time; wait for the receipt of the one in flight", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 199, from: StateDeciding, event: EventPromptForUserChoiceDecision, disp: fsm.Rejected, to: StateDeciding, reason: "one answer at a time; wait for the receipt of the one in flight", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 199, from: StateDeciding, event: EventFunctionResult, disp: fsm.Rejected, to: StateDeciding, reason: "one answer at a time; wait for the receipt of the one in flight", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 190, from: StateDeciding, event: EventPermissionCancel, held: GuardSet(0).With(GuardPermissionKind), disp: fsm.Stayed, to: StateDeciding, guard: GuardPermissionKind, effects: []string{"core: do note_withdrawal"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do note_withdrawal"}, fsm.RoleRuntime: nil}},
+	{line: 196, from: StateDeciding, event: EventPermissionCancel, disp: fsm.Rejected, to: StateDeciding, reason: "only a permission request can be withdrawn", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 163, from: StateDeciding, event: EventAckApplied, held: GuardSet(0).With(GuardCurrentDelivery), disp: fsm.Moved, to: StateApplied, guard: GuardCurrentDelivery, effects: []string{"core: stop ack_wait", "core: do settle_interaction"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop ack_wait", "do settle_interaction"}, fsm.RoleRuntime: nil}},
+	{line: 179, from: StateDeciding, event: EventAckApplied, disp: fsm.Ignored, to: StateDeciding, reason: "the receipt belongs to an earlier delivery attempt", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 168, from: StateDeciding, event: EventAckRefused, held: GuardSet(0).With(GuardRetryLater), disp: fsm.Moved, to: StatePending, guard: GuardRetryLater, effects: []string{"core: stop ack_wait"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop ack_wait"}, fsm.RoleRuntime: nil}},
+	{line: 174, from: StateDeciding, event: EventAckRefused, held: GuardSet(0).With(GuardCurrentDelivery), disp: fsm.Moved, to: StateRefused, guard: GuardCurrentDelivery, effects: []string{"core: stop ack_wait", "core: do record_refusal"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop ack_wait", "do record_refusal"}, fsm.RoleRuntime: nil}},
+	{line: 179, from: StateDeciding, event: EventAckRefused, disp: fsm.Ignored, to: StateDeciding, reason: "the receipt belongs to an earlier delivery attempt", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 182, from: StateDeciding, event: EventAckWait, disp: fsm.Moved, to: StateUnconfirmed, effects: []string{"core: do mark_unknown"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do mark_unknown"}}},
+	{line: 186, from: StateDeciding, event: EventAnswerSendFailed, disp: fsm.Moved, to: StateUnconfirmed, effects: []string{"core: stop ack_wait", "core: do mark_unknown"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop ack_wait", "do mark_unknown"}}},
+	{line: 145, from: StateDeciding, event: EventRunClosed, disp: fsm.Moved, to: StateOrphaned, effects: []string{"core: stop ack_wait", "core: do mark_unknown"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop ack_wait", "do mark_unknown"}, fsm.RoleRuntime: nil}},
+	{line: 158, from: StateUnconfirmed, event: EventPermissionRequest, disp: fsm.Rejected, to: StateUnconfirmed, reason: "the interaction ID is already in use", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 158, from: StateUnconfirmed, event: EventPromptForUserChoice, disp: fsm.Rejected, to: StateUnconfirmed, reason: "the interaction ID is already in use", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 158, from: StateUnconfirmed, event: EventFunctionCall, disp: fsm.Rejected, to: StateUnconfirmed, reason: "the interaction ID is already in use", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 204, from: StateUnconfirmed, event: EventPermissionDecision, held: GuardSet(0).With(GuardIdenticalDecision), disp: fsm.Moved, to: StateDeciding, guard: GuardIdenticalDecision, effects: []string{"core: start ack_wait", "runtime: do apply_decision"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"start ack_wait"}, fsm.RoleRuntime: {"do apply_decision"}}},
+	{line: 210, from: StateUnconfirmed, event: EventPermissionDecision, disp: fsm.Rejected, to: StateUnconfirmed, reason: "decision_conflict: a replay must repeat the earlier answer exactly", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 204, from: StateUnconfirmed, event: EventPromptForUserChoiceDecision, held: GuardSet(0).With(GuardIdenticalDecision), disp: fsm.Moved, to: StateDeciding, guard: GuardIdenticalDecision, effects: []string{"core: start ack_wait", "runtime: do apply_decision"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"start ack_wait"}, fsm.RoleRuntime: {"do apply_decision"}}},
+	{line: 210, from: StateUnconfirmed, event: EventPromptForUserChoiceDecision, disp: fsm.Rejected, to: StateUnconfirmed, reason: "decision_conflict: a replay must repeat the earlier answer exactly", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 204, from: StateUnconfirmed, event: EventFunctionResult, held: GuardSet(0).With(GuardIdenticalDecision), disp: fsm.Moved, to: StateDeciding, guard: GuardIdenticalDecision, effects: []string{"core: start ack_wait", "runtime: do apply_decision"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"start ack_wait"}, fsm.RoleRuntime: {"do apply_decision"}}},
+	{line: 210, from: StateUnconfirmed, event: EventFunctionResult, disp: fsm.Rejected, to: StateUnconfirmed, reason: "decision_conflict: a replay must repeat the earlier answer exactly", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 217, from: StateUnconfirmed, event: EventPermissionCancel, disp: fsm.Ignored, to: StateUnconfirmed, reason: "a withdrawal does not prove whether the unconfirmed answer was applied", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 213, from: StateUnconfirmed, event: EventAckApplied, disp: fsm.Ignored, to: StateUnconfirmed, reason: "a late receipt of the timed-out attempt never turns the outcome into applied", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 213, from: StateUnconfirmed, event: EventAckRefused, disp: fsm.Ignored, to: StateUnconfirmed, reason: "a late receipt of the timed-out attempt never turns the outcome into applied", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 155, from: StateUnconfirmed, event: EventAckWait, disp: fsm.Ignored, to: StateUnconfirmed, reason: "the receipt deadline only runs while an answer is in flight", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 220, from: StateUnconfirmed, event: EventAnswerSendFailed, disp: fsm.Ignored, to: StateUnconfirmed, reason: "no answer is in flight", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 145, from: StateUnconfirmed, event: EventRunClosed, disp: fsm.Moved, to: StateOrphaned, effects: []string{"core: stop ack_wait", "core: do mark_unknown"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop ack_wait", "do mark_unknown"}, fsm.RoleRuntime: nil}},
+	{line: 158, from: StateApplied, event: EventPermissionRequest, disp: fsm.Rejected, to: StateApplied, reason: "the interaction ID is already in use", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 158, from: StateApplied, event: EventPromptForUserChoice, disp: fsm.Rejected, to: StateApplied, reason: "the interaction ID is already in use", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 158, from: StateApplied, event: EventFunctionCall, disp: fsm.Rejected, to: StateApplied, reason: "the interaction ID is already in use", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 225, from: StateApplied, event: EventPermissionDecision, held: GuardSet(0).With(GuardIdenticalDecision), disp: fsm.Stayed, to: StateApplied, guard: GuardIdenticalDecision, effects: []string{"runtime: send interaction_decision_ack"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"send interaction_decision_ack"}}},
+	{line: 230, from: StateApplied, event: EventPermissionDecision, disp: fsm.Rejected, to: StateApplied, reason: "decision_conflict: the interaction was already settled with a different answer", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 225, from: StateApplied, event: EventPromptForUserChoiceDecision, held: GuardSet(0).With(GuardIdenticalDecision), disp: fsm.Stayed, to: StateApplied, guard: GuardIdenticalDecision, effects: []string{"runtime: send interaction_decision_ack"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"send interaction_decision_ack"}}},
+	{line: 230, from: StateApplied, event: EventPromptForUserChoiceDecision, disp: fsm.Rejected, to: StateApplied, reason: "decision_conflict: the interaction was already settled with a different answer", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 225, from: StateApplied, event: EventFunctionResult, held: GuardSet(0).With(GuardIdenticalDecision), disp: fsm.Stayed, to: StateApplied, guard: GuardIdenticalDecision, effects: []string{"runtime: send interaction_decision_ack"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"send interaction_decision_ack"}}},
+	{line: 230, from: StateApplied, event: EventFunctionResult, disp: fsm.Rejected, to: StateApplied, reason: "decision_conflict: the interaction was already settled with a different answer", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 233, from: StateApplied, event: EventPermissionCancel, disp: fsm.Ignored, to: StateApplied, reason: "the answer already settled the interaction; repeated receipts change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 233, from: StateApplied, event: EventAckApplied, disp: fsm.Ignored, to: StateApplied, reason: "the answer already settled the interaction; repeated receipts change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 233, from: StateApplied, event: EventAckRefused, disp: fsm.Ignored, to: StateApplied, reason: "the answer already settled the interaction; repeated receipts change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 155, from: StateApplied, event: EventAckWait, disp: fsm.Ignored, to: StateApplied, reason: "the receipt deadline only runs while an answer is in flight", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 220, from: StateApplied, event: EventAnswerSendFailed, disp: fsm.Ignored, to: StateApplied, reason: "no answer is in flight", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 236, from: StateApplied, event: EventRunClosed, disp: fsm.Moved, to: StateClosed, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 244, from: StateRefused, event: EventPermissionRequest, disp: fsm.Rejected, to: StateRefused, reason: "not_pending: the interaction is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 244, from: StateRefused, event: EventPromptForUserChoice, disp: fsm.Rejected, to: StateRefused, reason: "not_pending: the interaction is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 244, from: StateRefused, event: EventFunctionCall, disp: fsm.Rejected, to: StateRefused, reason: "not_pending: the interaction is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 244, from: StateRefused, event: EventPermissionDecision, disp: fsm.Rejected, to: StateRefused, reason: "not_pending: the interaction is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 244, from: StateRefused, event: EventPromptForUserChoiceDecision, disp: fsm.Rejected, to: StateRefused, reason: "not_pending: the interaction is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 244, from: StateRefused, event: EventFunctionResult, disp: fsm.Rejected, to: StateRefused, reason: "not_pending: the interaction is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 241, from: StateRefused, event: EventPermissionCancel, disp: fsm.Ignored, to: StateRefused, reason: "the interaction is settled; late receipts and withdrawals change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 241, from: StateRefused, event: EventAckApplied, disp: fsm.Ignored, to: StateRefused, reason: "the interaction is settled; late receipts and withdrawals change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 241, from: StateRefused, event: EventAckRefused, disp: fsm.Ignored, to: StateRefused, reason: "the interaction is settled; late receipts and withdrawals change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 241, from: StateRefused, event: EventAckWait, disp: fsm.Ignored, to: StateRefused, reason: "the interaction is settled; late receipts and withdrawals change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 241, from: StateRefused, event: EventAnswerSendFailed, disp: fsm.Ignored, to: StateRefused, reason: "the interaction is settled; late receipts and withdrawals change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 241, from: StateRefused, event: EventRunClosed, disp: fsm.Ignored, to: StateRefused, reason: "the interaction is settled; late receipts and withdrawals change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 244, from: StateWithdrawn, event: EventPermissionRequest, disp: fsm.Rejected, to: StateWithdrawn, reason: "not_pending: the interaction is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 244, from: StateWithdrawn, event: EventPromptForUserChoice, disp: fsm.Rejected, to: StateWithdrawn, reason: "not_pending: the interaction is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 244, from: StateWithdrawn, event: EventFunctionCall, disp: fsm.Rejected, to: StateWithdrawn, reason: "not_pending: the interaction is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 244, from: StateWithdrawn, event: EventPermissionDecision, disp: fsm.Rejected, to: StateWithdrawn, reason: "not_pending: the interaction is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 244, from: StateWithdrawn, event: EventPromptForUserChoiceDecision, disp: fsm.Rejected, to: StateWithdrawn, reason: "not_pending: the interaction is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 244, from: StateWithdrawn, event: EventFunctionResult, disp: fsm.Rejected, to: StateWithdrawn, reason: "not_pending: the interaction is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 241, from: StateWithdrawn, event: EventPermissionCancel, disp: fsm.Ignored, to: StateWithdrawn, reason: "the interaction is settled; late receipts and withdrawals change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 241, from: StateWithdrawn, event: EventAckApplied, disp: fsm.Ignored, to: StateWithdrawn, reason: "the interaction is settled; late receipts and withdrawals change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 241, from: StateWithdrawn, event: EventAckRefused, disp: fsm.Ignored, to: StateWithdrawn, reason: "the interaction is settled; late receipts and withdrawals change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 241, from: StateWithdrawn, event: EventAckWait, disp: fsm.Ignored, to: StateWithdrawn, reason: "the interaction is settled; late receipts and withdrawals change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 241, from: StateWithdrawn, event: EventAnswerSendFailed, disp: fsm.Ignored, to: StateWithdrawn, reason: "the interaction is settled; late receipts and withdrawals change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 241, from: StateWithdrawn, event: EventRunClosed, disp: fsm.Ignored, to: StateWithdrawn, reason: "the interaction is settled; late receipts and withdrawals change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 244, from: StateOrphaned, event: EventPermissionRequest, disp: fsm.Rejected, to: StateOrphaned, reason: "not_pending: the interaction is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 244, from: StateOrphaned, event: EventPromptForUserChoice, disp: fsm.Rejected, to: StateOrphaned, reason: "not_pending: the interaction is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 244, from: StateOrphaned, event: EventFunctionCall, disp: fsm.Rejected, to: StateOrphaned, reason: "not_pending: the interaction is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 244, from: StateOrphaned, event: EventPermissionDecision, disp: fsm.Rejected, to: StateOrphaned, reason: "not_pending: the interaction is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 244, from: StateOrphaned, event: EventPromptForUserChoiceDecision, disp: fsm.Rejected, to: StateOrphaned, reason: "not_pending: the interaction is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 244, from: StateOrphaned, event: EventFunctionResult, disp: fsm.Rejected, to: StateOrphaned, reason: "not_pending: the interaction is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 241, from: StateOrphaned, event: EventPermissionCancel, disp: fsm.Ignored, to: StateOrphaned, reason: "the interaction is settled; late receipts and withdrawals change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 241, from: StateOrphaned, event: EventAckApplied, disp: fsm.Ignored, to: StateOrphaned, reason: "the interaction is settled; late receipts and withdrawals change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 241, from: StateOrphaned, event: EventAckRefused, disp: fsm.Ignored, to: StateOrphaned, reason: "the interaction is settled; late receipts and withdrawals change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 241, from: StateOrphaned, event: EventAckWait, disp: fsm.Ignored, to: StateOrphaned, reason: "the interaction is settled; late receipts and withdrawals change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 241, from: StateOrphaned, event: EventAnswerSendFailed, disp: fsm.Ignored, to: StateOrphaned, reason: "the interaction is settled; late receipts and withdrawals change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 241, from: StateOrphaned, event: EventRunClosed, disp: fsm.Ignored, to: StateOrphaned, reason: "the interaction is settled; late receipts and withdrawals change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 244, from: StateClosed, event: EventPermissionRequest, disp: fsm.Rejected, to: StateClosed, reason: "not_pending: the interaction is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 244, from: StateClosed, event: EventPromptForUserChoice, disp: fsm.Rejected, to: StateClosed, reason: "not_pending: the interaction is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 244, from: StateClosed, event: EventFunctionCall, disp: fsm.Rejected, to: StateClosed, reason: "not_pending: the interaction is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 244, from: StateClosed, event: EventPermissionDecision, disp: fsm.Rejected, to: StateClosed, reason: "not_pending: the interaction is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 244, from: StateClosed, event: EventPromptForUserChoiceDecision, disp: fsm.Rejected, to: StateClosed, reason: "not_pending: the interaction is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 244, from: StateClosed, event: EventFunctionResult, disp: fsm.Rejected, to: StateClosed, reason: "not_pending: the interaction is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 241, from: StateClosed, event: EventPermissionCancel, disp: fsm.Ignored, to: StateClosed, reason: "the interaction is settled; late receipts and withdrawals change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 241, from: StateClosed, event: EventAckApplied, disp: fsm.Ignored, to: StateClosed, reason: "the interaction is settled; late receipts and withdrawals change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 241, from: StateClosed, event: EventAckRefused, disp: fsm.Ignored, to: StateClosed, reason: "the interaction is settled; late receipts and withdrawals change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 241, from: StateClosed, event: EventAckWait, disp: fsm.Ignored, to: StateClosed, reason: "the interaction is settled; late receipts and withdrawals change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 241, from: StateClosed, event: EventAnswerSendFailed, disp: fsm.Ignored, to: StateClosed, reason: "the interaction is settled; late receipts and withdrawals change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 241, from: StateClosed, event: EventRunClosed, disp: fsm.Ignored, to: StateClosed, reason: "the interaction is settled; late receipts and withdrawals change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+}
+
+type pathStep struct {
+	event Event
+	held  GuardSet
+}
+
+// pathCases is a shortest path from Initial to every state.
+var pathCases = []struct {
+	target State
+	steps  []pathStep
+}{
+	{StateIdle, []pathStep{}},
+	{StatePending, []pathStep{{event: EventPermissionRequest}}},
+	{StateDeciding, []pathStep{{event: EventPermissionRequest}, {event: EventPermissionDecision, held: GuardSet(0).With(GuardMatchesRequestKind)}}},
+	{StateUnconfirmed, []pathStep{{event: EventPermissionRequest}, {event: EventPermissionDecision, held: GuardSet(0).With(GuardMatchesRequestKind)}, {event: EventAckWait}}},
+	{StateApplied, []pathStep{{event: EventPermissionRequest}, {event: EventPermissionDecision, held: GuardSet(0).With(GuardMatchesRequestKind)}, {event: EventAckApplied, held: GuardSet(0).With(GuardCurrentDelivery)}}},
+	{StateRefused, []pathStep{{event: EventPermissionRequest}, {event: EventPermissionDecision, held: GuardSet(0).With(GuardMatchesRequestKind)}, {event: EventAckRefused, held: GuardSet(0).With(GuardCurrentDelivery)}}},
+	{StateWithdrawn, []pathStep{{event: EventPermissionRequest}, {event: EventPermissionCancel, held: GuardSet(0).With(GuardPermissionKind)}}},
+	{StateOrphaned, []pathStep{{event: EventPermissionRequest}, {event: EventRunClosed}}},
+	{StateClosed, []pathStep{{event: EventPermissionRequest}, {event: EventPermissionDecision, held: GuardSet(0).With(GuardMatchesRequestKind)}, {event: EventAckApplied, held: GuardSet(0).With(GuardCurrentDelivery)}, {event: EventRunClosed}}},
+}
+
+// stateTimers lists the timers each state keeps armed (none when absent), from the spec.
+var stateTimers = map[State][]fsm.TimerID{StateDeciding: {fsm.TimerID(TimerAckWait)}}
+
+// TestTableMatchesSpec checks that Table is exactly what spec.Machine.Table builds from the spec
+// file: declarations, cells, and one shared candidate per rule.
+func TestTableMatchesSpec(t *testing.T) {
+	fsmtest.SameTable(t, fsmtest.LoadMachine(t, specFile), Table)
+}
+
+// TestEveryCell checks every candidate of every cell through Transition and, for each role that
+// handles its event, through that role's machine and hooks.
+func TestEveryCell(t *testing.T) {
+	for _, c := range cellCases {
+		where := fmt.Sprintf("%s:%d: %s on %s", specFile, c.line, c.from, c.event)
+		step, trErr := Transition(c.from, c.event, c.held)
+		require.Equal(t, c.line, step.Line(), where)
+		require.Equal(t, c.from, step.From(), where)
+		require.Equal(t, c.event, step.Event(), where)
+		require.Equal(t, c.disp, step.Disposition(), where)
+		require.Equal(t, c.to, step.To(), where)
+		require.Equal(t, c.guard, step.Guard(), where)
+		require.Equal(t, c.reason, step.Reason(), where)
+		var effects []string
+		for i := range step.Effects() {
+			effects = append(effects, Table.EffectString(&step.Effects()[i]))
+		}
+		require.Equal(t, c.effects, effects, where)
+		if c.disp == fsm.Rejected {
+			require.ErrorIs(t, trErr, fsm.ErrRejected, where)
+			var te *fsm.TransitionError
+			require.ErrorAs(t, trErr, &te, where)
+			require.Equal(t, []string{Name, c.from.String(), c.event.String(), c.reason}, []string{te.Machine, te.State, te.Event, te.Reason}, where)
+		} else {
+			require.NoError(t, trErr, where)
+		}
+		for role, want := range c.logs {
+			rec := &recorder{held: c.held}
+			m := newMachine(t, role, rec)
+			_, err := m.Restore(fsm.StateID(c.from))
+			require.NoError(t, err)
+			err = m.Fire(fsm.EventID(c.event), 0)
+			if c.disp == fsm.Rejected {
+				require.ErrorIs(t, err, fsm.ErrRejected, where)
+				require.Equal(t, c.from, State(m.State()), "a rejected event leaves the state unchanged: "+where)
+				require.Empty(t, rec.log, where)
+				continue
+			}
+			require.NoError(t, err, where)
+			if c.raises {
+				continue // the raised events move on: TestInstanceWalkAgainstSpec
+			}
+			require.Equal(t, c.to, State(m.State()), where)
+			require.Equal(t, want, rec.log, "hooks of the %s: %s", role, where)
+		}
+	}
+}
+
+// TestHooksPerRole checks that each role's hooks interface holds exactly what that role calls:
+// running every cell the role handles calls every one of its methods (and TestEveryCell that none
+// is missing).
+func TestHooksPerRole(t *testing.T) {
+	for role, iface := range map[fsm.Role]reflect.Type{
+		fsm.RoleCore:    reflect.TypeFor[CoreHooks[int]](),
+		fsm.RoleRuntime: reflect.TypeFor[RuntimeHooks[int]](),
+	} {
+		rec := &recorder{called: map[string]bool{}}
+		m := newMachine(t, role, rec)
+		for _, c := range cellCases {
+			if _, ok := c.logs[role]; !ok {
+				continue
+			}
+			rec.held = c.held
+			_, err := m.Restore(fsm.StateID(c.from))
+			require.NoError(t, err)
+			_ = m.Fire(fsm.EventID(c.event), 0) // outcomes: TestEveryCell
+		}
+		var want, got []string
+		for i := range iface.NumMethod() {
+			want = append(want, iface.Method(i).Name)
+		}
+		for name := range rec.called {
+			got = append(got, name)
+		}
+		require.ElementsMatch(t, want, got, "hooks of the %s", role)
+	}
+}
+
+// TestShortestPaths walks an fsm.Instance of Table, for each role, along a shortest path to every
+// state.
+func TestShortestPaths(t *testing.T) {
+	for _, role := range roles {
+		for _, p := range pathCases {
+			in, err := fsm.NewInstance[int](Table, role)
+			require.NoError(t, err)
+			var out fsm.Outbox
+			for _, st := range p.steps {
+				require.NoError(t, in.Step(fsm.EventID(st.event), 0, heldGuards(st.held), &out), "%s: path to %s", role, p.target)
+			}
+			require.Equal(t, p.target, State(in.State()), role.String())
+		}
+	}
 }
 
 // adapter exposes Transition to fsmtest in spec names.
@@ -118,971 +427,15 @@ func adapter(t *testing.T) fsmtest.Adapter {
 		if step.Guard() != 0 {
 			res.Guard = step.Guard().String()
 		}
-		for _, ef := range step.Effects() {
-			res.Effects = append(res.Effects, ef.String())
+		for i := range step.Effects() {
+			res.Effects = append(res.Effects, Table.EffectString(&step.Effects()[i]))
 		}
 		return res
 	}}
 }
 
-type cellCase struct {
-	line                string
-	from                State
-	event               Event
-	held                GuardSet
-	disp                fsm.Disposition
-	to                  State
-	guard               Guard
-	effects             []string
-	both, core, runtime []string
-	raises              bool
-}
-
-// cellCases has one entry per candidate of every cell, computed from the spec when the code was generated.
-var cellCases = []cellCase{{
-	both:    []string{"do surface_request"},
-	core:    []string{"do surface_request"},
-	disp:    fsm.Moved,
-	effects: []string{"core: do surface_request"},
-	event:   EventPermissionRequest,
-	from:    StateIdle,
-	line:    "spec/interaction.yaml:117",
-	runtime: nil,
-	to:      StatePending,
-}, {
-	both:    []string{"do surface_request"},
-	core:    []string{"do surface_request"},
-	disp:    fsm.Moved,
-	effects: []string{"core: do surface_request"},
-	event:   EventPromptForUserChoice,
-	from:    StateIdle,
-	line:    "spec/interaction.yaml:117",
-	runtime: nil,
-	to:      StatePending,
-}, {
-	both:    []string{"do surface_request"},
-	core:    []string{"do surface_request"},
-	disp:    fsm.Moved,
-	effects: []string{"core: do surface_request"},
-	event:   EventFunctionCall,
-	from:    StateIdle,
-	line:    "spec/interaction.yaml:117",
-	runtime: nil,
-	to:      StatePending,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPermissionDecision,
-	from:  StateIdle,
-	line:  "spec/interaction.yaml:124",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPromptForUserChoiceDecision,
-	from:  StateIdle,
-	line:  "spec/interaction.yaml:124",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventFunctionResult,
-	from:  StateIdle,
-	line:  "spec/interaction.yaml:124",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPermissionCancel,
-	from:  StateIdle,
-	line:  "spec/interaction.yaml:124",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventAckApplied,
-	from:  StateIdle,
-	line:  "spec/interaction.yaml:124",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventAckRefused,
-	from:  StateIdle,
-	line:  "spec/interaction.yaml:124",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAckWait,
-	from:  StateIdle,
-	line:  "spec/interaction.yaml:121",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventAnswerSendFailed,
-	from:  StateIdle,
-	line:  "spec/interaction.yaml:124",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Ignored,
-	event: EventRunClosed,
-	from:  StateIdle,
-	line:  "spec/interaction.yaml:121",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPermissionRequest,
-	from:  StatePending,
-	line:  "spec/interaction.yaml:158",
-	to:    StatePending,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPromptForUserChoice,
-	from:  StatePending,
-	line:  "spec/interaction.yaml:158",
-	to:    StatePending,
-}, {
-	disp:  fsm.Rejected,
-	event: EventFunctionCall,
-	from:  StatePending,
-	line:  "spec/interaction.yaml:158",
-	to:    StatePending,
-}, {
-	both:    []string{"start ack_wait", "do apply_decision"},
-	core:    []string{"start ack_wait"},
-	disp:    fsm.Moved,
-	effects: []string{"core: start ack_wait", "runtime: do apply_decision"},
-	event:   EventPermissionDecision,
-	from:    StatePending,
-	guard:   GuardMatchesRequestKind,
-	held:    GuardSet(0).With(GuardMatchesRequestKind),
-	line:    "spec/interaction.yaml:129",
-	runtime: []string{"do apply_decision"},
-	to:      StateDeciding,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPermissionDecision,
-	from:  StatePending,
-	line:  "spec/interaction.yaml:134",
-	to:    StatePending,
-}, {
-	both:    []string{"start ack_wait", "do apply_decision"},
-	core:    []string{"start ack_wait"},
-	disp:    fsm.Moved,
-	effects: []string{"core: start ack_wait", "runtime: do apply_decision"},
-	event:   EventPromptForUserChoiceDecision,
-	from:    StatePending,
-	guard:   GuardMatchesRequestKind,
-	held:    GuardSet(0).With(GuardMatchesRequestKind),
-	line:    "spec/interaction.yaml:129",
-	runtime: []string{"do apply_decision"},
-	to:      StateDeciding,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPromptForUserChoiceDecision,
-	from:  StatePending,
-	line:  "spec/interaction.yaml:134",
-	to:    StatePending,
-}, {
-	both:    []string{"start ack_wait", "do apply_decision"},
-	core:    []string{"start ack_wait"},
-	disp:    fsm.Moved,
-	effects: []string{"core: start ack_wait", "runtime: do apply_decision"},
-	event:   EventFunctionResult,
-	from:    StatePending,
-	guard:   GuardMatchesRequestKind,
-	held:    GuardSet(0).With(GuardMatchesRequestKind),
-	line:    "spec/interaction.yaml:129",
-	runtime: []string{"do apply_decision"},
-	to:      StateDeciding,
-}, {
-	disp:  fsm.Rejected,
-	event: EventFunctionResult,
-	from:  StatePending,
-	line:  "spec/interaction.yaml:134",
-	to:    StatePending,
-}, {
-	both:    []string{"do withdraw_prompt"},
-	core:    []string{"do withdraw_prompt"},
-	disp:    fsm.Moved,
-	effects: []string{"core: do withdraw_prompt"},
-	event:   EventPermissionCancel,
-	from:    StatePending,
-	guard:   GuardPermissionKind,
-	held:    GuardSet(0).With(GuardPermissionKind),
-	line:    "spec/interaction.yaml:137",
-	runtime: nil,
-	to:      StateWithdrawn,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPermissionCancel,
-	from:  StatePending,
-	line:  "spec/interaction.yaml:142",
-	to:    StatePending,
-}, {
-	disp:  fsm.Rejected,
-	event: EventAckApplied,
-	from:  StatePending,
-	line:  "spec/interaction.yaml:149",
-	to:    StatePending,
-}, {
-	disp:  fsm.Rejected,
-	event: EventAckRefused,
-	from:  StatePending,
-	line:  "spec/interaction.yaml:149",
-	to:    StatePending,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAckWait,
-	from:  StatePending,
-	line:  "spec/interaction.yaml:155",
-	to:    StatePending,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAnswerSendFailed,
-	from:  StatePending,
-	line:  "spec/interaction.yaml:152",
-	to:    StatePending,
-}, {
-	both:    []string{"stop ack_wait", "do mark_unknown"},
-	core:    []string{"stop ack_wait", "do mark_unknown"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop ack_wait", "core: do mark_unknown"},
-	event:   EventRunClosed,
-	from:    StatePending,
-	line:    "spec/interaction.yaml:145",
-	runtime: nil,
-	to:      StateOrphaned,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPermissionRequest,
-	from:  StateDeciding,
-	line:  "spec/interaction.yaml:158",
-	to:    StateDeciding,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPromptForUserChoice,
-	from:  StateDeciding,
-	line:  "spec/interaction.yaml:158",
-	to:    StateDeciding,
-}, {
-	disp:  fsm.Rejected,
-	event: EventFunctionCall,
-	from:  StateDeciding,
-	line:  "spec/interaction.yaml:158",
-	to:    StateDeciding,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPermissionDecision,
-	from:  StateDeciding,
-	line:  "spec/interaction.yaml:199",
-	to:    StateDeciding,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPromptForUserChoiceDecision,
-	from:  StateDeciding,
-	line:  "spec/interaction.yaml:199",
-	to:    StateDeciding,
-}, {
-	disp:  fsm.Rejected,
-	event: EventFunctionResult,
-	from:  StateDeciding,
-	line:  "spec/interaction.yaml:199",
-	to:    StateDeciding,
-}, {
-	both:    []string{"do note_withdrawal"},
-	core:    []string{"do note_withdrawal"},
-	disp:    fsm.Stayed,
-	effects: []string{"core: do note_withdrawal"},
-	event:   EventPermissionCancel,
-	from:    StateDeciding,
-	guard:   GuardPermissionKind,
-	held:    GuardSet(0).With(GuardPermissionKind),
-	line:    "spec/interaction.yaml:190",
-	runtime: nil,
-	to:      StateDeciding,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPermissionCancel,
-	from:  StateDeciding,
-	line:  "spec/interaction.yaml:196",
-	to:    StateDeciding,
-}, {
-	both:    []string{"stop ack_wait", "do settle_interaction"},
-	core:    []string{"stop ack_wait", "do settle_interaction"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop ack_wait", "core: do settle_interaction"},
-	event:   EventAckApplied,
-	from:    StateDeciding,
-	guard:   GuardCurrentDelivery,
-	held:    GuardSet(0).With(GuardCurrentDelivery),
-	line:    "spec/interaction.yaml:163",
-	runtime: nil,
-	to:      StateApplied,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAckApplied,
-	from:  StateDeciding,
-	line:  "spec/interaction.yaml:179",
-	to:    StateDeciding,
-}, {
-	both:    []string{"stop ack_wait"},
-	core:    []string{"stop ack_wait"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop ack_wait"},
-	event:   EventAckRefused,
-	from:    StateDeciding,
-	guard:   GuardRetryLater,
-	held:    GuardSet(0).With(GuardRetryLater),
-	line:    "spec/interaction.yaml:168",
-	runtime: nil,
-	to:      StatePending,
-}, {
-	both:    []string{"stop ack_wait", "do record_refusal"},
-	core:    []string{"stop ack_wait", "do record_refusal"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop ack_wait", "core: do record_refusal"},
-	event:   EventAckRefused,
-	from:    StateDeciding,
-	guard:   GuardCurrentDelivery,
-	held:    GuardSet(0).With(GuardCurrentDelivery),
-	line:    "spec/interaction.yaml:174",
-	runtime: nil,
-	to:      StateRefused,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAckRefused,
-	from:  StateDeciding,
-	line:  "spec/interaction.yaml:179",
-	to:    StateDeciding,
-}, {
-	both:    []string{"do mark_unknown"},
-	core:    []string{"do mark_unknown"},
-	disp:    fsm.Moved,
-	effects: []string{"core: do mark_unknown"},
-	event:   EventAckWait,
-	from:    StateDeciding,
-	line:    "spec/interaction.yaml:182",
-	runtime: nil,
-	to:      StateUnconfirmed,
-}, {
-	both:    []string{"stop ack_wait", "do mark_unknown"},
-	core:    []string{"stop ack_wait", "do mark_unknown"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop ack_wait", "core: do mark_unknown"},
-	event:   EventAnswerSendFailed,
-	from:    StateDeciding,
-	line:    "spec/interaction.yaml:186",
-	runtime: nil,
-	to:      StateUnconfirmed,
-}, {
-	both:    []string{"stop ack_wait", "do mark_unknown"},
-	core:    []string{"stop ack_wait", "do mark_unknown"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop ack_wait", "core: do mark_unknown"},
-	event:   EventRunClosed,
-	from:    StateDeciding,
-	line:    "spec/interaction.yaml:145",
-	runtime: nil,
-	to:      StateOrphaned,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPermissionRequest,
-	from:  StateUnconfirmed,
-	line:  "spec/interaction.yaml:158",
-	to:    StateUnconfirmed,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPromptForUserChoice,
-	from:  StateUnconfirmed,
-	line:  "spec/interaction.yaml:158",
-	to:    StateUnconfirmed,
-}, {
-	disp:  fsm.Rejected,
-	event: EventFunctionCall,
-	from:  StateUnconfirmed,
-	line:  "spec/interaction.yaml:158",
-	to:    StateUnconfirmed,
-}, {
-	both:    []string{"start ack_wait", "do apply_decision"},
-	core:    []string{"start ack_wait"},
-	disp:    fsm.Moved,
-	effects: []string{"core: start ack_wait", "runtime: do apply_decision"},
-	event:   EventPermissionDecision,
-	from:    StateUnconfirmed,
-	guard:   GuardIdenticalDecision,
-	held:    GuardSet(0).With(GuardIdenticalDecision),
-	line:    "spec/interaction.yaml:204",
-	runtime: []string{"do apply_decision"},
-	to:      StateDeciding,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPermissionDecision,
-	from:  StateUnconfirmed,
-	line:  "spec/interaction.yaml:210",
-	to:    StateUnconfirmed,
-}, {
-	both:    []string{"start ack_wait", "do apply_decision"},
-	core:    []string{"start ack_wait"},
-	disp:    fsm.Moved,
-	effects: []string{"core: start ack_wait", "runtime: do apply_decision"},
-	event:   EventPromptForUserChoiceDecision,
-	from:    StateUnconfirmed,
-	guard:   GuardIdenticalDecision,
-	held:    GuardSet(0).With(GuardIdenticalDecision),
-	line:    "spec/interaction.yaml:204",
-	runtime: []string{"do apply_decision"},
-	to:      StateDeciding,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPromptForUserChoiceDecision,
-	from:  StateUnconfirmed,
-	line:  "spec/interaction.yaml:210",
-	to:    StateUnconfirmed,
-}, {
-	both:    []string{"start ack_wait", "do apply_decision"},
-	core:    []string{"start ack_wait"},
-	disp:    fsm.Moved,
-	effects: []string{"core: start ack_wait", "runtime: do apply_decision"},
-	event:   EventFunctionResult,
-	from:    StateUnconfirmed,
-	guard:   GuardIdenticalDecision,
-	held:    GuardSet(0).With(GuardIdenticalDecision),
-	line:    "spec/interaction.yaml:204",
-	runtime: []string{"do apply_decision"},
-	to:      StateDeciding,
-}, {
-	disp:  fsm.Rejected,
-	event: EventFunctionResult,
-	from:  StateUnconfirmed,
-	line:  "spec/interaction.yaml:210",
-	to:    StateUnconfirmed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventPermissionCancel,
-	from:  StateUnconfirmed,
-	line:  "spec/interaction.yaml:217",
-	to:    StateUnconfirmed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAckApplied,
-	from:  StateUnconfirmed,
-	line:  "spec/interaction.yaml:213",
-	to:    StateUnconfirmed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAckRefused,
-	from:  StateUnconfirmed,
-	line:  "spec/interaction.yaml:213",
-	to:    StateUnconfirmed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAckWait,
-	from:  StateUnconfirmed,
-	line:  "spec/interaction.yaml:155",
-	to:    StateUnconfirmed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAnswerSendFailed,
-	from:  StateUnconfirmed,
-	line:  "spec/interaction.yaml:220",
-	to:    StateUnconfirmed,
-}, {
-	both:    []string{"stop ack_wait", "do mark_unknown"},
-	core:    []string{"stop ack_wait", "do mark_unknown"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop ack_wait", "core: do mark_unknown"},
-	event:   EventRunClosed,
-	from:    StateUnconfirmed,
-	line:    "spec/interaction.yaml:145",
-	runtime: nil,
-	to:      StateOrphaned,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPermissionRequest,
-	from:  StateApplied,
-	line:  "spec/interaction.yaml:158",
-	to:    StateApplied,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPromptForUserChoice,
-	from:  StateApplied,
-	line:  "spec/interaction.yaml:158",
-	to:    StateApplied,
-}, {
-	disp:  fsm.Rejected,
-	event: EventFunctionCall,
-	from:  StateApplied,
-	line:  "spec/interaction.yaml:158",
-	to:    StateApplied,
-}, {
-	both:    []string{"send interaction_decision_ack"},
-	core:    nil,
-	disp:    fsm.Stayed,
-	effects: []string{"runtime: send interaction_decision_ack"},
-	event:   EventPermissionDecision,
-	from:    StateApplied,
-	guard:   GuardIdenticalDecision,
-	held:    GuardSet(0).With(GuardIdenticalDecision),
-	line:    "spec/interaction.yaml:225",
-	runtime: []string{"send interaction_decision_ack"},
-	to:      StateApplied,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPermissionDecision,
-	from:  StateApplied,
-	line:  "spec/interaction.yaml:230",
-	to:    StateApplied,
-}, {
-	both:    []string{"send interaction_decision_ack"},
-	core:    nil,
-	disp:    fsm.Stayed,
-	effects: []string{"runtime: send interaction_decision_ack"},
-	event:   EventPromptForUserChoiceDecision,
-	from:    StateApplied,
-	guard:   GuardIdenticalDecision,
-	held:    GuardSet(0).With(GuardIdenticalDecision),
-	line:    "spec/interaction.yaml:225",
-	runtime: []string{"send interaction_decision_ack"},
-	to:      StateApplied,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPromptForUserChoiceDecision,
-	from:  StateApplied,
-	line:  "spec/interaction.yaml:230",
-	to:    StateApplied,
-}, {
-	both:    []string{"send interaction_decision_ack"},
-	core:    nil,
-	disp:    fsm.Stayed,
-	effects: []string{"runtime: send interaction_decision_ack"},
-	event:   EventFunctionResult,
-	from:    StateApplied,
-	guard:   GuardIdenticalDecision,
-	held:    GuardSet(0).With(GuardIdenticalDecision),
-	line:    "spec/interaction.yaml:225",
-	runtime: []string{"send interaction_decision_ack"},
-	to:      StateApplied,
-}, {
-	disp:  fsm.Rejected,
-	event: EventFunctionResult,
-	from:  StateApplied,
-	line:  "spec/interaction.yaml:230",
-	to:    StateApplied,
-}, {
-	disp:  fsm.Ignored,
-	event: EventPermissionCancel,
-	from:  StateApplied,
-	line:  "spec/interaction.yaml:233",
-	to:    StateApplied,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAckApplied,
-	from:  StateApplied,
-	line:  "spec/interaction.yaml:233",
-	to:    StateApplied,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAckRefused,
-	from:  StateApplied,
-	line:  "spec/interaction.yaml:233",
-	to:    StateApplied,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAckWait,
-	from:  StateApplied,
-	line:  "spec/interaction.yaml:155",
-	to:    StateApplied,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAnswerSendFailed,
-	from:  StateApplied,
-	line:  "spec/interaction.yaml:220",
-	to:    StateApplied,
-}, {
-	disp:  fsm.Moved,
-	event: EventRunClosed,
-	from:  StateApplied,
-	line:  "spec/interaction.yaml:236",
-	to:    StateClosed,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPermissionRequest,
-	from:  StateRefused,
-	line:  "spec/interaction.yaml:244",
-	to:    StateRefused,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPromptForUserChoice,
-	from:  StateRefused,
-	line:  "spec/interaction.yaml:244",
-	to:    StateRefused,
-}, {
-	disp:  fsm.Rejected,
-	event: EventFunctionCall,
-	from:  StateRefused,
-	line:  "spec/interaction.yaml:244",
-	to:    StateRefused,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPermissionDecision,
-	from:  StateRefused,
-	line:  "spec/interaction.yaml:244",
-	to:    StateRefused,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPromptForUserChoiceDecision,
-	from:  StateRefused,
-	line:  "spec/interaction.yaml:244",
-	to:    StateRefused,
-}, {
-	disp:  fsm.Rejected,
-	event: EventFunctionResult,
-	from:  StateRefused,
-	line:  "spec/interaction.yaml:244",
-	to:    StateRefused,
-}, {
-	disp:  fsm.Ignored,
-	event: EventPermissionCancel,
-	from:  StateRefused,
-	line:  "spec/interaction.yaml:241",
-	to:    StateRefused,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAckApplied,
-	from:  StateRefused,
-	line:  "spec/interaction.yaml:241",
-	to:    StateRefused,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAckRefused,
-	from:  StateRefused,
-	line:  "spec/interaction.yaml:241",
-	to:    StateRefused,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAckWait,
-	from:  StateRefused,
-	line:  "spec/interaction.yaml:241",
-	to:    StateRefused,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAnswerSendFailed,
-	from:  StateRefused,
-	line:  "spec/interaction.yaml:241",
-	to:    StateRefused,
-}, {
-	disp:  fsm.Ignored,
-	event: EventRunClosed,
-	from:  StateRefused,
-	line:  "spec/interaction.yaml:241",
-	to:    StateRefused,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPermissionRequest,
-	from:  StateWithdrawn,
-	line:  "spec/interaction.yaml:244",
-	to:    StateWithdrawn,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPromptForUserChoice,
-	from:  StateWithdrawn,
-	line:  "spec/interaction.yaml:244",
-	to:    StateWithdrawn,
-}, {
-	disp:  fsm.Rejected,
-	event: EventFunctionCall,
-	from:  StateWithdrawn,
-	line:  "spec/interaction.yaml:244",
-	to:    StateWithdrawn,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPermissionDecision,
-	from:  StateWithdrawn,
-	line:  "spec/interaction.yaml:244",
-	to:    StateWithdrawn,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPromptForUserChoiceDecision,
-	from:  StateWithdrawn,
-	line:  "spec/interaction.yaml:244",
-	to:    StateWithdrawn,
-}, {
-	disp:  fsm.Rejected,
-	event: EventFunctionResult,
-	from:  StateWithdrawn,
-	line:  "spec/interaction.yaml:244",
-	to:    StateWithdrawn,
-}, {
-	disp:  fsm.Ignored,
-	event: EventPermissionCancel,
-	from:  StateWithdrawn,
-	line:  "spec/interaction.yaml:241",
-	to:    StateWithdrawn,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAckApplied,
-	from:  StateWithdrawn,
-	line:  "spec/interaction.yaml:241",
-	to:    StateWithdrawn,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAckRefused,
-	from:  StateWithdrawn,
-	line:  "spec/interaction.yaml:241",
-	to:    StateWithdrawn,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAckWait,
-	from:  StateWithdrawn,
-	line:  "spec/interaction.yaml:241",
-	to:    StateWithdrawn,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAnswerSendFailed,
-	from:  StateWithdrawn,
-	line:  "spec/interaction.yaml:241",
-	to:    StateWithdrawn,
-}, {
-	disp:  fsm.Ignored,
-	event: EventRunClosed,
-	from:  StateWithdrawn,
-	line:  "spec/interaction.yaml:241",
-	to:    StateWithdrawn,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPermissionRequest,
-	from:  StateOrphaned,
-	line:  "spec/interaction.yaml:244",
-	to:    StateOrphaned,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPromptForUserChoice,
-	from:  StateOrphaned,
-	line:  "spec/interaction.yaml:244",
-	to:    StateOrphaned,
-}, {
-	disp:  fsm.Rejected,
-	event: EventFunctionCall,
-	from:  StateOrphaned,
-	line:  "spec/interaction.yaml:244",
-	to:    StateOrphaned,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPermissionDecision,
-	from:  StateOrphaned,
-	line:  "spec/interaction.yaml:244",
-	to:    StateOrphaned,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPromptForUserChoiceDecision,
-	from:  StateOrphaned,
-	line:  "spec/interaction.yaml:244",
-	to:    StateOrphaned,
-}, {
-	disp:  fsm.Rejected,
-	event: EventFunctionResult,
-	from:  StateOrphaned,
-	line:  "spec/interaction.yaml:244",
-	to:    StateOrphaned,
-}, {
-	disp:  fsm.Ignored,
-	event: EventPermissionCancel,
-	from:  StateOrphaned,
-	line:  "spec/interaction.yaml:241",
-	to:    StateOrphaned,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAckApplied,
-	from:  StateOrphaned,
-	line:  "spec/interaction.yaml:241",
-	to:    StateOrphaned,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAckRefused,
-	from:  StateOrphaned,
-	line:  "spec/interaction.yaml:241",
-	to:    StateOrphaned,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAckWait,
-	from:  StateOrphaned,
-	line:  "spec/interaction.yaml:241",
-	to:    StateOrphaned,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAnswerSendFailed,
-	from:  StateOrphaned,
-	line:  "spec/interaction.yaml:241",
-	to:    StateOrphaned,
-}, {
-	disp:  fsm.Ignored,
-	event: EventRunClosed,
-	from:  StateOrphaned,
-	line:  "spec/interaction.yaml:241",
-	to:    StateOrphaned,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPermissionRequest,
-	from:  StateClosed,
-	line:  "spec/interaction.yaml:244",
-	to:    StateClosed,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPromptForUserChoice,
-	from:  StateClosed,
-	line:  "spec/interaction.yaml:244",
-	to:    StateClosed,
-}, {
-	disp:  fsm.Rejected,
-	event: EventFunctionCall,
-	from:  StateClosed,
-	line:  "spec/interaction.yaml:244",
-	to:    StateClosed,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPermissionDecision,
-	from:  StateClosed,
-	line:  "spec/interaction.yaml:244",
-	to:    StateClosed,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPromptForUserChoiceDecision,
-	from:  StateClosed,
-	line:  "spec/interaction.yaml:244",
-	to:    StateClosed,
-}, {
-	disp:  fsm.Rejected,
-	event: EventFunctionResult,
-	from:  StateClosed,
-	line:  "spec/interaction.yaml:244",
-	to:    StateClosed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventPermissionCancel,
-	from:  StateClosed,
-	line:  "spec/interaction.yaml:241",
-	to:    StateClosed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAckApplied,
-	from:  StateClosed,
-	line:  "spec/interaction.yaml:241",
-	to:    StateClosed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAckRefused,
-	from:  StateClosed,
-	line:  "spec/interaction.yaml:241",
-	to:    StateClosed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAckWait,
-	from:  StateClosed,
-	line:  "spec/interaction.yaml:241",
-	to:    StateClosed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAnswerSendFailed,
-	from:  StateClosed,
-	line:  "spec/interaction.yaml:241",
-	to:    StateClosed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventRunClosed,
-	from:  StateClosed,
-	line:  "spec/interaction.yaml:241",
-	to:    StateClosed,
-}}
-
-type pathStep struct {
-	event Event
-	held  GuardSet
-}
-
-// pathCases is a shortest path from Initial to every state.
-var pathCases = []struct {
-	target State
-	steps  []pathStep
-}{{StateIdle, []pathStep{}}, {StatePending, []pathStep{{event: EventPermissionRequest}}}, {StateDeciding, []pathStep{{event: EventPermissionRequest}, {
-	event: EventPermissionDecision,
-	held:  GuardSet(0).With(GuardMatchesRequestKind),
-}}}, {StateUnconfirmed, []pathStep{{event: EventPermissionRequest}, {
-	event: EventPermissionDecision,
-	held:  GuardSet(0).With(GuardMatchesRequestKind),
-}, {event: EventAckWait}}}, {StateApplied, []pathStep{{event: EventPermissionRequest}, {
-	event: EventPermissionDecision,
-	held:  GuardSet(0).With(GuardMatchesRequestKind),
-}, {
-	event: EventAckApplied,
-	held:  GuardSet(0).With(GuardCurrentDelivery),
-}}}, {StateRefused, []pathStep{{event: EventPermissionRequest}, {
-	event: EventPermissionDecision,
-	held:  GuardSet(0).With(GuardMatchesRequestKind),
-}, {
-	event: EventAckRefused,
-	held:  GuardSet(0).With(GuardCurrentDelivery),
-}}}, {StateWithdrawn, []pathStep{{event: EventPermissionRequest}, {
-	event: EventPermissionCancel,
-	held:  GuardSet(0).With(GuardPermissionKind),
-}}}, {StateOrphaned, []pathStep{{event: EventPermissionRequest}, {event: EventRunClosed}}}, {StateClosed, []pathStep{{event: EventPermissionRequest}, {
-	event: EventPermissionDecision,
-	held:  GuardSet(0).With(GuardMatchesRequestKind),
-}, {
-	event: EventAckApplied,
-	held:  GuardSet(0).With(GuardCurrentDelivery),
-}, {event: EventRunClosed}}}}
-
-func TestEveryCell(t *testing.T) {
-	for _, c := range cellCases {
-		where := c.line + ": " + c.from.String() + " on " + c.event.String()
-		step, trErr := Transition(c.from, c.event, c.held)
-		require.Equal(t, c.disp, step.Disposition(), where)
-		require.Equal(t, c.to, step.To(), where)
-		require.Equal(t, c.guard, step.Guard(), where)
-		var effects []string
-		for _, ef := range step.Effects() {
-			effects = append(effects, ef.String())
-		}
-		require.Equal(t, c.effects, effects, where)
-		for _, role := range []fsm.Role{fsm.RoleBoth, fsm.RoleCore, fsm.RoleRuntime} {
-			rec := &recorder{held: c.held}
-			m := New[int](role, rec)
-			_, err := m.Restore(c.from.String())
-			require.NoError(t, err)
-			fireErr := m.Fire(c.event, 0)
-			if c.disp == fsm.Rejected {
-				require.ErrorIs(t, trErr, fsm.ErrRejected, where)
-				require.ErrorIs(t, fireErr, fsm.ErrRejected, where)
-				var te *fsm.TransitionError
-				require.ErrorAs(t, fireErr, &te, where)
-				require.Equal(t, []string{Name, c.from.String(), c.event.String()}, []string{te.Machine, te.State, te.Event}, where)
-				require.Equal(t, c.from, m.State(), "a rejected event must leave the state unchanged: "+where)
-				continue
-			}
-			require.NoError(t, trErr, where)
-			require.NoError(t, fireErr, where)
-			if c.raises {
-				continue // follow-ups move the machine further; covered by the walk tests
-			}
-			require.Equal(t, c.to, m.State(), where)
-			want := map[fsm.Role][]string{
-				fsm.RoleBoth:    c.both,
-				fsm.RoleCore:    c.core,
-				fsm.RoleRuntime: c.runtime,
-			}[role]
-			require.Equal(t, want, rec.log, "hooks run for role "+role.String()+": "+where)
-		}
-	}
-}
-
-func TestShortestPaths(t *testing.T) {
-	for _, p := range pathCases {
-		rec := &recorder{}
-		m := New[int](fsm.RoleBoth, rec)
-		for _, st := range p.steps {
-			rec.held = st.held
-			require.NoError(t, m.Fire(st.event, 0), "path to "+p.target.String())
-		}
-		require.Equal(t, p.target, m.State())
-	}
-}
-
-// TestEveryCellAgainstSpec compares every cell, under every guard assignment, with the spec interpreter reading the YAML at test time.
+// TestEveryCellAgainstSpec compares every cell, under every guard assignment, with the spec
+// interpreter reading the YAML at test time.
 func TestEveryCellAgainstSpec(t *testing.T) {
 	m := fsmtest.LoadMachine(t, specFile)
 	fsmtest.EveryCellAgainstSpec(t, m, adapter(t))
@@ -1095,101 +448,131 @@ func TestRandomWalkAgainstSpec(t *testing.T) {
 	}
 }
 
+// TestInstanceWalkAgainstSpec runs an fsm.Instance of Table for each role beside the spec
+// interpreter: raised events run to completion and each role performs only its own effects.
+func TestInstanceWalkAgainstSpec(t *testing.T) {
+	m := fsmtest.LoadMachine(t, specFile)
+	for seed := uint64(1); seed <= 4; seed++ {
+		fsmtest.InstanceWalk(t, m, Table, seed, 1000)
+	}
+}
+
 func TestDifferentialLooplab(t *testing.T) {
 	m := fsmtest.LoadMachine(t, specFile)
 	fsmtest.DifferentialLooplab(t, m, adapter(t))
 }
 
+// TestRestoreAndParse restores every state for each role (Restore returns the timers to re-arm),
+// round-trips every enum through its spec name, and refuses invalid values.
 func TestRestoreAndParse(t *testing.T) {
-	for _, s := range []State{StateIdle, StatePending, StateDeciding, StateUnconfirmed, StateApplied, StateRefused, StateWithdrawn, StateOrphaned, StateClosed} {
-		m := New[int](fsm.RoleBoth, &recorder{})
-		timers, err := m.Restore(s.String())
-		require.NoError(t, err)
-		require.Equal(t, s, m.State())
-		require.Equal(t, s.Timers(), timers)
-		back, err := ParseState(s.String())
-		require.NoError(t, err)
-		require.Equal(t, s, back)
+	for s := State(1); s.Valid(); s++ {
+		for _, role := range roles {
+			m := newMachine(t, role, &recorder{})
+			timers, err := m.Restore(fsm.StateID(s))
+			require.NoError(t, err)
+			require.Equal(t, s, State(m.State()))
+			require.Equal(t, stateTimers[s], timers, "the timers to re-arm in %s", s)
+		}
 	}
-	for e := Event(1); e.Valid(); e++ {
-		back, err := ParseEvent(e.String())
+	for v := State(1); v.Valid(); v++ {
+		back, err := ParseState(v.String())
 		require.NoError(t, err)
-		require.Equal(t, e, back)
+		require.Equal(t, v, back)
 	}
-	_, err := New[int](fsm.RoleBoth, &recorder{}).Restore("no_such_state")
-	require.ErrorIs(t, err, fsm.ErrInvalid)
+	for v := Event(1); v.Valid(); v++ {
+		back, err := ParseEvent(v.String())
+		require.NoError(t, err)
+		require.Equal(t, v, back)
+	}
+	for v := Timer(1); v.Valid(); v++ {
+		back, err := ParseTimer(v.String())
+		require.NoError(t, err)
+		require.Equal(t, v, back)
+	}
+	for v := Guard(1); v.Valid(); v++ {
+		back, err := ParseGuard(v.String())
+		require.NoError(t, err)
+		require.Equal(t, v, back)
+	}
+	for v := Action(1); v.Valid(); v++ {
+		back, err := ParseAction(v.String())
+		require.NoError(t, err)
+		require.Equal(t, v, back)
+	}
+	for v := Message(1); v.Valid(); v++ {
+		back, err := ParseMessage(v.String())
+		require.NoError(t, err)
+		require.Equal(t, v, back)
+	}
+	require.False(t, State(10).Valid())
 	require.Equal(t, "State(0)", State(0).String())
+	_, err := ParseState("no_such_state")
+	require.ErrorIs(t, err, fsm.ErrInvalid)
+	_, err = newMachine(t, fsm.RoleCore, &recorder{}).Restore(0)
+	require.ErrorIs(t, err, fsm.ErrInvalid)
 	_, err = Transition(Initial, Event(0), 0)
 	require.ErrorIs(t, err, fsm.ErrInvalid)
+	_, err = Transition(State(0), Event(1), 0)
+	require.ErrorIs(t, err, fsm.ErrInvalid)
 }
 
-// TestConcurrentFire fires from several goroutines at once: every step the observer sees must start where the previous one ended, which holds only if Fire serialises its callers.
-func TestConcurrentFire(t *testing.T) {
-	for round := 0; round < 20; round++ {
-		m := New[int](fsm.RoleBoth, &recorder{held: GuardSet(round)})
-		var steps []Step
-		m.Observe(func(s Step) {
-			steps = append(steps, s)
-		})
-		var wg sync.WaitGroup
-		for g := 0; g < 4; g++ {
-			wg.Go(func() {
-				rng := rand.New(rand.NewPCG(uint64(round), uint64(g)))
-				for i := 0; i < 50; i++ {
-					_ = m.Fire(Event(1+rng.IntN(numEvents)), i)
-				}
-			})
-		}
-		wg.Wait()
-		require.GreaterOrEqual(t, len(steps), 200)
-		at := Initial
-		for _, s := range steps {
-			require.Equal(t, at, s.From())
-			at = s.To()
-		}
-		require.Equal(t, at, m.State())
-	}
+// TestNewRefusesMissingParts checks that a machine needs its hooks, and its timers when its role
+// arms any.
+func TestNewRefusesMissingParts(t *testing.T) {
+	_, err := NewCore[int](nil, nil)
+	require.Error(t, err, "a Core machine needs hooks")
+	_, err = NewRuntime[int](nil, nil)
+	require.Error(t, err, "a Runtime machine needs hooks")
+	_, err = NewCore[int](&recorder{}, nil)
+	require.Error(t, err, "the Core arms timers")
 }
 
-// TestEffectError makes the first hook of spec/interaction.yaml:117 fail: the state has moved and the error names the effect.
+// TestEffectError makes the Core's first hook of spec/interaction.yaml:117 fail: the state has
+// moved, the error names the effect and the effects after it do not run.
 func TestEffectError(t *testing.T) {
-	m := New[int](fsm.RoleBoth, &recorder{fail: "do surface_request"})
-	_, err := m.Restore("idle")
+	rec := &recorder{fail: "do surface_request"}
+	m := newMachine(t, fsm.RoleCore, rec)
+	_, err := m.Restore(fsm.StateID(StateIdle))
 	require.NoError(t, err)
-	err = m.Fire(EventPermissionRequest, 0)
+	err = m.Fire(fsm.EventID(EventPermissionRequest), 0)
 	require.ErrorIs(t, err, fsm.ErrEffect)
 	require.ErrorIs(t, err, errHook)
 	var ee *fsm.EffectError
 	require.ErrorAs(t, err, &ee)
-	require.Equal(t, StatePending, m.State())
+	require.Equal(t, "core: do surface_request", ee.Effect)
+	require.Equal(t, StatePending, State(m.State()))
+	require.Equal(t, []string{"do surface_request"}, rec.log)
 }
 
-// TestFollowUpFromHook raises run_closed from inside a hook of spec/interaction.yaml:117: it runs after the current event, under the same Fire, without deadlocking.
-func TestFollowUpFromHook(t *testing.T) {
-	rec := &recorder{}
-	raised := false
-	rec.raise = func(f *Firing[int]) error {
-		if raised {
-			return nil
+var (
+	sinkStep Step
+	sinkErr  error
+)
+
+// TestNoAllocations checks that Transition, and Fire for each role with hooks that allocate
+// nothing, allocate nothing in any cell.
+func TestNoAllocations(t *testing.T) {
+	allocs := testing.AllocsPerRun(10, func() {
+		for _, c := range cellCases {
+			sinkStep, sinkErr = Transition(c.from, c.event, c.held)
 		}
-		raised = true
-		return f.Raise(EventRunClosed, 7)
-	}
-	m := New[int](fsm.RoleBoth, rec)
-	_, err := m.Restore("idle")
-	require.NoError(t, err)
-	require.NoError(t, m.Fire(EventPermissionRequest, 0))
-	require.Equal(t, StateOrphaned, m.State())
-	// An unbounded chain of follow-ups fails instead of spinning.
-	rec.raise = func(f *Firing[int]) error {
-		for range fsm.QueueCapacity + 1 {
-			if err := f.Raise(EventRunClosed, 7); err != nil {
-				return err
+	})
+	require.Zero(t, allocs, "Transition")
+	for _, role := range roles {
+		rec := &recorder{quiet: true}
+		m := newMachine(t, role, rec)
+		allocs := testing.AllocsPerRun(10, func() {
+			for _, c := range cellCases {
+				if _, ok := c.logs[role]; !ok {
+					continue
+				}
+				rec.held = c.held
+				if _, err := m.Restore(fsm.StateID(c.from)); err != nil {
+					panic(err)
+				}
+				sinkErr = m.Fire(fsm.EventID(c.event), 0)
 			}
-		}
-		return nil
+		})
+		require.Zero(t, allocs, "Fire as %s", role)
 	}
-	_, err = m.Restore("idle")
-	require.NoError(t, err)
-	require.ErrorIs(t, m.Fire(EventPermissionRequest, 0), fsm.ErrQueueFull)
 }

@@ -2,23 +2,24 @@
 
 // Package preparation is the generated preparation machine.
 //
-// Execution admission for one preparation request: execution_prepare reserves
-// a per-Turn admission on one connection, preparation_status reports it by
-// per-handle revision, and execution_start transfers it to a Run exactly once.
-// It also covers the read-only workspace profile (execution_prepare with
-// workspace_read_only), which can never be started.
+// Execution admission for one preparation request: execution_prepare reserves a per-Turn admission
+// on one connection, preparation_status reports it by per-handle revision, and execution_start
+// transfers it to a Run exactly once. It also covers the read-only workspace profile
+// (execution_prepare with workspace_read_only), which can never be started.
 //
-// One instance per preparation request ID (Envelope.id of execution_prepare,
-// execution_start, execution_release and preparation_status).
+// One instance per preparation request ID (Envelope.id of execution_prepare, execution_start,
+// execution_release and preparation_status).
 //
-// The table and every hook name come from spec/preparation.yaml; see
-// docs/machines/preparation.md for the diagram and the state × event matrix.
+// The table and every hook name come from spec/preparation.yaml; see docs/machines/preparation.md
+// for the diagram and the state × event matrix. Table is the machine as the engine (package fsm)
+// runs it: Transition answers what an event would do, NewCore and NewRuntime return a machine that
+// performs one peer's effects through its hooks, and a driver that keeps many instances steps an
+// fsm.Instance of Table and drains its fsm.Outbox.
 package preparation
 
 import (
 	"github.com/agentwire/agentwire/fsm"
 	"strconv"
-	"sync"
 	"time"
 )
 
@@ -27,12 +28,8 @@ const Name = "preparation"
 
 // Initial is the state every new instance starts in.
 const Initial = StateIdle
-const (
-	numStates = 13
-	numEvents = 14
-)
 
-// State is a state of the preparation machine.
+// State is a state of the preparation machine; its values are the fsm.StateID of Table.
 type State uint8
 
 const (
@@ -42,41 +39,49 @@ const (
 	StateRequested State = 2
 	// StatePreparing: the Runtime owns the preparation; no Run input has been submitted
 	StatePreparing State = 3
-	// StateReady: the reservation is granted (Executor ID, handle, revision, expiry); the expiry deadline runs from here
+	// StateReady: the reservation is granted (Executor ID, handle, revision, expiry); the expiry
+	// deadline runs from here
 	StateReady State = 4
-	// StateStarting: execution_start was sent for the ready handle; the transfer to the Run is not yet confirmed
+	// StateStarting: execution_start was sent for the ready handle; the transfer to the Run is not
+	// yet confirmed
 	StateStarting State = 5
-	// StateReleasing: execution_release was sent; the admission is being abandoned but its close is not yet confirmed
+	// StateReleasing: execution_release was sent; the admission is being abandoned but its close
+	// is not yet confirmed
 	StateReleasing State = 6
-	// StateCleanupUnconfirmed: the close failed or is uncertain; the Runtime keeps ownership and capacity until a retry confirms it
+	// StateCleanupUnconfirmed: the close failed or is uncertain; the Runtime keeps ownership and
+	// capacity until a retry confirms it
 	StateCleanupUnconfirmed State = 7
-	// StateStarted: the admission transferred to the identified Run; from now on only prompt_cancel acts on the work
+	// StateStarted: the admission transferred to the identified Run; from now on only
+	// prompt_cancel acts on the work
 	StateStarted State = 8
-	// StateReleased: the admission was abandoned and its close confirmed; the Executor may stay idle
+	// StateReleased: the admission was abandoned and its close confirmed; the Executor may stay
+	// idle
 	StateReleased State = 9
-	// StateRefused: execution_prepare itself was rejected (no handle was granted); preparation_capacity leaves the Turn unclaimed for a retry
+	// StateRefused: execution_prepare itself was rejected (no handle was granted);
+	// preparation_capacity leaves the Turn unclaimed for a retry
 	StateRefused State = 10
-	// StateFailed: preparation or start failed with a finite error code; the Runtime settles its resources
+	// StateFailed: preparation or start failed with a finite error code; the Runtime settles its
+	// resources
 	StateFailed State = 11
-	// StateExpired: five minutes passed since the grant without a confirmed start; cleanup is still owed by the Runtime
+	// StateExpired: five minutes passed since the grant without a confirmed start; cleanup is
+	// still owed by the Runtime
 	StateExpired State = 12
-	// StateAbandoned: the connection that owned the handle went away; handles are connection-local, so the outcome is unknown and nothing is replayed
+	// StateAbandoned: the connection that owned the handle went away; handles are
+	// connection-local, so the outcome is unknown and nothing is replayed
 	StateAbandoned State = 13
 )
-
-var stateNames = [...]string{"", "idle", "requested", "preparing", "ready", "starting", "releasing", "cleanup_unconfirmed", "started", "released", "refused", "failed", "expired", "abandoned"}
 
 // String returns the spec name, or State(n) for a value outside the enum.
 func (v State) String() string {
 	if v.Valid() {
-		return stateNames[v]
+		return Table.States[v-1].Name
 	}
 	return "State(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v State) Valid() bool {
-	return v >= 1 && int(v) < len(stateNames)
+	return v >= 1 && v <= StateAbandoned
 }
 
 // ParseState returns the state with the given spec name.
@@ -116,77 +121,79 @@ func ParseState(name string) (State, error) {
 	}
 }
 
-var stateOutcomes = [...]fsm.Outcome{0, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeSuccess, fsm.OutcomeSuccess, fsm.OutcomeFailure, fsm.OutcomeFailure, fsm.OutcomeFailure, fsm.OutcomeUnknown}
-var stateTimers = [...][]Timer{nil, nil, nil, nil, []Timer{TimerAdmissionExpiry}, []Timer{TimerAdmissionExpiry}, nil, nil, nil, nil, nil, nil, nil, nil}
-
 // Outcome classifies a terminal state; it is fsm.OutcomeNone for the others.
-func (s State) Outcome() fsm.Outcome {
-	if !s.Valid() {
+func (v State) Outcome() fsm.Outcome {
+	if !v.Valid() {
 		return fsm.OutcomeNone
 	}
-	return stateOutcomes[s]
+	return Table.States[v-1].Outcome
 }
 
-// Terminal reports whether the lifecycle has settled in s.
-func (s State) Terminal() bool {
-	return s.Outcome() != fsm.OutcomeNone
+// Terminal reports whether the lifecycle has settled in v.
+func (v State) Terminal() bool {
+	return v.Outcome() != fsm.OutcomeNone
 }
 
-// Timers lists the timers armed while the machine is in s: the ones a restored machine must re-arm. The slice is shared; do not modify it.
-func (s State) Timers() []Timer {
-	if !s.Valid() {
-		return nil
-	}
-	return stateTimers[s]
-}
-
-// Event is an input of the preparation machine: a wire message, a timer expiry or a local happening.
+// Event is an input of the preparation machine (a wire message, a timer expiry or a local
+// happening); its values are the fsm.EventID of Table.
 type Event uint8
 
 const (
-	// EventExecutionPrepare: the immutable Session configuration, with no Run input and no Run ID (wire execution_prepare, sent by core)
+	// EventExecutionPrepare: the immutable Session configuration, with no Run input and no Run ID
+	// (wire execution_prepare, sent by core)
 	EventExecutionPrepare Event = 1
-	// EventExecutionStart: Executor ID, handle, Run ID and ordered input for a ready handle (wire execution_start, sent by core)
+	// EventExecutionStart: Executor ID, handle, Run ID and ordered input for a ready handle (wire
+	// execution_start, sent by core)
 	EventExecutionStart Event = 2
-	// EventExecutionRelease: abandon the admission before it is started (wire execution_release, sent by core)
+	// EventExecutionRelease: abandon the admission before it is started (wire execution_release,
+	// sent by core)
 	EventExecutionRelease Event = 3
-	// EventStatusPreparing: preparation_status with state preparing (wire preparation_status, sent by runtime)
+	// EventStatusPreparing: preparation_status with state preparing (wire preparation_status, sent
+	// by runtime)
 	EventStatusPreparing Event = 4
-	// EventStatusReady: preparation_status with state ready (a reused idle Executor goes straight here with reused true) (wire preparation_status, sent by runtime)
+	// EventStatusReady: preparation_status with state ready (a reused idle Executor goes straight
+	// here with reused true) (wire preparation_status, sent by runtime)
 	EventStatusReady Event = 5
-	// EventStatusStarting: preparation_status with state starting (wire preparation_status, sent by runtime)
+	// EventStatusStarting: preparation_status with state starting (wire preparation_status, sent
+	// by runtime)
 	EventStatusStarting Event = 6
-	// EventStatusStarted: preparation_status with state started and the Run ID (wire preparation_status, sent by runtime)
+	// EventStatusStarted: preparation_status with state started and the Run ID (wire
+	// preparation_status, sent by runtime)
 	EventStatusStarted Event = 7
-	// EventStatusReleased: preparation_status with state released, published only after the close succeeded (wire preparation_status, sent by runtime)
+	// EventStatusReleased: preparation_status with state released, published only after the close
+	// succeeded (wire preparation_status, sent by runtime)
 	EventStatusReleased Event = 8
-	// EventStatusExpired: preparation_status with state expired (wire preparation_status, sent by runtime)
+	// EventStatusExpired: preparation_status with state expired (wire preparation_status, sent by
+	// runtime)
 	EventStatusExpired Event = 9
-	// EventStatusFailed: preparation_status with state failed and a finite error code other than cleanup_unconfirmed (wire preparation_status, sent by runtime)
+	// EventStatusFailed: preparation_status with state failed and a finite error code other than
+	// cleanup_unconfirmed (wire preparation_status, sent by runtime)
 	EventStatusFailed Event = 10
-	// EventStatusCleanupUnconfirmed: preparation_status with state failed and error code cleanup_unconfirmed (wire preparation_status, sent by runtime)
+	// EventStatusCleanupUnconfirmed: preparation_status with state failed and error code
+	// cleanup_unconfirmed (wire preparation_status, sent by runtime)
 	EventStatusCleanupUnconfirmed Event = 11
-	// EventStatusRejected: preparation_status with state rejected, naming the rejected operation and an error code; it has no handle revision (wire preparation_status, sent by runtime)
+	// EventStatusRejected: preparation_status with state rejected, naming the rejected operation
+	// and an error code; it has no handle revision (wire preparation_status, sent by runtime)
 	EventStatusRejected Event = 12
-	// EventAdmissionExpiry: five minutes after the grant; retries of execution_prepare do not extend it (timer 5m0s, owned by both)
+	// EventAdmissionExpiry: five minutes after the grant; retries of execution_prepare do not
+	// extend it (timer 5m0s, owned by both)
 	EventAdmissionExpiry Event = 13
-	// EventConnectionLost: the physical connection that accepted the handle closed or was replaced (local, observed by both)
+	// EventConnectionLost: the physical connection that accepted the handle closed or was replaced
+	// (local, observed by both)
 	EventConnectionLost Event = 14
 )
-
-var eventNames = [...]string{"", "execution_prepare", "execution_start", "execution_release", "status_preparing", "status_ready", "status_starting", "status_started", "status_released", "status_expired", "status_failed", "status_cleanup_unconfirmed", "status_rejected", "admission_expiry", "connection_lost"}
 
 // String returns the spec name, or Event(n) for a value outside the enum.
 func (v Event) String() string {
 	if v.Valid() {
-		return eventNames[v]
+		return Table.Events[v-1].Name
 	}
 	return "Event(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v Event) Valid() bool {
-	return v >= 1 && int(v) < len(eventNames)
+	return v >= 1 && v <= EventConnectionLost
 }
 
 // ParseEvent returns the event with the given spec name.
@@ -228,55 +235,60 @@ func ParseEvent(name string) (Event, error) {
 	}
 }
 
-var eventKinds = [...]fsm.EventKind{0, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventTimer, fsm.EventLocal}
-var eventMessages = [...]string{"", "execution_prepare", "execution_start", "execution_release", "preparation_status", "preparation_status", "preparation_status", "preparation_status", "preparation_status", "preparation_status", "preparation_status", "preparation_status", "preparation_status", "", ""}
-var eventRoles = [...]fsm.Role{0, fsm.RoleCore, fsm.RoleCore, fsm.RoleCore, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleBoth, fsm.RoleBoth}
-
-// Kind says whether e is a wire message, a timer or a local event.
-func (e Event) Kind() fsm.EventKind {
-	if !e.Valid() {
-		return eventKinds[0]
+// Kind says whether v is a wire message, a timer expiry or a local event.
+func (v Event) Kind() fsm.EventKind {
+	if !v.Valid() {
+		return 0
 	}
-	return eventKinds[e]
-}
-
-// Message is the wire type of a message event, or "" for timers and local events. Several events may share one wire type (a status frame with different states).
-func (e Event) Message() string {
-	if !e.Valid() {
-		return eventMessages[0]
-	}
-	return eventMessages[e]
+	return Table.Events[v-1].Kind
 }
 
 // Role is the sender of a message event, the owner of a timer or the observer of a local event.
-func (e Event) Role() fsm.Role {
-	if !e.Valid() {
-		return eventRoles[0]
+func (v Event) Role() fsm.Role {
+	if !v.Valid() {
+		return 0
 	}
-	return eventRoles[e]
+	return Table.Events[v-1].Role
 }
 
-// Timer is a named timer. Arming and disarming are effects; expiry is the event of the same name.
+// Message is the wire type of a message event, or 0. Several events may share one wire type (a
+// status frame with different states).
+func (v Event) Message() Message {
+	if !v.Valid() {
+		return 0
+	}
+	return Message(Table.Events[v-1].Message)
+}
+
+// Timer is the timer whose expiry v is, or 0.
+func (v Event) Timer() Timer {
+	if !v.Valid() {
+		return 0
+	}
+	return Timer(Table.Events[v-1].Timer)
+}
+
+// Timer is a named timer; its values are the fsm.TimerID of Table. Arming and disarming are
+// effects; expiry is the event of the same name.
 type Timer uint8
 
 const (
-	// TimerAdmissionExpiry: five minutes after the grant; retries of execution_prepare do not extend it (5m0s)
+	// TimerAdmissionExpiry: five minutes after the grant; retries of execution_prepare do not
+	// extend it (5m0s)
 	TimerAdmissionExpiry Timer = 1
 )
-
-var timerNames = [...]string{"", "admission_expiry"}
 
 // String returns the spec name, or Timer(n) for a value outside the enum.
 func (v Timer) String() string {
 	if v.Valid() {
-		return timerNames[v]
+		return Table.Timers[v-1].Name
 	}
 	return "Timer(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v Timer) Valid() bool {
-	return v >= 1 && int(v) < len(timerNames)
+	return v >= 1 && v <= TimerAdmissionExpiry
 }
 
 // ParseTimer returns the timer with the given spec name.
@@ -292,52 +304,51 @@ func ParseTimer(name string) (Timer, error) {
 	}
 }
 
-var timerDurations = [...]time.Duration{0, 5 * time.Minute}
-var timerEvents = [...]Event{0, EventAdmissionExpiry}
-
 // Duration is how long the timer runs once armed.
-func (t Timer) Duration() time.Duration {
-	if !t.Valid() {
+func (v Timer) Duration() time.Duration {
+	if !v.Valid() {
 		return 0
 	}
-	return timerDurations[t]
+	return Table.Timers[v-1].Duration
 }
 
 // Event is the event to fire when the timer expires.
-func (t Timer) Event() Event {
-	if !t.Valid() {
+func (v Timer) Event() Event {
+	if !v.Valid() {
 		return 0
 	}
-	return timerEvents[t]
+	return Event(Table.Timers[v-1].Event)
 }
 
-// Guard names a predicate the peer evaluates through its Hooks.
+// Guard is a predicate a peer evaluates through its hooks; its values are the fsm.GuardID of
+// Table.
 type Guard uint8
 
 const (
-	// GuardNewerRevision: the status revision is higher than the highest one applied to this handle (stale and repeated revisions fail it)
+	// GuardNewerRevision: the status revision is higher than the highest one applied to this
+	// handle (stale and repeated revisions fail it)
 	GuardNewerRevision Guard = 1
-	// GuardSameFingerprint: a repeated execution_prepare carries the same payload fingerprint as the first one
+	// GuardSameFingerprint: a repeated execution_prepare carries the same payload fingerprint as
+	// the first one
 	GuardSameFingerprint Guard = 2
 	// GuardRejectsPrepare: the rejected operation is execution_prepare (no handle exists yet)
 	GuardRejectsPrepare Guard = 3
-	// GuardReadOnlyProfile: the handle was prepared with workspace_read_only, which can never be started
+	// GuardReadOnlyProfile: the handle was prepared with workspace_read_only, which can never be
+	// started
 	GuardReadOnlyProfile Guard = 4
 )
-
-var guardNames = [...]string{"", "newer_revision", "same_fingerprint", "rejects_prepare", "read_only_profile"}
 
 // String returns the spec name, or Guard(n) for a value outside the enum.
 func (v Guard) String() string {
 	if v.Valid() {
-		return guardNames[v]
+		return Table.Guards[v-1]
 	}
 	return "Guard(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v Guard) Valid() bool {
-	return v >= 1 && int(v) < len(guardNames)
+	return v >= 1 && v <= GuardReadOnlyProfile
 }
 
 // ParseGuard returns the guard with the given spec name.
@@ -359,47 +370,45 @@ func ParseGuard(name string) (Guard, error) {
 	}
 }
 
-// GuardSet is the set of guards that hold, for the pure Transition function.
-type GuardSet uint64
+// GuardSet is the set of guards that hold, for Transition; it has the layout of fsm.GuardSet.
+type GuardSet fsm.GuardSet
 
 // With returns s with g added.
 func (s GuardSet) With(g Guard) GuardSet {
-	if !g.Valid() {
-		return s
-	}
-	return s | 1<<(g-1)
+	return GuardSet(fsm.GuardSet(s).With(fsm.GuardID(g)))
 }
 
 // Has reports whether g is in s.
 func (s GuardSet) Has(g Guard) bool {
-	return g.Valid() && s&(1<<(g-1)) != 0
+	return fsm.GuardSet(s).Has(fsm.GuardID(g))
 }
 
-// Action names a local effect the peer performs through its Hooks.
+// Action is a local effect a peer performs through its hooks; its values are the fsm.ActionID of
+// Table.
 type Action uint8
 
 const (
-	// ActionRecordRejection: keep the rejected operation and its error code next to the handle without touching its revision
+	// ActionRecordRejection: keep the rejected operation and its error code next to the handle
+	// without touching its revision
 	ActionRecordRejection Action = 1
 	// ActionSettleCleanup: the Runtime closes or retries closing whatever the admission still owns
 	ActionSettleCleanup Action = 2
-	// ActionLeaveTurnUnclaimed: Core leaves the queued Turn unclaimed so that the Worker may retry (preparation_capacity only)
+	// ActionLeaveTurnUnclaimed: Core leaves the queued Turn unclaimed so that the Worker may retry
+	// (preparation_capacity only)
 	ActionLeaveTurnUnclaimed Action = 3
 )
-
-var actionNames = [...]string{"", "record_rejection", "settle_cleanup", "leave_turn_unclaimed"}
 
 // String returns the spec name, or Action(n) for a value outside the enum.
 func (v Action) String() string {
 	if v.Valid() {
-		return actionNames[v]
+		return Table.Actions[v-1]
 	}
 	return "Action(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v Action) Valid() bool {
-	return v >= 1 && int(v) < len(actionNames)
+	return v >= 1 && v <= ActionLeaveTurnUnclaimed
 }
 
 // ParseAction returns the action with the given spec name.
@@ -419,1230 +428,554 @@ func ParseAction(name string) (Action, error) {
 	}
 }
 
-// Message is a wire type this machine asks a peer to send.
+// Message is a wire type the machine sends or observes; its values are the fsm.MessageID of Table.
 type Message uint8
 
 const (
-	MessagePreparationStatus Message = 1
+	// MessageExecutionPrepare: observed as an event
+	MessageExecutionPrepare Message = 1
+	// MessageExecutionRelease: observed as an event
+	MessageExecutionRelease Message = 2
+	// MessageExecutionStart: observed as an event
+	MessageExecutionStart Message = 3
+	// MessagePreparationStatus: sent as an effect and observed as an event
+	MessagePreparationStatus Message = 4
 )
-
-var messageNames = [...]string{"", "preparation_status"}
 
 // String returns the spec name, or Message(n) for a value outside the enum.
 func (v Message) String() string {
 	if v.Valid() {
-		return messageNames[v]
+		return Table.Messages[v-1]
 	}
 	return "Message(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v Message) Valid() bool {
-	return v >= 1 && int(v) < len(messageNames)
+	return v >= 1 && v <= MessagePreparationStatus
 }
 
-// Effect is one step a transition asks a peer to perform, in spec order.
-type Effect struct {
-	Kind fsm.EffectKind
-	// Role is the peer that performs the effect; RoleBoth for both.
-	Role    fsm.Role
-	Message Message // EffectSend
-	Timer   Timer   // EffectStart, EffectStop
-	Action  Action  // EffectDo
-	Raise   Event   // EffectRaise
-}
-
-// String renders the effect as the spec writes it, e.g. "runtime: send preparation_status".
-func (e Effect) String() string {
-	prefix := ""
-	if e.Role != fsm.RoleBoth {
-		prefix = e.Role.String() + ": "
+// ParseMessage returns the message with the given spec name.
+func ParseMessage(name string) (Message, error) {
+	switch name {
+	case "execution_prepare":
+		return MessageExecutionPrepare, nil
+	case "execution_release":
+		return MessageExecutionRelease, nil
+	case "execution_start":
+		return MessageExecutionStart, nil
+	case "preparation_status":
+		return MessagePreparationStatus, nil
 	}
-	switch e.Kind {
-	case fsm.EffectSend:
-		return prefix + "send " + e.Message.String()
-	case fsm.EffectStart:
-		return prefix + "start " + e.Timer.String()
-	case fsm.EffectStop:
-		return prefix + "stop " + e.Timer.String()
-	case fsm.EffectDo:
-		return prefix + "do " + e.Action.String()
-	case fsm.EffectRaise:
-		return prefix + "raise " + e.Raise.String()
+	return 0, &fsm.InvalidError{
+		Machine: Name,
+		Value:   fsm.Quote(name),
+		What:    "message name",
 	}
-	return prefix + e.Kind.String()
 }
 
-// Step is what one event did: a read-only view of the selected candidate of
-// its cell. It is a single pointer into the generated table, so returning it
-// costs nothing and nobody can change the table through it. The zero Step,
-// returned for an invalid state or event, reports zero values.
+// The candidates of Table, one per rule of spec/preparation.yaml and shared by every cell the rule
+// covers (a rule that lists its own target among its sources is two: a move from the others and an
+// internal transition in the target).
+var (
+	rule124 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRequested), Line: 124, Effects: []fsm.Effect{
+		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus)},
+	}}
+	rule128 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAbandoned), Line: 128}
+	rule131 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no execution_prepare was sent for this request ID", Line: 131}
+	rule134 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "a status for a request that was never sent is not applied to any handle", Line: 134}
+	rule137 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no admission was granted, so no deadline is armed", Line: 137}
+	rule142 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StatePreparing), Line: 142}
+	rule146 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateReady), Line: 146, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStart, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerAdmissionExpiry)},
+	}}
+	rule151 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 151, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
+	}}
+	rule156 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "stale or repeated revision", Line: 156}
+	rule159 = &fsm.Candidate{Guard: fsm.GuardID(GuardRejectsPrepare), Disp: fsm.Moved, To: fsm.StateID(StateRefused), Line: 159, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionLeaveTurnUnclaimed)},
+	}}
+	rule164 = &fsm.Candidate{Disp: fsm.Stayed, Line: 164, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordRejection)},
+	}}
+	rule168 = &fsm.Candidate{Guard: fsm.GuardID(GuardSameFingerprint), Disp: fsm.Stayed, Line: 168, Effects: []fsm.Effect{
+		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus)},
+	}}
+	rule173 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "request_conflict: the request ID is already bound to a different payload", Line: 173}
+	rule176 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "preparation_not_ready: no handle has been granted", Line: 176}
+	rule179 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "invalid_release: no handle has been granted", Line: 179}
+	rule182 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the status skips the preparation phases that must precede it", Line: 182}
+	rule185 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the expiry deadline is only armed while the handle is ready or starting", Line: 185}
+	rule188 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAbandoned), Line: 188, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerAdmissionExpiry)},
+	}}
+	rule194 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateReady), Line: 194, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStart, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerAdmissionExpiry)},
+	}}
+	rule199 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 199, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
+	}}
+	rule204 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "stale or repeated revision", Line: 204}
+	rule207 = &fsm.Candidate{Disp: fsm.Stayed, Line: 207, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordRejection)},
+	}}
+	rule211 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateReleasing), Line: 211, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
+	}}
+	rule215 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "preparation_not_ready: the handle is still preparing", Line: 215}
+	rule218 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the status is not reachable from preparing", Line: 218}
+	rule223 = &fsm.Candidate{Guard: fsm.GuardID(GuardReadOnlyProfile), Disp: fsm.Stayed, Line: 223, Effects: []fsm.Effect{
+		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus)},
+	}}
+	rule228 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStarting), Line: 228}
+	rule231 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateReleasing), Line: 231, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerAdmissionExpiry)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
+	}}
+	rule235 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateExpired), Line: 235, Effects: []fsm.Effect{
+		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
+	}}
+	rule239 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateExpired), Line: 239, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerAdmissionExpiry)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
+	}}
+	rule244 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 244, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerAdmissionExpiry)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
+	}}
+	rule249 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "stale or repeated revision", Line: 249}
+	rule252 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no execution_start was sent for this handle", Line: 252}
+	rule255 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no execution_release was sent for this handle", Line: 255}
+	rule260 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Stayed, Line: 260}
+	rule264 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateStarted), Line: 264, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerAdmissionExpiry)},
+	}}
+	rule269 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 269, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerAdmissionExpiry)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
+	}}
+	rule274 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateExpired), Line: 274, Effects: []fsm.Effect{
+		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
+	}}
+	rule278 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "stale or repeated revision", Line: 278}
+	rule281 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "start_conflict: the admission is transferred once", Line: 281}
+	rule284 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "invalid_release: the start is already in flight; only prompt_cancel acts on the Run", Line: 284}
+	rule287 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no execution_release was sent for this handle", Line: 287}
+	rule292 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateReleased), Line: 292}
+	rule296 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateCleanupUnconfirmed), Line: 296}
+	rule300 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 300}
+	rule304 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "stale or repeated revision", Line: 304}
+	rule307 = &fsm.Candidate{Disp: fsm.Stayed, Line: 307, Effects: []fsm.Effect{
+		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus)},
+	}}
+	rule311 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "invalid_start: the admission is being released", Line: 311}
+	rule314 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "a released admission is never started", Line: 314}
+	rule319 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Stayed, Line: 319, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
+	}}
+	rule324 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "stale revision; a stale snapshot never publishes success", Line: 324}
+	rule327 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "a released admission is never started", Line: 327}
+	rule332 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the handle is settled; late or repeated statuses change nothing", Line: 332}
+	rule335 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "invalid_release: ownership passed to the Run; releasing the old handle cannot cancel it", Line: 335}
+	rule338 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the admission is settled", Line: 338}
+	rule341 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the outcome was settled before the connection went away", Line: 341}
+)
+
+// Table is the preparation machine as the engine runs it, sealed: every (state, event) cell lists
+// its candidates in the order they are tried, the unguarded fallback last. It is exactly what
+// spec.Machine.Table builds from spec/preparation.yaml. Treat it as read-only.
+var Table = fsm.MustSeal(&fsm.Table{
+	Name:   Name,
+	Source: "spec/preparation.yaml",
+	States: []fsm.StateDecl{
+		{Name: "idle"},
+		{Name: "requested"},
+		{Name: "preparing"},
+		{Name: "ready", Timers: []fsm.TimerID{fsm.TimerID(TimerAdmissionExpiry)}},
+		{Name: "starting", Timers: []fsm.TimerID{fsm.TimerID(TimerAdmissionExpiry)}},
+		{Name: "releasing"},
+		{Name: "cleanup_unconfirmed"},
+		{Name: "started", Outcome: fsm.OutcomeSuccess},
+		{Name: "released", Outcome: fsm.OutcomeSuccess},
+		{Name: "refused", Outcome: fsm.OutcomeFailure},
+		{Name: "failed", Outcome: fsm.OutcomeFailure},
+		{Name: "expired", Outcome: fsm.OutcomeFailure},
+		{Name: "abandoned", Outcome: fsm.OutcomeUnknown},
+	},
+	Events: []fsm.EventDecl{
+		{Name: "execution_prepare", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessageExecutionPrepare)},
+		{Name: "execution_start", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessageExecutionStart)},
+		{Name: "execution_release", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessageExecutionRelease)},
+		{Name: "status_preparing", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus)},
+		{Name: "status_ready", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus)},
+		{Name: "status_starting", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus)},
+		{Name: "status_started", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus)},
+		{Name: "status_released", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus)},
+		{Name: "status_expired", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus)},
+		{Name: "status_failed", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus)},
+		{Name: "status_cleanup_unconfirmed", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus)},
+		{Name: "status_rejected", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus)},
+		{Name: "admission_expiry", Kind: fsm.EventTimer, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerAdmissionExpiry)},
+		{Name: "connection_lost", Kind: fsm.EventLocal, Role: fsm.RoleBoth},
+	},
+	Guards:   []string{"newer_revision", "same_fingerprint", "rejects_prepare", "read_only_profile"},
+	Actions:  []string{"record_rejection", "settle_cleanup", "leave_turn_unclaimed"},
+	Messages: []string{"execution_prepare", "execution_release", "execution_start", "preparation_status"},
+	Timers: []fsm.TimerDecl{
+		{Name: "admission_expiry", Duration: 5 * time.Minute, Event: fsm.EventID(EventAdmissionExpiry)},
+	},
+	Initial: fsm.StateID(StateIdle),
+	Cells: []fsm.Cell{
+		// idle
+		{Cands: []*fsm.Candidate{rule124}}, // idle × execution_prepare
+		{Cands: []*fsm.Candidate{rule131}}, // idle × execution_start
+		{Cands: []*fsm.Candidate{rule131}}, // idle × execution_release
+		{Cands: []*fsm.Candidate{rule134}}, // idle × status_preparing
+		{Cands: []*fsm.Candidate{rule134}}, // idle × status_ready
+		{Cands: []*fsm.Candidate{rule134}}, // idle × status_starting
+		{Cands: []*fsm.Candidate{rule134}}, // idle × status_started
+		{Cands: []*fsm.Candidate{rule134}}, // idle × status_released
+		{Cands: []*fsm.Candidate{rule134}}, // idle × status_expired
+		{Cands: []*fsm.Candidate{rule134}}, // idle × status_failed
+		{Cands: []*fsm.Candidate{rule134}}, // idle × status_cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule134}}, // idle × status_rejected
+		{Cands: []*fsm.Candidate{rule137}}, // idle × admission_expiry
+		{Cands: []*fsm.Candidate{rule128}}, // idle × connection_lost
+		// requested
+		{Cands: []*fsm.Candidate{rule168, rule173}}, // requested × execution_prepare
+		{Cands: []*fsm.Candidate{rule176}},          // requested × execution_start
+		{Cands: []*fsm.Candidate{rule179}},          // requested × execution_release
+		{Cands: []*fsm.Candidate{rule142, rule156}}, // requested × status_preparing
+		{Cands: []*fsm.Candidate{rule146, rule156}}, // requested × status_ready
+		{Cands: []*fsm.Candidate{rule182}},          // requested × status_starting
+		{Cands: []*fsm.Candidate{rule182}},          // requested × status_started
+		{Cands: []*fsm.Candidate{rule182}},          // requested × status_released
+		{Cands: []*fsm.Candidate{rule182}},          // requested × status_expired
+		{Cands: []*fsm.Candidate{rule151, rule156}}, // requested × status_failed
+		{Cands: []*fsm.Candidate{rule182}},          // requested × status_cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule159, rule164}}, // requested × status_rejected
+		{Cands: []*fsm.Candidate{rule185}},          // requested × admission_expiry
+		{Cands: []*fsm.Candidate{rule188}},          // requested × connection_lost
+		// preparing
+		{Cands: []*fsm.Candidate{rule168, rule173}}, // preparing × execution_prepare
+		{Cands: []*fsm.Candidate{rule215}},          // preparing × execution_start
+		{Cands: []*fsm.Candidate{rule211}},          // preparing × execution_release
+		{Cands: []*fsm.Candidate{rule204}},          // preparing × status_preparing
+		{Cands: []*fsm.Candidate{rule194, rule204}}, // preparing × status_ready
+		{Cands: []*fsm.Candidate{rule218}},          // preparing × status_starting
+		{Cands: []*fsm.Candidate{rule218}},          // preparing × status_started
+		{Cands: []*fsm.Candidate{rule218}},          // preparing × status_released
+		{Cands: []*fsm.Candidate{rule218}},          // preparing × status_expired
+		{Cands: []*fsm.Candidate{rule199, rule204}}, // preparing × status_failed
+		{Cands: []*fsm.Candidate{rule218}},          // preparing × status_cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule207}},          // preparing × status_rejected
+		{Cands: []*fsm.Candidate{rule185}},          // preparing × admission_expiry
+		{Cands: []*fsm.Candidate{rule188}},          // preparing × connection_lost
+		// ready
+		{Cands: []*fsm.Candidate{rule168, rule173}}, // ready × execution_prepare
+		{Cands: []*fsm.Candidate{rule223, rule228}}, // ready × execution_start
+		{Cands: []*fsm.Candidate{rule231}},          // ready × execution_release
+		{Cands: []*fsm.Candidate{rule249}},          // ready × status_preparing
+		{Cands: []*fsm.Candidate{rule249}},          // ready × status_ready
+		{Cands: []*fsm.Candidate{rule252}},          // ready × status_starting
+		{Cands: []*fsm.Candidate{rule252}},          // ready × status_started
+		{Cands: []*fsm.Candidate{rule255}},          // ready × status_released
+		{Cands: []*fsm.Candidate{rule239, rule249}}, // ready × status_expired
+		{Cands: []*fsm.Candidate{rule244, rule249}}, // ready × status_failed
+		{Cands: []*fsm.Candidate{rule255}},          // ready × status_cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule207}},          // ready × status_rejected
+		{Cands: []*fsm.Candidate{rule235}},          // ready × admission_expiry
+		{Cands: []*fsm.Candidate{rule188}},          // ready × connection_lost
+		// starting
+		{Cands: []*fsm.Candidate{rule168, rule173}}, // starting × execution_prepare
+		{Cands: []*fsm.Candidate{rule281}},          // starting × execution_start
+		{Cands: []*fsm.Candidate{rule284}},          // starting × execution_release
+		{Cands: []*fsm.Candidate{rule278}},          // starting × status_preparing
+		{Cands: []*fsm.Candidate{rule278}},          // starting × status_ready
+		{Cands: []*fsm.Candidate{rule260, rule278}}, // starting × status_starting
+		{Cands: []*fsm.Candidate{rule264, rule278}}, // starting × status_started
+		{Cands: []*fsm.Candidate{rule287}},          // starting × status_released
+		{Cands: []*fsm.Candidate{rule239, rule278}}, // starting × status_expired
+		{Cands: []*fsm.Candidate{rule269, rule278}}, // starting × status_failed
+		{Cands: []*fsm.Candidate{rule287}},          // starting × status_cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule207}},          // starting × status_rejected
+		{Cands: []*fsm.Candidate{rule274}},          // starting × admission_expiry
+		{Cands: []*fsm.Candidate{rule188}},          // starting × connection_lost
+		// releasing
+		{Cands: []*fsm.Candidate{rule168, rule173}}, // releasing × execution_prepare
+		{Cands: []*fsm.Candidate{rule311}},          // releasing × execution_start
+		{Cands: []*fsm.Candidate{rule307}},          // releasing × execution_release
+		{Cands: []*fsm.Candidate{rule304}},          // releasing × status_preparing
+		{Cands: []*fsm.Candidate{rule304}},          // releasing × status_ready
+		{Cands: []*fsm.Candidate{rule304}},          // releasing × status_starting
+		{Cands: []*fsm.Candidate{rule314}},          // releasing × status_started
+		{Cands: []*fsm.Candidate{rule292, rule304}}, // releasing × status_released
+		{Cands: []*fsm.Candidate{rule304}},          // releasing × status_expired
+		{Cands: []*fsm.Candidate{rule300, rule304}}, // releasing × status_failed
+		{Cands: []*fsm.Candidate{rule296, rule304}}, // releasing × status_cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule207}},          // releasing × status_rejected
+		{Cands: []*fsm.Candidate{rule185}},          // releasing × admission_expiry
+		{Cands: []*fsm.Candidate{rule188}},          // releasing × connection_lost
+		// cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule168, rule173}}, // cleanup_unconfirmed × execution_prepare
+		{Cands: []*fsm.Candidate{rule311}},          // cleanup_unconfirmed × execution_start
+		{Cands: []*fsm.Candidate{rule307}},          // cleanup_unconfirmed × execution_release
+		{Cands: []*fsm.Candidate{rule324}},          // cleanup_unconfirmed × status_preparing
+		{Cands: []*fsm.Candidate{rule324}},          // cleanup_unconfirmed × status_ready
+		{Cands: []*fsm.Candidate{rule324}},          // cleanup_unconfirmed × status_starting
+		{Cands: []*fsm.Candidate{rule327}},          // cleanup_unconfirmed × status_started
+		{Cands: []*fsm.Candidate{rule292, rule324}}, // cleanup_unconfirmed × status_released
+		{Cands: []*fsm.Candidate{rule324}},          // cleanup_unconfirmed × status_expired
+		{Cands: []*fsm.Candidate{rule324}},          // cleanup_unconfirmed × status_failed
+		{Cands: []*fsm.Candidate{rule319, rule324}}, // cleanup_unconfirmed × status_cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule207}},          // cleanup_unconfirmed × status_rejected
+		{Cands: []*fsm.Candidate{rule185}},          // cleanup_unconfirmed × admission_expiry
+		{Cands: []*fsm.Candidate{rule188}},          // cleanup_unconfirmed × connection_lost
+		// started
+		{Cands: []*fsm.Candidate{rule338}}, // started × execution_prepare
+		{Cands: []*fsm.Candidate{rule338}}, // started × execution_start
+		{Cands: []*fsm.Candidate{rule335}}, // started × execution_release
+		{Cands: []*fsm.Candidate{rule332}}, // started × status_preparing
+		{Cands: []*fsm.Candidate{rule332}}, // started × status_ready
+		{Cands: []*fsm.Candidate{rule332}}, // started × status_starting
+		{Cands: []*fsm.Candidate{rule332}}, // started × status_started
+		{Cands: []*fsm.Candidate{rule332}}, // started × status_released
+		{Cands: []*fsm.Candidate{rule332}}, // started × status_expired
+		{Cands: []*fsm.Candidate{rule332}}, // started × status_failed
+		{Cands: []*fsm.Candidate{rule332}}, // started × status_cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule332}}, // started × status_rejected
+		{Cands: []*fsm.Candidate{rule332}}, // started × admission_expiry
+		{Cands: []*fsm.Candidate{rule341}}, // started × connection_lost
+		// released
+		{Cands: []*fsm.Candidate{rule338}}, // released × execution_prepare
+		{Cands: []*fsm.Candidate{rule338}}, // released × execution_start
+		{Cands: []*fsm.Candidate{rule338}}, // released × execution_release
+		{Cands: []*fsm.Candidate{rule332}}, // released × status_preparing
+		{Cands: []*fsm.Candidate{rule332}}, // released × status_ready
+		{Cands: []*fsm.Candidate{rule332}}, // released × status_starting
+		{Cands: []*fsm.Candidate{rule332}}, // released × status_started
+		{Cands: []*fsm.Candidate{rule332}}, // released × status_released
+		{Cands: []*fsm.Candidate{rule332}}, // released × status_expired
+		{Cands: []*fsm.Candidate{rule332}}, // released × status_failed
+		{Cands: []*fsm.Candidate{rule332}}, // released × status_cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule332}}, // released × status_rejected
+		{Cands: []*fsm.Candidate{rule332}}, // released × admission_expiry
+		{Cands: []*fsm.Candidate{rule341}}, // released × connection_lost
+		// refused
+		{Cands: []*fsm.Candidate{rule338}}, // refused × execution_prepare
+		{Cands: []*fsm.Candidate{rule338}}, // refused × execution_start
+		{Cands: []*fsm.Candidate{rule338}}, // refused × execution_release
+		{Cands: []*fsm.Candidate{rule332}}, // refused × status_preparing
+		{Cands: []*fsm.Candidate{rule332}}, // refused × status_ready
+		{Cands: []*fsm.Candidate{rule332}}, // refused × status_starting
+		{Cands: []*fsm.Candidate{rule332}}, // refused × status_started
+		{Cands: []*fsm.Candidate{rule332}}, // refused × status_released
+		{Cands: []*fsm.Candidate{rule332}}, // refused × status_expired
+		{Cands: []*fsm.Candidate{rule332}}, // refused × status_failed
+		{Cands: []*fsm.Candidate{rule332}}, // refused × status_cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule332}}, // refused × status_rejected
+		{Cands: []*fsm.Candidate{rule332}}, // refused × admission_expiry
+		{Cands: []*fsm.Candidate{rule341}}, // refused × connection_lost
+		// failed
+		{Cands: []*fsm.Candidate{rule338}}, // failed × execution_prepare
+		{Cands: []*fsm.Candidate{rule338}}, // failed × execution_start
+		{Cands: []*fsm.Candidate{rule338}}, // failed × execution_release
+		{Cands: []*fsm.Candidate{rule332}}, // failed × status_preparing
+		{Cands: []*fsm.Candidate{rule332}}, // failed × status_ready
+		{Cands: []*fsm.Candidate{rule332}}, // failed × status_starting
+		{Cands: []*fsm.Candidate{rule332}}, // failed × status_started
+		{Cands: []*fsm.Candidate{rule332}}, // failed × status_released
+		{Cands: []*fsm.Candidate{rule332}}, // failed × status_expired
+		{Cands: []*fsm.Candidate{rule332}}, // failed × status_failed
+		{Cands: []*fsm.Candidate{rule332}}, // failed × status_cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule332}}, // failed × status_rejected
+		{Cands: []*fsm.Candidate{rule332}}, // failed × admission_expiry
+		{Cands: []*fsm.Candidate{rule341}}, // failed × connection_lost
+		// expired
+		{Cands: []*fsm.Candidate{rule338}}, // expired × execution_prepare
+		{Cands: []*fsm.Candidate{rule338}}, // expired × execution_start
+		{Cands: []*fsm.Candidate{rule338}}, // expired × execution_release
+		{Cands: []*fsm.Candidate{rule332}}, // expired × status_preparing
+		{Cands: []*fsm.Candidate{rule332}}, // expired × status_ready
+		{Cands: []*fsm.Candidate{rule332}}, // expired × status_starting
+		{Cands: []*fsm.Candidate{rule332}}, // expired × status_started
+		{Cands: []*fsm.Candidate{rule332}}, // expired × status_released
+		{Cands: []*fsm.Candidate{rule332}}, // expired × status_expired
+		{Cands: []*fsm.Candidate{rule332}}, // expired × status_failed
+		{Cands: []*fsm.Candidate{rule332}}, // expired × status_cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule332}}, // expired × status_rejected
+		{Cands: []*fsm.Candidate{rule332}}, // expired × admission_expiry
+		{Cands: []*fsm.Candidate{rule341}}, // expired × connection_lost
+		// abandoned
+		{Cands: []*fsm.Candidate{rule338}}, // abandoned × execution_prepare
+		{Cands: []*fsm.Candidate{rule338}}, // abandoned × execution_start
+		{Cands: []*fsm.Candidate{rule338}}, // abandoned × execution_release
+		{Cands: []*fsm.Candidate{rule338}}, // abandoned × status_preparing
+		{Cands: []*fsm.Candidate{rule338}}, // abandoned × status_ready
+		{Cands: []*fsm.Candidate{rule338}}, // abandoned × status_starting
+		{Cands: []*fsm.Candidate{rule338}}, // abandoned × status_started
+		{Cands: []*fsm.Candidate{rule338}}, // abandoned × status_released
+		{Cands: []*fsm.Candidate{rule338}}, // abandoned × status_expired
+		{Cands: []*fsm.Candidate{rule338}}, // abandoned × status_failed
+		{Cands: []*fsm.Candidate{rule338}}, // abandoned × status_cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule338}}, // abandoned × status_rejected
+		{Cands: []*fsm.Candidate{rule338}}, // abandoned × admission_expiry
+		{Cands: []*fsm.Candidate{rule338}}, // abandoned × connection_lost
+	},
+})
+
+// Step is what one event did: the engine's fsm.Step, a read-only view of the table candidate that
+// handled it, with typed accessors. The zero Step, returned for an invalid state or event, reports
+// zero values.
 type Step struct {
-	c *candidate
+	s fsm.Step
 }
 
 // From is the state the event arrived in.
 func (s Step) From() State {
-	if s.c == nil {
-		var zero State
-		return zero
-	}
-	return s.c.from
+	return State(s.s.From())
 }
 
 // Event is the event that was handled.
 func (s Step) Event() Event {
-	if s.c == nil {
-		var zero Event
-		return zero
-	}
-	return s.c.event
+	return Event(s.s.Event())
 }
 
 // To is the state after the step; it equals From unless the disposition is fsm.Moved.
 func (s Step) To() State {
-	if s.c == nil {
-		var zero State
-		return zero
-	}
-	return s.c.to
+	return State(s.s.To())
 }
 
 // Guard is the guard that selected the candidate, or 0 for the cell's fallback.
 func (s Step) Guard() Guard {
-	if s.c == nil {
-		var zero Guard
-		return zero
-	}
-	return s.c.guard
+	return Guard(s.s.Guard())
 }
 
 // Disposition says whether the step moved, stayed, ignored or rejected the event.
 func (s Step) Disposition() fsm.Disposition {
-	if s.c == nil {
-		var zero fsm.Disposition
-		return zero
-	}
-	return s.c.disp
+	return s.s.Disposition()
 }
 
-// Effects lists what the peer must do, in spec order; nil unless the step moved or stayed. The slice is shared: do not modify it.
-func (s Step) Effects() []Effect {
-	if s.c == nil {
-		var zero []Effect
-		return zero
-	}
-	return s.c.effects
+// Effects lists what the step asks of both peers, in spec order (a peer keeps those its role
+// performs); nil unless the step moved or stayed. Their IDs convert to this package's enums and
+// Table.EffectString renders one as the spec writes it. The slice is shared: do not modify it.
+func (s Step) Effects() []fsm.Effect {
+	return s.s.Effects()
 }
 
 // Reason is the spec's reason for an ignored or rejected event, or "".
 func (s Step) Reason() string {
-	if s.c == nil {
-		var zero string
-		return zero
-	}
-	return s.c.reason
+	return s.s.Reason()
 }
 
-type candidate struct {
-	guard   Guard
-	disp    fsm.Disposition
-	to      State
-	effects []Effect
-	reason  string
-	// from, event and err are filled in by init.
-	from  State
-	event Event
-	err   *fsm.TransitionError // non-nil exactly for rejections
+// Line is the line of the spec rule behind the step.
+func (s Step) Line() int {
+	return s.s.Line()
 }
 
-// table holds every (state, event) cell: its candidates in the order they are tried, the unguarded fallback last.
-var table = [numStates + 1][numEvents + 1][]candidate{
-	StateIdle: {
-		EventExecutionPrepare: {
-			// spec/preparation.yaml:124
-			{disp: fsm.Moved, to: StateRequested, effects: []Effect{{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessagePreparationStatus}}},
-		},
-		EventExecutionStart: {
-			// spec/preparation.yaml:131
-			{disp: fsm.Rejected, to: StateIdle, reason: "no execution_prepare was sent for this request ID"},
-		},
-		EventExecutionRelease: {
-			// spec/preparation.yaml:131
-			{disp: fsm.Rejected, to: StateIdle, reason: "no execution_prepare was sent for this request ID"},
-		},
-		EventStatusPreparing: {
-			// spec/preparation.yaml:134
-			{disp: fsm.Rejected, to: StateIdle, reason: "a status for a request that was never sent is not applied to any handle"},
-		},
-		EventStatusReady: {
-			// spec/preparation.yaml:134
-			{disp: fsm.Rejected, to: StateIdle, reason: "a status for a request that was never sent is not applied to any handle"},
-		},
-		EventStatusStarting: {
-			// spec/preparation.yaml:134
-			{disp: fsm.Rejected, to: StateIdle, reason: "a status for a request that was never sent is not applied to any handle"},
-		},
-		EventStatusStarted: {
-			// spec/preparation.yaml:134
-			{disp: fsm.Rejected, to: StateIdle, reason: "a status for a request that was never sent is not applied to any handle"},
-		},
-		EventStatusReleased: {
-			// spec/preparation.yaml:134
-			{disp: fsm.Rejected, to: StateIdle, reason: "a status for a request that was never sent is not applied to any handle"},
-		},
-		EventStatusExpired: {
-			// spec/preparation.yaml:134
-			{disp: fsm.Rejected, to: StateIdle, reason: "a status for a request that was never sent is not applied to any handle"},
-		},
-		EventStatusFailed: {
-			// spec/preparation.yaml:134
-			{disp: fsm.Rejected, to: StateIdle, reason: "a status for a request that was never sent is not applied to any handle"},
-		},
-		EventStatusCleanupUnconfirmed: {
-			// spec/preparation.yaml:134
-			{disp: fsm.Rejected, to: StateIdle, reason: "a status for a request that was never sent is not applied to any handle"},
-		},
-		EventStatusRejected: {
-			// spec/preparation.yaml:134
-			{disp: fsm.Rejected, to: StateIdle, reason: "a status for a request that was never sent is not applied to any handle"},
-		},
-		EventAdmissionExpiry: {
-			// spec/preparation.yaml:137
-			{disp: fsm.Ignored, to: StateIdle, reason: "no admission was granted, so no deadline is armed"},
-		},
-		EventConnectionLost: {
-			// spec/preparation.yaml:128
-			{disp: fsm.Moved, to: StateAbandoned},
-		},
-	},
-	StateRequested: {
-		EventExecutionPrepare: {
-			// spec/preparation.yaml:168
-			{disp: fsm.Stayed, guard: GuardSameFingerprint, to: StateRequested, effects: []Effect{{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessagePreparationStatus}}},
-			// spec/preparation.yaml:173
-			{disp: fsm.Rejected, to: StateRequested, reason: "request_conflict: the request ID is already bound to a different payload"},
-		},
-		EventExecutionStart: {
-			// spec/preparation.yaml:176
-			{disp: fsm.Rejected, to: StateRequested, reason: "preparation_not_ready: no handle has been granted"},
-		},
-		EventExecutionRelease: {
-			// spec/preparation.yaml:179
-			{disp: fsm.Rejected, to: StateRequested, reason: "invalid_release: no handle has been granted"},
-		},
-		EventStatusPreparing: {
-			// spec/preparation.yaml:142
-			{disp: fsm.Moved, guard: GuardNewerRevision, to: StatePreparing},
-			// spec/preparation.yaml:156
-			{disp: fsm.Ignored, to: StateRequested, reason: "stale or repeated revision"},
-		},
-		EventStatusReady: {
-			// spec/preparation.yaml:146
-			{disp: fsm.Moved, guard: GuardNewerRevision, to: StateReady, effects: []Effect{{Kind: fsm.EffectStart, Timer: TimerAdmissionExpiry}}},
-			// spec/preparation.yaml:156
-			{disp: fsm.Ignored, to: StateRequested, reason: "stale or repeated revision"},
-		},
-		EventStatusStarting: {
-			// spec/preparation.yaml:182
-			{disp: fsm.Rejected, to: StateRequested, reason: "the status skips the preparation phases that must precede it"},
-		},
-		EventStatusStarted: {
-			// spec/preparation.yaml:182
-			{disp: fsm.Rejected, to: StateRequested, reason: "the status skips the preparation phases that must precede it"},
-		},
-		EventStatusReleased: {
-			// spec/preparation.yaml:182
-			{disp: fsm.Rejected, to: StateRequested, reason: "the status skips the preparation phases that must precede it"},
-		},
-		EventStatusExpired: {
-			// spec/preparation.yaml:182
-			{disp: fsm.Rejected, to: StateRequested, reason: "the status skips the preparation phases that must precede it"},
-		},
-		EventStatusFailed: {
-			// spec/preparation.yaml:151
-			{disp: fsm.Moved, guard: GuardNewerRevision, to: StateFailed, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionSettleCleanup}}},
-			// spec/preparation.yaml:156
-			{disp: fsm.Ignored, to: StateRequested, reason: "stale or repeated revision"},
-		},
-		EventStatusCleanupUnconfirmed: {
-			// spec/preparation.yaml:182
-			{disp: fsm.Rejected, to: StateRequested, reason: "the status skips the preparation phases that must precede it"},
-		},
-		EventStatusRejected: {
-			// spec/preparation.yaml:159
-			{disp: fsm.Moved, guard: GuardRejectsPrepare, to: StateRefused, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionLeaveTurnUnclaimed}}},
-			// spec/preparation.yaml:164
-			{disp: fsm.Stayed, to: StateRequested, effects: []Effect{{Kind: fsm.EffectDo, Action: ActionRecordRejection}}},
-		},
-		EventAdmissionExpiry: {
-			// spec/preparation.yaml:185
-			{disp: fsm.Ignored, to: StateRequested, reason: "the expiry deadline is only armed while the handle is ready or starting"},
-		},
-		EventConnectionLost: {
-			// spec/preparation.yaml:188
-			{disp: fsm.Moved, to: StateAbandoned, effects: []Effect{{Kind: fsm.EffectStop, Timer: TimerAdmissionExpiry}}},
-		},
-	},
-	StatePreparing: {
-		EventExecutionPrepare: {
-			// spec/preparation.yaml:168
-			{disp: fsm.Stayed, guard: GuardSameFingerprint, to: StatePreparing, effects: []Effect{{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessagePreparationStatus}}},
-			// spec/preparation.yaml:173
-			{disp: fsm.Rejected, to: StatePreparing, reason: "request_conflict: the request ID is already bound to a different payload"},
-		},
-		EventExecutionStart: {
-			// spec/preparation.yaml:215
-			{disp: fsm.Rejected, to: StatePreparing, reason: "preparation_not_ready: the handle is still preparing"},
-		},
-		EventExecutionRelease: {
-			// spec/preparation.yaml:211
-			{disp: fsm.Moved, to: StateReleasing, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionSettleCleanup}}},
-		},
-		EventStatusPreparing: {
-			// spec/preparation.yaml:204
-			{disp: fsm.Ignored, to: StatePreparing, reason: "stale or repeated revision"},
-		},
-		EventStatusReady: {
-			// spec/preparation.yaml:194
-			{disp: fsm.Moved, guard: GuardNewerRevision, to: StateReady, effects: []Effect{{Kind: fsm.EffectStart, Timer: TimerAdmissionExpiry}}},
-			// spec/preparation.yaml:204
-			{disp: fsm.Ignored, to: StatePreparing, reason: "stale or repeated revision"},
-		},
-		EventStatusStarting: {
-			// spec/preparation.yaml:218
-			{disp: fsm.Rejected, to: StatePreparing, reason: "the status is not reachable from preparing"},
-		},
-		EventStatusStarted: {
-			// spec/preparation.yaml:218
-			{disp: fsm.Rejected, to: StatePreparing, reason: "the status is not reachable from preparing"},
-		},
-		EventStatusReleased: {
-			// spec/preparation.yaml:218
-			{disp: fsm.Rejected, to: StatePreparing, reason: "the status is not reachable from preparing"},
-		},
-		EventStatusExpired: {
-			// spec/preparation.yaml:218
-			{disp: fsm.Rejected, to: StatePreparing, reason: "the status is not reachable from preparing"},
-		},
-		EventStatusFailed: {
-			// spec/preparation.yaml:199
-			{disp: fsm.Moved, guard: GuardNewerRevision, to: StateFailed, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionSettleCleanup}}},
-			// spec/preparation.yaml:204
-			{disp: fsm.Ignored, to: StatePreparing, reason: "stale or repeated revision"},
-		},
-		EventStatusCleanupUnconfirmed: {
-			// spec/preparation.yaml:218
-			{disp: fsm.Rejected, to: StatePreparing, reason: "the status is not reachable from preparing"},
-		},
-		EventStatusRejected: {
-			// spec/preparation.yaml:207
-			{disp: fsm.Stayed, to: StatePreparing, effects: []Effect{{Kind: fsm.EffectDo, Action: ActionRecordRejection}}},
-		},
-		EventAdmissionExpiry: {
-			// spec/preparation.yaml:185
-			{disp: fsm.Ignored, to: StatePreparing, reason: "the expiry deadline is only armed while the handle is ready or starting"},
-		},
-		EventConnectionLost: {
-			// spec/preparation.yaml:188
-			{disp: fsm.Moved, to: StateAbandoned, effects: []Effect{{Kind: fsm.EffectStop, Timer: TimerAdmissionExpiry}}},
-		},
-	},
-	StateReady: {
-		EventExecutionPrepare: {
-			// spec/preparation.yaml:168
-			{disp: fsm.Stayed, guard: GuardSameFingerprint, to: StateReady, effects: []Effect{{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessagePreparationStatus}}},
-			// spec/preparation.yaml:173
-			{disp: fsm.Rejected, to: StateReady, reason: "request_conflict: the request ID is already bound to a different payload"},
-		},
-		EventExecutionStart: {
-			// spec/preparation.yaml:223
-			{disp: fsm.Stayed, guard: GuardReadOnlyProfile, to: StateReady, effects: []Effect{{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessagePreparationStatus}}},
-			// spec/preparation.yaml:228
-			{disp: fsm.Moved, to: StateStarting},
-		},
-		EventExecutionRelease: {
-			// spec/preparation.yaml:231
-			{disp: fsm.Moved, to: StateReleasing, effects: []Effect{{Kind: fsm.EffectStop, Timer: TimerAdmissionExpiry}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionSettleCleanup}}},
-		},
-		EventStatusPreparing: {
-			// spec/preparation.yaml:249
-			{disp: fsm.Ignored, to: StateReady, reason: "stale or repeated revision"},
-		},
-		EventStatusReady: {
-			// spec/preparation.yaml:249
-			{disp: fsm.Ignored, to: StateReady, reason: "stale or repeated revision"},
-		},
-		EventStatusStarting: {
-			// spec/preparation.yaml:252
-			{disp: fsm.Rejected, to: StateReady, reason: "no execution_start was sent for this handle"},
-		},
-		EventStatusStarted: {
-			// spec/preparation.yaml:252
-			{disp: fsm.Rejected, to: StateReady, reason: "no execution_start was sent for this handle"},
-		},
-		EventStatusReleased: {
-			// spec/preparation.yaml:255
-			{disp: fsm.Rejected, to: StateReady, reason: "no execution_release was sent for this handle"},
-		},
-		EventStatusExpired: {
-			// spec/preparation.yaml:239
-			{disp: fsm.Moved, guard: GuardNewerRevision, to: StateExpired, effects: []Effect{{Kind: fsm.EffectStop, Timer: TimerAdmissionExpiry}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionSettleCleanup}}},
-			// spec/preparation.yaml:249
-			{disp: fsm.Ignored, to: StateReady, reason: "stale or repeated revision"},
-		},
-		EventStatusFailed: {
-			// spec/preparation.yaml:244
-			{disp: fsm.Moved, guard: GuardNewerRevision, to: StateFailed, effects: []Effect{{Kind: fsm.EffectStop, Timer: TimerAdmissionExpiry}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionSettleCleanup}}},
-			// spec/preparation.yaml:249
-			{disp: fsm.Ignored, to: StateReady, reason: "stale or repeated revision"},
-		},
-		EventStatusCleanupUnconfirmed: {
-			// spec/preparation.yaml:255
-			{disp: fsm.Rejected, to: StateReady, reason: "no execution_release was sent for this handle"},
-		},
-		EventStatusRejected: {
-			// spec/preparation.yaml:207
-			{disp: fsm.Stayed, to: StateReady, effects: []Effect{{Kind: fsm.EffectDo, Action: ActionRecordRejection}}},
-		},
-		EventAdmissionExpiry: {
-			// spec/preparation.yaml:235
-			{disp: fsm.Moved, to: StateExpired, effects: []Effect{{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessagePreparationStatus}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionSettleCleanup}}},
-		},
-		EventConnectionLost: {
-			// spec/preparation.yaml:188
-			{disp: fsm.Moved, to: StateAbandoned, effects: []Effect{{Kind: fsm.EffectStop, Timer: TimerAdmissionExpiry}}},
-		},
-	},
-	StateStarting: {
-		EventExecutionPrepare: {
-			// spec/preparation.yaml:168
-			{disp: fsm.Stayed, guard: GuardSameFingerprint, to: StateStarting, effects: []Effect{{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessagePreparationStatus}}},
-			// spec/preparation.yaml:173
-			{disp: fsm.Rejected, to: StateStarting, reason: "request_conflict: the request ID is already bound to a different payload"},
-		},
-		EventExecutionStart: {
-			// spec/preparation.yaml:281
-			{disp: fsm.Rejected, to: StateStarting, reason: "start_conflict: the admission is transferred once"},
-		},
-		EventExecutionRelease: {
-			// spec/preparation.yaml:284
-			{disp: fsm.Rejected, to: StateStarting, reason: "invalid_release: the start is already in flight; only prompt_cancel acts on the Run"},
-		},
-		EventStatusPreparing: {
-			// spec/preparation.yaml:278
-			{disp: fsm.Ignored, to: StateStarting, reason: "stale or repeated revision"},
-		},
-		EventStatusReady: {
-			// spec/preparation.yaml:278
-			{disp: fsm.Ignored, to: StateStarting, reason: "stale or repeated revision"},
-		},
-		EventStatusStarting: {
-			// spec/preparation.yaml:260
-			{disp: fsm.Stayed, guard: GuardNewerRevision, to: StateStarting},
-			// spec/preparation.yaml:278
-			{disp: fsm.Ignored, to: StateStarting, reason: "stale or repeated revision"},
-		},
-		EventStatusStarted: {
-			// spec/preparation.yaml:264
-			{disp: fsm.Moved, guard: GuardNewerRevision, to: StateStarted, effects: []Effect{{Kind: fsm.EffectStop, Timer: TimerAdmissionExpiry}}},
-			// spec/preparation.yaml:278
-			{disp: fsm.Ignored, to: StateStarting, reason: "stale or repeated revision"},
-		},
-		EventStatusReleased: {
-			// spec/preparation.yaml:287
-			{disp: fsm.Rejected, to: StateStarting, reason: "no execution_release was sent for this handle"},
-		},
-		EventStatusExpired: {
-			// spec/preparation.yaml:239
-			{disp: fsm.Moved, guard: GuardNewerRevision, to: StateExpired, effects: []Effect{{Kind: fsm.EffectStop, Timer: TimerAdmissionExpiry}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionSettleCleanup}}},
-			// spec/preparation.yaml:278
-			{disp: fsm.Ignored, to: StateStarting, reason: "stale or repeated revision"},
-		},
-		EventStatusFailed: {
-			// spec/preparation.yaml:269
-			{disp: fsm.Moved, guard: GuardNewerRevision, to: StateFailed, effects: []Effect{{Kind: fsm.EffectStop, Timer: TimerAdmissionExpiry}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionSettleCleanup}}},
-			// spec/preparation.yaml:278
-			{disp: fsm.Ignored, to: StateStarting, reason: "stale or repeated revision"},
-		},
-		EventStatusCleanupUnconfirmed: {
-			// spec/preparation.yaml:287
-			{disp: fsm.Rejected, to: StateStarting, reason: "no execution_release was sent for this handle"},
-		},
-		EventStatusRejected: {
-			// spec/preparation.yaml:207
-			{disp: fsm.Stayed, to: StateStarting, effects: []Effect{{Kind: fsm.EffectDo, Action: ActionRecordRejection}}},
-		},
-		EventAdmissionExpiry: {
-			// spec/preparation.yaml:274
-			{disp: fsm.Moved, to: StateExpired, effects: []Effect{{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessagePreparationStatus}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionSettleCleanup}}},
-		},
-		EventConnectionLost: {
-			// spec/preparation.yaml:188
-			{disp: fsm.Moved, to: StateAbandoned, effects: []Effect{{Kind: fsm.EffectStop, Timer: TimerAdmissionExpiry}}},
-		},
-	},
-	StateReleasing: {
-		EventExecutionPrepare: {
-			// spec/preparation.yaml:168
-			{disp: fsm.Stayed, guard: GuardSameFingerprint, to: StateReleasing, effects: []Effect{{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessagePreparationStatus}}},
-			// spec/preparation.yaml:173
-			{disp: fsm.Rejected, to: StateReleasing, reason: "request_conflict: the request ID is already bound to a different payload"},
-		},
-		EventExecutionStart: {
-			// spec/preparation.yaml:311
-			{disp: fsm.Rejected, to: StateReleasing, reason: "invalid_start: the admission is being released"},
-		},
-		EventExecutionRelease: {
-			// spec/preparation.yaml:307
-			{disp: fsm.Stayed, to: StateReleasing, effects: []Effect{{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessagePreparationStatus}}},
-		},
-		EventStatusPreparing: {
-			// spec/preparation.yaml:304
-			{disp: fsm.Ignored, to: StateReleasing, reason: "stale or repeated revision"},
-		},
-		EventStatusReady: {
-			// spec/preparation.yaml:304
-			{disp: fsm.Ignored, to: StateReleasing, reason: "stale or repeated revision"},
-		},
-		EventStatusStarting: {
-			// spec/preparation.yaml:304
-			{disp: fsm.Ignored, to: StateReleasing, reason: "stale or repeated revision"},
-		},
-		EventStatusStarted: {
-			// spec/preparation.yaml:314
-			{disp: fsm.Rejected, to: StateReleasing, reason: "a released admission is never started"},
-		},
-		EventStatusReleased: {
-			// spec/preparation.yaml:292
-			{disp: fsm.Moved, guard: GuardNewerRevision, to: StateReleased},
-			// spec/preparation.yaml:304
-			{disp: fsm.Ignored, to: StateReleasing, reason: "stale or repeated revision"},
-		},
-		EventStatusExpired: {
-			// spec/preparation.yaml:304
-			{disp: fsm.Ignored, to: StateReleasing, reason: "stale or repeated revision"},
-		},
-		EventStatusFailed: {
-			// spec/preparation.yaml:300
-			{disp: fsm.Moved, guard: GuardNewerRevision, to: StateFailed},
-			// spec/preparation.yaml:304
-			{disp: fsm.Ignored, to: StateReleasing, reason: "stale or repeated revision"},
-		},
-		EventStatusCleanupUnconfirmed: {
-			// spec/preparation.yaml:296
-			{disp: fsm.Moved, guard: GuardNewerRevision, to: StateCleanupUnconfirmed},
-			// spec/preparation.yaml:304
-			{disp: fsm.Ignored, to: StateReleasing, reason: "stale or repeated revision"},
-		},
-		EventStatusRejected: {
-			// spec/preparation.yaml:207
-			{disp: fsm.Stayed, to: StateReleasing, effects: []Effect{{Kind: fsm.EffectDo, Action: ActionRecordRejection}}},
-		},
-		EventAdmissionExpiry: {
-			// spec/preparation.yaml:185
-			{disp: fsm.Ignored, to: StateReleasing, reason: "the expiry deadline is only armed while the handle is ready or starting"},
-		},
-		EventConnectionLost: {
-			// spec/preparation.yaml:188
-			{disp: fsm.Moved, to: StateAbandoned, effects: []Effect{{Kind: fsm.EffectStop, Timer: TimerAdmissionExpiry}}},
-		},
-	},
-	StateCleanupUnconfirmed: {
-		EventExecutionPrepare: {
-			// spec/preparation.yaml:168
-			{disp: fsm.Stayed, guard: GuardSameFingerprint, to: StateCleanupUnconfirmed, effects: []Effect{{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessagePreparationStatus}}},
-			// spec/preparation.yaml:173
-			{disp: fsm.Rejected, to: StateCleanupUnconfirmed, reason: "request_conflict: the request ID is already bound to a different payload"},
-		},
-		EventExecutionStart: {
-			// spec/preparation.yaml:311
-			{disp: fsm.Rejected, to: StateCleanupUnconfirmed, reason: "invalid_start: the admission is being released"},
-		},
-		EventExecutionRelease: {
-			// spec/preparation.yaml:307
-			{disp: fsm.Stayed, to: StateCleanupUnconfirmed, effects: []Effect{{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessagePreparationStatus}}},
-		},
-		EventStatusPreparing: {
-			// spec/preparation.yaml:324
-			{disp: fsm.Ignored, to: StateCleanupUnconfirmed, reason: "stale revision; a stale snapshot never publishes success"},
-		},
-		EventStatusReady: {
-			// spec/preparation.yaml:324
-			{disp: fsm.Ignored, to: StateCleanupUnconfirmed, reason: "stale revision; a stale snapshot never publishes success"},
-		},
-		EventStatusStarting: {
-			// spec/preparation.yaml:324
-			{disp: fsm.Ignored, to: StateCleanupUnconfirmed, reason: "stale revision; a stale snapshot never publishes success"},
-		},
-		EventStatusStarted: {
-			// spec/preparation.yaml:327
-			{disp: fsm.Rejected, to: StateCleanupUnconfirmed, reason: "a released admission is never started"},
-		},
-		EventStatusReleased: {
-			// spec/preparation.yaml:292
-			{disp: fsm.Moved, guard: GuardNewerRevision, to: StateReleased},
-			// spec/preparation.yaml:324
-			{disp: fsm.Ignored, to: StateCleanupUnconfirmed, reason: "stale revision; a stale snapshot never publishes success"},
-		},
-		EventStatusExpired: {
-			// spec/preparation.yaml:324
-			{disp: fsm.Ignored, to: StateCleanupUnconfirmed, reason: "stale revision; a stale snapshot never publishes success"},
-		},
-		EventStatusFailed: {
-			// spec/preparation.yaml:324
-			{disp: fsm.Ignored, to: StateCleanupUnconfirmed, reason: "stale revision; a stale snapshot never publishes success"},
-		},
-		EventStatusCleanupUnconfirmed: {
-			// spec/preparation.yaml:319
-			{disp: fsm.Stayed, guard: GuardNewerRevision, to: StateCleanupUnconfirmed, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionSettleCleanup}}},
-			// spec/preparation.yaml:324
-			{disp: fsm.Ignored, to: StateCleanupUnconfirmed, reason: "stale revision; a stale snapshot never publishes success"},
-		},
-		EventStatusRejected: {
-			// spec/preparation.yaml:207
-			{disp: fsm.Stayed, to: StateCleanupUnconfirmed, effects: []Effect{{Kind: fsm.EffectDo, Action: ActionRecordRejection}}},
-		},
-		EventAdmissionExpiry: {
-			// spec/preparation.yaml:185
-			{disp: fsm.Ignored, to: StateCleanupUnconfirmed, reason: "the expiry deadline is only armed while the handle is ready or starting"},
-		},
-		EventConnectionLost: {
-			// spec/preparation.yaml:188
-			{disp: fsm.Moved, to: StateAbandoned, effects: []Effect{{Kind: fsm.EffectStop, Timer: TimerAdmissionExpiry}}},
-		},
-	},
-	StateStarted: {
-		EventExecutionPrepare: {
-			// spec/preparation.yaml:338
-			{disp: fsm.Rejected, to: StateStarted, reason: "the admission is settled"},
-		},
-		EventExecutionStart: {
-			// spec/preparation.yaml:338
-			{disp: fsm.Rejected, to: StateStarted, reason: "the admission is settled"},
-		},
-		EventExecutionRelease: {
-			// spec/preparation.yaml:335
-			{disp: fsm.Rejected, to: StateStarted, reason: "invalid_release: ownership passed to the Run; releasing the old handle cannot cancel it"},
-		},
-		EventStatusPreparing: {
-			// spec/preparation.yaml:332
-			{disp: fsm.Ignored, to: StateStarted, reason: "the handle is settled; late or repeated statuses change nothing"},
-		},
-		EventStatusReady: {
-			// spec/preparation.yaml:332
-			{disp: fsm.Ignored, to: StateStarted, reason: "the handle is settled; late or repeated statuses change nothing"},
-		},
-		EventStatusStarting: {
-			// spec/preparation.yaml:332
-			{disp: fsm.Ignored, to: StateStarted, reason: "the handle is settled; late or repeated statuses change nothing"},
-		},
-		EventStatusStarted: {
-			// spec/preparation.yaml:332
-			{disp: fsm.Ignored, to: StateStarted, reason: "the handle is settled; late or repeated statuses change nothing"},
-		},
-		EventStatusReleased: {
-			// spec/preparation.yaml:332
-			{disp: fsm.Ignored, to: StateStarted, reason: "the handle is settled; late or repeated statuses change nothing"},
-		},
-		EventStatusExpired: {
-			// spec/preparation.yaml:332
-			{disp: fsm.Ignored, to: StateStarted, reason: "the handle is settled; late or repeated statuses change nothing"},
-		},
-		EventStatusFailed: {
-			// spec/preparation.yaml:332
-			{disp: fsm.Ignored, to: StateStarted, reason: "the handle is settled; late or repeated statuses change nothing"},
-		},
-		EventStatusCleanupUnconfirmed: {
-			// spec/preparation.yaml:332
-			{disp: fsm.Ignored, to: StateStarted, reason: "the handle is settled; late or repeated statuses change nothing"},
-		},
-		EventStatusRejected: {
-			// spec/preparation.yaml:332
-			{disp: fsm.Ignored, to: StateStarted, reason: "the handle is settled; late or repeated statuses change nothing"},
-		},
-		EventAdmissionExpiry: {
-			// spec/preparation.yaml:332
-			{disp: fsm.Ignored, to: StateStarted, reason: "the handle is settled; late or repeated statuses change nothing"},
-		},
-		EventConnectionLost: {
-			// spec/preparation.yaml:341
-			{disp: fsm.Ignored, to: StateStarted, reason: "the outcome was settled before the connection went away"},
-		},
-	},
-	StateReleased: {
-		EventExecutionPrepare: {
-			// spec/preparation.yaml:338
-			{disp: fsm.Rejected, to: StateReleased, reason: "the admission is settled"},
-		},
-		EventExecutionStart: {
-			// spec/preparation.yaml:338
-			{disp: fsm.Rejected, to: StateReleased, reason: "the admission is settled"},
-		},
-		EventExecutionRelease: {
-			// spec/preparation.yaml:338
-			{disp: fsm.Rejected, to: StateReleased, reason: "the admission is settled"},
-		},
-		EventStatusPreparing: {
-			// spec/preparation.yaml:332
-			{disp: fsm.Ignored, to: StateReleased, reason: "the handle is settled; late or repeated statuses change nothing"},
-		},
-		EventStatusReady: {
-			// spec/preparation.yaml:332
-			{disp: fsm.Ignored, to: StateReleased, reason: "the handle is settled; late or repeated statuses change nothing"},
-		},
-		EventStatusStarting: {
-			// spec/preparation.yaml:332
-			{disp: fsm.Ignored, to: StateReleased, reason: "the handle is settled; late or repeated statuses change nothing"},
-		},
-		EventStatusStarted: {
-			// spec/preparation.yaml:332
-			{disp: fsm.Ignored, to: StateReleased, reason: "the handle is settled; late or repeated statuses change nothing"},
-		},
-		EventStatusReleased: {
-			// spec/preparation.yaml:332
-			{disp: fsm.Ignored, to: StateReleased, reason: "the handle is settled; late or repeated statuses change nothing"},
-		},
-		EventStatusExpired: {
-			// spec/preparation.yaml:332
-			{disp: fsm.Ignored, to: StateReleased, reason: "the handle is settled; late or repeated statuses change nothing"},
-		},
-		EventStatusFailed: {
-			// spec/preparation.yaml:332
-			{disp: fsm.Ignored, to: StateReleased, reason: "the handle is settled; late or repeated statuses change nothing"},
-		},
-		EventStatusCleanupUnconfirmed: {
-			// spec/preparation.yaml:332
-			{disp: fsm.Ignored, to: StateReleased, reason: "the handle is settled; late or repeated statuses change nothing"},
-		},
-		EventStatusRejected: {
-			// spec/preparation.yaml:332
-			{disp: fsm.Ignored, to: StateReleased, reason: "the handle is settled; late or repeated statuses change nothing"},
-		},
-		EventAdmissionExpiry: {
-			// spec/preparation.yaml:332
-			{disp: fsm.Ignored, to: StateReleased, reason: "the handle is settled; late or repeated statuses change nothing"},
-		},
-		EventConnectionLost: {
-			// spec/preparation.yaml:341
-			{disp: fsm.Ignored, to: StateReleased, reason: "the outcome was settled before the connection went away"},
-		},
-	},
-	StateRefused: {
-		EventExecutionPrepare: {
-			// spec/preparation.yaml:338
-			{disp: fsm.Rejected, to: StateRefused, reason: "the admission is settled"},
-		},
-		EventExecutionStart: {
-			// spec/preparation.yaml:338
-			{disp: fsm.Rejected, to: StateRefused, reason: "the admission is settled"},
-		},
-		EventExecutionRelease: {
-			// spec/preparation.yaml:338
-			{disp: fsm.Rejected, to: StateRefused, reason: "the admission is settled"},
-		},
-		EventStatusPreparing: {
-			// spec/preparation.yaml:332
-			{disp: fsm.Ignored, to: StateRefused, reason: "the handle is settled; late or repeated statuses change nothing"},
-		},
-		EventStatusReady: {
-			// spec/preparation.yaml:332
-			{disp: fsm.Ignored, to: StateRefused, reason: "the handle is settled; late or repeated statuses change nothing"},
-		},
-		EventStatusStarting: {
-			// spec/preparation.yaml:332
-			{disp: fsm.Ignored, to: StateRefused, reason: "the handle is settled; late or repeated statuses change nothing"},
-		},
-		EventStatusStarted: {
-			// spec/preparation.yaml:332
-			{disp: fsm.Ignored, to: StateRefused, reason: "the handle is settled; late or repeated statuses change nothing"},
-		},
-		EventStatusReleased: {
-			// spec/preparation.yaml:332
-			{disp: fsm.Ignored, to: StateRefused, reason: "the handle is settled; late or repeated statuses change nothing"},
-		},
-		EventStatusExpired: {
-			// spec/preparation.yaml:332
-			{disp: fsm.Ignored, to: StateRefused, reason: "the handle is settled; late or repeated statuses change nothing"},
-		},
-		EventStatusFailed: {
-			// spec/preparation.yaml:332
-			{disp: fsm.Ignored, to: StateRefused, reason: "the handle is settled; late or repeated statuses change nothing"},
-		},
-		EventStatusCleanupUnconfirmed: {
-			// spec/preparation.yaml:332
-			{disp: fsm.Ignored, to: StateRefused, reason: "the handle is settled; late or repeated statuses change nothing"},
-		},
-		EventStatusRejected: {
-			// spec/preparation.yaml:332
-			{disp: fsm.Ignored, to: StateRefused, reason: "the handle is settled; late or repeated statuses change nothing"},
-		},
-		EventAdmissionExpiry: {
-			// spec/preparation.yaml:332
-			{disp: fsm.Ignored, to: StateRefused, reason: "the handle is settled; late or repeated statuses change nothing"},
-		},
-		EventConnectionLost: {
-			// spec/preparation.yaml:341
-			{disp: fsm.Ignored, to: StateRefused, reason: "the outcome was settled before the connection went away"},
-		},
-	},
-	StateFailed: {
-		EventExecutionPrepare: {
-			// spec/preparation.yaml:338
-			{disp: fsm.Rejected, to: StateFailed, reason: "the admission is settled"},
-		},
-		EventExecutionStart: {
-			// spec/preparation.yaml:338
-			{disp: fsm.Rejected, to: StateFailed, reason: "the admission is settled"},
-		},
-		EventExecutionRelease: {
-			// spec/preparation.yaml:338
-			{disp: fsm.Rejected, to: StateFailed, reason: "the admission is settled"},
-		},
-		EventStatusPreparing: {
-			// spec/preparation.yaml:332
-			{disp: fsm.Ignored, to: StateFailed, reason: "the handle is settled; late or repeated statuses change nothing"},
-		},
-		EventStatusReady: {
-			// spec/preparation.yaml:332
-			{disp: fsm.Ignored, to: StateFailed, reason: "the handle is settled; late or repeated statuses change nothing"},
-		},
-		EventStatusStarting: {
-			// spec/preparation.yaml:332
-			{disp: fsm.Ignored, to: StateFailed, reason: "the handle is settled; late or repeated statuses change nothing"},
-		},
-		EventStatusStarted: {
-			// spec/preparation.yaml:332
-			{disp: fsm.Ignored, to: StateFailed, reason: "the handle is settled; late or repeated statuses change nothing"},
-		},
-		EventStatusReleased: {
-			// spec/preparation.yaml:332
-			{disp: fsm.Ignored, to: StateFailed, reason: "the handle is settled; late or repeated statuses change nothing"},
-		},
-		EventStatusExpired: {
-			// spec/preparation.yaml:332
-			{disp: fsm.Ignored, to: StateFailed, reason: "the handle is settled; late or repeated statuses change nothing"},
-		},
-		EventStatusFailed: {
-			// spec/preparation.yaml:332
-			{disp: fsm.Ignored, to: StateFailed, reason: "the handle is settled; late or repeated statuses change nothing"},
-		},
-		EventStatusCleanupUnconfirmed: {
-			// spec/preparation.yaml:332
-			{disp: fsm.Ignored, to: StateFailed, reason: "the handle is settled; late or repeated statuses change nothing"},
-		},
-		EventStatusRejected: {
-			// spec/preparation.yaml:332
-			{disp: fsm.Ignored, to: StateFailed, reason: "the handle is settled; late or repeated statuses change nothing"},
-		},
-		EventAdmissionExpiry: {
-			// spec/preparation.yaml:332
-			{disp: fsm.Ignored, to: StateFailed, reason: "the handle is settled; late or repeated statuses change nothing"},
-		},
-		EventConnectionLost: {
-			// spec/preparation.yaml:341
-			{disp: fsm.Ignored, to: StateFailed, reason: "the outcome was settled before the connection went away"},
-		},
-	},
-	StateExpired: {
-		EventExecutionPrepare: {
-			// spec/preparation.yaml:338
-			{disp: fsm.Rejected, to: StateExpired, reason: "the admission is settled"},
-		},
-		EventExecutionStart: {
-			// spec/preparation.yaml:338
-			{disp: fsm.Rejected, to: StateExpired, reason: "the admission is settled"},
-		},
-		EventExecutionRelease: {
-			// spec/preparation.yaml:338
-			{disp: fsm.Rejected, to: StateExpired, reason: "the admission is settled"},
-		},
-		EventStatusPreparing: {
-			// spec/preparation.yaml:332
-			{disp: fsm.Ignored, to: StateExpired, reason: "the handle is settled; late or repeated statuses change nothing"},
-		},
-		EventStatusReady: {
-			// spec/preparation.yaml:332
-			{disp: fsm.Ignored, to: StateExpired, reason: "the handle is settled; late or repeated statuses change nothing"},
-		},
-		EventStatusStarting: {
-			// spec/preparation.yaml:332
-			{disp: fsm.Ignored, to: StateExpired, reason: "the handle is settled; late or repeated statuses change nothing"},
-		},
-		EventStatusStarted: {
-			// spec/preparation.yaml:332
-			{disp: fsm.Ignored, to: StateExpired, reason: "the handle is settled; late or repeated statuses change nothing"},
-		},
-		EventStatusReleased: {
-			// spec/preparation.yaml:332
-			{disp: fsm.Ignored, to: StateExpired, reason: "the handle is settled; late or repeated statuses change nothing"},
-		},
-		EventStatusExpired: {
-			// spec/preparation.yaml:332
-			{disp: fsm.Ignored, to: StateExpired, reason: "the handle is settled; late or repeated statuses change nothing"},
-		},
-		EventStatusFailed: {
-			// spec/preparation.yaml:332
-			{disp: fsm.Ignored, to: StateExpired, reason: "the handle is settled; late or repeated statuses change nothing"},
-		},
-		EventStatusCleanupUnconfirmed: {
-			// spec/preparation.yaml:332
-			{disp: fsm.Ignored, to: StateExpired, reason: "the handle is settled; late or repeated statuses change nothing"},
-		},
-		EventStatusRejected: {
-			// spec/preparation.yaml:332
-			{disp: fsm.Ignored, to: StateExpired, reason: "the handle is settled; late or repeated statuses change nothing"},
-		},
-		EventAdmissionExpiry: {
-			// spec/preparation.yaml:332
-			{disp: fsm.Ignored, to: StateExpired, reason: "the handle is settled; late or repeated statuses change nothing"},
-		},
-		EventConnectionLost: {
-			// spec/preparation.yaml:341
-			{disp: fsm.Ignored, to: StateExpired, reason: "the outcome was settled before the connection went away"},
-		},
-	},
-	StateAbandoned: {
-		EventExecutionPrepare: {
-			// spec/preparation.yaml:338
-			{disp: fsm.Rejected, to: StateAbandoned, reason: "the admission is settled"},
-		},
-		EventExecutionStart: {
-			// spec/preparation.yaml:338
-			{disp: fsm.Rejected, to: StateAbandoned, reason: "the admission is settled"},
-		},
-		EventExecutionRelease: {
-			// spec/preparation.yaml:338
-			{disp: fsm.Rejected, to: StateAbandoned, reason: "the admission is settled"},
-		},
-		EventStatusPreparing: {
-			// spec/preparation.yaml:338
-			{disp: fsm.Rejected, to: StateAbandoned, reason: "the admission is settled"},
-		},
-		EventStatusReady: {
-			// spec/preparation.yaml:338
-			{disp: fsm.Rejected, to: StateAbandoned, reason: "the admission is settled"},
-		},
-		EventStatusStarting: {
-			// spec/preparation.yaml:338
-			{disp: fsm.Rejected, to: StateAbandoned, reason: "the admission is settled"},
-		},
-		EventStatusStarted: {
-			// spec/preparation.yaml:338
-			{disp: fsm.Rejected, to: StateAbandoned, reason: "the admission is settled"},
-		},
-		EventStatusReleased: {
-			// spec/preparation.yaml:338
-			{disp: fsm.Rejected, to: StateAbandoned, reason: "the admission is settled"},
-		},
-		EventStatusExpired: {
-			// spec/preparation.yaml:338
-			{disp: fsm.Rejected, to: StateAbandoned, reason: "the admission is settled"},
-		},
-		EventStatusFailed: {
-			// spec/preparation.yaml:338
-			{disp: fsm.Rejected, to: StateAbandoned, reason: "the admission is settled"},
-		},
-		EventStatusCleanupUnconfirmed: {
-			// spec/preparation.yaml:338
-			{disp: fsm.Rejected, to: StateAbandoned, reason: "the admission is settled"},
-		},
-		EventStatusRejected: {
-			// spec/preparation.yaml:338
-			{disp: fsm.Rejected, to: StateAbandoned, reason: "the admission is settled"},
-		},
-		EventAdmissionExpiry: {
-			// spec/preparation.yaml:338
-			{disp: fsm.Rejected, to: StateAbandoned, reason: "the admission is settled"},
-		},
-		EventConnectionLost: {
-			// spec/preparation.yaml:338
-			{disp: fsm.Rejected, to: StateAbandoned, reason: "the admission is settled"},
-		},
-	},
-}
-
-// init completes each candidate, and builds the error of a rejection once, so that answering an event allocates nothing.
-func init() {
-	for s := range table {
-		for e := range table[s] {
-			for i := range table[s][e] {
-				c := &table[s][e][i]
-				c.from, c.event = State(s), Event(e)
-				if c.disp == fsm.Rejected {
-					c.err = &fsm.TransitionError{
-						Event:   Event(e).String(),
-						Machine: Name,
-						Reason:  c.reason,
-						State:   State(s).String(),
-					}
-				}
-			}
-		}
-	}
-}
-
-// Transition is the pure transition function. It selects the candidate of
-// the (s, e) cell whose guard is in held (or the fallback), and returns the
-// step with its effects. It changes nothing, runs no hook and allocates
-// nothing for valid inputs: the returned step and error are shared, read-only
-// values from the table.
+// Transition is the pure transition function. It selects the candidate of the (s, e) cell whose
+// guard is in held (or the fallback) and returns the step with its effects. It changes nothing,
+// runs no hook and allocates nothing for valid inputs: the step and the error are shared,
+// read-only values of Table.
 //
-// A rejected event returns a *fsm.TransitionError naming the machine, state
-// and event (errors.Is(err, fsm.ErrRejected)); Step.To() then equals s. An
-// invalid state or event returns the zero Step and a *fsm.InvalidError.
+// A rejected event returns a *fsm.TransitionError naming the machine, state and event
+// (errors.Is(err, fsm.ErrRejected)); Step.To() then equals s. An invalid state or event returns
+// the zero Step and a *fsm.InvalidError.
 func Transition(s State, e Event, held GuardSet) (Step, error) {
-	if !s.Valid() || !e.Valid() {
-		return Step{}, check(s, e)
-	}
-	cands := table[s][e]
-	for i := range cands {
-		c := &cands[i]
-		if c.guard != 0 && !held.Has(c.guard) {
-			continue
-		}
-		// A nil *TransitionError must not become a non-nil error.
-		if c.err != nil {
-			return Step{c}, c.err
-		}
-		return Step{c}, nil
-	}
-	// The generator refuses a cell without an unguarded fallback, so this is unreachable.
-	return Step{}, &fsm.InvalidError{
-		Machine: Name,
-		Value:   s.String() + "/" + e.String(),
-		What:    "cell",
-	}
+	st, err := Table.Transition(fsm.StateID(s), fsm.EventID(e), fsm.GuardSet(held))
+	return Step{st}, err
 }
 
-// check builds the error for an invalid state or event; it is off the hot path.
-func check(s State, e Event) error {
-	if !s.Valid() {
-		return &fsm.InvalidError{
-			Machine: Name,
-			Value:   s.String(),
-			What:    "state",
-		}
-	}
-	if !e.Valid() {
-		return &fsm.InvalidError{
-			Machine: Name,
-			Value:   e.String(),
-			What:    "event",
-		}
-	}
-	return nil
+// CoreHooks is what a Core peer implements to run the preparation machine: one method per guard it
+// evaluates, per message it sends and per action it performs. The engine calls a guard while it
+// selects a candidate, and the other methods after the step, in spec order (fsm.Machine.Fire, or a
+// driver that drains an fsm.Outbox). A method must not change the machine. The *fsm.Firing is
+// reused: do not keep it after the call.
+type CoreHooks[A any] interface {
+	// GuardNewerRevision reports whether the status revision is higher than the highest one
+	// applied to this handle (stale and repeated revisions fail it).
+	GuardNewerRevision(f *fsm.Firing[A]) bool
+	// GuardSameFingerprint reports whether a repeated execution_prepare carries the same payload
+	// fingerprint as the first one.
+	GuardSameFingerprint(f *fsm.Firing[A]) bool
+	// GuardRejectsPrepare reports whether the rejected operation is execution_prepare (no handle
+	// exists yet).
+	GuardRejectsPrepare(f *fsm.Firing[A]) bool
+	// GuardReadOnlyProfile reports whether the handle was prepared with workspace_read_only, which
+	// can never be started.
+	GuardReadOnlyProfile(f *fsm.Firing[A]) bool
+	// DoRecordRejection performs record_rejection: keep the rejected operation and its error code
+	// next to the handle without touching its revision.
+	DoRecordRejection(f *fsm.Firing[A]) error
+	// DoLeaveTurnUnclaimed performs leave_turn_unclaimed: Core leaves the queued Turn unclaimed so
+	// that the Worker may retry (preparation_capacity only).
+	DoLeaveTurnUnclaimed(f *fsm.Firing[A]) error
 }
 
-// Hooks is what a peer implements to drive the machine: one method per
-// guard, per message the machine asks it to send and per action, plus the
-// timer methods when the machine has timers. Fire calls them with the
-// machine's lock held, in spec order, and only for effects of the machine's
-// role. A hook must not call Fire on the same machine (it would deadlock);
-// it raises follow-up events with f.Raise, which run once the current event
-// completes. The *Firing is reused: do not keep it after the hook returns.
-type Hooks[A any] interface {
-	// GuardNewerRevision reports whether the status revision is higher than the highest one applied to this handle (stale and repeated revisions fail it).
-	GuardNewerRevision(f *Firing[A]) bool
-	// GuardSameFingerprint reports whether a repeated execution_prepare carries the same payload fingerprint as the first one.
-	GuardSameFingerprint(f *Firing[A]) bool
-	// GuardRejectsPrepare reports whether the rejected operation is execution_prepare (no handle exists yet).
-	GuardRejectsPrepare(f *Firing[A]) bool
-	// GuardReadOnlyProfile reports whether the handle was prepared with workspace_read_only, which can never be started.
-	GuardReadOnlyProfile(f *Firing[A]) bool
-	// SendPreparationStatus sends a preparation_status frame for this instance.
-	SendPreparationStatus(f *Firing[A]) error
-	// StartTimer arms (or re-arms) t for t.Duration(); on expiry the peer fires t.Event().
-	StartTimer(f *Firing[A], t Timer) error
-	// StopTimer disarms t. Stopping a timer that is not armed is not an error.
-	StopTimer(f *Firing[A], t Timer) error
-	// DoRecordRejection performs record_rejection: keep the rejected operation and its error code next to the handle without touching its revision.
-	DoRecordRejection(f *Firing[A]) error
-	// DoSettleCleanup performs settle_cleanup: the Runtime closes or retries closing whatever the admission still owns.
-	DoSettleCleanup(f *Firing[A]) error
-	// DoLeaveTurnUnclaimed performs leave_turn_unclaimed: Core leaves the queued Turn unclaimed so that the Worker may retry (preparation_capacity only).
-	DoLeaveTurnUnclaimed(f *Firing[A]) error
-}
-
-// Firing describes the event being handled; hooks receive it.
-type Firing[A any] struct {
-	From  State
-	Event Event
-	To    State // the target while effects run; equals From while guards run
-	Arg   A     // the argument passed to Fire or Raise, e.g. the decoded frame
-	Role  fsm.Role
-	m     *Machine[A]
-}
-
-// Raise queues a follow-up event that runs after the current one, under the same Fire call.
-func (f *Firing[A]) Raise(e Event, arg A) error {
-	return f.m.enqueue(e, arg)
-}
-
-// Machine is one instance of the lifecycle. It is safe for concurrent use:
-// Fire serialises callers, and each caller gets the result of its own event.
-type Machine[A any] struct {
-	mu      sync.Mutex
-	state   State
-	role    fsm.Role
-	hooks   Hooks[A]
-	observe func(Step)
-	firing  Firing[A]
-	queue   fsm.Queue[Event, A]
-}
-
-// New returns a machine in the Initial state that performs the effects of role.
-func New[A any](role fsm.Role, hooks Hooks[A]) *Machine[A] {
-	return &Machine[A]{
-		hooks: hooks,
-		role:  role,
-		state: Initial,
-	}
-}
-
-// State returns the current state.
-func (m *Machine[A]) State() State {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.state
-}
-
-// Observe registers fn to be called, with the lock held, after every step, including ignored and rejected ones (for logs, metrics and trace checks). Pass nil to remove it.
-func (m *Machine[A]) Observe(fn func(Step)) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.observe = fn
-}
-
-// Fire handles event e with argument arg, then every follow-up event the
-// effects raised, in order, before returning (run to completion).
-//
-// It returns nil when the event moved the machine, kept it in place or was
-// ignored; a *fsm.TransitionError when the spec rejects it (the state is
-// unchanged and queued follow-ups are dropped); a *fsm.EffectError when a hook
-// failed (the state has already moved, the rest of the effects did not run).
-func (m *Machine[A]) Fire(e Event, arg A) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	err := m.step(e, arg)
-	for err == nil {
-		next, nextArg, ok := m.queue.Pop()
-		if !ok {
-			break
-		}
-		err = m.step(next, nextArg)
-	}
-	// An error ends the run: drop the follow-ups it left behind.
-	m.queue.Clear()
-	// Only the argument can hold on to caller memory; the rest is overwritten by the next step.
-	var zero A
-	m.firing.Arg = zero
-	return err
-}
-
-func (m *Machine[A]) enqueue(e Event, arg A) error {
-	if !m.queue.Push(e, arg) {
-		return &fsm.QueueError{
-			Event:   e.String(),
-			Machine: Name,
-		}
-	}
-	return nil
-}
-
-func (m *Machine[A]) step(e Event, arg A) error {
-	s := m.state
-	if !e.Valid() {
-		return check(s, e)
-	}
-	// Field by field: assigning a whole Firing literal costs a stalled copy on every event.
-	fr := &m.firing
-	fr.From, fr.Event, fr.To, fr.Arg, fr.Role, fr.m = s, e, s, arg, m.role, m
-	for i := range table[s][e] {
-		c := &table[s][e][i]
-		if c.guard != 0 && !m.guard(c.guard, fr) {
-			continue
-		}
-		if c.disp == fsm.Moved || c.disp == fsm.Stayed {
-			m.state, fr.To = c.to, c.to
-		}
-		if m.observe != nil {
-			m.observe(Step{c})
-		}
-		if c.err != nil {
-			return c.err
-		}
-		for j := range c.effects {
-			ef := &c.effects[j]
-			if !m.role.Performs(ef.Role) {
-				continue
-			}
-			if err := m.perform(fr, ef); err != nil {
-				return &fsm.EffectError{
-					Effect:  ef.String(),
-					Err:     err,
-					Event:   e.String(),
-					From:    s.String(),
-					Machine: Name,
-					To:      c.to.String(),
-				}
-			}
-		}
+// Core binds h as the guards and effects of a Core peer, by ID (nil for a nil h).
+func Core[A any](h CoreHooks[A]) fsm.Binding[A] {
+	if h == nil {
 		return nil
 	}
-	return nil
+	return &fsm.HookTable[A]{
+		Guards:  []func(*fsm.Firing[A]) bool{GuardNewerRevision: h.GuardNewerRevision, GuardSameFingerprint: h.GuardSameFingerprint, GuardRejectsPrepare: h.GuardRejectsPrepare, GuardReadOnlyProfile: h.GuardReadOnlyProfile},
+		Actions: []func(*fsm.Firing[A]) error{ActionRecordRejection: h.DoRecordRejection, ActionLeaveTurnUnclaimed: h.DoLeaveTurnUnclaimed},
+	}
 }
 
-func (m *Machine[A]) guard(g Guard, fr *Firing[A]) bool {
-	switch g {
-	case GuardNewerRevision:
-		return m.hooks.GuardNewerRevision(fr)
-	case GuardSameFingerprint:
-		return m.hooks.GuardSameFingerprint(fr)
-	case GuardRejectsPrepare:
-		return m.hooks.GuardRejectsPrepare(fr)
-	case GuardReadOnlyProfile:
-		return m.hooks.GuardReadOnlyProfile(fr)
-	}
-	return false
+// NewCore returns a preparation machine in its Initial state that evaluates the guards and
+// performs the effects of a Core peer through h, after each step (fsm.Machine.Fire). timers arms
+// and disarms the timers the Core owns; it must not be nil.
+func NewCore[A any](h CoreHooks[A], timers fsm.Timers[A]) (*fsm.Machine[A], error) {
+	return fsm.NewMachine(Table, fsm.RoleCore, Core[A](h), timers)
 }
 
-func (m *Machine[A]) perform(fr *Firing[A], ef *Effect) error {
-	switch ef.Kind {
-	case fsm.EffectSend:
-		switch ef.Message {
-		case MessagePreparationStatus:
-			return m.hooks.SendPreparationStatus(fr)
-		}
-	case fsm.EffectStart:
-		return m.hooks.StartTimer(fr, ef.Timer)
-	case fsm.EffectStop:
-		return m.hooks.StopTimer(fr, ef.Timer)
-	case fsm.EffectDo:
-		switch ef.Action {
-		case ActionRecordRejection:
-			return m.hooks.DoRecordRejection(fr)
-		case ActionSettleCleanup:
-			return m.hooks.DoSettleCleanup(fr)
-		case ActionLeaveTurnUnclaimed:
-			return m.hooks.DoLeaveTurnUnclaimed(fr)
-		}
-	case fsm.EffectRaise:
-		return m.enqueue(ef.Raise, fr.Arg)
-	}
-	return nil
+// RuntimeHooks is what a Runtime peer implements to run the preparation machine: one method per
+// guard it evaluates, per message it sends and per action it performs. The engine calls a guard
+// while it selects a candidate, and the other methods after the step, in spec order
+// (fsm.Machine.Fire, or a driver that drains an fsm.Outbox). A method must not change the machine.
+// The *fsm.Firing is reused: do not keep it after the call.
+type RuntimeHooks[A any] interface {
+	// GuardNewerRevision reports whether the status revision is higher than the highest one
+	// applied to this handle (stale and repeated revisions fail it).
+	GuardNewerRevision(f *fsm.Firing[A]) bool
+	// GuardSameFingerprint reports whether a repeated execution_prepare carries the same payload
+	// fingerprint as the first one.
+	GuardSameFingerprint(f *fsm.Firing[A]) bool
+	// GuardRejectsPrepare reports whether the rejected operation is execution_prepare (no handle
+	// exists yet).
+	GuardRejectsPrepare(f *fsm.Firing[A]) bool
+	// GuardReadOnlyProfile reports whether the handle was prepared with workspace_read_only, which
+	// can never be started.
+	GuardReadOnlyProfile(f *fsm.Firing[A]) bool
+	// SendPreparationStatus sends the preparation_status frame of this instance.
+	SendPreparationStatus(f *fsm.Firing[A]) error
+	// DoRecordRejection performs record_rejection: keep the rejected operation and its error code
+	// next to the handle without touching its revision.
+	DoRecordRejection(f *fsm.Firing[A]) error
+	// DoSettleCleanup performs settle_cleanup: the Runtime closes or retries closing whatever the
+	// admission still owns.
+	DoSettleCleanup(f *fsm.Firing[A]) error
 }
 
-// Restore puts the machine in the state saved under name (State.String) and
-// returns the timers that state keeps armed, which the peer must re-arm. It
-// runs no hook and no effect.
-func (m *Machine[A]) Restore(name string) ([]Timer, error) {
-	s, err := ParseState(name)
-	if err != nil {
-		return nil, err
+// Runtime binds h as the guards and effects of a Runtime peer, by ID (nil for a nil h).
+func Runtime[A any](h RuntimeHooks[A]) fsm.Binding[A] {
+	if h == nil {
+		return nil
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.state = s
-	return s.Timers(), nil
+	return &fsm.HookTable[A]{
+		Guards:  []func(*fsm.Firing[A]) bool{GuardNewerRevision: h.GuardNewerRevision, GuardSameFingerprint: h.GuardSameFingerprint, GuardRejectsPrepare: h.GuardRejectsPrepare, GuardReadOnlyProfile: h.GuardReadOnlyProfile},
+		Sends:   []func(*fsm.Firing[A]) error{MessagePreparationStatus: h.SendPreparationStatus},
+		Actions: []func(*fsm.Firing[A]) error{ActionRecordRejection: h.DoRecordRejection, ActionSettleCleanup: h.DoSettleCleanup},
+	}
+}
+
+// NewRuntime returns a preparation machine in its Initial state that evaluates the guards and
+// performs the effects of a Runtime peer through h, after each step (fsm.Machine.Fire). timers
+// arms and disarms the timers the Runtime owns; it must not be nil.
+func NewRuntime[A any](h RuntimeHooks[A], timers fsm.Timers[A]) (*fsm.Machine[A], error) {
+	return fsm.NewMachine(Table, fsm.RoleRuntime, Runtime[A](h), timers)
 }

@@ -4,76 +4,476 @@ package preparation
 
 import (
 	"errors"
+	"fmt"
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/fsm/fsmtest"
 	"github.com/stretchr/testify/require"
-	"math/rand/v2"
-	"sync"
+	"reflect"
 	"testing"
 )
 
 const specFile = "../../spec/preparation.yaml"
 
-// recorder implements Hooks: guards answer from held, effects are logged in spec form, and the effect named fail returns errHook. raise, when set, is called from inside every hook: it exercises follow-up events.
+var roles = []fsm.Role{fsm.RoleCore, fsm.RoleRuntime}
+
+// recorder implements CoreHooks, RuntimeHooks and fsm.Timers. Guards answer from held; each hook
+// notes its method in called (when set) and its effect, in spec form, in log (unless quiet); the
+// effect named fail returns errHook.
 type recorder struct {
-	held  GuardSet
-	log   []string
-	fail  string
-	raise func(*Firing[int]) error
+	held   GuardSet
+	log    []string
+	fail   string
+	quiet  bool
+	called map[string]bool
 }
 
 var errHook = errors.New("hook failed")
-var _ Hooks[int] = (*recorder)(nil)
+var (
+	_ CoreHooks[int]    = (*recorder)(nil)
+	_ RuntimeHooks[int] = (*recorder)(nil)
+	_ fsm.Timers[int]   = (*recorder)(nil)
+)
 
-func (r *recorder) record(f *Firing[int], effect string) error {
-	r.log = append(r.log, effect)
+func (r *recorder) guard(method string, g Guard) bool {
+	if r.called != nil && method != "" {
+		r.called[method] = true
+	}
+	return r.held.Has(g)
+}
+
+func (r *recorder) effect(method, effect string) error {
+	if r.called != nil && method != "" {
+		r.called[method] = true
+	}
+	if !r.quiet {
+		r.log = append(r.log, effect)
+	}
 	if effect == r.fail {
 		return errHook
-	}
-	if r.raise != nil {
-		return r.raise(f)
 	}
 	return nil
 }
 
-func (r *recorder) GuardNewerRevision(f *Firing[int]) bool {
-	return r.held.Has(GuardNewerRevision)
+func (r *recorder) GuardNewerRevision(*fsm.Firing[int]) bool {
+	return r.guard("GuardNewerRevision", GuardNewerRevision)
 }
 
-func (r *recorder) GuardSameFingerprint(f *Firing[int]) bool {
-	return r.held.Has(GuardSameFingerprint)
+func (r *recorder) GuardSameFingerprint(*fsm.Firing[int]) bool {
+	return r.guard("GuardSameFingerprint", GuardSameFingerprint)
 }
 
-func (r *recorder) GuardRejectsPrepare(f *Firing[int]) bool {
-	return r.held.Has(GuardRejectsPrepare)
+func (r *recorder) GuardRejectsPrepare(*fsm.Firing[int]) bool {
+	return r.guard("GuardRejectsPrepare", GuardRejectsPrepare)
 }
 
-func (r *recorder) GuardReadOnlyProfile(f *Firing[int]) bool {
-	return r.held.Has(GuardReadOnlyProfile)
+func (r *recorder) GuardReadOnlyProfile(*fsm.Firing[int]) bool {
+	return r.guard("GuardReadOnlyProfile", GuardReadOnlyProfile)
 }
 
-func (r *recorder) SendPreparationStatus(f *Firing[int]) error {
-	return r.record(f, "send preparation_status")
+func (r *recorder) SendPreparationStatus(*fsm.Firing[int]) error {
+	return r.effect("SendPreparationStatus", "send preparation_status")
 }
 
-func (r *recorder) StartTimer(f *Firing[int], t Timer) error {
-	return r.record(f, "start "+t.String())
+func (r *recorder) DoRecordRejection(*fsm.Firing[int]) error {
+	return r.effect("DoRecordRejection", "do record_rejection")
 }
 
-func (r *recorder) StopTimer(f *Firing[int], t Timer) error {
-	return r.record(f, "stop "+t.String())
+func (r *recorder) DoSettleCleanup(*fsm.Firing[int]) error {
+	return r.effect("DoSettleCleanup", "do settle_cleanup")
 }
 
-func (r *recorder) DoRecordRejection(f *Firing[int]) error {
-	return r.record(f, "do record_rejection")
+func (r *recorder) DoLeaveTurnUnclaimed(*fsm.Firing[int]) error {
+	return r.effect("DoLeaveTurnUnclaimed", "do leave_turn_unclaimed")
 }
 
-func (r *recorder) DoSettleCleanup(f *Firing[int]) error {
-	return r.record(f, "do settle_cleanup")
+func (r *recorder) StartTimer(_ *fsm.Firing[int], tm fsm.TimerID) error {
+	if r.quiet {
+		return nil // building the log entry would allocate
+	}
+	return r.effect("", "start "+Timer(tm).String())
 }
 
-func (r *recorder) DoLeaveTurnUnclaimed(f *Firing[int]) error {
-	return r.record(f, "do leave_turn_unclaimed")
+func (r *recorder) StopTimer(_ *fsm.Firing[int], tm fsm.TimerID) error {
+	if r.quiet {
+		return nil // building the log entry would allocate
+	}
+	return r.effect("", "stop "+Timer(tm).String())
+}
+
+// newMachine returns a machine for role whose hooks and timers are rec.
+func newMachine(t *testing.T, role fsm.Role, rec *recorder) *fsm.Machine[int] {
+	t.Helper()
+	if role == fsm.RoleCore {
+		m, err := NewCore[int](rec, rec)
+		require.NoError(t, err)
+		return m
+	}
+	m, err := NewRuntime[int](rec, rec)
+	require.NoError(t, err)
+	return m
+}
+
+// heldGuards holds the guards of a GuardSet, for an fsm.Instance.
+type heldGuards GuardSet
+
+func (h heldGuards) Guard(g fsm.GuardID, _ *fsm.Firing[int]) bool {
+	return fsm.GuardSet(h).Has(g)
+}
+
+type cellCase struct {
+	line    int
+	from    State
+	event   Event
+	held    GuardSet
+	disp    fsm.Disposition
+	to      State
+	guard   Guard
+	reason  string
+	effects []string              // every role's, as the spec writes them
+	logs    map[fsm.Role][]string // the hook log of each role that handles the event
+	raises  bool
+}
+
+// cellCases has one entry per candidate of every cell, computed from the spec when the code was
+// generated.
+var cellCases = []cellCase{
+	{line: 124, from: StateIdle, event: EventExecutionPrepare, disp: fsm.Moved, to: StateRequested, effects: []string{"runtime: send preparation_status"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"send preparation_status"}}},
+	{line: 131, from: StateIdle, event: EventExecutionStart, disp: fsm.Rejected, to: StateIdle, reason: "no execution_prepare was sent for this request ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 131, from: StateIdle, event: EventExecutionRelease, disp: fsm.Rejected, to: StateIdle, reason: "no execution_prepare was sent for this request ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 134, from: StateIdle, event: EventStatusPreparing, disp: fsm.Rejected, to: StateIdle, reason: "a status for a request that was never sent is not applied to any handle", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 134, from: StateIdle, event: EventStatusReady, disp: fsm.Rejected, to: StateIdle, reason: "a status for a request that was never sent is not applied to any handle", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 134, from: StateIdle, event: EventStatusStarting, disp: fsm.Rejected, to: StateIdle, reason: "a status for a request that was never sent is not applied to any handle", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 134, from: StateIdle, event: EventStatusStarted, disp: fsm.Rejected, to: StateIdle, reason: "a status for a request that was never sent is not applied to any handle", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 134, from: StateIdle, event: EventStatusReleased, disp: fsm.Rejected, to: StateIdle, reason: "a status for a request that was never sent is not applied to any handle", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 134, from: StateIdle, event: EventStatusExpired, disp: fsm.Rejected, to: StateIdle, reason: "a status for a request that was never sent is not applied to any handle", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 134, from: StateIdle, event: EventStatusFailed, disp: fsm.Rejected, to: StateIdle, reason: "a status for a request that was never sent is not applied to any handle", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 134, from: StateIdle, event: EventStatusCleanupUnconfirmed, disp: fsm.Rejected, to: StateIdle, reason: "a status for a request that was never sent is not applied to any handle", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 134, from: StateIdle, event: EventStatusRejected, disp: fsm.Rejected, to: StateIdle, reason: "a status for a request that was never sent is not applied to any handle", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 137, from: StateIdle, event: EventAdmissionExpiry, disp: fsm.Ignored, to: StateIdle, reason: "no admission was granted, so no deadline is armed", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 128, from: StateIdle, event: EventConnectionLost, disp: fsm.Moved, to: StateAbandoned, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 168, from: StateRequested, event: EventExecutionPrepare, held: GuardSet(0).With(GuardSameFingerprint), disp: fsm.Stayed, to: StateRequested, guard: GuardSameFingerprint, effects: []string{"runtime: send preparation_status"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"send preparation_status"}}},
+	{line: 173, from: StateRequested, event: EventExecutionPrepare, disp: fsm.Rejected, to: StateRequested, reason: "request_conflict: the request ID is already bound to a different payload", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 176, from: StateRequested, event: EventExecutionStart, disp: fsm.Rejected, to: StateRequested, reason: "preparation_not_ready: no handle has been granted", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 179, from: StateRequested, event: EventExecutionRelease, disp: fsm.Rejected, to: StateRequested, reason: "invalid_release: no handle has been granted", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 142, from: StateRequested, event: EventStatusPreparing, held: GuardSet(0).With(GuardNewerRevision), disp: fsm.Moved, to: StatePreparing, guard: GuardNewerRevision, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 156, from: StateRequested, event: EventStatusPreparing, disp: fsm.Ignored, to: StateRequested, reason: "stale or repeated revision", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 146, from: StateRequested, event: EventStatusReady, held: GuardSet(0).With(GuardNewerRevision), disp: fsm.Moved, to: StateReady, guard: GuardNewerRevision, effects: []string{"start admission_expiry"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"start admission_expiry"}, fsm.RoleRuntime: {"start admission_expiry"}}},
+	{line: 156, from: StateRequested, event: EventStatusReady, disp: fsm.Ignored, to: StateRequested, reason: "stale or repeated revision", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 182, from: StateRequested, event: EventStatusStarting, disp: fsm.Rejected, to: StateRequested, reason: "the status skips the preparation phases that must precede it", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 182, from: StateRequested, event: EventStatusStarted, disp: fsm.Rejected, to: StateRequested, reason: "the status skips the preparation phases that must precede it", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 182, from: StateRequested, event: EventStatusReleased, disp: fsm.Rejected, to: StateRequested, reason: "the status skips the preparation phases that must precede it", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 182, from: StateRequested, event: EventStatusExpired, disp: fsm.Rejected, to: StateRequested, reason: "the status skips the preparation phases that must precede it", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 151, from: StateRequested, event: EventStatusFailed, held: GuardSet(0).With(GuardNewerRevision), disp: fsm.Moved, to: StateFailed, guard: GuardNewerRevision, effects: []string{"runtime: do settle_cleanup"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"do settle_cleanup"}}},
+	{line: 156, from: StateRequested, event: EventStatusFailed, disp: fsm.Ignored, to: StateRequested, reason: "stale or repeated revision", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 182, from: StateRequested, event: EventStatusCleanupUnconfirmed, disp: fsm.Rejected, to: StateRequested, reason: "the status skips the preparation phases that must precede it", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 159, from: StateRequested, event: EventStatusRejected, held: GuardSet(0).With(GuardRejectsPrepare), disp: fsm.Moved, to: StateRefused, guard: GuardRejectsPrepare, effects: []string{"core: do leave_turn_unclaimed"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do leave_turn_unclaimed"}, fsm.RoleRuntime: nil}},
+	{line: 164, from: StateRequested, event: EventStatusRejected, disp: fsm.Stayed, to: StateRequested, effects: []string{"do record_rejection"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do record_rejection"}, fsm.RoleRuntime: {"do record_rejection"}}},
+	{line: 185, from: StateRequested, event: EventAdmissionExpiry, disp: fsm.Ignored, to: StateRequested, reason: "the expiry deadline is only armed while the handle is ready or starting", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 188, from: StateRequested, event: EventConnectionLost, disp: fsm.Moved, to: StateAbandoned, effects: []string{"stop admission_expiry"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop admission_expiry"}, fsm.RoleRuntime: {"stop admission_expiry"}}},
+	{line: 168, from: StatePreparing, event: EventExecutionPrepare, held: GuardSet(0).With(GuardSameFingerprint), disp: fsm.Stayed, to: StatePreparing, guard: GuardSameFingerprint, effects: []string{"runtime: send preparation_status"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"send preparation_status"}}},
+	{line: 173, from: StatePreparing, event: EventExecutionPrepare, disp: fsm.Rejected, to: StatePreparing, reason: "request_conflict: the request ID is already bound to a different payload", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 215, from: StatePreparing, event: EventExecutionStart, disp: fsm.Rejected, to: StatePreparing, reason: "preparation_not_ready: the handle is still preparing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 211, from: StatePreparing, event: EventExecutionRelease, disp: fsm.Moved, to: StateReleasing, effects: []string{"runtime: do settle_cleanup"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"do settle_cleanup"}}},
+	{line: 204, from: StatePreparing, event: EventStatusPreparing, disp: fsm.Ignored, to: StatePreparing, reason: "stale or repeated revision", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 194, from: StatePreparing, event: EventStatusReady, held: GuardSet(0).With(GuardNewerRevision), disp: fsm.Moved, to: StateReady, guard: GuardNewerRevision, effects: []string{"start admission_expiry"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"start admission_expiry"}, fsm.RoleRuntime: {"start admission_expiry"}}},
+	{line: 204, from: StatePreparing, event: EventStatusReady, disp: fsm.Ignored, to: StatePreparing, reason: "stale or repeated revision", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 218, from: StatePreparing, event: EventStatusStarting, disp: fsm.Rejected, to: StatePreparing, reason: "the status is not reachable from preparing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 218, from: StatePreparing, event: EventStatusStarted, disp: fsm.Rejected, to: StatePreparing, reason: "the status is not reachable from preparing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 218, from: StatePreparing, event: EventStatusReleased, disp: fsm.Rejected, to: StatePreparing, reason: "the status is not reachable from preparing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 218, from: StatePreparing, event: EventStatusExpired, disp: fsm.Rejected, to: StatePreparing, reason: "the status is not reachable from preparing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 199, from: StatePreparing, event: EventStatusFailed, held: GuardSet(0).With(GuardNewerRevision), disp: fsm.Moved, to: StateFailed, guard: GuardNewerRevision, effects: []string{"runtime: do settle_cleanup"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"do settle_cleanup"}}},
+	{line: 204, from: StatePreparing, event: EventStatusFailed, disp: fsm.Ignored, to: StatePreparing, reason: "stale or repeated revision", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 218, from: StatePreparing, event: EventStatusCleanupUnconfirmed, disp: fsm.Rejected, to: StatePreparing, reason: "the status is not reachable from preparing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 207, from: StatePreparing, event: EventStatusRejected, disp: fsm.Stayed, to: StatePreparing, effects: []string{"do record_rejection"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do record_rejection"}, fsm.RoleRuntime: {"do record_rejection"}}},
+	{line: 185, from: StatePreparing, event: EventAdmissionExpiry, disp: fsm.Ignored, to: StatePreparing, reason: "the expiry deadline is only armed while the handle is ready or starting", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 188, from: StatePreparing, event: EventConnectionLost, disp: fsm.Moved, to: StateAbandoned, effects: []string{"stop admission_expiry"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop admission_expiry"}, fsm.RoleRuntime: {"stop admission_expiry"}}},
+	{line: 168, from: StateReady, event: EventExecutionPrepare, held: GuardSet(0).With(GuardSameFingerprint), disp: fsm.Stayed, to: StateReady, guard: GuardSameFingerprint, effects: []string{"runtime: send preparation_status"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"send preparation_status"}}},
+	{line: 173, from: StateReady, event: EventExecutionPrepare, disp: fsm.Rejected, to: StateReady, reason: "request_conflict: the request ID is already bound to a different payload", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 223, from: StateReady, event: EventExecutionStart, held: GuardSet(0).With(GuardReadOnlyProfile), disp: fsm.Stayed, to: StateReady, guard: GuardReadOnlyProfile, effects: []string{"runtime: send preparation_status"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"send preparation_status"}}},
+	{line: 228, from: StateReady, event: EventExecutionStart, disp: fsm.Moved, to: StateStarting, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 231, from: StateReady, event: EventExecutionRelease, disp: fsm.Moved, to: StateReleasing, effects: []string{"stop admission_expiry", "runtime: do settle_cleanup"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop admission_expiry"}, fsm.RoleRuntime: {"stop admission_expiry", "do settle_cleanup"}}},
+	{line: 249, from: StateReady, event: EventStatusPreparing, disp: fsm.Ignored, to: StateReady, reason: "stale or repeated revision", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 249, from: StateReady, event: EventStatusReady, disp: fsm.Ignored, to: StateReady, reason: "stale or repeated revision", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 252, from: StateReady, event: EventStatusStarting, disp: fsm.Rejected, to: StateReady, reason: "no execution_start was sent for this handle", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 252, from: StateReady, event: EventStatusStarted, disp: fsm.Rejected, to: StateReady, reason: "no execution_start was sent for this handle", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 255, from: StateReady, event: EventStatusReleased, disp: fsm.Rejected, to: StateReady, reason: "no execution_release was sent for this handle", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 239, from: StateReady, event: EventStatusExpired, held: GuardSet(0).With(GuardNewerRevision), disp: fsm.Moved, to: StateExpired, guard: GuardNewerRevision, effects: []string{"stop admission_expiry", "runtime: do settle_cleanup"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop admission_expiry"}, fsm.RoleRuntime: {"stop admission_expiry", "do settle_cleanup"}}},
+	{line: 249, from: StateReady, event: EventStatusExpired, disp: fsm.Ignored, to: StateReady, reason: "stale or repeated revision", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 244, from: StateReady, event: EventStatusFailed, held: GuardSet(0).With(GuardNewerRevision), disp: fsm.Moved, to: StateFailed, guard: GuardNewerRevision, effects: []string{"stop admission_expiry", "runtime: do settle_cleanup"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop admission_expiry"}, fsm.RoleRuntime: {"stop admission_expiry", "do settle_cleanup"}}},
+	{line: 249, from: StateReady, event: EventStatusFailed, disp: fsm.Ignored, to: StateReady, reason: "stale or repeated revision", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 255, from: StateReady, event: EventStatusCleanupUnconfirmed, disp: fsm.Rejected, to: StateReady, reason: "no execution_release was sent for this handle", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 207, from: StateReady, event: EventStatusRejected, disp: fsm.Stayed, to: StateReady, effects: []string{"do record_rejection"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do record_rejection"}, fsm.RoleRuntime: {"do record_rejection"}}},
+	{line: 235, from: StateReady, event: EventAdmissionExpiry, disp: fsm.Moved, to: StateExpired, effects: []string{"runtime: send preparation_status", "runtime: do settle_cleanup"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"send preparation_status", "do settle_cleanup"}}},
+	{line: 188, from: StateReady, event: EventConnectionLost, disp: fsm.Moved, to: StateAbandoned, effects: []string{"stop admission_expiry"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop admission_expiry"}, fsm.RoleRuntime: {"stop admission_expiry"}}},
+	{line: 168, from: StateStarting, event: EventExecutionPrepare, held: GuardSet(0).With(GuardSameFingerprint), disp: fsm.Stayed, to: StateStarting, guard: GuardSameFingerprint, effects: []string{"runtime: send preparation_status"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"send preparation_status"}}},
+	{line: 173, from: StateStarting, event: EventExecutionPrepare, disp: fsm.Rejected, to: StateStarting, reason: "request_conflict: the request ID is already bound to a different payload", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 281, from: StateStarting, event: EventExecutionStart, disp: fsm.Rejected, to: StateStarting, reason: "start_conflict: the admission is transferred once", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 284, from: StateStarting, event: EventExecutionRelease, disp: fsm.Rejected, to: StateStarting, reason: "invalid_release: the start is already in flight; only prompt_cancel acts on the Run", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 278, from: StateStarting, event: EventStatusPreparing, disp: fsm.Ignored, to: StateStarting, reason: "stale or repeated revision", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 278, from: StateStarting, event: EventStatusReady, disp: fsm.Ignored, to: StateStarting, reason: "stale or repeated revision", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 260, from: StateStarting, event: EventStatusStarting, held: GuardSet(0).With(GuardNewerRevision), disp: fsm.Stayed, to: StateStarting, guard: GuardNewerRevision, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 278, from: StateStarting, event: EventStatusStarting, disp: fsm.Ignored, to: StateStarting, reason: "stale or repeated revision", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 264, from: StateStarting, event: EventStatusStarted, held: GuardSet(0).With(GuardNewerRevision), disp: fsm.Moved, to: StateStarted, guard: GuardNewerRevision, effects: []string{"stop admission_expiry"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop admission_expiry"}, fsm.RoleRuntime: {"stop admission_expiry"}}},
+	{line: 278, from: StateStarting, event: EventStatusStarted, disp: fsm.Ignored, to: StateStarting, reason: "stale or repeated revision", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 287, from: StateStarting, event: EventStatusReleased, disp: fsm.Rejected, to: StateStarting, reason: "no execution_release was sent for this handle", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 239, from: StateStarting, event: EventStatusExpired, held: GuardSet(0).With(GuardNewerRevision), disp: fsm.Moved, to: StateExpired, guard: GuardNewerRevision, effects: []string{"stop admission_expiry", "runtime: do settle_cleanup"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop admission_expiry"}, fsm.RoleRuntime: {"stop admission_expiry", "do settle_cleanup"}}},
+	{line: 278, from: StateStarting, event: EventStatusExpired, disp: fsm.Ignored, to: StateStarting, reason: "stale or repeated revision", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 269, from: StateStarting, event: EventStatusFailed, held: GuardSet(0).With(GuardNewerRevision), disp: fsm.Moved, to: StateFailed, guard: GuardNewerRevision, effects: []string{"stop admission_expiry", "runtime: do settle_cleanup"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop admission_expiry"}, fsm.RoleRuntime: {"stop admission_expiry", "do settle_cleanup"}}},
+	{line: 278, from: StateStarting, event: EventStatusFailed, disp: fsm.Ignored, to: StateStarting, reason: "stale or repeated revision", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 287, from: StateStarting, event: EventStatusCleanupUnconfirmed, disp: fsm.Rejected, to: StateStarting, reason: "no execution_release was sent for this handle", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 207, from: StateStarting, event: EventStatusRejected, disp: fsm.Stayed, to: StateStarting, effects: []string{"do record_rejection"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do record_rejection"}, fsm.RoleRuntime: {"do record_rejection"}}},
+	{line: 274, from: StateStarting, event: EventAdmissionExpiry, disp: fsm.Moved, to: StateExpired, effects: []string{"runtime: send preparation_status", "runtime: do settle_cleanup"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"send preparation_status", "do settle_cleanup"}}},
+	{line: 188, from: StateStarting, event: EventConnectionLost, disp: fsm.Moved, to: StateAbandoned, effects: []string{"stop admission_expiry"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop admission_expiry"}, fsm.RoleRuntime: {"stop admission_expiry"}}},
+	{line: 168, from: StateReleasing, event: EventExecutionPrepare, held: GuardSet(0).With(GuardSameFingerprint), disp: fsm.Stayed, to: StateReleasing, guard: GuardSameFingerprint, effects: []string{"runtime: send preparation_status"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"send preparation_status"}}},
+	{line: 173, from: StateReleasing, event: EventExecutionPrepare, disp: fsm.Rejected, to: StateReleasing, reason: "request_conflict: the request ID is already bound to a different payload", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 311, from: StateReleasing, event: EventExecutionStart, disp: fsm.Rejected, to: StateReleasing, reason: "invalid_start: the admission is being released", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 307, from: StateReleasing, event: EventExecutionRelease, disp: fsm.Stayed, to: StateReleasing, effects: []string{"runtime: send preparation_status"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"send preparation_status"}}},
+	{line: 304, from: StateReleasing, event: EventStatusPreparing, disp: fsm.Ignored, to: StateReleasing, reason: "stale or repeated revision", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 304, from: StateReleasing, event: EventStatusReady, disp: fsm.Ignored, to: StateReleasing, reason: "stale or repeated revision", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 304, from: StateReleasing, event: EventStatusStarting, disp: fsm.Ignored, to: StateReleasing, reason: "stale or repeated revision", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 314, from: StateReleasing, event: EventStatusStarted, disp: fsm.Rejected, to: StateReleasing, reason: "a released admission is never started", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 292, from: StateReleasing, event: EventStatusReleased, held: GuardSet(0).With(GuardNewerRevision), disp: fsm.Moved, to: StateReleased, guard: GuardNewerRevision, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 304, from: StateReleasing, event: EventStatusReleased, disp: fsm.Ignored, to: StateReleasing, reason: "stale or repeated revision", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 304, from: StateReleasing, event: EventStatusExpired, disp: fsm.Ignored, to: StateReleasing, reason: "stale or repeated revision", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 300, from: StateReleasing, event: EventStatusFailed, held: GuardSet(0).With(GuardNewerRevision), disp: fsm.Moved, to: StateFailed, guard: GuardNewerRevision, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 304, from: StateReleasing, event: EventStatusFailed, disp: fsm.Ignored, to: StateReleasing, reason: "stale or repeated revision", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 296, from: StateReleasing, event: EventStatusCleanupUnconfirmed, held: GuardSet(0).With(GuardNewerRevision), disp: fsm.Moved, to: StateCleanupUnconfirmed, guard: GuardNewerRevision, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 304, from: StateReleasing, event: EventStatusCleanupUnconfirmed, disp: fsm.Ignored, to: StateReleasing, reason: "stale or repeated revision", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 207, from: StateReleasing, event: EventStatusRejected, disp: fsm.Stayed, to: StateReleasing, effects: []string{"do record_rejection"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do record_rejection"}, fsm.RoleRuntime: {"do record_rejection"}}},
+	{line: 185, from: StateReleasing, event: EventAdmissionExpiry, disp: fsm.Ignored, to: StateReleasing, reason: "the expiry deadline is only armed while the handle is ready or starting", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 188, from: StateReleasing, event: EventConnectionLost, disp: fsm.Moved, to: StateAbandoned, effects: []string{"stop admission_expiry"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop admission_expiry"}, fsm.RoleRuntime: {"stop admission_expiry"}}},
+	{line: 168, from: StateCleanupUnconfirmed, event: EventExecutionPrepare, held: GuardSet(0).With(GuardSameFingerprint), disp: fsm.Stayed, to: StateCleanupUnconfirmed, guard: GuardSameFingerprint, effects: []string{"runtime: send preparation_status"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"send preparation_status"}}},
+	{line: 173, from: StateCleanupUnconfirmed, event: EventExecutionPrepare, disp: fsm.Rejected, to: StateCleanupUnconfirmed, reason: "request_conflict: the request ID is already bound to a different payload", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 311, from: StateCleanupUnconfirmed, event: EventExecutionStart, disp: fsm.Rejected, to: StateCleanupUnconfirmed, reason: "invalid_start: the admission is being released", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 307, from: StateCleanupUnconfirmed, event: EventExecutionRelease, disp: fsm.Stayed, to: StateCleanupUnconfirmed, effects: []string{"runtime: send preparation_status"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"send preparation_status"}}},
+	{line: 324, from: StateCleanupUnconfirmed, event: EventStatusPreparing, disp: fsm.Ignored, to: StateCleanupUnconfirmed, reason: "stale revision; a stale snapshot never publishes success", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 324, from: StateCleanupUnconfirmed, event: EventStatusReady, disp: fsm.Ignored, to: StateCleanupUnconfirmed, reason: "stale revision; a stale snapshot never publishes success", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 324, from: StateCleanupUnconfirmed, event: EventStatusStarting, disp: fsm.Ignored, to: StateCleanupUnconfirmed, reason: "stale revision; a stale snapshot never publishes success", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 327, from: StateCleanupUnconfirmed, event: EventStatusStarted, disp: fsm.Rejected, to: StateCleanupUnconfirmed, reason: "a released admission is never started", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 292, from: StateCleanupUnconfirmed, event: EventStatusReleased, held: GuardSet(0).With(GuardNewerRevision), disp: fsm.Moved, to: StateReleased, guard: GuardNewerRevision, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 324, from: StateCleanupUnconfirmed, event: EventStatusReleased, disp: fsm.Ignored, to: StateCleanupUnconfirmed, reason: "stale revision; a stale snapshot never publishes success", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 324, from: StateCleanupUnconfirmed, event: EventStatusExpired, disp: fsm.Ignored, to: StateCleanupUnconfirmed, reason: "stale revision; a stale snapshot never publishes success", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 324, from: StateCleanupUnconfirmed, event: EventStatusFailed, disp: fsm.Ignored, to: StateCleanupUnconfirmed, reason: "stale revision; a stale snapshot never publishes success", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 319, from: StateCleanupUnconfirmed, event: EventStatusCleanupUnconfirmed, held: GuardSet(0).With(GuardNewerRevision), disp: fsm.Stayed, to: StateCleanupUnconfirmed, guard: GuardNewerRevision, effects: []string{"runtime: do settle_cleanup"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"do settle_cleanup"}}},
+	{line: 324, from: StateCleanupUnconfirmed, event: EventStatusCleanupUnconfirmed, disp: fsm.Ignored, to: StateCleanupUnconfirmed, reason: "stale revision; a stale snapshot never publishes success", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 207, from: StateCleanupUnconfirmed, event: EventStatusRejected, disp: fsm.Stayed, to: StateCleanupUnconfirmed, effects: []string{"do record_rejection"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do record_rejection"}, fsm.RoleRuntime: {"do record_rejection"}}},
+	{line: 185, from: StateCleanupUnconfirmed, event: EventAdmissionExpiry, disp: fsm.Ignored, to: StateCleanupUnconfirmed, reason: "the expiry deadline is only armed while the handle is ready or starting", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 188, from: StateCleanupUnconfirmed, event: EventConnectionLost, disp: fsm.Moved, to: StateAbandoned, effects: []string{"stop admission_expiry"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop admission_expiry"}, fsm.RoleRuntime: {"stop admission_expiry"}}},
+	{line: 338, from: StateStarted, event: EventExecutionPrepare, disp: fsm.Rejected, to: StateStarted, reason: "the admission is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 338, from: StateStarted, event: EventExecutionStart, disp: fsm.Rejected, to: StateStarted, reason: "the admission is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 335, from: StateStarted, event: EventExecutionRelease, disp: fsm.Rejected, to: StateStarted, reason: "invalid_release: ownership passed to the Run; releasing the old handle cannot cancel it", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 332, from: StateStarted, event: EventStatusPreparing, disp: fsm.Ignored, to: StateStarted, reason: "the handle is settled; late or repeated statuses change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 332, from: StateStarted, event: EventStatusReady, disp: fsm.Ignored, to: StateStarted, reason: "the handle is settled; late or repeated statuses change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 332, from: StateStarted, event: EventStatusStarting, disp: fsm.Ignored, to: StateStarted, reason: "the handle is settled; late or repeated statuses change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 332, from: StateStarted, event: EventStatusStarted, disp: fsm.Ignored, to: StateStarted, reason: "the handle is settled; late or repeated statuses change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 332, from: StateStarted, event: EventStatusReleased, disp: fsm.Ignored, to: StateStarted, reason: "the handle is settled; late or repeated statuses change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 332, from: StateStarted, event: EventStatusExpired, disp: fsm.Ignored, to: StateStarted, reason: "the handle is settled; late or repeated statuses change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 332, from: StateStarted, event: EventStatusFailed, disp: fsm.Ignored, to: StateStarted, reason: "the handle is settled; late or repeated statuses change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 332, from: StateStarted, event: EventStatusCleanupUnconfirmed, disp: fsm.Ignored, to: StateStarted, reason: "the handle is settled; late or repeated statuses change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 332, from: StateStarted, event: EventStatusRejected, disp: fsm.Ignored, to: StateStarted, reason: "the handle is settled; late or repeated statuses change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 332, from: StateStarted, event: EventAdmissionExpiry, disp: fsm.Ignored, to: StateStarted, reason: "the handle is settled; late or repeated statuses change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 341, from: StateStarted, event: EventConnectionLost, disp: fsm.Ignored, to: StateStarted, reason: "the outcome was settled before the connection went away", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 338, from: StateReleased, event: EventExecutionPrepare, disp: fsm.Rejected, to: StateReleased, reason: "the admission is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 338, from: StateReleased, event: EventExecutionStart, disp: fsm.Rejected, to: StateReleased, reason: "the admission is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 338, from: StateReleased, event: EventExecutionRelease, disp: fsm.Rejected, to: StateReleased, reason: "the admission is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 332, from: StateReleased, event: EventStatusPreparing, disp: fsm.Ignored, to: StateReleased, reason: "the handle is settled; late or repeated statuses change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 332, from: StateReleased, event: EventStatusReady, disp: fsm.Ignored, to: StateReleased, reason: "the handle is settled; late or repeated statuses change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 332, from: StateReleased, event: EventStatusStarting, disp: fsm.Ignored, to: StateReleased, reason: "the handle is settled; late or repeated statuses change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 332, from: StateReleased, event: EventStatusStarted, disp: fsm.Ignored, to: StateReleased, reason: "the handle is settled; late or repeated statuses change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 332, from: StateReleased, event: EventStatusReleased, disp: fsm.Ignored, to: StateReleased, reason: "the handle is settled; late or repeated statuses change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 332, from: StateReleased, event: EventStatusExpired, disp: fsm.Ignored, to: StateReleased, reason: "the handle is settled; late or repeated statuses change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 332, from: StateReleased, event: EventStatusFailed, disp: fsm.Ignored, to: StateReleased, reason: "the handle is settled; late or repeated statuses change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 332, from: StateReleased, event: EventStatusCleanupUnconfirmed, disp: fsm.Ignored, to: StateReleased, reason: "the handle is settled; late or repeated statuses change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 332, from: StateReleased, event: EventStatusRejected, disp: fsm.Ignored, to: StateReleased, reason: "the handle is settled; late or repeated statuses change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 332, from: StateReleased, event: EventAdmissionExpiry, disp: fsm.Ignored, to: StateReleased, reason: "the handle is settled; late or repeated statuses change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 341, from: StateReleased, event: EventConnectionLost, disp: fsm.Ignored, to: StateReleased, reason: "the outcome was settled before the connection went away", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 338, from: StateRefused, event: EventExecutionPrepare, disp: fsm.Rejected, to: StateRefused, reason: "the admission is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 338, from: StateRefused, event: EventExecutionStart, disp: fsm.Rejected, to: StateRefused, reason: "the admission is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 338, from: StateRefused, event: EventExecutionRelease, disp: fsm.Rejected, to: StateRefused, reason: "the admission is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 332, from: StateRefused, event: EventStatusPreparing, disp: fsm.Ignored, to: StateRefused, reason: "the handle is settled; late or repeated statuses change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 332, from: StateRefused, event: EventStatusReady, disp: fsm.Ignored, to: StateRefused, reason: "the handle is settled; late or repeated statuses change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 332, from: StateRefused, event: EventStatusStarting, disp: fsm.Ignored, to: StateRefused, reason: "the handle is settled; late or repeated statuses change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 332, from: StateRefused, event: EventStatusStarted, disp: fsm.Ignored, to: StateRefused, reason: "the handle is settled; late or repeated statuses change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 332, from: StateRefused, event: EventStatusReleased, disp: fsm.Ignored, to: StateRefused, reason: "the handle is settled; late or repeated statuses change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 332, from: StateRefused, event: EventStatusExpired, disp: fsm.Ignored, to: StateRefused, reason: "the handle is settled; late or repeated statuses change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 332, from: StateRefused, event: EventStatusFailed, disp: fsm.Ignored, to: StateRefused, reason: "the handle is settled; late or repeated statuses change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 332, from: StateRefused, event: EventStatusCleanupUnconfirmed, disp: fsm.Ignored, to: StateRefused, reason: "the handle is settled; late or repeated statuses change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 332, from: StateRefused, event: EventStatusRejected, disp: fsm.Ignored, to: StateRefused, reason: "the handle is settled; late or repeated statuses change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 332, from: StateRefused, event: EventAdmissionExpiry, disp: fsm.Ignored, to: StateRefused, reason: "the handle is settled; late or repeated statuses change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 341, from: StateRefused, event: EventConnectionLost, disp: fsm.Ignored, to: StateRefused, reason: "the outcome was settled before the connection went away", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 338, from: StateFailed, event: EventExecutionPrepare, disp: fsm.Rejected, to: StateFailed, reason: "the admission is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 338, from: StateFailed, event: EventExecutionStart, disp: fsm.Rejected, to: StateFailed, reason: "the admission is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 338, from: StateFailed, event: EventExecutionRelease, disp: fsm.Rejected, to: StateFailed, reason: "the admission is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 332, from: StateFailed, event: EventStatusPreparing, disp: fsm.Ignored, to: StateFailed, reason: "the handle is settled; late or repeated statuses change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 332, from: StateFailed, event: EventStatusReady, disp: fsm.Ignored, to: StateFailed, reason: "the handle is settled; late or repeated statuses change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 332, from: StateFailed, event: EventStatusStarting, disp: fsm.Ignored, to: StateFailed, reason: "the handle is settled; late or repeated statuses change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 332, from: StateFailed, event: EventStatusStarted, disp: fsm.Ignored, to: StateFailed, reason: "the handle is settled; late or repeated statuses change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 332, from: StateFailed, event: EventStatusReleased, disp: fsm.Ignored, to: StateFailed, reason: "the handle is settled; late or repeated statuses change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 332, from: StateFailed, event: EventStatusExpired, disp: fsm.Ignored, to: StateFailed, reason: "the handle is settled; late or repeated statuses change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 332, from: StateFailed, event: EventStatusFailed, disp: fsm.Ignored, to: StateFailed, reason: "the handle is settled; late or repeated statuses change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 332, from: StateFailed, event: EventStatusCleanupUnconfirmed, disp: fsm.Ignored, to: StateFailed, reason: "the handle is settled; late or repeated statuses change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 332, from: StateFailed, event: EventStatusRejected, disp: fsm.Ignored, to: StateFailed, reason: "the handle is settled; late or repeated statuses change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 332, from: StateFailed, event: EventAdmissionExpiry, disp: fsm.Ignored, to: StateFailed, reason: "the handle is settled; late or repeated statuses change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 341, from: StateFailed, event: EventConnectionLost, disp: fsm.Ignored, to: StateFailed, reason: "the outcome was settled before the connection went away", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 338, from: StateExpired, event: EventExecutionPrepare, disp: fsm.Rejected, to: StateExpired, reason: "the admission is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 338, from: StateExpired, event: EventExecutionStart, disp: fsm.Rejected, to: StateExpired, reason: "the admission is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 338, from: StateExpired, event: EventExecutionRelease, disp: fsm.Rejected, to: StateExpired, reason: "the admission is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 332, from: StateExpired, event: EventStatusPreparing, disp: fsm.Ignored, to: StateExpired, reason: "the handle is settled; late or repeated statuses change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 332, from: StateExpired, event: EventStatusReady, disp: fsm.Ignored, to: StateExpired, reason: "the handle is settled; late or repeated statuses change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 332, from: StateExpired, event: EventStatusStarting, disp: fsm.Ignored, to: StateExpired, reason: "the handle is settled; late or repeated statuses change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 332, from: StateExpired, event: EventStatusStarted, disp: fsm.Ignored, to: StateExpired, reason: "the handle is settled; late or repeated statuses change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 332, from: StateExpired, event: EventStatusReleased, disp: fsm.Ignored, to: StateExpired, reason: "the handle is settled; late or repeated statuses change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 332, from: StateExpired, event: EventStatusExpired, disp: fsm.Ignored, to: StateExpired, reason: "the handle is settled; late or repeated statuses change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 332, from: StateExpired, event: EventStatusFailed, disp: fsm.Ignored, to: StateExpired, reason: "the handle is settled; late or repeated statuses change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 332, from: StateExpired, event: EventStatusCleanupUnconfirmed, disp: fsm.Ignored, to: StateExpired, reason: "the handle is settled; late or repeated statuses change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 332, from: StateExpired, event: EventStatusRejected, disp: fsm.Ignored, to: StateExpired, reason: "the handle is settled; late or repeated statuses change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 332, from: StateExpired, event: EventAdmissionExpiry, disp: fsm.Ignored, to: StateExpired, reason: "the handle is settled; late or repeated statuses change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 341, from: StateExpired, event: EventConnectionLost, disp: fsm.Ignored, to: StateExpired, reason: "the outcome was settled before the connection went away", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 338, from: StateAbandoned, event: EventExecutionPrepare, disp: fsm.Rejected, to: StateAbandoned, reason: "the admission is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 338, from: StateAbandoned, event: EventExecutionStart, disp: fsm.Rejected, to: StateAbandoned, reason: "the admission is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 338, from: StateAbandoned, event: EventExecutionRelease, disp: fsm.Rejected, to: StateAbandoned, reason: "the admission is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 338, from: StateAbandoned, event: EventStatusPreparing, disp: fsm.Rejected, to: StateAbandoned, reason: "the admission is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 338, from: StateAbandoned, event: EventStatusReady, disp: fsm.Rejected, to: StateAbandoned, reason: "the admission is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 338, from: StateAbandoned, event: EventStatusStarting, disp: fsm.Rejected, to: StateAbandoned, reason: "the admission is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 338, from: StateAbandoned, event: EventStatusStarted, disp: fsm.Rejected, to: StateAbandoned, reason: "the admission is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 338, from: StateAbandoned, event: EventStatusReleased, disp: fsm.Rejected, to: StateAbandoned, reason: "the admission is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 338, from: StateAbandoned, event: EventStatusExpired, disp: fsm.Rejected, to: StateAbandoned, reason: "the admission is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 338, from: StateAbandoned, event: EventStatusFailed, disp: fsm.Rejected, to: StateAbandoned, reason: "the admission is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 338, from: StateAbandoned, event: EventStatusCleanupUnconfirmed, disp: fsm.Rejected, to: StateAbandoned, reason: "the admission is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 338, from: StateAbandoned, event: EventStatusRejected, disp: fsm.Rejected, to: StateAbandoned, reason: "the admission is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 338, from: StateAbandoned, event: EventAdmissionExpiry, disp: fsm.Rejected, to: StateAbandoned, reason: "the admission is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 338, from: StateAbandoned, event: EventConnectionLost, disp: fsm.Rejected, to: StateAbandoned, reason: "the admission is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+}
+
+type pathStep struct {
+	event Event
+	held  GuardSet
+}
+
+// pathCases is a shortest path from Initial to every state.
+var pathCases = []struct {
+	target State
+	steps  []pathStep
+}{
+	{StateIdle, []pathStep{}},
+	{StateRequested, []pathStep{{event: EventExecutionPrepare}}},
+	{StatePreparing, []pathStep{{event: EventExecutionPrepare}, {event: EventStatusPreparing, held: GuardSet(0).With(GuardNewerRevision)}}},
+	{StateReady, []pathStep{{event: EventExecutionPrepare}, {event: EventStatusReady, held: GuardSet(0).With(GuardNewerRevision)}}},
+	{StateStarting, []pathStep{{event: EventExecutionPrepare}, {event: EventStatusReady, held: GuardSet(0).With(GuardNewerRevision)}, {event: EventExecutionStart}}},
+	{StateReleasing, []pathStep{{event: EventExecutionPrepare}, {event: EventStatusPreparing, held: GuardSet(0).With(GuardNewerRevision)}, {event: EventExecutionRelease}}},
+	{StateCleanupUnconfirmed, []pathStep{{event: EventExecutionPrepare}, {event: EventStatusPreparing, held: GuardSet(0).With(GuardNewerRevision)}, {event: EventExecutionRelease}, {event: EventStatusCleanupUnconfirmed, held: GuardSet(0).With(GuardNewerRevision)}}},
+	{StateStarted, []pathStep{{event: EventExecutionPrepare}, {event: EventStatusReady, held: GuardSet(0).With(GuardNewerRevision)}, {event: EventExecutionStart}, {event: EventStatusStarted, held: GuardSet(0).With(GuardNewerRevision)}}},
+	{StateReleased, []pathStep{{event: EventExecutionPrepare}, {event: EventStatusPreparing, held: GuardSet(0).With(GuardNewerRevision)}, {event: EventExecutionRelease}, {event: EventStatusReleased, held: GuardSet(0).With(GuardNewerRevision)}}},
+	{StateRefused, []pathStep{{event: EventExecutionPrepare}, {event: EventStatusRejected, held: GuardSet(0).With(GuardRejectsPrepare)}}},
+	{StateFailed, []pathStep{{event: EventExecutionPrepare}, {event: EventStatusFailed, held: GuardSet(0).With(GuardNewerRevision)}}},
+	{StateExpired, []pathStep{{event: EventExecutionPrepare}, {event: EventStatusReady, held: GuardSet(0).With(GuardNewerRevision)}, {event: EventStatusExpired, held: GuardSet(0).With(GuardNewerRevision)}}},
+	{StateAbandoned, []pathStep{{event: EventConnectionLost}}},
+}
+
+// stateTimers lists the timers each state keeps armed (none when absent), from the spec.
+var stateTimers = map[State][]fsm.TimerID{
+	StateReady:    {fsm.TimerID(TimerAdmissionExpiry)},
+	StateStarting: {fsm.TimerID(TimerAdmissionExpiry)},
+}
+
+// TestTableMatchesSpec checks that Table is exactly what spec.Machine.Table builds from the spec
+// file: declarations, cells, and one shared candidate per rule.
+func TestTableMatchesSpec(t *testing.T) {
+	fsmtest.SameTable(t, fsmtest.LoadMachine(t, specFile), Table)
+}
+
+// TestEveryCell checks every candidate of every cell through Transition and, for each role that
+// handles its event, through that role's machine and hooks.
+func TestEveryCell(t *testing.T) {
+	for _, c := range cellCases {
+		where := fmt.Sprintf("%s:%d: %s on %s", specFile, c.line, c.from, c.event)
+		step, trErr := Transition(c.from, c.event, c.held)
+		require.Equal(t, c.line, step.Line(), where)
+		require.Equal(t, c.from, step.From(), where)
+		require.Equal(t, c.event, step.Event(), where)
+		require.Equal(t, c.disp, step.Disposition(), where)
+		require.Equal(t, c.to, step.To(), where)
+		require.Equal(t, c.guard, step.Guard(), where)
+		require.Equal(t, c.reason, step.Reason(), where)
+		var effects []string
+		for i := range step.Effects() {
+			effects = append(effects, Table.EffectString(&step.Effects()[i]))
+		}
+		require.Equal(t, c.effects, effects, where)
+		if c.disp == fsm.Rejected {
+			require.ErrorIs(t, trErr, fsm.ErrRejected, where)
+			var te *fsm.TransitionError
+			require.ErrorAs(t, trErr, &te, where)
+			require.Equal(t, []string{Name, c.from.String(), c.event.String(), c.reason}, []string{te.Machine, te.State, te.Event, te.Reason}, where)
+		} else {
+			require.NoError(t, trErr, where)
+		}
+		for role, want := range c.logs {
+			rec := &recorder{held: c.held}
+			m := newMachine(t, role, rec)
+			_, err := m.Restore(fsm.StateID(c.from))
+			require.NoError(t, err)
+			err = m.Fire(fsm.EventID(c.event), 0)
+			if c.disp == fsm.Rejected {
+				require.ErrorIs(t, err, fsm.ErrRejected, where)
+				require.Equal(t, c.from, State(m.State()), "a rejected event leaves the state unchanged: "+where)
+				require.Empty(t, rec.log, where)
+				continue
+			}
+			require.NoError(t, err, where)
+			if c.raises {
+				continue // the raised events move on: TestInstanceWalkAgainstSpec
+			}
+			require.Equal(t, c.to, State(m.State()), where)
+			require.Equal(t, want, rec.log, "hooks of the %s: %s", role, where)
+		}
+	}
+}
+
+// TestHooksPerRole checks that each role's hooks interface holds exactly what that role calls:
+// running every cell the role handles calls every one of its methods (and TestEveryCell that none
+// is missing).
+func TestHooksPerRole(t *testing.T) {
+	for role, iface := range map[fsm.Role]reflect.Type{
+		fsm.RoleCore:    reflect.TypeFor[CoreHooks[int]](),
+		fsm.RoleRuntime: reflect.TypeFor[RuntimeHooks[int]](),
+	} {
+		rec := &recorder{called: map[string]bool{}}
+		m := newMachine(t, role, rec)
+		for _, c := range cellCases {
+			if _, ok := c.logs[role]; !ok {
+				continue
+			}
+			rec.held = c.held
+			_, err := m.Restore(fsm.StateID(c.from))
+			require.NoError(t, err)
+			_ = m.Fire(fsm.EventID(c.event), 0) // outcomes: TestEveryCell
+		}
+		var want, got []string
+		for i := range iface.NumMethod() {
+			want = append(want, iface.Method(i).Name)
+		}
+		for name := range rec.called {
+			got = append(got, name)
+		}
+		require.ElementsMatch(t, want, got, "hooks of the %s", role)
+	}
+}
+
+// TestShortestPaths walks an fsm.Instance of Table, for each role, along a shortest path to every
+// state.
+func TestShortestPaths(t *testing.T) {
+	for _, role := range roles {
+		for _, p := range pathCases {
+			in, err := fsm.NewInstance[int](Table, role)
+			require.NoError(t, err)
+			var out fsm.Outbox
+			for _, st := range p.steps {
+				require.NoError(t, in.Step(fsm.EventID(st.event), 0, heldGuards(st.held), &out), "%s: path to %s", role, p.target)
+			}
+			require.Equal(t, p.target, State(in.State()), role.String())
+		}
+	}
 }
 
 // adapter exposes Transition to fsmtest in spec names.
@@ -98,1570 +498,15 @@ func adapter(t *testing.T) fsmtest.Adapter {
 		if step.Guard() != 0 {
 			res.Guard = step.Guard().String()
 		}
-		for _, ef := range step.Effects() {
-			res.Effects = append(res.Effects, ef.String())
+		for i := range step.Effects() {
+			res.Effects = append(res.Effects, Table.EffectString(&step.Effects()[i]))
 		}
 		return res
 	}}
 }
 
-type cellCase struct {
-	line                string
-	from                State
-	event               Event
-	held                GuardSet
-	disp                fsm.Disposition
-	to                  State
-	guard               Guard
-	effects             []string
-	both, core, runtime []string
-	raises              bool
-}
-
-// cellCases has one entry per candidate of every cell, computed from the spec when the code was generated.
-var cellCases = []cellCase{{
-	both:    []string{"send preparation_status"},
-	core:    nil,
-	disp:    fsm.Moved,
-	effects: []string{"runtime: send preparation_status"},
-	event:   EventExecutionPrepare,
-	from:    StateIdle,
-	line:    "spec/preparation.yaml:124",
-	runtime: []string{"send preparation_status"},
-	to:      StateRequested,
-}, {
-	disp:  fsm.Rejected,
-	event: EventExecutionStart,
-	from:  StateIdle,
-	line:  "spec/preparation.yaml:131",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventExecutionRelease,
-	from:  StateIdle,
-	line:  "spec/preparation.yaml:131",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventStatusPreparing,
-	from:  StateIdle,
-	line:  "spec/preparation.yaml:134",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventStatusReady,
-	from:  StateIdle,
-	line:  "spec/preparation.yaml:134",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventStatusStarting,
-	from:  StateIdle,
-	line:  "spec/preparation.yaml:134",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventStatusStarted,
-	from:  StateIdle,
-	line:  "spec/preparation.yaml:134",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventStatusReleased,
-	from:  StateIdle,
-	line:  "spec/preparation.yaml:134",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventStatusExpired,
-	from:  StateIdle,
-	line:  "spec/preparation.yaml:134",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventStatusFailed,
-	from:  StateIdle,
-	line:  "spec/preparation.yaml:134",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventStatusCleanupUnconfirmed,
-	from:  StateIdle,
-	line:  "spec/preparation.yaml:134",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventStatusRejected,
-	from:  StateIdle,
-	line:  "spec/preparation.yaml:134",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAdmissionExpiry,
-	from:  StateIdle,
-	line:  "spec/preparation.yaml:137",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Moved,
-	event: EventConnectionLost,
-	from:  StateIdle,
-	line:  "spec/preparation.yaml:128",
-	to:    StateAbandoned,
-}, {
-	both:    []string{"send preparation_status"},
-	core:    nil,
-	disp:    fsm.Stayed,
-	effects: []string{"runtime: send preparation_status"},
-	event:   EventExecutionPrepare,
-	from:    StateRequested,
-	guard:   GuardSameFingerprint,
-	held:    GuardSet(0).With(GuardSameFingerprint),
-	line:    "spec/preparation.yaml:168",
-	runtime: []string{"send preparation_status"},
-	to:      StateRequested,
-}, {
-	disp:  fsm.Rejected,
-	event: EventExecutionPrepare,
-	from:  StateRequested,
-	line:  "spec/preparation.yaml:173",
-	to:    StateRequested,
-}, {
-	disp:  fsm.Rejected,
-	event: EventExecutionStart,
-	from:  StateRequested,
-	line:  "spec/preparation.yaml:176",
-	to:    StateRequested,
-}, {
-	disp:  fsm.Rejected,
-	event: EventExecutionRelease,
-	from:  StateRequested,
-	line:  "spec/preparation.yaml:179",
-	to:    StateRequested,
-}, {
-	disp:  fsm.Moved,
-	event: EventStatusPreparing,
-	from:  StateRequested,
-	guard: GuardNewerRevision,
-	held:  GuardSet(0).With(GuardNewerRevision),
-	line:  "spec/preparation.yaml:142",
-	to:    StatePreparing,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusPreparing,
-	from:  StateRequested,
-	line:  "spec/preparation.yaml:156",
-	to:    StateRequested,
-}, {
-	both:    []string{"start admission_expiry"},
-	core:    []string{"start admission_expiry"},
-	disp:    fsm.Moved,
-	effects: []string{"start admission_expiry"},
-	event:   EventStatusReady,
-	from:    StateRequested,
-	guard:   GuardNewerRevision,
-	held:    GuardSet(0).With(GuardNewerRevision),
-	line:    "spec/preparation.yaml:146",
-	runtime: []string{"start admission_expiry"},
-	to:      StateReady,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusReady,
-	from:  StateRequested,
-	line:  "spec/preparation.yaml:156",
-	to:    StateRequested,
-}, {
-	disp:  fsm.Rejected,
-	event: EventStatusStarting,
-	from:  StateRequested,
-	line:  "spec/preparation.yaml:182",
-	to:    StateRequested,
-}, {
-	disp:  fsm.Rejected,
-	event: EventStatusStarted,
-	from:  StateRequested,
-	line:  "spec/preparation.yaml:182",
-	to:    StateRequested,
-}, {
-	disp:  fsm.Rejected,
-	event: EventStatusReleased,
-	from:  StateRequested,
-	line:  "spec/preparation.yaml:182",
-	to:    StateRequested,
-}, {
-	disp:  fsm.Rejected,
-	event: EventStatusExpired,
-	from:  StateRequested,
-	line:  "spec/preparation.yaml:182",
-	to:    StateRequested,
-}, {
-	both:    []string{"do settle_cleanup"},
-	core:    nil,
-	disp:    fsm.Moved,
-	effects: []string{"runtime: do settle_cleanup"},
-	event:   EventStatusFailed,
-	from:    StateRequested,
-	guard:   GuardNewerRevision,
-	held:    GuardSet(0).With(GuardNewerRevision),
-	line:    "spec/preparation.yaml:151",
-	runtime: []string{"do settle_cleanup"},
-	to:      StateFailed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusFailed,
-	from:  StateRequested,
-	line:  "spec/preparation.yaml:156",
-	to:    StateRequested,
-}, {
-	disp:  fsm.Rejected,
-	event: EventStatusCleanupUnconfirmed,
-	from:  StateRequested,
-	line:  "spec/preparation.yaml:182",
-	to:    StateRequested,
-}, {
-	both:    []string{"do leave_turn_unclaimed"},
-	core:    []string{"do leave_turn_unclaimed"},
-	disp:    fsm.Moved,
-	effects: []string{"core: do leave_turn_unclaimed"},
-	event:   EventStatusRejected,
-	from:    StateRequested,
-	guard:   GuardRejectsPrepare,
-	held:    GuardSet(0).With(GuardRejectsPrepare),
-	line:    "spec/preparation.yaml:159",
-	runtime: nil,
-	to:      StateRefused,
-}, {
-	both:    []string{"do record_rejection"},
-	core:    []string{"do record_rejection"},
-	disp:    fsm.Stayed,
-	effects: []string{"do record_rejection"},
-	event:   EventStatusRejected,
-	from:    StateRequested,
-	line:    "spec/preparation.yaml:164",
-	runtime: []string{"do record_rejection"},
-	to:      StateRequested,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAdmissionExpiry,
-	from:  StateRequested,
-	line:  "spec/preparation.yaml:185",
-	to:    StateRequested,
-}, {
-	both:    []string{"stop admission_expiry"},
-	core:    []string{"stop admission_expiry"},
-	disp:    fsm.Moved,
-	effects: []string{"stop admission_expiry"},
-	event:   EventConnectionLost,
-	from:    StateRequested,
-	line:    "spec/preparation.yaml:188",
-	runtime: []string{"stop admission_expiry"},
-	to:      StateAbandoned,
-}, {
-	both:    []string{"send preparation_status"},
-	core:    nil,
-	disp:    fsm.Stayed,
-	effects: []string{"runtime: send preparation_status"},
-	event:   EventExecutionPrepare,
-	from:    StatePreparing,
-	guard:   GuardSameFingerprint,
-	held:    GuardSet(0).With(GuardSameFingerprint),
-	line:    "spec/preparation.yaml:168",
-	runtime: []string{"send preparation_status"},
-	to:      StatePreparing,
-}, {
-	disp:  fsm.Rejected,
-	event: EventExecutionPrepare,
-	from:  StatePreparing,
-	line:  "spec/preparation.yaml:173",
-	to:    StatePreparing,
-}, {
-	disp:  fsm.Rejected,
-	event: EventExecutionStart,
-	from:  StatePreparing,
-	line:  "spec/preparation.yaml:215",
-	to:    StatePreparing,
-}, {
-	both:    []string{"do settle_cleanup"},
-	core:    nil,
-	disp:    fsm.Moved,
-	effects: []string{"runtime: do settle_cleanup"},
-	event:   EventExecutionRelease,
-	from:    StatePreparing,
-	line:    "spec/preparation.yaml:211",
-	runtime: []string{"do settle_cleanup"},
-	to:      StateReleasing,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusPreparing,
-	from:  StatePreparing,
-	line:  "spec/preparation.yaml:204",
-	to:    StatePreparing,
-}, {
-	both:    []string{"start admission_expiry"},
-	core:    []string{"start admission_expiry"},
-	disp:    fsm.Moved,
-	effects: []string{"start admission_expiry"},
-	event:   EventStatusReady,
-	from:    StatePreparing,
-	guard:   GuardNewerRevision,
-	held:    GuardSet(0).With(GuardNewerRevision),
-	line:    "spec/preparation.yaml:194",
-	runtime: []string{"start admission_expiry"},
-	to:      StateReady,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusReady,
-	from:  StatePreparing,
-	line:  "spec/preparation.yaml:204",
-	to:    StatePreparing,
-}, {
-	disp:  fsm.Rejected,
-	event: EventStatusStarting,
-	from:  StatePreparing,
-	line:  "spec/preparation.yaml:218",
-	to:    StatePreparing,
-}, {
-	disp:  fsm.Rejected,
-	event: EventStatusStarted,
-	from:  StatePreparing,
-	line:  "spec/preparation.yaml:218",
-	to:    StatePreparing,
-}, {
-	disp:  fsm.Rejected,
-	event: EventStatusReleased,
-	from:  StatePreparing,
-	line:  "spec/preparation.yaml:218",
-	to:    StatePreparing,
-}, {
-	disp:  fsm.Rejected,
-	event: EventStatusExpired,
-	from:  StatePreparing,
-	line:  "spec/preparation.yaml:218",
-	to:    StatePreparing,
-}, {
-	both:    []string{"do settle_cleanup"},
-	core:    nil,
-	disp:    fsm.Moved,
-	effects: []string{"runtime: do settle_cleanup"},
-	event:   EventStatusFailed,
-	from:    StatePreparing,
-	guard:   GuardNewerRevision,
-	held:    GuardSet(0).With(GuardNewerRevision),
-	line:    "spec/preparation.yaml:199",
-	runtime: []string{"do settle_cleanup"},
-	to:      StateFailed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusFailed,
-	from:  StatePreparing,
-	line:  "spec/preparation.yaml:204",
-	to:    StatePreparing,
-}, {
-	disp:  fsm.Rejected,
-	event: EventStatusCleanupUnconfirmed,
-	from:  StatePreparing,
-	line:  "spec/preparation.yaml:218",
-	to:    StatePreparing,
-}, {
-	both:    []string{"do record_rejection"},
-	core:    []string{"do record_rejection"},
-	disp:    fsm.Stayed,
-	effects: []string{"do record_rejection"},
-	event:   EventStatusRejected,
-	from:    StatePreparing,
-	line:    "spec/preparation.yaml:207",
-	runtime: []string{"do record_rejection"},
-	to:      StatePreparing,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAdmissionExpiry,
-	from:  StatePreparing,
-	line:  "spec/preparation.yaml:185",
-	to:    StatePreparing,
-}, {
-	both:    []string{"stop admission_expiry"},
-	core:    []string{"stop admission_expiry"},
-	disp:    fsm.Moved,
-	effects: []string{"stop admission_expiry"},
-	event:   EventConnectionLost,
-	from:    StatePreparing,
-	line:    "spec/preparation.yaml:188",
-	runtime: []string{"stop admission_expiry"},
-	to:      StateAbandoned,
-}, {
-	both:    []string{"send preparation_status"},
-	core:    nil,
-	disp:    fsm.Stayed,
-	effects: []string{"runtime: send preparation_status"},
-	event:   EventExecutionPrepare,
-	from:    StateReady,
-	guard:   GuardSameFingerprint,
-	held:    GuardSet(0).With(GuardSameFingerprint),
-	line:    "spec/preparation.yaml:168",
-	runtime: []string{"send preparation_status"},
-	to:      StateReady,
-}, {
-	disp:  fsm.Rejected,
-	event: EventExecutionPrepare,
-	from:  StateReady,
-	line:  "spec/preparation.yaml:173",
-	to:    StateReady,
-}, {
-	both:    []string{"send preparation_status"},
-	core:    nil,
-	disp:    fsm.Stayed,
-	effects: []string{"runtime: send preparation_status"},
-	event:   EventExecutionStart,
-	from:    StateReady,
-	guard:   GuardReadOnlyProfile,
-	held:    GuardSet(0).With(GuardReadOnlyProfile),
-	line:    "spec/preparation.yaml:223",
-	runtime: []string{"send preparation_status"},
-	to:      StateReady,
-}, {
-	disp:  fsm.Moved,
-	event: EventExecutionStart,
-	from:  StateReady,
-	line:  "spec/preparation.yaml:228",
-	to:    StateStarting,
-}, {
-	both:    []string{"stop admission_expiry", "do settle_cleanup"},
-	core:    []string{"stop admission_expiry"},
-	disp:    fsm.Moved,
-	effects: []string{"stop admission_expiry", "runtime: do settle_cleanup"},
-	event:   EventExecutionRelease,
-	from:    StateReady,
-	line:    "spec/preparation.yaml:231",
-	runtime: []string{"stop admission_expiry", "do settle_cleanup"},
-	to:      StateReleasing,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusPreparing,
-	from:  StateReady,
-	line:  "spec/preparation.yaml:249",
-	to:    StateReady,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusReady,
-	from:  StateReady,
-	line:  "spec/preparation.yaml:249",
-	to:    StateReady,
-}, {
-	disp:  fsm.Rejected,
-	event: EventStatusStarting,
-	from:  StateReady,
-	line:  "spec/preparation.yaml:252",
-	to:    StateReady,
-}, {
-	disp:  fsm.Rejected,
-	event: EventStatusStarted,
-	from:  StateReady,
-	line:  "spec/preparation.yaml:252",
-	to:    StateReady,
-}, {
-	disp:  fsm.Rejected,
-	event: EventStatusReleased,
-	from:  StateReady,
-	line:  "spec/preparation.yaml:255",
-	to:    StateReady,
-}, {
-	both:    []string{"stop admission_expiry", "do settle_cleanup"},
-	core:    []string{"stop admission_expiry"},
-	disp:    fsm.Moved,
-	effects: []string{"stop admission_expiry", "runtime: do settle_cleanup"},
-	event:   EventStatusExpired,
-	from:    StateReady,
-	guard:   GuardNewerRevision,
-	held:    GuardSet(0).With(GuardNewerRevision),
-	line:    "spec/preparation.yaml:239",
-	runtime: []string{"stop admission_expiry", "do settle_cleanup"},
-	to:      StateExpired,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusExpired,
-	from:  StateReady,
-	line:  "spec/preparation.yaml:249",
-	to:    StateReady,
-}, {
-	both:    []string{"stop admission_expiry", "do settle_cleanup"},
-	core:    []string{"stop admission_expiry"},
-	disp:    fsm.Moved,
-	effects: []string{"stop admission_expiry", "runtime: do settle_cleanup"},
-	event:   EventStatusFailed,
-	from:    StateReady,
-	guard:   GuardNewerRevision,
-	held:    GuardSet(0).With(GuardNewerRevision),
-	line:    "spec/preparation.yaml:244",
-	runtime: []string{"stop admission_expiry", "do settle_cleanup"},
-	to:      StateFailed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusFailed,
-	from:  StateReady,
-	line:  "spec/preparation.yaml:249",
-	to:    StateReady,
-}, {
-	disp:  fsm.Rejected,
-	event: EventStatusCleanupUnconfirmed,
-	from:  StateReady,
-	line:  "spec/preparation.yaml:255",
-	to:    StateReady,
-}, {
-	both:    []string{"do record_rejection"},
-	core:    []string{"do record_rejection"},
-	disp:    fsm.Stayed,
-	effects: []string{"do record_rejection"},
-	event:   EventStatusRejected,
-	from:    StateReady,
-	line:    "spec/preparation.yaml:207",
-	runtime: []string{"do record_rejection"},
-	to:      StateReady,
-}, {
-	both:    []string{"send preparation_status", "do settle_cleanup"},
-	core:    nil,
-	disp:    fsm.Moved,
-	effects: []string{"runtime: send preparation_status", "runtime: do settle_cleanup"},
-	event:   EventAdmissionExpiry,
-	from:    StateReady,
-	line:    "spec/preparation.yaml:235",
-	runtime: []string{"send preparation_status", "do settle_cleanup"},
-	to:      StateExpired,
-}, {
-	both:    []string{"stop admission_expiry"},
-	core:    []string{"stop admission_expiry"},
-	disp:    fsm.Moved,
-	effects: []string{"stop admission_expiry"},
-	event:   EventConnectionLost,
-	from:    StateReady,
-	line:    "spec/preparation.yaml:188",
-	runtime: []string{"stop admission_expiry"},
-	to:      StateAbandoned,
-}, {
-	both:    []string{"send preparation_status"},
-	core:    nil,
-	disp:    fsm.Stayed,
-	effects: []string{"runtime: send preparation_status"},
-	event:   EventExecutionPrepare,
-	from:    StateStarting,
-	guard:   GuardSameFingerprint,
-	held:    GuardSet(0).With(GuardSameFingerprint),
-	line:    "spec/preparation.yaml:168",
-	runtime: []string{"send preparation_status"},
-	to:      StateStarting,
-}, {
-	disp:  fsm.Rejected,
-	event: EventExecutionPrepare,
-	from:  StateStarting,
-	line:  "spec/preparation.yaml:173",
-	to:    StateStarting,
-}, {
-	disp:  fsm.Rejected,
-	event: EventExecutionStart,
-	from:  StateStarting,
-	line:  "spec/preparation.yaml:281",
-	to:    StateStarting,
-}, {
-	disp:  fsm.Rejected,
-	event: EventExecutionRelease,
-	from:  StateStarting,
-	line:  "spec/preparation.yaml:284",
-	to:    StateStarting,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusPreparing,
-	from:  StateStarting,
-	line:  "spec/preparation.yaml:278",
-	to:    StateStarting,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusReady,
-	from:  StateStarting,
-	line:  "spec/preparation.yaml:278",
-	to:    StateStarting,
-}, {
-	disp:  fsm.Stayed,
-	event: EventStatusStarting,
-	from:  StateStarting,
-	guard: GuardNewerRevision,
-	held:  GuardSet(0).With(GuardNewerRevision),
-	line:  "spec/preparation.yaml:260",
-	to:    StateStarting,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusStarting,
-	from:  StateStarting,
-	line:  "spec/preparation.yaml:278",
-	to:    StateStarting,
-}, {
-	both:    []string{"stop admission_expiry"},
-	core:    []string{"stop admission_expiry"},
-	disp:    fsm.Moved,
-	effects: []string{"stop admission_expiry"},
-	event:   EventStatusStarted,
-	from:    StateStarting,
-	guard:   GuardNewerRevision,
-	held:    GuardSet(0).With(GuardNewerRevision),
-	line:    "spec/preparation.yaml:264",
-	runtime: []string{"stop admission_expiry"},
-	to:      StateStarted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusStarted,
-	from:  StateStarting,
-	line:  "spec/preparation.yaml:278",
-	to:    StateStarting,
-}, {
-	disp:  fsm.Rejected,
-	event: EventStatusReleased,
-	from:  StateStarting,
-	line:  "spec/preparation.yaml:287",
-	to:    StateStarting,
-}, {
-	both:    []string{"stop admission_expiry", "do settle_cleanup"},
-	core:    []string{"stop admission_expiry"},
-	disp:    fsm.Moved,
-	effects: []string{"stop admission_expiry", "runtime: do settle_cleanup"},
-	event:   EventStatusExpired,
-	from:    StateStarting,
-	guard:   GuardNewerRevision,
-	held:    GuardSet(0).With(GuardNewerRevision),
-	line:    "spec/preparation.yaml:239",
-	runtime: []string{"stop admission_expiry", "do settle_cleanup"},
-	to:      StateExpired,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusExpired,
-	from:  StateStarting,
-	line:  "spec/preparation.yaml:278",
-	to:    StateStarting,
-}, {
-	both:    []string{"stop admission_expiry", "do settle_cleanup"},
-	core:    []string{"stop admission_expiry"},
-	disp:    fsm.Moved,
-	effects: []string{"stop admission_expiry", "runtime: do settle_cleanup"},
-	event:   EventStatusFailed,
-	from:    StateStarting,
-	guard:   GuardNewerRevision,
-	held:    GuardSet(0).With(GuardNewerRevision),
-	line:    "spec/preparation.yaml:269",
-	runtime: []string{"stop admission_expiry", "do settle_cleanup"},
-	to:      StateFailed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusFailed,
-	from:  StateStarting,
-	line:  "spec/preparation.yaml:278",
-	to:    StateStarting,
-}, {
-	disp:  fsm.Rejected,
-	event: EventStatusCleanupUnconfirmed,
-	from:  StateStarting,
-	line:  "spec/preparation.yaml:287",
-	to:    StateStarting,
-}, {
-	both:    []string{"do record_rejection"},
-	core:    []string{"do record_rejection"},
-	disp:    fsm.Stayed,
-	effects: []string{"do record_rejection"},
-	event:   EventStatusRejected,
-	from:    StateStarting,
-	line:    "spec/preparation.yaml:207",
-	runtime: []string{"do record_rejection"},
-	to:      StateStarting,
-}, {
-	both:    []string{"send preparation_status", "do settle_cleanup"},
-	core:    nil,
-	disp:    fsm.Moved,
-	effects: []string{"runtime: send preparation_status", "runtime: do settle_cleanup"},
-	event:   EventAdmissionExpiry,
-	from:    StateStarting,
-	line:    "spec/preparation.yaml:274",
-	runtime: []string{"send preparation_status", "do settle_cleanup"},
-	to:      StateExpired,
-}, {
-	both:    []string{"stop admission_expiry"},
-	core:    []string{"stop admission_expiry"},
-	disp:    fsm.Moved,
-	effects: []string{"stop admission_expiry"},
-	event:   EventConnectionLost,
-	from:    StateStarting,
-	line:    "spec/preparation.yaml:188",
-	runtime: []string{"stop admission_expiry"},
-	to:      StateAbandoned,
-}, {
-	both:    []string{"send preparation_status"},
-	core:    nil,
-	disp:    fsm.Stayed,
-	effects: []string{"runtime: send preparation_status"},
-	event:   EventExecutionPrepare,
-	from:    StateReleasing,
-	guard:   GuardSameFingerprint,
-	held:    GuardSet(0).With(GuardSameFingerprint),
-	line:    "spec/preparation.yaml:168",
-	runtime: []string{"send preparation_status"},
-	to:      StateReleasing,
-}, {
-	disp:  fsm.Rejected,
-	event: EventExecutionPrepare,
-	from:  StateReleasing,
-	line:  "spec/preparation.yaml:173",
-	to:    StateReleasing,
-}, {
-	disp:  fsm.Rejected,
-	event: EventExecutionStart,
-	from:  StateReleasing,
-	line:  "spec/preparation.yaml:311",
-	to:    StateReleasing,
-}, {
-	both:    []string{"send preparation_status"},
-	core:    nil,
-	disp:    fsm.Stayed,
-	effects: []string{"runtime: send preparation_status"},
-	event:   EventExecutionRelease,
-	from:    StateReleasing,
-	line:    "spec/preparation.yaml:307",
-	runtime: []string{"send preparation_status"},
-	to:      StateReleasing,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusPreparing,
-	from:  StateReleasing,
-	line:  "spec/preparation.yaml:304",
-	to:    StateReleasing,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusReady,
-	from:  StateReleasing,
-	line:  "spec/preparation.yaml:304",
-	to:    StateReleasing,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusStarting,
-	from:  StateReleasing,
-	line:  "spec/preparation.yaml:304",
-	to:    StateReleasing,
-}, {
-	disp:  fsm.Rejected,
-	event: EventStatusStarted,
-	from:  StateReleasing,
-	line:  "spec/preparation.yaml:314",
-	to:    StateReleasing,
-}, {
-	disp:  fsm.Moved,
-	event: EventStatusReleased,
-	from:  StateReleasing,
-	guard: GuardNewerRevision,
-	held:  GuardSet(0).With(GuardNewerRevision),
-	line:  "spec/preparation.yaml:292",
-	to:    StateReleased,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusReleased,
-	from:  StateReleasing,
-	line:  "spec/preparation.yaml:304",
-	to:    StateReleasing,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusExpired,
-	from:  StateReleasing,
-	line:  "spec/preparation.yaml:304",
-	to:    StateReleasing,
-}, {
-	disp:  fsm.Moved,
-	event: EventStatusFailed,
-	from:  StateReleasing,
-	guard: GuardNewerRevision,
-	held:  GuardSet(0).With(GuardNewerRevision),
-	line:  "spec/preparation.yaml:300",
-	to:    StateFailed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusFailed,
-	from:  StateReleasing,
-	line:  "spec/preparation.yaml:304",
-	to:    StateReleasing,
-}, {
-	disp:  fsm.Moved,
-	event: EventStatusCleanupUnconfirmed,
-	from:  StateReleasing,
-	guard: GuardNewerRevision,
-	held:  GuardSet(0).With(GuardNewerRevision),
-	line:  "spec/preparation.yaml:296",
-	to:    StateCleanupUnconfirmed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusCleanupUnconfirmed,
-	from:  StateReleasing,
-	line:  "spec/preparation.yaml:304",
-	to:    StateReleasing,
-}, {
-	both:    []string{"do record_rejection"},
-	core:    []string{"do record_rejection"},
-	disp:    fsm.Stayed,
-	effects: []string{"do record_rejection"},
-	event:   EventStatusRejected,
-	from:    StateReleasing,
-	line:    "spec/preparation.yaml:207",
-	runtime: []string{"do record_rejection"},
-	to:      StateReleasing,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAdmissionExpiry,
-	from:  StateReleasing,
-	line:  "spec/preparation.yaml:185",
-	to:    StateReleasing,
-}, {
-	both:    []string{"stop admission_expiry"},
-	core:    []string{"stop admission_expiry"},
-	disp:    fsm.Moved,
-	effects: []string{"stop admission_expiry"},
-	event:   EventConnectionLost,
-	from:    StateReleasing,
-	line:    "spec/preparation.yaml:188",
-	runtime: []string{"stop admission_expiry"},
-	to:      StateAbandoned,
-}, {
-	both:    []string{"send preparation_status"},
-	core:    nil,
-	disp:    fsm.Stayed,
-	effects: []string{"runtime: send preparation_status"},
-	event:   EventExecutionPrepare,
-	from:    StateCleanupUnconfirmed,
-	guard:   GuardSameFingerprint,
-	held:    GuardSet(0).With(GuardSameFingerprint),
-	line:    "spec/preparation.yaml:168",
-	runtime: []string{"send preparation_status"},
-	to:      StateCleanupUnconfirmed,
-}, {
-	disp:  fsm.Rejected,
-	event: EventExecutionPrepare,
-	from:  StateCleanupUnconfirmed,
-	line:  "spec/preparation.yaml:173",
-	to:    StateCleanupUnconfirmed,
-}, {
-	disp:  fsm.Rejected,
-	event: EventExecutionStart,
-	from:  StateCleanupUnconfirmed,
-	line:  "spec/preparation.yaml:311",
-	to:    StateCleanupUnconfirmed,
-}, {
-	both:    []string{"send preparation_status"},
-	core:    nil,
-	disp:    fsm.Stayed,
-	effects: []string{"runtime: send preparation_status"},
-	event:   EventExecutionRelease,
-	from:    StateCleanupUnconfirmed,
-	line:    "spec/preparation.yaml:307",
-	runtime: []string{"send preparation_status"},
-	to:      StateCleanupUnconfirmed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusPreparing,
-	from:  StateCleanupUnconfirmed,
-	line:  "spec/preparation.yaml:324",
-	to:    StateCleanupUnconfirmed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusReady,
-	from:  StateCleanupUnconfirmed,
-	line:  "spec/preparation.yaml:324",
-	to:    StateCleanupUnconfirmed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusStarting,
-	from:  StateCleanupUnconfirmed,
-	line:  "spec/preparation.yaml:324",
-	to:    StateCleanupUnconfirmed,
-}, {
-	disp:  fsm.Rejected,
-	event: EventStatusStarted,
-	from:  StateCleanupUnconfirmed,
-	line:  "spec/preparation.yaml:327",
-	to:    StateCleanupUnconfirmed,
-}, {
-	disp:  fsm.Moved,
-	event: EventStatusReleased,
-	from:  StateCleanupUnconfirmed,
-	guard: GuardNewerRevision,
-	held:  GuardSet(0).With(GuardNewerRevision),
-	line:  "spec/preparation.yaml:292",
-	to:    StateReleased,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusReleased,
-	from:  StateCleanupUnconfirmed,
-	line:  "spec/preparation.yaml:324",
-	to:    StateCleanupUnconfirmed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusExpired,
-	from:  StateCleanupUnconfirmed,
-	line:  "spec/preparation.yaml:324",
-	to:    StateCleanupUnconfirmed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusFailed,
-	from:  StateCleanupUnconfirmed,
-	line:  "spec/preparation.yaml:324",
-	to:    StateCleanupUnconfirmed,
-}, {
-	both:    []string{"do settle_cleanup"},
-	core:    nil,
-	disp:    fsm.Stayed,
-	effects: []string{"runtime: do settle_cleanup"},
-	event:   EventStatusCleanupUnconfirmed,
-	from:    StateCleanupUnconfirmed,
-	guard:   GuardNewerRevision,
-	held:    GuardSet(0).With(GuardNewerRevision),
-	line:    "spec/preparation.yaml:319",
-	runtime: []string{"do settle_cleanup"},
-	to:      StateCleanupUnconfirmed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusCleanupUnconfirmed,
-	from:  StateCleanupUnconfirmed,
-	line:  "spec/preparation.yaml:324",
-	to:    StateCleanupUnconfirmed,
-}, {
-	both:    []string{"do record_rejection"},
-	core:    []string{"do record_rejection"},
-	disp:    fsm.Stayed,
-	effects: []string{"do record_rejection"},
-	event:   EventStatusRejected,
-	from:    StateCleanupUnconfirmed,
-	line:    "spec/preparation.yaml:207",
-	runtime: []string{"do record_rejection"},
-	to:      StateCleanupUnconfirmed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAdmissionExpiry,
-	from:  StateCleanupUnconfirmed,
-	line:  "spec/preparation.yaml:185",
-	to:    StateCleanupUnconfirmed,
-}, {
-	both:    []string{"stop admission_expiry"},
-	core:    []string{"stop admission_expiry"},
-	disp:    fsm.Moved,
-	effects: []string{"stop admission_expiry"},
-	event:   EventConnectionLost,
-	from:    StateCleanupUnconfirmed,
-	line:    "spec/preparation.yaml:188",
-	runtime: []string{"stop admission_expiry"},
-	to:      StateAbandoned,
-}, {
-	disp:  fsm.Rejected,
-	event: EventExecutionPrepare,
-	from:  StateStarted,
-	line:  "spec/preparation.yaml:338",
-	to:    StateStarted,
-}, {
-	disp:  fsm.Rejected,
-	event: EventExecutionStart,
-	from:  StateStarted,
-	line:  "spec/preparation.yaml:338",
-	to:    StateStarted,
-}, {
-	disp:  fsm.Rejected,
-	event: EventExecutionRelease,
-	from:  StateStarted,
-	line:  "spec/preparation.yaml:335",
-	to:    StateStarted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusPreparing,
-	from:  StateStarted,
-	line:  "spec/preparation.yaml:332",
-	to:    StateStarted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusReady,
-	from:  StateStarted,
-	line:  "spec/preparation.yaml:332",
-	to:    StateStarted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusStarting,
-	from:  StateStarted,
-	line:  "spec/preparation.yaml:332",
-	to:    StateStarted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusStarted,
-	from:  StateStarted,
-	line:  "spec/preparation.yaml:332",
-	to:    StateStarted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusReleased,
-	from:  StateStarted,
-	line:  "spec/preparation.yaml:332",
-	to:    StateStarted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusExpired,
-	from:  StateStarted,
-	line:  "spec/preparation.yaml:332",
-	to:    StateStarted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusFailed,
-	from:  StateStarted,
-	line:  "spec/preparation.yaml:332",
-	to:    StateStarted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusCleanupUnconfirmed,
-	from:  StateStarted,
-	line:  "spec/preparation.yaml:332",
-	to:    StateStarted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusRejected,
-	from:  StateStarted,
-	line:  "spec/preparation.yaml:332",
-	to:    StateStarted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAdmissionExpiry,
-	from:  StateStarted,
-	line:  "spec/preparation.yaml:332",
-	to:    StateStarted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventConnectionLost,
-	from:  StateStarted,
-	line:  "spec/preparation.yaml:341",
-	to:    StateStarted,
-}, {
-	disp:  fsm.Rejected,
-	event: EventExecutionPrepare,
-	from:  StateReleased,
-	line:  "spec/preparation.yaml:338",
-	to:    StateReleased,
-}, {
-	disp:  fsm.Rejected,
-	event: EventExecutionStart,
-	from:  StateReleased,
-	line:  "spec/preparation.yaml:338",
-	to:    StateReleased,
-}, {
-	disp:  fsm.Rejected,
-	event: EventExecutionRelease,
-	from:  StateReleased,
-	line:  "spec/preparation.yaml:338",
-	to:    StateReleased,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusPreparing,
-	from:  StateReleased,
-	line:  "spec/preparation.yaml:332",
-	to:    StateReleased,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusReady,
-	from:  StateReleased,
-	line:  "spec/preparation.yaml:332",
-	to:    StateReleased,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusStarting,
-	from:  StateReleased,
-	line:  "spec/preparation.yaml:332",
-	to:    StateReleased,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusStarted,
-	from:  StateReleased,
-	line:  "spec/preparation.yaml:332",
-	to:    StateReleased,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusReleased,
-	from:  StateReleased,
-	line:  "spec/preparation.yaml:332",
-	to:    StateReleased,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusExpired,
-	from:  StateReleased,
-	line:  "spec/preparation.yaml:332",
-	to:    StateReleased,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusFailed,
-	from:  StateReleased,
-	line:  "spec/preparation.yaml:332",
-	to:    StateReleased,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusCleanupUnconfirmed,
-	from:  StateReleased,
-	line:  "spec/preparation.yaml:332",
-	to:    StateReleased,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusRejected,
-	from:  StateReleased,
-	line:  "spec/preparation.yaml:332",
-	to:    StateReleased,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAdmissionExpiry,
-	from:  StateReleased,
-	line:  "spec/preparation.yaml:332",
-	to:    StateReleased,
-}, {
-	disp:  fsm.Ignored,
-	event: EventConnectionLost,
-	from:  StateReleased,
-	line:  "spec/preparation.yaml:341",
-	to:    StateReleased,
-}, {
-	disp:  fsm.Rejected,
-	event: EventExecutionPrepare,
-	from:  StateRefused,
-	line:  "spec/preparation.yaml:338",
-	to:    StateRefused,
-}, {
-	disp:  fsm.Rejected,
-	event: EventExecutionStart,
-	from:  StateRefused,
-	line:  "spec/preparation.yaml:338",
-	to:    StateRefused,
-}, {
-	disp:  fsm.Rejected,
-	event: EventExecutionRelease,
-	from:  StateRefused,
-	line:  "spec/preparation.yaml:338",
-	to:    StateRefused,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusPreparing,
-	from:  StateRefused,
-	line:  "spec/preparation.yaml:332",
-	to:    StateRefused,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusReady,
-	from:  StateRefused,
-	line:  "spec/preparation.yaml:332",
-	to:    StateRefused,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusStarting,
-	from:  StateRefused,
-	line:  "spec/preparation.yaml:332",
-	to:    StateRefused,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusStarted,
-	from:  StateRefused,
-	line:  "spec/preparation.yaml:332",
-	to:    StateRefused,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusReleased,
-	from:  StateRefused,
-	line:  "spec/preparation.yaml:332",
-	to:    StateRefused,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusExpired,
-	from:  StateRefused,
-	line:  "spec/preparation.yaml:332",
-	to:    StateRefused,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusFailed,
-	from:  StateRefused,
-	line:  "spec/preparation.yaml:332",
-	to:    StateRefused,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusCleanupUnconfirmed,
-	from:  StateRefused,
-	line:  "spec/preparation.yaml:332",
-	to:    StateRefused,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusRejected,
-	from:  StateRefused,
-	line:  "spec/preparation.yaml:332",
-	to:    StateRefused,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAdmissionExpiry,
-	from:  StateRefused,
-	line:  "spec/preparation.yaml:332",
-	to:    StateRefused,
-}, {
-	disp:  fsm.Ignored,
-	event: EventConnectionLost,
-	from:  StateRefused,
-	line:  "spec/preparation.yaml:341",
-	to:    StateRefused,
-}, {
-	disp:  fsm.Rejected,
-	event: EventExecutionPrepare,
-	from:  StateFailed,
-	line:  "spec/preparation.yaml:338",
-	to:    StateFailed,
-}, {
-	disp:  fsm.Rejected,
-	event: EventExecutionStart,
-	from:  StateFailed,
-	line:  "spec/preparation.yaml:338",
-	to:    StateFailed,
-}, {
-	disp:  fsm.Rejected,
-	event: EventExecutionRelease,
-	from:  StateFailed,
-	line:  "spec/preparation.yaml:338",
-	to:    StateFailed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusPreparing,
-	from:  StateFailed,
-	line:  "spec/preparation.yaml:332",
-	to:    StateFailed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusReady,
-	from:  StateFailed,
-	line:  "spec/preparation.yaml:332",
-	to:    StateFailed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusStarting,
-	from:  StateFailed,
-	line:  "spec/preparation.yaml:332",
-	to:    StateFailed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusStarted,
-	from:  StateFailed,
-	line:  "spec/preparation.yaml:332",
-	to:    StateFailed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusReleased,
-	from:  StateFailed,
-	line:  "spec/preparation.yaml:332",
-	to:    StateFailed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusExpired,
-	from:  StateFailed,
-	line:  "spec/preparation.yaml:332",
-	to:    StateFailed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusFailed,
-	from:  StateFailed,
-	line:  "spec/preparation.yaml:332",
-	to:    StateFailed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusCleanupUnconfirmed,
-	from:  StateFailed,
-	line:  "spec/preparation.yaml:332",
-	to:    StateFailed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusRejected,
-	from:  StateFailed,
-	line:  "spec/preparation.yaml:332",
-	to:    StateFailed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAdmissionExpiry,
-	from:  StateFailed,
-	line:  "spec/preparation.yaml:332",
-	to:    StateFailed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventConnectionLost,
-	from:  StateFailed,
-	line:  "spec/preparation.yaml:341",
-	to:    StateFailed,
-}, {
-	disp:  fsm.Rejected,
-	event: EventExecutionPrepare,
-	from:  StateExpired,
-	line:  "spec/preparation.yaml:338",
-	to:    StateExpired,
-}, {
-	disp:  fsm.Rejected,
-	event: EventExecutionStart,
-	from:  StateExpired,
-	line:  "spec/preparation.yaml:338",
-	to:    StateExpired,
-}, {
-	disp:  fsm.Rejected,
-	event: EventExecutionRelease,
-	from:  StateExpired,
-	line:  "spec/preparation.yaml:338",
-	to:    StateExpired,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusPreparing,
-	from:  StateExpired,
-	line:  "spec/preparation.yaml:332",
-	to:    StateExpired,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusReady,
-	from:  StateExpired,
-	line:  "spec/preparation.yaml:332",
-	to:    StateExpired,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusStarting,
-	from:  StateExpired,
-	line:  "spec/preparation.yaml:332",
-	to:    StateExpired,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusStarted,
-	from:  StateExpired,
-	line:  "spec/preparation.yaml:332",
-	to:    StateExpired,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusReleased,
-	from:  StateExpired,
-	line:  "spec/preparation.yaml:332",
-	to:    StateExpired,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusExpired,
-	from:  StateExpired,
-	line:  "spec/preparation.yaml:332",
-	to:    StateExpired,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusFailed,
-	from:  StateExpired,
-	line:  "spec/preparation.yaml:332",
-	to:    StateExpired,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusCleanupUnconfirmed,
-	from:  StateExpired,
-	line:  "spec/preparation.yaml:332",
-	to:    StateExpired,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusRejected,
-	from:  StateExpired,
-	line:  "spec/preparation.yaml:332",
-	to:    StateExpired,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAdmissionExpiry,
-	from:  StateExpired,
-	line:  "spec/preparation.yaml:332",
-	to:    StateExpired,
-}, {
-	disp:  fsm.Ignored,
-	event: EventConnectionLost,
-	from:  StateExpired,
-	line:  "spec/preparation.yaml:341",
-	to:    StateExpired,
-}, {
-	disp:  fsm.Rejected,
-	event: EventExecutionPrepare,
-	from:  StateAbandoned,
-	line:  "spec/preparation.yaml:338",
-	to:    StateAbandoned,
-}, {
-	disp:  fsm.Rejected,
-	event: EventExecutionStart,
-	from:  StateAbandoned,
-	line:  "spec/preparation.yaml:338",
-	to:    StateAbandoned,
-}, {
-	disp:  fsm.Rejected,
-	event: EventExecutionRelease,
-	from:  StateAbandoned,
-	line:  "spec/preparation.yaml:338",
-	to:    StateAbandoned,
-}, {
-	disp:  fsm.Rejected,
-	event: EventStatusPreparing,
-	from:  StateAbandoned,
-	line:  "spec/preparation.yaml:338",
-	to:    StateAbandoned,
-}, {
-	disp:  fsm.Rejected,
-	event: EventStatusReady,
-	from:  StateAbandoned,
-	line:  "spec/preparation.yaml:338",
-	to:    StateAbandoned,
-}, {
-	disp:  fsm.Rejected,
-	event: EventStatusStarting,
-	from:  StateAbandoned,
-	line:  "spec/preparation.yaml:338",
-	to:    StateAbandoned,
-}, {
-	disp:  fsm.Rejected,
-	event: EventStatusStarted,
-	from:  StateAbandoned,
-	line:  "spec/preparation.yaml:338",
-	to:    StateAbandoned,
-}, {
-	disp:  fsm.Rejected,
-	event: EventStatusReleased,
-	from:  StateAbandoned,
-	line:  "spec/preparation.yaml:338",
-	to:    StateAbandoned,
-}, {
-	disp:  fsm.Rejected,
-	event: EventStatusExpired,
-	from:  StateAbandoned,
-	line:  "spec/preparation.yaml:338",
-	to:    StateAbandoned,
-}, {
-	disp:  fsm.Rejected,
-	event: EventStatusFailed,
-	from:  StateAbandoned,
-	line:  "spec/preparation.yaml:338",
-	to:    StateAbandoned,
-}, {
-	disp:  fsm.Rejected,
-	event: EventStatusCleanupUnconfirmed,
-	from:  StateAbandoned,
-	line:  "spec/preparation.yaml:338",
-	to:    StateAbandoned,
-}, {
-	disp:  fsm.Rejected,
-	event: EventStatusRejected,
-	from:  StateAbandoned,
-	line:  "spec/preparation.yaml:338",
-	to:    StateAbandoned,
-}, {
-	disp:  fsm.Rejected,
-	event: EventAdmissionExpiry,
-	from:  StateAbandoned,
-	line:  "spec/preparation.yaml:338",
-	to:    StateAbandoned,
-}, {
-	disp:  fsm.Rejected,
-	event: EventConnectionLost,
-	from:  StateAbandoned,
-	line:  "spec/preparation.yaml:338",
-	to:    StateAbandoned,
-}}
-
-type pathStep struct {
-	event Event
-	held  GuardSet
-}
-
-// pathCases is a shortest path from Initial to every state.
-var pathCases = []struct {
-	target State
-	steps  []pathStep
-}{{StateIdle, []pathStep{}}, {StateRequested, []pathStep{{event: EventExecutionPrepare}}}, {StatePreparing, []pathStep{{event: EventExecutionPrepare}, {
-	event: EventStatusPreparing,
-	held:  GuardSet(0).With(GuardNewerRevision),
-}}}, {StateReady, []pathStep{{event: EventExecutionPrepare}, {
-	event: EventStatusReady,
-	held:  GuardSet(0).With(GuardNewerRevision),
-}}}, {StateStarting, []pathStep{{event: EventExecutionPrepare}, {
-	event: EventStatusReady,
-	held:  GuardSet(0).With(GuardNewerRevision),
-}, {event: EventExecutionStart}}}, {StateReleasing, []pathStep{{event: EventExecutionPrepare}, {
-	event: EventStatusPreparing,
-	held:  GuardSet(0).With(GuardNewerRevision),
-}, {event: EventExecutionRelease}}}, {StateCleanupUnconfirmed, []pathStep{{event: EventExecutionPrepare}, {
-	event: EventStatusPreparing,
-	held:  GuardSet(0).With(GuardNewerRevision),
-}, {event: EventExecutionRelease}, {
-	event: EventStatusCleanupUnconfirmed,
-	held:  GuardSet(0).With(GuardNewerRevision),
-}}}, {StateStarted, []pathStep{{event: EventExecutionPrepare}, {
-	event: EventStatusReady,
-	held:  GuardSet(0).With(GuardNewerRevision),
-}, {event: EventExecutionStart}, {
-	event: EventStatusStarted,
-	held:  GuardSet(0).With(GuardNewerRevision),
-}}}, {StateReleased, []pathStep{{event: EventExecutionPrepare}, {
-	event: EventStatusPreparing,
-	held:  GuardSet(0).With(GuardNewerRevision),
-}, {event: EventExecutionRelease}, {
-	event: EventStatusReleased,
-	held:  GuardSet(0).With(GuardNewerRevision),
-}}}, {StateRefused, []pathStep{{event: EventExecutionPrepare}, {
-	event: EventStatusRejected,
-	held:  GuardSet(0).With(GuardRejectsPrepare),
-}}}, {StateFailed, []pathStep{{event: EventExecutionPrepare}, {
-	event: EventStatusFailed,
-	held:  GuardSet(0).With(GuardNewerRevision),
-}}}, {StateExpired, []pathStep{{event: EventExecutionPrepare}, {
-	event: EventStatusReady,
-	held:  GuardSet(0).With(GuardNewerRevision),
-}, {
-	event: EventStatusExpired,
-	held:  GuardSet(0).With(GuardNewerRevision),
-}}}, {StateAbandoned, []pathStep{{event: EventConnectionLost}}}}
-
-func TestEveryCell(t *testing.T) {
-	for _, c := range cellCases {
-		where := c.line + ": " + c.from.String() + " on " + c.event.String()
-		step, trErr := Transition(c.from, c.event, c.held)
-		require.Equal(t, c.disp, step.Disposition(), where)
-		require.Equal(t, c.to, step.To(), where)
-		require.Equal(t, c.guard, step.Guard(), where)
-		var effects []string
-		for _, ef := range step.Effects() {
-			effects = append(effects, ef.String())
-		}
-		require.Equal(t, c.effects, effects, where)
-		for _, role := range []fsm.Role{fsm.RoleBoth, fsm.RoleCore, fsm.RoleRuntime} {
-			rec := &recorder{held: c.held}
-			m := New[int](role, rec)
-			_, err := m.Restore(c.from.String())
-			require.NoError(t, err)
-			fireErr := m.Fire(c.event, 0)
-			if c.disp == fsm.Rejected {
-				require.ErrorIs(t, trErr, fsm.ErrRejected, where)
-				require.ErrorIs(t, fireErr, fsm.ErrRejected, where)
-				var te *fsm.TransitionError
-				require.ErrorAs(t, fireErr, &te, where)
-				require.Equal(t, []string{Name, c.from.String(), c.event.String()}, []string{te.Machine, te.State, te.Event}, where)
-				require.Equal(t, c.from, m.State(), "a rejected event must leave the state unchanged: "+where)
-				continue
-			}
-			require.NoError(t, trErr, where)
-			require.NoError(t, fireErr, where)
-			if c.raises {
-				continue // follow-ups move the machine further; covered by the walk tests
-			}
-			require.Equal(t, c.to, m.State(), where)
-			want := map[fsm.Role][]string{
-				fsm.RoleBoth:    c.both,
-				fsm.RoleCore:    c.core,
-				fsm.RoleRuntime: c.runtime,
-			}[role]
-			require.Equal(t, want, rec.log, "hooks run for role "+role.String()+": "+where)
-		}
-	}
-}
-
-func TestShortestPaths(t *testing.T) {
-	for _, p := range pathCases {
-		rec := &recorder{}
-		m := New[int](fsm.RoleBoth, rec)
-		for _, st := range p.steps {
-			rec.held = st.held
-			require.NoError(t, m.Fire(st.event, 0), "path to "+p.target.String())
-		}
-		require.Equal(t, p.target, m.State())
-	}
-}
-
-// TestEveryCellAgainstSpec compares every cell, under every guard assignment, with the spec interpreter reading the YAML at test time.
+// TestEveryCellAgainstSpec compares every cell, under every guard assignment, with the spec
+// interpreter reading the YAML at test time.
 func TestEveryCellAgainstSpec(t *testing.T) {
 	m := fsmtest.LoadMachine(t, specFile)
 	fsmtest.EveryCellAgainstSpec(t, m, adapter(t))
@@ -1674,101 +519,133 @@ func TestRandomWalkAgainstSpec(t *testing.T) {
 	}
 }
 
+// TestInstanceWalkAgainstSpec runs an fsm.Instance of Table for each role beside the spec
+// interpreter: raised events run to completion and each role performs only its own effects.
+func TestInstanceWalkAgainstSpec(t *testing.T) {
+	m := fsmtest.LoadMachine(t, specFile)
+	for seed := uint64(1); seed <= 4; seed++ {
+		fsmtest.InstanceWalk(t, m, Table, seed, 1000)
+	}
+}
+
 func TestDifferentialLooplab(t *testing.T) {
 	m := fsmtest.LoadMachine(t, specFile)
 	fsmtest.DifferentialLooplab(t, m, adapter(t))
 }
 
+// TestRestoreAndParse restores every state for each role (Restore returns the timers to re-arm),
+// round-trips every enum through its spec name, and refuses invalid values.
 func TestRestoreAndParse(t *testing.T) {
-	for _, s := range []State{StateIdle, StateRequested, StatePreparing, StateReady, StateStarting, StateReleasing, StateCleanupUnconfirmed, StateStarted, StateReleased, StateRefused, StateFailed, StateExpired, StateAbandoned} {
-		m := New[int](fsm.RoleBoth, &recorder{})
-		timers, err := m.Restore(s.String())
-		require.NoError(t, err)
-		require.Equal(t, s, m.State())
-		require.Equal(t, s.Timers(), timers)
-		back, err := ParseState(s.String())
-		require.NoError(t, err)
-		require.Equal(t, s, back)
+	for s := State(1); s.Valid(); s++ {
+		for _, role := range roles {
+			m := newMachine(t, role, &recorder{})
+			timers, err := m.Restore(fsm.StateID(s))
+			require.NoError(t, err)
+			require.Equal(t, s, State(m.State()))
+			require.Equal(t, stateTimers[s], timers, "the timers to re-arm in %s", s)
+		}
 	}
-	for e := Event(1); e.Valid(); e++ {
-		back, err := ParseEvent(e.String())
+	for v := State(1); v.Valid(); v++ {
+		back, err := ParseState(v.String())
 		require.NoError(t, err)
-		require.Equal(t, e, back)
+		require.Equal(t, v, back)
 	}
-	_, err := New[int](fsm.RoleBoth, &recorder{}).Restore("no_such_state")
-	require.ErrorIs(t, err, fsm.ErrInvalid)
+	for v := Event(1); v.Valid(); v++ {
+		back, err := ParseEvent(v.String())
+		require.NoError(t, err)
+		require.Equal(t, v, back)
+	}
+	for v := Timer(1); v.Valid(); v++ {
+		back, err := ParseTimer(v.String())
+		require.NoError(t, err)
+		require.Equal(t, v, back)
+	}
+	for v := Guard(1); v.Valid(); v++ {
+		back, err := ParseGuard(v.String())
+		require.NoError(t, err)
+		require.Equal(t, v, back)
+	}
+	for v := Action(1); v.Valid(); v++ {
+		back, err := ParseAction(v.String())
+		require.NoError(t, err)
+		require.Equal(t, v, back)
+	}
+	for v := Message(1); v.Valid(); v++ {
+		back, err := ParseMessage(v.String())
+		require.NoError(t, err)
+		require.Equal(t, v, back)
+	}
+	require.False(t, State(14).Valid())
 	require.Equal(t, "State(0)", State(0).String())
+	_, err := ParseState("no_such_state")
+	require.ErrorIs(t, err, fsm.ErrInvalid)
+	_, err = newMachine(t, fsm.RoleCore, &recorder{}).Restore(0)
+	require.ErrorIs(t, err, fsm.ErrInvalid)
 	_, err = Transition(Initial, Event(0), 0)
 	require.ErrorIs(t, err, fsm.ErrInvalid)
+	_, err = Transition(State(0), Event(1), 0)
+	require.ErrorIs(t, err, fsm.ErrInvalid)
 }
 
-// TestConcurrentFire fires from several goroutines at once: every step the observer sees must start where the previous one ended, which holds only if Fire serialises its callers.
-func TestConcurrentFire(t *testing.T) {
-	for round := 0; round < 20; round++ {
-		m := New[int](fsm.RoleBoth, &recorder{held: GuardSet(round)})
-		var steps []Step
-		m.Observe(func(s Step) {
-			steps = append(steps, s)
-		})
-		var wg sync.WaitGroup
-		for g := 0; g < 4; g++ {
-			wg.Go(func() {
-				rng := rand.New(rand.NewPCG(uint64(round), uint64(g)))
-				for i := 0; i < 50; i++ {
-					_ = m.Fire(Event(1+rng.IntN(numEvents)), i)
-				}
-			})
-		}
-		wg.Wait()
-		require.GreaterOrEqual(t, len(steps), 200)
-		at := Initial
-		for _, s := range steps {
-			require.Equal(t, at, s.From())
-			at = s.To()
-		}
-		require.Equal(t, at, m.State())
-	}
+// TestNewRefusesMissingParts checks that a machine needs its hooks, and its timers when its role
+// arms any.
+func TestNewRefusesMissingParts(t *testing.T) {
+	_, err := NewCore[int](nil, nil)
+	require.Error(t, err, "a Core machine needs hooks")
+	_, err = NewRuntime[int](nil, nil)
+	require.Error(t, err, "a Runtime machine needs hooks")
+	_, err = NewCore[int](&recorder{}, nil)
+	require.Error(t, err, "the Core arms timers")
+	_, err = NewRuntime[int](&recorder{}, nil)
+	require.Error(t, err, "the Runtime arms timers")
 }
 
-// TestEffectError makes the first hook of spec/preparation.yaml:124 fail: the state has moved and the error names the effect.
+// TestEffectError makes the Runtime's first hook of spec/preparation.yaml:124 fail: the state has
+// moved, the error names the effect and the effects after it do not run.
 func TestEffectError(t *testing.T) {
-	m := New[int](fsm.RoleBoth, &recorder{fail: "send preparation_status"})
-	_, err := m.Restore("idle")
+	rec := &recorder{fail: "send preparation_status"}
+	m := newMachine(t, fsm.RoleRuntime, rec)
+	_, err := m.Restore(fsm.StateID(StateIdle))
 	require.NoError(t, err)
-	err = m.Fire(EventExecutionPrepare, 0)
+	err = m.Fire(fsm.EventID(EventExecutionPrepare), 0)
 	require.ErrorIs(t, err, fsm.ErrEffect)
 	require.ErrorIs(t, err, errHook)
 	var ee *fsm.EffectError
 	require.ErrorAs(t, err, &ee)
-	require.Equal(t, StateRequested, m.State())
+	require.Equal(t, "runtime: send preparation_status", ee.Effect)
+	require.Equal(t, StateRequested, State(m.State()))
+	require.Equal(t, []string{"send preparation_status"}, rec.log)
 }
 
-// TestFollowUpFromHook raises connection_lost from inside a hook of spec/preparation.yaml:124: it runs after the current event, under the same Fire, without deadlocking.
-func TestFollowUpFromHook(t *testing.T) {
-	rec := &recorder{}
-	raised := false
-	rec.raise = func(f *Firing[int]) error {
-		if raised {
-			return nil
+var (
+	sinkStep Step
+	sinkErr  error
+)
+
+// TestNoAllocations checks that Transition, and Fire for each role with hooks that allocate
+// nothing, allocate nothing in any cell.
+func TestNoAllocations(t *testing.T) {
+	allocs := testing.AllocsPerRun(10, func() {
+		for _, c := range cellCases {
+			sinkStep, sinkErr = Transition(c.from, c.event, c.held)
 		}
-		raised = true
-		return f.Raise(EventConnectionLost, 7)
-	}
-	m := New[int](fsm.RoleBoth, rec)
-	_, err := m.Restore("idle")
-	require.NoError(t, err)
-	require.NoError(t, m.Fire(EventExecutionPrepare, 0))
-	require.Equal(t, StateAbandoned, m.State())
-	// An unbounded chain of follow-ups fails instead of spinning.
-	rec.raise = func(f *Firing[int]) error {
-		for range fsm.QueueCapacity + 1 {
-			if err := f.Raise(EventConnectionLost, 7); err != nil {
-				return err
+	})
+	require.Zero(t, allocs, "Transition")
+	for _, role := range roles {
+		rec := &recorder{quiet: true}
+		m := newMachine(t, role, rec)
+		allocs := testing.AllocsPerRun(10, func() {
+			for _, c := range cellCases {
+				if _, ok := c.logs[role]; !ok {
+					continue
+				}
+				rec.held = c.held
+				if _, err := m.Restore(fsm.StateID(c.from)); err != nil {
+					panic(err)
+				}
+				sinkErr = m.Fire(fsm.EventID(c.event), 0)
 			}
-		}
-		return nil
+		})
+		require.Zero(t, allocs, "Fire as %s", role)
 	}
-	_, err = m.Restore("idle")
-	require.NoError(t, err)
-	require.ErrorIs(t, m.Fire(EventExecutionPrepare, 0), fsm.ErrQueueFull)
 }

@@ -2,24 +2,25 @@
 
 // Package run is the generated run machine.
 //
-// One execution attempt from its start to a terminal outcome as Core observes
-// it on the Run subscription: the start (a direct prompt_request or
-// execution_start of a ready preparation), the ordered output frames, error
-// frames closed by done, cancellation settled by its receipt or recorded as
-// cancel_unconfirmed, and the ends that prove nothing about the native effect
-// (a lost observation or an unconfirmed delivery).
+// One execution attempt from its start to a terminal outcome as Core observes it on the Run
+// subscription: the start (a direct prompt_request or execution_start of a ready preparation), the
+// ordered output frames, error frames closed by done, cancellation settled by its receipt or
+// recorded as cancel_unconfirmed, and the ends that prove nothing about the native effect (a lost
+// observation or an unconfirmed delivery).
 //
-// One instance per Run ID (Envelope.id of prompt_request, execution_start's
-// run_id, the output frames, prompt_cancel and the cancellation receipt).
+// One instance per Run ID (Envelope.id of prompt_request, execution_start's run_id, the output
+// frames, prompt_cancel and the cancellation receipt).
 //
-// The table and every hook name come from spec/run.yaml; see
-// docs/machines/run.md for the diagram and the state × event matrix.
+// The table and every hook name come from spec/run.yaml; see docs/machines/run.md for the diagram
+// and the state × event matrix. Table is the machine as the engine (package fsm) runs it:
+// Transition answers what an event would do, NewCore and NewRuntime return a machine that performs
+// one peer's effects through its hooks, and a driver that keeps many instances steps an
+// fsm.Instance of Table and drains its fsm.Outbox.
 package run
 
 import (
 	"github.com/agentwire/agentwire/fsm"
 	"strconv"
-	"sync"
 	"time"
 )
 
@@ -28,58 +29,64 @@ const Name = "run"
 
 // Initial is the state every new instance starts in.
 const Initial = StateIdle
-const (
-	numStates = 14
-	numEvents = 17
-)
 
-// State is a state of the run machine.
+// State is a state of the run machine; its values are the fsm.StateID of Table.
 type State uint8
 
 const (
 	// StateIdle: nothing has been sent for this Run ID; Core subscribes before it sends the start
 	StateIdle State = 1
-	// StateRequested: prompt_request or execution_start was sent for this Run; no output and no start confirmation observed yet
+	// StateRequested: prompt_request or execution_start was sent for this Run; no output and no
+	// start confirmation observed yet
 	StateRequested State = 2
-	// StateStreaming: the Run is observed running (output arrived or the preparation reported started); no error frame yet
+	// StateStreaming: the Run is observed running (output arrived or the preparation reported
+	// started); no error frame yet
 	StateStreaming State = 3
-	// StateErrored: at least one error frame arrived; the stream stays open until done, and the errors belong to the outcome
+	// StateErrored: at least one error frame arrived; the stream stays open until done, and the
+	// errors belong to the outcome
 	StateErrored State = 4
-	// StateCancelling: prompt_cancel was sent with a delivery ID; output still flows and only the receipt can settle the outcome
+	// StateCancelling: prompt_cancel was sent with a delivery ID; output still flows and only the
+	// receipt can settle the outcome
 	StateCancelling State = 5
-	// StateCancelDrained: done closed the stream after prompt_cancel; the cancellation receipt still owns the terminal outcome
+	// StateCancelDrained: done closed the stream after prompt_cancel; the cancellation receipt
+	// still owns the terminal outcome
 	StateCancelDrained State = 6
 	// StateCompleted: done closed a stream without error frames
 	StateCompleted State = 7
-	// StateFailed: done closed a stream that carried error frames; the errors and any observed output are the outcome
+	// StateFailed: done closed a stream that carried error frames; the errors and any observed
+	// output are the outcome
 	StateFailed State = 8
-	// StateCancelled: the cancellation receipt reported applied; its outcome (partial content, native identity, usage) is final even without done
+	// StateCancelled: the cancellation receipt reported applied; its outcome (partial content,
+	// native identity, usage) is final even without done
 	StateCancelled State = 9
-	// StateCancelRefused: the cancellation receipt reported applied false with a finite code (run_inactive, ...)
+	// StateCancelRefused: the cancellation receipt reported applied false with a finite code
+	// (run_inactive, ...)
 	StateCancelRefused State = 10
-	// StateCancelUnconfirmed: no cancellation receipt within 15 seconds (or it can no longer arrive); cancellation may or may not have happened
+	// StateCancelUnconfirmed: no cancellation receipt within 15 seconds (or it can no longer
+	// arrive); cancellation may or may not have happened
 	StateCancelUnconfirmed State = 11
-	// StateIncomplete: observation was lost (event_stream_incomplete); no error or done is fabricated and the native effect is unknown
+	// StateIncomplete: observation was lost (event_stream_incomplete); no error or done is
+	// fabricated and the native effect is unknown
 	StateIncomplete State = 12
-	// StateDeliveryUnknown: the start was not confirmed delivered (delivery_unknown); the native effect is unknown and nothing is replayed
+	// StateDeliveryUnknown: the start was not confirmed delivered (delivery_unknown); the native
+	// effect is unknown and nothing is replayed
 	StateDeliveryUnknown State = 13
-	// StateNotStarted: the prepared start failed or was rejected for this Run ID; the Runtime settles the admission
+	// StateNotStarted: the prepared start failed or was rejected for this Run ID; the Runtime
+	// settles the admission
 	StateNotStarted State = 14
 )
-
-var stateNames = [...]string{"", "idle", "requested", "streaming", "errored", "cancelling", "cancel_drained", "completed", "failed", "cancelled", "cancel_refused", "cancel_unconfirmed", "incomplete", "delivery_unknown", "not_started"}
 
 // String returns the spec name, or State(n) for a value outside the enum.
 func (v State) String() string {
 	if v.Valid() {
-		return stateNames[v]
+		return Table.States[v-1].Name
 	}
 	return "State(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v State) Valid() bool {
-	return v >= 1 && int(v) < len(stateNames)
+	return v >= 1 && v <= StateNotStarted
 }
 
 // ParseState returns the state with the given spec name.
@@ -121,83 +128,86 @@ func ParseState(name string) (State, error) {
 	}
 }
 
-var stateOutcomes = [...]fsm.Outcome{0, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeSuccess, fsm.OutcomeFailure, fsm.OutcomeSuccess, fsm.OutcomeFailure, fsm.OutcomeUnknown, fsm.OutcomeUnknown, fsm.OutcomeUnknown, fsm.OutcomeFailure}
-var stateTimers = [...][]Timer{nil, nil, nil, nil, nil, []Timer{TimerCancelWait}, []Timer{TimerCancelWait}, nil, nil, nil, nil, nil, nil, nil, nil}
-
 // Outcome classifies a terminal state; it is fsm.OutcomeNone for the others.
-func (s State) Outcome() fsm.Outcome {
-	if !s.Valid() {
+func (v State) Outcome() fsm.Outcome {
+	if !v.Valid() {
 		return fsm.OutcomeNone
 	}
-	return stateOutcomes[s]
+	return Table.States[v-1].Outcome
 }
 
-// Terminal reports whether the lifecycle has settled in s.
-func (s State) Terminal() bool {
-	return s.Outcome() != fsm.OutcomeNone
+// Terminal reports whether the lifecycle has settled in v.
+func (v State) Terminal() bool {
+	return v.Outcome() != fsm.OutcomeNone
 }
 
-// Timers lists the timers armed while the machine is in s: the ones a restored machine must re-arm. The slice is shared; do not modify it.
-func (s State) Timers() []Timer {
-	if !s.Valid() {
-		return nil
-	}
-	return stateTimers[s]
-}
-
-// Event is an input of the run machine: a wire message, a timer expiry or a local happening.
+// Event is an input of the run machine (a wire message, a timer expiry or a local happening); its
+// values are the fsm.EventID of Table.
 type Event uint8
 
 const (
-	// EventPromptRequest: starts the Run with no admission handle; Core never uses it to retry a prepared start that failed (wire prompt_request, sent by core)
+	// EventPromptRequest: starts the Run with no admission handle; Core never uses it to retry a
+	// prepared start that failed (wire prompt_request, sent by core)
 	EventPromptRequest Event = 1
-	// EventExecutionStart: starts the Run from a ready admission handle with this Run ID and its ordered input (wire execution_start, sent by core)
+	// EventExecutionStart: starts the Run from a ready admission handle with this Run ID and its
+	// ordered input (wire execution_start, sent by core)
 	EventExecutionStart Event = 2
-	// EventStatusStarted: preparation_status with state started naming this Run ID; it may arrive after the first output (wire preparation_status, sent by runtime)
+	// EventStatusStarted: preparation_status with state started naming this Run ID; it may arrive
+	// after the first output (wire preparation_status, sent by runtime)
 	EventStatusStarted Event = 3
-	// EventStartFailed: preparation_status failed, or rejected with operation execution_start, for the start that named this Run ID (wire preparation_status, sent by runtime)
+	// EventStartFailed: preparation_status failed, or rejected with operation execution_start, for
+	// the start that named this Run ID (wire preparation_status, sent by runtime)
 	EventStartFailed Event = 4
-	// EventDelta: a text delta (with the native item ID when observe_messages is set) (wire delta, sent by runtime)
+	// EventDelta: a text delta (with the native item ID when observe_messages is set) (wire delta,
+	// sent by runtime)
 	EventDelta Event = 5
 	// EventThinking: reasoning text (wire thinking, sent by runtime)
 	EventThinking Event = 6
-	// EventOutputMessage: message start, completion, phase and completion text (observe_messages only) (wire output_message, sent by runtime)
+	// EventOutputMessage: message start, completion, phase and completion text (observe_messages
+	// only) (wire output_message, sent by runtime)
 	EventOutputMessage Event = 7
-	// EventToolCall: a tool call stage with its engine-neutral observation (wire tool_call, sent by runtime)
+	// EventToolCall: a tool call stage with its engine-neutral observation (wire tool_call, sent
+	// by runtime)
 	EventToolCall Event = 8
-	// EventUsage: the cumulative usage snapshot of this execution; it replaces the previous one (wire usage, sent by runtime)
+	// EventUsage: the cumulative usage snapshot of this execution; it replaces the previous one
+	// (wire usage, sent by runtime)
 	EventUsage Event = 9
-	// EventError: an execution error (optional neutral code and http_status); done must follow (wire error, sent by runtime)
+	// EventError: an execution error (optional neutral code and http_status); done must follow
+	// (wire error, sent by runtime)
 	EventError Event = 10
 	// EventDone: closes the execution stream with its final snapshot (wire done, sent by runtime)
 	EventDone Event = 11
-	// EventPromptCancel: asks the Runtime to cancel the Run; carries the delivery ID its receipt must echo (wire prompt_cancel, sent by core)
+	// EventPromptCancel: asks the Runtime to cancel the Run; carries the delivery ID its receipt
+	// must echo (wire prompt_cancel, sent by core)
 	EventPromptCancel Event = 12
-	// EventCancelAckApplied: the cancellation receipt (id = Run ID) with applied true after native settlement (wire interaction_decision_ack, sent by runtime)
+	// EventCancelAckApplied: the cancellation receipt (id = Run ID) with applied true after native
+	// settlement (wire interaction_decision_ack, sent by runtime)
 	EventCancelAckApplied Event = 13
-	// EventCancelAckRefused: the cancellation receipt (id = Run ID) with applied false and an error code (wire interaction_decision_ack, sent by runtime)
+	// EventCancelAckRefused: the cancellation receipt (id = Run ID) with applied false and an
+	// error code (wire interaction_decision_ack, sent by runtime)
 	EventCancelAckRefused Event = 14
-	// EventCancelWait: fifteen seconds after prompt_cancel without a cancellation receipt (timer 15s, owned by core)
+	// EventCancelWait: fifteen seconds after prompt_cancel without a cancellation receipt (timer
+	// 15s, owned by core)
 	EventCancelWait Event = 15
-	// EventObservationLost: the Run subscription closed with an observation error (connection lost or subscriber overflow); the Runtime sees the connection drop (local, observed by both)
+	// EventObservationLost: the Run subscription closed with an observation error (connection lost
+	// or subscriber overflow); the Runtime sees the connection drop (local, observed by both)
 	EventObservationLost Event = 16
-	// EventDeliveryFailed: Core's send of the start or of prompt_cancel failed or stayed unconfirmed (local, observed by core)
+	// EventDeliveryFailed: Core's send of the start or of prompt_cancel failed or stayed
+	// unconfirmed (local, observed by core)
 	EventDeliveryFailed Event = 17
 )
-
-var eventNames = [...]string{"", "prompt_request", "execution_start", "status_started", "start_failed", "delta", "thinking", "output_message", "tool_call", "usage", "error", "done", "prompt_cancel", "cancel_ack_applied", "cancel_ack_refused", "cancel_wait", "observation_lost", "delivery_failed"}
 
 // String returns the spec name, or Event(n) for a value outside the enum.
 func (v Event) String() string {
 	if v.Valid() {
-		return eventNames[v]
+		return Table.Events[v-1].Name
 	}
 	return "Event(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v Event) Valid() bool {
-	return v >= 1 && int(v) < len(eventNames)
+	return v >= 1 && v <= EventDeliveryFailed
 }
 
 // ParseEvent returns the event with the given spec name.
@@ -245,35 +255,41 @@ func ParseEvent(name string) (Event, error) {
 	}
 }
 
-var eventKinds = [...]fsm.EventKind{0, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventTimer, fsm.EventLocal, fsm.EventLocal}
-var eventMessages = [...]string{"", "prompt_request", "execution_start", "preparation_status", "preparation_status", "delta", "thinking", "output_message", "tool_call", "usage", "error", "done", "prompt_cancel", "interaction_decision_ack", "interaction_decision_ack", "", "", ""}
-var eventRoles = [...]fsm.Role{0, fsm.RoleCore, fsm.RoleCore, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleCore, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleCore, fsm.RoleBoth, fsm.RoleCore}
-
-// Kind says whether e is a wire message, a timer or a local event.
-func (e Event) Kind() fsm.EventKind {
-	if !e.Valid() {
-		return eventKinds[0]
+// Kind says whether v is a wire message, a timer expiry or a local event.
+func (v Event) Kind() fsm.EventKind {
+	if !v.Valid() {
+		return 0
 	}
-	return eventKinds[e]
-}
-
-// Message is the wire type of a message event, or "" for timers and local events. Several events may share one wire type (a status frame with different states).
-func (e Event) Message() string {
-	if !e.Valid() {
-		return eventMessages[0]
-	}
-	return eventMessages[e]
+	return Table.Events[v-1].Kind
 }
 
 // Role is the sender of a message event, the owner of a timer or the observer of a local event.
-func (e Event) Role() fsm.Role {
-	if !e.Valid() {
-		return eventRoles[0]
+func (v Event) Role() fsm.Role {
+	if !v.Valid() {
+		return 0
 	}
-	return eventRoles[e]
+	return Table.Events[v-1].Role
 }
 
-// Timer is a named timer. Arming and disarming are effects; expiry is the event of the same name.
+// Message is the wire type of a message event, or 0. Several events may share one wire type (a
+// status frame with different states).
+func (v Event) Message() Message {
+	if !v.Valid() {
+		return 0
+	}
+	return Message(Table.Events[v-1].Message)
+}
+
+// Timer is the timer whose expiry v is, or 0.
+func (v Event) Timer() Timer {
+	if !v.Valid() {
+		return 0
+	}
+	return Timer(Table.Events[v-1].Timer)
+}
+
+// Timer is a named timer; its values are the fsm.TimerID of Table. Arming and disarming are
+// effects; expiry is the event of the same name.
 type Timer uint8
 
 const (
@@ -281,19 +297,17 @@ const (
 	TimerCancelWait Timer = 1
 )
 
-var timerNames = [...]string{"", "cancel_wait"}
-
 // String returns the spec name, or Timer(n) for a value outside the enum.
 func (v Timer) String() string {
 	if v.Valid() {
-		return timerNames[v]
+		return Table.Timers[v-1].Name
 	}
 	return "Timer(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v Timer) Valid() bool {
-	return v >= 1 && int(v) < len(timerNames)
+	return v >= 1 && v <= TimerCancelWait
 }
 
 // ParseTimer returns the timer with the given spec name.
@@ -309,46 +323,43 @@ func ParseTimer(name string) (Timer, error) {
 	}
 }
 
-var timerDurations = [...]time.Duration{0, 15 * time.Second}
-var timerEvents = [...]Event{0, EventCancelWait}
-
 // Duration is how long the timer runs once armed.
-func (t Timer) Duration() time.Duration {
-	if !t.Valid() {
+func (v Timer) Duration() time.Duration {
+	if !v.Valid() {
 		return 0
 	}
-	return timerDurations[t]
+	return Table.Timers[v-1].Duration
 }
 
 // Event is the event to fire when the timer expires.
-func (t Timer) Event() Event {
-	if !t.Valid() {
+func (v Timer) Event() Event {
+	if !v.Valid() {
 		return 0
 	}
-	return timerEvents[t]
+	return Event(Table.Timers[v-1].Event)
 }
 
-// Guard names a predicate the peer evaluates through its Hooks.
+// Guard is a predicate a peer evaluates through its hooks; its values are the fsm.GuardID of
+// Table.
 type Guard uint8
 
 const (
-	// GuardMatchesCancelDelivery: the receipt echoes the delivery ID of a prompt_cancel sent for this Run; without that correlation it proves nothing
+	// GuardMatchesCancelDelivery: the receipt echoes the delivery ID of a prompt_cancel sent for
+	// this Run; without that correlation it proves nothing
 	GuardMatchesCancelDelivery Guard = 1
 )
-
-var guardNames = [...]string{"", "matches_cancel_delivery"}
 
 // String returns the spec name, or Guard(n) for a value outside the enum.
 func (v Guard) String() string {
 	if v.Valid() {
-		return guardNames[v]
+		return Table.Guards[v-1]
 	}
 	return "Guard(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v Guard) Valid() bool {
-	return v >= 1 && int(v) < len(guardNames)
+	return v >= 1 && v <= GuardMatchesCancelDelivery
 }
 
 // ParseGuard returns the guard with the given spec name.
@@ -364,23 +375,21 @@ func ParseGuard(name string) (Guard, error) {
 	}
 }
 
-// GuardSet is the set of guards that hold, for the pure Transition function.
-type GuardSet uint64
+// GuardSet is the set of guards that hold, for Transition; it has the layout of fsm.GuardSet.
+type GuardSet fsm.GuardSet
 
 // With returns s with g added.
 func (s GuardSet) With(g Guard) GuardSet {
-	if !g.Valid() {
-		return s
-	}
-	return s | 1<<(g-1)
+	return GuardSet(fsm.GuardSet(s).With(fsm.GuardID(g)))
 }
 
 // Has reports whether g is in s.
 func (s GuardSet) Has(g Guard) bool {
-	return g.Valid() && s&(1<<(g-1)) != 0
+	return fsm.GuardSet(s).Has(fsm.GuardID(g))
 }
 
-// Action names a local effect the peer performs through its Hooks.
+// Action is a local effect a peer performs through its hooks; its values are the fsm.ActionID of
+// Table.
 type Action uint8
 
 const (
@@ -388,37 +397,42 @@ const (
 	ActionStartNative Action = 1
 	// ActionRecordOutput: Core appends the frame to the Run's observed outcome in order
 	ActionRecordOutput Action = 2
-	// ActionReplaceUsage: Core replaces the usage snapshot with this cumulative one (never adds; an absent measurement stays unknown)
+	// ActionReplaceUsage: Core replaces the usage snapshot with this cumulative one (never adds;
+	// an absent measurement stays unknown)
 	ActionReplaceUsage Action = 3
-	// ActionRecordError: Core keeps the error (or the start failure) with its optional code as part of the outcome
+	// ActionRecordError: Core keeps the error (or the start failure) with its optional code as
+	// part of the outcome
 	ActionRecordError Action = 4
 	// ActionCloseStream: Core closes the observed stream with done's final snapshot
 	ActionCloseStream Action = 5
-	// ActionCancelNative: the Runtime cancels the native work; its receipt follows native settlement
+	// ActionCancelNative: the Runtime cancels the native work; its receipt follows native
+	// settlement
 	ActionCancelNative Action = 6
-	// ActionApplyCancelReceipt: Core makes the receipt (and the outcome it carries) the terminal outcome, whether or not done arrived
+	// ActionApplyCancelReceipt: Core makes the receipt (and the outcome it carries) the terminal
+	// outcome, whether or not done arrived
 	ActionApplyCancelReceipt Action = 7
-	// ActionMarkEventStreamIncomplete: Core records event_stream_incomplete, keeping any native evidence separate; it fabricates no error or done
+	// ActionMarkEventStreamIncomplete: Core records event_stream_incomplete, keeping any native
+	// evidence separate; it fabricates no error or done
 	ActionMarkEventStreamIncomplete Action = 8
-	// ActionMarkDeliveryUnknown: Core records delivery_unknown; the native effect is unknown and nothing is replayed
+	// ActionMarkDeliveryUnknown: Core records delivery_unknown; the native effect is unknown and
+	// nothing is replayed
 	ActionMarkDeliveryUnknown Action = 9
-	// ActionMarkCancelUnconfirmed: Core records cancel_unconfirmed; the missing receipt neither proves success nor authorizes another execution
+	// ActionMarkCancelUnconfirmed: Core records cancel_unconfirmed; the missing receipt neither
+	// proves success nor authorizes another execution
 	ActionMarkCancelUnconfirmed Action = 10
 )
-
-var actionNames = [...]string{"", "start_native", "record_output", "replace_usage", "record_error", "close_stream", "cancel_native", "apply_cancel_receipt", "mark_event_stream_incomplete", "mark_delivery_unknown", "mark_cancel_unconfirmed"}
 
 // String returns the spec name, or Action(n) for a value outside the enum.
 func (v Action) String() string {
 	if v.Valid() {
-		return actionNames[v]
+		return Table.Actions[v-1]
 	}
 	return "Action(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v Action) Valid() bool {
-	return v >= 1 && int(v) < len(actionNames)
+	return v >= 1 && v <= ActionMarkCancelUnconfirmed
 }
 
 // ParseAction returns the action with the given spec name.
@@ -452,1421 +466,636 @@ func ParseAction(name string) (Action, error) {
 	}
 }
 
-// Message is a wire type this machine asks a peer to send.
+// Message is a wire type the machine sends or observes; its values are the fsm.MessageID of Table.
 type Message uint8
 
-var messageNames = [...]string{""}
+const (
+	// MessageDelta: observed as an event
+	MessageDelta Message = 1
+	// MessageDone: observed as an event
+	MessageDone Message = 2
+	// MessageError: observed as an event
+	MessageError Message = 3
+	// MessageExecutionStart: observed as an event
+	MessageExecutionStart Message = 4
+	// MessageInteractionDecisionAck: observed as an event
+	MessageInteractionDecisionAck Message = 5
+	// MessageOutputMessage: observed as an event
+	MessageOutputMessage Message = 6
+	// MessagePreparationStatus: observed as an event
+	MessagePreparationStatus Message = 7
+	// MessagePromptCancel: observed as an event
+	MessagePromptCancel Message = 8
+	// MessagePromptRequest: observed as an event
+	MessagePromptRequest Message = 9
+	// MessageThinking: observed as an event
+	MessageThinking Message = 10
+	// MessageToolCall: observed as an event
+	MessageToolCall Message = 11
+	// MessageUsage: observed as an event
+	MessageUsage Message = 12
+)
 
 // String returns the spec name, or Message(n) for a value outside the enum.
 func (v Message) String() string {
 	if v.Valid() {
-		return messageNames[v]
+		return Table.Messages[v-1]
 	}
 	return "Message(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v Message) Valid() bool {
-	return v >= 1 && int(v) < len(messageNames)
+	return v >= 1 && v <= MessageUsage
 }
 
-// Effect is one step a transition asks a peer to perform, in spec order.
-type Effect struct {
-	Kind fsm.EffectKind
-	// Role is the peer that performs the effect; RoleBoth for both.
-	Role    fsm.Role
-	Message Message // EffectSend
-	Timer   Timer   // EffectStart, EffectStop
-	Action  Action  // EffectDo
-	Raise   Event   // EffectRaise
-}
-
-// String renders the effect as the spec writes it, e.g. "runtime: send preparation_status".
-func (e Effect) String() string {
-	prefix := ""
-	if e.Role != fsm.RoleBoth {
-		prefix = e.Role.String() + ": "
+// ParseMessage returns the message with the given spec name.
+func ParseMessage(name string) (Message, error) {
+	switch name {
+	case "delta":
+		return MessageDelta, nil
+	case "done":
+		return MessageDone, nil
+	case "error":
+		return MessageError, nil
+	case "execution_start":
+		return MessageExecutionStart, nil
+	case "interaction_decision_ack":
+		return MessageInteractionDecisionAck, nil
+	case "output_message":
+		return MessageOutputMessage, nil
+	case "preparation_status":
+		return MessagePreparationStatus, nil
+	case "prompt_cancel":
+		return MessagePromptCancel, nil
+	case "prompt_request":
+		return MessagePromptRequest, nil
+	case "thinking":
+		return MessageThinking, nil
+	case "tool_call":
+		return MessageToolCall, nil
+	case "usage":
+		return MessageUsage, nil
 	}
-	switch e.Kind {
-	case fsm.EffectSend:
-		return prefix + "send " + e.Message.String()
-	case fsm.EffectStart:
-		return prefix + "start " + e.Timer.String()
-	case fsm.EffectStop:
-		return prefix + "stop " + e.Timer.String()
-	case fsm.EffectDo:
-		return prefix + "do " + e.Action.String()
-	case fsm.EffectRaise:
-		return prefix + "raise " + e.Raise.String()
+	return 0, &fsm.InvalidError{
+		Machine: Name,
+		Value:   fsm.Quote(name),
+		What:    "message name",
 	}
-	return prefix + e.Kind.String()
 }
 
-// Step is what one event did: a read-only view of the selected candidate of
-// its cell. It is a single pointer into the generated table, so returning it
-// costs nothing and nobody can change the table through it. The zero Step,
-// returned for an invalid state or event, reports zero values.
+// The candidates of Table, one per rule of spec/run.yaml and shared by every cell the rule covers
+// (a rule that lists its own target among its sources is two: a move from the others and an
+// internal transition in the target).
+var (
+	rule150 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRequested), Line: 150, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionStartNative)},
+	}}
+	rule154 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no cancellation was sent", Line: 154}
+	rule157 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no start was sent for this Run ID", Line: 157}
+	rule162 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStreaming), Line: 162}
+	rule165 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateNotStarted), Line: 165, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordError)},
+	}}
+	rule169Moved = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStreaming), Line: 169, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutput)},
+	}}
+	rule169Stayed = &fsm.Candidate{Disp: fsm.Stayed, Line: 169, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutput)},
+	}}
+	rule173Moved = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStreaming), Line: 173, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReplaceUsage)},
+	}}
+	rule173Stayed = &fsm.Candidate{Disp: fsm.Stayed, Line: 173, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReplaceUsage)},
+	}}
+	rule177Moved = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateErrored), Line: 177, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordError)},
+	}}
+	rule177Stayed = &fsm.Candidate{Disp: fsm.Stayed, Line: 177, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordError)},
+	}}
+	rule181 = &fsm.Candidate{Disp: fsm.Stayed, Line: 181, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutput)},
+	}}
+	rule186 = &fsm.Candidate{Disp: fsm.Stayed, Line: 186, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReplaceUsage)},
+	}}
+	rule190 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCompleted), Line: 190, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionCloseStream)},
+	}}
+	rule194 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 194, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionCloseStream)},
+	}}
+	rule198 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelling), Line: 198, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerCancelWait)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionCancelNative)},
+	}}
+	rule202 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateIncomplete), Line: 202, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkEventStreamIncomplete)},
+	}}
+	rule206 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateDeliveryUnknown), Line: 206, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkDeliveryUnknown)},
+	}}
+	rule210 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "observed output already proves the start was delivered", Line: 210}
+	rule213 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "output raced the status and already proved the transfer", Line: 213}
+	rule216 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "output was observed for this Run, so its start did not fail", Line: 216}
+	rule219 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "run_conflict: this Run ID was already started", Line: 219}
+	rule222 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no prompt_cancel was sent for this Run", Line: 222}
+	rule225 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the cancellation deadline only runs after prompt_cancel", Line: 225}
+	rule230 = &fsm.Candidate{Disp: fsm.Stayed, Line: 230, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutput)},
+	}}
+	rule234 = &fsm.Candidate{Disp: fsm.Stayed, Line: 234, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReplaceUsage)},
+	}}
+	rule238 = &fsm.Candidate{Disp: fsm.Stayed, Line: 238, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordError)},
+	}}
+	rule242 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelDrained), Line: 242, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionCloseStream)},
+	}}
+	rule246 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the transfer raced the cancellation; the receipt still decides", Line: 246}
+	rule249 = &fsm.Candidate{Disp: fsm.Stayed, Line: 249, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionCancelNative)},
+	}}
+	rule254 = &fsm.Candidate{Guard: fsm.GuardID(GuardMatchesCancelDelivery), Disp: fsm.Moved, To: fsm.StateID(StateCancelled), Line: 254, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerCancelWait)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionApplyCancelReceipt)},
+	}}
+	rule259 = &fsm.Candidate{Guard: fsm.GuardID(GuardMatchesCancelDelivery), Disp: fsm.Moved, To: fsm.StateID(StateCancelRefused), Line: 259, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerCancelWait)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionApplyCancelReceipt)},
+	}}
+	rule264 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "a receipt without this Run's cancellation delivery ID establishes nothing", Line: 264}
+	rule267 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelUnconfirmed), Line: 267, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkCancelUnconfirmed)},
+	}}
+	rule271 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelUnconfirmed), Line: 271, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerCancelWait)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkCancelUnconfirmed)},
+	}}
+	rule279 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "a repeated done changes nothing", Line: 279}
+	rule282 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "done already closed the stream", Line: 282}
+	rule285 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the stream is closed; only the cancellation receipt settles the Run now", Line: 285}
+	rule290 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no cancellation deadline is running", Line: 290}
+	rule293 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing", Line: 293}
+	rule297 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the outcome stays unknown; late frames are not applied", Line: 297}
+	rule301 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the Run was settled before this happened", Line: 301}
+	rule304 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "done (or the start failure) already closed the stream", Line: 304}
+	rule307 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "run_inactive: the Run is settled", Line: 307}
+)
+
+// Table is the run machine as the engine runs it, sealed: every (state, event) cell lists its
+// candidates in the order they are tried, the unguarded fallback last. It is exactly what
+// spec.Machine.Table builds from spec/run.yaml. Treat it as read-only.
+var Table = fsm.MustSeal(&fsm.Table{
+	Name:   Name,
+	Source: "spec/run.yaml",
+	States: []fsm.StateDecl{
+		{Name: "idle"},
+		{Name: "requested"},
+		{Name: "streaming"},
+		{Name: "errored"},
+		{Name: "cancelling", Timers: []fsm.TimerID{fsm.TimerID(TimerCancelWait)}},
+		{Name: "cancel_drained", Timers: []fsm.TimerID{fsm.TimerID(TimerCancelWait)}},
+		{Name: "completed", Outcome: fsm.OutcomeSuccess},
+		{Name: "failed", Outcome: fsm.OutcomeFailure},
+		{Name: "cancelled", Outcome: fsm.OutcomeSuccess},
+		{Name: "cancel_refused", Outcome: fsm.OutcomeFailure},
+		{Name: "cancel_unconfirmed", Outcome: fsm.OutcomeUnknown},
+		{Name: "incomplete", Outcome: fsm.OutcomeUnknown},
+		{Name: "delivery_unknown", Outcome: fsm.OutcomeUnknown},
+		{Name: "not_started", Outcome: fsm.OutcomeFailure},
+	},
+	Events: []fsm.EventDecl{
+		{Name: "prompt_request", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessagePromptRequest)},
+		{Name: "execution_start", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessageExecutionStart)},
+		{Name: "status_started", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus)},
+		{Name: "start_failed", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus)},
+		{Name: "delta", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageDelta)},
+		{Name: "thinking", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageThinking)},
+		{Name: "output_message", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageOutputMessage)},
+		{Name: "tool_call", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageToolCall)},
+		{Name: "usage", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageUsage)},
+		{Name: "error", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageError)},
+		{Name: "done", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageDone)},
+		{Name: "prompt_cancel", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessagePromptCancel)},
+		{Name: "cancel_ack_applied", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageInteractionDecisionAck)},
+		{Name: "cancel_ack_refused", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageInteractionDecisionAck)},
+		{Name: "cancel_wait", Kind: fsm.EventTimer, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerCancelWait)},
+		{Name: "observation_lost", Kind: fsm.EventLocal, Role: fsm.RoleBoth},
+		{Name: "delivery_failed", Kind: fsm.EventLocal, Role: fsm.RoleCore},
+	},
+	Guards:   []string{"matches_cancel_delivery"},
+	Actions:  []string{"start_native", "record_output", "replace_usage", "record_error", "close_stream", "cancel_native", "apply_cancel_receipt", "mark_event_stream_incomplete", "mark_delivery_unknown", "mark_cancel_unconfirmed"},
+	Messages: []string{"delta", "done", "error", "execution_start", "interaction_decision_ack", "output_message", "preparation_status", "prompt_cancel", "prompt_request", "thinking", "tool_call", "usage"},
+	Timers: []fsm.TimerDecl{
+		{Name: "cancel_wait", Duration: 15 * time.Second, Event: fsm.EventID(EventCancelWait)},
+	},
+	Initial: fsm.StateID(StateIdle),
+	Cells: []fsm.Cell{
+		// idle
+		{Cands: []*fsm.Candidate{rule150}}, // idle × prompt_request
+		{Cands: []*fsm.Candidate{rule150}}, // idle × execution_start
+		{Cands: []*fsm.Candidate{rule157}}, // idle × status_started
+		{Cands: []*fsm.Candidate{rule157}}, // idle × start_failed
+		{Cands: []*fsm.Candidate{rule157}}, // idle × delta
+		{Cands: []*fsm.Candidate{rule157}}, // idle × thinking
+		{Cands: []*fsm.Candidate{rule157}}, // idle × output_message
+		{Cands: []*fsm.Candidate{rule157}}, // idle × tool_call
+		{Cands: []*fsm.Candidate{rule157}}, // idle × usage
+		{Cands: []*fsm.Candidate{rule157}}, // idle × error
+		{Cands: []*fsm.Candidate{rule157}}, // idle × done
+		{Cands: []*fsm.Candidate{rule157}}, // idle × prompt_cancel
+		{Cands: []*fsm.Candidate{rule157}}, // idle × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule157}}, // idle × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule154}}, // idle × cancel_wait
+		{Cands: []*fsm.Candidate{rule157}}, // idle × observation_lost
+		{Cands: []*fsm.Candidate{rule157}}, // idle × delivery_failed
+		// requested
+		{Cands: []*fsm.Candidate{rule219}},      // requested × prompt_request
+		{Cands: []*fsm.Candidate{rule219}},      // requested × execution_start
+		{Cands: []*fsm.Candidate{rule162}},      // requested × status_started
+		{Cands: []*fsm.Candidate{rule165}},      // requested × start_failed
+		{Cands: []*fsm.Candidate{rule169Moved}}, // requested × delta
+		{Cands: []*fsm.Candidate{rule169Moved}}, // requested × thinking
+		{Cands: []*fsm.Candidate{rule169Moved}}, // requested × output_message
+		{Cands: []*fsm.Candidate{rule169Moved}}, // requested × tool_call
+		{Cands: []*fsm.Candidate{rule173Moved}}, // requested × usage
+		{Cands: []*fsm.Candidate{rule177Moved}}, // requested × error
+		{Cands: []*fsm.Candidate{rule190}},      // requested × done
+		{Cands: []*fsm.Candidate{rule198}},      // requested × prompt_cancel
+		{Cands: []*fsm.Candidate{rule222}},      // requested × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule222}},      // requested × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule225}},      // requested × cancel_wait
+		{Cands: []*fsm.Candidate{rule202}},      // requested × observation_lost
+		{Cands: []*fsm.Candidate{rule206}},      // requested × delivery_failed
+		// streaming
+		{Cands: []*fsm.Candidate{rule219}},       // streaming × prompt_request
+		{Cands: []*fsm.Candidate{rule219}},       // streaming × execution_start
+		{Cands: []*fsm.Candidate{rule213}},       // streaming × status_started
+		{Cands: []*fsm.Candidate{rule216}},       // streaming × start_failed
+		{Cands: []*fsm.Candidate{rule169Stayed}}, // streaming × delta
+		{Cands: []*fsm.Candidate{rule169Stayed}}, // streaming × thinking
+		{Cands: []*fsm.Candidate{rule169Stayed}}, // streaming × output_message
+		{Cands: []*fsm.Candidate{rule169Stayed}}, // streaming × tool_call
+		{Cands: []*fsm.Candidate{rule173Stayed}}, // streaming × usage
+		{Cands: []*fsm.Candidate{rule177Moved}},  // streaming × error
+		{Cands: []*fsm.Candidate{rule190}},       // streaming × done
+		{Cands: []*fsm.Candidate{rule198}},       // streaming × prompt_cancel
+		{Cands: []*fsm.Candidate{rule222}},       // streaming × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule222}},       // streaming × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule225}},       // streaming × cancel_wait
+		{Cands: []*fsm.Candidate{rule202}},       // streaming × observation_lost
+		{Cands: []*fsm.Candidate{rule210}},       // streaming × delivery_failed
+		// errored
+		{Cands: []*fsm.Candidate{rule219}},       // errored × prompt_request
+		{Cands: []*fsm.Candidate{rule219}},       // errored × execution_start
+		{Cands: []*fsm.Candidate{rule213}},       // errored × status_started
+		{Cands: []*fsm.Candidate{rule216}},       // errored × start_failed
+		{Cands: []*fsm.Candidate{rule181}},       // errored × delta
+		{Cands: []*fsm.Candidate{rule181}},       // errored × thinking
+		{Cands: []*fsm.Candidate{rule181}},       // errored × output_message
+		{Cands: []*fsm.Candidate{rule181}},       // errored × tool_call
+		{Cands: []*fsm.Candidate{rule186}},       // errored × usage
+		{Cands: []*fsm.Candidate{rule177Stayed}}, // errored × error
+		{Cands: []*fsm.Candidate{rule194}},       // errored × done
+		{Cands: []*fsm.Candidate{rule198}},       // errored × prompt_cancel
+		{Cands: []*fsm.Candidate{rule222}},       // errored × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule222}},       // errored × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule225}},       // errored × cancel_wait
+		{Cands: []*fsm.Candidate{rule202}},       // errored × observation_lost
+		{Cands: []*fsm.Candidate{rule210}},       // errored × delivery_failed
+		// cancelling
+		{Cands: []*fsm.Candidate{rule219}},          // cancelling × prompt_request
+		{Cands: []*fsm.Candidate{rule219}},          // cancelling × execution_start
+		{Cands: []*fsm.Candidate{rule246}},          // cancelling × status_started
+		{Cands: []*fsm.Candidate{rule238}},          // cancelling × start_failed
+		{Cands: []*fsm.Candidate{rule230}},          // cancelling × delta
+		{Cands: []*fsm.Candidate{rule230}},          // cancelling × thinking
+		{Cands: []*fsm.Candidate{rule230}},          // cancelling × output_message
+		{Cands: []*fsm.Candidate{rule230}},          // cancelling × tool_call
+		{Cands: []*fsm.Candidate{rule234}},          // cancelling × usage
+		{Cands: []*fsm.Candidate{rule238}},          // cancelling × error
+		{Cands: []*fsm.Candidate{rule242}},          // cancelling × done
+		{Cands: []*fsm.Candidate{rule249}},          // cancelling × prompt_cancel
+		{Cands: []*fsm.Candidate{rule254, rule264}}, // cancelling × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule259, rule264}}, // cancelling × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule267}},          // cancelling × cancel_wait
+		{Cands: []*fsm.Candidate{rule271}},          // cancelling × observation_lost
+		{Cands: []*fsm.Candidate{rule271}},          // cancelling × delivery_failed
+		// cancel_drained
+		{Cands: []*fsm.Candidate{rule219}},          // cancel_drained × prompt_request
+		{Cands: []*fsm.Candidate{rule219}},          // cancel_drained × execution_start
+		{Cands: []*fsm.Candidate{rule285}},          // cancel_drained × status_started
+		{Cands: []*fsm.Candidate{rule285}},          // cancel_drained × start_failed
+		{Cands: []*fsm.Candidate{rule282}},          // cancel_drained × delta
+		{Cands: []*fsm.Candidate{rule282}},          // cancel_drained × thinking
+		{Cands: []*fsm.Candidate{rule282}},          // cancel_drained × output_message
+		{Cands: []*fsm.Candidate{rule282}},          // cancel_drained × tool_call
+		{Cands: []*fsm.Candidate{rule282}},          // cancel_drained × usage
+		{Cands: []*fsm.Candidate{rule282}},          // cancel_drained × error
+		{Cands: []*fsm.Candidate{rule279}},          // cancel_drained × done
+		{Cands: []*fsm.Candidate{rule249}},          // cancel_drained × prompt_cancel
+		{Cands: []*fsm.Candidate{rule254, rule264}}, // cancel_drained × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule259, rule264}}, // cancel_drained × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule267}},          // cancel_drained × cancel_wait
+		{Cands: []*fsm.Candidate{rule271}},          // cancel_drained × observation_lost
+		{Cands: []*fsm.Candidate{rule271}},          // cancel_drained × delivery_failed
+		// completed
+		{Cands: []*fsm.Candidate{rule307}}, // completed × prompt_request
+		{Cands: []*fsm.Candidate{rule307}}, // completed × execution_start
+		{Cands: []*fsm.Candidate{rule301}}, // completed × status_started
+		{Cands: []*fsm.Candidate{rule301}}, // completed × start_failed
+		{Cands: []*fsm.Candidate{rule304}}, // completed × delta
+		{Cands: []*fsm.Candidate{rule304}}, // completed × thinking
+		{Cands: []*fsm.Candidate{rule304}}, // completed × output_message
+		{Cands: []*fsm.Candidate{rule304}}, // completed × tool_call
+		{Cands: []*fsm.Candidate{rule304}}, // completed × usage
+		{Cands: []*fsm.Candidate{rule304}}, // completed × error
+		{Cands: []*fsm.Candidate{rule304}}, // completed × done
+		{Cands: []*fsm.Candidate{rule307}}, // completed × prompt_cancel
+		{Cands: []*fsm.Candidate{rule307}}, // completed × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule307}}, // completed × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule290}}, // completed × cancel_wait
+		{Cands: []*fsm.Candidate{rule301}}, // completed × observation_lost
+		{Cands: []*fsm.Candidate{rule301}}, // completed × delivery_failed
+		// failed
+		{Cands: []*fsm.Candidate{rule307}}, // failed × prompt_request
+		{Cands: []*fsm.Candidate{rule307}}, // failed × execution_start
+		{Cands: []*fsm.Candidate{rule301}}, // failed × status_started
+		{Cands: []*fsm.Candidate{rule301}}, // failed × start_failed
+		{Cands: []*fsm.Candidate{rule304}}, // failed × delta
+		{Cands: []*fsm.Candidate{rule304}}, // failed × thinking
+		{Cands: []*fsm.Candidate{rule304}}, // failed × output_message
+		{Cands: []*fsm.Candidate{rule304}}, // failed × tool_call
+		{Cands: []*fsm.Candidate{rule304}}, // failed × usage
+		{Cands: []*fsm.Candidate{rule304}}, // failed × error
+		{Cands: []*fsm.Candidate{rule304}}, // failed × done
+		{Cands: []*fsm.Candidate{rule307}}, // failed × prompt_cancel
+		{Cands: []*fsm.Candidate{rule307}}, // failed × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule307}}, // failed × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule290}}, // failed × cancel_wait
+		{Cands: []*fsm.Candidate{rule301}}, // failed × observation_lost
+		{Cands: []*fsm.Candidate{rule301}}, // failed × delivery_failed
+		// cancelled
+		{Cands: []*fsm.Candidate{rule307}}, // cancelled × prompt_request
+		{Cands: []*fsm.Candidate{rule307}}, // cancelled × execution_start
+		{Cands: []*fsm.Candidate{rule293}}, // cancelled × status_started
+		{Cands: []*fsm.Candidate{rule293}}, // cancelled × start_failed
+		{Cands: []*fsm.Candidate{rule293}}, // cancelled × delta
+		{Cands: []*fsm.Candidate{rule293}}, // cancelled × thinking
+		{Cands: []*fsm.Candidate{rule293}}, // cancelled × output_message
+		{Cands: []*fsm.Candidate{rule293}}, // cancelled × tool_call
+		{Cands: []*fsm.Candidate{rule293}}, // cancelled × usage
+		{Cands: []*fsm.Candidate{rule293}}, // cancelled × error
+		{Cands: []*fsm.Candidate{rule293}}, // cancelled × done
+		{Cands: []*fsm.Candidate{rule307}}, // cancelled × prompt_cancel
+		{Cands: []*fsm.Candidate{rule293}}, // cancelled × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule293}}, // cancelled × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule290}}, // cancelled × cancel_wait
+		{Cands: []*fsm.Candidate{rule293}}, // cancelled × observation_lost
+		{Cands: []*fsm.Candidate{rule293}}, // cancelled × delivery_failed
+		// cancel_refused
+		{Cands: []*fsm.Candidate{rule307}}, // cancel_refused × prompt_request
+		{Cands: []*fsm.Candidate{rule307}}, // cancel_refused × execution_start
+		{Cands: []*fsm.Candidate{rule293}}, // cancel_refused × status_started
+		{Cands: []*fsm.Candidate{rule293}}, // cancel_refused × start_failed
+		{Cands: []*fsm.Candidate{rule293}}, // cancel_refused × delta
+		{Cands: []*fsm.Candidate{rule293}}, // cancel_refused × thinking
+		{Cands: []*fsm.Candidate{rule293}}, // cancel_refused × output_message
+		{Cands: []*fsm.Candidate{rule293}}, // cancel_refused × tool_call
+		{Cands: []*fsm.Candidate{rule293}}, // cancel_refused × usage
+		{Cands: []*fsm.Candidate{rule293}}, // cancel_refused × error
+		{Cands: []*fsm.Candidate{rule293}}, // cancel_refused × done
+		{Cands: []*fsm.Candidate{rule307}}, // cancel_refused × prompt_cancel
+		{Cands: []*fsm.Candidate{rule293}}, // cancel_refused × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule293}}, // cancel_refused × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule290}}, // cancel_refused × cancel_wait
+		{Cands: []*fsm.Candidate{rule293}}, // cancel_refused × observation_lost
+		{Cands: []*fsm.Candidate{rule293}}, // cancel_refused × delivery_failed
+		// cancel_unconfirmed
+		{Cands: []*fsm.Candidate{rule307}}, // cancel_unconfirmed × prompt_request
+		{Cands: []*fsm.Candidate{rule307}}, // cancel_unconfirmed × execution_start
+		{Cands: []*fsm.Candidate{rule293}}, // cancel_unconfirmed × status_started
+		{Cands: []*fsm.Candidate{rule293}}, // cancel_unconfirmed × start_failed
+		{Cands: []*fsm.Candidate{rule293}}, // cancel_unconfirmed × delta
+		{Cands: []*fsm.Candidate{rule293}}, // cancel_unconfirmed × thinking
+		{Cands: []*fsm.Candidate{rule293}}, // cancel_unconfirmed × output_message
+		{Cands: []*fsm.Candidate{rule293}}, // cancel_unconfirmed × tool_call
+		{Cands: []*fsm.Candidate{rule293}}, // cancel_unconfirmed × usage
+		{Cands: []*fsm.Candidate{rule293}}, // cancel_unconfirmed × error
+		{Cands: []*fsm.Candidate{rule293}}, // cancel_unconfirmed × done
+		{Cands: []*fsm.Candidate{rule307}}, // cancel_unconfirmed × prompt_cancel
+		{Cands: []*fsm.Candidate{rule293}}, // cancel_unconfirmed × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule293}}, // cancel_unconfirmed × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule290}}, // cancel_unconfirmed × cancel_wait
+		{Cands: []*fsm.Candidate{rule293}}, // cancel_unconfirmed × observation_lost
+		{Cands: []*fsm.Candidate{rule293}}, // cancel_unconfirmed × delivery_failed
+		// incomplete
+		{Cands: []*fsm.Candidate{rule307}}, // incomplete × prompt_request
+		{Cands: []*fsm.Candidate{rule307}}, // incomplete × execution_start
+		{Cands: []*fsm.Candidate{rule297}}, // incomplete × status_started
+		{Cands: []*fsm.Candidate{rule297}}, // incomplete × start_failed
+		{Cands: []*fsm.Candidate{rule297}}, // incomplete × delta
+		{Cands: []*fsm.Candidate{rule297}}, // incomplete × thinking
+		{Cands: []*fsm.Candidate{rule297}}, // incomplete × output_message
+		{Cands: []*fsm.Candidate{rule297}}, // incomplete × tool_call
+		{Cands: []*fsm.Candidate{rule297}}, // incomplete × usage
+		{Cands: []*fsm.Candidate{rule297}}, // incomplete × error
+		{Cands: []*fsm.Candidate{rule297}}, // incomplete × done
+		{Cands: []*fsm.Candidate{rule307}}, // incomplete × prompt_cancel
+		{Cands: []*fsm.Candidate{rule297}}, // incomplete × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule297}}, // incomplete × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule290}}, // incomplete × cancel_wait
+		{Cands: []*fsm.Candidate{rule297}}, // incomplete × observation_lost
+		{Cands: []*fsm.Candidate{rule297}}, // incomplete × delivery_failed
+		// delivery_unknown
+		{Cands: []*fsm.Candidate{rule307}}, // delivery_unknown × prompt_request
+		{Cands: []*fsm.Candidate{rule307}}, // delivery_unknown × execution_start
+		{Cands: []*fsm.Candidate{rule297}}, // delivery_unknown × status_started
+		{Cands: []*fsm.Candidate{rule297}}, // delivery_unknown × start_failed
+		{Cands: []*fsm.Candidate{rule297}}, // delivery_unknown × delta
+		{Cands: []*fsm.Candidate{rule297}}, // delivery_unknown × thinking
+		{Cands: []*fsm.Candidate{rule297}}, // delivery_unknown × output_message
+		{Cands: []*fsm.Candidate{rule297}}, // delivery_unknown × tool_call
+		{Cands: []*fsm.Candidate{rule297}}, // delivery_unknown × usage
+		{Cands: []*fsm.Candidate{rule297}}, // delivery_unknown × error
+		{Cands: []*fsm.Candidate{rule297}}, // delivery_unknown × done
+		{Cands: []*fsm.Candidate{rule307}}, // delivery_unknown × prompt_cancel
+		{Cands: []*fsm.Candidate{rule297}}, // delivery_unknown × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule297}}, // delivery_unknown × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule290}}, // delivery_unknown × cancel_wait
+		{Cands: []*fsm.Candidate{rule297}}, // delivery_unknown × observation_lost
+		{Cands: []*fsm.Candidate{rule297}}, // delivery_unknown × delivery_failed
+		// not_started
+		{Cands: []*fsm.Candidate{rule307}}, // not_started × prompt_request
+		{Cands: []*fsm.Candidate{rule307}}, // not_started × execution_start
+		{Cands: []*fsm.Candidate{rule301}}, // not_started × status_started
+		{Cands: []*fsm.Candidate{rule301}}, // not_started × start_failed
+		{Cands: []*fsm.Candidate{rule304}}, // not_started × delta
+		{Cands: []*fsm.Candidate{rule304}}, // not_started × thinking
+		{Cands: []*fsm.Candidate{rule304}}, // not_started × output_message
+		{Cands: []*fsm.Candidate{rule304}}, // not_started × tool_call
+		{Cands: []*fsm.Candidate{rule304}}, // not_started × usage
+		{Cands: []*fsm.Candidate{rule304}}, // not_started × error
+		{Cands: []*fsm.Candidate{rule304}}, // not_started × done
+		{Cands: []*fsm.Candidate{rule307}}, // not_started × prompt_cancel
+		{Cands: []*fsm.Candidate{rule307}}, // not_started × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule307}}, // not_started × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule290}}, // not_started × cancel_wait
+		{Cands: []*fsm.Candidate{rule301}}, // not_started × observation_lost
+		{Cands: []*fsm.Candidate{rule301}}, // not_started × delivery_failed
+	},
+})
+
+// Step is what one event did: the engine's fsm.Step, a read-only view of the table candidate that
+// handled it, with typed accessors. The zero Step, returned for an invalid state or event, reports
+// zero values.
 type Step struct {
-	c *candidate
+	s fsm.Step
 }
 
 // From is the state the event arrived in.
 func (s Step) From() State {
-	if s.c == nil {
-		var zero State
-		return zero
-	}
-	return s.c.from
+	return State(s.s.From())
 }
 
 // Event is the event that was handled.
 func (s Step) Event() Event {
-	if s.c == nil {
-		var zero Event
-		return zero
-	}
-	return s.c.event
+	return Event(s.s.Event())
 }
 
 // To is the state after the step; it equals From unless the disposition is fsm.Moved.
 func (s Step) To() State {
-	if s.c == nil {
-		var zero State
-		return zero
-	}
-	return s.c.to
+	return State(s.s.To())
 }
 
 // Guard is the guard that selected the candidate, or 0 for the cell's fallback.
 func (s Step) Guard() Guard {
-	if s.c == nil {
-		var zero Guard
-		return zero
-	}
-	return s.c.guard
+	return Guard(s.s.Guard())
 }
 
 // Disposition says whether the step moved, stayed, ignored or rejected the event.
 func (s Step) Disposition() fsm.Disposition {
-	if s.c == nil {
-		var zero fsm.Disposition
-		return zero
-	}
-	return s.c.disp
+	return s.s.Disposition()
 }
 
-// Effects lists what the peer must do, in spec order; nil unless the step moved or stayed. The slice is shared: do not modify it.
-func (s Step) Effects() []Effect {
-	if s.c == nil {
-		var zero []Effect
-		return zero
-	}
-	return s.c.effects
+// Effects lists what the step asks of both peers, in spec order (a peer keeps those its role
+// performs); nil unless the step moved or stayed. Their IDs convert to this package's enums and
+// Table.EffectString renders one as the spec writes it. The slice is shared: do not modify it.
+func (s Step) Effects() []fsm.Effect {
+	return s.s.Effects()
 }
 
 // Reason is the spec's reason for an ignored or rejected event, or "".
 func (s Step) Reason() string {
-	if s.c == nil {
-		var zero string
-		return zero
-	}
-	return s.c.reason
+	return s.s.Reason()
 }
 
-type candidate struct {
-	guard   Guard
-	disp    fsm.Disposition
-	to      State
-	effects []Effect
-	reason  string
-	// from, event and err are filled in by init.
-	from  State
-	event Event
-	err   *fsm.TransitionError // non-nil exactly for rejections
+// Line is the line of the spec rule behind the step.
+func (s Step) Line() int {
+	return s.s.Line()
 }
 
-// table holds every (state, event) cell: its candidates in the order they are tried, the unguarded fallback last.
-var table = [numStates + 1][numEvents + 1][]candidate{
-	StateIdle: {
-		EventPromptRequest: {
-			// spec/run.yaml:150
-			{disp: fsm.Moved, to: StateRequested, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionStartNative}}},
-		},
-		EventExecutionStart: {
-			// spec/run.yaml:150
-			{disp: fsm.Moved, to: StateRequested, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionStartNative}}},
-		},
-		EventStatusStarted: {
-			// spec/run.yaml:157
-			{disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID"},
-		},
-		EventStartFailed: {
-			// spec/run.yaml:157
-			{disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID"},
-		},
-		EventDelta: {
-			// spec/run.yaml:157
-			{disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID"},
-		},
-		EventThinking: {
-			// spec/run.yaml:157
-			{disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID"},
-		},
-		EventOutputMessage: {
-			// spec/run.yaml:157
-			{disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID"},
-		},
-		EventToolCall: {
-			// spec/run.yaml:157
-			{disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID"},
-		},
-		EventUsage: {
-			// spec/run.yaml:157
-			{disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID"},
-		},
-		EventError: {
-			// spec/run.yaml:157
-			{disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID"},
-		},
-		EventDone: {
-			// spec/run.yaml:157
-			{disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID"},
-		},
-		EventPromptCancel: {
-			// spec/run.yaml:157
-			{disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID"},
-		},
-		EventCancelAckApplied: {
-			// spec/run.yaml:157
-			{disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID"},
-		},
-		EventCancelAckRefused: {
-			// spec/run.yaml:157
-			{disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID"},
-		},
-		EventCancelWait: {
-			// spec/run.yaml:154
-			{disp: fsm.Ignored, to: StateIdle, reason: "no cancellation was sent"},
-		},
-		EventObservationLost: {
-			// spec/run.yaml:157
-			{disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID"},
-		},
-		EventDeliveryFailed: {
-			// spec/run.yaml:157
-			{disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID"},
-		},
-	},
-	StateRequested: {
-		EventPromptRequest: {
-			// spec/run.yaml:219
-			{disp: fsm.Rejected, to: StateRequested, reason: "run_conflict: this Run ID was already started"},
-		},
-		EventExecutionStart: {
-			// spec/run.yaml:219
-			{disp: fsm.Rejected, to: StateRequested, reason: "run_conflict: this Run ID was already started"},
-		},
-		EventStatusStarted: {
-			// spec/run.yaml:162
-			{disp: fsm.Moved, to: StateStreaming},
-		},
-		EventStartFailed: {
-			// spec/run.yaml:165
-			{disp: fsm.Moved, to: StateNotStarted, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordError}}},
-		},
-		EventDelta: {
-			// spec/run.yaml:169
-			{disp: fsm.Moved, to: StateStreaming, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutput}}},
-		},
-		EventThinking: {
-			// spec/run.yaml:169
-			{disp: fsm.Moved, to: StateStreaming, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutput}}},
-		},
-		EventOutputMessage: {
-			// spec/run.yaml:169
-			{disp: fsm.Moved, to: StateStreaming, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutput}}},
-		},
-		EventToolCall: {
-			// spec/run.yaml:169
-			{disp: fsm.Moved, to: StateStreaming, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutput}}},
-		},
-		EventUsage: {
-			// spec/run.yaml:173
-			{disp: fsm.Moved, to: StateStreaming, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReplaceUsage}}},
-		},
-		EventError: {
-			// spec/run.yaml:177
-			{disp: fsm.Moved, to: StateErrored, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordError}}},
-		},
-		EventDone: {
-			// spec/run.yaml:190
-			{disp: fsm.Moved, to: StateCompleted, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionCloseStream}}},
-		},
-		EventPromptCancel: {
-			// spec/run.yaml:198
-			{disp: fsm.Moved, to: StateCancelling, effects: []Effect{{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: TimerCancelWait}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionCancelNative}}},
-		},
-		EventCancelAckApplied: {
-			// spec/run.yaml:222
-			{disp: fsm.Rejected, to: StateRequested, reason: "no prompt_cancel was sent for this Run"},
-		},
-		EventCancelAckRefused: {
-			// spec/run.yaml:222
-			{disp: fsm.Rejected, to: StateRequested, reason: "no prompt_cancel was sent for this Run"},
-		},
-		EventCancelWait: {
-			// spec/run.yaml:225
-			{disp: fsm.Ignored, to: StateRequested, reason: "the cancellation deadline only runs after prompt_cancel"},
-		},
-		EventObservationLost: {
-			// spec/run.yaml:202
-			{disp: fsm.Moved, to: StateIncomplete, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkEventStreamIncomplete}}},
-		},
-		EventDeliveryFailed: {
-			// spec/run.yaml:206
-			{disp: fsm.Moved, to: StateDeliveryUnknown, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkDeliveryUnknown}}},
-		},
-	},
-	StateStreaming: {
-		EventPromptRequest: {
-			// spec/run.yaml:219
-			{disp: fsm.Rejected, to: StateStreaming, reason: "run_conflict: this Run ID was already started"},
-		},
-		EventExecutionStart: {
-			// spec/run.yaml:219
-			{disp: fsm.Rejected, to: StateStreaming, reason: "run_conflict: this Run ID was already started"},
-		},
-		EventStatusStarted: {
-			// spec/run.yaml:213
-			{disp: fsm.Ignored, to: StateStreaming, reason: "output raced the status and already proved the transfer"},
-		},
-		EventStartFailed: {
-			// spec/run.yaml:216
-			{disp: fsm.Rejected, to: StateStreaming, reason: "output was observed for this Run, so its start did not fail"},
-		},
-		EventDelta: {
-			// spec/run.yaml:169
-			{disp: fsm.Stayed, to: StateStreaming, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutput}}},
-		},
-		EventThinking: {
-			// spec/run.yaml:169
-			{disp: fsm.Stayed, to: StateStreaming, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutput}}},
-		},
-		EventOutputMessage: {
-			// spec/run.yaml:169
-			{disp: fsm.Stayed, to: StateStreaming, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutput}}},
-		},
-		EventToolCall: {
-			// spec/run.yaml:169
-			{disp: fsm.Stayed, to: StateStreaming, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutput}}},
-		},
-		EventUsage: {
-			// spec/run.yaml:173
-			{disp: fsm.Stayed, to: StateStreaming, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReplaceUsage}}},
-		},
-		EventError: {
-			// spec/run.yaml:177
-			{disp: fsm.Moved, to: StateErrored, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordError}}},
-		},
-		EventDone: {
-			// spec/run.yaml:190
-			{disp: fsm.Moved, to: StateCompleted, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionCloseStream}}},
-		},
-		EventPromptCancel: {
-			// spec/run.yaml:198
-			{disp: fsm.Moved, to: StateCancelling, effects: []Effect{{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: TimerCancelWait}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionCancelNative}}},
-		},
-		EventCancelAckApplied: {
-			// spec/run.yaml:222
-			{disp: fsm.Rejected, to: StateStreaming, reason: "no prompt_cancel was sent for this Run"},
-		},
-		EventCancelAckRefused: {
-			// spec/run.yaml:222
-			{disp: fsm.Rejected, to: StateStreaming, reason: "no prompt_cancel was sent for this Run"},
-		},
-		EventCancelWait: {
-			// spec/run.yaml:225
-			{disp: fsm.Ignored, to: StateStreaming, reason: "the cancellation deadline only runs after prompt_cancel"},
-		},
-		EventObservationLost: {
-			// spec/run.yaml:202
-			{disp: fsm.Moved, to: StateIncomplete, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkEventStreamIncomplete}}},
-		},
-		EventDeliveryFailed: {
-			// spec/run.yaml:210
-			{disp: fsm.Ignored, to: StateStreaming, reason: "observed output already proves the start was delivered"},
-		},
-	},
-	StateErrored: {
-		EventPromptRequest: {
-			// spec/run.yaml:219
-			{disp: fsm.Rejected, to: StateErrored, reason: "run_conflict: this Run ID was already started"},
-		},
-		EventExecutionStart: {
-			// spec/run.yaml:219
-			{disp: fsm.Rejected, to: StateErrored, reason: "run_conflict: this Run ID was already started"},
-		},
-		EventStatusStarted: {
-			// spec/run.yaml:213
-			{disp: fsm.Ignored, to: StateErrored, reason: "output raced the status and already proved the transfer"},
-		},
-		EventStartFailed: {
-			// spec/run.yaml:216
-			{disp: fsm.Rejected, to: StateErrored, reason: "output was observed for this Run, so its start did not fail"},
-		},
-		EventDelta: {
-			// spec/run.yaml:181
-			{disp: fsm.Stayed, to: StateErrored, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutput}}},
-		},
-		EventThinking: {
-			// spec/run.yaml:181
-			{disp: fsm.Stayed, to: StateErrored, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutput}}},
-		},
-		EventOutputMessage: {
-			// spec/run.yaml:181
-			{disp: fsm.Stayed, to: StateErrored, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutput}}},
-		},
-		EventToolCall: {
-			// spec/run.yaml:181
-			{disp: fsm.Stayed, to: StateErrored, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutput}}},
-		},
-		EventUsage: {
-			// spec/run.yaml:186
-			{disp: fsm.Stayed, to: StateErrored, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReplaceUsage}}},
-		},
-		EventError: {
-			// spec/run.yaml:177
-			{disp: fsm.Stayed, to: StateErrored, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordError}}},
-		},
-		EventDone: {
-			// spec/run.yaml:194
-			{disp: fsm.Moved, to: StateFailed, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionCloseStream}}},
-		},
-		EventPromptCancel: {
-			// spec/run.yaml:198
-			{disp: fsm.Moved, to: StateCancelling, effects: []Effect{{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: TimerCancelWait}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionCancelNative}}},
-		},
-		EventCancelAckApplied: {
-			// spec/run.yaml:222
-			{disp: fsm.Rejected, to: StateErrored, reason: "no prompt_cancel was sent for this Run"},
-		},
-		EventCancelAckRefused: {
-			// spec/run.yaml:222
-			{disp: fsm.Rejected, to: StateErrored, reason: "no prompt_cancel was sent for this Run"},
-		},
-		EventCancelWait: {
-			// spec/run.yaml:225
-			{disp: fsm.Ignored, to: StateErrored, reason: "the cancellation deadline only runs after prompt_cancel"},
-		},
-		EventObservationLost: {
-			// spec/run.yaml:202
-			{disp: fsm.Moved, to: StateIncomplete, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkEventStreamIncomplete}}},
-		},
-		EventDeliveryFailed: {
-			// spec/run.yaml:210
-			{disp: fsm.Ignored, to: StateErrored, reason: "observed output already proves the start was delivered"},
-		},
-	},
-	StateCancelling: {
-		EventPromptRequest: {
-			// spec/run.yaml:219
-			{disp: fsm.Rejected, to: StateCancelling, reason: "run_conflict: this Run ID was already started"},
-		},
-		EventExecutionStart: {
-			// spec/run.yaml:219
-			{disp: fsm.Rejected, to: StateCancelling, reason: "run_conflict: this Run ID was already started"},
-		},
-		EventStatusStarted: {
-			// spec/run.yaml:246
-			{disp: fsm.Ignored, to: StateCancelling, reason: "the transfer raced the cancellation; the receipt still decides"},
-		},
-		EventStartFailed: {
-			// spec/run.yaml:238
-			{disp: fsm.Stayed, to: StateCancelling, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordError}}},
-		},
-		EventDelta: {
-			// spec/run.yaml:230
-			{disp: fsm.Stayed, to: StateCancelling, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutput}}},
-		},
-		EventThinking: {
-			// spec/run.yaml:230
-			{disp: fsm.Stayed, to: StateCancelling, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutput}}},
-		},
-		EventOutputMessage: {
-			// spec/run.yaml:230
-			{disp: fsm.Stayed, to: StateCancelling, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutput}}},
-		},
-		EventToolCall: {
-			// spec/run.yaml:230
-			{disp: fsm.Stayed, to: StateCancelling, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutput}}},
-		},
-		EventUsage: {
-			// spec/run.yaml:234
-			{disp: fsm.Stayed, to: StateCancelling, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReplaceUsage}}},
-		},
-		EventError: {
-			// spec/run.yaml:238
-			{disp: fsm.Stayed, to: StateCancelling, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordError}}},
-		},
-		EventDone: {
-			// spec/run.yaml:242
-			{disp: fsm.Moved, to: StateCancelDrained, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionCloseStream}}},
-		},
-		EventPromptCancel: {
-			// spec/run.yaml:249
-			{disp: fsm.Stayed, to: StateCancelling, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionCancelNative}}},
-		},
-		EventCancelAckApplied: {
-			// spec/run.yaml:254
-			{disp: fsm.Moved, guard: GuardMatchesCancelDelivery, to: StateCancelled, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerCancelWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionApplyCancelReceipt}}},
-			// spec/run.yaml:264
-			{disp: fsm.Rejected, to: StateCancelling, reason: "a receipt without this Run's cancellation delivery ID establishes nothing"},
-		},
-		EventCancelAckRefused: {
-			// spec/run.yaml:259
-			{disp: fsm.Moved, guard: GuardMatchesCancelDelivery, to: StateCancelRefused, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerCancelWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionApplyCancelReceipt}}},
-			// spec/run.yaml:264
-			{disp: fsm.Rejected, to: StateCancelling, reason: "a receipt without this Run's cancellation delivery ID establishes nothing"},
-		},
-		EventCancelWait: {
-			// spec/run.yaml:267
-			{disp: fsm.Moved, to: StateCancelUnconfirmed, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkCancelUnconfirmed}}},
-		},
-		EventObservationLost: {
-			// spec/run.yaml:271
-			{disp: fsm.Moved, to: StateCancelUnconfirmed, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerCancelWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkCancelUnconfirmed}}},
-		},
-		EventDeliveryFailed: {
-			// spec/run.yaml:271
-			{disp: fsm.Moved, to: StateCancelUnconfirmed, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerCancelWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkCancelUnconfirmed}}},
-		},
-	},
-	StateCancelDrained: {
-		EventPromptRequest: {
-			// spec/run.yaml:219
-			{disp: fsm.Rejected, to: StateCancelDrained, reason: "run_conflict: this Run ID was already started"},
-		},
-		EventExecutionStart: {
-			// spec/run.yaml:219
-			{disp: fsm.Rejected, to: StateCancelDrained, reason: "run_conflict: this Run ID was already started"},
-		},
-		EventStatusStarted: {
-			// spec/run.yaml:285
-			{disp: fsm.Ignored, to: StateCancelDrained, reason: "the stream is closed; only the cancellation receipt settles the Run now"},
-		},
-		EventStartFailed: {
-			// spec/run.yaml:285
-			{disp: fsm.Ignored, to: StateCancelDrained, reason: "the stream is closed; only the cancellation receipt settles the Run now"},
-		},
-		EventDelta: {
-			// spec/run.yaml:282
-			{disp: fsm.Rejected, to: StateCancelDrained, reason: "done already closed the stream"},
-		},
-		EventThinking: {
-			// spec/run.yaml:282
-			{disp: fsm.Rejected, to: StateCancelDrained, reason: "done already closed the stream"},
-		},
-		EventOutputMessage: {
-			// spec/run.yaml:282
-			{disp: fsm.Rejected, to: StateCancelDrained, reason: "done already closed the stream"},
-		},
-		EventToolCall: {
-			// spec/run.yaml:282
-			{disp: fsm.Rejected, to: StateCancelDrained, reason: "done already closed the stream"},
-		},
-		EventUsage: {
-			// spec/run.yaml:282
-			{disp: fsm.Rejected, to: StateCancelDrained, reason: "done already closed the stream"},
-		},
-		EventError: {
-			// spec/run.yaml:282
-			{disp: fsm.Rejected, to: StateCancelDrained, reason: "done already closed the stream"},
-		},
-		EventDone: {
-			// spec/run.yaml:279
-			{disp: fsm.Ignored, to: StateCancelDrained, reason: "a repeated done changes nothing"},
-		},
-		EventPromptCancel: {
-			// spec/run.yaml:249
-			{disp: fsm.Stayed, to: StateCancelDrained, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionCancelNative}}},
-		},
-		EventCancelAckApplied: {
-			// spec/run.yaml:254
-			{disp: fsm.Moved, guard: GuardMatchesCancelDelivery, to: StateCancelled, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerCancelWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionApplyCancelReceipt}}},
-			// spec/run.yaml:264
-			{disp: fsm.Rejected, to: StateCancelDrained, reason: "a receipt without this Run's cancellation delivery ID establishes nothing"},
-		},
-		EventCancelAckRefused: {
-			// spec/run.yaml:259
-			{disp: fsm.Moved, guard: GuardMatchesCancelDelivery, to: StateCancelRefused, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerCancelWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionApplyCancelReceipt}}},
-			// spec/run.yaml:264
-			{disp: fsm.Rejected, to: StateCancelDrained, reason: "a receipt without this Run's cancellation delivery ID establishes nothing"},
-		},
-		EventCancelWait: {
-			// spec/run.yaml:267
-			{disp: fsm.Moved, to: StateCancelUnconfirmed, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkCancelUnconfirmed}}},
-		},
-		EventObservationLost: {
-			// spec/run.yaml:271
-			{disp: fsm.Moved, to: StateCancelUnconfirmed, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerCancelWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkCancelUnconfirmed}}},
-		},
-		EventDeliveryFailed: {
-			// spec/run.yaml:271
-			{disp: fsm.Moved, to: StateCancelUnconfirmed, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerCancelWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkCancelUnconfirmed}}},
-		},
-	},
-	StateCompleted: {
-		EventPromptRequest: {
-			// spec/run.yaml:307
-			{disp: fsm.Rejected, to: StateCompleted, reason: "run_inactive: the Run is settled"},
-		},
-		EventExecutionStart: {
-			// spec/run.yaml:307
-			{disp: fsm.Rejected, to: StateCompleted, reason: "run_inactive: the Run is settled"},
-		},
-		EventStatusStarted: {
-			// spec/run.yaml:301
-			{disp: fsm.Ignored, to: StateCompleted, reason: "the Run was settled before this happened"},
-		},
-		EventStartFailed: {
-			// spec/run.yaml:301
-			{disp: fsm.Ignored, to: StateCompleted, reason: "the Run was settled before this happened"},
-		},
-		EventDelta: {
-			// spec/run.yaml:304
-			{disp: fsm.Rejected, to: StateCompleted, reason: "done (or the start failure) already closed the stream"},
-		},
-		EventThinking: {
-			// spec/run.yaml:304
-			{disp: fsm.Rejected, to: StateCompleted, reason: "done (or the start failure) already closed the stream"},
-		},
-		EventOutputMessage: {
-			// spec/run.yaml:304
-			{disp: fsm.Rejected, to: StateCompleted, reason: "done (or the start failure) already closed the stream"},
-		},
-		EventToolCall: {
-			// spec/run.yaml:304
-			{disp: fsm.Rejected, to: StateCompleted, reason: "done (or the start failure) already closed the stream"},
-		},
-		EventUsage: {
-			// spec/run.yaml:304
-			{disp: fsm.Rejected, to: StateCompleted, reason: "done (or the start failure) already closed the stream"},
-		},
-		EventError: {
-			// spec/run.yaml:304
-			{disp: fsm.Rejected, to: StateCompleted, reason: "done (or the start failure) already closed the stream"},
-		},
-		EventDone: {
-			// spec/run.yaml:304
-			{disp: fsm.Rejected, to: StateCompleted, reason: "done (or the start failure) already closed the stream"},
-		},
-		EventPromptCancel: {
-			// spec/run.yaml:307
-			{disp: fsm.Rejected, to: StateCompleted, reason: "run_inactive: the Run is settled"},
-		},
-		EventCancelAckApplied: {
-			// spec/run.yaml:307
-			{disp: fsm.Rejected, to: StateCompleted, reason: "run_inactive: the Run is settled"},
-		},
-		EventCancelAckRefused: {
-			// spec/run.yaml:307
-			{disp: fsm.Rejected, to: StateCompleted, reason: "run_inactive: the Run is settled"},
-		},
-		EventCancelWait: {
-			// spec/run.yaml:290
-			{disp: fsm.Ignored, to: StateCompleted, reason: "no cancellation deadline is running"},
-		},
-		EventObservationLost: {
-			// spec/run.yaml:301
-			{disp: fsm.Ignored, to: StateCompleted, reason: "the Run was settled before this happened"},
-		},
-		EventDeliveryFailed: {
-			// spec/run.yaml:301
-			{disp: fsm.Ignored, to: StateCompleted, reason: "the Run was settled before this happened"},
-		},
-	},
-	StateFailed: {
-		EventPromptRequest: {
-			// spec/run.yaml:307
-			{disp: fsm.Rejected, to: StateFailed, reason: "run_inactive: the Run is settled"},
-		},
-		EventExecutionStart: {
-			// spec/run.yaml:307
-			{disp: fsm.Rejected, to: StateFailed, reason: "run_inactive: the Run is settled"},
-		},
-		EventStatusStarted: {
-			// spec/run.yaml:301
-			{disp: fsm.Ignored, to: StateFailed, reason: "the Run was settled before this happened"},
-		},
-		EventStartFailed: {
-			// spec/run.yaml:301
-			{disp: fsm.Ignored, to: StateFailed, reason: "the Run was settled before this happened"},
-		},
-		EventDelta: {
-			// spec/run.yaml:304
-			{disp: fsm.Rejected, to: StateFailed, reason: "done (or the start failure) already closed the stream"},
-		},
-		EventThinking: {
-			// spec/run.yaml:304
-			{disp: fsm.Rejected, to: StateFailed, reason: "done (or the start failure) already closed the stream"},
-		},
-		EventOutputMessage: {
-			// spec/run.yaml:304
-			{disp: fsm.Rejected, to: StateFailed, reason: "done (or the start failure) already closed the stream"},
-		},
-		EventToolCall: {
-			// spec/run.yaml:304
-			{disp: fsm.Rejected, to: StateFailed, reason: "done (or the start failure) already closed the stream"},
-		},
-		EventUsage: {
-			// spec/run.yaml:304
-			{disp: fsm.Rejected, to: StateFailed, reason: "done (or the start failure) already closed the stream"},
-		},
-		EventError: {
-			// spec/run.yaml:304
-			{disp: fsm.Rejected, to: StateFailed, reason: "done (or the start failure) already closed the stream"},
-		},
-		EventDone: {
-			// spec/run.yaml:304
-			{disp: fsm.Rejected, to: StateFailed, reason: "done (or the start failure) already closed the stream"},
-		},
-		EventPromptCancel: {
-			// spec/run.yaml:307
-			{disp: fsm.Rejected, to: StateFailed, reason: "run_inactive: the Run is settled"},
-		},
-		EventCancelAckApplied: {
-			// spec/run.yaml:307
-			{disp: fsm.Rejected, to: StateFailed, reason: "run_inactive: the Run is settled"},
-		},
-		EventCancelAckRefused: {
-			// spec/run.yaml:307
-			{disp: fsm.Rejected, to: StateFailed, reason: "run_inactive: the Run is settled"},
-		},
-		EventCancelWait: {
-			// spec/run.yaml:290
-			{disp: fsm.Ignored, to: StateFailed, reason: "no cancellation deadline is running"},
-		},
-		EventObservationLost: {
-			// spec/run.yaml:301
-			{disp: fsm.Ignored, to: StateFailed, reason: "the Run was settled before this happened"},
-		},
-		EventDeliveryFailed: {
-			// spec/run.yaml:301
-			{disp: fsm.Ignored, to: StateFailed, reason: "the Run was settled before this happened"},
-		},
-	},
-	StateCancelled: {
-		EventPromptRequest: {
-			// spec/run.yaml:307
-			{disp: fsm.Rejected, to: StateCancelled, reason: "run_inactive: the Run is settled"},
-		},
-		EventExecutionStart: {
-			// spec/run.yaml:307
-			{disp: fsm.Rejected, to: StateCancelled, reason: "run_inactive: the Run is settled"},
-		},
-		EventStatusStarted: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
-		},
-		EventStartFailed: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
-		},
-		EventDelta: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
-		},
-		EventThinking: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
-		},
-		EventOutputMessage: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
-		},
-		EventToolCall: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
-		},
-		EventUsage: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
-		},
-		EventError: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
-		},
-		EventDone: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
-		},
-		EventPromptCancel: {
-			// spec/run.yaml:307
-			{disp: fsm.Rejected, to: StateCancelled, reason: "run_inactive: the Run is settled"},
-		},
-		EventCancelAckApplied: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
-		},
-		EventCancelAckRefused: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
-		},
-		EventCancelWait: {
-			// spec/run.yaml:290
-			{disp: fsm.Ignored, to: StateCancelled, reason: "no cancellation deadline is running"},
-		},
-		EventObservationLost: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
-		},
-		EventDeliveryFailed: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
-		},
-	},
-	StateCancelRefused: {
-		EventPromptRequest: {
-			// spec/run.yaml:307
-			{disp: fsm.Rejected, to: StateCancelRefused, reason: "run_inactive: the Run is settled"},
-		},
-		EventExecutionStart: {
-			// spec/run.yaml:307
-			{disp: fsm.Rejected, to: StateCancelRefused, reason: "run_inactive: the Run is settled"},
-		},
-		EventStatusStarted: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
-		},
-		EventStartFailed: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
-		},
-		EventDelta: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
-		},
-		EventThinking: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
-		},
-		EventOutputMessage: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
-		},
-		EventToolCall: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
-		},
-		EventUsage: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
-		},
-		EventError: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
-		},
-		EventDone: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
-		},
-		EventPromptCancel: {
-			// spec/run.yaml:307
-			{disp: fsm.Rejected, to: StateCancelRefused, reason: "run_inactive: the Run is settled"},
-		},
-		EventCancelAckApplied: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
-		},
-		EventCancelAckRefused: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
-		},
-		EventCancelWait: {
-			// spec/run.yaml:290
-			{disp: fsm.Ignored, to: StateCancelRefused, reason: "no cancellation deadline is running"},
-		},
-		EventObservationLost: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
-		},
-		EventDeliveryFailed: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
-		},
-	},
-	StateCancelUnconfirmed: {
-		EventPromptRequest: {
-			// spec/run.yaml:307
-			{disp: fsm.Rejected, to: StateCancelUnconfirmed, reason: "run_inactive: the Run is settled"},
-		},
-		EventExecutionStart: {
-			// spec/run.yaml:307
-			{disp: fsm.Rejected, to: StateCancelUnconfirmed, reason: "run_inactive: the Run is settled"},
-		},
-		EventStatusStarted: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
-		},
-		EventStartFailed: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
-		},
-		EventDelta: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
-		},
-		EventThinking: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
-		},
-		EventOutputMessage: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
-		},
-		EventToolCall: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
-		},
-		EventUsage: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
-		},
-		EventError: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
-		},
-		EventDone: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
-		},
-		EventPromptCancel: {
-			// spec/run.yaml:307
-			{disp: fsm.Rejected, to: StateCancelUnconfirmed, reason: "run_inactive: the Run is settled"},
-		},
-		EventCancelAckApplied: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
-		},
-		EventCancelAckRefused: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
-		},
-		EventCancelWait: {
-			// spec/run.yaml:290
-			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "no cancellation deadline is running"},
-		},
-		EventObservationLost: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
-		},
-		EventDeliveryFailed: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
-		},
-	},
-	StateIncomplete: {
-		EventPromptRequest: {
-			// spec/run.yaml:307
-			{disp: fsm.Rejected, to: StateIncomplete, reason: "run_inactive: the Run is settled"},
-		},
-		EventExecutionStart: {
-			// spec/run.yaml:307
-			{disp: fsm.Rejected, to: StateIncomplete, reason: "run_inactive: the Run is settled"},
-		},
-		EventStatusStarted: {
-			// spec/run.yaml:297
-			{disp: fsm.Ignored, to: StateIncomplete, reason: "the outcome stays unknown; late frames are not applied"},
-		},
-		EventStartFailed: {
-			// spec/run.yaml:297
-			{disp: fsm.Ignored, to: StateIncomplete, reason: "the outcome stays unknown; late frames are not applied"},
-		},
-		EventDelta: {
-			// spec/run.yaml:297
-			{disp: fsm.Ignored, to: StateIncomplete, reason: "the outcome stays unknown; late frames are not applied"},
-		},
-		EventThinking: {
-			// spec/run.yaml:297
-			{disp: fsm.Ignored, to: StateIncomplete, reason: "the outcome stays unknown; late frames are not applied"},
-		},
-		EventOutputMessage: {
-			// spec/run.yaml:297
-			{disp: fsm.Ignored, to: StateIncomplete, reason: "the outcome stays unknown; late frames are not applied"},
-		},
-		EventToolCall: {
-			// spec/run.yaml:297
-			{disp: fsm.Ignored, to: StateIncomplete, reason: "the outcome stays unknown; late frames are not applied"},
-		},
-		EventUsage: {
-			// spec/run.yaml:297
-			{disp: fsm.Ignored, to: StateIncomplete, reason: "the outcome stays unknown; late frames are not applied"},
-		},
-		EventError: {
-			// spec/run.yaml:297
-			{disp: fsm.Ignored, to: StateIncomplete, reason: "the outcome stays unknown; late frames are not applied"},
-		},
-		EventDone: {
-			// spec/run.yaml:297
-			{disp: fsm.Ignored, to: StateIncomplete, reason: "the outcome stays unknown; late frames are not applied"},
-		},
-		EventPromptCancel: {
-			// spec/run.yaml:307
-			{disp: fsm.Rejected, to: StateIncomplete, reason: "run_inactive: the Run is settled"},
-		},
-		EventCancelAckApplied: {
-			// spec/run.yaml:297
-			{disp: fsm.Ignored, to: StateIncomplete, reason: "the outcome stays unknown; late frames are not applied"},
-		},
-		EventCancelAckRefused: {
-			// spec/run.yaml:297
-			{disp: fsm.Ignored, to: StateIncomplete, reason: "the outcome stays unknown; late frames are not applied"},
-		},
-		EventCancelWait: {
-			// spec/run.yaml:290
-			{disp: fsm.Ignored, to: StateIncomplete, reason: "no cancellation deadline is running"},
-		},
-		EventObservationLost: {
-			// spec/run.yaml:297
-			{disp: fsm.Ignored, to: StateIncomplete, reason: "the outcome stays unknown; late frames are not applied"},
-		},
-		EventDeliveryFailed: {
-			// spec/run.yaml:297
-			{disp: fsm.Ignored, to: StateIncomplete, reason: "the outcome stays unknown; late frames are not applied"},
-		},
-	},
-	StateDeliveryUnknown: {
-		EventPromptRequest: {
-			// spec/run.yaml:307
-			{disp: fsm.Rejected, to: StateDeliveryUnknown, reason: "run_inactive: the Run is settled"},
-		},
-		EventExecutionStart: {
-			// spec/run.yaml:307
-			{disp: fsm.Rejected, to: StateDeliveryUnknown, reason: "run_inactive: the Run is settled"},
-		},
-		EventStatusStarted: {
-			// spec/run.yaml:297
-			{disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "the outcome stays unknown; late frames are not applied"},
-		},
-		EventStartFailed: {
-			// spec/run.yaml:297
-			{disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "the outcome stays unknown; late frames are not applied"},
-		},
-		EventDelta: {
-			// spec/run.yaml:297
-			{disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "the outcome stays unknown; late frames are not applied"},
-		},
-		EventThinking: {
-			// spec/run.yaml:297
-			{disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "the outcome stays unknown; late frames are not applied"},
-		},
-		EventOutputMessage: {
-			// spec/run.yaml:297
-			{disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "the outcome stays unknown; late frames are not applied"},
-		},
-		EventToolCall: {
-			// spec/run.yaml:297
-			{disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "the outcome stays unknown; late frames are not applied"},
-		},
-		EventUsage: {
-			// spec/run.yaml:297
-			{disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "the outcome stays unknown; late frames are not applied"},
-		},
-		EventError: {
-			// spec/run.yaml:297
-			{disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "the outcome stays unknown; late frames are not applied"},
-		},
-		EventDone: {
-			// spec/run.yaml:297
-			{disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "the outcome stays unknown; late frames are not applied"},
-		},
-		EventPromptCancel: {
-			// spec/run.yaml:307
-			{disp: fsm.Rejected, to: StateDeliveryUnknown, reason: "run_inactive: the Run is settled"},
-		},
-		EventCancelAckApplied: {
-			// spec/run.yaml:297
-			{disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "the outcome stays unknown; late frames are not applied"},
-		},
-		EventCancelAckRefused: {
-			// spec/run.yaml:297
-			{disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "the outcome stays unknown; late frames are not applied"},
-		},
-		EventCancelWait: {
-			// spec/run.yaml:290
-			{disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "no cancellation deadline is running"},
-		},
-		EventObservationLost: {
-			// spec/run.yaml:297
-			{disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "the outcome stays unknown; late frames are not applied"},
-		},
-		EventDeliveryFailed: {
-			// spec/run.yaml:297
-			{disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "the outcome stays unknown; late frames are not applied"},
-		},
-	},
-	StateNotStarted: {
-		EventPromptRequest: {
-			// spec/run.yaml:307
-			{disp: fsm.Rejected, to: StateNotStarted, reason: "run_inactive: the Run is settled"},
-		},
-		EventExecutionStart: {
-			// spec/run.yaml:307
-			{disp: fsm.Rejected, to: StateNotStarted, reason: "run_inactive: the Run is settled"},
-		},
-		EventStatusStarted: {
-			// spec/run.yaml:301
-			{disp: fsm.Ignored, to: StateNotStarted, reason: "the Run was settled before this happened"},
-		},
-		EventStartFailed: {
-			// spec/run.yaml:301
-			{disp: fsm.Ignored, to: StateNotStarted, reason: "the Run was settled before this happened"},
-		},
-		EventDelta: {
-			// spec/run.yaml:304
-			{disp: fsm.Rejected, to: StateNotStarted, reason: "done (or the start failure) already closed the stream"},
-		},
-		EventThinking: {
-			// spec/run.yaml:304
-			{disp: fsm.Rejected, to: StateNotStarted, reason: "done (or the start failure) already closed the stream"},
-		},
-		EventOutputMessage: {
-			// spec/run.yaml:304
-			{disp: fsm.Rejected, to: StateNotStarted, reason: "done (or the start failure) already closed the stream"},
-		},
-		EventToolCall: {
-			// spec/run.yaml:304
-			{disp: fsm.Rejected, to: StateNotStarted, reason: "done (or the start failure) already closed the stream"},
-		},
-		EventUsage: {
-			// spec/run.yaml:304
-			{disp: fsm.Rejected, to: StateNotStarted, reason: "done (or the start failure) already closed the stream"},
-		},
-		EventError: {
-			// spec/run.yaml:304
-			{disp: fsm.Rejected, to: StateNotStarted, reason: "done (or the start failure) already closed the stream"},
-		},
-		EventDone: {
-			// spec/run.yaml:304
-			{disp: fsm.Rejected, to: StateNotStarted, reason: "done (or the start failure) already closed the stream"},
-		},
-		EventPromptCancel: {
-			// spec/run.yaml:307
-			{disp: fsm.Rejected, to: StateNotStarted, reason: "run_inactive: the Run is settled"},
-		},
-		EventCancelAckApplied: {
-			// spec/run.yaml:307
-			{disp: fsm.Rejected, to: StateNotStarted, reason: "run_inactive: the Run is settled"},
-		},
-		EventCancelAckRefused: {
-			// spec/run.yaml:307
-			{disp: fsm.Rejected, to: StateNotStarted, reason: "run_inactive: the Run is settled"},
-		},
-		EventCancelWait: {
-			// spec/run.yaml:290
-			{disp: fsm.Ignored, to: StateNotStarted, reason: "no cancellation deadline is running"},
-		},
-		EventObservationLost: {
-			// spec/run.yaml:301
-			{disp: fsm.Ignored, to: StateNotStarted, reason: "the Run was settled before this happened"},
-		},
-		EventDeliveryFailed: {
-			// spec/run.yaml:301
-			{disp: fsm.Ignored, to: StateNotStarted, reason: "the Run was settled before this happened"},
-		},
-	},
-}
-
-// init completes each candidate, and builds the error of a rejection once, so that answering an event allocates nothing.
-func init() {
-	for s := range table {
-		for e := range table[s] {
-			for i := range table[s][e] {
-				c := &table[s][e][i]
-				c.from, c.event = State(s), Event(e)
-				if c.disp == fsm.Rejected {
-					c.err = &fsm.TransitionError{
-						Event:   Event(e).String(),
-						Machine: Name,
-						Reason:  c.reason,
-						State:   State(s).String(),
-					}
-				}
-			}
-		}
-	}
-}
-
-// Transition is the pure transition function. It selects the candidate of
-// the (s, e) cell whose guard is in held (or the fallback), and returns the
-// step with its effects. It changes nothing, runs no hook and allocates
-// nothing for valid inputs: the returned step and error are shared, read-only
-// values from the table.
+// Transition is the pure transition function. It selects the candidate of the (s, e) cell whose
+// guard is in held (or the fallback) and returns the step with its effects. It changes nothing,
+// runs no hook and allocates nothing for valid inputs: the step and the error are shared,
+// read-only values of Table.
 //
-// A rejected event returns a *fsm.TransitionError naming the machine, state
-// and event (errors.Is(err, fsm.ErrRejected)); Step.To() then equals s. An
-// invalid state or event returns the zero Step and a *fsm.InvalidError.
+// A rejected event returns a *fsm.TransitionError naming the machine, state and event
+// (errors.Is(err, fsm.ErrRejected)); Step.To() then equals s. An invalid state or event returns
+// the zero Step and a *fsm.InvalidError.
 func Transition(s State, e Event, held GuardSet) (Step, error) {
-	if !s.Valid() || !e.Valid() {
-		return Step{}, check(s, e)
-	}
-	cands := table[s][e]
-	for i := range cands {
-		c := &cands[i]
-		if c.guard != 0 && !held.Has(c.guard) {
-			continue
-		}
-		// A nil *TransitionError must not become a non-nil error.
-		if c.err != nil {
-			return Step{c}, c.err
-		}
-		return Step{c}, nil
-	}
-	// The generator refuses a cell without an unguarded fallback, so this is unreachable.
-	return Step{}, &fsm.InvalidError{
-		Machine: Name,
-		Value:   s.String() + "/" + e.String(),
-		What:    "cell",
-	}
+	st, err := Table.Transition(fsm.StateID(s), fsm.EventID(e), fsm.GuardSet(held))
+	return Step{st}, err
 }
 
-// check builds the error for an invalid state or event; it is off the hot path.
-func check(s State, e Event) error {
-	if !s.Valid() {
-		return &fsm.InvalidError{
-			Machine: Name,
-			Value:   s.String(),
-			What:    "state",
-		}
-	}
-	if !e.Valid() {
-		return &fsm.InvalidError{
-			Machine: Name,
-			Value:   e.String(),
-			What:    "event",
-		}
-	}
-	return nil
+// CoreHooks is what a Core peer implements to run the run machine: one method per guard it
+// evaluates, per message it sends and per action it performs. The engine calls a guard while it
+// selects a candidate, and the other methods after the step, in spec order (fsm.Machine.Fire, or a
+// driver that drains an fsm.Outbox). A method must not change the machine. The *fsm.Firing is
+// reused: do not keep it after the call.
+type CoreHooks[A any] interface {
+	// GuardMatchesCancelDelivery reports whether the receipt echoes the delivery ID of a
+	// prompt_cancel sent for this Run; without that correlation it proves nothing.
+	GuardMatchesCancelDelivery(f *fsm.Firing[A]) bool
+	// DoRecordOutput performs record_output: Core appends the frame to the Run's observed outcome
+	// in order.
+	DoRecordOutput(f *fsm.Firing[A]) error
+	// DoReplaceUsage performs replace_usage: Core replaces the usage snapshot with this cumulative
+	// one (never adds; an absent measurement stays unknown).
+	DoReplaceUsage(f *fsm.Firing[A]) error
+	// DoRecordError performs record_error: Core keeps the error (or the start failure) with its
+	// optional code as part of the outcome.
+	DoRecordError(f *fsm.Firing[A]) error
+	// DoCloseStream performs close_stream: Core closes the observed stream with done's final
+	// snapshot.
+	DoCloseStream(f *fsm.Firing[A]) error
+	// DoApplyCancelReceipt performs apply_cancel_receipt: Core makes the receipt (and the outcome
+	// it carries) the terminal outcome, whether or not done arrived.
+	DoApplyCancelReceipt(f *fsm.Firing[A]) error
+	// DoMarkEventStreamIncomplete performs mark_event_stream_incomplete: Core records
+	// event_stream_incomplete, keeping any native evidence separate; it fabricates no error or
+	// done.
+	DoMarkEventStreamIncomplete(f *fsm.Firing[A]) error
+	// DoMarkDeliveryUnknown performs mark_delivery_unknown: Core records delivery_unknown; the
+	// native effect is unknown and nothing is replayed.
+	DoMarkDeliveryUnknown(f *fsm.Firing[A]) error
+	// DoMarkCancelUnconfirmed performs mark_cancel_unconfirmed: Core records cancel_unconfirmed;
+	// the missing receipt neither proves success nor authorizes another execution.
+	DoMarkCancelUnconfirmed(f *fsm.Firing[A]) error
 }
 
-// Hooks is what a peer implements to drive the machine: one method per
-// guard, per message the machine asks it to send and per action, plus the
-// timer methods when the machine has timers. Fire calls them with the
-// machine's lock held, in spec order, and only for effects of the machine's
-// role. A hook must not call Fire on the same machine (it would deadlock);
-// it raises follow-up events with f.Raise, which run once the current event
-// completes. The *Firing is reused: do not keep it after the hook returns.
-type Hooks[A any] interface {
-	// GuardMatchesCancelDelivery reports whether the receipt echoes the delivery ID of a prompt_cancel sent for this Run; without that correlation it proves nothing.
-	GuardMatchesCancelDelivery(f *Firing[A]) bool
-	// StartTimer arms (or re-arms) t for t.Duration(); on expiry the peer fires t.Event().
-	StartTimer(f *Firing[A], t Timer) error
-	// StopTimer disarms t. Stopping a timer that is not armed is not an error.
-	StopTimer(f *Firing[A], t Timer) error
-	// DoStartNative performs start_native: the Runtime starts the native execution for this Run.
-	DoStartNative(f *Firing[A]) error
-	// DoRecordOutput performs record_output: Core appends the frame to the Run's observed outcome in order.
-	DoRecordOutput(f *Firing[A]) error
-	// DoReplaceUsage performs replace_usage: Core replaces the usage snapshot with this cumulative one (never adds; an absent measurement stays unknown).
-	DoReplaceUsage(f *Firing[A]) error
-	// DoRecordError performs record_error: Core keeps the error (or the start failure) with its optional code as part of the outcome.
-	DoRecordError(f *Firing[A]) error
-	// DoCloseStream performs close_stream: Core closes the observed stream with done's final snapshot.
-	DoCloseStream(f *Firing[A]) error
-	// DoCancelNative performs cancel_native: the Runtime cancels the native work; its receipt follows native settlement.
-	DoCancelNative(f *Firing[A]) error
-	// DoApplyCancelReceipt performs apply_cancel_receipt: Core makes the receipt (and the outcome it carries) the terminal outcome, whether or not done arrived.
-	DoApplyCancelReceipt(f *Firing[A]) error
-	// DoMarkEventStreamIncomplete performs mark_event_stream_incomplete: Core records event_stream_incomplete, keeping any native evidence separate; it fabricates no error or done.
-	DoMarkEventStreamIncomplete(f *Firing[A]) error
-	// DoMarkDeliveryUnknown performs mark_delivery_unknown: Core records delivery_unknown; the native effect is unknown and nothing is replayed.
-	DoMarkDeliveryUnknown(f *Firing[A]) error
-	// DoMarkCancelUnconfirmed performs mark_cancel_unconfirmed: Core records cancel_unconfirmed; the missing receipt neither proves success nor authorizes another execution.
-	DoMarkCancelUnconfirmed(f *Firing[A]) error
-}
-
-// Firing describes the event being handled; hooks receive it.
-type Firing[A any] struct {
-	From  State
-	Event Event
-	To    State // the target while effects run; equals From while guards run
-	Arg   A     // the argument passed to Fire or Raise, e.g. the decoded frame
-	Role  fsm.Role
-	m     *Machine[A]
-}
-
-// Raise queues a follow-up event that runs after the current one, under the same Fire call.
-func (f *Firing[A]) Raise(e Event, arg A) error {
-	return f.m.enqueue(e, arg)
-}
-
-// Machine is one instance of the lifecycle. It is safe for concurrent use:
-// Fire serialises callers, and each caller gets the result of its own event.
-type Machine[A any] struct {
-	mu      sync.Mutex
-	state   State
-	role    fsm.Role
-	hooks   Hooks[A]
-	observe func(Step)
-	firing  Firing[A]
-	queue   fsm.Queue[Event, A]
-}
-
-// New returns a machine in the Initial state that performs the effects of role.
-func New[A any](role fsm.Role, hooks Hooks[A]) *Machine[A] {
-	return &Machine[A]{
-		hooks: hooks,
-		role:  role,
-		state: Initial,
-	}
-}
-
-// State returns the current state.
-func (m *Machine[A]) State() State {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.state
-}
-
-// Observe registers fn to be called, with the lock held, after every step, including ignored and rejected ones (for logs, metrics and trace checks). Pass nil to remove it.
-func (m *Machine[A]) Observe(fn func(Step)) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.observe = fn
-}
-
-// Fire handles event e with argument arg, then every follow-up event the
-// effects raised, in order, before returning (run to completion).
-//
-// It returns nil when the event moved the machine, kept it in place or was
-// ignored; a *fsm.TransitionError when the spec rejects it (the state is
-// unchanged and queued follow-ups are dropped); a *fsm.EffectError when a hook
-// failed (the state has already moved, the rest of the effects did not run).
-func (m *Machine[A]) Fire(e Event, arg A) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	err := m.step(e, arg)
-	for err == nil {
-		next, nextArg, ok := m.queue.Pop()
-		if !ok {
-			break
-		}
-		err = m.step(next, nextArg)
-	}
-	// An error ends the run: drop the follow-ups it left behind.
-	m.queue.Clear()
-	// Only the argument can hold on to caller memory; the rest is overwritten by the next step.
-	var zero A
-	m.firing.Arg = zero
-	return err
-}
-
-func (m *Machine[A]) enqueue(e Event, arg A) error {
-	if !m.queue.Push(e, arg) {
-		return &fsm.QueueError{
-			Event:   e.String(),
-			Machine: Name,
-		}
-	}
-	return nil
-}
-
-func (m *Machine[A]) step(e Event, arg A) error {
-	s := m.state
-	if !e.Valid() {
-		return check(s, e)
-	}
-	// Field by field: assigning a whole Firing literal costs a stalled copy on every event.
-	fr := &m.firing
-	fr.From, fr.Event, fr.To, fr.Arg, fr.Role, fr.m = s, e, s, arg, m.role, m
-	for i := range table[s][e] {
-		c := &table[s][e][i]
-		if c.guard != 0 && !m.guard(c.guard, fr) {
-			continue
-		}
-		if c.disp == fsm.Moved || c.disp == fsm.Stayed {
-			m.state, fr.To = c.to, c.to
-		}
-		if m.observe != nil {
-			m.observe(Step{c})
-		}
-		if c.err != nil {
-			return c.err
-		}
-		for j := range c.effects {
-			ef := &c.effects[j]
-			if !m.role.Performs(ef.Role) {
-				continue
-			}
-			if err := m.perform(fr, ef); err != nil {
-				return &fsm.EffectError{
-					Effect:  ef.String(),
-					Err:     err,
-					Event:   e.String(),
-					From:    s.String(),
-					Machine: Name,
-					To:      c.to.String(),
-				}
-			}
-		}
+// Core binds h as the guards and effects of a Core peer, by ID (nil for a nil h).
+func Core[A any](h CoreHooks[A]) fsm.Binding[A] {
+	if h == nil {
 		return nil
 	}
-	return nil
+	return &fsm.HookTable[A]{
+		Guards:  []func(*fsm.Firing[A]) bool{GuardMatchesCancelDelivery: h.GuardMatchesCancelDelivery},
+		Actions: []func(*fsm.Firing[A]) error{ActionRecordOutput: h.DoRecordOutput, ActionReplaceUsage: h.DoReplaceUsage, ActionRecordError: h.DoRecordError, ActionCloseStream: h.DoCloseStream, ActionApplyCancelReceipt: h.DoApplyCancelReceipt, ActionMarkEventStreamIncomplete: h.DoMarkEventStreamIncomplete, ActionMarkDeliveryUnknown: h.DoMarkDeliveryUnknown, ActionMarkCancelUnconfirmed: h.DoMarkCancelUnconfirmed},
+	}
 }
 
-func (m *Machine[A]) guard(g Guard, fr *Firing[A]) bool {
-	switch g {
-	case GuardMatchesCancelDelivery:
-		return m.hooks.GuardMatchesCancelDelivery(fr)
-	}
-	return false
+// NewCore returns a run machine in its Initial state that evaluates the guards and performs the
+// effects of a Core peer through h, after each step (fsm.Machine.Fire). timers arms and disarms
+// the timers the Core owns; it must not be nil.
+func NewCore[A any](h CoreHooks[A], timers fsm.Timers[A]) (*fsm.Machine[A], error) {
+	return fsm.NewMachine(Table, fsm.RoleCore, Core[A](h), timers)
 }
 
-func (m *Machine[A]) perform(fr *Firing[A], ef *Effect) error {
-	switch ef.Kind {
-	case fsm.EffectStart:
-		return m.hooks.StartTimer(fr, ef.Timer)
-	case fsm.EffectStop:
-		return m.hooks.StopTimer(fr, ef.Timer)
-	case fsm.EffectDo:
-		switch ef.Action {
-		case ActionStartNative:
-			return m.hooks.DoStartNative(fr)
-		case ActionRecordOutput:
-			return m.hooks.DoRecordOutput(fr)
-		case ActionReplaceUsage:
-			return m.hooks.DoReplaceUsage(fr)
-		case ActionRecordError:
-			return m.hooks.DoRecordError(fr)
-		case ActionCloseStream:
-			return m.hooks.DoCloseStream(fr)
-		case ActionCancelNative:
-			return m.hooks.DoCancelNative(fr)
-		case ActionApplyCancelReceipt:
-			return m.hooks.DoApplyCancelReceipt(fr)
-		case ActionMarkEventStreamIncomplete:
-			return m.hooks.DoMarkEventStreamIncomplete(fr)
-		case ActionMarkDeliveryUnknown:
-			return m.hooks.DoMarkDeliveryUnknown(fr)
-		case ActionMarkCancelUnconfirmed:
-			return m.hooks.DoMarkCancelUnconfirmed(fr)
-		}
-	case fsm.EffectRaise:
-		return m.enqueue(ef.Raise, fr.Arg)
-	}
-	return nil
+// RuntimeHooks is what a Runtime peer implements to run the run machine: one method per guard it
+// evaluates, per message it sends and per action it performs. The engine calls a guard while it
+// selects a candidate, and the other methods after the step, in spec order (fsm.Machine.Fire, or a
+// driver that drains an fsm.Outbox). A method must not change the machine. The *fsm.Firing is
+// reused: do not keep it after the call.
+type RuntimeHooks[A any] interface {
+	// GuardMatchesCancelDelivery reports whether the receipt echoes the delivery ID of a
+	// prompt_cancel sent for this Run; without that correlation it proves nothing.
+	GuardMatchesCancelDelivery(f *fsm.Firing[A]) bool
+	// DoStartNative performs start_native: the Runtime starts the native execution for this Run.
+	DoStartNative(f *fsm.Firing[A]) error
+	// DoCancelNative performs cancel_native: the Runtime cancels the native work; its receipt
+	// follows native settlement.
+	DoCancelNative(f *fsm.Firing[A]) error
 }
 
-// Restore puts the machine in the state saved under name (State.String) and
-// returns the timers that state keeps armed, which the peer must re-arm. It
-// runs no hook and no effect.
-func (m *Machine[A]) Restore(name string) ([]Timer, error) {
-	s, err := ParseState(name)
-	if err != nil {
-		return nil, err
+// Runtime binds h as the guards and effects of a Runtime peer, by ID (nil for a nil h).
+func Runtime[A any](h RuntimeHooks[A]) fsm.Binding[A] {
+	if h == nil {
+		return nil
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.state = s
-	return s.Timers(), nil
+	return &fsm.HookTable[A]{
+		Guards:  []func(*fsm.Firing[A]) bool{GuardMatchesCancelDelivery: h.GuardMatchesCancelDelivery},
+		Actions: []func(*fsm.Firing[A]) error{ActionStartNative: h.DoStartNative, ActionCancelNative: h.DoCancelNative},
+	}
+}
+
+// NewRuntime returns a run machine in its Initial state that evaluates the guards and performs the
+// effects of a Runtime peer through h, after each step (fsm.Machine.Fire). The Runtime arms no
+// timer of this machine: timers may be nil.
+func NewRuntime[A any](h RuntimeHooks[A], timers fsm.Timers[A]) (*fsm.Machine[A], error) {
+	return fsm.NewMachine(Table, fsm.RoleRuntime, Runtime[A](h), timers)
 }

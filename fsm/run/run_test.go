@@ -4,88 +4,525 @@ package run
 
 import (
 	"errors"
+	"fmt"
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/fsm/fsmtest"
 	"github.com/stretchr/testify/require"
-	"math/rand/v2"
-	"sync"
+	"reflect"
 	"testing"
 )
 
 const specFile = "../../spec/run.yaml"
 
-// recorder implements Hooks: guards answer from held, effects are logged in spec form, and the effect named fail returns errHook. raise, when set, is called from inside every hook: it exercises follow-up events.
+var roles = []fsm.Role{fsm.RoleCore, fsm.RoleRuntime}
+
+// recorder implements CoreHooks, RuntimeHooks and fsm.Timers. Guards answer from held; each hook
+// notes its method in called (when set) and its effect, in spec form, in log (unless quiet); the
+// effect named fail returns errHook.
 type recorder struct {
-	held  GuardSet
-	log   []string
-	fail  string
-	raise func(*Firing[int]) error
+	held   GuardSet
+	log    []string
+	fail   string
+	quiet  bool
+	called map[string]bool
 }
 
 var errHook = errors.New("hook failed")
-var _ Hooks[int] = (*recorder)(nil)
+var (
+	_ CoreHooks[int]    = (*recorder)(nil)
+	_ RuntimeHooks[int] = (*recorder)(nil)
+	_ fsm.Timers[int]   = (*recorder)(nil)
+)
 
-func (r *recorder) record(f *Firing[int], effect string) error {
-	r.log = append(r.log, effect)
+func (r *recorder) guard(method string, g Guard) bool {
+	if r.called != nil && method != "" {
+		r.called[method] = true
+	}
+	return r.held.Has(g)
+}
+
+func (r *recorder) effect(method, effect string) error {
+	if r.called != nil && method != "" {
+		r.called[method] = true
+	}
+	if !r.quiet {
+		r.log = append(r.log, effect)
+	}
 	if effect == r.fail {
 		return errHook
-	}
-	if r.raise != nil {
-		return r.raise(f)
 	}
 	return nil
 }
 
-func (r *recorder) GuardMatchesCancelDelivery(f *Firing[int]) bool {
-	return r.held.Has(GuardMatchesCancelDelivery)
+func (r *recorder) GuardMatchesCancelDelivery(*fsm.Firing[int]) bool {
+	return r.guard("GuardMatchesCancelDelivery", GuardMatchesCancelDelivery)
 }
 
-func (r *recorder) StartTimer(f *Firing[int], t Timer) error {
-	return r.record(f, "start "+t.String())
+func (r *recorder) DoStartNative(*fsm.Firing[int]) error {
+	return r.effect("DoStartNative", "do start_native")
 }
 
-func (r *recorder) StopTimer(f *Firing[int], t Timer) error {
-	return r.record(f, "stop "+t.String())
+func (r *recorder) DoRecordOutput(*fsm.Firing[int]) error {
+	return r.effect("DoRecordOutput", "do record_output")
 }
 
-func (r *recorder) DoStartNative(f *Firing[int]) error {
-	return r.record(f, "do start_native")
+func (r *recorder) DoReplaceUsage(*fsm.Firing[int]) error {
+	return r.effect("DoReplaceUsage", "do replace_usage")
 }
 
-func (r *recorder) DoRecordOutput(f *Firing[int]) error {
-	return r.record(f, "do record_output")
+func (r *recorder) DoRecordError(*fsm.Firing[int]) error {
+	return r.effect("DoRecordError", "do record_error")
 }
 
-func (r *recorder) DoReplaceUsage(f *Firing[int]) error {
-	return r.record(f, "do replace_usage")
+func (r *recorder) DoCloseStream(*fsm.Firing[int]) error {
+	return r.effect("DoCloseStream", "do close_stream")
 }
 
-func (r *recorder) DoRecordError(f *Firing[int]) error {
-	return r.record(f, "do record_error")
+func (r *recorder) DoCancelNative(*fsm.Firing[int]) error {
+	return r.effect("DoCancelNative", "do cancel_native")
 }
 
-func (r *recorder) DoCloseStream(f *Firing[int]) error {
-	return r.record(f, "do close_stream")
+func (r *recorder) DoApplyCancelReceipt(*fsm.Firing[int]) error {
+	return r.effect("DoApplyCancelReceipt", "do apply_cancel_receipt")
 }
 
-func (r *recorder) DoCancelNative(f *Firing[int]) error {
-	return r.record(f, "do cancel_native")
+func (r *recorder) DoMarkEventStreamIncomplete(*fsm.Firing[int]) error {
+	return r.effect("DoMarkEventStreamIncomplete", "do mark_event_stream_incomplete")
 }
 
-func (r *recorder) DoApplyCancelReceipt(f *Firing[int]) error {
-	return r.record(f, "do apply_cancel_receipt")
+func (r *recorder) DoMarkDeliveryUnknown(*fsm.Firing[int]) error {
+	return r.effect("DoMarkDeliveryUnknown", "do mark_delivery_unknown")
 }
 
-func (r *recorder) DoMarkEventStreamIncomplete(f *Firing[int]) error {
-	return r.record(f, "do mark_event_stream_incomplete")
+func (r *recorder) DoMarkCancelUnconfirmed(*fsm.Firing[int]) error {
+	return r.effect("DoMarkCancelUnconfirmed", "do mark_cancel_unconfirmed")
 }
 
-func (r *recorder) DoMarkDeliveryUnknown(f *Firing[int]) error {
-	return r.record(f, "do mark_delivery_unknown")
+func (r *recorder) StartTimer(_ *fsm.Firing[int], tm fsm.TimerID) error {
+	if r.quiet {
+		return nil // building the log entry would allocate
+	}
+	return r.effect("", "start "+Timer(tm).String())
 }
 
-func (r *recorder) DoMarkCancelUnconfirmed(f *Firing[int]) error {
-	return r.record(f, "do mark_cancel_unconfirmed")
+func (r *recorder) StopTimer(_ *fsm.Firing[int], tm fsm.TimerID) error {
+	if r.quiet {
+		return nil // building the log entry would allocate
+	}
+	return r.effect("", "stop "+Timer(tm).String())
+}
+
+// newMachine returns a machine for role whose hooks and timers are rec.
+func newMachine(t *testing.T, role fsm.Role, rec *recorder) *fsm.Machine[int] {
+	t.Helper()
+	if role == fsm.RoleCore {
+		m, err := NewCore[int](rec, rec)
+		require.NoError(t, err)
+		return m
+	}
+	m, err := NewRuntime[int](rec, rec)
+	require.NoError(t, err)
+	return m
+}
+
+// heldGuards holds the guards of a GuardSet, for an fsm.Instance.
+type heldGuards GuardSet
+
+func (h heldGuards) Guard(g fsm.GuardID, _ *fsm.Firing[int]) bool {
+	return fsm.GuardSet(h).Has(g)
+}
+
+type cellCase struct {
+	line    int
+	from    State
+	event   Event
+	held    GuardSet
+	disp    fsm.Disposition
+	to      State
+	guard   Guard
+	reason  string
+	effects []string              // every role's, as the spec writes them
+	logs    map[fsm.Role][]string // the hook log of each role that handles the event
+	raises  bool
+}
+
+// cellCases has one entry per candidate of every cell, computed from the spec when the code was
+// generated.
+var cellCases = []cellCase{
+	{line: 150, from: StateIdle, event: EventPromptRequest, disp: fsm.Moved, to: StateRequested, effects: []string{"runtime: do start_native"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"do start_native"}}},
+	{line: 150, from: StateIdle, event: EventExecutionStart, disp: fsm.Moved, to: StateRequested, effects: []string{"runtime: do start_native"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"do start_native"}}},
+	{line: 157, from: StateIdle, event: EventStatusStarted, disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 157, from: StateIdle, event: EventStartFailed, disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 157, from: StateIdle, event: EventDelta, disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 157, from: StateIdle, event: EventThinking, disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 157, from: StateIdle, event: EventOutputMessage, disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 157, from: StateIdle, event: EventToolCall, disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 157, from: StateIdle, event: EventUsage, disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 157, from: StateIdle, event: EventError, disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 157, from: StateIdle, event: EventDone, disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 157, from: StateIdle, event: EventPromptCancel, disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 157, from: StateIdle, event: EventCancelAckApplied, disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 157, from: StateIdle, event: EventCancelAckRefused, disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 154, from: StateIdle, event: EventCancelWait, disp: fsm.Ignored, to: StateIdle, reason: "no cancellation was sent", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 157, from: StateIdle, event: EventObservationLost, disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 157, from: StateIdle, event: EventDeliveryFailed, disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 219, from: StateRequested, event: EventPromptRequest, disp: fsm.Rejected, to: StateRequested, reason: "run_conflict: this Run ID was already started", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 219, from: StateRequested, event: EventExecutionStart, disp: fsm.Rejected, to: StateRequested, reason: "run_conflict: this Run ID was already started", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 162, from: StateRequested, event: EventStatusStarted, disp: fsm.Moved, to: StateStreaming, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 165, from: StateRequested, event: EventStartFailed, disp: fsm.Moved, to: StateNotStarted, effects: []string{"core: do record_error"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do record_error"}, fsm.RoleRuntime: nil}},
+	{line: 169, from: StateRequested, event: EventDelta, disp: fsm.Moved, to: StateStreaming, effects: []string{"core: do record_output"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do record_output"}, fsm.RoleRuntime: nil}},
+	{line: 169, from: StateRequested, event: EventThinking, disp: fsm.Moved, to: StateStreaming, effects: []string{"core: do record_output"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do record_output"}, fsm.RoleRuntime: nil}},
+	{line: 169, from: StateRequested, event: EventOutputMessage, disp: fsm.Moved, to: StateStreaming, effects: []string{"core: do record_output"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do record_output"}, fsm.RoleRuntime: nil}},
+	{line: 169, from: StateRequested, event: EventToolCall, disp: fsm.Moved, to: StateStreaming, effects: []string{"core: do record_output"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do record_output"}, fsm.RoleRuntime: nil}},
+	{line: 173, from: StateRequested, event: EventUsage, disp: fsm.Moved, to: StateStreaming, effects: []string{"core: do replace_usage"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do replace_usage"}, fsm.RoleRuntime: nil}},
+	{line: 177, from: StateRequested, event: EventError, disp: fsm.Moved, to: StateErrored, effects: []string{"core: do record_error"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do record_error"}, fsm.RoleRuntime: nil}},
+	{line: 190, from: StateRequested, event: EventDone, disp: fsm.Moved, to: StateCompleted, effects: []string{"core: do close_stream"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do close_stream"}, fsm.RoleRuntime: nil}},
+	{line: 198, from: StateRequested, event: EventPromptCancel, disp: fsm.Moved, to: StateCancelling, effects: []string{"core: start cancel_wait", "runtime: do cancel_native"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"start cancel_wait"}, fsm.RoleRuntime: {"do cancel_native"}}},
+	{line: 222, from: StateRequested, event: EventCancelAckApplied, disp: fsm.Rejected, to: StateRequested, reason: "no prompt_cancel was sent for this Run", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 222, from: StateRequested, event: EventCancelAckRefused, disp: fsm.Rejected, to: StateRequested, reason: "no prompt_cancel was sent for this Run", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 225, from: StateRequested, event: EventCancelWait, disp: fsm.Ignored, to: StateRequested, reason: "the cancellation deadline only runs after prompt_cancel", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 202, from: StateRequested, event: EventObservationLost, disp: fsm.Moved, to: StateIncomplete, effects: []string{"core: do mark_event_stream_incomplete"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do mark_event_stream_incomplete"}, fsm.RoleRuntime: nil}},
+	{line: 206, from: StateRequested, event: EventDeliveryFailed, disp: fsm.Moved, to: StateDeliveryUnknown, effects: []string{"core: do mark_delivery_unknown"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do mark_delivery_unknown"}}},
+	{line: 219, from: StateStreaming, event: EventPromptRequest, disp: fsm.Rejected, to: StateStreaming, reason: "run_conflict: this Run ID was already started", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 219, from: StateStreaming, event: EventExecutionStart, disp: fsm.Rejected, to: StateStreaming, reason: "run_conflict: this Run ID was already started", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 213, from: StateStreaming, event: EventStatusStarted, disp: fsm.Ignored, to: StateStreaming, reason: "output raced the status and already proved the transfer", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 216, from: StateStreaming, event: EventStartFailed, disp: fsm.Rejected, to: StateStreaming, reason: "output was observed for this Run, so its start did not fail", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 169, from: StateStreaming, event: EventDelta, disp: fsm.Stayed, to: StateStreaming, effects: []string{"core: do record_output"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do record_output"}, fsm.RoleRuntime: nil}},
+	{line: 169, from: StateStreaming, event: EventThinking, disp: fsm.Stayed, to: StateStreaming, effects: []string{"core: do record_output"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do record_output"}, fsm.RoleRuntime: nil}},
+	{line: 169, from: StateStreaming, event: EventOutputMessage, disp: fsm.Stayed, to: StateStreaming, effects: []string{"core: do record_output"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do record_output"}, fsm.RoleRuntime: nil}},
+	{line: 169, from: StateStreaming, event: EventToolCall, disp: fsm.Stayed, to: StateStreaming, effects: []string{"core: do record_output"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do record_output"}, fsm.RoleRuntime: nil}},
+	{line: 173, from: StateStreaming, event: EventUsage, disp: fsm.Stayed, to: StateStreaming, effects: []string{"core: do replace_usage"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do replace_usage"}, fsm.RoleRuntime: nil}},
+	{line: 177, from: StateStreaming, event: EventError, disp: fsm.Moved, to: StateErrored, effects: []string{"core: do record_error"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do record_error"}, fsm.RoleRuntime: nil}},
+	{line: 190, from: StateStreaming, event: EventDone, disp: fsm.Moved, to: StateCompleted, effects: []string{"core: do close_stream"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do close_stream"}, fsm.RoleRuntime: nil}},
+	{line: 198, from: StateStreaming, event: EventPromptCancel, disp: fsm.Moved, to: StateCancelling, effects: []string{"core: start cancel_wait", "runtime: do cancel_native"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"start cancel_wait"}, fsm.RoleRuntime: {"do cancel_native"}}},
+	{line: 222, from: StateStreaming, event: EventCancelAckApplied, disp: fsm.Rejected, to: StateStreaming, reason: "no prompt_cancel was sent for this Run", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 222, from: StateStreaming, event: EventCancelAckRefused, disp: fsm.Rejected, to: StateStreaming, reason: "no prompt_cancel was sent for this Run", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 225, from: StateStreaming, event: EventCancelWait, disp: fsm.Ignored, to: StateStreaming, reason: "the cancellation deadline only runs after prompt_cancel", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 202, from: StateStreaming, event: EventObservationLost, disp: fsm.Moved, to: StateIncomplete, effects: []string{"core: do mark_event_stream_incomplete"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do mark_event_stream_incomplete"}, fsm.RoleRuntime: nil}},
+	{line: 210, from: StateStreaming, event: EventDeliveryFailed, disp: fsm.Ignored, to: StateStreaming, reason: "observed output already proves the start was delivered", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 219, from: StateErrored, event: EventPromptRequest, disp: fsm.Rejected, to: StateErrored, reason: "run_conflict: this Run ID was already started", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 219, from: StateErrored, event: EventExecutionStart, disp: fsm.Rejected, to: StateErrored, reason: "run_conflict: this Run ID was already started", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 213, from: StateErrored, event: EventStatusStarted, disp: fsm.Ignored, to: StateErrored, reason: "output raced the status and already proved the transfer", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 216, from: StateErrored, event: EventStartFailed, disp: fsm.Rejected, to: StateErrored, reason: "output was observed for this Run, so its start did not fail", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 181, from: StateErrored, event: EventDelta, disp: fsm.Stayed, to: StateErrored, effects: []string{"core: do record_output"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do record_output"}, fsm.RoleRuntime: nil}},
+	{line: 181, from: StateErrored, event: EventThinking, disp: fsm.Stayed, to: StateErrored, effects: []string{"core: do record_output"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do record_output"}, fsm.RoleRuntime: nil}},
+	{line: 181, from: StateErrored, event: EventOutputMessage, disp: fsm.Stayed, to: StateErrored, effects: []string{"core: do record_output"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do record_output"}, fsm.RoleRuntime: nil}},
+	{line: 181, from: StateErrored, event: EventToolCall, disp: fsm.Stayed, to: StateErrored, effects: []string{"core: do record_output"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do record_output"}, fsm.RoleRuntime: nil}},
+	{line: 186, from: StateErrored, event: EventUsage, disp: fsm.Stayed, to: StateErrored, effects: []string{"core: do replace_usage"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do replace_usage"}, fsm.RoleRuntime: nil}},
+	{line: 177, from: StateErrored, event: EventError, disp: fsm.Stayed, to: StateErrored, effects: []string{"core: do record_error"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do record_error"}, fsm.RoleRuntime: nil}},
+	{line: 194, from: StateErrored, event: EventDone, disp: fsm.Moved, to: StateFailed, effects: []string{"core: do close_stream"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do close_stream"}, fsm.RoleRuntime: nil}},
+	{line: 198, from: StateErrored, event: EventPromptCancel, disp: fsm.Moved, to: StateCancelling, effects: []string{"core: start cancel_wait", "runtime: do cancel_native"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"start cancel_wait"}, fsm.RoleRuntime: {"do cancel_native"}}},
+	{line: 222, from: StateErrored, event: EventCancelAckApplied, disp: fsm.Rejected, to: StateErrored, reason: "no prompt_cancel was sent for this Run", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 222, from: StateErrored, event: EventCancelAckRefused, disp: fsm.Rejected, to: StateErrored, reason: "no prompt_cancel was sent for this Run", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 225, from: StateErrored, event: EventCancelWait, disp: fsm.Ignored, to: StateErrored, reason: "the cancellation deadline only runs after prompt_cancel", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 202, from: StateErrored, event: EventObservationLost, disp: fsm.Moved, to: StateIncomplete, effects: []string{"core: do mark_event_stream_incomplete"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do mark_event_stream_incomplete"}, fsm.RoleRuntime: nil}},
+	{line: 210, from: StateErrored, event: EventDeliveryFailed, disp: fsm.Ignored, to: StateErrored, reason: "observed output already proves the start was delivered", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 219, from: StateCancelling, event: EventPromptRequest, disp: fsm.Rejected, to: StateCancelling, reason: "run_conflict: this Run ID was already started", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 219, from: StateCancelling, event: EventExecutionStart, disp: fsm.Rejected, to: StateCancelling, reason: "run_conflict: this Run ID was already started", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 246, from: StateCancelling, event: EventStatusStarted, disp: fsm.Ignored, to: StateCancelling, reason: "the transfer raced the cancellation; the receipt still decides", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 238, from: StateCancelling, event: EventStartFailed, disp: fsm.Stayed, to: StateCancelling, effects: []string{"core: do record_error"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do record_error"}, fsm.RoleRuntime: nil}},
+	{line: 230, from: StateCancelling, event: EventDelta, disp: fsm.Stayed, to: StateCancelling, effects: []string{"core: do record_output"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do record_output"}, fsm.RoleRuntime: nil}},
+	{line: 230, from: StateCancelling, event: EventThinking, disp: fsm.Stayed, to: StateCancelling, effects: []string{"core: do record_output"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do record_output"}, fsm.RoleRuntime: nil}},
+	{line: 230, from: StateCancelling, event: EventOutputMessage, disp: fsm.Stayed, to: StateCancelling, effects: []string{"core: do record_output"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do record_output"}, fsm.RoleRuntime: nil}},
+	{line: 230, from: StateCancelling, event: EventToolCall, disp: fsm.Stayed, to: StateCancelling, effects: []string{"core: do record_output"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do record_output"}, fsm.RoleRuntime: nil}},
+	{line: 234, from: StateCancelling, event: EventUsage, disp: fsm.Stayed, to: StateCancelling, effects: []string{"core: do replace_usage"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do replace_usage"}, fsm.RoleRuntime: nil}},
+	{line: 238, from: StateCancelling, event: EventError, disp: fsm.Stayed, to: StateCancelling, effects: []string{"core: do record_error"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do record_error"}, fsm.RoleRuntime: nil}},
+	{line: 242, from: StateCancelling, event: EventDone, disp: fsm.Moved, to: StateCancelDrained, effects: []string{"core: do close_stream"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do close_stream"}, fsm.RoleRuntime: nil}},
+	{line: 249, from: StateCancelling, event: EventPromptCancel, disp: fsm.Stayed, to: StateCancelling, effects: []string{"runtime: do cancel_native"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"do cancel_native"}}},
+	{line: 254, from: StateCancelling, event: EventCancelAckApplied, held: GuardSet(0).With(GuardMatchesCancelDelivery), disp: fsm.Moved, to: StateCancelled, guard: GuardMatchesCancelDelivery, effects: []string{"core: stop cancel_wait", "core: do apply_cancel_receipt"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop cancel_wait", "do apply_cancel_receipt"}, fsm.RoleRuntime: nil}},
+	{line: 264, from: StateCancelling, event: EventCancelAckApplied, disp: fsm.Rejected, to: StateCancelling, reason: "a receipt without this Run's cancellation delivery ID establishes nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 259, from: StateCancelling, event: EventCancelAckRefused, held: GuardSet(0).With(GuardMatchesCancelDelivery), disp: fsm.Moved, to: StateCancelRefused, guard: GuardMatchesCancelDelivery, effects: []string{"core: stop cancel_wait", "core: do apply_cancel_receipt"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop cancel_wait", "do apply_cancel_receipt"}, fsm.RoleRuntime: nil}},
+	{line: 264, from: StateCancelling, event: EventCancelAckRefused, disp: fsm.Rejected, to: StateCancelling, reason: "a receipt without this Run's cancellation delivery ID establishes nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 267, from: StateCancelling, event: EventCancelWait, disp: fsm.Moved, to: StateCancelUnconfirmed, effects: []string{"core: do mark_cancel_unconfirmed"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do mark_cancel_unconfirmed"}}},
+	{line: 271, from: StateCancelling, event: EventObservationLost, disp: fsm.Moved, to: StateCancelUnconfirmed, effects: []string{"core: stop cancel_wait", "core: do mark_cancel_unconfirmed"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop cancel_wait", "do mark_cancel_unconfirmed"}, fsm.RoleRuntime: nil}},
+	{line: 271, from: StateCancelling, event: EventDeliveryFailed, disp: fsm.Moved, to: StateCancelUnconfirmed, effects: []string{"core: stop cancel_wait", "core: do mark_cancel_unconfirmed"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop cancel_wait", "do mark_cancel_unconfirmed"}}},
+	{line: 219, from: StateCancelDrained, event: EventPromptRequest, disp: fsm.Rejected, to: StateCancelDrained, reason: "run_conflict: this Run ID was already started", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 219, from: StateCancelDrained, event: EventExecutionStart, disp: fsm.Rejected, to: StateCancelDrained, reason: "run_conflict: this Run ID was already started", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 285, from: StateCancelDrained, event: EventStatusStarted, disp: fsm.Ignored, to: StateCancelDrained, reason: "the stream is closed; only the cancellation receipt settles the Run now", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 285, from: StateCancelDrained, event: EventStartFailed, disp: fsm.Ignored, to: StateCancelDrained, reason: "the stream is closed; only the cancellation receipt settles the Run now", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 282, from: StateCancelDrained, event: EventDelta, disp: fsm.Rejected, to: StateCancelDrained, reason: "done already closed the stream", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 282, from: StateCancelDrained, event: EventThinking, disp: fsm.Rejected, to: StateCancelDrained, reason: "done already closed the stream", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 282, from: StateCancelDrained, event: EventOutputMessage, disp: fsm.Rejected, to: StateCancelDrained, reason: "done already closed the stream", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 282, from: StateCancelDrained, event: EventToolCall, disp: fsm.Rejected, to: StateCancelDrained, reason: "done already closed the stream", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 282, from: StateCancelDrained, event: EventUsage, disp: fsm.Rejected, to: StateCancelDrained, reason: "done already closed the stream", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 282, from: StateCancelDrained, event: EventError, disp: fsm.Rejected, to: StateCancelDrained, reason: "done already closed the stream", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 279, from: StateCancelDrained, event: EventDone, disp: fsm.Ignored, to: StateCancelDrained, reason: "a repeated done changes nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 249, from: StateCancelDrained, event: EventPromptCancel, disp: fsm.Stayed, to: StateCancelDrained, effects: []string{"runtime: do cancel_native"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"do cancel_native"}}},
+	{line: 254, from: StateCancelDrained, event: EventCancelAckApplied, held: GuardSet(0).With(GuardMatchesCancelDelivery), disp: fsm.Moved, to: StateCancelled, guard: GuardMatchesCancelDelivery, effects: []string{"core: stop cancel_wait", "core: do apply_cancel_receipt"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop cancel_wait", "do apply_cancel_receipt"}, fsm.RoleRuntime: nil}},
+	{line: 264, from: StateCancelDrained, event: EventCancelAckApplied, disp: fsm.Rejected, to: StateCancelDrained, reason: "a receipt without this Run's cancellation delivery ID establishes nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 259, from: StateCancelDrained, event: EventCancelAckRefused, held: GuardSet(0).With(GuardMatchesCancelDelivery), disp: fsm.Moved, to: StateCancelRefused, guard: GuardMatchesCancelDelivery, effects: []string{"core: stop cancel_wait", "core: do apply_cancel_receipt"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop cancel_wait", "do apply_cancel_receipt"}, fsm.RoleRuntime: nil}},
+	{line: 264, from: StateCancelDrained, event: EventCancelAckRefused, disp: fsm.Rejected, to: StateCancelDrained, reason: "a receipt without this Run's cancellation delivery ID establishes nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 267, from: StateCancelDrained, event: EventCancelWait, disp: fsm.Moved, to: StateCancelUnconfirmed, effects: []string{"core: do mark_cancel_unconfirmed"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do mark_cancel_unconfirmed"}}},
+	{line: 271, from: StateCancelDrained, event: EventObservationLost, disp: fsm.Moved, to: StateCancelUnconfirmed, effects: []string{"core: stop cancel_wait", "core: do mark_cancel_unconfirmed"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop cancel_wait", "do mark_cancel_unconfirmed"}, fsm.RoleRuntime: nil}},
+	{line: 271, from: StateCancelDrained, event: EventDeliveryFailed, disp: fsm.Moved, to: StateCancelUnconfirmed, effects: []string{"core: stop cancel_wait", "core: do mark_cancel_unconfirmed"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop cancel_wait", "do mark_cancel_unconfirmed"}}},
+	{line: 307, from: StateCompleted, event: EventPromptRequest, disp: fsm.Rejected, to: StateCompleted, reason: "run_inactive: the Run is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 307, from: StateCompleted, event: EventExecutionStart, disp: fsm.Rejected, to: StateCompleted, reason: "run_inactive: the Run is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 301, from: StateCompleted, event: EventStatusStarted, disp: fsm.Ignored, to: StateCompleted, reason: "the Run was settled before this happened", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 301, from: StateCompleted, event: EventStartFailed, disp: fsm.Ignored, to: StateCompleted, reason: "the Run was settled before this happened", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 304, from: StateCompleted, event: EventDelta, disp: fsm.Rejected, to: StateCompleted, reason: "done (or the start failure) already closed the stream", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 304, from: StateCompleted, event: EventThinking, disp: fsm.Rejected, to: StateCompleted, reason: "done (or the start failure) already closed the stream", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 304, from: StateCompleted, event: EventOutputMessage, disp: fsm.Rejected, to: StateCompleted, reason: "done (or the start failure) already closed the stream", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 304, from: StateCompleted, event: EventToolCall, disp: fsm.Rejected, to: StateCompleted, reason: "done (or the start failure) already closed the stream", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 304, from: StateCompleted, event: EventUsage, disp: fsm.Rejected, to: StateCompleted, reason: "done (or the start failure) already closed the stream", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 304, from: StateCompleted, event: EventError, disp: fsm.Rejected, to: StateCompleted, reason: "done (or the start failure) already closed the stream", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 304, from: StateCompleted, event: EventDone, disp: fsm.Rejected, to: StateCompleted, reason: "done (or the start failure) already closed the stream", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 307, from: StateCompleted, event: EventPromptCancel, disp: fsm.Rejected, to: StateCompleted, reason: "run_inactive: the Run is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 307, from: StateCompleted, event: EventCancelAckApplied, disp: fsm.Rejected, to: StateCompleted, reason: "run_inactive: the Run is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 307, from: StateCompleted, event: EventCancelAckRefused, disp: fsm.Rejected, to: StateCompleted, reason: "run_inactive: the Run is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 290, from: StateCompleted, event: EventCancelWait, disp: fsm.Ignored, to: StateCompleted, reason: "no cancellation deadline is running", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 301, from: StateCompleted, event: EventObservationLost, disp: fsm.Ignored, to: StateCompleted, reason: "the Run was settled before this happened", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 301, from: StateCompleted, event: EventDeliveryFailed, disp: fsm.Ignored, to: StateCompleted, reason: "the Run was settled before this happened", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 307, from: StateFailed, event: EventPromptRequest, disp: fsm.Rejected, to: StateFailed, reason: "run_inactive: the Run is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 307, from: StateFailed, event: EventExecutionStart, disp: fsm.Rejected, to: StateFailed, reason: "run_inactive: the Run is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 301, from: StateFailed, event: EventStatusStarted, disp: fsm.Ignored, to: StateFailed, reason: "the Run was settled before this happened", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 301, from: StateFailed, event: EventStartFailed, disp: fsm.Ignored, to: StateFailed, reason: "the Run was settled before this happened", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 304, from: StateFailed, event: EventDelta, disp: fsm.Rejected, to: StateFailed, reason: "done (or the start failure) already closed the stream", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 304, from: StateFailed, event: EventThinking, disp: fsm.Rejected, to: StateFailed, reason: "done (or the start failure) already closed the stream", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 304, from: StateFailed, event: EventOutputMessage, disp: fsm.Rejected, to: StateFailed, reason: "done (or the start failure) already closed the stream", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 304, from: StateFailed, event: EventToolCall, disp: fsm.Rejected, to: StateFailed, reason: "done (or the start failure) already closed the stream", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 304, from: StateFailed, event: EventUsage, disp: fsm.Rejected, to: StateFailed, reason: "done (or the start failure) already closed the stream", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 304, from: StateFailed, event: EventError, disp: fsm.Rejected, to: StateFailed, reason: "done (or the start failure) already closed the stream", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 304, from: StateFailed, event: EventDone, disp: fsm.Rejected, to: StateFailed, reason: "done (or the start failure) already closed the stream", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 307, from: StateFailed, event: EventPromptCancel, disp: fsm.Rejected, to: StateFailed, reason: "run_inactive: the Run is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 307, from: StateFailed, event: EventCancelAckApplied, disp: fsm.Rejected, to: StateFailed, reason: "run_inactive: the Run is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 307, from: StateFailed, event: EventCancelAckRefused, disp: fsm.Rejected, to: StateFailed, reason: "run_inactive: the Run is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 290, from: StateFailed, event: EventCancelWait, disp: fsm.Ignored, to: StateFailed, reason: "no cancellation deadline is running", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 301, from: StateFailed, event: EventObservationLost, disp: fsm.Ignored, to: StateFailed, reason: "the Run was settled before this happened", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 301, from: StateFailed, event: EventDeliveryFailed, disp: fsm.Ignored, to: StateFailed, reason: "the Run was settled before this happened", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 307, from: StateCancelled, event: EventPromptRequest, disp: fsm.Rejected, to: StateCancelled, reason: "run_inactive: the Run is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 307, from: StateCancelled, event: EventExecutionStart, disp: fsm.Rejected, to: StateCancelled, reason: "run_inactive: the Run is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 293, from: StateCancelled, event: EventStatusStarted, disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 293, from: StateCancelled, event: EventStartFailed, disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 293, from: StateCancelled, event: EventDelta, disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 293, from: StateCancelled, event: EventThinking, disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 293, from: StateCancelled, event: EventOutputMessage, disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 293, from: StateCancelled, event: EventToolCall, disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 293, from: StateCancelled, event: EventUsage, disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 293, from: StateCancelled, event: EventError, disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 293, from: StateCancelled, event: EventDone, disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 307, from: StateCancelled, event: EventPromptCancel, disp: fsm.Rejected, to: StateCancelled, reason: "run_inactive: the Run is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 293, from: StateCancelled, event: EventCancelAckApplied, disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 293, from: StateCancelled, event: EventCancelAckRefused, disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 290, from: StateCancelled, event: EventCancelWait, disp: fsm.Ignored, to: StateCancelled, reason: "no cancellation deadline is running", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 293, from: StateCancelled, event: EventObservationLost, disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 293, from: StateCancelled, event: EventDeliveryFailed, disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 307, from: StateCancelRefused, event: EventPromptRequest, disp: fsm.Rejected, to: StateCancelRefused, reason: "run_inactive: the Run is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 307, from: StateCancelRefused, event: EventExecutionStart, disp: fsm.Rejected, to: StateCancelRefused, reason: "run_inactive: the Run is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 293, from: StateCancelRefused, event: EventStatusStarted, disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 293, from: StateCancelRefused, event: EventStartFailed, disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 293, from: StateCancelRefused, event: EventDelta, disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 293, from: StateCancelRefused, event: EventThinking, disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 293, from: StateCancelRefused, event: EventOutputMessage, disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 293, from: StateCancelRefused, event: EventToolCall, disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 293, from: StateCancelRefused, event: EventUsage, disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 293, from: StateCancelRefused, event: EventError, disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 293, from: StateCancelRefused, event: EventDone, disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 307, from: StateCancelRefused, event: EventPromptCancel, disp: fsm.Rejected, to: StateCancelRefused, reason: "run_inactive: the Run is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 293, from: StateCancelRefused, event: EventCancelAckApplied, disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 293, from: StateCancelRefused, event: EventCancelAckRefused, disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 290, from: StateCancelRefused, event: EventCancelWait, disp: fsm.Ignored, to: StateCancelRefused, reason: "no cancellation deadline is running", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 293, from: StateCancelRefused, event: EventObservationLost, disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 293, from: StateCancelRefused, event: EventDeliveryFailed, disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 307, from: StateCancelUnconfirmed, event: EventPromptRequest, disp: fsm.Rejected, to: StateCancelUnconfirmed, reason: "run_inactive: the Run is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 307, from: StateCancelUnconfirmed, event: EventExecutionStart, disp: fsm.Rejected, to: StateCancelUnconfirmed, reason: "run_inactive: the Run is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 293, from: StateCancelUnconfirmed, event: EventStatusStarted, disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 293, from: StateCancelUnconfirmed, event: EventStartFailed, disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 293, from: StateCancelUnconfirmed, event: EventDelta, disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 293, from: StateCancelUnconfirmed, event: EventThinking, disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 293, from: StateCancelUnconfirmed, event: EventOutputMessage, disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 293, from: StateCancelUnconfirmed, event: EventToolCall, disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 293, from: StateCancelUnconfirmed, event: EventUsage, disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 293, from: StateCancelUnconfirmed, event: EventError, disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 293, from: StateCancelUnconfirmed, event: EventDone, disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 307, from: StateCancelUnconfirmed, event: EventPromptCancel, disp: fsm.Rejected, to: StateCancelUnconfirmed, reason: "run_inactive: the Run is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 293, from: StateCancelUnconfirmed, event: EventCancelAckApplied, disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 293, from: StateCancelUnconfirmed, event: EventCancelAckRefused, disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 290, from: StateCancelUnconfirmed, event: EventCancelWait, disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "no cancellation deadline is running", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 293, from: StateCancelUnconfirmed, event: EventObservationLost, disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 293, from: StateCancelUnconfirmed, event: EventDeliveryFailed, disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 307, from: StateIncomplete, event: EventPromptRequest, disp: fsm.Rejected, to: StateIncomplete, reason: "run_inactive: the Run is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 307, from: StateIncomplete, event: EventExecutionStart, disp: fsm.Rejected, to: StateIncomplete, reason: "run_inactive: the Run is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 297, from: StateIncomplete, event: EventStatusStarted, disp: fsm.Ignored, to: StateIncomplete, reason: "the outcome stays unknown; late frames are not applied", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 297, from: StateIncomplete, event: EventStartFailed, disp: fsm.Ignored, to: StateIncomplete, reason: "the outcome stays unknown; late frames are not applied", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 297, from: StateIncomplete, event: EventDelta, disp: fsm.Ignored, to: StateIncomplete, reason: "the outcome stays unknown; late frames are not applied", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 297, from: StateIncomplete, event: EventThinking, disp: fsm.Ignored, to: StateIncomplete, reason: "the outcome stays unknown; late frames are not applied", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 297, from: StateIncomplete, event: EventOutputMessage, disp: fsm.Ignored, to: StateIncomplete, reason: "the outcome stays unknown; late frames are not applied", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 297, from: StateIncomplete, event: EventToolCall, disp: fsm.Ignored, to: StateIncomplete, reason: "the outcome stays unknown; late frames are not applied", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 297, from: StateIncomplete, event: EventUsage, disp: fsm.Ignored, to: StateIncomplete, reason: "the outcome stays unknown; late frames are not applied", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 297, from: StateIncomplete, event: EventError, disp: fsm.Ignored, to: StateIncomplete, reason: "the outcome stays unknown; late frames are not applied", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 297, from: StateIncomplete, event: EventDone, disp: fsm.Ignored, to: StateIncomplete, reason: "the outcome stays unknown; late frames are not applied", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 307, from: StateIncomplete, event: EventPromptCancel, disp: fsm.Rejected, to: StateIncomplete, reason: "run_inactive: the Run is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 297, from: StateIncomplete, event: EventCancelAckApplied, disp: fsm.Ignored, to: StateIncomplete, reason: "the outcome stays unknown; late frames are not applied", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 297, from: StateIncomplete, event: EventCancelAckRefused, disp: fsm.Ignored, to: StateIncomplete, reason: "the outcome stays unknown; late frames are not applied", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 290, from: StateIncomplete, event: EventCancelWait, disp: fsm.Ignored, to: StateIncomplete, reason: "no cancellation deadline is running", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 297, from: StateIncomplete, event: EventObservationLost, disp: fsm.Ignored, to: StateIncomplete, reason: "the outcome stays unknown; late frames are not applied", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 297, from: StateIncomplete, event: EventDeliveryFailed, disp: fsm.Ignored, to: StateIncomplete, reason: "the outcome stays unknown; late frames are not applied", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 307, from: StateDeliveryUnknown, event: EventPromptRequest, disp: fsm.Rejected, to: StateDeliveryUnknown, reason: "run_inactive: the Run is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 307, from: StateDeliveryUnknown, event: EventExecutionStart, disp: fsm.Rejected, to: StateDeliveryUnknown, reason: "run_inactive: the Run is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 297, from: StateDeliveryUnknown, event: EventStatusStarted, disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "the outcome stays unknown; late frames are not applied", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 297, from: StateDeliveryUnknown, event: EventStartFailed, disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "the outcome stays unknown; late frames are not applied", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 297, from: StateDeliveryUnknown, event: EventDelta, disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "the outcome stays unknown; late frames are not applied", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 297, from: StateDeliveryUnknown, event: EventThinking, disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "the outcome stays unknown; late frames are not applied", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 297, from: StateDeliveryUnknown, event: EventOutputMessage, disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "the outcome stays unknown; late frames are not applied", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 297, from: StateDeliveryUnknown, event: EventToolCall, disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "the outcome stays unknown; late frames are not applied", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 297, from: StateDeliveryUnknown, event: EventUsage, disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "the outcome stays unknown; late frames are not applied", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 297, from: StateDeliveryUnknown, event: EventError, disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "the outcome stays unknown; late frames are not applied", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 297, from: StateDeliveryUnknown, event: EventDone, disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "the outcome stays unknown; late frames are not applied", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 307, from: StateDeliveryUnknown, event: EventPromptCancel, disp: fsm.Rejected, to: StateDeliveryUnknown, reason: "run_inactive: the Run is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 297, from: StateDeliveryUnknown, event: EventCancelAckApplied, disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "the outcome stays unknown; late frames are not applied", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 297, from: StateDeliveryUnknown, event: EventCancelAckRefused, disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "the outcome stays unknown; late frames are not applied", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 290, from: StateDeliveryUnknown, event: EventCancelWait, disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "no cancellation deadline is running", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 297, from: StateDeliveryUnknown, event: EventObservationLost, disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "the outcome stays unknown; late frames are not applied", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 297, from: StateDeliveryUnknown, event: EventDeliveryFailed, disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "the outcome stays unknown; late frames are not applied", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 307, from: StateNotStarted, event: EventPromptRequest, disp: fsm.Rejected, to: StateNotStarted, reason: "run_inactive: the Run is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 307, from: StateNotStarted, event: EventExecutionStart, disp: fsm.Rejected, to: StateNotStarted, reason: "run_inactive: the Run is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 301, from: StateNotStarted, event: EventStatusStarted, disp: fsm.Ignored, to: StateNotStarted, reason: "the Run was settled before this happened", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 301, from: StateNotStarted, event: EventStartFailed, disp: fsm.Ignored, to: StateNotStarted, reason: "the Run was settled before this happened", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 304, from: StateNotStarted, event: EventDelta, disp: fsm.Rejected, to: StateNotStarted, reason: "done (or the start failure) already closed the stream", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 304, from: StateNotStarted, event: EventThinking, disp: fsm.Rejected, to: StateNotStarted, reason: "done (or the start failure) already closed the stream", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 304, from: StateNotStarted, event: EventOutputMessage, disp: fsm.Rejected, to: StateNotStarted, reason: "done (or the start failure) already closed the stream", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 304, from: StateNotStarted, event: EventToolCall, disp: fsm.Rejected, to: StateNotStarted, reason: "done (or the start failure) already closed the stream", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 304, from: StateNotStarted, event: EventUsage, disp: fsm.Rejected, to: StateNotStarted, reason: "done (or the start failure) already closed the stream", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 304, from: StateNotStarted, event: EventError, disp: fsm.Rejected, to: StateNotStarted, reason: "done (or the start failure) already closed the stream", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 304, from: StateNotStarted, event: EventDone, disp: fsm.Rejected, to: StateNotStarted, reason: "done (or the start failure) already closed the stream", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 307, from: StateNotStarted, event: EventPromptCancel, disp: fsm.Rejected, to: StateNotStarted, reason: "run_inactive: the Run is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 307, from: StateNotStarted, event: EventCancelAckApplied, disp: fsm.Rejected, to: StateNotStarted, reason: "run_inactive: the Run is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 307, from: StateNotStarted, event: EventCancelAckRefused, disp: fsm.Rejected, to: StateNotStarted, reason: "run_inactive: the Run is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 290, from: StateNotStarted, event: EventCancelWait, disp: fsm.Ignored, to: StateNotStarted, reason: "no cancellation deadline is running", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 301, from: StateNotStarted, event: EventObservationLost, disp: fsm.Ignored, to: StateNotStarted, reason: "the Run was settled before this happened", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 301, from: StateNotStarted, event: EventDeliveryFailed, disp: fsm.Ignored, to: StateNotStarted, reason: "the Run was settled before this happened", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+}
+
+type pathStep struct {
+	event Event
+	held  GuardSet
+}
+
+// pathCases is a shortest path from Initial to every state.
+var pathCases = []struct {
+	target State
+	steps  []pathStep
+}{
+	{StateIdle, []pathStep{}},
+	{StateRequested, []pathStep{{event: EventPromptRequest}}},
+	{StateStreaming, []pathStep{{event: EventPromptRequest}, {event: EventStatusStarted}}},
+	{StateErrored, []pathStep{{event: EventPromptRequest}, {event: EventError}}},
+	{StateCancelling, []pathStep{{event: EventPromptRequest}, {event: EventPromptCancel}}},
+	{StateCancelDrained, []pathStep{{event: EventPromptRequest}, {event: EventPromptCancel}, {event: EventDone}}},
+	{StateCompleted, []pathStep{{event: EventPromptRequest}, {event: EventDone}}},
+	{StateFailed, []pathStep{{event: EventPromptRequest}, {event: EventError}, {event: EventDone}}},
+	{StateCancelled, []pathStep{{event: EventPromptRequest}, {event: EventPromptCancel}, {event: EventCancelAckApplied, held: GuardSet(0).With(GuardMatchesCancelDelivery)}}},
+	{StateCancelRefused, []pathStep{{event: EventPromptRequest}, {event: EventPromptCancel}, {event: EventCancelAckRefused, held: GuardSet(0).With(GuardMatchesCancelDelivery)}}},
+	{StateCancelUnconfirmed, []pathStep{{event: EventPromptRequest}, {event: EventPromptCancel}, {event: EventCancelWait}}},
+	{StateIncomplete, []pathStep{{event: EventPromptRequest}, {event: EventObservationLost}}},
+	{StateDeliveryUnknown, []pathStep{{event: EventPromptRequest}, {event: EventDeliveryFailed}}},
+	{StateNotStarted, []pathStep{{event: EventPromptRequest}, {event: EventStartFailed}}},
+}
+
+// stateTimers lists the timers each state keeps armed (none when absent), from the spec.
+var stateTimers = map[State][]fsm.TimerID{
+	StateCancelDrained: {fsm.TimerID(TimerCancelWait)},
+	StateCancelling:    {fsm.TimerID(TimerCancelWait)},
+}
+
+// TestTableMatchesSpec checks that Table is exactly what spec.Machine.Table builds from the spec
+// file: declarations, cells, and one shared candidate per rule.
+func TestTableMatchesSpec(t *testing.T) {
+	fsmtest.SameTable(t, fsmtest.LoadMachine(t, specFile), Table)
+}
+
+// TestEveryCell checks every candidate of every cell through Transition and, for each role that
+// handles its event, through that role's machine and hooks.
+func TestEveryCell(t *testing.T) {
+	for _, c := range cellCases {
+		where := fmt.Sprintf("%s:%d: %s on %s", specFile, c.line, c.from, c.event)
+		step, trErr := Transition(c.from, c.event, c.held)
+		require.Equal(t, c.line, step.Line(), where)
+		require.Equal(t, c.from, step.From(), where)
+		require.Equal(t, c.event, step.Event(), where)
+		require.Equal(t, c.disp, step.Disposition(), where)
+		require.Equal(t, c.to, step.To(), where)
+		require.Equal(t, c.guard, step.Guard(), where)
+		require.Equal(t, c.reason, step.Reason(), where)
+		var effects []string
+		for i := range step.Effects() {
+			effects = append(effects, Table.EffectString(&step.Effects()[i]))
+		}
+		require.Equal(t, c.effects, effects, where)
+		if c.disp == fsm.Rejected {
+			require.ErrorIs(t, trErr, fsm.ErrRejected, where)
+			var te *fsm.TransitionError
+			require.ErrorAs(t, trErr, &te, where)
+			require.Equal(t, []string{Name, c.from.String(), c.event.String(), c.reason}, []string{te.Machine, te.State, te.Event, te.Reason}, where)
+		} else {
+			require.NoError(t, trErr, where)
+		}
+		for role, want := range c.logs {
+			rec := &recorder{held: c.held}
+			m := newMachine(t, role, rec)
+			_, err := m.Restore(fsm.StateID(c.from))
+			require.NoError(t, err)
+			err = m.Fire(fsm.EventID(c.event), 0)
+			if c.disp == fsm.Rejected {
+				require.ErrorIs(t, err, fsm.ErrRejected, where)
+				require.Equal(t, c.from, State(m.State()), "a rejected event leaves the state unchanged: "+where)
+				require.Empty(t, rec.log, where)
+				continue
+			}
+			require.NoError(t, err, where)
+			if c.raises {
+				continue // the raised events move on: TestInstanceWalkAgainstSpec
+			}
+			require.Equal(t, c.to, State(m.State()), where)
+			require.Equal(t, want, rec.log, "hooks of the %s: %s", role, where)
+		}
+	}
+}
+
+// TestHooksPerRole checks that each role's hooks interface holds exactly what that role calls:
+// running every cell the role handles calls every one of its methods (and TestEveryCell that none
+// is missing).
+func TestHooksPerRole(t *testing.T) {
+	for role, iface := range map[fsm.Role]reflect.Type{
+		fsm.RoleCore:    reflect.TypeFor[CoreHooks[int]](),
+		fsm.RoleRuntime: reflect.TypeFor[RuntimeHooks[int]](),
+	} {
+		rec := &recorder{called: map[string]bool{}}
+		m := newMachine(t, role, rec)
+		for _, c := range cellCases {
+			if _, ok := c.logs[role]; !ok {
+				continue
+			}
+			rec.held = c.held
+			_, err := m.Restore(fsm.StateID(c.from))
+			require.NoError(t, err)
+			_ = m.Fire(fsm.EventID(c.event), 0) // outcomes: TestEveryCell
+		}
+		var want, got []string
+		for i := range iface.NumMethod() {
+			want = append(want, iface.Method(i).Name)
+		}
+		for name := range rec.called {
+			got = append(got, name)
+		}
+		require.ElementsMatch(t, want, got, "hooks of the %s", role)
+	}
+}
+
+// TestShortestPaths walks an fsm.Instance of Table, for each role, along a shortest path to every
+// state.
+func TestShortestPaths(t *testing.T) {
+	for _, role := range roles {
+		for _, p := range pathCases {
+			in, err := fsm.NewInstance[int](Table, role)
+			require.NoError(t, err)
+			var out fsm.Outbox
+			for _, st := range p.steps {
+				require.NoError(t, in.Step(fsm.EventID(st.event), 0, heldGuards(st.held), &out), "%s: path to %s", role, p.target)
+			}
+			require.Equal(t, p.target, State(in.State()), role.String())
+		}
+	}
 }
 
 // adapter exposes Transition to fsmtest in spec names.
@@ -110,1766 +547,15 @@ func adapter(t *testing.T) fsmtest.Adapter {
 		if step.Guard() != 0 {
 			res.Guard = step.Guard().String()
 		}
-		for _, ef := range step.Effects() {
-			res.Effects = append(res.Effects, ef.String())
+		for i := range step.Effects() {
+			res.Effects = append(res.Effects, Table.EffectString(&step.Effects()[i]))
 		}
 		return res
 	}}
 }
 
-type cellCase struct {
-	line                string
-	from                State
-	event               Event
-	held                GuardSet
-	disp                fsm.Disposition
-	to                  State
-	guard               Guard
-	effects             []string
-	both, core, runtime []string
-	raises              bool
-}
-
-// cellCases has one entry per candidate of every cell, computed from the spec when the code was generated.
-var cellCases = []cellCase{{
-	both:    []string{"do start_native"},
-	core:    nil,
-	disp:    fsm.Moved,
-	effects: []string{"runtime: do start_native"},
-	event:   EventPromptRequest,
-	from:    StateIdle,
-	line:    "spec/run.yaml:150",
-	runtime: []string{"do start_native"},
-	to:      StateRequested,
-}, {
-	both:    []string{"do start_native"},
-	core:    nil,
-	disp:    fsm.Moved,
-	effects: []string{"runtime: do start_native"},
-	event:   EventExecutionStart,
-	from:    StateIdle,
-	line:    "spec/run.yaml:150",
-	runtime: []string{"do start_native"},
-	to:      StateRequested,
-}, {
-	disp:  fsm.Rejected,
-	event: EventStatusStarted,
-	from:  StateIdle,
-	line:  "spec/run.yaml:157",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventStartFailed,
-	from:  StateIdle,
-	line:  "spec/run.yaml:157",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventDelta,
-	from:  StateIdle,
-	line:  "spec/run.yaml:157",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventThinking,
-	from:  StateIdle,
-	line:  "spec/run.yaml:157",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventOutputMessage,
-	from:  StateIdle,
-	line:  "spec/run.yaml:157",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventToolCall,
-	from:  StateIdle,
-	line:  "spec/run.yaml:157",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventUsage,
-	from:  StateIdle,
-	line:  "spec/run.yaml:157",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventError,
-	from:  StateIdle,
-	line:  "spec/run.yaml:157",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventDone,
-	from:  StateIdle,
-	line:  "spec/run.yaml:157",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPromptCancel,
-	from:  StateIdle,
-	line:  "spec/run.yaml:157",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventCancelAckApplied,
-	from:  StateIdle,
-	line:  "spec/run.yaml:157",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventCancelAckRefused,
-	from:  StateIdle,
-	line:  "spec/run.yaml:157",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Ignored,
-	event: EventCancelWait,
-	from:  StateIdle,
-	line:  "spec/run.yaml:154",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventObservationLost,
-	from:  StateIdle,
-	line:  "spec/run.yaml:157",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventDeliveryFailed,
-	from:  StateIdle,
-	line:  "spec/run.yaml:157",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPromptRequest,
-	from:  StateRequested,
-	line:  "spec/run.yaml:219",
-	to:    StateRequested,
-}, {
-	disp:  fsm.Rejected,
-	event: EventExecutionStart,
-	from:  StateRequested,
-	line:  "spec/run.yaml:219",
-	to:    StateRequested,
-}, {
-	disp:  fsm.Moved,
-	event: EventStatusStarted,
-	from:  StateRequested,
-	line:  "spec/run.yaml:162",
-	to:    StateStreaming,
-}, {
-	both:    []string{"do record_error"},
-	core:    []string{"do record_error"},
-	disp:    fsm.Moved,
-	effects: []string{"core: do record_error"},
-	event:   EventStartFailed,
-	from:    StateRequested,
-	line:    "spec/run.yaml:165",
-	runtime: nil,
-	to:      StateNotStarted,
-}, {
-	both:    []string{"do record_output"},
-	core:    []string{"do record_output"},
-	disp:    fsm.Moved,
-	effects: []string{"core: do record_output"},
-	event:   EventDelta,
-	from:    StateRequested,
-	line:    "spec/run.yaml:169",
-	runtime: nil,
-	to:      StateStreaming,
-}, {
-	both:    []string{"do record_output"},
-	core:    []string{"do record_output"},
-	disp:    fsm.Moved,
-	effects: []string{"core: do record_output"},
-	event:   EventThinking,
-	from:    StateRequested,
-	line:    "spec/run.yaml:169",
-	runtime: nil,
-	to:      StateStreaming,
-}, {
-	both:    []string{"do record_output"},
-	core:    []string{"do record_output"},
-	disp:    fsm.Moved,
-	effects: []string{"core: do record_output"},
-	event:   EventOutputMessage,
-	from:    StateRequested,
-	line:    "spec/run.yaml:169",
-	runtime: nil,
-	to:      StateStreaming,
-}, {
-	both:    []string{"do record_output"},
-	core:    []string{"do record_output"},
-	disp:    fsm.Moved,
-	effects: []string{"core: do record_output"},
-	event:   EventToolCall,
-	from:    StateRequested,
-	line:    "spec/run.yaml:169",
-	runtime: nil,
-	to:      StateStreaming,
-}, {
-	both:    []string{"do replace_usage"},
-	core:    []string{"do replace_usage"},
-	disp:    fsm.Moved,
-	effects: []string{"core: do replace_usage"},
-	event:   EventUsage,
-	from:    StateRequested,
-	line:    "spec/run.yaml:173",
-	runtime: nil,
-	to:      StateStreaming,
-}, {
-	both:    []string{"do record_error"},
-	core:    []string{"do record_error"},
-	disp:    fsm.Moved,
-	effects: []string{"core: do record_error"},
-	event:   EventError,
-	from:    StateRequested,
-	line:    "spec/run.yaml:177",
-	runtime: nil,
-	to:      StateErrored,
-}, {
-	both:    []string{"do close_stream"},
-	core:    []string{"do close_stream"},
-	disp:    fsm.Moved,
-	effects: []string{"core: do close_stream"},
-	event:   EventDone,
-	from:    StateRequested,
-	line:    "spec/run.yaml:190",
-	runtime: nil,
-	to:      StateCompleted,
-}, {
-	both:    []string{"start cancel_wait", "do cancel_native"},
-	core:    []string{"start cancel_wait"},
-	disp:    fsm.Moved,
-	effects: []string{"core: start cancel_wait", "runtime: do cancel_native"},
-	event:   EventPromptCancel,
-	from:    StateRequested,
-	line:    "spec/run.yaml:198",
-	runtime: []string{"do cancel_native"},
-	to:      StateCancelling,
-}, {
-	disp:  fsm.Rejected,
-	event: EventCancelAckApplied,
-	from:  StateRequested,
-	line:  "spec/run.yaml:222",
-	to:    StateRequested,
-}, {
-	disp:  fsm.Rejected,
-	event: EventCancelAckRefused,
-	from:  StateRequested,
-	line:  "spec/run.yaml:222",
-	to:    StateRequested,
-}, {
-	disp:  fsm.Ignored,
-	event: EventCancelWait,
-	from:  StateRequested,
-	line:  "spec/run.yaml:225",
-	to:    StateRequested,
-}, {
-	both:    []string{"do mark_event_stream_incomplete"},
-	core:    []string{"do mark_event_stream_incomplete"},
-	disp:    fsm.Moved,
-	effects: []string{"core: do mark_event_stream_incomplete"},
-	event:   EventObservationLost,
-	from:    StateRequested,
-	line:    "spec/run.yaml:202",
-	runtime: nil,
-	to:      StateIncomplete,
-}, {
-	both:    []string{"do mark_delivery_unknown"},
-	core:    []string{"do mark_delivery_unknown"},
-	disp:    fsm.Moved,
-	effects: []string{"core: do mark_delivery_unknown"},
-	event:   EventDeliveryFailed,
-	from:    StateRequested,
-	line:    "spec/run.yaml:206",
-	runtime: nil,
-	to:      StateDeliveryUnknown,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPromptRequest,
-	from:  StateStreaming,
-	line:  "spec/run.yaml:219",
-	to:    StateStreaming,
-}, {
-	disp:  fsm.Rejected,
-	event: EventExecutionStart,
-	from:  StateStreaming,
-	line:  "spec/run.yaml:219",
-	to:    StateStreaming,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusStarted,
-	from:  StateStreaming,
-	line:  "spec/run.yaml:213",
-	to:    StateStreaming,
-}, {
-	disp:  fsm.Rejected,
-	event: EventStartFailed,
-	from:  StateStreaming,
-	line:  "spec/run.yaml:216",
-	to:    StateStreaming,
-}, {
-	both:    []string{"do record_output"},
-	core:    []string{"do record_output"},
-	disp:    fsm.Stayed,
-	effects: []string{"core: do record_output"},
-	event:   EventDelta,
-	from:    StateStreaming,
-	line:    "spec/run.yaml:169",
-	runtime: nil,
-	to:      StateStreaming,
-}, {
-	both:    []string{"do record_output"},
-	core:    []string{"do record_output"},
-	disp:    fsm.Stayed,
-	effects: []string{"core: do record_output"},
-	event:   EventThinking,
-	from:    StateStreaming,
-	line:    "spec/run.yaml:169",
-	runtime: nil,
-	to:      StateStreaming,
-}, {
-	both:    []string{"do record_output"},
-	core:    []string{"do record_output"},
-	disp:    fsm.Stayed,
-	effects: []string{"core: do record_output"},
-	event:   EventOutputMessage,
-	from:    StateStreaming,
-	line:    "spec/run.yaml:169",
-	runtime: nil,
-	to:      StateStreaming,
-}, {
-	both:    []string{"do record_output"},
-	core:    []string{"do record_output"},
-	disp:    fsm.Stayed,
-	effects: []string{"core: do record_output"},
-	event:   EventToolCall,
-	from:    StateStreaming,
-	line:    "spec/run.yaml:169",
-	runtime: nil,
-	to:      StateStreaming,
-}, {
-	both:    []string{"do replace_usage"},
-	core:    []string{"do replace_usage"},
-	disp:    fsm.Stayed,
-	effects: []string{"core: do replace_usage"},
-	event:   EventUsage,
-	from:    StateStreaming,
-	line:    "spec/run.yaml:173",
-	runtime: nil,
-	to:      StateStreaming,
-}, {
-	both:    []string{"do record_error"},
-	core:    []string{"do record_error"},
-	disp:    fsm.Moved,
-	effects: []string{"core: do record_error"},
-	event:   EventError,
-	from:    StateStreaming,
-	line:    "spec/run.yaml:177",
-	runtime: nil,
-	to:      StateErrored,
-}, {
-	both:    []string{"do close_stream"},
-	core:    []string{"do close_stream"},
-	disp:    fsm.Moved,
-	effects: []string{"core: do close_stream"},
-	event:   EventDone,
-	from:    StateStreaming,
-	line:    "spec/run.yaml:190",
-	runtime: nil,
-	to:      StateCompleted,
-}, {
-	both:    []string{"start cancel_wait", "do cancel_native"},
-	core:    []string{"start cancel_wait"},
-	disp:    fsm.Moved,
-	effects: []string{"core: start cancel_wait", "runtime: do cancel_native"},
-	event:   EventPromptCancel,
-	from:    StateStreaming,
-	line:    "spec/run.yaml:198",
-	runtime: []string{"do cancel_native"},
-	to:      StateCancelling,
-}, {
-	disp:  fsm.Rejected,
-	event: EventCancelAckApplied,
-	from:  StateStreaming,
-	line:  "spec/run.yaml:222",
-	to:    StateStreaming,
-}, {
-	disp:  fsm.Rejected,
-	event: EventCancelAckRefused,
-	from:  StateStreaming,
-	line:  "spec/run.yaml:222",
-	to:    StateStreaming,
-}, {
-	disp:  fsm.Ignored,
-	event: EventCancelWait,
-	from:  StateStreaming,
-	line:  "spec/run.yaml:225",
-	to:    StateStreaming,
-}, {
-	both:    []string{"do mark_event_stream_incomplete"},
-	core:    []string{"do mark_event_stream_incomplete"},
-	disp:    fsm.Moved,
-	effects: []string{"core: do mark_event_stream_incomplete"},
-	event:   EventObservationLost,
-	from:    StateStreaming,
-	line:    "spec/run.yaml:202",
-	runtime: nil,
-	to:      StateIncomplete,
-}, {
-	disp:  fsm.Ignored,
-	event: EventDeliveryFailed,
-	from:  StateStreaming,
-	line:  "spec/run.yaml:210",
-	to:    StateStreaming,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPromptRequest,
-	from:  StateErrored,
-	line:  "spec/run.yaml:219",
-	to:    StateErrored,
-}, {
-	disp:  fsm.Rejected,
-	event: EventExecutionStart,
-	from:  StateErrored,
-	line:  "spec/run.yaml:219",
-	to:    StateErrored,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusStarted,
-	from:  StateErrored,
-	line:  "spec/run.yaml:213",
-	to:    StateErrored,
-}, {
-	disp:  fsm.Rejected,
-	event: EventStartFailed,
-	from:  StateErrored,
-	line:  "spec/run.yaml:216",
-	to:    StateErrored,
-}, {
-	both:    []string{"do record_output"},
-	core:    []string{"do record_output"},
-	disp:    fsm.Stayed,
-	effects: []string{"core: do record_output"},
-	event:   EventDelta,
-	from:    StateErrored,
-	line:    "spec/run.yaml:181",
-	runtime: nil,
-	to:      StateErrored,
-}, {
-	both:    []string{"do record_output"},
-	core:    []string{"do record_output"},
-	disp:    fsm.Stayed,
-	effects: []string{"core: do record_output"},
-	event:   EventThinking,
-	from:    StateErrored,
-	line:    "spec/run.yaml:181",
-	runtime: nil,
-	to:      StateErrored,
-}, {
-	both:    []string{"do record_output"},
-	core:    []string{"do record_output"},
-	disp:    fsm.Stayed,
-	effects: []string{"core: do record_output"},
-	event:   EventOutputMessage,
-	from:    StateErrored,
-	line:    "spec/run.yaml:181",
-	runtime: nil,
-	to:      StateErrored,
-}, {
-	both:    []string{"do record_output"},
-	core:    []string{"do record_output"},
-	disp:    fsm.Stayed,
-	effects: []string{"core: do record_output"},
-	event:   EventToolCall,
-	from:    StateErrored,
-	line:    "spec/run.yaml:181",
-	runtime: nil,
-	to:      StateErrored,
-}, {
-	both:    []string{"do replace_usage"},
-	core:    []string{"do replace_usage"},
-	disp:    fsm.Stayed,
-	effects: []string{"core: do replace_usage"},
-	event:   EventUsage,
-	from:    StateErrored,
-	line:    "spec/run.yaml:186",
-	runtime: nil,
-	to:      StateErrored,
-}, {
-	both:    []string{"do record_error"},
-	core:    []string{"do record_error"},
-	disp:    fsm.Stayed,
-	effects: []string{"core: do record_error"},
-	event:   EventError,
-	from:    StateErrored,
-	line:    "spec/run.yaml:177",
-	runtime: nil,
-	to:      StateErrored,
-}, {
-	both:    []string{"do close_stream"},
-	core:    []string{"do close_stream"},
-	disp:    fsm.Moved,
-	effects: []string{"core: do close_stream"},
-	event:   EventDone,
-	from:    StateErrored,
-	line:    "spec/run.yaml:194",
-	runtime: nil,
-	to:      StateFailed,
-}, {
-	both:    []string{"start cancel_wait", "do cancel_native"},
-	core:    []string{"start cancel_wait"},
-	disp:    fsm.Moved,
-	effects: []string{"core: start cancel_wait", "runtime: do cancel_native"},
-	event:   EventPromptCancel,
-	from:    StateErrored,
-	line:    "spec/run.yaml:198",
-	runtime: []string{"do cancel_native"},
-	to:      StateCancelling,
-}, {
-	disp:  fsm.Rejected,
-	event: EventCancelAckApplied,
-	from:  StateErrored,
-	line:  "spec/run.yaml:222",
-	to:    StateErrored,
-}, {
-	disp:  fsm.Rejected,
-	event: EventCancelAckRefused,
-	from:  StateErrored,
-	line:  "spec/run.yaml:222",
-	to:    StateErrored,
-}, {
-	disp:  fsm.Ignored,
-	event: EventCancelWait,
-	from:  StateErrored,
-	line:  "spec/run.yaml:225",
-	to:    StateErrored,
-}, {
-	both:    []string{"do mark_event_stream_incomplete"},
-	core:    []string{"do mark_event_stream_incomplete"},
-	disp:    fsm.Moved,
-	effects: []string{"core: do mark_event_stream_incomplete"},
-	event:   EventObservationLost,
-	from:    StateErrored,
-	line:    "spec/run.yaml:202",
-	runtime: nil,
-	to:      StateIncomplete,
-}, {
-	disp:  fsm.Ignored,
-	event: EventDeliveryFailed,
-	from:  StateErrored,
-	line:  "spec/run.yaml:210",
-	to:    StateErrored,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPromptRequest,
-	from:  StateCancelling,
-	line:  "spec/run.yaml:219",
-	to:    StateCancelling,
-}, {
-	disp:  fsm.Rejected,
-	event: EventExecutionStart,
-	from:  StateCancelling,
-	line:  "spec/run.yaml:219",
-	to:    StateCancelling,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusStarted,
-	from:  StateCancelling,
-	line:  "spec/run.yaml:246",
-	to:    StateCancelling,
-}, {
-	both:    []string{"do record_error"},
-	core:    []string{"do record_error"},
-	disp:    fsm.Stayed,
-	effects: []string{"core: do record_error"},
-	event:   EventStartFailed,
-	from:    StateCancelling,
-	line:    "spec/run.yaml:238",
-	runtime: nil,
-	to:      StateCancelling,
-}, {
-	both:    []string{"do record_output"},
-	core:    []string{"do record_output"},
-	disp:    fsm.Stayed,
-	effects: []string{"core: do record_output"},
-	event:   EventDelta,
-	from:    StateCancelling,
-	line:    "spec/run.yaml:230",
-	runtime: nil,
-	to:      StateCancelling,
-}, {
-	both:    []string{"do record_output"},
-	core:    []string{"do record_output"},
-	disp:    fsm.Stayed,
-	effects: []string{"core: do record_output"},
-	event:   EventThinking,
-	from:    StateCancelling,
-	line:    "spec/run.yaml:230",
-	runtime: nil,
-	to:      StateCancelling,
-}, {
-	both:    []string{"do record_output"},
-	core:    []string{"do record_output"},
-	disp:    fsm.Stayed,
-	effects: []string{"core: do record_output"},
-	event:   EventOutputMessage,
-	from:    StateCancelling,
-	line:    "spec/run.yaml:230",
-	runtime: nil,
-	to:      StateCancelling,
-}, {
-	both:    []string{"do record_output"},
-	core:    []string{"do record_output"},
-	disp:    fsm.Stayed,
-	effects: []string{"core: do record_output"},
-	event:   EventToolCall,
-	from:    StateCancelling,
-	line:    "spec/run.yaml:230",
-	runtime: nil,
-	to:      StateCancelling,
-}, {
-	both:    []string{"do replace_usage"},
-	core:    []string{"do replace_usage"},
-	disp:    fsm.Stayed,
-	effects: []string{"core: do replace_usage"},
-	event:   EventUsage,
-	from:    StateCancelling,
-	line:    "spec/run.yaml:234",
-	runtime: nil,
-	to:      StateCancelling,
-}, {
-	both:    []string{"do record_error"},
-	core:    []string{"do record_error"},
-	disp:    fsm.Stayed,
-	effects: []string{"core: do record_error"},
-	event:   EventError,
-	from:    StateCancelling,
-	line:    "spec/run.yaml:238",
-	runtime: nil,
-	to:      StateCancelling,
-}, {
-	both:    []string{"do close_stream"},
-	core:    []string{"do close_stream"},
-	disp:    fsm.Moved,
-	effects: []string{"core: do close_stream"},
-	event:   EventDone,
-	from:    StateCancelling,
-	line:    "spec/run.yaml:242",
-	runtime: nil,
-	to:      StateCancelDrained,
-}, {
-	both:    []string{"do cancel_native"},
-	core:    nil,
-	disp:    fsm.Stayed,
-	effects: []string{"runtime: do cancel_native"},
-	event:   EventPromptCancel,
-	from:    StateCancelling,
-	line:    "spec/run.yaml:249",
-	runtime: []string{"do cancel_native"},
-	to:      StateCancelling,
-}, {
-	both:    []string{"stop cancel_wait", "do apply_cancel_receipt"},
-	core:    []string{"stop cancel_wait", "do apply_cancel_receipt"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop cancel_wait", "core: do apply_cancel_receipt"},
-	event:   EventCancelAckApplied,
-	from:    StateCancelling,
-	guard:   GuardMatchesCancelDelivery,
-	held:    GuardSet(0).With(GuardMatchesCancelDelivery),
-	line:    "spec/run.yaml:254",
-	runtime: nil,
-	to:      StateCancelled,
-}, {
-	disp:  fsm.Rejected,
-	event: EventCancelAckApplied,
-	from:  StateCancelling,
-	line:  "spec/run.yaml:264",
-	to:    StateCancelling,
-}, {
-	both:    []string{"stop cancel_wait", "do apply_cancel_receipt"},
-	core:    []string{"stop cancel_wait", "do apply_cancel_receipt"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop cancel_wait", "core: do apply_cancel_receipt"},
-	event:   EventCancelAckRefused,
-	from:    StateCancelling,
-	guard:   GuardMatchesCancelDelivery,
-	held:    GuardSet(0).With(GuardMatchesCancelDelivery),
-	line:    "spec/run.yaml:259",
-	runtime: nil,
-	to:      StateCancelRefused,
-}, {
-	disp:  fsm.Rejected,
-	event: EventCancelAckRefused,
-	from:  StateCancelling,
-	line:  "spec/run.yaml:264",
-	to:    StateCancelling,
-}, {
-	both:    []string{"do mark_cancel_unconfirmed"},
-	core:    []string{"do mark_cancel_unconfirmed"},
-	disp:    fsm.Moved,
-	effects: []string{"core: do mark_cancel_unconfirmed"},
-	event:   EventCancelWait,
-	from:    StateCancelling,
-	line:    "spec/run.yaml:267",
-	runtime: nil,
-	to:      StateCancelUnconfirmed,
-}, {
-	both:    []string{"stop cancel_wait", "do mark_cancel_unconfirmed"},
-	core:    []string{"stop cancel_wait", "do mark_cancel_unconfirmed"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop cancel_wait", "core: do mark_cancel_unconfirmed"},
-	event:   EventObservationLost,
-	from:    StateCancelling,
-	line:    "spec/run.yaml:271",
-	runtime: nil,
-	to:      StateCancelUnconfirmed,
-}, {
-	both:    []string{"stop cancel_wait", "do mark_cancel_unconfirmed"},
-	core:    []string{"stop cancel_wait", "do mark_cancel_unconfirmed"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop cancel_wait", "core: do mark_cancel_unconfirmed"},
-	event:   EventDeliveryFailed,
-	from:    StateCancelling,
-	line:    "spec/run.yaml:271",
-	runtime: nil,
-	to:      StateCancelUnconfirmed,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPromptRequest,
-	from:  StateCancelDrained,
-	line:  "spec/run.yaml:219",
-	to:    StateCancelDrained,
-}, {
-	disp:  fsm.Rejected,
-	event: EventExecutionStart,
-	from:  StateCancelDrained,
-	line:  "spec/run.yaml:219",
-	to:    StateCancelDrained,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusStarted,
-	from:  StateCancelDrained,
-	line:  "spec/run.yaml:285",
-	to:    StateCancelDrained,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStartFailed,
-	from:  StateCancelDrained,
-	line:  "spec/run.yaml:285",
-	to:    StateCancelDrained,
-}, {
-	disp:  fsm.Rejected,
-	event: EventDelta,
-	from:  StateCancelDrained,
-	line:  "spec/run.yaml:282",
-	to:    StateCancelDrained,
-}, {
-	disp:  fsm.Rejected,
-	event: EventThinking,
-	from:  StateCancelDrained,
-	line:  "spec/run.yaml:282",
-	to:    StateCancelDrained,
-}, {
-	disp:  fsm.Rejected,
-	event: EventOutputMessage,
-	from:  StateCancelDrained,
-	line:  "spec/run.yaml:282",
-	to:    StateCancelDrained,
-}, {
-	disp:  fsm.Rejected,
-	event: EventToolCall,
-	from:  StateCancelDrained,
-	line:  "spec/run.yaml:282",
-	to:    StateCancelDrained,
-}, {
-	disp:  fsm.Rejected,
-	event: EventUsage,
-	from:  StateCancelDrained,
-	line:  "spec/run.yaml:282",
-	to:    StateCancelDrained,
-}, {
-	disp:  fsm.Rejected,
-	event: EventError,
-	from:  StateCancelDrained,
-	line:  "spec/run.yaml:282",
-	to:    StateCancelDrained,
-}, {
-	disp:  fsm.Ignored,
-	event: EventDone,
-	from:  StateCancelDrained,
-	line:  "spec/run.yaml:279",
-	to:    StateCancelDrained,
-}, {
-	both:    []string{"do cancel_native"},
-	core:    nil,
-	disp:    fsm.Stayed,
-	effects: []string{"runtime: do cancel_native"},
-	event:   EventPromptCancel,
-	from:    StateCancelDrained,
-	line:    "spec/run.yaml:249",
-	runtime: []string{"do cancel_native"},
-	to:      StateCancelDrained,
-}, {
-	both:    []string{"stop cancel_wait", "do apply_cancel_receipt"},
-	core:    []string{"stop cancel_wait", "do apply_cancel_receipt"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop cancel_wait", "core: do apply_cancel_receipt"},
-	event:   EventCancelAckApplied,
-	from:    StateCancelDrained,
-	guard:   GuardMatchesCancelDelivery,
-	held:    GuardSet(0).With(GuardMatchesCancelDelivery),
-	line:    "spec/run.yaml:254",
-	runtime: nil,
-	to:      StateCancelled,
-}, {
-	disp:  fsm.Rejected,
-	event: EventCancelAckApplied,
-	from:  StateCancelDrained,
-	line:  "spec/run.yaml:264",
-	to:    StateCancelDrained,
-}, {
-	both:    []string{"stop cancel_wait", "do apply_cancel_receipt"},
-	core:    []string{"stop cancel_wait", "do apply_cancel_receipt"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop cancel_wait", "core: do apply_cancel_receipt"},
-	event:   EventCancelAckRefused,
-	from:    StateCancelDrained,
-	guard:   GuardMatchesCancelDelivery,
-	held:    GuardSet(0).With(GuardMatchesCancelDelivery),
-	line:    "spec/run.yaml:259",
-	runtime: nil,
-	to:      StateCancelRefused,
-}, {
-	disp:  fsm.Rejected,
-	event: EventCancelAckRefused,
-	from:  StateCancelDrained,
-	line:  "spec/run.yaml:264",
-	to:    StateCancelDrained,
-}, {
-	both:    []string{"do mark_cancel_unconfirmed"},
-	core:    []string{"do mark_cancel_unconfirmed"},
-	disp:    fsm.Moved,
-	effects: []string{"core: do mark_cancel_unconfirmed"},
-	event:   EventCancelWait,
-	from:    StateCancelDrained,
-	line:    "spec/run.yaml:267",
-	runtime: nil,
-	to:      StateCancelUnconfirmed,
-}, {
-	both:    []string{"stop cancel_wait", "do mark_cancel_unconfirmed"},
-	core:    []string{"stop cancel_wait", "do mark_cancel_unconfirmed"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop cancel_wait", "core: do mark_cancel_unconfirmed"},
-	event:   EventObservationLost,
-	from:    StateCancelDrained,
-	line:    "spec/run.yaml:271",
-	runtime: nil,
-	to:      StateCancelUnconfirmed,
-}, {
-	both:    []string{"stop cancel_wait", "do mark_cancel_unconfirmed"},
-	core:    []string{"stop cancel_wait", "do mark_cancel_unconfirmed"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop cancel_wait", "core: do mark_cancel_unconfirmed"},
-	event:   EventDeliveryFailed,
-	from:    StateCancelDrained,
-	line:    "spec/run.yaml:271",
-	runtime: nil,
-	to:      StateCancelUnconfirmed,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPromptRequest,
-	from:  StateCompleted,
-	line:  "spec/run.yaml:307",
-	to:    StateCompleted,
-}, {
-	disp:  fsm.Rejected,
-	event: EventExecutionStart,
-	from:  StateCompleted,
-	line:  "spec/run.yaml:307",
-	to:    StateCompleted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusStarted,
-	from:  StateCompleted,
-	line:  "spec/run.yaml:301",
-	to:    StateCompleted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStartFailed,
-	from:  StateCompleted,
-	line:  "spec/run.yaml:301",
-	to:    StateCompleted,
-}, {
-	disp:  fsm.Rejected,
-	event: EventDelta,
-	from:  StateCompleted,
-	line:  "spec/run.yaml:304",
-	to:    StateCompleted,
-}, {
-	disp:  fsm.Rejected,
-	event: EventThinking,
-	from:  StateCompleted,
-	line:  "spec/run.yaml:304",
-	to:    StateCompleted,
-}, {
-	disp:  fsm.Rejected,
-	event: EventOutputMessage,
-	from:  StateCompleted,
-	line:  "spec/run.yaml:304",
-	to:    StateCompleted,
-}, {
-	disp:  fsm.Rejected,
-	event: EventToolCall,
-	from:  StateCompleted,
-	line:  "spec/run.yaml:304",
-	to:    StateCompleted,
-}, {
-	disp:  fsm.Rejected,
-	event: EventUsage,
-	from:  StateCompleted,
-	line:  "spec/run.yaml:304",
-	to:    StateCompleted,
-}, {
-	disp:  fsm.Rejected,
-	event: EventError,
-	from:  StateCompleted,
-	line:  "spec/run.yaml:304",
-	to:    StateCompleted,
-}, {
-	disp:  fsm.Rejected,
-	event: EventDone,
-	from:  StateCompleted,
-	line:  "spec/run.yaml:304",
-	to:    StateCompleted,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPromptCancel,
-	from:  StateCompleted,
-	line:  "spec/run.yaml:307",
-	to:    StateCompleted,
-}, {
-	disp:  fsm.Rejected,
-	event: EventCancelAckApplied,
-	from:  StateCompleted,
-	line:  "spec/run.yaml:307",
-	to:    StateCompleted,
-}, {
-	disp:  fsm.Rejected,
-	event: EventCancelAckRefused,
-	from:  StateCompleted,
-	line:  "spec/run.yaml:307",
-	to:    StateCompleted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventCancelWait,
-	from:  StateCompleted,
-	line:  "spec/run.yaml:290",
-	to:    StateCompleted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventObservationLost,
-	from:  StateCompleted,
-	line:  "spec/run.yaml:301",
-	to:    StateCompleted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventDeliveryFailed,
-	from:  StateCompleted,
-	line:  "spec/run.yaml:301",
-	to:    StateCompleted,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPromptRequest,
-	from:  StateFailed,
-	line:  "spec/run.yaml:307",
-	to:    StateFailed,
-}, {
-	disp:  fsm.Rejected,
-	event: EventExecutionStart,
-	from:  StateFailed,
-	line:  "spec/run.yaml:307",
-	to:    StateFailed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusStarted,
-	from:  StateFailed,
-	line:  "spec/run.yaml:301",
-	to:    StateFailed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStartFailed,
-	from:  StateFailed,
-	line:  "spec/run.yaml:301",
-	to:    StateFailed,
-}, {
-	disp:  fsm.Rejected,
-	event: EventDelta,
-	from:  StateFailed,
-	line:  "spec/run.yaml:304",
-	to:    StateFailed,
-}, {
-	disp:  fsm.Rejected,
-	event: EventThinking,
-	from:  StateFailed,
-	line:  "spec/run.yaml:304",
-	to:    StateFailed,
-}, {
-	disp:  fsm.Rejected,
-	event: EventOutputMessage,
-	from:  StateFailed,
-	line:  "spec/run.yaml:304",
-	to:    StateFailed,
-}, {
-	disp:  fsm.Rejected,
-	event: EventToolCall,
-	from:  StateFailed,
-	line:  "spec/run.yaml:304",
-	to:    StateFailed,
-}, {
-	disp:  fsm.Rejected,
-	event: EventUsage,
-	from:  StateFailed,
-	line:  "spec/run.yaml:304",
-	to:    StateFailed,
-}, {
-	disp:  fsm.Rejected,
-	event: EventError,
-	from:  StateFailed,
-	line:  "spec/run.yaml:304",
-	to:    StateFailed,
-}, {
-	disp:  fsm.Rejected,
-	event: EventDone,
-	from:  StateFailed,
-	line:  "spec/run.yaml:304",
-	to:    StateFailed,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPromptCancel,
-	from:  StateFailed,
-	line:  "spec/run.yaml:307",
-	to:    StateFailed,
-}, {
-	disp:  fsm.Rejected,
-	event: EventCancelAckApplied,
-	from:  StateFailed,
-	line:  "spec/run.yaml:307",
-	to:    StateFailed,
-}, {
-	disp:  fsm.Rejected,
-	event: EventCancelAckRefused,
-	from:  StateFailed,
-	line:  "spec/run.yaml:307",
-	to:    StateFailed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventCancelWait,
-	from:  StateFailed,
-	line:  "spec/run.yaml:290",
-	to:    StateFailed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventObservationLost,
-	from:  StateFailed,
-	line:  "spec/run.yaml:301",
-	to:    StateFailed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventDeliveryFailed,
-	from:  StateFailed,
-	line:  "spec/run.yaml:301",
-	to:    StateFailed,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPromptRequest,
-	from:  StateCancelled,
-	line:  "spec/run.yaml:307",
-	to:    StateCancelled,
-}, {
-	disp:  fsm.Rejected,
-	event: EventExecutionStart,
-	from:  StateCancelled,
-	line:  "spec/run.yaml:307",
-	to:    StateCancelled,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusStarted,
-	from:  StateCancelled,
-	line:  "spec/run.yaml:293",
-	to:    StateCancelled,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStartFailed,
-	from:  StateCancelled,
-	line:  "spec/run.yaml:293",
-	to:    StateCancelled,
-}, {
-	disp:  fsm.Ignored,
-	event: EventDelta,
-	from:  StateCancelled,
-	line:  "spec/run.yaml:293",
-	to:    StateCancelled,
-}, {
-	disp:  fsm.Ignored,
-	event: EventThinking,
-	from:  StateCancelled,
-	line:  "spec/run.yaml:293",
-	to:    StateCancelled,
-}, {
-	disp:  fsm.Ignored,
-	event: EventOutputMessage,
-	from:  StateCancelled,
-	line:  "spec/run.yaml:293",
-	to:    StateCancelled,
-}, {
-	disp:  fsm.Ignored,
-	event: EventToolCall,
-	from:  StateCancelled,
-	line:  "spec/run.yaml:293",
-	to:    StateCancelled,
-}, {
-	disp:  fsm.Ignored,
-	event: EventUsage,
-	from:  StateCancelled,
-	line:  "spec/run.yaml:293",
-	to:    StateCancelled,
-}, {
-	disp:  fsm.Ignored,
-	event: EventError,
-	from:  StateCancelled,
-	line:  "spec/run.yaml:293",
-	to:    StateCancelled,
-}, {
-	disp:  fsm.Ignored,
-	event: EventDone,
-	from:  StateCancelled,
-	line:  "spec/run.yaml:293",
-	to:    StateCancelled,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPromptCancel,
-	from:  StateCancelled,
-	line:  "spec/run.yaml:307",
-	to:    StateCancelled,
-}, {
-	disp:  fsm.Ignored,
-	event: EventCancelAckApplied,
-	from:  StateCancelled,
-	line:  "spec/run.yaml:293",
-	to:    StateCancelled,
-}, {
-	disp:  fsm.Ignored,
-	event: EventCancelAckRefused,
-	from:  StateCancelled,
-	line:  "spec/run.yaml:293",
-	to:    StateCancelled,
-}, {
-	disp:  fsm.Ignored,
-	event: EventCancelWait,
-	from:  StateCancelled,
-	line:  "spec/run.yaml:290",
-	to:    StateCancelled,
-}, {
-	disp:  fsm.Ignored,
-	event: EventObservationLost,
-	from:  StateCancelled,
-	line:  "spec/run.yaml:293",
-	to:    StateCancelled,
-}, {
-	disp:  fsm.Ignored,
-	event: EventDeliveryFailed,
-	from:  StateCancelled,
-	line:  "spec/run.yaml:293",
-	to:    StateCancelled,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPromptRequest,
-	from:  StateCancelRefused,
-	line:  "spec/run.yaml:307",
-	to:    StateCancelRefused,
-}, {
-	disp:  fsm.Rejected,
-	event: EventExecutionStart,
-	from:  StateCancelRefused,
-	line:  "spec/run.yaml:307",
-	to:    StateCancelRefused,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusStarted,
-	from:  StateCancelRefused,
-	line:  "spec/run.yaml:293",
-	to:    StateCancelRefused,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStartFailed,
-	from:  StateCancelRefused,
-	line:  "spec/run.yaml:293",
-	to:    StateCancelRefused,
-}, {
-	disp:  fsm.Ignored,
-	event: EventDelta,
-	from:  StateCancelRefused,
-	line:  "spec/run.yaml:293",
-	to:    StateCancelRefused,
-}, {
-	disp:  fsm.Ignored,
-	event: EventThinking,
-	from:  StateCancelRefused,
-	line:  "spec/run.yaml:293",
-	to:    StateCancelRefused,
-}, {
-	disp:  fsm.Ignored,
-	event: EventOutputMessage,
-	from:  StateCancelRefused,
-	line:  "spec/run.yaml:293",
-	to:    StateCancelRefused,
-}, {
-	disp:  fsm.Ignored,
-	event: EventToolCall,
-	from:  StateCancelRefused,
-	line:  "spec/run.yaml:293",
-	to:    StateCancelRefused,
-}, {
-	disp:  fsm.Ignored,
-	event: EventUsage,
-	from:  StateCancelRefused,
-	line:  "spec/run.yaml:293",
-	to:    StateCancelRefused,
-}, {
-	disp:  fsm.Ignored,
-	event: EventError,
-	from:  StateCancelRefused,
-	line:  "spec/run.yaml:293",
-	to:    StateCancelRefused,
-}, {
-	disp:  fsm.Ignored,
-	event: EventDone,
-	from:  StateCancelRefused,
-	line:  "spec/run.yaml:293",
-	to:    StateCancelRefused,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPromptCancel,
-	from:  StateCancelRefused,
-	line:  "spec/run.yaml:307",
-	to:    StateCancelRefused,
-}, {
-	disp:  fsm.Ignored,
-	event: EventCancelAckApplied,
-	from:  StateCancelRefused,
-	line:  "spec/run.yaml:293",
-	to:    StateCancelRefused,
-}, {
-	disp:  fsm.Ignored,
-	event: EventCancelAckRefused,
-	from:  StateCancelRefused,
-	line:  "spec/run.yaml:293",
-	to:    StateCancelRefused,
-}, {
-	disp:  fsm.Ignored,
-	event: EventCancelWait,
-	from:  StateCancelRefused,
-	line:  "spec/run.yaml:290",
-	to:    StateCancelRefused,
-}, {
-	disp:  fsm.Ignored,
-	event: EventObservationLost,
-	from:  StateCancelRefused,
-	line:  "spec/run.yaml:293",
-	to:    StateCancelRefused,
-}, {
-	disp:  fsm.Ignored,
-	event: EventDeliveryFailed,
-	from:  StateCancelRefused,
-	line:  "spec/run.yaml:293",
-	to:    StateCancelRefused,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPromptRequest,
-	from:  StateCancelUnconfirmed,
-	line:  "spec/run.yaml:307",
-	to:    StateCancelUnconfirmed,
-}, {
-	disp:  fsm.Rejected,
-	event: EventExecutionStart,
-	from:  StateCancelUnconfirmed,
-	line:  "spec/run.yaml:307",
-	to:    StateCancelUnconfirmed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusStarted,
-	from:  StateCancelUnconfirmed,
-	line:  "spec/run.yaml:293",
-	to:    StateCancelUnconfirmed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStartFailed,
-	from:  StateCancelUnconfirmed,
-	line:  "spec/run.yaml:293",
-	to:    StateCancelUnconfirmed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventDelta,
-	from:  StateCancelUnconfirmed,
-	line:  "spec/run.yaml:293",
-	to:    StateCancelUnconfirmed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventThinking,
-	from:  StateCancelUnconfirmed,
-	line:  "spec/run.yaml:293",
-	to:    StateCancelUnconfirmed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventOutputMessage,
-	from:  StateCancelUnconfirmed,
-	line:  "spec/run.yaml:293",
-	to:    StateCancelUnconfirmed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventToolCall,
-	from:  StateCancelUnconfirmed,
-	line:  "spec/run.yaml:293",
-	to:    StateCancelUnconfirmed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventUsage,
-	from:  StateCancelUnconfirmed,
-	line:  "spec/run.yaml:293",
-	to:    StateCancelUnconfirmed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventError,
-	from:  StateCancelUnconfirmed,
-	line:  "spec/run.yaml:293",
-	to:    StateCancelUnconfirmed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventDone,
-	from:  StateCancelUnconfirmed,
-	line:  "spec/run.yaml:293",
-	to:    StateCancelUnconfirmed,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPromptCancel,
-	from:  StateCancelUnconfirmed,
-	line:  "spec/run.yaml:307",
-	to:    StateCancelUnconfirmed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventCancelAckApplied,
-	from:  StateCancelUnconfirmed,
-	line:  "spec/run.yaml:293",
-	to:    StateCancelUnconfirmed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventCancelAckRefused,
-	from:  StateCancelUnconfirmed,
-	line:  "spec/run.yaml:293",
-	to:    StateCancelUnconfirmed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventCancelWait,
-	from:  StateCancelUnconfirmed,
-	line:  "spec/run.yaml:290",
-	to:    StateCancelUnconfirmed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventObservationLost,
-	from:  StateCancelUnconfirmed,
-	line:  "spec/run.yaml:293",
-	to:    StateCancelUnconfirmed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventDeliveryFailed,
-	from:  StateCancelUnconfirmed,
-	line:  "spec/run.yaml:293",
-	to:    StateCancelUnconfirmed,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPromptRequest,
-	from:  StateIncomplete,
-	line:  "spec/run.yaml:307",
-	to:    StateIncomplete,
-}, {
-	disp:  fsm.Rejected,
-	event: EventExecutionStart,
-	from:  StateIncomplete,
-	line:  "spec/run.yaml:307",
-	to:    StateIncomplete,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusStarted,
-	from:  StateIncomplete,
-	line:  "spec/run.yaml:297",
-	to:    StateIncomplete,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStartFailed,
-	from:  StateIncomplete,
-	line:  "spec/run.yaml:297",
-	to:    StateIncomplete,
-}, {
-	disp:  fsm.Ignored,
-	event: EventDelta,
-	from:  StateIncomplete,
-	line:  "spec/run.yaml:297",
-	to:    StateIncomplete,
-}, {
-	disp:  fsm.Ignored,
-	event: EventThinking,
-	from:  StateIncomplete,
-	line:  "spec/run.yaml:297",
-	to:    StateIncomplete,
-}, {
-	disp:  fsm.Ignored,
-	event: EventOutputMessage,
-	from:  StateIncomplete,
-	line:  "spec/run.yaml:297",
-	to:    StateIncomplete,
-}, {
-	disp:  fsm.Ignored,
-	event: EventToolCall,
-	from:  StateIncomplete,
-	line:  "spec/run.yaml:297",
-	to:    StateIncomplete,
-}, {
-	disp:  fsm.Ignored,
-	event: EventUsage,
-	from:  StateIncomplete,
-	line:  "spec/run.yaml:297",
-	to:    StateIncomplete,
-}, {
-	disp:  fsm.Ignored,
-	event: EventError,
-	from:  StateIncomplete,
-	line:  "spec/run.yaml:297",
-	to:    StateIncomplete,
-}, {
-	disp:  fsm.Ignored,
-	event: EventDone,
-	from:  StateIncomplete,
-	line:  "spec/run.yaml:297",
-	to:    StateIncomplete,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPromptCancel,
-	from:  StateIncomplete,
-	line:  "spec/run.yaml:307",
-	to:    StateIncomplete,
-}, {
-	disp:  fsm.Ignored,
-	event: EventCancelAckApplied,
-	from:  StateIncomplete,
-	line:  "spec/run.yaml:297",
-	to:    StateIncomplete,
-}, {
-	disp:  fsm.Ignored,
-	event: EventCancelAckRefused,
-	from:  StateIncomplete,
-	line:  "spec/run.yaml:297",
-	to:    StateIncomplete,
-}, {
-	disp:  fsm.Ignored,
-	event: EventCancelWait,
-	from:  StateIncomplete,
-	line:  "spec/run.yaml:290",
-	to:    StateIncomplete,
-}, {
-	disp:  fsm.Ignored,
-	event: EventObservationLost,
-	from:  StateIncomplete,
-	line:  "spec/run.yaml:297",
-	to:    StateIncomplete,
-}, {
-	disp:  fsm.Ignored,
-	event: EventDeliveryFailed,
-	from:  StateIncomplete,
-	line:  "spec/run.yaml:297",
-	to:    StateIncomplete,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPromptRequest,
-	from:  StateDeliveryUnknown,
-	line:  "spec/run.yaml:307",
-	to:    StateDeliveryUnknown,
-}, {
-	disp:  fsm.Rejected,
-	event: EventExecutionStart,
-	from:  StateDeliveryUnknown,
-	line:  "spec/run.yaml:307",
-	to:    StateDeliveryUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusStarted,
-	from:  StateDeliveryUnknown,
-	line:  "spec/run.yaml:297",
-	to:    StateDeliveryUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStartFailed,
-	from:  StateDeliveryUnknown,
-	line:  "spec/run.yaml:297",
-	to:    StateDeliveryUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventDelta,
-	from:  StateDeliveryUnknown,
-	line:  "spec/run.yaml:297",
-	to:    StateDeliveryUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventThinking,
-	from:  StateDeliveryUnknown,
-	line:  "spec/run.yaml:297",
-	to:    StateDeliveryUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventOutputMessage,
-	from:  StateDeliveryUnknown,
-	line:  "spec/run.yaml:297",
-	to:    StateDeliveryUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventToolCall,
-	from:  StateDeliveryUnknown,
-	line:  "spec/run.yaml:297",
-	to:    StateDeliveryUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventUsage,
-	from:  StateDeliveryUnknown,
-	line:  "spec/run.yaml:297",
-	to:    StateDeliveryUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventError,
-	from:  StateDeliveryUnknown,
-	line:  "spec/run.yaml:297",
-	to:    StateDeliveryUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventDone,
-	from:  StateDeliveryUnknown,
-	line:  "spec/run.yaml:297",
-	to:    StateDeliveryUnknown,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPromptCancel,
-	from:  StateDeliveryUnknown,
-	line:  "spec/run.yaml:307",
-	to:    StateDeliveryUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventCancelAckApplied,
-	from:  StateDeliveryUnknown,
-	line:  "spec/run.yaml:297",
-	to:    StateDeliveryUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventCancelAckRefused,
-	from:  StateDeliveryUnknown,
-	line:  "spec/run.yaml:297",
-	to:    StateDeliveryUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventCancelWait,
-	from:  StateDeliveryUnknown,
-	line:  "spec/run.yaml:290",
-	to:    StateDeliveryUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventObservationLost,
-	from:  StateDeliveryUnknown,
-	line:  "spec/run.yaml:297",
-	to:    StateDeliveryUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventDeliveryFailed,
-	from:  StateDeliveryUnknown,
-	line:  "spec/run.yaml:297",
-	to:    StateDeliveryUnknown,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPromptRequest,
-	from:  StateNotStarted,
-	line:  "spec/run.yaml:307",
-	to:    StateNotStarted,
-}, {
-	disp:  fsm.Rejected,
-	event: EventExecutionStart,
-	from:  StateNotStarted,
-	line:  "spec/run.yaml:307",
-	to:    StateNotStarted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStatusStarted,
-	from:  StateNotStarted,
-	line:  "spec/run.yaml:301",
-	to:    StateNotStarted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventStartFailed,
-	from:  StateNotStarted,
-	line:  "spec/run.yaml:301",
-	to:    StateNotStarted,
-}, {
-	disp:  fsm.Rejected,
-	event: EventDelta,
-	from:  StateNotStarted,
-	line:  "spec/run.yaml:304",
-	to:    StateNotStarted,
-}, {
-	disp:  fsm.Rejected,
-	event: EventThinking,
-	from:  StateNotStarted,
-	line:  "spec/run.yaml:304",
-	to:    StateNotStarted,
-}, {
-	disp:  fsm.Rejected,
-	event: EventOutputMessage,
-	from:  StateNotStarted,
-	line:  "spec/run.yaml:304",
-	to:    StateNotStarted,
-}, {
-	disp:  fsm.Rejected,
-	event: EventToolCall,
-	from:  StateNotStarted,
-	line:  "spec/run.yaml:304",
-	to:    StateNotStarted,
-}, {
-	disp:  fsm.Rejected,
-	event: EventUsage,
-	from:  StateNotStarted,
-	line:  "spec/run.yaml:304",
-	to:    StateNotStarted,
-}, {
-	disp:  fsm.Rejected,
-	event: EventError,
-	from:  StateNotStarted,
-	line:  "spec/run.yaml:304",
-	to:    StateNotStarted,
-}, {
-	disp:  fsm.Rejected,
-	event: EventDone,
-	from:  StateNotStarted,
-	line:  "spec/run.yaml:304",
-	to:    StateNotStarted,
-}, {
-	disp:  fsm.Rejected,
-	event: EventPromptCancel,
-	from:  StateNotStarted,
-	line:  "spec/run.yaml:307",
-	to:    StateNotStarted,
-}, {
-	disp:  fsm.Rejected,
-	event: EventCancelAckApplied,
-	from:  StateNotStarted,
-	line:  "spec/run.yaml:307",
-	to:    StateNotStarted,
-}, {
-	disp:  fsm.Rejected,
-	event: EventCancelAckRefused,
-	from:  StateNotStarted,
-	line:  "spec/run.yaml:307",
-	to:    StateNotStarted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventCancelWait,
-	from:  StateNotStarted,
-	line:  "spec/run.yaml:290",
-	to:    StateNotStarted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventObservationLost,
-	from:  StateNotStarted,
-	line:  "spec/run.yaml:301",
-	to:    StateNotStarted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventDeliveryFailed,
-	from:  StateNotStarted,
-	line:  "spec/run.yaml:301",
-	to:    StateNotStarted,
-}}
-
-type pathStep struct {
-	event Event
-	held  GuardSet
-}
-
-// pathCases is a shortest path from Initial to every state.
-var pathCases = []struct {
-	target State
-	steps  []pathStep
-}{{StateIdle, []pathStep{}}, {StateRequested, []pathStep{{event: EventPromptRequest}}}, {StateStreaming, []pathStep{{event: EventPromptRequest}, {event: EventStatusStarted}}}, {StateErrored, []pathStep{{event: EventPromptRequest}, {event: EventError}}}, {StateCancelling, []pathStep{{event: EventPromptRequest}, {event: EventPromptCancel}}}, {StateCancelDrained, []pathStep{{event: EventPromptRequest}, {event: EventPromptCancel}, {event: EventDone}}}, {StateCompleted, []pathStep{{event: EventPromptRequest}, {event: EventDone}}}, {StateFailed, []pathStep{{event: EventPromptRequest}, {event: EventError}, {event: EventDone}}}, {StateCancelled, []pathStep{{event: EventPromptRequest}, {event: EventPromptCancel}, {
-	event: EventCancelAckApplied,
-	held:  GuardSet(0).With(GuardMatchesCancelDelivery),
-}}}, {StateCancelRefused, []pathStep{{event: EventPromptRequest}, {event: EventPromptCancel}, {
-	event: EventCancelAckRefused,
-	held:  GuardSet(0).With(GuardMatchesCancelDelivery),
-}}}, {StateCancelUnconfirmed, []pathStep{{event: EventPromptRequest}, {event: EventPromptCancel}, {event: EventCancelWait}}}, {StateIncomplete, []pathStep{{event: EventPromptRequest}, {event: EventObservationLost}}}, {StateDeliveryUnknown, []pathStep{{event: EventPromptRequest}, {event: EventDeliveryFailed}}}, {StateNotStarted, []pathStep{{event: EventPromptRequest}, {event: EventStartFailed}}}}
-
-func TestEveryCell(t *testing.T) {
-	for _, c := range cellCases {
-		where := c.line + ": " + c.from.String() + " on " + c.event.String()
-		step, trErr := Transition(c.from, c.event, c.held)
-		require.Equal(t, c.disp, step.Disposition(), where)
-		require.Equal(t, c.to, step.To(), where)
-		require.Equal(t, c.guard, step.Guard(), where)
-		var effects []string
-		for _, ef := range step.Effects() {
-			effects = append(effects, ef.String())
-		}
-		require.Equal(t, c.effects, effects, where)
-		for _, role := range []fsm.Role{fsm.RoleBoth, fsm.RoleCore, fsm.RoleRuntime} {
-			rec := &recorder{held: c.held}
-			m := New[int](role, rec)
-			_, err := m.Restore(c.from.String())
-			require.NoError(t, err)
-			fireErr := m.Fire(c.event, 0)
-			if c.disp == fsm.Rejected {
-				require.ErrorIs(t, trErr, fsm.ErrRejected, where)
-				require.ErrorIs(t, fireErr, fsm.ErrRejected, where)
-				var te *fsm.TransitionError
-				require.ErrorAs(t, fireErr, &te, where)
-				require.Equal(t, []string{Name, c.from.String(), c.event.String()}, []string{te.Machine, te.State, te.Event}, where)
-				require.Equal(t, c.from, m.State(), "a rejected event must leave the state unchanged: "+where)
-				continue
-			}
-			require.NoError(t, trErr, where)
-			require.NoError(t, fireErr, where)
-			if c.raises {
-				continue // follow-ups move the machine further; covered by the walk tests
-			}
-			require.Equal(t, c.to, m.State(), where)
-			want := map[fsm.Role][]string{
-				fsm.RoleBoth:    c.both,
-				fsm.RoleCore:    c.core,
-				fsm.RoleRuntime: c.runtime,
-			}[role]
-			require.Equal(t, want, rec.log, "hooks run for role "+role.String()+": "+where)
-		}
-	}
-}
-
-func TestShortestPaths(t *testing.T) {
-	for _, p := range pathCases {
-		rec := &recorder{}
-		m := New[int](fsm.RoleBoth, rec)
-		for _, st := range p.steps {
-			rec.held = st.held
-			require.NoError(t, m.Fire(st.event, 0), "path to "+p.target.String())
-		}
-		require.Equal(t, p.target, m.State())
-	}
-}
-
-// TestEveryCellAgainstSpec compares every cell, under every guard assignment, with the spec interpreter reading the YAML at test time.
+// TestEveryCellAgainstSpec compares every cell, under every guard assignment, with the spec
+// interpreter reading the YAML at test time.
 func TestEveryCellAgainstSpec(t *testing.T) {
 	m := fsmtest.LoadMachine(t, specFile)
 	fsmtest.EveryCellAgainstSpec(t, m, adapter(t))
@@ -1882,101 +568,131 @@ func TestRandomWalkAgainstSpec(t *testing.T) {
 	}
 }
 
+// TestInstanceWalkAgainstSpec runs an fsm.Instance of Table for each role beside the spec
+// interpreter: raised events run to completion and each role performs only its own effects.
+func TestInstanceWalkAgainstSpec(t *testing.T) {
+	m := fsmtest.LoadMachine(t, specFile)
+	for seed := uint64(1); seed <= 4; seed++ {
+		fsmtest.InstanceWalk(t, m, Table, seed, 1000)
+	}
+}
+
 func TestDifferentialLooplab(t *testing.T) {
 	m := fsmtest.LoadMachine(t, specFile)
 	fsmtest.DifferentialLooplab(t, m, adapter(t))
 }
 
+// TestRestoreAndParse restores every state for each role (Restore returns the timers to re-arm),
+// round-trips every enum through its spec name, and refuses invalid values.
 func TestRestoreAndParse(t *testing.T) {
-	for _, s := range []State{StateIdle, StateRequested, StateStreaming, StateErrored, StateCancelling, StateCancelDrained, StateCompleted, StateFailed, StateCancelled, StateCancelRefused, StateCancelUnconfirmed, StateIncomplete, StateDeliveryUnknown, StateNotStarted} {
-		m := New[int](fsm.RoleBoth, &recorder{})
-		timers, err := m.Restore(s.String())
-		require.NoError(t, err)
-		require.Equal(t, s, m.State())
-		require.Equal(t, s.Timers(), timers)
-		back, err := ParseState(s.String())
-		require.NoError(t, err)
-		require.Equal(t, s, back)
+	for s := State(1); s.Valid(); s++ {
+		for _, role := range roles {
+			m := newMachine(t, role, &recorder{})
+			timers, err := m.Restore(fsm.StateID(s))
+			require.NoError(t, err)
+			require.Equal(t, s, State(m.State()))
+			require.Equal(t, stateTimers[s], timers, "the timers to re-arm in %s", s)
+		}
 	}
-	for e := Event(1); e.Valid(); e++ {
-		back, err := ParseEvent(e.String())
+	for v := State(1); v.Valid(); v++ {
+		back, err := ParseState(v.String())
 		require.NoError(t, err)
-		require.Equal(t, e, back)
+		require.Equal(t, v, back)
 	}
-	_, err := New[int](fsm.RoleBoth, &recorder{}).Restore("no_such_state")
-	require.ErrorIs(t, err, fsm.ErrInvalid)
+	for v := Event(1); v.Valid(); v++ {
+		back, err := ParseEvent(v.String())
+		require.NoError(t, err)
+		require.Equal(t, v, back)
+	}
+	for v := Timer(1); v.Valid(); v++ {
+		back, err := ParseTimer(v.String())
+		require.NoError(t, err)
+		require.Equal(t, v, back)
+	}
+	for v := Guard(1); v.Valid(); v++ {
+		back, err := ParseGuard(v.String())
+		require.NoError(t, err)
+		require.Equal(t, v, back)
+	}
+	for v := Action(1); v.Valid(); v++ {
+		back, err := ParseAction(v.String())
+		require.NoError(t, err)
+		require.Equal(t, v, back)
+	}
+	for v := Message(1); v.Valid(); v++ {
+		back, err := ParseMessage(v.String())
+		require.NoError(t, err)
+		require.Equal(t, v, back)
+	}
+	require.False(t, State(15).Valid())
 	require.Equal(t, "State(0)", State(0).String())
+	_, err := ParseState("no_such_state")
+	require.ErrorIs(t, err, fsm.ErrInvalid)
+	_, err = newMachine(t, fsm.RoleCore, &recorder{}).Restore(0)
+	require.ErrorIs(t, err, fsm.ErrInvalid)
 	_, err = Transition(Initial, Event(0), 0)
 	require.ErrorIs(t, err, fsm.ErrInvalid)
+	_, err = Transition(State(0), Event(1), 0)
+	require.ErrorIs(t, err, fsm.ErrInvalid)
 }
 
-// TestConcurrentFire fires from several goroutines at once: every step the observer sees must start where the previous one ended, which holds only if Fire serialises its callers.
-func TestConcurrentFire(t *testing.T) {
-	for round := 0; round < 20; round++ {
-		m := New[int](fsm.RoleBoth, &recorder{held: GuardSet(round)})
-		var steps []Step
-		m.Observe(func(s Step) {
-			steps = append(steps, s)
-		})
-		var wg sync.WaitGroup
-		for g := 0; g < 4; g++ {
-			wg.Go(func() {
-				rng := rand.New(rand.NewPCG(uint64(round), uint64(g)))
-				for i := 0; i < 50; i++ {
-					_ = m.Fire(Event(1+rng.IntN(numEvents)), i)
-				}
-			})
-		}
-		wg.Wait()
-		require.GreaterOrEqual(t, len(steps), 200)
-		at := Initial
-		for _, s := range steps {
-			require.Equal(t, at, s.From())
-			at = s.To()
-		}
-		require.Equal(t, at, m.State())
-	}
+// TestNewRefusesMissingParts checks that a machine needs its hooks, and its timers when its role
+// arms any.
+func TestNewRefusesMissingParts(t *testing.T) {
+	_, err := NewCore[int](nil, nil)
+	require.Error(t, err, "a Core machine needs hooks")
+	_, err = NewRuntime[int](nil, nil)
+	require.Error(t, err, "a Runtime machine needs hooks")
+	_, err = NewCore[int](&recorder{}, nil)
+	require.Error(t, err, "the Core arms timers")
 }
 
-// TestEffectError makes the first hook of spec/run.yaml:150 fail: the state has moved and the error names the effect.
+// TestEffectError makes the Runtime's first hook of spec/run.yaml:150 fail: the state has moved,
+// the error names the effect and the effects after it do not run.
 func TestEffectError(t *testing.T) {
-	m := New[int](fsm.RoleBoth, &recorder{fail: "do start_native"})
-	_, err := m.Restore("idle")
+	rec := &recorder{fail: "do start_native"}
+	m := newMachine(t, fsm.RoleRuntime, rec)
+	_, err := m.Restore(fsm.StateID(StateIdle))
 	require.NoError(t, err)
-	err = m.Fire(EventPromptRequest, 0)
+	err = m.Fire(fsm.EventID(EventPromptRequest), 0)
 	require.ErrorIs(t, err, fsm.ErrEffect)
 	require.ErrorIs(t, err, errHook)
 	var ee *fsm.EffectError
 	require.ErrorAs(t, err, &ee)
-	require.Equal(t, StateRequested, m.State())
+	require.Equal(t, "runtime: do start_native", ee.Effect)
+	require.Equal(t, StateRequested, State(m.State()))
+	require.Equal(t, []string{"do start_native"}, rec.log)
 }
 
-// TestFollowUpFromHook raises status_started from inside a hook of spec/run.yaml:150: it runs after the current event, under the same Fire, without deadlocking.
-func TestFollowUpFromHook(t *testing.T) {
-	rec := &recorder{}
-	raised := false
-	rec.raise = func(f *Firing[int]) error {
-		if raised {
-			return nil
+var (
+	sinkStep Step
+	sinkErr  error
+)
+
+// TestNoAllocations checks that Transition, and Fire for each role with hooks that allocate
+// nothing, allocate nothing in any cell.
+func TestNoAllocations(t *testing.T) {
+	allocs := testing.AllocsPerRun(10, func() {
+		for _, c := range cellCases {
+			sinkStep, sinkErr = Transition(c.from, c.event, c.held)
 		}
-		raised = true
-		return f.Raise(EventStatusStarted, 7)
-	}
-	m := New[int](fsm.RoleBoth, rec)
-	_, err := m.Restore("idle")
-	require.NoError(t, err)
-	require.NoError(t, m.Fire(EventPromptRequest, 0))
-	require.Equal(t, StateStreaming, m.State())
-	// An unbounded chain of follow-ups fails instead of spinning.
-	rec.raise = func(f *Firing[int]) error {
-		for range fsm.QueueCapacity + 1 {
-			if err := f.Raise(EventStatusStarted, 7); err != nil {
-				return err
+	})
+	require.Zero(t, allocs, "Transition")
+	for _, role := range roles {
+		rec := &recorder{quiet: true}
+		m := newMachine(t, role, rec)
+		allocs := testing.AllocsPerRun(10, func() {
+			for _, c := range cellCases {
+				if _, ok := c.logs[role]; !ok {
+					continue
+				}
+				rec.held = c.held
+				if _, err := m.Restore(fsm.StateID(c.from)); err != nil {
+					panic(err)
+				}
+				sinkErr = m.Fire(fsm.EventID(c.event), 0)
 			}
-		}
-		return nil
+		})
+		require.Zero(t, allocs, "Fire as %s", role)
 	}
-	_, err = m.Restore("idle")
-	require.NoError(t, err)
-	require.ErrorIs(t, m.Fire(EventPromptRequest, 0), fsm.ErrQueueFull)
 }

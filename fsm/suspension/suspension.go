@@ -2,23 +2,24 @@
 
 // Package suspension is the generated suspension machine.
 //
-// One suspension attempt of an Environment: environment_quiesce asks the
-// Runtime to drain its active work within five seconds and hold still,
-// environment_quiesced reports whether it did, and environment_resume (or a
-// rollback resume that abandons the attempt) releases it, possibly on a later
-// connection. Every reply is fenced by the suspension identity it echoes.
+// One suspension attempt of an Environment: environment_quiesce asks the Runtime to drain its
+// active work within five seconds and hold still, environment_quiesced reports whether it did, and
+// environment_resume (or a rollback resume that abandons the attempt) releases it, possibly on a
+// later connection. Every reply is fenced by the suspension identity it echoes.
 //
-// One instance per suspension ID (payload suspend_id with environment_id; a
-// persisted attempt that can outlive one connection).
+// One instance per suspension ID (payload suspend_id with environment_id; a persisted attempt that
+// can outlive one connection).
 //
-// The table and every hook name come from spec/suspension.yaml; see
-// docs/machines/suspension.md for the diagram and the state × event matrix.
+// The table and every hook name come from spec/suspension.yaml; see docs/machines/suspension.md
+// for the diagram and the state × event matrix. Table is the machine as the engine (package fsm)
+// runs it: Transition answers what an event would do, NewCore and NewRuntime return a machine that
+// performs one peer's effects through its hooks, and a driver that keeps many instances steps an
+// fsm.Instance of Table and drains its fsm.Outbox.
 package suspension
 
 import (
 	"github.com/agentwire/agentwire/fsm"
 	"strconv"
-	"sync"
 	"time"
 )
 
@@ -27,46 +28,46 @@ const Name = "suspension"
 
 // Initial is the state every new instance starts in.
 const Initial = StateIdle
-const (
-	numStates = 8
-	numEvents = 10
-)
 
-// State is a state of the suspension machine.
+// State is a state of the suspension machine; its values are the fsm.StateID of Table.
 type State uint8
 
 const (
 	// StateIdle: no quiesce was sent for this suspension ID
 	StateIdle State = 1
-	// StateQuiescing: environment_quiesce was sent; the Runtime stops admitting work and drains what is active
+	// StateQuiescing: environment_quiesce was sent; the Runtime stops admitting work and drains
+	// what is active
 	StateQuiescing State = 2
-	// StateSuspended: the Runtime confirmed the quiesce; it admits only the matching resume, and the state survives a lost connection
+	// StateSuspended: the Runtime confirmed the quiesce; it admits only the matching resume, and
+	// the state survives a lost connection
 	StateSuspended State = 3
-	// StateUncertain: the connection was lost before the quiesce or resume answer arrived; the Runtime stays fenced until a resume for this ID settles it
+	// StateUncertain: the connection was lost before the quiesce or resume answer arrived; the
+	// Runtime stays fenced until a resume for this ID settles it
 	StateUncertain State = 4
-	// StateResuming: environment_resume (plain or rollback) was sent; the Runtime reopens admission and answers
+	// StateResuming: environment_resume (plain or rollback) was sent; the Runtime reopens
+	// admission and answers
 	StateResuming State = 5
 	// StateResumed: the Runtime confirmed the resume (or the rollback) and admits work again
 	StateResumed State = 6
-	// StateQuiesceRefused: the Runtime answered accepted false (resource_busy, invalid_request) and reopened admission; nothing is suspended
+	// StateQuiesceRefused: the Runtime answered accepted false (resource_busy, invalid_request)
+	// and reopened admission; nothing is suspended
 	StateQuiesceRefused State = 7
-	// StateResumeRefused: the Runtime answered the resume with accepted false (not_suspended, invalid_request)
+	// StateResumeRefused: the Runtime answered the resume with accepted false (not_suspended,
+	// invalid_request)
 	StateResumeRefused State = 8
 )
-
-var stateNames = [...]string{"", "idle", "quiescing", "suspended", "uncertain", "resuming", "resumed", "quiesce_refused", "resume_refused"}
 
 // String returns the spec name, or State(n) for a value outside the enum.
 func (v State) String() string {
 	if v.Valid() {
-		return stateNames[v]
+		return Table.States[v-1].Name
 	}
 	return "State(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v State) Valid() bool {
-	return v >= 1 && int(v) < len(stateNames)
+	return v >= 1 && v <= StateResumeRefused
 }
 
 // ParseState returns the state with the given spec name.
@@ -96,69 +97,68 @@ func ParseState(name string) (State, error) {
 	}
 }
 
-var stateOutcomes = [...]fsm.Outcome{0, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeSuccess, fsm.OutcomeFailure, fsm.OutcomeFailure}
-var stateTimers = [...][]Timer{nil, nil, []Timer{TimerQuiesceDrain}, nil, nil, nil, nil, nil, nil}
-
 // Outcome classifies a terminal state; it is fsm.OutcomeNone for the others.
-func (s State) Outcome() fsm.Outcome {
-	if !s.Valid() {
+func (v State) Outcome() fsm.Outcome {
+	if !v.Valid() {
 		return fsm.OutcomeNone
 	}
-	return stateOutcomes[s]
+	return Table.States[v-1].Outcome
 }
 
-// Terminal reports whether the lifecycle has settled in s.
-func (s State) Terminal() bool {
-	return s.Outcome() != fsm.OutcomeNone
+// Terminal reports whether the lifecycle has settled in v.
+func (v State) Terminal() bool {
+	return v.Outcome() != fsm.OutcomeNone
 }
 
-// Timers lists the timers armed while the machine is in s: the ones a restored machine must re-arm. The slice is shared; do not modify it.
-func (s State) Timers() []Timer {
-	if !s.Valid() {
-		return nil
-	}
-	return stateTimers[s]
-}
-
-// Event is an input of the suspension machine: a wire message, a timer expiry or a local happening.
+// Event is an input of the suspension machine (a wire message, a timer expiry or a local
+// happening); its values are the fsm.EventID of Table.
 type Event uint8
 
 const (
-	// EventEnvironmentQuiesce: quiesce the bound Environment under this suspend_id (rollback is not allowed here) (wire environment_quiesce, sent by core)
+	// EventEnvironmentQuiesce: quiesce the bound Environment under this suspend_id (rollback is
+	// not allowed here) (wire environment_quiesce, sent by core)
 	EventEnvironmentQuiesce Event = 1
-	// EventQuiescedAccepted: environment_quiesced with accepted true (wire environment_quiesced, sent by runtime)
+	// EventQuiescedAccepted: environment_quiesced with accepted true (wire environment_quiesced,
+	// sent by runtime)
 	EventQuiescedAccepted Event = 2
-	// EventQuiescedRefused: environment_quiesced with accepted false and an error code (wire environment_quiesced, sent by runtime)
+	// EventQuiescedRefused: environment_quiesced with accepted false and an error code (wire
+	// environment_quiesced, sent by runtime)
 	EventQuiescedRefused Event = 3
-	// EventEnvironmentResume: environment_resume with the identical environment and suspend IDs and rollback false (wire environment_resume, sent by core)
+	// EventEnvironmentResume: environment_resume with the identical environment and suspend IDs
+	// and rollback false (wire environment_resume, sent by core)
 	EventEnvironmentResume Event = 4
-	// EventResumeRollback: environment_resume with rollback true; Core abandons the attempt and the Runtime treats it as a no-op when nothing is suspended (wire environment_resume, sent by core)
+	// EventResumeRollback: environment_resume with rollback true; Core abandons the attempt and
+	// the Runtime treats it as a no-op when nothing is suspended (wire environment_resume, sent by
+	// core)
 	EventResumeRollback Event = 5
-	// EventResumedAccepted: environment_resumed with accepted true (wire environment_resumed, sent by runtime)
+	// EventResumedAccepted: environment_resumed with accepted true (wire environment_resumed, sent
+	// by runtime)
 	EventResumedAccepted Event = 6
-	// EventResumedRefused: environment_resumed with accepted false and an error code (wire environment_resumed, sent by runtime)
+	// EventResumedRefused: environment_resumed with accepted false and an error code (wire
+	// environment_resumed, sent by runtime)
 	EventResumedRefused Event = 7
-	// EventQuiesceDrain: the active work did not settle within five seconds of the quiesce (timer 5s, owned by runtime)
+	// EventQuiesceDrain: the active work did not settle within five seconds of the quiesce (timer
+	// 5s, owned by runtime)
 	EventQuiesceDrain Event = 8
-	// EventDrainSettled: every active Turn, transfer and workspace operation of the Environment settled (local, observed by runtime)
+	// EventDrainSettled: every active Turn, transfer and workspace operation of the Environment
+	// settled (local, observed by runtime)
 	EventDrainSettled Event = 9
-	// EventConnectionLost: the connection that carried the request closed or was replaced (local, observed by both)
+	// EventConnectionLost: the connection that carried the request closed or was replaced (local,
+	// observed by both)
 	EventConnectionLost Event = 10
 )
-
-var eventNames = [...]string{"", "environment_quiesce", "quiesced_accepted", "quiesced_refused", "environment_resume", "resume_rollback", "resumed_accepted", "resumed_refused", "quiesce_drain", "drain_settled", "connection_lost"}
 
 // String returns the spec name, or Event(n) for a value outside the enum.
 func (v Event) String() string {
 	if v.Valid() {
-		return eventNames[v]
+		return Table.Events[v-1].Name
 	}
 	return "Event(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v Event) Valid() bool {
-	return v >= 1 && int(v) < len(eventNames)
+	return v >= 1 && v <= EventConnectionLost
 }
 
 // ParseEvent returns the event with the given spec name.
@@ -192,35 +192,41 @@ func ParseEvent(name string) (Event, error) {
 	}
 }
 
-var eventKinds = [...]fsm.EventKind{0, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventTimer, fsm.EventLocal, fsm.EventLocal}
-var eventMessages = [...]string{"", "environment_quiesce", "environment_quiesced", "environment_quiesced", "environment_resume", "environment_resume", "environment_resumed", "environment_resumed", "", "", ""}
-var eventRoles = [...]fsm.Role{0, fsm.RoleCore, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleCore, fsm.RoleCore, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleBoth}
-
-// Kind says whether e is a wire message, a timer or a local event.
-func (e Event) Kind() fsm.EventKind {
-	if !e.Valid() {
-		return eventKinds[0]
+// Kind says whether v is a wire message, a timer expiry or a local event.
+func (v Event) Kind() fsm.EventKind {
+	if !v.Valid() {
+		return 0
 	}
-	return eventKinds[e]
-}
-
-// Message is the wire type of a message event, or "" for timers and local events. Several events may share one wire type (a status frame with different states).
-func (e Event) Message() string {
-	if !e.Valid() {
-		return eventMessages[0]
-	}
-	return eventMessages[e]
+	return Table.Events[v-1].Kind
 }
 
 // Role is the sender of a message event, the owner of a timer or the observer of a local event.
-func (e Event) Role() fsm.Role {
-	if !e.Valid() {
-		return eventRoles[0]
+func (v Event) Role() fsm.Role {
+	if !v.Valid() {
+		return 0
 	}
-	return eventRoles[e]
+	return Table.Events[v-1].Role
 }
 
-// Timer is a named timer. Arming and disarming are effects; expiry is the event of the same name.
+// Message is the wire type of a message event, or 0. Several events may share one wire type (a
+// status frame with different states).
+func (v Event) Message() Message {
+	if !v.Valid() {
+		return 0
+	}
+	return Message(Table.Events[v-1].Message)
+}
+
+// Timer is the timer whose expiry v is, or 0.
+func (v Event) Timer() Timer {
+	if !v.Valid() {
+		return 0
+	}
+	return Timer(Table.Events[v-1].Timer)
+}
+
+// Timer is a named timer; its values are the fsm.TimerID of Table. Arming and disarming are
+// effects; expiry is the event of the same name.
 type Timer uint8
 
 const (
@@ -228,19 +234,17 @@ const (
 	TimerQuiesceDrain Timer = 1
 )
 
-var timerNames = [...]string{"", "quiesce_drain"}
-
 // String returns the spec name, or Timer(n) for a value outside the enum.
 func (v Timer) String() string {
 	if v.Valid() {
-		return timerNames[v]
+		return Table.Timers[v-1].Name
 	}
 	return "Timer(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v Timer) Valid() bool {
-	return v >= 1 && int(v) < len(timerNames)
+	return v >= 1 && v <= TimerQuiesceDrain
 }
 
 // ParseTimer returns the timer with the given spec name.
@@ -256,46 +260,44 @@ func ParseTimer(name string) (Timer, error) {
 	}
 }
 
-var timerDurations = [...]time.Duration{0, 5 * time.Second}
-var timerEvents = [...]Event{0, EventQuiesceDrain}
-
 // Duration is how long the timer runs once armed.
-func (t Timer) Duration() time.Duration {
-	if !t.Valid() {
+func (v Timer) Duration() time.Duration {
+	if !v.Valid() {
 		return 0
 	}
-	return timerDurations[t]
+	return Table.Timers[v-1].Duration
 }
 
 // Event is the event to fire when the timer expires.
-func (t Timer) Event() Event {
-	if !t.Valid() {
+func (v Timer) Event() Event {
+	if !v.Valid() {
 		return 0
 	}
-	return timerEvents[t]
+	return Event(Table.Timers[v-1].Event)
 }
 
-// Guard names a predicate the peer evaluates through its Hooks.
+// Guard is a predicate a peer evaluates through its hooks; its values are the fsm.GuardID of
+// Table.
 type Guard uint8
 
 const (
-	// GuardOwnSuspension: the reply echoes this attempt's environment ID and suspend ID, and an accepted true reply carries no error code (a foreign identity or that contradiction is rejected)
+	// GuardOwnSuspension: the reply echoes this attempt's environment ID and suspend ID, and an
+	// accepted true reply carries no error code (a foreign identity or that contradiction is
+	// rejected)
 	GuardOwnSuspension Guard = 1
 )
-
-var guardNames = [...]string{"", "own_suspension"}
 
 // String returns the spec name, or Guard(n) for a value outside the enum.
 func (v Guard) String() string {
 	if v.Valid() {
-		return guardNames[v]
+		return Table.Guards[v-1]
 	}
 	return "Guard(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v Guard) Valid() bool {
-	return v >= 1 && int(v) < len(guardNames)
+	return v >= 1 && v <= GuardOwnSuspension
 }
 
 // ParseGuard returns the guard with the given spec name.
@@ -311,49 +313,47 @@ func ParseGuard(name string) (Guard, error) {
 	}
 }
 
-// GuardSet is the set of guards that hold, for the pure Transition function.
-type GuardSet uint64
+// GuardSet is the set of guards that hold, for Transition; it has the layout of fsm.GuardSet.
+type GuardSet fsm.GuardSet
 
 // With returns s with g added.
 func (s GuardSet) With(g Guard) GuardSet {
-	if !g.Valid() {
-		return s
-	}
-	return s | 1<<(g-1)
+	return GuardSet(fsm.GuardSet(s).With(fsm.GuardID(g)))
 }
 
 // Has reports whether g is in s.
 func (s GuardSet) Has(g Guard) bool {
-	return g.Valid() && s&(1<<(g-1)) != 0
+	return fsm.GuardSet(s).Has(fsm.GuardID(g))
 }
 
-// Action names a local effect the peer performs through its Hooks.
+// Action is a local effect a peer performs through its hooks; its values are the fsm.ActionID of
+// Table.
 type Action uint8
 
 const (
-	// ActionFenceAdmission: the Runtime stops admitting new work for the Environment and starts draining the active work
+	// ActionFenceAdmission: the Runtime stops admitting new work for the Environment and starts
+	// draining the active work
 	ActionFenceAdmission Action = 1
 	// ActionReopenAdmission: the Runtime admits work again for the Environment
 	ActionReopenAdmission Action = 2
-	// ActionRecordSuspended: Core records the confirmed suspension so the Environment can be snapshotted or paused
+	// ActionRecordSuspended: Core records the confirmed suspension so the Environment can be
+	// snapshotted or paused
 	ActionRecordSuspended Action = 3
 	// ActionRecordOutcome: Core records the resume, rollback or refusal outcome of the attempt
 	ActionRecordOutcome Action = 4
 )
 
-var actionNames = [...]string{"", "fence_admission", "reopen_admission", "record_suspended", "record_outcome"}
-
 // String returns the spec name, or Action(n) for a value outside the enum.
 func (v Action) String() string {
 	if v.Valid() {
-		return actionNames[v]
+		return Table.Actions[v-1]
 	}
 	return "Action(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v Action) Valid() bool {
-	return v >= 1 && int(v) < len(actionNames)
+	return v >= 1 && v <= ActionRecordOutcome
 }
 
 // ParseAction returns the action with the given spec name.
@@ -375,769 +375,377 @@ func ParseAction(name string) (Action, error) {
 	}
 }
 
-// Message is a wire type this machine asks a peer to send.
+// Message is a wire type the machine sends or observes; its values are the fsm.MessageID of Table.
 type Message uint8
 
 const (
-	MessageEnvironmentQuiesced Message = 1
-	MessageEnvironmentResumed  Message = 2
+	// MessageEnvironmentQuiesce: observed as an event
+	MessageEnvironmentQuiesce Message = 1
+	// MessageEnvironmentQuiesced: sent as an effect and observed as an event
+	MessageEnvironmentQuiesced Message = 2
+	// MessageEnvironmentResume: observed as an event
+	MessageEnvironmentResume Message = 3
+	// MessageEnvironmentResumed: sent as an effect and observed as an event
+	MessageEnvironmentResumed Message = 4
 )
-
-var messageNames = [...]string{"", "environment_quiesced", "environment_resumed"}
 
 // String returns the spec name, or Message(n) for a value outside the enum.
 func (v Message) String() string {
 	if v.Valid() {
-		return messageNames[v]
+		return Table.Messages[v-1]
 	}
 	return "Message(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v Message) Valid() bool {
-	return v >= 1 && int(v) < len(messageNames)
+	return v >= 1 && v <= MessageEnvironmentResumed
 }
 
-// Effect is one step a transition asks a peer to perform, in spec order.
-type Effect struct {
-	Kind fsm.EffectKind
-	// Role is the peer that performs the effect; RoleBoth for both.
-	Role    fsm.Role
-	Message Message // EffectSend
-	Timer   Timer   // EffectStart, EffectStop
-	Action  Action  // EffectDo
-	Raise   Event   // EffectRaise
-}
-
-// String renders the effect as the spec writes it, e.g. "runtime: send preparation_status".
-func (e Effect) String() string {
-	prefix := ""
-	if e.Role != fsm.RoleBoth {
-		prefix = e.Role.String() + ": "
+// ParseMessage returns the message with the given spec name.
+func ParseMessage(name string) (Message, error) {
+	switch name {
+	case "environment_quiesce":
+		return MessageEnvironmentQuiesce, nil
+	case "environment_quiesced":
+		return MessageEnvironmentQuiesced, nil
+	case "environment_resume":
+		return MessageEnvironmentResume, nil
+	case "environment_resumed":
+		return MessageEnvironmentResumed, nil
 	}
-	switch e.Kind {
-	case fsm.EffectSend:
-		return prefix + "send " + e.Message.String()
-	case fsm.EffectStart:
-		return prefix + "start " + e.Timer.String()
-	case fsm.EffectStop:
-		return prefix + "stop " + e.Timer.String()
-	case fsm.EffectDo:
-		return prefix + "do " + e.Action.String()
-	case fsm.EffectRaise:
-		return prefix + "raise " + e.Raise.String()
+	return 0, &fsm.InvalidError{
+		Machine: Name,
+		Value:   fsm.Quote(name),
+		What:    "message name",
 	}
-	return prefix + e.Kind.String()
 }
 
-// Step is what one event did: a read-only view of the selected candidate of
-// its cell. It is a single pointer into the generated table, so returning it
-// costs nothing and nobody can change the table through it. The zero Step,
-// returned for an invalid state or event, reports zero values.
+// The candidates of Table, one per rule of spec/suspension.yaml and shared by every cell the rule
+// covers (a rule that lists its own target among its sources is two: a move from the others and an
+// internal transition in the target).
+var (
+	rule91 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateQuiescing), Line: 91, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionFenceAdmission)},
+	}}
+	rule95  = &fsm.Candidate{Disp: fsm.Ignored, Reason: "nothing was requested for this suspension ID", Line: 95}
+	rule98  = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no quiesce was sent for this suspension ID", Line: 98}
+	rule103 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateSuspended), Line: 103, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
+		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageEnvironmentQuiesced)},
+	}}
+	rule107 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateQuiesceRefused), Line: 107, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionReopenAdmission)},
+		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageEnvironmentQuiesced)},
+	}}
+	rule112 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnSuspension), Disp: fsm.Moved, To: fsm.StateID(StateSuspended), Line: 112, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordSuspended)},
+	}}
+	rule117 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnSuspension), Disp: fsm.Moved, To: fsm.StateID(StateQuiesceRefused), Line: 117, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutcome)},
+	}}
+	rule122 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the reply carries a foreign suspension identity, or accepted true with an error code", Line: 122}
+	rule125 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no resume was sent", Line: 125}
+	rule128 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 128, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionReopenAdmission)},
+		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageEnvironmentResumed)},
+	}}
+	rule133 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "not_suspended: the quiesce has not been confirmed; abandon it with a rollback resume", Line: 133}
+	rule136 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUncertain), Line: 136, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
+	}}
+	rule141 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "this suspension ID was already quiesced; a new attempt needs a new suspend_id", Line: 141}
+	rule146 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 146, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionReopenAdmission)},
+		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageEnvironmentResumed)},
+	}}
+	rule150 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the Runtime's own confirmation, or a repeat of it", Line: 150}
+	rule153 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the quiesce was already confirmed for this suspension", Line: 153}
+	rule156 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no resume was sent", Line: 156}
+	rule159 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the suspension persists; the resume may come on a later connection", Line: 159}
+	rule162 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the drain is over", Line: 162}
+	rule167 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "an answer from the lost connection no longer decides anything; only the resume does", Line: 167}
+	rule170 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the answer is already lost", Line: 170}
+	rule175 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnSuspension), Disp: fsm.Moved, To: fsm.StateID(StateResumed), Line: 175, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutcome)},
+	}}
+	rule180 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnSuspension), Disp: fsm.Moved, To: fsm.StateID(StateResumeRefused), Line: 180, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutcome)},
+	}}
+	rule185 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the reply carries a foreign suspension identity, or accepted true with an error code", Line: 185}
+	rule188 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "a quiesce answer that trails the resume decides nothing; the resume answer does", Line: 188}
+	rule191 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "a resume for this suspension is already in flight", Line: 191}
+	rule196 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the attempt is settled; late replies change nothing", Line: 196}
+	rule199 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the refused quiesce already reopened admission; there is nothing to roll back", Line: 199}
+	rule203 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the suspension attempt is settled", Line: 203}
+)
+
+// Table is the suspension machine as the engine runs it, sealed: every (state, event) cell lists
+// its candidates in the order they are tried, the unguarded fallback last. It is exactly what
+// spec.Machine.Table builds from spec/suspension.yaml. Treat it as read-only.
+var Table = fsm.MustSeal(&fsm.Table{
+	Name:   Name,
+	Source: "spec/suspension.yaml",
+	States: []fsm.StateDecl{
+		{Name: "idle"},
+		{Name: "quiescing", Timers: []fsm.TimerID{fsm.TimerID(TimerQuiesceDrain)}},
+		{Name: "suspended"},
+		{Name: "uncertain"},
+		{Name: "resuming"},
+		{Name: "resumed", Outcome: fsm.OutcomeSuccess},
+		{Name: "quiesce_refused", Outcome: fsm.OutcomeFailure},
+		{Name: "resume_refused", Outcome: fsm.OutcomeFailure},
+	},
+	Events: []fsm.EventDecl{
+		{Name: "environment_quiesce", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessageEnvironmentQuiesce)},
+		{Name: "quiesced_accepted", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageEnvironmentQuiesced)},
+		{Name: "quiesced_refused", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageEnvironmentQuiesced)},
+		{Name: "environment_resume", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessageEnvironmentResume)},
+		{Name: "resume_rollback", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessageEnvironmentResume)},
+		{Name: "resumed_accepted", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageEnvironmentResumed)},
+		{Name: "resumed_refused", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageEnvironmentResumed)},
+		{Name: "quiesce_drain", Kind: fsm.EventTimer, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
+		{Name: "drain_settled", Kind: fsm.EventLocal, Role: fsm.RoleRuntime},
+		{Name: "connection_lost", Kind: fsm.EventLocal, Role: fsm.RoleBoth},
+	},
+	Guards:   []string{"own_suspension"},
+	Actions:  []string{"fence_admission", "reopen_admission", "record_suspended", "record_outcome"},
+	Messages: []string{"environment_quiesce", "environment_quiesced", "environment_resume", "environment_resumed"},
+	Timers: []fsm.TimerDecl{
+		{Name: "quiesce_drain", Duration: 5 * time.Second, Event: fsm.EventID(EventQuiesceDrain)},
+	},
+	Initial: fsm.StateID(StateIdle),
+	Cells: []fsm.Cell{
+		// idle
+		{Cands: []*fsm.Candidate{rule91}}, // idle × environment_quiesce
+		{Cands: []*fsm.Candidate{rule98}}, // idle × quiesced_accepted
+		{Cands: []*fsm.Candidate{rule98}}, // idle × quiesced_refused
+		{Cands: []*fsm.Candidate{rule98}}, // idle × environment_resume
+		{Cands: []*fsm.Candidate{rule98}}, // idle × resume_rollback
+		{Cands: []*fsm.Candidate{rule98}}, // idle × resumed_accepted
+		{Cands: []*fsm.Candidate{rule98}}, // idle × resumed_refused
+		{Cands: []*fsm.Candidate{rule95}}, // idle × quiesce_drain
+		{Cands: []*fsm.Candidate{rule95}}, // idle × drain_settled
+		{Cands: []*fsm.Candidate{rule95}}, // idle × connection_lost
+		// quiescing
+		{Cands: []*fsm.Candidate{rule141}},          // quiescing × environment_quiesce
+		{Cands: []*fsm.Candidate{rule112, rule122}}, // quiescing × quiesced_accepted
+		{Cands: []*fsm.Candidate{rule117, rule122}}, // quiescing × quiesced_refused
+		{Cands: []*fsm.Candidate{rule133}},          // quiescing × environment_resume
+		{Cands: []*fsm.Candidate{rule128}},          // quiescing × resume_rollback
+		{Cands: []*fsm.Candidate{rule125}},          // quiescing × resumed_accepted
+		{Cands: []*fsm.Candidate{rule125}},          // quiescing × resumed_refused
+		{Cands: []*fsm.Candidate{rule107}},          // quiescing × quiesce_drain
+		{Cands: []*fsm.Candidate{rule103}},          // quiescing × drain_settled
+		{Cands: []*fsm.Candidate{rule136}},          // quiescing × connection_lost
+		// suspended
+		{Cands: []*fsm.Candidate{rule141}}, // suspended × environment_quiesce
+		{Cands: []*fsm.Candidate{rule150}}, // suspended × quiesced_accepted
+		{Cands: []*fsm.Candidate{rule153}}, // suspended × quiesced_refused
+		{Cands: []*fsm.Candidate{rule146}}, // suspended × environment_resume
+		{Cands: []*fsm.Candidate{rule146}}, // suspended × resume_rollback
+		{Cands: []*fsm.Candidate{rule156}}, // suspended × resumed_accepted
+		{Cands: []*fsm.Candidate{rule156}}, // suspended × resumed_refused
+		{Cands: []*fsm.Candidate{rule162}}, // suspended × quiesce_drain
+		{Cands: []*fsm.Candidate{rule162}}, // suspended × drain_settled
+		{Cands: []*fsm.Candidate{rule159}}, // suspended × connection_lost
+		// uncertain
+		{Cands: []*fsm.Candidate{rule141}}, // uncertain × environment_quiesce
+		{Cands: []*fsm.Candidate{rule167}}, // uncertain × quiesced_accepted
+		{Cands: []*fsm.Candidate{rule167}}, // uncertain × quiesced_refused
+		{Cands: []*fsm.Candidate{rule146}}, // uncertain × environment_resume
+		{Cands: []*fsm.Candidate{rule146}}, // uncertain × resume_rollback
+		{Cands: []*fsm.Candidate{rule156}}, // uncertain × resumed_accepted
+		{Cands: []*fsm.Candidate{rule156}}, // uncertain × resumed_refused
+		{Cands: []*fsm.Candidate{rule162}}, // uncertain × quiesce_drain
+		{Cands: []*fsm.Candidate{rule162}}, // uncertain × drain_settled
+		{Cands: []*fsm.Candidate{rule170}}, // uncertain × connection_lost
+		// resuming
+		{Cands: []*fsm.Candidate{rule141}},          // resuming × environment_quiesce
+		{Cands: []*fsm.Candidate{rule188}},          // resuming × quiesced_accepted
+		{Cands: []*fsm.Candidate{rule188}},          // resuming × quiesced_refused
+		{Cands: []*fsm.Candidate{rule191}},          // resuming × environment_resume
+		{Cands: []*fsm.Candidate{rule191}},          // resuming × resume_rollback
+		{Cands: []*fsm.Candidate{rule175, rule185}}, // resuming × resumed_accepted
+		{Cands: []*fsm.Candidate{rule180, rule185}}, // resuming × resumed_refused
+		{Cands: []*fsm.Candidate{rule162}},          // resuming × quiesce_drain
+		{Cands: []*fsm.Candidate{rule162}},          // resuming × drain_settled
+		{Cands: []*fsm.Candidate{rule136}},          // resuming × connection_lost
+		// resumed
+		{Cands: []*fsm.Candidate{rule203}}, // resumed × environment_quiesce
+		{Cands: []*fsm.Candidate{rule196}}, // resumed × quiesced_accepted
+		{Cands: []*fsm.Candidate{rule196}}, // resumed × quiesced_refused
+		{Cands: []*fsm.Candidate{rule203}}, // resumed × environment_resume
+		{Cands: []*fsm.Candidate{rule203}}, // resumed × resume_rollback
+		{Cands: []*fsm.Candidate{rule196}}, // resumed × resumed_accepted
+		{Cands: []*fsm.Candidate{rule196}}, // resumed × resumed_refused
+		{Cands: []*fsm.Candidate{rule196}}, // resumed × quiesce_drain
+		{Cands: []*fsm.Candidate{rule196}}, // resumed × drain_settled
+		{Cands: []*fsm.Candidate{rule196}}, // resumed × connection_lost
+		// quiesce_refused
+		{Cands: []*fsm.Candidate{rule203}}, // quiesce_refused × environment_quiesce
+		{Cands: []*fsm.Candidate{rule196}}, // quiesce_refused × quiesced_accepted
+		{Cands: []*fsm.Candidate{rule196}}, // quiesce_refused × quiesced_refused
+		{Cands: []*fsm.Candidate{rule203}}, // quiesce_refused × environment_resume
+		{Cands: []*fsm.Candidate{rule199}}, // quiesce_refused × resume_rollback
+		{Cands: []*fsm.Candidate{rule196}}, // quiesce_refused × resumed_accepted
+		{Cands: []*fsm.Candidate{rule196}}, // quiesce_refused × resumed_refused
+		{Cands: []*fsm.Candidate{rule196}}, // quiesce_refused × quiesce_drain
+		{Cands: []*fsm.Candidate{rule196}}, // quiesce_refused × drain_settled
+		{Cands: []*fsm.Candidate{rule196}}, // quiesce_refused × connection_lost
+		// resume_refused
+		{Cands: []*fsm.Candidate{rule203}}, // resume_refused × environment_quiesce
+		{Cands: []*fsm.Candidate{rule196}}, // resume_refused × quiesced_accepted
+		{Cands: []*fsm.Candidate{rule196}}, // resume_refused × quiesced_refused
+		{Cands: []*fsm.Candidate{rule203}}, // resume_refused × environment_resume
+		{Cands: []*fsm.Candidate{rule203}}, // resume_refused × resume_rollback
+		{Cands: []*fsm.Candidate{rule196}}, // resume_refused × resumed_accepted
+		{Cands: []*fsm.Candidate{rule196}}, // resume_refused × resumed_refused
+		{Cands: []*fsm.Candidate{rule196}}, // resume_refused × quiesce_drain
+		{Cands: []*fsm.Candidate{rule196}}, // resume_refused × drain_settled
+		{Cands: []*fsm.Candidate{rule196}}, // resume_refused × connection_lost
+	},
+})
+
+// Step is what one event did: the engine's fsm.Step, a read-only view of the table candidate that
+// handled it, with typed accessors. The zero Step, returned for an invalid state or event, reports
+// zero values.
 type Step struct {
-	c *candidate
+	s fsm.Step
 }
 
 // From is the state the event arrived in.
 func (s Step) From() State {
-	if s.c == nil {
-		var zero State
-		return zero
-	}
-	return s.c.from
+	return State(s.s.From())
 }
 
 // Event is the event that was handled.
 func (s Step) Event() Event {
-	if s.c == nil {
-		var zero Event
-		return zero
-	}
-	return s.c.event
+	return Event(s.s.Event())
 }
 
 // To is the state after the step; it equals From unless the disposition is fsm.Moved.
 func (s Step) To() State {
-	if s.c == nil {
-		var zero State
-		return zero
-	}
-	return s.c.to
+	return State(s.s.To())
 }
 
 // Guard is the guard that selected the candidate, or 0 for the cell's fallback.
 func (s Step) Guard() Guard {
-	if s.c == nil {
-		var zero Guard
-		return zero
-	}
-	return s.c.guard
+	return Guard(s.s.Guard())
 }
 
 // Disposition says whether the step moved, stayed, ignored or rejected the event.
 func (s Step) Disposition() fsm.Disposition {
-	if s.c == nil {
-		var zero fsm.Disposition
-		return zero
-	}
-	return s.c.disp
+	return s.s.Disposition()
 }
 
-// Effects lists what the peer must do, in spec order; nil unless the step moved or stayed. The slice is shared: do not modify it.
-func (s Step) Effects() []Effect {
-	if s.c == nil {
-		var zero []Effect
-		return zero
-	}
-	return s.c.effects
+// Effects lists what the step asks of both peers, in spec order (a peer keeps those its role
+// performs); nil unless the step moved or stayed. Their IDs convert to this package's enums and
+// Table.EffectString renders one as the spec writes it. The slice is shared: do not modify it.
+func (s Step) Effects() []fsm.Effect {
+	return s.s.Effects()
 }
 
 // Reason is the spec's reason for an ignored or rejected event, or "".
 func (s Step) Reason() string {
-	if s.c == nil {
-		var zero string
-		return zero
-	}
-	return s.c.reason
+	return s.s.Reason()
 }
 
-type candidate struct {
-	guard   Guard
-	disp    fsm.Disposition
-	to      State
-	effects []Effect
-	reason  string
-	// from, event and err are filled in by init.
-	from  State
-	event Event
-	err   *fsm.TransitionError // non-nil exactly for rejections
+// Line is the line of the spec rule behind the step.
+func (s Step) Line() int {
+	return s.s.Line()
 }
 
-// table holds every (state, event) cell: its candidates in the order they are tried, the unguarded fallback last.
-var table = [numStates + 1][numEvents + 1][]candidate{
-	StateIdle: {
-		EventEnvironmentQuiesce: {
-			// spec/suspension.yaml:91
-			{disp: fsm.Moved, to: StateQuiescing, effects: []Effect{{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerQuiesceDrain}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionFenceAdmission}}},
-		},
-		EventQuiescedAccepted: {
-			// spec/suspension.yaml:98
-			{disp: fsm.Rejected, to: StateIdle, reason: "no quiesce was sent for this suspension ID"},
-		},
-		EventQuiescedRefused: {
-			// spec/suspension.yaml:98
-			{disp: fsm.Rejected, to: StateIdle, reason: "no quiesce was sent for this suspension ID"},
-		},
-		EventEnvironmentResume: {
-			// spec/suspension.yaml:98
-			{disp: fsm.Rejected, to: StateIdle, reason: "no quiesce was sent for this suspension ID"},
-		},
-		EventResumeRollback: {
-			// spec/suspension.yaml:98
-			{disp: fsm.Rejected, to: StateIdle, reason: "no quiesce was sent for this suspension ID"},
-		},
-		EventResumedAccepted: {
-			// spec/suspension.yaml:98
-			{disp: fsm.Rejected, to: StateIdle, reason: "no quiesce was sent for this suspension ID"},
-		},
-		EventResumedRefused: {
-			// spec/suspension.yaml:98
-			{disp: fsm.Rejected, to: StateIdle, reason: "no quiesce was sent for this suspension ID"},
-		},
-		EventQuiesceDrain: {
-			// spec/suspension.yaml:95
-			{disp: fsm.Ignored, to: StateIdle, reason: "nothing was requested for this suspension ID"},
-		},
-		EventDrainSettled: {
-			// spec/suspension.yaml:95
-			{disp: fsm.Ignored, to: StateIdle, reason: "nothing was requested for this suspension ID"},
-		},
-		EventConnectionLost: {
-			// spec/suspension.yaml:95
-			{disp: fsm.Ignored, to: StateIdle, reason: "nothing was requested for this suspension ID"},
-		},
-	},
-	StateQuiescing: {
-		EventEnvironmentQuiesce: {
-			// spec/suspension.yaml:141
-			{disp: fsm.Rejected, to: StateQuiescing, reason: "this suspension ID was already quiesced; a new attempt needs a new suspend_id"},
-		},
-		EventQuiescedAccepted: {
-			// spec/suspension.yaml:112
-			{disp: fsm.Moved, guard: GuardOwnSuspension, to: StateSuspended, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerQuiesceDrain}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordSuspended}}},
-			// spec/suspension.yaml:122
-			{disp: fsm.Rejected, to: StateQuiescing, reason: "the reply carries a foreign suspension identity, or accepted true with an error code"},
-		},
-		EventQuiescedRefused: {
-			// spec/suspension.yaml:117
-			{disp: fsm.Moved, guard: GuardOwnSuspension, to: StateQuiesceRefused, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerQuiesceDrain}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutcome}}},
-			// spec/suspension.yaml:122
-			{disp: fsm.Rejected, to: StateQuiescing, reason: "the reply carries a foreign suspension identity, or accepted true with an error code"},
-		},
-		EventEnvironmentResume: {
-			// spec/suspension.yaml:133
-			{disp: fsm.Rejected, to: StateQuiescing, reason: "not_suspended: the quiesce has not been confirmed; abandon it with a rollback resume"},
-		},
-		EventResumeRollback: {
-			// spec/suspension.yaml:128
-			{disp: fsm.Moved, to: StateResuming, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerQuiesceDrain}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionReopenAdmission}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessageEnvironmentResumed}}},
-		},
-		EventResumedAccepted: {
-			// spec/suspension.yaml:125
-			{disp: fsm.Rejected, to: StateQuiescing, reason: "no resume was sent"},
-		},
-		EventResumedRefused: {
-			// spec/suspension.yaml:125
-			{disp: fsm.Rejected, to: StateQuiescing, reason: "no resume was sent"},
-		},
-		EventQuiesceDrain: {
-			// spec/suspension.yaml:107
-			{disp: fsm.Moved, to: StateQuiesceRefused, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionReopenAdmission}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessageEnvironmentQuiesced}}},
-		},
-		EventDrainSettled: {
-			// spec/suspension.yaml:103
-			{disp: fsm.Moved, to: StateSuspended, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerQuiesceDrain}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessageEnvironmentQuiesced}}},
-		},
-		EventConnectionLost: {
-			// spec/suspension.yaml:136
-			{disp: fsm.Moved, to: StateUncertain, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerQuiesceDrain}}},
-		},
-	},
-	StateSuspended: {
-		EventEnvironmentQuiesce: {
-			// spec/suspension.yaml:141
-			{disp: fsm.Rejected, to: StateSuspended, reason: "this suspension ID was already quiesced; a new attempt needs a new suspend_id"},
-		},
-		EventQuiescedAccepted: {
-			// spec/suspension.yaml:150
-			{disp: fsm.Ignored, to: StateSuspended, reason: "the Runtime's own confirmation, or a repeat of it"},
-		},
-		EventQuiescedRefused: {
-			// spec/suspension.yaml:153
-			{disp: fsm.Rejected, to: StateSuspended, reason: "the quiesce was already confirmed for this suspension"},
-		},
-		EventEnvironmentResume: {
-			// spec/suspension.yaml:146
-			{disp: fsm.Moved, to: StateResuming, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionReopenAdmission}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessageEnvironmentResumed}}},
-		},
-		EventResumeRollback: {
-			// spec/suspension.yaml:146
-			{disp: fsm.Moved, to: StateResuming, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionReopenAdmission}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessageEnvironmentResumed}}},
-		},
-		EventResumedAccepted: {
-			// spec/suspension.yaml:156
-			{disp: fsm.Rejected, to: StateSuspended, reason: "no resume was sent"},
-		},
-		EventResumedRefused: {
-			// spec/suspension.yaml:156
-			{disp: fsm.Rejected, to: StateSuspended, reason: "no resume was sent"},
-		},
-		EventQuiesceDrain: {
-			// spec/suspension.yaml:162
-			{disp: fsm.Ignored, to: StateSuspended, reason: "the drain is over"},
-		},
-		EventDrainSettled: {
-			// spec/suspension.yaml:162
-			{disp: fsm.Ignored, to: StateSuspended, reason: "the drain is over"},
-		},
-		EventConnectionLost: {
-			// spec/suspension.yaml:159
-			{disp: fsm.Ignored, to: StateSuspended, reason: "the suspension persists; the resume may come on a later connection"},
-		},
-	},
-	StateUncertain: {
-		EventEnvironmentQuiesce: {
-			// spec/suspension.yaml:141
-			{disp: fsm.Rejected, to: StateUncertain, reason: "this suspension ID was already quiesced; a new attempt needs a new suspend_id"},
-		},
-		EventQuiescedAccepted: {
-			// spec/suspension.yaml:167
-			{disp: fsm.Ignored, to: StateUncertain, reason: "an answer from the lost connection no longer decides anything; only the resume does"},
-		},
-		EventQuiescedRefused: {
-			// spec/suspension.yaml:167
-			{disp: fsm.Ignored, to: StateUncertain, reason: "an answer from the lost connection no longer decides anything; only the resume does"},
-		},
-		EventEnvironmentResume: {
-			// spec/suspension.yaml:146
-			{disp: fsm.Moved, to: StateResuming, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionReopenAdmission}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessageEnvironmentResumed}}},
-		},
-		EventResumeRollback: {
-			// spec/suspension.yaml:146
-			{disp: fsm.Moved, to: StateResuming, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionReopenAdmission}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessageEnvironmentResumed}}},
-		},
-		EventResumedAccepted: {
-			// spec/suspension.yaml:156
-			{disp: fsm.Rejected, to: StateUncertain, reason: "no resume was sent"},
-		},
-		EventResumedRefused: {
-			// spec/suspension.yaml:156
-			{disp: fsm.Rejected, to: StateUncertain, reason: "no resume was sent"},
-		},
-		EventQuiesceDrain: {
-			// spec/suspension.yaml:162
-			{disp: fsm.Ignored, to: StateUncertain, reason: "the drain is over"},
-		},
-		EventDrainSettled: {
-			// spec/suspension.yaml:162
-			{disp: fsm.Ignored, to: StateUncertain, reason: "the drain is over"},
-		},
-		EventConnectionLost: {
-			// spec/suspension.yaml:170
-			{disp: fsm.Ignored, to: StateUncertain, reason: "the answer is already lost"},
-		},
-	},
-	StateResuming: {
-		EventEnvironmentQuiesce: {
-			// spec/suspension.yaml:141
-			{disp: fsm.Rejected, to: StateResuming, reason: "this suspension ID was already quiesced; a new attempt needs a new suspend_id"},
-		},
-		EventQuiescedAccepted: {
-			// spec/suspension.yaml:188
-			{disp: fsm.Ignored, to: StateResuming, reason: "a quiesce answer that trails the resume decides nothing; the resume answer does"},
-		},
-		EventQuiescedRefused: {
-			// spec/suspension.yaml:188
-			{disp: fsm.Ignored, to: StateResuming, reason: "a quiesce answer that trails the resume decides nothing; the resume answer does"},
-		},
-		EventEnvironmentResume: {
-			// spec/suspension.yaml:191
-			{disp: fsm.Rejected, to: StateResuming, reason: "a resume for this suspension is already in flight"},
-		},
-		EventResumeRollback: {
-			// spec/suspension.yaml:191
-			{disp: fsm.Rejected, to: StateResuming, reason: "a resume for this suspension is already in flight"},
-		},
-		EventResumedAccepted: {
-			// spec/suspension.yaml:175
-			{disp: fsm.Moved, guard: GuardOwnSuspension, to: StateResumed, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutcome}}},
-			// spec/suspension.yaml:185
-			{disp: fsm.Rejected, to: StateResuming, reason: "the reply carries a foreign suspension identity, or accepted true with an error code"},
-		},
-		EventResumedRefused: {
-			// spec/suspension.yaml:180
-			{disp: fsm.Moved, guard: GuardOwnSuspension, to: StateResumeRefused, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutcome}}},
-			// spec/suspension.yaml:185
-			{disp: fsm.Rejected, to: StateResuming, reason: "the reply carries a foreign suspension identity, or accepted true with an error code"},
-		},
-		EventQuiesceDrain: {
-			// spec/suspension.yaml:162
-			{disp: fsm.Ignored, to: StateResuming, reason: "the drain is over"},
-		},
-		EventDrainSettled: {
-			// spec/suspension.yaml:162
-			{disp: fsm.Ignored, to: StateResuming, reason: "the drain is over"},
-		},
-		EventConnectionLost: {
-			// spec/suspension.yaml:136
-			{disp: fsm.Moved, to: StateUncertain, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerQuiesceDrain}}},
-		},
-	},
-	StateResumed: {
-		EventEnvironmentQuiesce: {
-			// spec/suspension.yaml:203
-			{disp: fsm.Rejected, to: StateResumed, reason: "the suspension attempt is settled"},
-		},
-		EventQuiescedAccepted: {
-			// spec/suspension.yaml:196
-			{disp: fsm.Ignored, to: StateResumed, reason: "the attempt is settled; late replies change nothing"},
-		},
-		EventQuiescedRefused: {
-			// spec/suspension.yaml:196
-			{disp: fsm.Ignored, to: StateResumed, reason: "the attempt is settled; late replies change nothing"},
-		},
-		EventEnvironmentResume: {
-			// spec/suspension.yaml:203
-			{disp: fsm.Rejected, to: StateResumed, reason: "the suspension attempt is settled"},
-		},
-		EventResumeRollback: {
-			// spec/suspension.yaml:203
-			{disp: fsm.Rejected, to: StateResumed, reason: "the suspension attempt is settled"},
-		},
-		EventResumedAccepted: {
-			// spec/suspension.yaml:196
-			{disp: fsm.Ignored, to: StateResumed, reason: "the attempt is settled; late replies change nothing"},
-		},
-		EventResumedRefused: {
-			// spec/suspension.yaml:196
-			{disp: fsm.Ignored, to: StateResumed, reason: "the attempt is settled; late replies change nothing"},
-		},
-		EventQuiesceDrain: {
-			// spec/suspension.yaml:196
-			{disp: fsm.Ignored, to: StateResumed, reason: "the attempt is settled; late replies change nothing"},
-		},
-		EventDrainSettled: {
-			// spec/suspension.yaml:196
-			{disp: fsm.Ignored, to: StateResumed, reason: "the attempt is settled; late replies change nothing"},
-		},
-		EventConnectionLost: {
-			// spec/suspension.yaml:196
-			{disp: fsm.Ignored, to: StateResumed, reason: "the attempt is settled; late replies change nothing"},
-		},
-	},
-	StateQuiesceRefused: {
-		EventEnvironmentQuiesce: {
-			// spec/suspension.yaml:203
-			{disp: fsm.Rejected, to: StateQuiesceRefused, reason: "the suspension attempt is settled"},
-		},
-		EventQuiescedAccepted: {
-			// spec/suspension.yaml:196
-			{disp: fsm.Ignored, to: StateQuiesceRefused, reason: "the attempt is settled; late replies change nothing"},
-		},
-		EventQuiescedRefused: {
-			// spec/suspension.yaml:196
-			{disp: fsm.Ignored, to: StateQuiesceRefused, reason: "the attempt is settled; late replies change nothing"},
-		},
-		EventEnvironmentResume: {
-			// spec/suspension.yaml:203
-			{disp: fsm.Rejected, to: StateQuiesceRefused, reason: "the suspension attempt is settled"},
-		},
-		EventResumeRollback: {
-			// spec/suspension.yaml:199
-			{disp: fsm.Ignored, to: StateQuiesceRefused, reason: "the refused quiesce already reopened admission; there is nothing to roll back"},
-		},
-		EventResumedAccepted: {
-			// spec/suspension.yaml:196
-			{disp: fsm.Ignored, to: StateQuiesceRefused, reason: "the attempt is settled; late replies change nothing"},
-		},
-		EventResumedRefused: {
-			// spec/suspension.yaml:196
-			{disp: fsm.Ignored, to: StateQuiesceRefused, reason: "the attempt is settled; late replies change nothing"},
-		},
-		EventQuiesceDrain: {
-			// spec/suspension.yaml:196
-			{disp: fsm.Ignored, to: StateQuiesceRefused, reason: "the attempt is settled; late replies change nothing"},
-		},
-		EventDrainSettled: {
-			// spec/suspension.yaml:196
-			{disp: fsm.Ignored, to: StateQuiesceRefused, reason: "the attempt is settled; late replies change nothing"},
-		},
-		EventConnectionLost: {
-			// spec/suspension.yaml:196
-			{disp: fsm.Ignored, to: StateQuiesceRefused, reason: "the attempt is settled; late replies change nothing"},
-		},
-	},
-	StateResumeRefused: {
-		EventEnvironmentQuiesce: {
-			// spec/suspension.yaml:203
-			{disp: fsm.Rejected, to: StateResumeRefused, reason: "the suspension attempt is settled"},
-		},
-		EventQuiescedAccepted: {
-			// spec/suspension.yaml:196
-			{disp: fsm.Ignored, to: StateResumeRefused, reason: "the attempt is settled; late replies change nothing"},
-		},
-		EventQuiescedRefused: {
-			// spec/suspension.yaml:196
-			{disp: fsm.Ignored, to: StateResumeRefused, reason: "the attempt is settled; late replies change nothing"},
-		},
-		EventEnvironmentResume: {
-			// spec/suspension.yaml:203
-			{disp: fsm.Rejected, to: StateResumeRefused, reason: "the suspension attempt is settled"},
-		},
-		EventResumeRollback: {
-			// spec/suspension.yaml:203
-			{disp: fsm.Rejected, to: StateResumeRefused, reason: "the suspension attempt is settled"},
-		},
-		EventResumedAccepted: {
-			// spec/suspension.yaml:196
-			{disp: fsm.Ignored, to: StateResumeRefused, reason: "the attempt is settled; late replies change nothing"},
-		},
-		EventResumedRefused: {
-			// spec/suspension.yaml:196
-			{disp: fsm.Ignored, to: StateResumeRefused, reason: "the attempt is settled; late replies change nothing"},
-		},
-		EventQuiesceDrain: {
-			// spec/suspension.yaml:196
-			{disp: fsm.Ignored, to: StateResumeRefused, reason: "the attempt is settled; late replies change nothing"},
-		},
-		EventDrainSettled: {
-			// spec/suspension.yaml:196
-			{disp: fsm.Ignored, to: StateResumeRefused, reason: "the attempt is settled; late replies change nothing"},
-		},
-		EventConnectionLost: {
-			// spec/suspension.yaml:196
-			{disp: fsm.Ignored, to: StateResumeRefused, reason: "the attempt is settled; late replies change nothing"},
-		},
-	},
-}
-
-// init completes each candidate, and builds the error of a rejection once, so that answering an event allocates nothing.
-func init() {
-	for s := range table {
-		for e := range table[s] {
-			for i := range table[s][e] {
-				c := &table[s][e][i]
-				c.from, c.event = State(s), Event(e)
-				if c.disp == fsm.Rejected {
-					c.err = &fsm.TransitionError{
-						Event:   Event(e).String(),
-						Machine: Name,
-						Reason:  c.reason,
-						State:   State(s).String(),
-					}
-				}
-			}
-		}
-	}
-}
-
-// Transition is the pure transition function. It selects the candidate of
-// the (s, e) cell whose guard is in held (or the fallback), and returns the
-// step with its effects. It changes nothing, runs no hook and allocates
-// nothing for valid inputs: the returned step and error are shared, read-only
-// values from the table.
+// Transition is the pure transition function. It selects the candidate of the (s, e) cell whose
+// guard is in held (or the fallback) and returns the step with its effects. It changes nothing,
+// runs no hook and allocates nothing for valid inputs: the step and the error are shared,
+// read-only values of Table.
 //
-// A rejected event returns a *fsm.TransitionError naming the machine, state
-// and event (errors.Is(err, fsm.ErrRejected)); Step.To() then equals s. An
-// invalid state or event returns the zero Step and a *fsm.InvalidError.
+// A rejected event returns a *fsm.TransitionError naming the machine, state and event
+// (errors.Is(err, fsm.ErrRejected)); Step.To() then equals s. An invalid state or event returns
+// the zero Step and a *fsm.InvalidError.
 func Transition(s State, e Event, held GuardSet) (Step, error) {
-	if !s.Valid() || !e.Valid() {
-		return Step{}, check(s, e)
-	}
-	cands := table[s][e]
-	for i := range cands {
-		c := &cands[i]
-		if c.guard != 0 && !held.Has(c.guard) {
-			continue
-		}
-		// A nil *TransitionError must not become a non-nil error.
-		if c.err != nil {
-			return Step{c}, c.err
-		}
-		return Step{c}, nil
-	}
-	// The generator refuses a cell without an unguarded fallback, so this is unreachable.
-	return Step{}, &fsm.InvalidError{
-		Machine: Name,
-		Value:   s.String() + "/" + e.String(),
-		What:    "cell",
-	}
+	st, err := Table.Transition(fsm.StateID(s), fsm.EventID(e), fsm.GuardSet(held))
+	return Step{st}, err
 }
 
-// check builds the error for an invalid state or event; it is off the hot path.
-func check(s State, e Event) error {
-	if !s.Valid() {
-		return &fsm.InvalidError{
-			Machine: Name,
-			Value:   s.String(),
-			What:    "state",
-		}
-	}
-	if !e.Valid() {
-		return &fsm.InvalidError{
-			Machine: Name,
-			Value:   e.String(),
-			What:    "event",
-		}
-	}
-	return nil
+// CoreHooks is what a Core peer implements to run the suspension machine: one method per guard it
+// evaluates, per message it sends and per action it performs. The engine calls a guard while it
+// selects a candidate, and the other methods after the step, in spec order (fsm.Machine.Fire, or a
+// driver that drains an fsm.Outbox). A method must not change the machine. The *fsm.Firing is
+// reused: do not keep it after the call.
+type CoreHooks[A any] interface {
+	// GuardOwnSuspension reports whether the reply echoes this attempt's environment ID and
+	// suspend ID, and an accepted true reply carries no error code (a foreign identity or that
+	// contradiction is rejected).
+	GuardOwnSuspension(f *fsm.Firing[A]) bool
+	// DoRecordSuspended performs record_suspended: Core records the confirmed suspension so the
+	// Environment can be snapshotted or paused.
+	DoRecordSuspended(f *fsm.Firing[A]) error
+	// DoRecordOutcome performs record_outcome: Core records the resume, rollback or refusal
+	// outcome of the attempt.
+	DoRecordOutcome(f *fsm.Firing[A]) error
 }
 
-// Hooks is what a peer implements to drive the machine: one method per
-// guard, per message the machine asks it to send and per action, plus the
-// timer methods when the machine has timers. Fire calls them with the
-// machine's lock held, in spec order, and only for effects of the machine's
-// role. A hook must not call Fire on the same machine (it would deadlock);
-// it raises follow-up events with f.Raise, which run once the current event
-// completes. The *Firing is reused: do not keep it after the hook returns.
-type Hooks[A any] interface {
-	// GuardOwnSuspension reports whether the reply echoes this attempt's environment ID and suspend ID, and an accepted true reply carries no error code (a foreign identity or that contradiction is rejected).
-	GuardOwnSuspension(f *Firing[A]) bool
-	// SendEnvironmentQuiesced sends a environment_quiesced frame for this instance.
-	SendEnvironmentQuiesced(f *Firing[A]) error
-	// SendEnvironmentResumed sends a environment_resumed frame for this instance.
-	SendEnvironmentResumed(f *Firing[A]) error
-	// StartTimer arms (or re-arms) t for t.Duration(); on expiry the peer fires t.Event().
-	StartTimer(f *Firing[A], t Timer) error
-	// StopTimer disarms t. Stopping a timer that is not armed is not an error.
-	StopTimer(f *Firing[A], t Timer) error
-	// DoFenceAdmission performs fence_admission: the Runtime stops admitting new work for the Environment and starts draining the active work.
-	DoFenceAdmission(f *Firing[A]) error
-	// DoReopenAdmission performs reopen_admission: the Runtime admits work again for the Environment.
-	DoReopenAdmission(f *Firing[A]) error
-	// DoRecordSuspended performs record_suspended: Core records the confirmed suspension so the Environment can be snapshotted or paused.
-	DoRecordSuspended(f *Firing[A]) error
-	// DoRecordOutcome performs record_outcome: Core records the resume, rollback or refusal outcome of the attempt.
-	DoRecordOutcome(f *Firing[A]) error
-}
-
-// Firing describes the event being handled; hooks receive it.
-type Firing[A any] struct {
-	From  State
-	Event Event
-	To    State // the target while effects run; equals From while guards run
-	Arg   A     // the argument passed to Fire or Raise, e.g. the decoded frame
-	Role  fsm.Role
-	m     *Machine[A]
-}
-
-// Raise queues a follow-up event that runs after the current one, under the same Fire call.
-func (f *Firing[A]) Raise(e Event, arg A) error {
-	return f.m.enqueue(e, arg)
-}
-
-// Machine is one instance of the lifecycle. It is safe for concurrent use:
-// Fire serialises callers, and each caller gets the result of its own event.
-type Machine[A any] struct {
-	mu      sync.Mutex
-	state   State
-	role    fsm.Role
-	hooks   Hooks[A]
-	observe func(Step)
-	firing  Firing[A]
-	queue   fsm.Queue[Event, A]
-}
-
-// New returns a machine in the Initial state that performs the effects of role.
-func New[A any](role fsm.Role, hooks Hooks[A]) *Machine[A] {
-	return &Machine[A]{
-		hooks: hooks,
-		role:  role,
-		state: Initial,
-	}
-}
-
-// State returns the current state.
-func (m *Machine[A]) State() State {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.state
-}
-
-// Observe registers fn to be called, with the lock held, after every step, including ignored and rejected ones (for logs, metrics and trace checks). Pass nil to remove it.
-func (m *Machine[A]) Observe(fn func(Step)) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.observe = fn
-}
-
-// Fire handles event e with argument arg, then every follow-up event the
-// effects raised, in order, before returning (run to completion).
-//
-// It returns nil when the event moved the machine, kept it in place or was
-// ignored; a *fsm.TransitionError when the spec rejects it (the state is
-// unchanged and queued follow-ups are dropped); a *fsm.EffectError when a hook
-// failed (the state has already moved, the rest of the effects did not run).
-func (m *Machine[A]) Fire(e Event, arg A) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	err := m.step(e, arg)
-	for err == nil {
-		next, nextArg, ok := m.queue.Pop()
-		if !ok {
-			break
-		}
-		err = m.step(next, nextArg)
-	}
-	// An error ends the run: drop the follow-ups it left behind.
-	m.queue.Clear()
-	// Only the argument can hold on to caller memory; the rest is overwritten by the next step.
-	var zero A
-	m.firing.Arg = zero
-	return err
-}
-
-func (m *Machine[A]) enqueue(e Event, arg A) error {
-	if !m.queue.Push(e, arg) {
-		return &fsm.QueueError{
-			Event:   e.String(),
-			Machine: Name,
-		}
-	}
-	return nil
-}
-
-func (m *Machine[A]) step(e Event, arg A) error {
-	s := m.state
-	if !e.Valid() {
-		return check(s, e)
-	}
-	// Field by field: assigning a whole Firing literal costs a stalled copy on every event.
-	fr := &m.firing
-	fr.From, fr.Event, fr.To, fr.Arg, fr.Role, fr.m = s, e, s, arg, m.role, m
-	for i := range table[s][e] {
-		c := &table[s][e][i]
-		if c.guard != 0 && !m.guard(c.guard, fr) {
-			continue
-		}
-		if c.disp == fsm.Moved || c.disp == fsm.Stayed {
-			m.state, fr.To = c.to, c.to
-		}
-		if m.observe != nil {
-			m.observe(Step{c})
-		}
-		if c.err != nil {
-			return c.err
-		}
-		for j := range c.effects {
-			ef := &c.effects[j]
-			if !m.role.Performs(ef.Role) {
-				continue
-			}
-			if err := m.perform(fr, ef); err != nil {
-				return &fsm.EffectError{
-					Effect:  ef.String(),
-					Err:     err,
-					Event:   e.String(),
-					From:    s.String(),
-					Machine: Name,
-					To:      c.to.String(),
-				}
-			}
-		}
+// Core binds h as the guards and effects of a Core peer, by ID (nil for a nil h).
+func Core[A any](h CoreHooks[A]) fsm.Binding[A] {
+	if h == nil {
 		return nil
 	}
-	return nil
+	return &fsm.HookTable[A]{
+		Guards:  []func(*fsm.Firing[A]) bool{GuardOwnSuspension: h.GuardOwnSuspension},
+		Actions: []func(*fsm.Firing[A]) error{ActionRecordSuspended: h.DoRecordSuspended, ActionRecordOutcome: h.DoRecordOutcome},
+	}
 }
 
-func (m *Machine[A]) guard(g Guard, fr *Firing[A]) bool {
-	switch g {
-	case GuardOwnSuspension:
-		return m.hooks.GuardOwnSuspension(fr)
-	}
-	return false
+// NewCore returns a suspension machine in its Initial state that evaluates the guards and performs
+// the effects of a Core peer through h, after each step (fsm.Machine.Fire). The Core arms no timer
+// of this machine: timers may be nil.
+func NewCore[A any](h CoreHooks[A], timers fsm.Timers[A]) (*fsm.Machine[A], error) {
+	return fsm.NewMachine(Table, fsm.RoleCore, Core[A](h), timers)
 }
 
-func (m *Machine[A]) perform(fr *Firing[A], ef *Effect) error {
-	switch ef.Kind {
-	case fsm.EffectSend:
-		switch ef.Message {
-		case MessageEnvironmentQuiesced:
-			return m.hooks.SendEnvironmentQuiesced(fr)
-		case MessageEnvironmentResumed:
-			return m.hooks.SendEnvironmentResumed(fr)
-		}
-	case fsm.EffectStart:
-		return m.hooks.StartTimer(fr, ef.Timer)
-	case fsm.EffectStop:
-		return m.hooks.StopTimer(fr, ef.Timer)
-	case fsm.EffectDo:
-		switch ef.Action {
-		case ActionFenceAdmission:
-			return m.hooks.DoFenceAdmission(fr)
-		case ActionReopenAdmission:
-			return m.hooks.DoReopenAdmission(fr)
-		case ActionRecordSuspended:
-			return m.hooks.DoRecordSuspended(fr)
-		case ActionRecordOutcome:
-			return m.hooks.DoRecordOutcome(fr)
-		}
-	case fsm.EffectRaise:
-		return m.enqueue(ef.Raise, fr.Arg)
-	}
-	return nil
+// RuntimeHooks is what a Runtime peer implements to run the suspension machine: one method per
+// guard it evaluates, per message it sends and per action it performs. The engine calls a guard
+// while it selects a candidate, and the other methods after the step, in spec order
+// (fsm.Machine.Fire, or a driver that drains an fsm.Outbox). A method must not change the machine.
+// The *fsm.Firing is reused: do not keep it after the call.
+type RuntimeHooks[A any] interface {
+	// GuardOwnSuspension reports whether the reply echoes this attempt's environment ID and
+	// suspend ID, and an accepted true reply carries no error code (a foreign identity or that
+	// contradiction is rejected).
+	GuardOwnSuspension(f *fsm.Firing[A]) bool
+	// SendEnvironmentQuiesced sends the environment_quiesced frame of this instance.
+	SendEnvironmentQuiesced(f *fsm.Firing[A]) error
+	// SendEnvironmentResumed sends the environment_resumed frame of this instance.
+	SendEnvironmentResumed(f *fsm.Firing[A]) error
+	// DoFenceAdmission performs fence_admission: the Runtime stops admitting new work for the
+	// Environment and starts draining the active work.
+	DoFenceAdmission(f *fsm.Firing[A]) error
+	// DoReopenAdmission performs reopen_admission: the Runtime admits work again for the
+	// Environment.
+	DoReopenAdmission(f *fsm.Firing[A]) error
 }
 
-// Restore puts the machine in the state saved under name (State.String) and
-// returns the timers that state keeps armed, which the peer must re-arm. It
-// runs no hook and no effect.
-func (m *Machine[A]) Restore(name string) ([]Timer, error) {
-	s, err := ParseState(name)
-	if err != nil {
-		return nil, err
+// Runtime binds h as the guards and effects of a Runtime peer, by ID (nil for a nil h).
+func Runtime[A any](h RuntimeHooks[A]) fsm.Binding[A] {
+	if h == nil {
+		return nil
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.state = s
-	return s.Timers(), nil
+	return &fsm.HookTable[A]{
+		Guards:  []func(*fsm.Firing[A]) bool{GuardOwnSuspension: h.GuardOwnSuspension},
+		Sends:   []func(*fsm.Firing[A]) error{MessageEnvironmentQuiesced: h.SendEnvironmentQuiesced, MessageEnvironmentResumed: h.SendEnvironmentResumed},
+		Actions: []func(*fsm.Firing[A]) error{ActionFenceAdmission: h.DoFenceAdmission, ActionReopenAdmission: h.DoReopenAdmission},
+	}
+}
+
+// NewRuntime returns a suspension machine in its Initial state that evaluates the guards and
+// performs the effects of a Runtime peer through h, after each step (fsm.Machine.Fire). timers
+// arms and disarms the timers the Runtime owns; it must not be nil.
+func NewRuntime[A any](h RuntimeHooks[A], timers fsm.Timers[A]) (*fsm.Machine[A], error) {
+	return fsm.NewMachine(Table, fsm.RoleRuntime, Runtime[A](h), timers)
 }

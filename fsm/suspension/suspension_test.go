@@ -4,72 +4,342 @@ package suspension
 
 import (
 	"errors"
+	"fmt"
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/fsm/fsmtest"
 	"github.com/stretchr/testify/require"
-	"math/rand/v2"
-	"sync"
+	"reflect"
 	"testing"
 )
 
 const specFile = "../../spec/suspension.yaml"
 
-// recorder implements Hooks: guards answer from held, effects are logged in spec form, and the effect named fail returns errHook. raise, when set, is called from inside every hook: it exercises follow-up events.
+var roles = []fsm.Role{fsm.RoleCore, fsm.RoleRuntime}
+
+// recorder implements CoreHooks, RuntimeHooks and fsm.Timers. Guards answer from held; each hook
+// notes its method in called (when set) and its effect, in spec form, in log (unless quiet); the
+// effect named fail returns errHook.
 type recorder struct {
-	held  GuardSet
-	log   []string
-	fail  string
-	raise func(*Firing[int]) error
+	held   GuardSet
+	log    []string
+	fail   string
+	quiet  bool
+	called map[string]bool
 }
 
 var errHook = errors.New("hook failed")
-var _ Hooks[int] = (*recorder)(nil)
+var (
+	_ CoreHooks[int]    = (*recorder)(nil)
+	_ RuntimeHooks[int] = (*recorder)(nil)
+	_ fsm.Timers[int]   = (*recorder)(nil)
+)
 
-func (r *recorder) record(f *Firing[int], effect string) error {
-	r.log = append(r.log, effect)
+func (r *recorder) guard(method string, g Guard) bool {
+	if r.called != nil && method != "" {
+		r.called[method] = true
+	}
+	return r.held.Has(g)
+}
+
+func (r *recorder) effect(method, effect string) error {
+	if r.called != nil && method != "" {
+		r.called[method] = true
+	}
+	if !r.quiet {
+		r.log = append(r.log, effect)
+	}
 	if effect == r.fail {
 		return errHook
-	}
-	if r.raise != nil {
-		return r.raise(f)
 	}
 	return nil
 }
 
-func (r *recorder) GuardOwnSuspension(f *Firing[int]) bool {
-	return r.held.Has(GuardOwnSuspension)
+func (r *recorder) GuardOwnSuspension(*fsm.Firing[int]) bool {
+	return r.guard("GuardOwnSuspension", GuardOwnSuspension)
 }
 
-func (r *recorder) SendEnvironmentQuiesced(f *Firing[int]) error {
-	return r.record(f, "send environment_quiesced")
+func (r *recorder) SendEnvironmentQuiesced(*fsm.Firing[int]) error {
+	return r.effect("SendEnvironmentQuiesced", "send environment_quiesced")
 }
 
-func (r *recorder) SendEnvironmentResumed(f *Firing[int]) error {
-	return r.record(f, "send environment_resumed")
+func (r *recorder) SendEnvironmentResumed(*fsm.Firing[int]) error {
+	return r.effect("SendEnvironmentResumed", "send environment_resumed")
 }
 
-func (r *recorder) StartTimer(f *Firing[int], t Timer) error {
-	return r.record(f, "start "+t.String())
+func (r *recorder) DoFenceAdmission(*fsm.Firing[int]) error {
+	return r.effect("DoFenceAdmission", "do fence_admission")
 }
 
-func (r *recorder) StopTimer(f *Firing[int], t Timer) error {
-	return r.record(f, "stop "+t.String())
+func (r *recorder) DoReopenAdmission(*fsm.Firing[int]) error {
+	return r.effect("DoReopenAdmission", "do reopen_admission")
 }
 
-func (r *recorder) DoFenceAdmission(f *Firing[int]) error {
-	return r.record(f, "do fence_admission")
+func (r *recorder) DoRecordSuspended(*fsm.Firing[int]) error {
+	return r.effect("DoRecordSuspended", "do record_suspended")
 }
 
-func (r *recorder) DoReopenAdmission(f *Firing[int]) error {
-	return r.record(f, "do reopen_admission")
+func (r *recorder) DoRecordOutcome(*fsm.Firing[int]) error {
+	return r.effect("DoRecordOutcome", "do record_outcome")
 }
 
-func (r *recorder) DoRecordSuspended(f *Firing[int]) error {
-	return r.record(f, "do record_suspended")
+func (r *recorder) StartTimer(_ *fsm.Firing[int], tm fsm.TimerID) error {
+	if r.quiet {
+		return nil // building the log entry would allocate
+	}
+	return r.effect("", "start "+Timer(tm).String())
 }
 
-func (r *recorder) DoRecordOutcome(f *Firing[int]) error {
-	return r.record(f, "do record_outcome")
+func (r *recorder) StopTimer(_ *fsm.Firing[int], tm fsm.TimerID) error {
+	if r.quiet {
+		return nil // building the log entry would allocate
+	}
+	return r.effect("", "stop "+Timer(tm).String())
+}
+
+// newMachine returns a machine for role whose hooks and timers are rec.
+func newMachine(t *testing.T, role fsm.Role, rec *recorder) *fsm.Machine[int] {
+	t.Helper()
+	if role == fsm.RoleCore {
+		m, err := NewCore[int](rec, rec)
+		require.NoError(t, err)
+		return m
+	}
+	m, err := NewRuntime[int](rec, rec)
+	require.NoError(t, err)
+	return m
+}
+
+// heldGuards holds the guards of a GuardSet, for an fsm.Instance.
+type heldGuards GuardSet
+
+func (h heldGuards) Guard(g fsm.GuardID, _ *fsm.Firing[int]) bool {
+	return fsm.GuardSet(h).Has(g)
+}
+
+type cellCase struct {
+	line    int
+	from    State
+	event   Event
+	held    GuardSet
+	disp    fsm.Disposition
+	to      State
+	guard   Guard
+	reason  string
+	effects []string              // every role's, as the spec writes them
+	logs    map[fsm.Role][]string // the hook log of each role that handles the event
+	raises  bool
+}
+
+// cellCases has one entry per candidate of every cell, computed from the spec when the code was
+// generated.
+var cellCases = []cellCase{
+	{line: 91, from: StateIdle, event: EventEnvironmentQuiesce, disp: fsm.Moved, to: StateQuiescing, effects: []string{"runtime: start quiesce_drain", "runtime: do fence_admission"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"start quiesce_drain", "do fence_admission"}}},
+	{line: 98, from: StateIdle, event: EventQuiescedAccepted, disp: fsm.Rejected, to: StateIdle, reason: "no quiesce was sent for this suspension ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 98, from: StateIdle, event: EventQuiescedRefused, disp: fsm.Rejected, to: StateIdle, reason: "no quiesce was sent for this suspension ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 98, from: StateIdle, event: EventEnvironmentResume, disp: fsm.Rejected, to: StateIdle, reason: "no quiesce was sent for this suspension ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 98, from: StateIdle, event: EventResumeRollback, disp: fsm.Rejected, to: StateIdle, reason: "no quiesce was sent for this suspension ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 98, from: StateIdle, event: EventResumedAccepted, disp: fsm.Rejected, to: StateIdle, reason: "no quiesce was sent for this suspension ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 98, from: StateIdle, event: EventResumedRefused, disp: fsm.Rejected, to: StateIdle, reason: "no quiesce was sent for this suspension ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 95, from: StateIdle, event: EventQuiesceDrain, disp: fsm.Ignored, to: StateIdle, reason: "nothing was requested for this suspension ID", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 95, from: StateIdle, event: EventDrainSettled, disp: fsm.Ignored, to: StateIdle, reason: "nothing was requested for this suspension ID", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 95, from: StateIdle, event: EventConnectionLost, disp: fsm.Ignored, to: StateIdle, reason: "nothing was requested for this suspension ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 141, from: StateQuiescing, event: EventEnvironmentQuiesce, disp: fsm.Rejected, to: StateQuiescing, reason: "this suspension ID was already quiesced; a new attempt needs a new suspend_id", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 112, from: StateQuiescing, event: EventQuiescedAccepted, held: GuardSet(0).With(GuardOwnSuspension), disp: fsm.Moved, to: StateSuspended, guard: GuardOwnSuspension, effects: []string{"runtime: stop quiesce_drain", "core: do record_suspended"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do record_suspended"}, fsm.RoleRuntime: {"stop quiesce_drain"}}},
+	{line: 122, from: StateQuiescing, event: EventQuiescedAccepted, disp: fsm.Rejected, to: StateQuiescing, reason: "the reply carries a foreign suspension identity, or accepted true with an error code", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 117, from: StateQuiescing, event: EventQuiescedRefused, held: GuardSet(0).With(GuardOwnSuspension), disp: fsm.Moved, to: StateQuiesceRefused, guard: GuardOwnSuspension, effects: []string{"runtime: stop quiesce_drain", "core: do record_outcome"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do record_outcome"}, fsm.RoleRuntime: {"stop quiesce_drain"}}},
+	{line: 122, from: StateQuiescing, event: EventQuiescedRefused, disp: fsm.Rejected, to: StateQuiescing, reason: "the reply carries a foreign suspension identity, or accepted true with an error code", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 133, from: StateQuiescing, event: EventEnvironmentResume, disp: fsm.Rejected, to: StateQuiescing, reason: "not_suspended: the quiesce has not been confirmed; abandon it with a rollback resume", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 128, from: StateQuiescing, event: EventResumeRollback, disp: fsm.Moved, to: StateResuming, effects: []string{"runtime: stop quiesce_drain", "runtime: do reopen_admission", "runtime: send environment_resumed"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"stop quiesce_drain", "do reopen_admission", "send environment_resumed"}}},
+	{line: 125, from: StateQuiescing, event: EventResumedAccepted, disp: fsm.Rejected, to: StateQuiescing, reason: "no resume was sent", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 125, from: StateQuiescing, event: EventResumedRefused, disp: fsm.Rejected, to: StateQuiescing, reason: "no resume was sent", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 107, from: StateQuiescing, event: EventQuiesceDrain, disp: fsm.Moved, to: StateQuiesceRefused, effects: []string{"runtime: do reopen_admission", "runtime: send environment_quiesced"}, logs: map[fsm.Role][]string{fsm.RoleRuntime: {"do reopen_admission", "send environment_quiesced"}}},
+	{line: 103, from: StateQuiescing, event: EventDrainSettled, disp: fsm.Moved, to: StateSuspended, effects: []string{"runtime: stop quiesce_drain", "runtime: send environment_quiesced"}, logs: map[fsm.Role][]string{fsm.RoleRuntime: {"stop quiesce_drain", "send environment_quiesced"}}},
+	{line: 136, from: StateQuiescing, event: EventConnectionLost, disp: fsm.Moved, to: StateUncertain, effects: []string{"runtime: stop quiesce_drain"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"stop quiesce_drain"}}},
+	{line: 141, from: StateSuspended, event: EventEnvironmentQuiesce, disp: fsm.Rejected, to: StateSuspended, reason: "this suspension ID was already quiesced; a new attempt needs a new suspend_id", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 150, from: StateSuspended, event: EventQuiescedAccepted, disp: fsm.Ignored, to: StateSuspended, reason: "the Runtime's own confirmation, or a repeat of it", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 153, from: StateSuspended, event: EventQuiescedRefused, disp: fsm.Rejected, to: StateSuspended, reason: "the quiesce was already confirmed for this suspension", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 146, from: StateSuspended, event: EventEnvironmentResume, disp: fsm.Moved, to: StateResuming, effects: []string{"runtime: do reopen_admission", "runtime: send environment_resumed"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"do reopen_admission", "send environment_resumed"}}},
+	{line: 146, from: StateSuspended, event: EventResumeRollback, disp: fsm.Moved, to: StateResuming, effects: []string{"runtime: do reopen_admission", "runtime: send environment_resumed"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"do reopen_admission", "send environment_resumed"}}},
+	{line: 156, from: StateSuspended, event: EventResumedAccepted, disp: fsm.Rejected, to: StateSuspended, reason: "no resume was sent", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 156, from: StateSuspended, event: EventResumedRefused, disp: fsm.Rejected, to: StateSuspended, reason: "no resume was sent", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 162, from: StateSuspended, event: EventQuiesceDrain, disp: fsm.Ignored, to: StateSuspended, reason: "the drain is over", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 162, from: StateSuspended, event: EventDrainSettled, disp: fsm.Ignored, to: StateSuspended, reason: "the drain is over", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 159, from: StateSuspended, event: EventConnectionLost, disp: fsm.Ignored, to: StateSuspended, reason: "the suspension persists; the resume may come on a later connection", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 141, from: StateUncertain, event: EventEnvironmentQuiesce, disp: fsm.Rejected, to: StateUncertain, reason: "this suspension ID was already quiesced; a new attempt needs a new suspend_id", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 167, from: StateUncertain, event: EventQuiescedAccepted, disp: fsm.Ignored, to: StateUncertain, reason: "an answer from the lost connection no longer decides anything; only the resume does", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 167, from: StateUncertain, event: EventQuiescedRefused, disp: fsm.Ignored, to: StateUncertain, reason: "an answer from the lost connection no longer decides anything; only the resume does", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 146, from: StateUncertain, event: EventEnvironmentResume, disp: fsm.Moved, to: StateResuming, effects: []string{"runtime: do reopen_admission", "runtime: send environment_resumed"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"do reopen_admission", "send environment_resumed"}}},
+	{line: 146, from: StateUncertain, event: EventResumeRollback, disp: fsm.Moved, to: StateResuming, effects: []string{"runtime: do reopen_admission", "runtime: send environment_resumed"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"do reopen_admission", "send environment_resumed"}}},
+	{line: 156, from: StateUncertain, event: EventResumedAccepted, disp: fsm.Rejected, to: StateUncertain, reason: "no resume was sent", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 156, from: StateUncertain, event: EventResumedRefused, disp: fsm.Rejected, to: StateUncertain, reason: "no resume was sent", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 162, from: StateUncertain, event: EventQuiesceDrain, disp: fsm.Ignored, to: StateUncertain, reason: "the drain is over", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 162, from: StateUncertain, event: EventDrainSettled, disp: fsm.Ignored, to: StateUncertain, reason: "the drain is over", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 170, from: StateUncertain, event: EventConnectionLost, disp: fsm.Ignored, to: StateUncertain, reason: "the answer is already lost", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 141, from: StateResuming, event: EventEnvironmentQuiesce, disp: fsm.Rejected, to: StateResuming, reason: "this suspension ID was already quiesced; a new attempt needs a new suspend_id", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 188, from: StateResuming, event: EventQuiescedAccepted, disp: fsm.Ignored, to: StateResuming, reason: "a quiesce answer that trails the resume decides nothing; the resume answer does", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 188, from: StateResuming, event: EventQuiescedRefused, disp: fsm.Ignored, to: StateResuming, reason: "a quiesce answer that trails the resume decides nothing; the resume answer does", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 191, from: StateResuming, event: EventEnvironmentResume, disp: fsm.Rejected, to: StateResuming, reason: "a resume for this suspension is already in flight", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 191, from: StateResuming, event: EventResumeRollback, disp: fsm.Rejected, to: StateResuming, reason: "a resume for this suspension is already in flight", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 175, from: StateResuming, event: EventResumedAccepted, held: GuardSet(0).With(GuardOwnSuspension), disp: fsm.Moved, to: StateResumed, guard: GuardOwnSuspension, effects: []string{"core: do record_outcome"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do record_outcome"}, fsm.RoleRuntime: nil}},
+	{line: 185, from: StateResuming, event: EventResumedAccepted, disp: fsm.Rejected, to: StateResuming, reason: "the reply carries a foreign suspension identity, or accepted true with an error code", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 180, from: StateResuming, event: EventResumedRefused, held: GuardSet(0).With(GuardOwnSuspension), disp: fsm.Moved, to: StateResumeRefused, guard: GuardOwnSuspension, effects: []string{"core: do record_outcome"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do record_outcome"}, fsm.RoleRuntime: nil}},
+	{line: 185, from: StateResuming, event: EventResumedRefused, disp: fsm.Rejected, to: StateResuming, reason: "the reply carries a foreign suspension identity, or accepted true with an error code", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 162, from: StateResuming, event: EventQuiesceDrain, disp: fsm.Ignored, to: StateResuming, reason: "the drain is over", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 162, from: StateResuming, event: EventDrainSettled, disp: fsm.Ignored, to: StateResuming, reason: "the drain is over", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 136, from: StateResuming, event: EventConnectionLost, disp: fsm.Moved, to: StateUncertain, effects: []string{"runtime: stop quiesce_drain"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"stop quiesce_drain"}}},
+	{line: 203, from: StateResumed, event: EventEnvironmentQuiesce, disp: fsm.Rejected, to: StateResumed, reason: "the suspension attempt is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 196, from: StateResumed, event: EventQuiescedAccepted, disp: fsm.Ignored, to: StateResumed, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 196, from: StateResumed, event: EventQuiescedRefused, disp: fsm.Ignored, to: StateResumed, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 203, from: StateResumed, event: EventEnvironmentResume, disp: fsm.Rejected, to: StateResumed, reason: "the suspension attempt is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 203, from: StateResumed, event: EventResumeRollback, disp: fsm.Rejected, to: StateResumed, reason: "the suspension attempt is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 196, from: StateResumed, event: EventResumedAccepted, disp: fsm.Ignored, to: StateResumed, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 196, from: StateResumed, event: EventResumedRefused, disp: fsm.Ignored, to: StateResumed, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 196, from: StateResumed, event: EventQuiesceDrain, disp: fsm.Ignored, to: StateResumed, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 196, from: StateResumed, event: EventDrainSettled, disp: fsm.Ignored, to: StateResumed, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 196, from: StateResumed, event: EventConnectionLost, disp: fsm.Ignored, to: StateResumed, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 203, from: StateQuiesceRefused, event: EventEnvironmentQuiesce, disp: fsm.Rejected, to: StateQuiesceRefused, reason: "the suspension attempt is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 196, from: StateQuiesceRefused, event: EventQuiescedAccepted, disp: fsm.Ignored, to: StateQuiesceRefused, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 196, from: StateQuiesceRefused, event: EventQuiescedRefused, disp: fsm.Ignored, to: StateQuiesceRefused, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 203, from: StateQuiesceRefused, event: EventEnvironmentResume, disp: fsm.Rejected, to: StateQuiesceRefused, reason: "the suspension attempt is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 199, from: StateQuiesceRefused, event: EventResumeRollback, disp: fsm.Ignored, to: StateQuiesceRefused, reason: "the refused quiesce already reopened admission; there is nothing to roll back", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 196, from: StateQuiesceRefused, event: EventResumedAccepted, disp: fsm.Ignored, to: StateQuiesceRefused, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 196, from: StateQuiesceRefused, event: EventResumedRefused, disp: fsm.Ignored, to: StateQuiesceRefused, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 196, from: StateQuiesceRefused, event: EventQuiesceDrain, disp: fsm.Ignored, to: StateQuiesceRefused, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 196, from: StateQuiesceRefused, event: EventDrainSettled, disp: fsm.Ignored, to: StateQuiesceRefused, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 196, from: StateQuiesceRefused, event: EventConnectionLost, disp: fsm.Ignored, to: StateQuiesceRefused, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 203, from: StateResumeRefused, event: EventEnvironmentQuiesce, disp: fsm.Rejected, to: StateResumeRefused, reason: "the suspension attempt is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 196, from: StateResumeRefused, event: EventQuiescedAccepted, disp: fsm.Ignored, to: StateResumeRefused, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 196, from: StateResumeRefused, event: EventQuiescedRefused, disp: fsm.Ignored, to: StateResumeRefused, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 203, from: StateResumeRefused, event: EventEnvironmentResume, disp: fsm.Rejected, to: StateResumeRefused, reason: "the suspension attempt is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 203, from: StateResumeRefused, event: EventResumeRollback, disp: fsm.Rejected, to: StateResumeRefused, reason: "the suspension attempt is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 196, from: StateResumeRefused, event: EventResumedAccepted, disp: fsm.Ignored, to: StateResumeRefused, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 196, from: StateResumeRefused, event: EventResumedRefused, disp: fsm.Ignored, to: StateResumeRefused, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 196, from: StateResumeRefused, event: EventQuiesceDrain, disp: fsm.Ignored, to: StateResumeRefused, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 196, from: StateResumeRefused, event: EventDrainSettled, disp: fsm.Ignored, to: StateResumeRefused, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 196, from: StateResumeRefused, event: EventConnectionLost, disp: fsm.Ignored, to: StateResumeRefused, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+}
+
+type pathStep struct {
+	event Event
+	held  GuardSet
+}
+
+// pathCases is a shortest path from Initial to every state.
+var pathCases = []struct {
+	target State
+	steps  []pathStep
+}{
+	{StateIdle, []pathStep{}},
+	{StateQuiescing, []pathStep{{event: EventEnvironmentQuiesce}}},
+	{StateSuspended, []pathStep{{event: EventEnvironmentQuiesce}, {event: EventQuiescedAccepted, held: GuardSet(0).With(GuardOwnSuspension)}}},
+	{StateUncertain, []pathStep{{event: EventEnvironmentQuiesce}, {event: EventConnectionLost}}},
+	{StateResuming, []pathStep{{event: EventEnvironmentQuiesce}, {event: EventResumeRollback}}},
+	{StateResumed, []pathStep{{event: EventEnvironmentQuiesce}, {event: EventResumeRollback}, {event: EventResumedAccepted, held: GuardSet(0).With(GuardOwnSuspension)}}},
+	{StateQuiesceRefused, []pathStep{{event: EventEnvironmentQuiesce}, {event: EventQuiescedRefused, held: GuardSet(0).With(GuardOwnSuspension)}}},
+	{StateResumeRefused, []pathStep{{event: EventEnvironmentQuiesce}, {event: EventResumeRollback}, {event: EventResumedRefused, held: GuardSet(0).With(GuardOwnSuspension)}}},
+}
+
+// stateTimers lists the timers each state keeps armed (none when absent), from the spec.
+var stateTimers = map[State][]fsm.TimerID{StateQuiescing: {fsm.TimerID(TimerQuiesceDrain)}}
+
+// TestTableMatchesSpec checks that Table is exactly what spec.Machine.Table builds from the spec
+// file: declarations, cells, and one shared candidate per rule.
+func TestTableMatchesSpec(t *testing.T) {
+	fsmtest.SameTable(t, fsmtest.LoadMachine(t, specFile), Table)
+}
+
+// TestEveryCell checks every candidate of every cell through Transition and, for each role that
+// handles its event, through that role's machine and hooks.
+func TestEveryCell(t *testing.T) {
+	for _, c := range cellCases {
+		where := fmt.Sprintf("%s:%d: %s on %s", specFile, c.line, c.from, c.event)
+		step, trErr := Transition(c.from, c.event, c.held)
+		require.Equal(t, c.line, step.Line(), where)
+		require.Equal(t, c.from, step.From(), where)
+		require.Equal(t, c.event, step.Event(), where)
+		require.Equal(t, c.disp, step.Disposition(), where)
+		require.Equal(t, c.to, step.To(), where)
+		require.Equal(t, c.guard, step.Guard(), where)
+		require.Equal(t, c.reason, step.Reason(), where)
+		var effects []string
+		for i := range step.Effects() {
+			effects = append(effects, Table.EffectString(&step.Effects()[i]))
+		}
+		require.Equal(t, c.effects, effects, where)
+		if c.disp == fsm.Rejected {
+			require.ErrorIs(t, trErr, fsm.ErrRejected, where)
+			var te *fsm.TransitionError
+			require.ErrorAs(t, trErr, &te, where)
+			require.Equal(t, []string{Name, c.from.String(), c.event.String(), c.reason}, []string{te.Machine, te.State, te.Event, te.Reason}, where)
+		} else {
+			require.NoError(t, trErr, where)
+		}
+		for role, want := range c.logs {
+			rec := &recorder{held: c.held}
+			m := newMachine(t, role, rec)
+			_, err := m.Restore(fsm.StateID(c.from))
+			require.NoError(t, err)
+			err = m.Fire(fsm.EventID(c.event), 0)
+			if c.disp == fsm.Rejected {
+				require.ErrorIs(t, err, fsm.ErrRejected, where)
+				require.Equal(t, c.from, State(m.State()), "a rejected event leaves the state unchanged: "+where)
+				require.Empty(t, rec.log, where)
+				continue
+			}
+			require.NoError(t, err, where)
+			if c.raises {
+				continue // the raised events move on: TestInstanceWalkAgainstSpec
+			}
+			require.Equal(t, c.to, State(m.State()), where)
+			require.Equal(t, want, rec.log, "hooks of the %s: %s", role, where)
+		}
+	}
+}
+
+// TestHooksPerRole checks that each role's hooks interface holds exactly what that role calls:
+// running every cell the role handles calls every one of its methods (and TestEveryCell that none
+// is missing).
+func TestHooksPerRole(t *testing.T) {
+	for role, iface := range map[fsm.Role]reflect.Type{
+		fsm.RoleCore:    reflect.TypeFor[CoreHooks[int]](),
+		fsm.RoleRuntime: reflect.TypeFor[RuntimeHooks[int]](),
+	} {
+		rec := &recorder{called: map[string]bool{}}
+		m := newMachine(t, role, rec)
+		for _, c := range cellCases {
+			if _, ok := c.logs[role]; !ok {
+				continue
+			}
+			rec.held = c.held
+			_, err := m.Restore(fsm.StateID(c.from))
+			require.NoError(t, err)
+			_ = m.Fire(fsm.EventID(c.event), 0) // outcomes: TestEveryCell
+		}
+		var want, got []string
+		for i := range iface.NumMethod() {
+			want = append(want, iface.Method(i).Name)
+		}
+		for name := range rec.called {
+			got = append(got, name)
+		}
+		require.ElementsMatch(t, want, got, "hooks of the %s", role)
+	}
+}
+
+// TestShortestPaths walks an fsm.Instance of Table, for each role, along a shortest path to every
+// state.
+func TestShortestPaths(t *testing.T) {
+	for _, role := range roles {
+		for _, p := range pathCases {
+			in, err := fsm.NewInstance[int](Table, role)
+			require.NoError(t, err)
+			var out fsm.Outbox
+			for _, st := range p.steps {
+				require.NoError(t, in.Step(fsm.EventID(st.event), 0, heldGuards(st.held), &out), "%s: path to %s", role, p.target)
+			}
+			require.Equal(t, p.target, State(in.State()), role.String())
+		}
+	}
 }
 
 // adapter exposes Transition to fsmtest in spec names.
@@ -94,676 +364,15 @@ func adapter(t *testing.T) fsmtest.Adapter {
 		if step.Guard() != 0 {
 			res.Guard = step.Guard().String()
 		}
-		for _, ef := range step.Effects() {
-			res.Effects = append(res.Effects, ef.String())
+		for i := range step.Effects() {
+			res.Effects = append(res.Effects, Table.EffectString(&step.Effects()[i]))
 		}
 		return res
 	}}
 }
 
-type cellCase struct {
-	line                string
-	from                State
-	event               Event
-	held                GuardSet
-	disp                fsm.Disposition
-	to                  State
-	guard               Guard
-	effects             []string
-	both, core, runtime []string
-	raises              bool
-}
-
-// cellCases has one entry per candidate of every cell, computed from the spec when the code was generated.
-var cellCases = []cellCase{{
-	both:    []string{"start quiesce_drain", "do fence_admission"},
-	core:    nil,
-	disp:    fsm.Moved,
-	effects: []string{"runtime: start quiesce_drain", "runtime: do fence_admission"},
-	event:   EventEnvironmentQuiesce,
-	from:    StateIdle,
-	line:    "spec/suspension.yaml:91",
-	runtime: []string{"start quiesce_drain", "do fence_admission"},
-	to:      StateQuiescing,
-}, {
-	disp:  fsm.Rejected,
-	event: EventQuiescedAccepted,
-	from:  StateIdle,
-	line:  "spec/suspension.yaml:98",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventQuiescedRefused,
-	from:  StateIdle,
-	line:  "spec/suspension.yaml:98",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventEnvironmentResume,
-	from:  StateIdle,
-	line:  "spec/suspension.yaml:98",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventResumeRollback,
-	from:  StateIdle,
-	line:  "spec/suspension.yaml:98",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventResumedAccepted,
-	from:  StateIdle,
-	line:  "spec/suspension.yaml:98",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventResumedRefused,
-	from:  StateIdle,
-	line:  "spec/suspension.yaml:98",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Ignored,
-	event: EventQuiesceDrain,
-	from:  StateIdle,
-	line:  "spec/suspension.yaml:95",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Ignored,
-	event: EventDrainSettled,
-	from:  StateIdle,
-	line:  "spec/suspension.yaml:95",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Ignored,
-	event: EventConnectionLost,
-	from:  StateIdle,
-	line:  "spec/suspension.yaml:95",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventEnvironmentQuiesce,
-	from:  StateQuiescing,
-	line:  "spec/suspension.yaml:141",
-	to:    StateQuiescing,
-}, {
-	both:    []string{"stop quiesce_drain", "do record_suspended"},
-	core:    []string{"do record_suspended"},
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop quiesce_drain", "core: do record_suspended"},
-	event:   EventQuiescedAccepted,
-	from:    StateQuiescing,
-	guard:   GuardOwnSuspension,
-	held:    GuardSet(0).With(GuardOwnSuspension),
-	line:    "spec/suspension.yaml:112",
-	runtime: []string{"stop quiesce_drain"},
-	to:      StateSuspended,
-}, {
-	disp:  fsm.Rejected,
-	event: EventQuiescedAccepted,
-	from:  StateQuiescing,
-	line:  "spec/suspension.yaml:122",
-	to:    StateQuiescing,
-}, {
-	both:    []string{"stop quiesce_drain", "do record_outcome"},
-	core:    []string{"do record_outcome"},
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop quiesce_drain", "core: do record_outcome"},
-	event:   EventQuiescedRefused,
-	from:    StateQuiescing,
-	guard:   GuardOwnSuspension,
-	held:    GuardSet(0).With(GuardOwnSuspension),
-	line:    "spec/suspension.yaml:117",
-	runtime: []string{"stop quiesce_drain"},
-	to:      StateQuiesceRefused,
-}, {
-	disp:  fsm.Rejected,
-	event: EventQuiescedRefused,
-	from:  StateQuiescing,
-	line:  "spec/suspension.yaml:122",
-	to:    StateQuiescing,
-}, {
-	disp:  fsm.Rejected,
-	event: EventEnvironmentResume,
-	from:  StateQuiescing,
-	line:  "spec/suspension.yaml:133",
-	to:    StateQuiescing,
-}, {
-	both:    []string{"stop quiesce_drain", "do reopen_admission", "send environment_resumed"},
-	core:    nil,
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop quiesce_drain", "runtime: do reopen_admission", "runtime: send environment_resumed"},
-	event:   EventResumeRollback,
-	from:    StateQuiescing,
-	line:    "spec/suspension.yaml:128",
-	runtime: []string{"stop quiesce_drain", "do reopen_admission", "send environment_resumed"},
-	to:      StateResuming,
-}, {
-	disp:  fsm.Rejected,
-	event: EventResumedAccepted,
-	from:  StateQuiescing,
-	line:  "spec/suspension.yaml:125",
-	to:    StateQuiescing,
-}, {
-	disp:  fsm.Rejected,
-	event: EventResumedRefused,
-	from:  StateQuiescing,
-	line:  "spec/suspension.yaml:125",
-	to:    StateQuiescing,
-}, {
-	both:    []string{"do reopen_admission", "send environment_quiesced"},
-	core:    nil,
-	disp:    fsm.Moved,
-	effects: []string{"runtime: do reopen_admission", "runtime: send environment_quiesced"},
-	event:   EventQuiesceDrain,
-	from:    StateQuiescing,
-	line:    "spec/suspension.yaml:107",
-	runtime: []string{"do reopen_admission", "send environment_quiesced"},
-	to:      StateQuiesceRefused,
-}, {
-	both:    []string{"stop quiesce_drain", "send environment_quiesced"},
-	core:    nil,
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop quiesce_drain", "runtime: send environment_quiesced"},
-	event:   EventDrainSettled,
-	from:    StateQuiescing,
-	line:    "spec/suspension.yaml:103",
-	runtime: []string{"stop quiesce_drain", "send environment_quiesced"},
-	to:      StateSuspended,
-}, {
-	both:    []string{"stop quiesce_drain"},
-	core:    nil,
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop quiesce_drain"},
-	event:   EventConnectionLost,
-	from:    StateQuiescing,
-	line:    "spec/suspension.yaml:136",
-	runtime: []string{"stop quiesce_drain"},
-	to:      StateUncertain,
-}, {
-	disp:  fsm.Rejected,
-	event: EventEnvironmentQuiesce,
-	from:  StateSuspended,
-	line:  "spec/suspension.yaml:141",
-	to:    StateSuspended,
-}, {
-	disp:  fsm.Ignored,
-	event: EventQuiescedAccepted,
-	from:  StateSuspended,
-	line:  "spec/suspension.yaml:150",
-	to:    StateSuspended,
-}, {
-	disp:  fsm.Rejected,
-	event: EventQuiescedRefused,
-	from:  StateSuspended,
-	line:  "spec/suspension.yaml:153",
-	to:    StateSuspended,
-}, {
-	both:    []string{"do reopen_admission", "send environment_resumed"},
-	core:    nil,
-	disp:    fsm.Moved,
-	effects: []string{"runtime: do reopen_admission", "runtime: send environment_resumed"},
-	event:   EventEnvironmentResume,
-	from:    StateSuspended,
-	line:    "spec/suspension.yaml:146",
-	runtime: []string{"do reopen_admission", "send environment_resumed"},
-	to:      StateResuming,
-}, {
-	both:    []string{"do reopen_admission", "send environment_resumed"},
-	core:    nil,
-	disp:    fsm.Moved,
-	effects: []string{"runtime: do reopen_admission", "runtime: send environment_resumed"},
-	event:   EventResumeRollback,
-	from:    StateSuspended,
-	line:    "spec/suspension.yaml:146",
-	runtime: []string{"do reopen_admission", "send environment_resumed"},
-	to:      StateResuming,
-}, {
-	disp:  fsm.Rejected,
-	event: EventResumedAccepted,
-	from:  StateSuspended,
-	line:  "spec/suspension.yaml:156",
-	to:    StateSuspended,
-}, {
-	disp:  fsm.Rejected,
-	event: EventResumedRefused,
-	from:  StateSuspended,
-	line:  "spec/suspension.yaml:156",
-	to:    StateSuspended,
-}, {
-	disp:  fsm.Ignored,
-	event: EventQuiesceDrain,
-	from:  StateSuspended,
-	line:  "spec/suspension.yaml:162",
-	to:    StateSuspended,
-}, {
-	disp:  fsm.Ignored,
-	event: EventDrainSettled,
-	from:  StateSuspended,
-	line:  "spec/suspension.yaml:162",
-	to:    StateSuspended,
-}, {
-	disp:  fsm.Ignored,
-	event: EventConnectionLost,
-	from:  StateSuspended,
-	line:  "spec/suspension.yaml:159",
-	to:    StateSuspended,
-}, {
-	disp:  fsm.Rejected,
-	event: EventEnvironmentQuiesce,
-	from:  StateUncertain,
-	line:  "spec/suspension.yaml:141",
-	to:    StateUncertain,
-}, {
-	disp:  fsm.Ignored,
-	event: EventQuiescedAccepted,
-	from:  StateUncertain,
-	line:  "spec/suspension.yaml:167",
-	to:    StateUncertain,
-}, {
-	disp:  fsm.Ignored,
-	event: EventQuiescedRefused,
-	from:  StateUncertain,
-	line:  "spec/suspension.yaml:167",
-	to:    StateUncertain,
-}, {
-	both:    []string{"do reopen_admission", "send environment_resumed"},
-	core:    nil,
-	disp:    fsm.Moved,
-	effects: []string{"runtime: do reopen_admission", "runtime: send environment_resumed"},
-	event:   EventEnvironmentResume,
-	from:    StateUncertain,
-	line:    "spec/suspension.yaml:146",
-	runtime: []string{"do reopen_admission", "send environment_resumed"},
-	to:      StateResuming,
-}, {
-	both:    []string{"do reopen_admission", "send environment_resumed"},
-	core:    nil,
-	disp:    fsm.Moved,
-	effects: []string{"runtime: do reopen_admission", "runtime: send environment_resumed"},
-	event:   EventResumeRollback,
-	from:    StateUncertain,
-	line:    "spec/suspension.yaml:146",
-	runtime: []string{"do reopen_admission", "send environment_resumed"},
-	to:      StateResuming,
-}, {
-	disp:  fsm.Rejected,
-	event: EventResumedAccepted,
-	from:  StateUncertain,
-	line:  "spec/suspension.yaml:156",
-	to:    StateUncertain,
-}, {
-	disp:  fsm.Rejected,
-	event: EventResumedRefused,
-	from:  StateUncertain,
-	line:  "spec/suspension.yaml:156",
-	to:    StateUncertain,
-}, {
-	disp:  fsm.Ignored,
-	event: EventQuiesceDrain,
-	from:  StateUncertain,
-	line:  "spec/suspension.yaml:162",
-	to:    StateUncertain,
-}, {
-	disp:  fsm.Ignored,
-	event: EventDrainSettled,
-	from:  StateUncertain,
-	line:  "spec/suspension.yaml:162",
-	to:    StateUncertain,
-}, {
-	disp:  fsm.Ignored,
-	event: EventConnectionLost,
-	from:  StateUncertain,
-	line:  "spec/suspension.yaml:170",
-	to:    StateUncertain,
-}, {
-	disp:  fsm.Rejected,
-	event: EventEnvironmentQuiesce,
-	from:  StateResuming,
-	line:  "spec/suspension.yaml:141",
-	to:    StateResuming,
-}, {
-	disp:  fsm.Ignored,
-	event: EventQuiescedAccepted,
-	from:  StateResuming,
-	line:  "spec/suspension.yaml:188",
-	to:    StateResuming,
-}, {
-	disp:  fsm.Ignored,
-	event: EventQuiescedRefused,
-	from:  StateResuming,
-	line:  "spec/suspension.yaml:188",
-	to:    StateResuming,
-}, {
-	disp:  fsm.Rejected,
-	event: EventEnvironmentResume,
-	from:  StateResuming,
-	line:  "spec/suspension.yaml:191",
-	to:    StateResuming,
-}, {
-	disp:  fsm.Rejected,
-	event: EventResumeRollback,
-	from:  StateResuming,
-	line:  "spec/suspension.yaml:191",
-	to:    StateResuming,
-}, {
-	both:    []string{"do record_outcome"},
-	core:    []string{"do record_outcome"},
-	disp:    fsm.Moved,
-	effects: []string{"core: do record_outcome"},
-	event:   EventResumedAccepted,
-	from:    StateResuming,
-	guard:   GuardOwnSuspension,
-	held:    GuardSet(0).With(GuardOwnSuspension),
-	line:    "spec/suspension.yaml:175",
-	runtime: nil,
-	to:      StateResumed,
-}, {
-	disp:  fsm.Rejected,
-	event: EventResumedAccepted,
-	from:  StateResuming,
-	line:  "spec/suspension.yaml:185",
-	to:    StateResuming,
-}, {
-	both:    []string{"do record_outcome"},
-	core:    []string{"do record_outcome"},
-	disp:    fsm.Moved,
-	effects: []string{"core: do record_outcome"},
-	event:   EventResumedRefused,
-	from:    StateResuming,
-	guard:   GuardOwnSuspension,
-	held:    GuardSet(0).With(GuardOwnSuspension),
-	line:    "spec/suspension.yaml:180",
-	runtime: nil,
-	to:      StateResumeRefused,
-}, {
-	disp:  fsm.Rejected,
-	event: EventResumedRefused,
-	from:  StateResuming,
-	line:  "spec/suspension.yaml:185",
-	to:    StateResuming,
-}, {
-	disp:  fsm.Ignored,
-	event: EventQuiesceDrain,
-	from:  StateResuming,
-	line:  "spec/suspension.yaml:162",
-	to:    StateResuming,
-}, {
-	disp:  fsm.Ignored,
-	event: EventDrainSettled,
-	from:  StateResuming,
-	line:  "spec/suspension.yaml:162",
-	to:    StateResuming,
-}, {
-	both:    []string{"stop quiesce_drain"},
-	core:    nil,
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop quiesce_drain"},
-	event:   EventConnectionLost,
-	from:    StateResuming,
-	line:    "spec/suspension.yaml:136",
-	runtime: []string{"stop quiesce_drain"},
-	to:      StateUncertain,
-}, {
-	disp:  fsm.Rejected,
-	event: EventEnvironmentQuiesce,
-	from:  StateResumed,
-	line:  "spec/suspension.yaml:203",
-	to:    StateResumed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventQuiescedAccepted,
-	from:  StateResumed,
-	line:  "spec/suspension.yaml:196",
-	to:    StateResumed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventQuiescedRefused,
-	from:  StateResumed,
-	line:  "spec/suspension.yaml:196",
-	to:    StateResumed,
-}, {
-	disp:  fsm.Rejected,
-	event: EventEnvironmentResume,
-	from:  StateResumed,
-	line:  "spec/suspension.yaml:203",
-	to:    StateResumed,
-}, {
-	disp:  fsm.Rejected,
-	event: EventResumeRollback,
-	from:  StateResumed,
-	line:  "spec/suspension.yaml:203",
-	to:    StateResumed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResumedAccepted,
-	from:  StateResumed,
-	line:  "spec/suspension.yaml:196",
-	to:    StateResumed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResumedRefused,
-	from:  StateResumed,
-	line:  "spec/suspension.yaml:196",
-	to:    StateResumed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventQuiesceDrain,
-	from:  StateResumed,
-	line:  "spec/suspension.yaml:196",
-	to:    StateResumed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventDrainSettled,
-	from:  StateResumed,
-	line:  "spec/suspension.yaml:196",
-	to:    StateResumed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventConnectionLost,
-	from:  StateResumed,
-	line:  "spec/suspension.yaml:196",
-	to:    StateResumed,
-}, {
-	disp:  fsm.Rejected,
-	event: EventEnvironmentQuiesce,
-	from:  StateQuiesceRefused,
-	line:  "spec/suspension.yaml:203",
-	to:    StateQuiesceRefused,
-}, {
-	disp:  fsm.Ignored,
-	event: EventQuiescedAccepted,
-	from:  StateQuiesceRefused,
-	line:  "spec/suspension.yaml:196",
-	to:    StateQuiesceRefused,
-}, {
-	disp:  fsm.Ignored,
-	event: EventQuiescedRefused,
-	from:  StateQuiesceRefused,
-	line:  "spec/suspension.yaml:196",
-	to:    StateQuiesceRefused,
-}, {
-	disp:  fsm.Rejected,
-	event: EventEnvironmentResume,
-	from:  StateQuiesceRefused,
-	line:  "spec/suspension.yaml:203",
-	to:    StateQuiesceRefused,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResumeRollback,
-	from:  StateQuiesceRefused,
-	line:  "spec/suspension.yaml:199",
-	to:    StateQuiesceRefused,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResumedAccepted,
-	from:  StateQuiesceRefused,
-	line:  "spec/suspension.yaml:196",
-	to:    StateQuiesceRefused,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResumedRefused,
-	from:  StateQuiesceRefused,
-	line:  "spec/suspension.yaml:196",
-	to:    StateQuiesceRefused,
-}, {
-	disp:  fsm.Ignored,
-	event: EventQuiesceDrain,
-	from:  StateQuiesceRefused,
-	line:  "spec/suspension.yaml:196",
-	to:    StateQuiesceRefused,
-}, {
-	disp:  fsm.Ignored,
-	event: EventDrainSettled,
-	from:  StateQuiesceRefused,
-	line:  "spec/suspension.yaml:196",
-	to:    StateQuiesceRefused,
-}, {
-	disp:  fsm.Ignored,
-	event: EventConnectionLost,
-	from:  StateQuiesceRefused,
-	line:  "spec/suspension.yaml:196",
-	to:    StateQuiesceRefused,
-}, {
-	disp:  fsm.Rejected,
-	event: EventEnvironmentQuiesce,
-	from:  StateResumeRefused,
-	line:  "spec/suspension.yaml:203",
-	to:    StateResumeRefused,
-}, {
-	disp:  fsm.Ignored,
-	event: EventQuiescedAccepted,
-	from:  StateResumeRefused,
-	line:  "spec/suspension.yaml:196",
-	to:    StateResumeRefused,
-}, {
-	disp:  fsm.Ignored,
-	event: EventQuiescedRefused,
-	from:  StateResumeRefused,
-	line:  "spec/suspension.yaml:196",
-	to:    StateResumeRefused,
-}, {
-	disp:  fsm.Rejected,
-	event: EventEnvironmentResume,
-	from:  StateResumeRefused,
-	line:  "spec/suspension.yaml:203",
-	to:    StateResumeRefused,
-}, {
-	disp:  fsm.Rejected,
-	event: EventResumeRollback,
-	from:  StateResumeRefused,
-	line:  "spec/suspension.yaml:203",
-	to:    StateResumeRefused,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResumedAccepted,
-	from:  StateResumeRefused,
-	line:  "spec/suspension.yaml:196",
-	to:    StateResumeRefused,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResumedRefused,
-	from:  StateResumeRefused,
-	line:  "spec/suspension.yaml:196",
-	to:    StateResumeRefused,
-}, {
-	disp:  fsm.Ignored,
-	event: EventQuiesceDrain,
-	from:  StateResumeRefused,
-	line:  "spec/suspension.yaml:196",
-	to:    StateResumeRefused,
-}, {
-	disp:  fsm.Ignored,
-	event: EventDrainSettled,
-	from:  StateResumeRefused,
-	line:  "spec/suspension.yaml:196",
-	to:    StateResumeRefused,
-}, {
-	disp:  fsm.Ignored,
-	event: EventConnectionLost,
-	from:  StateResumeRefused,
-	line:  "spec/suspension.yaml:196",
-	to:    StateResumeRefused,
-}}
-
-type pathStep struct {
-	event Event
-	held  GuardSet
-}
-
-// pathCases is a shortest path from Initial to every state.
-var pathCases = []struct {
-	target State
-	steps  []pathStep
-}{{StateIdle, []pathStep{}}, {StateQuiescing, []pathStep{{event: EventEnvironmentQuiesce}}}, {StateSuspended, []pathStep{{event: EventEnvironmentQuiesce}, {
-	event: EventQuiescedAccepted,
-	held:  GuardSet(0).With(GuardOwnSuspension),
-}}}, {StateUncertain, []pathStep{{event: EventEnvironmentQuiesce}, {event: EventConnectionLost}}}, {StateResuming, []pathStep{{event: EventEnvironmentQuiesce}, {event: EventResumeRollback}}}, {StateResumed, []pathStep{{event: EventEnvironmentQuiesce}, {event: EventResumeRollback}, {
-	event: EventResumedAccepted,
-	held:  GuardSet(0).With(GuardOwnSuspension),
-}}}, {StateQuiesceRefused, []pathStep{{event: EventEnvironmentQuiesce}, {
-	event: EventQuiescedRefused,
-	held:  GuardSet(0).With(GuardOwnSuspension),
-}}}, {StateResumeRefused, []pathStep{{event: EventEnvironmentQuiesce}, {event: EventResumeRollback}, {
-	event: EventResumedRefused,
-	held:  GuardSet(0).With(GuardOwnSuspension),
-}}}}
-
-func TestEveryCell(t *testing.T) {
-	for _, c := range cellCases {
-		where := c.line + ": " + c.from.String() + " on " + c.event.String()
-		step, trErr := Transition(c.from, c.event, c.held)
-		require.Equal(t, c.disp, step.Disposition(), where)
-		require.Equal(t, c.to, step.To(), where)
-		require.Equal(t, c.guard, step.Guard(), where)
-		var effects []string
-		for _, ef := range step.Effects() {
-			effects = append(effects, ef.String())
-		}
-		require.Equal(t, c.effects, effects, where)
-		for _, role := range []fsm.Role{fsm.RoleBoth, fsm.RoleCore, fsm.RoleRuntime} {
-			rec := &recorder{held: c.held}
-			m := New[int](role, rec)
-			_, err := m.Restore(c.from.String())
-			require.NoError(t, err)
-			fireErr := m.Fire(c.event, 0)
-			if c.disp == fsm.Rejected {
-				require.ErrorIs(t, trErr, fsm.ErrRejected, where)
-				require.ErrorIs(t, fireErr, fsm.ErrRejected, where)
-				var te *fsm.TransitionError
-				require.ErrorAs(t, fireErr, &te, where)
-				require.Equal(t, []string{Name, c.from.String(), c.event.String()}, []string{te.Machine, te.State, te.Event}, where)
-				require.Equal(t, c.from, m.State(), "a rejected event must leave the state unchanged: "+where)
-				continue
-			}
-			require.NoError(t, trErr, where)
-			require.NoError(t, fireErr, where)
-			if c.raises {
-				continue // follow-ups move the machine further; covered by the walk tests
-			}
-			require.Equal(t, c.to, m.State(), where)
-			want := map[fsm.Role][]string{
-				fsm.RoleBoth:    c.both,
-				fsm.RoleCore:    c.core,
-				fsm.RoleRuntime: c.runtime,
-			}[role]
-			require.Equal(t, want, rec.log, "hooks run for role "+role.String()+": "+where)
-		}
-	}
-}
-
-func TestShortestPaths(t *testing.T) {
-	for _, p := range pathCases {
-		rec := &recorder{}
-		m := New[int](fsm.RoleBoth, rec)
-		for _, st := range p.steps {
-			rec.held = st.held
-			require.NoError(t, m.Fire(st.event, 0), "path to "+p.target.String())
-		}
-		require.Equal(t, p.target, m.State())
-	}
-}
-
-// TestEveryCellAgainstSpec compares every cell, under every guard assignment, with the spec interpreter reading the YAML at test time.
+// TestEveryCellAgainstSpec compares every cell, under every guard assignment, with the spec
+// interpreter reading the YAML at test time.
 func TestEveryCellAgainstSpec(t *testing.T) {
 	m := fsmtest.LoadMachine(t, specFile)
 	fsmtest.EveryCellAgainstSpec(t, m, adapter(t))
@@ -776,101 +385,131 @@ func TestRandomWalkAgainstSpec(t *testing.T) {
 	}
 }
 
+// TestInstanceWalkAgainstSpec runs an fsm.Instance of Table for each role beside the spec
+// interpreter: raised events run to completion and each role performs only its own effects.
+func TestInstanceWalkAgainstSpec(t *testing.T) {
+	m := fsmtest.LoadMachine(t, specFile)
+	for seed := uint64(1); seed <= 4; seed++ {
+		fsmtest.InstanceWalk(t, m, Table, seed, 1000)
+	}
+}
+
 func TestDifferentialLooplab(t *testing.T) {
 	m := fsmtest.LoadMachine(t, specFile)
 	fsmtest.DifferentialLooplab(t, m, adapter(t))
 }
 
+// TestRestoreAndParse restores every state for each role (Restore returns the timers to re-arm),
+// round-trips every enum through its spec name, and refuses invalid values.
 func TestRestoreAndParse(t *testing.T) {
-	for _, s := range []State{StateIdle, StateQuiescing, StateSuspended, StateUncertain, StateResuming, StateResumed, StateQuiesceRefused, StateResumeRefused} {
-		m := New[int](fsm.RoleBoth, &recorder{})
-		timers, err := m.Restore(s.String())
-		require.NoError(t, err)
-		require.Equal(t, s, m.State())
-		require.Equal(t, s.Timers(), timers)
-		back, err := ParseState(s.String())
-		require.NoError(t, err)
-		require.Equal(t, s, back)
+	for s := State(1); s.Valid(); s++ {
+		for _, role := range roles {
+			m := newMachine(t, role, &recorder{})
+			timers, err := m.Restore(fsm.StateID(s))
+			require.NoError(t, err)
+			require.Equal(t, s, State(m.State()))
+			require.Equal(t, stateTimers[s], timers, "the timers to re-arm in %s", s)
+		}
 	}
-	for e := Event(1); e.Valid(); e++ {
-		back, err := ParseEvent(e.String())
+	for v := State(1); v.Valid(); v++ {
+		back, err := ParseState(v.String())
 		require.NoError(t, err)
-		require.Equal(t, e, back)
+		require.Equal(t, v, back)
 	}
-	_, err := New[int](fsm.RoleBoth, &recorder{}).Restore("no_such_state")
-	require.ErrorIs(t, err, fsm.ErrInvalid)
+	for v := Event(1); v.Valid(); v++ {
+		back, err := ParseEvent(v.String())
+		require.NoError(t, err)
+		require.Equal(t, v, back)
+	}
+	for v := Timer(1); v.Valid(); v++ {
+		back, err := ParseTimer(v.String())
+		require.NoError(t, err)
+		require.Equal(t, v, back)
+	}
+	for v := Guard(1); v.Valid(); v++ {
+		back, err := ParseGuard(v.String())
+		require.NoError(t, err)
+		require.Equal(t, v, back)
+	}
+	for v := Action(1); v.Valid(); v++ {
+		back, err := ParseAction(v.String())
+		require.NoError(t, err)
+		require.Equal(t, v, back)
+	}
+	for v := Message(1); v.Valid(); v++ {
+		back, err := ParseMessage(v.String())
+		require.NoError(t, err)
+		require.Equal(t, v, back)
+	}
+	require.False(t, State(9).Valid())
 	require.Equal(t, "State(0)", State(0).String())
+	_, err := ParseState("no_such_state")
+	require.ErrorIs(t, err, fsm.ErrInvalid)
+	_, err = newMachine(t, fsm.RoleCore, &recorder{}).Restore(0)
+	require.ErrorIs(t, err, fsm.ErrInvalid)
 	_, err = Transition(Initial, Event(0), 0)
 	require.ErrorIs(t, err, fsm.ErrInvalid)
+	_, err = Transition(State(0), Event(1), 0)
+	require.ErrorIs(t, err, fsm.ErrInvalid)
 }
 
-// TestConcurrentFire fires from several goroutines at once: every step the observer sees must start where the previous one ended, which holds only if Fire serialises its callers.
-func TestConcurrentFire(t *testing.T) {
-	for round := 0; round < 20; round++ {
-		m := New[int](fsm.RoleBoth, &recorder{held: GuardSet(round)})
-		var steps []Step
-		m.Observe(func(s Step) {
-			steps = append(steps, s)
-		})
-		var wg sync.WaitGroup
-		for g := 0; g < 4; g++ {
-			wg.Go(func() {
-				rng := rand.New(rand.NewPCG(uint64(round), uint64(g)))
-				for i := 0; i < 50; i++ {
-					_ = m.Fire(Event(1+rng.IntN(numEvents)), i)
-				}
-			})
-		}
-		wg.Wait()
-		require.GreaterOrEqual(t, len(steps), 200)
-		at := Initial
-		for _, s := range steps {
-			require.Equal(t, at, s.From())
-			at = s.To()
-		}
-		require.Equal(t, at, m.State())
-	}
+// TestNewRefusesMissingParts checks that a machine needs its hooks, and its timers when its role
+// arms any.
+func TestNewRefusesMissingParts(t *testing.T) {
+	_, err := NewCore[int](nil, nil)
+	require.Error(t, err, "a Core machine needs hooks")
+	_, err = NewRuntime[int](nil, nil)
+	require.Error(t, err, "a Runtime machine needs hooks")
+	_, err = NewRuntime[int](&recorder{}, nil)
+	require.Error(t, err, "the Runtime arms timers")
 }
 
-// TestEffectError makes the first hook of spec/suspension.yaml:91 fail: the state has moved and the error names the effect.
+// TestEffectError makes the Runtime's first hook of spec/suspension.yaml:91 fail: the state has
+// moved, the error names the effect and the effects after it do not run.
 func TestEffectError(t *testing.T) {
-	m := New[int](fsm.RoleBoth, &recorder{fail: "start quiesce_drain"})
-	_, err := m.Restore("idle")
+	rec := &recorder{fail: "start quiesce_drain"}
+	m := newMachine(t, fsm.RoleRuntime, rec)
+	_, err := m.Restore(fsm.StateID(StateIdle))
 	require.NoError(t, err)
-	err = m.Fire(EventEnvironmentQuiesce, 0)
+	err = m.Fire(fsm.EventID(EventEnvironmentQuiesce), 0)
 	require.ErrorIs(t, err, fsm.ErrEffect)
 	require.ErrorIs(t, err, errHook)
 	var ee *fsm.EffectError
 	require.ErrorAs(t, err, &ee)
-	require.Equal(t, StateQuiescing, m.State())
+	require.Equal(t, "runtime: start quiesce_drain", ee.Effect)
+	require.Equal(t, StateQuiescing, State(m.State()))
+	require.Equal(t, []string{"start quiesce_drain"}, rec.log)
 }
 
-// TestFollowUpFromHook raises resume_rollback from inside a hook of spec/suspension.yaml:91: it runs after the current event, under the same Fire, without deadlocking.
-func TestFollowUpFromHook(t *testing.T) {
-	rec := &recorder{}
-	raised := false
-	rec.raise = func(f *Firing[int]) error {
-		if raised {
-			return nil
+var (
+	sinkStep Step
+	sinkErr  error
+)
+
+// TestNoAllocations checks that Transition, and Fire for each role with hooks that allocate
+// nothing, allocate nothing in any cell.
+func TestNoAllocations(t *testing.T) {
+	allocs := testing.AllocsPerRun(10, func() {
+		for _, c := range cellCases {
+			sinkStep, sinkErr = Transition(c.from, c.event, c.held)
 		}
-		raised = true
-		return f.Raise(EventResumeRollback, 7)
-	}
-	m := New[int](fsm.RoleBoth, rec)
-	_, err := m.Restore("idle")
-	require.NoError(t, err)
-	require.NoError(t, m.Fire(EventEnvironmentQuiesce, 0))
-	require.Equal(t, StateResuming, m.State())
-	// An unbounded chain of follow-ups fails instead of spinning.
-	rec.raise = func(f *Firing[int]) error {
-		for range fsm.QueueCapacity + 1 {
-			if err := f.Raise(EventResumeRollback, 7); err != nil {
-				return err
+	})
+	require.Zero(t, allocs, "Transition")
+	for _, role := range roles {
+		rec := &recorder{quiet: true}
+		m := newMachine(t, role, rec)
+		allocs := testing.AllocsPerRun(10, func() {
+			for _, c := range cellCases {
+				if _, ok := c.logs[role]; !ok {
+					continue
+				}
+				rec.held = c.held
+				if _, err := m.Restore(fsm.StateID(c.from)); err != nil {
+					panic(err)
+				}
+				sinkErr = m.Fire(fsm.EventID(c.event), 0)
 			}
-		}
-		return nil
+		})
+		require.Zero(t, allocs, "Fire as %s", role)
 	}
-	_, err = m.Restore("idle")
-	require.NoError(t, err)
-	require.ErrorIs(t, m.Fire(EventEnvironmentQuiesce, 0), fsm.ErrQueueFull)
 }

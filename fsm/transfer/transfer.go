@@ -2,24 +2,25 @@
 
 // Package transfer is the generated transfer machine.
 //
-// One runtime_prepare transfer (a skill, plugin, file or initialization step)
-// on one connection: begin, ready, ordered chunks each confirmed by received
-// at the next offset, then commit and its single result. A received chunk is
-// staged, not installed; only the commit result reports the installation. A
-// definite result frees the connection's transfer slot, unknown keeps it, and
-// a malformed frame aborts the transfer without any result.
+// One runtime_prepare transfer (a skill, plugin, file or initialization step) on one connection:
+// begin, ready, ordered chunks each confirmed by received at the next offset, then commit and its
+// single result. A received chunk is staged, not installed; only the commit result reports the
+// installation. A definite result frees the connection's transfer slot, unknown keeps it, and a
+// malformed frame aborts the transfer without any result.
 //
-// One instance per transfer ID (Envelope.id of runtime_prepare and
-// runtime_prepare_result; connection-local).
+// One instance per transfer ID (Envelope.id of runtime_prepare and runtime_prepare_result;
+// connection-local).
 //
-// The table and every hook name come from spec/transfer.yaml; see
-// docs/machines/transfer.md for the diagram and the state × event matrix.
+// The table and every hook name come from spec/transfer.yaml; see docs/machines/transfer.md for
+// the diagram and the state × event matrix. Table is the machine as the engine (package fsm) runs
+// it: Transition answers what an event would do, NewCore and NewRuntime return a machine that
+// performs one peer's effects through its hooks, and a driver that keeps many instances steps an
+// fsm.Instance of Table and drains its fsm.Outbox.
 package transfer
 
 import (
 	"github.com/agentwire/agentwire/fsm"
 	"strconv"
-	"sync"
 	"time"
 )
 
@@ -28,50 +29,52 @@ const Name = "transfer"
 
 // Initial is the state every new instance starts in.
 const Initial = StateIdle
-const (
-	numStates = 10
-	numEvents = 12
-)
 
-// State is a state of the transfer machine.
+// State is a state of the transfer machine; its values are the fsm.StateID of Table.
 type State uint8
 
 const (
 	// StateIdle: no frame of this transfer was sent
 	StateIdle State = 1
-	// StateBeginning: begin was sent with the header (action, size, digest); the Runtime has not answered ready yet
+	// StateBeginning: begin was sent with the header (action, size, digest); the Runtime has not
+	// answered ready yet
 	StateBeginning State = 2
-	// StateStaging: the Runtime is ready and every chunk sent so far was received; the next chunk or the commit may be sent
+	// StateStaging: the Runtime is ready and every chunk sent so far was received; the next chunk
+	// or the commit may be sent
 	StateStaging State = 3
 	// StateChunkSent: one chunk is in flight; the next frame waits for its received offset
 	StateChunkSent State = 4
-	// StateCommitting: commit was sent; the Runtime verifies size and digest, applies the transfer and only then answers
+	// StateCommitting: commit was sent; the Runtime verifies size and digest, applies the transfer
+	// and only then answers
 	StateCommitting State = 5
-	// StateCompleted: the commit was applied; completed carries the declared size (it proves this operation, not a later Turn)
+	// StateCompleted: the commit was applied; completed carries the declared size (it proves this
+	// operation, not a later Turn)
 	StateCompleted State = 6
-	// StateRejected: the Runtime refused the transfer with a finite code (invalid_request, resource_unavailable, runtime_preparation_capacity, ...); nothing was applied
+	// StateRejected: the Runtime refused the transfer with a finite code (invalid_request,
+	// resource_unavailable, runtime_preparation_capacity, ...); nothing was applied
 	StateRejected State = 7
-	// StateFailed: applying or staging failed (runtime_preparation_failed, with an exit code for a failed command)
+	// StateFailed: applying or staging failed (runtime_preparation_failed, with an exit code for a
+	// failed command)
 	StateFailed State = 8
-	// StateUnknown: the application outcome is uncertain (runtime_preparation_unconfirmed or lost after commit); ownership is kept and nothing is replayed
+	// StateUnknown: the application outcome is uncertain (runtime_preparation_unconfirmed or lost
+	// after commit); ownership is kept and nothing is replayed
 	StateUnknown State = 9
-	// StateAborted: a malformed frame or a lost connection ended the transfer before commit; nothing reached the installer and no result was sent
+	// StateAborted: a malformed frame or a lost connection ended the transfer before commit;
+	// nothing reached the installer and no result was sent
 	StateAborted State = 10
 )
-
-var stateNames = [...]string{"", "idle", "beginning", "staging", "chunk_sent", "committing", "completed", "rejected", "failed", "unknown", "aborted"}
 
 // String returns the spec name, or State(n) for a value outside the enum.
 func (v State) String() string {
 	if v.Valid() {
-		return stateNames[v]
+		return Table.States[v-1].Name
 	}
 	return "State(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v State) Valid() bool {
-	return v >= 1 && int(v) < len(stateNames)
+	return v >= 1 && v <= StateAborted
 }
 
 // ParseState returns the state with the given spec name.
@@ -105,73 +108,71 @@ func ParseState(name string) (State, error) {
 	}
 }
 
-var stateOutcomes = [...]fsm.Outcome{0, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeSuccess, fsm.OutcomeFailure, fsm.OutcomeFailure, fsm.OutcomeUnknown, fsm.OutcomeFailure}
-var stateTimers = [...][]Timer{nil, nil, []Timer{TimerTransferBudget}, []Timer{TimerTransferBudget}, []Timer{TimerTransferBudget}, nil, nil, nil, nil, nil, nil}
-
 // Outcome classifies a terminal state; it is fsm.OutcomeNone for the others.
-func (s State) Outcome() fsm.Outcome {
-	if !s.Valid() {
+func (v State) Outcome() fsm.Outcome {
+	if !v.Valid() {
 		return fsm.OutcomeNone
 	}
-	return stateOutcomes[s]
+	return Table.States[v-1].Outcome
 }
 
-// Terminal reports whether the lifecycle has settled in s.
-func (s State) Terminal() bool {
-	return s.Outcome() != fsm.OutcomeNone
+// Terminal reports whether the lifecycle has settled in v.
+func (v State) Terminal() bool {
+	return v.Outcome() != fsm.OutcomeNone
 }
 
-// Timers lists the timers armed while the machine is in s: the ones a restored machine must re-arm. The slice is shared; do not modify it.
-func (s State) Timers() []Timer {
-	if !s.Valid() {
-		return nil
-	}
-	return stateTimers[s]
-}
-
-// Event is an input of the transfer machine: a wire message, a timer expiry or a local happening.
+// Event is an input of the transfer machine (a wire message, a timer expiry or a local happening);
+// its values are the fsm.EventID of Table.
 type Event uint8
 
 const (
-	// EventBegin: step begin with the environment and session IDs, the action, its metadata and (for files and archives) size and sha256 (wire runtime_prepare, sent by core)
+	// EventBegin: step begin with the environment and session IDs, the action, its metadata and
+	// (for files and archives) size and sha256 (wire runtime_prepare, sent by core)
 	EventBegin Event = 1
-	// EventChunk: step chunk with 1 to 64 KiB of data at the offset equal to the bytes received so far (wire runtime_prepare, sent by core)
+	// EventChunk: step chunk with 1 to 64 KiB of data at the offset equal to the bytes received so
+	// far (wire runtime_prepare, sent by core)
 	EventChunk Event = 2
 	// EventCommit: step commit (offset 0, no data) (wire runtime_prepare, sent by core)
 	EventCommit Event = 3
 	// EventResultReady: outcome ready after begin (wire runtime_prepare_result, sent by runtime)
 	EventResultReady Event = 4
-	// EventResultReceived: outcome received with the offset after the staged chunk (wire runtime_prepare_result, sent by runtime)
+	// EventResultReceived: outcome received with the offset after the staged chunk (wire
+	// runtime_prepare_result, sent by runtime)
 	EventResultReceived Event = 5
-	// EventResultCompleted: outcome completed with size_bytes equal to the declared size, sent after application (wire runtime_prepare_result, sent by runtime)
+	// EventResultCompleted: outcome completed with size_bytes equal to the declared size, sent
+	// after application (wire runtime_prepare_result, sent by runtime)
 	EventResultCompleted Event = 6
-	// EventResultRejected: outcome rejected with a finite code (wire runtime_prepare_result, sent by runtime)
+	// EventResultRejected: outcome rejected with a finite code (wire runtime_prepare_result, sent
+	// by runtime)
 	EventResultRejected Event = 7
-	// EventResultFailed: outcome failed (runtime_preparation_failed, optional exit code) (wire runtime_prepare_result, sent by runtime)
+	// EventResultFailed: outcome failed (runtime_preparation_failed, optional exit code) (wire
+	// runtime_prepare_result, sent by runtime)
 	EventResultFailed Event = 8
-	// EventResultUnknown: outcome unknown (runtime_preparation_unconfirmed) (wire runtime_prepare_result, sent by runtime)
+	// EventResultUnknown: outcome unknown (runtime_preparation_unconfirmed) (wire
+	// runtime_prepare_result, sent by runtime)
 	EventResultUnknown Event = 9
-	// EventMalformedFrame: a frame for this pending transfer failed validation (wrong offset, size overflow, header fields on a chunk, ...) (local, observed by runtime)
+	// EventMalformedFrame: a frame for this pending transfer failed validation (wrong offset, size
+	// overflow, header fields on a chunk, ...) (local, observed by runtime)
 	EventMalformedFrame Event = 10
-	// EventTransferBudget: the transfer did not reach commit within 120 seconds of begin (timer 2m0s, owned by runtime)
+	// EventTransferBudget: the transfer did not reach commit within 120 seconds of begin (timer
+	// 2m0s, owned by runtime)
 	EventTransferBudget Event = 11
-	// EventConnectionLost: the connection that carries the transfer closed or was replaced (local, observed by both)
+	// EventConnectionLost: the connection that carries the transfer closed or was replaced (local,
+	// observed by both)
 	EventConnectionLost Event = 12
 )
-
-var eventNames = [...]string{"", "begin", "chunk", "commit", "result_ready", "result_received", "result_completed", "result_rejected", "result_failed", "result_unknown", "malformed_frame", "transfer_budget", "connection_lost"}
 
 // String returns the spec name, or Event(n) for a value outside the enum.
 func (v Event) String() string {
 	if v.Valid() {
-		return eventNames[v]
+		return Table.Events[v-1].Name
 	}
 	return "Event(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v Event) Valid() bool {
-	return v >= 1 && int(v) < len(eventNames)
+	return v >= 1 && v <= EventConnectionLost
 }
 
 // ParseEvent returns the event with the given spec name.
@@ -209,35 +210,41 @@ func ParseEvent(name string) (Event, error) {
 	}
 }
 
-var eventKinds = [...]fsm.EventKind{0, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventLocal, fsm.EventTimer, fsm.EventLocal}
-var eventMessages = [...]string{"", "runtime_prepare", "runtime_prepare", "runtime_prepare", "runtime_prepare_result", "runtime_prepare_result", "runtime_prepare_result", "runtime_prepare_result", "runtime_prepare_result", "runtime_prepare_result", "", "", ""}
-var eventRoles = [...]fsm.Role{0, fsm.RoleCore, fsm.RoleCore, fsm.RoleCore, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleBoth}
-
-// Kind says whether e is a wire message, a timer or a local event.
-func (e Event) Kind() fsm.EventKind {
-	if !e.Valid() {
-		return eventKinds[0]
+// Kind says whether v is a wire message, a timer expiry or a local event.
+func (v Event) Kind() fsm.EventKind {
+	if !v.Valid() {
+		return 0
 	}
-	return eventKinds[e]
-}
-
-// Message is the wire type of a message event, or "" for timers and local events. Several events may share one wire type (a status frame with different states).
-func (e Event) Message() string {
-	if !e.Valid() {
-		return eventMessages[0]
-	}
-	return eventMessages[e]
+	return Table.Events[v-1].Kind
 }
 
 // Role is the sender of a message event, the owner of a timer or the observer of a local event.
-func (e Event) Role() fsm.Role {
-	if !e.Valid() {
-		return eventRoles[0]
+func (v Event) Role() fsm.Role {
+	if !v.Valid() {
+		return 0
 	}
-	return eventRoles[e]
+	return Table.Events[v-1].Role
 }
 
-// Timer is a named timer. Arming and disarming are effects; expiry is the event of the same name.
+// Message is the wire type of a message event, or 0. Several events may share one wire type (a
+// status frame with different states).
+func (v Event) Message() Message {
+	if !v.Valid() {
+		return 0
+	}
+	return Message(Table.Events[v-1].Message)
+}
+
+// Timer is the timer whose expiry v is, or 0.
+func (v Event) Timer() Timer {
+	if !v.Valid() {
+		return 0
+	}
+	return Timer(Table.Events[v-1].Timer)
+}
+
+// Timer is a named timer; its values are the fsm.TimerID of Table. Arming and disarming are
+// effects; expiry is the event of the same name.
 type Timer uint8
 
 const (
@@ -245,19 +252,17 @@ const (
 	TimerTransferBudget Timer = 1
 )
 
-var timerNames = [...]string{"", "transfer_budget"}
-
 // String returns the spec name, or Timer(n) for a value outside the enum.
 func (v Timer) String() string {
 	if v.Valid() {
-		return timerNames[v]
+		return Table.Timers[v-1].Name
 	}
 	return "Timer(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v Timer) Valid() bool {
-	return v >= 1 && int(v) < len(timerNames)
+	return v >= 1 && v <= TimerTransferBudget
 }
 
 // ParseTimer returns the timer with the given spec name.
@@ -273,48 +278,45 @@ func ParseTimer(name string) (Timer, error) {
 	}
 }
 
-var timerDurations = [...]time.Duration{0, 2 * time.Minute}
-var timerEvents = [...]Event{0, EventTransferBudget}
-
 // Duration is how long the timer runs once armed.
-func (t Timer) Duration() time.Duration {
-	if !t.Valid() {
+func (v Timer) Duration() time.Duration {
+	if !v.Valid() {
 		return 0
 	}
-	return timerDurations[t]
+	return Table.Timers[v-1].Duration
 }
 
 // Event is the event to fire when the timer expires.
-func (t Timer) Event() Event {
-	if !t.Valid() {
+func (v Timer) Event() Event {
+	if !v.Valid() {
 		return 0
 	}
-	return timerEvents[t]
+	return Event(Table.Timers[v-1].Event)
 }
 
-// Guard names a predicate the peer evaluates through its Hooks.
+// Guard is a predicate a peer evaluates through its hooks; its values are the fsm.GuardID of
+// Table.
 type Guard uint8
 
 const (
-	// GuardSlotFree: no other transfer of this connection is pending or unknown (one transfer at a time per connection)
+	// GuardSlotFree: no other transfer of this connection is pending or unknown (one transfer at a
+	// time per connection)
 	GuardSlotFree Guard = 1
 	// GuardOffsetMatches: the received offset equals the in-flight chunk's offset plus its length
 	GuardOffsetMatches Guard = 2
 )
 
-var guardNames = [...]string{"", "slot_free", "offset_matches"}
-
 // String returns the spec name, or Guard(n) for a value outside the enum.
 func (v Guard) String() string {
 	if v.Valid() {
-		return guardNames[v]
+		return Table.Guards[v-1]
 	}
 	return "Guard(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v Guard) Valid() bool {
-	return v >= 1 && int(v) < len(guardNames)
+	return v >= 1 && v <= GuardOffsetMatches
 }
 
 // ParseGuard returns the guard with the given spec name.
@@ -332,51 +334,50 @@ func ParseGuard(name string) (Guard, error) {
 	}
 }
 
-// GuardSet is the set of guards that hold, for the pure Transition function.
-type GuardSet uint64
+// GuardSet is the set of guards that hold, for Transition; it has the layout of fsm.GuardSet.
+type GuardSet fsm.GuardSet
 
 // With returns s with g added.
 func (s GuardSet) With(g Guard) GuardSet {
-	if !g.Valid() {
-		return s
-	}
-	return s | 1<<(g-1)
+	return GuardSet(fsm.GuardSet(s).With(fsm.GuardID(g)))
 }
 
 // Has reports whether g is in s.
 func (s GuardSet) Has(g Guard) bool {
-	return g.Valid() && s&(1<<(g-1)) != 0
+	return fsm.GuardSet(s).Has(fsm.GuardID(g))
 }
 
-// Action names a local effect the peer performs through its Hooks.
+// Action is a local effect a peer performs through its hooks; its values are the fsm.ActionID of
+// Table.
 type Action uint8
 
 const (
 	// ActionStageChunk: the Runtime stages the chunk's bytes; they are not installed
 	ActionStageChunk Action = 1
-	// ActionInstall: the Runtime checks the received size and digest, applies the transfer and answers only after the application
+	// ActionInstall: the Runtime checks the received size and digest, applies the transfer and
+	// answers only after the application
 	ActionInstall Action = 2
-	// ActionDiscardStaged: the Runtime drops the staged bytes and frees the transfer slot; nothing reaches the installer
+	// ActionDiscardStaged: the Runtime drops the staged bytes and frees the transfer slot; nothing
+	// reaches the installer
 	ActionDiscardStaged Action = 3
 	// ActionReleaseSlot: Core frees the connection's transfer slot after a definite result
 	ActionReleaseSlot Action = 4
-	// ActionMarkUnknown: Core keeps the transfer slot and ownership with an unknown outcome; no new transfer runs on this connection and nothing is replayed
+	// ActionMarkUnknown: Core keeps the transfer slot and ownership with an unknown outcome; no
+	// new transfer runs on this connection and nothing is replayed
 	ActionMarkUnknown Action = 5
 )
-
-var actionNames = [...]string{"", "stage_chunk", "install", "discard_staged", "release_slot", "mark_unknown"}
 
 // String returns the spec name, or Action(n) for a value outside the enum.
 func (v Action) String() string {
 	if v.Valid() {
-		return actionNames[v]
+		return Table.Actions[v-1]
 	}
 	return "Action(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v Action) Valid() bool {
-	return v >= 1 && int(v) < len(actionNames)
+	return v >= 1 && v <= ActionMarkUnknown
 }
 
 // ParseAction returns the action with the given spec name.
@@ -400,932 +401,424 @@ func ParseAction(name string) (Action, error) {
 	}
 }
 
-// Message is a wire type this machine asks a peer to send.
+// Message is a wire type the machine sends or observes; its values are the fsm.MessageID of Table.
 type Message uint8
 
 const (
-	MessageRuntimePrepareResult Message = 1
+	// MessageRuntimePrepare: observed as an event
+	MessageRuntimePrepare Message = 1
+	// MessageRuntimePrepareResult: sent as an effect and observed as an event
+	MessageRuntimePrepareResult Message = 2
 )
-
-var messageNames = [...]string{"", "runtime_prepare_result"}
 
 // String returns the spec name, or Message(n) for a value outside the enum.
 func (v Message) String() string {
 	if v.Valid() {
-		return messageNames[v]
+		return Table.Messages[v-1]
 	}
 	return "Message(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v Message) Valid() bool {
-	return v >= 1 && int(v) < len(messageNames)
+	return v >= 1 && v <= MessageRuntimePrepareResult
 }
 
-// Effect is one step a transition asks a peer to perform, in spec order.
-type Effect struct {
-	Kind fsm.EffectKind
-	// Role is the peer that performs the effect; RoleBoth for both.
-	Role    fsm.Role
-	Message Message // EffectSend
-	Timer   Timer   // EffectStart, EffectStop
-	Action  Action  // EffectDo
-	Raise   Event   // EffectRaise
-}
-
-// String renders the effect as the spec writes it, e.g. "runtime: send preparation_status".
-func (e Effect) String() string {
-	prefix := ""
-	if e.Role != fsm.RoleBoth {
-		prefix = e.Role.String() + ": "
+// ParseMessage returns the message with the given spec name.
+func ParseMessage(name string) (Message, error) {
+	switch name {
+	case "runtime_prepare":
+		return MessageRuntimePrepare, nil
+	case "runtime_prepare_result":
+		return MessageRuntimePrepareResult, nil
 	}
-	switch e.Kind {
-	case fsm.EffectSend:
-		return prefix + "send " + e.Message.String()
-	case fsm.EffectStart:
-		return prefix + "start " + e.Timer.String()
-	case fsm.EffectStop:
-		return prefix + "stop " + e.Timer.String()
-	case fsm.EffectDo:
-		return prefix + "do " + e.Action.String()
-	case fsm.EffectRaise:
-		return prefix + "raise " + e.Raise.String()
+	return 0, &fsm.InvalidError{
+		Machine: Name,
+		Value:   fsm.Quote(name),
+		What:    "message name",
 	}
-	return prefix + e.Kind.String()
 }
 
-// Step is what one event did: a read-only view of the selected candidate of
-// its cell. It is a single pointer into the generated table, so returning it
-// costs nothing and nobody can change the table through it. The zero Step,
-// returned for an invalid state or event, reports zero values.
+// The candidates of Table, one per rule of spec/transfer.yaml and shared by every cell the rule
+// covers (a rule that lists its own target among its sources is two: a move from the others and an
+// internal transition in the target).
+var (
+	rule110 = &fsm.Candidate{Guard: fsm.GuardID(GuardSlotFree), Disp: fsm.Moved, To: fsm.StateID(StateBeginning), Line: 110, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerTransferBudget)},
+		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageRuntimePrepareResult)},
+	}}
+	rule115 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "runtime_preparation_capacity: another transfer holds this connection's slot", Line: 115}
+	rule119 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no transfer is pending", Line: 119}
+	rule122 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no begin was sent for this transfer ID", Line: 122}
+	rule127 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStaging), Line: 127}
+	rule130 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the previous frame has not been answered yet", Line: 130}
+	rule135 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateChunkSent), Line: 135, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionStageChunk)},
+		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageRuntimePrepareResult)},
+	}}
+	rule139 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCommitting), Line: 139, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerTransferBudget)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionInstall)},
+	}}
+	rule144 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no chunk is in flight", Line: 144}
+	rule147 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the transfer is already past begin", Line: 147}
+	rule152 = &fsm.Candidate{Guard: fsm.GuardID(GuardOffsetMatches), Disp: fsm.Moved, To: fsm.StateID(StateStaging), Line: 152}
+	rule156 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the received offset does not match the chunk in flight", Line: 156}
+	rule162 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCompleted), Line: 162, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseSlot)},
+	}}
+	rule166 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "only a commit can complete the transfer", Line: 166}
+	rule169 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 169, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerTransferBudget)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardStaged)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseSlot)},
+	}}
+	rule173 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 173, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerTransferBudget)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardStaged)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseSlot)},
+	}}
+	rule177 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 177, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerTransferBudget)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
+	}}
+	rule183 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAborted), Line: 183, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerTransferBudget)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardStaged)},
+	}}
+	rule188 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 188, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardStaged)},
+		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageRuntimePrepareResult)},
+	}}
+	rule193 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAborted), Line: 193, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerTransferBudget)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardStaged)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseSlot)},
+	}}
+	rule198 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 198, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
+	}}
+	rule202 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the commit is already being applied; a stray frame cannot abort it", Line: 202}
+	rule205 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the budget stopped at commit", Line: 205}
+	rule210 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "runtime_preparation_capacity: this transfer already began", Line: 210}
+	rule213 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the commit was already sent", Line: 213}
+	rule218 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the transfer is settled; late results and deadlines change nothing", Line: 218}
+	rule221 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the transfer is settled; transfers are never replayed", Line: 221}
+)
+
+// Table is the transfer machine as the engine runs it, sealed: every (state, event) cell lists its
+// candidates in the order they are tried, the unguarded fallback last. It is exactly what
+// spec.Machine.Table builds from spec/transfer.yaml. Treat it as read-only.
+var Table = fsm.MustSeal(&fsm.Table{
+	Name:   Name,
+	Source: "spec/transfer.yaml",
+	States: []fsm.StateDecl{
+		{Name: "idle"},
+		{Name: "beginning", Timers: []fsm.TimerID{fsm.TimerID(TimerTransferBudget)}},
+		{Name: "staging", Timers: []fsm.TimerID{fsm.TimerID(TimerTransferBudget)}},
+		{Name: "chunk_sent", Timers: []fsm.TimerID{fsm.TimerID(TimerTransferBudget)}},
+		{Name: "committing"},
+		{Name: "completed", Outcome: fsm.OutcomeSuccess},
+		{Name: "rejected", Outcome: fsm.OutcomeFailure},
+		{Name: "failed", Outcome: fsm.OutcomeFailure},
+		{Name: "unknown", Outcome: fsm.OutcomeUnknown},
+		{Name: "aborted", Outcome: fsm.OutcomeFailure},
+	},
+	Events: []fsm.EventDecl{
+		{Name: "begin", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessageRuntimePrepare)},
+		{Name: "chunk", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessageRuntimePrepare)},
+		{Name: "commit", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessageRuntimePrepare)},
+		{Name: "result_ready", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageRuntimePrepareResult)},
+		{Name: "result_received", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageRuntimePrepareResult)},
+		{Name: "result_completed", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageRuntimePrepareResult)},
+		{Name: "result_rejected", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageRuntimePrepareResult)},
+		{Name: "result_failed", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageRuntimePrepareResult)},
+		{Name: "result_unknown", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageRuntimePrepareResult)},
+		{Name: "malformed_frame", Kind: fsm.EventLocal, Role: fsm.RoleRuntime},
+		{Name: "transfer_budget", Kind: fsm.EventTimer, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerTransferBudget)},
+		{Name: "connection_lost", Kind: fsm.EventLocal, Role: fsm.RoleBoth},
+	},
+	Guards:   []string{"slot_free", "offset_matches"},
+	Actions:  []string{"stage_chunk", "install", "discard_staged", "release_slot", "mark_unknown"},
+	Messages: []string{"runtime_prepare", "runtime_prepare_result"},
+	Timers: []fsm.TimerDecl{
+		{Name: "transfer_budget", Duration: 2 * time.Minute, Event: fsm.EventID(EventTransferBudget)},
+	},
+	Initial: fsm.StateID(StateIdle),
+	Cells: []fsm.Cell{
+		// idle
+		{Cands: []*fsm.Candidate{rule110, rule115}}, // idle × begin
+		{Cands: []*fsm.Candidate{rule122}},          // idle × chunk
+		{Cands: []*fsm.Candidate{rule122}},          // idle × commit
+		{Cands: []*fsm.Candidate{rule122}},          // idle × result_ready
+		{Cands: []*fsm.Candidate{rule122}},          // idle × result_received
+		{Cands: []*fsm.Candidate{rule122}},          // idle × result_completed
+		{Cands: []*fsm.Candidate{rule122}},          // idle × result_rejected
+		{Cands: []*fsm.Candidate{rule122}},          // idle × result_failed
+		{Cands: []*fsm.Candidate{rule122}},          // idle × result_unknown
+		{Cands: []*fsm.Candidate{rule119}},          // idle × malformed_frame
+		{Cands: []*fsm.Candidate{rule119}},          // idle × transfer_budget
+		{Cands: []*fsm.Candidate{rule119}},          // idle × connection_lost
+		// beginning
+		{Cands: []*fsm.Candidate{rule210}}, // beginning × begin
+		{Cands: []*fsm.Candidate{rule130}}, // beginning × chunk
+		{Cands: []*fsm.Candidate{rule130}}, // beginning × commit
+		{Cands: []*fsm.Candidate{rule127}}, // beginning × result_ready
+		{Cands: []*fsm.Candidate{rule144}}, // beginning × result_received
+		{Cands: []*fsm.Candidate{rule166}}, // beginning × result_completed
+		{Cands: []*fsm.Candidate{rule169}}, // beginning × result_rejected
+		{Cands: []*fsm.Candidate{rule173}}, // beginning × result_failed
+		{Cands: []*fsm.Candidate{rule177}}, // beginning × result_unknown
+		{Cands: []*fsm.Candidate{rule183}}, // beginning × malformed_frame
+		{Cands: []*fsm.Candidate{rule188}}, // beginning × transfer_budget
+		{Cands: []*fsm.Candidate{rule193}}, // beginning × connection_lost
+		// staging
+		{Cands: []*fsm.Candidate{rule210}}, // staging × begin
+		{Cands: []*fsm.Candidate{rule135}}, // staging × chunk
+		{Cands: []*fsm.Candidate{rule139}}, // staging × commit
+		{Cands: []*fsm.Candidate{rule147}}, // staging × result_ready
+		{Cands: []*fsm.Candidate{rule144}}, // staging × result_received
+		{Cands: []*fsm.Candidate{rule166}}, // staging × result_completed
+		{Cands: []*fsm.Candidate{rule169}}, // staging × result_rejected
+		{Cands: []*fsm.Candidate{rule173}}, // staging × result_failed
+		{Cands: []*fsm.Candidate{rule177}}, // staging × result_unknown
+		{Cands: []*fsm.Candidate{rule183}}, // staging × malformed_frame
+		{Cands: []*fsm.Candidate{rule188}}, // staging × transfer_budget
+		{Cands: []*fsm.Candidate{rule193}}, // staging × connection_lost
+		// chunk_sent
+		{Cands: []*fsm.Candidate{rule210}},          // chunk_sent × begin
+		{Cands: []*fsm.Candidate{rule130}},          // chunk_sent × chunk
+		{Cands: []*fsm.Candidate{rule130}},          // chunk_sent × commit
+		{Cands: []*fsm.Candidate{rule147}},          // chunk_sent × result_ready
+		{Cands: []*fsm.Candidate{rule152, rule156}}, // chunk_sent × result_received
+		{Cands: []*fsm.Candidate{rule166}},          // chunk_sent × result_completed
+		{Cands: []*fsm.Candidate{rule169}},          // chunk_sent × result_rejected
+		{Cands: []*fsm.Candidate{rule173}},          // chunk_sent × result_failed
+		{Cands: []*fsm.Candidate{rule177}},          // chunk_sent × result_unknown
+		{Cands: []*fsm.Candidate{rule183}},          // chunk_sent × malformed_frame
+		{Cands: []*fsm.Candidate{rule188}},          // chunk_sent × transfer_budget
+		{Cands: []*fsm.Candidate{rule193}},          // chunk_sent × connection_lost
+		// committing
+		{Cands: []*fsm.Candidate{rule210}}, // committing × begin
+		{Cands: []*fsm.Candidate{rule213}}, // committing × chunk
+		{Cands: []*fsm.Candidate{rule213}}, // committing × commit
+		{Cands: []*fsm.Candidate{rule147}}, // committing × result_ready
+		{Cands: []*fsm.Candidate{rule144}}, // committing × result_received
+		{Cands: []*fsm.Candidate{rule162}}, // committing × result_completed
+		{Cands: []*fsm.Candidate{rule169}}, // committing × result_rejected
+		{Cands: []*fsm.Candidate{rule173}}, // committing × result_failed
+		{Cands: []*fsm.Candidate{rule177}}, // committing × result_unknown
+		{Cands: []*fsm.Candidate{rule202}}, // committing × malformed_frame
+		{Cands: []*fsm.Candidate{rule205}}, // committing × transfer_budget
+		{Cands: []*fsm.Candidate{rule198}}, // committing × connection_lost
+		// completed
+		{Cands: []*fsm.Candidate{rule221}}, // completed × begin
+		{Cands: []*fsm.Candidate{rule221}}, // completed × chunk
+		{Cands: []*fsm.Candidate{rule221}}, // completed × commit
+		{Cands: []*fsm.Candidate{rule218}}, // completed × result_ready
+		{Cands: []*fsm.Candidate{rule218}}, // completed × result_received
+		{Cands: []*fsm.Candidate{rule218}}, // completed × result_completed
+		{Cands: []*fsm.Candidate{rule218}}, // completed × result_rejected
+		{Cands: []*fsm.Candidate{rule218}}, // completed × result_failed
+		{Cands: []*fsm.Candidate{rule218}}, // completed × result_unknown
+		{Cands: []*fsm.Candidate{rule218}}, // completed × malformed_frame
+		{Cands: []*fsm.Candidate{rule218}}, // completed × transfer_budget
+		{Cands: []*fsm.Candidate{rule218}}, // completed × connection_lost
+		// rejected
+		{Cands: []*fsm.Candidate{rule221}}, // rejected × begin
+		{Cands: []*fsm.Candidate{rule221}}, // rejected × chunk
+		{Cands: []*fsm.Candidate{rule221}}, // rejected × commit
+		{Cands: []*fsm.Candidate{rule218}}, // rejected × result_ready
+		{Cands: []*fsm.Candidate{rule218}}, // rejected × result_received
+		{Cands: []*fsm.Candidate{rule218}}, // rejected × result_completed
+		{Cands: []*fsm.Candidate{rule218}}, // rejected × result_rejected
+		{Cands: []*fsm.Candidate{rule218}}, // rejected × result_failed
+		{Cands: []*fsm.Candidate{rule218}}, // rejected × result_unknown
+		{Cands: []*fsm.Candidate{rule218}}, // rejected × malformed_frame
+		{Cands: []*fsm.Candidate{rule218}}, // rejected × transfer_budget
+		{Cands: []*fsm.Candidate{rule218}}, // rejected × connection_lost
+		// failed
+		{Cands: []*fsm.Candidate{rule221}}, // failed × begin
+		{Cands: []*fsm.Candidate{rule221}}, // failed × chunk
+		{Cands: []*fsm.Candidate{rule221}}, // failed × commit
+		{Cands: []*fsm.Candidate{rule218}}, // failed × result_ready
+		{Cands: []*fsm.Candidate{rule218}}, // failed × result_received
+		{Cands: []*fsm.Candidate{rule218}}, // failed × result_completed
+		{Cands: []*fsm.Candidate{rule218}}, // failed × result_rejected
+		{Cands: []*fsm.Candidate{rule218}}, // failed × result_failed
+		{Cands: []*fsm.Candidate{rule218}}, // failed × result_unknown
+		{Cands: []*fsm.Candidate{rule218}}, // failed × malformed_frame
+		{Cands: []*fsm.Candidate{rule218}}, // failed × transfer_budget
+		{Cands: []*fsm.Candidate{rule218}}, // failed × connection_lost
+		// unknown
+		{Cands: []*fsm.Candidate{rule221}}, // unknown × begin
+		{Cands: []*fsm.Candidate{rule221}}, // unknown × chunk
+		{Cands: []*fsm.Candidate{rule221}}, // unknown × commit
+		{Cands: []*fsm.Candidate{rule218}}, // unknown × result_ready
+		{Cands: []*fsm.Candidate{rule218}}, // unknown × result_received
+		{Cands: []*fsm.Candidate{rule218}}, // unknown × result_completed
+		{Cands: []*fsm.Candidate{rule218}}, // unknown × result_rejected
+		{Cands: []*fsm.Candidate{rule218}}, // unknown × result_failed
+		{Cands: []*fsm.Candidate{rule218}}, // unknown × result_unknown
+		{Cands: []*fsm.Candidate{rule218}}, // unknown × malformed_frame
+		{Cands: []*fsm.Candidate{rule218}}, // unknown × transfer_budget
+		{Cands: []*fsm.Candidate{rule218}}, // unknown × connection_lost
+		// aborted
+		{Cands: []*fsm.Candidate{rule221}}, // aborted × begin
+		{Cands: []*fsm.Candidate{rule221}}, // aborted × chunk
+		{Cands: []*fsm.Candidate{rule221}}, // aborted × commit
+		{Cands: []*fsm.Candidate{rule218}}, // aborted × result_ready
+		{Cands: []*fsm.Candidate{rule218}}, // aborted × result_received
+		{Cands: []*fsm.Candidate{rule218}}, // aborted × result_completed
+		{Cands: []*fsm.Candidate{rule218}}, // aborted × result_rejected
+		{Cands: []*fsm.Candidate{rule218}}, // aborted × result_failed
+		{Cands: []*fsm.Candidate{rule218}}, // aborted × result_unknown
+		{Cands: []*fsm.Candidate{rule218}}, // aborted × malformed_frame
+		{Cands: []*fsm.Candidate{rule218}}, // aborted × transfer_budget
+		{Cands: []*fsm.Candidate{rule218}}, // aborted × connection_lost
+	},
+})
+
+// Step is what one event did: the engine's fsm.Step, a read-only view of the table candidate that
+// handled it, with typed accessors. The zero Step, returned for an invalid state or event, reports
+// zero values.
 type Step struct {
-	c *candidate
+	s fsm.Step
 }
 
 // From is the state the event arrived in.
 func (s Step) From() State {
-	if s.c == nil {
-		var zero State
-		return zero
-	}
-	return s.c.from
+	return State(s.s.From())
 }
 
 // Event is the event that was handled.
 func (s Step) Event() Event {
-	if s.c == nil {
-		var zero Event
-		return zero
-	}
-	return s.c.event
+	return Event(s.s.Event())
 }
 
 // To is the state after the step; it equals From unless the disposition is fsm.Moved.
 func (s Step) To() State {
-	if s.c == nil {
-		var zero State
-		return zero
-	}
-	return s.c.to
+	return State(s.s.To())
 }
 
 // Guard is the guard that selected the candidate, or 0 for the cell's fallback.
 func (s Step) Guard() Guard {
-	if s.c == nil {
-		var zero Guard
-		return zero
-	}
-	return s.c.guard
+	return Guard(s.s.Guard())
 }
 
 // Disposition says whether the step moved, stayed, ignored or rejected the event.
 func (s Step) Disposition() fsm.Disposition {
-	if s.c == nil {
-		var zero fsm.Disposition
-		return zero
-	}
-	return s.c.disp
+	return s.s.Disposition()
 }
 
-// Effects lists what the peer must do, in spec order; nil unless the step moved or stayed. The slice is shared: do not modify it.
-func (s Step) Effects() []Effect {
-	if s.c == nil {
-		var zero []Effect
-		return zero
-	}
-	return s.c.effects
+// Effects lists what the step asks of both peers, in spec order (a peer keeps those its role
+// performs); nil unless the step moved or stayed. Their IDs convert to this package's enums and
+// Table.EffectString renders one as the spec writes it. The slice is shared: do not modify it.
+func (s Step) Effects() []fsm.Effect {
+	return s.s.Effects()
 }
 
 // Reason is the spec's reason for an ignored or rejected event, or "".
 func (s Step) Reason() string {
-	if s.c == nil {
-		var zero string
-		return zero
-	}
-	return s.c.reason
+	return s.s.Reason()
 }
 
-type candidate struct {
-	guard   Guard
-	disp    fsm.Disposition
-	to      State
-	effects []Effect
-	reason  string
-	// from, event and err are filled in by init.
-	from  State
-	event Event
-	err   *fsm.TransitionError // non-nil exactly for rejections
+// Line is the line of the spec rule behind the step.
+func (s Step) Line() int {
+	return s.s.Line()
 }
 
-// table holds every (state, event) cell: its candidates in the order they are tried, the unguarded fallback last.
-var table = [numStates + 1][numEvents + 1][]candidate{
-	StateIdle: {
-		EventBegin: {
-			// spec/transfer.yaml:110
-			{disp: fsm.Moved, guard: GuardSlotFree, to: StateBeginning, effects: []Effect{{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerTransferBudget}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessageRuntimePrepareResult}}},
-			// spec/transfer.yaml:115
-			{disp: fsm.Rejected, to: StateIdle, reason: "runtime_preparation_capacity: another transfer holds this connection's slot"},
-		},
-		EventChunk: {
-			// spec/transfer.yaml:122
-			{disp: fsm.Rejected, to: StateIdle, reason: "no begin was sent for this transfer ID"},
-		},
-		EventCommit: {
-			// spec/transfer.yaml:122
-			{disp: fsm.Rejected, to: StateIdle, reason: "no begin was sent for this transfer ID"},
-		},
-		EventResultReady: {
-			// spec/transfer.yaml:122
-			{disp: fsm.Rejected, to: StateIdle, reason: "no begin was sent for this transfer ID"},
-		},
-		EventResultReceived: {
-			// spec/transfer.yaml:122
-			{disp: fsm.Rejected, to: StateIdle, reason: "no begin was sent for this transfer ID"},
-		},
-		EventResultCompleted: {
-			// spec/transfer.yaml:122
-			{disp: fsm.Rejected, to: StateIdle, reason: "no begin was sent for this transfer ID"},
-		},
-		EventResultRejected: {
-			// spec/transfer.yaml:122
-			{disp: fsm.Rejected, to: StateIdle, reason: "no begin was sent for this transfer ID"},
-		},
-		EventResultFailed: {
-			// spec/transfer.yaml:122
-			{disp: fsm.Rejected, to: StateIdle, reason: "no begin was sent for this transfer ID"},
-		},
-		EventResultUnknown: {
-			// spec/transfer.yaml:122
-			{disp: fsm.Rejected, to: StateIdle, reason: "no begin was sent for this transfer ID"},
-		},
-		EventMalformedFrame: {
-			// spec/transfer.yaml:119
-			{disp: fsm.Ignored, to: StateIdle, reason: "no transfer is pending"},
-		},
-		EventTransferBudget: {
-			// spec/transfer.yaml:119
-			{disp: fsm.Ignored, to: StateIdle, reason: "no transfer is pending"},
-		},
-		EventConnectionLost: {
-			// spec/transfer.yaml:119
-			{disp: fsm.Ignored, to: StateIdle, reason: "no transfer is pending"},
-		},
-	},
-	StateBeginning: {
-		EventBegin: {
-			// spec/transfer.yaml:210
-			{disp: fsm.Rejected, to: StateBeginning, reason: "runtime_preparation_capacity: this transfer already began"},
-		},
-		EventChunk: {
-			// spec/transfer.yaml:130
-			{disp: fsm.Rejected, to: StateBeginning, reason: "the previous frame has not been answered yet"},
-		},
-		EventCommit: {
-			// spec/transfer.yaml:130
-			{disp: fsm.Rejected, to: StateBeginning, reason: "the previous frame has not been answered yet"},
-		},
-		EventResultReady: {
-			// spec/transfer.yaml:127
-			{disp: fsm.Moved, to: StateStaging},
-		},
-		EventResultReceived: {
-			// spec/transfer.yaml:144
-			{disp: fsm.Rejected, to: StateBeginning, reason: "no chunk is in flight"},
-		},
-		EventResultCompleted: {
-			// spec/transfer.yaml:166
-			{disp: fsm.Rejected, to: StateBeginning, reason: "only a commit can complete the transfer"},
-		},
-		EventResultRejected: {
-			// spec/transfer.yaml:169
-			{disp: fsm.Moved, to: StateRejected, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerTransferBudget}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardStaged}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseSlot}}},
-		},
-		EventResultFailed: {
-			// spec/transfer.yaml:173
-			{disp: fsm.Moved, to: StateFailed, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerTransferBudget}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardStaged}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseSlot}}},
-		},
-		EventResultUnknown: {
-			// spec/transfer.yaml:177
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerTransferBudget}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
-		},
-		EventMalformedFrame: {
-			// spec/transfer.yaml:183
-			{disp: fsm.Moved, to: StateAborted, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerTransferBudget}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardStaged}}},
-		},
-		EventTransferBudget: {
-			// spec/transfer.yaml:188
-			{disp: fsm.Moved, to: StateFailed, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardStaged}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessageRuntimePrepareResult}}},
-		},
-		EventConnectionLost: {
-			// spec/transfer.yaml:193
-			{disp: fsm.Moved, to: StateAborted, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerTransferBudget}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardStaged}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseSlot}}},
-		},
-	},
-	StateStaging: {
-		EventBegin: {
-			// spec/transfer.yaml:210
-			{disp: fsm.Rejected, to: StateStaging, reason: "runtime_preparation_capacity: this transfer already began"},
-		},
-		EventChunk: {
-			// spec/transfer.yaml:135
-			{disp: fsm.Moved, to: StateChunkSent, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionStageChunk}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessageRuntimePrepareResult}}},
-		},
-		EventCommit: {
-			// spec/transfer.yaml:139
-			{disp: fsm.Moved, to: StateCommitting, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerTransferBudget}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionInstall}}},
-		},
-		EventResultReady: {
-			// spec/transfer.yaml:147
-			{disp: fsm.Rejected, to: StateStaging, reason: "the transfer is already past begin"},
-		},
-		EventResultReceived: {
-			// spec/transfer.yaml:144
-			{disp: fsm.Rejected, to: StateStaging, reason: "no chunk is in flight"},
-		},
-		EventResultCompleted: {
-			// spec/transfer.yaml:166
-			{disp: fsm.Rejected, to: StateStaging, reason: "only a commit can complete the transfer"},
-		},
-		EventResultRejected: {
-			// spec/transfer.yaml:169
-			{disp: fsm.Moved, to: StateRejected, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerTransferBudget}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardStaged}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseSlot}}},
-		},
-		EventResultFailed: {
-			// spec/transfer.yaml:173
-			{disp: fsm.Moved, to: StateFailed, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerTransferBudget}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardStaged}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseSlot}}},
-		},
-		EventResultUnknown: {
-			// spec/transfer.yaml:177
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerTransferBudget}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
-		},
-		EventMalformedFrame: {
-			// spec/transfer.yaml:183
-			{disp: fsm.Moved, to: StateAborted, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerTransferBudget}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardStaged}}},
-		},
-		EventTransferBudget: {
-			// spec/transfer.yaml:188
-			{disp: fsm.Moved, to: StateFailed, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardStaged}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessageRuntimePrepareResult}}},
-		},
-		EventConnectionLost: {
-			// spec/transfer.yaml:193
-			{disp: fsm.Moved, to: StateAborted, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerTransferBudget}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardStaged}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseSlot}}},
-		},
-	},
-	StateChunkSent: {
-		EventBegin: {
-			// spec/transfer.yaml:210
-			{disp: fsm.Rejected, to: StateChunkSent, reason: "runtime_preparation_capacity: this transfer already began"},
-		},
-		EventChunk: {
-			// spec/transfer.yaml:130
-			{disp: fsm.Rejected, to: StateChunkSent, reason: "the previous frame has not been answered yet"},
-		},
-		EventCommit: {
-			// spec/transfer.yaml:130
-			{disp: fsm.Rejected, to: StateChunkSent, reason: "the previous frame has not been answered yet"},
-		},
-		EventResultReady: {
-			// spec/transfer.yaml:147
-			{disp: fsm.Rejected, to: StateChunkSent, reason: "the transfer is already past begin"},
-		},
-		EventResultReceived: {
-			// spec/transfer.yaml:152
-			{disp: fsm.Moved, guard: GuardOffsetMatches, to: StateStaging},
-			// spec/transfer.yaml:156
-			{disp: fsm.Rejected, to: StateChunkSent, reason: "the received offset does not match the chunk in flight"},
-		},
-		EventResultCompleted: {
-			// spec/transfer.yaml:166
-			{disp: fsm.Rejected, to: StateChunkSent, reason: "only a commit can complete the transfer"},
-		},
-		EventResultRejected: {
-			// spec/transfer.yaml:169
-			{disp: fsm.Moved, to: StateRejected, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerTransferBudget}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardStaged}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseSlot}}},
-		},
-		EventResultFailed: {
-			// spec/transfer.yaml:173
-			{disp: fsm.Moved, to: StateFailed, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerTransferBudget}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardStaged}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseSlot}}},
-		},
-		EventResultUnknown: {
-			// spec/transfer.yaml:177
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerTransferBudget}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
-		},
-		EventMalformedFrame: {
-			// spec/transfer.yaml:183
-			{disp: fsm.Moved, to: StateAborted, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerTransferBudget}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardStaged}}},
-		},
-		EventTransferBudget: {
-			// spec/transfer.yaml:188
-			{disp: fsm.Moved, to: StateFailed, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardStaged}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessageRuntimePrepareResult}}},
-		},
-		EventConnectionLost: {
-			// spec/transfer.yaml:193
-			{disp: fsm.Moved, to: StateAborted, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerTransferBudget}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardStaged}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseSlot}}},
-		},
-	},
-	StateCommitting: {
-		EventBegin: {
-			// spec/transfer.yaml:210
-			{disp: fsm.Rejected, to: StateCommitting, reason: "runtime_preparation_capacity: this transfer already began"},
-		},
-		EventChunk: {
-			// spec/transfer.yaml:213
-			{disp: fsm.Rejected, to: StateCommitting, reason: "the commit was already sent"},
-		},
-		EventCommit: {
-			// spec/transfer.yaml:213
-			{disp: fsm.Rejected, to: StateCommitting, reason: "the commit was already sent"},
-		},
-		EventResultReady: {
-			// spec/transfer.yaml:147
-			{disp: fsm.Rejected, to: StateCommitting, reason: "the transfer is already past begin"},
-		},
-		EventResultReceived: {
-			// spec/transfer.yaml:144
-			{disp: fsm.Rejected, to: StateCommitting, reason: "no chunk is in flight"},
-		},
-		EventResultCompleted: {
-			// spec/transfer.yaml:162
-			{disp: fsm.Moved, to: StateCompleted, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseSlot}}},
-		},
-		EventResultRejected: {
-			// spec/transfer.yaml:169
-			{disp: fsm.Moved, to: StateRejected, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerTransferBudget}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardStaged}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseSlot}}},
-		},
-		EventResultFailed: {
-			// spec/transfer.yaml:173
-			{disp: fsm.Moved, to: StateFailed, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerTransferBudget}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardStaged}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseSlot}}},
-		},
-		EventResultUnknown: {
-			// spec/transfer.yaml:177
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerTransferBudget}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
-		},
-		EventMalformedFrame: {
-			// spec/transfer.yaml:202
-			{disp: fsm.Ignored, to: StateCommitting, reason: "the commit is already being applied; a stray frame cannot abort it"},
-		},
-		EventTransferBudget: {
-			// spec/transfer.yaml:205
-			{disp: fsm.Ignored, to: StateCommitting, reason: "the budget stopped at commit"},
-		},
-		EventConnectionLost: {
-			// spec/transfer.yaml:198
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
-		},
-	},
-	StateCompleted: {
-		EventBegin: {
-			// spec/transfer.yaml:221
-			{disp: fsm.Rejected, to: StateCompleted, reason: "the transfer is settled; transfers are never replayed"},
-		},
-		EventChunk: {
-			// spec/transfer.yaml:221
-			{disp: fsm.Rejected, to: StateCompleted, reason: "the transfer is settled; transfers are never replayed"},
-		},
-		EventCommit: {
-			// spec/transfer.yaml:221
-			{disp: fsm.Rejected, to: StateCompleted, reason: "the transfer is settled; transfers are never replayed"},
-		},
-		EventResultReady: {
-			// spec/transfer.yaml:218
-			{disp: fsm.Ignored, to: StateCompleted, reason: "the transfer is settled; late results and deadlines change nothing"},
-		},
-		EventResultReceived: {
-			// spec/transfer.yaml:218
-			{disp: fsm.Ignored, to: StateCompleted, reason: "the transfer is settled; late results and deadlines change nothing"},
-		},
-		EventResultCompleted: {
-			// spec/transfer.yaml:218
-			{disp: fsm.Ignored, to: StateCompleted, reason: "the transfer is settled; late results and deadlines change nothing"},
-		},
-		EventResultRejected: {
-			// spec/transfer.yaml:218
-			{disp: fsm.Ignored, to: StateCompleted, reason: "the transfer is settled; late results and deadlines change nothing"},
-		},
-		EventResultFailed: {
-			// spec/transfer.yaml:218
-			{disp: fsm.Ignored, to: StateCompleted, reason: "the transfer is settled; late results and deadlines change nothing"},
-		},
-		EventResultUnknown: {
-			// spec/transfer.yaml:218
-			{disp: fsm.Ignored, to: StateCompleted, reason: "the transfer is settled; late results and deadlines change nothing"},
-		},
-		EventMalformedFrame: {
-			// spec/transfer.yaml:218
-			{disp: fsm.Ignored, to: StateCompleted, reason: "the transfer is settled; late results and deadlines change nothing"},
-		},
-		EventTransferBudget: {
-			// spec/transfer.yaml:218
-			{disp: fsm.Ignored, to: StateCompleted, reason: "the transfer is settled; late results and deadlines change nothing"},
-		},
-		EventConnectionLost: {
-			// spec/transfer.yaml:218
-			{disp: fsm.Ignored, to: StateCompleted, reason: "the transfer is settled; late results and deadlines change nothing"},
-		},
-	},
-	StateRejected: {
-		EventBegin: {
-			// spec/transfer.yaml:221
-			{disp: fsm.Rejected, to: StateRejected, reason: "the transfer is settled; transfers are never replayed"},
-		},
-		EventChunk: {
-			// spec/transfer.yaml:221
-			{disp: fsm.Rejected, to: StateRejected, reason: "the transfer is settled; transfers are never replayed"},
-		},
-		EventCommit: {
-			// spec/transfer.yaml:221
-			{disp: fsm.Rejected, to: StateRejected, reason: "the transfer is settled; transfers are never replayed"},
-		},
-		EventResultReady: {
-			// spec/transfer.yaml:218
-			{disp: fsm.Ignored, to: StateRejected, reason: "the transfer is settled; late results and deadlines change nothing"},
-		},
-		EventResultReceived: {
-			// spec/transfer.yaml:218
-			{disp: fsm.Ignored, to: StateRejected, reason: "the transfer is settled; late results and deadlines change nothing"},
-		},
-		EventResultCompleted: {
-			// spec/transfer.yaml:218
-			{disp: fsm.Ignored, to: StateRejected, reason: "the transfer is settled; late results and deadlines change nothing"},
-		},
-		EventResultRejected: {
-			// spec/transfer.yaml:218
-			{disp: fsm.Ignored, to: StateRejected, reason: "the transfer is settled; late results and deadlines change nothing"},
-		},
-		EventResultFailed: {
-			// spec/transfer.yaml:218
-			{disp: fsm.Ignored, to: StateRejected, reason: "the transfer is settled; late results and deadlines change nothing"},
-		},
-		EventResultUnknown: {
-			// spec/transfer.yaml:218
-			{disp: fsm.Ignored, to: StateRejected, reason: "the transfer is settled; late results and deadlines change nothing"},
-		},
-		EventMalformedFrame: {
-			// spec/transfer.yaml:218
-			{disp: fsm.Ignored, to: StateRejected, reason: "the transfer is settled; late results and deadlines change nothing"},
-		},
-		EventTransferBudget: {
-			// spec/transfer.yaml:218
-			{disp: fsm.Ignored, to: StateRejected, reason: "the transfer is settled; late results and deadlines change nothing"},
-		},
-		EventConnectionLost: {
-			// spec/transfer.yaml:218
-			{disp: fsm.Ignored, to: StateRejected, reason: "the transfer is settled; late results and deadlines change nothing"},
-		},
-	},
-	StateFailed: {
-		EventBegin: {
-			// spec/transfer.yaml:221
-			{disp: fsm.Rejected, to: StateFailed, reason: "the transfer is settled; transfers are never replayed"},
-		},
-		EventChunk: {
-			// spec/transfer.yaml:221
-			{disp: fsm.Rejected, to: StateFailed, reason: "the transfer is settled; transfers are never replayed"},
-		},
-		EventCommit: {
-			// spec/transfer.yaml:221
-			{disp: fsm.Rejected, to: StateFailed, reason: "the transfer is settled; transfers are never replayed"},
-		},
-		EventResultReady: {
-			// spec/transfer.yaml:218
-			{disp: fsm.Ignored, to: StateFailed, reason: "the transfer is settled; late results and deadlines change nothing"},
-		},
-		EventResultReceived: {
-			// spec/transfer.yaml:218
-			{disp: fsm.Ignored, to: StateFailed, reason: "the transfer is settled; late results and deadlines change nothing"},
-		},
-		EventResultCompleted: {
-			// spec/transfer.yaml:218
-			{disp: fsm.Ignored, to: StateFailed, reason: "the transfer is settled; late results and deadlines change nothing"},
-		},
-		EventResultRejected: {
-			// spec/transfer.yaml:218
-			{disp: fsm.Ignored, to: StateFailed, reason: "the transfer is settled; late results and deadlines change nothing"},
-		},
-		EventResultFailed: {
-			// spec/transfer.yaml:218
-			{disp: fsm.Ignored, to: StateFailed, reason: "the transfer is settled; late results and deadlines change nothing"},
-		},
-		EventResultUnknown: {
-			// spec/transfer.yaml:218
-			{disp: fsm.Ignored, to: StateFailed, reason: "the transfer is settled; late results and deadlines change nothing"},
-		},
-		EventMalformedFrame: {
-			// spec/transfer.yaml:218
-			{disp: fsm.Ignored, to: StateFailed, reason: "the transfer is settled; late results and deadlines change nothing"},
-		},
-		EventTransferBudget: {
-			// spec/transfer.yaml:218
-			{disp: fsm.Ignored, to: StateFailed, reason: "the transfer is settled; late results and deadlines change nothing"},
-		},
-		EventConnectionLost: {
-			// spec/transfer.yaml:218
-			{disp: fsm.Ignored, to: StateFailed, reason: "the transfer is settled; late results and deadlines change nothing"},
-		},
-	},
-	StateUnknown: {
-		EventBegin: {
-			// spec/transfer.yaml:221
-			{disp: fsm.Rejected, to: StateUnknown, reason: "the transfer is settled; transfers are never replayed"},
-		},
-		EventChunk: {
-			// spec/transfer.yaml:221
-			{disp: fsm.Rejected, to: StateUnknown, reason: "the transfer is settled; transfers are never replayed"},
-		},
-		EventCommit: {
-			// spec/transfer.yaml:221
-			{disp: fsm.Rejected, to: StateUnknown, reason: "the transfer is settled; transfers are never replayed"},
-		},
-		EventResultReady: {
-			// spec/transfer.yaml:218
-			{disp: fsm.Ignored, to: StateUnknown, reason: "the transfer is settled; late results and deadlines change nothing"},
-		},
-		EventResultReceived: {
-			// spec/transfer.yaml:218
-			{disp: fsm.Ignored, to: StateUnknown, reason: "the transfer is settled; late results and deadlines change nothing"},
-		},
-		EventResultCompleted: {
-			// spec/transfer.yaml:218
-			{disp: fsm.Ignored, to: StateUnknown, reason: "the transfer is settled; late results and deadlines change nothing"},
-		},
-		EventResultRejected: {
-			// spec/transfer.yaml:218
-			{disp: fsm.Ignored, to: StateUnknown, reason: "the transfer is settled; late results and deadlines change nothing"},
-		},
-		EventResultFailed: {
-			// spec/transfer.yaml:218
-			{disp: fsm.Ignored, to: StateUnknown, reason: "the transfer is settled; late results and deadlines change nothing"},
-		},
-		EventResultUnknown: {
-			// spec/transfer.yaml:218
-			{disp: fsm.Ignored, to: StateUnknown, reason: "the transfer is settled; late results and deadlines change nothing"},
-		},
-		EventMalformedFrame: {
-			// spec/transfer.yaml:218
-			{disp: fsm.Ignored, to: StateUnknown, reason: "the transfer is settled; late results and deadlines change nothing"},
-		},
-		EventTransferBudget: {
-			// spec/transfer.yaml:218
-			{disp: fsm.Ignored, to: StateUnknown, reason: "the transfer is settled; late results and deadlines change nothing"},
-		},
-		EventConnectionLost: {
-			// spec/transfer.yaml:218
-			{disp: fsm.Ignored, to: StateUnknown, reason: "the transfer is settled; late results and deadlines change nothing"},
-		},
-	},
-	StateAborted: {
-		EventBegin: {
-			// spec/transfer.yaml:221
-			{disp: fsm.Rejected, to: StateAborted, reason: "the transfer is settled; transfers are never replayed"},
-		},
-		EventChunk: {
-			// spec/transfer.yaml:221
-			{disp: fsm.Rejected, to: StateAborted, reason: "the transfer is settled; transfers are never replayed"},
-		},
-		EventCommit: {
-			// spec/transfer.yaml:221
-			{disp: fsm.Rejected, to: StateAborted, reason: "the transfer is settled; transfers are never replayed"},
-		},
-		EventResultReady: {
-			// spec/transfer.yaml:218
-			{disp: fsm.Ignored, to: StateAborted, reason: "the transfer is settled; late results and deadlines change nothing"},
-		},
-		EventResultReceived: {
-			// spec/transfer.yaml:218
-			{disp: fsm.Ignored, to: StateAborted, reason: "the transfer is settled; late results and deadlines change nothing"},
-		},
-		EventResultCompleted: {
-			// spec/transfer.yaml:218
-			{disp: fsm.Ignored, to: StateAborted, reason: "the transfer is settled; late results and deadlines change nothing"},
-		},
-		EventResultRejected: {
-			// spec/transfer.yaml:218
-			{disp: fsm.Ignored, to: StateAborted, reason: "the transfer is settled; late results and deadlines change nothing"},
-		},
-		EventResultFailed: {
-			// spec/transfer.yaml:218
-			{disp: fsm.Ignored, to: StateAborted, reason: "the transfer is settled; late results and deadlines change nothing"},
-		},
-		EventResultUnknown: {
-			// spec/transfer.yaml:218
-			{disp: fsm.Ignored, to: StateAborted, reason: "the transfer is settled; late results and deadlines change nothing"},
-		},
-		EventMalformedFrame: {
-			// spec/transfer.yaml:218
-			{disp: fsm.Ignored, to: StateAborted, reason: "the transfer is settled; late results and deadlines change nothing"},
-		},
-		EventTransferBudget: {
-			// spec/transfer.yaml:218
-			{disp: fsm.Ignored, to: StateAborted, reason: "the transfer is settled; late results and deadlines change nothing"},
-		},
-		EventConnectionLost: {
-			// spec/transfer.yaml:218
-			{disp: fsm.Ignored, to: StateAborted, reason: "the transfer is settled; late results and deadlines change nothing"},
-		},
-	},
-}
-
-// init completes each candidate, and builds the error of a rejection once, so that answering an event allocates nothing.
-func init() {
-	for s := range table {
-		for e := range table[s] {
-			for i := range table[s][e] {
-				c := &table[s][e][i]
-				c.from, c.event = State(s), Event(e)
-				if c.disp == fsm.Rejected {
-					c.err = &fsm.TransitionError{
-						Event:   Event(e).String(),
-						Machine: Name,
-						Reason:  c.reason,
-						State:   State(s).String(),
-					}
-				}
-			}
-		}
-	}
-}
-
-// Transition is the pure transition function. It selects the candidate of
-// the (s, e) cell whose guard is in held (or the fallback), and returns the
-// step with its effects. It changes nothing, runs no hook and allocates
-// nothing for valid inputs: the returned step and error are shared, read-only
-// values from the table.
+// Transition is the pure transition function. It selects the candidate of the (s, e) cell whose
+// guard is in held (or the fallback) and returns the step with its effects. It changes nothing,
+// runs no hook and allocates nothing for valid inputs: the step and the error are shared,
+// read-only values of Table.
 //
-// A rejected event returns a *fsm.TransitionError naming the machine, state
-// and event (errors.Is(err, fsm.ErrRejected)); Step.To() then equals s. An
-// invalid state or event returns the zero Step and a *fsm.InvalidError.
+// A rejected event returns a *fsm.TransitionError naming the machine, state and event
+// (errors.Is(err, fsm.ErrRejected)); Step.To() then equals s. An invalid state or event returns
+// the zero Step and a *fsm.InvalidError.
 func Transition(s State, e Event, held GuardSet) (Step, error) {
-	if !s.Valid() || !e.Valid() {
-		return Step{}, check(s, e)
-	}
-	cands := table[s][e]
-	for i := range cands {
-		c := &cands[i]
-		if c.guard != 0 && !held.Has(c.guard) {
-			continue
-		}
-		// A nil *TransitionError must not become a non-nil error.
-		if c.err != nil {
-			return Step{c}, c.err
-		}
-		return Step{c}, nil
-	}
-	// The generator refuses a cell without an unguarded fallback, so this is unreachable.
-	return Step{}, &fsm.InvalidError{
-		Machine: Name,
-		Value:   s.String() + "/" + e.String(),
-		What:    "cell",
-	}
+	st, err := Table.Transition(fsm.StateID(s), fsm.EventID(e), fsm.GuardSet(held))
+	return Step{st}, err
 }
 
-// check builds the error for an invalid state or event; it is off the hot path.
-func check(s State, e Event) error {
-	if !s.Valid() {
-		return &fsm.InvalidError{
-			Machine: Name,
-			Value:   s.String(),
-			What:    "state",
-		}
-	}
-	if !e.Valid() {
-		return &fsm.InvalidError{
-			Machine: Name,
-			Value:   e.String(),
-			What:    "event",
-		}
-	}
-	return nil
+// CoreHooks is what a Core peer implements to run the transfer machine: one method per guard it
+// evaluates, per message it sends and per action it performs. The engine calls a guard while it
+// selects a candidate, and the other methods after the step, in spec order (fsm.Machine.Fire, or a
+// driver that drains an fsm.Outbox). A method must not change the machine. The *fsm.Firing is
+// reused: do not keep it after the call.
+type CoreHooks[A any] interface {
+	// GuardSlotFree reports whether no other transfer of this connection is pending or unknown
+	// (one transfer at a time per connection).
+	GuardSlotFree(f *fsm.Firing[A]) bool
+	// GuardOffsetMatches reports whether the received offset equals the in-flight chunk's offset
+	// plus its length.
+	GuardOffsetMatches(f *fsm.Firing[A]) bool
+	// DoReleaseSlot performs release_slot: Core frees the connection's transfer slot after a
+	// definite result.
+	DoReleaseSlot(f *fsm.Firing[A]) error
+	// DoMarkUnknown performs mark_unknown: Core keeps the transfer slot and ownership with an
+	// unknown outcome; no new transfer runs on this connection and nothing is replayed.
+	DoMarkUnknown(f *fsm.Firing[A]) error
 }
 
-// Hooks is what a peer implements to drive the machine: one method per
-// guard, per message the machine asks it to send and per action, plus the
-// timer methods when the machine has timers. Fire calls them with the
-// machine's lock held, in spec order, and only for effects of the machine's
-// role. A hook must not call Fire on the same machine (it would deadlock);
-// it raises follow-up events with f.Raise, which run once the current event
-// completes. The *Firing is reused: do not keep it after the hook returns.
-type Hooks[A any] interface {
-	// GuardSlotFree reports whether no other transfer of this connection is pending or unknown (one transfer at a time per connection).
-	GuardSlotFree(f *Firing[A]) bool
-	// GuardOffsetMatches reports whether the received offset equals the in-flight chunk's offset plus its length.
-	GuardOffsetMatches(f *Firing[A]) bool
-	// SendRuntimePrepareResult sends a runtime_prepare_result frame for this instance.
-	SendRuntimePrepareResult(f *Firing[A]) error
-	// StartTimer arms (or re-arms) t for t.Duration(); on expiry the peer fires t.Event().
-	StartTimer(f *Firing[A], t Timer) error
-	// StopTimer disarms t. Stopping a timer that is not armed is not an error.
-	StopTimer(f *Firing[A], t Timer) error
-	// DoStageChunk performs stage_chunk: the Runtime stages the chunk's bytes; they are not installed.
-	DoStageChunk(f *Firing[A]) error
-	// DoInstall performs install: the Runtime checks the received size and digest, applies the transfer and answers only after the application.
-	DoInstall(f *Firing[A]) error
-	// DoDiscardStaged performs discard_staged: the Runtime drops the staged bytes and frees the transfer slot; nothing reaches the installer.
-	DoDiscardStaged(f *Firing[A]) error
-	// DoReleaseSlot performs release_slot: Core frees the connection's transfer slot after a definite result.
-	DoReleaseSlot(f *Firing[A]) error
-	// DoMarkUnknown performs mark_unknown: Core keeps the transfer slot and ownership with an unknown outcome; no new transfer runs on this connection and nothing is replayed.
-	DoMarkUnknown(f *Firing[A]) error
-}
-
-// Firing describes the event being handled; hooks receive it.
-type Firing[A any] struct {
-	From  State
-	Event Event
-	To    State // the target while effects run; equals From while guards run
-	Arg   A     // the argument passed to Fire or Raise, e.g. the decoded frame
-	Role  fsm.Role
-	m     *Machine[A]
-}
-
-// Raise queues a follow-up event that runs after the current one, under the same Fire call.
-func (f *Firing[A]) Raise(e Event, arg A) error {
-	return f.m.enqueue(e, arg)
-}
-
-// Machine is one instance of the lifecycle. It is safe for concurrent use:
-// Fire serialises callers, and each caller gets the result of its own event.
-type Machine[A any] struct {
-	mu      sync.Mutex
-	state   State
-	role    fsm.Role
-	hooks   Hooks[A]
-	observe func(Step)
-	firing  Firing[A]
-	queue   fsm.Queue[Event, A]
-}
-
-// New returns a machine in the Initial state that performs the effects of role.
-func New[A any](role fsm.Role, hooks Hooks[A]) *Machine[A] {
-	return &Machine[A]{
-		hooks: hooks,
-		role:  role,
-		state: Initial,
-	}
-}
-
-// State returns the current state.
-func (m *Machine[A]) State() State {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.state
-}
-
-// Observe registers fn to be called, with the lock held, after every step, including ignored and rejected ones (for logs, metrics and trace checks). Pass nil to remove it.
-func (m *Machine[A]) Observe(fn func(Step)) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.observe = fn
-}
-
-// Fire handles event e with argument arg, then every follow-up event the
-// effects raised, in order, before returning (run to completion).
-//
-// It returns nil when the event moved the machine, kept it in place or was
-// ignored; a *fsm.TransitionError when the spec rejects it (the state is
-// unchanged and queued follow-ups are dropped); a *fsm.EffectError when a hook
-// failed (the state has already moved, the rest of the effects did not run).
-func (m *Machine[A]) Fire(e Event, arg A) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	err := m.step(e, arg)
-	for err == nil {
-		next, nextArg, ok := m.queue.Pop()
-		if !ok {
-			break
-		}
-		err = m.step(next, nextArg)
-	}
-	// An error ends the run: drop the follow-ups it left behind.
-	m.queue.Clear()
-	// Only the argument can hold on to caller memory; the rest is overwritten by the next step.
-	var zero A
-	m.firing.Arg = zero
-	return err
-}
-
-func (m *Machine[A]) enqueue(e Event, arg A) error {
-	if !m.queue.Push(e, arg) {
-		return &fsm.QueueError{
-			Event:   e.String(),
-			Machine: Name,
-		}
-	}
-	return nil
-}
-
-func (m *Machine[A]) step(e Event, arg A) error {
-	s := m.state
-	if !e.Valid() {
-		return check(s, e)
-	}
-	// Field by field: assigning a whole Firing literal costs a stalled copy on every event.
-	fr := &m.firing
-	fr.From, fr.Event, fr.To, fr.Arg, fr.Role, fr.m = s, e, s, arg, m.role, m
-	for i := range table[s][e] {
-		c := &table[s][e][i]
-		if c.guard != 0 && !m.guard(c.guard, fr) {
-			continue
-		}
-		if c.disp == fsm.Moved || c.disp == fsm.Stayed {
-			m.state, fr.To = c.to, c.to
-		}
-		if m.observe != nil {
-			m.observe(Step{c})
-		}
-		if c.err != nil {
-			return c.err
-		}
-		for j := range c.effects {
-			ef := &c.effects[j]
-			if !m.role.Performs(ef.Role) {
-				continue
-			}
-			if err := m.perform(fr, ef); err != nil {
-				return &fsm.EffectError{
-					Effect:  ef.String(),
-					Err:     err,
-					Event:   e.String(),
-					From:    s.String(),
-					Machine: Name,
-					To:      c.to.String(),
-				}
-			}
-		}
+// Core binds h as the guards and effects of a Core peer, by ID (nil for a nil h).
+func Core[A any](h CoreHooks[A]) fsm.Binding[A] {
+	if h == nil {
 		return nil
 	}
-	return nil
+	return &fsm.HookTable[A]{
+		Guards:  []func(*fsm.Firing[A]) bool{GuardSlotFree: h.GuardSlotFree, GuardOffsetMatches: h.GuardOffsetMatches},
+		Actions: []func(*fsm.Firing[A]) error{ActionReleaseSlot: h.DoReleaseSlot, ActionMarkUnknown: h.DoMarkUnknown},
+	}
 }
 
-func (m *Machine[A]) guard(g Guard, fr *Firing[A]) bool {
-	switch g {
-	case GuardSlotFree:
-		return m.hooks.GuardSlotFree(fr)
-	case GuardOffsetMatches:
-		return m.hooks.GuardOffsetMatches(fr)
-	}
-	return false
+// NewCore returns a transfer machine in its Initial state that evaluates the guards and performs
+// the effects of a Core peer through h, after each step (fsm.Machine.Fire). The Core arms no timer
+// of this machine: timers may be nil.
+func NewCore[A any](h CoreHooks[A], timers fsm.Timers[A]) (*fsm.Machine[A], error) {
+	return fsm.NewMachine(Table, fsm.RoleCore, Core[A](h), timers)
 }
 
-func (m *Machine[A]) perform(fr *Firing[A], ef *Effect) error {
-	switch ef.Kind {
-	case fsm.EffectSend:
-		switch ef.Message {
-		case MessageRuntimePrepareResult:
-			return m.hooks.SendRuntimePrepareResult(fr)
-		}
-	case fsm.EffectStart:
-		return m.hooks.StartTimer(fr, ef.Timer)
-	case fsm.EffectStop:
-		return m.hooks.StopTimer(fr, ef.Timer)
-	case fsm.EffectDo:
-		switch ef.Action {
-		case ActionStageChunk:
-			return m.hooks.DoStageChunk(fr)
-		case ActionInstall:
-			return m.hooks.DoInstall(fr)
-		case ActionDiscardStaged:
-			return m.hooks.DoDiscardStaged(fr)
-		case ActionReleaseSlot:
-			return m.hooks.DoReleaseSlot(fr)
-		case ActionMarkUnknown:
-			return m.hooks.DoMarkUnknown(fr)
-		}
-	case fsm.EffectRaise:
-		return m.enqueue(ef.Raise, fr.Arg)
-	}
-	return nil
+// RuntimeHooks is what a Runtime peer implements to run the transfer machine: one method per guard
+// it evaluates, per message it sends and per action it performs. The engine calls a guard while it
+// selects a candidate, and the other methods after the step, in spec order (fsm.Machine.Fire, or a
+// driver that drains an fsm.Outbox). A method must not change the machine. The *fsm.Firing is
+// reused: do not keep it after the call.
+type RuntimeHooks[A any] interface {
+	// GuardSlotFree reports whether no other transfer of this connection is pending or unknown
+	// (one transfer at a time per connection).
+	GuardSlotFree(f *fsm.Firing[A]) bool
+	// GuardOffsetMatches reports whether the received offset equals the in-flight chunk's offset
+	// plus its length.
+	GuardOffsetMatches(f *fsm.Firing[A]) bool
+	// SendRuntimePrepareResult sends the runtime_prepare_result frame of this instance.
+	SendRuntimePrepareResult(f *fsm.Firing[A]) error
+	// DoStageChunk performs stage_chunk: the Runtime stages the chunk's bytes; they are not
+	// installed.
+	DoStageChunk(f *fsm.Firing[A]) error
+	// DoInstall performs install: the Runtime checks the received size and digest, applies the
+	// transfer and answers only after the application.
+	DoInstall(f *fsm.Firing[A]) error
+	// DoDiscardStaged performs discard_staged: the Runtime drops the staged bytes and frees the
+	// transfer slot; nothing reaches the installer.
+	DoDiscardStaged(f *fsm.Firing[A]) error
 }
 
-// Restore puts the machine in the state saved under name (State.String) and
-// returns the timers that state keeps armed, which the peer must re-arm. It
-// runs no hook and no effect.
-func (m *Machine[A]) Restore(name string) ([]Timer, error) {
-	s, err := ParseState(name)
-	if err != nil {
-		return nil, err
+// Runtime binds h as the guards and effects of a Runtime peer, by ID (nil for a nil h).
+func Runtime[A any](h RuntimeHooks[A]) fsm.Binding[A] {
+	if h == nil {
+		return nil
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.state = s
-	return s.Timers(), nil
+	return &fsm.HookTable[A]{
+		Guards:  []func(*fsm.Firing[A]) bool{GuardSlotFree: h.GuardSlotFree, GuardOffsetMatches: h.GuardOffsetMatches},
+		Sends:   []func(*fsm.Firing[A]) error{MessageRuntimePrepareResult: h.SendRuntimePrepareResult},
+		Actions: []func(*fsm.Firing[A]) error{ActionStageChunk: h.DoStageChunk, ActionInstall: h.DoInstall, ActionDiscardStaged: h.DoDiscardStaged},
+	}
+}
+
+// NewRuntime returns a transfer machine in its Initial state that evaluates the guards and
+// performs the effects of a Runtime peer through h, after each step (fsm.Machine.Fire). timers
+// arms and disarms the timers the Runtime owns; it must not be nil.
+func NewRuntime[A any](h RuntimeHooks[A], timers fsm.Timers[A]) (*fsm.Machine[A], error) {
+	return fsm.NewMachine(Table, fsm.RoleRuntime, Runtime[A](h), timers)
 }

@@ -4,76 +4,390 @@ package transfer
 
 import (
 	"errors"
+	"fmt"
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/fsm/fsmtest"
 	"github.com/stretchr/testify/require"
-	"math/rand/v2"
-	"sync"
+	"reflect"
 	"testing"
 )
 
 const specFile = "../../spec/transfer.yaml"
 
-// recorder implements Hooks: guards answer from held, effects are logged in spec form, and the effect named fail returns errHook. raise, when set, is called from inside every hook: it exercises follow-up events.
+var roles = []fsm.Role{fsm.RoleCore, fsm.RoleRuntime}
+
+// recorder implements CoreHooks, RuntimeHooks and fsm.Timers. Guards answer from held; each hook
+// notes its method in called (when set) and its effect, in spec form, in log (unless quiet); the
+// effect named fail returns errHook.
 type recorder struct {
-	held  GuardSet
-	log   []string
-	fail  string
-	raise func(*Firing[int]) error
+	held   GuardSet
+	log    []string
+	fail   string
+	quiet  bool
+	called map[string]bool
 }
 
 var errHook = errors.New("hook failed")
-var _ Hooks[int] = (*recorder)(nil)
+var (
+	_ CoreHooks[int]    = (*recorder)(nil)
+	_ RuntimeHooks[int] = (*recorder)(nil)
+	_ fsm.Timers[int]   = (*recorder)(nil)
+)
 
-func (r *recorder) record(f *Firing[int], effect string) error {
-	r.log = append(r.log, effect)
+func (r *recorder) guard(method string, g Guard) bool {
+	if r.called != nil && method != "" {
+		r.called[method] = true
+	}
+	return r.held.Has(g)
+}
+
+func (r *recorder) effect(method, effect string) error {
+	if r.called != nil && method != "" {
+		r.called[method] = true
+	}
+	if !r.quiet {
+		r.log = append(r.log, effect)
+	}
 	if effect == r.fail {
 		return errHook
-	}
-	if r.raise != nil {
-		return r.raise(f)
 	}
 	return nil
 }
 
-func (r *recorder) GuardSlotFree(f *Firing[int]) bool {
-	return r.held.Has(GuardSlotFree)
+func (r *recorder) GuardSlotFree(*fsm.Firing[int]) bool {
+	return r.guard("GuardSlotFree", GuardSlotFree)
 }
 
-func (r *recorder) GuardOffsetMatches(f *Firing[int]) bool {
-	return r.held.Has(GuardOffsetMatches)
+func (r *recorder) GuardOffsetMatches(*fsm.Firing[int]) bool {
+	return r.guard("GuardOffsetMatches", GuardOffsetMatches)
 }
 
-func (r *recorder) SendRuntimePrepareResult(f *Firing[int]) error {
-	return r.record(f, "send runtime_prepare_result")
+func (r *recorder) SendRuntimePrepareResult(*fsm.Firing[int]) error {
+	return r.effect("SendRuntimePrepareResult", "send runtime_prepare_result")
 }
 
-func (r *recorder) StartTimer(f *Firing[int], t Timer) error {
-	return r.record(f, "start "+t.String())
+func (r *recorder) DoStageChunk(*fsm.Firing[int]) error {
+	return r.effect("DoStageChunk", "do stage_chunk")
 }
 
-func (r *recorder) StopTimer(f *Firing[int], t Timer) error {
-	return r.record(f, "stop "+t.String())
+func (r *recorder) DoInstall(*fsm.Firing[int]) error {
+	return r.effect("DoInstall", "do install")
 }
 
-func (r *recorder) DoStageChunk(f *Firing[int]) error {
-	return r.record(f, "do stage_chunk")
+func (r *recorder) DoDiscardStaged(*fsm.Firing[int]) error {
+	return r.effect("DoDiscardStaged", "do discard_staged")
 }
 
-func (r *recorder) DoInstall(f *Firing[int]) error {
-	return r.record(f, "do install")
+func (r *recorder) DoReleaseSlot(*fsm.Firing[int]) error {
+	return r.effect("DoReleaseSlot", "do release_slot")
 }
 
-func (r *recorder) DoDiscardStaged(f *Firing[int]) error {
-	return r.record(f, "do discard_staged")
+func (r *recorder) DoMarkUnknown(*fsm.Firing[int]) error {
+	return r.effect("DoMarkUnknown", "do mark_unknown")
 }
 
-func (r *recorder) DoReleaseSlot(f *Firing[int]) error {
-	return r.record(f, "do release_slot")
+func (r *recorder) StartTimer(_ *fsm.Firing[int], tm fsm.TimerID) error {
+	if r.quiet {
+		return nil // building the log entry would allocate
+	}
+	return r.effect("", "start "+Timer(tm).String())
 }
 
-func (r *recorder) DoMarkUnknown(f *Firing[int]) error {
-	return r.record(f, "do mark_unknown")
+func (r *recorder) StopTimer(_ *fsm.Firing[int], tm fsm.TimerID) error {
+	if r.quiet {
+		return nil // building the log entry would allocate
+	}
+	return r.effect("", "stop "+Timer(tm).String())
+}
+
+// newMachine returns a machine for role whose hooks and timers are rec.
+func newMachine(t *testing.T, role fsm.Role, rec *recorder) *fsm.Machine[int] {
+	t.Helper()
+	if role == fsm.RoleCore {
+		m, err := NewCore[int](rec, rec)
+		require.NoError(t, err)
+		return m
+	}
+	m, err := NewRuntime[int](rec, rec)
+	require.NoError(t, err)
+	return m
+}
+
+// heldGuards holds the guards of a GuardSet, for an fsm.Instance.
+type heldGuards GuardSet
+
+func (h heldGuards) Guard(g fsm.GuardID, _ *fsm.Firing[int]) bool {
+	return fsm.GuardSet(h).Has(g)
+}
+
+type cellCase struct {
+	line    int
+	from    State
+	event   Event
+	held    GuardSet
+	disp    fsm.Disposition
+	to      State
+	guard   Guard
+	reason  string
+	effects []string              // every role's, as the spec writes them
+	logs    map[fsm.Role][]string // the hook log of each role that handles the event
+	raises  bool
+}
+
+// cellCases has one entry per candidate of every cell, computed from the spec when the code was
+// generated.
+var cellCases = []cellCase{
+	{line: 110, from: StateIdle, event: EventBegin, held: GuardSet(0).With(GuardSlotFree), disp: fsm.Moved, to: StateBeginning, guard: GuardSlotFree, effects: []string{"runtime: start transfer_budget", "runtime: send runtime_prepare_result"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"start transfer_budget", "send runtime_prepare_result"}}},
+	{line: 115, from: StateIdle, event: EventBegin, disp: fsm.Rejected, to: StateIdle, reason: "runtime_preparation_capacity: another transfer holds this connection's slot", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 122, from: StateIdle, event: EventChunk, disp: fsm.Rejected, to: StateIdle, reason: "no begin was sent for this transfer ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 122, from: StateIdle, event: EventCommit, disp: fsm.Rejected, to: StateIdle, reason: "no begin was sent for this transfer ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 122, from: StateIdle, event: EventResultReady, disp: fsm.Rejected, to: StateIdle, reason: "no begin was sent for this transfer ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 122, from: StateIdle, event: EventResultReceived, disp: fsm.Rejected, to: StateIdle, reason: "no begin was sent for this transfer ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 122, from: StateIdle, event: EventResultCompleted, disp: fsm.Rejected, to: StateIdle, reason: "no begin was sent for this transfer ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 122, from: StateIdle, event: EventResultRejected, disp: fsm.Rejected, to: StateIdle, reason: "no begin was sent for this transfer ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 122, from: StateIdle, event: EventResultFailed, disp: fsm.Rejected, to: StateIdle, reason: "no begin was sent for this transfer ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 122, from: StateIdle, event: EventResultUnknown, disp: fsm.Rejected, to: StateIdle, reason: "no begin was sent for this transfer ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 119, from: StateIdle, event: EventMalformedFrame, disp: fsm.Ignored, to: StateIdle, reason: "no transfer is pending", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 119, from: StateIdle, event: EventTransferBudget, disp: fsm.Ignored, to: StateIdle, reason: "no transfer is pending", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 119, from: StateIdle, event: EventConnectionLost, disp: fsm.Ignored, to: StateIdle, reason: "no transfer is pending", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 210, from: StateBeginning, event: EventBegin, disp: fsm.Rejected, to: StateBeginning, reason: "runtime_preparation_capacity: this transfer already began", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 130, from: StateBeginning, event: EventChunk, disp: fsm.Rejected, to: StateBeginning, reason: "the previous frame has not been answered yet", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 130, from: StateBeginning, event: EventCommit, disp: fsm.Rejected, to: StateBeginning, reason: "the previous frame has not been answered yet", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 127, from: StateBeginning, event: EventResultReady, disp: fsm.Moved, to: StateStaging, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 144, from: StateBeginning, event: EventResultReceived, disp: fsm.Rejected, to: StateBeginning, reason: "no chunk is in flight", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 166, from: StateBeginning, event: EventResultCompleted, disp: fsm.Rejected, to: StateBeginning, reason: "only a commit can complete the transfer", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 169, from: StateBeginning, event: EventResultRejected, disp: fsm.Moved, to: StateRejected, effects: []string{"runtime: stop transfer_budget", "runtime: do discard_staged", "core: do release_slot"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do release_slot"}, fsm.RoleRuntime: {"stop transfer_budget", "do discard_staged"}}},
+	{line: 173, from: StateBeginning, event: EventResultFailed, disp: fsm.Moved, to: StateFailed, effects: []string{"runtime: stop transfer_budget", "runtime: do discard_staged", "core: do release_slot"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do release_slot"}, fsm.RoleRuntime: {"stop transfer_budget", "do discard_staged"}}},
+	{line: 177, from: StateBeginning, event: EventResultUnknown, disp: fsm.Moved, to: StateUnknown, effects: []string{"runtime: stop transfer_budget", "core: do mark_unknown"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do mark_unknown"}, fsm.RoleRuntime: {"stop transfer_budget"}}},
+	{line: 183, from: StateBeginning, event: EventMalformedFrame, disp: fsm.Moved, to: StateAborted, effects: []string{"runtime: stop transfer_budget", "runtime: do discard_staged"}, logs: map[fsm.Role][]string{fsm.RoleRuntime: {"stop transfer_budget", "do discard_staged"}}},
+	{line: 188, from: StateBeginning, event: EventTransferBudget, disp: fsm.Moved, to: StateFailed, effects: []string{"runtime: do discard_staged", "runtime: send runtime_prepare_result"}, logs: map[fsm.Role][]string{fsm.RoleRuntime: {"do discard_staged", "send runtime_prepare_result"}}},
+	{line: 193, from: StateBeginning, event: EventConnectionLost, disp: fsm.Moved, to: StateAborted, effects: []string{"runtime: stop transfer_budget", "runtime: do discard_staged", "core: do release_slot"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do release_slot"}, fsm.RoleRuntime: {"stop transfer_budget", "do discard_staged"}}},
+	{line: 210, from: StateStaging, event: EventBegin, disp: fsm.Rejected, to: StateStaging, reason: "runtime_preparation_capacity: this transfer already began", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 135, from: StateStaging, event: EventChunk, disp: fsm.Moved, to: StateChunkSent, effects: []string{"runtime: do stage_chunk", "runtime: send runtime_prepare_result"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"do stage_chunk", "send runtime_prepare_result"}}},
+	{line: 139, from: StateStaging, event: EventCommit, disp: fsm.Moved, to: StateCommitting, effects: []string{"runtime: stop transfer_budget", "runtime: do install"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"stop transfer_budget", "do install"}}},
+	{line: 147, from: StateStaging, event: EventResultReady, disp: fsm.Rejected, to: StateStaging, reason: "the transfer is already past begin", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 144, from: StateStaging, event: EventResultReceived, disp: fsm.Rejected, to: StateStaging, reason: "no chunk is in flight", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 166, from: StateStaging, event: EventResultCompleted, disp: fsm.Rejected, to: StateStaging, reason: "only a commit can complete the transfer", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 169, from: StateStaging, event: EventResultRejected, disp: fsm.Moved, to: StateRejected, effects: []string{"runtime: stop transfer_budget", "runtime: do discard_staged", "core: do release_slot"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do release_slot"}, fsm.RoleRuntime: {"stop transfer_budget", "do discard_staged"}}},
+	{line: 173, from: StateStaging, event: EventResultFailed, disp: fsm.Moved, to: StateFailed, effects: []string{"runtime: stop transfer_budget", "runtime: do discard_staged", "core: do release_slot"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do release_slot"}, fsm.RoleRuntime: {"stop transfer_budget", "do discard_staged"}}},
+	{line: 177, from: StateStaging, event: EventResultUnknown, disp: fsm.Moved, to: StateUnknown, effects: []string{"runtime: stop transfer_budget", "core: do mark_unknown"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do mark_unknown"}, fsm.RoleRuntime: {"stop transfer_budget"}}},
+	{line: 183, from: StateStaging, event: EventMalformedFrame, disp: fsm.Moved, to: StateAborted, effects: []string{"runtime: stop transfer_budget", "runtime: do discard_staged"}, logs: map[fsm.Role][]string{fsm.RoleRuntime: {"stop transfer_budget", "do discard_staged"}}},
+	{line: 188, from: StateStaging, event: EventTransferBudget, disp: fsm.Moved, to: StateFailed, effects: []string{"runtime: do discard_staged", "runtime: send runtime_prepare_result"}, logs: map[fsm.Role][]string{fsm.RoleRuntime: {"do discard_staged", "send runtime_prepare_result"}}},
+	{line: 193, from: StateStaging, event: EventConnectionLost, disp: fsm.Moved, to: StateAborted, effects: []string{"runtime: stop transfer_budget", "runtime: do discard_staged", "core: do release_slot"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do release_slot"}, fsm.RoleRuntime: {"stop transfer_budget", "do discard_staged"}}},
+	{line: 210, from: StateChunkSent, event: EventBegin, disp: fsm.Rejected, to: StateChunkSent, reason: "runtime_preparation_capacity: this transfer already began", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 130, from: StateChunkSent, event: EventChunk, disp: fsm.Rejected, to: StateChunkSent, reason: "the previous frame has not been answered yet", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 130, from: StateChunkSent, event: EventCommit, disp: fsm.Rejected, to: StateChunkSent, reason: "the previous frame has not been answered yet", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 147, from: StateChunkSent, event: EventResultReady, disp: fsm.Rejected, to: StateChunkSent, reason: "the transfer is already past begin", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 152, from: StateChunkSent, event: EventResultReceived, held: GuardSet(0).With(GuardOffsetMatches), disp: fsm.Moved, to: StateStaging, guard: GuardOffsetMatches, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 156, from: StateChunkSent, event: EventResultReceived, disp: fsm.Rejected, to: StateChunkSent, reason: "the received offset does not match the chunk in flight", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 166, from: StateChunkSent, event: EventResultCompleted, disp: fsm.Rejected, to: StateChunkSent, reason: "only a commit can complete the transfer", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 169, from: StateChunkSent, event: EventResultRejected, disp: fsm.Moved, to: StateRejected, effects: []string{"runtime: stop transfer_budget", "runtime: do discard_staged", "core: do release_slot"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do release_slot"}, fsm.RoleRuntime: {"stop transfer_budget", "do discard_staged"}}},
+	{line: 173, from: StateChunkSent, event: EventResultFailed, disp: fsm.Moved, to: StateFailed, effects: []string{"runtime: stop transfer_budget", "runtime: do discard_staged", "core: do release_slot"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do release_slot"}, fsm.RoleRuntime: {"stop transfer_budget", "do discard_staged"}}},
+	{line: 177, from: StateChunkSent, event: EventResultUnknown, disp: fsm.Moved, to: StateUnknown, effects: []string{"runtime: stop transfer_budget", "core: do mark_unknown"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do mark_unknown"}, fsm.RoleRuntime: {"stop transfer_budget"}}},
+	{line: 183, from: StateChunkSent, event: EventMalformedFrame, disp: fsm.Moved, to: StateAborted, effects: []string{"runtime: stop transfer_budget", "runtime: do discard_staged"}, logs: map[fsm.Role][]string{fsm.RoleRuntime: {"stop transfer_budget", "do discard_staged"}}},
+	{line: 188, from: StateChunkSent, event: EventTransferBudget, disp: fsm.Moved, to: StateFailed, effects: []string{"runtime: do discard_staged", "runtime: send runtime_prepare_result"}, logs: map[fsm.Role][]string{fsm.RoleRuntime: {"do discard_staged", "send runtime_prepare_result"}}},
+	{line: 193, from: StateChunkSent, event: EventConnectionLost, disp: fsm.Moved, to: StateAborted, effects: []string{"runtime: stop transfer_budget", "runtime: do discard_staged", "core: do release_slot"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do release_slot"}, fsm.RoleRuntime: {"stop transfer_budget", "do discard_staged"}}},
+	{line: 210, from: StateCommitting, event: EventBegin, disp: fsm.Rejected, to: StateCommitting, reason: "runtime_preparation_capacity: this transfer already began", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 213, from: StateCommitting, event: EventChunk, disp: fsm.Rejected, to: StateCommitting, reason: "the commit was already sent", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 213, from: StateCommitting, event: EventCommit, disp: fsm.Rejected, to: StateCommitting, reason: "the commit was already sent", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 147, from: StateCommitting, event: EventResultReady, disp: fsm.Rejected, to: StateCommitting, reason: "the transfer is already past begin", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 144, from: StateCommitting, event: EventResultReceived, disp: fsm.Rejected, to: StateCommitting, reason: "no chunk is in flight", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 162, from: StateCommitting, event: EventResultCompleted, disp: fsm.Moved, to: StateCompleted, effects: []string{"core: do release_slot"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do release_slot"}, fsm.RoleRuntime: nil}},
+	{line: 169, from: StateCommitting, event: EventResultRejected, disp: fsm.Moved, to: StateRejected, effects: []string{"runtime: stop transfer_budget", "runtime: do discard_staged", "core: do release_slot"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do release_slot"}, fsm.RoleRuntime: {"stop transfer_budget", "do discard_staged"}}},
+	{line: 173, from: StateCommitting, event: EventResultFailed, disp: fsm.Moved, to: StateFailed, effects: []string{"runtime: stop transfer_budget", "runtime: do discard_staged", "core: do release_slot"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do release_slot"}, fsm.RoleRuntime: {"stop transfer_budget", "do discard_staged"}}},
+	{line: 177, from: StateCommitting, event: EventResultUnknown, disp: fsm.Moved, to: StateUnknown, effects: []string{"runtime: stop transfer_budget", "core: do mark_unknown"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do mark_unknown"}, fsm.RoleRuntime: {"stop transfer_budget"}}},
+	{line: 202, from: StateCommitting, event: EventMalformedFrame, disp: fsm.Ignored, to: StateCommitting, reason: "the commit is already being applied; a stray frame cannot abort it", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 205, from: StateCommitting, event: EventTransferBudget, disp: fsm.Ignored, to: StateCommitting, reason: "the budget stopped at commit", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 198, from: StateCommitting, event: EventConnectionLost, disp: fsm.Moved, to: StateUnknown, effects: []string{"core: do mark_unknown"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do mark_unknown"}, fsm.RoleRuntime: nil}},
+	{line: 221, from: StateCompleted, event: EventBegin, disp: fsm.Rejected, to: StateCompleted, reason: "the transfer is settled; transfers are never replayed", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 221, from: StateCompleted, event: EventChunk, disp: fsm.Rejected, to: StateCompleted, reason: "the transfer is settled; transfers are never replayed", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 221, from: StateCompleted, event: EventCommit, disp: fsm.Rejected, to: StateCompleted, reason: "the transfer is settled; transfers are never replayed", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 218, from: StateCompleted, event: EventResultReady, disp: fsm.Ignored, to: StateCompleted, reason: "the transfer is settled; late results and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 218, from: StateCompleted, event: EventResultReceived, disp: fsm.Ignored, to: StateCompleted, reason: "the transfer is settled; late results and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 218, from: StateCompleted, event: EventResultCompleted, disp: fsm.Ignored, to: StateCompleted, reason: "the transfer is settled; late results and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 218, from: StateCompleted, event: EventResultRejected, disp: fsm.Ignored, to: StateCompleted, reason: "the transfer is settled; late results and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 218, from: StateCompleted, event: EventResultFailed, disp: fsm.Ignored, to: StateCompleted, reason: "the transfer is settled; late results and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 218, from: StateCompleted, event: EventResultUnknown, disp: fsm.Ignored, to: StateCompleted, reason: "the transfer is settled; late results and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 218, from: StateCompleted, event: EventMalformedFrame, disp: fsm.Ignored, to: StateCompleted, reason: "the transfer is settled; late results and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 218, from: StateCompleted, event: EventTransferBudget, disp: fsm.Ignored, to: StateCompleted, reason: "the transfer is settled; late results and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 218, from: StateCompleted, event: EventConnectionLost, disp: fsm.Ignored, to: StateCompleted, reason: "the transfer is settled; late results and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 221, from: StateRejected, event: EventBegin, disp: fsm.Rejected, to: StateRejected, reason: "the transfer is settled; transfers are never replayed", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 221, from: StateRejected, event: EventChunk, disp: fsm.Rejected, to: StateRejected, reason: "the transfer is settled; transfers are never replayed", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 221, from: StateRejected, event: EventCommit, disp: fsm.Rejected, to: StateRejected, reason: "the transfer is settled; transfers are never replayed", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 218, from: StateRejected, event: EventResultReady, disp: fsm.Ignored, to: StateRejected, reason: "the transfer is settled; late results and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 218, from: StateRejected, event: EventResultReceived, disp: fsm.Ignored, to: StateRejected, reason: "the transfer is settled; late results and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 218, from: StateRejected, event: EventResultCompleted, disp: fsm.Ignored, to: StateRejected, reason: "the transfer is settled; late results and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 218, from: StateRejected, event: EventResultRejected, disp: fsm.Ignored, to: StateRejected, reason: "the transfer is settled; late results and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 218, from: StateRejected, event: EventResultFailed, disp: fsm.Ignored, to: StateRejected, reason: "the transfer is settled; late results and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 218, from: StateRejected, event: EventResultUnknown, disp: fsm.Ignored, to: StateRejected, reason: "the transfer is settled; late results and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 218, from: StateRejected, event: EventMalformedFrame, disp: fsm.Ignored, to: StateRejected, reason: "the transfer is settled; late results and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 218, from: StateRejected, event: EventTransferBudget, disp: fsm.Ignored, to: StateRejected, reason: "the transfer is settled; late results and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 218, from: StateRejected, event: EventConnectionLost, disp: fsm.Ignored, to: StateRejected, reason: "the transfer is settled; late results and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 221, from: StateFailed, event: EventBegin, disp: fsm.Rejected, to: StateFailed, reason: "the transfer is settled; transfers are never replayed", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 221, from: StateFailed, event: EventChunk, disp: fsm.Rejected, to: StateFailed, reason: "the transfer is settled; transfers are never replayed", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 221, from: StateFailed, event: EventCommit, disp: fsm.Rejected, to: StateFailed, reason: "the transfer is settled; transfers are never replayed", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 218, from: StateFailed, event: EventResultReady, disp: fsm.Ignored, to: StateFailed, reason: "the transfer is settled; late results and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 218, from: StateFailed, event: EventResultReceived, disp: fsm.Ignored, to: StateFailed, reason: "the transfer is settled; late results and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 218, from: StateFailed, event: EventResultCompleted, disp: fsm.Ignored, to: StateFailed, reason: "the transfer is settled; late results and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 218, from: StateFailed, event: EventResultRejected, disp: fsm.Ignored, to: StateFailed, reason: "the transfer is settled; late results and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 218, from: StateFailed, event: EventResultFailed, disp: fsm.Ignored, to: StateFailed, reason: "the transfer is settled; late results and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 218, from: StateFailed, event: EventResultUnknown, disp: fsm.Ignored, to: StateFailed, reason: "the transfer is settled; late results and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 218, from: StateFailed, event: EventMalformedFrame, disp: fsm.Ignored, to: StateFailed, reason: "the transfer is settled; late results and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 218, from: StateFailed, event: EventTransferBudget, disp: fsm.Ignored, to: StateFailed, reason: "the transfer is settled; late results and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 218, from: StateFailed, event: EventConnectionLost, disp: fsm.Ignored, to: StateFailed, reason: "the transfer is settled; late results and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 221, from: StateUnknown, event: EventBegin, disp: fsm.Rejected, to: StateUnknown, reason: "the transfer is settled; transfers are never replayed", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 221, from: StateUnknown, event: EventChunk, disp: fsm.Rejected, to: StateUnknown, reason: "the transfer is settled; transfers are never replayed", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 221, from: StateUnknown, event: EventCommit, disp: fsm.Rejected, to: StateUnknown, reason: "the transfer is settled; transfers are never replayed", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 218, from: StateUnknown, event: EventResultReady, disp: fsm.Ignored, to: StateUnknown, reason: "the transfer is settled; late results and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 218, from: StateUnknown, event: EventResultReceived, disp: fsm.Ignored, to: StateUnknown, reason: "the transfer is settled; late results and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 218, from: StateUnknown, event: EventResultCompleted, disp: fsm.Ignored, to: StateUnknown, reason: "the transfer is settled; late results and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 218, from: StateUnknown, event: EventResultRejected, disp: fsm.Ignored, to: StateUnknown, reason: "the transfer is settled; late results and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 218, from: StateUnknown, event: EventResultFailed, disp: fsm.Ignored, to: StateUnknown, reason: "the transfer is settled; late results and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 218, from: StateUnknown, event: EventResultUnknown, disp: fsm.Ignored, to: StateUnknown, reason: "the transfer is settled; late results and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 218, from: StateUnknown, event: EventMalformedFrame, disp: fsm.Ignored, to: StateUnknown, reason: "the transfer is settled; late results and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 218, from: StateUnknown, event: EventTransferBudget, disp: fsm.Ignored, to: StateUnknown, reason: "the transfer is settled; late results and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 218, from: StateUnknown, event: EventConnectionLost, disp: fsm.Ignored, to: StateUnknown, reason: "the transfer is settled; late results and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 221, from: StateAborted, event: EventBegin, disp: fsm.Rejected, to: StateAborted, reason: "the transfer is settled; transfers are never replayed", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 221, from: StateAborted, event: EventChunk, disp: fsm.Rejected, to: StateAborted, reason: "the transfer is settled; transfers are never replayed", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 221, from: StateAborted, event: EventCommit, disp: fsm.Rejected, to: StateAborted, reason: "the transfer is settled; transfers are never replayed", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 218, from: StateAborted, event: EventResultReady, disp: fsm.Ignored, to: StateAborted, reason: "the transfer is settled; late results and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 218, from: StateAborted, event: EventResultReceived, disp: fsm.Ignored, to: StateAborted, reason: "the transfer is settled; late results and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 218, from: StateAborted, event: EventResultCompleted, disp: fsm.Ignored, to: StateAborted, reason: "the transfer is settled; late results and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 218, from: StateAborted, event: EventResultRejected, disp: fsm.Ignored, to: StateAborted, reason: "the transfer is settled; late results and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 218, from: StateAborted, event: EventResultFailed, disp: fsm.Ignored, to: StateAborted, reason: "the transfer is settled; late results and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 218, from: StateAborted, event: EventResultUnknown, disp: fsm.Ignored, to: StateAborted, reason: "the transfer is settled; late results and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 218, from: StateAborted, event: EventMalformedFrame, disp: fsm.Ignored, to: StateAborted, reason: "the transfer is settled; late results and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 218, from: StateAborted, event: EventTransferBudget, disp: fsm.Ignored, to: StateAborted, reason: "the transfer is settled; late results and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 218, from: StateAborted, event: EventConnectionLost, disp: fsm.Ignored, to: StateAborted, reason: "the transfer is settled; late results and deadlines change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+}
+
+type pathStep struct {
+	event Event
+	held  GuardSet
+}
+
+// pathCases is a shortest path from Initial to every state.
+var pathCases = []struct {
+	target State
+	steps  []pathStep
+}{
+	{StateIdle, []pathStep{}},
+	{StateBeginning, []pathStep{{event: EventBegin, held: GuardSet(0).With(GuardSlotFree)}}},
+	{StateStaging, []pathStep{{event: EventBegin, held: GuardSet(0).With(GuardSlotFree)}, {event: EventResultReady}}},
+	{StateChunkSent, []pathStep{{event: EventBegin, held: GuardSet(0).With(GuardSlotFree)}, {event: EventResultReady}, {event: EventChunk}}},
+	{StateCommitting, []pathStep{{event: EventBegin, held: GuardSet(0).With(GuardSlotFree)}, {event: EventResultReady}, {event: EventCommit}}},
+	{StateCompleted, []pathStep{{event: EventBegin, held: GuardSet(0).With(GuardSlotFree)}, {event: EventResultReady}, {event: EventCommit}, {event: EventResultCompleted}}},
+	{StateRejected, []pathStep{{event: EventBegin, held: GuardSet(0).With(GuardSlotFree)}, {event: EventResultRejected}}},
+	{StateFailed, []pathStep{{event: EventBegin, held: GuardSet(0).With(GuardSlotFree)}, {event: EventResultFailed}}},
+	{StateUnknown, []pathStep{{event: EventBegin, held: GuardSet(0).With(GuardSlotFree)}, {event: EventResultUnknown}}},
+	{StateAborted, []pathStep{{event: EventBegin, held: GuardSet(0).With(GuardSlotFree)}, {event: EventMalformedFrame}}},
+}
+
+// stateTimers lists the timers each state keeps armed (none when absent), from the spec.
+var stateTimers = map[State][]fsm.TimerID{
+	StateBeginning: {fsm.TimerID(TimerTransferBudget)},
+	StateChunkSent: {fsm.TimerID(TimerTransferBudget)},
+	StateStaging:   {fsm.TimerID(TimerTransferBudget)},
+}
+
+// TestTableMatchesSpec checks that Table is exactly what spec.Machine.Table builds from the spec
+// file: declarations, cells, and one shared candidate per rule.
+func TestTableMatchesSpec(t *testing.T) {
+	fsmtest.SameTable(t, fsmtest.LoadMachine(t, specFile), Table)
+}
+
+// TestEveryCell checks every candidate of every cell through Transition and, for each role that
+// handles its event, through that role's machine and hooks.
+func TestEveryCell(t *testing.T) {
+	for _, c := range cellCases {
+		where := fmt.Sprintf("%s:%d: %s on %s", specFile, c.line, c.from, c.event)
+		step, trErr := Transition(c.from, c.event, c.held)
+		require.Equal(t, c.line, step.Line(), where)
+		require.Equal(t, c.from, step.From(), where)
+		require.Equal(t, c.event, step.Event(), where)
+		require.Equal(t, c.disp, step.Disposition(), where)
+		require.Equal(t, c.to, step.To(), where)
+		require.Equal(t, c.guard, step.Guard(), where)
+		require.Equal(t, c.reason, step.Reason(), where)
+		var effects []string
+		for i := range step.Effects() {
+			effects = append(effects, Table.EffectString(&step.Effects()[i]))
+		}
+		require.Equal(t, c.effects, effects, where)
+		if c.disp == fsm.Rejected {
+			require.ErrorIs(t, trErr, fsm.ErrRejected, where)
+			var te *fsm.TransitionError
+			require.ErrorAs(t, trErr, &te, where)
+			require.Equal(t, []string{Name, c.from.String(), c.event.String(), c.reason}, []string{te.Machine, te.State, te.Event, te.Reason}, where)
+		} else {
+			require.NoError(t, trErr, where)
+		}
+		for role, want := range c.logs {
+			rec := &recorder{held: c.held}
+			m := newMachine(t, role, rec)
+			_, err := m.Restore(fsm.StateID(c.from))
+			require.NoError(t, err)
+			err = m.Fire(fsm.EventID(c.event), 0)
+			if c.disp == fsm.Rejected {
+				require.ErrorIs(t, err, fsm.ErrRejected, where)
+				require.Equal(t, c.from, State(m.State()), "a rejected event leaves the state unchanged: "+where)
+				require.Empty(t, rec.log, where)
+				continue
+			}
+			require.NoError(t, err, where)
+			if c.raises {
+				continue // the raised events move on: TestInstanceWalkAgainstSpec
+			}
+			require.Equal(t, c.to, State(m.State()), where)
+			require.Equal(t, want, rec.log, "hooks of the %s: %s", role, where)
+		}
+	}
+}
+
+// TestHooksPerRole checks that each role's hooks interface holds exactly what that role calls:
+// running every cell the role handles calls every one of its methods (and TestEveryCell that none
+// is missing).
+func TestHooksPerRole(t *testing.T) {
+	for role, iface := range map[fsm.Role]reflect.Type{
+		fsm.RoleCore:    reflect.TypeFor[CoreHooks[int]](),
+		fsm.RoleRuntime: reflect.TypeFor[RuntimeHooks[int]](),
+	} {
+		rec := &recorder{called: map[string]bool{}}
+		m := newMachine(t, role, rec)
+		for _, c := range cellCases {
+			if _, ok := c.logs[role]; !ok {
+				continue
+			}
+			rec.held = c.held
+			_, err := m.Restore(fsm.StateID(c.from))
+			require.NoError(t, err)
+			_ = m.Fire(fsm.EventID(c.event), 0) // outcomes: TestEveryCell
+		}
+		var want, got []string
+		for i := range iface.NumMethod() {
+			want = append(want, iface.Method(i).Name)
+		}
+		for name := range rec.called {
+			got = append(got, name)
+		}
+		require.ElementsMatch(t, want, got, "hooks of the %s", role)
+	}
+}
+
+// TestShortestPaths walks an fsm.Instance of Table, for each role, along a shortest path to every
+// state.
+func TestShortestPaths(t *testing.T) {
+	for _, role := range roles {
+		for _, p := range pathCases {
+			in, err := fsm.NewInstance[int](Table, role)
+			require.NoError(t, err)
+			var out fsm.Outbox
+			for _, st := range p.steps {
+				require.NoError(t, in.Step(fsm.EventID(st.event), 0, heldGuards(st.held), &out), "%s: path to %s", role, p.target)
+			}
+			require.Equal(t, p.target, State(in.State()), role.String())
+		}
+	}
 }
 
 // adapter exposes Transition to fsmtest in spec names.
@@ -98,963 +412,15 @@ func adapter(t *testing.T) fsmtest.Adapter {
 		if step.Guard() != 0 {
 			res.Guard = step.Guard().String()
 		}
-		for _, ef := range step.Effects() {
-			res.Effects = append(res.Effects, ef.String())
+		for i := range step.Effects() {
+			res.Effects = append(res.Effects, Table.EffectString(&step.Effects()[i]))
 		}
 		return res
 	}}
 }
 
-type cellCase struct {
-	line                string
-	from                State
-	event               Event
-	held                GuardSet
-	disp                fsm.Disposition
-	to                  State
-	guard               Guard
-	effects             []string
-	both, core, runtime []string
-	raises              bool
-}
-
-// cellCases has one entry per candidate of every cell, computed from the spec when the code was generated.
-var cellCases = []cellCase{{
-	both:    []string{"start transfer_budget", "send runtime_prepare_result"},
-	core:    nil,
-	disp:    fsm.Moved,
-	effects: []string{"runtime: start transfer_budget", "runtime: send runtime_prepare_result"},
-	event:   EventBegin,
-	from:    StateIdle,
-	guard:   GuardSlotFree,
-	held:    GuardSet(0).With(GuardSlotFree),
-	line:    "spec/transfer.yaml:110",
-	runtime: []string{"start transfer_budget", "send runtime_prepare_result"},
-	to:      StateBeginning,
-}, {
-	disp:  fsm.Rejected,
-	event: EventBegin,
-	from:  StateIdle,
-	line:  "spec/transfer.yaml:115",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventChunk,
-	from:  StateIdle,
-	line:  "spec/transfer.yaml:122",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventCommit,
-	from:  StateIdle,
-	line:  "spec/transfer.yaml:122",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventResultReady,
-	from:  StateIdle,
-	line:  "spec/transfer.yaml:122",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventResultReceived,
-	from:  StateIdle,
-	line:  "spec/transfer.yaml:122",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventResultCompleted,
-	from:  StateIdle,
-	line:  "spec/transfer.yaml:122",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventResultRejected,
-	from:  StateIdle,
-	line:  "spec/transfer.yaml:122",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventResultFailed,
-	from:  StateIdle,
-	line:  "spec/transfer.yaml:122",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventResultUnknown,
-	from:  StateIdle,
-	line:  "spec/transfer.yaml:122",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Ignored,
-	event: EventMalformedFrame,
-	from:  StateIdle,
-	line:  "spec/transfer.yaml:119",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Ignored,
-	event: EventTransferBudget,
-	from:  StateIdle,
-	line:  "spec/transfer.yaml:119",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Ignored,
-	event: EventConnectionLost,
-	from:  StateIdle,
-	line:  "spec/transfer.yaml:119",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventBegin,
-	from:  StateBeginning,
-	line:  "spec/transfer.yaml:210",
-	to:    StateBeginning,
-}, {
-	disp:  fsm.Rejected,
-	event: EventChunk,
-	from:  StateBeginning,
-	line:  "spec/transfer.yaml:130",
-	to:    StateBeginning,
-}, {
-	disp:  fsm.Rejected,
-	event: EventCommit,
-	from:  StateBeginning,
-	line:  "spec/transfer.yaml:130",
-	to:    StateBeginning,
-}, {
-	disp:  fsm.Moved,
-	event: EventResultReady,
-	from:  StateBeginning,
-	line:  "spec/transfer.yaml:127",
-	to:    StateStaging,
-}, {
-	disp:  fsm.Rejected,
-	event: EventResultReceived,
-	from:  StateBeginning,
-	line:  "spec/transfer.yaml:144",
-	to:    StateBeginning,
-}, {
-	disp:  fsm.Rejected,
-	event: EventResultCompleted,
-	from:  StateBeginning,
-	line:  "spec/transfer.yaml:166",
-	to:    StateBeginning,
-}, {
-	both:    []string{"stop transfer_budget", "do discard_staged", "do release_slot"},
-	core:    []string{"do release_slot"},
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop transfer_budget", "runtime: do discard_staged", "core: do release_slot"},
-	event:   EventResultRejected,
-	from:    StateBeginning,
-	line:    "spec/transfer.yaml:169",
-	runtime: []string{"stop transfer_budget", "do discard_staged"},
-	to:      StateRejected,
-}, {
-	both:    []string{"stop transfer_budget", "do discard_staged", "do release_slot"},
-	core:    []string{"do release_slot"},
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop transfer_budget", "runtime: do discard_staged", "core: do release_slot"},
-	event:   EventResultFailed,
-	from:    StateBeginning,
-	line:    "spec/transfer.yaml:173",
-	runtime: []string{"stop transfer_budget", "do discard_staged"},
-	to:      StateFailed,
-}, {
-	both:    []string{"stop transfer_budget", "do mark_unknown"},
-	core:    []string{"do mark_unknown"},
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop transfer_budget", "core: do mark_unknown"},
-	event:   EventResultUnknown,
-	from:    StateBeginning,
-	line:    "spec/transfer.yaml:177",
-	runtime: []string{"stop transfer_budget"},
-	to:      StateUnknown,
-}, {
-	both:    []string{"stop transfer_budget", "do discard_staged"},
-	core:    nil,
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop transfer_budget", "runtime: do discard_staged"},
-	event:   EventMalformedFrame,
-	from:    StateBeginning,
-	line:    "spec/transfer.yaml:183",
-	runtime: []string{"stop transfer_budget", "do discard_staged"},
-	to:      StateAborted,
-}, {
-	both:    []string{"do discard_staged", "send runtime_prepare_result"},
-	core:    nil,
-	disp:    fsm.Moved,
-	effects: []string{"runtime: do discard_staged", "runtime: send runtime_prepare_result"},
-	event:   EventTransferBudget,
-	from:    StateBeginning,
-	line:    "spec/transfer.yaml:188",
-	runtime: []string{"do discard_staged", "send runtime_prepare_result"},
-	to:      StateFailed,
-}, {
-	both:    []string{"stop transfer_budget", "do discard_staged", "do release_slot"},
-	core:    []string{"do release_slot"},
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop transfer_budget", "runtime: do discard_staged", "core: do release_slot"},
-	event:   EventConnectionLost,
-	from:    StateBeginning,
-	line:    "spec/transfer.yaml:193",
-	runtime: []string{"stop transfer_budget", "do discard_staged"},
-	to:      StateAborted,
-}, {
-	disp:  fsm.Rejected,
-	event: EventBegin,
-	from:  StateStaging,
-	line:  "spec/transfer.yaml:210",
-	to:    StateStaging,
-}, {
-	both:    []string{"do stage_chunk", "send runtime_prepare_result"},
-	core:    nil,
-	disp:    fsm.Moved,
-	effects: []string{"runtime: do stage_chunk", "runtime: send runtime_prepare_result"},
-	event:   EventChunk,
-	from:    StateStaging,
-	line:    "spec/transfer.yaml:135",
-	runtime: []string{"do stage_chunk", "send runtime_prepare_result"},
-	to:      StateChunkSent,
-}, {
-	both:    []string{"stop transfer_budget", "do install"},
-	core:    nil,
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop transfer_budget", "runtime: do install"},
-	event:   EventCommit,
-	from:    StateStaging,
-	line:    "spec/transfer.yaml:139",
-	runtime: []string{"stop transfer_budget", "do install"},
-	to:      StateCommitting,
-}, {
-	disp:  fsm.Rejected,
-	event: EventResultReady,
-	from:  StateStaging,
-	line:  "spec/transfer.yaml:147",
-	to:    StateStaging,
-}, {
-	disp:  fsm.Rejected,
-	event: EventResultReceived,
-	from:  StateStaging,
-	line:  "spec/transfer.yaml:144",
-	to:    StateStaging,
-}, {
-	disp:  fsm.Rejected,
-	event: EventResultCompleted,
-	from:  StateStaging,
-	line:  "spec/transfer.yaml:166",
-	to:    StateStaging,
-}, {
-	both:    []string{"stop transfer_budget", "do discard_staged", "do release_slot"},
-	core:    []string{"do release_slot"},
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop transfer_budget", "runtime: do discard_staged", "core: do release_slot"},
-	event:   EventResultRejected,
-	from:    StateStaging,
-	line:    "spec/transfer.yaml:169",
-	runtime: []string{"stop transfer_budget", "do discard_staged"},
-	to:      StateRejected,
-}, {
-	both:    []string{"stop transfer_budget", "do discard_staged", "do release_slot"},
-	core:    []string{"do release_slot"},
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop transfer_budget", "runtime: do discard_staged", "core: do release_slot"},
-	event:   EventResultFailed,
-	from:    StateStaging,
-	line:    "spec/transfer.yaml:173",
-	runtime: []string{"stop transfer_budget", "do discard_staged"},
-	to:      StateFailed,
-}, {
-	both:    []string{"stop transfer_budget", "do mark_unknown"},
-	core:    []string{"do mark_unknown"},
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop transfer_budget", "core: do mark_unknown"},
-	event:   EventResultUnknown,
-	from:    StateStaging,
-	line:    "spec/transfer.yaml:177",
-	runtime: []string{"stop transfer_budget"},
-	to:      StateUnknown,
-}, {
-	both:    []string{"stop transfer_budget", "do discard_staged"},
-	core:    nil,
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop transfer_budget", "runtime: do discard_staged"},
-	event:   EventMalformedFrame,
-	from:    StateStaging,
-	line:    "spec/transfer.yaml:183",
-	runtime: []string{"stop transfer_budget", "do discard_staged"},
-	to:      StateAborted,
-}, {
-	both:    []string{"do discard_staged", "send runtime_prepare_result"},
-	core:    nil,
-	disp:    fsm.Moved,
-	effects: []string{"runtime: do discard_staged", "runtime: send runtime_prepare_result"},
-	event:   EventTransferBudget,
-	from:    StateStaging,
-	line:    "spec/transfer.yaml:188",
-	runtime: []string{"do discard_staged", "send runtime_prepare_result"},
-	to:      StateFailed,
-}, {
-	both:    []string{"stop transfer_budget", "do discard_staged", "do release_slot"},
-	core:    []string{"do release_slot"},
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop transfer_budget", "runtime: do discard_staged", "core: do release_slot"},
-	event:   EventConnectionLost,
-	from:    StateStaging,
-	line:    "spec/transfer.yaml:193",
-	runtime: []string{"stop transfer_budget", "do discard_staged"},
-	to:      StateAborted,
-}, {
-	disp:  fsm.Rejected,
-	event: EventBegin,
-	from:  StateChunkSent,
-	line:  "spec/transfer.yaml:210",
-	to:    StateChunkSent,
-}, {
-	disp:  fsm.Rejected,
-	event: EventChunk,
-	from:  StateChunkSent,
-	line:  "spec/transfer.yaml:130",
-	to:    StateChunkSent,
-}, {
-	disp:  fsm.Rejected,
-	event: EventCommit,
-	from:  StateChunkSent,
-	line:  "spec/transfer.yaml:130",
-	to:    StateChunkSent,
-}, {
-	disp:  fsm.Rejected,
-	event: EventResultReady,
-	from:  StateChunkSent,
-	line:  "spec/transfer.yaml:147",
-	to:    StateChunkSent,
-}, {
-	disp:  fsm.Moved,
-	event: EventResultReceived,
-	from:  StateChunkSent,
-	guard: GuardOffsetMatches,
-	held:  GuardSet(0).With(GuardOffsetMatches),
-	line:  "spec/transfer.yaml:152",
-	to:    StateStaging,
-}, {
-	disp:  fsm.Rejected,
-	event: EventResultReceived,
-	from:  StateChunkSent,
-	line:  "spec/transfer.yaml:156",
-	to:    StateChunkSent,
-}, {
-	disp:  fsm.Rejected,
-	event: EventResultCompleted,
-	from:  StateChunkSent,
-	line:  "spec/transfer.yaml:166",
-	to:    StateChunkSent,
-}, {
-	both:    []string{"stop transfer_budget", "do discard_staged", "do release_slot"},
-	core:    []string{"do release_slot"},
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop transfer_budget", "runtime: do discard_staged", "core: do release_slot"},
-	event:   EventResultRejected,
-	from:    StateChunkSent,
-	line:    "spec/transfer.yaml:169",
-	runtime: []string{"stop transfer_budget", "do discard_staged"},
-	to:      StateRejected,
-}, {
-	both:    []string{"stop transfer_budget", "do discard_staged", "do release_slot"},
-	core:    []string{"do release_slot"},
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop transfer_budget", "runtime: do discard_staged", "core: do release_slot"},
-	event:   EventResultFailed,
-	from:    StateChunkSent,
-	line:    "spec/transfer.yaml:173",
-	runtime: []string{"stop transfer_budget", "do discard_staged"},
-	to:      StateFailed,
-}, {
-	both:    []string{"stop transfer_budget", "do mark_unknown"},
-	core:    []string{"do mark_unknown"},
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop transfer_budget", "core: do mark_unknown"},
-	event:   EventResultUnknown,
-	from:    StateChunkSent,
-	line:    "spec/transfer.yaml:177",
-	runtime: []string{"stop transfer_budget"},
-	to:      StateUnknown,
-}, {
-	both:    []string{"stop transfer_budget", "do discard_staged"},
-	core:    nil,
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop transfer_budget", "runtime: do discard_staged"},
-	event:   EventMalformedFrame,
-	from:    StateChunkSent,
-	line:    "spec/transfer.yaml:183",
-	runtime: []string{"stop transfer_budget", "do discard_staged"},
-	to:      StateAborted,
-}, {
-	both:    []string{"do discard_staged", "send runtime_prepare_result"},
-	core:    nil,
-	disp:    fsm.Moved,
-	effects: []string{"runtime: do discard_staged", "runtime: send runtime_prepare_result"},
-	event:   EventTransferBudget,
-	from:    StateChunkSent,
-	line:    "spec/transfer.yaml:188",
-	runtime: []string{"do discard_staged", "send runtime_prepare_result"},
-	to:      StateFailed,
-}, {
-	both:    []string{"stop transfer_budget", "do discard_staged", "do release_slot"},
-	core:    []string{"do release_slot"},
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop transfer_budget", "runtime: do discard_staged", "core: do release_slot"},
-	event:   EventConnectionLost,
-	from:    StateChunkSent,
-	line:    "spec/transfer.yaml:193",
-	runtime: []string{"stop transfer_budget", "do discard_staged"},
-	to:      StateAborted,
-}, {
-	disp:  fsm.Rejected,
-	event: EventBegin,
-	from:  StateCommitting,
-	line:  "spec/transfer.yaml:210",
-	to:    StateCommitting,
-}, {
-	disp:  fsm.Rejected,
-	event: EventChunk,
-	from:  StateCommitting,
-	line:  "spec/transfer.yaml:213",
-	to:    StateCommitting,
-}, {
-	disp:  fsm.Rejected,
-	event: EventCommit,
-	from:  StateCommitting,
-	line:  "spec/transfer.yaml:213",
-	to:    StateCommitting,
-}, {
-	disp:  fsm.Rejected,
-	event: EventResultReady,
-	from:  StateCommitting,
-	line:  "spec/transfer.yaml:147",
-	to:    StateCommitting,
-}, {
-	disp:  fsm.Rejected,
-	event: EventResultReceived,
-	from:  StateCommitting,
-	line:  "spec/transfer.yaml:144",
-	to:    StateCommitting,
-}, {
-	both:    []string{"do release_slot"},
-	core:    []string{"do release_slot"},
-	disp:    fsm.Moved,
-	effects: []string{"core: do release_slot"},
-	event:   EventResultCompleted,
-	from:    StateCommitting,
-	line:    "spec/transfer.yaml:162",
-	runtime: nil,
-	to:      StateCompleted,
-}, {
-	both:    []string{"stop transfer_budget", "do discard_staged", "do release_slot"},
-	core:    []string{"do release_slot"},
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop transfer_budget", "runtime: do discard_staged", "core: do release_slot"},
-	event:   EventResultRejected,
-	from:    StateCommitting,
-	line:    "spec/transfer.yaml:169",
-	runtime: []string{"stop transfer_budget", "do discard_staged"},
-	to:      StateRejected,
-}, {
-	both:    []string{"stop transfer_budget", "do discard_staged", "do release_slot"},
-	core:    []string{"do release_slot"},
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop transfer_budget", "runtime: do discard_staged", "core: do release_slot"},
-	event:   EventResultFailed,
-	from:    StateCommitting,
-	line:    "spec/transfer.yaml:173",
-	runtime: []string{"stop transfer_budget", "do discard_staged"},
-	to:      StateFailed,
-}, {
-	both:    []string{"stop transfer_budget", "do mark_unknown"},
-	core:    []string{"do mark_unknown"},
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop transfer_budget", "core: do mark_unknown"},
-	event:   EventResultUnknown,
-	from:    StateCommitting,
-	line:    "spec/transfer.yaml:177",
-	runtime: []string{"stop transfer_budget"},
-	to:      StateUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventMalformedFrame,
-	from:  StateCommitting,
-	line:  "spec/transfer.yaml:202",
-	to:    StateCommitting,
-}, {
-	disp:  fsm.Ignored,
-	event: EventTransferBudget,
-	from:  StateCommitting,
-	line:  "spec/transfer.yaml:205",
-	to:    StateCommitting,
-}, {
-	both:    []string{"do mark_unknown"},
-	core:    []string{"do mark_unknown"},
-	disp:    fsm.Moved,
-	effects: []string{"core: do mark_unknown"},
-	event:   EventConnectionLost,
-	from:    StateCommitting,
-	line:    "spec/transfer.yaml:198",
-	runtime: nil,
-	to:      StateUnknown,
-}, {
-	disp:  fsm.Rejected,
-	event: EventBegin,
-	from:  StateCompleted,
-	line:  "spec/transfer.yaml:221",
-	to:    StateCompleted,
-}, {
-	disp:  fsm.Rejected,
-	event: EventChunk,
-	from:  StateCompleted,
-	line:  "spec/transfer.yaml:221",
-	to:    StateCompleted,
-}, {
-	disp:  fsm.Rejected,
-	event: EventCommit,
-	from:  StateCompleted,
-	line:  "spec/transfer.yaml:221",
-	to:    StateCompleted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultReady,
-	from:  StateCompleted,
-	line:  "spec/transfer.yaml:218",
-	to:    StateCompleted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultReceived,
-	from:  StateCompleted,
-	line:  "spec/transfer.yaml:218",
-	to:    StateCompleted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultCompleted,
-	from:  StateCompleted,
-	line:  "spec/transfer.yaml:218",
-	to:    StateCompleted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultRejected,
-	from:  StateCompleted,
-	line:  "spec/transfer.yaml:218",
-	to:    StateCompleted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultFailed,
-	from:  StateCompleted,
-	line:  "spec/transfer.yaml:218",
-	to:    StateCompleted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultUnknown,
-	from:  StateCompleted,
-	line:  "spec/transfer.yaml:218",
-	to:    StateCompleted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventMalformedFrame,
-	from:  StateCompleted,
-	line:  "spec/transfer.yaml:218",
-	to:    StateCompleted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventTransferBudget,
-	from:  StateCompleted,
-	line:  "spec/transfer.yaml:218",
-	to:    StateCompleted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventConnectionLost,
-	from:  StateCompleted,
-	line:  "spec/transfer.yaml:218",
-	to:    StateCompleted,
-}, {
-	disp:  fsm.Rejected,
-	event: EventBegin,
-	from:  StateRejected,
-	line:  "spec/transfer.yaml:221",
-	to:    StateRejected,
-}, {
-	disp:  fsm.Rejected,
-	event: EventChunk,
-	from:  StateRejected,
-	line:  "spec/transfer.yaml:221",
-	to:    StateRejected,
-}, {
-	disp:  fsm.Rejected,
-	event: EventCommit,
-	from:  StateRejected,
-	line:  "spec/transfer.yaml:221",
-	to:    StateRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultReady,
-	from:  StateRejected,
-	line:  "spec/transfer.yaml:218",
-	to:    StateRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultReceived,
-	from:  StateRejected,
-	line:  "spec/transfer.yaml:218",
-	to:    StateRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultCompleted,
-	from:  StateRejected,
-	line:  "spec/transfer.yaml:218",
-	to:    StateRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultRejected,
-	from:  StateRejected,
-	line:  "spec/transfer.yaml:218",
-	to:    StateRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultFailed,
-	from:  StateRejected,
-	line:  "spec/transfer.yaml:218",
-	to:    StateRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultUnknown,
-	from:  StateRejected,
-	line:  "spec/transfer.yaml:218",
-	to:    StateRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventMalformedFrame,
-	from:  StateRejected,
-	line:  "spec/transfer.yaml:218",
-	to:    StateRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventTransferBudget,
-	from:  StateRejected,
-	line:  "spec/transfer.yaml:218",
-	to:    StateRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventConnectionLost,
-	from:  StateRejected,
-	line:  "spec/transfer.yaml:218",
-	to:    StateRejected,
-}, {
-	disp:  fsm.Rejected,
-	event: EventBegin,
-	from:  StateFailed,
-	line:  "spec/transfer.yaml:221",
-	to:    StateFailed,
-}, {
-	disp:  fsm.Rejected,
-	event: EventChunk,
-	from:  StateFailed,
-	line:  "spec/transfer.yaml:221",
-	to:    StateFailed,
-}, {
-	disp:  fsm.Rejected,
-	event: EventCommit,
-	from:  StateFailed,
-	line:  "spec/transfer.yaml:221",
-	to:    StateFailed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultReady,
-	from:  StateFailed,
-	line:  "spec/transfer.yaml:218",
-	to:    StateFailed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultReceived,
-	from:  StateFailed,
-	line:  "spec/transfer.yaml:218",
-	to:    StateFailed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultCompleted,
-	from:  StateFailed,
-	line:  "spec/transfer.yaml:218",
-	to:    StateFailed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultRejected,
-	from:  StateFailed,
-	line:  "spec/transfer.yaml:218",
-	to:    StateFailed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultFailed,
-	from:  StateFailed,
-	line:  "spec/transfer.yaml:218",
-	to:    StateFailed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultUnknown,
-	from:  StateFailed,
-	line:  "spec/transfer.yaml:218",
-	to:    StateFailed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventMalformedFrame,
-	from:  StateFailed,
-	line:  "spec/transfer.yaml:218",
-	to:    StateFailed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventTransferBudget,
-	from:  StateFailed,
-	line:  "spec/transfer.yaml:218",
-	to:    StateFailed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventConnectionLost,
-	from:  StateFailed,
-	line:  "spec/transfer.yaml:218",
-	to:    StateFailed,
-}, {
-	disp:  fsm.Rejected,
-	event: EventBegin,
-	from:  StateUnknown,
-	line:  "spec/transfer.yaml:221",
-	to:    StateUnknown,
-}, {
-	disp:  fsm.Rejected,
-	event: EventChunk,
-	from:  StateUnknown,
-	line:  "spec/transfer.yaml:221",
-	to:    StateUnknown,
-}, {
-	disp:  fsm.Rejected,
-	event: EventCommit,
-	from:  StateUnknown,
-	line:  "spec/transfer.yaml:221",
-	to:    StateUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultReady,
-	from:  StateUnknown,
-	line:  "spec/transfer.yaml:218",
-	to:    StateUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultReceived,
-	from:  StateUnknown,
-	line:  "spec/transfer.yaml:218",
-	to:    StateUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultCompleted,
-	from:  StateUnknown,
-	line:  "spec/transfer.yaml:218",
-	to:    StateUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultRejected,
-	from:  StateUnknown,
-	line:  "spec/transfer.yaml:218",
-	to:    StateUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultFailed,
-	from:  StateUnknown,
-	line:  "spec/transfer.yaml:218",
-	to:    StateUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultUnknown,
-	from:  StateUnknown,
-	line:  "spec/transfer.yaml:218",
-	to:    StateUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventMalformedFrame,
-	from:  StateUnknown,
-	line:  "spec/transfer.yaml:218",
-	to:    StateUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventTransferBudget,
-	from:  StateUnknown,
-	line:  "spec/transfer.yaml:218",
-	to:    StateUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventConnectionLost,
-	from:  StateUnknown,
-	line:  "spec/transfer.yaml:218",
-	to:    StateUnknown,
-}, {
-	disp:  fsm.Rejected,
-	event: EventBegin,
-	from:  StateAborted,
-	line:  "spec/transfer.yaml:221",
-	to:    StateAborted,
-}, {
-	disp:  fsm.Rejected,
-	event: EventChunk,
-	from:  StateAborted,
-	line:  "spec/transfer.yaml:221",
-	to:    StateAborted,
-}, {
-	disp:  fsm.Rejected,
-	event: EventCommit,
-	from:  StateAborted,
-	line:  "spec/transfer.yaml:221",
-	to:    StateAborted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultReady,
-	from:  StateAborted,
-	line:  "spec/transfer.yaml:218",
-	to:    StateAborted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultReceived,
-	from:  StateAborted,
-	line:  "spec/transfer.yaml:218",
-	to:    StateAborted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultCompleted,
-	from:  StateAborted,
-	line:  "spec/transfer.yaml:218",
-	to:    StateAborted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultRejected,
-	from:  StateAborted,
-	line:  "spec/transfer.yaml:218",
-	to:    StateAborted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultFailed,
-	from:  StateAborted,
-	line:  "spec/transfer.yaml:218",
-	to:    StateAborted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultUnknown,
-	from:  StateAborted,
-	line:  "spec/transfer.yaml:218",
-	to:    StateAborted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventMalformedFrame,
-	from:  StateAborted,
-	line:  "spec/transfer.yaml:218",
-	to:    StateAborted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventTransferBudget,
-	from:  StateAborted,
-	line:  "spec/transfer.yaml:218",
-	to:    StateAborted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventConnectionLost,
-	from:  StateAborted,
-	line:  "spec/transfer.yaml:218",
-	to:    StateAborted,
-}}
-
-type pathStep struct {
-	event Event
-	held  GuardSet
-}
-
-// pathCases is a shortest path from Initial to every state.
-var pathCases = []struct {
-	target State
-	steps  []pathStep
-}{{StateIdle, []pathStep{}}, {StateBeginning, []pathStep{{
-	event: EventBegin,
-	held:  GuardSet(0).With(GuardSlotFree),
-}}}, {StateStaging, []pathStep{{
-	event: EventBegin,
-	held:  GuardSet(0).With(GuardSlotFree),
-}, {event: EventResultReady}}}, {StateChunkSent, []pathStep{{
-	event: EventBegin,
-	held:  GuardSet(0).With(GuardSlotFree),
-}, {event: EventResultReady}, {event: EventChunk}}}, {StateCommitting, []pathStep{{
-	event: EventBegin,
-	held:  GuardSet(0).With(GuardSlotFree),
-}, {event: EventResultReady}, {event: EventCommit}}}, {StateCompleted, []pathStep{{
-	event: EventBegin,
-	held:  GuardSet(0).With(GuardSlotFree),
-}, {event: EventResultReady}, {event: EventCommit}, {event: EventResultCompleted}}}, {StateRejected, []pathStep{{
-	event: EventBegin,
-	held:  GuardSet(0).With(GuardSlotFree),
-}, {event: EventResultRejected}}}, {StateFailed, []pathStep{{
-	event: EventBegin,
-	held:  GuardSet(0).With(GuardSlotFree),
-}, {event: EventResultFailed}}}, {StateUnknown, []pathStep{{
-	event: EventBegin,
-	held:  GuardSet(0).With(GuardSlotFree),
-}, {event: EventResultUnknown}}}, {StateAborted, []pathStep{{
-	event: EventBegin,
-	held:  GuardSet(0).With(GuardSlotFree),
-}, {event: EventMalformedFrame}}}}
-
-func TestEveryCell(t *testing.T) {
-	for _, c := range cellCases {
-		where := c.line + ": " + c.from.String() + " on " + c.event.String()
-		step, trErr := Transition(c.from, c.event, c.held)
-		require.Equal(t, c.disp, step.Disposition(), where)
-		require.Equal(t, c.to, step.To(), where)
-		require.Equal(t, c.guard, step.Guard(), where)
-		var effects []string
-		for _, ef := range step.Effects() {
-			effects = append(effects, ef.String())
-		}
-		require.Equal(t, c.effects, effects, where)
-		for _, role := range []fsm.Role{fsm.RoleBoth, fsm.RoleCore, fsm.RoleRuntime} {
-			rec := &recorder{held: c.held}
-			m := New[int](role, rec)
-			_, err := m.Restore(c.from.String())
-			require.NoError(t, err)
-			fireErr := m.Fire(c.event, 0)
-			if c.disp == fsm.Rejected {
-				require.ErrorIs(t, trErr, fsm.ErrRejected, where)
-				require.ErrorIs(t, fireErr, fsm.ErrRejected, where)
-				var te *fsm.TransitionError
-				require.ErrorAs(t, fireErr, &te, where)
-				require.Equal(t, []string{Name, c.from.String(), c.event.String()}, []string{te.Machine, te.State, te.Event}, where)
-				require.Equal(t, c.from, m.State(), "a rejected event must leave the state unchanged: "+where)
-				continue
-			}
-			require.NoError(t, trErr, where)
-			require.NoError(t, fireErr, where)
-			if c.raises {
-				continue // follow-ups move the machine further; covered by the walk tests
-			}
-			require.Equal(t, c.to, m.State(), where)
-			want := map[fsm.Role][]string{
-				fsm.RoleBoth:    c.both,
-				fsm.RoleCore:    c.core,
-				fsm.RoleRuntime: c.runtime,
-			}[role]
-			require.Equal(t, want, rec.log, "hooks run for role "+role.String()+": "+where)
-		}
-	}
-}
-
-func TestShortestPaths(t *testing.T) {
-	for _, p := range pathCases {
-		rec := &recorder{}
-		m := New[int](fsm.RoleBoth, rec)
-		for _, st := range p.steps {
-			rec.held = st.held
-			require.NoError(t, m.Fire(st.event, 0), "path to "+p.target.String())
-		}
-		require.Equal(t, p.target, m.State())
-	}
-}
-
-// TestEveryCellAgainstSpec compares every cell, under every guard assignment, with the spec interpreter reading the YAML at test time.
+// TestEveryCellAgainstSpec compares every cell, under every guard assignment, with the spec
+// interpreter reading the YAML at test time.
 func TestEveryCellAgainstSpec(t *testing.T) {
 	m := fsmtest.LoadMachine(t, specFile)
 	fsmtest.EveryCellAgainstSpec(t, m, adapter(t))
@@ -1067,101 +433,131 @@ func TestRandomWalkAgainstSpec(t *testing.T) {
 	}
 }
 
+// TestInstanceWalkAgainstSpec runs an fsm.Instance of Table for each role beside the spec
+// interpreter: raised events run to completion and each role performs only its own effects.
+func TestInstanceWalkAgainstSpec(t *testing.T) {
+	m := fsmtest.LoadMachine(t, specFile)
+	for seed := uint64(1); seed <= 4; seed++ {
+		fsmtest.InstanceWalk(t, m, Table, seed, 1000)
+	}
+}
+
 func TestDifferentialLooplab(t *testing.T) {
 	m := fsmtest.LoadMachine(t, specFile)
 	fsmtest.DifferentialLooplab(t, m, adapter(t))
 }
 
+// TestRestoreAndParse restores every state for each role (Restore returns the timers to re-arm),
+// round-trips every enum through its spec name, and refuses invalid values.
 func TestRestoreAndParse(t *testing.T) {
-	for _, s := range []State{StateIdle, StateBeginning, StateStaging, StateChunkSent, StateCommitting, StateCompleted, StateRejected, StateFailed, StateUnknown, StateAborted} {
-		m := New[int](fsm.RoleBoth, &recorder{})
-		timers, err := m.Restore(s.String())
-		require.NoError(t, err)
-		require.Equal(t, s, m.State())
-		require.Equal(t, s.Timers(), timers)
-		back, err := ParseState(s.String())
-		require.NoError(t, err)
-		require.Equal(t, s, back)
+	for s := State(1); s.Valid(); s++ {
+		for _, role := range roles {
+			m := newMachine(t, role, &recorder{})
+			timers, err := m.Restore(fsm.StateID(s))
+			require.NoError(t, err)
+			require.Equal(t, s, State(m.State()))
+			require.Equal(t, stateTimers[s], timers, "the timers to re-arm in %s", s)
+		}
 	}
-	for e := Event(1); e.Valid(); e++ {
-		back, err := ParseEvent(e.String())
+	for v := State(1); v.Valid(); v++ {
+		back, err := ParseState(v.String())
 		require.NoError(t, err)
-		require.Equal(t, e, back)
+		require.Equal(t, v, back)
 	}
-	_, err := New[int](fsm.RoleBoth, &recorder{}).Restore("no_such_state")
-	require.ErrorIs(t, err, fsm.ErrInvalid)
+	for v := Event(1); v.Valid(); v++ {
+		back, err := ParseEvent(v.String())
+		require.NoError(t, err)
+		require.Equal(t, v, back)
+	}
+	for v := Timer(1); v.Valid(); v++ {
+		back, err := ParseTimer(v.String())
+		require.NoError(t, err)
+		require.Equal(t, v, back)
+	}
+	for v := Guard(1); v.Valid(); v++ {
+		back, err := ParseGuard(v.String())
+		require.NoError(t, err)
+		require.Equal(t, v, back)
+	}
+	for v := Action(1); v.Valid(); v++ {
+		back, err := ParseAction(v.String())
+		require.NoError(t, err)
+		require.Equal(t, v, back)
+	}
+	for v := Message(1); v.Valid(); v++ {
+		back, err := ParseMessage(v.String())
+		require.NoError(t, err)
+		require.Equal(t, v, back)
+	}
+	require.False(t, State(11).Valid())
 	require.Equal(t, "State(0)", State(0).String())
+	_, err := ParseState("no_such_state")
+	require.ErrorIs(t, err, fsm.ErrInvalid)
+	_, err = newMachine(t, fsm.RoleCore, &recorder{}).Restore(0)
+	require.ErrorIs(t, err, fsm.ErrInvalid)
 	_, err = Transition(Initial, Event(0), 0)
 	require.ErrorIs(t, err, fsm.ErrInvalid)
+	_, err = Transition(State(0), Event(1), 0)
+	require.ErrorIs(t, err, fsm.ErrInvalid)
 }
 
-// TestConcurrentFire fires from several goroutines at once: every step the observer sees must start where the previous one ended, which holds only if Fire serialises its callers.
-func TestConcurrentFire(t *testing.T) {
-	for round := 0; round < 20; round++ {
-		m := New[int](fsm.RoleBoth, &recorder{held: GuardSet(round)})
-		var steps []Step
-		m.Observe(func(s Step) {
-			steps = append(steps, s)
-		})
-		var wg sync.WaitGroup
-		for g := 0; g < 4; g++ {
-			wg.Go(func() {
-				rng := rand.New(rand.NewPCG(uint64(round), uint64(g)))
-				for i := 0; i < 50; i++ {
-					_ = m.Fire(Event(1+rng.IntN(numEvents)), i)
-				}
-			})
-		}
-		wg.Wait()
-		require.GreaterOrEqual(t, len(steps), 200)
-		at := Initial
-		for _, s := range steps {
-			require.Equal(t, at, s.From())
-			at = s.To()
-		}
-		require.Equal(t, at, m.State())
-	}
+// TestNewRefusesMissingParts checks that a machine needs its hooks, and its timers when its role
+// arms any.
+func TestNewRefusesMissingParts(t *testing.T) {
+	_, err := NewCore[int](nil, nil)
+	require.Error(t, err, "a Core machine needs hooks")
+	_, err = NewRuntime[int](nil, nil)
+	require.Error(t, err, "a Runtime machine needs hooks")
+	_, err = NewRuntime[int](&recorder{}, nil)
+	require.Error(t, err, "the Runtime arms timers")
 }
 
-// TestEffectError makes the first hook of spec/transfer.yaml:135 fail: the state has moved and the error names the effect.
+// TestEffectError makes the Runtime's first hook of spec/transfer.yaml:135 fail: the state has
+// moved, the error names the effect and the effects after it do not run.
 func TestEffectError(t *testing.T) {
-	m := New[int](fsm.RoleBoth, &recorder{fail: "do stage_chunk"})
-	_, err := m.Restore("staging")
+	rec := &recorder{fail: "do stage_chunk"}
+	m := newMachine(t, fsm.RoleRuntime, rec)
+	_, err := m.Restore(fsm.StateID(StateStaging))
 	require.NoError(t, err)
-	err = m.Fire(EventChunk, 0)
+	err = m.Fire(fsm.EventID(EventChunk), 0)
 	require.ErrorIs(t, err, fsm.ErrEffect)
 	require.ErrorIs(t, err, errHook)
 	var ee *fsm.EffectError
 	require.ErrorAs(t, err, &ee)
-	require.Equal(t, StateChunkSent, m.State())
+	require.Equal(t, "runtime: do stage_chunk", ee.Effect)
+	require.Equal(t, StateChunkSent, State(m.State()))
+	require.Equal(t, []string{"do stage_chunk"}, rec.log)
 }
 
-// TestFollowUpFromHook raises result_rejected from inside a hook of spec/transfer.yaml:135: it runs after the current event, under the same Fire, without deadlocking.
-func TestFollowUpFromHook(t *testing.T) {
-	rec := &recorder{}
-	raised := false
-	rec.raise = func(f *Firing[int]) error {
-		if raised {
-			return nil
+var (
+	sinkStep Step
+	sinkErr  error
+)
+
+// TestNoAllocations checks that Transition, and Fire for each role with hooks that allocate
+// nothing, allocate nothing in any cell.
+func TestNoAllocations(t *testing.T) {
+	allocs := testing.AllocsPerRun(10, func() {
+		for _, c := range cellCases {
+			sinkStep, sinkErr = Transition(c.from, c.event, c.held)
 		}
-		raised = true
-		return f.Raise(EventResultRejected, 7)
-	}
-	m := New[int](fsm.RoleBoth, rec)
-	_, err := m.Restore("staging")
-	require.NoError(t, err)
-	require.NoError(t, m.Fire(EventChunk, 0))
-	require.Equal(t, StateRejected, m.State())
-	// An unbounded chain of follow-ups fails instead of spinning.
-	rec.raise = func(f *Firing[int]) error {
-		for range fsm.QueueCapacity + 1 {
-			if err := f.Raise(EventResultRejected, 7); err != nil {
-				return err
+	})
+	require.Zero(t, allocs, "Transition")
+	for _, role := range roles {
+		rec := &recorder{quiet: true}
+		m := newMachine(t, role, rec)
+		allocs := testing.AllocsPerRun(10, func() {
+			for _, c := range cellCases {
+				if _, ok := c.logs[role]; !ok {
+					continue
+				}
+				rec.held = c.held
+				if _, err := m.Restore(fsm.StateID(c.from)); err != nil {
+					panic(err)
+				}
+				sinkErr = m.Fire(fsm.EventID(c.event), 0)
 			}
-		}
-		return nil
+		})
+		require.Zero(t, allocs, "Fire as %s", role)
 	}
-	_, err = m.Restore("staging")
-	require.NoError(t, err)
-	require.ErrorIs(t, m.Fire(EventChunk, 0), fsm.ErrQueueFull)
 }

@@ -2,25 +2,25 @@
 
 // Package workspace_read is the generated workspace_read machine.
 //
-// One bounded workspace read (file bytes or one directory listing) aimed at a
-// preparation handle, or at the Run that took that handle over, on the
-// connection the owner lives on. Success needs the whole data (or data marked
-// as truncated) plus a confirmed close of the native handle; a clean refusal
-// returns no data at all; anything in between counts as unknown and blocks
-// every later read on the same owner. Reads are never retried or replayed.
+// One bounded workspace read (file bytes or one directory listing) aimed at a preparation handle,
+// or at the Run that took that handle over, on the connection the owner lives on. Success needs
+// the whole data (or data marked as truncated) plus a confirmed close of the native handle; a
+// clean refusal returns no data at all; anything in between counts as unknown and blocks every
+// later read on the same owner. Reads are never retried or replayed.
 //
-// One instance per operation ID (Envelope.id of workspace_read and
-// workspace_read_result, 1 to 128 bytes).
+// One instance per operation ID (Envelope.id of workspace_read and workspace_read_result, 1 to 128
+// bytes).
 //
 // The table and every hook name come from spec/workspace_read.yaml; see
-// docs/machines/workspace_read.md for the diagram and the state × event
-// matrix.
+// docs/machines/workspace_read.md for the diagram and the state × event matrix. Table is the
+// machine as the engine (package fsm) runs it: Transition answers what an event would do, NewCore
+// and NewRuntime return a machine that performs one peer's effects through its hooks, and a driver
+// that keeps many instances steps an fsm.Instance of Table and drains its fsm.Outbox.
 package workspace_read
 
 import (
 	"github.com/agentwire/agentwire/fsm"
 	"strconv"
-	"sync"
 	"time"
 )
 
@@ -29,42 +29,41 @@ const Name = "workspace_read"
 
 // Initial is the state every new instance starts in.
 const Initial = StateIdle
-const (
-	numStates = 6
-	numEvents = 9
-)
 
-// State is a state of the workspace_read machine.
+// State is a state of the workspace_read machine; its values are the fsm.StateID of Table.
 type State uint8
 
 const (
 	// StateIdle: no read was dispatched under this operation ID
 	StateIdle State = 1
-	// StateDispatched: workspace_read was sent; the bounded waiter runs until a result, the deadline or a loss
+	// StateDispatched: workspace_read was sent; the bounded waiter runs until a result, the
+	// deadline or a loss
 	StateDispatched State = 2
-	// StateCompleted: complete bytes or entries arrived after an acknowledged close; Core returns the data
+	// StateCompleted: complete bytes or entries arrived after an acknowledged close; Core returns
+	// the data
 	StateCompleted State = 3
-	// StateTruncated: the result is explicitly truncated at the requested bound and the close was acknowledged; Core returns the partial data as such
+	// StateTruncated: the result is explicitly truncated at the requested bound and the close was
+	// acknowledged; Core returns the partial data as such
 	StateTruncated State = 4
-	// StateRejected: a safe rejection without bytes (not_found, not_directory, permission_denied, read_capacity, read_unsupported, ...)
+	// StateRejected: a safe rejection without bytes (not_found, not_directory, permission_denied,
+	// read_capacity, read_unsupported, ...)
 	StateRejected State = 5
-	// StateUnknown: the read broke off or its result is unclear; Core returns no data and the owner refuses every later read
+	// StateUnknown: the read broke off or its result is unclear; Core returns no data and the
+	// owner refuses every later read
 	StateUnknown State = 6
 )
-
-var stateNames = [...]string{"", "idle", "dispatched", "completed", "truncated", "rejected", "unknown"}
 
 // String returns the spec name, or State(n) for a value outside the enum.
 func (v State) String() string {
 	if v.Valid() {
-		return stateNames[v]
+		return Table.States[v-1].Name
 	}
 	return "State(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v State) Valid() bool {
-	return v >= 1 && int(v) < len(stateNames)
+	return v >= 1 && v <= StateUnknown
 }
 
 // ParseState returns the state with the given spec name.
@@ -90,67 +89,62 @@ func ParseState(name string) (State, error) {
 	}
 }
 
-var stateOutcomes = [...]fsm.Outcome{0, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeSuccess, fsm.OutcomeSuccess, fsm.OutcomeFailure, fsm.OutcomeUnknown}
-var stateTimers = [...][]Timer{nil, nil, []Timer{TimerReadOp}, nil, nil, nil, nil}
-
 // Outcome classifies a terminal state; it is fsm.OutcomeNone for the others.
-func (s State) Outcome() fsm.Outcome {
-	if !s.Valid() {
+func (v State) Outcome() fsm.Outcome {
+	if !v.Valid() {
 		return fsm.OutcomeNone
 	}
-	return stateOutcomes[s]
+	return Table.States[v-1].Outcome
 }
 
-// Terminal reports whether the lifecycle has settled in s.
-func (s State) Terminal() bool {
-	return s.Outcome() != fsm.OutcomeNone
+// Terminal reports whether the lifecycle has settled in v.
+func (v State) Terminal() bool {
+	return v.Outcome() != fsm.OutcomeNone
 }
 
-// Timers lists the timers armed while the machine is in s: the ones a restored machine must re-arm. The slice is shared; do not modify it.
-func (s State) Timers() []Timer {
-	if !s.Valid() {
-		return nil
-	}
-	return stateTimers[s]
-}
-
-// Event is an input of the workspace_read machine: a wire message, a timer expiry or a local happening.
+// Event is an input of the workspace_read machine (a wire message, a timer expiry or a local
+// happening); its values are the fsm.EventID of Table.
 type Event uint8
 
 const (
-	// EventWorkspaceRead: handle or run_id, the exact environment_id, a path and either byte or entry limits (wire workspace_read, sent by core)
+	// EventWorkspaceRead: handle or run_id, the exact environment_id, a path and either byte or
+	// entry limits (wire workspace_read, sent by core)
 	EventWorkspaceRead Event = 1
-	// EventResultCompleted: outcome completed without truncation (wire workspace_read_result, sent by runtime)
+	// EventResultCompleted: outcome completed without truncation (wire workspace_read_result, sent
+	// by runtime)
 	EventResultCompleted Event = 2
-	// EventResultTruncated: outcome completed with explicit truncation (bytes, or the directory's truncated flag) (wire workspace_read_result, sent by runtime)
+	// EventResultTruncated: outcome completed with explicit truncation (bytes, or the directory's
+	// truncated flag) (wire workspace_read_result, sent by runtime)
 	EventResultTruncated Event = 3
-	// EventResultRejected: outcome rejected with a finite code and no bytes (wire workspace_read_result, sent by runtime)
+	// EventResultRejected: outcome rejected with a finite code and no bytes (wire
+	// workspace_read_result, sent by runtime)
 	EventResultRejected Event = 4
-	// EventResultUnknown: outcome unknown (read_unconfirmed) (wire workspace_read_result, sent by runtime)
+	// EventResultUnknown: outcome unknown (read_unconfirmed) (wire workspace_read_result, sent by
+	// runtime)
 	EventResultUnknown Event = 5
 	// EventReadOp: twelve seconds after dispatch without a result (timer 12s, owned by core)
 	EventReadOp Event = 6
-	// EventConnectionLost: the connection that carried the read closed or was replaced (local, observed by both)
+	// EventConnectionLost: the connection that carried the read closed or was replaced (local,
+	// observed by both)
 	EventConnectionLost Event = 7
 	// EventObserverCancelled: the caller waiting for the read gave up (local, observed by core)
 	EventObserverCancelled Event = 8
-	// EventOwnerClosed: the owning handle was released, handed over to its Run, or closed (local, observed by both)
+	// EventOwnerClosed: the owning handle was released, handed over to its Run, or closed (local,
+	// observed by both)
 	EventOwnerClosed Event = 9
 )
-
-var eventNames = [...]string{"", "workspace_read", "result_completed", "result_truncated", "result_rejected", "result_unknown", "read_op", "connection_lost", "observer_cancelled", "owner_closed"}
 
 // String returns the spec name, or Event(n) for a value outside the enum.
 func (v Event) String() string {
 	if v.Valid() {
-		return eventNames[v]
+		return Table.Events[v-1].Name
 	}
 	return "Event(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v Event) Valid() bool {
-	return v >= 1 && int(v) < len(eventNames)
+	return v >= 1 && v <= EventOwnerClosed
 }
 
 // ParseEvent returns the event with the given spec name.
@@ -182,35 +176,41 @@ func ParseEvent(name string) (Event, error) {
 	}
 }
 
-var eventKinds = [...]fsm.EventKind{0, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventTimer, fsm.EventLocal, fsm.EventLocal, fsm.EventLocal}
-var eventMessages = [...]string{"", "workspace_read", "workspace_read_result", "workspace_read_result", "workspace_read_result", "workspace_read_result", "", "", "", ""}
-var eventRoles = [...]fsm.Role{0, fsm.RoleCore, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleCore, fsm.RoleBoth, fsm.RoleCore, fsm.RoleBoth}
-
-// Kind says whether e is a wire message, a timer or a local event.
-func (e Event) Kind() fsm.EventKind {
-	if !e.Valid() {
-		return eventKinds[0]
+// Kind says whether v is a wire message, a timer expiry or a local event.
+func (v Event) Kind() fsm.EventKind {
+	if !v.Valid() {
+		return 0
 	}
-	return eventKinds[e]
-}
-
-// Message is the wire type of a message event, or "" for timers and local events. Several events may share one wire type (a status frame with different states).
-func (e Event) Message() string {
-	if !e.Valid() {
-		return eventMessages[0]
-	}
-	return eventMessages[e]
+	return Table.Events[v-1].Kind
 }
 
 // Role is the sender of a message event, the owner of a timer or the observer of a local event.
-func (e Event) Role() fsm.Role {
-	if !e.Valid() {
-		return eventRoles[0]
+func (v Event) Role() fsm.Role {
+	if !v.Valid() {
+		return 0
 	}
-	return eventRoles[e]
+	return Table.Events[v-1].Role
 }
 
-// Timer is a named timer. Arming and disarming are effects; expiry is the event of the same name.
+// Message is the wire type of a message event, or 0. Several events may share one wire type (a
+// status frame with different states).
+func (v Event) Message() Message {
+	if !v.Valid() {
+		return 0
+	}
+	return Message(Table.Events[v-1].Message)
+}
+
+// Timer is the timer whose expiry v is, or 0.
+func (v Event) Timer() Timer {
+	if !v.Valid() {
+		return 0
+	}
+	return Timer(Table.Events[v-1].Timer)
+}
+
+// Timer is a named timer; its values are the fsm.TimerID of Table. Arming and disarming are
+// effects; expiry is the event of the same name.
 type Timer uint8
 
 const (
@@ -218,19 +218,17 @@ const (
 	TimerReadOp Timer = 1
 )
 
-var timerNames = [...]string{"", "read_op"}
-
 // String returns the spec name, or Timer(n) for a value outside the enum.
 func (v Timer) String() string {
 	if v.Valid() {
-		return timerNames[v]
+		return Table.Timers[v-1].Name
 	}
 	return "Timer(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v Timer) Valid() bool {
-	return v >= 1 && int(v) < len(timerNames)
+	return v >= 1 && v <= TimerReadOp
 }
 
 // ParseTimer returns the timer with the given spec name.
@@ -246,48 +244,47 @@ func ParseTimer(name string) (Timer, error) {
 	}
 }
 
-var timerDurations = [...]time.Duration{0, 12 * time.Second}
-var timerEvents = [...]Event{0, EventReadOp}
-
 // Duration is how long the timer runs once armed.
-func (t Timer) Duration() time.Duration {
-	if !t.Valid() {
+func (v Timer) Duration() time.Duration {
+	if !v.Valid() {
 		return 0
 	}
-	return timerDurations[t]
+	return Table.Timers[v-1].Duration
 }
 
 // Event is the event to fire when the timer expires.
-func (t Timer) Event() Event {
-	if !t.Valid() {
+func (v Timer) Event() Event {
+	if !v.Valid() {
 		return 0
 	}
-	return timerEvents[t]
+	return Event(Table.Timers[v-1].Event)
 }
 
-// Guard names a predicate the peer evaluates through its Hooks.
+// Guard is a predicate a peer evaluates through its hooks; its values are the fsm.GuardID of
+// Table.
 type Guard uint8
 
 const (
-	// GuardOwnerReadable: the target is a preparation handle or Run of this authenticated connection, bound to the very same Environment identity, not closed, and not fenced by an earlier unknown read
+	// GuardOwnerReadable: the target is a preparation handle or Run of this authenticated
+	// connection, bound to the very same Environment identity, not closed, and not fenced by an
+	// earlier unknown read
 	GuardOwnerReadable Guard = 1
-	// GuardCloseAcknowledged: the result reports the native close as acknowledged (and a directory result carries its truncated flag)
+	// GuardCloseAcknowledged: the result reports the native close as acknowledged (and a directory
+	// result carries its truncated flag)
 	GuardCloseAcknowledged Guard = 2
 )
-
-var guardNames = [...]string{"", "owner_readable", "close_acknowledged"}
 
 // String returns the spec name, or Guard(n) for a value outside the enum.
 func (v Guard) String() string {
 	if v.Valid() {
-		return guardNames[v]
+		return Table.Guards[v-1]
 	}
 	return "Guard(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v Guard) Valid() bool {
-	return v >= 1 && int(v) < len(guardNames)
+	return v >= 1 && v <= GuardCloseAcknowledged
 }
 
 // ParseGuard returns the guard with the given spec name.
@@ -305,53 +302,53 @@ func ParseGuard(name string) (Guard, error) {
 	}
 }
 
-// GuardSet is the set of guards that hold, for the pure Transition function.
-type GuardSet uint64
+// GuardSet is the set of guards that hold, for Transition; it has the layout of fsm.GuardSet.
+type GuardSet fsm.GuardSet
 
 // With returns s with g added.
 func (s GuardSet) With(g Guard) GuardSet {
-	if !g.Valid() {
-		return s
-	}
-	return s | 1<<(g-1)
+	return GuardSet(fsm.GuardSet(s).With(fsm.GuardID(g)))
 }
 
 // Has reports whether g is in s.
 func (s GuardSet) Has(g Guard) bool {
-	return g.Valid() && s&(1<<(g-1)) != 0
+	return fsm.GuardSet(s).Has(fsm.GuardID(g))
 }
 
-// Action names a local effect the peer performs through its Hooks.
+// Action is a local effect a peer performs through its hooks; its values are the fsm.ActionID of
+// Table.
 type Action uint8
 
 const (
-	// ActionReadNative: the Runtime checks the target, reads within the limits, closes the native handle and only then answers
+	// ActionReadNative: the Runtime checks the target, reads within the limits, closes the native
+	// handle and only then answers
 	ActionReadNative Action = 1
-	// ActionDeliverResult: Core returns the data (marked truncated when it is) after the confirmed close and releases its reservation
+	// ActionDeliverResult: Core returns the data (marked truncated when it is) after the confirmed
+	// close and releases its reservation
 	ActionDeliverResult Action = 2
 	// ActionRecordRejection: Core returns the finite error without data
 	ActionRecordRejection Action = 3
-	// ActionFenceOwner: no further read is admitted on this owner; Core returns unavailable without data
+	// ActionFenceOwner: no further read is admitted on this owner; Core returns unavailable
+	// without data
 	ActionFenceOwner Action = 4
-	// ActionDetachObserver: Core answers the cancelled caller but keeps the bounded waiter of the dispatched read
+	// ActionDetachObserver: Core answers the cancelled caller but keeps the bounded waiter of the
+	// dispatched read
 	ActionDetachObserver Action = 5
 	// ActionCloseAdmission: the owner admits no new read; the dispatched one keeps its waiter
 	ActionCloseAdmission Action = 6
 )
 
-var actionNames = [...]string{"", "read_native", "deliver_result", "record_rejection", "fence_owner", "detach_observer", "close_admission"}
-
 // String returns the spec name, or Action(n) for a value outside the enum.
 func (v Action) String() string {
 	if v.Valid() {
-		return actionNames[v]
+		return Table.Actions[v-1]
 	}
 	return "Action(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v Action) Valid() bool {
-	return v >= 1 && int(v) < len(actionNames)
+	return v >= 1 && v <= ActionCloseAdmission
 }
 
 // ParseAction returns the action with the given spec name.
@@ -377,655 +374,332 @@ func ParseAction(name string) (Action, error) {
 	}
 }
 
-// Message is a wire type this machine asks a peer to send.
+// Message is a wire type the machine sends or observes; its values are the fsm.MessageID of Table.
 type Message uint8
 
-var messageNames = [...]string{""}
+const (
+	// MessageWorkspaceRead: observed as an event
+	MessageWorkspaceRead Message = 1
+	// MessageWorkspaceReadResult: observed as an event
+	MessageWorkspaceReadResult Message = 2
+)
 
 // String returns the spec name, or Message(n) for a value outside the enum.
 func (v Message) String() string {
 	if v.Valid() {
-		return messageNames[v]
+		return Table.Messages[v-1]
 	}
 	return "Message(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v Message) Valid() bool {
-	return v >= 1 && int(v) < len(messageNames)
+	return v >= 1 && v <= MessageWorkspaceReadResult
 }
 
-// Effect is one step a transition asks a peer to perform, in spec order.
-type Effect struct {
-	Kind fsm.EffectKind
-	// Role is the peer that performs the effect; RoleBoth for both.
-	Role    fsm.Role
-	Message Message // EffectSend
-	Timer   Timer   // EffectStart, EffectStop
-	Action  Action  // EffectDo
-	Raise   Event   // EffectRaise
-}
-
-// String renders the effect as the spec writes it, e.g. "runtime: send preparation_status".
-func (e Effect) String() string {
-	prefix := ""
-	if e.Role != fsm.RoleBoth {
-		prefix = e.Role.String() + ": "
+// ParseMessage returns the message with the given spec name.
+func ParseMessage(name string) (Message, error) {
+	switch name {
+	case "workspace_read":
+		return MessageWorkspaceRead, nil
+	case "workspace_read_result":
+		return MessageWorkspaceReadResult, nil
 	}
-	switch e.Kind {
-	case fsm.EffectSend:
-		return prefix + "send " + e.Message.String()
-	case fsm.EffectStart:
-		return prefix + "start " + e.Timer.String()
-	case fsm.EffectStop:
-		return prefix + "stop " + e.Timer.String()
-	case fsm.EffectDo:
-		return prefix + "do " + e.Action.String()
-	case fsm.EffectRaise:
-		return prefix + "raise " + e.Raise.String()
+	return 0, &fsm.InvalidError{
+		Machine: Name,
+		Value:   fsm.Quote(name),
+		What:    "message name",
 	}
-	return prefix + e.Kind.String()
 }
 
-// Step is what one event did: a read-only view of the selected candidate of
-// its cell. It is a single pointer into the generated table, so returning it
-// costs nothing and nobody can change the table through it. The zero Step,
-// returned for an invalid state or event, reports zero values.
+// The candidates of Table, one per rule of spec/workspace_read.yaml and shared by every cell the
+// rule covers (a rule that lists its own target among its sources is two: a move from the others
+// and an internal transition in the target).
+var (
+	rule91 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnerReadable), Disp: fsm.Moved, To: fsm.StateID(StateDispatched), Line: 91, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadOp)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionReadNative)},
+	}}
+	rule96  = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the owner is closed, fenced by an earlier unknown read, or not on this connection", Line: 96}
+	rule99  = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no read is dispatched", Line: 99}
+	rule102 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no read was dispatched under this operation ID", Line: 102}
+	rule107 = &fsm.Candidate{Guard: fsm.GuardID(GuardCloseAcknowledged), Disp: fsm.Moved, To: fsm.StateID(StateCompleted), Line: 107, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadOp)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionDeliverResult)},
+	}}
+	rule112 = &fsm.Candidate{Guard: fsm.GuardID(GuardCloseAcknowledged), Disp: fsm.Moved, To: fsm.StateID(StateTruncated), Line: 112, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadOp)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionDeliverResult)},
+	}}
+	rule117 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 117, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadOp)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionFenceOwner)},
+	}}
+	rule122 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 122, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadOp)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordRejection)},
+	}}
+	rule126 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 126, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadOp)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionFenceOwner)},
+	}}
+	rule130 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 130, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionFenceOwner)},
+	}}
+	rule134 = &fsm.Candidate{Disp: fsm.Stayed, Line: 134, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionDetachObserver)},
+	}}
+	rule138 = &fsm.Candidate{Disp: fsm.Stayed, Line: 138, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionCloseAdmission)},
+	}}
+	rule142 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "this operation ID already has a read in flight; a duplicate starts nothing", Line: 142}
+	rule147 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the read is settled; late results change nothing", Line: 147}
+	rule150 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the operation ID is settled; a read is never retried or replayed", Line: 150}
+)
+
+// Table is the workspace_read machine as the engine runs it, sealed: every (state, event) cell
+// lists its candidates in the order they are tried, the unguarded fallback last. It is exactly
+// what spec.Machine.Table builds from spec/workspace_read.yaml. Treat it as read-only.
+var Table = fsm.MustSeal(&fsm.Table{
+	Name:   Name,
+	Source: "spec/workspace_read.yaml",
+	States: []fsm.StateDecl{
+		{Name: "idle"},
+		{Name: "dispatched", Timers: []fsm.TimerID{fsm.TimerID(TimerReadOp)}},
+		{Name: "completed", Outcome: fsm.OutcomeSuccess},
+		{Name: "truncated", Outcome: fsm.OutcomeSuccess},
+		{Name: "rejected", Outcome: fsm.OutcomeFailure},
+		{Name: "unknown", Outcome: fsm.OutcomeUnknown},
+	},
+	Events: []fsm.EventDecl{
+		{Name: "workspace_read", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessageWorkspaceRead)},
+		{Name: "result_completed", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageWorkspaceReadResult)},
+		{Name: "result_truncated", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageWorkspaceReadResult)},
+		{Name: "result_rejected", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageWorkspaceReadResult)},
+		{Name: "result_unknown", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageWorkspaceReadResult)},
+		{Name: "read_op", Kind: fsm.EventTimer, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadOp)},
+		{Name: "connection_lost", Kind: fsm.EventLocal, Role: fsm.RoleBoth},
+		{Name: "observer_cancelled", Kind: fsm.EventLocal, Role: fsm.RoleCore},
+		{Name: "owner_closed", Kind: fsm.EventLocal, Role: fsm.RoleBoth},
+	},
+	Guards:   []string{"owner_readable", "close_acknowledged"},
+	Actions:  []string{"read_native", "deliver_result", "record_rejection", "fence_owner", "detach_observer", "close_admission"},
+	Messages: []string{"workspace_read", "workspace_read_result"},
+	Timers: []fsm.TimerDecl{
+		{Name: "read_op", Duration: 12 * time.Second, Event: fsm.EventID(EventReadOp)},
+	},
+	Initial: fsm.StateID(StateIdle),
+	Cells: []fsm.Cell{
+		// idle
+		{Cands: []*fsm.Candidate{rule91, rule96}}, // idle × workspace_read
+		{Cands: []*fsm.Candidate{rule102}},        // idle × result_completed
+		{Cands: []*fsm.Candidate{rule102}},        // idle × result_truncated
+		{Cands: []*fsm.Candidate{rule102}},        // idle × result_rejected
+		{Cands: []*fsm.Candidate{rule102}},        // idle × result_unknown
+		{Cands: []*fsm.Candidate{rule99}},         // idle × read_op
+		{Cands: []*fsm.Candidate{rule99}},         // idle × connection_lost
+		{Cands: []*fsm.Candidate{rule99}},         // idle × observer_cancelled
+		{Cands: []*fsm.Candidate{rule99}},         // idle × owner_closed
+		// dispatched
+		{Cands: []*fsm.Candidate{rule142}},          // dispatched × workspace_read
+		{Cands: []*fsm.Candidate{rule107, rule117}}, // dispatched × result_completed
+		{Cands: []*fsm.Candidate{rule112, rule117}}, // dispatched × result_truncated
+		{Cands: []*fsm.Candidate{rule122}},          // dispatched × result_rejected
+		{Cands: []*fsm.Candidate{rule126}},          // dispatched × result_unknown
+		{Cands: []*fsm.Candidate{rule130}},          // dispatched × read_op
+		{Cands: []*fsm.Candidate{rule126}},          // dispatched × connection_lost
+		{Cands: []*fsm.Candidate{rule134}},          // dispatched × observer_cancelled
+		{Cands: []*fsm.Candidate{rule138}},          // dispatched × owner_closed
+		// completed
+		{Cands: []*fsm.Candidate{rule150}}, // completed × workspace_read
+		{Cands: []*fsm.Candidate{rule147}}, // completed × result_completed
+		{Cands: []*fsm.Candidate{rule147}}, // completed × result_truncated
+		{Cands: []*fsm.Candidate{rule147}}, // completed × result_rejected
+		{Cands: []*fsm.Candidate{rule147}}, // completed × result_unknown
+		{Cands: []*fsm.Candidate{rule147}}, // completed × read_op
+		{Cands: []*fsm.Candidate{rule147}}, // completed × connection_lost
+		{Cands: []*fsm.Candidate{rule147}}, // completed × observer_cancelled
+		{Cands: []*fsm.Candidate{rule147}}, // completed × owner_closed
+		// truncated
+		{Cands: []*fsm.Candidate{rule150}}, // truncated × workspace_read
+		{Cands: []*fsm.Candidate{rule147}}, // truncated × result_completed
+		{Cands: []*fsm.Candidate{rule147}}, // truncated × result_truncated
+		{Cands: []*fsm.Candidate{rule147}}, // truncated × result_rejected
+		{Cands: []*fsm.Candidate{rule147}}, // truncated × result_unknown
+		{Cands: []*fsm.Candidate{rule147}}, // truncated × read_op
+		{Cands: []*fsm.Candidate{rule147}}, // truncated × connection_lost
+		{Cands: []*fsm.Candidate{rule147}}, // truncated × observer_cancelled
+		{Cands: []*fsm.Candidate{rule147}}, // truncated × owner_closed
+		// rejected
+		{Cands: []*fsm.Candidate{rule150}}, // rejected × workspace_read
+		{Cands: []*fsm.Candidate{rule147}}, // rejected × result_completed
+		{Cands: []*fsm.Candidate{rule147}}, // rejected × result_truncated
+		{Cands: []*fsm.Candidate{rule147}}, // rejected × result_rejected
+		{Cands: []*fsm.Candidate{rule147}}, // rejected × result_unknown
+		{Cands: []*fsm.Candidate{rule147}}, // rejected × read_op
+		{Cands: []*fsm.Candidate{rule147}}, // rejected × connection_lost
+		{Cands: []*fsm.Candidate{rule147}}, // rejected × observer_cancelled
+		{Cands: []*fsm.Candidate{rule147}}, // rejected × owner_closed
+		// unknown
+		{Cands: []*fsm.Candidate{rule150}}, // unknown × workspace_read
+		{Cands: []*fsm.Candidate{rule147}}, // unknown × result_completed
+		{Cands: []*fsm.Candidate{rule147}}, // unknown × result_truncated
+		{Cands: []*fsm.Candidate{rule147}}, // unknown × result_rejected
+		{Cands: []*fsm.Candidate{rule147}}, // unknown × result_unknown
+		{Cands: []*fsm.Candidate{rule147}}, // unknown × read_op
+		{Cands: []*fsm.Candidate{rule147}}, // unknown × connection_lost
+		{Cands: []*fsm.Candidate{rule147}}, // unknown × observer_cancelled
+		{Cands: []*fsm.Candidate{rule147}}, // unknown × owner_closed
+	},
+})
+
+// Step is what one event did: the engine's fsm.Step, a read-only view of the table candidate that
+// handled it, with typed accessors. The zero Step, returned for an invalid state or event, reports
+// zero values.
 type Step struct {
-	c *candidate
+	s fsm.Step
 }
 
 // From is the state the event arrived in.
 func (s Step) From() State {
-	if s.c == nil {
-		var zero State
-		return zero
-	}
-	return s.c.from
+	return State(s.s.From())
 }
 
 // Event is the event that was handled.
 func (s Step) Event() Event {
-	if s.c == nil {
-		var zero Event
-		return zero
-	}
-	return s.c.event
+	return Event(s.s.Event())
 }
 
 // To is the state after the step; it equals From unless the disposition is fsm.Moved.
 func (s Step) To() State {
-	if s.c == nil {
-		var zero State
-		return zero
-	}
-	return s.c.to
+	return State(s.s.To())
 }
 
 // Guard is the guard that selected the candidate, or 0 for the cell's fallback.
 func (s Step) Guard() Guard {
-	if s.c == nil {
-		var zero Guard
-		return zero
-	}
-	return s.c.guard
+	return Guard(s.s.Guard())
 }
 
 // Disposition says whether the step moved, stayed, ignored or rejected the event.
 func (s Step) Disposition() fsm.Disposition {
-	if s.c == nil {
-		var zero fsm.Disposition
-		return zero
-	}
-	return s.c.disp
+	return s.s.Disposition()
 }
 
-// Effects lists what the peer must do, in spec order; nil unless the step moved or stayed. The slice is shared: do not modify it.
-func (s Step) Effects() []Effect {
-	if s.c == nil {
-		var zero []Effect
-		return zero
-	}
-	return s.c.effects
+// Effects lists what the step asks of both peers, in spec order (a peer keeps those its role
+// performs); nil unless the step moved or stayed. Their IDs convert to this package's enums and
+// Table.EffectString renders one as the spec writes it. The slice is shared: do not modify it.
+func (s Step) Effects() []fsm.Effect {
+	return s.s.Effects()
 }
 
 // Reason is the spec's reason for an ignored or rejected event, or "".
 func (s Step) Reason() string {
-	if s.c == nil {
-		var zero string
-		return zero
-	}
-	return s.c.reason
+	return s.s.Reason()
 }
 
-type candidate struct {
-	guard   Guard
-	disp    fsm.Disposition
-	to      State
-	effects []Effect
-	reason  string
-	// from, event and err are filled in by init.
-	from  State
-	event Event
-	err   *fsm.TransitionError // non-nil exactly for rejections
+// Line is the line of the spec rule behind the step.
+func (s Step) Line() int {
+	return s.s.Line()
 }
 
-// table holds every (state, event) cell: its candidates in the order they are tried, the unguarded fallback last.
-var table = [numStates + 1][numEvents + 1][]candidate{
-	StateIdle: {
-		EventWorkspaceRead: {
-			// spec/workspace_read.yaml:91
-			{disp: fsm.Moved, guard: GuardOwnerReadable, to: StateDispatched, effects: []Effect{{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: TimerReadOp}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionReadNative}}},
-			// spec/workspace_read.yaml:96
-			{disp: fsm.Rejected, to: StateIdle, reason: "the owner is closed, fenced by an earlier unknown read, or not on this connection"},
-		},
-		EventResultCompleted: {
-			// spec/workspace_read.yaml:102
-			{disp: fsm.Rejected, to: StateIdle, reason: "no read was dispatched under this operation ID"},
-		},
-		EventResultTruncated: {
-			// spec/workspace_read.yaml:102
-			{disp: fsm.Rejected, to: StateIdle, reason: "no read was dispatched under this operation ID"},
-		},
-		EventResultRejected: {
-			// spec/workspace_read.yaml:102
-			{disp: fsm.Rejected, to: StateIdle, reason: "no read was dispatched under this operation ID"},
-		},
-		EventResultUnknown: {
-			// spec/workspace_read.yaml:102
-			{disp: fsm.Rejected, to: StateIdle, reason: "no read was dispatched under this operation ID"},
-		},
-		EventReadOp: {
-			// spec/workspace_read.yaml:99
-			{disp: fsm.Ignored, to: StateIdle, reason: "no read is dispatched"},
-		},
-		EventConnectionLost: {
-			// spec/workspace_read.yaml:99
-			{disp: fsm.Ignored, to: StateIdle, reason: "no read is dispatched"},
-		},
-		EventObserverCancelled: {
-			// spec/workspace_read.yaml:99
-			{disp: fsm.Ignored, to: StateIdle, reason: "no read is dispatched"},
-		},
-		EventOwnerClosed: {
-			// spec/workspace_read.yaml:99
-			{disp: fsm.Ignored, to: StateIdle, reason: "no read is dispatched"},
-		},
-	},
-	StateDispatched: {
-		EventWorkspaceRead: {
-			// spec/workspace_read.yaml:142
-			{disp: fsm.Rejected, to: StateDispatched, reason: "this operation ID already has a read in flight; a duplicate starts nothing"},
-		},
-		EventResultCompleted: {
-			// spec/workspace_read.yaml:107
-			{disp: fsm.Moved, guard: GuardCloseAcknowledged, to: StateCompleted, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadOp}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionDeliverResult}}},
-			// spec/workspace_read.yaml:117
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadOp}, {Kind: fsm.EffectDo, Action: ActionFenceOwner}}},
-		},
-		EventResultTruncated: {
-			// spec/workspace_read.yaml:112
-			{disp: fsm.Moved, guard: GuardCloseAcknowledged, to: StateTruncated, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadOp}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionDeliverResult}}},
-			// spec/workspace_read.yaml:117
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadOp}, {Kind: fsm.EffectDo, Action: ActionFenceOwner}}},
-		},
-		EventResultRejected: {
-			// spec/workspace_read.yaml:122
-			{disp: fsm.Moved, to: StateRejected, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadOp}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordRejection}}},
-		},
-		EventResultUnknown: {
-			// spec/workspace_read.yaml:126
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadOp}, {Kind: fsm.EffectDo, Action: ActionFenceOwner}}},
-		},
-		EventReadOp: {
-			// spec/workspace_read.yaml:130
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectDo, Action: ActionFenceOwner}}},
-		},
-		EventConnectionLost: {
-			// spec/workspace_read.yaml:126
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadOp}, {Kind: fsm.EffectDo, Action: ActionFenceOwner}}},
-		},
-		EventObserverCancelled: {
-			// spec/workspace_read.yaml:134
-			{disp: fsm.Stayed, to: StateDispatched, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionDetachObserver}}},
-		},
-		EventOwnerClosed: {
-			// spec/workspace_read.yaml:138
-			{disp: fsm.Stayed, to: StateDispatched, effects: []Effect{{Kind: fsm.EffectDo, Action: ActionCloseAdmission}}},
-		},
-	},
-	StateCompleted: {
-		EventWorkspaceRead: {
-			// spec/workspace_read.yaml:150
-			{disp: fsm.Rejected, to: StateCompleted, reason: "the operation ID is settled; a read is never retried or replayed"},
-		},
-		EventResultCompleted: {
-			// spec/workspace_read.yaml:147
-			{disp: fsm.Ignored, to: StateCompleted, reason: "the read is settled; late results change nothing"},
-		},
-		EventResultTruncated: {
-			// spec/workspace_read.yaml:147
-			{disp: fsm.Ignored, to: StateCompleted, reason: "the read is settled; late results change nothing"},
-		},
-		EventResultRejected: {
-			// spec/workspace_read.yaml:147
-			{disp: fsm.Ignored, to: StateCompleted, reason: "the read is settled; late results change nothing"},
-		},
-		EventResultUnknown: {
-			// spec/workspace_read.yaml:147
-			{disp: fsm.Ignored, to: StateCompleted, reason: "the read is settled; late results change nothing"},
-		},
-		EventReadOp: {
-			// spec/workspace_read.yaml:147
-			{disp: fsm.Ignored, to: StateCompleted, reason: "the read is settled; late results change nothing"},
-		},
-		EventConnectionLost: {
-			// spec/workspace_read.yaml:147
-			{disp: fsm.Ignored, to: StateCompleted, reason: "the read is settled; late results change nothing"},
-		},
-		EventObserverCancelled: {
-			// spec/workspace_read.yaml:147
-			{disp: fsm.Ignored, to: StateCompleted, reason: "the read is settled; late results change nothing"},
-		},
-		EventOwnerClosed: {
-			// spec/workspace_read.yaml:147
-			{disp: fsm.Ignored, to: StateCompleted, reason: "the read is settled; late results change nothing"},
-		},
-	},
-	StateTruncated: {
-		EventWorkspaceRead: {
-			// spec/workspace_read.yaml:150
-			{disp: fsm.Rejected, to: StateTruncated, reason: "the operation ID is settled; a read is never retried or replayed"},
-		},
-		EventResultCompleted: {
-			// spec/workspace_read.yaml:147
-			{disp: fsm.Ignored, to: StateTruncated, reason: "the read is settled; late results change nothing"},
-		},
-		EventResultTruncated: {
-			// spec/workspace_read.yaml:147
-			{disp: fsm.Ignored, to: StateTruncated, reason: "the read is settled; late results change nothing"},
-		},
-		EventResultRejected: {
-			// spec/workspace_read.yaml:147
-			{disp: fsm.Ignored, to: StateTruncated, reason: "the read is settled; late results change nothing"},
-		},
-		EventResultUnknown: {
-			// spec/workspace_read.yaml:147
-			{disp: fsm.Ignored, to: StateTruncated, reason: "the read is settled; late results change nothing"},
-		},
-		EventReadOp: {
-			// spec/workspace_read.yaml:147
-			{disp: fsm.Ignored, to: StateTruncated, reason: "the read is settled; late results change nothing"},
-		},
-		EventConnectionLost: {
-			// spec/workspace_read.yaml:147
-			{disp: fsm.Ignored, to: StateTruncated, reason: "the read is settled; late results change nothing"},
-		},
-		EventObserverCancelled: {
-			// spec/workspace_read.yaml:147
-			{disp: fsm.Ignored, to: StateTruncated, reason: "the read is settled; late results change nothing"},
-		},
-		EventOwnerClosed: {
-			// spec/workspace_read.yaml:147
-			{disp: fsm.Ignored, to: StateTruncated, reason: "the read is settled; late results change nothing"},
-		},
-	},
-	StateRejected: {
-		EventWorkspaceRead: {
-			// spec/workspace_read.yaml:150
-			{disp: fsm.Rejected, to: StateRejected, reason: "the operation ID is settled; a read is never retried or replayed"},
-		},
-		EventResultCompleted: {
-			// spec/workspace_read.yaml:147
-			{disp: fsm.Ignored, to: StateRejected, reason: "the read is settled; late results change nothing"},
-		},
-		EventResultTruncated: {
-			// spec/workspace_read.yaml:147
-			{disp: fsm.Ignored, to: StateRejected, reason: "the read is settled; late results change nothing"},
-		},
-		EventResultRejected: {
-			// spec/workspace_read.yaml:147
-			{disp: fsm.Ignored, to: StateRejected, reason: "the read is settled; late results change nothing"},
-		},
-		EventResultUnknown: {
-			// spec/workspace_read.yaml:147
-			{disp: fsm.Ignored, to: StateRejected, reason: "the read is settled; late results change nothing"},
-		},
-		EventReadOp: {
-			// spec/workspace_read.yaml:147
-			{disp: fsm.Ignored, to: StateRejected, reason: "the read is settled; late results change nothing"},
-		},
-		EventConnectionLost: {
-			// spec/workspace_read.yaml:147
-			{disp: fsm.Ignored, to: StateRejected, reason: "the read is settled; late results change nothing"},
-		},
-		EventObserverCancelled: {
-			// spec/workspace_read.yaml:147
-			{disp: fsm.Ignored, to: StateRejected, reason: "the read is settled; late results change nothing"},
-		},
-		EventOwnerClosed: {
-			// spec/workspace_read.yaml:147
-			{disp: fsm.Ignored, to: StateRejected, reason: "the read is settled; late results change nothing"},
-		},
-	},
-	StateUnknown: {
-		EventWorkspaceRead: {
-			// spec/workspace_read.yaml:150
-			{disp: fsm.Rejected, to: StateUnknown, reason: "the operation ID is settled; a read is never retried or replayed"},
-		},
-		EventResultCompleted: {
-			// spec/workspace_read.yaml:147
-			{disp: fsm.Ignored, to: StateUnknown, reason: "the read is settled; late results change nothing"},
-		},
-		EventResultTruncated: {
-			// spec/workspace_read.yaml:147
-			{disp: fsm.Ignored, to: StateUnknown, reason: "the read is settled; late results change nothing"},
-		},
-		EventResultRejected: {
-			// spec/workspace_read.yaml:147
-			{disp: fsm.Ignored, to: StateUnknown, reason: "the read is settled; late results change nothing"},
-		},
-		EventResultUnknown: {
-			// spec/workspace_read.yaml:147
-			{disp: fsm.Ignored, to: StateUnknown, reason: "the read is settled; late results change nothing"},
-		},
-		EventReadOp: {
-			// spec/workspace_read.yaml:147
-			{disp: fsm.Ignored, to: StateUnknown, reason: "the read is settled; late results change nothing"},
-		},
-		EventConnectionLost: {
-			// spec/workspace_read.yaml:147
-			{disp: fsm.Ignored, to: StateUnknown, reason: "the read is settled; late results change nothing"},
-		},
-		EventObserverCancelled: {
-			// spec/workspace_read.yaml:147
-			{disp: fsm.Ignored, to: StateUnknown, reason: "the read is settled; late results change nothing"},
-		},
-		EventOwnerClosed: {
-			// spec/workspace_read.yaml:147
-			{disp: fsm.Ignored, to: StateUnknown, reason: "the read is settled; late results change nothing"},
-		},
-	},
-}
-
-// init completes each candidate, and builds the error of a rejection once, so that answering an event allocates nothing.
-func init() {
-	for s := range table {
-		for e := range table[s] {
-			for i := range table[s][e] {
-				c := &table[s][e][i]
-				c.from, c.event = State(s), Event(e)
-				if c.disp == fsm.Rejected {
-					c.err = &fsm.TransitionError{
-						Event:   Event(e).String(),
-						Machine: Name,
-						Reason:  c.reason,
-						State:   State(s).String(),
-					}
-				}
-			}
-		}
-	}
-}
-
-// Transition is the pure transition function. It selects the candidate of
-// the (s, e) cell whose guard is in held (or the fallback), and returns the
-// step with its effects. It changes nothing, runs no hook and allocates
-// nothing for valid inputs: the returned step and error are shared, read-only
-// values from the table.
+// Transition is the pure transition function. It selects the candidate of the (s, e) cell whose
+// guard is in held (or the fallback) and returns the step with its effects. It changes nothing,
+// runs no hook and allocates nothing for valid inputs: the step and the error are shared,
+// read-only values of Table.
 //
-// A rejected event returns a *fsm.TransitionError naming the machine, state
-// and event (errors.Is(err, fsm.ErrRejected)); Step.To() then equals s. An
-// invalid state or event returns the zero Step and a *fsm.InvalidError.
+// A rejected event returns a *fsm.TransitionError naming the machine, state and event
+// (errors.Is(err, fsm.ErrRejected)); Step.To() then equals s. An invalid state or event returns
+// the zero Step and a *fsm.InvalidError.
 func Transition(s State, e Event, held GuardSet) (Step, error) {
-	if !s.Valid() || !e.Valid() {
-		return Step{}, check(s, e)
-	}
-	cands := table[s][e]
-	for i := range cands {
-		c := &cands[i]
-		if c.guard != 0 && !held.Has(c.guard) {
-			continue
-		}
-		// A nil *TransitionError must not become a non-nil error.
-		if c.err != nil {
-			return Step{c}, c.err
-		}
-		return Step{c}, nil
-	}
-	// The generator refuses a cell without an unguarded fallback, so this is unreachable.
-	return Step{}, &fsm.InvalidError{
-		Machine: Name,
-		Value:   s.String() + "/" + e.String(),
-		What:    "cell",
-	}
+	st, err := Table.Transition(fsm.StateID(s), fsm.EventID(e), fsm.GuardSet(held))
+	return Step{st}, err
 }
 
-// check builds the error for an invalid state or event; it is off the hot path.
-func check(s State, e Event) error {
-	if !s.Valid() {
-		return &fsm.InvalidError{
-			Machine: Name,
-			Value:   s.String(),
-			What:    "state",
-		}
-	}
-	if !e.Valid() {
-		return &fsm.InvalidError{
-			Machine: Name,
-			Value:   e.String(),
-			What:    "event",
-		}
-	}
-	return nil
-}
-
-// Hooks is what a peer implements to drive the machine: one method per
-// guard, per message the machine asks it to send and per action, plus the
-// timer methods when the machine has timers. Fire calls them with the
-// machine's lock held, in spec order, and only for effects of the machine's
-// role. A hook must not call Fire on the same machine (it would deadlock);
-// it raises follow-up events with f.Raise, which run once the current event
-// completes. The *Firing is reused: do not keep it after the hook returns.
-type Hooks[A any] interface {
-	// GuardOwnerReadable reports whether the target is a preparation handle or Run of this authenticated connection, bound to the very same Environment identity, not closed, and not fenced by an earlier unknown read.
-	GuardOwnerReadable(f *Firing[A]) bool
-	// GuardCloseAcknowledged reports whether the result reports the native close as acknowledged (and a directory result carries its truncated flag).
-	GuardCloseAcknowledged(f *Firing[A]) bool
-	// StartTimer arms (or re-arms) t for t.Duration(); on expiry the peer fires t.Event().
-	StartTimer(f *Firing[A], t Timer) error
-	// StopTimer disarms t. Stopping a timer that is not armed is not an error.
-	StopTimer(f *Firing[A], t Timer) error
-	// DoReadNative performs read_native: the Runtime checks the target, reads within the limits, closes the native handle and only then answers.
-	DoReadNative(f *Firing[A]) error
-	// DoDeliverResult performs deliver_result: Core returns the data (marked truncated when it is) after the confirmed close and releases its reservation.
-	DoDeliverResult(f *Firing[A]) error
+// CoreHooks is what a Core peer implements to run the workspace_read machine: one method per guard
+// it evaluates, per message it sends and per action it performs. The engine calls a guard while it
+// selects a candidate, and the other methods after the step, in spec order (fsm.Machine.Fire, or a
+// driver that drains an fsm.Outbox). A method must not change the machine. The *fsm.Firing is
+// reused: do not keep it after the call.
+type CoreHooks[A any] interface {
+	// GuardOwnerReadable reports whether the target is a preparation handle or Run of this
+	// authenticated connection, bound to the very same Environment identity, not closed, and not
+	// fenced by an earlier unknown read.
+	GuardOwnerReadable(f *fsm.Firing[A]) bool
+	// GuardCloseAcknowledged reports whether the result reports the native close as acknowledged
+	// (and a directory result carries its truncated flag).
+	GuardCloseAcknowledged(f *fsm.Firing[A]) bool
+	// DoDeliverResult performs deliver_result: Core returns the data (marked truncated when it is)
+	// after the confirmed close and releases its reservation.
+	DoDeliverResult(f *fsm.Firing[A]) error
 	// DoRecordRejection performs record_rejection: Core returns the finite error without data.
-	DoRecordRejection(f *Firing[A]) error
-	// DoFenceOwner performs fence_owner: no further read is admitted on this owner; Core returns unavailable without data.
-	DoFenceOwner(f *Firing[A]) error
-	// DoDetachObserver performs detach_observer: Core answers the cancelled caller but keeps the bounded waiter of the dispatched read.
-	DoDetachObserver(f *Firing[A]) error
-	// DoCloseAdmission performs close_admission: the owner admits no new read; the dispatched one keeps its waiter.
-	DoCloseAdmission(f *Firing[A]) error
+	DoRecordRejection(f *fsm.Firing[A]) error
+	// DoFenceOwner performs fence_owner: no further read is admitted on this owner; Core returns
+	// unavailable without data.
+	DoFenceOwner(f *fsm.Firing[A]) error
+	// DoDetachObserver performs detach_observer: Core answers the cancelled caller but keeps the
+	// bounded waiter of the dispatched read.
+	DoDetachObserver(f *fsm.Firing[A]) error
+	// DoCloseAdmission performs close_admission: the owner admits no new read; the dispatched one
+	// keeps its waiter.
+	DoCloseAdmission(f *fsm.Firing[A]) error
 }
 
-// Firing describes the event being handled; hooks receive it.
-type Firing[A any] struct {
-	From  State
-	Event Event
-	To    State // the target while effects run; equals From while guards run
-	Arg   A     // the argument passed to Fire or Raise, e.g. the decoded frame
-	Role  fsm.Role
-	m     *Machine[A]
-}
-
-// Raise queues a follow-up event that runs after the current one, under the same Fire call.
-func (f *Firing[A]) Raise(e Event, arg A) error {
-	return f.m.enqueue(e, arg)
-}
-
-// Machine is one instance of the lifecycle. It is safe for concurrent use:
-// Fire serialises callers, and each caller gets the result of its own event.
-type Machine[A any] struct {
-	mu      sync.Mutex
-	state   State
-	role    fsm.Role
-	hooks   Hooks[A]
-	observe func(Step)
-	firing  Firing[A]
-	queue   fsm.Queue[Event, A]
-}
-
-// New returns a machine in the Initial state that performs the effects of role.
-func New[A any](role fsm.Role, hooks Hooks[A]) *Machine[A] {
-	return &Machine[A]{
-		hooks: hooks,
-		role:  role,
-		state: Initial,
-	}
-}
-
-// State returns the current state.
-func (m *Machine[A]) State() State {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.state
-}
-
-// Observe registers fn to be called, with the lock held, after every step, including ignored and rejected ones (for logs, metrics and trace checks). Pass nil to remove it.
-func (m *Machine[A]) Observe(fn func(Step)) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.observe = fn
-}
-
-// Fire handles event e with argument arg, then every follow-up event the
-// effects raised, in order, before returning (run to completion).
-//
-// It returns nil when the event moved the machine, kept it in place or was
-// ignored; a *fsm.TransitionError when the spec rejects it (the state is
-// unchanged and queued follow-ups are dropped); a *fsm.EffectError when a hook
-// failed (the state has already moved, the rest of the effects did not run).
-func (m *Machine[A]) Fire(e Event, arg A) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	err := m.step(e, arg)
-	for err == nil {
-		next, nextArg, ok := m.queue.Pop()
-		if !ok {
-			break
-		}
-		err = m.step(next, nextArg)
-	}
-	// An error ends the run: drop the follow-ups it left behind.
-	m.queue.Clear()
-	// Only the argument can hold on to caller memory; the rest is overwritten by the next step.
-	var zero A
-	m.firing.Arg = zero
-	return err
-}
-
-func (m *Machine[A]) enqueue(e Event, arg A) error {
-	if !m.queue.Push(e, arg) {
-		return &fsm.QueueError{
-			Event:   e.String(),
-			Machine: Name,
-		}
-	}
-	return nil
-}
-
-func (m *Machine[A]) step(e Event, arg A) error {
-	s := m.state
-	if !e.Valid() {
-		return check(s, e)
-	}
-	// Field by field: assigning a whole Firing literal costs a stalled copy on every event.
-	fr := &m.firing
-	fr.From, fr.Event, fr.To, fr.Arg, fr.Role, fr.m = s, e, s, arg, m.role, m
-	for i := range table[s][e] {
-		c := &table[s][e][i]
-		if c.guard != 0 && !m.guard(c.guard, fr) {
-			continue
-		}
-		if c.disp == fsm.Moved || c.disp == fsm.Stayed {
-			m.state, fr.To = c.to, c.to
-		}
-		if m.observe != nil {
-			m.observe(Step{c})
-		}
-		if c.err != nil {
-			return c.err
-		}
-		for j := range c.effects {
-			ef := &c.effects[j]
-			if !m.role.Performs(ef.Role) {
-				continue
-			}
-			if err := m.perform(fr, ef); err != nil {
-				return &fsm.EffectError{
-					Effect:  ef.String(),
-					Err:     err,
-					Event:   e.String(),
-					From:    s.String(),
-					Machine: Name,
-					To:      c.to.String(),
-				}
-			}
-		}
+// Core binds h as the guards and effects of a Core peer, by ID (nil for a nil h).
+func Core[A any](h CoreHooks[A]) fsm.Binding[A] {
+	if h == nil {
 		return nil
 	}
-	return nil
+	return &fsm.HookTable[A]{
+		Guards:  []func(*fsm.Firing[A]) bool{GuardOwnerReadable: h.GuardOwnerReadable, GuardCloseAcknowledged: h.GuardCloseAcknowledged},
+		Actions: []func(*fsm.Firing[A]) error{ActionDeliverResult: h.DoDeliverResult, ActionRecordRejection: h.DoRecordRejection, ActionFenceOwner: h.DoFenceOwner, ActionDetachObserver: h.DoDetachObserver, ActionCloseAdmission: h.DoCloseAdmission},
+	}
 }
 
-func (m *Machine[A]) guard(g Guard, fr *Firing[A]) bool {
-	switch g {
-	case GuardOwnerReadable:
-		return m.hooks.GuardOwnerReadable(fr)
-	case GuardCloseAcknowledged:
-		return m.hooks.GuardCloseAcknowledged(fr)
-	}
-	return false
+// NewCore returns a workspace_read machine in its Initial state that evaluates the guards and
+// performs the effects of a Core peer through h, after each step (fsm.Machine.Fire). timers arms
+// and disarms the timers the Core owns; it must not be nil.
+func NewCore[A any](h CoreHooks[A], timers fsm.Timers[A]) (*fsm.Machine[A], error) {
+	return fsm.NewMachine(Table, fsm.RoleCore, Core[A](h), timers)
 }
 
-func (m *Machine[A]) perform(fr *Firing[A], ef *Effect) error {
-	switch ef.Kind {
-	case fsm.EffectStart:
-		return m.hooks.StartTimer(fr, ef.Timer)
-	case fsm.EffectStop:
-		return m.hooks.StopTimer(fr, ef.Timer)
-	case fsm.EffectDo:
-		switch ef.Action {
-		case ActionReadNative:
-			return m.hooks.DoReadNative(fr)
-		case ActionDeliverResult:
-			return m.hooks.DoDeliverResult(fr)
-		case ActionRecordRejection:
-			return m.hooks.DoRecordRejection(fr)
-		case ActionFenceOwner:
-			return m.hooks.DoFenceOwner(fr)
-		case ActionDetachObserver:
-			return m.hooks.DoDetachObserver(fr)
-		case ActionCloseAdmission:
-			return m.hooks.DoCloseAdmission(fr)
-		}
-	case fsm.EffectRaise:
-		return m.enqueue(ef.Raise, fr.Arg)
-	}
-	return nil
+// RuntimeHooks is what a Runtime peer implements to run the workspace_read machine: one method per
+// guard it evaluates, per message it sends and per action it performs. The engine calls a guard
+// while it selects a candidate, and the other methods after the step, in spec order
+// (fsm.Machine.Fire, or a driver that drains an fsm.Outbox). A method must not change the machine.
+// The *fsm.Firing is reused: do not keep it after the call.
+type RuntimeHooks[A any] interface {
+	// GuardOwnerReadable reports whether the target is a preparation handle or Run of this
+	// authenticated connection, bound to the very same Environment identity, not closed, and not
+	// fenced by an earlier unknown read.
+	GuardOwnerReadable(f *fsm.Firing[A]) bool
+	// GuardCloseAcknowledged reports whether the result reports the native close as acknowledged
+	// (and a directory result carries its truncated flag).
+	GuardCloseAcknowledged(f *fsm.Firing[A]) bool
+	// DoReadNative performs read_native: the Runtime checks the target, reads within the limits,
+	// closes the native handle and only then answers.
+	DoReadNative(f *fsm.Firing[A]) error
+	// DoFenceOwner performs fence_owner: no further read is admitted on this owner; Core returns
+	// unavailable without data.
+	DoFenceOwner(f *fsm.Firing[A]) error
+	// DoCloseAdmission performs close_admission: the owner admits no new read; the dispatched one
+	// keeps its waiter.
+	DoCloseAdmission(f *fsm.Firing[A]) error
 }
 
-// Restore puts the machine in the state saved under name (State.String) and
-// returns the timers that state keeps armed, which the peer must re-arm. It
-// runs no hook and no effect.
-func (m *Machine[A]) Restore(name string) ([]Timer, error) {
-	s, err := ParseState(name)
-	if err != nil {
-		return nil, err
+// Runtime binds h as the guards and effects of a Runtime peer, by ID (nil for a nil h).
+func Runtime[A any](h RuntimeHooks[A]) fsm.Binding[A] {
+	if h == nil {
+		return nil
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.state = s
-	return s.Timers(), nil
+	return &fsm.HookTable[A]{
+		Guards:  []func(*fsm.Firing[A]) bool{GuardOwnerReadable: h.GuardOwnerReadable, GuardCloseAcknowledged: h.GuardCloseAcknowledged},
+		Actions: []func(*fsm.Firing[A]) error{ActionReadNative: h.DoReadNative, ActionFenceOwner: h.DoFenceOwner, ActionCloseAdmission: h.DoCloseAdmission},
+	}
+}
+
+// NewRuntime returns a workspace_read machine in its Initial state that evaluates the guards and
+// performs the effects of a Runtime peer through h, after each step (fsm.Machine.Fire). The
+// Runtime arms no timer of this machine: timers may be nil.
+func NewRuntime[A any](h RuntimeHooks[A], timers fsm.Timers[A]) (*fsm.Machine[A], error) {
+	return fsm.NewMachine(Table, fsm.RoleRuntime, Runtime[A](h), timers)
 }

@@ -4,76 +4,317 @@ package workspace_read
 
 import (
 	"errors"
+	"fmt"
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/fsm/fsmtest"
 	"github.com/stretchr/testify/require"
-	"math/rand/v2"
-	"sync"
+	"reflect"
 	"testing"
 )
 
 const specFile = "../../spec/workspace_read.yaml"
 
-// recorder implements Hooks: guards answer from held, effects are logged in spec form, and the effect named fail returns errHook. raise, when set, is called from inside every hook: it exercises follow-up events.
+var roles = []fsm.Role{fsm.RoleCore, fsm.RoleRuntime}
+
+// recorder implements CoreHooks, RuntimeHooks and fsm.Timers. Guards answer from held; each hook
+// notes its method in called (when set) and its effect, in spec form, in log (unless quiet); the
+// effect named fail returns errHook.
 type recorder struct {
-	held  GuardSet
-	log   []string
-	fail  string
-	raise func(*Firing[int]) error
+	held   GuardSet
+	log    []string
+	fail   string
+	quiet  bool
+	called map[string]bool
 }
 
 var errHook = errors.New("hook failed")
-var _ Hooks[int] = (*recorder)(nil)
+var (
+	_ CoreHooks[int]    = (*recorder)(nil)
+	_ RuntimeHooks[int] = (*recorder)(nil)
+	_ fsm.Timers[int]   = (*recorder)(nil)
+)
 
-func (r *recorder) record(f *Firing[int], effect string) error {
-	r.log = append(r.log, effect)
+func (r *recorder) guard(method string, g Guard) bool {
+	if r.called != nil && method != "" {
+		r.called[method] = true
+	}
+	return r.held.Has(g)
+}
+
+func (r *recorder) effect(method, effect string) error {
+	if r.called != nil && method != "" {
+		r.called[method] = true
+	}
+	if !r.quiet {
+		r.log = append(r.log, effect)
+	}
 	if effect == r.fail {
 		return errHook
-	}
-	if r.raise != nil {
-		return r.raise(f)
 	}
 	return nil
 }
 
-func (r *recorder) GuardOwnerReadable(f *Firing[int]) bool {
-	return r.held.Has(GuardOwnerReadable)
+func (r *recorder) GuardOwnerReadable(*fsm.Firing[int]) bool {
+	return r.guard("GuardOwnerReadable", GuardOwnerReadable)
 }
 
-func (r *recorder) GuardCloseAcknowledged(f *Firing[int]) bool {
-	return r.held.Has(GuardCloseAcknowledged)
+func (r *recorder) GuardCloseAcknowledged(*fsm.Firing[int]) bool {
+	return r.guard("GuardCloseAcknowledged", GuardCloseAcknowledged)
 }
 
-func (r *recorder) StartTimer(f *Firing[int], t Timer) error {
-	return r.record(f, "start "+t.String())
+func (r *recorder) DoReadNative(*fsm.Firing[int]) error {
+	return r.effect("DoReadNative", "do read_native")
 }
 
-func (r *recorder) StopTimer(f *Firing[int], t Timer) error {
-	return r.record(f, "stop "+t.String())
+func (r *recorder) DoDeliverResult(*fsm.Firing[int]) error {
+	return r.effect("DoDeliverResult", "do deliver_result")
 }
 
-func (r *recorder) DoReadNative(f *Firing[int]) error {
-	return r.record(f, "do read_native")
+func (r *recorder) DoRecordRejection(*fsm.Firing[int]) error {
+	return r.effect("DoRecordRejection", "do record_rejection")
 }
 
-func (r *recorder) DoDeliverResult(f *Firing[int]) error {
-	return r.record(f, "do deliver_result")
+func (r *recorder) DoFenceOwner(*fsm.Firing[int]) error {
+	return r.effect("DoFenceOwner", "do fence_owner")
 }
 
-func (r *recorder) DoRecordRejection(f *Firing[int]) error {
-	return r.record(f, "do record_rejection")
+func (r *recorder) DoDetachObserver(*fsm.Firing[int]) error {
+	return r.effect("DoDetachObserver", "do detach_observer")
 }
 
-func (r *recorder) DoFenceOwner(f *Firing[int]) error {
-	return r.record(f, "do fence_owner")
+func (r *recorder) DoCloseAdmission(*fsm.Firing[int]) error {
+	return r.effect("DoCloseAdmission", "do close_admission")
 }
 
-func (r *recorder) DoDetachObserver(f *Firing[int]) error {
-	return r.record(f, "do detach_observer")
+func (r *recorder) StartTimer(_ *fsm.Firing[int], tm fsm.TimerID) error {
+	if r.quiet {
+		return nil // building the log entry would allocate
+	}
+	return r.effect("", "start "+Timer(tm).String())
 }
 
-func (r *recorder) DoCloseAdmission(f *Firing[int]) error {
-	return r.record(f, "do close_admission")
+func (r *recorder) StopTimer(_ *fsm.Firing[int], tm fsm.TimerID) error {
+	if r.quiet {
+		return nil // building the log entry would allocate
+	}
+	return r.effect("", "stop "+Timer(tm).String())
+}
+
+// newMachine returns a machine for role whose hooks and timers are rec.
+func newMachine(t *testing.T, role fsm.Role, rec *recorder) *fsm.Machine[int] {
+	t.Helper()
+	if role == fsm.RoleCore {
+		m, err := NewCore[int](rec, rec)
+		require.NoError(t, err)
+		return m
+	}
+	m, err := NewRuntime[int](rec, rec)
+	require.NoError(t, err)
+	return m
+}
+
+// heldGuards holds the guards of a GuardSet, for an fsm.Instance.
+type heldGuards GuardSet
+
+func (h heldGuards) Guard(g fsm.GuardID, _ *fsm.Firing[int]) bool {
+	return fsm.GuardSet(h).Has(g)
+}
+
+type cellCase struct {
+	line    int
+	from    State
+	event   Event
+	held    GuardSet
+	disp    fsm.Disposition
+	to      State
+	guard   Guard
+	reason  string
+	effects []string              // every role's, as the spec writes them
+	logs    map[fsm.Role][]string // the hook log of each role that handles the event
+	raises  bool
+}
+
+// cellCases has one entry per candidate of every cell, computed from the spec when the code was
+// generated.
+var cellCases = []cellCase{
+	{line: 91, from: StateIdle, event: EventWorkspaceRead, held: GuardSet(0).With(GuardOwnerReadable), disp: fsm.Moved, to: StateDispatched, guard: GuardOwnerReadable, effects: []string{"core: start read_op", "runtime: do read_native"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"start read_op"}, fsm.RoleRuntime: {"do read_native"}}},
+	{line: 96, from: StateIdle, event: EventWorkspaceRead, disp: fsm.Rejected, to: StateIdle, reason: "the owner is closed, fenced by an earlier unknown read, or not on this connection", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 102, from: StateIdle, event: EventResultCompleted, disp: fsm.Rejected, to: StateIdle, reason: "no read was dispatched under this operation ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 102, from: StateIdle, event: EventResultTruncated, disp: fsm.Rejected, to: StateIdle, reason: "no read was dispatched under this operation ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 102, from: StateIdle, event: EventResultRejected, disp: fsm.Rejected, to: StateIdle, reason: "no read was dispatched under this operation ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 102, from: StateIdle, event: EventResultUnknown, disp: fsm.Rejected, to: StateIdle, reason: "no read was dispatched under this operation ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 99, from: StateIdle, event: EventReadOp, disp: fsm.Ignored, to: StateIdle, reason: "no read is dispatched", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 99, from: StateIdle, event: EventConnectionLost, disp: fsm.Ignored, to: StateIdle, reason: "no read is dispatched", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 99, from: StateIdle, event: EventObserverCancelled, disp: fsm.Ignored, to: StateIdle, reason: "no read is dispatched", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 99, from: StateIdle, event: EventOwnerClosed, disp: fsm.Ignored, to: StateIdle, reason: "no read is dispatched", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 142, from: StateDispatched, event: EventWorkspaceRead, disp: fsm.Rejected, to: StateDispatched, reason: "this operation ID already has a read in flight; a duplicate starts nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 107, from: StateDispatched, event: EventResultCompleted, held: GuardSet(0).With(GuardCloseAcknowledged), disp: fsm.Moved, to: StateCompleted, guard: GuardCloseAcknowledged, effects: []string{"core: stop read_op", "core: do deliver_result"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop read_op", "do deliver_result"}, fsm.RoleRuntime: nil}},
+	{line: 117, from: StateDispatched, event: EventResultCompleted, disp: fsm.Moved, to: StateUnknown, effects: []string{"core: stop read_op", "do fence_owner"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop read_op", "do fence_owner"}, fsm.RoleRuntime: {"do fence_owner"}}},
+	{line: 112, from: StateDispatched, event: EventResultTruncated, held: GuardSet(0).With(GuardCloseAcknowledged), disp: fsm.Moved, to: StateTruncated, guard: GuardCloseAcknowledged, effects: []string{"core: stop read_op", "core: do deliver_result"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop read_op", "do deliver_result"}, fsm.RoleRuntime: nil}},
+	{line: 117, from: StateDispatched, event: EventResultTruncated, disp: fsm.Moved, to: StateUnknown, effects: []string{"core: stop read_op", "do fence_owner"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop read_op", "do fence_owner"}, fsm.RoleRuntime: {"do fence_owner"}}},
+	{line: 122, from: StateDispatched, event: EventResultRejected, disp: fsm.Moved, to: StateRejected, effects: []string{"core: stop read_op", "core: do record_rejection"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop read_op", "do record_rejection"}, fsm.RoleRuntime: nil}},
+	{line: 126, from: StateDispatched, event: EventResultUnknown, disp: fsm.Moved, to: StateUnknown, effects: []string{"core: stop read_op", "do fence_owner"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop read_op", "do fence_owner"}, fsm.RoleRuntime: {"do fence_owner"}}},
+	{line: 130, from: StateDispatched, event: EventReadOp, disp: fsm.Moved, to: StateUnknown, effects: []string{"do fence_owner"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do fence_owner"}}},
+	{line: 126, from: StateDispatched, event: EventConnectionLost, disp: fsm.Moved, to: StateUnknown, effects: []string{"core: stop read_op", "do fence_owner"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop read_op", "do fence_owner"}, fsm.RoleRuntime: {"do fence_owner"}}},
+	{line: 134, from: StateDispatched, event: EventObserverCancelled, disp: fsm.Stayed, to: StateDispatched, effects: []string{"core: do detach_observer"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do detach_observer"}}},
+	{line: 138, from: StateDispatched, event: EventOwnerClosed, disp: fsm.Stayed, to: StateDispatched, effects: []string{"do close_admission"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do close_admission"}, fsm.RoleRuntime: {"do close_admission"}}},
+	{line: 150, from: StateCompleted, event: EventWorkspaceRead, disp: fsm.Rejected, to: StateCompleted, reason: "the operation ID is settled; a read is never retried or replayed", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 147, from: StateCompleted, event: EventResultCompleted, disp: fsm.Ignored, to: StateCompleted, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 147, from: StateCompleted, event: EventResultTruncated, disp: fsm.Ignored, to: StateCompleted, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 147, from: StateCompleted, event: EventResultRejected, disp: fsm.Ignored, to: StateCompleted, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 147, from: StateCompleted, event: EventResultUnknown, disp: fsm.Ignored, to: StateCompleted, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 147, from: StateCompleted, event: EventReadOp, disp: fsm.Ignored, to: StateCompleted, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 147, from: StateCompleted, event: EventConnectionLost, disp: fsm.Ignored, to: StateCompleted, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 147, from: StateCompleted, event: EventObserverCancelled, disp: fsm.Ignored, to: StateCompleted, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 147, from: StateCompleted, event: EventOwnerClosed, disp: fsm.Ignored, to: StateCompleted, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 150, from: StateTruncated, event: EventWorkspaceRead, disp: fsm.Rejected, to: StateTruncated, reason: "the operation ID is settled; a read is never retried or replayed", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 147, from: StateTruncated, event: EventResultCompleted, disp: fsm.Ignored, to: StateTruncated, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 147, from: StateTruncated, event: EventResultTruncated, disp: fsm.Ignored, to: StateTruncated, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 147, from: StateTruncated, event: EventResultRejected, disp: fsm.Ignored, to: StateTruncated, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 147, from: StateTruncated, event: EventResultUnknown, disp: fsm.Ignored, to: StateTruncated, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 147, from: StateTruncated, event: EventReadOp, disp: fsm.Ignored, to: StateTruncated, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 147, from: StateTruncated, event: EventConnectionLost, disp: fsm.Ignored, to: StateTruncated, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 147, from: StateTruncated, event: EventObserverCancelled, disp: fsm.Ignored, to: StateTruncated, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 147, from: StateTruncated, event: EventOwnerClosed, disp: fsm.Ignored, to: StateTruncated, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 150, from: StateRejected, event: EventWorkspaceRead, disp: fsm.Rejected, to: StateRejected, reason: "the operation ID is settled; a read is never retried or replayed", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 147, from: StateRejected, event: EventResultCompleted, disp: fsm.Ignored, to: StateRejected, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 147, from: StateRejected, event: EventResultTruncated, disp: fsm.Ignored, to: StateRejected, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 147, from: StateRejected, event: EventResultRejected, disp: fsm.Ignored, to: StateRejected, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 147, from: StateRejected, event: EventResultUnknown, disp: fsm.Ignored, to: StateRejected, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 147, from: StateRejected, event: EventReadOp, disp: fsm.Ignored, to: StateRejected, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 147, from: StateRejected, event: EventConnectionLost, disp: fsm.Ignored, to: StateRejected, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 147, from: StateRejected, event: EventObserverCancelled, disp: fsm.Ignored, to: StateRejected, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 147, from: StateRejected, event: EventOwnerClosed, disp: fsm.Ignored, to: StateRejected, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 150, from: StateUnknown, event: EventWorkspaceRead, disp: fsm.Rejected, to: StateUnknown, reason: "the operation ID is settled; a read is never retried or replayed", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 147, from: StateUnknown, event: EventResultCompleted, disp: fsm.Ignored, to: StateUnknown, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 147, from: StateUnknown, event: EventResultTruncated, disp: fsm.Ignored, to: StateUnknown, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 147, from: StateUnknown, event: EventResultRejected, disp: fsm.Ignored, to: StateUnknown, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 147, from: StateUnknown, event: EventResultUnknown, disp: fsm.Ignored, to: StateUnknown, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 147, from: StateUnknown, event: EventReadOp, disp: fsm.Ignored, to: StateUnknown, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 147, from: StateUnknown, event: EventConnectionLost, disp: fsm.Ignored, to: StateUnknown, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 147, from: StateUnknown, event: EventObserverCancelled, disp: fsm.Ignored, to: StateUnknown, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 147, from: StateUnknown, event: EventOwnerClosed, disp: fsm.Ignored, to: StateUnknown, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+}
+
+type pathStep struct {
+	event Event
+	held  GuardSet
+}
+
+// pathCases is a shortest path from Initial to every state.
+var pathCases = []struct {
+	target State
+	steps  []pathStep
+}{
+	{StateIdle, []pathStep{}},
+	{StateDispatched, []pathStep{{event: EventWorkspaceRead, held: GuardSet(0).With(GuardOwnerReadable)}}},
+	{StateCompleted, []pathStep{{event: EventWorkspaceRead, held: GuardSet(0).With(GuardOwnerReadable)}, {event: EventResultCompleted, held: GuardSet(0).With(GuardCloseAcknowledged)}}},
+	{StateTruncated, []pathStep{{event: EventWorkspaceRead, held: GuardSet(0).With(GuardOwnerReadable)}, {event: EventResultTruncated, held: GuardSet(0).With(GuardCloseAcknowledged)}}},
+	{StateRejected, []pathStep{{event: EventWorkspaceRead, held: GuardSet(0).With(GuardOwnerReadable)}, {event: EventResultRejected}}},
+	{StateUnknown, []pathStep{{event: EventWorkspaceRead, held: GuardSet(0).With(GuardOwnerReadable)}, {event: EventResultCompleted}}},
+}
+
+// stateTimers lists the timers each state keeps armed (none when absent), from the spec.
+var stateTimers = map[State][]fsm.TimerID{StateDispatched: {fsm.TimerID(TimerReadOp)}}
+
+// TestTableMatchesSpec checks that Table is exactly what spec.Machine.Table builds from the spec
+// file: declarations, cells, and one shared candidate per rule.
+func TestTableMatchesSpec(t *testing.T) {
+	fsmtest.SameTable(t, fsmtest.LoadMachine(t, specFile), Table)
+}
+
+// TestEveryCell checks every candidate of every cell through Transition and, for each role that
+// handles its event, through that role's machine and hooks.
+func TestEveryCell(t *testing.T) {
+	for _, c := range cellCases {
+		where := fmt.Sprintf("%s:%d: %s on %s", specFile, c.line, c.from, c.event)
+		step, trErr := Transition(c.from, c.event, c.held)
+		require.Equal(t, c.line, step.Line(), where)
+		require.Equal(t, c.from, step.From(), where)
+		require.Equal(t, c.event, step.Event(), where)
+		require.Equal(t, c.disp, step.Disposition(), where)
+		require.Equal(t, c.to, step.To(), where)
+		require.Equal(t, c.guard, step.Guard(), where)
+		require.Equal(t, c.reason, step.Reason(), where)
+		var effects []string
+		for i := range step.Effects() {
+			effects = append(effects, Table.EffectString(&step.Effects()[i]))
+		}
+		require.Equal(t, c.effects, effects, where)
+		if c.disp == fsm.Rejected {
+			require.ErrorIs(t, trErr, fsm.ErrRejected, where)
+			var te *fsm.TransitionError
+			require.ErrorAs(t, trErr, &te, where)
+			require.Equal(t, []string{Name, c.from.String(), c.event.String(), c.reason}, []string{te.Machine, te.State, te.Event, te.Reason}, where)
+		} else {
+			require.NoError(t, trErr, where)
+		}
+		for role, want := range c.logs {
+			rec := &recorder{held: c.held}
+			m := newMachine(t, role, rec)
+			_, err := m.Restore(fsm.StateID(c.from))
+			require.NoError(t, err)
+			err = m.Fire(fsm.EventID(c.event), 0)
+			if c.disp == fsm.Rejected {
+				require.ErrorIs(t, err, fsm.ErrRejected, where)
+				require.Equal(t, c.from, State(m.State()), "a rejected event leaves the state unchanged: "+where)
+				require.Empty(t, rec.log, where)
+				continue
+			}
+			require.NoError(t, err, where)
+			if c.raises {
+				continue // the raised events move on: TestInstanceWalkAgainstSpec
+			}
+			require.Equal(t, c.to, State(m.State()), where)
+			require.Equal(t, want, rec.log, "hooks of the %s: %s", role, where)
+		}
+	}
+}
+
+// TestHooksPerRole checks that each role's hooks interface holds exactly what that role calls:
+// running every cell the role handles calls every one of its methods (and TestEveryCell that none
+// is missing).
+func TestHooksPerRole(t *testing.T) {
+	for role, iface := range map[fsm.Role]reflect.Type{
+		fsm.RoleCore:    reflect.TypeFor[CoreHooks[int]](),
+		fsm.RoleRuntime: reflect.TypeFor[RuntimeHooks[int]](),
+	} {
+		rec := &recorder{called: map[string]bool{}}
+		m := newMachine(t, role, rec)
+		for _, c := range cellCases {
+			if _, ok := c.logs[role]; !ok {
+				continue
+			}
+			rec.held = c.held
+			_, err := m.Restore(fsm.StateID(c.from))
+			require.NoError(t, err)
+			_ = m.Fire(fsm.EventID(c.event), 0) // outcomes: TestEveryCell
+		}
+		var want, got []string
+		for i := range iface.NumMethod() {
+			want = append(want, iface.Method(i).Name)
+		}
+		for name := range rec.called {
+			got = append(got, name)
+		}
+		require.ElementsMatch(t, want, got, "hooks of the %s", role)
+	}
+}
+
+// TestShortestPaths walks an fsm.Instance of Table, for each role, along a shortest path to every
+// state.
+func TestShortestPaths(t *testing.T) {
+	for _, role := range roles {
+		for _, p := range pathCases {
+			in, err := fsm.NewInstance[int](Table, role)
+			require.NoError(t, err)
+			var out fsm.Outbox
+			for _, st := range p.steps {
+				require.NoError(t, in.Step(fsm.EventID(st.event), 0, heldGuards(st.held), &out), "%s: path to %s", role, p.target)
+			}
+			require.Equal(t, p.target, State(in.State()), role.String())
+		}
+	}
 }
 
 // adapter exposes Transition to fsmtest in spec names.
@@ -98,509 +339,15 @@ func adapter(t *testing.T) fsmtest.Adapter {
 		if step.Guard() != 0 {
 			res.Guard = step.Guard().String()
 		}
-		for _, ef := range step.Effects() {
-			res.Effects = append(res.Effects, ef.String())
+		for i := range step.Effects() {
+			res.Effects = append(res.Effects, Table.EffectString(&step.Effects()[i]))
 		}
 		return res
 	}}
 }
 
-type cellCase struct {
-	line                string
-	from                State
-	event               Event
-	held                GuardSet
-	disp                fsm.Disposition
-	to                  State
-	guard               Guard
-	effects             []string
-	both, core, runtime []string
-	raises              bool
-}
-
-// cellCases has one entry per candidate of every cell, computed from the spec when the code was generated.
-var cellCases = []cellCase{{
-	both:    []string{"start read_op", "do read_native"},
-	core:    []string{"start read_op"},
-	disp:    fsm.Moved,
-	effects: []string{"core: start read_op", "runtime: do read_native"},
-	event:   EventWorkspaceRead,
-	from:    StateIdle,
-	guard:   GuardOwnerReadable,
-	held:    GuardSet(0).With(GuardOwnerReadable),
-	line:    "spec/workspace_read.yaml:91",
-	runtime: []string{"do read_native"},
-	to:      StateDispatched,
-}, {
-	disp:  fsm.Rejected,
-	event: EventWorkspaceRead,
-	from:  StateIdle,
-	line:  "spec/workspace_read.yaml:96",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventResultCompleted,
-	from:  StateIdle,
-	line:  "spec/workspace_read.yaml:102",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventResultTruncated,
-	from:  StateIdle,
-	line:  "spec/workspace_read.yaml:102",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventResultRejected,
-	from:  StateIdle,
-	line:  "spec/workspace_read.yaml:102",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventResultUnknown,
-	from:  StateIdle,
-	line:  "spec/workspace_read.yaml:102",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Ignored,
-	event: EventReadOp,
-	from:  StateIdle,
-	line:  "spec/workspace_read.yaml:99",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Ignored,
-	event: EventConnectionLost,
-	from:  StateIdle,
-	line:  "spec/workspace_read.yaml:99",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Ignored,
-	event: EventObserverCancelled,
-	from:  StateIdle,
-	line:  "spec/workspace_read.yaml:99",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Ignored,
-	event: EventOwnerClosed,
-	from:  StateIdle,
-	line:  "spec/workspace_read.yaml:99",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventWorkspaceRead,
-	from:  StateDispatched,
-	line:  "spec/workspace_read.yaml:142",
-	to:    StateDispatched,
-}, {
-	both:    []string{"stop read_op", "do deliver_result"},
-	core:    []string{"stop read_op", "do deliver_result"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop read_op", "core: do deliver_result"},
-	event:   EventResultCompleted,
-	from:    StateDispatched,
-	guard:   GuardCloseAcknowledged,
-	held:    GuardSet(0).With(GuardCloseAcknowledged),
-	line:    "spec/workspace_read.yaml:107",
-	runtime: nil,
-	to:      StateCompleted,
-}, {
-	both:    []string{"stop read_op", "do fence_owner"},
-	core:    []string{"stop read_op", "do fence_owner"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop read_op", "do fence_owner"},
-	event:   EventResultCompleted,
-	from:    StateDispatched,
-	line:    "spec/workspace_read.yaml:117",
-	runtime: []string{"do fence_owner"},
-	to:      StateUnknown,
-}, {
-	both:    []string{"stop read_op", "do deliver_result"},
-	core:    []string{"stop read_op", "do deliver_result"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop read_op", "core: do deliver_result"},
-	event:   EventResultTruncated,
-	from:    StateDispatched,
-	guard:   GuardCloseAcknowledged,
-	held:    GuardSet(0).With(GuardCloseAcknowledged),
-	line:    "spec/workspace_read.yaml:112",
-	runtime: nil,
-	to:      StateTruncated,
-}, {
-	both:    []string{"stop read_op", "do fence_owner"},
-	core:    []string{"stop read_op", "do fence_owner"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop read_op", "do fence_owner"},
-	event:   EventResultTruncated,
-	from:    StateDispatched,
-	line:    "spec/workspace_read.yaml:117",
-	runtime: []string{"do fence_owner"},
-	to:      StateUnknown,
-}, {
-	both:    []string{"stop read_op", "do record_rejection"},
-	core:    []string{"stop read_op", "do record_rejection"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop read_op", "core: do record_rejection"},
-	event:   EventResultRejected,
-	from:    StateDispatched,
-	line:    "spec/workspace_read.yaml:122",
-	runtime: nil,
-	to:      StateRejected,
-}, {
-	both:    []string{"stop read_op", "do fence_owner"},
-	core:    []string{"stop read_op", "do fence_owner"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop read_op", "do fence_owner"},
-	event:   EventResultUnknown,
-	from:    StateDispatched,
-	line:    "spec/workspace_read.yaml:126",
-	runtime: []string{"do fence_owner"},
-	to:      StateUnknown,
-}, {
-	both:    []string{"do fence_owner"},
-	core:    []string{"do fence_owner"},
-	disp:    fsm.Moved,
-	effects: []string{"do fence_owner"},
-	event:   EventReadOp,
-	from:    StateDispatched,
-	line:    "spec/workspace_read.yaml:130",
-	runtime: []string{"do fence_owner"},
-	to:      StateUnknown,
-}, {
-	both:    []string{"stop read_op", "do fence_owner"},
-	core:    []string{"stop read_op", "do fence_owner"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop read_op", "do fence_owner"},
-	event:   EventConnectionLost,
-	from:    StateDispatched,
-	line:    "spec/workspace_read.yaml:126",
-	runtime: []string{"do fence_owner"},
-	to:      StateUnknown,
-}, {
-	both:    []string{"do detach_observer"},
-	core:    []string{"do detach_observer"},
-	disp:    fsm.Stayed,
-	effects: []string{"core: do detach_observer"},
-	event:   EventObserverCancelled,
-	from:    StateDispatched,
-	line:    "spec/workspace_read.yaml:134",
-	runtime: nil,
-	to:      StateDispatched,
-}, {
-	both:    []string{"do close_admission"},
-	core:    []string{"do close_admission"},
-	disp:    fsm.Stayed,
-	effects: []string{"do close_admission"},
-	event:   EventOwnerClosed,
-	from:    StateDispatched,
-	line:    "spec/workspace_read.yaml:138",
-	runtime: []string{"do close_admission"},
-	to:      StateDispatched,
-}, {
-	disp:  fsm.Rejected,
-	event: EventWorkspaceRead,
-	from:  StateCompleted,
-	line:  "spec/workspace_read.yaml:150",
-	to:    StateCompleted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultCompleted,
-	from:  StateCompleted,
-	line:  "spec/workspace_read.yaml:147",
-	to:    StateCompleted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultTruncated,
-	from:  StateCompleted,
-	line:  "spec/workspace_read.yaml:147",
-	to:    StateCompleted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultRejected,
-	from:  StateCompleted,
-	line:  "spec/workspace_read.yaml:147",
-	to:    StateCompleted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultUnknown,
-	from:  StateCompleted,
-	line:  "spec/workspace_read.yaml:147",
-	to:    StateCompleted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventReadOp,
-	from:  StateCompleted,
-	line:  "spec/workspace_read.yaml:147",
-	to:    StateCompleted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventConnectionLost,
-	from:  StateCompleted,
-	line:  "spec/workspace_read.yaml:147",
-	to:    StateCompleted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventObserverCancelled,
-	from:  StateCompleted,
-	line:  "spec/workspace_read.yaml:147",
-	to:    StateCompleted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventOwnerClosed,
-	from:  StateCompleted,
-	line:  "spec/workspace_read.yaml:147",
-	to:    StateCompleted,
-}, {
-	disp:  fsm.Rejected,
-	event: EventWorkspaceRead,
-	from:  StateTruncated,
-	line:  "spec/workspace_read.yaml:150",
-	to:    StateTruncated,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultCompleted,
-	from:  StateTruncated,
-	line:  "spec/workspace_read.yaml:147",
-	to:    StateTruncated,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultTruncated,
-	from:  StateTruncated,
-	line:  "spec/workspace_read.yaml:147",
-	to:    StateTruncated,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultRejected,
-	from:  StateTruncated,
-	line:  "spec/workspace_read.yaml:147",
-	to:    StateTruncated,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultUnknown,
-	from:  StateTruncated,
-	line:  "spec/workspace_read.yaml:147",
-	to:    StateTruncated,
-}, {
-	disp:  fsm.Ignored,
-	event: EventReadOp,
-	from:  StateTruncated,
-	line:  "spec/workspace_read.yaml:147",
-	to:    StateTruncated,
-}, {
-	disp:  fsm.Ignored,
-	event: EventConnectionLost,
-	from:  StateTruncated,
-	line:  "spec/workspace_read.yaml:147",
-	to:    StateTruncated,
-}, {
-	disp:  fsm.Ignored,
-	event: EventObserverCancelled,
-	from:  StateTruncated,
-	line:  "spec/workspace_read.yaml:147",
-	to:    StateTruncated,
-}, {
-	disp:  fsm.Ignored,
-	event: EventOwnerClosed,
-	from:  StateTruncated,
-	line:  "spec/workspace_read.yaml:147",
-	to:    StateTruncated,
-}, {
-	disp:  fsm.Rejected,
-	event: EventWorkspaceRead,
-	from:  StateRejected,
-	line:  "spec/workspace_read.yaml:150",
-	to:    StateRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultCompleted,
-	from:  StateRejected,
-	line:  "spec/workspace_read.yaml:147",
-	to:    StateRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultTruncated,
-	from:  StateRejected,
-	line:  "spec/workspace_read.yaml:147",
-	to:    StateRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultRejected,
-	from:  StateRejected,
-	line:  "spec/workspace_read.yaml:147",
-	to:    StateRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultUnknown,
-	from:  StateRejected,
-	line:  "spec/workspace_read.yaml:147",
-	to:    StateRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventReadOp,
-	from:  StateRejected,
-	line:  "spec/workspace_read.yaml:147",
-	to:    StateRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventConnectionLost,
-	from:  StateRejected,
-	line:  "spec/workspace_read.yaml:147",
-	to:    StateRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventObserverCancelled,
-	from:  StateRejected,
-	line:  "spec/workspace_read.yaml:147",
-	to:    StateRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventOwnerClosed,
-	from:  StateRejected,
-	line:  "spec/workspace_read.yaml:147",
-	to:    StateRejected,
-}, {
-	disp:  fsm.Rejected,
-	event: EventWorkspaceRead,
-	from:  StateUnknown,
-	line:  "spec/workspace_read.yaml:150",
-	to:    StateUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultCompleted,
-	from:  StateUnknown,
-	line:  "spec/workspace_read.yaml:147",
-	to:    StateUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultTruncated,
-	from:  StateUnknown,
-	line:  "spec/workspace_read.yaml:147",
-	to:    StateUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultRejected,
-	from:  StateUnknown,
-	line:  "spec/workspace_read.yaml:147",
-	to:    StateUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultUnknown,
-	from:  StateUnknown,
-	line:  "spec/workspace_read.yaml:147",
-	to:    StateUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventReadOp,
-	from:  StateUnknown,
-	line:  "spec/workspace_read.yaml:147",
-	to:    StateUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventConnectionLost,
-	from:  StateUnknown,
-	line:  "spec/workspace_read.yaml:147",
-	to:    StateUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventObserverCancelled,
-	from:  StateUnknown,
-	line:  "spec/workspace_read.yaml:147",
-	to:    StateUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventOwnerClosed,
-	from:  StateUnknown,
-	line:  "spec/workspace_read.yaml:147",
-	to:    StateUnknown,
-}}
-
-type pathStep struct {
-	event Event
-	held  GuardSet
-}
-
-// pathCases is a shortest path from Initial to every state.
-var pathCases = []struct {
-	target State
-	steps  []pathStep
-}{{StateIdle, []pathStep{}}, {StateDispatched, []pathStep{{
-	event: EventWorkspaceRead,
-	held:  GuardSet(0).With(GuardOwnerReadable),
-}}}, {StateCompleted, []pathStep{{
-	event: EventWorkspaceRead,
-	held:  GuardSet(0).With(GuardOwnerReadable),
-}, {
-	event: EventResultCompleted,
-	held:  GuardSet(0).With(GuardCloseAcknowledged),
-}}}, {StateTruncated, []pathStep{{
-	event: EventWorkspaceRead,
-	held:  GuardSet(0).With(GuardOwnerReadable),
-}, {
-	event: EventResultTruncated,
-	held:  GuardSet(0).With(GuardCloseAcknowledged),
-}}}, {StateRejected, []pathStep{{
-	event: EventWorkspaceRead,
-	held:  GuardSet(0).With(GuardOwnerReadable),
-}, {event: EventResultRejected}}}, {StateUnknown, []pathStep{{
-	event: EventWorkspaceRead,
-	held:  GuardSet(0).With(GuardOwnerReadable),
-}, {event: EventResultCompleted}}}}
-
-func TestEveryCell(t *testing.T) {
-	for _, c := range cellCases {
-		where := c.line + ": " + c.from.String() + " on " + c.event.String()
-		step, trErr := Transition(c.from, c.event, c.held)
-		require.Equal(t, c.disp, step.Disposition(), where)
-		require.Equal(t, c.to, step.To(), where)
-		require.Equal(t, c.guard, step.Guard(), where)
-		var effects []string
-		for _, ef := range step.Effects() {
-			effects = append(effects, ef.String())
-		}
-		require.Equal(t, c.effects, effects, where)
-		for _, role := range []fsm.Role{fsm.RoleBoth, fsm.RoleCore, fsm.RoleRuntime} {
-			rec := &recorder{held: c.held}
-			m := New[int](role, rec)
-			_, err := m.Restore(c.from.String())
-			require.NoError(t, err)
-			fireErr := m.Fire(c.event, 0)
-			if c.disp == fsm.Rejected {
-				require.ErrorIs(t, trErr, fsm.ErrRejected, where)
-				require.ErrorIs(t, fireErr, fsm.ErrRejected, where)
-				var te *fsm.TransitionError
-				require.ErrorAs(t, fireErr, &te, where)
-				require.Equal(t, []string{Name, c.from.String(), c.event.String()}, []string{te.Machine, te.State, te.Event}, where)
-				require.Equal(t, c.from, m.State(), "a rejected event must leave the state unchanged: "+where)
-				continue
-			}
-			require.NoError(t, trErr, where)
-			require.NoError(t, fireErr, where)
-			if c.raises {
-				continue // follow-ups move the machine further; covered by the walk tests
-			}
-			require.Equal(t, c.to, m.State(), where)
-			want := map[fsm.Role][]string{
-				fsm.RoleBoth:    c.both,
-				fsm.RoleCore:    c.core,
-				fsm.RoleRuntime: c.runtime,
-			}[role]
-			require.Equal(t, want, rec.log, "hooks run for role "+role.String()+": "+where)
-		}
-	}
-}
-
-func TestShortestPaths(t *testing.T) {
-	for _, p := range pathCases {
-		rec := &recorder{}
-		m := New[int](fsm.RoleBoth, rec)
-		for _, st := range p.steps {
-			rec.held = st.held
-			require.NoError(t, m.Fire(st.event, 0), "path to "+p.target.String())
-		}
-		require.Equal(t, p.target, m.State())
-	}
-}
-
-// TestEveryCellAgainstSpec compares every cell, under every guard assignment, with the spec interpreter reading the YAML at test time.
+// TestEveryCellAgainstSpec compares every cell, under every guard assignment, with the spec
+// interpreter reading the YAML at test time.
 func TestEveryCellAgainstSpec(t *testing.T) {
 	m := fsmtest.LoadMachine(t, specFile)
 	fsmtest.EveryCellAgainstSpec(t, m, adapter(t))
@@ -613,71 +360,131 @@ func TestRandomWalkAgainstSpec(t *testing.T) {
 	}
 }
 
+// TestInstanceWalkAgainstSpec runs an fsm.Instance of Table for each role beside the spec
+// interpreter: raised events run to completion and each role performs only its own effects.
+func TestInstanceWalkAgainstSpec(t *testing.T) {
+	m := fsmtest.LoadMachine(t, specFile)
+	for seed := uint64(1); seed <= 4; seed++ {
+		fsmtest.InstanceWalk(t, m, Table, seed, 1000)
+	}
+}
+
 func TestDifferentialLooplab(t *testing.T) {
 	m := fsmtest.LoadMachine(t, specFile)
 	fsmtest.DifferentialLooplab(t, m, adapter(t))
 }
 
+// TestRestoreAndParse restores every state for each role (Restore returns the timers to re-arm),
+// round-trips every enum through its spec name, and refuses invalid values.
 func TestRestoreAndParse(t *testing.T) {
-	for _, s := range []State{StateIdle, StateDispatched, StateCompleted, StateTruncated, StateRejected, StateUnknown} {
-		m := New[int](fsm.RoleBoth, &recorder{})
-		timers, err := m.Restore(s.String())
-		require.NoError(t, err)
-		require.Equal(t, s, m.State())
-		require.Equal(t, s.Timers(), timers)
-		back, err := ParseState(s.String())
-		require.NoError(t, err)
-		require.Equal(t, s, back)
+	for s := State(1); s.Valid(); s++ {
+		for _, role := range roles {
+			m := newMachine(t, role, &recorder{})
+			timers, err := m.Restore(fsm.StateID(s))
+			require.NoError(t, err)
+			require.Equal(t, s, State(m.State()))
+			require.Equal(t, stateTimers[s], timers, "the timers to re-arm in %s", s)
+		}
 	}
-	for e := Event(1); e.Valid(); e++ {
-		back, err := ParseEvent(e.String())
+	for v := State(1); v.Valid(); v++ {
+		back, err := ParseState(v.String())
 		require.NoError(t, err)
-		require.Equal(t, e, back)
+		require.Equal(t, v, back)
 	}
-	_, err := New[int](fsm.RoleBoth, &recorder{}).Restore("no_such_state")
-	require.ErrorIs(t, err, fsm.ErrInvalid)
+	for v := Event(1); v.Valid(); v++ {
+		back, err := ParseEvent(v.String())
+		require.NoError(t, err)
+		require.Equal(t, v, back)
+	}
+	for v := Timer(1); v.Valid(); v++ {
+		back, err := ParseTimer(v.String())
+		require.NoError(t, err)
+		require.Equal(t, v, back)
+	}
+	for v := Guard(1); v.Valid(); v++ {
+		back, err := ParseGuard(v.String())
+		require.NoError(t, err)
+		require.Equal(t, v, back)
+	}
+	for v := Action(1); v.Valid(); v++ {
+		back, err := ParseAction(v.String())
+		require.NoError(t, err)
+		require.Equal(t, v, back)
+	}
+	for v := Message(1); v.Valid(); v++ {
+		back, err := ParseMessage(v.String())
+		require.NoError(t, err)
+		require.Equal(t, v, back)
+	}
+	require.False(t, State(7).Valid())
 	require.Equal(t, "State(0)", State(0).String())
+	_, err := ParseState("no_such_state")
+	require.ErrorIs(t, err, fsm.ErrInvalid)
+	_, err = newMachine(t, fsm.RoleCore, &recorder{}).Restore(0)
+	require.ErrorIs(t, err, fsm.ErrInvalid)
 	_, err = Transition(Initial, Event(0), 0)
 	require.ErrorIs(t, err, fsm.ErrInvalid)
+	_, err = Transition(State(0), Event(1), 0)
+	require.ErrorIs(t, err, fsm.ErrInvalid)
 }
 
-// TestConcurrentFire fires from several goroutines at once: every step the observer sees must start where the previous one ended, which holds only if Fire serialises its callers.
-func TestConcurrentFire(t *testing.T) {
-	for round := 0; round < 20; round++ {
-		m := New[int](fsm.RoleBoth, &recorder{held: GuardSet(round)})
-		var steps []Step
-		m.Observe(func(s Step) {
-			steps = append(steps, s)
-		})
-		var wg sync.WaitGroup
-		for g := 0; g < 4; g++ {
-			wg.Go(func() {
-				rng := rand.New(rand.NewPCG(uint64(round), uint64(g)))
-				for i := 0; i < 50; i++ {
-					_ = m.Fire(Event(1+rng.IntN(numEvents)), i)
-				}
-			})
-		}
-		wg.Wait()
-		require.GreaterOrEqual(t, len(steps), 200)
-		at := Initial
-		for _, s := range steps {
-			require.Equal(t, at, s.From())
-			at = s.To()
-		}
-		require.Equal(t, at, m.State())
-	}
+// TestNewRefusesMissingParts checks that a machine needs its hooks, and its timers when its role
+// arms any.
+func TestNewRefusesMissingParts(t *testing.T) {
+	_, err := NewCore[int](nil, nil)
+	require.Error(t, err, "a Core machine needs hooks")
+	_, err = NewRuntime[int](nil, nil)
+	require.Error(t, err, "a Runtime machine needs hooks")
+	_, err = NewCore[int](&recorder{}, nil)
+	require.Error(t, err, "the Core arms timers")
 }
 
-// TestEffectError makes the first hook of spec/workspace_read.yaml:117 fail: the state has moved and the error names the effect.
+// TestEffectError makes the Core's first hook of spec/workspace_read.yaml:117 fail: the state has
+// moved, the error names the effect and the effects after it do not run.
 func TestEffectError(t *testing.T) {
-	m := New[int](fsm.RoleBoth, &recorder{fail: "stop read_op"})
-	_, err := m.Restore("dispatched")
+	rec := &recorder{fail: "stop read_op"}
+	m := newMachine(t, fsm.RoleCore, rec)
+	_, err := m.Restore(fsm.StateID(StateDispatched))
 	require.NoError(t, err)
-	err = m.Fire(EventResultCompleted, 0)
+	err = m.Fire(fsm.EventID(EventResultCompleted), 0)
 	require.ErrorIs(t, err, fsm.ErrEffect)
 	require.ErrorIs(t, err, errHook)
 	var ee *fsm.EffectError
 	require.ErrorAs(t, err, &ee)
-	require.Equal(t, StateUnknown, m.State())
+	require.Equal(t, "core: stop read_op", ee.Effect)
+	require.Equal(t, StateUnknown, State(m.State()))
+	require.Equal(t, []string{"stop read_op"}, rec.log)
+}
+
+var (
+	sinkStep Step
+	sinkErr  error
+)
+
+// TestNoAllocations checks that Transition, and Fire for each role with hooks that allocate
+// nothing, allocate nothing in any cell.
+func TestNoAllocations(t *testing.T) {
+	allocs := testing.AllocsPerRun(10, func() {
+		for _, c := range cellCases {
+			sinkStep, sinkErr = Transition(c.from, c.event, c.held)
+		}
+	})
+	require.Zero(t, allocs, "Transition")
+	for _, role := range roles {
+		rec := &recorder{quiet: true}
+		m := newMachine(t, role, rec)
+		allocs := testing.AllocsPerRun(10, func() {
+			for _, c := range cellCases {
+				if _, ok := c.logs[role]; !ok {
+					continue
+				}
+				rec.held = c.held
+				if _, err := m.Restore(fsm.StateID(c.from)); err != nil {
+					panic(err)
+				}
+				sinkErr = m.Fire(fsm.EventID(c.event), 0)
+			}
+		})
+		require.Zero(t, allocs, "Fire as %s", role)
+	}
 }

@@ -2,26 +2,26 @@
 
 // Package workspace_write is the generated workspace_write machine.
 //
-// One workspace file write: Core reserves the Session's mutation owner, ships
-// the whole body (at most 50 MiB) as 64 KiB frames that are each acknowledged,
-// and commits; the Runtime checks the declared digest before the native writer
-// touches the workspace, and no model runs. The owner is freed only by an
-// exact completed or rejected receipt; without one it stays held, since
-// neither a cancelled observer nor a stopped process shows that the workspace
-// is unchanged. The write is never replayed.
+// One workspace file write: Core reserves the Session's mutation owner, ships the whole body (at
+// most 50 MiB) as 64 KiB frames that are each acknowledged, and commits; the Runtime checks the
+// declared digest before the native writer touches the workspace, and no model runs. The owner is
+// freed only by an exact completed or rejected receipt; without one it stays held, since neither a
+// cancelled observer nor a stopped process shows that the workspace is unchanged. The write is
+// never replayed.
 //
-// One instance per mutation ID (Envelope.id of workspace_write and
-// workspace_write_result; a durable Core ID, not a retry key).
+// One instance per mutation ID (Envelope.id of workspace_write and workspace_write_result; a
+// durable Core ID, not a retry key).
 //
 // The table and every hook name come from spec/workspace_write.yaml; see
-// docs/machines/workspace_write.md for the diagram and the state × event
-// matrix.
+// docs/machines/workspace_write.md for the diagram and the state × event matrix. Table is the
+// machine as the engine (package fsm) runs it: Transition answers what an event would do, NewCore
+// and NewRuntime return a machine that performs one peer's effects through its hooks, and a driver
+// that keeps many instances steps an fsm.Instance of Table and drains its fsm.Outbox.
 package workspace_write
 
 import (
 	"github.com/agentwire/agentwire/fsm"
 	"strconv"
-	"sync"
 	"time"
 )
 
@@ -30,50 +30,53 @@ const Name = "workspace_write"
 
 // Initial is the state every new instance starts in.
 const Initial = StateIdle
-const (
-	numStates = 10
-	numEvents = 12
-)
 
-// State is a state of the workspace_write machine.
+// State is a state of the workspace_write machine; its values are the fsm.StateID of Table.
 type State uint8
 
 const (
 	// StateIdle: the write is not admitted yet; no frame was sent
 	StateIdle State = 1
-	// StateBeginning: the mutation owner is reserved and begin (path, size, sha256) was sent; the Runtime has not answered ready
+	// StateBeginning: the mutation owner is reserved and begin (path, size, sha256) was sent; the
+	// Runtime has not answered ready
 	StateBeginning State = 2
-	// StateStaging: the Runtime is ready and every frame so far was received; the next frame or the commit may be sent
+	// StateStaging: the Runtime is ready and every frame so far was received; the next frame or
+	// the commit may be sent
 	StateStaging State = 3
-	// StateChunkSent: one frame of at most 64 KiB is in flight; the next waits for its received offset
+	// StateChunkSent: one frame of at most 64 KiB is in flight; the next waits for its received
+	// offset
 	StateChunkSent State = 4
-	// StateCommitting: commit was sent; the Runtime applies the write (or refuses it after the digest check) and answers once
+	// StateCommitting: commit was sent; the Runtime applies the write (or refuses it after the
+	// digest check) and answers once
 	StateCommitting State = 5
-	// StateUnconfirmed: the upload deadline passed without a final receipt; the owner stays reserved, and only a late exact receipt on this connection can still settle it
+	// StateUnconfirmed: the upload deadline passed without a final receipt; the owner stays
+	// reserved, and only a late exact receipt on this connection can still settle it
 	StateUnconfirmed State = 6
-	// StateCompleted: the exact commit was confirmed with the declared size; the mutation owner is released
+	// StateCompleted: the exact commit was confirmed with the declared size; the mutation owner is
+	// released
 	StateCompleted State = 7
-	// StateRejected: the Runtime refused the write with a finite code (invalid_request, write_rejected with a reason, write_capacity, ...); the owner is released
+	// StateRejected: the Runtime refused the write with a finite code (invalid_request,
+	// write_rejected with a reason, write_capacity, ...); the owner is released
 	StateRejected State = 8
-	// StateUnknown: the receipt is ambiguous or can no longer arrive (write_unconfirmed, loss after commit, process exit); the owner stays reserved and nothing is replayed
+	// StateUnknown: the receipt is ambiguous or can no longer arrive (write_unconfirmed, loss
+	// after commit, process exit); the owner stays reserved and nothing is replayed
 	StateUnknown State = 9
-	// StateAborted: the upload ended before commit (an invalid frame at the Runtime, or the connection closed); nothing reached the installer
+	// StateAborted: the upload ended before commit (an invalid frame at the Runtime, or the
+	// connection closed); nothing reached the installer
 	StateAborted State = 10
 )
-
-var stateNames = [...]string{"", "idle", "beginning", "staging", "chunk_sent", "committing", "unconfirmed", "completed", "rejected", "unknown", "aborted"}
 
 // String returns the spec name, or State(n) for a value outside the enum.
 func (v State) String() string {
 	if v.Valid() {
-		return stateNames[v]
+		return Table.States[v-1].Name
 	}
 	return "State(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v State) Valid() bool {
-	return v >= 1 && int(v) < len(stateNames)
+	return v >= 1 && v <= StateAborted
 }
 
 // ParseState returns the state with the given spec name.
@@ -107,73 +110,70 @@ func ParseState(name string) (State, error) {
 	}
 }
 
-var stateOutcomes = [...]fsm.Outcome{0, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeSuccess, fsm.OutcomeFailure, fsm.OutcomeUnknown, fsm.OutcomeFailure}
-var stateTimers = [...][]Timer{nil, nil, []Timer{TimerUploadWait}, []Timer{TimerUploadWait}, []Timer{TimerUploadWait}, []Timer{TimerUploadWait}, nil, nil, nil, nil, nil}
-
 // Outcome classifies a terminal state; it is fsm.OutcomeNone for the others.
-func (s State) Outcome() fsm.Outcome {
-	if !s.Valid() {
+func (v State) Outcome() fsm.Outcome {
+	if !v.Valid() {
 		return fsm.OutcomeNone
 	}
-	return stateOutcomes[s]
+	return Table.States[v-1].Outcome
 }
 
-// Terminal reports whether the lifecycle has settled in s.
-func (s State) Terminal() bool {
-	return s.Outcome() != fsm.OutcomeNone
+// Terminal reports whether the lifecycle has settled in v.
+func (v State) Terminal() bool {
+	return v.Outcome() != fsm.OutcomeNone
 }
 
-// Timers lists the timers armed while the machine is in s: the ones a restored machine must re-arm. The slice is shared; do not modify it.
-func (s State) Timers() []Timer {
-	if !s.Valid() {
-		return nil
-	}
-	return stateTimers[s]
-}
-
-// Event is an input of the workspace_write machine: a wire message, a timer expiry or a local happening.
+// Event is an input of the workspace_write machine (a wire message, a timer expiry or a local
+// happening); its values are the fsm.EventID of Table.
 type Event uint8
 
 const (
-	// EventBegin: step begin with environment and session IDs, the relative path, size_bytes and sha256 (wire workspace_write, sent by core)
+	// EventBegin: step begin with environment and session IDs, the relative path, size_bytes and
+	// sha256 (wire workspace_write, sent by core)
 	EventBegin Event = 1
-	// EventChunk: step chunk with up to 64 KiB of data at the next offset (frame at most 96 KiB) (wire workspace_write, sent by core)
+	// EventChunk: step chunk with up to 64 KiB of data at the next offset (frame at most 96 KiB)
+	// (wire workspace_write, sent by core)
 	EventChunk Event = 2
 	// EventCommit: step commit (wire workspace_write, sent by core)
 	EventCommit Event = 3
 	// EventResultReady: outcome ready after begin (wire workspace_write_result, sent by runtime)
 	EventResultReady Event = 4
-	// EventResultReceived: outcome received with the offset after the staged frame (wire workspace_write_result, sent by runtime)
+	// EventResultReceived: outcome received with the offset after the staged frame (wire
+	// workspace_write_result, sent by runtime)
 	EventResultReceived Event = 5
-	// EventResultCompleted: outcome completed with the declared size_bytes (wire workspace_write_result, sent by runtime)
+	// EventResultCompleted: outcome completed with the declared size_bytes (wire
+	// workspace_write_result, sent by runtime)
 	EventResultCompleted Event = 6
-	// EventResultRejected: outcome rejected with a finite code and optional reason (wire workspace_write_result, sent by runtime)
+	// EventResultRejected: outcome rejected with a finite code and optional reason (wire
+	// workspace_write_result, sent by runtime)
 	EventResultRejected Event = 7
-	// EventResultUnknown: outcome unknown (write_unconfirmed) (wire workspace_write_result, sent by runtime)
+	// EventResultUnknown: outcome unknown (write_unconfirmed) (wire workspace_write_result, sent
+	// by runtime)
 	EventResultUnknown Event = 8
 	// EventUploadWait: two minutes after begin without a final receipt (timer 2m0s, owned by core)
 	EventUploadWait Event = 9
-	// EventConnectionLost: the connection that carries the write closed or was replaced (local, observed by both)
+	// EventConnectionLost: the connection that carries the write closed or was replaced (local,
+	// observed by both)
 	EventConnectionLost Event = 10
-	// EventObserverCancelled: the caller waiting for the write gave up (request cancelled or disconnected) (local, observed by core)
+	// EventObserverCancelled: the caller waiting for the write gave up (request cancelled or
+	// disconnected) (local, observed by core)
 	EventObserverCancelled Event = 11
-	// EventProcessExit: the Core process stopped while the write was in flight; the durable reservation survives the restart (local, observed by core)
+	// EventProcessExit: the Core process stopped while the write was in flight; the durable
+	// reservation survives the restart (local, observed by core)
 	EventProcessExit Event = 12
 )
-
-var eventNames = [...]string{"", "begin", "chunk", "commit", "result_ready", "result_received", "result_completed", "result_rejected", "result_unknown", "upload_wait", "connection_lost", "observer_cancelled", "process_exit"}
 
 // String returns the spec name, or Event(n) for a value outside the enum.
 func (v Event) String() string {
 	if v.Valid() {
-		return eventNames[v]
+		return Table.Events[v-1].Name
 	}
 	return "Event(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v Event) Valid() bool {
-	return v >= 1 && int(v) < len(eventNames)
+	return v >= 1 && v <= EventProcessExit
 }
 
 // ParseEvent returns the event with the given spec name.
@@ -211,35 +211,41 @@ func ParseEvent(name string) (Event, error) {
 	}
 }
 
-var eventKinds = [...]fsm.EventKind{0, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventTimer, fsm.EventLocal, fsm.EventLocal, fsm.EventLocal}
-var eventMessages = [...]string{"", "workspace_write", "workspace_write", "workspace_write", "workspace_write_result", "workspace_write_result", "workspace_write_result", "workspace_write_result", "workspace_write_result", "", "", "", ""}
-var eventRoles = [...]fsm.Role{0, fsm.RoleCore, fsm.RoleCore, fsm.RoleCore, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleCore, fsm.RoleBoth, fsm.RoleCore, fsm.RoleCore}
-
-// Kind says whether e is a wire message, a timer or a local event.
-func (e Event) Kind() fsm.EventKind {
-	if !e.Valid() {
-		return eventKinds[0]
+// Kind says whether v is a wire message, a timer expiry or a local event.
+func (v Event) Kind() fsm.EventKind {
+	if !v.Valid() {
+		return 0
 	}
-	return eventKinds[e]
-}
-
-// Message is the wire type of a message event, or "" for timers and local events. Several events may share one wire type (a status frame with different states).
-func (e Event) Message() string {
-	if !e.Valid() {
-		return eventMessages[0]
-	}
-	return eventMessages[e]
+	return Table.Events[v-1].Kind
 }
 
 // Role is the sender of a message event, the owner of a timer or the observer of a local event.
-func (e Event) Role() fsm.Role {
-	if !e.Valid() {
-		return eventRoles[0]
+func (v Event) Role() fsm.Role {
+	if !v.Valid() {
+		return 0
 	}
-	return eventRoles[e]
+	return Table.Events[v-1].Role
 }
 
-// Timer is a named timer. Arming and disarming are effects; expiry is the event of the same name.
+// Message is the wire type of a message event, or 0. Several events may share one wire type (a
+// status frame with different states).
+func (v Event) Message() Message {
+	if !v.Valid() {
+		return 0
+	}
+	return Message(Table.Events[v-1].Message)
+}
+
+// Timer is the timer whose expiry v is, or 0.
+func (v Event) Timer() Timer {
+	if !v.Valid() {
+		return 0
+	}
+	return Timer(Table.Events[v-1].Timer)
+}
+
+// Timer is a named timer; its values are the fsm.TimerID of Table. Arming and disarming are
+// effects; expiry is the event of the same name.
 type Timer uint8
 
 const (
@@ -247,19 +253,17 @@ const (
 	TimerUploadWait Timer = 1
 )
 
-var timerNames = [...]string{"", "upload_wait"}
-
 // String returns the spec name, or Timer(n) for a value outside the enum.
 func (v Timer) String() string {
 	if v.Valid() {
-		return timerNames[v]
+		return Table.Timers[v-1].Name
 	}
 	return "Timer(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v Timer) Valid() bool {
-	return v >= 1 && int(v) < len(timerNames)
+	return v >= 1 && v <= TimerUploadWait
 }
 
 // ParseTimer returns the timer with the given spec name.
@@ -275,52 +279,51 @@ func ParseTimer(name string) (Timer, error) {
 	}
 }
 
-var timerDurations = [...]time.Duration{0, 2 * time.Minute}
-var timerEvents = [...]Event{0, EventUploadWait}
-
 // Duration is how long the timer runs once armed.
-func (t Timer) Duration() time.Duration {
-	if !t.Valid() {
+func (v Timer) Duration() time.Duration {
+	if !v.Valid() {
 		return 0
 	}
-	return timerDurations[t]
+	return Table.Timers[v-1].Duration
 }
 
 // Event is the event to fire when the timer expires.
-func (t Timer) Event() Event {
-	if !t.Valid() {
+func (v Timer) Event() Event {
+	if !v.Valid() {
 		return 0
 	}
-	return timerEvents[t]
+	return Event(Table.Timers[v-1].Event)
 }
 
-// Guard names a predicate the peer evaluates through its Hooks.
+// Guard is a predicate a peer evaluates through its hooks; its values are the fsm.GuardID of
+// Table.
 type Guard uint8
 
 const (
-	// GuardOwnerFree: no earlier write of this Session is unsettled (Core's durable reservation under the Session lock)
+	// GuardOwnerFree: no earlier write of this Session is unsettled (Core's durable reservation
+	// under the Session lock)
 	GuardOwnerFree Guard = 1
-	// GuardChunkInBounds: the frame carries 1 to 64 KiB at the offset equal to the bytes received so far and stays within the declared size
+	// GuardChunkInBounds: the frame carries 1 to 64 KiB at the offset equal to the bytes received
+	// so far and stays within the declared size
 	GuardChunkInBounds Guard = 2
 	// GuardOffsetMatches: the received offset equals the in-flight frame's offset plus its length
 	GuardOffsetMatches Guard = 3
-	// GuardDigestMatches: the received byte count equals size_bytes and the SHA-256 of the body equals the declared sha256
+	// GuardDigestMatches: the received byte count equals size_bytes and the SHA-256 of the body
+	// equals the declared sha256
 	GuardDigestMatches Guard = 4
 )
-
-var guardNames = [...]string{"", "owner_free", "chunk_in_bounds", "offset_matches", "digest_matches"}
 
 // String returns the spec name, or Guard(n) for a value outside the enum.
 func (v Guard) String() string {
 	if v.Valid() {
-		return guardNames[v]
+		return Table.Guards[v-1]
 	}
 	return "Guard(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v Guard) Valid() bool {
-	return v >= 1 && int(v) < len(guardNames)
+	return v >= 1 && v <= GuardDigestMatches
 }
 
 // ParseGuard returns the guard with the given spec name.
@@ -342,55 +345,56 @@ func ParseGuard(name string) (Guard, error) {
 	}
 }
 
-// GuardSet is the set of guards that hold, for the pure Transition function.
-type GuardSet uint64
+// GuardSet is the set of guards that hold, for Transition; it has the layout of fsm.GuardSet.
+type GuardSet fsm.GuardSet
 
 // With returns s with g added.
 func (s GuardSet) With(g Guard) GuardSet {
-	if !g.Valid() {
-		return s
-	}
-	return s | 1<<(g-1)
+	return GuardSet(fsm.GuardSet(s).With(fsm.GuardID(g)))
 }
 
 // Has reports whether g is in s.
 func (s GuardSet) Has(g Guard) bool {
-	return g.Valid() && s&(1<<(g-1)) != 0
+	return fsm.GuardSet(s).Has(fsm.GuardID(g))
 }
 
-// Action names a local effect the peer performs through its Hooks.
+// Action is a local effect a peer performs through its hooks; its values are the fsm.ActionID of
+// Table.
 type Action uint8
 
 const (
-	// ActionReserveOwner: Core durably reserves the Session's mutation owner; successor mutations wait across restarts until exact settlement
+	// ActionReserveOwner: Core durably reserves the Session's mutation owner; successor mutations
+	// wait across restarts until exact settlement
 	ActionReserveOwner Action = 1
 	// ActionReleaseOwner: Core releases the mutation owner after an exact settlement
 	ActionReleaseOwner Action = 2
-	// ActionStageChunk: the Runtime stages the frame's bytes; execution stays excluded while it receives or applies the write
+	// ActionStageChunk: the Runtime stages the frame's bytes; execution stays excluded while it
+	// receives or applies the write
 	ActionStageChunk Action = 3
-	// ActionApplyWrite: the Runtime runs the native writer with the verified body and answers after it finished
+	// ActionApplyWrite: the Runtime runs the native writer with the verified body and answers
+	// after it finished
 	ActionApplyWrite Action = 4
 	// ActionDiscardUpload: the Runtime drops the staged body; nothing reaches the installer
 	ActionDiscardUpload Action = 5
-	// ActionMarkUnknown: Core keeps the mutation owner with an unknown outcome; the write is never replayed
+	// ActionMarkUnknown: Core keeps the mutation owner with an unknown outcome; the write is never
+	// replayed
 	ActionMarkUnknown Action = 6
-	// ActionDetachObserver: Core answers the cancelled caller but keeps the write's bounded waiter and its reservation
+	// ActionDetachObserver: Core answers the cancelled caller but keeps the write's bounded waiter
+	// and its reservation
 	ActionDetachObserver Action = 7
 )
-
-var actionNames = [...]string{"", "reserve_owner", "release_owner", "stage_chunk", "apply_write", "discard_upload", "mark_unknown", "detach_observer"}
 
 // String returns the spec name, or Action(n) for a value outside the enum.
 func (v Action) String() string {
 	if v.Valid() {
-		return actionNames[v]
+		return Table.Actions[v-1]
 	}
 	return "Action(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v Action) Valid() bool {
-	return v >= 1 && int(v) < len(actionNames)
+	return v >= 1 && v <= ActionDetachObserver
 }
 
 // ParseAction returns the action with the given spec name.
@@ -418,952 +422,452 @@ func ParseAction(name string) (Action, error) {
 	}
 }
 
-// Message is a wire type this machine asks a peer to send.
+// Message is a wire type the machine sends or observes; its values are the fsm.MessageID of Table.
 type Message uint8
 
 const (
-	MessageWorkspaceWriteResult Message = 1
+	// MessageWorkspaceWrite: observed as an event
+	MessageWorkspaceWrite Message = 1
+	// MessageWorkspaceWriteResult: sent as an effect and observed as an event
+	MessageWorkspaceWriteResult Message = 2
 )
-
-var messageNames = [...]string{"", "workspace_write_result"}
 
 // String returns the spec name, or Message(n) for a value outside the enum.
 func (v Message) String() string {
 	if v.Valid() {
-		return messageNames[v]
+		return Table.Messages[v-1]
 	}
 	return "Message(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v Message) Valid() bool {
-	return v >= 1 && int(v) < len(messageNames)
+	return v >= 1 && v <= MessageWorkspaceWriteResult
 }
 
-// Effect is one step a transition asks a peer to perform, in spec order.
-type Effect struct {
-	Kind fsm.EffectKind
-	// Role is the peer that performs the effect; RoleBoth for both.
-	Role    fsm.Role
-	Message Message // EffectSend
-	Timer   Timer   // EffectStart, EffectStop
-	Action  Action  // EffectDo
-	Raise   Event   // EffectRaise
-}
-
-// String renders the effect as the spec writes it, e.g. "runtime: send preparation_status".
-func (e Effect) String() string {
-	prefix := ""
-	if e.Role != fsm.RoleBoth {
-		prefix = e.Role.String() + ": "
+// ParseMessage returns the message with the given spec name.
+func ParseMessage(name string) (Message, error) {
+	switch name {
+	case "workspace_write":
+		return MessageWorkspaceWrite, nil
+	case "workspace_write_result":
+		return MessageWorkspaceWriteResult, nil
 	}
-	switch e.Kind {
-	case fsm.EffectSend:
-		return prefix + "send " + e.Message.String()
-	case fsm.EffectStart:
-		return prefix + "start " + e.Timer.String()
-	case fsm.EffectStop:
-		return prefix + "stop " + e.Timer.String()
-	case fsm.EffectDo:
-		return prefix + "do " + e.Action.String()
-	case fsm.EffectRaise:
-		return prefix + "raise " + e.Raise.String()
+	return 0, &fsm.InvalidError{
+		Machine: Name,
+		Value:   fsm.Quote(name),
+		What:    "message name",
 	}
-	return prefix + e.Kind.String()
 }
 
-// Step is what one event did: a read-only view of the selected candidate of
-// its cell. It is a single pointer into the generated table, so returning it
-// costs nothing and nobody can change the table through it. The zero Step,
-// returned for an invalid state or event, reports zero values.
+// The candidates of Table, one per rule of spec/workspace_write.yaml and shared by every cell the
+// rule covers (a rule that lists its own target among its sources is two: a move from the others
+// and an internal transition in the target).
+var (
+	rule118 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnerFree), Disp: fsm.Moved, To: fsm.StateID(StateBeginning), Line: 118, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReserveOwner)},
+		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerUploadWait)},
+		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageWorkspaceWriteResult)},
+	}}
+	rule123 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "an earlier write of this Session is unsettled; successors wait for its exact settlement", Line: 123}
+	rule126 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the write was not admitted", Line: 126}
+	rule129 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no begin was sent for this mutation ID", Line: 129}
+	rule134 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStaging), Line: 134}
+	rule137 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the previous frame has not been answered yet", Line: 137}
+	rule140 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no frame is in flight", Line: 140}
+	rule145 = &fsm.Candidate{Guard: fsm.GuardID(GuardChunkInBounds), Disp: fsm.Moved, To: fsm.StateID(StateChunkSent), Line: 145, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionStageChunk)},
+		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageWorkspaceWriteResult)},
+	}}
+	rule150 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAborted), Line: 150, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerUploadWait)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardUpload)},
+	}}
+	rule155 = &fsm.Candidate{Guard: fsm.GuardID(GuardDigestMatches), Disp: fsm.Moved, To: fsm.StateID(StateCommitting), Line: 155, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionApplyWrite)},
+	}}
+	rule160 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCommitting), Line: 160, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardUpload)},
+		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageWorkspaceWriteResult)},
+	}}
+	rule167 = &fsm.Candidate{Guard: fsm.GuardID(GuardOffsetMatches), Disp: fsm.Moved, To: fsm.StateID(StateStaging), Line: 167}
+	rule171 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the received offset does not match the frame in flight", Line: 171}
+	rule176 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCompleted), Line: 176, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerUploadWait)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseOwner)},
+	}}
+	rule180 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "only a commit can complete the write", Line: 180}
+	rule183 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCompleted), Line: 183, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseOwner)},
+	}}
+	rule187 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 187, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerUploadWait)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardUpload)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseOwner)},
+	}}
+	rule191 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 191, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerUploadWait)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
+	}}
+	rule195 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the write is already past begin", Line: 195}
+	rule200 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnconfirmed), Line: 200, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
+	}}
+	rule205 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 205, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerUploadWait)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
+	}}
+	rule210 = &fsm.Candidate{Disp: fsm.Stayed, Line: 210, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionDetachObserver)},
+	}}
+	rule215 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAborted), Line: 215, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerUploadWait)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardUpload)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseOwner)},
+	}}
+	rule220 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 220, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerUploadWait)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
+	}}
+	rule225 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "only a final receipt, a loss or an exit changes an unconfirmed write", Line: 225}
+	rule228 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the upload deadline passed; nothing more is sent and the write is never replayed", Line: 228}
+	rule233 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "write_capacity: this write already began; the request is never replayed", Line: 233}
+	rule236 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the commit was already sent", Line: 236}
+	rule241 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing", Line: 241}
+	rule245 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the write is settled and never replayed", Line: 245}
+)
+
+// Table is the workspace_write machine as the engine runs it, sealed: every (state, event) cell
+// lists its candidates in the order they are tried, the unguarded fallback last. It is exactly
+// what spec.Machine.Table builds from spec/workspace_write.yaml. Treat it as read-only.
+var Table = fsm.MustSeal(&fsm.Table{
+	Name:   Name,
+	Source: "spec/workspace_write.yaml",
+	States: []fsm.StateDecl{
+		{Name: "idle"},
+		{Name: "beginning", Timers: []fsm.TimerID{fsm.TimerID(TimerUploadWait)}},
+		{Name: "staging", Timers: []fsm.TimerID{fsm.TimerID(TimerUploadWait)}},
+		{Name: "chunk_sent", Timers: []fsm.TimerID{fsm.TimerID(TimerUploadWait)}},
+		{Name: "committing", Timers: []fsm.TimerID{fsm.TimerID(TimerUploadWait)}},
+		{Name: "unconfirmed"},
+		{Name: "completed", Outcome: fsm.OutcomeSuccess},
+		{Name: "rejected", Outcome: fsm.OutcomeFailure},
+		{Name: "unknown", Outcome: fsm.OutcomeUnknown},
+		{Name: "aborted", Outcome: fsm.OutcomeFailure},
+	},
+	Events: []fsm.EventDecl{
+		{Name: "begin", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessageWorkspaceWrite)},
+		{Name: "chunk", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessageWorkspaceWrite)},
+		{Name: "commit", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessageWorkspaceWrite)},
+		{Name: "result_ready", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageWorkspaceWriteResult)},
+		{Name: "result_received", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageWorkspaceWriteResult)},
+		{Name: "result_completed", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageWorkspaceWriteResult)},
+		{Name: "result_rejected", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageWorkspaceWriteResult)},
+		{Name: "result_unknown", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageWorkspaceWriteResult)},
+		{Name: "upload_wait", Kind: fsm.EventTimer, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerUploadWait)},
+		{Name: "connection_lost", Kind: fsm.EventLocal, Role: fsm.RoleBoth},
+		{Name: "observer_cancelled", Kind: fsm.EventLocal, Role: fsm.RoleCore},
+		{Name: "process_exit", Kind: fsm.EventLocal, Role: fsm.RoleCore},
+	},
+	Guards:   []string{"owner_free", "chunk_in_bounds", "offset_matches", "digest_matches"},
+	Actions:  []string{"reserve_owner", "release_owner", "stage_chunk", "apply_write", "discard_upload", "mark_unknown", "detach_observer"},
+	Messages: []string{"workspace_write", "workspace_write_result"},
+	Timers: []fsm.TimerDecl{
+		{Name: "upload_wait", Duration: 2 * time.Minute, Event: fsm.EventID(EventUploadWait)},
+	},
+	Initial: fsm.StateID(StateIdle),
+	Cells: []fsm.Cell{
+		// idle
+		{Cands: []*fsm.Candidate{rule118, rule123}}, // idle × begin
+		{Cands: []*fsm.Candidate{rule129}},          // idle × chunk
+		{Cands: []*fsm.Candidate{rule129}},          // idle × commit
+		{Cands: []*fsm.Candidate{rule129}},          // idle × result_ready
+		{Cands: []*fsm.Candidate{rule129}},          // idle × result_received
+		{Cands: []*fsm.Candidate{rule129}},          // idle × result_completed
+		{Cands: []*fsm.Candidate{rule129}},          // idle × result_rejected
+		{Cands: []*fsm.Candidate{rule129}},          // idle × result_unknown
+		{Cands: []*fsm.Candidate{rule126}},          // idle × upload_wait
+		{Cands: []*fsm.Candidate{rule126}},          // idle × connection_lost
+		{Cands: []*fsm.Candidate{rule126}},          // idle × observer_cancelled
+		{Cands: []*fsm.Candidate{rule126}},          // idle × process_exit
+		// beginning
+		{Cands: []*fsm.Candidate{rule233}}, // beginning × begin
+		{Cands: []*fsm.Candidate{rule137}}, // beginning × chunk
+		{Cands: []*fsm.Candidate{rule137}}, // beginning × commit
+		{Cands: []*fsm.Candidate{rule134}}, // beginning × result_ready
+		{Cands: []*fsm.Candidate{rule140}}, // beginning × result_received
+		{Cands: []*fsm.Candidate{rule180}}, // beginning × result_completed
+		{Cands: []*fsm.Candidate{rule187}}, // beginning × result_rejected
+		{Cands: []*fsm.Candidate{rule191}}, // beginning × result_unknown
+		{Cands: []*fsm.Candidate{rule200}}, // beginning × upload_wait
+		{Cands: []*fsm.Candidate{rule215}}, // beginning × connection_lost
+		{Cands: []*fsm.Candidate{rule210}}, // beginning × observer_cancelled
+		{Cands: []*fsm.Candidate{rule205}}, // beginning × process_exit
+		// staging
+		{Cands: []*fsm.Candidate{rule233}},          // staging × begin
+		{Cands: []*fsm.Candidate{rule145, rule150}}, // staging × chunk
+		{Cands: []*fsm.Candidate{rule155, rule160}}, // staging × commit
+		{Cands: []*fsm.Candidate{rule195}},          // staging × result_ready
+		{Cands: []*fsm.Candidate{rule140}},          // staging × result_received
+		{Cands: []*fsm.Candidate{rule180}},          // staging × result_completed
+		{Cands: []*fsm.Candidate{rule187}},          // staging × result_rejected
+		{Cands: []*fsm.Candidate{rule191}},          // staging × result_unknown
+		{Cands: []*fsm.Candidate{rule200}},          // staging × upload_wait
+		{Cands: []*fsm.Candidate{rule215}},          // staging × connection_lost
+		{Cands: []*fsm.Candidate{rule210}},          // staging × observer_cancelled
+		{Cands: []*fsm.Candidate{rule205}},          // staging × process_exit
+		// chunk_sent
+		{Cands: []*fsm.Candidate{rule233}},          // chunk_sent × begin
+		{Cands: []*fsm.Candidate{rule137}},          // chunk_sent × chunk
+		{Cands: []*fsm.Candidate{rule137}},          // chunk_sent × commit
+		{Cands: []*fsm.Candidate{rule195}},          // chunk_sent × result_ready
+		{Cands: []*fsm.Candidate{rule167, rule171}}, // chunk_sent × result_received
+		{Cands: []*fsm.Candidate{rule180}},          // chunk_sent × result_completed
+		{Cands: []*fsm.Candidate{rule187}},          // chunk_sent × result_rejected
+		{Cands: []*fsm.Candidate{rule191}},          // chunk_sent × result_unknown
+		{Cands: []*fsm.Candidate{rule200}},          // chunk_sent × upload_wait
+		{Cands: []*fsm.Candidate{rule215}},          // chunk_sent × connection_lost
+		{Cands: []*fsm.Candidate{rule210}},          // chunk_sent × observer_cancelled
+		{Cands: []*fsm.Candidate{rule205}},          // chunk_sent × process_exit
+		// committing
+		{Cands: []*fsm.Candidate{rule233}}, // committing × begin
+		{Cands: []*fsm.Candidate{rule236}}, // committing × chunk
+		{Cands: []*fsm.Candidate{rule236}}, // committing × commit
+		{Cands: []*fsm.Candidate{rule195}}, // committing × result_ready
+		{Cands: []*fsm.Candidate{rule140}}, // committing × result_received
+		{Cands: []*fsm.Candidate{rule176}}, // committing × result_completed
+		{Cands: []*fsm.Candidate{rule187}}, // committing × result_rejected
+		{Cands: []*fsm.Candidate{rule191}}, // committing × result_unknown
+		{Cands: []*fsm.Candidate{rule200}}, // committing × upload_wait
+		{Cands: []*fsm.Candidate{rule220}}, // committing × connection_lost
+		{Cands: []*fsm.Candidate{rule210}}, // committing × observer_cancelled
+		{Cands: []*fsm.Candidate{rule205}}, // committing × process_exit
+		// unconfirmed
+		{Cands: []*fsm.Candidate{rule233}}, // unconfirmed × begin
+		{Cands: []*fsm.Candidate{rule228}}, // unconfirmed × chunk
+		{Cands: []*fsm.Candidate{rule228}}, // unconfirmed × commit
+		{Cands: []*fsm.Candidate{rule225}}, // unconfirmed × result_ready
+		{Cands: []*fsm.Candidate{rule225}}, // unconfirmed × result_received
+		{Cands: []*fsm.Candidate{rule183}}, // unconfirmed × result_completed
+		{Cands: []*fsm.Candidate{rule187}}, // unconfirmed × result_rejected
+		{Cands: []*fsm.Candidate{rule191}}, // unconfirmed × result_unknown
+		{Cands: []*fsm.Candidate{rule225}}, // unconfirmed × upload_wait
+		{Cands: []*fsm.Candidate{rule220}}, // unconfirmed × connection_lost
+		{Cands: []*fsm.Candidate{rule225}}, // unconfirmed × observer_cancelled
+		{Cands: []*fsm.Candidate{rule205}}, // unconfirmed × process_exit
+		// completed
+		{Cands: []*fsm.Candidate{rule245}}, // completed × begin
+		{Cands: []*fsm.Candidate{rule245}}, // completed × chunk
+		{Cands: []*fsm.Candidate{rule245}}, // completed × commit
+		{Cands: []*fsm.Candidate{rule241}}, // completed × result_ready
+		{Cands: []*fsm.Candidate{rule241}}, // completed × result_received
+		{Cands: []*fsm.Candidate{rule241}}, // completed × result_completed
+		{Cands: []*fsm.Candidate{rule241}}, // completed × result_rejected
+		{Cands: []*fsm.Candidate{rule241}}, // completed × result_unknown
+		{Cands: []*fsm.Candidate{rule241}}, // completed × upload_wait
+		{Cands: []*fsm.Candidate{rule241}}, // completed × connection_lost
+		{Cands: []*fsm.Candidate{rule241}}, // completed × observer_cancelled
+		{Cands: []*fsm.Candidate{rule241}}, // completed × process_exit
+		// rejected
+		{Cands: []*fsm.Candidate{rule245}}, // rejected × begin
+		{Cands: []*fsm.Candidate{rule245}}, // rejected × chunk
+		{Cands: []*fsm.Candidate{rule245}}, // rejected × commit
+		{Cands: []*fsm.Candidate{rule241}}, // rejected × result_ready
+		{Cands: []*fsm.Candidate{rule241}}, // rejected × result_received
+		{Cands: []*fsm.Candidate{rule241}}, // rejected × result_completed
+		{Cands: []*fsm.Candidate{rule241}}, // rejected × result_rejected
+		{Cands: []*fsm.Candidate{rule241}}, // rejected × result_unknown
+		{Cands: []*fsm.Candidate{rule241}}, // rejected × upload_wait
+		{Cands: []*fsm.Candidate{rule241}}, // rejected × connection_lost
+		{Cands: []*fsm.Candidate{rule241}}, // rejected × observer_cancelled
+		{Cands: []*fsm.Candidate{rule241}}, // rejected × process_exit
+		// unknown
+		{Cands: []*fsm.Candidate{rule245}}, // unknown × begin
+		{Cands: []*fsm.Candidate{rule245}}, // unknown × chunk
+		{Cands: []*fsm.Candidate{rule245}}, // unknown × commit
+		{Cands: []*fsm.Candidate{rule241}}, // unknown × result_ready
+		{Cands: []*fsm.Candidate{rule241}}, // unknown × result_received
+		{Cands: []*fsm.Candidate{rule241}}, // unknown × result_completed
+		{Cands: []*fsm.Candidate{rule241}}, // unknown × result_rejected
+		{Cands: []*fsm.Candidate{rule241}}, // unknown × result_unknown
+		{Cands: []*fsm.Candidate{rule241}}, // unknown × upload_wait
+		{Cands: []*fsm.Candidate{rule241}}, // unknown × connection_lost
+		{Cands: []*fsm.Candidate{rule241}}, // unknown × observer_cancelled
+		{Cands: []*fsm.Candidate{rule241}}, // unknown × process_exit
+		// aborted
+		{Cands: []*fsm.Candidate{rule245}}, // aborted × begin
+		{Cands: []*fsm.Candidate{rule245}}, // aborted × chunk
+		{Cands: []*fsm.Candidate{rule245}}, // aborted × commit
+		{Cands: []*fsm.Candidate{rule241}}, // aborted × result_ready
+		{Cands: []*fsm.Candidate{rule241}}, // aborted × result_received
+		{Cands: []*fsm.Candidate{rule241}}, // aborted × result_completed
+		{Cands: []*fsm.Candidate{rule241}}, // aborted × result_rejected
+		{Cands: []*fsm.Candidate{rule241}}, // aborted × result_unknown
+		{Cands: []*fsm.Candidate{rule241}}, // aborted × upload_wait
+		{Cands: []*fsm.Candidate{rule241}}, // aborted × connection_lost
+		{Cands: []*fsm.Candidate{rule241}}, // aborted × observer_cancelled
+		{Cands: []*fsm.Candidate{rule241}}, // aborted × process_exit
+	},
+})
+
+// Step is what one event did: the engine's fsm.Step, a read-only view of the table candidate that
+// handled it, with typed accessors. The zero Step, returned for an invalid state or event, reports
+// zero values.
 type Step struct {
-	c *candidate
+	s fsm.Step
 }
 
 // From is the state the event arrived in.
 func (s Step) From() State {
-	if s.c == nil {
-		var zero State
-		return zero
-	}
-	return s.c.from
+	return State(s.s.From())
 }
 
 // Event is the event that was handled.
 func (s Step) Event() Event {
-	if s.c == nil {
-		var zero Event
-		return zero
-	}
-	return s.c.event
+	return Event(s.s.Event())
 }
 
 // To is the state after the step; it equals From unless the disposition is fsm.Moved.
 func (s Step) To() State {
-	if s.c == nil {
-		var zero State
-		return zero
-	}
-	return s.c.to
+	return State(s.s.To())
 }
 
 // Guard is the guard that selected the candidate, or 0 for the cell's fallback.
 func (s Step) Guard() Guard {
-	if s.c == nil {
-		var zero Guard
-		return zero
-	}
-	return s.c.guard
+	return Guard(s.s.Guard())
 }
 
 // Disposition says whether the step moved, stayed, ignored or rejected the event.
 func (s Step) Disposition() fsm.Disposition {
-	if s.c == nil {
-		var zero fsm.Disposition
-		return zero
-	}
-	return s.c.disp
+	return s.s.Disposition()
 }
 
-// Effects lists what the peer must do, in spec order; nil unless the step moved or stayed. The slice is shared: do not modify it.
-func (s Step) Effects() []Effect {
-	if s.c == nil {
-		var zero []Effect
-		return zero
-	}
-	return s.c.effects
+// Effects lists what the step asks of both peers, in spec order (a peer keeps those its role
+// performs); nil unless the step moved or stayed. Their IDs convert to this package's enums and
+// Table.EffectString renders one as the spec writes it. The slice is shared: do not modify it.
+func (s Step) Effects() []fsm.Effect {
+	return s.s.Effects()
 }
 
 // Reason is the spec's reason for an ignored or rejected event, or "".
 func (s Step) Reason() string {
-	if s.c == nil {
-		var zero string
-		return zero
-	}
-	return s.c.reason
+	return s.s.Reason()
 }
 
-type candidate struct {
-	guard   Guard
-	disp    fsm.Disposition
-	to      State
-	effects []Effect
-	reason  string
-	// from, event and err are filled in by init.
-	from  State
-	event Event
-	err   *fsm.TransitionError // non-nil exactly for rejections
+// Line is the line of the spec rule behind the step.
+func (s Step) Line() int {
+	return s.s.Line()
 }
 
-// table holds every (state, event) cell: its candidates in the order they are tried, the unguarded fallback last.
-var table = [numStates + 1][numEvents + 1][]candidate{
-	StateIdle: {
-		EventBegin: {
-			// spec/workspace_write.yaml:118
-			{disp: fsm.Moved, guard: GuardOwnerFree, to: StateBeginning, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReserveOwner}, {Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessageWorkspaceWriteResult}}},
-			// spec/workspace_write.yaml:123
-			{disp: fsm.Rejected, to: StateIdle, reason: "an earlier write of this Session is unsettled; successors wait for its exact settlement"},
-		},
-		EventChunk: {
-			// spec/workspace_write.yaml:129
-			{disp: fsm.Rejected, to: StateIdle, reason: "no begin was sent for this mutation ID"},
-		},
-		EventCommit: {
-			// spec/workspace_write.yaml:129
-			{disp: fsm.Rejected, to: StateIdle, reason: "no begin was sent for this mutation ID"},
-		},
-		EventResultReady: {
-			// spec/workspace_write.yaml:129
-			{disp: fsm.Rejected, to: StateIdle, reason: "no begin was sent for this mutation ID"},
-		},
-		EventResultReceived: {
-			// spec/workspace_write.yaml:129
-			{disp: fsm.Rejected, to: StateIdle, reason: "no begin was sent for this mutation ID"},
-		},
-		EventResultCompleted: {
-			// spec/workspace_write.yaml:129
-			{disp: fsm.Rejected, to: StateIdle, reason: "no begin was sent for this mutation ID"},
-		},
-		EventResultRejected: {
-			// spec/workspace_write.yaml:129
-			{disp: fsm.Rejected, to: StateIdle, reason: "no begin was sent for this mutation ID"},
-		},
-		EventResultUnknown: {
-			// spec/workspace_write.yaml:129
-			{disp: fsm.Rejected, to: StateIdle, reason: "no begin was sent for this mutation ID"},
-		},
-		EventUploadWait: {
-			// spec/workspace_write.yaml:126
-			{disp: fsm.Ignored, to: StateIdle, reason: "the write was not admitted"},
-		},
-		EventConnectionLost: {
-			// spec/workspace_write.yaml:126
-			{disp: fsm.Ignored, to: StateIdle, reason: "the write was not admitted"},
-		},
-		EventObserverCancelled: {
-			// spec/workspace_write.yaml:126
-			{disp: fsm.Ignored, to: StateIdle, reason: "the write was not admitted"},
-		},
-		EventProcessExit: {
-			// spec/workspace_write.yaml:126
-			{disp: fsm.Ignored, to: StateIdle, reason: "the write was not admitted"},
-		},
-	},
-	StateBeginning: {
-		EventBegin: {
-			// spec/workspace_write.yaml:233
-			{disp: fsm.Rejected, to: StateBeginning, reason: "write_capacity: this write already began; the request is never replayed"},
-		},
-		EventChunk: {
-			// spec/workspace_write.yaml:137
-			{disp: fsm.Rejected, to: StateBeginning, reason: "the previous frame has not been answered yet"},
-		},
-		EventCommit: {
-			// spec/workspace_write.yaml:137
-			{disp: fsm.Rejected, to: StateBeginning, reason: "the previous frame has not been answered yet"},
-		},
-		EventResultReady: {
-			// spec/workspace_write.yaml:134
-			{disp: fsm.Moved, to: StateStaging},
-		},
-		EventResultReceived: {
-			// spec/workspace_write.yaml:140
-			{disp: fsm.Rejected, to: StateBeginning, reason: "no frame is in flight"},
-		},
-		EventResultCompleted: {
-			// spec/workspace_write.yaml:180
-			{disp: fsm.Rejected, to: StateBeginning, reason: "only a commit can complete the write"},
-		},
-		EventResultRejected: {
-			// spec/workspace_write.yaml:187
-			{disp: fsm.Moved, to: StateRejected, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardUpload}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseOwner}}},
-		},
-		EventResultUnknown: {
-			// spec/workspace_write.yaml:191
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
-		},
-		EventUploadWait: {
-			// spec/workspace_write.yaml:200
-			{disp: fsm.Moved, to: StateUnconfirmed, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
-		},
-		EventConnectionLost: {
-			// spec/workspace_write.yaml:215
-			{disp: fsm.Moved, to: StateAborted, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardUpload}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseOwner}}},
-		},
-		EventObserverCancelled: {
-			// spec/workspace_write.yaml:210
-			{disp: fsm.Stayed, to: StateBeginning, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionDetachObserver}}},
-		},
-		EventProcessExit: {
-			// spec/workspace_write.yaml:205
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
-		},
-	},
-	StateStaging: {
-		EventBegin: {
-			// spec/workspace_write.yaml:233
-			{disp: fsm.Rejected, to: StateStaging, reason: "write_capacity: this write already began; the request is never replayed"},
-		},
-		EventChunk: {
-			// spec/workspace_write.yaml:145
-			{disp: fsm.Moved, guard: GuardChunkInBounds, to: StateChunkSent, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionStageChunk}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessageWorkspaceWriteResult}}},
-			// spec/workspace_write.yaml:150
-			{disp: fsm.Moved, to: StateAborted, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardUpload}}},
-		},
-		EventCommit: {
-			// spec/workspace_write.yaml:155
-			{disp: fsm.Moved, guard: GuardDigestMatches, to: StateCommitting, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionApplyWrite}}},
-			// spec/workspace_write.yaml:160
-			{disp: fsm.Moved, to: StateCommitting, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardUpload}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessageWorkspaceWriteResult}}},
-		},
-		EventResultReady: {
-			// spec/workspace_write.yaml:195
-			{disp: fsm.Rejected, to: StateStaging, reason: "the write is already past begin"},
-		},
-		EventResultReceived: {
-			// spec/workspace_write.yaml:140
-			{disp: fsm.Rejected, to: StateStaging, reason: "no frame is in flight"},
-		},
-		EventResultCompleted: {
-			// spec/workspace_write.yaml:180
-			{disp: fsm.Rejected, to: StateStaging, reason: "only a commit can complete the write"},
-		},
-		EventResultRejected: {
-			// spec/workspace_write.yaml:187
-			{disp: fsm.Moved, to: StateRejected, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardUpload}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseOwner}}},
-		},
-		EventResultUnknown: {
-			// spec/workspace_write.yaml:191
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
-		},
-		EventUploadWait: {
-			// spec/workspace_write.yaml:200
-			{disp: fsm.Moved, to: StateUnconfirmed, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
-		},
-		EventConnectionLost: {
-			// spec/workspace_write.yaml:215
-			{disp: fsm.Moved, to: StateAborted, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardUpload}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseOwner}}},
-		},
-		EventObserverCancelled: {
-			// spec/workspace_write.yaml:210
-			{disp: fsm.Stayed, to: StateStaging, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionDetachObserver}}},
-		},
-		EventProcessExit: {
-			// spec/workspace_write.yaml:205
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
-		},
-	},
-	StateChunkSent: {
-		EventBegin: {
-			// spec/workspace_write.yaml:233
-			{disp: fsm.Rejected, to: StateChunkSent, reason: "write_capacity: this write already began; the request is never replayed"},
-		},
-		EventChunk: {
-			// spec/workspace_write.yaml:137
-			{disp: fsm.Rejected, to: StateChunkSent, reason: "the previous frame has not been answered yet"},
-		},
-		EventCommit: {
-			// spec/workspace_write.yaml:137
-			{disp: fsm.Rejected, to: StateChunkSent, reason: "the previous frame has not been answered yet"},
-		},
-		EventResultReady: {
-			// spec/workspace_write.yaml:195
-			{disp: fsm.Rejected, to: StateChunkSent, reason: "the write is already past begin"},
-		},
-		EventResultReceived: {
-			// spec/workspace_write.yaml:167
-			{disp: fsm.Moved, guard: GuardOffsetMatches, to: StateStaging},
-			// spec/workspace_write.yaml:171
-			{disp: fsm.Rejected, to: StateChunkSent, reason: "the received offset does not match the frame in flight"},
-		},
-		EventResultCompleted: {
-			// spec/workspace_write.yaml:180
-			{disp: fsm.Rejected, to: StateChunkSent, reason: "only a commit can complete the write"},
-		},
-		EventResultRejected: {
-			// spec/workspace_write.yaml:187
-			{disp: fsm.Moved, to: StateRejected, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardUpload}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseOwner}}},
-		},
-		EventResultUnknown: {
-			// spec/workspace_write.yaml:191
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
-		},
-		EventUploadWait: {
-			// spec/workspace_write.yaml:200
-			{disp: fsm.Moved, to: StateUnconfirmed, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
-		},
-		EventConnectionLost: {
-			// spec/workspace_write.yaml:215
-			{disp: fsm.Moved, to: StateAborted, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardUpload}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseOwner}}},
-		},
-		EventObserverCancelled: {
-			// spec/workspace_write.yaml:210
-			{disp: fsm.Stayed, to: StateChunkSent, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionDetachObserver}}},
-		},
-		EventProcessExit: {
-			// spec/workspace_write.yaml:205
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
-		},
-	},
-	StateCommitting: {
-		EventBegin: {
-			// spec/workspace_write.yaml:233
-			{disp: fsm.Rejected, to: StateCommitting, reason: "write_capacity: this write already began; the request is never replayed"},
-		},
-		EventChunk: {
-			// spec/workspace_write.yaml:236
-			{disp: fsm.Rejected, to: StateCommitting, reason: "the commit was already sent"},
-		},
-		EventCommit: {
-			// spec/workspace_write.yaml:236
-			{disp: fsm.Rejected, to: StateCommitting, reason: "the commit was already sent"},
-		},
-		EventResultReady: {
-			// spec/workspace_write.yaml:195
-			{disp: fsm.Rejected, to: StateCommitting, reason: "the write is already past begin"},
-		},
-		EventResultReceived: {
-			// spec/workspace_write.yaml:140
-			{disp: fsm.Rejected, to: StateCommitting, reason: "no frame is in flight"},
-		},
-		EventResultCompleted: {
-			// spec/workspace_write.yaml:176
-			{disp: fsm.Moved, to: StateCompleted, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseOwner}}},
-		},
-		EventResultRejected: {
-			// spec/workspace_write.yaml:187
-			{disp: fsm.Moved, to: StateRejected, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardUpload}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseOwner}}},
-		},
-		EventResultUnknown: {
-			// spec/workspace_write.yaml:191
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
-		},
-		EventUploadWait: {
-			// spec/workspace_write.yaml:200
-			{disp: fsm.Moved, to: StateUnconfirmed, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
-		},
-		EventConnectionLost: {
-			// spec/workspace_write.yaml:220
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
-		},
-		EventObserverCancelled: {
-			// spec/workspace_write.yaml:210
-			{disp: fsm.Stayed, to: StateCommitting, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionDetachObserver}}},
-		},
-		EventProcessExit: {
-			// spec/workspace_write.yaml:205
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
-		},
-	},
-	StateUnconfirmed: {
-		EventBegin: {
-			// spec/workspace_write.yaml:233
-			{disp: fsm.Rejected, to: StateUnconfirmed, reason: "write_capacity: this write already began; the request is never replayed"},
-		},
-		EventChunk: {
-			// spec/workspace_write.yaml:228
-			{disp: fsm.Rejected, to: StateUnconfirmed, reason: "the upload deadline passed; nothing more is sent and the write is never replayed"},
-		},
-		EventCommit: {
-			// spec/workspace_write.yaml:228
-			{disp: fsm.Rejected, to: StateUnconfirmed, reason: "the upload deadline passed; nothing more is sent and the write is never replayed"},
-		},
-		EventResultReady: {
-			// spec/workspace_write.yaml:225
-			{disp: fsm.Ignored, to: StateUnconfirmed, reason: "only a final receipt, a loss or an exit changes an unconfirmed write"},
-		},
-		EventResultReceived: {
-			// spec/workspace_write.yaml:225
-			{disp: fsm.Ignored, to: StateUnconfirmed, reason: "only a final receipt, a loss or an exit changes an unconfirmed write"},
-		},
-		EventResultCompleted: {
-			// spec/workspace_write.yaml:183
-			{disp: fsm.Moved, to: StateCompleted, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseOwner}}},
-		},
-		EventResultRejected: {
-			// spec/workspace_write.yaml:187
-			{disp: fsm.Moved, to: StateRejected, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardUpload}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseOwner}}},
-		},
-		EventResultUnknown: {
-			// spec/workspace_write.yaml:191
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
-		},
-		EventUploadWait: {
-			// spec/workspace_write.yaml:225
-			{disp: fsm.Ignored, to: StateUnconfirmed, reason: "only a final receipt, a loss or an exit changes an unconfirmed write"},
-		},
-		EventConnectionLost: {
-			// spec/workspace_write.yaml:220
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
-		},
-		EventObserverCancelled: {
-			// spec/workspace_write.yaml:225
-			{disp: fsm.Ignored, to: StateUnconfirmed, reason: "only a final receipt, a loss or an exit changes an unconfirmed write"},
-		},
-		EventProcessExit: {
-			// spec/workspace_write.yaml:205
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
-		},
-	},
-	StateCompleted: {
-		EventBegin: {
-			// spec/workspace_write.yaml:245
-			{disp: fsm.Rejected, to: StateCompleted, reason: "the write is settled and never replayed"},
-		},
-		EventChunk: {
-			// spec/workspace_write.yaml:245
-			{disp: fsm.Rejected, to: StateCompleted, reason: "the write is settled and never replayed"},
-		},
-		EventCommit: {
-			// spec/workspace_write.yaml:245
-			{disp: fsm.Rejected, to: StateCompleted, reason: "the write is settled and never replayed"},
-		},
-		EventResultReady: {
-			// spec/workspace_write.yaml:241
-			{disp: fsm.Ignored, to: StateCompleted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
-		},
-		EventResultReceived: {
-			// spec/workspace_write.yaml:241
-			{disp: fsm.Ignored, to: StateCompleted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
-		},
-		EventResultCompleted: {
-			// spec/workspace_write.yaml:241
-			{disp: fsm.Ignored, to: StateCompleted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
-		},
-		EventResultRejected: {
-			// spec/workspace_write.yaml:241
-			{disp: fsm.Ignored, to: StateCompleted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
-		},
-		EventResultUnknown: {
-			// spec/workspace_write.yaml:241
-			{disp: fsm.Ignored, to: StateCompleted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
-		},
-		EventUploadWait: {
-			// spec/workspace_write.yaml:241
-			{disp: fsm.Ignored, to: StateCompleted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
-		},
-		EventConnectionLost: {
-			// spec/workspace_write.yaml:241
-			{disp: fsm.Ignored, to: StateCompleted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
-		},
-		EventObserverCancelled: {
-			// spec/workspace_write.yaml:241
-			{disp: fsm.Ignored, to: StateCompleted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
-		},
-		EventProcessExit: {
-			// spec/workspace_write.yaml:241
-			{disp: fsm.Ignored, to: StateCompleted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
-		},
-	},
-	StateRejected: {
-		EventBegin: {
-			// spec/workspace_write.yaml:245
-			{disp: fsm.Rejected, to: StateRejected, reason: "the write is settled and never replayed"},
-		},
-		EventChunk: {
-			// spec/workspace_write.yaml:245
-			{disp: fsm.Rejected, to: StateRejected, reason: "the write is settled and never replayed"},
-		},
-		EventCommit: {
-			// spec/workspace_write.yaml:245
-			{disp: fsm.Rejected, to: StateRejected, reason: "the write is settled and never replayed"},
-		},
-		EventResultReady: {
-			// spec/workspace_write.yaml:241
-			{disp: fsm.Ignored, to: StateRejected, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
-		},
-		EventResultReceived: {
-			// spec/workspace_write.yaml:241
-			{disp: fsm.Ignored, to: StateRejected, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
-		},
-		EventResultCompleted: {
-			// spec/workspace_write.yaml:241
-			{disp: fsm.Ignored, to: StateRejected, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
-		},
-		EventResultRejected: {
-			// spec/workspace_write.yaml:241
-			{disp: fsm.Ignored, to: StateRejected, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
-		},
-		EventResultUnknown: {
-			// spec/workspace_write.yaml:241
-			{disp: fsm.Ignored, to: StateRejected, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
-		},
-		EventUploadWait: {
-			// spec/workspace_write.yaml:241
-			{disp: fsm.Ignored, to: StateRejected, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
-		},
-		EventConnectionLost: {
-			// spec/workspace_write.yaml:241
-			{disp: fsm.Ignored, to: StateRejected, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
-		},
-		EventObserverCancelled: {
-			// spec/workspace_write.yaml:241
-			{disp: fsm.Ignored, to: StateRejected, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
-		},
-		EventProcessExit: {
-			// spec/workspace_write.yaml:241
-			{disp: fsm.Ignored, to: StateRejected, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
-		},
-	},
-	StateUnknown: {
-		EventBegin: {
-			// spec/workspace_write.yaml:245
-			{disp: fsm.Rejected, to: StateUnknown, reason: "the write is settled and never replayed"},
-		},
-		EventChunk: {
-			// spec/workspace_write.yaml:245
-			{disp: fsm.Rejected, to: StateUnknown, reason: "the write is settled and never replayed"},
-		},
-		EventCommit: {
-			// spec/workspace_write.yaml:245
-			{disp: fsm.Rejected, to: StateUnknown, reason: "the write is settled and never replayed"},
-		},
-		EventResultReady: {
-			// spec/workspace_write.yaml:241
-			{disp: fsm.Ignored, to: StateUnknown, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
-		},
-		EventResultReceived: {
-			// spec/workspace_write.yaml:241
-			{disp: fsm.Ignored, to: StateUnknown, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
-		},
-		EventResultCompleted: {
-			// spec/workspace_write.yaml:241
-			{disp: fsm.Ignored, to: StateUnknown, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
-		},
-		EventResultRejected: {
-			// spec/workspace_write.yaml:241
-			{disp: fsm.Ignored, to: StateUnknown, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
-		},
-		EventResultUnknown: {
-			// spec/workspace_write.yaml:241
-			{disp: fsm.Ignored, to: StateUnknown, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
-		},
-		EventUploadWait: {
-			// spec/workspace_write.yaml:241
-			{disp: fsm.Ignored, to: StateUnknown, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
-		},
-		EventConnectionLost: {
-			// spec/workspace_write.yaml:241
-			{disp: fsm.Ignored, to: StateUnknown, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
-		},
-		EventObserverCancelled: {
-			// spec/workspace_write.yaml:241
-			{disp: fsm.Ignored, to: StateUnknown, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
-		},
-		EventProcessExit: {
-			// spec/workspace_write.yaml:241
-			{disp: fsm.Ignored, to: StateUnknown, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
-		},
-	},
-	StateAborted: {
-		EventBegin: {
-			// spec/workspace_write.yaml:245
-			{disp: fsm.Rejected, to: StateAborted, reason: "the write is settled and never replayed"},
-		},
-		EventChunk: {
-			// spec/workspace_write.yaml:245
-			{disp: fsm.Rejected, to: StateAborted, reason: "the write is settled and never replayed"},
-		},
-		EventCommit: {
-			// spec/workspace_write.yaml:245
-			{disp: fsm.Rejected, to: StateAborted, reason: "the write is settled and never replayed"},
-		},
-		EventResultReady: {
-			// spec/workspace_write.yaml:241
-			{disp: fsm.Ignored, to: StateAborted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
-		},
-		EventResultReceived: {
-			// spec/workspace_write.yaml:241
-			{disp: fsm.Ignored, to: StateAborted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
-		},
-		EventResultCompleted: {
-			// spec/workspace_write.yaml:241
-			{disp: fsm.Ignored, to: StateAborted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
-		},
-		EventResultRejected: {
-			// spec/workspace_write.yaml:241
-			{disp: fsm.Ignored, to: StateAborted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
-		},
-		EventResultUnknown: {
-			// spec/workspace_write.yaml:241
-			{disp: fsm.Ignored, to: StateAborted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
-		},
-		EventUploadWait: {
-			// spec/workspace_write.yaml:241
-			{disp: fsm.Ignored, to: StateAborted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
-		},
-		EventConnectionLost: {
-			// spec/workspace_write.yaml:241
-			{disp: fsm.Ignored, to: StateAborted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
-		},
-		EventObserverCancelled: {
-			// spec/workspace_write.yaml:241
-			{disp: fsm.Ignored, to: StateAborted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
-		},
-		EventProcessExit: {
-			// spec/workspace_write.yaml:241
-			{disp: fsm.Ignored, to: StateAborted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
-		},
-	},
-}
-
-// init completes each candidate, and builds the error of a rejection once, so that answering an event allocates nothing.
-func init() {
-	for s := range table {
-		for e := range table[s] {
-			for i := range table[s][e] {
-				c := &table[s][e][i]
-				c.from, c.event = State(s), Event(e)
-				if c.disp == fsm.Rejected {
-					c.err = &fsm.TransitionError{
-						Event:   Event(e).String(),
-						Machine: Name,
-						Reason:  c.reason,
-						State:   State(s).String(),
-					}
-				}
-			}
-		}
-	}
-}
-
-// Transition is the pure transition function. It selects the candidate of
-// the (s, e) cell whose guard is in held (or the fallback), and returns the
-// step with its effects. It changes nothing, runs no hook and allocates
-// nothing for valid inputs: the returned step and error are shared, read-only
-// values from the table.
+// Transition is the pure transition function. It selects the candidate of the (s, e) cell whose
+// guard is in held (or the fallback) and returns the step with its effects. It changes nothing,
+// runs no hook and allocates nothing for valid inputs: the step and the error are shared,
+// read-only values of Table.
 //
-// A rejected event returns a *fsm.TransitionError naming the machine, state
-// and event (errors.Is(err, fsm.ErrRejected)); Step.To() then equals s. An
-// invalid state or event returns the zero Step and a *fsm.InvalidError.
+// A rejected event returns a *fsm.TransitionError naming the machine, state and event
+// (errors.Is(err, fsm.ErrRejected)); Step.To() then equals s. An invalid state or event returns
+// the zero Step and a *fsm.InvalidError.
 func Transition(s State, e Event, held GuardSet) (Step, error) {
-	if !s.Valid() || !e.Valid() {
-		return Step{}, check(s, e)
-	}
-	cands := table[s][e]
-	for i := range cands {
-		c := &cands[i]
-		if c.guard != 0 && !held.Has(c.guard) {
-			continue
-		}
-		// A nil *TransitionError must not become a non-nil error.
-		if c.err != nil {
-			return Step{c}, c.err
-		}
-		return Step{c}, nil
-	}
-	// The generator refuses a cell without an unguarded fallback, so this is unreachable.
-	return Step{}, &fsm.InvalidError{
-		Machine: Name,
-		Value:   s.String() + "/" + e.String(),
-		What:    "cell",
-	}
+	st, err := Table.Transition(fsm.StateID(s), fsm.EventID(e), fsm.GuardSet(held))
+	return Step{st}, err
 }
 
-// check builds the error for an invalid state or event; it is off the hot path.
-func check(s State, e Event) error {
-	if !s.Valid() {
-		return &fsm.InvalidError{
-			Machine: Name,
-			Value:   s.String(),
-			What:    "state",
-		}
-	}
-	if !e.Valid() {
-		return &fsm.InvalidError{
-			Machine: Name,
-			Value:   e.String(),
-			What:    "event",
-		}
-	}
-	return nil
+// CoreHooks is what a Core peer implements to run the workspace_write machine: one method per
+// guard it evaluates, per message it sends and per action it performs. The engine calls a guard
+// while it selects a candidate, and the other methods after the step, in spec order
+// (fsm.Machine.Fire, or a driver that drains an fsm.Outbox). A method must not change the machine.
+// The *fsm.Firing is reused: do not keep it after the call.
+type CoreHooks[A any] interface {
+	// GuardOwnerFree reports whether no earlier write of this Session is unsettled (Core's durable
+	// reservation under the Session lock).
+	GuardOwnerFree(f *fsm.Firing[A]) bool
+	// GuardChunkInBounds reports whether the frame carries 1 to 64 KiB at the offset equal to the
+	// bytes received so far and stays within the declared size.
+	GuardChunkInBounds(f *fsm.Firing[A]) bool
+	// GuardOffsetMatches reports whether the received offset equals the in-flight frame's offset
+	// plus its length.
+	GuardOffsetMatches(f *fsm.Firing[A]) bool
+	// GuardDigestMatches reports whether the received byte count equals size_bytes and the SHA-256
+	// of the body equals the declared sha256.
+	GuardDigestMatches(f *fsm.Firing[A]) bool
+	// DoReserveOwner performs reserve_owner: Core durably reserves the Session's mutation owner;
+	// successor mutations wait across restarts until exact settlement.
+	DoReserveOwner(f *fsm.Firing[A]) error
+	// DoReleaseOwner performs release_owner: Core releases the mutation owner after an exact
+	// settlement.
+	DoReleaseOwner(f *fsm.Firing[A]) error
+	// DoMarkUnknown performs mark_unknown: Core keeps the mutation owner with an unknown outcome;
+	// the write is never replayed.
+	DoMarkUnknown(f *fsm.Firing[A]) error
+	// DoDetachObserver performs detach_observer: Core answers the cancelled caller but keeps the
+	// write's bounded waiter and its reservation.
+	DoDetachObserver(f *fsm.Firing[A]) error
 }
 
-// Hooks is what a peer implements to drive the machine: one method per
-// guard, per message the machine asks it to send and per action, plus the
-// timer methods when the machine has timers. Fire calls them with the
-// machine's lock held, in spec order, and only for effects of the machine's
-// role. A hook must not call Fire on the same machine (it would deadlock);
-// it raises follow-up events with f.Raise, which run once the current event
-// completes. The *Firing is reused: do not keep it after the hook returns.
-type Hooks[A any] interface {
-	// GuardOwnerFree reports whether no earlier write of this Session is unsettled (Core's durable reservation under the Session lock).
-	GuardOwnerFree(f *Firing[A]) bool
-	// GuardChunkInBounds reports whether the frame carries 1 to 64 KiB at the offset equal to the bytes received so far and stays within the declared size.
-	GuardChunkInBounds(f *Firing[A]) bool
-	// GuardOffsetMatches reports whether the received offset equals the in-flight frame's offset plus its length.
-	GuardOffsetMatches(f *Firing[A]) bool
-	// GuardDigestMatches reports whether the received byte count equals size_bytes and the SHA-256 of the body equals the declared sha256.
-	GuardDigestMatches(f *Firing[A]) bool
-	// SendWorkspaceWriteResult sends a workspace_write_result frame for this instance.
-	SendWorkspaceWriteResult(f *Firing[A]) error
-	// StartTimer arms (or re-arms) t for t.Duration(); on expiry the peer fires t.Event().
-	StartTimer(f *Firing[A], t Timer) error
-	// StopTimer disarms t. Stopping a timer that is not armed is not an error.
-	StopTimer(f *Firing[A], t Timer) error
-	// DoReserveOwner performs reserve_owner: Core durably reserves the Session's mutation owner; successor mutations wait across restarts until exact settlement.
-	DoReserveOwner(f *Firing[A]) error
-	// DoReleaseOwner performs release_owner: Core releases the mutation owner after an exact settlement.
-	DoReleaseOwner(f *Firing[A]) error
-	// DoStageChunk performs stage_chunk: the Runtime stages the frame's bytes; execution stays excluded while it receives or applies the write.
-	DoStageChunk(f *Firing[A]) error
-	// DoApplyWrite performs apply_write: the Runtime runs the native writer with the verified body and answers after it finished.
-	DoApplyWrite(f *Firing[A]) error
-	// DoDiscardUpload performs discard_upload: the Runtime drops the staged body; nothing reaches the installer.
-	DoDiscardUpload(f *Firing[A]) error
-	// DoMarkUnknown performs mark_unknown: Core keeps the mutation owner with an unknown outcome; the write is never replayed.
-	DoMarkUnknown(f *Firing[A]) error
-	// DoDetachObserver performs detach_observer: Core answers the cancelled caller but keeps the write's bounded waiter and its reservation.
-	DoDetachObserver(f *Firing[A]) error
-}
-
-// Firing describes the event being handled; hooks receive it.
-type Firing[A any] struct {
-	From  State
-	Event Event
-	To    State // the target while effects run; equals From while guards run
-	Arg   A     // the argument passed to Fire or Raise, e.g. the decoded frame
-	Role  fsm.Role
-	m     *Machine[A]
-}
-
-// Raise queues a follow-up event that runs after the current one, under the same Fire call.
-func (f *Firing[A]) Raise(e Event, arg A) error {
-	return f.m.enqueue(e, arg)
-}
-
-// Machine is one instance of the lifecycle. It is safe for concurrent use:
-// Fire serialises callers, and each caller gets the result of its own event.
-type Machine[A any] struct {
-	mu      sync.Mutex
-	state   State
-	role    fsm.Role
-	hooks   Hooks[A]
-	observe func(Step)
-	firing  Firing[A]
-	queue   fsm.Queue[Event, A]
-}
-
-// New returns a machine in the Initial state that performs the effects of role.
-func New[A any](role fsm.Role, hooks Hooks[A]) *Machine[A] {
-	return &Machine[A]{
-		hooks: hooks,
-		role:  role,
-		state: Initial,
-	}
-}
-
-// State returns the current state.
-func (m *Machine[A]) State() State {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.state
-}
-
-// Observe registers fn to be called, with the lock held, after every step, including ignored and rejected ones (for logs, metrics and trace checks). Pass nil to remove it.
-func (m *Machine[A]) Observe(fn func(Step)) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.observe = fn
-}
-
-// Fire handles event e with argument arg, then every follow-up event the
-// effects raised, in order, before returning (run to completion).
-//
-// It returns nil when the event moved the machine, kept it in place or was
-// ignored; a *fsm.TransitionError when the spec rejects it (the state is
-// unchanged and queued follow-ups are dropped); a *fsm.EffectError when a hook
-// failed (the state has already moved, the rest of the effects did not run).
-func (m *Machine[A]) Fire(e Event, arg A) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	err := m.step(e, arg)
-	for err == nil {
-		next, nextArg, ok := m.queue.Pop()
-		if !ok {
-			break
-		}
-		err = m.step(next, nextArg)
-	}
-	// An error ends the run: drop the follow-ups it left behind.
-	m.queue.Clear()
-	// Only the argument can hold on to caller memory; the rest is overwritten by the next step.
-	var zero A
-	m.firing.Arg = zero
-	return err
-}
-
-func (m *Machine[A]) enqueue(e Event, arg A) error {
-	if !m.queue.Push(e, arg) {
-		return &fsm.QueueError{
-			Event:   e.String(),
-			Machine: Name,
-		}
-	}
-	return nil
-}
-
-func (m *Machine[A]) step(e Event, arg A) error {
-	s := m.state
-	if !e.Valid() {
-		return check(s, e)
-	}
-	// Field by field: assigning a whole Firing literal costs a stalled copy on every event.
-	fr := &m.firing
-	fr.From, fr.Event, fr.To, fr.Arg, fr.Role, fr.m = s, e, s, arg, m.role, m
-	for i := range table[s][e] {
-		c := &table[s][e][i]
-		if c.guard != 0 && !m.guard(c.guard, fr) {
-			continue
-		}
-		if c.disp == fsm.Moved || c.disp == fsm.Stayed {
-			m.state, fr.To = c.to, c.to
-		}
-		if m.observe != nil {
-			m.observe(Step{c})
-		}
-		if c.err != nil {
-			return c.err
-		}
-		for j := range c.effects {
-			ef := &c.effects[j]
-			if !m.role.Performs(ef.Role) {
-				continue
-			}
-			if err := m.perform(fr, ef); err != nil {
-				return &fsm.EffectError{
-					Effect:  ef.String(),
-					Err:     err,
-					Event:   e.String(),
-					From:    s.String(),
-					Machine: Name,
-					To:      c.to.String(),
-				}
-			}
-		}
+// Core binds h as the guards and effects of a Core peer, by ID (nil for a nil h).
+func Core[A any](h CoreHooks[A]) fsm.Binding[A] {
+	if h == nil {
 		return nil
 	}
-	return nil
+	return &fsm.HookTable[A]{
+		Guards:  []func(*fsm.Firing[A]) bool{GuardOwnerFree: h.GuardOwnerFree, GuardChunkInBounds: h.GuardChunkInBounds, GuardOffsetMatches: h.GuardOffsetMatches, GuardDigestMatches: h.GuardDigestMatches},
+		Actions: []func(*fsm.Firing[A]) error{ActionReserveOwner: h.DoReserveOwner, ActionReleaseOwner: h.DoReleaseOwner, ActionMarkUnknown: h.DoMarkUnknown, ActionDetachObserver: h.DoDetachObserver},
+	}
 }
 
-func (m *Machine[A]) guard(g Guard, fr *Firing[A]) bool {
-	switch g {
-	case GuardOwnerFree:
-		return m.hooks.GuardOwnerFree(fr)
-	case GuardChunkInBounds:
-		return m.hooks.GuardChunkInBounds(fr)
-	case GuardOffsetMatches:
-		return m.hooks.GuardOffsetMatches(fr)
-	case GuardDigestMatches:
-		return m.hooks.GuardDigestMatches(fr)
-	}
-	return false
+// NewCore returns a workspace_write machine in its Initial state that evaluates the guards and
+// performs the effects of a Core peer through h, after each step (fsm.Machine.Fire). timers arms
+// and disarms the timers the Core owns; it must not be nil.
+func NewCore[A any](h CoreHooks[A], timers fsm.Timers[A]) (*fsm.Machine[A], error) {
+	return fsm.NewMachine(Table, fsm.RoleCore, Core[A](h), timers)
 }
 
-func (m *Machine[A]) perform(fr *Firing[A], ef *Effect) error {
-	switch ef.Kind {
-	case fsm.EffectSend:
-		switch ef.Message {
-		case MessageWorkspaceWriteResult:
-			return m.hooks.SendWorkspaceWriteResult(fr)
-		}
-	case fsm.EffectStart:
-		return m.hooks.StartTimer(fr, ef.Timer)
-	case fsm.EffectStop:
-		return m.hooks.StopTimer(fr, ef.Timer)
-	case fsm.EffectDo:
-		switch ef.Action {
-		case ActionReserveOwner:
-			return m.hooks.DoReserveOwner(fr)
-		case ActionReleaseOwner:
-			return m.hooks.DoReleaseOwner(fr)
-		case ActionStageChunk:
-			return m.hooks.DoStageChunk(fr)
-		case ActionApplyWrite:
-			return m.hooks.DoApplyWrite(fr)
-		case ActionDiscardUpload:
-			return m.hooks.DoDiscardUpload(fr)
-		case ActionMarkUnknown:
-			return m.hooks.DoMarkUnknown(fr)
-		case ActionDetachObserver:
-			return m.hooks.DoDetachObserver(fr)
-		}
-	case fsm.EffectRaise:
-		return m.enqueue(ef.Raise, fr.Arg)
-	}
-	return nil
+// RuntimeHooks is what a Runtime peer implements to run the workspace_write machine: one method
+// per guard it evaluates, per message it sends and per action it performs. The engine calls a
+// guard while it selects a candidate, and the other methods after the step, in spec order
+// (fsm.Machine.Fire, or a driver that drains an fsm.Outbox). A method must not change the machine.
+// The *fsm.Firing is reused: do not keep it after the call.
+type RuntimeHooks[A any] interface {
+	// GuardOwnerFree reports whether no earlier write of this Session is unsettled (Core's durable
+	// reservation under the Session lock).
+	GuardOwnerFree(f *fsm.Firing[A]) bool
+	// GuardChunkInBounds reports whether the frame carries 1 to 64 KiB at the offset equal to the
+	// bytes received so far and stays within the declared size.
+	GuardChunkInBounds(f *fsm.Firing[A]) bool
+	// GuardOffsetMatches reports whether the received offset equals the in-flight frame's offset
+	// plus its length.
+	GuardOffsetMatches(f *fsm.Firing[A]) bool
+	// GuardDigestMatches reports whether the received byte count equals size_bytes and the SHA-256
+	// of the body equals the declared sha256.
+	GuardDigestMatches(f *fsm.Firing[A]) bool
+	// SendWorkspaceWriteResult sends the workspace_write_result frame of this instance.
+	SendWorkspaceWriteResult(f *fsm.Firing[A]) error
+	// DoStageChunk performs stage_chunk: the Runtime stages the frame's bytes; execution stays
+	// excluded while it receives or applies the write.
+	DoStageChunk(f *fsm.Firing[A]) error
+	// DoApplyWrite performs apply_write: the Runtime runs the native writer with the verified body
+	// and answers after it finished.
+	DoApplyWrite(f *fsm.Firing[A]) error
+	// DoDiscardUpload performs discard_upload: the Runtime drops the staged body; nothing reaches
+	// the installer.
+	DoDiscardUpload(f *fsm.Firing[A]) error
 }
 
-// Restore puts the machine in the state saved under name (State.String) and
-// returns the timers that state keeps armed, which the peer must re-arm. It
-// runs no hook and no effect.
-func (m *Machine[A]) Restore(name string) ([]Timer, error) {
-	s, err := ParseState(name)
-	if err != nil {
-		return nil, err
+// Runtime binds h as the guards and effects of a Runtime peer, by ID (nil for a nil h).
+func Runtime[A any](h RuntimeHooks[A]) fsm.Binding[A] {
+	if h == nil {
+		return nil
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.state = s
-	return s.Timers(), nil
+	return &fsm.HookTable[A]{
+		Guards:  []func(*fsm.Firing[A]) bool{GuardOwnerFree: h.GuardOwnerFree, GuardChunkInBounds: h.GuardChunkInBounds, GuardOffsetMatches: h.GuardOffsetMatches, GuardDigestMatches: h.GuardDigestMatches},
+		Sends:   []func(*fsm.Firing[A]) error{MessageWorkspaceWriteResult: h.SendWorkspaceWriteResult},
+		Actions: []func(*fsm.Firing[A]) error{ActionStageChunk: h.DoStageChunk, ActionApplyWrite: h.DoApplyWrite, ActionDiscardUpload: h.DoDiscardUpload},
+	}
+}
+
+// NewRuntime returns a workspace_write machine in its Initial state that evaluates the guards and
+// performs the effects of a Runtime peer through h, after each step (fsm.Machine.Fire). The
+// Runtime arms no timer of this machine: timers may be nil.
+func NewRuntime[A any](h RuntimeHooks[A], timers fsm.Timers[A]) (*fsm.Machine[A], error) {
+	return fsm.NewMachine(Table, fsm.RoleRuntime, Runtime[A](h), timers)
 }

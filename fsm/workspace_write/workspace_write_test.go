@@ -4,92 +4,409 @@ package workspace_write
 
 import (
 	"errors"
+	"fmt"
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/fsm/fsmtest"
 	"github.com/stretchr/testify/require"
-	"math/rand/v2"
-	"sync"
+	"reflect"
 	"testing"
 )
 
 const specFile = "../../spec/workspace_write.yaml"
 
-// recorder implements Hooks: guards answer from held, effects are logged in spec form, and the effect named fail returns errHook. raise, when set, is called from inside every hook: it exercises follow-up events.
+var roles = []fsm.Role{fsm.RoleCore, fsm.RoleRuntime}
+
+// recorder implements CoreHooks, RuntimeHooks and fsm.Timers. Guards answer from held; each hook
+// notes its method in called (when set) and its effect, in spec form, in log (unless quiet); the
+// effect named fail returns errHook.
 type recorder struct {
-	held  GuardSet
-	log   []string
-	fail  string
-	raise func(*Firing[int]) error
+	held   GuardSet
+	log    []string
+	fail   string
+	quiet  bool
+	called map[string]bool
 }
 
 var errHook = errors.New("hook failed")
-var _ Hooks[int] = (*recorder)(nil)
+var (
+	_ CoreHooks[int]    = (*recorder)(nil)
+	_ RuntimeHooks[int] = (*recorder)(nil)
+	_ fsm.Timers[int]   = (*recorder)(nil)
+)
 
-func (r *recorder) record(f *Firing[int], effect string) error {
-	r.log = append(r.log, effect)
+func (r *recorder) guard(method string, g Guard) bool {
+	if r.called != nil && method != "" {
+		r.called[method] = true
+	}
+	return r.held.Has(g)
+}
+
+func (r *recorder) effect(method, effect string) error {
+	if r.called != nil && method != "" {
+		r.called[method] = true
+	}
+	if !r.quiet {
+		r.log = append(r.log, effect)
+	}
 	if effect == r.fail {
 		return errHook
-	}
-	if r.raise != nil {
-		return r.raise(f)
 	}
 	return nil
 }
 
-func (r *recorder) GuardOwnerFree(f *Firing[int]) bool {
-	return r.held.Has(GuardOwnerFree)
+func (r *recorder) GuardOwnerFree(*fsm.Firing[int]) bool {
+	return r.guard("GuardOwnerFree", GuardOwnerFree)
 }
 
-func (r *recorder) GuardChunkInBounds(f *Firing[int]) bool {
-	return r.held.Has(GuardChunkInBounds)
+func (r *recorder) GuardChunkInBounds(*fsm.Firing[int]) bool {
+	return r.guard("GuardChunkInBounds", GuardChunkInBounds)
 }
 
-func (r *recorder) GuardOffsetMatches(f *Firing[int]) bool {
-	return r.held.Has(GuardOffsetMatches)
+func (r *recorder) GuardOffsetMatches(*fsm.Firing[int]) bool {
+	return r.guard("GuardOffsetMatches", GuardOffsetMatches)
 }
 
-func (r *recorder) GuardDigestMatches(f *Firing[int]) bool {
-	return r.held.Has(GuardDigestMatches)
+func (r *recorder) GuardDigestMatches(*fsm.Firing[int]) bool {
+	return r.guard("GuardDigestMatches", GuardDigestMatches)
 }
 
-func (r *recorder) SendWorkspaceWriteResult(f *Firing[int]) error {
-	return r.record(f, "send workspace_write_result")
+func (r *recorder) SendWorkspaceWriteResult(*fsm.Firing[int]) error {
+	return r.effect("SendWorkspaceWriteResult", "send workspace_write_result")
 }
 
-func (r *recorder) StartTimer(f *Firing[int], t Timer) error {
-	return r.record(f, "start "+t.String())
+func (r *recorder) DoReserveOwner(*fsm.Firing[int]) error {
+	return r.effect("DoReserveOwner", "do reserve_owner")
 }
 
-func (r *recorder) StopTimer(f *Firing[int], t Timer) error {
-	return r.record(f, "stop "+t.String())
+func (r *recorder) DoReleaseOwner(*fsm.Firing[int]) error {
+	return r.effect("DoReleaseOwner", "do release_owner")
 }
 
-func (r *recorder) DoReserveOwner(f *Firing[int]) error {
-	return r.record(f, "do reserve_owner")
+func (r *recorder) DoStageChunk(*fsm.Firing[int]) error {
+	return r.effect("DoStageChunk", "do stage_chunk")
 }
 
-func (r *recorder) DoReleaseOwner(f *Firing[int]) error {
-	return r.record(f, "do release_owner")
+func (r *recorder) DoApplyWrite(*fsm.Firing[int]) error {
+	return r.effect("DoApplyWrite", "do apply_write")
 }
 
-func (r *recorder) DoStageChunk(f *Firing[int]) error {
-	return r.record(f, "do stage_chunk")
+func (r *recorder) DoDiscardUpload(*fsm.Firing[int]) error {
+	return r.effect("DoDiscardUpload", "do discard_upload")
 }
 
-func (r *recorder) DoApplyWrite(f *Firing[int]) error {
-	return r.record(f, "do apply_write")
+func (r *recorder) DoMarkUnknown(*fsm.Firing[int]) error {
+	return r.effect("DoMarkUnknown", "do mark_unknown")
 }
 
-func (r *recorder) DoDiscardUpload(f *Firing[int]) error {
-	return r.record(f, "do discard_upload")
+func (r *recorder) DoDetachObserver(*fsm.Firing[int]) error {
+	return r.effect("DoDetachObserver", "do detach_observer")
 }
 
-func (r *recorder) DoMarkUnknown(f *Firing[int]) error {
-	return r.record(f, "do mark_unknown")
+func (r *recorder) StartTimer(_ *fsm.Firing[int], tm fsm.TimerID) error {
+	if r.quiet {
+		return nil // building the log entry would allocate
+	}
+	return r.effect("", "start "+Timer(tm).String())
 }
 
-func (r *recorder) DoDetachObserver(f *Firing[int]) error {
-	return r.record(f, "do detach_observer")
+func (r *recorder) StopTimer(_ *fsm.Firing[int], tm fsm.TimerID) error {
+	if r.quiet {
+		return nil // building the log entry would allocate
+	}
+	return r.effect("", "stop "+Timer(tm).String())
+}
+
+// newMachine returns a machine for role whose hooks and timers are rec.
+func newMachine(t *testing.T, role fsm.Role, rec *recorder) *fsm.Machine[int] {
+	t.Helper()
+	if role == fsm.RoleCore {
+		m, err := NewCore[int](rec, rec)
+		require.NoError(t, err)
+		return m
+	}
+	m, err := NewRuntime[int](rec, rec)
+	require.NoError(t, err)
+	return m
+}
+
+// heldGuards holds the guards of a GuardSet, for an fsm.Instance.
+type heldGuards GuardSet
+
+func (h heldGuards) Guard(g fsm.GuardID, _ *fsm.Firing[int]) bool {
+	return fsm.GuardSet(h).Has(g)
+}
+
+type cellCase struct {
+	line    int
+	from    State
+	event   Event
+	held    GuardSet
+	disp    fsm.Disposition
+	to      State
+	guard   Guard
+	reason  string
+	effects []string              // every role's, as the spec writes them
+	logs    map[fsm.Role][]string // the hook log of each role that handles the event
+	raises  bool
+}
+
+// cellCases has one entry per candidate of every cell, computed from the spec when the code was
+// generated.
+var cellCases = []cellCase{
+	{line: 118, from: StateIdle, event: EventBegin, held: GuardSet(0).With(GuardOwnerFree), disp: fsm.Moved, to: StateBeginning, guard: GuardOwnerFree, effects: []string{"core: do reserve_owner", "core: start upload_wait", "runtime: send workspace_write_result"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do reserve_owner", "start upload_wait"}, fsm.RoleRuntime: {"send workspace_write_result"}}},
+	{line: 123, from: StateIdle, event: EventBegin, disp: fsm.Rejected, to: StateIdle, reason: "an earlier write of this Session is unsettled; successors wait for its exact settlement", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 129, from: StateIdle, event: EventChunk, disp: fsm.Rejected, to: StateIdle, reason: "no begin was sent for this mutation ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 129, from: StateIdle, event: EventCommit, disp: fsm.Rejected, to: StateIdle, reason: "no begin was sent for this mutation ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 129, from: StateIdle, event: EventResultReady, disp: fsm.Rejected, to: StateIdle, reason: "no begin was sent for this mutation ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 129, from: StateIdle, event: EventResultReceived, disp: fsm.Rejected, to: StateIdle, reason: "no begin was sent for this mutation ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 129, from: StateIdle, event: EventResultCompleted, disp: fsm.Rejected, to: StateIdle, reason: "no begin was sent for this mutation ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 129, from: StateIdle, event: EventResultRejected, disp: fsm.Rejected, to: StateIdle, reason: "no begin was sent for this mutation ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 129, from: StateIdle, event: EventResultUnknown, disp: fsm.Rejected, to: StateIdle, reason: "no begin was sent for this mutation ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 126, from: StateIdle, event: EventUploadWait, disp: fsm.Ignored, to: StateIdle, reason: "the write was not admitted", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 126, from: StateIdle, event: EventConnectionLost, disp: fsm.Ignored, to: StateIdle, reason: "the write was not admitted", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 126, from: StateIdle, event: EventObserverCancelled, disp: fsm.Ignored, to: StateIdle, reason: "the write was not admitted", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 126, from: StateIdle, event: EventProcessExit, disp: fsm.Ignored, to: StateIdle, reason: "the write was not admitted", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 233, from: StateBeginning, event: EventBegin, disp: fsm.Rejected, to: StateBeginning, reason: "write_capacity: this write already began; the request is never replayed", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 137, from: StateBeginning, event: EventChunk, disp: fsm.Rejected, to: StateBeginning, reason: "the previous frame has not been answered yet", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 137, from: StateBeginning, event: EventCommit, disp: fsm.Rejected, to: StateBeginning, reason: "the previous frame has not been answered yet", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 134, from: StateBeginning, event: EventResultReady, disp: fsm.Moved, to: StateStaging, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 140, from: StateBeginning, event: EventResultReceived, disp: fsm.Rejected, to: StateBeginning, reason: "no frame is in flight", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 180, from: StateBeginning, event: EventResultCompleted, disp: fsm.Rejected, to: StateBeginning, reason: "only a commit can complete the write", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 187, from: StateBeginning, event: EventResultRejected, disp: fsm.Moved, to: StateRejected, effects: []string{"core: stop upload_wait", "runtime: do discard_upload", "core: do release_owner"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop upload_wait", "do release_owner"}, fsm.RoleRuntime: {"do discard_upload"}}},
+	{line: 191, from: StateBeginning, event: EventResultUnknown, disp: fsm.Moved, to: StateUnknown, effects: []string{"core: stop upload_wait", "core: do mark_unknown"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop upload_wait", "do mark_unknown"}, fsm.RoleRuntime: nil}},
+	{line: 200, from: StateBeginning, event: EventUploadWait, disp: fsm.Moved, to: StateUnconfirmed, effects: []string{"core: do mark_unknown"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do mark_unknown"}}},
+	{line: 215, from: StateBeginning, event: EventConnectionLost, disp: fsm.Moved, to: StateAborted, effects: []string{"core: stop upload_wait", "runtime: do discard_upload", "core: do release_owner"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop upload_wait", "do release_owner"}, fsm.RoleRuntime: {"do discard_upload"}}},
+	{line: 210, from: StateBeginning, event: EventObserverCancelled, disp: fsm.Stayed, to: StateBeginning, effects: []string{"core: do detach_observer"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do detach_observer"}}},
+	{line: 205, from: StateBeginning, event: EventProcessExit, disp: fsm.Moved, to: StateUnknown, effects: []string{"core: stop upload_wait", "core: do mark_unknown"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop upload_wait", "do mark_unknown"}}},
+	{line: 233, from: StateStaging, event: EventBegin, disp: fsm.Rejected, to: StateStaging, reason: "write_capacity: this write already began; the request is never replayed", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 145, from: StateStaging, event: EventChunk, held: GuardSet(0).With(GuardChunkInBounds), disp: fsm.Moved, to: StateChunkSent, guard: GuardChunkInBounds, effects: []string{"runtime: do stage_chunk", "runtime: send workspace_write_result"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"do stage_chunk", "send workspace_write_result"}}},
+	{line: 150, from: StateStaging, event: EventChunk, disp: fsm.Moved, to: StateAborted, effects: []string{"core: stop upload_wait", "runtime: do discard_upload"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop upload_wait"}, fsm.RoleRuntime: {"do discard_upload"}}},
+	{line: 155, from: StateStaging, event: EventCommit, held: GuardSet(0).With(GuardDigestMatches), disp: fsm.Moved, to: StateCommitting, guard: GuardDigestMatches, effects: []string{"runtime: do apply_write"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"do apply_write"}}},
+	{line: 160, from: StateStaging, event: EventCommit, disp: fsm.Moved, to: StateCommitting, effects: []string{"runtime: do discard_upload", "runtime: send workspace_write_result"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"do discard_upload", "send workspace_write_result"}}},
+	{line: 195, from: StateStaging, event: EventResultReady, disp: fsm.Rejected, to: StateStaging, reason: "the write is already past begin", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 140, from: StateStaging, event: EventResultReceived, disp: fsm.Rejected, to: StateStaging, reason: "no frame is in flight", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 180, from: StateStaging, event: EventResultCompleted, disp: fsm.Rejected, to: StateStaging, reason: "only a commit can complete the write", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 187, from: StateStaging, event: EventResultRejected, disp: fsm.Moved, to: StateRejected, effects: []string{"core: stop upload_wait", "runtime: do discard_upload", "core: do release_owner"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop upload_wait", "do release_owner"}, fsm.RoleRuntime: {"do discard_upload"}}},
+	{line: 191, from: StateStaging, event: EventResultUnknown, disp: fsm.Moved, to: StateUnknown, effects: []string{"core: stop upload_wait", "core: do mark_unknown"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop upload_wait", "do mark_unknown"}, fsm.RoleRuntime: nil}},
+	{line: 200, from: StateStaging, event: EventUploadWait, disp: fsm.Moved, to: StateUnconfirmed, effects: []string{"core: do mark_unknown"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do mark_unknown"}}},
+	{line: 215, from: StateStaging, event: EventConnectionLost, disp: fsm.Moved, to: StateAborted, effects: []string{"core: stop upload_wait", "runtime: do discard_upload", "core: do release_owner"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop upload_wait", "do release_owner"}, fsm.RoleRuntime: {"do discard_upload"}}},
+	{line: 210, from: StateStaging, event: EventObserverCancelled, disp: fsm.Stayed, to: StateStaging, effects: []string{"core: do detach_observer"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do detach_observer"}}},
+	{line: 205, from: StateStaging, event: EventProcessExit, disp: fsm.Moved, to: StateUnknown, effects: []string{"core: stop upload_wait", "core: do mark_unknown"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop upload_wait", "do mark_unknown"}}},
+	{line: 233, from: StateChunkSent, event: EventBegin, disp: fsm.Rejected, to: StateChunkSent, reason: "write_capacity: this write already began; the request is never replayed", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 137, from: StateChunkSent, event: EventChunk, disp: fsm.Rejected, to: StateChunkSent, reason: "the previous frame has not been answered yet", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 137, from: StateChunkSent, event: EventCommit, disp: fsm.Rejected, to: StateChunkSent, reason: "the previous frame has not been answered yet", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 195, from: StateChunkSent, event: EventResultReady, disp: fsm.Rejected, to: StateChunkSent, reason: "the write is already past begin", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 167, from: StateChunkSent, event: EventResultReceived, held: GuardSet(0).With(GuardOffsetMatches), disp: fsm.Moved, to: StateStaging, guard: GuardOffsetMatches, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 171, from: StateChunkSent, event: EventResultReceived, disp: fsm.Rejected, to: StateChunkSent, reason: "the received offset does not match the frame in flight", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 180, from: StateChunkSent, event: EventResultCompleted, disp: fsm.Rejected, to: StateChunkSent, reason: "only a commit can complete the write", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 187, from: StateChunkSent, event: EventResultRejected, disp: fsm.Moved, to: StateRejected, effects: []string{"core: stop upload_wait", "runtime: do discard_upload", "core: do release_owner"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop upload_wait", "do release_owner"}, fsm.RoleRuntime: {"do discard_upload"}}},
+	{line: 191, from: StateChunkSent, event: EventResultUnknown, disp: fsm.Moved, to: StateUnknown, effects: []string{"core: stop upload_wait", "core: do mark_unknown"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop upload_wait", "do mark_unknown"}, fsm.RoleRuntime: nil}},
+	{line: 200, from: StateChunkSent, event: EventUploadWait, disp: fsm.Moved, to: StateUnconfirmed, effects: []string{"core: do mark_unknown"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do mark_unknown"}}},
+	{line: 215, from: StateChunkSent, event: EventConnectionLost, disp: fsm.Moved, to: StateAborted, effects: []string{"core: stop upload_wait", "runtime: do discard_upload", "core: do release_owner"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop upload_wait", "do release_owner"}, fsm.RoleRuntime: {"do discard_upload"}}},
+	{line: 210, from: StateChunkSent, event: EventObserverCancelled, disp: fsm.Stayed, to: StateChunkSent, effects: []string{"core: do detach_observer"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do detach_observer"}}},
+	{line: 205, from: StateChunkSent, event: EventProcessExit, disp: fsm.Moved, to: StateUnknown, effects: []string{"core: stop upload_wait", "core: do mark_unknown"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop upload_wait", "do mark_unknown"}}},
+	{line: 233, from: StateCommitting, event: EventBegin, disp: fsm.Rejected, to: StateCommitting, reason: "write_capacity: this write already began; the request is never replayed", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 236, from: StateCommitting, event: EventChunk, disp: fsm.Rejected, to: StateCommitting, reason: "the commit was already sent", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 236, from: StateCommitting, event: EventCommit, disp: fsm.Rejected, to: StateCommitting, reason: "the commit was already sent", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 195, from: StateCommitting, event: EventResultReady, disp: fsm.Rejected, to: StateCommitting, reason: "the write is already past begin", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 140, from: StateCommitting, event: EventResultReceived, disp: fsm.Rejected, to: StateCommitting, reason: "no frame is in flight", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 176, from: StateCommitting, event: EventResultCompleted, disp: fsm.Moved, to: StateCompleted, effects: []string{"core: stop upload_wait", "core: do release_owner"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop upload_wait", "do release_owner"}, fsm.RoleRuntime: nil}},
+	{line: 187, from: StateCommitting, event: EventResultRejected, disp: fsm.Moved, to: StateRejected, effects: []string{"core: stop upload_wait", "runtime: do discard_upload", "core: do release_owner"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop upload_wait", "do release_owner"}, fsm.RoleRuntime: {"do discard_upload"}}},
+	{line: 191, from: StateCommitting, event: EventResultUnknown, disp: fsm.Moved, to: StateUnknown, effects: []string{"core: stop upload_wait", "core: do mark_unknown"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop upload_wait", "do mark_unknown"}, fsm.RoleRuntime: nil}},
+	{line: 200, from: StateCommitting, event: EventUploadWait, disp: fsm.Moved, to: StateUnconfirmed, effects: []string{"core: do mark_unknown"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do mark_unknown"}}},
+	{line: 220, from: StateCommitting, event: EventConnectionLost, disp: fsm.Moved, to: StateUnknown, effects: []string{"core: stop upload_wait", "core: do mark_unknown"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop upload_wait", "do mark_unknown"}, fsm.RoleRuntime: nil}},
+	{line: 210, from: StateCommitting, event: EventObserverCancelled, disp: fsm.Stayed, to: StateCommitting, effects: []string{"core: do detach_observer"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do detach_observer"}}},
+	{line: 205, from: StateCommitting, event: EventProcessExit, disp: fsm.Moved, to: StateUnknown, effects: []string{"core: stop upload_wait", "core: do mark_unknown"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop upload_wait", "do mark_unknown"}}},
+	{line: 233, from: StateUnconfirmed, event: EventBegin, disp: fsm.Rejected, to: StateUnconfirmed, reason: "write_capacity: this write already began; the request is never replayed", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 228, from: StateUnconfirmed, event: EventChunk, disp: fsm.Rejected, to: StateUnconfirmed, reason: "the upload deadline passed; nothing more is sent and the write is never replayed", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 228, from: StateUnconfirmed, event: EventCommit, disp: fsm.Rejected, to: StateUnconfirmed, reason: "the upload deadline passed; nothing more is sent and the write is never replayed", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 225, from: StateUnconfirmed, event: EventResultReady, disp: fsm.Ignored, to: StateUnconfirmed, reason: "only a final receipt, a loss or an exit changes an unconfirmed write", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 225, from: StateUnconfirmed, event: EventResultReceived, disp: fsm.Ignored, to: StateUnconfirmed, reason: "only a final receipt, a loss or an exit changes an unconfirmed write", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 183, from: StateUnconfirmed, event: EventResultCompleted, disp: fsm.Moved, to: StateCompleted, effects: []string{"core: do release_owner"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do release_owner"}, fsm.RoleRuntime: nil}},
+	{line: 187, from: StateUnconfirmed, event: EventResultRejected, disp: fsm.Moved, to: StateRejected, effects: []string{"core: stop upload_wait", "runtime: do discard_upload", "core: do release_owner"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop upload_wait", "do release_owner"}, fsm.RoleRuntime: {"do discard_upload"}}},
+	{line: 191, from: StateUnconfirmed, event: EventResultUnknown, disp: fsm.Moved, to: StateUnknown, effects: []string{"core: stop upload_wait", "core: do mark_unknown"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop upload_wait", "do mark_unknown"}, fsm.RoleRuntime: nil}},
+	{line: 225, from: StateUnconfirmed, event: EventUploadWait, disp: fsm.Ignored, to: StateUnconfirmed, reason: "only a final receipt, a loss or an exit changes an unconfirmed write", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 220, from: StateUnconfirmed, event: EventConnectionLost, disp: fsm.Moved, to: StateUnknown, effects: []string{"core: stop upload_wait", "core: do mark_unknown"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop upload_wait", "do mark_unknown"}, fsm.RoleRuntime: nil}},
+	{line: 225, from: StateUnconfirmed, event: EventObserverCancelled, disp: fsm.Ignored, to: StateUnconfirmed, reason: "only a final receipt, a loss or an exit changes an unconfirmed write", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 205, from: StateUnconfirmed, event: EventProcessExit, disp: fsm.Moved, to: StateUnknown, effects: []string{"core: stop upload_wait", "core: do mark_unknown"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop upload_wait", "do mark_unknown"}}},
+	{line: 245, from: StateCompleted, event: EventBegin, disp: fsm.Rejected, to: StateCompleted, reason: "the write is settled and never replayed", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 245, from: StateCompleted, event: EventChunk, disp: fsm.Rejected, to: StateCompleted, reason: "the write is settled and never replayed", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 245, from: StateCompleted, event: EventCommit, disp: fsm.Rejected, to: StateCompleted, reason: "the write is settled and never replayed", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 241, from: StateCompleted, event: EventResultReady, disp: fsm.Ignored, to: StateCompleted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 241, from: StateCompleted, event: EventResultReceived, disp: fsm.Ignored, to: StateCompleted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 241, from: StateCompleted, event: EventResultCompleted, disp: fsm.Ignored, to: StateCompleted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 241, from: StateCompleted, event: EventResultRejected, disp: fsm.Ignored, to: StateCompleted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 241, from: StateCompleted, event: EventResultUnknown, disp: fsm.Ignored, to: StateCompleted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 241, from: StateCompleted, event: EventUploadWait, disp: fsm.Ignored, to: StateCompleted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 241, from: StateCompleted, event: EventConnectionLost, disp: fsm.Ignored, to: StateCompleted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 241, from: StateCompleted, event: EventObserverCancelled, disp: fsm.Ignored, to: StateCompleted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 241, from: StateCompleted, event: EventProcessExit, disp: fsm.Ignored, to: StateCompleted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 245, from: StateRejected, event: EventBegin, disp: fsm.Rejected, to: StateRejected, reason: "the write is settled and never replayed", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 245, from: StateRejected, event: EventChunk, disp: fsm.Rejected, to: StateRejected, reason: "the write is settled and never replayed", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 245, from: StateRejected, event: EventCommit, disp: fsm.Rejected, to: StateRejected, reason: "the write is settled and never replayed", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 241, from: StateRejected, event: EventResultReady, disp: fsm.Ignored, to: StateRejected, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 241, from: StateRejected, event: EventResultReceived, disp: fsm.Ignored, to: StateRejected, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 241, from: StateRejected, event: EventResultCompleted, disp: fsm.Ignored, to: StateRejected, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 241, from: StateRejected, event: EventResultRejected, disp: fsm.Ignored, to: StateRejected, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 241, from: StateRejected, event: EventResultUnknown, disp: fsm.Ignored, to: StateRejected, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 241, from: StateRejected, event: EventUploadWait, disp: fsm.Ignored, to: StateRejected, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 241, from: StateRejected, event: EventConnectionLost, disp: fsm.Ignored, to: StateRejected, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 241, from: StateRejected, event: EventObserverCancelled, disp: fsm.Ignored, to: StateRejected, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 241, from: StateRejected, event: EventProcessExit, disp: fsm.Ignored, to: StateRejected, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 245, from: StateUnknown, event: EventBegin, disp: fsm.Rejected, to: StateUnknown, reason: "the write is settled and never replayed", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 245, from: StateUnknown, event: EventChunk, disp: fsm.Rejected, to: StateUnknown, reason: "the write is settled and never replayed", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 245, from: StateUnknown, event: EventCommit, disp: fsm.Rejected, to: StateUnknown, reason: "the write is settled and never replayed", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 241, from: StateUnknown, event: EventResultReady, disp: fsm.Ignored, to: StateUnknown, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 241, from: StateUnknown, event: EventResultReceived, disp: fsm.Ignored, to: StateUnknown, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 241, from: StateUnknown, event: EventResultCompleted, disp: fsm.Ignored, to: StateUnknown, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 241, from: StateUnknown, event: EventResultRejected, disp: fsm.Ignored, to: StateUnknown, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 241, from: StateUnknown, event: EventResultUnknown, disp: fsm.Ignored, to: StateUnknown, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 241, from: StateUnknown, event: EventUploadWait, disp: fsm.Ignored, to: StateUnknown, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 241, from: StateUnknown, event: EventConnectionLost, disp: fsm.Ignored, to: StateUnknown, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 241, from: StateUnknown, event: EventObserverCancelled, disp: fsm.Ignored, to: StateUnknown, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 241, from: StateUnknown, event: EventProcessExit, disp: fsm.Ignored, to: StateUnknown, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 245, from: StateAborted, event: EventBegin, disp: fsm.Rejected, to: StateAborted, reason: "the write is settled and never replayed", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 245, from: StateAborted, event: EventChunk, disp: fsm.Rejected, to: StateAborted, reason: "the write is settled and never replayed", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 245, from: StateAborted, event: EventCommit, disp: fsm.Rejected, to: StateAborted, reason: "the write is settled and never replayed", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 241, from: StateAborted, event: EventResultReady, disp: fsm.Ignored, to: StateAborted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 241, from: StateAborted, event: EventResultReceived, disp: fsm.Ignored, to: StateAborted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 241, from: StateAborted, event: EventResultCompleted, disp: fsm.Ignored, to: StateAborted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 241, from: StateAborted, event: EventResultRejected, disp: fsm.Ignored, to: StateAborted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 241, from: StateAborted, event: EventResultUnknown, disp: fsm.Ignored, to: StateAborted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 241, from: StateAborted, event: EventUploadWait, disp: fsm.Ignored, to: StateAborted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 241, from: StateAborted, event: EventConnectionLost, disp: fsm.Ignored, to: StateAborted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 241, from: StateAborted, event: EventObserverCancelled, disp: fsm.Ignored, to: StateAborted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 241, from: StateAborted, event: EventProcessExit, disp: fsm.Ignored, to: StateAborted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+}
+
+type pathStep struct {
+	event Event
+	held  GuardSet
+}
+
+// pathCases is a shortest path from Initial to every state.
+var pathCases = []struct {
+	target State
+	steps  []pathStep
+}{
+	{StateIdle, []pathStep{}},
+	{StateBeginning, []pathStep{{event: EventBegin, held: GuardSet(0).With(GuardOwnerFree)}}},
+	{StateStaging, []pathStep{{event: EventBegin, held: GuardSet(0).With(GuardOwnerFree)}, {event: EventResultReady}}},
+	{StateChunkSent, []pathStep{{event: EventBegin, held: GuardSet(0).With(GuardOwnerFree)}, {event: EventResultReady}, {event: EventChunk, held: GuardSet(0).With(GuardChunkInBounds)}}},
+	{StateCommitting, []pathStep{{event: EventBegin, held: GuardSet(0).With(GuardOwnerFree)}, {event: EventResultReady}, {event: EventCommit, held: GuardSet(0).With(GuardDigestMatches)}}},
+	{StateUnconfirmed, []pathStep{{event: EventBegin, held: GuardSet(0).With(GuardOwnerFree)}, {event: EventUploadWait}}},
+	{StateCompleted, []pathStep{{event: EventBegin, held: GuardSet(0).With(GuardOwnerFree)}, {event: EventUploadWait}, {event: EventResultCompleted}}},
+	{StateRejected, []pathStep{{event: EventBegin, held: GuardSet(0).With(GuardOwnerFree)}, {event: EventResultRejected}}},
+	{StateUnknown, []pathStep{{event: EventBegin, held: GuardSet(0).With(GuardOwnerFree)}, {event: EventResultUnknown}}},
+	{StateAborted, []pathStep{{event: EventBegin, held: GuardSet(0).With(GuardOwnerFree)}, {event: EventConnectionLost}}},
+}
+
+// stateTimers lists the timers each state keeps armed (none when absent), from the spec.
+var stateTimers = map[State][]fsm.TimerID{
+	StateBeginning:  {fsm.TimerID(TimerUploadWait)},
+	StateChunkSent:  {fsm.TimerID(TimerUploadWait)},
+	StateCommitting: {fsm.TimerID(TimerUploadWait)},
+	StateStaging:    {fsm.TimerID(TimerUploadWait)},
+}
+
+// TestTableMatchesSpec checks that Table is exactly what spec.Machine.Table builds from the spec
+// file: declarations, cells, and one shared candidate per rule.
+func TestTableMatchesSpec(t *testing.T) {
+	fsmtest.SameTable(t, fsmtest.LoadMachine(t, specFile), Table)
+}
+
+// TestEveryCell checks every candidate of every cell through Transition and, for each role that
+// handles its event, through that role's machine and hooks.
+func TestEveryCell(t *testing.T) {
+	for _, c := range cellCases {
+		where := fmt.Sprintf("%s:%d: %s on %s", specFile, c.line, c.from, c.event)
+		step, trErr := Transition(c.from, c.event, c.held)
+		require.Equal(t, c.line, step.Line(), where)
+		require.Equal(t, c.from, step.From(), where)
+		require.Equal(t, c.event, step.Event(), where)
+		require.Equal(t, c.disp, step.Disposition(), where)
+		require.Equal(t, c.to, step.To(), where)
+		require.Equal(t, c.guard, step.Guard(), where)
+		require.Equal(t, c.reason, step.Reason(), where)
+		var effects []string
+		for i := range step.Effects() {
+			effects = append(effects, Table.EffectString(&step.Effects()[i]))
+		}
+		require.Equal(t, c.effects, effects, where)
+		if c.disp == fsm.Rejected {
+			require.ErrorIs(t, trErr, fsm.ErrRejected, where)
+			var te *fsm.TransitionError
+			require.ErrorAs(t, trErr, &te, where)
+			require.Equal(t, []string{Name, c.from.String(), c.event.String(), c.reason}, []string{te.Machine, te.State, te.Event, te.Reason}, where)
+		} else {
+			require.NoError(t, trErr, where)
+		}
+		for role, want := range c.logs {
+			rec := &recorder{held: c.held}
+			m := newMachine(t, role, rec)
+			_, err := m.Restore(fsm.StateID(c.from))
+			require.NoError(t, err)
+			err = m.Fire(fsm.EventID(c.event), 0)
+			if c.disp == fsm.Rejected {
+				require.ErrorIs(t, err, fsm.ErrRejected, where)
+				require.Equal(t, c.from, State(m.State()), "a rejected event leaves the state unchanged: "+where)
+				require.Empty(t, rec.log, where)
+				continue
+			}
+			require.NoError(t, err, where)
+			if c.raises {
+				continue // the raised events move on: TestInstanceWalkAgainstSpec
+			}
+			require.Equal(t, c.to, State(m.State()), where)
+			require.Equal(t, want, rec.log, "hooks of the %s: %s", role, where)
+		}
+	}
+}
+
+// TestHooksPerRole checks that each role's hooks interface holds exactly what that role calls:
+// running every cell the role handles calls every one of its methods (and TestEveryCell that none
+// is missing).
+func TestHooksPerRole(t *testing.T) {
+	for role, iface := range map[fsm.Role]reflect.Type{
+		fsm.RoleCore:    reflect.TypeFor[CoreHooks[int]](),
+		fsm.RoleRuntime: reflect.TypeFor[RuntimeHooks[int]](),
+	} {
+		rec := &recorder{called: map[string]bool{}}
+		m := newMachine(t, role, rec)
+		for _, c := range cellCases {
+			if _, ok := c.logs[role]; !ok {
+				continue
+			}
+			rec.held = c.held
+			_, err := m.Restore(fsm.StateID(c.from))
+			require.NoError(t, err)
+			_ = m.Fire(fsm.EventID(c.event), 0) // outcomes: TestEveryCell
+		}
+		var want, got []string
+		for i := range iface.NumMethod() {
+			want = append(want, iface.Method(i).Name)
+		}
+		for name := range rec.called {
+			got = append(got, name)
+		}
+		require.ElementsMatch(t, want, got, "hooks of the %s", role)
+	}
+}
+
+// TestShortestPaths walks an fsm.Instance of Table, for each role, along a shortest path to every
+// state.
+func TestShortestPaths(t *testing.T) {
+	for _, role := range roles {
+		for _, p := range pathCases {
+			in, err := fsm.NewInstance[int](Table, role)
+			require.NoError(t, err)
+			var out fsm.Outbox
+			for _, st := range p.steps {
+				require.NoError(t, in.Step(fsm.EventID(st.event), 0, heldGuards(st.held), &out), "%s: path to %s", role, p.target)
+			}
+			require.Equal(t, p.target, State(in.State()), role.String())
+		}
+	}
 }
 
 // adapter exposes Transition to fsmtest in spec names.
@@ -114,1021 +431,15 @@ func adapter(t *testing.T) fsmtest.Adapter {
 		if step.Guard() != 0 {
 			res.Guard = step.Guard().String()
 		}
-		for _, ef := range step.Effects() {
-			res.Effects = append(res.Effects, ef.String())
+		for i := range step.Effects() {
+			res.Effects = append(res.Effects, Table.EffectString(&step.Effects()[i]))
 		}
 		return res
 	}}
 }
 
-type cellCase struct {
-	line                string
-	from                State
-	event               Event
-	held                GuardSet
-	disp                fsm.Disposition
-	to                  State
-	guard               Guard
-	effects             []string
-	both, core, runtime []string
-	raises              bool
-}
-
-// cellCases has one entry per candidate of every cell, computed from the spec when the code was generated.
-var cellCases = []cellCase{{
-	both:    []string{"do reserve_owner", "start upload_wait", "send workspace_write_result"},
-	core:    []string{"do reserve_owner", "start upload_wait"},
-	disp:    fsm.Moved,
-	effects: []string{"core: do reserve_owner", "core: start upload_wait", "runtime: send workspace_write_result"},
-	event:   EventBegin,
-	from:    StateIdle,
-	guard:   GuardOwnerFree,
-	held:    GuardSet(0).With(GuardOwnerFree),
-	line:    "spec/workspace_write.yaml:118",
-	runtime: []string{"send workspace_write_result"},
-	to:      StateBeginning,
-}, {
-	disp:  fsm.Rejected,
-	event: EventBegin,
-	from:  StateIdle,
-	line:  "spec/workspace_write.yaml:123",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventChunk,
-	from:  StateIdle,
-	line:  "spec/workspace_write.yaml:129",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventCommit,
-	from:  StateIdle,
-	line:  "spec/workspace_write.yaml:129",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventResultReady,
-	from:  StateIdle,
-	line:  "spec/workspace_write.yaml:129",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventResultReceived,
-	from:  StateIdle,
-	line:  "spec/workspace_write.yaml:129",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventResultCompleted,
-	from:  StateIdle,
-	line:  "spec/workspace_write.yaml:129",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventResultRejected,
-	from:  StateIdle,
-	line:  "spec/workspace_write.yaml:129",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventResultUnknown,
-	from:  StateIdle,
-	line:  "spec/workspace_write.yaml:129",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Ignored,
-	event: EventUploadWait,
-	from:  StateIdle,
-	line:  "spec/workspace_write.yaml:126",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Ignored,
-	event: EventConnectionLost,
-	from:  StateIdle,
-	line:  "spec/workspace_write.yaml:126",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Ignored,
-	event: EventObserverCancelled,
-	from:  StateIdle,
-	line:  "spec/workspace_write.yaml:126",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Ignored,
-	event: EventProcessExit,
-	from:  StateIdle,
-	line:  "spec/workspace_write.yaml:126",
-	to:    StateIdle,
-}, {
-	disp:  fsm.Rejected,
-	event: EventBegin,
-	from:  StateBeginning,
-	line:  "spec/workspace_write.yaml:233",
-	to:    StateBeginning,
-}, {
-	disp:  fsm.Rejected,
-	event: EventChunk,
-	from:  StateBeginning,
-	line:  "spec/workspace_write.yaml:137",
-	to:    StateBeginning,
-}, {
-	disp:  fsm.Rejected,
-	event: EventCommit,
-	from:  StateBeginning,
-	line:  "spec/workspace_write.yaml:137",
-	to:    StateBeginning,
-}, {
-	disp:  fsm.Moved,
-	event: EventResultReady,
-	from:  StateBeginning,
-	line:  "spec/workspace_write.yaml:134",
-	to:    StateStaging,
-}, {
-	disp:  fsm.Rejected,
-	event: EventResultReceived,
-	from:  StateBeginning,
-	line:  "spec/workspace_write.yaml:140",
-	to:    StateBeginning,
-}, {
-	disp:  fsm.Rejected,
-	event: EventResultCompleted,
-	from:  StateBeginning,
-	line:  "spec/workspace_write.yaml:180",
-	to:    StateBeginning,
-}, {
-	both:    []string{"stop upload_wait", "do discard_upload", "do release_owner"},
-	core:    []string{"stop upload_wait", "do release_owner"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop upload_wait", "runtime: do discard_upload", "core: do release_owner"},
-	event:   EventResultRejected,
-	from:    StateBeginning,
-	line:    "spec/workspace_write.yaml:187",
-	runtime: []string{"do discard_upload"},
-	to:      StateRejected,
-}, {
-	both:    []string{"stop upload_wait", "do mark_unknown"},
-	core:    []string{"stop upload_wait", "do mark_unknown"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop upload_wait", "core: do mark_unknown"},
-	event:   EventResultUnknown,
-	from:    StateBeginning,
-	line:    "spec/workspace_write.yaml:191",
-	runtime: nil,
-	to:      StateUnknown,
-}, {
-	both:    []string{"do mark_unknown"},
-	core:    []string{"do mark_unknown"},
-	disp:    fsm.Moved,
-	effects: []string{"core: do mark_unknown"},
-	event:   EventUploadWait,
-	from:    StateBeginning,
-	line:    "spec/workspace_write.yaml:200",
-	runtime: nil,
-	to:      StateUnconfirmed,
-}, {
-	both:    []string{"stop upload_wait", "do discard_upload", "do release_owner"},
-	core:    []string{"stop upload_wait", "do release_owner"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop upload_wait", "runtime: do discard_upload", "core: do release_owner"},
-	event:   EventConnectionLost,
-	from:    StateBeginning,
-	line:    "spec/workspace_write.yaml:215",
-	runtime: []string{"do discard_upload"},
-	to:      StateAborted,
-}, {
-	both:    []string{"do detach_observer"},
-	core:    []string{"do detach_observer"},
-	disp:    fsm.Stayed,
-	effects: []string{"core: do detach_observer"},
-	event:   EventObserverCancelled,
-	from:    StateBeginning,
-	line:    "spec/workspace_write.yaml:210",
-	runtime: nil,
-	to:      StateBeginning,
-}, {
-	both:    []string{"stop upload_wait", "do mark_unknown"},
-	core:    []string{"stop upload_wait", "do mark_unknown"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop upload_wait", "core: do mark_unknown"},
-	event:   EventProcessExit,
-	from:    StateBeginning,
-	line:    "spec/workspace_write.yaml:205",
-	runtime: nil,
-	to:      StateUnknown,
-}, {
-	disp:  fsm.Rejected,
-	event: EventBegin,
-	from:  StateStaging,
-	line:  "spec/workspace_write.yaml:233",
-	to:    StateStaging,
-}, {
-	both:    []string{"do stage_chunk", "send workspace_write_result"},
-	core:    nil,
-	disp:    fsm.Moved,
-	effects: []string{"runtime: do stage_chunk", "runtime: send workspace_write_result"},
-	event:   EventChunk,
-	from:    StateStaging,
-	guard:   GuardChunkInBounds,
-	held:    GuardSet(0).With(GuardChunkInBounds),
-	line:    "spec/workspace_write.yaml:145",
-	runtime: []string{"do stage_chunk", "send workspace_write_result"},
-	to:      StateChunkSent,
-}, {
-	both:    []string{"stop upload_wait", "do discard_upload"},
-	core:    []string{"stop upload_wait"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop upload_wait", "runtime: do discard_upload"},
-	event:   EventChunk,
-	from:    StateStaging,
-	line:    "spec/workspace_write.yaml:150",
-	runtime: []string{"do discard_upload"},
-	to:      StateAborted,
-}, {
-	both:    []string{"do apply_write"},
-	core:    nil,
-	disp:    fsm.Moved,
-	effects: []string{"runtime: do apply_write"},
-	event:   EventCommit,
-	from:    StateStaging,
-	guard:   GuardDigestMatches,
-	held:    GuardSet(0).With(GuardDigestMatches),
-	line:    "spec/workspace_write.yaml:155",
-	runtime: []string{"do apply_write"},
-	to:      StateCommitting,
-}, {
-	both:    []string{"do discard_upload", "send workspace_write_result"},
-	core:    nil,
-	disp:    fsm.Moved,
-	effects: []string{"runtime: do discard_upload", "runtime: send workspace_write_result"},
-	event:   EventCommit,
-	from:    StateStaging,
-	line:    "spec/workspace_write.yaml:160",
-	runtime: []string{"do discard_upload", "send workspace_write_result"},
-	to:      StateCommitting,
-}, {
-	disp:  fsm.Rejected,
-	event: EventResultReady,
-	from:  StateStaging,
-	line:  "spec/workspace_write.yaml:195",
-	to:    StateStaging,
-}, {
-	disp:  fsm.Rejected,
-	event: EventResultReceived,
-	from:  StateStaging,
-	line:  "spec/workspace_write.yaml:140",
-	to:    StateStaging,
-}, {
-	disp:  fsm.Rejected,
-	event: EventResultCompleted,
-	from:  StateStaging,
-	line:  "spec/workspace_write.yaml:180",
-	to:    StateStaging,
-}, {
-	both:    []string{"stop upload_wait", "do discard_upload", "do release_owner"},
-	core:    []string{"stop upload_wait", "do release_owner"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop upload_wait", "runtime: do discard_upload", "core: do release_owner"},
-	event:   EventResultRejected,
-	from:    StateStaging,
-	line:    "spec/workspace_write.yaml:187",
-	runtime: []string{"do discard_upload"},
-	to:      StateRejected,
-}, {
-	both:    []string{"stop upload_wait", "do mark_unknown"},
-	core:    []string{"stop upload_wait", "do mark_unknown"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop upload_wait", "core: do mark_unknown"},
-	event:   EventResultUnknown,
-	from:    StateStaging,
-	line:    "spec/workspace_write.yaml:191",
-	runtime: nil,
-	to:      StateUnknown,
-}, {
-	both:    []string{"do mark_unknown"},
-	core:    []string{"do mark_unknown"},
-	disp:    fsm.Moved,
-	effects: []string{"core: do mark_unknown"},
-	event:   EventUploadWait,
-	from:    StateStaging,
-	line:    "spec/workspace_write.yaml:200",
-	runtime: nil,
-	to:      StateUnconfirmed,
-}, {
-	both:    []string{"stop upload_wait", "do discard_upload", "do release_owner"},
-	core:    []string{"stop upload_wait", "do release_owner"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop upload_wait", "runtime: do discard_upload", "core: do release_owner"},
-	event:   EventConnectionLost,
-	from:    StateStaging,
-	line:    "spec/workspace_write.yaml:215",
-	runtime: []string{"do discard_upload"},
-	to:      StateAborted,
-}, {
-	both:    []string{"do detach_observer"},
-	core:    []string{"do detach_observer"},
-	disp:    fsm.Stayed,
-	effects: []string{"core: do detach_observer"},
-	event:   EventObserverCancelled,
-	from:    StateStaging,
-	line:    "spec/workspace_write.yaml:210",
-	runtime: nil,
-	to:      StateStaging,
-}, {
-	both:    []string{"stop upload_wait", "do mark_unknown"},
-	core:    []string{"stop upload_wait", "do mark_unknown"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop upload_wait", "core: do mark_unknown"},
-	event:   EventProcessExit,
-	from:    StateStaging,
-	line:    "spec/workspace_write.yaml:205",
-	runtime: nil,
-	to:      StateUnknown,
-}, {
-	disp:  fsm.Rejected,
-	event: EventBegin,
-	from:  StateChunkSent,
-	line:  "spec/workspace_write.yaml:233",
-	to:    StateChunkSent,
-}, {
-	disp:  fsm.Rejected,
-	event: EventChunk,
-	from:  StateChunkSent,
-	line:  "spec/workspace_write.yaml:137",
-	to:    StateChunkSent,
-}, {
-	disp:  fsm.Rejected,
-	event: EventCommit,
-	from:  StateChunkSent,
-	line:  "spec/workspace_write.yaml:137",
-	to:    StateChunkSent,
-}, {
-	disp:  fsm.Rejected,
-	event: EventResultReady,
-	from:  StateChunkSent,
-	line:  "spec/workspace_write.yaml:195",
-	to:    StateChunkSent,
-}, {
-	disp:  fsm.Moved,
-	event: EventResultReceived,
-	from:  StateChunkSent,
-	guard: GuardOffsetMatches,
-	held:  GuardSet(0).With(GuardOffsetMatches),
-	line:  "spec/workspace_write.yaml:167",
-	to:    StateStaging,
-}, {
-	disp:  fsm.Rejected,
-	event: EventResultReceived,
-	from:  StateChunkSent,
-	line:  "spec/workspace_write.yaml:171",
-	to:    StateChunkSent,
-}, {
-	disp:  fsm.Rejected,
-	event: EventResultCompleted,
-	from:  StateChunkSent,
-	line:  "spec/workspace_write.yaml:180",
-	to:    StateChunkSent,
-}, {
-	both:    []string{"stop upload_wait", "do discard_upload", "do release_owner"},
-	core:    []string{"stop upload_wait", "do release_owner"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop upload_wait", "runtime: do discard_upload", "core: do release_owner"},
-	event:   EventResultRejected,
-	from:    StateChunkSent,
-	line:    "spec/workspace_write.yaml:187",
-	runtime: []string{"do discard_upload"},
-	to:      StateRejected,
-}, {
-	both:    []string{"stop upload_wait", "do mark_unknown"},
-	core:    []string{"stop upload_wait", "do mark_unknown"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop upload_wait", "core: do mark_unknown"},
-	event:   EventResultUnknown,
-	from:    StateChunkSent,
-	line:    "spec/workspace_write.yaml:191",
-	runtime: nil,
-	to:      StateUnknown,
-}, {
-	both:    []string{"do mark_unknown"},
-	core:    []string{"do mark_unknown"},
-	disp:    fsm.Moved,
-	effects: []string{"core: do mark_unknown"},
-	event:   EventUploadWait,
-	from:    StateChunkSent,
-	line:    "spec/workspace_write.yaml:200",
-	runtime: nil,
-	to:      StateUnconfirmed,
-}, {
-	both:    []string{"stop upload_wait", "do discard_upload", "do release_owner"},
-	core:    []string{"stop upload_wait", "do release_owner"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop upload_wait", "runtime: do discard_upload", "core: do release_owner"},
-	event:   EventConnectionLost,
-	from:    StateChunkSent,
-	line:    "spec/workspace_write.yaml:215",
-	runtime: []string{"do discard_upload"},
-	to:      StateAborted,
-}, {
-	both:    []string{"do detach_observer"},
-	core:    []string{"do detach_observer"},
-	disp:    fsm.Stayed,
-	effects: []string{"core: do detach_observer"},
-	event:   EventObserverCancelled,
-	from:    StateChunkSent,
-	line:    "spec/workspace_write.yaml:210",
-	runtime: nil,
-	to:      StateChunkSent,
-}, {
-	both:    []string{"stop upload_wait", "do mark_unknown"},
-	core:    []string{"stop upload_wait", "do mark_unknown"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop upload_wait", "core: do mark_unknown"},
-	event:   EventProcessExit,
-	from:    StateChunkSent,
-	line:    "spec/workspace_write.yaml:205",
-	runtime: nil,
-	to:      StateUnknown,
-}, {
-	disp:  fsm.Rejected,
-	event: EventBegin,
-	from:  StateCommitting,
-	line:  "spec/workspace_write.yaml:233",
-	to:    StateCommitting,
-}, {
-	disp:  fsm.Rejected,
-	event: EventChunk,
-	from:  StateCommitting,
-	line:  "spec/workspace_write.yaml:236",
-	to:    StateCommitting,
-}, {
-	disp:  fsm.Rejected,
-	event: EventCommit,
-	from:  StateCommitting,
-	line:  "spec/workspace_write.yaml:236",
-	to:    StateCommitting,
-}, {
-	disp:  fsm.Rejected,
-	event: EventResultReady,
-	from:  StateCommitting,
-	line:  "spec/workspace_write.yaml:195",
-	to:    StateCommitting,
-}, {
-	disp:  fsm.Rejected,
-	event: EventResultReceived,
-	from:  StateCommitting,
-	line:  "spec/workspace_write.yaml:140",
-	to:    StateCommitting,
-}, {
-	both:    []string{"stop upload_wait", "do release_owner"},
-	core:    []string{"stop upload_wait", "do release_owner"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop upload_wait", "core: do release_owner"},
-	event:   EventResultCompleted,
-	from:    StateCommitting,
-	line:    "spec/workspace_write.yaml:176",
-	runtime: nil,
-	to:      StateCompleted,
-}, {
-	both:    []string{"stop upload_wait", "do discard_upload", "do release_owner"},
-	core:    []string{"stop upload_wait", "do release_owner"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop upload_wait", "runtime: do discard_upload", "core: do release_owner"},
-	event:   EventResultRejected,
-	from:    StateCommitting,
-	line:    "spec/workspace_write.yaml:187",
-	runtime: []string{"do discard_upload"},
-	to:      StateRejected,
-}, {
-	both:    []string{"stop upload_wait", "do mark_unknown"},
-	core:    []string{"stop upload_wait", "do mark_unknown"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop upload_wait", "core: do mark_unknown"},
-	event:   EventResultUnknown,
-	from:    StateCommitting,
-	line:    "spec/workspace_write.yaml:191",
-	runtime: nil,
-	to:      StateUnknown,
-}, {
-	both:    []string{"do mark_unknown"},
-	core:    []string{"do mark_unknown"},
-	disp:    fsm.Moved,
-	effects: []string{"core: do mark_unknown"},
-	event:   EventUploadWait,
-	from:    StateCommitting,
-	line:    "spec/workspace_write.yaml:200",
-	runtime: nil,
-	to:      StateUnconfirmed,
-}, {
-	both:    []string{"stop upload_wait", "do mark_unknown"},
-	core:    []string{"stop upload_wait", "do mark_unknown"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop upload_wait", "core: do mark_unknown"},
-	event:   EventConnectionLost,
-	from:    StateCommitting,
-	line:    "spec/workspace_write.yaml:220",
-	runtime: nil,
-	to:      StateUnknown,
-}, {
-	both:    []string{"do detach_observer"},
-	core:    []string{"do detach_observer"},
-	disp:    fsm.Stayed,
-	effects: []string{"core: do detach_observer"},
-	event:   EventObserverCancelled,
-	from:    StateCommitting,
-	line:    "spec/workspace_write.yaml:210",
-	runtime: nil,
-	to:      StateCommitting,
-}, {
-	both:    []string{"stop upload_wait", "do mark_unknown"},
-	core:    []string{"stop upload_wait", "do mark_unknown"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop upload_wait", "core: do mark_unknown"},
-	event:   EventProcessExit,
-	from:    StateCommitting,
-	line:    "spec/workspace_write.yaml:205",
-	runtime: nil,
-	to:      StateUnknown,
-}, {
-	disp:  fsm.Rejected,
-	event: EventBegin,
-	from:  StateUnconfirmed,
-	line:  "spec/workspace_write.yaml:233",
-	to:    StateUnconfirmed,
-}, {
-	disp:  fsm.Rejected,
-	event: EventChunk,
-	from:  StateUnconfirmed,
-	line:  "spec/workspace_write.yaml:228",
-	to:    StateUnconfirmed,
-}, {
-	disp:  fsm.Rejected,
-	event: EventCommit,
-	from:  StateUnconfirmed,
-	line:  "spec/workspace_write.yaml:228",
-	to:    StateUnconfirmed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultReady,
-	from:  StateUnconfirmed,
-	line:  "spec/workspace_write.yaml:225",
-	to:    StateUnconfirmed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultReceived,
-	from:  StateUnconfirmed,
-	line:  "spec/workspace_write.yaml:225",
-	to:    StateUnconfirmed,
-}, {
-	both:    []string{"do release_owner"},
-	core:    []string{"do release_owner"},
-	disp:    fsm.Moved,
-	effects: []string{"core: do release_owner"},
-	event:   EventResultCompleted,
-	from:    StateUnconfirmed,
-	line:    "spec/workspace_write.yaml:183",
-	runtime: nil,
-	to:      StateCompleted,
-}, {
-	both:    []string{"stop upload_wait", "do discard_upload", "do release_owner"},
-	core:    []string{"stop upload_wait", "do release_owner"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop upload_wait", "runtime: do discard_upload", "core: do release_owner"},
-	event:   EventResultRejected,
-	from:    StateUnconfirmed,
-	line:    "spec/workspace_write.yaml:187",
-	runtime: []string{"do discard_upload"},
-	to:      StateRejected,
-}, {
-	both:    []string{"stop upload_wait", "do mark_unknown"},
-	core:    []string{"stop upload_wait", "do mark_unknown"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop upload_wait", "core: do mark_unknown"},
-	event:   EventResultUnknown,
-	from:    StateUnconfirmed,
-	line:    "spec/workspace_write.yaml:191",
-	runtime: nil,
-	to:      StateUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventUploadWait,
-	from:  StateUnconfirmed,
-	line:  "spec/workspace_write.yaml:225",
-	to:    StateUnconfirmed,
-}, {
-	both:    []string{"stop upload_wait", "do mark_unknown"},
-	core:    []string{"stop upload_wait", "do mark_unknown"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop upload_wait", "core: do mark_unknown"},
-	event:   EventConnectionLost,
-	from:    StateUnconfirmed,
-	line:    "spec/workspace_write.yaml:220",
-	runtime: nil,
-	to:      StateUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventObserverCancelled,
-	from:  StateUnconfirmed,
-	line:  "spec/workspace_write.yaml:225",
-	to:    StateUnconfirmed,
-}, {
-	both:    []string{"stop upload_wait", "do mark_unknown"},
-	core:    []string{"stop upload_wait", "do mark_unknown"},
-	disp:    fsm.Moved,
-	effects: []string{"core: stop upload_wait", "core: do mark_unknown"},
-	event:   EventProcessExit,
-	from:    StateUnconfirmed,
-	line:    "spec/workspace_write.yaml:205",
-	runtime: nil,
-	to:      StateUnknown,
-}, {
-	disp:  fsm.Rejected,
-	event: EventBegin,
-	from:  StateCompleted,
-	line:  "spec/workspace_write.yaml:245",
-	to:    StateCompleted,
-}, {
-	disp:  fsm.Rejected,
-	event: EventChunk,
-	from:  StateCompleted,
-	line:  "spec/workspace_write.yaml:245",
-	to:    StateCompleted,
-}, {
-	disp:  fsm.Rejected,
-	event: EventCommit,
-	from:  StateCompleted,
-	line:  "spec/workspace_write.yaml:245",
-	to:    StateCompleted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultReady,
-	from:  StateCompleted,
-	line:  "spec/workspace_write.yaml:241",
-	to:    StateCompleted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultReceived,
-	from:  StateCompleted,
-	line:  "spec/workspace_write.yaml:241",
-	to:    StateCompleted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultCompleted,
-	from:  StateCompleted,
-	line:  "spec/workspace_write.yaml:241",
-	to:    StateCompleted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultRejected,
-	from:  StateCompleted,
-	line:  "spec/workspace_write.yaml:241",
-	to:    StateCompleted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultUnknown,
-	from:  StateCompleted,
-	line:  "spec/workspace_write.yaml:241",
-	to:    StateCompleted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventUploadWait,
-	from:  StateCompleted,
-	line:  "spec/workspace_write.yaml:241",
-	to:    StateCompleted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventConnectionLost,
-	from:  StateCompleted,
-	line:  "spec/workspace_write.yaml:241",
-	to:    StateCompleted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventObserverCancelled,
-	from:  StateCompleted,
-	line:  "spec/workspace_write.yaml:241",
-	to:    StateCompleted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventProcessExit,
-	from:  StateCompleted,
-	line:  "spec/workspace_write.yaml:241",
-	to:    StateCompleted,
-}, {
-	disp:  fsm.Rejected,
-	event: EventBegin,
-	from:  StateRejected,
-	line:  "spec/workspace_write.yaml:245",
-	to:    StateRejected,
-}, {
-	disp:  fsm.Rejected,
-	event: EventChunk,
-	from:  StateRejected,
-	line:  "spec/workspace_write.yaml:245",
-	to:    StateRejected,
-}, {
-	disp:  fsm.Rejected,
-	event: EventCommit,
-	from:  StateRejected,
-	line:  "spec/workspace_write.yaml:245",
-	to:    StateRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultReady,
-	from:  StateRejected,
-	line:  "spec/workspace_write.yaml:241",
-	to:    StateRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultReceived,
-	from:  StateRejected,
-	line:  "spec/workspace_write.yaml:241",
-	to:    StateRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultCompleted,
-	from:  StateRejected,
-	line:  "spec/workspace_write.yaml:241",
-	to:    StateRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultRejected,
-	from:  StateRejected,
-	line:  "spec/workspace_write.yaml:241",
-	to:    StateRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultUnknown,
-	from:  StateRejected,
-	line:  "spec/workspace_write.yaml:241",
-	to:    StateRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventUploadWait,
-	from:  StateRejected,
-	line:  "spec/workspace_write.yaml:241",
-	to:    StateRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventConnectionLost,
-	from:  StateRejected,
-	line:  "spec/workspace_write.yaml:241",
-	to:    StateRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventObserverCancelled,
-	from:  StateRejected,
-	line:  "spec/workspace_write.yaml:241",
-	to:    StateRejected,
-}, {
-	disp:  fsm.Ignored,
-	event: EventProcessExit,
-	from:  StateRejected,
-	line:  "spec/workspace_write.yaml:241",
-	to:    StateRejected,
-}, {
-	disp:  fsm.Rejected,
-	event: EventBegin,
-	from:  StateUnknown,
-	line:  "spec/workspace_write.yaml:245",
-	to:    StateUnknown,
-}, {
-	disp:  fsm.Rejected,
-	event: EventChunk,
-	from:  StateUnknown,
-	line:  "spec/workspace_write.yaml:245",
-	to:    StateUnknown,
-}, {
-	disp:  fsm.Rejected,
-	event: EventCommit,
-	from:  StateUnknown,
-	line:  "spec/workspace_write.yaml:245",
-	to:    StateUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultReady,
-	from:  StateUnknown,
-	line:  "spec/workspace_write.yaml:241",
-	to:    StateUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultReceived,
-	from:  StateUnknown,
-	line:  "spec/workspace_write.yaml:241",
-	to:    StateUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultCompleted,
-	from:  StateUnknown,
-	line:  "spec/workspace_write.yaml:241",
-	to:    StateUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultRejected,
-	from:  StateUnknown,
-	line:  "spec/workspace_write.yaml:241",
-	to:    StateUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultUnknown,
-	from:  StateUnknown,
-	line:  "spec/workspace_write.yaml:241",
-	to:    StateUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventUploadWait,
-	from:  StateUnknown,
-	line:  "spec/workspace_write.yaml:241",
-	to:    StateUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventConnectionLost,
-	from:  StateUnknown,
-	line:  "spec/workspace_write.yaml:241",
-	to:    StateUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventObserverCancelled,
-	from:  StateUnknown,
-	line:  "spec/workspace_write.yaml:241",
-	to:    StateUnknown,
-}, {
-	disp:  fsm.Ignored,
-	event: EventProcessExit,
-	from:  StateUnknown,
-	line:  "spec/workspace_write.yaml:241",
-	to:    StateUnknown,
-}, {
-	disp:  fsm.Rejected,
-	event: EventBegin,
-	from:  StateAborted,
-	line:  "spec/workspace_write.yaml:245",
-	to:    StateAborted,
-}, {
-	disp:  fsm.Rejected,
-	event: EventChunk,
-	from:  StateAborted,
-	line:  "spec/workspace_write.yaml:245",
-	to:    StateAborted,
-}, {
-	disp:  fsm.Rejected,
-	event: EventCommit,
-	from:  StateAborted,
-	line:  "spec/workspace_write.yaml:245",
-	to:    StateAborted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultReady,
-	from:  StateAborted,
-	line:  "spec/workspace_write.yaml:241",
-	to:    StateAborted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultReceived,
-	from:  StateAborted,
-	line:  "spec/workspace_write.yaml:241",
-	to:    StateAborted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultCompleted,
-	from:  StateAborted,
-	line:  "spec/workspace_write.yaml:241",
-	to:    StateAborted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultRejected,
-	from:  StateAborted,
-	line:  "spec/workspace_write.yaml:241",
-	to:    StateAborted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventResultUnknown,
-	from:  StateAborted,
-	line:  "spec/workspace_write.yaml:241",
-	to:    StateAborted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventUploadWait,
-	from:  StateAborted,
-	line:  "spec/workspace_write.yaml:241",
-	to:    StateAborted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventConnectionLost,
-	from:  StateAborted,
-	line:  "spec/workspace_write.yaml:241",
-	to:    StateAborted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventObserverCancelled,
-	from:  StateAborted,
-	line:  "spec/workspace_write.yaml:241",
-	to:    StateAborted,
-}, {
-	disp:  fsm.Ignored,
-	event: EventProcessExit,
-	from:  StateAborted,
-	line:  "spec/workspace_write.yaml:241",
-	to:    StateAborted,
-}}
-
-type pathStep struct {
-	event Event
-	held  GuardSet
-}
-
-// pathCases is a shortest path from Initial to every state.
-var pathCases = []struct {
-	target State
-	steps  []pathStep
-}{{StateIdle, []pathStep{}}, {StateBeginning, []pathStep{{
-	event: EventBegin,
-	held:  GuardSet(0).With(GuardOwnerFree),
-}}}, {StateStaging, []pathStep{{
-	event: EventBegin,
-	held:  GuardSet(0).With(GuardOwnerFree),
-}, {event: EventResultReady}}}, {StateChunkSent, []pathStep{{
-	event: EventBegin,
-	held:  GuardSet(0).With(GuardOwnerFree),
-}, {event: EventResultReady}, {
-	event: EventChunk,
-	held:  GuardSet(0).With(GuardChunkInBounds),
-}}}, {StateCommitting, []pathStep{{
-	event: EventBegin,
-	held:  GuardSet(0).With(GuardOwnerFree),
-}, {event: EventResultReady}, {
-	event: EventCommit,
-	held:  GuardSet(0).With(GuardDigestMatches),
-}}}, {StateUnconfirmed, []pathStep{{
-	event: EventBegin,
-	held:  GuardSet(0).With(GuardOwnerFree),
-}, {event: EventUploadWait}}}, {StateCompleted, []pathStep{{
-	event: EventBegin,
-	held:  GuardSet(0).With(GuardOwnerFree),
-}, {event: EventUploadWait}, {event: EventResultCompleted}}}, {StateRejected, []pathStep{{
-	event: EventBegin,
-	held:  GuardSet(0).With(GuardOwnerFree),
-}, {event: EventResultRejected}}}, {StateUnknown, []pathStep{{
-	event: EventBegin,
-	held:  GuardSet(0).With(GuardOwnerFree),
-}, {event: EventResultUnknown}}}, {StateAborted, []pathStep{{
-	event: EventBegin,
-	held:  GuardSet(0).With(GuardOwnerFree),
-}, {event: EventConnectionLost}}}}
-
-func TestEveryCell(t *testing.T) {
-	for _, c := range cellCases {
-		where := c.line + ": " + c.from.String() + " on " + c.event.String()
-		step, trErr := Transition(c.from, c.event, c.held)
-		require.Equal(t, c.disp, step.Disposition(), where)
-		require.Equal(t, c.to, step.To(), where)
-		require.Equal(t, c.guard, step.Guard(), where)
-		var effects []string
-		for _, ef := range step.Effects() {
-			effects = append(effects, ef.String())
-		}
-		require.Equal(t, c.effects, effects, where)
-		for _, role := range []fsm.Role{fsm.RoleBoth, fsm.RoleCore, fsm.RoleRuntime} {
-			rec := &recorder{held: c.held}
-			m := New[int](role, rec)
-			_, err := m.Restore(c.from.String())
-			require.NoError(t, err)
-			fireErr := m.Fire(c.event, 0)
-			if c.disp == fsm.Rejected {
-				require.ErrorIs(t, trErr, fsm.ErrRejected, where)
-				require.ErrorIs(t, fireErr, fsm.ErrRejected, where)
-				var te *fsm.TransitionError
-				require.ErrorAs(t, fireErr, &te, where)
-				require.Equal(t, []string{Name, c.from.String(), c.event.String()}, []string{te.Machine, te.State, te.Event}, where)
-				require.Equal(t, c.from, m.State(), "a rejected event must leave the state unchanged: "+where)
-				continue
-			}
-			require.NoError(t, trErr, where)
-			require.NoError(t, fireErr, where)
-			if c.raises {
-				continue // follow-ups move the machine further; covered by the walk tests
-			}
-			require.Equal(t, c.to, m.State(), where)
-			want := map[fsm.Role][]string{
-				fsm.RoleBoth:    c.both,
-				fsm.RoleCore:    c.core,
-				fsm.RoleRuntime: c.runtime,
-			}[role]
-			require.Equal(t, want, rec.log, "hooks run for role "+role.String()+": "+where)
-		}
-	}
-}
-
-func TestShortestPaths(t *testing.T) {
-	for _, p := range pathCases {
-		rec := &recorder{}
-		m := New[int](fsm.RoleBoth, rec)
-		for _, st := range p.steps {
-			rec.held = st.held
-			require.NoError(t, m.Fire(st.event, 0), "path to "+p.target.String())
-		}
-		require.Equal(t, p.target, m.State())
-	}
-}
-
-// TestEveryCellAgainstSpec compares every cell, under every guard assignment, with the spec interpreter reading the YAML at test time.
+// TestEveryCellAgainstSpec compares every cell, under every guard assignment, with the spec
+// interpreter reading the YAML at test time.
 func TestEveryCellAgainstSpec(t *testing.T) {
 	m := fsmtest.LoadMachine(t, specFile)
 	fsmtest.EveryCellAgainstSpec(t, m, adapter(t))
@@ -1141,71 +452,131 @@ func TestRandomWalkAgainstSpec(t *testing.T) {
 	}
 }
 
+// TestInstanceWalkAgainstSpec runs an fsm.Instance of Table for each role beside the spec
+// interpreter: raised events run to completion and each role performs only its own effects.
+func TestInstanceWalkAgainstSpec(t *testing.T) {
+	m := fsmtest.LoadMachine(t, specFile)
+	for seed := uint64(1); seed <= 4; seed++ {
+		fsmtest.InstanceWalk(t, m, Table, seed, 1000)
+	}
+}
+
 func TestDifferentialLooplab(t *testing.T) {
 	m := fsmtest.LoadMachine(t, specFile)
 	fsmtest.DifferentialLooplab(t, m, adapter(t))
 }
 
+// TestRestoreAndParse restores every state for each role (Restore returns the timers to re-arm),
+// round-trips every enum through its spec name, and refuses invalid values.
 func TestRestoreAndParse(t *testing.T) {
-	for _, s := range []State{StateIdle, StateBeginning, StateStaging, StateChunkSent, StateCommitting, StateUnconfirmed, StateCompleted, StateRejected, StateUnknown, StateAborted} {
-		m := New[int](fsm.RoleBoth, &recorder{})
-		timers, err := m.Restore(s.String())
-		require.NoError(t, err)
-		require.Equal(t, s, m.State())
-		require.Equal(t, s.Timers(), timers)
-		back, err := ParseState(s.String())
-		require.NoError(t, err)
-		require.Equal(t, s, back)
+	for s := State(1); s.Valid(); s++ {
+		for _, role := range roles {
+			m := newMachine(t, role, &recorder{})
+			timers, err := m.Restore(fsm.StateID(s))
+			require.NoError(t, err)
+			require.Equal(t, s, State(m.State()))
+			require.Equal(t, stateTimers[s], timers, "the timers to re-arm in %s", s)
+		}
 	}
-	for e := Event(1); e.Valid(); e++ {
-		back, err := ParseEvent(e.String())
+	for v := State(1); v.Valid(); v++ {
+		back, err := ParseState(v.String())
 		require.NoError(t, err)
-		require.Equal(t, e, back)
+		require.Equal(t, v, back)
 	}
-	_, err := New[int](fsm.RoleBoth, &recorder{}).Restore("no_such_state")
-	require.ErrorIs(t, err, fsm.ErrInvalid)
+	for v := Event(1); v.Valid(); v++ {
+		back, err := ParseEvent(v.String())
+		require.NoError(t, err)
+		require.Equal(t, v, back)
+	}
+	for v := Timer(1); v.Valid(); v++ {
+		back, err := ParseTimer(v.String())
+		require.NoError(t, err)
+		require.Equal(t, v, back)
+	}
+	for v := Guard(1); v.Valid(); v++ {
+		back, err := ParseGuard(v.String())
+		require.NoError(t, err)
+		require.Equal(t, v, back)
+	}
+	for v := Action(1); v.Valid(); v++ {
+		back, err := ParseAction(v.String())
+		require.NoError(t, err)
+		require.Equal(t, v, back)
+	}
+	for v := Message(1); v.Valid(); v++ {
+		back, err := ParseMessage(v.String())
+		require.NoError(t, err)
+		require.Equal(t, v, back)
+	}
+	require.False(t, State(11).Valid())
 	require.Equal(t, "State(0)", State(0).String())
+	_, err := ParseState("no_such_state")
+	require.ErrorIs(t, err, fsm.ErrInvalid)
+	_, err = newMachine(t, fsm.RoleCore, &recorder{}).Restore(0)
+	require.ErrorIs(t, err, fsm.ErrInvalid)
 	_, err = Transition(Initial, Event(0), 0)
 	require.ErrorIs(t, err, fsm.ErrInvalid)
+	_, err = Transition(State(0), Event(1), 0)
+	require.ErrorIs(t, err, fsm.ErrInvalid)
 }
 
-// TestConcurrentFire fires from several goroutines at once: every step the observer sees must start where the previous one ended, which holds only if Fire serialises its callers.
-func TestConcurrentFire(t *testing.T) {
-	for round := 0; round < 20; round++ {
-		m := New[int](fsm.RoleBoth, &recorder{held: GuardSet(round)})
-		var steps []Step
-		m.Observe(func(s Step) {
-			steps = append(steps, s)
-		})
-		var wg sync.WaitGroup
-		for g := 0; g < 4; g++ {
-			wg.Go(func() {
-				rng := rand.New(rand.NewPCG(uint64(round), uint64(g)))
-				for i := 0; i < 50; i++ {
-					_ = m.Fire(Event(1+rng.IntN(numEvents)), i)
-				}
-			})
-		}
-		wg.Wait()
-		require.GreaterOrEqual(t, len(steps), 200)
-		at := Initial
-		for _, s := range steps {
-			require.Equal(t, at, s.From())
-			at = s.To()
-		}
-		require.Equal(t, at, m.State())
-	}
+// TestNewRefusesMissingParts checks that a machine needs its hooks, and its timers when its role
+// arms any.
+func TestNewRefusesMissingParts(t *testing.T) {
+	_, err := NewCore[int](nil, nil)
+	require.Error(t, err, "a Core machine needs hooks")
+	_, err = NewRuntime[int](nil, nil)
+	require.Error(t, err, "a Runtime machine needs hooks")
+	_, err = NewCore[int](&recorder{}, nil)
+	require.Error(t, err, "the Core arms timers")
 }
 
-// TestEffectError makes the first hook of spec/workspace_write.yaml:150 fail: the state has moved and the error names the effect.
+// TestEffectError makes the Core's first hook of spec/workspace_write.yaml:150 fail: the state has
+// moved, the error names the effect and the effects after it do not run.
 func TestEffectError(t *testing.T) {
-	m := New[int](fsm.RoleBoth, &recorder{fail: "stop upload_wait"})
-	_, err := m.Restore("staging")
+	rec := &recorder{fail: "stop upload_wait"}
+	m := newMachine(t, fsm.RoleCore, rec)
+	_, err := m.Restore(fsm.StateID(StateStaging))
 	require.NoError(t, err)
-	err = m.Fire(EventChunk, 0)
+	err = m.Fire(fsm.EventID(EventChunk), 0)
 	require.ErrorIs(t, err, fsm.ErrEffect)
 	require.ErrorIs(t, err, errHook)
 	var ee *fsm.EffectError
 	require.ErrorAs(t, err, &ee)
-	require.Equal(t, StateAborted, m.State())
+	require.Equal(t, "core: stop upload_wait", ee.Effect)
+	require.Equal(t, StateAborted, State(m.State()))
+	require.Equal(t, []string{"stop upload_wait"}, rec.log)
+}
+
+var (
+	sinkStep Step
+	sinkErr  error
+)
+
+// TestNoAllocations checks that Transition, and Fire for each role with hooks that allocate
+// nothing, allocate nothing in any cell.
+func TestNoAllocations(t *testing.T) {
+	allocs := testing.AllocsPerRun(10, func() {
+		for _, c := range cellCases {
+			sinkStep, sinkErr = Transition(c.from, c.event, c.held)
+		}
+	})
+	require.Zero(t, allocs, "Transition")
+	for _, role := range roles {
+		rec := &recorder{quiet: true}
+		m := newMachine(t, role, rec)
+		allocs := testing.AllocsPerRun(10, func() {
+			for _, c := range cellCases {
+				if _, ok := c.logs[role]; !ok {
+					continue
+				}
+				rec.held = c.held
+				if _, err := m.Restore(fsm.StateID(c.from)); err != nil {
+					panic(err)
+				}
+				sinkErr = m.Fire(fsm.EventID(c.event), 0)
+			}
+		})
+		require.Zero(t, allocs, "Fire as %s", role)
+	}
 }

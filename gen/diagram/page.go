@@ -95,7 +95,11 @@ func (p *page) states() {
 		if s.Initial {
 			name += " (initial)"
 		}
-		p.row(name, mdCell(s.Doc), s.Outcome.String(), codes(timerNames(s)))
+		outcome := ""
+		if s.Terminal() {
+			outcome = s.Outcome.String()
+		}
+		p.row(name, mdCell(s.Doc), outcome, codes(timerNames(s)))
 	}
 }
 

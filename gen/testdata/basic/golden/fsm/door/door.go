@@ -6,14 +6,16 @@
 //
 // One instance per door.
 //
-// The table and every hook name come from spec/door.yaml; see
-// docs/machines/door.md for the diagram and the state × event matrix.
+// The table and every hook name come from spec/door.yaml; see docs/machines/door.md for the
+// diagram and the state × event matrix. Table is the machine as the engine (package fsm) runs it:
+// Transition answers what an event would do, NewCore and NewRuntime return a machine that performs
+// one peer's effects through its hooks, and a driver that keeps many instances steps an
+// fsm.Instance of Table and drains its fsm.Outbox.
 package door
 
 import (
 	"github.com/agentwire/agentwire/fsm"
 	"strconv"
-	"sync"
 	"time"
 )
 
@@ -22,12 +24,8 @@ const Name = "door"
 
 // Initial is the state every new instance starts in.
 const Initial = StateClosed
-const (
-	numStates = 6
-	numEvents = 6
-)
 
-// State is a state of the door machine.
+// State is a state of the door machine; its values are the fsm.StateID of Table.
 type State uint8
 
 const (
@@ -45,19 +43,17 @@ const (
 	StateLost State = 6
 )
 
-var stateNames = [...]string{"", "closed", "open", "locked", "removed", "broken", "lost"}
-
 // String returns the spec name, or State(n) for a value outside the enum.
 func (v State) String() string {
 	if v.Valid() {
-		return stateNames[v]
+		return Table.States[v-1].Name
 	}
 	return "State(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v State) Valid() bool {
-	return v >= 1 && int(v) < len(stateNames)
+	return v >= 1 && v <= StateLost
 }
 
 // ParseState returns the state with the given spec name.
@@ -83,31 +79,21 @@ func ParseState(name string) (State, error) {
 	}
 }
 
-var stateOutcomes = [...]fsm.Outcome{0, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeSuccess, fsm.OutcomeFailure, fsm.OutcomeUnknown}
-var stateTimers = [...][]Timer{nil, nil, []Timer{TimerAutoClose}, nil, nil, nil, nil}
-
 // Outcome classifies a terminal state; it is fsm.OutcomeNone for the others.
-func (s State) Outcome() fsm.Outcome {
-	if !s.Valid() {
+func (v State) Outcome() fsm.Outcome {
+	if !v.Valid() {
 		return fsm.OutcomeNone
 	}
-	return stateOutcomes[s]
+	return Table.States[v-1].Outcome
 }
 
-// Terminal reports whether the lifecycle has settled in s.
-func (s State) Terminal() bool {
-	return s.Outcome() != fsm.OutcomeNone
+// Terminal reports whether the lifecycle has settled in v.
+func (v State) Terminal() bool {
+	return v.Outcome() != fsm.OutcomeNone
 }
 
-// Timers lists the timers armed while the machine is in s: the ones a restored machine must re-arm. The slice is shared; do not modify it.
-func (s State) Timers() []Timer {
-	if !s.Valid() {
-		return nil
-	}
-	return stateTimers[s]
-}
-
-// Event is an input of the door machine: a wire message, a timer expiry or a local happening.
+// Event is an input of the door machine (a wire message, a timer expiry or a local happening); its
+// values are the fsm.EventID of Table.
 type Event uint8
 
 const (
@@ -125,19 +111,17 @@ const (
 	EventVanish Event = 6
 )
 
-var eventNames = [...]string{"", "open_door", "close_door", "lock", "auto_close", "kick", "vanish"}
-
 // String returns the spec name, or Event(n) for a value outside the enum.
 func (v Event) String() string {
 	if v.Valid() {
-		return eventNames[v]
+		return Table.Events[v-1].Name
 	}
 	return "Event(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v Event) Valid() bool {
-	return v >= 1 && int(v) < len(eventNames)
+	return v >= 1 && v <= EventVanish
 }
 
 // ParseEvent returns the event with the given spec name.
@@ -163,35 +147,41 @@ func ParseEvent(name string) (Event, error) {
 	}
 }
 
-var eventKinds = [...]fsm.EventKind{0, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventTimer, fsm.EventLocal, fsm.EventLocal}
-var eventMessages = [...]string{"", "open_request", "close_request", "lock_request", "", "", ""}
-var eventRoles = [...]fsm.Role{0, fsm.RoleCore, fsm.RoleCore, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleBoth, fsm.RoleCore}
-
-// Kind says whether e is a wire message, a timer or a local event.
-func (e Event) Kind() fsm.EventKind {
-	if !e.Valid() {
-		return eventKinds[0]
+// Kind says whether v is a wire message, a timer expiry or a local event.
+func (v Event) Kind() fsm.EventKind {
+	if !v.Valid() {
+		return 0
 	}
-	return eventKinds[e]
-}
-
-// Message is the wire type of a message event, or "" for timers and local events. Several events may share one wire type (a status frame with different states).
-func (e Event) Message() string {
-	if !e.Valid() {
-		return eventMessages[0]
-	}
-	return eventMessages[e]
+	return Table.Events[v-1].Kind
 }
 
 // Role is the sender of a message event, the owner of a timer or the observer of a local event.
-func (e Event) Role() fsm.Role {
-	if !e.Valid() {
-		return eventRoles[0]
+func (v Event) Role() fsm.Role {
+	if !v.Valid() {
+		return 0
 	}
-	return eventRoles[e]
+	return Table.Events[v-1].Role
 }
 
-// Timer is a named timer. Arming and disarming are effects; expiry is the event of the same name.
+// Message is the wire type of a message event, or 0. Several events may share one wire type (a
+// status frame with different states).
+func (v Event) Message() Message {
+	if !v.Valid() {
+		return 0
+	}
+	return Message(Table.Events[v-1].Message)
+}
+
+// Timer is the timer whose expiry v is, or 0.
+func (v Event) Timer() Timer {
+	if !v.Valid() {
+		return 0
+	}
+	return Timer(Table.Events[v-1].Timer)
+}
+
+// Timer is a named timer; its values are the fsm.TimerID of Table. Arming and disarming are
+// effects; expiry is the event of the same name.
 type Timer uint8
 
 const (
@@ -199,19 +189,17 @@ const (
 	TimerAutoClose Timer = 1
 )
 
-var timerNames = [...]string{"", "auto_close"}
-
 // String returns the spec name, or Timer(n) for a value outside the enum.
 func (v Timer) String() string {
 	if v.Valid() {
-		return timerNames[v]
+		return Table.Timers[v-1].Name
 	}
 	return "Timer(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v Timer) Valid() bool {
-	return v >= 1 && int(v) < len(timerNames)
+	return v >= 1 && v <= TimerAutoClose
 }
 
 // ParseTimer returns the timer with the given spec name.
@@ -227,26 +215,24 @@ func ParseTimer(name string) (Timer, error) {
 	}
 }
 
-var timerDurations = [...]time.Duration{0, 30 * time.Second}
-var timerEvents = [...]Event{0, EventAutoClose}
-
 // Duration is how long the timer runs once armed.
-func (t Timer) Duration() time.Duration {
-	if !t.Valid() {
+func (v Timer) Duration() time.Duration {
+	if !v.Valid() {
 		return 0
 	}
-	return timerDurations[t]
+	return Table.Timers[v-1].Duration
 }
 
 // Event is the event to fire when the timer expires.
-func (t Timer) Event() Event {
-	if !t.Valid() {
+func (v Timer) Event() Event {
+	if !v.Valid() {
 		return 0
 	}
-	return timerEvents[t]
+	return Event(Table.Timers[v-1].Event)
 }
 
-// Guard names a predicate the peer evaluates through its Hooks.
+// Guard is a predicate a peer evaluates through its hooks; its values are the fsm.GuardID of
+// Table.
 type Guard uint8
 
 const (
@@ -254,19 +240,17 @@ const (
 	GuardHasKey Guard = 1
 )
 
-var guardNames = [...]string{"", "has_key"}
-
 // String returns the spec name, or Guard(n) for a value outside the enum.
 func (v Guard) String() string {
 	if v.Valid() {
-		return guardNames[v]
+		return Table.Guards[v-1]
 	}
 	return "Guard(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v Guard) Valid() bool {
-	return v >= 1 && int(v) < len(guardNames)
+	return v >= 1 && v <= GuardHasKey
 }
 
 // ParseGuard returns the guard with the given spec name.
@@ -282,23 +266,21 @@ func ParseGuard(name string) (Guard, error) {
 	}
 }
 
-// GuardSet is the set of guards that hold, for the pure Transition function.
-type GuardSet uint64
+// GuardSet is the set of guards that hold, for Transition; it has the layout of fsm.GuardSet.
+type GuardSet fsm.GuardSet
 
 // With returns s with g added.
 func (s GuardSet) With(g Guard) GuardSet {
-	if !g.Valid() {
-		return s
-	}
-	return s | 1<<(g-1)
+	return GuardSet(fsm.GuardSet(s).With(fsm.GuardID(g)))
 }
 
 // Has reports whether g is in s.
 func (s GuardSet) Has(g Guard) bool {
-	return g.Valid() && s&(1<<(g-1)) != 0
+	return fsm.GuardSet(s).Has(fsm.GuardID(g))
 }
 
-// Action names a local effect the peer performs through its Hooks.
+// Action is a local effect a peer performs through its hooks; its values are the fsm.ActionID of
+// Table.
 type Action uint8
 
 const (
@@ -306,19 +288,17 @@ const (
 	ActionRingBell Action = 1
 )
 
-var actionNames = [...]string{"", "ring_bell"}
-
 // String returns the spec name, or Action(n) for a value outside the enum.
 func (v Action) String() string {
 	if v.Valid() {
-		return actionNames[v]
+		return Table.Actions[v-1]
 	}
 	return "Action(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v Action) Valid() bool {
-	return v >= 1 && int(v) < len(actionNames)
+	return v >= 1 && v <= ActionRingBell
 }
 
 // ParseAction returns the action with the given spec name.
@@ -334,568 +314,281 @@ func ParseAction(name string) (Action, error) {
 	}
 }
 
-// Message is a wire type this machine asks a peer to send.
+// Message is a wire type the machine sends or observes; its values are the fsm.MessageID of Table.
 type Message uint8
 
 const (
-	MessageOpenAck Message = 1
+	// MessageCloseRequest: observed as an event
+	MessageCloseRequest Message = 1
+	// MessageLockRequest: observed as an event
+	MessageLockRequest Message = 2
+	// MessageOpenAck: sent as an effect
+	MessageOpenAck Message = 3
+	// MessageOpenRequest: observed as an event
+	MessageOpenRequest Message = 4
 )
-
-var messageNames = [...]string{"", "open_ack"}
 
 // String returns the spec name, or Message(n) for a value outside the enum.
 func (v Message) String() string {
 	if v.Valid() {
-		return messageNames[v]
+		return Table.Messages[v-1]
 	}
 	return "Message(" + strconv.Itoa(int(v)) + ")"
 }
 
 // Valid reports whether v is one of the declared constants.
 func (v Message) Valid() bool {
-	return v >= 1 && int(v) < len(messageNames)
+	return v >= 1 && v <= MessageOpenRequest
 }
 
-// Effect is one step a transition asks a peer to perform, in spec order.
-type Effect struct {
-	Kind fsm.EffectKind
-	// Role is the peer that performs the effect; RoleBoth for both.
-	Role    fsm.Role
-	Message Message // EffectSend
-	Timer   Timer   // EffectStart, EffectStop
-	Action  Action  // EffectDo
-	Raise   Event   // EffectRaise
-}
-
-// String renders the effect as the spec writes it, e.g. "runtime: send preparation_status".
-func (e Effect) String() string {
-	prefix := ""
-	if e.Role != fsm.RoleBoth {
-		prefix = e.Role.String() + ": "
+// ParseMessage returns the message with the given spec name.
+func ParseMessage(name string) (Message, error) {
+	switch name {
+	case "close_request":
+		return MessageCloseRequest, nil
+	case "lock_request":
+		return MessageLockRequest, nil
+	case "open_ack":
+		return MessageOpenAck, nil
+	case "open_request":
+		return MessageOpenRequest, nil
 	}
-	switch e.Kind {
-	case fsm.EffectSend:
-		return prefix + "send " + e.Message.String()
-	case fsm.EffectStart:
-		return prefix + "start " + e.Timer.String()
-	case fsm.EffectStop:
-		return prefix + "stop " + e.Timer.String()
-	case fsm.EffectDo:
-		return prefix + "do " + e.Action.String()
-	case fsm.EffectRaise:
-		return prefix + "raise " + e.Raise.String()
+	return 0, &fsm.InvalidError{
+		Machine: Name,
+		Value:   fsm.Quote(name),
+		What:    "message name",
 	}
-	return prefix + e.Kind.String()
 }
 
-// Step is what one event did: a read-only view of the selected candidate of
-// its cell. It is a single pointer into the generated table, so returning it
-// costs nothing and nobody can change the table through it. The zero Step,
-// returned for an invalid state or event, reports zero values.
+// The candidates of Table, one per rule of spec/door.yaml and shared by every cell the rule covers
+// (a rule that lists its own target among its sources is two: a move from the others and an
+// internal transition in the target).
+var (
+	rule55 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateOpen), Line: 55, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerAutoClose)},
+		{Kind: fsm.EffectSend, Role: fsm.RoleCore, Message: fsm.MessageID(MessageOpenAck)},
+	}}
+	rule59 = &fsm.Candidate{Guard: fsm.GuardID(GuardHasKey), Disp: fsm.Moved, To: fsm.StateID(StateLocked), Line: 59}
+	rule63 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no key", Line: 63}
+	rule66 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "already closed", Line: 66}
+	rule69 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateClosed), Line: 69, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerAutoClose)},
+	}}
+	rule73 = &fsm.Candidate{Disp: fsm.Stayed, Line: 73, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRingBell)},
+	}}
+	rule77 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateClosed), Line: 77}
+	rule80 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "cannot lock an open door", Line: 80}
+	rule83 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateBroken), Line: 83, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerAutoClose)},
+		{Kind: fsm.EffectRaise, Role: fsm.RoleBoth, Raise: fsm.EventID(EventVanish)},
+	}}
+	rule87 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateLost), Line: 87, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerAutoClose)},
+	}}
+	rule91  = &fsm.Candidate{Disp: fsm.Ignored, Reason: "a late timer after the door was closed by hand", Line: 91}
+	rule94  = &fsm.Candidate{Guard: fsm.GuardID(GuardHasKey), Disp: fsm.Moved, To: fsm.StateID(StateRemoved), Line: 94}
+	rule98  = &fsm.Candidate{Disp: fsm.Rejected, Reason: "locked", Line: 98}
+	rule101 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "already locked", Line: 101}
+	rule104 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the door is settled", Line: 104}
+)
+
+// Table is the door machine as the engine runs it, sealed: every (state, event) cell lists its
+// candidates in the order they are tried, the unguarded fallback last. It is exactly what
+// spec.Machine.Table builds from spec/door.yaml. Treat it as read-only.
+var Table = fsm.MustSeal(&fsm.Table{
+	Name:   Name,
+	Source: "spec/door.yaml",
+	States: []fsm.StateDecl{
+		{Name: "closed"},
+		{Name: "open", Timers: []fsm.TimerID{fsm.TimerID(TimerAutoClose)}},
+		{Name: "locked"},
+		{Name: "removed", Outcome: fsm.OutcomeSuccess},
+		{Name: "broken", Outcome: fsm.OutcomeFailure},
+		{Name: "lost", Outcome: fsm.OutcomeUnknown},
+	},
+	Events: []fsm.EventDecl{
+		{Name: "open_door", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessageOpenRequest)},
+		{Name: "close_door", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessageCloseRequest)},
+		{Name: "lock", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageLockRequest)},
+		{Name: "auto_close", Kind: fsm.EventTimer, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerAutoClose)},
+		{Name: "kick", Kind: fsm.EventLocal, Role: fsm.RoleBoth},
+		{Name: "vanish", Kind: fsm.EventLocal, Role: fsm.RoleCore},
+	},
+	Guards:   []string{"has_key"},
+	Actions:  []string{"ring_bell"},
+	Messages: []string{"close_request", "lock_request", "open_ack", "open_request"},
+	Timers: []fsm.TimerDecl{
+		{Name: "auto_close", Duration: 30 * time.Second, Event: fsm.EventID(EventAutoClose)},
+	},
+	Initial: fsm.StateID(StateClosed),
+	Cells: []fsm.Cell{
+		// closed
+		{Cands: []*fsm.Candidate{rule55}},         // closed × open_door
+		{Cands: []*fsm.Candidate{rule66}},         // closed × close_door
+		{Cands: []*fsm.Candidate{rule59, rule63}}, // closed × lock
+		{Cands: []*fsm.Candidate{rule91}},         // closed × auto_close
+		{Cands: []*fsm.Candidate{rule83}},         // closed × kick
+		{Cands: []*fsm.Candidate{rule87}},         // closed × vanish
+		// open
+		{Cands: []*fsm.Candidate{rule73}}, // open × open_door
+		{Cands: []*fsm.Candidate{rule69}}, // open × close_door
+		{Cands: []*fsm.Candidate{rule80}}, // open × lock
+		{Cands: []*fsm.Candidate{rule77}}, // open × auto_close
+		{Cands: []*fsm.Candidate{rule83}}, // open × kick
+		{Cands: []*fsm.Candidate{rule87}}, // open × vanish
+		// locked
+		{Cands: []*fsm.Candidate{rule94, rule98}}, // locked × open_door
+		{Cands: []*fsm.Candidate{rule101}},        // locked × close_door
+		{Cands: []*fsm.Candidate{rule101}},        // locked × lock
+		{Cands: []*fsm.Candidate{rule101}},        // locked × auto_close
+		{Cands: []*fsm.Candidate{rule83}},         // locked × kick
+		{Cands: []*fsm.Candidate{rule87}},         // locked × vanish
+		// removed
+		{Cands: []*fsm.Candidate{rule104}}, // removed × open_door
+		{Cands: []*fsm.Candidate{rule104}}, // removed × close_door
+		{Cands: []*fsm.Candidate{rule104}}, // removed × lock
+		{Cands: []*fsm.Candidate{rule104}}, // removed × auto_close
+		{Cands: []*fsm.Candidate{rule104}}, // removed × kick
+		{Cands: []*fsm.Candidate{rule104}}, // removed × vanish
+		// broken
+		{Cands: []*fsm.Candidate{rule104}}, // broken × open_door
+		{Cands: []*fsm.Candidate{rule104}}, // broken × close_door
+		{Cands: []*fsm.Candidate{rule104}}, // broken × lock
+		{Cands: []*fsm.Candidate{rule104}}, // broken × auto_close
+		{Cands: []*fsm.Candidate{rule104}}, // broken × kick
+		{Cands: []*fsm.Candidate{rule104}}, // broken × vanish
+		// lost
+		{Cands: []*fsm.Candidate{rule104}}, // lost × open_door
+		{Cands: []*fsm.Candidate{rule104}}, // lost × close_door
+		{Cands: []*fsm.Candidate{rule104}}, // lost × lock
+		{Cands: []*fsm.Candidate{rule104}}, // lost × auto_close
+		{Cands: []*fsm.Candidate{rule104}}, // lost × kick
+		{Cands: []*fsm.Candidate{rule104}}, // lost × vanish
+	},
+})
+
+// Step is what one event did: the engine's fsm.Step, a read-only view of the table candidate that
+// handled it, with typed accessors. The zero Step, returned for an invalid state or event, reports
+// zero values.
 type Step struct {
-	c *candidate
+	s fsm.Step
 }
 
 // From is the state the event arrived in.
 func (s Step) From() State {
-	if s.c == nil {
-		var zero State
-		return zero
-	}
-	return s.c.from
+	return State(s.s.From())
 }
 
 // Event is the event that was handled.
 func (s Step) Event() Event {
-	if s.c == nil {
-		var zero Event
-		return zero
-	}
-	return s.c.event
+	return Event(s.s.Event())
 }
 
 // To is the state after the step; it equals From unless the disposition is fsm.Moved.
 func (s Step) To() State {
-	if s.c == nil {
-		var zero State
-		return zero
-	}
-	return s.c.to
+	return State(s.s.To())
 }
 
 // Guard is the guard that selected the candidate, or 0 for the cell's fallback.
 func (s Step) Guard() Guard {
-	if s.c == nil {
-		var zero Guard
-		return zero
-	}
-	return s.c.guard
+	return Guard(s.s.Guard())
 }
 
 // Disposition says whether the step moved, stayed, ignored or rejected the event.
 func (s Step) Disposition() fsm.Disposition {
-	if s.c == nil {
-		var zero fsm.Disposition
-		return zero
-	}
-	return s.c.disp
+	return s.s.Disposition()
 }
 
-// Effects lists what the peer must do, in spec order; nil unless the step moved or stayed. The slice is shared: do not modify it.
-func (s Step) Effects() []Effect {
-	if s.c == nil {
-		var zero []Effect
-		return zero
-	}
-	return s.c.effects
+// Effects lists what the step asks of both peers, in spec order (a peer keeps those its role
+// performs); nil unless the step moved or stayed. Their IDs convert to this package's enums and
+// Table.EffectString renders one as the spec writes it. The slice is shared: do not modify it.
+func (s Step) Effects() []fsm.Effect {
+	return s.s.Effects()
 }
 
 // Reason is the spec's reason for an ignored or rejected event, or "".
 func (s Step) Reason() string {
-	if s.c == nil {
-		var zero string
-		return zero
-	}
-	return s.c.reason
+	return s.s.Reason()
 }
 
-type candidate struct {
-	guard   Guard
-	disp    fsm.Disposition
-	to      State
-	effects []Effect
-	reason  string
-	// from, event and err are filled in by init.
-	from  State
-	event Event
-	err   *fsm.TransitionError // non-nil exactly for rejections
+// Line is the line of the spec rule behind the step.
+func (s Step) Line() int {
+	return s.s.Line()
 }
 
-// table holds every (state, event) cell: its candidates in the order they are tried, the unguarded fallback last.
-var table = [numStates + 1][numEvents + 1][]candidate{
-	StateClosed: {
-		EventOpenDoor: {
-			// spec/door.yaml:55
-			{disp: fsm.Moved, to: StateOpen, effects: []Effect{{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerAutoClose}, {Kind: fsm.EffectSend, Role: fsm.RoleCore, Message: MessageOpenAck}}},
-		},
-		EventCloseDoor: {
-			// spec/door.yaml:66
-			{disp: fsm.Ignored, to: StateClosed, reason: "already closed"},
-		},
-		EventLock: {
-			// spec/door.yaml:59
-			{disp: fsm.Moved, guard: GuardHasKey, to: StateLocked},
-			// spec/door.yaml:63
-			{disp: fsm.Rejected, to: StateClosed, reason: "no key"},
-		},
-		EventAutoClose: {
-			// spec/door.yaml:91
-			{disp: fsm.Ignored, to: StateClosed, reason: "a late timer after the door was closed by hand"},
-		},
-		EventKick: {
-			// spec/door.yaml:83
-			{disp: fsm.Moved, to: StateBroken, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerAutoClose}, {Kind: fsm.EffectRaise, Raise: EventVanish}}},
-		},
-		EventVanish: {
-			// spec/door.yaml:87
-			{disp: fsm.Moved, to: StateLost, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerAutoClose}}},
-		},
-	},
-	StateOpen: {
-		EventOpenDoor: {
-			// spec/door.yaml:73
-			{disp: fsm.Stayed, to: StateOpen, effects: []Effect{{Kind: fsm.EffectDo, Action: ActionRingBell}}},
-		},
-		EventCloseDoor: {
-			// spec/door.yaml:69
-			{disp: fsm.Moved, to: StateClosed, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerAutoClose}}},
-		},
-		EventLock: {
-			// spec/door.yaml:80
-			{disp: fsm.Rejected, to: StateOpen, reason: "cannot lock an open door"},
-		},
-		EventAutoClose: {
-			// spec/door.yaml:77
-			{disp: fsm.Moved, to: StateClosed},
-		},
-		EventKick: {
-			// spec/door.yaml:83
-			{disp: fsm.Moved, to: StateBroken, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerAutoClose}, {Kind: fsm.EffectRaise, Raise: EventVanish}}},
-		},
-		EventVanish: {
-			// spec/door.yaml:87
-			{disp: fsm.Moved, to: StateLost, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerAutoClose}}},
-		},
-	},
-	StateLocked: {
-		EventOpenDoor: {
-			// spec/door.yaml:94
-			{disp: fsm.Moved, guard: GuardHasKey, to: StateRemoved},
-			// spec/door.yaml:98
-			{disp: fsm.Rejected, to: StateLocked, reason: "locked"},
-		},
-		EventCloseDoor: {
-			// spec/door.yaml:101
-			{disp: fsm.Ignored, to: StateLocked, reason: "already locked"},
-		},
-		EventLock: {
-			// spec/door.yaml:101
-			{disp: fsm.Ignored, to: StateLocked, reason: "already locked"},
-		},
-		EventAutoClose: {
-			// spec/door.yaml:101
-			{disp: fsm.Ignored, to: StateLocked, reason: "already locked"},
-		},
-		EventKick: {
-			// spec/door.yaml:83
-			{disp: fsm.Moved, to: StateBroken, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerAutoClose}, {Kind: fsm.EffectRaise, Raise: EventVanish}}},
-		},
-		EventVanish: {
-			// spec/door.yaml:87
-			{disp: fsm.Moved, to: StateLost, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerAutoClose}}},
-		},
-	},
-	StateRemoved: {
-		EventOpenDoor: {
-			// spec/door.yaml:104
-			{disp: fsm.Ignored, to: StateRemoved, reason: "the door is settled"},
-		},
-		EventCloseDoor: {
-			// spec/door.yaml:104
-			{disp: fsm.Ignored, to: StateRemoved, reason: "the door is settled"},
-		},
-		EventLock: {
-			// spec/door.yaml:104
-			{disp: fsm.Ignored, to: StateRemoved, reason: "the door is settled"},
-		},
-		EventAutoClose: {
-			// spec/door.yaml:104
-			{disp: fsm.Ignored, to: StateRemoved, reason: "the door is settled"},
-		},
-		EventKick: {
-			// spec/door.yaml:104
-			{disp: fsm.Ignored, to: StateRemoved, reason: "the door is settled"},
-		},
-		EventVanish: {
-			// spec/door.yaml:104
-			{disp: fsm.Ignored, to: StateRemoved, reason: "the door is settled"},
-		},
-	},
-	StateBroken: {
-		EventOpenDoor: {
-			// spec/door.yaml:104
-			{disp: fsm.Ignored, to: StateBroken, reason: "the door is settled"},
-		},
-		EventCloseDoor: {
-			// spec/door.yaml:104
-			{disp: fsm.Ignored, to: StateBroken, reason: "the door is settled"},
-		},
-		EventLock: {
-			// spec/door.yaml:104
-			{disp: fsm.Ignored, to: StateBroken, reason: "the door is settled"},
-		},
-		EventAutoClose: {
-			// spec/door.yaml:104
-			{disp: fsm.Ignored, to: StateBroken, reason: "the door is settled"},
-		},
-		EventKick: {
-			// spec/door.yaml:104
-			{disp: fsm.Ignored, to: StateBroken, reason: "the door is settled"},
-		},
-		EventVanish: {
-			// spec/door.yaml:104
-			{disp: fsm.Ignored, to: StateBroken, reason: "the door is settled"},
-		},
-	},
-	StateLost: {
-		EventOpenDoor: {
-			// spec/door.yaml:104
-			{disp: fsm.Ignored, to: StateLost, reason: "the door is settled"},
-		},
-		EventCloseDoor: {
-			// spec/door.yaml:104
-			{disp: fsm.Ignored, to: StateLost, reason: "the door is settled"},
-		},
-		EventLock: {
-			// spec/door.yaml:104
-			{disp: fsm.Ignored, to: StateLost, reason: "the door is settled"},
-		},
-		EventAutoClose: {
-			// spec/door.yaml:104
-			{disp: fsm.Ignored, to: StateLost, reason: "the door is settled"},
-		},
-		EventKick: {
-			// spec/door.yaml:104
-			{disp: fsm.Ignored, to: StateLost, reason: "the door is settled"},
-		},
-		EventVanish: {
-			// spec/door.yaml:104
-			{disp: fsm.Ignored, to: StateLost, reason: "the door is settled"},
-		},
-	},
-}
-
-// init completes each candidate, and builds the error of a rejection once, so that answering an event allocates nothing.
-func init() {
-	for s := range table {
-		for e := range table[s] {
-			for i := range table[s][e] {
-				c := &table[s][e][i]
-				c.from, c.event = State(s), Event(e)
-				if c.disp == fsm.Rejected {
-					c.err = &fsm.TransitionError{
-						Event:   Event(e).String(),
-						Machine: Name,
-						Reason:  c.reason,
-						State:   State(s).String(),
-					}
-				}
-			}
-		}
-	}
-}
-
-// Transition is the pure transition function. It selects the candidate of
-// the (s, e) cell whose guard is in held (or the fallback), and returns the
-// step with its effects. It changes nothing, runs no hook and allocates
-// nothing for valid inputs: the returned step and error are shared, read-only
-// values from the table.
+// Transition is the pure transition function. It selects the candidate of the (s, e) cell whose
+// guard is in held (or the fallback) and returns the step with its effects. It changes nothing,
+// runs no hook and allocates nothing for valid inputs: the step and the error are shared,
+// read-only values of Table.
 //
-// A rejected event returns a *fsm.TransitionError naming the machine, state
-// and event (errors.Is(err, fsm.ErrRejected)); Step.To() then equals s. An
-// invalid state or event returns the zero Step and a *fsm.InvalidError.
+// A rejected event returns a *fsm.TransitionError naming the machine, state and event
+// (errors.Is(err, fsm.ErrRejected)); Step.To() then equals s. An invalid state or event returns
+// the zero Step and a *fsm.InvalidError.
 func Transition(s State, e Event, held GuardSet) (Step, error) {
-	if !s.Valid() || !e.Valid() {
-		return Step{}, check(s, e)
-	}
-	cands := table[s][e]
-	for i := range cands {
-		c := &cands[i]
-		if c.guard != 0 && !held.Has(c.guard) {
-			continue
-		}
-		// A nil *TransitionError must not become a non-nil error.
-		if c.err != nil {
-			return Step{c}, c.err
-		}
-		return Step{c}, nil
-	}
-	// The generator refuses a cell without an unguarded fallback, so this is unreachable.
-	return Step{}, &fsm.InvalidError{
-		Machine: Name,
-		Value:   s.String() + "/" + e.String(),
-		What:    "cell",
-	}
+	st, err := Table.Transition(fsm.StateID(s), fsm.EventID(e), fsm.GuardSet(held))
+	return Step{st}, err
 }
 
-// check builds the error for an invalid state or event; it is off the hot path.
-func check(s State, e Event) error {
-	if !s.Valid() {
-		return &fsm.InvalidError{
-			Machine: Name,
-			Value:   s.String(),
-			What:    "state",
-		}
-	}
-	if !e.Valid() {
-		return &fsm.InvalidError{
-			Machine: Name,
-			Value:   e.String(),
-			What:    "event",
-		}
-	}
-	return nil
-}
-
-// Hooks is what a peer implements to drive the machine: one method per
-// guard, per message the machine asks it to send and per action, plus the
-// timer methods when the machine has timers. Fire calls them with the
-// machine's lock held, in spec order, and only for effects of the machine's
-// role. A hook must not call Fire on the same machine (it would deadlock);
-// it raises follow-up events with f.Raise, which run once the current event
-// completes. The *Firing is reused: do not keep it after the hook returns.
-type Hooks[A any] interface {
+// CoreHooks is what a Core peer implements to run the door machine: one method per guard it
+// evaluates, per message it sends and per action it performs. The engine calls a guard while it
+// selects a candidate, and the other methods after the step, in spec order (fsm.Machine.Fire, or a
+// driver that drains an fsm.Outbox). A method must not change the machine. The *fsm.Firing is
+// reused: do not keep it after the call.
+type CoreHooks[A any] interface {
 	// GuardHasKey reports whether the caller holds the key.
-	GuardHasKey(f *Firing[A]) bool
-	// SendOpenAck sends a open_ack frame for this instance.
-	SendOpenAck(f *Firing[A]) error
-	// StartTimer arms (or re-arms) t for t.Duration(); on expiry the peer fires t.Event().
-	StartTimer(f *Firing[A], t Timer) error
-	// StopTimer disarms t. Stopping a timer that is not armed is not an error.
-	StopTimer(f *Firing[A], t Timer) error
+	GuardHasKey(f *fsm.Firing[A]) bool
+	// SendOpenAck sends the open_ack frame of this instance.
+	SendOpenAck(f *fsm.Firing[A]) error
 	// DoRingBell performs ring_bell: ring the bell.
-	DoRingBell(f *Firing[A]) error
+	DoRingBell(f *fsm.Firing[A]) error
 }
 
-// Firing describes the event being handled; hooks receive it.
-type Firing[A any] struct {
-	From  State
-	Event Event
-	To    State // the target while effects run; equals From while guards run
-	Arg   A     // the argument passed to Fire or Raise, e.g. the decoded frame
-	Role  fsm.Role
-	m     *Machine[A]
-}
-
-// Raise queues a follow-up event that runs after the current one, under the same Fire call.
-func (f *Firing[A]) Raise(e Event, arg A) error {
-	return f.m.enqueue(e, arg)
-}
-
-// Machine is one instance of the lifecycle. It is safe for concurrent use:
-// Fire serialises callers, and each caller gets the result of its own event.
-type Machine[A any] struct {
-	mu      sync.Mutex
-	state   State
-	role    fsm.Role
-	hooks   Hooks[A]
-	observe func(Step)
-	firing  Firing[A]
-	queue   fsm.Queue[Event, A]
-}
-
-// New returns a machine in the Initial state that performs the effects of role.
-func New[A any](role fsm.Role, hooks Hooks[A]) *Machine[A] {
-	return &Machine[A]{
-		hooks: hooks,
-		role:  role,
-		state: Initial,
-	}
-}
-
-// State returns the current state.
-func (m *Machine[A]) State() State {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.state
-}
-
-// Observe registers fn to be called, with the lock held, after every step, including ignored and rejected ones (for logs, metrics and trace checks). Pass nil to remove it.
-func (m *Machine[A]) Observe(fn func(Step)) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.observe = fn
-}
-
-// Fire handles event e with argument arg, then every follow-up event the
-// effects raised, in order, before returning (run to completion).
-//
-// It returns nil when the event moved the machine, kept it in place or was
-// ignored; a *fsm.TransitionError when the spec rejects it (the state is
-// unchanged and queued follow-ups are dropped); a *fsm.EffectError when a hook
-// failed (the state has already moved, the rest of the effects did not run).
-func (m *Machine[A]) Fire(e Event, arg A) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	err := m.step(e, arg)
-	for err == nil {
-		next, nextArg, ok := m.queue.Pop()
-		if !ok {
-			break
-		}
-		err = m.step(next, nextArg)
-	}
-	// An error ends the run: drop the follow-ups it left behind.
-	m.queue.Clear()
-	// Only the argument can hold on to caller memory; the rest is overwritten by the next step.
-	var zero A
-	m.firing.Arg = zero
-	return err
-}
-
-func (m *Machine[A]) enqueue(e Event, arg A) error {
-	if !m.queue.Push(e, arg) {
-		return &fsm.QueueError{
-			Event:   e.String(),
-			Machine: Name,
-		}
-	}
-	return nil
-}
-
-func (m *Machine[A]) step(e Event, arg A) error {
-	s := m.state
-	if !e.Valid() {
-		return check(s, e)
-	}
-	// Field by field: assigning a whole Firing literal costs a stalled copy on every event.
-	fr := &m.firing
-	fr.From, fr.Event, fr.To, fr.Arg, fr.Role, fr.m = s, e, s, arg, m.role, m
-	for i := range table[s][e] {
-		c := &table[s][e][i]
-		if c.guard != 0 && !m.guard(c.guard, fr) {
-			continue
-		}
-		if c.disp == fsm.Moved || c.disp == fsm.Stayed {
-			m.state, fr.To = c.to, c.to
-		}
-		if m.observe != nil {
-			m.observe(Step{c})
-		}
-		if c.err != nil {
-			return c.err
-		}
-		for j := range c.effects {
-			ef := &c.effects[j]
-			if !m.role.Performs(ef.Role) {
-				continue
-			}
-			if err := m.perform(fr, ef); err != nil {
-				return &fsm.EffectError{
-					Effect:  ef.String(),
-					Err:     err,
-					Event:   e.String(),
-					From:    s.String(),
-					Machine: Name,
-					To:      c.to.String(),
-				}
-			}
-		}
+// Core binds h as the guards and effects of a Core peer, by ID (nil for a nil h).
+func Core[A any](h CoreHooks[A]) fsm.Binding[A] {
+	if h == nil {
 		return nil
 	}
-	return nil
+	return &fsm.HookTable[A]{
+		Guards:  []func(*fsm.Firing[A]) bool{GuardHasKey: h.GuardHasKey},
+		Sends:   []func(*fsm.Firing[A]) error{MessageOpenAck: h.SendOpenAck},
+		Actions: []func(*fsm.Firing[A]) error{ActionRingBell: h.DoRingBell},
+	}
 }
 
-func (m *Machine[A]) guard(g Guard, fr *Firing[A]) bool {
-	switch g {
-	case GuardHasKey:
-		return m.hooks.GuardHasKey(fr)
-	}
-	return false
+// NewCore returns a door machine in its Initial state that evaluates the guards and performs the
+// effects of a Core peer through h, after each step (fsm.Machine.Fire). The Core arms no timer of
+// this machine: timers may be nil.
+func NewCore[A any](h CoreHooks[A], timers fsm.Timers[A]) (*fsm.Machine[A], error) {
+	return fsm.NewMachine(Table, fsm.RoleCore, Core[A](h), timers)
 }
 
-func (m *Machine[A]) perform(fr *Firing[A], ef *Effect) error {
-	switch ef.Kind {
-	case fsm.EffectSend:
-		switch ef.Message {
-		case MessageOpenAck:
-			return m.hooks.SendOpenAck(fr)
-		}
-	case fsm.EffectStart:
-		return m.hooks.StartTimer(fr, ef.Timer)
-	case fsm.EffectStop:
-		return m.hooks.StopTimer(fr, ef.Timer)
-	case fsm.EffectDo:
-		switch ef.Action {
-		case ActionRingBell:
-			return m.hooks.DoRingBell(fr)
-		}
-	case fsm.EffectRaise:
-		return m.enqueue(ef.Raise, fr.Arg)
-	}
-	return nil
+// RuntimeHooks is what a Runtime peer implements to run the door machine: one method per guard it
+// evaluates, per message it sends and per action it performs. The engine calls a guard while it
+// selects a candidate, and the other methods after the step, in spec order (fsm.Machine.Fire, or a
+// driver that drains an fsm.Outbox). A method must not change the machine. The *fsm.Firing is
+// reused: do not keep it after the call.
+type RuntimeHooks[A any] interface {
+	// GuardHasKey reports whether the caller holds the key.
+	GuardHasKey(f *fsm.Firing[A]) bool
+	// DoRingBell performs ring_bell: ring the bell.
+	DoRingBell(f *fsm.Firing[A]) error
 }
 
-// Restore puts the machine in the state saved under name (State.String) and
-// returns the timers that state keeps armed, which the peer must re-arm. It
-// runs no hook and no effect.
-func (m *Machine[A]) Restore(name string) ([]Timer, error) {
-	s, err := ParseState(name)
-	if err != nil {
-		return nil, err
+// Runtime binds h as the guards and effects of a Runtime peer, by ID (nil for a nil h).
+func Runtime[A any](h RuntimeHooks[A]) fsm.Binding[A] {
+	if h == nil {
+		return nil
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.state = s
-	return s.Timers(), nil
+	return &fsm.HookTable[A]{
+		Guards:  []func(*fsm.Firing[A]) bool{GuardHasKey: h.GuardHasKey},
+		Actions: []func(*fsm.Firing[A]) error{ActionRingBell: h.DoRingBell},
+	}
+}
+
+// NewRuntime returns a door machine in its Initial state that evaluates the guards and performs
+// the effects of a Runtime peer through h, after each step (fsm.Machine.Fire). timers arms and
+// disarms the timers the Runtime owns; it must not be nil.
+func NewRuntime[A any](h RuntimeHooks[A], timers fsm.Timers[A]) (*fsm.Machine[A], error) {
+	return fsm.NewMachine(Table, fsm.RoleRuntime, Runtime[A](h), timers)
 }

@@ -4,56 +4,278 @@ package door
 
 import (
 	"errors"
+	"fmt"
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/fsm/fsmtest"
 	"github.com/stretchr/testify/require"
-	"math/rand/v2"
-	"sync"
+	"reflect"
 	"testing"
 )
 
 const specFile = "../../spec/door.yaml"
 
-// recorder implements Hooks: guards answer from held, effects are logged in spec form, and the effect named fail returns errHook. raise, when set, is called from inside every hook: it exercises follow-up events.
+var roles = []fsm.Role{fsm.RoleCore, fsm.RoleRuntime}
+
+// recorder implements CoreHooks, RuntimeHooks and fsm.Timers. Guards answer from held; each hook
+// notes its method in called (when set) and its effect, in spec form, in log (unless quiet); the
+// effect named fail returns errHook.
 type recorder struct {
-	held  GuardSet
-	log   []string
-	fail  string
-	raise func(*Firing[int]) error
+	held   GuardSet
+	log    []string
+	fail   string
+	quiet  bool
+	called map[string]bool
 }
 
 var errHook = errors.New("hook failed")
-var _ Hooks[int] = (*recorder)(nil)
+var (
+	_ CoreHooks[int]    = (*recorder)(nil)
+	_ RuntimeHooks[int] = (*recorder)(nil)
+	_ fsm.Timers[int]   = (*recorder)(nil)
+)
 
-func (r *recorder) record(f *Firing[int], effect string) error {
-	r.log = append(r.log, effect)
+func (r *recorder) guard(method string, g Guard) bool {
+	if r.called != nil && method != "" {
+		r.called[method] = true
+	}
+	return r.held.Has(g)
+}
+
+func (r *recorder) effect(method, effect string) error {
+	if r.called != nil && method != "" {
+		r.called[method] = true
+	}
+	if !r.quiet {
+		r.log = append(r.log, effect)
+	}
 	if effect == r.fail {
 		return errHook
-	}
-	if r.raise != nil {
-		return r.raise(f)
 	}
 	return nil
 }
 
-func (r *recorder) GuardHasKey(f *Firing[int]) bool {
-	return r.held.Has(GuardHasKey)
+func (r *recorder) GuardHasKey(*fsm.Firing[int]) bool {
+	return r.guard("GuardHasKey", GuardHasKey)
 }
 
-func (r *recorder) SendOpenAck(f *Firing[int]) error {
-	return r.record(f, "send open_ack")
+func (r *recorder) SendOpenAck(*fsm.Firing[int]) error {
+	return r.effect("SendOpenAck", "send open_ack")
 }
 
-func (r *recorder) StartTimer(f *Firing[int], t Timer) error {
-	return r.record(f, "start "+t.String())
+func (r *recorder) DoRingBell(*fsm.Firing[int]) error {
+	return r.effect("DoRingBell", "do ring_bell")
 }
 
-func (r *recorder) StopTimer(f *Firing[int], t Timer) error {
-	return r.record(f, "stop "+t.String())
+func (r *recorder) StartTimer(_ *fsm.Firing[int], tm fsm.TimerID) error {
+	if r.quiet {
+		return nil // building the log entry would allocate
+	}
+	return r.effect("", "start "+Timer(tm).String())
 }
 
-func (r *recorder) DoRingBell(f *Firing[int]) error {
-	return r.record(f, "do ring_bell")
+func (r *recorder) StopTimer(_ *fsm.Firing[int], tm fsm.TimerID) error {
+	if r.quiet {
+		return nil // building the log entry would allocate
+	}
+	return r.effect("", "stop "+Timer(tm).String())
+}
+
+// newMachine returns a machine for role whose hooks and timers are rec.
+func newMachine(t *testing.T, role fsm.Role, rec *recorder) *fsm.Machine[int] {
+	t.Helper()
+	if role == fsm.RoleCore {
+		m, err := NewCore[int](rec, rec)
+		require.NoError(t, err)
+		return m
+	}
+	m, err := NewRuntime[int](rec, rec)
+	require.NoError(t, err)
+	return m
+}
+
+// heldGuards holds the guards of a GuardSet, for an fsm.Instance.
+type heldGuards GuardSet
+
+func (h heldGuards) Guard(g fsm.GuardID, _ *fsm.Firing[int]) bool {
+	return fsm.GuardSet(h).Has(g)
+}
+
+type cellCase struct {
+	line    int
+	from    State
+	event   Event
+	held    GuardSet
+	disp    fsm.Disposition
+	to      State
+	guard   Guard
+	reason  string
+	effects []string              // every role's, as the spec writes them
+	logs    map[fsm.Role][]string // the hook log of each role that handles the event
+	raises  bool
+}
+
+// cellCases has one entry per candidate of every cell, computed from the spec when the code was
+// generated.
+var cellCases = []cellCase{
+	{line: 55, from: StateClosed, event: EventOpenDoor, disp: fsm.Moved, to: StateOpen, effects: []string{"runtime: start auto_close", "core: send open_ack"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"send open_ack"}, fsm.RoleRuntime: {"start auto_close"}}},
+	{line: 66, from: StateClosed, event: EventCloseDoor, disp: fsm.Ignored, to: StateClosed, reason: "already closed", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 59, from: StateClosed, event: EventLock, held: GuardSet(0).With(GuardHasKey), disp: fsm.Moved, to: StateLocked, guard: GuardHasKey, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 63, from: StateClosed, event: EventLock, disp: fsm.Rejected, to: StateClosed, reason: "no key", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 91, from: StateClosed, event: EventAutoClose, disp: fsm.Ignored, to: StateClosed, reason: "a late timer after the door was closed by hand", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 83, from: StateClosed, event: EventKick, disp: fsm.Moved, to: StateBroken, effects: []string{"runtime: stop auto_close", "raise vanish"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"stop auto_close"}}, raises: true},
+	{line: 87, from: StateClosed, event: EventVanish, disp: fsm.Moved, to: StateLost, effects: []string{"runtime: stop auto_close"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"stop auto_close"}}},
+	{line: 73, from: StateOpen, event: EventOpenDoor, disp: fsm.Stayed, to: StateOpen, effects: []string{"do ring_bell"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do ring_bell"}, fsm.RoleRuntime: {"do ring_bell"}}},
+	{line: 69, from: StateOpen, event: EventCloseDoor, disp: fsm.Moved, to: StateClosed, effects: []string{"runtime: stop auto_close"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"stop auto_close"}}},
+	{line: 80, from: StateOpen, event: EventLock, disp: fsm.Rejected, to: StateOpen, reason: "cannot lock an open door", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 77, from: StateOpen, event: EventAutoClose, disp: fsm.Moved, to: StateClosed, logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 83, from: StateOpen, event: EventKick, disp: fsm.Moved, to: StateBroken, effects: []string{"runtime: stop auto_close", "raise vanish"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"stop auto_close"}}, raises: true},
+	{line: 87, from: StateOpen, event: EventVanish, disp: fsm.Moved, to: StateLost, effects: []string{"runtime: stop auto_close"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"stop auto_close"}}},
+	{line: 94, from: StateLocked, event: EventOpenDoor, held: GuardSet(0).With(GuardHasKey), disp: fsm.Moved, to: StateRemoved, guard: GuardHasKey, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 98, from: StateLocked, event: EventOpenDoor, disp: fsm.Rejected, to: StateLocked, reason: "locked", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 101, from: StateLocked, event: EventCloseDoor, disp: fsm.Ignored, to: StateLocked, reason: "already locked", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 101, from: StateLocked, event: EventLock, disp: fsm.Ignored, to: StateLocked, reason: "already locked", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 101, from: StateLocked, event: EventAutoClose, disp: fsm.Ignored, to: StateLocked, reason: "already locked", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 83, from: StateLocked, event: EventKick, disp: fsm.Moved, to: StateBroken, effects: []string{"runtime: stop auto_close", "raise vanish"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"stop auto_close"}}, raises: true},
+	{line: 87, from: StateLocked, event: EventVanish, disp: fsm.Moved, to: StateLost, effects: []string{"runtime: stop auto_close"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"stop auto_close"}}},
+	{line: 104, from: StateRemoved, event: EventOpenDoor, disp: fsm.Ignored, to: StateRemoved, reason: "the door is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 104, from: StateRemoved, event: EventCloseDoor, disp: fsm.Ignored, to: StateRemoved, reason: "the door is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 104, from: StateRemoved, event: EventLock, disp: fsm.Ignored, to: StateRemoved, reason: "the door is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 104, from: StateRemoved, event: EventAutoClose, disp: fsm.Ignored, to: StateRemoved, reason: "the door is settled", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 104, from: StateRemoved, event: EventKick, disp: fsm.Ignored, to: StateRemoved, reason: "the door is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 104, from: StateRemoved, event: EventVanish, disp: fsm.Ignored, to: StateRemoved, reason: "the door is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 104, from: StateBroken, event: EventOpenDoor, disp: fsm.Ignored, to: StateBroken, reason: "the door is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 104, from: StateBroken, event: EventCloseDoor, disp: fsm.Ignored, to: StateBroken, reason: "the door is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 104, from: StateBroken, event: EventLock, disp: fsm.Ignored, to: StateBroken, reason: "the door is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 104, from: StateBroken, event: EventAutoClose, disp: fsm.Ignored, to: StateBroken, reason: "the door is settled", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 104, from: StateBroken, event: EventKick, disp: fsm.Ignored, to: StateBroken, reason: "the door is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 104, from: StateBroken, event: EventVanish, disp: fsm.Ignored, to: StateBroken, reason: "the door is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 104, from: StateLost, event: EventOpenDoor, disp: fsm.Ignored, to: StateLost, reason: "the door is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 104, from: StateLost, event: EventCloseDoor, disp: fsm.Ignored, to: StateLost, reason: "the door is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 104, from: StateLost, event: EventLock, disp: fsm.Ignored, to: StateLost, reason: "the door is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 104, from: StateLost, event: EventAutoClose, disp: fsm.Ignored, to: StateLost, reason: "the door is settled", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 104, from: StateLost, event: EventKick, disp: fsm.Ignored, to: StateLost, reason: "the door is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 104, from: StateLost, event: EventVanish, disp: fsm.Ignored, to: StateLost, reason: "the door is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+}
+
+type pathStep struct {
+	event Event
+	held  GuardSet
+}
+
+// pathCases is a shortest path from Initial to every state.
+var pathCases = []struct {
+	target State
+	steps  []pathStep
+}{
+	{StateClosed, []pathStep{}},
+	{StateOpen, []pathStep{{event: EventOpenDoor}}},
+	{StateLocked, []pathStep{{event: EventLock, held: GuardSet(0).With(GuardHasKey)}}},
+	{StateRemoved, []pathStep{{event: EventLock, held: GuardSet(0).With(GuardHasKey)}, {event: EventOpenDoor, held: GuardSet(0).With(GuardHasKey)}}},
+	{StateBroken, []pathStep{{event: EventKick}}},
+	{StateLost, []pathStep{{event: EventVanish}}},
+}
+
+// stateTimers lists the timers each state keeps armed (none when absent), from the spec.
+var stateTimers = map[State][]fsm.TimerID{StateOpen: {fsm.TimerID(TimerAutoClose)}}
+
+// TestTableMatchesSpec checks that Table is exactly what spec.Machine.Table builds from the spec
+// file: declarations, cells, and one shared candidate per rule.
+func TestTableMatchesSpec(t *testing.T) {
+	fsmtest.SameTable(t, fsmtest.LoadMachine(t, specFile), Table)
+}
+
+// TestEveryCell checks every candidate of every cell through Transition and, for each role that
+// handles its event, through that role's machine and hooks.
+func TestEveryCell(t *testing.T) {
+	for _, c := range cellCases {
+		where := fmt.Sprintf("%s:%d: %s on %s", specFile, c.line, c.from, c.event)
+		step, trErr := Transition(c.from, c.event, c.held)
+		require.Equal(t, c.line, step.Line(), where)
+		require.Equal(t, c.from, step.From(), where)
+		require.Equal(t, c.event, step.Event(), where)
+		require.Equal(t, c.disp, step.Disposition(), where)
+		require.Equal(t, c.to, step.To(), where)
+		require.Equal(t, c.guard, step.Guard(), where)
+		require.Equal(t, c.reason, step.Reason(), where)
+		var effects []string
+		for i := range step.Effects() {
+			effects = append(effects, Table.EffectString(&step.Effects()[i]))
+		}
+		require.Equal(t, c.effects, effects, where)
+		if c.disp == fsm.Rejected {
+			require.ErrorIs(t, trErr, fsm.ErrRejected, where)
+			var te *fsm.TransitionError
+			require.ErrorAs(t, trErr, &te, where)
+			require.Equal(t, []string{Name, c.from.String(), c.event.String(), c.reason}, []string{te.Machine, te.State, te.Event, te.Reason}, where)
+		} else {
+			require.NoError(t, trErr, where)
+		}
+		for role, want := range c.logs {
+			rec := &recorder{held: c.held}
+			m := newMachine(t, role, rec)
+			_, err := m.Restore(fsm.StateID(c.from))
+			require.NoError(t, err)
+			err = m.Fire(fsm.EventID(c.event), 0)
+			if c.disp == fsm.Rejected {
+				require.ErrorIs(t, err, fsm.ErrRejected, where)
+				require.Equal(t, c.from, State(m.State()), "a rejected event leaves the state unchanged: "+where)
+				require.Empty(t, rec.log, where)
+				continue
+			}
+			require.NoError(t, err, where)
+			if c.raises {
+				continue // the raised events move on: TestInstanceWalkAgainstSpec
+			}
+			require.Equal(t, c.to, State(m.State()), where)
+			require.Equal(t, want, rec.log, "hooks of the %s: %s", role, where)
+		}
+	}
+}
+
+// TestHooksPerRole checks that each role's hooks interface holds exactly what that role calls:
+// running every cell the role handles calls every one of its methods (and TestEveryCell that none
+// is missing).
+func TestHooksPerRole(t *testing.T) {
+	for role, iface := range map[fsm.Role]reflect.Type{
+		fsm.RoleCore:    reflect.TypeFor[CoreHooks[int]](),
+		fsm.RoleRuntime: reflect.TypeFor[RuntimeHooks[int]](),
+	} {
+		rec := &recorder{called: map[string]bool{}}
+		m := newMachine(t, role, rec)
+		for _, c := range cellCases {
+			if _, ok := c.logs[role]; !ok {
+				continue
+			}
+			rec.held = c.held
+			_, err := m.Restore(fsm.StateID(c.from))
+			require.NoError(t, err)
+			_ = m.Fire(fsm.EventID(c.event), 0) // outcomes: TestEveryCell
+		}
+		var want, got []string
+		for i := range iface.NumMethod() {
+			want = append(want, iface.Method(i).Name)
+		}
+		for name := range rec.called {
+			got = append(got, name)
+		}
+		require.ElementsMatch(t, want, got, "hooks of the %s", role)
+	}
+}
+
+// TestShortestPaths walks an fsm.Instance of Table, for each role, along a shortest path to every
+// state.
+func TestShortestPaths(t *testing.T) {
+	for _, role := range roles {
+		for _, p := range pathCases {
+			in, err := fsm.NewInstance[int](Table, role)
+			require.NoError(t, err)
+			var out fsm.Outbox
+			for _, st := range p.steps {
+				require.NoError(t, in.Step(fsm.EventID(st.event), 0, heldGuards(st.held), &out), "%s: path to %s", role, p.target)
+			}
+			require.Equal(t, p.target, State(in.State()), role.String())
+		}
+	}
 }
 
 // adapter exposes Transition to fsmtest in spec names.
@@ -78,376 +300,15 @@ func adapter(t *testing.T) fsmtest.Adapter {
 		if step.Guard() != 0 {
 			res.Guard = step.Guard().String()
 		}
-		for _, ef := range step.Effects() {
-			res.Effects = append(res.Effects, ef.String())
+		for i := range step.Effects() {
+			res.Effects = append(res.Effects, Table.EffectString(&step.Effects()[i]))
 		}
 		return res
 	}}
 }
 
-type cellCase struct {
-	line                string
-	from                State
-	event               Event
-	held                GuardSet
-	disp                fsm.Disposition
-	to                  State
-	guard               Guard
-	effects             []string
-	both, core, runtime []string
-	raises              bool
-}
-
-// cellCases has one entry per candidate of every cell, computed from the spec when the code was generated.
-var cellCases = []cellCase{{
-	both:    []string{"start auto_close", "send open_ack"},
-	core:    []string{"send open_ack"},
-	disp:    fsm.Moved,
-	effects: []string{"runtime: start auto_close", "core: send open_ack"},
-	event:   EventOpenDoor,
-	from:    StateClosed,
-	line:    "spec/door.yaml:55",
-	runtime: []string{"start auto_close"},
-	to:      StateOpen,
-}, {
-	disp:  fsm.Ignored,
-	event: EventCloseDoor,
-	from:  StateClosed,
-	line:  "spec/door.yaml:66",
-	to:    StateClosed,
-}, {
-	disp:  fsm.Moved,
-	event: EventLock,
-	from:  StateClosed,
-	guard: GuardHasKey,
-	held:  GuardSet(0).With(GuardHasKey),
-	line:  "spec/door.yaml:59",
-	to:    StateLocked,
-}, {
-	disp:  fsm.Rejected,
-	event: EventLock,
-	from:  StateClosed,
-	line:  "spec/door.yaml:63",
-	to:    StateClosed,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAutoClose,
-	from:  StateClosed,
-	line:  "spec/door.yaml:91",
-	to:    StateClosed,
-}, {
-	both:    []string{"stop auto_close"},
-	core:    nil,
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop auto_close", "raise vanish"},
-	event:   EventKick,
-	from:    StateClosed,
-	line:    "spec/door.yaml:83",
-	raises:  true,
-	runtime: []string{"stop auto_close"},
-	to:      StateBroken,
-}, {
-	both:    []string{"stop auto_close"},
-	core:    nil,
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop auto_close"},
-	event:   EventVanish,
-	from:    StateClosed,
-	line:    "spec/door.yaml:87",
-	runtime: []string{"stop auto_close"},
-	to:      StateLost,
-}, {
-	both:    []string{"do ring_bell"},
-	core:    []string{"do ring_bell"},
-	disp:    fsm.Stayed,
-	effects: []string{"do ring_bell"},
-	event:   EventOpenDoor,
-	from:    StateOpen,
-	line:    "spec/door.yaml:73",
-	runtime: []string{"do ring_bell"},
-	to:      StateOpen,
-}, {
-	both:    []string{"stop auto_close"},
-	core:    nil,
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop auto_close"},
-	event:   EventCloseDoor,
-	from:    StateOpen,
-	line:    "spec/door.yaml:69",
-	runtime: []string{"stop auto_close"},
-	to:      StateClosed,
-}, {
-	disp:  fsm.Rejected,
-	event: EventLock,
-	from:  StateOpen,
-	line:  "spec/door.yaml:80",
-	to:    StateOpen,
-}, {
-	disp:  fsm.Moved,
-	event: EventAutoClose,
-	from:  StateOpen,
-	line:  "spec/door.yaml:77",
-	to:    StateClosed,
-}, {
-	both:    []string{"stop auto_close"},
-	core:    nil,
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop auto_close", "raise vanish"},
-	event:   EventKick,
-	from:    StateOpen,
-	line:    "spec/door.yaml:83",
-	raises:  true,
-	runtime: []string{"stop auto_close"},
-	to:      StateBroken,
-}, {
-	both:    []string{"stop auto_close"},
-	core:    nil,
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop auto_close"},
-	event:   EventVanish,
-	from:    StateOpen,
-	line:    "spec/door.yaml:87",
-	runtime: []string{"stop auto_close"},
-	to:      StateLost,
-}, {
-	disp:  fsm.Moved,
-	event: EventOpenDoor,
-	from:  StateLocked,
-	guard: GuardHasKey,
-	held:  GuardSet(0).With(GuardHasKey),
-	line:  "spec/door.yaml:94",
-	to:    StateRemoved,
-}, {
-	disp:  fsm.Rejected,
-	event: EventOpenDoor,
-	from:  StateLocked,
-	line:  "spec/door.yaml:98",
-	to:    StateLocked,
-}, {
-	disp:  fsm.Ignored,
-	event: EventCloseDoor,
-	from:  StateLocked,
-	line:  "spec/door.yaml:101",
-	to:    StateLocked,
-}, {
-	disp:  fsm.Ignored,
-	event: EventLock,
-	from:  StateLocked,
-	line:  "spec/door.yaml:101",
-	to:    StateLocked,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAutoClose,
-	from:  StateLocked,
-	line:  "spec/door.yaml:101",
-	to:    StateLocked,
-}, {
-	both:    []string{"stop auto_close"},
-	core:    nil,
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop auto_close", "raise vanish"},
-	event:   EventKick,
-	from:    StateLocked,
-	line:    "spec/door.yaml:83",
-	raises:  true,
-	runtime: []string{"stop auto_close"},
-	to:      StateBroken,
-}, {
-	both:    []string{"stop auto_close"},
-	core:    nil,
-	disp:    fsm.Moved,
-	effects: []string{"runtime: stop auto_close"},
-	event:   EventVanish,
-	from:    StateLocked,
-	line:    "spec/door.yaml:87",
-	runtime: []string{"stop auto_close"},
-	to:      StateLost,
-}, {
-	disp:  fsm.Ignored,
-	event: EventOpenDoor,
-	from:  StateRemoved,
-	line:  "spec/door.yaml:104",
-	to:    StateRemoved,
-}, {
-	disp:  fsm.Ignored,
-	event: EventCloseDoor,
-	from:  StateRemoved,
-	line:  "spec/door.yaml:104",
-	to:    StateRemoved,
-}, {
-	disp:  fsm.Ignored,
-	event: EventLock,
-	from:  StateRemoved,
-	line:  "spec/door.yaml:104",
-	to:    StateRemoved,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAutoClose,
-	from:  StateRemoved,
-	line:  "spec/door.yaml:104",
-	to:    StateRemoved,
-}, {
-	disp:  fsm.Ignored,
-	event: EventKick,
-	from:  StateRemoved,
-	line:  "spec/door.yaml:104",
-	to:    StateRemoved,
-}, {
-	disp:  fsm.Ignored,
-	event: EventVanish,
-	from:  StateRemoved,
-	line:  "spec/door.yaml:104",
-	to:    StateRemoved,
-}, {
-	disp:  fsm.Ignored,
-	event: EventOpenDoor,
-	from:  StateBroken,
-	line:  "spec/door.yaml:104",
-	to:    StateBroken,
-}, {
-	disp:  fsm.Ignored,
-	event: EventCloseDoor,
-	from:  StateBroken,
-	line:  "spec/door.yaml:104",
-	to:    StateBroken,
-}, {
-	disp:  fsm.Ignored,
-	event: EventLock,
-	from:  StateBroken,
-	line:  "spec/door.yaml:104",
-	to:    StateBroken,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAutoClose,
-	from:  StateBroken,
-	line:  "spec/door.yaml:104",
-	to:    StateBroken,
-}, {
-	disp:  fsm.Ignored,
-	event: EventKick,
-	from:  StateBroken,
-	line:  "spec/door.yaml:104",
-	to:    StateBroken,
-}, {
-	disp:  fsm.Ignored,
-	event: EventVanish,
-	from:  StateBroken,
-	line:  "spec/door.yaml:104",
-	to:    StateBroken,
-}, {
-	disp:  fsm.Ignored,
-	event: EventOpenDoor,
-	from:  StateLost,
-	line:  "spec/door.yaml:104",
-	to:    StateLost,
-}, {
-	disp:  fsm.Ignored,
-	event: EventCloseDoor,
-	from:  StateLost,
-	line:  "spec/door.yaml:104",
-	to:    StateLost,
-}, {
-	disp:  fsm.Ignored,
-	event: EventLock,
-	from:  StateLost,
-	line:  "spec/door.yaml:104",
-	to:    StateLost,
-}, {
-	disp:  fsm.Ignored,
-	event: EventAutoClose,
-	from:  StateLost,
-	line:  "spec/door.yaml:104",
-	to:    StateLost,
-}, {
-	disp:  fsm.Ignored,
-	event: EventKick,
-	from:  StateLost,
-	line:  "spec/door.yaml:104",
-	to:    StateLost,
-}, {
-	disp:  fsm.Ignored,
-	event: EventVanish,
-	from:  StateLost,
-	line:  "spec/door.yaml:104",
-	to:    StateLost,
-}}
-
-type pathStep struct {
-	event Event
-	held  GuardSet
-}
-
-// pathCases is a shortest path from Initial to every state.
-var pathCases = []struct {
-	target State
-	steps  []pathStep
-}{{StateClosed, []pathStep{}}, {StateOpen, []pathStep{{event: EventOpenDoor}}}, {StateLocked, []pathStep{{
-	event: EventLock,
-	held:  GuardSet(0).With(GuardHasKey),
-}}}, {StateRemoved, []pathStep{{
-	event: EventLock,
-	held:  GuardSet(0).With(GuardHasKey),
-}, {
-	event: EventOpenDoor,
-	held:  GuardSet(0).With(GuardHasKey),
-}}}, {StateBroken, []pathStep{{event: EventKick}}}, {StateLost, []pathStep{{event: EventVanish}}}}
-
-func TestEveryCell(t *testing.T) {
-	for _, c := range cellCases {
-		where := c.line + ": " + c.from.String() + " on " + c.event.String()
-		step, trErr := Transition(c.from, c.event, c.held)
-		require.Equal(t, c.disp, step.Disposition(), where)
-		require.Equal(t, c.to, step.To(), where)
-		require.Equal(t, c.guard, step.Guard(), where)
-		var effects []string
-		for _, ef := range step.Effects() {
-			effects = append(effects, ef.String())
-		}
-		require.Equal(t, c.effects, effects, where)
-		for _, role := range []fsm.Role{fsm.RoleBoth, fsm.RoleCore, fsm.RoleRuntime} {
-			rec := &recorder{held: c.held}
-			m := New[int](role, rec)
-			_, err := m.Restore(c.from.String())
-			require.NoError(t, err)
-			fireErr := m.Fire(c.event, 0)
-			if c.disp == fsm.Rejected {
-				require.ErrorIs(t, trErr, fsm.ErrRejected, where)
-				require.ErrorIs(t, fireErr, fsm.ErrRejected, where)
-				var te *fsm.TransitionError
-				require.ErrorAs(t, fireErr, &te, where)
-				require.Equal(t, []string{Name, c.from.String(), c.event.String()}, []string{te.Machine, te.State, te.Event}, where)
-				require.Equal(t, c.from, m.State(), "a rejected event must leave the state unchanged: "+where)
-				continue
-			}
-			require.NoError(t, trErr, where)
-			require.NoError(t, fireErr, where)
-			if c.raises {
-				continue // follow-ups move the machine further; covered by the walk tests
-			}
-			require.Equal(t, c.to, m.State(), where)
-			want := map[fsm.Role][]string{
-				fsm.RoleBoth:    c.both,
-				fsm.RoleCore:    c.core,
-				fsm.RoleRuntime: c.runtime,
-			}[role]
-			require.Equal(t, want, rec.log, "hooks run for role "+role.String()+": "+where)
-		}
-	}
-}
-
-func TestShortestPaths(t *testing.T) {
-	for _, p := range pathCases {
-		rec := &recorder{}
-		m := New[int](fsm.RoleBoth, rec)
-		for _, st := range p.steps {
-			rec.held = st.held
-			require.NoError(t, m.Fire(st.event, 0), "path to "+p.target.String())
-		}
-		require.Equal(t, p.target, m.State())
-	}
-}
-
-// TestEveryCellAgainstSpec compares every cell, under every guard assignment, with the spec interpreter reading the YAML at test time.
+// TestEveryCellAgainstSpec compares every cell, under every guard assignment, with the spec
+// interpreter reading the YAML at test time.
 func TestEveryCellAgainstSpec(t *testing.T) {
 	m := fsmtest.LoadMachine(t, specFile)
 	fsmtest.EveryCellAgainstSpec(t, m, adapter(t))
@@ -460,101 +321,131 @@ func TestRandomWalkAgainstSpec(t *testing.T) {
 	}
 }
 
+// TestInstanceWalkAgainstSpec runs an fsm.Instance of Table for each role beside the spec
+// interpreter: raised events run to completion and each role performs only its own effects.
+func TestInstanceWalkAgainstSpec(t *testing.T) {
+	m := fsmtest.LoadMachine(t, specFile)
+	for seed := uint64(1); seed <= 4; seed++ {
+		fsmtest.InstanceWalk(t, m, Table, seed, 1000)
+	}
+}
+
 func TestDifferentialLooplab(t *testing.T) {
 	m := fsmtest.LoadMachine(t, specFile)
 	fsmtest.DifferentialLooplab(t, m, adapter(t))
 }
 
+// TestRestoreAndParse restores every state for each role (Restore returns the timers to re-arm),
+// round-trips every enum through its spec name, and refuses invalid values.
 func TestRestoreAndParse(t *testing.T) {
-	for _, s := range []State{StateClosed, StateOpen, StateLocked, StateRemoved, StateBroken, StateLost} {
-		m := New[int](fsm.RoleBoth, &recorder{})
-		timers, err := m.Restore(s.String())
-		require.NoError(t, err)
-		require.Equal(t, s, m.State())
-		require.Equal(t, s.Timers(), timers)
-		back, err := ParseState(s.String())
-		require.NoError(t, err)
-		require.Equal(t, s, back)
+	for s := State(1); s.Valid(); s++ {
+		for _, role := range roles {
+			m := newMachine(t, role, &recorder{})
+			timers, err := m.Restore(fsm.StateID(s))
+			require.NoError(t, err)
+			require.Equal(t, s, State(m.State()))
+			require.Equal(t, stateTimers[s], timers, "the timers to re-arm in %s", s)
+		}
 	}
-	for e := Event(1); e.Valid(); e++ {
-		back, err := ParseEvent(e.String())
+	for v := State(1); v.Valid(); v++ {
+		back, err := ParseState(v.String())
 		require.NoError(t, err)
-		require.Equal(t, e, back)
+		require.Equal(t, v, back)
 	}
-	_, err := New[int](fsm.RoleBoth, &recorder{}).Restore("no_such_state")
-	require.ErrorIs(t, err, fsm.ErrInvalid)
+	for v := Event(1); v.Valid(); v++ {
+		back, err := ParseEvent(v.String())
+		require.NoError(t, err)
+		require.Equal(t, v, back)
+	}
+	for v := Timer(1); v.Valid(); v++ {
+		back, err := ParseTimer(v.String())
+		require.NoError(t, err)
+		require.Equal(t, v, back)
+	}
+	for v := Guard(1); v.Valid(); v++ {
+		back, err := ParseGuard(v.String())
+		require.NoError(t, err)
+		require.Equal(t, v, back)
+	}
+	for v := Action(1); v.Valid(); v++ {
+		back, err := ParseAction(v.String())
+		require.NoError(t, err)
+		require.Equal(t, v, back)
+	}
+	for v := Message(1); v.Valid(); v++ {
+		back, err := ParseMessage(v.String())
+		require.NoError(t, err)
+		require.Equal(t, v, back)
+	}
+	require.False(t, State(7).Valid())
 	require.Equal(t, "State(0)", State(0).String())
+	_, err := ParseState("no_such_state")
+	require.ErrorIs(t, err, fsm.ErrInvalid)
+	_, err = newMachine(t, fsm.RoleCore, &recorder{}).Restore(0)
+	require.ErrorIs(t, err, fsm.ErrInvalid)
 	_, err = Transition(Initial, Event(0), 0)
 	require.ErrorIs(t, err, fsm.ErrInvalid)
+	_, err = Transition(State(0), Event(1), 0)
+	require.ErrorIs(t, err, fsm.ErrInvalid)
 }
 
-// TestConcurrentFire fires from several goroutines at once: every step the observer sees must start where the previous one ended, which holds only if Fire serialises its callers.
-func TestConcurrentFire(t *testing.T) {
-	for round := 0; round < 20; round++ {
-		m := New[int](fsm.RoleBoth, &recorder{held: GuardSet(round)})
-		var steps []Step
-		m.Observe(func(s Step) {
-			steps = append(steps, s)
-		})
-		var wg sync.WaitGroup
-		for g := 0; g < 4; g++ {
-			wg.Go(func() {
-				rng := rand.New(rand.NewPCG(uint64(round), uint64(g)))
-				for i := 0; i < 50; i++ {
-					_ = m.Fire(Event(1+rng.IntN(numEvents)), i)
-				}
-			})
-		}
-		wg.Wait()
-		require.GreaterOrEqual(t, len(steps), 200)
-		at := Initial
-		for _, s := range steps {
-			require.Equal(t, at, s.From())
-			at = s.To()
-		}
-		require.Equal(t, at, m.State())
-	}
+// TestNewRefusesMissingParts checks that a machine needs its hooks, and its timers when its role
+// arms any.
+func TestNewRefusesMissingParts(t *testing.T) {
+	_, err := NewCore[int](nil, nil)
+	require.Error(t, err, "a Core machine needs hooks")
+	_, err = NewRuntime[int](nil, nil)
+	require.Error(t, err, "a Runtime machine needs hooks")
+	_, err = NewRuntime[int](&recorder{}, nil)
+	require.Error(t, err, "the Runtime arms timers")
 }
 
-// TestEffectError makes the first hook of spec/door.yaml:55 fail: the state has moved and the error names the effect.
+// TestEffectError makes the Core's first hook of spec/door.yaml:55 fail: the state has moved, the
+// error names the effect and the effects after it do not run.
 func TestEffectError(t *testing.T) {
-	m := New[int](fsm.RoleBoth, &recorder{fail: "start auto_close"})
-	_, err := m.Restore("closed")
+	rec := &recorder{fail: "send open_ack"}
+	m := newMachine(t, fsm.RoleCore, rec)
+	_, err := m.Restore(fsm.StateID(StateClosed))
 	require.NoError(t, err)
-	err = m.Fire(EventOpenDoor, 0)
+	err = m.Fire(fsm.EventID(EventOpenDoor), 0)
 	require.ErrorIs(t, err, fsm.ErrEffect)
 	require.ErrorIs(t, err, errHook)
 	var ee *fsm.EffectError
 	require.ErrorAs(t, err, &ee)
-	require.Equal(t, StateOpen, m.State())
+	require.Equal(t, "core: send open_ack", ee.Effect)
+	require.Equal(t, StateOpen, State(m.State()))
+	require.Equal(t, []string{"send open_ack"}, rec.log)
 }
 
-// TestFollowUpFromHook raises close_door from inside a hook of spec/door.yaml:55: it runs after the current event, under the same Fire, without deadlocking.
-func TestFollowUpFromHook(t *testing.T) {
-	rec := &recorder{}
-	raised := false
-	rec.raise = func(f *Firing[int]) error {
-		if raised {
-			return nil
+var (
+	sinkStep Step
+	sinkErr  error
+)
+
+// TestNoAllocations checks that Transition, and Fire for each role with hooks that allocate
+// nothing, allocate nothing in any cell.
+func TestNoAllocations(t *testing.T) {
+	allocs := testing.AllocsPerRun(10, func() {
+		for _, c := range cellCases {
+			sinkStep, sinkErr = Transition(c.from, c.event, c.held)
 		}
-		raised = true
-		return f.Raise(EventCloseDoor, 7)
-	}
-	m := New[int](fsm.RoleBoth, rec)
-	_, err := m.Restore("closed")
-	require.NoError(t, err)
-	require.NoError(t, m.Fire(EventOpenDoor, 0))
-	require.Equal(t, StateClosed, m.State())
-	// An unbounded chain of follow-ups fails instead of spinning.
-	rec.raise = func(f *Firing[int]) error {
-		for range fsm.QueueCapacity + 1 {
-			if err := f.Raise(EventCloseDoor, 7); err != nil {
-				return err
+	})
+	require.Zero(t, allocs, "Transition")
+	for _, role := range roles {
+		rec := &recorder{quiet: true}
+		m := newMachine(t, role, rec)
+		allocs := testing.AllocsPerRun(10, func() {
+			for _, c := range cellCases {
+				if _, ok := c.logs[role]; !ok {
+					continue
+				}
+				rec.held = c.held
+				if _, err := m.Restore(fsm.StateID(c.from)); err != nil {
+					panic(err)
+				}
+				sinkErr = m.Fire(fsm.EventID(c.event), 0)
 			}
-		}
-		return nil
+		})
+		require.Zero(t, allocs, "Fire as %s", role)
 	}
-	_, err = m.Restore("closed")
-	require.NoError(t, err)
-	require.ErrorIs(t, m.Fire(EventOpenDoor, 0), fsm.ErrQueueFull)
 }
