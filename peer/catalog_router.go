@@ -27,25 +27,29 @@ func CatalogRouter(tables []*fsm.Table) Router {
 		}
 		byName[t.Name] = dr
 	}
-	return RouterFunc(func(msg *wire.Message, idx Index) ([]Target, error) {
-		var out []Target
-		for _, tg := range msg.Targets() {
-			dr, ok := byName[tg.Machine]
+	return RouterFunc(func(msg *wire.Message, idx Index, out []Target) ([]Target, error) {
+		start := len(out)
+		for _, drv := range msg.Entry.Drives {
+			dr, ok := byName[drv.Machine]
 			if !ok {
 				continue
 			}
-			ev, ok := dr.events[tg.Event]
-			if !ok {
-				return nil, errors.New("the catalog names event " + tg.Event + " that machine " + tg.Machine + " does not declare")
+			name := drv.EventFor(msg.Payload)
+			if name == "" {
+				continue
 			}
-			target := Target{Key: Key{Machine: tg.Machine, ID: msg.ID}, Event: ev}
+			ev, ok := dr.events[name]
+			if !ok {
+				return nil, errors.New("the catalog names event " + name + " that machine " + drv.Machine + " does not declare")
+			}
+			target := Target{Key: Key{Machine: drv.Machine, ID: msg.ID}, Event: ev}
 			switch p := msg.Payload.(type) {
 			case wire.ExecutionStart:
-				if tg.Machine == "run" {
+				if drv.Machine == "run" {
 					target.Key.ID, target.Alias = p.RunID, msg.ID
 				}
 			case wire.PreparationStatus:
-				if tg.Machine == "run" {
+				if drv.Machine == "run" {
 					id, ok := idx.Alias("run", msg.ID)
 					if !ok {
 						continue
@@ -55,8 +59,8 @@ func CatalogRouter(tables []*fsm.Table) Router {
 			}
 			out = append(out, target)
 		}
-		if len(out) == 0 {
-			return nil, errors.New("no machine of this peer handles " + msg.Type)
+		if len(out) == start {
+			return out, errors.New("no machine of this peer handles " + msg.Type)
 		}
 		return out, nil
 	})

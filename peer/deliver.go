@@ -13,7 +13,7 @@ import (
 // reported to the app (App.Refused), logged and counted, and returned as an
 // error; it is never dropped silently and never panics the driver.
 func (d *Driver) Deliver(frame []byte) error {
-	defer d.flushMoved()
+	defer d.enter()()
 	d.stats.Frames++
 	if d.closing {
 		d.refuse(&Refusal{Kind: RefusedShutdown, Msg: &wire.Message{}, Err: ErrConnectionLost})
@@ -27,9 +27,28 @@ func (d *Driver) Deliver(frame []byte) error {
 	return d.fire(&msg, false)
 }
 
+// DeliverMessage is Deliver for a frame that is already decoded and
+// validated (by wire.Decode, in this driver's receiving direction): a model
+// checker or a test feeding typed messages skips the JSON.
+func (d *Driver) DeliverMessage(msg *wire.Message) error {
+	defer d.enter()()
+	if d.closing {
+		d.refuse(&Refusal{Kind: RefusedShutdown, Msg: msg, Err: ErrConnectionLost})
+		return ErrConnectionLost
+	}
+	if msg.Entry == nil || msg.Entry.Direction != d.dir {
+		err := &wire.RouteError{Type: msg.Type, Direction: d.dir, Unknown: msg.Entry == nil}
+		d.refuse(&Refusal{Kind: RefusedDecode, Msg: msg, Err: err})
+		return err
+	}
+	d.stats.Frames++
+	return d.fire(msg, false)
+}
+
 // fire steps every target of msg in order; the first refusal gates the rest.
 func (d *Driver) fire(msg *wire.Message, sent bool) error {
-	targets, err := d.cfg.Router.Route(msg, d)
+	targets, err := d.cfg.Router.Route(msg, d, d.targets[:0])
+	d.targets = targets[:0]
 	if err == nil && len(targets) == 0 {
 		err = errors.New("the frame routes to no machine")
 	}
@@ -44,7 +63,7 @@ func (d *Driver) fire(msg *wire.Message, sent bool) error {
 			d.refuse(&Refusal{Kind: RefusedRoute, Msg: msg, Key: tg.Key, Err: err})
 			return err
 		}
-		err = d.step(i, tg.Event, &Event{Msg: msg, Sent: sent})
+		err = d.step(i, tg.Event, d.event(msg, sent, nil))
 		d.dropIfPristine(i)
 		if isRejection(err) {
 			if !sent {
@@ -67,13 +86,25 @@ func (d *Driver) fire(msg *wire.Message, sent bool) error {
 // Local fires a local event (native settlement, shutdown, a policy
 // decision) on an existing instance. Unknown instances are an error: local
 // events never create instances.
+//
+// Called from a hook (while the driver is handling something else), the
+// event is deferred until that completes, and its error is logged instead
+// of returned.
 func (d *Driver) Local(k Key, e fsm.EventID, arg any) error {
-	defer d.flushMoved()
+	if d.busy {
+		d.deferred = append(d.deferred, deferredLocal{k, e, arg})
+		return nil
+	}
+	defer d.enter()()
+	return d.local(k, e, arg)
+}
+
+func (d *Driver) local(k Key, e fsm.EventID, arg any) error {
 	i, err := d.instance(k, false)
 	if err != nil {
 		return &SendError{Type: "local event", Key: k, Err: err}
 	}
-	return d.step(i, e, &Event{Local: arg})
+	return d.step(i, e, d.event(nil, false, arg))
 }
 
 // ConnectionLost fires connection_lost on every unsettled instance whose
@@ -81,7 +112,7 @@ func (d *Driver) Local(k Key, e fsm.EventID, arg any) error {
 // driver accepts no frame afterwards: a reconnection gets a new driver
 // (each physical connection has fresh routing and state, line 19).
 func (d *Driver) ConnectionLost() {
-	defer d.flushMoved()
+	defer d.enter()()
 	if d.closing {
 		return
 	}
@@ -95,7 +126,7 @@ func (d *Driver) ConnectionLost() {
 		if !ok || i.Terminal() {
 			continue
 		}
-		_ = d.step(i, e, &Event{Local: ErrConnectionLost})
+		_ = d.step(i, e, d.event(nil, false, ErrConnectionLost))
 	}
 }
 

@@ -105,9 +105,16 @@ type Driver struct {
 
 	sends   []*Write // queued, not yet handed out
 	out     fsm.Outbox
-	moved   []*Instance
-	stats   Stats
-	closing bool
+	scratch Event    // the argument of every step: reused, so a step allocates nothing
+	targets []Target // the route buffer, reused for the same reason
+	firing  fsm.Firing[*Event]
+	// busy is set while an entry point runs; a Local called by a hook
+	// meanwhile is deferred until the entry point is done.
+	busy     bool
+	deferred []deferredLocal
+	moved    []*Instance
+	stats    Stats
+	closing  bool
 }
 
 // Stats counts what the driver did, for tests and metrics.
@@ -273,6 +280,39 @@ func (d *Driver) instance(k Key, create bool) (*Instance, error) {
 	d.instances[k] = i
 	d.perTable[k.Machine]++
 	return i, nil
+}
+
+type deferredLocal struct {
+	k   Key
+	e   fsm.EventID
+	arg any
+}
+
+// enter marks the start of an entry point (Deliver, Written, Local, Tick,
+// ConnectionLost); the returned func ends it: it runs the local events
+// hooks raised meanwhile, then hands the moved instances to the saver.
+func (d *Driver) enter() func() {
+	d.busy = true
+	return d.leave
+}
+
+func (d *Driver) leave() {
+	for len(d.deferred) > 0 {
+		x := d.deferred[0]
+		d.deferred[0] = deferredLocal{}
+		d.deferred = d.deferred[1:]
+		if err := d.local(x.k, x.e, x.arg); err != nil {
+			d.cfg.Logger.Warn("deferred local event failed", "conn", d.cfg.Label, "instance", x.k.String(), "err", err)
+		}
+	}
+	d.flushMoved()
+	d.busy = false
+}
+
+// event resets the driver's scratch Event for one step.
+func (d *Driver) event(msg *wire.Message, sent bool, local any) *Event {
+	d.scratch = Event{Msg: msg, Sent: sent, Local: local}
+	return &d.scratch
 }
 
 var (

@@ -33,7 +33,9 @@ func boundedID(id string) string {
 }
 
 // Event is the argument every guard and hook receives (as Firing.Arg): what
-// is being handled, and for which instance.
+// is being handled, and for which instance. The driver reuses one Event for
+// every step, so that a step allocates nothing: do not keep it (or Msg)
+// after the hook returns; copy what you need.
 type Event struct {
 	Key Key
 	// Msg is the frame of a message event: received, or sent by this peer

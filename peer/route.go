@@ -20,8 +20,11 @@ type Target struct {
 // received frames and this peer's own sends, since both peers fire the same
 // wire events. A route may consult the driver's instances (Index) to settle
 // an identity the frame alone leaves ambiguous.
+//
+// Route appends the targets to buf (which may be nil) and returns it, so a
+// driver can reuse one buffer and routing allocates nothing.
 type Router interface {
-	Route(msg *wire.Message, idx Index) ([]Target, error)
+	Route(msg *wire.Message, idx Index, buf []Target) ([]Target, error)
 }
 
 // Index is the read-only view of the driver's instances a Router gets.
@@ -31,10 +34,12 @@ type Index interface {
 }
 
 // RouterFunc adapts a function to Router.
-type RouterFunc func(msg *wire.Message, idx Index) ([]Target, error)
+type RouterFunc func(msg *wire.Message, idx Index, buf []Target) ([]Target, error)
 
 // Route calls f.
-func (f RouterFunc) Route(msg *wire.Message, idx Index) ([]Target, error) { return f(msg, idx) }
+func (f RouterFunc) Route(msg *wire.Message, idx Index, buf []Target) ([]Target, error) {
+	return f(msg, idx, buf)
+}
 
 // Alias records that alias also names the instance k of its machine, for
 // routes whose frames carry another identity (a preparation_status names

@@ -91,7 +91,7 @@ func (d *Driver) prepare(w *Write) error {
 	if entry.Direction == d.dir {
 		return &SendError{Type: typ, Err: errWrongDirection}
 	}
-	targets, err := d.cfg.Router.Route(&w.msg, d)
+	targets, err := d.cfg.Router.Route(&w.msg, d, nil)
 	if err != nil {
 		return &SendError{Type: typ, Err: err}
 	}
@@ -146,7 +146,7 @@ func (d *Driver) hasSettled(machine string) bool {
 // a *WriteError. The failure of the transport itself is the caller's to
 // report with ConnectionLost.
 func (d *Driver) Written(w *Write, werr error) {
-	defer d.flushMoved()
+	defer d.enter()()
 	if werr != nil {
 		d.stats.FailedWrites++
 		d.cfg.Logger.Warn("write failed", "conn", d.cfg.Label, "type", w.Type, "id", boundedID(w.ID), "err", werr)
@@ -156,7 +156,7 @@ func (d *Driver) Written(w *Write, werr error) {
 				continue
 			}
 			if failed, ok := d.failed[i.Table()][tg.Event]; ok {
-				_ = d.step(i, failed, &Event{Msg: &w.msg, Sent: true, Local: werr})
+				_ = d.step(i, failed, d.event(&w.msg, true, werr))
 			}
 			d.dropIfPristine(i)
 		}

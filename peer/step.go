@@ -64,8 +64,11 @@ func (d *Driver) perform(i *Instance, p *fsm.Pending, ev *Event) error {
 		i.deadlines[ef.Timer-1] = deadline{gen: d.gen}
 		return nil
 	}
-	fr := fsm.Firing[*Event]{Table: t, From: p.From, Event: p.Event, To: p.To, Arg: ev}
-	if err := d.bindings[t.Name].Perform(ef, &fr); err != nil {
+	fr := &d.firing
+	fr.Table, fr.From, fr.Event, fr.To, fr.Arg = t, p.From, p.Event, p.To, ev
+	err := d.bindings[t.Name].Perform(ef, fr)
+	fr.Arg = nil
+	if err != nil {
 		d.stats.EffectErrors++
 		err = &fsm.EffectError{
 			Machine: t.Name,

@@ -41,7 +41,7 @@ type expiry struct {
 // has passed. An expiry whose timer was stopped or re-armed meanwhile is
 // stale and never reaches the machine.
 func (d *Driver) Tick() {
-	defer d.flushMoved()
+	defer d.enter()()
 	now := d.cfg.Clock.Now()
 	var due []expiry
 	for _, i := range d.instances {
@@ -74,7 +74,7 @@ func (d *Driver) Tick() {
 		dl.armed = false
 		d.stats.Expired++
 		ev := x.i.Table().Timers[x.t-1].Event
-		_ = d.step(x.i, ev, &Event{})
+		_ = d.step(x.i, ev, d.event(nil, false, nil))
 	}
 	for _, i := range d.Instances() {
 		if !i.settled.IsZero() && !i.settled.Add(d.cfg.Limits.Retention).After(now) {
