@@ -80,6 +80,9 @@ it is independent of the Runtime build version that heartbeats report.`)
 		var drives []Code
 		for _, dr := range msg.Drives {
 			d := Dict{Id("Machine"): Lit(dr.Machine.Name)}
+			if len(dr.IDs) > 0 {
+				d[Id("Identities")] = identitiesCode(dr.IDs)
+			}
 			if dr.Event != nil {
 				d[Id("Event")] = Lit(dr.Event.Name)
 			} else {
@@ -105,6 +108,20 @@ it is independent of the Runtime build version that heartbeats report.`)
 		if len(drives) > 0 {
 			e[Id("Drives")] = Index().Id("Drive").Values(drives...)
 		}
+		if len(msg.IDs) > 1 {
+			e[Id("Identities")] = identitiesCode(msg.IDs)
+		}
+		if len(msg.Answers) > 0 {
+			answers := Dict{}
+			for _, a := range msg.Answers {
+				var steps []Code
+				for _, st := range a.Steps {
+					steps = append(steps, Lit(st))
+				}
+				answers[Lit(a.Outcome)] = Values(steps...)
+			}
+			e[Id("Answers")] = Map(String()).Index().String().Values(answers)
+		}
 		entries = append(entries, Line().Comment(msg.Pos.String()).Line().Add(Values(e)))
 	}
 	f.Comment("catalog holds every message type, in the order spec/catalog.yaml declares them.")
@@ -122,6 +139,14 @@ it is independent of the Runtime build version that heartbeats report.`)
 		f.Var().Defs(asserts...)
 	}
 	return f
+}
+
+func identitiesCode(ids []*spec.Identity) Code {
+	var out []Code
+	for _, id := range ids {
+		out = append(out, Id(identityConst(id)))
+	}
+	return Index().Id("Identity").Values(out...)
 }
 
 // catalogTestFile renders the per-type tests and fuzz targets: every type's

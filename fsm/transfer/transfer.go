@@ -6,8 +6,9 @@
 // on one connection: begin, ready, ordered chunks each confirmed by received
 // at the next offset, then commit and its single result. A received chunk is
 // staged, not installed; only the commit result reports the installation. A
-// definite result frees the connection's transfer slot, unknown keeps it, and
-// a malformed frame aborts the transfer without any result.
+// definite result frees the connection's transfer slot, unknown keeps it. Both
+// peers bound the transfer up to commit by the same budget, so neither holds
+// the slot for a transfer the other has given up.
 //
 // One instance per transfer ID (Envelope.id of runtime_prepare and
 // runtime_prepare_result; connection-local).
@@ -29,8 +30,8 @@ const Name = "transfer"
 // Initial is the state every new instance starts in.
 const Initial = StateIdle
 const (
-	numStates = 10
-	numEvents = 12
+	numStates = 11
+	numEvents = 14
 )
 
 // State is a state of the transfer machine.
@@ -39,27 +40,29 @@ type State uint8
 const (
 	// StateIdle: no frame of this transfer was sent
 	StateIdle State = 1
-	// StateBeginning: begin was sent with the header (action, size, digest); the Runtime has not answered ready yet
+	// StateBeginning: begin was sent (or its send was attempted) with the header (action, size, digest); the Runtime has not answered ready yet
 	StateBeginning State = 2
 	// StateStaging: the Runtime is ready and every chunk sent so far was received; the next chunk or the commit may be sent
 	StateStaging State = 3
-	// StateChunkSent: one chunk is in flight; the next frame waits for its received offset
+	// StateChunkSent: one chunk is in flight (or its send was attempted); the next frame waits for its received offset
 	StateChunkSent State = 4
-	// StateCommitting: commit was sent; the Runtime verifies size and digest, applies the transfer and only then answers
+	// StateCommitting: commit was sent, or its send was attempted and may have delivered it; the Runtime verifies size and digest, applies the transfer and only then answers
 	StateCommitting State = 5
 	// StateCompleted: the commit was applied; completed carries the declared size (it proves this operation, not a later Turn)
 	StateCompleted State = 6
 	// StateRejected: the Runtime refused the transfer with a finite code (invalid_request, resource_unavailable, runtime_preparation_capacity, ...); nothing was applied
 	StateRejected State = 7
-	// StateFailed: applying or staging failed (runtime_preparation_failed, with an exit code for a failed command)
+	// StateFailed: applying the commit failed (runtime_preparation_failed, with an exit code for a failed command)
 	StateFailed State = 8
-	// StateUnknown: the application outcome is uncertain (runtime_preparation_unconfirmed or lost after commit); ownership is kept and nothing is replayed
-	StateUnknown State = 9
-	// StateAborted: a malformed frame or a lost connection ended the transfer before commit; nothing reached the installer and no result was sent
-	StateAborted State = 10
+	// StateExpired: the transfer budget ran out before commit; nothing was committed, so nothing can be installed
+	StateExpired State = 9
+	// StateUnknown: the application outcome is uncertain (runtime_preparation_unconfirmed, or lost after commit); ownership is kept and nothing is replayed
+	StateUnknown State = 10
+	// StateAborted: the connection was lost before commit; nothing reached the installer and no result can follow
+	StateAborted State = 11
 )
 
-var stateNames = [...]string{"", "idle", "beginning", "staging", "chunk_sent", "committing", "completed", "rejected", "failed", "unknown", "aborted"}
+var stateNames = [...]string{"", "idle", "beginning", "staging", "chunk_sent", "committing", "completed", "rejected", "failed", "expired", "unknown", "aborted"}
 
 // String returns the spec name, or State(n) for a value outside the enum.
 func (v State) String() string {
@@ -93,6 +96,8 @@ func ParseState(name string) (State, error) {
 		return StateRejected, nil
 	case "failed":
 		return StateFailed, nil
+	case "expired":
+		return StateExpired, nil
 	case "unknown":
 		return StateUnknown, nil
 	case "aborted":
@@ -105,8 +110,8 @@ func ParseState(name string) (State, error) {
 	}
 }
 
-var stateOutcomes = [...]fsm.Outcome{0, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeSuccess, fsm.OutcomeFailure, fsm.OutcomeFailure, fsm.OutcomeUnknown, fsm.OutcomeFailure}
-var stateTimers = [...][]Timer{nil, nil, []Timer{TimerTransferBudget}, []Timer{TimerTransferBudget}, []Timer{TimerTransferBudget}, nil, nil, nil, nil, nil, nil}
+var stateOutcomes = [...]fsm.Outcome{0, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeSuccess, fsm.OutcomeFailure, fsm.OutcomeFailure, fsm.OutcomeFailure, fsm.OutcomeUnknown, fsm.OutcomeFailure}
+var stateTimers = [...][]Timer{nil, nil, []Timer{TimerTransferBudget}, []Timer{TimerTransferBudget}, []Timer{TimerTransferBudget}, nil, nil, nil, nil, nil, nil, nil}
 
 // Outcome classifies a terminal state; it is fsm.OutcomeNone for the others.
 func (s State) Outcome() fsm.Outcome {
@@ -147,19 +152,23 @@ const (
 	EventResultCompleted Event = 6
 	// EventResultRejected: outcome rejected with a finite code (wire runtime_prepare_result, sent by runtime)
 	EventResultRejected Event = 7
-	// EventResultFailed: outcome failed (runtime_preparation_failed, optional exit code) (wire runtime_prepare_result, sent by runtime)
+	// EventResultFailed: outcome failed (runtime_preparation_failed, optional exit code); it answers only a commit (wire runtime_prepare_result, sent by runtime)
 	EventResultFailed Event = 8
-	// EventResultUnknown: outcome unknown (runtime_preparation_unconfirmed) (wire runtime_prepare_result, sent by runtime)
+	// EventResultUnknown: outcome unknown (runtime_preparation_unconfirmed); it answers only a commit (wire runtime_prepare_result, sent by runtime)
 	EventResultUnknown Event = 9
+	// EventSendFailed: Core's write of begin or a chunk returned an error; the frame may have left (local, observed by core)
+	EventSendFailed Event = 10
+	// EventCommitSendFailed: Core's write of commit returned an error; the frame may have left and the transfer may be applied (local, observed by core)
+	EventCommitSendFailed Event = 11
 	// EventMalformedFrame: a frame for this pending transfer failed validation (wrong offset, size overflow, header fields on a chunk, ...) (local, observed by runtime)
-	EventMalformedFrame Event = 10
-	// EventTransferBudget: the transfer did not reach commit within 120 seconds of begin (timer 2m0s, owned by runtime)
-	EventTransferBudget Event = 11
-	// EventConnectionLost: the connection that carries the transfer closed or was replaced (local, observed by both)
-	EventConnectionLost Event = 12
+	EventMalformedFrame Event = 12
+	// EventTransferBudget: the transfer did not reach commit within 120 seconds of begin (timer 2m0s, owned by both)
+	EventTransferBudget Event = 13
+	// EventConnectionLost: the connection that carries the transfer closed or was replaced (at the Runtime, also a failed write of a result) (local, observed by both)
+	EventConnectionLost Event = 14
 )
 
-var eventNames = [...]string{"", "begin", "chunk", "commit", "result_ready", "result_received", "result_completed", "result_rejected", "result_failed", "result_unknown", "malformed_frame", "transfer_budget", "connection_lost"}
+var eventNames = [...]string{"", "begin", "chunk", "commit", "result_ready", "result_received", "result_completed", "result_rejected", "result_failed", "result_unknown", "send_failed", "commit_send_failed", "malformed_frame", "transfer_budget", "connection_lost"}
 
 // String returns the spec name, or Event(n) for a value outside the enum.
 func (v Event) String() string {
@@ -195,6 +204,10 @@ func ParseEvent(name string) (Event, error) {
 		return EventResultFailed, nil
 	case "result_unknown":
 		return EventResultUnknown, nil
+	case "send_failed":
+		return EventSendFailed, nil
+	case "commit_send_failed":
+		return EventCommitSendFailed, nil
 	case "malformed_frame":
 		return EventMalformedFrame, nil
 	case "transfer_budget":
@@ -209,9 +222,9 @@ func ParseEvent(name string) (Event, error) {
 	}
 }
 
-var eventKinds = [...]fsm.EventKind{0, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventLocal, fsm.EventTimer, fsm.EventLocal}
-var eventMessages = [...]string{"", "runtime_prepare", "runtime_prepare", "runtime_prepare", "runtime_prepare_result", "runtime_prepare_result", "runtime_prepare_result", "runtime_prepare_result", "runtime_prepare_result", "runtime_prepare_result", "", "", ""}
-var eventRoles = [...]fsm.Role{0, fsm.RoleCore, fsm.RoleCore, fsm.RoleCore, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleBoth}
+var eventKinds = [...]fsm.EventKind{0, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventLocal, fsm.EventLocal, fsm.EventLocal, fsm.EventTimer, fsm.EventLocal}
+var eventMessages = [...]string{"", "runtime_prepare", "runtime_prepare", "runtime_prepare", "runtime_prepare_result", "runtime_prepare_result", "runtime_prepare_result", "runtime_prepare_result", "runtime_prepare_result", "runtime_prepare_result", "", "", "", "", ""}
+var eventRoles = [...]fsm.Role{0, fsm.RoleCore, fsm.RoleCore, fsm.RoleCore, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleCore, fsm.RoleCore, fsm.RoleRuntime, fsm.RoleBoth, fsm.RoleBoth}
 
 // Kind says whether e is a wire message, a timer or a local event.
 func (e Event) Kind() fsm.EventKind {
@@ -352,19 +365,21 @@ func (s GuardSet) Has(g Guard) bool {
 type Action uint8
 
 const (
+	// ActionTakeSlot: Core takes the connection's transfer slot for this transfer
+	ActionTakeSlot Action = 1
 	// ActionStageChunk: the Runtime stages the chunk's bytes; they are not installed
-	ActionStageChunk Action = 1
+	ActionStageChunk Action = 2
 	// ActionInstall: the Runtime checks the received size and digest, applies the transfer and answers only after the application
-	ActionInstall Action = 2
-	// ActionDiscardStaged: the Runtime drops the staged bytes and frees the transfer slot; nothing reaches the installer
-	ActionDiscardStaged Action = 3
-	// ActionReleaseSlot: Core frees the connection's transfer slot after a definite result
-	ActionReleaseSlot Action = 4
+	ActionInstall Action = 3
+	// ActionDiscardStaged: the Runtime drops the staged bytes and frees its transfer slot; nothing reaches the installer
+	ActionDiscardStaged Action = 4
+	// ActionReleaseSlot: Core frees the connection's transfer slot after a definite end
+	ActionReleaseSlot Action = 5
 	// ActionMarkUnknown: Core keeps the transfer slot and ownership with an unknown outcome; no new transfer runs on this connection and nothing is replayed
-	ActionMarkUnknown Action = 5
+	ActionMarkUnknown Action = 6
 )
 
-var actionNames = [...]string{"", "stage_chunk", "install", "discard_staged", "release_slot", "mark_unknown"}
+var actionNames = [...]string{"", "take_slot", "stage_chunk", "install", "discard_staged", "release_slot", "mark_unknown"}
 
 // String returns the spec name, or Action(n) for a value outside the enum.
 func (v Action) String() string {
@@ -382,6 +397,8 @@ func (v Action) Valid() bool {
 // ParseAction returns the action with the given spec name.
 func ParseAction(name string) (Action, error) {
 	switch name {
+	case "take_slot":
+		return ActionTakeSlot, nil
 	case "stage_chunk":
 		return ActionStageChunk, nil
 	case "install":
@@ -541,505 +558,643 @@ type candidate struct {
 var table = [numStates + 1][numEvents + 1][]candidate{
 	StateIdle: {
 		EventBegin: {
-			// spec/transfer.yaml:110
-			{disp: fsm.Moved, guard: GuardSlotFree, to: StateBeginning, effects: []Effect{{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerTransferBudget}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessageRuntimePrepareResult}}},
-			// spec/transfer.yaml:115
+			// spec/transfer.yaml:149
+			{disp: fsm.Moved, guard: GuardSlotFree, to: StateBeginning, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionTakeSlot}, {Kind: fsm.EffectStart, Timer: TimerTransferBudget}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessageRuntimePrepareResult}}},
+			// spec/transfer.yaml:154
 			{disp: fsm.Rejected, to: StateIdle, reason: "runtime_preparation_capacity: another transfer holds this connection's slot"},
 		},
 		EventChunk: {
-			// spec/transfer.yaml:122
+			// spec/transfer.yaml:166
 			{disp: fsm.Rejected, to: StateIdle, reason: "no begin was sent for this transfer ID"},
 		},
 		EventCommit: {
-			// spec/transfer.yaml:122
+			// spec/transfer.yaml:166
 			{disp: fsm.Rejected, to: StateIdle, reason: "no begin was sent for this transfer ID"},
 		},
 		EventResultReady: {
-			// spec/transfer.yaml:122
+			// spec/transfer.yaml:166
 			{disp: fsm.Rejected, to: StateIdle, reason: "no begin was sent for this transfer ID"},
 		},
 		EventResultReceived: {
-			// spec/transfer.yaml:122
+			// spec/transfer.yaml:166
 			{disp: fsm.Rejected, to: StateIdle, reason: "no begin was sent for this transfer ID"},
 		},
 		EventResultCompleted: {
-			// spec/transfer.yaml:122
+			// spec/transfer.yaml:166
 			{disp: fsm.Rejected, to: StateIdle, reason: "no begin was sent for this transfer ID"},
 		},
 		EventResultRejected: {
-			// spec/transfer.yaml:122
+			// spec/transfer.yaml:166
 			{disp: fsm.Rejected, to: StateIdle, reason: "no begin was sent for this transfer ID"},
 		},
 		EventResultFailed: {
-			// spec/transfer.yaml:122
+			// spec/transfer.yaml:166
 			{disp: fsm.Rejected, to: StateIdle, reason: "no begin was sent for this transfer ID"},
 		},
 		EventResultUnknown: {
-			// spec/transfer.yaml:122
+			// spec/transfer.yaml:166
+			{disp: fsm.Rejected, to: StateIdle, reason: "no begin was sent for this transfer ID"},
+		},
+		EventSendFailed: {
+			// spec/transfer.yaml:158
+			{disp: fsm.Moved, to: StateBeginning, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionTakeSlot}, {Kind: fsm.EffectStart, Timer: TimerTransferBudget}}},
+		},
+		EventCommitSendFailed: {
+			// spec/transfer.yaml:166
 			{disp: fsm.Rejected, to: StateIdle, reason: "no begin was sent for this transfer ID"},
 		},
 		EventMalformedFrame: {
-			// spec/transfer.yaml:119
+			// spec/transfer.yaml:163
 			{disp: fsm.Ignored, to: StateIdle, reason: "no transfer is pending"},
 		},
 		EventTransferBudget: {
-			// spec/transfer.yaml:119
+			// spec/transfer.yaml:163
 			{disp: fsm.Ignored, to: StateIdle, reason: "no transfer is pending"},
 		},
 		EventConnectionLost: {
-			// spec/transfer.yaml:119
+			// spec/transfer.yaml:163
 			{disp: fsm.Ignored, to: StateIdle, reason: "no transfer is pending"},
 		},
 	},
 	StateBeginning: {
 		EventBegin: {
-			// spec/transfer.yaml:210
+			// spec/transfer.yaml:268
 			{disp: fsm.Rejected, to: StateBeginning, reason: "runtime_preparation_capacity: this transfer already began"},
 		},
 		EventChunk: {
-			// spec/transfer.yaml:130
+			// spec/transfer.yaml:174
 			{disp: fsm.Rejected, to: StateBeginning, reason: "the previous frame has not been answered yet"},
 		},
 		EventCommit: {
-			// spec/transfer.yaml:130
+			// spec/transfer.yaml:174
 			{disp: fsm.Rejected, to: StateBeginning, reason: "the previous frame has not been answered yet"},
 		},
 		EventResultReady: {
-			// spec/transfer.yaml:127
+			// spec/transfer.yaml:171
 			{disp: fsm.Moved, to: StateStaging},
 		},
 		EventResultReceived: {
-			// spec/transfer.yaml:144
+			// spec/transfer.yaml:193
 			{disp: fsm.Rejected, to: StateBeginning, reason: "no chunk is in flight"},
 		},
 		EventResultCompleted: {
-			// spec/transfer.yaml:166
-			{disp: fsm.Rejected, to: StateBeginning, reason: "only a commit can complete the transfer"},
+			// spec/transfer.yaml:223
+			{disp: fsm.Rejected, to: StateBeginning, reason: "only a commit can be completed, fail or end unknown"},
 		},
 		EventResultRejected: {
-			// spec/transfer.yaml:169
-			{disp: fsm.Moved, to: StateRejected, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerTransferBudget}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardStaged}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseSlot}}},
+			// spec/transfer.yaml:228
+			{disp: fsm.Moved, to: StateRejected, effects: []Effect{{Kind: fsm.EffectStop, Timer: TimerTransferBudget}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardStaged}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseSlot}}},
 		},
 		EventResultFailed: {
-			// spec/transfer.yaml:173
-			{disp: fsm.Moved, to: StateFailed, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerTransferBudget}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardStaged}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseSlot}}},
+			// spec/transfer.yaml:223
+			{disp: fsm.Rejected, to: StateBeginning, reason: "only a commit can be completed, fail or end unknown"},
 		},
 		EventResultUnknown: {
-			// spec/transfer.yaml:177
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerTransferBudget}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
+			// spec/transfer.yaml:223
+			{disp: fsm.Rejected, to: StateBeginning, reason: "only a commit can be completed, fail or end unknown"},
+		},
+		EventSendFailed: {
+			// spec/transfer.yaml:263
+			{disp: fsm.Rejected, to: StateBeginning, reason: "no frame is being sent; the previous one has not been answered yet"},
+		},
+		EventCommitSendFailed: {
+			// spec/transfer.yaml:263
+			{disp: fsm.Rejected, to: StateBeginning, reason: "no frame is being sent; the previous one has not been answered yet"},
 		},
 		EventMalformedFrame: {
-			// spec/transfer.yaml:183
-			{disp: fsm.Moved, to: StateAborted, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerTransferBudget}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardStaged}}},
+			// spec/transfer.yaml:238
+			{disp: fsm.Moved, to: StateRejected, effects: []Effect{{Kind: fsm.EffectStop, Timer: TimerTransferBudget}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardStaged}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessageRuntimePrepareResult}}},
 		},
 		EventTransferBudget: {
-			// spec/transfer.yaml:188
-			{disp: fsm.Moved, to: StateFailed, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardStaged}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessageRuntimePrepareResult}}},
+			// spec/transfer.yaml:245
+			{disp: fsm.Moved, to: StateExpired, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardStaged}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessageRuntimePrepareResult}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseSlot}}},
 		},
 		EventConnectionLost: {
-			// spec/transfer.yaml:193
-			{disp: fsm.Moved, to: StateAborted, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerTransferBudget}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardStaged}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseSlot}}},
+			// spec/transfer.yaml:251
+			{disp: fsm.Moved, to: StateAborted, effects: []Effect{{Kind: fsm.EffectStop, Timer: TimerTransferBudget}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardStaged}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseSlot}}},
 		},
 	},
 	StateStaging: {
 		EventBegin: {
-			// spec/transfer.yaml:210
+			// spec/transfer.yaml:268
 			{disp: fsm.Rejected, to: StateStaging, reason: "runtime_preparation_capacity: this transfer already began"},
 		},
 		EventChunk: {
-			// spec/transfer.yaml:135
+			// spec/transfer.yaml:179
 			{disp: fsm.Moved, to: StateChunkSent, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionStageChunk}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessageRuntimePrepareResult}}},
 		},
 		EventCommit: {
-			// spec/transfer.yaml:139
-			{disp: fsm.Moved, to: StateCommitting, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerTransferBudget}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionInstall}}},
+			// spec/transfer.yaml:187
+			{disp: fsm.Moved, to: StateCommitting, effects: []Effect{{Kind: fsm.EffectStop, Timer: TimerTransferBudget}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionInstall}}},
 		},
 		EventResultReady: {
-			// spec/transfer.yaml:147
+			// spec/transfer.yaml:196
 			{disp: fsm.Rejected, to: StateStaging, reason: "the transfer is already past begin"},
 		},
 		EventResultReceived: {
-			// spec/transfer.yaml:144
+			// spec/transfer.yaml:193
 			{disp: fsm.Rejected, to: StateStaging, reason: "no chunk is in flight"},
 		},
 		EventResultCompleted: {
-			// spec/transfer.yaml:166
-			{disp: fsm.Rejected, to: StateStaging, reason: "only a commit can complete the transfer"},
+			// spec/transfer.yaml:223
+			{disp: fsm.Rejected, to: StateStaging, reason: "only a commit can be completed, fail or end unknown"},
 		},
 		EventResultRejected: {
-			// spec/transfer.yaml:169
-			{disp: fsm.Moved, to: StateRejected, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerTransferBudget}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardStaged}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseSlot}}},
+			// spec/transfer.yaml:228
+			{disp: fsm.Moved, to: StateRejected, effects: []Effect{{Kind: fsm.EffectStop, Timer: TimerTransferBudget}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardStaged}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseSlot}}},
 		},
 		EventResultFailed: {
-			// spec/transfer.yaml:173
-			{disp: fsm.Moved, to: StateFailed, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerTransferBudget}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardStaged}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseSlot}}},
+			// spec/transfer.yaml:223
+			{disp: fsm.Rejected, to: StateStaging, reason: "only a commit can be completed, fail or end unknown"},
 		},
 		EventResultUnknown: {
-			// spec/transfer.yaml:177
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerTransferBudget}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
+			// spec/transfer.yaml:223
+			{disp: fsm.Rejected, to: StateStaging, reason: "only a commit can be completed, fail or end unknown"},
+		},
+		EventSendFailed: {
+			// spec/transfer.yaml:183
+			{disp: fsm.Moved, to: StateChunkSent},
+		},
+		EventCommitSendFailed: {
+			// spec/transfer.yaml:187
+			{disp: fsm.Moved, to: StateCommitting, effects: []Effect{{Kind: fsm.EffectStop, Timer: TimerTransferBudget}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionInstall}}},
 		},
 		EventMalformedFrame: {
-			// spec/transfer.yaml:183
-			{disp: fsm.Moved, to: StateAborted, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerTransferBudget}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardStaged}}},
+			// spec/transfer.yaml:238
+			{disp: fsm.Moved, to: StateRejected, effects: []Effect{{Kind: fsm.EffectStop, Timer: TimerTransferBudget}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardStaged}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessageRuntimePrepareResult}}},
 		},
 		EventTransferBudget: {
-			// spec/transfer.yaml:188
-			{disp: fsm.Moved, to: StateFailed, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardStaged}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessageRuntimePrepareResult}}},
+			// spec/transfer.yaml:245
+			{disp: fsm.Moved, to: StateExpired, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardStaged}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessageRuntimePrepareResult}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseSlot}}},
 		},
 		EventConnectionLost: {
-			// spec/transfer.yaml:193
-			{disp: fsm.Moved, to: StateAborted, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerTransferBudget}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardStaged}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseSlot}}},
+			// spec/transfer.yaml:251
+			{disp: fsm.Moved, to: StateAborted, effects: []Effect{{Kind: fsm.EffectStop, Timer: TimerTransferBudget}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardStaged}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseSlot}}},
 		},
 	},
 	StateChunkSent: {
 		EventBegin: {
-			// spec/transfer.yaml:210
+			// spec/transfer.yaml:268
 			{disp: fsm.Rejected, to: StateChunkSent, reason: "runtime_preparation_capacity: this transfer already began"},
 		},
 		EventChunk: {
-			// spec/transfer.yaml:130
+			// spec/transfer.yaml:174
 			{disp: fsm.Rejected, to: StateChunkSent, reason: "the previous frame has not been answered yet"},
 		},
 		EventCommit: {
-			// spec/transfer.yaml:130
+			// spec/transfer.yaml:174
 			{disp: fsm.Rejected, to: StateChunkSent, reason: "the previous frame has not been answered yet"},
 		},
 		EventResultReady: {
-			// spec/transfer.yaml:147
+			// spec/transfer.yaml:196
 			{disp: fsm.Rejected, to: StateChunkSent, reason: "the transfer is already past begin"},
 		},
 		EventResultReceived: {
-			// spec/transfer.yaml:152
+			// spec/transfer.yaml:201
 			{disp: fsm.Moved, guard: GuardOffsetMatches, to: StateStaging},
-			// spec/transfer.yaml:156
+			// spec/transfer.yaml:205
 			{disp: fsm.Rejected, to: StateChunkSent, reason: "the received offset does not match the chunk in flight"},
 		},
 		EventResultCompleted: {
-			// spec/transfer.yaml:166
-			{disp: fsm.Rejected, to: StateChunkSent, reason: "only a commit can complete the transfer"},
+			// spec/transfer.yaml:223
+			{disp: fsm.Rejected, to: StateChunkSent, reason: "only a commit can be completed, fail or end unknown"},
 		},
 		EventResultRejected: {
-			// spec/transfer.yaml:169
-			{disp: fsm.Moved, to: StateRejected, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerTransferBudget}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardStaged}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseSlot}}},
+			// spec/transfer.yaml:228
+			{disp: fsm.Moved, to: StateRejected, effects: []Effect{{Kind: fsm.EffectStop, Timer: TimerTransferBudget}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardStaged}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseSlot}}},
 		},
 		EventResultFailed: {
-			// spec/transfer.yaml:173
-			{disp: fsm.Moved, to: StateFailed, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerTransferBudget}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardStaged}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseSlot}}},
+			// spec/transfer.yaml:223
+			{disp: fsm.Rejected, to: StateChunkSent, reason: "only a commit can be completed, fail or end unknown"},
 		},
 		EventResultUnknown: {
-			// spec/transfer.yaml:177
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerTransferBudget}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
+			// spec/transfer.yaml:223
+			{disp: fsm.Rejected, to: StateChunkSent, reason: "only a commit can be completed, fail or end unknown"},
+		},
+		EventSendFailed: {
+			// spec/transfer.yaml:263
+			{disp: fsm.Rejected, to: StateChunkSent, reason: "no frame is being sent; the previous one has not been answered yet"},
+		},
+		EventCommitSendFailed: {
+			// spec/transfer.yaml:263
+			{disp: fsm.Rejected, to: StateChunkSent, reason: "no frame is being sent; the previous one has not been answered yet"},
 		},
 		EventMalformedFrame: {
-			// spec/transfer.yaml:183
-			{disp: fsm.Moved, to: StateAborted, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerTransferBudget}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardStaged}}},
+			// spec/transfer.yaml:238
+			{disp: fsm.Moved, to: StateRejected, effects: []Effect{{Kind: fsm.EffectStop, Timer: TimerTransferBudget}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardStaged}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessageRuntimePrepareResult}}},
 		},
 		EventTransferBudget: {
-			// spec/transfer.yaml:188
-			{disp: fsm.Moved, to: StateFailed, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardStaged}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessageRuntimePrepareResult}}},
+			// spec/transfer.yaml:245
+			{disp: fsm.Moved, to: StateExpired, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardStaged}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessageRuntimePrepareResult}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseSlot}}},
 		},
 		EventConnectionLost: {
-			// spec/transfer.yaml:193
-			{disp: fsm.Moved, to: StateAborted, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerTransferBudget}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardStaged}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseSlot}}},
+			// spec/transfer.yaml:251
+			{disp: fsm.Moved, to: StateAborted, effects: []Effect{{Kind: fsm.EffectStop, Timer: TimerTransferBudget}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardStaged}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseSlot}}},
 		},
 	},
 	StateCommitting: {
 		EventBegin: {
-			// spec/transfer.yaml:210
+			// spec/transfer.yaml:268
 			{disp: fsm.Rejected, to: StateCommitting, reason: "runtime_preparation_capacity: this transfer already began"},
 		},
 		EventChunk: {
-			// spec/transfer.yaml:213
+			// spec/transfer.yaml:271
 			{disp: fsm.Rejected, to: StateCommitting, reason: "the commit was already sent"},
 		},
 		EventCommit: {
-			// spec/transfer.yaml:213
+			// spec/transfer.yaml:271
 			{disp: fsm.Rejected, to: StateCommitting, reason: "the commit was already sent"},
 		},
 		EventResultReady: {
-			// spec/transfer.yaml:147
+			// spec/transfer.yaml:196
 			{disp: fsm.Rejected, to: StateCommitting, reason: "the transfer is already past begin"},
 		},
 		EventResultReceived: {
-			// spec/transfer.yaml:144
+			// spec/transfer.yaml:193
 			{disp: fsm.Rejected, to: StateCommitting, reason: "no chunk is in flight"},
 		},
 		EventResultCompleted: {
-			// spec/transfer.yaml:162
+			// spec/transfer.yaml:211
 			{disp: fsm.Moved, to: StateCompleted, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseSlot}}},
 		},
 		EventResultRejected: {
-			// spec/transfer.yaml:169
-			{disp: fsm.Moved, to: StateRejected, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerTransferBudget}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardStaged}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseSlot}}},
+			// spec/transfer.yaml:232
+			{disp: fsm.Moved, to: StateRejected, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardStaged}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseSlot}}},
 		},
 		EventResultFailed: {
-			// spec/transfer.yaml:173
-			{disp: fsm.Moved, to: StateFailed, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerTransferBudget}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardStaged}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseSlot}}},
+			// spec/transfer.yaml:215
+			{disp: fsm.Moved, to: StateFailed, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardStaged}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseSlot}}},
 		},
 		EventResultUnknown: {
-			// spec/transfer.yaml:177
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerTransferBudget}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
+			// spec/transfer.yaml:219
+			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
+		},
+		EventSendFailed: {
+			// spec/transfer.yaml:263
+			{disp: fsm.Rejected, to: StateCommitting, reason: "no frame is being sent; the previous one has not been answered yet"},
+		},
+		EventCommitSendFailed: {
+			// spec/transfer.yaml:263
+			{disp: fsm.Rejected, to: StateCommitting, reason: "no frame is being sent; the previous one has not been answered yet"},
 		},
 		EventMalformedFrame: {
-			// spec/transfer.yaml:202
-			{disp: fsm.Ignored, to: StateCommitting, reason: "the commit is already being applied; a stray frame cannot abort it"},
+			// spec/transfer.yaml:260
+			{disp: fsm.Ignored, to: StateCommitting, reason: "the commit is already being applied; a stray frame cannot abort it and the budget stopped at commit"},
 		},
 		EventTransferBudget: {
-			// spec/transfer.yaml:205
-			{disp: fsm.Ignored, to: StateCommitting, reason: "the budget stopped at commit"},
+			// spec/transfer.yaml:260
+			{disp: fsm.Ignored, to: StateCommitting, reason: "the commit is already being applied; a stray frame cannot abort it and the budget stopped at commit"},
 		},
 		EventConnectionLost: {
-			// spec/transfer.yaml:198
+			// spec/transfer.yaml:256
 			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
 		},
 	},
 	StateCompleted: {
 		EventBegin: {
-			// spec/transfer.yaml:221
+			// spec/transfer.yaml:279
 			{disp: fsm.Rejected, to: StateCompleted, reason: "the transfer is settled; transfers are never replayed"},
 		},
 		EventChunk: {
-			// spec/transfer.yaml:221
+			// spec/transfer.yaml:279
 			{disp: fsm.Rejected, to: StateCompleted, reason: "the transfer is settled; transfers are never replayed"},
 		},
 		EventCommit: {
-			// spec/transfer.yaml:221
+			// spec/transfer.yaml:279
 			{disp: fsm.Rejected, to: StateCompleted, reason: "the transfer is settled; transfers are never replayed"},
 		},
 		EventResultReady: {
-			// spec/transfer.yaml:218
+			// spec/transfer.yaml:276
 			{disp: fsm.Ignored, to: StateCompleted, reason: "the transfer is settled; late results and deadlines change nothing"},
 		},
 		EventResultReceived: {
-			// spec/transfer.yaml:218
+			// spec/transfer.yaml:276
 			{disp: fsm.Ignored, to: StateCompleted, reason: "the transfer is settled; late results and deadlines change nothing"},
 		},
 		EventResultCompleted: {
-			// spec/transfer.yaml:218
+			// spec/transfer.yaml:276
 			{disp: fsm.Ignored, to: StateCompleted, reason: "the transfer is settled; late results and deadlines change nothing"},
 		},
 		EventResultRejected: {
-			// spec/transfer.yaml:218
+			// spec/transfer.yaml:276
 			{disp: fsm.Ignored, to: StateCompleted, reason: "the transfer is settled; late results and deadlines change nothing"},
 		},
 		EventResultFailed: {
-			// spec/transfer.yaml:218
+			// spec/transfer.yaml:276
 			{disp: fsm.Ignored, to: StateCompleted, reason: "the transfer is settled; late results and deadlines change nothing"},
 		},
 		EventResultUnknown: {
-			// spec/transfer.yaml:218
+			// spec/transfer.yaml:276
+			{disp: fsm.Ignored, to: StateCompleted, reason: "the transfer is settled; late results and deadlines change nothing"},
+		},
+		EventSendFailed: {
+			// spec/transfer.yaml:276
+			{disp: fsm.Ignored, to: StateCompleted, reason: "the transfer is settled; late results and deadlines change nothing"},
+		},
+		EventCommitSendFailed: {
+			// spec/transfer.yaml:276
 			{disp: fsm.Ignored, to: StateCompleted, reason: "the transfer is settled; late results and deadlines change nothing"},
 		},
 		EventMalformedFrame: {
-			// spec/transfer.yaml:218
+			// spec/transfer.yaml:276
 			{disp: fsm.Ignored, to: StateCompleted, reason: "the transfer is settled; late results and deadlines change nothing"},
 		},
 		EventTransferBudget: {
-			// spec/transfer.yaml:218
+			// spec/transfer.yaml:276
 			{disp: fsm.Ignored, to: StateCompleted, reason: "the transfer is settled; late results and deadlines change nothing"},
 		},
 		EventConnectionLost: {
-			// spec/transfer.yaml:218
+			// spec/transfer.yaml:276
 			{disp: fsm.Ignored, to: StateCompleted, reason: "the transfer is settled; late results and deadlines change nothing"},
 		},
 	},
 	StateRejected: {
 		EventBegin: {
-			// spec/transfer.yaml:221
+			// spec/transfer.yaml:279
 			{disp: fsm.Rejected, to: StateRejected, reason: "the transfer is settled; transfers are never replayed"},
 		},
 		EventChunk: {
-			// spec/transfer.yaml:221
+			// spec/transfer.yaml:279
 			{disp: fsm.Rejected, to: StateRejected, reason: "the transfer is settled; transfers are never replayed"},
 		},
 		EventCommit: {
-			// spec/transfer.yaml:221
+			// spec/transfer.yaml:279
 			{disp: fsm.Rejected, to: StateRejected, reason: "the transfer is settled; transfers are never replayed"},
 		},
 		EventResultReady: {
-			// spec/transfer.yaml:218
+			// spec/transfer.yaml:276
 			{disp: fsm.Ignored, to: StateRejected, reason: "the transfer is settled; late results and deadlines change nothing"},
 		},
 		EventResultReceived: {
-			// spec/transfer.yaml:218
+			// spec/transfer.yaml:276
 			{disp: fsm.Ignored, to: StateRejected, reason: "the transfer is settled; late results and deadlines change nothing"},
 		},
 		EventResultCompleted: {
-			// spec/transfer.yaml:218
+			// spec/transfer.yaml:276
 			{disp: fsm.Ignored, to: StateRejected, reason: "the transfer is settled; late results and deadlines change nothing"},
 		},
 		EventResultRejected: {
-			// spec/transfer.yaml:218
+			// spec/transfer.yaml:276
 			{disp: fsm.Ignored, to: StateRejected, reason: "the transfer is settled; late results and deadlines change nothing"},
 		},
 		EventResultFailed: {
-			// spec/transfer.yaml:218
+			// spec/transfer.yaml:276
 			{disp: fsm.Ignored, to: StateRejected, reason: "the transfer is settled; late results and deadlines change nothing"},
 		},
 		EventResultUnknown: {
-			// spec/transfer.yaml:218
+			// spec/transfer.yaml:276
+			{disp: fsm.Ignored, to: StateRejected, reason: "the transfer is settled; late results and deadlines change nothing"},
+		},
+		EventSendFailed: {
+			// spec/transfer.yaml:276
+			{disp: fsm.Ignored, to: StateRejected, reason: "the transfer is settled; late results and deadlines change nothing"},
+		},
+		EventCommitSendFailed: {
+			// spec/transfer.yaml:276
 			{disp: fsm.Ignored, to: StateRejected, reason: "the transfer is settled; late results and deadlines change nothing"},
 		},
 		EventMalformedFrame: {
-			// spec/transfer.yaml:218
+			// spec/transfer.yaml:276
 			{disp: fsm.Ignored, to: StateRejected, reason: "the transfer is settled; late results and deadlines change nothing"},
 		},
 		EventTransferBudget: {
-			// spec/transfer.yaml:218
+			// spec/transfer.yaml:276
 			{disp: fsm.Ignored, to: StateRejected, reason: "the transfer is settled; late results and deadlines change nothing"},
 		},
 		EventConnectionLost: {
-			// spec/transfer.yaml:218
+			// spec/transfer.yaml:276
 			{disp: fsm.Ignored, to: StateRejected, reason: "the transfer is settled; late results and deadlines change nothing"},
 		},
 	},
 	StateFailed: {
 		EventBegin: {
-			// spec/transfer.yaml:221
+			// spec/transfer.yaml:279
 			{disp: fsm.Rejected, to: StateFailed, reason: "the transfer is settled; transfers are never replayed"},
 		},
 		EventChunk: {
-			// spec/transfer.yaml:221
+			// spec/transfer.yaml:279
 			{disp: fsm.Rejected, to: StateFailed, reason: "the transfer is settled; transfers are never replayed"},
 		},
 		EventCommit: {
-			// spec/transfer.yaml:221
+			// spec/transfer.yaml:279
 			{disp: fsm.Rejected, to: StateFailed, reason: "the transfer is settled; transfers are never replayed"},
 		},
 		EventResultReady: {
-			// spec/transfer.yaml:218
+			// spec/transfer.yaml:276
 			{disp: fsm.Ignored, to: StateFailed, reason: "the transfer is settled; late results and deadlines change nothing"},
 		},
 		EventResultReceived: {
-			// spec/transfer.yaml:218
+			// spec/transfer.yaml:276
 			{disp: fsm.Ignored, to: StateFailed, reason: "the transfer is settled; late results and deadlines change nothing"},
 		},
 		EventResultCompleted: {
-			// spec/transfer.yaml:218
+			// spec/transfer.yaml:276
 			{disp: fsm.Ignored, to: StateFailed, reason: "the transfer is settled; late results and deadlines change nothing"},
 		},
 		EventResultRejected: {
-			// spec/transfer.yaml:218
+			// spec/transfer.yaml:276
 			{disp: fsm.Ignored, to: StateFailed, reason: "the transfer is settled; late results and deadlines change nothing"},
 		},
 		EventResultFailed: {
-			// spec/transfer.yaml:218
+			// spec/transfer.yaml:276
 			{disp: fsm.Ignored, to: StateFailed, reason: "the transfer is settled; late results and deadlines change nothing"},
 		},
 		EventResultUnknown: {
-			// spec/transfer.yaml:218
+			// spec/transfer.yaml:276
+			{disp: fsm.Ignored, to: StateFailed, reason: "the transfer is settled; late results and deadlines change nothing"},
+		},
+		EventSendFailed: {
+			// spec/transfer.yaml:276
+			{disp: fsm.Ignored, to: StateFailed, reason: "the transfer is settled; late results and deadlines change nothing"},
+		},
+		EventCommitSendFailed: {
+			// spec/transfer.yaml:276
 			{disp: fsm.Ignored, to: StateFailed, reason: "the transfer is settled; late results and deadlines change nothing"},
 		},
 		EventMalformedFrame: {
-			// spec/transfer.yaml:218
+			// spec/transfer.yaml:276
 			{disp: fsm.Ignored, to: StateFailed, reason: "the transfer is settled; late results and deadlines change nothing"},
 		},
 		EventTransferBudget: {
-			// spec/transfer.yaml:218
+			// spec/transfer.yaml:276
 			{disp: fsm.Ignored, to: StateFailed, reason: "the transfer is settled; late results and deadlines change nothing"},
 		},
 		EventConnectionLost: {
-			// spec/transfer.yaml:218
+			// spec/transfer.yaml:276
 			{disp: fsm.Ignored, to: StateFailed, reason: "the transfer is settled; late results and deadlines change nothing"},
+		},
+	},
+	StateExpired: {
+		EventBegin: {
+			// spec/transfer.yaml:279
+			{disp: fsm.Rejected, to: StateExpired, reason: "the transfer is settled; transfers are never replayed"},
+		},
+		EventChunk: {
+			// spec/transfer.yaml:279
+			{disp: fsm.Rejected, to: StateExpired, reason: "the transfer is settled; transfers are never replayed"},
+		},
+		EventCommit: {
+			// spec/transfer.yaml:279
+			{disp: fsm.Rejected, to: StateExpired, reason: "the transfer is settled; transfers are never replayed"},
+		},
+		EventResultReady: {
+			// spec/transfer.yaml:276
+			{disp: fsm.Ignored, to: StateExpired, reason: "the transfer is settled; late results and deadlines change nothing"},
+		},
+		EventResultReceived: {
+			// spec/transfer.yaml:276
+			{disp: fsm.Ignored, to: StateExpired, reason: "the transfer is settled; late results and deadlines change nothing"},
+		},
+		EventResultCompleted: {
+			// spec/transfer.yaml:276
+			{disp: fsm.Ignored, to: StateExpired, reason: "the transfer is settled; late results and deadlines change nothing"},
+		},
+		EventResultRejected: {
+			// spec/transfer.yaml:276
+			{disp: fsm.Ignored, to: StateExpired, reason: "the transfer is settled; late results and deadlines change nothing"},
+		},
+		EventResultFailed: {
+			// spec/transfer.yaml:276
+			{disp: fsm.Ignored, to: StateExpired, reason: "the transfer is settled; late results and deadlines change nothing"},
+		},
+		EventResultUnknown: {
+			// spec/transfer.yaml:276
+			{disp: fsm.Ignored, to: StateExpired, reason: "the transfer is settled; late results and deadlines change nothing"},
+		},
+		EventSendFailed: {
+			// spec/transfer.yaml:276
+			{disp: fsm.Ignored, to: StateExpired, reason: "the transfer is settled; late results and deadlines change nothing"},
+		},
+		EventCommitSendFailed: {
+			// spec/transfer.yaml:276
+			{disp: fsm.Ignored, to: StateExpired, reason: "the transfer is settled; late results and deadlines change nothing"},
+		},
+		EventMalformedFrame: {
+			// spec/transfer.yaml:276
+			{disp: fsm.Ignored, to: StateExpired, reason: "the transfer is settled; late results and deadlines change nothing"},
+		},
+		EventTransferBudget: {
+			// spec/transfer.yaml:276
+			{disp: fsm.Ignored, to: StateExpired, reason: "the transfer is settled; late results and deadlines change nothing"},
+		},
+		EventConnectionLost: {
+			// spec/transfer.yaml:276
+			{disp: fsm.Ignored, to: StateExpired, reason: "the transfer is settled; late results and deadlines change nothing"},
 		},
 	},
 	StateUnknown: {
 		EventBegin: {
-			// spec/transfer.yaml:221
+			// spec/transfer.yaml:279
 			{disp: fsm.Rejected, to: StateUnknown, reason: "the transfer is settled; transfers are never replayed"},
 		},
 		EventChunk: {
-			// spec/transfer.yaml:221
+			// spec/transfer.yaml:279
 			{disp: fsm.Rejected, to: StateUnknown, reason: "the transfer is settled; transfers are never replayed"},
 		},
 		EventCommit: {
-			// spec/transfer.yaml:221
+			// spec/transfer.yaml:279
 			{disp: fsm.Rejected, to: StateUnknown, reason: "the transfer is settled; transfers are never replayed"},
 		},
 		EventResultReady: {
-			// spec/transfer.yaml:218
+			// spec/transfer.yaml:276
 			{disp: fsm.Ignored, to: StateUnknown, reason: "the transfer is settled; late results and deadlines change nothing"},
 		},
 		EventResultReceived: {
-			// spec/transfer.yaml:218
+			// spec/transfer.yaml:276
 			{disp: fsm.Ignored, to: StateUnknown, reason: "the transfer is settled; late results and deadlines change nothing"},
 		},
 		EventResultCompleted: {
-			// spec/transfer.yaml:218
+			// spec/transfer.yaml:276
 			{disp: fsm.Ignored, to: StateUnknown, reason: "the transfer is settled; late results and deadlines change nothing"},
 		},
 		EventResultRejected: {
-			// spec/transfer.yaml:218
+			// spec/transfer.yaml:276
 			{disp: fsm.Ignored, to: StateUnknown, reason: "the transfer is settled; late results and deadlines change nothing"},
 		},
 		EventResultFailed: {
-			// spec/transfer.yaml:218
+			// spec/transfer.yaml:276
 			{disp: fsm.Ignored, to: StateUnknown, reason: "the transfer is settled; late results and deadlines change nothing"},
 		},
 		EventResultUnknown: {
-			// spec/transfer.yaml:218
+			// spec/transfer.yaml:276
+			{disp: fsm.Ignored, to: StateUnknown, reason: "the transfer is settled; late results and deadlines change nothing"},
+		},
+		EventSendFailed: {
+			// spec/transfer.yaml:276
+			{disp: fsm.Ignored, to: StateUnknown, reason: "the transfer is settled; late results and deadlines change nothing"},
+		},
+		EventCommitSendFailed: {
+			// spec/transfer.yaml:276
 			{disp: fsm.Ignored, to: StateUnknown, reason: "the transfer is settled; late results and deadlines change nothing"},
 		},
 		EventMalformedFrame: {
-			// spec/transfer.yaml:218
+			// spec/transfer.yaml:276
 			{disp: fsm.Ignored, to: StateUnknown, reason: "the transfer is settled; late results and deadlines change nothing"},
 		},
 		EventTransferBudget: {
-			// spec/transfer.yaml:218
+			// spec/transfer.yaml:276
 			{disp: fsm.Ignored, to: StateUnknown, reason: "the transfer is settled; late results and deadlines change nothing"},
 		},
 		EventConnectionLost: {
-			// spec/transfer.yaml:218
+			// spec/transfer.yaml:276
 			{disp: fsm.Ignored, to: StateUnknown, reason: "the transfer is settled; late results and deadlines change nothing"},
 		},
 	},
 	StateAborted: {
 		EventBegin: {
-			// spec/transfer.yaml:221
+			// spec/transfer.yaml:279
 			{disp: fsm.Rejected, to: StateAborted, reason: "the transfer is settled; transfers are never replayed"},
 		},
 		EventChunk: {
-			// spec/transfer.yaml:221
+			// spec/transfer.yaml:279
 			{disp: fsm.Rejected, to: StateAborted, reason: "the transfer is settled; transfers are never replayed"},
 		},
 		EventCommit: {
-			// spec/transfer.yaml:221
+			// spec/transfer.yaml:279
 			{disp: fsm.Rejected, to: StateAborted, reason: "the transfer is settled; transfers are never replayed"},
 		},
 		EventResultReady: {
-			// spec/transfer.yaml:218
+			// spec/transfer.yaml:276
 			{disp: fsm.Ignored, to: StateAborted, reason: "the transfer is settled; late results and deadlines change nothing"},
 		},
 		EventResultReceived: {
-			// spec/transfer.yaml:218
+			// spec/transfer.yaml:276
 			{disp: fsm.Ignored, to: StateAborted, reason: "the transfer is settled; late results and deadlines change nothing"},
 		},
 		EventResultCompleted: {
-			// spec/transfer.yaml:218
+			// spec/transfer.yaml:276
 			{disp: fsm.Ignored, to: StateAborted, reason: "the transfer is settled; late results and deadlines change nothing"},
 		},
 		EventResultRejected: {
-			// spec/transfer.yaml:218
+			// spec/transfer.yaml:276
 			{disp: fsm.Ignored, to: StateAborted, reason: "the transfer is settled; late results and deadlines change nothing"},
 		},
 		EventResultFailed: {
-			// spec/transfer.yaml:218
+			// spec/transfer.yaml:276
 			{disp: fsm.Ignored, to: StateAborted, reason: "the transfer is settled; late results and deadlines change nothing"},
 		},
 		EventResultUnknown: {
-			// spec/transfer.yaml:218
+			// spec/transfer.yaml:276
+			{disp: fsm.Ignored, to: StateAborted, reason: "the transfer is settled; late results and deadlines change nothing"},
+		},
+		EventSendFailed: {
+			// spec/transfer.yaml:276
+			{disp: fsm.Ignored, to: StateAborted, reason: "the transfer is settled; late results and deadlines change nothing"},
+		},
+		EventCommitSendFailed: {
+			// spec/transfer.yaml:276
 			{disp: fsm.Ignored, to: StateAborted, reason: "the transfer is settled; late results and deadlines change nothing"},
 		},
 		EventMalformedFrame: {
-			// spec/transfer.yaml:218
+			// spec/transfer.yaml:276
 			{disp: fsm.Ignored, to: StateAborted, reason: "the transfer is settled; late results and deadlines change nothing"},
 		},
 		EventTransferBudget: {
-			// spec/transfer.yaml:218
+			// spec/transfer.yaml:276
 			{disp: fsm.Ignored, to: StateAborted, reason: "the transfer is settled; late results and deadlines change nothing"},
 		},
 		EventConnectionLost: {
-			// spec/transfer.yaml:218
+			// spec/transfer.yaml:276
 			{disp: fsm.Ignored, to: StateAborted, reason: "the transfer is settled; late results and deadlines change nothing"},
 		},
 	},
@@ -1135,13 +1290,15 @@ type Hooks[A any] interface {
 	StartTimer(f *Firing[A], t Timer) error
 	// StopTimer disarms t. Stopping a timer that is not armed is not an error.
 	StopTimer(f *Firing[A], t Timer) error
+	// DoTakeSlot performs take_slot: Core takes the connection's transfer slot for this transfer.
+	DoTakeSlot(f *Firing[A]) error
 	// DoStageChunk performs stage_chunk: the Runtime stages the chunk's bytes; they are not installed.
 	DoStageChunk(f *Firing[A]) error
 	// DoInstall performs install: the Runtime checks the received size and digest, applies the transfer and answers only after the application.
 	DoInstall(f *Firing[A]) error
-	// DoDiscardStaged performs discard_staged: the Runtime drops the staged bytes and frees the transfer slot; nothing reaches the installer.
+	// DoDiscardStaged performs discard_staged: the Runtime drops the staged bytes and frees its transfer slot; nothing reaches the installer.
 	DoDiscardStaged(f *Firing[A]) error
-	// DoReleaseSlot performs release_slot: Core frees the connection's transfer slot after a definite result.
+	// DoReleaseSlot performs release_slot: Core frees the connection's transfer slot after a definite end.
 	DoReleaseSlot(f *Firing[A]) error
 	// DoMarkUnknown performs mark_unknown: Core keeps the transfer slot and ownership with an unknown outcome; no new transfer runs on this connection and nothing is replayed.
 	DoMarkUnknown(f *Firing[A]) error
@@ -1299,6 +1456,8 @@ func (m *Machine[A]) perform(fr *Firing[A], ef *Effect) error {
 		return m.hooks.StopTimer(fr, ef.Timer)
 	case fsm.EffectDo:
 		switch ef.Action {
+		case ActionTakeSlot:
+			return m.hooks.DoTakeSlot(fr)
 		case ActionStageChunk:
 			return m.hooks.DoStageChunk(fr)
 		case ActionInstall:

@@ -5,10 +5,12 @@
 // One workspace file write: Core reserves the Session's mutation owner, ships
 // the whole body (at most 50 MiB) as 64 KiB frames that are each acknowledged,
 // and commits; the Runtime checks the declared digest before the native writer
-// touches the workspace, and no model runs. The owner is freed only by an
-// exact completed or rejected receipt; without one it stays held, since
-// neither a cancelled observer nor a stopped process shows that the workspace
-// is unchanged. The write is never replayed.
+// touches the workspace, and no model runs. Once commit was sent or its send
+// attempted, the owner is freed only by an exact completed or rejected
+// receipt; without one it stays held, since neither a cancelled observer nor a
+// stopped process shows that the workspace is unchanged. Before any commit
+// attempt the native writer cannot have run, so an interrupted upload frees
+// the owner. The write is never replayed.
 //
 // One instance per mutation ID (Envelope.id of workspace_write and
 // workspace_write_result; a durable Core ID, not a retry key).
@@ -32,7 +34,7 @@ const Name = "workspace_write"
 const Initial = StateIdle
 const (
 	numStates = 10
-	numEvents = 12
+	numEvents = 14
 )
 
 // State is a state of the workspace_write machine.
@@ -41,23 +43,23 @@ type State uint8
 const (
 	// StateIdle: the write is not admitted yet; no frame was sent
 	StateIdle State = 1
-	// StateBeginning: the mutation owner is reserved and begin (path, size, sha256) was sent; the Runtime has not answered ready
+	// StateBeginning: the mutation owner is reserved and begin (path, size, sha256) was sent or its send attempted; the Runtime has not answered ready
 	StateBeginning State = 2
 	// StateStaging: the Runtime is ready and every frame so far was received; the next frame or the commit may be sent
 	StateStaging State = 3
-	// StateChunkSent: one frame of at most 64 KiB is in flight; the next waits for its received offset
+	// StateChunkSent: one frame of at most 64 KiB is in flight (or its send was attempted); the next waits for its received offset
 	StateChunkSent State = 4
-	// StateCommitting: commit was sent; the Runtime applies the write (or refuses it after the digest check) and answers once
+	// StateCommitting: commit was sent, or its send was attempted and may have delivered it (Core recorded the attempt with its reservation); the Runtime applies the write (or refuses it after the digest check) and answers once
 	StateCommitting State = 5
-	// StateUnconfirmed: the upload deadline passed without a final receipt; the owner stays reserved, and only a late exact receipt on this connection can still settle it
+	// StateUnconfirmed: the upload deadline passed after the commit attempt without a final receipt; the owner stays reserved, and a late exact receipt on this connection still settles it
 	StateUnconfirmed State = 6
 	// StateCompleted: the exact commit was confirmed with the declared size; the mutation owner is released
 	StateCompleted State = 7
 	// StateRejected: the Runtime refused the write with a finite code (invalid_request, write_rejected with a reason, write_capacity, ...); the owner is released
 	StateRejected State = 8
-	// StateUnknown: the receipt is ambiguous or can no longer arrive (write_unconfirmed, loss after commit, process exit); the owner stays reserved and nothing is replayed
+	// StateUnknown: after the commit attempt the receipt is ambiguous or can no longer arrive (write_unconfirmed, loss, process exit); the owner stays reserved and nothing is replayed
 	StateUnknown State = 9
-	// StateAborted: the upload ended before commit (an invalid frame at the Runtime, or the connection closed); nothing reached the installer
+	// StateAborted: the upload ended before any commit attempt (its deadline passed, the connection closed, or Core's process exited); nothing reached the installer and the owner is released
 	StateAborted State = 10
 )
 
@@ -149,19 +151,23 @@ const (
 	EventResultCompleted Event = 6
 	// EventResultRejected: outcome rejected with a finite code and optional reason (wire workspace_write_result, sent by runtime)
 	EventResultRejected Event = 7
-	// EventResultUnknown: outcome unknown (write_unconfirmed) (wire workspace_write_result, sent by runtime)
+	// EventResultUnknown: outcome unknown (write_unconfirmed); it answers only a commit (wire workspace_write_result, sent by runtime)
 	EventResultUnknown Event = 8
+	// EventSendFailed: Core's write of begin or a chunk returned an error; the frame may have left (local, observed by core)
+	EventSendFailed Event = 9
+	// EventCommitSendFailed: Core's write of commit returned an error; the frame may have left and the native writer may run (local, observed by core)
+	EventCommitSendFailed Event = 10
 	// EventUploadWait: two minutes after begin without a final receipt (timer 2m0s, owned by core)
-	EventUploadWait Event = 9
-	// EventConnectionLost: the connection that carries the write closed or was replaced (local, observed by both)
-	EventConnectionLost Event = 10
+	EventUploadWait Event = 11
+	// EventConnectionLost: the connection that carries the write closed or was replaced (at the Runtime, also a failed write of a result) (local, observed by both)
+	EventConnectionLost Event = 12
 	// EventObserverCancelled: the caller waiting for the write gave up (request cancelled or disconnected) (local, observed by core)
-	EventObserverCancelled Event = 11
-	// EventProcessExit: the Core process stopped while the write was in flight; the durable reservation survives the restart (local, observed by core)
-	EventProcessExit Event = 12
+	EventObserverCancelled Event = 13
+	// EventProcessExit: the Core process stopped while the write was in flight; the durable reservation, with the commit attempt if there was one, survives the restart (local, observed by core)
+	EventProcessExit Event = 14
 )
 
-var eventNames = [...]string{"", "begin", "chunk", "commit", "result_ready", "result_received", "result_completed", "result_rejected", "result_unknown", "upload_wait", "connection_lost", "observer_cancelled", "process_exit"}
+var eventNames = [...]string{"", "begin", "chunk", "commit", "result_ready", "result_received", "result_completed", "result_rejected", "result_unknown", "send_failed", "commit_send_failed", "upload_wait", "connection_lost", "observer_cancelled", "process_exit"}
 
 // String returns the spec name, or Event(n) for a value outside the enum.
 func (v Event) String() string {
@@ -195,6 +201,10 @@ func ParseEvent(name string) (Event, error) {
 		return EventResultRejected, nil
 	case "result_unknown":
 		return EventResultUnknown, nil
+	case "send_failed":
+		return EventSendFailed, nil
+	case "commit_send_failed":
+		return EventCommitSendFailed, nil
 	case "upload_wait":
 		return EventUploadWait, nil
 	case "connection_lost":
@@ -211,9 +221,9 @@ func ParseEvent(name string) (Event, error) {
 	}
 }
 
-var eventKinds = [...]fsm.EventKind{0, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventTimer, fsm.EventLocal, fsm.EventLocal, fsm.EventLocal}
-var eventMessages = [...]string{"", "workspace_write", "workspace_write", "workspace_write", "workspace_write_result", "workspace_write_result", "workspace_write_result", "workspace_write_result", "workspace_write_result", "", "", "", ""}
-var eventRoles = [...]fsm.Role{0, fsm.RoleCore, fsm.RoleCore, fsm.RoleCore, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleCore, fsm.RoleBoth, fsm.RoleCore, fsm.RoleCore}
+var eventKinds = [...]fsm.EventKind{0, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventLocal, fsm.EventLocal, fsm.EventTimer, fsm.EventLocal, fsm.EventLocal, fsm.EventLocal}
+var eventMessages = [...]string{"", "workspace_write", "workspace_write", "workspace_write", "workspace_write_result", "workspace_write_result", "workspace_write_result", "workspace_write_result", "workspace_write_result", "", "", "", "", "", ""}
+var eventRoles = [...]fsm.Role{0, fsm.RoleCore, fsm.RoleCore, fsm.RoleCore, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleCore, fsm.RoleCore, fsm.RoleCore, fsm.RoleBoth, fsm.RoleCore, fsm.RoleCore}
 
 // Kind says whether e is a wire message, a timer or a local event.
 func (e Event) Kind() fsm.EventKind {
@@ -364,21 +374,27 @@ type Action uint8
 const (
 	// ActionReserveOwner: Core durably reserves the Session's mutation owner; successor mutations wait across restarts until exact settlement
 	ActionReserveOwner Action = 1
+	// ActionRecordCommitAttempt: Core durably records, with the reservation and before writing commit, that the commit is being attempted, so a restart knows whether it may have left
+	ActionRecordCommitAttempt Action = 2
 	// ActionReleaseOwner: Core releases the mutation owner after an exact settlement
-	ActionReleaseOwner Action = 2
+	ActionReleaseOwner Action = 3
 	// ActionStageChunk: the Runtime stages the frame's bytes; execution stays excluded while it receives or applies the write
-	ActionStageChunk Action = 3
+	ActionStageChunk Action = 4
+	// ActionOpenUpload: the Runtime opens the upload for the declared body and excludes execution
+	ActionOpenUpload Action = 5
 	// ActionApplyWrite: the Runtime runs the native writer with the verified body and answers after it finished
-	ActionApplyWrite Action = 4
-	// ActionDiscardUpload: the Runtime drops the staged body; nothing reaches the installer
-	ActionDiscardUpload Action = 5
+	ActionApplyWrite Action = 6
+	// ActionDiscardUpload: the Runtime drops the staged body (after applying it, or instead of it); nothing more reaches the installer
+	ActionDiscardUpload Action = 7
 	// ActionMarkUnknown: Core keeps the mutation owner with an unknown outcome; the write is never replayed
-	ActionMarkUnknown Action = 6
+	ActionMarkUnknown Action = 8
+	// ActionSettleLate: Core replaces the unknown outcome it recorded at the deadline with what the late receipt proves
+	ActionSettleLate Action = 9
 	// ActionDetachObserver: Core answers the cancelled caller but keeps the write's bounded waiter and its reservation
-	ActionDetachObserver Action = 7
+	ActionDetachObserver Action = 10
 )
 
-var actionNames = [...]string{"", "reserve_owner", "release_owner", "stage_chunk", "apply_write", "discard_upload", "mark_unknown", "detach_observer"}
+var actionNames = [...]string{"", "reserve_owner", "record_commit_attempt", "release_owner", "stage_chunk", "open_upload", "apply_write", "discard_upload", "mark_unknown", "settle_late", "detach_observer"}
 
 // String returns the spec name, or Action(n) for a value outside the enum.
 func (v Action) String() string {
@@ -398,16 +414,22 @@ func ParseAction(name string) (Action, error) {
 	switch name {
 	case "reserve_owner":
 		return ActionReserveOwner, nil
+	case "record_commit_attempt":
+		return ActionRecordCommitAttempt, nil
 	case "release_owner":
 		return ActionReleaseOwner, nil
 	case "stage_chunk":
 		return ActionStageChunk, nil
+	case "open_upload":
+		return ActionOpenUpload, nil
 	case "apply_write":
 		return ActionApplyWrite, nil
 	case "discard_upload":
 		return ActionDiscardUpload, nil
 	case "mark_unknown":
 		return ActionMarkUnknown, nil
+	case "settle_late":
+		return ActionSettleLate, nil
 	case "detach_observer":
 		return ActionDetachObserver, nil
 	}
@@ -559,509 +581,589 @@ type candidate struct {
 var table = [numStates + 1][numEvents + 1][]candidate{
 	StateIdle: {
 		EventBegin: {
-			// spec/workspace_write.yaml:118
-			{disp: fsm.Moved, guard: GuardOwnerFree, to: StateBeginning, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReserveOwner}, {Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessageWorkspaceWriteResult}}},
-			// spec/workspace_write.yaml:123
+			// spec/workspace_write.yaml:164
+			{disp: fsm.Moved, guard: GuardOwnerFree, to: StateBeginning, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReserveOwner}, {Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionOpenUpload}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessageWorkspaceWriteResult}}},
+			// spec/workspace_write.yaml:169
 			{disp: fsm.Rejected, to: StateIdle, reason: "an earlier write of this Session is unsettled; successors wait for its exact settlement"},
 		},
 		EventChunk: {
-			// spec/workspace_write.yaml:129
+			// spec/workspace_write.yaml:180
 			{disp: fsm.Rejected, to: StateIdle, reason: "no begin was sent for this mutation ID"},
 		},
 		EventCommit: {
-			// spec/workspace_write.yaml:129
+			// spec/workspace_write.yaml:180
 			{disp: fsm.Rejected, to: StateIdle, reason: "no begin was sent for this mutation ID"},
 		},
 		EventResultReady: {
-			// spec/workspace_write.yaml:129
+			// spec/workspace_write.yaml:180
 			{disp: fsm.Rejected, to: StateIdle, reason: "no begin was sent for this mutation ID"},
 		},
 		EventResultReceived: {
-			// spec/workspace_write.yaml:129
+			// spec/workspace_write.yaml:180
 			{disp: fsm.Rejected, to: StateIdle, reason: "no begin was sent for this mutation ID"},
 		},
 		EventResultCompleted: {
-			// spec/workspace_write.yaml:129
+			// spec/workspace_write.yaml:180
 			{disp: fsm.Rejected, to: StateIdle, reason: "no begin was sent for this mutation ID"},
 		},
 		EventResultRejected: {
-			// spec/workspace_write.yaml:129
+			// spec/workspace_write.yaml:180
 			{disp: fsm.Rejected, to: StateIdle, reason: "no begin was sent for this mutation ID"},
 		},
 		EventResultUnknown: {
-			// spec/workspace_write.yaml:129
+			// spec/workspace_write.yaml:180
+			{disp: fsm.Rejected, to: StateIdle, reason: "no begin was sent for this mutation ID"},
+		},
+		EventSendFailed: {
+			// spec/workspace_write.yaml:172
+			{disp: fsm.Moved, to: StateBeginning, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReserveOwner}, {Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: TimerUploadWait}}},
+		},
+		EventCommitSendFailed: {
+			// spec/workspace_write.yaml:180
 			{disp: fsm.Rejected, to: StateIdle, reason: "no begin was sent for this mutation ID"},
 		},
 		EventUploadWait: {
-			// spec/workspace_write.yaml:126
+			// spec/workspace_write.yaml:177
 			{disp: fsm.Ignored, to: StateIdle, reason: "the write was not admitted"},
 		},
 		EventConnectionLost: {
-			// spec/workspace_write.yaml:126
+			// spec/workspace_write.yaml:177
 			{disp: fsm.Ignored, to: StateIdle, reason: "the write was not admitted"},
 		},
 		EventObserverCancelled: {
-			// spec/workspace_write.yaml:126
+			// spec/workspace_write.yaml:177
 			{disp: fsm.Ignored, to: StateIdle, reason: "the write was not admitted"},
 		},
 		EventProcessExit: {
-			// spec/workspace_write.yaml:126
+			// spec/workspace_write.yaml:177
 			{disp: fsm.Ignored, to: StateIdle, reason: "the write was not admitted"},
 		},
 	},
 	StateBeginning: {
 		EventBegin: {
-			// spec/workspace_write.yaml:233
+			// spec/workspace_write.yaml:318
 			{disp: fsm.Rejected, to: StateBeginning, reason: "write_capacity: this write already began; the request is never replayed"},
 		},
 		EventChunk: {
-			// spec/workspace_write.yaml:137
+			// spec/workspace_write.yaml:188
 			{disp: fsm.Rejected, to: StateBeginning, reason: "the previous frame has not been answered yet"},
 		},
 		EventCommit: {
-			// spec/workspace_write.yaml:137
+			// spec/workspace_write.yaml:188
 			{disp: fsm.Rejected, to: StateBeginning, reason: "the previous frame has not been answered yet"},
 		},
 		EventResultReady: {
-			// spec/workspace_write.yaml:134
+			// spec/workspace_write.yaml:185
 			{disp: fsm.Moved, to: StateStaging},
 		},
 		EventResultReceived: {
-			// spec/workspace_write.yaml:140
+			// spec/workspace_write.yaml:194
 			{disp: fsm.Rejected, to: StateBeginning, reason: "no frame is in flight"},
 		},
 		EventResultCompleted: {
-			// spec/workspace_write.yaml:180
-			{disp: fsm.Rejected, to: StateBeginning, reason: "only a commit can complete the write"},
+			// spec/workspace_write.yaml:251
+			{disp: fsm.Rejected, to: StateBeginning, reason: "only a commit can complete or end unknown"},
 		},
 		EventResultRejected: {
-			// spec/workspace_write.yaml:187
+			// spec/workspace_write.yaml:255
 			{disp: fsm.Moved, to: StateRejected, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardUpload}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseOwner}}},
 		},
 		EventResultUnknown: {
+			// spec/workspace_write.yaml:251
+			{disp: fsm.Rejected, to: StateBeginning, reason: "only a commit can complete or end unknown"},
+		},
+		EventSendFailed: {
 			// spec/workspace_write.yaml:191
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
+			{disp: fsm.Rejected, to: StateBeginning, reason: "no frame is being sent; the previous one has not been answered yet"},
+		},
+		EventCommitSendFailed: {
+			// spec/workspace_write.yaml:191
+			{disp: fsm.Rejected, to: StateBeginning, reason: "no frame is being sent; the previous one has not been answered yet"},
 		},
 		EventUploadWait: {
-			// spec/workspace_write.yaml:200
-			{disp: fsm.Moved, to: StateUnconfirmed, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
+			// spec/workspace_write.yaml:279
+			{disp: fsm.Moved, to: StateAborted, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseOwner}}},
 		},
 		EventConnectionLost: {
-			// spec/workspace_write.yaml:215
+			// spec/workspace_write.yaml:290
 			{disp: fsm.Moved, to: StateAborted, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardUpload}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseOwner}}},
 		},
 		EventObserverCancelled: {
-			// spec/workspace_write.yaml:210
+			// spec/workspace_write.yaml:304
 			{disp: fsm.Stayed, to: StateBeginning, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionDetachObserver}}},
 		},
 		EventProcessExit: {
-			// spec/workspace_write.yaml:205
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
+			// spec/workspace_write.yaml:290
+			{disp: fsm.Moved, to: StateAborted, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardUpload}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseOwner}}},
 		},
 	},
 	StateStaging: {
 		EventBegin: {
-			// spec/workspace_write.yaml:233
+			// spec/workspace_write.yaml:318
 			{disp: fsm.Rejected, to: StateStaging, reason: "write_capacity: this write already began; the request is never replayed"},
 		},
 		EventChunk: {
-			// spec/workspace_write.yaml:145
+			// spec/workspace_write.yaml:199
 			{disp: fsm.Moved, guard: GuardChunkInBounds, to: StateChunkSent, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionStageChunk}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessageWorkspaceWriteResult}}},
-			// spec/workspace_write.yaml:150
-			{disp: fsm.Moved, to: StateAborted, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardUpload}}},
+			// spec/workspace_write.yaml:204
+			{disp: fsm.Moved, to: StateRejected, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardUpload}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessageWorkspaceWriteResult}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseOwner}}},
 		},
 		EventCommit: {
-			// spec/workspace_write.yaml:155
-			{disp: fsm.Moved, guard: GuardDigestMatches, to: StateCommitting, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionApplyWrite}}},
-			// spec/workspace_write.yaml:160
-			{disp: fsm.Moved, to: StateCommitting, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardUpload}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessageWorkspaceWriteResult}}},
+			// spec/workspace_write.yaml:215
+			{disp: fsm.Moved, guard: GuardDigestMatches, to: StateCommitting, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordCommitAttempt}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionApplyWrite}}},
+			// spec/workspace_write.yaml:220
+			{disp: fsm.Moved, to: StateCommitting, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordCommitAttempt}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessageWorkspaceWriteResult}}},
 		},
 		EventResultReady: {
-			// spec/workspace_write.yaml:195
+			// spec/workspace_write.yaml:274
 			{disp: fsm.Rejected, to: StateStaging, reason: "the write is already past begin"},
 		},
 		EventResultReceived: {
-			// spec/workspace_write.yaml:140
+			// spec/workspace_write.yaml:194
 			{disp: fsm.Rejected, to: StateStaging, reason: "no frame is in flight"},
 		},
 		EventResultCompleted: {
-			// spec/workspace_write.yaml:180
-			{disp: fsm.Rejected, to: StateStaging, reason: "only a commit can complete the write"},
+			// spec/workspace_write.yaml:251
+			{disp: fsm.Rejected, to: StateStaging, reason: "only a commit can complete or end unknown"},
 		},
 		EventResultRejected: {
-			// spec/workspace_write.yaml:187
+			// spec/workspace_write.yaml:255
 			{disp: fsm.Moved, to: StateRejected, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardUpload}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseOwner}}},
 		},
 		EventResultUnknown: {
-			// spec/workspace_write.yaml:191
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
+			// spec/workspace_write.yaml:251
+			{disp: fsm.Rejected, to: StateStaging, reason: "only a commit can complete or end unknown"},
+		},
+		EventSendFailed: {
+			// spec/workspace_write.yaml:211
+			{disp: fsm.Moved, to: StateChunkSent},
+		},
+		EventCommitSendFailed: {
+			// spec/workspace_write.yaml:225
+			{disp: fsm.Moved, to: StateCommitting, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordCommitAttempt}}},
 		},
 		EventUploadWait: {
-			// spec/workspace_write.yaml:200
-			{disp: fsm.Moved, to: StateUnconfirmed, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
+			// spec/workspace_write.yaml:279
+			{disp: fsm.Moved, to: StateAborted, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseOwner}}},
 		},
 		EventConnectionLost: {
-			// spec/workspace_write.yaml:215
+			// spec/workspace_write.yaml:290
 			{disp: fsm.Moved, to: StateAborted, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardUpload}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseOwner}}},
 		},
 		EventObserverCancelled: {
-			// spec/workspace_write.yaml:210
+			// spec/workspace_write.yaml:304
 			{disp: fsm.Stayed, to: StateStaging, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionDetachObserver}}},
 		},
 		EventProcessExit: {
-			// spec/workspace_write.yaml:205
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
+			// spec/workspace_write.yaml:290
+			{disp: fsm.Moved, to: StateAborted, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardUpload}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseOwner}}},
 		},
 	},
 	StateChunkSent: {
 		EventBegin: {
-			// spec/workspace_write.yaml:233
+			// spec/workspace_write.yaml:318
 			{disp: fsm.Rejected, to: StateChunkSent, reason: "write_capacity: this write already began; the request is never replayed"},
 		},
 		EventChunk: {
-			// spec/workspace_write.yaml:137
+			// spec/workspace_write.yaml:188
 			{disp: fsm.Rejected, to: StateChunkSent, reason: "the previous frame has not been answered yet"},
 		},
 		EventCommit: {
-			// spec/workspace_write.yaml:137
+			// spec/workspace_write.yaml:188
 			{disp: fsm.Rejected, to: StateChunkSent, reason: "the previous frame has not been answered yet"},
 		},
 		EventResultReady: {
-			// spec/workspace_write.yaml:195
+			// spec/workspace_write.yaml:274
 			{disp: fsm.Rejected, to: StateChunkSent, reason: "the write is already past begin"},
 		},
 		EventResultReceived: {
-			// spec/workspace_write.yaml:167
+			// spec/workspace_write.yaml:233
 			{disp: fsm.Moved, guard: GuardOffsetMatches, to: StateStaging},
-			// spec/workspace_write.yaml:171
+			// spec/workspace_write.yaml:237
 			{disp: fsm.Rejected, to: StateChunkSent, reason: "the received offset does not match the frame in flight"},
 		},
 		EventResultCompleted: {
-			// spec/workspace_write.yaml:180
-			{disp: fsm.Rejected, to: StateChunkSent, reason: "only a commit can complete the write"},
+			// spec/workspace_write.yaml:251
+			{disp: fsm.Rejected, to: StateChunkSent, reason: "only a commit can complete or end unknown"},
 		},
 		EventResultRejected: {
-			// spec/workspace_write.yaml:187
+			// spec/workspace_write.yaml:255
 			{disp: fsm.Moved, to: StateRejected, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardUpload}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseOwner}}},
 		},
 		EventResultUnknown: {
+			// spec/workspace_write.yaml:251
+			{disp: fsm.Rejected, to: StateChunkSent, reason: "only a commit can complete or end unknown"},
+		},
+		EventSendFailed: {
 			// spec/workspace_write.yaml:191
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
+			{disp: fsm.Rejected, to: StateChunkSent, reason: "no frame is being sent; the previous one has not been answered yet"},
+		},
+		EventCommitSendFailed: {
+			// spec/workspace_write.yaml:191
+			{disp: fsm.Rejected, to: StateChunkSent, reason: "no frame is being sent; the previous one has not been answered yet"},
 		},
 		EventUploadWait: {
-			// spec/workspace_write.yaml:200
-			{disp: fsm.Moved, to: StateUnconfirmed, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
+			// spec/workspace_write.yaml:279
+			{disp: fsm.Moved, to: StateAborted, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseOwner}}},
 		},
 		EventConnectionLost: {
-			// spec/workspace_write.yaml:215
+			// spec/workspace_write.yaml:290
 			{disp: fsm.Moved, to: StateAborted, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardUpload}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseOwner}}},
 		},
 		EventObserverCancelled: {
-			// spec/workspace_write.yaml:210
+			// spec/workspace_write.yaml:304
 			{disp: fsm.Stayed, to: StateChunkSent, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionDetachObserver}}},
 		},
 		EventProcessExit: {
-			// spec/workspace_write.yaml:205
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
+			// spec/workspace_write.yaml:290
+			{disp: fsm.Moved, to: StateAborted, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardUpload}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseOwner}}},
 		},
 	},
 	StateCommitting: {
 		EventBegin: {
-			// spec/workspace_write.yaml:233
+			// spec/workspace_write.yaml:318
 			{disp: fsm.Rejected, to: StateCommitting, reason: "write_capacity: this write already began; the request is never replayed"},
 		},
 		EventChunk: {
-			// spec/workspace_write.yaml:236
+			// spec/workspace_write.yaml:321
 			{disp: fsm.Rejected, to: StateCommitting, reason: "the commit was already sent"},
 		},
 		EventCommit: {
-			// spec/workspace_write.yaml:236
+			// spec/workspace_write.yaml:321
 			{disp: fsm.Rejected, to: StateCommitting, reason: "the commit was already sent"},
 		},
 		EventResultReady: {
-			// spec/workspace_write.yaml:195
+			// spec/workspace_write.yaml:274
 			{disp: fsm.Rejected, to: StateCommitting, reason: "the write is already past begin"},
 		},
 		EventResultReceived: {
-			// spec/workspace_write.yaml:140
+			// spec/workspace_write.yaml:194
 			{disp: fsm.Rejected, to: StateCommitting, reason: "no frame is in flight"},
 		},
 		EventResultCompleted: {
-			// spec/workspace_write.yaml:176
-			{disp: fsm.Moved, to: StateCompleted, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseOwner}}},
+			// spec/workspace_write.yaml:242
+			{disp: fsm.Moved, to: StateCompleted, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardUpload}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseOwner}}},
 		},
 		EventResultRejected: {
-			// spec/workspace_write.yaml:187
+			// spec/workspace_write.yaml:259
 			{disp: fsm.Moved, to: StateRejected, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardUpload}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseOwner}}},
 		},
 		EventResultUnknown: {
+			// spec/workspace_write.yaml:267
+			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardUpload}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
+		},
+		EventSendFailed: {
 			// spec/workspace_write.yaml:191
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
+			{disp: fsm.Rejected, to: StateCommitting, reason: "no frame is being sent; the previous one has not been answered yet"},
+		},
+		EventCommitSendFailed: {
+			// spec/workspace_write.yaml:191
+			{disp: fsm.Rejected, to: StateCommitting, reason: "no frame is being sent; the previous one has not been answered yet"},
 		},
 		EventUploadWait: {
-			// spec/workspace_write.yaml:200
+			// spec/workspace_write.yaml:285
 			{disp: fsm.Moved, to: StateUnconfirmed, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
 		},
 		EventConnectionLost: {
-			// spec/workspace_write.yaml:220
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
+			// spec/workspace_write.yaml:296
+			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardUpload}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
 		},
 		EventObserverCancelled: {
-			// spec/workspace_write.yaml:210
+			// spec/workspace_write.yaml:304
 			{disp: fsm.Stayed, to: StateCommitting, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionDetachObserver}}},
 		},
 		EventProcessExit: {
-			// spec/workspace_write.yaml:205
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
+			// spec/workspace_write.yaml:296
+			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardUpload}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
 		},
 	},
 	StateUnconfirmed: {
 		EventBegin: {
-			// spec/workspace_write.yaml:233
+			// spec/workspace_write.yaml:318
 			{disp: fsm.Rejected, to: StateUnconfirmed, reason: "write_capacity: this write already began; the request is never replayed"},
 		},
 		EventChunk: {
-			// spec/workspace_write.yaml:228
+			// spec/workspace_write.yaml:313
 			{disp: fsm.Rejected, to: StateUnconfirmed, reason: "the upload deadline passed; nothing more is sent and the write is never replayed"},
 		},
 		EventCommit: {
-			// spec/workspace_write.yaml:228
+			// spec/workspace_write.yaml:313
 			{disp: fsm.Rejected, to: StateUnconfirmed, reason: "the upload deadline passed; nothing more is sent and the write is never replayed"},
 		},
 		EventResultReady: {
-			// spec/workspace_write.yaml:225
+			// spec/workspace_write.yaml:310
 			{disp: fsm.Ignored, to: StateUnconfirmed, reason: "only a final receipt, a loss or an exit changes an unconfirmed write"},
 		},
 		EventResultReceived: {
-			// spec/workspace_write.yaml:225
+			// spec/workspace_write.yaml:310
 			{disp: fsm.Ignored, to: StateUnconfirmed, reason: "only a final receipt, a loss or an exit changes an unconfirmed write"},
 		},
 		EventResultCompleted: {
-			// spec/workspace_write.yaml:183
-			{disp: fsm.Moved, to: StateCompleted, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseOwner}}},
+			// spec/workspace_write.yaml:246
+			{disp: fsm.Moved, to: StateCompleted, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionSettleLate}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseOwner}}},
 		},
 		EventResultRejected: {
-			// spec/workspace_write.yaml:187
-			{disp: fsm.Moved, to: StateRejected, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDiscardUpload}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseOwner}}},
+			// spec/workspace_write.yaml:263
+			{disp: fsm.Moved, to: StateRejected, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionSettleLate}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseOwner}}},
 		},
 		EventResultUnknown: {
+			// spec/workspace_write.yaml:271
+			{disp: fsm.Moved, to: StateUnknown},
+		},
+		EventSendFailed: {
 			// spec/workspace_write.yaml:191
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
+			{disp: fsm.Rejected, to: StateUnconfirmed, reason: "no frame is being sent; the previous one has not been answered yet"},
+		},
+		EventCommitSendFailed: {
+			// spec/workspace_write.yaml:191
+			{disp: fsm.Rejected, to: StateUnconfirmed, reason: "no frame is being sent; the previous one has not been answered yet"},
 		},
 		EventUploadWait: {
-			// spec/workspace_write.yaml:225
+			// spec/workspace_write.yaml:310
 			{disp: fsm.Ignored, to: StateUnconfirmed, reason: "only a final receipt, a loss or an exit changes an unconfirmed write"},
 		},
 		EventConnectionLost: {
-			// spec/workspace_write.yaml:220
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
+			// spec/workspace_write.yaml:301
+			{disp: fsm.Moved, to: StateUnknown},
 		},
 		EventObserverCancelled: {
-			// spec/workspace_write.yaml:225
+			// spec/workspace_write.yaml:310
 			{disp: fsm.Ignored, to: StateUnconfirmed, reason: "only a final receipt, a loss or an exit changes an unconfirmed write"},
 		},
 		EventProcessExit: {
-			// spec/workspace_write.yaml:205
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerUploadWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
+			// spec/workspace_write.yaml:301
+			{disp: fsm.Moved, to: StateUnknown},
 		},
 	},
 	StateCompleted: {
 		EventBegin: {
-			// spec/workspace_write.yaml:245
+			// spec/workspace_write.yaml:330
 			{disp: fsm.Rejected, to: StateCompleted, reason: "the write is settled and never replayed"},
 		},
 		EventChunk: {
-			// spec/workspace_write.yaml:245
+			// spec/workspace_write.yaml:330
 			{disp: fsm.Rejected, to: StateCompleted, reason: "the write is settled and never replayed"},
 		},
 		EventCommit: {
-			// spec/workspace_write.yaml:245
+			// spec/workspace_write.yaml:330
 			{disp: fsm.Rejected, to: StateCompleted, reason: "the write is settled and never replayed"},
 		},
 		EventResultReady: {
-			// spec/workspace_write.yaml:241
+			// spec/workspace_write.yaml:326
 			{disp: fsm.Ignored, to: StateCompleted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
 		},
 		EventResultReceived: {
-			// spec/workspace_write.yaml:241
+			// spec/workspace_write.yaml:326
 			{disp: fsm.Ignored, to: StateCompleted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
 		},
 		EventResultCompleted: {
-			// spec/workspace_write.yaml:241
+			// spec/workspace_write.yaml:326
 			{disp: fsm.Ignored, to: StateCompleted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
 		},
 		EventResultRejected: {
-			// spec/workspace_write.yaml:241
+			// spec/workspace_write.yaml:326
 			{disp: fsm.Ignored, to: StateCompleted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
 		},
 		EventResultUnknown: {
-			// spec/workspace_write.yaml:241
+			// spec/workspace_write.yaml:326
+			{disp: fsm.Ignored, to: StateCompleted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
+		},
+		EventSendFailed: {
+			// spec/workspace_write.yaml:326
+			{disp: fsm.Ignored, to: StateCompleted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
+		},
+		EventCommitSendFailed: {
+			// spec/workspace_write.yaml:326
 			{disp: fsm.Ignored, to: StateCompleted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
 		},
 		EventUploadWait: {
-			// spec/workspace_write.yaml:241
+			// spec/workspace_write.yaml:326
 			{disp: fsm.Ignored, to: StateCompleted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
 		},
 		EventConnectionLost: {
-			// spec/workspace_write.yaml:241
+			// spec/workspace_write.yaml:326
 			{disp: fsm.Ignored, to: StateCompleted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
 		},
 		EventObserverCancelled: {
-			// spec/workspace_write.yaml:241
+			// spec/workspace_write.yaml:326
 			{disp: fsm.Ignored, to: StateCompleted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
 		},
 		EventProcessExit: {
-			// spec/workspace_write.yaml:241
+			// spec/workspace_write.yaml:326
 			{disp: fsm.Ignored, to: StateCompleted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
 		},
 	},
 	StateRejected: {
 		EventBegin: {
-			// spec/workspace_write.yaml:245
+			// spec/workspace_write.yaml:330
 			{disp: fsm.Rejected, to: StateRejected, reason: "the write is settled and never replayed"},
 		},
 		EventChunk: {
-			// spec/workspace_write.yaml:245
+			// spec/workspace_write.yaml:330
 			{disp: fsm.Rejected, to: StateRejected, reason: "the write is settled and never replayed"},
 		},
 		EventCommit: {
-			// spec/workspace_write.yaml:245
+			// spec/workspace_write.yaml:330
 			{disp: fsm.Rejected, to: StateRejected, reason: "the write is settled and never replayed"},
 		},
 		EventResultReady: {
-			// spec/workspace_write.yaml:241
+			// spec/workspace_write.yaml:326
 			{disp: fsm.Ignored, to: StateRejected, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
 		},
 		EventResultReceived: {
-			// spec/workspace_write.yaml:241
+			// spec/workspace_write.yaml:326
 			{disp: fsm.Ignored, to: StateRejected, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
 		},
 		EventResultCompleted: {
-			// spec/workspace_write.yaml:241
+			// spec/workspace_write.yaml:326
 			{disp: fsm.Ignored, to: StateRejected, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
 		},
 		EventResultRejected: {
-			// spec/workspace_write.yaml:241
+			// spec/workspace_write.yaml:326
 			{disp: fsm.Ignored, to: StateRejected, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
 		},
 		EventResultUnknown: {
-			// spec/workspace_write.yaml:241
+			// spec/workspace_write.yaml:326
+			{disp: fsm.Ignored, to: StateRejected, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
+		},
+		EventSendFailed: {
+			// spec/workspace_write.yaml:326
+			{disp: fsm.Ignored, to: StateRejected, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
+		},
+		EventCommitSendFailed: {
+			// spec/workspace_write.yaml:326
 			{disp: fsm.Ignored, to: StateRejected, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
 		},
 		EventUploadWait: {
-			// spec/workspace_write.yaml:241
+			// spec/workspace_write.yaml:326
 			{disp: fsm.Ignored, to: StateRejected, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
 		},
 		EventConnectionLost: {
-			// spec/workspace_write.yaml:241
+			// spec/workspace_write.yaml:326
 			{disp: fsm.Ignored, to: StateRejected, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
 		},
 		EventObserverCancelled: {
-			// spec/workspace_write.yaml:241
+			// spec/workspace_write.yaml:326
 			{disp: fsm.Ignored, to: StateRejected, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
 		},
 		EventProcessExit: {
-			// spec/workspace_write.yaml:241
+			// spec/workspace_write.yaml:326
 			{disp: fsm.Ignored, to: StateRejected, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
 		},
 	},
 	StateUnknown: {
 		EventBegin: {
-			// spec/workspace_write.yaml:245
+			// spec/workspace_write.yaml:330
 			{disp: fsm.Rejected, to: StateUnknown, reason: "the write is settled and never replayed"},
 		},
 		EventChunk: {
-			// spec/workspace_write.yaml:245
+			// spec/workspace_write.yaml:330
 			{disp: fsm.Rejected, to: StateUnknown, reason: "the write is settled and never replayed"},
 		},
 		EventCommit: {
-			// spec/workspace_write.yaml:245
+			// spec/workspace_write.yaml:330
 			{disp: fsm.Rejected, to: StateUnknown, reason: "the write is settled and never replayed"},
 		},
 		EventResultReady: {
-			// spec/workspace_write.yaml:241
+			// spec/workspace_write.yaml:326
 			{disp: fsm.Ignored, to: StateUnknown, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
 		},
 		EventResultReceived: {
-			// spec/workspace_write.yaml:241
+			// spec/workspace_write.yaml:326
 			{disp: fsm.Ignored, to: StateUnknown, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
 		},
 		EventResultCompleted: {
-			// spec/workspace_write.yaml:241
+			// spec/workspace_write.yaml:326
 			{disp: fsm.Ignored, to: StateUnknown, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
 		},
 		EventResultRejected: {
-			// spec/workspace_write.yaml:241
+			// spec/workspace_write.yaml:326
 			{disp: fsm.Ignored, to: StateUnknown, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
 		},
 		EventResultUnknown: {
-			// spec/workspace_write.yaml:241
+			// spec/workspace_write.yaml:326
+			{disp: fsm.Ignored, to: StateUnknown, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
+		},
+		EventSendFailed: {
+			// spec/workspace_write.yaml:326
+			{disp: fsm.Ignored, to: StateUnknown, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
+		},
+		EventCommitSendFailed: {
+			// spec/workspace_write.yaml:326
 			{disp: fsm.Ignored, to: StateUnknown, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
 		},
 		EventUploadWait: {
-			// spec/workspace_write.yaml:241
+			// spec/workspace_write.yaml:326
 			{disp: fsm.Ignored, to: StateUnknown, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
 		},
 		EventConnectionLost: {
-			// spec/workspace_write.yaml:241
+			// spec/workspace_write.yaml:326
 			{disp: fsm.Ignored, to: StateUnknown, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
 		},
 		EventObserverCancelled: {
-			// spec/workspace_write.yaml:241
+			// spec/workspace_write.yaml:326
 			{disp: fsm.Ignored, to: StateUnknown, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
 		},
 		EventProcessExit: {
-			// spec/workspace_write.yaml:241
+			// spec/workspace_write.yaml:326
 			{disp: fsm.Ignored, to: StateUnknown, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
 		},
 	},
 	StateAborted: {
 		EventBegin: {
-			// spec/workspace_write.yaml:245
+			// spec/workspace_write.yaml:330
 			{disp: fsm.Rejected, to: StateAborted, reason: "the write is settled and never replayed"},
 		},
 		EventChunk: {
-			// spec/workspace_write.yaml:245
+			// spec/workspace_write.yaml:330
 			{disp: fsm.Rejected, to: StateAborted, reason: "the write is settled and never replayed"},
 		},
 		EventCommit: {
-			// spec/workspace_write.yaml:245
+			// spec/workspace_write.yaml:330
 			{disp: fsm.Rejected, to: StateAborted, reason: "the write is settled and never replayed"},
 		},
 		EventResultReady: {
-			// spec/workspace_write.yaml:241
+			// spec/workspace_write.yaml:326
 			{disp: fsm.Ignored, to: StateAborted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
 		},
 		EventResultReceived: {
-			// spec/workspace_write.yaml:241
+			// spec/workspace_write.yaml:326
 			{disp: fsm.Ignored, to: StateAborted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
 		},
 		EventResultCompleted: {
-			// spec/workspace_write.yaml:241
+			// spec/workspace_write.yaml:326
 			{disp: fsm.Ignored, to: StateAborted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
 		},
 		EventResultRejected: {
-			// spec/workspace_write.yaml:241
+			// spec/workspace_write.yaml:326
 			{disp: fsm.Ignored, to: StateAborted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
 		},
 		EventResultUnknown: {
-			// spec/workspace_write.yaml:241
+			// spec/workspace_write.yaml:326
+			{disp: fsm.Ignored, to: StateAborted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
+		},
+		EventSendFailed: {
+			// spec/workspace_write.yaml:326
+			{disp: fsm.Ignored, to: StateAborted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
+		},
+		EventCommitSendFailed: {
+			// spec/workspace_write.yaml:326
 			{disp: fsm.Ignored, to: StateAborted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
 		},
 		EventUploadWait: {
-			// spec/workspace_write.yaml:241
+			// spec/workspace_write.yaml:326
 			{disp: fsm.Ignored, to: StateAborted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
 		},
 		EventConnectionLost: {
-			// spec/workspace_write.yaml:241
+			// spec/workspace_write.yaml:326
 			{disp: fsm.Ignored, to: StateAborted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
 		},
 		EventObserverCancelled: {
-			// spec/workspace_write.yaml:241
+			// spec/workspace_write.yaml:326
 			{disp: fsm.Ignored, to: StateAborted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
 		},
 		EventProcessExit: {
-			// spec/workspace_write.yaml:241
+			// spec/workspace_write.yaml:326
 			{disp: fsm.Ignored, to: StateAborted, reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
 		},
 	},
@@ -1163,16 +1265,22 @@ type Hooks[A any] interface {
 	StopTimer(f *Firing[A], t Timer) error
 	// DoReserveOwner performs reserve_owner: Core durably reserves the Session's mutation owner; successor mutations wait across restarts until exact settlement.
 	DoReserveOwner(f *Firing[A]) error
+	// DoRecordCommitAttempt performs record_commit_attempt: Core durably records, with the reservation and before writing commit, that the commit is being attempted, so a restart knows whether it may have left.
+	DoRecordCommitAttempt(f *Firing[A]) error
 	// DoReleaseOwner performs release_owner: Core releases the mutation owner after an exact settlement.
 	DoReleaseOwner(f *Firing[A]) error
 	// DoStageChunk performs stage_chunk: the Runtime stages the frame's bytes; execution stays excluded while it receives or applies the write.
 	DoStageChunk(f *Firing[A]) error
+	// DoOpenUpload performs open_upload: the Runtime opens the upload for the declared body and excludes execution.
+	DoOpenUpload(f *Firing[A]) error
 	// DoApplyWrite performs apply_write: the Runtime runs the native writer with the verified body and answers after it finished.
 	DoApplyWrite(f *Firing[A]) error
-	// DoDiscardUpload performs discard_upload: the Runtime drops the staged body; nothing reaches the installer.
+	// DoDiscardUpload performs discard_upload: the Runtime drops the staged body (after applying it, or instead of it); nothing more reaches the installer.
 	DoDiscardUpload(f *Firing[A]) error
 	// DoMarkUnknown performs mark_unknown: Core keeps the mutation owner with an unknown outcome; the write is never replayed.
 	DoMarkUnknown(f *Firing[A]) error
+	// DoSettleLate performs settle_late: Core replaces the unknown outcome it recorded at the deadline with what the late receipt proves.
+	DoSettleLate(f *Firing[A]) error
 	// DoDetachObserver performs detach_observer: Core answers the cancelled caller but keeps the write's bounded waiter and its reservation.
 	DoDetachObserver(f *Firing[A]) error
 }
@@ -1335,16 +1443,22 @@ func (m *Machine[A]) perform(fr *Firing[A], ef *Effect) error {
 		switch ef.Action {
 		case ActionReserveOwner:
 			return m.hooks.DoReserveOwner(fr)
+		case ActionRecordCommitAttempt:
+			return m.hooks.DoRecordCommitAttempt(fr)
 		case ActionReleaseOwner:
 			return m.hooks.DoReleaseOwner(fr)
 		case ActionStageChunk:
 			return m.hooks.DoStageChunk(fr)
+		case ActionOpenUpload:
+			return m.hooks.DoOpenUpload(fr)
 		case ActionApplyWrite:
 			return m.hooks.DoApplyWrite(fr)
 		case ActionDiscardUpload:
 			return m.hooks.DoDiscardUpload(fr)
 		case ActionMarkUnknown:
 			return m.hooks.DoMarkUnknown(fr)
+		case ActionSettleLate:
+			return m.hooks.DoSettleLate(fr)
 		case ActionDetachObserver:
 			return m.hooks.DoDetachObserver(fr)
 		}
