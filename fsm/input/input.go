@@ -6,7 +6,9 @@
 // receipt: each Run has a single input in flight at Core, the Runtime bounds
 // the native write and each receipt send, written reports the write phase
 // only, and accepted (native consumption) is the single fact that advances
-// Core's input cursor. Nothing is redelivered automatically.
+// Core's input cursor. Nothing is redelivered automatically. When the Run
+// completes, the Runtime holds done back for an unsettled input at most one
+// drain budget (the write plus the send budget, 15 seconds) in all.
 //
 // One instance per input ID (payload input_id of prompt_steer and
 // prompt_steer_ack; the envelopes carry the Run ID).
@@ -28,8 +30,8 @@ const Name = "input"
 // Initial is the state every new instance starts in.
 const Initial = StatePending
 const (
-	numStates = 9
-	numEvents = 14
+	numStates = 11
+	numEvents = 15
 )
 
 // State is a state of the input machine.
@@ -38,25 +40,29 @@ type State uint8
 const (
 	// StatePending: the input is queued at Core and not in flight; a retry after not_ready or busy returns here with its payload unchanged
 	StatePending State = 1
-	// StateSent: prompt_steer was sent; Core waits for written while the Runtime's native write runs
+	// StateSent: prompt_steer was sent (or its send was attempted); Core waits for written while the Runtime's native write runs
 	StateSent State = 2
 	// StateWriteComplete: the Runtime finished the native write and is sending the written receipt (Runtime only; Core still sees sent)
 	StateWriteComplete State = 3
+	// StateRefusing: the Runtime refused the input before its native write completed, or reports the write uncertain at its bound, and is sending that receipt (Runtime only); only here and in sent is a retryable code retryable
+	StateRefusing State = 4
 	// StateWritten: written was observed; native acceptance may follow under the Turn lifetime
-	StateWritten State = 4
-	// StateDraining: the Run is completing and the Runtime holds done back while this written input is still unsettled (Runtime only)
-	StateDraining State = 5
-	// StateSettling: the Runtime is sending the final receipt (accepted, or refused with a code) under its send budget (Runtime only)
+	StateWritten State = 5
+	// StateSettling: after the native write, the Runtime is sending the final receipt (accepted, or refused with a code) under its send budget (Runtime only)
 	StateSettling State = 6
+	// StateDraining: the Run is completing and the Runtime holds done back for this unsettled input under one drain budget that bounds everything left (the rest of the write, the receipts, acceptance) (Runtime only)
+	StateDraining State = 7
+	// StateUnconfirmed: no written arrived within 30 seconds of delivery, so Core recorded the outcome unknown; the cursor does not move and nothing is resent, but a late receipt for this input ID still settles it (Core only)
+	StateUnconfirmed State = 8
 	// StateAccepted: the adapter confirmed native consumption; Core's input cursor advanced past this input
-	StateAccepted State = 7
+	StateAccepted State = 9
 	// StateRejected: the Runtime refused the input with a finite code (invalid_input, run_inactive, input_conflict, input_limit, unsupported, ...)
-	StateRejected State = 8
-	// StateUnknown: the input may or may not have been consumed; the cursor does not advance and the input is never resent automatically
-	StateUnknown State = 9
+	StateRejected State = 10
+	// StateUnknown: the input may or may not have been consumed and no receipt can settle it any more; the cursor does not advance and the input is never resent automatically
+	StateUnknown State = 11
 )
 
-var stateNames = [...]string{"", "pending", "sent", "write_complete", "written", "draining", "settling", "accepted", "rejected", "unknown"}
+var stateNames = [...]string{"", "pending", "sent", "write_complete", "refusing", "written", "settling", "draining", "unconfirmed", "accepted", "rejected", "unknown"}
 
 // String returns the spec name, or State(n) for a value outside the enum.
 func (v State) String() string {
@@ -80,12 +86,16 @@ func ParseState(name string) (State, error) {
 		return StateSent, nil
 	case "write_complete":
 		return StateWriteComplete, nil
+	case "refusing":
+		return StateRefusing, nil
 	case "written":
 		return StateWritten, nil
-	case "draining":
-		return StateDraining, nil
 	case "settling":
 		return StateSettling, nil
+	case "draining":
+		return StateDraining, nil
+	case "unconfirmed":
+		return StateUnconfirmed, nil
 	case "accepted":
 		return StateAccepted, nil
 	case "rejected":
@@ -100,8 +110,8 @@ func ParseState(name string) (State, error) {
 	}
 }
 
-var stateOutcomes = [...]fsm.Outcome{0, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeSuccess, fsm.OutcomeFailure, fsm.OutcomeUnknown}
-var stateTimers = [...][]Timer{nil, nil, []Timer{TimerWrittenWait, TimerNativeWrite}, []Timer{TimerWrittenWait, TimerReceiptSend}, nil, []Timer{TimerDrainWait}, []Timer{TimerReceiptSend}, nil, nil, nil}
+var stateOutcomes = [...]fsm.Outcome{0, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeSuccess, fsm.OutcomeFailure, fsm.OutcomeUnknown}
+var stateTimers = [...][]Timer{nil, nil, []Timer{TimerWrittenWait, TimerNativeWrite}, []Timer{TimerWrittenWait, TimerReceiptSend}, []Timer{TimerReceiptSend}, nil, []Timer{TimerReceiptSend}, []Timer{TimerDrainWait}, nil, nil, nil, nil}
 
 // Outcome classifies a terminal state; it is fsm.OutcomeNone for the others.
 func (s State) Outcome() fsm.Outcome {
@@ -130,7 +140,7 @@ type Event uint8
 const (
 	// EventPromptSteer: the input with durable_receipt true; its identity and payload are bound at the first send (wire prompt_steer, sent by core)
 	EventPromptSteer Event = 1
-	// EventSendFailed: Core's send of prompt_steer returned an error (local, observed by core)
+	// EventSendFailed: Core's write of prompt_steer returned an error; the frame may have left (local, observed by core)
 	EventSendFailed Event = 2
 	// EventNativeWriteDone: the adapter's native write of the input completed (local, observed by runtime)
 	EventNativeWriteDone Event = 3
@@ -144,21 +154,23 @@ const (
 	EventAckAccepted Event = 7
 	// EventAckRejected: prompt_steer_ack with accepted false and an error code (wire prompt_steer_ack, sent by runtime)
 	EventAckRejected Event = 8
+	// EventReceiptSendFailed: the Runtime's write of a prompt_steer_ack returned an error; the receipt may have arrived (local, observed by runtime)
+	EventReceiptSendFailed Event = 9
 	// EventWrittenWait: thirty seconds from delivery without written (timer 30s, owned by core)
-	EventWrittenWait Event = 9
+	EventWrittenWait Event = 10
 	// EventNativeWrite: the bound on the adapter's native write; it stops once the write completes (timer 10s, owned by runtime)
-	EventNativeWrite Event = 10
+	EventNativeWrite Event = 11
 	// EventReceiptSend: the shutdown-aware budget of one receipt send (timer 5s, owned by runtime)
-	EventReceiptSend Event = 11
-	// EventDrainWait: how long the Runtime holds done back for an in-flight input (the write plus the send budget) (timer 15s, owned by runtime)
-	EventDrainWait Event = 12
-	// EventRunCompleting: the native Turn finished and the Runtime closed input admission; done is about to be published (local, observed by runtime)
-	EventRunCompleting Event = 13
-	// EventRunSettled: Core observed the Run's terminal outcome (done, cancellation receipt or lost observation) while this input was unsettled (local, observed by core)
-	EventRunSettled Event = 14
+	EventReceiptSend Event = 12
+	// EventDrainWait: how long the Runtime holds done back, in all, for an unsettled input once the Run completes (timer 15s, owned by runtime)
+	EventDrainWait Event = 13
+	// EventRunCompleting: the native Turn finished and the Runtime closed input admission; done is held back while this input is unsettled (local, observed by runtime)
+	EventRunCompleting Event = 14
+	// EventRunSettled: Core observed the Run's terminal outcome (done, cancellation receipt or lost observation) while this input was unsettled; no receipt can follow it (local, observed by core)
+	EventRunSettled Event = 15
 )
 
-var eventNames = [...]string{"", "prompt_steer", "send_failed", "native_write_done", "native_accepted", "input_refused", "ack_written", "ack_accepted", "ack_rejected", "written_wait", "native_write", "receipt_send", "drain_wait", "run_completing", "run_settled"}
+var eventNames = [...]string{"", "prompt_steer", "send_failed", "native_write_done", "native_accepted", "input_refused", "ack_written", "ack_accepted", "ack_rejected", "receipt_send_failed", "written_wait", "native_write", "receipt_send", "drain_wait", "run_completing", "run_settled"}
 
 // String returns the spec name, or Event(n) for a value outside the enum.
 func (v Event) String() string {
@@ -192,6 +204,8 @@ func ParseEvent(name string) (Event, error) {
 		return EventAckAccepted, nil
 	case "ack_rejected":
 		return EventAckRejected, nil
+	case "receipt_send_failed":
+		return EventReceiptSendFailed, nil
 	case "written_wait":
 		return EventWrittenWait, nil
 	case "native_write":
@@ -212,9 +226,9 @@ func ParseEvent(name string) (Event, error) {
 	}
 }
 
-var eventKinds = [...]fsm.EventKind{0, fsm.EventMessage, fsm.EventLocal, fsm.EventLocal, fsm.EventLocal, fsm.EventLocal, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventTimer, fsm.EventTimer, fsm.EventTimer, fsm.EventTimer, fsm.EventLocal, fsm.EventLocal}
-var eventMessages = [...]string{"", "prompt_steer", "", "", "", "", "prompt_steer_ack", "prompt_steer_ack", "prompt_steer_ack", "", "", "", "", "", ""}
-var eventRoles = [...]fsm.Role{0, fsm.RoleCore, fsm.RoleCore, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleCore, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleCore}
+var eventKinds = [...]fsm.EventKind{0, fsm.EventMessage, fsm.EventLocal, fsm.EventLocal, fsm.EventLocal, fsm.EventLocal, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventLocal, fsm.EventTimer, fsm.EventTimer, fsm.EventTimer, fsm.EventTimer, fsm.EventLocal, fsm.EventLocal}
+var eventMessages = [...]string{"", "prompt_steer", "", "", "", "", "prompt_steer_ack", "prompt_steer_ack", "prompt_steer_ack", "", "", "", "", "", "", ""}
+var eventRoles = [...]fsm.Role{0, fsm.RoleCore, fsm.RoleCore, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleCore, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleCore}
 
 // Kind says whether e is a wire message, a timer or a local event.
 func (e Event) Kind() fsm.EventKind {
@@ -250,7 +264,7 @@ const (
 	TimerNativeWrite Timer = 2
 	// TimerReceiptSend: the shutdown-aware budget of one receipt send (5s)
 	TimerReceiptSend Timer = 3
-	// TimerDrainWait: how long the Runtime holds done back for an in-flight input (the write plus the send budget) (15s)
+	// TimerDrainWait: how long the Runtime holds done back, in all, for an unsettled input once the Run completes (15s)
 	TimerDrainWait Timer = 4
 )
 
@@ -313,7 +327,7 @@ type Guard uint8
 const (
 	// GuardInputSlotFree: no other input of the same Run is between prompt_steer and a settled receipt (one input in flight per Run)
 	GuardInputSlotFree Guard = 1
-	// GuardRetryableCode: the error code is not_ready or busy, which the Runtime answers at admission before any native write
+	// GuardRetryableCode: the error code is not_ready or busy, which the Runtime answers before the native write completes
 	GuardRetryableCode Guard = 2
 	// GuardUnknownCode: the error code is outcome_unknown (the Runtime itself cannot tell whether the input was consumed)
 	GuardUnknownCode Guard = 3
@@ -381,9 +395,13 @@ const (
 	ActionRecordRejection Action = 4
 	// ActionMarkUnknown: Core records the input outcome as unknown; the cursor does not move and nothing is resent
 	ActionMarkUnknown Action = 5
+	// ActionSettleLate: Core replaces the unknown outcome it recorded with what the late receipt proves, keeping the 30 s observation beside it
+	ActionSettleLate Action = 6
+	// ActionPublishDone: the Runtime stops holding done back for this input; a receipt still unsent is dropped
+	ActionPublishDone Action = 7
 )
 
-var actionNames = [...]string{"", "write_native", "advance_cursor", "keep_for_retry", "record_rejection", "mark_unknown"}
+var actionNames = [...]string{"", "write_native", "advance_cursor", "keep_for_retry", "record_rejection", "mark_unknown", "settle_late", "publish_done"}
 
 // String returns the spec name, or Action(n) for a value outside the enum.
 func (v Action) String() string {
@@ -411,6 +429,10 @@ func ParseAction(name string) (Action, error) {
 		return ActionRecordRejection, nil
 	case "mark_unknown":
 		return ActionMarkUnknown, nil
+	case "settle_late":
+		return ActionSettleLate, nil
+	case "publish_done":
+		return ActionPublishDone, nil
 	}
 	return 0, &fsm.InvalidError{
 		Machine: Name,
@@ -560,540 +582,706 @@ type candidate struct {
 var table = [numStates + 1][numEvents + 1][]candidate{
 	StatePending: {
 		EventPromptSteer: {
-			// spec/input.yaml:112
+			// spec/input.yaml:142
 			{disp: fsm.Moved, guard: GuardInputSlotFree, to: StateSent, effects: []Effect{{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionWriteNative}}},
-			// spec/input.yaml:117
+			// spec/input.yaml:147
 			{disp: fsm.Rejected, to: StatePending, reason: "another input of this Run is in flight; this one stays queued until that receipt settles"},
 		},
 		EventSendFailed: {
-			// spec/input.yaml:128
-			{disp: fsm.Rejected, to: StatePending, reason: "no prompt_steer is in flight for this input ID"},
+			// spec/input.yaml:151
+			{disp: fsm.Moved, to: StateSent, effects: []Effect{{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}}},
 		},
 		EventNativeWriteDone: {
-			// spec/input.yaml:128
+			// spec/input.yaml:164
 			{disp: fsm.Rejected, to: StatePending, reason: "no prompt_steer is in flight for this input ID"},
 		},
 		EventNativeAccepted: {
-			// spec/input.yaml:128
+			// spec/input.yaml:164
 			{disp: fsm.Rejected, to: StatePending, reason: "no prompt_steer is in flight for this input ID"},
 		},
 		EventInputRefused: {
-			// spec/input.yaml:128
+			// spec/input.yaml:164
 			{disp: fsm.Rejected, to: StatePending, reason: "no prompt_steer is in flight for this input ID"},
 		},
 		EventAckWritten: {
-			// spec/input.yaml:128
+			// spec/input.yaml:164
 			{disp: fsm.Rejected, to: StatePending, reason: "no prompt_steer is in flight for this input ID"},
 		},
 		EventAckAccepted: {
-			// spec/input.yaml:128
+			// spec/input.yaml:164
 			{disp: fsm.Rejected, to: StatePending, reason: "no prompt_steer is in flight for this input ID"},
 		},
 		EventAckRejected: {
-			// spec/input.yaml:128
+			// spec/input.yaml:164
 			{disp: fsm.Rejected, to: StatePending, reason: "no prompt_steer is in flight for this input ID"},
 		},
+		EventReceiptSendFailed: {
+			// spec/input.yaml:160
+			{disp: fsm.Ignored, to: StatePending, reason: "the input was never sent"},
+		},
 		EventWrittenWait: {
-			// spec/input.yaml:121
+			// spec/input.yaml:157
 			{disp: fsm.Ignored, to: StatePending, reason: "no deadline runs while the input is queued"},
 		},
 		EventNativeWrite: {
-			// spec/input.yaml:121
+			// spec/input.yaml:157
 			{disp: fsm.Ignored, to: StatePending, reason: "no deadline runs while the input is queued"},
 		},
 		EventReceiptSend: {
-			// spec/input.yaml:121
+			// spec/input.yaml:157
 			{disp: fsm.Ignored, to: StatePending, reason: "no deadline runs while the input is queued"},
 		},
 		EventDrainWait: {
-			// spec/input.yaml:121
+			// spec/input.yaml:157
 			{disp: fsm.Ignored, to: StatePending, reason: "no deadline runs while the input is queued"},
 		},
 		EventRunCompleting: {
-			// spec/input.yaml:124
+			// spec/input.yaml:160
 			{disp: fsm.Ignored, to: StatePending, reason: "the input was never sent"},
 		},
 		EventRunSettled: {
-			// spec/input.yaml:124
+			// spec/input.yaml:160
 			{disp: fsm.Ignored, to: StatePending, reason: "the input was never sent"},
 		},
 	},
 	StateSent: {
 		EventPromptSteer: {
-			// spec/input.yaml:226
+			// spec/input.yaml:298
 			{disp: fsm.Rejected, to: StateSent, reason: "the input is already in flight; there is no automatic redelivery"},
 		},
 		EventSendFailed: {
-			// spec/input.yaml:159
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
+			// spec/input.yaml:301
+			{disp: fsm.Rejected, to: StateSent, reason: "no prompt_steer is being sent; the input is already in flight"},
 		},
 		EventNativeWriteDone: {
-			// spec/input.yaml:133
+			// spec/input.yaml:169
 			{disp: fsm.Moved, to: StateWriteComplete, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessagePromptSteerAck}}},
 		},
 		EventNativeAccepted: {
-			// spec/input.yaml:150
+			// spec/input.yaml:198
 			{disp: fsm.Rejected, to: StateSent, reason: "consumption cannot be confirmed before the native write completes"},
 		},
 		EventInputRefused: {
-			// spec/input.yaml:142
-			{disp: fsm.Moved, to: StateSettling, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessagePromptSteerAck}}},
+			// spec/input.yaml:178
+			{disp: fsm.Moved, to: StateRefusing, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessagePromptSteerAck}}},
 		},
 		EventAckWritten: {
-			// spec/input.yaml:146
-			{disp: fsm.Moved, to: StateWritten, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}}},
+			// spec/input.yaml:188
+			{disp: fsm.Moved, to: StateWritten, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}}},
 		},
 		EventAckAccepted: {
-			// spec/input.yaml:188
+			// spec/input.yaml:263
 			{disp: fsm.Moved, to: StateAccepted, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerDrainWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionAdvanceCursor}}},
 		},
 		EventAckRejected: {
-			// spec/input.yaml:197
-			{disp: fsm.Moved, guard: GuardRetryableCode, to: StatePending, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionKeepForRetry}}},
-			// spec/input.yaml:206
+			// spec/input.yaml:272
+			{disp: fsm.Moved, guard: GuardRetryableCode, to: StatePending, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionKeepForRetry}}},
+			// spec/input.yaml:277
 			{disp: fsm.Moved, guard: GuardUnknownCode, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerDrainWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
-			// spec/input.yaml:216
+			// spec/input.yaml:287
 			{disp: fsm.Moved, to: StateRejected, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerDrainWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordRejection}}},
 		},
+		EventReceiptSendFailed: {
+			// spec/input.yaml:205
+			{disp: fsm.Ignored, to: StateSent, reason: "no receipt is being sent and no drain runs while the native write runs"},
+		},
 		EventWrittenWait: {
-			// spec/input.yaml:159
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
+			// spec/input.yaml:192
+			{disp: fsm.Moved, to: StateUnconfirmed, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
 		},
 		EventNativeWrite: {
-			// spec/input.yaml:137
-			{disp: fsm.Moved, to: StateSettling, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessagePromptSteerAck}}},
+			// spec/input.yaml:173
+			{disp: fsm.Moved, to: StateRefusing, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessagePromptSteerAck}}},
 		},
 		EventReceiptSend: {
-			// spec/input.yaml:156
-			{disp: fsm.Ignored, to: StateSent, reason: "no receipt is being sent while the native write runs"},
+			// spec/input.yaml:205
+			{disp: fsm.Ignored, to: StateSent, reason: "no receipt is being sent and no drain runs while the native write runs"},
 		},
 		EventDrainWait: {
-			// spec/input.yaml:153
-			{disp: fsm.Ignored, to: StateSent, reason: "the drain only runs for a written input once the Run completes"},
+			// spec/input.yaml:205
+			{disp: fsm.Ignored, to: StateSent, reason: "no receipt is being sent and no drain runs while the native write runs"},
 		},
 		EventRunCompleting: {
-			// spec/input.yaml:163
-			{disp: fsm.Ignored, to: StateSent, reason: "the write and receipt budgets already bound the wait before done"},
+			// spec/input.yaml:182
+			{disp: fsm.Moved, to: StateDraining, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerDrainWait}}},
 		},
 		EventRunSettled: {
-			// spec/input.yaml:159
+			// spec/input.yaml:201
 			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
 		},
 	},
 	StateWriteComplete: {
 		EventPromptSteer: {
-			// spec/input.yaml:226
+			// spec/input.yaml:298
 			{disp: fsm.Rejected, to: StateWriteComplete, reason: "the input is already in flight; there is no automatic redelivery"},
 		},
 		EventSendFailed: {
-			// spec/input.yaml:159
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
+			// spec/input.yaml:301
+			{disp: fsm.Rejected, to: StateWriteComplete, reason: "no prompt_steer is being sent; the input is already in flight"},
 		},
 		EventNativeWriteDone: {
-			// spec/input.yaml:183
-			{disp: fsm.Ignored, to: StateWriteComplete, reason: "the native write already completed"},
+			// spec/input.yaml:224
+			{disp: fsm.Ignored, to: StateWriteComplete, reason: "the native write already completed and no drain runs yet"},
 		},
 		EventNativeAccepted: {
-			// spec/input.yaml:179
+			// spec/input.yaml:216
 			{disp: fsm.Moved, to: StateSettling, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessagePromptSteerAck}}},
 		},
 		EventInputRefused: {
-			// spec/input.yaml:179
+			// spec/input.yaml:216
 			{disp: fsm.Moved, to: StateSettling, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessagePromptSteerAck}}},
 		},
 		EventAckWritten: {
-			// spec/input.yaml:169
-			{disp: fsm.Moved, to: StateWritten, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}}},
+			// spec/input.yaml:188
+			{disp: fsm.Moved, to: StateWritten, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}}},
 		},
 		EventAckAccepted: {
-			// spec/input.yaml:188
+			// spec/input.yaml:263
 			{disp: fsm.Moved, to: StateAccepted, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerDrainWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionAdvanceCursor}}},
 		},
 		EventAckRejected: {
-			// spec/input.yaml:206
+			// spec/input.yaml:277
 			{disp: fsm.Moved, guard: GuardUnknownCode, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerDrainWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
-			// spec/input.yaml:216
+			// spec/input.yaml:287
 			{disp: fsm.Moved, to: StateRejected, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerDrainWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordRejection}}},
 		},
+		EventReceiptSendFailed: {
+			// spec/input.yaml:210
+			{disp: fsm.Moved, to: StateWritten, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}}},
+		},
 		EventWrittenWait: {
-			// spec/input.yaml:159
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
+			// spec/input.yaml:192
+			{disp: fsm.Moved, to: StateUnconfirmed, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
 		},
 		EventNativeWrite: {
-			// spec/input.yaml:183
-			{disp: fsm.Ignored, to: StateWriteComplete, reason: "the native write already completed"},
+			// spec/input.yaml:224
+			{disp: fsm.Ignored, to: StateWriteComplete, reason: "the native write already completed and no drain runs yet"},
 		},
 		EventReceiptSend: {
-			// spec/input.yaml:173
-			{disp: fsm.Moved, to: StateWritten, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}}},
+			// spec/input.yaml:210
+			{disp: fsm.Moved, to: StateWritten, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}}},
 		},
 		EventDrainWait: {
-			// spec/input.yaml:153
-			{disp: fsm.Ignored, to: StateWriteComplete, reason: "the drain only runs for a written input once the Run completes"},
+			// spec/input.yaml:224
+			{disp: fsm.Ignored, to: StateWriteComplete, reason: "the native write already completed and no drain runs yet"},
 		},
 		EventRunCompleting: {
-			// spec/input.yaml:163
-			{disp: fsm.Ignored, to: StateWriteComplete, reason: "the write and receipt budgets already bound the wait before done"},
+			// spec/input.yaml:220
+			{disp: fsm.Moved, to: StateDraining, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerDrainWait}}},
 		},
 		EventRunSettled: {
-			// spec/input.yaml:159
+			// spec/input.yaml:201
 			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
+		},
+	},
+	StateRefusing: {
+		EventPromptSteer: {
+			// spec/input.yaml:298
+			{disp: fsm.Rejected, to: StateRefusing, reason: "the input is already in flight; there is no automatic redelivery"},
+		},
+		EventSendFailed: {
+			// spec/input.yaml:301
+			{disp: fsm.Rejected, to: StateRefusing, reason: "no prompt_steer is being sent; the input is already in flight"},
+		},
+		EventNativeWriteDone: {
+			// spec/input.yaml:251
+			{disp: fsm.Ignored, to: StateRefusing, reason: "the outcome is already being reported"},
+		},
+		EventNativeAccepted: {
+			// spec/input.yaml:251
+			{disp: fsm.Ignored, to: StateRefusing, reason: "the outcome is already being reported"},
+		},
+		EventInputRefused: {
+			// spec/input.yaml:251
+			{disp: fsm.Ignored, to: StateRefusing, reason: "the outcome is already being reported"},
+		},
+		EventAckWritten: {
+			// spec/input.yaml:248
+			{disp: fsm.Rejected, to: StateRefusing, reason: "the input was refused before its native write completed"},
+		},
+		EventAckAccepted: {
+			// spec/input.yaml:248
+			{disp: fsm.Rejected, to: StateRefusing, reason: "the input was refused before its native write completed"},
+		},
+		EventAckRejected: {
+			// spec/input.yaml:229
+			{disp: fsm.Moved, guard: GuardRetryableCode, to: StatePending, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}}},
+			// spec/input.yaml:234
+			{disp: fsm.Moved, guard: GuardUnknownCode, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}}},
+			// spec/input.yaml:239
+			{disp: fsm.Moved, to: StateRejected, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}}},
+		},
+		EventReceiptSendFailed: {
+			// spec/input.yaml:243
+			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}}},
+		},
+		EventWrittenWait: {
+			// spec/input.yaml:258
+			{disp: fsm.Ignored, to: StateRefusing, reason: "only the receipt send budget runs here"},
+		},
+		EventNativeWrite: {
+			// spec/input.yaml:258
+			{disp: fsm.Ignored, to: StateRefusing, reason: "only the receipt send budget runs here"},
+		},
+		EventReceiptSend: {
+			// spec/input.yaml:243
+			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}}},
+		},
+		EventDrainWait: {
+			// spec/input.yaml:258
+			{disp: fsm.Ignored, to: StateRefusing, reason: "only the receipt send budget runs here"},
+		},
+		EventRunCompleting: {
+			// spec/input.yaml:254
+			{disp: fsm.Ignored, to: StateRefusing, reason: "the receipt send already bounds the wait before done"},
+		},
+		EventRunSettled: {
+			// spec/input.yaml:314
+			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
 		},
 	},
 	StateWritten: {
 		EventPromptSteer: {
-			// spec/input.yaml:226
+			// spec/input.yaml:298
 			{disp: fsm.Rejected, to: StateWritten, reason: "the input is already in flight; there is no automatic redelivery"},
 		},
 		EventSendFailed: {
-			// spec/input.yaml:243
-			{disp: fsm.Ignored, to: StateWritten, reason: "the write phase was already confirmed"},
+			// spec/input.yaml:301
+			{disp: fsm.Rejected, to: StateWritten, reason: "no prompt_steer is being sent; the input is already in flight"},
 		},
 		EventNativeWriteDone: {
-			// spec/input.yaml:246
-			{disp: fsm.Ignored, to: StateWritten, reason: "the native write already completed"},
+			// spec/input.yaml:321
+			{disp: fsm.Ignored, to: StateWritten, reason: "the native write already completed and no receipt is being sent"},
 		},
 		EventNativeAccepted: {
-			// spec/input.yaml:231
+			// spec/input.yaml:306
 			{disp: fsm.Moved, to: StateSettling, effects: []Effect{{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessagePromptSteerAck}}},
 		},
 		EventInputRefused: {
-			// spec/input.yaml:231
+			// spec/input.yaml:306
 			{disp: fsm.Moved, to: StateSettling, effects: []Effect{{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessagePromptSteerAck}}},
 		},
 		EventAckWritten: {
-			// spec/input.yaml:243
+			// spec/input.yaml:318
 			{disp: fsm.Ignored, to: StateWritten, reason: "the write phase was already confirmed"},
 		},
 		EventAckAccepted: {
-			// spec/input.yaml:188
+			// spec/input.yaml:263
 			{disp: fsm.Moved, to: StateAccepted, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerDrainWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionAdvanceCursor}}},
 		},
 		EventAckRejected: {
-			// spec/input.yaml:206
+			// spec/input.yaml:277
 			{disp: fsm.Moved, guard: GuardUnknownCode, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerDrainWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
-			// spec/input.yaml:216
+			// spec/input.yaml:287
 			{disp: fsm.Moved, to: StateRejected, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerDrainWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordRejection}}},
 		},
+		EventReceiptSendFailed: {
+			// spec/input.yaml:321
+			{disp: fsm.Ignored, to: StateWritten, reason: "the native write already completed and no receipt is being sent"},
+		},
 		EventWrittenWait: {
-			// spec/input.yaml:249
-			{disp: fsm.Ignored, to: StateWritten, reason: "no write or send deadline is running"},
+			// spec/input.yaml:324
+			{disp: fsm.Ignored, to: StateWritten, reason: "no write, send or drain deadline is running"},
 		},
 		EventNativeWrite: {
-			// spec/input.yaml:249
-			{disp: fsm.Ignored, to: StateWritten, reason: "no write or send deadline is running"},
+			// spec/input.yaml:324
+			{disp: fsm.Ignored, to: StateWritten, reason: "no write, send or drain deadline is running"},
 		},
 		EventReceiptSend: {
-			// spec/input.yaml:249
-			{disp: fsm.Ignored, to: StateWritten, reason: "no write or send deadline is running"},
+			// spec/input.yaml:324
+			{disp: fsm.Ignored, to: StateWritten, reason: "no write, send or drain deadline is running"},
 		},
 		EventDrainWait: {
-			// spec/input.yaml:252
-			{disp: fsm.Ignored, to: StateWritten, reason: "the drain only runs once the Run completes"},
+			// spec/input.yaml:324
+			{disp: fsm.Ignored, to: StateWritten, reason: "no write, send or drain deadline is running"},
 		},
 		EventRunCompleting: {
-			// spec/input.yaml:235
+			// spec/input.yaml:310
 			{disp: fsm.Moved, to: StateDraining, effects: []Effect{{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerDrainWait}}},
 		},
 		EventRunSettled: {
-			// spec/input.yaml:239
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerDrainWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
-		},
-	},
-	StateDraining: {
-		EventPromptSteer: {
-			// spec/input.yaml:226
-			{disp: fsm.Rejected, to: StateDraining, reason: "the input is already in flight; there is no automatic redelivery"},
-		},
-		EventSendFailed: {
-			// spec/input.yaml:243
-			{disp: fsm.Ignored, to: StateDraining, reason: "the write phase was already confirmed"},
-		},
-		EventNativeWriteDone: {
-			// spec/input.yaml:246
-			{disp: fsm.Ignored, to: StateDraining, reason: "the native write already completed"},
-		},
-		EventNativeAccepted: {
-			// spec/input.yaml:257
-			{disp: fsm.Moved, to: StateSettling, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerDrainWait}, {Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessagePromptSteerAck}}},
-		},
-		EventInputRefused: {
-			// spec/input.yaml:257
-			{disp: fsm.Moved, to: StateSettling, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerDrainWait}, {Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessagePromptSteerAck}}},
-		},
-		EventAckWritten: {
-			// spec/input.yaml:243
-			{disp: fsm.Ignored, to: StateDraining, reason: "the write phase was already confirmed"},
-		},
-		EventAckAccepted: {
-			// spec/input.yaml:188
-			{disp: fsm.Moved, to: StateAccepted, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerDrainWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionAdvanceCursor}}},
-		},
-		EventAckRejected: {
-			// spec/input.yaml:206
-			{disp: fsm.Moved, guard: GuardUnknownCode, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerDrainWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
-			// spec/input.yaml:216
-			{disp: fsm.Moved, to: StateRejected, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerDrainWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordRejection}}},
-		},
-		EventWrittenWait: {
-			// spec/input.yaml:249
-			{disp: fsm.Ignored, to: StateDraining, reason: "no write or send deadline is running"},
-		},
-		EventNativeWrite: {
-			// spec/input.yaml:249
-			{disp: fsm.Ignored, to: StateDraining, reason: "no write or send deadline is running"},
-		},
-		EventReceiptSend: {
-			// spec/input.yaml:249
-			{disp: fsm.Ignored, to: StateDraining, reason: "no write or send deadline is running"},
-		},
-		EventDrainWait: {
-			// spec/input.yaml:261
-			{disp: fsm.Moved, to: StateSettling, effects: []Effect{{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessagePromptSteerAck}}},
-		},
-		EventRunCompleting: {
-			// spec/input.yaml:266
-			{disp: fsm.Ignored, to: StateDraining, reason: "the drain is already running"},
-		},
-		EventRunSettled: {
-			// spec/input.yaml:239
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerDrainWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
+			// spec/input.yaml:314
+			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
 		},
 	},
 	StateSettling: {
 		EventPromptSteer: {
-			// spec/input.yaml:226
+			// spec/input.yaml:298
 			{disp: fsm.Rejected, to: StateSettling, reason: "the input is already in flight; there is no automatic redelivery"},
 		},
 		EventSendFailed: {
-			// spec/input.yaml:243
-			{disp: fsm.Ignored, to: StateSettling, reason: "the write phase was already confirmed"},
+			// spec/input.yaml:301
+			{disp: fsm.Rejected, to: StateSettling, reason: "no prompt_steer is being sent; the input is already in flight"},
 		},
 		EventNativeWriteDone: {
-			// spec/input.yaml:246
-			{disp: fsm.Ignored, to: StateSettling, reason: "the native write already completed"},
+			// spec/input.yaml:251
+			{disp: fsm.Ignored, to: StateSettling, reason: "the outcome is already being reported"},
 		},
 		EventNativeAccepted: {
-			// spec/input.yaml:274
+			// spec/input.yaml:251
 			{disp: fsm.Ignored, to: StateSettling, reason: "the outcome is already being reported"},
 		},
 		EventInputRefused: {
-			// spec/input.yaml:274
+			// spec/input.yaml:251
 			{disp: fsm.Ignored, to: StateSettling, reason: "the outcome is already being reported"},
 		},
 		EventAckWritten: {
-			// spec/input.yaml:243
+			// spec/input.yaml:318
 			{disp: fsm.Ignored, to: StateSettling, reason: "the write phase was already confirmed"},
 		},
 		EventAckAccepted: {
-			// spec/input.yaml:188
+			// spec/input.yaml:263
 			{disp: fsm.Moved, to: StateAccepted, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerDrainWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionAdvanceCursor}}},
 		},
 		EventAckRejected: {
-			// spec/input.yaml:197
-			{disp: fsm.Moved, guard: GuardRetryableCode, to: StatePending, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionKeepForRetry}}},
-			// spec/input.yaml:206
+			// spec/input.yaml:277
 			{disp: fsm.Moved, guard: GuardUnknownCode, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerDrainWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
-			// spec/input.yaml:216
+			// spec/input.yaml:287
 			{disp: fsm.Moved, to: StateRejected, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerDrainWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordRejection}}},
 		},
+		EventReceiptSendFailed: {
+			// spec/input.yaml:243
+			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}}},
+		},
 		EventWrittenWait: {
-			// spec/input.yaml:277
-			{disp: fsm.Ignored, to: StateSettling, reason: "only the receipt send budget runs while settling"},
+			// spec/input.yaml:258
+			{disp: fsm.Ignored, to: StateSettling, reason: "only the receipt send budget runs here"},
 		},
 		EventNativeWrite: {
-			// spec/input.yaml:277
-			{disp: fsm.Ignored, to: StateSettling, reason: "only the receipt send budget runs while settling"},
+			// spec/input.yaml:258
+			{disp: fsm.Ignored, to: StateSettling, reason: "only the receipt send budget runs here"},
 		},
 		EventReceiptSend: {
-			// spec/input.yaml:271
-			{disp: fsm.Moved, to: StateUnknown},
+			// spec/input.yaml:243
+			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}}},
 		},
 		EventDrainWait: {
-			// spec/input.yaml:277
-			{disp: fsm.Ignored, to: StateSettling, reason: "only the receipt send budget runs while settling"},
+			// spec/input.yaml:258
+			{disp: fsm.Ignored, to: StateSettling, reason: "only the receipt send budget runs here"},
 		},
 		EventRunCompleting: {
-			// spec/input.yaml:163
-			{disp: fsm.Ignored, to: StateSettling, reason: "the write and receipt budgets already bound the wait before done"},
+			// spec/input.yaml:254
+			{disp: fsm.Ignored, to: StateSettling, reason: "the receipt send already bounds the wait before done"},
 		},
 		EventRunSettled: {
-			// spec/input.yaml:239
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerDrainWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
+			// spec/input.yaml:314
+			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
+		},
+	},
+	StateDraining: {
+		EventPromptSteer: {
+			// spec/input.yaml:298
+			{disp: fsm.Rejected, to: StateDraining, reason: "the input is already in flight; there is no automatic redelivery"},
+		},
+		EventSendFailed: {
+			// spec/input.yaml:301
+			{disp: fsm.Rejected, to: StateDraining, reason: "no prompt_steer is being sent; the input is already in flight"},
+		},
+		EventNativeWriteDone: {
+			// spec/input.yaml:329
+			{disp: fsm.Stayed, to: StateDraining, effects: []Effect{{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessagePromptSteerAck}}},
+		},
+		EventNativeAccepted: {
+			// spec/input.yaml:334
+			{disp: fsm.Stayed, to: StateDraining, effects: []Effect{{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessagePromptSteerAck}}},
+		},
+		EventInputRefused: {
+			// spec/input.yaml:334
+			{disp: fsm.Stayed, to: StateDraining, effects: []Effect{{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessagePromptSteerAck}}},
+		},
+		EventAckWritten: {
+			// spec/input.yaml:318
+			{disp: fsm.Ignored, to: StateDraining, reason: "the write phase was already confirmed"},
+		},
+		EventAckAccepted: {
+			// spec/input.yaml:263
+			{disp: fsm.Moved, to: StateAccepted, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerDrainWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionAdvanceCursor}}},
+		},
+		EventAckRejected: {
+			// spec/input.yaml:277
+			{disp: fsm.Moved, guard: GuardUnknownCode, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerDrainWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
+			// spec/input.yaml:287
+			{disp: fsm.Moved, to: StateRejected, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerWrittenWait}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerNativeWrite}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReceiptSend}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerDrainWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordRejection}}},
+		},
+		EventReceiptSendFailed: {
+			// spec/input.yaml:338
+			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerDrainWait}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionPublishDone}}},
+		},
+		EventWrittenWait: {
+			// spec/input.yaml:344
+			{disp: fsm.Ignored, to: StateDraining, reason: "the drain is already running and its budget is the only deadline"},
+		},
+		EventNativeWrite: {
+			// spec/input.yaml:344
+			{disp: fsm.Ignored, to: StateDraining, reason: "the drain is already running and its budget is the only deadline"},
+		},
+		EventReceiptSend: {
+			// spec/input.yaml:344
+			{disp: fsm.Ignored, to: StateDraining, reason: "the drain is already running and its budget is the only deadline"},
+		},
+		EventDrainWait: {
+			// spec/input.yaml:338
+			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerDrainWait}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionPublishDone}}},
+		},
+		EventRunCompleting: {
+			// spec/input.yaml:344
+			{disp: fsm.Ignored, to: StateDraining, reason: "the drain is already running and its budget is the only deadline"},
+		},
+		EventRunSettled: {
+			// spec/input.yaml:344
+			{disp: fsm.Ignored, to: StateDraining, reason: "the drain is already running and its budget is the only deadline"},
+		},
+	},
+	StateUnconfirmed: {
+		EventPromptSteer: {
+			// spec/input.yaml:298
+			{disp: fsm.Rejected, to: StateUnconfirmed, reason: "the input is already in flight; there is no automatic redelivery"},
+		},
+		EventSendFailed: {
+			// spec/input.yaml:301
+			{disp: fsm.Rejected, to: StateUnconfirmed, reason: "no prompt_steer is being sent; the input is already in flight"},
+		},
+		EventNativeWriteDone: {
+			// spec/input.yaml:376
+			{disp: fsm.Ignored, to: StateUnconfirmed, reason: "Core's view only; the Runtime's phases and deadlines do not reach it"},
+		},
+		EventNativeAccepted: {
+			// spec/input.yaml:376
+			{disp: fsm.Ignored, to: StateUnconfirmed, reason: "Core's view only; the Runtime's phases and deadlines do not reach it"},
+		},
+		EventInputRefused: {
+			// spec/input.yaml:376
+			{disp: fsm.Ignored, to: StateUnconfirmed, reason: "Core's view only; the Runtime's phases and deadlines do not reach it"},
+		},
+		EventAckWritten: {
+			// spec/input.yaml:349
+			{disp: fsm.Moved, to: StateWritten, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionSettleLate}}},
+		},
+		EventAckAccepted: {
+			// spec/input.yaml:353
+			{disp: fsm.Moved, to: StateAccepted, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionSettleLate}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionAdvanceCursor}}},
+		},
+		EventAckRejected: {
+			// spec/input.yaml:357
+			{disp: fsm.Moved, guard: GuardRetryableCode, to: StatePending, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionSettleLate}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionKeepForRetry}}},
+			// spec/input.yaml:363
+			{disp: fsm.Moved, guard: GuardUnknownCode, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
+			// spec/input.yaml:368
+			{disp: fsm.Moved, to: StateRejected, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionSettleLate}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordRejection}}},
+		},
+		EventReceiptSendFailed: {
+			// spec/input.yaml:376
+			{disp: fsm.Ignored, to: StateUnconfirmed, reason: "Core's view only; the Runtime's phases and deadlines do not reach it"},
+		},
+		EventWrittenWait: {
+			// spec/input.yaml:376
+			{disp: fsm.Ignored, to: StateUnconfirmed, reason: "Core's view only; the Runtime's phases and deadlines do not reach it"},
+		},
+		EventNativeWrite: {
+			// spec/input.yaml:376
+			{disp: fsm.Ignored, to: StateUnconfirmed, reason: "Core's view only; the Runtime's phases and deadlines do not reach it"},
+		},
+		EventReceiptSend: {
+			// spec/input.yaml:376
+			{disp: fsm.Ignored, to: StateUnconfirmed, reason: "Core's view only; the Runtime's phases and deadlines do not reach it"},
+		},
+		EventDrainWait: {
+			// spec/input.yaml:376
+			{disp: fsm.Ignored, to: StateUnconfirmed, reason: "Core's view only; the Runtime's phases and deadlines do not reach it"},
+		},
+		EventRunCompleting: {
+			// spec/input.yaml:376
+			{disp: fsm.Ignored, to: StateUnconfirmed, reason: "Core's view only; the Runtime's phases and deadlines do not reach it"},
+		},
+		EventRunSettled: {
+			// spec/input.yaml:372
+			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
 		},
 	},
 	StateAccepted: {
 		EventPromptSteer: {
-			// spec/input.yaml:286
+			// spec/input.yaml:386
 			{disp: fsm.Rejected, to: StateAccepted, reason: "the input ID is settled; a new input needs a new input ID"},
 		},
 		EventSendFailed: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateAccepted, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
+			// spec/input.yaml:381
+			{disp: fsm.Ignored, to: StateAccepted, reason: "the input outcome is settled; late frames and deadlines change nothing"},
 		},
 		EventNativeWriteDone: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateAccepted, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
+			// spec/input.yaml:381
+			{disp: fsm.Ignored, to: StateAccepted, reason: "the input outcome is settled; late frames and deadlines change nothing"},
 		},
 		EventNativeAccepted: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateAccepted, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
+			// spec/input.yaml:381
+			{disp: fsm.Ignored, to: StateAccepted, reason: "the input outcome is settled; late frames and deadlines change nothing"},
 		},
 		EventInputRefused: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateAccepted, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
+			// spec/input.yaml:381
+			{disp: fsm.Ignored, to: StateAccepted, reason: "the input outcome is settled; late frames and deadlines change nothing"},
 		},
 		EventAckWritten: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateAccepted, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
+			// spec/input.yaml:381
+			{disp: fsm.Ignored, to: StateAccepted, reason: "the input outcome is settled; late frames and deadlines change nothing"},
 		},
 		EventAckAccepted: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateAccepted, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
+			// spec/input.yaml:381
+			{disp: fsm.Ignored, to: StateAccepted, reason: "the input outcome is settled; late frames and deadlines change nothing"},
 		},
 		EventAckRejected: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateAccepted, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
+			// spec/input.yaml:381
+			{disp: fsm.Ignored, to: StateAccepted, reason: "the input outcome is settled; late frames and deadlines change nothing"},
+		},
+		EventReceiptSendFailed: {
+			// spec/input.yaml:381
+			{disp: fsm.Ignored, to: StateAccepted, reason: "the input outcome is settled; late frames and deadlines change nothing"},
 		},
 		EventWrittenWait: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateAccepted, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
+			// spec/input.yaml:381
+			{disp: fsm.Ignored, to: StateAccepted, reason: "the input outcome is settled; late frames and deadlines change nothing"},
 		},
 		EventNativeWrite: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateAccepted, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
+			// spec/input.yaml:381
+			{disp: fsm.Ignored, to: StateAccepted, reason: "the input outcome is settled; late frames and deadlines change nothing"},
 		},
 		EventReceiptSend: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateAccepted, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
+			// spec/input.yaml:381
+			{disp: fsm.Ignored, to: StateAccepted, reason: "the input outcome is settled; late frames and deadlines change nothing"},
 		},
 		EventDrainWait: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateAccepted, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
+			// spec/input.yaml:381
+			{disp: fsm.Ignored, to: StateAccepted, reason: "the input outcome is settled; late frames and deadlines change nothing"},
 		},
 		EventRunCompleting: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateAccepted, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
+			// spec/input.yaml:381
+			{disp: fsm.Ignored, to: StateAccepted, reason: "the input outcome is settled; late frames and deadlines change nothing"},
 		},
 		EventRunSettled: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateAccepted, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
+			// spec/input.yaml:381
+			{disp: fsm.Ignored, to: StateAccepted, reason: "the input outcome is settled; late frames and deadlines change nothing"},
 		},
 	},
 	StateRejected: {
 		EventPromptSteer: {
-			// spec/input.yaml:286
+			// spec/input.yaml:386
 			{disp: fsm.Rejected, to: StateRejected, reason: "the input ID is settled; a new input needs a new input ID"},
 		},
 		EventSendFailed: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateRejected, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
+			// spec/input.yaml:381
+			{disp: fsm.Ignored, to: StateRejected, reason: "the input outcome is settled; late frames and deadlines change nothing"},
 		},
 		EventNativeWriteDone: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateRejected, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
+			// spec/input.yaml:381
+			{disp: fsm.Ignored, to: StateRejected, reason: "the input outcome is settled; late frames and deadlines change nothing"},
 		},
 		EventNativeAccepted: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateRejected, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
+			// spec/input.yaml:381
+			{disp: fsm.Ignored, to: StateRejected, reason: "the input outcome is settled; late frames and deadlines change nothing"},
 		},
 		EventInputRefused: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateRejected, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
+			// spec/input.yaml:381
+			{disp: fsm.Ignored, to: StateRejected, reason: "the input outcome is settled; late frames and deadlines change nothing"},
 		},
 		EventAckWritten: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateRejected, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
+			// spec/input.yaml:381
+			{disp: fsm.Ignored, to: StateRejected, reason: "the input outcome is settled; late frames and deadlines change nothing"},
 		},
 		EventAckAccepted: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateRejected, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
+			// spec/input.yaml:381
+			{disp: fsm.Ignored, to: StateRejected, reason: "the input outcome is settled; late frames and deadlines change nothing"},
 		},
 		EventAckRejected: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateRejected, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
+			// spec/input.yaml:381
+			{disp: fsm.Ignored, to: StateRejected, reason: "the input outcome is settled; late frames and deadlines change nothing"},
+		},
+		EventReceiptSendFailed: {
+			// spec/input.yaml:381
+			{disp: fsm.Ignored, to: StateRejected, reason: "the input outcome is settled; late frames and deadlines change nothing"},
 		},
 		EventWrittenWait: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateRejected, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
+			// spec/input.yaml:381
+			{disp: fsm.Ignored, to: StateRejected, reason: "the input outcome is settled; late frames and deadlines change nothing"},
 		},
 		EventNativeWrite: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateRejected, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
+			// spec/input.yaml:381
+			{disp: fsm.Ignored, to: StateRejected, reason: "the input outcome is settled; late frames and deadlines change nothing"},
 		},
 		EventReceiptSend: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateRejected, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
+			// spec/input.yaml:381
+			{disp: fsm.Ignored, to: StateRejected, reason: "the input outcome is settled; late frames and deadlines change nothing"},
 		},
 		EventDrainWait: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateRejected, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
+			// spec/input.yaml:381
+			{disp: fsm.Ignored, to: StateRejected, reason: "the input outcome is settled; late frames and deadlines change nothing"},
 		},
 		EventRunCompleting: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateRejected, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
+			// spec/input.yaml:381
+			{disp: fsm.Ignored, to: StateRejected, reason: "the input outcome is settled; late frames and deadlines change nothing"},
 		},
 		EventRunSettled: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateRejected, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
+			// spec/input.yaml:381
+			{disp: fsm.Ignored, to: StateRejected, reason: "the input outcome is settled; late frames and deadlines change nothing"},
 		},
 	},
 	StateUnknown: {
 		EventPromptSteer: {
-			// spec/input.yaml:286
+			// spec/input.yaml:386
 			{disp: fsm.Rejected, to: StateUnknown, reason: "the input ID is settled; a new input needs a new input ID"},
 		},
 		EventSendFailed: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateUnknown, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
+			// spec/input.yaml:381
+			{disp: fsm.Ignored, to: StateUnknown, reason: "the input outcome is settled; late frames and deadlines change nothing"},
 		},
 		EventNativeWriteDone: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateUnknown, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
+			// spec/input.yaml:381
+			{disp: fsm.Ignored, to: StateUnknown, reason: "the input outcome is settled; late frames and deadlines change nothing"},
 		},
 		EventNativeAccepted: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateUnknown, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
+			// spec/input.yaml:381
+			{disp: fsm.Ignored, to: StateUnknown, reason: "the input outcome is settled; late frames and deadlines change nothing"},
 		},
 		EventInputRefused: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateUnknown, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
+			// spec/input.yaml:381
+			{disp: fsm.Ignored, to: StateUnknown, reason: "the input outcome is settled; late frames and deadlines change nothing"},
 		},
 		EventAckWritten: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateUnknown, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
+			// spec/input.yaml:381
+			{disp: fsm.Ignored, to: StateUnknown, reason: "the input outcome is settled; late frames and deadlines change nothing"},
 		},
 		EventAckAccepted: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateUnknown, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
+			// spec/input.yaml:381
+			{disp: fsm.Ignored, to: StateUnknown, reason: "the input outcome is settled; late frames and deadlines change nothing"},
 		},
 		EventAckRejected: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateUnknown, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
+			// spec/input.yaml:381
+			{disp: fsm.Ignored, to: StateUnknown, reason: "the input outcome is settled; late frames and deadlines change nothing"},
+		},
+		EventReceiptSendFailed: {
+			// spec/input.yaml:381
+			{disp: fsm.Ignored, to: StateUnknown, reason: "the input outcome is settled; late frames and deadlines change nothing"},
 		},
 		EventWrittenWait: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateUnknown, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
+			// spec/input.yaml:381
+			{disp: fsm.Ignored, to: StateUnknown, reason: "the input outcome is settled; late frames and deadlines change nothing"},
 		},
 		EventNativeWrite: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateUnknown, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
+			// spec/input.yaml:381
+			{disp: fsm.Ignored, to: StateUnknown, reason: "the input outcome is settled; late frames and deadlines change nothing"},
 		},
 		EventReceiptSend: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateUnknown, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
+			// spec/input.yaml:381
+			{disp: fsm.Ignored, to: StateUnknown, reason: "the input outcome is settled; late frames and deadlines change nothing"},
 		},
 		EventDrainWait: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateUnknown, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
+			// spec/input.yaml:381
+			{disp: fsm.Ignored, to: StateUnknown, reason: "the input outcome is settled; late frames and deadlines change nothing"},
 		},
 		EventRunCompleting: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateUnknown, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
+			// spec/input.yaml:381
+			{disp: fsm.Ignored, to: StateUnknown, reason: "the input outcome is settled; late frames and deadlines change nothing"},
 		},
 		EventRunSettled: {
-			// spec/input.yaml:282
-			{disp: fsm.Ignored, to: StateUnknown, reason: "the input outcome is settled; late receipts and deadlines change nothing"},
+			// spec/input.yaml:381
+			{disp: fsm.Ignored, to: StateUnknown, reason: "the input outcome is settled; late frames and deadlines change nothing"},
 		},
 	},
 }
@@ -1180,7 +1368,7 @@ func check(s State, e Event) error {
 type Hooks[A any] interface {
 	// GuardInputSlotFree reports whether no other input of the same Run is between prompt_steer and a settled receipt (one input in flight per Run).
 	GuardInputSlotFree(f *Firing[A]) bool
-	// GuardRetryableCode reports whether the error code is not_ready or busy, which the Runtime answers at admission before any native write.
+	// GuardRetryableCode reports whether the error code is not_ready or busy, which the Runtime answers before the native write completes.
 	GuardRetryableCode(f *Firing[A]) bool
 	// GuardUnknownCode reports whether the error code is outcome_unknown (the Runtime itself cannot tell whether the input was consumed).
 	GuardUnknownCode(f *Firing[A]) bool
@@ -1200,6 +1388,10 @@ type Hooks[A any] interface {
 	DoRecordRejection(f *Firing[A]) error
 	// DoMarkUnknown performs mark_unknown: Core records the input outcome as unknown; the cursor does not move and nothing is resent.
 	DoMarkUnknown(f *Firing[A]) error
+	// DoSettleLate performs settle_late: Core replaces the unknown outcome it recorded with what the late receipt proves, keeping the 30 s observation beside it.
+	DoSettleLate(f *Firing[A]) error
+	// DoPublishDone performs publish_done: the Runtime stops holding done back for this input; a receipt still unsent is dropped.
+	DoPublishDone(f *Firing[A]) error
 }
 
 // Firing describes the event being handled; hooks receive it.
@@ -1366,6 +1558,10 @@ func (m *Machine[A]) perform(fr *Firing[A], ef *Effect) error {
 			return m.hooks.DoRecordRejection(fr)
 		case ActionMarkUnknown:
 			return m.hooks.DoMarkUnknown(fr)
+		case ActionSettleLate:
+			return m.hooks.DoSettleLate(fr)
+		case ActionPublishDone:
+			return m.hooks.DoPublishDone(fr)
 		}
 	case fsm.EffectRaise:
 		return m.enqueue(ef.Raise, fr.Arg)
