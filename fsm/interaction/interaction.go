@@ -31,7 +31,7 @@ const Name = "interaction"
 // Initial is the state every new instance starts in.
 const Initial = StateIdle
 const (
-	numStates = 9
+	numStates = 10
 	numEvents = 12
 )
 
@@ -43,9 +43,9 @@ const (
 	StateIdle State = 1
 	// StatePending: the request is open and waits for Core's answer
 	StatePending State = 2
-	// StateDeciding: an answer was sent with a fresh delivery ID; Core waits for its receipt and must not treat the interaction as settled
+	// StateDeciding: an answer was sent (or its send was attempted) with a fresh delivery ID; Core waits for its receipt and must not treat the interaction as settled
 	StateDeciding State = 3
-	// StateUnconfirmed: the receipt did not arrive in time or the send failed; the outcome is unknown and never counts as applied, but an identical replay may still settle it
+	// StateUnconfirmed: the receipt did not arrive within 15 seconds; Core recorded the outcome unknown and never counts it as applied, but the late receipt of that answer, or an identical replay, may still settle it
 	StateUnconfirmed State = 4
 	// StateApplied: the receipt reported applied true; the Runtime remembers the decision so an identical replay is applied again and a different one conflicts
 	StateApplied State = 5
@@ -53,13 +53,15 @@ const (
 	StateRefused State = 6
 	// StateWithdrawn: the Runtime withdrew the pending permission request with permission_cancel; no answer is owed
 	StateWithdrawn State = 7
-	// StateOrphaned: the Run ended or its route was evicted before the interaction settled; any answer's effect is unknown
-	StateOrphaned State = 8
+	// StateUnanswered: the Run ended or its route was evicted while the request was open and no answer was in effect; nothing was submitted natively
+	StateUnanswered State = 8
+	// StateOrphaned: the Run ended or its route was evicted while an answer's receipt was outstanding; that answer's effect is unknown
+	StateOrphaned State = 9
 	// StateClosed: the answer was applied and the Run has ended; no replay can reach it any more
-	StateClosed State = 9
+	StateClosed State = 10
 )
 
-var stateNames = [...]string{"", "idle", "pending", "deciding", "unconfirmed", "applied", "refused", "withdrawn", "orphaned", "closed"}
+var stateNames = [...]string{"", "idle", "pending", "deciding", "unconfirmed", "applied", "refused", "withdrawn", "unanswered", "orphaned", "closed"}
 
 // String returns the spec name, or State(n) for a value outside the enum.
 func (v State) String() string {
@@ -91,6 +93,8 @@ func ParseState(name string) (State, error) {
 		return StateRefused, nil
 	case "withdrawn":
 		return StateWithdrawn, nil
+	case "unanswered":
+		return StateUnanswered, nil
 	case "orphaned":
 		return StateOrphaned, nil
 	case "closed":
@@ -103,8 +107,8 @@ func ParseState(name string) (State, error) {
 	}
 }
 
-var stateOutcomes = [...]fsm.Outcome{0, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeFailure, fsm.OutcomeSuccess, fsm.OutcomeUnknown, fsm.OutcomeSuccess}
-var stateTimers = [...][]Timer{nil, nil, nil, []Timer{TimerAckWait}, nil, nil, nil, nil, nil, nil}
+var stateOutcomes = [...]fsm.Outcome{0, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeFailure, fsm.OutcomeSuccess, fsm.OutcomeFailure, fsm.OutcomeUnknown, fsm.OutcomeSuccess}
+var stateTimers = [...][]Timer{nil, nil, nil, []Timer{TimerAckWait}, nil, nil, nil, nil, nil, nil, nil}
 
 // Outcome classifies a terminal state; it is fsm.OutcomeNone for the others.
 func (s State) Outcome() fsm.Outcome {
@@ -151,9 +155,9 @@ const (
 	EventAckRefused Event = 9
 	// EventAckWait: fifteen seconds after the answer was sent without its receipt (timer 15s, owned by core)
 	EventAckWait Event = 10
-	// EventAnswerSendFailed: Core's send of the decision or function result returned an error (local, observed by core)
+	// EventAnswerSendFailed: Core's write of the decision or function result returned an error; the frame may have left (local, observed by core)
 	EventAnswerSendFailed Event = 11
-	// EventRunClosed: the owning Run settled, or the connection that routed it was lost or replaced and its interaction routes were evicted (local, observed by both)
+	// EventRunClosed: the owning Run settled, or the connection that routed it was lost or replaced and its interaction routes were evicted (at the Runtime, also a failed write of one of its frames) (local, observed by both)
 	EventRunClosed Event = 12
 )
 
@@ -298,9 +302,9 @@ const (
 	GuardMatchesRequestKind Guard = 1
 	// GuardIdenticalDecision: the answer repeats the content of the earlier one (the delivery ID excluded)
 	GuardIdenticalDecision Guard = 2
-	// GuardCurrentDelivery: the receipt echoes the delivery ID of the answer in flight
+	// GuardCurrentDelivery: the receipt echoes the delivery ID of the latest answer sent (the one in flight, or the one whose receipt is late)
 	GuardCurrentDelivery Guard = 3
-	// GuardRetryLater: the receipt echoes the delivery ID in flight and its code is not_ready (the Runtime cannot take the answer yet)
+	// GuardRetryLater: the receipt echoes the delivery ID of the latest answer and its code is not_ready (the Runtime cannot take the answer yet)
 	GuardRetryLater Guard = 4
 	// GuardPermissionKind: the interaction is a permission request (only those can be withdrawn)
 	GuardPermissionKind Guard = 5
@@ -372,13 +376,17 @@ const (
 	ActionRecordRefusal Action = 4
 	// ActionMarkUnknown: Core records the answer's outcome as unknown; it is never reported as applied and never replayed automatically
 	ActionMarkUnknown Action = 5
+	// ActionSettleLate: Core replaces the unknown outcome it recorded with what the late receipt proves, keeping the missed deadline beside it
+	ActionSettleLate Action = 6
+	// ActionAbandonRequest: Core withdraws the open request from the user's view; no answer was submitted
+	ActionAbandonRequest Action = 7
 	// ActionWithdrawPrompt: Core removes the pending request from the user's view
-	ActionWithdrawPrompt Action = 6
+	ActionWithdrawPrompt Action = 8
 	// ActionNoteWithdrawal: Core notes that the Runtime withdrew the request while an answer was in flight; the receipt still decides
-	ActionNoteWithdrawal Action = 7
+	ActionNoteWithdrawal Action = 9
 )
 
-var actionNames = [...]string{"", "surface_request", "apply_decision", "settle_interaction", "record_refusal", "mark_unknown", "withdraw_prompt", "note_withdrawal"}
+var actionNames = [...]string{"", "surface_request", "apply_decision", "settle_interaction", "record_refusal", "mark_unknown", "settle_late", "abandon_request", "withdraw_prompt", "note_withdrawal"}
 
 // String returns the spec name, or Action(n) for a value outside the enum.
 func (v Action) String() string {
@@ -406,6 +414,10 @@ func ParseAction(name string) (Action, error) {
 		return ActionRecordRefusal, nil
 	case "mark_unknown":
 		return ActionMarkUnknown, nil
+	case "settle_late":
+		return ActionSettleLate, nil
+	case "abandon_request":
+		return ActionAbandonRequest, nil
 	case "withdraw_prompt":
 		return ActionWithdrawPrompt, nil
 	case "note_withdrawal":
@@ -559,479 +571,535 @@ type candidate struct {
 var table = [numStates + 1][numEvents + 1][]candidate{
 	StateIdle: {
 		EventPermissionRequest: {
-			// spec/interaction.yaml:117
+			// spec/interaction.yaml:142
 			{disp: fsm.Moved, to: StatePending, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionSurfaceRequest}}},
 		},
 		EventPromptForUserChoice: {
-			// spec/interaction.yaml:117
+			// spec/interaction.yaml:142
 			{disp: fsm.Moved, to: StatePending, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionSurfaceRequest}}},
 		},
 		EventFunctionCall: {
-			// spec/interaction.yaml:117
+			// spec/interaction.yaml:142
 			{disp: fsm.Moved, to: StatePending, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionSurfaceRequest}}},
 		},
 		EventPermissionDecision: {
-			// spec/interaction.yaml:124
+			// spec/interaction.yaml:149
 			{disp: fsm.Rejected, to: StateIdle, reason: "no request was emitted with this interaction ID"},
 		},
 		EventPromptForUserChoiceDecision: {
-			// spec/interaction.yaml:124
+			// spec/interaction.yaml:149
 			{disp: fsm.Rejected, to: StateIdle, reason: "no request was emitted with this interaction ID"},
 		},
 		EventFunctionResult: {
-			// spec/interaction.yaml:124
+			// spec/interaction.yaml:149
 			{disp: fsm.Rejected, to: StateIdle, reason: "no request was emitted with this interaction ID"},
 		},
 		EventPermissionCancel: {
-			// spec/interaction.yaml:124
+			// spec/interaction.yaml:149
 			{disp: fsm.Rejected, to: StateIdle, reason: "no request was emitted with this interaction ID"},
 		},
 		EventAckApplied: {
-			// spec/interaction.yaml:124
+			// spec/interaction.yaml:149
 			{disp: fsm.Rejected, to: StateIdle, reason: "no request was emitted with this interaction ID"},
 		},
 		EventAckRefused: {
-			// spec/interaction.yaml:124
+			// spec/interaction.yaml:149
 			{disp: fsm.Rejected, to: StateIdle, reason: "no request was emitted with this interaction ID"},
 		},
 		EventAckWait: {
-			// spec/interaction.yaml:121
+			// spec/interaction.yaml:146
 			{disp: fsm.Ignored, to: StateIdle, reason: "nothing is pending for this interaction ID"},
 		},
 		EventAnswerSendFailed: {
-			// spec/interaction.yaml:124
+			// spec/interaction.yaml:149
 			{disp: fsm.Rejected, to: StateIdle, reason: "no request was emitted with this interaction ID"},
 		},
 		EventRunClosed: {
-			// spec/interaction.yaml:121
+			// spec/interaction.yaml:146
 			{disp: fsm.Ignored, to: StateIdle, reason: "nothing is pending for this interaction ID"},
 		},
 	},
 	StatePending: {
 		EventPermissionRequest: {
-			// spec/interaction.yaml:158
+			// spec/interaction.yaml:192
 			{disp: fsm.Rejected, to: StatePending, reason: "the interaction ID is already in use"},
 		},
 		EventPromptForUserChoice: {
-			// spec/interaction.yaml:158
+			// spec/interaction.yaml:192
 			{disp: fsm.Rejected, to: StatePending, reason: "the interaction ID is already in use"},
 		},
 		EventFunctionCall: {
-			// spec/interaction.yaml:158
+			// spec/interaction.yaml:192
 			{disp: fsm.Rejected, to: StatePending, reason: "the interaction ID is already in use"},
 		},
 		EventPermissionDecision: {
-			// spec/interaction.yaml:129
+			// spec/interaction.yaml:154
 			{disp: fsm.Moved, guard: GuardMatchesRequestKind, to: StateDeciding, effects: []Effect{{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: TimerAckWait}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionApplyDecision}}},
-			// spec/interaction.yaml:134
+			// spec/interaction.yaml:159
 			{disp: fsm.Rejected, to: StatePending, reason: "the answer does not match the request kind or fails validation; nothing is submitted natively"},
 		},
 		EventPromptForUserChoiceDecision: {
-			// spec/interaction.yaml:129
+			// spec/interaction.yaml:154
 			{disp: fsm.Moved, guard: GuardMatchesRequestKind, to: StateDeciding, effects: []Effect{{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: TimerAckWait}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionApplyDecision}}},
-			// spec/interaction.yaml:134
+			// spec/interaction.yaml:159
 			{disp: fsm.Rejected, to: StatePending, reason: "the answer does not match the request kind or fails validation; nothing is submitted natively"},
 		},
 		EventFunctionResult: {
-			// spec/interaction.yaml:129
+			// spec/interaction.yaml:154
 			{disp: fsm.Moved, guard: GuardMatchesRequestKind, to: StateDeciding, effects: []Effect{{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: TimerAckWait}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionApplyDecision}}},
-			// spec/interaction.yaml:134
+			// spec/interaction.yaml:159
 			{disp: fsm.Rejected, to: StatePending, reason: "the answer does not match the request kind or fails validation; nothing is submitted natively"},
 		},
 		EventPermissionCancel: {
-			// spec/interaction.yaml:137
+			// spec/interaction.yaml:168
 			{disp: fsm.Moved, guard: GuardPermissionKind, to: StateWithdrawn, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionWithdrawPrompt}}},
-			// spec/interaction.yaml:142
+			// spec/interaction.yaml:173
 			{disp: fsm.Rejected, to: StatePending, reason: "only a permission request can be withdrawn"},
 		},
 		EventAckApplied: {
-			// spec/interaction.yaml:149
+			// spec/interaction.yaml:186
 			{disp: fsm.Rejected, to: StatePending, reason: "no answer is in flight, so there is nothing to acknowledge"},
 		},
 		EventAckRefused: {
-			// spec/interaction.yaml:149
+			// spec/interaction.yaml:186
 			{disp: fsm.Rejected, to: StatePending, reason: "no answer is in flight, so there is nothing to acknowledge"},
 		},
 		EventAckWait: {
-			// spec/interaction.yaml:155
+			// spec/interaction.yaml:189
 			{disp: fsm.Ignored, to: StatePending, reason: "the receipt deadline only runs while an answer is in flight"},
 		},
 		EventAnswerSendFailed: {
-			// spec/interaction.yaml:152
-			{disp: fsm.Ignored, to: StatePending, reason: "no answer is in flight"},
+			// spec/interaction.yaml:162
+			{disp: fsm.Moved, to: StateDeciding, effects: []Effect{{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: TimerAckWait}}},
 		},
 		EventRunClosed: {
-			// spec/interaction.yaml:145
-			{disp: fsm.Moved, to: StateOrphaned, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerAckWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
+			// spec/interaction.yaml:176
+			{disp: fsm.Moved, to: StateUnanswered, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionAbandonRequest}}},
 		},
 	},
 	StateDeciding: {
 		EventPermissionRequest: {
-			// spec/interaction.yaml:158
+			// spec/interaction.yaml:192
 			{disp: fsm.Rejected, to: StateDeciding, reason: "the interaction ID is already in use"},
 		},
 		EventPromptForUserChoice: {
-			// spec/interaction.yaml:158
+			// spec/interaction.yaml:192
 			{disp: fsm.Rejected, to: StateDeciding, reason: "the interaction ID is already in use"},
 		},
 		EventFunctionCall: {
-			// spec/interaction.yaml:158
+			// spec/interaction.yaml:192
 			{disp: fsm.Rejected, to: StateDeciding, reason: "the interaction ID is already in use"},
 		},
 		EventPermissionDecision: {
-			// spec/interaction.yaml:199
+			// spec/interaction.yaml:232
 			{disp: fsm.Rejected, to: StateDeciding, reason: "one answer at a time; wait for the receipt of the one in flight"},
 		},
 		EventPromptForUserChoiceDecision: {
-			// spec/interaction.yaml:199
+			// spec/interaction.yaml:232
 			{disp: fsm.Rejected, to: StateDeciding, reason: "one answer at a time; wait for the receipt of the one in flight"},
 		},
 		EventFunctionResult: {
-			// spec/interaction.yaml:199
+			// spec/interaction.yaml:232
 			{disp: fsm.Rejected, to: StateDeciding, reason: "one answer at a time; wait for the receipt of the one in flight"},
 		},
 		EventPermissionCancel: {
-			// spec/interaction.yaml:190
+			// spec/interaction.yaml:223
 			{disp: fsm.Stayed, guard: GuardPermissionKind, to: StateDeciding, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionNoteWithdrawal}}},
-			// spec/interaction.yaml:196
+			// spec/interaction.yaml:229
 			{disp: fsm.Rejected, to: StateDeciding, reason: "only a permission request can be withdrawn"},
 		},
 		EventAckApplied: {
-			// spec/interaction.yaml:163
+			// spec/interaction.yaml:197
 			{disp: fsm.Moved, guard: GuardCurrentDelivery, to: StateApplied, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerAckWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionSettleInteraction}}},
-			// spec/interaction.yaml:179
+			// spec/interaction.yaml:213
 			{disp: fsm.Ignored, to: StateDeciding, reason: "the receipt belongs to an earlier delivery attempt"},
 		},
 		EventAckRefused: {
-			// spec/interaction.yaml:168
+			// spec/interaction.yaml:202
 			{disp: fsm.Moved, guard: GuardRetryLater, to: StatePending, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerAckWait}}},
-			// spec/interaction.yaml:174
+			// spec/interaction.yaml:208
 			{disp: fsm.Moved, guard: GuardCurrentDelivery, to: StateRefused, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerAckWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordRefusal}}},
-			// spec/interaction.yaml:179
+			// spec/interaction.yaml:213
 			{disp: fsm.Ignored, to: StateDeciding, reason: "the receipt belongs to an earlier delivery attempt"},
 		},
 		EventAckWait: {
-			// spec/interaction.yaml:182
+			// spec/interaction.yaml:216
 			{disp: fsm.Moved, to: StateUnconfirmed, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
 		},
 		EventAnswerSendFailed: {
-			// spec/interaction.yaml:186
-			{disp: fsm.Moved, to: StateUnconfirmed, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerAckWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
+			// spec/interaction.yaml:220
+			{disp: fsm.Rejected, to: StateDeciding, reason: "no answer is being sent; one is already in flight"},
 		},
 		EventRunClosed: {
-			// spec/interaction.yaml:145
+			// spec/interaction.yaml:182
 			{disp: fsm.Moved, to: StateOrphaned, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerAckWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
 		},
 	},
 	StateUnconfirmed: {
 		EventPermissionRequest: {
-			// spec/interaction.yaml:158
+			// spec/interaction.yaml:192
 			{disp: fsm.Rejected, to: StateUnconfirmed, reason: "the interaction ID is already in use"},
 		},
 		EventPromptForUserChoice: {
-			// spec/interaction.yaml:158
+			// spec/interaction.yaml:192
 			{disp: fsm.Rejected, to: StateUnconfirmed, reason: "the interaction ID is already in use"},
 		},
 		EventFunctionCall: {
-			// spec/interaction.yaml:158
+			// spec/interaction.yaml:192
 			{disp: fsm.Rejected, to: StateUnconfirmed, reason: "the interaction ID is already in use"},
 		},
 		EventPermissionDecision: {
-			// spec/interaction.yaml:204
+			// spec/interaction.yaml:258
 			{disp: fsm.Moved, guard: GuardIdenticalDecision, to: StateDeciding, effects: []Effect{{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: TimerAckWait}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionApplyDecision}}},
-			// spec/interaction.yaml:210
+			// spec/interaction.yaml:264
 			{disp: fsm.Rejected, to: StateUnconfirmed, reason: "decision_conflict: a replay must repeat the earlier answer exactly"},
 		},
 		EventPromptForUserChoiceDecision: {
-			// spec/interaction.yaml:204
+			// spec/interaction.yaml:258
 			{disp: fsm.Moved, guard: GuardIdenticalDecision, to: StateDeciding, effects: []Effect{{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: TimerAckWait}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionApplyDecision}}},
-			// spec/interaction.yaml:210
+			// spec/interaction.yaml:264
 			{disp: fsm.Rejected, to: StateUnconfirmed, reason: "decision_conflict: a replay must repeat the earlier answer exactly"},
 		},
 		EventFunctionResult: {
-			// spec/interaction.yaml:204
+			// spec/interaction.yaml:258
 			{disp: fsm.Moved, guard: GuardIdenticalDecision, to: StateDeciding, effects: []Effect{{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: TimerAckWait}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionApplyDecision}}},
-			// spec/interaction.yaml:210
+			// spec/interaction.yaml:264
 			{disp: fsm.Rejected, to: StateUnconfirmed, reason: "decision_conflict: a replay must repeat the earlier answer exactly"},
 		},
 		EventPermissionCancel: {
-			// spec/interaction.yaml:217
+			// spec/interaction.yaml:271
 			{disp: fsm.Ignored, to: StateUnconfirmed, reason: "a withdrawal does not prove whether the unconfirmed answer was applied"},
 		},
 		EventAckApplied: {
-			// spec/interaction.yaml:213
-			{disp: fsm.Ignored, to: StateUnconfirmed, reason: "a late receipt of the timed-out attempt never turns the outcome into applied"},
+			// spec/interaction.yaml:237
+			{disp: fsm.Moved, guard: GuardCurrentDelivery, to: StateApplied, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionSettleLate}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionSettleInteraction}}},
+			// spec/interaction.yaml:255
+			{disp: fsm.Ignored, to: StateUnconfirmed, reason: "the receipt belongs to an earlier delivery attempt"},
 		},
 		EventAckRefused: {
-			// spec/interaction.yaml:213
-			{disp: fsm.Ignored, to: StateUnconfirmed, reason: "a late receipt of the timed-out attempt never turns the outcome into applied"},
+			// spec/interaction.yaml:245
+			{disp: fsm.Moved, guard: GuardRetryLater, to: StatePending, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionSettleLate}}},
+			// spec/interaction.yaml:250
+			{disp: fsm.Moved, guard: GuardCurrentDelivery, to: StateRefused, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionSettleLate}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordRefusal}}},
+			// spec/interaction.yaml:255
+			{disp: fsm.Ignored, to: StateUnconfirmed, reason: "the receipt belongs to an earlier delivery attempt"},
 		},
 		EventAckWait: {
-			// spec/interaction.yaml:155
+			// spec/interaction.yaml:189
 			{disp: fsm.Ignored, to: StateUnconfirmed, reason: "the receipt deadline only runs while an answer is in flight"},
 		},
 		EventAnswerSendFailed: {
-			// spec/interaction.yaml:220
-			{disp: fsm.Ignored, to: StateUnconfirmed, reason: "no answer is in flight"},
+			// spec/interaction.yaml:267
+			{disp: fsm.Moved, to: StateDeciding, effects: []Effect{{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: TimerAckWait}}},
 		},
 		EventRunClosed: {
-			// spec/interaction.yaml:145
+			// spec/interaction.yaml:182
 			{disp: fsm.Moved, to: StateOrphaned, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerAckWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkUnknown}}},
 		},
 	},
 	StateApplied: {
 		EventPermissionRequest: {
-			// spec/interaction.yaml:158
+			// spec/interaction.yaml:192
 			{disp: fsm.Rejected, to: StateApplied, reason: "the interaction ID is already in use"},
 		},
 		EventPromptForUserChoice: {
-			// spec/interaction.yaml:158
+			// spec/interaction.yaml:192
 			{disp: fsm.Rejected, to: StateApplied, reason: "the interaction ID is already in use"},
 		},
 		EventFunctionCall: {
-			// spec/interaction.yaml:158
+			// spec/interaction.yaml:192
 			{disp: fsm.Rejected, to: StateApplied, reason: "the interaction ID is already in use"},
 		},
 		EventPermissionDecision: {
-			// spec/interaction.yaml:225
+			// spec/interaction.yaml:276
 			{disp: fsm.Stayed, guard: GuardIdenticalDecision, to: StateApplied, effects: []Effect{{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessageInteractionDecisionAck}}},
-			// spec/interaction.yaml:230
+			// spec/interaction.yaml:281
 			{disp: fsm.Rejected, to: StateApplied, reason: "decision_conflict: the interaction was already settled with a different answer"},
 		},
 		EventPromptForUserChoiceDecision: {
-			// spec/interaction.yaml:225
+			// spec/interaction.yaml:276
 			{disp: fsm.Stayed, guard: GuardIdenticalDecision, to: StateApplied, effects: []Effect{{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessageInteractionDecisionAck}}},
-			// spec/interaction.yaml:230
+			// spec/interaction.yaml:281
 			{disp: fsm.Rejected, to: StateApplied, reason: "decision_conflict: the interaction was already settled with a different answer"},
 		},
 		EventFunctionResult: {
-			// spec/interaction.yaml:225
+			// spec/interaction.yaml:276
 			{disp: fsm.Stayed, guard: GuardIdenticalDecision, to: StateApplied, effects: []Effect{{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessageInteractionDecisionAck}}},
-			// spec/interaction.yaml:230
+			// spec/interaction.yaml:281
 			{disp: fsm.Rejected, to: StateApplied, reason: "decision_conflict: the interaction was already settled with a different answer"},
 		},
 		EventPermissionCancel: {
-			// spec/interaction.yaml:233
-			{disp: fsm.Ignored, to: StateApplied, reason: "the answer already settled the interaction; repeated receipts change nothing"},
+			// spec/interaction.yaml:284
+			{disp: fsm.Ignored, to: StateApplied, reason: "the answer already settled the interaction; repeated receipts and a failed replay change nothing"},
 		},
 		EventAckApplied: {
-			// spec/interaction.yaml:233
-			{disp: fsm.Ignored, to: StateApplied, reason: "the answer already settled the interaction; repeated receipts change nothing"},
+			// spec/interaction.yaml:284
+			{disp: fsm.Ignored, to: StateApplied, reason: "the answer already settled the interaction; repeated receipts and a failed replay change nothing"},
 		},
 		EventAckRefused: {
-			// spec/interaction.yaml:233
-			{disp: fsm.Ignored, to: StateApplied, reason: "the answer already settled the interaction; repeated receipts change nothing"},
+			// spec/interaction.yaml:284
+			{disp: fsm.Ignored, to: StateApplied, reason: "the answer already settled the interaction; repeated receipts and a failed replay change nothing"},
 		},
 		EventAckWait: {
-			// spec/interaction.yaml:155
+			// spec/interaction.yaml:189
 			{disp: fsm.Ignored, to: StateApplied, reason: "the receipt deadline only runs while an answer is in flight"},
 		},
 		EventAnswerSendFailed: {
-			// spec/interaction.yaml:220
-			{disp: fsm.Ignored, to: StateApplied, reason: "no answer is in flight"},
+			// spec/interaction.yaml:284
+			{disp: fsm.Ignored, to: StateApplied, reason: "the answer already settled the interaction; repeated receipts and a failed replay change nothing"},
 		},
 		EventRunClosed: {
-			// spec/interaction.yaml:236
+			// spec/interaction.yaml:287
 			{disp: fsm.Moved, to: StateClosed},
 		},
 	},
 	StateRefused: {
 		EventPermissionRequest: {
-			// spec/interaction.yaml:244
+			// spec/interaction.yaml:296
 			{disp: fsm.Rejected, to: StateRefused, reason: "not_pending: the interaction is settled"},
 		},
 		EventPromptForUserChoice: {
-			// spec/interaction.yaml:244
+			// spec/interaction.yaml:296
 			{disp: fsm.Rejected, to: StateRefused, reason: "not_pending: the interaction is settled"},
 		},
 		EventFunctionCall: {
-			// spec/interaction.yaml:244
+			// spec/interaction.yaml:296
 			{disp: fsm.Rejected, to: StateRefused, reason: "not_pending: the interaction is settled"},
 		},
 		EventPermissionDecision: {
-			// spec/interaction.yaml:244
+			// spec/interaction.yaml:296
 			{disp: fsm.Rejected, to: StateRefused, reason: "not_pending: the interaction is settled"},
 		},
 		EventPromptForUserChoiceDecision: {
-			// spec/interaction.yaml:244
+			// spec/interaction.yaml:296
 			{disp: fsm.Rejected, to: StateRefused, reason: "not_pending: the interaction is settled"},
 		},
 		EventFunctionResult: {
-			// spec/interaction.yaml:244
+			// spec/interaction.yaml:296
 			{disp: fsm.Rejected, to: StateRefused, reason: "not_pending: the interaction is settled"},
 		},
 		EventPermissionCancel: {
-			// spec/interaction.yaml:241
+			// spec/interaction.yaml:292
 			{disp: fsm.Ignored, to: StateRefused, reason: "the interaction is settled; late receipts and withdrawals change nothing"},
 		},
 		EventAckApplied: {
-			// spec/interaction.yaml:241
+			// spec/interaction.yaml:292
 			{disp: fsm.Ignored, to: StateRefused, reason: "the interaction is settled; late receipts and withdrawals change nothing"},
 		},
 		EventAckRefused: {
-			// spec/interaction.yaml:241
+			// spec/interaction.yaml:292
 			{disp: fsm.Ignored, to: StateRefused, reason: "the interaction is settled; late receipts and withdrawals change nothing"},
 		},
 		EventAckWait: {
-			// spec/interaction.yaml:241
+			// spec/interaction.yaml:292
 			{disp: fsm.Ignored, to: StateRefused, reason: "the interaction is settled; late receipts and withdrawals change nothing"},
 		},
 		EventAnswerSendFailed: {
-			// spec/interaction.yaml:241
+			// spec/interaction.yaml:292
 			{disp: fsm.Ignored, to: StateRefused, reason: "the interaction is settled; late receipts and withdrawals change nothing"},
 		},
 		EventRunClosed: {
-			// spec/interaction.yaml:241
+			// spec/interaction.yaml:292
 			{disp: fsm.Ignored, to: StateRefused, reason: "the interaction is settled; late receipts and withdrawals change nothing"},
 		},
 	},
 	StateWithdrawn: {
 		EventPermissionRequest: {
-			// spec/interaction.yaml:244
+			// spec/interaction.yaml:296
 			{disp: fsm.Rejected, to: StateWithdrawn, reason: "not_pending: the interaction is settled"},
 		},
 		EventPromptForUserChoice: {
-			// spec/interaction.yaml:244
+			// spec/interaction.yaml:296
 			{disp: fsm.Rejected, to: StateWithdrawn, reason: "not_pending: the interaction is settled"},
 		},
 		EventFunctionCall: {
-			// spec/interaction.yaml:244
+			// spec/interaction.yaml:296
 			{disp: fsm.Rejected, to: StateWithdrawn, reason: "not_pending: the interaction is settled"},
 		},
 		EventPermissionDecision: {
-			// spec/interaction.yaml:244
+			// spec/interaction.yaml:296
 			{disp: fsm.Rejected, to: StateWithdrawn, reason: "not_pending: the interaction is settled"},
 		},
 		EventPromptForUserChoiceDecision: {
-			// spec/interaction.yaml:244
+			// spec/interaction.yaml:296
 			{disp: fsm.Rejected, to: StateWithdrawn, reason: "not_pending: the interaction is settled"},
 		},
 		EventFunctionResult: {
-			// spec/interaction.yaml:244
+			// spec/interaction.yaml:296
 			{disp: fsm.Rejected, to: StateWithdrawn, reason: "not_pending: the interaction is settled"},
 		},
 		EventPermissionCancel: {
-			// spec/interaction.yaml:241
+			// spec/interaction.yaml:292
 			{disp: fsm.Ignored, to: StateWithdrawn, reason: "the interaction is settled; late receipts and withdrawals change nothing"},
 		},
 		EventAckApplied: {
-			// spec/interaction.yaml:241
+			// spec/interaction.yaml:292
 			{disp: fsm.Ignored, to: StateWithdrawn, reason: "the interaction is settled; late receipts and withdrawals change nothing"},
 		},
 		EventAckRefused: {
-			// spec/interaction.yaml:241
+			// spec/interaction.yaml:292
 			{disp: fsm.Ignored, to: StateWithdrawn, reason: "the interaction is settled; late receipts and withdrawals change nothing"},
 		},
 		EventAckWait: {
-			// spec/interaction.yaml:241
+			// spec/interaction.yaml:292
 			{disp: fsm.Ignored, to: StateWithdrawn, reason: "the interaction is settled; late receipts and withdrawals change nothing"},
 		},
 		EventAnswerSendFailed: {
-			// spec/interaction.yaml:241
+			// spec/interaction.yaml:292
 			{disp: fsm.Ignored, to: StateWithdrawn, reason: "the interaction is settled; late receipts and withdrawals change nothing"},
 		},
 		EventRunClosed: {
-			// spec/interaction.yaml:241
+			// spec/interaction.yaml:292
 			{disp: fsm.Ignored, to: StateWithdrawn, reason: "the interaction is settled; late receipts and withdrawals change nothing"},
+		},
+	},
+	StateUnanswered: {
+		EventPermissionRequest: {
+			// spec/interaction.yaml:296
+			{disp: fsm.Rejected, to: StateUnanswered, reason: "not_pending: the interaction is settled"},
+		},
+		EventPromptForUserChoice: {
+			// spec/interaction.yaml:296
+			{disp: fsm.Rejected, to: StateUnanswered, reason: "not_pending: the interaction is settled"},
+		},
+		EventFunctionCall: {
+			// spec/interaction.yaml:296
+			{disp: fsm.Rejected, to: StateUnanswered, reason: "not_pending: the interaction is settled"},
+		},
+		EventPermissionDecision: {
+			// spec/interaction.yaml:296
+			{disp: fsm.Rejected, to: StateUnanswered, reason: "not_pending: the interaction is settled"},
+		},
+		EventPromptForUserChoiceDecision: {
+			// spec/interaction.yaml:296
+			{disp: fsm.Rejected, to: StateUnanswered, reason: "not_pending: the interaction is settled"},
+		},
+		EventFunctionResult: {
+			// spec/interaction.yaml:296
+			{disp: fsm.Rejected, to: StateUnanswered, reason: "not_pending: the interaction is settled"},
+		},
+		EventPermissionCancel: {
+			// spec/interaction.yaml:292
+			{disp: fsm.Ignored, to: StateUnanswered, reason: "the interaction is settled; late receipts and withdrawals change nothing"},
+		},
+		EventAckApplied: {
+			// spec/interaction.yaml:292
+			{disp: fsm.Ignored, to: StateUnanswered, reason: "the interaction is settled; late receipts and withdrawals change nothing"},
+		},
+		EventAckRefused: {
+			// spec/interaction.yaml:292
+			{disp: fsm.Ignored, to: StateUnanswered, reason: "the interaction is settled; late receipts and withdrawals change nothing"},
+		},
+		EventAckWait: {
+			// spec/interaction.yaml:292
+			{disp: fsm.Ignored, to: StateUnanswered, reason: "the interaction is settled; late receipts and withdrawals change nothing"},
+		},
+		EventAnswerSendFailed: {
+			// spec/interaction.yaml:292
+			{disp: fsm.Ignored, to: StateUnanswered, reason: "the interaction is settled; late receipts and withdrawals change nothing"},
+		},
+		EventRunClosed: {
+			// spec/interaction.yaml:292
+			{disp: fsm.Ignored, to: StateUnanswered, reason: "the interaction is settled; late receipts and withdrawals change nothing"},
 		},
 	},
 	StateOrphaned: {
 		EventPermissionRequest: {
-			// spec/interaction.yaml:244
+			// spec/interaction.yaml:296
 			{disp: fsm.Rejected, to: StateOrphaned, reason: "not_pending: the interaction is settled"},
 		},
 		EventPromptForUserChoice: {
-			// spec/interaction.yaml:244
+			// spec/interaction.yaml:296
 			{disp: fsm.Rejected, to: StateOrphaned, reason: "not_pending: the interaction is settled"},
 		},
 		EventFunctionCall: {
-			// spec/interaction.yaml:244
+			// spec/interaction.yaml:296
 			{disp: fsm.Rejected, to: StateOrphaned, reason: "not_pending: the interaction is settled"},
 		},
 		EventPermissionDecision: {
-			// spec/interaction.yaml:244
+			// spec/interaction.yaml:296
 			{disp: fsm.Rejected, to: StateOrphaned, reason: "not_pending: the interaction is settled"},
 		},
 		EventPromptForUserChoiceDecision: {
-			// spec/interaction.yaml:244
+			// spec/interaction.yaml:296
 			{disp: fsm.Rejected, to: StateOrphaned, reason: "not_pending: the interaction is settled"},
 		},
 		EventFunctionResult: {
-			// spec/interaction.yaml:244
+			// spec/interaction.yaml:296
 			{disp: fsm.Rejected, to: StateOrphaned, reason: "not_pending: the interaction is settled"},
 		},
 		EventPermissionCancel: {
-			// spec/interaction.yaml:241
+			// spec/interaction.yaml:292
 			{disp: fsm.Ignored, to: StateOrphaned, reason: "the interaction is settled; late receipts and withdrawals change nothing"},
 		},
 		EventAckApplied: {
-			// spec/interaction.yaml:241
+			// spec/interaction.yaml:292
 			{disp: fsm.Ignored, to: StateOrphaned, reason: "the interaction is settled; late receipts and withdrawals change nothing"},
 		},
 		EventAckRefused: {
-			// spec/interaction.yaml:241
+			// spec/interaction.yaml:292
 			{disp: fsm.Ignored, to: StateOrphaned, reason: "the interaction is settled; late receipts and withdrawals change nothing"},
 		},
 		EventAckWait: {
-			// spec/interaction.yaml:241
+			// spec/interaction.yaml:292
 			{disp: fsm.Ignored, to: StateOrphaned, reason: "the interaction is settled; late receipts and withdrawals change nothing"},
 		},
 		EventAnswerSendFailed: {
-			// spec/interaction.yaml:241
+			// spec/interaction.yaml:292
 			{disp: fsm.Ignored, to: StateOrphaned, reason: "the interaction is settled; late receipts and withdrawals change nothing"},
 		},
 		EventRunClosed: {
-			// spec/interaction.yaml:241
+			// spec/interaction.yaml:292
 			{disp: fsm.Ignored, to: StateOrphaned, reason: "the interaction is settled; late receipts and withdrawals change nothing"},
 		},
 	},
 	StateClosed: {
 		EventPermissionRequest: {
-			// spec/interaction.yaml:244
+			// spec/interaction.yaml:296
 			{disp: fsm.Rejected, to: StateClosed, reason: "not_pending: the interaction is settled"},
 		},
 		EventPromptForUserChoice: {
-			// spec/interaction.yaml:244
+			// spec/interaction.yaml:296
 			{disp: fsm.Rejected, to: StateClosed, reason: "not_pending: the interaction is settled"},
 		},
 		EventFunctionCall: {
-			// spec/interaction.yaml:244
+			// spec/interaction.yaml:296
 			{disp: fsm.Rejected, to: StateClosed, reason: "not_pending: the interaction is settled"},
 		},
 		EventPermissionDecision: {
-			// spec/interaction.yaml:244
+			// spec/interaction.yaml:296
 			{disp: fsm.Rejected, to: StateClosed, reason: "not_pending: the interaction is settled"},
 		},
 		EventPromptForUserChoiceDecision: {
-			// spec/interaction.yaml:244
+			// spec/interaction.yaml:296
 			{disp: fsm.Rejected, to: StateClosed, reason: "not_pending: the interaction is settled"},
 		},
 		EventFunctionResult: {
-			// spec/interaction.yaml:244
+			// spec/interaction.yaml:296
 			{disp: fsm.Rejected, to: StateClosed, reason: "not_pending: the interaction is settled"},
 		},
 		EventPermissionCancel: {
-			// spec/interaction.yaml:241
+			// spec/interaction.yaml:292
 			{disp: fsm.Ignored, to: StateClosed, reason: "the interaction is settled; late receipts and withdrawals change nothing"},
 		},
 		EventAckApplied: {
-			// spec/interaction.yaml:241
+			// spec/interaction.yaml:292
 			{disp: fsm.Ignored, to: StateClosed, reason: "the interaction is settled; late receipts and withdrawals change nothing"},
 		},
 		EventAckRefused: {
-			// spec/interaction.yaml:241
+			// spec/interaction.yaml:292
 			{disp: fsm.Ignored, to: StateClosed, reason: "the interaction is settled; late receipts and withdrawals change nothing"},
 		},
 		EventAckWait: {
-			// spec/interaction.yaml:241
+			// spec/interaction.yaml:292
 			{disp: fsm.Ignored, to: StateClosed, reason: "the interaction is settled; late receipts and withdrawals change nothing"},
 		},
 		EventAnswerSendFailed: {
-			// spec/interaction.yaml:241
+			// spec/interaction.yaml:292
 			{disp: fsm.Ignored, to: StateClosed, reason: "the interaction is settled; late receipts and withdrawals change nothing"},
 		},
 		EventRunClosed: {
-			// spec/interaction.yaml:241
+			// spec/interaction.yaml:292
 			{disp: fsm.Ignored, to: StateClosed, reason: "the interaction is settled; late receipts and withdrawals change nothing"},
 		},
 	},
@@ -1121,9 +1189,9 @@ type Hooks[A any] interface {
 	GuardMatchesRequestKind(f *Firing[A]) bool
 	// GuardIdenticalDecision reports whether the answer repeats the content of the earlier one (the delivery ID excluded).
 	GuardIdenticalDecision(f *Firing[A]) bool
-	// GuardCurrentDelivery reports whether the receipt echoes the delivery ID of the answer in flight.
+	// GuardCurrentDelivery reports whether the receipt echoes the delivery ID of the latest answer sent (the one in flight, or the one whose receipt is late).
 	GuardCurrentDelivery(f *Firing[A]) bool
-	// GuardRetryLater reports whether the receipt echoes the delivery ID in flight and its code is not_ready (the Runtime cannot take the answer yet).
+	// GuardRetryLater reports whether the receipt echoes the delivery ID of the latest answer and its code is not_ready (the Runtime cannot take the answer yet).
 	GuardRetryLater(f *Firing[A]) bool
 	// GuardPermissionKind reports whether the interaction is a permission request (only those can be withdrawn).
 	GuardPermissionKind(f *Firing[A]) bool
@@ -1143,6 +1211,10 @@ type Hooks[A any] interface {
 	DoRecordRefusal(f *Firing[A]) error
 	// DoMarkUnknown performs mark_unknown: Core records the answer's outcome as unknown; it is never reported as applied and never replayed automatically.
 	DoMarkUnknown(f *Firing[A]) error
+	// DoSettleLate performs settle_late: Core replaces the unknown outcome it recorded with what the late receipt proves, keeping the missed deadline beside it.
+	DoSettleLate(f *Firing[A]) error
+	// DoAbandonRequest performs abandon_request: Core withdraws the open request from the user's view; no answer was submitted.
+	DoAbandonRequest(f *Firing[A]) error
 	// DoWithdrawPrompt performs withdraw_prompt: Core removes the pending request from the user's view.
 	DoWithdrawPrompt(f *Firing[A]) error
 	// DoNoteWithdrawal performs note_withdrawal: Core notes that the Runtime withdrew the request while an answer was in flight; the receipt still decides.
@@ -1317,6 +1389,10 @@ func (m *Machine[A]) perform(fr *Firing[A], ef *Effect) error {
 			return m.hooks.DoRecordRefusal(fr)
 		case ActionMarkUnknown:
 			return m.hooks.DoMarkUnknown(fr)
+		case ActionSettleLate:
+			return m.hooks.DoSettleLate(fr)
+		case ActionAbandonRequest:
+			return m.hooks.DoAbandonRequest(fr)
 		case ActionWithdrawPrompt:
 			return m.hooks.DoWithdrawPrompt(fr)
 		case ActionNoteWithdrawal:

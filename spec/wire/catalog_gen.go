@@ -94,9 +94,9 @@ const (
 	IdentityDevice Identity = 2
 	// IdentityPreparationRequest: the preparation request ID of execution_prepare, execution_start, execution_release and preparation_status; never a Run ID.
 	IdentityPreparationRequest Identity = 3
-	// IdentityRun: the Run ID of one execution attempt; also carried by permission and user-choice requests, function calls and cancellation receipts.
+	// IdentityRun: the Run ID of one execution attempt; also carried by permission and user-choice requests, function calls and results, and the receipts of cancellations and function results.
 	IdentityRun Identity = 4
-	// IdentityInteraction: the interaction ID (permission request_id or user-choice ask_id) that decisions and permission_cancel address.
+	// IdentityInteraction: the interaction ID (permission request_id or user-choice ask_id) that decisions, their receipts and permission_cancel address.
 	IdentityInteraction Identity = 5
 	// IdentityTransfer: the connection-local transfer ID of runtime_prepare, a canonical non-nil UUID.
 	IdentityTransfer Identity = 6
@@ -661,21 +661,24 @@ var catalog = []Entry{
 		Direction: RuntimeToCore,
 		Doc:       "the receipt of a decision, a function result or a cancellation, matched by delivery ID",
 		Drives: []Drive{{
-			Events:  [][2]string{{"applied", "ack_applied"}, {"refused", "ack_refused"}},
-			Key:     "applied",
-			Machine: "interaction",
+			Events:     [][2]string{{"applied", "ack_applied"}, {"refused", "ack_refused"}},
+			Identities: []Identity{IdentityInteraction, IdentityRun},
+			Key:        "applied",
+			Machine:    "interaction",
 		}, {
-			Events:  [][2]string{{"applied", "cancel_ack_applied"}, {"refused", "cancel_ack_refused"}},
-			Key:     "applied",
-			Machine: "run",
+			Events:     [][2]string{{"applied", "cancel_ack_applied"}, {"refused", "cancel_ack_refused"}},
+			Identities: []Identity{IdentityRun},
+			Key:        "applied",
+			Machine:    "run",
 		}},
-		Family:   FamilyInteraction,
-		Identity: IdentityInteraction,
-		Payload:  "InteractionDecisionAck",
-		Type:     TypeInteractionDecisionAck,
-		decode:   decodeAny[InteractionDecisionAck],
+		Family:     FamilyInteraction,
+		Identities: []Identity{IdentityInteraction, IdentityRun},
+		Identity:   IdentityInteraction,
+		Payload:    "InteractionDecisionAck",
+		Type:       TypeInteractionDecisionAck,
+		decode:     decodeAny[InteractionDecisionAck],
 	},
-	// spec/catalog.yaml:296
+	// spec/catalog.yaml:298
 	{
 		Direction: CoreToRuntime,
 		Doc:       "one active input for a running Run, with durable_receipt set",
@@ -689,7 +692,7 @@ var catalog = []Entry{
 		Type:     TypePromptSteer,
 		decode:   decodeAny[PromptSteer],
 	},
-	// spec/catalog.yaml:304
+	// spec/catalog.yaml:306
 	{
 		Direction: RuntimeToCore,
 		Doc:       "the written phase, the acceptance or the rejection of one active input",
@@ -704,7 +707,7 @@ var catalog = []Entry{
 		Type:     TypePromptSteerAck,
 		decode:   decodeAny[PromptSteerAck],
 	},
-	// spec/catalog.yaml:316
+	// spec/catalog.yaml:318
 	{
 		Direction: RuntimeToCore,
 		Doc:       "the Harness calls a function the Agent declared; call_id is the interaction ID",
@@ -718,7 +721,7 @@ var catalog = []Entry{
 		Type:     TypeFunctionCall,
 		decode:   decodeAny[FunctionCall],
 	},
-	// spec/catalog.yaml:324
+	// spec/catalog.yaml:326
 	{
 		Direction: CoreToRuntime,
 		Doc:       "the result of a function call; its receipt is an interaction_decision_ack",
@@ -732,7 +735,7 @@ var catalog = []Entry{
 		Type:     TypeFunctionResult,
 		decode:   decodeAny[FunctionResult],
 	},
-	// spec/catalog.yaml:334
+	// spec/catalog.yaml:336
 	{
 		Direction: CoreToRuntime,
 		Doc:       "read bytes or list one directory of a bound workspace through a preparation handle or a Run",
@@ -746,7 +749,7 @@ var catalog = []Entry{
 		Type:     TypeWorkspaceRead,
 		decode:   decodeAny[WorkspaceRead],
 	},
-	// spec/catalog.yaml:342
+	// spec/catalog.yaml:344
 	{
 		Direction: RuntimeToCore,
 		Doc:       "the bytes or entries read, explicitly truncated or not, or a rejection or unknown outcome",
@@ -761,7 +764,7 @@ var catalog = []Entry{
 		Type:     TypeWorkspaceReadResult,
 		decode:   decodeAny[WorkspaceReadResult],
 	},
-	// spec/catalog.yaml:352
+	// spec/catalog.yaml:354
 	{
 		Direction: CoreToRuntime,
 		Doc:       "one step (begin, chunk or commit) of a bounded file write",
@@ -776,7 +779,7 @@ var catalog = []Entry{
 		Type:     TypeWorkspaceWrite,
 		decode:   decodeAny[WorkspaceWrite],
 	},
-	// spec/catalog.yaml:362
+	// spec/catalog.yaml:364
 	{
 		Answers: map[string][]string{
 			"completed": {"commit"},
@@ -798,7 +801,7 @@ var catalog = []Entry{
 		Type:     TypeWorkspaceWriteResult,
 		decode:   decodeAny[WorkspaceWriteResult],
 	},
-	// spec/catalog.yaml:381
+	// spec/catalog.yaml:383
 	{
 		Direction: CoreToRuntime,
 		Doc:       "pull the next chunk of a workspace export archive, or cancel it",
@@ -808,7 +811,7 @@ var catalog = []Entry{
 		Type:      TypeWorkspaceExport,
 		decode:    decodeAny[WorkspaceExport],
 	},
-	// spec/catalog.yaml:389
+	// spec/catalog.yaml:391
 	{
 		Direction: RuntimeToCore,
 		Doc:       "one chunk of an export archive, its completion or its failure",
@@ -818,7 +821,7 @@ var catalog = []Entry{
 		Type:      TypeWorkspaceExportResult,
 		decode:    decodeAny[WorkspaceExportResult],
 	},
-	// spec/catalog.yaml:397
+	// spec/catalog.yaml:399
 	{
 		Direction: CoreToRuntime,
 		Doc:       "drain and fence the Environment for a suspension attempt",
@@ -832,7 +835,7 @@ var catalog = []Entry{
 		Type:     TypeEnvironmentQuiesce,
 		decode:   decodeAny[EnvironmentQuiesce],
 	},
-	// spec/catalog.yaml:405
+	// spec/catalog.yaml:407
 	{
 		Direction: RuntimeToCore,
 		Doc:       "whether the Environment quiesced for that suspend_id",
@@ -847,7 +850,7 @@ var catalog = []Entry{
 		Type:     TypeEnvironmentQuiesced,
 		decode:   decodeAny[EnvironmentQuiesced],
 	},
-	// spec/catalog.yaml:415
+	// spec/catalog.yaml:417
 	{
 		Direction: CoreToRuntime,
 		Doc:       "resume the Environment fenced by that suspend_id, or roll a quiesce back",
@@ -862,7 +865,7 @@ var catalog = []Entry{
 		Type:     TypeEnvironmentResume,
 		decode:   decodeAny[EnvironmentResume],
 	},
-	// spec/catalog.yaml:425
+	// spec/catalog.yaml:427
 	{
 		Direction: RuntimeToCore,
 		Doc:       "whether the Environment resumed for that suspend_id",
