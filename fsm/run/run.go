@@ -7,7 +7,7 @@
 // execution_start of a ready preparation), the ordered output frames, error
 // frames closed by done, cancellation settled by its receipt or recorded as
 // cancel_unconfirmed, and the ends that prove nothing about the native effect
-// (a lost observation or an unconfirmed delivery).
+// (a lost observation, with any unconfirmed start recorded beside it).
 //
 // One instance per Run ID (Envelope.id of prompt_request, execution_start's
 // run_id, the output frames, prompt_cancel and the cancellation receipt).
@@ -30,7 +30,7 @@ const Name = "run"
 const Initial = StateIdle
 const (
 	numStates = 14
-	numEvents = 17
+	numEvents = 18
 )
 
 // State is a state of the run machine.
@@ -39,7 +39,7 @@ type State uint8
 const (
 	// StateIdle: nothing has been sent for this Run ID; Core subscribes before it sends the start
 	StateIdle State = 1
-	// StateRequested: prompt_request or execution_start was sent for this Run; no output and no start confirmation observed yet
+	// StateRequested: prompt_request or execution_start was sent (or its send was attempted, which Core records as delivery_unknown); no output and no start confirmation observed yet
 	StateRequested State = 2
 	// StateStreaming: the Run is observed running (output arrived or the preparation reported started); no error frame yet
 	StateStreaming State = 3
@@ -47,27 +47,27 @@ const (
 	StateErrored State = 4
 	// StateCancelling: prompt_cancel was sent with a delivery ID; output still flows and only the receipt can settle the outcome
 	StateCancelling State = 5
-	// StateCancelDrained: done closed the stream after prompt_cancel; the cancellation receipt still owns the terminal outcome
+	// StateCancelDrained: the observed stream closed after prompt_cancel (done arrived, or the subscription overflowed while the connection stays up); the cancellation receipt still owns the terminal outcome
 	StateCancelDrained State = 6
+	// StateCancelOverdue: no cancellation receipt within 15 seconds, so Core recorded cancel_unconfirmed; trailing frames are still recorded and a late receipt that echoes the cancellation's delivery ID still settles the Run
+	StateCancelOverdue State = 7
 	// StateCompleted: done closed a stream without error frames
-	StateCompleted State = 7
+	StateCompleted State = 8
 	// StateFailed: done closed a stream that carried error frames; the errors and any observed output are the outcome
-	StateFailed State = 8
+	StateFailed State = 9
 	// StateCancelled: the cancellation receipt reported applied; its outcome (partial content, native identity, usage) is final even without done
-	StateCancelled State = 9
+	StateCancelled State = 10
 	// StateCancelRefused: the cancellation receipt reported applied false with a finite code (run_inactive, ...)
-	StateCancelRefused State = 10
-	// StateCancelUnconfirmed: no cancellation receipt within 15 seconds (or it can no longer arrive); cancellation may or may not have happened
-	StateCancelUnconfirmed State = 11
+	StateCancelRefused State = 11
+	// StateCancelUnconfirmed: the connection was lost before a cancellation receipt arrived, so none can follow; cancellation may or may not have happened
+	StateCancelUnconfirmed State = 12
 	// StateIncomplete: observation was lost (event_stream_incomplete); no error or done is fabricated and the native effect is unknown
-	StateIncomplete State = 12
-	// StateDeliveryUnknown: the start was not confirmed delivered (delivery_unknown); the native effect is unknown and nothing is replayed
-	StateDeliveryUnknown State = 13
+	StateIncomplete State = 13
 	// StateNotStarted: the prepared start failed or was rejected for this Run ID; the Runtime settles the admission
 	StateNotStarted State = 14
 )
 
-var stateNames = [...]string{"", "idle", "requested", "streaming", "errored", "cancelling", "cancel_drained", "completed", "failed", "cancelled", "cancel_refused", "cancel_unconfirmed", "incomplete", "delivery_unknown", "not_started"}
+var stateNames = [...]string{"", "idle", "requested", "streaming", "errored", "cancelling", "cancel_drained", "cancel_overdue", "completed", "failed", "cancelled", "cancel_refused", "cancel_unconfirmed", "incomplete", "not_started"}
 
 // String returns the spec name, or State(n) for a value outside the enum.
 func (v State) String() string {
@@ -97,6 +97,8 @@ func ParseState(name string) (State, error) {
 		return StateCancelling, nil
 	case "cancel_drained":
 		return StateCancelDrained, nil
+	case "cancel_overdue":
+		return StateCancelOverdue, nil
 	case "completed":
 		return StateCompleted, nil
 	case "failed":
@@ -109,8 +111,6 @@ func ParseState(name string) (State, error) {
 		return StateCancelUnconfirmed, nil
 	case "incomplete":
 		return StateIncomplete, nil
-	case "delivery_unknown":
-		return StateDeliveryUnknown, nil
 	case "not_started":
 		return StateNotStarted, nil
 	}
@@ -121,7 +121,7 @@ func ParseState(name string) (State, error) {
 	}
 }
 
-var stateOutcomes = [...]fsm.Outcome{0, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeSuccess, fsm.OutcomeFailure, fsm.OutcomeSuccess, fsm.OutcomeFailure, fsm.OutcomeUnknown, fsm.OutcomeUnknown, fsm.OutcomeUnknown, fsm.OutcomeFailure}
+var stateOutcomes = [...]fsm.Outcome{0, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeSuccess, fsm.OutcomeFailure, fsm.OutcomeSuccess, fsm.OutcomeFailure, fsm.OutcomeUnknown, fsm.OutcomeUnknown, fsm.OutcomeFailure}
 var stateTimers = [...][]Timer{nil, nil, nil, nil, nil, []Timer{TimerCancelWait}, []Timer{TimerCancelWait}, nil, nil, nil, nil, nil, nil, nil, nil}
 
 // Outcome classifies a terminal state; it is fsm.OutcomeNone for the others.
@@ -179,13 +179,15 @@ const (
 	EventCancelAckRefused Event = 14
 	// EventCancelWait: fifteen seconds after prompt_cancel without a cancellation receipt (timer 15s, owned by core)
 	EventCancelWait Event = 15
-	// EventObservationLost: the Run subscription closed with an observation error (connection lost or subscriber overflow); the Runtime sees the connection drop (local, observed by both)
-	EventObservationLost Event = 16
-	// EventDeliveryFailed: Core's send of the start or of prompt_cancel failed or stayed unconfirmed (local, observed by core)
-	EventDeliveryFailed Event = 17
+	// EventConnectionLost: the connection that carries the Run closed or was replaced: Core's subscription ends with an observation error and no receipt can arrive any more (at the Runtime, also a failed write of one of the Run's frames) (local, observed by both)
+	EventConnectionLost Event = 16
+	// EventSubscriptionOverflow: Core's Run subscription overflowed and closed with an observation error while the connection stays up (local, observed by core)
+	EventSubscriptionOverflow Event = 17
+	// EventSendFailed: Core's write of the start or of prompt_cancel returned an error; the frame may have left (local, observed by core)
+	EventSendFailed Event = 18
 )
 
-var eventNames = [...]string{"", "prompt_request", "execution_start", "status_started", "start_failed", "delta", "thinking", "output_message", "tool_call", "usage", "error", "done", "prompt_cancel", "cancel_ack_applied", "cancel_ack_refused", "cancel_wait", "observation_lost", "delivery_failed"}
+var eventNames = [...]string{"", "prompt_request", "execution_start", "status_started", "start_failed", "delta", "thinking", "output_message", "tool_call", "usage", "error", "done", "prompt_cancel", "cancel_ack_applied", "cancel_ack_refused", "cancel_wait", "connection_lost", "subscription_overflow", "send_failed"}
 
 // String returns the spec name, or Event(n) for a value outside the enum.
 func (v Event) String() string {
@@ -233,10 +235,12 @@ func ParseEvent(name string) (Event, error) {
 		return EventCancelAckRefused, nil
 	case "cancel_wait":
 		return EventCancelWait, nil
-	case "observation_lost":
-		return EventObservationLost, nil
-	case "delivery_failed":
-		return EventDeliveryFailed, nil
+	case "connection_lost":
+		return EventConnectionLost, nil
+	case "subscription_overflow":
+		return EventSubscriptionOverflow, nil
+	case "send_failed":
+		return EventSendFailed, nil
 	}
 	return 0, &fsm.InvalidError{
 		Machine: Name,
@@ -245,9 +249,9 @@ func ParseEvent(name string) (Event, error) {
 	}
 }
 
-var eventKinds = [...]fsm.EventKind{0, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventTimer, fsm.EventLocal, fsm.EventLocal}
-var eventMessages = [...]string{"", "prompt_request", "execution_start", "preparation_status", "preparation_status", "delta", "thinking", "output_message", "tool_call", "usage", "error", "done", "prompt_cancel", "interaction_decision_ack", "interaction_decision_ack", "", "", ""}
-var eventRoles = [...]fsm.Role{0, fsm.RoleCore, fsm.RoleCore, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleCore, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleCore, fsm.RoleBoth, fsm.RoleCore}
+var eventKinds = [...]fsm.EventKind{0, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventTimer, fsm.EventLocal, fsm.EventLocal, fsm.EventLocal}
+var eventMessages = [...]string{"", "prompt_request", "execution_start", "preparation_status", "preparation_status", "delta", "thinking", "output_message", "tool_call", "usage", "error", "done", "prompt_cancel", "interaction_decision_ack", "interaction_decision_ack", "", "", "", ""}
+var eventRoles = [...]fsm.Role{0, fsm.RoleCore, fsm.RoleCore, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleCore, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleCore, fsm.RoleBoth, fsm.RoleCore, fsm.RoleCore}
 
 // Kind says whether e is a wire message, a timer or a local event.
 func (e Event) Kind() fsm.EventKind {
@@ -398,15 +402,17 @@ const (
 	ActionCancelNative Action = 6
 	// ActionApplyCancelReceipt: Core makes the receipt (and the outcome it carries) the terminal outcome, whether or not done arrived
 	ActionApplyCancelReceipt Action = 7
-	// ActionMarkEventStreamIncomplete: Core records event_stream_incomplete, keeping any native evidence separate; it fabricates no error or done
+	// ActionMarkEventStreamIncomplete: Core records event_stream_incomplete, keeping any native evidence separate; it fabricates no error or done, and it replaces a delivery_unknown recorded for the start
 	ActionMarkEventStreamIncomplete Action = 8
-	// ActionMarkDeliveryUnknown: Core records delivery_unknown; the native effect is unknown and nothing is replayed
+	// ActionMarkDeliveryUnknown: Core records delivery_unknown for the start whose send failed; the native effect is unknown and nothing is replayed
 	ActionMarkDeliveryUnknown Action = 9
 	// ActionMarkCancelUnconfirmed: Core records cancel_unconfirmed; the missing receipt neither proves success nor authorizes another execution
 	ActionMarkCancelUnconfirmed Action = 10
+	// ActionSettleLate: Core records that a late cancellation receipt settled the Run, keeping the cancel_unconfirmed it recorded beside it
+	ActionSettleLate Action = 11
 )
 
-var actionNames = [...]string{"", "start_native", "record_output", "replace_usage", "record_error", "close_stream", "cancel_native", "apply_cancel_receipt", "mark_event_stream_incomplete", "mark_delivery_unknown", "mark_cancel_unconfirmed"}
+var actionNames = [...]string{"", "start_native", "record_output", "replace_usage", "record_error", "close_stream", "cancel_native", "apply_cancel_receipt", "mark_event_stream_incomplete", "mark_delivery_unknown", "mark_cancel_unconfirmed", "settle_late"}
 
 // String returns the spec name, or Action(n) for a value outside the enum.
 func (v Action) String() string {
@@ -444,6 +450,8 @@ func ParseAction(name string) (Action, error) {
 		return ActionMarkDeliveryUnknown, nil
 	case "mark_cancel_unconfirmed":
 		return ActionMarkCancelUnconfirmed, nil
+	case "settle_late":
+		return ActionSettleLate, nil
 	}
 	return 0, &fsm.InvalidError{
 		Machine: Name,
@@ -589,989 +597,1049 @@ type candidate struct {
 var table = [numStates + 1][numEvents + 1][]candidate{
 	StateIdle: {
 		EventPromptRequest: {
-			// spec/run.yaml:150
+			// spec/run.yaml:183
 			{disp: fsm.Moved, to: StateRequested, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionStartNative}}},
 		},
 		EventExecutionStart: {
-			// spec/run.yaml:150
+			// spec/run.yaml:183
 			{disp: fsm.Moved, to: StateRequested, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionStartNative}}},
 		},
 		EventStatusStarted: {
-			// spec/run.yaml:157
+			// spec/run.yaml:198
 			{disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID"},
 		},
 		EventStartFailed: {
-			// spec/run.yaml:157
+			// spec/run.yaml:198
 			{disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID"},
 		},
 		EventDelta: {
-			// spec/run.yaml:157
+			// spec/run.yaml:198
 			{disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID"},
 		},
 		EventThinking: {
-			// spec/run.yaml:157
+			// spec/run.yaml:198
 			{disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID"},
 		},
 		EventOutputMessage: {
-			// spec/run.yaml:157
+			// spec/run.yaml:198
 			{disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID"},
 		},
 		EventToolCall: {
-			// spec/run.yaml:157
+			// spec/run.yaml:198
 			{disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID"},
 		},
 		EventUsage: {
-			// spec/run.yaml:157
+			// spec/run.yaml:198
 			{disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID"},
 		},
 		EventError: {
-			// spec/run.yaml:157
+			// spec/run.yaml:198
 			{disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID"},
 		},
 		EventDone: {
-			// spec/run.yaml:157
+			// spec/run.yaml:198
 			{disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID"},
 		},
 		EventPromptCancel: {
-			// spec/run.yaml:157
+			// spec/run.yaml:198
 			{disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID"},
 		},
 		EventCancelAckApplied: {
-			// spec/run.yaml:157
+			// spec/run.yaml:198
 			{disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID"},
 		},
 		EventCancelAckRefused: {
-			// spec/run.yaml:157
+			// spec/run.yaml:198
 			{disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID"},
 		},
 		EventCancelWait: {
-			// spec/run.yaml:154
-			{disp: fsm.Ignored, to: StateIdle, reason: "no cancellation was sent"},
+			// spec/run.yaml:195
+			{disp: fsm.Ignored, to: StateIdle, reason: "nothing was sent for this Run ID"},
 		},
-		EventObservationLost: {
-			// spec/run.yaml:157
-			{disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID"},
+		EventConnectionLost: {
+			// spec/run.yaml:195
+			{disp: fsm.Ignored, to: StateIdle, reason: "nothing was sent for this Run ID"},
 		},
-		EventDeliveryFailed: {
-			// spec/run.yaml:157
-			{disp: fsm.Rejected, to: StateIdle, reason: "no start was sent for this Run ID"},
+		EventSubscriptionOverflow: {
+			// spec/run.yaml:195
+			{disp: fsm.Ignored, to: StateIdle, reason: "nothing was sent for this Run ID"},
+		},
+		EventSendFailed: {
+			// spec/run.yaml:187
+			{disp: fsm.Moved, to: StateRequested, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkDeliveryUnknown}}},
 		},
 	},
 	StateRequested: {
 		EventPromptRequest: {
-			// spec/run.yaml:219
+			// spec/run.yaml:257
 			{disp: fsm.Rejected, to: StateRequested, reason: "run_conflict: this Run ID was already started"},
 		},
 		EventExecutionStart: {
-			// spec/run.yaml:219
+			// spec/run.yaml:257
 			{disp: fsm.Rejected, to: StateRequested, reason: "run_conflict: this Run ID was already started"},
 		},
 		EventStatusStarted: {
-			// spec/run.yaml:162
+			// spec/run.yaml:203
 			{disp: fsm.Moved, to: StateStreaming},
 		},
 		EventStartFailed: {
-			// spec/run.yaml:165
+			// spec/run.yaml:206
 			{disp: fsm.Moved, to: StateNotStarted, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordError}}},
 		},
 		EventDelta: {
-			// spec/run.yaml:169
+			// spec/run.yaml:210
 			{disp: fsm.Moved, to: StateStreaming, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutput}}},
 		},
 		EventThinking: {
-			// spec/run.yaml:169
+			// spec/run.yaml:210
 			{disp: fsm.Moved, to: StateStreaming, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutput}}},
 		},
 		EventOutputMessage: {
-			// spec/run.yaml:169
+			// spec/run.yaml:210
 			{disp: fsm.Moved, to: StateStreaming, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutput}}},
 		},
 		EventToolCall: {
-			// spec/run.yaml:169
+			// spec/run.yaml:210
 			{disp: fsm.Moved, to: StateStreaming, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutput}}},
 		},
 		EventUsage: {
-			// spec/run.yaml:173
+			// spec/run.yaml:214
 			{disp: fsm.Moved, to: StateStreaming, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReplaceUsage}}},
 		},
 		EventError: {
-			// spec/run.yaml:177
+			// spec/run.yaml:218
 			{disp: fsm.Moved, to: StateErrored, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordError}}},
 		},
 		EventDone: {
-			// spec/run.yaml:190
+			// spec/run.yaml:231
 			{disp: fsm.Moved, to: StateCompleted, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionCloseStream}}},
 		},
 		EventPromptCancel: {
-			// spec/run.yaml:198
+			// spec/run.yaml:239
 			{disp: fsm.Moved, to: StateCancelling, effects: []Effect{{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: TimerCancelWait}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionCancelNative}}},
 		},
 		EventCancelAckApplied: {
-			// spec/run.yaml:222
+			// spec/run.yaml:260
 			{disp: fsm.Rejected, to: StateRequested, reason: "no prompt_cancel was sent for this Run"},
 		},
 		EventCancelAckRefused: {
-			// spec/run.yaml:222
+			// spec/run.yaml:260
 			{disp: fsm.Rejected, to: StateRequested, reason: "no prompt_cancel was sent for this Run"},
 		},
 		EventCancelWait: {
-			// spec/run.yaml:225
+			// spec/run.yaml:263
 			{disp: fsm.Ignored, to: StateRequested, reason: "the cancellation deadline only runs after prompt_cancel"},
 		},
-		EventObservationLost: {
-			// spec/run.yaml:202
+		EventConnectionLost: {
+			// spec/run.yaml:245
 			{disp: fsm.Moved, to: StateIncomplete, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkEventStreamIncomplete}}},
 		},
-		EventDeliveryFailed: {
-			// spec/run.yaml:206
-			{disp: fsm.Moved, to: StateDeliveryUnknown, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkDeliveryUnknown}}},
+		EventSubscriptionOverflow: {
+			// spec/run.yaml:245
+			{disp: fsm.Moved, to: StateIncomplete, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkEventStreamIncomplete}}},
+		},
+		EventSendFailed: {
+			// spec/run.yaml:239
+			{disp: fsm.Moved, to: StateCancelling, effects: []Effect{{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: TimerCancelWait}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionCancelNative}}},
 		},
 	},
 	StateStreaming: {
 		EventPromptRequest: {
-			// spec/run.yaml:219
+			// spec/run.yaml:257
 			{disp: fsm.Rejected, to: StateStreaming, reason: "run_conflict: this Run ID was already started"},
 		},
 		EventExecutionStart: {
-			// spec/run.yaml:219
+			// spec/run.yaml:257
 			{disp: fsm.Rejected, to: StateStreaming, reason: "run_conflict: this Run ID was already started"},
 		},
 		EventStatusStarted: {
-			// spec/run.yaml:213
+			// spec/run.yaml:251
 			{disp: fsm.Ignored, to: StateStreaming, reason: "output raced the status and already proved the transfer"},
 		},
 		EventStartFailed: {
-			// spec/run.yaml:216
+			// spec/run.yaml:254
 			{disp: fsm.Rejected, to: StateStreaming, reason: "output was observed for this Run, so its start did not fail"},
 		},
 		EventDelta: {
-			// spec/run.yaml:169
+			// spec/run.yaml:210
 			{disp: fsm.Stayed, to: StateStreaming, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutput}}},
 		},
 		EventThinking: {
-			// spec/run.yaml:169
+			// spec/run.yaml:210
 			{disp: fsm.Stayed, to: StateStreaming, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutput}}},
 		},
 		EventOutputMessage: {
-			// spec/run.yaml:169
+			// spec/run.yaml:210
 			{disp: fsm.Stayed, to: StateStreaming, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutput}}},
 		},
 		EventToolCall: {
-			// spec/run.yaml:169
+			// spec/run.yaml:210
 			{disp: fsm.Stayed, to: StateStreaming, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutput}}},
 		},
 		EventUsage: {
-			// spec/run.yaml:173
+			// spec/run.yaml:214
 			{disp: fsm.Stayed, to: StateStreaming, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReplaceUsage}}},
 		},
 		EventError: {
-			// spec/run.yaml:177
+			// spec/run.yaml:218
 			{disp: fsm.Moved, to: StateErrored, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordError}}},
 		},
 		EventDone: {
-			// spec/run.yaml:190
+			// spec/run.yaml:231
 			{disp: fsm.Moved, to: StateCompleted, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionCloseStream}}},
 		},
 		EventPromptCancel: {
-			// spec/run.yaml:198
+			// spec/run.yaml:239
 			{disp: fsm.Moved, to: StateCancelling, effects: []Effect{{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: TimerCancelWait}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionCancelNative}}},
 		},
 		EventCancelAckApplied: {
-			// spec/run.yaml:222
+			// spec/run.yaml:260
 			{disp: fsm.Rejected, to: StateStreaming, reason: "no prompt_cancel was sent for this Run"},
 		},
 		EventCancelAckRefused: {
-			// spec/run.yaml:222
+			// spec/run.yaml:260
 			{disp: fsm.Rejected, to: StateStreaming, reason: "no prompt_cancel was sent for this Run"},
 		},
 		EventCancelWait: {
-			// spec/run.yaml:225
+			// spec/run.yaml:263
 			{disp: fsm.Ignored, to: StateStreaming, reason: "the cancellation deadline only runs after prompt_cancel"},
 		},
-		EventObservationLost: {
-			// spec/run.yaml:202
+		EventConnectionLost: {
+			// spec/run.yaml:245
 			{disp: fsm.Moved, to: StateIncomplete, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkEventStreamIncomplete}}},
 		},
-		EventDeliveryFailed: {
-			// spec/run.yaml:210
-			{disp: fsm.Ignored, to: StateStreaming, reason: "observed output already proves the start was delivered"},
+		EventSubscriptionOverflow: {
+			// spec/run.yaml:245
+			{disp: fsm.Moved, to: StateIncomplete, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkEventStreamIncomplete}}},
+		},
+		EventSendFailed: {
+			// spec/run.yaml:239
+			{disp: fsm.Moved, to: StateCancelling, effects: []Effect{{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: TimerCancelWait}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionCancelNative}}},
 		},
 	},
 	StateErrored: {
 		EventPromptRequest: {
-			// spec/run.yaml:219
+			// spec/run.yaml:257
 			{disp: fsm.Rejected, to: StateErrored, reason: "run_conflict: this Run ID was already started"},
 		},
 		EventExecutionStart: {
-			// spec/run.yaml:219
+			// spec/run.yaml:257
 			{disp: fsm.Rejected, to: StateErrored, reason: "run_conflict: this Run ID was already started"},
 		},
 		EventStatusStarted: {
-			// spec/run.yaml:213
+			// spec/run.yaml:251
 			{disp: fsm.Ignored, to: StateErrored, reason: "output raced the status and already proved the transfer"},
 		},
 		EventStartFailed: {
-			// spec/run.yaml:216
+			// spec/run.yaml:254
 			{disp: fsm.Rejected, to: StateErrored, reason: "output was observed for this Run, so its start did not fail"},
 		},
 		EventDelta: {
-			// spec/run.yaml:181
+			// spec/run.yaml:222
 			{disp: fsm.Stayed, to: StateErrored, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutput}}},
 		},
 		EventThinking: {
-			// spec/run.yaml:181
+			// spec/run.yaml:222
 			{disp: fsm.Stayed, to: StateErrored, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutput}}},
 		},
 		EventOutputMessage: {
-			// spec/run.yaml:181
+			// spec/run.yaml:222
 			{disp: fsm.Stayed, to: StateErrored, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutput}}},
 		},
 		EventToolCall: {
-			// spec/run.yaml:181
+			// spec/run.yaml:222
 			{disp: fsm.Stayed, to: StateErrored, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutput}}},
 		},
 		EventUsage: {
-			// spec/run.yaml:186
+			// spec/run.yaml:227
 			{disp: fsm.Stayed, to: StateErrored, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReplaceUsage}}},
 		},
 		EventError: {
-			// spec/run.yaml:177
+			// spec/run.yaml:218
 			{disp: fsm.Stayed, to: StateErrored, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordError}}},
 		},
 		EventDone: {
-			// spec/run.yaml:194
+			// spec/run.yaml:235
 			{disp: fsm.Moved, to: StateFailed, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionCloseStream}}},
 		},
 		EventPromptCancel: {
-			// spec/run.yaml:198
+			// spec/run.yaml:239
 			{disp: fsm.Moved, to: StateCancelling, effects: []Effect{{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: TimerCancelWait}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionCancelNative}}},
 		},
 		EventCancelAckApplied: {
-			// spec/run.yaml:222
+			// spec/run.yaml:260
 			{disp: fsm.Rejected, to: StateErrored, reason: "no prompt_cancel was sent for this Run"},
 		},
 		EventCancelAckRefused: {
-			// spec/run.yaml:222
+			// spec/run.yaml:260
 			{disp: fsm.Rejected, to: StateErrored, reason: "no prompt_cancel was sent for this Run"},
 		},
 		EventCancelWait: {
-			// spec/run.yaml:225
+			// spec/run.yaml:263
 			{disp: fsm.Ignored, to: StateErrored, reason: "the cancellation deadline only runs after prompt_cancel"},
 		},
-		EventObservationLost: {
-			// spec/run.yaml:202
+		EventConnectionLost: {
+			// spec/run.yaml:245
 			{disp: fsm.Moved, to: StateIncomplete, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkEventStreamIncomplete}}},
 		},
-		EventDeliveryFailed: {
-			// spec/run.yaml:210
-			{disp: fsm.Ignored, to: StateErrored, reason: "observed output already proves the start was delivered"},
+		EventSubscriptionOverflow: {
+			// spec/run.yaml:245
+			{disp: fsm.Moved, to: StateIncomplete, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkEventStreamIncomplete}}},
+		},
+		EventSendFailed: {
+			// spec/run.yaml:239
+			{disp: fsm.Moved, to: StateCancelling, effects: []Effect{{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: TimerCancelWait}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionCancelNative}}},
 		},
 	},
 	StateCancelling: {
 		EventPromptRequest: {
-			// spec/run.yaml:219
+			// spec/run.yaml:257
 			{disp: fsm.Rejected, to: StateCancelling, reason: "run_conflict: this Run ID was already started"},
 		},
 		EventExecutionStart: {
-			// spec/run.yaml:219
+			// spec/run.yaml:257
 			{disp: fsm.Rejected, to: StateCancelling, reason: "run_conflict: this Run ID was already started"},
 		},
 		EventStatusStarted: {
-			// spec/run.yaml:246
+			// spec/run.yaml:290
 			{disp: fsm.Ignored, to: StateCancelling, reason: "the transfer raced the cancellation; the receipt still decides"},
 		},
 		EventStartFailed: {
-			// spec/run.yaml:238
+			// spec/run.yaml:276
 			{disp: fsm.Stayed, to: StateCancelling, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordError}}},
 		},
 		EventDelta: {
-			// spec/run.yaml:230
+			// spec/run.yaml:268
 			{disp: fsm.Stayed, to: StateCancelling, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutput}}},
 		},
 		EventThinking: {
-			// spec/run.yaml:230
+			// spec/run.yaml:268
 			{disp: fsm.Stayed, to: StateCancelling, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutput}}},
 		},
 		EventOutputMessage: {
-			// spec/run.yaml:230
+			// spec/run.yaml:268
 			{disp: fsm.Stayed, to: StateCancelling, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutput}}},
 		},
 		EventToolCall: {
-			// spec/run.yaml:230
+			// spec/run.yaml:268
 			{disp: fsm.Stayed, to: StateCancelling, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutput}}},
 		},
 		EventUsage: {
-			// spec/run.yaml:234
+			// spec/run.yaml:272
 			{disp: fsm.Stayed, to: StateCancelling, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReplaceUsage}}},
 		},
 		EventError: {
-			// spec/run.yaml:238
+			// spec/run.yaml:276
 			{disp: fsm.Stayed, to: StateCancelling, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordError}}},
 		},
 		EventDone: {
-			// spec/run.yaml:242
+			// spec/run.yaml:280
 			{disp: fsm.Moved, to: StateCancelDrained, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionCloseStream}}},
 		},
 		EventPromptCancel: {
-			// spec/run.yaml:249
+			// spec/run.yaml:293
 			{disp: fsm.Stayed, to: StateCancelling, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionCancelNative}}},
 		},
 		EventCancelAckApplied: {
-			// spec/run.yaml:254
+			// spec/run.yaml:301
 			{disp: fsm.Moved, guard: GuardMatchesCancelDelivery, to: StateCancelled, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerCancelWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionApplyCancelReceipt}}},
-			// spec/run.yaml:264
+			// spec/run.yaml:311
 			{disp: fsm.Rejected, to: StateCancelling, reason: "a receipt without this Run's cancellation delivery ID establishes nothing"},
 		},
 		EventCancelAckRefused: {
-			// spec/run.yaml:259
+			// spec/run.yaml:306
 			{disp: fsm.Moved, guard: GuardMatchesCancelDelivery, to: StateCancelRefused, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerCancelWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionApplyCancelReceipt}}},
-			// spec/run.yaml:264
+			// spec/run.yaml:311
 			{disp: fsm.Rejected, to: StateCancelling, reason: "a receipt without this Run's cancellation delivery ID establishes nothing"},
 		},
 		EventCancelWait: {
-			// spec/run.yaml:267
-			{disp: fsm.Moved, to: StateCancelUnconfirmed, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkCancelUnconfirmed}}},
+			// spec/run.yaml:314
+			{disp: fsm.Moved, to: StateCancelOverdue, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkCancelUnconfirmed}}},
 		},
-		EventObservationLost: {
-			// spec/run.yaml:271
+		EventConnectionLost: {
+			// spec/run.yaml:320
 			{disp: fsm.Moved, to: StateCancelUnconfirmed, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerCancelWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkCancelUnconfirmed}}},
 		},
-		EventDeliveryFailed: {
-			// spec/run.yaml:271
-			{disp: fsm.Moved, to: StateCancelUnconfirmed, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerCancelWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkCancelUnconfirmed}}},
+		EventSubscriptionOverflow: {
+			// spec/run.yaml:284
+			{disp: fsm.Moved, to: StateCancelDrained, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkEventStreamIncomplete}}},
+		},
+		EventSendFailed: {
+			// spec/run.yaml:298
+			{disp: fsm.Ignored, to: StateCancelling, reason: "a repeated cancellation whose write failed changes nothing; the first one's receipt and deadline still decide"},
 		},
 	},
 	StateCancelDrained: {
 		EventPromptRequest: {
-			// spec/run.yaml:219
+			// spec/run.yaml:257
 			{disp: fsm.Rejected, to: StateCancelDrained, reason: "run_conflict: this Run ID was already started"},
 		},
 		EventExecutionStart: {
-			// spec/run.yaml:219
+			// spec/run.yaml:257
 			{disp: fsm.Rejected, to: StateCancelDrained, reason: "run_conflict: this Run ID was already started"},
 		},
 		EventStatusStarted: {
-			// spec/run.yaml:285
+			// spec/run.yaml:333
 			{disp: fsm.Ignored, to: StateCancelDrained, reason: "the stream is closed; only the cancellation receipt settles the Run now"},
 		},
 		EventStartFailed: {
-			// spec/run.yaml:285
+			// spec/run.yaml:333
 			{disp: fsm.Ignored, to: StateCancelDrained, reason: "the stream is closed; only the cancellation receipt settles the Run now"},
 		},
 		EventDelta: {
-			// spec/run.yaml:282
-			{disp: fsm.Rejected, to: StateCancelDrained, reason: "done already closed the stream"},
+			// spec/run.yaml:330
+			{disp: fsm.Rejected, to: StateCancelDrained, reason: "the observed stream is already closed"},
 		},
 		EventThinking: {
-			// spec/run.yaml:282
-			{disp: fsm.Rejected, to: StateCancelDrained, reason: "done already closed the stream"},
+			// spec/run.yaml:330
+			{disp: fsm.Rejected, to: StateCancelDrained, reason: "the observed stream is already closed"},
 		},
 		EventOutputMessage: {
-			// spec/run.yaml:282
-			{disp: fsm.Rejected, to: StateCancelDrained, reason: "done already closed the stream"},
+			// spec/run.yaml:330
+			{disp: fsm.Rejected, to: StateCancelDrained, reason: "the observed stream is already closed"},
 		},
 		EventToolCall: {
-			// spec/run.yaml:282
-			{disp: fsm.Rejected, to: StateCancelDrained, reason: "done already closed the stream"},
+			// spec/run.yaml:330
+			{disp: fsm.Rejected, to: StateCancelDrained, reason: "the observed stream is already closed"},
 		},
 		EventUsage: {
-			// spec/run.yaml:282
-			{disp: fsm.Rejected, to: StateCancelDrained, reason: "done already closed the stream"},
+			// spec/run.yaml:330
+			{disp: fsm.Rejected, to: StateCancelDrained, reason: "the observed stream is already closed"},
 		},
 		EventError: {
-			// spec/run.yaml:282
-			{disp: fsm.Rejected, to: StateCancelDrained, reason: "done already closed the stream"},
+			// spec/run.yaml:330
+			{disp: fsm.Rejected, to: StateCancelDrained, reason: "the observed stream is already closed"},
 		},
 		EventDone: {
-			// spec/run.yaml:279
-			{disp: fsm.Ignored, to: StateCancelDrained, reason: "a repeated done changes nothing"},
+			// spec/run.yaml:327
+			{disp: fsm.Ignored, to: StateCancelDrained, reason: "the stream is already closed"},
 		},
 		EventPromptCancel: {
-			// spec/run.yaml:249
+			// spec/run.yaml:293
 			{disp: fsm.Stayed, to: StateCancelDrained, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionCancelNative}}},
 		},
 		EventCancelAckApplied: {
-			// spec/run.yaml:254
+			// spec/run.yaml:301
 			{disp: fsm.Moved, guard: GuardMatchesCancelDelivery, to: StateCancelled, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerCancelWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionApplyCancelReceipt}}},
-			// spec/run.yaml:264
+			// spec/run.yaml:311
 			{disp: fsm.Rejected, to: StateCancelDrained, reason: "a receipt without this Run's cancellation delivery ID establishes nothing"},
 		},
 		EventCancelAckRefused: {
-			// spec/run.yaml:259
+			// spec/run.yaml:306
 			{disp: fsm.Moved, guard: GuardMatchesCancelDelivery, to: StateCancelRefused, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerCancelWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionApplyCancelReceipt}}},
-			// spec/run.yaml:264
+			// spec/run.yaml:311
 			{disp: fsm.Rejected, to: StateCancelDrained, reason: "a receipt without this Run's cancellation delivery ID establishes nothing"},
 		},
 		EventCancelWait: {
-			// spec/run.yaml:267
-			{disp: fsm.Moved, to: StateCancelUnconfirmed, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkCancelUnconfirmed}}},
+			// spec/run.yaml:314
+			{disp: fsm.Moved, to: StateCancelOverdue, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkCancelUnconfirmed}}},
 		},
-		EventObservationLost: {
-			// spec/run.yaml:271
+		EventConnectionLost: {
+			// spec/run.yaml:320
 			{disp: fsm.Moved, to: StateCancelUnconfirmed, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerCancelWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkCancelUnconfirmed}}},
 		},
-		EventDeliveryFailed: {
-			// spec/run.yaml:271
-			{disp: fsm.Moved, to: StateCancelUnconfirmed, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerCancelWait}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionMarkCancelUnconfirmed}}},
+		EventSubscriptionOverflow: {
+			// spec/run.yaml:327
+			{disp: fsm.Ignored, to: StateCancelDrained, reason: "the stream is already closed"},
+		},
+		EventSendFailed: {
+			// spec/run.yaml:298
+			{disp: fsm.Ignored, to: StateCancelDrained, reason: "a repeated cancellation whose write failed changes nothing; the first one's receipt and deadline still decide"},
+		},
+	},
+	StateCancelOverdue: {
+		EventPromptRequest: {
+			// spec/run.yaml:257
+			{disp: fsm.Rejected, to: StateCancelOverdue, reason: "run_conflict: this Run ID was already started"},
+		},
+		EventExecutionStart: {
+			// spec/run.yaml:257
+			{disp: fsm.Rejected, to: StateCancelOverdue, reason: "run_conflict: this Run ID was already started"},
+		},
+		EventStatusStarted: {
+			// spec/run.yaml:371
+			{disp: fsm.Ignored, to: StateCancelOverdue, reason: "only the cancellation receipt or a lost connection settles the Run now"},
+		},
+		EventStartFailed: {
+			// spec/run.yaml:360
+			{disp: fsm.Stayed, to: StateCancelOverdue, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordError}}},
+		},
+		EventDelta: {
+			// spec/run.yaml:351
+			{disp: fsm.Stayed, to: StateCancelOverdue, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutput}}},
+		},
+		EventThinking: {
+			// spec/run.yaml:351
+			{disp: fsm.Stayed, to: StateCancelOverdue, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutput}}},
+		},
+		EventOutputMessage: {
+			// spec/run.yaml:351
+			{disp: fsm.Stayed, to: StateCancelOverdue, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutput}}},
+		},
+		EventToolCall: {
+			// spec/run.yaml:351
+			{disp: fsm.Stayed, to: StateCancelOverdue, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutput}}},
+		},
+		EventUsage: {
+			// spec/run.yaml:356
+			{disp: fsm.Stayed, to: StateCancelOverdue, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReplaceUsage}}},
+		},
+		EventError: {
+			// spec/run.yaml:360
+			{disp: fsm.Stayed, to: StateCancelOverdue, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordError}}},
+		},
+		EventDone: {
+			// spec/run.yaml:364
+			{disp: fsm.Stayed, to: StateCancelOverdue, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionCloseStream}}},
+		},
+		EventPromptCancel: {
+			// spec/run.yaml:293
+			{disp: fsm.Stayed, to: StateCancelOverdue, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionCancelNative}}},
+		},
+		EventCancelAckApplied: {
+			// spec/run.yaml:338
+			{disp: fsm.Moved, guard: GuardMatchesCancelDelivery, to: StateCancelled, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionSettleLate}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionApplyCancelReceipt}}},
+			// spec/run.yaml:348
+			{disp: fsm.Rejected, to: StateCancelOverdue, reason: "a receipt without this Run's cancellation delivery ID establishes nothing"},
+		},
+		EventCancelAckRefused: {
+			// spec/run.yaml:343
+			{disp: fsm.Moved, guard: GuardMatchesCancelDelivery, to: StateCancelRefused, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionSettleLate}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionApplyCancelReceipt}}},
+			// spec/run.yaml:348
+			{disp: fsm.Rejected, to: StateCancelOverdue, reason: "a receipt without this Run's cancellation delivery ID establishes nothing"},
+		},
+		EventCancelWait: {
+			// spec/run.yaml:371
+			{disp: fsm.Ignored, to: StateCancelOverdue, reason: "only the cancellation receipt or a lost connection settles the Run now"},
+		},
+		EventConnectionLost: {
+			// spec/run.yaml:368
+			{disp: fsm.Moved, to: StateCancelUnconfirmed},
+		},
+		EventSubscriptionOverflow: {
+			// spec/run.yaml:371
+			{disp: fsm.Ignored, to: StateCancelOverdue, reason: "only the cancellation receipt or a lost connection settles the Run now"},
+		},
+		EventSendFailed: {
+			// spec/run.yaml:298
+			{disp: fsm.Ignored, to: StateCancelOverdue, reason: "a repeated cancellation whose write failed changes nothing; the first one's receipt and deadline still decide"},
 		},
 	},
 	StateCompleted: {
 		EventPromptRequest: {
-			// spec/run.yaml:307
+			// spec/run.yaml:392
 			{disp: fsm.Rejected, to: StateCompleted, reason: "run_inactive: the Run is settled"},
 		},
 		EventExecutionStart: {
-			// spec/run.yaml:307
+			// spec/run.yaml:392
 			{disp: fsm.Rejected, to: StateCompleted, reason: "run_inactive: the Run is settled"},
 		},
 		EventStatusStarted: {
-			// spec/run.yaml:301
+			// spec/run.yaml:386
 			{disp: fsm.Ignored, to: StateCompleted, reason: "the Run was settled before this happened"},
 		},
 		EventStartFailed: {
-			// spec/run.yaml:301
+			// spec/run.yaml:386
 			{disp: fsm.Ignored, to: StateCompleted, reason: "the Run was settled before this happened"},
 		},
 		EventDelta: {
-			// spec/run.yaml:304
+			// spec/run.yaml:389
 			{disp: fsm.Rejected, to: StateCompleted, reason: "done (or the start failure) already closed the stream"},
 		},
 		EventThinking: {
-			// spec/run.yaml:304
+			// spec/run.yaml:389
 			{disp: fsm.Rejected, to: StateCompleted, reason: "done (or the start failure) already closed the stream"},
 		},
 		EventOutputMessage: {
-			// spec/run.yaml:304
+			// spec/run.yaml:389
 			{disp: fsm.Rejected, to: StateCompleted, reason: "done (or the start failure) already closed the stream"},
 		},
 		EventToolCall: {
-			// spec/run.yaml:304
+			// spec/run.yaml:389
 			{disp: fsm.Rejected, to: StateCompleted, reason: "done (or the start failure) already closed the stream"},
 		},
 		EventUsage: {
-			// spec/run.yaml:304
+			// spec/run.yaml:389
 			{disp: fsm.Rejected, to: StateCompleted, reason: "done (or the start failure) already closed the stream"},
 		},
 		EventError: {
-			// spec/run.yaml:304
+			// spec/run.yaml:389
 			{disp: fsm.Rejected, to: StateCompleted, reason: "done (or the start failure) already closed the stream"},
 		},
 		EventDone: {
-			// spec/run.yaml:304
+			// spec/run.yaml:389
 			{disp: fsm.Rejected, to: StateCompleted, reason: "done (or the start failure) already closed the stream"},
 		},
 		EventPromptCancel: {
-			// spec/run.yaml:307
+			// spec/run.yaml:392
 			{disp: fsm.Rejected, to: StateCompleted, reason: "run_inactive: the Run is settled"},
 		},
 		EventCancelAckApplied: {
-			// spec/run.yaml:307
+			// spec/run.yaml:392
 			{disp: fsm.Rejected, to: StateCompleted, reason: "run_inactive: the Run is settled"},
 		},
 		EventCancelAckRefused: {
-			// spec/run.yaml:307
+			// spec/run.yaml:392
 			{disp: fsm.Rejected, to: StateCompleted, reason: "run_inactive: the Run is settled"},
 		},
 		EventCancelWait: {
-			// spec/run.yaml:290
+			// spec/run.yaml:376
 			{disp: fsm.Ignored, to: StateCompleted, reason: "no cancellation deadline is running"},
 		},
-		EventObservationLost: {
-			// spec/run.yaml:301
+		EventConnectionLost: {
+			// spec/run.yaml:386
 			{disp: fsm.Ignored, to: StateCompleted, reason: "the Run was settled before this happened"},
 		},
-		EventDeliveryFailed: {
-			// spec/run.yaml:301
+		EventSubscriptionOverflow: {
+			// spec/run.yaml:386
+			{disp: fsm.Ignored, to: StateCompleted, reason: "the Run was settled before this happened"},
+		},
+		EventSendFailed: {
+			// spec/run.yaml:386
 			{disp: fsm.Ignored, to: StateCompleted, reason: "the Run was settled before this happened"},
 		},
 	},
 	StateFailed: {
 		EventPromptRequest: {
-			// spec/run.yaml:307
+			// spec/run.yaml:392
 			{disp: fsm.Rejected, to: StateFailed, reason: "run_inactive: the Run is settled"},
 		},
 		EventExecutionStart: {
-			// spec/run.yaml:307
+			// spec/run.yaml:392
 			{disp: fsm.Rejected, to: StateFailed, reason: "run_inactive: the Run is settled"},
 		},
 		EventStatusStarted: {
-			// spec/run.yaml:301
+			// spec/run.yaml:386
 			{disp: fsm.Ignored, to: StateFailed, reason: "the Run was settled before this happened"},
 		},
 		EventStartFailed: {
-			// spec/run.yaml:301
+			// spec/run.yaml:386
 			{disp: fsm.Ignored, to: StateFailed, reason: "the Run was settled before this happened"},
 		},
 		EventDelta: {
-			// spec/run.yaml:304
+			// spec/run.yaml:389
 			{disp: fsm.Rejected, to: StateFailed, reason: "done (or the start failure) already closed the stream"},
 		},
 		EventThinking: {
-			// spec/run.yaml:304
+			// spec/run.yaml:389
 			{disp: fsm.Rejected, to: StateFailed, reason: "done (or the start failure) already closed the stream"},
 		},
 		EventOutputMessage: {
-			// spec/run.yaml:304
+			// spec/run.yaml:389
 			{disp: fsm.Rejected, to: StateFailed, reason: "done (or the start failure) already closed the stream"},
 		},
 		EventToolCall: {
-			// spec/run.yaml:304
+			// spec/run.yaml:389
 			{disp: fsm.Rejected, to: StateFailed, reason: "done (or the start failure) already closed the stream"},
 		},
 		EventUsage: {
-			// spec/run.yaml:304
+			// spec/run.yaml:389
 			{disp: fsm.Rejected, to: StateFailed, reason: "done (or the start failure) already closed the stream"},
 		},
 		EventError: {
-			// spec/run.yaml:304
+			// spec/run.yaml:389
 			{disp: fsm.Rejected, to: StateFailed, reason: "done (or the start failure) already closed the stream"},
 		},
 		EventDone: {
-			// spec/run.yaml:304
+			// spec/run.yaml:389
 			{disp: fsm.Rejected, to: StateFailed, reason: "done (or the start failure) already closed the stream"},
 		},
 		EventPromptCancel: {
-			// spec/run.yaml:307
+			// spec/run.yaml:392
 			{disp: fsm.Rejected, to: StateFailed, reason: "run_inactive: the Run is settled"},
 		},
 		EventCancelAckApplied: {
-			// spec/run.yaml:307
+			// spec/run.yaml:392
 			{disp: fsm.Rejected, to: StateFailed, reason: "run_inactive: the Run is settled"},
 		},
 		EventCancelAckRefused: {
-			// spec/run.yaml:307
+			// spec/run.yaml:392
 			{disp: fsm.Rejected, to: StateFailed, reason: "run_inactive: the Run is settled"},
 		},
 		EventCancelWait: {
-			// spec/run.yaml:290
+			// spec/run.yaml:376
 			{disp: fsm.Ignored, to: StateFailed, reason: "no cancellation deadline is running"},
 		},
-		EventObservationLost: {
-			// spec/run.yaml:301
+		EventConnectionLost: {
+			// spec/run.yaml:386
 			{disp: fsm.Ignored, to: StateFailed, reason: "the Run was settled before this happened"},
 		},
-		EventDeliveryFailed: {
-			// spec/run.yaml:301
+		EventSubscriptionOverflow: {
+			// spec/run.yaml:386
+			{disp: fsm.Ignored, to: StateFailed, reason: "the Run was settled before this happened"},
+		},
+		EventSendFailed: {
+			// spec/run.yaml:386
 			{disp: fsm.Ignored, to: StateFailed, reason: "the Run was settled before this happened"},
 		},
 	},
 	StateCancelled: {
 		EventPromptRequest: {
-			// spec/run.yaml:307
+			// spec/run.yaml:392
 			{disp: fsm.Rejected, to: StateCancelled, reason: "run_inactive: the Run is settled"},
 		},
 		EventExecutionStart: {
-			// spec/run.yaml:307
+			// spec/run.yaml:392
 			{disp: fsm.Rejected, to: StateCancelled, reason: "run_inactive: the Run is settled"},
 		},
 		EventStatusStarted: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
+			// spec/run.yaml:379
+			{disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or the lost connection that made it impossible, owns the outcome; trailing frames change nothing"},
 		},
 		EventStartFailed: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
+			// spec/run.yaml:379
+			{disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or the lost connection that made it impossible, owns the outcome; trailing frames change nothing"},
 		},
 		EventDelta: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
+			// spec/run.yaml:379
+			{disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or the lost connection that made it impossible, owns the outcome; trailing frames change nothing"},
 		},
 		EventThinking: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
+			// spec/run.yaml:379
+			{disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or the lost connection that made it impossible, owns the outcome; trailing frames change nothing"},
 		},
 		EventOutputMessage: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
+			// spec/run.yaml:379
+			{disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or the lost connection that made it impossible, owns the outcome; trailing frames change nothing"},
 		},
 		EventToolCall: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
+			// spec/run.yaml:379
+			{disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or the lost connection that made it impossible, owns the outcome; trailing frames change nothing"},
 		},
 		EventUsage: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
+			// spec/run.yaml:379
+			{disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or the lost connection that made it impossible, owns the outcome; trailing frames change nothing"},
 		},
 		EventError: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
+			// spec/run.yaml:379
+			{disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or the lost connection that made it impossible, owns the outcome; trailing frames change nothing"},
 		},
 		EventDone: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
+			// spec/run.yaml:379
+			{disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or the lost connection that made it impossible, owns the outcome; trailing frames change nothing"},
 		},
 		EventPromptCancel: {
-			// spec/run.yaml:307
+			// spec/run.yaml:392
 			{disp: fsm.Rejected, to: StateCancelled, reason: "run_inactive: the Run is settled"},
 		},
 		EventCancelAckApplied: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
+			// spec/run.yaml:379
+			{disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or the lost connection that made it impossible, owns the outcome; trailing frames change nothing"},
 		},
 		EventCancelAckRefused: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
+			// spec/run.yaml:379
+			{disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or the lost connection that made it impossible, owns the outcome; trailing frames change nothing"},
 		},
 		EventCancelWait: {
-			// spec/run.yaml:290
+			// spec/run.yaml:376
 			{disp: fsm.Ignored, to: StateCancelled, reason: "no cancellation deadline is running"},
 		},
-		EventObservationLost: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
+		EventConnectionLost: {
+			// spec/run.yaml:379
+			{disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or the lost connection that made it impossible, owns the outcome; trailing frames change nothing"},
 		},
-		EventDeliveryFailed: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
+		EventSubscriptionOverflow: {
+			// spec/run.yaml:379
+			{disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or the lost connection that made it impossible, owns the outcome; trailing frames change nothing"},
+		},
+		EventSendFailed: {
+			// spec/run.yaml:379
+			{disp: fsm.Ignored, to: StateCancelled, reason: "the cancellation receipt, or the lost connection that made it impossible, owns the outcome; trailing frames change nothing"},
 		},
 	},
 	StateCancelRefused: {
 		EventPromptRequest: {
-			// spec/run.yaml:307
+			// spec/run.yaml:392
 			{disp: fsm.Rejected, to: StateCancelRefused, reason: "run_inactive: the Run is settled"},
 		},
 		EventExecutionStart: {
-			// spec/run.yaml:307
+			// spec/run.yaml:392
 			{disp: fsm.Rejected, to: StateCancelRefused, reason: "run_inactive: the Run is settled"},
 		},
 		EventStatusStarted: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
+			// spec/run.yaml:379
+			{disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or the lost connection that made it impossible, owns the outcome; trailing frames change nothing"},
 		},
 		EventStartFailed: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
+			// spec/run.yaml:379
+			{disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or the lost connection that made it impossible, owns the outcome; trailing frames change nothing"},
 		},
 		EventDelta: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
+			// spec/run.yaml:379
+			{disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or the lost connection that made it impossible, owns the outcome; trailing frames change nothing"},
 		},
 		EventThinking: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
+			// spec/run.yaml:379
+			{disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or the lost connection that made it impossible, owns the outcome; trailing frames change nothing"},
 		},
 		EventOutputMessage: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
+			// spec/run.yaml:379
+			{disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or the lost connection that made it impossible, owns the outcome; trailing frames change nothing"},
 		},
 		EventToolCall: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
+			// spec/run.yaml:379
+			{disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or the lost connection that made it impossible, owns the outcome; trailing frames change nothing"},
 		},
 		EventUsage: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
+			// spec/run.yaml:379
+			{disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or the lost connection that made it impossible, owns the outcome; trailing frames change nothing"},
 		},
 		EventError: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
+			// spec/run.yaml:379
+			{disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or the lost connection that made it impossible, owns the outcome; trailing frames change nothing"},
 		},
 		EventDone: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
+			// spec/run.yaml:379
+			{disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or the lost connection that made it impossible, owns the outcome; trailing frames change nothing"},
 		},
 		EventPromptCancel: {
-			// spec/run.yaml:307
+			// spec/run.yaml:392
 			{disp: fsm.Rejected, to: StateCancelRefused, reason: "run_inactive: the Run is settled"},
 		},
 		EventCancelAckApplied: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
+			// spec/run.yaml:379
+			{disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or the lost connection that made it impossible, owns the outcome; trailing frames change nothing"},
 		},
 		EventCancelAckRefused: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
+			// spec/run.yaml:379
+			{disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or the lost connection that made it impossible, owns the outcome; trailing frames change nothing"},
 		},
 		EventCancelWait: {
-			// spec/run.yaml:290
+			// spec/run.yaml:376
 			{disp: fsm.Ignored, to: StateCancelRefused, reason: "no cancellation deadline is running"},
 		},
-		EventObservationLost: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
+		EventConnectionLost: {
+			// spec/run.yaml:379
+			{disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or the lost connection that made it impossible, owns the outcome; trailing frames change nothing"},
 		},
-		EventDeliveryFailed: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
+		EventSubscriptionOverflow: {
+			// spec/run.yaml:379
+			{disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or the lost connection that made it impossible, owns the outcome; trailing frames change nothing"},
+		},
+		EventSendFailed: {
+			// spec/run.yaml:379
+			{disp: fsm.Ignored, to: StateCancelRefused, reason: "the cancellation receipt, or the lost connection that made it impossible, owns the outcome; trailing frames change nothing"},
 		},
 	},
 	StateCancelUnconfirmed: {
 		EventPromptRequest: {
-			// spec/run.yaml:307
+			// spec/run.yaml:392
 			{disp: fsm.Rejected, to: StateCancelUnconfirmed, reason: "run_inactive: the Run is settled"},
 		},
 		EventExecutionStart: {
-			// spec/run.yaml:307
+			// spec/run.yaml:392
 			{disp: fsm.Rejected, to: StateCancelUnconfirmed, reason: "run_inactive: the Run is settled"},
 		},
 		EventStatusStarted: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
+			// spec/run.yaml:379
+			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or the lost connection that made it impossible, owns the outcome; trailing frames change nothing"},
 		},
 		EventStartFailed: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
+			// spec/run.yaml:379
+			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or the lost connection that made it impossible, owns the outcome; trailing frames change nothing"},
 		},
 		EventDelta: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
+			// spec/run.yaml:379
+			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or the lost connection that made it impossible, owns the outcome; trailing frames change nothing"},
 		},
 		EventThinking: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
+			// spec/run.yaml:379
+			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or the lost connection that made it impossible, owns the outcome; trailing frames change nothing"},
 		},
 		EventOutputMessage: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
+			// spec/run.yaml:379
+			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or the lost connection that made it impossible, owns the outcome; trailing frames change nothing"},
 		},
 		EventToolCall: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
+			// spec/run.yaml:379
+			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or the lost connection that made it impossible, owns the outcome; trailing frames change nothing"},
 		},
 		EventUsage: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
+			// spec/run.yaml:379
+			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or the lost connection that made it impossible, owns the outcome; trailing frames change nothing"},
 		},
 		EventError: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
+			// spec/run.yaml:379
+			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or the lost connection that made it impossible, owns the outcome; trailing frames change nothing"},
 		},
 		EventDone: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
+			// spec/run.yaml:379
+			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or the lost connection that made it impossible, owns the outcome; trailing frames change nothing"},
 		},
 		EventPromptCancel: {
-			// spec/run.yaml:307
+			// spec/run.yaml:392
 			{disp: fsm.Rejected, to: StateCancelUnconfirmed, reason: "run_inactive: the Run is settled"},
 		},
 		EventCancelAckApplied: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
+			// spec/run.yaml:379
+			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or the lost connection that made it impossible, owns the outcome; trailing frames change nothing"},
 		},
 		EventCancelAckRefused: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
+			// spec/run.yaml:379
+			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or the lost connection that made it impossible, owns the outcome; trailing frames change nothing"},
 		},
 		EventCancelWait: {
-			// spec/run.yaml:290
+			// spec/run.yaml:376
 			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "no cancellation deadline is running"},
 		},
-		EventObservationLost: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
+		EventConnectionLost: {
+			// spec/run.yaml:379
+			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or the lost connection that made it impossible, owns the outcome; trailing frames change nothing"},
 		},
-		EventDeliveryFailed: {
-			// spec/run.yaml:293
-			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing"},
+		EventSubscriptionOverflow: {
+			// spec/run.yaml:379
+			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or the lost connection that made it impossible, owns the outcome; trailing frames change nothing"},
+		},
+		EventSendFailed: {
+			// spec/run.yaml:379
+			{disp: fsm.Ignored, to: StateCancelUnconfirmed, reason: "the cancellation receipt, or the lost connection that made it impossible, owns the outcome; trailing frames change nothing"},
 		},
 	},
 	StateIncomplete: {
 		EventPromptRequest: {
-			// spec/run.yaml:307
+			// spec/run.yaml:392
 			{disp: fsm.Rejected, to: StateIncomplete, reason: "run_inactive: the Run is settled"},
 		},
 		EventExecutionStart: {
-			// spec/run.yaml:307
+			// spec/run.yaml:392
 			{disp: fsm.Rejected, to: StateIncomplete, reason: "run_inactive: the Run is settled"},
 		},
 		EventStatusStarted: {
-			// spec/run.yaml:297
+			// spec/run.yaml:382
 			{disp: fsm.Ignored, to: StateIncomplete, reason: "the outcome stays unknown; late frames are not applied"},
 		},
 		EventStartFailed: {
-			// spec/run.yaml:297
+			// spec/run.yaml:382
 			{disp: fsm.Ignored, to: StateIncomplete, reason: "the outcome stays unknown; late frames are not applied"},
 		},
 		EventDelta: {
-			// spec/run.yaml:297
+			// spec/run.yaml:382
 			{disp: fsm.Ignored, to: StateIncomplete, reason: "the outcome stays unknown; late frames are not applied"},
 		},
 		EventThinking: {
-			// spec/run.yaml:297
+			// spec/run.yaml:382
 			{disp: fsm.Ignored, to: StateIncomplete, reason: "the outcome stays unknown; late frames are not applied"},
 		},
 		EventOutputMessage: {
-			// spec/run.yaml:297
+			// spec/run.yaml:382
 			{disp: fsm.Ignored, to: StateIncomplete, reason: "the outcome stays unknown; late frames are not applied"},
 		},
 		EventToolCall: {
-			// spec/run.yaml:297
+			// spec/run.yaml:382
 			{disp: fsm.Ignored, to: StateIncomplete, reason: "the outcome stays unknown; late frames are not applied"},
 		},
 		EventUsage: {
-			// spec/run.yaml:297
+			// spec/run.yaml:382
 			{disp: fsm.Ignored, to: StateIncomplete, reason: "the outcome stays unknown; late frames are not applied"},
 		},
 		EventError: {
-			// spec/run.yaml:297
+			// spec/run.yaml:382
 			{disp: fsm.Ignored, to: StateIncomplete, reason: "the outcome stays unknown; late frames are not applied"},
 		},
 		EventDone: {
-			// spec/run.yaml:297
+			// spec/run.yaml:382
 			{disp: fsm.Ignored, to: StateIncomplete, reason: "the outcome stays unknown; late frames are not applied"},
 		},
 		EventPromptCancel: {
-			// spec/run.yaml:307
+			// spec/run.yaml:392
 			{disp: fsm.Rejected, to: StateIncomplete, reason: "run_inactive: the Run is settled"},
 		},
 		EventCancelAckApplied: {
-			// spec/run.yaml:297
+			// spec/run.yaml:382
 			{disp: fsm.Ignored, to: StateIncomplete, reason: "the outcome stays unknown; late frames are not applied"},
 		},
 		EventCancelAckRefused: {
-			// spec/run.yaml:297
+			// spec/run.yaml:382
 			{disp: fsm.Ignored, to: StateIncomplete, reason: "the outcome stays unknown; late frames are not applied"},
 		},
 		EventCancelWait: {
-			// spec/run.yaml:290
+			// spec/run.yaml:376
 			{disp: fsm.Ignored, to: StateIncomplete, reason: "no cancellation deadline is running"},
 		},
-		EventObservationLost: {
-			// spec/run.yaml:297
+		EventConnectionLost: {
+			// spec/run.yaml:382
 			{disp: fsm.Ignored, to: StateIncomplete, reason: "the outcome stays unknown; late frames are not applied"},
 		},
-		EventDeliveryFailed: {
-			// spec/run.yaml:297
+		EventSubscriptionOverflow: {
+			// spec/run.yaml:382
 			{disp: fsm.Ignored, to: StateIncomplete, reason: "the outcome stays unknown; late frames are not applied"},
 		},
-	},
-	StateDeliveryUnknown: {
-		EventPromptRequest: {
-			// spec/run.yaml:307
-			{disp: fsm.Rejected, to: StateDeliveryUnknown, reason: "run_inactive: the Run is settled"},
-		},
-		EventExecutionStart: {
-			// spec/run.yaml:307
-			{disp: fsm.Rejected, to: StateDeliveryUnknown, reason: "run_inactive: the Run is settled"},
-		},
-		EventStatusStarted: {
-			// spec/run.yaml:297
-			{disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "the outcome stays unknown; late frames are not applied"},
-		},
-		EventStartFailed: {
-			// spec/run.yaml:297
-			{disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "the outcome stays unknown; late frames are not applied"},
-		},
-		EventDelta: {
-			// spec/run.yaml:297
-			{disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "the outcome stays unknown; late frames are not applied"},
-		},
-		EventThinking: {
-			// spec/run.yaml:297
-			{disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "the outcome stays unknown; late frames are not applied"},
-		},
-		EventOutputMessage: {
-			// spec/run.yaml:297
-			{disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "the outcome stays unknown; late frames are not applied"},
-		},
-		EventToolCall: {
-			// spec/run.yaml:297
-			{disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "the outcome stays unknown; late frames are not applied"},
-		},
-		EventUsage: {
-			// spec/run.yaml:297
-			{disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "the outcome stays unknown; late frames are not applied"},
-		},
-		EventError: {
-			// spec/run.yaml:297
-			{disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "the outcome stays unknown; late frames are not applied"},
-		},
-		EventDone: {
-			// spec/run.yaml:297
-			{disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "the outcome stays unknown; late frames are not applied"},
-		},
-		EventPromptCancel: {
-			// spec/run.yaml:307
-			{disp: fsm.Rejected, to: StateDeliveryUnknown, reason: "run_inactive: the Run is settled"},
-		},
-		EventCancelAckApplied: {
-			// spec/run.yaml:297
-			{disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "the outcome stays unknown; late frames are not applied"},
-		},
-		EventCancelAckRefused: {
-			// spec/run.yaml:297
-			{disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "the outcome stays unknown; late frames are not applied"},
-		},
-		EventCancelWait: {
-			// spec/run.yaml:290
-			{disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "no cancellation deadline is running"},
-		},
-		EventObservationLost: {
-			// spec/run.yaml:297
-			{disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "the outcome stays unknown; late frames are not applied"},
-		},
-		EventDeliveryFailed: {
-			// spec/run.yaml:297
-			{disp: fsm.Ignored, to: StateDeliveryUnknown, reason: "the outcome stays unknown; late frames are not applied"},
+		EventSendFailed: {
+			// spec/run.yaml:382
+			{disp: fsm.Ignored, to: StateIncomplete, reason: "the outcome stays unknown; late frames are not applied"},
 		},
 	},
 	StateNotStarted: {
 		EventPromptRequest: {
-			// spec/run.yaml:307
+			// spec/run.yaml:392
 			{disp: fsm.Rejected, to: StateNotStarted, reason: "run_inactive: the Run is settled"},
 		},
 		EventExecutionStart: {
-			// spec/run.yaml:307
+			// spec/run.yaml:392
 			{disp: fsm.Rejected, to: StateNotStarted, reason: "run_inactive: the Run is settled"},
 		},
 		EventStatusStarted: {
-			// spec/run.yaml:301
+			// spec/run.yaml:386
 			{disp: fsm.Ignored, to: StateNotStarted, reason: "the Run was settled before this happened"},
 		},
 		EventStartFailed: {
-			// spec/run.yaml:301
+			// spec/run.yaml:386
 			{disp: fsm.Ignored, to: StateNotStarted, reason: "the Run was settled before this happened"},
 		},
 		EventDelta: {
-			// spec/run.yaml:304
+			// spec/run.yaml:389
 			{disp: fsm.Rejected, to: StateNotStarted, reason: "done (or the start failure) already closed the stream"},
 		},
 		EventThinking: {
-			// spec/run.yaml:304
+			// spec/run.yaml:389
 			{disp: fsm.Rejected, to: StateNotStarted, reason: "done (or the start failure) already closed the stream"},
 		},
 		EventOutputMessage: {
-			// spec/run.yaml:304
+			// spec/run.yaml:389
 			{disp: fsm.Rejected, to: StateNotStarted, reason: "done (or the start failure) already closed the stream"},
 		},
 		EventToolCall: {
-			// spec/run.yaml:304
+			// spec/run.yaml:389
 			{disp: fsm.Rejected, to: StateNotStarted, reason: "done (or the start failure) already closed the stream"},
 		},
 		EventUsage: {
-			// spec/run.yaml:304
+			// spec/run.yaml:389
 			{disp: fsm.Rejected, to: StateNotStarted, reason: "done (or the start failure) already closed the stream"},
 		},
 		EventError: {
-			// spec/run.yaml:304
+			// spec/run.yaml:389
 			{disp: fsm.Rejected, to: StateNotStarted, reason: "done (or the start failure) already closed the stream"},
 		},
 		EventDone: {
-			// spec/run.yaml:304
+			// spec/run.yaml:389
 			{disp: fsm.Rejected, to: StateNotStarted, reason: "done (or the start failure) already closed the stream"},
 		},
 		EventPromptCancel: {
-			// spec/run.yaml:307
+			// spec/run.yaml:392
 			{disp: fsm.Rejected, to: StateNotStarted, reason: "run_inactive: the Run is settled"},
 		},
 		EventCancelAckApplied: {
-			// spec/run.yaml:307
+			// spec/run.yaml:392
 			{disp: fsm.Rejected, to: StateNotStarted, reason: "run_inactive: the Run is settled"},
 		},
 		EventCancelAckRefused: {
-			// spec/run.yaml:307
+			// spec/run.yaml:392
 			{disp: fsm.Rejected, to: StateNotStarted, reason: "run_inactive: the Run is settled"},
 		},
 		EventCancelWait: {
-			// spec/run.yaml:290
+			// spec/run.yaml:376
 			{disp: fsm.Ignored, to: StateNotStarted, reason: "no cancellation deadline is running"},
 		},
-		EventObservationLost: {
-			// spec/run.yaml:301
+		EventConnectionLost: {
+			// spec/run.yaml:386
 			{disp: fsm.Ignored, to: StateNotStarted, reason: "the Run was settled before this happened"},
 		},
-		EventDeliveryFailed: {
-			// spec/run.yaml:301
+		EventSubscriptionOverflow: {
+			// spec/run.yaml:386
+			{disp: fsm.Ignored, to: StateNotStarted, reason: "the Run was settled before this happened"},
+		},
+		EventSendFailed: {
+			// spec/run.yaml:386
 			{disp: fsm.Ignored, to: StateNotStarted, reason: "the Run was settled before this happened"},
 		},
 	},
@@ -1677,12 +1745,14 @@ type Hooks[A any] interface {
 	DoCancelNative(f *Firing[A]) error
 	// DoApplyCancelReceipt performs apply_cancel_receipt: Core makes the receipt (and the outcome it carries) the terminal outcome, whether or not done arrived.
 	DoApplyCancelReceipt(f *Firing[A]) error
-	// DoMarkEventStreamIncomplete performs mark_event_stream_incomplete: Core records event_stream_incomplete, keeping any native evidence separate; it fabricates no error or done.
+	// DoMarkEventStreamIncomplete performs mark_event_stream_incomplete: Core records event_stream_incomplete, keeping any native evidence separate; it fabricates no error or done, and it replaces a delivery_unknown recorded for the start.
 	DoMarkEventStreamIncomplete(f *Firing[A]) error
-	// DoMarkDeliveryUnknown performs mark_delivery_unknown: Core records delivery_unknown; the native effect is unknown and nothing is replayed.
+	// DoMarkDeliveryUnknown performs mark_delivery_unknown: Core records delivery_unknown for the start whose send failed; the native effect is unknown and nothing is replayed.
 	DoMarkDeliveryUnknown(f *Firing[A]) error
 	// DoMarkCancelUnconfirmed performs mark_cancel_unconfirmed: Core records cancel_unconfirmed; the missing receipt neither proves success nor authorizes another execution.
 	DoMarkCancelUnconfirmed(f *Firing[A]) error
+	// DoSettleLate performs settle_late: Core records that a late cancellation receipt settled the Run, keeping the cancel_unconfirmed it recorded beside it.
+	DoSettleLate(f *Firing[A]) error
 }
 
 // Firing describes the event being handled; hooks receive it.
@@ -1850,6 +1920,8 @@ func (m *Machine[A]) perform(fr *Firing[A], ef *Effect) error {
 			return m.hooks.DoMarkDeliveryUnknown(fr)
 		case ActionMarkCancelUnconfirmed:
 			return m.hooks.DoMarkCancelUnconfirmed(fr)
+		case ActionSettleLate:
+			return m.hooks.DoSettleLate(fr)
 		}
 	case fsm.EffectRaise:
 		return m.enqueue(ef.Raise, fr.Arg)
