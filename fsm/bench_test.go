@@ -113,6 +113,10 @@ func (h *hooks) GuardRejectsPrepare(f *preparation.Firing[*frame]) bool {
 	return f.Arg.RejectsPrepare
 }
 
+// The cycle has no rejected operation, so these never hold.
+func (h *hooks) GuardCapacityRefusal(*preparation.Firing[*frame]) bool { h.guards++; return false }
+func (h *hooks) GuardRejectsStart(*preparation.Firing[*frame]) bool    { h.guards++; return false }
+
 func (h *hooks) GuardReadOnlyProfile(f *preparation.Firing[*frame]) bool {
 	h.guards++
 	return f.Arg.ReadOnly

@@ -29,7 +29,7 @@ const Name = "preparation"
 const Initial = StateIdle
 const (
 	numStates = 13
-	numEvents = 14
+	numEvents = 17
 )
 
 // State is a state of the preparation machine.
@@ -38,15 +38,15 @@ type State uint8
 const (
 	// StateIdle: nothing sent yet for this preparation request ID
 	StateIdle State = 1
-	// StateRequested: execution_prepare was sent; no status has been observed for it yet
+	// StateRequested: execution_prepare was sent (or its send was attempted); no status has been observed for it yet
 	StateRequested State = 2
 	// StatePreparing: the Runtime owns the preparation; no Run input has been submitted
 	StatePreparing State = 3
 	// StateReady: the reservation is granted (Executor ID, handle, revision, expiry); the expiry deadline runs from here
 	StateReady State = 4
-	// StateStarting: execution_start was sent for the ready handle; the transfer to the Run is not yet confirmed
+	// StateStarting: execution_start was sent (or its send was attempted) for the ready handle; the transfer to the Run is not yet confirmed
 	StateStarting State = 5
-	// StateReleasing: execution_release was sent; the admission is being abandoned but its close is not yet confirmed
+	// StateReleasing: execution_release was sent (or its send was attempted); the admission is being abandoned but its close is not yet confirmed
 	StateReleasing State = 6
 	// StateCleanupUnconfirmed: the close failed or is uncertain; the Runtime keeps ownership and capacity until a retry confirms it
 	StateCleanupUnconfirmed State = 7
@@ -54,13 +54,13 @@ const (
 	StateStarted State = 8
 	// StateReleased: the admission was abandoned and its close confirmed; the Executor may stay idle
 	StateReleased State = 9
-	// StateRefused: execution_prepare itself was rejected (no handle was granted); preparation_capacity leaves the Turn unclaimed for a retry
+	// StateRefused: execution_prepare itself was rejected (no handle was granted); only preparation_capacity leaves the Turn unclaimed for a retry
 	StateRefused State = 10
 	// StateFailed: preparation or start failed with a finite error code; the Runtime settles its resources
 	StateFailed State = 11
 	// StateExpired: five minutes passed since the grant without a confirmed start; cleanup is still owed by the Runtime
 	StateExpired State = 12
-	// StateAbandoned: the connection that owned the handle went away; handles are connection-local, so the outcome is unknown and nothing is replayed
+	// StateAbandoned: the connection that owned the handle went away after execution_prepare was sent; handles are connection-local, so the outcome is unknown and nothing is replayed
 	StateAbandoned State = 13
 )
 
@@ -168,13 +168,19 @@ const (
 	EventStatusCleanupUnconfirmed Event = 11
 	// EventStatusRejected: preparation_status with state rejected, naming the rejected operation and an error code; it has no handle revision (wire preparation_status, sent by runtime)
 	EventStatusRejected Event = 12
+	// EventPrepareSendFailed: Core's write of execution_prepare returned an error; the frame may have left (local, observed by core)
+	EventPrepareSendFailed Event = 13
+	// EventStartSendFailed: Core's write of execution_start returned an error; the frame may have left (local, observed by core)
+	EventStartSendFailed Event = 14
+	// EventReleaseSendFailed: Core's write of execution_release returned an error; the frame may have left (local, observed by core)
+	EventReleaseSendFailed Event = 15
 	// EventAdmissionExpiry: five minutes after the grant; retries of execution_prepare do not extend it (timer 5m0s, owned by both)
-	EventAdmissionExpiry Event = 13
-	// EventConnectionLost: the physical connection that accepted the handle closed or was replaced (local, observed by both)
-	EventConnectionLost Event = 14
+	EventAdmissionExpiry Event = 16
+	// EventConnectionLost: the physical connection that accepted the handle closed or was replaced (at the Runtime, also a failed write of a status) (local, observed by both)
+	EventConnectionLost Event = 17
 )
 
-var eventNames = [...]string{"", "execution_prepare", "execution_start", "execution_release", "status_preparing", "status_ready", "status_starting", "status_started", "status_released", "status_expired", "status_failed", "status_cleanup_unconfirmed", "status_rejected", "admission_expiry", "connection_lost"}
+var eventNames = [...]string{"", "execution_prepare", "execution_start", "execution_release", "status_preparing", "status_ready", "status_starting", "status_started", "status_released", "status_expired", "status_failed", "status_cleanup_unconfirmed", "status_rejected", "prepare_send_failed", "start_send_failed", "release_send_failed", "admission_expiry", "connection_lost"}
 
 // String returns the spec name, or Event(n) for a value outside the enum.
 func (v Event) String() string {
@@ -216,6 +222,12 @@ func ParseEvent(name string) (Event, error) {
 		return EventStatusCleanupUnconfirmed, nil
 	case "status_rejected":
 		return EventStatusRejected, nil
+	case "prepare_send_failed":
+		return EventPrepareSendFailed, nil
+	case "start_send_failed":
+		return EventStartSendFailed, nil
+	case "release_send_failed":
+		return EventReleaseSendFailed, nil
 	case "admission_expiry":
 		return EventAdmissionExpiry, nil
 	case "connection_lost":
@@ -228,9 +240,9 @@ func ParseEvent(name string) (Event, error) {
 	}
 }
 
-var eventKinds = [...]fsm.EventKind{0, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventTimer, fsm.EventLocal}
-var eventMessages = [...]string{"", "execution_prepare", "execution_start", "execution_release", "preparation_status", "preparation_status", "preparation_status", "preparation_status", "preparation_status", "preparation_status", "preparation_status", "preparation_status", "preparation_status", "", ""}
-var eventRoles = [...]fsm.Role{0, fsm.RoleCore, fsm.RoleCore, fsm.RoleCore, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleBoth, fsm.RoleBoth}
+var eventKinds = [...]fsm.EventKind{0, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventLocal, fsm.EventLocal, fsm.EventLocal, fsm.EventTimer, fsm.EventLocal}
+var eventMessages = [...]string{"", "execution_prepare", "execution_start", "execution_release", "preparation_status", "preparation_status", "preparation_status", "preparation_status", "preparation_status", "preparation_status", "preparation_status", "preparation_status", "preparation_status", "", "", "", "", ""}
+var eventRoles = [...]fsm.Role{0, fsm.RoleCore, fsm.RoleCore, fsm.RoleCore, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleCore, fsm.RoleCore, fsm.RoleCore, fsm.RoleBoth, fsm.RoleBoth}
 
 // Kind says whether e is a wire message, a timer or a local event.
 func (e Event) Kind() fsm.EventKind {
@@ -319,13 +331,17 @@ const (
 	GuardNewerRevision Guard = 1
 	// GuardSameFingerprint: a repeated execution_prepare carries the same payload fingerprint as the first one
 	GuardSameFingerprint Guard = 2
+	// GuardCapacityRefusal: the rejected operation is execution_prepare and its error code is preparation_capacity
+	GuardCapacityRefusal Guard = 3
 	// GuardRejectsPrepare: the rejected operation is execution_prepare (no handle exists yet)
-	GuardRejectsPrepare Guard = 3
+	GuardRejectsPrepare Guard = 4
+	// GuardRejectsStart: the rejected operation is execution_start
+	GuardRejectsStart Guard = 5
 	// GuardReadOnlyProfile: the handle was prepared with workspace_read_only, which can never be started
-	GuardReadOnlyProfile Guard = 4
+	GuardReadOnlyProfile Guard = 6
 )
 
-var guardNames = [...]string{"", "newer_revision", "same_fingerprint", "rejects_prepare", "read_only_profile"}
+var guardNames = [...]string{"", "newer_revision", "same_fingerprint", "capacity_refusal", "rejects_prepare", "rejects_start", "read_only_profile"}
 
 // String returns the spec name, or Guard(n) for a value outside the enum.
 func (v Guard) String() string {
@@ -347,8 +363,12 @@ func ParseGuard(name string) (Guard, error) {
 		return GuardNewerRevision, nil
 	case "same_fingerprint":
 		return GuardSameFingerprint, nil
+	case "capacity_refusal":
+		return GuardCapacityRefusal, nil
 	case "rejects_prepare":
 		return GuardRejectsPrepare, nil
+	case "rejects_start":
+		return GuardRejectsStart, nil
 	case "read_only_profile":
 		return GuardReadOnlyProfile, nil
 	}
@@ -560,803 +580,963 @@ type candidate struct {
 var table = [numStates + 1][numEvents + 1][]candidate{
 	StateIdle: {
 		EventExecutionPrepare: {
-			// spec/preparation.yaml:124
+			// spec/preparation.yaml:153
 			{disp: fsm.Moved, to: StateRequested, effects: []Effect{{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessagePreparationStatus}}},
 		},
 		EventExecutionStart: {
-			// spec/preparation.yaml:131
+			// spec/preparation.yaml:166
 			{disp: fsm.Rejected, to: StateIdle, reason: "no execution_prepare was sent for this request ID"},
 		},
 		EventExecutionRelease: {
-			// spec/preparation.yaml:131
+			// spec/preparation.yaml:166
 			{disp: fsm.Rejected, to: StateIdle, reason: "no execution_prepare was sent for this request ID"},
 		},
 		EventStatusPreparing: {
-			// spec/preparation.yaml:134
+			// spec/preparation.yaml:169
 			{disp: fsm.Rejected, to: StateIdle, reason: "a status for a request that was never sent is not applied to any handle"},
 		},
 		EventStatusReady: {
-			// spec/preparation.yaml:134
+			// spec/preparation.yaml:169
 			{disp: fsm.Rejected, to: StateIdle, reason: "a status for a request that was never sent is not applied to any handle"},
 		},
 		EventStatusStarting: {
-			// spec/preparation.yaml:134
+			// spec/preparation.yaml:169
 			{disp: fsm.Rejected, to: StateIdle, reason: "a status for a request that was never sent is not applied to any handle"},
 		},
 		EventStatusStarted: {
-			// spec/preparation.yaml:134
+			// spec/preparation.yaml:169
 			{disp: fsm.Rejected, to: StateIdle, reason: "a status for a request that was never sent is not applied to any handle"},
 		},
 		EventStatusReleased: {
-			// spec/preparation.yaml:134
+			// spec/preparation.yaml:169
 			{disp: fsm.Rejected, to: StateIdle, reason: "a status for a request that was never sent is not applied to any handle"},
 		},
 		EventStatusExpired: {
-			// spec/preparation.yaml:134
+			// spec/preparation.yaml:169
 			{disp: fsm.Rejected, to: StateIdle, reason: "a status for a request that was never sent is not applied to any handle"},
 		},
 		EventStatusFailed: {
-			// spec/preparation.yaml:134
+			// spec/preparation.yaml:169
 			{disp: fsm.Rejected, to: StateIdle, reason: "a status for a request that was never sent is not applied to any handle"},
 		},
 		EventStatusCleanupUnconfirmed: {
-			// spec/preparation.yaml:134
+			// spec/preparation.yaml:169
 			{disp: fsm.Rejected, to: StateIdle, reason: "a status for a request that was never sent is not applied to any handle"},
 		},
 		EventStatusRejected: {
-			// spec/preparation.yaml:134
+			// spec/preparation.yaml:169
 			{disp: fsm.Rejected, to: StateIdle, reason: "a status for a request that was never sent is not applied to any handle"},
 		},
+		EventPrepareSendFailed: {
+			// spec/preparation.yaml:157
+			{disp: fsm.Moved, to: StateRequested},
+		},
+		EventStartSendFailed: {
+			// spec/preparation.yaml:380
+			{disp: fsm.Rejected, to: StateIdle, reason: "execution_start can only be sent for a ready handle"},
+		},
+		EventReleaseSendFailed: {
+			// spec/preparation.yaml:383
+			{disp: fsm.Rejected, to: StateIdle, reason: "execution_release can only be sent for a preparing or ready handle"},
+		},
 		EventAdmissionExpiry: {
-			// spec/preparation.yaml:137
+			// spec/preparation.yaml:172
 			{disp: fsm.Ignored, to: StateIdle, reason: "no admission was granted, so no deadline is armed"},
 		},
 		EventConnectionLost: {
-			// spec/preparation.yaml:128
-			{disp: fsm.Moved, to: StateAbandoned},
+			// spec/preparation.yaml:162
+			{disp: fsm.Ignored, to: StateIdle, reason: "no execution_prepare was sent on this connection"},
 		},
 	},
 	StateRequested: {
 		EventExecutionPrepare: {
-			// spec/preparation.yaml:168
+			// spec/preparation.yaml:210
 			{disp: fsm.Stayed, guard: GuardSameFingerprint, to: StateRequested, effects: []Effect{{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessagePreparationStatus}}},
-			// spec/preparation.yaml:173
+			// spec/preparation.yaml:215
 			{disp: fsm.Rejected, to: StateRequested, reason: "request_conflict: the request ID is already bound to a different payload"},
 		},
 		EventExecutionStart: {
-			// spec/preparation.yaml:176
+			// spec/preparation.yaml:221
 			{disp: fsm.Rejected, to: StateRequested, reason: "preparation_not_ready: no handle has been granted"},
 		},
 		EventExecutionRelease: {
-			// spec/preparation.yaml:179
+			// spec/preparation.yaml:224
 			{disp: fsm.Rejected, to: StateRequested, reason: "invalid_release: no handle has been granted"},
 		},
 		EventStatusPreparing: {
-			// spec/preparation.yaml:142
+			// spec/preparation.yaml:177
 			{disp: fsm.Moved, guard: GuardNewerRevision, to: StatePreparing},
-			// spec/preparation.yaml:156
+			// spec/preparation.yaml:191
 			{disp: fsm.Ignored, to: StateRequested, reason: "stale or repeated revision"},
 		},
 		EventStatusReady: {
-			// spec/preparation.yaml:146
+			// spec/preparation.yaml:181
 			{disp: fsm.Moved, guard: GuardNewerRevision, to: StateReady, effects: []Effect{{Kind: fsm.EffectStart, Timer: TimerAdmissionExpiry}}},
-			// spec/preparation.yaml:156
+			// spec/preparation.yaml:191
 			{disp: fsm.Ignored, to: StateRequested, reason: "stale or repeated revision"},
 		},
 		EventStatusStarting: {
-			// spec/preparation.yaml:182
+			// spec/preparation.yaml:227
 			{disp: fsm.Rejected, to: StateRequested, reason: "the status skips the preparation phases that must precede it"},
 		},
 		EventStatusStarted: {
-			// spec/preparation.yaml:182
+			// spec/preparation.yaml:227
 			{disp: fsm.Rejected, to: StateRequested, reason: "the status skips the preparation phases that must precede it"},
 		},
 		EventStatusReleased: {
-			// spec/preparation.yaml:182
+			// spec/preparation.yaml:227
 			{disp: fsm.Rejected, to: StateRequested, reason: "the status skips the preparation phases that must precede it"},
 		},
 		EventStatusExpired: {
-			// spec/preparation.yaml:182
+			// spec/preparation.yaml:227
 			{disp: fsm.Rejected, to: StateRequested, reason: "the status skips the preparation phases that must precede it"},
 		},
 		EventStatusFailed: {
-			// spec/preparation.yaml:151
+			// spec/preparation.yaml:186
 			{disp: fsm.Moved, guard: GuardNewerRevision, to: StateFailed, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionSettleCleanup}}},
-			// spec/preparation.yaml:156
+			// spec/preparation.yaml:191
 			{disp: fsm.Ignored, to: StateRequested, reason: "stale or repeated revision"},
 		},
 		EventStatusCleanupUnconfirmed: {
-			// spec/preparation.yaml:182
+			// spec/preparation.yaml:227
 			{disp: fsm.Rejected, to: StateRequested, reason: "the status skips the preparation phases that must precede it"},
 		},
 		EventStatusRejected: {
-			// spec/preparation.yaml:159
-			{disp: fsm.Moved, guard: GuardRejectsPrepare, to: StateRefused, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionLeaveTurnUnclaimed}}},
-			// spec/preparation.yaml:164
+			// spec/preparation.yaml:194
+			{disp: fsm.Moved, guard: GuardCapacityRefusal, to: StateRefused, effects: []Effect{{Kind: fsm.EffectDo, Action: ActionRecordRejection}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionLeaveTurnUnclaimed}}},
+			// spec/preparation.yaml:201
+			{disp: fsm.Moved, guard: GuardRejectsPrepare, to: StateRefused, effects: []Effect{{Kind: fsm.EffectDo, Action: ActionRecordRejection}}},
+			// spec/preparation.yaml:206
 			{disp: fsm.Stayed, to: StateRequested, effects: []Effect{{Kind: fsm.EffectDo, Action: ActionRecordRejection}}},
 		},
+		EventPrepareSendFailed: {
+			// spec/preparation.yaml:218
+			{disp: fsm.Ignored, to: StateRequested, reason: "a repeated execution_prepare whose write failed changes nothing; the first one's statuses decide"},
+		},
+		EventStartSendFailed: {
+			// spec/preparation.yaml:380
+			{disp: fsm.Rejected, to: StateRequested, reason: "execution_start can only be sent for a ready handle"},
+		},
+		EventReleaseSendFailed: {
+			// spec/preparation.yaml:383
+			{disp: fsm.Rejected, to: StateRequested, reason: "execution_release can only be sent for a preparing or ready handle"},
+		},
 		EventAdmissionExpiry: {
-			// spec/preparation.yaml:185
+			// spec/preparation.yaml:230
 			{disp: fsm.Ignored, to: StateRequested, reason: "the expiry deadline is only armed while the handle is ready or starting"},
 		},
 		EventConnectionLost: {
-			// spec/preparation.yaml:188
-			{disp: fsm.Moved, to: StateAbandoned, effects: []Effect{{Kind: fsm.EffectStop, Timer: TimerAdmissionExpiry}}},
+			// spec/preparation.yaml:233
+			{disp: fsm.Moved, to: StateAbandoned, effects: []Effect{{Kind: fsm.EffectStop, Timer: TimerAdmissionExpiry}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionSettleCleanup}}},
 		},
 	},
 	StatePreparing: {
 		EventExecutionPrepare: {
-			// spec/preparation.yaml:168
+			// spec/preparation.yaml:210
 			{disp: fsm.Stayed, guard: GuardSameFingerprint, to: StatePreparing, effects: []Effect{{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessagePreparationStatus}}},
-			// spec/preparation.yaml:173
+			// spec/preparation.yaml:215
 			{disp: fsm.Rejected, to: StatePreparing, reason: "request_conflict: the request ID is already bound to a different payload"},
 		},
 		EventExecutionStart: {
-			// spec/preparation.yaml:215
+			// spec/preparation.yaml:272
 			{disp: fsm.Rejected, to: StatePreparing, reason: "preparation_not_ready: the handle is still preparing"},
 		},
 		EventExecutionRelease: {
-			// spec/preparation.yaml:211
+			// spec/preparation.yaml:264
 			{disp: fsm.Moved, to: StateReleasing, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionSettleCleanup}}},
 		},
 		EventStatusPreparing: {
-			// spec/preparation.yaml:204
+			// spec/preparation.yaml:250
 			{disp: fsm.Ignored, to: StatePreparing, reason: "stale or repeated revision"},
 		},
 		EventStatusReady: {
-			// spec/preparation.yaml:194
+			// spec/preparation.yaml:240
 			{disp: fsm.Moved, guard: GuardNewerRevision, to: StateReady, effects: []Effect{{Kind: fsm.EffectStart, Timer: TimerAdmissionExpiry}}},
-			// spec/preparation.yaml:204
+			// spec/preparation.yaml:250
 			{disp: fsm.Ignored, to: StatePreparing, reason: "stale or repeated revision"},
 		},
 		EventStatusStarting: {
-			// spec/preparation.yaml:218
+			// spec/preparation.yaml:275
 			{disp: fsm.Rejected, to: StatePreparing, reason: "the status is not reachable from preparing"},
 		},
 		EventStatusStarted: {
-			// spec/preparation.yaml:218
+			// spec/preparation.yaml:275
 			{disp: fsm.Rejected, to: StatePreparing, reason: "the status is not reachable from preparing"},
 		},
 		EventStatusReleased: {
-			// spec/preparation.yaml:218
+			// spec/preparation.yaml:275
 			{disp: fsm.Rejected, to: StatePreparing, reason: "the status is not reachable from preparing"},
 		},
 		EventStatusExpired: {
-			// spec/preparation.yaml:218
+			// spec/preparation.yaml:275
 			{disp: fsm.Rejected, to: StatePreparing, reason: "the status is not reachable from preparing"},
 		},
 		EventStatusFailed: {
-			// spec/preparation.yaml:199
+			// spec/preparation.yaml:245
 			{disp: fsm.Moved, guard: GuardNewerRevision, to: StateFailed, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionSettleCleanup}}},
-			// spec/preparation.yaml:204
+			// spec/preparation.yaml:250
 			{disp: fsm.Ignored, to: StatePreparing, reason: "stale or repeated revision"},
 		},
 		EventStatusCleanupUnconfirmed: {
-			// spec/preparation.yaml:218
+			// spec/preparation.yaml:275
 			{disp: fsm.Rejected, to: StatePreparing, reason: "the status is not reachable from preparing"},
 		},
 		EventStatusRejected: {
-			// spec/preparation.yaml:207
+			// spec/preparation.yaml:260
 			{disp: fsm.Stayed, to: StatePreparing, effects: []Effect{{Kind: fsm.EffectDo, Action: ActionRecordRejection}}},
 		},
+		EventPrepareSendFailed: {
+			// spec/preparation.yaml:218
+			{disp: fsm.Ignored, to: StatePreparing, reason: "a repeated execution_prepare whose write failed changes nothing; the first one's statuses decide"},
+		},
+		EventStartSendFailed: {
+			// spec/preparation.yaml:380
+			{disp: fsm.Rejected, to: StatePreparing, reason: "execution_start can only be sent for a ready handle"},
+		},
+		EventReleaseSendFailed: {
+			// spec/preparation.yaml:268
+			{disp: fsm.Moved, to: StateReleasing},
+		},
 		EventAdmissionExpiry: {
-			// spec/preparation.yaml:185
+			// spec/preparation.yaml:230
 			{disp: fsm.Ignored, to: StatePreparing, reason: "the expiry deadline is only armed while the handle is ready or starting"},
 		},
 		EventConnectionLost: {
-			// spec/preparation.yaml:188
-			{disp: fsm.Moved, to: StateAbandoned, effects: []Effect{{Kind: fsm.EffectStop, Timer: TimerAdmissionExpiry}}},
+			// spec/preparation.yaml:233
+			{disp: fsm.Moved, to: StateAbandoned, effects: []Effect{{Kind: fsm.EffectStop, Timer: TimerAdmissionExpiry}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionSettleCleanup}}},
 		},
 	},
 	StateReady: {
 		EventExecutionPrepare: {
-			// spec/preparation.yaml:168
+			// spec/preparation.yaml:210
 			{disp: fsm.Stayed, guard: GuardSameFingerprint, to: StateReady, effects: []Effect{{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessagePreparationStatus}}},
-			// spec/preparation.yaml:173
+			// spec/preparation.yaml:215
 			{disp: fsm.Rejected, to: StateReady, reason: "request_conflict: the request ID is already bound to a different payload"},
 		},
 		EventExecutionStart: {
-			// spec/preparation.yaml:223
+			// spec/preparation.yaml:280
 			{disp: fsm.Stayed, guard: GuardReadOnlyProfile, to: StateReady, effects: []Effect{{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessagePreparationStatus}}},
-			// spec/preparation.yaml:228
+			// spec/preparation.yaml:285
 			{disp: fsm.Moved, to: StateStarting},
 		},
 		EventExecutionRelease: {
-			// spec/preparation.yaml:231
+			// spec/preparation.yaml:288
 			{disp: fsm.Moved, to: StateReleasing, effects: []Effect{{Kind: fsm.EffectStop, Timer: TimerAdmissionExpiry}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionSettleCleanup}}},
 		},
 		EventStatusPreparing: {
-			// spec/preparation.yaml:249
+			// spec/preparation.yaml:315
 			{disp: fsm.Ignored, to: StateReady, reason: "stale or repeated revision"},
 		},
 		EventStatusReady: {
-			// spec/preparation.yaml:249
+			// spec/preparation.yaml:315
 			{disp: fsm.Ignored, to: StateReady, reason: "stale or repeated revision"},
 		},
 		EventStatusStarting: {
-			// spec/preparation.yaml:252
+			// spec/preparation.yaml:318
 			{disp: fsm.Rejected, to: StateReady, reason: "no execution_start was sent for this handle"},
 		},
 		EventStatusStarted: {
-			// spec/preparation.yaml:252
+			// spec/preparation.yaml:318
 			{disp: fsm.Rejected, to: StateReady, reason: "no execution_start was sent for this handle"},
 		},
 		EventStatusReleased: {
-			// spec/preparation.yaml:255
+			// spec/preparation.yaml:321
 			{disp: fsm.Rejected, to: StateReady, reason: "no execution_release was sent for this handle"},
 		},
 		EventStatusExpired: {
-			// spec/preparation.yaml:239
+			// spec/preparation.yaml:305
 			{disp: fsm.Moved, guard: GuardNewerRevision, to: StateExpired, effects: []Effect{{Kind: fsm.EffectStop, Timer: TimerAdmissionExpiry}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionSettleCleanup}}},
-			// spec/preparation.yaml:249
+			// spec/preparation.yaml:315
 			{disp: fsm.Ignored, to: StateReady, reason: "stale or repeated revision"},
 		},
 		EventStatusFailed: {
-			// spec/preparation.yaml:244
+			// spec/preparation.yaml:310
 			{disp: fsm.Moved, guard: GuardNewerRevision, to: StateFailed, effects: []Effect{{Kind: fsm.EffectStop, Timer: TimerAdmissionExpiry}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionSettleCleanup}}},
-			// spec/preparation.yaml:249
+			// spec/preparation.yaml:315
 			{disp: fsm.Ignored, to: StateReady, reason: "stale or repeated revision"},
 		},
 		EventStatusCleanupUnconfirmed: {
-			// spec/preparation.yaml:255
+			// spec/preparation.yaml:321
 			{disp: fsm.Rejected, to: StateReady, reason: "no execution_release was sent for this handle"},
 		},
 		EventStatusRejected: {
-			// spec/preparation.yaml:207
+			// spec/preparation.yaml:260
 			{disp: fsm.Stayed, to: StateReady, effects: []Effect{{Kind: fsm.EffectDo, Action: ActionRecordRejection}}},
 		},
+		EventPrepareSendFailed: {
+			// spec/preparation.yaml:218
+			{disp: fsm.Ignored, to: StateReady, reason: "a repeated execution_prepare whose write failed changes nothing; the first one's statuses decide"},
+		},
+		EventStartSendFailed: {
+			// spec/preparation.yaml:296
+			{disp: fsm.Moved, to: StateStarting},
+		},
+		EventReleaseSendFailed: {
+			// spec/preparation.yaml:292
+			{disp: fsm.Moved, to: StateReleasing, effects: []Effect{{Kind: fsm.EffectStop, Timer: TimerAdmissionExpiry}}},
+		},
 		EventAdmissionExpiry: {
-			// spec/preparation.yaml:235
+			// spec/preparation.yaml:301
 			{disp: fsm.Moved, to: StateExpired, effects: []Effect{{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessagePreparationStatus}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionSettleCleanup}}},
 		},
 		EventConnectionLost: {
-			// spec/preparation.yaml:188
-			{disp: fsm.Moved, to: StateAbandoned, effects: []Effect{{Kind: fsm.EffectStop, Timer: TimerAdmissionExpiry}}},
+			// spec/preparation.yaml:233
+			{disp: fsm.Moved, to: StateAbandoned, effects: []Effect{{Kind: fsm.EffectStop, Timer: TimerAdmissionExpiry}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionSettleCleanup}}},
 		},
 	},
 	StateStarting: {
 		EventExecutionPrepare: {
-			// spec/preparation.yaml:168
+			// spec/preparation.yaml:210
 			{disp: fsm.Stayed, guard: GuardSameFingerprint, to: StateStarting, effects: []Effect{{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessagePreparationStatus}}},
-			// spec/preparation.yaml:173
+			// spec/preparation.yaml:215
 			{disp: fsm.Rejected, to: StateStarting, reason: "request_conflict: the request ID is already bound to a different payload"},
 		},
 		EventExecutionStart: {
-			// spec/preparation.yaml:281
+			// spec/preparation.yaml:347
 			{disp: fsm.Rejected, to: StateStarting, reason: "start_conflict: the admission is transferred once"},
 		},
 		EventExecutionRelease: {
-			// spec/preparation.yaml:284
+			// spec/preparation.yaml:350
 			{disp: fsm.Rejected, to: StateStarting, reason: "invalid_release: the start is already in flight; only prompt_cancel acts on the Run"},
 		},
 		EventStatusPreparing: {
-			// spec/preparation.yaml:278
+			// spec/preparation.yaml:344
 			{disp: fsm.Ignored, to: StateStarting, reason: "stale or repeated revision"},
 		},
 		EventStatusReady: {
-			// spec/preparation.yaml:278
+			// spec/preparation.yaml:344
 			{disp: fsm.Ignored, to: StateStarting, reason: "stale or repeated revision"},
 		},
 		EventStatusStarting: {
-			// spec/preparation.yaml:260
+			// spec/preparation.yaml:326
 			{disp: fsm.Stayed, guard: GuardNewerRevision, to: StateStarting},
-			// spec/preparation.yaml:278
+			// spec/preparation.yaml:344
 			{disp: fsm.Ignored, to: StateStarting, reason: "stale or repeated revision"},
 		},
 		EventStatusStarted: {
-			// spec/preparation.yaml:264
+			// spec/preparation.yaml:330
 			{disp: fsm.Moved, guard: GuardNewerRevision, to: StateStarted, effects: []Effect{{Kind: fsm.EffectStop, Timer: TimerAdmissionExpiry}}},
-			// spec/preparation.yaml:278
+			// spec/preparation.yaml:344
 			{disp: fsm.Ignored, to: StateStarting, reason: "stale or repeated revision"},
 		},
 		EventStatusReleased: {
-			// spec/preparation.yaml:287
+			// spec/preparation.yaml:353
 			{disp: fsm.Rejected, to: StateStarting, reason: "no execution_release was sent for this handle"},
 		},
 		EventStatusExpired: {
-			// spec/preparation.yaml:239
+			// spec/preparation.yaml:305
 			{disp: fsm.Moved, guard: GuardNewerRevision, to: StateExpired, effects: []Effect{{Kind: fsm.EffectStop, Timer: TimerAdmissionExpiry}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionSettleCleanup}}},
-			// spec/preparation.yaml:278
+			// spec/preparation.yaml:344
 			{disp: fsm.Ignored, to: StateStarting, reason: "stale or repeated revision"},
 		},
 		EventStatusFailed: {
-			// spec/preparation.yaml:269
+			// spec/preparation.yaml:335
 			{disp: fsm.Moved, guard: GuardNewerRevision, to: StateFailed, effects: []Effect{{Kind: fsm.EffectStop, Timer: TimerAdmissionExpiry}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionSettleCleanup}}},
-			// spec/preparation.yaml:278
+			// spec/preparation.yaml:344
 			{disp: fsm.Ignored, to: StateStarting, reason: "stale or repeated revision"},
 		},
 		EventStatusCleanupUnconfirmed: {
-			// spec/preparation.yaml:287
+			// spec/preparation.yaml:353
 			{disp: fsm.Rejected, to: StateStarting, reason: "no execution_release was sent for this handle"},
 		},
 		EventStatusRejected: {
-			// spec/preparation.yaml:207
+			// spec/preparation.yaml:253
+			{disp: fsm.Moved, guard: GuardRejectsStart, to: StateReady, effects: []Effect{{Kind: fsm.EffectDo, Action: ActionRecordRejection}}},
+			// spec/preparation.yaml:260
 			{disp: fsm.Stayed, to: StateStarting, effects: []Effect{{Kind: fsm.EffectDo, Action: ActionRecordRejection}}},
 		},
+		EventPrepareSendFailed: {
+			// spec/preparation.yaml:218
+			{disp: fsm.Ignored, to: StateStarting, reason: "a repeated execution_prepare whose write failed changes nothing; the first one's statuses decide"},
+		},
+		EventStartSendFailed: {
+			// spec/preparation.yaml:380
+			{disp: fsm.Rejected, to: StateStarting, reason: "execution_start can only be sent for a ready handle"},
+		},
+		EventReleaseSendFailed: {
+			// spec/preparation.yaml:383
+			{disp: fsm.Rejected, to: StateStarting, reason: "execution_release can only be sent for a preparing or ready handle"},
+		},
 		EventAdmissionExpiry: {
-			// spec/preparation.yaml:274
+			// spec/preparation.yaml:340
 			{disp: fsm.Moved, to: StateExpired, effects: []Effect{{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessagePreparationStatus}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionSettleCleanup}}},
 		},
 		EventConnectionLost: {
-			// spec/preparation.yaml:188
-			{disp: fsm.Moved, to: StateAbandoned, effects: []Effect{{Kind: fsm.EffectStop, Timer: TimerAdmissionExpiry}}},
+			// spec/preparation.yaml:233
+			{disp: fsm.Moved, to: StateAbandoned, effects: []Effect{{Kind: fsm.EffectStop, Timer: TimerAdmissionExpiry}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionSettleCleanup}}},
 		},
 	},
 	StateReleasing: {
 		EventExecutionPrepare: {
-			// spec/preparation.yaml:168
+			// spec/preparation.yaml:210
 			{disp: fsm.Stayed, guard: GuardSameFingerprint, to: StateReleasing, effects: []Effect{{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessagePreparationStatus}}},
-			// spec/preparation.yaml:173
+			// spec/preparation.yaml:215
 			{disp: fsm.Rejected, to: StateReleasing, reason: "request_conflict: the request ID is already bound to a different payload"},
 		},
 		EventExecutionStart: {
-			// spec/preparation.yaml:311
+			// spec/preparation.yaml:386
 			{disp: fsm.Rejected, to: StateReleasing, reason: "invalid_start: the admission is being released"},
 		},
 		EventExecutionRelease: {
-			// spec/preparation.yaml:307
+			// spec/preparation.yaml:373
 			{disp: fsm.Stayed, to: StateReleasing, effects: []Effect{{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessagePreparationStatus}}},
 		},
 		EventStatusPreparing: {
-			// spec/preparation.yaml:304
+			// spec/preparation.yaml:370
 			{disp: fsm.Ignored, to: StateReleasing, reason: "stale or repeated revision"},
 		},
 		EventStatusReady: {
-			// spec/preparation.yaml:304
+			// spec/preparation.yaml:370
 			{disp: fsm.Ignored, to: StateReleasing, reason: "stale or repeated revision"},
 		},
 		EventStatusStarting: {
-			// spec/preparation.yaml:304
+			// spec/preparation.yaml:370
 			{disp: fsm.Ignored, to: StateReleasing, reason: "stale or repeated revision"},
 		},
 		EventStatusStarted: {
-			// spec/preparation.yaml:314
+			// spec/preparation.yaml:389
 			{disp: fsm.Rejected, to: StateReleasing, reason: "a released admission is never started"},
 		},
 		EventStatusReleased: {
-			// spec/preparation.yaml:292
+			// spec/preparation.yaml:358
 			{disp: fsm.Moved, guard: GuardNewerRevision, to: StateReleased},
-			// spec/preparation.yaml:304
+			// spec/preparation.yaml:370
 			{disp: fsm.Ignored, to: StateReleasing, reason: "stale or repeated revision"},
 		},
 		EventStatusExpired: {
-			// spec/preparation.yaml:304
+			// spec/preparation.yaml:370
 			{disp: fsm.Ignored, to: StateReleasing, reason: "stale or repeated revision"},
 		},
 		EventStatusFailed: {
-			// spec/preparation.yaml:300
+			// spec/preparation.yaml:366
 			{disp: fsm.Moved, guard: GuardNewerRevision, to: StateFailed},
-			// spec/preparation.yaml:304
+			// spec/preparation.yaml:370
 			{disp: fsm.Ignored, to: StateReleasing, reason: "stale or repeated revision"},
 		},
 		EventStatusCleanupUnconfirmed: {
-			// spec/preparation.yaml:296
+			// spec/preparation.yaml:362
 			{disp: fsm.Moved, guard: GuardNewerRevision, to: StateCleanupUnconfirmed},
-			// spec/preparation.yaml:304
+			// spec/preparation.yaml:370
 			{disp: fsm.Ignored, to: StateReleasing, reason: "stale or repeated revision"},
 		},
 		EventStatusRejected: {
-			// spec/preparation.yaml:207
+			// spec/preparation.yaml:260
 			{disp: fsm.Stayed, to: StateReleasing, effects: []Effect{{Kind: fsm.EffectDo, Action: ActionRecordRejection}}},
 		},
+		EventPrepareSendFailed: {
+			// spec/preparation.yaml:218
+			{disp: fsm.Ignored, to: StateReleasing, reason: "a repeated execution_prepare whose write failed changes nothing; the first one's statuses decide"},
+		},
+		EventStartSendFailed: {
+			// spec/preparation.yaml:380
+			{disp: fsm.Rejected, to: StateReleasing, reason: "execution_start can only be sent for a ready handle"},
+		},
+		EventReleaseSendFailed: {
+			// spec/preparation.yaml:377
+			{disp: fsm.Ignored, to: StateReleasing, reason: "a repeated execution_release whose write failed changes nothing"},
+		},
 		EventAdmissionExpiry: {
-			// spec/preparation.yaml:185
+			// spec/preparation.yaml:230
 			{disp: fsm.Ignored, to: StateReleasing, reason: "the expiry deadline is only armed while the handle is ready or starting"},
 		},
 		EventConnectionLost: {
-			// spec/preparation.yaml:188
-			{disp: fsm.Moved, to: StateAbandoned, effects: []Effect{{Kind: fsm.EffectStop, Timer: TimerAdmissionExpiry}}},
+			// spec/preparation.yaml:233
+			{disp: fsm.Moved, to: StateAbandoned, effects: []Effect{{Kind: fsm.EffectStop, Timer: TimerAdmissionExpiry}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionSettleCleanup}}},
 		},
 	},
 	StateCleanupUnconfirmed: {
 		EventExecutionPrepare: {
-			// spec/preparation.yaml:168
+			// spec/preparation.yaml:210
 			{disp: fsm.Stayed, guard: GuardSameFingerprint, to: StateCleanupUnconfirmed, effects: []Effect{{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessagePreparationStatus}}},
-			// spec/preparation.yaml:173
+			// spec/preparation.yaml:215
 			{disp: fsm.Rejected, to: StateCleanupUnconfirmed, reason: "request_conflict: the request ID is already bound to a different payload"},
 		},
 		EventExecutionStart: {
-			// spec/preparation.yaml:311
+			// spec/preparation.yaml:386
 			{disp: fsm.Rejected, to: StateCleanupUnconfirmed, reason: "invalid_start: the admission is being released"},
 		},
 		EventExecutionRelease: {
-			// spec/preparation.yaml:307
+			// spec/preparation.yaml:373
 			{disp: fsm.Stayed, to: StateCleanupUnconfirmed, effects: []Effect{{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessagePreparationStatus}}},
 		},
 		EventStatusPreparing: {
-			// spec/preparation.yaml:324
+			// spec/preparation.yaml:399
 			{disp: fsm.Ignored, to: StateCleanupUnconfirmed, reason: "stale revision; a stale snapshot never publishes success"},
 		},
 		EventStatusReady: {
-			// spec/preparation.yaml:324
+			// spec/preparation.yaml:399
 			{disp: fsm.Ignored, to: StateCleanupUnconfirmed, reason: "stale revision; a stale snapshot never publishes success"},
 		},
 		EventStatusStarting: {
-			// spec/preparation.yaml:324
+			// spec/preparation.yaml:399
 			{disp: fsm.Ignored, to: StateCleanupUnconfirmed, reason: "stale revision; a stale snapshot never publishes success"},
 		},
 		EventStatusStarted: {
-			// spec/preparation.yaml:327
+			// spec/preparation.yaml:402
 			{disp: fsm.Rejected, to: StateCleanupUnconfirmed, reason: "a released admission is never started"},
 		},
 		EventStatusReleased: {
-			// spec/preparation.yaml:292
+			// spec/preparation.yaml:358
 			{disp: fsm.Moved, guard: GuardNewerRevision, to: StateReleased},
-			// spec/preparation.yaml:324
+			// spec/preparation.yaml:399
 			{disp: fsm.Ignored, to: StateCleanupUnconfirmed, reason: "stale revision; a stale snapshot never publishes success"},
 		},
 		EventStatusExpired: {
-			// spec/preparation.yaml:324
+			// spec/preparation.yaml:399
 			{disp: fsm.Ignored, to: StateCleanupUnconfirmed, reason: "stale revision; a stale snapshot never publishes success"},
 		},
 		EventStatusFailed: {
-			// spec/preparation.yaml:324
+			// spec/preparation.yaml:399
 			{disp: fsm.Ignored, to: StateCleanupUnconfirmed, reason: "stale revision; a stale snapshot never publishes success"},
 		},
 		EventStatusCleanupUnconfirmed: {
-			// spec/preparation.yaml:319
+			// spec/preparation.yaml:394
 			{disp: fsm.Stayed, guard: GuardNewerRevision, to: StateCleanupUnconfirmed, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionSettleCleanup}}},
-			// spec/preparation.yaml:324
+			// spec/preparation.yaml:399
 			{disp: fsm.Ignored, to: StateCleanupUnconfirmed, reason: "stale revision; a stale snapshot never publishes success"},
 		},
 		EventStatusRejected: {
-			// spec/preparation.yaml:207
+			// spec/preparation.yaml:260
 			{disp: fsm.Stayed, to: StateCleanupUnconfirmed, effects: []Effect{{Kind: fsm.EffectDo, Action: ActionRecordRejection}}},
 		},
+		EventPrepareSendFailed: {
+			// spec/preparation.yaml:218
+			{disp: fsm.Ignored, to: StateCleanupUnconfirmed, reason: "a repeated execution_prepare whose write failed changes nothing; the first one's statuses decide"},
+		},
+		EventStartSendFailed: {
+			// spec/preparation.yaml:380
+			{disp: fsm.Rejected, to: StateCleanupUnconfirmed, reason: "execution_start can only be sent for a ready handle"},
+		},
+		EventReleaseSendFailed: {
+			// spec/preparation.yaml:377
+			{disp: fsm.Ignored, to: StateCleanupUnconfirmed, reason: "a repeated execution_release whose write failed changes nothing"},
+		},
 		EventAdmissionExpiry: {
-			// spec/preparation.yaml:185
+			// spec/preparation.yaml:230
 			{disp: fsm.Ignored, to: StateCleanupUnconfirmed, reason: "the expiry deadline is only armed while the handle is ready or starting"},
 		},
 		EventConnectionLost: {
-			// spec/preparation.yaml:188
-			{disp: fsm.Moved, to: StateAbandoned, effects: []Effect{{Kind: fsm.EffectStop, Timer: TimerAdmissionExpiry}}},
+			// spec/preparation.yaml:233
+			{disp: fsm.Moved, to: StateAbandoned, effects: []Effect{{Kind: fsm.EffectStop, Timer: TimerAdmissionExpiry}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionSettleCleanup}}},
 		},
 	},
 	StateStarted: {
 		EventExecutionPrepare: {
-			// spec/preparation.yaml:338
+			// spec/preparation.yaml:416
 			{disp: fsm.Rejected, to: StateStarted, reason: "the admission is settled"},
 		},
 		EventExecutionStart: {
-			// spec/preparation.yaml:338
+			// spec/preparation.yaml:416
 			{disp: fsm.Rejected, to: StateStarted, reason: "the admission is settled"},
 		},
 		EventExecutionRelease: {
-			// spec/preparation.yaml:335
+			// spec/preparation.yaml:410
 			{disp: fsm.Rejected, to: StateStarted, reason: "invalid_release: ownership passed to the Run; releasing the old handle cannot cancel it"},
 		},
 		EventStatusPreparing: {
-			// spec/preparation.yaml:332
+			// spec/preparation.yaml:407
 			{disp: fsm.Ignored, to: StateStarted, reason: "the handle is settled; late or repeated statuses change nothing"},
 		},
 		EventStatusReady: {
-			// spec/preparation.yaml:332
+			// spec/preparation.yaml:407
 			{disp: fsm.Ignored, to: StateStarted, reason: "the handle is settled; late or repeated statuses change nothing"},
 		},
 		EventStatusStarting: {
-			// spec/preparation.yaml:332
+			// spec/preparation.yaml:407
 			{disp: fsm.Ignored, to: StateStarted, reason: "the handle is settled; late or repeated statuses change nothing"},
 		},
 		EventStatusStarted: {
-			// spec/preparation.yaml:332
+			// spec/preparation.yaml:407
 			{disp: fsm.Ignored, to: StateStarted, reason: "the handle is settled; late or repeated statuses change nothing"},
 		},
 		EventStatusReleased: {
-			// spec/preparation.yaml:332
+			// spec/preparation.yaml:407
 			{disp: fsm.Ignored, to: StateStarted, reason: "the handle is settled; late or repeated statuses change nothing"},
 		},
 		EventStatusExpired: {
-			// spec/preparation.yaml:332
+			// spec/preparation.yaml:407
 			{disp: fsm.Ignored, to: StateStarted, reason: "the handle is settled; late or repeated statuses change nothing"},
 		},
 		EventStatusFailed: {
-			// spec/preparation.yaml:332
+			// spec/preparation.yaml:407
 			{disp: fsm.Ignored, to: StateStarted, reason: "the handle is settled; late or repeated statuses change nothing"},
 		},
 		EventStatusCleanupUnconfirmed: {
-			// spec/preparation.yaml:332
+			// spec/preparation.yaml:407
 			{disp: fsm.Ignored, to: StateStarted, reason: "the handle is settled; late or repeated statuses change nothing"},
 		},
 		EventStatusRejected: {
-			// spec/preparation.yaml:332
+			// spec/preparation.yaml:407
+			{disp: fsm.Ignored, to: StateStarted, reason: "the handle is settled; late or repeated statuses change nothing"},
+		},
+		EventPrepareSendFailed: {
+			// spec/preparation.yaml:407
+			{disp: fsm.Ignored, to: StateStarted, reason: "the handle is settled; late or repeated statuses change nothing"},
+		},
+		EventStartSendFailed: {
+			// spec/preparation.yaml:407
+			{disp: fsm.Ignored, to: StateStarted, reason: "the handle is settled; late or repeated statuses change nothing"},
+		},
+		EventReleaseSendFailed: {
+			// spec/preparation.yaml:407
 			{disp: fsm.Ignored, to: StateStarted, reason: "the handle is settled; late or repeated statuses change nothing"},
 		},
 		EventAdmissionExpiry: {
-			// spec/preparation.yaml:332
+			// spec/preparation.yaml:407
 			{disp: fsm.Ignored, to: StateStarted, reason: "the handle is settled; late or repeated statuses change nothing"},
 		},
 		EventConnectionLost: {
-			// spec/preparation.yaml:341
+			// spec/preparation.yaml:420
 			{disp: fsm.Ignored, to: StateStarted, reason: "the outcome was settled before the connection went away"},
 		},
 	},
 	StateReleased: {
 		EventExecutionPrepare: {
-			// spec/preparation.yaml:338
+			// spec/preparation.yaml:416
 			{disp: fsm.Rejected, to: StateReleased, reason: "the admission is settled"},
 		},
 		EventExecutionStart: {
-			// spec/preparation.yaml:338
+			// spec/preparation.yaml:416
 			{disp: fsm.Rejected, to: StateReleased, reason: "the admission is settled"},
 		},
 		EventExecutionRelease: {
-			// spec/preparation.yaml:338
+			// spec/preparation.yaml:416
 			{disp: fsm.Rejected, to: StateReleased, reason: "the admission is settled"},
 		},
 		EventStatusPreparing: {
-			// spec/preparation.yaml:332
+			// spec/preparation.yaml:407
 			{disp: fsm.Ignored, to: StateReleased, reason: "the handle is settled; late or repeated statuses change nothing"},
 		},
 		EventStatusReady: {
-			// spec/preparation.yaml:332
+			// spec/preparation.yaml:407
 			{disp: fsm.Ignored, to: StateReleased, reason: "the handle is settled; late or repeated statuses change nothing"},
 		},
 		EventStatusStarting: {
-			// spec/preparation.yaml:332
+			// spec/preparation.yaml:407
 			{disp: fsm.Ignored, to: StateReleased, reason: "the handle is settled; late or repeated statuses change nothing"},
 		},
 		EventStatusStarted: {
-			// spec/preparation.yaml:332
+			// spec/preparation.yaml:407
 			{disp: fsm.Ignored, to: StateReleased, reason: "the handle is settled; late or repeated statuses change nothing"},
 		},
 		EventStatusReleased: {
-			// spec/preparation.yaml:332
+			// spec/preparation.yaml:407
 			{disp: fsm.Ignored, to: StateReleased, reason: "the handle is settled; late or repeated statuses change nothing"},
 		},
 		EventStatusExpired: {
-			// spec/preparation.yaml:332
+			// spec/preparation.yaml:407
 			{disp: fsm.Ignored, to: StateReleased, reason: "the handle is settled; late or repeated statuses change nothing"},
 		},
 		EventStatusFailed: {
-			// spec/preparation.yaml:332
+			// spec/preparation.yaml:407
 			{disp: fsm.Ignored, to: StateReleased, reason: "the handle is settled; late or repeated statuses change nothing"},
 		},
 		EventStatusCleanupUnconfirmed: {
-			// spec/preparation.yaml:332
+			// spec/preparation.yaml:407
 			{disp: fsm.Ignored, to: StateReleased, reason: "the handle is settled; late or repeated statuses change nothing"},
 		},
 		EventStatusRejected: {
-			// spec/preparation.yaml:332
+			// spec/preparation.yaml:407
+			{disp: fsm.Ignored, to: StateReleased, reason: "the handle is settled; late or repeated statuses change nothing"},
+		},
+		EventPrepareSendFailed: {
+			// spec/preparation.yaml:407
+			{disp: fsm.Ignored, to: StateReleased, reason: "the handle is settled; late or repeated statuses change nothing"},
+		},
+		EventStartSendFailed: {
+			// spec/preparation.yaml:407
+			{disp: fsm.Ignored, to: StateReleased, reason: "the handle is settled; late or repeated statuses change nothing"},
+		},
+		EventReleaseSendFailed: {
+			// spec/preparation.yaml:407
 			{disp: fsm.Ignored, to: StateReleased, reason: "the handle is settled; late or repeated statuses change nothing"},
 		},
 		EventAdmissionExpiry: {
-			// spec/preparation.yaml:332
+			// spec/preparation.yaml:407
 			{disp: fsm.Ignored, to: StateReleased, reason: "the handle is settled; late or repeated statuses change nothing"},
 		},
 		EventConnectionLost: {
-			// spec/preparation.yaml:341
+			// spec/preparation.yaml:420
 			{disp: fsm.Ignored, to: StateReleased, reason: "the outcome was settled before the connection went away"},
 		},
 	},
 	StateRefused: {
 		EventExecutionPrepare: {
-			// spec/preparation.yaml:338
+			// spec/preparation.yaml:416
 			{disp: fsm.Rejected, to: StateRefused, reason: "the admission is settled"},
 		},
 		EventExecutionStart: {
-			// spec/preparation.yaml:338
+			// spec/preparation.yaml:416
 			{disp: fsm.Rejected, to: StateRefused, reason: "the admission is settled"},
 		},
 		EventExecutionRelease: {
-			// spec/preparation.yaml:338
+			// spec/preparation.yaml:416
 			{disp: fsm.Rejected, to: StateRefused, reason: "the admission is settled"},
 		},
 		EventStatusPreparing: {
-			// spec/preparation.yaml:332
+			// spec/preparation.yaml:407
 			{disp: fsm.Ignored, to: StateRefused, reason: "the handle is settled; late or repeated statuses change nothing"},
 		},
 		EventStatusReady: {
-			// spec/preparation.yaml:332
+			// spec/preparation.yaml:407
 			{disp: fsm.Ignored, to: StateRefused, reason: "the handle is settled; late or repeated statuses change nothing"},
 		},
 		EventStatusStarting: {
-			// spec/preparation.yaml:332
+			// spec/preparation.yaml:407
 			{disp: fsm.Ignored, to: StateRefused, reason: "the handle is settled; late or repeated statuses change nothing"},
 		},
 		EventStatusStarted: {
-			// spec/preparation.yaml:332
+			// spec/preparation.yaml:407
 			{disp: fsm.Ignored, to: StateRefused, reason: "the handle is settled; late or repeated statuses change nothing"},
 		},
 		EventStatusReleased: {
-			// spec/preparation.yaml:332
+			// spec/preparation.yaml:407
 			{disp: fsm.Ignored, to: StateRefused, reason: "the handle is settled; late or repeated statuses change nothing"},
 		},
 		EventStatusExpired: {
-			// spec/preparation.yaml:332
+			// spec/preparation.yaml:407
 			{disp: fsm.Ignored, to: StateRefused, reason: "the handle is settled; late or repeated statuses change nothing"},
 		},
 		EventStatusFailed: {
-			// spec/preparation.yaml:332
+			// spec/preparation.yaml:407
 			{disp: fsm.Ignored, to: StateRefused, reason: "the handle is settled; late or repeated statuses change nothing"},
 		},
 		EventStatusCleanupUnconfirmed: {
-			// spec/preparation.yaml:332
+			// spec/preparation.yaml:407
 			{disp: fsm.Ignored, to: StateRefused, reason: "the handle is settled; late or repeated statuses change nothing"},
 		},
 		EventStatusRejected: {
-			// spec/preparation.yaml:332
+			// spec/preparation.yaml:407
+			{disp: fsm.Ignored, to: StateRefused, reason: "the handle is settled; late or repeated statuses change nothing"},
+		},
+		EventPrepareSendFailed: {
+			// spec/preparation.yaml:407
+			{disp: fsm.Ignored, to: StateRefused, reason: "the handle is settled; late or repeated statuses change nothing"},
+		},
+		EventStartSendFailed: {
+			// spec/preparation.yaml:407
+			{disp: fsm.Ignored, to: StateRefused, reason: "the handle is settled; late or repeated statuses change nothing"},
+		},
+		EventReleaseSendFailed: {
+			// spec/preparation.yaml:407
 			{disp: fsm.Ignored, to: StateRefused, reason: "the handle is settled; late or repeated statuses change nothing"},
 		},
 		EventAdmissionExpiry: {
-			// spec/preparation.yaml:332
+			// spec/preparation.yaml:407
 			{disp: fsm.Ignored, to: StateRefused, reason: "the handle is settled; late or repeated statuses change nothing"},
 		},
 		EventConnectionLost: {
-			// spec/preparation.yaml:341
+			// spec/preparation.yaml:420
 			{disp: fsm.Ignored, to: StateRefused, reason: "the outcome was settled before the connection went away"},
 		},
 	},
 	StateFailed: {
 		EventExecutionPrepare: {
-			// spec/preparation.yaml:338
+			// spec/preparation.yaml:416
 			{disp: fsm.Rejected, to: StateFailed, reason: "the admission is settled"},
 		},
 		EventExecutionStart: {
-			// spec/preparation.yaml:338
+			// spec/preparation.yaml:416
 			{disp: fsm.Rejected, to: StateFailed, reason: "the admission is settled"},
 		},
 		EventExecutionRelease: {
-			// spec/preparation.yaml:338
+			// spec/preparation.yaml:416
 			{disp: fsm.Rejected, to: StateFailed, reason: "the admission is settled"},
 		},
 		EventStatusPreparing: {
-			// spec/preparation.yaml:332
+			// spec/preparation.yaml:407
 			{disp: fsm.Ignored, to: StateFailed, reason: "the handle is settled; late or repeated statuses change nothing"},
 		},
 		EventStatusReady: {
-			// spec/preparation.yaml:332
+			// spec/preparation.yaml:407
 			{disp: fsm.Ignored, to: StateFailed, reason: "the handle is settled; late or repeated statuses change nothing"},
 		},
 		EventStatusStarting: {
-			// spec/preparation.yaml:332
+			// spec/preparation.yaml:407
 			{disp: fsm.Ignored, to: StateFailed, reason: "the handle is settled; late or repeated statuses change nothing"},
 		},
 		EventStatusStarted: {
-			// spec/preparation.yaml:332
+			// spec/preparation.yaml:407
 			{disp: fsm.Ignored, to: StateFailed, reason: "the handle is settled; late or repeated statuses change nothing"},
 		},
 		EventStatusReleased: {
-			// spec/preparation.yaml:332
+			// spec/preparation.yaml:407
 			{disp: fsm.Ignored, to: StateFailed, reason: "the handle is settled; late or repeated statuses change nothing"},
 		},
 		EventStatusExpired: {
-			// spec/preparation.yaml:332
+			// spec/preparation.yaml:407
 			{disp: fsm.Ignored, to: StateFailed, reason: "the handle is settled; late or repeated statuses change nothing"},
 		},
 		EventStatusFailed: {
-			// spec/preparation.yaml:332
+			// spec/preparation.yaml:407
 			{disp: fsm.Ignored, to: StateFailed, reason: "the handle is settled; late or repeated statuses change nothing"},
 		},
 		EventStatusCleanupUnconfirmed: {
-			// spec/preparation.yaml:332
+			// spec/preparation.yaml:407
 			{disp: fsm.Ignored, to: StateFailed, reason: "the handle is settled; late or repeated statuses change nothing"},
 		},
 		EventStatusRejected: {
-			// spec/preparation.yaml:332
+			// spec/preparation.yaml:407
+			{disp: fsm.Ignored, to: StateFailed, reason: "the handle is settled; late or repeated statuses change nothing"},
+		},
+		EventPrepareSendFailed: {
+			// spec/preparation.yaml:407
+			{disp: fsm.Ignored, to: StateFailed, reason: "the handle is settled; late or repeated statuses change nothing"},
+		},
+		EventStartSendFailed: {
+			// spec/preparation.yaml:407
+			{disp: fsm.Ignored, to: StateFailed, reason: "the handle is settled; late or repeated statuses change nothing"},
+		},
+		EventReleaseSendFailed: {
+			// spec/preparation.yaml:407
 			{disp: fsm.Ignored, to: StateFailed, reason: "the handle is settled; late or repeated statuses change nothing"},
 		},
 		EventAdmissionExpiry: {
-			// spec/preparation.yaml:332
+			// spec/preparation.yaml:407
 			{disp: fsm.Ignored, to: StateFailed, reason: "the handle is settled; late or repeated statuses change nothing"},
 		},
 		EventConnectionLost: {
-			// spec/preparation.yaml:341
+			// spec/preparation.yaml:420
 			{disp: fsm.Ignored, to: StateFailed, reason: "the outcome was settled before the connection went away"},
 		},
 	},
 	StateExpired: {
 		EventExecutionPrepare: {
-			// spec/preparation.yaml:338
+			// spec/preparation.yaml:416
 			{disp: fsm.Rejected, to: StateExpired, reason: "the admission is settled"},
 		},
 		EventExecutionStart: {
-			// spec/preparation.yaml:338
+			// spec/preparation.yaml:416
 			{disp: fsm.Rejected, to: StateExpired, reason: "the admission is settled"},
 		},
 		EventExecutionRelease: {
-			// spec/preparation.yaml:338
+			// spec/preparation.yaml:416
 			{disp: fsm.Rejected, to: StateExpired, reason: "the admission is settled"},
 		},
 		EventStatusPreparing: {
-			// spec/preparation.yaml:332
+			// spec/preparation.yaml:407
 			{disp: fsm.Ignored, to: StateExpired, reason: "the handle is settled; late or repeated statuses change nothing"},
 		},
 		EventStatusReady: {
-			// spec/preparation.yaml:332
+			// spec/preparation.yaml:407
 			{disp: fsm.Ignored, to: StateExpired, reason: "the handle is settled; late or repeated statuses change nothing"},
 		},
 		EventStatusStarting: {
-			// spec/preparation.yaml:332
+			// spec/preparation.yaml:407
 			{disp: fsm.Ignored, to: StateExpired, reason: "the handle is settled; late or repeated statuses change nothing"},
 		},
 		EventStatusStarted: {
-			// spec/preparation.yaml:332
+			// spec/preparation.yaml:407
 			{disp: fsm.Ignored, to: StateExpired, reason: "the handle is settled; late or repeated statuses change nothing"},
 		},
 		EventStatusReleased: {
-			// spec/preparation.yaml:332
+			// spec/preparation.yaml:407
 			{disp: fsm.Ignored, to: StateExpired, reason: "the handle is settled; late or repeated statuses change nothing"},
 		},
 		EventStatusExpired: {
-			// spec/preparation.yaml:332
+			// spec/preparation.yaml:407
 			{disp: fsm.Ignored, to: StateExpired, reason: "the handle is settled; late or repeated statuses change nothing"},
 		},
 		EventStatusFailed: {
-			// spec/preparation.yaml:332
+			// spec/preparation.yaml:407
 			{disp: fsm.Ignored, to: StateExpired, reason: "the handle is settled; late or repeated statuses change nothing"},
 		},
 		EventStatusCleanupUnconfirmed: {
-			// spec/preparation.yaml:332
+			// spec/preparation.yaml:407
 			{disp: fsm.Ignored, to: StateExpired, reason: "the handle is settled; late or repeated statuses change nothing"},
 		},
 		EventStatusRejected: {
-			// spec/preparation.yaml:332
+			// spec/preparation.yaml:407
+			{disp: fsm.Ignored, to: StateExpired, reason: "the handle is settled; late or repeated statuses change nothing"},
+		},
+		EventPrepareSendFailed: {
+			// spec/preparation.yaml:407
+			{disp: fsm.Ignored, to: StateExpired, reason: "the handle is settled; late or repeated statuses change nothing"},
+		},
+		EventStartSendFailed: {
+			// spec/preparation.yaml:407
+			{disp: fsm.Ignored, to: StateExpired, reason: "the handle is settled; late or repeated statuses change nothing"},
+		},
+		EventReleaseSendFailed: {
+			// spec/preparation.yaml:407
 			{disp: fsm.Ignored, to: StateExpired, reason: "the handle is settled; late or repeated statuses change nothing"},
 		},
 		EventAdmissionExpiry: {
-			// spec/preparation.yaml:332
+			// spec/preparation.yaml:407
 			{disp: fsm.Ignored, to: StateExpired, reason: "the handle is settled; late or repeated statuses change nothing"},
 		},
 		EventConnectionLost: {
-			// spec/preparation.yaml:341
+			// spec/preparation.yaml:420
 			{disp: fsm.Ignored, to: StateExpired, reason: "the outcome was settled before the connection went away"},
 		},
 	},
 	StateAbandoned: {
 		EventExecutionPrepare: {
-			// spec/preparation.yaml:338
+			// spec/preparation.yaml:416
 			{disp: fsm.Rejected, to: StateAbandoned, reason: "the admission is settled"},
 		},
 		EventExecutionStart: {
-			// spec/preparation.yaml:338
+			// spec/preparation.yaml:416
 			{disp: fsm.Rejected, to: StateAbandoned, reason: "the admission is settled"},
 		},
 		EventExecutionRelease: {
-			// spec/preparation.yaml:338
+			// spec/preparation.yaml:416
 			{disp: fsm.Rejected, to: StateAbandoned, reason: "the admission is settled"},
 		},
 		EventStatusPreparing: {
-			// spec/preparation.yaml:338
+			// spec/preparation.yaml:416
 			{disp: fsm.Rejected, to: StateAbandoned, reason: "the admission is settled"},
 		},
 		EventStatusReady: {
-			// spec/preparation.yaml:338
+			// spec/preparation.yaml:416
 			{disp: fsm.Rejected, to: StateAbandoned, reason: "the admission is settled"},
 		},
 		EventStatusStarting: {
-			// spec/preparation.yaml:338
+			// spec/preparation.yaml:416
 			{disp: fsm.Rejected, to: StateAbandoned, reason: "the admission is settled"},
 		},
 		EventStatusStarted: {
-			// spec/preparation.yaml:338
+			// spec/preparation.yaml:416
 			{disp: fsm.Rejected, to: StateAbandoned, reason: "the admission is settled"},
 		},
 		EventStatusReleased: {
-			// spec/preparation.yaml:338
+			// spec/preparation.yaml:416
 			{disp: fsm.Rejected, to: StateAbandoned, reason: "the admission is settled"},
 		},
 		EventStatusExpired: {
-			// spec/preparation.yaml:338
+			// spec/preparation.yaml:416
 			{disp: fsm.Rejected, to: StateAbandoned, reason: "the admission is settled"},
 		},
 		EventStatusFailed: {
-			// spec/preparation.yaml:338
+			// spec/preparation.yaml:416
 			{disp: fsm.Rejected, to: StateAbandoned, reason: "the admission is settled"},
 		},
 		EventStatusCleanupUnconfirmed: {
-			// spec/preparation.yaml:338
+			// spec/preparation.yaml:416
 			{disp: fsm.Rejected, to: StateAbandoned, reason: "the admission is settled"},
 		},
 		EventStatusRejected: {
-			// spec/preparation.yaml:338
+			// spec/preparation.yaml:416
 			{disp: fsm.Rejected, to: StateAbandoned, reason: "the admission is settled"},
 		},
+		EventPrepareSendFailed: {
+			// spec/preparation.yaml:413
+			{disp: fsm.Ignored, to: StateAbandoned, reason: "the connection is gone; a failed write on it changes nothing"},
+		},
+		EventStartSendFailed: {
+			// spec/preparation.yaml:413
+			{disp: fsm.Ignored, to: StateAbandoned, reason: "the connection is gone; a failed write on it changes nothing"},
+		},
+		EventReleaseSendFailed: {
+			// spec/preparation.yaml:413
+			{disp: fsm.Ignored, to: StateAbandoned, reason: "the connection is gone; a failed write on it changes nothing"},
+		},
 		EventAdmissionExpiry: {
-			// spec/preparation.yaml:338
+			// spec/preparation.yaml:416
 			{disp: fsm.Rejected, to: StateAbandoned, reason: "the admission is settled"},
 		},
 		EventConnectionLost: {
-			// spec/preparation.yaml:338
+			// spec/preparation.yaml:416
 			{disp: fsm.Rejected, to: StateAbandoned, reason: "the admission is settled"},
 		},
 	},
@@ -1446,8 +1626,12 @@ type Hooks[A any] interface {
 	GuardNewerRevision(f *Firing[A]) bool
 	// GuardSameFingerprint reports whether a repeated execution_prepare carries the same payload fingerprint as the first one.
 	GuardSameFingerprint(f *Firing[A]) bool
+	// GuardCapacityRefusal reports whether the rejected operation is execution_prepare and its error code is preparation_capacity.
+	GuardCapacityRefusal(f *Firing[A]) bool
 	// GuardRejectsPrepare reports whether the rejected operation is execution_prepare (no handle exists yet).
 	GuardRejectsPrepare(f *Firing[A]) bool
+	// GuardRejectsStart reports whether the rejected operation is execution_start.
+	GuardRejectsStart(f *Firing[A]) bool
 	// GuardReadOnlyProfile reports whether the handle was prepared with workspace_read_only, which can never be started.
 	GuardReadOnlyProfile(f *Firing[A]) bool
 	// SendPreparationStatus sends a preparation_status frame for this instance.
@@ -1599,8 +1783,12 @@ func (m *Machine[A]) guard(g Guard, fr *Firing[A]) bool {
 		return m.hooks.GuardNewerRevision(fr)
 	case GuardSameFingerprint:
 		return m.hooks.GuardSameFingerprint(fr)
+	case GuardCapacityRefusal:
+		return m.hooks.GuardCapacityRefusal(fr)
 	case GuardRejectsPrepare:
 		return m.hooks.GuardRejectsPrepare(fr)
+	case GuardRejectsStart:
+		return m.hooks.GuardRejectsStart(fr)
 	case GuardReadOnlyProfile:
 		return m.hooks.GuardReadOnlyProfile(fr)
 	}
