@@ -7,7 +7,9 @@
 // connection the owner lives on. Success needs the whole data (or data marked
 // as truncated) plus a confirmed close of the native handle; a clean refusal
 // returns no data at all; anything in between counts as unknown and blocks
-// every later read on the same owner. Reads are never retried or replayed.
+// every later read on the same owner. Core holds its scheduling reservation
+// through the bounded read and releases it before it delivers any result.
+// Reads are never retried or replayed.
 //
 // One instance per operation ID (Envelope.id of workspace_read and
 // workspace_read_result, 1 to 128 bytes).
@@ -31,7 +33,7 @@ const Name = "workspace_read"
 const Initial = StateIdle
 const (
 	numStates = 6
-	numEvents = 9
+	numEvents = 10
 )
 
 // State is a state of the workspace_read machine.
@@ -40,9 +42,9 @@ type State uint8
 const (
 	// StateIdle: no read was dispatched under this operation ID
 	StateIdle State = 1
-	// StateDispatched: workspace_read was sent; the bounded waiter runs until a result, the deadline or a loss
+	// StateDispatched: workspace_read was sent (or its send was attempted); the bounded waiter runs until a result, the deadline or a loss
 	StateDispatched State = 2
-	// StateCompleted: complete bytes or entries arrived after an acknowledged close; Core returns the data
+	// StateCompleted: complete bytes or entries arrived after an acknowledged close; Core released its reservation, then returned the data
 	StateCompleted State = 3
 	// StateTruncated: the result is explicitly truncated at the requested bound and the close was acknowledged; Core returns the partial data as such
 	StateTruncated State = 4
@@ -128,17 +130,19 @@ const (
 	EventResultRejected Event = 4
 	// EventResultUnknown: outcome unknown (read_unconfirmed) (wire workspace_read_result, sent by runtime)
 	EventResultUnknown Event = 5
+	// EventSendFailed: Core's write of workspace_read returned an error; the frame may have left (local, observed by core)
+	EventSendFailed Event = 6
 	// EventReadOp: twelve seconds after dispatch without a result (timer 12s, owned by core)
-	EventReadOp Event = 6
-	// EventConnectionLost: the connection that carried the read closed or was replaced (local, observed by both)
-	EventConnectionLost Event = 7
+	EventReadOp Event = 7
+	// EventConnectionLost: the connection that carried the read closed or was replaced (at the Runtime, also a failed write of the result) (local, observed by both)
+	EventConnectionLost Event = 8
 	// EventObserverCancelled: the caller waiting for the read gave up (local, observed by core)
-	EventObserverCancelled Event = 8
+	EventObserverCancelled Event = 9
 	// EventOwnerClosed: the owning handle was released, handed over to its Run, or closed (local, observed by both)
-	EventOwnerClosed Event = 9
+	EventOwnerClosed Event = 10
 )
 
-var eventNames = [...]string{"", "workspace_read", "result_completed", "result_truncated", "result_rejected", "result_unknown", "read_op", "connection_lost", "observer_cancelled", "owner_closed"}
+var eventNames = [...]string{"", "workspace_read", "result_completed", "result_truncated", "result_rejected", "result_unknown", "send_failed", "read_op", "connection_lost", "observer_cancelled", "owner_closed"}
 
 // String returns the spec name, or Event(n) for a value outside the enum.
 func (v Event) String() string {
@@ -166,6 +170,8 @@ func ParseEvent(name string) (Event, error) {
 		return EventResultRejected, nil
 	case "result_unknown":
 		return EventResultUnknown, nil
+	case "send_failed":
+		return EventSendFailed, nil
 	case "read_op":
 		return EventReadOp, nil
 	case "connection_lost":
@@ -182,9 +188,9 @@ func ParseEvent(name string) (Event, error) {
 	}
 }
 
-var eventKinds = [...]fsm.EventKind{0, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventTimer, fsm.EventLocal, fsm.EventLocal, fsm.EventLocal}
-var eventMessages = [...]string{"", "workspace_read", "workspace_read_result", "workspace_read_result", "workspace_read_result", "workspace_read_result", "", "", "", ""}
-var eventRoles = [...]fsm.Role{0, fsm.RoleCore, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleCore, fsm.RoleBoth, fsm.RoleCore, fsm.RoleBoth}
+var eventKinds = [...]fsm.EventKind{0, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventLocal, fsm.EventTimer, fsm.EventLocal, fsm.EventLocal, fsm.EventLocal}
+var eventMessages = [...]string{"", "workspace_read", "workspace_read_result", "workspace_read_result", "workspace_read_result", "workspace_read_result", "", "", "", "", ""}
+var eventRoles = [...]fsm.Role{0, fsm.RoleCore, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleCore, fsm.RoleCore, fsm.RoleBoth, fsm.RoleCore, fsm.RoleBoth}
 
 // Kind says whether e is a wire message, a timer or a local event.
 func (e Event) Kind() fsm.EventKind {
@@ -325,21 +331,25 @@ func (s GuardSet) Has(g Guard) bool {
 type Action uint8
 
 const (
+	// ActionHoldReservation: Core keeps the Worker's Session scheduling reservation for the bounded read (a no-op for a read aimed at a running Run)
+	ActionHoldReservation Action = 1
 	// ActionReadNative: the Runtime checks the target, reads within the limits, closes the native handle and only then answers
-	ActionReadNative Action = 1
-	// ActionDeliverResult: Core returns the data (marked truncated when it is) after the confirmed close and releases its reservation
-	ActionDeliverResult Action = 2
+	ActionReadNative Action = 2
+	// ActionReleaseReservation: Core releases the scheduling reservation and revokes the scoped read credential; it runs before any result is delivered
+	ActionReleaseReservation Action = 3
+	// ActionDeliverResult: Core returns the data (marked truncated when it is) after the confirmed close
+	ActionDeliverResult Action = 4
 	// ActionRecordRejection: Core returns the finite error without data
-	ActionRecordRejection Action = 3
+	ActionRecordRejection Action = 5
 	// ActionFenceOwner: no further read is admitted on this owner; Core returns unavailable without data
-	ActionFenceOwner Action = 4
+	ActionFenceOwner Action = 6
 	// ActionDetachObserver: Core answers the cancelled caller but keeps the bounded waiter of the dispatched read
-	ActionDetachObserver Action = 5
+	ActionDetachObserver Action = 7
 	// ActionCloseAdmission: the owner admits no new read; the dispatched one keeps its waiter
-	ActionCloseAdmission Action = 6
+	ActionCloseAdmission Action = 8
 )
 
-var actionNames = [...]string{"", "read_native", "deliver_result", "record_rejection", "fence_owner", "detach_observer", "close_admission"}
+var actionNames = [...]string{"", "hold_reservation", "read_native", "release_reservation", "deliver_result", "record_rejection", "fence_owner", "detach_observer", "close_admission"}
 
 // String returns the spec name, or Action(n) for a value outside the enum.
 func (v Action) String() string {
@@ -357,8 +367,12 @@ func (v Action) Valid() bool {
 // ParseAction returns the action with the given spec name.
 func ParseAction(name string) (Action, error) {
 	switch name {
+	case "hold_reservation":
+		return ActionHoldReservation, nil
 	case "read_native":
 		return ActionReadNative, nil
+	case "release_reservation":
+		return ActionReleaseReservation, nil
 	case "deliver_result":
 		return ActionDeliverResult, nil
 	case "record_rejection":
@@ -514,235 +528,259 @@ type candidate struct {
 var table = [numStates + 1][numEvents + 1][]candidate{
 	StateIdle: {
 		EventWorkspaceRead: {
-			// spec/workspace_read.yaml:91
-			{disp: fsm.Moved, guard: GuardOwnerReadable, to: StateDispatched, effects: []Effect{{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: TimerReadOp}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionReadNative}}},
-			// spec/workspace_read.yaml:96
+			// spec/workspace_read.yaml:121
+			{disp: fsm.Moved, guard: GuardOwnerReadable, to: StateDispatched, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionHoldReservation}, {Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: TimerReadOp}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionReadNative}}},
+			// spec/workspace_read.yaml:126
 			{disp: fsm.Rejected, to: StateIdle, reason: "the owner is closed, fenced by an earlier unknown read, or not on this connection"},
 		},
 		EventResultCompleted: {
-			// spec/workspace_read.yaml:102
+			// spec/workspace_read.yaml:137
 			{disp: fsm.Rejected, to: StateIdle, reason: "no read was dispatched under this operation ID"},
 		},
 		EventResultTruncated: {
-			// spec/workspace_read.yaml:102
+			// spec/workspace_read.yaml:137
 			{disp: fsm.Rejected, to: StateIdle, reason: "no read was dispatched under this operation ID"},
 		},
 		EventResultRejected: {
-			// spec/workspace_read.yaml:102
+			// spec/workspace_read.yaml:137
 			{disp: fsm.Rejected, to: StateIdle, reason: "no read was dispatched under this operation ID"},
 		},
 		EventResultUnknown: {
-			// spec/workspace_read.yaml:102
+			// spec/workspace_read.yaml:137
 			{disp: fsm.Rejected, to: StateIdle, reason: "no read was dispatched under this operation ID"},
 		},
+		EventSendFailed: {
+			// spec/workspace_read.yaml:129
+			{disp: fsm.Moved, to: StateDispatched, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionHoldReservation}, {Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: TimerReadOp}}},
+		},
 		EventReadOp: {
-			// spec/workspace_read.yaml:99
+			// spec/workspace_read.yaml:134
 			{disp: fsm.Ignored, to: StateIdle, reason: "no read is dispatched"},
 		},
 		EventConnectionLost: {
-			// spec/workspace_read.yaml:99
+			// spec/workspace_read.yaml:134
 			{disp: fsm.Ignored, to: StateIdle, reason: "no read is dispatched"},
 		},
 		EventObserverCancelled: {
-			// spec/workspace_read.yaml:99
+			// spec/workspace_read.yaml:134
 			{disp: fsm.Ignored, to: StateIdle, reason: "no read is dispatched"},
 		},
 		EventOwnerClosed: {
-			// spec/workspace_read.yaml:99
+			// spec/workspace_read.yaml:134
 			{disp: fsm.Ignored, to: StateIdle, reason: "no read is dispatched"},
 		},
 	},
 	StateDispatched: {
 		EventWorkspaceRead: {
-			// spec/workspace_read.yaml:142
+			// spec/workspace_read.yaml:178
 			{disp: fsm.Rejected, to: StateDispatched, reason: "this operation ID already has a read in flight; a duplicate starts nothing"},
 		},
 		EventResultCompleted: {
-			// spec/workspace_read.yaml:107
-			{disp: fsm.Moved, guard: GuardCloseAcknowledged, to: StateCompleted, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadOp}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionDeliverResult}}},
-			// spec/workspace_read.yaml:117
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadOp}, {Kind: fsm.EffectDo, Action: ActionFenceOwner}}},
+			// spec/workspace_read.yaml:143
+			{disp: fsm.Moved, guard: GuardCloseAcknowledged, to: StateCompleted, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadOp}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseReservation}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionDeliverResult}}},
+			// spec/workspace_read.yaml:153
+			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadOp}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseReservation}, {Kind: fsm.EffectDo, Action: ActionFenceOwner}}},
 		},
 		EventResultTruncated: {
-			// spec/workspace_read.yaml:112
-			{disp: fsm.Moved, guard: GuardCloseAcknowledged, to: StateTruncated, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadOp}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionDeliverResult}}},
-			// spec/workspace_read.yaml:117
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadOp}, {Kind: fsm.EffectDo, Action: ActionFenceOwner}}},
+			// spec/workspace_read.yaml:148
+			{disp: fsm.Moved, guard: GuardCloseAcknowledged, to: StateTruncated, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadOp}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseReservation}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionDeliverResult}}},
+			// spec/workspace_read.yaml:153
+			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadOp}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseReservation}, {Kind: fsm.EffectDo, Action: ActionFenceOwner}}},
 		},
 		EventResultRejected: {
-			// spec/workspace_read.yaml:122
-			{disp: fsm.Moved, to: StateRejected, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadOp}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordRejection}}},
+			// spec/workspace_read.yaml:158
+			{disp: fsm.Moved, to: StateRejected, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadOp}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseReservation}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordRejection}}},
 		},
 		EventResultUnknown: {
-			// spec/workspace_read.yaml:126
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadOp}, {Kind: fsm.EffectDo, Action: ActionFenceOwner}}},
+			// spec/workspace_read.yaml:162
+			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadOp}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseReservation}, {Kind: fsm.EffectDo, Action: ActionFenceOwner}}},
+		},
+		EventSendFailed: {
+			// spec/workspace_read.yaml:178
+			{disp: fsm.Rejected, to: StateDispatched, reason: "this operation ID already has a read in flight; a duplicate starts nothing"},
 		},
 		EventReadOp: {
-			// spec/workspace_read.yaml:130
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectDo, Action: ActionFenceOwner}}},
+			// spec/workspace_read.yaml:166
+			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseReservation}, {Kind: fsm.EffectDo, Action: ActionFenceOwner}}},
 		},
 		EventConnectionLost: {
-			// spec/workspace_read.yaml:126
-			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadOp}, {Kind: fsm.EffectDo, Action: ActionFenceOwner}}},
+			// spec/workspace_read.yaml:162
+			{disp: fsm.Moved, to: StateUnknown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadOp}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReleaseReservation}, {Kind: fsm.EffectDo, Action: ActionFenceOwner}}},
 		},
 		EventObserverCancelled: {
-			// spec/workspace_read.yaml:134
+			// spec/workspace_read.yaml:170
 			{disp: fsm.Stayed, to: StateDispatched, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionDetachObserver}}},
 		},
 		EventOwnerClosed: {
-			// spec/workspace_read.yaml:138
+			// spec/workspace_read.yaml:174
 			{disp: fsm.Stayed, to: StateDispatched, effects: []Effect{{Kind: fsm.EffectDo, Action: ActionCloseAdmission}}},
 		},
 	},
 	StateCompleted: {
 		EventWorkspaceRead: {
-			// spec/workspace_read.yaml:150
+			// spec/workspace_read.yaml:186
 			{disp: fsm.Rejected, to: StateCompleted, reason: "the operation ID is settled; a read is never retried or replayed"},
 		},
 		EventResultCompleted: {
-			// spec/workspace_read.yaml:147
+			// spec/workspace_read.yaml:183
 			{disp: fsm.Ignored, to: StateCompleted, reason: "the read is settled; late results change nothing"},
 		},
 		EventResultTruncated: {
-			// spec/workspace_read.yaml:147
+			// spec/workspace_read.yaml:183
 			{disp: fsm.Ignored, to: StateCompleted, reason: "the read is settled; late results change nothing"},
 		},
 		EventResultRejected: {
-			// spec/workspace_read.yaml:147
+			// spec/workspace_read.yaml:183
 			{disp: fsm.Ignored, to: StateCompleted, reason: "the read is settled; late results change nothing"},
 		},
 		EventResultUnknown: {
-			// spec/workspace_read.yaml:147
+			// spec/workspace_read.yaml:183
+			{disp: fsm.Ignored, to: StateCompleted, reason: "the read is settled; late results change nothing"},
+		},
+		EventSendFailed: {
+			// spec/workspace_read.yaml:183
 			{disp: fsm.Ignored, to: StateCompleted, reason: "the read is settled; late results change nothing"},
 		},
 		EventReadOp: {
-			// spec/workspace_read.yaml:147
+			// spec/workspace_read.yaml:183
 			{disp: fsm.Ignored, to: StateCompleted, reason: "the read is settled; late results change nothing"},
 		},
 		EventConnectionLost: {
-			// spec/workspace_read.yaml:147
+			// spec/workspace_read.yaml:183
 			{disp: fsm.Ignored, to: StateCompleted, reason: "the read is settled; late results change nothing"},
 		},
 		EventObserverCancelled: {
-			// spec/workspace_read.yaml:147
+			// spec/workspace_read.yaml:183
 			{disp: fsm.Ignored, to: StateCompleted, reason: "the read is settled; late results change nothing"},
 		},
 		EventOwnerClosed: {
-			// spec/workspace_read.yaml:147
+			// spec/workspace_read.yaml:183
 			{disp: fsm.Ignored, to: StateCompleted, reason: "the read is settled; late results change nothing"},
 		},
 	},
 	StateTruncated: {
 		EventWorkspaceRead: {
-			// spec/workspace_read.yaml:150
+			// spec/workspace_read.yaml:186
 			{disp: fsm.Rejected, to: StateTruncated, reason: "the operation ID is settled; a read is never retried or replayed"},
 		},
 		EventResultCompleted: {
-			// spec/workspace_read.yaml:147
+			// spec/workspace_read.yaml:183
 			{disp: fsm.Ignored, to: StateTruncated, reason: "the read is settled; late results change nothing"},
 		},
 		EventResultTruncated: {
-			// spec/workspace_read.yaml:147
+			// spec/workspace_read.yaml:183
 			{disp: fsm.Ignored, to: StateTruncated, reason: "the read is settled; late results change nothing"},
 		},
 		EventResultRejected: {
-			// spec/workspace_read.yaml:147
+			// spec/workspace_read.yaml:183
 			{disp: fsm.Ignored, to: StateTruncated, reason: "the read is settled; late results change nothing"},
 		},
 		EventResultUnknown: {
-			// spec/workspace_read.yaml:147
+			// spec/workspace_read.yaml:183
+			{disp: fsm.Ignored, to: StateTruncated, reason: "the read is settled; late results change nothing"},
+		},
+		EventSendFailed: {
+			// spec/workspace_read.yaml:183
 			{disp: fsm.Ignored, to: StateTruncated, reason: "the read is settled; late results change nothing"},
 		},
 		EventReadOp: {
-			// spec/workspace_read.yaml:147
+			// spec/workspace_read.yaml:183
 			{disp: fsm.Ignored, to: StateTruncated, reason: "the read is settled; late results change nothing"},
 		},
 		EventConnectionLost: {
-			// spec/workspace_read.yaml:147
+			// spec/workspace_read.yaml:183
 			{disp: fsm.Ignored, to: StateTruncated, reason: "the read is settled; late results change nothing"},
 		},
 		EventObserverCancelled: {
-			// spec/workspace_read.yaml:147
+			// spec/workspace_read.yaml:183
 			{disp: fsm.Ignored, to: StateTruncated, reason: "the read is settled; late results change nothing"},
 		},
 		EventOwnerClosed: {
-			// spec/workspace_read.yaml:147
+			// spec/workspace_read.yaml:183
 			{disp: fsm.Ignored, to: StateTruncated, reason: "the read is settled; late results change nothing"},
 		},
 	},
 	StateRejected: {
 		EventWorkspaceRead: {
-			// spec/workspace_read.yaml:150
+			// spec/workspace_read.yaml:186
 			{disp: fsm.Rejected, to: StateRejected, reason: "the operation ID is settled; a read is never retried or replayed"},
 		},
 		EventResultCompleted: {
-			// spec/workspace_read.yaml:147
+			// spec/workspace_read.yaml:183
 			{disp: fsm.Ignored, to: StateRejected, reason: "the read is settled; late results change nothing"},
 		},
 		EventResultTruncated: {
-			// spec/workspace_read.yaml:147
+			// spec/workspace_read.yaml:183
 			{disp: fsm.Ignored, to: StateRejected, reason: "the read is settled; late results change nothing"},
 		},
 		EventResultRejected: {
-			// spec/workspace_read.yaml:147
+			// spec/workspace_read.yaml:183
 			{disp: fsm.Ignored, to: StateRejected, reason: "the read is settled; late results change nothing"},
 		},
 		EventResultUnknown: {
-			// spec/workspace_read.yaml:147
+			// spec/workspace_read.yaml:183
+			{disp: fsm.Ignored, to: StateRejected, reason: "the read is settled; late results change nothing"},
+		},
+		EventSendFailed: {
+			// spec/workspace_read.yaml:183
 			{disp: fsm.Ignored, to: StateRejected, reason: "the read is settled; late results change nothing"},
 		},
 		EventReadOp: {
-			// spec/workspace_read.yaml:147
+			// spec/workspace_read.yaml:183
 			{disp: fsm.Ignored, to: StateRejected, reason: "the read is settled; late results change nothing"},
 		},
 		EventConnectionLost: {
-			// spec/workspace_read.yaml:147
+			// spec/workspace_read.yaml:183
 			{disp: fsm.Ignored, to: StateRejected, reason: "the read is settled; late results change nothing"},
 		},
 		EventObserverCancelled: {
-			// spec/workspace_read.yaml:147
+			// spec/workspace_read.yaml:183
 			{disp: fsm.Ignored, to: StateRejected, reason: "the read is settled; late results change nothing"},
 		},
 		EventOwnerClosed: {
-			// spec/workspace_read.yaml:147
+			// spec/workspace_read.yaml:183
 			{disp: fsm.Ignored, to: StateRejected, reason: "the read is settled; late results change nothing"},
 		},
 	},
 	StateUnknown: {
 		EventWorkspaceRead: {
-			// spec/workspace_read.yaml:150
+			// spec/workspace_read.yaml:186
 			{disp: fsm.Rejected, to: StateUnknown, reason: "the operation ID is settled; a read is never retried or replayed"},
 		},
 		EventResultCompleted: {
-			// spec/workspace_read.yaml:147
+			// spec/workspace_read.yaml:183
 			{disp: fsm.Ignored, to: StateUnknown, reason: "the read is settled; late results change nothing"},
 		},
 		EventResultTruncated: {
-			// spec/workspace_read.yaml:147
+			// spec/workspace_read.yaml:183
 			{disp: fsm.Ignored, to: StateUnknown, reason: "the read is settled; late results change nothing"},
 		},
 		EventResultRejected: {
-			// spec/workspace_read.yaml:147
+			// spec/workspace_read.yaml:183
 			{disp: fsm.Ignored, to: StateUnknown, reason: "the read is settled; late results change nothing"},
 		},
 		EventResultUnknown: {
-			// spec/workspace_read.yaml:147
+			// spec/workspace_read.yaml:183
+			{disp: fsm.Ignored, to: StateUnknown, reason: "the read is settled; late results change nothing"},
+		},
+		EventSendFailed: {
+			// spec/workspace_read.yaml:183
 			{disp: fsm.Ignored, to: StateUnknown, reason: "the read is settled; late results change nothing"},
 		},
 		EventReadOp: {
-			// spec/workspace_read.yaml:147
+			// spec/workspace_read.yaml:183
 			{disp: fsm.Ignored, to: StateUnknown, reason: "the read is settled; late results change nothing"},
 		},
 		EventConnectionLost: {
-			// spec/workspace_read.yaml:147
+			// spec/workspace_read.yaml:183
 			{disp: fsm.Ignored, to: StateUnknown, reason: "the read is settled; late results change nothing"},
 		},
 		EventObserverCancelled: {
-			// spec/workspace_read.yaml:147
+			// spec/workspace_read.yaml:183
 			{disp: fsm.Ignored, to: StateUnknown, reason: "the read is settled; late results change nothing"},
 		},
 		EventOwnerClosed: {
-			// spec/workspace_read.yaml:147
+			// spec/workspace_read.yaml:183
 			{disp: fsm.Ignored, to: StateUnknown, reason: "the read is settled; late results change nothing"},
 		},
 	},
@@ -836,9 +874,13 @@ type Hooks[A any] interface {
 	StartTimer(f *Firing[A], t Timer) error
 	// StopTimer disarms t. Stopping a timer that is not armed is not an error.
 	StopTimer(f *Firing[A], t Timer) error
+	// DoHoldReservation performs hold_reservation: Core keeps the Worker's Session scheduling reservation for the bounded read (a no-op for a read aimed at a running Run).
+	DoHoldReservation(f *Firing[A]) error
 	// DoReadNative performs read_native: the Runtime checks the target, reads within the limits, closes the native handle and only then answers.
 	DoReadNative(f *Firing[A]) error
-	// DoDeliverResult performs deliver_result: Core returns the data (marked truncated when it is) after the confirmed close and releases its reservation.
+	// DoReleaseReservation performs release_reservation: Core releases the scheduling reservation and revokes the scoped read credential; it runs before any result is delivered.
+	DoReleaseReservation(f *Firing[A]) error
+	// DoDeliverResult performs deliver_result: Core returns the data (marked truncated when it is) after the confirmed close.
 	DoDeliverResult(f *Firing[A]) error
 	// DoRecordRejection performs record_rejection: Core returns the finite error without data.
 	DoRecordRejection(f *Firing[A]) error
@@ -997,8 +1039,12 @@ func (m *Machine[A]) perform(fr *Firing[A], ef *Effect) error {
 		return m.hooks.StopTimer(fr, ef.Timer)
 	case fsm.EffectDo:
 		switch ef.Action {
+		case ActionHoldReservation:
+			return m.hooks.DoHoldReservation(fr)
 		case ActionReadNative:
 			return m.hooks.DoReadNative(fr)
+		case ActionReleaseReservation:
+			return m.hooks.DoReleaseReservation(fr)
 		case ActionDeliverResult:
 			return m.hooks.DoDeliverResult(fr)
 		case ActionRecordRejection:

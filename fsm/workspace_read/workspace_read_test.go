@@ -52,8 +52,16 @@ func (r *recorder) StopTimer(f *Firing[int], t Timer) error {
 	return r.record(f, "stop "+t.String())
 }
 
+func (r *recorder) DoHoldReservation(f *Firing[int]) error {
+	return r.record(f, "do hold_reservation")
+}
+
 func (r *recorder) DoReadNative(f *Firing[int]) error {
 	return r.record(f, "do read_native")
+}
+
+func (r *recorder) DoReleaseReservation(f *Firing[int]) error {
+	return r.record(f, "do release_reservation")
 }
 
 func (r *recorder) DoDeliverResult(f *Firing[int]) error {
@@ -120,159 +128,175 @@ type cellCase struct {
 
 // cellCases has one entry per candidate of every cell, computed from the spec when the code was generated.
 var cellCases = []cellCase{{
-	both:    []string{"start read_op", "do read_native"},
-	core:    []string{"start read_op"},
+	both:    []string{"do hold_reservation", "start read_op", "do read_native"},
+	core:    []string{"do hold_reservation", "start read_op"},
 	disp:    fsm.Moved,
-	effects: []string{"core: start read_op", "runtime: do read_native"},
+	effects: []string{"core: do hold_reservation", "core: start read_op", "runtime: do read_native"},
 	event:   EventWorkspaceRead,
 	from:    StateIdle,
 	guard:   GuardOwnerReadable,
 	held:    GuardSet(0).With(GuardOwnerReadable),
-	line:    "spec/workspace_read.yaml:91",
+	line:    "spec/workspace_read.yaml:121",
 	runtime: []string{"do read_native"},
 	to:      StateDispatched,
 }, {
 	disp:  fsm.Rejected,
 	event: EventWorkspaceRead,
 	from:  StateIdle,
-	line:  "spec/workspace_read.yaml:96",
+	line:  "spec/workspace_read.yaml:126",
 	to:    StateIdle,
 }, {
 	disp:  fsm.Rejected,
 	event: EventResultCompleted,
 	from:  StateIdle,
-	line:  "spec/workspace_read.yaml:102",
+	line:  "spec/workspace_read.yaml:137",
 	to:    StateIdle,
 }, {
 	disp:  fsm.Rejected,
 	event: EventResultTruncated,
 	from:  StateIdle,
-	line:  "spec/workspace_read.yaml:102",
+	line:  "spec/workspace_read.yaml:137",
 	to:    StateIdle,
 }, {
 	disp:  fsm.Rejected,
 	event: EventResultRejected,
 	from:  StateIdle,
-	line:  "spec/workspace_read.yaml:102",
+	line:  "spec/workspace_read.yaml:137",
 	to:    StateIdle,
 }, {
 	disp:  fsm.Rejected,
 	event: EventResultUnknown,
 	from:  StateIdle,
-	line:  "spec/workspace_read.yaml:102",
+	line:  "spec/workspace_read.yaml:137",
 	to:    StateIdle,
+}, {
+	both:    []string{"do hold_reservation", "start read_op"},
+	core:    []string{"do hold_reservation", "start read_op"},
+	disp:    fsm.Moved,
+	effects: []string{"core: do hold_reservation", "core: start read_op"},
+	event:   EventSendFailed,
+	from:    StateIdle,
+	line:    "spec/workspace_read.yaml:129",
+	runtime: nil,
+	to:      StateDispatched,
 }, {
 	disp:  fsm.Ignored,
 	event: EventReadOp,
 	from:  StateIdle,
-	line:  "spec/workspace_read.yaml:99",
+	line:  "spec/workspace_read.yaml:134",
 	to:    StateIdle,
 }, {
 	disp:  fsm.Ignored,
 	event: EventConnectionLost,
 	from:  StateIdle,
-	line:  "spec/workspace_read.yaml:99",
+	line:  "spec/workspace_read.yaml:134",
 	to:    StateIdle,
 }, {
 	disp:  fsm.Ignored,
 	event: EventObserverCancelled,
 	from:  StateIdle,
-	line:  "spec/workspace_read.yaml:99",
+	line:  "spec/workspace_read.yaml:134",
 	to:    StateIdle,
 }, {
 	disp:  fsm.Ignored,
 	event: EventOwnerClosed,
 	from:  StateIdle,
-	line:  "spec/workspace_read.yaml:99",
+	line:  "spec/workspace_read.yaml:134",
 	to:    StateIdle,
 }, {
 	disp:  fsm.Rejected,
 	event: EventWorkspaceRead,
 	from:  StateDispatched,
-	line:  "spec/workspace_read.yaml:142",
+	line:  "spec/workspace_read.yaml:178",
 	to:    StateDispatched,
 }, {
-	both:    []string{"stop read_op", "do deliver_result"},
-	core:    []string{"stop read_op", "do deliver_result"},
+	both:    []string{"stop read_op", "do release_reservation", "do deliver_result"},
+	core:    []string{"stop read_op", "do release_reservation", "do deliver_result"},
 	disp:    fsm.Moved,
-	effects: []string{"core: stop read_op", "core: do deliver_result"},
+	effects: []string{"core: stop read_op", "core: do release_reservation", "core: do deliver_result"},
 	event:   EventResultCompleted,
 	from:    StateDispatched,
 	guard:   GuardCloseAcknowledged,
 	held:    GuardSet(0).With(GuardCloseAcknowledged),
-	line:    "spec/workspace_read.yaml:107",
+	line:    "spec/workspace_read.yaml:143",
 	runtime: nil,
 	to:      StateCompleted,
 }, {
-	both:    []string{"stop read_op", "do fence_owner"},
-	core:    []string{"stop read_op", "do fence_owner"},
+	both:    []string{"stop read_op", "do release_reservation", "do fence_owner"},
+	core:    []string{"stop read_op", "do release_reservation", "do fence_owner"},
 	disp:    fsm.Moved,
-	effects: []string{"core: stop read_op", "do fence_owner"},
+	effects: []string{"core: stop read_op", "core: do release_reservation", "do fence_owner"},
 	event:   EventResultCompleted,
 	from:    StateDispatched,
-	line:    "spec/workspace_read.yaml:117",
+	line:    "spec/workspace_read.yaml:153",
 	runtime: []string{"do fence_owner"},
 	to:      StateUnknown,
 }, {
-	both:    []string{"stop read_op", "do deliver_result"},
-	core:    []string{"stop read_op", "do deliver_result"},
+	both:    []string{"stop read_op", "do release_reservation", "do deliver_result"},
+	core:    []string{"stop read_op", "do release_reservation", "do deliver_result"},
 	disp:    fsm.Moved,
-	effects: []string{"core: stop read_op", "core: do deliver_result"},
+	effects: []string{"core: stop read_op", "core: do release_reservation", "core: do deliver_result"},
 	event:   EventResultTruncated,
 	from:    StateDispatched,
 	guard:   GuardCloseAcknowledged,
 	held:    GuardSet(0).With(GuardCloseAcknowledged),
-	line:    "spec/workspace_read.yaml:112",
+	line:    "spec/workspace_read.yaml:148",
 	runtime: nil,
 	to:      StateTruncated,
 }, {
-	both:    []string{"stop read_op", "do fence_owner"},
-	core:    []string{"stop read_op", "do fence_owner"},
+	both:    []string{"stop read_op", "do release_reservation", "do fence_owner"},
+	core:    []string{"stop read_op", "do release_reservation", "do fence_owner"},
 	disp:    fsm.Moved,
-	effects: []string{"core: stop read_op", "do fence_owner"},
+	effects: []string{"core: stop read_op", "core: do release_reservation", "do fence_owner"},
 	event:   EventResultTruncated,
 	from:    StateDispatched,
-	line:    "spec/workspace_read.yaml:117",
+	line:    "spec/workspace_read.yaml:153",
 	runtime: []string{"do fence_owner"},
 	to:      StateUnknown,
 }, {
-	both:    []string{"stop read_op", "do record_rejection"},
-	core:    []string{"stop read_op", "do record_rejection"},
+	both:    []string{"stop read_op", "do release_reservation", "do record_rejection"},
+	core:    []string{"stop read_op", "do release_reservation", "do record_rejection"},
 	disp:    fsm.Moved,
-	effects: []string{"core: stop read_op", "core: do record_rejection"},
+	effects: []string{"core: stop read_op", "core: do release_reservation", "core: do record_rejection"},
 	event:   EventResultRejected,
 	from:    StateDispatched,
-	line:    "spec/workspace_read.yaml:122",
+	line:    "spec/workspace_read.yaml:158",
 	runtime: nil,
 	to:      StateRejected,
 }, {
-	both:    []string{"stop read_op", "do fence_owner"},
-	core:    []string{"stop read_op", "do fence_owner"},
+	both:    []string{"stop read_op", "do release_reservation", "do fence_owner"},
+	core:    []string{"stop read_op", "do release_reservation", "do fence_owner"},
 	disp:    fsm.Moved,
-	effects: []string{"core: stop read_op", "do fence_owner"},
+	effects: []string{"core: stop read_op", "core: do release_reservation", "do fence_owner"},
 	event:   EventResultUnknown,
 	from:    StateDispatched,
-	line:    "spec/workspace_read.yaml:126",
+	line:    "spec/workspace_read.yaml:162",
 	runtime: []string{"do fence_owner"},
 	to:      StateUnknown,
 }, {
-	both:    []string{"do fence_owner"},
-	core:    []string{"do fence_owner"},
+	disp:  fsm.Rejected,
+	event: EventSendFailed,
+	from:  StateDispatched,
+	line:  "spec/workspace_read.yaml:178",
+	to:    StateDispatched,
+}, {
+	both:    []string{"do release_reservation", "do fence_owner"},
+	core:    []string{"do release_reservation", "do fence_owner"},
 	disp:    fsm.Moved,
-	effects: []string{"do fence_owner"},
+	effects: []string{"core: do release_reservation", "do fence_owner"},
 	event:   EventReadOp,
 	from:    StateDispatched,
-	line:    "spec/workspace_read.yaml:130",
+	line:    "spec/workspace_read.yaml:166",
 	runtime: []string{"do fence_owner"},
 	to:      StateUnknown,
 }, {
-	both:    []string{"stop read_op", "do fence_owner"},
-	core:    []string{"stop read_op", "do fence_owner"},
+	both:    []string{"stop read_op", "do release_reservation", "do fence_owner"},
+	core:    []string{"stop read_op", "do release_reservation", "do fence_owner"},
 	disp:    fsm.Moved,
-	effects: []string{"core: stop read_op", "do fence_owner"},
+	effects: []string{"core: stop read_op", "core: do release_reservation", "do fence_owner"},
 	event:   EventConnectionLost,
 	from:    StateDispatched,
-	line:    "spec/workspace_read.yaml:126",
+	line:    "spec/workspace_read.yaml:162",
 	runtime: []string{"do fence_owner"},
 	to:      StateUnknown,
 }, {
@@ -282,7 +306,7 @@ var cellCases = []cellCase{{
 	effects: []string{"core: do detach_observer"},
 	event:   EventObserverCancelled,
 	from:    StateDispatched,
-	line:    "spec/workspace_read.yaml:134",
+	line:    "spec/workspace_read.yaml:170",
 	runtime: nil,
 	to:      StateDispatched,
 }, {
@@ -292,224 +316,248 @@ var cellCases = []cellCase{{
 	effects: []string{"do close_admission"},
 	event:   EventOwnerClosed,
 	from:    StateDispatched,
-	line:    "spec/workspace_read.yaml:138",
+	line:    "spec/workspace_read.yaml:174",
 	runtime: []string{"do close_admission"},
 	to:      StateDispatched,
 }, {
 	disp:  fsm.Rejected,
 	event: EventWorkspaceRead,
 	from:  StateCompleted,
-	line:  "spec/workspace_read.yaml:150",
+	line:  "spec/workspace_read.yaml:186",
 	to:    StateCompleted,
 }, {
 	disp:  fsm.Ignored,
 	event: EventResultCompleted,
 	from:  StateCompleted,
-	line:  "spec/workspace_read.yaml:147",
+	line:  "spec/workspace_read.yaml:183",
 	to:    StateCompleted,
 }, {
 	disp:  fsm.Ignored,
 	event: EventResultTruncated,
 	from:  StateCompleted,
-	line:  "spec/workspace_read.yaml:147",
+	line:  "spec/workspace_read.yaml:183",
 	to:    StateCompleted,
 }, {
 	disp:  fsm.Ignored,
 	event: EventResultRejected,
 	from:  StateCompleted,
-	line:  "spec/workspace_read.yaml:147",
+	line:  "spec/workspace_read.yaml:183",
 	to:    StateCompleted,
 }, {
 	disp:  fsm.Ignored,
 	event: EventResultUnknown,
 	from:  StateCompleted,
-	line:  "spec/workspace_read.yaml:147",
+	line:  "spec/workspace_read.yaml:183",
+	to:    StateCompleted,
+}, {
+	disp:  fsm.Ignored,
+	event: EventSendFailed,
+	from:  StateCompleted,
+	line:  "spec/workspace_read.yaml:183",
 	to:    StateCompleted,
 }, {
 	disp:  fsm.Ignored,
 	event: EventReadOp,
 	from:  StateCompleted,
-	line:  "spec/workspace_read.yaml:147",
+	line:  "spec/workspace_read.yaml:183",
 	to:    StateCompleted,
 }, {
 	disp:  fsm.Ignored,
 	event: EventConnectionLost,
 	from:  StateCompleted,
-	line:  "spec/workspace_read.yaml:147",
+	line:  "spec/workspace_read.yaml:183",
 	to:    StateCompleted,
 }, {
 	disp:  fsm.Ignored,
 	event: EventObserverCancelled,
 	from:  StateCompleted,
-	line:  "spec/workspace_read.yaml:147",
+	line:  "spec/workspace_read.yaml:183",
 	to:    StateCompleted,
 }, {
 	disp:  fsm.Ignored,
 	event: EventOwnerClosed,
 	from:  StateCompleted,
-	line:  "spec/workspace_read.yaml:147",
+	line:  "spec/workspace_read.yaml:183",
 	to:    StateCompleted,
 }, {
 	disp:  fsm.Rejected,
 	event: EventWorkspaceRead,
 	from:  StateTruncated,
-	line:  "spec/workspace_read.yaml:150",
+	line:  "spec/workspace_read.yaml:186",
 	to:    StateTruncated,
 }, {
 	disp:  fsm.Ignored,
 	event: EventResultCompleted,
 	from:  StateTruncated,
-	line:  "spec/workspace_read.yaml:147",
+	line:  "spec/workspace_read.yaml:183",
 	to:    StateTruncated,
 }, {
 	disp:  fsm.Ignored,
 	event: EventResultTruncated,
 	from:  StateTruncated,
-	line:  "spec/workspace_read.yaml:147",
+	line:  "spec/workspace_read.yaml:183",
 	to:    StateTruncated,
 }, {
 	disp:  fsm.Ignored,
 	event: EventResultRejected,
 	from:  StateTruncated,
-	line:  "spec/workspace_read.yaml:147",
+	line:  "spec/workspace_read.yaml:183",
 	to:    StateTruncated,
 }, {
 	disp:  fsm.Ignored,
 	event: EventResultUnknown,
 	from:  StateTruncated,
-	line:  "spec/workspace_read.yaml:147",
+	line:  "spec/workspace_read.yaml:183",
+	to:    StateTruncated,
+}, {
+	disp:  fsm.Ignored,
+	event: EventSendFailed,
+	from:  StateTruncated,
+	line:  "spec/workspace_read.yaml:183",
 	to:    StateTruncated,
 }, {
 	disp:  fsm.Ignored,
 	event: EventReadOp,
 	from:  StateTruncated,
-	line:  "spec/workspace_read.yaml:147",
+	line:  "spec/workspace_read.yaml:183",
 	to:    StateTruncated,
 }, {
 	disp:  fsm.Ignored,
 	event: EventConnectionLost,
 	from:  StateTruncated,
-	line:  "spec/workspace_read.yaml:147",
+	line:  "spec/workspace_read.yaml:183",
 	to:    StateTruncated,
 }, {
 	disp:  fsm.Ignored,
 	event: EventObserverCancelled,
 	from:  StateTruncated,
-	line:  "spec/workspace_read.yaml:147",
+	line:  "spec/workspace_read.yaml:183",
 	to:    StateTruncated,
 }, {
 	disp:  fsm.Ignored,
 	event: EventOwnerClosed,
 	from:  StateTruncated,
-	line:  "spec/workspace_read.yaml:147",
+	line:  "spec/workspace_read.yaml:183",
 	to:    StateTruncated,
 }, {
 	disp:  fsm.Rejected,
 	event: EventWorkspaceRead,
 	from:  StateRejected,
-	line:  "spec/workspace_read.yaml:150",
+	line:  "spec/workspace_read.yaml:186",
 	to:    StateRejected,
 }, {
 	disp:  fsm.Ignored,
 	event: EventResultCompleted,
 	from:  StateRejected,
-	line:  "spec/workspace_read.yaml:147",
+	line:  "spec/workspace_read.yaml:183",
 	to:    StateRejected,
 }, {
 	disp:  fsm.Ignored,
 	event: EventResultTruncated,
 	from:  StateRejected,
-	line:  "spec/workspace_read.yaml:147",
+	line:  "spec/workspace_read.yaml:183",
 	to:    StateRejected,
 }, {
 	disp:  fsm.Ignored,
 	event: EventResultRejected,
 	from:  StateRejected,
-	line:  "spec/workspace_read.yaml:147",
+	line:  "spec/workspace_read.yaml:183",
 	to:    StateRejected,
 }, {
 	disp:  fsm.Ignored,
 	event: EventResultUnknown,
 	from:  StateRejected,
-	line:  "spec/workspace_read.yaml:147",
+	line:  "spec/workspace_read.yaml:183",
+	to:    StateRejected,
+}, {
+	disp:  fsm.Ignored,
+	event: EventSendFailed,
+	from:  StateRejected,
+	line:  "spec/workspace_read.yaml:183",
 	to:    StateRejected,
 }, {
 	disp:  fsm.Ignored,
 	event: EventReadOp,
 	from:  StateRejected,
-	line:  "spec/workspace_read.yaml:147",
+	line:  "spec/workspace_read.yaml:183",
 	to:    StateRejected,
 }, {
 	disp:  fsm.Ignored,
 	event: EventConnectionLost,
 	from:  StateRejected,
-	line:  "spec/workspace_read.yaml:147",
+	line:  "spec/workspace_read.yaml:183",
 	to:    StateRejected,
 }, {
 	disp:  fsm.Ignored,
 	event: EventObserverCancelled,
 	from:  StateRejected,
-	line:  "spec/workspace_read.yaml:147",
+	line:  "spec/workspace_read.yaml:183",
 	to:    StateRejected,
 }, {
 	disp:  fsm.Ignored,
 	event: EventOwnerClosed,
 	from:  StateRejected,
-	line:  "spec/workspace_read.yaml:147",
+	line:  "spec/workspace_read.yaml:183",
 	to:    StateRejected,
 }, {
 	disp:  fsm.Rejected,
 	event: EventWorkspaceRead,
 	from:  StateUnknown,
-	line:  "spec/workspace_read.yaml:150",
+	line:  "spec/workspace_read.yaml:186",
 	to:    StateUnknown,
 }, {
 	disp:  fsm.Ignored,
 	event: EventResultCompleted,
 	from:  StateUnknown,
-	line:  "spec/workspace_read.yaml:147",
+	line:  "spec/workspace_read.yaml:183",
 	to:    StateUnknown,
 }, {
 	disp:  fsm.Ignored,
 	event: EventResultTruncated,
 	from:  StateUnknown,
-	line:  "spec/workspace_read.yaml:147",
+	line:  "spec/workspace_read.yaml:183",
 	to:    StateUnknown,
 }, {
 	disp:  fsm.Ignored,
 	event: EventResultRejected,
 	from:  StateUnknown,
-	line:  "spec/workspace_read.yaml:147",
+	line:  "spec/workspace_read.yaml:183",
 	to:    StateUnknown,
 }, {
 	disp:  fsm.Ignored,
 	event: EventResultUnknown,
 	from:  StateUnknown,
-	line:  "spec/workspace_read.yaml:147",
+	line:  "spec/workspace_read.yaml:183",
+	to:    StateUnknown,
+}, {
+	disp:  fsm.Ignored,
+	event: EventSendFailed,
+	from:  StateUnknown,
+	line:  "spec/workspace_read.yaml:183",
 	to:    StateUnknown,
 }, {
 	disp:  fsm.Ignored,
 	event: EventReadOp,
 	from:  StateUnknown,
-	line:  "spec/workspace_read.yaml:147",
+	line:  "spec/workspace_read.yaml:183",
 	to:    StateUnknown,
 }, {
 	disp:  fsm.Ignored,
 	event: EventConnectionLost,
 	from:  StateUnknown,
-	line:  "spec/workspace_read.yaml:147",
+	line:  "spec/workspace_read.yaml:183",
 	to:    StateUnknown,
 }, {
 	disp:  fsm.Ignored,
 	event: EventObserverCancelled,
 	from:  StateUnknown,
-	line:  "spec/workspace_read.yaml:147",
+	line:  "spec/workspace_read.yaml:183",
 	to:    StateUnknown,
 }, {
 	disp:  fsm.Ignored,
 	event: EventOwnerClosed,
 	from:  StateUnknown,
-	line:  "spec/workspace_read.yaml:147",
+	line:  "spec/workspace_read.yaml:183",
 	to:    StateUnknown,
 }}
 
@@ -669,15 +717,45 @@ func TestConcurrentFire(t *testing.T) {
 	}
 }
 
-// TestEffectError makes the first hook of spec/workspace_read.yaml:117 fail: the state has moved and the error names the effect.
+// TestEffectError makes the first hook of spec/workspace_read.yaml:129 fail: the state has moved and the error names the effect.
 func TestEffectError(t *testing.T) {
-	m := New[int](fsm.RoleBoth, &recorder{fail: "stop read_op"})
-	_, err := m.Restore("dispatched")
+	m := New[int](fsm.RoleBoth, &recorder{fail: "do hold_reservation"})
+	_, err := m.Restore("idle")
 	require.NoError(t, err)
-	err = m.Fire(EventResultCompleted, 0)
+	err = m.Fire(EventSendFailed, 0)
 	require.ErrorIs(t, err, fsm.ErrEffect)
 	require.ErrorIs(t, err, errHook)
 	var ee *fsm.EffectError
 	require.ErrorAs(t, err, &ee)
+	require.Equal(t, StateDispatched, m.State())
+}
+
+// TestFollowUpFromHook raises result_completed from inside a hook of spec/workspace_read.yaml:129: it runs after the current event, under the same Fire, without deadlocking.
+func TestFollowUpFromHook(t *testing.T) {
+	rec := &recorder{}
+	raised := false
+	rec.raise = func(f *Firing[int]) error {
+		if raised {
+			return nil
+		}
+		raised = true
+		return f.Raise(EventResultCompleted, 7)
+	}
+	m := New[int](fsm.RoleBoth, rec)
+	_, err := m.Restore("idle")
+	require.NoError(t, err)
+	require.NoError(t, m.Fire(EventSendFailed, 0))
 	require.Equal(t, StateUnknown, m.State())
+	// An unbounded chain of follow-ups fails instead of spinning.
+	rec.raise = func(f *Firing[int]) error {
+		for range fsm.QueueCapacity + 1 {
+			if err := f.Raise(EventResultCompleted, 7); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	_, err = m.Restore("idle")
+	require.NoError(t, err)
+	require.ErrorIs(t, m.Fire(EventSendFailed, 0), fsm.ErrQueueFull)
 }
