@@ -16,6 +16,7 @@ func checkProtocol(m *Machine, errs *errorList) {
 	checkDispatch(m, errs)
 	checkResources(m, errs)
 	checkBudgets(m, errs)
+	checkPeerExits(m, errs)
 }
 
 // checkFailedSends: a sender fires a message event only once its write
@@ -298,4 +299,75 @@ func budgetText(b *Event) string {
 		parts = append(parts, p.Name+" "+p.Duration.String())
 	}
 	return strings.Join(parts, " + ")
+}
+
+// checkPeerExits: each peer fires only the events it observes, so each
+// peer's copy of the machine must be able to settle on its own: from every
+// state a peer can reach, it can reach a terminal state through events it
+// fires itself. A state whose only ways out are the other peer's local
+// events or timers strands that peer's copy forever.
+func checkPeerExits(m *Machine, errs *errorList) {
+	init := m.Initial()
+	if init == nil {
+		return
+	}
+	for _, role := range []Role{RoleCore, RoleRuntime} {
+		step := func(s *State, visit func(*Rule)) {
+			for _, e := range m.Events {
+				if !observes(role, e) {
+					continue
+				}
+				for _, r := range m.Cell(s, e) {
+					if r.Kind == RuleGoto {
+						visit(r)
+					}
+				}
+			}
+		}
+		reached := map[*State]bool{init: true}
+		queue := []*State{init}
+		for len(queue) > 0 {
+			s := queue[0]
+			queue = queue[1:]
+			step(s, func(r *Rule) {
+				if !reached[r.To] {
+					reached[r.To] = true
+					queue = append(queue, r.To)
+				}
+			})
+		}
+		// settles[s]: role can get from s to a terminal state by itself.
+		settles := map[*State]bool{}
+		for changed := true; changed; {
+			changed = false
+			for _, s := range m.States {
+				if settles[s] {
+					continue
+				}
+				ok := s.Terminal()
+				step(s, func(r *Rule) { ok = ok || settles[r.To] })
+				if ok {
+					settles[s], changed = true, true
+				}
+			}
+		}
+		for _, s := range m.States {
+			if !reached[s] || settles[s] {
+				continue
+			}
+			var others []string
+			for _, e := range m.Events {
+				if observes(role, e) {
+					continue
+				}
+				for _, r := range m.Cell(s, e) {
+					if r.Kind == RuleGoto && r.To != s {
+						others = append(others, e.Name)
+						break
+					}
+				}
+			}
+			errs.add(s.Pos, "%s can reach state %q but never settle from it: every way out is an event only the other peer fires (%s); give %s a way out (a message, a timer or a local event it observes)", role, s.Name, strings.Join(others, ", "), role)
+		}
+	}
 }

@@ -143,6 +143,14 @@ func TestProtocolChecks(t *testing.T) {
 		{"budget restarted while it runs", ed("  - from: finishing\n    on: \"*\"\n", "  - from: finishing\n    on: hurry\n    to: same\n    effects: [stop drain, start drain]\n  - from: finishing\n    on: \"*\"\n"),
 			"  - from: finishing\n    on: hurry",
 			`(finishing, hurry) restarts budget drain while it runs, which extends the wait it bounds past 3s`},
+
+		// peers settle on their own
+		{"a peer stranded", ed("  - from: [asking, answering]\n    on: reply_ok\n", "  - from: answering\n    on: reply_ok\n",
+			"  - from: [asking, answering]\n    on: reply_no\n", "  - from: answering\n    on: reply_no\n",
+			"  - from: [asking, answering]\n    on: [reply_wait, link_lost]\n", "  - from: answering\n    on: [reply_wait, link_lost]\n",
+			"  - from: asking\n    on: [send, drain]\n", "  - from: asking\n    on: [send, drain, reply_ok, reply_no, reply_wait, link_lost]\n"),
+			"  - name: asking",
+			`core can reach state "asking" but never settle from it: every way out is an event only the other peer fires (worked, hurry, work)`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -2,16 +2,19 @@
 
 // Package connection is the generated connection machine.
 //
-// The daemon connection of one device: the Runtime's supervisor bootstraps,
-// dials the WebSocket, sends its first heartbeat with the capability
-// declaration, and then keeps the link alive; Core accepts or refuses the
-// upgrade and watches the read deadline. Every dial opens a fresh physical
-// connection with its own routing, admission handles and transfer state, and a
-// reconnect replays nothing. Version, authentication and retirement refusals
-// are permanent; a transient loss backs off and reconnects.
+// One physical daemon connection: the Runtime's supervisor bootstraps, dials
+// the WebSocket and sends its first heartbeat with the capability declaration
+// at once; Core checks the upgrade request, accepts or refuses it and then
+// watches the read deadline. Each physical connection has its own routing,
+// admission handles and transfer state and inherits nothing. A newer
+// connection of the same device replaces this one: Core fences the device's
+// owner lease and evicts this connection's routes (that fencing is Core's, not
+// part of this table). Version, authentication and malformed-request refusals
+// are permanent; after a transient loss the supervisor may start a new
+// connection (a new instance) after its backoff, and it replays nothing.
 //
-// One instance per device ID (one Runtime supervisor's connection loop; each
-// dial is a fresh physical connection).
+// One instance per physical connection (one bootstrap, upgrade and WebSocket
+// of one device; a reconnect or a newer connection is a new instance).
 //
 // The table and every hook name come from spec/connection.yaml; see
 // docs/machines/connection.md for the diagram and the state × event matrix.
@@ -28,43 +31,47 @@ import (
 const Name = "connection"
 
 // Initial is the state every new instance starts in.
-const Initial = StateDisconnected
+const Initial = StateIdle
 const (
-	numStates = 12
-	numEvents = 17
+	numStates = 14
+	numEvents = 20
 )
 
 // State is a state of the connection machine.
 type State uint8
 
 const (
-	// StateDisconnected: no connection and no request in flight; the supervisor holds its credential and device ID and may bootstrap
-	StateDisconnected State = 1
-	// StateBootstrapping: POST bootstrap was sent with the Bearer credential and the device ID; the connection URL and interval are not known yet
+	// StateIdle: nothing happened on this connection yet; the Runtime holds its credential and device ID and may bootstrap, and Core waits for an upgrade request
+	StateIdle State = 1
+	// StateBootstrapping: POST bootstrap was sent with the Bearer credential and the device ID; the connection URL and interval are not known yet (Runtime only)
 	StateBootstrapping State = 2
-	// StateDialing: the supervisor asked to upgrade to a WebSocket, naming its device and wire version in the URL and authenticating in the header
+	// StateDialing: the Runtime asked to upgrade to a WebSocket, naming its device and wire version in the URL and authenticating in the header (Runtime only)
 	StateDialing State = 3
-	// StateUpgraded: Core accepted the upgrade; routing, handles and transfer state are fresh and capabilities are still unknown until the first heartbeat
+	// StateUpgraded: the upgrade was accepted and the Runtime sent its first heartbeat at once; routing, handles and transfer state are fresh and Core treats capabilities as unknown until that heartbeat arrives
 	StateUpgraded State = 4
 	// StateLive: the first valid heartbeat advertised the capabilities; heartbeats keep the link alive and prove nothing else
 	StateLive State = 5
-	// StateBackoff: the connection was lost for a transient reason; the supervisor waits before reconnecting and will replay nothing
-	StateBackoff State = 6
-	// StateShuttingDown: shutdown was requested; the Runtime closes its Executors, keeps any whose close failed and never reconnects while it waits
-	StateShuttingDown State = 7
-	// StateStopped: shutdown settled every owned native resource; the supervisor exits
-	StateStopped State = 8
-	// StateVersionRejected: Core answered the upgrade with HTTP 426 incompatible_version; permanent until matching peers are deployed
-	StateVersionRejected State = 9
-	// StateAuthRejected: bootstrap or upgrade was refused with 401 or 403; permanent until an operator fixes the credential
-	StateAuthRejected State = 10
+	// StateShuttingDown: shutdown was requested; the Runtime closes its Executors while the transport stays open, so their final frames still reach Core, and keeps heartbeating; it never reconnects while it waits
+	StateShuttingDown State = 6
+	// StateStopped: the connection closed during shutdown (the Runtime closed it after its Executors closed, or it was lost); the daemon does not reconnect
+	StateStopped State = 7
+	// StateCancelled: the process began shutting down before this connection was open; nothing was routed on it
+	StateCancelled State = 8
+	// StateLost: the connection failed for a transient reason (network error, 5xx, read deadline, invalid heartbeat, a close without a permanent code); routes end with an observation error, and the supervisor may dial a new connection
+	StateLost State = 9
+	// StateReplaced: Core admitted a newer connection of this device, evicted this one's Run and interaction routes and closed it; nothing is inherited
+	StateReplaced State = 10
+	// StateRequestRejected: bootstrap or the upgrade was answered 400 (missing_params, missing_device_id, bad_json); the request is malformed and retrying it cannot help
+	StateRequestRejected State = 11
+	// StateVersionRejected: the upgrade was answered HTTP 426 incompatible_version; permanent until matching peers are deployed
+	StateVersionRejected State = 12
+	// StateAuthRejected: bootstrap or the upgrade was refused with 401 or 403; permanent until an operator fixes the credential
+	StateAuthRejected State = 13
 	// StateRetired: Core closed the socket with code 4001 (the runtime was retired or deleted); permanent, the daemon exits
-	StateRetired State = 11
-	// StateSuperseded: another connection of this device took over; the routes of this one (Runs, interactions) were dropped and their outcome is unknown
-	StateSuperseded State = 12
+	StateRetired State = 14
 )
 
-var stateNames = [...]string{"", "disconnected", "bootstrapping", "dialing", "upgraded", "live", "backoff", "shutting_down", "stopped", "version_rejected", "auth_rejected", "retired", "superseded"}
+var stateNames = [...]string{"", "idle", "bootstrapping", "dialing", "upgraded", "live", "shutting_down", "stopped", "cancelled", "lost", "replaced", "request_rejected", "version_rejected", "auth_rejected", "retired"}
 
 // String returns the spec name, or State(n) for a value outside the enum.
 func (v State) String() string {
@@ -82,8 +89,8 @@ func (v State) Valid() bool {
 // ParseState returns the state with the given spec name.
 func ParseState(name string) (State, error) {
 	switch name {
-	case "disconnected":
-		return StateDisconnected, nil
+	case "idle":
+		return StateIdle, nil
 	case "bootstrapping":
 		return StateBootstrapping, nil
 	case "dialing":
@@ -92,20 +99,24 @@ func ParseState(name string) (State, error) {
 		return StateUpgraded, nil
 	case "live":
 		return StateLive, nil
-	case "backoff":
-		return StateBackoff, nil
 	case "shutting_down":
 		return StateShuttingDown, nil
 	case "stopped":
 		return StateStopped, nil
+	case "cancelled":
+		return StateCancelled, nil
+	case "lost":
+		return StateLost, nil
+	case "replaced":
+		return StateReplaced, nil
+	case "request_rejected":
+		return StateRequestRejected, nil
 	case "version_rejected":
 		return StateVersionRejected, nil
 	case "auth_rejected":
 		return StateAuthRejected, nil
 	case "retired":
 		return StateRetired, nil
-	case "superseded":
-		return StateSuperseded, nil
 	}
 	return 0, &fsm.InvalidError{
 		Machine: Name,
@@ -114,8 +125,8 @@ func ParseState(name string) (State, error) {
 	}
 }
 
-var stateOutcomes = [...]fsm.Outcome{0, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeSuccess, fsm.OutcomeFailure, fsm.OutcomeFailure, fsm.OutcomeFailure, fsm.OutcomeUnknown}
-var stateTimers = [...][]Timer{nil, nil, nil, nil, []Timer{TimerReadDeadline}, []Timer{TimerHeartbeatInterval, TimerReadDeadline}, []Timer{TimerReconnectBackoff}, nil, nil, nil, nil, nil, nil}
+var stateOutcomes = [...]fsm.Outcome{0, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeNone, fsm.OutcomeSuccess, fsm.OutcomeFailure, fsm.OutcomeFailure, fsm.OutcomeFailure, fsm.OutcomeFailure, fsm.OutcomeFailure, fsm.OutcomeFailure, fsm.OutcomeFailure}
+var stateTimers = [...][]Timer{nil, nil, nil, nil, []Timer{TimerHeartbeatInterval, TimerReadDeadline}, []Timer{TimerHeartbeatInterval, TimerReadDeadline}, []Timer{TimerHeartbeatInterval, TimerReadDeadline}, nil, nil, nil, nil, nil, nil, nil, nil}
 
 // Outcome classifies a terminal state; it is fsm.OutcomeNone for the others.
 func (s State) Outcome() fsm.Outcome {
@@ -142,43 +153,49 @@ func (s State) Timers() []Timer {
 type Event uint8
 
 const (
-	// EventBootstrapRequested: the supervisor sent POST /api/v1/agent-daemon/bootstrap; Core received it (local, observed by both)
+	// EventBootstrapRequested: the supervisor sent POST /api/v1/agent-daemon/bootstrap with its Bearer credential and device ID (local, observed by runtime)
 	EventBootstrapRequested Event = 1
-	// EventBootstrapOk: bootstrap answered with the connection URL, heartbeat interval and protocol version (local, observed by both)
+	// EventBootstrapOk: bootstrap answered with the connection URL, heartbeat interval and protocol version (local, observed by runtime)
 	EventBootstrapOk Event = 2
-	// EventUpgradeAccepted: Core accepted the WebSocket upgrade at /api/v1/agent-daemon/ws for this device and wire version (local, observed by both)
-	EventUpgradeAccepted Event = 3
-	// EventVersionRefused: the upgrade was answered with HTTP 426 incompatible_version (the wire version must match exactly, patch included) (local, observed by both)
-	EventVersionRefused Event = 4
-	// EventAuthRefused: bootstrap or the upgrade was answered with 401 (missing_bearer, unknown_device, bad_credential) or 403 (wrong_runtime_type) (local, observed by both)
-	EventAuthRefused Event = 5
+	// EventBootstrapBadRequest: bootstrap was answered 400 (missing_device_id, bad_json) (local, observed by runtime)
+	EventBootstrapBadRequest Event = 3
+	// EventBootstrapUnauthorized: bootstrap was answered 401 (missing_bearer, unknown_device, bad_credential) or 403 (wrong_runtime_type) (local, observed by runtime)
+	EventBootstrapUnauthorized Event = 4
+	// EventUpgradeRequested: Core received the WebSocket upgrade request of this connection at /api/v1/agent-daemon/ws (local, observed by core)
+	EventUpgradeRequested Event = 5
+	// EventUpgradeAccepted: the upgrade was answered 101 and the WebSocket is open (local, observed by runtime)
+	EventUpgradeAccepted Event = 6
+	// EventUpgradeBadRequest: the upgrade was answered 400 missing_params (device_id, version or the Bearer header is missing) (local, observed by runtime)
+	EventUpgradeBadRequest Event = 7
+	// EventVersionRefused: the upgrade was answered HTTP 426 incompatible_version (the wire version must match exactly, patch included) (local, observed by runtime)
+	EventVersionRefused Event = 8
+	// EventAuthRefused: the upgrade was answered 401 (unknown_device, bad_credential) or 403 (wrong_runtime_type) (local, observed by runtime)
+	EventAuthRefused Event = 9
 	// EventHeartbeat: liveness plus supported_agent_kinds, their availability and capabilities; never a receipt or progress signal (wire heartbeat, sent by runtime)
-	EventHeartbeat Event = 6
+	EventHeartbeat Event = 10
 	// EventFrameReceived: Core decoded any other inbound frame on this connection (local, observed by core)
-	EventFrameReceived Event = 7
+	EventFrameReceived Event = 11
 	// EventHeartbeatInterval: the heartbeat interval elapsed; the next heartbeat is due (timer 15s, owned by runtime)
-	EventHeartbeatInterval Event = 8
+	EventHeartbeatInterval Event = 12
 	// EventReadDeadline: no inbound frame for 60 seconds; Core gives the connection up (timer 1m0s, owned by core)
-	EventReadDeadline Event = 9
-	// EventReconnectBackoff: the backoff after a transient loss elapsed; a new bootstrap may start (timer 2s, owned by runtime)
-	EventReconnectBackoff Event = 10
-	// EventTransportLost: a transient failure (network error, 5xx or unreachable bootstrap, close without a permanent code) (local, observed by both)
-	EventTransportLost Event = 11
-	// EventReplaced: Core admitted a later connection of this device, fenced this one's owner lease and closed it (local, observed by both)
-	EventReplaced Event = 12
+	EventReadDeadline Event = 13
+	// EventTransportLost: a transient failure (network error, 5xx or unreachable bootstrap, a failed write, a close without a permanent code) (local, observed by both)
+	EventTransportLost Event = 14
+	// EventSuperseded: Core admitted a newer connection of this device and, having fenced the owner lease, evicts and closes this one (local, observed by core)
+	EventSuperseded Event = 15
 	// EventRetiredClose: the socket was closed with code 4001 (local, observed by both)
-	EventRetiredClose Event = 13
+	EventRetiredClose Event = 16
 	// EventDeviceShutdown: Core asks the Runtime to shut down (optional reason) (wire device_shutdown, sent by core)
-	EventDeviceShutdown Event = 14
+	EventDeviceShutdown Event = 17
 	// EventOperatorShutdown: the operator or a stop signal asked the daemon process to shut down (local, observed by runtime)
-	EventOperatorShutdown Event = 15
+	EventOperatorShutdown Event = 18
 	// EventCleanupSettled: every active and idle Executor the Runtime owned closed successfully (local, observed by runtime)
-	EventCleanupSettled Event = 16
+	EventCleanupSettled Event = 19
 	// EventCleanupFailed: closing at least one owned target failed; it is kept for a later serialized retry (local, observed by runtime)
-	EventCleanupFailed Event = 17
+	EventCleanupFailed Event = 20
 )
 
-var eventNames = [...]string{"", "bootstrap_requested", "bootstrap_ok", "upgrade_accepted", "version_refused", "auth_refused", "heartbeat", "frame_received", "heartbeat_interval", "read_deadline", "reconnect_backoff", "transport_lost", "replaced", "retired_close", "device_shutdown", "operator_shutdown", "cleanup_settled", "cleanup_failed"}
+var eventNames = [...]string{"", "bootstrap_requested", "bootstrap_ok", "bootstrap_bad_request", "bootstrap_unauthorized", "upgrade_requested", "upgrade_accepted", "upgrade_bad_request", "version_refused", "auth_refused", "heartbeat", "frame_received", "heartbeat_interval", "read_deadline", "transport_lost", "superseded", "retired_close", "device_shutdown", "operator_shutdown", "cleanup_settled", "cleanup_failed"}
 
 // String returns the spec name, or Event(n) for a value outside the enum.
 func (v Event) String() string {
@@ -200,8 +217,16 @@ func ParseEvent(name string) (Event, error) {
 		return EventBootstrapRequested, nil
 	case "bootstrap_ok":
 		return EventBootstrapOk, nil
+	case "bootstrap_bad_request":
+		return EventBootstrapBadRequest, nil
+	case "bootstrap_unauthorized":
+		return EventBootstrapUnauthorized, nil
+	case "upgrade_requested":
+		return EventUpgradeRequested, nil
 	case "upgrade_accepted":
 		return EventUpgradeAccepted, nil
+	case "upgrade_bad_request":
+		return EventUpgradeBadRequest, nil
 	case "version_refused":
 		return EventVersionRefused, nil
 	case "auth_refused":
@@ -214,12 +239,10 @@ func ParseEvent(name string) (Event, error) {
 		return EventHeartbeatInterval, nil
 	case "read_deadline":
 		return EventReadDeadline, nil
-	case "reconnect_backoff":
-		return EventReconnectBackoff, nil
 	case "transport_lost":
 		return EventTransportLost, nil
-	case "replaced":
-		return EventReplaced, nil
+	case "superseded":
+		return EventSuperseded, nil
 	case "retired_close":
 		return EventRetiredClose, nil
 	case "device_shutdown":
@@ -238,9 +261,9 @@ func ParseEvent(name string) (Event, error) {
 	}
 }
 
-var eventKinds = [...]fsm.EventKind{0, fsm.EventLocal, fsm.EventLocal, fsm.EventLocal, fsm.EventLocal, fsm.EventLocal, fsm.EventMessage, fsm.EventLocal, fsm.EventTimer, fsm.EventTimer, fsm.EventTimer, fsm.EventLocal, fsm.EventLocal, fsm.EventLocal, fsm.EventMessage, fsm.EventLocal, fsm.EventLocal, fsm.EventLocal}
-var eventMessages = [...]string{"", "", "", "", "", "", "heartbeat", "", "", "", "", "", "", "", "device_shutdown", "", "", ""}
-var eventRoles = [...]fsm.Role{0, fsm.RoleBoth, fsm.RoleBoth, fsm.RoleBoth, fsm.RoleBoth, fsm.RoleBoth, fsm.RoleRuntime, fsm.RoleCore, fsm.RoleRuntime, fsm.RoleCore, fsm.RoleRuntime, fsm.RoleBoth, fsm.RoleBoth, fsm.RoleBoth, fsm.RoleCore, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime}
+var eventKinds = [...]fsm.EventKind{0, fsm.EventLocal, fsm.EventLocal, fsm.EventLocal, fsm.EventLocal, fsm.EventLocal, fsm.EventLocal, fsm.EventLocal, fsm.EventLocal, fsm.EventLocal, fsm.EventMessage, fsm.EventLocal, fsm.EventTimer, fsm.EventTimer, fsm.EventLocal, fsm.EventLocal, fsm.EventLocal, fsm.EventMessage, fsm.EventLocal, fsm.EventLocal, fsm.EventLocal}
+var eventMessages = [...]string{"", "", "", "", "", "", "", "", "", "", "heartbeat", "", "", "", "", "", "", "device_shutdown", "", "", ""}
+var eventRoles = [...]fsm.Role{0, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleCore, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleCore, fsm.RoleRuntime, fsm.RoleCore, fsm.RoleBoth, fsm.RoleCore, fsm.RoleBoth, fsm.RoleCore, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime}
 
 // Kind says whether e is a wire message, a timer or a local event.
 func (e Event) Kind() fsm.EventKind {
@@ -274,11 +297,9 @@ const (
 	TimerHeartbeatInterval Timer = 1
 	// TimerReadDeadline: no inbound frame for 60 seconds; Core gives the connection up (1m0s)
 	TimerReadDeadline Timer = 2
-	// TimerReconnectBackoff: the backoff after a transient loss elapsed; a new bootstrap may start (2s)
-	TimerReconnectBackoff Timer = 3
 )
 
-var timerNames = [...]string{"", "heartbeat_interval", "read_deadline", "reconnect_backoff"}
+var timerNames = [...]string{"", "heartbeat_interval", "read_deadline"}
 
 // String returns the spec name, or Timer(n) for a value outside the enum.
 func (v Timer) String() string {
@@ -300,8 +321,6 @@ func ParseTimer(name string) (Timer, error) {
 		return TimerHeartbeatInterval, nil
 	case "read_deadline":
 		return TimerReadDeadline, nil
-	case "reconnect_backoff":
-		return TimerReconnectBackoff, nil
 	}
 	return 0, &fsm.InvalidError{
 		Machine: Name,
@@ -310,8 +329,8 @@ func ParseTimer(name string) (Timer, error) {
 	}
 }
 
-var timerDurations = [...]time.Duration{0, 15 * time.Second, 1 * time.Minute, 2 * time.Second}
-var timerEvents = [...]Event{0, EventHeartbeatInterval, EventReadDeadline, EventReconnectBackoff}
+var timerDurations = [...]time.Duration{0, 15 * time.Second, 1 * time.Minute}
+var timerEvents = [...]Event{0, EventHeartbeatInterval, EventReadDeadline}
 
 // Duration is how long the timer runs once armed.
 func (t Timer) Duration() time.Duration {
@@ -333,11 +352,17 @@ func (t Timer) Event() Event {
 type Guard uint8
 
 const (
+	// GuardParamsMissing: the upgrade request lacks the device_id or version query parameter or the Bearer header
+	GuardParamsMissing Guard = 1
+	// GuardVersionMismatch: the version parameter is not exactly the wire version, patch included
+	GuardVersionMismatch Guard = 2
+	// GuardCredentialRefused: the Bearer credential does not authenticate the device (unknown device, bad credential or wrong runtime type)
+	GuardCredentialRefused Guard = 3
 	// GuardValidDeclaration: the heartbeat decodes strictly and every declared kind carries a complete capability object (every field present as a boolean, none null, none unknown)
-	GuardValidDeclaration Guard = 1
+	GuardValidDeclaration Guard = 4
 )
 
-var guardNames = [...]string{"", "valid_declaration"}
+var guardNames = [...]string{"", "params_missing", "version_mismatch", "credential_refused", "valid_declaration"}
 
 // String returns the spec name, or Guard(n) for a value outside the enum.
 func (v Guard) String() string {
@@ -355,6 +380,12 @@ func (v Guard) Valid() bool {
 // ParseGuard returns the guard with the given spec name.
 func ParseGuard(name string) (Guard, error) {
 	switch name {
+	case "params_missing":
+		return GuardParamsMissing, nil
+	case "version_mismatch":
+		return GuardVersionMismatch, nil
+	case "credential_refused":
+		return GuardCredentialRefused, nil
 	case "valid_declaration":
 		return GuardValidDeclaration, nil
 	}
@@ -387,25 +418,29 @@ type Action uint8
 const (
 	// ActionDialWebsocket: the Runtime dials the URL bootstrap returned, naming its device and wire version in the URL; the credential travels only in the header
 	ActionDialWebsocket Action = 1
-	// ActionFencePreviousConnection: Core fences the device's owner lease and evicts the Run and interaction routes of any older connection; the new one inherits none
-	ActionFencePreviousConnection Action = 2
+	// ActionRefuseUpgrade: Core answers the upgrade with the refusal its failing check names (400 missing_params, 426 incompatible_version, 401 or 403) and opens no connection
+	ActionRefuseUpgrade Action = 2
+	// ActionReplacePrevious: Core fences the device's owner lease and fires superseded on the device's older connection, if any; this connection inherits none of its routes
+	ActionReplacePrevious Action = 3
+	// ActionEvictRoutes: Core evicts this connection's Run and interaction routes; their subscriptions end with an observation error and nothing is replayed
+	ActionEvictRoutes Action = 4
 	// ActionRecordCapabilities: Core replaces the connection's capability snapshot with this heartbeat's declaration; an absent kind is not advertised
-	ActionRecordCapabilities Action = 3
+	ActionRecordCapabilities Action = 5
 	// ActionClearAdmissionSnapshot: Core forgets what this connection was admitted with; this settles no Run, completion or cancellation
-	ActionClearAdmissionSnapshot Action = 4
-	// ActionCloseTransport: close the WebSocket of the current physical connection
-	ActionCloseTransport Action = 5
+	ActionClearAdmissionSnapshot Action = 6
+	// ActionCloseTransport: close the WebSocket of this connection
+	ActionCloseTransport Action = 7
 	// ActionDropConnectionState: discard the connection-local routing, admission handles and transfer state; Run subscriptions end with an observation error and nothing is replayed
-	ActionDropConnectionState Action = 6
+	ActionDropConnectionState Action = 8
 	// ActionRequireOperator: the supervisor reports the permanent refusal and stops reconnecting; only an operator can correct it
-	ActionRequireOperator Action = 7
+	ActionRequireOperator Action = 9
 	// ActionCloseExecutors: the Runtime closes its active and idle Executors, keeping any target whose close failed
-	ActionCloseExecutors Action = 8
+	ActionCloseExecutors Action = 10
 	// ActionRetainFailedTargets: the Runtime keeps the targets whose close failed and schedules one serialized retry
-	ActionRetainFailedTargets Action = 9
+	ActionRetainFailedTargets Action = 11
 )
 
-var actionNames = [...]string{"", "dial_websocket", "fence_previous_connection", "record_capabilities", "clear_admission_snapshot", "close_transport", "drop_connection_state", "require_operator", "close_executors", "retain_failed_targets"}
+var actionNames = [...]string{"", "dial_websocket", "refuse_upgrade", "replace_previous", "evict_routes", "record_capabilities", "clear_admission_snapshot", "close_transport", "drop_connection_state", "require_operator", "close_executors", "retain_failed_targets"}
 
 // String returns the spec name, or Action(n) for a value outside the enum.
 func (v Action) String() string {
@@ -425,8 +460,12 @@ func ParseAction(name string) (Action, error) {
 	switch name {
 	case "dial_websocket":
 		return ActionDialWebsocket, nil
-	case "fence_previous_connection":
-		return ActionFencePreviousConnection, nil
+	case "refuse_upgrade":
+		return ActionRefuseUpgrade, nil
+	case "replace_previous":
+		return ActionReplacePrevious, nil
+	case "evict_routes":
+		return ActionEvictRoutes, nil
 	case "record_capabilities":
 		return ActionRecordCapabilities, nil
 	case "clear_admission_snapshot":
@@ -588,848 +627,1164 @@ type candidate struct {
 
 // table holds every (state, event) cell: its candidates in the order they are tried, the unguarded fallback last.
 var table = [numStates + 1][numEvents + 1][]candidate{
-	StateDisconnected: {
+	StateIdle: {
 		EventBootstrapRequested: {
-			// spec/connection.yaml:138
-			{disp: fsm.Moved, to: StateBootstrapping, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReconnectBackoff}}},
+			// spec/connection.yaml:180
+			{disp: fsm.Moved, to: StateBootstrapping},
 		},
 		EventBootstrapOk: {
-			// spec/connection.yaml:161
-			{disp: fsm.Rejected, to: StateDisconnected, reason: "nothing was requested; the supervisor must bootstrap first"},
+			// spec/connection.yaml:214
+			{disp: fsm.Rejected, to: StateIdle, reason: "nothing was requested; the supervisor must bootstrap first"},
+		},
+		EventBootstrapBadRequest: {
+			// spec/connection.yaml:214
+			{disp: fsm.Rejected, to: StateIdle, reason: "nothing was requested; the supervisor must bootstrap first"},
+		},
+		EventBootstrapUnauthorized: {
+			// spec/connection.yaml:214
+			{disp: fsm.Rejected, to: StateIdle, reason: "nothing was requested; the supervisor must bootstrap first"},
+		},
+		EventUpgradeRequested: {
+			// spec/connection.yaml:183
+			{disp: fsm.Moved, guard: GuardParamsMissing, to: StateRequestRejected, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRefuseUpgrade}}},
+			// spec/connection.yaml:191
+			{disp: fsm.Moved, guard: GuardVersionMismatch, to: StateVersionRejected, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRefuseUpgrade}}},
+			// spec/connection.yaml:196
+			{disp: fsm.Moved, guard: GuardCredentialRefused, to: StateAuthRejected, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRefuseUpgrade}}},
+			// spec/connection.yaml:201
+			{disp: fsm.Moved, to: StateUpgraded, effects: []Effect{{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionReplacePrevious}, {Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}}},
 		},
 		EventUpgradeAccepted: {
-			// spec/connection.yaml:161
-			{disp: fsm.Rejected, to: StateDisconnected, reason: "nothing was requested; the supervisor must bootstrap first"},
+			// spec/connection.yaml:214
+			{disp: fsm.Rejected, to: StateIdle, reason: "nothing was requested; the supervisor must bootstrap first"},
+		},
+		EventUpgradeBadRequest: {
+			// spec/connection.yaml:214
+			{disp: fsm.Rejected, to: StateIdle, reason: "nothing was requested; the supervisor must bootstrap first"},
 		},
 		EventVersionRefused: {
-			// spec/connection.yaml:161
-			{disp: fsm.Rejected, to: StateDisconnected, reason: "nothing was requested; the supervisor must bootstrap first"},
+			// spec/connection.yaml:214
+			{disp: fsm.Rejected, to: StateIdle, reason: "nothing was requested; the supervisor must bootstrap first"},
 		},
 		EventAuthRefused: {
-			// spec/connection.yaml:161
-			{disp: fsm.Rejected, to: StateDisconnected, reason: "nothing was requested; the supervisor must bootstrap first"},
+			// spec/connection.yaml:214
+			{disp: fsm.Rejected, to: StateIdle, reason: "nothing was requested; the supervisor must bootstrap first"},
 		},
 		EventHeartbeat: {
-			// spec/connection.yaml:161
-			{disp: fsm.Rejected, to: StateDisconnected, reason: "nothing was requested; the supervisor must bootstrap first"},
+			// spec/connection.yaml:214
+			{disp: fsm.Rejected, to: StateIdle, reason: "nothing was requested; the supervisor must bootstrap first"},
 		},
 		EventFrameReceived: {
-			// spec/connection.yaml:161
-			{disp: fsm.Rejected, to: StateDisconnected, reason: "nothing was requested; the supervisor must bootstrap first"},
+			// spec/connection.yaml:214
+			{disp: fsm.Rejected, to: StateIdle, reason: "nothing was requested; the supervisor must bootstrap first"},
 		},
 		EventHeartbeatInterval: {
-			// spec/connection.yaml:152
-			{disp: fsm.Ignored, to: StateDisconnected, reason: "neither the heartbeat interval nor the read deadline runs without an upgraded connection"},
+			// spec/connection.yaml:208
+			{disp: fsm.Ignored, to: StateIdle, reason: "neither the heartbeat interval nor the read deadline runs without an open connection"},
 		},
 		EventReadDeadline: {
-			// spec/connection.yaml:152
-			{disp: fsm.Ignored, to: StateDisconnected, reason: "neither the heartbeat interval nor the read deadline runs without an upgraded connection"},
-		},
-		EventReconnectBackoff: {
-			// spec/connection.yaml:155
-			{disp: fsm.Ignored, to: StateDisconnected, reason: "the backoff only runs after a transient loss"},
+			// spec/connection.yaml:208
+			{disp: fsm.Ignored, to: StateIdle, reason: "neither the heartbeat interval nor the read deadline runs without an open connection"},
 		},
 		EventTransportLost: {
-			// spec/connection.yaml:158
-			{disp: fsm.Ignored, to: StateDisconnected, reason: "there is no connection to lose"},
+			// spec/connection.yaml:211
+			{disp: fsm.Ignored, to: StateIdle, reason: "there is no connection to lose"},
 		},
-		EventReplaced: {
-			// spec/connection.yaml:161
-			{disp: fsm.Rejected, to: StateDisconnected, reason: "nothing was requested; the supervisor must bootstrap first"},
+		EventSuperseded: {
+			// spec/connection.yaml:214
+			{disp: fsm.Rejected, to: StateIdle, reason: "nothing was requested; the supervisor must bootstrap first"},
 		},
 		EventRetiredClose: {
-			// spec/connection.yaml:161
-			{disp: fsm.Rejected, to: StateDisconnected, reason: "nothing was requested; the supervisor must bootstrap first"},
+			// spec/connection.yaml:214
+			{disp: fsm.Rejected, to: StateIdle, reason: "nothing was requested; the supervisor must bootstrap first"},
 		},
 		EventDeviceShutdown: {
-			// spec/connection.yaml:161
-			{disp: fsm.Rejected, to: StateDisconnected, reason: "nothing was requested; the supervisor must bootstrap first"},
+			// spec/connection.yaml:214
+			{disp: fsm.Rejected, to: StateIdle, reason: "nothing was requested; the supervisor must bootstrap first"},
 		},
 		EventOperatorShutdown: {
-			// spec/connection.yaml:144
-			{disp: fsm.Moved, to: StateShuttingDown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}, {Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReconnectBackoff}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionCloseExecutors}}},
+			// spec/connection.yaml:205
+			{disp: fsm.Moved, to: StateCancelled},
 		},
 		EventCleanupSettled: {
-			// spec/connection.yaml:328
-			{disp: fsm.Rejected, to: StateDisconnected, reason: "no shutdown was requested"},
+			// spec/connection.yaml:369
+			{disp: fsm.Rejected, to: StateIdle, reason: "no shutdown was requested on this connection"},
 		},
 		EventCleanupFailed: {
-			// spec/connection.yaml:328
-			{disp: fsm.Rejected, to: StateDisconnected, reason: "no shutdown was requested"},
+			// spec/connection.yaml:369
+			{disp: fsm.Rejected, to: StateIdle, reason: "no shutdown was requested on this connection"},
 		},
 	},
 	StateBootstrapping: {
 		EventBootstrapRequested: {
-			// spec/connection.yaml:182
+			// spec/connection.yaml:234
 			{disp: fsm.Rejected, to: StateBootstrapping, reason: "the bootstrap answer has not arrived"},
 		},
 		EventBootstrapOk: {
-			// spec/connection.yaml:166
+			// spec/connection.yaml:219
 			{disp: fsm.Moved, to: StateDialing, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionDialWebsocket}}},
 		},
+		EventBootstrapBadRequest: {
+			// spec/connection.yaml:223
+			{disp: fsm.Moved, to: StateRequestRejected, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionRequireOperator}}},
+		},
+		EventBootstrapUnauthorized: {
+			// spec/connection.yaml:227
+			{disp: fsm.Moved, to: StateAuthRejected, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionRequireOperator}}},
+		},
+		EventUpgradeRequested: {
+			// spec/connection.yaml:234
+			{disp: fsm.Rejected, to: StateBootstrapping, reason: "the bootstrap answer has not arrived"},
+		},
 		EventUpgradeAccepted: {
-			// spec/connection.yaml:182
+			// spec/connection.yaml:234
+			{disp: fsm.Rejected, to: StateBootstrapping, reason: "the bootstrap answer has not arrived"},
+		},
+		EventUpgradeBadRequest: {
+			// spec/connection.yaml:234
 			{disp: fsm.Rejected, to: StateBootstrapping, reason: "the bootstrap answer has not arrived"},
 		},
 		EventVersionRefused: {
-			// spec/connection.yaml:178
-			{disp: fsm.Rejected, to: StateBootstrapping, reason: "the wire version is only checked at the upgrade"},
+			// spec/connection.yaml:234
+			{disp: fsm.Rejected, to: StateBootstrapping, reason: "the bootstrap answer has not arrived"},
 		},
 		EventAuthRefused: {
-			// spec/connection.yaml:170
-			{disp: fsm.Moved, to: StateAuthRejected, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionRequireOperator}}},
+			// spec/connection.yaml:234
+			{disp: fsm.Rejected, to: StateBootstrapping, reason: "the bootstrap answer has not arrived"},
 		},
 		EventHeartbeat: {
-			// spec/connection.yaml:182
+			// spec/connection.yaml:234
 			{disp: fsm.Rejected, to: StateBootstrapping, reason: "the bootstrap answer has not arrived"},
 		},
 		EventFrameReceived: {
-			// spec/connection.yaml:182
+			// spec/connection.yaml:234
 			{disp: fsm.Rejected, to: StateBootstrapping, reason: "the bootstrap answer has not arrived"},
 		},
 		EventHeartbeatInterval: {
-			// spec/connection.yaml:152
-			{disp: fsm.Ignored, to: StateBootstrapping, reason: "neither the heartbeat interval nor the read deadline runs without an upgraded connection"},
+			// spec/connection.yaml:208
+			{disp: fsm.Ignored, to: StateBootstrapping, reason: "neither the heartbeat interval nor the read deadline runs without an open connection"},
 		},
 		EventReadDeadline: {
-			// spec/connection.yaml:152
-			{disp: fsm.Ignored, to: StateBootstrapping, reason: "neither the heartbeat interval nor the read deadline runs without an upgraded connection"},
-		},
-		EventReconnectBackoff: {
-			// spec/connection.yaml:155
-			{disp: fsm.Ignored, to: StateBootstrapping, reason: "the backoff only runs after a transient loss"},
+			// spec/connection.yaml:208
+			{disp: fsm.Ignored, to: StateBootstrapping, reason: "neither the heartbeat interval nor the read deadline runs without an open connection"},
 		},
 		EventTransportLost: {
-			// spec/connection.yaml:174
-			{disp: fsm.Moved, to: StateBackoff, effects: []Effect{{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerReconnectBackoff}}},
+			// spec/connection.yaml:231
+			{disp: fsm.Moved, to: StateLost},
 		},
-		EventReplaced: {
-			// spec/connection.yaml:182
+		EventSuperseded: {
+			// spec/connection.yaml:234
 			{disp: fsm.Rejected, to: StateBootstrapping, reason: "the bootstrap answer has not arrived"},
 		},
 		EventRetiredClose: {
-			// spec/connection.yaml:182
+			// spec/connection.yaml:234
 			{disp: fsm.Rejected, to: StateBootstrapping, reason: "the bootstrap answer has not arrived"},
 		},
 		EventDeviceShutdown: {
-			// spec/connection.yaml:182
+			// spec/connection.yaml:234
 			{disp: fsm.Rejected, to: StateBootstrapping, reason: "the bootstrap answer has not arrived"},
 		},
 		EventOperatorShutdown: {
-			// spec/connection.yaml:144
-			{disp: fsm.Moved, to: StateShuttingDown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}, {Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReconnectBackoff}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionCloseExecutors}}},
+			// spec/connection.yaml:205
+			{disp: fsm.Moved, to: StateCancelled},
 		},
 		EventCleanupSettled: {
-			// spec/connection.yaml:328
-			{disp: fsm.Rejected, to: StateBootstrapping, reason: "no shutdown was requested"},
+			// spec/connection.yaml:369
+			{disp: fsm.Rejected, to: StateBootstrapping, reason: "no shutdown was requested on this connection"},
 		},
 		EventCleanupFailed: {
-			// spec/connection.yaml:328
-			{disp: fsm.Rejected, to: StateBootstrapping, reason: "no shutdown was requested"},
+			// spec/connection.yaml:369
+			{disp: fsm.Rejected, to: StateBootstrapping, reason: "no shutdown was requested on this connection"},
 		},
 	},
 	StateDialing: {
 		EventBootstrapRequested: {
-			// spec/connection.yaml:198
+			// spec/connection.yaml:257
 			{disp: fsm.Rejected, to: StateDialing, reason: "the upgrade has not been answered"},
 		},
 		EventBootstrapOk: {
-			// spec/connection.yaml:198
+			// spec/connection.yaml:257
+			{disp: fsm.Rejected, to: StateDialing, reason: "the upgrade has not been answered"},
+		},
+		EventBootstrapBadRequest: {
+			// spec/connection.yaml:257
+			{disp: fsm.Rejected, to: StateDialing, reason: "the upgrade has not been answered"},
+		},
+		EventBootstrapUnauthorized: {
+			// spec/connection.yaml:257
+			{disp: fsm.Rejected, to: StateDialing, reason: "the upgrade has not been answered"},
+		},
+		EventUpgradeRequested: {
+			// spec/connection.yaml:257
 			{disp: fsm.Rejected, to: StateDialing, reason: "the upgrade has not been answered"},
 		},
 		EventUpgradeAccepted: {
-			// spec/connection.yaml:187
-			{disp: fsm.Moved, to: StateUpgraded, effects: []Effect{{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionFencePreviousConnection}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessageHeartbeat}}},
+			// spec/connection.yaml:239
+			{disp: fsm.Moved, to: StateUpgraded, effects: []Effect{{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessageHeartbeat}, {Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}, {Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: TimerReadDeadline}}},
+		},
+		EventUpgradeBadRequest: {
+			// spec/connection.yaml:244
+			{disp: fsm.Moved, to: StateRequestRejected, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionRequireOperator}}},
 		},
 		EventVersionRefused: {
-			// spec/connection.yaml:194
+			// spec/connection.yaml:248
 			{disp: fsm.Moved, to: StateVersionRejected, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionRequireOperator}}},
 		},
 		EventAuthRefused: {
-			// spec/connection.yaml:170
+			// spec/connection.yaml:253
 			{disp: fsm.Moved, to: StateAuthRejected, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionRequireOperator}}},
 		},
 		EventHeartbeat: {
-			// spec/connection.yaml:198
+			// spec/connection.yaml:257
 			{disp: fsm.Rejected, to: StateDialing, reason: "the upgrade has not been answered"},
 		},
 		EventFrameReceived: {
-			// spec/connection.yaml:198
+			// spec/connection.yaml:257
 			{disp: fsm.Rejected, to: StateDialing, reason: "the upgrade has not been answered"},
 		},
 		EventHeartbeatInterval: {
-			// spec/connection.yaml:152
-			{disp: fsm.Ignored, to: StateDialing, reason: "neither the heartbeat interval nor the read deadline runs without an upgraded connection"},
+			// spec/connection.yaml:208
+			{disp: fsm.Ignored, to: StateDialing, reason: "neither the heartbeat interval nor the read deadline runs without an open connection"},
 		},
 		EventReadDeadline: {
-			// spec/connection.yaml:152
-			{disp: fsm.Ignored, to: StateDialing, reason: "neither the heartbeat interval nor the read deadline runs without an upgraded connection"},
-		},
-		EventReconnectBackoff: {
-			// spec/connection.yaml:155
-			{disp: fsm.Ignored, to: StateDialing, reason: "the backoff only runs after a transient loss"},
+			// spec/connection.yaml:208
+			{disp: fsm.Ignored, to: StateDialing, reason: "neither the heartbeat interval nor the read deadline runs without an open connection"},
 		},
 		EventTransportLost: {
-			// spec/connection.yaml:174
-			{disp: fsm.Moved, to: StateBackoff, effects: []Effect{{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerReconnectBackoff}}},
+			// spec/connection.yaml:231
+			{disp: fsm.Moved, to: StateLost},
 		},
-		EventReplaced: {
-			// spec/connection.yaml:198
+		EventSuperseded: {
+			// spec/connection.yaml:257
 			{disp: fsm.Rejected, to: StateDialing, reason: "the upgrade has not been answered"},
 		},
 		EventRetiredClose: {
-			// spec/connection.yaml:198
+			// spec/connection.yaml:257
 			{disp: fsm.Rejected, to: StateDialing, reason: "the upgrade has not been answered"},
 		},
 		EventDeviceShutdown: {
-			// spec/connection.yaml:198
+			// spec/connection.yaml:257
 			{disp: fsm.Rejected, to: StateDialing, reason: "the upgrade has not been answered"},
 		},
 		EventOperatorShutdown: {
-			// spec/connection.yaml:144
-			{disp: fsm.Moved, to: StateShuttingDown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}, {Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReconnectBackoff}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionCloseExecutors}}},
+			// spec/connection.yaml:205
+			{disp: fsm.Moved, to: StateCancelled},
 		},
 		EventCleanupSettled: {
-			// spec/connection.yaml:328
-			{disp: fsm.Rejected, to: StateDialing, reason: "no shutdown was requested"},
+			// spec/connection.yaml:369
+			{disp: fsm.Rejected, to: StateDialing, reason: "no shutdown was requested on this connection"},
 		},
 		EventCleanupFailed: {
-			// spec/connection.yaml:328
-			{disp: fsm.Rejected, to: StateDialing, reason: "no shutdown was requested"},
+			// spec/connection.yaml:369
+			{disp: fsm.Rejected, to: StateDialing, reason: "no shutdown was requested on this connection"},
 		},
 	},
 	StateUpgraded: {
 		EventBootstrapRequested: {
-			// spec/connection.yaml:280
+			// spec/connection.yaml:338
 			{disp: fsm.Rejected, to: StateUpgraded, reason: "the upgrade was already accepted on this connection"},
 		},
 		EventBootstrapOk: {
-			// spec/connection.yaml:280
+			// spec/connection.yaml:338
+			{disp: fsm.Rejected, to: StateUpgraded, reason: "the upgrade was already accepted on this connection"},
+		},
+		EventBootstrapBadRequest: {
+			// spec/connection.yaml:338
+			{disp: fsm.Rejected, to: StateUpgraded, reason: "the upgrade was already accepted on this connection"},
+		},
+		EventBootstrapUnauthorized: {
+			// spec/connection.yaml:338
+			{disp: fsm.Rejected, to: StateUpgraded, reason: "the upgrade was already accepted on this connection"},
+		},
+		EventUpgradeRequested: {
+			// spec/connection.yaml:338
 			{disp: fsm.Rejected, to: StateUpgraded, reason: "the upgrade was already accepted on this connection"},
 		},
 		EventUpgradeAccepted: {
-			// spec/connection.yaml:280
+			// spec/connection.yaml:338
+			{disp: fsm.Rejected, to: StateUpgraded, reason: "the upgrade was already accepted on this connection"},
+		},
+		EventUpgradeBadRequest: {
+			// spec/connection.yaml:338
 			{disp: fsm.Rejected, to: StateUpgraded, reason: "the upgrade was already accepted on this connection"},
 		},
 		EventVersionRefused: {
-			// spec/connection.yaml:280
+			// spec/connection.yaml:338
 			{disp: fsm.Rejected, to: StateUpgraded, reason: "the upgrade was already accepted on this connection"},
 		},
 		EventAuthRefused: {
-			// spec/connection.yaml:280
+			// spec/connection.yaml:338
 			{disp: fsm.Rejected, to: StateUpgraded, reason: "the upgrade was already accepted on this connection"},
 		},
 		EventHeartbeat: {
-			// spec/connection.yaml:203
-			{disp: fsm.Moved, guard: GuardValidDeclaration, to: StateLive, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordCapabilities}, {Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}}},
-			// spec/connection.yaml:220
-			{disp: fsm.Moved, to: StateBackoff, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}, {Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionClearAdmissionSnapshot}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionCloseTransport}, {Kind: fsm.EffectDo, Action: ActionDropConnectionState}, {Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerReconnectBackoff}}},
+			// spec/connection.yaml:262
+			{disp: fsm.Moved, guard: GuardValidDeclaration, to: StateLive, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordCapabilities}}},
+			// spec/connection.yaml:278
+			{disp: fsm.Moved, to: StateLost, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}, {Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionClearAdmissionSnapshot}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionCloseTransport}, {Kind: fsm.EffectDo, Action: ActionDropConnectionState}}},
 		},
 		EventFrameReceived: {
-			// spec/connection.yaml:232
+			// spec/connection.yaml:289
 			{disp: fsm.Rejected, to: StateUpgraded, reason: "only a heartbeat may open the exchange; capabilities are unknown until then"},
 		},
 		EventHeartbeatInterval: {
-			// spec/connection.yaml:277
-			{disp: fsm.Ignored, to: StateUpgraded, reason: "the interval starts with the first heartbeat"},
+			// spec/connection.yaml:300
+			{disp: fsm.Stayed, to: StateUpgraded, effects: []Effect{{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessageHeartbeat}, {Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}}},
 		},
 		EventReadDeadline: {
-			// spec/connection.yaml:237
-			{disp: fsm.Moved, to: StateBackoff, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionCloseTransport}, {Kind: fsm.EffectDo, Action: ActionDropConnectionState}, {Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerReconnectBackoff}}},
-		},
-		EventReconnectBackoff: {
-			// spec/connection.yaml:155
-			{disp: fsm.Ignored, to: StateUpgraded, reason: "the backoff only runs after a transient loss"},
+			// spec/connection.yaml:306
+			{disp: fsm.Moved, to: StateLost, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}, {Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionCloseTransport}, {Kind: fsm.EffectDo, Action: ActionDropConnectionState}}},
 		},
 		EventTransportLost: {
-			// spec/connection.yaml:245
-			{disp: fsm.Moved, to: StateBackoff, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}, {Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectDo, Action: ActionDropConnectionState}, {Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerReconnectBackoff}}},
+			// spec/connection.yaml:306
+			{disp: fsm.Moved, to: StateLost, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}, {Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionCloseTransport}, {Kind: fsm.EffectDo, Action: ActionDropConnectionState}}},
 		},
-		EventReplaced: {
-			// spec/connection.yaml:253
-			{disp: fsm.Moved, to: StateSuperseded, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}, {Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectDo, Action: ActionDropConnectionState}}},
+		EventSuperseded: {
+			// spec/connection.yaml:314
+			{disp: fsm.Moved, to: StateReplaced, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}, {Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionEvictRoutes}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionCloseTransport}}},
 		},
 		EventRetiredClose: {
-			// spec/connection.yaml:262
+			// spec/connection.yaml:324
 			{disp: fsm.Moved, to: StateRetired, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}, {Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectDo, Action: ActionDropConnectionState}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionRequireOperator}}},
 		},
 		EventDeviceShutdown: {
-			// spec/connection.yaml:270
-			{disp: fsm.Moved, to: StateShuttingDown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}, {Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionCloseExecutors}}},
+			// spec/connection.yaml:332
+			{disp: fsm.Moved, to: StateShuttingDown, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionCloseExecutors}}},
 		},
 		EventOperatorShutdown: {
-			// spec/connection.yaml:144
-			{disp: fsm.Moved, to: StateShuttingDown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}, {Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReconnectBackoff}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionCloseExecutors}}},
+			// spec/connection.yaml:332
+			{disp: fsm.Moved, to: StateShuttingDown, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionCloseExecutors}}},
 		},
 		EventCleanupSettled: {
-			// spec/connection.yaml:328
-			{disp: fsm.Rejected, to: StateUpgraded, reason: "no shutdown was requested"},
+			// spec/connection.yaml:369
+			{disp: fsm.Rejected, to: StateUpgraded, reason: "no shutdown was requested on this connection"},
 		},
 		EventCleanupFailed: {
-			// spec/connection.yaml:328
-			{disp: fsm.Rejected, to: StateUpgraded, reason: "no shutdown was requested"},
+			// spec/connection.yaml:369
+			{disp: fsm.Rejected, to: StateUpgraded, reason: "no shutdown was requested on this connection"},
 		},
 	},
 	StateLive: {
 		EventBootstrapRequested: {
-			// spec/connection.yaml:280
+			// spec/connection.yaml:338
 			{disp: fsm.Rejected, to: StateLive, reason: "the upgrade was already accepted on this connection"},
 		},
 		EventBootstrapOk: {
-			// spec/connection.yaml:280
+			// spec/connection.yaml:338
+			{disp: fsm.Rejected, to: StateLive, reason: "the upgrade was already accepted on this connection"},
+		},
+		EventBootstrapBadRequest: {
+			// spec/connection.yaml:338
+			{disp: fsm.Rejected, to: StateLive, reason: "the upgrade was already accepted on this connection"},
+		},
+		EventBootstrapUnauthorized: {
+			// spec/connection.yaml:338
+			{disp: fsm.Rejected, to: StateLive, reason: "the upgrade was already accepted on this connection"},
+		},
+		EventUpgradeRequested: {
+			// spec/connection.yaml:338
 			{disp: fsm.Rejected, to: StateLive, reason: "the upgrade was already accepted on this connection"},
 		},
 		EventUpgradeAccepted: {
-			// spec/connection.yaml:280
+			// spec/connection.yaml:338
+			{disp: fsm.Rejected, to: StateLive, reason: "the upgrade was already accepted on this connection"},
+		},
+		EventUpgradeBadRequest: {
+			// spec/connection.yaml:338
 			{disp: fsm.Rejected, to: StateLive, reason: "the upgrade was already accepted on this connection"},
 		},
 		EventVersionRefused: {
-			// spec/connection.yaml:280
+			// spec/connection.yaml:338
 			{disp: fsm.Rejected, to: StateLive, reason: "the upgrade was already accepted on this connection"},
 		},
 		EventAuthRefused: {
-			// spec/connection.yaml:280
+			// spec/connection.yaml:338
 			{disp: fsm.Rejected, to: StateLive, reason: "the upgrade was already accepted on this connection"},
 		},
 		EventHeartbeat: {
-			// spec/connection.yaml:212
+			// spec/connection.yaml:270
 			{disp: fsm.Stayed, guard: GuardValidDeclaration, to: StateLive, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordCapabilities}}},
-			// spec/connection.yaml:220
-			{disp: fsm.Moved, to: StateBackoff, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}, {Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionClearAdmissionSnapshot}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionCloseTransport}, {Kind: fsm.EffectDo, Action: ActionDropConnectionState}, {Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerReconnectBackoff}}},
+			// spec/connection.yaml:278
+			{disp: fsm.Moved, to: StateLost, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}, {Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionClearAdmissionSnapshot}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionCloseTransport}, {Kind: fsm.EffectDo, Action: ActionDropConnectionState}}},
 		},
 		EventFrameReceived: {
-			// spec/connection.yaml:285
+			// spec/connection.yaml:294
 			{disp: fsm.Stayed, to: StateLive, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: TimerReadDeadline}}},
 		},
 		EventHeartbeatInterval: {
-			// spec/connection.yaml:291
+			// spec/connection.yaml:300
 			{disp: fsm.Stayed, to: StateLive, effects: []Effect{{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessageHeartbeat}, {Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}}},
 		},
 		EventReadDeadline: {
-			// spec/connection.yaml:237
-			{disp: fsm.Moved, to: StateBackoff, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionCloseTransport}, {Kind: fsm.EffectDo, Action: ActionDropConnectionState}, {Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerReconnectBackoff}}},
-		},
-		EventReconnectBackoff: {
-			// spec/connection.yaml:155
-			{disp: fsm.Ignored, to: StateLive, reason: "the backoff only runs after a transient loss"},
+			// spec/connection.yaml:306
+			{disp: fsm.Moved, to: StateLost, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}, {Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionCloseTransport}, {Kind: fsm.EffectDo, Action: ActionDropConnectionState}}},
 		},
 		EventTransportLost: {
-			// spec/connection.yaml:245
-			{disp: fsm.Moved, to: StateBackoff, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}, {Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectDo, Action: ActionDropConnectionState}, {Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerReconnectBackoff}}},
+			// spec/connection.yaml:306
+			{disp: fsm.Moved, to: StateLost, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}, {Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionCloseTransport}, {Kind: fsm.EffectDo, Action: ActionDropConnectionState}}},
 		},
-		EventReplaced: {
-			// spec/connection.yaml:253
-			{disp: fsm.Moved, to: StateSuperseded, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}, {Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectDo, Action: ActionDropConnectionState}}},
+		EventSuperseded: {
+			// spec/connection.yaml:314
+			{disp: fsm.Moved, to: StateReplaced, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}, {Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionEvictRoutes}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionCloseTransport}}},
 		},
 		EventRetiredClose: {
-			// spec/connection.yaml:262
+			// spec/connection.yaml:324
 			{disp: fsm.Moved, to: StateRetired, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}, {Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectDo, Action: ActionDropConnectionState}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionRequireOperator}}},
 		},
 		EventDeviceShutdown: {
-			// spec/connection.yaml:270
-			{disp: fsm.Moved, to: StateShuttingDown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}, {Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionCloseExecutors}}},
+			// spec/connection.yaml:332
+			{disp: fsm.Moved, to: StateShuttingDown, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionCloseExecutors}}},
 		},
 		EventOperatorShutdown: {
-			// spec/connection.yaml:144
-			{disp: fsm.Moved, to: StateShuttingDown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}, {Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReconnectBackoff}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionCloseExecutors}}},
+			// spec/connection.yaml:332
+			{disp: fsm.Moved, to: StateShuttingDown, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionCloseExecutors}}},
 		},
 		EventCleanupSettled: {
-			// spec/connection.yaml:328
-			{disp: fsm.Rejected, to: StateLive, reason: "no shutdown was requested"},
+			// spec/connection.yaml:369
+			{disp: fsm.Rejected, to: StateLive, reason: "no shutdown was requested on this connection"},
 		},
 		EventCleanupFailed: {
-			// spec/connection.yaml:328
-			{disp: fsm.Rejected, to: StateLive, reason: "no shutdown was requested"},
-		},
-	},
-	StateBackoff: {
-		EventBootstrapRequested: {
-			// spec/connection.yaml:138
-			{disp: fsm.Moved, to: StateBootstrapping, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReconnectBackoff}}},
-		},
-		EventBootstrapOk: {
-			// spec/connection.yaml:308
-			{disp: fsm.Rejected, to: StateBackoff, reason: "no connection is open while backing off"},
-		},
-		EventUpgradeAccepted: {
-			// spec/connection.yaml:308
-			{disp: fsm.Rejected, to: StateBackoff, reason: "no connection is open while backing off"},
-		},
-		EventVersionRefused: {
-			// spec/connection.yaml:308
-			{disp: fsm.Rejected, to: StateBackoff, reason: "no connection is open while backing off"},
-		},
-		EventAuthRefused: {
-			// spec/connection.yaml:308
-			{disp: fsm.Rejected, to: StateBackoff, reason: "no connection is open while backing off"},
-		},
-		EventHeartbeat: {
-			// spec/connection.yaml:305
-			{disp: fsm.Ignored, to: StateBackoff, reason: "a frame from the closed transport is dropped"},
-		},
-		EventFrameReceived: {
-			// spec/connection.yaml:305
-			{disp: fsm.Ignored, to: StateBackoff, reason: "a frame from the closed transport is dropped"},
-		},
-		EventHeartbeatInterval: {
-			// spec/connection.yaml:152
-			{disp: fsm.Ignored, to: StateBackoff, reason: "neither the heartbeat interval nor the read deadline runs without an upgraded connection"},
-		},
-		EventReadDeadline: {
-			// spec/connection.yaml:152
-			{disp: fsm.Ignored, to: StateBackoff, reason: "neither the heartbeat interval nor the read deadline runs without an upgraded connection"},
-		},
-		EventReconnectBackoff: {
-			// spec/connection.yaml:299
-			{disp: fsm.Moved, to: StateDisconnected},
-		},
-		EventTransportLost: {
-			// spec/connection.yaml:302
-			{disp: fsm.Ignored, to: StateBackoff, reason: "the previous connection is already gone"},
-		},
-		EventReplaced: {
-			// spec/connection.yaml:302
-			{disp: fsm.Ignored, to: StateBackoff, reason: "the previous connection is already gone"},
-		},
-		EventRetiredClose: {
-			// spec/connection.yaml:302
-			{disp: fsm.Ignored, to: StateBackoff, reason: "the previous connection is already gone"},
-		},
-		EventDeviceShutdown: {
-			// spec/connection.yaml:308
-			{disp: fsm.Rejected, to: StateBackoff, reason: "no connection is open while backing off"},
-		},
-		EventOperatorShutdown: {
-			// spec/connection.yaml:144
-			{disp: fsm.Moved, to: StateShuttingDown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}, {Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerReconnectBackoff}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionCloseExecutors}}},
-		},
-		EventCleanupSettled: {
-			// spec/connection.yaml:328
-			{disp: fsm.Rejected, to: StateBackoff, reason: "no shutdown was requested"},
-		},
-		EventCleanupFailed: {
-			// spec/connection.yaml:328
-			{disp: fsm.Rejected, to: StateBackoff, reason: "no shutdown was requested"},
+			// spec/connection.yaml:369
+			{disp: fsm.Rejected, to: StateLive, reason: "no shutdown was requested on this connection"},
 		},
 	},
 	StateShuttingDown: {
 		EventBootstrapRequested: {
-			// spec/connection.yaml:323
-			{disp: fsm.Ignored, to: StateShuttingDown, reason: "shutdown is in progress; the daemon waits for its resources and never reconnects"},
+			// spec/connection.yaml:338
+			{disp: fsm.Rejected, to: StateShuttingDown, reason: "the upgrade was already accepted on this connection"},
 		},
 		EventBootstrapOk: {
-			// spec/connection.yaml:323
-			{disp: fsm.Ignored, to: StateShuttingDown, reason: "shutdown is in progress; the daemon waits for its resources and never reconnects"},
+			// spec/connection.yaml:338
+			{disp: fsm.Rejected, to: StateShuttingDown, reason: "the upgrade was already accepted on this connection"},
+		},
+		EventBootstrapBadRequest: {
+			// spec/connection.yaml:338
+			{disp: fsm.Rejected, to: StateShuttingDown, reason: "the upgrade was already accepted on this connection"},
+		},
+		EventBootstrapUnauthorized: {
+			// spec/connection.yaml:338
+			{disp: fsm.Rejected, to: StateShuttingDown, reason: "the upgrade was already accepted on this connection"},
+		},
+		EventUpgradeRequested: {
+			// spec/connection.yaml:338
+			{disp: fsm.Rejected, to: StateShuttingDown, reason: "the upgrade was already accepted on this connection"},
 		},
 		EventUpgradeAccepted: {
-			// spec/connection.yaml:323
-			{disp: fsm.Ignored, to: StateShuttingDown, reason: "shutdown is in progress; the daemon waits for its resources and never reconnects"},
+			// spec/connection.yaml:338
+			{disp: fsm.Rejected, to: StateShuttingDown, reason: "the upgrade was already accepted on this connection"},
+		},
+		EventUpgradeBadRequest: {
+			// spec/connection.yaml:338
+			{disp: fsm.Rejected, to: StateShuttingDown, reason: "the upgrade was already accepted on this connection"},
 		},
 		EventVersionRefused: {
-			// spec/connection.yaml:323
-			{disp: fsm.Ignored, to: StateShuttingDown, reason: "shutdown is in progress; the daemon waits for its resources and never reconnects"},
+			// spec/connection.yaml:338
+			{disp: fsm.Rejected, to: StateShuttingDown, reason: "the upgrade was already accepted on this connection"},
 		},
 		EventAuthRefused: {
-			// spec/connection.yaml:323
-			{disp: fsm.Ignored, to: StateShuttingDown, reason: "shutdown is in progress; the daemon waits for its resources and never reconnects"},
+			// spec/connection.yaml:338
+			{disp: fsm.Rejected, to: StateShuttingDown, reason: "the upgrade was already accepted on this connection"},
 		},
 		EventHeartbeat: {
-			// spec/connection.yaml:323
-			{disp: fsm.Ignored, to: StateShuttingDown, reason: "shutdown is in progress; the daemon waits for its resources and never reconnects"},
+			// spec/connection.yaml:270
+			{disp: fsm.Stayed, guard: GuardValidDeclaration, to: StateShuttingDown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordCapabilities}}},
+			// spec/connection.yaml:278
+			{disp: fsm.Moved, to: StateLost, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}, {Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionClearAdmissionSnapshot}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionCloseTransport}, {Kind: fsm.EffectDo, Action: ActionDropConnectionState}}},
 		},
 		EventFrameReceived: {
-			// spec/connection.yaml:323
-			{disp: fsm.Ignored, to: StateShuttingDown, reason: "shutdown is in progress; the daemon waits for its resources and never reconnects"},
+			// spec/connection.yaml:294
+			{disp: fsm.Stayed, to: StateShuttingDown, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: TimerReadDeadline}}},
 		},
 		EventHeartbeatInterval: {
-			// spec/connection.yaml:323
-			{disp: fsm.Ignored, to: StateShuttingDown, reason: "shutdown is in progress; the daemon waits for its resources and never reconnects"},
+			// spec/connection.yaml:300
+			{disp: fsm.Stayed, to: StateShuttingDown, effects: []Effect{{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessageHeartbeat}, {Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}}},
 		},
 		EventReadDeadline: {
-			// spec/connection.yaml:323
-			{disp: fsm.Ignored, to: StateShuttingDown, reason: "shutdown is in progress; the daemon waits for its resources and never reconnects"},
-		},
-		EventReconnectBackoff: {
-			// spec/connection.yaml:323
-			{disp: fsm.Ignored, to: StateShuttingDown, reason: "shutdown is in progress; the daemon waits for its resources and never reconnects"},
+			// spec/connection.yaml:360
+			{disp: fsm.Moved, to: StateLost, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionCloseTransport}, {Kind: fsm.EffectDo, Action: ActionDropConnectionState}}},
 		},
 		EventTransportLost: {
-			// spec/connection.yaml:323
-			{disp: fsm.Ignored, to: StateShuttingDown, reason: "shutdown is in progress; the daemon waits for its resources and never reconnects"},
+			// spec/connection.yaml:353
+			{disp: fsm.Moved, to: StateStopped, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}, {Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectDo, Action: ActionDropConnectionState}}},
 		},
-		EventReplaced: {
-			// spec/connection.yaml:323
-			{disp: fsm.Ignored, to: StateShuttingDown, reason: "shutdown is in progress; the daemon waits for its resources and never reconnects"},
+		EventSuperseded: {
+			// spec/connection.yaml:314
+			{disp: fsm.Moved, to: StateReplaced, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}, {Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionEvictRoutes}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionCloseTransport}}},
 		},
 		EventRetiredClose: {
-			// spec/connection.yaml:323
-			{disp: fsm.Ignored, to: StateShuttingDown, reason: "shutdown is in progress; the daemon waits for its resources and never reconnects"},
+			// spec/connection.yaml:324
+			{disp: fsm.Moved, to: StateRetired, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}, {Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectDo, Action: ActionDropConnectionState}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionRequireOperator}}},
 		},
 		EventDeviceShutdown: {
-			// spec/connection.yaml:323
-			{disp: fsm.Ignored, to: StateShuttingDown, reason: "shutdown is in progress; the daemon waits for its resources and never reconnects"},
+			// spec/connection.yaml:364
+			{disp: fsm.Ignored, to: StateShuttingDown, reason: "shutdown is already in progress"},
 		},
 		EventOperatorShutdown: {
-			// spec/connection.yaml:323
-			{disp: fsm.Ignored, to: StateShuttingDown, reason: "shutdown is in progress; the daemon waits for its resources and never reconnects"},
+			// spec/connection.yaml:364
+			{disp: fsm.Ignored, to: StateShuttingDown, reason: "shutdown is already in progress"},
 		},
 		EventCleanupSettled: {
-			// spec/connection.yaml:313
-			{disp: fsm.Moved, to: StateStopped, effects: []Effect{{Kind: fsm.EffectDo, Action: ActionCloseTransport}, {Kind: fsm.EffectDo, Action: ActionDropConnectionState}}},
+			// spec/connection.yaml:343
+			{disp: fsm.Moved, to: StateStopped, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerHeartbeatInterval}, {Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: TimerReadDeadline}, {Kind: fsm.EffectDo, Action: ActionCloseTransport}, {Kind: fsm.EffectDo, Action: ActionDropConnectionState}}},
 		},
 		EventCleanupFailed: {
-			// spec/connection.yaml:319
+			// spec/connection.yaml:349
 			{disp: fsm.Stayed, to: StateShuttingDown, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionRetainFailedTargets}}},
 		},
 	},
 	StateStopped: {
 		EventBootstrapRequested: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateStopped, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateStopped, reason: "this connection is over; a new connection is a new instance"},
 		},
 		EventBootstrapOk: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateStopped, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateStopped, reason: "this connection is over; a new connection is a new instance"},
+		},
+		EventBootstrapBadRequest: {
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateStopped, reason: "this connection is over; a new connection is a new instance"},
+		},
+		EventBootstrapUnauthorized: {
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateStopped, reason: "this connection is over; a new connection is a new instance"},
+		},
+		EventUpgradeRequested: {
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateStopped, reason: "this connection is over; a new connection is a new instance"},
 		},
 		EventUpgradeAccepted: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateStopped, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateStopped, reason: "this connection is over; a new connection is a new instance"},
+		},
+		EventUpgradeBadRequest: {
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateStopped, reason: "this connection is over; a new connection is a new instance"},
 		},
 		EventVersionRefused: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateStopped, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateStopped, reason: "this connection is over; a new connection is a new instance"},
 		},
 		EventAuthRefused: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateStopped, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateStopped, reason: "this connection is over; a new connection is a new instance"},
 		},
 		EventHeartbeat: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateStopped, reason: "the connection loop is over; late frames, timers and closes change nothing"},
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateStopped, reason: "the connection is over; late frames, timers and closes change nothing"},
 		},
 		EventFrameReceived: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateStopped, reason: "the connection loop is over; late frames, timers and closes change nothing"},
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateStopped, reason: "the connection is over; late frames, timers and closes change nothing"},
 		},
 		EventHeartbeatInterval: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateStopped, reason: "the connection loop is over; late frames, timers and closes change nothing"},
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateStopped, reason: "the connection is over; late frames, timers and closes change nothing"},
 		},
 		EventReadDeadline: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateStopped, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventReconnectBackoff: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateStopped, reason: "the connection loop is over; late frames, timers and closes change nothing"},
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateStopped, reason: "the connection is over; late frames, timers and closes change nothing"},
 		},
 		EventTransportLost: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateStopped, reason: "the connection loop is over; late frames, timers and closes change nothing"},
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateStopped, reason: "the connection is over; late frames, timers and closes change nothing"},
 		},
-		EventReplaced: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateStopped, reason: "the connection loop is over; late frames, timers and closes change nothing"},
+		EventSuperseded: {
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateStopped, reason: "the connection is over; late frames, timers and closes change nothing"},
 		},
 		EventRetiredClose: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateStopped, reason: "the connection loop is over; late frames, timers and closes change nothing"},
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateStopped, reason: "the connection is over; late frames, timers and closes change nothing"},
 		},
 		EventDeviceShutdown: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateStopped, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateStopped, reason: "the connection is over; late frames, timers and closes change nothing"},
 		},
 		EventOperatorShutdown: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateStopped, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateStopped, reason: "the connection is over; late frames, timers and closes change nothing"},
 		},
 		EventCleanupSettled: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateStopped, reason: "the connection loop is over; late frames, timers and closes change nothing"},
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateStopped, reason: "the connection is over; late frames, timers and closes change nothing"},
 		},
 		EventCleanupFailed: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateStopped, reason: "the connection loop is over; late frames, timers and closes change nothing"},
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateStopped, reason: "the connection is over; late frames, timers and closes change nothing"},
+		},
+	},
+	StateCancelled: {
+		EventBootstrapRequested: {
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateCancelled, reason: "this connection is over; a new connection is a new instance"},
+		},
+		EventBootstrapOk: {
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateCancelled, reason: "this connection is over; a new connection is a new instance"},
+		},
+		EventBootstrapBadRequest: {
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateCancelled, reason: "this connection is over; a new connection is a new instance"},
+		},
+		EventBootstrapUnauthorized: {
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateCancelled, reason: "this connection is over; a new connection is a new instance"},
+		},
+		EventUpgradeRequested: {
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateCancelled, reason: "this connection is over; a new connection is a new instance"},
+		},
+		EventUpgradeAccepted: {
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateCancelled, reason: "this connection is over; a new connection is a new instance"},
+		},
+		EventUpgradeBadRequest: {
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateCancelled, reason: "this connection is over; a new connection is a new instance"},
+		},
+		EventVersionRefused: {
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateCancelled, reason: "this connection is over; a new connection is a new instance"},
+		},
+		EventAuthRefused: {
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateCancelled, reason: "this connection is over; a new connection is a new instance"},
+		},
+		EventHeartbeat: {
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateCancelled, reason: "the connection is over; late frames, timers and closes change nothing"},
+		},
+		EventFrameReceived: {
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateCancelled, reason: "the connection is over; late frames, timers and closes change nothing"},
+		},
+		EventHeartbeatInterval: {
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateCancelled, reason: "the connection is over; late frames, timers and closes change nothing"},
+		},
+		EventReadDeadline: {
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateCancelled, reason: "the connection is over; late frames, timers and closes change nothing"},
+		},
+		EventTransportLost: {
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateCancelled, reason: "the connection is over; late frames, timers and closes change nothing"},
+		},
+		EventSuperseded: {
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateCancelled, reason: "the connection is over; late frames, timers and closes change nothing"},
+		},
+		EventRetiredClose: {
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateCancelled, reason: "the connection is over; late frames, timers and closes change nothing"},
+		},
+		EventDeviceShutdown: {
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateCancelled, reason: "the connection is over; late frames, timers and closes change nothing"},
+		},
+		EventOperatorShutdown: {
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateCancelled, reason: "the connection is over; late frames, timers and closes change nothing"},
+		},
+		EventCleanupSettled: {
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateCancelled, reason: "the connection is over; late frames, timers and closes change nothing"},
+		},
+		EventCleanupFailed: {
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateCancelled, reason: "the connection is over; late frames, timers and closes change nothing"},
+		},
+	},
+	StateLost: {
+		EventBootstrapRequested: {
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateLost, reason: "this connection is over; a new connection is a new instance"},
+		},
+		EventBootstrapOk: {
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateLost, reason: "this connection is over; a new connection is a new instance"},
+		},
+		EventBootstrapBadRequest: {
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateLost, reason: "this connection is over; a new connection is a new instance"},
+		},
+		EventBootstrapUnauthorized: {
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateLost, reason: "this connection is over; a new connection is a new instance"},
+		},
+		EventUpgradeRequested: {
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateLost, reason: "this connection is over; a new connection is a new instance"},
+		},
+		EventUpgradeAccepted: {
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateLost, reason: "this connection is over; a new connection is a new instance"},
+		},
+		EventUpgradeBadRequest: {
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateLost, reason: "this connection is over; a new connection is a new instance"},
+		},
+		EventVersionRefused: {
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateLost, reason: "this connection is over; a new connection is a new instance"},
+		},
+		EventAuthRefused: {
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateLost, reason: "this connection is over; a new connection is a new instance"},
+		},
+		EventHeartbeat: {
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateLost, reason: "the connection is over; late frames, timers and closes change nothing"},
+		},
+		EventFrameReceived: {
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateLost, reason: "the connection is over; late frames, timers and closes change nothing"},
+		},
+		EventHeartbeatInterval: {
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateLost, reason: "the connection is over; late frames, timers and closes change nothing"},
+		},
+		EventReadDeadline: {
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateLost, reason: "the connection is over; late frames, timers and closes change nothing"},
+		},
+		EventTransportLost: {
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateLost, reason: "the connection is over; late frames, timers and closes change nothing"},
+		},
+		EventSuperseded: {
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateLost, reason: "the connection is over; late frames, timers and closes change nothing"},
+		},
+		EventRetiredClose: {
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateLost, reason: "the connection is over; late frames, timers and closes change nothing"},
+		},
+		EventDeviceShutdown: {
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateLost, reason: "the connection is over; late frames, timers and closes change nothing"},
+		},
+		EventOperatorShutdown: {
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateLost, reason: "the connection is over; late frames, timers and closes change nothing"},
+		},
+		EventCleanupSettled: {
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateLost, reason: "the connection is over; late frames, timers and closes change nothing"},
+		},
+		EventCleanupFailed: {
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateLost, reason: "the connection is over; late frames, timers and closes change nothing"},
+		},
+	},
+	StateReplaced: {
+		EventBootstrapRequested: {
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateReplaced, reason: "this connection is over; a new connection is a new instance"},
+		},
+		EventBootstrapOk: {
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateReplaced, reason: "this connection is over; a new connection is a new instance"},
+		},
+		EventBootstrapBadRequest: {
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateReplaced, reason: "this connection is over; a new connection is a new instance"},
+		},
+		EventBootstrapUnauthorized: {
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateReplaced, reason: "this connection is over; a new connection is a new instance"},
+		},
+		EventUpgradeRequested: {
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateReplaced, reason: "this connection is over; a new connection is a new instance"},
+		},
+		EventUpgradeAccepted: {
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateReplaced, reason: "this connection is over; a new connection is a new instance"},
+		},
+		EventUpgradeBadRequest: {
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateReplaced, reason: "this connection is over; a new connection is a new instance"},
+		},
+		EventVersionRefused: {
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateReplaced, reason: "this connection is over; a new connection is a new instance"},
+		},
+		EventAuthRefused: {
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateReplaced, reason: "this connection is over; a new connection is a new instance"},
+		},
+		EventHeartbeat: {
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateReplaced, reason: "the connection is over; late frames, timers and closes change nothing"},
+		},
+		EventFrameReceived: {
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateReplaced, reason: "the connection is over; late frames, timers and closes change nothing"},
+		},
+		EventHeartbeatInterval: {
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateReplaced, reason: "the connection is over; late frames, timers and closes change nothing"},
+		},
+		EventReadDeadline: {
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateReplaced, reason: "the connection is over; late frames, timers and closes change nothing"},
+		},
+		EventTransportLost: {
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateReplaced, reason: "the connection is over; late frames, timers and closes change nothing"},
+		},
+		EventSuperseded: {
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateReplaced, reason: "the connection is over; late frames, timers and closes change nothing"},
+		},
+		EventRetiredClose: {
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateReplaced, reason: "the connection is over; late frames, timers and closes change nothing"},
+		},
+		EventDeviceShutdown: {
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateReplaced, reason: "the connection is over; late frames, timers and closes change nothing"},
+		},
+		EventOperatorShutdown: {
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateReplaced, reason: "the connection is over; late frames, timers and closes change nothing"},
+		},
+		EventCleanupSettled: {
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateReplaced, reason: "the connection is over; late frames, timers and closes change nothing"},
+		},
+		EventCleanupFailed: {
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateReplaced, reason: "the connection is over; late frames, timers and closes change nothing"},
+		},
+	},
+	StateRequestRejected: {
+		EventBootstrapRequested: {
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateRequestRejected, reason: "this connection is over; a new connection is a new instance"},
+		},
+		EventBootstrapOk: {
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateRequestRejected, reason: "this connection is over; a new connection is a new instance"},
+		},
+		EventBootstrapBadRequest: {
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateRequestRejected, reason: "this connection is over; a new connection is a new instance"},
+		},
+		EventBootstrapUnauthorized: {
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateRequestRejected, reason: "this connection is over; a new connection is a new instance"},
+		},
+		EventUpgradeRequested: {
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateRequestRejected, reason: "this connection is over; a new connection is a new instance"},
+		},
+		EventUpgradeAccepted: {
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateRequestRejected, reason: "this connection is over; a new connection is a new instance"},
+		},
+		EventUpgradeBadRequest: {
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateRequestRejected, reason: "this connection is over; a new connection is a new instance"},
+		},
+		EventVersionRefused: {
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateRequestRejected, reason: "this connection is over; a new connection is a new instance"},
+		},
+		EventAuthRefused: {
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateRequestRejected, reason: "this connection is over; a new connection is a new instance"},
+		},
+		EventHeartbeat: {
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateRequestRejected, reason: "the connection is over; late frames, timers and closes change nothing"},
+		},
+		EventFrameReceived: {
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateRequestRejected, reason: "the connection is over; late frames, timers and closes change nothing"},
+		},
+		EventHeartbeatInterval: {
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateRequestRejected, reason: "the connection is over; late frames, timers and closes change nothing"},
+		},
+		EventReadDeadline: {
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateRequestRejected, reason: "the connection is over; late frames, timers and closes change nothing"},
+		},
+		EventTransportLost: {
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateRequestRejected, reason: "the connection is over; late frames, timers and closes change nothing"},
+		},
+		EventSuperseded: {
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateRequestRejected, reason: "the connection is over; late frames, timers and closes change nothing"},
+		},
+		EventRetiredClose: {
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateRequestRejected, reason: "the connection is over; late frames, timers and closes change nothing"},
+		},
+		EventDeviceShutdown: {
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateRequestRejected, reason: "the connection is over; late frames, timers and closes change nothing"},
+		},
+		EventOperatorShutdown: {
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateRequestRejected, reason: "the connection is over; late frames, timers and closes change nothing"},
+		},
+		EventCleanupSettled: {
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateRequestRejected, reason: "the connection is over; late frames, timers and closes change nothing"},
+		},
+		EventCleanupFailed: {
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateRequestRejected, reason: "the connection is over; late frames, timers and closes change nothing"},
 		},
 	},
 	StateVersionRejected: {
 		EventBootstrapRequested: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateVersionRejected, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateVersionRejected, reason: "this connection is over; a new connection is a new instance"},
 		},
 		EventBootstrapOk: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateVersionRejected, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateVersionRejected, reason: "this connection is over; a new connection is a new instance"},
+		},
+		EventBootstrapBadRequest: {
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateVersionRejected, reason: "this connection is over; a new connection is a new instance"},
+		},
+		EventBootstrapUnauthorized: {
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateVersionRejected, reason: "this connection is over; a new connection is a new instance"},
+		},
+		EventUpgradeRequested: {
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateVersionRejected, reason: "this connection is over; a new connection is a new instance"},
 		},
 		EventUpgradeAccepted: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateVersionRejected, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateVersionRejected, reason: "this connection is over; a new connection is a new instance"},
+		},
+		EventUpgradeBadRequest: {
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateVersionRejected, reason: "this connection is over; a new connection is a new instance"},
 		},
 		EventVersionRefused: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateVersionRejected, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateVersionRejected, reason: "this connection is over; a new connection is a new instance"},
 		},
 		EventAuthRefused: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateVersionRejected, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateVersionRejected, reason: "this connection is over; a new connection is a new instance"},
 		},
 		EventHeartbeat: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateVersionRejected, reason: "the connection loop is over; late frames, timers and closes change nothing"},
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateVersionRejected, reason: "the connection is over; late frames, timers and closes change nothing"},
 		},
 		EventFrameReceived: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateVersionRejected, reason: "the connection loop is over; late frames, timers and closes change nothing"},
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateVersionRejected, reason: "the connection is over; late frames, timers and closes change nothing"},
 		},
 		EventHeartbeatInterval: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateVersionRejected, reason: "the connection loop is over; late frames, timers and closes change nothing"},
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateVersionRejected, reason: "the connection is over; late frames, timers and closes change nothing"},
 		},
 		EventReadDeadline: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateVersionRejected, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventReconnectBackoff: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateVersionRejected, reason: "the connection loop is over; late frames, timers and closes change nothing"},
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateVersionRejected, reason: "the connection is over; late frames, timers and closes change nothing"},
 		},
 		EventTransportLost: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateVersionRejected, reason: "the connection loop is over; late frames, timers and closes change nothing"},
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateVersionRejected, reason: "the connection is over; late frames, timers and closes change nothing"},
 		},
-		EventReplaced: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateVersionRejected, reason: "the connection loop is over; late frames, timers and closes change nothing"},
+		EventSuperseded: {
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateVersionRejected, reason: "the connection is over; late frames, timers and closes change nothing"},
 		},
 		EventRetiredClose: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateVersionRejected, reason: "the connection loop is over; late frames, timers and closes change nothing"},
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateVersionRejected, reason: "the connection is over; late frames, timers and closes change nothing"},
 		},
 		EventDeviceShutdown: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateVersionRejected, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateVersionRejected, reason: "the connection is over; late frames, timers and closes change nothing"},
 		},
 		EventOperatorShutdown: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateVersionRejected, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateVersionRejected, reason: "the connection is over; late frames, timers and closes change nothing"},
 		},
 		EventCleanupSettled: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateVersionRejected, reason: "the connection loop is over; late frames, timers and closes change nothing"},
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateVersionRejected, reason: "the connection is over; late frames, timers and closes change nothing"},
 		},
 		EventCleanupFailed: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateVersionRejected, reason: "the connection loop is over; late frames, timers and closes change nothing"},
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateVersionRejected, reason: "the connection is over; late frames, timers and closes change nothing"},
 		},
 	},
 	StateAuthRejected: {
 		EventBootstrapRequested: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateAuthRejected, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateAuthRejected, reason: "this connection is over; a new connection is a new instance"},
 		},
 		EventBootstrapOk: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateAuthRejected, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateAuthRejected, reason: "this connection is over; a new connection is a new instance"},
+		},
+		EventBootstrapBadRequest: {
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateAuthRejected, reason: "this connection is over; a new connection is a new instance"},
+		},
+		EventBootstrapUnauthorized: {
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateAuthRejected, reason: "this connection is over; a new connection is a new instance"},
+		},
+		EventUpgradeRequested: {
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateAuthRejected, reason: "this connection is over; a new connection is a new instance"},
 		},
 		EventUpgradeAccepted: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateAuthRejected, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateAuthRejected, reason: "this connection is over; a new connection is a new instance"},
+		},
+		EventUpgradeBadRequest: {
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateAuthRejected, reason: "this connection is over; a new connection is a new instance"},
 		},
 		EventVersionRefused: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateAuthRejected, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateAuthRejected, reason: "this connection is over; a new connection is a new instance"},
 		},
 		EventAuthRefused: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateAuthRejected, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateAuthRejected, reason: "this connection is over; a new connection is a new instance"},
 		},
 		EventHeartbeat: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateAuthRejected, reason: "the connection loop is over; late frames, timers and closes change nothing"},
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateAuthRejected, reason: "the connection is over; late frames, timers and closes change nothing"},
 		},
 		EventFrameReceived: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateAuthRejected, reason: "the connection loop is over; late frames, timers and closes change nothing"},
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateAuthRejected, reason: "the connection is over; late frames, timers and closes change nothing"},
 		},
 		EventHeartbeatInterval: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateAuthRejected, reason: "the connection loop is over; late frames, timers and closes change nothing"},
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateAuthRejected, reason: "the connection is over; late frames, timers and closes change nothing"},
 		},
 		EventReadDeadline: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateAuthRejected, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventReconnectBackoff: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateAuthRejected, reason: "the connection loop is over; late frames, timers and closes change nothing"},
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateAuthRejected, reason: "the connection is over; late frames, timers and closes change nothing"},
 		},
 		EventTransportLost: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateAuthRejected, reason: "the connection loop is over; late frames, timers and closes change nothing"},
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateAuthRejected, reason: "the connection is over; late frames, timers and closes change nothing"},
 		},
-		EventReplaced: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateAuthRejected, reason: "the connection loop is over; late frames, timers and closes change nothing"},
+		EventSuperseded: {
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateAuthRejected, reason: "the connection is over; late frames, timers and closes change nothing"},
 		},
 		EventRetiredClose: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateAuthRejected, reason: "the connection loop is over; late frames, timers and closes change nothing"},
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateAuthRejected, reason: "the connection is over; late frames, timers and closes change nothing"},
 		},
 		EventDeviceShutdown: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateAuthRejected, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateAuthRejected, reason: "the connection is over; late frames, timers and closes change nothing"},
 		},
 		EventOperatorShutdown: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateAuthRejected, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateAuthRejected, reason: "the connection is over; late frames, timers and closes change nothing"},
 		},
 		EventCleanupSettled: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateAuthRejected, reason: "the connection loop is over; late frames, timers and closes change nothing"},
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateAuthRejected, reason: "the connection is over; late frames, timers and closes change nothing"},
 		},
 		EventCleanupFailed: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateAuthRejected, reason: "the connection loop is over; late frames, timers and closes change nothing"},
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateAuthRejected, reason: "the connection is over; late frames, timers and closes change nothing"},
 		},
 	},
 	StateRetired: {
 		EventBootstrapRequested: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateRetired, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateRetired, reason: "this connection is over; a new connection is a new instance"},
 		},
 		EventBootstrapOk: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateRetired, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateRetired, reason: "this connection is over; a new connection is a new instance"},
+		},
+		EventBootstrapBadRequest: {
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateRetired, reason: "this connection is over; a new connection is a new instance"},
+		},
+		EventBootstrapUnauthorized: {
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateRetired, reason: "this connection is over; a new connection is a new instance"},
+		},
+		EventUpgradeRequested: {
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateRetired, reason: "this connection is over; a new connection is a new instance"},
 		},
 		EventUpgradeAccepted: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateRetired, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateRetired, reason: "this connection is over; a new connection is a new instance"},
+		},
+		EventUpgradeBadRequest: {
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateRetired, reason: "this connection is over; a new connection is a new instance"},
 		},
 		EventVersionRefused: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateRetired, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateRetired, reason: "this connection is over; a new connection is a new instance"},
 		},
 		EventAuthRefused: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateRetired, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
+			// spec/connection.yaml:377
+			{disp: fsm.Rejected, to: StateRetired, reason: "this connection is over; a new connection is a new instance"},
 		},
 		EventHeartbeat: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateRetired, reason: "the connection loop is over; late frames, timers and closes change nothing"},
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateRetired, reason: "the connection is over; late frames, timers and closes change nothing"},
 		},
 		EventFrameReceived: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateRetired, reason: "the connection loop is over; late frames, timers and closes change nothing"},
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateRetired, reason: "the connection is over; late frames, timers and closes change nothing"},
 		},
 		EventHeartbeatInterval: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateRetired, reason: "the connection loop is over; late frames, timers and closes change nothing"},
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateRetired, reason: "the connection is over; late frames, timers and closes change nothing"},
 		},
 		EventReadDeadline: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateRetired, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventReconnectBackoff: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateRetired, reason: "the connection loop is over; late frames, timers and closes change nothing"},
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateRetired, reason: "the connection is over; late frames, timers and closes change nothing"},
 		},
 		EventTransportLost: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateRetired, reason: "the connection loop is over; late frames, timers and closes change nothing"},
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateRetired, reason: "the connection is over; late frames, timers and closes change nothing"},
 		},
-		EventReplaced: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateRetired, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventRetiredClose: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateRetired, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventDeviceShutdown: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateRetired, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
-		},
-		EventOperatorShutdown: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateRetired, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
-		},
-		EventCleanupSettled: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateRetired, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventCleanupFailed: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateRetired, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-	},
-	StateSuperseded: {
-		EventBootstrapRequested: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateSuperseded, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
-		},
-		EventBootstrapOk: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateSuperseded, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
-		},
-		EventUpgradeAccepted: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateSuperseded, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
-		},
-		EventVersionRefused: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateSuperseded, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
-		},
-		EventAuthRefused: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateSuperseded, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
-		},
-		EventHeartbeat: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateSuperseded, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventFrameReceived: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateSuperseded, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventHeartbeatInterval: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateSuperseded, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventReadDeadline: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateSuperseded, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventReconnectBackoff: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateSuperseded, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventTransportLost: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateSuperseded, reason: "the connection loop is over; late frames, timers and closes change nothing"},
-		},
-		EventReplaced: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateSuperseded, reason: "the connection loop is over; late frames, timers and closes change nothing"},
+		EventSuperseded: {
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateRetired, reason: "the connection is over; late frames, timers and closes change nothing"},
 		},
 		EventRetiredClose: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateSuperseded, reason: "the connection loop is over; late frames, timers and closes change nothing"},
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateRetired, reason: "the connection is over; late frames, timers and closes change nothing"},
 		},
 		EventDeviceShutdown: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateSuperseded, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateRetired, reason: "the connection is over; late frames, timers and closes change nothing"},
 		},
 		EventOperatorShutdown: {
-			// spec/connection.yaml:336
-			{disp: fsm.Rejected, to: StateSuperseded, reason: "the supervisor stopped; a new daemon process starts a new connection loop"},
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateRetired, reason: "the connection is over; late frames, timers and closes change nothing"},
 		},
 		EventCleanupSettled: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateSuperseded, reason: "the connection loop is over; late frames, timers and closes change nothing"},
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateRetired, reason: "the connection is over; late frames, timers and closes change nothing"},
 		},
 		EventCleanupFailed: {
-			// spec/connection.yaml:333
-			{disp: fsm.Ignored, to: StateSuperseded, reason: "the connection loop is over; late frames, timers and closes change nothing"},
+			// spec/connection.yaml:374
+			{disp: fsm.Ignored, to: StateRetired, reason: "the connection is over; late frames, timers and closes change nothing"},
 		},
 	},
 }
@@ -1514,6 +1869,12 @@ func check(s State, e Event) error {
 // it raises follow-up events with f.Raise, which run once the current event
 // completes. The *Firing is reused: do not keep it after the hook returns.
 type Hooks[A any] interface {
+	// GuardParamsMissing reports whether the upgrade request lacks the device_id or version query parameter or the Bearer header.
+	GuardParamsMissing(f *Firing[A]) bool
+	// GuardVersionMismatch reports whether the version parameter is not exactly the wire version, patch included.
+	GuardVersionMismatch(f *Firing[A]) bool
+	// GuardCredentialRefused reports whether the Bearer credential does not authenticate the device (unknown device, bad credential or wrong runtime type).
+	GuardCredentialRefused(f *Firing[A]) bool
 	// GuardValidDeclaration reports whether the heartbeat decodes strictly and every declared kind carries a complete capability object (every field present as a boolean, none null, none unknown).
 	GuardValidDeclaration(f *Firing[A]) bool
 	// SendHeartbeat sends a heartbeat frame for this instance.
@@ -1524,13 +1885,17 @@ type Hooks[A any] interface {
 	StopTimer(f *Firing[A], t Timer) error
 	// DoDialWebsocket performs dial_websocket: the Runtime dials the URL bootstrap returned, naming its device and wire version in the URL; the credential travels only in the header.
 	DoDialWebsocket(f *Firing[A]) error
-	// DoFencePreviousConnection performs fence_previous_connection: Core fences the device's owner lease and evicts the Run and interaction routes of any older connection; the new one inherits none.
-	DoFencePreviousConnection(f *Firing[A]) error
+	// DoRefuseUpgrade performs refuse_upgrade: Core answers the upgrade with the refusal its failing check names (400 missing_params, 426 incompatible_version, 401 or 403) and opens no connection.
+	DoRefuseUpgrade(f *Firing[A]) error
+	// DoReplacePrevious performs replace_previous: Core fences the device's owner lease and fires superseded on the device's older connection, if any; this connection inherits none of its routes.
+	DoReplacePrevious(f *Firing[A]) error
+	// DoEvictRoutes performs evict_routes: Core evicts this connection's Run and interaction routes; their subscriptions end with an observation error and nothing is replayed.
+	DoEvictRoutes(f *Firing[A]) error
 	// DoRecordCapabilities performs record_capabilities: Core replaces the connection's capability snapshot with this heartbeat's declaration; an absent kind is not advertised.
 	DoRecordCapabilities(f *Firing[A]) error
 	// DoClearAdmissionSnapshot performs clear_admission_snapshot: Core forgets what this connection was admitted with; this settles no Run, completion or cancellation.
 	DoClearAdmissionSnapshot(f *Firing[A]) error
-	// DoCloseTransport performs close_transport: close the WebSocket of the current physical connection.
+	// DoCloseTransport performs close_transport: close the WebSocket of this connection.
 	DoCloseTransport(f *Firing[A]) error
 	// DoDropConnectionState performs drop_connection_state: discard the connection-local routing, admission handles and transfer state; Run subscriptions end with an observation error and nothing is replayed.
 	DoDropConnectionState(f *Firing[A]) error
@@ -1673,6 +2038,12 @@ func (m *Machine[A]) step(e Event, arg A) error {
 
 func (m *Machine[A]) guard(g Guard, fr *Firing[A]) bool {
 	switch g {
+	case GuardParamsMissing:
+		return m.hooks.GuardParamsMissing(fr)
+	case GuardVersionMismatch:
+		return m.hooks.GuardVersionMismatch(fr)
+	case GuardCredentialRefused:
+		return m.hooks.GuardCredentialRefused(fr)
 	case GuardValidDeclaration:
 		return m.hooks.GuardValidDeclaration(fr)
 	}
@@ -1694,8 +2065,12 @@ func (m *Machine[A]) perform(fr *Firing[A], ef *Effect) error {
 		switch ef.Action {
 		case ActionDialWebsocket:
 			return m.hooks.DoDialWebsocket(fr)
-		case ActionFencePreviousConnection:
-			return m.hooks.DoFencePreviousConnection(fr)
+		case ActionRefuseUpgrade:
+			return m.hooks.DoRefuseUpgrade(fr)
+		case ActionReplacePrevious:
+			return m.hooks.DoReplacePrevious(fr)
+		case ActionEvictRoutes:
+			return m.hooks.DoEvictRoutes(fr)
 		case ActionRecordCapabilities:
 			return m.hooks.DoRecordCapabilities(fr)
 		case ActionClearAdmissionSnapshot:
