@@ -29,7 +29,7 @@ const Name = "suspension"
 const Initial = StateIdle
 const (
 	numStates = 8
-	numEvents = 10
+	numEvents = 11
 )
 
 // State is a state of the suspension machine.
@@ -142,11 +142,13 @@ const (
 	EventQuiesceDrain Event = 8
 	// EventDrainSettled: every active Turn, transfer and workspace operation of the Environment settled (local, observed by runtime)
 	EventDrainSettled Event = 9
-	// EventConnectionLost: the connection that carried the request closed or was replaced (local, observed by both)
-	EventConnectionLost Event = 10
+	// EventSendFailed: Core's write of environment_quiesce or environment_resume returned an error; the frame may have left (local, observed by core)
+	EventSendFailed Event = 10
+	// EventConnectionLost: the connection that carried the request closed or was replaced (at the Runtime, also a failed write of a reply) (local, observed by both)
+	EventConnectionLost Event = 11
 )
 
-var eventNames = [...]string{"", "environment_quiesce", "quiesced_accepted", "quiesced_refused", "environment_resume", "resume_rollback", "resumed_accepted", "resumed_refused", "quiesce_drain", "drain_settled", "connection_lost"}
+var eventNames = [...]string{"", "environment_quiesce", "quiesced_accepted", "quiesced_refused", "environment_resume", "resume_rollback", "resumed_accepted", "resumed_refused", "quiesce_drain", "drain_settled", "send_failed", "connection_lost"}
 
 // String returns the spec name, or Event(n) for a value outside the enum.
 func (v Event) String() string {
@@ -182,6 +184,8 @@ func ParseEvent(name string) (Event, error) {
 		return EventQuiesceDrain, nil
 	case "drain_settled":
 		return EventDrainSettled, nil
+	case "send_failed":
+		return EventSendFailed, nil
 	case "connection_lost":
 		return EventConnectionLost, nil
 	}
@@ -192,9 +196,9 @@ func ParseEvent(name string) (Event, error) {
 	}
 }
 
-var eventKinds = [...]fsm.EventKind{0, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventTimer, fsm.EventLocal, fsm.EventLocal}
-var eventMessages = [...]string{"", "environment_quiesce", "environment_quiesced", "environment_quiesced", "environment_resume", "environment_resume", "environment_resumed", "environment_resumed", "", "", ""}
-var eventRoles = [...]fsm.Role{0, fsm.RoleCore, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleCore, fsm.RoleCore, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleBoth}
+var eventKinds = [...]fsm.EventKind{0, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventTimer, fsm.EventLocal, fsm.EventLocal, fsm.EventLocal}
+var eventMessages = [...]string{"", "environment_quiesce", "environment_quiesced", "environment_quiesced", "environment_resume", "environment_resume", "environment_resumed", "environment_resumed", "", "", "", ""}
+var eventRoles = [...]fsm.Role{0, fsm.RoleCore, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleCore, fsm.RoleCore, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleCore, fsm.RoleBoth}
 
 // Kind says whether e is a wire message, a timer or a local event.
 func (e Event) Kind() fsm.EventKind {
@@ -517,345 +521,377 @@ type candidate struct {
 var table = [numStates + 1][numEvents + 1][]candidate{
 	StateIdle: {
 		EventEnvironmentQuiesce: {
-			// spec/suspension.yaml:91
+			// spec/suspension.yaml:103
 			{disp: fsm.Moved, to: StateQuiescing, effects: []Effect{{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerQuiesceDrain}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionFenceAdmission}}},
 		},
 		EventQuiescedAccepted: {
-			// spec/suspension.yaml:98
+			// spec/suspension.yaml:115
 			{disp: fsm.Rejected, to: StateIdle, reason: "no quiesce was sent for this suspension ID"},
 		},
 		EventQuiescedRefused: {
-			// spec/suspension.yaml:98
+			// spec/suspension.yaml:115
 			{disp: fsm.Rejected, to: StateIdle, reason: "no quiesce was sent for this suspension ID"},
 		},
 		EventEnvironmentResume: {
-			// spec/suspension.yaml:98
+			// spec/suspension.yaml:115
 			{disp: fsm.Rejected, to: StateIdle, reason: "no quiesce was sent for this suspension ID"},
 		},
 		EventResumeRollback: {
-			// spec/suspension.yaml:98
+			// spec/suspension.yaml:115
 			{disp: fsm.Rejected, to: StateIdle, reason: "no quiesce was sent for this suspension ID"},
 		},
 		EventResumedAccepted: {
-			// spec/suspension.yaml:98
+			// spec/suspension.yaml:115
 			{disp: fsm.Rejected, to: StateIdle, reason: "no quiesce was sent for this suspension ID"},
 		},
 		EventResumedRefused: {
-			// spec/suspension.yaml:98
+			// spec/suspension.yaml:115
 			{disp: fsm.Rejected, to: StateIdle, reason: "no quiesce was sent for this suspension ID"},
 		},
 		EventQuiesceDrain: {
-			// spec/suspension.yaml:95
+			// spec/suspension.yaml:112
 			{disp: fsm.Ignored, to: StateIdle, reason: "nothing was requested for this suspension ID"},
 		},
 		EventDrainSettled: {
-			// spec/suspension.yaml:95
+			// spec/suspension.yaml:112
 			{disp: fsm.Ignored, to: StateIdle, reason: "nothing was requested for this suspension ID"},
 		},
+		EventSendFailed: {
+			// spec/suspension.yaml:107
+			{disp: fsm.Moved, to: StateQuiescing, effects: []Effect{{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: TimerQuiesceDrain}}},
+		},
 		EventConnectionLost: {
-			// spec/suspension.yaml:95
+			// spec/suspension.yaml:112
 			{disp: fsm.Ignored, to: StateIdle, reason: "nothing was requested for this suspension ID"},
 		},
 	},
 	StateQuiescing: {
 		EventEnvironmentQuiesce: {
-			// spec/suspension.yaml:141
+			// spec/suspension.yaml:163
 			{disp: fsm.Rejected, to: StateQuiescing, reason: "this suspension ID was already quiesced; a new attempt needs a new suspend_id"},
 		},
 		EventQuiescedAccepted: {
-			// spec/suspension.yaml:112
+			// spec/suspension.yaml:129
 			{disp: fsm.Moved, guard: GuardOwnSuspension, to: StateSuspended, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerQuiesceDrain}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordSuspended}}},
-			// spec/suspension.yaml:122
+			// spec/suspension.yaml:139
 			{disp: fsm.Rejected, to: StateQuiescing, reason: "the reply carries a foreign suspension identity, or accepted true with an error code"},
 		},
 		EventQuiescedRefused: {
-			// spec/suspension.yaml:117
+			// spec/suspension.yaml:134
 			{disp: fsm.Moved, guard: GuardOwnSuspension, to: StateQuiesceRefused, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerQuiesceDrain}, {Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutcome}}},
-			// spec/suspension.yaml:122
+			// spec/suspension.yaml:139
 			{disp: fsm.Rejected, to: StateQuiescing, reason: "the reply carries a foreign suspension identity, or accepted true with an error code"},
 		},
 		EventEnvironmentResume: {
-			// spec/suspension.yaml:133
+			// spec/suspension.yaml:155
 			{disp: fsm.Rejected, to: StateQuiescing, reason: "not_suspended: the quiesce has not been confirmed; abandon it with a rollback resume"},
 		},
 		EventResumeRollback: {
-			// spec/suspension.yaml:128
+			// spec/suspension.yaml:145
 			{disp: fsm.Moved, to: StateResuming, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerQuiesceDrain}, {Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionReopenAdmission}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessageEnvironmentResumed}}},
 		},
 		EventResumedAccepted: {
-			// spec/suspension.yaml:125
+			// spec/suspension.yaml:142
 			{disp: fsm.Rejected, to: StateQuiescing, reason: "no resume was sent"},
 		},
 		EventResumedRefused: {
-			// spec/suspension.yaml:125
+			// spec/suspension.yaml:142
 			{disp: fsm.Rejected, to: StateQuiescing, reason: "no resume was sent"},
 		},
 		EventQuiesceDrain: {
-			// spec/suspension.yaml:107
+			// spec/suspension.yaml:124
 			{disp: fsm.Moved, to: StateQuiesceRefused, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionReopenAdmission}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessageEnvironmentQuiesced}}},
 		},
 		EventDrainSettled: {
-			// spec/suspension.yaml:103
+			// spec/suspension.yaml:120
 			{disp: fsm.Moved, to: StateSuspended, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerQuiesceDrain}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessageEnvironmentQuiesced}}},
 		},
+		EventSendFailed: {
+			// spec/suspension.yaml:150
+			{disp: fsm.Moved, to: StateResuming, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerQuiesceDrain}}},
+		},
 		EventConnectionLost: {
-			// spec/suspension.yaml:136
+			// spec/suspension.yaml:158
 			{disp: fsm.Moved, to: StateUncertain, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerQuiesceDrain}}},
 		},
 	},
 	StateSuspended: {
 		EventEnvironmentQuiesce: {
-			// spec/suspension.yaml:141
+			// spec/suspension.yaml:163
 			{disp: fsm.Rejected, to: StateSuspended, reason: "this suspension ID was already quiesced; a new attempt needs a new suspend_id"},
 		},
 		EventQuiescedAccepted: {
-			// spec/suspension.yaml:150
+			// spec/suspension.yaml:176
 			{disp: fsm.Ignored, to: StateSuspended, reason: "the Runtime's own confirmation, or a repeat of it"},
 		},
 		EventQuiescedRefused: {
-			// spec/suspension.yaml:153
+			// spec/suspension.yaml:179
 			{disp: fsm.Rejected, to: StateSuspended, reason: "the quiesce was already confirmed for this suspension"},
 		},
 		EventEnvironmentResume: {
-			// spec/suspension.yaml:146
+			// spec/suspension.yaml:168
 			{disp: fsm.Moved, to: StateResuming, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionReopenAdmission}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessageEnvironmentResumed}}},
 		},
 		EventResumeRollback: {
-			// spec/suspension.yaml:146
+			// spec/suspension.yaml:168
 			{disp: fsm.Moved, to: StateResuming, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionReopenAdmission}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessageEnvironmentResumed}}},
 		},
 		EventResumedAccepted: {
-			// spec/suspension.yaml:156
+			// spec/suspension.yaml:182
 			{disp: fsm.Rejected, to: StateSuspended, reason: "no resume was sent"},
 		},
 		EventResumedRefused: {
-			// spec/suspension.yaml:156
+			// spec/suspension.yaml:182
 			{disp: fsm.Rejected, to: StateSuspended, reason: "no resume was sent"},
 		},
 		EventQuiesceDrain: {
-			// spec/suspension.yaml:162
+			// spec/suspension.yaml:188
 			{disp: fsm.Ignored, to: StateSuspended, reason: "the drain is over"},
 		},
 		EventDrainSettled: {
-			// spec/suspension.yaml:162
+			// spec/suspension.yaml:188
 			{disp: fsm.Ignored, to: StateSuspended, reason: "the drain is over"},
 		},
+		EventSendFailed: {
+			// spec/suspension.yaml:172
+			{disp: fsm.Moved, to: StateResuming},
+		},
 		EventConnectionLost: {
-			// spec/suspension.yaml:159
+			// spec/suspension.yaml:185
 			{disp: fsm.Ignored, to: StateSuspended, reason: "the suspension persists; the resume may come on a later connection"},
 		},
 	},
 	StateUncertain: {
 		EventEnvironmentQuiesce: {
-			// spec/suspension.yaml:141
+			// spec/suspension.yaml:163
 			{disp: fsm.Rejected, to: StateUncertain, reason: "this suspension ID was already quiesced; a new attempt needs a new suspend_id"},
 		},
 		EventQuiescedAccepted: {
-			// spec/suspension.yaml:167
+			// spec/suspension.yaml:193
 			{disp: fsm.Ignored, to: StateUncertain, reason: "an answer from the lost connection no longer decides anything; only the resume does"},
 		},
 		EventQuiescedRefused: {
-			// spec/suspension.yaml:167
+			// spec/suspension.yaml:193
 			{disp: fsm.Ignored, to: StateUncertain, reason: "an answer from the lost connection no longer decides anything; only the resume does"},
 		},
 		EventEnvironmentResume: {
-			// spec/suspension.yaml:146
+			// spec/suspension.yaml:168
 			{disp: fsm.Moved, to: StateResuming, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionReopenAdmission}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessageEnvironmentResumed}}},
 		},
 		EventResumeRollback: {
-			// spec/suspension.yaml:146
+			// spec/suspension.yaml:168
 			{disp: fsm.Moved, to: StateResuming, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: ActionReopenAdmission}, {Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: MessageEnvironmentResumed}}},
 		},
 		EventResumedAccepted: {
-			// spec/suspension.yaml:156
+			// spec/suspension.yaml:182
 			{disp: fsm.Rejected, to: StateUncertain, reason: "no resume was sent"},
 		},
 		EventResumedRefused: {
-			// spec/suspension.yaml:156
+			// spec/suspension.yaml:182
 			{disp: fsm.Rejected, to: StateUncertain, reason: "no resume was sent"},
 		},
 		EventQuiesceDrain: {
-			// spec/suspension.yaml:162
+			// spec/suspension.yaml:188
 			{disp: fsm.Ignored, to: StateUncertain, reason: "the drain is over"},
 		},
 		EventDrainSettled: {
-			// spec/suspension.yaml:162
+			// spec/suspension.yaml:188
 			{disp: fsm.Ignored, to: StateUncertain, reason: "the drain is over"},
 		},
+		EventSendFailed: {
+			// spec/suspension.yaml:172
+			{disp: fsm.Moved, to: StateResuming},
+		},
 		EventConnectionLost: {
-			// spec/suspension.yaml:170
+			// spec/suspension.yaml:196
 			{disp: fsm.Ignored, to: StateUncertain, reason: "the answer is already lost"},
 		},
 	},
 	StateResuming: {
 		EventEnvironmentQuiesce: {
-			// spec/suspension.yaml:141
+			// spec/suspension.yaml:163
 			{disp: fsm.Rejected, to: StateResuming, reason: "this suspension ID was already quiesced; a new attempt needs a new suspend_id"},
 		},
 		EventQuiescedAccepted: {
-			// spec/suspension.yaml:188
+			// spec/suspension.yaml:214
 			{disp: fsm.Ignored, to: StateResuming, reason: "a quiesce answer that trails the resume decides nothing; the resume answer does"},
 		},
 		EventQuiescedRefused: {
-			// spec/suspension.yaml:188
+			// spec/suspension.yaml:214
 			{disp: fsm.Ignored, to: StateResuming, reason: "a quiesce answer that trails the resume decides nothing; the resume answer does"},
 		},
 		EventEnvironmentResume: {
-			// spec/suspension.yaml:191
+			// spec/suspension.yaml:217
 			{disp: fsm.Rejected, to: StateResuming, reason: "a resume for this suspension is already in flight"},
 		},
 		EventResumeRollback: {
-			// spec/suspension.yaml:191
+			// spec/suspension.yaml:217
 			{disp: fsm.Rejected, to: StateResuming, reason: "a resume for this suspension is already in flight"},
 		},
 		EventResumedAccepted: {
-			// spec/suspension.yaml:175
+			// spec/suspension.yaml:201
 			{disp: fsm.Moved, guard: GuardOwnSuspension, to: StateResumed, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutcome}}},
-			// spec/suspension.yaml:185
+			// spec/suspension.yaml:211
 			{disp: fsm.Rejected, to: StateResuming, reason: "the reply carries a foreign suspension identity, or accepted true with an error code"},
 		},
 		EventResumedRefused: {
-			// spec/suspension.yaml:180
+			// spec/suspension.yaml:206
 			{disp: fsm.Moved, guard: GuardOwnSuspension, to: StateResumeRefused, effects: []Effect{{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: ActionRecordOutcome}}},
-			// spec/suspension.yaml:185
+			// spec/suspension.yaml:211
 			{disp: fsm.Rejected, to: StateResuming, reason: "the reply carries a foreign suspension identity, or accepted true with an error code"},
 		},
 		EventQuiesceDrain: {
-			// spec/suspension.yaml:162
+			// spec/suspension.yaml:188
 			{disp: fsm.Ignored, to: StateResuming, reason: "the drain is over"},
 		},
 		EventDrainSettled: {
-			// spec/suspension.yaml:162
+			// spec/suspension.yaml:188
 			{disp: fsm.Ignored, to: StateResuming, reason: "the drain is over"},
 		},
+		EventSendFailed: {
+			// spec/suspension.yaml:217
+			{disp: fsm.Rejected, to: StateResuming, reason: "a resume for this suspension is already in flight"},
+		},
 		EventConnectionLost: {
-			// spec/suspension.yaml:136
+			// spec/suspension.yaml:158
 			{disp: fsm.Moved, to: StateUncertain, effects: []Effect{{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: TimerQuiesceDrain}}},
 		},
 	},
 	StateResumed: {
 		EventEnvironmentQuiesce: {
-			// spec/suspension.yaml:203
+			// spec/suspension.yaml:229
 			{disp: fsm.Rejected, to: StateResumed, reason: "the suspension attempt is settled"},
 		},
 		EventQuiescedAccepted: {
-			// spec/suspension.yaml:196
+			// spec/suspension.yaml:222
 			{disp: fsm.Ignored, to: StateResumed, reason: "the attempt is settled; late replies change nothing"},
 		},
 		EventQuiescedRefused: {
-			// spec/suspension.yaml:196
+			// spec/suspension.yaml:222
 			{disp: fsm.Ignored, to: StateResumed, reason: "the attempt is settled; late replies change nothing"},
 		},
 		EventEnvironmentResume: {
-			// spec/suspension.yaml:203
+			// spec/suspension.yaml:229
 			{disp: fsm.Rejected, to: StateResumed, reason: "the suspension attempt is settled"},
 		},
 		EventResumeRollback: {
-			// spec/suspension.yaml:203
+			// spec/suspension.yaml:229
 			{disp: fsm.Rejected, to: StateResumed, reason: "the suspension attempt is settled"},
 		},
 		EventResumedAccepted: {
-			// spec/suspension.yaml:196
+			// spec/suspension.yaml:222
 			{disp: fsm.Ignored, to: StateResumed, reason: "the attempt is settled; late replies change nothing"},
 		},
 		EventResumedRefused: {
-			// spec/suspension.yaml:196
+			// spec/suspension.yaml:222
 			{disp: fsm.Ignored, to: StateResumed, reason: "the attempt is settled; late replies change nothing"},
 		},
 		EventQuiesceDrain: {
-			// spec/suspension.yaml:196
+			// spec/suspension.yaml:222
 			{disp: fsm.Ignored, to: StateResumed, reason: "the attempt is settled; late replies change nothing"},
 		},
 		EventDrainSettled: {
-			// spec/suspension.yaml:196
+			// spec/suspension.yaml:222
+			{disp: fsm.Ignored, to: StateResumed, reason: "the attempt is settled; late replies change nothing"},
+		},
+		EventSendFailed: {
+			// spec/suspension.yaml:222
 			{disp: fsm.Ignored, to: StateResumed, reason: "the attempt is settled; late replies change nothing"},
 		},
 		EventConnectionLost: {
-			// spec/suspension.yaml:196
+			// spec/suspension.yaml:222
 			{disp: fsm.Ignored, to: StateResumed, reason: "the attempt is settled; late replies change nothing"},
 		},
 	},
 	StateQuiesceRefused: {
 		EventEnvironmentQuiesce: {
-			// spec/suspension.yaml:203
+			// spec/suspension.yaml:229
 			{disp: fsm.Rejected, to: StateQuiesceRefused, reason: "the suspension attempt is settled"},
 		},
 		EventQuiescedAccepted: {
-			// spec/suspension.yaml:196
+			// spec/suspension.yaml:222
 			{disp: fsm.Ignored, to: StateQuiesceRefused, reason: "the attempt is settled; late replies change nothing"},
 		},
 		EventQuiescedRefused: {
-			// spec/suspension.yaml:196
+			// spec/suspension.yaml:222
 			{disp: fsm.Ignored, to: StateQuiesceRefused, reason: "the attempt is settled; late replies change nothing"},
 		},
 		EventEnvironmentResume: {
-			// spec/suspension.yaml:203
+			// spec/suspension.yaml:229
 			{disp: fsm.Rejected, to: StateQuiesceRefused, reason: "the suspension attempt is settled"},
 		},
 		EventResumeRollback: {
-			// spec/suspension.yaml:199
+			// spec/suspension.yaml:225
 			{disp: fsm.Ignored, to: StateQuiesceRefused, reason: "the refused quiesce already reopened admission; there is nothing to roll back"},
 		},
 		EventResumedAccepted: {
-			// spec/suspension.yaml:196
+			// spec/suspension.yaml:222
 			{disp: fsm.Ignored, to: StateQuiesceRefused, reason: "the attempt is settled; late replies change nothing"},
 		},
 		EventResumedRefused: {
-			// spec/suspension.yaml:196
+			// spec/suspension.yaml:222
 			{disp: fsm.Ignored, to: StateQuiesceRefused, reason: "the attempt is settled; late replies change nothing"},
 		},
 		EventQuiesceDrain: {
-			// spec/suspension.yaml:196
+			// spec/suspension.yaml:222
 			{disp: fsm.Ignored, to: StateQuiesceRefused, reason: "the attempt is settled; late replies change nothing"},
 		},
 		EventDrainSettled: {
-			// spec/suspension.yaml:196
+			// spec/suspension.yaml:222
+			{disp: fsm.Ignored, to: StateQuiesceRefused, reason: "the attempt is settled; late replies change nothing"},
+		},
+		EventSendFailed: {
+			// spec/suspension.yaml:222
 			{disp: fsm.Ignored, to: StateQuiesceRefused, reason: "the attempt is settled; late replies change nothing"},
 		},
 		EventConnectionLost: {
-			// spec/suspension.yaml:196
+			// spec/suspension.yaml:222
 			{disp: fsm.Ignored, to: StateQuiesceRefused, reason: "the attempt is settled; late replies change nothing"},
 		},
 	},
 	StateResumeRefused: {
 		EventEnvironmentQuiesce: {
-			// spec/suspension.yaml:203
+			// spec/suspension.yaml:229
 			{disp: fsm.Rejected, to: StateResumeRefused, reason: "the suspension attempt is settled"},
 		},
 		EventQuiescedAccepted: {
-			// spec/suspension.yaml:196
+			// spec/suspension.yaml:222
 			{disp: fsm.Ignored, to: StateResumeRefused, reason: "the attempt is settled; late replies change nothing"},
 		},
 		EventQuiescedRefused: {
-			// spec/suspension.yaml:196
+			// spec/suspension.yaml:222
 			{disp: fsm.Ignored, to: StateResumeRefused, reason: "the attempt is settled; late replies change nothing"},
 		},
 		EventEnvironmentResume: {
-			// spec/suspension.yaml:203
+			// spec/suspension.yaml:229
 			{disp: fsm.Rejected, to: StateResumeRefused, reason: "the suspension attempt is settled"},
 		},
 		EventResumeRollback: {
-			// spec/suspension.yaml:203
+			// spec/suspension.yaml:229
 			{disp: fsm.Rejected, to: StateResumeRefused, reason: "the suspension attempt is settled"},
 		},
 		EventResumedAccepted: {
-			// spec/suspension.yaml:196
+			// spec/suspension.yaml:222
 			{disp: fsm.Ignored, to: StateResumeRefused, reason: "the attempt is settled; late replies change nothing"},
 		},
 		EventResumedRefused: {
-			// spec/suspension.yaml:196
+			// spec/suspension.yaml:222
 			{disp: fsm.Ignored, to: StateResumeRefused, reason: "the attempt is settled; late replies change nothing"},
 		},
 		EventQuiesceDrain: {
-			// spec/suspension.yaml:196
+			// spec/suspension.yaml:222
 			{disp: fsm.Ignored, to: StateResumeRefused, reason: "the attempt is settled; late replies change nothing"},
 		},
 		EventDrainSettled: {
-			// spec/suspension.yaml:196
+			// spec/suspension.yaml:222
+			{disp: fsm.Ignored, to: StateResumeRefused, reason: "the attempt is settled; late replies change nothing"},
+		},
+		EventSendFailed: {
+			// spec/suspension.yaml:222
 			{disp: fsm.Ignored, to: StateResumeRefused, reason: "the attempt is settled; late replies change nothing"},
 		},
 		EventConnectionLost: {
-			// spec/suspension.yaml:196
+			// spec/suspension.yaml:222
 			{disp: fsm.Ignored, to: StateResumeRefused, reason: "the attempt is settled; late replies change nothing"},
 		},
 	},
