@@ -805,23 +805,39 @@ var catalog = []Entry{
 	{
 		Direction: CoreToRuntime,
 		Doc:       "pull the next chunk of a workspace export archive, or cancel it",
-		Family:    FamilyWorkspace,
-		Identity:  IdentityOperation,
-		Payload:   "WorkspaceExport",
-		Type:      TypeWorkspaceExport,
-		decode:    decodeAny[WorkspaceExport],
+		Drives: []Drive{{
+			Events:  [][2]string{{"begin", "begin"}, {"next", "next"}, {"cancel", "cancel"}},
+			Key:     "step",
+			Machine: "workspace_export",
+		}},
+		Family:   FamilyWorkspace,
+		Identity: IdentityOperation,
+		Payload:  "WorkspaceExport",
+		Type:     TypeWorkspaceExport,
+		decode:   decodeAny[WorkspaceExport],
 	},
-	// spec/catalog.yaml:391
+	// spec/catalog.yaml:393
 	{
+		Answers: map[string][]string{
+			"chunk":     {"begin", "next"},
+			"completed": {"begin", "next"},
+			"failed":    {"begin", "next"},
+			"rejected":  {"begin", "next", "cancel"},
+		},
 		Direction: RuntimeToCore,
 		Doc:       "one chunk of an export archive, its completion or its failure",
-		Family:    FamilyWorkspace,
-		Identity:  IdentityOperation,
-		Payload:   "WorkspaceExportResult",
-		Type:      TypeWorkspaceExportResult,
-		decode:    decodeAny[WorkspaceExportResult],
+		Drives: []Drive{{
+			Events:  [][2]string{{"chunk", "result_chunk"}, {"completed", "result_completed"}, {"failed", "result_failed"}, {"rejected", "result_rejected"}},
+			Key:     "outcome",
+			Machine: "workspace_export",
+		}},
+		Family:   FamilyWorkspace,
+		Identity: IdentityOperation,
+		Payload:  "WorkspaceExportResult",
+		Type:     TypeWorkspaceExportResult,
+		decode:   decodeAny[WorkspaceExportResult],
 	},
-	// spec/catalog.yaml:399
+	// spec/catalog.yaml:413
 	{
 		Direction: CoreToRuntime,
 		Doc:       "drain and fence the Environment for a suspension attempt",
@@ -835,7 +851,7 @@ var catalog = []Entry{
 		Type:     TypeEnvironmentQuiesce,
 		decode:   decodeAny[EnvironmentQuiesce],
 	},
-	// spec/catalog.yaml:407
+	// spec/catalog.yaml:421
 	{
 		Direction: RuntimeToCore,
 		Doc:       "whether the Environment quiesced for that suspend_id",
@@ -850,7 +866,7 @@ var catalog = []Entry{
 		Type:     TypeEnvironmentQuiesced,
 		decode:   decodeAny[EnvironmentQuiesced],
 	},
-	// spec/catalog.yaml:417
+	// spec/catalog.yaml:431
 	{
 		Direction: CoreToRuntime,
 		Doc:       "resume the Environment fenced by that suspend_id, or roll a quiesce back",
@@ -865,7 +881,7 @@ var catalog = []Entry{
 		Type:     TypeEnvironmentResume,
 		decode:   decodeAny[EnvironmentResume],
 	},
-	// spec/catalog.yaml:427
+	// spec/catalog.yaml:441
 	{
 		Direction: RuntimeToCore,
 		Doc:       "whether the Environment resumed for that suspend_id",
@@ -892,6 +908,8 @@ var (
 	_ driveKeyer = WorkspaceReadResult{}
 	_ driveKeyer = WorkspaceWrite{}
 	_ driveKeyer = WorkspaceWriteResult{}
+	_ driveKeyer = WorkspaceExport{}
+	_ driveKeyer = WorkspaceExportResult{}
 	_ driveKeyer = EnvironmentQuiesced{}
 	_ driveKeyer = EnvironmentResume{}
 	_ driveKeyer = EnvironmentResumed{}
