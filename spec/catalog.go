@@ -274,6 +274,7 @@ func parseCatalog(name string, src []byte, model *Model, failed map[string]bool,
 	}
 	d.resolveReplies(replies, types)
 	checkCatalogAgainstMachines(c, model, errs)
+	checkWireObligations(c, model, errs)
 	checkAnswers(c, errs)
 	return c
 }
