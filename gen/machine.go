@@ -144,6 +144,7 @@ func eventDecls(f *File, m *spec.Machine) {
 	byteTable(f, "eventKinds", Qual(fsmPkg, "EventKind"), kinds)
 	f.Var().Id("eventMessages").Op("=").Index(Op("...")).String().Values(append([]Code{Lit("")}, messages...)...)
 	byteTable(f, "eventRoles", Qual(fsmPkg, "Role"), roles)
+	failedSendDecls(f, m)
 	for _, x := range []struct {
 		name, doc, table string
 		typ              Code
@@ -158,6 +159,25 @@ func eventDecls(f *File, m *spec.Machine) {
 			Return(Id(x.table).Index(Id("e"))),
 		)
 	}
+}
+
+// failedSendDecls writes each message event's failed send (spec
+// failed_send): the event a sender fires instead when its write failed.
+func failedSendDecls(f *File, m *spec.Machine) {
+	var fails []Code
+	for _, e := range m.Events {
+		if e.FailedSend == nil {
+			fails = append(fails, Lit(0))
+			continue
+		}
+		fails = append(fails, Id(eventConst(e.FailedSend)))
+	}
+	byteTable(f, "eventFailedSends", Id("Event"), fails)
+	f.Comment("FailedSend is the local event a sender fires instead of message event e when its write of the frame returned an error (the frame may have left), from the state it was in before the send; 0 when the spec declares none.")
+	f.Func().Params(Id("e").Id("Event")).Id("FailedSend").Params().Id("Event").Block(
+		If(Op("!").Id("e").Dot("Valid").Call()).Block(Return(Lit(0))),
+		Return(Id("eventFailedSends").Index(Id("e"))),
+	)
 }
 
 func timerDecls(f *File, m *spec.Machine) {

@@ -264,6 +264,15 @@ func ParseEvent(name string) (Event, error) {
 var eventKinds = [...]fsm.EventKind{0, fsm.EventLocal, fsm.EventLocal, fsm.EventLocal, fsm.EventLocal, fsm.EventLocal, fsm.EventLocal, fsm.EventLocal, fsm.EventLocal, fsm.EventLocal, fsm.EventMessage, fsm.EventLocal, fsm.EventTimer, fsm.EventTimer, fsm.EventLocal, fsm.EventLocal, fsm.EventLocal, fsm.EventMessage, fsm.EventLocal, fsm.EventLocal, fsm.EventLocal}
 var eventMessages = [...]string{"", "", "", "", "", "", "", "", "", "", "heartbeat", "", "", "", "", "", "", "device_shutdown", "", "", ""}
 var eventRoles = [...]fsm.Role{0, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleCore, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleCore, fsm.RoleRuntime, fsm.RoleCore, fsm.RoleBoth, fsm.RoleCore, fsm.RoleBoth, fsm.RoleCore, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime}
+var eventFailedSends = [...]Event{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, EventTransportLost, 0, 0, 0, 0, 0, 0, EventTransportLost, 0, 0, 0}
+
+// FailedSend is the local event a sender fires instead of message event e when its write of the frame returned an error (the frame may have left), from the state it was in before the send; 0 when the spec declares none.
+func (e Event) FailedSend() Event {
+	if !e.Valid() {
+		return 0
+	}
+	return eventFailedSends[e]
+}
 
 // Kind says whether e is a wire message, a timer or a local event.
 func (e Event) Kind() fsm.EventKind {

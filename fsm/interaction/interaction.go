@@ -214,6 +214,15 @@ func ParseEvent(name string) (Event, error) {
 var eventKinds = [...]fsm.EventKind{0, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventTimer, fsm.EventLocal, fsm.EventLocal}
 var eventMessages = [...]string{"", "permission_request", "prompt_for_user_choice", "function_call", "permission_decision", "prompt_for_user_choice_decision", "function_result", "permission_cancel", "interaction_decision_ack", "interaction_decision_ack", "", "", ""}
 var eventRoles = [...]fsm.Role{0, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleCore, fsm.RoleCore, fsm.RoleCore, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleCore, fsm.RoleCore, fsm.RoleBoth}
+var eventFailedSends = [...]Event{0, EventRunClosed, EventRunClosed, EventRunClosed, EventAnswerSendFailed, EventAnswerSendFailed, EventAnswerSendFailed, EventRunClosed, EventRunClosed, EventRunClosed, 0, 0, 0}
+
+// FailedSend is the local event a sender fires instead of message event e when its write of the frame returned an error (the frame may have left), from the state it was in before the send; 0 when the spec declares none.
+func (e Event) FailedSend() Event {
+	if !e.Valid() {
+		return 0
+	}
+	return eventFailedSends[e]
+}
 
 // Kind says whether e is a wire message, a timer or a local event.
 func (e Event) Kind() fsm.EventKind {

@@ -252,6 +252,15 @@ func ParseEvent(name string) (Event, error) {
 var eventKinds = [...]fsm.EventKind{0, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventMessage, fsm.EventTimer, fsm.EventLocal, fsm.EventLocal, fsm.EventLocal}
 var eventMessages = [...]string{"", "prompt_request", "execution_start", "preparation_status", "preparation_status", "delta", "thinking", "output_message", "tool_call", "usage", "error", "done", "prompt_cancel", "interaction_decision_ack", "interaction_decision_ack", "", "", "", ""}
 var eventRoles = [...]fsm.Role{0, fsm.RoleCore, fsm.RoleCore, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleCore, fsm.RoleRuntime, fsm.RoleRuntime, fsm.RoleCore, fsm.RoleBoth, fsm.RoleCore, fsm.RoleCore}
+var eventFailedSends = [...]Event{0, EventSendFailed, EventSendFailed, EventConnectionLost, EventConnectionLost, EventConnectionLost, EventConnectionLost, EventConnectionLost, EventConnectionLost, EventConnectionLost, EventConnectionLost, EventConnectionLost, EventSendFailed, EventConnectionLost, EventConnectionLost, 0, 0, 0, 0}
+
+// FailedSend is the local event a sender fires instead of message event e when its write of the frame returned an error (the frame may have left), from the state it was in before the send; 0 when the spec declares none.
+func (e Event) FailedSend() Event {
+	if !e.Valid() {
+		return 0
+	}
+	return eventFailedSends[e]
+}
 
 // Kind says whether e is a wire message, a timer or a local event.
 func (e Event) Kind() fsm.EventKind {
