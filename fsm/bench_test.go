@@ -117,6 +117,16 @@ func (h *hooks) GuardRejectsPrepare(f *fsm.Firing[*frame]) bool {
 	return f.Arg.RejectsPrepare
 }
 
+func (h *hooks) GuardCapacityRefusal(f *fsm.Firing[*frame]) bool {
+	h.guards++
+	return false
+}
+
+func (h *hooks) GuardRejectsStart(f *fsm.Firing[*frame]) bool {
+	h.guards++
+	return false
+}
+
 func (h *hooks) GuardReadOnlyProfile(f *fsm.Firing[*frame]) bool {
 	h.guards++
 	return f.Arg.ReadOnly

@@ -51,6 +51,13 @@ type EventDecl struct {
 	Role    Role
 	Message MessageID // EventMessage only
 	Timer   TimerID   // EventTimer only
+	// FailedSend (EventMessage) is the local event the sender fires instead
+	// of this one when its write fails: the frame may have left, so the
+	// machine treats it as possibly delivered. 0 when the spec declares none.
+	FailedSend EventID
+	// Dispatch (EventMessage) marks the request whose effect becomes unknown
+	// once it may have been delivered.
+	Dispatch bool
 }
 
 // TimerDecl is one timer: its expiry is the event of the same name.
@@ -263,6 +270,9 @@ func (t *Table) Seal() error {
 		case EventLocal:
 		default:
 			return bad("event %s has no kind", ev.Name)
+		}
+		if ev.FailedSend != 0 && (ev.Kind != EventMessage || !t.ValidEvent(ev.FailedSend) || t.Events[ev.FailedSend-1].Kind != EventLocal) {
+			return bad("event %s: its failed send must be a local event of the table", ev.Name)
 		}
 		if !ev.Role.Valid() {
 			return bad("event %s has no role", ev.Name)

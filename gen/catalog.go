@@ -80,6 +80,9 @@ it is independent of the Runtime build version that heartbeats report.`)
 		var drives []jen.Code
 		for _, dr := range msg.Drives {
 			d := jen.Dict{jen.Id("Machine"): jen.Lit(dr.Machine.Name)}
+			if len(dr.IDs) > 0 {
+				d[jen.Id("Identities")] = identitiesCode(dr.IDs)
+			}
 			if dr.Event != nil {
 				d[jen.Id("Event")] = jen.Lit(dr.Event.Name)
 			} else {
@@ -105,6 +108,20 @@ it is independent of the Runtime build version that heartbeats report.`)
 		if len(drives) > 0 {
 			e[jen.Id("Drives")] = jen.Index().Id("Drive").Values(drives...)
 		}
+		if len(msg.IDs) > 1 {
+			e[jen.Id("Identities")] = identitiesCode(msg.IDs)
+		}
+		if len(msg.Answers) > 0 {
+			answers := jen.Dict{}
+			for _, a := range msg.Answers {
+				var steps []jen.Code
+				for _, st := range a.Steps {
+					steps = append(steps, jen.Lit(st))
+				}
+				answers[jen.Lit(a.Outcome)] = jen.Values(steps...)
+			}
+			e[jen.Id("Answers")] = jen.Map(jen.String()).Index().String().Values(answers)
+		}
 		entries = append(entries, jen.Line().Comment(msg.Pos.String()).Line().Add(jen.Values(e)))
 	}
 	f.Comment("catalog holds every message type, in the order spec/catalog.yaml declares them.")
@@ -122,6 +139,14 @@ it is independent of the Runtime build version that heartbeats report.`)
 		f.Var().Defs(asserts...)
 	}
 	return f
+}
+
+func identitiesCode(ids []*spec.Identity) jen.Code {
+	var out []jen.Code
+	for _, id := range ids {
+		out = append(out, jen.Id(identityConst(id)))
+	}
+	return jen.Index().Id("Identity").Values(out...)
 }
 
 // catalogTestFile renders the per-type tests and fuzz targets: every type's

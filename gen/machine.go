@@ -159,6 +159,9 @@ func eventMethods(f *jen.File, m *spec.Machine) {
 		comment(f, "Message is the wire type of a message event, or 0. Several events may share one wire "+
 			"type (a status frame with different states).")
 		f.Add(declAccessor("Event", "Message", jen.Id("Message"), jen.Lit(0), jen.Id("Message").Call(ev("Message"))))
+		comment(f, "FailedSend is the local event a sender fires instead of v when its write of v failed "+
+			"(the frame is possibly delivered), or 0 for events that are not messages.")
+		f.Add(declAccessor("Event", "FailedSend", jen.Id("Event"), jen.Lit(0), jen.Id("Event").Call(ev("FailedSend"))))
 	}
 	if len(m.Timers()) > 0 {
 		comment(f, "Timer is the timer whose expiry v is, or 0.")

@@ -52,9 +52,15 @@ func tableDecl(f *jen.File, m *spec.Machine, t *fsm.Table) {
 		states = append(states, jen.Line().Add(keyed(false, field{"Name", jen.Lit(s.Name)}, field{"Outcome", outcome}, field{"Timers", timers})))
 	}
 	for _, e := range t.Events {
-		var msg, tm jen.Code
+		var msg, tm, failed, dispatch jen.Code
 		if e.Message != 0 {
 			msg = ids.message(e.Message)
+		}
+		if e.FailedSend != 0 {
+			failed = ids.event(e.FailedSend)
+		}
+		if e.Dispatch {
+			dispatch = jen.True()
 		}
 		if e.Timer != 0 {
 			tm = ids.timer(e.Timer)
@@ -63,7 +69,7 @@ func tableDecl(f *jen.File, m *spec.Machine, t *fsm.Table) {
 			field{"Name", jen.Lit(e.Name)},
 			field{"Kind", jen.Qual(fsmPkg, "Event"+camel(e.Kind.String()))},
 			field{"Role", jen.Qual(fsmPkg, "Role"+camel(e.Role.String()))},
-			field{"Message", msg}, field{"Timer", tm})))
+			field{"Message", msg}, field{"Timer", tm}, field{"FailedSend", failed}, field{"Dispatch", dispatch})))
 	}
 	for _, tm := range t.Timers {
 		timers = append(timers, jen.Line().Add(keyed(false,

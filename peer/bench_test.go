@@ -113,8 +113,7 @@ func BenchmarkDriverWebSocket(b *testing.B) {
 	coreApp := &counter{done: make(chan struct{})}
 	rtApp := scenario.Recorder{}
 	mk := func(role fsm.Role, a peer.App) *peer.Driver {
-		d, err := peer.New(peer.Config{Role: role, Tables: ts, Router: peer.CatalogRouter(ts), App: a, Logger: quietLogger(),
-			LostEvents: map[string]string{"run": "observation_lost"}})
+		d, err := peer.New(peer.Config{Role: role, Tables: ts, Router: peer.CatalogRouter(ts), App: a, Logger: quietLogger()})
 		require.NoError(b, err)
 		return d
 	}
@@ -187,7 +186,7 @@ func streamingCore(tb testing.TB) *peer.Driver {
 	tb.Helper()
 	ts := tables(tb)
 	d, err := peer.New(peer.Config{Role: fsm.RoleCore, Tables: ts, Router: peer.CatalogRouter(ts), App: scenario.Recorder{},
-		Logger: quietLogger(), LostEvents: map[string]string{"run": "observation_lost"}})
+		Logger: quietLogger()})
 	require.NoError(tb, err)
 	own := func(o peer.Outbound) {
 		d.Send(o, func(err error) { require.NoError(tb, err) })

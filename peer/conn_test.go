@@ -57,8 +57,7 @@ func TestConnsRunAdmissionToDone(t *testing.T) {
 			coreApp, rtApp := newApp(t, fsm.RoleCore), newApp(t, fsm.RoleRuntime)
 			rtApp.script = startedThenDone(prepID, 3)
 			mkDriver := func(role fsm.Role, a *app) *peer.Driver {
-				d, err := peer.New(peer.Config{Role: role, Tables: ts, Router: testRouter(ts), App: a, Logger: quietLogger(),
-					LostEvents: map[string]string{"run": "observation_lost"}})
+				d, err := peer.New(peer.Config{Role: role, Tables: ts, Router: testRouter(ts), App: a, Logger: quietLogger()})
 				require.NoError(t, err)
 				return d
 			}
@@ -111,7 +110,7 @@ func TestConnReadTimeoutClosesASilentConnection(t *testing.T) {
 	ts := tables(t)
 	clock := peer.NewManualClock(time.Unix(0, 0))
 	d, err := peer.New(peer.Config{Role: fsm.RoleCore, Tables: ts, Router: testRouter(ts), App: newApp(t, fsm.RoleCore),
-		Clock: clock, Logger: quietLogger(), LostEvents: map[string]string{"run": "observation_lost"}})
+		Clock: clock, Logger: quietLogger()})
 	require.NoError(t, err)
 	a, b := peer.Pipe()
 	c := peer.NewConn(d, a, peer.ConnConfig{ReadTimeout: time.Minute})

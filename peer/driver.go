@@ -51,14 +51,9 @@ type Config struct {
 	// Durations overrides timer durations the protocol text leaves to local
 	// policy, keyed "machine.timer" (e.g. "transfer.transfer_budget").
 	Durations map[string]time.Duration
-	// FailedSend names, per machine and sent message event, the local event
-	// that a failed write fires instead ("possibly delivered"); a missing
-	// entry leaves the instance as it was, and the failure is still logged,
-	// counted and returned to the sender.
-	FailedSend map[Key]string // Key{Machine, send event name} → failed-send event name
 	// LostEvents names, per machine, the local event that connection loss
-	// fires; machines not listed use an event named connection_lost when
-	// they declare one.
+	// fires, over DefaultLostEvents; machines in neither use an event named
+	// connection_lost when they declare one.
 	LostEvents map[string]string
 	// Saver, when set, is told after every delivery which instances moved,
 	// so that a peer with durable instances can save them.
@@ -79,6 +74,10 @@ type Limits struct {
 	MaxPendingSends int
 }
 
+// DefaultLostEvents are the connection-loss events of the machines that do
+// not call theirs connection_lost.
+var DefaultLostEvents = map[string]string{"connection": "transport_lost"}
+
 // DefaultLimits are the limits of a zero Limits.
 var DefaultLimits = Limits{
 	MaxInstances:    1024,
@@ -95,7 +94,6 @@ type Driver struct {
 	dir      wire.Direction // the direction of frames this peer receives
 	tables   map[string]*fsm.Table
 	bindings map[string]fsm.Binding[*Event]
-	failed   map[*fsm.Table]map[fsm.EventID]fsm.EventID
 	lost     map[*fsm.Table]fsm.EventID
 
 	instances map[Key]*Instance
@@ -157,7 +155,6 @@ func New(cfg Config) (*Driver, error) {
 		dir:       wire.RuntimeToCore,
 		tables:    map[string]*fsm.Table{},
 		bindings:  map[string]fsm.Binding[*Event]{},
-		failed:    map[*fsm.Table]map[fsm.EventID]fsm.EventID{},
 		lost:      map[*fsm.Table]fsm.EventID{},
 		instances: map[Key]*Instance{},
 		perTable:  map[string]int{},
@@ -180,6 +177,9 @@ func New(cfg Config) (*Driver, error) {
 		}
 		d.bindings[t.Name] = b
 		lost := "connection_lost"
+		if name, ok := DefaultLostEvents[t.Name]; ok {
+			lost = name
+		}
 		if name, ok := cfg.LostEvents[t.Name]; ok {
 			lost = name
 		}
@@ -188,24 +188,6 @@ func New(cfg Config) (*Driver, error) {
 		} else if _, named := cfg.LostEvents[t.Name]; named {
 			return nil, fmt.Errorf("peer: LostEvents: %w", err)
 		}
-	}
-	for k, failedName := range cfg.FailedSend {
-		t, ok := d.tables[k.Machine]
-		if !ok {
-			return nil, fmt.Errorf("peer: FailedSend names unknown machine %s", k.Machine)
-		}
-		sent, err := t.ParseEvent(k.ID)
-		if err != nil {
-			return nil, fmt.Errorf("peer: FailedSend: %w", err)
-		}
-		failed, err := t.ParseEvent(failedName)
-		if err != nil {
-			return nil, fmt.Errorf("peer: FailedSend: %w", err)
-		}
-		if d.failed[t] == nil {
-			d.failed[t] = map[fsm.EventID]fsm.EventID{}
-		}
-		d.failed[t][sent] = failed
 	}
 	return d, nil
 }

@@ -262,8 +262,6 @@ func TestFailedWriteFiresDeclaredEvent(t *testing.T) {
 	a := newApp(t, fsm.RoleCore)
 	d, err := peer.New(peer.Config{
 		Role: fsm.RoleCore, Tables: ts, Router: testRouter(ts), App: a, Clock: clock, Logger: quietLogger(),
-		FailedSend: map[peer.Key]string{{Machine: "run", ID: "execution_start"}: "delivery_failed"},
-		LostEvents: map[string]string{"run": "observation_lost"},
 	})
 	require.NoError(t, err)
 	// Reach ready on Core's side by delivering the Runtime's statuses.
@@ -282,8 +280,13 @@ func TestFailedWriteFiresDeclaredEvent(t *testing.T) {
 	d.Written(w, errors.New("broken pipe"))
 	var we *peer.WriteError
 	require.ErrorAs(t, result(), &we)
-	assert.Equal(t, "delivery_unknown", state(t, d, "run", runID), "possibly delivered: the Run's outcome is unknown")
+	// Possibly delivered: Core records delivery_unknown and keeps observing,
+	// since frames for this Run would still prove it started.
+	assert.Equal(t, "requested", state(t, d, "run", runID))
+	assert.Contains(t, a.effects(), "run/run-1: core: do mark_delivery_unknown")
 	assert.Equal(t, 1, d.Stats().FailedWrites)
+	d.ConnectionLost()
+	assert.Equal(t, "incomplete", state(t, d, "run", runID), "a lost stream replaces the send reason")
 }
 
 func TestConfigIsChecked(t *testing.T) {
@@ -296,8 +299,6 @@ func TestConfigIsChecked(t *testing.T) {
 		"no router": {Role: fsm.RoleCore, Tables: ts, App: a},
 		"no app":    {Role: fsm.RoleCore, Tables: ts, Router: testRouter(ts)},
 		"bad lost":  {Role: fsm.RoleCore, Tables: ts, Router: testRouter(ts), App: a, LostEvents: map[string]string{"run": "nope"}},
-		"bad failed send": {Role: fsm.RoleCore, Tables: ts, Router: testRouter(ts), App: a,
-			FailedSend: map[peer.Key]string{{Machine: "run", ID: "nope"}: "delivery_failed"}},
 	} {
 		_, err := peer.New(cfg)
 		assert.Error(t, err, name)

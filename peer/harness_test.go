@@ -274,7 +274,6 @@ func (p *pair) driver(role fsm.Role, a *app) *peer.Driver {
 	d, err := peer.New(peer.Config{
 		Role: role, Tables: ts, Router: testRouter(ts), App: a, Clock: p.clock,
 		Logger: quietLogger(), Label: role.String(),
-		LostEvents: map[string]string{"run": "observation_lost"},
 	})
 	require.NoError(p.t, err)
 	return d

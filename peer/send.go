@@ -155,7 +155,7 @@ func (d *Driver) Written(w *Write, werr error) {
 			if err != nil {
 				continue
 			}
-			if failed, ok := d.failed[i.Table()][tg.Event]; ok {
+			if failed := i.Table().Event(tg.Event).FailedSend; failed != 0 {
 				_ = d.step(i, failed, d.event(&w.msg, true, werr))
 			}
 			d.dropIfPristine(i)

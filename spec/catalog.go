@@ -52,14 +52,44 @@ type Family struct {
 
 // Message is one wire type.
 type Message struct {
-	Type    string
-	From    Role // the sender
-	Family  *Family
+	Type   string
+	From   Role // the sender
+	Family *Family
+	// ID is what Envelope.id carries; IDs lists every identity it may
+	// carry, ID first. Only a type that serves several uses has more than
+	// one (interaction_decision_ack, daemon-protocol.txt:80).
 	ID      *Identity
+	IDs     []*Identity
 	Payload string // the Go payload type in package wire
 	Doc     string
 	Drives  []*Drive
-	Pos     Pos
+	// RepliesTo and Answers (a result type only): the request type it
+	// answers, and for each of its outcomes the request steps that outcome
+	// may answer, in declaration order.
+	RepliesTo *Message
+	Answers   []Answer
+	Pos       Pos
+}
+
+// Answer is one outcome of a result type and the request steps it may
+// answer.
+type Answer struct {
+	Outcome string
+	Steps   []string
+}
+
+// MayAnswer reports whether outcome may answer request step step.
+func (m *Message) MayAnswer(outcome, step string) bool {
+	for _, a := range m.Answers {
+		if a.Outcome == outcome {
+			for _, s := range a.Steps {
+				if s == step {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // Drive is the machine event a message fires: always Event, or, when Key is
@@ -69,7 +99,20 @@ type Drive struct {
 	Event   *Event // unkeyed
 	Key     string
 	Keyed   []KeyedEvent // keyed, in declaration order
-	Pos     Pos
+	// IDs are the identities whose frames this drive routes to Machine,
+	// when the message has several; nil otherwise.
+	IDs []*Identity
+	Pos Pos
+}
+
+// EventFor returns the keyed event of value v, or nil.
+func (dr *Drive) EventFor(v string) *Event {
+	for _, k := range dr.Keyed {
+		if k.Value == v {
+			return k.Event
+		}
+	}
+	return nil
 }
 
 // KeyedEvent is one value of a keyed drive.
@@ -140,8 +183,8 @@ func parseCapabilities(name string, src []byte, errs *errorList) []*Capability {
 	return out
 }
 
-func parseCatalog(name string, src []byte, model *Model, errs *errorList) *Catalog {
-	d := &decoder{file: name, errs: errs}
+func parseCatalog(name string, src []byte, model *Model, failed map[string]bool, errs *errorList) *Catalog {
+	d := &decoder{file: name, errs: errs, failed: failed}
 	root := parseDocument(name, src, errs)
 	if root == nil {
 		return nil
@@ -206,11 +249,16 @@ func parseCatalog(name string, src []byte, model *Model, errs *errorList) *Catal
 	}
 	types := map[string]*Message{}
 	payloads := map[string]*Message{}
+	var replies []replyRef
 	if n := f["messages"]; n != nil {
 		for _, mn := range d.seq(n, "messages") {
-			msg := d.message(mn, ids, fams, model)
+			msg, reply := d.message(mn, ids, fams, model)
 			if msg == nil {
 				continue
+			}
+			if reply.node != nil {
+				reply.msg = msg
+				replies = append(replies, reply)
 			}
 			if prev, dup := types[msg.Type]; dup {
 				errs.add(msg.Pos, "message type %q is already declared at %s", msg.Type, prev.Pos)
@@ -224,64 +272,137 @@ func parseCatalog(name string, src []byte, model *Model, errs *errorList) *Catal
 			c.Messages = append(c.Messages, msg)
 		}
 	}
+	d.resolveReplies(replies, types)
 	checkCatalogAgainstMachines(c, model, errs)
+	checkWireObligations(c, model, errs)
+	checkAnswers(c, errs)
 	return c
 }
 
-func (d *decoder) message(n *yaml.Node, ids map[string]*Identity, fams map[string]*Family, model *Model) *Message {
-	f := d.fields(n, "a message", "type", "from", "family", "id", "payload", "doc", "drives")
+func (d *decoder) message(n *yaml.Node, ids map[string]*Identity, fams map[string]*Family, model *Model) (*Message, replyRef) {
+	var reply replyRef
+	f := d.fields(n, "a message", "type", "from", "family", "id", "payload", "doc", "replies_to", "answers", "drives")
 	if f == nil {
-		return nil
+		return nil, reply
 	}
 	for _, req := range []string{"type", "from", "family", "id", "payload", "doc"} {
 		if f[req] == nil {
 			d.errs.add(d.pos(n), "a message needs %q", req)
-			return nil
+			return nil, reply
 		}
 	}
 	msg := &Message{Pos: d.pos(n)}
 	var ok bool
 	if msg.Type, ok = d.ident(f["type"], "message type"); !ok {
-		return nil
+		return nil, reply
 	}
 	if msg.From, ok = d.role(f["from"], "from", false); !ok {
-		return nil
+		return nil, reply
 	}
 	fam, _ := d.str(f["family"], "family")
 	if msg.Family = fams[fam]; msg.Family == nil {
 		d.errs.add(d.pos(f["family"]), "message %q names unknown family %q", msg.Type, fam)
-		return nil
+		return nil, reply
 	}
-	id, _ := d.str(f["id"], "id")
-	if msg.ID = ids[id]; msg.ID == nil {
-		d.errs.add(d.pos(f["id"]), "message %q names unknown identity %q", msg.Type, id)
-		return nil
+	if msg.IDs = d.identities(f["id"], msg.Type, ids); msg.IDs == nil {
+		return nil, reply
 	}
+	msg.ID = msg.IDs[0]
 	if msg.Payload, ok = d.str(f["payload"], "payload"); !ok || !goTypeRE.MatchString(msg.Payload) {
 		d.errs.add(d.pos(f["payload"]), "message %q: payload must be an exported Go type name such as ExecutionPrepare", msg.Type)
-		return nil
+		return nil, reply
 	}
 	msg.Doc, _ = d.str(f["doc"], "doc")
-	if f["drives"] == nil {
-		return msg
+	if f["replies_to"] != nil || f["answers"] != nil {
+		reply = d.answers(n, f["replies_to"], f["answers"], msg)
 	}
-	for _, dn := range d.seq(f["drives"], "drives") {
+	if f["drives"] == nil {
+		return msg, reply
+	}
+	nodes := d.seq(f["drives"], "drives")
+	for _, dn := range nodes {
 		if dr := d.drive(dn, msg, model); dr != nil {
 			msg.Drives = append(msg.Drives, dr)
 		}
 	}
-	return msg
+	if len(msg.Drives) < len(nodes) {
+		return msg, reply // a drive was skipped or is in error; its identities are unknown
+	}
+	routed := map[*Identity]bool{}
+	for _, dr := range msg.Drives {
+		for _, id := range dr.IDs {
+			routed[id] = true
+		}
+	}
+	if len(msg.IDs) > 1 && len(msg.Drives) > 0 {
+		for _, id := range msg.IDs {
+			if !routed[id] {
+				d.errs.add(d.pos(f["id"]), "message %q may carry identity %q, but no drive routes it to a machine", msg.Type, id.Name)
+			}
+		}
+	}
+	return msg, reply
+}
+
+// identities reads a message's id: one identity, or a list when the type
+// serves several uses. Listed identities must share their form (a UUID or
+// not), so the envelope check is the same whichever one a frame carries.
+func (d *decoder) identities(n *yaml.Node, typ string, ids map[string]*Identity) []*Identity {
+	var out []*Identity
+	seen := map[string]bool{}
+	for _, in := range d.names(n, "id") {
+		id := ids[in.Value]
+		switch {
+		case id == nil:
+			d.errs.add(d.pos(in), "message %q names unknown identity %q", typ, in.Value)
+			return nil
+		case seen[id.Name]:
+			d.errs.add(d.pos(in), "message %q lists identity %q twice", typ, id.Name)
+			return nil
+		case len(out) > 0 && id.UUID != out[0].UUID:
+			d.errs.add(d.pos(in), "message %q lists identities %q and %q, which differ in form (uuid); a frame's id is checked the same way whichever it carries", typ, out[0].Name, id.Name)
+			return nil
+		}
+		seen[id.Name] = true
+		out = append(out, id)
+	}
+	return out
 }
 
 func (d *decoder) drive(n *yaml.Node, msg *Message, model *Model) *Drive {
-	f := d.fields(n, "a drive", "machine", "event", "key", "events")
+	f := d.fields(n, "a drive", "machine", "id", "event", "key", "events")
 	if f == nil || f["machine"] == nil {
 		d.errs.add(d.pos(n), "a drive needs a machine")
 		return nil
 	}
 	dr := &Drive{Pos: d.pos(n)}
+	switch {
+	case f["id"] != nil && len(msg.IDs) < 2:
+		d.errs.add(d.pos(f["id"]), "message %q carries one identity, so its drives name none", msg.Type)
+		return nil
+	case f["id"] == nil && len(msg.IDs) > 1:
+		d.errs.add(d.pos(n), "message %q carries several identities, so each drive names the ones it routes (id:)", msg.Type)
+		return nil
+	case f["id"] != nil:
+		for _, in := range d.names(f["id"], "id") {
+			var found *Identity
+			for _, id := range msg.IDs {
+				if id.Name == in.Value {
+					found = id
+				}
+			}
+			if found == nil {
+				d.errs.add(d.pos(in), "drive of %q routes identity %q, which the message does not carry", msg.Type, in.Value)
+				return nil
+			}
+			dr.IDs = append(dr.IDs, found)
+		}
+	}
 	mname, _ := d.str(f["machine"], "machine")
 	m, ok := model.Machine(mname)
+	if !ok && d.failed[mname] {
+		return nil // that machine's file reports its own errors
+	}
 	if !ok {
 		d.errs.add(d.pos(f["machine"]), "message %q drives unknown machine %q", msg.Type, mname)
 		return nil

@@ -64,9 +64,16 @@ func Load(files map[string][]byte) (*Model, error) {
 	var errs errorList
 	model := &Model{}
 	byName := map[string]*Machine{}
+	// The catalog is checked against the machines that loaded; drives of a
+	// machine whose file has errors are skipped, since that file already
+	// reports them. A file too broken to name its machine stops the check,
+	// which would otherwise blame the catalog for it.
+	failed, nameless := map[string]bool{}, false
 	for _, name := range names {
-		m := parseFile(name, files[name], &errs)
+		m, mname := parseFile(name, files[name], &errs)
 		if m == nil {
+			failed[mname] = true
+			nameless = nameless || mname == ""
 			continue
 		}
 		if prev, dup := byName[m.Name]; dup {
@@ -80,9 +87,8 @@ func Load(files map[string][]byte) (*Model, error) {
 	if capsName != "" {
 		model.Capabilities = parseCapabilities(capsName, files[capsName], &errs)
 	}
-	// The catalog is checked against the machines, so only once they loaded.
-	if catalogName != "" && errs.empty() {
-		model.Catalog = parseCatalog(catalogName, files[catalogName], model, &errs)
+	if catalogName != "" && !nameless {
+		model.Catalog = parseCatalog(catalogName, files[catalogName], model, failed, &errs)
 	}
 	if err := errs.err(); err != nil {
 		return nil, err
@@ -96,6 +102,8 @@ var identRE = regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
 type decoder struct {
 	file string
 	errs *errorList
+	// failed names the machines whose files did not load (catalog only).
+	failed map[string]bool
 }
 
 func (d *decoder) pos(n *yaml.Node) Pos { return Pos{File: d.file, Line: n.Line} }
@@ -217,7 +225,28 @@ type rawRule struct {
 	effects             []*yaml.Node
 }
 
-func parseFile(name string, src []byte, errs *errorList) *Machine {
+// parseFile parses and validates one machine file. It returns nil when the
+// file has errors, with the machine's name when the file got that far.
+func parseFile(name string, src []byte, errs *errorList) (*Machine, string) {
+	m := parseMachine(name, src, errs)
+	if m == nil {
+		return nil, machineName(src)
+	}
+	return m, m.Name
+}
+
+// machineName reads the machine: key of a file that failed to load, or "".
+func machineName(src []byte) string {
+	var doc struct {
+		Machine string `yaml:"machine"`
+	}
+	if yaml.Unmarshal(src, &doc) != nil || !identRE.MatchString(doc.Machine) {
+		return ""
+	}
+	return doc.Machine
+}
+
+func parseMachine(name string, src []byte, errs *errorList) *Machine {
 	d := &decoder{file: name, errs: errs}
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(src))
@@ -240,7 +269,7 @@ func parseFile(name string, src []byte, errs *errorList) *Machine {
 	}
 	root := doc.Content[0]
 	before := len(errs.errs)
-	f := d.fields(root, "the machine", "machine", "doc", "scope", "states", "events", "guards", "actions", "rules")
+	f := d.fields(root, "the machine", "machine", "doc", "scope", "states", "events", "guards", "actions", "resources", "rules")
 	if f == nil {
 		return nil
 	}
@@ -334,9 +363,10 @@ func parseFile(name string, src []byte, errs *errorList) *Machine {
 	// broken remembers events that failed to parse, so references to them
 	// do not also report "unknown" for a name that is in fact declared.
 	broken := map[string]bool{}
+	var refs []eventRefs
 	if n := f["events"]; n != nil {
 		for _, en := range d.seq(n, "events") {
-			ev := d.event(en, len(m.Events))
+			ev, ref := d.event(en, len(m.Events))
 			if ev == nil {
 				if en.Kind == yaml.MappingNode {
 					for i := 0; i+1 < len(en.Content); i += 2 {
@@ -349,6 +379,18 @@ func parseFile(name string, src []byte, errs *errorList) *Machine {
 			}
 			if declare(en, "event", ev.Name) {
 				m.Events = append(m.Events, ev)
+				ref.ev = ev
+				refs = append(refs, ref)
+			}
+		}
+	}
+	// Resources come before actions, which name them.
+	resources := map[string]*Resource{}
+	if n := f["resources"]; n != nil {
+		for _, rn := range d.seq(n, "resources") {
+			if r := d.resource(rn, len(m.Resources)); r != nil && declare(rn, "resource", r.Name) {
+				m.Resources = append(m.Resources, r)
+				resources[r.Name] = r
 			}
 		}
 	}
@@ -365,9 +407,8 @@ func parseFile(name string, src []byte, errs *errorList) *Machine {
 	}
 	if n := f["actions"]; n != nil {
 		for _, an := range d.seq(n, "actions") {
-			name, doc, ok := d.named(an, "an action")
-			if ok && declare(an, "action", name) {
-				m.Actions = append(m.Actions, &Action{Name: name, Doc: doc, Index: len(m.Actions), Pos: d.pos(an)})
+			if a := d.action(an, len(m.Actions), resources); a != nil && declare(an, "action", a.Name) {
+				m.Actions = append(m.Actions, a)
 			}
 		}
 	}
@@ -380,6 +421,7 @@ func parseFile(name string, src []byte, errs *errorList) *Machine {
 	for _, e := range m.Events {
 		events[e.Name] = e
 	}
+	d.resolveEventRefs(refs, events, broken)
 	for _, st := range stateTimers {
 		for _, tn := range st.nodes {
 			e, ok := events[tn.Value]
@@ -437,6 +479,12 @@ func (d *decoder) named(n *yaml.Node, what string) (name, doc string, ok bool) {
 	if f == nil {
 		return "", "", false
 	}
+	return d.namedFields(n, f, what)
+}
+
+// namedFields reads the name and the required doc of an entry whose keys
+// fields already checked.
+func (d *decoder) namedFields(n *yaml.Node, f map[string]*yaml.Node, what string) (name, doc string, ok bool) {
 	if f["name"] == nil {
 		d.errs.add(d.pos(n), "%s has no name", what)
 		return "", "", false
@@ -475,19 +523,20 @@ func (d *decoder) role(n *yaml.Node, what string, allowBoth bool) (Role, bool) {
 	return 0, false
 }
 
-func (d *decoder) event(n *yaml.Node, index int) *Event {
-	f := d.fields(n, "an event", "name", "doc", "message", "from", "timer", "by", "local")
+func (d *decoder) event(n *yaml.Node, index int) (*Event, eventRefs) {
+	var ref eventRefs
+	f := d.fields(n, "an event", "name", "doc", "message", "from", "failed_send", "dispatch", "timer", "by", "local")
 	if f == nil {
-		return nil
+		return nil, ref
 	}
 	if f["name"] == nil {
 		d.errs.add(d.pos(n), "an event has no name")
-		return nil
+		return nil, ref
 	}
 	ev := &Event{Index: index, Pos: d.pos(n)}
 	var ok bool
 	if ev.Name, ok = d.ident(f["name"], "event name"); !ok {
-		return nil
+		return nil, ref
 	}
 	if f["doc"] == nil {
 		d.errs.add(d.pos(n), "event %q has no doc", ev.Name)
@@ -502,47 +551,59 @@ func (d *decoder) event(n *yaml.Node, index int) *Event {
 	}
 	if kinds != 1 {
 		d.errs.add(d.pos(n), "event %q must have exactly one of message, timer or local", ev.Name)
-		return nil
+		return nil, ref
 	}
 	switch {
 	case f["message"] != nil:
 		ev.Kind = EventMessage
 		if ev.Message, ok = d.ident(f["message"], "message type"); !ok {
-			return nil
+			return nil, ref
 		}
 		if f["from"] == nil {
 			d.errs.add(d.pos(n), "message event %q needs from: core or runtime", ev.Name)
-			return nil
+			return nil, ref
 		}
 		if ev.From, ok = d.role(f["from"], "from", false); !ok {
-			return nil
+			return nil, ref
 		}
 		if f["by"] != nil {
 			d.errs.add(d.pos(f["by"]), "message event %q takes from:, not by:", ev.Name)
+		}
+		ref.failedSend = f["failed_send"]
+		if v := f["dispatch"]; v != nil {
+			ev.Dispatch, _ = d.boolean(v, "dispatch")
 		}
 	case f["timer"] != nil:
 		ev.Kind = EventTimer
 		s, ok := d.str(f["timer"], "timer duration")
 		if !ok {
-			return nil
+			return nil, ref
 		}
-		dur, err := time.ParseDuration(s)
-		if err != nil || dur <= 0 {
-			d.errs.add(d.pos(f["timer"]), "timer %q needs a positive duration such as 30s or 5m, found %q", ev.Name, s)
-			return nil
+		if parts := budgetParts(s); parts != nil {
+			// The duration is the sum of the parts, known once they resolve.
+			ref.budget, ref.budgetNode = parts, f["timer"]
+		} else if dur, err := time.ParseDuration(s); err != nil || dur <= 0 {
+			d.errs.add(d.pos(f["timer"]), "timer %q needs a positive duration such as 30s or 5m, found %q (a budget sums timers: a + b)", ev.Name, s)
+			return nil, ref
+		} else {
+			ev.Duration = dur
 		}
-		ev.Duration = dur
 		if f["by"] == nil {
 			d.errs.add(d.pos(n), "timer %q needs by: core, runtime or both", ev.Name)
-			return nil
+			return nil, ref
 		}
 		if ev.By, ok = d.role(f["by"], "by", true); !ok {
-			return nil
+			return nil, ref
 		}
 	default:
 		ev.Kind = EventLocal
 		if ev.By, ok = d.role(f["local"], "local", true); !ok {
-			return nil
+			return nil, ref
+		}
+	}
+	for _, k := range []string{"failed_send", "dispatch"} {
+		if ev.Kind != EventMessage && f[k] != nil {
+			d.errs.add(d.pos(f[k]), "event %q is not a message; %s: only applies to messages", ev.Name, k)
 		}
 	}
 	if ev.Kind != EventMessage && f["from"] != nil {
@@ -551,7 +612,7 @@ func (d *decoder) event(n *yaml.Node, index int) *Event {
 	if ev.Kind == EventLocal && f["by"] != nil {
 		d.errs.add(d.pos(f["by"]), "local event %q names its observer in local:, not by:", ev.Name)
 	}
-	return ev
+	return ev, ref
 }
 
 // yamlErrLine finds the line a parse error refers to. The YAML reader's own

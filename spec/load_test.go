@@ -355,7 +355,7 @@ func badCases(t testing.TB) []badCase {
 
 		// Unknown and duplicate keys.
 		{name: "unknown top-level key", src: ed("scope: door ID\n", "scope: door ID\nversion: 2\n"), at: "version: 2",
-			msg: `the machine has unknown key "version" (allowed: machine, doc, scope, states, events, guards, actions, rules)`},
+			msg: `the machine has unknown key "version" (allowed: machine, doc, scope, states, events, guards, actions, resources, rules)`},
 		{name: "unknown key in a state", src: ed("    doc: the door is closed\n", "    doc: the door is closed\n    color: red\n"), at: "color: red",
 			msg: `a state has unknown key "color" (allowed: name, doc, initial, terminal, timers)`},
 		{name: "unknown key in an event", src: ed("    doc: core locks the door\n", "    doc: core locks the door\n    retries: 3\n"), at: "retries: 3",
@@ -796,6 +796,7 @@ var fuzzLineRE = regexp.MustCompile(`^fuzz\.yaml(:[1-9][0-9]*)?: \S`)
 
 func FuzzLoad(f *testing.F) {
 	f.Add([]byte(readDoor(f)))
+	f.Add([]byte(readVault(f)))
 	for _, c := range badCases(f) {
 		for _, src := range c.inputs() {
 			f.Add(src)

@@ -71,11 +71,12 @@ type Machine struct {
 	Scope string
 	Pos   Pos
 
-	States  []*State
-	Events  []*Event
-	Guards  []*Guard
-	Actions []*Action
-	Rules   []*Rule // in declaration order
+	States    []*State
+	Events    []*Event
+	Guards    []*Guard
+	Actions   []*Action
+	Resources []*Resource
+	Rules     []*Rule // in declaration order
 
 	// cells[state][event] holds the candidates of one cell in the order
 	// they are tried: guarded ones first, the unguarded fallback last.
@@ -178,10 +179,21 @@ type Event struct {
 	Kind     EventKind
 	Message  string        // EventMessage: the wire type
 	From     Role          // EventMessage: the sender
-	Duration time.Duration // EventTimer
+	Duration time.Duration // EventTimer; for a budget, the sum of its parts
 	By       Role          // EventTimer: the owner; EventLocal: the observer
-	Index    int
-	Pos      Pos
+	// FailedSend (EventMessage) is the local event the sender fires instead
+	// of this one when its write of the frame returned an error, from the
+	// state it was in before the send; nil when the spec declares none.
+	FailedSend *Event
+	// Dispatch (EventMessage) marks the request whose effect the machine
+	// tracks: once it was sent, or its send failed, the effect may have
+	// happened, which is what an unknown outcome means.
+	Dispatch bool
+	// Budget (EventTimer) lists the timers whose durations this timer's
+	// duration is the sum of, in declaration order; nil for a plain timer.
+	Budget []*Event
+	Index  int
+	Pos    Pos
 }
 
 // Guard is a named predicate the peer evaluates when a cell has guarded
@@ -195,10 +207,27 @@ type Guard struct {
 
 // Action is a named local effect.
 type Action struct {
-	Name  string
-	Doc   string
-	Index int
-	Pos   Pos
+	Name string
+	Doc  string
+	// Acquires and Releases name the resource the action takes or gives
+	// back, or are nil.
+	Acquires *Resource
+	Releases *Resource
+	Index    int
+	Pos      Pos
+}
+
+// Resource is an owner, slot or reservation a peer holds between an
+// acquiring and a releasing action (see checkResources).
+type Resource struct {
+	Name   string
+	Doc    string
+	HeldBy Role // core, runtime or both (each peer holds its own)
+	// KeptWhenUnknown allows an unknown terminal to end the lifecycle with
+	// the resource still held, deliberately.
+	KeptWhenUnknown bool
+	Index           int
+	Pos             Pos
 }
 
 // RuleKind is what a candidate does when it is selected.

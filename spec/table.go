@@ -43,7 +43,10 @@ func (m *Machine) Table() (*fsm.Table, error) {
 		d := fsm.EventDecl{Name: e.Name, Kind: e.Kind}
 		switch e.Kind {
 		case EventMessage:
-			d.Message, d.Role = msgID[e.Message], e.From
+			d.Message, d.Role, d.Dispatch = msgID[e.Message], e.From, e.Dispatch
+			if e.FailedSend != nil {
+				d.FailedSend = fsm.EventID(e.FailedSend.Index + 1)
+			}
 		case EventTimer:
 			d.Timer, d.Role = timerID[e], e.By
 		case EventLocal:

@@ -41,6 +41,7 @@ func validate(m *Machine, errs *errorList) {
 	checkGraph(m, initial, errs)
 	checkTimers(m, errs)
 	checkUse(m, errs)
+	checkProtocol(m, errs)
 }
 
 func checkCells(m *Machine, errs *errorList) {

@@ -2,15 +2,17 @@
 
 // Package connection is the generated connection machine.
 //
-// The daemon connection of one device: the Runtime's supervisor bootstraps, dials the WebSocket,
-// sends its first heartbeat with the capability declaration, and then keeps the link alive; Core
-// accepts or refuses the upgrade and watches the read deadline. Every dial opens a fresh physical
-// connection with its own routing, admission handles and transfer state, and a reconnect replays
-// nothing. Version, authentication and retirement refusals are permanent; a transient loss backs
-// off and reconnects.
+// One physical daemon connection: the Runtime's supervisor bootstraps, dials the WebSocket and
+// sends its first heartbeat with the capability declaration at once; Core checks the upgrade
+// request, accepts or refuses it and then watches the read deadline. Each physical connection has
+// its own routing, admission handles and transfer state and inherits nothing. A newer connection
+// of the same device replaces this one: Core fences the device's owner lease and evicts this
+// connection's routes (that fencing is Core's, not part of this table). Version, authentication
+// and malformed-request refusals are permanent; after a transient loss the supervisor may start a
+// new connection (a new instance) after its backoff, and it replays nothing.
 //
-// One instance per device ID (one Runtime supervisor's connection loop; each dial is a fresh
-// physical connection).
+// One instance per physical connection (one bootstrap, upgrade and WebSocket of one device; a
+// reconnect or a newer connection is a new instance).
 //
 // The table and every hook name come from spec/connection.yaml; see docs/machines/connection.md
 // for the diagram and the state × event matrix. Table is the machine as the engine (package fsm)
@@ -29,47 +31,57 @@ import (
 const Name = "connection"
 
 // Initial is the state every new instance starts in.
-const Initial = StateDisconnected
+const Initial = StateIdle
 
 // State is a state of the connection machine; its values are the fsm.StateID of Table.
 type State uint8
 
 const (
-	// StateDisconnected: no connection and no request in flight; the supervisor holds its
-	// credential and device ID and may bootstrap
-	StateDisconnected State = 1
+	// StateIdle: nothing happened on this connection yet; the Runtime holds its credential and
+	// device ID and may bootstrap, and Core waits for an upgrade request
+	StateIdle State = 1
 	// StateBootstrapping: POST bootstrap was sent with the Bearer credential and the device ID;
-	// the connection URL and interval are not known yet
+	// the connection URL and interval are not known yet (Runtime only)
 	StateBootstrapping State = 2
-	// StateDialing: the supervisor asked to upgrade to a WebSocket, naming its device and wire
-	// version in the URL and authenticating in the header
+	// StateDialing: the Runtime asked to upgrade to a WebSocket, naming its device and wire
+	// version in the URL and authenticating in the header (Runtime only)
 	StateDialing State = 3
-	// StateUpgraded: Core accepted the upgrade; routing, handles and transfer state are fresh and
-	// capabilities are still unknown until the first heartbeat
+	// StateUpgraded: the upgrade was accepted and the Runtime sent its first heartbeat at once;
+	// routing, handles and transfer state are fresh and Core treats capabilities as unknown until
+	// that heartbeat arrives
 	StateUpgraded State = 4
 	// StateLive: the first valid heartbeat advertised the capabilities; heartbeats keep the link
 	// alive and prove nothing else
 	StateLive State = 5
-	// StateBackoff: the connection was lost for a transient reason; the supervisor waits before
-	// reconnecting and will replay nothing
-	StateBackoff State = 6
-	// StateShuttingDown: shutdown was requested; the Runtime closes its Executors, keeps any whose
-	// close failed and never reconnects while it waits
-	StateShuttingDown State = 7
-	// StateStopped: shutdown settled every owned native resource; the supervisor exits
-	StateStopped State = 8
-	// StateVersionRejected: Core answered the upgrade with HTTP 426 incompatible_version;
-	// permanent until matching peers are deployed
-	StateVersionRejected State = 9
-	// StateAuthRejected: bootstrap or upgrade was refused with 401 or 403; permanent until an
+	// StateShuttingDown: shutdown was requested; the Runtime closes its Executors while the
+	// transport stays open, so their final frames still reach Core, and keeps heartbeating; it
+	// never reconnects while it waits
+	StateShuttingDown State = 6
+	// StateStopped: the connection closed during shutdown (the Runtime closed it after its
+	// Executors closed, or it was lost); the daemon does not reconnect
+	StateStopped State = 7
+	// StateCancelled: the process began shutting down before this connection was open; nothing was
+	// routed on it
+	StateCancelled State = 8
+	// StateLost: the connection failed for a transient reason (network error, 5xx, read deadline,
+	// invalid heartbeat, a close without a permanent code); routes end with an observation error,
+	// and the supervisor may dial a new connection
+	StateLost State = 9
+	// StateReplaced: Core admitted a newer connection of this device, evicted this one's Run and
+	// interaction routes and closed it; nothing is inherited
+	StateReplaced State = 10
+	// StateRequestRejected: bootstrap or the upgrade was answered 400 (missing_params,
+	// missing_device_id, bad_json); the request is malformed and retrying it cannot help
+	StateRequestRejected State = 11
+	// StateVersionRejected: the upgrade was answered HTTP 426 incompatible_version; permanent
+	// until matching peers are deployed
+	StateVersionRejected State = 12
+	// StateAuthRejected: bootstrap or the upgrade was refused with 401 or 403; permanent until an
 	// operator fixes the credential
-	StateAuthRejected State = 10
+	StateAuthRejected State = 13
 	// StateRetired: Core closed the socket with code 4001 (the runtime was retired or deleted);
 	// permanent, the daemon exits
-	StateRetired State = 11
-	// StateSuperseded: another connection of this device took over; the routes of this one (Runs,
-	// interactions) were dropped and their outcome is unknown
-	StateSuperseded State = 12
+	StateRetired State = 14
 )
 
 // String returns the spec name, or State(n) for a value outside the enum.
@@ -82,14 +94,14 @@ func (v State) String() string {
 
 // Valid reports whether v is one of the declared constants.
 func (v State) Valid() bool {
-	return v >= 1 && v <= StateSuperseded
+	return v >= 1 && v <= StateRetired
 }
 
 // ParseState returns the state with the given spec name.
 func ParseState(name string) (State, error) {
 	switch name {
-	case "disconnected":
-		return StateDisconnected, nil
+	case "idle":
+		return StateIdle, nil
 	case "bootstrapping":
 		return StateBootstrapping, nil
 	case "dialing":
@@ -98,20 +110,24 @@ func ParseState(name string) (State, error) {
 		return StateUpgraded, nil
 	case "live":
 		return StateLive, nil
-	case "backoff":
-		return StateBackoff, nil
 	case "shutting_down":
 		return StateShuttingDown, nil
 	case "stopped":
 		return StateStopped, nil
+	case "cancelled":
+		return StateCancelled, nil
+	case "lost":
+		return StateLost, nil
+	case "replaced":
+		return StateReplaced, nil
+	case "request_rejected":
+		return StateRequestRejected, nil
 	case "version_rejected":
 		return StateVersionRejected, nil
 	case "auth_rejected":
 		return StateAuthRejected, nil
 	case "retired":
 		return StateRetired, nil
-	case "superseded":
-		return StateSuperseded, nil
 	}
 	return 0, &fsm.InvalidError{
 		Machine: Name,
@@ -138,56 +154,65 @@ func (v State) Terminal() bool {
 type Event uint8
 
 const (
-	// EventBootstrapRequested: the supervisor sent POST /api/v1/agent-daemon/bootstrap; Core
-	// received it (local, observed by both)
+	// EventBootstrapRequested: the supervisor sent POST /api/v1/agent-daemon/bootstrap with its
+	// Bearer credential and device ID (local, observed by runtime)
 	EventBootstrapRequested Event = 1
 	// EventBootstrapOk: bootstrap answered with the connection URL, heartbeat interval and
-	// protocol version (local, observed by both)
+	// protocol version (local, observed by runtime)
 	EventBootstrapOk Event = 2
-	// EventUpgradeAccepted: Core accepted the WebSocket upgrade at /api/v1/agent-daemon/ws for
-	// this device and wire version (local, observed by both)
-	EventUpgradeAccepted Event = 3
-	// EventVersionRefused: the upgrade was answered with HTTP 426 incompatible_version (the wire
-	// version must match exactly, patch included) (local, observed by both)
-	EventVersionRefused Event = 4
-	// EventAuthRefused: bootstrap or the upgrade was answered with 401 (missing_bearer,
-	// unknown_device, bad_credential) or 403 (wrong_runtime_type) (local, observed by both)
-	EventAuthRefused Event = 5
+	// EventBootstrapBadRequest: bootstrap was answered 400 (missing_device_id, bad_json) (local,
+	// observed by runtime)
+	EventBootstrapBadRequest Event = 3
+	// EventBootstrapUnauthorized: bootstrap was answered 401 (missing_bearer, unknown_device,
+	// bad_credential) or 403 (wrong_runtime_type) (local, observed by runtime)
+	EventBootstrapUnauthorized Event = 4
+	// EventUpgradeRequested: Core received the WebSocket upgrade request of this connection at
+	// /api/v1/agent-daemon/ws (local, observed by core)
+	EventUpgradeRequested Event = 5
+	// EventUpgradeAccepted: the upgrade was answered 101 and the WebSocket is open (local,
+	// observed by runtime)
+	EventUpgradeAccepted Event = 6
+	// EventUpgradeBadRequest: the upgrade was answered 400 missing_params (device_id, version or
+	// the Bearer header is missing) (local, observed by runtime)
+	EventUpgradeBadRequest Event = 7
+	// EventVersionRefused: the upgrade was answered HTTP 426 incompatible_version (the wire
+	// version must match exactly, patch included) (local, observed by runtime)
+	EventVersionRefused Event = 8
+	// EventAuthRefused: the upgrade was answered 401 (unknown_device, bad_credential) or 403
+	// (wrong_runtime_type) (local, observed by runtime)
+	EventAuthRefused Event = 9
 	// EventHeartbeat: liveness plus supported_agent_kinds, their availability and capabilities;
 	// never a receipt or progress signal (wire heartbeat, sent by runtime)
-	EventHeartbeat Event = 6
+	EventHeartbeat Event = 10
 	// EventFrameReceived: Core decoded any other inbound frame on this connection (local, observed
 	// by core)
-	EventFrameReceived Event = 7
+	EventFrameReceived Event = 11
 	// EventHeartbeatInterval: the heartbeat interval elapsed; the next heartbeat is due (timer
 	// 15s, owned by runtime)
-	EventHeartbeatInterval Event = 8
+	EventHeartbeatInterval Event = 12
 	// EventReadDeadline: no inbound frame for 60 seconds; Core gives the connection up (timer
 	// 1m0s, owned by core)
-	EventReadDeadline Event = 9
-	// EventReconnectBackoff: the backoff after a transient loss elapsed; a new bootstrap may start
-	// (timer 2s, owned by runtime)
-	EventReconnectBackoff Event = 10
-	// EventTransportLost: a transient failure (network error, 5xx or unreachable bootstrap, close
-	// without a permanent code) (local, observed by both)
-	EventTransportLost Event = 11
-	// EventReplaced: Core admitted a later connection of this device, fenced this one's owner
-	// lease and closed it (local, observed by both)
-	EventReplaced Event = 12
+	EventReadDeadline Event = 13
+	// EventTransportLost: a transient failure (network error, 5xx or unreachable bootstrap, a
+	// failed write, a close without a permanent code) (local, observed by both)
+	EventTransportLost Event = 14
+	// EventSuperseded: Core admitted a newer connection of this device and, having fenced the
+	// owner lease, evicts and closes this one (local, observed by core)
+	EventSuperseded Event = 15
 	// EventRetiredClose: the socket was closed with code 4001 (local, observed by both)
-	EventRetiredClose Event = 13
+	EventRetiredClose Event = 16
 	// EventDeviceShutdown: Core asks the Runtime to shut down (optional reason) (wire
 	// device_shutdown, sent by core)
-	EventDeviceShutdown Event = 14
+	EventDeviceShutdown Event = 17
 	// EventOperatorShutdown: the operator or a stop signal asked the daemon process to shut down
 	// (local, observed by runtime)
-	EventOperatorShutdown Event = 15
+	EventOperatorShutdown Event = 18
 	// EventCleanupSettled: every active and idle Executor the Runtime owned closed successfully
 	// (local, observed by runtime)
-	EventCleanupSettled Event = 16
+	EventCleanupSettled Event = 19
 	// EventCleanupFailed: closing at least one owned target failed; it is kept for a later
 	// serialized retry (local, observed by runtime)
-	EventCleanupFailed Event = 17
+	EventCleanupFailed Event = 20
 )
 
 // String returns the spec name, or Event(n) for a value outside the enum.
@@ -210,8 +235,16 @@ func ParseEvent(name string) (Event, error) {
 		return EventBootstrapRequested, nil
 	case "bootstrap_ok":
 		return EventBootstrapOk, nil
+	case "bootstrap_bad_request":
+		return EventBootstrapBadRequest, nil
+	case "bootstrap_unauthorized":
+		return EventBootstrapUnauthorized, nil
+	case "upgrade_requested":
+		return EventUpgradeRequested, nil
 	case "upgrade_accepted":
 		return EventUpgradeAccepted, nil
+	case "upgrade_bad_request":
+		return EventUpgradeBadRequest, nil
 	case "version_refused":
 		return EventVersionRefused, nil
 	case "auth_refused":
@@ -224,12 +257,10 @@ func ParseEvent(name string) (Event, error) {
 		return EventHeartbeatInterval, nil
 	case "read_deadline":
 		return EventReadDeadline, nil
-	case "reconnect_backoff":
-		return EventReconnectBackoff, nil
 	case "transport_lost":
 		return EventTransportLost, nil
-	case "replaced":
-		return EventReplaced, nil
+	case "superseded":
+		return EventSuperseded, nil
 	case "retired_close":
 		return EventRetiredClose, nil
 	case "device_shutdown":
@@ -273,6 +304,15 @@ func (v Event) Message() Message {
 	return Message(Table.Events[v-1].Message)
 }
 
+// FailedSend is the local event a sender fires instead of v when its write of v failed (the frame
+// is possibly delivered), or 0 for events that are not messages.
+func (v Event) FailedSend() Event {
+	if !v.Valid() {
+		return 0
+	}
+	return Event(Table.Events[v-1].FailedSend)
+}
+
 // Timer is the timer whose expiry v is, or 0.
 func (v Event) Timer() Timer {
 	if !v.Valid() {
@@ -290,9 +330,6 @@ const (
 	TimerHeartbeatInterval Timer = 1
 	// TimerReadDeadline: no inbound frame for 60 seconds; Core gives the connection up (1m0s)
 	TimerReadDeadline Timer = 2
-	// TimerReconnectBackoff: the backoff after a transient loss elapsed; a new bootstrap may start
-	// (2s)
-	TimerReconnectBackoff Timer = 3
 )
 
 // String returns the spec name, or Timer(n) for a value outside the enum.
@@ -305,7 +342,7 @@ func (v Timer) String() string {
 
 // Valid reports whether v is one of the declared constants.
 func (v Timer) Valid() bool {
-	return v >= 1 && v <= TimerReconnectBackoff
+	return v >= 1 && v <= TimerReadDeadline
 }
 
 // ParseTimer returns the timer with the given spec name.
@@ -315,8 +352,6 @@ func ParseTimer(name string) (Timer, error) {
 		return TimerHeartbeatInterval, nil
 	case "read_deadline":
 		return TimerReadDeadline, nil
-	case "reconnect_backoff":
-		return TimerReconnectBackoff, nil
 	}
 	return 0, &fsm.InvalidError{
 		Machine: Name,
@@ -346,9 +381,17 @@ func (v Timer) Event() Event {
 type Guard uint8
 
 const (
+	// GuardParamsMissing: the upgrade request lacks the device_id or version query parameter or
+	// the Bearer header
+	GuardParamsMissing Guard = 1
+	// GuardVersionMismatch: the version parameter is not exactly the wire version, patch included
+	GuardVersionMismatch Guard = 2
+	// GuardCredentialRefused: the Bearer credential does not authenticate the device (unknown
+	// device, bad credential or wrong runtime type)
+	GuardCredentialRefused Guard = 3
 	// GuardValidDeclaration: the heartbeat decodes strictly and every declared kind carries a
 	// complete capability object (every field present as a boolean, none null, none unknown)
-	GuardValidDeclaration Guard = 1
+	GuardValidDeclaration Guard = 4
 )
 
 // String returns the spec name, or Guard(n) for a value outside the enum.
@@ -367,6 +410,12 @@ func (v Guard) Valid() bool {
 // ParseGuard returns the guard with the given spec name.
 func ParseGuard(name string) (Guard, error) {
 	switch name {
+	case "params_missing":
+		return GuardParamsMissing, nil
+	case "version_mismatch":
+		return GuardVersionMismatch, nil
+	case "credential_refused":
+		return GuardCredentialRefused, nil
 	case "valid_declaration":
 		return GuardValidDeclaration, nil
 	}
@@ -398,29 +447,35 @@ const (
 	// ActionDialWebsocket: the Runtime dials the URL bootstrap returned, naming its device and
 	// wire version in the URL; the credential travels only in the header
 	ActionDialWebsocket Action = 1
-	// ActionFencePreviousConnection: Core fences the device's owner lease and evicts the Run and
-	// interaction routes of any older connection; the new one inherits none
-	ActionFencePreviousConnection Action = 2
+	// ActionRefuseUpgrade: Core answers the upgrade with the refusal its failing check names (400
+	// missing_params, 426 incompatible_version, 401 or 403) and opens no connection
+	ActionRefuseUpgrade Action = 2
+	// ActionReplacePrevious: Core fences the device's owner lease and fires superseded on the
+	// device's older connection, if any; this connection inherits none of its routes
+	ActionReplacePrevious Action = 3
+	// ActionEvictRoutes: Core evicts this connection's Run and interaction routes; their
+	// subscriptions end with an observation error and nothing is replayed
+	ActionEvictRoutes Action = 4
 	// ActionRecordCapabilities: Core replaces the connection's capability snapshot with this
 	// heartbeat's declaration; an absent kind is not advertised
-	ActionRecordCapabilities Action = 3
+	ActionRecordCapabilities Action = 5
 	// ActionClearAdmissionSnapshot: Core forgets what this connection was admitted with; this
 	// settles no Run, completion or cancellation
-	ActionClearAdmissionSnapshot Action = 4
-	// ActionCloseTransport: close the WebSocket of the current physical connection
-	ActionCloseTransport Action = 5
+	ActionClearAdmissionSnapshot Action = 6
+	// ActionCloseTransport: close the WebSocket of this connection
+	ActionCloseTransport Action = 7
 	// ActionDropConnectionState: discard the connection-local routing, admission handles and
 	// transfer state; Run subscriptions end with an observation error and nothing is replayed
-	ActionDropConnectionState Action = 6
+	ActionDropConnectionState Action = 8
 	// ActionRequireOperator: the supervisor reports the permanent refusal and stops reconnecting;
 	// only an operator can correct it
-	ActionRequireOperator Action = 7
+	ActionRequireOperator Action = 9
 	// ActionCloseExecutors: the Runtime closes its active and idle Executors, keeping any target
 	// whose close failed
-	ActionCloseExecutors Action = 8
+	ActionCloseExecutors Action = 10
 	// ActionRetainFailedTargets: the Runtime keeps the targets whose close failed and schedules
 	// one serialized retry
-	ActionRetainFailedTargets Action = 9
+	ActionRetainFailedTargets Action = 11
 )
 
 // String returns the spec name, or Action(n) for a value outside the enum.
@@ -441,8 +496,12 @@ func ParseAction(name string) (Action, error) {
 	switch name {
 	case "dial_websocket":
 		return ActionDialWebsocket, nil
-	case "fence_previous_connection":
-		return ActionFencePreviousConnection, nil
+	case "refuse_upgrade":
+		return ActionRefuseUpgrade, nil
+	case "replace_previous":
+		return ActionReplacePrevious, nil
+	case "evict_routes":
+		return ActionEvictRoutes, nil
 	case "record_capabilities":
 		return ActionRecordCapabilities, nil
 	case "clear_admission_snapshot":
@@ -507,112 +566,122 @@ func ParseMessage(name string) (Message, error) {
 // covers (a rule that lists its own target among its sources is two: a move from the others and an
 // internal transition in the target).
 var (
-	rule138 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateBootstrapping), Line: 138, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReconnectBackoff)},
+	rule180 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateBootstrapping), Line: 180}
+	rule183 = &fsm.Candidate{Guard: fsm.GuardID(GuardParamsMissing), Disp: fsm.Moved, To: fsm.StateID(StateRequestRejected), Line: 183, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRefuseUpgrade)},
 	}}
-	rule144 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateShuttingDown), Line: 144, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerHeartbeatInterval)},
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReconnectBackoff)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionCloseExecutors)},
+	rule191 = &fsm.Candidate{Guard: fsm.GuardID(GuardVersionMismatch), Disp: fsm.Moved, To: fsm.StateID(StateVersionRejected), Line: 191, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRefuseUpgrade)},
 	}}
-	rule152 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "neither the heartbeat interval nor the read deadline runs without an upgraded connection", Line: 152}
-	rule155 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the backoff only runs after a transient loss", Line: 155}
-	rule158 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "there is no connection to lose", Line: 158}
-	rule161 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "nothing was requested; the supervisor must bootstrap first", Line: 161}
-	rule166 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateDialing), Line: 166, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDialWebsocket)},
+	rule196 = &fsm.Candidate{Guard: fsm.GuardID(GuardCredentialRefused), Disp: fsm.Moved, To: fsm.StateID(StateAuthRejected), Line: 196, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRefuseUpgrade)},
 	}}
-	rule170 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAuthRejected), Line: 170, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionRequireOperator)},
-	}}
-	rule174 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateBackoff), Line: 174, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReconnectBackoff)},
-	}}
-	rule178 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the wire version is only checked at the upgrade", Line: 178}
-	rule182 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the bootstrap answer has not arrived", Line: 182}
-	rule187 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUpgraded), Line: 187, Effects: []fsm.Effect{
+	rule201 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUpgraded), Line: 201, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionFencePreviousConnection)},
-		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageHeartbeat)},
-	}}
-	rule194 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateVersionRejected), Line: 194, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionRequireOperator)},
-	}}
-	rule198 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the upgrade has not been answered", Line: 198}
-	rule203 = &fsm.Candidate{Guard: fsm.GuardID(GuardValidDeclaration), Disp: fsm.Moved, To: fsm.StateID(StateLive), Line: 203, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
-		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordCapabilities)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReplacePrevious)},
 		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerHeartbeatInterval)},
 	}}
-	rule212 = &fsm.Candidate{Guard: fsm.GuardID(GuardValidDeclaration), Disp: fsm.Stayed, Line: 212, Effects: []fsm.Effect{
+	rule205 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelled), Line: 205}
+	rule208 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "neither the heartbeat interval nor the read deadline runs without an open connection", Line: 208}
+	rule211 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "there is no connection to lose", Line: 211}
+	rule214 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "nothing was requested; the supervisor must bootstrap first", Line: 214}
+	rule219 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateDialing), Line: 219, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDialWebsocket)},
+	}}
+	rule223 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRequestRejected), Line: 223, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionRequireOperator)},
+	}}
+	rule227 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAuthRejected), Line: 227, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionRequireOperator)},
+	}}
+	rule231 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateLost), Line: 231}
+	rule234 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the bootstrap answer has not arrived", Line: 234}
+	rule239 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUpgraded), Line: 239, Effects: []fsm.Effect{
+		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageHeartbeat)},
+		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerHeartbeatInterval)},
+		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
+	}}
+	rule244 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRequestRejected), Line: 244, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionRequireOperator)},
+	}}
+	rule248 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateVersionRejected), Line: 248, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionRequireOperator)},
+	}}
+	rule253 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAuthRejected), Line: 253, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionRequireOperator)},
+	}}
+	rule257 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the upgrade has not been answered", Line: 257}
+	rule262 = &fsm.Candidate{Guard: fsm.GuardID(GuardValidDeclaration), Disp: fsm.Moved, To: fsm.StateID(StateLive), Line: 262, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
 		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordCapabilities)},
 	}}
-	rule220 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateBackoff), Line: 220, Effects: []fsm.Effect{
+	rule270 = &fsm.Candidate{Guard: fsm.GuardID(GuardValidDeclaration), Disp: fsm.Stayed, Line: 270, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
+		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordCapabilities)},
+	}}
+	rule278 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateLost), Line: 278, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerHeartbeatInterval)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionClearAdmissionSnapshot)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionCloseTransport)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionDropConnectionState)},
-		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReconnectBackoff)},
 	}}
-	rule232 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "only a heartbeat may open the exchange; capabilities are unknown until then", Line: 232}
-	rule237 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateBackoff), Line: 237, Effects: []fsm.Effect{
+	rule289 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "only a heartbeat may open the exchange; capabilities are unknown until then", Line: 289}
+	rule294 = &fsm.Candidate{Disp: fsm.Stayed, Line: 294, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
+		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
+	}}
+	rule300 = &fsm.Candidate{Disp: fsm.Stayed, Line: 300, Effects: []fsm.Effect{
+		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageHeartbeat)},
+		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerHeartbeatInterval)},
+	}}
+	rule306 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateLost), Line: 306, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerHeartbeatInterval)},
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionCloseTransport)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionDropConnectionState)},
-		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReconnectBackoff)},
 	}}
-	rule245 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateBackoff), Line: 245, Effects: []fsm.Effect{
+	rule314 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateReplaced), Line: 314, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerHeartbeatInterval)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionDropConnectionState)},
-		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReconnectBackoff)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionEvictRoutes)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionCloseTransport)},
 	}}
-	rule253 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateSuperseded), Line: 253, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerHeartbeatInterval)},
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionDropConnectionState)},
-	}}
-	rule262 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRetired), Line: 262, Effects: []fsm.Effect{
+	rule324 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRetired), Line: 324, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerHeartbeatInterval)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionDropConnectionState)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionRequireOperator)},
 	}}
-	rule270 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateShuttingDown), Line: 270, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerHeartbeatInterval)},
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
+	rule332 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateShuttingDown), Line: 332, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionCloseExecutors)},
 	}}
-	rule277 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the interval starts with the first heartbeat", Line: 277}
-	rule280 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the upgrade was already accepted on this connection", Line: 280}
-	rule285 = &fsm.Candidate{Disp: fsm.Stayed, Line: 285, Effects: []fsm.Effect{
+	rule338 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the upgrade was already accepted on this connection", Line: 338}
+	rule343 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStopped), Line: 343, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerHeartbeatInterval)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
-		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
-	}}
-	rule291 = &fsm.Candidate{Disp: fsm.Stayed, Line: 291, Effects: []fsm.Effect{
-		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageHeartbeat)},
-		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerHeartbeatInterval)},
-	}}
-	rule299 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateDisconnected), Line: 299}
-	rule302 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the previous connection is already gone", Line: 302}
-	rule305 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "a frame from the closed transport is dropped", Line: 305}
-	rule308 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no connection is open while backing off", Line: 308}
-	rule313 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStopped), Line: 313, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionCloseTransport)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionDropConnectionState)},
 	}}
-	rule319 = &fsm.Candidate{Disp: fsm.Stayed, Line: 319, Effects: []fsm.Effect{
+	rule349 = &fsm.Candidate{Disp: fsm.Stayed, Line: 349, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionRetainFailedTargets)},
 	}}
-	rule323 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "shutdown is in progress; the daemon waits for its resources and never reconnects", Line: 323}
-	rule328 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no shutdown was requested", Line: 328}
-	rule333 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the connection loop is over; late frames, timers and closes change nothing", Line: 333}
-	rule336 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the supervisor stopped; a new daemon process starts a new connection loop", Line: 336}
+	rule353 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStopped), Line: 353, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerHeartbeatInterval)},
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionDropConnectionState)},
+	}}
+	rule360 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateLost), Line: 360, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerHeartbeatInterval)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionCloseTransport)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionDropConnectionState)},
+	}}
+	rule364 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "shutdown is already in progress", Line: 364}
+	rule369 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no shutdown was requested on this connection", Line: 369}
+	rule374 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the connection is over; late frames, timers and closes change nothing", Line: 374}
+	rule377 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "this connection is over; a new connection is a new instance", Line: 377}
 )
 
 // Table is the connection machine as the engine runs it, sealed: every (state, event) cell lists
@@ -622,264 +691,346 @@ var Table = fsm.MustSeal(&fsm.Table{
 	Name:   Name,
 	Source: "spec/connection.yaml",
 	States: []fsm.StateDecl{
-		{Name: "disconnected"},
+		{Name: "idle"},
 		{Name: "bootstrapping"},
 		{Name: "dialing"},
-		{Name: "upgraded", Timers: []fsm.TimerID{fsm.TimerID(TimerReadDeadline)}},
+		{Name: "upgraded", Timers: []fsm.TimerID{fsm.TimerID(TimerHeartbeatInterval), fsm.TimerID(TimerReadDeadline)}},
 		{Name: "live", Timers: []fsm.TimerID{fsm.TimerID(TimerHeartbeatInterval), fsm.TimerID(TimerReadDeadline)}},
-		{Name: "backoff", Timers: []fsm.TimerID{fsm.TimerID(TimerReconnectBackoff)}},
-		{Name: "shutting_down"},
+		{Name: "shutting_down", Timers: []fsm.TimerID{fsm.TimerID(TimerHeartbeatInterval), fsm.TimerID(TimerReadDeadline)}},
 		{Name: "stopped", Outcome: fsm.OutcomeSuccess},
+		{Name: "cancelled", Outcome: fsm.OutcomeFailure},
+		{Name: "lost", Outcome: fsm.OutcomeFailure},
+		{Name: "replaced", Outcome: fsm.OutcomeFailure},
+		{Name: "request_rejected", Outcome: fsm.OutcomeFailure},
 		{Name: "version_rejected", Outcome: fsm.OutcomeFailure},
 		{Name: "auth_rejected", Outcome: fsm.OutcomeFailure},
 		{Name: "retired", Outcome: fsm.OutcomeFailure},
-		{Name: "superseded", Outcome: fsm.OutcomeUnknown},
 	},
 	Events: []fsm.EventDecl{
-		{Name: "bootstrap_requested", Kind: fsm.EventLocal, Role: fsm.RoleBoth},
-		{Name: "bootstrap_ok", Kind: fsm.EventLocal, Role: fsm.RoleBoth},
-		{Name: "upgrade_accepted", Kind: fsm.EventLocal, Role: fsm.RoleBoth},
-		{Name: "version_refused", Kind: fsm.EventLocal, Role: fsm.RoleBoth},
-		{Name: "auth_refused", Kind: fsm.EventLocal, Role: fsm.RoleBoth},
-		{Name: "heartbeat", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageHeartbeat)},
+		{Name: "bootstrap_requested", Kind: fsm.EventLocal, Role: fsm.RoleRuntime},
+		{Name: "bootstrap_ok", Kind: fsm.EventLocal, Role: fsm.RoleRuntime},
+		{Name: "bootstrap_bad_request", Kind: fsm.EventLocal, Role: fsm.RoleRuntime},
+		{Name: "bootstrap_unauthorized", Kind: fsm.EventLocal, Role: fsm.RoleRuntime},
+		{Name: "upgrade_requested", Kind: fsm.EventLocal, Role: fsm.RoleCore},
+		{Name: "upgrade_accepted", Kind: fsm.EventLocal, Role: fsm.RoleRuntime},
+		{Name: "upgrade_bad_request", Kind: fsm.EventLocal, Role: fsm.RoleRuntime},
+		{Name: "version_refused", Kind: fsm.EventLocal, Role: fsm.RoleRuntime},
+		{Name: "auth_refused", Kind: fsm.EventLocal, Role: fsm.RoleRuntime},
+		{Name: "heartbeat", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageHeartbeat), FailedSend: fsm.EventID(EventTransportLost)},
 		{Name: "frame_received", Kind: fsm.EventLocal, Role: fsm.RoleCore},
 		{Name: "heartbeat_interval", Kind: fsm.EventTimer, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerHeartbeatInterval)},
 		{Name: "read_deadline", Kind: fsm.EventTimer, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
-		{Name: "reconnect_backoff", Kind: fsm.EventTimer, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReconnectBackoff)},
 		{Name: "transport_lost", Kind: fsm.EventLocal, Role: fsm.RoleBoth},
-		{Name: "replaced", Kind: fsm.EventLocal, Role: fsm.RoleBoth},
+		{Name: "superseded", Kind: fsm.EventLocal, Role: fsm.RoleCore},
 		{Name: "retired_close", Kind: fsm.EventLocal, Role: fsm.RoleBoth},
-		{Name: "device_shutdown", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessageDeviceShutdown)},
+		{Name: "device_shutdown", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessageDeviceShutdown), FailedSend: fsm.EventID(EventTransportLost)},
 		{Name: "operator_shutdown", Kind: fsm.EventLocal, Role: fsm.RoleRuntime},
 		{Name: "cleanup_settled", Kind: fsm.EventLocal, Role: fsm.RoleRuntime},
 		{Name: "cleanup_failed", Kind: fsm.EventLocal, Role: fsm.RoleRuntime},
 	},
-	Guards:   []string{"valid_declaration"},
-	Actions:  []string{"dial_websocket", "fence_previous_connection", "record_capabilities", "clear_admission_snapshot", "close_transport", "drop_connection_state", "require_operator", "close_executors", "retain_failed_targets"},
+	Guards:   []string{"params_missing", "version_mismatch", "credential_refused", "valid_declaration"},
+	Actions:  []string{"dial_websocket", "refuse_upgrade", "replace_previous", "evict_routes", "record_capabilities", "clear_admission_snapshot", "close_transport", "drop_connection_state", "require_operator", "close_executors", "retain_failed_targets"},
 	Messages: []string{"device_shutdown", "heartbeat"},
 	Timers: []fsm.TimerDecl{
 		{Name: "heartbeat_interval", Duration: 15 * time.Second, Event: fsm.EventID(EventHeartbeatInterval)},
 		{Name: "read_deadline", Duration: 1 * time.Minute, Event: fsm.EventID(EventReadDeadline)},
-		{Name: "reconnect_backoff", Duration: 2 * time.Second, Event: fsm.EventID(EventReconnectBackoff)},
 	},
-	Initial: fsm.StateID(StateDisconnected),
+	Initial: fsm.StateID(StateIdle),
 	Cells: []fsm.Cell{
-		// disconnected
-		{Cands: []*fsm.Candidate{rule138}}, // disconnected × bootstrap_requested
-		{Cands: []*fsm.Candidate{rule161}}, // disconnected × bootstrap_ok
-		{Cands: []*fsm.Candidate{rule161}}, // disconnected × upgrade_accepted
-		{Cands: []*fsm.Candidate{rule161}}, // disconnected × version_refused
-		{Cands: []*fsm.Candidate{rule161}}, // disconnected × auth_refused
-		{Cands: []*fsm.Candidate{rule161}}, // disconnected × heartbeat
-		{Cands: []*fsm.Candidate{rule161}}, // disconnected × frame_received
-		{Cands: []*fsm.Candidate{rule152}}, // disconnected × heartbeat_interval
-		{Cands: []*fsm.Candidate{rule152}}, // disconnected × read_deadline
-		{Cands: []*fsm.Candidate{rule155}}, // disconnected × reconnect_backoff
-		{Cands: []*fsm.Candidate{rule158}}, // disconnected × transport_lost
-		{Cands: []*fsm.Candidate{rule161}}, // disconnected × replaced
-		{Cands: []*fsm.Candidate{rule161}}, // disconnected × retired_close
-		{Cands: []*fsm.Candidate{rule161}}, // disconnected × device_shutdown
-		{Cands: []*fsm.Candidate{rule144}}, // disconnected × operator_shutdown
-		{Cands: []*fsm.Candidate{rule328}}, // disconnected × cleanup_settled
-		{Cands: []*fsm.Candidate{rule328}}, // disconnected × cleanup_failed
+		// idle
+		{Cands: []*fsm.Candidate{rule180}},                            // idle × bootstrap_requested
+		{Cands: []*fsm.Candidate{rule214}},                            // idle × bootstrap_ok
+		{Cands: []*fsm.Candidate{rule214}},                            // idle × bootstrap_bad_request
+		{Cands: []*fsm.Candidate{rule214}},                            // idle × bootstrap_unauthorized
+		{Cands: []*fsm.Candidate{rule183, rule191, rule196, rule201}}, // idle × upgrade_requested
+		{Cands: []*fsm.Candidate{rule214}},                            // idle × upgrade_accepted
+		{Cands: []*fsm.Candidate{rule214}},                            // idle × upgrade_bad_request
+		{Cands: []*fsm.Candidate{rule214}},                            // idle × version_refused
+		{Cands: []*fsm.Candidate{rule214}},                            // idle × auth_refused
+		{Cands: []*fsm.Candidate{rule214}},                            // idle × heartbeat
+		{Cands: []*fsm.Candidate{rule214}},                            // idle × frame_received
+		{Cands: []*fsm.Candidate{rule208}},                            // idle × heartbeat_interval
+		{Cands: []*fsm.Candidate{rule208}},                            // idle × read_deadline
+		{Cands: []*fsm.Candidate{rule211}},                            // idle × transport_lost
+		{Cands: []*fsm.Candidate{rule214}},                            // idle × superseded
+		{Cands: []*fsm.Candidate{rule214}},                            // idle × retired_close
+		{Cands: []*fsm.Candidate{rule214}},                            // idle × device_shutdown
+		{Cands: []*fsm.Candidate{rule205}},                            // idle × operator_shutdown
+		{Cands: []*fsm.Candidate{rule369}},                            // idle × cleanup_settled
+		{Cands: []*fsm.Candidate{rule369}},                            // idle × cleanup_failed
 		// bootstrapping
-		{Cands: []*fsm.Candidate{rule182}}, // bootstrapping × bootstrap_requested
-		{Cands: []*fsm.Candidate{rule166}}, // bootstrapping × bootstrap_ok
-		{Cands: []*fsm.Candidate{rule182}}, // bootstrapping × upgrade_accepted
-		{Cands: []*fsm.Candidate{rule178}}, // bootstrapping × version_refused
-		{Cands: []*fsm.Candidate{rule170}}, // bootstrapping × auth_refused
-		{Cands: []*fsm.Candidate{rule182}}, // bootstrapping × heartbeat
-		{Cands: []*fsm.Candidate{rule182}}, // bootstrapping × frame_received
-		{Cands: []*fsm.Candidate{rule152}}, // bootstrapping × heartbeat_interval
-		{Cands: []*fsm.Candidate{rule152}}, // bootstrapping × read_deadline
-		{Cands: []*fsm.Candidate{rule155}}, // bootstrapping × reconnect_backoff
-		{Cands: []*fsm.Candidate{rule174}}, // bootstrapping × transport_lost
-		{Cands: []*fsm.Candidate{rule182}}, // bootstrapping × replaced
-		{Cands: []*fsm.Candidate{rule182}}, // bootstrapping × retired_close
-		{Cands: []*fsm.Candidate{rule182}}, // bootstrapping × device_shutdown
-		{Cands: []*fsm.Candidate{rule144}}, // bootstrapping × operator_shutdown
-		{Cands: []*fsm.Candidate{rule328}}, // bootstrapping × cleanup_settled
-		{Cands: []*fsm.Candidate{rule328}}, // bootstrapping × cleanup_failed
+		{Cands: []*fsm.Candidate{rule234}}, // bootstrapping × bootstrap_requested
+		{Cands: []*fsm.Candidate{rule219}}, // bootstrapping × bootstrap_ok
+		{Cands: []*fsm.Candidate{rule223}}, // bootstrapping × bootstrap_bad_request
+		{Cands: []*fsm.Candidate{rule227}}, // bootstrapping × bootstrap_unauthorized
+		{Cands: []*fsm.Candidate{rule234}}, // bootstrapping × upgrade_requested
+		{Cands: []*fsm.Candidate{rule234}}, // bootstrapping × upgrade_accepted
+		{Cands: []*fsm.Candidate{rule234}}, // bootstrapping × upgrade_bad_request
+		{Cands: []*fsm.Candidate{rule234}}, // bootstrapping × version_refused
+		{Cands: []*fsm.Candidate{rule234}}, // bootstrapping × auth_refused
+		{Cands: []*fsm.Candidate{rule234}}, // bootstrapping × heartbeat
+		{Cands: []*fsm.Candidate{rule234}}, // bootstrapping × frame_received
+		{Cands: []*fsm.Candidate{rule208}}, // bootstrapping × heartbeat_interval
+		{Cands: []*fsm.Candidate{rule208}}, // bootstrapping × read_deadline
+		{Cands: []*fsm.Candidate{rule231}}, // bootstrapping × transport_lost
+		{Cands: []*fsm.Candidate{rule234}}, // bootstrapping × superseded
+		{Cands: []*fsm.Candidate{rule234}}, // bootstrapping × retired_close
+		{Cands: []*fsm.Candidate{rule234}}, // bootstrapping × device_shutdown
+		{Cands: []*fsm.Candidate{rule205}}, // bootstrapping × operator_shutdown
+		{Cands: []*fsm.Candidate{rule369}}, // bootstrapping × cleanup_settled
+		{Cands: []*fsm.Candidate{rule369}}, // bootstrapping × cleanup_failed
 		// dialing
-		{Cands: []*fsm.Candidate{rule198}}, // dialing × bootstrap_requested
-		{Cands: []*fsm.Candidate{rule198}}, // dialing × bootstrap_ok
-		{Cands: []*fsm.Candidate{rule187}}, // dialing × upgrade_accepted
-		{Cands: []*fsm.Candidate{rule194}}, // dialing × version_refused
-		{Cands: []*fsm.Candidate{rule170}}, // dialing × auth_refused
-		{Cands: []*fsm.Candidate{rule198}}, // dialing × heartbeat
-		{Cands: []*fsm.Candidate{rule198}}, // dialing × frame_received
-		{Cands: []*fsm.Candidate{rule152}}, // dialing × heartbeat_interval
-		{Cands: []*fsm.Candidate{rule152}}, // dialing × read_deadline
-		{Cands: []*fsm.Candidate{rule155}}, // dialing × reconnect_backoff
-		{Cands: []*fsm.Candidate{rule174}}, // dialing × transport_lost
-		{Cands: []*fsm.Candidate{rule198}}, // dialing × replaced
-		{Cands: []*fsm.Candidate{rule198}}, // dialing × retired_close
-		{Cands: []*fsm.Candidate{rule198}}, // dialing × device_shutdown
-		{Cands: []*fsm.Candidate{rule144}}, // dialing × operator_shutdown
-		{Cands: []*fsm.Candidate{rule328}}, // dialing × cleanup_settled
-		{Cands: []*fsm.Candidate{rule328}}, // dialing × cleanup_failed
+		{Cands: []*fsm.Candidate{rule257}}, // dialing × bootstrap_requested
+		{Cands: []*fsm.Candidate{rule257}}, // dialing × bootstrap_ok
+		{Cands: []*fsm.Candidate{rule257}}, // dialing × bootstrap_bad_request
+		{Cands: []*fsm.Candidate{rule257}}, // dialing × bootstrap_unauthorized
+		{Cands: []*fsm.Candidate{rule257}}, // dialing × upgrade_requested
+		{Cands: []*fsm.Candidate{rule239}}, // dialing × upgrade_accepted
+		{Cands: []*fsm.Candidate{rule244}}, // dialing × upgrade_bad_request
+		{Cands: []*fsm.Candidate{rule248}}, // dialing × version_refused
+		{Cands: []*fsm.Candidate{rule253}}, // dialing × auth_refused
+		{Cands: []*fsm.Candidate{rule257}}, // dialing × heartbeat
+		{Cands: []*fsm.Candidate{rule257}}, // dialing × frame_received
+		{Cands: []*fsm.Candidate{rule208}}, // dialing × heartbeat_interval
+		{Cands: []*fsm.Candidate{rule208}}, // dialing × read_deadline
+		{Cands: []*fsm.Candidate{rule231}}, // dialing × transport_lost
+		{Cands: []*fsm.Candidate{rule257}}, // dialing × superseded
+		{Cands: []*fsm.Candidate{rule257}}, // dialing × retired_close
+		{Cands: []*fsm.Candidate{rule257}}, // dialing × device_shutdown
+		{Cands: []*fsm.Candidate{rule205}}, // dialing × operator_shutdown
+		{Cands: []*fsm.Candidate{rule369}}, // dialing × cleanup_settled
+		{Cands: []*fsm.Candidate{rule369}}, // dialing × cleanup_failed
 		// upgraded
-		{Cands: []*fsm.Candidate{rule280}},          // upgraded × bootstrap_requested
-		{Cands: []*fsm.Candidate{rule280}},          // upgraded × bootstrap_ok
-		{Cands: []*fsm.Candidate{rule280}},          // upgraded × upgrade_accepted
-		{Cands: []*fsm.Candidate{rule280}},          // upgraded × version_refused
-		{Cands: []*fsm.Candidate{rule280}},          // upgraded × auth_refused
-		{Cands: []*fsm.Candidate{rule203, rule220}}, // upgraded × heartbeat
-		{Cands: []*fsm.Candidate{rule232}},          // upgraded × frame_received
-		{Cands: []*fsm.Candidate{rule277}},          // upgraded × heartbeat_interval
-		{Cands: []*fsm.Candidate{rule237}},          // upgraded × read_deadline
-		{Cands: []*fsm.Candidate{rule155}},          // upgraded × reconnect_backoff
-		{Cands: []*fsm.Candidate{rule245}},          // upgraded × transport_lost
-		{Cands: []*fsm.Candidate{rule253}},          // upgraded × replaced
-		{Cands: []*fsm.Candidate{rule262}},          // upgraded × retired_close
-		{Cands: []*fsm.Candidate{rule270}},          // upgraded × device_shutdown
-		{Cands: []*fsm.Candidate{rule144}},          // upgraded × operator_shutdown
-		{Cands: []*fsm.Candidate{rule328}},          // upgraded × cleanup_settled
-		{Cands: []*fsm.Candidate{rule328}},          // upgraded × cleanup_failed
+		{Cands: []*fsm.Candidate{rule338}},          // upgraded × bootstrap_requested
+		{Cands: []*fsm.Candidate{rule338}},          // upgraded × bootstrap_ok
+		{Cands: []*fsm.Candidate{rule338}},          // upgraded × bootstrap_bad_request
+		{Cands: []*fsm.Candidate{rule338}},          // upgraded × bootstrap_unauthorized
+		{Cands: []*fsm.Candidate{rule338}},          // upgraded × upgrade_requested
+		{Cands: []*fsm.Candidate{rule338}},          // upgraded × upgrade_accepted
+		{Cands: []*fsm.Candidate{rule338}},          // upgraded × upgrade_bad_request
+		{Cands: []*fsm.Candidate{rule338}},          // upgraded × version_refused
+		{Cands: []*fsm.Candidate{rule338}},          // upgraded × auth_refused
+		{Cands: []*fsm.Candidate{rule262, rule278}}, // upgraded × heartbeat
+		{Cands: []*fsm.Candidate{rule289}},          // upgraded × frame_received
+		{Cands: []*fsm.Candidate{rule300}},          // upgraded × heartbeat_interval
+		{Cands: []*fsm.Candidate{rule306}},          // upgraded × read_deadline
+		{Cands: []*fsm.Candidate{rule306}},          // upgraded × transport_lost
+		{Cands: []*fsm.Candidate{rule314}},          // upgraded × superseded
+		{Cands: []*fsm.Candidate{rule324}},          // upgraded × retired_close
+		{Cands: []*fsm.Candidate{rule332}},          // upgraded × device_shutdown
+		{Cands: []*fsm.Candidate{rule332}},          // upgraded × operator_shutdown
+		{Cands: []*fsm.Candidate{rule369}},          // upgraded × cleanup_settled
+		{Cands: []*fsm.Candidate{rule369}},          // upgraded × cleanup_failed
 		// live
-		{Cands: []*fsm.Candidate{rule280}},          // live × bootstrap_requested
-		{Cands: []*fsm.Candidate{rule280}},          // live × bootstrap_ok
-		{Cands: []*fsm.Candidate{rule280}},          // live × upgrade_accepted
-		{Cands: []*fsm.Candidate{rule280}},          // live × version_refused
-		{Cands: []*fsm.Candidate{rule280}},          // live × auth_refused
-		{Cands: []*fsm.Candidate{rule212, rule220}}, // live × heartbeat
-		{Cands: []*fsm.Candidate{rule285}},          // live × frame_received
-		{Cands: []*fsm.Candidate{rule291}},          // live × heartbeat_interval
-		{Cands: []*fsm.Candidate{rule237}},          // live × read_deadline
-		{Cands: []*fsm.Candidate{rule155}},          // live × reconnect_backoff
-		{Cands: []*fsm.Candidate{rule245}},          // live × transport_lost
-		{Cands: []*fsm.Candidate{rule253}},          // live × replaced
-		{Cands: []*fsm.Candidate{rule262}},          // live × retired_close
-		{Cands: []*fsm.Candidate{rule270}},          // live × device_shutdown
-		{Cands: []*fsm.Candidate{rule144}},          // live × operator_shutdown
-		{Cands: []*fsm.Candidate{rule328}},          // live × cleanup_settled
-		{Cands: []*fsm.Candidate{rule328}},          // live × cleanup_failed
-		// backoff
-		{Cands: []*fsm.Candidate{rule138}}, // backoff × bootstrap_requested
-		{Cands: []*fsm.Candidate{rule308}}, // backoff × bootstrap_ok
-		{Cands: []*fsm.Candidate{rule308}}, // backoff × upgrade_accepted
-		{Cands: []*fsm.Candidate{rule308}}, // backoff × version_refused
-		{Cands: []*fsm.Candidate{rule308}}, // backoff × auth_refused
-		{Cands: []*fsm.Candidate{rule305}}, // backoff × heartbeat
-		{Cands: []*fsm.Candidate{rule305}}, // backoff × frame_received
-		{Cands: []*fsm.Candidate{rule152}}, // backoff × heartbeat_interval
-		{Cands: []*fsm.Candidate{rule152}}, // backoff × read_deadline
-		{Cands: []*fsm.Candidate{rule299}}, // backoff × reconnect_backoff
-		{Cands: []*fsm.Candidate{rule302}}, // backoff × transport_lost
-		{Cands: []*fsm.Candidate{rule302}}, // backoff × replaced
-		{Cands: []*fsm.Candidate{rule302}}, // backoff × retired_close
-		{Cands: []*fsm.Candidate{rule308}}, // backoff × device_shutdown
-		{Cands: []*fsm.Candidate{rule144}}, // backoff × operator_shutdown
-		{Cands: []*fsm.Candidate{rule328}}, // backoff × cleanup_settled
-		{Cands: []*fsm.Candidate{rule328}}, // backoff × cleanup_failed
+		{Cands: []*fsm.Candidate{rule338}},          // live × bootstrap_requested
+		{Cands: []*fsm.Candidate{rule338}},          // live × bootstrap_ok
+		{Cands: []*fsm.Candidate{rule338}},          // live × bootstrap_bad_request
+		{Cands: []*fsm.Candidate{rule338}},          // live × bootstrap_unauthorized
+		{Cands: []*fsm.Candidate{rule338}},          // live × upgrade_requested
+		{Cands: []*fsm.Candidate{rule338}},          // live × upgrade_accepted
+		{Cands: []*fsm.Candidate{rule338}},          // live × upgrade_bad_request
+		{Cands: []*fsm.Candidate{rule338}},          // live × version_refused
+		{Cands: []*fsm.Candidate{rule338}},          // live × auth_refused
+		{Cands: []*fsm.Candidate{rule270, rule278}}, // live × heartbeat
+		{Cands: []*fsm.Candidate{rule294}},          // live × frame_received
+		{Cands: []*fsm.Candidate{rule300}},          // live × heartbeat_interval
+		{Cands: []*fsm.Candidate{rule306}},          // live × read_deadline
+		{Cands: []*fsm.Candidate{rule306}},          // live × transport_lost
+		{Cands: []*fsm.Candidate{rule314}},          // live × superseded
+		{Cands: []*fsm.Candidate{rule324}},          // live × retired_close
+		{Cands: []*fsm.Candidate{rule332}},          // live × device_shutdown
+		{Cands: []*fsm.Candidate{rule332}},          // live × operator_shutdown
+		{Cands: []*fsm.Candidate{rule369}},          // live × cleanup_settled
+		{Cands: []*fsm.Candidate{rule369}},          // live × cleanup_failed
 		// shutting_down
-		{Cands: []*fsm.Candidate{rule323}}, // shutting_down × bootstrap_requested
-		{Cands: []*fsm.Candidate{rule323}}, // shutting_down × bootstrap_ok
-		{Cands: []*fsm.Candidate{rule323}}, // shutting_down × upgrade_accepted
-		{Cands: []*fsm.Candidate{rule323}}, // shutting_down × version_refused
-		{Cands: []*fsm.Candidate{rule323}}, // shutting_down × auth_refused
-		{Cands: []*fsm.Candidate{rule323}}, // shutting_down × heartbeat
-		{Cands: []*fsm.Candidate{rule323}}, // shutting_down × frame_received
-		{Cands: []*fsm.Candidate{rule323}}, // shutting_down × heartbeat_interval
-		{Cands: []*fsm.Candidate{rule323}}, // shutting_down × read_deadline
-		{Cands: []*fsm.Candidate{rule323}}, // shutting_down × reconnect_backoff
-		{Cands: []*fsm.Candidate{rule323}}, // shutting_down × transport_lost
-		{Cands: []*fsm.Candidate{rule323}}, // shutting_down × replaced
-		{Cands: []*fsm.Candidate{rule323}}, // shutting_down × retired_close
-		{Cands: []*fsm.Candidate{rule323}}, // shutting_down × device_shutdown
-		{Cands: []*fsm.Candidate{rule323}}, // shutting_down × operator_shutdown
-		{Cands: []*fsm.Candidate{rule313}}, // shutting_down × cleanup_settled
-		{Cands: []*fsm.Candidate{rule319}}, // shutting_down × cleanup_failed
+		{Cands: []*fsm.Candidate{rule338}},          // shutting_down × bootstrap_requested
+		{Cands: []*fsm.Candidate{rule338}},          // shutting_down × bootstrap_ok
+		{Cands: []*fsm.Candidate{rule338}},          // shutting_down × bootstrap_bad_request
+		{Cands: []*fsm.Candidate{rule338}},          // shutting_down × bootstrap_unauthorized
+		{Cands: []*fsm.Candidate{rule338}},          // shutting_down × upgrade_requested
+		{Cands: []*fsm.Candidate{rule338}},          // shutting_down × upgrade_accepted
+		{Cands: []*fsm.Candidate{rule338}},          // shutting_down × upgrade_bad_request
+		{Cands: []*fsm.Candidate{rule338}},          // shutting_down × version_refused
+		{Cands: []*fsm.Candidate{rule338}},          // shutting_down × auth_refused
+		{Cands: []*fsm.Candidate{rule270, rule278}}, // shutting_down × heartbeat
+		{Cands: []*fsm.Candidate{rule294}},          // shutting_down × frame_received
+		{Cands: []*fsm.Candidate{rule300}},          // shutting_down × heartbeat_interval
+		{Cands: []*fsm.Candidate{rule360}},          // shutting_down × read_deadline
+		{Cands: []*fsm.Candidate{rule353}},          // shutting_down × transport_lost
+		{Cands: []*fsm.Candidate{rule314}},          // shutting_down × superseded
+		{Cands: []*fsm.Candidate{rule324}},          // shutting_down × retired_close
+		{Cands: []*fsm.Candidate{rule364}},          // shutting_down × device_shutdown
+		{Cands: []*fsm.Candidate{rule364}},          // shutting_down × operator_shutdown
+		{Cands: []*fsm.Candidate{rule343}},          // shutting_down × cleanup_settled
+		{Cands: []*fsm.Candidate{rule349}},          // shutting_down × cleanup_failed
 		// stopped
-		{Cands: []*fsm.Candidate{rule336}}, // stopped × bootstrap_requested
-		{Cands: []*fsm.Candidate{rule336}}, // stopped × bootstrap_ok
-		{Cands: []*fsm.Candidate{rule336}}, // stopped × upgrade_accepted
-		{Cands: []*fsm.Candidate{rule336}}, // stopped × version_refused
-		{Cands: []*fsm.Candidate{rule336}}, // stopped × auth_refused
-		{Cands: []*fsm.Candidate{rule333}}, // stopped × heartbeat
-		{Cands: []*fsm.Candidate{rule333}}, // stopped × frame_received
-		{Cands: []*fsm.Candidate{rule333}}, // stopped × heartbeat_interval
-		{Cands: []*fsm.Candidate{rule333}}, // stopped × read_deadline
-		{Cands: []*fsm.Candidate{rule333}}, // stopped × reconnect_backoff
-		{Cands: []*fsm.Candidate{rule333}}, // stopped × transport_lost
-		{Cands: []*fsm.Candidate{rule333}}, // stopped × replaced
-		{Cands: []*fsm.Candidate{rule333}}, // stopped × retired_close
-		{Cands: []*fsm.Candidate{rule336}}, // stopped × device_shutdown
-		{Cands: []*fsm.Candidate{rule336}}, // stopped × operator_shutdown
-		{Cands: []*fsm.Candidate{rule333}}, // stopped × cleanup_settled
-		{Cands: []*fsm.Candidate{rule333}}, // stopped × cleanup_failed
+		{Cands: []*fsm.Candidate{rule377}}, // stopped × bootstrap_requested
+		{Cands: []*fsm.Candidate{rule377}}, // stopped × bootstrap_ok
+		{Cands: []*fsm.Candidate{rule377}}, // stopped × bootstrap_bad_request
+		{Cands: []*fsm.Candidate{rule377}}, // stopped × bootstrap_unauthorized
+		{Cands: []*fsm.Candidate{rule377}}, // stopped × upgrade_requested
+		{Cands: []*fsm.Candidate{rule377}}, // stopped × upgrade_accepted
+		{Cands: []*fsm.Candidate{rule377}}, // stopped × upgrade_bad_request
+		{Cands: []*fsm.Candidate{rule377}}, // stopped × version_refused
+		{Cands: []*fsm.Candidate{rule377}}, // stopped × auth_refused
+		{Cands: []*fsm.Candidate{rule374}}, // stopped × heartbeat
+		{Cands: []*fsm.Candidate{rule374}}, // stopped × frame_received
+		{Cands: []*fsm.Candidate{rule374}}, // stopped × heartbeat_interval
+		{Cands: []*fsm.Candidate{rule374}}, // stopped × read_deadline
+		{Cands: []*fsm.Candidate{rule374}}, // stopped × transport_lost
+		{Cands: []*fsm.Candidate{rule374}}, // stopped × superseded
+		{Cands: []*fsm.Candidate{rule374}}, // stopped × retired_close
+		{Cands: []*fsm.Candidate{rule374}}, // stopped × device_shutdown
+		{Cands: []*fsm.Candidate{rule374}}, // stopped × operator_shutdown
+		{Cands: []*fsm.Candidate{rule374}}, // stopped × cleanup_settled
+		{Cands: []*fsm.Candidate{rule374}}, // stopped × cleanup_failed
+		// cancelled
+		{Cands: []*fsm.Candidate{rule377}}, // cancelled × bootstrap_requested
+		{Cands: []*fsm.Candidate{rule377}}, // cancelled × bootstrap_ok
+		{Cands: []*fsm.Candidate{rule377}}, // cancelled × bootstrap_bad_request
+		{Cands: []*fsm.Candidate{rule377}}, // cancelled × bootstrap_unauthorized
+		{Cands: []*fsm.Candidate{rule377}}, // cancelled × upgrade_requested
+		{Cands: []*fsm.Candidate{rule377}}, // cancelled × upgrade_accepted
+		{Cands: []*fsm.Candidate{rule377}}, // cancelled × upgrade_bad_request
+		{Cands: []*fsm.Candidate{rule377}}, // cancelled × version_refused
+		{Cands: []*fsm.Candidate{rule377}}, // cancelled × auth_refused
+		{Cands: []*fsm.Candidate{rule374}}, // cancelled × heartbeat
+		{Cands: []*fsm.Candidate{rule374}}, // cancelled × frame_received
+		{Cands: []*fsm.Candidate{rule374}}, // cancelled × heartbeat_interval
+		{Cands: []*fsm.Candidate{rule374}}, // cancelled × read_deadline
+		{Cands: []*fsm.Candidate{rule374}}, // cancelled × transport_lost
+		{Cands: []*fsm.Candidate{rule374}}, // cancelled × superseded
+		{Cands: []*fsm.Candidate{rule374}}, // cancelled × retired_close
+		{Cands: []*fsm.Candidate{rule374}}, // cancelled × device_shutdown
+		{Cands: []*fsm.Candidate{rule374}}, // cancelled × operator_shutdown
+		{Cands: []*fsm.Candidate{rule374}}, // cancelled × cleanup_settled
+		{Cands: []*fsm.Candidate{rule374}}, // cancelled × cleanup_failed
+		// lost
+		{Cands: []*fsm.Candidate{rule377}}, // lost × bootstrap_requested
+		{Cands: []*fsm.Candidate{rule377}}, // lost × bootstrap_ok
+		{Cands: []*fsm.Candidate{rule377}}, // lost × bootstrap_bad_request
+		{Cands: []*fsm.Candidate{rule377}}, // lost × bootstrap_unauthorized
+		{Cands: []*fsm.Candidate{rule377}}, // lost × upgrade_requested
+		{Cands: []*fsm.Candidate{rule377}}, // lost × upgrade_accepted
+		{Cands: []*fsm.Candidate{rule377}}, // lost × upgrade_bad_request
+		{Cands: []*fsm.Candidate{rule377}}, // lost × version_refused
+		{Cands: []*fsm.Candidate{rule377}}, // lost × auth_refused
+		{Cands: []*fsm.Candidate{rule374}}, // lost × heartbeat
+		{Cands: []*fsm.Candidate{rule374}}, // lost × frame_received
+		{Cands: []*fsm.Candidate{rule374}}, // lost × heartbeat_interval
+		{Cands: []*fsm.Candidate{rule374}}, // lost × read_deadline
+		{Cands: []*fsm.Candidate{rule374}}, // lost × transport_lost
+		{Cands: []*fsm.Candidate{rule374}}, // lost × superseded
+		{Cands: []*fsm.Candidate{rule374}}, // lost × retired_close
+		{Cands: []*fsm.Candidate{rule374}}, // lost × device_shutdown
+		{Cands: []*fsm.Candidate{rule374}}, // lost × operator_shutdown
+		{Cands: []*fsm.Candidate{rule374}}, // lost × cleanup_settled
+		{Cands: []*fsm.Candidate{rule374}}, // lost × cleanup_failed
+		// replaced
+		{Cands: []*fsm.Candidate{rule377}}, // replaced × bootstrap_requested
+		{Cands: []*fsm.Candidate{rule377}}, // replaced × bootstrap_ok
+		{Cands: []*fsm.Candidate{rule377}}, // replaced × bootstrap_bad_request
+		{Cands: []*fsm.Candidate{rule377}}, // replaced × bootstrap_unauthorized
+		{Cands: []*fsm.Candidate{rule377}}, // replaced × upgrade_requested
+		{Cands: []*fsm.Candidate{rule377}}, // replaced × upgrade_accepted
+		{Cands: []*fsm.Candidate{rule377}}, // replaced × upgrade_bad_request
+		{Cands: []*fsm.Candidate{rule377}}, // replaced × version_refused
+		{Cands: []*fsm.Candidate{rule377}}, // replaced × auth_refused
+		{Cands: []*fsm.Candidate{rule374}}, // replaced × heartbeat
+		{Cands: []*fsm.Candidate{rule374}}, // replaced × frame_received
+		{Cands: []*fsm.Candidate{rule374}}, // replaced × heartbeat_interval
+		{Cands: []*fsm.Candidate{rule374}}, // replaced × read_deadline
+		{Cands: []*fsm.Candidate{rule374}}, // replaced × transport_lost
+		{Cands: []*fsm.Candidate{rule374}}, // replaced × superseded
+		{Cands: []*fsm.Candidate{rule374}}, // replaced × retired_close
+		{Cands: []*fsm.Candidate{rule374}}, // replaced × device_shutdown
+		{Cands: []*fsm.Candidate{rule374}}, // replaced × operator_shutdown
+		{Cands: []*fsm.Candidate{rule374}}, // replaced × cleanup_settled
+		{Cands: []*fsm.Candidate{rule374}}, // replaced × cleanup_failed
+		// request_rejected
+		{Cands: []*fsm.Candidate{rule377}}, // request_rejected × bootstrap_requested
+		{Cands: []*fsm.Candidate{rule377}}, // request_rejected × bootstrap_ok
+		{Cands: []*fsm.Candidate{rule377}}, // request_rejected × bootstrap_bad_request
+		{Cands: []*fsm.Candidate{rule377}}, // request_rejected × bootstrap_unauthorized
+		{Cands: []*fsm.Candidate{rule377}}, // request_rejected × upgrade_requested
+		{Cands: []*fsm.Candidate{rule377}}, // request_rejected × upgrade_accepted
+		{Cands: []*fsm.Candidate{rule377}}, // request_rejected × upgrade_bad_request
+		{Cands: []*fsm.Candidate{rule377}}, // request_rejected × version_refused
+		{Cands: []*fsm.Candidate{rule377}}, // request_rejected × auth_refused
+		{Cands: []*fsm.Candidate{rule374}}, // request_rejected × heartbeat
+		{Cands: []*fsm.Candidate{rule374}}, // request_rejected × frame_received
+		{Cands: []*fsm.Candidate{rule374}}, // request_rejected × heartbeat_interval
+		{Cands: []*fsm.Candidate{rule374}}, // request_rejected × read_deadline
+		{Cands: []*fsm.Candidate{rule374}}, // request_rejected × transport_lost
+		{Cands: []*fsm.Candidate{rule374}}, // request_rejected × superseded
+		{Cands: []*fsm.Candidate{rule374}}, // request_rejected × retired_close
+		{Cands: []*fsm.Candidate{rule374}}, // request_rejected × device_shutdown
+		{Cands: []*fsm.Candidate{rule374}}, // request_rejected × operator_shutdown
+		{Cands: []*fsm.Candidate{rule374}}, // request_rejected × cleanup_settled
+		{Cands: []*fsm.Candidate{rule374}}, // request_rejected × cleanup_failed
 		// version_rejected
-		{Cands: []*fsm.Candidate{rule336}}, // version_rejected × bootstrap_requested
-		{Cands: []*fsm.Candidate{rule336}}, // version_rejected × bootstrap_ok
-		{Cands: []*fsm.Candidate{rule336}}, // version_rejected × upgrade_accepted
-		{Cands: []*fsm.Candidate{rule336}}, // version_rejected × version_refused
-		{Cands: []*fsm.Candidate{rule336}}, // version_rejected × auth_refused
-		{Cands: []*fsm.Candidate{rule333}}, // version_rejected × heartbeat
-		{Cands: []*fsm.Candidate{rule333}}, // version_rejected × frame_received
-		{Cands: []*fsm.Candidate{rule333}}, // version_rejected × heartbeat_interval
-		{Cands: []*fsm.Candidate{rule333}}, // version_rejected × read_deadline
-		{Cands: []*fsm.Candidate{rule333}}, // version_rejected × reconnect_backoff
-		{Cands: []*fsm.Candidate{rule333}}, // version_rejected × transport_lost
-		{Cands: []*fsm.Candidate{rule333}}, // version_rejected × replaced
-		{Cands: []*fsm.Candidate{rule333}}, // version_rejected × retired_close
-		{Cands: []*fsm.Candidate{rule336}}, // version_rejected × device_shutdown
-		{Cands: []*fsm.Candidate{rule336}}, // version_rejected × operator_shutdown
-		{Cands: []*fsm.Candidate{rule333}}, // version_rejected × cleanup_settled
-		{Cands: []*fsm.Candidate{rule333}}, // version_rejected × cleanup_failed
+		{Cands: []*fsm.Candidate{rule377}}, // version_rejected × bootstrap_requested
+		{Cands: []*fsm.Candidate{rule377}}, // version_rejected × bootstrap_ok
+		{Cands: []*fsm.Candidate{rule377}}, // version_rejected × bootstrap_bad_request
+		{Cands: []*fsm.Candidate{rule377}}, // version_rejected × bootstrap_unauthorized
+		{Cands: []*fsm.Candidate{rule377}}, // version_rejected × upgrade_requested
+		{Cands: []*fsm.Candidate{rule377}}, // version_rejected × upgrade_accepted
+		{Cands: []*fsm.Candidate{rule377}}, // version_rejected × upgrade_bad_request
+		{Cands: []*fsm.Candidate{rule377}}, // version_rejected × version_refused
+		{Cands: []*fsm.Candidate{rule377}}, // version_rejected × auth_refused
+		{Cands: []*fsm.Candidate{rule374}}, // version_rejected × heartbeat
+		{Cands: []*fsm.Candidate{rule374}}, // version_rejected × frame_received
+		{Cands: []*fsm.Candidate{rule374}}, // version_rejected × heartbeat_interval
+		{Cands: []*fsm.Candidate{rule374}}, // version_rejected × read_deadline
+		{Cands: []*fsm.Candidate{rule374}}, // version_rejected × transport_lost
+		{Cands: []*fsm.Candidate{rule374}}, // version_rejected × superseded
+		{Cands: []*fsm.Candidate{rule374}}, // version_rejected × retired_close
+		{Cands: []*fsm.Candidate{rule374}}, // version_rejected × device_shutdown
+		{Cands: []*fsm.Candidate{rule374}}, // version_rejected × operator_shutdown
+		{Cands: []*fsm.Candidate{rule374}}, // version_rejected × cleanup_settled
+		{Cands: []*fsm.Candidate{rule374}}, // version_rejected × cleanup_failed
 		// auth_rejected
-		{Cands: []*fsm.Candidate{rule336}}, // auth_rejected × bootstrap_requested
-		{Cands: []*fsm.Candidate{rule336}}, // auth_rejected × bootstrap_ok
-		{Cands: []*fsm.Candidate{rule336}}, // auth_rejected × upgrade_accepted
-		{Cands: []*fsm.Candidate{rule336}}, // auth_rejected × version_refused
-		{Cands: []*fsm.Candidate{rule336}}, // auth_rejected × auth_refused
-		{Cands: []*fsm.Candidate{rule333}}, // auth_rejected × heartbeat
-		{Cands: []*fsm.Candidate{rule333}}, // auth_rejected × frame_received
-		{Cands: []*fsm.Candidate{rule333}}, // auth_rejected × heartbeat_interval
-		{Cands: []*fsm.Candidate{rule333}}, // auth_rejected × read_deadline
-		{Cands: []*fsm.Candidate{rule333}}, // auth_rejected × reconnect_backoff
-		{Cands: []*fsm.Candidate{rule333}}, // auth_rejected × transport_lost
-		{Cands: []*fsm.Candidate{rule333}}, // auth_rejected × replaced
-		{Cands: []*fsm.Candidate{rule333}}, // auth_rejected × retired_close
-		{Cands: []*fsm.Candidate{rule336}}, // auth_rejected × device_shutdown
-		{Cands: []*fsm.Candidate{rule336}}, // auth_rejected × operator_shutdown
-		{Cands: []*fsm.Candidate{rule333}}, // auth_rejected × cleanup_settled
-		{Cands: []*fsm.Candidate{rule333}}, // auth_rejected × cleanup_failed
+		{Cands: []*fsm.Candidate{rule377}}, // auth_rejected × bootstrap_requested
+		{Cands: []*fsm.Candidate{rule377}}, // auth_rejected × bootstrap_ok
+		{Cands: []*fsm.Candidate{rule377}}, // auth_rejected × bootstrap_bad_request
+		{Cands: []*fsm.Candidate{rule377}}, // auth_rejected × bootstrap_unauthorized
+		{Cands: []*fsm.Candidate{rule377}}, // auth_rejected × upgrade_requested
+		{Cands: []*fsm.Candidate{rule377}}, // auth_rejected × upgrade_accepted
+		{Cands: []*fsm.Candidate{rule377}}, // auth_rejected × upgrade_bad_request
+		{Cands: []*fsm.Candidate{rule377}}, // auth_rejected × version_refused
+		{Cands: []*fsm.Candidate{rule377}}, // auth_rejected × auth_refused
+		{Cands: []*fsm.Candidate{rule374}}, // auth_rejected × heartbeat
+		{Cands: []*fsm.Candidate{rule374}}, // auth_rejected × frame_received
+		{Cands: []*fsm.Candidate{rule374}}, // auth_rejected × heartbeat_interval
+		{Cands: []*fsm.Candidate{rule374}}, // auth_rejected × read_deadline
+		{Cands: []*fsm.Candidate{rule374}}, // auth_rejected × transport_lost
+		{Cands: []*fsm.Candidate{rule374}}, // auth_rejected × superseded
+		{Cands: []*fsm.Candidate{rule374}}, // auth_rejected × retired_close
+		{Cands: []*fsm.Candidate{rule374}}, // auth_rejected × device_shutdown
+		{Cands: []*fsm.Candidate{rule374}}, // auth_rejected × operator_shutdown
+		{Cands: []*fsm.Candidate{rule374}}, // auth_rejected × cleanup_settled
+		{Cands: []*fsm.Candidate{rule374}}, // auth_rejected × cleanup_failed
 		// retired
-		{Cands: []*fsm.Candidate{rule336}}, // retired × bootstrap_requested
-		{Cands: []*fsm.Candidate{rule336}}, // retired × bootstrap_ok
-		{Cands: []*fsm.Candidate{rule336}}, // retired × upgrade_accepted
-		{Cands: []*fsm.Candidate{rule336}}, // retired × version_refused
-		{Cands: []*fsm.Candidate{rule336}}, // retired × auth_refused
-		{Cands: []*fsm.Candidate{rule333}}, // retired × heartbeat
-		{Cands: []*fsm.Candidate{rule333}}, // retired × frame_received
-		{Cands: []*fsm.Candidate{rule333}}, // retired × heartbeat_interval
-		{Cands: []*fsm.Candidate{rule333}}, // retired × read_deadline
-		{Cands: []*fsm.Candidate{rule333}}, // retired × reconnect_backoff
-		{Cands: []*fsm.Candidate{rule333}}, // retired × transport_lost
-		{Cands: []*fsm.Candidate{rule333}}, // retired × replaced
-		{Cands: []*fsm.Candidate{rule333}}, // retired × retired_close
-		{Cands: []*fsm.Candidate{rule336}}, // retired × device_shutdown
-		{Cands: []*fsm.Candidate{rule336}}, // retired × operator_shutdown
-		{Cands: []*fsm.Candidate{rule333}}, // retired × cleanup_settled
-		{Cands: []*fsm.Candidate{rule333}}, // retired × cleanup_failed
-		// superseded
-		{Cands: []*fsm.Candidate{rule336}}, // superseded × bootstrap_requested
-		{Cands: []*fsm.Candidate{rule336}}, // superseded × bootstrap_ok
-		{Cands: []*fsm.Candidate{rule336}}, // superseded × upgrade_accepted
-		{Cands: []*fsm.Candidate{rule336}}, // superseded × version_refused
-		{Cands: []*fsm.Candidate{rule336}}, // superseded × auth_refused
-		{Cands: []*fsm.Candidate{rule333}}, // superseded × heartbeat
-		{Cands: []*fsm.Candidate{rule333}}, // superseded × frame_received
-		{Cands: []*fsm.Candidate{rule333}}, // superseded × heartbeat_interval
-		{Cands: []*fsm.Candidate{rule333}}, // superseded × read_deadline
-		{Cands: []*fsm.Candidate{rule333}}, // superseded × reconnect_backoff
-		{Cands: []*fsm.Candidate{rule333}}, // superseded × transport_lost
-		{Cands: []*fsm.Candidate{rule333}}, // superseded × replaced
-		{Cands: []*fsm.Candidate{rule333}}, // superseded × retired_close
-		{Cands: []*fsm.Candidate{rule336}}, // superseded × device_shutdown
-		{Cands: []*fsm.Candidate{rule336}}, // superseded × operator_shutdown
-		{Cands: []*fsm.Candidate{rule333}}, // superseded × cleanup_settled
-		{Cands: []*fsm.Candidate{rule333}}, // superseded × cleanup_failed
+		{Cands: []*fsm.Candidate{rule377}}, // retired × bootstrap_requested
+		{Cands: []*fsm.Candidate{rule377}}, // retired × bootstrap_ok
+		{Cands: []*fsm.Candidate{rule377}}, // retired × bootstrap_bad_request
+		{Cands: []*fsm.Candidate{rule377}}, // retired × bootstrap_unauthorized
+		{Cands: []*fsm.Candidate{rule377}}, // retired × upgrade_requested
+		{Cands: []*fsm.Candidate{rule377}}, // retired × upgrade_accepted
+		{Cands: []*fsm.Candidate{rule377}}, // retired × upgrade_bad_request
+		{Cands: []*fsm.Candidate{rule377}}, // retired × version_refused
+		{Cands: []*fsm.Candidate{rule377}}, // retired × auth_refused
+		{Cands: []*fsm.Candidate{rule374}}, // retired × heartbeat
+		{Cands: []*fsm.Candidate{rule374}}, // retired × frame_received
+		{Cands: []*fsm.Candidate{rule374}}, // retired × heartbeat_interval
+		{Cands: []*fsm.Candidate{rule374}}, // retired × read_deadline
+		{Cands: []*fsm.Candidate{rule374}}, // retired × transport_lost
+		{Cands: []*fsm.Candidate{rule374}}, // retired × superseded
+		{Cands: []*fsm.Candidate{rule374}}, // retired × retired_close
+		{Cands: []*fsm.Candidate{rule374}}, // retired × device_shutdown
+		{Cands: []*fsm.Candidate{rule374}}, // retired × operator_shutdown
+		{Cands: []*fsm.Candidate{rule374}}, // retired × cleanup_settled
+		{Cands: []*fsm.Candidate{rule374}}, // retired × cleanup_failed
 	},
 })
 
@@ -951,22 +1102,37 @@ func Transition(s State, e Event, held GuardSet) (Step, error) {
 // driver that drains an fsm.Outbox). A method must not change the machine. The *fsm.Firing is
 // reused: do not keep it after the call.
 type CoreHooks[A any] interface {
+	// GuardParamsMissing reports whether the upgrade request lacks the device_id or version query
+	// parameter or the Bearer header.
+	GuardParamsMissing(f *fsm.Firing[A]) bool
+	// GuardVersionMismatch reports whether the version parameter is not exactly the wire version,
+	// patch included.
+	GuardVersionMismatch(f *fsm.Firing[A]) bool
+	// GuardCredentialRefused reports whether the Bearer credential does not authenticate the
+	// device (unknown device, bad credential or wrong runtime type).
+	GuardCredentialRefused(f *fsm.Firing[A]) bool
 	// GuardValidDeclaration reports whether the heartbeat decodes strictly and every declared kind
 	// carries a complete capability object (every field present as a boolean, none null, none
 	// unknown).
 	GuardValidDeclaration(f *fsm.Firing[A]) bool
-	// DoFencePreviousConnection performs fence_previous_connection: Core fences the device's owner
-	// lease and evicts the Run and interaction routes of any older connection; the new one
-	// inherits none.
-	DoFencePreviousConnection(f *fsm.Firing[A]) error
+	// DoRefuseUpgrade performs refuse_upgrade: Core answers the upgrade with the refusal its
+	// failing check names (400 missing_params, 426 incompatible_version, 401 or 403) and opens no
+	// connection.
+	DoRefuseUpgrade(f *fsm.Firing[A]) error
+	// DoReplacePrevious performs replace_previous: Core fences the device's owner lease and fires
+	// superseded on the device's older connection, if any; this connection inherits none of its
+	// routes.
+	DoReplacePrevious(f *fsm.Firing[A]) error
+	// DoEvictRoutes performs evict_routes: Core evicts this connection's Run and interaction
+	// routes; their subscriptions end with an observation error and nothing is replayed.
+	DoEvictRoutes(f *fsm.Firing[A]) error
 	// DoRecordCapabilities performs record_capabilities: Core replaces the connection's capability
 	// snapshot with this heartbeat's declaration; an absent kind is not advertised.
 	DoRecordCapabilities(f *fsm.Firing[A]) error
 	// DoClearAdmissionSnapshot performs clear_admission_snapshot: Core forgets what this
 	// connection was admitted with; this settles no Run, completion or cancellation.
 	DoClearAdmissionSnapshot(f *fsm.Firing[A]) error
-	// DoCloseTransport performs close_transport: close the WebSocket of the current physical
-	// connection.
+	// DoCloseTransport performs close_transport: close the WebSocket of this connection.
 	DoCloseTransport(f *fsm.Firing[A]) error
 	// DoDropConnectionState performs drop_connection_state: discard the connection-local routing,
 	// admission handles and transfer state; Run subscriptions end with an observation error and
@@ -980,8 +1146,8 @@ func Core[A any](h CoreHooks[A]) fsm.Binding[A] {
 		return nil
 	}
 	return &fsm.HookTable[A]{
-		Guards:  []func(*fsm.Firing[A]) bool{GuardValidDeclaration: h.GuardValidDeclaration},
-		Actions: []func(*fsm.Firing[A]) error{ActionFencePreviousConnection: h.DoFencePreviousConnection, ActionRecordCapabilities: h.DoRecordCapabilities, ActionClearAdmissionSnapshot: h.DoClearAdmissionSnapshot, ActionCloseTransport: h.DoCloseTransport, ActionDropConnectionState: h.DoDropConnectionState},
+		Guards:  []func(*fsm.Firing[A]) bool{GuardParamsMissing: h.GuardParamsMissing, GuardVersionMismatch: h.GuardVersionMismatch, GuardCredentialRefused: h.GuardCredentialRefused, GuardValidDeclaration: h.GuardValidDeclaration},
+		Actions: []func(*fsm.Firing[A]) error{ActionRefuseUpgrade: h.DoRefuseUpgrade, ActionReplacePrevious: h.DoReplacePrevious, ActionEvictRoutes: h.DoEvictRoutes, ActionRecordCapabilities: h.DoRecordCapabilities, ActionClearAdmissionSnapshot: h.DoClearAdmissionSnapshot, ActionCloseTransport: h.DoCloseTransport, ActionDropConnectionState: h.DoDropConnectionState},
 	}
 }
 
@@ -1007,8 +1173,7 @@ type RuntimeHooks[A any] interface {
 	// DoDialWebsocket performs dial_websocket: the Runtime dials the URL bootstrap returned,
 	// naming its device and wire version in the URL; the credential travels only in the header.
 	DoDialWebsocket(f *fsm.Firing[A]) error
-	// DoCloseTransport performs close_transport: close the WebSocket of the current physical
-	// connection.
+	// DoCloseTransport performs close_transport: close the WebSocket of this connection.
 	DoCloseTransport(f *fsm.Firing[A]) error
 	// DoDropConnectionState performs drop_connection_state: discard the connection-local routing,
 	// admission handles and transfer state; Run subscriptions end with an observation error and

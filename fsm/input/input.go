@@ -5,7 +5,9 @@
 // One active input delivered to a running Run as prompt_steer with a durable receipt: each Run has
 // a single input in flight at Core, the Runtime bounds the native write and each receipt send,
 // written reports the write phase only, and accepted (native consumption) is the single fact that
-// advances Core's input cursor. Nothing is redelivered automatically.
+// advances Core's input cursor. Nothing is redelivered automatically. When the Run completes, the
+// Runtime holds done back for an unsettled input at most one drain budget (the write plus the send
+// budget, 15 seconds) in all.
 //
 // One instance per input ID (payload input_id of prompt_steer and prompt_steer_ack; the envelopes
 // carry the Run ID).
@@ -36,29 +38,38 @@ const (
 	// StatePending: the input is queued at Core and not in flight; a retry after not_ready or busy
 	// returns here with its payload unchanged
 	StatePending State = 1
-	// StateSent: prompt_steer was sent; Core waits for written while the Runtime's native write
-	// runs
+	// StateSent: prompt_steer was sent (or its send was attempted); Core waits for written while
+	// the Runtime's native write runs
 	StateSent State = 2
 	// StateWriteComplete: the Runtime finished the native write and is sending the written receipt
 	// (Runtime only; Core still sees sent)
 	StateWriteComplete State = 3
+	// StateRefusing: the Runtime refused the input before its native write completed, or reports
+	// the write uncertain at its bound, and is sending that receipt (Runtime only); only here and
+	// in sent is a retryable code retryable
+	StateRefusing State = 4
 	// StateWritten: written was observed; native acceptance may follow under the Turn lifetime
-	StateWritten State = 4
-	// StateDraining: the Run is completing and the Runtime holds done back while this written
-	// input is still unsettled (Runtime only)
-	StateDraining State = 5
-	// StateSettling: the Runtime is sending the final receipt (accepted, or refused with a code)
-	// under its send budget (Runtime only)
+	StateWritten State = 5
+	// StateSettling: after the native write, the Runtime is sending the final receipt (accepted,
+	// or refused with a code) under its send budget (Runtime only)
 	StateSettling State = 6
+	// StateDraining: the Run is completing and the Runtime holds done back for this unsettled
+	// input under one drain budget that bounds everything left (the rest of the write, the
+	// receipts, acceptance) (Runtime only)
+	StateDraining State = 7
+	// StateUnconfirmed: no written arrived within 30 seconds of delivery, so Core recorded the
+	// outcome unknown; the cursor does not move and nothing is resent, but a late receipt for this
+	// input ID still settles it (Core only)
+	StateUnconfirmed State = 8
 	// StateAccepted: the adapter confirmed native consumption; Core's input cursor advanced past
 	// this input
-	StateAccepted State = 7
+	StateAccepted State = 9
 	// StateRejected: the Runtime refused the input with a finite code (invalid_input,
 	// run_inactive, input_conflict, input_limit, unsupported, ...)
-	StateRejected State = 8
-	// StateUnknown: the input may or may not have been consumed; the cursor does not advance and
-	// the input is never resent automatically
-	StateUnknown State = 9
+	StateRejected State = 10
+	// StateUnknown: the input may or may not have been consumed and no receipt can settle it any
+	// more; the cursor does not advance and the input is never resent automatically
+	StateUnknown State = 11
 )
 
 // String returns the spec name, or State(n) for a value outside the enum.
@@ -83,12 +94,16 @@ func ParseState(name string) (State, error) {
 		return StateSent, nil
 	case "write_complete":
 		return StateWriteComplete, nil
+	case "refusing":
+		return StateRefusing, nil
 	case "written":
 		return StateWritten, nil
-	case "draining":
-		return StateDraining, nil
 	case "settling":
 		return StateSettling, nil
+	case "draining":
+		return StateDraining, nil
+	case "unconfirmed":
+		return StateUnconfirmed, nil
 	case "accepted":
 		return StateAccepted, nil
 	case "rejected":
@@ -124,7 +139,8 @@ const (
 	// EventPromptSteer: the input with durable_receipt true; its identity and payload are bound at
 	// the first send (wire prompt_steer, sent by core)
 	EventPromptSteer Event = 1
-	// EventSendFailed: Core's send of prompt_steer returned an error (local, observed by core)
+	// EventSendFailed: Core's write of prompt_steer returned an error; the frame may have left
+	// (local, observed by core)
 	EventSendFailed Event = 2
 	// EventNativeWriteDone: the adapter's native write of the input completed (local, observed by
 	// runtime)
@@ -144,22 +160,26 @@ const (
 	// EventAckRejected: prompt_steer_ack with accepted false and an error code (wire
 	// prompt_steer_ack, sent by runtime)
 	EventAckRejected Event = 8
+	// EventReceiptSendFailed: the Runtime's write of a prompt_steer_ack returned an error; the
+	// receipt may have arrived (local, observed by runtime)
+	EventReceiptSendFailed Event = 9
 	// EventWrittenWait: thirty seconds from delivery without written (timer 30s, owned by core)
-	EventWrittenWait Event = 9
+	EventWrittenWait Event = 10
 	// EventNativeWrite: the bound on the adapter's native write; it stops once the write completes
 	// (timer 10s, owned by runtime)
-	EventNativeWrite Event = 10
+	EventNativeWrite Event = 11
 	// EventReceiptSend: the shutdown-aware budget of one receipt send (timer 5s, owned by runtime)
-	EventReceiptSend Event = 11
-	// EventDrainWait: how long the Runtime holds done back for an in-flight input (the write plus
-	// the send budget) (timer 15s, owned by runtime)
-	EventDrainWait Event = 12
+	EventReceiptSend Event = 12
+	// EventDrainWait: how long the Runtime holds done back, in all, for an unsettled input once
+	// the Run completes (timer 15s, owned by runtime)
+	EventDrainWait Event = 13
 	// EventRunCompleting: the native Turn finished and the Runtime closed input admission; done is
-	// about to be published (local, observed by runtime)
-	EventRunCompleting Event = 13
+	// held back while this input is unsettled (local, observed by runtime)
+	EventRunCompleting Event = 14
 	// EventRunSettled: Core observed the Run's terminal outcome (done, cancellation receipt or
-	// lost observation) while this input was unsettled (local, observed by core)
-	EventRunSettled Event = 14
+	// lost observation) while this input was unsettled; no receipt can follow it (local, observed
+	// by core)
+	EventRunSettled Event = 15
 )
 
 // String returns the spec name, or Event(n) for a value outside the enum.
@@ -194,6 +214,8 @@ func ParseEvent(name string) (Event, error) {
 		return EventAckAccepted, nil
 	case "ack_rejected":
 		return EventAckRejected, nil
+	case "receipt_send_failed":
+		return EventReceiptSendFailed, nil
 	case "written_wait":
 		return EventWrittenWait, nil
 	case "native_write":
@@ -239,6 +261,15 @@ func (v Event) Message() Message {
 	return Message(Table.Events[v-1].Message)
 }
 
+// FailedSend is the local event a sender fires instead of v when its write of v failed (the frame
+// is possibly delivered), or 0 for events that are not messages.
+func (v Event) FailedSend() Event {
+	if !v.Valid() {
+		return 0
+	}
+	return Event(Table.Events[v-1].FailedSend)
+}
+
 // Timer is the timer whose expiry v is, or 0.
 func (v Event) Timer() Timer {
 	if !v.Valid() {
@@ -259,8 +290,8 @@ const (
 	TimerNativeWrite Timer = 2
 	// TimerReceiptSend: the shutdown-aware budget of one receipt send (5s)
 	TimerReceiptSend Timer = 3
-	// TimerDrainWait: how long the Runtime holds done back for an in-flight input (the write plus
-	// the send budget) (15s)
+	// TimerDrainWait: how long the Runtime holds done back, in all, for an unsettled input once
+	// the Run completes (15s)
 	TimerDrainWait Timer = 4
 )
 
@@ -320,8 +351,8 @@ const (
 	// GuardInputSlotFree: no other input of the same Run is between prompt_steer and a settled
 	// receipt (one input in flight per Run)
 	GuardInputSlotFree Guard = 1
-	// GuardRetryableCode: the error code is not_ready or busy, which the Runtime answers at
-	// admission before any native write
+	// GuardRetryableCode: the error code is not_ready or busy, which the Runtime answers before
+	// the native write completes
 	GuardRetryableCode Guard = 2
 	// GuardUnknownCode: the error code is outcome_unknown (the Runtime itself cannot tell whether
 	// the input was consumed)
@@ -390,6 +421,12 @@ const (
 	// ActionMarkUnknown: Core records the input outcome as unknown; the cursor does not move and
 	// nothing is resent
 	ActionMarkUnknown Action = 5
+	// ActionSettleLate: Core replaces the unknown outcome it recorded with what the late receipt
+	// proves, keeping the 30 s observation beside it
+	ActionSettleLate Action = 6
+	// ActionPublishDone: the Runtime stops holding done back for this input; a receipt still
+	// unsent is dropped
+	ActionPublishDone Action = 7
 )
 
 // String returns the spec name, or Action(n) for a value outside the enum.
@@ -402,7 +439,7 @@ func (v Action) String() string {
 
 // Valid reports whether v is one of the declared constants.
 func (v Action) Valid() bool {
-	return v >= 1 && v <= ActionMarkUnknown
+	return v >= 1 && v <= ActionPublishDone
 }
 
 // ParseAction returns the action with the given spec name.
@@ -418,6 +455,10 @@ func ParseAction(name string) (Action, error) {
 		return ActionRecordRejection, nil
 	case "mark_unknown":
 		return ActionMarkUnknown, nil
+	case "settle_late":
+		return ActionSettleLate, nil
+	case "publish_done":
+		return ActionPublishDone, nil
 	}
 	return 0, &fsm.InvalidError{
 		Machine: Name,
@@ -468,118 +509,167 @@ func ParseMessage(name string) (Message, error) {
 // covers (a rule that lists its own target among its sources is two: a move from the others and an
 // internal transition in the target).
 var (
-	rule112 = &fsm.Candidate{Guard: fsm.GuardID(GuardInputSlotFree), Disp: fsm.Moved, To: fsm.StateID(StateSent), Line: 112, Effects: []fsm.Effect{
+	rule142 = &fsm.Candidate{Guard: fsm.GuardID(GuardInputSlotFree), Disp: fsm.Moved, To: fsm.StateID(StateSent), Line: 142, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
 		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionWriteNative)},
 	}}
-	rule117 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "another input of this Run is in flight; this one stays queued until that receipt settles", Line: 117}
-	rule121 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no deadline runs while the input is queued", Line: 121}
-	rule124 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the input was never sent", Line: 124}
-	rule128 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no prompt_steer is in flight for this input ID", Line: 128}
-	rule133 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateWriteComplete), Line: 133, Effects: []fsm.Effect{
+	rule147 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "another input of this Run is in flight; this one stays queued until that receipt settles", Line: 147}
+	rule151 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateSent), Line: 151, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
+		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
+	}}
+	rule157 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no deadline runs while the input is queued", Line: 157}
+	rule160 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the input was never sent", Line: 160}
+	rule164 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no prompt_steer is in flight for this input ID", Line: 164}
+	rule169 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateWriteComplete), Line: 169, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
 		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePromptSteerAck)},
 	}}
-	rule137 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateSettling), Line: 137, Effects: []fsm.Effect{
+	rule173 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRefusing), Line: 173, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
 		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePromptSteerAck)},
 	}}
-	rule142 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateSettling), Line: 142, Effects: []fsm.Effect{
+	rule178 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRefusing), Line: 178, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
 		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePromptSteerAck)},
 	}}
-	rule146 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateWritten), Line: 146, Effects: []fsm.Effect{
+	rule182 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateDraining), Line: 182, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
+		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerDrainWait)},
+	}}
+	rule188 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateWritten), Line: 188, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
 	}}
-	rule150 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "consumption cannot be confirmed before the native write completes", Line: 150}
-	rule153 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the drain only runs for a written input once the Run completes", Line: 153}
-	rule156 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no receipt is being sent while the native write runs", Line: 156}
-	rule159 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 159, Effects: []fsm.Effect{
+	rule192 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnconfirmed), Line: 192, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
+	}}
+	rule198 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "consumption cannot be confirmed before the native write completes", Line: 198}
+	rule201 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 201, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
 	}}
-	rule163 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the write and receipt budgets already bound the wait before done", Line: 163}
-	rule169 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateWritten), Line: 169, Effects: []fsm.Effect{
+	rule205 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no receipt is being sent and no drain runs while the native write runs", Line: 205}
+	rule210 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateWritten), Line: 210, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
 	}}
-	rule173 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateWritten), Line: 173, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
-	}}
-	rule179 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateSettling), Line: 179, Effects: []fsm.Effect{
+	rule216 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateSettling), Line: 216, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
 		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePromptSteerAck)},
 	}}
-	rule183 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the native write already completed", Line: 183}
-	rule188 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAccepted), Line: 188, Effects: []fsm.Effect{
+	rule220 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateDraining), Line: 220, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
+		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerDrainWait)},
+	}}
+	rule224 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the native write already completed and no drain runs yet", Line: 224}
+	rule229 = &fsm.Candidate{Guard: fsm.GuardID(GuardRetryableCode), Disp: fsm.Moved, To: fsm.StateID(StatePending), Line: 229, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
+	}}
+	rule234 = &fsm.Candidate{Guard: fsm.GuardID(GuardUnknownCode), Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 234, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
+	}}
+	rule239 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 239, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
+	}}
+	rule243 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 243, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
+	}}
+	rule248 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the input was refused before its native write completed", Line: 248}
+	rule251 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the outcome is already being reported", Line: 251}
+	rule254 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the receipt send already bounds the wait before done", Line: 254}
+	rule258 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "only the receipt send budget runs here", Line: 258}
+	rule263 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAccepted), Line: 263, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerDrainWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionAdvanceCursor)},
 	}}
-	rule197 = &fsm.Candidate{Guard: fsm.GuardID(GuardRetryableCode), Disp: fsm.Moved, To: fsm.StateID(StatePending), Line: 197, Effects: []fsm.Effect{
+	rule272 = &fsm.Candidate{Guard: fsm.GuardID(GuardRetryableCode), Disp: fsm.Moved, To: fsm.StateID(StatePending), Line: 272, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionKeepForRetry)},
 	}}
-	rule206 = &fsm.Candidate{Guard: fsm.GuardID(GuardUnknownCode), Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 206, Effects: []fsm.Effect{
+	rule277 = &fsm.Candidate{Guard: fsm.GuardID(GuardUnknownCode), Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 277, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerDrainWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
 	}}
-	rule216 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 216, Effects: []fsm.Effect{
+	rule287 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 287, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerDrainWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordRejection)},
 	}}
-	rule226 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the input is already in flight; there is no automatic redelivery", Line: 226}
-	rule231 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateSettling), Line: 231, Effects: []fsm.Effect{
+	rule298 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the input is already in flight; there is no automatic redelivery", Line: 298}
+	rule301 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no prompt_steer is being sent; the input is already in flight", Line: 301}
+	rule306 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateSettling), Line: 306, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePromptSteerAck)},
 	}}
-	rule235 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateDraining), Line: 235, Effects: []fsm.Effect{
+	rule310 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateDraining), Line: 310, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerDrainWait)},
 	}}
-	rule239 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 239, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerDrainWait)},
+	rule314 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 314, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
 	}}
-	rule243 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the write phase was already confirmed", Line: 243}
-	rule246 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the native write already completed", Line: 246}
-	rule249 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no write or send deadline is running", Line: 249}
-	rule252 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the drain only runs once the Run completes", Line: 252}
-	rule257 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateSettling), Line: 257, Effects: []fsm.Effect{
+	rule318 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the write phase was already confirmed", Line: 318}
+	rule321 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the native write already completed and no receipt is being sent", Line: 321}
+	rule324 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no write, send or drain deadline is running", Line: 324}
+	rule329 = &fsm.Candidate{Disp: fsm.Stayed, Line: 329, Effects: []fsm.Effect{
+		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePromptSteerAck)},
+	}}
+	rule334 = &fsm.Candidate{Disp: fsm.Stayed, Line: 334, Effects: []fsm.Effect{
+		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePromptSteerAck)},
+	}}
+	rule338 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 338, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerDrainWait)},
-		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
-		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePromptSteerAck)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionPublishDone)},
 	}}
-	rule261 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateSettling), Line: 261, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
-		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePromptSteerAck)},
+	rule344 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the drain is already running and its budget is the only deadline", Line: 344}
+	rule349 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateWritten), Line: 349, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleLate)},
 	}}
-	rule266 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the drain is already running", Line: 266}
-	rule271 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 271}
-	rule274 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the outcome is already being reported", Line: 274}
-	rule277 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "only the receipt send budget runs while settling", Line: 277}
-	rule282 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the input outcome is settled; late receipts and deadlines change nothing", Line: 282}
-	rule286 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the input ID is settled; a new input needs a new input ID", Line: 286}
+	rule353 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAccepted), Line: 353, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleLate)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionAdvanceCursor)},
+	}}
+	rule357 = &fsm.Candidate{Guard: fsm.GuardID(GuardRetryableCode), Disp: fsm.Moved, To: fsm.StateID(StatePending), Line: 357, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleLate)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionKeepForRetry)},
+	}}
+	rule363 = &fsm.Candidate{Guard: fsm.GuardID(GuardUnknownCode), Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 363, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
+	}}
+	rule368 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 368, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleLate)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordRejection)},
+	}}
+	rule372 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 372, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
+	}}
+	rule376 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "Core's view only; the Runtime's phases and deadlines do not reach it", Line: 376}
+	rule381 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the input outcome is settled; late frames and deadlines change nothing", Line: 381}
+	rule386 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the input ID is settled; a new input needs a new input ID", Line: 386}
 )
 
 // Table is the input machine as the engine runs it, sealed: every (state, event) cell lists its
@@ -592,22 +682,25 @@ var Table = fsm.MustSeal(&fsm.Table{
 		{Name: "pending"},
 		{Name: "sent", Timers: []fsm.TimerID{fsm.TimerID(TimerWrittenWait), fsm.TimerID(TimerNativeWrite)}},
 		{Name: "write_complete", Timers: []fsm.TimerID{fsm.TimerID(TimerWrittenWait), fsm.TimerID(TimerReceiptSend)}},
+		{Name: "refusing", Timers: []fsm.TimerID{fsm.TimerID(TimerReceiptSend)}},
 		{Name: "written"},
-		{Name: "draining", Timers: []fsm.TimerID{fsm.TimerID(TimerDrainWait)}},
 		{Name: "settling", Timers: []fsm.TimerID{fsm.TimerID(TimerReceiptSend)}},
+		{Name: "draining", Timers: []fsm.TimerID{fsm.TimerID(TimerDrainWait)}},
+		{Name: "unconfirmed"},
 		{Name: "accepted", Outcome: fsm.OutcomeSuccess},
 		{Name: "rejected", Outcome: fsm.OutcomeFailure},
 		{Name: "unknown", Outcome: fsm.OutcomeUnknown},
 	},
 	Events: []fsm.EventDecl{
-		{Name: "prompt_steer", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessagePromptSteer)},
+		{Name: "prompt_steer", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessagePromptSteer), FailedSend: fsm.EventID(EventSendFailed), Dispatch: true},
 		{Name: "send_failed", Kind: fsm.EventLocal, Role: fsm.RoleCore},
 		{Name: "native_write_done", Kind: fsm.EventLocal, Role: fsm.RoleRuntime},
 		{Name: "native_accepted", Kind: fsm.EventLocal, Role: fsm.RoleRuntime},
 		{Name: "input_refused", Kind: fsm.EventLocal, Role: fsm.RoleRuntime},
-		{Name: "ack_written", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePromptSteerAck)},
-		{Name: "ack_accepted", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePromptSteerAck)},
-		{Name: "ack_rejected", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePromptSteerAck)},
+		{Name: "ack_written", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePromptSteerAck), FailedSend: fsm.EventID(EventReceiptSendFailed)},
+		{Name: "ack_accepted", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePromptSteerAck), FailedSend: fsm.EventID(EventReceiptSendFailed)},
+		{Name: "ack_rejected", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePromptSteerAck), FailedSend: fsm.EventID(EventReceiptSendFailed)},
+		{Name: "receipt_send_failed", Kind: fsm.EventLocal, Role: fsm.RoleRuntime},
 		{Name: "written_wait", Kind: fsm.EventTimer, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
 		{Name: "native_write", Kind: fsm.EventTimer, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
 		{Name: "receipt_send", Kind: fsm.EventTimer, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
@@ -616,7 +709,7 @@ var Table = fsm.MustSeal(&fsm.Table{
 		{Name: "run_settled", Kind: fsm.EventLocal, Role: fsm.RoleCore},
 	},
 	Guards:   []string{"input_slot_free", "retryable_code", "unknown_code"},
-	Actions:  []string{"write_native", "advance_cursor", "keep_for_retry", "record_rejection", "mark_unknown"},
+	Actions:  []string{"write_native", "advance_cursor", "keep_for_retry", "record_rejection", "mark_unknown", "settle_late", "publish_done"},
 	Messages: []string{"prompt_steer", "prompt_steer_ack"},
 	Timers: []fsm.TimerDecl{
 		{Name: "written_wait", Duration: 30 * time.Second, Event: fsm.EventID(EventWrittenWait)},
@@ -627,140 +720,181 @@ var Table = fsm.MustSeal(&fsm.Table{
 	Initial: fsm.StateID(StatePending),
 	Cells: []fsm.Cell{
 		// pending
-		{Cands: []*fsm.Candidate{rule112, rule117}}, // pending × prompt_steer
-		{Cands: []*fsm.Candidate{rule128}},          // pending × send_failed
-		{Cands: []*fsm.Candidate{rule128}},          // pending × native_write_done
-		{Cands: []*fsm.Candidate{rule128}},          // pending × native_accepted
-		{Cands: []*fsm.Candidate{rule128}},          // pending × input_refused
-		{Cands: []*fsm.Candidate{rule128}},          // pending × ack_written
-		{Cands: []*fsm.Candidate{rule128}},          // pending × ack_accepted
-		{Cands: []*fsm.Candidate{rule128}},          // pending × ack_rejected
-		{Cands: []*fsm.Candidate{rule121}},          // pending × written_wait
-		{Cands: []*fsm.Candidate{rule121}},          // pending × native_write
-		{Cands: []*fsm.Candidate{rule121}},          // pending × receipt_send
-		{Cands: []*fsm.Candidate{rule121}},          // pending × drain_wait
-		{Cands: []*fsm.Candidate{rule124}},          // pending × run_completing
-		{Cands: []*fsm.Candidate{rule124}},          // pending × run_settled
+		{Cands: []*fsm.Candidate{rule142, rule147}}, // pending × prompt_steer
+		{Cands: []*fsm.Candidate{rule151}},          // pending × send_failed
+		{Cands: []*fsm.Candidate{rule164}},          // pending × native_write_done
+		{Cands: []*fsm.Candidate{rule164}},          // pending × native_accepted
+		{Cands: []*fsm.Candidate{rule164}},          // pending × input_refused
+		{Cands: []*fsm.Candidate{rule164}},          // pending × ack_written
+		{Cands: []*fsm.Candidate{rule164}},          // pending × ack_accepted
+		{Cands: []*fsm.Candidate{rule164}},          // pending × ack_rejected
+		{Cands: []*fsm.Candidate{rule160}},          // pending × receipt_send_failed
+		{Cands: []*fsm.Candidate{rule157}},          // pending × written_wait
+		{Cands: []*fsm.Candidate{rule157}},          // pending × native_write
+		{Cands: []*fsm.Candidate{rule157}},          // pending × receipt_send
+		{Cands: []*fsm.Candidate{rule157}},          // pending × drain_wait
+		{Cands: []*fsm.Candidate{rule160}},          // pending × run_completing
+		{Cands: []*fsm.Candidate{rule160}},          // pending × run_settled
 		// sent
-		{Cands: []*fsm.Candidate{rule226}},                   // sent × prompt_steer
-		{Cands: []*fsm.Candidate{rule159}},                   // sent × send_failed
-		{Cands: []*fsm.Candidate{rule133}},                   // sent × native_write_done
-		{Cands: []*fsm.Candidate{rule150}},                   // sent × native_accepted
-		{Cands: []*fsm.Candidate{rule142}},                   // sent × input_refused
-		{Cands: []*fsm.Candidate{rule146}},                   // sent × ack_written
-		{Cands: []*fsm.Candidate{rule188}},                   // sent × ack_accepted
-		{Cands: []*fsm.Candidate{rule197, rule206, rule216}}, // sent × ack_rejected
-		{Cands: []*fsm.Candidate{rule159}},                   // sent × written_wait
-		{Cands: []*fsm.Candidate{rule137}},                   // sent × native_write
-		{Cands: []*fsm.Candidate{rule156}},                   // sent × receipt_send
-		{Cands: []*fsm.Candidate{rule153}},                   // sent × drain_wait
-		{Cands: []*fsm.Candidate{rule163}},                   // sent × run_completing
-		{Cands: []*fsm.Candidate{rule159}},                   // sent × run_settled
+		{Cands: []*fsm.Candidate{rule298}},                   // sent × prompt_steer
+		{Cands: []*fsm.Candidate{rule301}},                   // sent × send_failed
+		{Cands: []*fsm.Candidate{rule169}},                   // sent × native_write_done
+		{Cands: []*fsm.Candidate{rule198}},                   // sent × native_accepted
+		{Cands: []*fsm.Candidate{rule178}},                   // sent × input_refused
+		{Cands: []*fsm.Candidate{rule188}},                   // sent × ack_written
+		{Cands: []*fsm.Candidate{rule263}},                   // sent × ack_accepted
+		{Cands: []*fsm.Candidate{rule272, rule277, rule287}}, // sent × ack_rejected
+		{Cands: []*fsm.Candidate{rule205}},                   // sent × receipt_send_failed
+		{Cands: []*fsm.Candidate{rule192}},                   // sent × written_wait
+		{Cands: []*fsm.Candidate{rule173}},                   // sent × native_write
+		{Cands: []*fsm.Candidate{rule205}},                   // sent × receipt_send
+		{Cands: []*fsm.Candidate{rule205}},                   // sent × drain_wait
+		{Cands: []*fsm.Candidate{rule182}},                   // sent × run_completing
+		{Cands: []*fsm.Candidate{rule201}},                   // sent × run_settled
 		// write_complete
-		{Cands: []*fsm.Candidate{rule226}},          // write_complete × prompt_steer
-		{Cands: []*fsm.Candidate{rule159}},          // write_complete × send_failed
-		{Cands: []*fsm.Candidate{rule183}},          // write_complete × native_write_done
-		{Cands: []*fsm.Candidate{rule179}},          // write_complete × native_accepted
-		{Cands: []*fsm.Candidate{rule179}},          // write_complete × input_refused
-		{Cands: []*fsm.Candidate{rule169}},          // write_complete × ack_written
-		{Cands: []*fsm.Candidate{rule188}},          // write_complete × ack_accepted
-		{Cands: []*fsm.Candidate{rule206, rule216}}, // write_complete × ack_rejected
-		{Cands: []*fsm.Candidate{rule159}},          // write_complete × written_wait
-		{Cands: []*fsm.Candidate{rule183}},          // write_complete × native_write
-		{Cands: []*fsm.Candidate{rule173}},          // write_complete × receipt_send
-		{Cands: []*fsm.Candidate{rule153}},          // write_complete × drain_wait
-		{Cands: []*fsm.Candidate{rule163}},          // write_complete × run_completing
-		{Cands: []*fsm.Candidate{rule159}},          // write_complete × run_settled
+		{Cands: []*fsm.Candidate{rule298}},          // write_complete × prompt_steer
+		{Cands: []*fsm.Candidate{rule301}},          // write_complete × send_failed
+		{Cands: []*fsm.Candidate{rule224}},          // write_complete × native_write_done
+		{Cands: []*fsm.Candidate{rule216}},          // write_complete × native_accepted
+		{Cands: []*fsm.Candidate{rule216}},          // write_complete × input_refused
+		{Cands: []*fsm.Candidate{rule188}},          // write_complete × ack_written
+		{Cands: []*fsm.Candidate{rule263}},          // write_complete × ack_accepted
+		{Cands: []*fsm.Candidate{rule277, rule287}}, // write_complete × ack_rejected
+		{Cands: []*fsm.Candidate{rule210}},          // write_complete × receipt_send_failed
+		{Cands: []*fsm.Candidate{rule192}},          // write_complete × written_wait
+		{Cands: []*fsm.Candidate{rule224}},          // write_complete × native_write
+		{Cands: []*fsm.Candidate{rule210}},          // write_complete × receipt_send
+		{Cands: []*fsm.Candidate{rule224}},          // write_complete × drain_wait
+		{Cands: []*fsm.Candidate{rule220}},          // write_complete × run_completing
+		{Cands: []*fsm.Candidate{rule201}},          // write_complete × run_settled
+		// refusing
+		{Cands: []*fsm.Candidate{rule298}},                   // refusing × prompt_steer
+		{Cands: []*fsm.Candidate{rule301}},                   // refusing × send_failed
+		{Cands: []*fsm.Candidate{rule251}},                   // refusing × native_write_done
+		{Cands: []*fsm.Candidate{rule251}},                   // refusing × native_accepted
+		{Cands: []*fsm.Candidate{rule251}},                   // refusing × input_refused
+		{Cands: []*fsm.Candidate{rule248}},                   // refusing × ack_written
+		{Cands: []*fsm.Candidate{rule248}},                   // refusing × ack_accepted
+		{Cands: []*fsm.Candidate{rule229, rule234, rule239}}, // refusing × ack_rejected
+		{Cands: []*fsm.Candidate{rule243}},                   // refusing × receipt_send_failed
+		{Cands: []*fsm.Candidate{rule258}},                   // refusing × written_wait
+		{Cands: []*fsm.Candidate{rule258}},                   // refusing × native_write
+		{Cands: []*fsm.Candidate{rule243}},                   // refusing × receipt_send
+		{Cands: []*fsm.Candidate{rule258}},                   // refusing × drain_wait
+		{Cands: []*fsm.Candidate{rule254}},                   // refusing × run_completing
+		{Cands: []*fsm.Candidate{rule314}},                   // refusing × run_settled
 		// written
-		{Cands: []*fsm.Candidate{rule226}},          // written × prompt_steer
-		{Cands: []*fsm.Candidate{rule243}},          // written × send_failed
-		{Cands: []*fsm.Candidate{rule246}},          // written × native_write_done
-		{Cands: []*fsm.Candidate{rule231}},          // written × native_accepted
-		{Cands: []*fsm.Candidate{rule231}},          // written × input_refused
-		{Cands: []*fsm.Candidate{rule243}},          // written × ack_written
-		{Cands: []*fsm.Candidate{rule188}},          // written × ack_accepted
-		{Cands: []*fsm.Candidate{rule206, rule216}}, // written × ack_rejected
-		{Cands: []*fsm.Candidate{rule249}},          // written × written_wait
-		{Cands: []*fsm.Candidate{rule249}},          // written × native_write
-		{Cands: []*fsm.Candidate{rule249}},          // written × receipt_send
-		{Cands: []*fsm.Candidate{rule252}},          // written × drain_wait
-		{Cands: []*fsm.Candidate{rule235}},          // written × run_completing
-		{Cands: []*fsm.Candidate{rule239}},          // written × run_settled
-		// draining
-		{Cands: []*fsm.Candidate{rule226}},          // draining × prompt_steer
-		{Cands: []*fsm.Candidate{rule243}},          // draining × send_failed
-		{Cands: []*fsm.Candidate{rule246}},          // draining × native_write_done
-		{Cands: []*fsm.Candidate{rule257}},          // draining × native_accepted
-		{Cands: []*fsm.Candidate{rule257}},          // draining × input_refused
-		{Cands: []*fsm.Candidate{rule243}},          // draining × ack_written
-		{Cands: []*fsm.Candidate{rule188}},          // draining × ack_accepted
-		{Cands: []*fsm.Candidate{rule206, rule216}}, // draining × ack_rejected
-		{Cands: []*fsm.Candidate{rule249}},          // draining × written_wait
-		{Cands: []*fsm.Candidate{rule249}},          // draining × native_write
-		{Cands: []*fsm.Candidate{rule249}},          // draining × receipt_send
-		{Cands: []*fsm.Candidate{rule261}},          // draining × drain_wait
-		{Cands: []*fsm.Candidate{rule266}},          // draining × run_completing
-		{Cands: []*fsm.Candidate{rule239}},          // draining × run_settled
+		{Cands: []*fsm.Candidate{rule298}},          // written × prompt_steer
+		{Cands: []*fsm.Candidate{rule301}},          // written × send_failed
+		{Cands: []*fsm.Candidate{rule321}},          // written × native_write_done
+		{Cands: []*fsm.Candidate{rule306}},          // written × native_accepted
+		{Cands: []*fsm.Candidate{rule306}},          // written × input_refused
+		{Cands: []*fsm.Candidate{rule318}},          // written × ack_written
+		{Cands: []*fsm.Candidate{rule263}},          // written × ack_accepted
+		{Cands: []*fsm.Candidate{rule277, rule287}}, // written × ack_rejected
+		{Cands: []*fsm.Candidate{rule321}},          // written × receipt_send_failed
+		{Cands: []*fsm.Candidate{rule324}},          // written × written_wait
+		{Cands: []*fsm.Candidate{rule324}},          // written × native_write
+		{Cands: []*fsm.Candidate{rule324}},          // written × receipt_send
+		{Cands: []*fsm.Candidate{rule324}},          // written × drain_wait
+		{Cands: []*fsm.Candidate{rule310}},          // written × run_completing
+		{Cands: []*fsm.Candidate{rule314}},          // written × run_settled
 		// settling
-		{Cands: []*fsm.Candidate{rule226}},                   // settling × prompt_steer
-		{Cands: []*fsm.Candidate{rule243}},                   // settling × send_failed
-		{Cands: []*fsm.Candidate{rule246}},                   // settling × native_write_done
-		{Cands: []*fsm.Candidate{rule274}},                   // settling × native_accepted
-		{Cands: []*fsm.Candidate{rule274}},                   // settling × input_refused
-		{Cands: []*fsm.Candidate{rule243}},                   // settling × ack_written
-		{Cands: []*fsm.Candidate{rule188}},                   // settling × ack_accepted
-		{Cands: []*fsm.Candidate{rule197, rule206, rule216}}, // settling × ack_rejected
-		{Cands: []*fsm.Candidate{rule277}},                   // settling × written_wait
-		{Cands: []*fsm.Candidate{rule277}},                   // settling × native_write
-		{Cands: []*fsm.Candidate{rule271}},                   // settling × receipt_send
-		{Cands: []*fsm.Candidate{rule277}},                   // settling × drain_wait
-		{Cands: []*fsm.Candidate{rule163}},                   // settling × run_completing
-		{Cands: []*fsm.Candidate{rule239}},                   // settling × run_settled
+		{Cands: []*fsm.Candidate{rule298}},          // settling × prompt_steer
+		{Cands: []*fsm.Candidate{rule301}},          // settling × send_failed
+		{Cands: []*fsm.Candidate{rule251}},          // settling × native_write_done
+		{Cands: []*fsm.Candidate{rule251}},          // settling × native_accepted
+		{Cands: []*fsm.Candidate{rule251}},          // settling × input_refused
+		{Cands: []*fsm.Candidate{rule318}},          // settling × ack_written
+		{Cands: []*fsm.Candidate{rule263}},          // settling × ack_accepted
+		{Cands: []*fsm.Candidate{rule277, rule287}}, // settling × ack_rejected
+		{Cands: []*fsm.Candidate{rule243}},          // settling × receipt_send_failed
+		{Cands: []*fsm.Candidate{rule258}},          // settling × written_wait
+		{Cands: []*fsm.Candidate{rule258}},          // settling × native_write
+		{Cands: []*fsm.Candidate{rule243}},          // settling × receipt_send
+		{Cands: []*fsm.Candidate{rule258}},          // settling × drain_wait
+		{Cands: []*fsm.Candidate{rule254}},          // settling × run_completing
+		{Cands: []*fsm.Candidate{rule314}},          // settling × run_settled
+		// draining
+		{Cands: []*fsm.Candidate{rule298}},          // draining × prompt_steer
+		{Cands: []*fsm.Candidate{rule301}},          // draining × send_failed
+		{Cands: []*fsm.Candidate{rule329}},          // draining × native_write_done
+		{Cands: []*fsm.Candidate{rule334}},          // draining × native_accepted
+		{Cands: []*fsm.Candidate{rule334}},          // draining × input_refused
+		{Cands: []*fsm.Candidate{rule318}},          // draining × ack_written
+		{Cands: []*fsm.Candidate{rule263}},          // draining × ack_accepted
+		{Cands: []*fsm.Candidate{rule277, rule287}}, // draining × ack_rejected
+		{Cands: []*fsm.Candidate{rule338}},          // draining × receipt_send_failed
+		{Cands: []*fsm.Candidate{rule344}},          // draining × written_wait
+		{Cands: []*fsm.Candidate{rule344}},          // draining × native_write
+		{Cands: []*fsm.Candidate{rule344}},          // draining × receipt_send
+		{Cands: []*fsm.Candidate{rule338}},          // draining × drain_wait
+		{Cands: []*fsm.Candidate{rule344}},          // draining × run_completing
+		{Cands: []*fsm.Candidate{rule344}},          // draining × run_settled
+		// unconfirmed
+		{Cands: []*fsm.Candidate{rule298}},                   // unconfirmed × prompt_steer
+		{Cands: []*fsm.Candidate{rule301}},                   // unconfirmed × send_failed
+		{Cands: []*fsm.Candidate{rule376}},                   // unconfirmed × native_write_done
+		{Cands: []*fsm.Candidate{rule376}},                   // unconfirmed × native_accepted
+		{Cands: []*fsm.Candidate{rule376}},                   // unconfirmed × input_refused
+		{Cands: []*fsm.Candidate{rule349}},                   // unconfirmed × ack_written
+		{Cands: []*fsm.Candidate{rule353}},                   // unconfirmed × ack_accepted
+		{Cands: []*fsm.Candidate{rule357, rule363, rule368}}, // unconfirmed × ack_rejected
+		{Cands: []*fsm.Candidate{rule376}},                   // unconfirmed × receipt_send_failed
+		{Cands: []*fsm.Candidate{rule376}},                   // unconfirmed × written_wait
+		{Cands: []*fsm.Candidate{rule376}},                   // unconfirmed × native_write
+		{Cands: []*fsm.Candidate{rule376}},                   // unconfirmed × receipt_send
+		{Cands: []*fsm.Candidate{rule376}},                   // unconfirmed × drain_wait
+		{Cands: []*fsm.Candidate{rule376}},                   // unconfirmed × run_completing
+		{Cands: []*fsm.Candidate{rule372}},                   // unconfirmed × run_settled
 		// accepted
-		{Cands: []*fsm.Candidate{rule286}}, // accepted × prompt_steer
-		{Cands: []*fsm.Candidate{rule282}}, // accepted × send_failed
-		{Cands: []*fsm.Candidate{rule282}}, // accepted × native_write_done
-		{Cands: []*fsm.Candidate{rule282}}, // accepted × native_accepted
-		{Cands: []*fsm.Candidate{rule282}}, // accepted × input_refused
-		{Cands: []*fsm.Candidate{rule282}}, // accepted × ack_written
-		{Cands: []*fsm.Candidate{rule282}}, // accepted × ack_accepted
-		{Cands: []*fsm.Candidate{rule282}}, // accepted × ack_rejected
-		{Cands: []*fsm.Candidate{rule282}}, // accepted × written_wait
-		{Cands: []*fsm.Candidate{rule282}}, // accepted × native_write
-		{Cands: []*fsm.Candidate{rule282}}, // accepted × receipt_send
-		{Cands: []*fsm.Candidate{rule282}}, // accepted × drain_wait
-		{Cands: []*fsm.Candidate{rule282}}, // accepted × run_completing
-		{Cands: []*fsm.Candidate{rule282}}, // accepted × run_settled
+		{Cands: []*fsm.Candidate{rule386}}, // accepted × prompt_steer
+		{Cands: []*fsm.Candidate{rule381}}, // accepted × send_failed
+		{Cands: []*fsm.Candidate{rule381}}, // accepted × native_write_done
+		{Cands: []*fsm.Candidate{rule381}}, // accepted × native_accepted
+		{Cands: []*fsm.Candidate{rule381}}, // accepted × input_refused
+		{Cands: []*fsm.Candidate{rule381}}, // accepted × ack_written
+		{Cands: []*fsm.Candidate{rule381}}, // accepted × ack_accepted
+		{Cands: []*fsm.Candidate{rule381}}, // accepted × ack_rejected
+		{Cands: []*fsm.Candidate{rule381}}, // accepted × receipt_send_failed
+		{Cands: []*fsm.Candidate{rule381}}, // accepted × written_wait
+		{Cands: []*fsm.Candidate{rule381}}, // accepted × native_write
+		{Cands: []*fsm.Candidate{rule381}}, // accepted × receipt_send
+		{Cands: []*fsm.Candidate{rule381}}, // accepted × drain_wait
+		{Cands: []*fsm.Candidate{rule381}}, // accepted × run_completing
+		{Cands: []*fsm.Candidate{rule381}}, // accepted × run_settled
 		// rejected
-		{Cands: []*fsm.Candidate{rule286}}, // rejected × prompt_steer
-		{Cands: []*fsm.Candidate{rule282}}, // rejected × send_failed
-		{Cands: []*fsm.Candidate{rule282}}, // rejected × native_write_done
-		{Cands: []*fsm.Candidate{rule282}}, // rejected × native_accepted
-		{Cands: []*fsm.Candidate{rule282}}, // rejected × input_refused
-		{Cands: []*fsm.Candidate{rule282}}, // rejected × ack_written
-		{Cands: []*fsm.Candidate{rule282}}, // rejected × ack_accepted
-		{Cands: []*fsm.Candidate{rule282}}, // rejected × ack_rejected
-		{Cands: []*fsm.Candidate{rule282}}, // rejected × written_wait
-		{Cands: []*fsm.Candidate{rule282}}, // rejected × native_write
-		{Cands: []*fsm.Candidate{rule282}}, // rejected × receipt_send
-		{Cands: []*fsm.Candidate{rule282}}, // rejected × drain_wait
-		{Cands: []*fsm.Candidate{rule282}}, // rejected × run_completing
-		{Cands: []*fsm.Candidate{rule282}}, // rejected × run_settled
+		{Cands: []*fsm.Candidate{rule386}}, // rejected × prompt_steer
+		{Cands: []*fsm.Candidate{rule381}}, // rejected × send_failed
+		{Cands: []*fsm.Candidate{rule381}}, // rejected × native_write_done
+		{Cands: []*fsm.Candidate{rule381}}, // rejected × native_accepted
+		{Cands: []*fsm.Candidate{rule381}}, // rejected × input_refused
+		{Cands: []*fsm.Candidate{rule381}}, // rejected × ack_written
+		{Cands: []*fsm.Candidate{rule381}}, // rejected × ack_accepted
+		{Cands: []*fsm.Candidate{rule381}}, // rejected × ack_rejected
+		{Cands: []*fsm.Candidate{rule381}}, // rejected × receipt_send_failed
+		{Cands: []*fsm.Candidate{rule381}}, // rejected × written_wait
+		{Cands: []*fsm.Candidate{rule381}}, // rejected × native_write
+		{Cands: []*fsm.Candidate{rule381}}, // rejected × receipt_send
+		{Cands: []*fsm.Candidate{rule381}}, // rejected × drain_wait
+		{Cands: []*fsm.Candidate{rule381}}, // rejected × run_completing
+		{Cands: []*fsm.Candidate{rule381}}, // rejected × run_settled
 		// unknown
-		{Cands: []*fsm.Candidate{rule286}}, // unknown × prompt_steer
-		{Cands: []*fsm.Candidate{rule282}}, // unknown × send_failed
-		{Cands: []*fsm.Candidate{rule282}}, // unknown × native_write_done
-		{Cands: []*fsm.Candidate{rule282}}, // unknown × native_accepted
-		{Cands: []*fsm.Candidate{rule282}}, // unknown × input_refused
-		{Cands: []*fsm.Candidate{rule282}}, // unknown × ack_written
-		{Cands: []*fsm.Candidate{rule282}}, // unknown × ack_accepted
-		{Cands: []*fsm.Candidate{rule282}}, // unknown × ack_rejected
-		{Cands: []*fsm.Candidate{rule282}}, // unknown × written_wait
-		{Cands: []*fsm.Candidate{rule282}}, // unknown × native_write
-		{Cands: []*fsm.Candidate{rule282}}, // unknown × receipt_send
-		{Cands: []*fsm.Candidate{rule282}}, // unknown × drain_wait
-		{Cands: []*fsm.Candidate{rule282}}, // unknown × run_completing
-		{Cands: []*fsm.Candidate{rule282}}, // unknown × run_settled
+		{Cands: []*fsm.Candidate{rule386}}, // unknown × prompt_steer
+		{Cands: []*fsm.Candidate{rule381}}, // unknown × send_failed
+		{Cands: []*fsm.Candidate{rule381}}, // unknown × native_write_done
+		{Cands: []*fsm.Candidate{rule381}}, // unknown × native_accepted
+		{Cands: []*fsm.Candidate{rule381}}, // unknown × input_refused
+		{Cands: []*fsm.Candidate{rule381}}, // unknown × ack_written
+		{Cands: []*fsm.Candidate{rule381}}, // unknown × ack_accepted
+		{Cands: []*fsm.Candidate{rule381}}, // unknown × ack_rejected
+		{Cands: []*fsm.Candidate{rule381}}, // unknown × receipt_send_failed
+		{Cands: []*fsm.Candidate{rule381}}, // unknown × written_wait
+		{Cands: []*fsm.Candidate{rule381}}, // unknown × native_write
+		{Cands: []*fsm.Candidate{rule381}}, // unknown × receipt_send
+		{Cands: []*fsm.Candidate{rule381}}, // unknown × drain_wait
+		{Cands: []*fsm.Candidate{rule381}}, // unknown × run_completing
+		{Cands: []*fsm.Candidate{rule381}}, // unknown × run_settled
 	},
 })
 
@@ -836,7 +970,7 @@ type CoreHooks[A any] interface {
 	// and a settled receipt (one input in flight per Run).
 	GuardInputSlotFree(f *fsm.Firing[A]) bool
 	// GuardRetryableCode reports whether the error code is not_ready or busy, which the Runtime
-	// answers at admission before any native write.
+	// answers before the native write completes.
 	GuardRetryableCode(f *fsm.Firing[A]) bool
 	// GuardUnknownCode reports whether the error code is outcome_unknown (the Runtime itself
 	// cannot tell whether the input was consumed).
@@ -853,6 +987,9 @@ type CoreHooks[A any] interface {
 	// DoMarkUnknown performs mark_unknown: Core records the input outcome as unknown; the cursor
 	// does not move and nothing is resent.
 	DoMarkUnknown(f *fsm.Firing[A]) error
+	// DoSettleLate performs settle_late: Core replaces the unknown outcome it recorded with what
+	// the late receipt proves, keeping the 30 s observation beside it.
+	DoSettleLate(f *fsm.Firing[A]) error
 }
 
 // Core binds h as the guards and effects of a Core peer, by ID (nil for a nil h).
@@ -862,7 +999,7 @@ func Core[A any](h CoreHooks[A]) fsm.Binding[A] {
 	}
 	return &fsm.HookTable[A]{
 		Guards:  []func(*fsm.Firing[A]) bool{GuardInputSlotFree: h.GuardInputSlotFree, GuardRetryableCode: h.GuardRetryableCode, GuardUnknownCode: h.GuardUnknownCode},
-		Actions: []func(*fsm.Firing[A]) error{ActionAdvanceCursor: h.DoAdvanceCursor, ActionKeepForRetry: h.DoKeepForRetry, ActionRecordRejection: h.DoRecordRejection, ActionMarkUnknown: h.DoMarkUnknown},
+		Actions: []func(*fsm.Firing[A]) error{ActionAdvanceCursor: h.DoAdvanceCursor, ActionKeepForRetry: h.DoKeepForRetry, ActionRecordRejection: h.DoRecordRejection, ActionMarkUnknown: h.DoMarkUnknown, ActionSettleLate: h.DoSettleLate},
 	}
 }
 
@@ -883,7 +1020,7 @@ type RuntimeHooks[A any] interface {
 	// and a settled receipt (one input in flight per Run).
 	GuardInputSlotFree(f *fsm.Firing[A]) bool
 	// GuardRetryableCode reports whether the error code is not_ready or busy, which the Runtime
-	// answers at admission before any native write.
+	// answers before the native write completes.
 	GuardRetryableCode(f *fsm.Firing[A]) bool
 	// GuardUnknownCode reports whether the error code is outcome_unknown (the Runtime itself
 	// cannot tell whether the input was consumed).
@@ -893,6 +1030,9 @@ type RuntimeHooks[A any] interface {
 	// DoWriteNative performs write_native: the Runtime hands the input to the adapter's native
 	// write.
 	DoWriteNative(f *fsm.Firing[A]) error
+	// DoPublishDone performs publish_done: the Runtime stops holding done back for this input; a
+	// receipt still unsent is dropped.
+	DoPublishDone(f *fsm.Firing[A]) error
 }
 
 // Runtime binds h as the guards and effects of a Runtime peer, by ID (nil for a nil h).
@@ -903,7 +1043,7 @@ func Runtime[A any](h RuntimeHooks[A]) fsm.Binding[A] {
 	return &fsm.HookTable[A]{
 		Guards:  []func(*fsm.Firing[A]) bool{GuardInputSlotFree: h.GuardInputSlotFree, GuardRetryableCode: h.GuardRetryableCode, GuardUnknownCode: h.GuardUnknownCode},
 		Sends:   []func(*fsm.Firing[A]) error{MessagePromptSteerAck: h.SendPromptSteerAck},
-		Actions: []func(*fsm.Firing[A]) error{ActionWriteNative: h.DoWriteNative},
+		Actions: []func(*fsm.Firing[A]) error{ActionWriteNative: h.DoWriteNative, ActionPublishDone: h.DoPublishDone},
 	}
 }
 

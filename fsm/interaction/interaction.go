@@ -39,11 +39,12 @@ const (
 	StateIdle State = 1
 	// StatePending: the request is open and waits for Core's answer
 	StatePending State = 2
-	// StateDeciding: an answer was sent with a fresh delivery ID; Core waits for its receipt and
-	// must not treat the interaction as settled
+	// StateDeciding: an answer was sent (or its send was attempted) with a fresh delivery ID; Core
+	// waits for its receipt and must not treat the interaction as settled
 	StateDeciding State = 3
-	// StateUnconfirmed: the receipt did not arrive in time or the send failed; the outcome is
-	// unknown and never counts as applied, but an identical replay may still settle it
+	// StateUnconfirmed: the receipt did not arrive within 15 seconds; Core recorded the outcome
+	// unknown and never counts it as applied, but the late receipt of that answer, or an identical
+	// replay, may still settle it
 	StateUnconfirmed State = 4
 	// StateApplied: the receipt reported applied true; the Runtime remembers the decision so an
 	// identical replay is applied again and a different one conflicts
@@ -54,11 +55,14 @@ const (
 	// StateWithdrawn: the Runtime withdrew the pending permission request with permission_cancel;
 	// no answer is owed
 	StateWithdrawn State = 7
-	// StateOrphaned: the Run ended or its route was evicted before the interaction settled; any
-	// answer's effect is unknown
-	StateOrphaned State = 8
+	// StateUnanswered: the Run ended or its route was evicted while the request was open and no
+	// answer was in effect; nothing was submitted natively
+	StateUnanswered State = 8
+	// StateOrphaned: the Run ended or its route was evicted while an answer's receipt was
+	// outstanding; that answer's effect is unknown
+	StateOrphaned State = 9
 	// StateClosed: the answer was applied and the Run has ended; no replay can reach it any more
-	StateClosed State = 9
+	StateClosed State = 10
 )
 
 // String returns the spec name, or State(n) for a value outside the enum.
@@ -91,6 +95,8 @@ func ParseState(name string) (State, error) {
 		return StateRefused, nil
 	case "withdrawn":
 		return StateWithdrawn, nil
+	case "unanswered":
+		return StateUnanswered, nil
 	case "orphaned":
 		return StateOrphaned, nil
 	case "closed":
@@ -152,11 +158,12 @@ const (
 	// EventAckWait: fifteen seconds after the answer was sent without its receipt (timer 15s,
 	// owned by core)
 	EventAckWait Event = 10
-	// EventAnswerSendFailed: Core's send of the decision or function result returned an error
-	// (local, observed by core)
+	// EventAnswerSendFailed: Core's write of the decision or function result returned an error;
+	// the frame may have left (local, observed by core)
 	EventAnswerSendFailed Event = 11
 	// EventRunClosed: the owning Run settled, or the connection that routed it was lost or
-	// replaced and its interaction routes were evicted (local, observed by both)
+	// replaced and its interaction routes were evicted (at the Runtime, also a failed write of one
+	// of its frames) (local, observed by both)
 	EventRunClosed Event = 12
 )
 
@@ -233,6 +240,15 @@ func (v Event) Message() Message {
 	return Message(Table.Events[v-1].Message)
 }
 
+// FailedSend is the local event a sender fires instead of v when its write of v failed (the frame
+// is possibly delivered), or 0 for events that are not messages.
+func (v Event) FailedSend() Event {
+	if !v.Valid() {
+		return 0
+	}
+	return Event(Table.Events[v-1].FailedSend)
+}
+
 // Timer is the timer whose expiry v is, or 0.
 func (v Event) Timer() Timer {
 	if !v.Valid() {
@@ -303,10 +319,11 @@ const (
 	// GuardIdenticalDecision: the answer repeats the content of the earlier one (the delivery ID
 	// excluded)
 	GuardIdenticalDecision Guard = 2
-	// GuardCurrentDelivery: the receipt echoes the delivery ID of the answer in flight
+	// GuardCurrentDelivery: the receipt echoes the delivery ID of the latest answer sent (the one
+	// in flight, or the one whose receipt is late)
 	GuardCurrentDelivery Guard = 3
-	// GuardRetryLater: the receipt echoes the delivery ID in flight and its code is not_ready (the
-	// Runtime cannot take the answer yet)
+	// GuardRetryLater: the receipt echoes the delivery ID of the latest answer and its code is
+	// not_ready (the Runtime cannot take the answer yet)
 	GuardRetryLater Guard = 4
 	// GuardPermissionKind: the interaction is a permission request (only those can be withdrawn)
 	GuardPermissionKind Guard = 5
@@ -377,11 +394,17 @@ const (
 	// ActionMarkUnknown: Core records the answer's outcome as unknown; it is never reported as
 	// applied and never replayed automatically
 	ActionMarkUnknown Action = 5
+	// ActionSettleLate: Core replaces the unknown outcome it recorded with what the late receipt
+	// proves, keeping the missed deadline beside it
+	ActionSettleLate Action = 6
+	// ActionAbandonRequest: Core withdraws the open request from the user's view; no answer was
+	// submitted
+	ActionAbandonRequest Action = 7
 	// ActionWithdrawPrompt: Core removes the pending request from the user's view
-	ActionWithdrawPrompt Action = 6
+	ActionWithdrawPrompt Action = 8
 	// ActionNoteWithdrawal: Core notes that the Runtime withdrew the request while an answer was
 	// in flight; the receipt still decides
-	ActionNoteWithdrawal Action = 7
+	ActionNoteWithdrawal Action = 9
 )
 
 // String returns the spec name, or Action(n) for a value outside the enum.
@@ -410,6 +433,10 @@ func ParseAction(name string) (Action, error) {
 		return ActionRecordRefusal, nil
 	case "mark_unknown":
 		return ActionMarkUnknown, nil
+	case "settle_late":
+		return ActionSettleLate, nil
+	case "abandon_request":
+		return ActionAbandonRequest, nil
 	case "withdraw_prompt":
 		return ActionWithdrawPrompt, nil
 	case "note_withdrawal":
@@ -488,68 +515,83 @@ func ParseMessage(name string) (Message, error) {
 // covers (a rule that lists its own target among its sources is two: a move from the others and an
 // internal transition in the target).
 var (
-	rule117 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StatePending), Line: 117, Effects: []fsm.Effect{
+	rule142 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StatePending), Line: 142, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSurfaceRequest)},
 	}}
-	rule121 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "nothing is pending for this interaction ID", Line: 121}
-	rule124 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no request was emitted with this interaction ID", Line: 124}
-	rule129 = &fsm.Candidate{Guard: fsm.GuardID(GuardMatchesRequestKind), Disp: fsm.Moved, To: fsm.StateID(StateDeciding), Line: 129, Effects: []fsm.Effect{
+	rule146 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "nothing is pending for this interaction ID", Line: 146}
+	rule149 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no request was emitted with this interaction ID", Line: 149}
+	rule154 = &fsm.Candidate{Guard: fsm.GuardID(GuardMatchesRequestKind), Disp: fsm.Moved, To: fsm.StateID(StateDeciding), Line: 154, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAckWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionApplyDecision)},
 	}}
-	rule134 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the answer does not match the request kind or fails validation; nothing is submitted natively", Line: 134}
-	rule137 = &fsm.Candidate{Guard: fsm.GuardID(GuardPermissionKind), Disp: fsm.Moved, To: fsm.StateID(StateWithdrawn), Line: 137, Effects: []fsm.Effect{
+	rule159 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the answer does not match the request kind or fails validation; nothing is submitted natively", Line: 159}
+	rule162 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateDeciding), Line: 162, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAckWait)},
+	}}
+	rule168 = &fsm.Candidate{Guard: fsm.GuardID(GuardPermissionKind), Disp: fsm.Moved, To: fsm.StateID(StateWithdrawn), Line: 168, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionWithdrawPrompt)},
 	}}
-	rule142 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "only a permission request can be withdrawn", Line: 142}
-	rule145 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateOrphaned), Line: 145, Effects: []fsm.Effect{
+	rule173 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "only a permission request can be withdrawn", Line: 173}
+	rule176 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnanswered), Line: 176, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionAbandonRequest)},
+	}}
+	rule182 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateOrphaned), Line: 182, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAckWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
 	}}
-	rule149 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no answer is in flight, so there is nothing to acknowledge", Line: 149}
-	rule152 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no answer is in flight", Line: 152}
-	rule155 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the receipt deadline only runs while an answer is in flight", Line: 155}
-	rule158 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the interaction ID is already in use", Line: 158}
-	rule163 = &fsm.Candidate{Guard: fsm.GuardID(GuardCurrentDelivery), Disp: fsm.Moved, To: fsm.StateID(StateApplied), Line: 163, Effects: []fsm.Effect{
+	rule186 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no answer is in flight, so there is nothing to acknowledge", Line: 186}
+	rule189 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the receipt deadline only runs while an answer is in flight", Line: 189}
+	rule192 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the interaction ID is already in use", Line: 192}
+	rule197 = &fsm.Candidate{Guard: fsm.GuardID(GuardCurrentDelivery), Disp: fsm.Moved, To: fsm.StateID(StateApplied), Line: 197, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAckWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleInteraction)},
 	}}
-	rule168 = &fsm.Candidate{Guard: fsm.GuardID(GuardRetryLater), Disp: fsm.Moved, To: fsm.StateID(StatePending), Line: 168, Effects: []fsm.Effect{
+	rule202 = &fsm.Candidate{Guard: fsm.GuardID(GuardRetryLater), Disp: fsm.Moved, To: fsm.StateID(StatePending), Line: 202, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAckWait)},
 	}}
-	rule174 = &fsm.Candidate{Guard: fsm.GuardID(GuardCurrentDelivery), Disp: fsm.Moved, To: fsm.StateID(StateRefused), Line: 174, Effects: []fsm.Effect{
+	rule208 = &fsm.Candidate{Guard: fsm.GuardID(GuardCurrentDelivery), Disp: fsm.Moved, To: fsm.StateID(StateRefused), Line: 208, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAckWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordRefusal)},
 	}}
-	rule179 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the receipt belongs to an earlier delivery attempt", Line: 179}
-	rule182 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnconfirmed), Line: 182, Effects: []fsm.Effect{
+	rule213 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the receipt belongs to an earlier delivery attempt", Line: 213}
+	rule216 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnconfirmed), Line: 216, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
 	}}
-	rule186 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnconfirmed), Line: 186, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAckWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
-	}}
-	rule190 = &fsm.Candidate{Guard: fsm.GuardID(GuardPermissionKind), Disp: fsm.Stayed, Line: 190, Effects: []fsm.Effect{
+	rule220 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no answer is being sent; one is already in flight", Line: 220}
+	rule223 = &fsm.Candidate{Guard: fsm.GuardID(GuardPermissionKind), Disp: fsm.Stayed, Line: 223, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionNoteWithdrawal)},
 	}}
-	rule196 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "only a permission request can be withdrawn", Line: 196}
-	rule199 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "one answer at a time; wait for the receipt of the one in flight", Line: 199}
-	rule204 = &fsm.Candidate{Guard: fsm.GuardID(GuardIdenticalDecision), Disp: fsm.Moved, To: fsm.StateID(StateDeciding), Line: 204, Effects: []fsm.Effect{
+	rule229 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "only a permission request can be withdrawn", Line: 229}
+	rule232 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "one answer at a time; wait for the receipt of the one in flight", Line: 232}
+	rule237 = &fsm.Candidate{Guard: fsm.GuardID(GuardCurrentDelivery), Disp: fsm.Moved, To: fsm.StateID(StateApplied), Line: 237, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleLate)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleInteraction)},
+	}}
+	rule245 = &fsm.Candidate{Guard: fsm.GuardID(GuardRetryLater), Disp: fsm.Moved, To: fsm.StateID(StatePending), Line: 245, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleLate)},
+	}}
+	rule250 = &fsm.Candidate{Guard: fsm.GuardID(GuardCurrentDelivery), Disp: fsm.Moved, To: fsm.StateID(StateRefused), Line: 250, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleLate)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordRefusal)},
+	}}
+	rule255 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the receipt belongs to an earlier delivery attempt", Line: 255}
+	rule258 = &fsm.Candidate{Guard: fsm.GuardID(GuardIdenticalDecision), Disp: fsm.Moved, To: fsm.StateID(StateDeciding), Line: 258, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAckWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionApplyDecision)},
 	}}
-	rule210 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "decision_conflict: a replay must repeat the earlier answer exactly", Line: 210}
-	rule213 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "a late receipt of the timed-out attempt never turns the outcome into applied", Line: 213}
-	rule217 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "a withdrawal does not prove whether the unconfirmed answer was applied", Line: 217}
-	rule220 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no answer is in flight", Line: 220}
-	rule225 = &fsm.Candidate{Guard: fsm.GuardID(GuardIdenticalDecision), Disp: fsm.Stayed, Line: 225, Effects: []fsm.Effect{
+	rule264 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "decision_conflict: a replay must repeat the earlier answer exactly", Line: 264}
+	rule267 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateDeciding), Line: 267, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAckWait)},
+	}}
+	rule271 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "a withdrawal does not prove whether the unconfirmed answer was applied", Line: 271}
+	rule276 = &fsm.Candidate{Guard: fsm.GuardID(GuardIdenticalDecision), Disp: fsm.Stayed, Line: 276, Effects: []fsm.Effect{
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageInteractionDecisionAck)},
 	}}
-	rule230 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "decision_conflict: the interaction was already settled with a different answer", Line: 230}
-	rule233 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the answer already settled the interaction; repeated receipts change nothing", Line: 233}
-	rule236 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateClosed), Line: 236}
-	rule241 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the interaction is settled; late receipts and withdrawals change nothing", Line: 241}
-	rule244 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "not_pending: the interaction is settled", Line: 244}
+	rule281 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "decision_conflict: the interaction was already settled with a different answer", Line: 281}
+	rule284 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the answer already settled the interaction; repeated receipts and a failed replay change nothing", Line: 284}
+	rule287 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateClosed), Line: 287}
+	rule292 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the interaction is settled; late receipts and withdrawals change nothing", Line: 292}
+	rule296 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "not_pending: the interaction is settled", Line: 296}
 )
 
 // Table is the interaction machine as the engine runs it, sealed: every (state, event) cell lists
@@ -566,25 +608,26 @@ var Table = fsm.MustSeal(&fsm.Table{
 		{Name: "applied"},
 		{Name: "refused", Outcome: fsm.OutcomeFailure},
 		{Name: "withdrawn", Outcome: fsm.OutcomeSuccess},
+		{Name: "unanswered", Outcome: fsm.OutcomeFailure},
 		{Name: "orphaned", Outcome: fsm.OutcomeUnknown},
 		{Name: "closed", Outcome: fsm.OutcomeSuccess},
 	},
 	Events: []fsm.EventDecl{
-		{Name: "permission_request", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePermissionRequest)},
-		{Name: "prompt_for_user_choice", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePromptForUserChoice)},
-		{Name: "function_call", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageFunctionCall)},
-		{Name: "permission_decision", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessagePermissionDecision)},
-		{Name: "prompt_for_user_choice_decision", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessagePromptForUserChoiceDecision)},
-		{Name: "function_result", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessageFunctionResult)},
-		{Name: "permission_cancel", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePermissionCancel)},
-		{Name: "ack_applied", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageInteractionDecisionAck)},
-		{Name: "ack_refused", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageInteractionDecisionAck)},
+		{Name: "permission_request", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePermissionRequest), FailedSend: fsm.EventID(EventRunClosed)},
+		{Name: "prompt_for_user_choice", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePromptForUserChoice), FailedSend: fsm.EventID(EventRunClosed)},
+		{Name: "function_call", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageFunctionCall), FailedSend: fsm.EventID(EventRunClosed)},
+		{Name: "permission_decision", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessagePermissionDecision), FailedSend: fsm.EventID(EventAnswerSendFailed), Dispatch: true},
+		{Name: "prompt_for_user_choice_decision", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessagePromptForUserChoiceDecision), FailedSend: fsm.EventID(EventAnswerSendFailed), Dispatch: true},
+		{Name: "function_result", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessageFunctionResult), FailedSend: fsm.EventID(EventAnswerSendFailed), Dispatch: true},
+		{Name: "permission_cancel", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePermissionCancel), FailedSend: fsm.EventID(EventRunClosed)},
+		{Name: "ack_applied", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageInteractionDecisionAck), FailedSend: fsm.EventID(EventRunClosed)},
+		{Name: "ack_refused", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageInteractionDecisionAck), FailedSend: fsm.EventID(EventRunClosed)},
 		{Name: "ack_wait", Kind: fsm.EventTimer, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAckWait)},
 		{Name: "answer_send_failed", Kind: fsm.EventLocal, Role: fsm.RoleCore},
 		{Name: "run_closed", Kind: fsm.EventLocal, Role: fsm.RoleBoth},
 	},
 	Guards:   []string{"matches_request_kind", "identical_decision", "current_delivery", "retry_later", "permission_kind"},
-	Actions:  []string{"surface_request", "apply_decision", "settle_interaction", "record_refusal", "mark_unknown", "withdraw_prompt", "note_withdrawal"},
+	Actions:  []string{"surface_request", "apply_decision", "settle_interaction", "record_refusal", "mark_unknown", "settle_late", "abandon_request", "withdraw_prompt", "note_withdrawal"},
 	Messages: []string{"function_call", "function_result", "interaction_decision_ack", "permission_cancel", "permission_decision", "permission_request", "prompt_for_user_choice", "prompt_for_user_choice_decision"},
 	Timers: []fsm.TimerDecl{
 		{Name: "ack_wait", Duration: 15 * time.Second, Event: fsm.EventID(EventAckWait)},
@@ -592,122 +635,135 @@ var Table = fsm.MustSeal(&fsm.Table{
 	Initial: fsm.StateID(StateIdle),
 	Cells: []fsm.Cell{
 		// idle
-		{Cands: []*fsm.Candidate{rule117}}, // idle × permission_request
-		{Cands: []*fsm.Candidate{rule117}}, // idle × prompt_for_user_choice
-		{Cands: []*fsm.Candidate{rule117}}, // idle × function_call
-		{Cands: []*fsm.Candidate{rule124}}, // idle × permission_decision
-		{Cands: []*fsm.Candidate{rule124}}, // idle × prompt_for_user_choice_decision
-		{Cands: []*fsm.Candidate{rule124}}, // idle × function_result
-		{Cands: []*fsm.Candidate{rule124}}, // idle × permission_cancel
-		{Cands: []*fsm.Candidate{rule124}}, // idle × ack_applied
-		{Cands: []*fsm.Candidate{rule124}}, // idle × ack_refused
-		{Cands: []*fsm.Candidate{rule121}}, // idle × ack_wait
-		{Cands: []*fsm.Candidate{rule124}}, // idle × answer_send_failed
-		{Cands: []*fsm.Candidate{rule121}}, // idle × run_closed
+		{Cands: []*fsm.Candidate{rule142}}, // idle × permission_request
+		{Cands: []*fsm.Candidate{rule142}}, // idle × prompt_for_user_choice
+		{Cands: []*fsm.Candidate{rule142}}, // idle × function_call
+		{Cands: []*fsm.Candidate{rule149}}, // idle × permission_decision
+		{Cands: []*fsm.Candidate{rule149}}, // idle × prompt_for_user_choice_decision
+		{Cands: []*fsm.Candidate{rule149}}, // idle × function_result
+		{Cands: []*fsm.Candidate{rule149}}, // idle × permission_cancel
+		{Cands: []*fsm.Candidate{rule149}}, // idle × ack_applied
+		{Cands: []*fsm.Candidate{rule149}}, // idle × ack_refused
+		{Cands: []*fsm.Candidate{rule146}}, // idle × ack_wait
+		{Cands: []*fsm.Candidate{rule149}}, // idle × answer_send_failed
+		{Cands: []*fsm.Candidate{rule146}}, // idle × run_closed
 		// pending
-		{Cands: []*fsm.Candidate{rule158}},          // pending × permission_request
-		{Cands: []*fsm.Candidate{rule158}},          // pending × prompt_for_user_choice
-		{Cands: []*fsm.Candidate{rule158}},          // pending × function_call
-		{Cands: []*fsm.Candidate{rule129, rule134}}, // pending × permission_decision
-		{Cands: []*fsm.Candidate{rule129, rule134}}, // pending × prompt_for_user_choice_decision
-		{Cands: []*fsm.Candidate{rule129, rule134}}, // pending × function_result
-		{Cands: []*fsm.Candidate{rule137, rule142}}, // pending × permission_cancel
-		{Cands: []*fsm.Candidate{rule149}},          // pending × ack_applied
-		{Cands: []*fsm.Candidate{rule149}},          // pending × ack_refused
-		{Cands: []*fsm.Candidate{rule155}},          // pending × ack_wait
-		{Cands: []*fsm.Candidate{rule152}},          // pending × answer_send_failed
-		{Cands: []*fsm.Candidate{rule145}},          // pending × run_closed
+		{Cands: []*fsm.Candidate{rule192}},          // pending × permission_request
+		{Cands: []*fsm.Candidate{rule192}},          // pending × prompt_for_user_choice
+		{Cands: []*fsm.Candidate{rule192}},          // pending × function_call
+		{Cands: []*fsm.Candidate{rule154, rule159}}, // pending × permission_decision
+		{Cands: []*fsm.Candidate{rule154, rule159}}, // pending × prompt_for_user_choice_decision
+		{Cands: []*fsm.Candidate{rule154, rule159}}, // pending × function_result
+		{Cands: []*fsm.Candidate{rule168, rule173}}, // pending × permission_cancel
+		{Cands: []*fsm.Candidate{rule186}},          // pending × ack_applied
+		{Cands: []*fsm.Candidate{rule186}},          // pending × ack_refused
+		{Cands: []*fsm.Candidate{rule189}},          // pending × ack_wait
+		{Cands: []*fsm.Candidate{rule162}},          // pending × answer_send_failed
+		{Cands: []*fsm.Candidate{rule176}},          // pending × run_closed
 		// deciding
-		{Cands: []*fsm.Candidate{rule158}},                   // deciding × permission_request
-		{Cands: []*fsm.Candidate{rule158}},                   // deciding × prompt_for_user_choice
-		{Cands: []*fsm.Candidate{rule158}},                   // deciding × function_call
-		{Cands: []*fsm.Candidate{rule199}},                   // deciding × permission_decision
-		{Cands: []*fsm.Candidate{rule199}},                   // deciding × prompt_for_user_choice_decision
-		{Cands: []*fsm.Candidate{rule199}},                   // deciding × function_result
-		{Cands: []*fsm.Candidate{rule190, rule196}},          // deciding × permission_cancel
-		{Cands: []*fsm.Candidate{rule163, rule179}},          // deciding × ack_applied
-		{Cands: []*fsm.Candidate{rule168, rule174, rule179}}, // deciding × ack_refused
-		{Cands: []*fsm.Candidate{rule182}},                   // deciding × ack_wait
-		{Cands: []*fsm.Candidate{rule186}},                   // deciding × answer_send_failed
-		{Cands: []*fsm.Candidate{rule145}},                   // deciding × run_closed
+		{Cands: []*fsm.Candidate{rule192}},                   // deciding × permission_request
+		{Cands: []*fsm.Candidate{rule192}},                   // deciding × prompt_for_user_choice
+		{Cands: []*fsm.Candidate{rule192}},                   // deciding × function_call
+		{Cands: []*fsm.Candidate{rule232}},                   // deciding × permission_decision
+		{Cands: []*fsm.Candidate{rule232}},                   // deciding × prompt_for_user_choice_decision
+		{Cands: []*fsm.Candidate{rule232}},                   // deciding × function_result
+		{Cands: []*fsm.Candidate{rule223, rule229}},          // deciding × permission_cancel
+		{Cands: []*fsm.Candidate{rule197, rule213}},          // deciding × ack_applied
+		{Cands: []*fsm.Candidate{rule202, rule208, rule213}}, // deciding × ack_refused
+		{Cands: []*fsm.Candidate{rule216}},                   // deciding × ack_wait
+		{Cands: []*fsm.Candidate{rule220}},                   // deciding × answer_send_failed
+		{Cands: []*fsm.Candidate{rule182}},                   // deciding × run_closed
 		// unconfirmed
-		{Cands: []*fsm.Candidate{rule158}},          // unconfirmed × permission_request
-		{Cands: []*fsm.Candidate{rule158}},          // unconfirmed × prompt_for_user_choice
-		{Cands: []*fsm.Candidate{rule158}},          // unconfirmed × function_call
-		{Cands: []*fsm.Candidate{rule204, rule210}}, // unconfirmed × permission_decision
-		{Cands: []*fsm.Candidate{rule204, rule210}}, // unconfirmed × prompt_for_user_choice_decision
-		{Cands: []*fsm.Candidate{rule204, rule210}}, // unconfirmed × function_result
-		{Cands: []*fsm.Candidate{rule217}},          // unconfirmed × permission_cancel
-		{Cands: []*fsm.Candidate{rule213}},          // unconfirmed × ack_applied
-		{Cands: []*fsm.Candidate{rule213}},          // unconfirmed × ack_refused
-		{Cands: []*fsm.Candidate{rule155}},          // unconfirmed × ack_wait
-		{Cands: []*fsm.Candidate{rule220}},          // unconfirmed × answer_send_failed
-		{Cands: []*fsm.Candidate{rule145}},          // unconfirmed × run_closed
+		{Cands: []*fsm.Candidate{rule192}},                   // unconfirmed × permission_request
+		{Cands: []*fsm.Candidate{rule192}},                   // unconfirmed × prompt_for_user_choice
+		{Cands: []*fsm.Candidate{rule192}},                   // unconfirmed × function_call
+		{Cands: []*fsm.Candidate{rule258, rule264}},          // unconfirmed × permission_decision
+		{Cands: []*fsm.Candidate{rule258, rule264}},          // unconfirmed × prompt_for_user_choice_decision
+		{Cands: []*fsm.Candidate{rule258, rule264}},          // unconfirmed × function_result
+		{Cands: []*fsm.Candidate{rule271}},                   // unconfirmed × permission_cancel
+		{Cands: []*fsm.Candidate{rule237, rule255}},          // unconfirmed × ack_applied
+		{Cands: []*fsm.Candidate{rule245, rule250, rule255}}, // unconfirmed × ack_refused
+		{Cands: []*fsm.Candidate{rule189}},                   // unconfirmed × ack_wait
+		{Cands: []*fsm.Candidate{rule267}},                   // unconfirmed × answer_send_failed
+		{Cands: []*fsm.Candidate{rule182}},                   // unconfirmed × run_closed
 		// applied
-		{Cands: []*fsm.Candidate{rule158}},          // applied × permission_request
-		{Cands: []*fsm.Candidate{rule158}},          // applied × prompt_for_user_choice
-		{Cands: []*fsm.Candidate{rule158}},          // applied × function_call
-		{Cands: []*fsm.Candidate{rule225, rule230}}, // applied × permission_decision
-		{Cands: []*fsm.Candidate{rule225, rule230}}, // applied × prompt_for_user_choice_decision
-		{Cands: []*fsm.Candidate{rule225, rule230}}, // applied × function_result
-		{Cands: []*fsm.Candidate{rule233}},          // applied × permission_cancel
-		{Cands: []*fsm.Candidate{rule233}},          // applied × ack_applied
-		{Cands: []*fsm.Candidate{rule233}},          // applied × ack_refused
-		{Cands: []*fsm.Candidate{rule155}},          // applied × ack_wait
-		{Cands: []*fsm.Candidate{rule220}},          // applied × answer_send_failed
-		{Cands: []*fsm.Candidate{rule236}},          // applied × run_closed
+		{Cands: []*fsm.Candidate{rule192}},          // applied × permission_request
+		{Cands: []*fsm.Candidate{rule192}},          // applied × prompt_for_user_choice
+		{Cands: []*fsm.Candidate{rule192}},          // applied × function_call
+		{Cands: []*fsm.Candidate{rule276, rule281}}, // applied × permission_decision
+		{Cands: []*fsm.Candidate{rule276, rule281}}, // applied × prompt_for_user_choice_decision
+		{Cands: []*fsm.Candidate{rule276, rule281}}, // applied × function_result
+		{Cands: []*fsm.Candidate{rule284}},          // applied × permission_cancel
+		{Cands: []*fsm.Candidate{rule284}},          // applied × ack_applied
+		{Cands: []*fsm.Candidate{rule284}},          // applied × ack_refused
+		{Cands: []*fsm.Candidate{rule189}},          // applied × ack_wait
+		{Cands: []*fsm.Candidate{rule284}},          // applied × answer_send_failed
+		{Cands: []*fsm.Candidate{rule287}},          // applied × run_closed
 		// refused
-		{Cands: []*fsm.Candidate{rule244}}, // refused × permission_request
-		{Cands: []*fsm.Candidate{rule244}}, // refused × prompt_for_user_choice
-		{Cands: []*fsm.Candidate{rule244}}, // refused × function_call
-		{Cands: []*fsm.Candidate{rule244}}, // refused × permission_decision
-		{Cands: []*fsm.Candidate{rule244}}, // refused × prompt_for_user_choice_decision
-		{Cands: []*fsm.Candidate{rule244}}, // refused × function_result
-		{Cands: []*fsm.Candidate{rule241}}, // refused × permission_cancel
-		{Cands: []*fsm.Candidate{rule241}}, // refused × ack_applied
-		{Cands: []*fsm.Candidate{rule241}}, // refused × ack_refused
-		{Cands: []*fsm.Candidate{rule241}}, // refused × ack_wait
-		{Cands: []*fsm.Candidate{rule241}}, // refused × answer_send_failed
-		{Cands: []*fsm.Candidate{rule241}}, // refused × run_closed
+		{Cands: []*fsm.Candidate{rule296}}, // refused × permission_request
+		{Cands: []*fsm.Candidate{rule296}}, // refused × prompt_for_user_choice
+		{Cands: []*fsm.Candidate{rule296}}, // refused × function_call
+		{Cands: []*fsm.Candidate{rule296}}, // refused × permission_decision
+		{Cands: []*fsm.Candidate{rule296}}, // refused × prompt_for_user_choice_decision
+		{Cands: []*fsm.Candidate{rule296}}, // refused × function_result
+		{Cands: []*fsm.Candidate{rule292}}, // refused × permission_cancel
+		{Cands: []*fsm.Candidate{rule292}}, // refused × ack_applied
+		{Cands: []*fsm.Candidate{rule292}}, // refused × ack_refused
+		{Cands: []*fsm.Candidate{rule292}}, // refused × ack_wait
+		{Cands: []*fsm.Candidate{rule292}}, // refused × answer_send_failed
+		{Cands: []*fsm.Candidate{rule292}}, // refused × run_closed
 		// withdrawn
-		{Cands: []*fsm.Candidate{rule244}}, // withdrawn × permission_request
-		{Cands: []*fsm.Candidate{rule244}}, // withdrawn × prompt_for_user_choice
-		{Cands: []*fsm.Candidate{rule244}}, // withdrawn × function_call
-		{Cands: []*fsm.Candidate{rule244}}, // withdrawn × permission_decision
-		{Cands: []*fsm.Candidate{rule244}}, // withdrawn × prompt_for_user_choice_decision
-		{Cands: []*fsm.Candidate{rule244}}, // withdrawn × function_result
-		{Cands: []*fsm.Candidate{rule241}}, // withdrawn × permission_cancel
-		{Cands: []*fsm.Candidate{rule241}}, // withdrawn × ack_applied
-		{Cands: []*fsm.Candidate{rule241}}, // withdrawn × ack_refused
-		{Cands: []*fsm.Candidate{rule241}}, // withdrawn × ack_wait
-		{Cands: []*fsm.Candidate{rule241}}, // withdrawn × answer_send_failed
-		{Cands: []*fsm.Candidate{rule241}}, // withdrawn × run_closed
+		{Cands: []*fsm.Candidate{rule296}}, // withdrawn × permission_request
+		{Cands: []*fsm.Candidate{rule296}}, // withdrawn × prompt_for_user_choice
+		{Cands: []*fsm.Candidate{rule296}}, // withdrawn × function_call
+		{Cands: []*fsm.Candidate{rule296}}, // withdrawn × permission_decision
+		{Cands: []*fsm.Candidate{rule296}}, // withdrawn × prompt_for_user_choice_decision
+		{Cands: []*fsm.Candidate{rule296}}, // withdrawn × function_result
+		{Cands: []*fsm.Candidate{rule292}}, // withdrawn × permission_cancel
+		{Cands: []*fsm.Candidate{rule292}}, // withdrawn × ack_applied
+		{Cands: []*fsm.Candidate{rule292}}, // withdrawn × ack_refused
+		{Cands: []*fsm.Candidate{rule292}}, // withdrawn × ack_wait
+		{Cands: []*fsm.Candidate{rule292}}, // withdrawn × answer_send_failed
+		{Cands: []*fsm.Candidate{rule292}}, // withdrawn × run_closed
+		// unanswered
+		{Cands: []*fsm.Candidate{rule296}}, // unanswered × permission_request
+		{Cands: []*fsm.Candidate{rule296}}, // unanswered × prompt_for_user_choice
+		{Cands: []*fsm.Candidate{rule296}}, // unanswered × function_call
+		{Cands: []*fsm.Candidate{rule296}}, // unanswered × permission_decision
+		{Cands: []*fsm.Candidate{rule296}}, // unanswered × prompt_for_user_choice_decision
+		{Cands: []*fsm.Candidate{rule296}}, // unanswered × function_result
+		{Cands: []*fsm.Candidate{rule292}}, // unanswered × permission_cancel
+		{Cands: []*fsm.Candidate{rule292}}, // unanswered × ack_applied
+		{Cands: []*fsm.Candidate{rule292}}, // unanswered × ack_refused
+		{Cands: []*fsm.Candidate{rule292}}, // unanswered × ack_wait
+		{Cands: []*fsm.Candidate{rule292}}, // unanswered × answer_send_failed
+		{Cands: []*fsm.Candidate{rule292}}, // unanswered × run_closed
 		// orphaned
-		{Cands: []*fsm.Candidate{rule244}}, // orphaned × permission_request
-		{Cands: []*fsm.Candidate{rule244}}, // orphaned × prompt_for_user_choice
-		{Cands: []*fsm.Candidate{rule244}}, // orphaned × function_call
-		{Cands: []*fsm.Candidate{rule244}}, // orphaned × permission_decision
-		{Cands: []*fsm.Candidate{rule244}}, // orphaned × prompt_for_user_choice_decision
-		{Cands: []*fsm.Candidate{rule244}}, // orphaned × function_result
-		{Cands: []*fsm.Candidate{rule241}}, // orphaned × permission_cancel
-		{Cands: []*fsm.Candidate{rule241}}, // orphaned × ack_applied
-		{Cands: []*fsm.Candidate{rule241}}, // orphaned × ack_refused
-		{Cands: []*fsm.Candidate{rule241}}, // orphaned × ack_wait
-		{Cands: []*fsm.Candidate{rule241}}, // orphaned × answer_send_failed
-		{Cands: []*fsm.Candidate{rule241}}, // orphaned × run_closed
+		{Cands: []*fsm.Candidate{rule296}}, // orphaned × permission_request
+		{Cands: []*fsm.Candidate{rule296}}, // orphaned × prompt_for_user_choice
+		{Cands: []*fsm.Candidate{rule296}}, // orphaned × function_call
+		{Cands: []*fsm.Candidate{rule296}}, // orphaned × permission_decision
+		{Cands: []*fsm.Candidate{rule296}}, // orphaned × prompt_for_user_choice_decision
+		{Cands: []*fsm.Candidate{rule296}}, // orphaned × function_result
+		{Cands: []*fsm.Candidate{rule292}}, // orphaned × permission_cancel
+		{Cands: []*fsm.Candidate{rule292}}, // orphaned × ack_applied
+		{Cands: []*fsm.Candidate{rule292}}, // orphaned × ack_refused
+		{Cands: []*fsm.Candidate{rule292}}, // orphaned × ack_wait
+		{Cands: []*fsm.Candidate{rule292}}, // orphaned × answer_send_failed
+		{Cands: []*fsm.Candidate{rule292}}, // orphaned × run_closed
 		// closed
-		{Cands: []*fsm.Candidate{rule244}}, // closed × permission_request
-		{Cands: []*fsm.Candidate{rule244}}, // closed × prompt_for_user_choice
-		{Cands: []*fsm.Candidate{rule244}}, // closed × function_call
-		{Cands: []*fsm.Candidate{rule244}}, // closed × permission_decision
-		{Cands: []*fsm.Candidate{rule244}}, // closed × prompt_for_user_choice_decision
-		{Cands: []*fsm.Candidate{rule244}}, // closed × function_result
-		{Cands: []*fsm.Candidate{rule241}}, // closed × permission_cancel
-		{Cands: []*fsm.Candidate{rule241}}, // closed × ack_applied
-		{Cands: []*fsm.Candidate{rule241}}, // closed × ack_refused
-		{Cands: []*fsm.Candidate{rule241}}, // closed × ack_wait
-		{Cands: []*fsm.Candidate{rule241}}, // closed × answer_send_failed
-		{Cands: []*fsm.Candidate{rule241}}, // closed × run_closed
+		{Cands: []*fsm.Candidate{rule296}}, // closed × permission_request
+		{Cands: []*fsm.Candidate{rule296}}, // closed × prompt_for_user_choice
+		{Cands: []*fsm.Candidate{rule296}}, // closed × function_call
+		{Cands: []*fsm.Candidate{rule296}}, // closed × permission_decision
+		{Cands: []*fsm.Candidate{rule296}}, // closed × prompt_for_user_choice_decision
+		{Cands: []*fsm.Candidate{rule296}}, // closed × function_result
+		{Cands: []*fsm.Candidate{rule292}}, // closed × permission_cancel
+		{Cands: []*fsm.Candidate{rule292}}, // closed × ack_applied
+		{Cands: []*fsm.Candidate{rule292}}, // closed × ack_refused
+		{Cands: []*fsm.Candidate{rule292}}, // closed × ack_wait
+		{Cands: []*fsm.Candidate{rule292}}, // closed × answer_send_failed
+		{Cands: []*fsm.Candidate{rule292}}, // closed × run_closed
 	},
 })
 
@@ -786,11 +842,11 @@ type CoreHooks[A any] interface {
 	// GuardIdenticalDecision reports whether the answer repeats the content of the earlier one
 	// (the delivery ID excluded).
 	GuardIdenticalDecision(f *fsm.Firing[A]) bool
-	// GuardCurrentDelivery reports whether the receipt echoes the delivery ID of the answer in
-	// flight.
+	// GuardCurrentDelivery reports whether the receipt echoes the delivery ID of the latest answer
+	// sent (the one in flight, or the one whose receipt is late).
 	GuardCurrentDelivery(f *fsm.Firing[A]) bool
-	// GuardRetryLater reports whether the receipt echoes the delivery ID in flight and its code is
-	// not_ready (the Runtime cannot take the answer yet).
+	// GuardRetryLater reports whether the receipt echoes the delivery ID of the latest answer and
+	// its code is not_ready (the Runtime cannot take the answer yet).
 	GuardRetryLater(f *fsm.Firing[A]) bool
 	// GuardPermissionKind reports whether the interaction is a permission request (only those can
 	// be withdrawn).
@@ -806,6 +862,12 @@ type CoreHooks[A any] interface {
 	// DoMarkUnknown performs mark_unknown: Core records the answer's outcome as unknown; it is
 	// never reported as applied and never replayed automatically.
 	DoMarkUnknown(f *fsm.Firing[A]) error
+	// DoSettleLate performs settle_late: Core replaces the unknown outcome it recorded with what
+	// the late receipt proves, keeping the missed deadline beside it.
+	DoSettleLate(f *fsm.Firing[A]) error
+	// DoAbandonRequest performs abandon_request: Core withdraws the open request from the user's
+	// view; no answer was submitted.
+	DoAbandonRequest(f *fsm.Firing[A]) error
 	// DoWithdrawPrompt performs withdraw_prompt: Core removes the pending request from the user's
 	// view.
 	DoWithdrawPrompt(f *fsm.Firing[A]) error
@@ -821,7 +883,7 @@ func Core[A any](h CoreHooks[A]) fsm.Binding[A] {
 	}
 	return &fsm.HookTable[A]{
 		Guards:  []func(*fsm.Firing[A]) bool{GuardMatchesRequestKind: h.GuardMatchesRequestKind, GuardIdenticalDecision: h.GuardIdenticalDecision, GuardCurrentDelivery: h.GuardCurrentDelivery, GuardRetryLater: h.GuardRetryLater, GuardPermissionKind: h.GuardPermissionKind},
-		Actions: []func(*fsm.Firing[A]) error{ActionSurfaceRequest: h.DoSurfaceRequest, ActionSettleInteraction: h.DoSettleInteraction, ActionRecordRefusal: h.DoRecordRefusal, ActionMarkUnknown: h.DoMarkUnknown, ActionWithdrawPrompt: h.DoWithdrawPrompt, ActionNoteWithdrawal: h.DoNoteWithdrawal},
+		Actions: []func(*fsm.Firing[A]) error{ActionSurfaceRequest: h.DoSurfaceRequest, ActionSettleInteraction: h.DoSettleInteraction, ActionRecordRefusal: h.DoRecordRefusal, ActionMarkUnknown: h.DoMarkUnknown, ActionSettleLate: h.DoSettleLate, ActionAbandonRequest: h.DoAbandonRequest, ActionWithdrawPrompt: h.DoWithdrawPrompt, ActionNoteWithdrawal: h.DoNoteWithdrawal},
 	}
 }
 
@@ -845,11 +907,11 @@ type RuntimeHooks[A any] interface {
 	// GuardIdenticalDecision reports whether the answer repeats the content of the earlier one
 	// (the delivery ID excluded).
 	GuardIdenticalDecision(f *fsm.Firing[A]) bool
-	// GuardCurrentDelivery reports whether the receipt echoes the delivery ID of the answer in
-	// flight.
+	// GuardCurrentDelivery reports whether the receipt echoes the delivery ID of the latest answer
+	// sent (the one in flight, or the one whose receipt is late).
 	GuardCurrentDelivery(f *fsm.Firing[A]) bool
-	// GuardRetryLater reports whether the receipt echoes the delivery ID in flight and its code is
-	// not_ready (the Runtime cannot take the answer yet).
+	// GuardRetryLater reports whether the receipt echoes the delivery ID of the latest answer and
+	// its code is not_ready (the Runtime cannot take the answer yet).
 	GuardRetryLater(f *fsm.Firing[A]) bool
 	// GuardPermissionKind reports whether the interaction is a permission request (only those can
 	// be withdrawn).

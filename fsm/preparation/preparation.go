@@ -35,18 +35,19 @@ type State uint8
 const (
 	// StateIdle: nothing sent yet for this preparation request ID
 	StateIdle State = 1
-	// StateRequested: execution_prepare was sent; no status has been observed for it yet
+	// StateRequested: execution_prepare was sent (or its send was attempted); no status has been
+	// observed for it yet
 	StateRequested State = 2
 	// StatePreparing: the Runtime owns the preparation; no Run input has been submitted
 	StatePreparing State = 3
 	// StateReady: the reservation is granted (Executor ID, handle, revision, expiry); the expiry
 	// deadline runs from here
 	StateReady State = 4
-	// StateStarting: execution_start was sent for the ready handle; the transfer to the Run is not
-	// yet confirmed
+	// StateStarting: execution_start was sent (or its send was attempted) for the ready handle;
+	// the transfer to the Run is not yet confirmed
 	StateStarting State = 5
-	// StateReleasing: execution_release was sent; the admission is being abandoned but its close
-	// is not yet confirmed
+	// StateReleasing: execution_release was sent (or its send was attempted); the admission is
+	// being abandoned but its close is not yet confirmed
 	StateReleasing State = 6
 	// StateCleanupUnconfirmed: the close failed or is uncertain; the Runtime keeps ownership and
 	// capacity until a retry confirms it
@@ -57,7 +58,7 @@ const (
 	// StateReleased: the admission was abandoned and its close confirmed; the Executor may stay
 	// idle
 	StateReleased State = 9
-	// StateRefused: execution_prepare itself was rejected (no handle was granted);
+	// StateRefused: execution_prepare itself was rejected (no handle was granted); only
 	// preparation_capacity leaves the Turn unclaimed for a retry
 	StateRefused State = 10
 	// StateFailed: preparation or start failed with a finite error code; the Runtime settles its
@@ -66,8 +67,8 @@ const (
 	// StateExpired: five minutes passed since the grant without a confirmed start; cleanup is
 	// still owed by the Runtime
 	StateExpired State = 12
-	// StateAbandoned: the connection that owned the handle went away; handles are
-	// connection-local, so the outcome is unknown and nothing is replayed
+	// StateAbandoned: the connection that owned the handle went away after execution_prepare was
+	// sent; handles are connection-local, so the outcome is unknown and nothing is replayed
 	StateAbandoned State = 13
 )
 
@@ -175,12 +176,21 @@ const (
 	// EventStatusRejected: preparation_status with state rejected, naming the rejected operation
 	// and an error code; it has no handle revision (wire preparation_status, sent by runtime)
 	EventStatusRejected Event = 12
+	// EventPrepareSendFailed: Core's write of execution_prepare returned an error; the frame may
+	// have left (local, observed by core)
+	EventPrepareSendFailed Event = 13
+	// EventStartSendFailed: Core's write of execution_start returned an error; the frame may have
+	// left (local, observed by core)
+	EventStartSendFailed Event = 14
+	// EventReleaseSendFailed: Core's write of execution_release returned an error; the frame may
+	// have left (local, observed by core)
+	EventReleaseSendFailed Event = 15
 	// EventAdmissionExpiry: five minutes after the grant; retries of execution_prepare do not
 	// extend it (timer 5m0s, owned by both)
-	EventAdmissionExpiry Event = 13
+	EventAdmissionExpiry Event = 16
 	// EventConnectionLost: the physical connection that accepted the handle closed or was replaced
-	// (local, observed by both)
-	EventConnectionLost Event = 14
+	// (at the Runtime, also a failed write of a status) (local, observed by both)
+	EventConnectionLost Event = 17
 )
 
 // String returns the spec name, or Event(n) for a value outside the enum.
@@ -223,6 +233,12 @@ func ParseEvent(name string) (Event, error) {
 		return EventStatusCleanupUnconfirmed, nil
 	case "status_rejected":
 		return EventStatusRejected, nil
+	case "prepare_send_failed":
+		return EventPrepareSendFailed, nil
+	case "start_send_failed":
+		return EventStartSendFailed, nil
+	case "release_send_failed":
+		return EventReleaseSendFailed, nil
 	case "admission_expiry":
 		return EventAdmissionExpiry, nil
 	case "connection_lost":
@@ -258,6 +274,15 @@ func (v Event) Message() Message {
 		return 0
 	}
 	return Message(Table.Events[v-1].Message)
+}
+
+// FailedSend is the local event a sender fires instead of v when its write of v failed (the frame
+// is possibly delivered), or 0 for events that are not messages.
+func (v Event) FailedSend() Event {
+	if !v.Valid() {
+		return 0
+	}
+	return Event(Table.Events[v-1].FailedSend)
 }
 
 // Timer is the timer whose expiry v is, or 0.
@@ -331,11 +356,16 @@ const (
 	// GuardSameFingerprint: a repeated execution_prepare carries the same payload fingerprint as
 	// the first one
 	GuardSameFingerprint Guard = 2
+	// GuardCapacityRefusal: the rejected operation is execution_prepare and its error code is
+	// preparation_capacity
+	GuardCapacityRefusal Guard = 3
 	// GuardRejectsPrepare: the rejected operation is execution_prepare (no handle exists yet)
-	GuardRejectsPrepare Guard = 3
+	GuardRejectsPrepare Guard = 4
+	// GuardRejectsStart: the rejected operation is execution_start
+	GuardRejectsStart Guard = 5
 	// GuardReadOnlyProfile: the handle was prepared with workspace_read_only, which can never be
 	// started
-	GuardReadOnlyProfile Guard = 4
+	GuardReadOnlyProfile Guard = 6
 )
 
 // String returns the spec name, or Guard(n) for a value outside the enum.
@@ -358,8 +388,12 @@ func ParseGuard(name string) (Guard, error) {
 		return GuardNewerRevision, nil
 	case "same_fingerprint":
 		return GuardSameFingerprint, nil
+	case "capacity_refusal":
+		return GuardCapacityRefusal, nil
 	case "rejects_prepare":
 		return GuardRejectsPrepare, nil
+	case "rejects_start":
+		return GuardRejectsStart, nil
 	case "read_only_profile":
 		return GuardReadOnlyProfile, nil
 	}
@@ -478,110 +512,129 @@ func ParseMessage(name string) (Message, error) {
 // covers (a rule that lists its own target among its sources is two: a move from the others and an
 // internal transition in the target).
 var (
-	rule124 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRequested), Line: 124, Effects: []fsm.Effect{
+	rule153 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRequested), Line: 153, Effects: []fsm.Effect{
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus)},
 	}}
-	rule128 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAbandoned), Line: 128}
-	rule131 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no execution_prepare was sent for this request ID", Line: 131}
-	rule134 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "a status for a request that was never sent is not applied to any handle", Line: 134}
-	rule137 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no admission was granted, so no deadline is armed", Line: 137}
-	rule142 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StatePreparing), Line: 142}
-	rule146 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateReady), Line: 146, Effects: []fsm.Effect{
+	rule157 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRequested), Line: 157}
+	rule162 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no execution_prepare was sent on this connection", Line: 162}
+	rule166 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no execution_prepare was sent for this request ID", Line: 166}
+	rule169 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "a status for a request that was never sent is not applied to any handle", Line: 169}
+	rule172 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no admission was granted, so no deadline is armed", Line: 172}
+	rule177 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StatePreparing), Line: 177}
+	rule181 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateReady), Line: 181, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerAdmissionExpiry)},
 	}}
-	rule151 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 151, Effects: []fsm.Effect{
+	rule186 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 186, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
 	}}
-	rule156 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "stale or repeated revision", Line: 156}
-	rule159 = &fsm.Candidate{Guard: fsm.GuardID(GuardRejectsPrepare), Disp: fsm.Moved, To: fsm.StateID(StateRefused), Line: 159, Effects: []fsm.Effect{
+	rule191 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "stale or repeated revision", Line: 191}
+	rule194 = &fsm.Candidate{Guard: fsm.GuardID(GuardCapacityRefusal), Disp: fsm.Moved, To: fsm.StateID(StateRefused), Line: 194, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordRejection)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionLeaveTurnUnclaimed)},
 	}}
-	rule164 = &fsm.Candidate{Disp: fsm.Stayed, Line: 164, Effects: []fsm.Effect{
+	rule201 = &fsm.Candidate{Guard: fsm.GuardID(GuardRejectsPrepare), Disp: fsm.Moved, To: fsm.StateID(StateRefused), Line: 201, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordRejection)},
 	}}
-	rule168 = &fsm.Candidate{Guard: fsm.GuardID(GuardSameFingerprint), Disp: fsm.Stayed, Line: 168, Effects: []fsm.Effect{
+	rule206 = &fsm.Candidate{Disp: fsm.Stayed, Line: 206, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordRejection)},
+	}}
+	rule210 = &fsm.Candidate{Guard: fsm.GuardID(GuardSameFingerprint), Disp: fsm.Stayed, Line: 210, Effects: []fsm.Effect{
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus)},
 	}}
-	rule173 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "request_conflict: the request ID is already bound to a different payload", Line: 173}
-	rule176 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "preparation_not_ready: no handle has been granted", Line: 176}
-	rule179 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "invalid_release: no handle has been granted", Line: 179}
-	rule182 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the status skips the preparation phases that must precede it", Line: 182}
-	rule185 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the expiry deadline is only armed while the handle is ready or starting", Line: 185}
-	rule188 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAbandoned), Line: 188, Effects: []fsm.Effect{
+	rule215 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "request_conflict: the request ID is already bound to a different payload", Line: 215}
+	rule218 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "a repeated execution_prepare whose write failed changes nothing; the first one's statuses decide", Line: 218}
+	rule221 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "preparation_not_ready: no handle has been granted", Line: 221}
+	rule224 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "invalid_release: no handle has been granted", Line: 224}
+	rule227 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the status skips the preparation phases that must precede it", Line: 227}
+	rule230 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the expiry deadline is only armed while the handle is ready or starting", Line: 230}
+	rule233 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAbandoned), Line: 233, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerAdmissionExpiry)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
 	}}
-	rule194 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateReady), Line: 194, Effects: []fsm.Effect{
+	rule240 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateReady), Line: 240, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerAdmissionExpiry)},
 	}}
-	rule199 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 199, Effects: []fsm.Effect{
+	rule245 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 245, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
 	}}
-	rule204 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "stale or repeated revision", Line: 204}
-	rule207 = &fsm.Candidate{Disp: fsm.Stayed, Line: 207, Effects: []fsm.Effect{
+	rule250 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "stale or repeated revision", Line: 250}
+	rule253 = &fsm.Candidate{Guard: fsm.GuardID(GuardRejectsStart), Disp: fsm.Moved, To: fsm.StateID(StateReady), Line: 253, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordRejection)},
 	}}
-	rule211 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateReleasing), Line: 211, Effects: []fsm.Effect{
+	rule260 = &fsm.Candidate{Disp: fsm.Stayed, Line: 260, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordRejection)},
+	}}
+	rule264 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateReleasing), Line: 264, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
 	}}
-	rule215 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "preparation_not_ready: the handle is still preparing", Line: 215}
-	rule218 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the status is not reachable from preparing", Line: 218}
-	rule223 = &fsm.Candidate{Guard: fsm.GuardID(GuardReadOnlyProfile), Disp: fsm.Stayed, Line: 223, Effects: []fsm.Effect{
+	rule268 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateReleasing), Line: 268}
+	rule272 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "preparation_not_ready: the handle is still preparing", Line: 272}
+	rule275 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the status is not reachable from preparing", Line: 275}
+	rule280 = &fsm.Candidate{Guard: fsm.GuardID(GuardReadOnlyProfile), Disp: fsm.Stayed, Line: 280, Effects: []fsm.Effect{
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus)},
 	}}
-	rule228 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStarting), Line: 228}
-	rule231 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateReleasing), Line: 231, Effects: []fsm.Effect{
+	rule285 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStarting), Line: 285}
+	rule288 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateReleasing), Line: 288, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerAdmissionExpiry)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
 	}}
-	rule235 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateExpired), Line: 235, Effects: []fsm.Effect{
-		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
-	}}
-	rule239 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateExpired), Line: 239, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerAdmissionExpiry)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
-	}}
-	rule244 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 244, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerAdmissionExpiry)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
-	}}
-	rule249 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "stale or repeated revision", Line: 249}
-	rule252 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no execution_start was sent for this handle", Line: 252}
-	rule255 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no execution_release was sent for this handle", Line: 255}
-	rule260 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Stayed, Line: 260}
-	rule264 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateStarted), Line: 264, Effects: []fsm.Effect{
+	rule292 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateReleasing), Line: 292, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerAdmissionExpiry)},
 	}}
-	rule269 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 269, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerAdmissionExpiry)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
-	}}
-	rule274 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateExpired), Line: 274, Effects: []fsm.Effect{
+	rule296 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStarting), Line: 296}
+	rule301 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateExpired), Line: 301, Effects: []fsm.Effect{
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
 	}}
-	rule278 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "stale or repeated revision", Line: 278}
-	rule281 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "start_conflict: the admission is transferred once", Line: 281}
-	rule284 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "invalid_release: the start is already in flight; only prompt_cancel acts on the Run", Line: 284}
-	rule287 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no execution_release was sent for this handle", Line: 287}
-	rule292 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateReleased), Line: 292}
-	rule296 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateCleanupUnconfirmed), Line: 296}
-	rule300 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 300}
-	rule304 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "stale or repeated revision", Line: 304}
-	rule307 = &fsm.Candidate{Disp: fsm.Stayed, Line: 307, Effects: []fsm.Effect{
-		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus)},
-	}}
-	rule311 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "invalid_start: the admission is being released", Line: 311}
-	rule314 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "a released admission is never started", Line: 314}
-	rule319 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Stayed, Line: 319, Effects: []fsm.Effect{
+	rule305 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateExpired), Line: 305, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerAdmissionExpiry)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
 	}}
-	rule324 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "stale revision; a stale snapshot never publishes success", Line: 324}
-	rule327 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "a released admission is never started", Line: 327}
-	rule332 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the handle is settled; late or repeated statuses change nothing", Line: 332}
-	rule335 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "invalid_release: ownership passed to the Run; releasing the old handle cannot cancel it", Line: 335}
-	rule338 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the admission is settled", Line: 338}
-	rule341 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the outcome was settled before the connection went away", Line: 341}
+	rule310 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 310, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerAdmissionExpiry)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
+	}}
+	rule315 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "stale or repeated revision", Line: 315}
+	rule318 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no execution_start was sent for this handle", Line: 318}
+	rule321 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no execution_release was sent for this handle", Line: 321}
+	rule326 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Stayed, Line: 326}
+	rule330 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateStarted), Line: 330, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerAdmissionExpiry)},
+	}}
+	rule335 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 335, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerAdmissionExpiry)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
+	}}
+	rule340 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateExpired), Line: 340, Effects: []fsm.Effect{
+		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
+	}}
+	rule344 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "stale or repeated revision", Line: 344}
+	rule347 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "start_conflict: the admission is transferred once", Line: 347}
+	rule350 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "invalid_release: the start is already in flight; only prompt_cancel acts on the Run", Line: 350}
+	rule353 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no execution_release was sent for this handle", Line: 353}
+	rule358 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateReleased), Line: 358}
+	rule362 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateCleanupUnconfirmed), Line: 362}
+	rule366 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 366}
+	rule370 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "stale or repeated revision", Line: 370}
+	rule373 = &fsm.Candidate{Disp: fsm.Stayed, Line: 373, Effects: []fsm.Effect{
+		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus)},
+	}}
+	rule377 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "a repeated execution_release whose write failed changes nothing", Line: 377}
+	rule380 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "execution_start can only be sent for a ready handle", Line: 380}
+	rule383 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "execution_release can only be sent for a preparing or ready handle", Line: 383}
+	rule386 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "invalid_start: the admission is being released", Line: 386}
+	rule389 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "a released admission is never started", Line: 389}
+	rule394 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Stayed, Line: 394, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
+	}}
+	rule399 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "stale revision; a stale snapshot never publishes success", Line: 399}
+	rule402 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "a released admission is never started", Line: 402}
+	rule407 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the handle is settled; late or repeated statuses change nothing", Line: 407}
+	rule410 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "invalid_release: ownership passed to the Run; releasing the old handle cannot cancel it", Line: 410}
+	rule413 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the connection is gone; a failed write on it changes nothing", Line: 413}
+	rule416 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the admission is settled", Line: 416}
+	rule420 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the outcome was settled before the connection went away", Line: 420}
 )
 
 // Table is the preparation machine as the engine runs it, sealed: every (state, event) cell lists
@@ -606,22 +659,25 @@ var Table = fsm.MustSeal(&fsm.Table{
 		{Name: "abandoned", Outcome: fsm.OutcomeUnknown},
 	},
 	Events: []fsm.EventDecl{
-		{Name: "execution_prepare", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessageExecutionPrepare)},
-		{Name: "execution_start", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessageExecutionStart)},
-		{Name: "execution_release", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessageExecutionRelease)},
-		{Name: "status_preparing", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus)},
-		{Name: "status_ready", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus)},
-		{Name: "status_starting", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus)},
-		{Name: "status_started", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus)},
-		{Name: "status_released", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus)},
-		{Name: "status_expired", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus)},
-		{Name: "status_failed", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus)},
-		{Name: "status_cleanup_unconfirmed", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus)},
-		{Name: "status_rejected", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus)},
+		{Name: "execution_prepare", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessageExecutionPrepare), FailedSend: fsm.EventID(EventPrepareSendFailed), Dispatch: true},
+		{Name: "execution_start", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessageExecutionStart), FailedSend: fsm.EventID(EventStartSendFailed), Dispatch: true},
+		{Name: "execution_release", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessageExecutionRelease), FailedSend: fsm.EventID(EventReleaseSendFailed)},
+		{Name: "status_preparing", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus), FailedSend: fsm.EventID(EventConnectionLost)},
+		{Name: "status_ready", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus), FailedSend: fsm.EventID(EventConnectionLost)},
+		{Name: "status_starting", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus), FailedSend: fsm.EventID(EventConnectionLost)},
+		{Name: "status_started", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus), FailedSend: fsm.EventID(EventConnectionLost)},
+		{Name: "status_released", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus), FailedSend: fsm.EventID(EventConnectionLost)},
+		{Name: "status_expired", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus), FailedSend: fsm.EventID(EventConnectionLost)},
+		{Name: "status_failed", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus), FailedSend: fsm.EventID(EventConnectionLost)},
+		{Name: "status_cleanup_unconfirmed", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus), FailedSend: fsm.EventID(EventConnectionLost)},
+		{Name: "status_rejected", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus), FailedSend: fsm.EventID(EventConnectionLost)},
+		{Name: "prepare_send_failed", Kind: fsm.EventLocal, Role: fsm.RoleCore},
+		{Name: "start_send_failed", Kind: fsm.EventLocal, Role: fsm.RoleCore},
+		{Name: "release_send_failed", Kind: fsm.EventLocal, Role: fsm.RoleCore},
 		{Name: "admission_expiry", Kind: fsm.EventTimer, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerAdmissionExpiry)},
 		{Name: "connection_lost", Kind: fsm.EventLocal, Role: fsm.RoleBoth},
 	},
-	Guards:   []string{"newer_revision", "same_fingerprint", "rejects_prepare", "read_only_profile"},
+	Guards:   []string{"newer_revision", "same_fingerprint", "capacity_refusal", "rejects_prepare", "rejects_start", "read_only_profile"},
 	Actions:  []string{"record_rejection", "settle_cleanup", "leave_turn_unclaimed"},
 	Messages: []string{"execution_prepare", "execution_release", "execution_start", "preparation_status"},
 	Timers: []fsm.TimerDecl{
@@ -630,200 +686,239 @@ var Table = fsm.MustSeal(&fsm.Table{
 	Initial: fsm.StateID(StateIdle),
 	Cells: []fsm.Cell{
 		// idle
-		{Cands: []*fsm.Candidate{rule124}}, // idle × execution_prepare
-		{Cands: []*fsm.Candidate{rule131}}, // idle × execution_start
-		{Cands: []*fsm.Candidate{rule131}}, // idle × execution_release
-		{Cands: []*fsm.Candidate{rule134}}, // idle × status_preparing
-		{Cands: []*fsm.Candidate{rule134}}, // idle × status_ready
-		{Cands: []*fsm.Candidate{rule134}}, // idle × status_starting
-		{Cands: []*fsm.Candidate{rule134}}, // idle × status_started
-		{Cands: []*fsm.Candidate{rule134}}, // idle × status_released
-		{Cands: []*fsm.Candidate{rule134}}, // idle × status_expired
-		{Cands: []*fsm.Candidate{rule134}}, // idle × status_failed
-		{Cands: []*fsm.Candidate{rule134}}, // idle × status_cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule134}}, // idle × status_rejected
-		{Cands: []*fsm.Candidate{rule137}}, // idle × admission_expiry
-		{Cands: []*fsm.Candidate{rule128}}, // idle × connection_lost
+		{Cands: []*fsm.Candidate{rule153}}, // idle × execution_prepare
+		{Cands: []*fsm.Candidate{rule166}}, // idle × execution_start
+		{Cands: []*fsm.Candidate{rule166}}, // idle × execution_release
+		{Cands: []*fsm.Candidate{rule169}}, // idle × status_preparing
+		{Cands: []*fsm.Candidate{rule169}}, // idle × status_ready
+		{Cands: []*fsm.Candidate{rule169}}, // idle × status_starting
+		{Cands: []*fsm.Candidate{rule169}}, // idle × status_started
+		{Cands: []*fsm.Candidate{rule169}}, // idle × status_released
+		{Cands: []*fsm.Candidate{rule169}}, // idle × status_expired
+		{Cands: []*fsm.Candidate{rule169}}, // idle × status_failed
+		{Cands: []*fsm.Candidate{rule169}}, // idle × status_cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule169}}, // idle × status_rejected
+		{Cands: []*fsm.Candidate{rule157}}, // idle × prepare_send_failed
+		{Cands: []*fsm.Candidate{rule380}}, // idle × start_send_failed
+		{Cands: []*fsm.Candidate{rule383}}, // idle × release_send_failed
+		{Cands: []*fsm.Candidate{rule172}}, // idle × admission_expiry
+		{Cands: []*fsm.Candidate{rule162}}, // idle × connection_lost
 		// requested
-		{Cands: []*fsm.Candidate{rule168, rule173}}, // requested × execution_prepare
-		{Cands: []*fsm.Candidate{rule176}},          // requested × execution_start
-		{Cands: []*fsm.Candidate{rule179}},          // requested × execution_release
-		{Cands: []*fsm.Candidate{rule142, rule156}}, // requested × status_preparing
-		{Cands: []*fsm.Candidate{rule146, rule156}}, // requested × status_ready
-		{Cands: []*fsm.Candidate{rule182}},          // requested × status_starting
-		{Cands: []*fsm.Candidate{rule182}},          // requested × status_started
-		{Cands: []*fsm.Candidate{rule182}},          // requested × status_released
-		{Cands: []*fsm.Candidate{rule182}},          // requested × status_expired
-		{Cands: []*fsm.Candidate{rule151, rule156}}, // requested × status_failed
-		{Cands: []*fsm.Candidate{rule182}},          // requested × status_cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule159, rule164}}, // requested × status_rejected
-		{Cands: []*fsm.Candidate{rule185}},          // requested × admission_expiry
-		{Cands: []*fsm.Candidate{rule188}},          // requested × connection_lost
+		{Cands: []*fsm.Candidate{rule210, rule215}},          // requested × execution_prepare
+		{Cands: []*fsm.Candidate{rule221}},                   // requested × execution_start
+		{Cands: []*fsm.Candidate{rule224}},                   // requested × execution_release
+		{Cands: []*fsm.Candidate{rule177, rule191}},          // requested × status_preparing
+		{Cands: []*fsm.Candidate{rule181, rule191}},          // requested × status_ready
+		{Cands: []*fsm.Candidate{rule227}},                   // requested × status_starting
+		{Cands: []*fsm.Candidate{rule227}},                   // requested × status_started
+		{Cands: []*fsm.Candidate{rule227}},                   // requested × status_released
+		{Cands: []*fsm.Candidate{rule227}},                   // requested × status_expired
+		{Cands: []*fsm.Candidate{rule186, rule191}},          // requested × status_failed
+		{Cands: []*fsm.Candidate{rule227}},                   // requested × status_cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule194, rule201, rule206}}, // requested × status_rejected
+		{Cands: []*fsm.Candidate{rule218}},                   // requested × prepare_send_failed
+		{Cands: []*fsm.Candidate{rule380}},                   // requested × start_send_failed
+		{Cands: []*fsm.Candidate{rule383}},                   // requested × release_send_failed
+		{Cands: []*fsm.Candidate{rule230}},                   // requested × admission_expiry
+		{Cands: []*fsm.Candidate{rule233}},                   // requested × connection_lost
 		// preparing
-		{Cands: []*fsm.Candidate{rule168, rule173}}, // preparing × execution_prepare
-		{Cands: []*fsm.Candidate{rule215}},          // preparing × execution_start
-		{Cands: []*fsm.Candidate{rule211}},          // preparing × execution_release
-		{Cands: []*fsm.Candidate{rule204}},          // preparing × status_preparing
-		{Cands: []*fsm.Candidate{rule194, rule204}}, // preparing × status_ready
-		{Cands: []*fsm.Candidate{rule218}},          // preparing × status_starting
-		{Cands: []*fsm.Candidate{rule218}},          // preparing × status_started
-		{Cands: []*fsm.Candidate{rule218}},          // preparing × status_released
-		{Cands: []*fsm.Candidate{rule218}},          // preparing × status_expired
-		{Cands: []*fsm.Candidate{rule199, rule204}}, // preparing × status_failed
-		{Cands: []*fsm.Candidate{rule218}},          // preparing × status_cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule207}},          // preparing × status_rejected
-		{Cands: []*fsm.Candidate{rule185}},          // preparing × admission_expiry
-		{Cands: []*fsm.Candidate{rule188}},          // preparing × connection_lost
+		{Cands: []*fsm.Candidate{rule210, rule215}}, // preparing × execution_prepare
+		{Cands: []*fsm.Candidate{rule272}},          // preparing × execution_start
+		{Cands: []*fsm.Candidate{rule264}},          // preparing × execution_release
+		{Cands: []*fsm.Candidate{rule250}},          // preparing × status_preparing
+		{Cands: []*fsm.Candidate{rule240, rule250}}, // preparing × status_ready
+		{Cands: []*fsm.Candidate{rule275}},          // preparing × status_starting
+		{Cands: []*fsm.Candidate{rule275}},          // preparing × status_started
+		{Cands: []*fsm.Candidate{rule275}},          // preparing × status_released
+		{Cands: []*fsm.Candidate{rule275}},          // preparing × status_expired
+		{Cands: []*fsm.Candidate{rule245, rule250}}, // preparing × status_failed
+		{Cands: []*fsm.Candidate{rule275}},          // preparing × status_cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule260}},          // preparing × status_rejected
+		{Cands: []*fsm.Candidate{rule218}},          // preparing × prepare_send_failed
+		{Cands: []*fsm.Candidate{rule380}},          // preparing × start_send_failed
+		{Cands: []*fsm.Candidate{rule268}},          // preparing × release_send_failed
+		{Cands: []*fsm.Candidate{rule230}},          // preparing × admission_expiry
+		{Cands: []*fsm.Candidate{rule233}},          // preparing × connection_lost
 		// ready
-		{Cands: []*fsm.Candidate{rule168, rule173}}, // ready × execution_prepare
-		{Cands: []*fsm.Candidate{rule223, rule228}}, // ready × execution_start
-		{Cands: []*fsm.Candidate{rule231}},          // ready × execution_release
-		{Cands: []*fsm.Candidate{rule249}},          // ready × status_preparing
-		{Cands: []*fsm.Candidate{rule249}},          // ready × status_ready
-		{Cands: []*fsm.Candidate{rule252}},          // ready × status_starting
-		{Cands: []*fsm.Candidate{rule252}},          // ready × status_started
-		{Cands: []*fsm.Candidate{rule255}},          // ready × status_released
-		{Cands: []*fsm.Candidate{rule239, rule249}}, // ready × status_expired
-		{Cands: []*fsm.Candidate{rule244, rule249}}, // ready × status_failed
-		{Cands: []*fsm.Candidate{rule255}},          // ready × status_cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule207}},          // ready × status_rejected
-		{Cands: []*fsm.Candidate{rule235}},          // ready × admission_expiry
-		{Cands: []*fsm.Candidate{rule188}},          // ready × connection_lost
+		{Cands: []*fsm.Candidate{rule210, rule215}}, // ready × execution_prepare
+		{Cands: []*fsm.Candidate{rule280, rule285}}, // ready × execution_start
+		{Cands: []*fsm.Candidate{rule288}},          // ready × execution_release
+		{Cands: []*fsm.Candidate{rule315}},          // ready × status_preparing
+		{Cands: []*fsm.Candidate{rule315}},          // ready × status_ready
+		{Cands: []*fsm.Candidate{rule318}},          // ready × status_starting
+		{Cands: []*fsm.Candidate{rule318}},          // ready × status_started
+		{Cands: []*fsm.Candidate{rule321}},          // ready × status_released
+		{Cands: []*fsm.Candidate{rule305, rule315}}, // ready × status_expired
+		{Cands: []*fsm.Candidate{rule310, rule315}}, // ready × status_failed
+		{Cands: []*fsm.Candidate{rule321}},          // ready × status_cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule260}},          // ready × status_rejected
+		{Cands: []*fsm.Candidate{rule218}},          // ready × prepare_send_failed
+		{Cands: []*fsm.Candidate{rule296}},          // ready × start_send_failed
+		{Cands: []*fsm.Candidate{rule292}},          // ready × release_send_failed
+		{Cands: []*fsm.Candidate{rule301}},          // ready × admission_expiry
+		{Cands: []*fsm.Candidate{rule233}},          // ready × connection_lost
 		// starting
-		{Cands: []*fsm.Candidate{rule168, rule173}}, // starting × execution_prepare
-		{Cands: []*fsm.Candidate{rule281}},          // starting × execution_start
-		{Cands: []*fsm.Candidate{rule284}},          // starting × execution_release
-		{Cands: []*fsm.Candidate{rule278}},          // starting × status_preparing
-		{Cands: []*fsm.Candidate{rule278}},          // starting × status_ready
-		{Cands: []*fsm.Candidate{rule260, rule278}}, // starting × status_starting
-		{Cands: []*fsm.Candidate{rule264, rule278}}, // starting × status_started
-		{Cands: []*fsm.Candidate{rule287}},          // starting × status_released
-		{Cands: []*fsm.Candidate{rule239, rule278}}, // starting × status_expired
-		{Cands: []*fsm.Candidate{rule269, rule278}}, // starting × status_failed
-		{Cands: []*fsm.Candidate{rule287}},          // starting × status_cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule207}},          // starting × status_rejected
-		{Cands: []*fsm.Candidate{rule274}},          // starting × admission_expiry
-		{Cands: []*fsm.Candidate{rule188}},          // starting × connection_lost
+		{Cands: []*fsm.Candidate{rule210, rule215}}, // starting × execution_prepare
+		{Cands: []*fsm.Candidate{rule347}},          // starting × execution_start
+		{Cands: []*fsm.Candidate{rule350}},          // starting × execution_release
+		{Cands: []*fsm.Candidate{rule344}},          // starting × status_preparing
+		{Cands: []*fsm.Candidate{rule344}},          // starting × status_ready
+		{Cands: []*fsm.Candidate{rule326, rule344}}, // starting × status_starting
+		{Cands: []*fsm.Candidate{rule330, rule344}}, // starting × status_started
+		{Cands: []*fsm.Candidate{rule353}},          // starting × status_released
+		{Cands: []*fsm.Candidate{rule305, rule344}}, // starting × status_expired
+		{Cands: []*fsm.Candidate{rule335, rule344}}, // starting × status_failed
+		{Cands: []*fsm.Candidate{rule353}},          // starting × status_cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule253, rule260}}, // starting × status_rejected
+		{Cands: []*fsm.Candidate{rule218}},          // starting × prepare_send_failed
+		{Cands: []*fsm.Candidate{rule380}},          // starting × start_send_failed
+		{Cands: []*fsm.Candidate{rule383}},          // starting × release_send_failed
+		{Cands: []*fsm.Candidate{rule340}},          // starting × admission_expiry
+		{Cands: []*fsm.Candidate{rule233}},          // starting × connection_lost
 		// releasing
-		{Cands: []*fsm.Candidate{rule168, rule173}}, // releasing × execution_prepare
-		{Cands: []*fsm.Candidate{rule311}},          // releasing × execution_start
-		{Cands: []*fsm.Candidate{rule307}},          // releasing × execution_release
-		{Cands: []*fsm.Candidate{rule304}},          // releasing × status_preparing
-		{Cands: []*fsm.Candidate{rule304}},          // releasing × status_ready
-		{Cands: []*fsm.Candidate{rule304}},          // releasing × status_starting
-		{Cands: []*fsm.Candidate{rule314}},          // releasing × status_started
-		{Cands: []*fsm.Candidate{rule292, rule304}}, // releasing × status_released
-		{Cands: []*fsm.Candidate{rule304}},          // releasing × status_expired
-		{Cands: []*fsm.Candidate{rule300, rule304}}, // releasing × status_failed
-		{Cands: []*fsm.Candidate{rule296, rule304}}, // releasing × status_cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule207}},          // releasing × status_rejected
-		{Cands: []*fsm.Candidate{rule185}},          // releasing × admission_expiry
-		{Cands: []*fsm.Candidate{rule188}},          // releasing × connection_lost
+		{Cands: []*fsm.Candidate{rule210, rule215}}, // releasing × execution_prepare
+		{Cands: []*fsm.Candidate{rule386}},          // releasing × execution_start
+		{Cands: []*fsm.Candidate{rule373}},          // releasing × execution_release
+		{Cands: []*fsm.Candidate{rule370}},          // releasing × status_preparing
+		{Cands: []*fsm.Candidate{rule370}},          // releasing × status_ready
+		{Cands: []*fsm.Candidate{rule370}},          // releasing × status_starting
+		{Cands: []*fsm.Candidate{rule389}},          // releasing × status_started
+		{Cands: []*fsm.Candidate{rule358, rule370}}, // releasing × status_released
+		{Cands: []*fsm.Candidate{rule370}},          // releasing × status_expired
+		{Cands: []*fsm.Candidate{rule366, rule370}}, // releasing × status_failed
+		{Cands: []*fsm.Candidate{rule362, rule370}}, // releasing × status_cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule260}},          // releasing × status_rejected
+		{Cands: []*fsm.Candidate{rule218}},          // releasing × prepare_send_failed
+		{Cands: []*fsm.Candidate{rule380}},          // releasing × start_send_failed
+		{Cands: []*fsm.Candidate{rule377}},          // releasing × release_send_failed
+		{Cands: []*fsm.Candidate{rule230}},          // releasing × admission_expiry
+		{Cands: []*fsm.Candidate{rule233}},          // releasing × connection_lost
 		// cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule168, rule173}}, // cleanup_unconfirmed × execution_prepare
-		{Cands: []*fsm.Candidate{rule311}},          // cleanup_unconfirmed × execution_start
-		{Cands: []*fsm.Candidate{rule307}},          // cleanup_unconfirmed × execution_release
-		{Cands: []*fsm.Candidate{rule324}},          // cleanup_unconfirmed × status_preparing
-		{Cands: []*fsm.Candidate{rule324}},          // cleanup_unconfirmed × status_ready
-		{Cands: []*fsm.Candidate{rule324}},          // cleanup_unconfirmed × status_starting
-		{Cands: []*fsm.Candidate{rule327}},          // cleanup_unconfirmed × status_started
-		{Cands: []*fsm.Candidate{rule292, rule324}}, // cleanup_unconfirmed × status_released
-		{Cands: []*fsm.Candidate{rule324}},          // cleanup_unconfirmed × status_expired
-		{Cands: []*fsm.Candidate{rule324}},          // cleanup_unconfirmed × status_failed
-		{Cands: []*fsm.Candidate{rule319, rule324}}, // cleanup_unconfirmed × status_cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule207}},          // cleanup_unconfirmed × status_rejected
-		{Cands: []*fsm.Candidate{rule185}},          // cleanup_unconfirmed × admission_expiry
-		{Cands: []*fsm.Candidate{rule188}},          // cleanup_unconfirmed × connection_lost
+		{Cands: []*fsm.Candidate{rule210, rule215}}, // cleanup_unconfirmed × execution_prepare
+		{Cands: []*fsm.Candidate{rule386}},          // cleanup_unconfirmed × execution_start
+		{Cands: []*fsm.Candidate{rule373}},          // cleanup_unconfirmed × execution_release
+		{Cands: []*fsm.Candidate{rule399}},          // cleanup_unconfirmed × status_preparing
+		{Cands: []*fsm.Candidate{rule399}},          // cleanup_unconfirmed × status_ready
+		{Cands: []*fsm.Candidate{rule399}},          // cleanup_unconfirmed × status_starting
+		{Cands: []*fsm.Candidate{rule402}},          // cleanup_unconfirmed × status_started
+		{Cands: []*fsm.Candidate{rule358, rule399}}, // cleanup_unconfirmed × status_released
+		{Cands: []*fsm.Candidate{rule399}},          // cleanup_unconfirmed × status_expired
+		{Cands: []*fsm.Candidate{rule399}},          // cleanup_unconfirmed × status_failed
+		{Cands: []*fsm.Candidate{rule394, rule399}}, // cleanup_unconfirmed × status_cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule260}},          // cleanup_unconfirmed × status_rejected
+		{Cands: []*fsm.Candidate{rule218}},          // cleanup_unconfirmed × prepare_send_failed
+		{Cands: []*fsm.Candidate{rule380}},          // cleanup_unconfirmed × start_send_failed
+		{Cands: []*fsm.Candidate{rule377}},          // cleanup_unconfirmed × release_send_failed
+		{Cands: []*fsm.Candidate{rule230}},          // cleanup_unconfirmed × admission_expiry
+		{Cands: []*fsm.Candidate{rule233}},          // cleanup_unconfirmed × connection_lost
 		// started
-		{Cands: []*fsm.Candidate{rule338}}, // started × execution_prepare
-		{Cands: []*fsm.Candidate{rule338}}, // started × execution_start
-		{Cands: []*fsm.Candidate{rule335}}, // started × execution_release
-		{Cands: []*fsm.Candidate{rule332}}, // started × status_preparing
-		{Cands: []*fsm.Candidate{rule332}}, // started × status_ready
-		{Cands: []*fsm.Candidate{rule332}}, // started × status_starting
-		{Cands: []*fsm.Candidate{rule332}}, // started × status_started
-		{Cands: []*fsm.Candidate{rule332}}, // started × status_released
-		{Cands: []*fsm.Candidate{rule332}}, // started × status_expired
-		{Cands: []*fsm.Candidate{rule332}}, // started × status_failed
-		{Cands: []*fsm.Candidate{rule332}}, // started × status_cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule332}}, // started × status_rejected
-		{Cands: []*fsm.Candidate{rule332}}, // started × admission_expiry
-		{Cands: []*fsm.Candidate{rule341}}, // started × connection_lost
+		{Cands: []*fsm.Candidate{rule416}}, // started × execution_prepare
+		{Cands: []*fsm.Candidate{rule416}}, // started × execution_start
+		{Cands: []*fsm.Candidate{rule410}}, // started × execution_release
+		{Cands: []*fsm.Candidate{rule407}}, // started × status_preparing
+		{Cands: []*fsm.Candidate{rule407}}, // started × status_ready
+		{Cands: []*fsm.Candidate{rule407}}, // started × status_starting
+		{Cands: []*fsm.Candidate{rule407}}, // started × status_started
+		{Cands: []*fsm.Candidate{rule407}}, // started × status_released
+		{Cands: []*fsm.Candidate{rule407}}, // started × status_expired
+		{Cands: []*fsm.Candidate{rule407}}, // started × status_failed
+		{Cands: []*fsm.Candidate{rule407}}, // started × status_cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule407}}, // started × status_rejected
+		{Cands: []*fsm.Candidate{rule407}}, // started × prepare_send_failed
+		{Cands: []*fsm.Candidate{rule407}}, // started × start_send_failed
+		{Cands: []*fsm.Candidate{rule407}}, // started × release_send_failed
+		{Cands: []*fsm.Candidate{rule407}}, // started × admission_expiry
+		{Cands: []*fsm.Candidate{rule420}}, // started × connection_lost
 		// released
-		{Cands: []*fsm.Candidate{rule338}}, // released × execution_prepare
-		{Cands: []*fsm.Candidate{rule338}}, // released × execution_start
-		{Cands: []*fsm.Candidate{rule338}}, // released × execution_release
-		{Cands: []*fsm.Candidate{rule332}}, // released × status_preparing
-		{Cands: []*fsm.Candidate{rule332}}, // released × status_ready
-		{Cands: []*fsm.Candidate{rule332}}, // released × status_starting
-		{Cands: []*fsm.Candidate{rule332}}, // released × status_started
-		{Cands: []*fsm.Candidate{rule332}}, // released × status_released
-		{Cands: []*fsm.Candidate{rule332}}, // released × status_expired
-		{Cands: []*fsm.Candidate{rule332}}, // released × status_failed
-		{Cands: []*fsm.Candidate{rule332}}, // released × status_cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule332}}, // released × status_rejected
-		{Cands: []*fsm.Candidate{rule332}}, // released × admission_expiry
-		{Cands: []*fsm.Candidate{rule341}}, // released × connection_lost
+		{Cands: []*fsm.Candidate{rule416}}, // released × execution_prepare
+		{Cands: []*fsm.Candidate{rule416}}, // released × execution_start
+		{Cands: []*fsm.Candidate{rule416}}, // released × execution_release
+		{Cands: []*fsm.Candidate{rule407}}, // released × status_preparing
+		{Cands: []*fsm.Candidate{rule407}}, // released × status_ready
+		{Cands: []*fsm.Candidate{rule407}}, // released × status_starting
+		{Cands: []*fsm.Candidate{rule407}}, // released × status_started
+		{Cands: []*fsm.Candidate{rule407}}, // released × status_released
+		{Cands: []*fsm.Candidate{rule407}}, // released × status_expired
+		{Cands: []*fsm.Candidate{rule407}}, // released × status_failed
+		{Cands: []*fsm.Candidate{rule407}}, // released × status_cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule407}}, // released × status_rejected
+		{Cands: []*fsm.Candidate{rule407}}, // released × prepare_send_failed
+		{Cands: []*fsm.Candidate{rule407}}, // released × start_send_failed
+		{Cands: []*fsm.Candidate{rule407}}, // released × release_send_failed
+		{Cands: []*fsm.Candidate{rule407}}, // released × admission_expiry
+		{Cands: []*fsm.Candidate{rule420}}, // released × connection_lost
 		// refused
-		{Cands: []*fsm.Candidate{rule338}}, // refused × execution_prepare
-		{Cands: []*fsm.Candidate{rule338}}, // refused × execution_start
-		{Cands: []*fsm.Candidate{rule338}}, // refused × execution_release
-		{Cands: []*fsm.Candidate{rule332}}, // refused × status_preparing
-		{Cands: []*fsm.Candidate{rule332}}, // refused × status_ready
-		{Cands: []*fsm.Candidate{rule332}}, // refused × status_starting
-		{Cands: []*fsm.Candidate{rule332}}, // refused × status_started
-		{Cands: []*fsm.Candidate{rule332}}, // refused × status_released
-		{Cands: []*fsm.Candidate{rule332}}, // refused × status_expired
-		{Cands: []*fsm.Candidate{rule332}}, // refused × status_failed
-		{Cands: []*fsm.Candidate{rule332}}, // refused × status_cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule332}}, // refused × status_rejected
-		{Cands: []*fsm.Candidate{rule332}}, // refused × admission_expiry
-		{Cands: []*fsm.Candidate{rule341}}, // refused × connection_lost
+		{Cands: []*fsm.Candidate{rule416}}, // refused × execution_prepare
+		{Cands: []*fsm.Candidate{rule416}}, // refused × execution_start
+		{Cands: []*fsm.Candidate{rule416}}, // refused × execution_release
+		{Cands: []*fsm.Candidate{rule407}}, // refused × status_preparing
+		{Cands: []*fsm.Candidate{rule407}}, // refused × status_ready
+		{Cands: []*fsm.Candidate{rule407}}, // refused × status_starting
+		{Cands: []*fsm.Candidate{rule407}}, // refused × status_started
+		{Cands: []*fsm.Candidate{rule407}}, // refused × status_released
+		{Cands: []*fsm.Candidate{rule407}}, // refused × status_expired
+		{Cands: []*fsm.Candidate{rule407}}, // refused × status_failed
+		{Cands: []*fsm.Candidate{rule407}}, // refused × status_cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule407}}, // refused × status_rejected
+		{Cands: []*fsm.Candidate{rule407}}, // refused × prepare_send_failed
+		{Cands: []*fsm.Candidate{rule407}}, // refused × start_send_failed
+		{Cands: []*fsm.Candidate{rule407}}, // refused × release_send_failed
+		{Cands: []*fsm.Candidate{rule407}}, // refused × admission_expiry
+		{Cands: []*fsm.Candidate{rule420}}, // refused × connection_lost
 		// failed
-		{Cands: []*fsm.Candidate{rule338}}, // failed × execution_prepare
-		{Cands: []*fsm.Candidate{rule338}}, // failed × execution_start
-		{Cands: []*fsm.Candidate{rule338}}, // failed × execution_release
-		{Cands: []*fsm.Candidate{rule332}}, // failed × status_preparing
-		{Cands: []*fsm.Candidate{rule332}}, // failed × status_ready
-		{Cands: []*fsm.Candidate{rule332}}, // failed × status_starting
-		{Cands: []*fsm.Candidate{rule332}}, // failed × status_started
-		{Cands: []*fsm.Candidate{rule332}}, // failed × status_released
-		{Cands: []*fsm.Candidate{rule332}}, // failed × status_expired
-		{Cands: []*fsm.Candidate{rule332}}, // failed × status_failed
-		{Cands: []*fsm.Candidate{rule332}}, // failed × status_cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule332}}, // failed × status_rejected
-		{Cands: []*fsm.Candidate{rule332}}, // failed × admission_expiry
-		{Cands: []*fsm.Candidate{rule341}}, // failed × connection_lost
+		{Cands: []*fsm.Candidate{rule416}}, // failed × execution_prepare
+		{Cands: []*fsm.Candidate{rule416}}, // failed × execution_start
+		{Cands: []*fsm.Candidate{rule416}}, // failed × execution_release
+		{Cands: []*fsm.Candidate{rule407}}, // failed × status_preparing
+		{Cands: []*fsm.Candidate{rule407}}, // failed × status_ready
+		{Cands: []*fsm.Candidate{rule407}}, // failed × status_starting
+		{Cands: []*fsm.Candidate{rule407}}, // failed × status_started
+		{Cands: []*fsm.Candidate{rule407}}, // failed × status_released
+		{Cands: []*fsm.Candidate{rule407}}, // failed × status_expired
+		{Cands: []*fsm.Candidate{rule407}}, // failed × status_failed
+		{Cands: []*fsm.Candidate{rule407}}, // failed × status_cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule407}}, // failed × status_rejected
+		{Cands: []*fsm.Candidate{rule407}}, // failed × prepare_send_failed
+		{Cands: []*fsm.Candidate{rule407}}, // failed × start_send_failed
+		{Cands: []*fsm.Candidate{rule407}}, // failed × release_send_failed
+		{Cands: []*fsm.Candidate{rule407}}, // failed × admission_expiry
+		{Cands: []*fsm.Candidate{rule420}}, // failed × connection_lost
 		// expired
-		{Cands: []*fsm.Candidate{rule338}}, // expired × execution_prepare
-		{Cands: []*fsm.Candidate{rule338}}, // expired × execution_start
-		{Cands: []*fsm.Candidate{rule338}}, // expired × execution_release
-		{Cands: []*fsm.Candidate{rule332}}, // expired × status_preparing
-		{Cands: []*fsm.Candidate{rule332}}, // expired × status_ready
-		{Cands: []*fsm.Candidate{rule332}}, // expired × status_starting
-		{Cands: []*fsm.Candidate{rule332}}, // expired × status_started
-		{Cands: []*fsm.Candidate{rule332}}, // expired × status_released
-		{Cands: []*fsm.Candidate{rule332}}, // expired × status_expired
-		{Cands: []*fsm.Candidate{rule332}}, // expired × status_failed
-		{Cands: []*fsm.Candidate{rule332}}, // expired × status_cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule332}}, // expired × status_rejected
-		{Cands: []*fsm.Candidate{rule332}}, // expired × admission_expiry
-		{Cands: []*fsm.Candidate{rule341}}, // expired × connection_lost
+		{Cands: []*fsm.Candidate{rule416}}, // expired × execution_prepare
+		{Cands: []*fsm.Candidate{rule416}}, // expired × execution_start
+		{Cands: []*fsm.Candidate{rule416}}, // expired × execution_release
+		{Cands: []*fsm.Candidate{rule407}}, // expired × status_preparing
+		{Cands: []*fsm.Candidate{rule407}}, // expired × status_ready
+		{Cands: []*fsm.Candidate{rule407}}, // expired × status_starting
+		{Cands: []*fsm.Candidate{rule407}}, // expired × status_started
+		{Cands: []*fsm.Candidate{rule407}}, // expired × status_released
+		{Cands: []*fsm.Candidate{rule407}}, // expired × status_expired
+		{Cands: []*fsm.Candidate{rule407}}, // expired × status_failed
+		{Cands: []*fsm.Candidate{rule407}}, // expired × status_cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule407}}, // expired × status_rejected
+		{Cands: []*fsm.Candidate{rule407}}, // expired × prepare_send_failed
+		{Cands: []*fsm.Candidate{rule407}}, // expired × start_send_failed
+		{Cands: []*fsm.Candidate{rule407}}, // expired × release_send_failed
+		{Cands: []*fsm.Candidate{rule407}}, // expired × admission_expiry
+		{Cands: []*fsm.Candidate{rule420}}, // expired × connection_lost
 		// abandoned
-		{Cands: []*fsm.Candidate{rule338}}, // abandoned × execution_prepare
-		{Cands: []*fsm.Candidate{rule338}}, // abandoned × execution_start
-		{Cands: []*fsm.Candidate{rule338}}, // abandoned × execution_release
-		{Cands: []*fsm.Candidate{rule338}}, // abandoned × status_preparing
-		{Cands: []*fsm.Candidate{rule338}}, // abandoned × status_ready
-		{Cands: []*fsm.Candidate{rule338}}, // abandoned × status_starting
-		{Cands: []*fsm.Candidate{rule338}}, // abandoned × status_started
-		{Cands: []*fsm.Candidate{rule338}}, // abandoned × status_released
-		{Cands: []*fsm.Candidate{rule338}}, // abandoned × status_expired
-		{Cands: []*fsm.Candidate{rule338}}, // abandoned × status_failed
-		{Cands: []*fsm.Candidate{rule338}}, // abandoned × status_cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule338}}, // abandoned × status_rejected
-		{Cands: []*fsm.Candidate{rule338}}, // abandoned × admission_expiry
-		{Cands: []*fsm.Candidate{rule338}}, // abandoned × connection_lost
+		{Cands: []*fsm.Candidate{rule416}}, // abandoned × execution_prepare
+		{Cands: []*fsm.Candidate{rule416}}, // abandoned × execution_start
+		{Cands: []*fsm.Candidate{rule416}}, // abandoned × execution_release
+		{Cands: []*fsm.Candidate{rule416}}, // abandoned × status_preparing
+		{Cands: []*fsm.Candidate{rule416}}, // abandoned × status_ready
+		{Cands: []*fsm.Candidate{rule416}}, // abandoned × status_starting
+		{Cands: []*fsm.Candidate{rule416}}, // abandoned × status_started
+		{Cands: []*fsm.Candidate{rule416}}, // abandoned × status_released
+		{Cands: []*fsm.Candidate{rule416}}, // abandoned × status_expired
+		{Cands: []*fsm.Candidate{rule416}}, // abandoned × status_failed
+		{Cands: []*fsm.Candidate{rule416}}, // abandoned × status_cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule416}}, // abandoned × status_rejected
+		{Cands: []*fsm.Candidate{rule413}}, // abandoned × prepare_send_failed
+		{Cands: []*fsm.Candidate{rule413}}, // abandoned × start_send_failed
+		{Cands: []*fsm.Candidate{rule413}}, // abandoned × release_send_failed
+		{Cands: []*fsm.Candidate{rule416}}, // abandoned × admission_expiry
+		{Cands: []*fsm.Candidate{rule416}}, // abandoned × connection_lost
 	},
 })
 
@@ -901,9 +996,14 @@ type CoreHooks[A any] interface {
 	// GuardSameFingerprint reports whether a repeated execution_prepare carries the same payload
 	// fingerprint as the first one.
 	GuardSameFingerprint(f *fsm.Firing[A]) bool
+	// GuardCapacityRefusal reports whether the rejected operation is execution_prepare and its
+	// error code is preparation_capacity.
+	GuardCapacityRefusal(f *fsm.Firing[A]) bool
 	// GuardRejectsPrepare reports whether the rejected operation is execution_prepare (no handle
 	// exists yet).
 	GuardRejectsPrepare(f *fsm.Firing[A]) bool
+	// GuardRejectsStart reports whether the rejected operation is execution_start.
+	GuardRejectsStart(f *fsm.Firing[A]) bool
 	// GuardReadOnlyProfile reports whether the handle was prepared with workspace_read_only, which
 	// can never be started.
 	GuardReadOnlyProfile(f *fsm.Firing[A]) bool
@@ -921,7 +1021,7 @@ func Core[A any](h CoreHooks[A]) fsm.Binding[A] {
 		return nil
 	}
 	return &fsm.HookTable[A]{
-		Guards:  []func(*fsm.Firing[A]) bool{GuardNewerRevision: h.GuardNewerRevision, GuardSameFingerprint: h.GuardSameFingerprint, GuardRejectsPrepare: h.GuardRejectsPrepare, GuardReadOnlyProfile: h.GuardReadOnlyProfile},
+		Guards:  []func(*fsm.Firing[A]) bool{GuardNewerRevision: h.GuardNewerRevision, GuardSameFingerprint: h.GuardSameFingerprint, GuardCapacityRefusal: h.GuardCapacityRefusal, GuardRejectsPrepare: h.GuardRejectsPrepare, GuardRejectsStart: h.GuardRejectsStart, GuardReadOnlyProfile: h.GuardReadOnlyProfile},
 		Actions: []func(*fsm.Firing[A]) error{ActionRecordRejection: h.DoRecordRejection, ActionLeaveTurnUnclaimed: h.DoLeaveTurnUnclaimed},
 	}
 }
@@ -945,9 +1045,14 @@ type RuntimeHooks[A any] interface {
 	// GuardSameFingerprint reports whether a repeated execution_prepare carries the same payload
 	// fingerprint as the first one.
 	GuardSameFingerprint(f *fsm.Firing[A]) bool
+	// GuardCapacityRefusal reports whether the rejected operation is execution_prepare and its
+	// error code is preparation_capacity.
+	GuardCapacityRefusal(f *fsm.Firing[A]) bool
 	// GuardRejectsPrepare reports whether the rejected operation is execution_prepare (no handle
 	// exists yet).
 	GuardRejectsPrepare(f *fsm.Firing[A]) bool
+	// GuardRejectsStart reports whether the rejected operation is execution_start.
+	GuardRejectsStart(f *fsm.Firing[A]) bool
 	// GuardReadOnlyProfile reports whether the handle was prepared with workspace_read_only, which
 	// can never be started.
 	GuardReadOnlyProfile(f *fsm.Firing[A]) bool
@@ -967,7 +1072,7 @@ func Runtime[A any](h RuntimeHooks[A]) fsm.Binding[A] {
 		return nil
 	}
 	return &fsm.HookTable[A]{
-		Guards:  []func(*fsm.Firing[A]) bool{GuardNewerRevision: h.GuardNewerRevision, GuardSameFingerprint: h.GuardSameFingerprint, GuardRejectsPrepare: h.GuardRejectsPrepare, GuardReadOnlyProfile: h.GuardReadOnlyProfile},
+		Guards:  []func(*fsm.Firing[A]) bool{GuardNewerRevision: h.GuardNewerRevision, GuardSameFingerprint: h.GuardSameFingerprint, GuardCapacityRefusal: h.GuardCapacityRefusal, GuardRejectsPrepare: h.GuardRejectsPrepare, GuardRejectsStart: h.GuardRejectsStart, GuardReadOnlyProfile: h.GuardReadOnlyProfile},
 		Sends:   []func(*fsm.Firing[A]) error{MessagePreparationStatus: h.SendPreparationStatus},
 		Actions: []func(*fsm.Firing[A]) error{ActionRecordRejection: h.DoRecordRejection, ActionSettleCleanup: h.DoSettleCleanup},
 	}

@@ -6,7 +6,7 @@
 // subscription: the start (a direct prompt_request or execution_start of a ready preparation), the
 // ordered output frames, error frames closed by done, cancellation settled by its receipt or
 // recorded as cancel_unconfirmed, and the ends that prove nothing about the native effect (a lost
-// observation or an unconfirmed delivery).
+// observation, with any unconfirmed start recorded beside it).
 //
 // One instance per Run ID (Envelope.id of prompt_request, execution_start's run_id, the output
 // frames, prompt_cancel and the cancellation receipt).
@@ -36,8 +36,8 @@ type State uint8
 const (
 	// StateIdle: nothing has been sent for this Run ID; Core subscribes before it sends the start
 	StateIdle State = 1
-	// StateRequested: prompt_request or execution_start was sent for this Run; no output and no
-	// start confirmation observed yet
+	// StateRequested: prompt_request or execution_start was sent (or its send was attempted, which
+	// Core records as delivery_unknown); no output and no start confirmation observed yet
 	StateRequested State = 2
 	// StateStreaming: the Run is observed running (output arrived or the preparation reported
 	// started); no error frame yet
@@ -48,29 +48,31 @@ const (
 	// StateCancelling: prompt_cancel was sent with a delivery ID; output still flows and only the
 	// receipt can settle the outcome
 	StateCancelling State = 5
-	// StateCancelDrained: done closed the stream after prompt_cancel; the cancellation receipt
-	// still owns the terminal outcome
+	// StateCancelDrained: the observed stream closed after prompt_cancel (done arrived, or the
+	// subscription overflowed while the connection stays up); the cancellation receipt still owns
+	// the terminal outcome
 	StateCancelDrained State = 6
+	// StateCancelOverdue: no cancellation receipt within 15 seconds, so Core recorded
+	// cancel_unconfirmed; trailing frames are still recorded and a late receipt that echoes the
+	// cancellation's delivery ID still settles the Run
+	StateCancelOverdue State = 7
 	// StateCompleted: done closed a stream without error frames
-	StateCompleted State = 7
+	StateCompleted State = 8
 	// StateFailed: done closed a stream that carried error frames; the errors and any observed
 	// output are the outcome
-	StateFailed State = 8
+	StateFailed State = 9
 	// StateCancelled: the cancellation receipt reported applied; its outcome (partial content,
 	// native identity, usage) is final even without done
-	StateCancelled State = 9
+	StateCancelled State = 10
 	// StateCancelRefused: the cancellation receipt reported applied false with a finite code
 	// (run_inactive, ...)
-	StateCancelRefused State = 10
-	// StateCancelUnconfirmed: no cancellation receipt within 15 seconds (or it can no longer
-	// arrive); cancellation may or may not have happened
-	StateCancelUnconfirmed State = 11
+	StateCancelRefused State = 11
+	// StateCancelUnconfirmed: the connection was lost before a cancellation receipt arrived, so
+	// none can follow; cancellation may or may not have happened
+	StateCancelUnconfirmed State = 12
 	// StateIncomplete: observation was lost (event_stream_incomplete); no error or done is
 	// fabricated and the native effect is unknown
-	StateIncomplete State = 12
-	// StateDeliveryUnknown: the start was not confirmed delivered (delivery_unknown); the native
-	// effect is unknown and nothing is replayed
-	StateDeliveryUnknown State = 13
+	StateIncomplete State = 13
 	// StateNotStarted: the prepared start failed or was rejected for this Run ID; the Runtime
 	// settles the admission
 	StateNotStarted State = 14
@@ -104,6 +106,8 @@ func ParseState(name string) (State, error) {
 		return StateCancelling, nil
 	case "cancel_drained":
 		return StateCancelDrained, nil
+	case "cancel_overdue":
+		return StateCancelOverdue, nil
 	case "completed":
 		return StateCompleted, nil
 	case "failed":
@@ -116,8 +120,6 @@ func ParseState(name string) (State, error) {
 		return StateCancelUnconfirmed, nil
 	case "incomplete":
 		return StateIncomplete, nil
-	case "delivery_unknown":
-		return StateDeliveryUnknown, nil
 	case "not_started":
 		return StateNotStarted, nil
 	}
@@ -189,12 +191,16 @@ const (
 	// EventCancelWait: fifteen seconds after prompt_cancel without a cancellation receipt (timer
 	// 15s, owned by core)
 	EventCancelWait Event = 15
-	// EventObservationLost: the Run subscription closed with an observation error (connection lost
-	// or subscriber overflow); the Runtime sees the connection drop (local, observed by both)
-	EventObservationLost Event = 16
-	// EventDeliveryFailed: Core's send of the start or of prompt_cancel failed or stayed
-	// unconfirmed (local, observed by core)
-	EventDeliveryFailed Event = 17
+	// EventConnectionLost: the connection that carries the Run closed or was replaced: Core's
+	// subscription ends with an observation error and no receipt can arrive any more (at the
+	// Runtime, also a failed write of one of the Run's frames) (local, observed by both)
+	EventConnectionLost Event = 16
+	// EventSubscriptionOverflow: Core's Run subscription overflowed and closed with an observation
+	// error while the connection stays up (local, observed by core)
+	EventSubscriptionOverflow Event = 17
+	// EventSendFailed: Core's write of the start or of prompt_cancel returned an error; the frame
+	// may have left (local, observed by core)
+	EventSendFailed Event = 18
 )
 
 // String returns the spec name, or Event(n) for a value outside the enum.
@@ -207,7 +213,7 @@ func (v Event) String() string {
 
 // Valid reports whether v is one of the declared constants.
 func (v Event) Valid() bool {
-	return v >= 1 && v <= EventDeliveryFailed
+	return v >= 1 && v <= EventSendFailed
 }
 
 // ParseEvent returns the event with the given spec name.
@@ -243,10 +249,12 @@ func ParseEvent(name string) (Event, error) {
 		return EventCancelAckRefused, nil
 	case "cancel_wait":
 		return EventCancelWait, nil
-	case "observation_lost":
-		return EventObservationLost, nil
-	case "delivery_failed":
-		return EventDeliveryFailed, nil
+	case "connection_lost":
+		return EventConnectionLost, nil
+	case "subscription_overflow":
+		return EventSubscriptionOverflow, nil
+	case "send_failed":
+		return EventSendFailed, nil
 	}
 	return 0, &fsm.InvalidError{
 		Machine: Name,
@@ -278,6 +286,15 @@ func (v Event) Message() Message {
 		return 0
 	}
 	return Message(Table.Events[v-1].Message)
+}
+
+// FailedSend is the local event a sender fires instead of v when its write of v failed (the frame
+// is possibly delivered), or 0 for events that are not messages.
+func (v Event) FailedSend() Event {
+	if !v.Valid() {
+		return 0
+	}
+	return Event(Table.Events[v-1].FailedSend)
 }
 
 // Timer is the timer whose expiry v is, or 0.
@@ -412,14 +429,18 @@ const (
 	// outcome, whether or not done arrived
 	ActionApplyCancelReceipt Action = 7
 	// ActionMarkEventStreamIncomplete: Core records event_stream_incomplete, keeping any native
-	// evidence separate; it fabricates no error or done
+	// evidence separate; it fabricates no error or done, and it replaces a delivery_unknown
+	// recorded for the start
 	ActionMarkEventStreamIncomplete Action = 8
-	// ActionMarkDeliveryUnknown: Core records delivery_unknown; the native effect is unknown and
-	// nothing is replayed
+	// ActionMarkDeliveryUnknown: Core records delivery_unknown for the start whose send failed;
+	// the native effect is unknown and nothing is replayed
 	ActionMarkDeliveryUnknown Action = 9
 	// ActionMarkCancelUnconfirmed: Core records cancel_unconfirmed; the missing receipt neither
 	// proves success nor authorizes another execution
 	ActionMarkCancelUnconfirmed Action = 10
+	// ActionSettleLate: Core records that a late cancellation receipt settled the Run, keeping the
+	// cancel_unconfirmed it recorded beside it
+	ActionSettleLate Action = 11
 )
 
 // String returns the spec name, or Action(n) for a value outside the enum.
@@ -432,7 +453,7 @@ func (v Action) String() string {
 
 // Valid reports whether v is one of the declared constants.
 func (v Action) Valid() bool {
-	return v >= 1 && v <= ActionMarkCancelUnconfirmed
+	return v >= 1 && v <= ActionSettleLate
 }
 
 // ParseAction returns the action with the given spec name.
@@ -458,6 +479,8 @@ func ParseAction(name string) (Action, error) {
 		return ActionMarkDeliveryUnknown, nil
 	case "mark_cancel_unconfirmed":
 		return ActionMarkCancelUnconfirmed, nil
+	case "settle_late":
+		return ActionSettleLate, nil
 	}
 	return 0, &fsm.InvalidError{
 		Machine: Name,
@@ -548,102 +571,128 @@ func ParseMessage(name string) (Message, error) {
 // (a rule that lists its own target among its sources is two: a move from the others and an
 // internal transition in the target).
 var (
-	rule150 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRequested), Line: 150, Effects: []fsm.Effect{
+	rule183 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRequested), Line: 183, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionStartNative)},
 	}}
-	rule154 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no cancellation was sent", Line: 154}
-	rule157 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no start was sent for this Run ID", Line: 157}
-	rule162 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStreaming), Line: 162}
-	rule165 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateNotStarted), Line: 165, Effects: []fsm.Effect{
+	rule187 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRequested), Line: 187, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkDeliveryUnknown)},
+	}}
+	rule195 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "nothing was sent for this Run ID", Line: 195}
+	rule198 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no start was sent for this Run ID", Line: 198}
+	rule203 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStreaming), Line: 203}
+	rule206 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateNotStarted), Line: 206, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordError)},
 	}}
-	rule169Moved = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStreaming), Line: 169, Effects: []fsm.Effect{
+	rule210Moved = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStreaming), Line: 210, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutput)},
 	}}
-	rule169Stayed = &fsm.Candidate{Disp: fsm.Stayed, Line: 169, Effects: []fsm.Effect{
+	rule210Stayed = &fsm.Candidate{Disp: fsm.Stayed, Line: 210, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutput)},
 	}}
-	rule173Moved = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStreaming), Line: 173, Effects: []fsm.Effect{
+	rule214Moved = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStreaming), Line: 214, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReplaceUsage)},
 	}}
-	rule173Stayed = &fsm.Candidate{Disp: fsm.Stayed, Line: 173, Effects: []fsm.Effect{
+	rule214Stayed = &fsm.Candidate{Disp: fsm.Stayed, Line: 214, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReplaceUsage)},
 	}}
-	rule177Moved = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateErrored), Line: 177, Effects: []fsm.Effect{
+	rule218Moved = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateErrored), Line: 218, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordError)},
 	}}
-	rule177Stayed = &fsm.Candidate{Disp: fsm.Stayed, Line: 177, Effects: []fsm.Effect{
+	rule218Stayed = &fsm.Candidate{Disp: fsm.Stayed, Line: 218, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordError)},
 	}}
-	rule181 = &fsm.Candidate{Disp: fsm.Stayed, Line: 181, Effects: []fsm.Effect{
+	rule222 = &fsm.Candidate{Disp: fsm.Stayed, Line: 222, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutput)},
 	}}
-	rule186 = &fsm.Candidate{Disp: fsm.Stayed, Line: 186, Effects: []fsm.Effect{
+	rule227 = &fsm.Candidate{Disp: fsm.Stayed, Line: 227, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReplaceUsage)},
 	}}
-	rule190 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCompleted), Line: 190, Effects: []fsm.Effect{
+	rule231 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCompleted), Line: 231, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionCloseStream)},
 	}}
-	rule194 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 194, Effects: []fsm.Effect{
+	rule235 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 235, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionCloseStream)},
 	}}
-	rule198 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelling), Line: 198, Effects: []fsm.Effect{
+	rule239 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelling), Line: 239, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerCancelWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionCancelNative)},
 	}}
-	rule202 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateIncomplete), Line: 202, Effects: []fsm.Effect{
+	rule245 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateIncomplete), Line: 245, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkEventStreamIncomplete)},
 	}}
-	rule206 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateDeliveryUnknown), Line: 206, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkDeliveryUnknown)},
-	}}
-	rule210 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "observed output already proves the start was delivered", Line: 210}
-	rule213 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "output raced the status and already proved the transfer", Line: 213}
-	rule216 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "output was observed for this Run, so its start did not fail", Line: 216}
-	rule219 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "run_conflict: this Run ID was already started", Line: 219}
-	rule222 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no prompt_cancel was sent for this Run", Line: 222}
-	rule225 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the cancellation deadline only runs after prompt_cancel", Line: 225}
-	rule230 = &fsm.Candidate{Disp: fsm.Stayed, Line: 230, Effects: []fsm.Effect{
+	rule251 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "output raced the status and already proved the transfer", Line: 251}
+	rule254 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "output was observed for this Run, so its start did not fail", Line: 254}
+	rule257 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "run_conflict: this Run ID was already started", Line: 257}
+	rule260 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no prompt_cancel was sent for this Run", Line: 260}
+	rule263 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the cancellation deadline only runs after prompt_cancel", Line: 263}
+	rule268 = &fsm.Candidate{Disp: fsm.Stayed, Line: 268, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutput)},
 	}}
-	rule234 = &fsm.Candidate{Disp: fsm.Stayed, Line: 234, Effects: []fsm.Effect{
+	rule272 = &fsm.Candidate{Disp: fsm.Stayed, Line: 272, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReplaceUsage)},
 	}}
-	rule238 = &fsm.Candidate{Disp: fsm.Stayed, Line: 238, Effects: []fsm.Effect{
+	rule276 = &fsm.Candidate{Disp: fsm.Stayed, Line: 276, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordError)},
 	}}
-	rule242 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelDrained), Line: 242, Effects: []fsm.Effect{
+	rule280 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelDrained), Line: 280, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionCloseStream)},
 	}}
-	rule246 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the transfer raced the cancellation; the receipt still decides", Line: 246}
-	rule249 = &fsm.Candidate{Disp: fsm.Stayed, Line: 249, Effects: []fsm.Effect{
+	rule284 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelDrained), Line: 284, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkEventStreamIncomplete)},
+	}}
+	rule290 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the transfer raced the cancellation; the receipt still decides", Line: 290}
+	rule293 = &fsm.Candidate{Disp: fsm.Stayed, Line: 293, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionCancelNative)},
 	}}
-	rule254 = &fsm.Candidate{Guard: fsm.GuardID(GuardMatchesCancelDelivery), Disp: fsm.Moved, To: fsm.StateID(StateCancelled), Line: 254, Effects: []fsm.Effect{
+	rule298 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "a repeated cancellation whose write failed changes nothing; the first one's receipt and deadline still decide", Line: 298}
+	rule301 = &fsm.Candidate{Guard: fsm.GuardID(GuardMatchesCancelDelivery), Disp: fsm.Moved, To: fsm.StateID(StateCancelled), Line: 301, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerCancelWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionApplyCancelReceipt)},
 	}}
-	rule259 = &fsm.Candidate{Guard: fsm.GuardID(GuardMatchesCancelDelivery), Disp: fsm.Moved, To: fsm.StateID(StateCancelRefused), Line: 259, Effects: []fsm.Effect{
+	rule306 = &fsm.Candidate{Guard: fsm.GuardID(GuardMatchesCancelDelivery), Disp: fsm.Moved, To: fsm.StateID(StateCancelRefused), Line: 306, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerCancelWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionApplyCancelReceipt)},
 	}}
-	rule264 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "a receipt without this Run's cancellation delivery ID establishes nothing", Line: 264}
-	rule267 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelUnconfirmed), Line: 267, Effects: []fsm.Effect{
+	rule311 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "a receipt without this Run's cancellation delivery ID establishes nothing", Line: 311}
+	rule314 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelOverdue), Line: 314, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkCancelUnconfirmed)},
 	}}
-	rule271 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelUnconfirmed), Line: 271, Effects: []fsm.Effect{
+	rule320 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelUnconfirmed), Line: 320, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerCancelWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkCancelUnconfirmed)},
 	}}
-	rule279 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "a repeated done changes nothing", Line: 279}
-	rule282 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "done already closed the stream", Line: 282}
-	rule285 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the stream is closed; only the cancellation receipt settles the Run now", Line: 285}
-	rule290 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no cancellation deadline is running", Line: 290}
-	rule293 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the cancellation receipt, or its recorded absence, owns the outcome; trailing frames change nothing", Line: 293}
-	rule297 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the outcome stays unknown; late frames are not applied", Line: 297}
-	rule301 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the Run was settled before this happened", Line: 301}
-	rule304 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "done (or the start failure) already closed the stream", Line: 304}
-	rule307 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "run_inactive: the Run is settled", Line: 307}
+	rule327 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the stream is already closed", Line: 327}
+	rule330 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the observed stream is already closed", Line: 330}
+	rule333 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the stream is closed; only the cancellation receipt settles the Run now", Line: 333}
+	rule338 = &fsm.Candidate{Guard: fsm.GuardID(GuardMatchesCancelDelivery), Disp: fsm.Moved, To: fsm.StateID(StateCancelled), Line: 338, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleLate)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionApplyCancelReceipt)},
+	}}
+	rule343 = &fsm.Candidate{Guard: fsm.GuardID(GuardMatchesCancelDelivery), Disp: fsm.Moved, To: fsm.StateID(StateCancelRefused), Line: 343, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleLate)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionApplyCancelReceipt)},
+	}}
+	rule348 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "a receipt without this Run's cancellation delivery ID establishes nothing", Line: 348}
+	rule351 = &fsm.Candidate{Disp: fsm.Stayed, Line: 351, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutput)},
+	}}
+	rule356 = &fsm.Candidate{Disp: fsm.Stayed, Line: 356, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReplaceUsage)},
+	}}
+	rule360 = &fsm.Candidate{Disp: fsm.Stayed, Line: 360, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordError)},
+	}}
+	rule364 = &fsm.Candidate{Disp: fsm.Stayed, Line: 364, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionCloseStream)},
+	}}
+	rule368 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelUnconfirmed), Line: 368}
+	rule371 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "only the cancellation receipt or a lost connection settles the Run now", Line: 371}
+	rule376 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no cancellation deadline is running", Line: 376}
+	rule379 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the cancellation receipt, or the lost connection that made it impossible, owns the outcome; trailing frames change nothing", Line: 379}
+	rule382 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the outcome stays unknown; late frames are not applied", Line: 382}
+	rule386 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the Run was settled before this happened", Line: 386}
+	rule389 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "done (or the start failure) already closed the stream", Line: 389}
+	rule392 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "run_inactive: the Run is settled", Line: 392}
 )
 
 // Table is the run machine as the engine runs it, sealed: every (state, event) cell lists its
@@ -659,36 +708,37 @@ var Table = fsm.MustSeal(&fsm.Table{
 		{Name: "errored"},
 		{Name: "cancelling", Timers: []fsm.TimerID{fsm.TimerID(TimerCancelWait)}},
 		{Name: "cancel_drained", Timers: []fsm.TimerID{fsm.TimerID(TimerCancelWait)}},
+		{Name: "cancel_overdue"},
 		{Name: "completed", Outcome: fsm.OutcomeSuccess},
 		{Name: "failed", Outcome: fsm.OutcomeFailure},
 		{Name: "cancelled", Outcome: fsm.OutcomeSuccess},
 		{Name: "cancel_refused", Outcome: fsm.OutcomeFailure},
 		{Name: "cancel_unconfirmed", Outcome: fsm.OutcomeUnknown},
 		{Name: "incomplete", Outcome: fsm.OutcomeUnknown},
-		{Name: "delivery_unknown", Outcome: fsm.OutcomeUnknown},
 		{Name: "not_started", Outcome: fsm.OutcomeFailure},
 	},
 	Events: []fsm.EventDecl{
-		{Name: "prompt_request", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessagePromptRequest)},
-		{Name: "execution_start", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessageExecutionStart)},
-		{Name: "status_started", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus)},
-		{Name: "start_failed", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus)},
-		{Name: "delta", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageDelta)},
-		{Name: "thinking", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageThinking)},
-		{Name: "output_message", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageOutputMessage)},
-		{Name: "tool_call", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageToolCall)},
-		{Name: "usage", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageUsage)},
-		{Name: "error", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageError)},
-		{Name: "done", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageDone)},
-		{Name: "prompt_cancel", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessagePromptCancel)},
-		{Name: "cancel_ack_applied", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageInteractionDecisionAck)},
-		{Name: "cancel_ack_refused", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageInteractionDecisionAck)},
+		{Name: "prompt_request", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessagePromptRequest), FailedSend: fsm.EventID(EventSendFailed), Dispatch: true},
+		{Name: "execution_start", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessageExecutionStart), FailedSend: fsm.EventID(EventSendFailed), Dispatch: true},
+		{Name: "status_started", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus), FailedSend: fsm.EventID(EventConnectionLost)},
+		{Name: "start_failed", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus), FailedSend: fsm.EventID(EventConnectionLost)},
+		{Name: "delta", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageDelta), FailedSend: fsm.EventID(EventConnectionLost)},
+		{Name: "thinking", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageThinking), FailedSend: fsm.EventID(EventConnectionLost)},
+		{Name: "output_message", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageOutputMessage), FailedSend: fsm.EventID(EventConnectionLost)},
+		{Name: "tool_call", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageToolCall), FailedSend: fsm.EventID(EventConnectionLost)},
+		{Name: "usage", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageUsage), FailedSend: fsm.EventID(EventConnectionLost)},
+		{Name: "error", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageError), FailedSend: fsm.EventID(EventConnectionLost)},
+		{Name: "done", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageDone), FailedSend: fsm.EventID(EventConnectionLost)},
+		{Name: "prompt_cancel", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessagePromptCancel), FailedSend: fsm.EventID(EventSendFailed), Dispatch: true},
+		{Name: "cancel_ack_applied", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageInteractionDecisionAck), FailedSend: fsm.EventID(EventConnectionLost)},
+		{Name: "cancel_ack_refused", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageInteractionDecisionAck), FailedSend: fsm.EventID(EventConnectionLost)},
 		{Name: "cancel_wait", Kind: fsm.EventTimer, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerCancelWait)},
-		{Name: "observation_lost", Kind: fsm.EventLocal, Role: fsm.RoleBoth},
-		{Name: "delivery_failed", Kind: fsm.EventLocal, Role: fsm.RoleCore},
+		{Name: "connection_lost", Kind: fsm.EventLocal, Role: fsm.RoleBoth},
+		{Name: "subscription_overflow", Kind: fsm.EventLocal, Role: fsm.RoleCore},
+		{Name: "send_failed", Kind: fsm.EventLocal, Role: fsm.RoleCore},
 	},
 	Guards:   []string{"matches_cancel_delivery"},
-	Actions:  []string{"start_native", "record_output", "replace_usage", "record_error", "close_stream", "cancel_native", "apply_cancel_receipt", "mark_event_stream_incomplete", "mark_delivery_unknown", "mark_cancel_unconfirmed"},
+	Actions:  []string{"start_native", "record_output", "replace_usage", "record_error", "close_stream", "cancel_native", "apply_cancel_receipt", "mark_event_stream_incomplete", "mark_delivery_unknown", "mark_cancel_unconfirmed", "settle_late"},
 	Messages: []string{"delta", "done", "error", "execution_start", "interaction_decision_ack", "output_message", "preparation_status", "prompt_cancel", "prompt_request", "thinking", "tool_call", "usage"},
 	Timers: []fsm.TimerDecl{
 		{Name: "cancel_wait", Duration: 15 * time.Second, Event: fsm.EventID(EventCancelWait)},
@@ -696,257 +746,271 @@ var Table = fsm.MustSeal(&fsm.Table{
 	Initial: fsm.StateID(StateIdle),
 	Cells: []fsm.Cell{
 		// idle
-		{Cands: []*fsm.Candidate{rule150}}, // idle × prompt_request
-		{Cands: []*fsm.Candidate{rule150}}, // idle × execution_start
-		{Cands: []*fsm.Candidate{rule157}}, // idle × status_started
-		{Cands: []*fsm.Candidate{rule157}}, // idle × start_failed
-		{Cands: []*fsm.Candidate{rule157}}, // idle × delta
-		{Cands: []*fsm.Candidate{rule157}}, // idle × thinking
-		{Cands: []*fsm.Candidate{rule157}}, // idle × output_message
-		{Cands: []*fsm.Candidate{rule157}}, // idle × tool_call
-		{Cands: []*fsm.Candidate{rule157}}, // idle × usage
-		{Cands: []*fsm.Candidate{rule157}}, // idle × error
-		{Cands: []*fsm.Candidate{rule157}}, // idle × done
-		{Cands: []*fsm.Candidate{rule157}}, // idle × prompt_cancel
-		{Cands: []*fsm.Candidate{rule157}}, // idle × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule157}}, // idle × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule154}}, // idle × cancel_wait
-		{Cands: []*fsm.Candidate{rule157}}, // idle × observation_lost
-		{Cands: []*fsm.Candidate{rule157}}, // idle × delivery_failed
+		{Cands: []*fsm.Candidate{rule183}}, // idle × prompt_request
+		{Cands: []*fsm.Candidate{rule183}}, // idle × execution_start
+		{Cands: []*fsm.Candidate{rule198}}, // idle × status_started
+		{Cands: []*fsm.Candidate{rule198}}, // idle × start_failed
+		{Cands: []*fsm.Candidate{rule198}}, // idle × delta
+		{Cands: []*fsm.Candidate{rule198}}, // idle × thinking
+		{Cands: []*fsm.Candidate{rule198}}, // idle × output_message
+		{Cands: []*fsm.Candidate{rule198}}, // idle × tool_call
+		{Cands: []*fsm.Candidate{rule198}}, // idle × usage
+		{Cands: []*fsm.Candidate{rule198}}, // idle × error
+		{Cands: []*fsm.Candidate{rule198}}, // idle × done
+		{Cands: []*fsm.Candidate{rule198}}, // idle × prompt_cancel
+		{Cands: []*fsm.Candidate{rule198}}, // idle × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule198}}, // idle × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule195}}, // idle × cancel_wait
+		{Cands: []*fsm.Candidate{rule195}}, // idle × connection_lost
+		{Cands: []*fsm.Candidate{rule195}}, // idle × subscription_overflow
+		{Cands: []*fsm.Candidate{rule187}}, // idle × send_failed
 		// requested
-		{Cands: []*fsm.Candidate{rule219}},      // requested × prompt_request
-		{Cands: []*fsm.Candidate{rule219}},      // requested × execution_start
-		{Cands: []*fsm.Candidate{rule162}},      // requested × status_started
-		{Cands: []*fsm.Candidate{rule165}},      // requested × start_failed
-		{Cands: []*fsm.Candidate{rule169Moved}}, // requested × delta
-		{Cands: []*fsm.Candidate{rule169Moved}}, // requested × thinking
-		{Cands: []*fsm.Candidate{rule169Moved}}, // requested × output_message
-		{Cands: []*fsm.Candidate{rule169Moved}}, // requested × tool_call
-		{Cands: []*fsm.Candidate{rule173Moved}}, // requested × usage
-		{Cands: []*fsm.Candidate{rule177Moved}}, // requested × error
-		{Cands: []*fsm.Candidate{rule190}},      // requested × done
-		{Cands: []*fsm.Candidate{rule198}},      // requested × prompt_cancel
-		{Cands: []*fsm.Candidate{rule222}},      // requested × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule222}},      // requested × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule225}},      // requested × cancel_wait
-		{Cands: []*fsm.Candidate{rule202}},      // requested × observation_lost
-		{Cands: []*fsm.Candidate{rule206}},      // requested × delivery_failed
+		{Cands: []*fsm.Candidate{rule257}},      // requested × prompt_request
+		{Cands: []*fsm.Candidate{rule257}},      // requested × execution_start
+		{Cands: []*fsm.Candidate{rule203}},      // requested × status_started
+		{Cands: []*fsm.Candidate{rule206}},      // requested × start_failed
+		{Cands: []*fsm.Candidate{rule210Moved}}, // requested × delta
+		{Cands: []*fsm.Candidate{rule210Moved}}, // requested × thinking
+		{Cands: []*fsm.Candidate{rule210Moved}}, // requested × output_message
+		{Cands: []*fsm.Candidate{rule210Moved}}, // requested × tool_call
+		{Cands: []*fsm.Candidate{rule214Moved}}, // requested × usage
+		{Cands: []*fsm.Candidate{rule218Moved}}, // requested × error
+		{Cands: []*fsm.Candidate{rule231}},      // requested × done
+		{Cands: []*fsm.Candidate{rule239}},      // requested × prompt_cancel
+		{Cands: []*fsm.Candidate{rule260}},      // requested × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule260}},      // requested × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule263}},      // requested × cancel_wait
+		{Cands: []*fsm.Candidate{rule245}},      // requested × connection_lost
+		{Cands: []*fsm.Candidate{rule245}},      // requested × subscription_overflow
+		{Cands: []*fsm.Candidate{rule239}},      // requested × send_failed
 		// streaming
-		{Cands: []*fsm.Candidate{rule219}},       // streaming × prompt_request
-		{Cands: []*fsm.Candidate{rule219}},       // streaming × execution_start
-		{Cands: []*fsm.Candidate{rule213}},       // streaming × status_started
-		{Cands: []*fsm.Candidate{rule216}},       // streaming × start_failed
-		{Cands: []*fsm.Candidate{rule169Stayed}}, // streaming × delta
-		{Cands: []*fsm.Candidate{rule169Stayed}}, // streaming × thinking
-		{Cands: []*fsm.Candidate{rule169Stayed}}, // streaming × output_message
-		{Cands: []*fsm.Candidate{rule169Stayed}}, // streaming × tool_call
-		{Cands: []*fsm.Candidate{rule173Stayed}}, // streaming × usage
-		{Cands: []*fsm.Candidate{rule177Moved}},  // streaming × error
-		{Cands: []*fsm.Candidate{rule190}},       // streaming × done
-		{Cands: []*fsm.Candidate{rule198}},       // streaming × prompt_cancel
-		{Cands: []*fsm.Candidate{rule222}},       // streaming × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule222}},       // streaming × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule225}},       // streaming × cancel_wait
-		{Cands: []*fsm.Candidate{rule202}},       // streaming × observation_lost
-		{Cands: []*fsm.Candidate{rule210}},       // streaming × delivery_failed
+		{Cands: []*fsm.Candidate{rule257}},       // streaming × prompt_request
+		{Cands: []*fsm.Candidate{rule257}},       // streaming × execution_start
+		{Cands: []*fsm.Candidate{rule251}},       // streaming × status_started
+		{Cands: []*fsm.Candidate{rule254}},       // streaming × start_failed
+		{Cands: []*fsm.Candidate{rule210Stayed}}, // streaming × delta
+		{Cands: []*fsm.Candidate{rule210Stayed}}, // streaming × thinking
+		{Cands: []*fsm.Candidate{rule210Stayed}}, // streaming × output_message
+		{Cands: []*fsm.Candidate{rule210Stayed}}, // streaming × tool_call
+		{Cands: []*fsm.Candidate{rule214Stayed}}, // streaming × usage
+		{Cands: []*fsm.Candidate{rule218Moved}},  // streaming × error
+		{Cands: []*fsm.Candidate{rule231}},       // streaming × done
+		{Cands: []*fsm.Candidate{rule239}},       // streaming × prompt_cancel
+		{Cands: []*fsm.Candidate{rule260}},       // streaming × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule260}},       // streaming × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule263}},       // streaming × cancel_wait
+		{Cands: []*fsm.Candidate{rule245}},       // streaming × connection_lost
+		{Cands: []*fsm.Candidate{rule245}},       // streaming × subscription_overflow
+		{Cands: []*fsm.Candidate{rule239}},       // streaming × send_failed
 		// errored
-		{Cands: []*fsm.Candidate{rule219}},       // errored × prompt_request
-		{Cands: []*fsm.Candidate{rule219}},       // errored × execution_start
-		{Cands: []*fsm.Candidate{rule213}},       // errored × status_started
-		{Cands: []*fsm.Candidate{rule216}},       // errored × start_failed
-		{Cands: []*fsm.Candidate{rule181}},       // errored × delta
-		{Cands: []*fsm.Candidate{rule181}},       // errored × thinking
-		{Cands: []*fsm.Candidate{rule181}},       // errored × output_message
-		{Cands: []*fsm.Candidate{rule181}},       // errored × tool_call
-		{Cands: []*fsm.Candidate{rule186}},       // errored × usage
-		{Cands: []*fsm.Candidate{rule177Stayed}}, // errored × error
-		{Cands: []*fsm.Candidate{rule194}},       // errored × done
-		{Cands: []*fsm.Candidate{rule198}},       // errored × prompt_cancel
-		{Cands: []*fsm.Candidate{rule222}},       // errored × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule222}},       // errored × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule225}},       // errored × cancel_wait
-		{Cands: []*fsm.Candidate{rule202}},       // errored × observation_lost
-		{Cands: []*fsm.Candidate{rule210}},       // errored × delivery_failed
+		{Cands: []*fsm.Candidate{rule257}},       // errored × prompt_request
+		{Cands: []*fsm.Candidate{rule257}},       // errored × execution_start
+		{Cands: []*fsm.Candidate{rule251}},       // errored × status_started
+		{Cands: []*fsm.Candidate{rule254}},       // errored × start_failed
+		{Cands: []*fsm.Candidate{rule222}},       // errored × delta
+		{Cands: []*fsm.Candidate{rule222}},       // errored × thinking
+		{Cands: []*fsm.Candidate{rule222}},       // errored × output_message
+		{Cands: []*fsm.Candidate{rule222}},       // errored × tool_call
+		{Cands: []*fsm.Candidate{rule227}},       // errored × usage
+		{Cands: []*fsm.Candidate{rule218Stayed}}, // errored × error
+		{Cands: []*fsm.Candidate{rule235}},       // errored × done
+		{Cands: []*fsm.Candidate{rule239}},       // errored × prompt_cancel
+		{Cands: []*fsm.Candidate{rule260}},       // errored × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule260}},       // errored × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule263}},       // errored × cancel_wait
+		{Cands: []*fsm.Candidate{rule245}},       // errored × connection_lost
+		{Cands: []*fsm.Candidate{rule245}},       // errored × subscription_overflow
+		{Cands: []*fsm.Candidate{rule239}},       // errored × send_failed
 		// cancelling
-		{Cands: []*fsm.Candidate{rule219}},          // cancelling × prompt_request
-		{Cands: []*fsm.Candidate{rule219}},          // cancelling × execution_start
-		{Cands: []*fsm.Candidate{rule246}},          // cancelling × status_started
-		{Cands: []*fsm.Candidate{rule238}},          // cancelling × start_failed
-		{Cands: []*fsm.Candidate{rule230}},          // cancelling × delta
-		{Cands: []*fsm.Candidate{rule230}},          // cancelling × thinking
-		{Cands: []*fsm.Candidate{rule230}},          // cancelling × output_message
-		{Cands: []*fsm.Candidate{rule230}},          // cancelling × tool_call
-		{Cands: []*fsm.Candidate{rule234}},          // cancelling × usage
-		{Cands: []*fsm.Candidate{rule238}},          // cancelling × error
-		{Cands: []*fsm.Candidate{rule242}},          // cancelling × done
-		{Cands: []*fsm.Candidate{rule249}},          // cancelling × prompt_cancel
-		{Cands: []*fsm.Candidate{rule254, rule264}}, // cancelling × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule259, rule264}}, // cancelling × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule267}},          // cancelling × cancel_wait
-		{Cands: []*fsm.Candidate{rule271}},          // cancelling × observation_lost
-		{Cands: []*fsm.Candidate{rule271}},          // cancelling × delivery_failed
+		{Cands: []*fsm.Candidate{rule257}},          // cancelling × prompt_request
+		{Cands: []*fsm.Candidate{rule257}},          // cancelling × execution_start
+		{Cands: []*fsm.Candidate{rule290}},          // cancelling × status_started
+		{Cands: []*fsm.Candidate{rule276}},          // cancelling × start_failed
+		{Cands: []*fsm.Candidate{rule268}},          // cancelling × delta
+		{Cands: []*fsm.Candidate{rule268}},          // cancelling × thinking
+		{Cands: []*fsm.Candidate{rule268}},          // cancelling × output_message
+		{Cands: []*fsm.Candidate{rule268}},          // cancelling × tool_call
+		{Cands: []*fsm.Candidate{rule272}},          // cancelling × usage
+		{Cands: []*fsm.Candidate{rule276}},          // cancelling × error
+		{Cands: []*fsm.Candidate{rule280}},          // cancelling × done
+		{Cands: []*fsm.Candidate{rule293}},          // cancelling × prompt_cancel
+		{Cands: []*fsm.Candidate{rule301, rule311}}, // cancelling × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule306, rule311}}, // cancelling × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule314}},          // cancelling × cancel_wait
+		{Cands: []*fsm.Candidate{rule320}},          // cancelling × connection_lost
+		{Cands: []*fsm.Candidate{rule284}},          // cancelling × subscription_overflow
+		{Cands: []*fsm.Candidate{rule298}},          // cancelling × send_failed
 		// cancel_drained
-		{Cands: []*fsm.Candidate{rule219}},          // cancel_drained × prompt_request
-		{Cands: []*fsm.Candidate{rule219}},          // cancel_drained × execution_start
-		{Cands: []*fsm.Candidate{rule285}},          // cancel_drained × status_started
-		{Cands: []*fsm.Candidate{rule285}},          // cancel_drained × start_failed
-		{Cands: []*fsm.Candidate{rule282}},          // cancel_drained × delta
-		{Cands: []*fsm.Candidate{rule282}},          // cancel_drained × thinking
-		{Cands: []*fsm.Candidate{rule282}},          // cancel_drained × output_message
-		{Cands: []*fsm.Candidate{rule282}},          // cancel_drained × tool_call
-		{Cands: []*fsm.Candidate{rule282}},          // cancel_drained × usage
-		{Cands: []*fsm.Candidate{rule282}},          // cancel_drained × error
-		{Cands: []*fsm.Candidate{rule279}},          // cancel_drained × done
-		{Cands: []*fsm.Candidate{rule249}},          // cancel_drained × prompt_cancel
-		{Cands: []*fsm.Candidate{rule254, rule264}}, // cancel_drained × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule259, rule264}}, // cancel_drained × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule267}},          // cancel_drained × cancel_wait
-		{Cands: []*fsm.Candidate{rule271}},          // cancel_drained × observation_lost
-		{Cands: []*fsm.Candidate{rule271}},          // cancel_drained × delivery_failed
+		{Cands: []*fsm.Candidate{rule257}},          // cancel_drained × prompt_request
+		{Cands: []*fsm.Candidate{rule257}},          // cancel_drained × execution_start
+		{Cands: []*fsm.Candidate{rule333}},          // cancel_drained × status_started
+		{Cands: []*fsm.Candidate{rule333}},          // cancel_drained × start_failed
+		{Cands: []*fsm.Candidate{rule330}},          // cancel_drained × delta
+		{Cands: []*fsm.Candidate{rule330}},          // cancel_drained × thinking
+		{Cands: []*fsm.Candidate{rule330}},          // cancel_drained × output_message
+		{Cands: []*fsm.Candidate{rule330}},          // cancel_drained × tool_call
+		{Cands: []*fsm.Candidate{rule330}},          // cancel_drained × usage
+		{Cands: []*fsm.Candidate{rule330}},          // cancel_drained × error
+		{Cands: []*fsm.Candidate{rule327}},          // cancel_drained × done
+		{Cands: []*fsm.Candidate{rule293}},          // cancel_drained × prompt_cancel
+		{Cands: []*fsm.Candidate{rule301, rule311}}, // cancel_drained × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule306, rule311}}, // cancel_drained × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule314}},          // cancel_drained × cancel_wait
+		{Cands: []*fsm.Candidate{rule320}},          // cancel_drained × connection_lost
+		{Cands: []*fsm.Candidate{rule327}},          // cancel_drained × subscription_overflow
+		{Cands: []*fsm.Candidate{rule298}},          // cancel_drained × send_failed
+		// cancel_overdue
+		{Cands: []*fsm.Candidate{rule257}},          // cancel_overdue × prompt_request
+		{Cands: []*fsm.Candidate{rule257}},          // cancel_overdue × execution_start
+		{Cands: []*fsm.Candidate{rule371}},          // cancel_overdue × status_started
+		{Cands: []*fsm.Candidate{rule360}},          // cancel_overdue × start_failed
+		{Cands: []*fsm.Candidate{rule351}},          // cancel_overdue × delta
+		{Cands: []*fsm.Candidate{rule351}},          // cancel_overdue × thinking
+		{Cands: []*fsm.Candidate{rule351}},          // cancel_overdue × output_message
+		{Cands: []*fsm.Candidate{rule351}},          // cancel_overdue × tool_call
+		{Cands: []*fsm.Candidate{rule356}},          // cancel_overdue × usage
+		{Cands: []*fsm.Candidate{rule360}},          // cancel_overdue × error
+		{Cands: []*fsm.Candidate{rule364}},          // cancel_overdue × done
+		{Cands: []*fsm.Candidate{rule293}},          // cancel_overdue × prompt_cancel
+		{Cands: []*fsm.Candidate{rule338, rule348}}, // cancel_overdue × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule343, rule348}}, // cancel_overdue × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule371}},          // cancel_overdue × cancel_wait
+		{Cands: []*fsm.Candidate{rule368}},          // cancel_overdue × connection_lost
+		{Cands: []*fsm.Candidate{rule371}},          // cancel_overdue × subscription_overflow
+		{Cands: []*fsm.Candidate{rule298}},          // cancel_overdue × send_failed
 		// completed
-		{Cands: []*fsm.Candidate{rule307}}, // completed × prompt_request
-		{Cands: []*fsm.Candidate{rule307}}, // completed × execution_start
-		{Cands: []*fsm.Candidate{rule301}}, // completed × status_started
-		{Cands: []*fsm.Candidate{rule301}}, // completed × start_failed
-		{Cands: []*fsm.Candidate{rule304}}, // completed × delta
-		{Cands: []*fsm.Candidate{rule304}}, // completed × thinking
-		{Cands: []*fsm.Candidate{rule304}}, // completed × output_message
-		{Cands: []*fsm.Candidate{rule304}}, // completed × tool_call
-		{Cands: []*fsm.Candidate{rule304}}, // completed × usage
-		{Cands: []*fsm.Candidate{rule304}}, // completed × error
-		{Cands: []*fsm.Candidate{rule304}}, // completed × done
-		{Cands: []*fsm.Candidate{rule307}}, // completed × prompt_cancel
-		{Cands: []*fsm.Candidate{rule307}}, // completed × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule307}}, // completed × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule290}}, // completed × cancel_wait
-		{Cands: []*fsm.Candidate{rule301}}, // completed × observation_lost
-		{Cands: []*fsm.Candidate{rule301}}, // completed × delivery_failed
+		{Cands: []*fsm.Candidate{rule392}}, // completed × prompt_request
+		{Cands: []*fsm.Candidate{rule392}}, // completed × execution_start
+		{Cands: []*fsm.Candidate{rule386}}, // completed × status_started
+		{Cands: []*fsm.Candidate{rule386}}, // completed × start_failed
+		{Cands: []*fsm.Candidate{rule389}}, // completed × delta
+		{Cands: []*fsm.Candidate{rule389}}, // completed × thinking
+		{Cands: []*fsm.Candidate{rule389}}, // completed × output_message
+		{Cands: []*fsm.Candidate{rule389}}, // completed × tool_call
+		{Cands: []*fsm.Candidate{rule389}}, // completed × usage
+		{Cands: []*fsm.Candidate{rule389}}, // completed × error
+		{Cands: []*fsm.Candidate{rule389}}, // completed × done
+		{Cands: []*fsm.Candidate{rule392}}, // completed × prompt_cancel
+		{Cands: []*fsm.Candidate{rule392}}, // completed × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule392}}, // completed × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule376}}, // completed × cancel_wait
+		{Cands: []*fsm.Candidate{rule386}}, // completed × connection_lost
+		{Cands: []*fsm.Candidate{rule386}}, // completed × subscription_overflow
+		{Cands: []*fsm.Candidate{rule386}}, // completed × send_failed
 		// failed
-		{Cands: []*fsm.Candidate{rule307}}, // failed × prompt_request
-		{Cands: []*fsm.Candidate{rule307}}, // failed × execution_start
-		{Cands: []*fsm.Candidate{rule301}}, // failed × status_started
-		{Cands: []*fsm.Candidate{rule301}}, // failed × start_failed
-		{Cands: []*fsm.Candidate{rule304}}, // failed × delta
-		{Cands: []*fsm.Candidate{rule304}}, // failed × thinking
-		{Cands: []*fsm.Candidate{rule304}}, // failed × output_message
-		{Cands: []*fsm.Candidate{rule304}}, // failed × tool_call
-		{Cands: []*fsm.Candidate{rule304}}, // failed × usage
-		{Cands: []*fsm.Candidate{rule304}}, // failed × error
-		{Cands: []*fsm.Candidate{rule304}}, // failed × done
-		{Cands: []*fsm.Candidate{rule307}}, // failed × prompt_cancel
-		{Cands: []*fsm.Candidate{rule307}}, // failed × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule307}}, // failed × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule290}}, // failed × cancel_wait
-		{Cands: []*fsm.Candidate{rule301}}, // failed × observation_lost
-		{Cands: []*fsm.Candidate{rule301}}, // failed × delivery_failed
+		{Cands: []*fsm.Candidate{rule392}}, // failed × prompt_request
+		{Cands: []*fsm.Candidate{rule392}}, // failed × execution_start
+		{Cands: []*fsm.Candidate{rule386}}, // failed × status_started
+		{Cands: []*fsm.Candidate{rule386}}, // failed × start_failed
+		{Cands: []*fsm.Candidate{rule389}}, // failed × delta
+		{Cands: []*fsm.Candidate{rule389}}, // failed × thinking
+		{Cands: []*fsm.Candidate{rule389}}, // failed × output_message
+		{Cands: []*fsm.Candidate{rule389}}, // failed × tool_call
+		{Cands: []*fsm.Candidate{rule389}}, // failed × usage
+		{Cands: []*fsm.Candidate{rule389}}, // failed × error
+		{Cands: []*fsm.Candidate{rule389}}, // failed × done
+		{Cands: []*fsm.Candidate{rule392}}, // failed × prompt_cancel
+		{Cands: []*fsm.Candidate{rule392}}, // failed × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule392}}, // failed × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule376}}, // failed × cancel_wait
+		{Cands: []*fsm.Candidate{rule386}}, // failed × connection_lost
+		{Cands: []*fsm.Candidate{rule386}}, // failed × subscription_overflow
+		{Cands: []*fsm.Candidate{rule386}}, // failed × send_failed
 		// cancelled
-		{Cands: []*fsm.Candidate{rule307}}, // cancelled × prompt_request
-		{Cands: []*fsm.Candidate{rule307}}, // cancelled × execution_start
-		{Cands: []*fsm.Candidate{rule293}}, // cancelled × status_started
-		{Cands: []*fsm.Candidate{rule293}}, // cancelled × start_failed
-		{Cands: []*fsm.Candidate{rule293}}, // cancelled × delta
-		{Cands: []*fsm.Candidate{rule293}}, // cancelled × thinking
-		{Cands: []*fsm.Candidate{rule293}}, // cancelled × output_message
-		{Cands: []*fsm.Candidate{rule293}}, // cancelled × tool_call
-		{Cands: []*fsm.Candidate{rule293}}, // cancelled × usage
-		{Cands: []*fsm.Candidate{rule293}}, // cancelled × error
-		{Cands: []*fsm.Candidate{rule293}}, // cancelled × done
-		{Cands: []*fsm.Candidate{rule307}}, // cancelled × prompt_cancel
-		{Cands: []*fsm.Candidate{rule293}}, // cancelled × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule293}}, // cancelled × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule290}}, // cancelled × cancel_wait
-		{Cands: []*fsm.Candidate{rule293}}, // cancelled × observation_lost
-		{Cands: []*fsm.Candidate{rule293}}, // cancelled × delivery_failed
+		{Cands: []*fsm.Candidate{rule392}}, // cancelled × prompt_request
+		{Cands: []*fsm.Candidate{rule392}}, // cancelled × execution_start
+		{Cands: []*fsm.Candidate{rule379}}, // cancelled × status_started
+		{Cands: []*fsm.Candidate{rule379}}, // cancelled × start_failed
+		{Cands: []*fsm.Candidate{rule379}}, // cancelled × delta
+		{Cands: []*fsm.Candidate{rule379}}, // cancelled × thinking
+		{Cands: []*fsm.Candidate{rule379}}, // cancelled × output_message
+		{Cands: []*fsm.Candidate{rule379}}, // cancelled × tool_call
+		{Cands: []*fsm.Candidate{rule379}}, // cancelled × usage
+		{Cands: []*fsm.Candidate{rule379}}, // cancelled × error
+		{Cands: []*fsm.Candidate{rule379}}, // cancelled × done
+		{Cands: []*fsm.Candidate{rule392}}, // cancelled × prompt_cancel
+		{Cands: []*fsm.Candidate{rule379}}, // cancelled × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule379}}, // cancelled × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule376}}, // cancelled × cancel_wait
+		{Cands: []*fsm.Candidate{rule379}}, // cancelled × connection_lost
+		{Cands: []*fsm.Candidate{rule379}}, // cancelled × subscription_overflow
+		{Cands: []*fsm.Candidate{rule379}}, // cancelled × send_failed
 		// cancel_refused
-		{Cands: []*fsm.Candidate{rule307}}, // cancel_refused × prompt_request
-		{Cands: []*fsm.Candidate{rule307}}, // cancel_refused × execution_start
-		{Cands: []*fsm.Candidate{rule293}}, // cancel_refused × status_started
-		{Cands: []*fsm.Candidate{rule293}}, // cancel_refused × start_failed
-		{Cands: []*fsm.Candidate{rule293}}, // cancel_refused × delta
-		{Cands: []*fsm.Candidate{rule293}}, // cancel_refused × thinking
-		{Cands: []*fsm.Candidate{rule293}}, // cancel_refused × output_message
-		{Cands: []*fsm.Candidate{rule293}}, // cancel_refused × tool_call
-		{Cands: []*fsm.Candidate{rule293}}, // cancel_refused × usage
-		{Cands: []*fsm.Candidate{rule293}}, // cancel_refused × error
-		{Cands: []*fsm.Candidate{rule293}}, // cancel_refused × done
-		{Cands: []*fsm.Candidate{rule307}}, // cancel_refused × prompt_cancel
-		{Cands: []*fsm.Candidate{rule293}}, // cancel_refused × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule293}}, // cancel_refused × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule290}}, // cancel_refused × cancel_wait
-		{Cands: []*fsm.Candidate{rule293}}, // cancel_refused × observation_lost
-		{Cands: []*fsm.Candidate{rule293}}, // cancel_refused × delivery_failed
+		{Cands: []*fsm.Candidate{rule392}}, // cancel_refused × prompt_request
+		{Cands: []*fsm.Candidate{rule392}}, // cancel_refused × execution_start
+		{Cands: []*fsm.Candidate{rule379}}, // cancel_refused × status_started
+		{Cands: []*fsm.Candidate{rule379}}, // cancel_refused × start_failed
+		{Cands: []*fsm.Candidate{rule379}}, // cancel_refused × delta
+		{Cands: []*fsm.Candidate{rule379}}, // cancel_refused × thinking
+		{Cands: []*fsm.Candidate{rule379}}, // cancel_refused × output_message
+		{Cands: []*fsm.Candidate{rule379}}, // cancel_refused × tool_call
+		{Cands: []*fsm.Candidate{rule379}}, // cancel_refused × usage
+		{Cands: []*fsm.Candidate{rule379}}, // cancel_refused × error
+		{Cands: []*fsm.Candidate{rule379}}, // cancel_refused × done
+		{Cands: []*fsm.Candidate{rule392}}, // cancel_refused × prompt_cancel
+		{Cands: []*fsm.Candidate{rule379}}, // cancel_refused × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule379}}, // cancel_refused × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule376}}, // cancel_refused × cancel_wait
+		{Cands: []*fsm.Candidate{rule379}}, // cancel_refused × connection_lost
+		{Cands: []*fsm.Candidate{rule379}}, // cancel_refused × subscription_overflow
+		{Cands: []*fsm.Candidate{rule379}}, // cancel_refused × send_failed
 		// cancel_unconfirmed
-		{Cands: []*fsm.Candidate{rule307}}, // cancel_unconfirmed × prompt_request
-		{Cands: []*fsm.Candidate{rule307}}, // cancel_unconfirmed × execution_start
-		{Cands: []*fsm.Candidate{rule293}}, // cancel_unconfirmed × status_started
-		{Cands: []*fsm.Candidate{rule293}}, // cancel_unconfirmed × start_failed
-		{Cands: []*fsm.Candidate{rule293}}, // cancel_unconfirmed × delta
-		{Cands: []*fsm.Candidate{rule293}}, // cancel_unconfirmed × thinking
-		{Cands: []*fsm.Candidate{rule293}}, // cancel_unconfirmed × output_message
-		{Cands: []*fsm.Candidate{rule293}}, // cancel_unconfirmed × tool_call
-		{Cands: []*fsm.Candidate{rule293}}, // cancel_unconfirmed × usage
-		{Cands: []*fsm.Candidate{rule293}}, // cancel_unconfirmed × error
-		{Cands: []*fsm.Candidate{rule293}}, // cancel_unconfirmed × done
-		{Cands: []*fsm.Candidate{rule307}}, // cancel_unconfirmed × prompt_cancel
-		{Cands: []*fsm.Candidate{rule293}}, // cancel_unconfirmed × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule293}}, // cancel_unconfirmed × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule290}}, // cancel_unconfirmed × cancel_wait
-		{Cands: []*fsm.Candidate{rule293}}, // cancel_unconfirmed × observation_lost
-		{Cands: []*fsm.Candidate{rule293}}, // cancel_unconfirmed × delivery_failed
+		{Cands: []*fsm.Candidate{rule392}}, // cancel_unconfirmed × prompt_request
+		{Cands: []*fsm.Candidate{rule392}}, // cancel_unconfirmed × execution_start
+		{Cands: []*fsm.Candidate{rule379}}, // cancel_unconfirmed × status_started
+		{Cands: []*fsm.Candidate{rule379}}, // cancel_unconfirmed × start_failed
+		{Cands: []*fsm.Candidate{rule379}}, // cancel_unconfirmed × delta
+		{Cands: []*fsm.Candidate{rule379}}, // cancel_unconfirmed × thinking
+		{Cands: []*fsm.Candidate{rule379}}, // cancel_unconfirmed × output_message
+		{Cands: []*fsm.Candidate{rule379}}, // cancel_unconfirmed × tool_call
+		{Cands: []*fsm.Candidate{rule379}}, // cancel_unconfirmed × usage
+		{Cands: []*fsm.Candidate{rule379}}, // cancel_unconfirmed × error
+		{Cands: []*fsm.Candidate{rule379}}, // cancel_unconfirmed × done
+		{Cands: []*fsm.Candidate{rule392}}, // cancel_unconfirmed × prompt_cancel
+		{Cands: []*fsm.Candidate{rule379}}, // cancel_unconfirmed × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule379}}, // cancel_unconfirmed × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule376}}, // cancel_unconfirmed × cancel_wait
+		{Cands: []*fsm.Candidate{rule379}}, // cancel_unconfirmed × connection_lost
+		{Cands: []*fsm.Candidate{rule379}}, // cancel_unconfirmed × subscription_overflow
+		{Cands: []*fsm.Candidate{rule379}}, // cancel_unconfirmed × send_failed
 		// incomplete
-		{Cands: []*fsm.Candidate{rule307}}, // incomplete × prompt_request
-		{Cands: []*fsm.Candidate{rule307}}, // incomplete × execution_start
-		{Cands: []*fsm.Candidate{rule297}}, // incomplete × status_started
-		{Cands: []*fsm.Candidate{rule297}}, // incomplete × start_failed
-		{Cands: []*fsm.Candidate{rule297}}, // incomplete × delta
-		{Cands: []*fsm.Candidate{rule297}}, // incomplete × thinking
-		{Cands: []*fsm.Candidate{rule297}}, // incomplete × output_message
-		{Cands: []*fsm.Candidate{rule297}}, // incomplete × tool_call
-		{Cands: []*fsm.Candidate{rule297}}, // incomplete × usage
-		{Cands: []*fsm.Candidate{rule297}}, // incomplete × error
-		{Cands: []*fsm.Candidate{rule297}}, // incomplete × done
-		{Cands: []*fsm.Candidate{rule307}}, // incomplete × prompt_cancel
-		{Cands: []*fsm.Candidate{rule297}}, // incomplete × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule297}}, // incomplete × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule290}}, // incomplete × cancel_wait
-		{Cands: []*fsm.Candidate{rule297}}, // incomplete × observation_lost
-		{Cands: []*fsm.Candidate{rule297}}, // incomplete × delivery_failed
-		// delivery_unknown
-		{Cands: []*fsm.Candidate{rule307}}, // delivery_unknown × prompt_request
-		{Cands: []*fsm.Candidate{rule307}}, // delivery_unknown × execution_start
-		{Cands: []*fsm.Candidate{rule297}}, // delivery_unknown × status_started
-		{Cands: []*fsm.Candidate{rule297}}, // delivery_unknown × start_failed
-		{Cands: []*fsm.Candidate{rule297}}, // delivery_unknown × delta
-		{Cands: []*fsm.Candidate{rule297}}, // delivery_unknown × thinking
-		{Cands: []*fsm.Candidate{rule297}}, // delivery_unknown × output_message
-		{Cands: []*fsm.Candidate{rule297}}, // delivery_unknown × tool_call
-		{Cands: []*fsm.Candidate{rule297}}, // delivery_unknown × usage
-		{Cands: []*fsm.Candidate{rule297}}, // delivery_unknown × error
-		{Cands: []*fsm.Candidate{rule297}}, // delivery_unknown × done
-		{Cands: []*fsm.Candidate{rule307}}, // delivery_unknown × prompt_cancel
-		{Cands: []*fsm.Candidate{rule297}}, // delivery_unknown × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule297}}, // delivery_unknown × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule290}}, // delivery_unknown × cancel_wait
-		{Cands: []*fsm.Candidate{rule297}}, // delivery_unknown × observation_lost
-		{Cands: []*fsm.Candidate{rule297}}, // delivery_unknown × delivery_failed
+		{Cands: []*fsm.Candidate{rule392}}, // incomplete × prompt_request
+		{Cands: []*fsm.Candidate{rule392}}, // incomplete × execution_start
+		{Cands: []*fsm.Candidate{rule382}}, // incomplete × status_started
+		{Cands: []*fsm.Candidate{rule382}}, // incomplete × start_failed
+		{Cands: []*fsm.Candidate{rule382}}, // incomplete × delta
+		{Cands: []*fsm.Candidate{rule382}}, // incomplete × thinking
+		{Cands: []*fsm.Candidate{rule382}}, // incomplete × output_message
+		{Cands: []*fsm.Candidate{rule382}}, // incomplete × tool_call
+		{Cands: []*fsm.Candidate{rule382}}, // incomplete × usage
+		{Cands: []*fsm.Candidate{rule382}}, // incomplete × error
+		{Cands: []*fsm.Candidate{rule382}}, // incomplete × done
+		{Cands: []*fsm.Candidate{rule392}}, // incomplete × prompt_cancel
+		{Cands: []*fsm.Candidate{rule382}}, // incomplete × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule382}}, // incomplete × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule376}}, // incomplete × cancel_wait
+		{Cands: []*fsm.Candidate{rule382}}, // incomplete × connection_lost
+		{Cands: []*fsm.Candidate{rule382}}, // incomplete × subscription_overflow
+		{Cands: []*fsm.Candidate{rule382}}, // incomplete × send_failed
 		// not_started
-		{Cands: []*fsm.Candidate{rule307}}, // not_started × prompt_request
-		{Cands: []*fsm.Candidate{rule307}}, // not_started × execution_start
-		{Cands: []*fsm.Candidate{rule301}}, // not_started × status_started
-		{Cands: []*fsm.Candidate{rule301}}, // not_started × start_failed
-		{Cands: []*fsm.Candidate{rule304}}, // not_started × delta
-		{Cands: []*fsm.Candidate{rule304}}, // not_started × thinking
-		{Cands: []*fsm.Candidate{rule304}}, // not_started × output_message
-		{Cands: []*fsm.Candidate{rule304}}, // not_started × tool_call
-		{Cands: []*fsm.Candidate{rule304}}, // not_started × usage
-		{Cands: []*fsm.Candidate{rule304}}, // not_started × error
-		{Cands: []*fsm.Candidate{rule304}}, // not_started × done
-		{Cands: []*fsm.Candidate{rule307}}, // not_started × prompt_cancel
-		{Cands: []*fsm.Candidate{rule307}}, // not_started × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule307}}, // not_started × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule290}}, // not_started × cancel_wait
-		{Cands: []*fsm.Candidate{rule301}}, // not_started × observation_lost
-		{Cands: []*fsm.Candidate{rule301}}, // not_started × delivery_failed
+		{Cands: []*fsm.Candidate{rule392}}, // not_started × prompt_request
+		{Cands: []*fsm.Candidate{rule392}}, // not_started × execution_start
+		{Cands: []*fsm.Candidate{rule386}}, // not_started × status_started
+		{Cands: []*fsm.Candidate{rule386}}, // not_started × start_failed
+		{Cands: []*fsm.Candidate{rule389}}, // not_started × delta
+		{Cands: []*fsm.Candidate{rule389}}, // not_started × thinking
+		{Cands: []*fsm.Candidate{rule389}}, // not_started × output_message
+		{Cands: []*fsm.Candidate{rule389}}, // not_started × tool_call
+		{Cands: []*fsm.Candidate{rule389}}, // not_started × usage
+		{Cands: []*fsm.Candidate{rule389}}, // not_started × error
+		{Cands: []*fsm.Candidate{rule389}}, // not_started × done
+		{Cands: []*fsm.Candidate{rule392}}, // not_started × prompt_cancel
+		{Cands: []*fsm.Candidate{rule392}}, // not_started × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule392}}, // not_started × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule376}}, // not_started × cancel_wait
+		{Cands: []*fsm.Candidate{rule386}}, // not_started × connection_lost
+		{Cands: []*fsm.Candidate{rule386}}, // not_started × subscription_overflow
+		{Cands: []*fsm.Candidate{rule386}}, // not_started × send_failed
 	},
 })
 
@@ -1038,14 +1102,17 @@ type CoreHooks[A any] interface {
 	DoApplyCancelReceipt(f *fsm.Firing[A]) error
 	// DoMarkEventStreamIncomplete performs mark_event_stream_incomplete: Core records
 	// event_stream_incomplete, keeping any native evidence separate; it fabricates no error or
-	// done.
+	// done, and it replaces a delivery_unknown recorded for the start.
 	DoMarkEventStreamIncomplete(f *fsm.Firing[A]) error
-	// DoMarkDeliveryUnknown performs mark_delivery_unknown: Core records delivery_unknown; the
-	// native effect is unknown and nothing is replayed.
+	// DoMarkDeliveryUnknown performs mark_delivery_unknown: Core records delivery_unknown for the
+	// start whose send failed; the native effect is unknown and nothing is replayed.
 	DoMarkDeliveryUnknown(f *fsm.Firing[A]) error
 	// DoMarkCancelUnconfirmed performs mark_cancel_unconfirmed: Core records cancel_unconfirmed;
 	// the missing receipt neither proves success nor authorizes another execution.
 	DoMarkCancelUnconfirmed(f *fsm.Firing[A]) error
+	// DoSettleLate performs settle_late: Core records that a late cancellation receipt settled the
+	// Run, keeping the cancel_unconfirmed it recorded beside it.
+	DoSettleLate(f *fsm.Firing[A]) error
 }
 
 // Core binds h as the guards and effects of a Core peer, by ID (nil for a nil h).
@@ -1055,7 +1122,7 @@ func Core[A any](h CoreHooks[A]) fsm.Binding[A] {
 	}
 	return &fsm.HookTable[A]{
 		Guards:  []func(*fsm.Firing[A]) bool{GuardMatchesCancelDelivery: h.GuardMatchesCancelDelivery},
-		Actions: []func(*fsm.Firing[A]) error{ActionRecordOutput: h.DoRecordOutput, ActionReplaceUsage: h.DoReplaceUsage, ActionRecordError: h.DoRecordError, ActionCloseStream: h.DoCloseStream, ActionApplyCancelReceipt: h.DoApplyCancelReceipt, ActionMarkEventStreamIncomplete: h.DoMarkEventStreamIncomplete, ActionMarkDeliveryUnknown: h.DoMarkDeliveryUnknown, ActionMarkCancelUnconfirmed: h.DoMarkCancelUnconfirmed},
+		Actions: []func(*fsm.Firing[A]) error{ActionRecordOutput: h.DoRecordOutput, ActionReplaceUsage: h.DoReplaceUsage, ActionRecordError: h.DoRecordError, ActionCloseStream: h.DoCloseStream, ActionApplyCancelReceipt: h.DoApplyCancelReceipt, ActionMarkEventStreamIncomplete: h.DoMarkEventStreamIncomplete, ActionMarkDeliveryUnknown: h.DoMarkDeliveryUnknown, ActionMarkCancelUnconfirmed: h.DoMarkCancelUnconfirmed, ActionSettleLate: h.DoSettleLate},
 	}
 }
 

@@ -143,9 +143,12 @@ const (
 	// EventDrainSettled: every active Turn, transfer and workspace operation of the Environment
 	// settled (local, observed by runtime)
 	EventDrainSettled Event = 9
-	// EventConnectionLost: the connection that carried the request closed or was replaced (local,
-	// observed by both)
-	EventConnectionLost Event = 10
+	// EventSendFailed: Core's write of environment_quiesce or environment_resume returned an
+	// error; the frame may have left (local, observed by core)
+	EventSendFailed Event = 10
+	// EventConnectionLost: the connection that carried the request closed or was replaced (at the
+	// Runtime, also a failed write of a reply) (local, observed by both)
+	EventConnectionLost Event = 11
 )
 
 // String returns the spec name, or Event(n) for a value outside the enum.
@@ -182,6 +185,8 @@ func ParseEvent(name string) (Event, error) {
 		return EventQuiesceDrain, nil
 	case "drain_settled":
 		return EventDrainSettled, nil
+	case "send_failed":
+		return EventSendFailed, nil
 	case "connection_lost":
 		return EventConnectionLost, nil
 	}
@@ -215,6 +220,15 @@ func (v Event) Message() Message {
 		return 0
 	}
 	return Message(Table.Events[v-1].Message)
+}
+
+// FailedSend is the local event a sender fires instead of v when its write of v failed (the frame
+// is possibly delivered), or 0 for events that are not messages.
+func (v Event) FailedSend() Event {
+	if !v.Valid() {
+		return 0
+	}
+	return Event(Table.Events[v-1].FailedSend)
 }
 
 // Timer is the timer whose expiry v is, or 0.
@@ -425,63 +439,70 @@ func ParseMessage(name string) (Message, error) {
 // covers (a rule that lists its own target among its sources is two: a move from the others and an
 // internal transition in the target).
 var (
-	rule91 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateQuiescing), Line: 91, Effects: []fsm.Effect{
+	rule103 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateQuiescing), Line: 103, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionFenceAdmission)},
 	}}
-	rule95  = &fsm.Candidate{Disp: fsm.Ignored, Reason: "nothing was requested for this suspension ID", Line: 95}
-	rule98  = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no quiesce was sent for this suspension ID", Line: 98}
-	rule103 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateSuspended), Line: 103, Effects: []fsm.Effect{
+	rule107 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateQuiescing), Line: 107, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
+	}}
+	rule112 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "nothing was requested for this suspension ID", Line: 112}
+	rule115 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no quiesce was sent for this suspension ID", Line: 115}
+	rule120 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateSuspended), Line: 120, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageEnvironmentQuiesced)},
 	}}
-	rule107 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateQuiesceRefused), Line: 107, Effects: []fsm.Effect{
+	rule124 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateQuiesceRefused), Line: 124, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionReopenAdmission)},
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageEnvironmentQuiesced)},
 	}}
-	rule112 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnSuspension), Disp: fsm.Moved, To: fsm.StateID(StateSuspended), Line: 112, Effects: []fsm.Effect{
+	rule129 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnSuspension), Disp: fsm.Moved, To: fsm.StateID(StateSuspended), Line: 129, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordSuspended)},
 	}}
-	rule117 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnSuspension), Disp: fsm.Moved, To: fsm.StateID(StateQuiesceRefused), Line: 117, Effects: []fsm.Effect{
+	rule134 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnSuspension), Disp: fsm.Moved, To: fsm.StateID(StateQuiesceRefused), Line: 134, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutcome)},
 	}}
-	rule122 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the reply carries a foreign suspension identity, or accepted true with an error code", Line: 122}
-	rule125 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no resume was sent", Line: 125}
-	rule128 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 128, Effects: []fsm.Effect{
+	rule139 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the reply carries a foreign suspension identity, or accepted true with an error code", Line: 139}
+	rule142 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no resume was sent", Line: 142}
+	rule145 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 145, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionReopenAdmission)},
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageEnvironmentResumed)},
 	}}
-	rule133 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "not_suspended: the quiesce has not been confirmed; abandon it with a rollback resume", Line: 133}
-	rule136 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUncertain), Line: 136, Effects: []fsm.Effect{
+	rule150 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 150, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
 	}}
-	rule141 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "this suspension ID was already quiesced; a new attempt needs a new suspend_id", Line: 141}
-	rule146 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 146, Effects: []fsm.Effect{
+	rule155 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "not_suspended: the quiesce has not been confirmed; abandon it with a rollback resume", Line: 155}
+	rule158 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUncertain), Line: 158, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
+	}}
+	rule163 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "this suspension ID was already quiesced; a new attempt needs a new suspend_id", Line: 163}
+	rule168 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 168, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionReopenAdmission)},
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageEnvironmentResumed)},
 	}}
-	rule150 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the Runtime's own confirmation, or a repeat of it", Line: 150}
-	rule153 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the quiesce was already confirmed for this suspension", Line: 153}
-	rule156 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no resume was sent", Line: 156}
-	rule159 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the suspension persists; the resume may come on a later connection", Line: 159}
-	rule162 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the drain is over", Line: 162}
-	rule167 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "an answer from the lost connection no longer decides anything; only the resume does", Line: 167}
-	rule170 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the answer is already lost", Line: 170}
-	rule175 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnSuspension), Disp: fsm.Moved, To: fsm.StateID(StateResumed), Line: 175, Effects: []fsm.Effect{
+	rule172 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 172}
+	rule176 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the Runtime's own confirmation, or a repeat of it", Line: 176}
+	rule179 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the quiesce was already confirmed for this suspension", Line: 179}
+	rule182 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no resume was sent", Line: 182}
+	rule185 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the suspension persists; the resume may come on a later connection", Line: 185}
+	rule188 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the drain is over", Line: 188}
+	rule193 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "an answer from the lost connection no longer decides anything; only the resume does", Line: 193}
+	rule196 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the answer is already lost", Line: 196}
+	rule201 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnSuspension), Disp: fsm.Moved, To: fsm.StateID(StateResumed), Line: 201, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutcome)},
 	}}
-	rule180 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnSuspension), Disp: fsm.Moved, To: fsm.StateID(StateResumeRefused), Line: 180, Effects: []fsm.Effect{
+	rule206 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnSuspension), Disp: fsm.Moved, To: fsm.StateID(StateResumeRefused), Line: 206, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutcome)},
 	}}
-	rule185 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the reply carries a foreign suspension identity, or accepted true with an error code", Line: 185}
-	rule188 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "a quiesce answer that trails the resume decides nothing; the resume answer does", Line: 188}
-	rule191 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "a resume for this suspension is already in flight", Line: 191}
-	rule196 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the attempt is settled; late replies change nothing", Line: 196}
-	rule199 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the refused quiesce already reopened admission; there is nothing to roll back", Line: 199}
-	rule203 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the suspension attempt is settled", Line: 203}
+	rule211 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the reply carries a foreign suspension identity, or accepted true with an error code", Line: 211}
+	rule214 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "a quiesce answer that trails the resume decides nothing; the resume answer does", Line: 214}
+	rule217 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "a resume for this suspension is already in flight", Line: 217}
+	rule222 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the attempt is settled; late replies change nothing", Line: 222}
+	rule225 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the refused quiesce already reopened admission; there is nothing to roll back", Line: 225}
+	rule229 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the suspension attempt is settled", Line: 229}
 )
 
 // Table is the suspension machine as the engine runs it, sealed: every (state, event) cell lists
@@ -501,15 +522,16 @@ var Table = fsm.MustSeal(&fsm.Table{
 		{Name: "resume_refused", Outcome: fsm.OutcomeFailure},
 	},
 	Events: []fsm.EventDecl{
-		{Name: "environment_quiesce", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessageEnvironmentQuiesce)},
-		{Name: "quiesced_accepted", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageEnvironmentQuiesced)},
-		{Name: "quiesced_refused", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageEnvironmentQuiesced)},
-		{Name: "environment_resume", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessageEnvironmentResume)},
-		{Name: "resume_rollback", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessageEnvironmentResume)},
-		{Name: "resumed_accepted", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageEnvironmentResumed)},
-		{Name: "resumed_refused", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageEnvironmentResumed)},
+		{Name: "environment_quiesce", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessageEnvironmentQuiesce), FailedSend: fsm.EventID(EventSendFailed)},
+		{Name: "quiesced_accepted", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageEnvironmentQuiesced), FailedSend: fsm.EventID(EventConnectionLost)},
+		{Name: "quiesced_refused", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageEnvironmentQuiesced), FailedSend: fsm.EventID(EventConnectionLost)},
+		{Name: "environment_resume", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessageEnvironmentResume), FailedSend: fsm.EventID(EventSendFailed)},
+		{Name: "resume_rollback", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessageEnvironmentResume), FailedSend: fsm.EventID(EventSendFailed)},
+		{Name: "resumed_accepted", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageEnvironmentResumed), FailedSend: fsm.EventID(EventConnectionLost)},
+		{Name: "resumed_refused", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageEnvironmentResumed), FailedSend: fsm.EventID(EventConnectionLost)},
 		{Name: "quiesce_drain", Kind: fsm.EventTimer, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
 		{Name: "drain_settled", Kind: fsm.EventLocal, Role: fsm.RoleRuntime},
+		{Name: "send_failed", Kind: fsm.EventLocal, Role: fsm.RoleCore},
 		{Name: "connection_lost", Kind: fsm.EventLocal, Role: fsm.RoleBoth},
 	},
 	Guards:   []string{"own_suspension"},
@@ -521,93 +543,101 @@ var Table = fsm.MustSeal(&fsm.Table{
 	Initial: fsm.StateID(StateIdle),
 	Cells: []fsm.Cell{
 		// idle
-		{Cands: []*fsm.Candidate{rule91}}, // idle × environment_quiesce
-		{Cands: []*fsm.Candidate{rule98}}, // idle × quiesced_accepted
-		{Cands: []*fsm.Candidate{rule98}}, // idle × quiesced_refused
-		{Cands: []*fsm.Candidate{rule98}}, // idle × environment_resume
-		{Cands: []*fsm.Candidate{rule98}}, // idle × resume_rollback
-		{Cands: []*fsm.Candidate{rule98}}, // idle × resumed_accepted
-		{Cands: []*fsm.Candidate{rule98}}, // idle × resumed_refused
-		{Cands: []*fsm.Candidate{rule95}}, // idle × quiesce_drain
-		{Cands: []*fsm.Candidate{rule95}}, // idle × drain_settled
-		{Cands: []*fsm.Candidate{rule95}}, // idle × connection_lost
+		{Cands: []*fsm.Candidate{rule103}}, // idle × environment_quiesce
+		{Cands: []*fsm.Candidate{rule115}}, // idle × quiesced_accepted
+		{Cands: []*fsm.Candidate{rule115}}, // idle × quiesced_refused
+		{Cands: []*fsm.Candidate{rule115}}, // idle × environment_resume
+		{Cands: []*fsm.Candidate{rule115}}, // idle × resume_rollback
+		{Cands: []*fsm.Candidate{rule115}}, // idle × resumed_accepted
+		{Cands: []*fsm.Candidate{rule115}}, // idle × resumed_refused
+		{Cands: []*fsm.Candidate{rule112}}, // idle × quiesce_drain
+		{Cands: []*fsm.Candidate{rule112}}, // idle × drain_settled
+		{Cands: []*fsm.Candidate{rule107}}, // idle × send_failed
+		{Cands: []*fsm.Candidate{rule112}}, // idle × connection_lost
 		// quiescing
-		{Cands: []*fsm.Candidate{rule141}},          // quiescing × environment_quiesce
-		{Cands: []*fsm.Candidate{rule112, rule122}}, // quiescing × quiesced_accepted
-		{Cands: []*fsm.Candidate{rule117, rule122}}, // quiescing × quiesced_refused
-		{Cands: []*fsm.Candidate{rule133}},          // quiescing × environment_resume
-		{Cands: []*fsm.Candidate{rule128}},          // quiescing × resume_rollback
-		{Cands: []*fsm.Candidate{rule125}},          // quiescing × resumed_accepted
-		{Cands: []*fsm.Candidate{rule125}},          // quiescing × resumed_refused
-		{Cands: []*fsm.Candidate{rule107}},          // quiescing × quiesce_drain
-		{Cands: []*fsm.Candidate{rule103}},          // quiescing × drain_settled
-		{Cands: []*fsm.Candidate{rule136}},          // quiescing × connection_lost
+		{Cands: []*fsm.Candidate{rule163}},          // quiescing × environment_quiesce
+		{Cands: []*fsm.Candidate{rule129, rule139}}, // quiescing × quiesced_accepted
+		{Cands: []*fsm.Candidate{rule134, rule139}}, // quiescing × quiesced_refused
+		{Cands: []*fsm.Candidate{rule155}},          // quiescing × environment_resume
+		{Cands: []*fsm.Candidate{rule145}},          // quiescing × resume_rollback
+		{Cands: []*fsm.Candidate{rule142}},          // quiescing × resumed_accepted
+		{Cands: []*fsm.Candidate{rule142}},          // quiescing × resumed_refused
+		{Cands: []*fsm.Candidate{rule124}},          // quiescing × quiesce_drain
+		{Cands: []*fsm.Candidate{rule120}},          // quiescing × drain_settled
+		{Cands: []*fsm.Candidate{rule150}},          // quiescing × send_failed
+		{Cands: []*fsm.Candidate{rule158}},          // quiescing × connection_lost
 		// suspended
-		{Cands: []*fsm.Candidate{rule141}}, // suspended × environment_quiesce
-		{Cands: []*fsm.Candidate{rule150}}, // suspended × quiesced_accepted
-		{Cands: []*fsm.Candidate{rule153}}, // suspended × quiesced_refused
-		{Cands: []*fsm.Candidate{rule146}}, // suspended × environment_resume
-		{Cands: []*fsm.Candidate{rule146}}, // suspended × resume_rollback
-		{Cands: []*fsm.Candidate{rule156}}, // suspended × resumed_accepted
-		{Cands: []*fsm.Candidate{rule156}}, // suspended × resumed_refused
-		{Cands: []*fsm.Candidate{rule162}}, // suspended × quiesce_drain
-		{Cands: []*fsm.Candidate{rule162}}, // suspended × drain_settled
-		{Cands: []*fsm.Candidate{rule159}}, // suspended × connection_lost
+		{Cands: []*fsm.Candidate{rule163}}, // suspended × environment_quiesce
+		{Cands: []*fsm.Candidate{rule176}}, // suspended × quiesced_accepted
+		{Cands: []*fsm.Candidate{rule179}}, // suspended × quiesced_refused
+		{Cands: []*fsm.Candidate{rule168}}, // suspended × environment_resume
+		{Cands: []*fsm.Candidate{rule168}}, // suspended × resume_rollback
+		{Cands: []*fsm.Candidate{rule182}}, // suspended × resumed_accepted
+		{Cands: []*fsm.Candidate{rule182}}, // suspended × resumed_refused
+		{Cands: []*fsm.Candidate{rule188}}, // suspended × quiesce_drain
+		{Cands: []*fsm.Candidate{rule188}}, // suspended × drain_settled
+		{Cands: []*fsm.Candidate{rule172}}, // suspended × send_failed
+		{Cands: []*fsm.Candidate{rule185}}, // suspended × connection_lost
 		// uncertain
-		{Cands: []*fsm.Candidate{rule141}}, // uncertain × environment_quiesce
-		{Cands: []*fsm.Candidate{rule167}}, // uncertain × quiesced_accepted
-		{Cands: []*fsm.Candidate{rule167}}, // uncertain × quiesced_refused
-		{Cands: []*fsm.Candidate{rule146}}, // uncertain × environment_resume
-		{Cands: []*fsm.Candidate{rule146}}, // uncertain × resume_rollback
-		{Cands: []*fsm.Candidate{rule156}}, // uncertain × resumed_accepted
-		{Cands: []*fsm.Candidate{rule156}}, // uncertain × resumed_refused
-		{Cands: []*fsm.Candidate{rule162}}, // uncertain × quiesce_drain
-		{Cands: []*fsm.Candidate{rule162}}, // uncertain × drain_settled
-		{Cands: []*fsm.Candidate{rule170}}, // uncertain × connection_lost
+		{Cands: []*fsm.Candidate{rule163}}, // uncertain × environment_quiesce
+		{Cands: []*fsm.Candidate{rule193}}, // uncertain × quiesced_accepted
+		{Cands: []*fsm.Candidate{rule193}}, // uncertain × quiesced_refused
+		{Cands: []*fsm.Candidate{rule168}}, // uncertain × environment_resume
+		{Cands: []*fsm.Candidate{rule168}}, // uncertain × resume_rollback
+		{Cands: []*fsm.Candidate{rule182}}, // uncertain × resumed_accepted
+		{Cands: []*fsm.Candidate{rule182}}, // uncertain × resumed_refused
+		{Cands: []*fsm.Candidate{rule188}}, // uncertain × quiesce_drain
+		{Cands: []*fsm.Candidate{rule188}}, // uncertain × drain_settled
+		{Cands: []*fsm.Candidate{rule172}}, // uncertain × send_failed
+		{Cands: []*fsm.Candidate{rule196}}, // uncertain × connection_lost
 		// resuming
-		{Cands: []*fsm.Candidate{rule141}},          // resuming × environment_quiesce
-		{Cands: []*fsm.Candidate{rule188}},          // resuming × quiesced_accepted
-		{Cands: []*fsm.Candidate{rule188}},          // resuming × quiesced_refused
-		{Cands: []*fsm.Candidate{rule191}},          // resuming × environment_resume
-		{Cands: []*fsm.Candidate{rule191}},          // resuming × resume_rollback
-		{Cands: []*fsm.Candidate{rule175, rule185}}, // resuming × resumed_accepted
-		{Cands: []*fsm.Candidate{rule180, rule185}}, // resuming × resumed_refused
-		{Cands: []*fsm.Candidate{rule162}},          // resuming × quiesce_drain
-		{Cands: []*fsm.Candidate{rule162}},          // resuming × drain_settled
-		{Cands: []*fsm.Candidate{rule136}},          // resuming × connection_lost
+		{Cands: []*fsm.Candidate{rule163}},          // resuming × environment_quiesce
+		{Cands: []*fsm.Candidate{rule214}},          // resuming × quiesced_accepted
+		{Cands: []*fsm.Candidate{rule214}},          // resuming × quiesced_refused
+		{Cands: []*fsm.Candidate{rule217}},          // resuming × environment_resume
+		{Cands: []*fsm.Candidate{rule217}},          // resuming × resume_rollback
+		{Cands: []*fsm.Candidate{rule201, rule211}}, // resuming × resumed_accepted
+		{Cands: []*fsm.Candidate{rule206, rule211}}, // resuming × resumed_refused
+		{Cands: []*fsm.Candidate{rule188}},          // resuming × quiesce_drain
+		{Cands: []*fsm.Candidate{rule188}},          // resuming × drain_settled
+		{Cands: []*fsm.Candidate{rule217}},          // resuming × send_failed
+		{Cands: []*fsm.Candidate{rule158}},          // resuming × connection_lost
 		// resumed
-		{Cands: []*fsm.Candidate{rule203}}, // resumed × environment_quiesce
-		{Cands: []*fsm.Candidate{rule196}}, // resumed × quiesced_accepted
-		{Cands: []*fsm.Candidate{rule196}}, // resumed × quiesced_refused
-		{Cands: []*fsm.Candidate{rule203}}, // resumed × environment_resume
-		{Cands: []*fsm.Candidate{rule203}}, // resumed × resume_rollback
-		{Cands: []*fsm.Candidate{rule196}}, // resumed × resumed_accepted
-		{Cands: []*fsm.Candidate{rule196}}, // resumed × resumed_refused
-		{Cands: []*fsm.Candidate{rule196}}, // resumed × quiesce_drain
-		{Cands: []*fsm.Candidate{rule196}}, // resumed × drain_settled
-		{Cands: []*fsm.Candidate{rule196}}, // resumed × connection_lost
+		{Cands: []*fsm.Candidate{rule229}}, // resumed × environment_quiesce
+		{Cands: []*fsm.Candidate{rule222}}, // resumed × quiesced_accepted
+		{Cands: []*fsm.Candidate{rule222}}, // resumed × quiesced_refused
+		{Cands: []*fsm.Candidate{rule229}}, // resumed × environment_resume
+		{Cands: []*fsm.Candidate{rule229}}, // resumed × resume_rollback
+		{Cands: []*fsm.Candidate{rule222}}, // resumed × resumed_accepted
+		{Cands: []*fsm.Candidate{rule222}}, // resumed × resumed_refused
+		{Cands: []*fsm.Candidate{rule222}}, // resumed × quiesce_drain
+		{Cands: []*fsm.Candidate{rule222}}, // resumed × drain_settled
+		{Cands: []*fsm.Candidate{rule222}}, // resumed × send_failed
+		{Cands: []*fsm.Candidate{rule222}}, // resumed × connection_lost
 		// quiesce_refused
-		{Cands: []*fsm.Candidate{rule203}}, // quiesce_refused × environment_quiesce
-		{Cands: []*fsm.Candidate{rule196}}, // quiesce_refused × quiesced_accepted
-		{Cands: []*fsm.Candidate{rule196}}, // quiesce_refused × quiesced_refused
-		{Cands: []*fsm.Candidate{rule203}}, // quiesce_refused × environment_resume
-		{Cands: []*fsm.Candidate{rule199}}, // quiesce_refused × resume_rollback
-		{Cands: []*fsm.Candidate{rule196}}, // quiesce_refused × resumed_accepted
-		{Cands: []*fsm.Candidate{rule196}}, // quiesce_refused × resumed_refused
-		{Cands: []*fsm.Candidate{rule196}}, // quiesce_refused × quiesce_drain
-		{Cands: []*fsm.Candidate{rule196}}, // quiesce_refused × drain_settled
-		{Cands: []*fsm.Candidate{rule196}}, // quiesce_refused × connection_lost
+		{Cands: []*fsm.Candidate{rule229}}, // quiesce_refused × environment_quiesce
+		{Cands: []*fsm.Candidate{rule222}}, // quiesce_refused × quiesced_accepted
+		{Cands: []*fsm.Candidate{rule222}}, // quiesce_refused × quiesced_refused
+		{Cands: []*fsm.Candidate{rule229}}, // quiesce_refused × environment_resume
+		{Cands: []*fsm.Candidate{rule225}}, // quiesce_refused × resume_rollback
+		{Cands: []*fsm.Candidate{rule222}}, // quiesce_refused × resumed_accepted
+		{Cands: []*fsm.Candidate{rule222}}, // quiesce_refused × resumed_refused
+		{Cands: []*fsm.Candidate{rule222}}, // quiesce_refused × quiesce_drain
+		{Cands: []*fsm.Candidate{rule222}}, // quiesce_refused × drain_settled
+		{Cands: []*fsm.Candidate{rule222}}, // quiesce_refused × send_failed
+		{Cands: []*fsm.Candidate{rule222}}, // quiesce_refused × connection_lost
 		// resume_refused
-		{Cands: []*fsm.Candidate{rule203}}, // resume_refused × environment_quiesce
-		{Cands: []*fsm.Candidate{rule196}}, // resume_refused × quiesced_accepted
-		{Cands: []*fsm.Candidate{rule196}}, // resume_refused × quiesced_refused
-		{Cands: []*fsm.Candidate{rule203}}, // resume_refused × environment_resume
-		{Cands: []*fsm.Candidate{rule203}}, // resume_refused × resume_rollback
-		{Cands: []*fsm.Candidate{rule196}}, // resume_refused × resumed_accepted
-		{Cands: []*fsm.Candidate{rule196}}, // resume_refused × resumed_refused
-		{Cands: []*fsm.Candidate{rule196}}, // resume_refused × quiesce_drain
-		{Cands: []*fsm.Candidate{rule196}}, // resume_refused × drain_settled
-		{Cands: []*fsm.Candidate{rule196}}, // resume_refused × connection_lost
+		{Cands: []*fsm.Candidate{rule229}}, // resume_refused × environment_quiesce
+		{Cands: []*fsm.Candidate{rule222}}, // resume_refused × quiesced_accepted
+		{Cands: []*fsm.Candidate{rule222}}, // resume_refused × quiesced_refused
+		{Cands: []*fsm.Candidate{rule229}}, // resume_refused × environment_resume
+		{Cands: []*fsm.Candidate{rule229}}, // resume_refused × resume_rollback
+		{Cands: []*fsm.Candidate{rule222}}, // resume_refused × resumed_accepted
+		{Cands: []*fsm.Candidate{rule222}}, // resume_refused × resumed_refused
+		{Cands: []*fsm.Candidate{rule222}}, // resume_refused × quiesce_drain
+		{Cands: []*fsm.Candidate{rule222}}, // resume_refused × drain_settled
+		{Cands: []*fsm.Candidate{rule222}}, // resume_refused × send_failed
+		{Cands: []*fsm.Candidate{rule222}}, // resume_refused × connection_lost
 	},
 })
 

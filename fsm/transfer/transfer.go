@@ -5,8 +5,9 @@
 // One runtime_prepare transfer (a skill, plugin, file or initialization step) on one connection:
 // begin, ready, ordered chunks each confirmed by received at the next offset, then commit and its
 // single result. A received chunk is staged, not installed; only the commit result reports the
-// installation. A definite result frees the connection's transfer slot, unknown keeps it, and a
-// malformed frame aborts the transfer without any result.
+// installation. A definite result frees the connection's transfer slot, unknown keeps it. Both
+// peers bound the transfer up to commit by the same budget, so neither holds the slot for a
+// transfer the other has given up.
 //
 // One instance per transfer ID (Envelope.id of runtime_prepare and runtime_prepare_result;
 // connection-local).
@@ -36,16 +37,17 @@ type State uint8
 const (
 	// StateIdle: no frame of this transfer was sent
 	StateIdle State = 1
-	// StateBeginning: begin was sent with the header (action, size, digest); the Runtime has not
-	// answered ready yet
+	// StateBeginning: begin was sent (or its send was attempted) with the header (action, size,
+	// digest); the Runtime has not answered ready yet
 	StateBeginning State = 2
 	// StateStaging: the Runtime is ready and every chunk sent so far was received; the next chunk
 	// or the commit may be sent
 	StateStaging State = 3
-	// StateChunkSent: one chunk is in flight; the next frame waits for its received offset
+	// StateChunkSent: one chunk is in flight (or its send was attempted); the next frame waits for
+	// its received offset
 	StateChunkSent State = 4
-	// StateCommitting: commit was sent; the Runtime verifies size and digest, applies the transfer
-	// and only then answers
+	// StateCommitting: commit was sent, or its send was attempted and may have delivered it; the
+	// Runtime verifies size and digest, applies the transfer and only then answers
 	StateCommitting State = 5
 	// StateCompleted: the commit was applied; completed carries the declared size (it proves this
 	// operation, not a later Turn)
@@ -53,15 +55,18 @@ const (
 	// StateRejected: the Runtime refused the transfer with a finite code (invalid_request,
 	// resource_unavailable, runtime_preparation_capacity, ...); nothing was applied
 	StateRejected State = 7
-	// StateFailed: applying or staging failed (runtime_preparation_failed, with an exit code for a
+	// StateFailed: applying the commit failed (runtime_preparation_failed, with an exit code for a
 	// failed command)
 	StateFailed State = 8
-	// StateUnknown: the application outcome is uncertain (runtime_preparation_unconfirmed or lost
+	// StateExpired: the transfer budget ran out before commit; nothing was committed, so nothing
+	// can be installed
+	StateExpired State = 9
+	// StateUnknown: the application outcome is uncertain (runtime_preparation_unconfirmed, or lost
 	// after commit); ownership is kept and nothing is replayed
-	StateUnknown State = 9
-	// StateAborted: a malformed frame or a lost connection ended the transfer before commit;
-	// nothing reached the installer and no result was sent
-	StateAborted State = 10
+	StateUnknown State = 10
+	// StateAborted: the connection was lost before commit; nothing reached the installer and no
+	// result can follow
+	StateAborted State = 11
 )
 
 // String returns the spec name, or State(n) for a value outside the enum.
@@ -96,6 +101,8 @@ func ParseState(name string) (State, error) {
 		return StateRejected, nil
 	case "failed":
 		return StateFailed, nil
+	case "expired":
+		return StateExpired, nil
 	case "unknown":
 		return StateUnknown, nil
 	case "aborted":
@@ -145,21 +152,27 @@ const (
 	// EventResultRejected: outcome rejected with a finite code (wire runtime_prepare_result, sent
 	// by runtime)
 	EventResultRejected Event = 7
-	// EventResultFailed: outcome failed (runtime_preparation_failed, optional exit code) (wire
-	// runtime_prepare_result, sent by runtime)
+	// EventResultFailed: outcome failed (runtime_preparation_failed, optional exit code); it
+	// answers only a commit (wire runtime_prepare_result, sent by runtime)
 	EventResultFailed Event = 8
-	// EventResultUnknown: outcome unknown (runtime_preparation_unconfirmed) (wire
-	// runtime_prepare_result, sent by runtime)
+	// EventResultUnknown: outcome unknown (runtime_preparation_unconfirmed); it answers only a
+	// commit (wire runtime_prepare_result, sent by runtime)
 	EventResultUnknown Event = 9
+	// EventSendFailed: Core's write of begin or a chunk returned an error; the frame may have left
+	// (local, observed by core)
+	EventSendFailed Event = 10
+	// EventCommitSendFailed: Core's write of commit returned an error; the frame may have left and
+	// the transfer may be applied (local, observed by core)
+	EventCommitSendFailed Event = 11
 	// EventMalformedFrame: a frame for this pending transfer failed validation (wrong offset, size
 	// overflow, header fields on a chunk, ...) (local, observed by runtime)
-	EventMalformedFrame Event = 10
+	EventMalformedFrame Event = 12
 	// EventTransferBudget: the transfer did not reach commit within 120 seconds of begin (timer
-	// 2m0s, owned by runtime)
-	EventTransferBudget Event = 11
-	// EventConnectionLost: the connection that carries the transfer closed or was replaced (local,
-	// observed by both)
-	EventConnectionLost Event = 12
+	// 2m0s, owned by both)
+	EventTransferBudget Event = 13
+	// EventConnectionLost: the connection that carries the transfer closed or was replaced (at the
+	// Runtime, also a failed write of a result) (local, observed by both)
+	EventConnectionLost Event = 14
 )
 
 // String returns the spec name, or Event(n) for a value outside the enum.
@@ -196,6 +209,10 @@ func ParseEvent(name string) (Event, error) {
 		return EventResultFailed, nil
 	case "result_unknown":
 		return EventResultUnknown, nil
+	case "send_failed":
+		return EventSendFailed, nil
+	case "commit_send_failed":
+		return EventCommitSendFailed, nil
 	case "malformed_frame":
 		return EventMalformedFrame, nil
 	case "transfer_budget":
@@ -233,6 +250,15 @@ func (v Event) Message() Message {
 		return 0
 	}
 	return Message(Table.Events[v-1].Message)
+}
+
+// FailedSend is the local event a sender fires instead of v when its write of v failed (the frame
+// is possibly delivered), or 0 for events that are not messages.
+func (v Event) FailedSend() Event {
+	if !v.Valid() {
+		return 0
+	}
+	return Event(Table.Events[v-1].FailedSend)
 }
 
 // Timer is the timer whose expiry v is, or 0.
@@ -352,19 +378,21 @@ func (s GuardSet) Has(g Guard) bool {
 type Action uint8
 
 const (
+	// ActionTakeSlot: Core takes the connection's transfer slot for this transfer
+	ActionTakeSlot Action = 1
 	// ActionStageChunk: the Runtime stages the chunk's bytes; they are not installed
-	ActionStageChunk Action = 1
+	ActionStageChunk Action = 2
 	// ActionInstall: the Runtime checks the received size and digest, applies the transfer and
 	// answers only after the application
-	ActionInstall Action = 2
-	// ActionDiscardStaged: the Runtime drops the staged bytes and frees the transfer slot; nothing
+	ActionInstall Action = 3
+	// ActionDiscardStaged: the Runtime drops the staged bytes and frees its transfer slot; nothing
 	// reaches the installer
-	ActionDiscardStaged Action = 3
-	// ActionReleaseSlot: Core frees the connection's transfer slot after a definite result
-	ActionReleaseSlot Action = 4
+	ActionDiscardStaged Action = 4
+	// ActionReleaseSlot: Core frees the connection's transfer slot after a definite end
+	ActionReleaseSlot Action = 5
 	// ActionMarkUnknown: Core keeps the transfer slot and ownership with an unknown outcome; no
 	// new transfer runs on this connection and nothing is replayed
-	ActionMarkUnknown Action = 5
+	ActionMarkUnknown Action = 6
 )
 
 // String returns the spec name, or Action(n) for a value outside the enum.
@@ -383,6 +411,8 @@ func (v Action) Valid() bool {
 // ParseAction returns the action with the given spec name.
 func ParseAction(name string) (Action, error) {
 	switch name {
+	case "take_slot":
+		return ActionTakeSlot, nil
 	case "stage_chunk":
 		return ActionStageChunk, nil
 	case "install":
@@ -443,67 +473,77 @@ func ParseMessage(name string) (Message, error) {
 // covers (a rule that lists its own target among its sources is two: a move from the others and an
 // internal transition in the target).
 var (
-	rule110 = &fsm.Candidate{Guard: fsm.GuardID(GuardSlotFree), Disp: fsm.Moved, To: fsm.StateID(StateBeginning), Line: 110, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerTransferBudget)},
+	rule149 = &fsm.Candidate{Guard: fsm.GuardID(GuardSlotFree), Disp: fsm.Moved, To: fsm.StateID(StateBeginning), Line: 149, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionTakeSlot)},
+		{Kind: fsm.EffectStart, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerTransferBudget)},
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageRuntimePrepareResult)},
 	}}
-	rule115 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "runtime_preparation_capacity: another transfer holds this connection's slot", Line: 115}
-	rule119 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no transfer is pending", Line: 119}
-	rule122 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no begin was sent for this transfer ID", Line: 122}
-	rule127 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStaging), Line: 127}
-	rule130 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the previous frame has not been answered yet", Line: 130}
-	rule135 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateChunkSent), Line: 135, Effects: []fsm.Effect{
+	rule154 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "runtime_preparation_capacity: another transfer holds this connection's slot", Line: 154}
+	rule158 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateBeginning), Line: 158, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionTakeSlot)},
+		{Kind: fsm.EffectStart, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerTransferBudget)},
+	}}
+	rule163 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no transfer is pending", Line: 163}
+	rule166 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no begin was sent for this transfer ID", Line: 166}
+	rule171 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStaging), Line: 171}
+	rule174 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the previous frame has not been answered yet", Line: 174}
+	rule179 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateChunkSent), Line: 179, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionStageChunk)},
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageRuntimePrepareResult)},
 	}}
-	rule139 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCommitting), Line: 139, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerTransferBudget)},
+	rule183 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateChunkSent), Line: 183}
+	rule187 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCommitting), Line: 187, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerTransferBudget)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionInstall)},
 	}}
-	rule144 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no chunk is in flight", Line: 144}
-	rule147 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the transfer is already past begin", Line: 147}
-	rule152 = &fsm.Candidate{Guard: fsm.GuardID(GuardOffsetMatches), Disp: fsm.Moved, To: fsm.StateID(StateStaging), Line: 152}
-	rule156 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the received offset does not match the chunk in flight", Line: 156}
-	rule162 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCompleted), Line: 162, Effects: []fsm.Effect{
+	rule193 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no chunk is in flight", Line: 193}
+	rule196 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the transfer is already past begin", Line: 196}
+	rule201 = &fsm.Candidate{Guard: fsm.GuardID(GuardOffsetMatches), Disp: fsm.Moved, To: fsm.StateID(StateStaging), Line: 201}
+	rule205 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the received offset does not match the chunk in flight", Line: 205}
+	rule211 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCompleted), Line: 211, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseSlot)},
 	}}
-	rule166 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "only a commit can complete the transfer", Line: 166}
-	rule169 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 169, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerTransferBudget)},
+	rule215 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 215, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardStaged)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseSlot)},
 	}}
-	rule173 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 173, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerTransferBudget)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardStaged)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseSlot)},
-	}}
-	rule177 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 177, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerTransferBudget)},
+	rule219 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 219, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
 	}}
-	rule183 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAborted), Line: 183, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerTransferBudget)},
+	rule223 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "only a commit can be completed, fail or end unknown", Line: 223}
+	rule228 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 228, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerTransferBudget)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardStaged)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseSlot)},
 	}}
-	rule188 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 188, Effects: []fsm.Effect{
+	rule232 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 232, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardStaged)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseSlot)},
+	}}
+	rule238 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 238, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerTransferBudget)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardStaged)},
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageRuntimePrepareResult)},
 	}}
-	rule193 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAborted), Line: 193, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerTransferBudget)},
+	rule245 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateExpired), Line: 245, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardStaged)},
+		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageRuntimePrepareResult)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseSlot)},
+	}}
+	rule251 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAborted), Line: 251, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerTransferBudget)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardStaged)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseSlot)},
 	}}
-	rule198 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 198, Effects: []fsm.Effect{
+	rule256 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 256, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
 	}}
-	rule202 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the commit is already being applied; a stray frame cannot abort it", Line: 202}
-	rule205 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the budget stopped at commit", Line: 205}
-	rule210 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "runtime_preparation_capacity: this transfer already began", Line: 210}
-	rule213 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the commit was already sent", Line: 213}
-	rule218 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the transfer is settled; late results and deadlines change nothing", Line: 218}
-	rule221 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the transfer is settled; transfers are never replayed", Line: 221}
+	rule260 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the commit is already being applied; a stray frame cannot abort it and the budget stopped at commit", Line: 260}
+	rule263 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no frame is being sent; the previous one has not been answered yet", Line: 263}
+	rule268 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "runtime_preparation_capacity: this transfer already began", Line: 268}
+	rule271 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the commit was already sent", Line: 271}
+	rule276 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the transfer is settled; late results and deadlines change nothing", Line: 276}
+	rule279 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the transfer is settled; transfers are never replayed", Line: 279}
 )
 
 // Table is the transfer machine as the engine runs it, sealed: every (state, event) cell lists its
@@ -521,25 +561,28 @@ var Table = fsm.MustSeal(&fsm.Table{
 		{Name: "completed", Outcome: fsm.OutcomeSuccess},
 		{Name: "rejected", Outcome: fsm.OutcomeFailure},
 		{Name: "failed", Outcome: fsm.OutcomeFailure},
+		{Name: "expired", Outcome: fsm.OutcomeFailure},
 		{Name: "unknown", Outcome: fsm.OutcomeUnknown},
 		{Name: "aborted", Outcome: fsm.OutcomeFailure},
 	},
 	Events: []fsm.EventDecl{
-		{Name: "begin", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessageRuntimePrepare)},
-		{Name: "chunk", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessageRuntimePrepare)},
-		{Name: "commit", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessageRuntimePrepare)},
-		{Name: "result_ready", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageRuntimePrepareResult)},
-		{Name: "result_received", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageRuntimePrepareResult)},
-		{Name: "result_completed", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageRuntimePrepareResult)},
-		{Name: "result_rejected", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageRuntimePrepareResult)},
-		{Name: "result_failed", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageRuntimePrepareResult)},
-		{Name: "result_unknown", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageRuntimePrepareResult)},
+		{Name: "begin", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessageRuntimePrepare), FailedSend: fsm.EventID(EventSendFailed)},
+		{Name: "chunk", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessageRuntimePrepare), FailedSend: fsm.EventID(EventSendFailed)},
+		{Name: "commit", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessageRuntimePrepare), FailedSend: fsm.EventID(EventCommitSendFailed), Dispatch: true},
+		{Name: "result_ready", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageRuntimePrepareResult), FailedSend: fsm.EventID(EventConnectionLost)},
+		{Name: "result_received", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageRuntimePrepareResult), FailedSend: fsm.EventID(EventConnectionLost)},
+		{Name: "result_completed", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageRuntimePrepareResult), FailedSend: fsm.EventID(EventConnectionLost)},
+		{Name: "result_rejected", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageRuntimePrepareResult), FailedSend: fsm.EventID(EventConnectionLost)},
+		{Name: "result_failed", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageRuntimePrepareResult), FailedSend: fsm.EventID(EventConnectionLost)},
+		{Name: "result_unknown", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageRuntimePrepareResult), FailedSend: fsm.EventID(EventConnectionLost)},
+		{Name: "send_failed", Kind: fsm.EventLocal, Role: fsm.RoleCore},
+		{Name: "commit_send_failed", Kind: fsm.EventLocal, Role: fsm.RoleCore},
 		{Name: "malformed_frame", Kind: fsm.EventLocal, Role: fsm.RoleRuntime},
-		{Name: "transfer_budget", Kind: fsm.EventTimer, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerTransferBudget)},
+		{Name: "transfer_budget", Kind: fsm.EventTimer, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerTransferBudget)},
 		{Name: "connection_lost", Kind: fsm.EventLocal, Role: fsm.RoleBoth},
 	},
 	Guards:   []string{"slot_free", "offset_matches"},
-	Actions:  []string{"stage_chunk", "install", "discard_staged", "release_slot", "mark_unknown"},
+	Actions:  []string{"take_slot", "stage_chunk", "install", "discard_staged", "release_slot", "mark_unknown"},
 	Messages: []string{"runtime_prepare", "runtime_prepare_result"},
 	Timers: []fsm.TimerDecl{
 		{Name: "transfer_budget", Duration: 2 * time.Minute, Event: fsm.EventID(EventTransferBudget)},
@@ -547,135 +590,170 @@ var Table = fsm.MustSeal(&fsm.Table{
 	Initial: fsm.StateID(StateIdle),
 	Cells: []fsm.Cell{
 		// idle
-		{Cands: []*fsm.Candidate{rule110, rule115}}, // idle × begin
-		{Cands: []*fsm.Candidate{rule122}},          // idle × chunk
-		{Cands: []*fsm.Candidate{rule122}},          // idle × commit
-		{Cands: []*fsm.Candidate{rule122}},          // idle × result_ready
-		{Cands: []*fsm.Candidate{rule122}},          // idle × result_received
-		{Cands: []*fsm.Candidate{rule122}},          // idle × result_completed
-		{Cands: []*fsm.Candidate{rule122}},          // idle × result_rejected
-		{Cands: []*fsm.Candidate{rule122}},          // idle × result_failed
-		{Cands: []*fsm.Candidate{rule122}},          // idle × result_unknown
-		{Cands: []*fsm.Candidate{rule119}},          // idle × malformed_frame
-		{Cands: []*fsm.Candidate{rule119}},          // idle × transfer_budget
-		{Cands: []*fsm.Candidate{rule119}},          // idle × connection_lost
+		{Cands: []*fsm.Candidate{rule149, rule154}}, // idle × begin
+		{Cands: []*fsm.Candidate{rule166}},          // idle × chunk
+		{Cands: []*fsm.Candidate{rule166}},          // idle × commit
+		{Cands: []*fsm.Candidate{rule166}},          // idle × result_ready
+		{Cands: []*fsm.Candidate{rule166}},          // idle × result_received
+		{Cands: []*fsm.Candidate{rule166}},          // idle × result_completed
+		{Cands: []*fsm.Candidate{rule166}},          // idle × result_rejected
+		{Cands: []*fsm.Candidate{rule166}},          // idle × result_failed
+		{Cands: []*fsm.Candidate{rule166}},          // idle × result_unknown
+		{Cands: []*fsm.Candidate{rule158}},          // idle × send_failed
+		{Cands: []*fsm.Candidate{rule166}},          // idle × commit_send_failed
+		{Cands: []*fsm.Candidate{rule163}},          // idle × malformed_frame
+		{Cands: []*fsm.Candidate{rule163}},          // idle × transfer_budget
+		{Cands: []*fsm.Candidate{rule163}},          // idle × connection_lost
 		// beginning
-		{Cands: []*fsm.Candidate{rule210}}, // beginning × begin
-		{Cands: []*fsm.Candidate{rule130}}, // beginning × chunk
-		{Cands: []*fsm.Candidate{rule130}}, // beginning × commit
-		{Cands: []*fsm.Candidate{rule127}}, // beginning × result_ready
-		{Cands: []*fsm.Candidate{rule144}}, // beginning × result_received
-		{Cands: []*fsm.Candidate{rule166}}, // beginning × result_completed
-		{Cands: []*fsm.Candidate{rule169}}, // beginning × result_rejected
-		{Cands: []*fsm.Candidate{rule173}}, // beginning × result_failed
-		{Cands: []*fsm.Candidate{rule177}}, // beginning × result_unknown
-		{Cands: []*fsm.Candidate{rule183}}, // beginning × malformed_frame
-		{Cands: []*fsm.Candidate{rule188}}, // beginning × transfer_budget
-		{Cands: []*fsm.Candidate{rule193}}, // beginning × connection_lost
+		{Cands: []*fsm.Candidate{rule268}}, // beginning × begin
+		{Cands: []*fsm.Candidate{rule174}}, // beginning × chunk
+		{Cands: []*fsm.Candidate{rule174}}, // beginning × commit
+		{Cands: []*fsm.Candidate{rule171}}, // beginning × result_ready
+		{Cands: []*fsm.Candidate{rule193}}, // beginning × result_received
+		{Cands: []*fsm.Candidate{rule223}}, // beginning × result_completed
+		{Cands: []*fsm.Candidate{rule228}}, // beginning × result_rejected
+		{Cands: []*fsm.Candidate{rule223}}, // beginning × result_failed
+		{Cands: []*fsm.Candidate{rule223}}, // beginning × result_unknown
+		{Cands: []*fsm.Candidate{rule263}}, // beginning × send_failed
+		{Cands: []*fsm.Candidate{rule263}}, // beginning × commit_send_failed
+		{Cands: []*fsm.Candidate{rule238}}, // beginning × malformed_frame
+		{Cands: []*fsm.Candidate{rule245}}, // beginning × transfer_budget
+		{Cands: []*fsm.Candidate{rule251}}, // beginning × connection_lost
 		// staging
-		{Cands: []*fsm.Candidate{rule210}}, // staging × begin
-		{Cands: []*fsm.Candidate{rule135}}, // staging × chunk
-		{Cands: []*fsm.Candidate{rule139}}, // staging × commit
-		{Cands: []*fsm.Candidate{rule147}}, // staging × result_ready
-		{Cands: []*fsm.Candidate{rule144}}, // staging × result_received
-		{Cands: []*fsm.Candidate{rule166}}, // staging × result_completed
-		{Cands: []*fsm.Candidate{rule169}}, // staging × result_rejected
-		{Cands: []*fsm.Candidate{rule173}}, // staging × result_failed
-		{Cands: []*fsm.Candidate{rule177}}, // staging × result_unknown
-		{Cands: []*fsm.Candidate{rule183}}, // staging × malformed_frame
-		{Cands: []*fsm.Candidate{rule188}}, // staging × transfer_budget
-		{Cands: []*fsm.Candidate{rule193}}, // staging × connection_lost
+		{Cands: []*fsm.Candidate{rule268}}, // staging × begin
+		{Cands: []*fsm.Candidate{rule179}}, // staging × chunk
+		{Cands: []*fsm.Candidate{rule187}}, // staging × commit
+		{Cands: []*fsm.Candidate{rule196}}, // staging × result_ready
+		{Cands: []*fsm.Candidate{rule193}}, // staging × result_received
+		{Cands: []*fsm.Candidate{rule223}}, // staging × result_completed
+		{Cands: []*fsm.Candidate{rule228}}, // staging × result_rejected
+		{Cands: []*fsm.Candidate{rule223}}, // staging × result_failed
+		{Cands: []*fsm.Candidate{rule223}}, // staging × result_unknown
+		{Cands: []*fsm.Candidate{rule183}}, // staging × send_failed
+		{Cands: []*fsm.Candidate{rule187}}, // staging × commit_send_failed
+		{Cands: []*fsm.Candidate{rule238}}, // staging × malformed_frame
+		{Cands: []*fsm.Candidate{rule245}}, // staging × transfer_budget
+		{Cands: []*fsm.Candidate{rule251}}, // staging × connection_lost
 		// chunk_sent
-		{Cands: []*fsm.Candidate{rule210}},          // chunk_sent × begin
-		{Cands: []*fsm.Candidate{rule130}},          // chunk_sent × chunk
-		{Cands: []*fsm.Candidate{rule130}},          // chunk_sent × commit
-		{Cands: []*fsm.Candidate{rule147}},          // chunk_sent × result_ready
-		{Cands: []*fsm.Candidate{rule152, rule156}}, // chunk_sent × result_received
-		{Cands: []*fsm.Candidate{rule166}},          // chunk_sent × result_completed
-		{Cands: []*fsm.Candidate{rule169}},          // chunk_sent × result_rejected
-		{Cands: []*fsm.Candidate{rule173}},          // chunk_sent × result_failed
-		{Cands: []*fsm.Candidate{rule177}},          // chunk_sent × result_unknown
-		{Cands: []*fsm.Candidate{rule183}},          // chunk_sent × malformed_frame
-		{Cands: []*fsm.Candidate{rule188}},          // chunk_sent × transfer_budget
-		{Cands: []*fsm.Candidate{rule193}},          // chunk_sent × connection_lost
+		{Cands: []*fsm.Candidate{rule268}},          // chunk_sent × begin
+		{Cands: []*fsm.Candidate{rule174}},          // chunk_sent × chunk
+		{Cands: []*fsm.Candidate{rule174}},          // chunk_sent × commit
+		{Cands: []*fsm.Candidate{rule196}},          // chunk_sent × result_ready
+		{Cands: []*fsm.Candidate{rule201, rule205}}, // chunk_sent × result_received
+		{Cands: []*fsm.Candidate{rule223}},          // chunk_sent × result_completed
+		{Cands: []*fsm.Candidate{rule228}},          // chunk_sent × result_rejected
+		{Cands: []*fsm.Candidate{rule223}},          // chunk_sent × result_failed
+		{Cands: []*fsm.Candidate{rule223}},          // chunk_sent × result_unknown
+		{Cands: []*fsm.Candidate{rule263}},          // chunk_sent × send_failed
+		{Cands: []*fsm.Candidate{rule263}},          // chunk_sent × commit_send_failed
+		{Cands: []*fsm.Candidate{rule238}},          // chunk_sent × malformed_frame
+		{Cands: []*fsm.Candidate{rule245}},          // chunk_sent × transfer_budget
+		{Cands: []*fsm.Candidate{rule251}},          // chunk_sent × connection_lost
 		// committing
-		{Cands: []*fsm.Candidate{rule210}}, // committing × begin
-		{Cands: []*fsm.Candidate{rule213}}, // committing × chunk
-		{Cands: []*fsm.Candidate{rule213}}, // committing × commit
-		{Cands: []*fsm.Candidate{rule147}}, // committing × result_ready
-		{Cands: []*fsm.Candidate{rule144}}, // committing × result_received
-		{Cands: []*fsm.Candidate{rule162}}, // committing × result_completed
-		{Cands: []*fsm.Candidate{rule169}}, // committing × result_rejected
-		{Cands: []*fsm.Candidate{rule173}}, // committing × result_failed
-		{Cands: []*fsm.Candidate{rule177}}, // committing × result_unknown
-		{Cands: []*fsm.Candidate{rule202}}, // committing × malformed_frame
-		{Cands: []*fsm.Candidate{rule205}}, // committing × transfer_budget
-		{Cands: []*fsm.Candidate{rule198}}, // committing × connection_lost
+		{Cands: []*fsm.Candidate{rule268}}, // committing × begin
+		{Cands: []*fsm.Candidate{rule271}}, // committing × chunk
+		{Cands: []*fsm.Candidate{rule271}}, // committing × commit
+		{Cands: []*fsm.Candidate{rule196}}, // committing × result_ready
+		{Cands: []*fsm.Candidate{rule193}}, // committing × result_received
+		{Cands: []*fsm.Candidate{rule211}}, // committing × result_completed
+		{Cands: []*fsm.Candidate{rule232}}, // committing × result_rejected
+		{Cands: []*fsm.Candidate{rule215}}, // committing × result_failed
+		{Cands: []*fsm.Candidate{rule219}}, // committing × result_unknown
+		{Cands: []*fsm.Candidate{rule263}}, // committing × send_failed
+		{Cands: []*fsm.Candidate{rule263}}, // committing × commit_send_failed
+		{Cands: []*fsm.Candidate{rule260}}, // committing × malformed_frame
+		{Cands: []*fsm.Candidate{rule260}}, // committing × transfer_budget
+		{Cands: []*fsm.Candidate{rule256}}, // committing × connection_lost
 		// completed
-		{Cands: []*fsm.Candidate{rule221}}, // completed × begin
-		{Cands: []*fsm.Candidate{rule221}}, // completed × chunk
-		{Cands: []*fsm.Candidate{rule221}}, // completed × commit
-		{Cands: []*fsm.Candidate{rule218}}, // completed × result_ready
-		{Cands: []*fsm.Candidate{rule218}}, // completed × result_received
-		{Cands: []*fsm.Candidate{rule218}}, // completed × result_completed
-		{Cands: []*fsm.Candidate{rule218}}, // completed × result_rejected
-		{Cands: []*fsm.Candidate{rule218}}, // completed × result_failed
-		{Cands: []*fsm.Candidate{rule218}}, // completed × result_unknown
-		{Cands: []*fsm.Candidate{rule218}}, // completed × malformed_frame
-		{Cands: []*fsm.Candidate{rule218}}, // completed × transfer_budget
-		{Cands: []*fsm.Candidate{rule218}}, // completed × connection_lost
+		{Cands: []*fsm.Candidate{rule279}}, // completed × begin
+		{Cands: []*fsm.Candidate{rule279}}, // completed × chunk
+		{Cands: []*fsm.Candidate{rule279}}, // completed × commit
+		{Cands: []*fsm.Candidate{rule276}}, // completed × result_ready
+		{Cands: []*fsm.Candidate{rule276}}, // completed × result_received
+		{Cands: []*fsm.Candidate{rule276}}, // completed × result_completed
+		{Cands: []*fsm.Candidate{rule276}}, // completed × result_rejected
+		{Cands: []*fsm.Candidate{rule276}}, // completed × result_failed
+		{Cands: []*fsm.Candidate{rule276}}, // completed × result_unknown
+		{Cands: []*fsm.Candidate{rule276}}, // completed × send_failed
+		{Cands: []*fsm.Candidate{rule276}}, // completed × commit_send_failed
+		{Cands: []*fsm.Candidate{rule276}}, // completed × malformed_frame
+		{Cands: []*fsm.Candidate{rule276}}, // completed × transfer_budget
+		{Cands: []*fsm.Candidate{rule276}}, // completed × connection_lost
 		// rejected
-		{Cands: []*fsm.Candidate{rule221}}, // rejected × begin
-		{Cands: []*fsm.Candidate{rule221}}, // rejected × chunk
-		{Cands: []*fsm.Candidate{rule221}}, // rejected × commit
-		{Cands: []*fsm.Candidate{rule218}}, // rejected × result_ready
-		{Cands: []*fsm.Candidate{rule218}}, // rejected × result_received
-		{Cands: []*fsm.Candidate{rule218}}, // rejected × result_completed
-		{Cands: []*fsm.Candidate{rule218}}, // rejected × result_rejected
-		{Cands: []*fsm.Candidate{rule218}}, // rejected × result_failed
-		{Cands: []*fsm.Candidate{rule218}}, // rejected × result_unknown
-		{Cands: []*fsm.Candidate{rule218}}, // rejected × malformed_frame
-		{Cands: []*fsm.Candidate{rule218}}, // rejected × transfer_budget
-		{Cands: []*fsm.Candidate{rule218}}, // rejected × connection_lost
+		{Cands: []*fsm.Candidate{rule279}}, // rejected × begin
+		{Cands: []*fsm.Candidate{rule279}}, // rejected × chunk
+		{Cands: []*fsm.Candidate{rule279}}, // rejected × commit
+		{Cands: []*fsm.Candidate{rule276}}, // rejected × result_ready
+		{Cands: []*fsm.Candidate{rule276}}, // rejected × result_received
+		{Cands: []*fsm.Candidate{rule276}}, // rejected × result_completed
+		{Cands: []*fsm.Candidate{rule276}}, // rejected × result_rejected
+		{Cands: []*fsm.Candidate{rule276}}, // rejected × result_failed
+		{Cands: []*fsm.Candidate{rule276}}, // rejected × result_unknown
+		{Cands: []*fsm.Candidate{rule276}}, // rejected × send_failed
+		{Cands: []*fsm.Candidate{rule276}}, // rejected × commit_send_failed
+		{Cands: []*fsm.Candidate{rule276}}, // rejected × malformed_frame
+		{Cands: []*fsm.Candidate{rule276}}, // rejected × transfer_budget
+		{Cands: []*fsm.Candidate{rule276}}, // rejected × connection_lost
 		// failed
-		{Cands: []*fsm.Candidate{rule221}}, // failed × begin
-		{Cands: []*fsm.Candidate{rule221}}, // failed × chunk
-		{Cands: []*fsm.Candidate{rule221}}, // failed × commit
-		{Cands: []*fsm.Candidate{rule218}}, // failed × result_ready
-		{Cands: []*fsm.Candidate{rule218}}, // failed × result_received
-		{Cands: []*fsm.Candidate{rule218}}, // failed × result_completed
-		{Cands: []*fsm.Candidate{rule218}}, // failed × result_rejected
-		{Cands: []*fsm.Candidate{rule218}}, // failed × result_failed
-		{Cands: []*fsm.Candidate{rule218}}, // failed × result_unknown
-		{Cands: []*fsm.Candidate{rule218}}, // failed × malformed_frame
-		{Cands: []*fsm.Candidate{rule218}}, // failed × transfer_budget
-		{Cands: []*fsm.Candidate{rule218}}, // failed × connection_lost
+		{Cands: []*fsm.Candidate{rule279}}, // failed × begin
+		{Cands: []*fsm.Candidate{rule279}}, // failed × chunk
+		{Cands: []*fsm.Candidate{rule279}}, // failed × commit
+		{Cands: []*fsm.Candidate{rule276}}, // failed × result_ready
+		{Cands: []*fsm.Candidate{rule276}}, // failed × result_received
+		{Cands: []*fsm.Candidate{rule276}}, // failed × result_completed
+		{Cands: []*fsm.Candidate{rule276}}, // failed × result_rejected
+		{Cands: []*fsm.Candidate{rule276}}, // failed × result_failed
+		{Cands: []*fsm.Candidate{rule276}}, // failed × result_unknown
+		{Cands: []*fsm.Candidate{rule276}}, // failed × send_failed
+		{Cands: []*fsm.Candidate{rule276}}, // failed × commit_send_failed
+		{Cands: []*fsm.Candidate{rule276}}, // failed × malformed_frame
+		{Cands: []*fsm.Candidate{rule276}}, // failed × transfer_budget
+		{Cands: []*fsm.Candidate{rule276}}, // failed × connection_lost
+		// expired
+		{Cands: []*fsm.Candidate{rule279}}, // expired × begin
+		{Cands: []*fsm.Candidate{rule279}}, // expired × chunk
+		{Cands: []*fsm.Candidate{rule279}}, // expired × commit
+		{Cands: []*fsm.Candidate{rule276}}, // expired × result_ready
+		{Cands: []*fsm.Candidate{rule276}}, // expired × result_received
+		{Cands: []*fsm.Candidate{rule276}}, // expired × result_completed
+		{Cands: []*fsm.Candidate{rule276}}, // expired × result_rejected
+		{Cands: []*fsm.Candidate{rule276}}, // expired × result_failed
+		{Cands: []*fsm.Candidate{rule276}}, // expired × result_unknown
+		{Cands: []*fsm.Candidate{rule276}}, // expired × send_failed
+		{Cands: []*fsm.Candidate{rule276}}, // expired × commit_send_failed
+		{Cands: []*fsm.Candidate{rule276}}, // expired × malformed_frame
+		{Cands: []*fsm.Candidate{rule276}}, // expired × transfer_budget
+		{Cands: []*fsm.Candidate{rule276}}, // expired × connection_lost
 		// unknown
-		{Cands: []*fsm.Candidate{rule221}}, // unknown × begin
-		{Cands: []*fsm.Candidate{rule221}}, // unknown × chunk
-		{Cands: []*fsm.Candidate{rule221}}, // unknown × commit
-		{Cands: []*fsm.Candidate{rule218}}, // unknown × result_ready
-		{Cands: []*fsm.Candidate{rule218}}, // unknown × result_received
-		{Cands: []*fsm.Candidate{rule218}}, // unknown × result_completed
-		{Cands: []*fsm.Candidate{rule218}}, // unknown × result_rejected
-		{Cands: []*fsm.Candidate{rule218}}, // unknown × result_failed
-		{Cands: []*fsm.Candidate{rule218}}, // unknown × result_unknown
-		{Cands: []*fsm.Candidate{rule218}}, // unknown × malformed_frame
-		{Cands: []*fsm.Candidate{rule218}}, // unknown × transfer_budget
-		{Cands: []*fsm.Candidate{rule218}}, // unknown × connection_lost
+		{Cands: []*fsm.Candidate{rule279}}, // unknown × begin
+		{Cands: []*fsm.Candidate{rule279}}, // unknown × chunk
+		{Cands: []*fsm.Candidate{rule279}}, // unknown × commit
+		{Cands: []*fsm.Candidate{rule276}}, // unknown × result_ready
+		{Cands: []*fsm.Candidate{rule276}}, // unknown × result_received
+		{Cands: []*fsm.Candidate{rule276}}, // unknown × result_completed
+		{Cands: []*fsm.Candidate{rule276}}, // unknown × result_rejected
+		{Cands: []*fsm.Candidate{rule276}}, // unknown × result_failed
+		{Cands: []*fsm.Candidate{rule276}}, // unknown × result_unknown
+		{Cands: []*fsm.Candidate{rule276}}, // unknown × send_failed
+		{Cands: []*fsm.Candidate{rule276}}, // unknown × commit_send_failed
+		{Cands: []*fsm.Candidate{rule276}}, // unknown × malformed_frame
+		{Cands: []*fsm.Candidate{rule276}}, // unknown × transfer_budget
+		{Cands: []*fsm.Candidate{rule276}}, // unknown × connection_lost
 		// aborted
-		{Cands: []*fsm.Candidate{rule221}}, // aborted × begin
-		{Cands: []*fsm.Candidate{rule221}}, // aborted × chunk
-		{Cands: []*fsm.Candidate{rule221}}, // aborted × commit
-		{Cands: []*fsm.Candidate{rule218}}, // aborted × result_ready
-		{Cands: []*fsm.Candidate{rule218}}, // aborted × result_received
-		{Cands: []*fsm.Candidate{rule218}}, // aborted × result_completed
-		{Cands: []*fsm.Candidate{rule218}}, // aborted × result_rejected
-		{Cands: []*fsm.Candidate{rule218}}, // aborted × result_failed
-		{Cands: []*fsm.Candidate{rule218}}, // aborted × result_unknown
-		{Cands: []*fsm.Candidate{rule218}}, // aborted × malformed_frame
-		{Cands: []*fsm.Candidate{rule218}}, // aborted × transfer_budget
-		{Cands: []*fsm.Candidate{rule218}}, // aborted × connection_lost
+		{Cands: []*fsm.Candidate{rule279}}, // aborted × begin
+		{Cands: []*fsm.Candidate{rule279}}, // aborted × chunk
+		{Cands: []*fsm.Candidate{rule279}}, // aborted × commit
+		{Cands: []*fsm.Candidate{rule276}}, // aborted × result_ready
+		{Cands: []*fsm.Candidate{rule276}}, // aborted × result_received
+		{Cands: []*fsm.Candidate{rule276}}, // aborted × result_completed
+		{Cands: []*fsm.Candidate{rule276}}, // aborted × result_rejected
+		{Cands: []*fsm.Candidate{rule276}}, // aborted × result_failed
+		{Cands: []*fsm.Candidate{rule276}}, // aborted × result_unknown
+		{Cands: []*fsm.Candidate{rule276}}, // aborted × send_failed
+		{Cands: []*fsm.Candidate{rule276}}, // aborted × commit_send_failed
+		{Cands: []*fsm.Candidate{rule276}}, // aborted × malformed_frame
+		{Cands: []*fsm.Candidate{rule276}}, // aborted × transfer_budget
+		{Cands: []*fsm.Candidate{rule276}}, // aborted × connection_lost
 	},
 })
 
@@ -753,8 +831,10 @@ type CoreHooks[A any] interface {
 	// GuardOffsetMatches reports whether the received offset equals the in-flight chunk's offset
 	// plus its length.
 	GuardOffsetMatches(f *fsm.Firing[A]) bool
+	// DoTakeSlot performs take_slot: Core takes the connection's transfer slot for this transfer.
+	DoTakeSlot(f *fsm.Firing[A]) error
 	// DoReleaseSlot performs release_slot: Core frees the connection's transfer slot after a
-	// definite result.
+	// definite end.
 	DoReleaseSlot(f *fsm.Firing[A]) error
 	// DoMarkUnknown performs mark_unknown: Core keeps the transfer slot and ownership with an
 	// unknown outcome; no new transfer runs on this connection and nothing is replayed.
@@ -768,13 +848,13 @@ func Core[A any](h CoreHooks[A]) fsm.Binding[A] {
 	}
 	return &fsm.HookTable[A]{
 		Guards:  []func(*fsm.Firing[A]) bool{GuardSlotFree: h.GuardSlotFree, GuardOffsetMatches: h.GuardOffsetMatches},
-		Actions: []func(*fsm.Firing[A]) error{ActionReleaseSlot: h.DoReleaseSlot, ActionMarkUnknown: h.DoMarkUnknown},
+		Actions: []func(*fsm.Firing[A]) error{ActionTakeSlot: h.DoTakeSlot, ActionReleaseSlot: h.DoReleaseSlot, ActionMarkUnknown: h.DoMarkUnknown},
 	}
 }
 
 // NewCore returns a transfer machine in its Initial state that evaluates the guards and performs
-// the effects of a Core peer through h, after each step (fsm.Machine.Fire). The Core arms no timer
-// of this machine: timers may be nil.
+// the effects of a Core peer through h, after each step (fsm.Machine.Fire). timers arms and
+// disarms the timers the Core owns; it must not be nil.
 func NewCore[A any](h CoreHooks[A], timers fsm.Timers[A]) (*fsm.Machine[A], error) {
 	return fsm.NewMachine(Table, fsm.RoleCore, Core[A](h), timers)
 }
@@ -799,7 +879,7 @@ type RuntimeHooks[A any] interface {
 	// DoInstall performs install: the Runtime checks the received size and digest, applies the
 	// transfer and answers only after the application.
 	DoInstall(f *fsm.Firing[A]) error
-	// DoDiscardStaged performs discard_staged: the Runtime drops the staged bytes and frees the
+	// DoDiscardStaged performs discard_staged: the Runtime drops the staged bytes and frees its
 	// transfer slot; nothing reaches the installer.
 	DoDiscardStaged(f *fsm.Firing[A]) error
 }

@@ -6,7 +6,8 @@
 // or at the Run that took that handle over, on the connection the owner lives on. Success needs
 // the whole data (or data marked as truncated) plus a confirmed close of the native handle; a
 // clean refusal returns no data at all; anything in between counts as unknown and blocks every
-// later read on the same owner. Reads are never retried or replayed.
+// later read on the same owner. Core holds its scheduling reservation through the bounded read and
+// releases it before it delivers any result. Reads are never retried or replayed.
 //
 // One instance per operation ID (Envelope.id of workspace_read and workspace_read_result, 1 to 128
 // bytes).
@@ -36,11 +37,11 @@ type State uint8
 const (
 	// StateIdle: no read was dispatched under this operation ID
 	StateIdle State = 1
-	// StateDispatched: workspace_read was sent; the bounded waiter runs until a result, the
-	// deadline or a loss
+	// StateDispatched: workspace_read was sent (or its send was attempted); the bounded waiter
+	// runs until a result, the deadline or a loss
 	StateDispatched State = 2
-	// StateCompleted: complete bytes or entries arrived after an acknowledged close; Core returns
-	// the data
+	// StateCompleted: complete bytes or entries arrived after an acknowledged close; Core released
+	// its reservation, then returned the data
 	StateCompleted State = 3
 	// StateTruncated: the result is explicitly truncated at the requested bound and the close was
 	// acknowledged; Core returns the partial data as such
@@ -122,16 +123,19 @@ const (
 	// EventResultUnknown: outcome unknown (read_unconfirmed) (wire workspace_read_result, sent by
 	// runtime)
 	EventResultUnknown Event = 5
+	// EventSendFailed: Core's write of workspace_read returned an error; the frame may have left
+	// (local, observed by core)
+	EventSendFailed Event = 6
 	// EventReadOp: twelve seconds after dispatch without a result (timer 12s, owned by core)
-	EventReadOp Event = 6
-	// EventConnectionLost: the connection that carried the read closed or was replaced (local,
-	// observed by both)
-	EventConnectionLost Event = 7
+	EventReadOp Event = 7
+	// EventConnectionLost: the connection that carried the read closed or was replaced (at the
+	// Runtime, also a failed write of the result) (local, observed by both)
+	EventConnectionLost Event = 8
 	// EventObserverCancelled: the caller waiting for the read gave up (local, observed by core)
-	EventObserverCancelled Event = 8
+	EventObserverCancelled Event = 9
 	// EventOwnerClosed: the owning handle was released, handed over to its Run, or closed (local,
 	// observed by both)
-	EventOwnerClosed Event = 9
+	EventOwnerClosed Event = 10
 )
 
 // String returns the spec name, or Event(n) for a value outside the enum.
@@ -160,6 +164,8 @@ func ParseEvent(name string) (Event, error) {
 		return EventResultRejected, nil
 	case "result_unknown":
 		return EventResultUnknown, nil
+	case "send_failed":
+		return EventSendFailed, nil
 	case "read_op":
 		return EventReadOp, nil
 	case "connection_lost":
@@ -199,6 +205,15 @@ func (v Event) Message() Message {
 		return 0
 	}
 	return Message(Table.Events[v-1].Message)
+}
+
+// FailedSend is the local event a sender fires instead of v when its write of v failed (the frame
+// is possibly delivered), or 0 for events that are not messages.
+func (v Event) FailedSend() Event {
+	if !v.Valid() {
+		return 0
+	}
+	return Event(Table.Events[v-1].FailedSend)
 }
 
 // Timer is the timer whose expiry v is, or 0.
@@ -320,22 +335,28 @@ func (s GuardSet) Has(g Guard) bool {
 type Action uint8
 
 const (
+	// ActionHoldReservation: Core keeps the Worker's Session scheduling reservation for the
+	// bounded read (a no-op for a read aimed at a running Run)
+	ActionHoldReservation Action = 1
 	// ActionReadNative: the Runtime checks the target, reads within the limits, closes the native
 	// handle and only then answers
-	ActionReadNative Action = 1
+	ActionReadNative Action = 2
+	// ActionReleaseReservation: Core releases the scheduling reservation and revokes the scoped
+	// read credential; it runs before any result is delivered
+	ActionReleaseReservation Action = 3
 	// ActionDeliverResult: Core returns the data (marked truncated when it is) after the confirmed
-	// close and releases its reservation
-	ActionDeliverResult Action = 2
+	// close
+	ActionDeliverResult Action = 4
 	// ActionRecordRejection: Core returns the finite error without data
-	ActionRecordRejection Action = 3
+	ActionRecordRejection Action = 5
 	// ActionFenceOwner: no further read is admitted on this owner; Core returns unavailable
 	// without data
-	ActionFenceOwner Action = 4
+	ActionFenceOwner Action = 6
 	// ActionDetachObserver: Core answers the cancelled caller but keeps the bounded waiter of the
 	// dispatched read
-	ActionDetachObserver Action = 5
+	ActionDetachObserver Action = 7
 	// ActionCloseAdmission: the owner admits no new read; the dispatched one keeps its waiter
-	ActionCloseAdmission Action = 6
+	ActionCloseAdmission Action = 8
 )
 
 // String returns the spec name, or Action(n) for a value outside the enum.
@@ -354,8 +375,12 @@ func (v Action) Valid() bool {
 // ParseAction returns the action with the given spec name.
 func ParseAction(name string) (Action, error) {
 	switch name {
+	case "hold_reservation":
+		return ActionHoldReservation, nil
 	case "read_native":
 		return ActionReadNative, nil
+	case "release_reservation":
+		return ActionReleaseReservation, nil
 	case "deliver_result":
 		return ActionDeliverResult, nil
 	case "record_rejection":
@@ -416,45 +441,56 @@ func ParseMessage(name string) (Message, error) {
 // rule covers (a rule that lists its own target among its sources is two: a move from the others
 // and an internal transition in the target).
 var (
-	rule91 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnerReadable), Disp: fsm.Moved, To: fsm.StateID(StateDispatched), Line: 91, Effects: []fsm.Effect{
+	rule121 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnerReadable), Disp: fsm.Moved, To: fsm.StateID(StateDispatched), Line: 121, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionHoldReservation)},
 		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadOp)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionReadNative)},
 	}}
-	rule96  = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the owner is closed, fenced by an earlier unknown read, or not on this connection", Line: 96}
-	rule99  = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no read is dispatched", Line: 99}
-	rule102 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no read was dispatched under this operation ID", Line: 102}
-	rule107 = &fsm.Candidate{Guard: fsm.GuardID(GuardCloseAcknowledged), Disp: fsm.Moved, To: fsm.StateID(StateCompleted), Line: 107, Effects: []fsm.Effect{
+	rule126 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the owner is closed, fenced by an earlier unknown read, or not on this connection", Line: 126}
+	rule129 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateDispatched), Line: 129, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionHoldReservation)},
+		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadOp)},
+	}}
+	rule134 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no read is dispatched", Line: 134}
+	rule137 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no read was dispatched under this operation ID", Line: 137}
+	rule143 = &fsm.Candidate{Guard: fsm.GuardID(GuardCloseAcknowledged), Disp: fsm.Moved, To: fsm.StateID(StateCompleted), Line: 143, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadOp)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseReservation)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionDeliverResult)},
 	}}
-	rule112 = &fsm.Candidate{Guard: fsm.GuardID(GuardCloseAcknowledged), Disp: fsm.Moved, To: fsm.StateID(StateTruncated), Line: 112, Effects: []fsm.Effect{
+	rule148 = &fsm.Candidate{Guard: fsm.GuardID(GuardCloseAcknowledged), Disp: fsm.Moved, To: fsm.StateID(StateTruncated), Line: 148, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadOp)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseReservation)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionDeliverResult)},
 	}}
-	rule117 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 117, Effects: []fsm.Effect{
+	rule153 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 153, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadOp)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseReservation)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionFenceOwner)},
 	}}
-	rule122 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 122, Effects: []fsm.Effect{
+	rule158 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 158, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadOp)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseReservation)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordRejection)},
 	}}
-	rule126 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 126, Effects: []fsm.Effect{
+	rule162 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 162, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadOp)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseReservation)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionFenceOwner)},
 	}}
-	rule130 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 130, Effects: []fsm.Effect{
+	rule166 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 166, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseReservation)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionFenceOwner)},
 	}}
-	rule134 = &fsm.Candidate{Disp: fsm.Stayed, Line: 134, Effects: []fsm.Effect{
+	rule170 = &fsm.Candidate{Disp: fsm.Stayed, Line: 170, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionDetachObserver)},
 	}}
-	rule138 = &fsm.Candidate{Disp: fsm.Stayed, Line: 138, Effects: []fsm.Effect{
+	rule174 = &fsm.Candidate{Disp: fsm.Stayed, Line: 174, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionCloseAdmission)},
 	}}
-	rule142 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "this operation ID already has a read in flight; a duplicate starts nothing", Line: 142}
-	rule147 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the read is settled; late results change nothing", Line: 147}
-	rule150 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the operation ID is settled; a read is never retried or replayed", Line: 150}
+	rule178 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "this operation ID already has a read in flight; a duplicate starts nothing", Line: 178}
+	rule183 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the read is settled; late results change nothing", Line: 183}
+	rule186 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the operation ID is settled; a read is never retried or replayed", Line: 186}
 )
 
 // Table is the workspace_read machine as the engine runs it, sealed: every (state, event) cell
@@ -472,18 +508,19 @@ var Table = fsm.MustSeal(&fsm.Table{
 		{Name: "unknown", Outcome: fsm.OutcomeUnknown},
 	},
 	Events: []fsm.EventDecl{
-		{Name: "workspace_read", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessageWorkspaceRead)},
-		{Name: "result_completed", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageWorkspaceReadResult)},
-		{Name: "result_truncated", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageWorkspaceReadResult)},
-		{Name: "result_rejected", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageWorkspaceReadResult)},
-		{Name: "result_unknown", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageWorkspaceReadResult)},
+		{Name: "workspace_read", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessageWorkspaceRead), FailedSend: fsm.EventID(EventSendFailed), Dispatch: true},
+		{Name: "result_completed", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageWorkspaceReadResult), FailedSend: fsm.EventID(EventConnectionLost)},
+		{Name: "result_truncated", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageWorkspaceReadResult), FailedSend: fsm.EventID(EventConnectionLost)},
+		{Name: "result_rejected", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageWorkspaceReadResult), FailedSend: fsm.EventID(EventConnectionLost)},
+		{Name: "result_unknown", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageWorkspaceReadResult), FailedSend: fsm.EventID(EventConnectionLost)},
+		{Name: "send_failed", Kind: fsm.EventLocal, Role: fsm.RoleCore},
 		{Name: "read_op", Kind: fsm.EventTimer, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadOp)},
 		{Name: "connection_lost", Kind: fsm.EventLocal, Role: fsm.RoleBoth},
 		{Name: "observer_cancelled", Kind: fsm.EventLocal, Role: fsm.RoleCore},
 		{Name: "owner_closed", Kind: fsm.EventLocal, Role: fsm.RoleBoth},
 	},
 	Guards:   []string{"owner_readable", "close_acknowledged"},
-	Actions:  []string{"read_native", "deliver_result", "record_rejection", "fence_owner", "detach_observer", "close_admission"},
+	Actions:  []string{"hold_reservation", "read_native", "release_reservation", "deliver_result", "record_rejection", "fence_owner", "detach_observer", "close_admission"},
 	Messages: []string{"workspace_read", "workspace_read_result"},
 	Timers: []fsm.TimerDecl{
 		{Name: "read_op", Duration: 12 * time.Second, Event: fsm.EventID(EventReadOp)},
@@ -491,65 +528,71 @@ var Table = fsm.MustSeal(&fsm.Table{
 	Initial: fsm.StateID(StateIdle),
 	Cells: []fsm.Cell{
 		// idle
-		{Cands: []*fsm.Candidate{rule91, rule96}}, // idle × workspace_read
-		{Cands: []*fsm.Candidate{rule102}},        // idle × result_completed
-		{Cands: []*fsm.Candidate{rule102}},        // idle × result_truncated
-		{Cands: []*fsm.Candidate{rule102}},        // idle × result_rejected
-		{Cands: []*fsm.Candidate{rule102}},        // idle × result_unknown
-		{Cands: []*fsm.Candidate{rule99}},         // idle × read_op
-		{Cands: []*fsm.Candidate{rule99}},         // idle × connection_lost
-		{Cands: []*fsm.Candidate{rule99}},         // idle × observer_cancelled
-		{Cands: []*fsm.Candidate{rule99}},         // idle × owner_closed
+		{Cands: []*fsm.Candidate{rule121, rule126}}, // idle × workspace_read
+		{Cands: []*fsm.Candidate{rule137}},          // idle × result_completed
+		{Cands: []*fsm.Candidate{rule137}},          // idle × result_truncated
+		{Cands: []*fsm.Candidate{rule137}},          // idle × result_rejected
+		{Cands: []*fsm.Candidate{rule137}},          // idle × result_unknown
+		{Cands: []*fsm.Candidate{rule129}},          // idle × send_failed
+		{Cands: []*fsm.Candidate{rule134}},          // idle × read_op
+		{Cands: []*fsm.Candidate{rule134}},          // idle × connection_lost
+		{Cands: []*fsm.Candidate{rule134}},          // idle × observer_cancelled
+		{Cands: []*fsm.Candidate{rule134}},          // idle × owner_closed
 		// dispatched
-		{Cands: []*fsm.Candidate{rule142}},          // dispatched × workspace_read
-		{Cands: []*fsm.Candidate{rule107, rule117}}, // dispatched × result_completed
-		{Cands: []*fsm.Candidate{rule112, rule117}}, // dispatched × result_truncated
-		{Cands: []*fsm.Candidate{rule122}},          // dispatched × result_rejected
-		{Cands: []*fsm.Candidate{rule126}},          // dispatched × result_unknown
-		{Cands: []*fsm.Candidate{rule130}},          // dispatched × read_op
-		{Cands: []*fsm.Candidate{rule126}},          // dispatched × connection_lost
-		{Cands: []*fsm.Candidate{rule134}},          // dispatched × observer_cancelled
-		{Cands: []*fsm.Candidate{rule138}},          // dispatched × owner_closed
+		{Cands: []*fsm.Candidate{rule178}},          // dispatched × workspace_read
+		{Cands: []*fsm.Candidate{rule143, rule153}}, // dispatched × result_completed
+		{Cands: []*fsm.Candidate{rule148, rule153}}, // dispatched × result_truncated
+		{Cands: []*fsm.Candidate{rule158}},          // dispatched × result_rejected
+		{Cands: []*fsm.Candidate{rule162}},          // dispatched × result_unknown
+		{Cands: []*fsm.Candidate{rule178}},          // dispatched × send_failed
+		{Cands: []*fsm.Candidate{rule166}},          // dispatched × read_op
+		{Cands: []*fsm.Candidate{rule162}},          // dispatched × connection_lost
+		{Cands: []*fsm.Candidate{rule170}},          // dispatched × observer_cancelled
+		{Cands: []*fsm.Candidate{rule174}},          // dispatched × owner_closed
 		// completed
-		{Cands: []*fsm.Candidate{rule150}}, // completed × workspace_read
-		{Cands: []*fsm.Candidate{rule147}}, // completed × result_completed
-		{Cands: []*fsm.Candidate{rule147}}, // completed × result_truncated
-		{Cands: []*fsm.Candidate{rule147}}, // completed × result_rejected
-		{Cands: []*fsm.Candidate{rule147}}, // completed × result_unknown
-		{Cands: []*fsm.Candidate{rule147}}, // completed × read_op
-		{Cands: []*fsm.Candidate{rule147}}, // completed × connection_lost
-		{Cands: []*fsm.Candidate{rule147}}, // completed × observer_cancelled
-		{Cands: []*fsm.Candidate{rule147}}, // completed × owner_closed
+		{Cands: []*fsm.Candidate{rule186}}, // completed × workspace_read
+		{Cands: []*fsm.Candidate{rule183}}, // completed × result_completed
+		{Cands: []*fsm.Candidate{rule183}}, // completed × result_truncated
+		{Cands: []*fsm.Candidate{rule183}}, // completed × result_rejected
+		{Cands: []*fsm.Candidate{rule183}}, // completed × result_unknown
+		{Cands: []*fsm.Candidate{rule183}}, // completed × send_failed
+		{Cands: []*fsm.Candidate{rule183}}, // completed × read_op
+		{Cands: []*fsm.Candidate{rule183}}, // completed × connection_lost
+		{Cands: []*fsm.Candidate{rule183}}, // completed × observer_cancelled
+		{Cands: []*fsm.Candidate{rule183}}, // completed × owner_closed
 		// truncated
-		{Cands: []*fsm.Candidate{rule150}}, // truncated × workspace_read
-		{Cands: []*fsm.Candidate{rule147}}, // truncated × result_completed
-		{Cands: []*fsm.Candidate{rule147}}, // truncated × result_truncated
-		{Cands: []*fsm.Candidate{rule147}}, // truncated × result_rejected
-		{Cands: []*fsm.Candidate{rule147}}, // truncated × result_unknown
-		{Cands: []*fsm.Candidate{rule147}}, // truncated × read_op
-		{Cands: []*fsm.Candidate{rule147}}, // truncated × connection_lost
-		{Cands: []*fsm.Candidate{rule147}}, // truncated × observer_cancelled
-		{Cands: []*fsm.Candidate{rule147}}, // truncated × owner_closed
+		{Cands: []*fsm.Candidate{rule186}}, // truncated × workspace_read
+		{Cands: []*fsm.Candidate{rule183}}, // truncated × result_completed
+		{Cands: []*fsm.Candidate{rule183}}, // truncated × result_truncated
+		{Cands: []*fsm.Candidate{rule183}}, // truncated × result_rejected
+		{Cands: []*fsm.Candidate{rule183}}, // truncated × result_unknown
+		{Cands: []*fsm.Candidate{rule183}}, // truncated × send_failed
+		{Cands: []*fsm.Candidate{rule183}}, // truncated × read_op
+		{Cands: []*fsm.Candidate{rule183}}, // truncated × connection_lost
+		{Cands: []*fsm.Candidate{rule183}}, // truncated × observer_cancelled
+		{Cands: []*fsm.Candidate{rule183}}, // truncated × owner_closed
 		// rejected
-		{Cands: []*fsm.Candidate{rule150}}, // rejected × workspace_read
-		{Cands: []*fsm.Candidate{rule147}}, // rejected × result_completed
-		{Cands: []*fsm.Candidate{rule147}}, // rejected × result_truncated
-		{Cands: []*fsm.Candidate{rule147}}, // rejected × result_rejected
-		{Cands: []*fsm.Candidate{rule147}}, // rejected × result_unknown
-		{Cands: []*fsm.Candidate{rule147}}, // rejected × read_op
-		{Cands: []*fsm.Candidate{rule147}}, // rejected × connection_lost
-		{Cands: []*fsm.Candidate{rule147}}, // rejected × observer_cancelled
-		{Cands: []*fsm.Candidate{rule147}}, // rejected × owner_closed
+		{Cands: []*fsm.Candidate{rule186}}, // rejected × workspace_read
+		{Cands: []*fsm.Candidate{rule183}}, // rejected × result_completed
+		{Cands: []*fsm.Candidate{rule183}}, // rejected × result_truncated
+		{Cands: []*fsm.Candidate{rule183}}, // rejected × result_rejected
+		{Cands: []*fsm.Candidate{rule183}}, // rejected × result_unknown
+		{Cands: []*fsm.Candidate{rule183}}, // rejected × send_failed
+		{Cands: []*fsm.Candidate{rule183}}, // rejected × read_op
+		{Cands: []*fsm.Candidate{rule183}}, // rejected × connection_lost
+		{Cands: []*fsm.Candidate{rule183}}, // rejected × observer_cancelled
+		{Cands: []*fsm.Candidate{rule183}}, // rejected × owner_closed
 		// unknown
-		{Cands: []*fsm.Candidate{rule150}}, // unknown × workspace_read
-		{Cands: []*fsm.Candidate{rule147}}, // unknown × result_completed
-		{Cands: []*fsm.Candidate{rule147}}, // unknown × result_truncated
-		{Cands: []*fsm.Candidate{rule147}}, // unknown × result_rejected
-		{Cands: []*fsm.Candidate{rule147}}, // unknown × result_unknown
-		{Cands: []*fsm.Candidate{rule147}}, // unknown × read_op
-		{Cands: []*fsm.Candidate{rule147}}, // unknown × connection_lost
-		{Cands: []*fsm.Candidate{rule147}}, // unknown × observer_cancelled
-		{Cands: []*fsm.Candidate{rule147}}, // unknown × owner_closed
+		{Cands: []*fsm.Candidate{rule186}}, // unknown × workspace_read
+		{Cands: []*fsm.Candidate{rule183}}, // unknown × result_completed
+		{Cands: []*fsm.Candidate{rule183}}, // unknown × result_truncated
+		{Cands: []*fsm.Candidate{rule183}}, // unknown × result_rejected
+		{Cands: []*fsm.Candidate{rule183}}, // unknown × result_unknown
+		{Cands: []*fsm.Candidate{rule183}}, // unknown × send_failed
+		{Cands: []*fsm.Candidate{rule183}}, // unknown × read_op
+		{Cands: []*fsm.Candidate{rule183}}, // unknown × connection_lost
+		{Cands: []*fsm.Candidate{rule183}}, // unknown × observer_cancelled
+		{Cands: []*fsm.Candidate{rule183}}, // unknown × owner_closed
 	},
 })
 
@@ -628,8 +671,14 @@ type CoreHooks[A any] interface {
 	// GuardCloseAcknowledged reports whether the result reports the native close as acknowledged
 	// (and a directory result carries its truncated flag).
 	GuardCloseAcknowledged(f *fsm.Firing[A]) bool
+	// DoHoldReservation performs hold_reservation: Core keeps the Worker's Session scheduling
+	// reservation for the bounded read (a no-op for a read aimed at a running Run).
+	DoHoldReservation(f *fsm.Firing[A]) error
+	// DoReleaseReservation performs release_reservation: Core releases the scheduling reservation
+	// and revokes the scoped read credential; it runs before any result is delivered.
+	DoReleaseReservation(f *fsm.Firing[A]) error
 	// DoDeliverResult performs deliver_result: Core returns the data (marked truncated when it is)
-	// after the confirmed close and releases its reservation.
+	// after the confirmed close.
 	DoDeliverResult(f *fsm.Firing[A]) error
 	// DoRecordRejection performs record_rejection: Core returns the finite error without data.
 	DoRecordRejection(f *fsm.Firing[A]) error
@@ -651,7 +700,7 @@ func Core[A any](h CoreHooks[A]) fsm.Binding[A] {
 	}
 	return &fsm.HookTable[A]{
 		Guards:  []func(*fsm.Firing[A]) bool{GuardOwnerReadable: h.GuardOwnerReadable, GuardCloseAcknowledged: h.GuardCloseAcknowledged},
-		Actions: []func(*fsm.Firing[A]) error{ActionDeliverResult: h.DoDeliverResult, ActionRecordRejection: h.DoRecordRejection, ActionFenceOwner: h.DoFenceOwner, ActionDetachObserver: h.DoDetachObserver, ActionCloseAdmission: h.DoCloseAdmission},
+		Actions: []func(*fsm.Firing[A]) error{ActionHoldReservation: h.DoHoldReservation, ActionReleaseReservation: h.DoReleaseReservation, ActionDeliverResult: h.DoDeliverResult, ActionRecordRejection: h.DoRecordRejection, ActionFenceOwner: h.DoFenceOwner, ActionDetachObserver: h.DoDetachObserver, ActionCloseAdmission: h.DoCloseAdmission},
 	}
 }
 

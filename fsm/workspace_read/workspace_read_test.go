@@ -62,8 +62,16 @@ func (r *recorder) GuardCloseAcknowledged(*fsm.Firing[int]) bool {
 	return r.guard("GuardCloseAcknowledged", GuardCloseAcknowledged)
 }
 
+func (r *recorder) DoHoldReservation(*fsm.Firing[int]) error {
+	return r.effect("DoHoldReservation", "do hold_reservation")
+}
+
 func (r *recorder) DoReadNative(*fsm.Firing[int]) error {
 	return r.effect("DoReadNative", "do read_native")
+}
+
+func (r *recorder) DoReleaseReservation(*fsm.Firing[int]) error {
+	return r.effect("DoReleaseReservation", "do release_reservation")
 }
 
 func (r *recorder) DoDeliverResult(*fsm.Firing[int]) error {
@@ -137,63 +145,69 @@ type cellCase struct {
 // cellCases has one entry per candidate of every cell, computed from the spec when the code was
 // generated.
 var cellCases = []cellCase{
-	{line: 91, from: StateIdle, event: EventWorkspaceRead, held: GuardSet(0).With(GuardOwnerReadable), disp: fsm.Moved, to: StateDispatched, guard: GuardOwnerReadable, effects: []string{"core: start read_op", "runtime: do read_native"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"start read_op"}, fsm.RoleRuntime: {"do read_native"}}},
-	{line: 96, from: StateIdle, event: EventWorkspaceRead, disp: fsm.Rejected, to: StateIdle, reason: "the owner is closed, fenced by an earlier unknown read, or not on this connection", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 102, from: StateIdle, event: EventResultCompleted, disp: fsm.Rejected, to: StateIdle, reason: "no read was dispatched under this operation ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 102, from: StateIdle, event: EventResultTruncated, disp: fsm.Rejected, to: StateIdle, reason: "no read was dispatched under this operation ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 102, from: StateIdle, event: EventResultRejected, disp: fsm.Rejected, to: StateIdle, reason: "no read was dispatched under this operation ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 102, from: StateIdle, event: EventResultUnknown, disp: fsm.Rejected, to: StateIdle, reason: "no read was dispatched under this operation ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 99, from: StateIdle, event: EventReadOp, disp: fsm.Ignored, to: StateIdle, reason: "no read is dispatched", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
-	{line: 99, from: StateIdle, event: EventConnectionLost, disp: fsm.Ignored, to: StateIdle, reason: "no read is dispatched", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 99, from: StateIdle, event: EventObserverCancelled, disp: fsm.Ignored, to: StateIdle, reason: "no read is dispatched", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
-	{line: 99, from: StateIdle, event: EventOwnerClosed, disp: fsm.Ignored, to: StateIdle, reason: "no read is dispatched", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 142, from: StateDispatched, event: EventWorkspaceRead, disp: fsm.Rejected, to: StateDispatched, reason: "this operation ID already has a read in flight; a duplicate starts nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 107, from: StateDispatched, event: EventResultCompleted, held: GuardSet(0).With(GuardCloseAcknowledged), disp: fsm.Moved, to: StateCompleted, guard: GuardCloseAcknowledged, effects: []string{"core: stop read_op", "core: do deliver_result"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop read_op", "do deliver_result"}, fsm.RoleRuntime: nil}},
-	{line: 117, from: StateDispatched, event: EventResultCompleted, disp: fsm.Moved, to: StateUnknown, effects: []string{"core: stop read_op", "do fence_owner"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop read_op", "do fence_owner"}, fsm.RoleRuntime: {"do fence_owner"}}},
-	{line: 112, from: StateDispatched, event: EventResultTruncated, held: GuardSet(0).With(GuardCloseAcknowledged), disp: fsm.Moved, to: StateTruncated, guard: GuardCloseAcknowledged, effects: []string{"core: stop read_op", "core: do deliver_result"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop read_op", "do deliver_result"}, fsm.RoleRuntime: nil}},
-	{line: 117, from: StateDispatched, event: EventResultTruncated, disp: fsm.Moved, to: StateUnknown, effects: []string{"core: stop read_op", "do fence_owner"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop read_op", "do fence_owner"}, fsm.RoleRuntime: {"do fence_owner"}}},
-	{line: 122, from: StateDispatched, event: EventResultRejected, disp: fsm.Moved, to: StateRejected, effects: []string{"core: stop read_op", "core: do record_rejection"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop read_op", "do record_rejection"}, fsm.RoleRuntime: nil}},
-	{line: 126, from: StateDispatched, event: EventResultUnknown, disp: fsm.Moved, to: StateUnknown, effects: []string{"core: stop read_op", "do fence_owner"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop read_op", "do fence_owner"}, fsm.RoleRuntime: {"do fence_owner"}}},
-	{line: 130, from: StateDispatched, event: EventReadOp, disp: fsm.Moved, to: StateUnknown, effects: []string{"do fence_owner"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do fence_owner"}}},
-	{line: 126, from: StateDispatched, event: EventConnectionLost, disp: fsm.Moved, to: StateUnknown, effects: []string{"core: stop read_op", "do fence_owner"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop read_op", "do fence_owner"}, fsm.RoleRuntime: {"do fence_owner"}}},
-	{line: 134, from: StateDispatched, event: EventObserverCancelled, disp: fsm.Stayed, to: StateDispatched, effects: []string{"core: do detach_observer"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do detach_observer"}}},
-	{line: 138, from: StateDispatched, event: EventOwnerClosed, disp: fsm.Stayed, to: StateDispatched, effects: []string{"do close_admission"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do close_admission"}, fsm.RoleRuntime: {"do close_admission"}}},
-	{line: 150, from: StateCompleted, event: EventWorkspaceRead, disp: fsm.Rejected, to: StateCompleted, reason: "the operation ID is settled; a read is never retried or replayed", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 147, from: StateCompleted, event: EventResultCompleted, disp: fsm.Ignored, to: StateCompleted, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 147, from: StateCompleted, event: EventResultTruncated, disp: fsm.Ignored, to: StateCompleted, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 147, from: StateCompleted, event: EventResultRejected, disp: fsm.Ignored, to: StateCompleted, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 147, from: StateCompleted, event: EventResultUnknown, disp: fsm.Ignored, to: StateCompleted, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 147, from: StateCompleted, event: EventReadOp, disp: fsm.Ignored, to: StateCompleted, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
-	{line: 147, from: StateCompleted, event: EventConnectionLost, disp: fsm.Ignored, to: StateCompleted, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 147, from: StateCompleted, event: EventObserverCancelled, disp: fsm.Ignored, to: StateCompleted, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
-	{line: 147, from: StateCompleted, event: EventOwnerClosed, disp: fsm.Ignored, to: StateCompleted, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 150, from: StateTruncated, event: EventWorkspaceRead, disp: fsm.Rejected, to: StateTruncated, reason: "the operation ID is settled; a read is never retried or replayed", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 147, from: StateTruncated, event: EventResultCompleted, disp: fsm.Ignored, to: StateTruncated, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 147, from: StateTruncated, event: EventResultTruncated, disp: fsm.Ignored, to: StateTruncated, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 147, from: StateTruncated, event: EventResultRejected, disp: fsm.Ignored, to: StateTruncated, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 147, from: StateTruncated, event: EventResultUnknown, disp: fsm.Ignored, to: StateTruncated, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 147, from: StateTruncated, event: EventReadOp, disp: fsm.Ignored, to: StateTruncated, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
-	{line: 147, from: StateTruncated, event: EventConnectionLost, disp: fsm.Ignored, to: StateTruncated, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 147, from: StateTruncated, event: EventObserverCancelled, disp: fsm.Ignored, to: StateTruncated, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
-	{line: 147, from: StateTruncated, event: EventOwnerClosed, disp: fsm.Ignored, to: StateTruncated, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 150, from: StateRejected, event: EventWorkspaceRead, disp: fsm.Rejected, to: StateRejected, reason: "the operation ID is settled; a read is never retried or replayed", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 147, from: StateRejected, event: EventResultCompleted, disp: fsm.Ignored, to: StateRejected, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 147, from: StateRejected, event: EventResultTruncated, disp: fsm.Ignored, to: StateRejected, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 147, from: StateRejected, event: EventResultRejected, disp: fsm.Ignored, to: StateRejected, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 147, from: StateRejected, event: EventResultUnknown, disp: fsm.Ignored, to: StateRejected, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 147, from: StateRejected, event: EventReadOp, disp: fsm.Ignored, to: StateRejected, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
-	{line: 147, from: StateRejected, event: EventConnectionLost, disp: fsm.Ignored, to: StateRejected, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 147, from: StateRejected, event: EventObserverCancelled, disp: fsm.Ignored, to: StateRejected, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
-	{line: 147, from: StateRejected, event: EventOwnerClosed, disp: fsm.Ignored, to: StateRejected, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 150, from: StateUnknown, event: EventWorkspaceRead, disp: fsm.Rejected, to: StateUnknown, reason: "the operation ID is settled; a read is never retried or replayed", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 147, from: StateUnknown, event: EventResultCompleted, disp: fsm.Ignored, to: StateUnknown, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 147, from: StateUnknown, event: EventResultTruncated, disp: fsm.Ignored, to: StateUnknown, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 147, from: StateUnknown, event: EventResultRejected, disp: fsm.Ignored, to: StateUnknown, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 147, from: StateUnknown, event: EventResultUnknown, disp: fsm.Ignored, to: StateUnknown, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 147, from: StateUnknown, event: EventReadOp, disp: fsm.Ignored, to: StateUnknown, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
-	{line: 147, from: StateUnknown, event: EventConnectionLost, disp: fsm.Ignored, to: StateUnknown, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 147, from: StateUnknown, event: EventObserverCancelled, disp: fsm.Ignored, to: StateUnknown, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
-	{line: 147, from: StateUnknown, event: EventOwnerClosed, disp: fsm.Ignored, to: StateUnknown, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 121, from: StateIdle, event: EventWorkspaceRead, held: GuardSet(0).With(GuardOwnerReadable), disp: fsm.Moved, to: StateDispatched, guard: GuardOwnerReadable, effects: []string{"core: do hold_reservation", "core: start read_op", "runtime: do read_native"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do hold_reservation", "start read_op"}, fsm.RoleRuntime: {"do read_native"}}},
+	{line: 126, from: StateIdle, event: EventWorkspaceRead, disp: fsm.Rejected, to: StateIdle, reason: "the owner is closed, fenced by an earlier unknown read, or not on this connection", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 137, from: StateIdle, event: EventResultCompleted, disp: fsm.Rejected, to: StateIdle, reason: "no read was dispatched under this operation ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 137, from: StateIdle, event: EventResultTruncated, disp: fsm.Rejected, to: StateIdle, reason: "no read was dispatched under this operation ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 137, from: StateIdle, event: EventResultRejected, disp: fsm.Rejected, to: StateIdle, reason: "no read was dispatched under this operation ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 137, from: StateIdle, event: EventResultUnknown, disp: fsm.Rejected, to: StateIdle, reason: "no read was dispatched under this operation ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 129, from: StateIdle, event: EventSendFailed, disp: fsm.Moved, to: StateDispatched, effects: []string{"core: do hold_reservation", "core: start read_op"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do hold_reservation", "start read_op"}}},
+	{line: 134, from: StateIdle, event: EventReadOp, disp: fsm.Ignored, to: StateIdle, reason: "no read is dispatched", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 134, from: StateIdle, event: EventConnectionLost, disp: fsm.Ignored, to: StateIdle, reason: "no read is dispatched", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 134, from: StateIdle, event: EventObserverCancelled, disp: fsm.Ignored, to: StateIdle, reason: "no read is dispatched", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 134, from: StateIdle, event: EventOwnerClosed, disp: fsm.Ignored, to: StateIdle, reason: "no read is dispatched", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 178, from: StateDispatched, event: EventWorkspaceRead, disp: fsm.Rejected, to: StateDispatched, reason: "this operation ID already has a read in flight; a duplicate starts nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 143, from: StateDispatched, event: EventResultCompleted, held: GuardSet(0).With(GuardCloseAcknowledged), disp: fsm.Moved, to: StateCompleted, guard: GuardCloseAcknowledged, effects: []string{"core: stop read_op", "core: do release_reservation", "core: do deliver_result"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop read_op", "do release_reservation", "do deliver_result"}, fsm.RoleRuntime: nil}},
+	{line: 153, from: StateDispatched, event: EventResultCompleted, disp: fsm.Moved, to: StateUnknown, effects: []string{"core: stop read_op", "core: do release_reservation", "do fence_owner"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop read_op", "do release_reservation", "do fence_owner"}, fsm.RoleRuntime: {"do fence_owner"}}},
+	{line: 148, from: StateDispatched, event: EventResultTruncated, held: GuardSet(0).With(GuardCloseAcknowledged), disp: fsm.Moved, to: StateTruncated, guard: GuardCloseAcknowledged, effects: []string{"core: stop read_op", "core: do release_reservation", "core: do deliver_result"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop read_op", "do release_reservation", "do deliver_result"}, fsm.RoleRuntime: nil}},
+	{line: 153, from: StateDispatched, event: EventResultTruncated, disp: fsm.Moved, to: StateUnknown, effects: []string{"core: stop read_op", "core: do release_reservation", "do fence_owner"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop read_op", "do release_reservation", "do fence_owner"}, fsm.RoleRuntime: {"do fence_owner"}}},
+	{line: 158, from: StateDispatched, event: EventResultRejected, disp: fsm.Moved, to: StateRejected, effects: []string{"core: stop read_op", "core: do release_reservation", "core: do record_rejection"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop read_op", "do release_reservation", "do record_rejection"}, fsm.RoleRuntime: nil}},
+	{line: 162, from: StateDispatched, event: EventResultUnknown, disp: fsm.Moved, to: StateUnknown, effects: []string{"core: stop read_op", "core: do release_reservation", "do fence_owner"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop read_op", "do release_reservation", "do fence_owner"}, fsm.RoleRuntime: {"do fence_owner"}}},
+	{line: 178, from: StateDispatched, event: EventSendFailed, disp: fsm.Rejected, to: StateDispatched, reason: "this operation ID already has a read in flight; a duplicate starts nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 166, from: StateDispatched, event: EventReadOp, disp: fsm.Moved, to: StateUnknown, effects: []string{"core: do release_reservation", "do fence_owner"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do release_reservation", "do fence_owner"}}},
+	{line: 162, from: StateDispatched, event: EventConnectionLost, disp: fsm.Moved, to: StateUnknown, effects: []string{"core: stop read_op", "core: do release_reservation", "do fence_owner"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop read_op", "do release_reservation", "do fence_owner"}, fsm.RoleRuntime: {"do fence_owner"}}},
+	{line: 170, from: StateDispatched, event: EventObserverCancelled, disp: fsm.Stayed, to: StateDispatched, effects: []string{"core: do detach_observer"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do detach_observer"}}},
+	{line: 174, from: StateDispatched, event: EventOwnerClosed, disp: fsm.Stayed, to: StateDispatched, effects: []string{"do close_admission"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do close_admission"}, fsm.RoleRuntime: {"do close_admission"}}},
+	{line: 186, from: StateCompleted, event: EventWorkspaceRead, disp: fsm.Rejected, to: StateCompleted, reason: "the operation ID is settled; a read is never retried or replayed", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 183, from: StateCompleted, event: EventResultCompleted, disp: fsm.Ignored, to: StateCompleted, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 183, from: StateCompleted, event: EventResultTruncated, disp: fsm.Ignored, to: StateCompleted, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 183, from: StateCompleted, event: EventResultRejected, disp: fsm.Ignored, to: StateCompleted, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 183, from: StateCompleted, event: EventResultUnknown, disp: fsm.Ignored, to: StateCompleted, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 183, from: StateCompleted, event: EventSendFailed, disp: fsm.Ignored, to: StateCompleted, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 183, from: StateCompleted, event: EventReadOp, disp: fsm.Ignored, to: StateCompleted, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 183, from: StateCompleted, event: EventConnectionLost, disp: fsm.Ignored, to: StateCompleted, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 183, from: StateCompleted, event: EventObserverCancelled, disp: fsm.Ignored, to: StateCompleted, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 183, from: StateCompleted, event: EventOwnerClosed, disp: fsm.Ignored, to: StateCompleted, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 186, from: StateTruncated, event: EventWorkspaceRead, disp: fsm.Rejected, to: StateTruncated, reason: "the operation ID is settled; a read is never retried or replayed", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 183, from: StateTruncated, event: EventResultCompleted, disp: fsm.Ignored, to: StateTruncated, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 183, from: StateTruncated, event: EventResultTruncated, disp: fsm.Ignored, to: StateTruncated, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 183, from: StateTruncated, event: EventResultRejected, disp: fsm.Ignored, to: StateTruncated, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 183, from: StateTruncated, event: EventResultUnknown, disp: fsm.Ignored, to: StateTruncated, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 183, from: StateTruncated, event: EventSendFailed, disp: fsm.Ignored, to: StateTruncated, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 183, from: StateTruncated, event: EventReadOp, disp: fsm.Ignored, to: StateTruncated, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 183, from: StateTruncated, event: EventConnectionLost, disp: fsm.Ignored, to: StateTruncated, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 183, from: StateTruncated, event: EventObserverCancelled, disp: fsm.Ignored, to: StateTruncated, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 183, from: StateTruncated, event: EventOwnerClosed, disp: fsm.Ignored, to: StateTruncated, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 186, from: StateRejected, event: EventWorkspaceRead, disp: fsm.Rejected, to: StateRejected, reason: "the operation ID is settled; a read is never retried or replayed", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 183, from: StateRejected, event: EventResultCompleted, disp: fsm.Ignored, to: StateRejected, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 183, from: StateRejected, event: EventResultTruncated, disp: fsm.Ignored, to: StateRejected, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 183, from: StateRejected, event: EventResultRejected, disp: fsm.Ignored, to: StateRejected, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 183, from: StateRejected, event: EventResultUnknown, disp: fsm.Ignored, to: StateRejected, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 183, from: StateRejected, event: EventSendFailed, disp: fsm.Ignored, to: StateRejected, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 183, from: StateRejected, event: EventReadOp, disp: fsm.Ignored, to: StateRejected, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 183, from: StateRejected, event: EventConnectionLost, disp: fsm.Ignored, to: StateRejected, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 183, from: StateRejected, event: EventObserverCancelled, disp: fsm.Ignored, to: StateRejected, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 183, from: StateRejected, event: EventOwnerClosed, disp: fsm.Ignored, to: StateRejected, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 186, from: StateUnknown, event: EventWorkspaceRead, disp: fsm.Rejected, to: StateUnknown, reason: "the operation ID is settled; a read is never retried or replayed", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 183, from: StateUnknown, event: EventResultCompleted, disp: fsm.Ignored, to: StateUnknown, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 183, from: StateUnknown, event: EventResultTruncated, disp: fsm.Ignored, to: StateUnknown, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 183, from: StateUnknown, event: EventResultRejected, disp: fsm.Ignored, to: StateUnknown, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 183, from: StateUnknown, event: EventResultUnknown, disp: fsm.Ignored, to: StateUnknown, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 183, from: StateUnknown, event: EventSendFailed, disp: fsm.Ignored, to: StateUnknown, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 183, from: StateUnknown, event: EventReadOp, disp: fsm.Ignored, to: StateUnknown, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 183, from: StateUnknown, event: EventConnectionLost, disp: fsm.Ignored, to: StateUnknown, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 183, from: StateUnknown, event: EventObserverCancelled, disp: fsm.Ignored, to: StateUnknown, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 183, from: StateUnknown, event: EventOwnerClosed, disp: fsm.Ignored, to: StateUnknown, reason: "the read is settled; late results change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
 }
 
 type pathStep struct {
@@ -439,21 +453,21 @@ func TestNewRefusesMissingParts(t *testing.T) {
 	require.Error(t, err, "the Core arms timers")
 }
 
-// TestEffectError makes the Core's first hook of spec/workspace_read.yaml:117 fail: the state has
+// TestEffectError makes the Core's first hook of spec/workspace_read.yaml:129 fail: the state has
 // moved, the error names the effect and the effects after it do not run.
 func TestEffectError(t *testing.T) {
-	rec := &recorder{fail: "stop read_op"}
+	rec := &recorder{fail: "do hold_reservation"}
 	m := newMachine(t, fsm.RoleCore, rec)
-	_, err := m.Restore(fsm.StateID(StateDispatched))
+	_, err := m.Restore(fsm.StateID(StateIdle))
 	require.NoError(t, err)
-	err = m.Fire(fsm.EventID(EventResultCompleted), 0)
+	err = m.Fire(fsm.EventID(EventSendFailed), 0)
 	require.ErrorIs(t, err, fsm.ErrEffect)
 	require.ErrorIs(t, err, errHook)
 	var ee *fsm.EffectError
 	require.ErrorAs(t, err, &ee)
-	require.Equal(t, "core: stop read_op", ee.Effect)
-	require.Equal(t, StateUnknown, State(m.State()))
-	require.Equal(t, []string{"stop read_op"}, rec.log)
+	require.Equal(t, "core: do hold_reservation", ee.Effect)
+	require.Equal(t, StateDispatched, State(m.State()))
+	require.Equal(t, []string{"do hold_reservation"}, rec.log)
 }
 
 var (

@@ -4,10 +4,11 @@
 //
 // One workspace file write: Core reserves the Session's mutation owner, ships the whole body (at
 // most 50 MiB) as 64 KiB frames that are each acknowledged, and commits; the Runtime checks the
-// declared digest before the native writer touches the workspace, and no model runs. The owner is
-// freed only by an exact completed or rejected receipt; without one it stays held, since neither a
-// cancelled observer nor a stopped process shows that the workspace is unchanged. The write is
-// never replayed.
+// declared digest before the native writer touches the workspace, and no model runs. Once commit
+// was sent or its send attempted, the owner is freed only by an exact completed or rejected
+// receipt; without one it stays held, since neither a cancelled observer nor a stopped process
+// shows that the workspace is unchanged. Before any commit attempt the native writer cannot have
+// run, so an interrupted upload frees the owner. The write is never replayed.
 //
 // One instance per mutation ID (Envelope.id of workspace_write and workspace_write_result; a
 // durable Core ID, not a retry key).
@@ -37,20 +38,22 @@ type State uint8
 const (
 	// StateIdle: the write is not admitted yet; no frame was sent
 	StateIdle State = 1
-	// StateBeginning: the mutation owner is reserved and begin (path, size, sha256) was sent; the
-	// Runtime has not answered ready
+	// StateBeginning: the mutation owner is reserved and begin (path, size, sha256) was sent or
+	// its send attempted; the Runtime has not answered ready
 	StateBeginning State = 2
 	// StateStaging: the Runtime is ready and every frame so far was received; the next frame or
 	// the commit may be sent
 	StateStaging State = 3
-	// StateChunkSent: one frame of at most 64 KiB is in flight; the next waits for its received
-	// offset
+	// StateChunkSent: one frame of at most 64 KiB is in flight (or its send was attempted); the
+	// next waits for its received offset
 	StateChunkSent State = 4
-	// StateCommitting: commit was sent; the Runtime applies the write (or refuses it after the
-	// digest check) and answers once
+	// StateCommitting: commit was sent, or its send was attempted and may have delivered it (Core
+	// recorded the attempt with its reservation); the Runtime applies the write (or refuses it
+	// after the digest check) and answers once
 	StateCommitting State = 5
-	// StateUnconfirmed: the upload deadline passed without a final receipt; the owner stays
-	// reserved, and only a late exact receipt on this connection can still settle it
+	// StateUnconfirmed: the upload deadline passed after the commit attempt without a final
+	// receipt; the owner stays reserved, and a late exact receipt on this connection still settles
+	// it
 	StateUnconfirmed State = 6
 	// StateCompleted: the exact commit was confirmed with the declared size; the mutation owner is
 	// released
@@ -58,11 +61,12 @@ const (
 	// StateRejected: the Runtime refused the write with a finite code (invalid_request,
 	// write_rejected with a reason, write_capacity, ...); the owner is released
 	StateRejected State = 8
-	// StateUnknown: the receipt is ambiguous or can no longer arrive (write_unconfirmed, loss
-	// after commit, process exit); the owner stays reserved and nothing is replayed
+	// StateUnknown: after the commit attempt the receipt is ambiguous or can no longer arrive
+	// (write_unconfirmed, loss, process exit); the owner stays reserved and nothing is replayed
 	StateUnknown State = 9
-	// StateAborted: the upload ended before commit (an invalid frame at the Runtime, or the
-	// connection closed); nothing reached the installer
+	// StateAborted: the upload ended before any commit attempt (its deadline passed, the
+	// connection closed, or Core's process exited); nothing reached the installer and the owner is
+	// released
 	StateAborted State = 10
 )
 
@@ -147,20 +151,27 @@ const (
 	// EventResultRejected: outcome rejected with a finite code and optional reason (wire
 	// workspace_write_result, sent by runtime)
 	EventResultRejected Event = 7
-	// EventResultUnknown: outcome unknown (write_unconfirmed) (wire workspace_write_result, sent
-	// by runtime)
+	// EventResultUnknown: outcome unknown (write_unconfirmed); it answers only a commit (wire
+	// workspace_write_result, sent by runtime)
 	EventResultUnknown Event = 8
+	// EventSendFailed: Core's write of begin or a chunk returned an error; the frame may have left
+	// (local, observed by core)
+	EventSendFailed Event = 9
+	// EventCommitSendFailed: Core's write of commit returned an error; the frame may have left and
+	// the native writer may run (local, observed by core)
+	EventCommitSendFailed Event = 10
 	// EventUploadWait: two minutes after begin without a final receipt (timer 2m0s, owned by core)
-	EventUploadWait Event = 9
-	// EventConnectionLost: the connection that carries the write closed or was replaced (local,
-	// observed by both)
-	EventConnectionLost Event = 10
+	EventUploadWait Event = 11
+	// EventConnectionLost: the connection that carries the write closed or was replaced (at the
+	// Runtime, also a failed write of a result) (local, observed by both)
+	EventConnectionLost Event = 12
 	// EventObserverCancelled: the caller waiting for the write gave up (request cancelled or
 	// disconnected) (local, observed by core)
-	EventObserverCancelled Event = 11
+	EventObserverCancelled Event = 13
 	// EventProcessExit: the Core process stopped while the write was in flight; the durable
-	// reservation survives the restart (local, observed by core)
-	EventProcessExit Event = 12
+	// reservation, with the commit attempt if there was one, survives the restart (local, observed
+	// by core)
+	EventProcessExit Event = 14
 )
 
 // String returns the spec name, or Event(n) for a value outside the enum.
@@ -195,6 +206,10 @@ func ParseEvent(name string) (Event, error) {
 		return EventResultRejected, nil
 	case "result_unknown":
 		return EventResultUnknown, nil
+	case "send_failed":
+		return EventSendFailed, nil
+	case "commit_send_failed":
+		return EventCommitSendFailed, nil
 	case "upload_wait":
 		return EventUploadWait, nil
 	case "connection_lost":
@@ -234,6 +249,15 @@ func (v Event) Message() Message {
 		return 0
 	}
 	return Message(Table.Events[v-1].Message)
+}
+
+// FailedSend is the local event a sender fires instead of v when its write of v failed (the frame
+// is possibly delivered), or 0 for events that are not messages.
+func (v Event) FailedSend() Event {
+	if !v.Valid() {
+		return 0
+	}
+	return Event(Table.Events[v-1].FailedSend)
 }
 
 // Timer is the timer whose expiry v is, or 0.
@@ -366,22 +390,31 @@ const (
 	// ActionReserveOwner: Core durably reserves the Session's mutation owner; successor mutations
 	// wait across restarts until exact settlement
 	ActionReserveOwner Action = 1
+	// ActionRecordCommitAttempt: Core durably records, with the reservation and before writing
+	// commit, that the commit is being attempted, so a restart knows whether it may have left
+	ActionRecordCommitAttempt Action = 2
 	// ActionReleaseOwner: Core releases the mutation owner after an exact settlement
-	ActionReleaseOwner Action = 2
+	ActionReleaseOwner Action = 3
 	// ActionStageChunk: the Runtime stages the frame's bytes; execution stays excluded while it
 	// receives or applies the write
-	ActionStageChunk Action = 3
+	ActionStageChunk Action = 4
+	// ActionOpenUpload: the Runtime opens the upload for the declared body and excludes execution
+	ActionOpenUpload Action = 5
 	// ActionApplyWrite: the Runtime runs the native writer with the verified body and answers
 	// after it finished
-	ActionApplyWrite Action = 4
-	// ActionDiscardUpload: the Runtime drops the staged body; nothing reaches the installer
-	ActionDiscardUpload Action = 5
+	ActionApplyWrite Action = 6
+	// ActionDiscardUpload: the Runtime drops the staged body (after applying it, or instead of
+	// it); nothing more reaches the installer
+	ActionDiscardUpload Action = 7
 	// ActionMarkUnknown: Core keeps the mutation owner with an unknown outcome; the write is never
 	// replayed
-	ActionMarkUnknown Action = 6
+	ActionMarkUnknown Action = 8
+	// ActionSettleLate: Core replaces the unknown outcome it recorded at the deadline with what
+	// the late receipt proves
+	ActionSettleLate Action = 9
 	// ActionDetachObserver: Core answers the cancelled caller but keeps the write's bounded waiter
 	// and its reservation
-	ActionDetachObserver Action = 7
+	ActionDetachObserver Action = 10
 )
 
 // String returns the spec name, or Action(n) for a value outside the enum.
@@ -402,16 +435,22 @@ func ParseAction(name string) (Action, error) {
 	switch name {
 	case "reserve_owner":
 		return ActionReserveOwner, nil
+	case "record_commit_attempt":
+		return ActionRecordCommitAttempt, nil
 	case "release_owner":
 		return ActionReleaseOwner, nil
 	case "stage_chunk":
 		return ActionStageChunk, nil
+	case "open_upload":
+		return ActionOpenUpload, nil
 	case "apply_write":
 		return ActionApplyWrite, nil
 	case "discard_upload":
 		return ActionDiscardUpload, nil
 	case "mark_unknown":
 		return ActionMarkUnknown, nil
+	case "settle_late":
+		return ActionSettleLate, nil
 	case "detach_observer":
 		return ActionDetachObserver, nil
 	}
@@ -464,77 +503,104 @@ func ParseMessage(name string) (Message, error) {
 // rule covers (a rule that lists its own target among its sources is two: a move from the others
 // and an internal transition in the target).
 var (
-	rule118 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnerFree), Disp: fsm.Moved, To: fsm.StateID(StateBeginning), Line: 118, Effects: []fsm.Effect{
+	rule164 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnerFree), Disp: fsm.Moved, To: fsm.StateID(StateBeginning), Line: 164, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReserveOwner)},
 		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerUploadWait)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionOpenUpload)},
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageWorkspaceWriteResult)},
 	}}
-	rule123 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "an earlier write of this Session is unsettled; successors wait for its exact settlement", Line: 123}
-	rule126 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the write was not admitted", Line: 126}
-	rule129 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no begin was sent for this mutation ID", Line: 129}
-	rule134 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStaging), Line: 134}
-	rule137 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the previous frame has not been answered yet", Line: 137}
-	rule140 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no frame is in flight", Line: 140}
-	rule145 = &fsm.Candidate{Guard: fsm.GuardID(GuardChunkInBounds), Disp: fsm.Moved, To: fsm.StateID(StateChunkSent), Line: 145, Effects: []fsm.Effect{
+	rule169 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "an earlier write of this Session is unsettled; successors wait for its exact settlement", Line: 169}
+	rule172 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateBeginning), Line: 172, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReserveOwner)},
+		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerUploadWait)},
+	}}
+	rule177 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the write was not admitted", Line: 177}
+	rule180 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no begin was sent for this mutation ID", Line: 180}
+	rule185 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStaging), Line: 185}
+	rule188 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the previous frame has not been answered yet", Line: 188}
+	rule191 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no frame is being sent; the previous one has not been answered yet", Line: 191}
+	rule194 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no frame is in flight", Line: 194}
+	rule199 = &fsm.Candidate{Guard: fsm.GuardID(GuardChunkInBounds), Disp: fsm.Moved, To: fsm.StateID(StateChunkSent), Line: 199, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionStageChunk)},
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageWorkspaceWriteResult)},
 	}}
-	rule150 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAborted), Line: 150, Effects: []fsm.Effect{
+	rule204 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 204, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerUploadWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardUpload)},
-	}}
-	rule155 = &fsm.Candidate{Guard: fsm.GuardID(GuardDigestMatches), Disp: fsm.Moved, To: fsm.StateID(StateCommitting), Line: 155, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionApplyWrite)},
-	}}
-	rule160 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCommitting), Line: 160, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardUpload)},
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageWorkspaceWriteResult)},
-	}}
-	rule167 = &fsm.Candidate{Guard: fsm.GuardID(GuardOffsetMatches), Disp: fsm.Moved, To: fsm.StateID(StateStaging), Line: 167}
-	rule171 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the received offset does not match the frame in flight", Line: 171}
-	rule176 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCompleted), Line: 176, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerUploadWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseOwner)},
 	}}
-	rule180 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "only a commit can complete the write", Line: 180}
-	rule183 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCompleted), Line: 183, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseOwner)},
+	rule211 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateChunkSent), Line: 211}
+	rule215 = &fsm.Candidate{Guard: fsm.GuardID(GuardDigestMatches), Disp: fsm.Moved, To: fsm.StateID(StateCommitting), Line: 215, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordCommitAttempt)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionApplyWrite)},
 	}}
-	rule187 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 187, Effects: []fsm.Effect{
+	rule220 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCommitting), Line: 220, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordCommitAttempt)},
+		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageWorkspaceWriteResult)},
+	}}
+	rule225 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCommitting), Line: 225, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordCommitAttempt)},
+	}}
+	rule233 = &fsm.Candidate{Guard: fsm.GuardID(GuardOffsetMatches), Disp: fsm.Moved, To: fsm.StateID(StateStaging), Line: 233}
+	rule237 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the received offset does not match the frame in flight", Line: 237}
+	rule242 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCompleted), Line: 242, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerUploadWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardUpload)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseOwner)},
 	}}
-	rule191 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 191, Effects: []fsm.Effect{
+	rule246 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCompleted), Line: 246, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleLate)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseOwner)},
+	}}
+	rule251 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "only a commit can complete or end unknown", Line: 251}
+	rule255 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 255, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerUploadWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardUpload)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseOwner)},
 	}}
-	rule195 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the write is already past begin", Line: 195}
-	rule200 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnconfirmed), Line: 200, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
-	}}
-	rule205 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 205, Effects: []fsm.Effect{
+	rule259 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 259, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerUploadWait)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardUpload)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseOwner)},
+	}}
+	rule263 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 263, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleLate)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseOwner)},
+	}}
+	rule267 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 267, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerUploadWait)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardUpload)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
 	}}
-	rule210 = &fsm.Candidate{Disp: fsm.Stayed, Line: 210, Effects: []fsm.Effect{
+	rule271 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 271}
+	rule274 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the write is already past begin", Line: 274}
+	rule279 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAborted), Line: 279, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseOwner)},
+	}}
+	rule285 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnconfirmed), Line: 285, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
+	}}
+	rule290 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAborted), Line: 290, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerUploadWait)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardUpload)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseOwner)},
+	}}
+	rule296 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 296, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerUploadWait)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardUpload)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
+	}}
+	rule301 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 301}
+	rule304 = &fsm.Candidate{Disp: fsm.Stayed, Line: 304, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionDetachObserver)},
 	}}
-	rule215 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAborted), Line: 215, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerUploadWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardUpload)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseOwner)},
-	}}
-	rule220 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 220, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerUploadWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
-	}}
-	rule225 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "only a final receipt, a loss or an exit changes an unconfirmed write", Line: 225}
-	rule228 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the upload deadline passed; nothing more is sent and the write is never replayed", Line: 228}
-	rule233 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "write_capacity: this write already began; the request is never replayed", Line: 233}
-	rule236 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the commit was already sent", Line: 236}
-	rule241 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing", Line: 241}
-	rule245 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the write is settled and never replayed", Line: 245}
+	rule310 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "only a final receipt, a loss or an exit changes an unconfirmed write", Line: 310}
+	rule313 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the upload deadline passed; nothing more is sent and the write is never replayed", Line: 313}
+	rule318 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "write_capacity: this write already began; the request is never replayed", Line: 318}
+	rule321 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the commit was already sent", Line: 321}
+	rule326 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing", Line: 326}
+	rule330 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the write is settled and never replayed", Line: 330}
 )
 
 // Table is the workspace_write machine as the engine runs it, sealed: every (state, event) cell
@@ -556,21 +622,23 @@ var Table = fsm.MustSeal(&fsm.Table{
 		{Name: "aborted", Outcome: fsm.OutcomeFailure},
 	},
 	Events: []fsm.EventDecl{
-		{Name: "begin", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessageWorkspaceWrite)},
-		{Name: "chunk", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessageWorkspaceWrite)},
-		{Name: "commit", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessageWorkspaceWrite)},
-		{Name: "result_ready", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageWorkspaceWriteResult)},
-		{Name: "result_received", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageWorkspaceWriteResult)},
-		{Name: "result_completed", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageWorkspaceWriteResult)},
-		{Name: "result_rejected", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageWorkspaceWriteResult)},
-		{Name: "result_unknown", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageWorkspaceWriteResult)},
+		{Name: "begin", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessageWorkspaceWrite), FailedSend: fsm.EventID(EventSendFailed)},
+		{Name: "chunk", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessageWorkspaceWrite), FailedSend: fsm.EventID(EventSendFailed)},
+		{Name: "commit", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessageWorkspaceWrite), FailedSend: fsm.EventID(EventCommitSendFailed), Dispatch: true},
+		{Name: "result_ready", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageWorkspaceWriteResult), FailedSend: fsm.EventID(EventConnectionLost)},
+		{Name: "result_received", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageWorkspaceWriteResult), FailedSend: fsm.EventID(EventConnectionLost)},
+		{Name: "result_completed", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageWorkspaceWriteResult), FailedSend: fsm.EventID(EventConnectionLost)},
+		{Name: "result_rejected", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageWorkspaceWriteResult), FailedSend: fsm.EventID(EventConnectionLost)},
+		{Name: "result_unknown", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageWorkspaceWriteResult), FailedSend: fsm.EventID(EventConnectionLost)},
+		{Name: "send_failed", Kind: fsm.EventLocal, Role: fsm.RoleCore},
+		{Name: "commit_send_failed", Kind: fsm.EventLocal, Role: fsm.RoleCore},
 		{Name: "upload_wait", Kind: fsm.EventTimer, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerUploadWait)},
 		{Name: "connection_lost", Kind: fsm.EventLocal, Role: fsm.RoleBoth},
 		{Name: "observer_cancelled", Kind: fsm.EventLocal, Role: fsm.RoleCore},
 		{Name: "process_exit", Kind: fsm.EventLocal, Role: fsm.RoleCore},
 	},
 	Guards:   []string{"owner_free", "chunk_in_bounds", "offset_matches", "digest_matches"},
-	Actions:  []string{"reserve_owner", "release_owner", "stage_chunk", "apply_write", "discard_upload", "mark_unknown", "detach_observer"},
+	Actions:  []string{"reserve_owner", "record_commit_attempt", "release_owner", "stage_chunk", "open_upload", "apply_write", "discard_upload", "mark_unknown", "settle_late", "detach_observer"},
 	Messages: []string{"workspace_write", "workspace_write_result"},
 	Timers: []fsm.TimerDecl{
 		{Name: "upload_wait", Duration: 2 * time.Minute, Event: fsm.EventID(EventUploadWait)},
@@ -578,135 +646,155 @@ var Table = fsm.MustSeal(&fsm.Table{
 	Initial: fsm.StateID(StateIdle),
 	Cells: []fsm.Cell{
 		// idle
-		{Cands: []*fsm.Candidate{rule118, rule123}}, // idle × begin
-		{Cands: []*fsm.Candidate{rule129}},          // idle × chunk
-		{Cands: []*fsm.Candidate{rule129}},          // idle × commit
-		{Cands: []*fsm.Candidate{rule129}},          // idle × result_ready
-		{Cands: []*fsm.Candidate{rule129}},          // idle × result_received
-		{Cands: []*fsm.Candidate{rule129}},          // idle × result_completed
-		{Cands: []*fsm.Candidate{rule129}},          // idle × result_rejected
-		{Cands: []*fsm.Candidate{rule129}},          // idle × result_unknown
-		{Cands: []*fsm.Candidate{rule126}},          // idle × upload_wait
-		{Cands: []*fsm.Candidate{rule126}},          // idle × connection_lost
-		{Cands: []*fsm.Candidate{rule126}},          // idle × observer_cancelled
-		{Cands: []*fsm.Candidate{rule126}},          // idle × process_exit
+		{Cands: []*fsm.Candidate{rule164, rule169}}, // idle × begin
+		{Cands: []*fsm.Candidate{rule180}},          // idle × chunk
+		{Cands: []*fsm.Candidate{rule180}},          // idle × commit
+		{Cands: []*fsm.Candidate{rule180}},          // idle × result_ready
+		{Cands: []*fsm.Candidate{rule180}},          // idle × result_received
+		{Cands: []*fsm.Candidate{rule180}},          // idle × result_completed
+		{Cands: []*fsm.Candidate{rule180}},          // idle × result_rejected
+		{Cands: []*fsm.Candidate{rule180}},          // idle × result_unknown
+		{Cands: []*fsm.Candidate{rule172}},          // idle × send_failed
+		{Cands: []*fsm.Candidate{rule180}},          // idle × commit_send_failed
+		{Cands: []*fsm.Candidate{rule177}},          // idle × upload_wait
+		{Cands: []*fsm.Candidate{rule177}},          // idle × connection_lost
+		{Cands: []*fsm.Candidate{rule177}},          // idle × observer_cancelled
+		{Cands: []*fsm.Candidate{rule177}},          // idle × process_exit
 		// beginning
-		{Cands: []*fsm.Candidate{rule233}}, // beginning × begin
-		{Cands: []*fsm.Candidate{rule137}}, // beginning × chunk
-		{Cands: []*fsm.Candidate{rule137}}, // beginning × commit
-		{Cands: []*fsm.Candidate{rule134}}, // beginning × result_ready
-		{Cands: []*fsm.Candidate{rule140}}, // beginning × result_received
-		{Cands: []*fsm.Candidate{rule180}}, // beginning × result_completed
-		{Cands: []*fsm.Candidate{rule187}}, // beginning × result_rejected
-		{Cands: []*fsm.Candidate{rule191}}, // beginning × result_unknown
-		{Cands: []*fsm.Candidate{rule200}}, // beginning × upload_wait
-		{Cands: []*fsm.Candidate{rule215}}, // beginning × connection_lost
-		{Cands: []*fsm.Candidate{rule210}}, // beginning × observer_cancelled
-		{Cands: []*fsm.Candidate{rule205}}, // beginning × process_exit
+		{Cands: []*fsm.Candidate{rule318}}, // beginning × begin
+		{Cands: []*fsm.Candidate{rule188}}, // beginning × chunk
+		{Cands: []*fsm.Candidate{rule188}}, // beginning × commit
+		{Cands: []*fsm.Candidate{rule185}}, // beginning × result_ready
+		{Cands: []*fsm.Candidate{rule194}}, // beginning × result_received
+		{Cands: []*fsm.Candidate{rule251}}, // beginning × result_completed
+		{Cands: []*fsm.Candidate{rule255}}, // beginning × result_rejected
+		{Cands: []*fsm.Candidate{rule251}}, // beginning × result_unknown
+		{Cands: []*fsm.Candidate{rule191}}, // beginning × send_failed
+		{Cands: []*fsm.Candidate{rule191}}, // beginning × commit_send_failed
+		{Cands: []*fsm.Candidate{rule279}}, // beginning × upload_wait
+		{Cands: []*fsm.Candidate{rule290}}, // beginning × connection_lost
+		{Cands: []*fsm.Candidate{rule304}}, // beginning × observer_cancelled
+		{Cands: []*fsm.Candidate{rule290}}, // beginning × process_exit
 		// staging
-		{Cands: []*fsm.Candidate{rule233}},          // staging × begin
-		{Cands: []*fsm.Candidate{rule145, rule150}}, // staging × chunk
-		{Cands: []*fsm.Candidate{rule155, rule160}}, // staging × commit
-		{Cands: []*fsm.Candidate{rule195}},          // staging × result_ready
-		{Cands: []*fsm.Candidate{rule140}},          // staging × result_received
-		{Cands: []*fsm.Candidate{rule180}},          // staging × result_completed
-		{Cands: []*fsm.Candidate{rule187}},          // staging × result_rejected
-		{Cands: []*fsm.Candidate{rule191}},          // staging × result_unknown
-		{Cands: []*fsm.Candidate{rule200}},          // staging × upload_wait
-		{Cands: []*fsm.Candidate{rule215}},          // staging × connection_lost
-		{Cands: []*fsm.Candidate{rule210}},          // staging × observer_cancelled
-		{Cands: []*fsm.Candidate{rule205}},          // staging × process_exit
+		{Cands: []*fsm.Candidate{rule318}},          // staging × begin
+		{Cands: []*fsm.Candidate{rule199, rule204}}, // staging × chunk
+		{Cands: []*fsm.Candidate{rule215, rule220}}, // staging × commit
+		{Cands: []*fsm.Candidate{rule274}},          // staging × result_ready
+		{Cands: []*fsm.Candidate{rule194}},          // staging × result_received
+		{Cands: []*fsm.Candidate{rule251}},          // staging × result_completed
+		{Cands: []*fsm.Candidate{rule255}},          // staging × result_rejected
+		{Cands: []*fsm.Candidate{rule251}},          // staging × result_unknown
+		{Cands: []*fsm.Candidate{rule211}},          // staging × send_failed
+		{Cands: []*fsm.Candidate{rule225}},          // staging × commit_send_failed
+		{Cands: []*fsm.Candidate{rule279}},          // staging × upload_wait
+		{Cands: []*fsm.Candidate{rule290}},          // staging × connection_lost
+		{Cands: []*fsm.Candidate{rule304}},          // staging × observer_cancelled
+		{Cands: []*fsm.Candidate{rule290}},          // staging × process_exit
 		// chunk_sent
-		{Cands: []*fsm.Candidate{rule233}},          // chunk_sent × begin
-		{Cands: []*fsm.Candidate{rule137}},          // chunk_sent × chunk
-		{Cands: []*fsm.Candidate{rule137}},          // chunk_sent × commit
-		{Cands: []*fsm.Candidate{rule195}},          // chunk_sent × result_ready
-		{Cands: []*fsm.Candidate{rule167, rule171}}, // chunk_sent × result_received
-		{Cands: []*fsm.Candidate{rule180}},          // chunk_sent × result_completed
-		{Cands: []*fsm.Candidate{rule187}},          // chunk_sent × result_rejected
-		{Cands: []*fsm.Candidate{rule191}},          // chunk_sent × result_unknown
-		{Cands: []*fsm.Candidate{rule200}},          // chunk_sent × upload_wait
-		{Cands: []*fsm.Candidate{rule215}},          // chunk_sent × connection_lost
-		{Cands: []*fsm.Candidate{rule210}},          // chunk_sent × observer_cancelled
-		{Cands: []*fsm.Candidate{rule205}},          // chunk_sent × process_exit
+		{Cands: []*fsm.Candidate{rule318}},          // chunk_sent × begin
+		{Cands: []*fsm.Candidate{rule188}},          // chunk_sent × chunk
+		{Cands: []*fsm.Candidate{rule188}},          // chunk_sent × commit
+		{Cands: []*fsm.Candidate{rule274}},          // chunk_sent × result_ready
+		{Cands: []*fsm.Candidate{rule233, rule237}}, // chunk_sent × result_received
+		{Cands: []*fsm.Candidate{rule251}},          // chunk_sent × result_completed
+		{Cands: []*fsm.Candidate{rule255}},          // chunk_sent × result_rejected
+		{Cands: []*fsm.Candidate{rule251}},          // chunk_sent × result_unknown
+		{Cands: []*fsm.Candidate{rule191}},          // chunk_sent × send_failed
+		{Cands: []*fsm.Candidate{rule191}},          // chunk_sent × commit_send_failed
+		{Cands: []*fsm.Candidate{rule279}},          // chunk_sent × upload_wait
+		{Cands: []*fsm.Candidate{rule290}},          // chunk_sent × connection_lost
+		{Cands: []*fsm.Candidate{rule304}},          // chunk_sent × observer_cancelled
+		{Cands: []*fsm.Candidate{rule290}},          // chunk_sent × process_exit
 		// committing
-		{Cands: []*fsm.Candidate{rule233}}, // committing × begin
-		{Cands: []*fsm.Candidate{rule236}}, // committing × chunk
-		{Cands: []*fsm.Candidate{rule236}}, // committing × commit
-		{Cands: []*fsm.Candidate{rule195}}, // committing × result_ready
-		{Cands: []*fsm.Candidate{rule140}}, // committing × result_received
-		{Cands: []*fsm.Candidate{rule176}}, // committing × result_completed
-		{Cands: []*fsm.Candidate{rule187}}, // committing × result_rejected
-		{Cands: []*fsm.Candidate{rule191}}, // committing × result_unknown
-		{Cands: []*fsm.Candidate{rule200}}, // committing × upload_wait
-		{Cands: []*fsm.Candidate{rule220}}, // committing × connection_lost
-		{Cands: []*fsm.Candidate{rule210}}, // committing × observer_cancelled
-		{Cands: []*fsm.Candidate{rule205}}, // committing × process_exit
+		{Cands: []*fsm.Candidate{rule318}}, // committing × begin
+		{Cands: []*fsm.Candidate{rule321}}, // committing × chunk
+		{Cands: []*fsm.Candidate{rule321}}, // committing × commit
+		{Cands: []*fsm.Candidate{rule274}}, // committing × result_ready
+		{Cands: []*fsm.Candidate{rule194}}, // committing × result_received
+		{Cands: []*fsm.Candidate{rule242}}, // committing × result_completed
+		{Cands: []*fsm.Candidate{rule259}}, // committing × result_rejected
+		{Cands: []*fsm.Candidate{rule267}}, // committing × result_unknown
+		{Cands: []*fsm.Candidate{rule191}}, // committing × send_failed
+		{Cands: []*fsm.Candidate{rule191}}, // committing × commit_send_failed
+		{Cands: []*fsm.Candidate{rule285}}, // committing × upload_wait
+		{Cands: []*fsm.Candidate{rule296}}, // committing × connection_lost
+		{Cands: []*fsm.Candidate{rule304}}, // committing × observer_cancelled
+		{Cands: []*fsm.Candidate{rule296}}, // committing × process_exit
 		// unconfirmed
-		{Cands: []*fsm.Candidate{rule233}}, // unconfirmed × begin
-		{Cands: []*fsm.Candidate{rule228}}, // unconfirmed × chunk
-		{Cands: []*fsm.Candidate{rule228}}, // unconfirmed × commit
-		{Cands: []*fsm.Candidate{rule225}}, // unconfirmed × result_ready
-		{Cands: []*fsm.Candidate{rule225}}, // unconfirmed × result_received
-		{Cands: []*fsm.Candidate{rule183}}, // unconfirmed × result_completed
-		{Cands: []*fsm.Candidate{rule187}}, // unconfirmed × result_rejected
-		{Cands: []*fsm.Candidate{rule191}}, // unconfirmed × result_unknown
-		{Cands: []*fsm.Candidate{rule225}}, // unconfirmed × upload_wait
-		{Cands: []*fsm.Candidate{rule220}}, // unconfirmed × connection_lost
-		{Cands: []*fsm.Candidate{rule225}}, // unconfirmed × observer_cancelled
-		{Cands: []*fsm.Candidate{rule205}}, // unconfirmed × process_exit
+		{Cands: []*fsm.Candidate{rule318}}, // unconfirmed × begin
+		{Cands: []*fsm.Candidate{rule313}}, // unconfirmed × chunk
+		{Cands: []*fsm.Candidate{rule313}}, // unconfirmed × commit
+		{Cands: []*fsm.Candidate{rule310}}, // unconfirmed × result_ready
+		{Cands: []*fsm.Candidate{rule310}}, // unconfirmed × result_received
+		{Cands: []*fsm.Candidate{rule246}}, // unconfirmed × result_completed
+		{Cands: []*fsm.Candidate{rule263}}, // unconfirmed × result_rejected
+		{Cands: []*fsm.Candidate{rule271}}, // unconfirmed × result_unknown
+		{Cands: []*fsm.Candidate{rule191}}, // unconfirmed × send_failed
+		{Cands: []*fsm.Candidate{rule191}}, // unconfirmed × commit_send_failed
+		{Cands: []*fsm.Candidate{rule310}}, // unconfirmed × upload_wait
+		{Cands: []*fsm.Candidate{rule301}}, // unconfirmed × connection_lost
+		{Cands: []*fsm.Candidate{rule310}}, // unconfirmed × observer_cancelled
+		{Cands: []*fsm.Candidate{rule301}}, // unconfirmed × process_exit
 		// completed
-		{Cands: []*fsm.Candidate{rule245}}, // completed × begin
-		{Cands: []*fsm.Candidate{rule245}}, // completed × chunk
-		{Cands: []*fsm.Candidate{rule245}}, // completed × commit
-		{Cands: []*fsm.Candidate{rule241}}, // completed × result_ready
-		{Cands: []*fsm.Candidate{rule241}}, // completed × result_received
-		{Cands: []*fsm.Candidate{rule241}}, // completed × result_completed
-		{Cands: []*fsm.Candidate{rule241}}, // completed × result_rejected
-		{Cands: []*fsm.Candidate{rule241}}, // completed × result_unknown
-		{Cands: []*fsm.Candidate{rule241}}, // completed × upload_wait
-		{Cands: []*fsm.Candidate{rule241}}, // completed × connection_lost
-		{Cands: []*fsm.Candidate{rule241}}, // completed × observer_cancelled
-		{Cands: []*fsm.Candidate{rule241}}, // completed × process_exit
+		{Cands: []*fsm.Candidate{rule330}}, // completed × begin
+		{Cands: []*fsm.Candidate{rule330}}, // completed × chunk
+		{Cands: []*fsm.Candidate{rule330}}, // completed × commit
+		{Cands: []*fsm.Candidate{rule326}}, // completed × result_ready
+		{Cands: []*fsm.Candidate{rule326}}, // completed × result_received
+		{Cands: []*fsm.Candidate{rule326}}, // completed × result_completed
+		{Cands: []*fsm.Candidate{rule326}}, // completed × result_rejected
+		{Cands: []*fsm.Candidate{rule326}}, // completed × result_unknown
+		{Cands: []*fsm.Candidate{rule326}}, // completed × send_failed
+		{Cands: []*fsm.Candidate{rule326}}, // completed × commit_send_failed
+		{Cands: []*fsm.Candidate{rule326}}, // completed × upload_wait
+		{Cands: []*fsm.Candidate{rule326}}, // completed × connection_lost
+		{Cands: []*fsm.Candidate{rule326}}, // completed × observer_cancelled
+		{Cands: []*fsm.Candidate{rule326}}, // completed × process_exit
 		// rejected
-		{Cands: []*fsm.Candidate{rule245}}, // rejected × begin
-		{Cands: []*fsm.Candidate{rule245}}, // rejected × chunk
-		{Cands: []*fsm.Candidate{rule245}}, // rejected × commit
-		{Cands: []*fsm.Candidate{rule241}}, // rejected × result_ready
-		{Cands: []*fsm.Candidate{rule241}}, // rejected × result_received
-		{Cands: []*fsm.Candidate{rule241}}, // rejected × result_completed
-		{Cands: []*fsm.Candidate{rule241}}, // rejected × result_rejected
-		{Cands: []*fsm.Candidate{rule241}}, // rejected × result_unknown
-		{Cands: []*fsm.Candidate{rule241}}, // rejected × upload_wait
-		{Cands: []*fsm.Candidate{rule241}}, // rejected × connection_lost
-		{Cands: []*fsm.Candidate{rule241}}, // rejected × observer_cancelled
-		{Cands: []*fsm.Candidate{rule241}}, // rejected × process_exit
+		{Cands: []*fsm.Candidate{rule330}}, // rejected × begin
+		{Cands: []*fsm.Candidate{rule330}}, // rejected × chunk
+		{Cands: []*fsm.Candidate{rule330}}, // rejected × commit
+		{Cands: []*fsm.Candidate{rule326}}, // rejected × result_ready
+		{Cands: []*fsm.Candidate{rule326}}, // rejected × result_received
+		{Cands: []*fsm.Candidate{rule326}}, // rejected × result_completed
+		{Cands: []*fsm.Candidate{rule326}}, // rejected × result_rejected
+		{Cands: []*fsm.Candidate{rule326}}, // rejected × result_unknown
+		{Cands: []*fsm.Candidate{rule326}}, // rejected × send_failed
+		{Cands: []*fsm.Candidate{rule326}}, // rejected × commit_send_failed
+		{Cands: []*fsm.Candidate{rule326}}, // rejected × upload_wait
+		{Cands: []*fsm.Candidate{rule326}}, // rejected × connection_lost
+		{Cands: []*fsm.Candidate{rule326}}, // rejected × observer_cancelled
+		{Cands: []*fsm.Candidate{rule326}}, // rejected × process_exit
 		// unknown
-		{Cands: []*fsm.Candidate{rule245}}, // unknown × begin
-		{Cands: []*fsm.Candidate{rule245}}, // unknown × chunk
-		{Cands: []*fsm.Candidate{rule245}}, // unknown × commit
-		{Cands: []*fsm.Candidate{rule241}}, // unknown × result_ready
-		{Cands: []*fsm.Candidate{rule241}}, // unknown × result_received
-		{Cands: []*fsm.Candidate{rule241}}, // unknown × result_completed
-		{Cands: []*fsm.Candidate{rule241}}, // unknown × result_rejected
-		{Cands: []*fsm.Candidate{rule241}}, // unknown × result_unknown
-		{Cands: []*fsm.Candidate{rule241}}, // unknown × upload_wait
-		{Cands: []*fsm.Candidate{rule241}}, // unknown × connection_lost
-		{Cands: []*fsm.Candidate{rule241}}, // unknown × observer_cancelled
-		{Cands: []*fsm.Candidate{rule241}}, // unknown × process_exit
+		{Cands: []*fsm.Candidate{rule330}}, // unknown × begin
+		{Cands: []*fsm.Candidate{rule330}}, // unknown × chunk
+		{Cands: []*fsm.Candidate{rule330}}, // unknown × commit
+		{Cands: []*fsm.Candidate{rule326}}, // unknown × result_ready
+		{Cands: []*fsm.Candidate{rule326}}, // unknown × result_received
+		{Cands: []*fsm.Candidate{rule326}}, // unknown × result_completed
+		{Cands: []*fsm.Candidate{rule326}}, // unknown × result_rejected
+		{Cands: []*fsm.Candidate{rule326}}, // unknown × result_unknown
+		{Cands: []*fsm.Candidate{rule326}}, // unknown × send_failed
+		{Cands: []*fsm.Candidate{rule326}}, // unknown × commit_send_failed
+		{Cands: []*fsm.Candidate{rule326}}, // unknown × upload_wait
+		{Cands: []*fsm.Candidate{rule326}}, // unknown × connection_lost
+		{Cands: []*fsm.Candidate{rule326}}, // unknown × observer_cancelled
+		{Cands: []*fsm.Candidate{rule326}}, // unknown × process_exit
 		// aborted
-		{Cands: []*fsm.Candidate{rule245}}, // aborted × begin
-		{Cands: []*fsm.Candidate{rule245}}, // aborted × chunk
-		{Cands: []*fsm.Candidate{rule245}}, // aborted × commit
-		{Cands: []*fsm.Candidate{rule241}}, // aborted × result_ready
-		{Cands: []*fsm.Candidate{rule241}}, // aborted × result_received
-		{Cands: []*fsm.Candidate{rule241}}, // aborted × result_completed
-		{Cands: []*fsm.Candidate{rule241}}, // aborted × result_rejected
-		{Cands: []*fsm.Candidate{rule241}}, // aborted × result_unknown
-		{Cands: []*fsm.Candidate{rule241}}, // aborted × upload_wait
-		{Cands: []*fsm.Candidate{rule241}}, // aborted × connection_lost
-		{Cands: []*fsm.Candidate{rule241}}, // aborted × observer_cancelled
-		{Cands: []*fsm.Candidate{rule241}}, // aborted × process_exit
+		{Cands: []*fsm.Candidate{rule330}}, // aborted × begin
+		{Cands: []*fsm.Candidate{rule330}}, // aborted × chunk
+		{Cands: []*fsm.Candidate{rule330}}, // aborted × commit
+		{Cands: []*fsm.Candidate{rule326}}, // aborted × result_ready
+		{Cands: []*fsm.Candidate{rule326}}, // aborted × result_received
+		{Cands: []*fsm.Candidate{rule326}}, // aborted × result_completed
+		{Cands: []*fsm.Candidate{rule326}}, // aborted × result_rejected
+		{Cands: []*fsm.Candidate{rule326}}, // aborted × result_unknown
+		{Cands: []*fsm.Candidate{rule326}}, // aborted × send_failed
+		{Cands: []*fsm.Candidate{rule326}}, // aborted × commit_send_failed
+		{Cands: []*fsm.Candidate{rule326}}, // aborted × upload_wait
+		{Cands: []*fsm.Candidate{rule326}}, // aborted × connection_lost
+		{Cands: []*fsm.Candidate{rule326}}, // aborted × observer_cancelled
+		{Cands: []*fsm.Candidate{rule326}}, // aborted × process_exit
 	},
 })
 
@@ -793,12 +881,19 @@ type CoreHooks[A any] interface {
 	// DoReserveOwner performs reserve_owner: Core durably reserves the Session's mutation owner;
 	// successor mutations wait across restarts until exact settlement.
 	DoReserveOwner(f *fsm.Firing[A]) error
+	// DoRecordCommitAttempt performs record_commit_attempt: Core durably records, with the
+	// reservation and before writing commit, that the commit is being attempted, so a restart
+	// knows whether it may have left.
+	DoRecordCommitAttempt(f *fsm.Firing[A]) error
 	// DoReleaseOwner performs release_owner: Core releases the mutation owner after an exact
 	// settlement.
 	DoReleaseOwner(f *fsm.Firing[A]) error
 	// DoMarkUnknown performs mark_unknown: Core keeps the mutation owner with an unknown outcome;
 	// the write is never replayed.
 	DoMarkUnknown(f *fsm.Firing[A]) error
+	// DoSettleLate performs settle_late: Core replaces the unknown outcome it recorded at the
+	// deadline with what the late receipt proves.
+	DoSettleLate(f *fsm.Firing[A]) error
 	// DoDetachObserver performs detach_observer: Core answers the cancelled caller but keeps the
 	// write's bounded waiter and its reservation.
 	DoDetachObserver(f *fsm.Firing[A]) error
@@ -811,7 +906,7 @@ func Core[A any](h CoreHooks[A]) fsm.Binding[A] {
 	}
 	return &fsm.HookTable[A]{
 		Guards:  []func(*fsm.Firing[A]) bool{GuardOwnerFree: h.GuardOwnerFree, GuardChunkInBounds: h.GuardChunkInBounds, GuardOffsetMatches: h.GuardOffsetMatches, GuardDigestMatches: h.GuardDigestMatches},
-		Actions: []func(*fsm.Firing[A]) error{ActionReserveOwner: h.DoReserveOwner, ActionReleaseOwner: h.DoReleaseOwner, ActionMarkUnknown: h.DoMarkUnknown, ActionDetachObserver: h.DoDetachObserver},
+		Actions: []func(*fsm.Firing[A]) error{ActionReserveOwner: h.DoReserveOwner, ActionRecordCommitAttempt: h.DoRecordCommitAttempt, ActionReleaseOwner: h.DoReleaseOwner, ActionMarkUnknown: h.DoMarkUnknown, ActionSettleLate: h.DoSettleLate, ActionDetachObserver: h.DoDetachObserver},
 	}
 }
 
@@ -845,11 +940,14 @@ type RuntimeHooks[A any] interface {
 	// DoStageChunk performs stage_chunk: the Runtime stages the frame's bytes; execution stays
 	// excluded while it receives or applies the write.
 	DoStageChunk(f *fsm.Firing[A]) error
+	// DoOpenUpload performs open_upload: the Runtime opens the upload for the declared body and
+	// excludes execution.
+	DoOpenUpload(f *fsm.Firing[A]) error
 	// DoApplyWrite performs apply_write: the Runtime runs the native writer with the verified body
 	// and answers after it finished.
 	DoApplyWrite(f *fsm.Firing[A]) error
-	// DoDiscardUpload performs discard_upload: the Runtime drops the staged body; nothing reaches
-	// the installer.
+	// DoDiscardUpload performs discard_upload: the Runtime drops the staged body (after applying
+	// it, or instead of it); nothing more reaches the installer.
 	DoDiscardUpload(f *fsm.Firing[A]) error
 }
 
@@ -861,7 +959,7 @@ func Runtime[A any](h RuntimeHooks[A]) fsm.Binding[A] {
 	return &fsm.HookTable[A]{
 		Guards:  []func(*fsm.Firing[A]) bool{GuardOwnerFree: h.GuardOwnerFree, GuardChunkInBounds: h.GuardChunkInBounds, GuardOffsetMatches: h.GuardOffsetMatches, GuardDigestMatches: h.GuardDigestMatches},
 		Sends:   []func(*fsm.Firing[A]) error{MessageWorkspaceWriteResult: h.SendWorkspaceWriteResult},
-		Actions: []func(*fsm.Firing[A]) error{ActionStageChunk: h.DoStageChunk, ActionApplyWrite: h.DoApplyWrite, ActionDiscardUpload: h.DoDiscardUpload},
+		Actions: []func(*fsm.Firing[A]) error{ActionStageChunk: h.DoStageChunk, ActionOpenUpload: h.DoOpenUpload, ActionApplyWrite: h.DoApplyWrite, ActionDiscardUpload: h.DoDiscardUpload},
 	}
 }
 

@@ -84,6 +84,12 @@ func (recorderBinding) Guard(g fsm.GuardID, f *fsm.Firing[*peer.Event]) bool {
 	case "rejects_prepare":
 		st, ok := ev.Msg.Payload.(wire.PreparationStatus)
 		return ok && st.Operation == "execution_prepare"
+	case "rejects_start":
+		st, ok := ev.Msg.Payload.(wire.PreparationStatus)
+		return ok && st.Operation == "execution_start"
+	case "capacity_refusal":
+		st, ok := ev.Msg.Payload.(wire.PreparationStatus)
+		return ok && st.Operation == "execution_prepare" && st.ErrorCode == "preparation_capacity"
 	case "read_only_profile":
 		return r.readOnly
 	case "matches_cancel_delivery":

@@ -46,13 +46,6 @@ func TestDriverScenarios(t *testing.T) {
 						Transport: tr,
 						Tables:    tables,
 						Router:    peer.CatalogRouter(tables),
-						Config: func(c *peer.Config) {
-							c.LostEvents = map[string]string{"run": "observation_lost"}
-							c.FailedSend = map[peer.Key]string{
-								{Machine: "run", ID: "execution_start"}: "delivery_failed",
-								{Machine: "run", ID: "prompt_cancel"}:   "delivery_failed",
-							}
-						},
 					})
 				})
 			}

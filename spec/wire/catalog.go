@@ -8,12 +8,25 @@ type Entry struct {
 	Direction Direction // the way frames of this type travel
 	Family    string
 	Identity  Identity // what Envelope.id carries
-	Payload   string   // the Go payload type's name
-	Doc       string
+	// Identities lists every identity Envelope.id may carry when the type
+	// serves several uses (Identity first); nil when Identity is the only
+	// one. They share one form, so CheckID checks Identity alone.
+	Identities []Identity
+	Payload    string // the Go payload type's name
+	Doc        string
 	// Drives lists the machine events a frame fires, one per machine; a
 	// frame that drives several machines is routed by its id to one.
 	Drives []Drive
-	decode func(raw []byte) (Payload, error)
+	// Answers maps each outcome of a result type to the request steps it
+	// may answer (spec/catalog.yaml answers:); nil for other types.
+	Answers map[string][]string
+	decode  func(raw []byte) (Payload, error)
+}
+
+// MayAnswer reports whether a result of this type with the given outcome
+// may answer the request step step, as the catalog declares it.
+func (e *Entry) MayAnswer(outcome, step string) bool {
+	return e != nil && slices.Contains(e.Answers[outcome], step)
 }
 
 // Drive is the machine event a message type fires: Event, or, when Key is
@@ -23,6 +36,9 @@ type Drive struct {
 	Event   string
 	Key     string
 	Events  [][2]string // {key value, event}
+	// Identities are the identities whose frames reach Machine, when the
+	// type carries several (Entry.Identities); nil otherwise.
+	Identities []Identity
 }
 
 // EventFor returns the event this drive fires for payload p, or "" when

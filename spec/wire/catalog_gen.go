@@ -94,9 +94,9 @@ const (
 	IdentityDevice Identity = 2
 	// IdentityPreparationRequest: the preparation request ID of execution_prepare, execution_start, execution_release and preparation_status; never a Run ID.
 	IdentityPreparationRequest Identity = 3
-	// IdentityRun: the Run ID of one execution attempt; also carried by permission and user-choice requests, function calls and cancellation receipts.
+	// IdentityRun: the Run ID of one execution attempt; also carried by permission and user-choice requests, function calls and results, and the receipts of cancellations and function results.
 	IdentityRun Identity = 4
-	// IdentityInteraction: the interaction ID (permission request_id or user-choice ask_id) that decisions and permission_cancel address.
+	// IdentityInteraction: the interaction ID (permission request_id or user-choice ask_id) that decisions, their receipts and permission_cancel address.
 	IdentityInteraction Identity = 5
 	// IdentityTransfer: the connection-local transfer ID of runtime_prepare, a canonical non-nil UUID.
 	IdentityTransfer Identity = 6
@@ -347,6 +347,14 @@ var catalog = []Entry{
 	},
 	// spec/catalog.yaml:66
 	{
+		Answers: map[string][]string{
+			"completed": {"commit"},
+			"failed":    {"commit"},
+			"ready":     {"begin"},
+			"received":  {"chunk"},
+			"rejected":  {"begin", "chunk", "commit"},
+			"unknown":   {"commit"},
+		},
 		Direction: RuntimeToCore,
 		Doc:       "the receipt of one runtime_prepare step",
 		Drives: []Drive{{
@@ -360,7 +368,7 @@ var catalog = []Entry{
 		Type:     TypeRuntimePrepareResult,
 		decode:   decodeAny[RuntimePrepareResult],
 	},
-	// spec/catalog.yaml:78
+	// spec/catalog.yaml:89
 	{
 		Direction: CoreToRuntime,
 		Doc:       "reserve a per-Turn admission with the immutable Session configuration and no Run input",
@@ -374,7 +382,7 @@ var catalog = []Entry{
 		Type:     TypeExecutionPrepare,
 		decode:   decodeAny[ExecutionPrepare],
 	},
-	// spec/catalog.yaml:86
+	// spec/catalog.yaml:97
 	{
 		Direction: CoreToRuntime,
 		Doc:       "transfer a ready admission to a Run with its ordered input",
@@ -391,7 +399,7 @@ var catalog = []Entry{
 		Type:     TypeExecutionStart,
 		decode:   decodeAny[ExecutionStart],
 	},
-	// spec/catalog.yaml:95
+	// spec/catalog.yaml:106
 	{
 		Direction: CoreToRuntime,
 		Doc:       "abandon an admission before it is started",
@@ -405,7 +413,7 @@ var catalog = []Entry{
 		Type:     TypeExecutionRelease,
 		decode:   decodeAny[ExecutionRelease],
 	},
-	// spec/catalog.yaml:103
+	// spec/catalog.yaml:114
 	{
 		Direction: RuntimeToCore,
 		Doc:       "the state of an admission by per-handle revision, or the rejection of one control operation",
@@ -424,7 +432,7 @@ var catalog = []Entry{
 		Type:     TypePreparationStatus,
 		decode:   decodeAny[PreparationStatus],
 	},
-	// spec/catalog.yaml:136
+	// spec/catalog.yaml:147
 	{
 		Direction: CoreToRuntime,
 		Doc:       "start a Run directly, without an admission handle (never a fallback for a failed prepared start)",
@@ -438,7 +446,7 @@ var catalog = []Entry{
 		Type:     TypePromptRequest,
 		decode:   decodeAny[PromptRequest],
 	},
-	// spec/catalog.yaml:144
+	// spec/catalog.yaml:155
 	{
 		Direction: CoreToRuntime,
 		Doc:       "cancel a Run; the receipt is an interaction_decision_ack echoing the delivery ID",
@@ -452,7 +460,7 @@ var catalog = []Entry{
 		Type:     TypePromptCancel,
 		decode:   decodeAny[PromptCancel],
 	},
-	// spec/catalog.yaml:152
+	// spec/catalog.yaml:163
 	{
 		Direction: CoreToRuntime,
 		Doc:       "ask the daemon to close its Executors and stop",
@@ -466,7 +474,7 @@ var catalog = []Entry{
 		Type:     TypeDeviceShutdown,
 		decode:   decodeAny[DeviceShutdown],
 	},
-	// spec/catalog.yaml:160
+	// spec/catalog.yaml:171
 	{
 		Direction: RuntimeToCore,
 		Doc:       "a text delta",
@@ -480,7 +488,7 @@ var catalog = []Entry{
 		Type:     TypeDelta,
 		decode:   decodeAny[Delta],
 	},
-	// spec/catalog.yaml:168
+	// spec/catalog.yaml:179
 	{
 		Direction: RuntimeToCore,
 		Doc:       "reasoning text",
@@ -494,7 +502,7 @@ var catalog = []Entry{
 		Type:     TypeThinking,
 		decode:   decodeAny[Thinking],
 	},
-	// spec/catalog.yaml:176
+	// spec/catalog.yaml:187
 	{
 		Direction: RuntimeToCore,
 		Doc:       "message start, completion, phase and completion text (only with observe_messages)",
@@ -508,7 +516,7 @@ var catalog = []Entry{
 		Type:     TypeOutputMessage,
 		decode:   decodeAny[OutputMessage],
 	},
-	// spec/catalog.yaml:184
+	// spec/catalog.yaml:195
 	{
 		Direction: RuntimeToCore,
 		Doc:       "one stage of a tool call with its engine-neutral observation",
@@ -522,7 +530,7 @@ var catalog = []Entry{
 		Type:     TypeToolCall,
 		decode:   decodeAny[ToolCall],
 	},
-	// spec/catalog.yaml:192
+	// spec/catalog.yaml:203
 	{
 		Direction: RuntimeToCore,
 		Doc:       "the cumulative usage snapshot of the execution; it replaces the previous one",
@@ -536,7 +544,7 @@ var catalog = []Entry{
 		Type:     TypeUsage,
 		decode:   decodeAny[Usage],
 	},
-	// spec/catalog.yaml:200
+	// spec/catalog.yaml:211
 	{
 		Direction: RuntimeToCore,
 		Doc:       "an execution error with optional neutral classification; done follows",
@@ -550,7 +558,7 @@ var catalog = []Entry{
 		Type:     TypeError,
 		decode:   decodeAny[ErrorFrame],
 	},
-	// spec/catalog.yaml:208
+	// spec/catalog.yaml:219
 	{
 		Direction: RuntimeToCore,
 		Doc:       "closes the execution stream with its final snapshot",
@@ -564,7 +572,7 @@ var catalog = []Entry{
 		Type:     TypeDone,
 		decode:   decodeAny[Done],
 	},
-	// spec/catalog.yaml:216
+	// spec/catalog.yaml:227
 	{
 		Direction: RuntimeToCore,
 		Doc:       "liveness and the capability declaration of every supported agent kind; never progress or a receipt",
@@ -578,7 +586,7 @@ var catalog = []Entry{
 		Type:     TypeHeartbeat,
 		decode:   decodeAny[Heartbeat],
 	},
-	// spec/catalog.yaml:226
+	// spec/catalog.yaml:237
 	{
 		Direction: RuntimeToCore,
 		Doc:       "the Harness asks for permission; request_id is the interaction ID",
@@ -592,7 +600,7 @@ var catalog = []Entry{
 		Type:     TypePermissionRequest,
 		decode:   decodeAny[PermissionRequest],
 	},
-	// spec/catalog.yaml:234
+	// spec/catalog.yaml:245
 	{
 		Direction: RuntimeToCore,
 		Doc:       "withdraws a pending permission request",
@@ -606,7 +614,7 @@ var catalog = []Entry{
 		Type:     TypePermissionCancel,
 		decode:   decodeAny[PermissionCancel],
 	},
-	// spec/catalog.yaml:242
+	// spec/catalog.yaml:253
 	{
 		Direction: RuntimeToCore,
 		Doc:       "the Harness asks the user questions; ask_id is the interaction ID",
@@ -620,7 +628,7 @@ var catalog = []Entry{
 		Type:     TypePromptForUserChoice,
 		decode:   decodeAny[PromptForUserChoice],
 	},
-	// spec/catalog.yaml:250
+	// spec/catalog.yaml:261
 	{
 		Direction: CoreToRuntime,
 		Doc:       "Core's decision on a permission request, with a fresh delivery ID per attempt",
@@ -634,7 +642,7 @@ var catalog = []Entry{
 		Type:     TypePermissionDecision,
 		decode:   decodeAny[PermissionDecision],
 	},
-	// spec/catalog.yaml:258
+	// spec/catalog.yaml:269
 	{
 		Direction: CoreToRuntime,
 		Doc:       "the answers to a user-choice prompt, or its cancellation",
@@ -648,26 +656,29 @@ var catalog = []Entry{
 		Type:     TypePromptForUserChoiceDecision,
 		decode:   decodeAny[PromptForUserChoiceDecision],
 	},
-	// spec/catalog.yaml:266
+	// spec/catalog.yaml:277
 	{
 		Direction: RuntimeToCore,
 		Doc:       "the receipt of a decision, a function result or a cancellation, matched by delivery ID",
 		Drives: []Drive{{
-			Events:  [][2]string{{"applied", "ack_applied"}, {"refused", "ack_refused"}},
-			Key:     "applied",
-			Machine: "interaction",
+			Events:     [][2]string{{"applied", "ack_applied"}, {"refused", "ack_refused"}},
+			Identities: []Identity{IdentityInteraction, IdentityRun},
+			Key:        "applied",
+			Machine:    "interaction",
 		}, {
-			Events:  [][2]string{{"applied", "cancel_ack_applied"}, {"refused", "cancel_ack_refused"}},
-			Key:     "applied",
-			Machine: "run",
+			Events:     [][2]string{{"applied", "cancel_ack_applied"}, {"refused", "cancel_ack_refused"}},
+			Identities: []Identity{IdentityRun},
+			Key:        "applied",
+			Machine:    "run",
 		}},
-		Family:   FamilyInteraction,
-		Identity: IdentityInteraction,
-		Payload:  "InteractionDecisionAck",
-		Type:     TypeInteractionDecisionAck,
-		decode:   decodeAny[InteractionDecisionAck],
+		Family:     FamilyInteraction,
+		Identities: []Identity{IdentityInteraction, IdentityRun},
+		Identity:   IdentityInteraction,
+		Payload:    "InteractionDecisionAck",
+		Type:       TypeInteractionDecisionAck,
+		decode:     decodeAny[InteractionDecisionAck],
 	},
-	// spec/catalog.yaml:285
+	// spec/catalog.yaml:298
 	{
 		Direction: CoreToRuntime,
 		Doc:       "one active input for a running Run, with durable_receipt set",
@@ -681,7 +692,7 @@ var catalog = []Entry{
 		Type:     TypePromptSteer,
 		decode:   decodeAny[PromptSteer],
 	},
-	// spec/catalog.yaml:293
+	// spec/catalog.yaml:306
 	{
 		Direction: RuntimeToCore,
 		Doc:       "the written phase, the acceptance or the rejection of one active input",
@@ -696,7 +707,7 @@ var catalog = []Entry{
 		Type:     TypePromptSteerAck,
 		decode:   decodeAny[PromptSteerAck],
 	},
-	// spec/catalog.yaml:305
+	// spec/catalog.yaml:318
 	{
 		Direction: RuntimeToCore,
 		Doc:       "the Harness calls a function the Agent declared; call_id is the interaction ID",
@@ -710,7 +721,7 @@ var catalog = []Entry{
 		Type:     TypeFunctionCall,
 		decode:   decodeAny[FunctionCall],
 	},
-	// spec/catalog.yaml:313
+	// spec/catalog.yaml:326
 	{
 		Direction: CoreToRuntime,
 		Doc:       "the result of a function call; its receipt is an interaction_decision_ack",
@@ -724,7 +735,7 @@ var catalog = []Entry{
 		Type:     TypeFunctionResult,
 		decode:   decodeAny[FunctionResult],
 	},
-	// spec/catalog.yaml:323
+	// spec/catalog.yaml:336
 	{
 		Direction: CoreToRuntime,
 		Doc:       "read bytes or list one directory of a bound workspace through a preparation handle or a Run",
@@ -738,7 +749,7 @@ var catalog = []Entry{
 		Type:     TypeWorkspaceRead,
 		decode:   decodeAny[WorkspaceRead],
 	},
-	// spec/catalog.yaml:331
+	// spec/catalog.yaml:344
 	{
 		Direction: RuntimeToCore,
 		Doc:       "the bytes or entries read, explicitly truncated or not, or a rejection or unknown outcome",
@@ -753,7 +764,7 @@ var catalog = []Entry{
 		Type:     TypeWorkspaceReadResult,
 		decode:   decodeAny[WorkspaceReadResult],
 	},
-	// spec/catalog.yaml:341
+	// spec/catalog.yaml:354
 	{
 		Direction: CoreToRuntime,
 		Doc:       "one step (begin, chunk or commit) of a bounded file write",
@@ -768,8 +779,15 @@ var catalog = []Entry{
 		Type:     TypeWorkspaceWrite,
 		decode:   decodeAny[WorkspaceWrite],
 	},
-	// spec/catalog.yaml:351
+	// spec/catalog.yaml:364
 	{
+		Answers: map[string][]string{
+			"completed": {"commit"},
+			"ready":     {"begin"},
+			"received":  {"chunk"},
+			"rejected":  {"begin", "chunk", "commit"},
+			"unknown":   {"commit"},
+		},
 		Direction: RuntimeToCore,
 		Doc:       "the receipt of one workspace_write step",
 		Drives: []Drive{{
@@ -783,27 +801,43 @@ var catalog = []Entry{
 		Type:     TypeWorkspaceWriteResult,
 		decode:   decodeAny[WorkspaceWriteResult],
 	},
-	// spec/catalog.yaml:361
+	// spec/catalog.yaml:383
 	{
 		Direction: CoreToRuntime,
 		Doc:       "pull the next chunk of a workspace export archive, or cancel it",
-		Family:    FamilyWorkspace,
-		Identity:  IdentityOperation,
-		Payload:   "WorkspaceExport",
-		Type:      TypeWorkspaceExport,
-		decode:    decodeAny[WorkspaceExport],
+		Drives: []Drive{{
+			Events:  [][2]string{{"begin", "begin"}, {"next", "next"}, {"cancel", "cancel"}},
+			Key:     "step",
+			Machine: "workspace_export",
+		}},
+		Family:   FamilyWorkspace,
+		Identity: IdentityOperation,
+		Payload:  "WorkspaceExport",
+		Type:     TypeWorkspaceExport,
+		decode:   decodeAny[WorkspaceExport],
 	},
-	// spec/catalog.yaml:369
+	// spec/catalog.yaml:393
 	{
+		Answers: map[string][]string{
+			"chunk":     {"begin", "next"},
+			"completed": {"begin", "next"},
+			"failed":    {"begin", "next"},
+			"rejected":  {"begin", "next", "cancel"},
+		},
 		Direction: RuntimeToCore,
 		Doc:       "one chunk of an export archive, its completion or its failure",
-		Family:    FamilyWorkspace,
-		Identity:  IdentityOperation,
-		Payload:   "WorkspaceExportResult",
-		Type:      TypeWorkspaceExportResult,
-		decode:    decodeAny[WorkspaceExportResult],
+		Drives: []Drive{{
+			Events:  [][2]string{{"chunk", "result_chunk"}, {"completed", "result_completed"}, {"failed", "result_failed"}, {"rejected", "result_rejected"}},
+			Key:     "outcome",
+			Machine: "workspace_export",
+		}},
+		Family:   FamilyWorkspace,
+		Identity: IdentityOperation,
+		Payload:  "WorkspaceExportResult",
+		Type:     TypeWorkspaceExportResult,
+		decode:   decodeAny[WorkspaceExportResult],
 	},
-	// spec/catalog.yaml:377
+	// spec/catalog.yaml:413
 	{
 		Direction: CoreToRuntime,
 		Doc:       "drain and fence the Environment for a suspension attempt",
@@ -817,7 +851,7 @@ var catalog = []Entry{
 		Type:     TypeEnvironmentQuiesce,
 		decode:   decodeAny[EnvironmentQuiesce],
 	},
-	// spec/catalog.yaml:385
+	// spec/catalog.yaml:421
 	{
 		Direction: RuntimeToCore,
 		Doc:       "whether the Environment quiesced for that suspend_id",
@@ -832,7 +866,7 @@ var catalog = []Entry{
 		Type:     TypeEnvironmentQuiesced,
 		decode:   decodeAny[EnvironmentQuiesced],
 	},
-	// spec/catalog.yaml:395
+	// spec/catalog.yaml:431
 	{
 		Direction: CoreToRuntime,
 		Doc:       "resume the Environment fenced by that suspend_id, or roll a quiesce back",
@@ -847,7 +881,7 @@ var catalog = []Entry{
 		Type:     TypeEnvironmentResume,
 		decode:   decodeAny[EnvironmentResume],
 	},
-	// spec/catalog.yaml:405
+	// spec/catalog.yaml:441
 	{
 		Direction: RuntimeToCore,
 		Doc:       "whether the Environment resumed for that suspend_id",
@@ -874,6 +908,8 @@ var (
 	_ driveKeyer = WorkspaceReadResult{}
 	_ driveKeyer = WorkspaceWrite{}
 	_ driveKeyer = WorkspaceWriteResult{}
+	_ driveKeyer = WorkspaceExport{}
+	_ driveKeyer = WorkspaceExportResult{}
 	_ driveKeyer = EnvironmentQuiesced{}
 	_ driveKeyer = EnvironmentResume{}
 	_ driveKeyer = EnvironmentResumed{}

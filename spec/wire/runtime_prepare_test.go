@@ -175,9 +175,10 @@ func TestRuntimePrepareResultAnswers(t *testing.T) {
 		{name: "completed initialization", step: commit, r: RuntimePrepareResult{Outcome: "completed"}},
 		{name: "completed with another size", step: commit, declared: 15, r: RuntimePrepareResult{Outcome: "completed", SizeBytes: 14}, field: "payload.size_bytes", rule: RuleConflict},
 		{name: "rejected answers begin", step: begin, r: RuntimePrepareResult{Outcome: "rejected", ErrorCode: "runtime_preparation_capacity"}},
-		{name: "unknown answers a chunk", step: chunk, r: RuntimePrepareResult{Outcome: "unknown", ErrorCode: "runtime_preparation_unconfirmed"}},
+		{name: "unknown answers commit", step: commit, r: RuntimePrepareResult{Outcome: "unknown", ErrorCode: "runtime_preparation_unconfirmed"}},
+		{name: "unknown answers a chunk", step: chunk, r: RuntimePrepareResult{Outcome: "unknown", ErrorCode: "runtime_preparation_unconfirmed"}, field: "payload.outcome", rule: RuleConflict},
 		{name: "failed answers commit", step: commit, r: RuntimePrepareResult{Outcome: "failed", ErrorCode: "runtime_preparation_failed", ExitCode: ptr[int64](1)}},
-		{name: "failed answers a chunk", step: chunk, r: RuntimePrepareResult{Outcome: "failed", ErrorCode: "runtime_preparation_failed"}, field: "payload.outcome", rule: RuleForbidden},
+		{name: "failed answers a chunk", step: chunk, r: RuntimePrepareResult{Outcome: "failed", ErrorCode: "runtime_preparation_failed"}, field: "payload.outcome", rule: RuleConflict},
 		{name: "invalid receipt", step: begin, r: RuntimePrepareResult{Outcome: "rejected"}, field: "payload.error_code", rule: RuleRequired},
 		{name: "receipt for no step", step: RuntimePrepare{Step: "start"}, r: RuntimePrepareResult{Outcome: "ready"}, field: "payload.outcome", rule: RuleConflict},
 	}

@@ -1,5 +1,7 @@
 package wire
 
+import "slices"
+
 // Transfers. runtime_prepare and workspace_write move a body the same way:
 // begin opens the transfer with a header that binds it to an Environment
 // and a Session and declares the body, each chunk carries the next bytes at
@@ -100,35 +102,26 @@ func transferDigest(c *checker, digest string, size *int64) {
 }
 
 // answeredBy checks an already valid receipt of message type typ against
-// the step it answers; declared is the size the begin declared. A success
-// must be the expected one: ready for begin, received at the offset after
-// the chunk's bytes, completed with the declared size for commit. rejected
-// and unknown may answer any step; failed (runtime_prepare only) only a
-// commit, since only a commit applies anything. Paths start at "payload".
+// the step it answers; declared is the size the begin declared. Which
+// outcome may answer which step is the catalog's answers table
+// (spec/catalog.yaml), which the transfer machines are checked against too:
+// the success of each step (ready for begin, received for a chunk,
+// completed for commit), rejected for any step, and failed and unknown only
+// for a commit, since only a commit applies anything. received must name
+// the offset after the chunk's bytes, completed the declared size. Paths
+// start at "payload".
 func (s transferStep) answeredBy(typ string, declared int64, outcome string, offset, size int64) *FieldError {
 	c := newChecker(typ)
-	var want string
-	switch s.step {
-	case StepBegin:
-		want = "ready"
-	case StepChunk:
-		want = "received"
-	case StepCommit:
-		want = "completed"
-	default:
-		c.fail("payload.outcome", RuleConflict, "answers no valid step")
-		return c.first
-	}
+	e, _ := Lookup(typ)
 	received := s.offset + int64(s.data)
 	switch {
-	case outcome == "rejected" || outcome == "unknown":
-	case outcome == "failed":
-		c.forbidden("payload.outcome", s.step != StepCommit, "only a commit can fail; a "+s.step+" is rejected or unknown")
-	case outcome != want:
-		c.fail("payload.outcome", RuleConflict, "a "+s.step+" is answered by "+want+", not "+outcome)
-	case want == "received" && offset != received:
+	case !slices.Contains(transferSteps, s.step):
+		c.fail("payload.outcome", RuleConflict, "answers no valid step")
+	case !e.MayAnswer(outcome, s.step):
+		c.fail("payload.outcome", RuleConflict, "a "+s.step+" is not answered by "+outcome)
+	case outcome == "received" && offset != received:
 		c.fail("payload.offset", RuleConflict, "must be the bytes received: "+itoa(int(received)))
-	case want == "completed" && size != declared:
+	case outcome == "completed" && size != declared:
 		c.fail("payload.size_bytes", RuleConflict, "must be the declared size "+itoa(int(declared)))
 	}
 	return c.first

@@ -47,7 +47,8 @@ func TestWorkspaceWriteResultAnswers(t *testing.T) {
 		{name: "completed", step: commit, declared: ChunkBytes + 3, r: WorkspaceWriteResult{Outcome: "completed", SizeBytes: ChunkBytes + 3}},
 		{name: "completed short", step: commit, declared: ChunkBytes + 3, r: WorkspaceWriteResult{Outcome: "completed", SizeBytes: 3}, field: "payload.size_bytes", rule: RuleConflict},
 		{name: "rejected with a reason", step: commit, r: WorkspaceWriteResult{Outcome: "rejected", ErrorCode: "write_rejected", Reason: WriteReasonUnsafe}},
-		{name: "unknown", step: chunk, r: WorkspaceWriteResult{Outcome: "unknown", ErrorCode: "write_unconfirmed"}},
+		{name: "unknown", step: commit, r: WorkspaceWriteResult{Outcome: "unknown", ErrorCode: "write_unconfirmed"}},
+		{name: "unknown answers a chunk", step: chunk, r: WorkspaceWriteResult{Outcome: "unknown", ErrorCode: "write_unconfirmed"}, field: "payload.outcome", rule: RuleConflict},
 		{name: "invalid receipt", step: commit, r: WorkspaceWriteResult{Outcome: "unknown"}, field: "payload.error_code", rule: RuleRequired},
 	}
 	for _, tc := range cases {

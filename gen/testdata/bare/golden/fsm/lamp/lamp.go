@@ -86,7 +86,7 @@ type Event uint8
 const (
 	// EventFlip: somebody flips the switch (local, observed by both)
 	EventFlip Event = 1
-	// EventUnplug: the plug is pulled (local, observed by core)
+	// EventUnplug: the plug is pulled (local, observed by both)
 	EventUnplug Event = 2
 )
 
@@ -160,7 +160,7 @@ var Table = fsm.MustSeal(&fsm.Table{
 	},
 	Events: []fsm.EventDecl{
 		{Name: "flip", Kind: fsm.EventLocal, Role: fsm.RoleBoth},
-		{Name: "unplug", Kind: fsm.EventLocal, Role: fsm.RoleCore},
+		{Name: "unplug", Kind: fsm.EventLocal, Role: fsm.RoleBoth},
 	},
 	Initial: fsm.StateID(StateOff),
 	Cells: []fsm.Cell{

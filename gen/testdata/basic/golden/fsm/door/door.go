@@ -172,6 +172,15 @@ func (v Event) Message() Message {
 	return Message(Table.Events[v-1].Message)
 }
 
+// FailedSend is the local event a sender fires instead of v when its write of v failed (the frame
+// is possibly delivered), or 0 for events that are not messages.
+func (v Event) FailedSend() Event {
+	if !v.Valid() {
+		return 0
+	}
+	return Event(Table.Events[v-1].FailedSend)
+}
+
 // Timer is the timer whose expiry v is, or 0.
 func (v Event) Timer() Timer {
 	if !v.Valid() {
