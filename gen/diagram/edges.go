@@ -1,6 +1,7 @@
 package diagram
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/agentwire/agentwire/spec"
@@ -69,6 +70,30 @@ func (a arc) trigger() string {
 		b.WriteString(" [else]")
 	}
 	return b.String()
+}
+
+// shownTriggers is the most trigger lines a Mermaid arrow carries. Mermaid
+// sizes the space between nodes without regard to a label, so a tall label
+// (five stream events on one self-loop) spills over the neighbouring states;
+// past this many, an arrow names the first ones and counts the rest. The
+// page's matrix and transition table list every trigger.
+const shownTriggers = 3
+
+// triggerLines is the label of ed, one line per arc, or, when it has more
+// than shownTriggers arcs, the first shownTriggers-1 of them and "+N more".
+func (ed *edge) triggerLines() []string {
+	n := len(ed.arcs)
+	if n > shownTriggers {
+		n = shownTriggers - 1
+	}
+	lines := make([]string, n, n+1)
+	for i, a := range ed.arcs[:n] {
+		lines[i] = a.trigger()
+	}
+	if rest := len(ed.arcs) - n; rest > 0 {
+		lines = append(lines, "+"+strconv.Itoa(rest)+" more")
+	}
+	return lines
 }
 
 // effects lists an arc's effects as the spec writes them.

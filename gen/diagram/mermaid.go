@@ -35,15 +35,8 @@ func writeMermaid(b *bytes.Buffer, m *spec.Machine) {
 	b.WriteString(indent + "accTitle: " + mermaidText(m.Name+" lifecycle") + "\n")
 
 	for _, s := range m.States {
-		if id := mermaidID(s); id != s.Name {
-			b.WriteString(indent + `state "` + s.Name + `" as ` + id + "\n")
-		}
-	}
-	// A description line inside the state box, rather than a note beside it,
-	// keeps the layout as compact as the states without timers.
-	for _, s := range m.States {
-		for _, t := range s.Timers {
-			b.WriteString(indent + mermaidID(s) + " : ⏱ " + mermaidText(t.Name) + "\n")
+		if label := mermaidLabel(s); label != mermaidID(s) {
+			b.WriteString(indent + `state "` + label + `" as ` + mermaidID(s) + "\n")
 		}
 	}
 
@@ -51,12 +44,12 @@ func writeMermaid(b *bytes.Buffer, m *spec.Machine) {
 		b.WriteString(indent + "[*] --> " + mermaidID(init) + "\n")
 	}
 	for _, ed := range edges(m) {
-		labels := make([]string, len(ed.arcs))
-		for i, a := range ed.arcs {
-			labels[i] = mermaidText(a.trigger())
+		lines := ed.triggerLines()
+		for i, l := range lines {
+			lines[i] = mermaidText(l)
 		}
 		b.WriteString(indent + mermaidID(ed.from) + " --> " + mermaidID(ed.to) +
-			" : " + strings.Join(labels, "<br/>") + "\n")
+			" : " + strings.Join(lines, "<br/>") + "\n")
 	}
 	for _, s := range m.States {
 		if s.Terminal() {
@@ -97,4 +90,23 @@ func mermaidID(s *spec.State) string {
 		return s.Name + "_"
 	}
 	return s.Name
+}
+
+// mermaidLabel is the text Mermaid draws in the box of s: its name, then one
+// line per timer armed in it.
+//
+// The timers are part of the one label declared with `state "…" as id`
+// rather than separate `id : ⏱ timer` description lines. Mermaid starts every
+// box with its id as a placeholder label and replaces that placeholder with
+// the first description it meets, so a lone description line hides the
+// state's name (a box reading "⏱ admission_expiry" instead of "ready"), and
+// whether a second line brings the name back as a title depends on how the
+// state was declared. A single declared label has one reading in every
+// Mermaid version: the name, then the timers beneath it.
+func mermaidLabel(s *spec.State) string {
+	label := mermaidText(s.Name)
+	for _, t := range s.Timers {
+		label += "<br/>⏱ " + mermaidText(t.Name)
+	}
+	return label
 }
