@@ -96,13 +96,35 @@ func (ed *edge) triggerLines() []string {
 	return lines
 }
 
-// effects lists an arc's effects as the spec writes them.
-func (a arc) effects() string {
-	parts := make([]string, len(a.rule.Effects))
+// effectsWidth is the width, in characters, past which an arc's effects
+// wrap onto another line. Real transitions carry up to six effects; on one
+// line they made edge labels wider than the rest of the picture.
+const effectsWidth = 48
+
+// effects lists an arc's effects as the spec writes them, comma-separated,
+// in lines of at most effectsWidth characters unless one effect is longer.
+func (a arc) effects() []string {
+	var lines []string
+	var cur string
 	for i, ef := range a.rule.Effects {
-		parts[i] = ef.String()
+		part := ef.String()
+		if i < len(a.rule.Effects)-1 {
+			part += ","
+		}
+		switch {
+		case cur == "":
+			cur = part
+		case len(cur)+1+len(part) <= effectsWidth:
+			cur += " " + part
+		default:
+			lines = append(lines, cur)
+			cur = part
+		}
 	}
-	return strings.Join(parts, ", ")
+	if cur != "" {
+		lines = append(lines, cur)
+	}
+	return lines
 }
 
 // timerNames lists the timers armed in s, in declaration order.

@@ -33,6 +33,7 @@ func writeMermaid(b *bytes.Buffer, m *spec.Machine) {
 	const indent = "    "
 	b.WriteString("stateDiagram-v2\n")
 	b.WriteString(indent + "accTitle: " + mermaidText(m.Name+" lifecycle") + "\n")
+	b.WriteString(indent + "direction " + layoutOf(m).mermaid + "\n")
 
 	for _, s := range m.States {
 		if label := mermaidLabel(s); label != mermaidID(s) {

@@ -78,6 +78,10 @@ func mermaidProblems(m *spec.Machine, src string) []string {
 	for _, s := range m.States {
 		states[s.Name] = true
 	}
+	if d.direction == "" {
+		problem("no direction statement: the layout must be chosen, not Mermaid's default")
+	}
+
 	// Boxes by the name they show on their first line.
 	names := map[string]string{} // shown name → id
 	shown := map[string]string{} // whole label → id
