@@ -72,11 +72,11 @@ func (a arc) trigger() string {
 	return b.String()
 }
 
-// shownTriggers is the most trigger lines a Mermaid arrow carries. Mermaid
-// sizes the space between nodes without regard to a label, so a tall label
-// (five stream events on one self-loop) spills over the neighbouring states;
-// past this many, an arrow names the first ones and counts the rest. The
-// page's matrix and transition table list every trigger.
+// shownTriggers is the most trigger lines a Mermaid arrow, or the internal
+// transitions of a box, carry: a tall label (five stream events on run's
+// streaming) spills over the neighbouring states, so past this many the
+// label names the first ones and counts the rest. The page's matrix and
+// transition table list every trigger.
 const shownTriggers = 3
 
 // triggerLines is the label of ed, one line per arc, or, when it has more

@@ -27,12 +27,12 @@ var layouts = map[string]layout{
 	"connection":      {mermaid: topToBottom, dot: topToBottom},
 	"input":           {mermaid: leftToRight, dot: leftToRight},
 	"interaction":     {mermaid: leftToRight, dot: topToBottom},
-	"preparation":     {mermaid: leftToRight, dot: leftToRight},
+	"preparation":     {mermaid: topToBottom, dot: leftToRight},
 	"run":             {mermaid: topToBottom, dot: topToBottom},
 	"suspension":      {mermaid: topToBottom, dot: topToBottom},
 	"transfer":        {mermaid: leftToRight, dot: leftToRight},
 	"workspace_read":  {mermaid: topToBottom, dot: leftToRight},
-	"workspace_write": {mermaid: leftToRight, dot: leftToRight},
+	"workspace_write": {mermaid: topToBottom, dot: leftToRight},
 }
 
 func layoutOf(m *spec.Machine) layout {

@@ -35,8 +35,15 @@ func writeMermaid(b *bytes.Buffer, m *spec.Machine) {
 	b.WriteString(indent + "accTitle: " + mermaidText(m.Name+" lifecycle") + "\n")
 	b.WriteString(indent + "direction " + layoutOf(m).mermaid + "\n")
 
+	all := edges(m)
+	loops := map[*spec.State]*edge{}
+	for _, ed := range all {
+		if ed.from == ed.to {
+			loops[ed.from] = ed
+		}
+	}
 	for _, s := range m.States {
-		if label := mermaidLabel(s); label != mermaidID(s) {
+		if label := mermaidLabel(s, loops[s]); label != mermaidID(s) {
 			b.WriteString(indent + `state "` + label + `" as ` + mermaidID(s) + "\n")
 		}
 	}
@@ -44,7 +51,10 @@ func writeMermaid(b *bytes.Buffer, m *spec.Machine) {
 	if init := m.Initial(); init != nil {
 		b.WriteString(indent + "[*] --> " + mermaidID(init) + "\n")
 	}
-	for _, ed := range edges(m) {
+	for _, ed := range all {
+		if ed.from == ed.to {
+			continue
+		}
 		lines := ed.triggerLines()
 		for i, l := range lines {
 			lines[i] = mermaidText(l)
@@ -93,21 +103,32 @@ func mermaidID(s *spec.State) string {
 	return s.Name
 }
 
-// mermaidLabel is the text Mermaid draws in the box of s: its name, then one
-// line per timer armed in it.
+// mermaidLabel is the text Mermaid draws in the box of s: its name, one line
+// per timer armed in it (⏱) and one per trigger of its internal transitions
+// (↺, the page's sign for them), which loop is the self-loop edge of s, if any.
 //
-// The timers are part of the one label declared with `state "…" as id`
-// rather than separate `id : ⏱ timer` description lines. Mermaid starts every
-// box with its id as a placeholder label and replaces that placeholder with
-// the first description it meets, so a lone description line hides the
-// state's name (a box reading "⏱ admission_expiry" instead of "ready"), and
-// whether a second line brings the name back as a title depends on how the
-// state was declared. A single declared label has one reading in every
-// Mermaid version: the name, then the timers beneath it.
-func mermaidLabel(s *spec.State) string {
+// Internal transitions are listed in the box, as UML does, rather than drawn
+// as self-loops: Mermaid's layout gives a self-loop's label no room of its
+// own, so it lay over the neighbouring states and labels (run's streaming,
+// preparation's ready and starting).
+//
+// Everything is one label declared with `state "…" as id` rather than
+// separate `id : ⏱ timer` description lines. Mermaid starts every box with
+// its id as a placeholder and replaces that placeholder with the first
+// description it meets, so a lone description line hides the state's name (a
+// box reading "⏱ admission_expiry" instead of "ready"), and whether a second
+// line brings the name back as a title depends on how the state was
+// declared. A single declared label has one reading in every Mermaid
+// version.
+func mermaidLabel(s *spec.State, loop *edge) string {
 	label := mermaidText(s.Name)
 	for _, t := range s.Timers {
 		label += "<br/>⏱ " + mermaidText(t.Name)
+	}
+	if loop != nil {
+		for _, l := range loop.triggerLines() {
+			label += "<br/>↺ " + mermaidText(l)
+		}
 	}
 	return label
 }

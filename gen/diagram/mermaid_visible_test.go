@@ -51,11 +51,15 @@ func TestMermaidShowsEveryState(t *testing.T) {
 func TestMermaidProblemsCatchHiddenNames(t *testing.T) {
 	m := loadLease(t)
 	good := string(Mermaid(m))
-	decl := "    state \"held<br/>⏱ lease_timeout\" as held\n"
+	decl := "    state \"held<br/>⏱ lease_timeout<br/>↺ renew [has_capacity]\" as held\n"
 	require.Contains(t, good, decl)
 
-	old := strings.Replace(good, decl, "    held : ⏱ lease_timeout\n", 1)
+	old := strings.Replace(good, decl, "    held : ⏱ lease_timeout\n    held --> held : renew [has_capacity]\n", 1)
 	assert.Contains(t, mermaidProblems(m, old), `state "held" has no box showing its name`)
+
+	loop := strings.Replace(good, decl, "    state \"held<br/>⏱ lease_timeout\" as held\n    held --> held : renew [has_capacity]\n", 1)
+	assert.Equal(t, []string{`arrow held → held is no transition of lease`, `box of "held" does not list its internal transitions`},
+		mermaidProblems(m, loop))
 
 	phantom := good + "    held --> helt : renew\n"
 	assert.Contains(t, mermaidProblems(m, phantom), `box "helt" is no state of lease`)
@@ -105,12 +109,41 @@ func mermaidProblems(m *spec.Machine, src string) []string {
 			continue
 		}
 		ids[s] = id
+		// The name, the timers, then the internal transitions.
+		got := d.states[id].lines()
 		want := []string{s.Name}
 		for _, t := range s.Timers {
 			want = append(want, "⏱ "+t.Name)
 		}
-		if got := d.states[id].lines(); !slices.Equal(got, want) {
-			problem("box of %q reads %q, want %q", s.Name, got, want)
+		if len(got) < len(want) || !slices.Equal(got[:len(want)], want) {
+			problem("box of %q reads %q, want %q first", s.Name, got, want)
+			continue
+		}
+		var internal []*spec.Rule
+		for _, e := range m.Events {
+			for _, r := range m.Cell(s, e) {
+				if r.Kind == spec.RuleGoto && r.Internal() {
+					internal = append(internal, r)
+				}
+			}
+		}
+		var loop []string
+		for _, line := range got[len(want):] {
+			trigger, ok := strings.CutPrefix(line, "↺ ")
+			if !ok {
+				problem("box of %q has line %q, neither timer nor internal transition", s.Name, line)
+			}
+			loop = append(loop, trigger)
+		}
+		switch {
+		case len(internal) == 0 && len(loop) > 0:
+			problem("box of %q lists internal transitions %q it does not have", s.Name, loop)
+		case len(internal) > 0 && len(loop) == 0:
+			problem("box of %q does not list its internal transitions", s.Name)
+		case len(internal) > 0:
+			if p := labelProblem(loop, internal); p != "" {
+				problem("internal transitions of %q: %s", s.Name, p)
+			}
 		}
 	}
 
@@ -121,7 +154,7 @@ func mermaidProblems(m *spec.Machine, src string) []string {
 	}
 
 	// Arrows: the initial one, one per terminal state, and one per pair of
-	// states that a goto joins, labelled with its rules' events.
+	// distinct states that a goto joins, labelled with its rules' events.
 	want := map[string][]*spec.Rule{}
 	if init := m.Initial(); init != nil {
 		want["[*] → "+ids[init]] = nil
@@ -134,7 +167,7 @@ func mermaidProblems(m *spec.Machine, src string) []string {
 	for _, s := range m.States {
 		for _, e := range m.Events {
 			for _, r := range m.Cell(s, e) {
-				if r.Kind == spec.RuleGoto {
+				if r.Kind == spec.RuleGoto && !r.Internal() {
 					k := ids[r.From] + " → " + ids[r.To]
 					want[k] = append(want[k], r)
 				}
@@ -195,8 +228,9 @@ func labelProblem(label []string, rules []*spec.Rule) string {
 	return ""
 }
 
-// TestMermaidGroupsLongLabels: five events on one self-loop become the first
-// two and a count; the page keeps all five in its matrix and transitions.
+// TestMermaidGroupsLongLabels: five internal transitions become the first two
+// and a count in the box; the page keeps all five in its matrix and
+// transitions.
 func TestMermaidGroupsLongLabels(t *testing.T) {
 	model, err := spec.Load(map[string][]byte{"spec/g.yaml": []byte(`
 machine: g
@@ -219,7 +253,8 @@ rules:
 `)})
 	require.NoError(t, err)
 	m, _ := model.Machine("g")
-	assert.Contains(t, string(Mermaid(m)), "open --> open : e1<br/>e2<br/>+3 more\n")
+	assert.Contains(t, string(Mermaid(m)), "state \"open<br/>↺ e1<br/>↺ e2<br/>↺ +3 more\" as open\n")
+	assert.NotContains(t, string(Mermaid(m)), "open --> open")
 	assert.Empty(t, mermaidProblems(m, string(Mermaid(m))))
 	page := string(Page(m))
 	for _, e := range []string{"e3", "e4", "e5"} {
