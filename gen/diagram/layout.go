@@ -17,20 +17,26 @@ type layout struct {
 }
 
 // layouts holds the direction chosen for each machine in spec/: the one
-// whose picture is nearer square, because GitHub scales a diagram down to
+// whose picture is nearest square, because GitHub scales a diagram down to
 // the width of its column and a picture three times wider than high ends up
-// with unreadable text. The Graphviz ratios are checked by TestSVGAspect
-// (go test -run TestSVGAspect -v ./gen/diagram prints both directions); the
-// Mermaid ones are measured in a browser by `make diagrams-browser-check`.
-// A machine not listed runs top to bottom, Mermaid's own default.
+// with unreadable text (preparation was 2.75:1).
+//
+// Graphviz is deterministic, and TestSVGAspect prints both directions of
+// every machine (go test -run TestSVGAspect -v ./gen/diagram). Mermaid's
+// layout differs between its releases, and which one GitHub runs is not
+// published, so its direction is the one whose widest render across Mermaid
+// 11 and 12 is narrowest; `make diagrams-browser-check` prints the ratios.
+// Top to bottom won for every machine, by a wide margin except transfer
+// (2.27:1 at worst against 2.43:1 left to right) and input (2.03 against
+// 3.36). A machine not listed runs top to bottom in both.
 var layouts = map[string]layout{
 	"connection":      {mermaid: topToBottom, dot: topToBottom},
-	"input":           {mermaid: leftToRight, dot: leftToRight},
-	"interaction":     {mermaid: leftToRight, dot: topToBottom},
+	"input":           {mermaid: topToBottom, dot: leftToRight},
+	"interaction":     {mermaid: topToBottom, dot: topToBottom},
 	"preparation":     {mermaid: topToBottom, dot: leftToRight},
 	"run":             {mermaid: topToBottom, dot: topToBottom},
 	"suspension":      {mermaid: topToBottom, dot: topToBottom},
-	"transfer":        {mermaid: leftToRight, dot: leftToRight},
+	"transfer":        {mermaid: topToBottom, dot: leftToRight},
 	"workspace_read":  {mermaid: topToBottom, dot: leftToRight},
 	"workspace_write": {mermaid: topToBottom, dot: leftToRight},
 }

@@ -12,8 +12,9 @@ import (
 )
 
 // maxAspect is the widest picture, width over height, that a machine's
-// chosen direction may give. preparation at 2.75 was unreadable on GitHub.
-const maxAspect = 2.25
+// chosen direction may give: preparation at 2.75:1 was unreadable in GitHub's
+// column.
+const maxAspect = 2.5
 
 var svgSizeRE = regexp.MustCompile(`<svg width="([0-9.]+)pt" height="([0-9.]+)pt"`)
 
