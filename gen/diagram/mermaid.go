@@ -91,6 +91,7 @@ var mermaidKeywords = map[string]bool{
 	"state": true, "note": true, "end": true, "class": true, "classdef": true,
 	"style": true, "direction": true, "scale": true, "hide": true, "as": true,
 	"left": true, "right": true, "of": true, "default": true, "click": true,
+	"href": true, "acctitle": true, "accdescr": true, "statediagram": true,
 }
 
 // mermaidID is the identifier a state has in the diagram: its name, or the

@@ -318,3 +318,11 @@ func TestMermaidStateLines(t *testing.T) {
 		assert.Equal(t, want, d.states[id].lines(), src)
 	}
 }
+
+// TestMermaidKeywordsCoverLexer: every word the syntax check knows Mermaid's
+// lexer to read as syntax gets an alias from the renderer.
+func TestMermaidKeywordsCoverLexer(t *testing.T) {
+	for word := range mmdKeywords {
+		assert.True(t, mermaidKeywords[word], "mermaidKeywords lacks %q", word)
+	}
+}
