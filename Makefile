@@ -6,7 +6,7 @@ export PATH := $(PATH):/usr/local/go/bin
 # Directories the generator owns (only files with the generated header).
 GENERATED := fsm docs/machines
 
-.PHONY: all generate verify-generate test test-short vet check-runtime-contract bench fuzz demo diagrams
+.PHONY: all generate verify-generate test test-short vet check-runtime-contract bench fuzz demo diagrams diagrams-browser-check
 
 all: generate test
 
@@ -60,3 +60,8 @@ fuzz:
 ## demo: until the peers exist, regenerate the machines and print one diagram
 demo: generate
 	$(GO) run ./cmd/agentwire diagram preparation --format mermaid
+
+## diagrams-browser-check: render docs/machines/*.mmd with the real Mermaid in headless
+## Chromium and check every state shows its name (needs Chromium, node and npm; not in `test`)
+diagrams-browser-check:
+	bash gen/diagram/browsercheck/check.sh

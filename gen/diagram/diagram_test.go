@@ -202,7 +202,7 @@ rules:
 }
 
 func TestEscapes(t *testing.T) {
-	assert.Equal(t, "a #59; b #35;1 #lt;x#gt; #amp; #37;#37; #quot;q#quot; #123;#125;", mermaidText("a ; b #1 <x> & %% \"q\" {}"))
+	assert.Equal(t, "a #59; b #35;1 #lt;x#gt; #amp; #37;#37; #quot;q#quot; #123;#125; #58;#58;", mermaidText("a ; b #1 <x> & %% \"q\" {} ::"))
 	assert.Equal(t, `"a \"b\" \\n c"`, dotQuote("a \"b\" \\n\nc"))
 	assert.Equal(t, "&lt;b&gt; &amp; &quot;", htmlText(`<b> & "`))
 	assert.Equal(t, `a \| b &lt;c&gt;`, mdCell("a | b\n<c>"))

@@ -15,13 +15,12 @@ import (
 // transition does without reading the tables. Terminal states differ in
 // both colour and shape (success a double circle, failure and unknown a
 // double octagon, unknown also dashed), so the picture survives greyscale.
-// The graph runs left to right: lifecycles read that way, and with the long
-// edge labels of real machines it overlaps far fewer labels than top-down.
+// The graph runs in the direction layouts chooses for the machine.
 func DOT(m *spec.Machine) []byte {
 	var b bytes.Buffer
 	b.WriteString("// " + Header(m.Name) + "\n")
 	b.WriteString("digraph " + dotQuote(m.Name) + " {\n")
-	b.WriteString(`	graph [label=` + dotQuote(m.Name) + ` labelloc=t rankdir=LR pad=0.3 fontname="Helvetica" fontsize=16 nodesep=0.5 ranksep=0.6];` + "\n")
+	b.WriteString(`	graph [label=` + dotQuote(m.Name) + ` labelloc=t rankdir=` + layoutOf(m).dot + ` pad=0.3 fontname="Helvetica" fontsize=16 nodesep=0.5 ranksep=0.6];` + "\n")
 	b.WriteString(`	node [shape=box style="rounded,filled" fillcolor="#f5f5f5" color="#424242" fontname="Helvetica" fontsize=12];` + "\n")
 	b.WriteString(`	edge [color="#424242" fontname="Helvetica" fontsize=10];` + "\n")
 
@@ -65,13 +64,14 @@ func nodeAttrs(s *spec.State) []string {
 }
 
 // edgeLabel is an HTML-like label: one line per candidate, each followed by
-// its effects, if any, in a smaller grey font.
+// its effects, if any, in a smaller grey font, wrapped to keep the label
+// narrow.
 func edgeLabel(ed *edge) string {
 	var lines []string
 	for _, a := range ed.arcs {
 		lines = append(lines, htmlText(a.trigger()))
-		if len(a.rule.Effects) > 0 {
-			lines = append(lines, `<font point-size="8" color="#757575">`+htmlText(a.effects())+"</font>")
+		for _, ef := range a.effects() {
+			lines = append(lines, `<font point-size="8" color="#757575">`+htmlText(ef)+"</font>")
 		}
 	}
 	return strings.Join(lines, "<br/>")

@@ -1,6 +1,7 @@
 package diagram
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/agentwire/agentwire/spec"
@@ -71,13 +72,59 @@ func (a arc) trigger() string {
 	return b.String()
 }
 
-// effects lists an arc's effects as the spec writes them.
-func (a arc) effects() string {
-	parts := make([]string, len(a.rule.Effects))
-	for i, ef := range a.rule.Effects {
-		parts[i] = ef.String()
+// shownTriggers is the most trigger lines a Mermaid arrow, or the internal
+// transitions of a box, carry: a tall label (five stream events on run's
+// streaming) spills over the neighbouring states, so past this many the
+// label names the first ones and counts the rest. The page's matrix and
+// transition table list every trigger.
+const shownTriggers = 3
+
+// triggerLines is the label of ed, one line per arc, or, when it has more
+// than shownTriggers arcs, the first shownTriggers-1 of them and "+N more".
+func (ed *edge) triggerLines() []string {
+	n := len(ed.arcs)
+	if n > shownTriggers {
+		n = shownTriggers - 1
 	}
-	return strings.Join(parts, ", ")
+	lines := make([]string, n, n+1)
+	for i, a := range ed.arcs[:n] {
+		lines[i] = a.trigger()
+	}
+	if rest := len(ed.arcs) - n; rest > 0 {
+		lines = append(lines, "+"+strconv.Itoa(rest)+" more")
+	}
+	return lines
+}
+
+// effectsWidth is the width, in characters, past which an arc's effects
+// wrap onto another line. Real transitions carry up to six effects; on one
+// line they made edge labels wider than the rest of the picture.
+const effectsWidth = 48
+
+// effects lists an arc's effects as the spec writes them, comma-separated,
+// in lines of at most effectsWidth characters unless one effect is longer.
+func (a arc) effects() []string {
+	var lines []string
+	var cur string
+	for i, ef := range a.rule.Effects {
+		part := ef.String()
+		if i < len(a.rule.Effects)-1 {
+			part += ","
+		}
+		switch {
+		case cur == "":
+			cur = part
+		case len(cur)+1+len(part) <= effectsWidth:
+			cur += " " + part
+		default:
+			lines = append(lines, cur)
+			cur = part
+		}
+	}
+	if cur != "" {
+		lines = append(lines, cur)
+	}
+	return lines
 }
 
 // timerNames lists the timers armed in s, in declaration order.

@@ -12,12 +12,14 @@ func oneLine(s string) string {
 }
 
 // mermaidEscaper rewrites what Mermaid's state-diagram lexer or its HTML
-// sanitiser would act on. Mermaid ends a label at '#' or ';' and strips
-// anything tag-like, so those become its own #code; entities, which Mermaid
-// decodes after parsing. '%' is escaped so "%%" can never start a comment.
+// sanitiser would act on. Mermaid ends a label at '#', ';' or "::" and
+// strips anything tag-like, so those become its own #code; entities, which
+// Mermaid swaps out before parsing and decodes afterwards. '%' is escaped so
+// "%%" can never start a comment.
 var mermaidEscaper = strings.NewReplacer(
 	"#", "#35;",
 	";", "#59;",
+	":", "#58;",
 	"%", "#37;",
 	"&", "#amp;",
 	"<", "#lt;",

@@ -33,30 +33,34 @@ func writeMermaid(b *bytes.Buffer, m *spec.Machine) {
 	const indent = "    "
 	b.WriteString("stateDiagram-v2\n")
 	b.WriteString(indent + "accTitle: " + mermaidText(m.Name+" lifecycle") + "\n")
+	b.WriteString(indent + "direction " + layoutOf(m).mermaid + "\n")
 
-	for _, s := range m.States {
-		if id := mermaidID(s); id != s.Name {
-			b.WriteString(indent + `state "` + s.Name + `" as ` + id + "\n")
+	all := edges(m)
+	loops := map[*spec.State]*edge{}
+	for _, ed := range all {
+		if ed.from == ed.to {
+			loops[ed.from] = ed
 		}
 	}
-	// A description line inside the state box, rather than a note beside it,
-	// keeps the layout as compact as the states without timers.
 	for _, s := range m.States {
-		for _, t := range s.Timers {
-			b.WriteString(indent + mermaidID(s) + " : ⏱ " + mermaidText(t.Name) + "\n")
+		if label := mermaidLabel(s, loops[s]); label != mermaidID(s) {
+			b.WriteString(indent + `state "` + label + `" as ` + mermaidID(s) + "\n")
 		}
 	}
 
 	if init := m.Initial(); init != nil {
 		b.WriteString(indent + "[*] --> " + mermaidID(init) + "\n")
 	}
-	for _, ed := range edges(m) {
-		labels := make([]string, len(ed.arcs))
-		for i, a := range ed.arcs {
-			labels[i] = mermaidText(a.trigger())
+	for _, ed := range all {
+		if ed.from == ed.to {
+			continue
+		}
+		lines := ed.triggerLines()
+		for i, l := range lines {
+			lines[i] = mermaidText(l)
 		}
 		b.WriteString(indent + mermaidID(ed.from) + " --> " + mermaidID(ed.to) +
-			" : " + strings.Join(labels, "<br/>") + "\n")
+			" : " + strings.Join(lines, "<br/>") + "\n")
 	}
 	for _, s := range m.States {
 		if s.Terminal() {
@@ -87,6 +91,7 @@ var mermaidKeywords = map[string]bool{
 	"state": true, "note": true, "end": true, "class": true, "classdef": true,
 	"style": true, "direction": true, "scale": true, "hide": true, "as": true,
 	"left": true, "right": true, "of": true, "default": true, "click": true,
+	"href": true, "acctitle": true, "accdescr": true, "statediagram": true,
 }
 
 // mermaidID is the identifier a state has in the diagram: its name, or the
@@ -97,4 +102,34 @@ func mermaidID(s *spec.State) string {
 		return s.Name + "_"
 	}
 	return s.Name
+}
+
+// mermaidLabel is the text Mermaid draws in the box of s: its name, one line
+// per timer armed in it (⏱) and one per trigger of its internal transitions
+// (↺, the page's sign for them), which loop is the self-loop edge of s, if any.
+//
+// Internal transitions are listed in the box, as UML does, rather than drawn
+// as self-loops: Mermaid's layout gives a self-loop's label no room of its
+// own, so it lay over the neighbouring states and labels (run's streaming,
+// preparation's ready and starting).
+//
+// Everything is one label declared with `state "…" as id` rather than
+// separate `id : ⏱ timer` description lines. Mermaid starts every box with
+// its id as a placeholder and replaces that placeholder with the first
+// description it meets, so a lone description line hides the state's name (a
+// box reading "⏱ admission_expiry" instead of "ready"), and whether a second
+// line brings the name back as a title depends on how the state was
+// declared. A single declared label has one reading in every Mermaid
+// version.
+func mermaidLabel(s *spec.State, loop *edge) string {
+	label := mermaidText(s.Name)
+	for _, t := range s.Timers {
+		label += "<br/>⏱ " + mermaidText(t.Name)
+	}
+	if loop != nil {
+		for _, l := range loop.triggerLines() {
+			label += "<br/>↺ " + mermaidText(l)
+		}
+	}
+	return label
 }

@@ -2,6 +2,7 @@ package diagram
 
 import (
 	"bytes"
+	"strconv"
 	"strings"
 
 	"github.com/agentwire/agentwire/spec"
@@ -84,7 +85,10 @@ func (p *page) diagram() {
 	p.line("")
 	p.line("![" + p.m.Name + " state diagram](" + p.m.Name + ".svg)")
 	p.line("")
-	p.line("Only transitions are drawn; ignored and rejected events are in the matrix below and under [Refusals](#refusals).")
+	p.line("Only transitions are drawn; ignored and rejected events are in the matrix below and under [Refusals](#refusals). " +
+		"A box shows the state's name, the timers armed in it (⏱) and its internal transitions (↺: the state stays). " +
+		"An arrow or box with more than " + strconv.Itoa(shownTriggers) + " triggers names the first " + strconv.Itoa(shownTriggers-1) +
+		" and counts the rest (`+N more`); the matrix and [Transitions](#transitions) list every one.")
 }
 
 func (p *page) states() {
