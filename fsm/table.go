@@ -65,6 +65,10 @@ type TimerDecl struct {
 	Name     string
 	Duration time.Duration
 	Event    EventID
+	// Policy marks a duration the protocol text leaves to the peers (a
+	// local policy with this default); the others are fixed by the protocol
+	// and a driver refuses to override them.
+	Policy bool
 }
 
 // Effect is one thing a transition asks a peer to do, in spec order.

@@ -73,7 +73,8 @@ func tableDecl(f *jen.File, m *spec.Machine, t *fsm.Table) {
 	}
 	for _, tm := range t.Timers {
 		timers = append(timers, jen.Line().Add(keyed(false,
-			field{"Name", jen.Lit(tm.Name)}, field{"Duration", durationCode(tm.Duration)}, field{"Event", ids.event(tm.Event)})))
+			field{"Name", jen.Lit(tm.Name)}, field{"Duration", durationCode(tm.Duration)}, field{"Event", ids.event(tm.Event)},
+			field{"Policy", policyCode(tm.Policy)})))
 	}
 
 	var cells []jen.Code
@@ -263,4 +264,11 @@ func keyed(multi bool, fs ...field) *jen.Statement {
 		items = append(items, jen.Line())
 	}
 	return jen.Values(items...)
+}
+
+func policyCode(policy bool) jen.Code {
+	if !policy {
+		return nil
+	}
+	return jen.True()
 }

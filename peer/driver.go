@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/agentwire/agentwire/fsm"
@@ -49,7 +50,10 @@ type Config struct {
 	// Limits bound the registry; the zero value takes DefaultLimits.
 	Limits Limits
 	// Durations overrides timer durations the protocol text leaves to local
-	// policy, keyed "machine.timer" (e.g. "transfer.transfer_budget").
+	// policy (timers the spec marks policy: true), keyed "machine.timer"
+	// (e.g. "transfer.transfer_budget"). Overriding a timer the protocol
+	// fixes (the 5-minute admission expiry, the 30 s and 15 s receipt waits)
+	// is refused; only a test clock (ScaledClock) changes those.
 	Durations map[string]time.Duration
 	// LostEvents names, per machine, the local event that connection loss
 	// fires, over DefaultLostEvents; machines in neither use an event named
@@ -189,7 +193,33 @@ func New(cfg Config) (*Driver, error) {
 			return nil, fmt.Errorf("peer: LostEvents: %w", err)
 		}
 	}
+	for key, dur := range cfg.Durations {
+		if err := d.checkOverride(key, dur); err != nil {
+			return nil, err
+		}
+	}
 	return d, nil
+}
+
+func (d *Driver) checkOverride(key string, dur time.Duration) error {
+	machine, timer, ok := strings.Cut(key, ".")
+	t, known := d.tables[machine]
+	if !ok || !known {
+		return fmt.Errorf("peer: Durations[%q]: want machine.timer of a machine this peer runs", key)
+	}
+	for _, tm := range t.Timers {
+		if tm.Name != timer {
+			continue
+		}
+		if !tm.Policy {
+			return fmt.Errorf("peer: Durations[%q]: the protocol fixes this timer at %s; it is not local policy", key, tm.Duration)
+		}
+		if dur <= 0 {
+			return fmt.Errorf("peer: Durations[%q]: a duration must be positive", key)
+		}
+		return nil
+	}
+	return fmt.Errorf("peer: Durations[%q]: machine %s has no timer %q", key, machine, timer)
 }
 
 // Role is the peer the driver runs for.

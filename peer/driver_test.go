@@ -299,6 +299,10 @@ func TestConfigIsChecked(t *testing.T) {
 		"no router": {Role: fsm.RoleCore, Tables: ts, App: a},
 		"no app":    {Role: fsm.RoleCore, Tables: ts, Router: testRouter(ts)},
 		"bad lost":  {Role: fsm.RoleCore, Tables: ts, Router: testRouter(ts), App: a, LostEvents: map[string]string{"run": "nope"}},
+		"fixed timer": {Role: fsm.RoleCore, Tables: ts, Router: testRouter(ts), App: a,
+			Durations: map[string]time.Duration{"preparation.admission_expiry": time.Minute}},
+		"unknown timer": {Role: fsm.RoleCore, Tables: ts, Router: testRouter(ts), App: a,
+			Durations: map[string]time.Duration{"run.nope": time.Minute}},
 	} {
 		_, err := peer.New(cfg)
 		assert.Error(t, err, name)

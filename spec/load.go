@@ -525,7 +525,7 @@ func (d *decoder) role(n *yaml.Node, what string, allowBoth bool) (Role, bool) {
 
 func (d *decoder) event(n *yaml.Node, index int) (*Event, eventRefs) {
 	var ref eventRefs
-	f := d.fields(n, "an event", "name", "doc", "message", "from", "failed_send", "dispatch", "timer", "by", "local")
+	f := d.fields(n, "an event", "name", "doc", "message", "from", "failed_send", "dispatch", "timer", "by", "local", "policy")
 	if f == nil {
 		return nil, ref
 	}
@@ -595,6 +595,9 @@ func (d *decoder) event(n *yaml.Node, index int) (*Event, eventRefs) {
 		if ev.By, ok = d.role(f["by"], "by", true); !ok {
 			return nil, ref
 		}
+		if v := f["policy"]; v != nil {
+			ev.Policy, _ = d.boolean(v, "policy")
+		}
 	default:
 		ev.Kind = EventLocal
 		if ev.By, ok = d.role(f["local"], "local", true); !ok {
@@ -605,6 +608,9 @@ func (d *decoder) event(n *yaml.Node, index int) (*Event, eventRefs) {
 		if ev.Kind != EventMessage && f[k] != nil {
 			d.errs.add(d.pos(f[k]), "event %q is not a message; %s: only applies to messages", ev.Name, k)
 		}
+	}
+	if ev.Kind != EventTimer && f["policy"] != nil {
+		d.errs.add(d.pos(f["policy"]), "event %q is not a timer; policy: only applies to timers", ev.Name)
 	}
 	if ev.Kind != EventMessage && f["from"] != nil {
 		d.errs.add(d.pos(f["from"]), "event %q is not a message; from: only applies to messages", ev.Name)

@@ -192,6 +192,10 @@ type Event struct {
 	// Budget (EventTimer) lists the timers whose durations this timer's
 	// duration is the sum of, in declaration order; nil for a plain timer.
 	Budget []*Event
+	// Policy (EventTimer) marks a duration the protocol text leaves to the
+	// peers: a named local policy with a default that an embedding peer may
+	// override. Every other timer is fixed by the protocol.
+	Policy bool
 	Index  int
 	Pos    Pos
 }

@@ -26,7 +26,7 @@ func (m *Machine) Table() (*fsm.Table, error) {
 	}
 	timerID := map[*Event]fsm.TimerID{}
 	for _, e := range m.Timers() {
-		t.Timers = append(t.Timers, fsm.TimerDecl{Name: e.Name, Duration: e.Duration, Event: fsm.EventID(e.Index + 1)})
+		t.Timers = append(t.Timers, fsm.TimerDecl{Name: e.Name, Duration: e.Duration, Event: fsm.EventID(e.Index + 1), Policy: e.Policy})
 		timerID[e] = fsm.TimerID(len(t.Timers))
 	}
 	for _, s := range m.States {

@@ -566,122 +566,122 @@ func ParseMessage(name string) (Message, error) {
 // covers (a rule that lists its own target among its sources is two: a move from the others and an
 // internal transition in the target).
 var (
-	rule180 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateBootstrapping), Line: 180}
-	rule183 = &fsm.Candidate{Guard: fsm.GuardID(GuardParamsMissing), Disp: fsm.Moved, To: fsm.StateID(StateRequestRejected), Line: 183, Effects: []fsm.Effect{
+	rule184 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateBootstrapping), Line: 184}
+	rule187 = &fsm.Candidate{Guard: fsm.GuardID(GuardParamsMissing), Disp: fsm.Moved, To: fsm.StateID(StateRequestRejected), Line: 187, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRefuseUpgrade)},
 	}}
-	rule191 = &fsm.Candidate{Guard: fsm.GuardID(GuardVersionMismatch), Disp: fsm.Moved, To: fsm.StateID(StateVersionRejected), Line: 191, Effects: []fsm.Effect{
+	rule195 = &fsm.Candidate{Guard: fsm.GuardID(GuardVersionMismatch), Disp: fsm.Moved, To: fsm.StateID(StateVersionRejected), Line: 195, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRefuseUpgrade)},
 	}}
-	rule196 = &fsm.Candidate{Guard: fsm.GuardID(GuardCredentialRefused), Disp: fsm.Moved, To: fsm.StateID(StateAuthRejected), Line: 196, Effects: []fsm.Effect{
+	rule200 = &fsm.Candidate{Guard: fsm.GuardID(GuardCredentialRefused), Disp: fsm.Moved, To: fsm.StateID(StateAuthRejected), Line: 200, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRefuseUpgrade)},
 	}}
-	rule201 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUpgraded), Line: 201, Effects: []fsm.Effect{
+	rule205 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUpgraded), Line: 205, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReplacePrevious)},
 		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerHeartbeatInterval)},
 	}}
-	rule205 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelled), Line: 205}
-	rule208 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "neither the heartbeat interval nor the read deadline runs without an open connection", Line: 208}
-	rule211 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "there is no connection to lose", Line: 211}
-	rule214 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "nothing was requested; the supervisor must bootstrap first", Line: 214}
-	rule219 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateDialing), Line: 219, Effects: []fsm.Effect{
+	rule209 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelled), Line: 209}
+	rule212 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "neither the heartbeat interval nor the read deadline runs without an open connection", Line: 212}
+	rule215 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "there is no connection to lose", Line: 215}
+	rule218 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "nothing was requested; the supervisor must bootstrap first", Line: 218}
+	rule223 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateDialing), Line: 223, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDialWebsocket)},
 	}}
-	rule223 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRequestRejected), Line: 223, Effects: []fsm.Effect{
+	rule227 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRequestRejected), Line: 227, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionRequireOperator)},
 	}}
-	rule227 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAuthRejected), Line: 227, Effects: []fsm.Effect{
+	rule231 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAuthRejected), Line: 231, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionRequireOperator)},
 	}}
-	rule231 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateLost), Line: 231}
-	rule234 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the bootstrap answer has not arrived", Line: 234}
-	rule239 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUpgraded), Line: 239, Effects: []fsm.Effect{
+	rule235 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateLost), Line: 235}
+	rule238 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the bootstrap answer has not arrived", Line: 238}
+	rule243 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUpgraded), Line: 243, Effects: []fsm.Effect{
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageHeartbeat)},
 		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerHeartbeatInterval)},
 		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
 	}}
-	rule244 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRequestRejected), Line: 244, Effects: []fsm.Effect{
+	rule248 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRequestRejected), Line: 248, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionRequireOperator)},
 	}}
-	rule248 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateVersionRejected), Line: 248, Effects: []fsm.Effect{
+	rule252 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateVersionRejected), Line: 252, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionRequireOperator)},
 	}}
-	rule253 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAuthRejected), Line: 253, Effects: []fsm.Effect{
+	rule257 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAuthRejected), Line: 257, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionRequireOperator)},
 	}}
-	rule257 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the upgrade has not been answered", Line: 257}
-	rule262 = &fsm.Candidate{Guard: fsm.GuardID(GuardValidDeclaration), Disp: fsm.Moved, To: fsm.StateID(StateLive), Line: 262, Effects: []fsm.Effect{
+	rule261 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the upgrade has not been answered", Line: 261}
+	rule266 = &fsm.Candidate{Guard: fsm.GuardID(GuardValidDeclaration), Disp: fsm.Moved, To: fsm.StateID(StateLive), Line: 266, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
 		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordCapabilities)},
 	}}
-	rule270 = &fsm.Candidate{Guard: fsm.GuardID(GuardValidDeclaration), Disp: fsm.Stayed, Line: 270, Effects: []fsm.Effect{
+	rule274 = &fsm.Candidate{Guard: fsm.GuardID(GuardValidDeclaration), Disp: fsm.Stayed, Line: 274, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
 		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordCapabilities)},
 	}}
-	rule278 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateLost), Line: 278, Effects: []fsm.Effect{
+	rule282 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateLost), Line: 282, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerHeartbeatInterval)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionClearAdmissionSnapshot)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionCloseTransport)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionDropConnectionState)},
 	}}
-	rule289 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "only a heartbeat may open the exchange; capabilities are unknown until then", Line: 289}
-	rule294 = &fsm.Candidate{Disp: fsm.Stayed, Line: 294, Effects: []fsm.Effect{
+	rule293 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "only a heartbeat may open the exchange; capabilities are unknown until then", Line: 293}
+	rule298 = &fsm.Candidate{Disp: fsm.Stayed, Line: 298, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
 		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
 	}}
-	rule300 = &fsm.Candidate{Disp: fsm.Stayed, Line: 300, Effects: []fsm.Effect{
+	rule304 = &fsm.Candidate{Disp: fsm.Stayed, Line: 304, Effects: []fsm.Effect{
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageHeartbeat)},
 		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerHeartbeatInterval)},
 	}}
-	rule306 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateLost), Line: 306, Effects: []fsm.Effect{
+	rule310 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateLost), Line: 310, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerHeartbeatInterval)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionCloseTransport)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionDropConnectionState)},
 	}}
-	rule314 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateReplaced), Line: 314, Effects: []fsm.Effect{
+	rule318 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateReplaced), Line: 318, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerHeartbeatInterval)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionEvictRoutes)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionCloseTransport)},
 	}}
-	rule324 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRetired), Line: 324, Effects: []fsm.Effect{
+	rule328 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRetired), Line: 328, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerHeartbeatInterval)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionDropConnectionState)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionRequireOperator)},
 	}}
-	rule332 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateShuttingDown), Line: 332, Effects: []fsm.Effect{
+	rule336 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateShuttingDown), Line: 336, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionCloseExecutors)},
 	}}
-	rule338 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the upgrade was already accepted on this connection", Line: 338}
-	rule343 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStopped), Line: 343, Effects: []fsm.Effect{
+	rule342 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the upgrade was already accepted on this connection", Line: 342}
+	rule347 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStopped), Line: 347, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerHeartbeatInterval)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionCloseTransport)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionDropConnectionState)},
 	}}
-	rule349 = &fsm.Candidate{Disp: fsm.Stayed, Line: 349, Effects: []fsm.Effect{
+	rule353 = &fsm.Candidate{Disp: fsm.Stayed, Line: 353, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionRetainFailedTargets)},
 	}}
-	rule353 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStopped), Line: 353, Effects: []fsm.Effect{
+	rule357 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStopped), Line: 357, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerHeartbeatInterval)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionDropConnectionState)},
 	}}
-	rule360 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateLost), Line: 360, Effects: []fsm.Effect{
+	rule364 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateLost), Line: 364, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerHeartbeatInterval)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionCloseTransport)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionDropConnectionState)},
 	}}
-	rule364 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "shutdown is already in progress", Line: 364}
-	rule369 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no shutdown was requested on this connection", Line: 369}
-	rule374 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the connection is over; late frames, timers and closes change nothing", Line: 374}
-	rule377 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "this connection is over; a new connection is a new instance", Line: 377}
+	rule368 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "shutdown is already in progress", Line: 368}
+	rule373 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no shutdown was requested on this connection", Line: 373}
+	rule378 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the connection is over; late frames, timers and closes change nothing", Line: 378}
+	rule381 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "this connection is over; a new connection is a new instance", Line: 381}
 )
 
 // Table is the connection machine as the engine runs it, sealed: every (state, event) cell lists
@@ -732,305 +732,305 @@ var Table = fsm.MustSeal(&fsm.Table{
 	Actions:  []string{"dial_websocket", "refuse_upgrade", "replace_previous", "evict_routes", "record_capabilities", "clear_admission_snapshot", "close_transport", "drop_connection_state", "require_operator", "close_executors", "retain_failed_targets"},
 	Messages: []string{"device_shutdown", "heartbeat"},
 	Timers: []fsm.TimerDecl{
-		{Name: "heartbeat_interval", Duration: 15 * time.Second, Event: fsm.EventID(EventHeartbeatInterval)},
-		{Name: "read_deadline", Duration: 1 * time.Minute, Event: fsm.EventID(EventReadDeadline)},
+		{Name: "heartbeat_interval", Duration: 15 * time.Second, Event: fsm.EventID(EventHeartbeatInterval), Policy: true},
+		{Name: "read_deadline", Duration: 1 * time.Minute, Event: fsm.EventID(EventReadDeadline), Policy: true},
 	},
 	Initial: fsm.StateID(StateIdle),
 	Cells: []fsm.Cell{
 		// idle
-		{Cands: []*fsm.Candidate{rule180}},                            // idle × bootstrap_requested
-		{Cands: []*fsm.Candidate{rule214}},                            // idle × bootstrap_ok
-		{Cands: []*fsm.Candidate{rule214}},                            // idle × bootstrap_bad_request
-		{Cands: []*fsm.Candidate{rule214}},                            // idle × bootstrap_unauthorized
-		{Cands: []*fsm.Candidate{rule183, rule191, rule196, rule201}}, // idle × upgrade_requested
-		{Cands: []*fsm.Candidate{rule214}},                            // idle × upgrade_accepted
-		{Cands: []*fsm.Candidate{rule214}},                            // idle × upgrade_bad_request
-		{Cands: []*fsm.Candidate{rule214}},                            // idle × version_refused
-		{Cands: []*fsm.Candidate{rule214}},                            // idle × auth_refused
-		{Cands: []*fsm.Candidate{rule214}},                            // idle × heartbeat
-		{Cands: []*fsm.Candidate{rule214}},                            // idle × frame_received
-		{Cands: []*fsm.Candidate{rule208}},                            // idle × heartbeat_interval
-		{Cands: []*fsm.Candidate{rule208}},                            // idle × read_deadline
-		{Cands: []*fsm.Candidate{rule211}},                            // idle × transport_lost
-		{Cands: []*fsm.Candidate{rule214}},                            // idle × superseded
-		{Cands: []*fsm.Candidate{rule214}},                            // idle × retired_close
-		{Cands: []*fsm.Candidate{rule214}},                            // idle × device_shutdown
-		{Cands: []*fsm.Candidate{rule205}},                            // idle × operator_shutdown
-		{Cands: []*fsm.Candidate{rule369}},                            // idle × cleanup_settled
-		{Cands: []*fsm.Candidate{rule369}},                            // idle × cleanup_failed
+		{Cands: []*fsm.Candidate{rule184}},                            // idle × bootstrap_requested
+		{Cands: []*fsm.Candidate{rule218}},                            // idle × bootstrap_ok
+		{Cands: []*fsm.Candidate{rule218}},                            // idle × bootstrap_bad_request
+		{Cands: []*fsm.Candidate{rule218}},                            // idle × bootstrap_unauthorized
+		{Cands: []*fsm.Candidate{rule187, rule195, rule200, rule205}}, // idle × upgrade_requested
+		{Cands: []*fsm.Candidate{rule218}},                            // idle × upgrade_accepted
+		{Cands: []*fsm.Candidate{rule218}},                            // idle × upgrade_bad_request
+		{Cands: []*fsm.Candidate{rule218}},                            // idle × version_refused
+		{Cands: []*fsm.Candidate{rule218}},                            // idle × auth_refused
+		{Cands: []*fsm.Candidate{rule218}},                            // idle × heartbeat
+		{Cands: []*fsm.Candidate{rule218}},                            // idle × frame_received
+		{Cands: []*fsm.Candidate{rule212}},                            // idle × heartbeat_interval
+		{Cands: []*fsm.Candidate{rule212}},                            // idle × read_deadline
+		{Cands: []*fsm.Candidate{rule215}},                            // idle × transport_lost
+		{Cands: []*fsm.Candidate{rule218}},                            // idle × superseded
+		{Cands: []*fsm.Candidate{rule218}},                            // idle × retired_close
+		{Cands: []*fsm.Candidate{rule218}},                            // idle × device_shutdown
+		{Cands: []*fsm.Candidate{rule209}},                            // idle × operator_shutdown
+		{Cands: []*fsm.Candidate{rule373}},                            // idle × cleanup_settled
+		{Cands: []*fsm.Candidate{rule373}},                            // idle × cleanup_failed
 		// bootstrapping
-		{Cands: []*fsm.Candidate{rule234}}, // bootstrapping × bootstrap_requested
-		{Cands: []*fsm.Candidate{rule219}}, // bootstrapping × bootstrap_ok
-		{Cands: []*fsm.Candidate{rule223}}, // bootstrapping × bootstrap_bad_request
-		{Cands: []*fsm.Candidate{rule227}}, // bootstrapping × bootstrap_unauthorized
-		{Cands: []*fsm.Candidate{rule234}}, // bootstrapping × upgrade_requested
-		{Cands: []*fsm.Candidate{rule234}}, // bootstrapping × upgrade_accepted
-		{Cands: []*fsm.Candidate{rule234}}, // bootstrapping × upgrade_bad_request
-		{Cands: []*fsm.Candidate{rule234}}, // bootstrapping × version_refused
-		{Cands: []*fsm.Candidate{rule234}}, // bootstrapping × auth_refused
-		{Cands: []*fsm.Candidate{rule234}}, // bootstrapping × heartbeat
-		{Cands: []*fsm.Candidate{rule234}}, // bootstrapping × frame_received
-		{Cands: []*fsm.Candidate{rule208}}, // bootstrapping × heartbeat_interval
-		{Cands: []*fsm.Candidate{rule208}}, // bootstrapping × read_deadline
-		{Cands: []*fsm.Candidate{rule231}}, // bootstrapping × transport_lost
-		{Cands: []*fsm.Candidate{rule234}}, // bootstrapping × superseded
-		{Cands: []*fsm.Candidate{rule234}}, // bootstrapping × retired_close
-		{Cands: []*fsm.Candidate{rule234}}, // bootstrapping × device_shutdown
-		{Cands: []*fsm.Candidate{rule205}}, // bootstrapping × operator_shutdown
-		{Cands: []*fsm.Candidate{rule369}}, // bootstrapping × cleanup_settled
-		{Cands: []*fsm.Candidate{rule369}}, // bootstrapping × cleanup_failed
+		{Cands: []*fsm.Candidate{rule238}}, // bootstrapping × bootstrap_requested
+		{Cands: []*fsm.Candidate{rule223}}, // bootstrapping × bootstrap_ok
+		{Cands: []*fsm.Candidate{rule227}}, // bootstrapping × bootstrap_bad_request
+		{Cands: []*fsm.Candidate{rule231}}, // bootstrapping × bootstrap_unauthorized
+		{Cands: []*fsm.Candidate{rule238}}, // bootstrapping × upgrade_requested
+		{Cands: []*fsm.Candidate{rule238}}, // bootstrapping × upgrade_accepted
+		{Cands: []*fsm.Candidate{rule238}}, // bootstrapping × upgrade_bad_request
+		{Cands: []*fsm.Candidate{rule238}}, // bootstrapping × version_refused
+		{Cands: []*fsm.Candidate{rule238}}, // bootstrapping × auth_refused
+		{Cands: []*fsm.Candidate{rule238}}, // bootstrapping × heartbeat
+		{Cands: []*fsm.Candidate{rule238}}, // bootstrapping × frame_received
+		{Cands: []*fsm.Candidate{rule212}}, // bootstrapping × heartbeat_interval
+		{Cands: []*fsm.Candidate{rule212}}, // bootstrapping × read_deadline
+		{Cands: []*fsm.Candidate{rule235}}, // bootstrapping × transport_lost
+		{Cands: []*fsm.Candidate{rule238}}, // bootstrapping × superseded
+		{Cands: []*fsm.Candidate{rule238}}, // bootstrapping × retired_close
+		{Cands: []*fsm.Candidate{rule238}}, // bootstrapping × device_shutdown
+		{Cands: []*fsm.Candidate{rule209}}, // bootstrapping × operator_shutdown
+		{Cands: []*fsm.Candidate{rule373}}, // bootstrapping × cleanup_settled
+		{Cands: []*fsm.Candidate{rule373}}, // bootstrapping × cleanup_failed
 		// dialing
-		{Cands: []*fsm.Candidate{rule257}}, // dialing × bootstrap_requested
-		{Cands: []*fsm.Candidate{rule257}}, // dialing × bootstrap_ok
-		{Cands: []*fsm.Candidate{rule257}}, // dialing × bootstrap_bad_request
-		{Cands: []*fsm.Candidate{rule257}}, // dialing × bootstrap_unauthorized
-		{Cands: []*fsm.Candidate{rule257}}, // dialing × upgrade_requested
-		{Cands: []*fsm.Candidate{rule239}}, // dialing × upgrade_accepted
-		{Cands: []*fsm.Candidate{rule244}}, // dialing × upgrade_bad_request
-		{Cands: []*fsm.Candidate{rule248}}, // dialing × version_refused
-		{Cands: []*fsm.Candidate{rule253}}, // dialing × auth_refused
-		{Cands: []*fsm.Candidate{rule257}}, // dialing × heartbeat
-		{Cands: []*fsm.Candidate{rule257}}, // dialing × frame_received
-		{Cands: []*fsm.Candidate{rule208}}, // dialing × heartbeat_interval
-		{Cands: []*fsm.Candidate{rule208}}, // dialing × read_deadline
-		{Cands: []*fsm.Candidate{rule231}}, // dialing × transport_lost
-		{Cands: []*fsm.Candidate{rule257}}, // dialing × superseded
-		{Cands: []*fsm.Candidate{rule257}}, // dialing × retired_close
-		{Cands: []*fsm.Candidate{rule257}}, // dialing × device_shutdown
-		{Cands: []*fsm.Candidate{rule205}}, // dialing × operator_shutdown
-		{Cands: []*fsm.Candidate{rule369}}, // dialing × cleanup_settled
-		{Cands: []*fsm.Candidate{rule369}}, // dialing × cleanup_failed
+		{Cands: []*fsm.Candidate{rule261}}, // dialing × bootstrap_requested
+		{Cands: []*fsm.Candidate{rule261}}, // dialing × bootstrap_ok
+		{Cands: []*fsm.Candidate{rule261}}, // dialing × bootstrap_bad_request
+		{Cands: []*fsm.Candidate{rule261}}, // dialing × bootstrap_unauthorized
+		{Cands: []*fsm.Candidate{rule261}}, // dialing × upgrade_requested
+		{Cands: []*fsm.Candidate{rule243}}, // dialing × upgrade_accepted
+		{Cands: []*fsm.Candidate{rule248}}, // dialing × upgrade_bad_request
+		{Cands: []*fsm.Candidate{rule252}}, // dialing × version_refused
+		{Cands: []*fsm.Candidate{rule257}}, // dialing × auth_refused
+		{Cands: []*fsm.Candidate{rule261}}, // dialing × heartbeat
+		{Cands: []*fsm.Candidate{rule261}}, // dialing × frame_received
+		{Cands: []*fsm.Candidate{rule212}}, // dialing × heartbeat_interval
+		{Cands: []*fsm.Candidate{rule212}}, // dialing × read_deadline
+		{Cands: []*fsm.Candidate{rule235}}, // dialing × transport_lost
+		{Cands: []*fsm.Candidate{rule261}}, // dialing × superseded
+		{Cands: []*fsm.Candidate{rule261}}, // dialing × retired_close
+		{Cands: []*fsm.Candidate{rule261}}, // dialing × device_shutdown
+		{Cands: []*fsm.Candidate{rule209}}, // dialing × operator_shutdown
+		{Cands: []*fsm.Candidate{rule373}}, // dialing × cleanup_settled
+		{Cands: []*fsm.Candidate{rule373}}, // dialing × cleanup_failed
 		// upgraded
-		{Cands: []*fsm.Candidate{rule338}},          // upgraded × bootstrap_requested
-		{Cands: []*fsm.Candidate{rule338}},          // upgraded × bootstrap_ok
-		{Cands: []*fsm.Candidate{rule338}},          // upgraded × bootstrap_bad_request
-		{Cands: []*fsm.Candidate{rule338}},          // upgraded × bootstrap_unauthorized
-		{Cands: []*fsm.Candidate{rule338}},          // upgraded × upgrade_requested
-		{Cands: []*fsm.Candidate{rule338}},          // upgraded × upgrade_accepted
-		{Cands: []*fsm.Candidate{rule338}},          // upgraded × upgrade_bad_request
-		{Cands: []*fsm.Candidate{rule338}},          // upgraded × version_refused
-		{Cands: []*fsm.Candidate{rule338}},          // upgraded × auth_refused
-		{Cands: []*fsm.Candidate{rule262, rule278}}, // upgraded × heartbeat
-		{Cands: []*fsm.Candidate{rule289}},          // upgraded × frame_received
-		{Cands: []*fsm.Candidate{rule300}},          // upgraded × heartbeat_interval
-		{Cands: []*fsm.Candidate{rule306}},          // upgraded × read_deadline
-		{Cands: []*fsm.Candidate{rule306}},          // upgraded × transport_lost
-		{Cands: []*fsm.Candidate{rule314}},          // upgraded × superseded
-		{Cands: []*fsm.Candidate{rule324}},          // upgraded × retired_close
-		{Cands: []*fsm.Candidate{rule332}},          // upgraded × device_shutdown
-		{Cands: []*fsm.Candidate{rule332}},          // upgraded × operator_shutdown
-		{Cands: []*fsm.Candidate{rule369}},          // upgraded × cleanup_settled
-		{Cands: []*fsm.Candidate{rule369}},          // upgraded × cleanup_failed
+		{Cands: []*fsm.Candidate{rule342}},          // upgraded × bootstrap_requested
+		{Cands: []*fsm.Candidate{rule342}},          // upgraded × bootstrap_ok
+		{Cands: []*fsm.Candidate{rule342}},          // upgraded × bootstrap_bad_request
+		{Cands: []*fsm.Candidate{rule342}},          // upgraded × bootstrap_unauthorized
+		{Cands: []*fsm.Candidate{rule342}},          // upgraded × upgrade_requested
+		{Cands: []*fsm.Candidate{rule342}},          // upgraded × upgrade_accepted
+		{Cands: []*fsm.Candidate{rule342}},          // upgraded × upgrade_bad_request
+		{Cands: []*fsm.Candidate{rule342}},          // upgraded × version_refused
+		{Cands: []*fsm.Candidate{rule342}},          // upgraded × auth_refused
+		{Cands: []*fsm.Candidate{rule266, rule282}}, // upgraded × heartbeat
+		{Cands: []*fsm.Candidate{rule293}},          // upgraded × frame_received
+		{Cands: []*fsm.Candidate{rule304}},          // upgraded × heartbeat_interval
+		{Cands: []*fsm.Candidate{rule310}},          // upgraded × read_deadline
+		{Cands: []*fsm.Candidate{rule310}},          // upgraded × transport_lost
+		{Cands: []*fsm.Candidate{rule318}},          // upgraded × superseded
+		{Cands: []*fsm.Candidate{rule328}},          // upgraded × retired_close
+		{Cands: []*fsm.Candidate{rule336}},          // upgraded × device_shutdown
+		{Cands: []*fsm.Candidate{rule336}},          // upgraded × operator_shutdown
+		{Cands: []*fsm.Candidate{rule373}},          // upgraded × cleanup_settled
+		{Cands: []*fsm.Candidate{rule373}},          // upgraded × cleanup_failed
 		// live
-		{Cands: []*fsm.Candidate{rule338}},          // live × bootstrap_requested
-		{Cands: []*fsm.Candidate{rule338}},          // live × bootstrap_ok
-		{Cands: []*fsm.Candidate{rule338}},          // live × bootstrap_bad_request
-		{Cands: []*fsm.Candidate{rule338}},          // live × bootstrap_unauthorized
-		{Cands: []*fsm.Candidate{rule338}},          // live × upgrade_requested
-		{Cands: []*fsm.Candidate{rule338}},          // live × upgrade_accepted
-		{Cands: []*fsm.Candidate{rule338}},          // live × upgrade_bad_request
-		{Cands: []*fsm.Candidate{rule338}},          // live × version_refused
-		{Cands: []*fsm.Candidate{rule338}},          // live × auth_refused
-		{Cands: []*fsm.Candidate{rule270, rule278}}, // live × heartbeat
-		{Cands: []*fsm.Candidate{rule294}},          // live × frame_received
-		{Cands: []*fsm.Candidate{rule300}},          // live × heartbeat_interval
-		{Cands: []*fsm.Candidate{rule306}},          // live × read_deadline
-		{Cands: []*fsm.Candidate{rule306}},          // live × transport_lost
-		{Cands: []*fsm.Candidate{rule314}},          // live × superseded
-		{Cands: []*fsm.Candidate{rule324}},          // live × retired_close
-		{Cands: []*fsm.Candidate{rule332}},          // live × device_shutdown
-		{Cands: []*fsm.Candidate{rule332}},          // live × operator_shutdown
-		{Cands: []*fsm.Candidate{rule369}},          // live × cleanup_settled
-		{Cands: []*fsm.Candidate{rule369}},          // live × cleanup_failed
+		{Cands: []*fsm.Candidate{rule342}},          // live × bootstrap_requested
+		{Cands: []*fsm.Candidate{rule342}},          // live × bootstrap_ok
+		{Cands: []*fsm.Candidate{rule342}},          // live × bootstrap_bad_request
+		{Cands: []*fsm.Candidate{rule342}},          // live × bootstrap_unauthorized
+		{Cands: []*fsm.Candidate{rule342}},          // live × upgrade_requested
+		{Cands: []*fsm.Candidate{rule342}},          // live × upgrade_accepted
+		{Cands: []*fsm.Candidate{rule342}},          // live × upgrade_bad_request
+		{Cands: []*fsm.Candidate{rule342}},          // live × version_refused
+		{Cands: []*fsm.Candidate{rule342}},          // live × auth_refused
+		{Cands: []*fsm.Candidate{rule274, rule282}}, // live × heartbeat
+		{Cands: []*fsm.Candidate{rule298}},          // live × frame_received
+		{Cands: []*fsm.Candidate{rule304}},          // live × heartbeat_interval
+		{Cands: []*fsm.Candidate{rule310}},          // live × read_deadline
+		{Cands: []*fsm.Candidate{rule310}},          // live × transport_lost
+		{Cands: []*fsm.Candidate{rule318}},          // live × superseded
+		{Cands: []*fsm.Candidate{rule328}},          // live × retired_close
+		{Cands: []*fsm.Candidate{rule336}},          // live × device_shutdown
+		{Cands: []*fsm.Candidate{rule336}},          // live × operator_shutdown
+		{Cands: []*fsm.Candidate{rule373}},          // live × cleanup_settled
+		{Cands: []*fsm.Candidate{rule373}},          // live × cleanup_failed
 		// shutting_down
-		{Cands: []*fsm.Candidate{rule338}},          // shutting_down × bootstrap_requested
-		{Cands: []*fsm.Candidate{rule338}},          // shutting_down × bootstrap_ok
-		{Cands: []*fsm.Candidate{rule338}},          // shutting_down × bootstrap_bad_request
-		{Cands: []*fsm.Candidate{rule338}},          // shutting_down × bootstrap_unauthorized
-		{Cands: []*fsm.Candidate{rule338}},          // shutting_down × upgrade_requested
-		{Cands: []*fsm.Candidate{rule338}},          // shutting_down × upgrade_accepted
-		{Cands: []*fsm.Candidate{rule338}},          // shutting_down × upgrade_bad_request
-		{Cands: []*fsm.Candidate{rule338}},          // shutting_down × version_refused
-		{Cands: []*fsm.Candidate{rule338}},          // shutting_down × auth_refused
-		{Cands: []*fsm.Candidate{rule270, rule278}}, // shutting_down × heartbeat
-		{Cands: []*fsm.Candidate{rule294}},          // shutting_down × frame_received
-		{Cands: []*fsm.Candidate{rule300}},          // shutting_down × heartbeat_interval
-		{Cands: []*fsm.Candidate{rule360}},          // shutting_down × read_deadline
-		{Cands: []*fsm.Candidate{rule353}},          // shutting_down × transport_lost
-		{Cands: []*fsm.Candidate{rule314}},          // shutting_down × superseded
-		{Cands: []*fsm.Candidate{rule324}},          // shutting_down × retired_close
-		{Cands: []*fsm.Candidate{rule364}},          // shutting_down × device_shutdown
-		{Cands: []*fsm.Candidate{rule364}},          // shutting_down × operator_shutdown
-		{Cands: []*fsm.Candidate{rule343}},          // shutting_down × cleanup_settled
-		{Cands: []*fsm.Candidate{rule349}},          // shutting_down × cleanup_failed
+		{Cands: []*fsm.Candidate{rule342}},          // shutting_down × bootstrap_requested
+		{Cands: []*fsm.Candidate{rule342}},          // shutting_down × bootstrap_ok
+		{Cands: []*fsm.Candidate{rule342}},          // shutting_down × bootstrap_bad_request
+		{Cands: []*fsm.Candidate{rule342}},          // shutting_down × bootstrap_unauthorized
+		{Cands: []*fsm.Candidate{rule342}},          // shutting_down × upgrade_requested
+		{Cands: []*fsm.Candidate{rule342}},          // shutting_down × upgrade_accepted
+		{Cands: []*fsm.Candidate{rule342}},          // shutting_down × upgrade_bad_request
+		{Cands: []*fsm.Candidate{rule342}},          // shutting_down × version_refused
+		{Cands: []*fsm.Candidate{rule342}},          // shutting_down × auth_refused
+		{Cands: []*fsm.Candidate{rule274, rule282}}, // shutting_down × heartbeat
+		{Cands: []*fsm.Candidate{rule298}},          // shutting_down × frame_received
+		{Cands: []*fsm.Candidate{rule304}},          // shutting_down × heartbeat_interval
+		{Cands: []*fsm.Candidate{rule364}},          // shutting_down × read_deadline
+		{Cands: []*fsm.Candidate{rule357}},          // shutting_down × transport_lost
+		{Cands: []*fsm.Candidate{rule318}},          // shutting_down × superseded
+		{Cands: []*fsm.Candidate{rule328}},          // shutting_down × retired_close
+		{Cands: []*fsm.Candidate{rule368}},          // shutting_down × device_shutdown
+		{Cands: []*fsm.Candidate{rule368}},          // shutting_down × operator_shutdown
+		{Cands: []*fsm.Candidate{rule347}},          // shutting_down × cleanup_settled
+		{Cands: []*fsm.Candidate{rule353}},          // shutting_down × cleanup_failed
 		// stopped
-		{Cands: []*fsm.Candidate{rule377}}, // stopped × bootstrap_requested
-		{Cands: []*fsm.Candidate{rule377}}, // stopped × bootstrap_ok
-		{Cands: []*fsm.Candidate{rule377}}, // stopped × bootstrap_bad_request
-		{Cands: []*fsm.Candidate{rule377}}, // stopped × bootstrap_unauthorized
-		{Cands: []*fsm.Candidate{rule377}}, // stopped × upgrade_requested
-		{Cands: []*fsm.Candidate{rule377}}, // stopped × upgrade_accepted
-		{Cands: []*fsm.Candidate{rule377}}, // stopped × upgrade_bad_request
-		{Cands: []*fsm.Candidate{rule377}}, // stopped × version_refused
-		{Cands: []*fsm.Candidate{rule377}}, // stopped × auth_refused
-		{Cands: []*fsm.Candidate{rule374}}, // stopped × heartbeat
-		{Cands: []*fsm.Candidate{rule374}}, // stopped × frame_received
-		{Cands: []*fsm.Candidate{rule374}}, // stopped × heartbeat_interval
-		{Cands: []*fsm.Candidate{rule374}}, // stopped × read_deadline
-		{Cands: []*fsm.Candidate{rule374}}, // stopped × transport_lost
-		{Cands: []*fsm.Candidate{rule374}}, // stopped × superseded
-		{Cands: []*fsm.Candidate{rule374}}, // stopped × retired_close
-		{Cands: []*fsm.Candidate{rule374}}, // stopped × device_shutdown
-		{Cands: []*fsm.Candidate{rule374}}, // stopped × operator_shutdown
-		{Cands: []*fsm.Candidate{rule374}}, // stopped × cleanup_settled
-		{Cands: []*fsm.Candidate{rule374}}, // stopped × cleanup_failed
+		{Cands: []*fsm.Candidate{rule381}}, // stopped × bootstrap_requested
+		{Cands: []*fsm.Candidate{rule381}}, // stopped × bootstrap_ok
+		{Cands: []*fsm.Candidate{rule381}}, // stopped × bootstrap_bad_request
+		{Cands: []*fsm.Candidate{rule381}}, // stopped × bootstrap_unauthorized
+		{Cands: []*fsm.Candidate{rule381}}, // stopped × upgrade_requested
+		{Cands: []*fsm.Candidate{rule381}}, // stopped × upgrade_accepted
+		{Cands: []*fsm.Candidate{rule381}}, // stopped × upgrade_bad_request
+		{Cands: []*fsm.Candidate{rule381}}, // stopped × version_refused
+		{Cands: []*fsm.Candidate{rule381}}, // stopped × auth_refused
+		{Cands: []*fsm.Candidate{rule378}}, // stopped × heartbeat
+		{Cands: []*fsm.Candidate{rule378}}, // stopped × frame_received
+		{Cands: []*fsm.Candidate{rule378}}, // stopped × heartbeat_interval
+		{Cands: []*fsm.Candidate{rule378}}, // stopped × read_deadline
+		{Cands: []*fsm.Candidate{rule378}}, // stopped × transport_lost
+		{Cands: []*fsm.Candidate{rule378}}, // stopped × superseded
+		{Cands: []*fsm.Candidate{rule378}}, // stopped × retired_close
+		{Cands: []*fsm.Candidate{rule378}}, // stopped × device_shutdown
+		{Cands: []*fsm.Candidate{rule378}}, // stopped × operator_shutdown
+		{Cands: []*fsm.Candidate{rule378}}, // stopped × cleanup_settled
+		{Cands: []*fsm.Candidate{rule378}}, // stopped × cleanup_failed
 		// cancelled
-		{Cands: []*fsm.Candidate{rule377}}, // cancelled × bootstrap_requested
-		{Cands: []*fsm.Candidate{rule377}}, // cancelled × bootstrap_ok
-		{Cands: []*fsm.Candidate{rule377}}, // cancelled × bootstrap_bad_request
-		{Cands: []*fsm.Candidate{rule377}}, // cancelled × bootstrap_unauthorized
-		{Cands: []*fsm.Candidate{rule377}}, // cancelled × upgrade_requested
-		{Cands: []*fsm.Candidate{rule377}}, // cancelled × upgrade_accepted
-		{Cands: []*fsm.Candidate{rule377}}, // cancelled × upgrade_bad_request
-		{Cands: []*fsm.Candidate{rule377}}, // cancelled × version_refused
-		{Cands: []*fsm.Candidate{rule377}}, // cancelled × auth_refused
-		{Cands: []*fsm.Candidate{rule374}}, // cancelled × heartbeat
-		{Cands: []*fsm.Candidate{rule374}}, // cancelled × frame_received
-		{Cands: []*fsm.Candidate{rule374}}, // cancelled × heartbeat_interval
-		{Cands: []*fsm.Candidate{rule374}}, // cancelled × read_deadline
-		{Cands: []*fsm.Candidate{rule374}}, // cancelled × transport_lost
-		{Cands: []*fsm.Candidate{rule374}}, // cancelled × superseded
-		{Cands: []*fsm.Candidate{rule374}}, // cancelled × retired_close
-		{Cands: []*fsm.Candidate{rule374}}, // cancelled × device_shutdown
-		{Cands: []*fsm.Candidate{rule374}}, // cancelled × operator_shutdown
-		{Cands: []*fsm.Candidate{rule374}}, // cancelled × cleanup_settled
-		{Cands: []*fsm.Candidate{rule374}}, // cancelled × cleanup_failed
+		{Cands: []*fsm.Candidate{rule381}}, // cancelled × bootstrap_requested
+		{Cands: []*fsm.Candidate{rule381}}, // cancelled × bootstrap_ok
+		{Cands: []*fsm.Candidate{rule381}}, // cancelled × bootstrap_bad_request
+		{Cands: []*fsm.Candidate{rule381}}, // cancelled × bootstrap_unauthorized
+		{Cands: []*fsm.Candidate{rule381}}, // cancelled × upgrade_requested
+		{Cands: []*fsm.Candidate{rule381}}, // cancelled × upgrade_accepted
+		{Cands: []*fsm.Candidate{rule381}}, // cancelled × upgrade_bad_request
+		{Cands: []*fsm.Candidate{rule381}}, // cancelled × version_refused
+		{Cands: []*fsm.Candidate{rule381}}, // cancelled × auth_refused
+		{Cands: []*fsm.Candidate{rule378}}, // cancelled × heartbeat
+		{Cands: []*fsm.Candidate{rule378}}, // cancelled × frame_received
+		{Cands: []*fsm.Candidate{rule378}}, // cancelled × heartbeat_interval
+		{Cands: []*fsm.Candidate{rule378}}, // cancelled × read_deadline
+		{Cands: []*fsm.Candidate{rule378}}, // cancelled × transport_lost
+		{Cands: []*fsm.Candidate{rule378}}, // cancelled × superseded
+		{Cands: []*fsm.Candidate{rule378}}, // cancelled × retired_close
+		{Cands: []*fsm.Candidate{rule378}}, // cancelled × device_shutdown
+		{Cands: []*fsm.Candidate{rule378}}, // cancelled × operator_shutdown
+		{Cands: []*fsm.Candidate{rule378}}, // cancelled × cleanup_settled
+		{Cands: []*fsm.Candidate{rule378}}, // cancelled × cleanup_failed
 		// lost
-		{Cands: []*fsm.Candidate{rule377}}, // lost × bootstrap_requested
-		{Cands: []*fsm.Candidate{rule377}}, // lost × bootstrap_ok
-		{Cands: []*fsm.Candidate{rule377}}, // lost × bootstrap_bad_request
-		{Cands: []*fsm.Candidate{rule377}}, // lost × bootstrap_unauthorized
-		{Cands: []*fsm.Candidate{rule377}}, // lost × upgrade_requested
-		{Cands: []*fsm.Candidate{rule377}}, // lost × upgrade_accepted
-		{Cands: []*fsm.Candidate{rule377}}, // lost × upgrade_bad_request
-		{Cands: []*fsm.Candidate{rule377}}, // lost × version_refused
-		{Cands: []*fsm.Candidate{rule377}}, // lost × auth_refused
-		{Cands: []*fsm.Candidate{rule374}}, // lost × heartbeat
-		{Cands: []*fsm.Candidate{rule374}}, // lost × frame_received
-		{Cands: []*fsm.Candidate{rule374}}, // lost × heartbeat_interval
-		{Cands: []*fsm.Candidate{rule374}}, // lost × read_deadline
-		{Cands: []*fsm.Candidate{rule374}}, // lost × transport_lost
-		{Cands: []*fsm.Candidate{rule374}}, // lost × superseded
-		{Cands: []*fsm.Candidate{rule374}}, // lost × retired_close
-		{Cands: []*fsm.Candidate{rule374}}, // lost × device_shutdown
-		{Cands: []*fsm.Candidate{rule374}}, // lost × operator_shutdown
-		{Cands: []*fsm.Candidate{rule374}}, // lost × cleanup_settled
-		{Cands: []*fsm.Candidate{rule374}}, // lost × cleanup_failed
+		{Cands: []*fsm.Candidate{rule381}}, // lost × bootstrap_requested
+		{Cands: []*fsm.Candidate{rule381}}, // lost × bootstrap_ok
+		{Cands: []*fsm.Candidate{rule381}}, // lost × bootstrap_bad_request
+		{Cands: []*fsm.Candidate{rule381}}, // lost × bootstrap_unauthorized
+		{Cands: []*fsm.Candidate{rule381}}, // lost × upgrade_requested
+		{Cands: []*fsm.Candidate{rule381}}, // lost × upgrade_accepted
+		{Cands: []*fsm.Candidate{rule381}}, // lost × upgrade_bad_request
+		{Cands: []*fsm.Candidate{rule381}}, // lost × version_refused
+		{Cands: []*fsm.Candidate{rule381}}, // lost × auth_refused
+		{Cands: []*fsm.Candidate{rule378}}, // lost × heartbeat
+		{Cands: []*fsm.Candidate{rule378}}, // lost × frame_received
+		{Cands: []*fsm.Candidate{rule378}}, // lost × heartbeat_interval
+		{Cands: []*fsm.Candidate{rule378}}, // lost × read_deadline
+		{Cands: []*fsm.Candidate{rule378}}, // lost × transport_lost
+		{Cands: []*fsm.Candidate{rule378}}, // lost × superseded
+		{Cands: []*fsm.Candidate{rule378}}, // lost × retired_close
+		{Cands: []*fsm.Candidate{rule378}}, // lost × device_shutdown
+		{Cands: []*fsm.Candidate{rule378}}, // lost × operator_shutdown
+		{Cands: []*fsm.Candidate{rule378}}, // lost × cleanup_settled
+		{Cands: []*fsm.Candidate{rule378}}, // lost × cleanup_failed
 		// replaced
-		{Cands: []*fsm.Candidate{rule377}}, // replaced × bootstrap_requested
-		{Cands: []*fsm.Candidate{rule377}}, // replaced × bootstrap_ok
-		{Cands: []*fsm.Candidate{rule377}}, // replaced × bootstrap_bad_request
-		{Cands: []*fsm.Candidate{rule377}}, // replaced × bootstrap_unauthorized
-		{Cands: []*fsm.Candidate{rule377}}, // replaced × upgrade_requested
-		{Cands: []*fsm.Candidate{rule377}}, // replaced × upgrade_accepted
-		{Cands: []*fsm.Candidate{rule377}}, // replaced × upgrade_bad_request
-		{Cands: []*fsm.Candidate{rule377}}, // replaced × version_refused
-		{Cands: []*fsm.Candidate{rule377}}, // replaced × auth_refused
-		{Cands: []*fsm.Candidate{rule374}}, // replaced × heartbeat
-		{Cands: []*fsm.Candidate{rule374}}, // replaced × frame_received
-		{Cands: []*fsm.Candidate{rule374}}, // replaced × heartbeat_interval
-		{Cands: []*fsm.Candidate{rule374}}, // replaced × read_deadline
-		{Cands: []*fsm.Candidate{rule374}}, // replaced × transport_lost
-		{Cands: []*fsm.Candidate{rule374}}, // replaced × superseded
-		{Cands: []*fsm.Candidate{rule374}}, // replaced × retired_close
-		{Cands: []*fsm.Candidate{rule374}}, // replaced × device_shutdown
-		{Cands: []*fsm.Candidate{rule374}}, // replaced × operator_shutdown
-		{Cands: []*fsm.Candidate{rule374}}, // replaced × cleanup_settled
-		{Cands: []*fsm.Candidate{rule374}}, // replaced × cleanup_failed
+		{Cands: []*fsm.Candidate{rule381}}, // replaced × bootstrap_requested
+		{Cands: []*fsm.Candidate{rule381}}, // replaced × bootstrap_ok
+		{Cands: []*fsm.Candidate{rule381}}, // replaced × bootstrap_bad_request
+		{Cands: []*fsm.Candidate{rule381}}, // replaced × bootstrap_unauthorized
+		{Cands: []*fsm.Candidate{rule381}}, // replaced × upgrade_requested
+		{Cands: []*fsm.Candidate{rule381}}, // replaced × upgrade_accepted
+		{Cands: []*fsm.Candidate{rule381}}, // replaced × upgrade_bad_request
+		{Cands: []*fsm.Candidate{rule381}}, // replaced × version_refused
+		{Cands: []*fsm.Candidate{rule381}}, // replaced × auth_refused
+		{Cands: []*fsm.Candidate{rule378}}, // replaced × heartbeat
+		{Cands: []*fsm.Candidate{rule378}}, // replaced × frame_received
+		{Cands: []*fsm.Candidate{rule378}}, // replaced × heartbeat_interval
+		{Cands: []*fsm.Candidate{rule378}}, // replaced × read_deadline
+		{Cands: []*fsm.Candidate{rule378}}, // replaced × transport_lost
+		{Cands: []*fsm.Candidate{rule378}}, // replaced × superseded
+		{Cands: []*fsm.Candidate{rule378}}, // replaced × retired_close
+		{Cands: []*fsm.Candidate{rule378}}, // replaced × device_shutdown
+		{Cands: []*fsm.Candidate{rule378}}, // replaced × operator_shutdown
+		{Cands: []*fsm.Candidate{rule378}}, // replaced × cleanup_settled
+		{Cands: []*fsm.Candidate{rule378}}, // replaced × cleanup_failed
 		// request_rejected
-		{Cands: []*fsm.Candidate{rule377}}, // request_rejected × bootstrap_requested
-		{Cands: []*fsm.Candidate{rule377}}, // request_rejected × bootstrap_ok
-		{Cands: []*fsm.Candidate{rule377}}, // request_rejected × bootstrap_bad_request
-		{Cands: []*fsm.Candidate{rule377}}, // request_rejected × bootstrap_unauthorized
-		{Cands: []*fsm.Candidate{rule377}}, // request_rejected × upgrade_requested
-		{Cands: []*fsm.Candidate{rule377}}, // request_rejected × upgrade_accepted
-		{Cands: []*fsm.Candidate{rule377}}, // request_rejected × upgrade_bad_request
-		{Cands: []*fsm.Candidate{rule377}}, // request_rejected × version_refused
-		{Cands: []*fsm.Candidate{rule377}}, // request_rejected × auth_refused
-		{Cands: []*fsm.Candidate{rule374}}, // request_rejected × heartbeat
-		{Cands: []*fsm.Candidate{rule374}}, // request_rejected × frame_received
-		{Cands: []*fsm.Candidate{rule374}}, // request_rejected × heartbeat_interval
-		{Cands: []*fsm.Candidate{rule374}}, // request_rejected × read_deadline
-		{Cands: []*fsm.Candidate{rule374}}, // request_rejected × transport_lost
-		{Cands: []*fsm.Candidate{rule374}}, // request_rejected × superseded
-		{Cands: []*fsm.Candidate{rule374}}, // request_rejected × retired_close
-		{Cands: []*fsm.Candidate{rule374}}, // request_rejected × device_shutdown
-		{Cands: []*fsm.Candidate{rule374}}, // request_rejected × operator_shutdown
-		{Cands: []*fsm.Candidate{rule374}}, // request_rejected × cleanup_settled
-		{Cands: []*fsm.Candidate{rule374}}, // request_rejected × cleanup_failed
+		{Cands: []*fsm.Candidate{rule381}}, // request_rejected × bootstrap_requested
+		{Cands: []*fsm.Candidate{rule381}}, // request_rejected × bootstrap_ok
+		{Cands: []*fsm.Candidate{rule381}}, // request_rejected × bootstrap_bad_request
+		{Cands: []*fsm.Candidate{rule381}}, // request_rejected × bootstrap_unauthorized
+		{Cands: []*fsm.Candidate{rule381}}, // request_rejected × upgrade_requested
+		{Cands: []*fsm.Candidate{rule381}}, // request_rejected × upgrade_accepted
+		{Cands: []*fsm.Candidate{rule381}}, // request_rejected × upgrade_bad_request
+		{Cands: []*fsm.Candidate{rule381}}, // request_rejected × version_refused
+		{Cands: []*fsm.Candidate{rule381}}, // request_rejected × auth_refused
+		{Cands: []*fsm.Candidate{rule378}}, // request_rejected × heartbeat
+		{Cands: []*fsm.Candidate{rule378}}, // request_rejected × frame_received
+		{Cands: []*fsm.Candidate{rule378}}, // request_rejected × heartbeat_interval
+		{Cands: []*fsm.Candidate{rule378}}, // request_rejected × read_deadline
+		{Cands: []*fsm.Candidate{rule378}}, // request_rejected × transport_lost
+		{Cands: []*fsm.Candidate{rule378}}, // request_rejected × superseded
+		{Cands: []*fsm.Candidate{rule378}}, // request_rejected × retired_close
+		{Cands: []*fsm.Candidate{rule378}}, // request_rejected × device_shutdown
+		{Cands: []*fsm.Candidate{rule378}}, // request_rejected × operator_shutdown
+		{Cands: []*fsm.Candidate{rule378}}, // request_rejected × cleanup_settled
+		{Cands: []*fsm.Candidate{rule378}}, // request_rejected × cleanup_failed
 		// version_rejected
-		{Cands: []*fsm.Candidate{rule377}}, // version_rejected × bootstrap_requested
-		{Cands: []*fsm.Candidate{rule377}}, // version_rejected × bootstrap_ok
-		{Cands: []*fsm.Candidate{rule377}}, // version_rejected × bootstrap_bad_request
-		{Cands: []*fsm.Candidate{rule377}}, // version_rejected × bootstrap_unauthorized
-		{Cands: []*fsm.Candidate{rule377}}, // version_rejected × upgrade_requested
-		{Cands: []*fsm.Candidate{rule377}}, // version_rejected × upgrade_accepted
-		{Cands: []*fsm.Candidate{rule377}}, // version_rejected × upgrade_bad_request
-		{Cands: []*fsm.Candidate{rule377}}, // version_rejected × version_refused
-		{Cands: []*fsm.Candidate{rule377}}, // version_rejected × auth_refused
-		{Cands: []*fsm.Candidate{rule374}}, // version_rejected × heartbeat
-		{Cands: []*fsm.Candidate{rule374}}, // version_rejected × frame_received
-		{Cands: []*fsm.Candidate{rule374}}, // version_rejected × heartbeat_interval
-		{Cands: []*fsm.Candidate{rule374}}, // version_rejected × read_deadline
-		{Cands: []*fsm.Candidate{rule374}}, // version_rejected × transport_lost
-		{Cands: []*fsm.Candidate{rule374}}, // version_rejected × superseded
-		{Cands: []*fsm.Candidate{rule374}}, // version_rejected × retired_close
-		{Cands: []*fsm.Candidate{rule374}}, // version_rejected × device_shutdown
-		{Cands: []*fsm.Candidate{rule374}}, // version_rejected × operator_shutdown
-		{Cands: []*fsm.Candidate{rule374}}, // version_rejected × cleanup_settled
-		{Cands: []*fsm.Candidate{rule374}}, // version_rejected × cleanup_failed
+		{Cands: []*fsm.Candidate{rule381}}, // version_rejected × bootstrap_requested
+		{Cands: []*fsm.Candidate{rule381}}, // version_rejected × bootstrap_ok
+		{Cands: []*fsm.Candidate{rule381}}, // version_rejected × bootstrap_bad_request
+		{Cands: []*fsm.Candidate{rule381}}, // version_rejected × bootstrap_unauthorized
+		{Cands: []*fsm.Candidate{rule381}}, // version_rejected × upgrade_requested
+		{Cands: []*fsm.Candidate{rule381}}, // version_rejected × upgrade_accepted
+		{Cands: []*fsm.Candidate{rule381}}, // version_rejected × upgrade_bad_request
+		{Cands: []*fsm.Candidate{rule381}}, // version_rejected × version_refused
+		{Cands: []*fsm.Candidate{rule381}}, // version_rejected × auth_refused
+		{Cands: []*fsm.Candidate{rule378}}, // version_rejected × heartbeat
+		{Cands: []*fsm.Candidate{rule378}}, // version_rejected × frame_received
+		{Cands: []*fsm.Candidate{rule378}}, // version_rejected × heartbeat_interval
+		{Cands: []*fsm.Candidate{rule378}}, // version_rejected × read_deadline
+		{Cands: []*fsm.Candidate{rule378}}, // version_rejected × transport_lost
+		{Cands: []*fsm.Candidate{rule378}}, // version_rejected × superseded
+		{Cands: []*fsm.Candidate{rule378}}, // version_rejected × retired_close
+		{Cands: []*fsm.Candidate{rule378}}, // version_rejected × device_shutdown
+		{Cands: []*fsm.Candidate{rule378}}, // version_rejected × operator_shutdown
+		{Cands: []*fsm.Candidate{rule378}}, // version_rejected × cleanup_settled
+		{Cands: []*fsm.Candidate{rule378}}, // version_rejected × cleanup_failed
 		// auth_rejected
-		{Cands: []*fsm.Candidate{rule377}}, // auth_rejected × bootstrap_requested
-		{Cands: []*fsm.Candidate{rule377}}, // auth_rejected × bootstrap_ok
-		{Cands: []*fsm.Candidate{rule377}}, // auth_rejected × bootstrap_bad_request
-		{Cands: []*fsm.Candidate{rule377}}, // auth_rejected × bootstrap_unauthorized
-		{Cands: []*fsm.Candidate{rule377}}, // auth_rejected × upgrade_requested
-		{Cands: []*fsm.Candidate{rule377}}, // auth_rejected × upgrade_accepted
-		{Cands: []*fsm.Candidate{rule377}}, // auth_rejected × upgrade_bad_request
-		{Cands: []*fsm.Candidate{rule377}}, // auth_rejected × version_refused
-		{Cands: []*fsm.Candidate{rule377}}, // auth_rejected × auth_refused
-		{Cands: []*fsm.Candidate{rule374}}, // auth_rejected × heartbeat
-		{Cands: []*fsm.Candidate{rule374}}, // auth_rejected × frame_received
-		{Cands: []*fsm.Candidate{rule374}}, // auth_rejected × heartbeat_interval
-		{Cands: []*fsm.Candidate{rule374}}, // auth_rejected × read_deadline
-		{Cands: []*fsm.Candidate{rule374}}, // auth_rejected × transport_lost
-		{Cands: []*fsm.Candidate{rule374}}, // auth_rejected × superseded
-		{Cands: []*fsm.Candidate{rule374}}, // auth_rejected × retired_close
-		{Cands: []*fsm.Candidate{rule374}}, // auth_rejected × device_shutdown
-		{Cands: []*fsm.Candidate{rule374}}, // auth_rejected × operator_shutdown
-		{Cands: []*fsm.Candidate{rule374}}, // auth_rejected × cleanup_settled
-		{Cands: []*fsm.Candidate{rule374}}, // auth_rejected × cleanup_failed
+		{Cands: []*fsm.Candidate{rule381}}, // auth_rejected × bootstrap_requested
+		{Cands: []*fsm.Candidate{rule381}}, // auth_rejected × bootstrap_ok
+		{Cands: []*fsm.Candidate{rule381}}, // auth_rejected × bootstrap_bad_request
+		{Cands: []*fsm.Candidate{rule381}}, // auth_rejected × bootstrap_unauthorized
+		{Cands: []*fsm.Candidate{rule381}}, // auth_rejected × upgrade_requested
+		{Cands: []*fsm.Candidate{rule381}}, // auth_rejected × upgrade_accepted
+		{Cands: []*fsm.Candidate{rule381}}, // auth_rejected × upgrade_bad_request
+		{Cands: []*fsm.Candidate{rule381}}, // auth_rejected × version_refused
+		{Cands: []*fsm.Candidate{rule381}}, // auth_rejected × auth_refused
+		{Cands: []*fsm.Candidate{rule378}}, // auth_rejected × heartbeat
+		{Cands: []*fsm.Candidate{rule378}}, // auth_rejected × frame_received
+		{Cands: []*fsm.Candidate{rule378}}, // auth_rejected × heartbeat_interval
+		{Cands: []*fsm.Candidate{rule378}}, // auth_rejected × read_deadline
+		{Cands: []*fsm.Candidate{rule378}}, // auth_rejected × transport_lost
+		{Cands: []*fsm.Candidate{rule378}}, // auth_rejected × superseded
+		{Cands: []*fsm.Candidate{rule378}}, // auth_rejected × retired_close
+		{Cands: []*fsm.Candidate{rule378}}, // auth_rejected × device_shutdown
+		{Cands: []*fsm.Candidate{rule378}}, // auth_rejected × operator_shutdown
+		{Cands: []*fsm.Candidate{rule378}}, // auth_rejected × cleanup_settled
+		{Cands: []*fsm.Candidate{rule378}}, // auth_rejected × cleanup_failed
 		// retired
-		{Cands: []*fsm.Candidate{rule377}}, // retired × bootstrap_requested
-		{Cands: []*fsm.Candidate{rule377}}, // retired × bootstrap_ok
-		{Cands: []*fsm.Candidate{rule377}}, // retired × bootstrap_bad_request
-		{Cands: []*fsm.Candidate{rule377}}, // retired × bootstrap_unauthorized
-		{Cands: []*fsm.Candidate{rule377}}, // retired × upgrade_requested
-		{Cands: []*fsm.Candidate{rule377}}, // retired × upgrade_accepted
-		{Cands: []*fsm.Candidate{rule377}}, // retired × upgrade_bad_request
-		{Cands: []*fsm.Candidate{rule377}}, // retired × version_refused
-		{Cands: []*fsm.Candidate{rule377}}, // retired × auth_refused
-		{Cands: []*fsm.Candidate{rule374}}, // retired × heartbeat
-		{Cands: []*fsm.Candidate{rule374}}, // retired × frame_received
-		{Cands: []*fsm.Candidate{rule374}}, // retired × heartbeat_interval
-		{Cands: []*fsm.Candidate{rule374}}, // retired × read_deadline
-		{Cands: []*fsm.Candidate{rule374}}, // retired × transport_lost
-		{Cands: []*fsm.Candidate{rule374}}, // retired × superseded
-		{Cands: []*fsm.Candidate{rule374}}, // retired × retired_close
-		{Cands: []*fsm.Candidate{rule374}}, // retired × device_shutdown
-		{Cands: []*fsm.Candidate{rule374}}, // retired × operator_shutdown
-		{Cands: []*fsm.Candidate{rule374}}, // retired × cleanup_settled
-		{Cands: []*fsm.Candidate{rule374}}, // retired × cleanup_failed
+		{Cands: []*fsm.Candidate{rule381}}, // retired × bootstrap_requested
+		{Cands: []*fsm.Candidate{rule381}}, // retired × bootstrap_ok
+		{Cands: []*fsm.Candidate{rule381}}, // retired × bootstrap_bad_request
+		{Cands: []*fsm.Candidate{rule381}}, // retired × bootstrap_unauthorized
+		{Cands: []*fsm.Candidate{rule381}}, // retired × upgrade_requested
+		{Cands: []*fsm.Candidate{rule381}}, // retired × upgrade_accepted
+		{Cands: []*fsm.Candidate{rule381}}, // retired × upgrade_bad_request
+		{Cands: []*fsm.Candidate{rule381}}, // retired × version_refused
+		{Cands: []*fsm.Candidate{rule381}}, // retired × auth_refused
+		{Cands: []*fsm.Candidate{rule378}}, // retired × heartbeat
+		{Cands: []*fsm.Candidate{rule378}}, // retired × frame_received
+		{Cands: []*fsm.Candidate{rule378}}, // retired × heartbeat_interval
+		{Cands: []*fsm.Candidate{rule378}}, // retired × read_deadline
+		{Cands: []*fsm.Candidate{rule378}}, // retired × transport_lost
+		{Cands: []*fsm.Candidate{rule378}}, // retired × superseded
+		{Cands: []*fsm.Candidate{rule378}}, // retired × retired_close
+		{Cands: []*fsm.Candidate{rule378}}, // retired × device_shutdown
+		{Cands: []*fsm.Candidate{rule378}}, // retired × operator_shutdown
+		{Cands: []*fsm.Candidate{rule378}}, // retired × cleanup_settled
+		{Cands: []*fsm.Candidate{rule378}}, // retired × cleanup_failed
 	},
 })
 

@@ -515,83 +515,83 @@ func ParseMessage(name string) (Message, error) {
 // covers (a rule that lists its own target among its sources is two: a move from the others and an
 // internal transition in the target).
 var (
-	rule142 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StatePending), Line: 142, Effects: []fsm.Effect{
+	rule144 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StatePending), Line: 144, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSurfaceRequest)},
 	}}
-	rule146 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "nothing is pending for this interaction ID", Line: 146}
-	rule149 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no request was emitted with this interaction ID", Line: 149}
-	rule154 = &fsm.Candidate{Guard: fsm.GuardID(GuardMatchesRequestKind), Disp: fsm.Moved, To: fsm.StateID(StateDeciding), Line: 154, Effects: []fsm.Effect{
+	rule148 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "nothing is pending for this interaction ID", Line: 148}
+	rule151 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no request was emitted with this interaction ID", Line: 151}
+	rule156 = &fsm.Candidate{Guard: fsm.GuardID(GuardMatchesRequestKind), Disp: fsm.Moved, To: fsm.StateID(StateDeciding), Line: 156, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAckWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionApplyDecision)},
 	}}
-	rule159 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the answer does not match the request kind or fails validation; nothing is submitted natively", Line: 159}
-	rule162 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateDeciding), Line: 162, Effects: []fsm.Effect{
+	rule161 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the answer does not match the request kind or fails validation; nothing is submitted natively", Line: 161}
+	rule164 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateDeciding), Line: 164, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAckWait)},
 	}}
-	rule168 = &fsm.Candidate{Guard: fsm.GuardID(GuardPermissionKind), Disp: fsm.Moved, To: fsm.StateID(StateWithdrawn), Line: 168, Effects: []fsm.Effect{
+	rule170 = &fsm.Candidate{Guard: fsm.GuardID(GuardPermissionKind), Disp: fsm.Moved, To: fsm.StateID(StateWithdrawn), Line: 170, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionWithdrawPrompt)},
 	}}
-	rule173 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "only a permission request can be withdrawn", Line: 173}
-	rule176 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnanswered), Line: 176, Effects: []fsm.Effect{
+	rule175 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "only a permission request can be withdrawn", Line: 175}
+	rule178 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnanswered), Line: 178, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionAbandonRequest)},
 	}}
-	rule182 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateOrphaned), Line: 182, Effects: []fsm.Effect{
+	rule184 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateOrphaned), Line: 184, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAckWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
 	}}
-	rule186 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no answer is in flight, so there is nothing to acknowledge", Line: 186}
-	rule189 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the receipt deadline only runs while an answer is in flight", Line: 189}
-	rule192 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the interaction ID is already in use", Line: 192}
-	rule197 = &fsm.Candidate{Guard: fsm.GuardID(GuardCurrentDelivery), Disp: fsm.Moved, To: fsm.StateID(StateApplied), Line: 197, Effects: []fsm.Effect{
+	rule188 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no answer is in flight, so there is nothing to acknowledge", Line: 188}
+	rule191 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the receipt deadline only runs while an answer is in flight", Line: 191}
+	rule194 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the interaction ID is already in use", Line: 194}
+	rule199 = &fsm.Candidate{Guard: fsm.GuardID(GuardCurrentDelivery), Disp: fsm.Moved, To: fsm.StateID(StateApplied), Line: 199, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAckWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleInteraction)},
 	}}
-	rule202 = &fsm.Candidate{Guard: fsm.GuardID(GuardRetryLater), Disp: fsm.Moved, To: fsm.StateID(StatePending), Line: 202, Effects: []fsm.Effect{
+	rule204 = &fsm.Candidate{Guard: fsm.GuardID(GuardRetryLater), Disp: fsm.Moved, To: fsm.StateID(StatePending), Line: 204, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAckWait)},
 	}}
-	rule208 = &fsm.Candidate{Guard: fsm.GuardID(GuardCurrentDelivery), Disp: fsm.Moved, To: fsm.StateID(StateRefused), Line: 208, Effects: []fsm.Effect{
+	rule210 = &fsm.Candidate{Guard: fsm.GuardID(GuardCurrentDelivery), Disp: fsm.Moved, To: fsm.StateID(StateRefused), Line: 210, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAckWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordRefusal)},
 	}}
-	rule213 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the receipt belongs to an earlier delivery attempt", Line: 213}
-	rule216 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnconfirmed), Line: 216, Effects: []fsm.Effect{
+	rule215 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the receipt belongs to an earlier delivery attempt", Line: 215}
+	rule218 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnconfirmed), Line: 218, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
 	}}
-	rule220 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no answer is being sent; one is already in flight", Line: 220}
-	rule223 = &fsm.Candidate{Guard: fsm.GuardID(GuardPermissionKind), Disp: fsm.Stayed, Line: 223, Effects: []fsm.Effect{
+	rule222 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no answer is being sent; one is already in flight", Line: 222}
+	rule225 = &fsm.Candidate{Guard: fsm.GuardID(GuardPermissionKind), Disp: fsm.Stayed, Line: 225, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionNoteWithdrawal)},
 	}}
-	rule229 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "only a permission request can be withdrawn", Line: 229}
-	rule232 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "one answer at a time; wait for the receipt of the one in flight", Line: 232}
-	rule237 = &fsm.Candidate{Guard: fsm.GuardID(GuardCurrentDelivery), Disp: fsm.Moved, To: fsm.StateID(StateApplied), Line: 237, Effects: []fsm.Effect{
+	rule231 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "only a permission request can be withdrawn", Line: 231}
+	rule234 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "one answer at a time; wait for the receipt of the one in flight", Line: 234}
+	rule239 = &fsm.Candidate{Guard: fsm.GuardID(GuardCurrentDelivery), Disp: fsm.Moved, To: fsm.StateID(StateApplied), Line: 239, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleLate)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleInteraction)},
 	}}
-	rule245 = &fsm.Candidate{Guard: fsm.GuardID(GuardRetryLater), Disp: fsm.Moved, To: fsm.StateID(StatePending), Line: 245, Effects: []fsm.Effect{
+	rule247 = &fsm.Candidate{Guard: fsm.GuardID(GuardRetryLater), Disp: fsm.Moved, To: fsm.StateID(StatePending), Line: 247, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleLate)},
 	}}
-	rule250 = &fsm.Candidate{Guard: fsm.GuardID(GuardCurrentDelivery), Disp: fsm.Moved, To: fsm.StateID(StateRefused), Line: 250, Effects: []fsm.Effect{
+	rule252 = &fsm.Candidate{Guard: fsm.GuardID(GuardCurrentDelivery), Disp: fsm.Moved, To: fsm.StateID(StateRefused), Line: 252, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleLate)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordRefusal)},
 	}}
-	rule255 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the receipt belongs to an earlier delivery attempt", Line: 255}
-	rule258 = &fsm.Candidate{Guard: fsm.GuardID(GuardIdenticalDecision), Disp: fsm.Moved, To: fsm.StateID(StateDeciding), Line: 258, Effects: []fsm.Effect{
+	rule257 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the receipt belongs to an earlier delivery attempt", Line: 257}
+	rule260 = &fsm.Candidate{Guard: fsm.GuardID(GuardIdenticalDecision), Disp: fsm.Moved, To: fsm.StateID(StateDeciding), Line: 260, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAckWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionApplyDecision)},
 	}}
-	rule264 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "decision_conflict: a replay must repeat the earlier answer exactly", Line: 264}
-	rule267 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateDeciding), Line: 267, Effects: []fsm.Effect{
+	rule266 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "decision_conflict: a replay must repeat the earlier answer exactly", Line: 266}
+	rule269 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateDeciding), Line: 269, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAckWait)},
 	}}
-	rule271 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "a withdrawal does not prove whether the unconfirmed answer was applied", Line: 271}
-	rule276 = &fsm.Candidate{Guard: fsm.GuardID(GuardIdenticalDecision), Disp: fsm.Stayed, Line: 276, Effects: []fsm.Effect{
+	rule273 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "a withdrawal does not prove whether the unconfirmed answer was applied", Line: 273}
+	rule278 = &fsm.Candidate{Guard: fsm.GuardID(GuardIdenticalDecision), Disp: fsm.Stayed, Line: 278, Effects: []fsm.Effect{
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageInteractionDecisionAck)},
 	}}
-	rule281 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "decision_conflict: the interaction was already settled with a different answer", Line: 281}
-	rule284 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the answer already settled the interaction; repeated receipts and a failed replay change nothing", Line: 284}
-	rule287 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateClosed), Line: 287}
-	rule292 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the interaction is settled; late receipts and withdrawals change nothing", Line: 292}
-	rule296 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "not_pending: the interaction is settled", Line: 296}
+	rule283 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "decision_conflict: the interaction was already settled with a different answer", Line: 283}
+	rule286 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the answer already settled the interaction; repeated receipts and a failed replay change nothing", Line: 286}
+	rule289 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateClosed), Line: 289}
+	rule294 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the interaction is settled; late receipts and withdrawals change nothing", Line: 294}
+	rule298 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "not_pending: the interaction is settled", Line: 298}
 )
 
 // Table is the interaction machine as the engine runs it, sealed: every (state, event) cell lists
@@ -630,140 +630,140 @@ var Table = fsm.MustSeal(&fsm.Table{
 	Actions:  []string{"surface_request", "apply_decision", "settle_interaction", "record_refusal", "mark_unknown", "settle_late", "abandon_request", "withdraw_prompt", "note_withdrawal"},
 	Messages: []string{"function_call", "function_result", "interaction_decision_ack", "permission_cancel", "permission_decision", "permission_request", "prompt_for_user_choice", "prompt_for_user_choice_decision"},
 	Timers: []fsm.TimerDecl{
-		{Name: "ack_wait", Duration: 15 * time.Second, Event: fsm.EventID(EventAckWait)},
+		{Name: "ack_wait", Duration: 15 * time.Second, Event: fsm.EventID(EventAckWait), Policy: true},
 	},
 	Initial: fsm.StateID(StateIdle),
 	Cells: []fsm.Cell{
 		// idle
-		{Cands: []*fsm.Candidate{rule142}}, // idle × permission_request
-		{Cands: []*fsm.Candidate{rule142}}, // idle × prompt_for_user_choice
-		{Cands: []*fsm.Candidate{rule142}}, // idle × function_call
-		{Cands: []*fsm.Candidate{rule149}}, // idle × permission_decision
-		{Cands: []*fsm.Candidate{rule149}}, // idle × prompt_for_user_choice_decision
-		{Cands: []*fsm.Candidate{rule149}}, // idle × function_result
-		{Cands: []*fsm.Candidate{rule149}}, // idle × permission_cancel
-		{Cands: []*fsm.Candidate{rule149}}, // idle × ack_applied
-		{Cands: []*fsm.Candidate{rule149}}, // idle × ack_refused
-		{Cands: []*fsm.Candidate{rule146}}, // idle × ack_wait
-		{Cands: []*fsm.Candidate{rule149}}, // idle × answer_send_failed
-		{Cands: []*fsm.Candidate{rule146}}, // idle × run_closed
+		{Cands: []*fsm.Candidate{rule144}}, // idle × permission_request
+		{Cands: []*fsm.Candidate{rule144}}, // idle × prompt_for_user_choice
+		{Cands: []*fsm.Candidate{rule144}}, // idle × function_call
+		{Cands: []*fsm.Candidate{rule151}}, // idle × permission_decision
+		{Cands: []*fsm.Candidate{rule151}}, // idle × prompt_for_user_choice_decision
+		{Cands: []*fsm.Candidate{rule151}}, // idle × function_result
+		{Cands: []*fsm.Candidate{rule151}}, // idle × permission_cancel
+		{Cands: []*fsm.Candidate{rule151}}, // idle × ack_applied
+		{Cands: []*fsm.Candidate{rule151}}, // idle × ack_refused
+		{Cands: []*fsm.Candidate{rule148}}, // idle × ack_wait
+		{Cands: []*fsm.Candidate{rule151}}, // idle × answer_send_failed
+		{Cands: []*fsm.Candidate{rule148}}, // idle × run_closed
 		// pending
-		{Cands: []*fsm.Candidate{rule192}},          // pending × permission_request
-		{Cands: []*fsm.Candidate{rule192}},          // pending × prompt_for_user_choice
-		{Cands: []*fsm.Candidate{rule192}},          // pending × function_call
-		{Cands: []*fsm.Candidate{rule154, rule159}}, // pending × permission_decision
-		{Cands: []*fsm.Candidate{rule154, rule159}}, // pending × prompt_for_user_choice_decision
-		{Cands: []*fsm.Candidate{rule154, rule159}}, // pending × function_result
-		{Cands: []*fsm.Candidate{rule168, rule173}}, // pending × permission_cancel
-		{Cands: []*fsm.Candidate{rule186}},          // pending × ack_applied
-		{Cands: []*fsm.Candidate{rule186}},          // pending × ack_refused
-		{Cands: []*fsm.Candidate{rule189}},          // pending × ack_wait
-		{Cands: []*fsm.Candidate{rule162}},          // pending × answer_send_failed
-		{Cands: []*fsm.Candidate{rule176}},          // pending × run_closed
+		{Cands: []*fsm.Candidate{rule194}},          // pending × permission_request
+		{Cands: []*fsm.Candidate{rule194}},          // pending × prompt_for_user_choice
+		{Cands: []*fsm.Candidate{rule194}},          // pending × function_call
+		{Cands: []*fsm.Candidate{rule156, rule161}}, // pending × permission_decision
+		{Cands: []*fsm.Candidate{rule156, rule161}}, // pending × prompt_for_user_choice_decision
+		{Cands: []*fsm.Candidate{rule156, rule161}}, // pending × function_result
+		{Cands: []*fsm.Candidate{rule170, rule175}}, // pending × permission_cancel
+		{Cands: []*fsm.Candidate{rule188}},          // pending × ack_applied
+		{Cands: []*fsm.Candidate{rule188}},          // pending × ack_refused
+		{Cands: []*fsm.Candidate{rule191}},          // pending × ack_wait
+		{Cands: []*fsm.Candidate{rule164}},          // pending × answer_send_failed
+		{Cands: []*fsm.Candidate{rule178}},          // pending × run_closed
 		// deciding
-		{Cands: []*fsm.Candidate{rule192}},                   // deciding × permission_request
-		{Cands: []*fsm.Candidate{rule192}},                   // deciding × prompt_for_user_choice
-		{Cands: []*fsm.Candidate{rule192}},                   // deciding × function_call
-		{Cands: []*fsm.Candidate{rule232}},                   // deciding × permission_decision
-		{Cands: []*fsm.Candidate{rule232}},                   // deciding × prompt_for_user_choice_decision
-		{Cands: []*fsm.Candidate{rule232}},                   // deciding × function_result
-		{Cands: []*fsm.Candidate{rule223, rule229}},          // deciding × permission_cancel
-		{Cands: []*fsm.Candidate{rule197, rule213}},          // deciding × ack_applied
-		{Cands: []*fsm.Candidate{rule202, rule208, rule213}}, // deciding × ack_refused
-		{Cands: []*fsm.Candidate{rule216}},                   // deciding × ack_wait
-		{Cands: []*fsm.Candidate{rule220}},                   // deciding × answer_send_failed
-		{Cands: []*fsm.Candidate{rule182}},                   // deciding × run_closed
+		{Cands: []*fsm.Candidate{rule194}},                   // deciding × permission_request
+		{Cands: []*fsm.Candidate{rule194}},                   // deciding × prompt_for_user_choice
+		{Cands: []*fsm.Candidate{rule194}},                   // deciding × function_call
+		{Cands: []*fsm.Candidate{rule234}},                   // deciding × permission_decision
+		{Cands: []*fsm.Candidate{rule234}},                   // deciding × prompt_for_user_choice_decision
+		{Cands: []*fsm.Candidate{rule234}},                   // deciding × function_result
+		{Cands: []*fsm.Candidate{rule225, rule231}},          // deciding × permission_cancel
+		{Cands: []*fsm.Candidate{rule199, rule215}},          // deciding × ack_applied
+		{Cands: []*fsm.Candidate{rule204, rule210, rule215}}, // deciding × ack_refused
+		{Cands: []*fsm.Candidate{rule218}},                   // deciding × ack_wait
+		{Cands: []*fsm.Candidate{rule222}},                   // deciding × answer_send_failed
+		{Cands: []*fsm.Candidate{rule184}},                   // deciding × run_closed
 		// unconfirmed
-		{Cands: []*fsm.Candidate{rule192}},                   // unconfirmed × permission_request
-		{Cands: []*fsm.Candidate{rule192}},                   // unconfirmed × prompt_for_user_choice
-		{Cands: []*fsm.Candidate{rule192}},                   // unconfirmed × function_call
-		{Cands: []*fsm.Candidate{rule258, rule264}},          // unconfirmed × permission_decision
-		{Cands: []*fsm.Candidate{rule258, rule264}},          // unconfirmed × prompt_for_user_choice_decision
-		{Cands: []*fsm.Candidate{rule258, rule264}},          // unconfirmed × function_result
-		{Cands: []*fsm.Candidate{rule271}},                   // unconfirmed × permission_cancel
-		{Cands: []*fsm.Candidate{rule237, rule255}},          // unconfirmed × ack_applied
-		{Cands: []*fsm.Candidate{rule245, rule250, rule255}}, // unconfirmed × ack_refused
-		{Cands: []*fsm.Candidate{rule189}},                   // unconfirmed × ack_wait
-		{Cands: []*fsm.Candidate{rule267}},                   // unconfirmed × answer_send_failed
-		{Cands: []*fsm.Candidate{rule182}},                   // unconfirmed × run_closed
+		{Cands: []*fsm.Candidate{rule194}},                   // unconfirmed × permission_request
+		{Cands: []*fsm.Candidate{rule194}},                   // unconfirmed × prompt_for_user_choice
+		{Cands: []*fsm.Candidate{rule194}},                   // unconfirmed × function_call
+		{Cands: []*fsm.Candidate{rule260, rule266}},          // unconfirmed × permission_decision
+		{Cands: []*fsm.Candidate{rule260, rule266}},          // unconfirmed × prompt_for_user_choice_decision
+		{Cands: []*fsm.Candidate{rule260, rule266}},          // unconfirmed × function_result
+		{Cands: []*fsm.Candidate{rule273}},                   // unconfirmed × permission_cancel
+		{Cands: []*fsm.Candidate{rule239, rule257}},          // unconfirmed × ack_applied
+		{Cands: []*fsm.Candidate{rule247, rule252, rule257}}, // unconfirmed × ack_refused
+		{Cands: []*fsm.Candidate{rule191}},                   // unconfirmed × ack_wait
+		{Cands: []*fsm.Candidate{rule269}},                   // unconfirmed × answer_send_failed
+		{Cands: []*fsm.Candidate{rule184}},                   // unconfirmed × run_closed
 		// applied
-		{Cands: []*fsm.Candidate{rule192}},          // applied × permission_request
-		{Cands: []*fsm.Candidate{rule192}},          // applied × prompt_for_user_choice
-		{Cands: []*fsm.Candidate{rule192}},          // applied × function_call
-		{Cands: []*fsm.Candidate{rule276, rule281}}, // applied × permission_decision
-		{Cands: []*fsm.Candidate{rule276, rule281}}, // applied × prompt_for_user_choice_decision
-		{Cands: []*fsm.Candidate{rule276, rule281}}, // applied × function_result
-		{Cands: []*fsm.Candidate{rule284}},          // applied × permission_cancel
-		{Cands: []*fsm.Candidate{rule284}},          // applied × ack_applied
-		{Cands: []*fsm.Candidate{rule284}},          // applied × ack_refused
-		{Cands: []*fsm.Candidate{rule189}},          // applied × ack_wait
-		{Cands: []*fsm.Candidate{rule284}},          // applied × answer_send_failed
-		{Cands: []*fsm.Candidate{rule287}},          // applied × run_closed
+		{Cands: []*fsm.Candidate{rule194}},          // applied × permission_request
+		{Cands: []*fsm.Candidate{rule194}},          // applied × prompt_for_user_choice
+		{Cands: []*fsm.Candidate{rule194}},          // applied × function_call
+		{Cands: []*fsm.Candidate{rule278, rule283}}, // applied × permission_decision
+		{Cands: []*fsm.Candidate{rule278, rule283}}, // applied × prompt_for_user_choice_decision
+		{Cands: []*fsm.Candidate{rule278, rule283}}, // applied × function_result
+		{Cands: []*fsm.Candidate{rule286}},          // applied × permission_cancel
+		{Cands: []*fsm.Candidate{rule286}},          // applied × ack_applied
+		{Cands: []*fsm.Candidate{rule286}},          // applied × ack_refused
+		{Cands: []*fsm.Candidate{rule191}},          // applied × ack_wait
+		{Cands: []*fsm.Candidate{rule286}},          // applied × answer_send_failed
+		{Cands: []*fsm.Candidate{rule289}},          // applied × run_closed
 		// refused
-		{Cands: []*fsm.Candidate{rule296}}, // refused × permission_request
-		{Cands: []*fsm.Candidate{rule296}}, // refused × prompt_for_user_choice
-		{Cands: []*fsm.Candidate{rule296}}, // refused × function_call
-		{Cands: []*fsm.Candidate{rule296}}, // refused × permission_decision
-		{Cands: []*fsm.Candidate{rule296}}, // refused × prompt_for_user_choice_decision
-		{Cands: []*fsm.Candidate{rule296}}, // refused × function_result
-		{Cands: []*fsm.Candidate{rule292}}, // refused × permission_cancel
-		{Cands: []*fsm.Candidate{rule292}}, // refused × ack_applied
-		{Cands: []*fsm.Candidate{rule292}}, // refused × ack_refused
-		{Cands: []*fsm.Candidate{rule292}}, // refused × ack_wait
-		{Cands: []*fsm.Candidate{rule292}}, // refused × answer_send_failed
-		{Cands: []*fsm.Candidate{rule292}}, // refused × run_closed
+		{Cands: []*fsm.Candidate{rule298}}, // refused × permission_request
+		{Cands: []*fsm.Candidate{rule298}}, // refused × prompt_for_user_choice
+		{Cands: []*fsm.Candidate{rule298}}, // refused × function_call
+		{Cands: []*fsm.Candidate{rule298}}, // refused × permission_decision
+		{Cands: []*fsm.Candidate{rule298}}, // refused × prompt_for_user_choice_decision
+		{Cands: []*fsm.Candidate{rule298}}, // refused × function_result
+		{Cands: []*fsm.Candidate{rule294}}, // refused × permission_cancel
+		{Cands: []*fsm.Candidate{rule294}}, // refused × ack_applied
+		{Cands: []*fsm.Candidate{rule294}}, // refused × ack_refused
+		{Cands: []*fsm.Candidate{rule294}}, // refused × ack_wait
+		{Cands: []*fsm.Candidate{rule294}}, // refused × answer_send_failed
+		{Cands: []*fsm.Candidate{rule294}}, // refused × run_closed
 		// withdrawn
-		{Cands: []*fsm.Candidate{rule296}}, // withdrawn × permission_request
-		{Cands: []*fsm.Candidate{rule296}}, // withdrawn × prompt_for_user_choice
-		{Cands: []*fsm.Candidate{rule296}}, // withdrawn × function_call
-		{Cands: []*fsm.Candidate{rule296}}, // withdrawn × permission_decision
-		{Cands: []*fsm.Candidate{rule296}}, // withdrawn × prompt_for_user_choice_decision
-		{Cands: []*fsm.Candidate{rule296}}, // withdrawn × function_result
-		{Cands: []*fsm.Candidate{rule292}}, // withdrawn × permission_cancel
-		{Cands: []*fsm.Candidate{rule292}}, // withdrawn × ack_applied
-		{Cands: []*fsm.Candidate{rule292}}, // withdrawn × ack_refused
-		{Cands: []*fsm.Candidate{rule292}}, // withdrawn × ack_wait
-		{Cands: []*fsm.Candidate{rule292}}, // withdrawn × answer_send_failed
-		{Cands: []*fsm.Candidate{rule292}}, // withdrawn × run_closed
+		{Cands: []*fsm.Candidate{rule298}}, // withdrawn × permission_request
+		{Cands: []*fsm.Candidate{rule298}}, // withdrawn × prompt_for_user_choice
+		{Cands: []*fsm.Candidate{rule298}}, // withdrawn × function_call
+		{Cands: []*fsm.Candidate{rule298}}, // withdrawn × permission_decision
+		{Cands: []*fsm.Candidate{rule298}}, // withdrawn × prompt_for_user_choice_decision
+		{Cands: []*fsm.Candidate{rule298}}, // withdrawn × function_result
+		{Cands: []*fsm.Candidate{rule294}}, // withdrawn × permission_cancel
+		{Cands: []*fsm.Candidate{rule294}}, // withdrawn × ack_applied
+		{Cands: []*fsm.Candidate{rule294}}, // withdrawn × ack_refused
+		{Cands: []*fsm.Candidate{rule294}}, // withdrawn × ack_wait
+		{Cands: []*fsm.Candidate{rule294}}, // withdrawn × answer_send_failed
+		{Cands: []*fsm.Candidate{rule294}}, // withdrawn × run_closed
 		// unanswered
-		{Cands: []*fsm.Candidate{rule296}}, // unanswered × permission_request
-		{Cands: []*fsm.Candidate{rule296}}, // unanswered × prompt_for_user_choice
-		{Cands: []*fsm.Candidate{rule296}}, // unanswered × function_call
-		{Cands: []*fsm.Candidate{rule296}}, // unanswered × permission_decision
-		{Cands: []*fsm.Candidate{rule296}}, // unanswered × prompt_for_user_choice_decision
-		{Cands: []*fsm.Candidate{rule296}}, // unanswered × function_result
-		{Cands: []*fsm.Candidate{rule292}}, // unanswered × permission_cancel
-		{Cands: []*fsm.Candidate{rule292}}, // unanswered × ack_applied
-		{Cands: []*fsm.Candidate{rule292}}, // unanswered × ack_refused
-		{Cands: []*fsm.Candidate{rule292}}, // unanswered × ack_wait
-		{Cands: []*fsm.Candidate{rule292}}, // unanswered × answer_send_failed
-		{Cands: []*fsm.Candidate{rule292}}, // unanswered × run_closed
+		{Cands: []*fsm.Candidate{rule298}}, // unanswered × permission_request
+		{Cands: []*fsm.Candidate{rule298}}, // unanswered × prompt_for_user_choice
+		{Cands: []*fsm.Candidate{rule298}}, // unanswered × function_call
+		{Cands: []*fsm.Candidate{rule298}}, // unanswered × permission_decision
+		{Cands: []*fsm.Candidate{rule298}}, // unanswered × prompt_for_user_choice_decision
+		{Cands: []*fsm.Candidate{rule298}}, // unanswered × function_result
+		{Cands: []*fsm.Candidate{rule294}}, // unanswered × permission_cancel
+		{Cands: []*fsm.Candidate{rule294}}, // unanswered × ack_applied
+		{Cands: []*fsm.Candidate{rule294}}, // unanswered × ack_refused
+		{Cands: []*fsm.Candidate{rule294}}, // unanswered × ack_wait
+		{Cands: []*fsm.Candidate{rule294}}, // unanswered × answer_send_failed
+		{Cands: []*fsm.Candidate{rule294}}, // unanswered × run_closed
 		// orphaned
-		{Cands: []*fsm.Candidate{rule296}}, // orphaned × permission_request
-		{Cands: []*fsm.Candidate{rule296}}, // orphaned × prompt_for_user_choice
-		{Cands: []*fsm.Candidate{rule296}}, // orphaned × function_call
-		{Cands: []*fsm.Candidate{rule296}}, // orphaned × permission_decision
-		{Cands: []*fsm.Candidate{rule296}}, // orphaned × prompt_for_user_choice_decision
-		{Cands: []*fsm.Candidate{rule296}}, // orphaned × function_result
-		{Cands: []*fsm.Candidate{rule292}}, // orphaned × permission_cancel
-		{Cands: []*fsm.Candidate{rule292}}, // orphaned × ack_applied
-		{Cands: []*fsm.Candidate{rule292}}, // orphaned × ack_refused
-		{Cands: []*fsm.Candidate{rule292}}, // orphaned × ack_wait
-		{Cands: []*fsm.Candidate{rule292}}, // orphaned × answer_send_failed
-		{Cands: []*fsm.Candidate{rule292}}, // orphaned × run_closed
+		{Cands: []*fsm.Candidate{rule298}}, // orphaned × permission_request
+		{Cands: []*fsm.Candidate{rule298}}, // orphaned × prompt_for_user_choice
+		{Cands: []*fsm.Candidate{rule298}}, // orphaned × function_call
+		{Cands: []*fsm.Candidate{rule298}}, // orphaned × permission_decision
+		{Cands: []*fsm.Candidate{rule298}}, // orphaned × prompt_for_user_choice_decision
+		{Cands: []*fsm.Candidate{rule298}}, // orphaned × function_result
+		{Cands: []*fsm.Candidate{rule294}}, // orphaned × permission_cancel
+		{Cands: []*fsm.Candidate{rule294}}, // orphaned × ack_applied
+		{Cands: []*fsm.Candidate{rule294}}, // orphaned × ack_refused
+		{Cands: []*fsm.Candidate{rule294}}, // orphaned × ack_wait
+		{Cands: []*fsm.Candidate{rule294}}, // orphaned × answer_send_failed
+		{Cands: []*fsm.Candidate{rule294}}, // orphaned × run_closed
 		// closed
-		{Cands: []*fsm.Candidate{rule296}}, // closed × permission_request
-		{Cands: []*fsm.Candidate{rule296}}, // closed × prompt_for_user_choice
-		{Cands: []*fsm.Candidate{rule296}}, // closed × function_call
-		{Cands: []*fsm.Candidate{rule296}}, // closed × permission_decision
-		{Cands: []*fsm.Candidate{rule296}}, // closed × prompt_for_user_choice_decision
-		{Cands: []*fsm.Candidate{rule296}}, // closed × function_result
-		{Cands: []*fsm.Candidate{rule292}}, // closed × permission_cancel
-		{Cands: []*fsm.Candidate{rule292}}, // closed × ack_applied
-		{Cands: []*fsm.Candidate{rule292}}, // closed × ack_refused
-		{Cands: []*fsm.Candidate{rule292}}, // closed × ack_wait
-		{Cands: []*fsm.Candidate{rule292}}, // closed × answer_send_failed
-		{Cands: []*fsm.Candidate{rule292}}, // closed × run_closed
+		{Cands: []*fsm.Candidate{rule298}}, // closed × permission_request
+		{Cands: []*fsm.Candidate{rule298}}, // closed × prompt_for_user_choice
+		{Cands: []*fsm.Candidate{rule298}}, // closed × function_call
+		{Cands: []*fsm.Candidate{rule298}}, // closed × permission_decision
+		{Cands: []*fsm.Candidate{rule298}}, // closed × prompt_for_user_choice_decision
+		{Cands: []*fsm.Candidate{rule298}}, // closed × function_result
+		{Cands: []*fsm.Candidate{rule294}}, // closed × permission_cancel
+		{Cands: []*fsm.Candidate{rule294}}, // closed × ack_applied
+		{Cands: []*fsm.Candidate{rule294}}, // closed × ack_refused
+		{Cands: []*fsm.Candidate{rule294}}, // closed × ack_wait
+		{Cands: []*fsm.Candidate{rule294}}, // closed × answer_send_failed
+		{Cands: []*fsm.Candidate{rule294}}, // closed × run_closed
 	},
 })
 

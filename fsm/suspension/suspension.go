@@ -439,70 +439,70 @@ func ParseMessage(name string) (Message, error) {
 // covers (a rule that lists its own target among its sources is two: a move from the others and an
 // internal transition in the target).
 var (
-	rule103 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateQuiescing), Line: 103, Effects: []fsm.Effect{
+	rule105 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateQuiescing), Line: 105, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionFenceAdmission)},
 	}}
-	rule107 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateQuiescing), Line: 107, Effects: []fsm.Effect{
+	rule109 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateQuiescing), Line: 109, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
 	}}
-	rule112 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "nothing was requested for this suspension ID", Line: 112}
-	rule115 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no quiesce was sent for this suspension ID", Line: 115}
-	rule120 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateSuspended), Line: 120, Effects: []fsm.Effect{
+	rule114 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "nothing was requested for this suspension ID", Line: 114}
+	rule117 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no quiesce was sent for this suspension ID", Line: 117}
+	rule122 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateSuspended), Line: 122, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageEnvironmentQuiesced)},
 	}}
-	rule124 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateQuiesceRefused), Line: 124, Effects: []fsm.Effect{
+	rule126 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateQuiesceRefused), Line: 126, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionReopenAdmission)},
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageEnvironmentQuiesced)},
 	}}
-	rule129 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnSuspension), Disp: fsm.Moved, To: fsm.StateID(StateSuspended), Line: 129, Effects: []fsm.Effect{
+	rule131 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnSuspension), Disp: fsm.Moved, To: fsm.StateID(StateSuspended), Line: 131, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordSuspended)},
 	}}
-	rule134 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnSuspension), Disp: fsm.Moved, To: fsm.StateID(StateQuiesceRefused), Line: 134, Effects: []fsm.Effect{
+	rule136 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnSuspension), Disp: fsm.Moved, To: fsm.StateID(StateQuiesceRefused), Line: 136, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutcome)},
 	}}
-	rule139 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the reply carries a foreign suspension identity, or accepted true with an error code", Line: 139}
-	rule142 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no resume was sent", Line: 142}
-	rule145 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 145, Effects: []fsm.Effect{
+	rule141 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the reply carries a foreign suspension identity, or accepted true with an error code", Line: 141}
+	rule144 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no resume was sent", Line: 144}
+	rule147 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 147, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionReopenAdmission)},
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageEnvironmentResumed)},
 	}}
-	rule150 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 150, Effects: []fsm.Effect{
+	rule152 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 152, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
 	}}
-	rule155 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "not_suspended: the quiesce has not been confirmed; abandon it with a rollback resume", Line: 155}
-	rule158 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUncertain), Line: 158, Effects: []fsm.Effect{
+	rule157 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "not_suspended: the quiesce has not been confirmed; abandon it with a rollback resume", Line: 157}
+	rule160 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUncertain), Line: 160, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
 	}}
-	rule163 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "this suspension ID was already quiesced; a new attempt needs a new suspend_id", Line: 163}
-	rule168 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 168, Effects: []fsm.Effect{
+	rule165 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "this suspension ID was already quiesced; a new attempt needs a new suspend_id", Line: 165}
+	rule170 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 170, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionReopenAdmission)},
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageEnvironmentResumed)},
 	}}
-	rule172 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 172}
-	rule176 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the Runtime's own confirmation, or a repeat of it", Line: 176}
-	rule179 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the quiesce was already confirmed for this suspension", Line: 179}
-	rule182 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no resume was sent", Line: 182}
-	rule185 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the suspension persists; the resume may come on a later connection", Line: 185}
-	rule188 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the drain is over", Line: 188}
-	rule193 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "an answer from the lost connection no longer decides anything; only the resume does", Line: 193}
-	rule196 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the answer is already lost", Line: 196}
-	rule201 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnSuspension), Disp: fsm.Moved, To: fsm.StateID(StateResumed), Line: 201, Effects: []fsm.Effect{
+	rule174 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 174}
+	rule178 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the Runtime's own confirmation, or a repeat of it", Line: 178}
+	rule181 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the quiesce was already confirmed for this suspension", Line: 181}
+	rule184 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no resume was sent", Line: 184}
+	rule187 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the suspension persists; the resume may come on a later connection", Line: 187}
+	rule190 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the drain is over", Line: 190}
+	rule195 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "an answer from the lost connection no longer decides anything; only the resume does", Line: 195}
+	rule198 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the answer is already lost", Line: 198}
+	rule203 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnSuspension), Disp: fsm.Moved, To: fsm.StateID(StateResumed), Line: 203, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutcome)},
 	}}
-	rule206 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnSuspension), Disp: fsm.Moved, To: fsm.StateID(StateResumeRefused), Line: 206, Effects: []fsm.Effect{
+	rule208 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnSuspension), Disp: fsm.Moved, To: fsm.StateID(StateResumeRefused), Line: 208, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutcome)},
 	}}
-	rule211 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the reply carries a foreign suspension identity, or accepted true with an error code", Line: 211}
-	rule214 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "a quiesce answer that trails the resume decides nothing; the resume answer does", Line: 214}
-	rule217 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "a resume for this suspension is already in flight", Line: 217}
-	rule222 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the attempt is settled; late replies change nothing", Line: 222}
-	rule225 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the refused quiesce already reopened admission; there is nothing to roll back", Line: 225}
-	rule229 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the suspension attempt is settled", Line: 229}
+	rule213 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the reply carries a foreign suspension identity, or accepted true with an error code", Line: 213}
+	rule216 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "a quiesce answer that trails the resume decides nothing; the resume answer does", Line: 216}
+	rule219 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "a resume for this suspension is already in flight", Line: 219}
+	rule224 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the attempt is settled; late replies change nothing", Line: 224}
+	rule227 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the refused quiesce already reopened admission; there is nothing to roll back", Line: 227}
+	rule231 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the suspension attempt is settled", Line: 231}
 )
 
 // Table is the suspension machine as the engine runs it, sealed: every (state, event) cell lists
@@ -538,106 +538,106 @@ var Table = fsm.MustSeal(&fsm.Table{
 	Actions:  []string{"fence_admission", "reopen_admission", "record_suspended", "record_outcome"},
 	Messages: []string{"environment_quiesce", "environment_quiesced", "environment_resume", "environment_resumed"},
 	Timers: []fsm.TimerDecl{
-		{Name: "quiesce_drain", Duration: 5 * time.Second, Event: fsm.EventID(EventQuiesceDrain)},
+		{Name: "quiesce_drain", Duration: 5 * time.Second, Event: fsm.EventID(EventQuiesceDrain), Policy: true},
 	},
 	Initial: fsm.StateID(StateIdle),
 	Cells: []fsm.Cell{
 		// idle
-		{Cands: []*fsm.Candidate{rule103}}, // idle × environment_quiesce
-		{Cands: []*fsm.Candidate{rule115}}, // idle × quiesced_accepted
-		{Cands: []*fsm.Candidate{rule115}}, // idle × quiesced_refused
-		{Cands: []*fsm.Candidate{rule115}}, // idle × environment_resume
-		{Cands: []*fsm.Candidate{rule115}}, // idle × resume_rollback
-		{Cands: []*fsm.Candidate{rule115}}, // idle × resumed_accepted
-		{Cands: []*fsm.Candidate{rule115}}, // idle × resumed_refused
-		{Cands: []*fsm.Candidate{rule112}}, // idle × quiesce_drain
-		{Cands: []*fsm.Candidate{rule112}}, // idle × drain_settled
-		{Cands: []*fsm.Candidate{rule107}}, // idle × send_failed
-		{Cands: []*fsm.Candidate{rule112}}, // idle × connection_lost
+		{Cands: []*fsm.Candidate{rule105}}, // idle × environment_quiesce
+		{Cands: []*fsm.Candidate{rule117}}, // idle × quiesced_accepted
+		{Cands: []*fsm.Candidate{rule117}}, // idle × quiesced_refused
+		{Cands: []*fsm.Candidate{rule117}}, // idle × environment_resume
+		{Cands: []*fsm.Candidate{rule117}}, // idle × resume_rollback
+		{Cands: []*fsm.Candidate{rule117}}, // idle × resumed_accepted
+		{Cands: []*fsm.Candidate{rule117}}, // idle × resumed_refused
+		{Cands: []*fsm.Candidate{rule114}}, // idle × quiesce_drain
+		{Cands: []*fsm.Candidate{rule114}}, // idle × drain_settled
+		{Cands: []*fsm.Candidate{rule109}}, // idle × send_failed
+		{Cands: []*fsm.Candidate{rule114}}, // idle × connection_lost
 		// quiescing
-		{Cands: []*fsm.Candidate{rule163}},          // quiescing × environment_quiesce
-		{Cands: []*fsm.Candidate{rule129, rule139}}, // quiescing × quiesced_accepted
-		{Cands: []*fsm.Candidate{rule134, rule139}}, // quiescing × quiesced_refused
-		{Cands: []*fsm.Candidate{rule155}},          // quiescing × environment_resume
-		{Cands: []*fsm.Candidate{rule145}},          // quiescing × resume_rollback
-		{Cands: []*fsm.Candidate{rule142}},          // quiescing × resumed_accepted
-		{Cands: []*fsm.Candidate{rule142}},          // quiescing × resumed_refused
-		{Cands: []*fsm.Candidate{rule124}},          // quiescing × quiesce_drain
-		{Cands: []*fsm.Candidate{rule120}},          // quiescing × drain_settled
-		{Cands: []*fsm.Candidate{rule150}},          // quiescing × send_failed
-		{Cands: []*fsm.Candidate{rule158}},          // quiescing × connection_lost
+		{Cands: []*fsm.Candidate{rule165}},          // quiescing × environment_quiesce
+		{Cands: []*fsm.Candidate{rule131, rule141}}, // quiescing × quiesced_accepted
+		{Cands: []*fsm.Candidate{rule136, rule141}}, // quiescing × quiesced_refused
+		{Cands: []*fsm.Candidate{rule157}},          // quiescing × environment_resume
+		{Cands: []*fsm.Candidate{rule147}},          // quiescing × resume_rollback
+		{Cands: []*fsm.Candidate{rule144}},          // quiescing × resumed_accepted
+		{Cands: []*fsm.Candidate{rule144}},          // quiescing × resumed_refused
+		{Cands: []*fsm.Candidate{rule126}},          // quiescing × quiesce_drain
+		{Cands: []*fsm.Candidate{rule122}},          // quiescing × drain_settled
+		{Cands: []*fsm.Candidate{rule152}},          // quiescing × send_failed
+		{Cands: []*fsm.Candidate{rule160}},          // quiescing × connection_lost
 		// suspended
-		{Cands: []*fsm.Candidate{rule163}}, // suspended × environment_quiesce
-		{Cands: []*fsm.Candidate{rule176}}, // suspended × quiesced_accepted
-		{Cands: []*fsm.Candidate{rule179}}, // suspended × quiesced_refused
-		{Cands: []*fsm.Candidate{rule168}}, // suspended × environment_resume
-		{Cands: []*fsm.Candidate{rule168}}, // suspended × resume_rollback
-		{Cands: []*fsm.Candidate{rule182}}, // suspended × resumed_accepted
-		{Cands: []*fsm.Candidate{rule182}}, // suspended × resumed_refused
-		{Cands: []*fsm.Candidate{rule188}}, // suspended × quiesce_drain
-		{Cands: []*fsm.Candidate{rule188}}, // suspended × drain_settled
-		{Cands: []*fsm.Candidate{rule172}}, // suspended × send_failed
-		{Cands: []*fsm.Candidate{rule185}}, // suspended × connection_lost
+		{Cands: []*fsm.Candidate{rule165}}, // suspended × environment_quiesce
+		{Cands: []*fsm.Candidate{rule178}}, // suspended × quiesced_accepted
+		{Cands: []*fsm.Candidate{rule181}}, // suspended × quiesced_refused
+		{Cands: []*fsm.Candidate{rule170}}, // suspended × environment_resume
+		{Cands: []*fsm.Candidate{rule170}}, // suspended × resume_rollback
+		{Cands: []*fsm.Candidate{rule184}}, // suspended × resumed_accepted
+		{Cands: []*fsm.Candidate{rule184}}, // suspended × resumed_refused
+		{Cands: []*fsm.Candidate{rule190}}, // suspended × quiesce_drain
+		{Cands: []*fsm.Candidate{rule190}}, // suspended × drain_settled
+		{Cands: []*fsm.Candidate{rule174}}, // suspended × send_failed
+		{Cands: []*fsm.Candidate{rule187}}, // suspended × connection_lost
 		// uncertain
-		{Cands: []*fsm.Candidate{rule163}}, // uncertain × environment_quiesce
-		{Cands: []*fsm.Candidate{rule193}}, // uncertain × quiesced_accepted
-		{Cands: []*fsm.Candidate{rule193}}, // uncertain × quiesced_refused
-		{Cands: []*fsm.Candidate{rule168}}, // uncertain × environment_resume
-		{Cands: []*fsm.Candidate{rule168}}, // uncertain × resume_rollback
-		{Cands: []*fsm.Candidate{rule182}}, // uncertain × resumed_accepted
-		{Cands: []*fsm.Candidate{rule182}}, // uncertain × resumed_refused
-		{Cands: []*fsm.Candidate{rule188}}, // uncertain × quiesce_drain
-		{Cands: []*fsm.Candidate{rule188}}, // uncertain × drain_settled
-		{Cands: []*fsm.Candidate{rule172}}, // uncertain × send_failed
-		{Cands: []*fsm.Candidate{rule196}}, // uncertain × connection_lost
+		{Cands: []*fsm.Candidate{rule165}}, // uncertain × environment_quiesce
+		{Cands: []*fsm.Candidate{rule195}}, // uncertain × quiesced_accepted
+		{Cands: []*fsm.Candidate{rule195}}, // uncertain × quiesced_refused
+		{Cands: []*fsm.Candidate{rule170}}, // uncertain × environment_resume
+		{Cands: []*fsm.Candidate{rule170}}, // uncertain × resume_rollback
+		{Cands: []*fsm.Candidate{rule184}}, // uncertain × resumed_accepted
+		{Cands: []*fsm.Candidate{rule184}}, // uncertain × resumed_refused
+		{Cands: []*fsm.Candidate{rule190}}, // uncertain × quiesce_drain
+		{Cands: []*fsm.Candidate{rule190}}, // uncertain × drain_settled
+		{Cands: []*fsm.Candidate{rule174}}, // uncertain × send_failed
+		{Cands: []*fsm.Candidate{rule198}}, // uncertain × connection_lost
 		// resuming
-		{Cands: []*fsm.Candidate{rule163}},          // resuming × environment_quiesce
-		{Cands: []*fsm.Candidate{rule214}},          // resuming × quiesced_accepted
-		{Cands: []*fsm.Candidate{rule214}},          // resuming × quiesced_refused
-		{Cands: []*fsm.Candidate{rule217}},          // resuming × environment_resume
-		{Cands: []*fsm.Candidate{rule217}},          // resuming × resume_rollback
-		{Cands: []*fsm.Candidate{rule201, rule211}}, // resuming × resumed_accepted
-		{Cands: []*fsm.Candidate{rule206, rule211}}, // resuming × resumed_refused
-		{Cands: []*fsm.Candidate{rule188}},          // resuming × quiesce_drain
-		{Cands: []*fsm.Candidate{rule188}},          // resuming × drain_settled
-		{Cands: []*fsm.Candidate{rule217}},          // resuming × send_failed
-		{Cands: []*fsm.Candidate{rule158}},          // resuming × connection_lost
+		{Cands: []*fsm.Candidate{rule165}},          // resuming × environment_quiesce
+		{Cands: []*fsm.Candidate{rule216}},          // resuming × quiesced_accepted
+		{Cands: []*fsm.Candidate{rule216}},          // resuming × quiesced_refused
+		{Cands: []*fsm.Candidate{rule219}},          // resuming × environment_resume
+		{Cands: []*fsm.Candidate{rule219}},          // resuming × resume_rollback
+		{Cands: []*fsm.Candidate{rule203, rule213}}, // resuming × resumed_accepted
+		{Cands: []*fsm.Candidate{rule208, rule213}}, // resuming × resumed_refused
+		{Cands: []*fsm.Candidate{rule190}},          // resuming × quiesce_drain
+		{Cands: []*fsm.Candidate{rule190}},          // resuming × drain_settled
+		{Cands: []*fsm.Candidate{rule219}},          // resuming × send_failed
+		{Cands: []*fsm.Candidate{rule160}},          // resuming × connection_lost
 		// resumed
-		{Cands: []*fsm.Candidate{rule229}}, // resumed × environment_quiesce
-		{Cands: []*fsm.Candidate{rule222}}, // resumed × quiesced_accepted
-		{Cands: []*fsm.Candidate{rule222}}, // resumed × quiesced_refused
-		{Cands: []*fsm.Candidate{rule229}}, // resumed × environment_resume
-		{Cands: []*fsm.Candidate{rule229}}, // resumed × resume_rollback
-		{Cands: []*fsm.Candidate{rule222}}, // resumed × resumed_accepted
-		{Cands: []*fsm.Candidate{rule222}}, // resumed × resumed_refused
-		{Cands: []*fsm.Candidate{rule222}}, // resumed × quiesce_drain
-		{Cands: []*fsm.Candidate{rule222}}, // resumed × drain_settled
-		{Cands: []*fsm.Candidate{rule222}}, // resumed × send_failed
-		{Cands: []*fsm.Candidate{rule222}}, // resumed × connection_lost
+		{Cands: []*fsm.Candidate{rule231}}, // resumed × environment_quiesce
+		{Cands: []*fsm.Candidate{rule224}}, // resumed × quiesced_accepted
+		{Cands: []*fsm.Candidate{rule224}}, // resumed × quiesced_refused
+		{Cands: []*fsm.Candidate{rule231}}, // resumed × environment_resume
+		{Cands: []*fsm.Candidate{rule231}}, // resumed × resume_rollback
+		{Cands: []*fsm.Candidate{rule224}}, // resumed × resumed_accepted
+		{Cands: []*fsm.Candidate{rule224}}, // resumed × resumed_refused
+		{Cands: []*fsm.Candidate{rule224}}, // resumed × quiesce_drain
+		{Cands: []*fsm.Candidate{rule224}}, // resumed × drain_settled
+		{Cands: []*fsm.Candidate{rule224}}, // resumed × send_failed
+		{Cands: []*fsm.Candidate{rule224}}, // resumed × connection_lost
 		// quiesce_refused
-		{Cands: []*fsm.Candidate{rule229}}, // quiesce_refused × environment_quiesce
-		{Cands: []*fsm.Candidate{rule222}}, // quiesce_refused × quiesced_accepted
-		{Cands: []*fsm.Candidate{rule222}}, // quiesce_refused × quiesced_refused
-		{Cands: []*fsm.Candidate{rule229}}, // quiesce_refused × environment_resume
-		{Cands: []*fsm.Candidate{rule225}}, // quiesce_refused × resume_rollback
-		{Cands: []*fsm.Candidate{rule222}}, // quiesce_refused × resumed_accepted
-		{Cands: []*fsm.Candidate{rule222}}, // quiesce_refused × resumed_refused
-		{Cands: []*fsm.Candidate{rule222}}, // quiesce_refused × quiesce_drain
-		{Cands: []*fsm.Candidate{rule222}}, // quiesce_refused × drain_settled
-		{Cands: []*fsm.Candidate{rule222}}, // quiesce_refused × send_failed
-		{Cands: []*fsm.Candidate{rule222}}, // quiesce_refused × connection_lost
+		{Cands: []*fsm.Candidate{rule231}}, // quiesce_refused × environment_quiesce
+		{Cands: []*fsm.Candidate{rule224}}, // quiesce_refused × quiesced_accepted
+		{Cands: []*fsm.Candidate{rule224}}, // quiesce_refused × quiesced_refused
+		{Cands: []*fsm.Candidate{rule231}}, // quiesce_refused × environment_resume
+		{Cands: []*fsm.Candidate{rule227}}, // quiesce_refused × resume_rollback
+		{Cands: []*fsm.Candidate{rule224}}, // quiesce_refused × resumed_accepted
+		{Cands: []*fsm.Candidate{rule224}}, // quiesce_refused × resumed_refused
+		{Cands: []*fsm.Candidate{rule224}}, // quiesce_refused × quiesce_drain
+		{Cands: []*fsm.Candidate{rule224}}, // quiesce_refused × drain_settled
+		{Cands: []*fsm.Candidate{rule224}}, // quiesce_refused × send_failed
+		{Cands: []*fsm.Candidate{rule224}}, // quiesce_refused × connection_lost
 		// resume_refused
-		{Cands: []*fsm.Candidate{rule229}}, // resume_refused × environment_quiesce
-		{Cands: []*fsm.Candidate{rule222}}, // resume_refused × quiesced_accepted
-		{Cands: []*fsm.Candidate{rule222}}, // resume_refused × quiesced_refused
-		{Cands: []*fsm.Candidate{rule229}}, // resume_refused × environment_resume
-		{Cands: []*fsm.Candidate{rule229}}, // resume_refused × resume_rollback
-		{Cands: []*fsm.Candidate{rule222}}, // resume_refused × resumed_accepted
-		{Cands: []*fsm.Candidate{rule222}}, // resume_refused × resumed_refused
-		{Cands: []*fsm.Candidate{rule222}}, // resume_refused × quiesce_drain
-		{Cands: []*fsm.Candidate{rule222}}, // resume_refused × drain_settled
-		{Cands: []*fsm.Candidate{rule222}}, // resume_refused × send_failed
-		{Cands: []*fsm.Candidate{rule222}}, // resume_refused × connection_lost
+		{Cands: []*fsm.Candidate{rule231}}, // resume_refused × environment_quiesce
+		{Cands: []*fsm.Candidate{rule224}}, // resume_refused × quiesced_accepted
+		{Cands: []*fsm.Candidate{rule224}}, // resume_refused × quiesced_refused
+		{Cands: []*fsm.Candidate{rule231}}, // resume_refused × environment_resume
+		{Cands: []*fsm.Candidate{rule231}}, // resume_refused × resume_rollback
+		{Cands: []*fsm.Candidate{rule224}}, // resume_refused × resumed_accepted
+		{Cands: []*fsm.Candidate{rule224}}, // resume_refused × resumed_refused
+		{Cands: []*fsm.Candidate{rule224}}, // resume_refused × quiesce_drain
+		{Cands: []*fsm.Candidate{rule224}}, // resume_refused × drain_settled
+		{Cands: []*fsm.Candidate{rule224}}, // resume_refused × send_failed
+		{Cands: []*fsm.Candidate{rule224}}, // resume_refused × connection_lost
 	},
 })
 

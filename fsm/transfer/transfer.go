@@ -473,77 +473,77 @@ func ParseMessage(name string) (Message, error) {
 // covers (a rule that lists its own target among its sources is two: a move from the others and an
 // internal transition in the target).
 var (
-	rule149 = &fsm.Candidate{Guard: fsm.GuardID(GuardSlotFree), Disp: fsm.Moved, To: fsm.StateID(StateBeginning), Line: 149, Effects: []fsm.Effect{
+	rule151 = &fsm.Candidate{Guard: fsm.GuardID(GuardSlotFree), Disp: fsm.Moved, To: fsm.StateID(StateBeginning), Line: 151, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionTakeSlot)},
 		{Kind: fsm.EffectStart, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerTransferBudget)},
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageRuntimePrepareResult)},
 	}}
-	rule154 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "runtime_preparation_capacity: another transfer holds this connection's slot", Line: 154}
-	rule158 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateBeginning), Line: 158, Effects: []fsm.Effect{
+	rule156 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "runtime_preparation_capacity: another transfer holds this connection's slot", Line: 156}
+	rule160 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateBeginning), Line: 160, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionTakeSlot)},
 		{Kind: fsm.EffectStart, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerTransferBudget)},
 	}}
-	rule163 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no transfer is pending", Line: 163}
-	rule166 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no begin was sent for this transfer ID", Line: 166}
-	rule171 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStaging), Line: 171}
-	rule174 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the previous frame has not been answered yet", Line: 174}
-	rule179 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateChunkSent), Line: 179, Effects: []fsm.Effect{
+	rule165 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no transfer is pending", Line: 165}
+	rule168 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no begin was sent for this transfer ID", Line: 168}
+	rule173 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStaging), Line: 173}
+	rule176 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the previous frame has not been answered yet", Line: 176}
+	rule181 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateChunkSent), Line: 181, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionStageChunk)},
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageRuntimePrepareResult)},
 	}}
-	rule183 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateChunkSent), Line: 183}
-	rule187 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCommitting), Line: 187, Effects: []fsm.Effect{
+	rule185 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateChunkSent), Line: 185}
+	rule189 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCommitting), Line: 189, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerTransferBudget)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionInstall)},
 	}}
-	rule193 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no chunk is in flight", Line: 193}
-	rule196 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the transfer is already past begin", Line: 196}
-	rule201 = &fsm.Candidate{Guard: fsm.GuardID(GuardOffsetMatches), Disp: fsm.Moved, To: fsm.StateID(StateStaging), Line: 201}
-	rule205 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the received offset does not match the chunk in flight", Line: 205}
-	rule211 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCompleted), Line: 211, Effects: []fsm.Effect{
+	rule195 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no chunk is in flight", Line: 195}
+	rule198 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the transfer is already past begin", Line: 198}
+	rule203 = &fsm.Candidate{Guard: fsm.GuardID(GuardOffsetMatches), Disp: fsm.Moved, To: fsm.StateID(StateStaging), Line: 203}
+	rule207 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the received offset does not match the chunk in flight", Line: 207}
+	rule213 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCompleted), Line: 213, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseSlot)},
 	}}
-	rule215 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 215, Effects: []fsm.Effect{
+	rule217 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 217, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardStaged)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseSlot)},
 	}}
-	rule219 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 219, Effects: []fsm.Effect{
+	rule221 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 221, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
 	}}
-	rule223 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "only a commit can be completed, fail or end unknown", Line: 223}
-	rule228 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 228, Effects: []fsm.Effect{
+	rule225 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "only a commit can be completed, fail or end unknown", Line: 225}
+	rule230 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 230, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerTransferBudget)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardStaged)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseSlot)},
 	}}
-	rule232 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 232, Effects: []fsm.Effect{
+	rule234 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 234, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardStaged)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseSlot)},
 	}}
-	rule238 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 238, Effects: []fsm.Effect{
+	rule240 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 240, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerTransferBudget)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardStaged)},
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageRuntimePrepareResult)},
 	}}
-	rule245 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateExpired), Line: 245, Effects: []fsm.Effect{
+	rule247 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateExpired), Line: 247, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardStaged)},
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageRuntimePrepareResult)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseSlot)},
 	}}
-	rule251 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAborted), Line: 251, Effects: []fsm.Effect{
+	rule253 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAborted), Line: 253, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerTransferBudget)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardStaged)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseSlot)},
 	}}
-	rule256 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 256, Effects: []fsm.Effect{
+	rule258 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 258, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
 	}}
-	rule260 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the commit is already being applied; a stray frame cannot abort it and the budget stopped at commit", Line: 260}
-	rule263 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no frame is being sent; the previous one has not been answered yet", Line: 263}
-	rule268 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "runtime_preparation_capacity: this transfer already began", Line: 268}
-	rule271 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the commit was already sent", Line: 271}
-	rule276 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the transfer is settled; late results and deadlines change nothing", Line: 276}
-	rule279 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the transfer is settled; transfers are never replayed", Line: 279}
+	rule262 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the commit is already being applied; a stray frame cannot abort it and the budget stopped at commit", Line: 262}
+	rule265 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no frame is being sent; the previous one has not been answered yet", Line: 265}
+	rule270 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "runtime_preparation_capacity: this transfer already began", Line: 270}
+	rule273 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the commit was already sent", Line: 273}
+	rule278 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the transfer is settled; late results and deadlines change nothing", Line: 278}
+	rule281 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the transfer is settled; transfers are never replayed", Line: 281}
 )
 
 // Table is the transfer machine as the engine runs it, sealed: every (state, event) cell lists its
@@ -585,175 +585,175 @@ var Table = fsm.MustSeal(&fsm.Table{
 	Actions:  []string{"take_slot", "stage_chunk", "install", "discard_staged", "release_slot", "mark_unknown"},
 	Messages: []string{"runtime_prepare", "runtime_prepare_result"},
 	Timers: []fsm.TimerDecl{
-		{Name: "transfer_budget", Duration: 2 * time.Minute, Event: fsm.EventID(EventTransferBudget)},
+		{Name: "transfer_budget", Duration: 2 * time.Minute, Event: fsm.EventID(EventTransferBudget), Policy: true},
 	},
 	Initial: fsm.StateID(StateIdle),
 	Cells: []fsm.Cell{
 		// idle
-		{Cands: []*fsm.Candidate{rule149, rule154}}, // idle × begin
-		{Cands: []*fsm.Candidate{rule166}},          // idle × chunk
-		{Cands: []*fsm.Candidate{rule166}},          // idle × commit
-		{Cands: []*fsm.Candidate{rule166}},          // idle × result_ready
-		{Cands: []*fsm.Candidate{rule166}},          // idle × result_received
-		{Cands: []*fsm.Candidate{rule166}},          // idle × result_completed
-		{Cands: []*fsm.Candidate{rule166}},          // idle × result_rejected
-		{Cands: []*fsm.Candidate{rule166}},          // idle × result_failed
-		{Cands: []*fsm.Candidate{rule166}},          // idle × result_unknown
-		{Cands: []*fsm.Candidate{rule158}},          // idle × send_failed
-		{Cands: []*fsm.Candidate{rule166}},          // idle × commit_send_failed
-		{Cands: []*fsm.Candidate{rule163}},          // idle × malformed_frame
-		{Cands: []*fsm.Candidate{rule163}},          // idle × transfer_budget
-		{Cands: []*fsm.Candidate{rule163}},          // idle × connection_lost
+		{Cands: []*fsm.Candidate{rule151, rule156}}, // idle × begin
+		{Cands: []*fsm.Candidate{rule168}},          // idle × chunk
+		{Cands: []*fsm.Candidate{rule168}},          // idle × commit
+		{Cands: []*fsm.Candidate{rule168}},          // idle × result_ready
+		{Cands: []*fsm.Candidate{rule168}},          // idle × result_received
+		{Cands: []*fsm.Candidate{rule168}},          // idle × result_completed
+		{Cands: []*fsm.Candidate{rule168}},          // idle × result_rejected
+		{Cands: []*fsm.Candidate{rule168}},          // idle × result_failed
+		{Cands: []*fsm.Candidate{rule168}},          // idle × result_unknown
+		{Cands: []*fsm.Candidate{rule160}},          // idle × send_failed
+		{Cands: []*fsm.Candidate{rule168}},          // idle × commit_send_failed
+		{Cands: []*fsm.Candidate{rule165}},          // idle × malformed_frame
+		{Cands: []*fsm.Candidate{rule165}},          // idle × transfer_budget
+		{Cands: []*fsm.Candidate{rule165}},          // idle × connection_lost
 		// beginning
-		{Cands: []*fsm.Candidate{rule268}}, // beginning × begin
-		{Cands: []*fsm.Candidate{rule174}}, // beginning × chunk
-		{Cands: []*fsm.Candidate{rule174}}, // beginning × commit
-		{Cands: []*fsm.Candidate{rule171}}, // beginning × result_ready
-		{Cands: []*fsm.Candidate{rule193}}, // beginning × result_received
-		{Cands: []*fsm.Candidate{rule223}}, // beginning × result_completed
-		{Cands: []*fsm.Candidate{rule228}}, // beginning × result_rejected
-		{Cands: []*fsm.Candidate{rule223}}, // beginning × result_failed
-		{Cands: []*fsm.Candidate{rule223}}, // beginning × result_unknown
-		{Cands: []*fsm.Candidate{rule263}}, // beginning × send_failed
-		{Cands: []*fsm.Candidate{rule263}}, // beginning × commit_send_failed
-		{Cands: []*fsm.Candidate{rule238}}, // beginning × malformed_frame
-		{Cands: []*fsm.Candidate{rule245}}, // beginning × transfer_budget
-		{Cands: []*fsm.Candidate{rule251}}, // beginning × connection_lost
+		{Cands: []*fsm.Candidate{rule270}}, // beginning × begin
+		{Cands: []*fsm.Candidate{rule176}}, // beginning × chunk
+		{Cands: []*fsm.Candidate{rule176}}, // beginning × commit
+		{Cands: []*fsm.Candidate{rule173}}, // beginning × result_ready
+		{Cands: []*fsm.Candidate{rule195}}, // beginning × result_received
+		{Cands: []*fsm.Candidate{rule225}}, // beginning × result_completed
+		{Cands: []*fsm.Candidate{rule230}}, // beginning × result_rejected
+		{Cands: []*fsm.Candidate{rule225}}, // beginning × result_failed
+		{Cands: []*fsm.Candidate{rule225}}, // beginning × result_unknown
+		{Cands: []*fsm.Candidate{rule265}}, // beginning × send_failed
+		{Cands: []*fsm.Candidate{rule265}}, // beginning × commit_send_failed
+		{Cands: []*fsm.Candidate{rule240}}, // beginning × malformed_frame
+		{Cands: []*fsm.Candidate{rule247}}, // beginning × transfer_budget
+		{Cands: []*fsm.Candidate{rule253}}, // beginning × connection_lost
 		// staging
-		{Cands: []*fsm.Candidate{rule268}}, // staging × begin
-		{Cands: []*fsm.Candidate{rule179}}, // staging × chunk
-		{Cands: []*fsm.Candidate{rule187}}, // staging × commit
-		{Cands: []*fsm.Candidate{rule196}}, // staging × result_ready
-		{Cands: []*fsm.Candidate{rule193}}, // staging × result_received
-		{Cands: []*fsm.Candidate{rule223}}, // staging × result_completed
-		{Cands: []*fsm.Candidate{rule228}}, // staging × result_rejected
-		{Cands: []*fsm.Candidate{rule223}}, // staging × result_failed
-		{Cands: []*fsm.Candidate{rule223}}, // staging × result_unknown
-		{Cands: []*fsm.Candidate{rule183}}, // staging × send_failed
-		{Cands: []*fsm.Candidate{rule187}}, // staging × commit_send_failed
-		{Cands: []*fsm.Candidate{rule238}}, // staging × malformed_frame
-		{Cands: []*fsm.Candidate{rule245}}, // staging × transfer_budget
-		{Cands: []*fsm.Candidate{rule251}}, // staging × connection_lost
+		{Cands: []*fsm.Candidate{rule270}}, // staging × begin
+		{Cands: []*fsm.Candidate{rule181}}, // staging × chunk
+		{Cands: []*fsm.Candidate{rule189}}, // staging × commit
+		{Cands: []*fsm.Candidate{rule198}}, // staging × result_ready
+		{Cands: []*fsm.Candidate{rule195}}, // staging × result_received
+		{Cands: []*fsm.Candidate{rule225}}, // staging × result_completed
+		{Cands: []*fsm.Candidate{rule230}}, // staging × result_rejected
+		{Cands: []*fsm.Candidate{rule225}}, // staging × result_failed
+		{Cands: []*fsm.Candidate{rule225}}, // staging × result_unknown
+		{Cands: []*fsm.Candidate{rule185}}, // staging × send_failed
+		{Cands: []*fsm.Candidate{rule189}}, // staging × commit_send_failed
+		{Cands: []*fsm.Candidate{rule240}}, // staging × malformed_frame
+		{Cands: []*fsm.Candidate{rule247}}, // staging × transfer_budget
+		{Cands: []*fsm.Candidate{rule253}}, // staging × connection_lost
 		// chunk_sent
-		{Cands: []*fsm.Candidate{rule268}},          // chunk_sent × begin
-		{Cands: []*fsm.Candidate{rule174}},          // chunk_sent × chunk
-		{Cands: []*fsm.Candidate{rule174}},          // chunk_sent × commit
-		{Cands: []*fsm.Candidate{rule196}},          // chunk_sent × result_ready
-		{Cands: []*fsm.Candidate{rule201, rule205}}, // chunk_sent × result_received
-		{Cands: []*fsm.Candidate{rule223}},          // chunk_sent × result_completed
-		{Cands: []*fsm.Candidate{rule228}},          // chunk_sent × result_rejected
-		{Cands: []*fsm.Candidate{rule223}},          // chunk_sent × result_failed
-		{Cands: []*fsm.Candidate{rule223}},          // chunk_sent × result_unknown
-		{Cands: []*fsm.Candidate{rule263}},          // chunk_sent × send_failed
-		{Cands: []*fsm.Candidate{rule263}},          // chunk_sent × commit_send_failed
-		{Cands: []*fsm.Candidate{rule238}},          // chunk_sent × malformed_frame
-		{Cands: []*fsm.Candidate{rule245}},          // chunk_sent × transfer_budget
-		{Cands: []*fsm.Candidate{rule251}},          // chunk_sent × connection_lost
+		{Cands: []*fsm.Candidate{rule270}},          // chunk_sent × begin
+		{Cands: []*fsm.Candidate{rule176}},          // chunk_sent × chunk
+		{Cands: []*fsm.Candidate{rule176}},          // chunk_sent × commit
+		{Cands: []*fsm.Candidate{rule198}},          // chunk_sent × result_ready
+		{Cands: []*fsm.Candidate{rule203, rule207}}, // chunk_sent × result_received
+		{Cands: []*fsm.Candidate{rule225}},          // chunk_sent × result_completed
+		{Cands: []*fsm.Candidate{rule230}},          // chunk_sent × result_rejected
+		{Cands: []*fsm.Candidate{rule225}},          // chunk_sent × result_failed
+		{Cands: []*fsm.Candidate{rule225}},          // chunk_sent × result_unknown
+		{Cands: []*fsm.Candidate{rule265}},          // chunk_sent × send_failed
+		{Cands: []*fsm.Candidate{rule265}},          // chunk_sent × commit_send_failed
+		{Cands: []*fsm.Candidate{rule240}},          // chunk_sent × malformed_frame
+		{Cands: []*fsm.Candidate{rule247}},          // chunk_sent × transfer_budget
+		{Cands: []*fsm.Candidate{rule253}},          // chunk_sent × connection_lost
 		// committing
-		{Cands: []*fsm.Candidate{rule268}}, // committing × begin
-		{Cands: []*fsm.Candidate{rule271}}, // committing × chunk
-		{Cands: []*fsm.Candidate{rule271}}, // committing × commit
-		{Cands: []*fsm.Candidate{rule196}}, // committing × result_ready
-		{Cands: []*fsm.Candidate{rule193}}, // committing × result_received
-		{Cands: []*fsm.Candidate{rule211}}, // committing × result_completed
-		{Cands: []*fsm.Candidate{rule232}}, // committing × result_rejected
-		{Cands: []*fsm.Candidate{rule215}}, // committing × result_failed
-		{Cands: []*fsm.Candidate{rule219}}, // committing × result_unknown
-		{Cands: []*fsm.Candidate{rule263}}, // committing × send_failed
-		{Cands: []*fsm.Candidate{rule263}}, // committing × commit_send_failed
-		{Cands: []*fsm.Candidate{rule260}}, // committing × malformed_frame
-		{Cands: []*fsm.Candidate{rule260}}, // committing × transfer_budget
-		{Cands: []*fsm.Candidate{rule256}}, // committing × connection_lost
+		{Cands: []*fsm.Candidate{rule270}}, // committing × begin
+		{Cands: []*fsm.Candidate{rule273}}, // committing × chunk
+		{Cands: []*fsm.Candidate{rule273}}, // committing × commit
+		{Cands: []*fsm.Candidate{rule198}}, // committing × result_ready
+		{Cands: []*fsm.Candidate{rule195}}, // committing × result_received
+		{Cands: []*fsm.Candidate{rule213}}, // committing × result_completed
+		{Cands: []*fsm.Candidate{rule234}}, // committing × result_rejected
+		{Cands: []*fsm.Candidate{rule217}}, // committing × result_failed
+		{Cands: []*fsm.Candidate{rule221}}, // committing × result_unknown
+		{Cands: []*fsm.Candidate{rule265}}, // committing × send_failed
+		{Cands: []*fsm.Candidate{rule265}}, // committing × commit_send_failed
+		{Cands: []*fsm.Candidate{rule262}}, // committing × malformed_frame
+		{Cands: []*fsm.Candidate{rule262}}, // committing × transfer_budget
+		{Cands: []*fsm.Candidate{rule258}}, // committing × connection_lost
 		// completed
-		{Cands: []*fsm.Candidate{rule279}}, // completed × begin
-		{Cands: []*fsm.Candidate{rule279}}, // completed × chunk
-		{Cands: []*fsm.Candidate{rule279}}, // completed × commit
-		{Cands: []*fsm.Candidate{rule276}}, // completed × result_ready
-		{Cands: []*fsm.Candidate{rule276}}, // completed × result_received
-		{Cands: []*fsm.Candidate{rule276}}, // completed × result_completed
-		{Cands: []*fsm.Candidate{rule276}}, // completed × result_rejected
-		{Cands: []*fsm.Candidate{rule276}}, // completed × result_failed
-		{Cands: []*fsm.Candidate{rule276}}, // completed × result_unknown
-		{Cands: []*fsm.Candidate{rule276}}, // completed × send_failed
-		{Cands: []*fsm.Candidate{rule276}}, // completed × commit_send_failed
-		{Cands: []*fsm.Candidate{rule276}}, // completed × malformed_frame
-		{Cands: []*fsm.Candidate{rule276}}, // completed × transfer_budget
-		{Cands: []*fsm.Candidate{rule276}}, // completed × connection_lost
+		{Cands: []*fsm.Candidate{rule281}}, // completed × begin
+		{Cands: []*fsm.Candidate{rule281}}, // completed × chunk
+		{Cands: []*fsm.Candidate{rule281}}, // completed × commit
+		{Cands: []*fsm.Candidate{rule278}}, // completed × result_ready
+		{Cands: []*fsm.Candidate{rule278}}, // completed × result_received
+		{Cands: []*fsm.Candidate{rule278}}, // completed × result_completed
+		{Cands: []*fsm.Candidate{rule278}}, // completed × result_rejected
+		{Cands: []*fsm.Candidate{rule278}}, // completed × result_failed
+		{Cands: []*fsm.Candidate{rule278}}, // completed × result_unknown
+		{Cands: []*fsm.Candidate{rule278}}, // completed × send_failed
+		{Cands: []*fsm.Candidate{rule278}}, // completed × commit_send_failed
+		{Cands: []*fsm.Candidate{rule278}}, // completed × malformed_frame
+		{Cands: []*fsm.Candidate{rule278}}, // completed × transfer_budget
+		{Cands: []*fsm.Candidate{rule278}}, // completed × connection_lost
 		// rejected
-		{Cands: []*fsm.Candidate{rule279}}, // rejected × begin
-		{Cands: []*fsm.Candidate{rule279}}, // rejected × chunk
-		{Cands: []*fsm.Candidate{rule279}}, // rejected × commit
-		{Cands: []*fsm.Candidate{rule276}}, // rejected × result_ready
-		{Cands: []*fsm.Candidate{rule276}}, // rejected × result_received
-		{Cands: []*fsm.Candidate{rule276}}, // rejected × result_completed
-		{Cands: []*fsm.Candidate{rule276}}, // rejected × result_rejected
-		{Cands: []*fsm.Candidate{rule276}}, // rejected × result_failed
-		{Cands: []*fsm.Candidate{rule276}}, // rejected × result_unknown
-		{Cands: []*fsm.Candidate{rule276}}, // rejected × send_failed
-		{Cands: []*fsm.Candidate{rule276}}, // rejected × commit_send_failed
-		{Cands: []*fsm.Candidate{rule276}}, // rejected × malformed_frame
-		{Cands: []*fsm.Candidate{rule276}}, // rejected × transfer_budget
-		{Cands: []*fsm.Candidate{rule276}}, // rejected × connection_lost
+		{Cands: []*fsm.Candidate{rule281}}, // rejected × begin
+		{Cands: []*fsm.Candidate{rule281}}, // rejected × chunk
+		{Cands: []*fsm.Candidate{rule281}}, // rejected × commit
+		{Cands: []*fsm.Candidate{rule278}}, // rejected × result_ready
+		{Cands: []*fsm.Candidate{rule278}}, // rejected × result_received
+		{Cands: []*fsm.Candidate{rule278}}, // rejected × result_completed
+		{Cands: []*fsm.Candidate{rule278}}, // rejected × result_rejected
+		{Cands: []*fsm.Candidate{rule278}}, // rejected × result_failed
+		{Cands: []*fsm.Candidate{rule278}}, // rejected × result_unknown
+		{Cands: []*fsm.Candidate{rule278}}, // rejected × send_failed
+		{Cands: []*fsm.Candidate{rule278}}, // rejected × commit_send_failed
+		{Cands: []*fsm.Candidate{rule278}}, // rejected × malformed_frame
+		{Cands: []*fsm.Candidate{rule278}}, // rejected × transfer_budget
+		{Cands: []*fsm.Candidate{rule278}}, // rejected × connection_lost
 		// failed
-		{Cands: []*fsm.Candidate{rule279}}, // failed × begin
-		{Cands: []*fsm.Candidate{rule279}}, // failed × chunk
-		{Cands: []*fsm.Candidate{rule279}}, // failed × commit
-		{Cands: []*fsm.Candidate{rule276}}, // failed × result_ready
-		{Cands: []*fsm.Candidate{rule276}}, // failed × result_received
-		{Cands: []*fsm.Candidate{rule276}}, // failed × result_completed
-		{Cands: []*fsm.Candidate{rule276}}, // failed × result_rejected
-		{Cands: []*fsm.Candidate{rule276}}, // failed × result_failed
-		{Cands: []*fsm.Candidate{rule276}}, // failed × result_unknown
-		{Cands: []*fsm.Candidate{rule276}}, // failed × send_failed
-		{Cands: []*fsm.Candidate{rule276}}, // failed × commit_send_failed
-		{Cands: []*fsm.Candidate{rule276}}, // failed × malformed_frame
-		{Cands: []*fsm.Candidate{rule276}}, // failed × transfer_budget
-		{Cands: []*fsm.Candidate{rule276}}, // failed × connection_lost
+		{Cands: []*fsm.Candidate{rule281}}, // failed × begin
+		{Cands: []*fsm.Candidate{rule281}}, // failed × chunk
+		{Cands: []*fsm.Candidate{rule281}}, // failed × commit
+		{Cands: []*fsm.Candidate{rule278}}, // failed × result_ready
+		{Cands: []*fsm.Candidate{rule278}}, // failed × result_received
+		{Cands: []*fsm.Candidate{rule278}}, // failed × result_completed
+		{Cands: []*fsm.Candidate{rule278}}, // failed × result_rejected
+		{Cands: []*fsm.Candidate{rule278}}, // failed × result_failed
+		{Cands: []*fsm.Candidate{rule278}}, // failed × result_unknown
+		{Cands: []*fsm.Candidate{rule278}}, // failed × send_failed
+		{Cands: []*fsm.Candidate{rule278}}, // failed × commit_send_failed
+		{Cands: []*fsm.Candidate{rule278}}, // failed × malformed_frame
+		{Cands: []*fsm.Candidate{rule278}}, // failed × transfer_budget
+		{Cands: []*fsm.Candidate{rule278}}, // failed × connection_lost
 		// expired
-		{Cands: []*fsm.Candidate{rule279}}, // expired × begin
-		{Cands: []*fsm.Candidate{rule279}}, // expired × chunk
-		{Cands: []*fsm.Candidate{rule279}}, // expired × commit
-		{Cands: []*fsm.Candidate{rule276}}, // expired × result_ready
-		{Cands: []*fsm.Candidate{rule276}}, // expired × result_received
-		{Cands: []*fsm.Candidate{rule276}}, // expired × result_completed
-		{Cands: []*fsm.Candidate{rule276}}, // expired × result_rejected
-		{Cands: []*fsm.Candidate{rule276}}, // expired × result_failed
-		{Cands: []*fsm.Candidate{rule276}}, // expired × result_unknown
-		{Cands: []*fsm.Candidate{rule276}}, // expired × send_failed
-		{Cands: []*fsm.Candidate{rule276}}, // expired × commit_send_failed
-		{Cands: []*fsm.Candidate{rule276}}, // expired × malformed_frame
-		{Cands: []*fsm.Candidate{rule276}}, // expired × transfer_budget
-		{Cands: []*fsm.Candidate{rule276}}, // expired × connection_lost
+		{Cands: []*fsm.Candidate{rule281}}, // expired × begin
+		{Cands: []*fsm.Candidate{rule281}}, // expired × chunk
+		{Cands: []*fsm.Candidate{rule281}}, // expired × commit
+		{Cands: []*fsm.Candidate{rule278}}, // expired × result_ready
+		{Cands: []*fsm.Candidate{rule278}}, // expired × result_received
+		{Cands: []*fsm.Candidate{rule278}}, // expired × result_completed
+		{Cands: []*fsm.Candidate{rule278}}, // expired × result_rejected
+		{Cands: []*fsm.Candidate{rule278}}, // expired × result_failed
+		{Cands: []*fsm.Candidate{rule278}}, // expired × result_unknown
+		{Cands: []*fsm.Candidate{rule278}}, // expired × send_failed
+		{Cands: []*fsm.Candidate{rule278}}, // expired × commit_send_failed
+		{Cands: []*fsm.Candidate{rule278}}, // expired × malformed_frame
+		{Cands: []*fsm.Candidate{rule278}}, // expired × transfer_budget
+		{Cands: []*fsm.Candidate{rule278}}, // expired × connection_lost
 		// unknown
-		{Cands: []*fsm.Candidate{rule279}}, // unknown × begin
-		{Cands: []*fsm.Candidate{rule279}}, // unknown × chunk
-		{Cands: []*fsm.Candidate{rule279}}, // unknown × commit
-		{Cands: []*fsm.Candidate{rule276}}, // unknown × result_ready
-		{Cands: []*fsm.Candidate{rule276}}, // unknown × result_received
-		{Cands: []*fsm.Candidate{rule276}}, // unknown × result_completed
-		{Cands: []*fsm.Candidate{rule276}}, // unknown × result_rejected
-		{Cands: []*fsm.Candidate{rule276}}, // unknown × result_failed
-		{Cands: []*fsm.Candidate{rule276}}, // unknown × result_unknown
-		{Cands: []*fsm.Candidate{rule276}}, // unknown × send_failed
-		{Cands: []*fsm.Candidate{rule276}}, // unknown × commit_send_failed
-		{Cands: []*fsm.Candidate{rule276}}, // unknown × malformed_frame
-		{Cands: []*fsm.Candidate{rule276}}, // unknown × transfer_budget
-		{Cands: []*fsm.Candidate{rule276}}, // unknown × connection_lost
+		{Cands: []*fsm.Candidate{rule281}}, // unknown × begin
+		{Cands: []*fsm.Candidate{rule281}}, // unknown × chunk
+		{Cands: []*fsm.Candidate{rule281}}, // unknown × commit
+		{Cands: []*fsm.Candidate{rule278}}, // unknown × result_ready
+		{Cands: []*fsm.Candidate{rule278}}, // unknown × result_received
+		{Cands: []*fsm.Candidate{rule278}}, // unknown × result_completed
+		{Cands: []*fsm.Candidate{rule278}}, // unknown × result_rejected
+		{Cands: []*fsm.Candidate{rule278}}, // unknown × result_failed
+		{Cands: []*fsm.Candidate{rule278}}, // unknown × result_unknown
+		{Cands: []*fsm.Candidate{rule278}}, // unknown × send_failed
+		{Cands: []*fsm.Candidate{rule278}}, // unknown × commit_send_failed
+		{Cands: []*fsm.Candidate{rule278}}, // unknown × malformed_frame
+		{Cands: []*fsm.Candidate{rule278}}, // unknown × transfer_budget
+		{Cands: []*fsm.Candidate{rule278}}, // unknown × connection_lost
 		// aborted
-		{Cands: []*fsm.Candidate{rule279}}, // aborted × begin
-		{Cands: []*fsm.Candidate{rule279}}, // aborted × chunk
-		{Cands: []*fsm.Candidate{rule279}}, // aborted × commit
-		{Cands: []*fsm.Candidate{rule276}}, // aborted × result_ready
-		{Cands: []*fsm.Candidate{rule276}}, // aborted × result_received
-		{Cands: []*fsm.Candidate{rule276}}, // aborted × result_completed
-		{Cands: []*fsm.Candidate{rule276}}, // aborted × result_rejected
-		{Cands: []*fsm.Candidate{rule276}}, // aborted × result_failed
-		{Cands: []*fsm.Candidate{rule276}}, // aborted × result_unknown
-		{Cands: []*fsm.Candidate{rule276}}, // aborted × send_failed
-		{Cands: []*fsm.Candidate{rule276}}, // aborted × commit_send_failed
-		{Cands: []*fsm.Candidate{rule276}}, // aborted × malformed_frame
-		{Cands: []*fsm.Candidate{rule276}}, // aborted × transfer_budget
-		{Cands: []*fsm.Candidate{rule276}}, // aborted × connection_lost
+		{Cands: []*fsm.Candidate{rule281}}, // aborted × begin
+		{Cands: []*fsm.Candidate{rule281}}, // aborted × chunk
+		{Cands: []*fsm.Candidate{rule281}}, // aborted × commit
+		{Cands: []*fsm.Candidate{rule278}}, // aborted × result_ready
+		{Cands: []*fsm.Candidate{rule278}}, // aborted × result_received
+		{Cands: []*fsm.Candidate{rule278}}, // aborted × result_completed
+		{Cands: []*fsm.Candidate{rule278}}, // aborted × result_rejected
+		{Cands: []*fsm.Candidate{rule278}}, // aborted × result_failed
+		{Cands: []*fsm.Candidate{rule278}}, // aborted × result_unknown
+		{Cands: []*fsm.Candidate{rule278}}, // aborted × send_failed
+		{Cands: []*fsm.Candidate{rule278}}, // aborted × commit_send_failed
+		{Cands: []*fsm.Candidate{rule278}}, // aborted × malformed_frame
+		{Cands: []*fsm.Candidate{rule278}}, // aborted × transfer_budget
+		{Cands: []*fsm.Candidate{rule278}}, // aborted × connection_lost
 	},
 })
 

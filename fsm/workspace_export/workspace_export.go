@@ -401,53 +401,53 @@ func ParseMessage(name string) (Message, error) {
 // rule covers (a rule that lists its own target among its sources is two: a move from the others
 // and an internal transition in the target).
 var (
-	rule119 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StatePulling), Line: 119, Effects: []fsm.Effect{
+	rule121 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StatePulling), Line: 121, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerExportBudget)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionOpenExport)},
 	}}
-	rule123 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StatePulling), Line: 123, Effects: []fsm.Effect{
+	rule125 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StatePulling), Line: 125, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerExportBudget)},
 	}}
-	rule128 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no export was begun", Line: 128}
-	rule131 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no export was begun under this operation ID", Line: 131}
-	rule136 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateHolding), Line: 136, Effects: []fsm.Effect{
+	rule130 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no export was begun", Line: 130}
+	rule133 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no export was begun under this operation ID", Line: 133}
+	rule138 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateHolding), Line: 138, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionAppendChunk)},
 	}}
-	rule140 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCompleted), Line: 140, Effects: []fsm.Effect{
+	rule142 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCompleted), Line: 142, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerExportBudget)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionCloseExport)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionFinishArchive)},
 	}}
-	rule144 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 144, Effects: []fsm.Effect{
+	rule146 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 146, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerExportBudget)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionCloseExport)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionDiscardArchive)},
 	}}
-	rule148 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 148, Effects: []fsm.Effect{
+	rule150 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 150, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerExportBudget)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionCloseExport)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionDiscardArchive)},
 	}}
-	rule155 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelled), Line: 155, Effects: []fsm.Effect{
+	rule157 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelled), Line: 157, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerExportBudget)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionCloseExport)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionDiscardArchive)},
 	}}
-	rule161 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the previous pull has not been answered yet", Line: 161}
-	rule165 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "this export already began", Line: 165}
-	rule170 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StatePulling), Line: 170}
-	rule173 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no pull is in flight, so nothing is answered", Line: 173}
-	rule178 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateExpired), Line: 178, Effects: []fsm.Effect{
+	rule163 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the previous pull has not been answered yet", Line: 163}
+	rule167 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "this export already began", Line: 167}
+	rule172 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StatePulling), Line: 172}
+	rule175 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no pull is in flight, so nothing is answered", Line: 175}
+	rule180 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateExpired), Line: 180, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionCloseExport)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionDiscardArchive)},
 	}}
-	rule182 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAborted), Line: 182, Effects: []fsm.Effect{
+	rule184 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAborted), Line: 184, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerExportBudget)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionCloseExport)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionDiscardArchive)},
 	}}
-	rule188 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the export is settled; late results and deadlines change nothing", Line: 188}
-	rule192 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the export is settled; an export is never resumed or replayed", Line: 192}
+	rule190 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the export is settled; late results and deadlines change nothing", Line: 190}
+	rule194 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the export is settled; an export is never resumed or replayed", Line: 194}
 )
 
 // Table is the workspace_export machine as the engine runs it, sealed: every (state, event) cell
@@ -484,127 +484,127 @@ var Table = fsm.MustSeal(&fsm.Table{
 	Actions:  []string{"open_export", "close_export", "append_chunk", "finish_archive", "discard_archive"},
 	Messages: []string{"workspace_export", "workspace_export_result"},
 	Timers: []fsm.TimerDecl{
-		{Name: "export_budget", Duration: 3 * time.Minute, Event: fsm.EventID(EventExportBudget)},
+		{Name: "export_budget", Duration: 3 * time.Minute, Event: fsm.EventID(EventExportBudget), Policy: true},
 	},
 	Initial: fsm.StateID(StateIdle),
 	Cells: []fsm.Cell{
 		// idle
-		{Cands: []*fsm.Candidate{rule119}}, // idle × begin
-		{Cands: []*fsm.Candidate{rule131}}, // idle × next
-		{Cands: []*fsm.Candidate{rule131}}, // idle × cancel
-		{Cands: []*fsm.Candidate{rule131}}, // idle × result_chunk
-		{Cands: []*fsm.Candidate{rule131}}, // idle × result_completed
-		{Cands: []*fsm.Candidate{rule131}}, // idle × result_failed
-		{Cands: []*fsm.Candidate{rule131}}, // idle × result_rejected
-		{Cands: []*fsm.Candidate{rule123}}, // idle × pull_send_failed
-		{Cands: []*fsm.Candidate{rule131}}, // idle × cancel_send_failed
-		{Cands: []*fsm.Candidate{rule128}}, // idle × export_budget
-		{Cands: []*fsm.Candidate{rule128}}, // idle × connection_lost
-		{Cands: []*fsm.Candidate{rule128}}, // idle × owner_closed
+		{Cands: []*fsm.Candidate{rule121}}, // idle × begin
+		{Cands: []*fsm.Candidate{rule133}}, // idle × next
+		{Cands: []*fsm.Candidate{rule133}}, // idle × cancel
+		{Cands: []*fsm.Candidate{rule133}}, // idle × result_chunk
+		{Cands: []*fsm.Candidate{rule133}}, // idle × result_completed
+		{Cands: []*fsm.Candidate{rule133}}, // idle × result_failed
+		{Cands: []*fsm.Candidate{rule133}}, // idle × result_rejected
+		{Cands: []*fsm.Candidate{rule125}}, // idle × pull_send_failed
+		{Cands: []*fsm.Candidate{rule133}}, // idle × cancel_send_failed
+		{Cands: []*fsm.Candidate{rule130}}, // idle × export_budget
+		{Cands: []*fsm.Candidate{rule130}}, // idle × connection_lost
+		{Cands: []*fsm.Candidate{rule130}}, // idle × owner_closed
 		// pulling
-		{Cands: []*fsm.Candidate{rule165}}, // pulling × begin
-		{Cands: []*fsm.Candidate{rule161}}, // pulling × next
-		{Cands: []*fsm.Candidate{rule155}}, // pulling × cancel
-		{Cands: []*fsm.Candidate{rule136}}, // pulling × result_chunk
-		{Cands: []*fsm.Candidate{rule140}}, // pulling × result_completed
-		{Cands: []*fsm.Candidate{rule144}}, // pulling × result_failed
-		{Cands: []*fsm.Candidate{rule148}}, // pulling × result_rejected
-		{Cands: []*fsm.Candidate{rule161}}, // pulling × pull_send_failed
-		{Cands: []*fsm.Candidate{rule155}}, // pulling × cancel_send_failed
-		{Cands: []*fsm.Candidate{rule178}}, // pulling × export_budget
-		{Cands: []*fsm.Candidate{rule182}}, // pulling × connection_lost
-		{Cands: []*fsm.Candidate{rule182}}, // pulling × owner_closed
+		{Cands: []*fsm.Candidate{rule167}}, // pulling × begin
+		{Cands: []*fsm.Candidate{rule163}}, // pulling × next
+		{Cands: []*fsm.Candidate{rule157}}, // pulling × cancel
+		{Cands: []*fsm.Candidate{rule138}}, // pulling × result_chunk
+		{Cands: []*fsm.Candidate{rule142}}, // pulling × result_completed
+		{Cands: []*fsm.Candidate{rule146}}, // pulling × result_failed
+		{Cands: []*fsm.Candidate{rule150}}, // pulling × result_rejected
+		{Cands: []*fsm.Candidate{rule163}}, // pulling × pull_send_failed
+		{Cands: []*fsm.Candidate{rule157}}, // pulling × cancel_send_failed
+		{Cands: []*fsm.Candidate{rule180}}, // pulling × export_budget
+		{Cands: []*fsm.Candidate{rule184}}, // pulling × connection_lost
+		{Cands: []*fsm.Candidate{rule184}}, // pulling × owner_closed
 		// holding
-		{Cands: []*fsm.Candidate{rule165}}, // holding × begin
-		{Cands: []*fsm.Candidate{rule170}}, // holding × next
-		{Cands: []*fsm.Candidate{rule155}}, // holding × cancel
-		{Cands: []*fsm.Candidate{rule173}}, // holding × result_chunk
-		{Cands: []*fsm.Candidate{rule173}}, // holding × result_completed
-		{Cands: []*fsm.Candidate{rule173}}, // holding × result_failed
-		{Cands: []*fsm.Candidate{rule173}}, // holding × result_rejected
-		{Cands: []*fsm.Candidate{rule170}}, // holding × pull_send_failed
-		{Cands: []*fsm.Candidate{rule155}}, // holding × cancel_send_failed
-		{Cands: []*fsm.Candidate{rule178}}, // holding × export_budget
-		{Cands: []*fsm.Candidate{rule182}}, // holding × connection_lost
-		{Cands: []*fsm.Candidate{rule182}}, // holding × owner_closed
+		{Cands: []*fsm.Candidate{rule167}}, // holding × begin
+		{Cands: []*fsm.Candidate{rule172}}, // holding × next
+		{Cands: []*fsm.Candidate{rule157}}, // holding × cancel
+		{Cands: []*fsm.Candidate{rule175}}, // holding × result_chunk
+		{Cands: []*fsm.Candidate{rule175}}, // holding × result_completed
+		{Cands: []*fsm.Candidate{rule175}}, // holding × result_failed
+		{Cands: []*fsm.Candidate{rule175}}, // holding × result_rejected
+		{Cands: []*fsm.Candidate{rule172}}, // holding × pull_send_failed
+		{Cands: []*fsm.Candidate{rule157}}, // holding × cancel_send_failed
+		{Cands: []*fsm.Candidate{rule180}}, // holding × export_budget
+		{Cands: []*fsm.Candidate{rule184}}, // holding × connection_lost
+		{Cands: []*fsm.Candidate{rule184}}, // holding × owner_closed
 		// completed
-		{Cands: []*fsm.Candidate{rule192}}, // completed × begin
-		{Cands: []*fsm.Candidate{rule192}}, // completed × next
-		{Cands: []*fsm.Candidate{rule192}}, // completed × cancel
-		{Cands: []*fsm.Candidate{rule188}}, // completed × result_chunk
-		{Cands: []*fsm.Candidate{rule188}}, // completed × result_completed
-		{Cands: []*fsm.Candidate{rule188}}, // completed × result_failed
-		{Cands: []*fsm.Candidate{rule188}}, // completed × result_rejected
-		{Cands: []*fsm.Candidate{rule188}}, // completed × pull_send_failed
-		{Cands: []*fsm.Candidate{rule188}}, // completed × cancel_send_failed
-		{Cands: []*fsm.Candidate{rule188}}, // completed × export_budget
-		{Cands: []*fsm.Candidate{rule188}}, // completed × connection_lost
-		{Cands: []*fsm.Candidate{rule188}}, // completed × owner_closed
+		{Cands: []*fsm.Candidate{rule194}}, // completed × begin
+		{Cands: []*fsm.Candidate{rule194}}, // completed × next
+		{Cands: []*fsm.Candidate{rule194}}, // completed × cancel
+		{Cands: []*fsm.Candidate{rule190}}, // completed × result_chunk
+		{Cands: []*fsm.Candidate{rule190}}, // completed × result_completed
+		{Cands: []*fsm.Candidate{rule190}}, // completed × result_failed
+		{Cands: []*fsm.Candidate{rule190}}, // completed × result_rejected
+		{Cands: []*fsm.Candidate{rule190}}, // completed × pull_send_failed
+		{Cands: []*fsm.Candidate{rule190}}, // completed × cancel_send_failed
+		{Cands: []*fsm.Candidate{rule190}}, // completed × export_budget
+		{Cands: []*fsm.Candidate{rule190}}, // completed × connection_lost
+		{Cands: []*fsm.Candidate{rule190}}, // completed × owner_closed
 		// cancelled
-		{Cands: []*fsm.Candidate{rule192}}, // cancelled × begin
-		{Cands: []*fsm.Candidate{rule192}}, // cancelled × next
-		{Cands: []*fsm.Candidate{rule192}}, // cancelled × cancel
-		{Cands: []*fsm.Candidate{rule188}}, // cancelled × result_chunk
-		{Cands: []*fsm.Candidate{rule188}}, // cancelled × result_completed
-		{Cands: []*fsm.Candidate{rule188}}, // cancelled × result_failed
-		{Cands: []*fsm.Candidate{rule188}}, // cancelled × result_rejected
-		{Cands: []*fsm.Candidate{rule188}}, // cancelled × pull_send_failed
-		{Cands: []*fsm.Candidate{rule188}}, // cancelled × cancel_send_failed
-		{Cands: []*fsm.Candidate{rule188}}, // cancelled × export_budget
-		{Cands: []*fsm.Candidate{rule188}}, // cancelled × connection_lost
-		{Cands: []*fsm.Candidate{rule188}}, // cancelled × owner_closed
+		{Cands: []*fsm.Candidate{rule194}}, // cancelled × begin
+		{Cands: []*fsm.Candidate{rule194}}, // cancelled × next
+		{Cands: []*fsm.Candidate{rule194}}, // cancelled × cancel
+		{Cands: []*fsm.Candidate{rule190}}, // cancelled × result_chunk
+		{Cands: []*fsm.Candidate{rule190}}, // cancelled × result_completed
+		{Cands: []*fsm.Candidate{rule190}}, // cancelled × result_failed
+		{Cands: []*fsm.Candidate{rule190}}, // cancelled × result_rejected
+		{Cands: []*fsm.Candidate{rule190}}, // cancelled × pull_send_failed
+		{Cands: []*fsm.Candidate{rule190}}, // cancelled × cancel_send_failed
+		{Cands: []*fsm.Candidate{rule190}}, // cancelled × export_budget
+		{Cands: []*fsm.Candidate{rule190}}, // cancelled × connection_lost
+		{Cands: []*fsm.Candidate{rule190}}, // cancelled × owner_closed
 		// failed
-		{Cands: []*fsm.Candidate{rule192}}, // failed × begin
-		{Cands: []*fsm.Candidate{rule192}}, // failed × next
-		{Cands: []*fsm.Candidate{rule192}}, // failed × cancel
-		{Cands: []*fsm.Candidate{rule188}}, // failed × result_chunk
-		{Cands: []*fsm.Candidate{rule188}}, // failed × result_completed
-		{Cands: []*fsm.Candidate{rule188}}, // failed × result_failed
-		{Cands: []*fsm.Candidate{rule188}}, // failed × result_rejected
-		{Cands: []*fsm.Candidate{rule188}}, // failed × pull_send_failed
-		{Cands: []*fsm.Candidate{rule188}}, // failed × cancel_send_failed
-		{Cands: []*fsm.Candidate{rule188}}, // failed × export_budget
-		{Cands: []*fsm.Candidate{rule188}}, // failed × connection_lost
-		{Cands: []*fsm.Candidate{rule188}}, // failed × owner_closed
+		{Cands: []*fsm.Candidate{rule194}}, // failed × begin
+		{Cands: []*fsm.Candidate{rule194}}, // failed × next
+		{Cands: []*fsm.Candidate{rule194}}, // failed × cancel
+		{Cands: []*fsm.Candidate{rule190}}, // failed × result_chunk
+		{Cands: []*fsm.Candidate{rule190}}, // failed × result_completed
+		{Cands: []*fsm.Candidate{rule190}}, // failed × result_failed
+		{Cands: []*fsm.Candidate{rule190}}, // failed × result_rejected
+		{Cands: []*fsm.Candidate{rule190}}, // failed × pull_send_failed
+		{Cands: []*fsm.Candidate{rule190}}, // failed × cancel_send_failed
+		{Cands: []*fsm.Candidate{rule190}}, // failed × export_budget
+		{Cands: []*fsm.Candidate{rule190}}, // failed × connection_lost
+		{Cands: []*fsm.Candidate{rule190}}, // failed × owner_closed
 		// rejected
-		{Cands: []*fsm.Candidate{rule192}}, // rejected × begin
-		{Cands: []*fsm.Candidate{rule192}}, // rejected × next
-		{Cands: []*fsm.Candidate{rule192}}, // rejected × cancel
-		{Cands: []*fsm.Candidate{rule188}}, // rejected × result_chunk
-		{Cands: []*fsm.Candidate{rule188}}, // rejected × result_completed
-		{Cands: []*fsm.Candidate{rule188}}, // rejected × result_failed
-		{Cands: []*fsm.Candidate{rule188}}, // rejected × result_rejected
-		{Cands: []*fsm.Candidate{rule188}}, // rejected × pull_send_failed
-		{Cands: []*fsm.Candidate{rule188}}, // rejected × cancel_send_failed
-		{Cands: []*fsm.Candidate{rule188}}, // rejected × export_budget
-		{Cands: []*fsm.Candidate{rule188}}, // rejected × connection_lost
-		{Cands: []*fsm.Candidate{rule188}}, // rejected × owner_closed
+		{Cands: []*fsm.Candidate{rule194}}, // rejected × begin
+		{Cands: []*fsm.Candidate{rule194}}, // rejected × next
+		{Cands: []*fsm.Candidate{rule194}}, // rejected × cancel
+		{Cands: []*fsm.Candidate{rule190}}, // rejected × result_chunk
+		{Cands: []*fsm.Candidate{rule190}}, // rejected × result_completed
+		{Cands: []*fsm.Candidate{rule190}}, // rejected × result_failed
+		{Cands: []*fsm.Candidate{rule190}}, // rejected × result_rejected
+		{Cands: []*fsm.Candidate{rule190}}, // rejected × pull_send_failed
+		{Cands: []*fsm.Candidate{rule190}}, // rejected × cancel_send_failed
+		{Cands: []*fsm.Candidate{rule190}}, // rejected × export_budget
+		{Cands: []*fsm.Candidate{rule190}}, // rejected × connection_lost
+		{Cands: []*fsm.Candidate{rule190}}, // rejected × owner_closed
 		// expired
-		{Cands: []*fsm.Candidate{rule192}}, // expired × begin
-		{Cands: []*fsm.Candidate{rule192}}, // expired × next
-		{Cands: []*fsm.Candidate{rule192}}, // expired × cancel
-		{Cands: []*fsm.Candidate{rule188}}, // expired × result_chunk
-		{Cands: []*fsm.Candidate{rule188}}, // expired × result_completed
-		{Cands: []*fsm.Candidate{rule188}}, // expired × result_failed
-		{Cands: []*fsm.Candidate{rule188}}, // expired × result_rejected
-		{Cands: []*fsm.Candidate{rule188}}, // expired × pull_send_failed
-		{Cands: []*fsm.Candidate{rule188}}, // expired × cancel_send_failed
-		{Cands: []*fsm.Candidate{rule188}}, // expired × export_budget
-		{Cands: []*fsm.Candidate{rule188}}, // expired × connection_lost
-		{Cands: []*fsm.Candidate{rule188}}, // expired × owner_closed
+		{Cands: []*fsm.Candidate{rule194}}, // expired × begin
+		{Cands: []*fsm.Candidate{rule194}}, // expired × next
+		{Cands: []*fsm.Candidate{rule194}}, // expired × cancel
+		{Cands: []*fsm.Candidate{rule190}}, // expired × result_chunk
+		{Cands: []*fsm.Candidate{rule190}}, // expired × result_completed
+		{Cands: []*fsm.Candidate{rule190}}, // expired × result_failed
+		{Cands: []*fsm.Candidate{rule190}}, // expired × result_rejected
+		{Cands: []*fsm.Candidate{rule190}}, // expired × pull_send_failed
+		{Cands: []*fsm.Candidate{rule190}}, // expired × cancel_send_failed
+		{Cands: []*fsm.Candidate{rule190}}, // expired × export_budget
+		{Cands: []*fsm.Candidate{rule190}}, // expired × connection_lost
+		{Cands: []*fsm.Candidate{rule190}}, // expired × owner_closed
 		// aborted
-		{Cands: []*fsm.Candidate{rule192}}, // aborted × begin
-		{Cands: []*fsm.Candidate{rule192}}, // aborted × next
-		{Cands: []*fsm.Candidate{rule192}}, // aborted × cancel
-		{Cands: []*fsm.Candidate{rule188}}, // aborted × result_chunk
-		{Cands: []*fsm.Candidate{rule188}}, // aborted × result_completed
-		{Cands: []*fsm.Candidate{rule188}}, // aborted × result_failed
-		{Cands: []*fsm.Candidate{rule188}}, // aborted × result_rejected
-		{Cands: []*fsm.Candidate{rule188}}, // aborted × pull_send_failed
-		{Cands: []*fsm.Candidate{rule188}}, // aborted × cancel_send_failed
-		{Cands: []*fsm.Candidate{rule188}}, // aborted × export_budget
-		{Cands: []*fsm.Candidate{rule188}}, // aborted × connection_lost
-		{Cands: []*fsm.Candidate{rule188}}, // aborted × owner_closed
+		{Cands: []*fsm.Candidate{rule194}}, // aborted × begin
+		{Cands: []*fsm.Candidate{rule194}}, // aborted × next
+		{Cands: []*fsm.Candidate{rule194}}, // aborted × cancel
+		{Cands: []*fsm.Candidate{rule190}}, // aborted × result_chunk
+		{Cands: []*fsm.Candidate{rule190}}, // aborted × result_completed
+		{Cands: []*fsm.Candidate{rule190}}, // aborted × result_failed
+		{Cands: []*fsm.Candidate{rule190}}, // aborted × result_rejected
+		{Cands: []*fsm.Candidate{rule190}}, // aborted × pull_send_failed
+		{Cands: []*fsm.Candidate{rule190}}, // aborted × cancel_send_failed
+		{Cands: []*fsm.Candidate{rule190}}, // aborted × export_budget
+		{Cands: []*fsm.Candidate{rule190}}, // aborted × connection_lost
+		{Cands: []*fsm.Candidate{rule190}}, // aborted × owner_closed
 	},
 })
 

@@ -441,56 +441,56 @@ func ParseMessage(name string) (Message, error) {
 // rule covers (a rule that lists its own target among its sources is two: a move from the others
 // and an internal transition in the target).
 var (
-	rule121 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnerReadable), Disp: fsm.Moved, To: fsm.StateID(StateDispatched), Line: 121, Effects: []fsm.Effect{
+	rule123 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnerReadable), Disp: fsm.Moved, To: fsm.StateID(StateDispatched), Line: 123, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionHoldReservation)},
 		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadOp)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionReadNative)},
 	}}
-	rule126 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the owner is closed, fenced by an earlier unknown read, or not on this connection", Line: 126}
-	rule129 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateDispatched), Line: 129, Effects: []fsm.Effect{
+	rule128 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the owner is closed, fenced by an earlier unknown read, or not on this connection", Line: 128}
+	rule131 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateDispatched), Line: 131, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionHoldReservation)},
 		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadOp)},
 	}}
-	rule134 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no read is dispatched", Line: 134}
-	rule137 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no read was dispatched under this operation ID", Line: 137}
-	rule143 = &fsm.Candidate{Guard: fsm.GuardID(GuardCloseAcknowledged), Disp: fsm.Moved, To: fsm.StateID(StateCompleted), Line: 143, Effects: []fsm.Effect{
+	rule136 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no read is dispatched", Line: 136}
+	rule139 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no read was dispatched under this operation ID", Line: 139}
+	rule145 = &fsm.Candidate{Guard: fsm.GuardID(GuardCloseAcknowledged), Disp: fsm.Moved, To: fsm.StateID(StateCompleted), Line: 145, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadOp)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseReservation)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionDeliverResult)},
 	}}
-	rule148 = &fsm.Candidate{Guard: fsm.GuardID(GuardCloseAcknowledged), Disp: fsm.Moved, To: fsm.StateID(StateTruncated), Line: 148, Effects: []fsm.Effect{
+	rule150 = &fsm.Candidate{Guard: fsm.GuardID(GuardCloseAcknowledged), Disp: fsm.Moved, To: fsm.StateID(StateTruncated), Line: 150, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadOp)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseReservation)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionDeliverResult)},
 	}}
-	rule153 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 153, Effects: []fsm.Effect{
+	rule155 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 155, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadOp)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseReservation)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionFenceOwner)},
 	}}
-	rule158 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 158, Effects: []fsm.Effect{
+	rule160 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 160, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadOp)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseReservation)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordRejection)},
 	}}
-	rule162 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 162, Effects: []fsm.Effect{
+	rule164 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 164, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadOp)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseReservation)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionFenceOwner)},
 	}}
-	rule166 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 166, Effects: []fsm.Effect{
+	rule168 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 168, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseReservation)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionFenceOwner)},
 	}}
-	rule170 = &fsm.Candidate{Disp: fsm.Stayed, Line: 170, Effects: []fsm.Effect{
+	rule172 = &fsm.Candidate{Disp: fsm.Stayed, Line: 172, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionDetachObserver)},
 	}}
-	rule174 = &fsm.Candidate{Disp: fsm.Stayed, Line: 174, Effects: []fsm.Effect{
+	rule176 = &fsm.Candidate{Disp: fsm.Stayed, Line: 176, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionCloseAdmission)},
 	}}
-	rule178 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "this operation ID already has a read in flight; a duplicate starts nothing", Line: 178}
-	rule183 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the read is settled; late results change nothing", Line: 183}
-	rule186 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the operation ID is settled; a read is never retried or replayed", Line: 186}
+	rule180 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "this operation ID already has a read in flight; a duplicate starts nothing", Line: 180}
+	rule185 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the read is settled; late results change nothing", Line: 185}
+	rule188 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the operation ID is settled; a read is never retried or replayed", Line: 188}
 )
 
 // Table is the workspace_read machine as the engine runs it, sealed: every (state, event) cell
@@ -523,76 +523,76 @@ var Table = fsm.MustSeal(&fsm.Table{
 	Actions:  []string{"hold_reservation", "read_native", "release_reservation", "deliver_result", "record_rejection", "fence_owner", "detach_observer", "close_admission"},
 	Messages: []string{"workspace_read", "workspace_read_result"},
 	Timers: []fsm.TimerDecl{
-		{Name: "read_op", Duration: 12 * time.Second, Event: fsm.EventID(EventReadOp)},
+		{Name: "read_op", Duration: 12 * time.Second, Event: fsm.EventID(EventReadOp), Policy: true},
 	},
 	Initial: fsm.StateID(StateIdle),
 	Cells: []fsm.Cell{
 		// idle
-		{Cands: []*fsm.Candidate{rule121, rule126}}, // idle × workspace_read
-		{Cands: []*fsm.Candidate{rule137}},          // idle × result_completed
-		{Cands: []*fsm.Candidate{rule137}},          // idle × result_truncated
-		{Cands: []*fsm.Candidate{rule137}},          // idle × result_rejected
-		{Cands: []*fsm.Candidate{rule137}},          // idle × result_unknown
-		{Cands: []*fsm.Candidate{rule129}},          // idle × send_failed
-		{Cands: []*fsm.Candidate{rule134}},          // idle × read_op
-		{Cands: []*fsm.Candidate{rule134}},          // idle × connection_lost
-		{Cands: []*fsm.Candidate{rule134}},          // idle × observer_cancelled
-		{Cands: []*fsm.Candidate{rule134}},          // idle × owner_closed
+		{Cands: []*fsm.Candidate{rule123, rule128}}, // idle × workspace_read
+		{Cands: []*fsm.Candidate{rule139}},          // idle × result_completed
+		{Cands: []*fsm.Candidate{rule139}},          // idle × result_truncated
+		{Cands: []*fsm.Candidate{rule139}},          // idle × result_rejected
+		{Cands: []*fsm.Candidate{rule139}},          // idle × result_unknown
+		{Cands: []*fsm.Candidate{rule131}},          // idle × send_failed
+		{Cands: []*fsm.Candidate{rule136}},          // idle × read_op
+		{Cands: []*fsm.Candidate{rule136}},          // idle × connection_lost
+		{Cands: []*fsm.Candidate{rule136}},          // idle × observer_cancelled
+		{Cands: []*fsm.Candidate{rule136}},          // idle × owner_closed
 		// dispatched
-		{Cands: []*fsm.Candidate{rule178}},          // dispatched × workspace_read
-		{Cands: []*fsm.Candidate{rule143, rule153}}, // dispatched × result_completed
-		{Cands: []*fsm.Candidate{rule148, rule153}}, // dispatched × result_truncated
-		{Cands: []*fsm.Candidate{rule158}},          // dispatched × result_rejected
-		{Cands: []*fsm.Candidate{rule162}},          // dispatched × result_unknown
-		{Cands: []*fsm.Candidate{rule178}},          // dispatched × send_failed
-		{Cands: []*fsm.Candidate{rule166}},          // dispatched × read_op
-		{Cands: []*fsm.Candidate{rule162}},          // dispatched × connection_lost
-		{Cands: []*fsm.Candidate{rule170}},          // dispatched × observer_cancelled
-		{Cands: []*fsm.Candidate{rule174}},          // dispatched × owner_closed
+		{Cands: []*fsm.Candidate{rule180}},          // dispatched × workspace_read
+		{Cands: []*fsm.Candidate{rule145, rule155}}, // dispatched × result_completed
+		{Cands: []*fsm.Candidate{rule150, rule155}}, // dispatched × result_truncated
+		{Cands: []*fsm.Candidate{rule160}},          // dispatched × result_rejected
+		{Cands: []*fsm.Candidate{rule164}},          // dispatched × result_unknown
+		{Cands: []*fsm.Candidate{rule180}},          // dispatched × send_failed
+		{Cands: []*fsm.Candidate{rule168}},          // dispatched × read_op
+		{Cands: []*fsm.Candidate{rule164}},          // dispatched × connection_lost
+		{Cands: []*fsm.Candidate{rule172}},          // dispatched × observer_cancelled
+		{Cands: []*fsm.Candidate{rule176}},          // dispatched × owner_closed
 		// completed
-		{Cands: []*fsm.Candidate{rule186}}, // completed × workspace_read
-		{Cands: []*fsm.Candidate{rule183}}, // completed × result_completed
-		{Cands: []*fsm.Candidate{rule183}}, // completed × result_truncated
-		{Cands: []*fsm.Candidate{rule183}}, // completed × result_rejected
-		{Cands: []*fsm.Candidate{rule183}}, // completed × result_unknown
-		{Cands: []*fsm.Candidate{rule183}}, // completed × send_failed
-		{Cands: []*fsm.Candidate{rule183}}, // completed × read_op
-		{Cands: []*fsm.Candidate{rule183}}, // completed × connection_lost
-		{Cands: []*fsm.Candidate{rule183}}, // completed × observer_cancelled
-		{Cands: []*fsm.Candidate{rule183}}, // completed × owner_closed
+		{Cands: []*fsm.Candidate{rule188}}, // completed × workspace_read
+		{Cands: []*fsm.Candidate{rule185}}, // completed × result_completed
+		{Cands: []*fsm.Candidate{rule185}}, // completed × result_truncated
+		{Cands: []*fsm.Candidate{rule185}}, // completed × result_rejected
+		{Cands: []*fsm.Candidate{rule185}}, // completed × result_unknown
+		{Cands: []*fsm.Candidate{rule185}}, // completed × send_failed
+		{Cands: []*fsm.Candidate{rule185}}, // completed × read_op
+		{Cands: []*fsm.Candidate{rule185}}, // completed × connection_lost
+		{Cands: []*fsm.Candidate{rule185}}, // completed × observer_cancelled
+		{Cands: []*fsm.Candidate{rule185}}, // completed × owner_closed
 		// truncated
-		{Cands: []*fsm.Candidate{rule186}}, // truncated × workspace_read
-		{Cands: []*fsm.Candidate{rule183}}, // truncated × result_completed
-		{Cands: []*fsm.Candidate{rule183}}, // truncated × result_truncated
-		{Cands: []*fsm.Candidate{rule183}}, // truncated × result_rejected
-		{Cands: []*fsm.Candidate{rule183}}, // truncated × result_unknown
-		{Cands: []*fsm.Candidate{rule183}}, // truncated × send_failed
-		{Cands: []*fsm.Candidate{rule183}}, // truncated × read_op
-		{Cands: []*fsm.Candidate{rule183}}, // truncated × connection_lost
-		{Cands: []*fsm.Candidate{rule183}}, // truncated × observer_cancelled
-		{Cands: []*fsm.Candidate{rule183}}, // truncated × owner_closed
+		{Cands: []*fsm.Candidate{rule188}}, // truncated × workspace_read
+		{Cands: []*fsm.Candidate{rule185}}, // truncated × result_completed
+		{Cands: []*fsm.Candidate{rule185}}, // truncated × result_truncated
+		{Cands: []*fsm.Candidate{rule185}}, // truncated × result_rejected
+		{Cands: []*fsm.Candidate{rule185}}, // truncated × result_unknown
+		{Cands: []*fsm.Candidate{rule185}}, // truncated × send_failed
+		{Cands: []*fsm.Candidate{rule185}}, // truncated × read_op
+		{Cands: []*fsm.Candidate{rule185}}, // truncated × connection_lost
+		{Cands: []*fsm.Candidate{rule185}}, // truncated × observer_cancelled
+		{Cands: []*fsm.Candidate{rule185}}, // truncated × owner_closed
 		// rejected
-		{Cands: []*fsm.Candidate{rule186}}, // rejected × workspace_read
-		{Cands: []*fsm.Candidate{rule183}}, // rejected × result_completed
-		{Cands: []*fsm.Candidate{rule183}}, // rejected × result_truncated
-		{Cands: []*fsm.Candidate{rule183}}, // rejected × result_rejected
-		{Cands: []*fsm.Candidate{rule183}}, // rejected × result_unknown
-		{Cands: []*fsm.Candidate{rule183}}, // rejected × send_failed
-		{Cands: []*fsm.Candidate{rule183}}, // rejected × read_op
-		{Cands: []*fsm.Candidate{rule183}}, // rejected × connection_lost
-		{Cands: []*fsm.Candidate{rule183}}, // rejected × observer_cancelled
-		{Cands: []*fsm.Candidate{rule183}}, // rejected × owner_closed
+		{Cands: []*fsm.Candidate{rule188}}, // rejected × workspace_read
+		{Cands: []*fsm.Candidate{rule185}}, // rejected × result_completed
+		{Cands: []*fsm.Candidate{rule185}}, // rejected × result_truncated
+		{Cands: []*fsm.Candidate{rule185}}, // rejected × result_rejected
+		{Cands: []*fsm.Candidate{rule185}}, // rejected × result_unknown
+		{Cands: []*fsm.Candidate{rule185}}, // rejected × send_failed
+		{Cands: []*fsm.Candidate{rule185}}, // rejected × read_op
+		{Cands: []*fsm.Candidate{rule185}}, // rejected × connection_lost
+		{Cands: []*fsm.Candidate{rule185}}, // rejected × observer_cancelled
+		{Cands: []*fsm.Candidate{rule185}}, // rejected × owner_closed
 		// unknown
-		{Cands: []*fsm.Candidate{rule186}}, // unknown × workspace_read
-		{Cands: []*fsm.Candidate{rule183}}, // unknown × result_completed
-		{Cands: []*fsm.Candidate{rule183}}, // unknown × result_truncated
-		{Cands: []*fsm.Candidate{rule183}}, // unknown × result_rejected
-		{Cands: []*fsm.Candidate{rule183}}, // unknown × result_unknown
-		{Cands: []*fsm.Candidate{rule183}}, // unknown × send_failed
-		{Cands: []*fsm.Candidate{rule183}}, // unknown × read_op
-		{Cands: []*fsm.Candidate{rule183}}, // unknown × connection_lost
-		{Cands: []*fsm.Candidate{rule183}}, // unknown × observer_cancelled
-		{Cands: []*fsm.Candidate{rule183}}, // unknown × owner_closed
+		{Cands: []*fsm.Candidate{rule188}}, // unknown × workspace_read
+		{Cands: []*fsm.Candidate{rule185}}, // unknown × result_completed
+		{Cands: []*fsm.Candidate{rule185}}, // unknown × result_truncated
+		{Cands: []*fsm.Candidate{rule185}}, // unknown × result_rejected
+		{Cands: []*fsm.Candidate{rule185}}, // unknown × result_unknown
+		{Cands: []*fsm.Candidate{rule185}}, // unknown × send_failed
+		{Cands: []*fsm.Candidate{rule185}}, // unknown × read_op
+		{Cands: []*fsm.Candidate{rule185}}, // unknown × connection_lost
+		{Cands: []*fsm.Candidate{rule185}}, // unknown × observer_cancelled
+		{Cands: []*fsm.Candidate{rule185}}, // unknown × owner_closed
 	},
 })
 

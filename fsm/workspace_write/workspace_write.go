@@ -503,104 +503,104 @@ func ParseMessage(name string) (Message, error) {
 // rule covers (a rule that lists its own target among its sources is two: a move from the others
 // and an internal transition in the target).
 var (
-	rule164 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnerFree), Disp: fsm.Moved, To: fsm.StateID(StateBeginning), Line: 164, Effects: []fsm.Effect{
+	rule166 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnerFree), Disp: fsm.Moved, To: fsm.StateID(StateBeginning), Line: 166, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReserveOwner)},
 		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerUploadWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionOpenUpload)},
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageWorkspaceWriteResult)},
 	}}
-	rule169 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "an earlier write of this Session is unsettled; successors wait for its exact settlement", Line: 169}
-	rule172 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateBeginning), Line: 172, Effects: []fsm.Effect{
+	rule171 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "an earlier write of this Session is unsettled; successors wait for its exact settlement", Line: 171}
+	rule174 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateBeginning), Line: 174, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReserveOwner)},
 		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerUploadWait)},
 	}}
-	rule177 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the write was not admitted", Line: 177}
-	rule180 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no begin was sent for this mutation ID", Line: 180}
-	rule185 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStaging), Line: 185}
-	rule188 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the previous frame has not been answered yet", Line: 188}
-	rule191 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no frame is being sent; the previous one has not been answered yet", Line: 191}
-	rule194 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no frame is in flight", Line: 194}
-	rule199 = &fsm.Candidate{Guard: fsm.GuardID(GuardChunkInBounds), Disp: fsm.Moved, To: fsm.StateID(StateChunkSent), Line: 199, Effects: []fsm.Effect{
+	rule179 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the write was not admitted", Line: 179}
+	rule182 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no begin was sent for this mutation ID", Line: 182}
+	rule187 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStaging), Line: 187}
+	rule190 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the previous frame has not been answered yet", Line: 190}
+	rule193 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no frame is being sent; the previous one has not been answered yet", Line: 193}
+	rule196 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no frame is in flight", Line: 196}
+	rule201 = &fsm.Candidate{Guard: fsm.GuardID(GuardChunkInBounds), Disp: fsm.Moved, To: fsm.StateID(StateChunkSent), Line: 201, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionStageChunk)},
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageWorkspaceWriteResult)},
 	}}
-	rule204 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 204, Effects: []fsm.Effect{
+	rule206 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 206, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerUploadWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardUpload)},
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageWorkspaceWriteResult)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseOwner)},
 	}}
-	rule211 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateChunkSent), Line: 211}
-	rule215 = &fsm.Candidate{Guard: fsm.GuardID(GuardDigestMatches), Disp: fsm.Moved, To: fsm.StateID(StateCommitting), Line: 215, Effects: []fsm.Effect{
+	rule213 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateChunkSent), Line: 213}
+	rule217 = &fsm.Candidate{Guard: fsm.GuardID(GuardDigestMatches), Disp: fsm.Moved, To: fsm.StateID(StateCommitting), Line: 217, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordCommitAttempt)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionApplyWrite)},
 	}}
-	rule220 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCommitting), Line: 220, Effects: []fsm.Effect{
+	rule222 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCommitting), Line: 222, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordCommitAttempt)},
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageWorkspaceWriteResult)},
 	}}
-	rule225 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCommitting), Line: 225, Effects: []fsm.Effect{
+	rule227 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCommitting), Line: 227, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordCommitAttempt)},
 	}}
-	rule233 = &fsm.Candidate{Guard: fsm.GuardID(GuardOffsetMatches), Disp: fsm.Moved, To: fsm.StateID(StateStaging), Line: 233}
-	rule237 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the received offset does not match the frame in flight", Line: 237}
-	rule242 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCompleted), Line: 242, Effects: []fsm.Effect{
+	rule235 = &fsm.Candidate{Guard: fsm.GuardID(GuardOffsetMatches), Disp: fsm.Moved, To: fsm.StateID(StateStaging), Line: 235}
+	rule239 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the received offset does not match the frame in flight", Line: 239}
+	rule244 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCompleted), Line: 244, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerUploadWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardUpload)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseOwner)},
 	}}
-	rule246 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCompleted), Line: 246, Effects: []fsm.Effect{
+	rule248 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCompleted), Line: 248, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleLate)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseOwner)},
 	}}
-	rule251 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "only a commit can complete or end unknown", Line: 251}
-	rule255 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 255, Effects: []fsm.Effect{
+	rule253 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "only a commit can complete or end unknown", Line: 253}
+	rule257 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 257, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerUploadWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardUpload)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseOwner)},
 	}}
-	rule259 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 259, Effects: []fsm.Effect{
+	rule261 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 261, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerUploadWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardUpload)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseOwner)},
 	}}
-	rule263 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 263, Effects: []fsm.Effect{
+	rule265 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 265, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleLate)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseOwner)},
 	}}
-	rule267 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 267, Effects: []fsm.Effect{
+	rule269 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 269, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerUploadWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardUpload)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
 	}}
-	rule271 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 271}
-	rule274 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the write is already past begin", Line: 274}
-	rule279 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAborted), Line: 279, Effects: []fsm.Effect{
+	rule273 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 273}
+	rule276 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the write is already past begin", Line: 276}
+	rule281 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAborted), Line: 281, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseOwner)},
 	}}
-	rule285 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnconfirmed), Line: 285, Effects: []fsm.Effect{
+	rule287 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnconfirmed), Line: 287, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
 	}}
-	rule290 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAborted), Line: 290, Effects: []fsm.Effect{
+	rule292 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAborted), Line: 292, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerUploadWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardUpload)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseOwner)},
 	}}
-	rule296 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 296, Effects: []fsm.Effect{
+	rule298 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 298, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerUploadWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardUpload)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
 	}}
-	rule301 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 301}
-	rule304 = &fsm.Candidate{Disp: fsm.Stayed, Line: 304, Effects: []fsm.Effect{
+	rule303 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 303}
+	rule306 = &fsm.Candidate{Disp: fsm.Stayed, Line: 306, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionDetachObserver)},
 	}}
-	rule310 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "only a final receipt, a loss or an exit changes an unconfirmed write", Line: 310}
-	rule313 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the upload deadline passed; nothing more is sent and the write is never replayed", Line: 313}
-	rule318 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "write_capacity: this write already began; the request is never replayed", Line: 318}
-	rule321 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the commit was already sent", Line: 321}
-	rule326 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing", Line: 326}
-	rule330 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the write is settled and never replayed", Line: 330}
+	rule312 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "only a final receipt, a loss or an exit changes an unconfirmed write", Line: 312}
+	rule315 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the upload deadline passed; nothing more is sent and the write is never replayed", Line: 315}
+	rule320 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "write_capacity: this write already began; the request is never replayed", Line: 320}
+	rule323 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the commit was already sent", Line: 323}
+	rule328 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing", Line: 328}
+	rule332 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the write is settled and never replayed", Line: 332}
 )
 
 // Table is the workspace_write machine as the engine runs it, sealed: every (state, event) cell
@@ -641,160 +641,160 @@ var Table = fsm.MustSeal(&fsm.Table{
 	Actions:  []string{"reserve_owner", "record_commit_attempt", "release_owner", "stage_chunk", "open_upload", "apply_write", "discard_upload", "mark_unknown", "settle_late", "detach_observer"},
 	Messages: []string{"workspace_write", "workspace_write_result"},
 	Timers: []fsm.TimerDecl{
-		{Name: "upload_wait", Duration: 2 * time.Minute, Event: fsm.EventID(EventUploadWait)},
+		{Name: "upload_wait", Duration: 2 * time.Minute, Event: fsm.EventID(EventUploadWait), Policy: true},
 	},
 	Initial: fsm.StateID(StateIdle),
 	Cells: []fsm.Cell{
 		// idle
-		{Cands: []*fsm.Candidate{rule164, rule169}}, // idle × begin
-		{Cands: []*fsm.Candidate{rule180}},          // idle × chunk
-		{Cands: []*fsm.Candidate{rule180}},          // idle × commit
-		{Cands: []*fsm.Candidate{rule180}},          // idle × result_ready
-		{Cands: []*fsm.Candidate{rule180}},          // idle × result_received
-		{Cands: []*fsm.Candidate{rule180}},          // idle × result_completed
-		{Cands: []*fsm.Candidate{rule180}},          // idle × result_rejected
-		{Cands: []*fsm.Candidate{rule180}},          // idle × result_unknown
-		{Cands: []*fsm.Candidate{rule172}},          // idle × send_failed
-		{Cands: []*fsm.Candidate{rule180}},          // idle × commit_send_failed
-		{Cands: []*fsm.Candidate{rule177}},          // idle × upload_wait
-		{Cands: []*fsm.Candidate{rule177}},          // idle × connection_lost
-		{Cands: []*fsm.Candidate{rule177}},          // idle × observer_cancelled
-		{Cands: []*fsm.Candidate{rule177}},          // idle × process_exit
+		{Cands: []*fsm.Candidate{rule166, rule171}}, // idle × begin
+		{Cands: []*fsm.Candidate{rule182}},          // idle × chunk
+		{Cands: []*fsm.Candidate{rule182}},          // idle × commit
+		{Cands: []*fsm.Candidate{rule182}},          // idle × result_ready
+		{Cands: []*fsm.Candidate{rule182}},          // idle × result_received
+		{Cands: []*fsm.Candidate{rule182}},          // idle × result_completed
+		{Cands: []*fsm.Candidate{rule182}},          // idle × result_rejected
+		{Cands: []*fsm.Candidate{rule182}},          // idle × result_unknown
+		{Cands: []*fsm.Candidate{rule174}},          // idle × send_failed
+		{Cands: []*fsm.Candidate{rule182}},          // idle × commit_send_failed
+		{Cands: []*fsm.Candidate{rule179}},          // idle × upload_wait
+		{Cands: []*fsm.Candidate{rule179}},          // idle × connection_lost
+		{Cands: []*fsm.Candidate{rule179}},          // idle × observer_cancelled
+		{Cands: []*fsm.Candidate{rule179}},          // idle × process_exit
 		// beginning
-		{Cands: []*fsm.Candidate{rule318}}, // beginning × begin
-		{Cands: []*fsm.Candidate{rule188}}, // beginning × chunk
-		{Cands: []*fsm.Candidate{rule188}}, // beginning × commit
-		{Cands: []*fsm.Candidate{rule185}}, // beginning × result_ready
-		{Cands: []*fsm.Candidate{rule194}}, // beginning × result_received
-		{Cands: []*fsm.Candidate{rule251}}, // beginning × result_completed
-		{Cands: []*fsm.Candidate{rule255}}, // beginning × result_rejected
-		{Cands: []*fsm.Candidate{rule251}}, // beginning × result_unknown
-		{Cands: []*fsm.Candidate{rule191}}, // beginning × send_failed
-		{Cands: []*fsm.Candidate{rule191}}, // beginning × commit_send_failed
-		{Cands: []*fsm.Candidate{rule279}}, // beginning × upload_wait
-		{Cands: []*fsm.Candidate{rule290}}, // beginning × connection_lost
-		{Cands: []*fsm.Candidate{rule304}}, // beginning × observer_cancelled
-		{Cands: []*fsm.Candidate{rule290}}, // beginning × process_exit
+		{Cands: []*fsm.Candidate{rule320}}, // beginning × begin
+		{Cands: []*fsm.Candidate{rule190}}, // beginning × chunk
+		{Cands: []*fsm.Candidate{rule190}}, // beginning × commit
+		{Cands: []*fsm.Candidate{rule187}}, // beginning × result_ready
+		{Cands: []*fsm.Candidate{rule196}}, // beginning × result_received
+		{Cands: []*fsm.Candidate{rule253}}, // beginning × result_completed
+		{Cands: []*fsm.Candidate{rule257}}, // beginning × result_rejected
+		{Cands: []*fsm.Candidate{rule253}}, // beginning × result_unknown
+		{Cands: []*fsm.Candidate{rule193}}, // beginning × send_failed
+		{Cands: []*fsm.Candidate{rule193}}, // beginning × commit_send_failed
+		{Cands: []*fsm.Candidate{rule281}}, // beginning × upload_wait
+		{Cands: []*fsm.Candidate{rule292}}, // beginning × connection_lost
+		{Cands: []*fsm.Candidate{rule306}}, // beginning × observer_cancelled
+		{Cands: []*fsm.Candidate{rule292}}, // beginning × process_exit
 		// staging
-		{Cands: []*fsm.Candidate{rule318}},          // staging × begin
-		{Cands: []*fsm.Candidate{rule199, rule204}}, // staging × chunk
-		{Cands: []*fsm.Candidate{rule215, rule220}}, // staging × commit
-		{Cands: []*fsm.Candidate{rule274}},          // staging × result_ready
-		{Cands: []*fsm.Candidate{rule194}},          // staging × result_received
-		{Cands: []*fsm.Candidate{rule251}},          // staging × result_completed
-		{Cands: []*fsm.Candidate{rule255}},          // staging × result_rejected
-		{Cands: []*fsm.Candidate{rule251}},          // staging × result_unknown
-		{Cands: []*fsm.Candidate{rule211}},          // staging × send_failed
-		{Cands: []*fsm.Candidate{rule225}},          // staging × commit_send_failed
-		{Cands: []*fsm.Candidate{rule279}},          // staging × upload_wait
-		{Cands: []*fsm.Candidate{rule290}},          // staging × connection_lost
-		{Cands: []*fsm.Candidate{rule304}},          // staging × observer_cancelled
-		{Cands: []*fsm.Candidate{rule290}},          // staging × process_exit
+		{Cands: []*fsm.Candidate{rule320}},          // staging × begin
+		{Cands: []*fsm.Candidate{rule201, rule206}}, // staging × chunk
+		{Cands: []*fsm.Candidate{rule217, rule222}}, // staging × commit
+		{Cands: []*fsm.Candidate{rule276}},          // staging × result_ready
+		{Cands: []*fsm.Candidate{rule196}},          // staging × result_received
+		{Cands: []*fsm.Candidate{rule253}},          // staging × result_completed
+		{Cands: []*fsm.Candidate{rule257}},          // staging × result_rejected
+		{Cands: []*fsm.Candidate{rule253}},          // staging × result_unknown
+		{Cands: []*fsm.Candidate{rule213}},          // staging × send_failed
+		{Cands: []*fsm.Candidate{rule227}},          // staging × commit_send_failed
+		{Cands: []*fsm.Candidate{rule281}},          // staging × upload_wait
+		{Cands: []*fsm.Candidate{rule292}},          // staging × connection_lost
+		{Cands: []*fsm.Candidate{rule306}},          // staging × observer_cancelled
+		{Cands: []*fsm.Candidate{rule292}},          // staging × process_exit
 		// chunk_sent
-		{Cands: []*fsm.Candidate{rule318}},          // chunk_sent × begin
-		{Cands: []*fsm.Candidate{rule188}},          // chunk_sent × chunk
-		{Cands: []*fsm.Candidate{rule188}},          // chunk_sent × commit
-		{Cands: []*fsm.Candidate{rule274}},          // chunk_sent × result_ready
-		{Cands: []*fsm.Candidate{rule233, rule237}}, // chunk_sent × result_received
-		{Cands: []*fsm.Candidate{rule251}},          // chunk_sent × result_completed
-		{Cands: []*fsm.Candidate{rule255}},          // chunk_sent × result_rejected
-		{Cands: []*fsm.Candidate{rule251}},          // chunk_sent × result_unknown
-		{Cands: []*fsm.Candidate{rule191}},          // chunk_sent × send_failed
-		{Cands: []*fsm.Candidate{rule191}},          // chunk_sent × commit_send_failed
-		{Cands: []*fsm.Candidate{rule279}},          // chunk_sent × upload_wait
-		{Cands: []*fsm.Candidate{rule290}},          // chunk_sent × connection_lost
-		{Cands: []*fsm.Candidate{rule304}},          // chunk_sent × observer_cancelled
-		{Cands: []*fsm.Candidate{rule290}},          // chunk_sent × process_exit
+		{Cands: []*fsm.Candidate{rule320}},          // chunk_sent × begin
+		{Cands: []*fsm.Candidate{rule190}},          // chunk_sent × chunk
+		{Cands: []*fsm.Candidate{rule190}},          // chunk_sent × commit
+		{Cands: []*fsm.Candidate{rule276}},          // chunk_sent × result_ready
+		{Cands: []*fsm.Candidate{rule235, rule239}}, // chunk_sent × result_received
+		{Cands: []*fsm.Candidate{rule253}},          // chunk_sent × result_completed
+		{Cands: []*fsm.Candidate{rule257}},          // chunk_sent × result_rejected
+		{Cands: []*fsm.Candidate{rule253}},          // chunk_sent × result_unknown
+		{Cands: []*fsm.Candidate{rule193}},          // chunk_sent × send_failed
+		{Cands: []*fsm.Candidate{rule193}},          // chunk_sent × commit_send_failed
+		{Cands: []*fsm.Candidate{rule281}},          // chunk_sent × upload_wait
+		{Cands: []*fsm.Candidate{rule292}},          // chunk_sent × connection_lost
+		{Cands: []*fsm.Candidate{rule306}},          // chunk_sent × observer_cancelled
+		{Cands: []*fsm.Candidate{rule292}},          // chunk_sent × process_exit
 		// committing
-		{Cands: []*fsm.Candidate{rule318}}, // committing × begin
-		{Cands: []*fsm.Candidate{rule321}}, // committing × chunk
-		{Cands: []*fsm.Candidate{rule321}}, // committing × commit
-		{Cands: []*fsm.Candidate{rule274}}, // committing × result_ready
-		{Cands: []*fsm.Candidate{rule194}}, // committing × result_received
-		{Cands: []*fsm.Candidate{rule242}}, // committing × result_completed
-		{Cands: []*fsm.Candidate{rule259}}, // committing × result_rejected
-		{Cands: []*fsm.Candidate{rule267}}, // committing × result_unknown
-		{Cands: []*fsm.Candidate{rule191}}, // committing × send_failed
-		{Cands: []*fsm.Candidate{rule191}}, // committing × commit_send_failed
-		{Cands: []*fsm.Candidate{rule285}}, // committing × upload_wait
-		{Cands: []*fsm.Candidate{rule296}}, // committing × connection_lost
-		{Cands: []*fsm.Candidate{rule304}}, // committing × observer_cancelled
-		{Cands: []*fsm.Candidate{rule296}}, // committing × process_exit
+		{Cands: []*fsm.Candidate{rule320}}, // committing × begin
+		{Cands: []*fsm.Candidate{rule323}}, // committing × chunk
+		{Cands: []*fsm.Candidate{rule323}}, // committing × commit
+		{Cands: []*fsm.Candidate{rule276}}, // committing × result_ready
+		{Cands: []*fsm.Candidate{rule196}}, // committing × result_received
+		{Cands: []*fsm.Candidate{rule244}}, // committing × result_completed
+		{Cands: []*fsm.Candidate{rule261}}, // committing × result_rejected
+		{Cands: []*fsm.Candidate{rule269}}, // committing × result_unknown
+		{Cands: []*fsm.Candidate{rule193}}, // committing × send_failed
+		{Cands: []*fsm.Candidate{rule193}}, // committing × commit_send_failed
+		{Cands: []*fsm.Candidate{rule287}}, // committing × upload_wait
+		{Cands: []*fsm.Candidate{rule298}}, // committing × connection_lost
+		{Cands: []*fsm.Candidate{rule306}}, // committing × observer_cancelled
+		{Cands: []*fsm.Candidate{rule298}}, // committing × process_exit
 		// unconfirmed
-		{Cands: []*fsm.Candidate{rule318}}, // unconfirmed × begin
-		{Cands: []*fsm.Candidate{rule313}}, // unconfirmed × chunk
-		{Cands: []*fsm.Candidate{rule313}}, // unconfirmed × commit
-		{Cands: []*fsm.Candidate{rule310}}, // unconfirmed × result_ready
-		{Cands: []*fsm.Candidate{rule310}}, // unconfirmed × result_received
-		{Cands: []*fsm.Candidate{rule246}}, // unconfirmed × result_completed
-		{Cands: []*fsm.Candidate{rule263}}, // unconfirmed × result_rejected
-		{Cands: []*fsm.Candidate{rule271}}, // unconfirmed × result_unknown
-		{Cands: []*fsm.Candidate{rule191}}, // unconfirmed × send_failed
-		{Cands: []*fsm.Candidate{rule191}}, // unconfirmed × commit_send_failed
-		{Cands: []*fsm.Candidate{rule310}}, // unconfirmed × upload_wait
-		{Cands: []*fsm.Candidate{rule301}}, // unconfirmed × connection_lost
-		{Cands: []*fsm.Candidate{rule310}}, // unconfirmed × observer_cancelled
-		{Cands: []*fsm.Candidate{rule301}}, // unconfirmed × process_exit
+		{Cands: []*fsm.Candidate{rule320}}, // unconfirmed × begin
+		{Cands: []*fsm.Candidate{rule315}}, // unconfirmed × chunk
+		{Cands: []*fsm.Candidate{rule315}}, // unconfirmed × commit
+		{Cands: []*fsm.Candidate{rule312}}, // unconfirmed × result_ready
+		{Cands: []*fsm.Candidate{rule312}}, // unconfirmed × result_received
+		{Cands: []*fsm.Candidate{rule248}}, // unconfirmed × result_completed
+		{Cands: []*fsm.Candidate{rule265}}, // unconfirmed × result_rejected
+		{Cands: []*fsm.Candidate{rule273}}, // unconfirmed × result_unknown
+		{Cands: []*fsm.Candidate{rule193}}, // unconfirmed × send_failed
+		{Cands: []*fsm.Candidate{rule193}}, // unconfirmed × commit_send_failed
+		{Cands: []*fsm.Candidate{rule312}}, // unconfirmed × upload_wait
+		{Cands: []*fsm.Candidate{rule303}}, // unconfirmed × connection_lost
+		{Cands: []*fsm.Candidate{rule312}}, // unconfirmed × observer_cancelled
+		{Cands: []*fsm.Candidate{rule303}}, // unconfirmed × process_exit
 		// completed
-		{Cands: []*fsm.Candidate{rule330}}, // completed × begin
-		{Cands: []*fsm.Candidate{rule330}}, // completed × chunk
-		{Cands: []*fsm.Candidate{rule330}}, // completed × commit
-		{Cands: []*fsm.Candidate{rule326}}, // completed × result_ready
-		{Cands: []*fsm.Candidate{rule326}}, // completed × result_received
-		{Cands: []*fsm.Candidate{rule326}}, // completed × result_completed
-		{Cands: []*fsm.Candidate{rule326}}, // completed × result_rejected
-		{Cands: []*fsm.Candidate{rule326}}, // completed × result_unknown
-		{Cands: []*fsm.Candidate{rule326}}, // completed × send_failed
-		{Cands: []*fsm.Candidate{rule326}}, // completed × commit_send_failed
-		{Cands: []*fsm.Candidate{rule326}}, // completed × upload_wait
-		{Cands: []*fsm.Candidate{rule326}}, // completed × connection_lost
-		{Cands: []*fsm.Candidate{rule326}}, // completed × observer_cancelled
-		{Cands: []*fsm.Candidate{rule326}}, // completed × process_exit
+		{Cands: []*fsm.Candidate{rule332}}, // completed × begin
+		{Cands: []*fsm.Candidate{rule332}}, // completed × chunk
+		{Cands: []*fsm.Candidate{rule332}}, // completed × commit
+		{Cands: []*fsm.Candidate{rule328}}, // completed × result_ready
+		{Cands: []*fsm.Candidate{rule328}}, // completed × result_received
+		{Cands: []*fsm.Candidate{rule328}}, // completed × result_completed
+		{Cands: []*fsm.Candidate{rule328}}, // completed × result_rejected
+		{Cands: []*fsm.Candidate{rule328}}, // completed × result_unknown
+		{Cands: []*fsm.Candidate{rule328}}, // completed × send_failed
+		{Cands: []*fsm.Candidate{rule328}}, // completed × commit_send_failed
+		{Cands: []*fsm.Candidate{rule328}}, // completed × upload_wait
+		{Cands: []*fsm.Candidate{rule328}}, // completed × connection_lost
+		{Cands: []*fsm.Candidate{rule328}}, // completed × observer_cancelled
+		{Cands: []*fsm.Candidate{rule328}}, // completed × process_exit
 		// rejected
-		{Cands: []*fsm.Candidate{rule330}}, // rejected × begin
-		{Cands: []*fsm.Candidate{rule330}}, // rejected × chunk
-		{Cands: []*fsm.Candidate{rule330}}, // rejected × commit
-		{Cands: []*fsm.Candidate{rule326}}, // rejected × result_ready
-		{Cands: []*fsm.Candidate{rule326}}, // rejected × result_received
-		{Cands: []*fsm.Candidate{rule326}}, // rejected × result_completed
-		{Cands: []*fsm.Candidate{rule326}}, // rejected × result_rejected
-		{Cands: []*fsm.Candidate{rule326}}, // rejected × result_unknown
-		{Cands: []*fsm.Candidate{rule326}}, // rejected × send_failed
-		{Cands: []*fsm.Candidate{rule326}}, // rejected × commit_send_failed
-		{Cands: []*fsm.Candidate{rule326}}, // rejected × upload_wait
-		{Cands: []*fsm.Candidate{rule326}}, // rejected × connection_lost
-		{Cands: []*fsm.Candidate{rule326}}, // rejected × observer_cancelled
-		{Cands: []*fsm.Candidate{rule326}}, // rejected × process_exit
+		{Cands: []*fsm.Candidate{rule332}}, // rejected × begin
+		{Cands: []*fsm.Candidate{rule332}}, // rejected × chunk
+		{Cands: []*fsm.Candidate{rule332}}, // rejected × commit
+		{Cands: []*fsm.Candidate{rule328}}, // rejected × result_ready
+		{Cands: []*fsm.Candidate{rule328}}, // rejected × result_received
+		{Cands: []*fsm.Candidate{rule328}}, // rejected × result_completed
+		{Cands: []*fsm.Candidate{rule328}}, // rejected × result_rejected
+		{Cands: []*fsm.Candidate{rule328}}, // rejected × result_unknown
+		{Cands: []*fsm.Candidate{rule328}}, // rejected × send_failed
+		{Cands: []*fsm.Candidate{rule328}}, // rejected × commit_send_failed
+		{Cands: []*fsm.Candidate{rule328}}, // rejected × upload_wait
+		{Cands: []*fsm.Candidate{rule328}}, // rejected × connection_lost
+		{Cands: []*fsm.Candidate{rule328}}, // rejected × observer_cancelled
+		{Cands: []*fsm.Candidate{rule328}}, // rejected × process_exit
 		// unknown
-		{Cands: []*fsm.Candidate{rule330}}, // unknown × begin
-		{Cands: []*fsm.Candidate{rule330}}, // unknown × chunk
-		{Cands: []*fsm.Candidate{rule330}}, // unknown × commit
-		{Cands: []*fsm.Candidate{rule326}}, // unknown × result_ready
-		{Cands: []*fsm.Candidate{rule326}}, // unknown × result_received
-		{Cands: []*fsm.Candidate{rule326}}, // unknown × result_completed
-		{Cands: []*fsm.Candidate{rule326}}, // unknown × result_rejected
-		{Cands: []*fsm.Candidate{rule326}}, // unknown × result_unknown
-		{Cands: []*fsm.Candidate{rule326}}, // unknown × send_failed
-		{Cands: []*fsm.Candidate{rule326}}, // unknown × commit_send_failed
-		{Cands: []*fsm.Candidate{rule326}}, // unknown × upload_wait
-		{Cands: []*fsm.Candidate{rule326}}, // unknown × connection_lost
-		{Cands: []*fsm.Candidate{rule326}}, // unknown × observer_cancelled
-		{Cands: []*fsm.Candidate{rule326}}, // unknown × process_exit
+		{Cands: []*fsm.Candidate{rule332}}, // unknown × begin
+		{Cands: []*fsm.Candidate{rule332}}, // unknown × chunk
+		{Cands: []*fsm.Candidate{rule332}}, // unknown × commit
+		{Cands: []*fsm.Candidate{rule328}}, // unknown × result_ready
+		{Cands: []*fsm.Candidate{rule328}}, // unknown × result_received
+		{Cands: []*fsm.Candidate{rule328}}, // unknown × result_completed
+		{Cands: []*fsm.Candidate{rule328}}, // unknown × result_rejected
+		{Cands: []*fsm.Candidate{rule328}}, // unknown × result_unknown
+		{Cands: []*fsm.Candidate{rule328}}, // unknown × send_failed
+		{Cands: []*fsm.Candidate{rule328}}, // unknown × commit_send_failed
+		{Cands: []*fsm.Candidate{rule328}}, // unknown × upload_wait
+		{Cands: []*fsm.Candidate{rule328}}, // unknown × connection_lost
+		{Cands: []*fsm.Candidate{rule328}}, // unknown × observer_cancelled
+		{Cands: []*fsm.Candidate{rule328}}, // unknown × process_exit
 		// aborted
-		{Cands: []*fsm.Candidate{rule330}}, // aborted × begin
-		{Cands: []*fsm.Candidate{rule330}}, // aborted × chunk
-		{Cands: []*fsm.Candidate{rule330}}, // aborted × commit
-		{Cands: []*fsm.Candidate{rule326}}, // aborted × result_ready
-		{Cands: []*fsm.Candidate{rule326}}, // aborted × result_received
-		{Cands: []*fsm.Candidate{rule326}}, // aborted × result_completed
-		{Cands: []*fsm.Candidate{rule326}}, // aborted × result_rejected
-		{Cands: []*fsm.Candidate{rule326}}, // aborted × result_unknown
-		{Cands: []*fsm.Candidate{rule326}}, // aborted × send_failed
-		{Cands: []*fsm.Candidate{rule326}}, // aborted × commit_send_failed
-		{Cands: []*fsm.Candidate{rule326}}, // aborted × upload_wait
-		{Cands: []*fsm.Candidate{rule326}}, // aborted × connection_lost
-		{Cands: []*fsm.Candidate{rule326}}, // aborted × observer_cancelled
-		{Cands: []*fsm.Candidate{rule326}}, // aborted × process_exit
+		{Cands: []*fsm.Candidate{rule332}}, // aborted × begin
+		{Cands: []*fsm.Candidate{rule332}}, // aborted × chunk
+		{Cands: []*fsm.Candidate{rule332}}, // aborted × commit
+		{Cands: []*fsm.Candidate{rule328}}, // aborted × result_ready
+		{Cands: []*fsm.Candidate{rule328}}, // aborted × result_received
+		{Cands: []*fsm.Candidate{rule328}}, // aborted × result_completed
+		{Cands: []*fsm.Candidate{rule328}}, // aborted × result_rejected
+		{Cands: []*fsm.Candidate{rule328}}, // aborted × result_unknown
+		{Cands: []*fsm.Candidate{rule328}}, // aborted × send_failed
+		{Cands: []*fsm.Candidate{rule328}}, // aborted × commit_send_failed
+		{Cands: []*fsm.Candidate{rule328}}, // aborted × upload_wait
+		{Cands: []*fsm.Candidate{rule328}}, // aborted × connection_lost
+		{Cands: []*fsm.Candidate{rule328}}, // aborted × observer_cancelled
+		{Cands: []*fsm.Candidate{rule328}}, // aborted × process_exit
 	},
 })
 
