@@ -18,6 +18,16 @@ type ConnConfig struct {
 	ReadTimeout time.Duration
 	// InboundBuffer bounds frames read but not yet delivered (64).
 	InboundBuffer int
+	// PingInterval, when set and the transport can ping (a WebSocket),
+	// pings the peer that often; a ping without a pong within WriteTimeout
+	// closes the connection. Protocol liveness is the heartbeat's job; the
+	// ping finds a dead TCP path sooner on an otherwise quiet connection.
+	PingInterval time.Duration
+}
+
+// Pinger is implemented by transports that can check the path to the peer.
+type Pinger interface {
+	Ping(ctx context.Context) error
 }
 
 // Conn runs one Driver over one Transport on one goroutine (Run). Other
@@ -86,6 +96,13 @@ func (c *Conn) Run(ctx context.Context) error {
 		}
 	}()
 	defer readers.Wait()
+	if p, ok := c.t.(Pinger); ok && c.cfg.PingInterval > 0 {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			c.ping(ctx, p)
+		}()
+	}
 
 	clock := c.d.cfg.Clock
 	timer := clock.NewTimer(time.Hour)
@@ -133,6 +150,30 @@ func (c *Conn) Run(ctx context.Context) error {
 }
 
 var errReadTimeout = errors.New("peer: no frame within the read deadline")
+
+// ping runs until ctx ends; a failed ping closes the transport, which the
+// loop then sees as a read failure.
+func (c *Conn) ping(ctx context.Context, p Pinger) {
+	t := c.d.cfg.Clock.NewTimer(c.cfg.PingInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		}
+		pctx, cancel := context.WithTimeout(ctx, c.cfg.WriteTimeout)
+		err := p.Ping(pctx)
+		cancel()
+		if err != nil {
+			if ctx.Err() == nil {
+				_ = c.t.Close(StatusGoingAway, "ping failed")
+			}
+			return
+		}
+		t.Reset(c.cfg.PingInterval)
+	}
+}
 
 // arm sets the loop's one timer to the driver's next deadline (or the read
 // deadline, whichever is first).

@@ -62,7 +62,7 @@ func TestConnsRunAdmissionToDone(t *testing.T) {
 				return d
 			}
 			ct, rt := mk()
-			core := peer.NewConn(mkDriver(fsm.RoleCore, coreApp), ct, peer.ConnConfig{})
+			core := peer.NewConn(mkDriver(fsm.RoleCore, coreApp), ct, peer.ConnConfig{PingInterval: time.Millisecond})
 			runtime := peer.NewConn(mkDriver(fsm.RoleRuntime, rtApp), rt, peer.ConnConfig{})
 			coreDone, rtDone := runConn(t, core), runConn(t, runtime)
 
@@ -144,4 +144,26 @@ func TestConnRefusesOversizedFrames(t *testing.T) {
 	assert.Equal(t, peer.StatusTooBig, peer.CloseStatus(err), "and tells the sender why: %v", err)
 	_ = core.Close(peer.StatusNormal, "")
 	_ = rt.Close(peer.StatusNormal, "")
+}
+
+// deadPath is a pipe end whose pings are never answered.
+type deadPath struct{ peer.Transport }
+
+func (deadPath) Ping(ctx context.Context) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func TestConnUnansweredPingClosesTheConnection(t *testing.T) {
+	ts := tables(t)
+	d, err := peer.New(peer.Config{Role: fsm.RoleCore, Tables: ts, Router: testRouter(ts), App: newApp(t, fsm.RoleCore), Logger: quietLogger()})
+	require.NoError(t, err)
+	a, b := peer.Pipe()
+	c := peer.NewConn(d, deadPath{a}, peer.ConnConfig{PingInterval: time.Millisecond, WriteTimeout: 5 * time.Millisecond})
+	err = <-runConn(t, c)
+	require.Error(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, rerr := b.Read(ctx)
+	assert.Equal(t, peer.StatusGoingAway, peer.CloseStatus(rerr))
 }

@@ -69,6 +69,15 @@ func (t *wsTransport) Write(ctx context.Context, frame []byte) error {
 	return nil
 }
 
+// Ping checks the path to the peer (it needs the read loop running, which
+// Conn guarantees).
+func (t *wsTransport) Ping(ctx context.Context) error {
+	if err := t.c.Ping(ctx); err != nil {
+		return fmt.Errorf("ping: %w", err)
+	}
+	return nil
+}
+
 func (t *wsTransport) Close(code StatusCode, reason string) error {
 	return t.c.Close(code, reason)
 }
