@@ -322,6 +322,8 @@ func TestBodylessFramesStillMeetTheirRules(t *testing.T) {
 	_, err = decodePayload[DeviceShutdown]("device_shutdown", []byte(`{} {}`))
 	requireFieldError(t, err, "payload", RuleSyntax)
 	_, err = decodePayload[DeviceShutdown]("device_shutdown", []byte("{\"reason\":\"\xff\"}"))
-	require.NoError(t, err, "encoding/json replaces invalid UTF-8 while decoding")
+	requireFieldError(t, err, "payload.reason", RuleFormat, "invalid UTF-8 is refused, never replaced")
+	_, err = decodePayload[DeviceShutdown]("device_shutdown", []byte(`{"reason":"\ud800"}`))
+	requireFieldError(t, err, "payload.reason", RuleFormat, "an unpaired surrogate is refused, never replaced")
 	requireFieldError(t, DeviceShutdown{Reason: "\xff"}.Validate(), "reason", RuleFormat)
 }

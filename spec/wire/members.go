@@ -12,9 +12,10 @@ import (
 //
 // It walks the bytes directly, checking the object's punctuation itself,
 // and leaves each value's own syntax to fn (every caller decodes values
-// strictly). encoding/json has already validated a document before it
-// calls an UnmarshalJSON method, so validating again here would scan
-// every heartbeat two or three times.
+// strictly). checkJSON and encoding/json have already validated a document
+// (UTF-8, duplicates and nesting included) before they call an
+// UnmarshalJSON method, so validating again here would scan every
+// heartbeat several times.
 func eachMember(data []byte, fn func(name string, value []byte) error) error {
 	bad := fieldErr("", "", RuleSyntax, "invalid JSON")
 	i := skipSpace(data, 0)
@@ -34,15 +35,13 @@ func eachMember(data []byte, fn func(name string, value []byte) error) error {
 			if i >= len(data) || data[i] != '"' {
 				return bad
 			}
-			end, esc := scanString(data, i)
-			if end > len(data) || end-1 <= i || data[end-1] != '"' {
+			end, esc, problem := scanJSONString(data, i)
+			if problem != strOK {
 				return bad
 			}
 			var name string
 			if esc {
-				if err := json.Unmarshal(data[i:end], &name); err != nil {
-					return bad
-				}
+				name = string(appendUnescaped(nil, data[i:end]))
 			} else {
 				name = string(data[i+1 : end-1])
 			}
@@ -51,8 +50,8 @@ func eachMember(data []byte, fn func(name string, value []byte) error) error {
 				return bad
 			}
 			vs := skipSpace(data, i+1)
-			ve, _ := scanValue(data, vs, nil)
-			if vs >= len(data) || ve > len(data) || ve <= vs {
+			ve, res := skipValue(data, vs)
+			if res != skipOK {
 				return bad
 			}
 			if err := fn(name, data[vs:ve]); err != nil {
@@ -74,14 +73,6 @@ func eachMember(data []byte, fn func(name string, value []byte) error) error {
 		return bad
 	}
 	return nil
-}
-
-// cutName bounds a peer-supplied member name used as a field in an error.
-func cutName(name string) string {
-	if len(name) > maxQuoted {
-		return name[:maxQuoted] + "…"
-	}
-	return name
 }
 
 // relabel sets the field of a relative *FieldError raised for one member.
