@@ -345,7 +345,7 @@ var catalog = []Entry{
 		Type:     TypeRuntimePrepare,
 		decode:   decodeAny[RuntimePrepare],
 	},
-	// spec/catalog.yaml:66
+	// spec/catalog.yaml:70
 	{
 		Direction: RuntimeToCore,
 		Doc:       "the receipt of one runtime_prepare step",
@@ -360,7 +360,7 @@ var catalog = []Entry{
 		Type:     TypeRuntimePrepareResult,
 		decode:   decodeAny[RuntimePrepareResult],
 	},
-	// spec/catalog.yaml:78
+	// spec/catalog.yaml:82
 	{
 		Direction: CoreToRuntime,
 		Doc:       "reserve a per-Turn admission with the immutable Session configuration and no Run input",
@@ -374,7 +374,7 @@ var catalog = []Entry{
 		Type:     TypeExecutionPrepare,
 		decode:   decodeAny[ExecutionPrepare],
 	},
-	// spec/catalog.yaml:86
+	// spec/catalog.yaml:97
 	{
 		Direction: CoreToRuntime,
 		Doc:       "transfer a ready admission to a Run with its ordered input",
@@ -391,7 +391,7 @@ var catalog = []Entry{
 		Type:     TypeExecutionStart,
 		decode:   decodeAny[ExecutionStart],
 	},
-	// spec/catalog.yaml:95
+	// spec/catalog.yaml:106
 	{
 		Direction: CoreToRuntime,
 		Doc:       "abandon an admission before it is started",
@@ -405,7 +405,7 @@ var catalog = []Entry{
 		Type:     TypeExecutionRelease,
 		decode:   decodeAny[ExecutionRelease],
 	},
-	// spec/catalog.yaml:103
+	// spec/catalog.yaml:114
 	{
 		Direction: RuntimeToCore,
 		Doc:       "the state of an admission by per-handle revision, or the rejection of one control operation",
@@ -424,7 +424,7 @@ var catalog = []Entry{
 		Type:     TypePreparationStatus,
 		decode:   decodeAny[PreparationStatus],
 	},
-	// spec/catalog.yaml:136
+	// spec/catalog.yaml:147
 	{
 		Direction: CoreToRuntime,
 		Doc:       "start a Run directly, without an admission handle (never a fallback for a failed prepared start)",
@@ -438,7 +438,7 @@ var catalog = []Entry{
 		Type:     TypePromptRequest,
 		decode:   decodeAny[PromptRequest],
 	},
-	// spec/catalog.yaml:144
+	// spec/catalog.yaml:162
 	{
 		Direction: CoreToRuntime,
 		Doc:       "cancel a Run; the receipt is an interaction_decision_ack echoing the delivery ID",
@@ -452,7 +452,7 @@ var catalog = []Entry{
 		Type:     TypePromptCancel,
 		decode:   decodeAny[PromptCancel],
 	},
-	// spec/catalog.yaml:152
+	// spec/catalog.yaml:175
 	{
 		Direction: CoreToRuntime,
 		Doc:       "ask the daemon to close its Executors and stop",
@@ -466,7 +466,7 @@ var catalog = []Entry{
 		Type:     TypeDeviceShutdown,
 		decode:   decodeAny[DeviceShutdown],
 	},
-	// spec/catalog.yaml:160
+	// spec/catalog.yaml:183
 	{
 		Direction: RuntimeToCore,
 		Doc:       "a text delta",
@@ -480,7 +480,7 @@ var catalog = []Entry{
 		Type:     TypeDelta,
 		decode:   decodeAny[Delta],
 	},
-	// spec/catalog.yaml:168
+	// spec/catalog.yaml:194
 	{
 		Direction: RuntimeToCore,
 		Doc:       "reasoning text",
@@ -494,7 +494,7 @@ var catalog = []Entry{
 		Type:     TypeThinking,
 		decode:   decodeAny[Thinking],
 	},
-	// spec/catalog.yaml:176
+	// spec/catalog.yaml:202
 	{
 		Direction: RuntimeToCore,
 		Doc:       "message start, completion, phase and completion text (only with observe_messages)",
@@ -508,7 +508,7 @@ var catalog = []Entry{
 		Type:     TypeOutputMessage,
 		decode:   decodeAny[OutputMessage],
 	},
-	// spec/catalog.yaml:184
+	// spec/catalog.yaml:210
 	{
 		Direction: RuntimeToCore,
 		Doc:       "one stage of a tool call with its engine-neutral observation",
@@ -522,7 +522,7 @@ var catalog = []Entry{
 		Type:     TypeToolCall,
 		decode:   decodeAny[ToolCall],
 	},
-	// spec/catalog.yaml:192
+	// spec/catalog.yaml:221
 	{
 		Direction: RuntimeToCore,
 		Doc:       "the cumulative usage snapshot of the execution; it replaces the previous one",
@@ -536,7 +536,7 @@ var catalog = []Entry{
 		Type:     TypeUsage,
 		decode:   decodeAny[Usage],
 	},
-	// spec/catalog.yaml:200
+	// spec/catalog.yaml:229
 	{
 		Direction: RuntimeToCore,
 		Doc:       "an execution error with optional neutral classification; done follows",
@@ -550,7 +550,7 @@ var catalog = []Entry{
 		Type:     TypeError,
 		decode:   decodeAny[ErrorFrame],
 	},
-	// spec/catalog.yaml:208
+	// spec/catalog.yaml:240
 	{
 		Direction: RuntimeToCore,
 		Doc:       "closes the execution stream with its final snapshot",
@@ -564,7 +564,7 @@ var catalog = []Entry{
 		Type:     TypeDone,
 		decode:   decodeAny[Done],
 	},
-	// spec/catalog.yaml:216
+	// spec/catalog.yaml:248
 	{
 		Direction: RuntimeToCore,
 		Doc:       "liveness and the capability declaration of every supported agent kind; never progress or a receipt",
@@ -578,7 +578,7 @@ var catalog = []Entry{
 		Type:     TypeHeartbeat,
 		decode:   decodeAny[Heartbeat],
 	},
-	// spec/catalog.yaml:226
+	// spec/catalog.yaml:266
 	{
 		Direction: RuntimeToCore,
 		Doc:       "the Harness asks for permission; request_id is the interaction ID",
@@ -592,7 +592,7 @@ var catalog = []Entry{
 		Type:     TypePermissionRequest,
 		decode:   decodeAny[PermissionRequest],
 	},
-	// spec/catalog.yaml:234
+	// spec/catalog.yaml:276
 	{
 		Direction: RuntimeToCore,
 		Doc:       "withdraws a pending permission request",
@@ -606,7 +606,7 @@ var catalog = []Entry{
 		Type:     TypePermissionCancel,
 		decode:   decodeAny[PermissionCancel],
 	},
-	// spec/catalog.yaml:242
+	// spec/catalog.yaml:284
 	{
 		Direction: RuntimeToCore,
 		Doc:       "the Harness asks the user questions; ask_id is the interaction ID",
@@ -620,7 +620,7 @@ var catalog = []Entry{
 		Type:     TypePromptForUserChoice,
 		decode:   decodeAny[PromptForUserChoice],
 	},
-	// spec/catalog.yaml:250
+	// spec/catalog.yaml:295
 	{
 		Direction: CoreToRuntime,
 		Doc:       "Core's decision on a permission request, with a fresh delivery ID per attempt",
@@ -634,7 +634,7 @@ var catalog = []Entry{
 		Type:     TypePermissionDecision,
 		decode:   decodeAny[PermissionDecision],
 	},
-	// spec/catalog.yaml:258
+	// spec/catalog.yaml:303
 	{
 		Direction: CoreToRuntime,
 		Doc:       "the answers to a user-choice prompt, or its cancellation",
@@ -648,7 +648,7 @@ var catalog = []Entry{
 		Type:     TypePromptForUserChoiceDecision,
 		decode:   decodeAny[PromptForUserChoiceDecision],
 	},
-	// spec/catalog.yaml:266
+	// spec/catalog.yaml:311
 	{
 		Direction: RuntimeToCore,
 		Doc:       "the receipt of a decision, a function result or a cancellation, matched by delivery ID",
@@ -667,7 +667,7 @@ var catalog = []Entry{
 		Type:     TypeInteractionDecisionAck,
 		decode:   decodeAny[InteractionDecisionAck],
 	},
-	// spec/catalog.yaml:285
+	// spec/catalog.yaml:330
 	{
 		Direction: CoreToRuntime,
 		Doc:       "one active input for a running Run, with durable_receipt set",
@@ -681,7 +681,7 @@ var catalog = []Entry{
 		Type:     TypePromptSteer,
 		decode:   decodeAny[PromptSteer],
 	},
-	// spec/catalog.yaml:293
+	// spec/catalog.yaml:338
 	{
 		Direction: RuntimeToCore,
 		Doc:       "the written phase, the acceptance or the rejection of one active input",
@@ -696,7 +696,7 @@ var catalog = []Entry{
 		Type:     TypePromptSteerAck,
 		decode:   decodeAny[PromptSteerAck],
 	},
-	// spec/catalog.yaml:305
+	// spec/catalog.yaml:350
 	{
 		Direction: RuntimeToCore,
 		Doc:       "the Harness calls a function the Agent declared; call_id is the interaction ID",
@@ -710,7 +710,7 @@ var catalog = []Entry{
 		Type:     TypeFunctionCall,
 		decode:   decodeAny[FunctionCall],
 	},
-	// spec/catalog.yaml:313
+	// spec/catalog.yaml:358
 	{
 		Direction: CoreToRuntime,
 		Doc:       "the result of a function call; its receipt is an interaction_decision_ack",
@@ -724,7 +724,7 @@ var catalog = []Entry{
 		Type:     TypeFunctionResult,
 		decode:   decodeAny[FunctionResult],
 	},
-	// spec/catalog.yaml:323
+	// spec/catalog.yaml:368
 	{
 		Direction: CoreToRuntime,
 		Doc:       "read bytes or list one directory of a bound workspace through a preparation handle or a Run",
@@ -738,7 +738,7 @@ var catalog = []Entry{
 		Type:     TypeWorkspaceRead,
 		decode:   decodeAny[WorkspaceRead],
 	},
-	// spec/catalog.yaml:331
+	// spec/catalog.yaml:376
 	{
 		Direction: RuntimeToCore,
 		Doc:       "the bytes or entries read, explicitly truncated or not, or a rejection or unknown outcome",
@@ -753,7 +753,7 @@ var catalog = []Entry{
 		Type:     TypeWorkspaceReadResult,
 		decode:   decodeAny[WorkspaceReadResult],
 	},
-	// spec/catalog.yaml:341
+	// spec/catalog.yaml:390
 	{
 		Direction: CoreToRuntime,
 		Doc:       "one step (begin, chunk or commit) of a bounded file write",
@@ -768,7 +768,7 @@ var catalog = []Entry{
 		Type:     TypeWorkspaceWrite,
 		decode:   decodeAny[WorkspaceWrite],
 	},
-	// spec/catalog.yaml:351
+	// spec/catalog.yaml:403
 	{
 		Direction: RuntimeToCore,
 		Doc:       "the receipt of one workspace_write step",
@@ -783,7 +783,7 @@ var catalog = []Entry{
 		Type:     TypeWorkspaceWriteResult,
 		decode:   decodeAny[WorkspaceWriteResult],
 	},
-	// spec/catalog.yaml:361
+	// spec/catalog.yaml:418
 	{
 		Direction: CoreToRuntime,
 		Doc:       "pull the next chunk of a workspace export archive, or cancel it",
@@ -793,7 +793,7 @@ var catalog = []Entry{
 		Type:      TypeWorkspaceExport,
 		decode:    decodeAny[WorkspaceExport],
 	},
-	// spec/catalog.yaml:369
+	// spec/catalog.yaml:426
 	{
 		Direction: RuntimeToCore,
 		Doc:       "one chunk of an export archive, its completion or its failure",
@@ -803,7 +803,7 @@ var catalog = []Entry{
 		Type:      TypeWorkspaceExportResult,
 		decode:    decodeAny[WorkspaceExportResult],
 	},
-	// spec/catalog.yaml:377
+	// spec/catalog.yaml:434
 	{
 		Direction: CoreToRuntime,
 		Doc:       "drain and fence the Environment for a suspension attempt",
@@ -817,7 +817,7 @@ var catalog = []Entry{
 		Type:     TypeEnvironmentQuiesce,
 		decode:   decodeAny[EnvironmentQuiesce],
 	},
-	// spec/catalog.yaml:385
+	// spec/catalog.yaml:442
 	{
 		Direction: RuntimeToCore,
 		Doc:       "whether the Environment quiesced for that suspend_id",
@@ -832,7 +832,7 @@ var catalog = []Entry{
 		Type:     TypeEnvironmentQuiesced,
 		decode:   decodeAny[EnvironmentQuiesced],
 	},
-	// spec/catalog.yaml:395
+	// spec/catalog.yaml:452
 	{
 		Direction: CoreToRuntime,
 		Doc:       "resume the Environment fenced by that suspend_id, or roll a quiesce back",
@@ -847,7 +847,7 @@ var catalog = []Entry{
 		Type:     TypeEnvironmentResume,
 		decode:   decodeAny[EnvironmentResume],
 	},
-	// spec/catalog.yaml:405
+	// spec/catalog.yaml:462
 	{
 		Direction: RuntimeToCore,
 		Doc:       "whether the Environment resumed for that suspend_id",

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"strings"
 )
 
 // eachMember walks the members of a JSON object in order, handing each
@@ -100,7 +101,15 @@ func appendSupport(b []byte, s CapabilitySupport) []byte {
 // root of its payload; the error says so.
 type base64Data []byte
 
-// UnmarshalJSON accepts a base64 string or null.
+// UnmarshalJSON accepts a canonical base64 string or null.
+//
+// decision: only the canonical encoding is accepted: standard alphabet,
+// padded, no line breaks or other whitespace, and zero padding bits (what
+// encoding/base64 and every other encoder write). The decoder of
+// encoding/base64 skips line breaks and, unless strict, ignores padding
+// bits, so several strings would otherwise decode to the same bytes, and
+// a frame could be logged or fingerprinted differently from what it
+// installs (daemon-protocol.txt:104 and :185 verify transfers by digest).
 func (b *base64Data) UnmarshalJSON(raw []byte) error {
 	if string(raw) == "null" {
 		*b = nil
@@ -110,9 +119,12 @@ func (b *base64Data) UnmarshalJSON(raw []byte) error {
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return fieldErr("", "data", RuleType, "expected a base64 string")
 	}
-	d, err := base64.StdEncoding.DecodeString(s)
+	if strings.ContainsAny(s, "\r\n") {
+		return fieldErr("", "data", RuleFormat, "not canonical base64: line breaks are not allowed")
+	}
+	d, err := base64.StdEncoding.Strict().DecodeString(s)
 	if err != nil {
-		return fieldErr("", "data", RuleFormat, "not valid base64")
+		return fieldErr("", "data", RuleFormat, "not valid canonical base64 (standard alphabet, padded, zero padding bits)")
 	}
 	if len(d) == 0 {
 		d = nil
