@@ -127,15 +127,18 @@ func DecodeEnvelope(frame []byte) (Envelope, error) {
 				env.Payload = value // checked by the payload's own decoder
 			}
 		case value[0] != '"':
-			if fe := checkJSON(value, nil); fe != nil {
-				return env, fe.under("", key)
+			// Only the syntax of a value that is refused or dropped matters
+			// (its nesting is bounded already): the frame must be JSON.
+			if !json.Valid(value) {
+				return syntax()
 			}
 			if slot != 3 {
 				return env, fieldErr("", key, RuleType, "must be a JSON string")
 			}
-			// decision: a trace that is not a string is invalid trace data,
-			// which creates a local trace and never rejects the frame
-			// (daemon-protocol.txt:67).
+			// decision: a trace that is not a string (null, a number, an
+			// object) is invalid trace data, which creates a local trace and
+			// never rejects the frame (daemon-protocol.txt:67); its content
+			// is not read.
 		default:
 			v, bad := unquoteJSON(value)
 			switch {
