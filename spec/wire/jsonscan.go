@@ -2,8 +2,8 @@ package wire
 
 import (
 	"bytes"
+	"hash/maphash"
 	"math"
-	"slices"
 	"strconv"
 	"sync"
 )
@@ -28,10 +28,9 @@ import (
 // one.
 //
 // The scan is iterative: its stack is bounded by MaxJSONDepth, its work is
-// linear in len(data) (plus n log n over the names of an object with many
-// members) and it allocates only to remember member names. The error's
-// Field is the JSON path of the problem relative to data ("" for data
-// itself).
+// linear in len(data) and it allocates only to remember member names (and
+// a hash table for an object of many members). The error's Field is the
+// JSON path of the problem relative to data ("" for data itself).
 func checkJSON(data []byte, s *schema) *FieldError {
 	return scan(data, s, MaxJSONDepth)
 }
@@ -59,6 +58,7 @@ type scanner struct {
 	stack []container  // open containers, innermost last
 	names []memberName // the names of the members of every open object
 	buf   []byte       // names that contain escapes, decoded
+	table []int32      // closeObject's hash table, reused
 }
 
 type container struct {
@@ -70,18 +70,19 @@ type container struct {
 	index  int     // array: the index of the current element
 }
 
-// memberName is a member name: a range of data, or of buf when the name
-// contains an escape. order is its position in its object.
-type memberName struct {
-	start, end int32
-	order      int32
-	decoded    bool
-}
+// memberName is a member name: data[start:end], or buf[-start-1:end] when
+// the name contains an escape (start < 0). Eight bytes: an object of many
+// members is mostly these.
+type memberName struct{ start, end int32 }
 
 // linearDuplicates is the member count up to which each new name is
-// compared with the earlier ones at once; larger objects are also checked
-// by sorting their names when they close, which keeps the work n log n.
+// compared with the earlier ones at once; a larger object is checked when
+// it closes, through a hash table, which keeps the work linear.
 const linearDuplicates = 16
+
+// nameSeed keys the hash of member names. It is random per process, so a
+// peer cannot choose names that collide and make the table slow.
+var nameSeed = maphash.MakeSeed()
 
 // maxRetainedNames bounds the name buffer a pooled scanner keeps.
 const maxRetainedNames = 4096
@@ -97,6 +98,9 @@ func (s *scanner) release() {
 		s.buf = nil
 	}
 	s.buf = s.buf[:0]
+	if cap(s.table) > maxRetainedNames {
+		s.table = nil
+	}
 	scanners.Put(s)
 }
 
@@ -243,16 +247,22 @@ func (s *scanner) member(i int) (int, *schema, *FieldError) {
 	if bad != strOK {
 		return i, nil, s.stringError(end, bad)
 	}
-	n := memberName{start: int32(i + 1), end: int32(end - 1), order: int32(len(s.names) - top.first)}
+	order := len(s.names) - top.first
+	n := memberName{start: int32(i + 1), end: int32(end - 1)}
 	if esc {
 		start := len(s.buf)
 		s.buf = appendUnescaped(s.buf, data[i:end])
-		n = memberName{start: int32(start), end: int32(len(s.buf)), order: n.order, decoded: true}
+		n.start, n.end = int32(-start-1), int32(len(s.buf))
+	}
+	if len(s.names) == cap(s.names) {
+		// Double, where append grows a large slice by a quarter: the names
+		// of a wide object would otherwise cost five times their size.
+		s.names = append(make([]memberName, 0, max(2*cap(s.names), 64)), s.names...)
 	}
 	s.names = append(s.names, n)
 	top.cur = len(s.names) - 1
 	name := s.name(n)
-	if int(n.order) < linearDuplicates {
+	if order < linearDuplicates {
 		for _, prev := range s.names[top.first : len(s.names)-1] {
 			if bytes.Equal(s.name(prev), name) {
 				return i, nil, s.fail(RuleConflict, "member given twice")
@@ -278,36 +288,45 @@ func (s *scanner) member(i int) (int, *schema, *FieldError) {
 }
 
 // closeObject finds a repeated name among the members of the innermost
-// object when it has too many for the linear check to have seen them all.
-// It reports the repeat that comes first in the object.
+// object when it has too many for the linear check to have seen them all,
+// and reports the first member that repeats an earlier one. It hashes the
+// names into an open-addressing table of at least twice their number.
 func (s *scanner) closeObject() *FieldError {
 	top := &s.stack[len(s.stack)-1]
 	names := s.names[top.first:]
 	if len(names) <= linearDuplicates {
 		return nil
 	}
-	slices.SortFunc(names, func(a, b memberName) int {
-		if c := bytes.Compare(s.name(a), s.name(b)); c != 0 {
-			return c
-		}
-		return int(a.order - b.order)
-	})
-	repeat := -1
-	for k := 1; k < len(names); k++ {
-		if bytes.Equal(s.name(names[k-1]), s.name(names[k])) && (repeat < 0 || names[k].order < names[repeat].order) {
-			repeat = k
+	size := 64
+	for size < 2*len(names) {
+		size <<= 1
+	}
+	if cap(s.table) < size {
+		s.table = make([]int32, size)
+	}
+	table := s.table[:size]
+	clear(table) // a slot holds a name's index + 1; 0 is free
+	mask := uint64(size - 1)
+	for k, n := range names {
+		name := s.name(n)
+		for h := maphash.Bytes(nameSeed, name) & mask; ; h = (h + 1) & mask {
+			slot := table[h]
+			if slot == 0 {
+				table[h] = int32(k + 1)
+				break
+			}
+			if bytes.Equal(s.name(names[slot-1]), name) {
+				top.cur = top.first + k
+				return s.fail(RuleConflict, "member given twice")
+			}
 		}
 	}
-	if repeat < 0 {
-		return nil
-	}
-	top.cur = top.first + repeat
-	return s.fail(RuleConflict, "member given twice")
+	return nil
 }
 
 func (s *scanner) name(n memberName) []byte {
-	if n.decoded {
-		return s.buf[n.start:n.end]
+	if n.start < 0 {
+		return s.buf[-n.start-1 : n.end]
 	}
 	return s.data[n.start:n.end]
 }
