@@ -89,8 +89,7 @@ func (h Heartbeat) Validate() error {
 	seen := make(map[string]bool, len(h.SupportedAgentKinds))
 	for i, k := range h.SupportedAgentKinds {
 		p := "supported_agent_kinds[" + itoa(i) + "]"
-		c.required(p+".kind", k.Kind)
-		c.maxBytes(p+".kind", k.Kind, MaxAgentKindBytes)
+		c.id(p+".kind", k.Kind, MaxAgentKindBytes)
 		if seen[k.Kind] {
 			c.fail(p+".kind", RuleConflict, "kind "+quote(k.Kind)+" is declared twice")
 		}

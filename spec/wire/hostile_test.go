@@ -365,3 +365,44 @@ func TestErrorTextsAreBounded(t *testing.T) {
 	require.LessOrEqual(t, len(fe.Error())-len(long), MaxErrorBytes)
 	require.True(t, strings.HasSuffix(fe.Field, "é"), "a cut path keeps its end and whole runes")
 }
+
+// Encode refuses what Decode would refuse or what encoding/json would
+// alter on the way out: the same rules in both directions.
+func TestEncodeRefusesWhatDecodeRefuses(t *testing.T) {
+	_, err := Encode(hostileRun, Delta{Delta: "a\xffb"}, "")
+	requireFieldError(t, err, "payload.delta", RuleFormat)
+
+	_, err = Encode(hostileRun, Delta{Delta: "ok"}, "00-\xff")
+	requireFieldError(t, err, "trace", RuleFormat)
+
+	call := ToolCall{ID: "c", Stage: ToolStageBefore, Args: NativeJSON(`{"a":1,"a":2}`)}
+	_, err = Encode(hostileRun, call, "")
+	requireFieldError(t, err, "payload.args.a", RuleConflict)
+
+	call.Args = NativeJSON(nested("[", "", "]", MaxJSONDepth+1))
+	_, err = Encode(hostileRun, call, "")
+	requireFieldError(t, err, anyFieldOf(err), RuleTooLarge)
+
+	env := RuntimePrepare{Step: StepBegin, EnvironmentID: hostileEnv, SessionID: hostileSess, Action: PrepareInitialize,
+		Initialization: &RuntimePrepareInitialization{Action: "configure", Env: map[string]string{"A": "1", "B\xff": "2"}}}
+	_, err = Encode(hostileUUID, env, "")
+	requireFieldError(t, err, `payload.initialization.env."B\xff"`, RuleFormat)
+
+	call = ToolCall{ID: "c", Stage: ToolStageBefore, Observation: &ToolObservation{Kind: "k", Status: "s", Command: "ls \xff"}}
+	_, err = Encode(hostileRun, call, "")
+	requireFieldError(t, err, "payload.observation.command", RuleFormat, "no validator looks at the command; Encode still refuses it")
+
+	out, err := Encode(hostileRun, Delta{Delta: "é 😀"}, goodTrace)
+	require.NoError(t, err)
+	_, err = Decode(out, RuntimeToCore)
+	require.NoError(t, err)
+}
+
+// anyFieldOf is the field err names, for a case that checks only the rule.
+func anyFieldOf(err error) string {
+	var fe *FieldError
+	if errors.As(err, &fe) {
+		return fe.Field
+	}
+	return ""
+}

@@ -14,8 +14,8 @@ import (
 // checkPathBytes.
 
 // CheckWorkspacePath validates a workspace-relative path: UTF-8, at most
-// MaxPathBytes, relative, no "..", "." or empty element, and no NUL, CR, LF
-// or backslash. The empty path names the workspace root only where allowRoot
+// MaxPathBytes, relative (no leading slash, no drive letter), no "..", "."
+// or empty element, and no NUL, CR, LF or backslash. The empty path names the workspace root only where allowRoot
 // is set (a directory read of the root).
 func CheckWorkspacePath(p string, allowRoot bool) error {
 	c := newChecker("")
