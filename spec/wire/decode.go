@@ -111,9 +111,13 @@ type validator interface{ Validate() error }
 
 // decodePayload decodes raw strictly into a T and validates it. Paths in
 // the returned *FieldError start at "payload". An absent or null payload
-// decodes as an empty object, so bodyless frames still meet their rules.
+// decodes as an empty object, so bodyless frames still meet their rules. A
+// payload over its type's raw bound is refused before it is scanned.
 func decodePayload[T validator](typ string, raw []byte) (T, error) {
 	var p T
+	if err := CheckRawPayloadSize(typ, raw); err != nil {
+		return p, err
+	}
 	if len(bytes.TrimSpace(raw)) == 0 || isNull(raw) {
 		raw = []byte("{}")
 	}
