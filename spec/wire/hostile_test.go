@@ -198,6 +198,8 @@ func hostileCases(t testing.TB) []hostileCase {
 		{name: "trace with an invalid byte", frame: []byte("{\"type\":\"delta\",\"id\":\"r\",\"payload\":{\"delta\":\"x\"},\"trace\":\"\xff\"}"), dir: R, check: localTrace},
 		{name: "trace oversized", frame: []byte(`{"type":"delta","id":"r","payload":{"delta":"x"},"trace":"` + strings.Repeat("0", 300) + `"}`), dir: R, check: func(t *testing.T, m Message) { require.Empty(t, ReplyTrace(m.Trace)); localTrace(t, m) }},
 		{name: "trace valid", frame: []byte(`{"type":"delta","id":"r","payload":{"delta":"x"},"trace":"` + goodTrace + `"}`), dir: R, check: func(t *testing.T, m Message) { require.False(t, ParseTrace(m.Trace).Local) }},
+		{name: "trace with bad UTF-8, then a raw NUL", frame: []byte("{\"type\":\"delta\",\"id\":\"r\",\"payload\":{\"delta\":\"x\"},\"trace\":\"\xe1\x00\"}"), dir: R, field: "(frame)", rule: RuleSyntax},
+		{name: "id with a lone surrogate, then a bad escape", frame: []byte(`{"type":"delta","id":"\udc00\q","payload":{"delta":"x"}}`), dir: R, field: "(frame)", rule: RuleSyntax},
 		{name: "trace not JSON", frame: []byte(`{"type":"delta","id":"r","payload":{"delta":"x"},"trace":{]}`), dir: R, field: "(frame)", rule: RuleSyntax},
 
 		// 6. Stop at the first error: an unknown member at the end of a large frame.

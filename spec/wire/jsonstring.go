@@ -55,16 +55,32 @@ func (p strProblem) String() string {
 // scanJSONString checks the string literal starting at b[i] == '"' and
 // returns the index after its closing quote and whether it contains an
 // escape. On a problem, end is the offset of the offending byte.
+//
+// A syntax problem wins over an encoding one: after bad UTF-8 or an
+// unpaired surrogate the scan goes on to the closing quote, and reports
+// the encoding problem only for a string that is otherwise well formed. So
+// a caller that tolerates an unreadable string (a dropped trace) never
+// accepts text that is not JSON.
 func scanJSONString(b []byte, i int) (end int, esc bool, bad strProblem) {
+	soft, softAt := strOK, 0
 	for i++; i < len(b); {
 		c := b[i]
 		switch {
 		case c == '"':
+			if soft != strOK {
+				return softAt, esc, soft
+			}
 			return i + 1, esc, strOK
 		case c == '\\':
 			esc = true
 			n, p := scanEscape(b, i)
-			if p != strOK {
+			switch {
+			case p == strSurrogate:
+				if soft == strOK {
+					soft, softAt = p, i
+				}
+				n = 6 // the unpaired \uXXXX; what follows is scanned on its own
+			case p != strOK:
 				return i, esc, p
 			}
 			i += n
@@ -74,8 +90,8 @@ func scanJSONString(b []byte, i int) (end int, esc bool, bad strProblem) {
 			i++
 		default:
 			r, size := utf8.DecodeRune(b[i:])
-			if r == utf8.RuneError && size == 1 {
-				return i, esc, strUTF8
+			if r == utf8.RuneError && size == 1 && soft == strOK {
+				soft, softAt = strUTF8, i
 			}
 			i += size
 		}
