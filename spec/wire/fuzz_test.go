@@ -180,3 +180,28 @@ func FuzzDecodeEnvelope(f *testing.F) {
 		}
 	})
 }
+
+// FuzzCheckJSON holds the strict pass to encoding/json's grammar: it
+// accepts only what encoding/json accepts, and refuses valid JSON only for
+// one of its own rules (encoding, repeated member, depth), never as a
+// syntax error.
+func FuzzCheckJSON(f *testing.F) {
+	for _, s := range []string{
+		`{}`, `[]`, `0`, `-0.5e+3`, `"a\u00e9\ud83d\ude00"`, `{"a":1,"a":2}`, `{"a":1,"\u0061":2}`,
+		`"\ud800"`, "\"\xff\"", `[[[[[[[[]]]]]]]]`, `{"a":[1,{"b":null}],"c":true}`, `01`, `1.`, `"\x"`, `{"a"}`, ` `,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fe := checkJSON(data, nil)
+		valid := json.Valid(data)
+		if fe == nil {
+			require.True(t, valid, "accepted what encoding/json refuses")
+			return
+		}
+		require.LessOrEqual(t, len(fe.Error()), MaxErrorBytes)
+		if valid {
+			require.NotEqual(t, RuleSyntax, fe.Rule, "refused valid JSON as a syntax error: %v", fe)
+		}
+	})
+}
