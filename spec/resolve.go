@@ -1,15 +1,23 @@
 package spec
 
 import (
+	"fmt"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 )
 
 // resolveRules turns the raw rule nodes into per-cell candidates, reporting
-// every unknown name with its line.
+// every unknown name with its line. It first bounds the length of every
+// declared name (see MaxNameBytes); a machine with a longer one is not
+// resolved further.
 func resolveRules(d *decoder, m *Machine, raws []rawRule, states map[string]*State, events map[string]*Event, broken map[string]bool) {
+	if !checkNameLengths(d, m) {
+		return
+	}
+	sug := &suggester{budget: suggestBudget}
 	guards := map[string]*Guard{}
 	for _, g := range m.Guards {
 		guards[g.Name] = g
@@ -34,6 +42,10 @@ func resolveRules(d *decoder, m *Machine, raws []rawRule, states map[string]*Sta
 		var from []*State
 		seenFrom := map[string]bool{}
 		for _, n := range raw.from {
+			if d.tooLong(n, n.Value, "state") {
+				bad = true
+				continue
+			}
 			if seenFrom[n.Value] {
 				d.errs.add(d.pos(n), "from lists state %q twice", n.Value)
 				bad = true
@@ -42,7 +54,7 @@ func resolveRules(d *decoder, m *Machine, raws []rawRule, states map[string]*Sta
 			seenFrom[n.Value] = true
 			s, ok := states[n.Value]
 			if !ok {
-				d.errs.add(d.pos(n), "rule names unknown state %q%s", n.Value, suggest(n.Value, keys(states)))
+				d.errs.add(d.pos(n), "rule names unknown state %q%s", n.Value, suggestFrom(sug, "state", n.Value, states))
 				bad = true
 				continue
 			}
@@ -54,6 +66,9 @@ func resolveRules(d *decoder, m *Machine, raws []rawRule, states map[string]*Sta
 			seenOn := map[string]bool{}
 			for _, n := range raw.on {
 				switch {
+				case d.tooLong(n, n.Value, "event"):
+					bad = true
+					continue
 				case n.Value == "*":
 					d.errs.add(d.pos(n), `"*" must be the whole on: value, not a list entry`)
 					bad = true
@@ -67,7 +82,7 @@ func resolveRules(d *decoder, m *Machine, raws []rawRule, states map[string]*Sta
 				e, ok := events[n.Value]
 				if !ok {
 					if !broken[n.Value] {
-						d.errs.add(d.pos(n), "rule names unknown event %q%s", n.Value, suggest(n.Value, keys(events)))
+						d.errs.add(d.pos(n), "rule names unknown event %q%s", n.Value, suggestFrom(sug, "event", n.Value, events))
 					}
 					bad = true
 					continue
@@ -103,8 +118,10 @@ func resolveRules(d *decoder, m *Machine, raws []rawRule, states map[string]*Sta
 			name, _ := d.str(raw.guard, "guard")
 			if g, ok := guards[name]; ok {
 				tmpl.Guard = g
+			} else if !d.tooLong(raw.guard, name, "guard") {
+				d.errs.add(d.pos(raw.guard), "rule names unknown guard %q%s", name, suggestFrom(sug, "guard", name, guards))
+				bad = true
 			} else {
-				d.errs.add(d.pos(raw.guard), "rule names unknown guard %q%s", name, suggest(name, keys(guards)))
 				bad = true
 			}
 		}
@@ -120,8 +137,10 @@ func resolveRules(d *decoder, m *Machine, raws []rawRule, states map[string]*Sta
 				same = true
 			} else if s, ok := states[name]; ok {
 				to = s
+			} else if !d.tooLong(raw.to, name, "state") {
+				d.errs.add(d.pos(raw.to), "rule goes to unknown state %q%s", name, suggestFrom(sug, "state", name, states))
+				bad = true
 			} else {
-				d.errs.add(d.pos(raw.to), "rule goes to unknown state %q%s", name, suggest(name, keys(states)))
 				bad = true
 			}
 		} else if outcomes == 1 && len(raw.effects) > 0 {
@@ -129,7 +148,7 @@ func resolveRules(d *decoder, m *Machine, raws []rawRule, states map[string]*Sta
 			bad = true
 		}
 		for _, en := range raw.effects {
-			if ef := d.effect(en, events, actions, broken); ef != nil {
+			if ef := d.effect(en, events, actions, broken, sug); ef != nil {
 				tmpl.Effects = append(tmpl.Effects, ef)
 			} else {
 				bad = true
@@ -180,7 +199,7 @@ func resolveRules(d *decoder, m *Machine, raws []rawRule, states map[string]*Sta
 	}
 }
 
-func (d *decoder) effect(n *yaml.Node, events map[string]*Event, actions map[string]*Action, broken map[string]bool) *Effect {
+func (d *decoder) effect(n *yaml.Node, events map[string]*Event, actions map[string]*Action, broken map[string]bool, sug *suggester) *Effect {
 	if n.Kind == yaml.MappingNode {
 		d.errs.add(d.pos(n), `an effect must be a string; one with a role prefix needs quotes, e.g. "runtime: send preparation_status"`)
 		return nil
@@ -207,6 +226,9 @@ func (d *decoder) effect(n *yaml.Node, events map[string]*Event, actions map[str
 	}
 	verb, arg, _ := strings.Cut(body, " ")
 	arg = strings.TrimSpace(arg)
+	if d.tooLong(n, arg, "effect argument") {
+		return nil
+	}
 	if arg == "" || strings.ContainsAny(arg, " \t") {
 		d.errs.add(d.pos(n), "effect %q must be <verb> <name>, e.g. \"send preparation_status\" or \"start admission_expiry\"", text)
 		return nil
@@ -241,7 +263,7 @@ func (d *decoder) effect(n *yaml.Node, events map[string]*Event, actions map[str
 	case "do":
 		a, ok := actions[arg]
 		if !ok {
-			d.errs.add(d.pos(n), "effect %q: %q is not a declared action%s", text, arg, suggest(arg, keys(actions)))
+			d.errs.add(d.pos(n), "effect %q: %q is not a declared action%s", text, arg, suggestFrom(sug, "action", arg, actions))
 			return nil
 		}
 		ef.Kind, ef.Action = EffectDo, a
@@ -281,11 +303,112 @@ func keys[V any](m map[string]V) []string {
 
 func sortedKeys(m map[string]bool) []string { return keys(m) }
 
+// MaxNameBytes bounds every name of a machine: its own, its states',
+// events', guards' and actions', and every reference to one. Names are
+// short identifiers that become Go identifiers and diagram labels; the
+// bound also keeps every message that quotes a name, and the "did you
+// mean" search over names, small.
+const MaxNameBytes = 64
+
+// checkNameLengths reports every declared name over MaxNameBytes at its
+// line, and whether there was none.
+func checkNameLengths(d *decoder, m *Machine) bool {
+	ok := true
+	check := func(pos Pos, what, name string) {
+		if len(name) > MaxNameBytes {
+			d.errs.add(pos, "%s name %s is %d bytes long; names are at most %d bytes", what, shortName(name), len(name), MaxNameBytes)
+			ok = false
+		}
+	}
+	check(m.Pos, "machine", m.Name)
+	for _, s := range m.States {
+		check(s.Pos, "state", s.Name)
+	}
+	for _, e := range m.Events {
+		check(e.Pos, "event", e.Name)
+	}
+	for _, g := range m.Guards {
+		check(g.Pos, "guard", g.Name)
+	}
+	for _, a := range m.Actions {
+		check(a.Pos, "action", a.Name)
+	}
+	return ok
+}
+
+// tooLong reports a reference over MaxNameBytes at n's line: no declared
+// name is that long, so it names nothing, and it is not quoted in full.
+func (d *decoder) tooLong(n *yaml.Node, name, what string) bool {
+	if len(name) <= MaxNameBytes {
+		return false
+	}
+	d.errs.add(d.pos(n), "%s name %s is %d bytes long; names are at most %d bytes", what, shortName(name), len(name), MaxNameBytes)
+	return true
+}
+
+// shortName quotes the start of an over-long name.
+func shortName(name string) string {
+	const keep = 24
+	if len(name) <= keep {
+		return fmt.Sprintf("%q", name)
+	}
+	cut := keep
+	for cut > 0 && !utf8.RuneStart(name[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%q…", name[:cut])
+}
+
+// suggestBudget bounds the edit-distance work (table cells) that the
+// suggestions of one machine may cost; past it, unknown names are reported
+// without a suggestion.
+const suggestBudget = 1 << 22
+
+// suggester makes the suggestions of one machine within a shared budget,
+// sorting each kind of name once rather than once per unknown reference.
+type suggester struct {
+	budget int
+	sorted map[string][]string // by kind
+}
+
+// suggestFrom is suggest over the names of m, a map of one kind of name.
+func suggestFrom[V any](s *suggester, kind, name string, m map[string]V) string {
+	if s.sorted == nil {
+		s.sorted = map[string][]string{}
+	}
+	names, ok := s.sorted[kind]
+	if !ok {
+		names = keys(m)
+		s.sorted[kind] = names
+	}
+	return suggestWithin(name, names, &s.budget)
+}
+
 // suggest names the closest known name when a reference is a likely typo.
 func suggest(name string, known []string) string {
+	budget := suggestBudget
+	return suggestWithin(name, known, &budget)
+}
+
+// suggestWithin is suggest drawing its work from *budget. Only names
+// within MaxNameBytes are compared, a candidate whose length alone puts it
+// out of reach is skipped, and each distance is computed in a band around
+// the diagonal: a comparison costs at most (MaxNameBytes+1) × 5 cells.
+func suggestWithin(name string, known []string, budget *int) string {
+	if len(name) > MaxNameBytes {
+		return ""
+	}
 	best, bestDist := "", 3
 	for _, k := range known {
-		if dist := editDistance(name, k); dist < bestDist {
+		if len(k) > MaxNameBytes || abs(len(k)-len(name)) >= bestDist {
+			continue
+		}
+		cost := (len(name) + 1) * (2*(bestDist-1) + 1)
+		if *budget < cost {
+			break
+		}
+		*budget -= cost
+		if dist := editDistance(name, k, bestDist-1); dist < bestDist {
 			best, bestDist = k, dist
 		}
 	}
@@ -295,22 +418,51 @@ func suggest(name string, known []string) string {
 	return " (did you mean " + best + "?)"
 }
 
-func editDistance(a, b string) int {
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
+
+// editDistance is the Levenshtein distance of a and b when it is at most
+// limit, and limit+1 otherwise. Only cells within limit of the diagonal
+// can hold a distance within limit, so only those are computed.
+func editDistance(a, b string, limit int) int {
+	if abs(len(a)-len(b)) > limit {
+		return limit + 1
+	}
+	over := limit + 1
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)
 	for j := range prev {
-		prev[j] = j
+		prev[j] = min(j, over)
 	}
 	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
+		lo, hi := max(1, i-limit), min(len(b), i+limit)
+		cur[0] = min(i, over)
+		if lo > 1 {
+			cur[lo-1] = over
+		}
+		rowMin := cur[0]
+		if lo > 1 {
+			rowMin = over
+		}
+		for j := lo; j <= hi; j++ {
 			cost := 1
 			if a[i-1] == b[j-1] {
 				cost = 0
 			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost, over)
+			rowMin = min(rowMin, cur[j])
+		}
+		if hi < len(b) {
+			cur[hi+1] = over
+		}
+		if rowMin >= over {
+			return over
 		}
 		prev, cur = cur, prev
 	}
-	return prev[len(b)]
+	return min(prev[len(b)], over)
 }

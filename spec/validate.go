@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"slices"
 	"strings"
 )
 
@@ -136,36 +137,81 @@ func checkGraph(m *Machine, initial []*State, errs *errorList) {
 
 // checkTimers makes each state's armed set follow from the effects of every
 // transition into it, so that Restore can re-arm exactly the right timers.
+//
+// Armed sets are bit sets over the machine's timers, built once per state,
+// so each rule costs one copy and one comparison of a few words plus its
+// effects: the check is linear in the size of the table, and it allocates
+// only the sets and the messages of the rules that break it.
 func checkTimers(m *Machine, errs *errorList) {
+	timers := make([]*Event, 0, len(m.Events))
+	for _, e := range m.Events {
+		if e.Kind == EventTimer {
+			timers = append(timers, e)
+		}
+	}
+	if len(timers) == 0 {
+		return
+	}
+	bit := make([]int, len(m.Events)) // by event index: the timer's bit, or -1
+	for i := range bit {
+		bit[i] = -1
+	}
+	for i, t := range timers {
+		bit[t.Index] = i
+	}
+	bitOf := func(e *Event) (int, bool) {
+		if e == nil || e.Index < 0 || e.Index >= len(bit) || m.Events[e.Index] != e || bit[e.Index] < 0 {
+			return 0, false
+		}
+		return bit[e.Index], true
+	}
+	words := (len(timers) + 63) / 64
+	sets := make([]uint64, (len(m.States)+1)*words) // one per state, then the scratch set
+	setOf := func(s *State) []uint64 { return sets[s.Index*words : (s.Index+1)*words] }
+	for _, s := range m.States {
+		for _, t := range s.Timers {
+			i, _ := bitOf(t)
+			setOf(s)[i/64] |= 1 << (i % 64)
+		}
+	}
+	armed := sets[len(m.States)*words:]
+	has := func(set []uint64, t *Event) bool {
+		i, ok := bitOf(t)
+		return ok && set[i/64]&(1<<(i%64)) != 0
+	}
 	for _, r := range m.Rules {
 		if r.Kind != RuleGoto {
 			continue
 		}
-		if r.Event.Kind == EventTimer && !r.From.Armed(r.Event) {
+		from := setOf(r.From)
+		if r.Event.Kind == EventTimer && !has(from, r.Event) {
 			errs.add(r.Pos, "timer %q cannot expire in state %q, where it is not armed: ignore or reject it there", r.Event.Name, r.From.Name)
 			continue
 		}
-		armed := map[*Event]bool{}
-		for _, t := range r.From.Timers {
-			armed[t] = true
-		}
-		if r.Event.Kind == EventTimer {
-			delete(armed, r.Event) // a timer that fired is no longer armed
+		copy(armed, from)
+		if i, ok := bitOf(r.Event); ok {
+			armed[i/64] &^= 1 << (i % 64) // a timer that fired is no longer armed
 		}
 		for _, ef := range r.Effects {
-			switch ef.Kind {
-			case EffectStop:
-				delete(armed, ef.Timer)
-			case EffectStart:
-				armed[ef.Timer] = true
+			i, ok := bitOf(ef.Timer)
+			switch {
+			case !ok:
+			case ef.Kind == EffectStop:
+				armed[i/64] &^= 1 << (i % 64)
+			case ef.Kind == EffectStart:
+				armed[i/64] |= 1 << (i % 64)
 			}
 		}
+		to := setOf(r.To)
+		if slices.Equal(armed, to) {
+			continue
+		}
 		var extra, lacking []string
-		for _, t := range m.Timers() {
-			switch {
-			case armed[t] && !r.To.Armed(t):
+		for _, t := range timers {
+			switch a, want := has(armed, t), has(to, t); {
+			case a && !want:
 				extra = append(extra, t.Name)
-			case !armed[t] && r.To.Armed(t):
+			case !a && want:
 				lacking = append(lacking, t.Name)
 			}
 		}

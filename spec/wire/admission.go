@@ -15,11 +15,14 @@ package wire
 
 // ExecutionPrepare reserves an admission for one Turn of a Session.
 //
-// decision: session_id must be a canonical non-nil UUID. The reference only
-// requires it to be non-blank, but it is the Session that runtime_prepare
-// binds as a UUID and that agent_state_key embeds; a Session ID of any
-// other shape could never match an initialized Environment, so it is
-// rejected at the wire instead of deep in the Runtime.
+// decision: session_id is a correlation ID (non-blank, at most MaxIDBytes
+// of UTF-8 without NUL), as the reference requires, not a canonical UUID:
+// the protocol calls Session IDs UUIDs only "where the payload validator
+// requires them" (daemon-protocol.txt:71), and the reference's own
+// contract scenarios prepare Session "session". What binds the admission
+// to its Session's native state is agent_state_key, which must be exactly
+// "agents-api-" + session_id; that binding is kept. Environment bindings
+// (local_environment.id, runtime_prepare) stay canonical UUIDs.
 type ExecutionPrepare struct {
 	SessionID     string        `json:"session_id"`
 	Configuration PromptRequest `json:"configuration"`
@@ -30,7 +33,7 @@ type ExecutionPrepare struct {
 // profile.
 func (p ExecutionPrepare) Validate() error {
 	c := newChecker("")
-	c.uuid("session_id", p.SessionID)
+	c.nested("session_id", validSessionID(p.SessionID))
 	profile := promptPrepared
 	if p.Configuration.WorkspaceReadOnly {
 		profile = promptReadOnly
@@ -281,4 +284,12 @@ func (p PreparationStatus) DriveKey() string {
 func (p PreparationStatus) LeavesTurnUnclaimed() bool {
 	return p.State == PreparationRejected && p.Operation == PreparationOpPrepare &&
 		p.ErrorCode == PrepCodePreparationCapacity
+}
+
+// validSessionID checks a Session ID as execution_prepare carries it and
+// agent_state_key embeds it; the error's path is relative to the ID.
+func validSessionID(id string) *FieldError {
+	c := newChecker("")
+	c.id("", id, MaxIDBytes)
+	return c.first
 }

@@ -185,7 +185,12 @@ func TestPrepareConfigurationRules(t *testing.T) {
 			p.Configuration.AgentStateKey = AgentStateKey("0b9e7a41-6c2d-4f38-a915-2e7d4c8b6f10")
 		}, "configuration.agent_state_key", RuleConflict},
 		{"state key without prefix", func(p *ExecutionPrepare) { p.Configuration.AgentStateKey = prepTestSessionID }, "configuration.agent_state_key", RuleConflict},
-		{"nil session UUID", func(p *ExecutionPrepare) { p.SessionID = "00000000-0000-0000-0000-000000000000" }, "session_id", RuleFormat},
+		{"session ID with NUL", func(p *ExecutionPrepare) {
+			p.SessionID = "s\x00"
+			p.Configuration.AgentStateKey = AgentStateKey(p.SessionID)
+		}, "session_id", RuleFormat},
+		{"session ID blank", func(p *ExecutionPrepare) { p.SessionID = " " }, "session_id", RuleRequired},
+		{"state key of another Session", func(p *ExecutionPrepare) { p.SessionID = "session" }, "configuration.agent_state_key", RuleConflict},
 		{"non-strict resume", func(p *ExecutionPrepare) { p.Configuration.StrictResume = false }, "configuration.strict_resume", RuleRequired},
 		{"workspace authoring", func(p *ExecutionPrepare) { p.Configuration.WorkspaceAuthoring = true }, "configuration.workspace_authoring", RuleForbidden},
 		{"empty input present", func(p *ExecutionPrepare) { p.Configuration.Input = MessageInput{} }, "configuration.input", RuleForbidden},
@@ -322,6 +327,8 @@ func TestBodylessFramesStillMeetTheirRules(t *testing.T) {
 	_, err = decodePayload[DeviceShutdown]("device_shutdown", []byte(`{} {}`))
 	requireFieldError(t, err, "payload", RuleSyntax)
 	_, err = decodePayload[DeviceShutdown]("device_shutdown", []byte("{\"reason\":\"\xff\"}"))
-	require.NoError(t, err, "encoding/json replaces invalid UTF-8 while decoding")
+	requireFieldError(t, err, "payload.reason", RuleFormat, "invalid UTF-8 is refused, never replaced")
+	_, err = decodePayload[DeviceShutdown]("device_shutdown", []byte(`{"reason":"\ud800"}`))
+	requireFieldError(t, err, "payload.reason", RuleFormat, "an unpaired surrogate is refused, never replaced")
 	requireFieldError(t, DeviceShutdown{Reason: "\xff"}.Validate(), "reason", RuleFormat)
 }

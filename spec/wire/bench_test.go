@@ -42,6 +42,7 @@ func BenchmarkDecodeDelta(b *testing.B) {
 	f := benchFrame(b, TypeDelta, "run-1")
 	b.ReportAllocs()
 	b.SetBytes(int64(len(f)))
+	defer reportCPU(b, cpuClock())
 	for b.Loop() {
 		if _, err := Decode(f, RuntimeToCore); err != nil {
 			b.Fatal(err)
@@ -53,6 +54,7 @@ func BenchmarkPlainDelta(b *testing.B) {
 	f := benchFrame(b, TypeDelta, "run-1")
 	b.ReportAllocs()
 	b.SetBytes(int64(len(f)))
+	defer reportCPU(b, cpuClock())
 	for b.Loop() {
 		var v plainDelta
 		if err := json.Unmarshal(f, &v); err != nil {
@@ -65,6 +67,7 @@ func BenchmarkDecodeHeartbeat(b *testing.B) {
 	f := benchFrame(b, TypeHeartbeat, "")
 	b.ReportAllocs()
 	b.SetBytes(int64(len(f)))
+	defer reportCPU(b, cpuClock())
 	for b.Loop() {
 		if _, err := Decode(f, RuntimeToCore); err != nil {
 			b.Fatal(err)
@@ -76,6 +79,7 @@ func BenchmarkPlainHeartbeat(b *testing.B) {
 	f := benchFrame(b, TypeHeartbeat, "")
 	b.ReportAllocs()
 	b.SetBytes(int64(len(f)))
+	defer reportCPU(b, cpuClock())
 	for b.Loop() {
 		var v plainHeartbeat
 		if err := json.Unmarshal(f, &v); err != nil {
@@ -107,6 +111,7 @@ func BenchmarkLenientHeartbeat(b *testing.B) {
 	f := benchFrame(b, TypeHeartbeat, "")
 	b.ReportAllocs()
 	b.SetBytes(int64(len(f)))
+	defer reportCPU(b, cpuClock())
 	for b.Loop() {
 		var v mirrorHeartbeat
 		if err := json.Unmarshal(f, &v); err != nil {

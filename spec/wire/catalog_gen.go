@@ -345,7 +345,7 @@ var catalog = []Entry{
 		Type:     TypeRuntimePrepare,
 		decode:   decodeAny[RuntimePrepare],
 	},
-	// spec/catalog.yaml:66
+	// spec/catalog.yaml:70
 	{
 		Answers: map[string][]string{
 			"completed": {"commit"},
@@ -368,7 +368,7 @@ var catalog = []Entry{
 		Type:     TypeRuntimePrepareResult,
 		decode:   decodeAny[RuntimePrepareResult],
 	},
-	// spec/catalog.yaml:89
+	// spec/catalog.yaml:93
 	{
 		Direction: CoreToRuntime,
 		Doc:       "reserve a per-Turn admission with the immutable Session configuration and no Run input",
@@ -382,7 +382,7 @@ var catalog = []Entry{
 		Type:     TypeExecutionPrepare,
 		decode:   decodeAny[ExecutionPrepare],
 	},
-	// spec/catalog.yaml:97
+	// spec/catalog.yaml:108
 	{
 		Direction: CoreToRuntime,
 		Doc:       "transfer a ready admission to a Run with its ordered input",
@@ -399,7 +399,7 @@ var catalog = []Entry{
 		Type:     TypeExecutionStart,
 		decode:   decodeAny[ExecutionStart],
 	},
-	// spec/catalog.yaml:106
+	// spec/catalog.yaml:117
 	{
 		Direction: CoreToRuntime,
 		Doc:       "abandon an admission before it is started",
@@ -413,7 +413,7 @@ var catalog = []Entry{
 		Type:     TypeExecutionRelease,
 		decode:   decodeAny[ExecutionRelease],
 	},
-	// spec/catalog.yaml:114
+	// spec/catalog.yaml:125
 	{
 		Direction: RuntimeToCore,
 		Doc:       "the state of an admission by per-handle revision, or the rejection of one control operation",
@@ -432,7 +432,7 @@ var catalog = []Entry{
 		Type:     TypePreparationStatus,
 		decode:   decodeAny[PreparationStatus],
 	},
-	// spec/catalog.yaml:147
+	// spec/catalog.yaml:158
 	{
 		Direction: CoreToRuntime,
 		Doc:       "start a Run directly, without an admission handle (never a fallback for a failed prepared start)",
@@ -446,7 +446,7 @@ var catalog = []Entry{
 		Type:     TypePromptRequest,
 		decode:   decodeAny[PromptRequest],
 	},
-	// spec/catalog.yaml:155
+	// spec/catalog.yaml:173
 	{
 		Direction: CoreToRuntime,
 		Doc:       "cancel a Run; the receipt is an interaction_decision_ack echoing the delivery ID",
@@ -460,7 +460,7 @@ var catalog = []Entry{
 		Type:     TypePromptCancel,
 		decode:   decodeAny[PromptCancel],
 	},
-	// spec/catalog.yaml:163
+	// spec/catalog.yaml:186
 	{
 		Direction: CoreToRuntime,
 		Doc:       "ask the daemon to close its Executors and stop",
@@ -474,7 +474,7 @@ var catalog = []Entry{
 		Type:     TypeDeviceShutdown,
 		decode:   decodeAny[DeviceShutdown],
 	},
-	// spec/catalog.yaml:171
+	// spec/catalog.yaml:194
 	{
 		Direction: RuntimeToCore,
 		Doc:       "a text delta",
@@ -488,7 +488,7 @@ var catalog = []Entry{
 		Type:     TypeDelta,
 		decode:   decodeAny[Delta],
 	},
-	// spec/catalog.yaml:179
+	// spec/catalog.yaml:205
 	{
 		Direction: RuntimeToCore,
 		Doc:       "reasoning text",
@@ -502,7 +502,7 @@ var catalog = []Entry{
 		Type:     TypeThinking,
 		decode:   decodeAny[Thinking],
 	},
-	// spec/catalog.yaml:187
+	// spec/catalog.yaml:213
 	{
 		Direction: RuntimeToCore,
 		Doc:       "message start, completion, phase and completion text (only with observe_messages)",
@@ -516,7 +516,7 @@ var catalog = []Entry{
 		Type:     TypeOutputMessage,
 		decode:   decodeAny[OutputMessage],
 	},
-	// spec/catalog.yaml:195
+	// spec/catalog.yaml:221
 	{
 		Direction: RuntimeToCore,
 		Doc:       "one stage of a tool call with its engine-neutral observation",
@@ -530,7 +530,7 @@ var catalog = []Entry{
 		Type:     TypeToolCall,
 		decode:   decodeAny[ToolCall],
 	},
-	// spec/catalog.yaml:203
+	// spec/catalog.yaml:232
 	{
 		Direction: RuntimeToCore,
 		Doc:       "the cumulative usage snapshot of the execution; it replaces the previous one",
@@ -544,7 +544,7 @@ var catalog = []Entry{
 		Type:     TypeUsage,
 		decode:   decodeAny[Usage],
 	},
-	// spec/catalog.yaml:211
+	// spec/catalog.yaml:240
 	{
 		Direction: RuntimeToCore,
 		Doc:       "an execution error with optional neutral classification; done follows",
@@ -558,7 +558,7 @@ var catalog = []Entry{
 		Type:     TypeError,
 		decode:   decodeAny[ErrorFrame],
 	},
-	// spec/catalog.yaml:219
+	// spec/catalog.yaml:251
 	{
 		Direction: RuntimeToCore,
 		Doc:       "closes the execution stream with its final snapshot",
@@ -572,7 +572,7 @@ var catalog = []Entry{
 		Type:     TypeDone,
 		decode:   decodeAny[Done],
 	},
-	// spec/catalog.yaml:227
+	// spec/catalog.yaml:259
 	{
 		Direction: RuntimeToCore,
 		Doc:       "liveness and the capability declaration of every supported agent kind; never progress or a receipt",
@@ -586,7 +586,7 @@ var catalog = []Entry{
 		Type:     TypeHeartbeat,
 		decode:   decodeAny[Heartbeat],
 	},
-	// spec/catalog.yaml:237
+	// spec/catalog.yaml:277
 	{
 		Direction: RuntimeToCore,
 		Doc:       "the Harness asks for permission; request_id is the interaction ID",
@@ -600,7 +600,7 @@ var catalog = []Entry{
 		Type:     TypePermissionRequest,
 		decode:   decodeAny[PermissionRequest],
 	},
-	// spec/catalog.yaml:245
+	// spec/catalog.yaml:287
 	{
 		Direction: RuntimeToCore,
 		Doc:       "withdraws a pending permission request",
@@ -614,7 +614,7 @@ var catalog = []Entry{
 		Type:     TypePermissionCancel,
 		decode:   decodeAny[PermissionCancel],
 	},
-	// spec/catalog.yaml:253
+	// spec/catalog.yaml:295
 	{
 		Direction: RuntimeToCore,
 		Doc:       "the Harness asks the user questions; ask_id is the interaction ID",
@@ -628,7 +628,7 @@ var catalog = []Entry{
 		Type:     TypePromptForUserChoice,
 		decode:   decodeAny[PromptForUserChoice],
 	},
-	// spec/catalog.yaml:261
+	// spec/catalog.yaml:306
 	{
 		Direction: CoreToRuntime,
 		Doc:       "Core's decision on a permission request, with a fresh delivery ID per attempt",
@@ -642,7 +642,7 @@ var catalog = []Entry{
 		Type:     TypePermissionDecision,
 		decode:   decodeAny[PermissionDecision],
 	},
-	// spec/catalog.yaml:269
+	// spec/catalog.yaml:314
 	{
 		Direction: CoreToRuntime,
 		Doc:       "the answers to a user-choice prompt, or its cancellation",
@@ -656,7 +656,7 @@ var catalog = []Entry{
 		Type:     TypePromptForUserChoiceDecision,
 		decode:   decodeAny[PromptForUserChoiceDecision],
 	},
-	// spec/catalog.yaml:277
+	// spec/catalog.yaml:322
 	{
 		Direction: RuntimeToCore,
 		Doc:       "the receipt of a decision, a function result or a cancellation, matched by delivery ID",
@@ -678,7 +678,7 @@ var catalog = []Entry{
 		Type:       TypeInteractionDecisionAck,
 		decode:     decodeAny[InteractionDecisionAck],
 	},
-	// spec/catalog.yaml:298
+	// spec/catalog.yaml:343
 	{
 		Direction: CoreToRuntime,
 		Doc:       "one active input for a running Run, with durable_receipt set",
@@ -692,7 +692,7 @@ var catalog = []Entry{
 		Type:     TypePromptSteer,
 		decode:   decodeAny[PromptSteer],
 	},
-	// spec/catalog.yaml:306
+	// spec/catalog.yaml:351
 	{
 		Direction: RuntimeToCore,
 		Doc:       "the written phase, the acceptance or the rejection of one active input",
@@ -707,7 +707,7 @@ var catalog = []Entry{
 		Type:     TypePromptSteerAck,
 		decode:   decodeAny[PromptSteerAck],
 	},
-	// spec/catalog.yaml:318
+	// spec/catalog.yaml:363
 	{
 		Direction: RuntimeToCore,
 		Doc:       "the Harness calls a function the Agent declared; call_id is the interaction ID",
@@ -721,7 +721,7 @@ var catalog = []Entry{
 		Type:     TypeFunctionCall,
 		decode:   decodeAny[FunctionCall],
 	},
-	// spec/catalog.yaml:326
+	// spec/catalog.yaml:371
 	{
 		Direction: CoreToRuntime,
 		Doc:       "the result of a function call; its receipt is an interaction_decision_ack",
@@ -735,7 +735,7 @@ var catalog = []Entry{
 		Type:     TypeFunctionResult,
 		decode:   decodeAny[FunctionResult],
 	},
-	// spec/catalog.yaml:336
+	// spec/catalog.yaml:381
 	{
 		Direction: CoreToRuntime,
 		Doc:       "read bytes or list one directory of a bound workspace through a preparation handle or a Run",
@@ -749,7 +749,7 @@ var catalog = []Entry{
 		Type:     TypeWorkspaceRead,
 		decode:   decodeAny[WorkspaceRead],
 	},
-	// spec/catalog.yaml:344
+	// spec/catalog.yaml:389
 	{
 		Direction: RuntimeToCore,
 		Doc:       "the bytes or entries read, explicitly truncated or not, or a rejection or unknown outcome",
@@ -764,7 +764,7 @@ var catalog = []Entry{
 		Type:     TypeWorkspaceReadResult,
 		decode:   decodeAny[WorkspaceReadResult],
 	},
-	// spec/catalog.yaml:354
+	// spec/catalog.yaml:403
 	{
 		Direction: CoreToRuntime,
 		Doc:       "one step (begin, chunk or commit) of a bounded file write",
@@ -779,7 +779,7 @@ var catalog = []Entry{
 		Type:     TypeWorkspaceWrite,
 		decode:   decodeAny[WorkspaceWrite],
 	},
-	// spec/catalog.yaml:364
+	// spec/catalog.yaml:416
 	{
 		Answers: map[string][]string{
 			"completed": {"commit"},
@@ -801,7 +801,7 @@ var catalog = []Entry{
 		Type:     TypeWorkspaceWriteResult,
 		decode:   decodeAny[WorkspaceWriteResult],
 	},
-	// spec/catalog.yaml:383
+	// spec/catalog.yaml:440
 	{
 		Direction: CoreToRuntime,
 		Doc:       "pull the next chunk of a workspace export archive, or cancel it",
@@ -816,7 +816,7 @@ var catalog = []Entry{
 		Type:     TypeWorkspaceExport,
 		decode:   decodeAny[WorkspaceExport],
 	},
-	// spec/catalog.yaml:393
+	// spec/catalog.yaml:450
 	{
 		Answers: map[string][]string{
 			"chunk":     {"begin", "next"},
@@ -837,7 +837,7 @@ var catalog = []Entry{
 		Type:     TypeWorkspaceExportResult,
 		decode:   decodeAny[WorkspaceExportResult],
 	},
-	// spec/catalog.yaml:413
+	// spec/catalog.yaml:470
 	{
 		Direction: CoreToRuntime,
 		Doc:       "drain and fence the Environment for a suspension attempt",
@@ -851,7 +851,7 @@ var catalog = []Entry{
 		Type:     TypeEnvironmentQuiesce,
 		decode:   decodeAny[EnvironmentQuiesce],
 	},
-	// spec/catalog.yaml:421
+	// spec/catalog.yaml:478
 	{
 		Direction: RuntimeToCore,
 		Doc:       "whether the Environment quiesced for that suspend_id",
@@ -866,7 +866,7 @@ var catalog = []Entry{
 		Type:     TypeEnvironmentQuiesced,
 		decode:   decodeAny[EnvironmentQuiesced],
 	},
-	// spec/catalog.yaml:431
+	// spec/catalog.yaml:488
 	{
 		Direction: CoreToRuntime,
 		Doc:       "resume the Environment fenced by that suspend_id, or roll a quiesce back",
@@ -881,7 +881,7 @@ var catalog = []Entry{
 		Type:     TypeEnvironmentResume,
 		decode:   decodeAny[EnvironmentResume],
 	},
-	// spec/catalog.yaml:441
+	// spec/catalog.yaml:498
 	{
 		Direction: RuntimeToCore,
 		Doc:       "whether the Environment resumed for that suspend_id",

@@ -74,12 +74,17 @@ func (c *checker) maxBytes(field, v string, n int) {
 	}
 }
 
-// id checks a correlation ID: present, at most max bytes, valid UTF-8.
+// id checks a correlation ID: present, at most max bytes, valid UTF-8
+// and free of NUL, which no store or log of an identity should have to
+// carry (a C string would end there, and two ids would compare equal).
 func (c *checker) id(field, v string, max int) {
 	c.required(field, v)
 	c.maxBytes(field, v, max)
-	if !utf8.ValidString(v) {
+	switch {
+	case !utf8.ValidString(v):
 		c.fail(field, RuleFormat, "not valid UTF-8")
+	case strings.IndexByte(v, 0) >= 0:
+		c.fail(field, RuleFormat, "contains NUL")
 	}
 }
 

@@ -62,13 +62,21 @@ func TestContentItemRules(t *testing.T) {
 	}
 }
 
-// TestMessageNeedsSubstance: blank items are valid one by one, but a
-// message made only of them says nothing.
+// TestMessageNeedsSubstance: empty items are valid one by one, but a
+// message of nothing but empty text carries nothing. Whitespace-only text
+// is valid on the wire; WhitespaceOnly reports it for admission.
 func TestMessageNeedsSubstance(t *testing.T) {
+	empty := MessageInput{{Content: []InputContent{{Type: ContentText}, {Type: ContentText}}}}
+	requireFieldError(t, asError(empty.validate()), "[0].content", RuleRequired)
+
 	blank := MessageInput{{Content: []InputContent{{Type: ContentText, Text: " "}, {Type: ContentText}}}}
-	requireFieldError(t, asError(blank.validate()), "[0].content", RuleRequired)
+	require.NoError(t, asError(blank.validate()))
+	require.True(t, blank.WhitespaceOnly())
+
 	withImage := MessageInput{{Content: []InputContent{{Type: ContentText, Text: " "}, {Type: ContentImage, ImageURL: "u"}}}}
 	require.NoError(t, asError(withImage.validate()))
+	require.False(t, withImage.WhitespaceOnly())
+	require.False(t, MessageInput{{Content: []InputContent{{Type: ContentText, Text: " x "}}}}.WhitespaceOnly())
 }
 
 func prefixField(prefix, field string) string {

@@ -10,35 +10,31 @@ import (
 )
 
 // decodeStrict decodes data into v, rejecting unknown members at any depth,
-// wrong JSON types and anything after the value. typ is the message type
-// and prefix the JSON path of data ("payload" for a payload, "" for the
-// envelope); both end up in the *FieldError.
+// repeated members, wrong JSON types, invalid UTF-8, excessive nesting and
+// anything after the value. typ is the message type and prefix the JSON
+// path of data ("payload" for a payload, "" for the envelope); both end up
+// in the *FieldError.
+//
+// checkJSON validates everything first, in one pass that stops at the first
+// problem, so encoding/json only ever decodes a document already known to
+// be well formed: it can no longer repair strings, keep the last of two
+// members or fold the case of a name.
 func decodeStrict(typ, prefix string, data []byte, v any) error {
+	t := reflect.TypeOf(v).Elem()
+	if fe := checkJSON(data, schemaFor(t)); fe != nil {
+		return fe.under(typ, prefix)
+	}
 	if err := json.Unmarshal(data, v); err != nil {
 		err = jsonError(typ, prefix, err)
-		// encoding/json drops array indices and the nesting of members;
-		// find the exact field by walking the document again.
+		// checkJSON already refused every wrong kind it can see; what is
+		// left (inside a type that decodes itself) is named by walking the
+		// document again.
 		if fe, ok := err.(*FieldError); ok && fe.Rule == RuleType {
-			if path, rule, found := locate(data, reflect.TypeOf(v).Elem()); found && rule == fe.Rule {
-				fe.Field = join(prefix, path)
+			if path, rule, found := locate(data, t); found && rule == fe.Rule {
+				fe.Field = bounded(join(prefix, path), maxFieldBytes, true)
 			}
 		}
 		return err
-	}
-	// Unmarshal ignores unknown members and folds the case of names; the
-	// exact-name pass rejects both, and locate names the member.
-	if !exactKeys(data, reflect.TypeOf(v).Elem()) {
-		path, rule, found := locate(data, reflect.TypeOf(v).Elem())
-		if !found {
-			// The fast pass is conservative (an escaped name such as
-			// "\u0073tep" sends it here); locate decodes names exactly.
-			return nil
-		}
-		fe := fieldErr(typ, join(prefix, path), rule, "unknown member (member names are exact and case-sensitive)")
-		if rule != RuleUnknownField {
-			fe.Detail = "wrong JSON type"
-		}
-		return fe
 	}
 	return nil
 }
@@ -53,7 +49,9 @@ func jsonError(typ, prefix string, err error) error {
 	}
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
-		return fieldErr(typ, join(prefix, te.Field), RuleType, "expected "+jsonKind(te.Type.Kind().String())+", found "+te.Value)
+		// te.Value is the offending literal for a number: never repeat it.
+		found, _, _ := strings.Cut(te.Value, " ")
+		return fieldErr(typ, join(prefix, te.Field), RuleType, "expected "+jsonKind(te.Type.Kind().String())+", found "+cutName(found))
 	}
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
@@ -64,11 +62,7 @@ func jsonError(typ, prefix string, err error) error {
 	}
 	// encoding/json reports unknown members as `json: unknown field "name"`.
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		name = strings.Trim(name, `"`)
-		if len(name) > maxQuoted {
-			name = name[:maxQuoted] + "…"
-		}
-		return fieldErr(typ, join(prefix, name), RuleUnknownField, "unknown member")
+		return fieldErr(typ, join(prefix, cutName(strings.Trim(name, `"`))), RuleUnknownField, "unknown member")
 	}
 	return fieldErr(typ, orRoot(prefix), RuleSyntax, "cannot decode: "+cut(err.Error()))
 }
@@ -110,21 +104,20 @@ func orRoot(p string) string {
 	return p
 }
 
-func cut(s string) string {
-	if len(s) > 120 {
-		return s[:120] + "…"
-	}
-	return s
-}
+func cut(s string) string { return bounded(s, 120, false) }
 
 // validator is what every payload type implements, on its value receiver.
 type validator interface{ Validate() error }
 
 // decodePayload decodes raw strictly into a T and validates it. Paths in
 // the returned *FieldError start at "payload". An absent or null payload
-// decodes as an empty object, so bodyless frames still meet their rules.
+// decodes as an empty object, so bodyless frames still meet their rules. A
+// payload over its type's raw bound is refused before it is scanned.
 func decodePayload[T validator](typ string, raw []byte) (T, error) {
 	var p T
+	if err := CheckRawPayloadSize(typ, raw); err != nil {
+		return p, err
+	}
 	if len(bytes.TrimSpace(raw)) == 0 || isNull(raw) {
 		raw = []byte("{}")
 	}

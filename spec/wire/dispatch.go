@@ -1,5 +1,10 @@
 package wire
 
+import (
+	"reflect"
+	"unicode/utf8"
+)
+
 // Message is a decoded, validated frame.
 type Message struct {
 	Envelope
@@ -77,7 +82,9 @@ func CheckID(e *Entry, id string) error {
 }
 
 // Encode builds a frame of payload p with the given id, validating both
-// first so that a peer never sends what the other side would reject.
+// first so that a peer never sends what the other side would reject, nor
+// anything encoding/json would alter on the way (a string that is not
+// UTF-8).
 func Encode(id string, p Payload, trace string) ([]byte, error) {
 	e, ok := Lookup(p.MessageType())
 	if !ok {
@@ -91,6 +98,12 @@ func Encode(id string, p Payload, trace string) ([]byte, error) {
 	}
 	if err := checkBinding(e.Type, id, p); err != nil {
 		return nil, err
+	}
+	if path, bad := invalidUTF8(reflect.ValueOf(p), ""); bad {
+		return nil, fieldErr(e.Type, join("payload", path), RuleFormat, "not valid UTF-8 (it would be sent altered)")
+	}
+	if !utf8.ValidString(trace) {
+		return nil, fieldErr(e.Type, "trace", RuleFormat, "not valid UTF-8 (it would be sent altered)")
 	}
 	return marshalEnvelope(id, p, trace)
 }

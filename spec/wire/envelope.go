@@ -1,10 +1,6 @@
 package wire
 
-import (
-	"encoding/json"
-	"errors"
-	"unicode/utf8"
-)
+import "encoding/json"
 
 // Direction is the way a frame travels.
 type Direction uint8
@@ -36,28 +32,34 @@ type Envelope struct {
 }
 
 // DecodeEnvelope decodes one frame strictly: unknown members, a repeated
-// member, a missing or empty type, non-string type/id/trace, a non-object
-// payload and trailing data are rejected, and a frame over MaxFrameBytes is
-// refused before it is parsed. Payload aliases frame and is not parsed
-// here: until the payload's own decoder (Decode) checks it, it may even be
-// invalid JSON. Use Decode unless you dispatch payloads yourself.
+// member, a missing or empty type, a non-string type or id, a string that
+// is not UTF-8, a non-object payload, nesting deeper than MaxJSONDepth and
+// trailing data are rejected, and a frame over MaxFrameBytes is refused
+// before it is parsed. A trace that is not a readable string (a number,
+// null, an object, invalid UTF-8) is dropped, never a reason to reject:
+// the receiver mints a local trace (see ParseTrace).
+//
+// Payload aliases frame and is not parsed here: until the payload's own
+// decoder (Decode) checks it, it may even be invalid JSON. Use Decode unless
+// you dispatch payloads yourself.
+//
+// The walk is iterative and stops at the first problem; its work is linear
+// in the frame's length whatever the frame holds.
 func DecodeEnvelope(frame []byte) (Envelope, error) {
 	var env Envelope
 	if len(frame) > MaxFrameBytes {
 		return env, fieldErr("", "frame", RuleTooLarge, "frame exceeds "+itoa(MaxFrameBytes)+" bytes")
 	}
-	// A strict walk of the top-level members only: the payload is checked
-	// and parsed once, by its own decoder, and never scanned twice.
+	// syntax names the first problem of a frame the walk could not read.
 	syntax := func() (Envelope, error) {
-		var probe any
-		if err := json.Unmarshal(frame, &probe); err != nil {
-			return env, jsonError("", "", err)
+		if fe := checkFrame(frame); fe != nil {
+			return env, fe.under("", "")
 		}
 		return env, fieldErr("", "(frame)", RuleSyntax, "invalid JSON")
 	}
 	i := skipSpace(frame, 0)
 	if i == len(frame) || frame[i] != '{' {
-		if i < len(frame) && (frame[i] == '[' || frame[i] == '"' || frame[i] == 't' || frame[i] == 'f' || frame[i] == 'n' || frame[i] == '-' || (frame[i] >= '0' && frame[i] <= '9')) && json.Valid(frame) {
+		if checkFrame(frame) == nil {
 			return env, fieldErr("", "(frame)", RuleType, "a frame must be a JSON object")
 		}
 		return syntax()
@@ -69,16 +71,14 @@ func DecodeEnvelope(frame []byte) (Envelope, error) {
 		if i >= len(frame) || frame[i] != '"' {
 			return syntax()
 		}
-		end, esc := scanString(frame, i)
-		if end > len(frame) || end-1 <= i || frame[end-1] != '"' {
+		end, esc, bad := scanJSONString(frame, i)
+		if bad != strOK {
 			return syntax()
 		}
 		raw := frame[i+1 : end-1]
 		var name string
 		if esc {
-			if err := json.Unmarshal(frame[i:end], &name); err != nil {
-				return syntax()
-			}
+			name = string(appendUnescaped(nil, frame[i:end]))
 		}
 		slot := -1
 		key := string(raw) // not kept: a switch on a conversion does not allocate
@@ -100,54 +100,56 @@ func DecodeEnvelope(frame []byte) (Envelope, error) {
 			return syntax()
 		}
 		vs := skipSpace(frame, i+1)
-		if vs >= len(frame) {
-			return syntax()
-		}
-		ve, _ := scanValue(frame, vs, nil)
-		if ve > len(frame) || ve <= vs {
+		ve, res := skipValue(frame, vs)
+		switch res {
+		case skipTooDeep:
+			return env, fieldErr("", cutName(key), RuleTooLarge, "nested deeper than "+itoa(MaxJSONDepth)+" levels")
+		case skipBad:
 			return syntax()
 		}
 		value := frame[vs:ve]
 		if slot < 0 {
-			if !json.Valid(frame) {
-				return syntax()
-			}
-			return env, fieldErr("", cutName(string(raw)), RuleUnknownField, "unknown envelope member")
+			return env, fieldErr("", cutName(key), RuleUnknownField, "unknown envelope member")
 		}
 		if seen[slot] {
 			return env, fieldErr("", key, RuleConflict, "member given twice")
 		}
 		seen[slot] = true
-		if slot == 2 {
+		switch {
+		case slot == 2:
 			if value[0] != '{' && string(value) != "null" {
-				if !json.Valid(value) {
-					return syntax()
+				if fe := checkJSON(value, nil); fe != nil {
+					return env, fe.under("", "payload")
 				}
 				return env, fieldErr("", "payload", RuleType, "payload must be a JSON object")
 			}
 			if value[0] == '{' {
 				env.Payload = value // checked by the payload's own decoder
 			}
-		} else {
-			dst := [...]*string{&env.Type, &env.ID, nil, &env.Trace}[slot]
-			if value[0] != '"' {
-				if !json.Valid(value) {
-					return syntax()
-				}
-				return env, fieldErr("", key, RuleType, "must be a JSON string")
-			}
-			if err := unquote(value, dst); err != nil {
+		case value[0] != '"':
+			// Only the syntax of a value that is refused or dropped matters
+			// (its nesting is bounded already): the frame must be JSON.
+			if !json.Valid(value) {
 				return syntax()
 			}
-			if !utf8.ValidString(*dst) {
-				if slot == 3 {
-					// Trace data never causes a rejection: an unreadable
-					// trace is dropped and the receiver mints a local one.
-					env.Trace = ""
-				} else {
-					return env, fieldErr("", key, RuleFormat, "not valid UTF-8")
-				}
+			if slot != 3 {
+				return env, fieldErr("", key, RuleType, "must be a JSON string")
 			}
+			// decision: a trace that is not a string (null, a number, an
+			// object) is invalid trace data, which creates a local trace and
+			// never rejects the frame (daemon-protocol.txt:67); its content
+			// is not read.
+		default:
+			v, bad := unquoteJSON(value)
+			switch {
+			case bad == strOK:
+				*[...]*string{&env.Type, &env.ID, nil, &env.Trace}[slot] = v
+			case bad.rule() == RuleSyntax:
+				return syntax()
+			case slot != 3:
+				return env, fieldErr("", key, bad.rule(), bad.String())
+			}
+			// An unreadable trace string is dropped like any invalid trace.
 		}
 		i = skipSpace(frame, ve)
 		switch {
@@ -167,28 +169,6 @@ func DecodeEnvelope(frame []byte) (Envelope, error) {
 	}
 	return env, nil
 }
-
-// unquote decodes a JSON string; the common case (no escape, no control
-// character) is a copy.
-func unquote(b []byte, dst *string) error {
-	if len(b) < 2 || b[len(b)-1] != '"' {
-		return errInvalidString
-	}
-	plain := true
-	for _, c := range b[1 : len(b)-1] {
-		if c == '\\' || c < 0x20 {
-			plain = false
-			break
-		}
-	}
-	if plain {
-		*dst = string(b[1 : len(b)-1])
-		return nil
-	}
-	return json.Unmarshal(b, dst)
-}
-
-var errInvalidString = errors.New("invalid JSON string")
 
 // marshalEnvelope encodes an envelope carrying p; Encode validates first.
 func marshalEnvelope(id string, p Payload, trace string) ([]byte, error) {

@@ -93,12 +93,72 @@ func (e *RouteError) Is(target error) bool {
 // maxQuoted bounds how much of a peer's value an error repeats.
 const maxQuoted = 32
 
+// Bounds of the two parts of a FieldError built from peer input: a path is
+// made of bounded names but can be up to MaxJSONDepth of them deep, and a
+// detail may quote a value. Every error text of this package is therefore
+// at most about maxFieldBytes + maxDetailBytes plus the message type and
+// the rule, whatever the input (see MaxErrorBytes).
+const (
+	maxFieldBytes  = 192
+	maxDetailBytes = 192
+)
+
+// MaxErrorBytes bounds the Error() text of every *FieldError and
+// *RouteError this package returns, whatever the frame: a receiver may log
+// or echo it without cutting it first.
+const MaxErrorBytes = 512
+
 // quote renders a peer-supplied value for an error: quoted, escaped, cut.
 func quote(s string) string {
 	if len(s) > maxQuoted {
-		return strconv.Quote(s[:maxQuoted]) + "…"
+		return strconv.Quote(cutUTF8(s, maxQuoted)) + "…"
 	}
 	return strconv.Quote(s)
+}
+
+// cutName bounds a peer-supplied member name used as a field in an error.
+// A name that would blur the path (a dot, a bracket, a quote, a control or
+// non-ASCII character) is quoted and escaped instead, so a path always
+// reads unambiguously and on one line.
+func cutName(name string) string {
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c < 0x21 || c > 0x7e || c == '.' || c == '[' || c == ']' || c == '"' || c == '\\' {
+			return quote(name)
+		}
+	}
+	if len(name) > maxQuoted {
+		return name[:maxQuoted] + "…"
+	}
+	return name
+}
+
+// cutUTF8 cuts s to at most n bytes without splitting a UTF-8 sequence.
+func cutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n]
+}
+
+// bounded cuts s to max bytes, marking the cut. A path keeps its start and
+// its end, which name the root and the offending member; a detail keeps
+// its start.
+func bounded(s string, max int, keepEnd bool) string {
+	if len(s) <= max {
+		return s
+	}
+	if !keepEnd {
+		return cutUTF8(s, max-len("…")) + "…"
+	}
+	half := (max - len("…")) / 2
+	tail := len(s) - half
+	for tail < len(s) && s[tail]&0xC0 == 0x80 {
+		tail++
+	}
+	return cutUTF8(s, half) + "…" + s[tail:]
 }
 
 // under returns a copy of e stamped with typ and re-rooted under prefix:
@@ -107,7 +167,7 @@ func quote(s string) string {
 func (e *FieldError) under(typ, prefix string) *FieldError {
 	out := *e
 	out.Type = typ
-	out.Field = join(prefix, e.Field)
+	out.Field = bounded(join(prefix, e.Field), maxFieldBytes, true)
 	return &out
 }
 
@@ -123,5 +183,5 @@ func asError(fe *FieldError) error {
 
 // fieldErr builds a FieldError.
 func fieldErr(typ, field string, rule Rule, detail string) *FieldError {
-	return &FieldError{Type: typ, Field: field, Rule: rule, Detail: detail}
+	return &FieldError{Type: typ, Field: bounded(field, maxFieldBytes, true), Rule: rule, Detail: bounded(detail, maxDetailBytes, false)}
 }

@@ -6,10 +6,13 @@ package wire
 // closes the stream.
 //
 // Sequences. The reference leaves the origin of delta and thinking sequences
-// open while marking thinking's sequence optional with "omitempty", which
-// only works if no real sequence is ever zero. agentwire therefore fixes
-// sequences as 1-based: zero means "absent", a delta must carry one and a
-// thinking frame may.
+// open, and its peers send a delta with sequence 0.
+//
+// decision: a sequence is any non-negative integer, 0 included, and an
+// absent one reads as 0. Frames of a Run are ordered by the connection
+// itself (daemon-protocol.txt:15: ordered JSON envelopes), so the sequence
+// is a diagnostic label that no rule of this package relies on; refusing 0
+// would only refuse the reference's first delta.
 
 // Values of OutputMessage.Status.
 const (
@@ -33,7 +36,7 @@ type Delta struct {
 	// fragments are real output, but an empty fragment carries nothing and
 	// is rejected.
 	Delta string `json:"delta"`
-	// Sequence orders fragments of one Run; 1-based and required.
+	// Sequence labels fragments of one Run; see the decision above.
 	Sequence uint64 `json:"sequence"`
 }
 
@@ -44,14 +47,11 @@ func (p Delta) Validate() error {
 	if p.Delta == "" {
 		c.fail("delta", RuleRequired, "a delta carries at least one character")
 	}
-	if p.Sequence == 0 {
-		c.fail("sequence", RuleRequired, "sequences start at 1")
-	}
 	return c.err()
 }
 
-// Thinking is a fragment of reasoning text. Its sequence, when known,
-// shares the meaning of Delta.Sequence; zero means unknown.
+// Thinking is a fragment of reasoning text. Its sequence shares the
+// meaning of Delta.Sequence.
 type Thinking struct {
 	Text     string `json:"text"`
 	Sequence uint64 `json:"sequence,omitempty"`
@@ -101,6 +101,12 @@ func (p OutputMessage) Validate() error {
 // of this package rejects unknown members at any depth, naming the full
 // path ("observation.content[1].mime"). Args and Result are opaque native
 // objects, not inspected beyond being JSON objects.
+//
+// decision: Name may be empty. It is a display label, not an identity (ID
+// pairs the stages), and the reference's Runtime sends observation-only
+// tool calls with "name":""; the protocol text asks nothing of the name
+// (daemon-protocol.txt:55 only says tool-call frames carry the
+// observation).
 type ToolCall struct {
 	ID          string           `json:"id"`
 	Name        string           `json:"name"`
@@ -115,7 +121,6 @@ type ToolCall struct {
 func (p ToolCall) Validate() error {
 	c := newChecker("")
 	c.required("id", p.ID)
-	c.required("name", p.Name)
 	c.oneOf("stage", p.Stage, ToolStageBefore, ToolStageAfter)
 	c.nativeJSON("args", p.Args, optionalObject)
 	c.nativeJSON("result", p.Result, optionalObject)
@@ -207,8 +212,14 @@ func (o ToolObservation) validate() *FieldError {
 // the reference's declared *int status, whose own decoder had to swallow
 // malformed values to meet the same rule. Producers should build the frame
 // with NewEngineError.
+//
+// decision: the error text may be empty or blank. The frame's existence
+// and its classification are what Core acts on; the text is prose that is
+// never classified (daemon-protocol.txt:169-173), and refusing a frame
+// with a blank text would lose its code and break the error-then-done
+// order the protocol keeps.
 type ErrorFrame struct {
-	// Error is the error text; required and never classified.
+	// Error is the error text, possibly empty; never classified.
 	Error      string     `json:"error"`
 	Code       NativeJSON `json:"code,omitempty"`
 	HTTPStatus NativeJSON `json:"http_status,omitempty"`
@@ -220,7 +231,6 @@ type ErrorFrame struct {
 // encoded.
 func (p ErrorFrame) Validate() error {
 	c := newChecker("")
-	c.required("error", p.Error)
 	c.nativeJSON("code", p.Code, anyJSON)
 	c.nativeJSON("http_status", p.HTTPStatus, anyJSON)
 	return c.err()

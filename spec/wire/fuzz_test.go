@@ -60,6 +60,13 @@ func FuzzDecodeFrame(f *testing.F) {
 		}
 	}
 	f.Add([]byte(`{"type":"nope"}`))
+	// The hostile table's frames, except the few megabyte-sized ones,
+	// which the mutator would only slow down.
+	for _, c := range hostileCases(f) {
+		if len(c.frame) <= 4<<10 {
+			f.Add(c.frame)
+		}
+	}
 	f.Fuzz(func(t *testing.T, frame []byte) {
 		for _, dir := range []Direction{CoreToRuntime, RuntimeToCore} {
 			m, err := Decode(frame, dir)
@@ -67,9 +74,13 @@ func FuzzDecodeFrame(f *testing.F) {
 				var fe *FieldError
 				var re *RouteError
 				require.True(t, errors.As(err, &fe) || errors.As(err, &re), "%T is neither a *FieldError nor a *RouteError", err)
+				require.LessOrEqual(t, len(err.Error()), MaxErrorBytes, "error text is bounded")
 				continue
 			}
 			require.True(t, json.Valid(frame), "accepted a frame that is not valid JSON")
+			if m.Envelope.Payload != nil {
+				require.Nil(t, checkJSON(m.Envelope.Payload, nil), "an accepted payload is UTF-8, repeat-free and bounded in depth")
+			}
 			out, err := Encode(m.ID, m.Payload, m.Trace)
 			require.NoError(t, err, "a decoded frame must re-encode")
 			again, err := Decode(out, dir)
@@ -124,6 +135,8 @@ func FuzzDecodeEnvelope(f *testing.F) {
 		`{"type":"delta","id":"r","payload":{"delta":"x","sequence":1}}`,
 		`{"type":"heartbeat","payload":{"ts":1,"active_requests":0},"trace":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}`,
 		`{"type":"a\u0062c","id":"\n"}`, `{"type":"x","payload":null}`, `{"type":"x","payload":[]}`, `{}`, `[]`, `{"`, ` {"type" : "t" } `,
+		`{"type":"x","trace":null}`, `{"type":"x","trace":{"a":[1]}}`, `{"type":"x","trace":"\ud800"}`, `{"type":"x","id":"\udfff"}`,
+		`{"type":"x","id":"a","\u0069d":"b"}`, `{"type":"x","zz":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -145,21 +158,50 @@ func FuzzDecodeEnvelope(f *testing.F) {
 			return
 		}
 		require.True(t, json.Valid(frame), "accepted invalid JSON")
-		if !utf8.Valid(frame) {
-			return // encoding/json replaces invalid UTF-8; the walk rejects or drops it
-		}
+		require.True(t, utf8.ValidString(env.Type) && utf8.ValidString(env.ID) && utf8.ValidString(env.Trace), "returned a string that is not UTF-8")
 		var std struct {
 			Type    string          `json:"type"`
 			ID      string          `json:"id"`
 			Payload json.RawMessage `json:"payload"`
-			Trace   string          `json:"trace"`
+			Trace   json.RawMessage `json:"trace"`
 		}
 		require.NoError(t, json.Unmarshal(frame, &std))
 		require.Equal(t, std.Type, env.Type)
 		require.Equal(t, std.ID, env.ID)
-		require.Equal(t, std.Trace, env.Trace)
+		if env.Trace != "" {
+			// A kept trace is the string as written; a dropped one was not a
+			// readable string (encoding/json would have repaired it).
+			var trace string
+			require.NoError(t, json.Unmarshal(std.Trace, &trace))
+			require.Equal(t, trace, env.Trace)
+		}
 		if env.Payload != nil {
 			require.JSONEq(t, string(std.Payload), string(env.Payload))
+		}
+	})
+}
+
+// FuzzCheckJSON holds the strict pass to encoding/json's grammar: it
+// accepts only what encoding/json accepts, and refuses valid JSON only for
+// one of its own rules (encoding, repeated member, depth), never as a
+// syntax error.
+func FuzzCheckJSON(f *testing.F) {
+	for _, s := range []string{
+		`{}`, `[]`, `0`, `-0.5e+3`, `"a\u00e9\ud83d\ude00"`, `{"a":1,"a":2}`, `{"a":1,"\u0061":2}`,
+		`"\ud800"`, "\"\xff\"", `[[[[[[[[]]]]]]]]`, `{"a":[1,{"b":null}],"c":true}`, `01`, `1.`, `"\x"`, `{"a"}`, ` `,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fe := checkJSON(data, nil)
+		valid := json.Valid(data)
+		if fe == nil {
+			require.True(t, valid, "accepted what encoding/json refuses")
+			return
+		}
+		require.LessOrEqual(t, len(fe.Error()), MaxErrorBytes)
+		if valid {
+			require.NotEqual(t, RuleSyntax, fe.Rule, "refused valid JSON as a syntax error: %v", fe)
 		}
 	})
 }

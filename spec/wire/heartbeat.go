@@ -21,12 +21,28 @@ const MaxAgentKindBytes = 128
 // a kind missing from a heartbeat is not advertised (use AgentKind), and
 // neither case permits inferring support. An invalid heartbeat must make
 // Core clear the connection's admission snapshot and close its transport.
+//
+// decision: because an invalid heartbeat is fatal to the connection
+// (daemon-protocol.txt:25), a heartbeat is held exactly to what the text
+// requires and is otherwise tolerant within bounds. Strict: the capability
+// declaration of every kind, complete and exact (:23-25), each kind named
+// once with its availability (:14), and the rules of every frame (size,
+// UTF-8, no repeated member, bounded nesting). Tolerant: the
+// informational members ts, active_requests, daemon_version and version,
+// which establish nothing (:15: heartbeats establish liveness only), are
+// optional and unchecked beyond their JSON type; and unknown top-level
+// members are ignored, so an additive member of a newer reference (E3's
+// home_removal, say) does not close the connection. The kind objects and
+// capability objects stay closed: they are the declaration.
 type Heartbeat struct {
-	// TS is the Runtime's clock when it sent the heartbeat, in Unix
-	// milliseconds. The member is required and must be positive.
+	// TS is the Runtime's clock when it sent the heartbeat. The reference
+	// daemon sends Unix seconds, and so does agentwire; the value is
+	// informational only (never liveness, ordering or expiry), so any
+	// integer is accepted, 0 and absent (read as 0) included.
 	TS int64 `json:"ts"`
-	// ActiveRequests is the number of executions in flight. The member is
-	// required: an absent count would read as an idle Runtime.
+	// ActiveRequests is the number of executions in flight, as the Runtime
+	// reports it: informational only, never evidence of progress. Absent
+	// reads as 0.
 	ActiveRequests int `json:"active_requests"`
 	// DaemonVersion is the Runtime's build version. It is unrelated to the
 	// wire Version, which the connection already matched exactly.
@@ -70,33 +86,25 @@ func (h Heartbeat) AgentKind(kind string) (SupportedAgentKind, bool) {
 // field ("supported_agent_kinds[1].capabilities.streaming").
 func (h Heartbeat) Validate() error {
 	c := newChecker("")
-	if h.TS <= 0 {
-		c.fail("ts", RuleRange, "must be a positive Unix time in milliseconds")
-	}
-	if h.ActiveRequests < 0 {
-		c.fail("active_requests", RuleRange, "must not be negative")
-	}
-	c.notBlankWhenSet("daemon_version", h.DaemonVersion)
 	seen := make(map[string]bool, len(h.SupportedAgentKinds))
 	for i, k := range h.SupportedAgentKinds {
 		p := "supported_agent_kinds[" + itoa(i) + "]"
-		c.required(p+".kind", k.Kind)
-		c.maxBytes(p+".kind", k.Kind, MaxAgentKindBytes)
+		c.id(p+".kind", k.Kind, MaxAgentKindBytes)
 		if seen[k.Kind] {
 			c.fail(p+".kind", RuleConflict, "kind "+quote(k.Kind)+" is declared twice")
 		}
 		seen[k.Kind] = true
 		c.requiredBool(p+".available", k.Available)
-		c.notBlankWhenSet(p+".version", k.Version)
 		c.nested(p+".capabilities", k.Capabilities.Validate())
 	}
 	return c.err()
 }
 
-// UnmarshalJSON decodes a heartbeat strictly. It is hand-written for two
-// reasons. First, required members are told apart from zero values: ts and
-// active_requests must be present, and a kind must carry a capabilities
-// object. Second, errors keep their full path: encoding/json hands the
+// UnmarshalJSON decodes a heartbeat: the declaration strictly, the rest
+// tolerantly (see the type's decision). It is hand-written for two
+// reasons. First, required members are told apart from zero values: a kind
+// must carry its availability and a capabilities object. Second, errors
+// keep their full path: encoding/json hands the
 // error of a nested decoder (the capability codec reports "streaming")
 // back without the array index or the enclosing members, and decodeStrict's
 // locator cannot look inside a type that decodes itself, so each kind is
@@ -105,15 +113,12 @@ func (h Heartbeat) Validate() error {
 // payload, like every decoder in this package.
 func (h *Heartbeat) UnmarshalJSON(data []byte) error {
 	var out Heartbeat
-	var hasTS, hasActive bool
 	err := eachMember(data, func(name string, value []byte) error {
 		switch name {
 		case "ts":
-			hasTS = true
-			return heartbeatScalar(name, value, &out.TS, true)
+			return heartbeatScalar(name, value, &out.TS, false)
 		case "active_requests":
-			hasActive = true
-			return heartbeatScalar(name, value, &out.ActiveRequests, true)
+			return heartbeatScalar(name, value, &out.ActiveRequests, false)
 		case "daemon_version":
 			return heartbeatScalar(name, value, &out.DaemonVersion, false)
 		case "supported_agent_kinds":
@@ -121,16 +126,10 @@ func (h *Heartbeat) UnmarshalJSON(data []byte) error {
 			out.SupportedAgentKinds = kinds
 			return err
 		}
-		return fieldErr("", cutName(name), RuleUnknownField, "unknown member")
+		return nil // an additive member: ignored (see the type's decision)
 	})
 	if err != nil {
 		return err
-	}
-	if !hasTS {
-		return fieldErr("", "ts", RuleRequired, "a heartbeat carries its timestamp")
-	}
-	if !hasActive {
-		return fieldErr("", "active_requests", RuleRequired, "a heartbeat carries its in-flight count")
 	}
 	*h = out
 	return nil

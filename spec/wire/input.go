@@ -28,8 +28,15 @@ func (in MessageInput) HasImage() bool {
 }
 
 // validate checks the input with paths relative to the input itself. Each
-// item may have blank text on its own; a message as a whole needs non-blank
-// text or an image, since a message of blanks says nothing to the model.
+// item may have empty or blank text on its own; a message as a whole needs
+// at least one character of text or an image.
+//
+// decision: whitespace-only text is valid on the wire. Which text a
+// Harness accepts is part of the message input contract and the engine
+// profile (daemon-protocol.txt:98), decided at admission, not by the
+// decoder; use WhitespaceOnly there. A message with no character and no
+// image is still refused: "" cannot be told from missing text, so such a
+// message carries nothing at all.
 func (in MessageInput) validate() *FieldError {
 	c := newChecker("")
 	if len(in) == 0 {
@@ -43,13 +50,27 @@ func (in MessageInput) validate() *FieldError {
 		meaningful := false
 		for j, ct := range m.Content {
 			c.nested(mp+".content["+itoa(j)+"]", ct.validate(textMayBeEmpty))
-			meaningful = meaningful || ct.isImage() || (ct.Type == ContentText && strings.TrimSpace(ct.Text) != "")
+			meaningful = meaningful || ct.isImage() || (ct.Type == ContentText && ct.Text != "")
 		}
 		if len(m.Content) > 0 && !meaningful {
-			c.fail(mp+".content", RuleRequired, "a message needs non-blank text or an image")
+			c.fail(mp+".content", RuleRequired, "a message needs text or an image")
 		}
 	}
 	return c.first
+}
+
+// WhitespaceOnly reports whether some message has no image and no text
+// but whitespace: what a Harness whose engine profile refuses
+// whitespace-only text must not be given.
+func (in MessageInput) WhitespaceOnly() bool {
+	for _, m := range in {
+		if !slices.ContainsFunc(m.Content, func(ct InputContent) bool {
+			return ct.isImage() || strings.TrimSpace(ct.Text) != ""
+		}) {
+			return true
+		}
+	}
+	return false
 }
 
 // CheckTextOnly rejects image content for a transport that carries text

@@ -15,7 +15,13 @@ type PermissionRequest struct {
 	RequestID string `json:"request_id"`
 	// Tool names the tool waiting for permission.
 	Tool string `json:"tool"`
-	// Title is the short, human-readable summary shown to the approver.
+	// Title is the short, human-readable summary shown to the approver; it
+	// may be empty.
+	//
+	// decision: an empty title is accepted. It is display text, not an
+	// identity, and the protocol asks nothing of it (daemon-protocol.txt:76
+	// names only the interaction ID); the reference's peers send requests
+	// with an empty title, which Core can show by the tool's name.
 	Title  string `json:"title"`
 	Detail string `json:"detail,omitempty"`
 	// Payload is the tool's native input, opaque to Core. When present it
@@ -23,13 +29,12 @@ type PermissionRequest struct {
 	Payload NativeJSON `json:"payload,omitempty"`
 }
 
-// Validate checks the interaction ID, the tool and title, and the shape of
-// the opaque payload.
+// Validate checks the interaction ID, the tool, and the shape of the opaque
+// payload.
 func (p PermissionRequest) Validate() error {
 	c := newChecker("")
 	c.id("request_id", p.RequestID, MaxIDBytes)
 	c.required("tool", p.Tool)
-	c.required("title", p.Title)
 	c.nativeJSON("payload", p.Payload, optionalObject)
 	return c.err()
 }
@@ -59,11 +64,15 @@ type PromptForUserChoice struct {
 
 // UserChoiceQuestion is one question of a PromptForUserChoice.
 //
-// Options is always present as an array. It may be empty only for a
-// free-form question (IsOther or IsSecret), whose answer is typed rather
-// than picked; a pick-only question without options could never be
-// answered. Option labels are unique within a question because an answer
-// names the option it picks by its label.
+// Option labels are unique within a question because an answer names the
+// option it picks by its label.
+//
+// decision: options may be null, absent or empty, for any question. The
+// reference's peers send "options": null (a Go nil slice), and the
+// protocol constrains only the answers (daemon-protocol.txt:82): a
+// question without options can still be answered with typed text, left
+// unanswered, or answered with an explicit empty array. Null and absent
+// both decode to a nil slice, which encodes as null.
 type UserChoiceQuestion struct {
 	ID          string             `json:"id"`
 	Header      string             `json:"header,omitempty"`
@@ -97,11 +106,6 @@ func (p PromptForUserChoice) Validate() error {
 		}
 		seen[q.ID] = true
 		c.required(qp+".question", q.Question)
-		if q.Options == nil {
-			c.fail(qp+".options", RuleRequired, "options must be present as an array")
-		} else if len(q.Options) == 0 && !q.IsOther && !q.IsSecret {
-			c.fail(qp+".options", RuleRequired, "a question without is_other or is_secret needs at least one option")
-		}
 		labels := make(map[string]bool, len(q.Options))
 		for j, o := range q.Options {
 			op := qp + ".options[" + itoa(j) + "].label"

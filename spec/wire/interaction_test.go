@@ -186,10 +186,14 @@ func TestPromptForUserChoiceQuestions(t *testing.T) {
 	require.NoError(t, free.Validate(), "free-form questions may have no options")
 	require.Equal(t, []string{"secret", "other"}, free.QuestionIDs())
 
-	pick := PromptForUserChoice{AskID: "a", Questions: []UserChoiceQuestion{{ID: "q", Question: "Pick", Options: []UserChoiceOption{}}}}
+	// Any question may come without options, as the reference's peers send
+	// it: null, absent or empty.
+	for _, raw := range []string{`"options":null,`, ``, `"options":[],`} {
+		p, err := decodePayload[PromptForUserChoice]("prompt_for_user_choice", []byte(`{"ask_id":"a","questions":[{"id":"q",`+raw+`"question":"Pick"}]}`))
+		require.NoError(t, err, raw)
+		require.Empty(t, p.Questions[0].Options)
+	}
 	var fe *FieldError
-	require.True(t, errors.As(pick.Validate(), &fe))
-	require.Equal(t, "questions[0].options", fe.Field)
 
 	// Nested wrong types are rejected, named with their index.
 	_, err := decodePayload[PromptForUserChoice]("prompt_for_user_choice", []byte(`{"ask_id":"a","questions":[{"id":"q","question":"x","multi_select":"yes","options":[{"label":"l"}]}]}`))

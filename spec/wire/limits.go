@@ -47,6 +47,16 @@ const (
 	// MaxInitializationItems bounds environment variables or packages in one
 	// runtime_prepare initialization.
 	MaxInitializationItems = 1000
+	// MaxJSONDepth bounds the nesting of arrays and objects in a payload
+	// (and in any other envelope member); the envelope's own object is one
+	// level more.
+	//
+	// decision: the protocol sets no depth, but without one a frame of a
+	// few million '[' costs a recursive reader memory and time out of all
+	// proportion to its size. The bound is generous because tool arguments,
+	// results and output schemas are opaque nested JSON
+	// (daemon-protocol.txt:181 bounds frames at 4 MiB for the same reason).
+	MaxJSONDepth = 64
 )
 
 // payloadLimit is the bound on the raw encoded payload of a message type,

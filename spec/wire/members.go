@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"strings"
 )
 
 // eachMember walks the members of a JSON object in order, handing each
@@ -12,9 +13,10 @@ import (
 //
 // It walks the bytes directly, checking the object's punctuation itself,
 // and leaves each value's own syntax to fn (every caller decodes values
-// strictly). encoding/json has already validated a document before it
-// calls an UnmarshalJSON method, so validating again here would scan
-// every heartbeat two or three times.
+// strictly). checkJSON and encoding/json have already validated a document
+// (UTF-8, duplicates and nesting included) before they call an
+// UnmarshalJSON method, so validating again here would scan every
+// heartbeat several times.
 func eachMember(data []byte, fn func(name string, value []byte) error) error {
 	bad := fieldErr("", "", RuleSyntax, "invalid JSON")
 	i := skipSpace(data, 0)
@@ -34,15 +36,13 @@ func eachMember(data []byte, fn func(name string, value []byte) error) error {
 			if i >= len(data) || data[i] != '"' {
 				return bad
 			}
-			end, esc := scanString(data, i)
-			if end > len(data) || end-1 <= i || data[end-1] != '"' {
+			end, esc, problem := scanJSONString(data, i)
+			if problem != strOK {
 				return bad
 			}
 			var name string
 			if esc {
-				if err := json.Unmarshal(data[i:end], &name); err != nil {
-					return bad
-				}
+				name = string(appendUnescaped(nil, data[i:end]))
 			} else {
 				name = string(data[i+1 : end-1])
 			}
@@ -51,8 +51,8 @@ func eachMember(data []byte, fn func(name string, value []byte) error) error {
 				return bad
 			}
 			vs := skipSpace(data, i+1)
-			ve, _ := scanValue(data, vs, nil)
-			if vs >= len(data) || ve > len(data) || ve <= vs {
+			ve, res := skipValue(data, vs)
+			if res != skipOK {
 				return bad
 			}
 			if err := fn(name, data[vs:ve]); err != nil {
@@ -74,14 +74,6 @@ func eachMember(data []byte, fn func(name string, value []byte) error) error {
 		return bad
 	}
 	return nil
-}
-
-// cutName bounds a peer-supplied member name used as a field in an error.
-func cutName(name string) string {
-	if len(name) > maxQuoted {
-		return name[:maxQuoted] + "…"
-	}
-	return name
 }
 
 // relabel sets the field of a relative *FieldError raised for one member.
@@ -109,7 +101,15 @@ func appendSupport(b []byte, s CapabilitySupport) []byte {
 // root of its payload; the error says so.
 type base64Data []byte
 
-// UnmarshalJSON accepts a base64 string or null.
+// UnmarshalJSON accepts a canonical base64 string or null.
+//
+// decision: only the canonical encoding is accepted: standard alphabet,
+// padded, no line breaks or other whitespace, and zero padding bits (what
+// encoding/base64 and every other encoder write). The decoder of
+// encoding/base64 skips line breaks and, unless strict, ignores padding
+// bits, so several strings would otherwise decode to the same bytes, and
+// a frame could be logged or fingerprinted differently from what it
+// installs (daemon-protocol.txt:104 and :185 verify transfers by digest).
 func (b *base64Data) UnmarshalJSON(raw []byte) error {
 	if string(raw) == "null" {
 		*b = nil
@@ -119,9 +119,12 @@ func (b *base64Data) UnmarshalJSON(raw []byte) error {
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return fieldErr("", "data", RuleType, "expected a base64 string")
 	}
-	d, err := base64.StdEncoding.DecodeString(s)
+	if strings.ContainsAny(s, "\r\n") {
+		return fieldErr("", "data", RuleFormat, "not canonical base64: line breaks are not allowed")
+	}
+	d, err := base64.StdEncoding.Strict().DecodeString(s)
 	if err != nil {
-		return fieldErr("", "data", RuleFormat, "not valid base64")
+		return fieldErr("", "data", RuleFormat, "not valid canonical base64 (standard alphabet, padded, zero padding bits)")
 	}
 	if len(d) == 0 {
 		d = nil

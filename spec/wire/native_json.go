@@ -57,9 +57,10 @@ const (
 // nativeJSON checks the opaque member field against shape and reports
 // whether it holds a value of that shape (false when it is absent).
 //
-// A value decoded from the wire is always valid JSON; one built in Go may
-// not be, and is refused here, before json.Marshal would fail on it, so
-// that what Validate passes can always be sent.
+// A value decoded from the wire has passed checkJSON already; one built in
+// Go may not have, and is held to the same rules here (valid JSON, UTF-8,
+// no repeated member, bounded nesting), so that what Validate passes can
+// always be sent and is never refused by the peer.
 func (c *checker) nativeJSON(field string, v NativeJSON, shape jsonShape) bool {
 	switch {
 	case len(v) == 0:
@@ -67,9 +68,14 @@ func (c *checker) nativeJSON(field string, v NativeJSON, shape jsonShape) bool {
 			c.fail(field, RuleRequired, "a JSON object is required")
 		}
 		return false
-	case !json.Valid(v):
-		c.fail(field, RuleSyntax, "not valid JSON")
+	case c.first != nil:
 		return false
+	}
+	if fe := checkJSON(v, nil); fe != nil {
+		c.nested(field, fe)
+		return false
+	}
+	switch {
 	case shape == anyJSON:
 	case isNull(v):
 		if shape == requiredObject {

@@ -14,8 +14,8 @@ import (
 // checkPathBytes.
 
 // CheckWorkspacePath validates a workspace-relative path: UTF-8, at most
-// MaxPathBytes, relative, no "..", "." or empty element, and no NUL, CR, LF
-// or backslash. The empty path names the workspace root only where allowRoot
+// MaxPathBytes, relative (no leading slash, no drive letter), no "..", "."
+// or empty element, and no NUL, CR, LF or backslash. The empty path names the workspace root only where allowRoot
 // is set (a directory read of the root).
 func CheckWorkspacePath(p string, allowRoot bool) error {
 	c := newChecker("")
@@ -27,6 +27,13 @@ func CheckWorkspacePath(p string, allowRoot bool) error {
 	case !checkPathBytes(c, p):
 	case strings.HasPrefix(p, "/"):
 		c.fail("", RuleFormat, "must be relative to the workspace, not absolute")
+	case hasDrivePrefix(p):
+		// decision: "C:/x" or "C:x" is absolute or drive-relative on
+		// Windows, where a Runtime joining it to its root would leave the
+		// workspace; it is refused on every platform so that the same
+		// frame means the same file everywhere (daemon-protocol.txt:185:
+		// every platform uses the daemon's Go implementation).
+		c.fail("", RuleFormat, "must be relative to the workspace, not start with a drive letter")
 	default:
 		for _, el := range strings.Split(p, "/") {
 			switch el {
@@ -97,4 +104,9 @@ func CheckEntryName(name string) error {
 		c.fail("", RuleFormat, "must be a single component without separators or control characters")
 	}
 	return c.err()
+}
+
+// hasDrivePrefix reports whether p starts with a Windows drive ("C:").
+func hasDrivePrefix(p string) bool {
+	return len(p) >= 2 && p[1] == ':' && (p[0] >= 'a' && p[0] <= 'z' || p[0] >= 'A' && p[0] <= 'Z')
 }

@@ -299,8 +299,8 @@ func (p PromptRequest) validate(profile promptProfile, sessionID string) *FieldE
 	if direct {
 		if p.AgentStateKey != "" {
 			rest, ok := strings.CutPrefix(p.AgentStateKey, AgentStateKeyPrefix)
-			if !ok || !IsCanonicalUUID(rest) {
-				c.fail("agent_state_key", RuleFormat, "must be "+AgentStateKeyPrefix+" followed by the canonical Session UUID")
+			if !ok || validSessionID(rest) != nil {
+				c.fail("agent_state_key", RuleFormat, "must be "+AgentStateKeyPrefix+" followed by a Session ID")
 			}
 		}
 	} else {
@@ -464,15 +464,14 @@ func (s CapabilitySources) validate() *FieldError {
 	if len(s.Directories) > MaxCapabilitySources {
 		c.fail("directories", RuleTooLarge, "more than "+itoa(MaxCapabilitySources)+" directories")
 	}
+	// The directories are the ones runtime_prepare's finalize step
+	// installed, so they follow its path rule: logical, clean, under
+	// /workspace (the workspace itself included).
 	seen := map[string]bool{}
 	for i, d := range s.Directories {
 		dp := "directories[" + itoa(i) + "]"
-		c.required(dp, d)
-		c.maxBytes(dp, d, MaxPathBytes)
-		if !utf8.ValidString(d) || strings.ContainsAny(d, "\x00\r\n") {
-			c.fail(dp, RuleFormat, "must be valid UTF-8 without NUL, CR or LF")
-		}
-		if seen[d] {
+		c.nested(dp, CheckLogicalPath(d, true))
+		if c.ok() && seen[d] {
 			c.fail(dp, RuleConflict, "directory is listed twice")
 		}
 		seen[d] = true

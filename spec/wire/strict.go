@@ -5,23 +5,48 @@ import (
 	"sync"
 )
 
-// exactKeys reports whether every member name in data, at every position
-// where Go type t expects a struct, is exactly one of that struct's JSON
-// names. encoding/json's Unmarshal ignores unknown members and matches
-// names without regard to case; this pass is what makes decoding strict.
-// It walks the bytes once and allocates nothing; data must be valid JSON
-// (it runs after a successful Unmarshal). A false answer is followed by
-// locate, which finds and names the offending member.
-func exactKeys(data []byte, t reflect.Type) bool {
-	_, ok := scanValue(data, skipSpace(data, 0), schemaFor(t))
-	return ok
-}
-
-// schema is what the scan needs to know about a Go type.
+// schema is what the strict scan (checkJSON) needs to know about the Go
+// type a JSON value decodes into: which member names a struct defines, and
+// which JSON kind each position takes. encoding/json's Unmarshal ignores
+// unknown members, matches names without regard to case and reports a
+// wrong kind without array indices; the scan does all three precisely,
+// before Unmarshal runs.
 type schema struct {
+	kind   valueKind
+	bits   int                // the size of a numeric kind
 	fields map[string]*schema // struct: members by exact JSON name
 	elem   *schema            // slice, array or map: the element
-	free   bool               // decodes itself or takes any JSON: not scanned
+}
+
+// valueKind is the JSON kind a Go type takes. JSON null is accepted at
+// every position, as encoding/json accepts it for every Go type.
+type valueKind uint8
+
+const (
+	kindFree   valueKind = iota // decodes itself or takes any JSON: not scanned against a schema
+	kindObject                  // a struct or a map
+	kindArray
+	kindString
+	kindBool
+	kindInt
+	kindUint
+	kindFloat
+)
+
+func (k valueKind) String() string {
+	switch k {
+	case kindObject:
+		return "an object"
+	case kindArray:
+		return "an array"
+	case kindString:
+		return "a string"
+	case kindBool:
+		return "a boolean"
+	case kindInt, kindUint, kindFloat:
+		return "a number"
+	}
+	return "any JSON value"
 }
 
 var schemas sync.Map // reflect.Type → *schema
@@ -44,22 +69,37 @@ func buildSchema(t reflect.Type, seen map[reflect.Type]*schema) *schema {
 	}
 	s := &schema{}
 	seen[t] = s
-	switch {
+	switch k := t.Kind(); {
 	case opaque(t):
-		s.free = true
-	case t.Kind() == reflect.Struct:
+		s.kind = kindFree
+	case k == reflect.Struct:
+		s.kind = kindObject
 		fields := map[string]reflect.Type{}
 		collectFields(t, fields)
 		s.fields = make(map[string]*schema, len(fields))
 		for name, ft := range fields {
 			s.fields[name] = buildSchema(ft, seen)
 		}
-	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8:
-		s.free = true // base64 string
-	case t.Kind() == reflect.Slice, t.Kind() == reflect.Array, t.Kind() == reflect.Map:
+	case k == reflect.Map:
+		s.kind = kindObject
 		s.elem = buildSchema(t.Elem(), seen)
+	case k == reflect.Slice && t.Elem().Kind() == reflect.Uint8:
+		s.kind = kindFree // base64 string: Unmarshal checks it
+	case k == reflect.Slice, k == reflect.Array:
+		s.kind = kindArray
+		s.elem = buildSchema(t.Elem(), seen)
+	case k == reflect.String:
+		s.kind = kindString
+	case k == reflect.Bool:
+		s.kind = kindBool
+	case k >= reflect.Int && k <= reflect.Int64:
+		s.kind, s.bits = kindInt, t.Bits()
+	case k >= reflect.Uint && k <= reflect.Uint64:
+		s.kind, s.bits = kindUint, t.Bits()
+	case k == reflect.Float32 || k == reflect.Float64:
+		s.kind, s.bits = kindFloat, t.Bits()
 	default:
-		s.free = true // scalars: Unmarshal already checked the kind
+		s.kind = kindFree
 	}
 	return s
 }
@@ -71,98 +111,74 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
-// scanString returns the index after the string starting at b[i] == '"'
-// and whether it contains an escape.
-func scanString(b []byte, i int) (int, bool) {
-	esc := false
+// scanString returns the index after the string starting at b[i] == '"',
+// whether it contains an escape, and whether it is closed. It checks
+// nothing else: it serves walks over bytes that checkJSON validates.
+func scanString(b []byte, i int) (end int, esc, closed bool) {
 	for i++; i < len(b); i++ {
 		switch b[i] {
 		case '\\':
 			esc = true
 			i++
 		case '"':
-			return i + 1, esc
+			return i + 1, esc, true
 		}
 	}
-	return i, esc
+	return len(b), esc, false
 }
 
-// scanValue checks the value at b[i] against s and returns the index after it.
-func scanValue(b []byte, i int, s *schema) (int, bool) {
-	if i >= len(b) {
-		return i, false
-	}
-	switch b[i] {
-	case '{':
-		return scanObject(b, i, s)
-	case '[':
-		var elem *schema
-		if s != nil && !s.free {
-			elem = s.elem
-		}
-		i = skipSpace(b, i+1)
-		if i < len(b) && b[i] == ']' {
-			return i + 1, true
-		}
-		for i < len(b) {
-			var ok bool
-			if i, ok = scanValue(b, skipSpace(b, i), elem); !ok {
-				return i, false
+// skipResult is how skipValue ended.
+type skipResult uint8
+
+const (
+	skipOK      skipResult = iota
+	skipBad                // not a JSON value (checkJSON names the problem)
+	skipTooDeep            // nested deeper than MaxJSONDepth
+)
+
+// skipValue returns the index after the JSON value starting at b[i]
+// without checking it, except for its nesting: it stops at the first
+// container opened deeper than MaxJSONDepth. Its work is linear in the
+// length of the value and it allocates nothing, whatever the input; the
+// value's own decoder validates it afterwards.
+func skipValue(b []byte, i int) (int, skipResult) {
+	depth := 0
+	for i < len(b) {
+		switch c := b[i]; c {
+		case '"':
+			end, _, closed := scanString(b, i)
+			if !closed {
+				return end, skipBad
 			}
-			i = skipSpace(b, i)
-			if i < len(b) && b[i] == ',' {
-				i++
+			i = end
+		case '{', '[':
+			if depth++; depth > MaxJSONDepth {
+				return i, skipTooDeep
+			}
+			i++
+			continue
+		case '}', ']':
+			if depth--; depth < 0 {
+				return i, skipBad
+			}
+			i++
+		default:
+			if depth > 0 {
+				i++ // punctuation and scalars inside a container
 				continue
 			}
-			return i + 1, true // ']'
-		}
-		return i, false
-	case '"':
-		end, _ := scanString(b, i)
-		return end, true
-	default: // number, true, false, null
-		for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ' ' && b[i] != '\n' && b[i] != '\t' && b[i] != '\r' {
-			i++
-		}
-		return i, true
-	}
-}
-
-func scanObject(b []byte, i int, s *schema) (int, bool) {
-	check := s != nil && !s.free && s.fields != nil
-	var elem *schema
-	if s != nil && !s.free && s.fields == nil {
-		elem = s.elem // a map: every value has the element's schema
-	}
-	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return i + 1, true
-	}
-	for i < len(b) {
-		start := i
-		end, esc := scanString(b, i)
-		child := elem
-		if check {
-			if esc {
-				return start, false // let locate decode the escaped name
+			start := i
+			for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ':' && b[i] != ' ' && b[i] != '\n' && b[i] != '\t' && b[i] != '\r' {
+				i++
 			}
-			var ok bool
-			if child, ok = s.fields[string(b[start+1:end-1])]; !ok {
-				return start, false
+			if i == start {
+				return i, skipBad
 			}
+			return i, skipOK
 		}
-		i = skipSpace(b, end)
-		i = skipSpace(b, i+1) // ':'
-		var ok bool
-		if i, ok = scanValue(b, i, child); !ok {
-			return i, false
+		if depth == 0 {
+			return i, skipOK
 		}
-		i = skipSpace(b, i)
-		if i < len(b) && b[i] == ',' {
-			i = skipSpace(b, i+1)
-			continue
-		}
-		return i + 1, true // '}'
 	}
-	return i, false
+	return i, skipBad
 }

@@ -140,6 +140,9 @@ func (r WorkspaceReadResult) Validate() error {
 	c.forbidden("data", !completed && len(r.Data) > 0, "a "+r.Outcome+" read carries no bytes")
 	c.forbidden("truncated", !completed && r.Truncated, "only a completed read can be truncated")
 	c.forbidden("truncated", r.Directory != nil && r.Truncated, "a directory result reports truncation in directory.truncated")
+	// A byte read asks for at least one byte (max_bytes >= 1), so a read
+	// that stopped early has read at least one.
+	c.forbidden("truncated", r.Directory == nil && r.Truncated && len(r.Data) == 0, "a truncated read carries the bytes read before the limit, at least one")
 	if completed && !r.CloseAcknowledged {
 		c.fail("close_acknowledged", RuleRequired, "a completed read needs an acknowledged native close")
 	}

@@ -1,12 +1,20 @@
 package wire
 
 // Refinements of a write_rejected workspace_write_result.
+//
+// decision: the list is open. A reason this package does not know (a newer
+// reference's, say) is kept as the generic write_rejected it refines,
+// within MaxWriteReasonBytes: refusing the receipt would turn a definite
+// rejection, which releases the mutation, into an unknown outcome, which
+// keeps it blocked (daemon-protocol.txt:185). Use KnownReason to act on it.
 const (
 	// WriteReasonDirectory: the destination is a directory.
 	WriteReasonDirectory = "destination_directory"
 	// WriteReasonUnsafe: the destination escapes the workspace or is
 	// otherwise unsafe to create (a symbolic link on the way, …).
 	WriteReasonUnsafe = "unsafe_destination"
+	// MaxWriteReasonBytes bounds the reason of a write_rejected receipt.
+	MaxWriteReasonBytes = 128
 )
 
 // workspaceWriteReceipts are the outcomes of workspace_write_result and the
@@ -102,9 +110,20 @@ func (r WorkspaceWriteResult) Validate() error {
 	}
 	if r.Reason != "" {
 		c.forbidden("reason", r.ErrorCode != "write_rejected", "reason refines write_rejected only")
-		c.oneOf("reason", r.Reason, WriteReasonDirectory, WriteReasonUnsafe)
+		c.maxBytes("reason", r.Reason, MaxWriteReasonBytes)
 	}
 	return c.err()
+}
+
+// KnownReason returns the receipt's reason when it is one of the reasons
+// this package defines, and "" for none or an unknown one (a generic
+// write_rejected).
+func (r WorkspaceWriteResult) KnownReason() string {
+	switch r.Reason {
+	case WriteReasonDirectory, WriteReasonUnsafe:
+		return r.Reason
+	}
+	return ""
 }
 
 // DriveKey is the outcome: one of ready, received, completed, rejected and
