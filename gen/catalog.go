@@ -87,12 +87,26 @@ it is independent of the Runtime build version that heartbeats report.`)
 				d[jen.Id("Event")] = jen.Lit(dr.Event.Name)
 			} else {
 				keyed[msg.Payload] = true
-				d[jen.Id("Key")] = jen.Lit(dr.Key)
+				d[jen.Id("By")] = jen.Lit(dr.By)
 				var pairs []jen.Code
 				for _, k := range dr.Keyed {
 					pairs = append(pairs, jen.Values(jen.Lit(k.Value), jen.Lit(k.Event.Name)))
 				}
 				d[jen.Id("Events")] = jen.Index().Index(jen.Lit(2)).String().Values(pairs...)
+			}
+			if src := instanceCode(msg, dr.Instance); src != nil {
+				d[jen.Id("Instance")] = src
+			}
+			if len(dr.Registers) > 0 {
+				var regs []jen.Code
+				for _, r := range dr.Registers {
+					if r.Alias != "" {
+						regs = append(regs, jen.Values(jen.Dict{jen.Id("Alias"): jen.Lit(r.Alias)}))
+					} else {
+						regs = append(regs, jen.Values(jen.Dict{jen.Id("Name"): jen.Lit(r.Field), jen.Id("Field"): fieldGetter(msg, r.Field)}))
+					}
+				}
+				d[jen.Id("Registers")] = jen.Index().Id("Registration").Values(regs...)
 			}
 			drives = append(drives, jen.Values(d))
 		}
@@ -139,6 +153,36 @@ it is independent of the Runtime build version that heartbeats report.`)
 		f.Var().Defs(asserts...)
 	}
 	return f
+}
+
+// instanceCode renders a drive's instance source; nil for the default (the
+// envelope id).
+func instanceCode(msg *spec.Message, src spec.InstanceSource) jen.Code {
+	kind := map[spec.InstanceKind]string{
+		spec.InstanceByField: "InstanceByField", spec.InstanceByIDAndField: "InstanceByIDAndField",
+		spec.InstanceByAlias: "InstanceByAlias", spec.InstanceByDelivery: "InstanceByDelivery",
+		spec.InstanceConnection: "InstanceConnection",
+	}[src.Kind]
+	if kind == "" {
+		return nil
+	}
+	d := jen.Dict{jen.Id("Kind"): jen.Id(kind)}
+	switch src.Kind {
+	case spec.InstanceByAlias:
+		d[jen.Id("Name")] = jen.Lit(src.Alias)
+	case spec.InstanceByField, spec.InstanceByIDAndField, spec.InstanceByDelivery:
+		d[jen.Id("Name")] = jen.Lit(src.Field)
+		d[jen.Id("Field")] = fieldGetter(msg, src.Field)
+	}
+	return jen.Id("InstanceSource").Values(d)
+}
+
+// fieldGetter reads a string payload member by its Go name, so a wrong
+// member name in the catalog fails to compile rather than at run time.
+func fieldGetter(msg *spec.Message, member string) jen.Code {
+	return jen.Func().Params(jen.Id("p").Id("Payload")).String().Block(
+		jen.Return(jen.Id("p").Assert(jen.Id(msg.Payload)).Dot(camel(member))),
+	)
 }
 
 func identitiesCode(ids []*spec.Identity) jen.Code {

@@ -29,15 +29,17 @@ func catalogPage(c *spec.Catalog, caps []*spec.Capability) []byte {
 			var drives []string
 			for _, dr := range msg.Drives {
 				link := fmt.Sprintf("[%s](../machines/%s.md)", dr.Machine.Name, dr.Machine.Name)
+				line := ""
 				if dr.Event != nil {
-					drives = append(drives, link+" `"+dr.Event.Name+"`")
-					continue
+					line = link + " `" + dr.Event.Name + "`"
+				} else {
+					var ks []string
+					for _, k := range dr.Keyed {
+						ks = append(ks, "`"+k.Value+"` → `"+k.Event.Name+"`")
+					}
+					line = link + " by `" + dr.By + "`: " + strings.Join(ks, ", ")
 				}
-				var ks []string
-				for _, k := range dr.Keyed {
-					ks = append(ks, "`"+k.Value+"` → `"+k.Event.Name+"`")
-				}
-				drives = append(drives, link+" by `"+dr.Key+"`: "+strings.Join(ks, ", "))
+				drives = append(drives, line+instanceDoc(dr))
 			}
 			if len(drives) == 0 {
 				drives = []string{"—"}
@@ -46,6 +48,9 @@ func catalogPage(c *spec.Catalog, caps []*spec.Capability) []byte {
 		}
 		b.WriteString("\n")
 	}
+	b.WriteString("Each drive's instance is the one keyed by the envelope id unless the drive says otherwise: " +
+		"a payload member (*instance from*), the envelope id with a member, an alias or a delivery ID that an earlier frame " +
+		"*registers*, or the connection's one instance.\n\n")
 	b.WriteString("## Identities\n\n| Identity | Rule | Meaning |\n| --- | --- | --- |\n")
 	for _, id := range c.Identities {
 		rule := "1–128 bytes of UTF-8"
@@ -73,4 +78,30 @@ func upperFirst(s string) string {
 		return s
 	}
 	return string(s[0]-'a'+'A') + s[1:]
+}
+
+// instanceDoc says where a drive finds its instance, when not in the
+// envelope id, and what it registers.
+func instanceDoc(dr *spec.Drive) string {
+	var out string
+	switch src := dr.Instance; src.Kind {
+	case spec.InstanceByField:
+		out = " (instance from `" + src.Field + "`)"
+	case spec.InstanceByIDAndField:
+		out = " (instance from the id and `" + src.Field + "`)"
+	case spec.InstanceByAlias:
+		out = " (instance registered as `" + src.Alias + "`)"
+	case spec.InstanceByDelivery:
+		out = " (instance that sent `" + src.Field + "`)"
+	case spec.InstanceConnection:
+		out = " (the connection)"
+	}
+	for _, r := range dr.Registers {
+		if r.Alias != "" {
+			out += " registers the id as `" + r.Alias + "`"
+		} else {
+			out += " registers `" + r.Field + "`"
+		}
+	}
+	return out
 }

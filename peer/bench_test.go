@@ -113,7 +113,7 @@ func BenchmarkDriverWebSocket(b *testing.B) {
 	coreApp := &counter{done: make(chan struct{})}
 	rtApp := scenario.Recorder{}
 	mk := func(role fsm.Role, a peer.App) *peer.Driver {
-		d, err := peer.New(peer.Config{Role: role, Tables: ts, Router: peer.CatalogRouter(ts), App: a, Logger: quietLogger()})
+		d, err := peer.New(peer.Config{Role: role, Tables: ts, Router: peer.MustCatalogRouter(ts), App: a, Logger: quietLogger()})
 		require.NoError(b, err)
 		return d
 	}
@@ -185,7 +185,7 @@ func waitStateTB(ctx context.Context, tb testing.TB, c *peer.Conn, machine, id, 
 func streamingCore(tb testing.TB) *peer.Driver {
 	tb.Helper()
 	ts := tables(tb)
-	d, err := peer.New(peer.Config{Role: fsm.RoleCore, Tables: ts, Router: peer.CatalogRouter(ts), App: scenario.Recorder{},
+	d, err := peer.New(peer.Config{Role: fsm.RoleCore, Tables: ts, Router: peer.MustCatalogRouter(ts), App: scenario.Recorder{},
 		Logger: quietLogger()})
 	require.NoError(tb, err)
 	own := func(o peer.Outbound) {

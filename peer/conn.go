@@ -227,11 +227,12 @@ func (c *Conn) Do(ctx context.Context, fn func(d *Driver)) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	// The loop took fn and runs it at once, so ran closes even if the loop
+	// ends right after (waiting on c.done here could report ErrClosed for
+	// work that was done).
 	select {
 	case <-ran:
 		return nil
-	case <-c.done:
-		return ErrClosed
 	case <-ctx.Done():
 		return ctx.Err()
 	}

@@ -71,8 +71,8 @@ func (d *Driver) fire(msg *wire.Message, sent bool) error {
 			}
 			return err
 		}
-		if tg.Alias != "" {
-			d.SetAlias(i.Key, tg.Alias)
+		if _, live := d.instances[i.Key]; live && len(tg.Registers) > 0 {
+			d.register(i.Key, tg.Registers, msg)
 		}
 		if err != nil && firstErr == nil {
 			// An effect failed: the step is applied, the next machine still

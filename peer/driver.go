@@ -101,7 +101,7 @@ type Driver struct {
 	lost     map[*fsm.Table]fsm.EventID
 
 	instances map[Key]*Instance
-	aliases   map[Key]string
+	aliases   map[aliasKey]string
 	perTable  map[string]int
 	gen       uint64
 
@@ -360,7 +360,7 @@ func (d *Driver) remove(i *Instance) {
 	delete(d.instances, i.Key)
 	d.perTable[i.Key.Machine]--
 	for alias, id := range d.aliases {
-		if alias.Machine == i.Key.Machine && id == i.Key.ID {
+		if alias.machine == i.Key.Machine && id == i.Key.ID {
 			delete(d.aliases, alias)
 		}
 	}

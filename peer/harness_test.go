@@ -70,7 +70,7 @@ func event(t testing.TB, d *peer.Driver, machine, name string) fsm.EventID {
 	return id
 }
 
-func testRouter(tables []*fsm.Table) peer.Router { return peer.CatalogRouter(tables) }
+func testRouter(tables []*fsm.Table) peer.Router { return peer.MustCatalogRouter(tables) }
 
 // prepRecord is what the apps keep per preparation instance.
 type prepRecord struct {

@@ -9,9 +9,9 @@ import (
 type Target struct {
 	Key   Key
 	Event fsm.EventID
-	// Alias, when set, is recorded as another name of the instance once
-	// the event is applied (see Driver.SetAlias).
-	Alias string
+	// Registers are the names the frame gives the instance once the event
+	// is applied (an alias of the envelope id, a delivery ID).
+	Registers []wire.Registration
 }
 
 // Router maps a decoded frame to the instance events it fires, in the order
@@ -30,7 +30,8 @@ type Router interface {
 // Index is the read-only view of the driver's instances a Router gets.
 type Index interface {
 	Lookup(k Key) (*Instance, bool)
-	Alias(machine, alias string) (string, bool)
+	// Alias finds the instance of machine registered under (name, value).
+	Alias(machine, name, value string) (string, bool)
 }
 
 // RouterFunc adapts a function to Router.
@@ -41,19 +42,34 @@ func (f RouterFunc) Route(msg *wire.Message, idx Index, buf []Target) ([]Target,
 	return f(msg, idx, buf)
 }
 
-// Alias records that alias also names the instance k of its machine, for
-// routes whose frames carry another identity (a preparation_status names
-// the preparation request, not the Run it started). Aliases go with the
-// instance's connection.
-func (d *Driver) SetAlias(k Key, alias string) {
+// aliasKey is one registered name of an instance.
+type aliasKey struct{ machine, name, value string }
+
+// SetAlias records that (name, value) also names instance k of its
+// machine: the envelope id of the execution_start that named a Run, the
+// delivery ID a decision or cancellation carried. Aliases go with their
+// instance (and their connection).
+func (d *Driver) SetAlias(k Key, name, value string) {
 	if d.aliases == nil {
-		d.aliases = map[Key]string{}
+		d.aliases = map[aliasKey]string{}
 	}
-	d.aliases[Key{Machine: k.Machine, ID: alias}] = k.ID
+	d.aliases[aliasKey{k.Machine, name, value}] = k.ID
 }
 
-// Alias resolves an alias set with SetAlias.
-func (d *Driver) Alias(machine, alias string) (string, bool) {
-	id, ok := d.aliases[Key{Machine: machine, ID: alias}]
+// Alias resolves a name registered with SetAlias.
+func (d *Driver) Alias(machine, name, value string) (string, bool) {
+	id, ok := d.aliases[aliasKey{machine, name, value}]
 	return id, ok
+}
+
+// register applies a target's registrations for msg.
+func (d *Driver) register(k Key, regs []wire.Registration, msg *wire.Message) {
+	for i := range regs {
+		r := &regs[i]
+		if r.Alias != "" {
+			d.SetAlias(k, r.Alias, msg.ID)
+		} else if v := r.Field(msg.Payload); v != "" {
+			d.SetAlias(k, deliveryAlias, v)
+		}
+	}
 }

@@ -92,17 +92,67 @@ func (m *Message) MayAnswer(outcome, step string) bool {
 	return false
 }
 
-// Drive is the machine event a message fires: always Event, or, when Key is
-// set, the event listed for the value the payload reports for that key.
+// Drive is the machine event a message fires: always Event, or, when By is
+// set, the event listed for the value the payload reports for that member.
 type Drive struct {
 	Machine *Machine
 	Event   *Event // unkeyed
-	Key     string
+	By      string
 	Keyed   []KeyedEvent // keyed, in declaration order
 	// IDs are the identities whose frames this drive routes to Machine,
 	// when the message has several; nil otherwise.
 	IDs []*Identity
-	Pos Pos
+	// Instance says which instance of Machine the frame addresses, and
+	// Registers which other names the frame gives that instance.
+	Instance  InstanceSource
+	Registers []Registration
+	Pos       Pos
+}
+
+// InstanceKind is where a drive finds its instance key.
+type InstanceKind uint8
+
+const (
+	InstanceByID         InstanceKind = iota // the envelope id (the default)
+	InstanceByField                          // a payload member (execution_start's run_id)
+	InstanceByIDAndField                     // the envelope id and a payload member (a Run's input ID)
+	InstanceByAlias                          // the instance an earlier frame registered under this id
+	InstanceByDelivery                       // the instance that sent the delivery ID the payload echoes
+	InstanceConnection                       // the connection's one instance
+)
+
+func (k InstanceKind) String() string {
+	switch k {
+	case InstanceByID:
+		return "id"
+	case InstanceByField:
+		return "field"
+	case InstanceByIDAndField:
+		return "id_and"
+	case InstanceByAlias:
+		return "alias"
+	case InstanceByDelivery:
+		return "delivery"
+	case InstanceConnection:
+		return "connection"
+	}
+	return "invalid"
+}
+
+// InstanceSource is where one drive's instance key comes from.
+type InstanceSource struct {
+	Kind  InstanceKind
+	Field string // the payload member (JSON name) of field, id_and and delivery
+	Alias string // the alias of alias
+}
+
+// Registration is another name a frame gives its instance once applied:
+// the envelope id as an alias (preparation_status later finds the Run that
+// an execution_start named), or a payload member as a delivery ID (a
+// receipt later finds the instance that sent it).
+type Registration struct {
+	Alias string // register the envelope id under this alias
+	Field string // or register this payload member's value as a delivery ID
 }
 
 // EventFor returns the keyed event of value v, or nil.
@@ -370,7 +420,7 @@ func (d *decoder) identities(n *yaml.Node, typ string, ids map[string]*Identity)
 }
 
 func (d *decoder) drive(n *yaml.Node, msg *Message, model *Model) *Drive {
-	f := d.fields(n, "a drive", "machine", "id", "event", "key", "events")
+	f := d.fields(n, "a drive", "machine", "id", "event", "by", "events", "instance", "registers")
 	if f == nil || f["machine"] == nil {
 		d.errs.add(d.pos(n), "a drive needs a machine")
 		return nil
@@ -430,15 +480,15 @@ func (d *decoder) drive(n *yaml.Node, msg *Message, model *Model) *Drive {
 		return nil
 	}
 	switch {
-	case f["event"] != nil && f["key"] == nil && f["events"] == nil:
+	case f["event"] != nil && f["by"] == nil && f["events"] == nil:
 		if dr.Event = event(f["event"]); dr.Event == nil {
 			return nil
 		}
-	case f["event"] == nil && f["key"] != nil && f["events"] != nil:
-		dr.Key, _ = d.ident(f["key"], "key")
+	case f["event"] == nil && f["by"] != nil && f["events"] != nil:
+		dr.By, _ = d.ident(f["by"], "by")
 		evs := f["events"]
 		if evs.Kind != yaml.MappingNode || len(evs.Content) == 0 {
-			d.errs.add(d.pos(evs), "events must map each %s value to an event", dr.Key)
+			d.errs.add(d.pos(evs), "events must map each %s value to an event", dr.By)
 			return nil
 		}
 		for i := 0; i+1 < len(evs.Content); i += 2 {
@@ -455,10 +505,80 @@ func (d *decoder) drive(n *yaml.Node, msg *Message, model *Model) *Drive {
 			return nil
 		}
 	default:
-		d.errs.add(d.pos(n), "a drive has either event, or key and events")
+		d.errs.add(d.pos(n), "a drive has either event, or by and events")
+		return nil
+	}
+	if !d.instanceSource(f["instance"], dr) || !d.registrations(f["registers"], dr) {
 		return nil
 	}
 	return dr
+}
+
+// instanceSource reads a drive's instance: (absent for the envelope id).
+func (d *decoder) instanceSource(n *yaml.Node, dr *Drive) bool {
+	if n == nil {
+		return true
+	}
+	if n.Kind == yaml.ScalarNode {
+		switch n.Value {
+		case "id":
+			dr.Instance.Kind = InstanceByID
+		case "connection":
+			dr.Instance.Kind = InstanceConnection
+		default:
+			d.errs.add(d.pos(n), "instance must be id, connection, or one of {field: …}, {id_and: …}, {alias: …}, {delivery: …}; found %q", n.Value)
+			return false
+		}
+		return true
+	}
+	f := d.fields(n, "an instance source", "field", "id_and", "alias", "delivery")
+	if f == nil || len(f) != 1 {
+		d.errs.add(d.pos(n), "an instance source has exactly one of field, id_and, alias or delivery")
+		return false
+	}
+	for key, kind := range map[string]InstanceKind{"field": InstanceByField, "id_and": InstanceByIDAndField, "alias": InstanceByAlias, "delivery": InstanceByDelivery} {
+		v := f[key]
+		if v == nil {
+			continue
+		}
+		name, ok := d.ident(v, key)
+		if !ok {
+			return false
+		}
+		dr.Instance.Kind = kind
+		if kind == InstanceByAlias {
+			dr.Instance.Alias = name
+		} else {
+			dr.Instance.Field = name
+		}
+	}
+	return true
+}
+
+// registrations reads a drive's registers: list.
+func (d *decoder) registrations(n *yaml.Node, dr *Drive) bool {
+	if n == nil {
+		return true
+	}
+	for _, item := range d.seq(n, "registers") {
+		f := d.fields(item, "a registration", "alias", "delivery")
+		if f == nil || len(f) != 1 {
+			d.errs.add(d.pos(item), "a registration has exactly one of alias or delivery")
+			return false
+		}
+		var r Registration
+		var ok bool
+		if v := f["alias"]; v != nil {
+			r.Alias, ok = d.ident(v, "alias")
+		} else {
+			r.Field, ok = d.ident(f["delivery"], "delivery")
+		}
+		if !ok {
+			return false
+		}
+		dr.Registers = append(dr.Registers, r)
+	}
+	return true
 }
 
 func eventNames(m *Machine) []string {
@@ -474,6 +594,7 @@ func eventNames(m *Machine) []string {
 // machine message event is driven by its message, and each wire type a
 // machine names (as an event or a send effect) exists, sent by the right peer.
 func checkCatalogAgainstMachines(c *Catalog, model *Model, errs *errorList) {
+	checkInstances(c, model, errs)
 	driven := map[*Event]bool{}
 	for _, msg := range c.Messages {
 		for _, dr := range msg.Drives {

@@ -129,11 +129,11 @@ func checkAnswers(c *Catalog, errs *errorList) {
 			m := rd.Machine
 			var qd *Drive
 			for _, x := range req.Drives {
-				if x.Machine == m && x.Key != "" {
+				if x.Machine == m && x.By != "" {
 					qd = x
 				}
 			}
-			if rd.Key == "" || qd == nil {
+			if rd.By == "" || qd == nil {
 				continue
 			}
 			for _, k := range rd.Keyed {

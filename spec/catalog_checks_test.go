@@ -57,10 +57,23 @@ func TestWireAndCatalogChecks(t *testing.T) {
 		{"unknown terminal without a dispatch", "workspace_read.yaml", "    dispatch: true\n", "", "machine: workspace_read",
 			`machine "workspace_read" has an unknown terminal but no dispatch event`},
 
+		// instances
+		{"drive without the machine's identity", CatalogFile, "      - {machine: run, event: execution_start, instance: {field: run_id}, registers: [{alias: start}]}",
+			"      - {machine: run, event: execution_start, registers: [{alias: start}]}", "      - {machine: run, event: execution_start, registers",
+			`message "execution_start" carries no run ID in its envelope, but run's instances are keyed by one`},
+		{"alias nobody registers", CatalogFile, "registers: [{alias: start}]}", "}", "      - machine: run\n        by: state",
+			`message "preparation_status" looks run up by alias "start", which no drive of run registers`},
+		{"delivery nobody registers", CatalogFile, "      - {machine: run, event: prompt_cancel, registers: [{delivery: delivery_id}]}",
+			"      - {machine: run, event: prompt_cancel}", "      - machine: run\n        id: run\n        by: applied",
+			`message "interaction_decision_ack" looks run up by delivery ID, but no drive of run registers one`},
+		{"connection machine addressed by id", CatalogFile, "      - {machine: connection, event: heartbeat, instance: connection}",
+			"      - {machine: connection, event: heartbeat}", "      - {machine: connection, event: heartbeat}",
+			`message "heartbeat" drives connection, whose one instance is the connection`},
+
 		// identities
-		{"drive without id on a multi-identity type", CatalogFile, "        id: run\n        key: applied\n        events: {applied: cancel_ack_applied", "        key: applied\n        events: {applied: cancel_ack_applied", "      - machine: run\n        key: applied",
+		{"drive without id on a multi-identity type", CatalogFile, "        id: run\n        by: applied\n        instance: {delivery: delivery_id}\n        events: {applied: cancel_ack_applied", "        by: applied\n        instance: {delivery: delivery_id}\n        events: {applied: cancel_ack_applied", "      - machine: run\n        by: applied",
 			`message "interaction_decision_ack" carries several identities, so each drive names the ones it routes (id:)`},
-		{"drive routes an identity the type lacks", CatalogFile, "        id: run\n        key: applied\n        events: {applied: cancel_ack_applied", "        id: transfer\n        key: applied\n        events: {applied: cancel_ack_applied", "        id: transfer",
+		{"drive routes an identity the type lacks", CatalogFile, "        id: run\n        by: applied\n        instance: {delivery: delivery_id}\n        events: {applied: cancel_ack_applied", "        id: transfer\n        by: applied\n        instance: {delivery: delivery_id}\n        events: {applied: cancel_ack_applied", "        id: transfer",
 			`drive of "interaction_decision_ack" routes identity "transfer", which the message does not carry`},
 		{"identities of different forms", CatalogFile, "registered.\n    id: [interaction, run]\n", "registered.\n    id: [interaction, transfer]\n", "    id: [interaction, transfer]",
 			`message "interaction_decision_ack" lists identities "interaction" and "transfer", which differ in form (uuid)`},
@@ -70,7 +83,7 @@ func TestWireAndCatalogChecks(t *testing.T) {
 			`message "delta" carries one identity, so its drives name none`},
 
 		// answers
-		{"outcome missing from answers", CatalogFile, "      unknown: [commit]\n    drives:\n      - machine: transfer", "    drives:\n      - machine: transfer", "      - machine: transfer\n        key: outcome",
+		{"outcome missing from answers", CatalogFile, "      unknown: [commit]\n    drives:\n      - machine: transfer", "    drives:\n      - machine: transfer", "      - machine: transfer\n        by: outcome",
 			`runtime_prepare_result drives transfer on outcome "unknown", which answers of runtime_prepare_result does not list`},
 		{"answers names a step the request lacks", CatalogFile, "      failed: [commit]\n", "      failed: [apply]\n", "  - type: runtime_prepare_result",
 			`answers of runtime_prepare_result: outcome "failed" answers step "apply", which runtime_prepare does not drive transfer with`},

@@ -269,12 +269,12 @@ func parseMachine(name string, src []byte, errs *errorList) *Machine {
 	}
 	root := doc.Content[0]
 	before := len(errs.errs)
-	f := d.fields(root, "the machine", "machine", "doc", "scope", "states", "events", "guards", "actions", "resources", "rules")
+	f := d.fields(root, "the machine", "machine", "doc", "instance", "states", "events", "guards", "actions", "resources", "rules")
 	if f == nil {
 		return nil
 	}
 	m := &Machine{Pos: d.pos(root)}
-	for _, req := range []string{"machine", "doc", "scope", "states", "events", "rules"} {
+	for _, req := range []string{"machine", "doc", "instance", "states", "events", "rules"} {
 		if f[req] == nil {
 			errs.add(d.pos(root), "the machine has no %q key", req)
 		}
@@ -286,8 +286,16 @@ func parseMachine(name string, src []byte, errs *errorList) *Machine {
 	if n := f["doc"]; n != nil {
 		m.Doc, _ = d.str(n, "doc")
 	}
-	if n := f["scope"]; n != nil {
-		m.Scope, _ = d.str(n, "scope")
+	if n := f["instance"]; n != nil {
+		if g := d.fields(n, "the instance", "identity", "doc"); g != nil {
+			if g["identity"] == nil || g["doc"] == nil {
+				errs.add(d.pos(n), "the instance needs identity: (what keys one instance) and doc:")
+			} else {
+				m.Instance, _ = d.ident(g["identity"], "instance identity")
+				m.Scope, _ = d.str(g["doc"], "instance doc")
+				m.InstancePos = d.pos(g["identity"])
+			}
+		}
 	}
 	// Go on after a problem in the header: the rest of the file is checked
 	// too, so one run reports everything.

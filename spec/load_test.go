@@ -347,15 +347,15 @@ func badCases(t testing.TB) []badCase {
 		{name: "empty mapping", src: "{}\n", line: 1, msg: `the machine has no "machine" key`},
 		{name: "empty file", src: "", line: 1, msg: "empty spec file"},
 		{name: "comment-only file", src: "# the door machine, to be written\n", line: 1, msg: "empty spec file"},
-		{name: "control character", src: ed("scope: door ID", "scope: door\x01ID"), at: "scope: door", msg: "not valid YAML: control characters are not allowed"},
+		{name: "control character", src: ed("doc: door ID}", "doc: door\x01ID}"), at: "instance: {identity: door", msg: "not valid YAML: control characters are not allowed"},
 		{name: "two YAML documents", src: door + "---\nmachine: porch\n", at: "---", msg: "a spec file holds exactly one YAML document"},
 		{name: "second YAML document is not valid YAML", src: door + "---\nmachine: [porch\n", at: "---", msg: "a spec file holds exactly one YAML document"},
 		{name: "duplicate machine across files", files: map[string]string{"a.yaml": door, "b.yaml": door}, file: "b.yaml", line: 1,
 			msg: `machine "door" is already declared at a.yaml:1`},
 
 		// Unknown and duplicate keys.
-		{name: "unknown top-level key", src: ed("scope: door ID\n", "scope: door ID\nversion: 2\n"), at: "version: 2",
-			msg: `the machine has unknown key "version" (allowed: machine, doc, scope, states, events, guards, actions, resources, rules)`},
+		{name: "unknown top-level key", src: ed("doc: door ID}\n", "doc: door ID}\nversion: 2\n"), at: "version: 2",
+			msg: `the machine has unknown key "version" (allowed: machine, doc, instance, states, events, guards, actions, resources, rules)`},
 		{name: "unknown key in a state", src: ed("    doc: the door is closed\n", "    doc: the door is closed\n    color: red\n"), at: "color: red",
 			msg: `a state has unknown key "color" (allowed: name, doc, initial, terminal, timers)`},
 		{name: "unknown key in an event", src: ed("    doc: core locks the door\n", "    doc: core locks the door\n    retries: 3\n"), at: "retries: 3",
@@ -366,15 +366,16 @@ func badCases(t testing.TB) []badCase {
 			msg: `a guard has unknown key "cost"`},
 		{name: "unknown key in an action", src: ed("    doc: record that the door opened\n", "    doc: record that the door opened\n    undo: true\n"), at: "undo: true",
 			msg: `an action has unknown key "undo"`},
-		{name: "duplicate top-level key", src: ed("scope: door ID\n", "scope: door ID\nscope: door number\n"), at: "scope: door number",
-			msg: `the machine repeats key "scope"`},
+		{name: "duplicate top-level key", src: ed("doc: door ID}\n", "doc: door ID}\ninstance: {identity: door, doc: door number}\n"), at: "instance: {identity: door, doc: door number}",
+			msg: `the machine repeats key "instance"`},
 		{name: "duplicate key in a state", src: ed("    terminal: failure\n", "    terminal: failure\n    terminal: success # again\n"), at: "terminal: success # again",
 			msg: `a state repeats key "terminal"`},
 		{name: "duplicate key in a rule", src: ed("    on: open_wait\n    to: broken\n", "    on: open_wait\n    to: broken\n    to: closed # again\n"), at: "to: closed # again",
 			msg: `a rule repeats key "to"`},
 
 		// Wrong types.
-		{name: "list where a string is expected", src: ed("scope: door ID", "scope: [door, ID]"), at: "scope: [door, ID]", msg: "scope must be a string, found a list"},
+		{name: "list where a string is expected", src: ed("doc: door ID}", "doc: [door, ID]}"), at: "instance: {identity: door", msg: "instance doc must be a string, found a list"},
+		{name: "instance without identity", src: ed("instance: {identity: door, doc: door ID}", "instance: {doc: door ID}"), at: "instance: {doc: door ID}", msg: "the instance needs identity:"},
 		{name: "state name is a list", src: ed("  - name: broken\n", "  - name: [broken]\n"), at: "- name: [broken]", msg: "state name must be a string, found a list"},
 		{name: "to is a list", src: ed("    to: opening\n", "    to: [opening]\n"), at: "to: [opening]", msg: "to must be a string, found a list"},
 		{name: "effect is a mapping", src: ed("      - do log_open\n", "      - do: log_open\n"), at: "- do: log_open", msg: "an effect must be a string; one with a role prefix needs quotes"},
@@ -394,7 +395,7 @@ func badCases(t testing.TB) []badCase {
 		// Missing required keys.
 		{name: "missing machine", src: ed("machine: door\n", ""), line: 1, msg: `the machine has no "machine" key`},
 		{name: "missing doc", src: ed("doc: A test door that opens on request, closes on a timer and can be locked for good.\n", ""), line: 1, msg: `the machine has no "doc" key`},
-		{name: "missing scope", src: ed("scope: door ID\n", ""), line: 1, msg: `the machine has no "scope" key`},
+		{name: "missing instance", src: ed("instance: {identity: door, doc: door ID}\n", ""), line: 1, msg: `the machine has no "instance" key`},
 		{name: "missing states", src: cut("states:\n", "events:\n"), line: 1, msg: `the machine has no "states" key`},
 		{name: "missing events", src: cut("events:\n", "guards:\n"), line: 1, msg: `the machine has no "events" key`},
 		{name: "missing rules", src: cut("rules:\n", ""), line: 1, msg: `the machine has no "rules" key`},
@@ -727,13 +728,13 @@ func TestLoadReportsEveryError(t *testing.T) {
 	t.Run("every file", func(t *testing.T) {
 		_, err := Load(map[string][]byte{
 			"b.yaml": []byte(ed("machine: door", "machine: back_door", "terminal: success", "terminal: done")),
-			"a.yaml": []byte(ed("machine: door", "machine: front_door", "scope: door ID", "scope: [door]")),
+			"a.yaml": []byte(ed("machine: door", "machine: front_door", "doc: door ID}", "doc: [door]}")),
 			"c.yaml": []byte(door),
 		})
 		require.Error(t, err)
 		lines := requireOneLineErrors(t, err)
 		require.Lenf(t, lines, 2, "got:\n%s", err)
-		assert.Contains(t, lines[0], fmt.Sprintf("a.yaml:%d: ", lineOf(t, door, "scope: door ID")))
+		assert.Contains(t, lines[0], fmt.Sprintf("a.yaml:%d: ", lineOf(t, door, "instance: {identity: door, doc: door ID}")))
 		assert.Contains(t, lines[1], fmt.Sprintf("b.yaml:%d: ", lineOf(t, door, "terminal: success")))
 	})
 }

@@ -66,10 +66,16 @@ const (
 
 // Machine is one lifecycle: its states, events and complete cell table.
 type Machine struct {
-	Name  string
-	Doc   string
-	Scope string
-	Pos   Pos
+	Name string
+	Doc  string
+	// Instance is the identity that keys one instance: a catalog identity
+	// (run, preparation_request, …), connection for the connection's one
+	// instance, or a payload identity the drives name (input, interaction,
+	// suspension). Scope says the same in prose, for pages.
+	Instance    string
+	InstancePos Pos
+	Scope       string
+	Pos         Pos
 
 	States    []*State
 	Events    []*Event

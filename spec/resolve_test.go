@@ -114,7 +114,7 @@ func timerTable(n int) string {
 		timers = append(timers, fmt.Sprintf("t%d", i))
 	}
 	list := func(names []string) string { return "[" + strings.Join(names, ", ") + "]" }
-	b.WriteString("machine: timer_table\ndoc: a wide timer table\nscope: test\n\nstates:\n")
+	b.WriteString("machine: timer_table\ndoc: a wide timer table\ninstance: {identity: test, doc: test}\n\nstates:\n")
 	b.WriteString("  - name: idle\n    initial: true\n    doc: no timer yet\n")
 	for _, s := range states {
 		fmt.Fprintf(&b, "  - name: %s\n    doc: every timer armed\n    timers: %s\n", s, list(timers))

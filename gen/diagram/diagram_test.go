@@ -182,7 +182,7 @@ func TestMermaidKeywordStates(t *testing.T) {
 	model, err := spec.Load(map[string][]byte{"spec/k.yaml": []byte(`
 machine: k
 doc: states named like Mermaid keywords
-scope: test
+instance: {identity: test, doc: test}
 states:
   - {name: state, initial: true, doc: a}
   - {name: end, terminal: success, doc: b}

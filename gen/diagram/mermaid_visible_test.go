@@ -235,7 +235,7 @@ func TestMermaidGroupsLongLabels(t *testing.T) {
 	model, err := spec.Load(map[string][]byte{"spec/g.yaml": []byte(`
 machine: g
 doc: many events on one arrow
-scope: test
+instance: {identity: test, doc: test}
 states:
   - {name: open, initial: true, doc: a}
   - {name: shut, terminal: success, doc: b}

@@ -45,7 +45,7 @@ func TestDriverScenarios(t *testing.T) {
 					scenario.Run(t, f, scenario.Options{
 						Transport: tr,
 						Tables:    tables,
-						Router:    peer.CatalogRouter(tables),
+						Router:    peer.MustCatalogRouter(tables),
 					})
 				})
 			}

@@ -29,22 +29,55 @@ func (e *Entry) MayAnswer(outcome, step string) bool {
 	return e != nil && slices.Contains(e.Answers[outcome], step)
 }
 
-// Drive is the machine event a message type fires: Event, or, when Key is
+// Drive is the machine event a message type fires: Event, or, when By is
 // set, the event paired with the payload's DriveKey in Events.
 type Drive struct {
 	Machine string
 	Event   string
-	Key     string
-	Events  [][2]string // {key value, event}
+	By      string
+	Events  [][2]string // {value of the By member, event}
 	// Identities are the identities whose frames reach Machine, when the
 	// type carries several (Entry.Identities); nil otherwise.
 	Identities []Identity
+	// Instance says which instance of Machine a frame addresses; Registers
+	// the other names the frame gives that instance once it is applied.
+	Instance  InstanceSource
+	Registers []Registration
+}
+
+// InstanceKind is where a drive finds its instance key.
+type InstanceKind uint8
+
+const (
+	InstanceByID         InstanceKind = iota // the envelope id
+	InstanceByField                          // a payload member
+	InstanceByIDAndField                     // the envelope id and a payload member
+	InstanceByAlias                          // the instance registered under this alias of the envelope id
+	InstanceByDelivery                       // the instance that registered the payload's delivery ID
+	InstanceConnection                       // the connection's one instance
+)
+
+// InstanceSource is where a drive's instance key comes from. Field reads
+// the payload member (generated from the catalog, so no member is looked up
+// by name at run time).
+type InstanceSource struct {
+	Kind  InstanceKind
+	Name  string // the member (JSON name) or the alias, for messages and docs
+	Field func(Payload) string
+}
+
+// Registration is another name a frame gives its instance: the envelope id
+// under Alias, or the payload member Field as a delivery ID.
+type Registration struct {
+	Alias string
+	Name  string // the member's JSON name, for a delivery ID
+	Field func(Payload) string
 }
 
 // EventFor returns the event this drive fires for payload p, or "" when
 // the payload's key has no event on this machine.
 func (d Drive) EventFor(p Payload) string {
-	if d.Key == "" {
+	if d.By == "" {
 		return d.Event
 	}
 	k, ok := p.(driveKeyer)

@@ -335,8 +335,8 @@ var catalog = []Entry{
 		Direction: CoreToRuntime,
 		Doc:       "one step (begin, chunk or commit) of the connection's single environment-initialization transfer",
 		Drives: []Drive{{
+			By:      "step",
 			Events:  [][2]string{{"begin", "begin"}, {"chunk", "chunk"}, {"commit", "commit"}},
-			Key:     "step",
 			Machine: "transfer",
 		}},
 		Family:   FamilyInitialization,
@@ -358,8 +358,8 @@ var catalog = []Entry{
 		Direction: RuntimeToCore,
 		Doc:       "the receipt of one runtime_prepare step",
 		Drives: []Drive{{
+			By:      "outcome",
 			Events:  [][2]string{{"ready", "result_ready"}, {"received", "result_received"}, {"completed", "result_completed"}, {"rejected", "result_rejected"}, {"failed", "result_failed"}, {"unknown", "result_unknown"}},
-			Key:     "outcome",
 			Machine: "transfer",
 		}},
 		Family:   FamilyInitialization,
@@ -390,8 +390,16 @@ var catalog = []Entry{
 			Event:   "execution_start",
 			Machine: "preparation",
 		}, {
-			Event:   "execution_start",
-			Machine: "run",
+			Event: "execution_start",
+			Instance: InstanceSource{
+				Field: func(p Payload) string {
+					return p.(ExecutionStart).RunID
+				},
+				Kind: InstanceByField,
+				Name: "run_id",
+			},
+			Machine:   "run",
+			Registers: []Registration{{Alias: "start"}},
 		}},
 		Family:   FamilyAdmission,
 		Identity: IdentityPreparationRequest,
@@ -418,12 +426,16 @@ var catalog = []Entry{
 		Direction: RuntimeToCore,
 		Doc:       "the state of an admission by per-handle revision, or the rejection of one control operation",
 		Drives: []Drive{{
+			By:      "state",
 			Events:  [][2]string{{"preparing", "status_preparing"}, {"ready", "status_ready"}, {"starting", "status_starting"}, {"started", "status_started"}, {"released", "status_released"}, {"expired", "status_expired"}, {"failed", "status_failed"}, {"cleanup_unconfirmed", "status_cleanup_unconfirmed"}, {"rejected:execution_prepare", "status_rejected"}, {"rejected:execution_start", "status_rejected"}, {"rejected:execution_release", "status_rejected"}},
-			Key:     "state",
 			Machine: "preparation",
 		}, {
-			Events:  [][2]string{{"started", "status_started"}, {"failed", "start_failed"}, {"cleanup_unconfirmed", "start_failed"}, {"rejected:execution_start", "start_failed"}},
-			Key:     "state",
+			By:     "state",
+			Events: [][2]string{{"started", "status_started"}, {"failed", "start_failed"}, {"cleanup_unconfirmed", "start_failed"}, {"rejected:execution_start", "start_failed"}},
+			Instance: InstanceSource{
+				Kind: InstanceByAlias,
+				Name: "start",
+			},
 			Machine: "run",
 		}},
 		Family:   FamilyAdmission,
@@ -432,7 +444,7 @@ var catalog = []Entry{
 		Type:     TypePreparationStatus,
 		decode:   decodeAny[PreparationStatus],
 	},
-	// spec/catalog.yaml:158
+	// spec/catalog.yaml:159
 	{
 		Direction: CoreToRuntime,
 		Doc:       "start a Run directly, without an admission handle (never a fallback for a failed prepared start)",
@@ -446,13 +458,19 @@ var catalog = []Entry{
 		Type:     TypePromptRequest,
 		decode:   decodeAny[PromptRequest],
 	},
-	// spec/catalog.yaml:173
+	// spec/catalog.yaml:174
 	{
 		Direction: CoreToRuntime,
 		Doc:       "cancel a Run; the receipt is an interaction_decision_ack echoing the delivery ID",
 		Drives: []Drive{{
 			Event:   "prompt_cancel",
 			Machine: "run",
+			Registers: []Registration{{
+				Field: func(p Payload) string {
+					return p.(PromptCancel).DeliveryID
+				},
+				Name: "delivery_id",
+			}},
 		}},
 		Family:   FamilyRun,
 		Identity: IdentityRun,
@@ -460,13 +478,14 @@ var catalog = []Entry{
 		Type:     TypePromptCancel,
 		decode:   decodeAny[PromptCancel],
 	},
-	// spec/catalog.yaml:186
+	// spec/catalog.yaml:187
 	{
 		Direction: CoreToRuntime,
 		Doc:       "ask the daemon to close its Executors and stop",
 		Drives: []Drive{{
-			Event:   "device_shutdown",
-			Machine: "connection",
+			Event:    "device_shutdown",
+			Instance: InstanceSource{Kind: InstanceConnection},
+			Machine:  "connection",
 		}},
 		Family:   FamilyRun,
 		Identity: IdentityDevice,
@@ -474,7 +493,7 @@ var catalog = []Entry{
 		Type:     TypeDeviceShutdown,
 		decode:   decodeAny[DeviceShutdown],
 	},
-	// spec/catalog.yaml:194
+	// spec/catalog.yaml:195
 	{
 		Direction: RuntimeToCore,
 		Doc:       "a text delta",
@@ -488,7 +507,7 @@ var catalog = []Entry{
 		Type:     TypeDelta,
 		decode:   decodeAny[Delta],
 	},
-	// spec/catalog.yaml:205
+	// spec/catalog.yaml:206
 	{
 		Direction: RuntimeToCore,
 		Doc:       "reasoning text",
@@ -502,7 +521,7 @@ var catalog = []Entry{
 		Type:     TypeThinking,
 		decode:   decodeAny[Thinking],
 	},
-	// spec/catalog.yaml:213
+	// spec/catalog.yaml:214
 	{
 		Direction: RuntimeToCore,
 		Doc:       "message start, completion, phase and completion text (only with observe_messages)",
@@ -516,7 +535,7 @@ var catalog = []Entry{
 		Type:     TypeOutputMessage,
 		decode:   decodeAny[OutputMessage],
 	},
-	// spec/catalog.yaml:221
+	// spec/catalog.yaml:222
 	{
 		Direction: RuntimeToCore,
 		Doc:       "one stage of a tool call with its engine-neutral observation",
@@ -530,7 +549,7 @@ var catalog = []Entry{
 		Type:     TypeToolCall,
 		decode:   decodeAny[ToolCall],
 	},
-	// spec/catalog.yaml:232
+	// spec/catalog.yaml:233
 	{
 		Direction: RuntimeToCore,
 		Doc:       "the cumulative usage snapshot of the execution; it replaces the previous one",
@@ -544,7 +563,7 @@ var catalog = []Entry{
 		Type:     TypeUsage,
 		decode:   decodeAny[Usage],
 	},
-	// spec/catalog.yaml:240
+	// spec/catalog.yaml:241
 	{
 		Direction: RuntimeToCore,
 		Doc:       "an execution error with optional neutral classification; done follows",
@@ -558,7 +577,7 @@ var catalog = []Entry{
 		Type:     TypeError,
 		decode:   decodeAny[ErrorFrame],
 	},
-	// spec/catalog.yaml:251
+	// spec/catalog.yaml:252
 	{
 		Direction: RuntimeToCore,
 		Doc:       "closes the execution stream with its final snapshot",
@@ -572,13 +591,14 @@ var catalog = []Entry{
 		Type:     TypeDone,
 		decode:   decodeAny[Done],
 	},
-	// spec/catalog.yaml:259
+	// spec/catalog.yaml:260
 	{
 		Direction: RuntimeToCore,
 		Doc:       "liveness and the capability declaration of every supported agent kind; never progress or a receipt",
 		Drives: []Drive{{
-			Event:   "heartbeat",
-			Machine: "connection",
+			Event:    "heartbeat",
+			Instance: InstanceSource{Kind: InstanceConnection},
+			Machine:  "connection",
 		}},
 		Family:   FamilyRun,
 		Identity: IdentityNone,
@@ -586,12 +606,19 @@ var catalog = []Entry{
 		Type:     TypeHeartbeat,
 		decode:   decodeAny[Heartbeat],
 	},
-	// spec/catalog.yaml:277
+	// spec/catalog.yaml:278
 	{
 		Direction: RuntimeToCore,
 		Doc:       "the Harness asks for permission; request_id is the interaction ID",
 		Drives: []Drive{{
-			Event:   "permission_request",
+			Event: "permission_request",
+			Instance: InstanceSource{
+				Field: func(p Payload) string {
+					return p.(PermissionRequest).RequestID
+				},
+				Kind: InstanceByField,
+				Name: "request_id",
+			},
 			Machine: "interaction",
 		}},
 		Family:   FamilyInteraction,
@@ -600,7 +627,7 @@ var catalog = []Entry{
 		Type:     TypePermissionRequest,
 		decode:   decodeAny[PermissionRequest],
 	},
-	// spec/catalog.yaml:287
+	// spec/catalog.yaml:288
 	{
 		Direction: RuntimeToCore,
 		Doc:       "withdraws a pending permission request",
@@ -614,12 +641,19 @@ var catalog = []Entry{
 		Type:     TypePermissionCancel,
 		decode:   decodeAny[PermissionCancel],
 	},
-	// spec/catalog.yaml:295
+	// spec/catalog.yaml:296
 	{
 		Direction: RuntimeToCore,
 		Doc:       "the Harness asks the user questions; ask_id is the interaction ID",
 		Drives: []Drive{{
-			Event:   "prompt_for_user_choice",
+			Event: "prompt_for_user_choice",
+			Instance: InstanceSource{
+				Field: func(p Payload) string {
+					return p.(PromptForUserChoice).AskID
+				},
+				Kind: InstanceByField,
+				Name: "ask_id",
+			},
 			Machine: "interaction",
 		}},
 		Family:   FamilyInteraction,
@@ -628,13 +662,19 @@ var catalog = []Entry{
 		Type:     TypePromptForUserChoice,
 		decode:   decodeAny[PromptForUserChoice],
 	},
-	// spec/catalog.yaml:306
+	// spec/catalog.yaml:307
 	{
 		Direction: CoreToRuntime,
 		Doc:       "Core's decision on a permission request, with a fresh delivery ID per attempt",
 		Drives: []Drive{{
 			Event:   "permission_decision",
 			Machine: "interaction",
+			Registers: []Registration{{
+				Field: func(p Payload) string {
+					return p.(PermissionDecision).DeliveryID
+				},
+				Name: "delivery_id",
+			}},
 		}},
 		Family:   FamilyInteraction,
 		Identity: IdentityInteraction,
@@ -642,13 +682,19 @@ var catalog = []Entry{
 		Type:     TypePermissionDecision,
 		decode:   decodeAny[PermissionDecision],
 	},
-	// spec/catalog.yaml:314
+	// spec/catalog.yaml:315
 	{
 		Direction: CoreToRuntime,
 		Doc:       "the answers to a user-choice prompt, or its cancellation",
 		Drives: []Drive{{
 			Event:   "prompt_for_user_choice_decision",
 			Machine: "interaction",
+			Registers: []Registration{{
+				Field: func(p Payload) string {
+					return p.(PromptForUserChoiceDecision).DeliveryID
+				},
+				Name: "delivery_id",
+			}},
 		}},
 		Family:   FamilyInteraction,
 		Identity: IdentityInteraction,
@@ -656,20 +702,34 @@ var catalog = []Entry{
 		Type:     TypePromptForUserChoiceDecision,
 		decode:   decodeAny[PromptForUserChoiceDecision],
 	},
-	// spec/catalog.yaml:322
+	// spec/catalog.yaml:323
 	{
 		Direction: RuntimeToCore,
 		Doc:       "the receipt of a decision, a function result or a cancellation, matched by delivery ID",
 		Drives: []Drive{{
+			By:         "applied",
 			Events:     [][2]string{{"applied", "ack_applied"}, {"refused", "ack_refused"}},
 			Identities: []Identity{IdentityInteraction, IdentityRun},
-			Key:        "applied",
-			Machine:    "interaction",
+			Instance: InstanceSource{
+				Field: func(p Payload) string {
+					return p.(InteractionDecisionAck).DeliveryID
+				},
+				Kind: InstanceByDelivery,
+				Name: "delivery_id",
+			},
+			Machine: "interaction",
 		}, {
+			By:         "applied",
 			Events:     [][2]string{{"applied", "cancel_ack_applied"}, {"refused", "cancel_ack_refused"}},
 			Identities: []Identity{IdentityRun},
-			Key:        "applied",
-			Machine:    "run",
+			Instance: InstanceSource{
+				Field: func(p Payload) string {
+					return p.(InteractionDecisionAck).DeliveryID
+				},
+				Kind: InstanceByDelivery,
+				Name: "delivery_id",
+			},
+			Machine: "run",
 		}},
 		Family:     FamilyInteraction,
 		Identities: []Identity{IdentityInteraction, IdentityRun},
@@ -678,12 +738,19 @@ var catalog = []Entry{
 		Type:       TypeInteractionDecisionAck,
 		decode:     decodeAny[InteractionDecisionAck],
 	},
-	// spec/catalog.yaml:343
+	// spec/catalog.yaml:346
 	{
 		Direction: CoreToRuntime,
 		Doc:       "one active input for a running Run, with durable_receipt set",
 		Drives: []Drive{{
-			Event:   "prompt_steer",
+			Event: "prompt_steer",
+			Instance: InstanceSource{
+				Field: func(p Payload) string {
+					return p.(PromptSteer).InputID
+				},
+				Kind: InstanceByIDAndField,
+				Name: "input_id",
+			},
 			Machine: "input",
 		}},
 		Family:   FamilyActiveInput,
@@ -692,13 +759,20 @@ var catalog = []Entry{
 		Type:     TypePromptSteer,
 		decode:   decodeAny[PromptSteer],
 	},
-	// spec/catalog.yaml:351
+	// spec/catalog.yaml:354
 	{
 		Direction: RuntimeToCore,
 		Doc:       "the written phase, the acceptance or the rejection of one active input",
 		Drives: []Drive{{
-			Events:  [][2]string{{"written", "ack_written"}, {"accepted", "ack_accepted"}, {"rejected", "ack_rejected"}},
-			Key:     "phase",
+			By:     "phase",
+			Events: [][2]string{{"written", "ack_written"}, {"accepted", "ack_accepted"}, {"rejected", "ack_rejected"}},
+			Instance: InstanceSource{
+				Field: func(p Payload) string {
+					return p.(PromptSteerAck).InputID
+				},
+				Kind: InstanceByIDAndField,
+				Name: "input_id",
+			},
 			Machine: "input",
 		}},
 		Family:   FamilyActiveInput,
@@ -707,12 +781,19 @@ var catalog = []Entry{
 		Type:     TypePromptSteerAck,
 		decode:   decodeAny[PromptSteerAck],
 	},
-	// spec/catalog.yaml:363
+	// spec/catalog.yaml:367
 	{
 		Direction: RuntimeToCore,
 		Doc:       "the Harness calls a function the Agent declared; call_id is the interaction ID",
 		Drives: []Drive{{
-			Event:   "function_call",
+			Event: "function_call",
+			Instance: InstanceSource{
+				Field: func(p Payload) string {
+					return p.(FunctionCall).CallID
+				},
+				Kind: InstanceByIDAndField,
+				Name: "call_id",
+			},
 			Machine: "interaction",
 		}},
 		Family:   FamilyFunction,
@@ -721,13 +802,26 @@ var catalog = []Entry{
 		Type:     TypeFunctionCall,
 		decode:   decodeAny[FunctionCall],
 	},
-	// spec/catalog.yaml:371
+	// spec/catalog.yaml:375
 	{
 		Direction: CoreToRuntime,
 		Doc:       "the result of a function call; its receipt is an interaction_decision_ack",
 		Drives: []Drive{{
-			Event:   "function_result",
+			Event: "function_result",
+			Instance: InstanceSource{
+				Field: func(p Payload) string {
+					return p.(FunctionResult).CallID
+				},
+				Kind: InstanceByIDAndField,
+				Name: "call_id",
+			},
 			Machine: "interaction",
+			Registers: []Registration{{
+				Field: func(p Payload) string {
+					return p.(FunctionResult).DeliveryID
+				},
+				Name: "delivery_id",
+			}},
 		}},
 		Family:   FamilyFunction,
 		Identity: IdentityRun,
@@ -735,7 +829,7 @@ var catalog = []Entry{
 		Type:     TypeFunctionResult,
 		decode:   decodeAny[FunctionResult],
 	},
-	// spec/catalog.yaml:381
+	// spec/catalog.yaml:385
 	{
 		Direction: CoreToRuntime,
 		Doc:       "read bytes or list one directory of a bound workspace through a preparation handle or a Run",
@@ -749,13 +843,13 @@ var catalog = []Entry{
 		Type:     TypeWorkspaceRead,
 		decode:   decodeAny[WorkspaceRead],
 	},
-	// spec/catalog.yaml:389
+	// spec/catalog.yaml:393
 	{
 		Direction: RuntimeToCore,
 		Doc:       "the bytes or entries read, explicitly truncated or not, or a rejection or unknown outcome",
 		Drives: []Drive{{
+			By:      "outcome",
 			Events:  [][2]string{{"completed", "result_completed"}, {"truncated", "result_truncated"}, {"rejected", "result_rejected"}, {"unknown", "result_unknown"}},
-			Key:     "outcome",
 			Machine: "workspace_read",
 		}},
 		Family:   FamilyWorkspace,
@@ -764,13 +858,13 @@ var catalog = []Entry{
 		Type:     TypeWorkspaceReadResult,
 		decode:   decodeAny[WorkspaceReadResult],
 	},
-	// spec/catalog.yaml:403
+	// spec/catalog.yaml:407
 	{
 		Direction: CoreToRuntime,
 		Doc:       "one step (begin, chunk or commit) of a bounded file write",
 		Drives: []Drive{{
+			By:      "step",
 			Events:  [][2]string{{"begin", "begin"}, {"chunk", "chunk"}, {"commit", "commit"}},
-			Key:     "step",
 			Machine: "workspace_write",
 		}},
 		Family:   FamilyWorkspace,
@@ -779,7 +873,7 @@ var catalog = []Entry{
 		Type:     TypeWorkspaceWrite,
 		decode:   decodeAny[WorkspaceWrite],
 	},
-	// spec/catalog.yaml:416
+	// spec/catalog.yaml:420
 	{
 		Answers: map[string][]string{
 			"completed": {"commit"},
@@ -791,8 +885,8 @@ var catalog = []Entry{
 		Direction: RuntimeToCore,
 		Doc:       "the receipt of one workspace_write step",
 		Drives: []Drive{{
+			By:      "outcome",
 			Events:  [][2]string{{"ready", "result_ready"}, {"received", "result_received"}, {"completed", "result_completed"}, {"rejected", "result_rejected"}, {"unknown", "result_unknown"}},
-			Key:     "outcome",
 			Machine: "workspace_write",
 		}},
 		Family:   FamilyWorkspace,
@@ -801,13 +895,13 @@ var catalog = []Entry{
 		Type:     TypeWorkspaceWriteResult,
 		decode:   decodeAny[WorkspaceWriteResult],
 	},
-	// spec/catalog.yaml:440
+	// spec/catalog.yaml:444
 	{
 		Direction: CoreToRuntime,
 		Doc:       "pull the next chunk of a workspace export archive, or cancel it",
 		Drives: []Drive{{
+			By:      "step",
 			Events:  [][2]string{{"begin", "begin"}, {"next", "next"}, {"cancel", "cancel"}},
-			Key:     "step",
 			Machine: "workspace_export",
 		}},
 		Family:   FamilyWorkspace,
@@ -816,7 +910,7 @@ var catalog = []Entry{
 		Type:     TypeWorkspaceExport,
 		decode:   decodeAny[WorkspaceExport],
 	},
-	// spec/catalog.yaml:450
+	// spec/catalog.yaml:454
 	{
 		Answers: map[string][]string{
 			"chunk":     {"begin", "next"},
@@ -827,8 +921,8 @@ var catalog = []Entry{
 		Direction: RuntimeToCore,
 		Doc:       "one chunk of an export archive, its completion or its failure",
 		Drives: []Drive{{
+			By:      "outcome",
 			Events:  [][2]string{{"chunk", "result_chunk"}, {"completed", "result_completed"}, {"failed", "result_failed"}, {"rejected", "result_rejected"}},
-			Key:     "outcome",
 			Machine: "workspace_export",
 		}},
 		Family:   FamilyWorkspace,
@@ -837,12 +931,19 @@ var catalog = []Entry{
 		Type:     TypeWorkspaceExportResult,
 		decode:   decodeAny[WorkspaceExportResult],
 	},
-	// spec/catalog.yaml:470
+	// spec/catalog.yaml:474
 	{
 		Direction: CoreToRuntime,
 		Doc:       "drain and fence the Environment for a suspension attempt",
 		Drives: []Drive{{
-			Event:   "environment_quiesce",
+			Event: "environment_quiesce",
+			Instance: InstanceSource{
+				Field: func(p Payload) string {
+					return p.(EnvironmentQuiesce).SuspendID
+				},
+				Kind: InstanceByField,
+				Name: "suspend_id",
+			},
 			Machine: "suspension",
 		}},
 		Family:   FamilySuspension,
@@ -851,13 +952,20 @@ var catalog = []Entry{
 		Type:     TypeEnvironmentQuiesce,
 		decode:   decodeAny[EnvironmentQuiesce],
 	},
-	// spec/catalog.yaml:478
+	// spec/catalog.yaml:482
 	{
 		Direction: RuntimeToCore,
 		Doc:       "whether the Environment quiesced for that suspend_id",
 		Drives: []Drive{{
-			Events:  [][2]string{{"accepted", "quiesced_accepted"}, {"refused", "quiesced_refused"}},
-			Key:     "accepted",
+			By:     "accepted",
+			Events: [][2]string{{"accepted", "quiesced_accepted"}, {"refused", "quiesced_refused"}},
+			Instance: InstanceSource{
+				Field: func(p Payload) string {
+					return p.(EnvironmentQuiesced).SuspendID
+				},
+				Kind: InstanceByField,
+				Name: "suspend_id",
+			},
 			Machine: "suspension",
 		}},
 		Family:   FamilySuspension,
@@ -866,13 +974,20 @@ var catalog = []Entry{
 		Type:     TypeEnvironmentQuiesced,
 		decode:   decodeAny[EnvironmentQuiesced],
 	},
-	// spec/catalog.yaml:488
+	// spec/catalog.yaml:493
 	{
 		Direction: CoreToRuntime,
 		Doc:       "resume the Environment fenced by that suspend_id, or roll a quiesce back",
 		Drives: []Drive{{
-			Events:  [][2]string{{"resume", "environment_resume"}, {"rollback", "resume_rollback"}},
-			Key:     "rollback",
+			By:     "rollback",
+			Events: [][2]string{{"resume", "environment_resume"}, {"rollback", "resume_rollback"}},
+			Instance: InstanceSource{
+				Field: func(p Payload) string {
+					return p.(EnvironmentResume).SuspendID
+				},
+				Kind: InstanceByField,
+				Name: "suspend_id",
+			},
 			Machine: "suspension",
 		}},
 		Family:   FamilySuspension,
@@ -881,13 +996,20 @@ var catalog = []Entry{
 		Type:     TypeEnvironmentResume,
 		decode:   decodeAny[EnvironmentResume],
 	},
-	// spec/catalog.yaml:498
+	// spec/catalog.yaml:504
 	{
 		Direction: RuntimeToCore,
 		Doc:       "whether the Environment resumed for that suspend_id",
 		Drives: []Drive{{
-			Events:  [][2]string{{"accepted", "resumed_accepted"}, {"refused", "resumed_refused"}},
-			Key:     "accepted",
+			By:     "accepted",
+			Events: [][2]string{{"accepted", "resumed_accepted"}, {"refused", "resumed_refused"}},
+			Instance: InstanceSource{
+				Field: func(p Payload) string {
+					return p.(EnvironmentResumed).SuspendID
+				},
+				Kind: InstanceByField,
+				Name: "suspend_id",
+			},
 			Machine: "suspension",
 		}},
 		Family:   FamilySuspension,

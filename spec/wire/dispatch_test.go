@@ -40,7 +40,7 @@ func TestEveryTypeThroughDecode(t *testing.T) {
 			for _, tg := range m.Targets() {
 				require.NotEmpty(t, tg.Event)
 			}
-			if len(e.Drives) > 0 && e.Drives[0].Key == "" {
+			if len(e.Drives) > 0 && e.Drives[0].By == "" {
 				require.NotEmpty(t, m.Targets(), "%s drives a machine unconditionally", e.Type)
 			}
 			out, err := Encode(m.ID, m.Payload, "")

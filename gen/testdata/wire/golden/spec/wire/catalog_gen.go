@@ -104,8 +104,8 @@ var catalog = []Entry{
 		Direction: RuntimeToCore,
 		Doc:       "the key turned, or the lock jammed",
 		Drives: []Drive{{
+			By:      "result",
 			Events:  [][2]string{{"turned", "lock"}},
-			Key:     "result",
 			Machine: "door",
 		}},
 		Family:   FamilyDoors,
