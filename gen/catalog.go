@@ -21,7 +21,7 @@ func directionConst(r spec.Role) string {
 	return "RuntimeToCore"
 }
 
-// catalogFile renders spec/wire/catalog_gen.go: the wire version, one
+// catalogFile renders wire/catalog_gen.go: the wire version, one
 // constant per message type, identity and family, and the table that
 // Decode dispatches through: frame type → strict decoder → machine events.
 func catalogFile(c *spec.Catalog) *jen.File {

@@ -37,6 +37,13 @@ func (fs Files) Paths() []string {
 	return out
 }
 
+// OutputDirs are the directories the generator writes into, relative to the
+// repository root: the one list the writer (stale-file removal), the
+// verification, the Makefile (`agentwire generate --dirs`) and the docs use.
+// The generator owns only the files there that carry its header; wire/ also
+// holds hand-written code.
+var OutputDirs = []string{"fsm", docsDir, "docs/wire", wireDir}
+
 // Generate renders every output of every machine in model. Output depends
 // only on the model, so two runs produce identical bytes. It fails, writing
 // nothing, if any single file fails to render.

@@ -37,7 +37,7 @@ func TestGolden(t *testing.T) {
 	// output is pinned twice: "wire" reuses the door machine of "basic".
 	cases := map[string][]string{
 		"basic": {"fsm/", "docs/machines/"},
-		"wire":  {"spec/wire/", "docs/wire/"},
+		"wire":  {"wire/", "docs/wire/"},
 		// A machine with no guard, action, timer or message.
 		"bare": {"fsm/lamp/lamp.go"},
 	}

@@ -21,7 +21,7 @@ import (
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/peer/scenario"
-	wire "github.com/agentwire/agentwire/spec/wire"
+	"github.com/agentwire/agentwire/wire"
 )
 
 // rawPair dials a loopback WebSocket and returns (server side, client side).

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/agentwire/agentwire/fsm"
-	wire "github.com/agentwire/agentwire/spec/wire"
+	"github.com/agentwire/agentwire/wire"
 )
 
 // CatalogRouter routes by the wire catalog, which is generated from

@@ -4,7 +4,7 @@ import (
 	"errors"
 
 	"github.com/agentwire/agentwire/fsm"
-	wire "github.com/agentwire/agentwire/spec/wire"
+	"github.com/agentwire/agentwire/wire"
 )
 
 // Deliver decodes one received frame, routes it and steps every addressed

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/agentwire/agentwire/fsm"
-	wire "github.com/agentwire/agentwire/spec/wire"
+	"github.com/agentwire/agentwire/wire"
 )
 
 // App is the embedding peer: Core or the Runtime daemon.

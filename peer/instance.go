@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/agentwire/agentwire/fsm"
-	wire "github.com/agentwire/agentwire/spec/wire"
+	"github.com/agentwire/agentwire/wire"
 )
 
 // Key identifies one machine instance on a connection: the machine and the

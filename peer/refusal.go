@@ -3,7 +3,7 @@ package peer
 import (
 	"errors"
 
-	wire "github.com/agentwire/agentwire/spec/wire"
+	"github.com/agentwire/agentwire/wire"
 )
 
 // RefusalKind says why an inbound frame was not applied.

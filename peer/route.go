@@ -2,7 +2,7 @@ package peer
 
 import (
 	"github.com/agentwire/agentwire/fsm"
-	wire "github.com/agentwire/agentwire/spec/wire"
+	"github.com/agentwire/agentwire/wire"
 )
 
 // Target is one instance event a frame fires.

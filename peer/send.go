@@ -2,7 +2,7 @@ package peer
 
 import (
 	"github.com/agentwire/agentwire/fsm"
-	wire "github.com/agentwire/agentwire/spec/wire"
+	"github.com/agentwire/agentwire/wire"
 )
 
 // Outbound is a frame this peer wants to send.

@@ -8,7 +8,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	wire "github.com/agentwire/agentwire/spec/wire"
+	"github.com/agentwire/agentwire/wire"
 )
 
 // Transport carries whole frames. Read and Write block until done or until

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/agentwire/agentwire/gen"
 	"github.com/agentwire/agentwire/spec"
 )
 
@@ -17,8 +18,15 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	root := fs.String("root", ".", "repository root to write fsm/ and docs/machines/ under")
 	check := fs.Bool("check", false, "only load and validate the spec; write nothing")
 	verify := fs.Bool("verify", false, "write nothing; fail if any generated file differs from the tree")
+	dirs := fs.Bool("dirs", false, "print the directories the generator writes into, one per line, and exit")
 	if err := fs.Parse(args); err != nil {
 		return errUsage
+	}
+	if *dirs {
+		for _, d := range gen.OutputDirs {
+			fmt.Fprintln(stdout, d)
+		}
+		return nil
 	}
 	model, err := spec.LoadDir(os.DirFS(*specDir), ".", specName(*root, *specDir))
 	if err != nil {

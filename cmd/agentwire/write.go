@@ -17,7 +17,7 @@ import (
 
 // generatedRoots are the directories the generator owns files in. A file
 // there is only ever removed if it carries the generated header.
-var generatedRoots = []string{"fsm", filepath.Join("docs", "machines"), filepath.Join("docs", "wire"), filepath.Join("spec", "wire")}
+var generatedRoots = gen.OutputDirs
 
 // verifyGenerated renders everything and reports, without writing, every
 // file that differs from the tree, is missing from it, or is a stale

@@ -12,7 +12,7 @@ package wiretest
 import (
 	"fmt"
 
-	"github.com/agentwire/agentwire/spec/wire"
+	"github.com/agentwire/agentwire/wire"
 )
 
 // Option changes a declaration after the fixture has decided every field.
