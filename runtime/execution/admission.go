@@ -191,8 +191,10 @@ func (s *Session) admit(d *peer.Driver, inst *peer.Instance, p wire.ExecutionPre
 	}
 	s.goNative(func() {
 		exe, err := adapter.NewExecutor(s.ctx, a.cfg)
+		// prepDone closes after the post, whether or not it ran, so a
+		// settle_cleanup waiting for preparation never waits forever.
+		defer close(a.prepDone)
 		posted := s.post(func(d *peer.Driver) {
-			close(a.prepDone)
 			switch {
 			case a.releasing:
 				// Released or lost meanwhile: the settle_cleanup that
@@ -241,7 +243,11 @@ func (h prepHooks) DoSettleCleanup(f *fsm.Firing[*peer.Event]) error {
 	}
 	wait := a.prepDone
 	s.goNative(func() {
-		<-wait
+		select {
+		case <-wait:
+		case <-s.ctx.Done():
+			return
+		}
 		var exe harness.Executor
 		if !s.post(func(*peer.Driver) { exe, a.exe = a.exe, nil }) {
 			return
