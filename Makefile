@@ -1,6 +1,7 @@
 # agentwire: every target works on a fresh machine with only Go installed;
 # modules come from the Go module proxy at the versions pinned in go.mod.
 GO ?= go
+SHELL := bash
 export PATH := $(PATH):/usr/local/go/bin
 
 # Directories the generator writes into (only files with its header are its
@@ -35,9 +36,12 @@ test: vet
 test-short: vet
 	$(GO) test -race -short ./...
 
-## check-runtime-contract: the protocol contract checks (spec tables, generated machines, generator)
+## check-runtime-contract: the protocol contract checks: spec tables, generated machines, the
+## generator, the driver scenarios, the Harness declaration tests, and every Runtime scenario in
+## spec/scenarios/runtime/ run by the real daemon against a scripted Core over a real WebSocket
 check-runtime-contract:
-	$(GO) test -race -count=1 ./spec/... ./fsm/... ./gen/...
+	$(GO) test -race -count=1 ./spec/... ./fsm/... ./gen/... ./peer/scenario/ ./runtime/harness/
+	$(GO) test -race -count=1 -run 'TestRuntimeScenarios' -v ./runtime/daemon/ | grep -E '^(=== RUN|--- (PASS|FAIL)|ok|FAIL|PASS)' ; test $${PIPESTATUS[0]} -eq 0
 
 ## bench: the benchmarks recorded in BENCHMARKS.md
 bench:

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/agentwire/agentwire/runtime/adapters/script"
+	"github.com/agentwire/agentwire/runtime/daemon"
+	"github.com/agentwire/agentwire/runtime/harness"
+)
+
+// harnessFlags collects repeated --harness values.
+type harnessFlags []string
+
+func (h *harnessFlags) String() string     { return strings.Join(*h, ",") }
+func (h *harnessFlags) Set(v string) error { *h = append(*h, v); return nil }
+
+// runRuntime runs the daemon until a signal (exit 0) or a permanent
+// refusal (exit 1, with what to fix).
+func runRuntime(args []string, _ io.Writer, stderr io.Writer) error {
+	fs := newFlags("runtime", stderr)
+	core := fs.String("core", "", "Core's base URL (http or https)")
+	device := fs.String("device-id", "", "this device's ID")
+	credFile := fs.String("credential-file", "", "file holding the daemon credential")
+	var harnesses harnessFlags
+	fs.Var(&harnesses, "harness", "adapter to register: script[=FILE] (a JSON script); repeatable (default: script)")
+	_ = fs.String("workspace", "", "bound workspace directory (not served yet)")
+	_ = fs.String("state", "", "state directory (not used yet)")
+	verbose := fs.Bool("v", false, "log at debug level")
+	if err := fs.Parse(args); err != nil {
+		return errUsage
+	}
+	if *core == "" || *device == "" || *credFile == "" {
+		fmt.Fprintln(stderr, "agentwire runtime: --core, --device-id and --credential-file are required")
+		return errUsage
+	}
+	secret, err := os.ReadFile(*credFile)
+	if err != nil {
+		return fmt.Errorf("runtime: cannot read the credential file: %w", errors.Unwrap(err))
+	}
+	reg := harness.NewRegistry()
+	if len(harnesses) == 0 {
+		harnesses = harnessFlags{"script"}
+	}
+	for _, h := range harnesses {
+		a, err := adapter(h)
+		if err != nil {
+			return err
+		}
+		if err := reg.Register(a); err != nil {
+			return fmt.Errorf("runtime: --harness %s: %w", h, err)
+		}
+	}
+	level := slog.LevelInfo
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err = daemon.Run(ctx, daemon.Config{
+		CoreURL: *core, DeviceID: *device, Credential: daemon.NewCredential(string(secret)), Registry: reg,
+		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
+	})
+	var perm *daemon.Permanent
+	if errors.As(err, &perm) {
+		return fmt.Errorf("runtime: %s\nto fix: %s", perm.What, perm.Fix)
+	}
+	return err
+}
+
+func adapter(spec string) (harness.Adapter, error) {
+	name, file, _ := strings.Cut(spec, "=")
+	switch name {
+	case "script":
+		var s script.Script
+		if file != "" {
+			b, err := os.ReadFile(file)
+			if err != nil {
+				return nil, fmt.Errorf("runtime: --harness %s: %w", spec, err)
+			}
+			if err := json.Unmarshal(b, &s); err != nil {
+				return nil, fmt.Errorf("runtime: --harness %s: the script is not valid JSON: %w", spec, err)
+			}
+		}
+		return script.New(s), nil
+	}
+	return nil, fmt.Errorf("runtime: --harness %s: unknown adapter (known: script)", spec)
+}

@@ -1,0 +1,324 @@
+package scenario
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/datadriven"
+	"github.com/coder/websocket"
+)
+
+// Scripted mode: the runner plays Core's frames from a transcript against a
+// real Runtime over a real WebSocket, reads the frames the Runtime sends
+// and compares them with the transcript. Neither side imports the other's
+// implementation (daemon-protocol.txt:194).
+//
+// Directives:
+//
+//	start                          input: the peer's setup (passed to Start); the peer connects
+//	send type=T [id=ID]            input: the payload; $name placeholders are substituted
+//	disconnect                     Core drops the socket (going away)
+//	reconnect                      wait for the peer's next connection
+//	close code=N                   Core closes the socket with code N
+//	silence                        the peer sends nothing within the silence window
+//
+// The expected output of a directive is the frames the peer sent after it,
+// one per line: "runtime: TYPE ID PAYLOAD" with the payload as JSON with
+// sorted keys; heartbeats are written "runtime: heartbeat" and are only
+// expected where a directive names them (start, reconnect). A value the
+// Runtime generates is written as a "$name" placeholder: the first frame
+// that carries it binds it, later lines must repeat the bound value, and
+// Core's frames get it substituted.
+
+// ScriptedOptions configure a scripted run.
+type ScriptedOptions struct {
+	// Start makes the real peer connect to coreURL (bootstrap and the
+	// WebSocket are served there), configured by setup; it returns a stop
+	// function that ends the peer and waits for it.
+	Start func(t *testing.T, coreURL, setup string) (stop func())
+	// Silence is how long "silence" listens (50 ms by default, the
+	// reference's window); it can only let a stray frame pass, never flake.
+	Silence time.Duration
+}
+
+// Paths a scripted Core serves.
+const (
+	scriptedBootstrap = "/api/v1/agent-daemon/bootstrap"
+	scriptedWS        = "/api/v1/agent-daemon/ws"
+)
+
+type scripted struct {
+	t        *testing.T
+	opts     ScriptedOptions
+	srv      *httptest.Server
+	accepted chan *websocket.Conn
+	ws       *websocket.Conn
+	frames   chan []byte
+	stop     func()
+	bind     map[string]string // $name → JSON text of the bound value
+}
+
+// RunScripted runs the transcript at path against the real peer Start starts.
+func RunScripted(t *testing.T, path string, opts ScriptedOptions) {
+	if opts.Silence == 0 {
+		opts.Silence = 50 * time.Millisecond
+	}
+	s := &scripted{t: t, opts: opts, accepted: make(chan *websocket.Conn, 4), bind: map[string]string{}}
+	mux := http.NewServeMux()
+	mux.HandleFunc(scriptedBootstrap, func(w http.ResponseWriter, r *http.Request) {
+		// decision: an interval far beyond the test keeps periodic
+		// heartbeats out of the transcript; the first one is asserted.
+		_ = json.NewEncoder(w).Encode(map[string]any{"ws_url": "ws://" + r.Host + scriptedWS, "heartbeat_seconds": 3600})
+	})
+	mux.HandleFunc(scriptedWS, func(w http.ResponseWriter, r *http.Request) {
+		c, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		s.accepted <- c
+	})
+	s.srv = httptest.NewServer(mux)
+	defer func() {
+		if s.ws != nil {
+			_ = s.ws.CloseNow()
+		}
+		if s.stop != nil {
+			s.stop()
+		}
+		s.srv.Close()
+	}()
+	datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+		out, err := s.do(d)
+		if err != nil {
+			return "error: " + err.Error() + "\n"
+		}
+		return out
+	})
+}
+
+func (s *scripted) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 10*time.Second)
+}
+
+func (s *scripted) do(d *datadriven.TestData) (string, error) {
+	switch d.Cmd {
+	case "start":
+		s.stop = s.opts.Start(s.t, s.srv.URL, d.Input)
+		if err := s.accept(); err != nil {
+			return "", err
+		}
+	case "reconnect":
+		if err := s.accept(); err != nil {
+			return "", err
+		}
+	case "send":
+		if err := s.send(d); err != nil {
+			return "", err
+		}
+	case "disconnect", "close":
+		code := websocket.StatusGoingAway
+		if c := arg(d, "code"); c != "" {
+			var n int
+			if _, err := fmt.Sscan(c, &n); err != nil {
+				return "", fmt.Errorf("close code=%s: %w", c, err)
+			}
+			code = websocket.StatusCode(n)
+		}
+		_ = s.ws.Close(code, "scenario")
+		s.ws = nil
+		return "", nil
+	case "silence":
+	default:
+		return "", fmt.Errorf("unknown directive %q", d.Cmd)
+	}
+	return s.expect(d)
+}
+
+// accept waits for the peer's next connection and starts reading it.
+func (s *scripted) accept() error {
+	select {
+	case c := <-s.accepted:
+		s.ws = c
+		s.frames = make(chan []byte, 64)
+		go func(c *websocket.Conn, out chan []byte) {
+			defer close(out)
+			for {
+				_, b, err := c.Read(context.Background())
+				if err != nil {
+					return
+				}
+				out <- b
+			}
+		}(c, s.frames)
+		return nil
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("the peer did not connect")
+	}
+}
+
+func (s *scripted) send(d *datadriven.TestData) error {
+	payload := strings.TrimSpace(d.Input)
+	if payload == "" {
+		payload = "{}"
+	}
+	for name, v := range s.bind {
+		payload = strings.ReplaceAll(payload, `"`+name+`"`, v)
+	}
+	id, _ := json.Marshal(arg(d, "id"))
+	frame := `{"type":"` + arg(d, "type") + `","id":` + string(id) + `,"payload":` + payload + `}`
+	ctx, cancel := s.ctx()
+	defer cancel()
+	return s.ws.Write(ctx, websocket.MessageText, []byte(frame))
+}
+
+// expect reads as many frames as the transcript expects (heartbeats only
+// where expected), then, for silence, listens for the window.
+func (s *scripted) expect(d *datadriven.TestData) (string, error) {
+	want := nonEmptyLines(d.Expected)
+	var out strings.Builder
+	for n := 0; n < len(want); n++ {
+		b, ok := s.next(10*time.Second, strings.TrimSpace(want[n]) == "runtime: heartbeat")
+		if !ok {
+			out.WriteString("(no frame)\n")
+			return out.String(), nil
+		}
+		out.WriteString(s.render(b, want[n]) + "\n")
+	}
+	if d.Cmd == "silence" || len(want) == 0 {
+		for {
+			b, ok := s.next(s.opts.Silence, false)
+			if !ok {
+				break
+			}
+			out.WriteString(s.render(b, "") + "\n")
+		}
+	}
+	return out.String(), nil
+}
+
+// next returns the next frame, skipping heartbeats unless one is wanted.
+func (s *scripted) next(wait time.Duration, heartbeat bool) ([]byte, bool) {
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		select {
+		case b, ok := <-s.frames:
+			if !ok {
+				return nil, false
+			}
+			if !heartbeat && bytes.Contains(b, []byte(`"type":"heartbeat"`)) {
+				continue
+			}
+			return b, true
+		case <-timer.C:
+			return nil, false
+		}
+	}
+}
+
+// render writes a frame as a transcript line, binding the placeholders of
+// the expected line and writing bound values back as their names.
+func (s *scripted) render(b []byte, want string) string {
+	var env struct {
+		Type    string          `json:"type"`
+		ID      string          `json:"id"`
+		Payload json.RawMessage `json:"payload"`
+	}
+	if err := json.Unmarshal(b, &env); err != nil {
+		return "runtime: (not JSON) " + string(b)
+	}
+	if env.Type == "heartbeat" {
+		return "runtime: heartbeat"
+	}
+	var actual any
+	_ = json.Unmarshal(env.Payload, &actual)
+	if parts := strings.SplitN(strings.TrimSpace(want), " ", 4); len(parts) == 4 {
+		var expected any
+		if json.Unmarshal([]byte(parts[3]), &expected) == nil {
+			s.match(expected, actual)
+		}
+	}
+	return fmt.Sprintf("runtime: %s %s %s", env.Type, orDash(env.ID), s.canonical(actual))
+}
+
+// match binds every unbound placeholder of expected to actual's value there.
+func (s *scripted) match(expected, actual any) {
+	switch e := expected.(type) {
+	case string:
+		if strings.HasPrefix(e, "$") {
+			if _, bound := s.bind[e]; !bound && actual != nil {
+				v, _ := json.Marshal(actual)
+				s.bind[e] = string(v)
+			}
+		}
+	case map[string]any:
+		a, _ := actual.(map[string]any)
+		for k, v := range e {
+			s.match(v, a[k])
+		}
+	case []any:
+		a, _ := actual.([]any)
+		for i, v := range e {
+			if i < len(a) {
+				s.match(v, a[i])
+			}
+		}
+	}
+}
+
+// canonical is v as JSON with sorted keys and bound values as their names.
+func (s *scripted) canonical(v any) string {
+	switch x := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			kb, _ := json.Marshal(k)
+			parts[i] = string(kb) + ":" + s.canonical(x[k])
+		}
+		return "{" + strings.Join(parts, ",") + "}"
+	case []any:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = s.canonical(e)
+		}
+		return "[" + strings.Join(parts, ",") + "]"
+	}
+	b, _ := json.Marshal(v)
+	for name, bound := range s.bind {
+		if string(b) == bound {
+			nb, _ := json.Marshal(name)
+			return string(nb)
+		}
+	}
+	return string(b)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func nonEmptyLines(s string) []string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.TrimSpace(l) != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}

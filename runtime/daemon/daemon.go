@@ -1,0 +1,241 @@
+// Package daemon is the Runtime daemon's connection supervisor: bootstrap,
+// the WebSocket dial, the heartbeat with the registered adapters'
+// declarations, permanent refusals, and reconnection with backoff and
+// jitter. Each physical connection gets a fresh driver and a fresh
+// execution Session; nothing is replayed across connections
+// (daemon-protocol.txt:19, :158).
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"time"
+
+	"github.com/agentwire/agentwire/fsm"
+	"github.com/agentwire/agentwire/fsm/connection"
+	"github.com/agentwire/agentwire/fsm/preparation"
+	"github.com/agentwire/agentwire/fsm/run"
+	"github.com/agentwire/agentwire/peer"
+	"github.com/agentwire/agentwire/runtime/execution"
+	"github.com/agentwire/agentwire/runtime/harness"
+	wire "github.com/agentwire/agentwire/spec/wire"
+)
+
+// Version is the daemon's build version that heartbeats report.
+const Version = "0.1.0"
+
+// Config configures the daemon.
+type Config struct {
+	CoreURL    string
+	DeviceID   string
+	Credential Credential
+	Registry   *harness.Registry
+	Logger     *slog.Logger
+	HTTPClient *http.Client
+	Clock      peer.Clock
+	// MinBackoff and MaxBackoff bound the wait before a reconnection
+	// (defaults 500 ms and 30 s); each wait is drawn with full jitter.
+	MinBackoff, MaxBackoff time.Duration
+	// MaxActive bounds active preparation and execution per connection.
+	MaxActive int
+	// OnConnected, when set, is called with each new connection's Conn
+	// (tests use it to observe the driver).
+	OnConnected func(*peer.Conn)
+}
+
+// Tables are the machines the daemon drives.
+func Tables() []*fsm.Table { return []*fsm.Table{connection.Table, preparation.Table, run.Table} }
+
+// Run connects and serves until ctx ends (nil) or a permanent refusal
+// (*Permanent). Transient failures reconnect after a jittered backoff.
+func Run(ctx context.Context, cfg Config) error {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{Timeout: 30 * time.Second}
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = peer.SystemClock()
+	}
+	if cfg.MinBackoff == 0 {
+		cfg.MinBackoff = 500 * time.Millisecond
+	}
+	if cfg.MaxBackoff == 0 {
+		cfg.MaxBackoff = 30 * time.Second
+	}
+	if cfg.Registry == nil {
+		return errors.New("daemon: no adapter registry")
+	}
+	if cfg.Credential.Empty() {
+		return &Permanent{What: "no credential", Fix: "pass --credential-file with the daemon credential"}
+	}
+	attempt := 0
+	for {
+		live, err := connectOnce(ctx, cfg)
+		if ctx.Err() != nil {
+			return nil
+		}
+		var perm *Permanent
+		if errors.As(err, &perm) {
+			cfg.Logger.Error("permanent refusal; not reconnecting", "what", perm.What, "fix", perm.Fix)
+			return perm
+		}
+		if live {
+			attempt = 0
+		}
+		wait := backoff(cfg.MinBackoff, cfg.MaxBackoff, attempt)
+		attempt++
+		cfg.Logger.Warn("connection ended; reconnecting", "err", err, "in", wait)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// backoff draws the wait before reconnection attempt n with full jitter.
+func backoff(minW, maxW time.Duration, n int) time.Duration {
+	ceil := minW
+	for i := 0; i < n && ceil < maxW; i++ {
+		ceil *= 2
+	}
+	ceil = min(ceil, maxW)
+	return minW/2 + rand.N(ceil-minW/2+1)
+}
+
+// connectOnce runs one physical connection: bootstrap, dial, serve. live
+// reports whether the upgrade was accepted (the backoff then restarts).
+func connectOnce(ctx context.Context, cfg Config) (live bool, err error) {
+	sess := execution.New(execution.Config{Registry: cfg.Registry, Clock: cfg.Clock, Logger: cfg.Logger, MaxActive: cfg.MaxActive})
+	defer sess.Close()
+	ch := &connHooks{cfg: cfg, sess: sess}
+	app := &app{conn: ch, sess: sess}
+	b, err := bootstrap(ctx, cfg.HTTPClient, cfg.CoreURL, cfg.DeviceID, cfg.Credential, Version)
+	if err != nil {
+		return false, err
+	}
+	pcfg := peer.Config{
+		Role: fsm.RoleRuntime, Tables: Tables(), Router: peer.CatalogRouter(Tables()), App: app,
+		Clock: cfg.Clock, Logger: cfg.Logger, Label: cfg.DeviceID,
+	}
+	if b.HeartbeatSeconds > 0 {
+		// decision: the interval bootstrap returned replaces the 15 s policy
+		// default (daemon-protocol.txt:14).
+		pcfg.Durations = map[string]time.Duration{"connection.heartbeat_interval": time.Duration(b.HeartbeatSeconds) * time.Second}
+	}
+	d, err := peer.New(pcfg)
+	if err != nil {
+		return false, err
+	}
+	key := peer.Key{Machine: connection.Table.Name}
+	target, err := dialURL(cfg.CoreURL, b, cfg.DeviceID)
+	if err != nil {
+		return false, err
+	}
+	// decision: bootstrap and the dial are blocking native calls, so the
+	// supervisor makes them itself and reports them to the connection
+	// machine as local events; dial_websocket has nothing left to do.
+	ws, err := dial(ctx, cfg.HTTPClient, target, cfg.Credential)
+	if err != nil {
+		return false, err
+	}
+	conn := peer.NewConn(d, peer.WebSocket(ws), peer.ConnConfig{})
+	sess.Attach(conn)
+	ch.conn = conn
+	// workaround: local events never create instances and the driver has
+	// no call that opens a locally started lifecycle, so the connection
+	// instance is created in its initial state through Restore.
+	if err := d.Restore([]peer.Saved{{Machine: connection.Table.Name, State: connection.StateIdle.String()}}); err != nil {
+		_ = ws.CloseNow()
+		return false, err
+	}
+	for _, e := range []connection.Event{connection.EventBootstrapRequested, connection.EventBootstrapOk, connection.EventUpgradeAccepted} {
+		if err := d.Local(key, fsm.EventID(e), nil); err != nil {
+			_ = ws.CloseNow()
+			return false, err
+		}
+	}
+	if cfg.OnConnected != nil {
+		cfg.OnConnected(conn)
+	}
+	cfg.Logger.Info("connected", "device", cfg.DeviceID)
+	runErr := conn.Run(ctx)
+	if peer.CloseStatus(runErr) == peer.StatusRetired {
+		return true, &Permanent{What: "Core closed the connection with 4001: this Runtime was retired or deleted",
+			Fix: "register the device again (a new credential) before restarting the daemon"}
+	}
+	if runErr == nil {
+		runErr = errors.New("the connection closed")
+	}
+	return true, fmt.Errorf("connection: %w", runErr)
+}
+
+// app composes the connection hooks with the execution Session.
+type app struct {
+	conn *connHooks
+	sess *execution.Session
+}
+
+func (a *app) Binding(machine string) fsm.Binding[*peer.Event] {
+	if machine == connection.Table.Name {
+		return connection.Runtime[*peer.Event](a.conn)
+	}
+	return a.sess.Binding(machine)
+}
+
+func (a *app) Refused(r *peer.Refusal)             { a.sess.Refused(r) }
+func (a *app) Stepped(ev *peer.Event, st fsm.Step) { a.sess.Stepped(ev, st) }
+
+// connHooks are the Runtime's hooks of the connection machine.
+type connHooks struct {
+	cfg  Config
+	sess *execution.Session
+	conn *peer.Conn
+}
+
+func (h *connHooks) heartbeat() wire.Heartbeat {
+	return wire.Heartbeat{
+		TS: h.cfg.Clock.Now().UnixMilli(), ActiveRequests: h.sess.Active(),
+		DaemonVersion: Version, SupportedAgentKinds: h.cfg.Registry.Kinds(),
+	}
+}
+
+// GuardValidDeclaration checks the heartbeat this Runtime is about to send.
+func (h *connHooks) GuardValidDeclaration(f *fsm.Firing[*peer.Event]) bool {
+	hb, ok := f.Arg.Msg.Payload.(wire.Heartbeat)
+	return ok && hb.Validate() == nil
+}
+
+// SendHeartbeat declares every registered kind with its full capabilities.
+func (h *connHooks) SendHeartbeat(f *fsm.Firing[*peer.Event]) error {
+	f.Arg.Driver().Send(peer.Outbound{Payload: h.heartbeat()}, nil)
+	return nil
+}
+
+func (h *connHooks) DoDialWebsocket(*fsm.Firing[*peer.Event]) error { return nil }
+
+func (h *connHooks) DoCloseTransport(*fsm.Firing[*peer.Event]) error {
+	if h.conn != nil {
+		go func() { _ = h.conn.Close() }()
+	}
+	return nil
+}
+
+// DoDropConnectionState: the Session dies with the connection (connectOnce
+// closes it), so nothing of it reaches the next one.
+func (h *connHooks) DoDropConnectionState(*fsm.Firing[*peer.Event]) error { return nil }
+
+// DoRequireOperator: the supervisor turns the refusal into *Permanent.
+func (h *connHooks) DoRequireOperator(*fsm.Firing[*peer.Event]) error { return nil }
+
+func (h *connHooks) DoCloseExecutors(*fsm.Firing[*peer.Event]) error { return nil }
+
+func (h *connHooks) DoRetainFailedTargets(*fsm.Firing[*peer.Event]) error { return nil }

@@ -1,0 +1,329 @@
+package execution
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/agentwire/agentwire/fsm"
+	"github.com/agentwire/agentwire/peer"
+	"github.com/agentwire/agentwire/runtime/harness"
+	wire "github.com/agentwire/agentwire/spec/wire"
+)
+
+// admission is the record of one preparation request: its handle, the
+// revisions it published, the Executor it owns until a start transfers it,
+// and the declaration it was admitted with.
+type admission struct {
+	requestID   string
+	handle      string
+	executorID  string
+	fingerprint [32]byte
+	readOnly    bool
+	decl        harness.Declaration
+	cfg         harness.ExecutorConfig
+
+	applied uint64 // the highest revision the machine applied (guards read it)
+	rev     uint64 // the highest revision this Runtime minted
+	last    *wire.PreparationStatus
+
+	exe         harness.Executor
+	prepDone    chan struct{} // closed when native preparation returned
+	transferred bool          // a start took the Executor
+	releasing   bool          // release, expiry, failure or loss: no ready may follow
+	expiresAt   int64
+}
+
+func fingerprint(p wire.Payload) [32]byte {
+	b, _ := json.Marshal(p)
+	return sha256.Sum256(b)
+}
+
+// record returns the admission an instance carries, if any.
+func record(i *peer.Instance) *admission {
+	if i == nil {
+		return nil
+	}
+	a, _ := i.Data.(*admission)
+	return a
+}
+
+type prepHooks struct{ s *Session }
+
+func status(ev *peer.Event) (wire.PreparationStatus, bool) {
+	if ev.Msg == nil {
+		return wire.PreparationStatus{}, false
+	}
+	st, ok := ev.Msg.Payload.(wire.PreparationStatus)
+	return st, ok
+}
+
+func (h prepHooks) GuardNewerRevision(f *fsm.Firing[*peer.Event]) bool {
+	st, ok := status(f.Arg)
+	a := record(f.Arg.Inst)
+	return ok && a != nil && st.Revision > a.applied
+}
+
+func (h prepHooks) GuardSameFingerprint(f *fsm.Firing[*peer.Event]) bool {
+	p, ok := f.Arg.Msg.Payload.(wire.ExecutionPrepare)
+	a := record(f.Arg.Inst)
+	return ok && a != nil && fingerprint(p) == a.fingerprint
+}
+
+func (h prepHooks) GuardCapacityRefusal(f *fsm.Firing[*peer.Event]) bool {
+	st, ok := status(f.Arg)
+	return ok && st.LeavesTurnUnclaimed()
+}
+
+func (h prepHooks) GuardRejectsPrepare(f *fsm.Firing[*peer.Event]) bool {
+	st, ok := status(f.Arg)
+	return ok && st.Operation == wire.PreparationOpPrepare
+}
+
+func (h prepHooks) GuardRejectsStart(f *fsm.Firing[*peer.Event]) bool {
+	st, ok := status(f.Arg)
+	return ok && st.Operation == wire.PreparationOpStart
+}
+
+func (h prepHooks) GuardReadOnlyProfile(f *fsm.Firing[*peer.Event]) bool {
+	a := record(f.Arg.Inst)
+	return a != nil && a.readOnly
+}
+
+// SendPreparationStatus answers whatever asked for a status: a first
+// execution_prepare is admitted (or rejected), a repeated one republishes
+// the last status, a start of a read-only handle is rejected, a repeated
+// release republishes, and the expiry publishes expired.
+func (h prepHooks) SendPreparationStatus(f *fsm.Firing[*peer.Event]) error {
+	s, ev := h.s, f.Arg
+	d := ev.Driver()
+	a := record(ev.Inst)
+	if ev.Msg == nil { // the admission_expiry timer
+		if a != nil {
+			a.releasing = true
+			s.publish(d, a, wire.PreparationStatus{State: wire.PreparationExpired})
+		}
+		return nil
+	}
+	switch p := ev.Msg.Payload.(type) {
+	case wire.ExecutionPrepare:
+		if a == nil {
+			s.admit(d, ev.Inst, p)
+			return nil
+		}
+		if a.last != nil {
+			send(d, a.requestID, *a.last)
+		}
+	case wire.ExecutionStart:
+		send(d, ev.Key.ID, wire.PreparationStatus{
+			State: wire.PreparationRejected, Operation: wire.PreparationOpStart,
+			ErrorCode: wire.PrepCodeReadOnlyPreparation, Handle: p.Handle, RunID: p.RunID,
+		})
+	case wire.ExecutionRelease:
+		if a != nil && a.last != nil {
+			send(d, a.requestID, *a.last)
+		}
+	}
+	return nil
+}
+
+// publish mints the next revision of a's handle and sends it.
+func (s *Session) publish(d *peer.Driver, a *admission, st wire.PreparationStatus) {
+	a.rev++
+	st.Revision, st.Handle = a.rev, a.handle
+	if a.executorID != "" && !a.readOnly {
+		st.ExecutorID = a.executorID
+	}
+	a.last = &st
+	send(d, a.requestID, st)
+}
+
+func (s *Session) reject(d *peer.Driver, id, op, code string, p wire.Payload) {
+	st := wire.PreparationStatus{State: wire.PreparationRejected, Operation: op, ErrorCode: code}
+	if start, ok := p.(wire.ExecutionStart); ok {
+		st.Handle, st.RunID = start.Handle, start.RunID
+	}
+	send(d, id, st)
+}
+
+// admit checks a fresh execution_prepare against the registry and the
+// capacity, grants a handle and starts native preparation off the loop.
+func (s *Session) admit(d *peer.Driver, inst *peer.Instance, p wire.ExecutionPrepare) {
+	cfg := p.Configuration
+	adapter, decl, ok := s.cfg.Registry.Lookup(cfg.AgentKind)
+	code := ""
+	switch {
+	case !ok || !decl.Available:
+		code = wire.PrepCodeResourceUnavailable
+	case !decl.Capabilities.Preparation.Supports():
+		code = wire.PrepCodeUnsupportedPreparation
+	case cfg.WorkspaceReadOnly && !decl.Capabilities.WorkspaceReadPreparation.Supports():
+		code = wire.PrepCodeUnsupportedReadPreparation
+	case len(cfg.FunctionTools) > 0 && !decl.Capabilities.FunctionTools.Supports():
+		code = wire.PrepCodeUnsupportedConfiguration
+	case s.active >= s.cfg.MaxActive:
+		// decision: capacity is checked before a handle is minted, so a
+		// refused Turn stays unclaimed and retryable (daemon-protocol.txt:116).
+		code = wire.PrepCodePreparationCapacity
+	}
+	if code != "" {
+		s.reject(d, inst.Key.ID, wire.PreparationOpPrepare, code, p)
+		return
+	}
+	a := &admission{
+		requestID: inst.Key.ID, handle: s.cfg.NewID("handle-"), executorID: s.cfg.NewID("executor-"),
+		fingerprint: fingerprint(p), readOnly: cfg.WorkspaceReadOnly, decl: decl,
+		cfg:      harness.ExecutorConfig{SessionID: p.SessionID, Configuration: cfg, Declaration: decl},
+		prepDone: make(chan struct{}),
+	}
+	inst.Data = a
+	s.admissions[a.requestID] = a
+	s.active++
+	s.publish(d, a, wire.PreparationStatus{State: wire.PreparationPreparing})
+	if a.readOnly {
+		// The read-only profile is served from the bound directory without
+		// starting a Harness process (daemon-protocol.txt:175).
+		close(a.prepDone)
+		s.grant(d, a)
+		return
+	}
+	s.goNative(func() {
+		exe, err := adapter.NewExecutor(s.ctx, a.cfg)
+		// prepDone closes after the post, whether or not it ran, so a
+		// settle_cleanup waiting for preparation never waits forever.
+		defer close(a.prepDone)
+		posted := s.post(func(d *peer.Driver) {
+			switch {
+			case a.releasing:
+				// Released or lost meanwhile: the settle_cleanup that
+				// followed closes it.
+				a.exe = exe
+			case err != nil:
+				s.cfg.Logger.Info("preparation failed", "request", a.requestID, "err", err)
+				a.releasing = true
+				s.publish(d, a, wire.PreparationStatus{State: wire.PreparationFailed, ErrorCode: wire.PrepCodePreparationFailed})
+			default:
+				a.exe = exe
+				s.grant(d, a)
+			}
+		})
+		if !posted && exe != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			if cerr := exe.Close(ctx); cerr != nil {
+				s.cfg.Logger.Warn("executor close after connection loss failed", "err", cerr)
+			}
+			cancel()
+		}
+	})
+}
+
+// grant publishes ready with the expiry, fixed here once: a repeated
+// execution_prepare republishes it unchanged.
+func (s *Session) grant(d *peer.Driver, a *admission) {
+	a.expiresAt = s.cfg.Clock.Now().Add(AdmissionTTL).UnixMilli()
+	s.publish(d, a, wire.PreparationStatus{State: wire.PreparationReady, ExpiresAt: a.expiresAt})
+}
+
+func (h prepHooks) DoRecordRejection(f *fsm.Firing[*peer.Event]) error { return nil }
+
+// DoSettleCleanup closes what the admission still owns: after a release it
+// publishes released once the close succeeded, or cleanup_unconfirmed.
+func (h prepHooks) DoSettleCleanup(f *fsm.Firing[*peer.Event]) error {
+	s, ev := h.s, f.Arg
+	a := record(ev.Inst)
+	if a == nil || a.transferred {
+		return nil
+	}
+	a.releasing = true
+	release := false
+	if ev.Msg != nil {
+		_, release = ev.Msg.Payload.(wire.ExecutionRelease)
+	}
+	wait := a.prepDone
+	s.goNative(func() {
+		select {
+		case <-wait:
+		case <-s.ctx.Done():
+			return
+		}
+		var exe harness.Executor
+		if !s.post(func(*peer.Driver) { exe, a.exe = a.exe, nil }) {
+			return
+		}
+		s.closeExecutor(exe, func(d *peer.Driver, err error) {
+			if !release {
+				return
+			}
+			if err != nil {
+				s.publish(d, a, wire.PreparationStatus{State: wire.PreparationFailed, ErrorCode: wire.PrepCodeCleanupUnconfirmed})
+				return
+			}
+			s.publish(d, a, wire.PreparationStatus{State: wire.PreparationReleased})
+		})
+	})
+	return nil
+}
+
+// Stepped keeps the revision the machine applied, for newer_revision.
+func (s *Session) Stepped(ev *peer.Event, st fsm.Step) {
+	if ev.Msg == nil || st.Disposition() == fsm.Rejected {
+		return
+	}
+	switch p := ev.Msg.Payload.(type) {
+	case wire.PreparationStatus:
+		if a := record(ev.Inst); a != nil && ev.Key.Machine == "preparation" && p.Revision > a.applied {
+			a.applied = p.Revision
+		}
+	case wire.PromptCancel:
+		if r := s.runs[ev.Key.ID]; r != nil && ev.Key.Machine == "run" {
+			r.cancelDelivery = p.DeliveryID
+		}
+	}
+}
+
+// Refused answers the frames whose family defines a reply: a refused
+// admission operation gets a rejected preparation_status naming the
+// operation and the code the table's reason starts with.
+func (s *Session) Refused(r *peer.Refusal) {
+	if r.Msg == nil || r.Msg.Payload == nil || s.conn == nil {
+		return
+	}
+	d := s.conn.Driver()
+	op, fallback := "", ""
+	switch r.Msg.Payload.(type) {
+	case wire.ExecutionPrepare:
+		op, fallback = wire.PreparationOpPrepare, wire.PrepCodeInvalidRequest
+		if r.Kind == peer.RefusedRoute {
+			// The 64 admission records are all live (daemon-protocol.txt:116).
+			fallback = wire.PrepCodePreparationCapacity
+		}
+	case wire.ExecutionStart:
+		op, fallback = wire.PreparationOpStart, wire.PrepCodeInvalidStart
+	case wire.ExecutionRelease:
+		op, fallback = wire.PreparationOpRelease, wire.PrepCodeInvalidRelease
+	default:
+		return
+	}
+	s.reject(d, r.Msg.ID, op, reasonCode(r.Err, fallback), r.Msg.Payload)
+}
+
+// reasonCode takes the finite code a table's rejection reason starts with
+// ("start_conflict: …"), or fallback.
+func reasonCode(err error, fallback string) string {
+	var te *fsm.TransitionError
+	if err == nil || !asTransition(err, &te) {
+		return fallback
+	}
+	code, _, ok := strings.Cut(te.Reason, ":")
+	if !ok {
+		return fallback
+	}
+	for _, c := range wire.PreparationCodes() {
+		if c == code {
+			return code
+		}
+	}
+	return fallback
+}

@@ -1,0 +1,159 @@
+package execution
+
+import (
+	"context"
+	"errors"
+
+	"github.com/agentwire/agentwire/fsm"
+	"github.com/agentwire/agentwire/peer"
+	"github.com/agentwire/agentwire/runtime/harness"
+	wire "github.com/agentwire/agentwire/spec/wire"
+)
+
+// runState is one Run's native side.
+type runState struct {
+	id             string
+	cancel         context.CancelFunc
+	cancelDelivery string // the delivery ID of the latest prompt_cancel (guards read it)
+	cancelled      bool
+	settled        bool
+	outcome        *wire.Done // what the native work settled with
+}
+
+type runHooks struct{ s *Session }
+
+func (h runHooks) GuardMatchesCancelDelivery(f *fsm.Firing[*peer.Event]) bool {
+	ack, ok := f.Arg.Msg.Payload.(wire.InteractionDecisionAck)
+	r := h.s.runs[f.Arg.Key.ID]
+	return ok && r != nil && ack.DeliveryID != "" && ack.DeliveryID == r.cancelDelivery
+}
+
+// DoStartNative starts the Run: from a ready admission (execution_start,
+// whose handle and Executor must be the ones this request was granted, so
+// an old handle never consumes a replacement's admission) or directly
+// (prompt_request, which prepares its own Executor).
+func (h runHooks) DoStartNative(f *fsm.Firing[*peer.Event]) error {
+	s, ev := h.s, f.Arg
+	d := ev.Driver()
+	runID := ev.Key.ID
+	switch p := ev.Msg.Payload.(type) {
+	case wire.ExecutionStart:
+		a := s.admissions[ev.Msg.ID]
+		code := ""
+		switch {
+		case a == nil:
+			code = wire.PrepCodeUnknownPreparation
+		case a.handle != p.Handle:
+			code = wire.PrepCodeInvalidStart
+		case a.executorID != p.ExecutorID:
+			code = wire.PrepCodeUnknownExecutor
+		case s.runs[runID] != nil:
+			code = wire.PrepCodeRunConflict
+		case a.exe == nil:
+			code = wire.PrepCodeExecutorUnavailable
+		}
+		if code != "" {
+			s.reject(d, ev.Msg.ID, wire.PreparationOpStart, code, p)
+			return nil
+		}
+		a.transferred = true
+		exe := a.exe
+		a.exe = nil
+		s.publish(d, a, wire.PreparationStatus{State: wire.PreparationStarting})
+		s.publish(d, a, wire.PreparationStatus{State: wire.PreparationStarted, RunID: runID})
+		s.startRun(runID, harness.Turn{RunID: runID, Input: p.Input, Declaration: a.decl}, func(context.Context) (harness.Executor, error) {
+			return exe, nil
+		})
+	case wire.PromptRequest:
+		adapter, decl, ok := s.cfg.Registry.Lookup(p.AgentKind)
+		if !ok || !decl.Available || s.runs[runID] != nil || s.active >= s.cfg.MaxActive {
+			// prompt_request has no rejection receipt: the Run fails with an
+			// error and done (daemon-protocol.txt:124).
+			send(d, runID, wire.ErrorFrame{Error: "the Runtime cannot start this Run now"})
+			send(d, runID, wire.Done{})
+			return nil
+		}
+		s.active++
+		cfg := harness.ExecutorConfig{Configuration: p, Declaration: decl}
+		s.startRun(runID, harness.Turn{RunID: runID, Input: p.Input, Declaration: decl}, func(ctx context.Context) (harness.Executor, error) {
+			return adapter.NewExecutor(ctx, cfg)
+		})
+	}
+	return nil
+}
+
+// startRun runs the Turn on its own goroutine. Frames go out through the
+// connection in order; when the native work settles, done is published,
+// and a cancellation receipt follows when prompt_cancel asked for one.
+func (s *Session) startRun(runID string, turn harness.Turn, executor func(context.Context) (harness.Executor, error)) {
+	ctx, cancel := context.WithCancel(s.ctx)
+	r := &runState{id: runID, cancel: cancel}
+	s.runs[runID] = r
+	s.goNative(func() {
+		defer cancel()
+		emit := func(ctx context.Context, p wire.Payload) error {
+			if s.conn == nil {
+				return errConnectionGone
+			}
+			return s.conn.Send(ctx, peer.Outbound{ID: runID, Payload: p})
+		}
+		var done wire.Done
+		exe, err := executor(ctx)
+		if err == nil {
+			done, err = exe.Run(ctx, turn, emit)
+		}
+		if err != nil && !errors.Is(err, context.Canceled) {
+			_ = emit(s.ctx, wire.ErrorFrame{Error: boundedError(err)})
+		}
+		_ = s.post(func(d *peer.Driver) {
+			r.settled, r.outcome = true, &done
+			send(d, runID, done)
+			if r.cancelled {
+				s.ackCancel(d, r)
+			}
+		})
+		if exe != nil {
+			s.closeExecutor(exe, nil)
+		} else {
+			s.post(func(*peer.Driver) { s.active-- })
+		}
+	})
+}
+
+func (s *Session) ackCancel(d *peer.Driver, r *runState) {
+	applied := true
+	send(d, r.id, wire.InteractionDecisionAck{DeliveryID: r.cancelDelivery, Applied: &applied, Outcome: r.outcome})
+}
+
+// DoCancelNative cancels the native work; the receipt follows its
+// settlement, never the request (daemon-protocol.txt:138). A repeat after
+// settlement is answered at once.
+func (h runHooks) DoCancelNative(f *fsm.Firing[*peer.Event]) error {
+	s, ev := h.s, f.Arg
+	r := s.runs[ev.Key.ID]
+	if r == nil {
+		return nil
+	}
+	if p, ok := ev.Msg.Payload.(wire.PromptCancel); ok {
+		r.cancelDelivery = p.DeliveryID
+	}
+	r.cancelled = true
+	if r.settled {
+		s.ackCancel(ev.Driver(), r)
+		return nil
+	}
+	r.cancel()
+	return nil
+}
+
+// boundedError keeps an adapter's error text short on the wire.
+func boundedError(err error) string {
+	const max = 512
+	msg := err.Error()
+	if len(msg) > max {
+		msg = msg[:max] + "…"
+	}
+	return msg
+}
+
+func asTransition(err error, te **fsm.TransitionError) bool { return errors.As(err, te) }

@@ -1,0 +1,175 @@
+// Package execution holds the Runtime's hooks for execution admission
+// (fsm/preparation) and Runs (fsm/run) on one physical connection. The
+// driver (peer) routes frames and steps the generated machines; this
+// package only evaluates guards, builds the frames the machines ask for and
+// starts native work, which runs on goroutines and reports back through the
+// connection's loop (Session.post), never inside the receive loop
+// (daemon-protocol.txt:116).
+package execution
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/agentwire/agentwire/fsm"
+	"github.com/agentwire/agentwire/fsm/preparation"
+	"github.com/agentwire/agentwire/fsm/run"
+	"github.com/agentwire/agentwire/peer"
+	"github.com/agentwire/agentwire/runtime/harness"
+	wire "github.com/agentwire/agentwire/spec/wire"
+)
+
+// AdmissionTTL is how long a granted admission stays valid; retries never
+// extend it (daemon-protocol.txt:116).
+const AdmissionTTL = 5 * time.Minute
+
+// DefaultMaxActive bounds active preparations and executions (closing or
+// uncertain ones included) on one connection, as the reference's
+// preparationCapacity.
+const DefaultMaxActive = 4
+
+// Config is what a Session needs.
+type Config struct {
+	Registry *harness.Registry
+	Clock    peer.Clock
+	Logger   *slog.Logger
+	// MaxActive bounds active preparation and execution; 0 takes DefaultMaxActive.
+	MaxActive int
+	// NewID mints Executor IDs and admission handles; nil uses random hex.
+	NewID func(prefix string) string
+}
+
+// Session is the execution state of one physical connection: admission
+// records, Runs and the capacity they hold. Each connection gets a new
+// Session; nothing is carried over (daemon-protocol.txt:19). Its fields are
+// touched only on the connection's loop goroutine (hooks and post).
+type Session struct {
+	cfg  Config
+	conn *peer.Conn
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	admissions map[string]*admission // by preparation request ID
+	runs       map[string]*runState  // by Run ID
+	active     int                   // slots held by preparations, executions and unconfirmed cleanup
+}
+
+// New returns a Session for one connection.
+func New(cfg Config) *Session {
+	if cfg.Clock == nil {
+		cfg.Clock = peer.SystemClock()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.MaxActive == 0 {
+		cfg.MaxActive = DefaultMaxActive
+	}
+	if cfg.NewID == nil {
+		cfg.NewID = randomID
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Session{cfg: cfg, ctx: ctx, cancel: cancel, admissions: map[string]*admission{}, runs: map[string]*runState{}}
+}
+
+func randomID(prefix string) string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// Attach binds the Session to the Conn that runs its driver; call it before
+// Conn.Run.
+func (s *Session) Attach(c *peer.Conn) { s.conn = c }
+
+// Active is the number of active Runs, for the heartbeat.
+func (s *Session) Active() int {
+	n := 0
+	for _, r := range s.runs {
+		if !r.settled {
+			n++
+		}
+	}
+	return n
+}
+
+// Close cancels native work still running for this connection and waits
+// for every goroutine the Session started (native work settles first).
+func (s *Session) Close() {
+	s.cancel()
+	s.wg.Wait()
+}
+
+// Binding returns the Session's binding of machine, or nil.
+func (s *Session) Binding(machine string) fsm.Binding[*peer.Event] {
+	switch machine {
+	case preparation.Table.Name:
+		return preparation.Runtime[*peer.Event](prepHooks{s})
+	case run.Table.Name:
+		return run.Runtime[*peer.Event](runHooks{s})
+	}
+	return nil
+}
+
+// go runs fn on a goroutine the Session waits for.
+func (s *Session) goNative(fn func()) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		fn()
+	}()
+}
+
+// post runs fn on the connection's loop. It reports false when the
+// connection is gone, in which case fn did not run.
+func (s *Session) post(fn func(d *peer.Driver)) bool {
+	if s.conn == nil {
+		return false
+	}
+	err := s.conn.Do(context.Background(), fn)
+	return err == nil
+}
+
+// send queues a frame from a hook or a posted func; failures are the
+// machine's (failed-send events) and are logged by the driver.
+func send(d *peer.Driver, id string, p wire.Payload) {
+	d.Send(peer.Outbound{ID: id, Payload: p}, nil)
+}
+
+// closeExecutor closes exe outside the loop and then releases the slot
+// (only on success: an unconfirmed close keeps its capacity,
+// daemon-protocol.txt:116) and calls then on the loop, when the connection
+// still runs.
+func (s *Session) closeExecutor(exe harness.Executor, then func(d *peer.Driver, err error)) {
+	s.goNative(func() {
+		var err error
+		if exe != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			err = exe.Close(ctx)
+			cancel()
+		}
+		if err != nil {
+			s.cfg.Logger.Warn("executor close failed; it stays owned", "err", err)
+		}
+		ok := s.post(func(d *peer.Driver) {
+			if err == nil {
+				s.active--
+			}
+			if then != nil {
+				then(d, err)
+			}
+		})
+		if !ok && err != nil {
+			s.cfg.Logger.Warn("executor cleanup unconfirmed after the connection closed")
+		}
+	})
+}
+
+var errConnectionGone = errors.New("execution: the connection is gone")
