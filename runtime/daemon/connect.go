@@ -15,7 +15,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	wire "github.com/agentwire/agentwire/spec/wire"
+	"github.com/agentwire/agentwire/wire"
 )
 
 // Credential is the daemon's machine credential. It prints, formats and

@@ -22,7 +22,7 @@ import (
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/runtime/execution"
 	"github.com/agentwire/agentwire/runtime/harness"
-	wire "github.com/agentwire/agentwire/spec/wire"
+	"github.com/agentwire/agentwire/wire"
 )
 
 // Version is the daemon's build version that heartbeats report.
@@ -123,7 +123,7 @@ func connectOnce(ctx context.Context, cfg Config) (live bool, err error) {
 		return false, err
 	}
 	pcfg := peer.Config{
-		Role: fsm.RoleRuntime, Tables: Tables(), Router: peer.CatalogRouter(Tables()), App: app,
+		Role: fsm.RoleRuntime, Tables: Tables(), Router: peer.MustCatalogRouter(Tables()), App: app,
 		Clock: cfg.Clock, Logger: cfg.Logger, Label: cfg.DeviceID,
 	}
 	if b.HeartbeatSeconds > 0 {

@@ -22,7 +22,7 @@ import (
 	"github.com/agentwire/agentwire/runtime/adapters/script"
 	"github.com/agentwire/agentwire/runtime/daemon"
 	"github.com/agentwire/agentwire/runtime/harness"
-	wire "github.com/agentwire/agentwire/spec/wire"
+	"github.com/agentwire/agentwire/wire"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

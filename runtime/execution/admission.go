@@ -10,7 +10,7 @@ import (
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/runtime/harness"
-	wire "github.com/agentwire/agentwire/spec/wire"
+	"github.com/agentwire/agentwire/wire"
 )
 
 // admission is the record of one preparation request: its handle, the

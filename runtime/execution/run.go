@@ -7,7 +7,7 @@ import (
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/runtime/harness"
-	wire "github.com/agentwire/agentwire/spec/wire"
+	"github.com/agentwire/agentwire/wire"
 )
 
 // runState is one Run's native side.

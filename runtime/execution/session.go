@@ -21,7 +21,7 @@ import (
 	"github.com/agentwire/agentwire/fsm/run"
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/runtime/harness"
-	wire "github.com/agentwire/agentwire/spec/wire"
+	"github.com/agentwire/agentwire/wire"
 )
 
 // AdmissionTTL is how long a granted admission stays valid; retries never

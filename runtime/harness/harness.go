@@ -18,7 +18,7 @@ import (
 	"sort"
 	"sync"
 
-	wire "github.com/agentwire/agentwire/spec/wire"
+	"github.com/agentwire/agentwire/wire"
 )
 
 // Declaration is what an adapter declares about its agent kind.

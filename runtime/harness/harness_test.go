@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentwire/agentwire/runtime/harness"
-	wire "github.com/agentwire/agentwire/spec/wire"
-	"github.com/agentwire/agentwire/spec/wire/wiretest"
+	"github.com/agentwire/agentwire/wire"
+	"github.com/agentwire/agentwire/wire/wiretest"
 )
 
 type fake struct{ decl harness.Declaration }

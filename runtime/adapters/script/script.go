@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/agentwire/agentwire/runtime/harness"
-	wire "github.com/agentwire/agentwire/spec/wire"
-	"github.com/agentwire/agentwire/spec/wire/wiretest"
+	"github.com/agentwire/agentwire/wire"
+	"github.com/agentwire/agentwire/wire/wiretest"
 )
 
 // Kind is the agent kind the adapter declares unless Script.Kind says otherwise.
