@@ -107,6 +107,18 @@ func (d *Driver) local(k Key, e fsm.EventID, arg any) error {
 	return d.step(i, e, d.event(nil, false, arg))
 }
 
+// Open creates the instance k in its machine's initial state without
+// firing anything, for lifecycles that begin with local events (the
+// connection's own instance, opened when the peer starts dialling). Opening
+// an instance that exists is a no-op.
+func (d *Driver) Open(k Key) (*Instance, error) {
+	i, err := d.instance(k, true)
+	if err != nil {
+		return nil, &SendError{Type: "open", Key: k, Err: err}
+	}
+	return i, nil
+}
+
 // ConnectionLost fires connection_lost on every unsettled instance whose
 // machine declares it, in key order, and fails every queued send. The
 // driver accepts no frame afterwards: a reconnection gets a new driver

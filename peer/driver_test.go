@@ -353,3 +353,45 @@ func TestInstanceLimitEvictsOnlySettled(t *testing.T) {
 	assert.Equal(t, "(none)", state(t, d, "preparation", "b"))
 	assert.Equal(t, "requested", state(t, d, "preparation", "c"))
 }
+
+func TestRefusalRepliesBypassTheMachines(t *testing.T) {
+	p := newPair(t)
+	send(p.core, peer.Outbound{ID: prepID, Payload: prepare(t)})
+	p.pump()
+	send(p.core, peer.Outbound{ID: prepID, Payload: start()})
+	p.pump()
+	// A late prompt_cancel for a Run the Runtime never saw is refused by its
+	// machine; the Runtime answers run_inactive without stepping anything.
+	frame, err := wire.Encode("run-9", wire.PromptCancel{DeliveryID: "late"}, "")
+	require.NoError(t, err)
+	require.ErrorIs(t, p.runtime.Deliver(frame), fsm.ErrRejected)
+	refused := false
+	ack := send(p.runtime, peer.Outbound{ID: "run-9", Refusal: true, Payload: wire.InteractionDecisionAck{DeliveryID: "late", Applied: &refused, ErrorCode: "run_inactive"}})
+	w, ok := p.runtime.NextWrite()
+	require.True(t, ok)
+	p.runtime.Written(w, nil)
+	require.NoError(t, ack())
+	assert.Equal(t, "(none)", state(t, p.runtime, "run", "run-9"))
+	// Without Refusal the same frame is refused before it is written.
+	bad := send(p.runtime, peer.Outbound{ID: "run-9", Payload: wire.InteractionDecisionAck{DeliveryID: "late", Applied: &refused, ErrorCode: "run_inactive"}})
+	_, ok = p.runtime.NextWrite()
+	require.False(t, ok)
+	require.Error(t, bad())
+	// Refusals are still validated.
+	invalid := send(p.runtime, peer.Outbound{ID: "run-9", Refusal: true, Payload: wire.InteractionDecisionAck{DeliveryID: ""}})
+	_, ok = p.runtime.NextWrite()
+	require.False(t, ok)
+	require.Error(t, invalid())
+}
+
+func TestOpenCreatesAnInstanceWithoutAnEvent(t *testing.T) {
+	p := newPair(t)
+	i, err := p.core.Open(peer.Key{Machine: "run", ID: "r"})
+	require.NoError(t, err)
+	assert.Equal(t, "idle", i.StateName())
+	again, err := p.core.Open(peer.Key{Machine: "run", ID: "r"})
+	require.NoError(t, err)
+	assert.Same(t, i, again)
+	_, err = p.core.Open(peer.Key{Machine: "nope", ID: "r"})
+	require.Error(t, err)
+}

@@ -10,6 +10,12 @@ type Outbound struct {
 	ID      string
 	Payload wire.Payload
 	Trace   string
+	// Refusal marks the typed answer to a frame the driver refused (a
+	// preparation_status rejected, an interaction_decision_ack with
+	// run_inactive, a result with invalid_request): it is validated and
+	// written like any frame, but it is not a step of any lifecycle, so no
+	// machine is consulted or fired. Send it only from App.Refused.
+	Refusal bool
 }
 
 // Write is a frame ready to be written, handed out by NextWrite. The caller
@@ -91,6 +97,10 @@ func (d *Driver) prepare(w *Write) error {
 	if entry.Direction == d.dir {
 		return &SendError{Type: typ, Err: errWrongDirection}
 	}
+	if w.out.Refusal {
+		w.Frame, w.Type, w.ID = frame, typ, w.out.ID
+		return nil
+	}
 	targets, err := d.cfg.Router.Route(&w.msg, d, nil)
 	if err != nil {
 		return &SendError{Type: typ, Err: err}
@@ -164,6 +174,10 @@ func (d *Driver) Written(w *Write, werr error) {
 		return
 	}
 	d.stats.Writes++
+	if w.out.Refusal {
+		w.finish(nil)
+		return
+	}
 	// The frame left: the sender learns that, whatever an effect hook of
 	// the send event did (effect failures are logged and counted).
 	_ = d.fire(&w.msg, true)

@@ -150,10 +150,9 @@ func connectOnce(ctx context.Context, cfg Config) (live bool, err error) {
 	conn := peer.NewConn(d, peer.WebSocket(ws), peer.ConnConfig{})
 	sess.Attach(conn)
 	ch.conn = conn
-	// workaround: local events never create instances and the driver has
-	// no call that opens a locally started lifecycle, so the connection
-	// instance is created in its initial state through Restore.
-	if err := d.Restore([]peer.Saved{{Machine: connection.Table.Name, State: connection.StateIdle.String()}}); err != nil {
+	// The connection's lifecycle starts with local events (bootstrap, dial),
+	// so its one instance is opened before they fire.
+	if _, err := d.Open(key); err != nil {
 		_ = ws.CloseNow()
 		return false, err
 	}

@@ -141,11 +141,16 @@ func (s *Session) publish(d *peer.Driver, a *admission, st wire.PreparationStatu
 }
 
 func (s *Session) reject(d *peer.Driver, id, op, code string, p wire.Payload) {
+	send(d, id, rejection(op, code, p))
+}
+
+// rejection is the preparation_status that rejects one control operation.
+func rejection(op, code string, p wire.Payload) wire.PreparationStatus {
 	st := wire.PreparationStatus{State: wire.PreparationRejected, Operation: op, ErrorCode: code}
 	if start, ok := p.(wire.ExecutionStart); ok {
 		st.Handle, st.RunID = start.Handle, start.RunID
 	}
-	send(d, id, st)
+	return st
 }
 
 // admit checks a fresh execution_prepare against the registry and the
@@ -292,7 +297,15 @@ func (s *Session) Refused(r *peer.Refusal) {
 	}
 	d := s.conn.Driver()
 	op, fallback := "", ""
-	switch r.Msg.Payload.(type) {
+	switch p := r.Msg.Payload.(type) {
+	case wire.PromptCancel:
+		// decision: a cancellation for a Run this connection does not run (or
+		// no longer runs) is answered run_inactive, as the reference does;
+		// the receipt proves nothing was cancelled (daemon-protocol.txt:163).
+		applied := false
+		d.Send(peer.Outbound{ID: r.Msg.ID, Refusal: true, Payload: wire.InteractionDecisionAck{
+			DeliveryID: p.DeliveryID, Applied: &applied, ErrorCode: "run_inactive"}}, nil)
+		return
 	case wire.ExecutionPrepare:
 		op, fallback = wire.PreparationOpPrepare, wire.PrepCodeInvalidRequest
 		if r.Kind == peer.RefusedRoute {
@@ -306,7 +319,10 @@ func (s *Session) Refused(r *peer.Refusal) {
 	default:
 		return
 	}
-	s.reject(d, r.Msg.ID, op, reasonCode(r.Err, fallback), r.Msg.Payload)
+	// The machine refused the frame, so the answer is a refusal reply: it
+	// steps no lifecycle (a refused duplicate start must not move the handle
+	// whose start is in flight, daemon-protocol.txt:114).
+	d.Send(peer.Outbound{ID: r.Msg.ID, Refusal: true, Payload: rejection(op, reasonCode(r.Err, fallback), r.Msg.Payload)}, nil)
 }
 
 // reasonCode takes the finite code a table's rejection reason starts with
