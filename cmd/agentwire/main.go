@@ -16,6 +16,7 @@ const usage = `usage: agentwire <command> [flags]
 commands:
   generate   load spec/, validate it and write fsm/ and docs/machines/
   diagram    print one machine's diagram: agentwire diagram <machine> --format mermaid|dot|svg
+  core       run and administer Core: agentwire core serve|credential|devices
 
 Run "agentwire <command> -h" for the flags of one command.
 `
@@ -45,6 +46,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runGenerate(args[1:], stdout, stderr)
 	case "diagram":
 		return runDiagram(args[1:], stdout, stderr)
+	case "core":
+		return runCore(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return nil
