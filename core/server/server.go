@@ -5,11 +5,11 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"net/http"
 	"time"
 
+	"github.com/agentwire/agentwire/core/api"
 	"github.com/agentwire/agentwire/core/credential"
 	"github.com/agentwire/agentwire/core/gateway"
 	"github.com/agentwire/agentwire/core/store"
@@ -31,6 +31,7 @@ type Server struct {
 	creds   credential.Issuer
 	gateway *gateway.Gateway
 	mux     *http.ServeMux
+	journal *api.Journal
 }
 
 // New builds the routes.
@@ -45,7 +46,11 @@ func New(cfg Config) *Server {
 	s.creds = credential.Issuer{Store: cfg.Store, Now: cfg.Clock.Now}
 	s.gateway = gateway.New(gateway.Config{Store: cfg.Store, Credentials: s.creds, PublicURL: cfg.PublicURL, Clock: cfg.Clock, Logger: cfg.Logger})
 	s.gateway.Register(s.mux)
-	s.mux.HandleFunc("GET /api/v1/devices", s.devices)
+	s.journal = &api.Journal{Store: cfg.Store}
+	api.New(api.Config{
+		Store: cfg.Store, Credentials: s.creds, Journal: s.journal, Now: cfg.Clock.Now, Logger: cfg.Logger,
+		Devices: func(ctx context.Context) (any, error) { return DeviceViews(ctx, cfg.Store) },
+	}).Register(s.mux)
 	return s
 }
 
@@ -57,44 +62,6 @@ func (s *Server) Close() { s.gateway.Close() }
 
 // Gateway exposes the daemon gateway (the scheduler selects devices there).
 func (s *Server) Gateway() *gateway.Gateway { return s.gateway }
-
-// APIError is the public API's error body; Field names the offending
-// request field when there is one.
-type APIError struct {
-	Error  string `json:"error"`
-	Detail string `json:"detail,omitempty"`
-	Field  string `json:"field,omitempty"`
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-// authorize admits a project API key or the administration key; a device
-// credential never opens the public API.
-func (s *Server) authorize(w http.ResponseWriter, r *http.Request) (store.Credential, bool) {
-	secret := credential.BearerToken(r.Header.Get("Authorization"))
-	c, err := s.creds.Authenticate(r.Context(), secret, store.KindProject)
-	if errors.Is(err, credential.ErrWrongKind) {
-		c, err = s.creds.Authenticate(r.Context(), secret, store.KindAdmin)
-	}
-	switch {
-	case err == nil:
-		return c, true
-	case errors.Is(err, credential.ErrMissing):
-		writeJSON(w, http.StatusUnauthorized, APIError{Error: "missing_bearer", Detail: "a project API key is required"})
-	case errors.Is(err, credential.ErrWrongKind):
-		writeJSON(w, http.StatusForbidden, APIError{Error: "wrong_credential_kind", Detail: "only a project API key or the administration key opens the API"})
-	case errors.Is(err, credential.ErrBad):
-		writeJSON(w, http.StatusUnauthorized, APIError{Error: "bad_credential", Detail: "the credential is unknown or revoked"})
-	default:
-		s.cfg.Logger.Error("server: authorize", "err", err)
-		writeJSON(w, http.StatusInternalServerError, APIError{Error: "internal"})
-	}
-	return store.Credential{}, false
-}
 
 // DeviceView is one device of the registry as the API shows it.
 type DeviceView struct {
@@ -125,17 +92,4 @@ func DeviceViews(ctx context.Context, st store.Store) ([]DeviceView, error) {
 		out = append(out, v)
 	}
 	return out, nil
-}
-
-func (s *Server) devices(w http.ResponseWriter, r *http.Request) {
-	if _, ok := s.authorize(w, r); !ok {
-		return
-	}
-	list, err := DeviceViews(r.Context(), s.cfg.Store)
-	if err != nil {
-		s.cfg.Logger.Error("server: devices", "err", err)
-		writeJSON(w, http.StatusInternalServerError, APIError{Error: "internal"})
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"devices": list})
 }
