@@ -144,6 +144,23 @@ func TestCoreServeProcess(t *testing.T) {
 	assert.True(t, devices.Devices[0].Connected)
 	assert.Equal(t, "codex", devices.Devices[0].AgentKinds[0].Kind)
 
+	// The CLI wrappers: create a Session, submit a Turn, read its status.
+	cli := func(args ...string) map[string]any {
+		c := exec.Command(bin, args...)
+		c.Env = append(os.Environ(), "AGENTWIRE_API_KEY="+proj.Secret)
+		out, err := c.Output()
+		require.NoError(t, err, "%v", args)
+		var v map[string]any
+		require.NoError(t, json.Unmarshal(out, &v), "%s", out)
+		return v
+	}
+	ses := cli("session", "create", "--core", base, "--kind", "codex")
+	turn := cli("turn", "submit", "--core", base, "--session", ses["id"].(string), "hello")
+	status := cli("turn", "status", "--core", base, turn["id"].(string))
+	assert.Equal(t, map[string]any{"state": "queued"}, status["status"])
+	devs := cli("devices", "--core", base)
+	assert.Len(t, devs["devices"], 1)
+
 	// A device credential never opens the public API.
 	req, _ = http.NewRequest(http.MethodGet, base+"/api/v1/devices", nil)
 	req.Header.Set("Authorization", "Bearer "+dev.Secret)
