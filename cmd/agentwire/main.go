@@ -1,5 +1,6 @@
-// Command agentwire regenerates the protocol machines from spec/ and renders
-// their diagrams. Later subcommands run the reference peers.
+// Command agentwire regenerates the protocol machines from spec/, renders
+// their diagrams, and runs the reference peers: the Runtime daemon and Core,
+// with Core's public API wrapped as CLI commands.
 package main
 
 import (
@@ -17,6 +18,10 @@ commands:
   generate   load spec/, validate it and write fsm/ and docs/machines/
   diagram    print one machine's diagram: agentwire diagram <machine> --format mermaid|dot|svg
   runtime    run the Runtime daemon: agentwire runtime --core URL --device-id ID --credential-file FILE
+  core       run and administer Core: agentwire core serve|credential|devices
+  session    create or get a Session through the public API (AGENTWIRE_API_KEY)
+  turn       submit a Turn or get its status through the public API
+  devices    list the device registry through the public API
 
 Run "agentwire <command> -h" for the flags of one command.
 `
@@ -48,6 +53,14 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runDiagram(args[1:], stdout, stderr)
 	case "runtime":
 		return runRuntime(args[1:], stdout, stderr)
+	case "core":
+		return runCore(args[1:], stdout, stderr)
+	case "session":
+		return runSession(args[1:], stdout, stderr)
+	case "turn":
+		return runTurn(args[1:], stdout, stderr)
+	case "devices":
+		return runDevices(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+)
+
+// The public API's CLI wrappers. The API key comes from AGENTWIRE_API_KEY
+// and travels only in the Authorization header, never in a URL or a flag
+// (flags show up in process listings).
+
+type apiClient struct {
+	base, key string
+}
+
+func newAPIClient(core string) (*apiClient, error) {
+	key := os.Getenv("AGENTWIRE_API_KEY")
+	if key == "" {
+		return nil, errors.New("set AGENTWIRE_API_KEY to a project API key")
+	}
+	if core == "" {
+		return nil, errors.New("--core is required (e.g. http://127.0.0.1:8080)")
+	}
+	return &apiClient{base: strings.TrimRight(core, "/"), key: key}, nil
+}
+
+// call sends a JSON request and writes the JSON answer to out; a non-2xx
+// answer becomes an error carrying the API's error body.
+func (c *apiClient) call(method, path string, body any, out io.Writer) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, c.base+path, rd)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.key)
+	req.Header.Set("Content-Type", "application/json")
+	hc := &http.Client{Timeout: 30 * time.Second}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, strings.TrimSpace(string(b)))
+	}
+	var pretty bytes.Buffer
+	if json.Indent(&pretty, b, "", "  ") == nil {
+		b = append(pretty.Bytes(), '\n')
+	}
+	_, err = out.Write(b)
+	return err
+}
+
+func runSession(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || (args[0] != "create" && args[0] != "get") {
+		fmt.Fprintln(stderr, "usage: agentwire session create --core URL --kind KIND [--env none|openai_hosted|self_hosted]\n       agentwire session get --core URL ID")
+		return errUsage
+	}
+	fs := newFlags("session "+args[0], stderr)
+	core := fs.String("core", "", "Core's base URL")
+	kind := fs.String("kind", "", "agent kind (create)")
+	envType := fs.String("env", "none", "Environment type (create)")
+	if err := fs.Parse(args[1:]); err != nil {
+		return errUsage
+	}
+	c, err := newAPIClient(*core)
+	if err != nil {
+		return err
+	}
+	if args[0] == "get" {
+		if fs.NArg() != 1 {
+			return errUsage
+		}
+		return c.call("GET", "/api/v1/sessions/"+fs.Arg(0), nil, stdout)
+	}
+	if fs.NArg() != 0 {
+		return errUsage
+	}
+	return c.call("POST", "/api/v1/sessions", map[string]any{"agent_kind": *kind, "environment": map[string]any{"type": *envType}}, stdout)
+}
+
+func runTurn(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || (args[0] != "submit" && args[0] != "status") {
+		fmt.Fprintln(stderr, "usage: agentwire turn submit --core URL --session S TEXT\n       agentwire turn status --core URL TURN")
+		return errUsage
+	}
+	fs := newFlags("turn "+args[0], stderr)
+	core := fs.String("core", "", "Core's base URL")
+	session := fs.String("session", "", "Session ID (submit)")
+	if err := fs.Parse(args[1:]); err != nil || fs.NArg() != 1 {
+		return errUsage
+	}
+	c, err := newAPIClient(*core)
+	if err != nil {
+		return err
+	}
+	if args[0] == "status" {
+		return c.call("GET", "/api/v1/turns/"+fs.Arg(0), nil, stdout)
+	}
+	input := []any{map[string]any{"content": []any{map[string]any{"type": "input_text", "text": fs.Arg(0)}}}}
+	return c.call("POST", "/api/v1/sessions/"+*session+"/turns", map[string]any{"input": input}, stdout)
+}
+
+func runDevices(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("devices", stderr)
+	core := fs.String("core", "", "Core's base URL")
+	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
+		return errUsage
+	}
+	c, err := newAPIClient(*core)
+	if err != nil {
+		return err
+	}
+	return c.call("GET", "/api/v1/devices", nil, stdout)
+}

@@ -1,0 +1,213 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/agentwire/agentwire/core/credential"
+	"github.com/agentwire/agentwire/core/server"
+	"github.com/agentwire/agentwire/core/store"
+	"github.com/agentwire/agentwire/core/store/sqlite"
+)
+
+const coreUsage = `usage: agentwire core <command> [flags]
+
+commands:
+  serve        run Core: agentwire core serve --listen 127.0.0.1:PORT --data DIR [--public-url URL]
+  credential   issue, list or revoke credentials: agentwire core credential issue|list|revoke --data DIR ...
+  devices      list the device registry: agentwire core devices --data DIR
+`
+
+func runCore(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, coreUsage)
+		return errUsage
+	}
+	switch args[0] {
+	case "serve":
+		return runCoreServe(args[1:], stdout, stderr)
+	case "credential":
+		return runCoreCredential(args[1:], stdout, stderr)
+	case "devices":
+		return runCoreDevices(args[1:], stdout, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, coreUsage)
+		return nil
+	}
+	fmt.Fprintf(stderr, "agentwire core: unknown command %q\n\n%s", args[0], coreUsage)
+	return errUsage
+}
+
+// openStore opens the embedded store in a data directory, creating it.
+func openStore(ctx context.Context, dir string) (*sqlite.Store, error) {
+	if dir == "" {
+		return nil, errors.New("--data is required")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	return sqlite.Open(ctx, dir)
+}
+
+func runCoreServe(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("core serve", stderr)
+	listen := fs.String("listen", "127.0.0.1:8080", "address to listen on")
+	data := fs.String("data", "", "data directory (the embedded store lives here)")
+	public := fs.String("public-url", "", "base URL Runtimes reach Core at (default: http:// and the listen address)")
+	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
+		return errUsage
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	st, err := openStore(ctx, *data)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return err
+	}
+	base := "http://" + ln.Addr().String()
+	if *public == "" {
+		*public = base
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	srv := server.New(server.Config{Store: st, PublicURL: *public, Logger: log})
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	fmt.Fprintf(stdout, "agentwire core: listening on %s\n", base)
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		srv.Close()
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("core: shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = hs.Shutdown(sctx)
+	srv.Close() // hijacked WebSockets are not the http.Server's to close
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return err
+}
+
+// issued is what `credential issue` prints: the only time the secret is
+// shown.
+type issued struct {
+	ID       string `json:"id"`
+	Kind     string `json:"kind"`
+	DeviceID string `json:"device_id,omitempty"`
+	Project  string `json:"project,omitempty"`
+	Secret   string `json:"secret"`
+}
+
+func runCoreCredential(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "usage: agentwire core credential issue|list|revoke --data DIR ...")
+		return errUsage
+	}
+	sub := args[0]
+	fs := newFlags("core credential "+sub, stderr)
+	data := fs.String("data", "", "data directory")
+	kind := fs.String("kind", "", "device, project or admin (issue)")
+	device := fs.String("device", "", "the device a device credential is for (issue)")
+	project := fs.String("project", "", "the project of a project API key (issue)")
+	if err := fs.Parse(args[1:]); err != nil {
+		return errUsage
+	}
+	ctx := context.Background()
+	st, err := openStore(ctx, *data)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	is := credential.Issuer{Store: st, Now: time.Now}
+	switch sub {
+	case "issue":
+		if fs.NArg() != 0 {
+			return errUsage
+		}
+		c, secret, err := is.Issue(ctx, store.CredentialKind(*kind), *device, *project)
+		if err != nil {
+			return err
+		}
+		enc := json.NewEncoder(stdout)
+		return enc.Encode(issued{ID: c.ID, Kind: string(c.Kind), DeviceID: c.DeviceID, Project: c.Project, Secret: secret.Reveal()})
+	case "list":
+		list, err := st.ListCredentials(ctx)
+		if err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tKIND\tDEVICE\tPROJECT\tCREATED\tREVOKED")
+		for _, c := range list {
+			revoked := "-"
+			if c.Revoked() {
+				revoked = c.RevokedAt.Format(time.RFC3339)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.ID, c.Kind, dash(c.DeviceID), dash(c.Project), c.CreatedAt.Format(time.RFC3339), revoked)
+		}
+		return tw.Flush()
+	case "revoke":
+		if fs.NArg() != 1 {
+			fmt.Fprintln(stderr, "usage: agentwire core credential revoke --data DIR ID")
+			return errUsage
+		}
+		if err := is.Revoke(ctx, fs.Arg(0)); err != nil {
+			if errors.Is(err, store.ErrStale) {
+				return fmt.Errorf("credential %s is already revoked", fs.Arg(0))
+			}
+			if errors.Is(err, store.ErrNotFound) {
+				return fmt.Errorf("no credential %s", fs.Arg(0))
+			}
+			return err
+		}
+		fmt.Fprintf(stdout, "revoked %s\n", fs.Arg(0))
+		return nil
+	}
+	fmt.Fprintf(stderr, "agentwire core credential: unknown command %q (issue, list or revoke)\n", sub)
+	return errUsage
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func runCoreDevices(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("core devices", stderr)
+	data := fs.String("data", "", "data directory")
+	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
+		return errUsage
+	}
+	ctx := context.Background()
+	st, err := openStore(ctx, *data)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	list, err := server.DeviceViews(ctx, st)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(map[string]any{"devices": list})
+}

@@ -1,0 +1,247 @@
+// Package api is Core's public JSON API under /api/v1/, opened by project
+// API keys (or the administration key): Sessions, Turns with ordered
+// input, their status projection and their event stream as Server-Sent
+// Events, resumable with Last-Event-ID from the journal.
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentwire/agentwire/core/credential"
+	"github.com/agentwire/agentwire/core/store"
+	"github.com/agentwire/agentwire/wire"
+)
+
+// Route is one route of the API; docs/openapi.yaml describes each (a
+// test holds the two together).
+type Route struct {
+	Method, Path string
+}
+
+// Routes lists every route API registers, in OpenAPI path syntax.
+var Routes = []Route{
+	{"GET", "/api/v1/devices"},
+	{"POST", "/api/v1/sessions"},
+	{"GET", "/api/v1/sessions/{session_id}"},
+	{"POST", "/api/v1/sessions/{session_id}/turns"},
+	{"GET", "/api/v1/turns/{turn_id}"},
+	{"POST", "/api/v1/turns/{turn_id}/input"},
+	{"GET", "/api/v1/turns/{turn_id}/events"},
+}
+
+// Config is what the API needs.
+type Config struct {
+	Store       store.Store
+	Credentials credential.Issuer
+	Journal     *Journal
+	// Devices answers GET /api/v1/devices.
+	Devices func(ctx context.Context) (any, error)
+	Now     func() time.Time
+	Logger  *slog.Logger
+}
+
+// API serves the public routes.
+type API struct{ cfg Config }
+
+// New returns the API.
+func New(cfg Config) *API { return &API{cfg: cfg} }
+
+// Register adds every route of Routes to mux.
+func (a *API) Register(mux *http.ServeMux) {
+	h := map[Route]http.HandlerFunc{
+		{"GET", "/api/v1/devices"}:                      a.devices,
+		{"POST", "/api/v1/sessions"}:                    a.createSession,
+		{"GET", "/api/v1/sessions/{session_id}"}:        a.getSession,
+		{"POST", "/api/v1/sessions/{session_id}/turns"}: a.createTurn,
+		{"GET", "/api/v1/turns/{turn_id}"}:              a.getTurn,
+		{"POST", "/api/v1/turns/{turn_id}/input"}:       a.addInput,
+		{"GET", "/api/v1/turns/{turn_id}/events"}:       a.events,
+	}
+	for _, r := range Routes {
+		mux.HandleFunc(r.Method+" "+r.Path, a.authorized(h[r]))
+	}
+}
+
+// Error is the API's error body: a finite code, a bounded detail and the
+// request field at fault, when one is.
+type Error struct {
+	Error  string `json:"error"`
+	Detail string `json:"detail,omitempty"`
+	Field  string `json:"field,omitempty"`
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func badField(w http.ResponseWriter, field, detail string) {
+	writeJSON(w, http.StatusBadRequest, Error{Error: "invalid_request", Field: field, Detail: detail})
+}
+
+type ctxKey struct{}
+
+// authorized admits a project API key or the administration key; a device
+// credential never opens the public API.
+func (a *API) authorized(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		secret := credential.BearerToken(r.Header.Get("Authorization"))
+		c, err := a.cfg.Credentials.Authenticate(r.Context(), secret, store.KindProject)
+		if errors.Is(err, credential.ErrWrongKind) {
+			c, err = a.cfg.Credentials.Authenticate(r.Context(), secret, store.KindAdmin)
+		}
+		switch {
+		case err == nil:
+			next(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, c)))
+		case errors.Is(err, credential.ErrMissing):
+			writeJSON(w, http.StatusUnauthorized, Error{Error: "missing_bearer", Detail: "a project API key is required"})
+		case errors.Is(err, credential.ErrWrongKind):
+			writeJSON(w, http.StatusForbidden, Error{Error: "wrong_credential_kind", Detail: "only a project API key or the administration key opens the API"})
+		case errors.Is(err, credential.ErrBad):
+			writeJSON(w, http.StatusUnauthorized, Error{Error: "bad_credential", Detail: "the credential is unknown or revoked"})
+		default:
+			a.internal(w, "authorize", err)
+		}
+	}
+}
+
+func (a *API) internal(w http.ResponseWriter, what string, err error) {
+	a.cfg.Logger.Error("api: "+what, "err", err)
+	writeJSON(w, http.StatusInternalServerError, Error{Error: "internal"})
+}
+
+// visible reports whether the caller may see a record of project.
+func visible(r *http.Request, project string) bool {
+	c, _ := r.Context().Value(ctxKey{}).(store.Credential)
+	return c.Kind == store.KindAdmin || c.Project == project
+}
+
+func notFound(w http.ResponseWriter, what string) {
+	writeJSON(w, http.StatusNotFound, Error{Error: "not_found", Detail: what + " not found"})
+}
+
+// maxBody bounds a request body (the public inline bound, line 185).
+const maxBody = 5 << 20
+
+// decode reads a JSON body strictly: unknown members are named.
+func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		field := ""
+		var ute *json.UnmarshalTypeError
+		if errors.As(err, &ute) {
+			field = ute.Field
+		} else if s := err.Error(); strings.HasPrefix(s, "json: unknown field ") {
+			field = strings.Trim(strings.TrimPrefix(s, "json: unknown field "), `"`)
+		}
+		badField(w, field, boundedText(err.Error()))
+		return false
+	}
+	if dec.More() {
+		badField(w, "", "the body holds more than one JSON value")
+		return false
+	}
+	return true
+}
+
+func boundedText(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "…"
+	}
+	return s
+}
+
+// validInput checks an ordered MessageInput with the wire validator and
+// returns the failing field path under prefix.
+func validInput(in wire.MessageInput, prefix string) (string, string, bool) {
+	err := wire.PromptSteer{InputID: "api", Input: in}.Validate()
+	if err == nil {
+		// decision: the wire accepts whitespace-only text (whether a Harness
+		// takes it is an admission question, daemon-protocol.txt:98), but the
+		// public API wants every message to say something: text that is not
+		// only whitespace, or an image.
+		for i, m := range in {
+			if (wire.MessageInput{m}).WhitespaceOnly() {
+				return fmt.Sprintf("%s[%d].content", prefix, i), "a message needs text that is not only whitespace, or an image", false
+			}
+		}
+		return "", "", true
+	}
+	var fe *wire.FieldError
+	if errors.As(err, &fe) {
+		return prefix + strings.TrimPrefix(fe.Field, "input"), fe.Detail, false
+	}
+	return prefix, boundedText(err.Error()), false
+}
+
+func (a *API) now() time.Time { return a.cfg.Now().UTC().Truncate(time.Millisecond) }
+
+func (a *API) devices(w http.ResponseWriter, r *http.Request) {
+	list, err := a.cfg.Devices(r.Context())
+	if err != nil {
+		a.internal(w, "devices", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"devices": list})
+}
+
+// Journal appends to the store's event journal and wakes the SSE streams
+// of the Turn.
+type Journal struct {
+	Store store.Store
+	mu    sync.Mutex
+	wake  map[string]chan struct{}
+}
+
+// Append stores an event and wakes the Turn's subscribers.
+func (j *Journal) Append(ctx context.Context, e store.Event) (store.Event, error) {
+	e, err := j.Store.AppendEvent(ctx, e)
+	if err == nil {
+		j.Notify(e.TurnID)
+	}
+	return e, err
+}
+
+// Notify wakes the Turn's subscribers (after an event or a status change).
+func (j *Journal) Notify(turnID string) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if ch, ok := j.wake[turnID]; ok {
+		close(ch)
+		delete(j.wake, turnID)
+	}
+}
+
+// changed returns a channel closed at the Turn's next Notify.
+func (j *Journal) changed(turnID string) <-chan struct{} {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.wake == nil {
+		j.wake = map[string]chan struct{}{}
+	}
+	ch, ok := j.wake[turnID]
+	if !ok {
+		ch = make(chan struct{})
+		j.wake[turnID] = ch
+	}
+	return ch
+}
+
+func compact(b []byte) json.RawMessage {
+	var buf bytes.Buffer
+	if json.Compact(&buf, b) != nil {
+		return json.RawMessage(b)
+	}
+	return buf.Bytes()
+}

@@ -1,0 +1,232 @@
+package api_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/agentwire/agentwire/core/api"
+	"github.com/agentwire/agentwire/core/credential"
+	"github.com/agentwire/agentwire/core/store"
+	"github.com/agentwire/agentwire/core/store/memory"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type env struct {
+	t       *testing.T
+	store   store.Store
+	journal *api.Journal
+	srv     *httptest.Server
+	key     credential.Secret
+	other   credential.Secret
+	device  credential.Secret
+}
+
+func newEnv(t *testing.T) *env {
+	st := memory.New()
+	now := func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }
+	is := credential.Issuer{Store: st, Now: now}
+	e := &env{t: t, store: st, journal: &api.Journal{Store: st}}
+	var err error
+	_, e.key, err = is.Issue(context.Background(), store.KindProject, "", "p1")
+	require.NoError(t, err)
+	_, e.other, err = is.Issue(context.Background(), store.KindProject, "", "p2")
+	require.NoError(t, err)
+	_, e.device, err = is.Issue(context.Background(), store.KindDevice, "dev", "")
+	require.NoError(t, err)
+	mux := http.NewServeMux()
+	api.New(api.Config{Store: st, Credentials: is, Journal: e.journal, Now: now,
+		Devices: func(context.Context) (any, error) { return []any{}, nil }}).Register(mux)
+	e.srv = httptest.NewServer(mux)
+	t.Cleanup(e.srv.Close)
+	return e
+}
+
+func (e *env) do(key credential.Secret, method, path, body string, hdr ...string) (*http.Response, map[string]any) {
+	req, err := http.NewRequest(method, e.srv.URL+path, strings.NewReader(body))
+	require.NoError(e.t, err)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key.Reveal())
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(e.t, err)
+	defer resp.Body.Close()
+	var out map[string]any
+	b, _ := io.ReadAll(resp.Body)
+	_ = json.Unmarshal(b, &out)
+	return resp, out
+}
+
+const input = `{"input":[{"content":[{"type":"input_text","text":"hello"}]}]}`
+
+func TestSessionsAndTurns(t *testing.T) {
+	e := newEnv(t)
+	resp, s := e.do(e.key, "POST", "/api/v1/sessions", `{"agent_kind":"codex","environment":{"type":"none"},"options":{"model":"m"}}`)
+	require.Equal(t, 201, resp.StatusCode, "%v", s)
+	sid := s["id"].(string)
+	assert.Equal(t, "none", s["environment_type"])
+
+	resp, got := e.do(e.key, "GET", "/api/v1/sessions/"+sid, "")
+	require.Equal(t, 200, resp.StatusCode)
+	assert.Equal(t, "codex", got["agent_kind"])
+	resp, _ = e.do(e.other, "GET", "/api/v1/sessions/"+sid, "")
+	assert.Equal(t, 404, resp.StatusCode, "another project sees nothing")
+
+	resp, tr := e.do(e.key, "POST", "/api/v1/sessions/"+sid+"/turns", input)
+	require.Equal(t, 201, resp.StatusCode, "%v", tr)
+	tid := tr["id"].(string)
+	assert.Equal(t, map[string]any{"state": "queued"}, tr["status"])
+	resp, tr = e.do(e.key, "GET", "/api/v1/turns/"+tid, "")
+	require.Equal(t, 200, resp.StatusCode)
+	assert.Equal(t, map[string]any{"state": "queued"}, tr["status"])
+
+	resp, in := e.do(e.key, "POST", "/api/v1/turns/"+tid+"/input", `{"input_id":"i1","input":[{"content":[{"type":"input_text","text":"more"}]}]}`)
+	require.Equal(t, 202, resp.StatusCode, "%v", in)
+	assert.EqualValues(t, 1, in["seq"])
+	resp, in = e.do(e.key, "POST", "/api/v1/turns/"+tid+"/input", `{"input_id":"i1","input":[{"content":[{"type":"input_text","text":"more"}]}]}`)
+	assert.Equal(t, 409, resp.StatusCode)
+	assert.Equal(t, "input_id", in["field"])
+
+	// The status projection of a failed Turn keeps the reason.
+	require.NoError(t, e.store.ClaimTurn(context.Background(), tid, store.Claim{DeviceID: "dev", OwnerEpoch: 1, RunID: "run", At: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}))
+	require.NoError(t, e.store.FinishTurn(context.Background(), tid, "run", store.TurnFailed, store.Outcome{Reason: store.ReasonEventStreamIncomplete}, time.Date(2026, 1, 1, 0, 0, 1, 0, time.UTC)))
+	_, tr = e.do(e.key, "GET", "/api/v1/turns/"+tid, "")
+	assert.Equal(t, map[string]any{"state": "failed", "reason": "event_stream_incomplete"}, tr["status"])
+}
+
+func TestBadRequestsNameTheField(t *testing.T) {
+	e := newEnv(t)
+	_, s := e.do(e.key, "POST", "/api/v1/sessions", `{"agent_kind":"codex","environment":{"type":"none"}}`)
+	sid := s["id"].(string)
+	for _, tc := range []struct{ path, body, field string }{
+		{"/api/v1/sessions", `{"environment":{"type":"none"}}`, "agent_kind"},
+		{"/api/v1/sessions", `{"agent_kind":"codex","environment":{"type":"moon"}}`, "environment.type"},
+		{"/api/v1/sessions", `{"agent_kind":"codex","environment":{"type":"none"},"options":[1]}`, "options"},
+		{"/api/v1/sessions", `{"agent_kind":"codex","environment":{"type":"none"},"colour":1}`, "colour"},
+		{"/api/v1/sessions", `{"agent_kind":7,"environment":{"type":"none"}}`, "agent_kind"},
+		{"/api/v1/sessions/" + sid + "/turns", `{"input":[]}`, "input"},
+		{"/api/v1/sessions/" + sid + "/turns", `{"input":[{"content":[{"type":"input_text","text":"   "}]}]}`, "input[0]"},
+	} {
+		resp, out := e.do(e.key, "POST", tc.path, tc.body)
+		assert.Equal(t, 400, resp.StatusCode, tc.body)
+		assert.True(t, strings.HasPrefix(out["field"].(string), tc.field), "%s: field %v", tc.body, out["field"])
+	}
+}
+
+func TestCredentialKinds(t *testing.T) {
+	e := newEnv(t)
+	resp, out := e.do("", "GET", "/api/v1/devices", "")
+	assert.Equal(t, 401, resp.StatusCode)
+	assert.Equal(t, "missing_bearer", out["error"])
+	resp, out = e.do(e.device, "GET", "/api/v1/devices", "")
+	assert.Equal(t, 403, resp.StatusCode, "a device credential never opens the public API")
+	assert.Equal(t, "wrong_credential_kind", out["error"])
+	resp, _ = e.do("awp_nope", "GET", "/api/v1/devices", "")
+	assert.Equal(t, 401, resp.StatusCode)
+	resp, _ = e.do(e.key, "GET", "/api/v1/devices", "")
+	assert.Equal(t, 200, resp.StatusCode)
+}
+
+// sse reads events until the stream ends.
+func sse(t *testing.T, resp *http.Response) (ids []string, types []string, data []string) {
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "id: "):
+			ids = append(ids, strings.TrimPrefix(line, "id: "))
+		case strings.HasPrefix(line, "event: "):
+			types = append(types, strings.TrimPrefix(line, "event: "))
+		case strings.HasPrefix(line, "data: "):
+			data = append(data, strings.TrimPrefix(line, "data: "))
+		}
+	}
+	return
+}
+
+func TestEventStreamResumes(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	_, s := e.do(e.key, "POST", "/api/v1/sessions", `{"agent_kind":"codex","environment":{"type":"none"}}`)
+	_, tr := e.do(e.key, "POST", "/api/v1/sessions/"+s["id"].(string)+"/turns", input)
+	tid := tr["id"].(string)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	require.NoError(t, e.store.ClaimTurn(ctx, tid, store.Claim{DeviceID: "dev", OwnerEpoch: 1, RunID: "run", At: t0}))
+	require.NoError(t, e.store.StartTurn(ctx, tid, "run", t0))
+	for _, d := range []string{"a", "b"} {
+		_, err := e.journal.Append(ctx, store.Event{TurnID: tid, RunID: "run", Type: "delta", Payload: json.RawMessage(`{"delta":"` + d + `"}`), At: t0})
+		require.NoError(t, err)
+	}
+
+	req, _ := http.NewRequest("GET", e.srv.URL+"/api/v1/turns/"+tid+"/events", nil)
+	req.Header.Set("Authorization", "Bearer "+e.key.Reveal())
+	req.Header.Set("Last-Event-ID", "1")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+
+	// The stream is live: an event appended now reaches it, then done
+	// and the terminal status end it.
+	_, err = e.journal.Append(ctx, store.Event{TurnID: tid, RunID: "run", Type: "delta", Payload: json.RawMessage(`{"delta":"c"}`), At: t0})
+	require.NoError(t, err)
+	_, err = e.journal.Append(ctx, store.Event{TurnID: tid, RunID: "run", Type: "done", Payload: json.RawMessage(`{}`), At: t0})
+	require.NoError(t, err)
+	require.NoError(t, e.store.FinishTurn(ctx, tid, "run", store.TurnCompleted, store.Outcome{}, t0))
+	e.journal.Notify(tid)
+
+	ids, types, data := sse(t, resp)
+	assert.Equal(t, []string{"2", "3", "4"}, ids, "resumed after Last-Event-ID 1")
+	assert.Equal(t, []string{"delta", "delta", "done", "status"}, types)
+	assert.Equal(t, `{"delta":"b"}`, data[0])
+	assert.Equal(t, `{"state":"completed"}`, data[3])
+}
+
+// The OpenAPI document describes exactly the routes the API registers.
+func TestOpenAPIMatchesRoutes(t *testing.T) {
+	raw, err := os.ReadFile("../../docs/openapi.yaml")
+	require.NoError(t, err)
+	var doc struct {
+		Paths map[string]map[string]any `yaml:"paths"`
+	}
+	require.NoError(t, yaml.Unmarshal(raw, &doc))
+	var documented, served []string
+	for path, ops := range doc.Paths {
+		for method := range ops {
+			documented = append(documented, strings.ToUpper(method)+" "+path)
+		}
+	}
+	for _, r := range api.Routes {
+		served = append(served, r.Method+" "+r.Path)
+	}
+	sort.Strings(documented)
+	sort.Strings(served)
+	assert.Equal(t, served, documented)
+
+	// And every documented route answers (with 401 without a key), so
+	// Routes is what the mux really serves.
+	e := newEnv(t)
+	for _, r := range api.Routes {
+		path := strings.NewReplacer("{session_id}", "x", "{turn_id}", "x").Replace(r.Path)
+		resp, out := e.do("", r.Method, path, "")
+		assert.Equal(t, 401, resp.StatusCode, "%s %s", r.Method, path)
+		assert.Equal(t, "missing_bearer", out["error"])
+	}
+}

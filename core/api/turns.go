@@ -1,0 +1,198 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentwire/agentwire/core/credential"
+	"github.com/agentwire/agentwire/core/store"
+	"github.com/agentwire/agentwire/wire"
+)
+
+// TurnRequest submits a Turn with its ordered input.
+type TurnRequest struct {
+	Input wire.MessageInput `json:"input"`
+}
+
+// Turn is the API's view of a Turn: its public status projection.
+type Turn struct {
+	ID        string       `json:"id"`
+	SessionID string       `json:"session_id"`
+	Status    store.Status `json:"status"`
+	CreatedAt time.Time    `json:"created_at"`
+	UpdatedAt time.Time    `json:"updated_at"`
+}
+
+func turnView(t store.Turn) Turn {
+	return Turn{ID: t.ID, SessionID: t.SessionID, Status: t.Status(), CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
+}
+
+func (a *API) createTurn(w http.ResponseWriter, r *http.Request) {
+	s, ok := a.session(w, r, r.PathValue("session_id"))
+	if !ok {
+		return
+	}
+	var req TurnRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	if field, detail, ok := validInput(req.Input, "input"); !ok {
+		badField(w, field, detail)
+		return
+	}
+	raw, err := json.Marshal(req.Input)
+	if err != nil {
+		a.internal(w, "encode input", err)
+		return
+	}
+	now := a.now()
+	t := store.Turn{ID: credential.NewID("turn"), SessionID: s.ID, Input: raw, CreatedAt: now}
+	if err := a.cfg.Store.CreateTurn(r.Context(), t); err != nil {
+		a.internal(w, "create turn", err)
+		return
+	}
+	t.State, t.UpdatedAt = store.TurnQueued, now
+	writeJSON(w, http.StatusCreated, turnView(t))
+}
+
+// turn loads a Turn the caller may see.
+func (a *API) turn(w http.ResponseWriter, r *http.Request) (store.Turn, bool) {
+	t, err := a.cfg.Store.GetTurn(r.Context(), r.PathValue("turn_id"))
+	if errors.Is(err, store.ErrNotFound) {
+		notFound(w, "turn")
+		return t, false
+	}
+	if err != nil {
+		a.internal(w, "get turn", err)
+		return t, false
+	}
+	s, err := a.cfg.Store.GetSession(r.Context(), t.SessionID)
+	if err != nil || !visible(r, s.Project) {
+		notFound(w, "turn")
+		return t, false
+	}
+	return t, true
+}
+
+func (a *API) getTurn(w http.ResponseWriter, r *http.Request) {
+	if t, ok := a.turn(w, r); ok {
+		writeJSON(w, http.StatusOK, turnView(t))
+	}
+}
+
+// InputRequest adds one active input to a running Turn.
+type InputRequest struct {
+	InputID string            `json:"input_id,omitempty"`
+	Input   wire.MessageInput `json:"input"`
+}
+
+// maxInputIDBytes is the wire bound of a steering input ID (wire-reference.md §2.8).
+const maxInputIDBytes = 256
+
+func (a *API) addInput(w http.ResponseWriter, r *http.Request) {
+	t, ok := a.turn(w, r)
+	if !ok {
+		return
+	}
+	var req InputRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	if len(req.InputID) > maxInputIDBytes {
+		badField(w, "input_id", "longer than 256 bytes")
+		return
+	}
+	if field, detail, ok := validInput(req.Input, "input"); !ok {
+		badField(w, field, detail)
+		return
+	}
+	if t.State.Terminal() {
+		writeJSON(w, http.StatusConflict, Error{Error: "turn_finished", Detail: "the Turn has finished"})
+		return
+	}
+	if req.InputID == "" {
+		req.InputID = credential.NewID("in")
+	}
+	raw, _ := json.Marshal(req.Input)
+	// Active input is stored first and delivered later, one at a time
+	// (daemon-protocol.txt:124).
+	in, err := a.cfg.Store.AppendInput(r.Context(), store.Input{TurnID: t.ID, ID: req.InputID, Content: raw, CreatedAt: a.now()})
+	if errors.Is(err, store.ErrConflict) {
+		writeJSON(w, http.StatusConflict, Error{Error: "input_conflict", Field: "input_id", Detail: "an input with this ID exists"})
+		return
+	}
+	if err != nil {
+		a.internal(w, "append input", err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]any{"input_id": in.ID, "seq": in.Seq})
+}
+
+// events streams the Turn's journal as Server-Sent Events: each event's
+// id is its journal sequence number, so a client resumes with
+// Last-Event-ID. The stream ends after the Turn is terminal and every
+// event was sent, with a final "status" event.
+func (a *API) events(w http.ResponseWriter, r *http.Request) {
+	t, ok := a.turn(w, r)
+	if !ok {
+		return
+	}
+	var after int64
+	if v := strings.TrimSpace(r.Header.Get("Last-Event-ID")); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			badField(w, "Last-Event-ID", "must be an event id of this stream")
+			return
+		}
+		after = n
+	}
+	flusher, _ := w.(http.Flusher)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	for {
+		// Subscribe before reading, so a Notify between the read and
+		// the wait is not lost.
+		changed := a.cfg.Journal.changed(t.ID)
+		evs, err := a.cfg.Store.Events(r.Context(), t.ID, after, 256)
+		if err != nil {
+			return
+		}
+		for _, e := range evs {
+			fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Type, compact(e.Payload))
+			after = e.Seq
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		if len(evs) == 256 {
+			continue
+		}
+		cur, err := a.cfg.Store.GetTurn(r.Context(), t.ID)
+		if err != nil {
+			return
+		}
+		if cur.State.Terminal() {
+			more, err := a.cfg.Store.Events(r.Context(), t.ID, after, 1)
+			if err == nil && len(more) == 0 {
+				st, _ := json.Marshal(cur.Status())
+				fmt.Fprintf(w, "event: status\ndata: %s\n\n", st)
+				if flusher != nil {
+					flusher.Flush()
+				}
+				return
+			}
+			continue
+		}
+		select {
+		case <-changed:
+		case <-r.Context().Done():
+			return
+		}
+	}
+}

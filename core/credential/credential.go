@@ -1,0 +1,167 @@
+// Package credential issues, checks and revokes Core's credentials: device
+// credentials (one device each, for the Runtime connection), project API
+// keys (the public API) and the administration key. Only a hash of each
+// secret is stored; the secret is shown once, when issued.
+package credential
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/agentwire/agentwire/core/store"
+)
+
+// Secret is a credential's secret. It never prints itself: String, a
+// %v verb and a slog record all show "[redacted]", so a secret that
+// reaches a log by mistake is still not written.
+type Secret string
+
+// String redacts the secret.
+func (Secret) String() string { return "[redacted]" }
+
+// GoString redacts the secret for %#v.
+func (Secret) GoString() string { return "[redacted]" }
+
+// LogValue redacts the secret in slog records.
+func (Secret) LogValue() slog.Value { return slog.StringValue("[redacted]") }
+
+// Reveal returns the secret's text, for the one place that must show or
+// send it (the issue command's output, an Authorization header).
+func (s Secret) Reveal() string { return string(s) }
+
+// prefixes make a leaked secret recognisable (and scannable) by kind.
+var prefixes = map[store.CredentialKind]string{
+	store.KindDevice:  "awd_",
+	store.KindProject: "awp_",
+	store.KindAdmin:   "awa_",
+}
+
+// Errors of Authenticate. The gateway and the API map them to HTTP codes.
+var (
+	// ErrMissing: no credential was presented.
+	ErrMissing = errors.New("credential: missing")
+	// ErrBad: the credential is unknown or revoked.
+	ErrBad = errors.New("credential: unknown or revoked")
+	// ErrWrongKind: a valid credential of another kind.
+	ErrWrongKind = errors.New("credential: wrong kind")
+	// ErrWrongDevice: a device credential issued for another device.
+	ErrWrongDevice = errors.New("credential: issued for another device")
+)
+
+// Hash is what the store keeps of a secret.
+//
+// decision: a plain SHA-256 suffices: secrets are 256 random bits, so
+// there is nothing for a slow password hash to protect against, and the
+// lookup by hash stays one indexed read on every connection.
+func Hash(s Secret) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+// Issuer issues and checks credentials in one store.
+type Issuer struct {
+	Store store.Store
+	Now   func() time.Time
+}
+
+// Issue creates a credential of kind. A device credential needs deviceID,
+// a project API key needs project; the administration key needs neither.
+func (is Issuer) Issue(ctx context.Context, kind store.CredentialKind, deviceID, project string) (store.Credential, Secret, error) {
+	prefix, ok := prefixes[kind]
+	if !ok {
+		return store.Credential{}, "", fmt.Errorf("credential: kind %q is not device, project or admin", kind)
+	}
+	switch {
+	case kind == store.KindDevice && deviceID == "":
+		return store.Credential{}, "", errors.New("credential: a device credential needs a device ID")
+	case kind != store.KindDevice && deviceID != "":
+		return store.Credential{}, "", fmt.Errorf("credential: a %s credential is not issued for a device", kind)
+	case kind == store.KindProject && project == "":
+		return store.Credential{}, "", errors.New("credential: a project API key needs a project")
+	case kind != store.KindProject && project != "":
+		return store.Credential{}, "", fmt.Errorf("credential: a %s credential belongs to no project", kind)
+	}
+	var raw [32]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return store.Credential{}, "", err
+	}
+	secret := Secret(prefix + base64.RawURLEncoding.EncodeToString(raw[:]))
+	c := store.Credential{
+		ID: NewID("cred"), Kind: kind, DeviceID: deviceID, Project: project,
+		Hash: Hash(secret), CreatedAt: is.Now().UTC().Truncate(time.Millisecond),
+	}
+	if err := is.Store.CreateCredential(ctx, c); err != nil {
+		return store.Credential{}, "", err
+	}
+	return c, secret, nil
+}
+
+// Authenticate finds the unrevoked credential of a secret and checks its
+// kind.
+func (is Issuer) Authenticate(ctx context.Context, s Secret, kind store.CredentialKind) (store.Credential, error) {
+	if s == "" {
+		return store.Credential{}, ErrMissing
+	}
+	want := Hash(s)
+	c, err := is.Store.CredentialByHash(ctx, want)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.Credential{}, ErrBad
+	}
+	if err != nil {
+		return store.Credential{}, err
+	}
+	// The store matched by hash already; compare again in constant time
+	// so that an implementation matching loosely cannot admit a secret.
+	if subtle.ConstantTimeCompare([]byte(c.Hash), []byte(want)) != 1 || c.Revoked() {
+		return store.Credential{}, ErrBad
+	}
+	if c.Kind != kind {
+		return store.Credential{}, ErrWrongKind
+	}
+	return c, nil
+}
+
+// AuthenticateDevice checks a Runtime credential for deviceID: project API
+// keys and the administration key are never Runtime credentials
+// (daemon-protocol.txt:11).
+func (is Issuer) AuthenticateDevice(ctx context.Context, s Secret, deviceID string) (store.Credential, error) {
+	c, err := is.Authenticate(ctx, s, store.KindDevice)
+	if err != nil {
+		return c, err
+	}
+	if c.DeviceID != deviceID {
+		return store.Credential{}, ErrWrongDevice
+	}
+	return c, nil
+}
+
+// Revoke revokes a credential by ID.
+func (is Issuer) Revoke(ctx context.Context, id string) error {
+	return is.Store.RevokeCredential(ctx, id, is.Now().UTC().Truncate(time.Millisecond))
+}
+
+// BearerToken extracts the secret of an "Authorization: Bearer" header
+// value; "" when absent or of another scheme.
+func BearerToken(header string) Secret {
+	scheme, token, ok := strings.Cut(strings.TrimSpace(header), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return Secret(strings.TrimSpace(token))
+}
+
+// NewID returns a random identifier with a prefix.
+func NewID(prefix string) string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return prefix + "_" + hex.EncodeToString(b[:])
+}

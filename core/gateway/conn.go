@@ -1,0 +1,321 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/agentwire/agentwire/core/credential"
+	"github.com/agentwire/agentwire/core/store"
+	"github.com/agentwire/agentwire/fsm"
+	"github.com/agentwire/agentwire/fsm/connection"
+	"github.com/agentwire/agentwire/peer"
+	"github.com/agentwire/agentwire/wire"
+)
+
+var connKey = peer.Key{Machine: connection.Name}
+
+// upgradeCheck is what the connection machine's guards read: the facts of
+// the upgrade request, established before the machine steps (guards only
+// read).
+type upgradeCheck struct {
+	paramsMissing   bool
+	versionMismatch bool
+	credErr         error
+}
+
+// conn is one physical Runtime connection and the connection machine's
+// Core hooks for it.
+type conn struct {
+	g        *Gateway
+	deviceID string
+	log      *slog.Logger
+	check    upgradeCheck
+	w        http.ResponseWriter // only while the upgrade is decided
+
+	epoch    uint64
+	epochErr error
+	d        *peer.Driver
+
+	// pc is set once the socket is accepted; mu guards it for supersede.
+	pc *peer.Conn
+
+	mu   sync.Mutex
+	ws   *websocket.Conn
+	decl *wire.Heartbeat
+}
+
+var _ connection.CoreHooks[*peer.Event] = (*conn)(nil)
+
+func (g *Gateway) upgrade(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "use GET")
+		return
+	}
+	// Only the header carries the credential; a credential in the query
+	// string is never read (daemon-protocol.txt:13).
+	q := r.URL.Query()
+	deviceID, version := q.Get("device_id"), q.Get("version")
+	secret := credential.BearerToken(r.Header.Get("Authorization"))
+	c := &conn{g: g, deviceID: deviceID, w: w}
+	c.log = g.cfg.Logger.With("device_id", deviceID)
+	// The reference's order: missing parameters, then the version (426
+	// even with a bad credential, daemon-protocol.txt:17), then the
+	// credential.
+	switch {
+	case deviceID == "" || version == "" || secret == "":
+		c.check.paramsMissing = true
+	case !wire.VersionCompatible(version):
+		c.check.versionMismatch = true
+	default:
+		_, c.check.credErr = g.cfg.Credentials.AuthenticateDevice(r.Context(), secret, deviceID)
+	}
+
+	d, err := peer.New(peer.Config{
+		Role: fsm.RoleCore, Tables: []*fsm.Table{connection.Table},
+		Router: peer.MustCatalogRouter([]*fsm.Table{connection.Table}), App: c,
+		Clock: g.cfg.Clock, Logger: c.log, Label: deviceID, Durations: g.cfg.Durations,
+	})
+	c.d = d
+	if err == nil {
+		// The connection's lifecycle starts with a local event (the
+		// upgrade request), so its one instance is opened first.
+		_, err = d.Open(connKey)
+	}
+	if err == nil {
+		err = d.Local(connKey, fsm.EventID(connection.EventUpgradeRequested), nil)
+	}
+	if err != nil {
+		c.log.Error("gateway: upgrade", "err", err)
+		writeError(w, http.StatusInternalServerError, "internal", "the connection could not be set up")
+		return
+	}
+	inst, _ := d.Lookup(connKey)
+	if inst == nil || connection.State(inst.State()) != connection.StateUpgraded {
+		return // DoRefuseUpgrade answered
+	}
+	if c.epochErr != nil {
+		writeError(w, http.StatusInternalServerError, "internal", "the owner lease could not be taken")
+		return
+	}
+	ws, err := websocket.Accept(w, r, nil)
+	c.w = nil
+	if err != nil {
+		c.log.Warn("gateway: websocket accept failed", "err", err)
+		g.release(c)
+		return
+	}
+	pc := peer.NewConn(d, peer.WebSocket(ws), peer.ConnConfig{ReadTimeout: g.cfg.ReadTimeout})
+	c.mu.Lock()
+	c.ws, c.pc = ws, pc
+	c.mu.Unlock()
+	g.mu.Lock()
+	replaced := g.conns[deviceID] != c
+	g.mu.Unlock()
+	if replaced {
+		// A newer connection took the lease while this one was being
+		// accepted: it never runs.
+		_ = ws.Close(peer.StatusReplaced, "replaced by a newer connection")
+		return
+	}
+	g.wg.Add(1)
+	defer g.wg.Done()
+	runErr := pc.Run(g.ctx)
+	c.log.Info("gateway: connection closed", "epoch", c.epoch, "reason", errText(runErr))
+	g.release(c)
+}
+
+func errText(err error) string {
+	if err == nil {
+		return "closed"
+	}
+	return err.Error()
+}
+
+// release forgets c as its device's owner (if it still is) and marks the
+// device offline unless a newer connection fenced it.
+func (g *Gateway) release(c *conn) {
+	g.mu.Lock()
+	if g.conns[c.deviceID] == c {
+		delete(g.conns, c.deviceID)
+	}
+	g.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	err := g.cfg.Store.ReleaseOwner(ctx, c.deviceID, c.epoch, g.cfg.Clock.Now())
+	if err != nil && !errors.Is(err, store.ErrStale) {
+		c.log.Warn("gateway: release owner", "err", err)
+	}
+}
+
+func (c *conn) snapshot() (wire.Heartbeat, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.decl == nil {
+		return wire.Heartbeat{}, false
+	}
+	return *c.decl, true
+}
+
+// Binding implements peer.App.
+func (c *conn) Binding(machine string) fsm.Binding[*peer.Event] {
+	if machine == connection.Name {
+		return connection.Core[*peer.Event](c)
+	}
+	return nil
+}
+
+// Refused implements peer.App. A heartbeat that fails to decode is still
+// a heartbeat for the connection machine: its declaration is invalid, so
+// the machine clears the snapshot and closes the transport
+// (daemon-protocol.txt:25).
+func (c *conn) Refused(r *peer.Refusal) {
+	if r.Kind == peer.RefusedDecode && r.Type() == wire.TypeHeartbeat {
+		c.log.Warn("gateway: invalid heartbeat", "err", r.Err)
+		_ = c.d.Local(connKey, fsm.EventID(connection.EventHeartbeat), r.Err)
+	}
+}
+
+func (c *conn) GuardParamsMissing(*fsm.Firing[*peer.Event]) bool   { return c.check.paramsMissing }
+func (c *conn) GuardVersionMismatch(*fsm.Firing[*peer.Event]) bool { return c.check.versionMismatch }
+func (c *conn) GuardCredentialRefused(*fsm.Firing[*peer.Event]) bool {
+	return c.check.credErr != nil
+}
+
+// GuardValidDeclaration: the driver decoded the heartbeat strictly; a
+// heartbeat that did not decode arrives here without a message.
+func (c *conn) GuardValidDeclaration(f *fsm.Firing[*peer.Event]) bool {
+	if f.Arg == nil || f.Arg.Msg == nil {
+		return false
+	}
+	hb, ok := f.Arg.Msg.Payload.(wire.Heartbeat)
+	return ok && hb.Validate() == nil
+}
+
+func (c *conn) DoRefuseUpgrade(*fsm.Firing[*peer.Event]) error {
+	switch {
+	case c.check.paramsMissing:
+		writeError(c.w, http.StatusBadRequest, "missing_params", "device_id, version and a Bearer header are required")
+	case c.check.versionMismatch:
+		writeError(c.w, http.StatusUpgradeRequired, "incompatible_version", "this Core speaks wire version "+wire.Version+" only")
+	default:
+		authError(c.w, c.check.credErr)
+	}
+	return nil
+}
+
+// DoReplacePrevious fences the owner lease with one conditional write
+// (the store increments the epoch) and supersedes the older connection.
+func (c *conn) DoReplacePrevious(*fsm.Firing[*peer.Event]) error {
+	ctx, cancel := context.WithTimeout(c.g.ctx, 3*time.Second)
+	defer cancel()
+	c.epoch, c.epochErr = c.g.cfg.Store.AcquireOwner(ctx, c.deviceID, c.g.cfg.Clock.Now())
+	if c.epochErr != nil {
+		return c.epochErr
+	}
+	c.log = c.log.With("epoch", c.epoch)
+	c.g.mu.Lock()
+	old := c.g.conns[c.deviceID]
+	c.g.conns[c.deviceID] = c
+	c.g.mu.Unlock()
+	if old != nil {
+		c.log.Info("gateway: replacing the older connection", "old_epoch", old.epoch)
+		old.supersede()
+	}
+	return nil
+}
+
+// supersede fires superseded on this (older) connection's own loop.
+func (c *conn) supersede() {
+	c.g.wg.Add(1)
+	go func() {
+		defer c.g.wg.Done()
+		c.mu.Lock()
+		pc := c.pc
+		c.mu.Unlock()
+		if pc == nil {
+			// Not accepted yet: it checks the owner after accepting.
+			return
+		}
+		_ = pc.Do(c.g.ctx, func(d *peer.Driver) {
+			_ = d.Local(connKey, fsm.EventID(connection.EventSuperseded), nil)
+		})
+	}()
+}
+
+func (c *conn) DoEvictRoutes(*fsm.Firing[*peer.Event]) error {
+	// This connection owns no Run or interaction routes yet (the
+	// scheduler is not wired); its admission snapshot goes with it.
+	c.clearSnapshot()
+	return nil
+}
+
+func (c *conn) DoRecordCapabilities(f *fsm.Firing[*peer.Event]) error {
+	hb := f.Arg.Msg.Payload.(wire.Heartbeat)
+	raw, err := json.Marshal(hb)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.decl = &hb
+	c.mu.Unlock()
+	// wire-reference.md §2.3: Core persists each heartbeat within 3 s.
+	ctx, cancel := context.WithTimeout(c.g.ctx, 3*time.Second)
+	defer cancel()
+	if err := c.g.cfg.Store.RecordDeclaration(ctx, c.deviceID, c.epoch, raw, c.g.cfg.Clock.Now()); err != nil && !errors.Is(err, store.ErrStale) {
+		return err
+	}
+	return nil
+}
+
+func (c *conn) clearSnapshot() {
+	c.mu.Lock()
+	c.decl = nil
+	c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(c.g.ctx, 3*time.Second)
+	defer cancel()
+	_ = c.g.cfg.Store.RecordDeclaration(ctx, c.deviceID, c.epoch, nil, c.g.cfg.Clock.Now())
+}
+
+func (c *conn) DoClearAdmissionSnapshot(*fsm.Firing[*peer.Event]) error {
+	c.clearSnapshot()
+	return nil
+}
+
+// DoCloseTransport closes the socket with the code its reason calls for.
+// The close handshake runs off the loop so that the loop keeps reading
+// (coder/websocket needs a reader to see the peer's close frame).
+func (c *conn) DoCloseTransport(f *fsm.Firing[*peer.Event]) error {
+	code, reason := peer.StatusGoingAway, "connection lost"
+	switch {
+	case connection.State(f.To) == connection.StateReplaced:
+		code, reason = peer.StatusReplaced, "replaced by a newer connection"
+	case connection.Event(f.Event) == connection.EventHeartbeat:
+		code, reason = peer.StatusPolicy, "invalid heartbeat declaration"
+	case connection.Event(f.Event) == connection.EventReadDeadline:
+		code, reason = peer.StatusPolicy, "read deadline exceeded"
+	}
+	c.g.wg.Add(1)
+	go func() {
+		defer c.g.wg.Done()
+		c.closeWS(code, reason)
+	}()
+	return nil
+}
+
+func (c *conn) closeWS(code websocket.StatusCode, reason string) {
+	c.mu.Lock()
+	ws := c.ws
+	c.mu.Unlock()
+	if ws != nil {
+		_ = ws.Close(code, reason)
+	}
+}
+
+func (c *conn) DoDropConnectionState(*fsm.Firing[*peer.Event]) error { return nil }

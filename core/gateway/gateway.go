@@ -1,0 +1,211 @@
+// Package gateway is Core's side of the daemon connection: the bootstrap
+// route, the WebSocket upgrade and one peer.Driver per accepted connection.
+// The generated connection machine decides every outcome (refusal,
+// replacement, heartbeat, read deadline); this package supplies its guards'
+// facts and performs its actions.
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentwire/agentwire/core/credential"
+	"github.com/agentwire/agentwire/core/store"
+	"github.com/agentwire/agentwire/peer"
+	"github.com/agentwire/agentwire/wire"
+)
+
+// Routes of the daemon connection API (daemon-protocol.txt:12-13).
+const (
+	BootstrapPath = "/api/v1/agent-daemon/bootstrap"
+	WSPath        = "/api/v1/agent-daemon/ws"
+)
+
+// Config is what a Gateway needs. Store and Credentials are required.
+type Config struct {
+	Store       store.Store
+	Credentials credential.Issuer
+	// PublicURL is the base URL Runtimes reach Core at (http or https);
+	// bootstrap answers 503 bootstrap_unavailable without it.
+	PublicURL string
+	// HeartbeatInterval is what bootstrap tells the Runtime (15 s).
+	HeartbeatInterval time.Duration
+	// ReadTimeout closes a connection silent for this long (60 s,
+	// wire-reference.md §4 HeartbeatTimeout).
+	ReadTimeout time.Duration
+	// Durations overrides the connection machine's policy timers
+	// (peer.Config.Durations), for tests.
+	Durations map[string]time.Duration
+	Clock     peer.Clock
+	Logger    *slog.Logger
+}
+
+// Gateway accepts Runtime connections and keeps one per device.
+type Gateway struct {
+	cfg    Config
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu    sync.Mutex
+	conns map[string]*conn // the current owner of each device
+}
+
+// New returns a Gateway; Close stops every connection it accepted.
+func New(cfg Config) *Gateway {
+	if cfg.HeartbeatInterval == 0 {
+		cfg.HeartbeatInterval = 15 * time.Second
+	}
+	if cfg.ReadTimeout == 0 {
+		cfg.ReadTimeout = 60 * time.Second
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = peer.SystemClock()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Gateway{cfg: cfg, ctx: ctx, cancel: cancel, conns: map[string]*conn{}}
+}
+
+// Register adds the gateway's routes to mux.
+func (g *Gateway) Register(mux *http.ServeMux) {
+	mux.HandleFunc(BootstrapPath, g.bootstrap)
+	mux.HandleFunc(WSPath, g.upgrade)
+}
+
+// Close ends every connection and waits for their goroutines.
+func (g *Gateway) Close() {
+	g.cancel()
+	g.wg.Wait()
+}
+
+// Connected lists the devices with a live connection.
+func (g *Gateway) Connected() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]string, 0, len(g.conns))
+	for id := range g.conns {
+		out = append(out, id)
+	}
+	return out
+}
+
+// Snapshot returns the current admission snapshot of a device's
+// connection: its last valid heartbeat, or false before the first, after
+// an invalid one, or without a connection.
+func (g *Gateway) Snapshot(deviceID string) (wire.Heartbeat, bool) {
+	g.mu.Lock()
+	c := g.conns[deviceID]
+	g.mu.Unlock()
+	if c == nil {
+		return wire.Heartbeat{}, false
+	}
+	return c.snapshot()
+}
+
+// apiError is the error body of the connection API (wire-reference.md §1).
+type apiError struct {
+	Error  string `json:"error"`
+	Detail string `json:"detail,omitempty"`
+}
+
+func writeError(w http.ResponseWriter, status int, code, detail string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(apiError{Error: code, Detail: detail})
+}
+
+// authError maps a credential failure onto the connection API's codes.
+func authError(w http.ResponseWriter, err error) {
+	switch {
+	case errors.Is(err, credential.ErrMissing):
+		writeError(w, http.StatusUnauthorized, "missing_bearer", "the Authorization header carries no Bearer credential")
+	case errors.Is(err, credential.ErrWrongKind):
+		writeError(w, http.StatusForbidden, "wrong_runtime_type", "the credential is not a device credential")
+	case errors.Is(err, credential.ErrWrongDevice):
+		writeError(w, http.StatusUnauthorized, "unknown_device", "the credential was not issued for this device")
+	case errors.Is(err, credential.ErrBad):
+		writeError(w, http.StatusUnauthorized, "bad_credential", "the credential is unknown or revoked")
+	default:
+		writeError(w, http.StatusInternalServerError, "internal", "the credential could not be checked")
+	}
+}
+
+// BootstrapRequest and BootstrapResponse are the bootstrap bodies
+// (wire-reference.md §1).
+type BootstrapRequest struct {
+	DeviceID string `json:"device_id"`
+}
+
+type BootstrapResponse struct {
+	DeviceID         string `json:"device_id"`
+	WorkspaceID      string `json:"workspace_id"`
+	WSURL            string `json:"ws_url"`
+	HeartbeatSeconds int    `json:"heartbeat_seconds"`
+	ProtocolVersion  string `json:"protocol_version"`
+}
+
+// maxBootstrapBody bounds the bootstrap request body.
+const maxBootstrapBody = 64 << 10
+
+func (g *Gateway) bootstrap(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "use POST")
+		return
+	}
+	secret := credential.BearerToken(r.Header.Get("Authorization"))
+	if secret == "" {
+		authError(w, credential.ErrMissing)
+		return
+	}
+	var req BootstrapRequest
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBootstrapBody))
+	if err := dec.Decode(&req); err != nil {
+		writeError(w, http.StatusBadRequest, "bad_json", "the body is not a JSON object with device_id")
+		return
+	}
+	if strings.TrimSpace(req.DeviceID) == "" {
+		writeError(w, http.StatusBadRequest, "missing_device_id", "device_id is required")
+		return
+	}
+	if _, err := g.cfg.Credentials.AuthenticateDevice(r.Context(), secret, req.DeviceID); err != nil {
+		authError(w, err)
+		return
+	}
+	// decision: the public URL is checked after authentication, so an
+	// unauthenticated caller learns nothing about Core's configuration;
+	// without one Core cannot name the connection URL
+	// (daemon-protocol.txt:12) and answers 503 bootstrap_unavailable.
+	wsURL, ok := wsURLFor(g.cfg.PublicURL)
+	if !ok {
+		writeError(w, http.StatusServiceUnavailable, "bootstrap_unavailable", "Core has no public connection URL")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(BootstrapResponse{
+		DeviceID: req.DeviceID, WorkspaceID: "default", WSURL: wsURL,
+		HeartbeatSeconds: int(g.cfg.HeartbeatInterval / time.Second), ProtocolVersion: wire.Version,
+	})
+}
+
+// wsURLFor turns Core's public base URL into the WebSocket URL.
+func wsURLFor(public string) (string, bool) {
+	public = strings.TrimRight(strings.TrimSpace(public), "/")
+	switch {
+	case strings.HasPrefix(public, "http://"):
+		return "ws://" + strings.TrimPrefix(public, "http://") + WSPath, true
+	case strings.HasPrefix(public, "https://"):
+		return "wss://" + strings.TrimPrefix(public, "https://") + WSPath, true
+	case strings.HasPrefix(public, "ws://"), strings.HasPrefix(public, "wss://"):
+		return public + WSPath, true
+	}
+	return "", false
+}

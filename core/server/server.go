@@ -1,0 +1,95 @@
+// Package server assembles a Core: the store, the credential issuer, the
+// daemon gateway and the public API routes, as one http.Handler.
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/agentwire/agentwire/core/api"
+	"github.com/agentwire/agentwire/core/credential"
+	"github.com/agentwire/agentwire/core/gateway"
+	"github.com/agentwire/agentwire/core/store"
+	"github.com/agentwire/agentwire/peer"
+	"github.com/agentwire/agentwire/wire"
+)
+
+// Config is what a Core needs; Store is required.
+type Config struct {
+	Store     store.Store
+	PublicURL string
+	Clock     peer.Clock
+	Logger    *slog.Logger
+}
+
+// Server is one Core's HTTP surface.
+type Server struct {
+	cfg     Config
+	creds   credential.Issuer
+	gateway *gateway.Gateway
+	mux     *http.ServeMux
+	journal *api.Journal
+}
+
+// New builds the routes.
+func New(cfg Config) *Server {
+	if cfg.Clock == nil {
+		cfg.Clock = peer.SystemClock()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Server{cfg: cfg, mux: http.NewServeMux()}
+	s.creds = credential.Issuer{Store: cfg.Store, Now: cfg.Clock.Now}
+	s.gateway = gateway.New(gateway.Config{Store: cfg.Store, Credentials: s.creds, PublicURL: cfg.PublicURL, Clock: cfg.Clock, Logger: cfg.Logger})
+	s.gateway.Register(s.mux)
+	s.journal = &api.Journal{Store: cfg.Store}
+	api.New(api.Config{
+		Store: cfg.Store, Credentials: s.creds, Journal: s.journal, Now: cfg.Clock.Now, Logger: cfg.Logger,
+		Devices: func(ctx context.Context) (any, error) { return DeviceViews(ctx, cfg.Store) },
+	}).Register(s.mux)
+	return s
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// Close ends every daemon connection.
+func (s *Server) Close() { s.gateway.Close() }
+
+// Gateway exposes the daemon gateway (the scheduler selects devices there).
+func (s *Server) Gateway() *gateway.Gateway { return s.gateway }
+
+// DeviceView is one device of the registry as the API shows it.
+type DeviceView struct {
+	DeviceID   string                    `json:"device_id"`
+	Connected  bool                      `json:"connected"`
+	OwnerEpoch uint64                    `json:"owner_epoch"`
+	LastSeen   time.Time                 `json:"last_seen"`
+	AgentKinds []wire.SupportedAgentKind `json:"agent_kinds"`
+}
+
+// DeviceViews reads the registry: each device with the kinds and
+// capabilities its current connection last declared. A device without a
+// valid declaration advertises nothing (daemon-protocol.txt:14).
+func DeviceViews(ctx context.Context, st store.Store) ([]DeviceView, error) {
+	list, err := st.ListDevices(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]DeviceView, 0, len(list))
+	for _, d := range list {
+		v := DeviceView{DeviceID: d.ID, Connected: d.Connected, OwnerEpoch: d.OwnerEpoch, LastSeen: d.LastSeen, AgentKinds: []wire.SupportedAgentKind{}}
+		if d.Declaration != nil {
+			var hb wire.Heartbeat
+			if err := json.Unmarshal(d.Declaration, &hb); err == nil && hb.SupportedAgentKinds != nil {
+				v.AgentKinds = hb.SupportedAgentKinds
+			}
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}

@@ -1,0 +1,275 @@
+// Package memory is an in-memory store.Store for tests and benchmarks. One
+// mutex makes each conditional write atomic, as a single SQL statement is.
+package memory
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/agentwire/agentwire/core/store"
+)
+
+// Store keeps everything in maps guarded by one mutex.
+type Store struct {
+	mu           sync.Mutex
+	closed       bool
+	envs         map[string]store.Environment
+	sessions     map[string]store.Session
+	turns        map[string]*store.Turn
+	turnOrder    []string
+	inputs       map[string][]store.Input
+	events       map[string][]store.Event
+	interactions map[string]store.Interaction
+	writes       map[string]store.WorkspaceWrite
+	devices      map[string]store.Device
+	creds        map[string]store.Credential
+	credOrder    []string
+}
+
+var _ store.Store = (*Store)(nil)
+
+// New returns an empty store.
+func New() *Store {
+	return &Store{
+		envs:         map[string]store.Environment{},
+		sessions:     map[string]store.Session{},
+		turns:        map[string]*store.Turn{},
+		inputs:       map[string][]store.Input{},
+		events:       map[string][]store.Event{},
+		interactions: map[string]store.Interaction{},
+		writes:       map[string]store.WorkspaceWrite{},
+		devices:      map[string]store.Device{},
+		creds:        map[string]store.Credential{},
+	}
+}
+
+func clone(b json.RawMessage) json.RawMessage {
+	if b == nil {
+		return nil
+	}
+	return bytes.Clone(b)
+}
+
+func (s *Store) lock(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return store.ErrClosed
+	}
+	return nil
+}
+
+func (s *Store) CreateEnvironment(ctx context.Context, e store.Environment) error {
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	if _, ok := s.envs[e.ID]; ok {
+		return store.ErrConflict
+	}
+	e.Binding = clone(e.Binding)
+	s.envs[e.ID] = e
+	return nil
+}
+
+func (s *Store) GetEnvironment(ctx context.Context, id string) (store.Environment, error) {
+	if err := s.lock(ctx); err != nil {
+		return store.Environment{}, err
+	}
+	defer s.mu.Unlock()
+	e, ok := s.envs[id]
+	if !ok {
+		return store.Environment{}, store.ErrNotFound
+	}
+	e.Binding = clone(e.Binding)
+	return e, nil
+}
+
+func (s *Store) CreateSession(ctx context.Context, x store.Session) error {
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	if _, ok := s.sessions[x.ID]; ok {
+		return store.ErrConflict
+	}
+	if x.EnvironmentID != "" {
+		if _, ok := s.envs[x.EnvironmentID]; !ok {
+			return store.ErrNotFound
+		}
+	}
+	x.Options = clone(x.Options)
+	s.sessions[x.ID] = x
+	return nil
+}
+
+func (s *Store) GetSession(ctx context.Context, id string) (store.Session, error) {
+	if err := s.lock(ctx); err != nil {
+		return store.Session{}, err
+	}
+	defer s.mu.Unlock()
+	x, ok := s.sessions[id]
+	if !ok {
+		return store.Session{}, store.ErrNotFound
+	}
+	x.Options = clone(x.Options)
+	return x, nil
+}
+
+func copyTurn(t *store.Turn) store.Turn {
+	c := *t
+	c.Input = clone(t.Input)
+	c.Outcome.Evidence = clone(t.Outcome.Evidence)
+	return c
+}
+
+func (s *Store) CreateTurn(ctx context.Context, t store.Turn) error {
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	if _, ok := s.turns[t.ID]; ok {
+		return store.ErrConflict
+	}
+	if _, ok := s.sessions[t.SessionID]; !ok {
+		return store.ErrNotFound
+	}
+	c := copyTurn(&t)
+	c.State = store.TurnQueued
+	c.UpdatedAt = c.CreatedAt
+	s.turns[t.ID] = &c
+	s.turnOrder = append(s.turnOrder, t.ID)
+	return nil
+}
+
+func (s *Store) GetTurn(ctx context.Context, id string) (store.Turn, error) {
+	if err := s.lock(ctx); err != nil {
+		return store.Turn{}, err
+	}
+	defer s.mu.Unlock()
+	t, ok := s.turns[id]
+	if !ok {
+		return store.Turn{}, store.ErrNotFound
+	}
+	return copyTurn(t), nil
+}
+
+func (s *Store) DueTurns(ctx context.Context, now time.Time, limit int) ([]store.Turn, error) {
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	var out []store.Turn
+	for _, id := range s.turnOrder {
+		t := s.turns[id]
+		if t.State == store.TurnQueued && !t.NotBefore.After(now) {
+			out = append(out, copyTurn(t))
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+func (s *Store) ClaimTurn(ctx context.Context, id string, c store.Claim) error {
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	t, ok := s.turns[id]
+	if !ok {
+		return store.ErrNotFound
+	}
+	if t.State != store.TurnQueued || t.NotBefore.After(c.At) {
+		return store.ErrStale
+	}
+	t.State, t.DeviceID, t.OwnerEpoch, t.RunID = store.TurnClaimed, c.DeviceID, c.OwnerEpoch, c.RunID
+	t.Attempts++
+	t.UpdatedAt = c.At
+	return nil
+}
+
+// owned finds a Turn in one of states whose Run is runID.
+func (s *Store) owned(id, runID string, states ...store.TurnState) (*store.Turn, error) {
+	t, ok := s.turns[id]
+	if !ok {
+		return nil, store.ErrNotFound
+	}
+	if t.RunID != runID {
+		return nil, store.ErrStale
+	}
+	for _, st := range states {
+		if t.State == st {
+			return t, nil
+		}
+	}
+	return nil, store.ErrStale
+}
+
+func (s *Store) RequeueTurn(ctx context.Context, id, runID string, notBefore, at time.Time) error {
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	t, err := s.owned(id, runID, store.TurnClaimed)
+	if err != nil {
+		return err
+	}
+	t.State, t.DeviceID, t.OwnerEpoch, t.RunID = store.TurnQueued, "", 0, ""
+	t.NotBefore, t.UpdatedAt = notBefore, at
+	return nil
+}
+
+func (s *Store) StartTurn(ctx context.Context, id, runID string, at time.Time) error {
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	t, err := s.owned(id, runID, store.TurnClaimed)
+	if err != nil {
+		return err
+	}
+	t.State, t.UpdatedAt = store.TurnRunning, at
+	return nil
+}
+
+func (s *Store) FinishTurn(ctx context.Context, id, runID string, state store.TurnState, o store.Outcome, at time.Time) error {
+	if !state.Terminal() {
+		return store.ErrInvalid
+	}
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	t, err := s.owned(id, runID, store.TurnClaimed, store.TurnRunning)
+	if err != nil {
+		return err
+	}
+	t.State, t.UpdatedAt = state, at
+	t.Outcome = o
+	t.Outcome.Evidence = clone(o.Evidence)
+	return nil
+}
+
+func (s *Store) ActiveTurns(ctx context.Context) ([]store.Turn, error) {
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	var out []store.Turn
+	for _, id := range s.turnOrder {
+		if t := s.turns[id]; t.State == store.TurnClaimed || t.State == store.TurnRunning {
+			out = append(out, copyTurn(t))
+		}
+	}
+	return out, nil
+}

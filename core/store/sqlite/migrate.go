@@ -1,0 +1,141 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// migrations are applied in order, each in its own transaction; version
+// N is migrations[N-1]. Never edit one that has shipped: append another.
+var migrations = []string{
+	// 1: the initial schema.
+	`
+CREATE TABLE environments (
+	id TEXT PRIMARY KEY,
+	project TEXT NOT NULL,
+	type TEXT NOT NULL,
+	binding BLOB,
+	created_at INTEGER NOT NULL
+);
+CREATE TABLE sessions (
+	id TEXT PRIMARY KEY,
+	project TEXT NOT NULL,
+	agent_kind TEXT NOT NULL,
+	environment_id TEXT REFERENCES environments(id),
+	options BLOB,
+	created_at INTEGER NOT NULL
+);
+CREATE TABLE turns (
+	id TEXT PRIMARY KEY,
+	session_id TEXT NOT NULL REFERENCES sessions(id),
+	input BLOB,
+	state TEXT NOT NULL,
+	attempts INTEGER NOT NULL DEFAULT 0,
+	not_before INTEGER NOT NULL DEFAULT 0,
+	device_id TEXT NOT NULL DEFAULT '',
+	owner_epoch INTEGER NOT NULL DEFAULT 0,
+	run_id TEXT NOT NULL DEFAULT '',
+	input_cursor INTEGER NOT NULL DEFAULT 0,
+	reason TEXT NOT NULL DEFAULT '',
+	engine_error_code TEXT NOT NULL DEFAULT '',
+	engine_http_status INTEGER NOT NULL DEFAULT 0,
+	evidence BLOB,
+	created_at INTEGER NOT NULL,
+	updated_at INTEGER NOT NULL
+);
+CREATE INDEX turns_due ON turns(state, not_before, created_at);
+CREATE TABLE inputs (
+	turn_id TEXT NOT NULL REFERENCES turns(id),
+	seq INTEGER NOT NULL,
+	id TEXT NOT NULL,
+	content BLOB,
+	created_at INTEGER NOT NULL,
+	PRIMARY KEY (turn_id, seq),
+	UNIQUE (turn_id, id)
+);
+CREATE TABLE events (
+	turn_id TEXT NOT NULL REFERENCES turns(id),
+	seq INTEGER NOT NULL,
+	run_id TEXT NOT NULL,
+	type TEXT NOT NULL,
+	payload BLOB,
+	at INTEGER NOT NULL,
+	PRIMARY KEY (turn_id, seq)
+);
+CREATE TABLE interactions (
+	id TEXT PRIMARY KEY,
+	turn_id TEXT NOT NULL REFERENCES turns(id),
+	run_id TEXT NOT NULL,
+	kind TEXT NOT NULL,
+	request BLOB,
+	state TEXT NOT NULL,
+	answer BLOB,
+	created_at INTEGER NOT NULL,
+	updated_at INTEGER NOT NULL
+);
+CREATE TABLE workspace_writes (
+	mutation_id TEXT PRIMARY KEY,
+	session_id TEXT NOT NULL,
+	path TEXT NOT NULL,
+	outcome TEXT NOT NULL DEFAULT '',
+	created_at INTEGER NOT NULL,
+	settled_at INTEGER NOT NULL DEFAULT 0
+);
+-- One unsettled write per Session: the reservation is this index.
+CREATE UNIQUE INDEX workspace_writes_unsettled ON workspace_writes(session_id) WHERE outcome = '';
+CREATE TABLE devices (
+	id TEXT PRIMARY KEY,
+	owner_epoch INTEGER NOT NULL,
+	connected INTEGER NOT NULL,
+	declaration BLOB,
+	last_seen INTEGER NOT NULL
+);
+CREATE TABLE credentials (
+	id TEXT PRIMARY KEY,
+	kind TEXT NOT NULL,
+	device_id TEXT NOT NULL DEFAULT '',
+	project TEXT NOT NULL DEFAULT '',
+	hash TEXT NOT NULL UNIQUE,
+	created_at INTEGER NOT NULL,
+	revoked_at INTEGER NOT NULL DEFAULT 0
+);
+`,
+}
+
+// SchemaVersion is the version a fully migrated database has.
+func SchemaVersion() int { return len(migrations) }
+
+func migrate(ctx context.Context, db *sql.DB) error {
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY)`); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	var have int
+	if err := db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&have); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	if have > len(migrations) {
+		return fmt.Errorf("schema version %d is newer than this build knows (%d)", have, len(migrations))
+	}
+	for v := have + 1; v <= len(migrations); v++ {
+		if err := apply(ctx, db, v); err != nil {
+			return fmt.Errorf("migration %d: %w", v, err)
+		}
+	}
+	return nil
+}
+
+func apply(ctx context.Context, db *sql.DB, v int) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.ExecContext(ctx, migrations[v-1]); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations(version) VALUES (?)`, v); err != nil {
+		return err
+	}
+	return tx.Commit()
+}

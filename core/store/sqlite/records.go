@@ -1,0 +1,286 @@
+package sqlite
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agentwire/agentwire/core/store"
+)
+
+// insertSeq runs an INSERT ... SELECT that computes the next sequence
+// number of a Turn inside the statement and returns it; no row means the
+// Turn does not exist.
+func (s *Store) insertSeq(ctx context.Context, q string, args ...any) (int64, error) {
+	if err := s.check(ctx); err != nil {
+		return 0, err
+	}
+	var seq int64
+	err := s.w.QueryRowContext(ctx, q, args...).Scan(&seq)
+	switch {
+	case err == nil:
+		return seq, nil
+	case isConstraint(err):
+		return 0, store.ErrConflict
+	}
+	return 0, notFound(err)
+}
+
+func (s *Store) AppendInput(ctx context.Context, in store.Input) (store.Input, error) {
+	seq, err := s.insertSeq(ctx, `INSERT INTO inputs(turn_id, seq, id, content, created_at)
+		SELECT ?, COALESCE((SELECT MAX(seq) FROM inputs WHERE turn_id = ?), 0) + 1, ?, ?, ?
+		WHERE EXISTS (SELECT 1 FROM turns WHERE id = ?) RETURNING seq`,
+		in.TurnID, in.TurnID, in.ID, blob(in.Content), ms(in.CreatedAt), in.TurnID)
+	if err != nil {
+		return store.Input{}, err
+	}
+	in.Seq = seq
+	return in, nil
+}
+
+func (s *Store) Inputs(ctx context.Context, turnID string, after int64) ([]store.Input, error) {
+	if err := s.check(ctx); err != nil {
+		return nil, err
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT seq, id, content, created_at FROM inputs WHERE turn_id = ? AND seq > ? ORDER BY seq`, turnID, after)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Input
+	for rows.Next() {
+		in := store.Input{TurnID: turnID}
+		var at int64
+		if err := rows.Scan(&in.Seq, &in.ID, (*[]byte)(&in.Content), &at); err != nil {
+			return nil, fmt.Errorf("sqlite: %w", err)
+		}
+		in.CreatedAt = fromMS(at)
+		out = append(out, in)
+	}
+	return out, rows.Err()
+}
+
+func (s *Store) AdvanceInputCursor(ctx context.Context, turnID string, from, to int64) error {
+	return s.conditional(ctx, "turns", "id", turnID,
+		`UPDATE turns SET input_cursor = ?
+		 WHERE id = ? AND input_cursor = ? AND ? > ? AND ? <= (SELECT COALESCE(MAX(seq), 0) FROM inputs WHERE turn_id = ?)`,
+		to, turnID, from, to, from, to, turnID)
+}
+
+func (s *Store) AppendEvent(ctx context.Context, e store.Event) (store.Event, error) {
+	seq, err := s.insertSeq(ctx, `INSERT INTO events(turn_id, seq, run_id, type, payload, at)
+		SELECT ?, COALESCE((SELECT MAX(seq) FROM events WHERE turn_id = ?), 0) + 1, ?, ?, ?, ?
+		WHERE EXISTS (SELECT 1 FROM turns WHERE id = ?) RETURNING seq`,
+		e.TurnID, e.TurnID, e.RunID, e.Type, blob(e.Payload), ms(e.At), e.TurnID)
+	if err != nil {
+		return store.Event{}, err
+	}
+	e.Seq = seq
+	return e, nil
+}
+
+func (s *Store) Events(ctx context.Context, turnID string, after int64, limit int) ([]store.Event, error) {
+	if err := s.check(ctx); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		limit = -1
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT seq, run_id, type, payload, at FROM events WHERE turn_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
+		turnID, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Event
+	for rows.Next() {
+		e := store.Event{TurnID: turnID}
+		var at int64
+		if err := rows.Scan(&e.Seq, &e.RunID, &e.Type, (*[]byte)(&e.Payload), &at); err != nil {
+			return nil, fmt.Errorf("sqlite: %w", err)
+		}
+		e.At = fromMS(at)
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+func (s *Store) CreateInteraction(ctx context.Context, i store.Interaction) error {
+	if i.State == "" {
+		i.State = store.InteractionPending
+	}
+	n, err := s.exec(ctx, `INSERT INTO interactions(id, turn_id, run_id, kind, request, state, answer, created_at, updated_at)
+		SELECT ?,?,?,?,?,?,?,?,? WHERE EXISTS (SELECT 1 FROM turns WHERE id = ?)`,
+		i.ID, i.TurnID, i.RunID, i.Kind, blob(i.Request), string(i.State), blob(i.Answer), ms(i.CreatedAt), ms(i.CreatedAt), i.TurnID)
+	if err == nil && n == 0 {
+		return store.ErrNotFound
+	}
+	return err
+}
+
+func (s *Store) GetInteraction(ctx context.Context, id string) (store.Interaction, error) {
+	if err := s.check(ctx); err != nil {
+		return store.Interaction{}, err
+	}
+	i := store.Interaction{ID: id}
+	var state string
+	var created, updated int64
+	err := s.r.QueryRowContext(ctx, `SELECT turn_id, run_id, kind, request, state, answer, created_at, updated_at FROM interactions WHERE id = ?`, id).
+		Scan(&i.TurnID, &i.RunID, &i.Kind, (*[]byte)(&i.Request), &state, (*[]byte)(&i.Answer), &created, &updated)
+	i.State, i.CreatedAt, i.UpdatedAt = store.InteractionState(state), fromMS(created), fromMS(updated)
+	return i, notFound(err)
+}
+
+func (s *Store) TransitionInteraction(ctx context.Context, id string, from, to store.InteractionState, answer json.RawMessage, at time.Time) error {
+	return s.conditional(ctx, "interactions", "id", id,
+		`UPDATE interactions SET state = ?, answer = COALESCE(?, answer), updated_at = ? WHERE id = ? AND state = ?`,
+		string(to), blob(answer), ms(at), id, string(from))
+}
+
+func (s *Store) ReserveWorkspaceWrite(ctx context.Context, w store.WorkspaceWrite) error {
+	_, err := s.exec(ctx, `INSERT INTO workspace_writes(mutation_id, session_id, path, created_at) VALUES (?,?,?,?)`,
+		w.MutationID, w.SessionID, w.Path, ms(w.CreatedAt))
+	return err
+}
+
+func (s *Store) SettleWorkspaceWrite(ctx context.Context, mutationID, outcome string, at time.Time) error {
+	if outcome == "" {
+		return store.ErrInvalid
+	}
+	return s.conditional(ctx, "workspace_writes", "mutation_id", mutationID,
+		`UPDATE workspace_writes SET outcome = ?, settled_at = ? WHERE mutation_id = ? AND outcome = ''`,
+		outcome, ms(at), mutationID)
+}
+
+func (s *Store) GetWorkspaceWrite(ctx context.Context, mutationID string) (store.WorkspaceWrite, error) {
+	if err := s.check(ctx); err != nil {
+		return store.WorkspaceWrite{}, err
+	}
+	w := store.WorkspaceWrite{MutationID: mutationID}
+	var created, settled int64
+	err := s.r.QueryRowContext(ctx, `SELECT session_id, path, outcome, created_at, settled_at FROM workspace_writes WHERE mutation_id = ?`, mutationID).
+		Scan(&w.SessionID, &w.Path, &w.Outcome, &created, &settled)
+	w.CreatedAt, w.SettledAt = fromMS(created), fromMS(settled)
+	return w, notFound(err)
+}
+
+func (s *Store) AcquireOwner(ctx context.Context, deviceID string, at time.Time) (uint64, error) {
+	if err := s.check(ctx); err != nil {
+		return 0, err
+	}
+	// One upsert: the epoch is incremented by the database, never computed
+	// from an earlier read.
+	var epoch uint64
+	err := s.w.QueryRowContext(ctx, `INSERT INTO devices(id, owner_epoch, connected, declaration, last_seen) VALUES (?, 1, 1, NULL, ?)
+		ON CONFLICT(id) DO UPDATE SET owner_epoch = owner_epoch + 1, connected = 1, declaration = NULL, last_seen = excluded.last_seen
+		RETURNING owner_epoch`, deviceID, ms(at)).Scan(&epoch)
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: %w", err)
+	}
+	return epoch, nil
+}
+
+func (s *Store) ReleaseOwner(ctx context.Context, deviceID string, epoch uint64, at time.Time) error {
+	return s.conditional(ctx, "devices", "id", deviceID,
+		`UPDATE devices SET connected = 0, declaration = NULL, last_seen = ? WHERE id = ? AND owner_epoch = ?`,
+		ms(at), deviceID, epoch)
+}
+
+func (s *Store) RecordDeclaration(ctx context.Context, deviceID string, epoch uint64, decl json.RawMessage, at time.Time) error {
+	return s.conditional(ctx, "devices", "id", deviceID,
+		`UPDATE devices SET declaration = ?, last_seen = ? WHERE id = ? AND owner_epoch = ? AND connected = 1`,
+		blob(decl), ms(at), deviceID, epoch)
+}
+
+const deviceCols = `id, owner_epoch, connected, declaration, last_seen`
+
+func scanDevice(sc scanner) (store.Device, error) {
+	var d store.Device
+	var seen int64
+	err := sc.Scan(&d.ID, &d.OwnerEpoch, &d.Connected, (*[]byte)(&d.Declaration), &seen)
+	d.LastSeen = fromMS(seen)
+	return d, err
+}
+
+func (s *Store) GetDevice(ctx context.Context, deviceID string) (store.Device, error) {
+	if err := s.check(ctx); err != nil {
+		return store.Device{}, err
+	}
+	d, err := scanDevice(s.r.QueryRowContext(ctx, `SELECT `+deviceCols+` FROM devices WHERE id = ?`, deviceID))
+	return d, notFound(err)
+}
+
+func (s *Store) ListDevices(ctx context.Context) ([]store.Device, error) {
+	if err := s.check(ctx); err != nil {
+		return nil, err
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT `+deviceCols+` FROM devices ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	defer rows.Close()
+	out := []store.Device{}
+	for rows.Next() {
+		d, err := scanDevice(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: %w", err)
+		}
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+func (s *Store) CreateCredential(ctx context.Context, c store.Credential) error {
+	_, err := s.exec(ctx, `INSERT INTO credentials(id, kind, device_id, project, hash, created_at, revoked_at) VALUES (?,?,?,?,?,?,?)`,
+		c.ID, string(c.Kind), c.DeviceID, c.Project, c.Hash, ms(c.CreatedAt), ms(c.RevokedAt))
+	return err
+}
+
+const credCols = `id, kind, device_id, project, hash, created_at, revoked_at`
+
+func scanCred(sc scanner) (store.Credential, error) {
+	var c store.Credential
+	var kind string
+	var created, revoked int64
+	err := sc.Scan(&c.ID, &kind, &c.DeviceID, &c.Project, &c.Hash, &created, &revoked)
+	c.Kind, c.CreatedAt, c.RevokedAt = store.CredentialKind(kind), fromMS(created), fromMS(revoked)
+	return c, err
+}
+
+func (s *Store) CredentialByHash(ctx context.Context, hash string) (store.Credential, error) {
+	if err := s.check(ctx); err != nil {
+		return store.Credential{}, err
+	}
+	c, err := scanCred(s.r.QueryRowContext(ctx, `SELECT `+credCols+` FROM credentials WHERE hash = ?`, hash))
+	return c, notFound(err)
+}
+
+func (s *Store) ListCredentials(ctx context.Context) ([]store.Credential, error) {
+	if err := s.check(ctx); err != nil {
+		return nil, err
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT `+credCols+` FROM credentials ORDER BY created_at, rowid`)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Credential
+	for rows.Next() {
+		c, err := scanCred(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: %w", err)
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+func (s *Store) RevokeCredential(ctx context.Context, id string, at time.Time) error {
+	if at.IsZero() {
+		return errors.Join(store.ErrInvalid, fmt.Errorf("revocation time is zero"))
+	}
+	return s.conditional(ctx, "credentials", "id", id,
+		`UPDATE credentials SET revoked_at = ? WHERE id = ? AND revoked_at = 0`, ms(at), id)
+}

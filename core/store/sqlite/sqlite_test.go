@@ -1,0 +1,68 @@
+package sqlite_test
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentwire/agentwire/core/store"
+	"github.com/agentwire/agentwire/core/store/sqlite"
+	"github.com/agentwire/agentwire/core/store/storetest"
+)
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store {
+		s, err := sqlite.Open(context.Background(), t.TempDir())
+		require.NoError(t, err)
+		return s
+	})
+}
+
+// Records survive closing and reopening the data directory, and the
+// migrations are not applied twice.
+func TestReopenKeepsRecordsAndSchema(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := sqlite.Open(ctx, dir)
+	require.NoError(t, err)
+	epoch, err := s.AcquireOwner(ctx, "dev", storetest.T0)
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+
+	s, err = sqlite.Open(ctx, dir)
+	require.NoError(t, err)
+	defer s.Close()
+	next, err := s.AcquireOwner(ctx, "dev", storetest.T0)
+	require.NoError(t, err)
+	assert.Equal(t, epoch+1, next, "the owner epoch survives a restart")
+
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, sqlite.FileName))
+	require.NoError(t, err)
+	defer db.Close()
+	var n, v int
+	require.NoError(t, db.QueryRow(`SELECT COUNT(*), MAX(version) FROM schema_migrations`).Scan(&n, &v))
+	assert.Equal(t, sqlite.SchemaVersion(), n)
+	assert.Equal(t, sqlite.SchemaVersion(), v)
+	var mode string
+	require.NoError(t, db.QueryRow(`PRAGMA journal_mode`).Scan(&mode))
+	assert.Equal(t, "wal", mode)
+}
+
+func TestNewerSchemaIsRefused(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := sqlite.Open(ctx, dir)
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, sqlite.FileName))
+	require.NoError(t, err)
+	_, err = db.Exec(`INSERT INTO schema_migrations(version) VALUES (999)`)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	_, err = sqlite.Open(ctx, dir)
+	require.ErrorContains(t, err, "schema version 999 is newer")
+}

@@ -1,0 +1,156 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/agentwire/agentwire/core/store"
+)
+
+func (s *Store) CreateEnvironment(ctx context.Context, e store.Environment) error {
+	_, err := s.exec(ctx, `INSERT INTO environments(id, project, type, binding, created_at) VALUES (?,?,?,?,?)`,
+		e.ID, e.Project, e.Type, blob(e.Binding), ms(e.CreatedAt))
+	return err
+}
+
+func (s *Store) GetEnvironment(ctx context.Context, id string) (store.Environment, error) {
+	if err := s.check(ctx); err != nil {
+		return store.Environment{}, err
+	}
+	e := store.Environment{ID: id}
+	var at int64
+	err := s.r.QueryRowContext(ctx, `SELECT project, type, binding, created_at FROM environments WHERE id = ?`, id).
+		Scan(&e.Project, &e.Type, (*[]byte)(&e.Binding), &at)
+	e.CreatedAt = fromMS(at)
+	return e, notFound(err)
+}
+
+func (s *Store) CreateSession(ctx context.Context, x store.Session) error {
+	var env any
+	if x.EnvironmentID != "" {
+		env = x.EnvironmentID
+	}
+	// The guard turns a missing Environment into "no row inserted"
+	// rather than a foreign-key error, so the two failures stay apart.
+	n, err := s.exec(ctx, `INSERT INTO sessions(id, project, agent_kind, environment_id, options, created_at)
+		SELECT ?,?,?,?,?,? WHERE ? IS NULL OR EXISTS (SELECT 1 FROM environments WHERE id = ?)`,
+		x.ID, x.Project, x.AgentKind, env, blob(x.Options), ms(x.CreatedAt), env, env)
+	if err == nil && n == 0 {
+		return store.ErrNotFound
+	}
+	return err
+}
+
+func (s *Store) GetSession(ctx context.Context, id string) (store.Session, error) {
+	if err := s.check(ctx); err != nil {
+		return store.Session{}, err
+	}
+	x := store.Session{ID: id}
+	var env sql.NullString
+	var at int64
+	err := s.r.QueryRowContext(ctx, `SELECT project, agent_kind, environment_id, options, created_at FROM sessions WHERE id = ?`, id).
+		Scan(&x.Project, &x.AgentKind, &env, (*[]byte)(&x.Options), &at)
+	x.EnvironmentID, x.CreatedAt = env.String, fromMS(at)
+	return x, notFound(err)
+}
+
+func (s *Store) CreateTurn(ctx context.Context, t store.Turn) error {
+	n, err := s.exec(ctx, `INSERT INTO turns(id, session_id, input, state, not_before, created_at, updated_at)
+		SELECT ?,?,?,?,?,?,? WHERE EXISTS (SELECT 1 FROM sessions WHERE id = ?)`,
+		t.ID, t.SessionID, blob(t.Input), string(store.TurnQueued), ms(t.NotBefore), ms(t.CreatedAt), ms(t.CreatedAt), t.SessionID)
+	if err == nil && n == 0 {
+		return store.ErrNotFound
+	}
+	return err
+}
+
+const turnCols = `id, session_id, input, state, attempts, not_before, device_id, owner_epoch, run_id, input_cursor,
+	reason, engine_error_code, engine_http_status, evidence, created_at, updated_at`
+
+type scanner interface{ Scan(...any) error }
+
+func scanTurn(sc scanner) (store.Turn, error) {
+	var t store.Turn
+	var state string
+	var notBefore, created, updated int64
+	err := sc.Scan(&t.ID, &t.SessionID, (*[]byte)(&t.Input), &state, &t.Attempts, &notBefore, &t.DeviceID, &t.OwnerEpoch, &t.RunID,
+		&t.InputCursor, &t.Outcome.Reason, &t.Outcome.EngineErrorCode, &t.Outcome.EngineHTTPStatus, (*[]byte)(&t.Outcome.Evidence),
+		&created, &updated)
+	t.State = store.TurnState(state)
+	t.NotBefore, t.CreatedAt, t.UpdatedAt = fromMS(notBefore), fromMS(created), fromMS(updated)
+	return t, err
+}
+
+func (s *Store) GetTurn(ctx context.Context, id string) (store.Turn, error) {
+	if err := s.check(ctx); err != nil {
+		return store.Turn{}, err
+	}
+	t, err := scanTurn(s.r.QueryRowContext(ctx, `SELECT `+turnCols+` FROM turns WHERE id = ?`, id))
+	return t, notFound(err)
+}
+
+func (s *Store) turns(ctx context.Context, q string, args ...any) ([]store.Turn, error) {
+	if err := s.check(ctx); err != nil {
+		return nil, err
+	}
+	rows, err := s.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Turn
+	for rows.Next() {
+		t, err := scanTurn(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: %w", err)
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+func (s *Store) DueTurns(ctx context.Context, now time.Time, limit int) ([]store.Turn, error) {
+	if limit <= 0 {
+		limit = -1
+	}
+	return s.turns(ctx, `SELECT `+turnCols+` FROM turns WHERE state = ? AND not_before <= ? ORDER BY created_at, rowid LIMIT ?`,
+		string(store.TurnQueued), ms(now), limit)
+}
+
+func (s *Store) ActiveTurns(ctx context.Context) ([]store.Turn, error) {
+	return s.turns(ctx, `SELECT `+turnCols+` FROM turns WHERE state IN (?, ?) ORDER BY created_at, rowid`,
+		string(store.TurnClaimed), string(store.TurnRunning))
+}
+
+func (s *Store) ClaimTurn(ctx context.Context, id string, c store.Claim) error {
+	return s.conditional(ctx, "turns", "id", id,
+		`UPDATE turns SET state = ?, device_id = ?, owner_epoch = ?, run_id = ?, attempts = attempts + 1, updated_at = ?
+		 WHERE id = ? AND state = ? AND not_before <= ?`,
+		string(store.TurnClaimed), c.DeviceID, c.OwnerEpoch, c.RunID, ms(c.At), id, string(store.TurnQueued), ms(c.At))
+}
+
+func (s *Store) RequeueTurn(ctx context.Context, id, runID string, notBefore, at time.Time) error {
+	return s.conditional(ctx, "turns", "id", id,
+		`UPDATE turns SET state = ?, device_id = '', owner_epoch = 0, run_id = '', not_before = ?, updated_at = ?
+		 WHERE id = ? AND state = ? AND run_id = ?`,
+		string(store.TurnQueued), ms(notBefore), ms(at), id, string(store.TurnClaimed), runID)
+}
+
+func (s *Store) StartTurn(ctx context.Context, id, runID string, at time.Time) error {
+	return s.conditional(ctx, "turns", "id", id,
+		`UPDATE turns SET state = ?, updated_at = ? WHERE id = ? AND state = ? AND run_id = ?`,
+		string(store.TurnRunning), ms(at), id, string(store.TurnClaimed), runID)
+}
+
+func (s *Store) FinishTurn(ctx context.Context, id, runID string, state store.TurnState, o store.Outcome, at time.Time) error {
+	if !state.Terminal() {
+		return store.ErrInvalid
+	}
+	return s.conditional(ctx, "turns", "id", id,
+		`UPDATE turns SET state = ?, reason = ?, engine_error_code = ?, engine_http_status = ?, evidence = ?, updated_at = ?
+		 WHERE id = ? AND state IN (?, ?) AND run_id = ?`,
+		string(state), o.Reason, o.EngineErrorCode, o.EngineHTTPStatus, blob(o.Evidence), ms(at),
+		id, string(store.TurnClaimed), string(store.TurnRunning), runID)
+}

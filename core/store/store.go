@@ -1,0 +1,337 @@
+// Package store is Core's durable state behind one interface: Sessions,
+// Environments, Turns with their ordered inputs and input cursor, each
+// Turn's event journal, interaction records, workspace-write reservations,
+// device owner epochs and credentials.
+//
+// Every decision that must happen exactly once (taking a device's owner
+// lease, claiming a Turn, advancing the input cursor, answering an
+// interaction, reserving a workspace write, revoking a credential) is one
+// conditional write: the implementation never reads a row, decides in Go
+// and writes it back. A lost race is reported as ErrStale (or ErrConflict
+// for an insert), never silently absorbed, so several Core replicas can
+// later share one database.
+//
+// Implementations: store/sqlite (the default, embedded) and store/memory.
+// store/storetest holds the conformance suite both pass.
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+var (
+	// ErrNotFound: no record with that identity.
+	ErrNotFound = errors.New("store: not found")
+	// ErrConflict: an insert collided with an existing record (same ID,
+	// or a unique reservation already held).
+	ErrConflict = errors.New("store: conflict")
+	// ErrStale: a conditional write found the record no longer in the
+	// state the caller expected (another writer won, the epoch moved on).
+	ErrStale = errors.New("store: stale")
+	// ErrInvalid: the arguments break a rule of the interface itself
+	// (a non-terminal state given to FinishTurn, say).
+	ErrInvalid = errors.New("store: invalid argument")
+	// ErrClosed: the store was closed.
+	ErrClosed = errors.New("store: closed")
+)
+
+// Store is the whole durable state of one Core. Times are supplied by the
+// caller (Core's clock), never read by the store, so tests control them;
+// they are kept to the millisecond, in UTC.
+type Store interface {
+	CreateEnvironment(ctx context.Context, e Environment) error
+	GetEnvironment(ctx context.Context, id string) (Environment, error)
+	CreateSession(ctx context.Context, s Session) error
+	GetSession(ctx context.Context, id string) (Session, error)
+
+	// CreateTurn stores a queued Turn with its initial input.
+	CreateTurn(ctx context.Context, t Turn) error
+	GetTurn(ctx context.Context, id string) (Turn, error)
+	// DueTurns lists queued Turns whose NotBefore has passed, oldest first.
+	DueTurns(ctx context.Context, now time.Time, limit int) ([]Turn, error)
+	// ClaimTurn moves a due queued Turn to claimed for one device owner
+	// and Run; ErrStale when it is not queued or not yet due.
+	ClaimTurn(ctx context.Context, id string, c Claim) error
+	// RequeueTurn returns a claimed Turn (identified by its Run) to the
+	// queue, not before notBefore: only a preparation_capacity rejection
+	// does this (daemon-protocol.txt:116).
+	RequeueTurn(ctx context.Context, id, runID string, notBefore, at time.Time) error
+	// StartTurn moves a claimed Turn to running once its start was sent.
+	StartTurn(ctx context.Context, id, runID string, at time.Time) error
+	// FinishTurn records a terminal state from claimed or running.
+	FinishTurn(ctx context.Context, id, runID string, state TurnState, o Outcome, at time.Time) error
+	// TurnsOwnedBy lists non-terminal claimed or running Turns.
+	ActiveTurns(ctx context.Context) ([]Turn, error)
+
+	// AppendInput stores an active input after the Turn's last one and
+	// returns it with its sequence number (1, 2, ...).
+	AppendInput(ctx context.Context, in Input) (Input, error)
+	// Inputs lists a Turn's inputs with Seq > after, in order.
+	Inputs(ctx context.Context, turnID string, after int64) ([]Input, error)
+	// AdvanceInputCursor moves the Turn's cursor from `from` to `to`;
+	// ErrStale when the cursor is not at `from` (daemon-protocol.txt:133:
+	// only an accepted receipt advances it).
+	AdvanceInputCursor(ctx context.Context, turnID string, from, to int64) error
+
+	// AppendEvent adds an event to the Turn's journal and returns it with
+	// its sequence number (1, 2, ...), the SSE event ID.
+	AppendEvent(ctx context.Context, e Event) (Event, error)
+	// Events reads a Turn's journal after a sequence number, in order;
+	// limit <= 0 means all.
+	Events(ctx context.Context, turnID string, after int64, limit int) ([]Event, error)
+
+	CreateInteraction(ctx context.Context, i Interaction) error
+	GetInteraction(ctx context.Context, id string) (Interaction, error)
+	// TransitionInteraction moves an interaction from one state to
+	// another, optionally recording the answer; ErrStale otherwise.
+	TransitionInteraction(ctx context.Context, id string, from, to InteractionState, answer json.RawMessage, at time.Time) error
+
+	// ReserveWorkspaceWrite durably reserves a write for its Session;
+	// ErrConflict while another write of the Session is unsettled
+	// (daemon-protocol.txt:185).
+	ReserveWorkspaceWrite(ctx context.Context, w WorkspaceWrite) error
+	// SettleWorkspaceWrite records the exact receipt of a reserved write.
+	SettleWorkspaceWrite(ctx context.Context, mutationID, outcome string, at time.Time) error
+	GetWorkspaceWrite(ctx context.Context, mutationID string) (WorkspaceWrite, error)
+
+	// AcquireOwner takes the owner lease of a device for a new
+	// connection and returns the new owner epoch, strictly greater than
+	// every earlier one for that device (daemon-protocol.txt:19).
+	AcquireOwner(ctx context.Context, deviceID string, at time.Time) (uint64, error)
+	// ReleaseOwner marks the device offline if epoch still owns it.
+	ReleaseOwner(ctx context.Context, deviceID string, epoch uint64, at time.Time) error
+	// RecordDeclaration stores a heartbeat's validated declaration (nil
+	// clears it) if epoch still owns the device; ErrStale otherwise.
+	RecordDeclaration(ctx context.Context, deviceID string, epoch uint64, decl json.RawMessage, at time.Time) error
+	GetDevice(ctx context.Context, deviceID string) (Device, error)
+	ListDevices(ctx context.Context) ([]Device, error)
+
+	CreateCredential(ctx context.Context, c Credential) error
+	// CredentialByHash finds a credential by the hash of its secret.
+	CredentialByHash(ctx context.Context, hash string) (Credential, error)
+	ListCredentials(ctx context.Context) ([]Credential, error)
+	// RevokeCredential revokes an unrevoked credential; ErrStale when it
+	// already is, ErrNotFound when it does not exist.
+	RevokeCredential(ctx context.Context, id string, at time.Time) error
+
+	Close() error
+}
+
+// Environment is a Core-owned workspace binding.
+type Environment struct {
+	ID      string
+	Project string
+	// Type is none, openai_hosted or self_hosted (wire.EnvironmentType).
+	Type      string
+	Binding   json.RawMessage
+	CreatedAt time.Time
+}
+
+// Session is a Core-owned conversation with a fixed agent kind and
+// Environment.
+type Session struct {
+	ID            string
+	Project       string
+	AgentKind     string
+	EnvironmentID string
+	Options       json.RawMessage
+	CreatedAt     time.Time
+}
+
+// TurnState is the stored state of a Turn. The public status is its
+// projection (Turn.Status).
+type TurnState string
+
+const (
+	TurnQueued    TurnState = "queued"
+	TurnClaimed   TurnState = "claimed"
+	TurnRunning   TurnState = "running"
+	TurnCompleted TurnState = "completed"
+	TurnCancelled TurnState = "cancelled"
+	TurnFailed    TurnState = "failed"
+)
+
+// Terminal reports whether s is a final state.
+func (s TurnState) Terminal() bool {
+	return s == TurnCompleted || s == TurnCancelled || s == TurnFailed
+}
+
+// Claim identifies who executes a claimed Turn.
+type Claim struct {
+	DeviceID   string
+	OwnerEpoch uint64
+	RunID      string
+	At         time.Time
+}
+
+// Turn is one user request in a Session.
+type Turn struct {
+	ID        string
+	SessionID string
+	// Input is the initial ordered MessageInput (JSON).
+	Input      json.RawMessage
+	State      TurnState
+	Attempts   int
+	NotBefore  time.Time
+	DeviceID   string
+	OwnerEpoch uint64
+	RunID      string
+	// InputCursor is the Seq of the last active input the Runtime
+	// accepted; 0 before any.
+	InputCursor int64
+	Outcome     Outcome
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+// Outcome is what Core knows about a finished Turn. Reason is Core's
+// observation (delivery_unknown, event_stream_incomplete, engine_failed,
+// cancel_unconfirmed, ...); the engine fields and Evidence are native
+// evidence, kept apart from it (daemon-protocol.txt:153, 173).
+type Outcome struct {
+	Reason           string
+	EngineErrorCode  string
+	EngineHTTPStatus int
+	Evidence         json.RawMessage
+}
+
+// Public Turn failure reasons (wire-reference.md §5, Core turn projection).
+const (
+	ReasonDeliveryUnknown       = "delivery_unknown"
+	ReasonEventStreamIncomplete = "event_stream_incomplete"
+	ReasonEngineFailed          = "engine_failed"
+	ReasonCancelUnconfirmed     = "cancel_unconfirmed"
+)
+
+// Status is the public projection of a Turn.
+type Status struct {
+	State            string `json:"state"`
+	Reason           string `json:"reason,omitempty"`
+	EngineErrorCode  string `json:"engine_error_code,omitempty"`
+	EngineHTTPStatus int    `json:"engine_http_status,omitempty"`
+}
+
+// Status projects the stored Turn onto the public status.
+//
+// decision: a claimed Turn is still public "queued": preparation submits
+// no user input (daemon-protocol.txt:109) and a preparation_capacity
+// rejection returns it to the queue (daemon-protocol.txt:116). The engine
+// classification is shown only for a Turn that failed with engine_failed
+// (daemon-protocol.txt:173).
+func (t Turn) Status() Status {
+	switch t.State {
+	case TurnQueued, TurnClaimed:
+		return Status{State: "queued"}
+	case TurnRunning:
+		return Status{State: "running"}
+	case TurnCompleted:
+		return Status{State: "completed"}
+	case TurnCancelled:
+		return Status{State: "cancelled"}
+	}
+	s := Status{State: "failed", Reason: t.Outcome.Reason}
+	if t.Outcome.Reason == ReasonEngineFailed {
+		s.EngineErrorCode = t.Outcome.EngineErrorCode
+		s.EngineHTTPStatus = t.Outcome.EngineHTTPStatus
+	}
+	return s
+}
+
+// Input is one active input of a Turn.
+type Input struct {
+	TurnID string
+	Seq    int64
+	// ID is the input_id delivered in prompt_steer; unique per Turn.
+	ID        string
+	Content   json.RawMessage
+	CreatedAt time.Time
+}
+
+// Event is one journal record of a Turn's Run.
+type Event struct {
+	TurnID  string
+	Seq     int64
+	RunID   string
+	Type    string
+	Payload json.RawMessage
+	At      time.Time
+}
+
+// InteractionState is the life of a permission request or user-choice
+// question as Core records it.
+type InteractionState string
+
+const (
+	InteractionPending   InteractionState = "pending"
+	InteractionAnswered  InteractionState = "answered"
+	InteractionApplied   InteractionState = "applied"
+	InteractionFailed    InteractionState = "failed"
+	InteractionWithdrawn InteractionState = "withdrawn"
+)
+
+// Interaction is a permission request or user-choice question of a Run.
+type Interaction struct {
+	ID        string
+	TurnID    string
+	RunID     string
+	Kind      string
+	Request   json.RawMessage
+	State     InteractionState
+	Answer    json.RawMessage
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// WorkspaceWrite is a durable reservation of one workspace mutation.
+type WorkspaceWrite struct {
+	MutationID string
+	SessionID  string
+	Path       string
+	// Outcome is empty while reserved, then the exact receipt.
+	Outcome   string
+	CreatedAt time.Time
+	SettledAt time.Time
+}
+
+// Device is a Runtime device as the registry knows it.
+type Device struct {
+	ID         string
+	OwnerEpoch uint64
+	Connected  bool
+	// Declaration is the last valid heartbeat of the current owner, nil
+	// before the first and after an invalid one.
+	Declaration json.RawMessage
+	LastSeen    time.Time
+}
+
+// CredentialKind says what a credential may open.
+type CredentialKind string
+
+const (
+	// KindDevice opens the Runtime connection of one device only.
+	KindDevice CredentialKind = "device"
+	// KindProject opens the public API of one project.
+	KindProject CredentialKind = "project"
+	// KindAdmin manages credentials.
+	KindAdmin CredentialKind = "admin"
+)
+
+// Credential is stored by the hash of its secret; the secret itself is
+// shown once, when issued, and never stored.
+type Credential struct {
+	ID   string
+	Kind CredentialKind
+	// DeviceID is the one device a device credential is issued for.
+	DeviceID string
+	// Project is the project of a project API key.
+	Project   string
+	Hash      string
+	CreatedAt time.Time
+	RevokedAt time.Time
+}
+
+// Revoked reports whether the credential was revoked.
+func (c Credential) Revoked() bool { return !c.RevokedAt.IsZero() }

@@ -1,0 +1,458 @@
+// Package storetest is the conformance suite of store.Store. Every
+// implementation (memory, sqlite, and later PostgreSQL) runs Run with a
+// constructor of fresh, empty stores. The race tests start many
+// goroutines on one store: an implementation that reads, decides and
+// writes back in two steps fails them.
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentwire/agentwire/core/store"
+)
+
+// Open returns a fresh, empty store; the suite closes it.
+type Open func(t *testing.T) store.Store
+
+// T0 is the suite's base time (millisecond precision, UTC).
+var T0 = time.Date(2026, 1, 2, 3, 4, 5, 6_000_000, time.UTC)
+
+// Run runs every conformance test.
+func Run(t *testing.T, open Open) {
+	tests := []struct {
+		name string
+		fn   func(*testing.T, store.Store)
+	}{
+		{"SessionsAndEnvironments", testSessions},
+		{"TurnLifecycle", testTurnLifecycle},
+		{"TurnDueOrder", testDueOrder},
+		{"ClaimRace", testClaimRace},
+		{"Inputs", testInputs},
+		{"InputCursorRace", testCursorRace},
+		{"Journal", testJournal},
+		{"JournalConcurrentAppend", testJournalConcurrent},
+		{"Interactions", testInteractions},
+		{"InteractionAnswerRace", testInteractionRace},
+		{"WorkspaceWrites", testWorkspaceWrites},
+		{"WorkspaceWriteRace", testWorkspaceWriteRace},
+		{"OwnerEpoch", testOwnerEpoch},
+		{"OwnerEpochRace", testOwnerEpochRace},
+		{"Credentials", testCredentials},
+		{"RevokeRace", testRevokeRace},
+		{"Closed", testClosed},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := open(t)
+			t.Cleanup(func() { _ = s.Close() })
+			tc.fn(t, s)
+		})
+	}
+}
+
+var ctx = context.Background()
+
+func raw(s string) json.RawMessage { return json.RawMessage(s) }
+
+// seed creates an Environment, a Session and n queued Turns turn-0..n-1.
+func seed(t *testing.T, s store.Store, n int) {
+	t.Helper()
+	require.NoError(t, s.CreateEnvironment(ctx, store.Environment{ID: "env", Project: "p", Type: "none", Binding: raw(`{}`), CreatedAt: T0}))
+	require.NoError(t, s.CreateSession(ctx, store.Session{ID: "ses", Project: "p", AgentKind: "codex", EnvironmentID: "env", Options: raw(`{"model":"m"}`), CreatedAt: T0}))
+	for i := 0; i < n; i++ {
+		require.NoError(t, s.CreateTurn(ctx, store.Turn{
+			ID: fmt.Sprintf("turn-%d", i), SessionID: "ses",
+			Input: raw(`[{"content":[{"type":"input_text","text":"hi"}]}]`), CreatedAt: T0.Add(time.Duration(i) * time.Millisecond),
+		}))
+	}
+}
+
+// race runs fn on n goroutines started together and returns how many
+// returned nil; every other result must be wantErr.
+func race(t *testing.T, n int, wantErr error, fn func(i int) error) int {
+	t.Helper()
+	var wins atomic.Int32
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			if err := fn(i); err != nil {
+				errs <- err
+				return
+			}
+			wins.Add(1)
+		}()
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		assert.ErrorIs(t, err, wantErr)
+	}
+	return int(wins.Load())
+}
+
+func testSessions(t *testing.T, s store.Store) {
+	seed(t, s, 0)
+	e, err := s.GetEnvironment(ctx, "env")
+	require.NoError(t, err)
+	assert.Equal(t, "none", e.Type)
+	assert.JSONEq(t, `{}`, string(e.Binding))
+	assert.True(t, e.CreatedAt.Equal(T0))
+
+	x, err := s.GetSession(ctx, "ses")
+	require.NoError(t, err)
+	assert.Equal(t, "codex", x.AgentKind)
+	assert.Equal(t, "env", x.EnvironmentID)
+	assert.Equal(t, "p", x.Project)
+	assert.JSONEq(t, `{"model":"m"}`, string(x.Options))
+	assert.True(t, x.CreatedAt.Equal(T0), "got %v", x.CreatedAt)
+
+	assert.ErrorIs(t, s.CreateSession(ctx, store.Session{ID: "ses", EnvironmentID: "env", CreatedAt: T0}), store.ErrConflict)
+	assert.ErrorIs(t, s.CreateEnvironment(ctx, store.Environment{ID: "env", Type: "none", CreatedAt: T0}), store.ErrConflict)
+	assert.ErrorIs(t, s.CreateSession(ctx, store.Session{ID: "other", EnvironmentID: "missing", CreatedAt: T0}), store.ErrNotFound)
+	_, err = s.GetSession(ctx, "missing")
+	assert.ErrorIs(t, err, store.ErrNotFound)
+	_, err = s.GetEnvironment(ctx, "missing")
+	assert.ErrorIs(t, err, store.ErrNotFound)
+	assert.ErrorIs(t, s.CreateTurn(ctx, store.Turn{ID: "t", SessionID: "missing", CreatedAt: T0}), store.ErrNotFound)
+}
+
+func testTurnLifecycle(t *testing.T, s store.Store) {
+	seed(t, s, 1)
+	tr, err := s.GetTurn(ctx, "turn-0")
+	require.NoError(t, err)
+	assert.Equal(t, store.TurnQueued, tr.State)
+	assert.Equal(t, "queued", tr.Status().State)
+	assert.JSONEq(t, `[{"content":[{"type":"input_text","text":"hi"}]}]`, string(tr.Input))
+	assert.ErrorIs(t, s.CreateTurn(ctx, store.Turn{ID: "turn-0", SessionID: "ses", CreatedAt: T0}), store.ErrConflict)
+
+	// Starting or finishing an unclaimed Turn is stale.
+	assert.ErrorIs(t, s.StartTurn(ctx, "turn-0", "", T0), store.ErrStale)
+	assert.ErrorIs(t, s.ClaimTurn(ctx, "missing", store.Claim{RunID: "r", At: T0}), store.ErrNotFound)
+
+	c := store.Claim{DeviceID: "dev", OwnerEpoch: 3, RunID: "run-1", At: T0.Add(time.Second)}
+	require.NoError(t, s.ClaimTurn(ctx, "turn-0", c))
+	assert.ErrorIs(t, s.ClaimTurn(ctx, "turn-0", c), store.ErrStale)
+	tr, _ = s.GetTurn(ctx, "turn-0")
+	assert.Equal(t, store.TurnClaimed, tr.State)
+	assert.Equal(t, "queued", tr.Status().State, "preparation submits no input")
+	assert.Equal(t, "dev", tr.DeviceID)
+	assert.Equal(t, uint64(3), tr.OwnerEpoch)
+	assert.Equal(t, 1, tr.Attempts)
+
+	// preparation_capacity: back to the queue, not due before the backoff.
+	assert.ErrorIs(t, s.RequeueTurn(ctx, "turn-0", "other-run", T0, T0), store.ErrStale)
+	require.NoError(t, s.RequeueTurn(ctx, "turn-0", "run-1", T0.Add(time.Minute), T0.Add(2*time.Second)))
+	due, err := s.DueTurns(ctx, T0.Add(30*time.Second), 10)
+	require.NoError(t, err)
+	assert.Empty(t, due)
+	assert.ErrorIs(t, s.ClaimTurn(ctx, "turn-0", store.Claim{RunID: "run-2", At: T0.Add(30 * time.Second)}), store.ErrStale)
+	due, err = s.DueTurns(ctx, T0.Add(time.Minute), 10)
+	require.NoError(t, err)
+	require.Len(t, due, 1)
+
+	require.NoError(t, s.ClaimTurn(ctx, "turn-0", store.Claim{DeviceID: "dev", OwnerEpoch: 4, RunID: "run-2", At: T0.Add(time.Minute)}))
+	assert.ErrorIs(t, s.StartTurn(ctx, "turn-0", "run-1", T0), store.ErrStale, "an old Run cannot start")
+	require.NoError(t, s.StartTurn(ctx, "turn-0", "run-2", T0.Add(61*time.Second)))
+	tr, _ = s.GetTurn(ctx, "turn-0")
+	assert.Equal(t, "running", tr.Status().State)
+	assert.Equal(t, 2, tr.Attempts)
+	active, err := s.ActiveTurns(ctx)
+	require.NoError(t, err)
+	require.Len(t, active, 1)
+
+	assert.ErrorIs(t, s.FinishTurn(ctx, "turn-0", "run-2", store.TurnRunning, store.Outcome{}, T0), store.ErrInvalid)
+	o := store.Outcome{Reason: store.ReasonEngineFailed, EngineErrorCode: "connection_failed", EngineHTTPStatus: 502, Evidence: raw(`{"error":"x"}`)}
+	require.NoError(t, s.FinishTurn(ctx, "turn-0", "run-2", store.TurnFailed, o, T0.Add(62*time.Second)))
+	assert.ErrorIs(t, s.FinishTurn(ctx, "turn-0", "run-2", store.TurnCompleted, store.Outcome{}, T0), store.ErrStale, "terminal is final")
+	tr, _ = s.GetTurn(ctx, "turn-0")
+	assert.Equal(t, store.Status{State: "failed", Reason: "engine_failed", EngineErrorCode: "connection_failed", EngineHTTPStatus: 502}, tr.Status())
+	assert.JSONEq(t, `{"error":"x"}`, string(tr.Outcome.Evidence))
+	assert.True(t, tr.UpdatedAt.Equal(T0.Add(62*time.Second)))
+	active, _ = s.ActiveTurns(ctx)
+	assert.Empty(t, active)
+}
+
+func testDueOrder(t *testing.T, s store.Store) {
+	seed(t, s, 5)
+	due, err := s.DueTurns(ctx, T0.Add(time.Hour), 3)
+	require.NoError(t, err)
+	require.Len(t, due, 3)
+	for i, tr := range due {
+		assert.Equal(t, fmt.Sprintf("turn-%d", i), tr.ID)
+	}
+}
+
+func testClaimRace(t *testing.T, s store.Store) {
+	seed(t, s, 1)
+	wins := race(t, 16, store.ErrStale, func(i int) error {
+		return s.ClaimTurn(ctx, "turn-0", store.Claim{DeviceID: "dev", OwnerEpoch: 1, RunID: fmt.Sprintf("run-%d", i), At: T0})
+	})
+	assert.Equal(t, 1, wins, "exactly one worker claims a Turn")
+	tr, _ := s.GetTurn(ctx, "turn-0")
+	assert.Equal(t, 1, tr.Attempts)
+}
+
+func testInputs(t *testing.T, s store.Store) {
+	seed(t, s, 1)
+	for i := 1; i <= 3; i++ {
+		in, err := s.AppendInput(ctx, store.Input{TurnID: "turn-0", ID: fmt.Sprintf("in-%d", i), Content: raw(`[]`), CreatedAt: T0})
+		require.NoError(t, err)
+		assert.Equal(t, int64(i), in.Seq)
+	}
+	_, err := s.AppendInput(ctx, store.Input{TurnID: "turn-0", ID: "in-2", Content: raw(`[]`), CreatedAt: T0})
+	assert.ErrorIs(t, err, store.ErrConflict)
+	_, err = s.AppendInput(ctx, store.Input{TurnID: "missing", ID: "x", Content: raw(`[]`), CreatedAt: T0})
+	assert.ErrorIs(t, err, store.ErrNotFound)
+
+	list, err := s.Inputs(ctx, "turn-0", 1)
+	require.NoError(t, err)
+	require.Len(t, list, 2)
+	assert.Equal(t, "in-2", list[0].ID)
+	assert.Equal(t, "in-3", list[1].ID)
+
+	require.NoError(t, s.AdvanceInputCursor(ctx, "turn-0", 0, 1))
+	assert.ErrorIs(t, s.AdvanceInputCursor(ctx, "turn-0", 0, 1), store.ErrStale)
+	assert.ErrorIs(t, s.AdvanceInputCursor(ctx, "turn-0", 1, 1), store.ErrStale, "the cursor only moves forward")
+	assert.ErrorIs(t, s.AdvanceInputCursor(ctx, "turn-0", 1, 9), store.ErrStale, "not past the last input")
+	require.NoError(t, s.AdvanceInputCursor(ctx, "turn-0", 1, 2))
+	tr, _ := s.GetTurn(ctx, "turn-0")
+	assert.Equal(t, int64(2), tr.InputCursor)
+	assert.ErrorIs(t, s.AdvanceInputCursor(ctx, "missing", 0, 1), store.ErrNotFound)
+}
+
+func testCursorRace(t *testing.T, s store.Store) {
+	seed(t, s, 1)
+	_, err := s.AppendInput(ctx, store.Input{TurnID: "turn-0", ID: "in-1", Content: raw(`[]`), CreatedAt: T0})
+	require.NoError(t, err)
+	wins := race(t, 16, store.ErrStale, func(int) error { return s.AdvanceInputCursor(ctx, "turn-0", 0, 1) })
+	assert.Equal(t, 1, wins, "an accepted input advances the cursor once")
+}
+
+func testJournal(t *testing.T, s store.Store) {
+	seed(t, s, 2)
+	for i := 1; i <= 5; i++ {
+		e, err := s.AppendEvent(ctx, store.Event{TurnID: "turn-0", RunID: "run", Type: "delta", Payload: raw(fmt.Sprintf(`{"n":%d}`, i)), At: T0})
+		require.NoError(t, err)
+		assert.Equal(t, int64(i), e.Seq)
+	}
+	e, err := s.AppendEvent(ctx, store.Event{TurnID: "turn-1", RunID: "run-b", Type: "done", Payload: raw(`{}`), At: T0})
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), e.Seq, "each Turn has its own sequence")
+	_, err = s.AppendEvent(ctx, store.Event{TurnID: "missing", Type: "done", At: T0})
+	assert.ErrorIs(t, err, store.ErrNotFound)
+
+	got, err := s.Events(ctx, "turn-0", 2, 2)
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	assert.Equal(t, int64(3), got[0].Seq)
+	assert.JSONEq(t, `{"n":3}`, string(got[0].Payload))
+	assert.Equal(t, "delta", got[0].Type)
+	assert.Equal(t, "run", got[0].RunID)
+	assert.True(t, got[0].At.Equal(T0))
+	all, err := s.Events(ctx, "turn-0", 0, 0)
+	require.NoError(t, err)
+	assert.Len(t, all, 5)
+	none, err := s.Events(ctx, "turn-0", 5, 0)
+	require.NoError(t, err)
+	assert.Empty(t, none)
+}
+
+func testJournalConcurrent(t *testing.T, s store.Store) {
+	seed(t, s, 1)
+	const n = 32
+	var mu sync.Mutex
+	seen := map[int64]bool{}
+	race(t, n, nil, func(i int) error {
+		e, err := s.AppendEvent(ctx, store.Event{TurnID: "turn-0", RunID: "run", Type: "delta", Payload: raw(`{}`), At: T0})
+		if err == nil {
+			mu.Lock()
+			seen[e.Seq] = true
+			mu.Unlock()
+		}
+		return err
+	})
+	assert.Len(t, seen, n, "every append gets its own sequence number")
+	for i := int64(1); i <= n; i++ {
+		assert.True(t, seen[i], "seq %d", i)
+	}
+}
+
+func testInteractions(t *testing.T, s store.Store) {
+	seed(t, s, 1)
+	i := store.Interaction{ID: "perm-1", TurnID: "turn-0", RunID: "run", Kind: "permission", Request: raw(`{"tool":"bash"}`), CreatedAt: T0}
+	require.NoError(t, s.CreateInteraction(ctx, i))
+	assert.ErrorIs(t, s.CreateInteraction(ctx, i), store.ErrConflict)
+	got, err := s.GetInteraction(ctx, "perm-1")
+	require.NoError(t, err)
+	assert.Equal(t, store.InteractionPending, got.State)
+	assert.JSONEq(t, `{"tool":"bash"}`, string(got.Request))
+
+	require.NoError(t, s.TransitionInteraction(ctx, "perm-1", store.InteractionPending, store.InteractionAnswered, raw(`{"approved":true}`), T0.Add(time.Second)))
+	assert.ErrorIs(t, s.TransitionInteraction(ctx, "perm-1", store.InteractionPending, store.InteractionAnswered, raw(`{}`), T0), store.ErrStale)
+	require.NoError(t, s.TransitionInteraction(ctx, "perm-1", store.InteractionAnswered, store.InteractionApplied, nil, T0.Add(2*time.Second)))
+	got, _ = s.GetInteraction(ctx, "perm-1")
+	assert.Equal(t, store.InteractionApplied, got.State)
+	assert.JSONEq(t, `{"approved":true}`, string(got.Answer), "a nil answer keeps the recorded one")
+	assert.True(t, got.UpdatedAt.Equal(T0.Add(2*time.Second)))
+	_, err = s.GetInteraction(ctx, "missing")
+	assert.ErrorIs(t, err, store.ErrNotFound)
+	assert.ErrorIs(t, s.TransitionInteraction(ctx, "missing", store.InteractionPending, store.InteractionAnswered, nil, T0), store.ErrNotFound)
+}
+
+func testInteractionRace(t *testing.T, s store.Store) {
+	seed(t, s, 1)
+	require.NoError(t, s.CreateInteraction(ctx, store.Interaction{ID: "ask-1", TurnID: "turn-0", RunID: "run", Kind: "user_choice", Request: raw(`{}`), CreatedAt: T0}))
+	wins := race(t, 16, store.ErrStale, func(i int) error {
+		return s.TransitionInteraction(ctx, "ask-1", store.InteractionPending, store.InteractionAnswered, raw(fmt.Sprintf(`{"n":%d}`, i)), T0)
+	})
+	assert.Equal(t, 1, wins, "one answer wins")
+}
+
+func testWorkspaceWrites(t *testing.T, s store.Store) {
+	seed(t, s, 0)
+	w := store.WorkspaceWrite{MutationID: "m1", SessionID: "ses", Path: "a.txt", CreatedAt: T0}
+	require.NoError(t, s.ReserveWorkspaceWrite(ctx, w))
+	assert.ErrorIs(t, s.ReserveWorkspaceWrite(ctx, store.WorkspaceWrite{MutationID: "m2", SessionID: "ses", Path: "b", CreatedAt: T0}), store.ErrConflict,
+		"a successor mutation waits for exact settlement")
+	assert.ErrorIs(t, s.SettleWorkspaceWrite(ctx, "m1", "", T0), store.ErrInvalid)
+	require.NoError(t, s.SettleWorkspaceWrite(ctx, "m1", "completed", T0.Add(time.Second)))
+	assert.ErrorIs(t, s.SettleWorkspaceWrite(ctx, "m1", "rejected", T0), store.ErrStale)
+	got, err := s.GetWorkspaceWrite(ctx, "m1")
+	require.NoError(t, err)
+	assert.Equal(t, "completed", got.Outcome)
+	assert.Equal(t, "a.txt", got.Path)
+	assert.True(t, got.SettledAt.Equal(T0.Add(time.Second)))
+	require.NoError(t, s.ReserveWorkspaceWrite(ctx, store.WorkspaceWrite{MutationID: "m2", SessionID: "ses", Path: "b", CreatedAt: T0}))
+	assert.ErrorIs(t, s.ReserveWorkspaceWrite(ctx, store.WorkspaceWrite{MutationID: "m1", SessionID: "other", CreatedAt: T0}), store.ErrConflict)
+	_, err = s.GetWorkspaceWrite(ctx, "missing")
+	assert.ErrorIs(t, err, store.ErrNotFound)
+	assert.ErrorIs(t, s.SettleWorkspaceWrite(ctx, "missing", "completed", T0), store.ErrNotFound)
+}
+
+func testWorkspaceWriteRace(t *testing.T, s store.Store) {
+	seed(t, s, 0)
+	wins := race(t, 16, store.ErrConflict, func(i int) error {
+		return s.ReserveWorkspaceWrite(ctx, store.WorkspaceWrite{MutationID: fmt.Sprintf("m%d", i), SessionID: "ses", Path: "p", CreatedAt: T0})
+	})
+	assert.Equal(t, 1, wins, "one unsettled write per Session")
+}
+
+func testOwnerEpoch(t *testing.T, s store.Store) {
+	_, err := s.GetDevice(ctx, "dev")
+	assert.ErrorIs(t, err, store.ErrNotFound)
+	e1, err := s.AcquireOwner(ctx, "dev", T0)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(1), e1)
+	require.NoError(t, s.RecordDeclaration(ctx, "dev", e1, raw(`{"ts":1}`), T0.Add(time.Second)))
+	d, err := s.GetDevice(ctx, "dev")
+	require.NoError(t, err)
+	assert.True(t, d.Connected)
+	assert.JSONEq(t, `{"ts":1}`, string(d.Declaration))
+	assert.True(t, d.LastSeen.Equal(T0.Add(time.Second)))
+
+	e2, err := s.AcquireOwner(ctx, "dev", T0.Add(2*time.Second))
+	require.NoError(t, err)
+	assert.Equal(t, uint64(2), e2)
+	d, _ = s.GetDevice(ctx, "dev")
+	assert.Nil(t, d.Declaration, "a new connection inherits no declaration")
+	assert.ErrorIs(t, s.RecordDeclaration(ctx, "dev", e1, raw(`{}`), T0), store.ErrStale, "the old owner is fenced")
+	assert.ErrorIs(t, s.ReleaseOwner(ctx, "dev", e1, T0), store.ErrStale, "the old owner cannot take the device offline")
+	d, _ = s.GetDevice(ctx, "dev")
+	assert.True(t, d.Connected)
+
+	require.NoError(t, s.RecordDeclaration(ctx, "dev", e2, raw(`{"ts":2}`), T0))
+	require.NoError(t, s.RecordDeclaration(ctx, "dev", e2, nil, T0), "an invalid heartbeat clears the snapshot")
+	d, _ = s.GetDevice(ctx, "dev")
+	assert.Nil(t, d.Declaration)
+	require.NoError(t, s.ReleaseOwner(ctx, "dev", e2, T0.Add(3*time.Second)))
+	d, _ = s.GetDevice(ctx, "dev")
+	assert.False(t, d.Connected)
+	assert.Equal(t, uint64(2), d.OwnerEpoch)
+	assert.ErrorIs(t, s.RecordDeclaration(ctx, "dev", e2, raw(`{}`), T0), store.ErrStale, "a released owner records nothing")
+	assert.ErrorIs(t, s.ReleaseOwner(ctx, "missing", 1, T0), store.ErrNotFound)
+	assert.ErrorIs(t, s.RecordDeclaration(ctx, "missing", 1, nil, T0), store.ErrNotFound)
+
+	_, err = s.AcquireOwner(ctx, "dev-b", T0)
+	require.NoError(t, err)
+	list, err := s.ListDevices(ctx)
+	require.NoError(t, err)
+	require.Len(t, list, 2)
+	assert.Equal(t, "dev", list[0].ID)
+	assert.Equal(t, "dev-b", list[1].ID)
+}
+
+func testOwnerEpochRace(t *testing.T, s store.Store) {
+	const n = 16
+	var mu sync.Mutex
+	epochs := map[uint64]bool{}
+	race(t, n, nil, func(int) error {
+		e, err := s.AcquireOwner(ctx, "dev", T0)
+		if err == nil {
+			mu.Lock()
+			epochs[e] = true
+			mu.Unlock()
+		}
+		return err
+	})
+	assert.Len(t, epochs, n, "every connection gets its own epoch")
+	d, err := s.GetDevice(ctx, "dev")
+	require.NoError(t, err)
+	assert.Equal(t, uint64(n), d.OwnerEpoch)
+	assert.True(t, epochs[n])
+}
+
+func testCredentials(t *testing.T, s store.Store) {
+	c := store.Credential{ID: "c1", Kind: store.KindDevice, DeviceID: "dev", Hash: "h1", CreatedAt: T0}
+	require.NoError(t, s.CreateCredential(ctx, c))
+	assert.ErrorIs(t, s.CreateCredential(ctx, c), store.ErrConflict)
+	assert.ErrorIs(t, s.CreateCredential(ctx, store.Credential{ID: "c9", Kind: store.KindAdmin, Hash: "h1", CreatedAt: T0}), store.ErrConflict, "hashes are unique")
+	require.NoError(t, s.CreateCredential(ctx, store.Credential{ID: "c2", Kind: store.KindProject, Project: "p", Hash: "h2", CreatedAt: T0}))
+	got, err := s.CredentialByHash(ctx, "h2")
+	require.NoError(t, err)
+	assert.Equal(t, store.KindProject, got.Kind)
+	assert.Equal(t, "p", got.Project)
+	assert.False(t, got.Revoked())
+	_, err = s.CredentialByHash(ctx, "nope")
+	assert.ErrorIs(t, err, store.ErrNotFound)
+
+	require.NoError(t, s.RevokeCredential(ctx, "c1", T0.Add(time.Second)))
+	assert.ErrorIs(t, s.RevokeCredential(ctx, "c1", T0), store.ErrStale)
+	assert.ErrorIs(t, s.RevokeCredential(ctx, "missing", T0), store.ErrNotFound)
+	got, _ = s.CredentialByHash(ctx, "h1")
+	assert.True(t, got.Revoked())
+	assert.Equal(t, "dev", got.DeviceID)
+	list, err := s.ListCredentials(ctx)
+	require.NoError(t, err)
+	require.Len(t, list, 2)
+	assert.Equal(t, "c1", list[0].ID)
+	assert.True(t, list[0].RevokedAt.Equal(T0.Add(time.Second)))
+}
+
+func testRevokeRace(t *testing.T, s store.Store) {
+	require.NoError(t, s.CreateCredential(ctx, store.Credential{ID: "c1", Kind: store.KindDevice, DeviceID: "dev", Hash: "h1", CreatedAt: T0}))
+	wins := race(t, 16, store.ErrStale, func(int) error { return s.RevokeCredential(ctx, "c1", T0) })
+	assert.Equal(t, 1, wins)
+}
+
+func testClosed(t *testing.T, s store.Store) {
+	require.NoError(t, s.Close())
+	_, err := s.GetSession(ctx, "ses")
+	assert.ErrorIs(t, err, store.ErrClosed)
+	_, err = s.AcquireOwner(ctx, "dev", T0)
+	assert.ErrorIs(t, err, store.ErrClosed)
+}
