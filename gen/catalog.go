@@ -125,6 +125,23 @@ it is independent of the Runtime build version that heartbeats report.`)
 		if len(msg.IDs) > 1 {
 			e[jen.Id("Identities")] = identitiesCode(msg.IDs)
 		}
+		if len(msg.Requires) > 0 {
+			var reqs []jen.Code
+			for _, r := range msg.Requires {
+				d := jen.Dict{jen.Id("Machine"): jen.Lit(r.Machine.Name)}
+				if r.OneInFlight {
+					d[jen.Id("OneInFlight")] = jen.True()
+				} else {
+					var states []jen.Code
+					for _, st := range r.States {
+						states = append(states, jen.Lit(st.Name))
+					}
+					d[jen.Id("States")] = jen.Index().String().Values(states...)
+				}
+				reqs = append(reqs, jen.Values(d))
+			}
+			e[jen.Id("Requires")] = jen.Index().Id("Requirement").Values(reqs...)
+		}
 		if len(msg.Answers) > 0 {
 			answers := jen.Dict{}
 			for _, a := range msg.Answers {

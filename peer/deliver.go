@@ -56,6 +56,12 @@ func (d *Driver) fire(msg *wire.Message, sent bool) error {
 		d.refuse(&Refusal{Kind: RefusedRoute, Msg: msg, Err: err})
 		return err
 	}
+	if err := d.checkRequirements(msg, targets); err != nil {
+		if !sent {
+			d.refuse(&Refusal{Kind: RefusedRequirement, Msg: msg, Err: err})
+		}
+		return err
+	}
 	var firstErr error
 	for _, tg := range targets {
 		i, err := d.instance(tg.Key, true)

@@ -102,6 +102,7 @@ type Driver struct {
 
 	instances map[Key]*Instance
 	aliases   map[aliasKey]string
+	requires  map[string][]requirement // by message type
 	perTable  map[string]int
 	gen       uint64
 
@@ -192,6 +193,9 @@ func New(cfg Config) (*Driver, error) {
 		} else if _, named := cfg.LostEvents[t.Name]; named {
 			return nil, fmt.Errorf("peer: LostEvents: %w", err)
 		}
+	}
+	if err := d.resolveRequirements(); err != nil {
+		return nil, err
 	}
 	for key, dur := range cfg.Durations {
 		if err := d.checkOverride(key, dur); err != nil {

@@ -10,10 +10,11 @@ import (
 type RefusalKind uint8
 
 const (
-	RefusedDecode   RefusalKind = 1 + iota // the frame failed to decode or validate
-	RefusedRoute                           // it addresses no machine instance, or the registry is full
-	RefusedMachine                         // a machine's table refused the event
-	RefusedShutdown                        // the connection was already lost
+	RefusedDecode      RefusalKind = 1 + iota // the frame failed to decode or validate
+	RefusedRoute                              // it addresses no machine instance, or the registry is full
+	RefusedMachine                            // a machine's table refused the event
+	RefusedShutdown                           // the connection was already lost
+	RefusedRequirement                        // a cross-machine requirement of its type does not hold
 )
 
 func (k RefusalKind) String() string {
@@ -26,6 +27,8 @@ func (k RefusalKind) String() string {
 		return "machine"
 	case RefusedShutdown:
 		return "shutdown"
+	case RefusedRequirement:
+		return "requirement"
 	}
 	return "unknown"
 }

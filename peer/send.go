@@ -105,6 +105,9 @@ func (d *Driver) prepare(w *Write) error {
 	if err != nil {
 		return &SendError{Type: typ, Err: err}
 	}
+	if err := d.checkRequirements(&w.msg, targets); err != nil {
+		return &SendError{Type: typ, Err: err}
+	}
 	for _, tg := range targets {
 		if err := d.peek(tg, &w.msg); err != nil {
 			return &SendError{Type: typ, Key: tg.Key, Err: err}

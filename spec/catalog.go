@@ -68,7 +68,22 @@ type Message struct {
 	// may answer, in declaration order.
 	RepliesTo *Message
 	Answers   []Answer
-	Pos       Pos
+	// Requires are the cross-machine conditions a frame of this type needs,
+	// checked before any of its drives fires, in both directions.
+	Requires []*Requirement
+	Pos      Pos
+}
+
+// Requirement is one cross-machine rule a message type declares: either
+// the connection's one instance of Machine must be in one of States (no
+// admission before the first valid heartbeat), or (OneInFlight) no other
+// unsettled instance of Machine may exist for the same envelope id (one
+// active input at a time per Run).
+type Requirement struct {
+	Machine     *Machine
+	States      []*State
+	OneInFlight bool
+	Pos         Pos
 }
 
 // Answer is one outcome of a result type and the request steps it may
@@ -331,7 +346,7 @@ func parseCatalog(name string, src []byte, model *Model, failed map[string]bool,
 
 func (d *decoder) message(n *yaml.Node, ids map[string]*Identity, fams map[string]*Family, model *Model) (*Message, replyRef) {
 	var reply replyRef
-	f := d.fields(n, "a message", "type", "from", "family", "id", "payload", "doc", "replies_to", "answers", "drives")
+	f := d.fields(n, "a message", "type", "from", "family", "id", "payload", "doc", "replies_to", "answers", "drives", "requires")
 	if f == nil {
 		return nil, reply
 	}
@@ -365,6 +380,9 @@ func (d *decoder) message(n *yaml.Node, ids map[string]*Identity, fams map[strin
 	msg.Doc, _ = d.str(f["doc"], "doc")
 	if f["replies_to"] != nil || f["answers"] != nil {
 		reply = d.answers(n, f["replies_to"], f["answers"], msg)
+	}
+	if f["requires"] != nil {
+		msg.Requires = d.requirements(f["requires"], msg, model)
 	}
 	if f["drives"] == nil {
 		return msg, reply
@@ -634,4 +652,54 @@ func checkCatalogAgainstMachines(c *Catalog, model *Model, errs *errorList) {
 			}
 		}
 	}
+}
+
+// requirements reads a message's requires: list.
+func (d *decoder) requirements(n *yaml.Node, msg *Message, model *Model) []*Requirement {
+	var out []*Requirement
+	for _, item := range d.seq(n, "requires") {
+		f := d.fields(item, "a requirement", "machine", "states", "one_in_flight")
+		if f == nil {
+			continue
+		}
+		r := &Requirement{Pos: d.pos(item)}
+		name := ""
+		switch {
+		case f["machine"] != nil && f["states"] != nil && f["one_in_flight"] == nil:
+			name, _ = d.ident(f["machine"], "machine")
+		case f["one_in_flight"] != nil && f["machine"] == nil && f["states"] == nil:
+			name, _ = d.ident(f["one_in_flight"], "one_in_flight")
+			r.OneInFlight = true
+		default:
+			d.errs.add(d.pos(item), "a requirement is either {machine: …, states: […]} or {one_in_flight: …}")
+			continue
+		}
+		m, ok := model.Machine(name)
+		if !ok {
+			if !d.failed[name] {
+				d.errs.add(d.pos(item), "message %q requires unknown machine %q", msg.Type, name)
+			}
+			continue
+		}
+		r.Machine = m
+		if !r.OneInFlight {
+			if m.Instance != "connection" {
+				d.errs.add(d.pos(item), "message %q requires a state of %s, but only the connection's one instance can be required (%s instances are keyed by %s)", msg.Type, m.Name, m.Name, m.Instance)
+				continue
+			}
+			for _, sn := range d.names(f["states"], "states") {
+				found := false
+				for _, st := range m.States {
+					if st.Name == sn.Value {
+						r.States, found = append(r.States, st), true
+					}
+				}
+				if !found {
+					d.errs.add(d.pos(sn), "message %q requires unknown %s state %q", msg.Type, m.Name, sn.Value)
+				}
+			}
+		}
+		out = append(out, r)
+	}
+	return out
 }

@@ -20,7 +20,20 @@ type Entry struct {
 	// Answers maps each outcome of a result type to the request steps it
 	// may answer (spec/catalog.yaml answers:); nil for other types.
 	Answers map[string][]string
-	decode  func(raw []byte) (Payload, error)
+	// Requires are the cross-machine conditions a frame of this type needs
+	// (spec/catalog.yaml requires:), checked by the peer driver before any
+	// drive fires.
+	Requires []Requirement
+	decode   func(raw []byte) (Payload, error)
+}
+
+// Requirement is one cross-machine condition: the connection's instance of
+// Machine in one of States, or (OneInFlight) no other unsettled instance of
+// Machine for the same envelope id.
+type Requirement struct {
+	Machine     string
+	States      []string
+	OneInFlight bool
 }
 
 // MayAnswer reports whether a result of this type with the given outcome

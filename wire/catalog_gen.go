@@ -379,10 +379,14 @@ var catalog = []Entry{
 		Family:   FamilyAdmission,
 		Identity: IdentityPreparationRequest,
 		Payload:  "ExecutionPrepare",
-		Type:     TypeExecutionPrepare,
-		decode:   decodeAny[ExecutionPrepare],
+		Requires: []Requirement{{
+			Machine: "connection",
+			States:  []string{"live"},
+		}},
+		Type:   TypeExecutionPrepare,
+		decode: decodeAny[ExecutionPrepare],
 	},
-	// spec/catalog.yaml:108
+	// spec/catalog.yaml:112
 	{
 		Direction: CoreToRuntime,
 		Doc:       "transfer a ready admission to a Run with its ordered input",
@@ -407,7 +411,7 @@ var catalog = []Entry{
 		Type:     TypeExecutionStart,
 		decode:   decodeAny[ExecutionStart],
 	},
-	// spec/catalog.yaml:117
+	// spec/catalog.yaml:121
 	{
 		Direction: CoreToRuntime,
 		Doc:       "abandon an admission before it is started",
@@ -421,7 +425,7 @@ var catalog = []Entry{
 		Type:     TypeExecutionRelease,
 		decode:   decodeAny[ExecutionRelease],
 	},
-	// spec/catalog.yaml:125
+	// spec/catalog.yaml:129
 	{
 		Direction: RuntimeToCore,
 		Doc:       "the state of an admission by per-handle revision, or the rejection of one control operation",
@@ -444,7 +448,7 @@ var catalog = []Entry{
 		Type:     TypePreparationStatus,
 		decode:   decodeAny[PreparationStatus],
 	},
-	// spec/catalog.yaml:159
+	// spec/catalog.yaml:163
 	{
 		Direction: CoreToRuntime,
 		Doc:       "start a Run directly, without an admission handle (never a fallback for a failed prepared start)",
@@ -455,10 +459,14 @@ var catalog = []Entry{
 		Family:   FamilyRun,
 		Identity: IdentityRun,
 		Payload:  "PromptRequest",
-		Type:     TypePromptRequest,
-		decode:   decodeAny[PromptRequest],
+		Requires: []Requirement{{
+			Machine: "connection",
+			States:  []string{"live"},
+		}},
+		Type:   TypePromptRequest,
+		decode: decodeAny[PromptRequest],
 	},
-	// spec/catalog.yaml:174
+	// spec/catalog.yaml:181
 	{
 		Direction: CoreToRuntime,
 		Doc:       "cancel a Run; the receipt is an interaction_decision_ack echoing the delivery ID",
@@ -478,7 +486,7 @@ var catalog = []Entry{
 		Type:     TypePromptCancel,
 		decode:   decodeAny[PromptCancel],
 	},
-	// spec/catalog.yaml:187
+	// spec/catalog.yaml:194
 	{
 		Direction: CoreToRuntime,
 		Doc:       "ask the daemon to close its Executors and stop",
@@ -493,7 +501,7 @@ var catalog = []Entry{
 		Type:     TypeDeviceShutdown,
 		decode:   decodeAny[DeviceShutdown],
 	},
-	// spec/catalog.yaml:195
+	// spec/catalog.yaml:202
 	{
 		Direction: RuntimeToCore,
 		Doc:       "a text delta",
@@ -507,7 +515,7 @@ var catalog = []Entry{
 		Type:     TypeDelta,
 		decode:   decodeAny[Delta],
 	},
-	// spec/catalog.yaml:206
+	// spec/catalog.yaml:213
 	{
 		Direction: RuntimeToCore,
 		Doc:       "reasoning text",
@@ -521,7 +529,7 @@ var catalog = []Entry{
 		Type:     TypeThinking,
 		decode:   decodeAny[Thinking],
 	},
-	// spec/catalog.yaml:214
+	// spec/catalog.yaml:221
 	{
 		Direction: RuntimeToCore,
 		Doc:       "message start, completion, phase and completion text (only with observe_messages)",
@@ -535,7 +543,7 @@ var catalog = []Entry{
 		Type:     TypeOutputMessage,
 		decode:   decodeAny[OutputMessage],
 	},
-	// spec/catalog.yaml:222
+	// spec/catalog.yaml:229
 	{
 		Direction: RuntimeToCore,
 		Doc:       "one stage of a tool call with its engine-neutral observation",
@@ -549,7 +557,7 @@ var catalog = []Entry{
 		Type:     TypeToolCall,
 		decode:   decodeAny[ToolCall],
 	},
-	// spec/catalog.yaml:233
+	// spec/catalog.yaml:240
 	{
 		Direction: RuntimeToCore,
 		Doc:       "the cumulative usage snapshot of the execution; it replaces the previous one",
@@ -563,7 +571,7 @@ var catalog = []Entry{
 		Type:     TypeUsage,
 		decode:   decodeAny[Usage],
 	},
-	// spec/catalog.yaml:241
+	// spec/catalog.yaml:248
 	{
 		Direction: RuntimeToCore,
 		Doc:       "an execution error with optional neutral classification; done follows",
@@ -577,7 +585,7 @@ var catalog = []Entry{
 		Type:     TypeError,
 		decode:   decodeAny[ErrorFrame],
 	},
-	// spec/catalog.yaml:252
+	// spec/catalog.yaml:259
 	{
 		Direction: RuntimeToCore,
 		Doc:       "closes the execution stream with its final snapshot",
@@ -591,7 +599,7 @@ var catalog = []Entry{
 		Type:     TypeDone,
 		decode:   decodeAny[Done],
 	},
-	// spec/catalog.yaml:260
+	// spec/catalog.yaml:267
 	{
 		Direction: RuntimeToCore,
 		Doc:       "liveness and the capability declaration of every supported agent kind; never progress or a receipt",
@@ -606,7 +614,7 @@ var catalog = []Entry{
 		Type:     TypeHeartbeat,
 		decode:   decodeAny[Heartbeat],
 	},
-	// spec/catalog.yaml:278
+	// spec/catalog.yaml:285
 	{
 		Direction: RuntimeToCore,
 		Doc:       "the Harness asks for permission; request_id is the interaction ID",
@@ -627,7 +635,7 @@ var catalog = []Entry{
 		Type:     TypePermissionRequest,
 		decode:   decodeAny[PermissionRequest],
 	},
-	// spec/catalog.yaml:288
+	// spec/catalog.yaml:295
 	{
 		Direction: RuntimeToCore,
 		Doc:       "withdraws a pending permission request",
@@ -641,7 +649,7 @@ var catalog = []Entry{
 		Type:     TypePermissionCancel,
 		decode:   decodeAny[PermissionCancel],
 	},
-	// spec/catalog.yaml:296
+	// spec/catalog.yaml:303
 	{
 		Direction: RuntimeToCore,
 		Doc:       "the Harness asks the user questions; ask_id is the interaction ID",
@@ -662,7 +670,7 @@ var catalog = []Entry{
 		Type:     TypePromptForUserChoice,
 		decode:   decodeAny[PromptForUserChoice],
 	},
-	// spec/catalog.yaml:307
+	// spec/catalog.yaml:314
 	{
 		Direction: CoreToRuntime,
 		Doc:       "Core's decision on a permission request, with a fresh delivery ID per attempt",
@@ -682,7 +690,7 @@ var catalog = []Entry{
 		Type:     TypePermissionDecision,
 		decode:   decodeAny[PermissionDecision],
 	},
-	// spec/catalog.yaml:315
+	// spec/catalog.yaml:322
 	{
 		Direction: CoreToRuntime,
 		Doc:       "the answers to a user-choice prompt, or its cancellation",
@@ -702,7 +710,7 @@ var catalog = []Entry{
 		Type:     TypePromptForUserChoiceDecision,
 		decode:   decodeAny[PromptForUserChoiceDecision],
 	},
-	// spec/catalog.yaml:323
+	// spec/catalog.yaml:330
 	{
 		Direction: RuntimeToCore,
 		Doc:       "the receipt of a decision, a function result or a cancellation, matched by delivery ID",
@@ -738,7 +746,7 @@ var catalog = []Entry{
 		Type:       TypeInteractionDecisionAck,
 		decode:     decodeAny[InteractionDecisionAck],
 	},
-	// spec/catalog.yaml:346
+	// spec/catalog.yaml:353
 	{
 		Direction: CoreToRuntime,
 		Doc:       "one active input for a running Run, with durable_receipt set",
@@ -756,10 +764,14 @@ var catalog = []Entry{
 		Family:   FamilyActiveInput,
 		Identity: IdentityRun,
 		Payload:  "PromptSteer",
-		Type:     TypePromptSteer,
-		decode:   decodeAny[PromptSteer],
+		Requires: []Requirement{{
+			Machine:     "input",
+			OneInFlight: true,
+		}},
+		Type:   TypePromptSteer,
+		decode: decodeAny[PromptSteer],
 	},
-	// spec/catalog.yaml:354
+	// spec/catalog.yaml:365
 	{
 		Direction: RuntimeToCore,
 		Doc:       "the written phase, the acceptance or the rejection of one active input",
@@ -781,7 +793,7 @@ var catalog = []Entry{
 		Type:     TypePromptSteerAck,
 		decode:   decodeAny[PromptSteerAck],
 	},
-	// spec/catalog.yaml:367
+	// spec/catalog.yaml:378
 	{
 		Direction: RuntimeToCore,
 		Doc:       "the Harness calls a function the Agent declared; call_id is the interaction ID",
@@ -802,7 +814,7 @@ var catalog = []Entry{
 		Type:     TypeFunctionCall,
 		decode:   decodeAny[FunctionCall],
 	},
-	// spec/catalog.yaml:375
+	// spec/catalog.yaml:386
 	{
 		Direction: CoreToRuntime,
 		Doc:       "the result of a function call; its receipt is an interaction_decision_ack",
@@ -829,7 +841,7 @@ var catalog = []Entry{
 		Type:     TypeFunctionResult,
 		decode:   decodeAny[FunctionResult],
 	},
-	// spec/catalog.yaml:385
+	// spec/catalog.yaml:396
 	{
 		Direction: CoreToRuntime,
 		Doc:       "read bytes or list one directory of a bound workspace through a preparation handle or a Run",
@@ -843,7 +855,7 @@ var catalog = []Entry{
 		Type:     TypeWorkspaceRead,
 		decode:   decodeAny[WorkspaceRead],
 	},
-	// spec/catalog.yaml:393
+	// spec/catalog.yaml:404
 	{
 		Direction: RuntimeToCore,
 		Doc:       "the bytes or entries read, explicitly truncated or not, or a rejection or unknown outcome",
@@ -858,7 +870,7 @@ var catalog = []Entry{
 		Type:     TypeWorkspaceReadResult,
 		decode:   decodeAny[WorkspaceReadResult],
 	},
-	// spec/catalog.yaml:407
+	// spec/catalog.yaml:418
 	{
 		Direction: CoreToRuntime,
 		Doc:       "one step (begin, chunk or commit) of a bounded file write",
@@ -873,7 +885,7 @@ var catalog = []Entry{
 		Type:     TypeWorkspaceWrite,
 		decode:   decodeAny[WorkspaceWrite],
 	},
-	// spec/catalog.yaml:420
+	// spec/catalog.yaml:431
 	{
 		Answers: map[string][]string{
 			"completed": {"commit"},
@@ -895,7 +907,7 @@ var catalog = []Entry{
 		Type:     TypeWorkspaceWriteResult,
 		decode:   decodeAny[WorkspaceWriteResult],
 	},
-	// spec/catalog.yaml:444
+	// spec/catalog.yaml:455
 	{
 		Direction: CoreToRuntime,
 		Doc:       "pull the next chunk of a workspace export archive, or cancel it",
@@ -910,7 +922,7 @@ var catalog = []Entry{
 		Type:     TypeWorkspaceExport,
 		decode:   decodeAny[WorkspaceExport],
 	},
-	// spec/catalog.yaml:454
+	// spec/catalog.yaml:465
 	{
 		Answers: map[string][]string{
 			"chunk":     {"begin", "next"},
@@ -931,7 +943,7 @@ var catalog = []Entry{
 		Type:     TypeWorkspaceExportResult,
 		decode:   decodeAny[WorkspaceExportResult],
 	},
-	// spec/catalog.yaml:474
+	// spec/catalog.yaml:485
 	{
 		Direction: CoreToRuntime,
 		Doc:       "drain and fence the Environment for a suspension attempt",
@@ -952,7 +964,7 @@ var catalog = []Entry{
 		Type:     TypeEnvironmentQuiesce,
 		decode:   decodeAny[EnvironmentQuiesce],
 	},
-	// spec/catalog.yaml:482
+	// spec/catalog.yaml:493
 	{
 		Direction: RuntimeToCore,
 		Doc:       "whether the Environment quiesced for that suspend_id",
@@ -974,7 +986,7 @@ var catalog = []Entry{
 		Type:     TypeEnvironmentQuiesced,
 		decode:   decodeAny[EnvironmentQuiesced],
 	},
-	// spec/catalog.yaml:493
+	// spec/catalog.yaml:504
 	{
 		Direction: CoreToRuntime,
 		Doc:       "resume the Environment fenced by that suspend_id, or roll a quiesce back",
@@ -996,7 +1008,7 @@ var catalog = []Entry{
 		Type:     TypeEnvironmentResume,
 		decode:   decodeAny[EnvironmentResume],
 	},
-	// spec/catalog.yaml:504
+	// spec/catalog.yaml:515
 	{
 		Direction: RuntimeToCore,
 		Doc:       "whether the Environment resumed for that suspend_id",

@@ -348,15 +348,12 @@ func (v Timer) Event() Event {
 type Guard uint8
 
 const (
-	// GuardInputSlotFree: no other input of the same Run is between prompt_steer and a settled
-	// receipt (one input in flight per Run)
-	GuardInputSlotFree Guard = 1
 	// GuardRetryableCode: the error code is not_ready or busy, which the Runtime answers before
 	// the native write completes
-	GuardRetryableCode Guard = 2
+	GuardRetryableCode Guard = 1
 	// GuardUnknownCode: the error code is outcome_unknown (the Runtime itself cannot tell whether
 	// the input was consumed)
-	GuardUnknownCode Guard = 3
+	GuardUnknownCode Guard = 2
 )
 
 // String returns the spec name, or Guard(n) for a value outside the enum.
@@ -375,8 +372,6 @@ func (v Guard) Valid() bool {
 // ParseGuard returns the guard with the given spec name.
 func ParseGuard(name string) (Guard, error) {
 	switch name {
-	case "input_slot_free":
-		return GuardInputSlotFree, nil
 	case "retryable_code":
 		return GuardRetryableCode, nil
 	case "unknown_code":
@@ -509,167 +504,166 @@ func ParseMessage(name string) (Message, error) {
 // covers (a rule that lists its own target among its sources is two: a move from the others and an
 // internal transition in the target).
 var (
-	rule142 = &fsm.Candidate{Guard: fsm.GuardID(GuardInputSlotFree), Disp: fsm.Moved, To: fsm.StateID(StateSent), Line: 142, Effects: []fsm.Effect{
+	rule140 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateSent), Line: 140, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
 		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionWriteNative)},
 	}}
-	rule147 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "another input of this Run is in flight; this one stays queued until that receipt settles", Line: 147}
-	rule151 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateSent), Line: 151, Effects: []fsm.Effect{
+	rule147 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateSent), Line: 147, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
 		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
 	}}
-	rule157 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no deadline runs while the input is queued", Line: 157}
-	rule160 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the input was never sent", Line: 160}
-	rule164 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no prompt_steer is in flight for this input ID", Line: 164}
-	rule169 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateWriteComplete), Line: 169, Effects: []fsm.Effect{
+	rule153 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no deadline runs while the input is queued", Line: 153}
+	rule156 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the input was never sent", Line: 156}
+	rule160 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no prompt_steer is in flight for this input ID", Line: 160}
+	rule165 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateWriteComplete), Line: 165, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
 		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePromptSteerAck)},
 	}}
-	rule173 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRefusing), Line: 173, Effects: []fsm.Effect{
+	rule169 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRefusing), Line: 169, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
 		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePromptSteerAck)},
 	}}
-	rule178 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRefusing), Line: 178, Effects: []fsm.Effect{
+	rule174 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRefusing), Line: 174, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
 		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePromptSteerAck)},
 	}}
-	rule182 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateDraining), Line: 182, Effects: []fsm.Effect{
+	rule178 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateDraining), Line: 178, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
 		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerDrainWait)},
 	}}
-	rule188 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateWritten), Line: 188, Effects: []fsm.Effect{
+	rule184 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateWritten), Line: 184, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
 	}}
-	rule192 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnconfirmed), Line: 192, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
-	}}
-	rule198 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "consumption cannot be confirmed before the native write completes", Line: 198}
-	rule201 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 201, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
+	rule188 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnconfirmed), Line: 188, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
 	}}
-	rule205 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no receipt is being sent and no drain runs while the native write runs", Line: 205}
-	rule210 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateWritten), Line: 210, Effects: []fsm.Effect{
+	rule194 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "consumption cannot be confirmed before the native write completes", Line: 194}
+	rule197 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 197, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
+	}}
+	rule201 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no receipt is being sent and no drain runs while the native write runs", Line: 201}
+	rule206 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateWritten), Line: 206, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
 	}}
-	rule216 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateSettling), Line: 216, Effects: []fsm.Effect{
+	rule212 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateSettling), Line: 212, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
 		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePromptSteerAck)},
 	}}
-	rule220 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateDraining), Line: 220, Effects: []fsm.Effect{
+	rule216 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateDraining), Line: 216, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
 		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerDrainWait)},
 	}}
-	rule224 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the native write already completed and no drain runs yet", Line: 224}
-	rule229 = &fsm.Candidate{Guard: fsm.GuardID(GuardRetryableCode), Disp: fsm.Moved, To: fsm.StateID(StatePending), Line: 229, Effects: []fsm.Effect{
+	rule220 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the native write already completed and no drain runs yet", Line: 220}
+	rule225 = &fsm.Candidate{Guard: fsm.GuardID(GuardRetryableCode), Disp: fsm.Moved, To: fsm.StateID(StatePending), Line: 225, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
 	}}
-	rule234 = &fsm.Candidate{Guard: fsm.GuardID(GuardUnknownCode), Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 234, Effects: []fsm.Effect{
+	rule230 = &fsm.Candidate{Guard: fsm.GuardID(GuardUnknownCode), Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 230, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
 	}}
-	rule239 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 239, Effects: []fsm.Effect{
+	rule235 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 235, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
 	}}
-	rule243 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 243, Effects: []fsm.Effect{
+	rule239 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 239, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
 	}}
-	rule248 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the input was refused before its native write completed", Line: 248}
-	rule251 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the outcome is already being reported", Line: 251}
-	rule254 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the receipt send already bounds the wait before done", Line: 254}
-	rule258 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "only the receipt send budget runs here", Line: 258}
-	rule263 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAccepted), Line: 263, Effects: []fsm.Effect{
+	rule244 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the input was refused before its native write completed", Line: 244}
+	rule247 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the outcome is already being reported", Line: 247}
+	rule250 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the receipt send already bounds the wait before done", Line: 250}
+	rule254 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "only the receipt send budget runs here", Line: 254}
+	rule259 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAccepted), Line: 259, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerDrainWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionAdvanceCursor)},
 	}}
-	rule272 = &fsm.Candidate{Guard: fsm.GuardID(GuardRetryableCode), Disp: fsm.Moved, To: fsm.StateID(StatePending), Line: 272, Effects: []fsm.Effect{
+	rule268 = &fsm.Candidate{Guard: fsm.GuardID(GuardRetryableCode), Disp: fsm.Moved, To: fsm.StateID(StatePending), Line: 268, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionKeepForRetry)},
 	}}
-	rule277 = &fsm.Candidate{Guard: fsm.GuardID(GuardUnknownCode), Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 277, Effects: []fsm.Effect{
+	rule273 = &fsm.Candidate{Guard: fsm.GuardID(GuardUnknownCode), Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 273, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerDrainWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
 	}}
-	rule287 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 287, Effects: []fsm.Effect{
+	rule283 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 283, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerDrainWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordRejection)},
 	}}
-	rule298 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the input is already in flight; there is no automatic redelivery", Line: 298}
-	rule301 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no prompt_steer is being sent; the input is already in flight", Line: 301}
-	rule306 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateSettling), Line: 306, Effects: []fsm.Effect{
+	rule294 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the input is already in flight; there is no automatic redelivery", Line: 294}
+	rule297 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no prompt_steer is being sent; the input is already in flight", Line: 297}
+	rule302 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateSettling), Line: 302, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePromptSteerAck)},
 	}}
-	rule310 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateDraining), Line: 310, Effects: []fsm.Effect{
+	rule306 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateDraining), Line: 306, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerDrainWait)},
 	}}
-	rule314 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 314, Effects: []fsm.Effect{
+	rule310 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 310, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
 	}}
-	rule318 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the write phase was already confirmed", Line: 318}
-	rule321 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the native write already completed and no receipt is being sent", Line: 321}
-	rule324 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no write, send or drain deadline is running", Line: 324}
-	rule329 = &fsm.Candidate{Disp: fsm.Stayed, Line: 329, Effects: []fsm.Effect{
+	rule314 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the write phase was already confirmed", Line: 314}
+	rule317 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the native write already completed and no receipt is being sent", Line: 317}
+	rule320 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no write, send or drain deadline is running", Line: 320}
+	rule325 = &fsm.Candidate{Disp: fsm.Stayed, Line: 325, Effects: []fsm.Effect{
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePromptSteerAck)},
 	}}
-	rule334 = &fsm.Candidate{Disp: fsm.Stayed, Line: 334, Effects: []fsm.Effect{
+	rule330 = &fsm.Candidate{Disp: fsm.Stayed, Line: 330, Effects: []fsm.Effect{
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePromptSteerAck)},
 	}}
-	rule338 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 338, Effects: []fsm.Effect{
+	rule334 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 334, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerDrainWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionPublishDone)},
 	}}
-	rule344 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the drain is already running and its budget is the only deadline", Line: 344}
-	rule349 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateWritten), Line: 349, Effects: []fsm.Effect{
+	rule340 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the drain is already running and its budget is the only deadline", Line: 340}
+	rule345 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateWritten), Line: 345, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleLate)},
 	}}
-	rule353 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAccepted), Line: 353, Effects: []fsm.Effect{
+	rule349 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAccepted), Line: 349, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleLate)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionAdvanceCursor)},
 	}}
-	rule357 = &fsm.Candidate{Guard: fsm.GuardID(GuardRetryableCode), Disp: fsm.Moved, To: fsm.StateID(StatePending), Line: 357, Effects: []fsm.Effect{
+	rule353 = &fsm.Candidate{Guard: fsm.GuardID(GuardRetryableCode), Disp: fsm.Moved, To: fsm.StateID(StatePending), Line: 353, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleLate)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionKeepForRetry)},
 	}}
-	rule363 = &fsm.Candidate{Guard: fsm.GuardID(GuardUnknownCode), Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 363, Effects: []fsm.Effect{
+	rule359 = &fsm.Candidate{Guard: fsm.GuardID(GuardUnknownCode), Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 359, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
 	}}
-	rule368 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 368, Effects: []fsm.Effect{
+	rule364 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 364, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleLate)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordRejection)},
 	}}
-	rule372 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 372, Effects: []fsm.Effect{
+	rule368 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 368, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
 	}}
-	rule376 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "Core's view only; the Runtime's phases and deadlines do not reach it", Line: 376}
-	rule381 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the input outcome is settled; late frames and deadlines change nothing", Line: 381}
-	rule386 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the input ID is settled; a new input needs a new input ID", Line: 386}
+	rule372 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "Core's view only; the Runtime's phases and deadlines do not reach it", Line: 372}
+	rule377 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the input outcome is settled; late frames and deadlines change nothing", Line: 377}
+	rule382 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the input ID is settled; a new input needs a new input ID", Line: 382}
 )
 
 // Table is the input machine as the engine runs it, sealed: every (state, event) cell lists its
@@ -708,7 +702,7 @@ var Table = fsm.MustSeal(&fsm.Table{
 		{Name: "run_completing", Kind: fsm.EventLocal, Role: fsm.RoleRuntime},
 		{Name: "run_settled", Kind: fsm.EventLocal, Role: fsm.RoleCore},
 	},
-	Guards:   []string{"input_slot_free", "retryable_code", "unknown_code"},
+	Guards:   []string{"retryable_code", "unknown_code"},
 	Actions:  []string{"write_native", "advance_cursor", "keep_for_retry", "record_rejection", "mark_unknown", "settle_late", "publish_done"},
 	Messages: []string{"prompt_steer", "prompt_steer_ack"},
 	Timers: []fsm.TimerDecl{
@@ -720,181 +714,181 @@ var Table = fsm.MustSeal(&fsm.Table{
 	Initial: fsm.StateID(StatePending),
 	Cells: []fsm.Cell{
 		// pending
-		{Cands: []*fsm.Candidate{rule142, rule147}}, // pending × prompt_steer
-		{Cands: []*fsm.Candidate{rule151}},          // pending × send_failed
-		{Cands: []*fsm.Candidate{rule164}},          // pending × native_write_done
-		{Cands: []*fsm.Candidate{rule164}},          // pending × native_accepted
-		{Cands: []*fsm.Candidate{rule164}},          // pending × input_refused
-		{Cands: []*fsm.Candidate{rule164}},          // pending × ack_written
-		{Cands: []*fsm.Candidate{rule164}},          // pending × ack_accepted
-		{Cands: []*fsm.Candidate{rule164}},          // pending × ack_rejected
-		{Cands: []*fsm.Candidate{rule160}},          // pending × receipt_send_failed
-		{Cands: []*fsm.Candidate{rule157}},          // pending × written_wait
-		{Cands: []*fsm.Candidate{rule157}},          // pending × native_write
-		{Cands: []*fsm.Candidate{rule157}},          // pending × receipt_send
-		{Cands: []*fsm.Candidate{rule157}},          // pending × drain_wait
-		{Cands: []*fsm.Candidate{rule160}},          // pending × run_completing
-		{Cands: []*fsm.Candidate{rule160}},          // pending × run_settled
+		{Cands: []*fsm.Candidate{rule140}}, // pending × prompt_steer
+		{Cands: []*fsm.Candidate{rule147}}, // pending × send_failed
+		{Cands: []*fsm.Candidate{rule160}}, // pending × native_write_done
+		{Cands: []*fsm.Candidate{rule160}}, // pending × native_accepted
+		{Cands: []*fsm.Candidate{rule160}}, // pending × input_refused
+		{Cands: []*fsm.Candidate{rule160}}, // pending × ack_written
+		{Cands: []*fsm.Candidate{rule160}}, // pending × ack_accepted
+		{Cands: []*fsm.Candidate{rule160}}, // pending × ack_rejected
+		{Cands: []*fsm.Candidate{rule156}}, // pending × receipt_send_failed
+		{Cands: []*fsm.Candidate{rule153}}, // pending × written_wait
+		{Cands: []*fsm.Candidate{rule153}}, // pending × native_write
+		{Cands: []*fsm.Candidate{rule153}}, // pending × receipt_send
+		{Cands: []*fsm.Candidate{rule153}}, // pending × drain_wait
+		{Cands: []*fsm.Candidate{rule156}}, // pending × run_completing
+		{Cands: []*fsm.Candidate{rule156}}, // pending × run_settled
 		// sent
-		{Cands: []*fsm.Candidate{rule298}},                   // sent × prompt_steer
-		{Cands: []*fsm.Candidate{rule301}},                   // sent × send_failed
-		{Cands: []*fsm.Candidate{rule169}},                   // sent × native_write_done
-		{Cands: []*fsm.Candidate{rule198}},                   // sent × native_accepted
-		{Cands: []*fsm.Candidate{rule178}},                   // sent × input_refused
-		{Cands: []*fsm.Candidate{rule188}},                   // sent × ack_written
-		{Cands: []*fsm.Candidate{rule263}},                   // sent × ack_accepted
-		{Cands: []*fsm.Candidate{rule272, rule277, rule287}}, // sent × ack_rejected
-		{Cands: []*fsm.Candidate{rule205}},                   // sent × receipt_send_failed
-		{Cands: []*fsm.Candidate{rule192}},                   // sent × written_wait
-		{Cands: []*fsm.Candidate{rule173}},                   // sent × native_write
-		{Cands: []*fsm.Candidate{rule205}},                   // sent × receipt_send
-		{Cands: []*fsm.Candidate{rule205}},                   // sent × drain_wait
-		{Cands: []*fsm.Candidate{rule182}},                   // sent × run_completing
-		{Cands: []*fsm.Candidate{rule201}},                   // sent × run_settled
+		{Cands: []*fsm.Candidate{rule294}},                   // sent × prompt_steer
+		{Cands: []*fsm.Candidate{rule297}},                   // sent × send_failed
+		{Cands: []*fsm.Candidate{rule165}},                   // sent × native_write_done
+		{Cands: []*fsm.Candidate{rule194}},                   // sent × native_accepted
+		{Cands: []*fsm.Candidate{rule174}},                   // sent × input_refused
+		{Cands: []*fsm.Candidate{rule184}},                   // sent × ack_written
+		{Cands: []*fsm.Candidate{rule259}},                   // sent × ack_accepted
+		{Cands: []*fsm.Candidate{rule268, rule273, rule283}}, // sent × ack_rejected
+		{Cands: []*fsm.Candidate{rule201}},                   // sent × receipt_send_failed
+		{Cands: []*fsm.Candidate{rule188}},                   // sent × written_wait
+		{Cands: []*fsm.Candidate{rule169}},                   // sent × native_write
+		{Cands: []*fsm.Candidate{rule201}},                   // sent × receipt_send
+		{Cands: []*fsm.Candidate{rule201}},                   // sent × drain_wait
+		{Cands: []*fsm.Candidate{rule178}},                   // sent × run_completing
+		{Cands: []*fsm.Candidate{rule197}},                   // sent × run_settled
 		// write_complete
-		{Cands: []*fsm.Candidate{rule298}},          // write_complete × prompt_steer
-		{Cands: []*fsm.Candidate{rule301}},          // write_complete × send_failed
-		{Cands: []*fsm.Candidate{rule224}},          // write_complete × native_write_done
-		{Cands: []*fsm.Candidate{rule216}},          // write_complete × native_accepted
-		{Cands: []*fsm.Candidate{rule216}},          // write_complete × input_refused
-		{Cands: []*fsm.Candidate{rule188}},          // write_complete × ack_written
-		{Cands: []*fsm.Candidate{rule263}},          // write_complete × ack_accepted
-		{Cands: []*fsm.Candidate{rule277, rule287}}, // write_complete × ack_rejected
-		{Cands: []*fsm.Candidate{rule210}},          // write_complete × receipt_send_failed
-		{Cands: []*fsm.Candidate{rule192}},          // write_complete × written_wait
-		{Cands: []*fsm.Candidate{rule224}},          // write_complete × native_write
-		{Cands: []*fsm.Candidate{rule210}},          // write_complete × receipt_send
-		{Cands: []*fsm.Candidate{rule224}},          // write_complete × drain_wait
-		{Cands: []*fsm.Candidate{rule220}},          // write_complete × run_completing
-		{Cands: []*fsm.Candidate{rule201}},          // write_complete × run_settled
+		{Cands: []*fsm.Candidate{rule294}},          // write_complete × prompt_steer
+		{Cands: []*fsm.Candidate{rule297}},          // write_complete × send_failed
+		{Cands: []*fsm.Candidate{rule220}},          // write_complete × native_write_done
+		{Cands: []*fsm.Candidate{rule212}},          // write_complete × native_accepted
+		{Cands: []*fsm.Candidate{rule212}},          // write_complete × input_refused
+		{Cands: []*fsm.Candidate{rule184}},          // write_complete × ack_written
+		{Cands: []*fsm.Candidate{rule259}},          // write_complete × ack_accepted
+		{Cands: []*fsm.Candidate{rule273, rule283}}, // write_complete × ack_rejected
+		{Cands: []*fsm.Candidate{rule206}},          // write_complete × receipt_send_failed
+		{Cands: []*fsm.Candidate{rule188}},          // write_complete × written_wait
+		{Cands: []*fsm.Candidate{rule220}},          // write_complete × native_write
+		{Cands: []*fsm.Candidate{rule206}},          // write_complete × receipt_send
+		{Cands: []*fsm.Candidate{rule220}},          // write_complete × drain_wait
+		{Cands: []*fsm.Candidate{rule216}},          // write_complete × run_completing
+		{Cands: []*fsm.Candidate{rule197}},          // write_complete × run_settled
 		// refusing
-		{Cands: []*fsm.Candidate{rule298}},                   // refusing × prompt_steer
-		{Cands: []*fsm.Candidate{rule301}},                   // refusing × send_failed
-		{Cands: []*fsm.Candidate{rule251}},                   // refusing × native_write_done
-		{Cands: []*fsm.Candidate{rule251}},                   // refusing × native_accepted
-		{Cands: []*fsm.Candidate{rule251}},                   // refusing × input_refused
-		{Cands: []*fsm.Candidate{rule248}},                   // refusing × ack_written
-		{Cands: []*fsm.Candidate{rule248}},                   // refusing × ack_accepted
-		{Cands: []*fsm.Candidate{rule229, rule234, rule239}}, // refusing × ack_rejected
-		{Cands: []*fsm.Candidate{rule243}},                   // refusing × receipt_send_failed
-		{Cands: []*fsm.Candidate{rule258}},                   // refusing × written_wait
-		{Cands: []*fsm.Candidate{rule258}},                   // refusing × native_write
-		{Cands: []*fsm.Candidate{rule243}},                   // refusing × receipt_send
-		{Cands: []*fsm.Candidate{rule258}},                   // refusing × drain_wait
-		{Cands: []*fsm.Candidate{rule254}},                   // refusing × run_completing
-		{Cands: []*fsm.Candidate{rule314}},                   // refusing × run_settled
+		{Cands: []*fsm.Candidate{rule294}},                   // refusing × prompt_steer
+		{Cands: []*fsm.Candidate{rule297}},                   // refusing × send_failed
+		{Cands: []*fsm.Candidate{rule247}},                   // refusing × native_write_done
+		{Cands: []*fsm.Candidate{rule247}},                   // refusing × native_accepted
+		{Cands: []*fsm.Candidate{rule247}},                   // refusing × input_refused
+		{Cands: []*fsm.Candidate{rule244}},                   // refusing × ack_written
+		{Cands: []*fsm.Candidate{rule244}},                   // refusing × ack_accepted
+		{Cands: []*fsm.Candidate{rule225, rule230, rule235}}, // refusing × ack_rejected
+		{Cands: []*fsm.Candidate{rule239}},                   // refusing × receipt_send_failed
+		{Cands: []*fsm.Candidate{rule254}},                   // refusing × written_wait
+		{Cands: []*fsm.Candidate{rule254}},                   // refusing × native_write
+		{Cands: []*fsm.Candidate{rule239}},                   // refusing × receipt_send
+		{Cands: []*fsm.Candidate{rule254}},                   // refusing × drain_wait
+		{Cands: []*fsm.Candidate{rule250}},                   // refusing × run_completing
+		{Cands: []*fsm.Candidate{rule310}},                   // refusing × run_settled
 		// written
-		{Cands: []*fsm.Candidate{rule298}},          // written × prompt_steer
-		{Cands: []*fsm.Candidate{rule301}},          // written × send_failed
-		{Cands: []*fsm.Candidate{rule321}},          // written × native_write_done
-		{Cands: []*fsm.Candidate{rule306}},          // written × native_accepted
-		{Cands: []*fsm.Candidate{rule306}},          // written × input_refused
-		{Cands: []*fsm.Candidate{rule318}},          // written × ack_written
-		{Cands: []*fsm.Candidate{rule263}},          // written × ack_accepted
-		{Cands: []*fsm.Candidate{rule277, rule287}}, // written × ack_rejected
-		{Cands: []*fsm.Candidate{rule321}},          // written × receipt_send_failed
-		{Cands: []*fsm.Candidate{rule324}},          // written × written_wait
-		{Cands: []*fsm.Candidate{rule324}},          // written × native_write
-		{Cands: []*fsm.Candidate{rule324}},          // written × receipt_send
-		{Cands: []*fsm.Candidate{rule324}},          // written × drain_wait
-		{Cands: []*fsm.Candidate{rule310}},          // written × run_completing
-		{Cands: []*fsm.Candidate{rule314}},          // written × run_settled
+		{Cands: []*fsm.Candidate{rule294}},          // written × prompt_steer
+		{Cands: []*fsm.Candidate{rule297}},          // written × send_failed
+		{Cands: []*fsm.Candidate{rule317}},          // written × native_write_done
+		{Cands: []*fsm.Candidate{rule302}},          // written × native_accepted
+		{Cands: []*fsm.Candidate{rule302}},          // written × input_refused
+		{Cands: []*fsm.Candidate{rule314}},          // written × ack_written
+		{Cands: []*fsm.Candidate{rule259}},          // written × ack_accepted
+		{Cands: []*fsm.Candidate{rule273, rule283}}, // written × ack_rejected
+		{Cands: []*fsm.Candidate{rule317}},          // written × receipt_send_failed
+		{Cands: []*fsm.Candidate{rule320}},          // written × written_wait
+		{Cands: []*fsm.Candidate{rule320}},          // written × native_write
+		{Cands: []*fsm.Candidate{rule320}},          // written × receipt_send
+		{Cands: []*fsm.Candidate{rule320}},          // written × drain_wait
+		{Cands: []*fsm.Candidate{rule306}},          // written × run_completing
+		{Cands: []*fsm.Candidate{rule310}},          // written × run_settled
 		// settling
-		{Cands: []*fsm.Candidate{rule298}},          // settling × prompt_steer
-		{Cands: []*fsm.Candidate{rule301}},          // settling × send_failed
-		{Cands: []*fsm.Candidate{rule251}},          // settling × native_write_done
-		{Cands: []*fsm.Candidate{rule251}},          // settling × native_accepted
-		{Cands: []*fsm.Candidate{rule251}},          // settling × input_refused
-		{Cands: []*fsm.Candidate{rule318}},          // settling × ack_written
-		{Cands: []*fsm.Candidate{rule263}},          // settling × ack_accepted
-		{Cands: []*fsm.Candidate{rule277, rule287}}, // settling × ack_rejected
-		{Cands: []*fsm.Candidate{rule243}},          // settling × receipt_send_failed
-		{Cands: []*fsm.Candidate{rule258}},          // settling × written_wait
-		{Cands: []*fsm.Candidate{rule258}},          // settling × native_write
-		{Cands: []*fsm.Candidate{rule243}},          // settling × receipt_send
-		{Cands: []*fsm.Candidate{rule258}},          // settling × drain_wait
-		{Cands: []*fsm.Candidate{rule254}},          // settling × run_completing
-		{Cands: []*fsm.Candidate{rule314}},          // settling × run_settled
+		{Cands: []*fsm.Candidate{rule294}},          // settling × prompt_steer
+		{Cands: []*fsm.Candidate{rule297}},          // settling × send_failed
+		{Cands: []*fsm.Candidate{rule247}},          // settling × native_write_done
+		{Cands: []*fsm.Candidate{rule247}},          // settling × native_accepted
+		{Cands: []*fsm.Candidate{rule247}},          // settling × input_refused
+		{Cands: []*fsm.Candidate{rule314}},          // settling × ack_written
+		{Cands: []*fsm.Candidate{rule259}},          // settling × ack_accepted
+		{Cands: []*fsm.Candidate{rule273, rule283}}, // settling × ack_rejected
+		{Cands: []*fsm.Candidate{rule239}},          // settling × receipt_send_failed
+		{Cands: []*fsm.Candidate{rule254}},          // settling × written_wait
+		{Cands: []*fsm.Candidate{rule254}},          // settling × native_write
+		{Cands: []*fsm.Candidate{rule239}},          // settling × receipt_send
+		{Cands: []*fsm.Candidate{rule254}},          // settling × drain_wait
+		{Cands: []*fsm.Candidate{rule250}},          // settling × run_completing
+		{Cands: []*fsm.Candidate{rule310}},          // settling × run_settled
 		// draining
-		{Cands: []*fsm.Candidate{rule298}},          // draining × prompt_steer
-		{Cands: []*fsm.Candidate{rule301}},          // draining × send_failed
-		{Cands: []*fsm.Candidate{rule329}},          // draining × native_write_done
-		{Cands: []*fsm.Candidate{rule334}},          // draining × native_accepted
-		{Cands: []*fsm.Candidate{rule334}},          // draining × input_refused
-		{Cands: []*fsm.Candidate{rule318}},          // draining × ack_written
-		{Cands: []*fsm.Candidate{rule263}},          // draining × ack_accepted
-		{Cands: []*fsm.Candidate{rule277, rule287}}, // draining × ack_rejected
-		{Cands: []*fsm.Candidate{rule338}},          // draining × receipt_send_failed
-		{Cands: []*fsm.Candidate{rule344}},          // draining × written_wait
-		{Cands: []*fsm.Candidate{rule344}},          // draining × native_write
-		{Cands: []*fsm.Candidate{rule344}},          // draining × receipt_send
-		{Cands: []*fsm.Candidate{rule338}},          // draining × drain_wait
-		{Cands: []*fsm.Candidate{rule344}},          // draining × run_completing
-		{Cands: []*fsm.Candidate{rule344}},          // draining × run_settled
+		{Cands: []*fsm.Candidate{rule294}},          // draining × prompt_steer
+		{Cands: []*fsm.Candidate{rule297}},          // draining × send_failed
+		{Cands: []*fsm.Candidate{rule325}},          // draining × native_write_done
+		{Cands: []*fsm.Candidate{rule330}},          // draining × native_accepted
+		{Cands: []*fsm.Candidate{rule330}},          // draining × input_refused
+		{Cands: []*fsm.Candidate{rule314}},          // draining × ack_written
+		{Cands: []*fsm.Candidate{rule259}},          // draining × ack_accepted
+		{Cands: []*fsm.Candidate{rule273, rule283}}, // draining × ack_rejected
+		{Cands: []*fsm.Candidate{rule334}},          // draining × receipt_send_failed
+		{Cands: []*fsm.Candidate{rule340}},          // draining × written_wait
+		{Cands: []*fsm.Candidate{rule340}},          // draining × native_write
+		{Cands: []*fsm.Candidate{rule340}},          // draining × receipt_send
+		{Cands: []*fsm.Candidate{rule334}},          // draining × drain_wait
+		{Cands: []*fsm.Candidate{rule340}},          // draining × run_completing
+		{Cands: []*fsm.Candidate{rule340}},          // draining × run_settled
 		// unconfirmed
-		{Cands: []*fsm.Candidate{rule298}},                   // unconfirmed × prompt_steer
-		{Cands: []*fsm.Candidate{rule301}},                   // unconfirmed × send_failed
-		{Cands: []*fsm.Candidate{rule376}},                   // unconfirmed × native_write_done
-		{Cands: []*fsm.Candidate{rule376}},                   // unconfirmed × native_accepted
-		{Cands: []*fsm.Candidate{rule376}},                   // unconfirmed × input_refused
-		{Cands: []*fsm.Candidate{rule349}},                   // unconfirmed × ack_written
-		{Cands: []*fsm.Candidate{rule353}},                   // unconfirmed × ack_accepted
-		{Cands: []*fsm.Candidate{rule357, rule363, rule368}}, // unconfirmed × ack_rejected
-		{Cands: []*fsm.Candidate{rule376}},                   // unconfirmed × receipt_send_failed
-		{Cands: []*fsm.Candidate{rule376}},                   // unconfirmed × written_wait
-		{Cands: []*fsm.Candidate{rule376}},                   // unconfirmed × native_write
-		{Cands: []*fsm.Candidate{rule376}},                   // unconfirmed × receipt_send
-		{Cands: []*fsm.Candidate{rule376}},                   // unconfirmed × drain_wait
-		{Cands: []*fsm.Candidate{rule376}},                   // unconfirmed × run_completing
-		{Cands: []*fsm.Candidate{rule372}},                   // unconfirmed × run_settled
+		{Cands: []*fsm.Candidate{rule294}},                   // unconfirmed × prompt_steer
+		{Cands: []*fsm.Candidate{rule297}},                   // unconfirmed × send_failed
+		{Cands: []*fsm.Candidate{rule372}},                   // unconfirmed × native_write_done
+		{Cands: []*fsm.Candidate{rule372}},                   // unconfirmed × native_accepted
+		{Cands: []*fsm.Candidate{rule372}},                   // unconfirmed × input_refused
+		{Cands: []*fsm.Candidate{rule345}},                   // unconfirmed × ack_written
+		{Cands: []*fsm.Candidate{rule349}},                   // unconfirmed × ack_accepted
+		{Cands: []*fsm.Candidate{rule353, rule359, rule364}}, // unconfirmed × ack_rejected
+		{Cands: []*fsm.Candidate{rule372}},                   // unconfirmed × receipt_send_failed
+		{Cands: []*fsm.Candidate{rule372}},                   // unconfirmed × written_wait
+		{Cands: []*fsm.Candidate{rule372}},                   // unconfirmed × native_write
+		{Cands: []*fsm.Candidate{rule372}},                   // unconfirmed × receipt_send
+		{Cands: []*fsm.Candidate{rule372}},                   // unconfirmed × drain_wait
+		{Cands: []*fsm.Candidate{rule372}},                   // unconfirmed × run_completing
+		{Cands: []*fsm.Candidate{rule368}},                   // unconfirmed × run_settled
 		// accepted
-		{Cands: []*fsm.Candidate{rule386}}, // accepted × prompt_steer
-		{Cands: []*fsm.Candidate{rule381}}, // accepted × send_failed
-		{Cands: []*fsm.Candidate{rule381}}, // accepted × native_write_done
-		{Cands: []*fsm.Candidate{rule381}}, // accepted × native_accepted
-		{Cands: []*fsm.Candidate{rule381}}, // accepted × input_refused
-		{Cands: []*fsm.Candidate{rule381}}, // accepted × ack_written
-		{Cands: []*fsm.Candidate{rule381}}, // accepted × ack_accepted
-		{Cands: []*fsm.Candidate{rule381}}, // accepted × ack_rejected
-		{Cands: []*fsm.Candidate{rule381}}, // accepted × receipt_send_failed
-		{Cands: []*fsm.Candidate{rule381}}, // accepted × written_wait
-		{Cands: []*fsm.Candidate{rule381}}, // accepted × native_write
-		{Cands: []*fsm.Candidate{rule381}}, // accepted × receipt_send
-		{Cands: []*fsm.Candidate{rule381}}, // accepted × drain_wait
-		{Cands: []*fsm.Candidate{rule381}}, // accepted × run_completing
-		{Cands: []*fsm.Candidate{rule381}}, // accepted × run_settled
+		{Cands: []*fsm.Candidate{rule382}}, // accepted × prompt_steer
+		{Cands: []*fsm.Candidate{rule377}}, // accepted × send_failed
+		{Cands: []*fsm.Candidate{rule377}}, // accepted × native_write_done
+		{Cands: []*fsm.Candidate{rule377}}, // accepted × native_accepted
+		{Cands: []*fsm.Candidate{rule377}}, // accepted × input_refused
+		{Cands: []*fsm.Candidate{rule377}}, // accepted × ack_written
+		{Cands: []*fsm.Candidate{rule377}}, // accepted × ack_accepted
+		{Cands: []*fsm.Candidate{rule377}}, // accepted × ack_rejected
+		{Cands: []*fsm.Candidate{rule377}}, // accepted × receipt_send_failed
+		{Cands: []*fsm.Candidate{rule377}}, // accepted × written_wait
+		{Cands: []*fsm.Candidate{rule377}}, // accepted × native_write
+		{Cands: []*fsm.Candidate{rule377}}, // accepted × receipt_send
+		{Cands: []*fsm.Candidate{rule377}}, // accepted × drain_wait
+		{Cands: []*fsm.Candidate{rule377}}, // accepted × run_completing
+		{Cands: []*fsm.Candidate{rule377}}, // accepted × run_settled
 		// rejected
-		{Cands: []*fsm.Candidate{rule386}}, // rejected × prompt_steer
-		{Cands: []*fsm.Candidate{rule381}}, // rejected × send_failed
-		{Cands: []*fsm.Candidate{rule381}}, // rejected × native_write_done
-		{Cands: []*fsm.Candidate{rule381}}, // rejected × native_accepted
-		{Cands: []*fsm.Candidate{rule381}}, // rejected × input_refused
-		{Cands: []*fsm.Candidate{rule381}}, // rejected × ack_written
-		{Cands: []*fsm.Candidate{rule381}}, // rejected × ack_accepted
-		{Cands: []*fsm.Candidate{rule381}}, // rejected × ack_rejected
-		{Cands: []*fsm.Candidate{rule381}}, // rejected × receipt_send_failed
-		{Cands: []*fsm.Candidate{rule381}}, // rejected × written_wait
-		{Cands: []*fsm.Candidate{rule381}}, // rejected × native_write
-		{Cands: []*fsm.Candidate{rule381}}, // rejected × receipt_send
-		{Cands: []*fsm.Candidate{rule381}}, // rejected × drain_wait
-		{Cands: []*fsm.Candidate{rule381}}, // rejected × run_completing
-		{Cands: []*fsm.Candidate{rule381}}, // rejected × run_settled
+		{Cands: []*fsm.Candidate{rule382}}, // rejected × prompt_steer
+		{Cands: []*fsm.Candidate{rule377}}, // rejected × send_failed
+		{Cands: []*fsm.Candidate{rule377}}, // rejected × native_write_done
+		{Cands: []*fsm.Candidate{rule377}}, // rejected × native_accepted
+		{Cands: []*fsm.Candidate{rule377}}, // rejected × input_refused
+		{Cands: []*fsm.Candidate{rule377}}, // rejected × ack_written
+		{Cands: []*fsm.Candidate{rule377}}, // rejected × ack_accepted
+		{Cands: []*fsm.Candidate{rule377}}, // rejected × ack_rejected
+		{Cands: []*fsm.Candidate{rule377}}, // rejected × receipt_send_failed
+		{Cands: []*fsm.Candidate{rule377}}, // rejected × written_wait
+		{Cands: []*fsm.Candidate{rule377}}, // rejected × native_write
+		{Cands: []*fsm.Candidate{rule377}}, // rejected × receipt_send
+		{Cands: []*fsm.Candidate{rule377}}, // rejected × drain_wait
+		{Cands: []*fsm.Candidate{rule377}}, // rejected × run_completing
+		{Cands: []*fsm.Candidate{rule377}}, // rejected × run_settled
 		// unknown
-		{Cands: []*fsm.Candidate{rule386}}, // unknown × prompt_steer
-		{Cands: []*fsm.Candidate{rule381}}, // unknown × send_failed
-		{Cands: []*fsm.Candidate{rule381}}, // unknown × native_write_done
-		{Cands: []*fsm.Candidate{rule381}}, // unknown × native_accepted
-		{Cands: []*fsm.Candidate{rule381}}, // unknown × input_refused
-		{Cands: []*fsm.Candidate{rule381}}, // unknown × ack_written
-		{Cands: []*fsm.Candidate{rule381}}, // unknown × ack_accepted
-		{Cands: []*fsm.Candidate{rule381}}, // unknown × ack_rejected
-		{Cands: []*fsm.Candidate{rule381}}, // unknown × receipt_send_failed
-		{Cands: []*fsm.Candidate{rule381}}, // unknown × written_wait
-		{Cands: []*fsm.Candidate{rule381}}, // unknown × native_write
-		{Cands: []*fsm.Candidate{rule381}}, // unknown × receipt_send
-		{Cands: []*fsm.Candidate{rule381}}, // unknown × drain_wait
-		{Cands: []*fsm.Candidate{rule381}}, // unknown × run_completing
-		{Cands: []*fsm.Candidate{rule381}}, // unknown × run_settled
+		{Cands: []*fsm.Candidate{rule382}}, // unknown × prompt_steer
+		{Cands: []*fsm.Candidate{rule377}}, // unknown × send_failed
+		{Cands: []*fsm.Candidate{rule377}}, // unknown × native_write_done
+		{Cands: []*fsm.Candidate{rule377}}, // unknown × native_accepted
+		{Cands: []*fsm.Candidate{rule377}}, // unknown × input_refused
+		{Cands: []*fsm.Candidate{rule377}}, // unknown × ack_written
+		{Cands: []*fsm.Candidate{rule377}}, // unknown × ack_accepted
+		{Cands: []*fsm.Candidate{rule377}}, // unknown × ack_rejected
+		{Cands: []*fsm.Candidate{rule377}}, // unknown × receipt_send_failed
+		{Cands: []*fsm.Candidate{rule377}}, // unknown × written_wait
+		{Cands: []*fsm.Candidate{rule377}}, // unknown × native_write
+		{Cands: []*fsm.Candidate{rule377}}, // unknown × receipt_send
+		{Cands: []*fsm.Candidate{rule377}}, // unknown × drain_wait
+		{Cands: []*fsm.Candidate{rule377}}, // unknown × run_completing
+		{Cands: []*fsm.Candidate{rule377}}, // unknown × run_settled
 	},
 })
 
@@ -966,9 +960,6 @@ func Transition(s State, e Event, held GuardSet) (Step, error) {
 // driver that drains an fsm.Outbox). A method must not change the machine. The *fsm.Firing is
 // reused: do not keep it after the call.
 type CoreHooks[A any] interface {
-	// GuardInputSlotFree reports whether no other input of the same Run is between prompt_steer
-	// and a settled receipt (one input in flight per Run).
-	GuardInputSlotFree(f *fsm.Firing[A]) bool
 	// GuardRetryableCode reports whether the error code is not_ready or busy, which the Runtime
 	// answers before the native write completes.
 	GuardRetryableCode(f *fsm.Firing[A]) bool
@@ -998,7 +989,7 @@ func Core[A any](h CoreHooks[A]) fsm.Binding[A] {
 		return nil
 	}
 	return &fsm.HookTable[A]{
-		Guards:  []func(*fsm.Firing[A]) bool{GuardInputSlotFree: h.GuardInputSlotFree, GuardRetryableCode: h.GuardRetryableCode, GuardUnknownCode: h.GuardUnknownCode},
+		Guards:  []func(*fsm.Firing[A]) bool{GuardRetryableCode: h.GuardRetryableCode, GuardUnknownCode: h.GuardUnknownCode},
 		Actions: []func(*fsm.Firing[A]) error{ActionAdvanceCursor: h.DoAdvanceCursor, ActionKeepForRetry: h.DoKeepForRetry, ActionRecordRejection: h.DoRecordRejection, ActionMarkUnknown: h.DoMarkUnknown, ActionSettleLate: h.DoSettleLate},
 	}
 }
@@ -1016,9 +1007,6 @@ func NewCore[A any](h CoreHooks[A], timers fsm.Timers[A]) (*fsm.Machine[A], erro
 // driver that drains an fsm.Outbox). A method must not change the machine. The *fsm.Firing is
 // reused: do not keep it after the call.
 type RuntimeHooks[A any] interface {
-	// GuardInputSlotFree reports whether no other input of the same Run is between prompt_steer
-	// and a settled receipt (one input in flight per Run).
-	GuardInputSlotFree(f *fsm.Firing[A]) bool
 	// GuardRetryableCode reports whether the error code is not_ready or busy, which the Runtime
 	// answers before the native write completes.
 	GuardRetryableCode(f *fsm.Firing[A]) bool
@@ -1041,7 +1029,7 @@ func Runtime[A any](h RuntimeHooks[A]) fsm.Binding[A] {
 		return nil
 	}
 	return &fsm.HookTable[A]{
-		Guards:  []func(*fsm.Firing[A]) bool{GuardInputSlotFree: h.GuardInputSlotFree, GuardRetryableCode: h.GuardRetryableCode, GuardUnknownCode: h.GuardUnknownCode},
+		Guards:  []func(*fsm.Firing[A]) bool{GuardRetryableCode: h.GuardRetryableCode, GuardUnknownCode: h.GuardUnknownCode},
 		Sends:   []func(*fsm.Firing[A]) error{MessagePromptSteerAck: h.SendPromptSteerAck},
 		Actions: []func(*fsm.Firing[A]) error{ActionWriteNative: h.DoWriteNative, ActionPublishDone: h.DoPublishDone},
 	}

@@ -92,6 +92,9 @@ func (recorderBinding) Guard(g fsm.GuardID, f *fsm.Firing[*peer.Event]) bool {
 		return ok && st.Operation == "execution_prepare" && st.ErrorCode == "preparation_capacity"
 	case "read_only_profile":
 		return r.readOnly
+	case "valid_declaration":
+		hb, ok := ev.Msg.Payload.(wire.Heartbeat)
+		return ok && hb.Validate() == nil
 	case "matches_cancel_delivery":
 		ack, ok := ev.Msg.Payload.(wire.InteractionDecisionAck)
 		return ok && ack.DeliveryID != "" && ack.DeliveryID == r.cancel

@@ -1,0 +1,84 @@
+package peer
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/agentwire/agentwire/fsm"
+	"github.com/agentwire/agentwire/wire"
+)
+
+// requirement is a catalog requirement resolved against this driver's
+// tables (see wire.Requirement).
+type requirement struct {
+	table       *fsm.Table
+	allowed     []bool // by StateID, for a state requirement
+	oneInFlight bool
+	doc         string
+}
+
+// ErrRequirement matches every refusal of a frame whose cross-machine
+// requirement does not hold.
+var ErrRequirement = errors.New("peer: cross-machine requirement not met")
+
+// resolveRequirements resolves the catalog's requirements for the tables
+// this driver runs; a requirement on a machine the driver does not run is
+// left out.
+func (d *Driver) resolveRequirements() error {
+	d.requires = map[string][]requirement{}
+	for _, e := range wire.Entries() {
+		for _, r := range e.Requires {
+			t, ok := d.tables[r.Machine]
+			if !ok {
+				continue
+			}
+			req := requirement{table: t, oneInFlight: r.OneInFlight}
+			if !r.OneInFlight {
+				req.allowed = make([]bool, len(t.States)+1)
+				for _, name := range r.States {
+					s, err := t.ParseState(name)
+					if err != nil {
+						return fmt.Errorf("peer: %s requires %s: %w", e.Type, r.Machine, err)
+					}
+					req.allowed[s] = true
+				}
+				req.doc = r.Machine + " in " + strings.Join(r.States, " or ")
+			} else {
+				req.doc = "no other unsettled " + r.Machine + " of this id"
+			}
+			d.requires[e.Type] = append(d.requires[e.Type], req)
+		}
+	}
+	return nil
+}
+
+// checkRequirements tells whether msg, addressed to targets, may fire now.
+// A state requirement is about the connection's one instance; a driver that
+// never opened that instance (one that does not run the connection's
+// lifecycle) has nothing to check it against. A one-in-flight requirement
+// refuses a target when another unsettled instance of its machine shares
+// the target's envelope id (the Run of an input).
+func (d *Driver) checkRequirements(msg *wire.Message, targets []Target) error {
+	for _, r := range d.requires[msg.Type] {
+		if !r.oneInFlight {
+			i, ok := d.instances[Key{Machine: r.table.Name}]
+			if ok && !r.allowed[i.State()] {
+				return fmt.Errorf("%w: %s needs %s; it is %s", ErrRequirement, msg.Type, r.doc, i.StateName())
+			}
+			continue
+		}
+		for _, tg := range targets {
+			if tg.Key.Machine != r.table.Name {
+				continue
+			}
+			prefix := CompositeID(msg.ID, "")
+			for k, i := range d.instances {
+				if k.Machine == r.table.Name && k.ID != tg.Key.ID && strings.HasPrefix(k.ID, prefix) && !i.Terminal() {
+					return fmt.Errorf("%w: %s needs %s; %q is still in flight", ErrRequirement, msg.Type, r.doc, boundedID(strings.TrimPrefix(k.ID, prefix)))
+				}
+			}
+		}
+	}
+	return nil
+}
