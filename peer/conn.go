@@ -262,11 +262,16 @@ func (c *Conn) Send(ctx context.Context, o Outbound) error {
 
 // Close ends the connection normally: Run fires connection_lost on every
 // instance, closes the transport and returns nil.
-func (c *Conn) Close() error {
+func (c *Conn) Close() error { return c.CloseWith(StatusNormal, "") }
+
+// CloseWith is Close with a close status and reason the peer reads (for
+// example StatusReplaced when a newer connection of the device took over).
+// The reason is sent to the peer: keep it short and free of secrets.
+func (c *Conn) CloseWith(code StatusCode, reason string) error {
 	c.mu.Lock()
 	c.closed = true
 	c.mu.Unlock()
-	return c.t.Close(StatusNormal, "")
+	return c.t.Close(code, reason)
 }
 
 // Done is closed when Run has returned.

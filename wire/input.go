@@ -37,6 +37,16 @@ func (in MessageInput) HasImage() bool {
 // decoder; use WhitespaceOnly there. A message with no character and no
 // image is still refused: "" cannot be told from missing text, so such a
 // message carries nothing at all.
+// Validate checks an ordered MessageInput on its own (the public API
+// validates a Turn's input before it stores it); the error's field path is
+// relative to the input ("[0].content[1].text").
+func (in MessageInput) Validate() error {
+	if err := in.validate(); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (in MessageInput) validate() *FieldError {
 	c := newChecker("")
 	if len(in) == 0 {
