@@ -27,16 +27,6 @@ func (in MessageInput) HasImage() bool {
 	return false
 }
 
-// validate checks the input with paths relative to the input itself. Each
-// item may have empty or blank text on its own; a message as a whole needs
-// at least one character of text or an image.
-//
-// decision: whitespace-only text is valid on the wire. Which text a
-// Harness accepts is part of the message input contract and the engine
-// profile (daemon-protocol.txt:98), decided at admission, not by the
-// decoder; use WhitespaceOnly there. A message with no character and no
-// image is still refused: "" cannot be told from missing text, so such a
-// message carries nothing at all.
 // Validate checks an ordered MessageInput on its own (the public API
 // validates a Turn's input before it stores it); the error's field path is
 // relative to the input ("[0].content[1].text").
@@ -47,6 +37,16 @@ func (in MessageInput) Validate() error {
 	return nil
 }
 
+// validate checks the input with paths relative to the input itself. Each
+// item may have empty or blank text on its own; a message as a whole needs
+// at least one character of text or an image.
+//
+// decision: whitespace-only text is valid on the wire. Which text a
+// Harness accepts is part of the message input contract and the engine
+// profile (daemon-protocol.txt:98), decided at admission, not by the
+// decoder; use WhitespaceOnly there. A message with no character and no
+// image is still refused: "" cannot be told from missing text, so such a
+// message carries nothing at all.
 func (in MessageInput) validate() *FieldError {
 	c := newChecker("")
 	if len(in) == 0 {
