@@ -117,25 +117,42 @@ func (c *Conn) Run(ctx context.Context) error {
 		return err
 	}
 
+	var armed time.Time // the deadline the timer is set for
 	for {
 		if err := c.flush(ctx); err != nil {
 			return stop(err, StatusGoingAway, "write failed")
 		}
-		c.arm(timer, lastRead)
+		armed = c.arm(timer, lastRead, armed)
 
 		select {
 		case f := <-in:
-			if f.err != nil {
-				if c.isClosed() {
-					return stop(nil, StatusNormal, "")
+			// Frames that queued up meanwhile are delivered in one go, so a
+			// busy stream pays for the timer and the flush once per batch,
+			// not once per frame; a write still follows every delivery
+			// before the next select.
+			for batch := 0; ; batch++ {
+				if f.err != nil {
+					if c.isClosed() {
+						return stop(nil, StatusNormal, "")
+					}
+					return stop(f.err, StatusGoingAway, "read failed")
 				}
-				return stop(f.err, StatusGoingAway, "read failed")
+				_ = c.d.Deliver(f.frame) // refusals are the app's (App.Refused) and are logged
+				if batch == c.cfg.InboundBuffer || c.d.Pending() {
+					break
+				}
+				select {
+				case f = <-in:
+					continue
+				default:
+				}
+				break
 			}
 			lastRead = clock.Now()
-			_ = c.d.Deliver(f.frame) // refusals are the app's (App.Refused) and are logged
 		case fn := <-c.reqs:
 			fn()
 		case <-timer.C():
+			armed = time.Time{} // spent: the next arm sets it again
 			c.d.Tick()
 			if c.cfg.ReadTimeout > 0 && !clock.Now().Before(lastRead.Add(c.cfg.ReadTimeout)) {
 				return stop(errReadTimeout, StatusPolicy, "read deadline exceeded")
@@ -176,8 +193,9 @@ func (c *Conn) ping(ctx context.Context, p Pinger) {
 }
 
 // arm sets the loop's one timer to the driver's next deadline (or the read
-// deadline, whichever is first).
-func (c *Conn) arm(timer Timer, lastRead time.Time) {
+// deadline, whichever is first) and returns the deadline it is set for; a
+// timer already set for that deadline is left alone.
+func (c *Conn) arm(timer Timer, lastRead, armed time.Time) time.Time {
 	now := c.d.cfg.Clock.Now()
 	at, ok := c.d.NextDeadline()
 	if c.cfg.ReadTimeout > 0 {
@@ -186,9 +204,8 @@ func (c *Conn) arm(timer Timer, lastRead time.Time) {
 			at, ok = rd, true
 		}
 	}
-	wait := time.Hour
-	if ok {
-		wait = max(at.Sub(now), 0)
+	if ok && at.Equal(armed) || !ok && armed.IsZero() {
+		return armed
 	}
 	if !timer.Stop() {
 		select {
@@ -196,7 +213,11 @@ func (c *Conn) arm(timer Timer, lastRead time.Time) {
 		default:
 		}
 	}
-	timer.Reset(wait)
+	if !ok {
+		return time.Time{} // nothing to wait for: the timer stays stopped
+	}
+	timer.Reset(max(at.Sub(now), 0))
+	return at
 }
 
 // flush writes every queued frame, one at a time, each reported to the
