@@ -54,7 +54,7 @@ it is independent of the Runtime build version that heartbeats report.`)
 	f.Var().Id("identityUUID").Op("=").Index(jen.Op("...")).Bool().Values(append([]jen.Code{jen.False()}, idUUID...)...)
 	f.Func().Params(jen.Id("i").Id("Identity")).Id("String").Params().String().Block(
 		jen.If(jen.Int().Call(jen.Id("i")).Op("<").Len(jen.Id("identityNames"))).Block(jen.Return(jen.Id("identityNames").Index(jen.Id("i")))),
-		jen.Return(jen.Lit("Identity(").Op("+").Id("itoa").Call(jen.Int().Call(jen.Id("i"))).Op("+").Lit(")")),
+		jen.Return(jen.Lit("Identity(").Op("+").Qual("strconv", "Itoa").Call(jen.Int().Call(jen.Id("i"))).Op("+").Lit(")")),
 	)
 	f.Comment("UUID reports whether ids of this kind must be canonical non-nil UUIDs.")
 	f.Func().Params(jen.Id("i").Id("Identity")).Id("UUID").Params().Bool().Block(

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 )
 
@@ -339,7 +340,7 @@ func NewCapabilitySet(names ...string) (CapabilitySet, error) {
 	for i, n := range names {
 		idx, ok := capabilityIndex[n]
 		if !ok {
-			return CapabilitySet{}, fieldErr("", "["+itoa(i)+"]", RuleEnum, quote(n)+" is not a capability")
+			return CapabilitySet{}, fieldErr("", "["+strconv.Itoa(i)+"]", RuleEnum, quote(n)+" is not a capability")
 		}
 		s.has[idx] = true
 	}

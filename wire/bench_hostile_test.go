@@ -2,6 +2,7 @@ package wire
 
 import (
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -65,7 +66,7 @@ func benchFrames(b *testing.B) []benchCase {
 	}
 	// A realistic large result: search hits of a code tool.
 	hits := `{"hits":[` + fill(func(i int) string {
-		return `{"path":"src/pkg/file` + itoa(i) + `.go","line":` + itoa(i%500) + `,"text":"func handle(w http.ResponseWriter, r *http.Request) { return }","tags":["go","http"]}`
+		return `{"path":"src/pkg/file` + strconv.Itoa(i) + `.go","line":` + strconv.Itoa(i%500) + `,"text":"func handle(w http.ResponseWriter, r *http.Request) { return }","tags":["go","http"]}`
 	}, 3<<20) + `]}`
 	seventeen := func(i int) string {
 		var s strings.Builder
@@ -74,7 +75,7 @@ func benchFrames(b *testing.B) []benchCase {
 			if k > 0 {
 				s.WriteByte(',')
 			}
-			s.WriteString(`"m` + itoa(k) + `":` + itoa(i))
+			s.WriteString(`"m` + strconv.Itoa(k) + `":` + strconv.Itoa(i))
 		}
 		return s.String() + "}"
 	}
@@ -85,7 +86,7 @@ func benchFrames(b *testing.B) []benchCase {
 			if k > 0 {
 				s.WriteByte(',')
 			}
-			s.WriteString(`"\u0061\u0062\u0063\u0064\u0065\u0066` + itoa(k) + `":0`)
+			s.WriteString(`"\u0061\u0062\u0063\u0064\u0065\u0066` + strconv.Itoa(k) + `":0`)
 		}
 		return s.String() + "}"
 	}
@@ -100,8 +101,8 @@ func benchFrames(b *testing.B) []benchCase {
 		{name: "typical/tool_call", frame: benchFrame(b, TypeToolCall, hostileRun), dir: R, valid: true},
 		{name: "typical/tool_call_3MiB_result", frame: tool(hits), dir: R, valid: true},
 		{name: "worst/tool_call_3MiB_unknown_member_at_end", frame: env(TypeToolCall, hostileRun, `{"id":"c1","name":"Bash","stage":"after","args":`+hits+`,"zz":1}`), dir: R},
-		{name: "worst/tool_call_wide_object", frame: tool("{" + fill(func(i int) string { return `"k` + itoa(i) + `":0` }, near) + "}"), dir: R, valid: true},
-		{name: "worst/tool_call_wide_object_repeat_at_end", frame: tool("{" + fill(func(i int) string { return `"k` + itoa(i) + `":0` }, near) + `,"k17":0}`), dir: R},
+		{name: "worst/tool_call_wide_object", frame: tool("{" + fill(func(i int) string { return `"k` + strconv.Itoa(i) + `":0` }, near) + "}"), dir: R, valid: true},
+		{name: "worst/tool_call_wide_object_repeat_at_end", frame: tool("{" + fill(func(i int) string { return `"k` + strconv.Itoa(i) + `":0` }, near) + `,"k17":0}`), dir: R},
 		{name: "worst/tool_call_17-member_objects", frame: tool(`{"a":[` + fill(seventeen, near) + `]}`), dir: R, valid: true},
 		{name: "worst/tool_call_escaped_names", frame: tool(`{"a":[` + fill(escaped, near) + `]}`), dir: R, valid: true},
 		{name: "worst/tool_call_nesting_at_the_limit", frame: tool(`{"a":[` + fill(func(int) string { return deep }, near) + `]}`), dir: R, valid: true},
@@ -110,7 +111,7 @@ func benchFrames(b *testing.B) []benchCase {
 
 		{name: "typical/heartbeat", frame: benchFrame(b, TypeHeartbeat, ""), dir: R, valid: true},
 		{name: "worst/heartbeat_many_kinds", frame: env(TypeHeartbeat, "", `{"ts":1,"active_requests":0,"supported_agent_kinds":[`+fill(func(i int) string {
-			return `{"kind":"k` + itoa(i) + `","available":true,"capabilities":` + caps + `}`
+			return `{"kind":"k` + strconv.Itoa(i) + `","available":true,"capabilities":` + caps + `}`
 		}, near-4<<10)+`]}`), dir: R, valid: true},
 		{name: "worst/heartbeat_ignored_member", frame: env(TypeHeartbeat, "", `{"ts":1,"active_requests":0,"x":[`+fill(func(i int) string { return deep }, near)+`]}`), dir: R, valid: true},
 	}

@@ -2,6 +2,8 @@
 
 package wire
 
+import "strconv"
+
 // Version is the wire version. Peers must match it exactly, patch included;
 // it is independent of the Runtime build version that heartbeats report.
 const Version = "0.11.0"
@@ -115,7 +117,7 @@ func (i Identity) String() string {
 	if int(i) < len(identityNames) {
 		return identityNames[i]
 	}
-	return "Identity(" + itoa(int(i)) + ")"
+	return "Identity(" + strconv.Itoa(int(i)) + ")"
 }
 
 // UUID reports whether ids of this kind must be canonical non-nil UUIDs.

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -70,7 +71,7 @@ func (c *checker) requiredBool(field string, b *bool) {
 
 func (c *checker) maxBytes(field, v string, n int) {
 	if len(v) > n {
-		c.fail(field, RuleTooLarge, "longer than "+itoa(n)+" bytes")
+		c.fail(field, RuleTooLarge, "longer than "+strconv.Itoa(n)+" bytes")
 	}
 }
 
@@ -120,7 +121,7 @@ func (c *checker) forbidden(field string, present bool, why string) {
 
 func (c *checker) rangeInt(field string, v, lo, hi int64) {
 	if v < lo || v > hi {
-		c.fail(field, RuleRange, "must be between "+itoa(int(lo))+" and "+itoa(int(hi)))
+		c.fail(field, RuleRange, "must be between "+strconv.Itoa(int(lo))+" and "+strconv.Itoa(int(hi)))
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"reflect"
+	"strconv"
 	"strings"
 )
 
@@ -55,7 +56,7 @@ func jsonError(typ, prefix string, err error) error {
 	}
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
-		return fieldErr(typ, orRoot(prefix), RuleSyntax, "invalid JSON at byte "+itoa(int(se.Offset)))
+		return fieldErr(typ, orRoot(prefix), RuleSyntax, "invalid JSON at byte "+strconv.Itoa(int(se.Offset)))
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return fieldErr(typ, orRoot(prefix), RuleSyntax, "truncated JSON")

@@ -3,6 +3,7 @@ package wire
 import (
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -48,7 +49,7 @@ func invalidUTF8(v reflect.Value, path string) (string, bool) {
 			return "", false
 		}
 		for i := 0; i < v.Len(); i++ {
-			if p, bad := invalidUTF8(v.Index(i), path+"["+itoa(i)+"]"); bad {
+			if p, bad := invalidUTF8(v.Index(i), path+"["+strconv.Itoa(i)+"]"); bad {
 				return p, true
 			}
 		}

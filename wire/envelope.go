@@ -1,6 +1,9 @@
 package wire
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strconv"
+)
 
 // Direction is the way a frame travels.
 type Direction uint8
@@ -48,7 +51,7 @@ type Envelope struct {
 func DecodeEnvelope(frame []byte) (Envelope, error) {
 	var env Envelope
 	if len(frame) > MaxFrameBytes {
-		return env, fieldErr("", "frame", RuleTooLarge, "frame exceeds "+itoa(MaxFrameBytes)+" bytes")
+		return env, fieldErr("", "frame", RuleTooLarge, "frame exceeds "+strconv.Itoa(MaxFrameBytes)+" bytes")
 	}
 	// syntax names the first problem of a frame the walk could not read.
 	syntax := func() (Envelope, error) {
@@ -103,7 +106,7 @@ func DecodeEnvelope(frame []byte) (Envelope, error) {
 		ve, res := skipValue(frame, vs)
 		switch res {
 		case skipTooDeep:
-			return env, fieldErr("", cutName(key), RuleTooLarge, "nested deeper than "+itoa(MaxJSONDepth)+" levels")
+			return env, fieldErr("", cutName(key), RuleTooLarge, "nested deeper than "+strconv.Itoa(MaxJSONDepth)+" levels")
 		case skipBad:
 			return syntax()
 		}
@@ -186,27 +189,4 @@ type Payload interface {
 	// Validate checks every rule of the type; it returns a *FieldError
 	// naming the first field that breaks one, in declaration order.
 	Validate() error
-}
-
-func itoa(n int) string {
-	b := make([]byte, 0, 12)
-	return string(appendInt(b, n))
-}
-
-func appendInt(b []byte, n int) []byte {
-	if n < 0 {
-		b = append(b, '-')
-		n = -n
-	}
-	var tmp [20]byte
-	i := len(tmp)
-	for {
-		i--
-		tmp[i] = byte('0' + n%10)
-		n /= 10
-		if n == 0 {
-			break
-		}
-	}
-	return append(b, tmp[i:]...)
 }

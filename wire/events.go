@@ -1,5 +1,7 @@
 package wire
 
+import "strconv"
+
 // Run events travel from the Runtime to Core under the Run ID. They report
 // what the Harness observed while one execution ran; none of them is a
 // receipt for a Core request. An execution error is followed by done, which
@@ -185,7 +187,7 @@ func (o ToolObservation) validate() *FieldError {
 	c.nativeJSON("error", o.Error, anyJSON)
 	if o.Content != nil {
 		for i, ct := range *o.Content {
-			c.nested("content["+itoa(i)+"]", ct.validate(textNonEmpty))
+			c.nested("content["+strconv.Itoa(i)+"]", ct.validate(textNonEmpty))
 		}
 	}
 	if o.Action != nil {
@@ -193,7 +195,7 @@ func (o ToolObservation) validate() *FieldError {
 		c.required("action.type", a.Type)
 		if a.Queries != nil {
 			for i, q := range *a.Queries {
-				c.required("action.queries["+itoa(i)+"]", q)
+				c.required("action.queries["+strconv.Itoa(i)+"]", q)
 			}
 		}
 	}

@@ -1,6 +1,9 @@
 package wire
 
-import "slices"
+import (
+	"slices"
+	"strconv"
+)
 
 // Function calls: the Harness calls a function the Agent declared, Core
 // runs it and returns a function_result, and the Runtime confirms the result
@@ -58,7 +61,7 @@ func (p FunctionResult) Validate() error {
 		c.fail("content", RuleRequired, "content must be present as an array; send [] for no content")
 	}
 	for i, ct := range p.Content {
-		c.nested("content["+itoa(i)+"]", ct.validate(textMayBeEmpty))
+		c.nested("content["+strconv.Itoa(i)+"]", ct.validate(textMayBeEmpty))
 	}
 	return c.err()
 }

@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 )
 
 // MaxAgentKindBytes bounds an agent kind name in a heartbeat. Kinds are
@@ -88,7 +89,7 @@ func (h Heartbeat) Validate() error {
 	c := newChecker("")
 	seen := make(map[string]bool, len(h.SupportedAgentKinds))
 	for i, k := range h.SupportedAgentKinds {
-		p := "supported_agent_kinds[" + itoa(i) + "]"
+		p := "supported_agent_kinds[" + strconv.Itoa(i) + "]"
 		c.id(p+".kind", k.Kind, MaxAgentKindBytes)
 		if seen[k.Kind] {
 			c.fail(p+".kind", RuleConflict, "kind "+quote(k.Kind)+" is declared twice")
@@ -151,7 +152,7 @@ func heartbeatKinds(value []byte) ([]SupportedAgentKind, error) {
 	}
 	kinds := make([]SupportedAgentKind, 0, len(elems))
 	for i, elem := range elems {
-		p := field + "[" + itoa(i) + "]"
+		p := field + "[" + strconv.Itoa(i) + "]"
 		k, err := heartbeatKind(elem)
 		if err != nil {
 			return nil, relabel(err, p)

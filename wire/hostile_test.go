@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -66,7 +67,7 @@ func wideObject(n int, last string) string {
 	var b strings.Builder
 	b.WriteString("{")
 	for i := 0; i < n; i++ {
-		b.WriteString(`"k` + itoa(i) + `":0,`)
+		b.WriteString(`"k` + strconv.Itoa(i) + `":0,`)
 	}
 	b.WriteString(`"` + last + `":0}`)
 	return b.String()

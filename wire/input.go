@@ -2,6 +2,7 @@ package wire
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -53,13 +54,13 @@ func (in MessageInput) validate() *FieldError {
 		c.fail("", RuleRequired, "at least one message is required")
 	}
 	for i, m := range in {
-		mp := "[" + itoa(i) + "]"
+		mp := "[" + strconv.Itoa(i) + "]"
 		if len(m.Content) == 0 {
 			c.fail(mp+".content", RuleRequired, "a message needs at least one content item")
 		}
 		meaningful := false
 		for j, ct := range m.Content {
-			c.nested(mp+".content["+itoa(j)+"]", ct.validate(textMayBeEmpty))
+			c.nested(mp+".content["+strconv.Itoa(j)+"]", ct.validate(textMayBeEmpty))
 			meaningful = meaningful || ct.isImage() || (ct.Type == ContentText && ct.Text != "")
 		}
 		if len(m.Content) > 0 && !meaningful {
@@ -89,7 +90,7 @@ func (in MessageInput) CheckTextOnly() error {
 	for i, m := range in {
 		for j, ct := range m.Content {
 			if ct.isImage() {
-				return fieldErr("", "["+itoa(i)+"].content["+itoa(j)+"]", RuleUnsupported, "this transport carries text only; images are rejected, never dropped")
+				return fieldErr("", "["+strconv.Itoa(i)+"].content["+strconv.Itoa(j)+"]", RuleUnsupported, "this transport carries text only; images are rejected, never dropped")
 			}
 		}
 	}

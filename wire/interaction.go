@@ -1,5 +1,7 @@
 package wire
 
+import "strconv"
+
 // Interactions: the Harness stops to ask a person something (a permission or
 // a set of questions), Core answers with a decision, and the Runtime confirms
 // the decision with an interaction_decision_ack. The request travels under
@@ -99,7 +101,7 @@ func (p PromptForUserChoice) Validate() error {
 	}
 	seen := make(map[string]bool, len(p.Questions))
 	for i, q := range p.Questions {
-		qp := "questions[" + itoa(i) + "]"
+		qp := "questions[" + strconv.Itoa(i) + "]"
 		c.required(qp+".id", q.ID)
 		if c.ok() && seen[q.ID] {
 			c.fail(qp+".id", RuleConflict, "question id "+quote(q.ID)+" repeats an earlier question")
@@ -108,7 +110,7 @@ func (p PromptForUserChoice) Validate() error {
 		c.required(qp+".question", q.Question)
 		labels := make(map[string]bool, len(q.Options))
 		for j, o := range q.Options {
-			op := qp + ".options[" + itoa(j) + "].label"
+			op := qp + ".options[" + strconv.Itoa(j) + "].label"
 			c.required(op, o.Label)
 			if c.ok() && labels[o.Label] {
 				c.fail(op, RuleConflict, "option label "+quote(o.Label)+" repeats an earlier option")
@@ -192,7 +194,7 @@ func (p PromptForUserChoiceDecision) Validate() error {
 	c.id("delivery_id", p.DeliveryID, MaxIDBytes)
 	seen := make(map[string]bool, len(p.QuestionAnswers))
 	for i, a := range p.QuestionAnswers {
-		ap := "question_answers[" + itoa(i) + "]"
+		ap := "question_answers[" + strconv.Itoa(i) + "]"
 		c.required(ap+".question_id", a.QuestionID)
 		if c.ok() && seen[a.QuestionID] {
 			c.fail(ap+".question_id", RuleConflict, "question id "+quote(a.QuestionID)+" is answered twice")
@@ -202,7 +204,7 @@ func (p PromptForUserChoiceDecision) Validate() error {
 			c.fail(ap+".answers", RuleRequired, "answers must be an array; send [] for an explicit non-answer")
 		}
 		for j, s := range a.Answers {
-			c.required(ap+".answers["+itoa(j)+"]", s)
+			c.required(ap+".answers["+strconv.Itoa(j)+"]", s)
 		}
 	}
 	if p.Cancelled {
@@ -228,7 +230,7 @@ func (p PromptForUserChoiceDecision) ValidateAgainst(q PromptForUserChoice) erro
 	c := newChecker("")
 	for i, a := range p.QuestionAnswers {
 		if !emitted[a.QuestionID] {
-			c.fail("question_answers["+itoa(i)+"].question_id", RuleEnum, quote(a.QuestionID)+" is not one of the emitted question ids")
+			c.fail("question_answers["+strconv.Itoa(i)+"].question_id", RuleEnum, quote(a.QuestionID)+" is not one of the emitted question ids")
 		}
 	}
 	return c.err()

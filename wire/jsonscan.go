@@ -125,7 +125,7 @@ func (s *scanner) run(data []byte, root *schema) *FieldError {
 				return fe
 			}
 			if len(s.stack) == s.depth {
-				return s.fail(RuleTooLarge, "nested deeper than "+itoa(MaxJSONDepth)+" levels")
+				return s.fail(RuleTooLarge, "nested deeper than "+strconv.Itoa(MaxJSONDepth)+" levels")
 			}
 			s.stack = append(s.stack, container{object: c == '{', schema: sch, first: len(s.names), buf: len(s.buf), cur: -1})
 			i = skipSpace(data, i+1)
@@ -392,9 +392,9 @@ func (s *scanner) number(sch *schema, lit []byte) *FieldError {
 func numberKind(sch *schema) string {
 	switch sch.kind {
 	case kindInt:
-		return "an integer of " + itoa(sch.bits) + " bits"
+		return "an integer of " + strconv.Itoa(sch.bits) + " bits"
 	case kindUint:
-		return "a non-negative integer of " + itoa(sch.bits) + " bits"
+		return "a non-negative integer of " + strconv.Itoa(sch.bits) + " bits"
 	}
 	return "a finite number"
 }
@@ -480,7 +480,7 @@ func (s *scanner) stringError(at int, bad strProblem) *FieldError {
 // offset where it was found: there is no member to name in text that is not
 // JSON, and the offset is what finds it.
 func (s *scanner) syntax(at int, what string) *FieldError {
-	return fieldErr("", "", RuleSyntax, "invalid JSON at byte "+itoa(at)+": "+what)
+	return fieldErr("", "", RuleSyntax, "invalid JSON at byte "+strconv.Itoa(at)+": "+what)
 }
 
 // fail builds the error for the current position: the path of the value

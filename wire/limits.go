@@ -1,6 +1,9 @@
 package wire
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strconv"
+)
 
 // Limits shared by both peers. Each is checked in exactly one place in this
 // package, so Core and the Runtime reject the same frames.
@@ -85,7 +88,7 @@ func payloadLimit(typ string) int {
 // a *FieldError on "payload" with RuleTooLarge (errors.Is ErrTooLarge).
 func CheckRawPayloadSize(typ string, payload []byte) error {
 	if limit := payloadLimit(typ); limit > 0 && len(payload) > limit {
-		return fieldErr(typ, "payload", RuleTooLarge, "encoded payload exceeds "+itoa(limit)+" bytes")
+		return fieldErr(typ, "payload", RuleTooLarge, "encoded payload exceeds "+strconv.Itoa(limit)+" bytes")
 	}
 	return nil
 }
@@ -96,7 +99,7 @@ func CheckRawPayloadSize(typ string, payload []byte) error {
 // relative to the payload root.
 func decodeBounded(typ string, data []byte, v any) error {
 	if limit := payloadLimit(typ); limit > 0 && len(data) > limit {
-		return fieldErr("", "", RuleTooLarge, "encoded payload exceeds "+itoa(limit)+" bytes")
+		return fieldErr("", "", RuleTooLarge, "encoded payload exceeds "+strconv.Itoa(limit)+" bytes")
 	}
 	return decodeRelative(data, v)
 }
@@ -109,9 +112,9 @@ func (c *checker) chunkData(offset int64, n int, bound int64, what string) {
 	case n == 0:
 		c.fail("data", RuleRequired, "a chunk carries at least one byte")
 	case n > ChunkBytes:
-		c.fail("data", RuleTooLarge, "a chunk carries at most "+itoa(ChunkBytes)+" bytes")
+		c.fail("data", RuleTooLarge, "a chunk carries at most "+strconv.Itoa(ChunkBytes)+" bytes")
 	case offset+int64(n) > bound:
-		c.fail("data", RuleTooLarge, "ends beyond the "+itoa(int(bound))+"-byte "+what+" bound")
+		c.fail("data", RuleTooLarge, "ends beyond the "+strconv.Itoa(int(bound))+"-byte "+what+" bound")
 	}
 }
 
@@ -128,6 +131,6 @@ func (c *checker) encodedSize(p any, limit int) {
 		return
 	}
 	if len(b) > limit {
-		c.fail("", RuleTooLarge, "encoded payload exceeds "+itoa(limit)+" bytes")
+		c.fail("", RuleTooLarge, "encoded payload exceeds "+strconv.Itoa(limit)+" bytes")
 	}
 }

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"path"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -77,7 +78,7 @@ func CheckLogicalPath(p string, allowRoot bool) error {
 func checkPathBytes(c *checker, p string) bool {
 	switch {
 	case len(p) > MaxPathBytes:
-		c.fail("", RuleTooLarge, "longer than "+itoa(MaxPathBytes)+" bytes")
+		c.fail("", RuleTooLarge, "longer than "+strconv.Itoa(MaxPathBytes)+" bytes")
 	case !utf8.ValidString(p):
 		c.fail("", RuleFormat, "not valid UTF-8")
 	case strings.ContainsAny(p, "\x00\r\n\\"):
@@ -95,7 +96,7 @@ func CheckEntryName(name string) error {
 	case name == "":
 		c.fail("", RuleRequired, "an entry needs a name")
 	case len(name) > MaxNameBytes:
-		c.fail("", RuleTooLarge, "longer than "+itoa(MaxNameBytes)+" bytes")
+		c.fail("", RuleTooLarge, "longer than "+strconv.Itoa(MaxNameBytes)+" bytes")
 	case !utf8.ValidString(name):
 		c.fail("", RuleFormat, "not valid UTF-8")
 	case name == "." || name == "..":

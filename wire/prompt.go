@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/url"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -340,7 +341,7 @@ func (p PromptRequest) validate(profile promptProfile, sessionID string) *FieldE
 		c.forbidden("function_tools", readOnly, notReadOnly)
 		seen := make(map[string]bool, len(p.FunctionTools))
 		for i, f := range p.FunctionTools {
-			fp := "function_tools[" + itoa(i) + "]"
+			fp := "function_tools[" + strconv.Itoa(i) + "]"
 			c.nested(fp, f.validate())
 			if seen[f.Name] {
 				c.fail(fp+".name", RuleConflict, "function name "+quote(f.Name)+" is declared twice")
@@ -373,7 +374,7 @@ func (p PromptRequest) validate(profile promptProfile, sessionID string) *FieldE
 func (p PromptRequest) validateMCP(c *checker) {
 	seen := map[string]bool{}
 	for i, s := range *p.MCPHTTPServers {
-		sp := "mcp_http_servers[" + itoa(i) + "]"
+		sp := "mcp_http_servers[" + strconv.Itoa(i) + "]"
 		switch s.ConnectionOrigin {
 		case MCPOriginService:
 			if !p.DisableExecutionEnvironment || p.LocalEnvironment != nil {
@@ -403,7 +404,7 @@ func (o AgentOptions) validate() *FieldError {
 		// and whitespace is not what the bound limits.
 		var b bytes.Buffer
 		if json.Compact(&b, o.HarnessConfig) == nil && b.Len() > MaxHarnessConfigBytes {
-			c.fail("harness_config", RuleTooLarge, "longer than "+itoa(MaxHarnessConfigBytes)+" bytes encoded")
+			c.fail("harness_config", RuleTooLarge, "longer than "+strconv.Itoa(MaxHarnessConfigBytes)+" bytes encoded")
 		}
 	}
 	return c.first
@@ -434,7 +435,7 @@ func (s MCPHTTPServer) validate() *FieldError {
 	if s.AllowedTools != nil {
 		seen := map[string]bool{}
 		for i, name := range *s.AllowedTools {
-			tp := "allowed_tools[" + itoa(i) + "]"
+			tp := "allowed_tools[" + strconv.Itoa(i) + "]"
 			c.required(tp, name)
 			if seen[name] {
 				c.fail(tp, RuleConflict, "tool "+quote(name)+" is listed twice")
@@ -462,14 +463,14 @@ func (s CapabilitySources) validate() *FieldError {
 	promptSources(c, "skills", s.Skills)
 	promptSources(c, "plugins", s.Plugins)
 	if len(s.Directories) > MaxCapabilitySources {
-		c.fail("directories", RuleTooLarge, "more than "+itoa(MaxCapabilitySources)+" directories")
+		c.fail("directories", RuleTooLarge, "more than "+strconv.Itoa(MaxCapabilitySources)+" directories")
 	}
 	// The directories are the ones runtime_prepare's finalize step
 	// installed, so they follow its path rule: logical, clean, under
 	// /workspace (the workspace itself included).
 	seen := map[string]bool{}
 	for i, d := range s.Directories {
-		dp := "directories[" + itoa(i) + "]"
+		dp := "directories[" + strconv.Itoa(i) + "]"
 		c.nested(dp, CheckLogicalPath(d, true))
 		if c.ok() && seen[d] {
 			c.fail(dp, RuleConflict, "directory is listed twice")
@@ -481,11 +482,11 @@ func (s CapabilitySources) validate() *FieldError {
 
 func promptSources(c *checker, field string, sources []CapabilitySource) {
 	if len(sources) > MaxCapabilitySources {
-		c.fail(field, RuleTooLarge, "more than "+itoa(MaxCapabilitySources)+" sources")
+		c.fail(field, RuleTooLarge, "more than "+strconv.Itoa(MaxCapabilitySources)+" sources")
 	}
 	seen := map[string]bool{}
 	for i, s := range sources {
-		sp := field + "[" + itoa(i) + "]"
+		sp := field + "[" + strconv.Itoa(i) + "]"
 		c.oneOf(sp+".type", s.Type, CapabilitySourceInline)
 		c.required(sp+".name", s.Name)
 		c.required(sp+".description", s.Description)

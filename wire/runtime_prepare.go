@@ -2,6 +2,7 @@ package wire
 
 import (
 	"sort"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -273,7 +274,7 @@ func initializationCheckPackages(c *checker, pkgs []string) {
 		return
 	}
 	for i, name := range pkgs {
-		f := "packages[" + itoa(i) + "]"
+		f := "packages[" + strconv.Itoa(i) + "]"
 		switch {
 		case strings.TrimSpace(name) == "":
 			c.fail(f, RuleRequired, "a package name must not be blank")
@@ -294,7 +295,7 @@ func prepareListSize(c *checker, field string, n, max int, ifEmpty, items string
 	case n == 0:
 		c.fail(field, RuleRequired, ifEmpty)
 	case n > max:
-		c.fail(field, RuleTooLarge, "more than "+itoa(max)+" "+items)
+		c.fail(field, RuleTooLarge, "more than "+strconv.Itoa(max)+" "+items)
 	}
 	return c.ok()
 }
@@ -306,18 +307,18 @@ func (s RuntimePrepareSources) validate() *FieldError {
 	}
 	if s.Skills != nil && list("skills", len(s.Skills)) {
 		for i, m := range s.Skills {
-			c.nested("skills["+itoa(i)+"]", m.validate())
+			c.nested("skills["+strconv.Itoa(i)+"]", m.validate())
 		}
 	}
 	if s.Plugins != nil && list("plugins", len(s.Plugins)) {
 		for i, m := range s.Plugins {
-			c.nested("plugins["+itoa(i)+"]", m.validate())
+			c.nested("plugins["+strconv.Itoa(i)+"]", m.validate())
 		}
 	}
 	if s.Directories != nil && list("directories", len(s.Directories)) {
 		seen := make(map[string]bool, len(s.Directories))
 		for i, d := range s.Directories {
-			f := "directories[" + itoa(i) + "]"
+			f := "directories[" + strconv.Itoa(i) + "]"
 			c.nested(f, CheckLogicalPath(d, true))
 			if c.ok() && seen[d] {
 				c.fail(f, RuleConflict, "repeats a directory")

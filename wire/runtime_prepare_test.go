@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"encoding/base64"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -50,7 +51,7 @@ func TestRuntimePrepareBeginEncodedBound(t *testing.T) {
 	// MaxRuntimePrepareFrameBytes: the whole payload is refused.
 	env := map[string]string{}
 	for i := 0; i < MaxInitializationItems; i++ {
-		env["V"+itoa(i)] = strings.Repeat("x", 1100)
+		env["V"+strconv.Itoa(i)] = strings.Repeat("x", 1100)
 	}
 	p := RuntimePrepare{Step: StepBegin, EnvironmentID: workspaceTestEnv, SessionID: workspaceTestSession, Action: PrepareInitialize,
 		Initialization: &RuntimePrepareInitialization{Action: "configure", Env: env}}

@@ -1,6 +1,9 @@
 package wire
 
-import "slices"
+import (
+	"slices"
+	"strconv"
+)
 
 // Transfers. runtime_prepare and workspace_write move a body the same way:
 // begin opens the transfer with a header that binds it to an Environment
@@ -120,9 +123,9 @@ func (s transferStep) answeredBy(typ string, declared int64, outcome string, off
 	case !e.MayAnswer(outcome, s.step):
 		c.fail("payload.outcome", RuleConflict, "a "+s.step+" is not answered by "+outcome)
 	case outcome == "received" && offset != received:
-		c.fail("payload.offset", RuleConflict, "must be the bytes received: "+itoa(int(received)))
+		c.fail("payload.offset", RuleConflict, "must be the bytes received: "+strconv.Itoa(int(received)))
 	case outcome == "completed" && size != declared:
-		c.fail("payload.size_bytes", RuleConflict, "must be the declared size "+itoa(int(declared)))
+		c.fail("payload.size_bytes", RuleConflict, "must be the declared size "+strconv.Itoa(int(declared)))
 	}
 	return c.first
 }

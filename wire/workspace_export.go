@@ -1,5 +1,7 @@
 package wire
 
+import "strconv"
+
 // Steps of a workspace export.
 const (
 	ExportBegin  = "begin"
@@ -126,7 +128,7 @@ func (r WorkspaceExportResult) Answers(req WorkspaceExport) *FieldError {
 		// A failure reports the Runtime's own offset, which differs from the
 		// request's exactly when the request named the wrong one.
 	case *r.Offset != req.Offset:
-		c.fail("payload.offset", RuleConflict, "must be the request's offset "+itoa(int(req.Offset)))
+		c.fail("payload.offset", RuleConflict, "must be the request's offset "+strconv.Itoa(int(req.Offset)))
 	}
 	return c.first
 }

@@ -1,5 +1,7 @@
 package wire
 
+import "strconv"
+
 // Operations of WorkspaceRead.
 const (
 	// ReadBytes reads the bytes of one file; on the wire it is the absent
@@ -135,7 +137,7 @@ func (r WorkspaceReadResult) Validate() error {
 	}
 	completed := r.Outcome == "completed"
 	if len(r.Data) > MaxReadBytes {
-		c.fail("data", RuleTooLarge, "longer than "+itoa(MaxReadBytes)+" bytes")
+		c.fail("data", RuleTooLarge, "longer than "+strconv.Itoa(MaxReadBytes)+" bytes")
 	}
 	c.forbidden("data", !completed && len(r.Data) > 0, "a "+r.Outcome+" read carries no bytes")
 	c.forbidden("truncated", !completed && r.Truncated, "only a completed read can be truncated")
@@ -164,14 +166,14 @@ func (d WorkspaceDirectory) validate() *FieldError {
 	case d.Entries == nil:
 		c.fail("entries", RuleRequired, "entries must be present, [] when the directory is empty")
 	case len(d.Entries) > MaxDirectoryEntries:
-		c.fail("entries", RuleTooLarge, "more than "+itoa(MaxDirectoryEntries)+" entries")
+		c.fail("entries", RuleTooLarge, "more than "+strconv.Itoa(MaxDirectoryEntries)+" entries")
 	}
 	seen := make(map[string]bool, len(d.Entries))
 	for i, e := range d.Entries {
 		if !c.ok() {
 			break
 		}
-		ep := "entries[" + itoa(i) + "]"
+		ep := "entries[" + strconv.Itoa(i) + "]"
 		c.nested(ep+".name", CheckEntryName(e.Name))
 		if c.ok() && seen[e.Name] {
 			c.fail(ep+".name", RuleConflict, "repeats the name "+quote(e.Name))

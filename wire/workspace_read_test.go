@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -75,7 +76,7 @@ func TestWorkspaceReadResultAnswers(t *testing.T) {
 	entries := func(n int) *WorkspaceDirectory {
 		d := &WorkspaceDirectory{Entries: []WorkspaceDirectoryEntry{}, Truncated: &no}
 		for i := 0; i < n; i++ {
-			d.Entries = append(d.Entries, WorkspaceDirectoryEntry{Name: "e" + itoa(i), Kind: EntryFile, SizeBytes: &size})
+			d.Entries = append(d.Entries, WorkspaceDirectoryEntry{Name: "e" + strconv.Itoa(i), Kind: EntryFile, SizeBytes: &size})
 		}
 		return d
 	}
