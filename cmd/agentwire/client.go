@@ -97,9 +97,14 @@ func runSession(args []string, stdout, stderr io.Writer) error {
 	return c.call("POST", "/api/v1/sessions", map[string]any{"agent_kind": *kind, "environment": map[string]any{"type": *envType}}, stdout)
 }
 
+const turnUsage = `usage: agentwire turn submit --core URL --session S TEXT
+       agentwire turn run --core URL --session S TEXT   (streams events; exit 0 only when completed)
+       agentwire turn status --core URL TURN
+       agentwire turn cancel --core URL TURN`
+
 func runTurn(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || (args[0] != "submit" && args[0] != "status") {
-		fmt.Fprintln(stderr, "usage: agentwire turn submit --core URL --session S TEXT\n       agentwire turn status --core URL TURN")
+	if len(args) == 0 || !oneOf(args[0], "submit", "run", "status", "cancel") {
+		fmt.Fprintln(stderr, turnUsage)
 		return errUsage
 	}
 	fs := newFlags("turn "+args[0], stderr)
@@ -112,8 +117,16 @@ func runTurn(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if args[0] == "status" {
+	switch args[0] {
+	case "status":
 		return c.call("GET", "/api/v1/turns/"+fs.Arg(0), nil, stdout)
+	case "cancel":
+		return c.call("POST", "/api/v1/turns/"+fs.Arg(0)+"/cancel", nil, stdout)
+	case "run":
+		if *session == "" {
+			return errors.New("--session is required")
+		}
+		return c.runTurnRun(*session, fs.Arg(0), stdout)
 	}
 	input := []any{map[string]any{"content": []any{map[string]any{"type": "input_text", "text": fs.Arg(0)}}}}
 	return c.call("POST", "/api/v1/sessions/"+*session+"/turns", map[string]any{"input": input}, stdout)
@@ -130,4 +143,13 @@ func runDevices(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	return c.call("GET", "/api/v1/devices", nil, stdout)
+}
+
+func oneOf(s string, set ...string) bool {
+	for _, x := range set {
+		if s == x {
+			return true
+		}
+	}
+	return false
 }

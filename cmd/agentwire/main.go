@@ -20,7 +20,7 @@ commands:
   runtime    run the Runtime daemon: agentwire runtime --core URL --device-id ID --credential-file FILE
   core       run and administer Core: agentwire core serve|credential|devices
   session    create or get a Session through the public API (AGENTWIRE_API_KEY)
-  turn       submit a Turn or get its status through the public API
+  turn       submit, run (streaming its events), cancel a Turn or get its status
   devices    list the device registry through the public API
 
 Run "agentwire <command> -h" for the flags of one command.

@@ -36,6 +36,7 @@ var Routes = []Route{
 	{"GET", "/api/v1/turns/{turn_id}"},
 	{"POST", "/api/v1/turns/{turn_id}/input"},
 	{"GET", "/api/v1/turns/{turn_id}/events"},
+	{"POST", "/api/v1/turns/{turn_id}/cancel"},
 }
 
 // Config is what the API needs.
@@ -45,8 +46,13 @@ type Config struct {
 	Journal     *Journal
 	// Devices answers GET /api/v1/devices.
 	Devices func(ctx context.Context) (any, error)
-	Now     func() time.Time
-	Logger  *slog.Logger
+	// Submitted is told about each new Turn (it wakes the worker); may be nil.
+	Submitted func(turnID string)
+	// Cancel sends the cancellation of a running Turn and returns its
+	// delivery ID; ErrNotRunning and ErrFinished map to 409.
+	Cancel func(ctx context.Context, turnID string) (string, error)
+	Now    func() time.Time
+	Logger *slog.Logger
 }
 
 // API serves the public routes.
@@ -65,6 +71,7 @@ func (a *API) Register(mux *http.ServeMux) {
 		{"GET", "/api/v1/turns/{turn_id}"}:              a.getTurn,
 		{"POST", "/api/v1/turns/{turn_id}/input"}:       a.addInput,
 		{"GET", "/api/v1/turns/{turn_id}/events"}:       a.events,
+		{"POST", "/api/v1/turns/{turn_id}/cancel"}:      a.cancel,
 	}
 	for _, r := range Routes {
 		mux.HandleFunc(r.Method+" "+r.Path, a.authorized(h[r]))

@@ -34,6 +34,8 @@ type env struct {
 	key     credential.Secret
 	other   credential.Secret
 	device  credential.Secret
+	// cancelErr is what the Cancel function answers.
+	cancelErr error
 }
 
 func newEnv(t *testing.T) *env {
@@ -50,7 +52,13 @@ func newEnv(t *testing.T) *env {
 	require.NoError(t, err)
 	mux := http.NewServeMux()
 	api.New(api.Config{Store: st, Credentials: is, Journal: e.journal, Now: now,
-		Devices: func(context.Context) (any, error) { return []any{}, nil }}).Register(mux)
+		Devices: func(context.Context) (any, error) { return []any{}, nil },
+		Cancel: func(_ context.Context, turnID string) (string, error) {
+			if e.cancelErr != nil {
+				return "", e.cancelErr
+			}
+			return "dlv-" + turnID, nil
+		}}).Register(mux)
 	e.srv = httptest.NewServer(mux)
 	t.Cleanup(e.srv.Close)
 	return e
@@ -229,4 +237,27 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 		assert.Equal(t, 401, resp.StatusCode, "%s %s", r.Method, path)
 		assert.Equal(t, "missing_bearer", out["error"])
 	}
+}
+
+func TestCancelAnswersWithTheDeliveryOr409(t *testing.T) {
+	e := newEnv(t)
+	_, s := e.do(e.key, "POST", "/api/v1/sessions", `{"agent_kind":"codex","environment":{"type":"none"}}`)
+	_, tr := e.do(e.key, "POST", "/api/v1/sessions/"+s["id"].(string)+"/turns", input)
+	tid := tr["id"].(string)
+
+	resp, out := e.do(e.key, "POST", "/api/v1/turns/"+tid+"/cancel", "")
+	require.Equal(t, 202, resp.StatusCode, "%v", out)
+	assert.Equal(t, map[string]any{"turn_id": tid, "delivery_id": "dlv-" + tid}, out)
+
+	resp, _ = e.do(e.other, "POST", "/api/v1/turns/"+tid+"/cancel", "")
+	assert.Equal(t, 404, resp.StatusCode, "another project cannot cancel it")
+
+	e.cancelErr = api.ErrNotRunning
+	resp, out = e.do(e.key, "POST", "/api/v1/turns/"+tid+"/cancel", "")
+	assert.Equal(t, 409, resp.StatusCode)
+	assert.Equal(t, "not_running", out["error"])
+	e.cancelErr = api.ErrFinished
+	resp, out = e.do(e.key, "POST", "/api/v1/turns/"+tid+"/cancel", "")
+	assert.Equal(t, 409, resp.StatusCode)
+	assert.Equal(t, "turn_finished", out["error"])
 }

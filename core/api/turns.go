@@ -57,6 +57,9 @@ func (a *API) createTurn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	t.State, t.UpdatedAt = store.TurnQueued, now
+	if a.cfg.Submitted != nil {
+		a.cfg.Submitted(t.ID)
+	}
 	writeJSON(w, http.StatusCreated, turnView(t))
 }
 
@@ -194,5 +197,36 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 			return
 		}
+	}
+}
+
+// Errors the Cancel function returns for a Turn it cannot cancel now.
+var (
+	ErrNotRunning = errors.New("api: the Turn is not running")
+	ErrFinished   = errors.New("api: the Turn has finished")
+)
+
+// cancel asks Core to cancel a running Turn. The answer is 202: the
+// cancellation receipt, not this request, decides the Turn's outcome,
+// which the status and the event stream report.
+func (a *API) cancel(w http.ResponseWriter, r *http.Request) {
+	t, ok := a.turn(w, r)
+	if !ok {
+		return
+	}
+	if a.cfg.Cancel == nil {
+		writeJSON(w, http.StatusConflict, Error{Error: "not_running", Detail: "this Core runs no Turns"})
+		return
+	}
+	delivery, err := a.cfg.Cancel(r.Context(), t.ID)
+	switch {
+	case errors.Is(err, ErrFinished):
+		writeJSON(w, http.StatusConflict, Error{Error: "turn_finished", Detail: "the Turn has finished"})
+	case errors.Is(err, ErrNotRunning):
+		writeJSON(w, http.StatusConflict, Error{Error: "not_running", Detail: "the Turn has no running Run to cancel"})
+	case err != nil:
+		a.internal(w, "cancel turn", err)
+	default:
+		writeJSON(w, http.StatusAccepted, map[string]string{"turn_id": t.ID, "delivery_id": delivery})
 	}
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/fsm/connection"
+	"github.com/agentwire/agentwire/fsm/preparation"
+	"github.com/agentwire/agentwire/fsm/run"
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/wire"
 )
@@ -46,10 +48,18 @@ type conn struct {
 	// pc is set once the socket is accepted; mu guards it for supersede.
 	pc *peer.Conn
 
-	mu   sync.Mutex
-	ws   *websocket.Conn
-	decl *wire.Heartbeat
+	mu    sync.Mutex
+	ws    *websocket.Conn
+	decl  *wire.Heartbeat
+	preps map[string]*prepRec // by preparation request ID
+	runs  map[string]*runRec  // by Run ID
 }
+
+// coreTables are the machines Core drives on every connection.
+var coreTables = []*fsm.Table{connection.Table, preparation.Table, run.Table}
+
+// coreRouter resolves every frame's instance from the catalog, once.
+var coreRouter = peer.MustCatalogRouter(coreTables)
 
 var _ connection.CoreHooks[*peer.Event] = (*conn)(nil)
 
@@ -63,7 +73,7 @@ func (g *Gateway) upgrade(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	deviceID, version := q.Get("device_id"), q.Get("version")
 	secret := credential.BearerToken(r.Header.Get("Authorization"))
-	c := &conn{g: g, deviceID: deviceID, w: w}
+	c := &conn{g: g, deviceID: deviceID, w: w, preps: map[string]*prepRec{}, runs: map[string]*runRec{}}
 	c.log = g.cfg.Logger.With("device_id", deviceID)
 	// The reference's order: missing parameters, then the version (426
 	// even with a bad credential, daemon-protocol.txt:17), then the
@@ -78,9 +88,9 @@ func (g *Gateway) upgrade(w http.ResponseWriter, r *http.Request) {
 	}
 
 	d, err := peer.New(peer.Config{
-		Role: fsm.RoleCore, Tables: []*fsm.Table{connection.Table},
-		Router: peer.MustCatalogRouter([]*fsm.Table{connection.Table}), App: c,
+		Role: fsm.RoleCore, Tables: coreTables, Router: coreRouter, App: c,
 		Clock: g.cfg.Clock, Logger: c.log, Label: deviceID, Durations: g.cfg.Durations,
+		Saver: c.moved,
 	})
 	c.d = d
 	if err == nil {
@@ -128,7 +138,31 @@ func (g *Gateway) upgrade(w http.ResponseWriter, r *http.Request) {
 	defer g.wg.Done()
 	runErr := pc.Run(g.ctx)
 	c.log.Info("gateway: connection closed", "epoch", c.epoch, "reason", errText(runErr))
+	c.abandonAll()
 	g.release(c)
+}
+
+// abandonAll wakes the workers of admissions that never reached an outcome
+// before the loop ended (every instance saw connection_lost; this covers
+// the ones the driver never created). The loop has returned, so nothing
+// else touches the records.
+func (c *conn) abandonAll() {
+	c.mu.Lock()
+	preps := make([]*prepRec, 0, len(c.preps))
+	for _, p := range c.preps {
+		preps = append(preps, p)
+	}
+	runs := make([]*runRec, 0, len(c.runs))
+	for _, r := range c.runs {
+		runs = append(runs, r)
+	}
+	c.mu.Unlock()
+	for _, p := range preps {
+		p.deliver(prepResult{state: "abandoned"})
+	}
+	for _, r := range runs {
+		r.done()
+	}
 }
 
 func errText(err error) string {
@@ -165,8 +199,13 @@ func (c *conn) snapshot() (wire.Heartbeat, bool) {
 
 // Binding implements peer.App.
 func (c *conn) Binding(machine string) fsm.Binding[*peer.Event] {
-	if machine == connection.Name {
+	switch machine {
+	case connection.Name:
 		return connection.Core[*peer.Event](c)
+	case preparation.Name:
+		return preparation.Core[*peer.Event](execHooks{c})
+	case run.Name:
+		return run.Core[*peer.Event](execHooks{c})
 	}
 	return nil
 }
@@ -249,9 +288,11 @@ func (c *conn) supersede() {
 	}()
 }
 
+// DoEvictRoutes: the connection's Runs and admissions are its driver's
+// instances, which see connection_lost when its loop ends (the Runs then
+// record event_stream_incomplete); its admission snapshot goes now, so
+// the scheduler selects it no more.
 func (c *conn) DoEvictRoutes(*fsm.Firing[*peer.Event]) error {
-	// This connection owns no Run or interaction routes yet (the
-	// scheduler is not wired); its admission snapshot goes with it.
 	c.clearSnapshot()
 	return nil
 }
@@ -271,6 +312,7 @@ func (c *conn) DoRecordCapabilities(f *fsm.Firing[*peer.Event]) error {
 	if err := c.g.cfg.Store.RecordDeclaration(ctx, c.deviceID, c.epoch, raw, c.g.cfg.Clock.Now()); err != nil && !errors.Is(err, store.ErrStale) {
 		return err
 	}
+	c.g.kick() // a declaration may admit a queued Turn
 	return nil
 }
 

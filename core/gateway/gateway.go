@@ -44,6 +44,15 @@ type Config struct {
 	Durations map[string]time.Duration
 	Clock     peer.Clock
 	Logger    *slog.Logger
+	// Journal receives each Run's events; it defaults to the store's
+	// journal without subscribers.
+	Journal Journal
+	// PollInterval is how often the worker looks for due Turns without
+	// being woken (1 s); RetryBase and RetryMax bound the backoff after
+	// preparation_capacity (1 s, 30 s).
+	PollInterval time.Duration
+	RetryBase    time.Duration
+	RetryMax     time.Duration
 }
 
 // Gateway accepts Runtime connections and keeps one per device.
@@ -53,8 +62,10 @@ type Gateway struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu    sync.Mutex
-	conns map[string]*conn // the current owner of each device
+	mu       sync.Mutex
+	conns    map[string]*conn // the current owner of each device
+	inflight map[string]bool  // Turns this gateway's worker is executing
+	wake     chan struct{}
 }
 
 // New returns a Gateway; Close stops every connection it accepted.
@@ -71,8 +82,23 @@ func New(cfg Config) *Gateway {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Journal == nil {
+		cfg.Journal = nopJournal{cfg.Store}
+	}
+	if cfg.PollInterval == 0 {
+		cfg.PollInterval = time.Second
+	}
+	if cfg.RetryBase == 0 {
+		cfg.RetryBase = time.Second
+	}
+	if cfg.RetryMax == 0 {
+		cfg.RetryMax = 30 * time.Second
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Gateway{cfg: cfg, ctx: ctx, cancel: cancel, conns: map[string]*conn{}}
+	g := &Gateway{cfg: cfg, ctx: ctx, cancel: cancel, conns: map[string]*conn{}, inflight: map[string]bool{}, wake: make(chan struct{}, 1)}
+	g.wg.Add(1)
+	go g.schedule()
+	return g
 }
 
 // Register adds the gateway's routes to mux.

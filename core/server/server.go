@@ -5,6 +5,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
 	"time"
@@ -44,14 +45,28 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux()}
 	s.creds = credential.Issuer{Store: cfg.Store, Now: cfg.Clock.Now}
-	s.gateway = gateway.New(gateway.Config{Store: cfg.Store, Credentials: s.creds, PublicURL: cfg.PublicURL, Clock: cfg.Clock, Logger: cfg.Logger})
-	s.gateway.Register(s.mux)
 	s.journal = &api.Journal{Store: cfg.Store}
+	s.gateway = gateway.New(gateway.Config{Store: cfg.Store, Credentials: s.creds, PublicURL: cfg.PublicURL, Clock: cfg.Clock, Logger: cfg.Logger, Journal: s.journal})
+	s.gateway.Register(s.mux)
 	api.New(api.Config{
 		Store: cfg.Store, Credentials: s.creds, Journal: s.journal, Now: cfg.Clock.Now, Logger: cfg.Logger,
-		Devices: func(ctx context.Context) (any, error) { return DeviceViews(ctx, cfg.Store) },
+		Devices:   func(ctx context.Context) (any, error) { return DeviceViews(ctx, cfg.Store) },
+		Submitted: func(string) { s.gateway.Kick() },
+		Cancel:    s.cancel,
 	}).Register(s.mux)
 	return s
+}
+
+// cancel maps the gateway's answers onto the API's.
+func (s *Server) cancel(ctx context.Context, turnID string) (string, error) {
+	id, err := s.gateway.CancelTurn(ctx, turnID)
+	switch {
+	case errors.Is(err, gateway.ErrTurnFinished):
+		return "", api.ErrFinished
+	case errors.Is(err, gateway.ErrNotRunning):
+		return "", api.ErrNotRunning
+	}
+	return id, err
 }
 
 // ServeHTTP implements http.Handler.

@@ -1,0 +1,236 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentwire/agentwire/wire"
+	"github.com/agentwire/agentwire/wire/wiretest"
+)
+
+// coreProcess is a running `agentwire core serve`.
+type coreProcess struct {
+	base string
+	logs *lockedBuffer
+}
+
+func startCore(t *testing.T, bin, data string) *coreProcess {
+	t.Helper()
+	cmd := exec.Command(bin, "core", "serve", "--listen", "127.0.0.1:0", "--data", data)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	p := &coreProcess{logs: &lockedBuffer{}}
+	cmd.Stderr = p.logs
+	require.NoError(t, cmd.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	require.NoError(t, err)
+	p.base = strings.TrimSpace(strings.TrimPrefix(line, "agentwire core: listening on "))
+	require.True(t, strings.HasPrefix(p.base, "http://127.0.0.1:"), line)
+	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+	return p
+}
+
+// cliJSON runs a CLI wrapper and decodes its JSON answer.
+func cliJSON(t *testing.T, bin, key string, args ...string) map[string]any {
+	t.Helper()
+	c := exec.Command(bin, args...)
+	c.Env = append(os.Environ(), "AGENTWIRE_API_KEY="+key)
+	out, err := c.Output()
+	require.NoError(t, err, "%v", args)
+	var v map[string]any
+	require.NoError(t, json.Unmarshal(out, &v), "%s", out)
+	return v
+}
+
+// scriptedRuntime plays a Runtime over a real WebSocket: bootstrap, a
+// full declaration, then one Turn answered with preparing, ready,
+// started, two deltas and done. It reports the first problem on errs.
+func scriptedRuntime(ctx context.Context, base, secret string, errs chan<- error) {
+	errs <- func() error {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/v1/agent-daemon/bootstrap", strings.NewReader(`{"device_id":"dev-1"}`))
+		req.Header.Set("Authorization", "Bearer "+secret)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		var boot struct {
+			WSURL string `json:"ws_url"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&boot)
+		_ = resp.Body.Close()
+		if err != nil {
+			return err
+		}
+		ws, _, err := websocket.Dial(ctx, boot.WSURL+"?device_id=dev-1&version="+wire.Version,
+			&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + secret}}})
+		if err != nil {
+			return err
+		}
+		defer ws.CloseNow()
+		send := func(id string, p wire.Payload) error {
+			b, err := wire.Encode(id, p, "")
+			if err != nil {
+				return err
+			}
+			return ws.Write(ctx, websocket.MessageText, b)
+		}
+		yes := true
+		if err := send("", wire.Heartbeat{TS: time.Now().Unix(), SupportedAgentKinds: []wire.SupportedAgentKind{
+			{Kind: "codex", Available: &yes, Capabilities: wiretest.Capabilities()},
+		}}); err != nil {
+			return err
+		}
+		for {
+			_, b, err := ws.Read(ctx)
+			if err != nil {
+				return err
+			}
+			m, err := wire.Decode(b, wire.CoreToRuntime)
+			if err != nil {
+				return err
+			}
+			switch p := m.Payload.(type) {
+			case wire.ExecutionPrepare:
+				_ = send(m.ID, wire.PreparationStatus{ExecutorID: "ex-1", Handle: "h-1", Revision: 1, State: wire.PreparationPreparing})
+				err = send(m.ID, wire.PreparationStatus{ExecutorID: "ex-1", Handle: "h-1", Revision: 2, State: wire.PreparationReady, ExpiresAt: time.Now().Add(5 * time.Minute).UnixMilli()})
+			case wire.ExecutionStart:
+				for _, f := range []struct {
+					id string
+					p  wire.Payload
+				}{
+					{m.ID, wire.PreparationStatus{ExecutorID: "ex-1", Handle: "h-1", Revision: 3, State: wire.PreparationStarted, RunID: p.RunID}},
+					{p.RunID, wire.Delta{Delta: "echo: ", Sequence: 1}},
+					{p.RunID, wire.Delta{Delta: p.Input.Text(), Sequence: 2}},
+					{p.RunID, wire.Done{}},
+				} {
+					if err = send(f.id, f.p); err != nil {
+						break
+					}
+				}
+				if err == nil {
+					// Stay connected until Core closes or the test ends.
+					_, _, _ = ws.Read(ctx)
+					return nil
+				}
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}()
+}
+
+// TestTurnRunAgainstAScriptedRuntime: a real Core process, a scripted
+// Runtime over a real WebSocket, and `agentwire turn run`, which streams
+// the deltas as they arrive and exits 0 on completed.
+func TestTurnRunAgainstAScriptedRuntime(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildAgentwire(t)
+	data := t.TempDir()
+	dev := issueCredential(t, bin, data, "--kind", "device", "--device", "dev-1")
+	proj := issueCredential(t, bin, data, "--kind", "project", "--project", "demo")
+	core := startCore(t, bin, data)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	errs := make(chan error, 1)
+	go scriptedRuntime(ctx, core.base, dev.Secret, errs)
+	defer func() {
+		cancel()
+		<-errs
+	}()
+
+	ses := cliJSON(t, bin, proj.Secret, "session", "create", "--core", core.base, "--kind", "codex")
+	run := exec.CommandContext(ctx, bin, "turn", "run", "--core", core.base, "--session", ses["id"].(string), "hello")
+	run.Env = append(os.Environ(), "AGENTWIRE_API_KEY="+proj.Secret)
+	out, err := run.Output()
+	require.NoError(t, err, "turn run: %s\ncore logs: %s", out, core.logs.String())
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	require.Len(t, lines, 5, "%s", out)
+	assert.True(t, strings.HasPrefix(lines[0], "turn turn_"), lines[0])
+	assert.JSONEq(t, `{"delta":"echo: ","sequence":1}`, strings.TrimPrefix(lines[1], "delta "))
+	assert.JSONEq(t, `{"delta":"hello","sequence":2}`, strings.TrimPrefix(lines[2], "delta "))
+	assert.True(t, strings.HasPrefix(lines[3], "done "), lines[3])
+	assert.JSONEq(t, `{"state":"completed"}`, strings.TrimPrefix(lines[4], "status "))
+
+	turnID := strings.TrimPrefix(lines[0], "turn ")
+	status := cliJSON(t, bin, proj.Secret, "turn", "status", "--core", core.base, turnID)
+	assert.Equal(t, map[string]any{"state": "completed"}, status["status"])
+	for _, s := range []string{dev.Secret, proj.Secret} {
+		assert.NotContains(t, core.logs.String(), s)
+	}
+}
+
+// TestTurnRunAgainstTheRuntimeProcess: both real binaries, the Runtime
+// with its script adapter.
+func TestTurnRunAgainstTheRuntimeProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildAgentwire(t)
+	data := t.TempDir()
+	dev := issueCredential(t, bin, data, "--kind", "device", "--device", "dev-1")
+	proj := issueCredential(t, bin, data, "--kind", "project", "--project", "demo")
+	core := startCore(t, bin, data)
+
+	dir := t.TempDir()
+	cred := filepath.Join(dir, "credential")
+	require.NoError(t, os.WriteFile(cred, []byte(dev.Secret), 0o600))
+	script := filepath.Join(dir, "script.json")
+	require.NoError(t, os.WriteFile(script, []byte(`{"steps":[{"delta":"one "},{"delta":"two"}]}`), 0o600))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	rt := exec.Command(bin, "runtime", "--core", core.base, "--device-id", "dev-1", "--credential-file", cred, "--harness", "script="+script)
+	rtLogs := &lockedBuffer{}
+	rt.Stderr = rtLogs
+	require.NoError(t, rt.Start())
+	rtExited := make(chan error, 1)
+	go func() { rtExited <- rt.Wait() }()
+	defer func() {
+		_ = rt.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-rtExited:
+		case <-time.After(20 * time.Second):
+			_ = rt.Process.Kill()
+			<-rtExited
+		}
+	}()
+
+	ses := cliJSON(t, bin, proj.Secret, "session", "create", "--core", core.base, "--kind", "script")
+	run := exec.CommandContext(ctx, bin, "turn", "run", "--core", core.base, "--session", ses["id"].(string), "hi")
+	run.Env = append(os.Environ(), "AGENTWIRE_API_KEY="+proj.Secret)
+	out, err := run.Output()
+	require.NoError(t, err, "turn run: %s\ncore logs: %s\nruntime logs: %s", out, core.logs.String(), rtLogs.String())
+	assert.Contains(t, string(out), `"delta":"one "`)
+	assert.Contains(t, string(out), `"delta":"two"`)
+	assert.Contains(t, string(out), `status {"state":"completed"}`)
+	assert.NotContains(t, rtLogs.String(), dev.Secret)
+	assert.NotContains(t, core.logs.String(), dev.Secret)
+}

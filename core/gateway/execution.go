@@ -1,0 +1,378 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/agentwire/agentwire/core/store"
+	"github.com/agentwire/agentwire/fsm"
+	"github.com/agentwire/agentwire/fsm/preparation"
+	"github.com/agentwire/agentwire/fsm/run"
+	"github.com/agentwire/agentwire/peer"
+	"github.com/agentwire/agentwire/wire"
+)
+
+// This file binds the preparation and run machines' Core hooks for one
+// connection. The machines decide every transition; the hooks keep Core's
+// records (the highest revision per handle, the cancellation's delivery
+// IDs), append the Run's frames to the Turn's journal and record the
+// Turn's terminal state when the Run machine reaches one.
+
+// prepRec is Core's record of one execution_prepare it sent.
+type prepRec struct {
+	turnID, runID string
+	attempts      int
+
+	// Written on the loop (Stepped and hooks) and read there; the worker
+	// reads them only after result delivered them.
+	revision   uint64
+	executorID string
+	handle     string
+	rejection  wire.PreparationStatus
+
+	result chan prepResult // buffered; the first outcome only
+	sent   bool
+}
+
+// prepResult is what the worker waits for after execution_prepare: ready
+// with the reservation, or the terminal state the admission ended in.
+type prepResult struct {
+	state      string // the preparation machine's state name
+	executorID string
+	handle     string
+	rejection  wire.PreparationStatus
+}
+
+func (p *prepRec) deliver(r prepResult) {
+	if p.sent {
+		return
+	}
+	p.sent = true
+	p.result <- r
+}
+
+// runRec is Core's record of one Run it started on this connection.
+type runRec struct {
+	turnID, runID string
+
+	mu         sync.Mutex
+	deliveries map[string]bool // delivery IDs of the prompt_cancel frames sent
+
+	engineCode string
+	engineHTTP int
+	finished   chan struct{}
+	once       sync.Once
+}
+
+func (r *runRec) done() { r.once.Do(func() { close(r.finished) }) }
+
+func (r *runRec) addDelivery(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.deliveries == nil {
+		r.deliveries = map[string]bool{}
+	}
+	r.deliveries[id] = true
+}
+
+func (r *runRec) matches(id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return id != "" && r.deliveries[id]
+}
+
+// execHooks implements both machines' Core hooks for one connection.
+type execHooks struct{ c *conn }
+
+var (
+	_ preparation.CoreHooks[*peer.Event] = execHooks{}
+	_ run.CoreHooks[*peer.Event]         = execHooks{}
+)
+
+func (c *conn) prep(id string) *prepRec {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.preps[id]
+}
+
+func (c *conn) run(id string) *runRec {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.runs[id]
+}
+
+func statusOf(f *fsm.Firing[*peer.Event]) (wire.PreparationStatus, bool) {
+	if f.Arg == nil || f.Arg.Msg == nil {
+		return wire.PreparationStatus{}, false
+	}
+	s, ok := f.Arg.Msg.Payload.(wire.PreparationStatus)
+	return s, ok
+}
+
+// Stepped implements peer.Observer: an applied status with a newer
+// revision becomes the handle's record, which GuardNewerRevision reads
+// (daemon-protocol.txt:110: older or repeated revisions are ignored).
+func (c *conn) Stepped(ev *peer.Event, s fsm.Step) {
+	if ev.Key.Machine != preparation.Name || ev.Msg == nil || ev.Sent || s.Disposition() == fsm.Rejected {
+		return
+	}
+	st, ok := ev.Msg.Payload.(wire.PreparationStatus)
+	p := c.prep(ev.Key.ID)
+	if !ok || p == nil || st.State == wire.PreparationRejected || st.Revision <= p.revision {
+		return
+	}
+	p.revision = st.Revision
+	if st.ExecutorID != "" {
+		p.executorID = st.ExecutorID
+	}
+	if st.Handle != "" {
+		p.handle = st.Handle
+	}
+}
+
+// moved is the driver's Saver: it tells the worker waiting on an
+// admission once that admission is ready or has ended.
+func (c *conn) moved(list []*peer.Instance) {
+	for _, i := range list {
+		if i.Key.Machine != preparation.Name {
+			continue
+		}
+		p := c.prep(i.Key.ID)
+		if p == nil {
+			continue
+		}
+		state := preparation.State(i.State())
+		if state == preparation.StateReady || i.Terminal() {
+			p.deliver(prepResult{state: i.StateName(), executorID: p.executorID, handle: p.handle, rejection: p.rejection})
+		}
+	}
+}
+
+func (h execHooks) GuardNewerRevision(f *fsm.Firing[*peer.Event]) bool {
+	s, ok := statusOf(f)
+	p := h.c.prep(f.Arg.Key.ID)
+	return ok && p != nil && s.Revision > p.revision
+}
+
+// decision: Core never repeats an execution_prepare (a request ID is used
+// once, daemon-protocol.txt:163), so a repeated one never has the same
+// fingerprint.
+func (h execHooks) GuardSameFingerprint(*fsm.Firing[*peer.Event]) bool { return false }
+
+func (h execHooks) GuardCapacityRefusal(f *fsm.Firing[*peer.Event]) bool {
+	s, ok := statusOf(f)
+	return ok && s.LeavesTurnUnclaimed()
+}
+
+func (h execHooks) GuardRejectsPrepare(f *fsm.Firing[*peer.Event]) bool {
+	s, ok := statusOf(f)
+	return ok && s.Operation == wire.PreparationOpPrepare
+}
+
+func (h execHooks) GuardRejectsStart(f *fsm.Firing[*peer.Event]) bool {
+	s, ok := statusOf(f)
+	return ok && s.Operation == wire.PreparationOpStart
+}
+
+// Core prepares only the executor profile; it never sends a read-only one.
+func (h execHooks) GuardReadOnlyProfile(*fsm.Firing[*peer.Event]) bool { return false }
+
+func (h execHooks) DoRecordRejection(f *fsm.Firing[*peer.Event]) error {
+	if s, ok := statusOf(f); ok {
+		if p := h.c.prep(f.Arg.Key.ID); p != nil {
+			p.rejection = s
+		}
+	}
+	return nil
+}
+
+// DoLeaveTurnUnclaimed returns the claimed Turn to the queue with backoff:
+// the one refusal that authorizes a retry (daemon-protocol.txt:116).
+func (h execHooks) DoLeaveTurnUnclaimed(f *fsm.Firing[*peer.Event]) error {
+	p := h.c.prep(f.Arg.Key.ID)
+	if p == nil {
+		return nil
+	}
+	ctx, cancel := storeCtx()
+	defer cancel()
+	now := h.c.g.cfg.Clock.Now()
+	err := h.c.g.cfg.Store.RequeueTurn(ctx, p.turnID, p.runID, now.Add(h.c.g.backoff(p.attempts)), now)
+	h.c.g.kick()
+	return err
+}
+
+// storeCtx bounds one store write made for a frame. It does not derive
+// from the gateway's context: the terminal record of a Run lost at
+// shutdown must still be written.
+func storeCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 3*time.Second)
+}
+
+func (h execHooks) GuardMatchesCancelDelivery(f *fsm.Firing[*peer.Event]) bool {
+	if f.Arg == nil || f.Arg.Msg == nil {
+		return false
+	}
+	ack, ok := f.Arg.Msg.Payload.(wire.InteractionDecisionAck)
+	r := h.c.run(f.Arg.Key.ID)
+	return ok && r != nil && r.matches(ack.DeliveryID)
+}
+
+// journal appends the frame (or a Core observation) to the Turn's journal.
+func (h execHooks) journal(r *runRec, typ string, payload any) error {
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := storeCtx()
+	defer cancel()
+	_, err = h.c.g.cfg.Journal.Append(ctx, store.Event{TurnID: r.turnID, RunID: r.runID, Type: typ, Payload: raw, At: h.c.g.cfg.Clock.Now()})
+	return err
+}
+
+func (h execHooks) frame(f *fsm.Firing[*peer.Event]) (*runRec, error) {
+	r := h.c.run(f.Arg.Key.ID)
+	if r == nil {
+		return nil, errors.New("gateway: no record of run " + f.Arg.Key.String())
+	}
+	if f.Arg.Msg == nil {
+		return r, nil
+	}
+	return r, h.journal(r, f.Arg.Msg.Type, f.Arg.Msg.Payload)
+}
+
+// finish records the Turn's terminal state and wakes its worker and its
+// event streams. A Turn already terminal (a late receipt after
+// cancel_unconfirmed) keeps its first record.
+func (h execHooks) finish(r *runRec, state store.TurnState, o store.Outcome) error {
+	ctx, cancel := storeCtx()
+	defer cancel()
+	err := h.c.g.cfg.Store.FinishTurn(ctx, r.turnID, r.runID, state, o, h.c.g.cfg.Clock.Now())
+	h.c.g.cfg.Journal.Notify(r.turnID)
+	r.done()
+	if errors.Is(err, store.ErrStale) {
+		return nil
+	}
+	return err
+}
+
+func (h execHooks) DoRecordOutput(f *fsm.Firing[*peer.Event]) error {
+	_, err := h.frame(f)
+	return err
+}
+
+func (h execHooks) DoReplaceUsage(f *fsm.Firing[*peer.Event]) error {
+	_, err := h.frame(f)
+	return err
+}
+
+// DoRecordError keeps an error frame's neutral classification (never its
+// prose, wire-reference.md §5) or ends a Run whose prepared start failed.
+func (h execHooks) DoRecordError(f *fsm.Firing[*peer.Event]) error {
+	r, err := h.frame(f)
+	if r == nil || f.Arg.Msg == nil {
+		return err
+	}
+	switch p := f.Arg.Msg.Payload.(type) {
+	case wire.ErrorFrame:
+		if code, status, ok := wire.ClassifyEngineFailure(p); ok {
+			r.engineCode, r.engineHTTP = string(code), status
+		}
+	case wire.PreparationStatus:
+		if run.State(f.To) == run.StateNotStarted {
+			// decision: a confirmed start failure keeps its finite
+			// category as evidence (daemon-protocol.txt:156); the public
+			// reason says the Run never started.
+			ev, _ := json.Marshal(map[string]string{"preparation_error": p.ErrorCode})
+			return errors.Join(err, h.finish(r, store.TurnFailed, store.Outcome{Reason: ReasonStartFailed, Evidence: ev}))
+		}
+	}
+	return err
+}
+
+// ReasonStartFailed is the public reason of a Turn whose prepared start
+// the Runtime refused or failed: no Run input was consumed.
+const ReasonStartFailed = "start_failed"
+
+// ReasonCancelRefused is the public reason of a Turn whose cancellation
+// receipt reported applied false.
+const ReasonCancelRefused = "cancel_refused"
+
+func (h execHooks) DoCloseStream(f *fsm.Firing[*peer.Event]) error {
+	r, err := h.frame(f)
+	if r == nil {
+		return err
+	}
+	switch run.State(f.To) {
+	case run.StateCompleted:
+		return errors.Join(err, h.finish(r, store.TurnCompleted, store.Outcome{}))
+	case run.StateFailed:
+		// done closed a stream with error frames: a confirmed engine
+		// failure (daemon-protocol.txt:106, 156).
+		return errors.Join(err, h.finish(r, store.TurnFailed, store.Outcome{
+			Reason: store.ReasonEngineFailed, EngineErrorCode: r.engineCode, EngineHTTPStatus: r.engineHTTP,
+		}))
+	}
+	return err // cancel_drained: the receipt still owns the outcome
+}
+
+func (h execHooks) DoApplyCancelReceipt(f *fsm.Firing[*peer.Event]) error {
+	r, err := h.frame(f)
+	if r == nil {
+		return err
+	}
+	ack, _ := f.Arg.Msg.Payload.(wire.InteractionDecisionAck)
+	if run.State(f.To) == run.StateCancelled {
+		var ev json.RawMessage
+		if ack.Outcome != nil {
+			ev, _ = json.Marshal(ack.Outcome)
+		}
+		return errors.Join(err, h.finish(r, store.TurnCancelled, store.Outcome{Evidence: ev}))
+	}
+	// decision: a refused cancellation (run_inactive, ...) is a failed
+	// Turn with its own reason; the code is native evidence, kept apart
+	// (daemon-protocol.txt:153).
+	ev, _ := json.Marshal(map[string]string{"cancel_error": ack.ErrorCode})
+	return errors.Join(err, h.finish(r, store.TurnFailed, store.Outcome{Reason: ReasonCancelRefused, Evidence: ev}))
+}
+
+// DoMarkEventStreamIncomplete: observation was lost; nothing is invented
+// (daemon-protocol.txt:149, 153).
+func (h execHooks) DoMarkEventStreamIncomplete(f *fsm.Firing[*peer.Event]) error {
+	r := h.c.run(f.Arg.Key.ID)
+	if r == nil || run.State(f.To) != run.StateIncomplete {
+		return nil
+	}
+	return h.finish(r, store.TurnFailed, store.Outcome{Reason: store.ReasonEventStreamIncomplete})
+}
+
+// DoMarkDeliveryUnknown: a failed write of the start closes the transport,
+// so connection_lost follows and event_stream_incomplete replaces this
+// reason (daemon-protocol.txt:153); only the journal keeps it.
+func (h execHooks) DoMarkDeliveryUnknown(f *fsm.Firing[*peer.Event]) error {
+	r := h.c.run(f.Arg.Key.ID)
+	if r == nil {
+		return nil
+	}
+	return h.journal(r, "observation", map[string]string{"reason": store.ReasonDeliveryUnknown})
+}
+
+func (h execHooks) DoMarkCancelUnconfirmed(f *fsm.Firing[*peer.Event]) error {
+	r := h.c.run(f.Arg.Key.ID)
+	if r == nil {
+		return nil
+	}
+	return h.finish(r, store.TurnFailed, store.Outcome{Reason: store.ReasonCancelUnconfirmed})
+}
+
+// DoSettleLate keeps a late receipt beside the cancel_unconfirmed already
+// recorded, which stays the Turn's outcome.
+func (h execHooks) DoSettleLate(f *fsm.Firing[*peer.Event]) error {
+	r := h.c.run(f.Arg.Key.ID)
+	if r == nil {
+		return nil
+	}
+	return h.journal(r, "late_cancel_receipt", f.Arg.Msg.Payload)
+}

@@ -1,0 +1,379 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/agentwire/agentwire/core/credential"
+	"github.com/agentwire/agentwire/core/store"
+	"github.com/agentwire/agentwire/peer"
+	"github.com/agentwire/agentwire/wire"
+)
+
+// The worker: it takes due queued Turns oldest first, selects a connected
+// device whose declaration admits the Turn, checks that declaration again
+// just before it claims the Turn (one conditional write), and executes the
+// Turn on that device's connection through its driver: execution_prepare,
+// ready, execution_start, then the Run machine's hooks record the events
+// and the outcome (daemon-protocol.txt:102-110).
+
+// Journal is where Run events go: the Turn's event journal, whose
+// subscribers (the SSE streams) are woken by Append and Notify.
+type Journal interface {
+	Append(ctx context.Context, e store.Event) (store.Event, error)
+	Notify(turnID string)
+}
+
+type nopJournal struct{ st store.Store }
+
+func (j nopJournal) Append(ctx context.Context, e store.Event) (store.Event, error) {
+	return j.st.AppendEvent(ctx, e)
+}
+func (nopJournal) Notify(string) {}
+
+// Kick wakes the worker (a Turn was submitted, a device declared itself).
+func (g *Gateway) Kick() { g.kick() }
+
+func (g *Gateway) kick() {
+	select {
+	case g.wake <- struct{}{}:
+	default:
+	}
+}
+
+// backoff is the delay before a Turn refused with preparation_capacity is
+// due again.
+//
+// decision: the protocol leaves the retry policy to the Worker
+// (daemon-protocol.txt:116); Core doubles from RetryBase up to RetryMax.
+func (g *Gateway) backoff(attempts int) time.Duration {
+	d := g.cfg.RetryBase
+	for i := 1; i < attempts && d < g.cfg.RetryMax; i++ {
+		d *= 2
+	}
+	return min(d, g.cfg.RetryMax)
+}
+
+// schedule runs the worker until the gateway closes.
+func (g *Gateway) schedule() {
+	defer g.wg.Done()
+	timer := g.cfg.Clock.NewTimer(g.cfg.PollInterval)
+	defer timer.Stop()
+	for {
+		g.dispatch()
+		if !timer.Stop() {
+			select {
+			case <-timer.C():
+			default:
+			}
+		}
+		timer.Reset(g.cfg.PollInterval)
+		select {
+		case <-g.ctx.Done():
+			return
+		case <-g.wake:
+		case <-timer.C():
+		}
+	}
+}
+
+// dispatch claims and starts every due Turn it can place now. A Turn no
+// connected device admits stays queued.
+func (g *Gateway) dispatch() {
+	ctx, cancel := context.WithTimeout(g.ctx, 10*time.Second)
+	defer cancel()
+	due, err := g.cfg.Store.DueTurns(ctx, g.cfg.Clock.Now(), 64)
+	if err != nil {
+		if g.ctx.Err() == nil {
+			g.cfg.Logger.Warn("gateway: due turns", "err", err)
+		}
+		return
+	}
+	for _, t := range due {
+		if err := g.place(ctx, t); err != nil && g.ctx.Err() == nil {
+			g.cfg.Logger.Warn("gateway: place turn", "turn_id", t.ID, "err", err)
+		}
+	}
+}
+
+// turnPlan is what executing one Turn needs besides its connection.
+type turnPlan struct {
+	turn     store.Turn
+	session  store.Session
+	env      store.Environment
+	required wire.CapabilitySet
+	admit    wire.AdmissionInput
+}
+
+func (g *Gateway) plan(ctx context.Context, t store.Turn) (turnPlan, error) {
+	p := turnPlan{turn: t}
+	var err error
+	if p.session, err = g.cfg.Store.GetSession(ctx, t.SessionID); err != nil {
+		return p, fmt.Errorf("session: %w", err)
+	}
+	if p.env, err = g.cfg.Store.GetEnvironment(ctx, p.session.EnvironmentID); err != nil {
+		return p, fmt.Errorf("environment: %w", err)
+	}
+	var input wire.MessageInput
+	if err := json.Unmarshal(t.Input, &input); err != nil {
+		return p, fmt.Errorf("input: %w", err)
+	}
+	envType, err := wire.ParseEnvironmentType(p.env.Type)
+	if err != nil {
+		return p, fmt.Errorf("environment type: %w", err)
+	}
+	// decision: Sessions carry no engine profile or Agent features yet, so
+	// the profile declares no control and the Agent none of the optional
+	// features (multi_agent disabled, which requires subagent_control);
+	// the rows for the Environment, the input and the always row apply in
+	// full (daemon-protocol.txt:33-50).
+	p.admit = wire.AdmissionInput{Environment: envType, Input: input}
+	p.required, err = wire.RequiredCapabilities(p.admit)
+	return p, err
+}
+
+// admits reports the capabilities of the Session's agent kind if decl
+// admits the plan. Only that kind is considered: Core never falls back to
+// another Harness (daemon-protocol.txt:157).
+func admits(decl wire.Heartbeat, p turnPlan) (wire.AgentKindCapabilities, bool) {
+	for _, k := range decl.SupportedAgentKinds {
+		if k.Kind != p.session.AgentKind {
+			continue
+		}
+		available := k.Available != nil && *k.Available
+		return k.Capabilities, p.required.Check(k.Capabilities, available) == nil
+	}
+	return wire.AgentKindCapabilities{}, false
+}
+
+// candidates lists the connections whose current declaration admits p,
+// by device ID so that placement is deterministic.
+func (g *Gateway) candidates(p turnPlan) []*conn {
+	g.mu.Lock()
+	list := make([]*conn, 0, len(g.conns))
+	for _, c := range g.conns {
+		list = append(list, c)
+	}
+	g.mu.Unlock()
+	sort.Slice(list, func(i, j int) bool { return list[i].deviceID < list[j].deviceID })
+	out := list[:0]
+	for _, c := range list {
+		if decl, ok := c.snapshot(); ok {
+			if _, ok := admits(decl, p); ok {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+func (g *Gateway) place(ctx context.Context, t store.Turn) error {
+	g.mu.Lock()
+	busy := g.inflight[t.ID]
+	g.mu.Unlock()
+	if busy {
+		return nil
+	}
+	p, err := g.plan(ctx, t)
+	if err != nil {
+		return err
+	}
+	for _, c := range g.candidates(p) {
+		// The final check, against the declaration as it is now and the
+		// connection still owning the device (daemon-protocol.txt:33).
+		decl, ok := c.snapshot()
+		if !ok || !g.owns(c) {
+			continue
+		}
+		caps, ok := admits(decl, p)
+		if !ok {
+			continue
+		}
+		runID := credential.NewID("run")
+		err := g.cfg.Store.ClaimTurn(ctx, t.ID, store.Claim{DeviceID: c.deviceID, OwnerEpoch: c.epoch, RunID: runID, At: g.cfg.Clock.Now()})
+		if errors.Is(err, store.ErrStale) {
+			return nil // another worker took it, or it is no longer due
+		}
+		if err != nil {
+			return err
+		}
+		p.turn.RunID, p.turn.Attempts = runID, t.Attempts+1
+		g.mu.Lock()
+		g.inflight[t.ID] = true
+		g.mu.Unlock()
+		g.wg.Add(1)
+		go func() {
+			defer g.wg.Done()
+			defer func() {
+				g.mu.Lock()
+				delete(g.inflight, t.ID)
+				g.mu.Unlock()
+			}()
+			g.execute(c, p, caps)
+		}()
+		return nil
+	}
+	return nil
+}
+
+func (g *Gateway) owns(c *conn) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.conns[c.deviceID] == c
+}
+
+// execute runs one claimed Turn on c.
+func (g *Gateway) execute(c *conn, p turnPlan, caps wire.AgentKindCapabilities) {
+	t := p.turn
+	log := c.log.With("turn_id", t.ID, "run_id", t.RunID)
+	prepID := credential.NewID("prep")
+	cfg := wire.PromptRequest{AgentKind: p.session.AgentKind, AgentStateKey: wire.AgentStateKey(p.session.ID)}
+	sc := wire.SessionConfig{Environment: p.admit.Environment, Capabilities: caps}
+	if p.admit.Environment.Local() && len(p.env.Binding) > 0 {
+		var b wire.LocalEnvironment
+		if err := json.Unmarshal(p.env.Binding, &b); err == nil {
+			sc.Binding = &b
+		}
+	}
+	if err := wire.ApplyOptIns(&cfg, sc); err != nil {
+		g.fail(log, t, store.Outcome{Reason: ReasonInvalidConfiguration}, err)
+		return
+	}
+	pr := &prepRec{turnID: t.ID, runID: t.RunID, attempts: t.Attempts, result: make(chan prepResult, 1)}
+	rr := &runRec{turnID: t.ID, runID: t.RunID, finished: make(chan struct{})}
+	c.mu.Lock()
+	c.preps[prepID], c.runs[t.RunID] = pr, rr
+	pc := c.pc
+	c.mu.Unlock()
+
+	// Step 1: the record above is the subscription to the preparation's
+	// statuses; then execution_prepare with no Run input.
+	err := pc.Send(g.ctx, peer.Outbound{ID: prepID, Payload: wire.ExecutionPrepare{SessionID: p.session.ID, Configuration: cfg}})
+	if err != nil {
+		g.unsent(log, t, err)
+		return
+	}
+	var res prepResult
+	select {
+	case res = <-pr.result:
+	case <-g.ctx.Done():
+		return
+	}
+	if res.state != "ready" {
+		g.prepEnded(log, t, res)
+		return
+	}
+	// Step 3: the Run's record exists (its subscription); execution_start
+	// with the ordered input. The Turn is running once the start left.
+	var input wire.MessageInput
+	_ = json.Unmarshal(t.Input, &input)
+	start := wire.ExecutionStart{ExecutorID: res.executorID, Handle: res.handle, RunID: t.RunID, Input: input}
+	sent := make(chan error, 1)
+	err = pc.Do(g.ctx, func(d *peer.Driver) {
+		d.Send(peer.Outbound{ID: prepID, Payload: start}, func(err error) {
+			if err == nil {
+				// On the loop, before any later frame of the Run is
+				// delivered: the Turn is running when its events arrive.
+				ctx, cancel := storeCtx()
+				defer cancel()
+				if err := g.cfg.Store.StartTurn(ctx, t.ID, t.RunID, g.cfg.Clock.Now()); err != nil {
+					log.Warn("gateway: start turn", "err", err)
+				}
+				g.cfg.Journal.Notify(t.ID)
+			}
+			sent <- err
+		})
+	})
+	if err == nil {
+		select {
+		case err = <-sent:
+		case <-pc.Done():
+			select {
+			case err = <-sent:
+			default:
+				err = peer.ErrConnectionLost
+			}
+		}
+	}
+	var we *peer.WriteError
+	switch {
+	case err == nil, errors.As(err, &we):
+		// A failed write is possibly delivered: the Run machine recorded
+		// delivery_unknown and the lost connection ends the Run.
+	default:
+		// Refused before anything left, or the connection went first: no
+		// Run input was submitted, and the admission (connection-local)
+		// goes with the connection or expires (daemon-protocol.txt:116).
+		g.fail(log, t, store.Outcome{Reason: ReasonStartFailed}, err)
+		return
+	}
+	select {
+	case <-rr.finished:
+	case <-g.ctx.Done():
+	}
+}
+
+// ReasonInvalidConfiguration is the public reason of a Turn whose Session
+// configuration could not be built into an execution_prepare.
+const ReasonInvalidConfiguration = "invalid_configuration"
+
+// unsent handles an execution_prepare that was not written.
+//
+// decision: a frame refused before it left, or never written because the
+// connection went first, delivered nothing, so the Turn goes back to the
+// queue; only a failed write is uncertain, and that authorizes no replay
+// (daemon-protocol.txt:116): the Turn fails with delivery_unknown.
+func (g *Gateway) unsent(log interface{ Warn(string, ...any) }, t store.Turn, err error) {
+	var we *peer.WriteError
+	if errors.As(err, &we) {
+		g.fail(log, t, store.Outcome{Reason: store.ReasonDeliveryUnknown}, err)
+		return
+	}
+	ctx, cancel := storeCtx()
+	defer cancel()
+	now := g.cfg.Clock.Now()
+	if rerr := g.cfg.Store.RequeueTurn(ctx, t.ID, t.RunID, now.Add(g.backoff(t.Attempts)), now); rerr != nil {
+		log.Warn("gateway: requeue turn", "err", rerr)
+	}
+	log.Warn("gateway: execution_prepare not sent; the Turn is queued again", "err", err)
+}
+
+// prepEnded handles an admission that ended before it was ready.
+func (g *Gateway) prepEnded(log interface{ Warn(string, ...any) }, t store.Turn, res prepResult) {
+	switch res.state {
+	case "refused":
+		if res.rejection.LeavesTurnUnclaimed() {
+			return // DoLeaveTurnUnclaimed queued it again
+		}
+		fallthrough
+	case "failed", "expired":
+		ev, _ := json.Marshal(map[string]string{"preparation_state": res.state, "preparation_error": res.rejection.ErrorCode})
+		g.fail(log, t, store.Outcome{Reason: ReasonPreparationFailed, Evidence: ev}, nil)
+	default:
+		// abandoned: the connection went away after execution_prepare was
+		// sent; its effect is unknown and nothing is replayed
+		// (daemon-protocol.txt:116, 159).
+		g.fail(log, t, store.Outcome{Reason: store.ReasonDeliveryUnknown}, nil)
+	}
+}
+
+// ReasonPreparationFailed is the public reason of a Turn whose
+// execution_prepare was refused or failed with a code other than
+// preparation_capacity; the code is kept as evidence.
+const ReasonPreparationFailed = "preparation_failed"
+
+func (g *Gateway) fail(log interface{ Warn(string, ...any) }, t store.Turn, o store.Outcome, cause error) {
+	ctx, cancel := storeCtx()
+	defer cancel()
+	if err := g.cfg.Store.FinishTurn(ctx, t.ID, t.RunID, store.TurnFailed, o, g.cfg.Clock.Now()); err != nil && !errors.Is(err, store.ErrStale) {
+		log.Warn("gateway: finish turn", "err", err)
+	}
+	g.cfg.Journal.Notify(t.ID)
+	if cause != nil {
+		log.Warn("gateway: turn failed", "reason", o.Reason, "err", cause)
+	}
+}
