@@ -118,6 +118,9 @@ func TestOneInputInFlightPerRun(t *testing.T) {
 
 	accepted := true
 	require.NoError(t, deliver(t, d, runID, wire.PromptSteerAck{InputID: "i1", Accepted: &accepted}))
-	require.True(t, func() bool { i, _ := d.Lookup(peer.Key{Machine: "input", ID: peer.CompositeID(runID, "i1")}); return i.Terminal() }())
+	require.True(t, func() bool {
+		i, _ := d.Lookup(peer.Key{Machine: "input", ID: peer.CompositeID(runID, "i1")})
+		return i.Terminal()
+	}())
 	require.NoError(t, write(t, d, peer.Outbound{ID: runID, Payload: steer("i2")}), "the next input goes once the first settled")
 }
