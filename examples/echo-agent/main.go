@@ -63,7 +63,13 @@ func main() {
 		send("delta", map[string]any{"delta": w + " "})
 	}
 
+	// Nothing is written between a question and the next input, so the
+	// order of what Core sees does not depend on timing.
 	send("permission_request", map[string]any{"request_id": "echo-permission", "tool": "echo", "title": "May I echo your next input?"})
+	var said strings.Builder
+	for _, w := range strings.Fields(text(first.Input)) {
+		said.WriteString(w + " ")
+	}
 	allowed := false
 	for {
 		l, ok := next()
@@ -77,13 +83,13 @@ func main() {
 		}
 	}
 	if !allowed {
-		send("delta", map[string]any{"delta": "(not allowed)"})
-		send("done", map[string]any{})
+		send("done", map[string]any{"content": said.String() + "(not allowed)"})
 		return
 	}
-	send("delta", map[string]any{"delta": "(allowed)"})
+	said.WriteString("(allowed)")
 
-	// One active input: accept it and echo it. The end of stdin ends the Turn.
+	// One active input: accept it and echo it in the final content. The
+	// end of stdin ends the Turn.
 	for {
 		l, ok := next()
 		if !ok {
@@ -91,11 +97,11 @@ func main() {
 		}
 		if l.Type == "prompt_steer" {
 			send("input_accepted", map[string]any{"input_id": l.InputID})
-			send("delta", map[string]any{"delta": " " + text(l.Input)})
+			said.WriteString(" " + text(l.Input))
 			break
 		}
 	}
-	send("done", map[string]any{})
+	send("done", map[string]any{"content": said.String()})
 }
 
 func text(in []message) string {

@@ -112,6 +112,10 @@ func (h inputHooks) DoWriteNative(f *fsm.Firing[*peer.Event]) error {
 			switch {
 			case err == nil:
 				_ = d.Local(key, fsm.EventID(input.EventNativeWriteDone), nil)
+				if n, ok := r.early[inputID]; ok {
+					delete(r.early, inputID)
+					s.applyNotice(d, key, n)
+				}
 			case errors.Is(err, harness.ErrRunInactive):
 				_ = d.Local(key, fsm.EventID(input.EventInputRefused), inputVerdict{"run_inactive", "the Run is not active"})
 			case errors.Is(harness.Classify(true, err), harness.ErrContractViolation):
@@ -162,16 +166,29 @@ func (s *Session) notify(runID string) harness.Notify {
 	return func(n harness.InputNotice) {
 		s.post(func(d *peer.Driver) {
 			key := inputKey(runID, n.InputID)
-			if _, ok := d.Lookup(key); !ok {
+			inst, ok := d.Lookup(key)
+			if !ok {
 				return
 			}
-			if n.Accepted {
-				_ = d.Local(key, fsm.EventID(input.EventNativeAccepted), nil)
+			if r := s.runs[runID]; r != nil && inst.State() == fsm.StateID(input.StateSent) && r.inputs[n.InputID] {
+				// decision: the agent may answer before the adapter's write
+				// call has returned to us; its verdict waits for the write's
+				// completion, so written always precedes accepted on the
+				// wire (daemon-protocol.txt:143-144).
+				r.early[n.InputID] = n
 				return
 			}
-			_ = d.Local(key, fsm.EventID(input.EventInputRefused), inputVerdict{n.Code, n.Error})
+			s.applyNotice(d, key, n)
 		})
 	}
+}
+
+func (s *Session) applyNotice(d *peer.Driver, key peer.Key, n harness.InputNotice) {
+	if n.Accepted {
+		_ = d.Local(key, fsm.EventID(input.EventNativeAccepted), nil)
+		return
+	}
+	_ = d.Local(key, fsm.EventID(input.EventInputRefused), inputVerdict{n.Code, n.Error})
 }
 
 // inputStepped keeps the Run's set of inputs in flight and publishes a

@@ -21,10 +21,11 @@ type runState struct {
 	outcome        *wire.Done // what the native work settled with
 
 	turn    harness.Turn
-	exe     harness.Executor  // set once the Executor exists (for active input and answers)
-	inputs  map[string]bool   // active inputs in flight, by input ID
-	holding bool              // done is held back for inputs in flight
-	asked   map[string]*asked // open interactions, by interaction instance ID
+	exe     harness.Executor               // set once the Executor exists (for active input and answers)
+	inputs  map[string]bool                // active inputs in flight, by input ID
+	early   map[string]harness.InputNotice // verdicts that arrived before their write returned
+	holding bool                           // done is held back for inputs in flight
+	asked   map[string]*asked              // open interactions, by interaction instance ID
 }
 
 type runHooks struct{ s *Session }
@@ -95,7 +96,7 @@ func (h runHooks) DoStartNative(f *fsm.Firing[*peer.Event]) error {
 func (s *Session) startRun(runID string, turn harness.Turn, executor func(context.Context) (harness.Executor, error)) {
 	ctx, cancel := context.WithCancel(s.ctx)
 	turn.Notify = s.notify(runID)
-	r := &runState{id: runID, cancel: cancel, turn: turn, inputs: map[string]bool{}, asked: map[string]*asked{}}
+	r := &runState{id: runID, cancel: cancel, turn: turn, inputs: map[string]bool{}, early: map[string]harness.InputNotice{}, asked: map[string]*asked{}}
 	s.runs[runID] = r
 	s.goNative(func() {
 		defer cancel()

@@ -102,7 +102,6 @@ func TestEchoAgentTurn(t *testing.T) {
 	require.ErrorIs(t, dec.Decide(context.Background(), "other-run", harness.Answer{InteractionID: "echo-permission", Permission: &wire.PermissionDecision{}}), harness.ErrRunInactive)
 	yes := true
 	require.NoError(t, dec.Decide(context.Background(), "run", harness.Answer{InteractionID: "echo-permission", Permission: &wire.PermissionDecision{DeliveryID: "d", Approved: &yes}}))
-	assert.Equal(t, wire.Delta{Delta: "(allowed)", Sequence: 3}, tr.next(t))
 
 	require.NoError(t, tr.exe.(harness.Steerer).Steer(context.Background(), "run", "in-1", text("more")))
 	select {
@@ -111,7 +110,6 @@ func TestEchoAgentTurn(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("no acceptance")
 	}
-	assert.Equal(t, wire.Delta{Delta: " more", Sequence: 4}, tr.next(t))
 	done := <-tr.res
 	assert.Equal(t, "hello there (allowed) more", done.Content)
 	require.NoError(t, tr.exe.Close(context.Background()))
