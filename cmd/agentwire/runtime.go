@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	execadapter "github.com/agentwire/agentwire/runtime/adapters/exec"
 	"github.com/agentwire/agentwire/runtime/adapters/script"
 	"github.com/agentwire/agentwire/runtime/daemon"
 	"github.com/agentwire/agentwire/runtime/harness"
@@ -31,7 +32,7 @@ func runRuntime(args []string, _ io.Writer, stderr io.Writer) error {
 	device := fs.String("device-id", "", "this device's ID")
 	credFile := fs.String("credential-file", "", "file holding the daemon credential")
 	var harnesses harnessFlags
-	fs.Var(&harnesses, "harness", "adapter to register: script[=FILE] (a JSON script); repeatable (default: script)")
+	fs.Var(&harnesses, "harness", "adapter to register: script[=FILE] (a JSON script) or exec:KIND=COMMAND[:CAPFILE] (docs/exec-adapter.md); repeatable (default: script)")
 	_ = fs.String("workspace", "", "bound workspace directory (not served yet)")
 	_ = fs.String("state", "", "state directory (not used yet)")
 	verbose := fs.Bool("v", false, "log at debug level")
@@ -51,7 +52,7 @@ func runRuntime(args []string, _ io.Writer, stderr io.Writer) error {
 		harnesses = harnessFlags{"script"}
 	}
 	for _, h := range harnesses {
-		a, err := adapter(h)
+		a, err := adapter(h, stderr)
 		if err != nil {
 			return err
 		}
@@ -76,7 +77,22 @@ func runRuntime(args []string, _ io.Writer, stderr io.Writer) error {
 	return err
 }
 
-func adapter(spec string) (harness.Adapter, error) {
+func adapter(spec string, stderr io.Writer) (harness.Adapter, error) {
+	if rest, ok := strings.CutPrefix(spec, "exec:"); ok {
+		// decision: COMMAND cannot contain ':', which separates the
+		// capabilities file; without one it is COMMAND.capabilities.json.
+		kind, cmdline, ok := strings.Cut(rest, "=")
+		if !ok || kind == "" || cmdline == "" {
+			return nil, fmt.Errorf("runtime: --harness %s: want exec:KIND=COMMAND[:CAPFILE]", spec)
+		}
+		command, capFile, _ := strings.Cut(cmdline, ":")
+		a, err := execadapter.New(execadapter.Config{Kind: kind, Command: command, CapabilityFile: capFile,
+			Logger: slog.New(slog.NewTextHandler(stderr, nil))})
+		if err != nil {
+			return nil, fmt.Errorf("runtime: --harness %s: %w", spec, err)
+		}
+		return a, nil
+	}
 	name, file, _ := strings.Cut(spec, "=")
 	switch name {
 	case "script":

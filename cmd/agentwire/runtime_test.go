@@ -58,3 +58,14 @@ func TestRuntimeProcessStopsOnVersionRefusal(t *testing.T) {
 	assert.NotContains(t, stderr.String(), secret)
 	assert.Equal(t, 1, upgrades, "a permanent refusal is never retried")
 }
+
+func TestHarnessFlagExec(t *testing.T) {
+	var buf bytes.Buffer
+	a, err := adapter("exec:echo=/bin/true:../../examples/echo-agent/capabilities.json", &buf)
+	require.NoError(t, err)
+	require.Equal(t, "echo", a.Declaration().Kind)
+	_, err = adapter("exec:echo", &buf)
+	require.ErrorContains(t, err, "exec:KIND=COMMAND")
+	_, err = adapter("exec:echo=/bin/true", &buf)
+	require.ErrorContains(t, err, "capabilities")
+}

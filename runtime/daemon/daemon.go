@@ -17,6 +17,8 @@ import (
 
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/fsm/connection"
+	"github.com/agentwire/agentwire/fsm/input"
+	"github.com/agentwire/agentwire/fsm/interaction"
 	"github.com/agentwire/agentwire/fsm/preparation"
 	"github.com/agentwire/agentwire/fsm/run"
 	"github.com/agentwire/agentwire/peer"
@@ -48,7 +50,9 @@ type Config struct {
 }
 
 // Tables are the machines the daemon drives.
-func Tables() []*fsm.Table { return []*fsm.Table{connection.Table, preparation.Table, run.Table} }
+func Tables() []*fsm.Table {
+	return []*fsm.Table{connection.Table, preparation.Table, run.Table, input.Table, interaction.Table}
+}
 
 // Run connects and serves until ctx ends (nil) or a permanent refusal
 // (*Permanent). Transient failures reconnect after a jittered backoff.

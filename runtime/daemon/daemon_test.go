@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,7 +26,17 @@ import (
 	"github.com/agentwire/agentwire/wire"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "agentwire-daemon-test")
+	if err != nil {
+		panic(err)
+	}
+	echoAgentDir = dir
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		_ = os.RemoveAll(dir)
+		os.Exit(code)
+	}))
+}
 
 const secret = "cred-RECOGNISABLE-7f3a9c"
 

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/agentwire/agentwire/fsm"
+	"github.com/agentwire/agentwire/fsm/input"
+	"github.com/agentwire/agentwire/fsm/interaction"
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/wire"
@@ -273,6 +275,16 @@ func (h prepHooks) DoSettleCleanup(f *fsm.Firing[*peer.Event]) error {
 
 // Stepped keeps the revision the machine applied, for newer_revision.
 func (s *Session) Stepped(ev *peer.Event, st fsm.Step) {
+	if st.Disposition() != fsm.Rejected {
+		switch ev.Key.Machine {
+		case input.Table.Name:
+			s.inputStepped(ev, st)
+			return
+		case interaction.Table.Name:
+			s.interactionStepped(ev)
+			return
+		}
+	}
 	if ev.Msg == nil || st.Disposition() == fsm.Rejected {
 		return
 	}
@@ -305,6 +317,25 @@ func (s *Session) Refused(r *peer.Refusal) {
 		applied := false
 		d.Send(peer.Outbound{ID: r.Msg.ID, Refusal: true, Payload: wire.InteractionDecisionAck{
 			DeliveryID: p.DeliveryID, Applied: &applied, ErrorCode: "run_inactive"}}, nil)
+		return
+	case wire.PromptSteer:
+		// decision: a second input while one is in flight is answered busy
+		// (retryable, daemon-protocol.txt:124); an input ID already used is
+		// input_conflict. Neither reaches the adapter.
+		code := "input_conflict"
+		if r.Kind != peer.RefusedRoute {
+			if inst, ok := d.Lookup(inputKey(r.Msg.ID, p.InputID)); ok && inst.State() == fsm.StateID(input.StatePending) {
+				code = "busy"
+			}
+		}
+		no := false
+		d.Send(peer.Outbound{ID: r.Msg.ID, Refusal: true, Payload: wire.PromptSteerAck{InputID: p.InputID, Accepted: &no, ErrorCode: code}}, nil)
+		return
+	case wire.PermissionDecision, wire.PromptForUserChoiceDecision, wire.FunctionResult:
+		delivery, _, _, _ := answerOf(r.Msg)
+		no := false
+		d.Send(peer.Outbound{ID: r.Msg.ID, Refusal: true, Payload: wire.InteractionDecisionAck{
+			DeliveryID: delivery, Applied: &no, ErrorCode: reasonCode(r.Err, "not_pending")}}, nil)
 		return
 	case wire.ExecutionPrepare:
 		op, fallback = wire.PreparationOpPrepare, wire.PrepCodeInvalidRequest

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/agentwire/agentwire/fsm"
+	"github.com/agentwire/agentwire/fsm/input"
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/wire"
@@ -18,6 +19,13 @@ type runState struct {
 	cancelled      bool
 	settled        bool
 	outcome        *wire.Done // what the native work settled with
+
+	turn    harness.Turn
+	exe     harness.Executor               // set once the Executor exists (for active input and answers)
+	inputs  map[string]bool                // active inputs in flight, by input ID
+	early   map[string]harness.InputNotice // verdicts that arrived before their write returned
+	holding bool                           // done is held back for inputs in flight
+	asked   map[string]*asked              // open interactions, by interaction instance ID
 }
 
 type runHooks struct{ s *Session }
@@ -87,7 +95,8 @@ func (h runHooks) DoStartNative(f *fsm.Firing[*peer.Event]) error {
 // and a cancellation receipt follows when prompt_cancel asked for one.
 func (s *Session) startRun(runID string, turn harness.Turn, executor func(context.Context) (harness.Executor, error)) {
 	ctx, cancel := context.WithCancel(s.ctx)
-	r := &runState{id: runID, cancel: cancel}
+	turn.Notify = s.notify(runID)
+	r := &runState{id: runID, cancel: cancel, turn: turn, inputs: map[string]bool{}, early: map[string]harness.InputNotice{}, asked: map[string]*asked{}}
 	s.runs[runID] = r
 	s.goNative(func() {
 		defer cancel()
@@ -100,6 +109,7 @@ func (s *Session) startRun(runID string, turn harness.Turn, executor func(contex
 		var done wire.Done
 		exe, err := executor(ctx)
 		if err == nil {
+			s.post(func(*peer.Driver) { r.exe = exe })
 			done, err = exe.Run(ctx, turn, emit)
 		}
 		if err != nil && !errors.Is(err, context.Canceled) {
@@ -107,10 +117,19 @@ func (s *Session) startRun(runID string, turn harness.Turn, executor func(contex
 		}
 		_ = s.post(func(d *peer.Driver) {
 			r.settled, r.outcome = true, &done
-			send(d, runID, done)
-			if r.cancelled {
-				s.ackCancel(d, r)
+			// The "done held back" rule (daemon-protocol.txt:131): an
+			// active input still in flight gets up to the drain budget
+			// (the input machine's drain_wait, write + send budgets) to
+			// settle before done closes the stream; inputStepped publishes
+			// done when the last one settles or its drain ends.
+			for id := range r.inputs {
+				_ = d.Local(inputKey(runID, id), fsm.EventID(input.EventRunCompleting), nil)
 			}
+			if len(r.inputs) == 0 {
+				s.publishDone(d, r)
+				return
+			}
+			r.holding = true
 		})
 		if exe != nil {
 			s.closeExecutor(exe, nil)
@@ -118,6 +137,17 @@ func (s *Session) startRun(runID string, turn harness.Turn, executor func(contex
 			s.post(func(*peer.Driver) { s.active-- })
 		}
 	})
+}
+
+// publishDone closes the Run's stream, answers a pending cancellation and
+// closes the Run's open interactions.
+func (s *Session) publishDone(d *peer.Driver, r *runState) {
+	r.holding = false
+	send(d, r.id, *r.outcome)
+	if r.cancelled {
+		s.ackCancel(d, r)
+	}
+	s.closeInteractions(d, r)
 }
 
 func (s *Session) ackCancel(d *peer.Driver, r *runState) {
@@ -138,6 +168,9 @@ func (h runHooks) DoCancelNative(f *fsm.Firing[*peer.Event]) error {
 		r.cancelDelivery = p.DeliveryID
 	}
 	r.cancelled = true
+	if r.holding {
+		return nil // publishDone answers it after done
+	}
 	if r.settled {
 		s.ackCancel(ev.Driver(), r)
 		return nil

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/agentwire/agentwire/fsm"
+	"github.com/agentwire/agentwire/fsm/input"
+	"github.com/agentwire/agentwire/fsm/interaction"
 	"github.com/agentwire/agentwire/fsm/preparation"
 	"github.com/agentwire/agentwire/fsm/run"
 	"github.com/agentwire/agentwire/peer"
@@ -58,6 +60,7 @@ type Session struct {
 
 	admissions map[string]*admission // by preparation request ID
 	runs       map[string]*runState  // by Run ID
+	asked      map[string]*asked     // open interactions, by interaction instance ID
 	active     int                   // slots held by preparations, executions and unconfirmed cleanup
 }
 
@@ -76,7 +79,7 @@ func New(cfg Config) *Session {
 		cfg.NewID = randomID
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Session{cfg: cfg, ctx: ctx, cancel: cancel, admissions: map[string]*admission{}, runs: map[string]*runState{}}
+	return &Session{cfg: cfg, ctx: ctx, cancel: cancel, admissions: map[string]*admission{}, runs: map[string]*runState{}, asked: map[string]*asked{}}
 }
 
 func randomID(prefix string) string {
@@ -114,6 +117,10 @@ func (s *Session) Binding(machine string) fsm.Binding[*peer.Event] {
 		return preparation.Runtime[*peer.Event](prepHooks{s})
 	case run.Table.Name:
 		return run.Runtime[*peer.Event](runHooks{s})
+	case input.Table.Name:
+		return input.Runtime[*peer.Event](inputHooks{s})
+	case interaction.Table.Name:
+		return interaction.Runtime[*peer.Event](interactionHooks{s})
 	}
 	return nil
 }

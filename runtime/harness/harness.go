@@ -95,6 +95,9 @@ type Turn struct {
 	// Declaration is the snapshot the Turn was admitted with: optional
 	// operations check it before any native call.
 	Declaration Declaration
+	// Notify reports the native fate of active input written by Steer;
+	// nil when the daemon does not listen (adapters check).
+	Notify Notify
 }
 
 // ErrUnsupportedOperation is what an adapter returns for an operation it

@@ -1,0 +1,342 @@
+package exec
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	osexec "os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/agentwire/agentwire/runtime/harness"
+	"github.com/agentwire/agentwire/wire"
+)
+
+// executor runs one process per Turn, one Turn at a time.
+type executor struct {
+	cfg       Config
+	sessionID string
+
+	mu  sync.Mutex
+	cur *process // the running Turn's process, nil between Turns
+}
+
+// process is one Turn's command.
+type process struct {
+	runID string
+	cmd   *osexec.Cmd
+	stdin *os.File
+
+	wmu sync.Mutex // serializes stdin lines
+
+	mu   sync.Mutex
+	open map[string]string // open interaction ID → the answer type it takes
+}
+
+// failure is a Turn failure the adapter classifies itself.
+type failure struct {
+	code wire.EngineFailureCode
+	msg  string
+}
+
+func (f *failure) Error() string { return f.msg }
+
+// Run starts the command, writes the Turn's input and relays its events
+// until done, a failure or cancellation.
+func (e *executor) Run(ctx context.Context, turn harness.Turn, emit harness.Emit) (wire.Done, error) {
+	p, stdout, stderr, err := e.start(turn.RunID)
+	if err != nil {
+		// decision: a command that cannot start fails the Turn like any
+		// other native failure (error + done), daemon-protocol.txt:104.
+		_ = emit(ctx, wire.NewEngineError(boundText("exec: the agent could not start: "+err.Error()), wire.EngineServerError, 0))
+		return wire.Done{}, nil
+	}
+	e.mu.Lock()
+	e.cur = p
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		e.cur = nil
+		e.mu.Unlock()
+	}()
+
+	lines := make(chan lineResult)
+	go readLines(stdout, lines)
+
+	t := &turnState{e: e, p: p, turn: turn, emit: emit}
+	done, fail := t.relay(ctx, lines)
+
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		for range lines { // the agent must never block on a full stdout
+		}
+	}()
+	werr := p.finish(e.cfg.Grace, fail == nil && ctx.Err() == nil)
+	// A descendant that left the process group may still hold stdout.
+	_ = stdout.Close()
+	<-drained
+	if text := stderr.String(); text != "" || werr != nil {
+		e.cfg.Logger.Info("exec agent exited", "kind", e.cfg.Kind, "run", turn.RunID, "exit", exitText(werr), "stderr", text)
+	}
+	if fail != nil {
+		_ = emit(context.WithoutCancel(ctx), wire.NewEngineError(boundText(fail.msg), fail.code, 0))
+	}
+	return done, nil
+}
+
+// start launches the command with its stdin on a pipe the adapter writes
+// with deadlines.
+func (e *executor) start(runID string) (*process, *os.File, *boundedBuffer, error) {
+	cmd := osexec.Command(e.cfg.Command, e.cfg.Args...)
+	cmd.Dir = e.cfg.Dir
+	cmd.Env = append(os.Environ(), "AGENTWIRE_RUN_ID="+runID, "AGENTWIRE_SESSION_ID="+e.sessionID)
+	// decision: the agent gets its own process group, so that terminating
+	// the Turn reaches the children it spawned too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.WaitDelay = e.cfg.Grace
+	stderr := &boundedBuffer{max: e.cfg.StderrBytes}
+	cmd.Stderr = stderr
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		_ = inR.Close()
+		_ = inW.Close()
+		return nil, nil, nil, err
+	}
+	cmd.Stdin, cmd.Stdout = inR, outW
+	err = cmd.Start()
+	_ = inR.Close()
+	_ = outW.Close()
+	if err != nil {
+		_ = inW.Close()
+		_ = outR.Close()
+		return nil, nil, nil, err
+	}
+	return &process{runID: runID, cmd: cmd, stdin: inW, open: map[string]string{}}, outR, stderr, nil
+}
+
+// finish ends the process: stdin is closed; a polite finish (after done)
+// gives it grace to exit on its own before SIGTERM, and SIGKILL follows
+// another grace. It returns Wait's result. Signals go to the process group.
+func (p *process) finish(grace time.Duration, polite bool) error {
+	p.wmu.Lock()
+	_ = p.stdin.Close()
+	p.wmu.Unlock()
+	exited := make(chan error, 1)
+	go func() { exited <- p.cmd.Wait() }()
+	pid := p.cmd.Process.Pid
+	signals := []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL}
+	if !polite {
+		_ = syscall.Kill(-pid, syscall.SIGTERM)
+		signals = signals[1:]
+	}
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	for {
+		select {
+		case err := <-exited:
+			return err
+		case <-t.C:
+			_ = syscall.Kill(-pid, signals[0])
+			if len(signals) == 1 {
+				return <-exited
+			}
+			signals = signals[1:]
+			t.Reset(grace)
+		}
+	}
+}
+
+// writeLine writes one JSON line on stdin within ctx's deadline (the
+// daemon bounds an active input's native write, daemon-protocol.txt:128).
+func (p *process) writeLine(ctx context.Context, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = p.stdin.SetWriteDeadline(dl)
+	} else {
+		_ = p.stdin.SetWriteDeadline(time.Time{})
+	}
+	stop := context.AfterFunc(ctx, func() { _ = p.stdin.SetWriteDeadline(time.Unix(1, 0)) })
+	defer stop()
+	_, err = p.stdin.Write(b)
+	if err != nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
+
+// Steer writes an active input line (docs/exec-adapter.md).
+func (e *executor) Steer(ctx context.Context, runID, inputID string, in wire.MessageInput) error {
+	p := e.running(runID)
+	if p == nil {
+		return harness.ErrRunInactive
+	}
+	return p.writeLine(ctx, steerLine{Type: "prompt_steer", InputID: inputID, Input: in})
+}
+
+// Decide writes Core's answer to an open question; the question must be
+// open and of the answer's kind.
+func (e *executor) Decide(ctx context.Context, runID string, a harness.Answer) error {
+	p := e.running(runID)
+	if p == nil {
+		return harness.ErrRunInactive
+	}
+	var line any
+	var typ string
+	switch {
+	case a.Permission != nil:
+		typ = "permission_decision"
+		line = permissionLine{Type: typ, RequestID: a.InteractionID, Approved: a.Permission.Approved != nil && *a.Permission.Approved,
+			Message: a.Permission.Message, UpdatedInput: json.RawMessage(a.Permission.UpdatedInput)}
+	case a.Choice != nil:
+		typ = "prompt_for_user_choice_decision"
+		line = choiceLine{Type: typ, AskID: a.InteractionID, QuestionAnswers: a.Choice.QuestionAnswers, Cancelled: a.Choice.Cancelled, Reason: a.Choice.Reason}
+	case a.Result != nil:
+		typ = "function_result"
+		line = resultLine{Type: typ, CallID: a.InteractionID, Success: a.Result.Success != nil && *a.Result.Success, Content: a.Result.Content}
+	default:
+		return errors.New("exec: an answer with no content")
+	}
+	p.mu.Lock()
+	want, ok := p.open[a.InteractionID]
+	p.mu.Unlock()
+	if !ok || want != typ {
+		return fmt.Errorf("exec: no open question %q takes a %s", a.InteractionID, typ)
+	}
+	if err := p.writeLine(ctx, line); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	delete(p.open, a.InteractionID)
+	p.mu.Unlock()
+	return nil
+}
+
+func (e *executor) running(runID string) *process {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.cur == nil || e.cur.runID != runID {
+		return nil
+	}
+	return e.cur
+}
+
+// Close has nothing to release between Turns: each process ends with its Turn.
+func (e *executor) Close(context.Context) error { return nil }
+
+// waiting reports whether a question of the Turn waits for Core.
+func (p *process) waiting() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.open) > 0
+}
+
+func (p *process) opened(id, answerType string) {
+	p.mu.Lock()
+	p.open[id] = answerType
+	p.mu.Unlock()
+}
+
+// lineResult is one stdout line or the read's end.
+type lineResult struct {
+	line []byte
+	err  error
+}
+
+// readLines reads newline-terminated lines of at most wire.MaxFrameBytes.
+func readLines(f *os.File, out chan<- lineResult) {
+	defer close(out)
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 64<<10)
+	for {
+		var line []byte
+		for {
+			chunk, err := br.ReadSlice('\n')
+			if len(line)+len(chunk) > wire.MaxFrameBytes+1 {
+				out <- lineResult{err: errLineTooLong}
+				return
+			}
+			line = append(line, chunk...)
+			if err == bufio.ErrBufferFull {
+				continue
+			}
+			if err != nil {
+				if len(line) > 0 {
+					out <- lineResult{err: errPartialLine}
+				} else {
+					out <- lineResult{err: err}
+				}
+				return
+			}
+			break
+		}
+		out <- lineResult{line: line}
+	}
+}
+
+var (
+	errLineTooLong = fmt.Errorf("a line is longer than %d bytes", wire.MaxFrameBytes)
+	errPartialLine = errors.New("the output ended inside a line")
+)
+
+// boundedBuffer keeps the first max bytes written to it.
+type boundedBuffer struct {
+	mu        sync.Mutex
+	max       int
+	buf       []byte
+	truncated bool
+}
+
+func (b *boundedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	room := b.max - len(b.buf)
+	if room < len(p) {
+		b.truncated = true
+		if room > 0 {
+			b.buf = append(b.buf, p[:room]...)
+		}
+		return len(p), nil
+	}
+	b.buf = append(b.buf, p...)
+	return len(p), nil
+}
+
+func (b *boundedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.truncated {
+		return string(b.buf) + " …(truncated)"
+	}
+	return string(b.buf)
+}
+
+func exitText(err error) string {
+	if err == nil {
+		return "0"
+	}
+	return err.Error()
+}
+
+// boundText keeps error texts short on the wire.
+func boundText(s string) string {
+	const max = 512
+	if len(s) > max {
+		return s[:max] + "…"
+	}
+	return s
+}
