@@ -134,3 +134,20 @@ func TestVerifyCatchesDrift(t *testing.T) {
 	_, _, err = runCmd("generate", "--verify", "--spec", specDir, "--root", root)
 	require.ErrorContains(t, err, "fsm/door/door_test.go: missing")
 }
+
+func TestTimeScaleIsTestOnly(t *testing.T) {
+	t.Setenv("AGENTWIRE_ALLOW_TIME_SCALE", "")
+	_, err := timeScaleClock(60)
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "AGENTWIRE_ALLOW_TIME_SCALE=1")
+	c, err := timeScaleClock(1)
+	require.NoError(t, err)
+	require.NotNil(t, c)
+	t.Setenv("AGENTWIRE_ALLOW_TIME_SCALE", "1")
+	c, err = timeScaleClock(60)
+	require.NoError(t, err)
+	start := c.Now()
+	require.False(t, c.Now().Before(start))
+	_, err = timeScaleClock(-1)
+	require.Error(t, err)
+}

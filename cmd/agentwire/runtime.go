@@ -36,6 +36,7 @@ func runRuntime(args []string, _ io.Writer, stderr io.Writer) error {
 	_ = fs.String("workspace", "", "bound workspace directory (not served yet)")
 	_ = fs.String("state", "", "state directory (not used yet)")
 	verbose := fs.Bool("v", false, "log at debug level")
+	scale := timeScaleFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return errUsage
 	}
@@ -64,10 +65,14 @@ func runRuntime(args []string, _ io.Writer, stderr io.Writer) error {
 	if *verbose {
 		level = slog.LevelDebug
 	}
+	clock, err := timeScaleClock(*scale)
+	if err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err = daemon.Run(ctx, daemon.Config{
-		CoreURL: *core, DeviceID: *device, Credential: daemon.NewCredential(string(secret)), Registry: reg,
+		CoreURL: *core, DeviceID: *device, Credential: daemon.NewCredential(string(secret)), Registry: reg, Clock: clock,
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
 	})
 	var perm *daemon.Permanent
