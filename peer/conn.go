@@ -221,20 +221,46 @@ func (c *Conn) arm(timer Timer, lastRead, armed time.Time) time.Time {
 }
 
 // flush writes every queued frame, one at a time, each reported to the
-// driver before the next is taken.
+// driver before the next is taken. Every write runs under a deadline of at
+// least half and at most all of WriteTimeout: one deadline serves a run of
+// writes and is renewed once half of it has passed, because a context with a
+// deadline costs coder/websocket about half a small frame's write.
 func (c *Conn) flush(ctx context.Context) error {
+	var dl writeDeadline
+	defer dl.stop()
 	for {
 		w, ok := c.d.NextWrite()
 		if !ok {
 			return nil
 		}
-		wctx, cancel := context.WithTimeout(ctx, c.cfg.WriteTimeout)
-		err := c.t.Write(wctx, w.Frame)
-		cancel()
+		err := c.t.Write(dl.context(ctx, c.cfg.WriteTimeout), w.Frame)
 		c.d.Written(w, err)
 		if err != nil {
 			return err
 		}
+	}
+}
+
+// writeDeadline is one deadline shared by a run of writes, renewed once half
+// of it has passed.
+type writeDeadline struct {
+	ctx     context.Context
+	cancel  context.CancelFunc
+	renewAt time.Time
+}
+
+func (w *writeDeadline) context(parent context.Context, timeout time.Duration) context.Context {
+	if now := time.Now(); w.ctx == nil || now.After(w.renewAt) {
+		w.stop()
+		w.ctx, w.cancel = context.WithTimeout(parent, timeout)
+		w.renewAt = now.Add(timeout / 2)
+	}
+	return w.ctx
+}
+
+func (w *writeDeadline) stop() {
+	if w.cancel != nil {
+		w.cancel()
 	}
 }
 

@@ -119,3 +119,14 @@ func BenchmarkLenientHeartbeat(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkEncodeDelta: Encode of a typical delta (validate, marshal, envelope).
+func BenchmarkEncodeDelta(b *testing.B) {
+	p := Delta{Delta: "a few words of output", Sequence: 7}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Encode("run-1", p, ""); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

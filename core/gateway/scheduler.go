@@ -212,6 +212,10 @@ func (g *Gateway) place(ctx context.Context, t store.Turn) error {
 				g.mu.Lock()
 				delete(g.inflight, t.ID)
 				g.mu.Unlock()
+				// A dispatch that ran meanwhile skipped this Turn as in
+				// flight; if it was requeued (preparation_capacity), it must
+				// be looked at again without waiting for the next poll.
+				g.kick()
 			}()
 			g.execute(c, p, caps)
 		}()
