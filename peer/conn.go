@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/agentwire/agentwire/wire"
 )
 
 // ConnConfig tunes a Conn's I/O; the zero value takes the defaults.
@@ -64,9 +66,12 @@ func (c *Conn) Driver() *Driver { return c.d }
 // ErrClosed is returned by Conn methods once Run has returned.
 var ErrClosed = errors.New("peer: connection closed")
 
+// inbound is one read: a decoded frame (or why it did not decode), or the
+// read error that ends the connection.
 type inbound struct {
-	frame []byte
-	err   error
+	msg       wire.Message
+	decodeErr error
+	err       error
 }
 
 // Run reads, delivers, writes and fires timers until the transport fails,
@@ -83,10 +88,15 @@ func (c *Conn) Run(ctx context.Context) error {
 	readers.Add(1)
 	go func() {
 		defer readers.Done()
+		dir := c.d.Receives()
 		for {
 			f, err := c.t.Read(ctx)
+			var x inbound
+			if x.err = err; err == nil {
+				x.msg, x.decodeErr = wire.Decode(f, dir)
+			}
 			select {
-			case in <- inbound{f, err}:
+			case in <- x:
 			case <-ctx.Done():
 				return
 			}
@@ -137,7 +147,7 @@ func (c *Conn) Run(ctx context.Context) error {
 					}
 					return stop(f.err, StatusGoingAway, "read failed")
 				}
-				_ = c.d.Deliver(f.frame) // refusals are the app's (App.Refused) and are logged
+				_ = c.d.DeliverDecoded(&f.msg, f.decodeErr) // refusals are the app's (App.Refused) and are logged
 				if batch == c.cfg.InboundBuffer || c.d.Pending() {
 					break
 				}

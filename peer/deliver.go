@@ -13,18 +13,31 @@ import (
 // reported to the app (App.Refused), logged and counted, and returned as an
 // error; it is never dropped silently and never panics the driver.
 func (d *Driver) Deliver(frame []byte) error {
+	msg, err := wire.Decode(frame, d.dir)
+	return d.DeliverDecoded(&msg, err)
+}
+
+// Receives is the direction of the frames this driver receives, for a
+// caller that decodes them itself (off the driver's goroutine) and hands
+// the result to DeliverDecoded.
+func (d *Driver) Receives() wire.Direction { return d.dir }
+
+// DeliverDecoded is Deliver for a frame the caller already passed through
+// wire.Decode(frame, d.Receives()): msg and decodeErr are what Decode
+// returned. Conn decodes on its reader goroutine, so that decoding one frame
+// overlaps with stepping the one before.
+func (d *Driver) DeliverDecoded(msg *wire.Message, decodeErr error) error {
 	defer d.enter()()
 	d.stats.Frames++
 	if d.closing {
-		d.refuse(&Refusal{Kind: RefusedShutdown, Msg: &wire.Message{}, Err: ErrConnectionLost})
+		d.refuse(&Refusal{Kind: RefusedShutdown, Msg: msg, Err: ErrConnectionLost})
 		return ErrConnectionLost
 	}
-	msg, err := wire.Decode(frame, d.dir)
-	if err != nil {
-		d.refuse(&Refusal{Kind: RefusedDecode, Msg: &msg, Err: err})
-		return err
+	if decodeErr != nil {
+		d.refuse(&Refusal{Kind: RefusedDecode, Msg: msg, Err: decodeErr})
+		return decodeErr
 	}
-	return d.fire(&msg, false)
+	return d.fire(msg, false)
 }
 
 // DeliverMessage is Deliver for a frame that is already decoded and
