@@ -6,20 +6,20 @@ export PATH := $(PATH):/usr/local/go/bin
 
 # Directories the generator writes into (only files with its header are its
 # own); the list lives in gen.OutputDirs.
-GENERATED = $(shell $(GO) run ./cmd/agentwire generate --dirs)
+GENERATED = $(shell $(GO) run ./cmd/agentwire-gen generate --dirs)
 
 .PHONY: all generate verify-generate test test-short vet check-runtime-contract bench fuzz demo diagrams diagrams-browser-check
 
 all: generate test
 
-## generate: validate spec/*.yaml and rewrite the generated files (agentwire generate --dirs lists where)
+## generate: validate spec/*.yaml and rewrite the generated files (agentwire-gen generate --dirs lists where)
 generate:
-	$(GO) run ./cmd/agentwire generate
+	$(GO) run ./cmd/agentwire-gen generate
 
 ## verify-generate: regenerate and fail if the result differs from what is committed
 ## (it also fails when a generated file is on disk but not committed to git)
 verify-generate:
-	$(GO) run ./cmd/agentwire generate --verify
+	$(GO) run ./cmd/agentwire-gen generate --verify
 	@untracked="$$(git ls-files --others --exclude-standard -- $(GENERATED) 2>/dev/null)"; \
 	if [ -n "$$untracked" ]; then echo "verify-generate: generated files not committed:" >&2; echo "$$untracked" >&2; exit 1; fi
 
@@ -64,7 +64,7 @@ fuzz:
 
 ## demo: until the peers exist, regenerate the machines and print one diagram
 demo: generate
-	$(GO) run ./cmd/agentwire diagram preparation --format mermaid
+	$(GO) run ./cmd/agentwire-gen diagram preparation --format mermaid
 
 ## diagrams-browser-check: render docs/machines/*.mmd with the real Mermaid in headless
 ## Chromium and check every state shows its name (needs Chromium, node and npm; not in `test`)

@@ -10,6 +10,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/agentwire/agentwire/gen/gencli"
 )
 
 const usage = `usage: agentwire <command> [flags]
@@ -48,9 +50,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	switch args[0] {
 	case "generate":
-		return runGenerate(args[1:], stdout, stderr)
+		return usageErr(gencli.Generate(args[1:], stdout, stderr))
 	case "diagram":
-		return runDiagram(args[1:], stdout, stderr)
+		return usageErr(gencli.Diagram(args[1:], stdout, stderr))
 	case "runtime":
 		return runRuntime(args[1:], stdout, stderr)
 	case "core":
@@ -68,6 +70,14 @@ func run(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "agentwire: unknown command %q\n\n%s", args[0], usage)
 		return errUsage
 	}
+}
+
+// usageErr maps the generator's usage error onto this command's.
+func usageErr(err error) error {
+	if errors.Is(err, gencli.ErrUsage) {
+		return errUsage
+	}
+	return err
 }
 
 func newFlags(name string, stderr io.Writer) *flag.FlagSet {

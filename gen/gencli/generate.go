@@ -1,4 +1,4 @@
-package main
+package gencli
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/agentwire/agentwire/spec"
 )
 
-func runGenerate(args []string, stdout, stderr io.Writer) error {
+func Generate(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("generate", stderr)
 	specDir := fs.String("spec", "spec", "directory holding the machine tables")
 	root := fs.String("root", ".", "repository root to write fsm/ and docs/machines/ under")
@@ -20,7 +20,7 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	verify := fs.Bool("verify", false, "write nothing; fail if any generated file differs from the tree")
 	dirs := fs.Bool("dirs", false, "print the directories the generator writes into, one per line, and exit")
 	if err := fs.Parse(args); err != nil {
-		return errUsage
+		return ErrUsage
 	}
 	if *dirs {
 		for _, d := range gen.OutputDirs {

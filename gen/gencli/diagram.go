@@ -1,4 +1,4 @@
-package main
+package gencli
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"github.com/agentwire/agentwire/spec"
 )
 
-func runDiagram(args []string, stdout, stderr io.Writer) error {
+func Diagram(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("diagram", stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: agentwire diagram <machine> [--format mermaid|dot|svg] [--spec dir]")
@@ -25,13 +25,13 @@ func runDiagram(args []string, stdout, stderr io.Writer) error {
 		name, args = args[0], args[1:]
 	}
 	if err := fs.Parse(args); err != nil {
-		return errUsage
+		return ErrUsage
 	}
 	if name == "" && fs.NArg() == 1 {
 		name = fs.Arg(0)
 	} else if fs.NArg() != 0 || name == "" {
 		fs.Usage()
-		return errUsage
+		return ErrUsage
 	}
 	model, err := spec.LoadDir(os.DirFS(*specDir), ".", *specDir)
 	if err != nil {
@@ -57,7 +57,7 @@ func runDiagram(args []string, stdout, stderr io.Writer) error {
 		}
 	default:
 		fmt.Fprintf(stderr, "agentwire diagram: unknown --format %q (mermaid, dot or svg)\n", *format)
-		return errUsage
+		return ErrUsage
 	}
 	_, err = stdout.Write(out)
 	return err
