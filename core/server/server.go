@@ -53,6 +53,13 @@ func New(cfg Config) *Server {
 		Devices:   func(ctx context.Context) (any, error) { return DeviceViews(ctx, cfg.Store) },
 		Submitted: func(string) { s.gateway.Kick() },
 		Cancel:    s.cancel,
+		Answer:    s.answer,
+		// The delivery outlives the request that stored the input.
+		InputAdded: func(turnID string) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			s.gateway.DeliverInput(ctx, turnID)
+		},
 	}).Register(s.mux)
 	return s
 }
@@ -63,6 +70,18 @@ func (s *Server) cancel(ctx context.Context, turnID string) (string, error) {
 	switch {
 	case errors.Is(err, gateway.ErrTurnFinished):
 		return "", api.ErrFinished
+	case errors.Is(err, gateway.ErrNotRunning):
+		return "", api.ErrNotRunning
+	}
+	return id, err
+}
+
+// answer maps the gateway's answers onto the API's.
+func (s *Server) answer(ctx context.Context, turnID, interactionID string, p wire.Payload) (string, error) {
+	id, err := s.gateway.AnswerInteraction(ctx, turnID, interactionID, p)
+	switch {
+	case errors.Is(err, gateway.ErrAnswered), errors.Is(err, gateway.ErrWrongAnswer):
+		return "", api.ErrAnswered
 	case errors.Is(err, gateway.ErrNotRunning):
 		return "", api.ErrNotRunning
 	}
