@@ -125,7 +125,11 @@ func (g *Gateway) upgrade(w http.ResponseWriter, r *http.Request) {
 		g.release(c)
 		return
 	}
-	pc := peer.NewConn(d, peer.WebSocket(ws), peer.ConnConfig{ReadTimeout: g.cfg.ReadTimeout})
+	var tr peer.Transport = peer.WebSocket(ws)
+	if g.trans != nil {
+		tr = &recording{Transport: tr, t: g.trans, device: deviceID}
+	}
+	pc := peer.NewConn(d, tr, peer.ConnConfig{ReadTimeout: g.cfg.ReadTimeout})
 	c.mu.Lock()
 	c.ws, c.pc = ws, pc
 	c.mu.Unlock()

@@ -271,12 +271,14 @@ func (g *Gateway) AnswerInteraction(ctx context.Context, turnID, interactionID s
 		if rec.kind != KindPermission {
 			return "", ErrWrongAnswer
 		}
-		a.DeliveryID, answer = delivery, a
+		a.DeliveryID = delivery
+		answer = a
 	case wire.PromptForUserChoiceDecision:
 		if rec.kind != KindUserChoice {
 			return "", ErrWrongAnswer
 		}
-		a.DeliveryID, answer = delivery, a
+		a.DeliveryID = delivery
+		answer = a
 	default:
 		return "", ErrWrongAnswer
 	}
