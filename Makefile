@@ -62,9 +62,11 @@ fuzz:
 		done; \
 	done
 
-## demo: until the peers exist, regenerate the machines and print one diagram
-demo: generate
-	$(GO) run ./cmd/agentwire-gen diagram preparation --format mermaid
+## demo: a real Core and a real Runtime (exec adapter, examples/echo-agent) run one Turn:
+## deltas, a permission question answered, one active input, done. Prints the frames and
+## writes demo-out/transcript.txt and demo-out/sequence.mmd
+demo:
+	$(GO) run ./cmd/agentwire demo --out demo-out
 
 ## diagrams-browser-check: render docs/machines/*.mmd with the real Mermaid in headless
 ## Chromium and check every state shows its name (needs Chromium, node and npm; not in `test`)

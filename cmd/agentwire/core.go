@@ -66,12 +66,22 @@ func runCoreServe(args []string, stdout, stderr io.Writer) error {
 	data := fs.String("data", "", "data directory (the embedded store lives here)")
 	public := fs.String("public-url", "", "base URL Runtimes reach Core at (default: http:// and the listen address)")
 	scale := timeScaleFlag(fs)
+	transcriptFile := fs.String("transcript", "", "append every Runtime frame, both ways, to this file as JSON lines (frames carry no credential)")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
 		return errUsage
 	}
 	clock, err := timeScaleClock(*scale)
 	if err != nil {
 		return err
+	}
+	var transcript io.Writer
+	if *transcriptFile != "" {
+		f, err := os.OpenFile(*transcriptFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		transcript = f
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -89,7 +99,7 @@ func runCoreServe(args []string, stdout, stderr io.Writer) error {
 		*public = base
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
-	srv := server.New(server.Config{Store: st, PublicURL: *public, Logger: log, Clock: clock})
+	srv := server.New(server.Config{Store: st, PublicURL: *public, Logger: log, Clock: clock, Transcript: transcript})
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	fmt.Fprintf(stdout, "agentwire core: listening on %s\n", base)
 	errc := make(chan error, 1)

@@ -37,6 +37,7 @@ var Routes = []Route{
 	{"POST", "/api/v1/turns/{turn_id}/input"},
 	{"GET", "/api/v1/turns/{turn_id}/events"},
 	{"POST", "/api/v1/turns/{turn_id}/cancel"},
+	{"POST", "/api/v1/turns/{turn_id}/interactions/{interaction_id}"},
 }
 
 // Config is what the API needs.
@@ -51,8 +52,14 @@ type Config struct {
 	// Cancel sends the cancellation of a running Turn and returns its
 	// delivery ID; ErrNotRunning and ErrFinished map to 409.
 	Cancel func(ctx context.Context, turnID string) (string, error)
-	Now    func() time.Time
-	Logger *slog.Logger
+	// Answer sends the answer to an interaction and returns its delivery
+	// ID; ErrAnswered and ErrNotRunning map to 409. May be nil.
+	Answer AnswerFunc
+	// InputAdded is told after an active input is stored (it wakes its
+	// delivery); may be nil.
+	InputAdded func(turnID string)
+	Now        func() time.Time
+	Logger     *slog.Logger
 }
 
 // API serves the public routes.
@@ -64,14 +71,15 @@ func New(cfg Config) *API { return &API{cfg: cfg} }
 // Register adds every route of Routes to mux.
 func (a *API) Register(mux *http.ServeMux) {
 	h := map[Route]http.HandlerFunc{
-		{"GET", "/api/v1/devices"}:                      a.devices,
-		{"POST", "/api/v1/sessions"}:                    a.createSession,
-		{"GET", "/api/v1/sessions/{session_id}"}:        a.getSession,
-		{"POST", "/api/v1/sessions/{session_id}/turns"}: a.createTurn,
-		{"GET", "/api/v1/turns/{turn_id}"}:              a.getTurn,
-		{"POST", "/api/v1/turns/{turn_id}/input"}:       a.addInput,
-		{"GET", "/api/v1/turns/{turn_id}/events"}:       a.events,
-		{"POST", "/api/v1/turns/{turn_id}/cancel"}:      a.cancel,
+		{"GET", "/api/v1/devices"}:                                        a.devices,
+		{"POST", "/api/v1/sessions"}:                                      a.createSession,
+		{"GET", "/api/v1/sessions/{session_id}"}:                          a.getSession,
+		{"POST", "/api/v1/sessions/{session_id}/turns"}:                   a.createTurn,
+		{"GET", "/api/v1/turns/{turn_id}"}:                                a.getTurn,
+		{"POST", "/api/v1/turns/{turn_id}/input"}:                         a.addInput,
+		{"GET", "/api/v1/turns/{turn_id}/events"}:                         a.events,
+		{"POST", "/api/v1/turns/{turn_id}/cancel"}:                        a.cancel,
+		{"POST", "/api/v1/turns/{turn_id}/interactions/{interaction_id}"}: a.answer,
 	}
 	for _, r := range Routes {
 		mux.HandleFunc(r.Method+" "+r.Path, a.authorized(h[r]))

@@ -133,6 +133,9 @@ func (a *API) addInput(w http.ResponseWriter, r *http.Request) {
 		a.internal(w, "append input", err)
 		return
 	}
+	if a.cfg.InputAdded != nil {
+		a.cfg.InputAdded(t.ID)
+	}
 	writeJSON(w, http.StatusAccepted, map[string]any{"input_id": in.ID, "seq": in.Seq})
 }
 

@@ -15,6 +15,8 @@ import (
 	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/fsm/connection"
+	"github.com/agentwire/agentwire/fsm/input"
+	"github.com/agentwire/agentwire/fsm/interaction"
 	"github.com/agentwire/agentwire/fsm/preparation"
 	"github.com/agentwire/agentwire/fsm/run"
 	"github.com/agentwire/agentwire/peer"
@@ -53,10 +55,12 @@ type conn struct {
 	decl  *wire.Heartbeat
 	preps map[string]*prepRec // by preparation request ID
 	runs  map[string]*runRec  // by Run ID
+	// inters are the open questions by wire interaction ID.
+	inters map[string]*interRec
 }
 
 // coreTables are the machines Core drives on every connection.
-var coreTables = []*fsm.Table{connection.Table, preparation.Table, run.Table}
+var coreTables = []*fsm.Table{connection.Table, preparation.Table, run.Table, input.Table, interaction.Table}
 
 // coreRouter resolves every frame's instance from the catalog, once.
 var coreRouter = peer.MustCatalogRouter(coreTables)
@@ -73,7 +77,7 @@ func (g *Gateway) upgrade(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	deviceID, version := q.Get("device_id"), q.Get("version")
 	secret := credential.BearerToken(r.Header.Get("Authorization"))
-	c := &conn{g: g, deviceID: deviceID, w: w, preps: map[string]*prepRec{}, runs: map[string]*runRec{}}
+	c := &conn{g: g, deviceID: deviceID, w: w, preps: map[string]*prepRec{}, runs: map[string]*runRec{}, inters: map[string]*interRec{}}
 	c.log = g.cfg.Logger.With("device_id", deviceID)
 	// The reference's order: missing parameters, then the version (426
 	// even with a bad credential, daemon-protocol.txt:17), then the
@@ -121,7 +125,11 @@ func (g *Gateway) upgrade(w http.ResponseWriter, r *http.Request) {
 		g.release(c)
 		return
 	}
-	pc := peer.NewConn(d, peer.WebSocket(ws), peer.ConnConfig{ReadTimeout: g.cfg.ReadTimeout})
+	var tr peer.Transport = peer.WebSocket(ws)
+	if g.trans != nil {
+		tr = &recording{Transport: tr, t: g.trans, device: deviceID}
+	}
+	pc := peer.NewConn(d, tr, peer.ConnConfig{ReadTimeout: g.cfg.ReadTimeout})
 	c.mu.Lock()
 	c.ws, c.pc = ws, pc
 	c.mu.Unlock()
@@ -206,6 +214,10 @@ func (c *conn) Binding(machine string) fsm.Binding[*peer.Event] {
 		return preparation.Core[*peer.Event](execHooks{c})
 	case run.Name:
 		return run.Core[*peer.Event](execHooks{c})
+	case input.Name:
+		return input.Core[*peer.Event](inputHooks{c})
+	case interaction.Name:
+		return interaction.Core[*peer.Event](interHooks{c})
 	}
 	return nil
 }

@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/fsm"
+	"github.com/agentwire/agentwire/fsm/input"
+	"github.com/agentwire/agentwire/fsm/interaction"
 	"github.com/agentwire/agentwire/fsm/preparation"
 	"github.com/agentwire/agentwire/fsm/run"
 	"github.com/agentwire/agentwire/peer"
@@ -63,6 +66,7 @@ type runRec struct {
 
 	engineCode string
 	engineHTTP int
+	input      inputState // on the loop only
 	finished   chan struct{}
 	once       sync.Once
 }
@@ -116,6 +120,7 @@ func statusOf(f *fsm.Firing[*peer.Event]) (wire.PreparationStatus, bool) {
 // revision becomes the handle's record, which GuardNewerRevision reads
 // (daemon-protocol.txt:110: older or repeated revisions are ignored).
 func (c *conn) Stepped(ev *peer.Event, s fsm.Step) {
+	c.journalFrame(ev, s)
 	if ev.Key.Machine != preparation.Name || ev.Msg == nil || ev.Sent || s.Disposition() == fsm.Rejected {
 		return
 	}
@@ -130,6 +135,34 @@ func (c *conn) Stepped(ev *peer.Event, s fsm.Step) {
 	}
 	if st.Handle != "" {
 		p.handle = st.Handle
+	}
+}
+
+// journalFrame puts the active-input and answer frames, both ways, in
+// the Turn's journal, so the event stream shows each delivery and its
+// receipts. The questions themselves are journaled by DoSurfaceRequest,
+// with the ID the API answers them by.
+func (c *conn) journalFrame(ev *peer.Event, s fsm.Step) {
+	if ev.Msg == nil || s.Disposition() == fsm.Rejected {
+		return
+	}
+	var r *runRec
+	switch ev.Key.Machine {
+	case input.Name:
+		runID, _, _ := strings.Cut(ev.Key.ID, peer.CompositeID("", ""))
+		r = c.run(runID)
+	case interaction.Name:
+		if ev.Msg.Type == wire.TypePermissionRequest || ev.Msg.Type == wire.TypePromptForUserChoice {
+			return
+		}
+		if i := c.inter(ev.Key.ID); i != nil {
+			r = i.run
+		}
+	}
+	if r != nil {
+		if err := (execHooks{c}).journal(r, ev.Msg.Type, ev.Msg.Payload); err != nil {
+			c.log.Warn("gateway: journal frame", "type", ev.Msg.Type, "err", err)
+		}
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -51,8 +52,11 @@ type Config struct {
 	// being woken (1 s); RetryBase and RetryMax bound the backoff after
 	// preparation_capacity (1 s, 30 s).
 	PollInterval time.Duration
-	RetryBase    time.Duration
-	RetryMax     time.Duration
+	// Transcript, when set, receives every frame of every Runtime
+	// connection, one JSON line (TranscriptLine) each.
+	Transcript io.Writer
+	RetryBase  time.Duration
+	RetryMax   time.Duration
 }
 
 // Gateway accepts Runtime connections and keeps one per device.
@@ -65,6 +69,7 @@ type Gateway struct {
 	mu       sync.Mutex
 	conns    map[string]*conn // the current owner of each device
 	inflight map[string]bool  // Turns this gateway's worker is executing
+	trans    *transcript
 	wake     chan struct{}
 }
 
@@ -96,6 +101,9 @@ func New(cfg Config) *Gateway {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	g := &Gateway{cfg: cfg, ctx: ctx, cancel: cancel, conns: map[string]*conn{}, inflight: map[string]bool{}, wake: make(chan struct{}, 1)}
+	if cfg.Transcript != nil {
+		g.trans = &transcript{w: cfg.Transcript, now: cfg.Clock.Now}
+	}
 	g.wg.Add(1)
 	go g.schedule()
 	return g

@@ -288,6 +288,7 @@ func (g *Gateway) execute(c *conn, p turnPlan, caps wire.AgentKindCapabilities) 
 					log.Warn("gateway: start turn", "err", err)
 				}
 				g.cfg.Journal.Notify(t.ID)
+				c.pumpInput(d, rr)
 			}
 			sent <- err
 		})

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"time"
@@ -24,6 +25,8 @@ type Config struct {
 	PublicURL string
 	Clock     peer.Clock
 	Logger    *slog.Logger
+	// Transcript receives every Runtime frame (gateway.Config.Transcript).
+	Transcript io.Writer
 }
 
 // Server is one Core's HTTP surface.
@@ -46,13 +49,20 @@ func New(cfg Config) *Server {
 	s := &Server{cfg: cfg, mux: http.NewServeMux()}
 	s.creds = credential.Issuer{Store: cfg.Store, Now: cfg.Clock.Now}
 	s.journal = &api.Journal{Store: cfg.Store}
-	s.gateway = gateway.New(gateway.Config{Store: cfg.Store, Credentials: s.creds, PublicURL: cfg.PublicURL, Clock: cfg.Clock, Logger: cfg.Logger, Journal: s.journal})
+	s.gateway = gateway.New(gateway.Config{Store: cfg.Store, Credentials: s.creds, PublicURL: cfg.PublicURL, Clock: cfg.Clock, Logger: cfg.Logger, Journal: s.journal, Transcript: cfg.Transcript})
 	s.gateway.Register(s.mux)
 	api.New(api.Config{
 		Store: cfg.Store, Credentials: s.creds, Journal: s.journal, Now: cfg.Clock.Now, Logger: cfg.Logger,
 		Devices:   func(ctx context.Context) (any, error) { return DeviceViews(ctx, cfg.Store) },
 		Submitted: func(string) { s.gateway.Kick() },
 		Cancel:    s.cancel,
+		Answer:    s.answer,
+		// The delivery outlives the request that stored the input.
+		InputAdded: func(turnID string) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			s.gateway.DeliverInput(ctx, turnID)
+		},
 	}).Register(s.mux)
 	return s
 }
@@ -63,6 +73,18 @@ func (s *Server) cancel(ctx context.Context, turnID string) (string, error) {
 	switch {
 	case errors.Is(err, gateway.ErrTurnFinished):
 		return "", api.ErrFinished
+	case errors.Is(err, gateway.ErrNotRunning):
+		return "", api.ErrNotRunning
+	}
+	return id, err
+}
+
+// answer maps the gateway's answers onto the API's.
+func (s *Server) answer(ctx context.Context, turnID, interactionID string, p wire.Payload) (string, error) {
+	id, err := s.gateway.AnswerInteraction(ctx, turnID, interactionID, p)
+	switch {
+	case errors.Is(err, gateway.ErrAnswered), errors.Is(err, gateway.ErrWrongAnswer):
+		return "", api.ErrAnswered
 	case errors.Is(err, gateway.ErrNotRunning):
 		return "", api.ErrNotRunning
 	}

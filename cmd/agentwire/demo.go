@@ -1,0 +1,303 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// runDemo starts a real Core and a real Runtime with the exec adapter and
+// examples/echo-agent, runs one Turn through the public API (deltas, a
+// permission question it approves, one active input, done), prints the
+// frames Core exchanged with the Runtime and writes a Mermaid sequence
+// diagram of them.
+//
+// decision: the transcript is Core's own record of the socket (`core
+// serve --transcript FILE`, every frame as it was read or written), not
+// a debug log the demo parses: frames never carry a credential
+// (daemon-protocol.txt:13, the credential travels only in the upgrade's
+// header), and the demo still redacts every secret it issued from all it
+// prints or writes.
+func runDemo(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("demo", stderr)
+	out := fs.String("out", "demo-out", "directory for transcript.txt and sequence.mmd")
+	agent := fs.String("agent", "", "a built echo-agent (default: go build ./examples/echo-agent)")
+	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
+		return errUsage
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "agentwire-demo-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	d := &demo{self: self, tmp: tmp, stdout: stdout, red: &redactor{}}
+	defer d.stop()
+	return d.run(*out, *agent)
+}
+
+type demo struct {
+	self, tmp string
+	stdout    io.Writer
+	red       *redactor
+	procs     []*exec.Cmd
+	exited    []chan error
+	steps     []demoStep // what the demo did through the API, with times
+}
+
+type demoStep struct {
+	at   time.Time
+	text string
+}
+
+func (d *demo) say(format string, a ...any) {
+	fmt.Fprintln(d.stdout, d.red.clean(fmt.Sprintf(format, a...)))
+}
+
+// api records a public API call made at at (before it was sent, so the
+// diagram puts it before the frames it caused).
+func (d *demo) api(at time.Time, text string) {
+	d.steps = append(d.steps, demoStep{at: at.UTC(), text: text})
+	d.say("  api   %s", text)
+}
+
+func (d *demo) run(outDir, agent string) error {
+	data := filepath.Join(d.tmp, "data")
+	frames := filepath.Join(d.tmp, "frames.jsonl")
+	d.say("agentwire demo: a real Core and a real Runtime on 127.0.0.1, store in %s", d.tmp)
+	dev, err := d.issue(data, "--kind", "device", "--device", "demo-device")
+	if err != nil {
+		return err
+	}
+	proj, err := d.issue(data, "--kind", "project", "--project", "demo")
+	if err != nil {
+		return err
+	}
+	d.say("issued a device credential and a project API key (secrets redacted below)")
+	if agent == "" {
+		agent = filepath.Join(d.tmp, "echo-agent")
+		if b, err := exec.Command("go", "build", "-o", agent, "./examples/echo-agent").CombinedOutput(); err != nil {
+			return fmt.Errorf("build examples/echo-agent (run the demo from the repository root, or give --agent): %v: %s", err, b)
+		}
+	}
+	caps := filepath.Join(filepath.Dir(agent), "echo-agent.capabilities.json")
+	if _, err := os.Stat(caps); err != nil {
+		if caps, err = filepath.Abs(filepath.Join("examples", "echo-agent", "capabilities.json")); err != nil {
+			return err
+		}
+	}
+	base, err := d.startCore(data, frames)
+	if err != nil {
+		return err
+	}
+	credFile := filepath.Join(d.tmp, "device-credential")
+	if err := os.WriteFile(credFile, []byte(dev), 0o600); err != nil {
+		return err
+	}
+	if _, err := d.start("runtime", "runtime", "--core", base, "--device-id", "demo-device", "--credential-file", credFile, "--harness", "exec:echo="+agent+":"+caps); err != nil {
+		return err
+	}
+	d.say("Core at %s; Runtime started with exec:echo (examples/echo-agent)\n", base)
+
+	c := &apiClient{base: base, key: proj}
+	var ses struct{ ID string }
+	t0 := time.Now()
+	if err := d.call(c, "POST", "/api/v1/sessions", map[string]any{"agent_kind": "echo", "environment": map[string]any{"type": "none"}}, &ses); err != nil {
+		return err
+	}
+	d.api(t0, "POST /api/v1/sessions → "+ses.ID)
+	input := []any{map[string]any{"content": []any{map[string]any{"type": "input_text", "text": "hello from the demo"}}}}
+	var turn struct{ ID string }
+	t0 = time.Now()
+	if err := d.call(c, "POST", "/api/v1/sessions/"+ses.ID+"/turns", map[string]any{"input": input}, &turn); err != nil {
+		return err
+	}
+	d.api(t0, "POST turns \"hello from the demo\" → "+turn.ID)
+	status, err := d.follow(c, turn.ID)
+	if err != nil {
+		return err
+	}
+	d.stop()
+	lines, err := readFrames(frames)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return err
+	}
+	text := d.red.clean(renderTranscript(lines))
+	if err := os.WriteFile(filepath.Join(outDir, "transcript.txt"), []byte(text), 0o644); err != nil {
+		return err
+	}
+	mmd := d.red.clean(renderSequence(lines, d.steps))
+	if err := os.WriteFile(filepath.Join(outDir, "sequence.mmd"), []byte(mmd), 0o644); err != nil {
+		return err
+	}
+	d.say("\nframes between Core and the Runtime (heartbeats folded):\n%s", text)
+	d.say("outcome: %s", status)
+	d.say("wrote %s and %s; both processes stopped", filepath.Join(outDir, "transcript.txt"), filepath.Join(outDir, "sequence.mmd"))
+	if !strings.Contains(status, `"completed"`) {
+		return fmt.Errorf("the Turn ended %s", status)
+	}
+	return nil
+}
+
+func (d *demo) issue(data string, args ...string) (string, error) {
+	b, err := exec.Command(d.self, append([]string{"core", "credential", "issue", "--data", data}, args...)...).Output()
+	if err != nil {
+		return "", fmt.Errorf("credential issue: %w", err)
+	}
+	var c issued
+	if err := json.Unmarshal(b, &c); err != nil || c.Secret == "" {
+		return "", errors.New("credential issue printed no secret")
+	}
+	d.red.add(c.Secret)
+	return c.Secret, nil
+}
+
+// start runs a child; its stderr (JSON logs) goes to a file in tmp.
+func (d *demo) start(name string, args ...string) (io.ReadCloser, error) {
+	cmd := exec.Command(d.self, args...)
+	logf, err := os.Create(filepath.Join(d.tmp, name+".log"))
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = logf
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	ch := make(chan error, 1)
+	go func() { ch <- cmd.Wait(); logf.Close() }()
+	d.procs, d.exited = append(d.procs, cmd), append(d.exited, ch)
+	return stdout, nil
+}
+
+func (d *demo) startCore(data, frames string) (string, error) {
+	stdout, err := d.start("core", "core", "serve", "--listen", "127.0.0.1:0", "--data", data, "--transcript", frames)
+	if err != nil {
+		return "", err
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		return "", fmt.Errorf("core serve did not start: %w", err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+	return strings.TrimSpace(strings.TrimPrefix(line, "agentwire core: listening on ")), nil
+}
+
+// stop ends the children in reverse order: SIGTERM, then wait (SIGKILL
+// after 15 s). It is safe to call twice.
+func (d *demo) stop() {
+	for i := len(d.procs) - 1; i >= 0; i-- {
+		_ = d.procs[i].Process.Signal(syscall.SIGTERM)
+		select {
+		case <-d.exited[i]:
+		case <-time.After(15 * time.Second):
+			_ = d.procs[i].Process.Kill()
+			<-d.exited[i]
+		}
+	}
+	d.procs, d.exited = nil, nil
+}
+
+func (d *demo) call(c *apiClient, method, path string, body, v any) error {
+	var buf bytes.Buffer
+	if err := c.call(method, path, body, &buf); err != nil {
+		return err
+	}
+	if v == nil {
+		return nil
+	}
+	return json.Unmarshal(buf.Bytes(), v)
+}
+
+// follow reads the Turn's event stream: it approves the permission
+// question, sends one active input once the answer was applied, and
+// returns the final status.
+func (d *demo) follow(c *apiClient, turnID string) (string, error) {
+	req, err := http.NewRequest("GET", c.base+"/api/v1/turns/"+turnID+"/events", nil)
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.key)
+	client := &http.Client{Timeout: 2 * time.Minute}
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET events: %s", resp.Status)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	var event, data string
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "event: "):
+			event = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			data = strings.TrimPrefix(line, "data: ")
+		case line == "" && event != "":
+			ev, payload := event, data
+			event, data = "", ""
+			d.say("  event %s %s", ev, payload)
+			switch ev {
+			case "status":
+				return payload, nil
+			case "permission_request":
+				var q struct {
+					InteractionID string `json:"interaction_id"`
+				}
+				_ = json.Unmarshal([]byte(payload), &q)
+				t0 := time.Now()
+				body := map[string]any{"approved": true, "message": "approved by the demo"}
+				if err := d.call(c, "POST", "/api/v1/turns/"+turnID+"/interactions/"+q.InteractionID, body, nil); err != nil {
+					return "", err
+				}
+				d.api(t0, "POST interactions/"+q.InteractionID+" approved=true")
+			case "interaction_outcome":
+				if !strings.Contains(payload, `"applied"`) {
+					return "", fmt.Errorf("the permission answer was not applied: %s", payload)
+				}
+				t0 := time.Now()
+				body := map[string]any{"input_id": "demo-input-1", "input": []any{map[string]any{"content": []any{map[string]any{"type": "input_text", "text": "and one more thing"}}}}}
+				if err := d.call(c, "POST", "/api/v1/turns/"+turnID+"/input", body, nil); err != nil {
+					return "", err
+				}
+				d.api(t0, "POST input \"and one more thing\"")
+			}
+		}
+	}
+	return "", fmt.Errorf("the event stream ended before the Turn finished: %v", sc.Err())
+}
+
+// redactor replaces every secret the demo issued.
+type redactor struct{ secrets []string }
+
+func (r *redactor) add(s string) { r.secrets = append(r.secrets, s) }
+
+func (r *redactor) clean(s string) string {
+	for _, x := range r.secrets {
+		s = strings.ReplaceAll(s, x, "[redacted]")
+	}
+	return s
+}

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/agentwire/agentwire/core/gateway"
+	"github.com/agentwire/agentwire/wire"
+)
+
+// frameLine is one transcript line with its envelope decoded.
+type frameLine struct {
+	gateway.TranscriptLine
+	env wire.Envelope
+}
+
+func readFrames(path string) ([]frameLine, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []frameLine
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for n := 1; sc.Scan(); n++ {
+		var l frameLine
+		if err := json.Unmarshal(sc.Bytes(), &l.TranscriptLine); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, n, err)
+		}
+		_ = json.Unmarshal(l.Frame, &l.env)
+		out = append(out, l)
+	}
+	return out, sc.Err()
+}
+
+// summary is a short, readable form of a payload (at most 100 bytes).
+func summary(raw json.RawMessage) string {
+	s := string(raw)
+	if len(s) > 100 {
+		s = s[:100] + "…"
+	}
+	return s
+}
+
+// folded drops the heartbeats after the first: they repeat the declaration.
+func folded(lines []frameLine) ([]frameLine, int) {
+	var out []frameLine
+	seen, dropped := false, 0
+	for _, l := range lines {
+		if l.env.Type == wire.TypeHeartbeat {
+			if seen {
+				dropped++
+				continue
+			}
+			seen = true
+		}
+		out = append(out, l)
+	}
+	return out, dropped
+}
+
+func renderTranscript(lines []frameLine) string {
+	var b strings.Builder
+	list, dropped := folded(lines)
+	for _, l := range list {
+		arrow := "Runtime → Core"
+		if l.Dir == "out" {
+			arrow = "Core → Runtime"
+		}
+		payload := summary(l.env.Payload)
+		if l.env.Type == wire.TypeHeartbeat {
+			payload = "(capability declaration)"
+		}
+		fmt.Fprintf(&b, "%s  %s  %-26s id=%-28s %s\n", l.At.Format("15:04:05.000"), arrow, l.env.Type, l.env.ID, payload)
+	}
+	if dropped > 0 {
+		fmt.Fprintf(&b, "(%d more heartbeats)\n", dropped)
+	}
+	return b.String()
+}
+
+// mermaidText keeps a message label inside Mermaid's syntax.
+func mermaidText(s string) string {
+	r := strings.NewReplacer(";", ",", "#", "", "\n", " ", ":", " ", "\"", "'", "{", "(", "}", ")")
+	return r.Replace(s)
+}
+
+// renderSequence draws the API calls of the demo and the frames, in time
+// order, as a Mermaid sequence diagram.
+func renderSequence(lines []frameLine, steps []demoStep) string {
+	type item struct {
+		at   time.Time
+		line string
+	}
+	var items []item
+	for _, s := range steps {
+		items = append(items, item{s.at, "  Demo->>Core: " + mermaidText(s.text)})
+	}
+	list, _ := folded(lines)
+	for _, l := range list {
+		label := l.env.Type
+		switch l.env.Type {
+		case wire.TypeDelta:
+			var p wire.Delta
+			_ = json.Unmarshal(l.env.Payload, &p)
+			label += " '" + p.Delta + "'"
+		case wire.TypePromptSteerAck:
+			var p wire.PromptSteerAck
+			_ = json.Unmarshal(l.env.Payload, &p)
+			if p.Accepted != nil && *p.Accepted {
+				label += " accepted"
+			} else if p.Written {
+				label += " written"
+			}
+		}
+		dir := "  Runtime->>Core: "
+		if l.Dir == "out" {
+			dir = "  Core->>Runtime: "
+		}
+		items = append(items, item{l.At, dir + mermaidText(label)})
+	}
+	sort.SliceStable(items, func(i, j int) bool { return items[i].at.Before(items[j].at) })
+	var b strings.Builder
+	b.WriteString("sequenceDiagram\n  participant Demo as Demo (public API)\n  participant Core\n  participant Runtime as Runtime (exec echo-agent)\n")
+	for _, it := range items {
+		b.WriteString(it.line + "\n")
+	}
+	return b.String()
+}

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestDemo runs `agentwire demo` as a real process from the repository
+// root (it builds the example agent and starts Core and the Runtime) and
+// checks its transcript, its diagram, and that no secret leaks.
+func TestDemo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binaries")
+	}
+	bin := buildAgentwire(t)
+	out := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "demo", "--out", out)
+	cmd.Dir = filepath.Join("..", "..")
+	b, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", b)
+	s := string(b)
+	for _, want := range []string{
+		`event delta {"delta":"hello "`,
+		"event permission_request",
+		`"outcome":"applied"`,
+		`"accepted":true`,
+		`event input_outcome {"input_id":"demo-input-1","outcome":"accepted"}`,
+		"Runtime → Core  done",
+		`outcome: {"state":"completed"}`,
+	} {
+		assert.Contains(t, s, want)
+	}
+	mmd, err := os.ReadFile(filepath.Join(out, "sequence.mmd"))
+	require.NoError(t, err)
+	assert.Contains(t, string(mmd), "sequenceDiagram")
+	assert.Contains(t, string(mmd), "Core->>Runtime: prompt_steer")
+	assert.Contains(t, string(mmd), "Runtime->>Core: prompt_steer_ack accepted")
+	assert.Contains(t, string(mmd), "Core->>Runtime: permission_decision")
+	tr, err := os.ReadFile(filepath.Join(out, "transcript.txt"))
+	require.NoError(t, err)
+	// Every secret the issuer makes starts awd_, awp_ or awa_ (by kind).
+	secret := regexp.MustCompile(`aw[dpa]_[A-Za-z0-9_-]{8,}`)
+	for _, text := range []string{s, string(mmd), string(tr)} {
+		assert.Empty(t, secret.FindAllString(text, -1))
+	}
+}

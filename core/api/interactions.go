@@ -1,0 +1,105 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/agentwire/agentwire/core/store"
+	"github.com/agentwire/agentwire/wire"
+)
+
+// AnswerRequest answers one interaction of a Turn. A permission request
+// takes approved (and an optional message); a user-choice question takes
+// question_answers, or cancelled with an optional reason.
+type AnswerRequest struct {
+	Approved        *bool                   `json:"approved,omitempty"`
+	Message         string                  `json:"message,omitempty"`
+	QuestionAnswers []wire.UserChoiceAnswer `json:"question_answers,omitempty"`
+	Cancelled       bool                    `json:"cancelled,omitempty"`
+	Reason          string                  `json:"reason,omitempty"`
+}
+
+// Errors the Answer function returns.
+var (
+	ErrAnswered = errors.New("api: the interaction is no longer pending")
+)
+
+// answerPayload builds the wire answer for an interaction of kind, or
+// names the field at fault.
+func answerPayload(kind string, req AnswerRequest) (wire.Payload, string, string) {
+	switch kind {
+	case "permission":
+		if req.Approved == nil {
+			return nil, "approved", "a permission answer needs approved"
+		}
+		if req.QuestionAnswers != nil || req.Cancelled || req.Reason != "" {
+			return nil, "question_answers", "a permission answer takes approved and message only"
+		}
+		return wire.PermissionDecision{DeliveryID: "api", Approved: req.Approved, Message: req.Message}, "", ""
+	case "user_choice":
+		if req.Approved != nil || req.Message != "" {
+			return nil, "approved", "a user-choice answer takes question_answers or cancelled"
+		}
+		if req.Cancelled == (req.QuestionAnswers != nil) {
+			return nil, "question_answers", "give question_answers or cancelled, not both"
+		}
+		return wire.PromptForUserChoiceDecision{DeliveryID: "api", QuestionAnswers: req.QuestionAnswers, Cancelled: req.Cancelled, Reason: req.Reason}, "", ""
+	}
+	return nil, "interaction_id", "this interaction is not answered through the API"
+}
+
+// answer sends a decision for a pending interaction. The answer is 202:
+// the receipt that echoes the delivery ID settles it, which the event
+// stream reports (interaction_outcome).
+func (a *API) answer(w http.ResponseWriter, r *http.Request) {
+	t, ok := a.turn(w, r)
+	if !ok {
+		return
+	}
+	it, err := a.cfg.Store.GetInteraction(r.Context(), r.PathValue("interaction_id"))
+	if errors.Is(err, store.ErrNotFound) || (err == nil && it.TurnID != t.ID) {
+		notFound(w, "interaction")
+		return
+	}
+	if err != nil {
+		a.internal(w, "get interaction", err)
+		return
+	}
+	var req AnswerRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	p, field, detail := answerPayload(it.Kind, req)
+	if p == nil {
+		badField(w, field, detail)
+		return
+	}
+	if err := p.Validate(); err != nil {
+		var fe *wire.FieldError
+		if errors.As(err, &fe) {
+			badField(w, fe.Field, fe.Detail)
+		} else {
+			badField(w, "", boundedText(err.Error()))
+		}
+		return
+	}
+	if a.cfg.Answer == nil {
+		writeJSON(w, http.StatusConflict, Error{Error: "not_running", Detail: "this Core runs no Turns"})
+		return
+	}
+	delivery, err := a.cfg.Answer(r.Context(), t.ID, it.ID, p)
+	switch {
+	case errors.Is(err, ErrAnswered):
+		writeJSON(w, http.StatusConflict, Error{Error: "interaction_settled", Detail: "the interaction was answered or withdrawn"})
+	case errors.Is(err, ErrNotRunning):
+		writeJSON(w, http.StatusConflict, Error{Error: "not_running", Detail: "the Turn's Run is not on a live connection"})
+	case err != nil:
+		a.internal(w, "answer interaction", err)
+	default:
+		writeJSON(w, http.StatusAccepted, map[string]string{"interaction_id": it.ID, "delivery_id": delivery})
+	}
+}
+
+// AnswerFunc sends an answer; see Config.Answer.
+type AnswerFunc func(ctx context.Context, turnID, interactionID string, answer wire.Payload) (string, error)

@@ -1,0 +1,74 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/agentwire/agentwire/peer"
+)
+
+// TranscriptLine is one frame of a Runtime connection as the transcript
+// records it: the frame exactly as it crossed the socket. Credentials
+// never travel in frames (only in the upgrade's Authorization header,
+// daemon-protocol.txt:13), so a frame needs no redaction.
+type TranscriptLine struct {
+	At     time.Time       `json:"at"`
+	Device string          `json:"device"`
+	Dir    string          `json:"dir"` // "in" (Runtime to Core) or "out"
+	Frame  json.RawMessage `json:"frame"`
+}
+
+// transcript serializes lines from every connection onto one writer.
+type transcript struct {
+	mu  sync.Mutex
+	w   io.Writer
+	now func() time.Time
+}
+
+func (t *transcript) record(device, dir string, frame []byte) {
+	if !json.Valid(frame) {
+		frame, _ = json.Marshal(string(frame))
+	}
+	b, err := json.Marshal(TranscriptLine{At: t.now().UTC(), Device: device, Dir: dir, Frame: frame})
+	if err != nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, _ = t.w.Write(append(b, '\n'))
+}
+
+// recording wraps a connection's transport and records every frame read
+// and every frame written successfully.
+type recording struct {
+	peer.Transport
+	t      *transcript
+	device string
+}
+
+func (r *recording) Read(ctx context.Context) ([]byte, error) {
+	b, err := r.Transport.Read(ctx)
+	if err == nil {
+		r.t.record(r.device, "in", b)
+	}
+	return b, err
+}
+
+func (r *recording) Write(ctx context.Context, frame []byte) error {
+	err := r.Transport.Write(ctx, frame)
+	if err == nil {
+		r.t.record(r.device, "out", frame)
+	}
+	return err
+}
+
+// Ping keeps the wrapped transport's liveness check.
+func (r *recording) Ping(ctx context.Context) error {
+	if p, ok := r.Transport.(peer.Pinger); ok {
+		return p.Ping(ctx)
+	}
+	return nil
+}
