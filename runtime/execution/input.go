@@ -210,6 +210,28 @@ func (s *Session) inputStepped(ev *peer.Event, st fsm.Step) {
 	}
 }
 
+// inputBusy reports whether a refused prompt_steer for inputID was refused
+// only because another input of the Run is in flight: its own input has not
+// been sent before (no instance, or one still pending) while the Run holds
+// a different one (daemon-protocol.txt:124). The route refusal of a fresh
+// input ID counts too: the driver drops the pristine instance the guard
+// refused.
+func (s *Session) inputBusy(d *peer.Driver, runID, inputID string) bool {
+	if inst, ok := d.Lookup(inputKey(runID, inputID)); ok && inst.State() != fsm.StateID(input.StatePending) {
+		return false
+	}
+	r := s.runs[runID]
+	if r == nil {
+		return false
+	}
+	for id := range r.inputs {
+		if id != inputID {
+			return true
+		}
+	}
+	return false
+}
+
 func splitComposite(id string) (string, string) {
 	for i := 0; i < len(id); i++ {
 		if id[i] == 0 {
