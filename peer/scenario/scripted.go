@@ -25,10 +25,12 @@ import (
 //
 //	start                          input: the peer's setup (passed to Start); the peer connects
 //	send type=T [id=ID]            input: the payload; $name placeholders are substituted
+//	raw                            input: one frame sent exactly as written (malformed input)
 //	disconnect                     Core drops the socket (going away)
 //	reconnect                      wait for the peer's next connection
 //	close code=N                   Core closes the socket with code N
 //	silence                        the peer sends nothing within the silence window
+//	advance by=D                   the peer's clock moves forward by D (a Go duration), firing its due timers
 //
 // The expected output of a directive is the frames the peer sent after it,
 // one per line: "runtime: TYPE ID PAYLOAD" with the payload as JSON with
@@ -44,6 +46,11 @@ type ScriptedOptions struct {
 	// WebSocket are served there), configured by setup; it returns a stop
 	// function that ends the peer and waits for it.
 	Start func(t *testing.T, coreURL, setup string) (stop func())
+	// Advance moves the peer's clock forward by d (the "advance"
+	// directive). It must first let the peer apply what it already sent,
+	// so that a deadline armed by a frame Core has read is due. Nil refuses
+	// the directive.
+	Advance func(t *testing.T, d time.Duration)
 	// Silence is how long "silence" listens (50 ms by default, the
 	// reference's window); it can only let a stray frame pass, never flake.
 	Silence time.Duration
@@ -123,6 +130,13 @@ func (s *scripted) do(d *datadriven.TestData) (string, error) {
 		if err := s.send(d); err != nil {
 			return "", err
 		}
+	case "raw":
+		ctx, cancel := s.ctx()
+		err := s.ws.Write(ctx, websocket.MessageText, []byte(strings.TrimSpace(d.Input)))
+		cancel()
+		if err != nil {
+			return "", err
+		}
 	case "disconnect", "close":
 		code := websocket.StatusGoingAway
 		if c := arg(d, "code"); c != "" {
@@ -135,6 +149,15 @@ func (s *scripted) do(d *datadriven.TestData) (string, error) {
 		_ = s.ws.Close(code, "scenario")
 		s.ws = nil
 		return "", nil
+	case "advance":
+		by, err := time.ParseDuration(arg(d, "by"))
+		if err != nil || by <= 0 {
+			return "", fmt.Errorf("advance by=%q: want a positive Go duration", arg(d, "by"))
+		}
+		if s.opts.Advance == nil {
+			return "", fmt.Errorf("advance: this peer's clock cannot be moved")
+		}
+		s.opts.Advance(s.t, by)
 	case "silence":
 	default:
 		return "", fmt.Errorf("unknown directive %q", d.Cmd)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/peer/scenario"
 	execadapter "github.com/agentwire/agentwire/runtime/adapters/exec"
 	"github.com/agentwire/agentwire/runtime/adapters/script"
@@ -50,9 +51,44 @@ func TestRuntimeScenarios(t *testing.T) {
 	require.NotEmpty(t, files)
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			scenario.RunScripted(t, f, scenario.ScriptedOptions{Start: startDaemon})
+			p := &scenarioPeer{clock: peer.NewManualClock(time.Unix(1_800_000_000, 0))}
+			scenario.RunScripted(t, f, scenario.ScriptedOptions{Start: p.start, Advance: p.advance})
 		})
 	}
+}
+
+// scenarioPeer is the daemon of one scenario: it runs on a manual clock
+// the transcript moves with "advance", so the protocol's fixed timers (the
+// 5-minute admission expiry, the 10 s write bound, the 15 s drain) fire
+// without a real wait.
+type scenarioPeer struct {
+	clock *peer.ManualClock
+	mu    sync.Mutex
+	conn  *peer.Conn // the current connection
+}
+
+func (p *scenarioPeer) start(t *testing.T, coreURL, setup string) func() {
+	return startDaemon(t, coreURL, setup, p.clock, func(c *peer.Conn) {
+		p.mu.Lock()
+		p.conn = c
+		p.mu.Unlock()
+	})
+}
+
+// advance first runs a no-op on the connection's loop: the loop reports
+// each written frame to the driver before it takes the next request, so
+// every deadline armed by a frame Core has already read is set before the
+// clock moves.
+func (p *scenarioPeer) advance(t *testing.T, d time.Duration) {
+	p.mu.Lock()
+	c := p.conn
+	p.mu.Unlock()
+	if c != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_ = c.Do(ctx, func(*peer.Driver) {})
+		cancel()
+	}
+	p.clock.Advance(d)
 }
 
 // startDaemon runs the daemon with one script adapter configured by setup
@@ -61,7 +97,7 @@ func TestRuntimeScenarios(t *testing.T) {
 //
 // A setup of {"exec": "echo-agent"} registers the exec adapter (kind
 // "echo") running examples/echo-agent, built with go build, instead.
-func startDaemon(t *testing.T, coreURL, setup string) func() {
+func startDaemon(t *testing.T, coreURL, setup string, clock peer.Clock, onConnected func(*peer.Conn)) func() {
 	var s script.Script
 	var sel struct {
 		Exec string `json:"exec"`
@@ -88,6 +124,7 @@ func startDaemon(t *testing.T, coreURL, setup string) func() {
 			CoreURL: coreURL, DeviceID: "runtime", Credential: daemon.NewCredential("synthetic-contract-credential"),
 			Registry: reg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 			MinBackoff: time.Millisecond, MaxBackoff: 4 * time.Millisecond, MaxActive: 1,
+			Clock: clock, OnConnected: onConnected,
 		})
 	}()
 	return func() {

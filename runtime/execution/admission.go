@@ -323,10 +323,8 @@ func (s *Session) Refused(r *peer.Refusal) {
 		// (retryable, daemon-protocol.txt:124); an input ID already used is
 		// input_conflict. Neither reaches the adapter.
 		code := "input_conflict"
-		if r.Kind != peer.RefusedRoute {
-			if inst, ok := d.Lookup(inputKey(r.Msg.ID, p.InputID)); ok && inst.State() == fsm.StateID(input.StatePending) {
-				code = "busy"
-			}
+		if s.inputBusy(d, r.Msg.ID, p.InputID) {
+			code = "busy"
 		}
 		no := false
 		d.Send(peer.Outbound{ID: r.Msg.ID, Refusal: true, Payload: wire.PromptSteerAck{InputID: p.InputID, Accepted: &no, ErrorCode: code}}, nil)
@@ -334,8 +332,12 @@ func (s *Session) Refused(r *peer.Refusal) {
 	case wire.PermissionDecision, wire.PromptForUserChoiceDecision, wire.FunctionResult:
 		delivery, _, _, _ := answerOf(r.Msg)
 		no := false
+		// decision: the interaction table names the code in its rejection
+		// reason (decision_conflict for a different answer to a settled
+		// interaction, daemon-protocol.txt:161); a frame no table instance
+		// takes is not_pending.
 		d.Send(peer.Outbound{ID: r.Msg.ID, Refusal: true, Payload: wire.InteractionDecisionAck{
-			DeliveryID: delivery, Applied: &no, ErrorCode: reasonCode(r.Err, "not_pending")}}, nil)
+			DeliveryID: delivery, Applied: &no, ErrorCode: reasonCodeOf(r.Err, wire.InteractionCodeNotPending, wire.InteractionAckCodes())}}, nil)
 		return
 	case wire.ExecutionPrepare:
 		op, fallback = wire.PreparationOpPrepare, wire.PrepCodeInvalidRequest
@@ -359,6 +361,11 @@ func (s *Session) Refused(r *peer.Refusal) {
 // reasonCode takes the finite code a table's rejection reason starts with
 // ("start_conflict: …"), or fallback.
 func reasonCode(err error, fallback string) string {
+	return reasonCodeOf(err, fallback, wire.PreparationCodes())
+}
+
+// reasonCodeOf is reasonCode over the closed code list of a receipt family.
+func reasonCodeOf(err error, fallback string, codes []string) string {
 	var te *fsm.TransitionError
 	if err == nil || !asTransition(err, &te) {
 		return fallback
@@ -367,7 +374,7 @@ func reasonCode(err error, fallback string) string {
 	if !ok {
 		return fallback
 	}
-	for _, c := range wire.PreparationCodes() {
+	for _, c := range codes {
 		if c == code {
 			return code
 		}

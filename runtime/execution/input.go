@@ -104,11 +104,13 @@ func (h inputHooks) DoWriteNative(f *fsm.Firing[*peer.Event]) error {
 		return nil
 	}
 	r.inputs[inputID] = true
+	r.writing[inputID] = true
 	s.goNative(func() {
 		ctx, cancel := context.WithTimeout(s.ctx, NativeWriteBound)
 		err := steerer.Steer(ctx, runID, inputID, p.Input)
 		cancel()
 		s.post(func(d *peer.Driver) {
+			delete(r.writing, inputID)
 			switch {
 			case err == nil:
 				_ = d.Local(key, fsm.EventID(input.EventNativeWriteDone), nil)
@@ -166,15 +168,17 @@ func (s *Session) notify(runID string) harness.Notify {
 	return func(n harness.InputNotice) {
 		s.post(func(d *peer.Driver) {
 			key := inputKey(runID, n.InputID)
-			inst, ok := d.Lookup(key)
+			_, ok := d.Lookup(key)
 			if !ok {
 				return
 			}
-			if r := s.runs[runID]; r != nil && inst.State() == fsm.StateID(input.StateSent) && r.inputs[n.InputID] {
+			if r := s.runs[runID]; r != nil && r.writing[n.InputID] {
 				// decision: the agent may answer before the adapter's write
 				// call has returned to us; its verdict waits for the write's
 				// completion, so written always precedes accepted on the
-				// wire (daemon-protocol.txt:143-144).
+				// wire (daemon-protocol.txt:143-144). This holds in every
+				// state, draining included: a Turn that settled before its
+				// write returned must not report accepted before written.
 				r.early[n.InputID] = n
 				return
 			}
@@ -208,6 +212,28 @@ func (s *Session) inputStepped(ev *peer.Event, st fsm.Step) {
 	if r.holding && len(r.inputs) == 0 {
 		s.publishDone(ev.Driver(), r)
 	}
+}
+
+// inputBusy reports whether a refused prompt_steer for inputID was refused
+// only because another input of the Run is in flight: its own input has not
+// been sent before (no instance, or one still pending) while the Run holds
+// a different one (daemon-protocol.txt:124). The route refusal of a fresh
+// input ID counts too: the driver drops the pristine instance the guard
+// refused.
+func (s *Session) inputBusy(d *peer.Driver, runID, inputID string) bool {
+	if inst, ok := d.Lookup(inputKey(runID, inputID)); ok && inst.State() != fsm.StateID(input.StatePending) {
+		return false
+	}
+	r := s.runs[runID]
+	if r == nil {
+		return false
+	}
+	for id := range r.inputs {
+		if id != inputID {
+			return true
+		}
+	}
+	return false
 }
 
 func splitComposite(id string) (string, string) {

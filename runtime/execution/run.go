@@ -23,6 +23,7 @@ type runState struct {
 	turn    harness.Turn
 	exe     harness.Executor               // set once the Executor exists (for active input and answers)
 	inputs  map[string]bool                // active inputs in flight, by input ID
+	writing map[string]bool                // inputs whose native write has not returned yet
 	early   map[string]harness.InputNotice // verdicts that arrived before their write returned
 	holding bool                           // done is held back for inputs in flight
 	asked   map[string]*asked              // open interactions, by interaction instance ID
@@ -96,7 +97,7 @@ func (h runHooks) DoStartNative(f *fsm.Firing[*peer.Event]) error {
 func (s *Session) startRun(runID string, turn harness.Turn, executor func(context.Context) (harness.Executor, error)) {
 	ctx, cancel := context.WithCancel(s.ctx)
 	turn.Notify = s.notify(runID)
-	r := &runState{id: runID, cancel: cancel, turn: turn, inputs: map[string]bool{}, early: map[string]harness.InputNotice{}, asked: map[string]*asked{}}
+	r := &runState{id: runID, cancel: cancel, turn: turn, inputs: map[string]bool{}, writing: map[string]bool{}, early: map[string]harness.InputNotice{}, asked: map[string]*asked{}}
 	s.runs[runID] = r
 	s.goNative(func() {
 		defer cancel()

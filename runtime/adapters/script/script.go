@@ -1,7 +1,8 @@
 // Package script is the controlled Harness adapter the contract scenarios
 // run: each Turn plays a fixed list of steps (deltas, thinking, usage, tool
-// calls, errors, delays, failures, hangs), so a scenario can say exactly
-// what the native side does without a model.
+// calls, errors, permission requests, user-choice questions, function
+// calls, active input, delays, failures, hangs), so a scenario can say
+// exactly what the native side does without a model.
 package script
 
 import (
@@ -33,7 +34,29 @@ type Step struct {
 	Hang bool `json:"hang,omitempty"`
 	// Fail ends the Turn with this error and no final snapshot.
 	Fail string `json:"fail,omitempty"`
+	// Permission, Choice and Function emit the question and wait for
+	// Core's answer (or the Turn's cancellation); the answer is recorded in
+	// the content as "[id:answer]".
+	Permission *wire.PermissionRequest   `json:"permission,omitempty"`
+	Choice     *wire.PromptForUserChoice `json:"choice,omitempty"`
+	Function   *wire.FunctionCall        `json:"function,omitempty"`
+	// AwaitInput waits until an active input was written into the Turn (or
+	// the Turn is cancelled); its text is appended to the content.
+	AwaitInput bool `json:"await_input,omitempty"`
 }
+
+// Input modes: how the adapter's native write of active input behaves.
+const (
+	// InputAccept (the default) completes the write and reports the input
+	// accepted (consumed) at once.
+	InputAccept = "accept"
+	// InputWritten completes the write; acceptance never comes.
+	InputWritten = "written"
+	// InputHang never completes the write (until its bound ends it).
+	InputHang = "hang"
+	// InputFail fails the write part-way.
+	InputFail = "fail"
+)
 
 // Script is what every Turn of the adapter plays.
 type Script struct {
@@ -47,6 +70,8 @@ type Script struct {
 	CloseFails bool `json:"close_fails,omitempty"`
 	// SessionID is the native Session identity done reports.
 	SessionID string `json:"session_id,omitempty"`
+	// Input is the active input mode (InputAccept when empty).
+	Input string `json:"input,omitempty"`
 }
 
 // Adapter plays Script.
@@ -97,7 +122,143 @@ func (a *Adapter) NewExecutor(ctx context.Context, cfg harness.ExecutorConfig) (
 	return &executor{script: s}, nil
 }
 
-type executor struct{ script Script }
+type executor struct {
+	script Script
+
+	mu   sync.Mutex
+	turn *turnState // the running Turn, nil between Turns
+}
+
+// turnState is what Steer and Decide reach of the running Turn.
+type turnState struct {
+	runID   string
+	notify  harness.Notify
+	inputs  chan string                    // texts of written inputs
+	waiting map[string]chan harness.Answer // open questions, by interaction ID
+}
+
+func (e *executor) running(runID string) *turnState {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.turn == nil || e.turn.runID != runID {
+		return nil
+	}
+	return e.turn
+}
+
+// ErrWrite is the part-way write failure of InputFail.
+var ErrWrite = errors.New("script: native write of the input failed")
+
+// Steer writes active input into the running Turn as the script's Input
+// mode says. An accepted input is reported before the Turn sees it, so the
+// receipt never races the Turn's next frame.
+func (e *executor) Steer(ctx context.Context, runID, inputID string, in wire.MessageInput) error {
+	t := e.running(runID)
+	if t == nil {
+		return harness.ErrRunInactive
+	}
+	switch e.script.Input {
+	case InputHang:
+		<-ctx.Done()
+		return ctx.Err()
+	case InputFail:
+		return ErrWrite
+	case "", InputAccept:
+		if t.notify != nil {
+			t.notify(harness.InputNotice{InputID: inputID, Accepted: true})
+		}
+	}
+	select {
+	case t.inputs <- text(in):
+	default: // the Turn takes at most a few; a full buffer drops the text only
+	}
+	return nil
+}
+
+// Decide answers an open question of the running Turn; a question the Turn
+// does not (or no longer) wait for is not pending.
+func (e *executor) Decide(ctx context.Context, runID string, a harness.Answer) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.turn == nil || e.turn.runID != runID {
+		return harness.ErrRunInactive
+	}
+	ch, ok := e.turn.waiting[a.InteractionID]
+	if !ok {
+		return harness.ErrRunInactive
+	}
+	delete(e.turn.waiting, a.InteractionID)
+	ch <- a
+	return nil
+}
+
+func text(in wire.MessageInput) string {
+	var out string
+	for _, m := range in {
+		for _, c := range m.Content {
+			out += c.Text
+		}
+	}
+	return out
+}
+
+func answerText(a harness.Answer) string {
+	switch {
+	case a.Permission != nil:
+		if a.Permission.Approved != nil && *a.Permission.Approved {
+			return "allowed"
+		}
+		return "denied"
+	case a.Choice != nil:
+		if a.Choice.Cancelled {
+			return "cancelled"
+		}
+		var out string
+		for _, q := range a.Choice.QuestionAnswers {
+			for _, ans := range q.Answers {
+				out += ans
+			}
+		}
+		return out
+	case a.Result != nil:
+		var out string
+		for _, c := range a.Result.Content {
+			out += c.Text
+		}
+		return out
+	}
+	return ""
+}
+
+// answered is what an answered question adds to the content.
+func answered(err error, id string, a harness.Answer) string {
+	if err != nil {
+		return ""
+	}
+	return "[" + id + ":" + answerText(a) + "]"
+}
+
+// ask registers id as an open question, emits q and waits for the answer.
+func (e *executor) ask(ctx context.Context, t *turnState, id string, q wire.Payload, emit harness.Emit) (harness.Answer, error) {
+	ch := make(chan harness.Answer, 1)
+	e.mu.Lock()
+	t.waiting[id] = ch
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		delete(t.waiting, id)
+		e.mu.Unlock()
+	}()
+	if err := emit(ctx, q); err != nil {
+		return harness.Answer{}, err
+	}
+	select {
+	case a := <-ch:
+		return a, nil
+	case <-ctx.Done():
+		return harness.Answer{}, ctx.Err()
+	}
+}
 
 // Run plays the steps.
 func (e *executor) Run(ctx context.Context, turn harness.Turn, emit harness.Emit) (wire.Done, error) {
@@ -110,9 +271,35 @@ func (e *executor) Run(ctx context.Context, turn harness.Turn, emit harness.Emit
 		}
 		return d
 	}
+	t := &turnState{runID: turn.RunID, notify: turn.Notify, inputs: make(chan string, 8), waiting: map[string]chan harness.Answer{}}
+	e.mu.Lock()
+	e.turn = t
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		e.turn = nil
+		e.mu.Unlock()
+	}()
 	for _, st := range e.script.Steps {
 		var err error
+		var a harness.Answer
 		switch {
+		case st.Permission != nil:
+			a, err = e.ask(ctx, t, st.Permission.RequestID, *st.Permission, emit)
+			content += answered(err, st.Permission.RequestID, a)
+		case st.Choice != nil:
+			a, err = e.ask(ctx, t, st.Choice.AskID, *st.Choice, emit)
+			content += answered(err, st.Choice.AskID, a)
+		case st.Function != nil:
+			a, err = e.ask(ctx, t, st.Function.CallID, *st.Function, emit)
+			content += answered(err, st.Function.CallID, a)
+		case st.AwaitInput:
+			select {
+			case in := <-t.inputs:
+				content += in
+			case <-ctx.Done():
+				return done(), nil
+			}
 		case st.Delta != "":
 			seq++
 			content += st.Delta
