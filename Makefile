@@ -41,7 +41,7 @@ test-short: vet
 ## spec/scenarios/runtime/ run by the real daemon against a scripted Core over a real WebSocket
 check-runtime-contract:
 	$(GO) test -race -count=1 ./spec/... ./fsm/... ./gen/... ./peer/scenario/ ./runtime/harness/
-	$(GO) test -race -count=1 -run 'TestRuntimeScenarios' -v ./runtime/daemon/ | grep -E '^(=== RUN|--- (PASS|FAIL)|ok|FAIL|PASS)' ; test $${PIPESTATUS[0]} -eq 0
+	$(GO) test -race -count=1 -run 'TestRuntimeScenarios' -v ./runtime/daemon/ | grep -E '^\s*(--- (PASS|FAIL)|ok|FAIL|PASS)' ; test $${PIPESTATUS[0]} -eq 0
 
 ## bench: the benchmarks recorded in BENCHMARKS.md
 bench:
