@@ -75,6 +75,11 @@ func (d *Driver) fire(msg *wire.Message, sent bool) error {
 		}
 		return err
 	}
+	return d.fireTargets(msg, sent, targets)
+}
+
+// fireTargets steps each target in order; the first refusal gates the rest.
+func (d *Driver) fireTargets(msg *wire.Message, sent bool, targets []Target) error {
 	var firstErr error
 	for _, tg := range targets {
 		i, err := d.instance(tg.Key, true)

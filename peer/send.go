@@ -183,6 +183,8 @@ func (d *Driver) Written(w *Write, werr error) {
 	}
 	// The frame left: the sender learns that, whatever an effect hook of
 	// the send event did (effect failures are logged and counted).
-	_ = d.fire(&w.msg, true)
+	// The targets were routed and checked when the frame was prepared, and
+	// nothing has run on this driver since (the write comes in between).
+	_ = d.fireTargets(&w.msg, true, w.targets)
 	w.finish(nil)
 }

@@ -3,6 +3,8 @@ package wire
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
+	"unicode/utf8"
 )
 
 // Direction is the way a frame travels.
@@ -179,7 +181,69 @@ func marshalEnvelope(id string, p Payload, trace string) ([]byte, error) {
 	if err != nil {
 		return nil, fieldErr(p.MessageType(), "payload", RuleType, "cannot encode: "+err.Error())
 	}
-	return json.Marshal(Envelope{Type: p.MessageType(), ID: id, Payload: raw, Trace: trace})
+	typ := p.MessageType()
+	if !utf8.ValidString(id) || !utf8.ValidString(trace) {
+		// encoding/json repairs what this cannot write verbatim.
+		return json.Marshal(Envelope{Type: typ, ID: id, Payload: raw, Trace: trace})
+	}
+	// The envelope is written directly: marshalling it through encoding/json
+	// would compact the payload a second time, a third of Encode's cost.
+	b := make([]byte, 0, len(raw)+len(typ)+len(id)+len(trace)+48)
+	b = append(b, `{"type":`...)
+	b = appendJSONString(b, typ)
+	if id != "" {
+		b = append(b, `,"id":`...)
+		b = appendJSONString(b, id)
+	}
+	b = append(b, `,"payload":`...)
+	b = append(b, raw...)
+	if trace != "" {
+		b = append(b, `,"trace":`...)
+		b = appendJSONString(b, trace)
+	}
+	return append(b, '}'), nil
+}
+
+// appendJSONString appends s, which must be valid UTF-8, as a JSON string,
+// escaped as encoding/json escapes it.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			continue
+		}
+		b = append(b, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			b = append(b, '\\', c)
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\r':
+			b = append(b, '\\', 'r')
+		case '\t':
+			b = append(b, '\\', 't')
+		default:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		}
+		start = i + 1
+	}
+	// U+2028 and U+2029 are escaped too, as encoding/json does.
+	rest := s[start:]
+	for {
+		i := strings.IndexAny(rest, "\u2028\u2029")
+		if i < 0 {
+			break
+		}
+		r, size := utf8.DecodeRuneInString(rest[i:])
+		b = append(b, rest[:i]...)
+		b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
+		rest = rest[i+size:]
+	}
+	b = append(b, rest...)
+	return append(b, '"')
 }
 
 // Payload is implemented by every payload type of the catalog.
