@@ -1,13 +1,17 @@
-// Package fsm holds what every generated protocol machine shares: roles,
-// effect kinds, dispositions and the typed errors a machine returns.
+// Package fsm is the engine every protocol machine runs on, written once: a
+// Table (states, events, and each (state, event) cell's candidates, one per
+// spec rule), an Instance that steps a table for one role and collects the
+// effects it asks for in an Outbox without performing them, and a Machine
+// that performs them through a Binding for callers without a driver. It also
+// holds the roles, event and effect kinds, dispositions and typed errors.
 //
-// The machines themselves live in one generated sub-package per lifecycle
-// (fsm/preparation, fsm/run, …), produced from spec/*.yaml by
-// `agentwire generate`. A machine does no I/O, starts no goroutine and reads
-// no clock: a peer feeds it events through Fire (or the pure Transition
-// function), evaluates its named guards, and performs the effects it asks
-// for — sends, timers and local actions — in the order the spec lists them.
-// Timer expiry comes back in as an ordinary event, so tests control time.
+// The tables come from spec/*.yaml: one generated sub-package per lifecycle
+// (fsm/preparation, fsm/run, …) holds its Table as a literal with typed
+// enums and per-role hooks, and spec.Machine.Table builds the same Table
+// from a spec loaded at run time. The engine does no I/O, starts no
+// goroutine and reads no clock: timers are effects, and their expiry comes
+// back as an ordinary event, so the peer driver (package peer) and tests
+// control time.
 package fsm
 
 import "strconv"
