@@ -116,6 +116,7 @@ func startDaemon(t *testing.T, coreURL, setup string, clock peer.Clock, onConnec
 		reg = harness.NewRegistry()
 		require.NoError(t, reg.Register(a))
 	}
+	ws := scenarioWorkspace(t, setup)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -124,7 +125,7 @@ func startDaemon(t *testing.T, coreURL, setup string, clock peer.Clock, onConnec
 			CoreURL: coreURL, DeviceID: "runtime", Credential: daemon.NewCredential("synthetic-contract-credential"),
 			Registry: reg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 			MinBackoff: time.Millisecond, MaxBackoff: 4 * time.Millisecond, MaxActive: 1,
-			Clock: clock, OnConnected: onConnected,
+			Clock: clock, OnConnected: onConnected, Workspace: ws,
 		})
 	}()
 	return func() {
