@@ -95,6 +95,9 @@ func (p *scenarioPeer) advance(t *testing.T, d time.Duration) {
 // (a script.Script as JSON) and a capacity of 1 active Turn, so that
 // capacity scenarios stay short.
 //
+// A "workspace" member of setup binds a populated workspace directory
+// (workspaceSetup); without it the daemon has none.
+//
 // A setup of {"exec": "echo-agent"} registers the exec adapter (kind
 // "echo") running examples/echo-agent, built with go build, instead.
 func startDaemon(t *testing.T, coreURL, setup string, clock peer.Clock, onConnected func(*peer.Conn)) func() {

@@ -70,6 +70,9 @@ func (s *Session) readRefusal(p wire.WorkspaceRead) string {
 	owner, env, ok := s.readOwner(p)
 	switch {
 	case !ok || s.fenced[owner]:
+		// decision: an owner that is unknown here, released, transferred,
+		// settled or fenced is an unavailable resource; not_found is kept
+		// for the path (daemon-protocol.txt:177, :181).
 		return "resource_unavailable"
 	case env == "" || env != p.EnvironmentID:
 		// decision: the Environment identity must match exactly
