@@ -16,6 +16,7 @@ import (
 	"github.com/agentwire/agentwire/runtime/adapters/script"
 	"github.com/agentwire/agentwire/runtime/daemon"
 	"github.com/agentwire/agentwire/runtime/harness"
+	"github.com/agentwire/agentwire/runtime/workspace"
 )
 
 // harnessFlags collects repeated --harness values.
@@ -33,7 +34,7 @@ func runRuntime(args []string, _ io.Writer, stderr io.Writer) error {
 	credFile := fs.String("credential-file", "", "file holding the daemon credential")
 	var harnesses harnessFlags
 	fs.Var(&harnesses, "harness", "adapter to register: script[=FILE] (a JSON script) or exec:KIND=COMMAND[:CAPFILE] (docs/exec-adapter.md); repeatable (default: script)")
-	_ = fs.String("workspace", "", "bound workspace directory (not served yet)")
+	wsDir := fs.String("workspace", "", "bound workspace directory that workspace reads are served from (none: reads are rejected read_unsupported)")
 	_ = fs.String("state", "", "state directory (not used yet)")
 	verbose := fs.Bool("v", false, "log at debug level")
 	scale := timeScaleFlag(fs)
@@ -69,10 +70,17 @@ func runRuntime(args []string, _ io.Writer, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	var ws *workspace.Workspace
+	if *wsDir != "" {
+		if ws, err = workspace.Open(*wsDir); err != nil {
+			return fmt.Errorf("runtime: --workspace: %w", err)
+		}
+		defer ws.Close()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err = daemon.Run(ctx, daemon.Config{
-		CoreURL: *core, DeviceID: *device, Credential: daemon.NewCredential(string(secret)), Registry: reg, Clock: clock,
+		CoreURL: *core, DeviceID: *device, Credential: daemon.NewCredential(string(secret)), Registry: reg, Clock: clock, Workspace: ws,
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
 	})
 	var perm *daemon.Permanent

@@ -21,9 +21,11 @@ import (
 	"github.com/agentwire/agentwire/fsm/interaction"
 	"github.com/agentwire/agentwire/fsm/preparation"
 	"github.com/agentwire/agentwire/fsm/run"
+	"github.com/agentwire/agentwire/fsm/workspace_read"
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/runtime/execution"
 	"github.com/agentwire/agentwire/runtime/harness"
+	"github.com/agentwire/agentwire/runtime/workspace"
 	"github.com/agentwire/agentwire/wire"
 )
 
@@ -44,6 +46,9 @@ type Config struct {
 	MinBackoff, MaxBackoff time.Duration
 	// MaxActive bounds active preparation and execution per connection.
 	MaxActive int
+	// Workspace is the bound directory workspace reads are served from
+	// (--workspace); nil rejects reads read_unsupported.
+	Workspace *workspace.Workspace
 	// OnConnected, when set, is called with each new connection's Conn
 	// (tests use it to observe the driver).
 	OnConnected func(*peer.Conn)
@@ -51,7 +56,7 @@ type Config struct {
 
 // Tables are the machines the daemon drives.
 func Tables() []*fsm.Table {
-	return []*fsm.Table{connection.Table, preparation.Table, run.Table, input.Table, interaction.Table}
+	return []*fsm.Table{connection.Table, preparation.Table, run.Table, input.Table, interaction.Table, workspace_read.Table}
 }
 
 // Run connects and serves until ctx ends (nil) or a permanent refusal
@@ -118,7 +123,7 @@ func backoff(minW, maxW time.Duration, n int) time.Duration {
 // connectOnce runs one physical connection: bootstrap, dial, serve. live
 // reports whether the upgrade was accepted (the backoff then restarts).
 func connectOnce(ctx context.Context, cfg Config) (live bool, err error) {
-	sess := execution.New(execution.Config{Registry: cfg.Registry, Clock: cfg.Clock, Logger: cfg.Logger, MaxActive: cfg.MaxActive})
+	sess := execution.New(execution.Config{Registry: cfg.Registry, Clock: cfg.Clock, Logger: cfg.Logger, MaxActive: cfg.MaxActive, Workspace: cfg.Workspace})
 	defer sess.Close()
 	ch := &connHooks{cfg: cfg, sess: sess}
 	app := &app{conn: ch, sess: sess}

@@ -95,6 +95,9 @@ func (p *scenarioPeer) advance(t *testing.T, d time.Duration) {
 // (a script.Script as JSON) and a capacity of 1 active Turn, so that
 // capacity scenarios stay short.
 //
+// A "workspace" member of setup binds a populated workspace directory
+// (workspaceSetup); without it the daemon has none.
+//
 // A setup of {"exec": "echo-agent"} registers the exec adapter (kind
 // "echo") running examples/echo-agent, built with go build, instead.
 func startDaemon(t *testing.T, coreURL, setup string, clock peer.Clock, onConnected func(*peer.Conn)) func() {
@@ -116,6 +119,7 @@ func startDaemon(t *testing.T, coreURL, setup string, clock peer.Clock, onConnec
 		reg = harness.NewRegistry()
 		require.NoError(t, reg.Register(a))
 	}
+	ws := scenarioWorkspace(t, setup)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -124,7 +128,7 @@ func startDaemon(t *testing.T, coreURL, setup string, clock peer.Clock, onConnec
 			CoreURL: coreURL, DeviceID: "runtime", Credential: daemon.NewCredential("synthetic-contract-credential"),
 			Registry: reg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 			MinBackoff: time.Millisecond, MaxBackoff: 4 * time.Millisecond, MaxActive: 1,
-			Clock: clock, OnConnected: onConnected,
+			Clock: clock, OnConnected: onConnected, Workspace: ws,
 		})
 	}()
 	return func() {

@@ -339,6 +339,9 @@ func (s *Session) Refused(r *peer.Refusal) {
 		d.Send(peer.Outbound{ID: r.Msg.ID, Refusal: true, Payload: wire.InteractionDecisionAck{
 			DeliveryID: delivery, Applied: &no, ErrorCode: reasonCodeOf(r.Err, wire.InteractionCodeNotPending, wire.InteractionAckCodes())}}, nil)
 		return
+	case wire.WorkspaceRead:
+		s.refuseRead(d, r, p)
+		return
 	case wire.ExecutionPrepare:
 		op, fallback = wire.PreparationOpPrepare, wire.PrepCodeInvalidRequest
 		if r.Kind == peer.RefusedRoute {

@@ -27,6 +27,7 @@ type runState struct {
 	early   map[string]harness.InputNotice // verdicts that arrived before their write returned
 	holding bool                           // done is held back for inputs in flight
 	asked   map[string]*asked              // open interactions, by interaction instance ID
+	env     *string                        // the Environment ID of the handle it took over; nil for prompt_request
 }
 
 type runHooks struct{ s *Session }
@@ -73,6 +74,8 @@ func (h runHooks) DoStartNative(f *fsm.Firing[*peer.Event]) error {
 		s.startRun(runID, harness.Turn{RunID: runID, Input: p.Input, Declaration: a.decl}, func(context.Context) (harness.Executor, error) {
 			return exe, nil
 		})
+		env := envOf(a.cfg.Configuration)
+		s.runs[runID].env = &env
 	case wire.PromptRequest:
 		adapter, decl, ok := s.cfg.Registry.Lookup(p.AgentKind)
 		if !ok || !decl.Available || s.runs[runID] != nil || s.active >= s.cfg.MaxActive {

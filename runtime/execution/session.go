@@ -21,8 +21,10 @@ import (
 	"github.com/agentwire/agentwire/fsm/interaction"
 	"github.com/agentwire/agentwire/fsm/preparation"
 	"github.com/agentwire/agentwire/fsm/run"
+	"github.com/agentwire/agentwire/fsm/workspace_read"
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/runtime/harness"
+	"github.com/agentwire/agentwire/runtime/workspace"
 	"github.com/agentwire/agentwire/wire"
 )
 
@@ -42,6 +44,9 @@ type Config struct {
 	Logger   *slog.Logger
 	// MaxActive bounds active preparation and execution; 0 takes DefaultMaxActive.
 	MaxActive int
+	// Workspace is the bound directory workspace reads are served from;
+	// nil rejects every read read_unsupported.
+	Workspace *workspace.Workspace
 	// NewID mints Executor IDs and admission handles; nil uses random hex.
 	NewID func(prefix string) string
 }
@@ -62,6 +67,10 @@ type Session struct {
 	runs       map[string]*runState  // by Run ID
 	asked      map[string]*asked     // open interactions, by interaction instance ID
 	active     int                   // slots held by preparations, executions and unconfirmed cleanup
+
+	reads         map[string]*readState // workspace reads dispatched, by operation ID
+	readsInFlight int
+	fenced        map[string]bool // read owners fenced by an unknown read
 }
 
 // New returns a Session for one connection.
@@ -79,7 +88,8 @@ func New(cfg Config) *Session {
 		cfg.NewID = randomID
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Session{cfg: cfg, ctx: ctx, cancel: cancel, admissions: map[string]*admission{}, runs: map[string]*runState{}, asked: map[string]*asked{}}
+	return &Session{cfg: cfg, ctx: ctx, cancel: cancel, admissions: map[string]*admission{}, runs: map[string]*runState{}, asked: map[string]*asked{},
+		reads: map[string]*readState{}, fenced: map[string]bool{}}
 }
 
 func randomID(prefix string) string {
@@ -121,6 +131,8 @@ func (s *Session) Binding(machine string) fsm.Binding[*peer.Event] {
 		return input.Runtime[*peer.Event](inputHooks{s})
 	case interaction.Table.Name:
 		return interaction.Runtime[*peer.Event](interactionHooks{s})
+	case workspace_read.Table.Name:
+		return workspace_read.Runtime[*peer.Event](readHooks{s})
 	}
 	return nil
 }
