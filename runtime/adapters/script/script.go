@@ -256,6 +256,15 @@ func (e *executor) ask(ctx context.Context, t *turnState, id string, q wire.Payl
 	case a := <-ch:
 		return a, nil
 	case <-ctx.Done():
+		// An answer Decide handed over before the cancellation was applied:
+		// its receipt already said so (applied=true settles the operation,
+		// daemon-protocol.txt:144), so it must not be lost when both are
+		// ready and select picks the cancellation.
+		select {
+		case a := <-ch:
+			return a, nil
+		default:
+		}
 		return harness.Answer{}, ctx.Err()
 	}
 }
