@@ -111,8 +111,8 @@ func (g *Gateway) upgrade(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	inst, _ := d.Lookup(connKey)
-	if inst == nil || connection.State(inst.State()) != connection.StateUpgraded {
-		return // DoRefuseUpgrade answered
+	if inst == nil || inst.Terminal() {
+		return // refused: DoRefuseUpgrade answered
 	}
 	if c.epochErr != nil {
 		writeError(w, http.StatusInternalServerError, "internal", "the owner lease could not be taken")

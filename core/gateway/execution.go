@@ -314,7 +314,8 @@ func (h execHooks) DoRecordError(f *fsm.Firing[*peer.Event]) error {
 			r.engineCode, r.engineHTTP = string(code), status
 		}
 	case wire.PreparationStatus:
-		if run.State(f.To) == run.StateNotStarted {
+		// The only terminal state record_error leads to is the failed start.
+		if settled(f) == fsm.OutcomeFailure {
 			// decision: a confirmed start failure keeps its finite
 			// category as evidence (daemon-protocol.txt:156); the public
 			// reason says the Run never started.
@@ -333,15 +334,23 @@ const ReasonStartFailed = "start_failed"
 // receipt reported applied false.
 const ReasonCancelRefused = "cancel_refused"
 
+// settled is the outcome the table gives the step's target state
+// (fsm.OutcomeNone while the lifecycle goes on): hooks that record a public
+// outcome read it from the table rather than naming states.
+func settled(f *fsm.Firing[*peer.Event]) fsm.Outcome { return f.Table.State(f.To).Outcome }
+
 func (h execHooks) DoCloseStream(f *fsm.Firing[*peer.Event]) error {
 	r, err := h.frame(f)
 	if r == nil {
 		return err
 	}
-	switch run.State(f.To) {
-	case run.StateCompleted:
+	// The table's outcome of the target decides: done closing a clean
+	// stream settles as success, one with error frames as failure, and a
+	// cancelled stream is not settled (its receipt owns the outcome).
+	switch settled(f) {
+	case fsm.OutcomeSuccess:
 		return errors.Join(err, h.finish(r, store.TurnCompleted, store.Outcome{}))
-	case run.StateFailed:
+	case fsm.OutcomeFailure:
 		// done closed a stream with error frames: a confirmed engine
 		// failure (daemon-protocol.txt:106, 156).
 		return errors.Join(err, h.finish(r, store.TurnFailed, store.Outcome{
@@ -357,7 +366,7 @@ func (h execHooks) DoApplyCancelReceipt(f *fsm.Firing[*peer.Event]) error {
 		return err
 	}
 	ack, _ := f.Arg.Msg.Payload.(wire.InteractionDecisionAck)
-	if run.State(f.To) == run.StateCancelled {
+	if settled(f) == fsm.OutcomeSuccess { // applied: cancelled
 		var ev json.RawMessage
 		if ack.Outcome != nil {
 			ev, _ = json.Marshal(ack.Outcome)
@@ -375,7 +384,7 @@ func (h execHooks) DoApplyCancelReceipt(f *fsm.Firing[*peer.Event]) error {
 // (daemon-protocol.txt:149, 153).
 func (h execHooks) DoMarkEventStreamIncomplete(f *fsm.Firing[*peer.Event]) error {
 	r := h.c.run(f.Arg.Key.ID)
-	if r == nil || run.State(f.To) != run.StateIncomplete {
+	if r == nil || settled(f) == fsm.OutcomeNone { // cancel_drained: the receipt still decides
 		return nil
 	}
 	return h.finish(r, store.TurnFailed, store.Outcome{Reason: store.ReasonEventStreamIncomplete})

@@ -203,10 +203,12 @@ func (s *Session) inputStepped(ev *peer.Event, st fsm.Step) {
 	if r == nil {
 		return
 	}
-	switch input.State(st.To()) {
-	case input.StatePending, input.StateAccepted, input.StateRejected, input.StateUnknown:
+	// In flight is what the table says: sent and not settled, i.e. out of
+	// its initial state (queued at Core) and not in a terminal one.
+	t := ev.Inst.Table()
+	if to := st.To(); to == t.Initial || t.State(to).Outcome != fsm.OutcomeNone {
 		delete(r.inputs, inputID)
-	default:
+	} else {
 		r.inputs[inputID] = true
 	}
 	if r.holding && len(r.inputs) == 0 {
