@@ -434,56 +434,17 @@ func (g testGen) cellTests(f *jen.File) {
 
 func (g testGen) specTests(f *jen.File) {
 	m := g.m
-	held := jen.Var().Id("gs").Id("GuardSet")
-	parseHeld := []jen.Code{held}
-	if g.hasGuards() {
-		parseHeld = append(parseHeld, jen.For(jen.List(jen.Id("_"), jen.Id("name")).Op(":=").Range().Id("held")).Block(
-			jen.List(jen.Id("g"), jen.Err()).Op(":=").Id("ParseGuard").Call(jen.Id("name")),
-			req("NoError", jen.Err()),
-			jen.Id("gs").Op("=").Id("gs").Dot("With").Call(jen.Id("g")),
-		))
-	}
-	body := []jen.Code{
-		jen.List(jen.Id("s"), jen.Err()).Op(":=").Id("ParseState").Call(jen.Id("state")),
-		req("NoError", jen.Err()),
-		jen.List(jen.Id("e"), jen.Err()).Op(":=").Id("ParseEvent").Call(jen.Id("event")),
-		req("NoError", jen.Err()),
-	}
-	body = append(body, parseHeld...)
-	body = append(body,
-		jen.List(jen.Id("step"), jen.Err()).Op(":=").Id("Transition").Call(jen.Id("s"), jen.Id("e"), jen.Id("gs")),
-		jen.Id("res").Op(":=").Qual(fsmtestPkg, "Result").Values(jen.Dict{
-			jen.Id("To"):          jen.Id("step").Dot("To").Call().Dot("String").Call(),
-			jen.Id("Disposition"): jen.Id("step").Dot("Disposition").Call(),
-			jen.Id("Err"):         jen.Err(),
-		}),
-	)
-	if g.hasGuards() {
-		body = append(body, jen.If(jen.Id("step").Dot("Guard").Call().Op("!=").Lit(0)).Block(
-			jen.Id("res").Dot("Guard").Op("=").Id("step").Dot("Guard").Call().Dot("String").Call(),
-		))
-	}
-	body = append(body,
-		jen.For(jen.Id("i").Op(":=").Range().Id("step").Dot("Effects").Call()).Block(
-			jen.Id("res").Dot("Effects").Op("=").Append(jen.Id("res").Dot("Effects"), jen.Id("Table").Dot("EffectString").Call(jen.Op("&").Id("step").Dot("Effects").Call().Index(jen.Id("i")))),
-		),
-		jen.Return(jen.Id("res")),
-	)
-	comment(f, "adapter exposes Transition to fsmtest in spec names.")
-	f.Func().Id("adapter").Params(tParam()).Qual(fsmtestPkg, "Adapter").Block(
-		jen.Return(jen.Qual(fsmtestPkg, "Adapter").Values(jen.Dict{jen.Id("Transition"): jen.Func().Params(jen.List(jen.Id("state"), jen.Id("event")).String(), jen.Id("held").Index().String()).Qual(fsmtestPkg, "Result").Block(body...)})),
-	)
-
+	adapter := jen.Qual(fsmtestPkg, "TableAdapter").Call(jen.Id("t"), jen.Id("Table"))
 	load := jen.Id("m").Op(":=").Qual(fsmtestPkg, "LoadMachine").Call(jen.Id("t"), jen.Id("specFile"))
 	comment(f, "TestEveryCellAgainstSpec compares every cell, under every guard assignment, with the spec "+
 		"interpreter reading the YAML at test time.")
 	f.Func().Id("TestEveryCellAgainstSpec").Params(tParam()).Block(
-		load, jen.Qual(fsmtestPkg, "EveryCellAgainstSpec").Call(jen.Id("t"), jen.Id("m"), jen.Id("adapter").Call(jen.Id("t"))),
+		load, jen.Qual(fsmtestPkg, "EveryCellAgainstSpec").Call(jen.Id("t"), jen.Id("m"), adapter),
 	)
 	f.Func().Id("TestRandomWalkAgainstSpec").Params(tParam()).Block(
 		load,
 		jen.For(jen.Id("seed").Op(":=").Uint64().Call(jen.Lit(1)), jen.Id("seed").Op("<=").Lit(8), jen.Id("seed").Op("++")).Block(
-			jen.Qual(fsmtestPkg, "RandomWalk").Call(jen.Id("t"), jen.Id("m"), jen.Id("adapter").Call(jen.Id("t")), jen.Id("seed"), jen.Lit(2000)),
+			jen.Qual(fsmtestPkg, "RandomWalk").Call(jen.Id("t"), jen.Id("m"), adapter, jen.Id("seed"), jen.Lit(2000)),
 		),
 	)
 	comment(f, "TestInstanceWalkAgainstSpec runs an fsm.Instance of Table for each role beside the spec "+
@@ -495,7 +456,7 @@ func (g testGen) specTests(f *jen.File) {
 		),
 	)
 	f.Func().Id("TestDifferentialLooplab").Params(tParam()).Block(
-		load, jen.Qual(fsmtestPkg, "DifferentialLooplab").Call(jen.Id("t"), jen.Id("m"), jen.Id("adapter").Call(jen.Id("t"))),
+		load, jen.Qual(fsmtestPkg, "DifferentialLooplab").Call(jen.Id("t"), jen.Id("m"), adapter),
 	)
 	_ = m
 }

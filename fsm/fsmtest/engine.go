@@ -146,3 +146,32 @@ func InstanceWalk(t *testing.T, m *spec.Machine, tb *fsm.Table, seed uint64, ste
 		}
 	}
 }
+
+// TableAdapter exposes a table's pure Transition to the spec comparisons
+// (EveryCellAgainstSpec, RandomWalk, DifferentialLooplab) in spec names.
+// Every generated machine's tests use it with their Table, so the
+// name-to-ID plumbing is written once.
+func TableAdapter(t testing.TB, tb *fsm.Table) Adapter {
+	return Adapter{Transition: func(state, event string, held []string) Result {
+		s, err := tb.ParseState(state)
+		require.NoError(t, err)
+		e, err := tb.ParseEvent(event)
+		require.NoError(t, err)
+		var gs fsm.GuardSet
+		for _, name := range held {
+			found := false
+			for i, g := range tb.Guards {
+				if g == name {
+					gs, found = gs.With(fsm.GuardID(i+1)), true
+				}
+			}
+			require.True(t, found, "guard %q is not declared", name)
+		}
+		step, err := tb.Transition(s, e, gs)
+		res := Result{To: tb.StateName(step.To()), Guard: tb.GuardName(step.Guard()), Disposition: step.Disposition(), Err: err}
+		for i := range step.Effects() {
+			res.Effects = append(res.Effects, tb.EffectString(&step.Effects()[i]))
+		}
+		return res
+	}}
+}

@@ -454,46 +454,17 @@ func TestShortestPaths(t *testing.T) {
 	}
 }
 
-// adapter exposes Transition to fsmtest in spec names.
-func adapter(t *testing.T) fsmtest.Adapter {
-	return fsmtest.Adapter{Transition: func(state, event string, held []string) fsmtest.Result {
-		s, err := ParseState(state)
-		require.NoError(t, err)
-		e, err := ParseEvent(event)
-		require.NoError(t, err)
-		var gs GuardSet
-		for _, name := range held {
-			g, err := ParseGuard(name)
-			require.NoError(t, err)
-			gs = gs.With(g)
-		}
-		step, err := Transition(s, e, gs)
-		res := fsmtest.Result{
-			Disposition: step.Disposition(),
-			Err:         err,
-			To:          step.To().String(),
-		}
-		if step.Guard() != 0 {
-			res.Guard = step.Guard().String()
-		}
-		for i := range step.Effects() {
-			res.Effects = append(res.Effects, Table.EffectString(&step.Effects()[i]))
-		}
-		return res
-	}}
-}
-
 // TestEveryCellAgainstSpec compares every cell, under every guard assignment, with the spec
 // interpreter reading the YAML at test time.
 func TestEveryCellAgainstSpec(t *testing.T) {
 	m := fsmtest.LoadMachine(t, specFile)
-	fsmtest.EveryCellAgainstSpec(t, m, adapter(t))
+	fsmtest.EveryCellAgainstSpec(t, m, fsmtest.TableAdapter(t, Table))
 }
 
 func TestRandomWalkAgainstSpec(t *testing.T) {
 	m := fsmtest.LoadMachine(t, specFile)
 	for seed := uint64(1); seed <= 8; seed++ {
-		fsmtest.RandomWalk(t, m, adapter(t), seed, 2000)
+		fsmtest.RandomWalk(t, m, fsmtest.TableAdapter(t, Table), seed, 2000)
 	}
 }
 
@@ -508,7 +479,7 @@ func TestInstanceWalkAgainstSpec(t *testing.T) {
 
 func TestDifferentialLooplab(t *testing.T) {
 	m := fsmtest.LoadMachine(t, specFile)
-	fsmtest.DifferentialLooplab(t, m, adapter(t))
+	fsmtest.DifferentialLooplab(t, m, fsmtest.TableAdapter(t, Table))
 }
 
 // TestRestoreAndParse restores every state for each role (Restore returns the timers to re-arm),
