@@ -162,16 +162,19 @@ const (
 	EventCommitSendFailed Event = 10
 	// EventUploadWait: two minutes after begin without a final receipt (timer 2m0s, owned by core)
 	EventUploadWait Event = 11
+	// EventReceiveWait: two minutes after the Runtime admitted begin without a commit (timer 2m0s,
+	// owned by runtime)
+	EventReceiveWait Event = 12
 	// EventConnectionLost: the connection that carries the write closed or was replaced (at the
 	// Runtime, also a failed write of a result) (local, observed by both)
-	EventConnectionLost Event = 12
+	EventConnectionLost Event = 13
 	// EventObserverCancelled: the caller waiting for the write gave up (request cancelled or
 	// disconnected) (local, observed by core)
-	EventObserverCancelled Event = 13
+	EventObserverCancelled Event = 14
 	// EventProcessExit: the Core process stopped while the write was in flight; the durable
 	// reservation, with the commit attempt if there was one, survives the restart (local, observed
 	// by core)
-	EventProcessExit Event = 14
+	EventProcessExit Event = 15
 )
 
 // String returns the spec name, or Event(n) for a value outside the enum.
@@ -212,6 +215,8 @@ func ParseEvent(name string) (Event, error) {
 		return EventCommitSendFailed, nil
 	case "upload_wait":
 		return EventUploadWait, nil
+	case "receive_wait":
+		return EventReceiveWait, nil
 	case "connection_lost":
 		return EventConnectionLost, nil
 	case "observer_cancelled":
@@ -275,6 +280,8 @@ type Timer uint8
 const (
 	// TimerUploadWait: two minutes after begin without a final receipt (2m0s)
 	TimerUploadWait Timer = 1
+	// TimerReceiveWait: two minutes after the Runtime admitted begin without a commit (2m0s)
+	TimerReceiveWait Timer = 2
 )
 
 // String returns the spec name, or Timer(n) for a value outside the enum.
@@ -287,7 +294,7 @@ func (v Timer) String() string {
 
 // Valid reports whether v is one of the declared constants.
 func (v Timer) Valid() bool {
-	return v >= 1 && v <= TimerUploadWait
+	return v >= 1 && v <= TimerReceiveWait
 }
 
 // ParseTimer returns the timer with the given spec name.
@@ -295,6 +302,8 @@ func ParseTimer(name string) (Timer, error) {
 	switch name {
 	case "upload_wait":
 		return TimerUploadWait, nil
+	case "receive_wait":
+		return TimerReceiveWait, nil
 	}
 	return 0, &fsm.InvalidError{
 		Machine: Name,
@@ -503,104 +512,119 @@ func ParseMessage(name string) (Message, error) {
 // rule covers (a rule that lists its own target among its sources is two: a move from the others
 // and an internal transition in the target).
 var (
-	rule166 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnerFree), Disp: fsm.Moved, To: fsm.StateID(StateBeginning), Line: 166, Effects: []fsm.Effect{
+	rule175 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnerFree), Disp: fsm.Moved, To: fsm.StateID(StateBeginning), Line: 175, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReserveOwner)},
 		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerUploadWait)},
+		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiveWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionOpenUpload)},
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageWorkspaceWriteResult)},
 	}}
-	rule171 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "an earlier write of this Session is unsettled; successors wait for its exact settlement", Line: 171}
-	rule174 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateBeginning), Line: 174, Effects: []fsm.Effect{
+	rule180 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "an earlier write of this Session is unsettled; successors wait for its exact settlement", Line: 180}
+	rule183 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateBeginning), Line: 183, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReserveOwner)},
 		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerUploadWait)},
+		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiveWait)},
 	}}
-	rule179 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the write was not admitted", Line: 179}
-	rule182 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no begin was sent for this mutation ID", Line: 182}
-	rule187 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStaging), Line: 187}
-	rule190 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the previous frame has not been answered yet", Line: 190}
-	rule193 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no frame is being sent; the previous one has not been answered yet", Line: 193}
-	rule196 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no frame is in flight", Line: 196}
-	rule201 = &fsm.Candidate{Guard: fsm.GuardID(GuardChunkInBounds), Disp: fsm.Moved, To: fsm.StateID(StateChunkSent), Line: 201, Effects: []fsm.Effect{
+	rule188 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the write was not admitted", Line: 188}
+	rule191 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no begin was sent for this mutation ID", Line: 191}
+	rule196 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStaging), Line: 196}
+	rule199 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the previous frame has not been answered yet", Line: 199}
+	rule202 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no frame is being sent; the previous one has not been answered yet", Line: 202}
+	rule205 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no frame is in flight", Line: 205}
+	rule210 = &fsm.Candidate{Guard: fsm.GuardID(GuardChunkInBounds), Disp: fsm.Moved, To: fsm.StateID(StateChunkSent), Line: 210, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionStageChunk)},
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageWorkspaceWriteResult)},
 	}}
-	rule206 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 206, Effects: []fsm.Effect{
+	rule215 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 215, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerUploadWait)},
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiveWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardUpload)},
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageWorkspaceWriteResult)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseOwner)},
 	}}
-	rule213 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateChunkSent), Line: 213}
-	rule217 = &fsm.Candidate{Guard: fsm.GuardID(GuardDigestMatches), Disp: fsm.Moved, To: fsm.StateID(StateCommitting), Line: 217, Effects: []fsm.Effect{
+	rule222 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateChunkSent), Line: 222}
+	rule226 = &fsm.Candidate{Guard: fsm.GuardID(GuardDigestMatches), Disp: fsm.Moved, To: fsm.StateID(StateCommitting), Line: 226, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiveWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordCommitAttempt)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionApplyWrite)},
 	}}
-	rule222 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCommitting), Line: 222, Effects: []fsm.Effect{
+	rule231 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCommitting), Line: 231, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiveWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordCommitAttempt)},
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageWorkspaceWriteResult)},
 	}}
-	rule227 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCommitting), Line: 227, Effects: []fsm.Effect{
+	rule236 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCommitting), Line: 236, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiveWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordCommitAttempt)},
 	}}
-	rule235 = &fsm.Candidate{Guard: fsm.GuardID(GuardOffsetMatches), Disp: fsm.Moved, To: fsm.StateID(StateStaging), Line: 235}
-	rule239 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the received offset does not match the frame in flight", Line: 239}
-	rule244 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCompleted), Line: 244, Effects: []fsm.Effect{
+	rule244 = &fsm.Candidate{Guard: fsm.GuardID(GuardOffsetMatches), Disp: fsm.Moved, To: fsm.StateID(StateStaging), Line: 244}
+	rule248 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the received offset does not match the frame in flight", Line: 248}
+	rule253 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCompleted), Line: 253, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerUploadWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardUpload)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseOwner)},
 	}}
-	rule248 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCompleted), Line: 248, Effects: []fsm.Effect{
+	rule257 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCompleted), Line: 257, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleLate)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseOwner)},
 	}}
-	rule253 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "only a commit can complete or end unknown", Line: 253}
-	rule257 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 257, Effects: []fsm.Effect{
+	rule262 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "only a commit can complete or end unknown", Line: 262}
+	rule266 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 266, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerUploadWait)},
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiveWait)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardUpload)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseOwner)},
+	}}
+	rule270 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 270, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerUploadWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardUpload)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseOwner)},
 	}}
-	rule261 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 261, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerUploadWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardUpload)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseOwner)},
-	}}
-	rule265 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 265, Effects: []fsm.Effect{
+	rule274 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 274, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleLate)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseOwner)},
 	}}
-	rule269 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 269, Effects: []fsm.Effect{
+	rule278 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 278, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerUploadWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardUpload)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
 	}}
-	rule273 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 273}
-	rule276 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the write is already past begin", Line: 276}
-	rule281 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAborted), Line: 281, Effects: []fsm.Effect{
+	rule282 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 282}
+	rule285 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the write is already past begin", Line: 285}
+	rule290 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAborted), Line: 290, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiveWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseOwner)},
 	}}
-	rule287 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnconfirmed), Line: 287, Effects: []fsm.Effect{
+	rule296 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAborted), Line: 296, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerUploadWait)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardUpload)},
+		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageWorkspaceWriteResult)},
+	}}
+	rule303 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnconfirmed), Line: 303, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
 	}}
-	rule292 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAborted), Line: 292, Effects: []fsm.Effect{
+	rule308 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAborted), Line: 308, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerUploadWait)},
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiveWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardUpload)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseOwner)},
 	}}
-	rule298 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 298, Effects: []fsm.Effect{
+	rule314 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 314, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerUploadWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardUpload)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
 	}}
-	rule303 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 303}
-	rule306 = &fsm.Candidate{Disp: fsm.Stayed, Line: 306, Effects: []fsm.Effect{
+	rule319 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 319}
+	rule322 = &fsm.Candidate{Disp: fsm.Stayed, Line: 322, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionDetachObserver)},
 	}}
-	rule312 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "only a final receipt, a loss or an exit changes an unconfirmed write", Line: 312}
-	rule315 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the upload deadline passed; nothing more is sent and the write is never replayed", Line: 315}
-	rule320 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "write_capacity: this write already began; the request is never replayed", Line: 320}
-	rule323 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the commit was already sent", Line: 323}
-	rule328 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing", Line: 328}
-	rule332 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the write is settled and never replayed", Line: 332}
+	rule328 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the Runtime stopped its receive deadline at commit", Line: 328}
+	rule331 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "only a final receipt, a loss or an exit changes an unconfirmed write", Line: 331}
+	rule334 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the upload deadline passed; nothing more is sent and the write is never replayed", Line: 334}
+	rule339 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "write_capacity: this write already began; the request is never replayed", Line: 339}
+	rule342 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the commit was already sent", Line: 342}
+	rule347 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing", Line: 347}
+	rule351 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the write is settled and never replayed", Line: 351}
 )
 
 // Table is the workspace_write machine as the engine runs it, sealed: every (state, event) cell
@@ -611,9 +635,9 @@ var Table = fsm.MustSeal(&fsm.Table{
 	Source: "spec/workspace_write.yaml",
 	States: []fsm.StateDecl{
 		{Name: "idle"},
-		{Name: "beginning", Timers: []fsm.TimerID{fsm.TimerID(TimerUploadWait)}},
-		{Name: "staging", Timers: []fsm.TimerID{fsm.TimerID(TimerUploadWait)}},
-		{Name: "chunk_sent", Timers: []fsm.TimerID{fsm.TimerID(TimerUploadWait)}},
+		{Name: "beginning", Timers: []fsm.TimerID{fsm.TimerID(TimerUploadWait), fsm.TimerID(TimerReceiveWait)}},
+		{Name: "staging", Timers: []fsm.TimerID{fsm.TimerID(TimerUploadWait), fsm.TimerID(TimerReceiveWait)}},
+		{Name: "chunk_sent", Timers: []fsm.TimerID{fsm.TimerID(TimerUploadWait), fsm.TimerID(TimerReceiveWait)}},
 		{Name: "committing", Timers: []fsm.TimerID{fsm.TimerID(TimerUploadWait)}},
 		{Name: "unconfirmed"},
 		{Name: "completed", Outcome: fsm.OutcomeSuccess},
@@ -633,6 +657,7 @@ var Table = fsm.MustSeal(&fsm.Table{
 		{Name: "send_failed", Kind: fsm.EventLocal, Role: fsm.RoleCore},
 		{Name: "commit_send_failed", Kind: fsm.EventLocal, Role: fsm.RoleCore},
 		{Name: "upload_wait", Kind: fsm.EventTimer, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerUploadWait)},
+		{Name: "receive_wait", Kind: fsm.EventTimer, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiveWait)},
 		{Name: "connection_lost", Kind: fsm.EventLocal, Role: fsm.RoleBoth},
 		{Name: "observer_cancelled", Kind: fsm.EventLocal, Role: fsm.RoleCore},
 		{Name: "process_exit", Kind: fsm.EventLocal, Role: fsm.RoleCore},
@@ -642,159 +667,170 @@ var Table = fsm.MustSeal(&fsm.Table{
 	Messages: []string{"workspace_write", "workspace_write_result"},
 	Timers: []fsm.TimerDecl{
 		{Name: "upload_wait", Duration: 2 * time.Minute, Event: fsm.EventID(EventUploadWait), Policy: true},
+		{Name: "receive_wait", Duration: 2 * time.Minute, Event: fsm.EventID(EventReceiveWait), Policy: true},
 	},
 	Initial: fsm.StateID(StateIdle),
 	Cells: []fsm.Cell{
 		// idle
-		{Cands: []*fsm.Candidate{rule166, rule171}}, // idle × begin
-		{Cands: []*fsm.Candidate{rule182}},          // idle × chunk
-		{Cands: []*fsm.Candidate{rule182}},          // idle × commit
-		{Cands: []*fsm.Candidate{rule182}},          // idle × result_ready
-		{Cands: []*fsm.Candidate{rule182}},          // idle × result_received
-		{Cands: []*fsm.Candidate{rule182}},          // idle × result_completed
-		{Cands: []*fsm.Candidate{rule182}},          // idle × result_rejected
-		{Cands: []*fsm.Candidate{rule182}},          // idle × result_unknown
-		{Cands: []*fsm.Candidate{rule174}},          // idle × send_failed
-		{Cands: []*fsm.Candidate{rule182}},          // idle × commit_send_failed
-		{Cands: []*fsm.Candidate{rule179}},          // idle × upload_wait
-		{Cands: []*fsm.Candidate{rule179}},          // idle × connection_lost
-		{Cands: []*fsm.Candidate{rule179}},          // idle × observer_cancelled
-		{Cands: []*fsm.Candidate{rule179}},          // idle × process_exit
+		{Cands: []*fsm.Candidate{rule175, rule180}}, // idle × begin
+		{Cands: []*fsm.Candidate{rule191}},          // idle × chunk
+		{Cands: []*fsm.Candidate{rule191}},          // idle × commit
+		{Cands: []*fsm.Candidate{rule191}},          // idle × result_ready
+		{Cands: []*fsm.Candidate{rule191}},          // idle × result_received
+		{Cands: []*fsm.Candidate{rule191}},          // idle × result_completed
+		{Cands: []*fsm.Candidate{rule191}},          // idle × result_rejected
+		{Cands: []*fsm.Candidate{rule191}},          // idle × result_unknown
+		{Cands: []*fsm.Candidate{rule183}},          // idle × send_failed
+		{Cands: []*fsm.Candidate{rule191}},          // idle × commit_send_failed
+		{Cands: []*fsm.Candidate{rule188}},          // idle × upload_wait
+		{Cands: []*fsm.Candidate{rule188}},          // idle × receive_wait
+		{Cands: []*fsm.Candidate{rule188}},          // idle × connection_lost
+		{Cands: []*fsm.Candidate{rule188}},          // idle × observer_cancelled
+		{Cands: []*fsm.Candidate{rule188}},          // idle × process_exit
 		// beginning
-		{Cands: []*fsm.Candidate{rule320}}, // beginning × begin
-		{Cands: []*fsm.Candidate{rule190}}, // beginning × chunk
-		{Cands: []*fsm.Candidate{rule190}}, // beginning × commit
-		{Cands: []*fsm.Candidate{rule187}}, // beginning × result_ready
-		{Cands: []*fsm.Candidate{rule196}}, // beginning × result_received
-		{Cands: []*fsm.Candidate{rule253}}, // beginning × result_completed
-		{Cands: []*fsm.Candidate{rule257}}, // beginning × result_rejected
-		{Cands: []*fsm.Candidate{rule253}}, // beginning × result_unknown
-		{Cands: []*fsm.Candidate{rule193}}, // beginning × send_failed
-		{Cands: []*fsm.Candidate{rule193}}, // beginning × commit_send_failed
-		{Cands: []*fsm.Candidate{rule281}}, // beginning × upload_wait
-		{Cands: []*fsm.Candidate{rule292}}, // beginning × connection_lost
-		{Cands: []*fsm.Candidate{rule306}}, // beginning × observer_cancelled
-		{Cands: []*fsm.Candidate{rule292}}, // beginning × process_exit
+		{Cands: []*fsm.Candidate{rule339}}, // beginning × begin
+		{Cands: []*fsm.Candidate{rule199}}, // beginning × chunk
+		{Cands: []*fsm.Candidate{rule199}}, // beginning × commit
+		{Cands: []*fsm.Candidate{rule196}}, // beginning × result_ready
+		{Cands: []*fsm.Candidate{rule205}}, // beginning × result_received
+		{Cands: []*fsm.Candidate{rule262}}, // beginning × result_completed
+		{Cands: []*fsm.Candidate{rule266}}, // beginning × result_rejected
+		{Cands: []*fsm.Candidate{rule262}}, // beginning × result_unknown
+		{Cands: []*fsm.Candidate{rule202}}, // beginning × send_failed
+		{Cands: []*fsm.Candidate{rule202}}, // beginning × commit_send_failed
+		{Cands: []*fsm.Candidate{rule290}}, // beginning × upload_wait
+		{Cands: []*fsm.Candidate{rule296}}, // beginning × receive_wait
+		{Cands: []*fsm.Candidate{rule308}}, // beginning × connection_lost
+		{Cands: []*fsm.Candidate{rule322}}, // beginning × observer_cancelled
+		{Cands: []*fsm.Candidate{rule308}}, // beginning × process_exit
 		// staging
-		{Cands: []*fsm.Candidate{rule320}},          // staging × begin
-		{Cands: []*fsm.Candidate{rule201, rule206}}, // staging × chunk
-		{Cands: []*fsm.Candidate{rule217, rule222}}, // staging × commit
-		{Cands: []*fsm.Candidate{rule276}},          // staging × result_ready
-		{Cands: []*fsm.Candidate{rule196}},          // staging × result_received
-		{Cands: []*fsm.Candidate{rule253}},          // staging × result_completed
-		{Cands: []*fsm.Candidate{rule257}},          // staging × result_rejected
-		{Cands: []*fsm.Candidate{rule253}},          // staging × result_unknown
-		{Cands: []*fsm.Candidate{rule213}},          // staging × send_failed
-		{Cands: []*fsm.Candidate{rule227}},          // staging × commit_send_failed
-		{Cands: []*fsm.Candidate{rule281}},          // staging × upload_wait
-		{Cands: []*fsm.Candidate{rule292}},          // staging × connection_lost
-		{Cands: []*fsm.Candidate{rule306}},          // staging × observer_cancelled
-		{Cands: []*fsm.Candidate{rule292}},          // staging × process_exit
+		{Cands: []*fsm.Candidate{rule339}},          // staging × begin
+		{Cands: []*fsm.Candidate{rule210, rule215}}, // staging × chunk
+		{Cands: []*fsm.Candidate{rule226, rule231}}, // staging × commit
+		{Cands: []*fsm.Candidate{rule285}},          // staging × result_ready
+		{Cands: []*fsm.Candidate{rule205}},          // staging × result_received
+		{Cands: []*fsm.Candidate{rule262}},          // staging × result_completed
+		{Cands: []*fsm.Candidate{rule266}},          // staging × result_rejected
+		{Cands: []*fsm.Candidate{rule262}},          // staging × result_unknown
+		{Cands: []*fsm.Candidate{rule222}},          // staging × send_failed
+		{Cands: []*fsm.Candidate{rule236}},          // staging × commit_send_failed
+		{Cands: []*fsm.Candidate{rule290}},          // staging × upload_wait
+		{Cands: []*fsm.Candidate{rule296}},          // staging × receive_wait
+		{Cands: []*fsm.Candidate{rule308}},          // staging × connection_lost
+		{Cands: []*fsm.Candidate{rule322}},          // staging × observer_cancelled
+		{Cands: []*fsm.Candidate{rule308}},          // staging × process_exit
 		// chunk_sent
-		{Cands: []*fsm.Candidate{rule320}},          // chunk_sent × begin
-		{Cands: []*fsm.Candidate{rule190}},          // chunk_sent × chunk
-		{Cands: []*fsm.Candidate{rule190}},          // chunk_sent × commit
-		{Cands: []*fsm.Candidate{rule276}},          // chunk_sent × result_ready
-		{Cands: []*fsm.Candidate{rule235, rule239}}, // chunk_sent × result_received
-		{Cands: []*fsm.Candidate{rule253}},          // chunk_sent × result_completed
-		{Cands: []*fsm.Candidate{rule257}},          // chunk_sent × result_rejected
-		{Cands: []*fsm.Candidate{rule253}},          // chunk_sent × result_unknown
-		{Cands: []*fsm.Candidate{rule193}},          // chunk_sent × send_failed
-		{Cands: []*fsm.Candidate{rule193}},          // chunk_sent × commit_send_failed
-		{Cands: []*fsm.Candidate{rule281}},          // chunk_sent × upload_wait
-		{Cands: []*fsm.Candidate{rule292}},          // chunk_sent × connection_lost
-		{Cands: []*fsm.Candidate{rule306}},          // chunk_sent × observer_cancelled
-		{Cands: []*fsm.Candidate{rule292}},          // chunk_sent × process_exit
+		{Cands: []*fsm.Candidate{rule339}},          // chunk_sent × begin
+		{Cands: []*fsm.Candidate{rule199}},          // chunk_sent × chunk
+		{Cands: []*fsm.Candidate{rule199}},          // chunk_sent × commit
+		{Cands: []*fsm.Candidate{rule285}},          // chunk_sent × result_ready
+		{Cands: []*fsm.Candidate{rule244, rule248}}, // chunk_sent × result_received
+		{Cands: []*fsm.Candidate{rule262}},          // chunk_sent × result_completed
+		{Cands: []*fsm.Candidate{rule266}},          // chunk_sent × result_rejected
+		{Cands: []*fsm.Candidate{rule262}},          // chunk_sent × result_unknown
+		{Cands: []*fsm.Candidate{rule202}},          // chunk_sent × send_failed
+		{Cands: []*fsm.Candidate{rule202}},          // chunk_sent × commit_send_failed
+		{Cands: []*fsm.Candidate{rule290}},          // chunk_sent × upload_wait
+		{Cands: []*fsm.Candidate{rule296}},          // chunk_sent × receive_wait
+		{Cands: []*fsm.Candidate{rule308}},          // chunk_sent × connection_lost
+		{Cands: []*fsm.Candidate{rule322}},          // chunk_sent × observer_cancelled
+		{Cands: []*fsm.Candidate{rule308}},          // chunk_sent × process_exit
 		// committing
-		{Cands: []*fsm.Candidate{rule320}}, // committing × begin
-		{Cands: []*fsm.Candidate{rule323}}, // committing × chunk
-		{Cands: []*fsm.Candidate{rule323}}, // committing × commit
-		{Cands: []*fsm.Candidate{rule276}}, // committing × result_ready
-		{Cands: []*fsm.Candidate{rule196}}, // committing × result_received
-		{Cands: []*fsm.Candidate{rule244}}, // committing × result_completed
-		{Cands: []*fsm.Candidate{rule261}}, // committing × result_rejected
-		{Cands: []*fsm.Candidate{rule269}}, // committing × result_unknown
-		{Cands: []*fsm.Candidate{rule193}}, // committing × send_failed
-		{Cands: []*fsm.Candidate{rule193}}, // committing × commit_send_failed
-		{Cands: []*fsm.Candidate{rule287}}, // committing × upload_wait
-		{Cands: []*fsm.Candidate{rule298}}, // committing × connection_lost
-		{Cands: []*fsm.Candidate{rule306}}, // committing × observer_cancelled
-		{Cands: []*fsm.Candidate{rule298}}, // committing × process_exit
+		{Cands: []*fsm.Candidate{rule339}}, // committing × begin
+		{Cands: []*fsm.Candidate{rule342}}, // committing × chunk
+		{Cands: []*fsm.Candidate{rule342}}, // committing × commit
+		{Cands: []*fsm.Candidate{rule285}}, // committing × result_ready
+		{Cands: []*fsm.Candidate{rule205}}, // committing × result_received
+		{Cands: []*fsm.Candidate{rule253}}, // committing × result_completed
+		{Cands: []*fsm.Candidate{rule270}}, // committing × result_rejected
+		{Cands: []*fsm.Candidate{rule278}}, // committing × result_unknown
+		{Cands: []*fsm.Candidate{rule202}}, // committing × send_failed
+		{Cands: []*fsm.Candidate{rule202}}, // committing × commit_send_failed
+		{Cands: []*fsm.Candidate{rule303}}, // committing × upload_wait
+		{Cands: []*fsm.Candidate{rule328}}, // committing × receive_wait
+		{Cands: []*fsm.Candidate{rule314}}, // committing × connection_lost
+		{Cands: []*fsm.Candidate{rule322}}, // committing × observer_cancelled
+		{Cands: []*fsm.Candidate{rule314}}, // committing × process_exit
 		// unconfirmed
-		{Cands: []*fsm.Candidate{rule320}}, // unconfirmed × begin
-		{Cands: []*fsm.Candidate{rule315}}, // unconfirmed × chunk
-		{Cands: []*fsm.Candidate{rule315}}, // unconfirmed × commit
-		{Cands: []*fsm.Candidate{rule312}}, // unconfirmed × result_ready
-		{Cands: []*fsm.Candidate{rule312}}, // unconfirmed × result_received
-		{Cands: []*fsm.Candidate{rule248}}, // unconfirmed × result_completed
-		{Cands: []*fsm.Candidate{rule265}}, // unconfirmed × result_rejected
-		{Cands: []*fsm.Candidate{rule273}}, // unconfirmed × result_unknown
-		{Cands: []*fsm.Candidate{rule193}}, // unconfirmed × send_failed
-		{Cands: []*fsm.Candidate{rule193}}, // unconfirmed × commit_send_failed
-		{Cands: []*fsm.Candidate{rule312}}, // unconfirmed × upload_wait
-		{Cands: []*fsm.Candidate{rule303}}, // unconfirmed × connection_lost
-		{Cands: []*fsm.Candidate{rule312}}, // unconfirmed × observer_cancelled
-		{Cands: []*fsm.Candidate{rule303}}, // unconfirmed × process_exit
+		{Cands: []*fsm.Candidate{rule339}}, // unconfirmed × begin
+		{Cands: []*fsm.Candidate{rule334}}, // unconfirmed × chunk
+		{Cands: []*fsm.Candidate{rule334}}, // unconfirmed × commit
+		{Cands: []*fsm.Candidate{rule331}}, // unconfirmed × result_ready
+		{Cands: []*fsm.Candidate{rule331}}, // unconfirmed × result_received
+		{Cands: []*fsm.Candidate{rule257}}, // unconfirmed × result_completed
+		{Cands: []*fsm.Candidate{rule274}}, // unconfirmed × result_rejected
+		{Cands: []*fsm.Candidate{rule282}}, // unconfirmed × result_unknown
+		{Cands: []*fsm.Candidate{rule202}}, // unconfirmed × send_failed
+		{Cands: []*fsm.Candidate{rule202}}, // unconfirmed × commit_send_failed
+		{Cands: []*fsm.Candidate{rule331}}, // unconfirmed × upload_wait
+		{Cands: []*fsm.Candidate{rule328}}, // unconfirmed × receive_wait
+		{Cands: []*fsm.Candidate{rule319}}, // unconfirmed × connection_lost
+		{Cands: []*fsm.Candidate{rule331}}, // unconfirmed × observer_cancelled
+		{Cands: []*fsm.Candidate{rule319}}, // unconfirmed × process_exit
 		// completed
-		{Cands: []*fsm.Candidate{rule332}}, // completed × begin
-		{Cands: []*fsm.Candidate{rule332}}, // completed × chunk
-		{Cands: []*fsm.Candidate{rule332}}, // completed × commit
-		{Cands: []*fsm.Candidate{rule328}}, // completed × result_ready
-		{Cands: []*fsm.Candidate{rule328}}, // completed × result_received
-		{Cands: []*fsm.Candidate{rule328}}, // completed × result_completed
-		{Cands: []*fsm.Candidate{rule328}}, // completed × result_rejected
-		{Cands: []*fsm.Candidate{rule328}}, // completed × result_unknown
-		{Cands: []*fsm.Candidate{rule328}}, // completed × send_failed
-		{Cands: []*fsm.Candidate{rule328}}, // completed × commit_send_failed
-		{Cands: []*fsm.Candidate{rule328}}, // completed × upload_wait
-		{Cands: []*fsm.Candidate{rule328}}, // completed × connection_lost
-		{Cands: []*fsm.Candidate{rule328}}, // completed × observer_cancelled
-		{Cands: []*fsm.Candidate{rule328}}, // completed × process_exit
+		{Cands: []*fsm.Candidate{rule351}}, // completed × begin
+		{Cands: []*fsm.Candidate{rule351}}, // completed × chunk
+		{Cands: []*fsm.Candidate{rule351}}, // completed × commit
+		{Cands: []*fsm.Candidate{rule347}}, // completed × result_ready
+		{Cands: []*fsm.Candidate{rule347}}, // completed × result_received
+		{Cands: []*fsm.Candidate{rule347}}, // completed × result_completed
+		{Cands: []*fsm.Candidate{rule347}}, // completed × result_rejected
+		{Cands: []*fsm.Candidate{rule347}}, // completed × result_unknown
+		{Cands: []*fsm.Candidate{rule347}}, // completed × send_failed
+		{Cands: []*fsm.Candidate{rule347}}, // completed × commit_send_failed
+		{Cands: []*fsm.Candidate{rule347}}, // completed × upload_wait
+		{Cands: []*fsm.Candidate{rule347}}, // completed × receive_wait
+		{Cands: []*fsm.Candidate{rule347}}, // completed × connection_lost
+		{Cands: []*fsm.Candidate{rule347}}, // completed × observer_cancelled
+		{Cands: []*fsm.Candidate{rule347}}, // completed × process_exit
 		// rejected
-		{Cands: []*fsm.Candidate{rule332}}, // rejected × begin
-		{Cands: []*fsm.Candidate{rule332}}, // rejected × chunk
-		{Cands: []*fsm.Candidate{rule332}}, // rejected × commit
-		{Cands: []*fsm.Candidate{rule328}}, // rejected × result_ready
-		{Cands: []*fsm.Candidate{rule328}}, // rejected × result_received
-		{Cands: []*fsm.Candidate{rule328}}, // rejected × result_completed
-		{Cands: []*fsm.Candidate{rule328}}, // rejected × result_rejected
-		{Cands: []*fsm.Candidate{rule328}}, // rejected × result_unknown
-		{Cands: []*fsm.Candidate{rule328}}, // rejected × send_failed
-		{Cands: []*fsm.Candidate{rule328}}, // rejected × commit_send_failed
-		{Cands: []*fsm.Candidate{rule328}}, // rejected × upload_wait
-		{Cands: []*fsm.Candidate{rule328}}, // rejected × connection_lost
-		{Cands: []*fsm.Candidate{rule328}}, // rejected × observer_cancelled
-		{Cands: []*fsm.Candidate{rule328}}, // rejected × process_exit
+		{Cands: []*fsm.Candidate{rule351}}, // rejected × begin
+		{Cands: []*fsm.Candidate{rule351}}, // rejected × chunk
+		{Cands: []*fsm.Candidate{rule351}}, // rejected × commit
+		{Cands: []*fsm.Candidate{rule347}}, // rejected × result_ready
+		{Cands: []*fsm.Candidate{rule347}}, // rejected × result_received
+		{Cands: []*fsm.Candidate{rule347}}, // rejected × result_completed
+		{Cands: []*fsm.Candidate{rule347}}, // rejected × result_rejected
+		{Cands: []*fsm.Candidate{rule347}}, // rejected × result_unknown
+		{Cands: []*fsm.Candidate{rule347}}, // rejected × send_failed
+		{Cands: []*fsm.Candidate{rule347}}, // rejected × commit_send_failed
+		{Cands: []*fsm.Candidate{rule347}}, // rejected × upload_wait
+		{Cands: []*fsm.Candidate{rule347}}, // rejected × receive_wait
+		{Cands: []*fsm.Candidate{rule347}}, // rejected × connection_lost
+		{Cands: []*fsm.Candidate{rule347}}, // rejected × observer_cancelled
+		{Cands: []*fsm.Candidate{rule347}}, // rejected × process_exit
 		// unknown
-		{Cands: []*fsm.Candidate{rule332}}, // unknown × begin
-		{Cands: []*fsm.Candidate{rule332}}, // unknown × chunk
-		{Cands: []*fsm.Candidate{rule332}}, // unknown × commit
-		{Cands: []*fsm.Candidate{rule328}}, // unknown × result_ready
-		{Cands: []*fsm.Candidate{rule328}}, // unknown × result_received
-		{Cands: []*fsm.Candidate{rule328}}, // unknown × result_completed
-		{Cands: []*fsm.Candidate{rule328}}, // unknown × result_rejected
-		{Cands: []*fsm.Candidate{rule328}}, // unknown × result_unknown
-		{Cands: []*fsm.Candidate{rule328}}, // unknown × send_failed
-		{Cands: []*fsm.Candidate{rule328}}, // unknown × commit_send_failed
-		{Cands: []*fsm.Candidate{rule328}}, // unknown × upload_wait
-		{Cands: []*fsm.Candidate{rule328}}, // unknown × connection_lost
-		{Cands: []*fsm.Candidate{rule328}}, // unknown × observer_cancelled
-		{Cands: []*fsm.Candidate{rule328}}, // unknown × process_exit
+		{Cands: []*fsm.Candidate{rule351}}, // unknown × begin
+		{Cands: []*fsm.Candidate{rule351}}, // unknown × chunk
+		{Cands: []*fsm.Candidate{rule351}}, // unknown × commit
+		{Cands: []*fsm.Candidate{rule347}}, // unknown × result_ready
+		{Cands: []*fsm.Candidate{rule347}}, // unknown × result_received
+		{Cands: []*fsm.Candidate{rule347}}, // unknown × result_completed
+		{Cands: []*fsm.Candidate{rule347}}, // unknown × result_rejected
+		{Cands: []*fsm.Candidate{rule347}}, // unknown × result_unknown
+		{Cands: []*fsm.Candidate{rule347}}, // unknown × send_failed
+		{Cands: []*fsm.Candidate{rule347}}, // unknown × commit_send_failed
+		{Cands: []*fsm.Candidate{rule347}}, // unknown × upload_wait
+		{Cands: []*fsm.Candidate{rule347}}, // unknown × receive_wait
+		{Cands: []*fsm.Candidate{rule347}}, // unknown × connection_lost
+		{Cands: []*fsm.Candidate{rule347}}, // unknown × observer_cancelled
+		{Cands: []*fsm.Candidate{rule347}}, // unknown × process_exit
 		// aborted
-		{Cands: []*fsm.Candidate{rule332}}, // aborted × begin
-		{Cands: []*fsm.Candidate{rule332}}, // aborted × chunk
-		{Cands: []*fsm.Candidate{rule332}}, // aborted × commit
-		{Cands: []*fsm.Candidate{rule328}}, // aborted × result_ready
-		{Cands: []*fsm.Candidate{rule328}}, // aborted × result_received
-		{Cands: []*fsm.Candidate{rule328}}, // aborted × result_completed
-		{Cands: []*fsm.Candidate{rule328}}, // aborted × result_rejected
-		{Cands: []*fsm.Candidate{rule328}}, // aborted × result_unknown
-		{Cands: []*fsm.Candidate{rule328}}, // aborted × send_failed
-		{Cands: []*fsm.Candidate{rule328}}, // aborted × commit_send_failed
-		{Cands: []*fsm.Candidate{rule328}}, // aborted × upload_wait
-		{Cands: []*fsm.Candidate{rule328}}, // aborted × connection_lost
-		{Cands: []*fsm.Candidate{rule328}}, // aborted × observer_cancelled
-		{Cands: []*fsm.Candidate{rule328}}, // aborted × process_exit
+		{Cands: []*fsm.Candidate{rule351}}, // aborted × begin
+		{Cands: []*fsm.Candidate{rule351}}, // aborted × chunk
+		{Cands: []*fsm.Candidate{rule351}}, // aborted × commit
+		{Cands: []*fsm.Candidate{rule347}}, // aborted × result_ready
+		{Cands: []*fsm.Candidate{rule347}}, // aborted × result_received
+		{Cands: []*fsm.Candidate{rule347}}, // aborted × result_completed
+		{Cands: []*fsm.Candidate{rule347}}, // aborted × result_rejected
+		{Cands: []*fsm.Candidate{rule347}}, // aborted × result_unknown
+		{Cands: []*fsm.Candidate{rule347}}, // aborted × send_failed
+		{Cands: []*fsm.Candidate{rule347}}, // aborted × commit_send_failed
+		{Cands: []*fsm.Candidate{rule347}}, // aborted × upload_wait
+		{Cands: []*fsm.Candidate{rule347}}, // aborted × receive_wait
+		{Cands: []*fsm.Candidate{rule347}}, // aborted × connection_lost
+		{Cands: []*fsm.Candidate{rule347}}, // aborted × observer_cancelled
+		{Cands: []*fsm.Candidate{rule347}}, // aborted × process_exit
 	},
 })
 
@@ -964,8 +1000,8 @@ func Runtime[A any](h RuntimeHooks[A]) fsm.Binding[A] {
 }
 
 // NewRuntime returns a workspace_write machine in its Initial state that evaluates the guards and
-// performs the effects of a Runtime peer through h, after each step (fsm.Machine.Fire). The
-// Runtime arms no timer of this machine: timers may be nil.
+// performs the effects of a Runtime peer through h, after each step (fsm.Machine.Fire). timers
+// arms and disarms the timers the Runtime owns; it must not be nil.
 func NewRuntime[A any](h RuntimeHooks[A], timers fsm.Timers[A]) (*fsm.Machine[A], error) {
 	return fsm.NewMachine(Table, fsm.RoleRuntime, Runtime[A](h), timers)
 }
