@@ -28,13 +28,17 @@ import (
 // and the excess reported as truncation rather than read without limit.
 const MaxScannedNames = 1 << 16
 
-// Error is a safe refusal: nothing was read (Outcome "rejected") or a read
-// that broke off after it started (Outcome "unknown"). Code is one of the
-// workspace_read_result codes of its outcome.
+// Error is a safe refusal: nothing was read or written (Outcome
+// "rejected"), or a read or write whose effect is not known (Outcome
+// "unknown"). Code is one of the workspace_read_result or
+// workspace_write_result codes of its outcome.
 type Error struct {
 	Outcome string
 	Code    string
-	Msg     string
+	// Reason refines a write_rejected refusal of a write (WriteFile), or
+	// is empty.
+	Reason string
+	Msg    string
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Msg }
