@@ -3,11 +3,14 @@ package scenario
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +27,8 @@ import (
 // Directives:
 //
 //	start                          input: the peer's setup (passed to Start); the peer connects
-//	send type=T [id=ID]            input: the payload; $name placeholders are substituted
+//	send type=T [id=ID]            input: the payload; $name placeholders are substituted, and
+//	                               "$fill(N,c)" becomes the base64 of N bytes c (a large chunk)
 //	raw                            input: one frame sent exactly as written (malformed input)
 //	disconnect                     Core drops the socket (going away)
 //	reconnect                      wait for the peer's next connection
@@ -195,6 +199,10 @@ func (s *scripted) send(d *datadriven.TestData) error {
 	for name, v := range s.bind {
 		payload = strings.ReplaceAll(payload, `"`+name+`"`, v)
 	}
+	payload, err := fill(payload)
+	if err != nil {
+		return err
+	}
 	id, _ := json.Marshal(arg(d, "id"))
 	frame := `{"type":"` + arg(d, "type") + `","id":` + string(id) + `,"payload":` + payload + `}`
 	ctx, cancel := s.ctx()
@@ -344,4 +352,22 @@ func nonEmptyLines(s string) []string {
 		}
 	}
 	return out
+}
+
+// fillToken matches "$fill(N,c)": N bytes c, base64-encoded, so that a
+// transcript can send a chunk larger than a line should be.
+var fillToken = regexp.MustCompile(`"\$fill\((\d{1,8}),(.)\)"`)
+
+func fill(payload string) (string, error) {
+	var err error
+	out := fillToken.ReplaceAllStringFunc(payload, func(m string) string {
+		g := fillToken.FindStringSubmatch(m)
+		n, cerr := strconv.Atoi(g[1])
+		if cerr != nil || n > 8<<20 {
+			err = fmt.Errorf("%s: at most 8 MiB", m)
+			return m
+		}
+		return `"` + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte(g[2]), n)) + `"`
+	})
+	return out, err
 }

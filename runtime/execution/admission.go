@@ -170,6 +170,10 @@ func (s *Session) admit(d *peer.Driver, inst *peer.Instance, p wire.ExecutionPre
 		code = wire.PrepCodeUnsupportedReadPreparation
 	case len(cfg.FunctionTools) > 0 && !decl.Capabilities.FunctionTools.Supports():
 		code = wire.PrepCodeUnsupportedConfiguration
+	case !cfg.WorkspaceReadOnly && s.workspaceHeld():
+		// decision: a workspace write or export excludes execution
+		// (daemon-protocol.txt:185); the read-only profile runs nothing.
+		code = wire.PrepCodeResourceUnavailable
 	case s.active >= s.cfg.MaxActive:
 		// decision: capacity is checked before a handle is minted, so a
 		// refused Turn stays unclaimed and retryable (daemon-protocol.txt:116).
@@ -304,10 +308,17 @@ func (s *Session) Stepped(ev *peer.Event, st fsm.Step) {
 // admission operation gets a rejected preparation_status naming the
 // operation and the code the table's reason starts with.
 func (s *Session) Refused(r *peer.Refusal) {
-	if r.Msg == nil || r.Msg.Payload == nil || s.conn == nil {
+	if r.Msg == nil || s.conn == nil {
 		return
 	}
 	d := s.conn.Driver()
+	if r.Msg.Type == wire.TypeWorkspaceWrite {
+		s.refuseWrite(d, r) // a write answers frames that failed to decode, too
+		return
+	}
+	if r.Msg.Payload == nil {
+		return
+	}
 	op, fallback := "", ""
 	switch p := r.Msg.Payload.(type) {
 	case wire.PromptCancel:

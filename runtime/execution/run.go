@@ -61,6 +61,10 @@ func (h runHooks) DoStartNative(f *fsm.Firing[*peer.Event]) error {
 			code = wire.PrepCodeRunConflict
 		case a.exe == nil:
 			code = wire.PrepCodeExecutorUnavailable
+		case s.workspaceHeld():
+			// A write or export took the workspace after the preparation
+			// was granted: execution waits for it (daemon-protocol.txt:185).
+			code = wire.PrepCodeResourceUnavailable
 		}
 		if code != "" {
 			s.reject(d, ev.Msg.ID, wire.PreparationOpStart, code, p)
@@ -78,7 +82,7 @@ func (h runHooks) DoStartNative(f *fsm.Firing[*peer.Event]) error {
 		s.runs[runID].env = &env
 	case wire.PromptRequest:
 		adapter, decl, ok := s.cfg.Registry.Lookup(p.AgentKind)
-		if !ok || !decl.Available || s.runs[runID] != nil || s.active >= s.cfg.MaxActive {
+		if !ok || !decl.Available || s.runs[runID] != nil || s.active >= s.cfg.MaxActive || s.workspaceHeld() {
 			// prompt_request has no rejection receipt: the Run fails with an
 			// error and done (daemon-protocol.txt:124).
 			send(d, runID, wire.ErrorFrame{Error: "the Runtime cannot start this Run now"})

@@ -22,6 +22,7 @@ import (
 	"github.com/agentwire/agentwire/fsm/preparation"
 	"github.com/agentwire/agentwire/fsm/run"
 	"github.com/agentwire/agentwire/fsm/workspace_read"
+	"github.com/agentwire/agentwire/fsm/workspace_write"
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/runtime/workspace"
@@ -71,6 +72,9 @@ type Session struct {
 	reads         map[string]*readState // workspace reads dispatched, by operation ID
 	readsInFlight int
 	fenced        map[string]bool // read owners fenced by an unknown read
+
+	write  *upload    // the workspace write under way, if any (one per connection)
+	export *exportRun // the workspace export under way, if any (one per connection)
 }
 
 // New returns a Session for one connection.
@@ -133,6 +137,8 @@ func (s *Session) Binding(machine string) fsm.Binding[*peer.Event] {
 		return interaction.Runtime[*peer.Event](interactionHooks{s})
 	case workspace_read.Table.Name:
 		return workspace_read.Runtime[*peer.Event](readHooks{s})
+	case workspace_write.Table.Name:
+		return workspace_write.Runtime[*peer.Event](writeHooks{s})
 	}
 	return nil
 }

@@ -1,0 +1,4 @@
+package execution
+
+// exportRun is the one workspace export of this connection.
+type exportRun struct{}

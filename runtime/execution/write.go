@@ -1,0 +1,270 @@
+package execution
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"hash"
+
+	"github.com/agentwire/agentwire/fsm"
+	"github.com/agentwire/agentwire/fsm/workspace_write"
+	"github.com/agentwire/agentwire/peer"
+	"github.com/agentwire/agentwire/runtime/workspace"
+	"github.com/agentwire/agentwire/wire"
+)
+
+// upload is the one workspace write of this connection: the body staged in
+// memory while it is received, then handed to the installer. It holds the
+// workspace from open_upload until it is discarded and the installer (if
+// it ran) returned; execution is refused meanwhile (daemon-protocol.txt:185).
+//
+// decision: the body is staged in memory, at most 50 MiB on one
+// connection, because the protocol allows no staging directory
+// (daemon-protocol.txt:185) and nothing may reach the workspace before the
+// digest was checked; the digest is computed as the chunks arrive, so
+// commit costs no second pass.
+type upload struct {
+	id        string
+	path      string
+	size      int64
+	digest    string
+	body      []byte
+	sum       hash.Hash
+	applying  bool // the installer runs
+	discarded bool // the machine dropped the upload
+}
+
+type writeHooks struct{ s *Session }
+
+func writeStep(f *fsm.Firing[*peer.Event]) (wire.WorkspaceWrite, bool) {
+	if m := f.Arg.Msg; m != nil {
+		p, ok := m.Payload.(wire.WorkspaceWrite)
+		return p, ok
+	}
+	return wire.WorkspaceWrite{}, false
+}
+
+// writeRefusal is the code that refuses a new write now, or "".
+//
+// decision: a write is refused resource_unavailable while execution holds
+// the workspace (a Run, an execution preparation or its Executor) or an
+// export reads it, and write_capacity while another write runs: one write
+// per connection, as the reference. Reads and read-only preparations do
+// not conflict: the installer replaces a file in one rename, so a reader
+// sees the old file or the new one (daemon-protocol.txt:185 excludes
+// execution only).
+//
+// decision: begin's environment_id and session_id are not matched against
+// a binding: the daemon serves one bound directory (--workspace) and knows
+// no Environment ID of its own to compare them with.
+func (s *Session) writeRefusal() string {
+	switch {
+	case s.cfg.Workspace == nil:
+		return "write_unsupported"
+	case s.write != nil:
+		return "write_capacity"
+	case s.export != nil || s.executionHolds():
+		return "resource_unavailable"
+	}
+	return ""
+}
+
+// executionHolds reports whether execution holds the workspace: a Run that
+// has not settled, or an execution preparation (not the read-only
+// profile) that has not been released or handed to a Run, or whose
+// Executor is still owned.
+func (s *Session) executionHolds() bool {
+	for _, r := range s.runs {
+		if !r.settled {
+			return true
+		}
+	}
+	for _, a := range s.admissions {
+		if !a.readOnly && (a.exe != nil || (!a.releasing && !a.transferred)) {
+			return true
+		}
+	}
+	return false
+}
+
+// workspaceHeld reports whether a write or an export holds the workspace,
+// which refuses execution (daemon-protocol.txt:185).
+func (s *Session) workspaceHeld() bool { return s.write != nil || s.export != nil }
+
+func (h writeHooks) GuardOwnerFree(*fsm.Firing[*peer.Event]) bool { return h.s.writeRefusal() == "" }
+
+// GuardChunkInBounds: 1 to 64 KiB at exactly the bytes received so far,
+// within the declared size. A frame that failed to decode arrives without
+// a message (Session.refuseWrite) and is never in bounds.
+func (h writeHooks) GuardChunkInBounds(f *fsm.Firing[*peer.Event]) bool {
+	p, ok := writeStep(f)
+	u := h.s.write
+	if !ok || u == nil || u.id != f.Arg.Key.ID {
+		return false
+	}
+	n := int64(len(p.Data))
+	return n >= 1 && n <= wire.ChunkBytes && p.Offset == int64(len(u.body)) && int64(len(u.body))+n <= u.size
+}
+
+// GuardOffsetMatches holds for the receipts this Runtime sends: they name
+// the bytes staged so far.
+func (h writeHooks) GuardOffsetMatches(f *fsm.Firing[*peer.Event]) bool {
+	r, ok := f.Arg.Msg.Payload.(wire.WorkspaceWriteResult)
+	u := h.s.write
+	return ok && u != nil && r.Offset == int64(len(u.body))
+}
+
+// GuardDigestMatches: the whole declared body arrived and its SHA-256 is
+// the declared one; otherwise the installer never runs.
+func (h writeHooks) GuardDigestMatches(f *fsm.Firing[*peer.Event]) bool {
+	u := h.s.write
+	if u == nil || u.id != f.Arg.Key.ID || int64(len(u.body)) != u.size {
+		return false
+	}
+	return hex.EncodeToString(u.sum.Sum(nil)) == u.digest
+}
+
+// SendWorkspaceWriteResult answers the step that asked for a receipt:
+// ready for begin, received for a chunk in bounds; a chunk out of bounds, a
+// commit whose size or digest does not match and an expired upload are
+// rejected invalid_request. The installer's own receipt is sent by
+// DoApplyWrite when it returns.
+func (h writeHooks) SendWorkspaceWriteResult(f *fsm.Firing[*peer.Event]) error {
+	d, id := f.Arg.Driver(), f.Arg.Key.ID
+	var r wire.WorkspaceWriteResult
+	switch workspace_write.Event(f.Event) {
+	case workspace_write.EventBegin:
+		r.Outcome = "ready"
+	case workspace_write.EventChunk:
+		if f.Table.State(f.To).Outcome == fsm.OutcomeNone && h.s.write != nil {
+			r.Outcome, r.Offset = "received", int64(len(h.s.write.body))
+			break
+		}
+		r.Outcome, r.ErrorCode = "rejected", "invalid_request"
+	default: // a commit that failed its digest check, or the receive deadline
+		r.Outcome, r.ErrorCode = "rejected", "invalid_request"
+	}
+	send(d, id, r)
+	return nil
+}
+
+// DoOpenUpload takes the workspace for the declared body.
+func (h writeHooks) DoOpenUpload(f *fsm.Firing[*peer.Event]) error {
+	p, _ := writeStep(f)
+	size := int64(0)
+	if p.SizeBytes != nil {
+		size = *p.SizeBytes
+	}
+	h.s.write = &upload{id: f.Arg.Key.ID, path: p.Path, size: size, digest: p.SHA256,
+		body: make([]byte, 0, size), sum: sha256.New()}
+	return nil
+}
+
+// DoStageChunk appends the frame's bytes (copied: the message is not kept).
+func (h writeHooks) DoStageChunk(f *fsm.Firing[*peer.Event]) error {
+	p, _ := writeStep(f)
+	u := h.s.write
+	if u == nil {
+		return errors.New("execution: a chunk staged without an upload")
+	}
+	u.body = append(u.body, p.Data...)
+	u.sum.Write(p.Data)
+	return nil
+}
+
+// DoApplyWrite runs the installer off the loop with the verified body and
+// sends its receipt once it returned. The upload keeps the workspace until
+// then, even if the connection is lost meanwhile.
+func (h writeHooks) DoApplyWrite(f *fsm.Firing[*peer.Event]) error {
+	s, u := h.s, h.s.write
+	if u == nil {
+		return errors.New("execution: apply without an upload")
+	}
+	u.applying = true
+	body, ws := u.body, s.cfg.Workspace
+	s.goNative(func() {
+		r := installResult(ws.WriteFile(u.path, body), u.size)
+		posted := s.post(func(d *peer.Driver) {
+			u.applying = false
+			send(d, u.id, r)
+			s.releaseWrite(u)
+		})
+		if !posted {
+			s.cfg.Logger.Warn("workspace write settled after the connection closed; its receipt is lost", "mutation", u.id, "outcome", r.Outcome)
+		}
+	})
+	return nil
+}
+
+// installResult is the receipt of an installer's return.
+func installResult(err error, size int64) wire.WorkspaceWriteResult {
+	var we *workspace.Error
+	switch {
+	case err == nil:
+		return wire.WorkspaceWriteResult{Outcome: "completed", SizeBytes: size}
+	case errors.As(err, &we) && we.Outcome == "rejected":
+		return wire.WorkspaceWriteResult{Outcome: "rejected", ErrorCode: we.Code, Reason: we.Reason}
+	}
+	// decision: any other failure may have changed the file (the rename's
+	// outcome is not known), so it is unknown, never rejected
+	// (daemon-protocol.txt:185).
+	return wire.WorkspaceWriteResult{Outcome: "unknown", ErrorCode: "write_unconfirmed"}
+}
+
+// DoDiscardUpload drops the staged body; the workspace is free once the
+// installer, if it runs, has returned.
+func (h writeHooks) DoDiscardUpload(f *fsm.Firing[*peer.Event]) error {
+	if u := h.s.write; u != nil && u.id == f.Arg.Key.ID {
+		u.discarded = true
+		if !u.applying {
+			u.body = nil
+		}
+		h.s.releaseWrite(u)
+	}
+	return nil
+}
+
+// releaseWrite frees the workspace when u is discarded and not applying.
+func (s *Session) releaseWrite(u *upload) {
+	if s.write == u && u.discarded && !u.applying {
+		u.body = nil
+		s.write = nil
+	}
+}
+
+// refuseWrite answers a workspace_write the driver refused.
+//
+// decision: a frame of a write that is under way and failed to decode or
+// validate (a chunk over 64 KiB, say) ends that write as a chunk out of
+// bounds would: rejected invalid_request, the upload discarded
+// (spec/workspace_write.yaml, staging × chunk). Any other refusal of a
+// frame that addresses a write of this connection gets no reply of its
+// own, since that write's one receipt answers it. A begin refused before
+// anything started gets the code of writeRefusal, and a chunk or commit
+// for no write here resource_unavailable. A frame whose ID is not a
+// canonical mutation UUID cannot be correlated and gets nothing.
+func (s *Session) refuseWrite(d *peer.Driver, r *peer.Refusal) {
+	id := r.Msg.ID
+	if !wire.IsCanonicalUUID(id) {
+		return
+	}
+	key := peer.Key{Machine: workspace_write.Table.Name, ID: id}
+	if _, live := d.Lookup(key); live {
+		if r.Kind == peer.RefusedDecode {
+			_ = d.Local(key, fsm.EventID(workspace_write.EventChunk), nil)
+			return
+		}
+		s.cfg.Logger.Warn("workspace_write refused without a second receipt", "mutation", id, "err", r.Err)
+		return
+	}
+	code := "resource_unavailable"
+	switch p, ok := r.Msg.Payload.(wire.WorkspaceWrite); {
+	case !ok:
+		code = "invalid_request"
+	case p.Step == wire.StepBegin:
+		if code = s.writeRefusal(); code == "" {
+			code = "write_capacity"
+		}
+	}
+	d.Send(peer.Outbound{ID: id, Refusal: true, Payload: wire.WorkspaceWriteResult{Outcome: "rejected", ErrorCode: code}}, nil)
+}
