@@ -311,18 +311,22 @@ type GuardSet fsm.GuardSet
 type Action uint8
 
 const (
-	// ActionOpenExport: the Runtime admits the export, takes the slot and starts producing the
-	// archive (for a begin it then refuses, it frees the slot at once)
+	// ActionOpenExport: the Runtime admits the export, takes the slot, starts producing the
+	// archive and answers begin with its first chunk (for a begin it then refuses, it frees the
+	// slot at once)
 	ActionOpenExport Action = 1
+	// ActionServePull: the Runtime reads the chunk at the offset the pull names, off its receive
+	// loop, and answers it (a chunk, completed at the end, or failed)
+	ActionServePull Action = 2
 	// ActionCloseExport: the Runtime stops producing the archive and frees the export slot
-	ActionCloseExport Action = 2
+	ActionCloseExport Action = 3
 	// ActionAppendChunk: Core appends the chunk's bytes to the archive it assembles
-	ActionAppendChunk Action = 3
+	ActionAppendChunk Action = 4
 	// ActionFinishArchive: Core closes the archive at the reported length
-	ActionFinishArchive Action = 4
+	ActionFinishArchive Action = 5
 	// ActionDiscardArchive: Core drops the partial archive and reports the export unavailable with
 	// its reason
-	ActionDiscardArchive Action = 5
+	ActionDiscardArchive Action = 6
 )
 
 // String returns the spec name, or Action(n) for a value outside the enum.
@@ -343,6 +347,8 @@ func ParseAction(name string) (Action, error) {
 	switch name {
 	case "open_export":
 		return ActionOpenExport, nil
+	case "serve_pull":
+		return ActionServePull, nil
 	case "close_export":
 		return ActionCloseExport, nil
 	case "append_chunk":
@@ -401,53 +407,56 @@ func ParseMessage(name string) (Message, error) {
 // rule covers (a rule that lists its own target among its sources is two: a move from the others
 // and an internal transition in the target).
 var (
-	rule121 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StatePulling), Line: 121, Effects: []fsm.Effect{
+	rule123 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StatePulling), Line: 123, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerExportBudget)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionOpenExport)},
 	}}
-	rule125 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StatePulling), Line: 125, Effects: []fsm.Effect{
+	rule127 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StatePulling), Line: 127, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerExportBudget)},
 	}}
-	rule130 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no export was begun", Line: 130}
-	rule133 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no export was begun under this operation ID", Line: 133}
-	rule138 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateHolding), Line: 138, Effects: []fsm.Effect{
+	rule132 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no export was begun", Line: 132}
+	rule135 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no export was begun under this operation ID", Line: 135}
+	rule140 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateHolding), Line: 140, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionAppendChunk)},
 	}}
-	rule142 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCompleted), Line: 142, Effects: []fsm.Effect{
+	rule144 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCompleted), Line: 144, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerExportBudget)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionCloseExport)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionFinishArchive)},
 	}}
-	rule146 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 146, Effects: []fsm.Effect{
+	rule148 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 148, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerExportBudget)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionCloseExport)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionDiscardArchive)},
 	}}
-	rule150 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 150, Effects: []fsm.Effect{
+	rule152 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 152, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerExportBudget)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionCloseExport)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionDiscardArchive)},
 	}}
-	rule157 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelled), Line: 157, Effects: []fsm.Effect{
+	rule159 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelled), Line: 159, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerExportBudget)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionCloseExport)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionDiscardArchive)},
 	}}
-	rule163 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the previous pull has not been answered yet", Line: 163}
-	rule167 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "this export already began", Line: 167}
-	rule172 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StatePulling), Line: 172}
-	rule175 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no pull is in flight, so nothing is answered", Line: 175}
-	rule180 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateExpired), Line: 180, Effects: []fsm.Effect{
+	rule165 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the previous pull has not been answered yet", Line: 165}
+	rule169 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "this export already began", Line: 169}
+	rule174 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StatePulling), Line: 174, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionServePull)},
+	}}
+	rule180 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StatePulling), Line: 180}
+	rule183 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no pull is in flight, so nothing is answered", Line: 183}
+	rule188 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateExpired), Line: 188, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionCloseExport)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionDiscardArchive)},
 	}}
-	rule184 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAborted), Line: 184, Effects: []fsm.Effect{
+	rule192 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAborted), Line: 192, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerExportBudget)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionCloseExport)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionDiscardArchive)},
 	}}
-	rule190 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the export is settled; late results and deadlines change nothing", Line: 190}
-	rule194 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the export is settled; an export is never resumed or replayed", Line: 194}
+	rule198 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the export is settled; late results and deadlines change nothing", Line: 198}
+	rule202 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the export is settled; an export is never resumed or replayed", Line: 202}
 )
 
 // Table is the workspace_export machine as the engine runs it, sealed: every (state, event) cell
@@ -481,7 +490,7 @@ var Table = fsm.MustSeal(&fsm.Table{
 		{Name: "connection_lost", Kind: fsm.EventLocal, Role: fsm.RoleBoth},
 		{Name: "owner_closed", Kind: fsm.EventLocal, Role: fsm.RoleBoth},
 	},
-	Actions:  []string{"open_export", "close_export", "append_chunk", "finish_archive", "discard_archive"},
+	Actions:  []string{"open_export", "serve_pull", "close_export", "append_chunk", "finish_archive", "discard_archive"},
 	Messages: []string{"workspace_export", "workspace_export_result"},
 	Timers: []fsm.TimerDecl{
 		{Name: "export_budget", Duration: 3 * time.Minute, Event: fsm.EventID(EventExportBudget), Policy: true},
@@ -489,122 +498,122 @@ var Table = fsm.MustSeal(&fsm.Table{
 	Initial: fsm.StateID(StateIdle),
 	Cells: []fsm.Cell{
 		// idle
-		{Cands: []*fsm.Candidate{rule121}}, // idle × begin
-		{Cands: []*fsm.Candidate{rule133}}, // idle × next
-		{Cands: []*fsm.Candidate{rule133}}, // idle × cancel
-		{Cands: []*fsm.Candidate{rule133}}, // idle × result_chunk
-		{Cands: []*fsm.Candidate{rule133}}, // idle × result_completed
-		{Cands: []*fsm.Candidate{rule133}}, // idle × result_failed
-		{Cands: []*fsm.Candidate{rule133}}, // idle × result_rejected
-		{Cands: []*fsm.Candidate{rule125}}, // idle × pull_send_failed
-		{Cands: []*fsm.Candidate{rule133}}, // idle × cancel_send_failed
-		{Cands: []*fsm.Candidate{rule130}}, // idle × export_budget
-		{Cands: []*fsm.Candidate{rule130}}, // idle × connection_lost
-		{Cands: []*fsm.Candidate{rule130}}, // idle × owner_closed
+		{Cands: []*fsm.Candidate{rule123}}, // idle × begin
+		{Cands: []*fsm.Candidate{rule135}}, // idle × next
+		{Cands: []*fsm.Candidate{rule135}}, // idle × cancel
+		{Cands: []*fsm.Candidate{rule135}}, // idle × result_chunk
+		{Cands: []*fsm.Candidate{rule135}}, // idle × result_completed
+		{Cands: []*fsm.Candidate{rule135}}, // idle × result_failed
+		{Cands: []*fsm.Candidate{rule135}}, // idle × result_rejected
+		{Cands: []*fsm.Candidate{rule127}}, // idle × pull_send_failed
+		{Cands: []*fsm.Candidate{rule135}}, // idle × cancel_send_failed
+		{Cands: []*fsm.Candidate{rule132}}, // idle × export_budget
+		{Cands: []*fsm.Candidate{rule132}}, // idle × connection_lost
+		{Cands: []*fsm.Candidate{rule132}}, // idle × owner_closed
 		// pulling
-		{Cands: []*fsm.Candidate{rule167}}, // pulling × begin
-		{Cands: []*fsm.Candidate{rule163}}, // pulling × next
-		{Cands: []*fsm.Candidate{rule157}}, // pulling × cancel
-		{Cands: []*fsm.Candidate{rule138}}, // pulling × result_chunk
-		{Cands: []*fsm.Candidate{rule142}}, // pulling × result_completed
-		{Cands: []*fsm.Candidate{rule146}}, // pulling × result_failed
-		{Cands: []*fsm.Candidate{rule150}}, // pulling × result_rejected
-		{Cands: []*fsm.Candidate{rule163}}, // pulling × pull_send_failed
-		{Cands: []*fsm.Candidate{rule157}}, // pulling × cancel_send_failed
-		{Cands: []*fsm.Candidate{rule180}}, // pulling × export_budget
-		{Cands: []*fsm.Candidate{rule184}}, // pulling × connection_lost
-		{Cands: []*fsm.Candidate{rule184}}, // pulling × owner_closed
+		{Cands: []*fsm.Candidate{rule169}}, // pulling × begin
+		{Cands: []*fsm.Candidate{rule165}}, // pulling × next
+		{Cands: []*fsm.Candidate{rule159}}, // pulling × cancel
+		{Cands: []*fsm.Candidate{rule140}}, // pulling × result_chunk
+		{Cands: []*fsm.Candidate{rule144}}, // pulling × result_completed
+		{Cands: []*fsm.Candidate{rule148}}, // pulling × result_failed
+		{Cands: []*fsm.Candidate{rule152}}, // pulling × result_rejected
+		{Cands: []*fsm.Candidate{rule165}}, // pulling × pull_send_failed
+		{Cands: []*fsm.Candidate{rule159}}, // pulling × cancel_send_failed
+		{Cands: []*fsm.Candidate{rule188}}, // pulling × export_budget
+		{Cands: []*fsm.Candidate{rule192}}, // pulling × connection_lost
+		{Cands: []*fsm.Candidate{rule192}}, // pulling × owner_closed
 		// holding
-		{Cands: []*fsm.Candidate{rule167}}, // holding × begin
-		{Cands: []*fsm.Candidate{rule172}}, // holding × next
-		{Cands: []*fsm.Candidate{rule157}}, // holding × cancel
-		{Cands: []*fsm.Candidate{rule175}}, // holding × result_chunk
-		{Cands: []*fsm.Candidate{rule175}}, // holding × result_completed
-		{Cands: []*fsm.Candidate{rule175}}, // holding × result_failed
-		{Cands: []*fsm.Candidate{rule175}}, // holding × result_rejected
-		{Cands: []*fsm.Candidate{rule172}}, // holding × pull_send_failed
-		{Cands: []*fsm.Candidate{rule157}}, // holding × cancel_send_failed
-		{Cands: []*fsm.Candidate{rule180}}, // holding × export_budget
-		{Cands: []*fsm.Candidate{rule184}}, // holding × connection_lost
-		{Cands: []*fsm.Candidate{rule184}}, // holding × owner_closed
+		{Cands: []*fsm.Candidate{rule169}}, // holding × begin
+		{Cands: []*fsm.Candidate{rule174}}, // holding × next
+		{Cands: []*fsm.Candidate{rule159}}, // holding × cancel
+		{Cands: []*fsm.Candidate{rule183}}, // holding × result_chunk
+		{Cands: []*fsm.Candidate{rule183}}, // holding × result_completed
+		{Cands: []*fsm.Candidate{rule183}}, // holding × result_failed
+		{Cands: []*fsm.Candidate{rule183}}, // holding × result_rejected
+		{Cands: []*fsm.Candidate{rule180}}, // holding × pull_send_failed
+		{Cands: []*fsm.Candidate{rule159}}, // holding × cancel_send_failed
+		{Cands: []*fsm.Candidate{rule188}}, // holding × export_budget
+		{Cands: []*fsm.Candidate{rule192}}, // holding × connection_lost
+		{Cands: []*fsm.Candidate{rule192}}, // holding × owner_closed
 		// completed
-		{Cands: []*fsm.Candidate{rule194}}, // completed × begin
-		{Cands: []*fsm.Candidate{rule194}}, // completed × next
-		{Cands: []*fsm.Candidate{rule194}}, // completed × cancel
-		{Cands: []*fsm.Candidate{rule190}}, // completed × result_chunk
-		{Cands: []*fsm.Candidate{rule190}}, // completed × result_completed
-		{Cands: []*fsm.Candidate{rule190}}, // completed × result_failed
-		{Cands: []*fsm.Candidate{rule190}}, // completed × result_rejected
-		{Cands: []*fsm.Candidate{rule190}}, // completed × pull_send_failed
-		{Cands: []*fsm.Candidate{rule190}}, // completed × cancel_send_failed
-		{Cands: []*fsm.Candidate{rule190}}, // completed × export_budget
-		{Cands: []*fsm.Candidate{rule190}}, // completed × connection_lost
-		{Cands: []*fsm.Candidate{rule190}}, // completed × owner_closed
+		{Cands: []*fsm.Candidate{rule202}}, // completed × begin
+		{Cands: []*fsm.Candidate{rule202}}, // completed × next
+		{Cands: []*fsm.Candidate{rule202}}, // completed × cancel
+		{Cands: []*fsm.Candidate{rule198}}, // completed × result_chunk
+		{Cands: []*fsm.Candidate{rule198}}, // completed × result_completed
+		{Cands: []*fsm.Candidate{rule198}}, // completed × result_failed
+		{Cands: []*fsm.Candidate{rule198}}, // completed × result_rejected
+		{Cands: []*fsm.Candidate{rule198}}, // completed × pull_send_failed
+		{Cands: []*fsm.Candidate{rule198}}, // completed × cancel_send_failed
+		{Cands: []*fsm.Candidate{rule198}}, // completed × export_budget
+		{Cands: []*fsm.Candidate{rule198}}, // completed × connection_lost
+		{Cands: []*fsm.Candidate{rule198}}, // completed × owner_closed
 		// cancelled
-		{Cands: []*fsm.Candidate{rule194}}, // cancelled × begin
-		{Cands: []*fsm.Candidate{rule194}}, // cancelled × next
-		{Cands: []*fsm.Candidate{rule194}}, // cancelled × cancel
-		{Cands: []*fsm.Candidate{rule190}}, // cancelled × result_chunk
-		{Cands: []*fsm.Candidate{rule190}}, // cancelled × result_completed
-		{Cands: []*fsm.Candidate{rule190}}, // cancelled × result_failed
-		{Cands: []*fsm.Candidate{rule190}}, // cancelled × result_rejected
-		{Cands: []*fsm.Candidate{rule190}}, // cancelled × pull_send_failed
-		{Cands: []*fsm.Candidate{rule190}}, // cancelled × cancel_send_failed
-		{Cands: []*fsm.Candidate{rule190}}, // cancelled × export_budget
-		{Cands: []*fsm.Candidate{rule190}}, // cancelled × connection_lost
-		{Cands: []*fsm.Candidate{rule190}}, // cancelled × owner_closed
+		{Cands: []*fsm.Candidate{rule202}}, // cancelled × begin
+		{Cands: []*fsm.Candidate{rule202}}, // cancelled × next
+		{Cands: []*fsm.Candidate{rule202}}, // cancelled × cancel
+		{Cands: []*fsm.Candidate{rule198}}, // cancelled × result_chunk
+		{Cands: []*fsm.Candidate{rule198}}, // cancelled × result_completed
+		{Cands: []*fsm.Candidate{rule198}}, // cancelled × result_failed
+		{Cands: []*fsm.Candidate{rule198}}, // cancelled × result_rejected
+		{Cands: []*fsm.Candidate{rule198}}, // cancelled × pull_send_failed
+		{Cands: []*fsm.Candidate{rule198}}, // cancelled × cancel_send_failed
+		{Cands: []*fsm.Candidate{rule198}}, // cancelled × export_budget
+		{Cands: []*fsm.Candidate{rule198}}, // cancelled × connection_lost
+		{Cands: []*fsm.Candidate{rule198}}, // cancelled × owner_closed
 		// failed
-		{Cands: []*fsm.Candidate{rule194}}, // failed × begin
-		{Cands: []*fsm.Candidate{rule194}}, // failed × next
-		{Cands: []*fsm.Candidate{rule194}}, // failed × cancel
-		{Cands: []*fsm.Candidate{rule190}}, // failed × result_chunk
-		{Cands: []*fsm.Candidate{rule190}}, // failed × result_completed
-		{Cands: []*fsm.Candidate{rule190}}, // failed × result_failed
-		{Cands: []*fsm.Candidate{rule190}}, // failed × result_rejected
-		{Cands: []*fsm.Candidate{rule190}}, // failed × pull_send_failed
-		{Cands: []*fsm.Candidate{rule190}}, // failed × cancel_send_failed
-		{Cands: []*fsm.Candidate{rule190}}, // failed × export_budget
-		{Cands: []*fsm.Candidate{rule190}}, // failed × connection_lost
-		{Cands: []*fsm.Candidate{rule190}}, // failed × owner_closed
+		{Cands: []*fsm.Candidate{rule202}}, // failed × begin
+		{Cands: []*fsm.Candidate{rule202}}, // failed × next
+		{Cands: []*fsm.Candidate{rule202}}, // failed × cancel
+		{Cands: []*fsm.Candidate{rule198}}, // failed × result_chunk
+		{Cands: []*fsm.Candidate{rule198}}, // failed × result_completed
+		{Cands: []*fsm.Candidate{rule198}}, // failed × result_failed
+		{Cands: []*fsm.Candidate{rule198}}, // failed × result_rejected
+		{Cands: []*fsm.Candidate{rule198}}, // failed × pull_send_failed
+		{Cands: []*fsm.Candidate{rule198}}, // failed × cancel_send_failed
+		{Cands: []*fsm.Candidate{rule198}}, // failed × export_budget
+		{Cands: []*fsm.Candidate{rule198}}, // failed × connection_lost
+		{Cands: []*fsm.Candidate{rule198}}, // failed × owner_closed
 		// rejected
-		{Cands: []*fsm.Candidate{rule194}}, // rejected × begin
-		{Cands: []*fsm.Candidate{rule194}}, // rejected × next
-		{Cands: []*fsm.Candidate{rule194}}, // rejected × cancel
-		{Cands: []*fsm.Candidate{rule190}}, // rejected × result_chunk
-		{Cands: []*fsm.Candidate{rule190}}, // rejected × result_completed
-		{Cands: []*fsm.Candidate{rule190}}, // rejected × result_failed
-		{Cands: []*fsm.Candidate{rule190}}, // rejected × result_rejected
-		{Cands: []*fsm.Candidate{rule190}}, // rejected × pull_send_failed
-		{Cands: []*fsm.Candidate{rule190}}, // rejected × cancel_send_failed
-		{Cands: []*fsm.Candidate{rule190}}, // rejected × export_budget
-		{Cands: []*fsm.Candidate{rule190}}, // rejected × connection_lost
-		{Cands: []*fsm.Candidate{rule190}}, // rejected × owner_closed
+		{Cands: []*fsm.Candidate{rule202}}, // rejected × begin
+		{Cands: []*fsm.Candidate{rule202}}, // rejected × next
+		{Cands: []*fsm.Candidate{rule202}}, // rejected × cancel
+		{Cands: []*fsm.Candidate{rule198}}, // rejected × result_chunk
+		{Cands: []*fsm.Candidate{rule198}}, // rejected × result_completed
+		{Cands: []*fsm.Candidate{rule198}}, // rejected × result_failed
+		{Cands: []*fsm.Candidate{rule198}}, // rejected × result_rejected
+		{Cands: []*fsm.Candidate{rule198}}, // rejected × pull_send_failed
+		{Cands: []*fsm.Candidate{rule198}}, // rejected × cancel_send_failed
+		{Cands: []*fsm.Candidate{rule198}}, // rejected × export_budget
+		{Cands: []*fsm.Candidate{rule198}}, // rejected × connection_lost
+		{Cands: []*fsm.Candidate{rule198}}, // rejected × owner_closed
 		// expired
-		{Cands: []*fsm.Candidate{rule194}}, // expired × begin
-		{Cands: []*fsm.Candidate{rule194}}, // expired × next
-		{Cands: []*fsm.Candidate{rule194}}, // expired × cancel
-		{Cands: []*fsm.Candidate{rule190}}, // expired × result_chunk
-		{Cands: []*fsm.Candidate{rule190}}, // expired × result_completed
-		{Cands: []*fsm.Candidate{rule190}}, // expired × result_failed
-		{Cands: []*fsm.Candidate{rule190}}, // expired × result_rejected
-		{Cands: []*fsm.Candidate{rule190}}, // expired × pull_send_failed
-		{Cands: []*fsm.Candidate{rule190}}, // expired × cancel_send_failed
-		{Cands: []*fsm.Candidate{rule190}}, // expired × export_budget
-		{Cands: []*fsm.Candidate{rule190}}, // expired × connection_lost
-		{Cands: []*fsm.Candidate{rule190}}, // expired × owner_closed
+		{Cands: []*fsm.Candidate{rule202}}, // expired × begin
+		{Cands: []*fsm.Candidate{rule202}}, // expired × next
+		{Cands: []*fsm.Candidate{rule202}}, // expired × cancel
+		{Cands: []*fsm.Candidate{rule198}}, // expired × result_chunk
+		{Cands: []*fsm.Candidate{rule198}}, // expired × result_completed
+		{Cands: []*fsm.Candidate{rule198}}, // expired × result_failed
+		{Cands: []*fsm.Candidate{rule198}}, // expired × result_rejected
+		{Cands: []*fsm.Candidate{rule198}}, // expired × pull_send_failed
+		{Cands: []*fsm.Candidate{rule198}}, // expired × cancel_send_failed
+		{Cands: []*fsm.Candidate{rule198}}, // expired × export_budget
+		{Cands: []*fsm.Candidate{rule198}}, // expired × connection_lost
+		{Cands: []*fsm.Candidate{rule198}}, // expired × owner_closed
 		// aborted
-		{Cands: []*fsm.Candidate{rule194}}, // aborted × begin
-		{Cands: []*fsm.Candidate{rule194}}, // aborted × next
-		{Cands: []*fsm.Candidate{rule194}}, // aborted × cancel
-		{Cands: []*fsm.Candidate{rule190}}, // aborted × result_chunk
-		{Cands: []*fsm.Candidate{rule190}}, // aborted × result_completed
-		{Cands: []*fsm.Candidate{rule190}}, // aborted × result_failed
-		{Cands: []*fsm.Candidate{rule190}}, // aborted × result_rejected
-		{Cands: []*fsm.Candidate{rule190}}, // aborted × pull_send_failed
-		{Cands: []*fsm.Candidate{rule190}}, // aborted × cancel_send_failed
-		{Cands: []*fsm.Candidate{rule190}}, // aborted × export_budget
-		{Cands: []*fsm.Candidate{rule190}}, // aborted × connection_lost
-		{Cands: []*fsm.Candidate{rule190}}, // aborted × owner_closed
+		{Cands: []*fsm.Candidate{rule202}}, // aborted × begin
+		{Cands: []*fsm.Candidate{rule202}}, // aborted × next
+		{Cands: []*fsm.Candidate{rule202}}, // aborted × cancel
+		{Cands: []*fsm.Candidate{rule198}}, // aborted × result_chunk
+		{Cands: []*fsm.Candidate{rule198}}, // aborted × result_completed
+		{Cands: []*fsm.Candidate{rule198}}, // aborted × result_failed
+		{Cands: []*fsm.Candidate{rule198}}, // aborted × result_rejected
+		{Cands: []*fsm.Candidate{rule198}}, // aborted × pull_send_failed
+		{Cands: []*fsm.Candidate{rule198}}, // aborted × cancel_send_failed
+		{Cands: []*fsm.Candidate{rule198}}, // aborted × export_budget
+		{Cands: []*fsm.Candidate{rule198}}, // aborted × connection_lost
+		{Cands: []*fsm.Candidate{rule198}}, // aborted × owner_closed
 	},
 })
 
@@ -704,9 +713,13 @@ func NewCore[A any](h CoreHooks[A], timers fsm.Timers[A]) (*fsm.Machine[A], erro
 // (fsm.Machine.Fire, or a driver that drains an fsm.Outbox). A method must not change the machine.
 // The *fsm.Firing is reused: do not keep it after the call.
 type RuntimeHooks[A any] interface {
-	// DoOpenExport performs open_export: the Runtime admits the export, takes the slot and starts
-	// producing the archive (for a begin it then refuses, it frees the slot at once).
+	// DoOpenExport performs open_export: the Runtime admits the export, takes the slot, starts
+	// producing the archive and answers begin with its first chunk (for a begin it then refuses,
+	// it frees the slot at once).
 	DoOpenExport(f *fsm.Firing[A]) error
+	// DoServePull performs serve_pull: the Runtime reads the chunk at the offset the pull names,
+	// off its receive loop, and answers it (a chunk, completed at the end, or failed).
+	DoServePull(f *fsm.Firing[A]) error
 	// DoCloseExport performs close_export: the Runtime stops producing the archive and frees the
 	// export slot.
 	DoCloseExport(f *fsm.Firing[A]) error
@@ -718,7 +731,7 @@ func Runtime[A any](h RuntimeHooks[A]) fsm.Binding[A] {
 		return nil
 	}
 	return &fsm.HookTable[A]{
-		Actions: []func(*fsm.Firing[A]) error{ActionOpenExport: h.DoOpenExport, ActionCloseExport: h.DoCloseExport},
+		Actions: []func(*fsm.Firing[A]) error{ActionOpenExport: h.DoOpenExport, ActionServePull: h.DoServePull, ActionCloseExport: h.DoCloseExport},
 	}
 }
 
