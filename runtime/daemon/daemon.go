@@ -21,6 +21,7 @@ import (
 	"github.com/agentwire/agentwire/fsm/interaction"
 	"github.com/agentwire/agentwire/fsm/preparation"
 	"github.com/agentwire/agentwire/fsm/run"
+	"github.com/agentwire/agentwire/fsm/workspace_export"
 	"github.com/agentwire/agentwire/fsm/workspace_read"
 	"github.com/agentwire/agentwire/fsm/workspace_write"
 	"github.com/agentwire/agentwire/peer"
@@ -57,7 +58,7 @@ type Config struct {
 
 // Tables are the machines the daemon drives.
 func Tables() []*fsm.Table {
-	return []*fsm.Table{connection.Table, preparation.Table, run.Table, input.Table, interaction.Table, workspace_read.Table, workspace_write.Table}
+	return []*fsm.Table{connection.Table, preparation.Table, run.Table, input.Table, interaction.Table, workspace_read.Table, workspace_write.Table, workspace_export.Table}
 }
 
 // Run connects and serves until ctx ends (nil) or a permanent refusal

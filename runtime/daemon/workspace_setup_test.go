@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -54,6 +55,14 @@ func scenarioWorkspace(t *testing.T, setup string) *workspace.Workspace {
 		}
 		require.NoError(t, os.Symlink(target, filepath.Join(dir, filepath.FromSlash(name))))
 	}
+	// Fixed times, so that an export archive is the same on every run.
+	fixed := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	require.NoError(t, filepath.WalkDir(dir, func(p string, e os.DirEntry, err error) error {
+		if err != nil || e.Type()&os.ModeSymlink != 0 {
+			return err
+		}
+		return os.Chtimes(p, fixed, fixed)
+	}))
 	ws, err := workspace.Open(dir)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = ws.Close() })

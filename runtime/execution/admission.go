@@ -248,6 +248,9 @@ func (h prepHooks) DoSettleCleanup(f *fsm.Firing[*peer.Event]) error {
 		return nil
 	}
 	a.releasing = true
+	if a.readOnly {
+		s.closeExportOf(ev.Driver(), a.handle)
+	}
 	release := false
 	if ev.Msg != nil {
 		_, release = ev.Msg.Payload.(wire.ExecutionRelease)
@@ -312,8 +315,12 @@ func (s *Session) Refused(r *peer.Refusal) {
 		return
 	}
 	d := s.conn.Driver()
-	if r.Msg.Type == wire.TypeWorkspaceWrite {
-		s.refuseWrite(d, r) // a write answers frames that failed to decode, too
+	switch r.Msg.Type { // these answer frames that failed to decode, too
+	case wire.TypeWorkspaceWrite:
+		s.refuseWrite(d, r)
+		return
+	case wire.TypeWorkspaceExport:
+		s.refuseExport(d, r)
 		return
 	}
 	if r.Msg.Payload == nil {

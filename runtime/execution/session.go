@@ -21,6 +21,7 @@ import (
 	"github.com/agentwire/agentwire/fsm/interaction"
 	"github.com/agentwire/agentwire/fsm/preparation"
 	"github.com/agentwire/agentwire/fsm/run"
+	"github.com/agentwire/agentwire/fsm/workspace_export"
 	"github.com/agentwire/agentwire/fsm/workspace_read"
 	"github.com/agentwire/agentwire/fsm/workspace_write"
 	"github.com/agentwire/agentwire/peer"
@@ -139,6 +140,8 @@ func (s *Session) Binding(machine string) fsm.Binding[*peer.Event] {
 		return workspace_read.Runtime[*peer.Event](readHooks{s})
 	case workspace_write.Table.Name:
 		return workspace_write.Runtime[*peer.Event](writeHooks{s})
+	case workspace_export.Table.Name:
+		return workspace_export.Runtime[*peer.Event](exportHooks{s})
 	}
 	return nil
 }

@@ -1,0 +1,99 @@
+package workspace
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// untar lists an archive as name → content ("-> target" for a link, "dir"
+// for a directory).
+func untar(t *testing.T, b []byte) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	tr := tar.NewReader(bytes.NewReader(b))
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		require.NoError(t, err)
+		switch h.Typeflag {
+		case tar.TypeDir:
+			out[h.Name] = "dir"
+		case tar.TypeSymlink:
+			out[h.Name] = "-> " + h.Linkname
+		default:
+			body, err := io.ReadAll(tr)
+			require.NoError(t, err)
+			out[h.Name] = string(body)
+		}
+		assert.Zero(t, h.Uid, h.Name)
+		assert.Empty(t, h.Uname, h.Name)
+	}
+}
+
+func TestExportOutputs(t *testing.T) {
+	w, ws, outside := writeSetup(t)
+	require.NoError(t, os.WriteFile(filepath.Join(outside, "secret.txt"), []byte("secret"), 0o644))
+	require.NoError(t, os.MkdirAll(filepath.Join(ws, "outputs", "sub"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(ws, "outputs", "report.txt"), []byte("report"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(ws, "outputs", "sub", "b.txt"), []byte("b"), 0o644))
+	// Made after Open, pointing out: archived as a link, never followed.
+	require.NoError(t, os.Symlink(filepath.Join(outside, "secret.txt"), filepath.Join(ws, "outputs", "leak")))
+	require.NoError(t, os.Symlink("../../outside", filepath.Join(ws, "outputs", "sub", "up")))
+
+	var buf bytes.Buffer
+	require.NoError(t, w.ExportOutputs(context.Background(), &buf))
+	assert.Equal(t, map[string]string{
+		"outputs/":           "dir",
+		"outputs/leak":       "-> " + filepath.Join(outside, "secret.txt"),
+		"outputs/report.txt": "report",
+		"outputs/sub/":       "dir",
+		"outputs/sub/b.txt":  "b",
+		"outputs/sub/up":     "-> ../../outside",
+	}, untar(t, buf.Bytes()))
+	assert.NotContains(t, buf.String(), "secret\x00", "the link's target is never read")
+
+	var again bytes.Buffer
+	require.NoError(t, w.ExportOutputs(context.Background(), &again))
+	assert.Equal(t, buf.Bytes(), again.Bytes(), "the same tree gives the same archive")
+}
+
+func TestExportOutputsMissingIsEmpty(t *testing.T) {
+	w, _, _ := writeSetup(t)
+	var buf bytes.Buffer
+	require.NoError(t, w.ExportOutputs(context.Background(), &buf))
+	assert.Empty(t, untar(t, buf.Bytes()))
+	assert.Equal(t, 1024, buf.Len(), "just the end-of-archive blocks")
+}
+
+// An outputs directory that is a link (in or out of the workspace) is not
+// followed: the export fails.
+func TestExportOutputsLinkedRootFails(t *testing.T) {
+	w, ws, outside := writeSetup(t)
+	require.NoError(t, os.Symlink(outside, filepath.Join(ws, "outputs")))
+	var buf bytes.Buffer
+	assert.ErrorContains(t, w.ExportOutputs(context.Background(), &buf), "not a directory")
+}
+
+func TestExportOutputsBoundsAndCancel(t *testing.T) {
+	w, ws, _ := writeSetup(t)
+	require.NoError(t, os.MkdirAll(filepath.Join(ws, "outputs"), 0o755))
+	for i := range ExportMaxEntries {
+		require.NoError(t, os.WriteFile(filepath.Join(ws, "outputs", "f"+string(rune('a'+i%26))+string(rune('a'+i/26%26))+string(rune('a'+i/676))), nil, 0o644))
+	}
+	assert.ErrorContains(t, w.ExportOutputs(context.Background(), io.Discard), "more than 4096 entries")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	assert.ErrorIs(t, w.ExportOutputs(ctx, io.Discard), context.Canceled)
+}
