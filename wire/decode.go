@@ -21,6 +21,16 @@ import (
 // be well formed: it can no longer repair strings, keep the last of two
 // members or fold the case of a name.
 func decodeStrict(typ, prefix string, data []byte, v any) error {
+	if sd, ok := v.(selfStrict); ok {
+		// It bounds and decodes itself with decodeStrict (decodeBounded):
+		// checking and decoding it here first would only read a 96 KiB
+		// chunk frame three more times, and encoding/json would hand it
+		// the same bytes.
+		if err := sd.UnmarshalJSON(data); err != nil {
+			return jsonError(typ, prefix, err)
+		}
+		return nil
+	}
 	t := reflect.TypeOf(v).Elem()
 	if fe := checkJSON(data, schemaFor(t)); fe != nil {
 		return fe.under(typ, prefix)

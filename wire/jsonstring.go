@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"encoding/binary"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -88,6 +89,11 @@ func scanJSONString(b []byte, i int) (end int, esc bool, bad strProblem) {
 			return i, esc, strControl
 		case c < utf8.RuneSelf:
 			i++
+			// Runs of plain ASCII (the bulk of a base64 chunk) are
+			// skipped eight bytes at a time.
+			for i+8 <= len(b) && plainASCII8(binary.LittleEndian.Uint64(b[i:])) {
+				i += 8
+			}
 		default:
 			r, size := utf8.DecodeRune(b[i:])
 			if r == utf8.RuneError && size == 1 && soft == strOK {
@@ -212,4 +218,17 @@ func unquoteJSON(lit []byte) (string, strProblem) {
 		return string(lit[1 : end-1]), strOK
 	}
 	return string(appendUnescaped(make([]byte, 0, len(lit)), lit)), strOK
+}
+
+// plainASCII8 reports whether none of the eight bytes of x is a control
+// character, a quote, a backslash or a non-ASCII byte: bytes that
+// scanJSONString takes one by one with nothing to check.
+func plainASCII8(x uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	// The classic word-at-a-time tests: hasZero is nonzero when some byte
+	// of v is 0, below when some byte of x is under 0x20 (x having no
+	// high bit set, which the first term checks).
+	hasZero := func(v uint64) uint64 { return (v - ones) & ^v & highs }
+	below := (x - ones*0x20) & ^x & highs
+	return (x&highs)|below|hasZero(x^(ones*'"'))|hasZero(x^(ones*'\\')) == 0
 }

@@ -97,6 +97,9 @@ func CheckRawPayloadSize(typ string, payload []byte) error {
 // raw size bound: it refuses oversized input, then decodes strictly (a
 // custom UnmarshalJSON does not inherit the caller's strictness). Errors are
 // relative to the payload root.
+//
+// A type whose UnmarshalJSON is decodeBounded marks itself selfStrict, so
+// that decodeStrict hands it its bytes directly.
 func decodeBounded(typ string, data []byte, v any) error {
 	if limit := payloadLimit(typ); limit > 0 && len(data) > limit {
 		return fieldErr("", "", RuleTooLarge, "encoded payload exceeds "+strconv.Itoa(limit)+" bytes")
@@ -134,3 +137,16 @@ func (c *checker) encodedSize(p any, limit int) {
 		c.fail("", RuleTooLarge, "encoded payload exceeds "+strconv.Itoa(limit)+" bytes")
 	}
 }
+
+// selfStrict is a payload whose UnmarshalJSON is decodeBounded over its
+// plain fields: it checks the whole document itself.
+type selfStrict interface {
+	json.Unmarshaler
+	decodesStrictly()
+}
+
+func (*RuntimePrepare) decodesStrictly()        {}
+func (*WorkspaceExport) decodesStrictly()       {}
+func (*WorkspaceExportResult) decodesStrictly() {}
+func (*WorkspaceRead) decodesStrictly()         {}
+func (*WorkspaceWrite) decodesStrictly()        {}

@@ -115,6 +115,21 @@ func (b *base64Data) UnmarshalJSON(raw []byte) error {
 		*b = nil
 		return nil
 	}
+	if inner, ok := plainBase64String(raw); ok {
+		// The common case, a string of base64 characters only, needs no
+		// unquoting: decode it in place (one pass instead of four over a
+		// 64 KiB chunk's 87 KiB of text).
+		d := make([]byte, base64.StdEncoding.DecodedLen(len(inner)))
+		n, err := base64.StdEncoding.Strict().Decode(d, inner)
+		if err != nil {
+			return fieldErr("", "data", RuleFormat, "not valid canonical base64 (standard alphabet, padded, zero padding bits)")
+		}
+		if n == 0 {
+			d = nil
+		}
+		*b = d[:n:n]
+		return nil
+	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return fieldErr("", "data", RuleType, "expected a base64 string")
@@ -131,4 +146,19 @@ func (b *base64Data) UnmarshalJSON(raw []byte) error {
 	}
 	*b = d
 	return nil
+}
+
+// plainBase64String returns the inside of the JSON string raw when it
+// needs no unquoting and holds no line break (which encoding/base64 would
+// skip): its text is then what the slow path would decode, and the strict
+// decoder refuses every other character of it just the same.
+func plainBase64String(raw []byte) ([]byte, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return nil, false
+	}
+	inner := raw[1 : len(raw)-1]
+	if bytes.IndexByte(inner, '\\') >= 0 || bytes.IndexByte(inner, '\n') >= 0 || bytes.IndexByte(inner, '\r') >= 0 {
+		return nil, false
+	}
+	return inner, true
 }
