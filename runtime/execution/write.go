@@ -22,13 +22,15 @@ import (
 // connection, because the protocol allows no staging directory
 // (daemon-protocol.txt:185) and nothing may reach the workspace before the
 // digest was checked; the digest is computed as the chunks arrive, so
-// commit costs no second pass.
+// commit costs no second pass. The chunks are kept as decoded (each frame's
+// data is a fresh slice nobody else holds), not copied into one buffer.
 type upload struct {
 	id        string
 	path      string
 	size      int64
 	digest    string
-	body      []byte
+	body      [][]byte
+	received  int64
 	sum       hash.Hash
 	applying  bool // the installer runs
 	discarded bool // the machine dropped the upload
@@ -103,7 +105,7 @@ func (h writeHooks) GuardChunkInBounds(f *fsm.Firing[*peer.Event]) bool {
 		return false
 	}
 	n := int64(len(p.Data))
-	return n >= 1 && n <= wire.ChunkBytes && p.Offset == int64(len(u.body)) && int64(len(u.body))+n <= u.size
+	return n >= 1 && n <= wire.ChunkBytes && p.Offset == u.received && u.received+n <= u.size
 }
 
 // GuardOffsetMatches holds for the receipts this Runtime sends: they name
@@ -111,14 +113,14 @@ func (h writeHooks) GuardChunkInBounds(f *fsm.Firing[*peer.Event]) bool {
 func (h writeHooks) GuardOffsetMatches(f *fsm.Firing[*peer.Event]) bool {
 	r, ok := f.Arg.Msg.Payload.(wire.WorkspaceWriteResult)
 	u := h.s.write
-	return ok && u != nil && r.Offset == int64(len(u.body))
+	return ok && u != nil && r.Offset == u.received
 }
 
 // GuardDigestMatches: the whole declared body arrived and its SHA-256 is
 // the declared one; otherwise the installer never runs.
 func (h writeHooks) GuardDigestMatches(f *fsm.Firing[*peer.Event]) bool {
 	u := h.s.write
-	if u == nil || u.id != f.Arg.Key.ID || int64(len(u.body)) != u.size {
+	if u == nil || u.id != f.Arg.Key.ID || u.received != u.size {
 		return false
 	}
 	return hex.EncodeToString(u.sum.Sum(nil)) == u.digest
@@ -137,7 +139,7 @@ func (h writeHooks) SendWorkspaceWriteResult(f *fsm.Firing[*peer.Event]) error {
 		r.Outcome = "ready"
 	case workspace_write.EventChunk:
 		if f.Table.State(f.To).Outcome == fsm.OutcomeNone && h.s.write != nil {
-			r.Outcome, r.Offset = "received", int64(len(h.s.write.body))
+			r.Outcome, r.Offset = "received", h.s.write.received
 			break
 		}
 		r.Outcome, r.ErrorCode = "rejected", "invalid_request"
@@ -156,18 +158,21 @@ func (h writeHooks) DoOpenUpload(f *fsm.Firing[*peer.Event]) error {
 		size = *p.SizeBytes
 	}
 	h.s.write = &upload{id: f.Arg.Key.ID, path: p.Path, size: size, digest: p.SHA256,
-		body: make([]byte, 0, size), sum: sha256.New()}
+		body: make([][]byte, 0, (size+wire.ChunkBytes-1)/wire.ChunkBytes), sum: sha256.New()}
 	return nil
 }
 
-// DoStageChunk appends the frame's bytes (copied: the message is not kept).
+// DoStageChunk keeps the frame's bytes: the decoded data slice, which the
+// decoder allocated for this frame alone (the message around it is not
+// kept).
 func (h writeHooks) DoStageChunk(f *fsm.Firing[*peer.Event]) error {
 	p, _ := writeStep(f)
 	u := h.s.write
 	if u == nil {
 		return errors.New("execution: a chunk staged without an upload")
 	}
-	u.body = append(u.body, p.Data...)
+	u.body = append(u.body, p.Data)
+	u.received += int64(len(p.Data))
 	u.sum.Write(p.Data)
 	return nil
 }
@@ -183,7 +188,7 @@ func (h writeHooks) DoApplyWrite(f *fsm.Firing[*peer.Event]) error {
 	u.applying = true
 	body, ws := u.body, s.cfg.Workspace
 	s.goNative(func() {
-		r := installResult(ws.WriteFile(u.path, body), u.size)
+		r := installResult(ws.WriteFile(u.path, body...), u.size)
 		posted := s.post(func(d *peer.Driver) {
 			u.applying = false
 			send(d, u.id, r)

@@ -51,16 +51,21 @@ func writeRejected(reason, format string, args ...any) *Error {
 	return e
 }
 
-// WriteFile installs data as the regular file at the workspace-relative
-// path p. On a rejection (*Error with Outcome "rejected") the destination
+// WriteFile installs the concatenation of data as the regular file at the
+// workspace-relative path p (a body received in chunks is installed
+// without first being copied into one slice). On a rejection (*Error with Outcome "rejected") the destination
 // is unchanged; an *Error with Outcome "unknown" (write_unconfirmed) means
 // the file was renamed into place but its directory could not be synced,
 // so whether it survives a crash is not known.
-func (w *Workspace) WriteFile(p string, data []byte) error {
+func (w *Workspace) WriteFile(p string, data ...[]byte) error {
 	if err := wire.CheckWorkspacePath(p, false); err != nil {
 		return rejected("invalid_request", "path: %v", err)
 	}
-	if int64(len(data)) > wire.MaxTransferBytes {
+	size := 0
+	for _, d := range data {
+		size += len(d)
+	}
+	if int64(size) > wire.MaxTransferBytes {
 		return rejected("invalid_request", "the body is over %d bytes", wire.MaxTransferBytes)
 	}
 	dir, base := path.Split(p)
@@ -204,7 +209,7 @@ func checkDestination(parent *os.Root, p, base string) error {
 
 // writeTemp writes data to a new temporary file in parent, synced and
 // closed, and returns its name; on failure nothing is left behind.
-func writeTemp(parent *os.Root, data []byte) (string, error) {
+func writeTemp(parent *os.Root, data [][]byte) (string, error) {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	name := TempPrefix + hex.EncodeToString(b[:])
@@ -214,7 +219,11 @@ func writeTemp(parent *os.Root, data []byte) (string, error) {
 	if err != nil {
 		return "", writeRejected("", "a temporary file cannot be created")
 	}
-	_, err = f.Write(data)
+	for _, d := range data {
+		if _, err = f.Write(d); err != nil {
+			break
+		}
+	}
 	if err == nil {
 		err = f.Sync()
 	}
