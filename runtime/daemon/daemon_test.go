@@ -122,7 +122,7 @@ func (l *logs) String() string {
 	return l.buf.String()
 }
 
-func registry(t *testing.T, s script.Script) *harness.Registry {
+func registry(t testing.TB, s script.Script) *harness.Registry {
 	r := harness.NewRegistry()
 	require.NoError(t, r.Register(script.New(s)))
 	return r
