@@ -32,6 +32,7 @@ type admission struct {
 	last    *wire.PreparationStatus
 
 	exe         harness.Executor
+	unclosed    bool          // its Executor's close failed: it still holds the workspace
 	prepDone    chan struct{} // closed when native preparation returned
 	transferred bool          // a start took the Executor
 	releasing   bool          // release, expiry, failure or loss: no ready may follow
@@ -267,6 +268,7 @@ func (h prepHooks) DoSettleCleanup(f *fsm.Firing[*peer.Event]) error {
 			return
 		}
 		s.closeExecutor(exe, func(d *peer.Driver, err error) {
+			a.unclosed = err != nil
 			if !release {
 				return
 			}

@@ -28,6 +28,8 @@ type runState struct {
 	holding bool                           // done is held back for inputs in flight
 	asked   map[string]*asked              // open interactions, by interaction instance ID
 	env     *string                        // the Environment ID of the handle it took over; nil for prompt_request
+
+	unclosed bool // its Executor's close failed: it still holds the workspace
 }
 
 type runHooks struct{ s *Session }
@@ -140,7 +142,7 @@ func (s *Session) startRun(runID string, turn harness.Turn, executor func(contex
 			r.holding = true
 		})
 		if exe != nil {
-			s.closeExecutor(exe, nil)
+			s.closeExecutor(exe, func(_ *peer.Driver, err error) { r.unclosed = err != nil })
 		} else {
 			s.post(func(*peer.Driver) { s.active-- })
 		}

@@ -155,17 +155,22 @@ func (s *Session) writeRefusal() string {
 }
 
 // executionHolds reports whether execution holds the workspace: a Run that
-// has not settled, or an execution preparation (not the read-only
-// profile) that has not been released or handed to a Run, or whose
-// Executor is still owned.
+// has not settled, or an execution preparation (not the read-only profile)
+// that has not been released or handed to a Run, or whose Executor is
+// still owned, or an Executor whose close failed.
+//
+// decision: an Executor being closed after its Turn settled (or after its
+// admission was released, before any Turn) no longer executes, so it does
+// not hold the workspace; one whose close failed may still be running and
+// holds it, as it keeps its capacity (daemon-protocol.txt:116, :185).
 func (s *Session) executionHolds() bool {
 	for _, r := range s.runs {
-		if !r.settled {
+		if !r.settled || r.unclosed {
 			return true
 		}
 	}
 	for _, a := range s.admissions {
-		if !a.readOnly && (a.exe != nil || (!a.releasing && !a.transferred)) {
+		if !a.readOnly && (a.exe != nil || a.unclosed || (!a.releasing && !a.transferred)) {
 			return true
 		}
 	}
