@@ -35,7 +35,7 @@ func runRuntime(args []string, _ io.Writer, stderr io.Writer) error {
 	var harnesses harnessFlags
 	fs.Var(&harnesses, "harness", "adapter to register: script[=FILE] (a JSON script) or exec:KIND=COMMAND[:CAPFILE] (docs/exec-adapter.md); repeatable (default: script)")
 	wsDir := fs.String("workspace", "", "bound workspace directory that workspace reads are served from (none: reads are rejected read_unsupported)")
-	_ = fs.String("state", "", "state directory (not used yet)")
+	stateDir := fs.String("state", "", "state directory for transfer staging and installed skills and plugins (none: a temporary directory)")
 	verbose := fs.Bool("v", false, "log at debug level")
 	scale := timeScaleFlag(fs)
 	if err := fs.Parse(args); err != nil {
@@ -80,7 +80,7 @@ func runRuntime(args []string, _ io.Writer, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err = daemon.Run(ctx, daemon.Config{
-		CoreURL: *core, DeviceID: *device, Credential: daemon.NewCredential(string(secret)), Registry: reg, Clock: clock, Workspace: ws,
+		CoreURL: *core, DeviceID: *device, Credential: daemon.NewCredential(string(secret)), Registry: reg, Clock: clock, Workspace: ws, StateDir: *stateDir,
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
 	})
 	var perm *daemon.Permanent

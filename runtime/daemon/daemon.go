@@ -21,10 +21,13 @@ import (
 	"github.com/agentwire/agentwire/fsm/interaction"
 	"github.com/agentwire/agentwire/fsm/preparation"
 	"github.com/agentwire/agentwire/fsm/run"
+	"github.com/agentwire/agentwire/fsm/suspension"
+	"github.com/agentwire/agentwire/fsm/transfer"
 	"github.com/agentwire/agentwire/fsm/workspace_read"
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/runtime/execution"
 	"github.com/agentwire/agentwire/runtime/harness"
+	rtransfer "github.com/agentwire/agentwire/runtime/transfer"
 	"github.com/agentwire/agentwire/runtime/workspace"
 	"github.com/agentwire/agentwire/wire"
 )
@@ -49,6 +52,9 @@ type Config struct {
 	// Workspace is the bound directory workspace reads are served from
 	// (--workspace); nil rejects reads read_unsupported.
 	Workspace *workspace.Workspace
+	// StateDir (--state) holds transfer staging and installed skills and
+	// plugins; "" uses a temporary directory removed when Run returns.
+	StateDir string
 	// OnConnected, when set, is called with each new connection's Conn
 	// (tests use it to observe the driver).
 	OnConnected func(*peer.Conn)
@@ -56,7 +62,8 @@ type Config struct {
 
 // Tables are the machines the daemon drives.
 func Tables() []*fsm.Table {
-	return []*fsm.Table{connection.Table, preparation.Table, run.Table, input.Table, interaction.Table, workspace_read.Table}
+	return []*fsm.Table{connection.Table, preparation.Table, run.Table, input.Table, interaction.Table, workspace_read.Table,
+		transfer.Table, suspension.Table}
 }
 
 // Run connects and serves until ctx ends (nil) or a permanent refusal
@@ -83,9 +90,16 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Credential.Empty() {
 		return &Permanent{What: "no credential", Fix: "pass --credential-file with the daemon credential"}
 	}
+	area, err := rtransfer.NewArea(cfg.StateDir)
+	if err != nil {
+		return &Permanent{What: err.Error(), Fix: "pass a writable --state directory"}
+	}
+	defer area.Close()
+	// The suspension fence outlives connections; transfers do not.
+	shared := shared{area: area, fence: execution.NewFence()}
 	attempt := 0
 	for {
-		live, err := connectOnce(ctx, cfg)
+		live, err := connectOnce(ctx, cfg, shared)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -120,10 +134,18 @@ func backoff(minW, maxW time.Duration, n int) time.Duration {
 	return minW/2 + rand.N(ceil-minW/2+1)
 }
 
+// shared is what the daemon's connections share: the transfer area and
+// the suspension fence.
+type shared struct {
+	area  *rtransfer.Area
+	fence *execution.Fence
+}
+
 // connectOnce runs one physical connection: bootstrap, dial, serve. live
 // reports whether the upgrade was accepted (the backoff then restarts).
-func connectOnce(ctx context.Context, cfg Config) (live bool, err error) {
-	sess := execution.New(execution.Config{Registry: cfg.Registry, Clock: cfg.Clock, Logger: cfg.Logger, MaxActive: cfg.MaxActive, Workspace: cfg.Workspace})
+func connectOnce(ctx context.Context, cfg Config, sh shared) (live bool, err error) {
+	sess := execution.New(execution.Config{Registry: cfg.Registry, Clock: cfg.Clock, Logger: cfg.Logger, MaxActive: cfg.MaxActive,
+		Workspace: cfg.Workspace, Area: sh.area, Fence: sh.fence})
 	defer sess.Close()
 	ch := &connHooks{cfg: cfg, sess: sess}
 	app := &app{conn: ch, sess: sess}
@@ -140,8 +162,22 @@ func connectOnce(ctx context.Context, cfg Config) (live bool, err error) {
 		// default (daemon-protocol.txt:14).
 		pcfg.Durations = map[string]time.Duration{"connection.heartbeat_interval": time.Duration(b.HeartbeatSeconds) * time.Second}
 	}
-	d, err := peer.New(pcfg)
+	var d *peer.Driver
+	pcfg.Saver = func(moved []*peer.Instance) {
+		for _, i := range moved {
+			if i.Key.Machine == suspension.Table.Name {
+				sh.fence.Save(d.Save(i), i.Terminal())
+			}
+		}
+	}
+	d, err = peer.New(pcfg)
 	if err != nil {
+		return false, err
+	}
+	// decision: a suspension attempt may be resumed on a later connection
+	// (daemon-protocol.txt:78, persisted fencing), so its instance is
+	// restored into each new driver; nothing else is carried over.
+	if err := d.Restore(sh.fence.Saved()); err != nil {
 		return false, err
 	}
 	key := peer.Key{Machine: connection.Table.Name}

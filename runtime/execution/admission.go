@@ -170,6 +170,11 @@ func (s *Session) admit(d *peer.Driver, inst *peer.Instance, p wire.ExecutionPre
 		code = wire.PrepCodeUnsupportedReadPreparation
 	case len(cfg.FunctionTools) > 0 && !decl.Capabilities.FunctionTools.Supports():
 		code = wire.PrepCodeUnsupportedConfiguration
+	case s.fence.held():
+		// decision: a quiescing or suspended Environment admits no new
+		// execution (daemon-protocol.txt:96); the refusal is definite and
+		// Core may prepare again after the resume.
+		code = wire.PrepCodeResourceUnavailable
 	case s.active >= s.cfg.MaxActive:
 		// decision: capacity is checked before a handle is minted, so a
 		// refused Turn stays unclaimed and retryable (daemon-protocol.txt:116).
@@ -274,7 +279,10 @@ func (h prepHooks) DoSettleCleanup(f *fsm.Firing[*peer.Event]) error {
 }
 
 // Stepped keeps the revision the machine applied, for newer_revision.
+// Every settlement is followed by a frame this Runtime sends, so it is also
+// where a quiesce learns that its drain is over.
 func (s *Session) Stepped(ev *peer.Event, st fsm.Step) {
+	s.checkDrain(ev.Driver())
 	if st.Disposition() != fsm.Rejected {
 		switch ev.Key.Machine {
 		case input.Table.Name:
@@ -304,10 +312,19 @@ func (s *Session) Stepped(ev *peer.Event, st fsm.Step) {
 // admission operation gets a rejected preparation_status naming the
 // operation and the code the table's reason starts with.
 func (s *Session) Refused(r *peer.Refusal) {
-	if r.Msg == nil || r.Msg.Payload == nil || s.conn == nil {
+	if r.Msg == nil || s.conn == nil {
 		return
 	}
 	d := s.conn.Driver()
+	if r.Msg.Entry != nil && r.Msg.Type == wire.TypeRuntimePrepare {
+		// A malformed runtime_prepare decodes to no payload and still
+		// ends the pending transfer it addresses.
+		s.refusePrepare(d, r)
+		return
+	}
+	if r.Msg.Payload == nil {
+		return
+	}
 	op, fallback := "", ""
 	switch p := r.Msg.Payload.(type) {
 	case wire.PromptCancel:
@@ -341,6 +358,9 @@ func (s *Session) Refused(r *peer.Refusal) {
 		return
 	case wire.WorkspaceRead:
 		s.refuseRead(d, r, p)
+		return
+	case wire.EnvironmentQuiesce, wire.EnvironmentResume:
+		s.refuseSuspension(d, r)
 		return
 	case wire.ExecutionPrepare:
 		op, fallback = wire.PreparationOpPrepare, wire.PrepCodeInvalidRequest

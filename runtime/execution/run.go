@@ -61,6 +61,10 @@ func (h runHooks) DoStartNative(f *fsm.Firing[*peer.Event]) error {
 			code = wire.PrepCodeRunConflict
 		case a.exe == nil:
 			code = wire.PrepCodeExecutorUnavailable
+		case s.fence.held():
+			// decision: a ready admission survives a quiesce, but it
+			// cannot start a Run until the resume (daemon-protocol.txt:96).
+			code = wire.PrepCodeResourceUnavailable
 		}
 		if code != "" {
 			s.reject(d, ev.Msg.ID, wire.PreparationOpStart, code, p)
@@ -78,7 +82,7 @@ func (h runHooks) DoStartNative(f *fsm.Firing[*peer.Event]) error {
 		s.runs[runID].env = &env
 	case wire.PromptRequest:
 		adapter, decl, ok := s.cfg.Registry.Lookup(p.AgentKind)
-		if !ok || !decl.Available || s.runs[runID] != nil || s.active >= s.cfg.MaxActive {
+		if !ok || !decl.Available || s.runs[runID] != nil || s.active >= s.cfg.MaxActive || s.fence.held() {
 			// prompt_request has no rejection receipt: the Run fails with an
 			// error and done (daemon-protocol.txt:124).
 			send(d, runID, wire.ErrorFrame{Error: "the Runtime cannot start this Run now"})

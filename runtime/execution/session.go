@@ -21,9 +21,12 @@ import (
 	"github.com/agentwire/agentwire/fsm/interaction"
 	"github.com/agentwire/agentwire/fsm/preparation"
 	"github.com/agentwire/agentwire/fsm/run"
+	"github.com/agentwire/agentwire/fsm/suspension"
+	"github.com/agentwire/agentwire/fsm/transfer"
 	"github.com/agentwire/agentwire/fsm/workspace_read"
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/runtime/harness"
+	rtransfer "github.com/agentwire/agentwire/runtime/transfer"
 	"github.com/agentwire/agentwire/runtime/workspace"
 	"github.com/agentwire/agentwire/wire"
 )
@@ -49,6 +52,12 @@ type Config struct {
 	Workspace *workspace.Workspace
 	// NewID mints Executor IDs and admission handles; nil uses random hex.
 	NewID func(prefix string) string
+	// Area is where runtime_prepare bodies are staged and bundles
+	// installed; nil rejects every body runtime_preparation_unsupported.
+	Area *rtransfer.Area
+	// Fence is the daemon's suspension state, shared by its connections;
+	// nil gives this Session a fence of its own.
+	Fence *Fence
 }
 
 // Session is the execution state of one physical connection: admission
@@ -71,6 +80,10 @@ type Session struct {
 	reads         map[string]*readState // workspace reads dispatched, by operation ID
 	readsInFlight int
 	fenced        map[string]bool // read owners fenced by an unknown read
+
+	xfer     *xferState // the transfer holding the connection's slot
+	fence    *Fence
+	draining *peer.Key // the suspension instance waiting for active work to settle
 }
 
 // New returns a Session for one connection.
@@ -87,9 +100,12 @@ func New(cfg Config) *Session {
 	if cfg.NewID == nil {
 		cfg.NewID = randomID
 	}
+	if cfg.Fence == nil {
+		cfg.Fence = NewFence()
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Session{cfg: cfg, ctx: ctx, cancel: cancel, admissions: map[string]*admission{}, runs: map[string]*runState{}, asked: map[string]*asked{},
-		reads: map[string]*readState{}, fenced: map[string]bool{}}
+		reads: map[string]*readState{}, fenced: map[string]bool{}, fence: cfg.Fence}
 }
 
 func randomID(prefix string) string {
@@ -114,10 +130,12 @@ func (s *Session) Active() int {
 }
 
 // Close cancels native work still running for this connection and waits
-// for every goroutine the Session started (native work settles first).
+// for every goroutine the Session started (native work settles first); the
+// staging of a transfer the connection still held is removed.
 func (s *Session) Close() {
 	s.cancel()
 	s.wg.Wait()
+	s.closeTransfer()
 }
 
 // Binding returns the Session's binding of machine, or nil.
@@ -133,6 +151,10 @@ func (s *Session) Binding(machine string) fsm.Binding[*peer.Event] {
 		return interaction.Runtime[*peer.Event](interactionHooks{s})
 	case workspace_read.Table.Name:
 		return workspace_read.Runtime[*peer.Event](readHooks{s})
+	case transfer.Table.Name:
+		return transfer.Runtime[*peer.Event](xferHooks{s})
+	case suspension.Table.Name:
+		return suspension.Runtime[*peer.Event](suspHooks{s})
 	}
 	return nil
 }
