@@ -15,6 +15,9 @@ import (
 // later connection. The daemon shares one Fence between its Sessions and
 // restores the saved attempts into each new driver (Saved, Save).
 //
+// Releasing an admission or closing an Executor never touches the fence:
+// neither suspends nor resumes anything (daemon-protocol.txt:7).
+//
 // decision: the reference Runtime serves one bound workspace, so it fences
 // one Environment at a time: while an attempt holds the fence, a quiesce
 // under another suspend_id is refused resource_busy (wire-reference §2.12
