@@ -350,3 +350,55 @@ func TestADuplicatePendingOperationIDStartsNoRead(t *testing.T) {
 	err = e.gw.SendRaw(context.Background(), "dev-1", opID, rd)
 	require.True(t, errors.As(err, &se), "%v", err)
 }
+
+func TestACallerThatGivesUpLeavesTheReservationHeldUntilTheRelease(t *testing.T) {
+	e := newEnv(t, true)
+	r := e.runtime("dev-1", wiretest.Capabilities())
+	e.waitDeclared("dev-1", true)
+	ses := e.localSession("gone", "codex")
+	ctx, cancel := context.WithCancel(context.Background())
+	out := make(chan error, 1)
+	go func() {
+		_, err := e.gw.ReadWorkspace(ctx, ses, gateway.ReadQuery{Path: "f", MaxBytes: 8})
+		out <- err
+	}()
+	prepID, _ := r.readyReadOnly()
+	opID, _ := r.nextRead()
+	cancel()
+	select {
+	case err := <-out:
+		assert.ErrorIs(t, err, context.Canceled)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the caller was not released")
+	}
+	turn := e.queueTurnOn(ses, "waits")
+	e.gw.Kick()
+	r.send(opID, wire.WorkspaceReadResult{Outcome: "completed", CloseAcknowledged: true, Data: []byte("x")})
+	// The read runs on: its release comes before the Turn's preparation.
+	r.release(prepID, wire.PreparationStatus{State: wire.PreparationReleased})
+	tp, p := r.prepare()
+	assert.NotEmpty(t, tp)
+	assert.False(t, p.Configuration.WorkspaceReadOnly)
+	e.waitTurn(turn.ID, store.TurnClaimed)
+}
+
+func TestARefusedReadOnlyPreparationReadsNothing(t *testing.T) {
+	e := newEnv(t, true)
+	r := e.runtime("dev-1", wiretest.Capabilities())
+	e.waitDeclared("dev-1", true)
+	ses := e.localSession("full", "codex")
+	out := e.startRead(ses, gateway.ReadQuery{Path: "", Directory: true, MaxEntries: 4})
+	m := r.next()
+	require.Equal(t, wire.TypeExecutionPrepare, m.Type)
+	r.send(m.ID, wire.PreparationStatus{State: wire.PreparationRejected, Operation: wire.PreparationOpPrepare, ErrorCode: wire.PrepCodePreparationCapacity})
+	end := e.readEnd(out)
+	re := readErr(t, end.err)
+	assert.Equal(t, gateway.ReadPreparationFailed, re.Code)
+	assert.Contains(t, re.Detail, wire.PrepCodePreparationCapacity)
+	// Not retried, and the reservation is free: the next frame is a Turn's.
+	turn := e.queueTurnOn(ses, "next")
+	e.gw.Kick()
+	_, p := r.prepare()
+	assert.False(t, p.Configuration.WorkspaceReadOnly)
+	e.waitTurn(turn.ID, store.TurnClaimed)
+}
