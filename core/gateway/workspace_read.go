@@ -225,7 +225,14 @@ func (g *Gateway) ReadWorkspace(ctx context.Context, sessionID string, q ReadQue
 	out := make(chan readEnd, 1)
 	if !idle {
 		// During active execution the read targets the exact Run
-		// (daemon-protocol.txt:183); a Turn still preparing has none yet.
+		// (daemon-protocol.txt:183).
+		//
+		// decision: a Turn claimed but not yet started has no Run to read
+		// through, and its admission is not Core's to borrow; a second idle
+		// read would need the reservation the first holds. Both answer
+		// ErrSessionBusy at once rather than queue behind work whose
+		// length nobody bounds (daemon-protocol.txt:183 gives reads the
+		// Session's one reservation).
 		t, err := g.cfg.Store.GetTurn(ctx, turnID)
 		if err != nil || t.State != store.TurnRunning || t.RunID != th.runID || !g.owns(th.c) || th.c.run(th.runID) == nil {
 			return ReadData{}, ErrSessionBusy
@@ -374,6 +381,9 @@ func (g *Gateway) idleRead(p turnPlan, binding wire.LocalEnvironment, req wire.W
 		}
 		timer.Stop()
 	}
+	// decision: an unconfirmed close hides even a rejection: the one answer
+	// is unavailable, so a caller never takes an uncertain cleanup for a
+	// settled read (daemon-protocol.txt:183).
 	if !closed {
 		log.Warn("gateway: the read-only handle's close is not confirmed; the read returns no data", "handle", res.handle)
 		if readErr != nil {
