@@ -36,6 +36,7 @@ func (e *env) queueTurnOn(sesID, text string) store.Turn {
 	require.NoError(e.t, err)
 	t := store.Turn{ID: "turn-" + text, SessionID: sesID, Input: in, CreatedAt: e.clock.Now()}
 	require.NoError(e.t, e.store.CreateTurn(context.Background(), t))
+	e.gw.Kick() // the worker's poll runs on the manual clock
 	return t
 }
 
@@ -153,8 +154,8 @@ func TestIdleDirectoryReadRunsOnTheReadOnlyProfileAndReturnsAfterTheClose(t *tes
 
 	// The reservation is gone: the Turn is placed now.
 	tp, _ := r.prepare()
-	assert.NotEmpty(t, tp)
-	e.waitTurn(turn.ID, store.TurnClaimed)
+	r.start(tp)
+	e.waitTurn(turn.ID, store.TurnRunning)
 }
 
 func TestIdleByteReadKeepsItsTruncation(t *testing.T) {
@@ -269,13 +270,17 @@ func TestReadDuringExecutionTargetsTheRunAndFencesItWhenUnknown(t *testing.T) {
 	r := e.runtime("dev-1", wiretest.Capabilities())
 	ses := e.localSession("busy", "codex")
 	turn := e.queueTurnOn(ses, "work")
-	prepID, _ := r.prepare()
+	m := r.next()
+	require.Equal(t, wire.TypeExecutionPrepare, m.Type)
+	prepID := m.ID
+	r.send(prepID, wire.PreparationStatus{ExecutorID: "ex-1", Handle: "h-1", Revision: 1, State: wire.PreparationPreparing})
 
 	// Claimed, not yet running: there is no Run to read through.
 	e.waitTurn(turn.ID, store.TurnClaimed)
 	_, err := e.gw.ReadWorkspace(context.Background(), ses, gateway.ReadQuery{Path: "f", MaxBytes: 8})
 	assert.ErrorIs(t, err, gateway.ErrSessionBusy)
 
+	r.send(prepID, wire.PreparationStatus{ExecutorID: "ex-1", Handle: "h-1", Revision: 2, State: wire.PreparationReady, ExpiresAt: 1_900_000_000_000})
 	s := r.start(prepID)
 	e.waitTurn(turn.ID, store.TurnRunning)
 	out := e.startRead(ses, gateway.ReadQuery{Path: "f", MaxBytes: 8})
@@ -377,9 +382,9 @@ func TestACallerThatGivesUpLeavesTheReservationHeldUntilTheRelease(t *testing.T)
 	// The read runs on: its release comes before the Turn's preparation.
 	r.release(prepID, wire.PreparationStatus{State: wire.PreparationReleased})
 	tp, p := r.prepare()
-	assert.NotEmpty(t, tp)
 	assert.False(t, p.Configuration.WorkspaceReadOnly)
-	e.waitTurn(turn.ID, store.TurnClaimed)
+	r.start(tp)
+	e.waitTurn(turn.ID, store.TurnRunning)
 }
 
 func TestARefusedReadOnlyPreparationReadsNothing(t *testing.T) {
@@ -398,7 +403,8 @@ func TestARefusedReadOnlyPreparationReadsNothing(t *testing.T) {
 	// Not retried, and the reservation is free: the next frame is a Turn's.
 	turn := e.queueTurnOn(ses, "next")
 	e.gw.Kick()
-	_, p := r.prepare()
+	tp, p := r.prepare()
 	assert.False(t, p.Configuration.WorkspaceReadOnly)
-	e.waitTurn(turn.ID, store.TurnClaimed)
+	r.start(tp)
+	e.waitTurn(turn.ID, store.TurnRunning)
 }
