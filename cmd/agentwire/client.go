@@ -71,13 +71,14 @@ func (c *apiClient) call(method, path string, body any, out io.Writer) error {
 
 func runSession(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || (args[0] != "create" && args[0] != "get") {
-		fmt.Fprintln(stderr, "usage: agentwire session create --core URL --kind KIND [--env none|openai_hosted|self_hosted]\n       agentwire session get --core URL ID")
+		fmt.Fprintln(stderr, "usage: agentwire session create --core URL --kind KIND [--env none|openai_hosted|self_hosted] [--binding JSON]\n       agentwire session get --core URL ID")
 		return errUsage
 	}
 	fs := newFlags("session "+args[0], stderr)
 	core := fs.String("core", "", "Core's base URL")
 	kind := fs.String("kind", "", "agent kind (create)")
 	envType := fs.String("env", "none", "Environment type (create)")
+	binding := fs.String("binding", "", `Environment binding as JSON (create; openai_hosted and self_hosted need one, e.g. {"id":"<UUID>"})`)
 	if err := fs.Parse(args[1:]); err != nil {
 		return errUsage
 	}
@@ -94,7 +95,14 @@ func runSession(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() != 0 {
 		return errUsage
 	}
-	return c.call("POST", "/api/v1/sessions", map[string]any{"agent_kind": *kind, "environment": map[string]any{"type": *envType}}, stdout)
+	env := map[string]any{"type": *envType}
+	if *binding != "" {
+		if !json.Valid([]byte(*binding)) {
+			return errors.New("--binding is not valid JSON")
+		}
+		env["binding"] = json.RawMessage(*binding)
+	}
+	return c.call("POST", "/api/v1/sessions", map[string]any{"agent_kind": *kind, "environment": env}, stdout)
 }
 
 const turnUsage = `usage: agentwire turn submit --core URL --session S TEXT

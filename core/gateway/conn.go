@@ -19,6 +19,7 @@ import (
 	"github.com/agentwire/agentwire/fsm/interaction"
 	"github.com/agentwire/agentwire/fsm/preparation"
 	"github.com/agentwire/agentwire/fsm/run"
+	"github.com/agentwire/agentwire/fsm/workspace_read"
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/wire"
 )
@@ -57,10 +58,11 @@ type conn struct {
 	runs  map[string]*runRec  // by Run ID
 	// inters are the open questions by wire interaction ID.
 	inters map[string]*interRec
+	rb     *readBook // workspace reads (workspace_read.go)
 }
 
 // coreTables are the machines Core drives on every connection.
-var coreTables = []*fsm.Table{connection.Table, preparation.Table, run.Table, input.Table, interaction.Table}
+var coreTables = []*fsm.Table{connection.Table, preparation.Table, run.Table, input.Table, interaction.Table, workspace_read.Table}
 
 // coreRouter resolves every frame's instance from the catalog, once.
 var coreRouter = peer.MustCatalogRouter(coreTables)
@@ -218,6 +220,8 @@ func (c *conn) Binding(machine string) fsm.Binding[*peer.Event] {
 		return input.Core[*peer.Event](inputHooks{c})
 	case interaction.Name:
 		return interaction.Core[*peer.Event](interHooks{c})
+	case workspace_read.Name:
+		return workspace_read.Core[*peer.Event](readHooks{c})
 	}
 	return nil
 }

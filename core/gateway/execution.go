@@ -38,6 +38,11 @@ type prepRec struct {
 
 	result chan prepResult // buffered; the first outcome only
 	sent   bool
+
+	// readOnly marks a read-only preparation (workspace_read.go), whose
+	// worker also watches every move of the handle to its close.
+	readOnly bool
+	watch    func(*peer.Instance)
 }
 
 // prepResult is what the worker waits for after execution_prepare: ready
@@ -177,6 +182,9 @@ func (c *conn) moved(list []*peer.Instance) {
 		if p == nil {
 			continue
 		}
+		if p.watch != nil {
+			p.watch(i)
+		}
 		state := preparation.State(i.State())
 		if state == preparation.StateReady || i.Terminal() {
 			p.deliver(prepResult{state: i.StateName(), executorID: p.executorID, handle: p.handle, rejection: p.rejection})
@@ -210,8 +218,11 @@ func (h execHooks) GuardRejectsStart(f *fsm.Firing[*peer.Event]) bool {
 	return ok && s.Operation == wire.PreparationOpStart
 }
 
-// Core prepares only the executor profile; it never sends a read-only one.
-func (h execHooks) GuardReadOnlyProfile(*fsm.Firing[*peer.Event]) bool { return false }
+// GuardReadOnlyProfile: a handle Core prepared for a workspace read.
+func (h execHooks) GuardReadOnlyProfile(f *fsm.Firing[*peer.Event]) bool {
+	p := h.c.prep(f.Arg.Key.ID)
+	return p != nil && p.readOnly
+}
 
 func (h execHooks) DoRecordRejection(f *fsm.Firing[*peer.Event]) error {
 	if s, ok := statusOf(f); ok {
@@ -226,8 +237,8 @@ func (h execHooks) DoRecordRejection(f *fsm.Firing[*peer.Event]) error {
 // the one refusal that authorizes a retry (daemon-protocol.txt:116).
 func (h execHooks) DoLeaveTurnUnclaimed(f *fsm.Firing[*peer.Event]) error {
 	p := h.c.prep(f.Arg.Key.ID)
-	if p == nil {
-		return nil
+	if p == nil || p.readOnly {
+		return nil // a read has no Turn; its worker reports the refusal
 	}
 	ctx, cancel := storeCtx()
 	defer cancel()

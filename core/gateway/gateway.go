@@ -71,6 +71,9 @@ type Gateway struct {
 	inflight map[string]bool  // Turns this gateway's worker is executing
 	trans    *transcript
 	wake     chan struct{}
+	// holds are the Sessions' scheduling reservations (workspace_read.go).
+	holds   map[string]*sessionHold
+	holdSeq uint64
 }
 
 // New returns a Gateway; Close stops every connection it accepted.

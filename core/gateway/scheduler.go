@@ -194,7 +194,13 @@ func (g *Gateway) place(ctx context.Context, t store.Turn) error {
 			continue
 		}
 		runID := credential.NewID("run")
+		if !g.holdForTurn(t.SessionID, t.ID, c, runID) {
+			return nil // a workspace read holds the Session; it kicks when done
+		}
 		err := g.cfg.Store.ClaimTurn(ctx, t.ID, store.Claim{DeviceID: c.deviceID, OwnerEpoch: c.epoch, RunID: runID, At: g.cfg.Clock.Now()})
+		if err != nil {
+			g.dropTurnHold(t.SessionID, t.ID)
+		}
 		if errors.Is(err, store.ErrStale) {
 			return nil // another worker took it, or it is no longer due
 		}
@@ -209,6 +215,7 @@ func (g *Gateway) place(ctx context.Context, t store.Turn) error {
 		go func() {
 			defer g.wg.Done()
 			defer func() {
+				g.dropTurnHold(t.SessionID, t.ID)
 				g.mu.Lock()
 				delete(g.inflight, t.ID)
 				g.mu.Unlock()
