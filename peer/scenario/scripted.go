@@ -38,7 +38,11 @@ import (
 // expected where a directive names them (start, reconnect). A value the
 // Runtime generates is written as a "$name" placeholder: the first frame
 // that carries it binds it, later lines must repeat the bound value, and
-// Core's frames get it substituted.
+// Core's frames get it substituted. A value in one of the Generated fields
+// that no expected line names yet (a new directive recorded with -rewrite)
+// is bound too, to the field's placeholder ($handle, then $handle2, …),
+// unless Core sent it first; so a rewrite records placeholders, never the
+// values of one run.
 
 // ScriptedOptions configure a scripted run.
 type ScriptedOptions struct {
@@ -54,7 +58,15 @@ type ScriptedOptions struct {
 	// Silence is how long "silence" listens (50 ms by default, the
 	// reference's window); it can only let a stray frame pass, never flake.
 	Silence time.Duration
+	// Generated maps the payload fields whose values the Runtime generates
+	// to their placeholder names; nil takes DefaultGenerated.
+	Generated map[string]string
 }
+
+// DefaultGenerated are the Runtime-generated fields of the reference's
+// wire scenarios (wire-reference §6): Executor ID, admission handle and
+// expiry.
+var DefaultGenerated = map[string]string{"executor_id": "$executor", "handle": "$handle", "expires_at": "$expires_at"}
 
 // Paths a scripted Core serves.
 const (
@@ -71,6 +83,7 @@ type scripted struct {
 	frames   chan []byte
 	stop     func()
 	bind     map[string]string // $name → JSON text of the bound value
+	sent     map[string]bool   // JSON text of every scalar value Core sent
 }
 
 // RunScripted runs the transcript at path against the real peer Start starts.
@@ -78,7 +91,10 @@ func RunScripted(t *testing.T, path string, opts ScriptedOptions) {
 	if opts.Silence == 0 {
 		opts.Silence = 50 * time.Millisecond
 	}
-	s := &scripted{t: t, opts: opts, accepted: make(chan *websocket.Conn, 4), bind: map[string]string{}}
+	if opts.Generated == nil {
+		opts.Generated = DefaultGenerated
+	}
+	s := &scripted{t: t, opts: opts, accepted: make(chan *websocket.Conn, 4), bind: map[string]string{}, sent: map[string]bool{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc(scriptedBootstrap, func(w http.ResponseWriter, r *http.Request) {
 		// decision: an interval far beyond the test keeps periodic
@@ -195,6 +211,10 @@ func (s *scripted) send(d *datadriven.TestData) error {
 	for name, v := range s.bind {
 		payload = strings.ReplaceAll(payload, `"`+name+`"`, v)
 	}
+	var v any
+	if json.Unmarshal([]byte(payload), &v) == nil {
+		s.remember(v)
+	}
 	id, _ := json.Marshal(arg(d, "id"))
 	frame := `{"type":"` + arg(d, "type") + `","id":` + string(id) + `,"payload":` + payload + `}`
 	ctx, cancel := s.ctx()
@@ -269,6 +289,7 @@ func (s *scripted) render(b []byte, want string) string {
 			s.match(expected, actual)
 		}
 	}
+	s.autobind(actual)
 	return fmt.Sprintf("runtime: %s %s %s", env.Type, orDash(env.ID), s.canonical(actual))
 }
 
@@ -297,6 +318,69 @@ func (s *scripted) match(expected, actual any) {
 	}
 }
 
+// remember records the scalar values of a frame Core sent: a field the
+// Runtime echoes from it is not a generated value.
+func (s *scripted) remember(v any) {
+	switch x := v.(type) {
+	case map[string]any:
+		for _, e := range x {
+			s.remember(e)
+		}
+	case []any:
+		for _, e := range x {
+			s.remember(e)
+		}
+	default:
+		b, _ := json.Marshal(x)
+		s.sent[string(b)] = true
+	}
+}
+
+// autobind binds the values of Generated fields in actual that are not
+// bound yet and that Core did not send, to the field's next free name.
+func (s *scripted) autobind(actual any) {
+	switch x := actual.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys) // names are handed out in a stable order
+		for _, k := range keys {
+			s.autobind(x[k])
+			base, ok := s.opts.Generated[k]
+			if !ok || x[k] == nil || x[k] == "" {
+				continue
+			}
+			b, _ := json.Marshal(x[k])
+			if s.sent[string(b)] || s.boundName(string(b)) != "" {
+				continue
+			}
+			name := base
+			for n := 2; ; n++ {
+				if _, taken := s.bind[name]; !taken {
+					break
+				}
+				name = fmt.Sprintf("%s%d", base, n)
+			}
+			s.bind[name] = string(b)
+		}
+	case []any:
+		for _, e := range x {
+			s.autobind(e)
+		}
+	}
+}
+
+func (s *scripted) boundName(v string) string {
+	for name, bound := range s.bind {
+		if bound == v {
+			return name
+		}
+	}
+	return ""
+}
+
 // canonical is v as JSON with sorted keys and bound values as their names.
 func (s *scripted) canonical(v any) string {
 	switch x := v.(type) {
@@ -320,11 +404,9 @@ func (s *scripted) canonical(v any) string {
 		return "[" + strings.Join(parts, ",") + "]"
 	}
 	b, _ := json.Marshal(v)
-	for name, bound := range s.bind {
-		if string(b) == bound {
-			nb, _ := json.Marshal(name)
-			return string(nb)
-		}
+	if name := s.boundName(string(b)); name != "" {
+		nb, _ := json.Marshal(name)
+		return string(nb)
 	}
 	return string(b)
 }
