@@ -46,6 +46,12 @@ type Config struct {
 	MinBackoff, MaxBackoff time.Duration
 	// MaxActive bounds active preparation and execution per connection.
 	MaxActive int
+	// MaxIdle bounds idle retained Executors and IdleTTL is how long one
+	// waits for a Turn with its configuration (local policy,
+	// daemon-protocol.txt:118); zero takes execution.DefaultMaxIdle and
+	// execution.DefaultIdleTTL.
+	MaxIdle int
+	IdleTTL time.Duration
 	// Workspace is the bound directory workspace reads are served from
 	// (--workspace); nil rejects reads read_unsupported.
 	Workspace *workspace.Workspace
@@ -83,9 +89,20 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Credential.Empty() {
 		return &Permanent{What: "no credential", Fix: "pass --credential-file with the daemon credential"}
 	}
+	pool := execution.NewPool(execution.PoolConfig{Clock: cfg.Clock, Logger: cfg.Logger, MaxIdle: cfg.MaxIdle, IdleTTL: cfg.IdleTTL})
+	maintCtx, stopMaint := context.WithCancel(context.Background())
+	maintained := make(chan struct{})
+	go func() {
+		defer close(maintained)
+		pool.Maintain(maintCtx)
+	}()
+	defer func() {
+		stopMaint()
+		<-maintained
+	}()
 	attempt := 0
 	for {
-		live, err := connectOnce(ctx, cfg)
+		live, err := connectOnce(ctx, cfg, pool)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -122,8 +139,8 @@ func backoff(minW, maxW time.Duration, n int) time.Duration {
 
 // connectOnce runs one physical connection: bootstrap, dial, serve. live
 // reports whether the upgrade was accepted (the backoff then restarts).
-func connectOnce(ctx context.Context, cfg Config) (live bool, err error) {
-	sess := execution.New(execution.Config{Registry: cfg.Registry, Clock: cfg.Clock, Logger: cfg.Logger, MaxActive: cfg.MaxActive, Workspace: cfg.Workspace})
+func connectOnce(ctx context.Context, cfg Config, pool *execution.Pool) (live bool, err error) {
+	sess := execution.New(execution.Config{Registry: cfg.Registry, Clock: cfg.Clock, Logger: cfg.Logger, MaxActive: cfg.MaxActive, Workspace: cfg.Workspace, Pool: pool})
 	defer sess.Close()
 	ch := &connHooks{cfg: cfg, sess: sess}
 	app := &app{conn: ch, sess: sess}
