@@ -71,6 +71,7 @@ type Pool struct {
 
 	drainOnce sync.Once
 	drained   chan struct{} // closed when a shutdown closed everything
+	drainExit chan struct{} // closed when the shutdown's goroutine returned
 }
 
 // owned is one Executor the Pool owns.
@@ -108,7 +109,7 @@ func NewPool(cfg PoolConfig) *Pool {
 	if cfg.ReportEvery == 0 {
 		cfg.ReportEvery = DefaultReportEvery
 	}
-	return &Pool{cfg: cfg, wake: make(chan struct{}, 1), drained: make(chan struct{})}
+	return &Pool{cfg: cfg, wake: make(chan struct{}, 1), drained: make(chan struct{}), drainExit: make(chan struct{})}
 }
 
 // Idle is an Executor handed out by Take.
@@ -143,7 +144,11 @@ func (p *Pool) Take(key [32]byte) (Idle, bool) {
 func (p *Pool) Put(key [32]byte, id string, exe harness.Executor, decl harness.Declaration) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.shutdown || len(p.idle) >= p.cfg.MaxIdle {
+	n := len(p.idle)
+	if p.closing != nil && p.closing.attempts == 0 {
+		n++ // an expired idle Executor whose close is in flight
+	}
+	if p.shutdown || n >= p.cfg.MaxIdle {
 		return false
 	}
 	p.idle = append(p.idle, &owned{id: id, key: key, exe: exe, decl: decl, idleUntil: p.cfg.Clock.Now().Add(p.cfg.IdleTTL)})
@@ -160,14 +165,18 @@ func (p *Pool) Retain(id string, exe harness.Executor, err error) {
 	p.poke()
 }
 
-// Held is the number of Executors whose cleanup has not succeeded (failed
-// closes and the Pool's close in flight). They count against the active
-// bound until it does (daemon-protocol.txt:116).
+// Held is the number of Executors whose cleanup failed and has not
+// succeeded since (a retry in flight included). They count against the
+// active bound until it does (daemon-protocol.txt:116).
+//
+// decision: an idle Executor that expiry is closing counts against the
+// idle bound, not the active one, until its close returns: it was never
+// active, and only a failed close makes it uncertain.
 func (p *Pool) Held() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	n := len(p.failed)
-	if p.closing != nil {
+	if p.closing != nil && p.closing.attempts > 0 {
 		n++
 	}
 	return n
@@ -322,12 +331,20 @@ func (p *Pool) Shutdown(abandon <-chan struct{}, onFailure func(error)) error {
 	case <-p.drained:
 		return nil
 	case <-abandon:
+		// The close in flight ends with its bounded context.
+		<-p.drainExit
+		select {
+		case <-p.drained:
+			return nil
+		default:
+		}
 		p.logAbandoned()
 		return ErrAbandoned
 	}
 }
 
 func (p *Pool) drain(abandon <-chan struct{}, onFailure func(error)) {
+	defer close(p.drainExit)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
