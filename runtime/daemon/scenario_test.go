@@ -122,9 +122,13 @@ func startDaemon(t *testing.T, coreURL, setup string, clock peer.Clock, onConnec
 	ws := scenarioWorkspace(t, setup)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
+	// A scenario's end abandons what the daemon could not close (a script
+	// whose close fails would otherwise keep the shutdown waiting).
+	abandon := make(chan struct{})
 	go func() {
 		defer close(done)
 		_ = daemon.Run(ctx, daemon.Config{
+			Abandon: abandon,
 			CoreURL: coreURL, DeviceID: "runtime", Credential: daemon.NewCredential("synthetic-contract-credential"),
 			Registry: reg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 			MinBackoff: time.Millisecond, MaxBackoff: 4 * time.Millisecond, MaxActive: 1,
@@ -133,6 +137,7 @@ func startDaemon(t *testing.T, coreURL, setup string, clock peer.Clock, onConnec
 	}()
 	return func() {
 		cancel()
+		close(abandon)
 		<-done
 	}
 }
