@@ -311,6 +311,13 @@ func (e *executor) Run(ctx context.Context, turn harness.Turn, emit harness.Emit
 			case in := <-t.inputs:
 				content += in
 			case <-ctx.Done():
+				// An input written (and reported accepted) before the
+				// cancellation was consumed: keep it, as ask keeps an answer.
+				select {
+				case in := <-t.inputs:
+					content += in
+				default:
+				}
 				return done(), nil
 			}
 		case st.Delta != "":
