@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,6 +32,10 @@ import (
 //	close code=N                   Core closes the socket with code N
 //	silence                        the peer sends nothing within the silence window
 //	advance by=D                   the peer's clock moves forward by D (a Go duration), firing its due timers
+//	refuse at=S status=N [error=C] from now on Core answers step S (bootstrap or upgrade) with HTTP status N
+//	                               and the body {"error":C}; a start or reconnect then expects the refusal,
+//	                               written "core: refused S N C", and silence reports any later attempt
+//	exit                           the peer ends by itself; written "runtime: exited: MESSAGE"
 //
 // The expected output of a directive is the frames the peer sent after it,
 // one per line: "runtime: TYPE ID PAYLOAD" with the payload as JSON with
@@ -61,6 +66,10 @@ type ScriptedOptions struct {
 	// Generated maps the payload fields whose values the Runtime generates
 	// to their placeholder names; nil takes DefaultGenerated.
 	Generated map[string]string
+	// Ended waits up to within for the peer started by Start to end by
+	// itself and returns what it ended with (the "exit" directive); nil
+	// refuses the directive.
+	Ended func(t *testing.T, within time.Duration) (result string, ok bool)
 }
 
 // DefaultGenerated are the Runtime-generated fields of the reference's
@@ -84,6 +93,34 @@ type scripted struct {
 	stop     func()
 	bind     map[string]string // $name → JSON text of the bound value
 	sent     map[string]bool   // JSON text of every scalar value Core sent
+
+	mu      sync.Mutex
+	refusal map[string]refusal // by step (bootstrap, upgrade)
+	refused chan string        // a line for each refused request
+}
+
+// refusal is how Core answers one step: an HTTP status and error code.
+type refusal struct {
+	status int
+	code   string
+}
+
+// refuses answers r with the refusal armed for step, if any.
+func (s *scripted) refuses(step string, w http.ResponseWriter) bool {
+	s.mu.Lock()
+	rf, ok := s.refusal[step]
+	s.mu.Unlock()
+	if !ok {
+		return false
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(rf.status)
+	_ = json.NewEncoder(w).Encode(map[string]string{"error": rf.code, "detail": "scenario"})
+	select {
+	case s.refused <- strings.TrimSpace(fmt.Sprintf("core: refused %s %d %s", step, rf.status, rf.code)):
+	default: // a peer retrying in a loop; the transcript already shows it
+	}
+	return true
 }
 
 // RunScripted runs the transcript at path against the real peer Start starts.
@@ -94,14 +131,21 @@ func RunScripted(t *testing.T, path string, opts ScriptedOptions) {
 	if opts.Generated == nil {
 		opts.Generated = DefaultGenerated
 	}
-	s := &scripted{t: t, opts: opts, accepted: make(chan *websocket.Conn, 4), bind: map[string]string{}, sent: map[string]bool{}}
+	s := &scripted{t: t, opts: opts, accepted: make(chan *websocket.Conn, 4), bind: map[string]string{}, sent: map[string]bool{},
+		refusal: map[string]refusal{}, refused: make(chan string, 64)}
 	mux := http.NewServeMux()
 	mux.HandleFunc(scriptedBootstrap, func(w http.ResponseWriter, r *http.Request) {
+		if s.refuses("bootstrap", w) {
+			return
+		}
 		// decision: an interval far beyond the test keeps periodic
 		// heartbeats out of the transcript; the first one is asserted.
 		_ = json.NewEncoder(w).Encode(map[string]any{"ws_url": "ws://" + r.Host + scriptedWS, "heartbeat_seconds": 3600})
 	})
 	mux.HandleFunc(scriptedWS, func(w http.ResponseWriter, r *http.Request) {
+		if s.refuses("upgrade", w) {
+			return
+		}
 		c, err := websocket.Accept(w, r, nil)
 		if err != nil {
 			return
@@ -133,15 +177,39 @@ func (s *scripted) ctx() (context.Context, context.CancelFunc) {
 
 func (s *scripted) do(d *datadriven.TestData) (string, error) {
 	switch d.Cmd {
-	case "start":
-		s.stop = s.opts.Start(s.t, s.srv.URL, d.Input)
-		if err := s.accept(); err != nil {
+	case "start", "reconnect":
+		if d.Cmd == "start" {
+			s.stop = s.opts.Start(s.t, s.srv.URL, d.Input)
+		}
+		refused, err := s.accept()
+		if err != nil {
 			return "", err
 		}
-	case "reconnect":
-		if err := s.accept(); err != nil {
-			return "", err
+		if refused != "" {
+			return refused + "\n", nil
 		}
+	case "refuse":
+		var status int
+		if _, err := fmt.Sscan(arg(d, "status"), &status); err != nil || status < 400 || status > 599 {
+			return "", fmt.Errorf("refuse status=%q: want an HTTP error status", arg(d, "status"))
+		}
+		step := arg(d, "at")
+		if step != "bootstrap" && step != "upgrade" {
+			return "", fmt.Errorf("refuse at=%q: want bootstrap or upgrade", step)
+		}
+		s.mu.Lock()
+		s.refusal[step] = refusal{status: status, code: arg(d, "error")}
+		s.mu.Unlock()
+		return "", nil
+	case "exit":
+		if s.opts.Ended == nil {
+			return "", fmt.Errorf("exit: this peer cannot report its end")
+		}
+		res, ok := s.opts.Ended(s.t, 10*time.Second)
+		if !ok {
+			return "runtime: (still running)\n", nil
+		}
+		return "runtime: exited: " + res + "\n", nil
 	case "send":
 		if err := s.send(d); err != nil {
 			return "", err
@@ -162,6 +230,9 @@ func (s *scripted) do(d *datadriven.TestData) (string, error) {
 			}
 			code = websocket.StatusCode(n)
 		}
+		if s.ws == nil {
+			return "", fmt.Errorf("%s: no connection is open", d.Cmd)
+		}
 		_ = s.ws.Close(code, "scenario")
 		s.ws = nil
 		return "", nil
@@ -181,8 +252,9 @@ func (s *scripted) do(d *datadriven.TestData) (string, error) {
 	return s.expect(d)
 }
 
-// accept waits for the peer's next connection and starts reading it.
-func (s *scripted) accept() error {
+// accept waits for the peer's next connection and starts reading it, or
+// for a refused request (returned as its transcript line).
+func (s *scripted) accept() (string, error) {
 	select {
 	case c := <-s.accepted:
 		s.ws = c
@@ -197,9 +269,11 @@ func (s *scripted) accept() error {
 				out <- b
 			}
 		}(c, s.frames)
-		return nil
+		return "", nil
+	case line := <-s.refused:
+		return line, nil
 	case <-time.After(10 * time.Second):
-		return fmt.Errorf("the peer did not connect")
+		return "", fmt.Errorf("the peer did not connect")
 	}
 }
 
@@ -242,6 +316,18 @@ func (s *scripted) expect(d *datadriven.TestData) (string, error) {
 				break
 			}
 			out.WriteString(s.render(b, "") + "\n")
+		}
+	}
+	if d.Cmd == "silence" {
+		// A refused peer that tries again shows here.
+		for {
+			select {
+			case line := <-s.refused:
+				out.WriteString(line + "\n")
+				continue
+			default:
+			}
+			break
 		}
 	}
 	return out.String(), nil

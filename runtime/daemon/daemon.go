@@ -132,6 +132,12 @@ func Run(ctx context.Context, cfg Config) error {
 		var perm *Permanent
 		if errors.As(err, &perm) {
 			cfg.Logger.Error("permanent refusal; not reconnecting", "what", perm.What, "fix", perm.Fix)
+			// Executors an earlier connection left (idle or not yet
+			// closed) are still the daemon's to close (daemon-protocol.txt:118).
+			down.begin("permanent refusal")
+			if ferr := down.finish(); ferr != nil {
+				return errors.Join(perm, ferr)
+			}
 			return perm
 		}
 		if live {
