@@ -48,6 +48,21 @@ func TestAdmissionRecordsBoundAt64(t *testing.T) {
 	r.status("prepare-63", "started")
 }
 
+// TestAdmissionRecordsDoNotGrow: a connection that prepares and releases
+// many admissions keeps a bounded number of records.
+func TestAdmissionRecordsDoNotGrow(t *testing.T) {
+	r := newRig(t, newCounting(), execution.Config{MaxActive: 4})
+	for i := range 300 {
+		id := fmt.Sprintf("prepare-%d", i)
+		ready := r.ready(id, prepare(sessionA))
+		r.send("execution_release", id, map[string]any{"handle": ready["handle"]})
+		r.status(id, "released")
+	}
+	var n int
+	require.NoError(t, r.conn.Do(context.Background(), func(*peer.Driver) { n = r.sess.AdmissionRecords() }))
+	assert.LessOrEqual(t, n, 2*64+1)
+}
+
 // TestOldHandleNeverConsumesReplacement: after A is released, B (the
 // replacement admission for the same Session) is granted; a start of B
 // that names A's handle is rejected and leaves B ready, and a start on
