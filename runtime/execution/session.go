@@ -50,7 +50,9 @@ type Config struct {
 	// NewID mints Executor IDs and admission handles; nil uses random hex.
 	NewID func(prefix string) string
 	// Pool holds the daemon's idle and not-yet-closed Executors across
-	// connections; nil gives the Session a Pool of its own.
+	// connections; nil gives the Session a Pool of its own. Whoever makes
+	// the Pool runs its Maintain (idle expiry, close retries) and, at the
+	// end, its Shutdown: a Session never closes what the Pool owns.
 	Pool *Pool
 }
 
