@@ -240,7 +240,12 @@ func TestRuntimeShutdownSecondSignalAbandons(t *testing.T) {
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 	p.expect("done", "")
 	p.waitLine("still waiting for owned executors", &seen)
+	// Losing the connection while it waits neither ends the wait nor
+	// authorizes a reconnection (daemon-protocol.txt:118).
+	require.NoError(t, p.ws.Close(websocket.StatusGoingAway, "test"))
 	p.waitLine("still waiting for owned executors", &seen) // it keeps reporting
+	p.waitLine("still waiting for owned executors", &seen)
+	assert.Empty(t, core.accepted, "no reconnection while shutting down")
 	select {
 	case <-p.exited:
 		t.Fatal("the process exited while it still owned an executor")
@@ -254,6 +259,7 @@ func TestRuntimeShutdownSecondSignalAbandons(t *testing.T) {
 	assert.Contains(t, log, "executor abandoned by the operator")
 	assert.Contains(t, log, "shutdown abandoned executors")
 	assert.NotContains(t, log, "every owned executor closed")
+	assert.NotContains(t, log, "reconnecting")
 }
 
 // TestRuntimeShutdownAbandonAfter: --abandon-after is the operator's choice

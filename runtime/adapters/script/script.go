@@ -254,6 +254,13 @@ func (e *executor) ask(ctx context.Context, t *turnState, id string, q wire.Payl
 		e.mu.Unlock()
 	}()
 	if err := emit(ctx, q); err != nil {
+		// A cancellation can end the wait for the question's write after
+		// the question went out and was answered: keep that answer.
+		select {
+		case a := <-ch:
+			return a, nil
+		default:
+		}
 		return harness.Answer{}, err
 	}
 	select {
