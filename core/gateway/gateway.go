@@ -132,6 +132,28 @@ func (g *Gateway) Connected() []string {
 	return out
 }
 
+// Sync waits until the loop of the device's current connection has
+// applied everything it had taken in (frames delivered, writes reported)
+// and returns how many frames its driver has delivered; ok is false
+// without a live connection. Tests and the contract suite use it to
+// observe Core after a frame without sleeping.
+func (g *Gateway) Sync(ctx context.Context, deviceID string) (frames int, ok bool) {
+	g.mu.Lock()
+	c := g.conns[deviceID]
+	g.mu.Unlock()
+	if c == nil {
+		return 0, false
+	}
+	c.mu.Lock()
+	pc := c.pc
+	c.mu.Unlock()
+	if pc == nil {
+		return 0, true // accepted but not running yet: nothing delivered
+	}
+	err := pc.Do(ctx, func(d *peer.Driver) { frames = d.Stats().Frames })
+	return frames, err == nil
+}
+
 // Snapshot returns the current admission snapshot of a device's
 // connection: its last valid heartbeat, or false before the first, after
 // an invalid one, or without a connection.
