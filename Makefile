@@ -37,11 +37,13 @@ test-short: vet
 	$(GO) test -race -short ./...
 
 ## check-runtime-contract: the protocol contract checks: spec tables, generated machines, the
-## generator, the driver scenarios, the Harness declaration tests, and every Runtime scenario in
-## spec/scenarios/runtime/ run by the real daemon against a scripted Core over a real WebSocket
+## generator, the driver scenarios, the Harness declaration tests, every Runtime scenario in
+## spec/scenarios/runtime/ run by the real daemon against a scripted Core, and every Core scenario
+## in spec/scenarios/core/ run by the real Core against a scripted Runtime, over a real WebSocket
 check-runtime-contract:
 	$(GO) test -race -count=1 ./spec/... ./fsm/... ./gen/... ./peer/scenario/ ./runtime/harness/
 	$(GO) test -race -count=1 -run 'TestRuntimeScenarios' -v ./runtime/daemon/ | grep -E '^\s*(--- (PASS|FAIL)|ok|FAIL|PASS)' ; test $${PIPESTATUS[0]} -eq 0
+	$(GO) test -race -count=1 -run 'TestCoreScenarios' -v ./core/server/ | grep -E '^\s*(--- (PASS|FAIL)|ok|FAIL|PASS)' ; test $${PIPESTATUS[0]} -eq 0
 
 ## bench: the benchmarks recorded in BENCHMARKS.md
 bench:

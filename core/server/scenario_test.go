@@ -106,7 +106,8 @@ func (c *coreSide) Settle(t *testing.T, device string, frames int) {
 //	turn [id=T] [until=STATE]  the stored state and public status (waiting for STATE first)
 //	events [id=T]              the journal events appended since the last "events"
 //	advance by=D               Core's clock moves by D once every connection applied what it read
-//	device [id=D]              the registry record of a device
+//	cursor [id=T]              the Turn's input cursor (the last accepted input's Seq)
+//	device [id=D] [until=offline|connected]  the registry record of a device
 func (c *coreSide) Do(t *testing.T, d *datadriven.TestData, b *scenario.Bindings) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -130,10 +131,28 @@ func (c *coreSide) Do(t *testing.T, d *datadriven.TestData, b *scenario.Bindings
 		c.syncAll(ctx)
 		c.clock.Advance(by)
 		return "", nil
-	case "device":
-		dv, err := c.st.GetDevice(ctx, argOr(d, "id", "dev-1"))
+	case "cursor":
+		c.syncAll(ctx)
+		tr, err := c.st.GetTurn(ctx, b.Resolve(argOr(d, "id", "$turn")))
 		if err != nil {
 			return "", err
+		}
+		return fmt.Sprintf("cursor: %d\n", tr.InputCursor), nil
+	case "device":
+		var dv store.Device
+		for {
+			var err error
+			if dv, err = c.st.GetDevice(ctx, argOr(d, "id", "dev-1")); err != nil {
+				return "", err
+			}
+			if u := argOr(d, "until", ""); u == "" || (u == "offline") == !dv.Connected {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return "", fmt.Errorf("device %s never became %s", dv.ID, argOr(d, "until", ""))
+			case <-time.After(time.Millisecond):
+			}
 		}
 		return fmt.Sprintf("device: %s epoch=%d connected=%t declared=%t\n", dv.ID, dv.OwnerEpoch, dv.Connected, dv.Declaration != nil), nil
 	}

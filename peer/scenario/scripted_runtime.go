@@ -248,7 +248,20 @@ func (s *scriptedRuntime) do(t *testing.T, d *datadriven.TestData) (string, erro
 			return "", err
 		}
 		_ = c.ws.Close(websocket.StatusGoingAway, "scenario disconnect")
-		return "", nil
+		// What Core sent before the close is still printed; the echo of
+		// the Runtime's own close is not.
+		var out strings.Builder
+		for line := range c.frames {
+			if !strings.HasPrefix(line, "core: closed ") {
+				out.WriteString(s.b.Render(line) + "\n")
+			}
+		}
+		for name, x := range s.conns {
+			if x == c {
+				delete(s.conns, name)
+			}
+		}
+		return out.String(), nil
 	case "read", "silence":
 	default:
 		out, err := s.opts.Core.Do(t, d, s.b)
