@@ -104,6 +104,7 @@ func New(cfg Config) *Gateway {
 	if cfg.Transcript != nil {
 		g.trans = &transcript{w: cfg.Transcript, now: cfg.Clock.Now}
 	}
+	g.reconcile()
 	g.wg.Add(1)
 	go g.schedule()
 	return g
