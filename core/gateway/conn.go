@@ -170,6 +170,10 @@ func (c *conn) abandonAll() {
 	}
 	for _, r := range runs {
 		r.done()
+		// A Run whose outcome was recorded before the loss
+		// (cancel_unconfirmed after 15 s) reaches its terminal state
+		// with no step to close it; its inputs and questions close here.
+		c.closeRun(r)
 	}
 }
 

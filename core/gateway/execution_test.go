@@ -258,9 +258,14 @@ func TestCancelWithoutReceiptIsUnconfirmedAfter15s(t *testing.T) {
 	assert.Equal(t, store.Status{State: "failed", Reason: store.ReasonCancelUnconfirmed}, got.Status())
 }
 
-func TestCancelOfAQueuedTurnIsRefused(t *testing.T) {
+func TestCancelOfAQueuedTurnCancelsIt(t *testing.T) {
 	e := newEnv(t, true)
 	turn := e.queueTurn("idle")
-	_, err := e.gw.CancelTurn(context.Background(), turn.ID)
-	assert.ErrorIs(t, err, gateway.ErrNotRunning)
+	delivery, err := e.gw.CancelTurn(context.Background(), turn.ID)
+	require.NoError(t, err)
+	assert.Empty(t, delivery, "nothing is sent for a queued Turn")
+	got := e.waitTurn(turn.ID, store.TurnCancelled)
+	assert.Equal(t, store.Status{State: "cancelled"}, got.Status())
+	_, err = e.gw.CancelTurn(context.Background(), turn.ID)
+	assert.ErrorIs(t, err, gateway.ErrTurnFinished)
 }

@@ -69,8 +69,12 @@ type Gateway struct {
 	mu       sync.Mutex
 	conns    map[string]*conn // the current owner of each device
 	inflight map[string]bool  // Turns this gateway's worker is executing
-	trans    *transcript
-	wake     chan struct{}
+	// preparing holds the admission record of each claimed Turn until its
+	// start is decided, so that the API can cancel it before the start.
+	preparing map[string]*prepRec
+	sessions  map[string]string // the Turn in flight of each Session
+	trans     *transcript
+	wake      chan struct{}
 }
 
 // New returns a Gateway; Close stops every connection it accepted.
@@ -100,7 +104,7 @@ func New(cfg Config) *Gateway {
 		cfg.RetryMax = 30 * time.Second
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	g := &Gateway{cfg: cfg, ctx: ctx, cancel: cancel, conns: map[string]*conn{}, inflight: map[string]bool{}, wake: make(chan struct{}, 1)}
+	g := &Gateway{cfg: cfg, ctx: ctx, cancel: cancel, conns: map[string]*conn{}, inflight: map[string]bool{}, preparing: map[string]*prepRec{}, sessions: map[string]string{}, wake: make(chan struct{}, 1)}
 	if cfg.Transcript != nil {
 		g.trans = &transcript{w: cfg.Transcript, now: cfg.Clock.Now}
 	}
