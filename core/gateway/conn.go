@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -49,6 +50,9 @@ type conn struct {
 
 	// pc is set once the socket is accepted; mu guards it for supersede.
 	pc *peer.Conn
+	// admissions counts the Turns claimed for this connection whose start
+	// was not sent yet (maxAdmissions bounds it).
+	admissions atomic.Int32
 
 	mu    sync.Mutex
 	ws    *websocket.Conn
@@ -167,6 +171,9 @@ func (c *conn) abandonAll() {
 	c.mu.Unlock()
 	for _, p := range preps {
 		p.deliver(prepResult{state: "abandoned"})
+		if p.admitted != nil {
+			p.admitted()
+		}
 	}
 	for _, r := range runs {
 		r.done()

@@ -39,6 +39,8 @@ type prepRec struct {
 
 	result chan prepResult // buffered; the first outcome only
 	sent   bool
+	// admitted gives the connection's admission slot back, once.
+	admitted func()
 
 	// mu orders a cancellation of the claimed Turn against the worker's
 	// decision to start it: whichever comes first wins.
@@ -218,6 +220,9 @@ func (c *conn) moved(list []*peer.Instance) {
 		state := preparation.State(i.State())
 		if state == preparation.StateReady || i.Terminal() {
 			p.deliver(prepResult{state: i.StateName(), executorID: p.executorID, handle: p.handle, rejection: p.rejection})
+		}
+		if i.Terminal() && p.admitted != nil {
+			p.admitted()
 		}
 	}
 }

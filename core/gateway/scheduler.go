@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/agentwire/agentwire/core/credential"
@@ -192,7 +193,7 @@ func (g *Gateway) place(ctx context.Context, t store.Turn) error {
 		// The final check, against the declaration as it is now and the
 		// connection still owning the device (daemon-protocol.txt:33).
 		decl, ok := c.snapshot()
-		if !ok || !g.owns(c) {
+		if !ok || !g.owns(c) || c.admissions.Load() >= maxAdmissions {
 			continue
 		}
 		caps, ok := admits(decl, p)
@@ -208,6 +209,8 @@ func (g *Gateway) place(ctx context.Context, t store.Turn) error {
 			return err
 		}
 		p.turn.RunID, p.turn.Attempts = runID, t.Attempts+1
+		c.admissions.Add(1)
+		admitted := sync.OnceFunc(func() { c.admissions.Add(-1) })
 		g.mu.Lock()
 		g.inflight[t.ID] = true
 		g.sessions[t.SessionID] = t.ID
@@ -225,7 +228,7 @@ func (g *Gateway) place(ctx context.Context, t store.Turn) error {
 				// be looked at again without waiting for the next poll.
 				g.kick()
 			}()
-			g.execute(c, p, caps)
+			g.execute(c, p, caps, admitted)
 		}()
 		return nil
 	}
@@ -238,8 +241,21 @@ func (g *Gateway) owns(c *conn) bool {
 	return g.conns[c.deviceID] == c
 }
 
+// maxAdmissions bounds the preparations one connection has open (claimed,
+// and its preparation instance not yet settled).
+//
+// decision: the Runtime retains at most 64 admission records per
+// connection (daemon-protocol.txt:116) and Core's driver holds as many
+// preparation instances; the worker leaves a Turn queued rather than send
+// an execution_prepare neither side could hold.
+const maxAdmissions = 64
+
 // execute runs one claimed Turn on c.
-func (g *Gateway) execute(c *conn, p turnPlan, caps wire.AgentKindCapabilities) {
+//
+// admitted gives the Turn's place among the connection's open admissions
+// back; it runs once the preparation instance settles (conn.moved), or
+// here when no execution_prepare left.
+func (g *Gateway) execute(c *conn, p turnPlan, caps wire.AgentKindCapabilities, admitted func()) {
 	t := p.turn
 	log := c.log.With("turn_id", t.ID, "run_id", t.RunID)
 	prepID := credential.NewID("prep")
@@ -256,10 +272,11 @@ func (g *Gateway) execute(c *conn, p turnPlan, caps wire.AgentKindCapabilities) 
 		}
 	}
 	if err := wire.ApplyOptIns(&cfg, sc); err != nil {
+		admitted()
 		g.fail(log, t, store.Outcome{Reason: ReasonInvalidConfiguration}, err)
 		return
 	}
-	pr := &prepRec{turnID: t.ID, runID: t.RunID, attempts: t.Attempts, result: make(chan prepResult, 1)}
+	pr := &prepRec{turnID: t.ID, runID: t.RunID, attempts: t.Attempts, result: make(chan prepResult, 1), admitted: admitted}
 	rr := &runRec{turnID: t.ID, sessionID: p.session.ID, runID: t.RunID, finished: make(chan struct{})}
 	c.mu.Lock()
 	c.preps[prepID], c.runs[t.RunID] = pr, rr
@@ -278,6 +295,10 @@ func (g *Gateway) execute(c *conn, p turnPlan, caps wire.AgentKindCapabilities) 
 	// statuses; then execution_prepare with no Run input.
 	err := pc.Send(g.ctx, peer.Outbound{ID: prepID, Payload: wire.ExecutionPrepare{SessionID: p.session.ID, Configuration: cfg}})
 	if err != nil {
+		var se *peer.SendError
+		if errors.As(err, &se) {
+			admitted() // refused before an instance took it
+		}
 		g.unsent(log, t, err)
 		return
 	}
