@@ -190,6 +190,12 @@ func TestCoreKilledMidTurnAndRestarted(t *testing.T) {
 	})
 	_, devs := api.do("GET", "/api/v1/devices", nil)
 	require.Contains(t, fmt.Sprint(devs), "owner_epoch:1")
+	// An active input stored (and delivered) before the crash.
+	code, _ = api.do("POST", "/api/v1/turns/"+turnID+"/input", map[string]any{"input_id": "steer-1", "input": textInput("more")["input"]})
+	require.Equal(t, 202, code)
+	poll(t, 30*time.Second, "the input to be delivered", func() bool {
+		return len(framesOfType(t, filepath.Join(dir, "frames-1.jsonl"), "prompt_steer")) == 1
+	})
 
 	core1.kill(t)
 
@@ -202,7 +208,10 @@ func TestCoreKilledMidTurnAndRestarted(t *testing.T) {
 	st := api.status(turnID)
 	assert.Equal(t, map[string]any{"state": "failed", "reason": "event_stream_incomplete"}, st)
 	types := api.eventTypes(turnID)
-	assert.Equal(t, []string{"delta", "observation", "status"}, types, "the journal kept the delta; nothing invented")
+	assert.Equal(t, "delta", types[0], "the journal kept what was observed")
+	assert.Equal(t, []string{"observation", "status"}, types[len(types)-2:], "nothing invented: no error, no done")
+	assert.NotContains(t, types, "done")
+	assert.NotContains(t, types, "error")
 	assert.Equal(t, map[string]any{"state": "queued"}, api.status(queued["id"].(string)), "the queued Turn survived")
 
 	// The Runtime reconnects under a new owner epoch.
@@ -221,6 +230,9 @@ func TestCoreKilledMidTurnAndRestarted(t *testing.T) {
 	starts := framesOfType(t, filepath.Join(dir, "frames-2.jsonl"), "execution_start")
 	require.Len(t, starts, 1)
 	assert.Contains(t, starts[0], `"text":"second"`)
+	assert.Empty(t, framesOfType(t, filepath.Join(dir, "frames-2.jsonl"), "prompt_steer"), "no input is replayed")
+	code, _ = api.do("POST", "/api/v1/turns/"+turnID+"/input", textInput("too late"))
+	assert.Equal(t, 409, code, "the interrupted Turn takes no more input")
 	code, _ = api.do("POST", "/api/v1/turns/"+nextID+"/cancel", nil)
 	require.Equal(t, 202, code)
 	poll(t, 30*time.Second, "the new Turn to be cancelled", func() bool { return api.status(nextID)["state"] == "cancelled" })
