@@ -172,7 +172,8 @@ func splitJSON(line string) (string, string) {
 type coreConn struct {
 	device string
 	ws     *websocket.Conn
-	frames chan string // rendered frames, then the close line
+	frames chan string     // rendered frames, then the close line
+	done   <-chan struct{} // closed at the end of the run: the reader stops
 	sent   int
 }
 
@@ -182,6 +183,7 @@ type scriptedRuntime struct {
 	b     *Bindings
 	conns map[string]*coreConn
 	last  string
+	done  <-chan struct{}
 }
 
 // RunScriptedRuntime runs the transcript at path as a scripted Runtime
@@ -191,7 +193,10 @@ func RunScriptedRuntime(t *testing.T, path string, opts ScriptedRuntimeOptions) 
 		opts.Silence = 50 * time.Millisecond
 	}
 	s := &scriptedRuntime{t: t, opts: opts, b: &Bindings{m: map[string]string{}}, conns: map[string]*coreConn{}}
+	done := make(chan struct{})
+	s.done = done
 	defer func() {
+		close(done)
 		for _, c := range s.conns {
 			_ = c.ws.CloseNow()
 		}
@@ -353,7 +358,7 @@ func (s *scriptedRuntime) connect(d *datadriven.TestData) (string, error) {
 	if old := s.conns[name]; old != nil {
 		_ = old.ws.CloseNow()
 	}
-	c := &coreConn{device: device, ws: ws, frames: make(chan string, 256)}
+	c := &coreConn{device: device, ws: ws, frames: make(chan string, 256), done: s.done}
 	s.conns[name], s.last = c, name
 	go c.read()
 	return "connected\n", nil
@@ -362,18 +367,28 @@ func (s *scriptedRuntime) connect(d *datadriven.TestData) (string, error) {
 // read renders every frame Core sends, then how the connection closed.
 func (c *coreConn) read() {
 	defer close(c.frames)
+	put := func(line string) bool {
+		select {
+		case c.frames <- line:
+			return true
+		case <-c.done:
+			return false
+		}
+	}
 	for {
 		_, b, err := c.ws.Read(context.Background())
 		if err != nil {
 			var ce websocket.CloseError
 			if errors.As(err, &ce) {
-				c.frames <- fmt.Sprintf("core: closed %d %s", ce.Code, ce.Reason)
+				put(fmt.Sprintf("core: closed %d %s", ce.Code, ce.Reason))
 			} else {
-				c.frames <- "core: closed (no close frame)"
+				put("core: closed (no close frame)")
 			}
 			return
 		}
-		c.frames <- renderFrame(b)
+		if !put(renderFrame(b)) {
+			return
+		}
 	}
 }
 
