@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -71,13 +72,14 @@ func (c *apiClient) call(method, path string, body any, out io.Writer) error {
 
 func runSession(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || (args[0] != "create" && args[0] != "get") {
-		fmt.Fprintln(stderr, "usage: agentwire session create --core URL --kind KIND [--env none|openai_hosted|self_hosted]\n       agentwire session get --core URL ID")
+		fmt.Fprintln(stderr, "usage: agentwire session create --core URL --kind KIND [--env none|openai_hosted|self_hosted] [--binding JSON]\n       agentwire session get --core URL ID")
 		return errUsage
 	}
 	fs := newFlags("session "+args[0], stderr)
 	core := fs.String("core", "", "Core's base URL")
 	kind := fs.String("kind", "", "agent kind (create)")
 	envType := fs.String("env", "none", "Environment type (create)")
+	binding := fs.String("binding", "", `Environment binding as JSON (create; openai_hosted and self_hosted need one, e.g. {"id":"<UUID>"})`)
 	if err := fs.Parse(args[1:]); err != nil {
 		return errUsage
 	}
@@ -94,13 +96,24 @@ func runSession(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() != 0 {
 		return errUsage
 	}
-	return c.call("POST", "/api/v1/sessions", map[string]any{"agent_kind": *kind, "environment": map[string]any{"type": *envType}}, stdout)
+	env := map[string]any{"type": *envType}
+	if *binding != "" {
+		if !json.Valid([]byte(*binding)) {
+			return errors.New("--binding is not valid JSON")
+		}
+		env["binding"] = json.RawMessage(*binding)
+	}
+	return c.call("POST", "/api/v1/sessions", map[string]any{"agent_kind": *kind, "environment": env}, stdout)
 }
 
 const turnUsage = `usage: agentwire turn submit --core URL --session S TEXT
-       agentwire turn run --core URL --session S TEXT   (streams events; exit 0 only when completed)
+       agentwire turn run --core URL --session S [--approve-all] TEXT
+                 (streams events, asks the Turn's questions on the terminal; exit 0 only when completed)
        agentwire turn status --core URL TURN
        agentwire turn cancel --core URL TURN`
+
+// stdin is where `turn run` reads the answers to a Turn's questions.
+var stdin io.Reader = os.Stdin
 
 func runTurn(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || !oneOf(args[0], "submit", "run", "status", "cancel") {
@@ -110,6 +123,7 @@ func runTurn(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("turn "+args[0], stderr)
 	core := fs.String("core", "", "Core's base URL")
 	session := fs.String("session", "", "Session ID (submit)")
+	approveAll := fs.Bool("approve-all", false, "run: approve every permission request without asking (user-choice questions are still asked)")
 	if err := fs.Parse(args[1:]); err != nil || fs.NArg() != 1 {
 		return errUsage
 	}
@@ -126,7 +140,8 @@ func runTurn(args []string, stdout, stderr io.Writer) error {
 		if *session == "" {
 			return errors.New("--session is required")
 		}
-		return c.runTurnRun(*session, fs.Arg(0), stdout)
+		p := &prompter{in: bufio.NewReader(stdin), out: stderr, approveAll: *approveAll}
+		return c.runTurnRun(*session, fs.Arg(0), stdout, p)
 	}
 	input := []any{map[string]any{"content": []any{map[string]any{"type": "input_text", "text": fs.Arg(0)}}}}
 	return c.call("POST", "/api/v1/sessions/"+*session+"/turns", map[string]any{"input": input}, stdout)

@@ -24,6 +24,7 @@ commands:
   session    create or get a Session through the public API (AGENTWIRE_API_KEY)
   turn       submit, run (streaming its events), cancel a Turn or get its status
   devices    list the device registry through the public API
+  files      list a directory or read a file of a Session's workspace: agentwire files ls|cat
 
 Run "agentwire <command> -h" for the flags of one command.
 `
@@ -63,6 +64,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runTurn(args[1:], stdout, stderr)
 	case "devices":
 		return runDevices(args[1:], stdout, stderr)
+	case "files":
+		return runFiles(args[1:], stdout, stderr)
 	case "demo":
 		return runDemo(args[1:], stdout, stderr)
 	case "-h", "--help", "help":

@@ -38,6 +38,8 @@ var Routes = []Route{
 	{"GET", "/api/v1/turns/{turn_id}/events"},
 	{"POST", "/api/v1/turns/{turn_id}/cancel"},
 	{"POST", "/api/v1/turns/{turn_id}/interactions/{interaction_id}"},
+	{"GET", "/api/v1/sessions/{session_id}/files"},
+	{"GET", "/api/v1/sessions/{session_id}/files/content"},
 }
 
 // Config is what the API needs.
@@ -60,6 +62,9 @@ type Config struct {
 	InputAdded func(turnID string)
 	Now        func() time.Time
 	Logger     *slog.Logger
+
+	// Files reads a Session's workspace (files.go); nil answers 501.
+	Files FilesFunc
 }
 
 // API serves the public routes.
@@ -80,6 +85,8 @@ func (a *API) Register(mux *http.ServeMux) {
 		{"GET", "/api/v1/turns/{turn_id}/events"}:                         a.events,
 		{"POST", "/api/v1/turns/{turn_id}/cancel"}:                        a.cancel,
 		{"POST", "/api/v1/turns/{turn_id}/interactions/{interaction_id}"}: a.answer,
+		{"GET", "/api/v1/sessions/{session_id}/files"}:                    a.listFiles,
+		{"GET", "/api/v1/sessions/{session_id}/files/content"}:            a.fileContent,
 	}
 	for _, r := range Routes {
 		mux.HandleFunc(r.Method+" "+r.Path, a.authorized(h[r]))

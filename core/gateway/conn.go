@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -19,6 +20,7 @@ import (
 	"github.com/agentwire/agentwire/fsm/interaction"
 	"github.com/agentwire/agentwire/fsm/preparation"
 	"github.com/agentwire/agentwire/fsm/run"
+	"github.com/agentwire/agentwire/fsm/workspace_read"
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/wire"
 )
@@ -49,6 +51,9 @@ type conn struct {
 
 	// pc is set once the socket is accepted; mu guards it for supersede.
 	pc *peer.Conn
+	// admissions counts the Turns claimed for this connection whose start
+	// was not sent yet (maxAdmissions bounds it).
+	admissions atomic.Int32
 
 	mu    sync.Mutex
 	ws    *websocket.Conn
@@ -57,10 +62,11 @@ type conn struct {
 	runs  map[string]*runRec  // by Run ID
 	// inters are the open questions by wire interaction ID.
 	inters map[string]*interRec
+	rb     *readBook // workspace reads (workspace_read.go)
 }
 
 // coreTables are the machines Core drives on every connection.
-var coreTables = []*fsm.Table{connection.Table, preparation.Table, run.Table, input.Table, interaction.Table}
+var coreTables = []*fsm.Table{connection.Table, preparation.Table, run.Table, input.Table, interaction.Table, workspace_read.Table}
 
 // coreRouter resolves every frame's instance from the catalog, once.
 var coreRouter = peer.MustCatalogRouter(coreTables)
@@ -167,9 +173,16 @@ func (c *conn) abandonAll() {
 	c.mu.Unlock()
 	for _, p := range preps {
 		p.deliver(prepResult{state: "abandoned"})
+		if p.admitted != nil {
+			p.admitted()
+		}
 	}
 	for _, r := range runs {
 		r.done()
+		// A Run whose outcome was recorded before the loss
+		// (cancel_unconfirmed after 15 s) reaches its terminal state
+		// with no step to close it; its inputs and questions close here.
+		c.closeRun(r)
 	}
 }
 
@@ -218,6 +231,8 @@ func (c *conn) Binding(machine string) fsm.Binding[*peer.Event] {
 		return input.Core[*peer.Event](inputHooks{c})
 	case interaction.Name:
 		return interaction.Core[*peer.Event](interHooks{c})
+	case workspace_read.Name:
+		return workspace_read.Core[*peer.Event](readHooks{c})
 	}
 	return nil
 }

@@ -57,6 +57,7 @@ func New(cfg Config) *Server {
 		Submitted: func(string) { s.gateway.Kick() },
 		Cancel:    s.cancel,
 		Answer:    s.answer,
+		Files:     s.files,
 		// The delivery outlives the request that stored the input.
 		InputAdded: func(turnID string) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

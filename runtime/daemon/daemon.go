@@ -21,12 +21,15 @@ import (
 	"github.com/agentwire/agentwire/fsm/interaction"
 	"github.com/agentwire/agentwire/fsm/preparation"
 	"github.com/agentwire/agentwire/fsm/run"
+	"github.com/agentwire/agentwire/fsm/suspension"
+	"github.com/agentwire/agentwire/fsm/transfer"
 	"github.com/agentwire/agentwire/fsm/workspace_export"
 	"github.com/agentwire/agentwire/fsm/workspace_read"
 	"github.com/agentwire/agentwire/fsm/workspace_write"
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/runtime/execution"
 	"github.com/agentwire/agentwire/runtime/harness"
+	rtransfer "github.com/agentwire/agentwire/runtime/transfer"
 	"github.com/agentwire/agentwire/runtime/workspace"
 	"github.com/agentwire/agentwire/wire"
 )
@@ -48,9 +51,31 @@ type Config struct {
 	MinBackoff, MaxBackoff time.Duration
 	// MaxActive bounds active preparation and execution per connection.
 	MaxActive int
+	// MaxIdle bounds idle retained Executors and IdleTTL is how long one
+	// waits for a Turn with its configuration (local policy,
+	// daemon-protocol.txt:118); zero takes execution.DefaultMaxIdle and
+	// execution.DefaultIdleTTL.
+	MaxIdle int
+	IdleTTL time.Duration
+	// Abandon, when closed after shutdown began, gives up the Executors
+	// whose close has not succeeded (an operator's second signal);
+	// AbandonAfter, when positive, does the same that long after shutdown
+	// began (--abandon-after). Without either, shutdown waits as long as
+	// it takes (daemon-protocol.txt:118).
+	Abandon      <-chan struct{}
+	AbandonAfter time.Duration
+	// ShutdownReport is how often a waiting shutdown logs what it waits
+	// for (default execution.DefaultReportEvery); RetryMin bounds the
+	// first wait before a failed close is retried (default
+	// execution.DefaultRetryMin, doubling up to a minute).
+	ShutdownReport time.Duration
+	RetryMin       time.Duration
 	// Workspace is the bound directory workspace reads are served from
 	// (--workspace); nil rejects reads read_unsupported.
 	Workspace *workspace.Workspace
+	// StateDir (--state) holds transfer staging and installed skills and
+	// plugins; "" uses a temporary directory removed when Run returns.
+	StateDir string
 	// OnConnected, when set, is called with each new connection's Conn
 	// (tests use it to observe the driver).
 	OnConnected func(*peer.Conn)
@@ -58,11 +83,15 @@ type Config struct {
 
 // Tables are the machines the daemon drives.
 func Tables() []*fsm.Table {
-	return []*fsm.Table{connection.Table, preparation.Table, run.Table, input.Table, interaction.Table, workspace_read.Table, workspace_write.Table, workspace_export.Table}
+	return []*fsm.Table{connection.Table, preparation.Table, run.Table, input.Table, interaction.Table, workspace_read.Table,
+		transfer.Table, suspension.Table, workspace_write.Table, workspace_export.Table}
 }
 
-// Run connects and serves until ctx ends (nil) or a permanent refusal
-// (*Permanent). Transient failures reconnect after a jittered backoff.
+// Run connects and serves until a permanent refusal (*Permanent), or
+// until ctx ends or Core sends device_shutdown and every Executor the
+// daemon owns closed (nil) or the operator abandoned them (ErrAbandoned).
+// Transient failures reconnect after a jittered backoff; once shutdown
+// began, nothing reconnects.
 func Run(ctx context.Context, cfg Config) error {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -85,15 +114,47 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Credential.Empty() {
 		return &Permanent{What: "no credential", Fix: "pass --credential-file with the daemon credential"}
 	}
+	area, err := rtransfer.NewArea(cfg.StateDir)
+	if err != nil {
+		return &Permanent{What: err.Error(), Fix: "pass a writable --state directory"}
+	}
+	defer area.Close()
+	pool := execution.NewPool(execution.PoolConfig{Clock: cfg.Clock, Logger: cfg.Logger, MaxIdle: cfg.MaxIdle, IdleTTL: cfg.IdleTTL,
+		ReportEvery: cfg.ShutdownReport, RetryMin: cfg.RetryMin})
+	down := newShutdown(cfg, pool)
+	defer down.stop()
+	maintCtx, stopMaint := context.WithCancel(context.Background())
+	maintained := make(chan struct{})
+	go func() {
+		defer close(maintained)
+		pool.Maintain(maintCtx)
+	}()
+	defer func() {
+		stopMaint()
+		<-maintained
+	}()
+	// The suspension fence and the Executor pool outlive connections;
+	// transfers do not.
+	fence := execution.NewFence()
 	attempt := 0
 	for {
-		live, err := connectOnce(ctx, cfg)
-		if ctx.Err() != nil {
-			return nil
+		live, err := connectOnce(ctx, cfg, shared{area: area, fence: fence, pool: pool, down: down})
+		if ctx.Err() != nil || errors.Is(err, errCoreShutdown) {
+			// decision: a permanent refusal ends the daemon at once, with
+			// nothing owned left behind only if nothing was; a shutdown
+			// waits for what the daemon still owns (daemon-protocol.txt:118).
+			down.begin("the process is stopping")
+			return down.finish()
 		}
 		var perm *Permanent
 		if errors.As(err, &perm) {
 			cfg.Logger.Error("permanent refusal; not reconnecting", "what", perm.What, "fix", perm.Fix)
+			// Executors an earlier connection left (idle or not yet
+			// closed) are still the daemon's to close (daemon-protocol.txt:118).
+			down.begin("permanent refusal")
+			if ferr := down.finish(); ferr != nil {
+				return errors.Join(perm, ferr)
+			}
 			return perm
 		}
 		if live {
@@ -105,8 +166,11 @@ func Run(ctx context.Context, cfg Config) error {
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
+			// Stopping between connections still closes what earlier
+			// connections left owned (daemon-protocol.txt:118).
 			t.Stop()
-			return nil
+			down.begin("the process is stopping")
+			return down.finish()
 		case <-t.C:
 		}
 	}
@@ -122,12 +186,23 @@ func backoff(minW, maxW time.Duration, n int) time.Duration {
 	return minW/2 + rand.N(ceil-minW/2+1)
 }
 
+// shared is what the daemon's connections share: the transfer area, the
+// suspension fence, the Executor pool and the shutdown in progress.
+type shared struct {
+	area  *rtransfer.Area
+	fence *execution.Fence
+	pool  *execution.Pool
+	down  *shutdown
+}
+
 // connectOnce runs one physical connection: bootstrap, dial, serve. live
 // reports whether the upgrade was accepted (the backoff then restarts).
-func connectOnce(ctx context.Context, cfg Config) (live bool, err error) {
-	sess := execution.New(execution.Config{Registry: cfg.Registry, Clock: cfg.Clock, Logger: cfg.Logger, MaxActive: cfg.MaxActive, Workspace: cfg.Workspace})
+func connectOnce(ctx context.Context, cfg Config, sh shared) (live bool, err error) {
+	sess := execution.New(execution.Config{Registry: cfg.Registry, Clock: cfg.Clock, Logger: cfg.Logger, MaxActive: cfg.MaxActive,
+		Workspace: cfg.Workspace, Area: sh.area, Fence: sh.fence, Pool: sh.pool})
+	down := sh.down
 	defer sess.Close()
-	ch := &connHooks{cfg: cfg, sess: sess}
+	ch := &connHooks{cfg: cfg, sess: sess, down: down}
 	app := &app{conn: ch, sess: sess}
 	b, err := bootstrap(ctx, cfg.HTTPClient, cfg.CoreURL, cfg.DeviceID, cfg.Credential, Version)
 	if err != nil {
@@ -142,8 +217,22 @@ func connectOnce(ctx context.Context, cfg Config) (live bool, err error) {
 		// default (daemon-protocol.txt:14).
 		pcfg.Durations = map[string]time.Duration{"connection.heartbeat_interval": time.Duration(b.HeartbeatSeconds) * time.Second}
 	}
-	d, err := peer.New(pcfg)
+	var d *peer.Driver
+	pcfg.Saver = func(moved []*peer.Instance) {
+		for _, i := range moved {
+			if i.Key.Machine == suspension.Table.Name {
+				sh.fence.Save(d.Save(i), i.Terminal())
+			}
+		}
+	}
+	d, err = peer.New(pcfg)
 	if err != nil {
+		return false, err
+	}
+	// decision: a suspension attempt may be resumed on a later connection
+	// (daemon-protocol.txt:78, persisted fencing), so its instance is
+	// restored into each new driver; nothing else is carried over.
+	if err := d.Restore(sh.fence.Saved()); err != nil {
 		return false, err
 	}
 	key := peer.Key{Machine: connection.Table.Name}
@@ -177,7 +266,32 @@ func connectOnce(ctx context.Context, cfg Config) (live bool, err error) {
 		cfg.OnConnected(conn)
 	}
 	cfg.Logger.Info("connected", "device", cfg.DeviceID)
-	runErr := conn.Run(ctx)
+	// The connection outlives the stop request: the Runtime closes its
+	// Executors with the transport open and heartbeating, and closes it
+	// once they closed (connection.yaml, shutting_down). Only the
+	// operator's abandonment ends it early.
+	runCtx, stopRun := context.WithCancel(context.Background())
+	defer stopRun()
+	go func() {
+		select {
+		case <-ctx.Done():
+			_ = conn.Do(context.Background(), func(d *peer.Driver) {
+				_ = d.Local(key, fsm.EventID(connection.EventOperatorShutdown), nil)
+			})
+		case <-conn.Done():
+		}
+	}()
+	go func() {
+		select {
+		case <-down.abandon:
+			stopRun()
+		case <-conn.Done():
+		}
+	}()
+	runErr := conn.Run(runCtx)
+	if ch.shutdown {
+		return true, errCoreShutdown
+	}
 	if peer.CloseStatus(runErr) == peer.StatusRetired {
 		return true, &Permanent{What: "Core closed the connection with 4001: this Runtime was retired or deleted",
 			Fix: "register the device again (a new credential) before restarting the daemon"}
@@ -206,9 +320,11 @@ func (a *app) Stepped(ev *peer.Event, st fsm.Step) { a.sess.Stepped(ev, st) }
 
 // connHooks are the Runtime's hooks of the connection machine.
 type connHooks struct {
-	cfg  Config
-	sess *execution.Session
-	conn *peer.Conn
+	cfg      Config
+	sess     *execution.Session
+	conn     *peer.Conn
+	down     *shutdown
+	shutdown bool // close_executors ran: the daemon does not reconnect
 }
 
 func (h *connHooks) heartbeat() wire.Heartbeat {
@@ -246,6 +362,17 @@ func (h *connHooks) DoDropConnectionState(*fsm.Firing[*peer.Event]) error { retu
 // DoRequireOperator: the supervisor turns the refusal into *Permanent.
 func (h *connHooks) DoRequireOperator(*fsm.Firing[*peer.Event]) error { return nil }
 
-func (h *connHooks) DoCloseExecutors(*fsm.Firing[*peer.Event]) error { return nil }
+// DoCloseExecutors starts the shutdown of what the daemon owns (a stop
+// request or Core's device_shutdown).
+func (h *connHooks) DoCloseExecutors(*fsm.Firing[*peer.Event]) error {
+	h.shutdown = true
+	h.closeExecutors()
+	return nil
+}
 
-func (h *connHooks) DoRetainFailedTargets(*fsm.Firing[*peer.Event]) error { return nil }
+// DoRetainFailedTargets: the Pool already keeps every failed close and
+// schedules its serialized retry; the machine stays in shutting_down.
+func (h *connHooks) DoRetainFailedTargets(*fsm.Firing[*peer.Event]) error {
+	h.cfg.Logger.Warn("shutdown: an executor close failed; it stays owned and is retried", "waiting_for", h.down.pool.Waiting())
+	return nil
+}

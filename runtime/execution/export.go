@@ -51,7 +51,7 @@ func (s *Session) exportRefusal(p wire.WorkspaceExport) string {
 		}
 	}
 	switch {
-	case owner == nil, s.cfg.Workspace == nil, s.export != nil, s.write != nil,
+	case owner == nil, s.cfg.Workspace == nil, s.export != nil, s.write != nil, s.xfer != nil, s.fence.held(), s.shutting,
 		!owner.decl.Capabilities.WorkspaceOutputExport.Supports():
 		return "resource_unavailable"
 	case envOf(owner.cfg.Configuration) != p.EnvironmentID:
@@ -135,6 +135,7 @@ func (h exportHooks) DoCloseExport(f *fsm.Firing[*peer.Event]) error {
 		u.cancel()
 		_ = u.pr.CloseWithError(errExportClosed)
 		h.s.export = nil
+		h.s.checkDrain(f.Arg.Driver())
 	}
 	return nil
 }

@@ -21,11 +21,14 @@ import (
 	"github.com/agentwire/agentwire/fsm/interaction"
 	"github.com/agentwire/agentwire/fsm/preparation"
 	"github.com/agentwire/agentwire/fsm/run"
+	"github.com/agentwire/agentwire/fsm/suspension"
+	"github.com/agentwire/agentwire/fsm/transfer"
 	"github.com/agentwire/agentwire/fsm/workspace_export"
 	"github.com/agentwire/agentwire/fsm/workspace_read"
 	"github.com/agentwire/agentwire/fsm/workspace_write"
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/runtime/harness"
+	rtransfer "github.com/agentwire/agentwire/runtime/transfer"
 	"github.com/agentwire/agentwire/runtime/workspace"
 	"github.com/agentwire/agentwire/wire"
 )
@@ -51,6 +54,17 @@ type Config struct {
 	Workspace *workspace.Workspace
 	// NewID mints Executor IDs and admission handles; nil uses random hex.
 	NewID func(prefix string) string
+	// Area is where runtime_prepare bodies are staged and bundles
+	// installed; nil rejects every body runtime_preparation_unsupported.
+	Area *rtransfer.Area
+	// Fence is the daemon's suspension state, shared by its connections;
+	// nil gives this Session a fence of its own.
+	Fence *Fence
+	// Pool holds the daemon's idle and not-yet-closed Executors across
+	// connections; nil gives the Session a Pool of its own. Whoever makes
+	// the Pool runs its Maintain (idle expiry, close retries) and, at the
+	// end, its Shutdown: a Session never closes what the Pool owns.
+	Pool *Pool
 }
 
 // Session is the execution state of one physical connection: admission
@@ -74,6 +88,12 @@ type Session struct {
 	readsInFlight int
 	fenced        map[string]bool // read owners fenced by an unknown read
 
+	xfer      *xferState // the transfer holding the connection's slot
+	fence     *Fence
+	draining  *peer.Key // the suspension instance waiting for active work to settle
+	shutting  bool      // Shutdown began: nothing new is admitted
+	onSettled func()    // called once when shutting and nothing is active
+
 	write  *upload    // the workspace write under way, if any (one per connection)
 	export *exportRun // the workspace export under way, if any (one per connection)
 }
@@ -92,9 +112,15 @@ func New(cfg Config) *Session {
 	if cfg.NewID == nil {
 		cfg.NewID = randomID
 	}
+	if cfg.Fence == nil {
+		cfg.Fence = NewFence()
+	}
+	if cfg.Pool == nil {
+		cfg.Pool = NewPool(PoolConfig{Clock: cfg.Clock, Logger: cfg.Logger})
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Session{cfg: cfg, ctx: ctx, cancel: cancel, admissions: map[string]*admission{}, runs: map[string]*runState{}, asked: map[string]*asked{},
-		reads: map[string]*readState{}, fenced: map[string]bool{}}
+		reads: map[string]*readState{}, fenced: map[string]bool{}, fence: cfg.Fence}
 }
 
 func randomID(prefix string) string {
@@ -119,10 +145,12 @@ func (s *Session) Active() int {
 }
 
 // Close cancels native work still running for this connection and waits
-// for every goroutine the Session started (native work settles first).
+// for every goroutine the Session started (native work settles first); the
+// staging of a transfer the connection still held is removed.
 func (s *Session) Close() {
 	s.cancel()
 	s.wg.Wait()
+	s.closeTransfer()
 }
 
 // Binding returns the Session's binding of machine, or nil.
@@ -138,6 +166,10 @@ func (s *Session) Binding(machine string) fsm.Binding[*peer.Event] {
 		return interaction.Runtime[*peer.Event](interactionHooks{s})
 	case workspace_read.Table.Name:
 		return workspace_read.Runtime[*peer.Event](readHooks{s})
+	case transfer.Table.Name:
+		return transfer.Runtime[*peer.Event](xferHooks{s})
+	case suspension.Table.Name:
+		return suspension.Runtime[*peer.Event](suspHooks{s})
 	case workspace_write.Table.Name:
 		return workspace_write.Runtime[*peer.Event](writeHooks{s})
 	case workspace_export.Table.Name:
@@ -171,33 +203,69 @@ func send(d *peer.Driver, id string, p wire.Payload) {
 	d.Send(peer.Outbound{ID: id, Payload: p}, nil)
 }
 
-// closeExecutor closes exe outside the loop and then releases the slot
-// (only on success: an unconfirmed close keeps its capacity,
-// daemon-protocol.txt:116) and calls then on the loop, when the connection
-// still runs.
-func (s *Session) closeExecutor(exe harness.Executor, then func(d *peer.Driver, err error)) {
+// closeExecutor closes exe outside the loop, then frees its slot and calls
+// then on the loop (when the connection still runs). A failed close hands
+// the Executor to the Pool, which keeps it owned, counts it against the
+// active bound and retries it later (daemon-protocol.txt:116, :118).
+func (s *Session) closeExecutor(id string, exe harness.Executor, then func(d *peer.Driver, err error)) {
 	s.goNative(func() {
 		var err error
 		if exe != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 			err = exe.Close(ctx)
 			cancel()
 		}
 		if err != nil {
-			s.cfg.Logger.Warn("executor close failed; it stays owned", "err", err)
+			s.cfg.Logger.Warn("executor close failed; it stays owned", "executor", id, "err", err)
+			s.cfg.Pool.Retain(id, exe, err)
 		}
-		ok := s.post(func(d *peer.Driver) {
-			if err == nil {
-				s.active--
-			}
+		s.post(func(d *peer.Driver) {
+			s.freeSlot()
 			if then != nil {
 				then(d, err)
 			}
 		})
-		if !ok && err != nil {
-			s.cfg.Logger.Warn("executor cleanup unconfirmed after the connection closed")
-		}
 	})
+}
+
+// busy reports whether the active bound is reached: active preparations
+// and executions, closes in flight and Executors whose cleanup failed.
+func (s *Session) busy() bool {
+	return s.active+s.cfg.Pool.Held() >= s.cfg.MaxActive
+}
+
+// freeSlot gives back one active slot (on the loop).
+func (s *Session) freeSlot() {
+	s.active--
+	s.checkSettled()
+}
+
+func (s *Session) checkSettled() {
+	if s.shutting && s.active <= 0 && s.onSettled != nil {
+		f := s.onSettled
+		s.onSettled = nil
+		f()
+	}
+}
+
+// Shutdown (on the loop) admits nothing more, cancels the running Runs and
+// closes what the admissions hold, with the transport still open so the
+// Runs' last frames reach Core. settled is called on the loop once nothing
+// is active any more; Executors whose close failed are the Pool's by then.
+func (s *Session) Shutdown(settled func()) {
+	s.shutting = true
+	s.onSettled = settled
+	for _, r := range s.runs {
+		if !r.settled {
+			r.cancel()
+		}
+	}
+	for _, a := range s.admissions {
+		if !a.transferred {
+			s.settle(a, nil)
+		}
+	}
+	s.checkSettled()
 }
 
 var errConnectionGone = errors.New("execution: the connection is gone")

@@ -148,29 +148,36 @@ func (s *Session) writeRefusal() string {
 		return "write_unsupported"
 	case s.write != nil:
 		return "write_capacity"
-	case s.export != nil || s.executionHolds():
+	case s.export != nil || s.xfer != nil || s.fence.held() || s.shutting || s.executionHolds():
+		// decision: a runtime_prepare transfer, a quiesced Environment and
+		// a shutdown refuse a write as they refuse execution (wire-reference
+		// §2.10, daemon-protocol.txt:96).
 		return "resource_unavailable"
 	}
 	return ""
 }
 
 // executionHolds reports whether execution holds the workspace: a Run that
-// has not settled, or an execution preparation (not the read-only profile)
+// has not settled, an execution preparation (not the read-only profile)
 // that has not been released or handed to a Run, or whose Executor is
-// still owned, or an Executor whose close failed.
+// still owned, or an Executor whose close failed (the Pool holds it).
 //
-// decision: an Executor being closed after its Turn settled (or after its
-// admission was released, before any Turn) no longer executes, so it does
-// not hold the workspace; one whose close failed may still be running and
-// holds it, as it keeps its capacity (daemon-protocol.txt:116, :185).
+// decision: an idle Executor, or one being closed after its Turn settled
+// (or after its admission was released, before any Turn), no longer
+// executes, so it does not hold the workspace; one whose close failed may
+// still be running and holds it, as it keeps its capacity
+// (daemon-protocol.txt:116, :185).
 func (s *Session) executionHolds() bool {
+	if s.cfg.Pool.Held() > 0 {
+		return true
+	}
 	for _, r := range s.runs {
-		if !r.settled || r.unclosed {
+		if !r.settled {
 			return true
 		}
 	}
 	for _, a := range s.admissions {
-		if !a.readOnly && (a.exe != nil || a.unclosed || (!a.releasing && !a.transferred)) {
+		if !a.readOnly && (a.exe != nil || (!a.releasing && !a.transferred)) {
 			return true
 		}
 	}
@@ -280,7 +287,7 @@ func (h writeHooks) DoApplyWrite(f *fsm.Firing[*peer.Event]) error {
 		posted := s.post(func(d *peer.Driver) {
 			u.applying = false
 			send(d, u.id, r)
-			s.releaseWrite(u)
+			s.releaseWrite(d, u)
 		})
 		if !posted {
 			s.cfg.Logger.Warn("workspace write settled after the connection closed; its receipt is lost", "mutation", u.id, "outcome", r.Outcome)
@@ -312,19 +319,21 @@ func (h writeHooks) DoDiscardUpload(f *fsm.Firing[*peer.Event]) error {
 		if !u.applying {
 			u.body = nil
 		}
-		h.s.releaseWrite(u)
+		h.s.releaseWrite(f.Arg.Driver(), u)
 	}
 	return nil
 }
 
-// releaseWrite frees the workspace when u is discarded and not applying.
-func (s *Session) releaseWrite(u *upload) {
+// releaseWrite frees the workspace when u is discarded and not applying; a
+// quiesce waiting for active work to settle learns it.
+func (s *Session) releaseWrite(d *peer.Driver, u *upload) {
 	if u.discarded {
 		u.sum.close()
 	}
 	if s.write == u && u.discarded && !u.applying {
 		u.body = nil
 		s.write = nil
+		s.checkDrain(d)
 	}
 }
 

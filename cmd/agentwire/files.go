@@ -1,0 +1,97 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"strconv"
+	"text/tabwriter"
+
+	"github.com/agentwire/agentwire/wire"
+)
+
+const filesUsage = `usage: agentwire files ls  --core URL --session S [--max-entries N] [PATH]   (PATH defaults to the workspace root)
+       agentwire files cat --core URL --session S [--max-bytes N] PATH
+Each command is one bounded read of the Session's workspace: a listing shows at most
+one read's entries (1024) and says when it is truncated; cat writes the bytes to
+stdout and reports a truncation on stderr.`
+
+// runFiles wraps the public Files routes.
+func runFiles(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || !oneOf(args[0], "ls", "cat") {
+		fmt.Fprintln(stderr, filesUsage)
+		return errUsage
+	}
+	ls := args[0] == "ls"
+	fs := newFlags("files "+args[0], stderr)
+	core := fs.String("core", "", "Core's base URL")
+	session := fs.String("session", "", "Session ID")
+	maxEntries := fs.Int64("max-entries", wire.MaxDirectoryEntries, "at most this many entries (ls, 1 to 1024)")
+	maxBytes := fs.Int64("max-bytes", wire.MaxReadBytes, "at most this many bytes (cat, 1 to 1048576)")
+	if err := fs.Parse(args[1:]); err != nil || fs.NArg() > 1 || (!ls && fs.NArg() != 1) {
+		fmt.Fprintln(stderr, filesUsage)
+		return errUsage
+	}
+	if *session == "" {
+		return fmt.Errorf("--session is required")
+	}
+	c, err := newAPIClient(*core)
+	if err != nil {
+		return err
+	}
+	q := url.Values{"path": {fs.Arg(0)}}
+	base := "/api/v1/sessions/" + url.PathEscape(*session) + "/files"
+	var raw bytes.Buffer
+	if ls {
+		q.Set("max_entries", strconv.FormatInt(*maxEntries, 10))
+		if err := c.call("GET", base+"?"+q.Encode(), nil, &raw); err != nil {
+			return err
+		}
+		var l struct {
+			Entries   []wire.WorkspaceDirectoryEntry `json:"entries"`
+			Truncated bool                           `json:"truncated"`
+		}
+		if err := json.Unmarshal(raw.Bytes(), &l); err != nil {
+			return fmt.Errorf("the API answered no listing: %w", err)
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		for _, e := range l.Entries {
+			size := "-"
+			if e.SizeBytes != nil {
+				size = strconv.FormatInt(*e.SizeBytes, 10)
+			}
+			name := e.Name
+			if e.Kind == wire.EntryDirectory {
+				name += "/"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", e.Kind, size, name)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		if l.Truncated {
+			fmt.Fprintf(stdout, "(truncated: the directory holds more than the %d entries shown; one read returns at most %d)\n", len(l.Entries), *maxEntries)
+		}
+		return nil
+	}
+	q.Set("max_bytes", strconv.FormatInt(*maxBytes, 10))
+	if err := c.call("GET", base+"/content?"+q.Encode(), nil, &raw); err != nil {
+		return err
+	}
+	var f struct {
+		Data      []byte `json:"data"`
+		Truncated bool   `json:"truncated"`
+	}
+	if err := json.Unmarshal(raw.Bytes(), &f); err != nil {
+		return fmt.Errorf("the API answered no content: %w", err)
+	}
+	if _, err := stdout.Write(f.Data); err != nil {
+		return err
+	}
+	if f.Truncated {
+		fmt.Fprintf(stderr, "agentwire files cat: truncated: the file is longer than the %d bytes shown\n", len(f.Data))
+	}
+	return nil
+}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestFilesAgainstTheRuntimeProcess: a real Core and a real Runtime
+// process serving a --workspace directory; `agentwire files ls` and `cat`
+// read it through the public API, each one bounded read.
+func TestFilesAgainstTheRuntimeProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildAgentwire(t)
+	data := t.TempDir()
+	dev := issueCredential(t, bin, data, "--kind", "device", "--device", "dev-1")
+	proj := issueCredential(t, bin, data, "--kind", "project", "--project", "demo")
+	core := startCore(t, bin, data)
+
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "workspace")
+	require.NoError(t, os.MkdirAll(filepath.Join(ws, "src"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(ws, "README.md"), []byte("hello from the workspace\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(ws, "src", "main.go"), []byte("package main\n"), 0o644))
+	cred := filepath.Join(dir, "credential")
+	require.NoError(t, os.WriteFile(cred, []byte(dev.Secret), 0o600))
+	rt := exec.Command(bin, "runtime", "--core", core.base, "--device-id", "dev-1", "--credential-file", cred, "--workspace", ws)
+	rtLogs := &lockedBuffer{}
+	rt.Stderr = rtLogs
+	require.NoError(t, rt.Start())
+	rtExited := make(chan error, 1)
+	go func() { rtExited <- rt.Wait() }()
+	defer func() {
+		_ = rt.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-rtExited:
+		case <-time.After(20 * time.Second):
+			_ = rt.Process.Kill()
+			<-rtExited
+		}
+	}()
+
+	// An idle read needs a connected device that declared itself.
+	require.Eventually(t, func() bool {
+		d := cliJSON(t, bin, proj.Secret, "devices", "--core", core.base)
+		list, _ := d["devices"].([]any)
+		for _, x := range list {
+			if m, _ := x.(map[string]any); m["connected"] == true {
+				kinds, _ := m["agent_kinds"].([]any)
+				return len(kinds) > 0
+			}
+		}
+		return false
+	}, 30*time.Second, 50*time.Millisecond, "runtime logs: %s", rtLogs.String())
+
+	ses := cliJSON(t, bin, proj.Secret, "session", "create", "--core", core.base, "--kind", "script",
+		"--env", "self_hosted", "--binding", `{"id":"8d0f3a2b-1c4e-4f5a-8b6c-7d8e9f0a1b2c"}`)
+	sid := ses["id"].(string)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	files := func(args ...string) (string, string, error) {
+		c := exec.CommandContext(ctx, bin, append([]string{"files"}, args...)...)
+		c.Env = append(os.Environ(), "AGENTWIRE_API_KEY="+proj.Secret)
+		var out, errOut bytes.Buffer
+		c.Stdout, c.Stderr = &out, &errOut
+		err := c.Run()
+		return out.String(), errOut.String(), err
+	}
+	logs := func() string { return "core: " + core.logs.String() + "\nruntime: " + rtLogs.String() }
+
+	out, _, err := files("ls", "--core", core.base, "--session", sid)
+	require.NoError(t, err, logs())
+	assert.Equal(t, []string{"file       25  README.md", "directory  -   src/"}, strings.Split(strings.TrimSpace(out), "\n"))
+
+	out, _, err = files("ls", "--core", core.base, "--session", sid, "--max-entries", "1")
+	require.NoError(t, err, logs())
+	assert.Contains(t, out, "README.md")
+	assert.NotContains(t, out, "src/")
+	assert.Contains(t, out, "(truncated: the directory holds more than the 1 entries shown")
+
+	out, errOut, err := files("cat", "--core", core.base, "--session", sid, "src/main.go")
+	require.NoError(t, err, logs())
+	assert.Equal(t, "package main\n", out)
+	assert.Empty(t, errOut)
+
+	out, errOut, err = files("cat", "--core", core.base, "--session", sid, "--max-bytes", "5", "README.md")
+	require.NoError(t, err, logs())
+	assert.Equal(t, "hello", out)
+	assert.Contains(t, errOut, "truncated")
+
+	_, errOut, err = files("cat", "--core", core.base, "--session", sid, "nope.txt")
+	require.Error(t, err)
+	assert.Contains(t, errOut, "404")
+	assert.Contains(t, errOut, "not_found")
+
+	_, errOut, err = files("cat", "--core", core.base, "--session", sid, "../outside")
+	require.Error(t, err)
+	assert.Contains(t, errOut, `"field":"path"`)
+
+	for _, s := range []string{dev.Secret, proj.Secret} {
+		assert.NotContains(t, core.logs.String(), s)
+		assert.NotContains(t, rtLogs.String(), s)
+	}
+}

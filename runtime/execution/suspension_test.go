@@ -1,0 +1,43 @@
+package execution
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/agentwire/agentwire/peer"
+)
+
+func TestFenceHoldsOneAttemptAtATime(t *testing.T) {
+	f := NewFence()
+	assert.False(t, f.held())
+	assert.True(t, f.hold("env", "s-1"))
+	assert.True(t, f.hold("env", "s-1"), "the same attempt again")
+	assert.False(t, f.hold("env", "s-2"), "another attempt while s-1 holds the fence")
+	f.release("s-2")
+	assert.True(t, f.held(), "a foreign suspend_id releases nothing")
+	env, suspend := f.owner()
+	assert.Equal(t, [2]string{"env", "s-1"}, [2]string{env, suspend})
+	f.release("s-1")
+	assert.False(t, f.held())
+}
+
+func TestFenceSavesOpenAttemptsForTheNextConnection(t *testing.T) {
+	f := NewFence()
+	f.hold("env", "s-1")
+	f.Save(peer.Saved{Machine: "suspension", ID: "s-1", State: "suspended"}, false)
+	assert.Len(t, f.Saved(), 1)
+
+	// A resume refused for naming another Environment settles the instance,
+	// but the fence still holds: the open state is kept for a later resume.
+	f.Save(peer.Saved{Machine: "suspension", ID: "s-1", State: "resume_refused"}, true)
+	saved := f.Saved()
+	if assert.Len(t, saved, 1) {
+		assert.Equal(t, "suspended", saved[0].State)
+	}
+
+	f.release("s-1")
+	assert.Empty(t, f.Saved(), "a released attempt is not restored")
+	f.Save(peer.Saved{Machine: "suspension", ID: "s-2", State: "quiesce_refused"}, true)
+	assert.Empty(t, f.Saved(), "a settled attempt that holds nothing is forgotten")
+}
