@@ -1,0 +1,189 @@
+package daemon_test
+
+// Benchmarks of the Runtime daemon against raw coder/websocket on loopback
+// (issue 9; figures in BENCHMARKS.md):
+//
+//	go test -run '^$' -bench . -count 6 ./runtime/daemon/
+//
+// Each benchmark measures its raw baseline in the same run, interleaved in
+// chunks with the daemon's work so that both see the same load, and reports
+// ns/op for the daemon alone (the chunks of baseline and setup are not in
+// it), raw-ns/op for the baseline and their ratio.
+
+import (
+	"bytes"
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentwire/agentwire/runtime/adapters/script"
+	"github.com/agentwire/agentwire/wire"
+)
+
+// deltaScript streams n deltas.
+func deltaScript(n int) script.Script {
+	steps := make([]script.Step, n)
+	for i := range steps {
+		steps[i] = script.Step{Delta: benchDelta}
+	}
+	return script.Script{Steps: steps}
+}
+
+// BenchmarkDeltaStream: one op is one delta from the script adapter,
+// through the execution Session, the driver and its Conn, to Core's read.
+// A Turn streams up to deltasPerTurn deltas; its preparation and its done
+// are outside the measurement, its start → started is inside (one round
+// trip per 4096 deltas). The baseline writes the same number of encoded
+// delta frames one way with coder/websocket.
+func BenchmarkDeltaStream(b *testing.B) {
+	const deltasPerTurn = 4096
+	bs := startBench(b, deltaScript(deltasPerTurn), 1024)
+	rs, rc := rawPair(b)
+	frame, err := wire.Encode("run-1", wire.Delta{Delta: benchDelta, Sequence: deltasPerTurn}, "")
+	require.NoError(b, err)
+	var daemonT, rawT time.Duration
+	b.ResetTimer()
+	for turn, left := 1, b.N; left > 0; turn++ {
+		n := min(deltasPerTurn, left)
+		left -= n
+		if n != deltasPerTurn {
+			bs.adapter.Set(deltaScript(n))
+		}
+		rawT += rawOneWay(b, rs, rc, frame, n)
+		daemonT += bs.deltaTurn(turn, n)
+	}
+	b.StopTimer()
+	reportRatio(b, daemonT, rawT)
+	b.ReportMetric(100*float64(rawT)/float64(daemonT), "pct-of-raw")
+}
+
+// deltaTurn prepares a handle, then times start → the n-th delta read.
+func (s *benchSession) deltaTurn(turn, n int) time.Duration {
+	pid, rid := fmt.Sprintf("prepare-%d", turn), fmt.Sprintf("run-%d", turn)
+	ready := s.prepare(pid)
+	prefix := []byte(`{"type":"delta","id":"` + rid + `"`)
+	t0 := time.Now()
+	s.start(pid, rid, ready)
+	for seen := 0; seen < n; {
+		f := s.readRaw()
+		if !bytes.HasPrefix(f, prefix) {
+			continue // starting, started
+		}
+		seen++
+		if seen == 1 {
+			m, err := wire.Decode(f, wire.RuntimeToCore)
+			require.NoError(s.tb, err)
+			require.EqualValues(s.tb, 1, m.Payload.(wire.Delta).Sequence)
+		}
+	}
+	elapsed := time.Since(t0)
+	done := s.await("done", rid, "").Payload.(wire.Done)
+	require.Len(s.tb, done.Content, n*len(benchDelta))
+	return elapsed
+}
+
+// BenchmarkTurnSetup: one op is execution_prepare → ready → execution_start
+// → started, as Core sees it (Core decodes every status). The Turn's done
+// is read outside the measurement. The baseline is two round trips of a
+// request frame and a status-sized answer with coder/websocket.
+func BenchmarkTurnSetup(b *testing.B) {
+	bs := startBench(b, script.Script{}, 1<<20)
+	rs, rc := rawPair(b)
+	request := []byte(`{"type":"execution_prepare","id":"prepare-1","payload":` + prepare + `}`)
+	answer, err := wire.Encode("prepare-1", wire.PreparationStatus{State: wire.PreparationReady, Revision: 2,
+		Handle: "handle-0123456789abcdef01234567", ExecutorID: "executor-0123456789abcdef01234567", ExpiresAt: 1_800_000_300_000}, "")
+	require.NoError(b, err)
+	go rawEcho(rc, answer)
+	const chunk = 16
+	var daemonT, rawT time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i += chunk {
+		n := min(chunk, b.N-i)
+		rawT += rawRoundTrips(b, rs, request, n)
+		for j := range n {
+			daemonT += bs.setupTurn(i + j)
+		}
+	}
+	b.StopTimer()
+	reportRatio(b, daemonT, rawT)
+	b.ReportMetric(float64(daemonT)/float64(rawT), "x-raw")
+}
+
+// setupTurn times one prepare → ready → start → started, then reads the
+// Turn's done (the script has no steps) untimed.
+func (s *benchSession) setupTurn(k int) time.Duration {
+	pid, rid := fmt.Sprintf("prepare-%d", k), fmt.Sprintf("run-%d", k)
+	t0 := time.Now()
+	ready := s.prepare(pid)
+	s.start(pid, rid, ready)
+	s.await("preparation_status", pid, wire.PreparationStarted)
+	elapsed := time.Since(t0)
+	s.await("done", rid, "")
+	return elapsed
+}
+
+// reportRatio replaces ns/op with the daemon's time alone and adds the
+// baseline's.
+func reportRatio(b *testing.B, daemonT, rawT time.Duration) {
+	b.ReportMetric(float64(daemonT.Nanoseconds())/float64(b.N), "ns/op")
+	b.ReportMetric(float64(rawT.Nanoseconds())/float64(b.N), "raw-ns/op")
+}
+
+// BenchmarkMemory: the daemon's live heap with 64 admitted handles (ready,
+// each holding an idle Executor) and 8 running Turns (prompt_request, each
+// hanging after its first delta), measured with runtime.ReadMemStats after
+// a GC. One op is one daemon brought to that state. The baseline is the
+// connected, idle daemon.
+func BenchmarkMemory(b *testing.B) {
+	const handles, turns = 64, 8
+	var idle, perHandle, perTurn, stackPerTurn, goPerTurn, total float64
+	for range b.N {
+		before := measure()
+		bs := startBench(b, script.Script{Steps: []script.Step{{Delta: "x"}, {Hang: true}}}, handles+turns)
+		connected := measure()
+		for i := range handles {
+			bs.prepare(fmt.Sprintf("prepare-%d", i))
+		}
+		admitted := measure()
+		for i := range turns {
+			rid := fmt.Sprintf("run-%d", i)
+			bs.write("prompt_request", rid, `{"agent_kind":"script","run_id":"`+rid+`","input":[{"content":[{"type":"input_text","text":"hi"}]}]}`)
+			bs.await("delta", rid, "")
+		}
+		running := measure()
+		bs.close()
+
+		idle += float64(connected.heap) - float64(before.heap)
+		perHandle += (float64(admitted.heap) - float64(connected.heap)) / handles
+		perTurn += (float64(running.heap) - float64(admitted.heap)) / turns
+		stackPerTurn += (float64(running.stack) - float64(admitted.stack)) / turns
+		goPerTurn += float64(running.goroutines-admitted.goroutines) / turns
+		total += float64(running.heap) - float64(before.heap)
+	}
+	n := float64(b.N)
+	b.ReportMetric(idle/n, "idle-conn-B")
+	b.ReportMetric(perHandle/n, "B/handle")
+	b.ReportMetric(perTurn/n, "B/turn")
+	b.ReportMetric(stackPerTurn/n, "stack-B/turn")
+	b.ReportMetric(goPerTurn/n, "goroutines/turn")
+	b.ReportMetric(total/n, "total-B")
+}
+
+type memSample struct {
+	heap, stack uint64
+	goroutines  int
+}
+
+// measure is the live heap after a full collection (twice, so that
+// finalizers queued by the first have run), the stacks in use and the
+// goroutine count.
+func measure() memSample {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return memSample{heap: ms.HeapAlloc, stack: ms.StackInuse, goroutines: runtime.NumGoroutine()}
+}
