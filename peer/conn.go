@@ -128,8 +128,13 @@ func (c *Conn) Run(ctx context.Context) error {
 	}
 
 	var armed time.Time // the deadline the timer is set for
+	// One write deadline outlives a flush: a stream that queues one frame
+	// per loop turn (an adapter's emit waits for its frame) would otherwise
+	// pay for a new context with a deadline on every frame.
+	var dl writeDeadline
+	defer dl.stop()
 	for {
-		if err := c.flush(ctx); err != nil {
+		if err := c.flush(ctx, &dl); err != nil {
 			return stop(err, StatusGoingAway, "write failed")
 		}
 		armed = c.arm(timer, lastRead, armed)
@@ -232,12 +237,11 @@ func (c *Conn) arm(timer Timer, lastRead, armed time.Time) time.Time {
 
 // flush writes every queued frame, one at a time, each reported to the
 // driver before the next is taken. Every write runs under a deadline of at
-// least half and at most all of WriteTimeout: one deadline serves a run of
-// writes and is renewed once half of it has passed, because a context with a
-// deadline costs coder/websocket about half a small frame's write.
-func (c *Conn) flush(ctx context.Context) error {
-	var dl writeDeadline
-	defer dl.stop()
+// least half and at most all of WriteTimeout: one deadline (dl, kept by the
+// loop) serves every write until half of it has passed and is then renewed,
+// because a context with a deadline costs coder/websocket about half a small
+// frame's write.
+func (c *Conn) flush(ctx context.Context, dl *writeDeadline) error {
 	for {
 		w, ok := c.d.NextWrite()
 		if !ok {
