@@ -105,6 +105,12 @@ type Driver struct {
 	requires  map[string][]requirement // by message type
 	perTable  map[string]int
 	gen       uint64
+	// next caches NextDeadline, which the loop asks after every turn: a
+	// scan of every instance would cost O(retained instances) per frame.
+	// Arming a timer or settling an instance can only bring it earlier
+	// (noteDeadline); whatever takes a deadline away that may have been
+	// the earliest marks it stale (dropDeadline), and the next call scans.
+	next nextDeadline
 
 	sends   []*Write // queued, not yet handed out
 	out     fsm.Outbox
@@ -361,6 +367,7 @@ func (d *Driver) evictSettled(machine string) bool {
 }
 
 func (d *Driver) remove(i *Instance) {
+	d.dropInstanceDeadlines(i)
 	delete(d.instances, i.Key)
 	d.perTable[i.Key.Machine]--
 	for alias, id := range d.aliases {

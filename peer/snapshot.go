@@ -89,6 +89,7 @@ func (d *Driver) Restore(saved []Saved) error {
 		if i.Terminal() && i.settled.IsZero() {
 			i.settled = d.cfg.Clock.Now()
 		}
+		d.next.stale = true
 	}
 	return nil
 }

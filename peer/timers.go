@@ -11,6 +11,16 @@ import (
 // timer expiry or a settled instance to forget. ok is false when there is
 // nothing.
 func (d *Driver) NextDeadline() (at time.Time, ok bool) {
+	if !d.next.stale {
+		return d.next.at, d.next.ok
+	}
+	at, ok = d.scanDeadlines()
+	d.next = nextDeadline{at: at, ok: ok}
+	return at, ok
+}
+
+// scanDeadlines finds the earliest deadline by looking at every instance.
+func (d *Driver) scanDeadlines() (at time.Time, ok bool) {
 	consider := func(t time.Time) {
 		if !ok || t.Before(at) {
 			at, ok = t, true
@@ -29,6 +39,39 @@ func (d *Driver) NextDeadline() (at time.Time, ok bool) {
 	return at, ok
 }
 
+// nextDeadline is the cached answer of NextDeadline; stale asks for a scan.
+type nextDeadline struct {
+	at        time.Time
+	ok, stale bool
+}
+
+// noteDeadline records a deadline that was just set.
+func (d *Driver) noteDeadline(at time.Time) {
+	if !d.next.ok || at.Before(d.next.at) {
+		d.next.at, d.next.ok = at, true
+	}
+}
+
+// dropDeadline is told about a timer deadline that is going away (stopped,
+// re-armed, fired or cleared): if it may have been the earliest, the cache
+// is stale.
+func (d *Driver) dropDeadline(dl deadline) {
+	if dl.armed && d.next.ok && !dl.at.After(d.next.at) {
+		d.next.stale = true
+	}
+}
+
+// dropInstanceDeadlines is dropDeadline for every deadline of i (its
+// timers and its retention), before i is removed or settles.
+func (d *Driver) dropInstanceDeadlines(i *Instance) {
+	for _, dl := range i.deadlines {
+		d.dropDeadline(dl)
+	}
+	if !i.settled.IsZero() {
+		d.dropDeadline(deadline{at: i.settled.Add(d.cfg.Limits.Retention), armed: true})
+	}
+}
+
 type expiry struct {
 	i   *Instance
 	t   fsm.TimerID
@@ -42,6 +85,8 @@ type expiry struct {
 // stale and never reaches the machine.
 func (d *Driver) Tick() {
 	defer d.enter()()
+	// Tick takes away at least the deadline that was due.
+	defer func() { d.next.stale = true }()
 	now := d.cfg.Clock.Now()
 	var due []expiry
 	for _, i := range d.instances {
