@@ -46,6 +46,7 @@ func (d *Driver) step(i *Instance, e fsm.EventID, ev *Event) error {
 		}
 		i.settled = d.cfg.Clock.Now()
 		d.noteDeadline(i.settled.Add(d.cfg.Limits.Retention))
+		d.noteSettled(i)
 	}
 	if err != nil {
 		return err
@@ -62,6 +63,7 @@ func (d *Driver) perform(i *Instance, p *fsm.Pending, ev *Event) error {
 		d.dropDeadline(i.deadlines[ef.Timer-1])
 		i.deadlines[ef.Timer-1] = deadline{at: d.cfg.Clock.Now().Add(d.duration(t, ef.Timer)), gen: d.gen, armed: true}
 		d.noteDeadline(i.deadlines[ef.Timer-1].at)
+		d.noteTimed(i)
 		return nil
 	case fsm.EffectStop:
 		d.gen++

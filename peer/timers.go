@@ -19,24 +19,43 @@ func (d *Driver) NextDeadline() (at time.Time, ok bool) {
 	return at, ok
 }
 
-// scanDeadlines finds the earliest deadline by looking at every instance.
+// scanDeadlines finds the earliest deadline: among the armed timers of the
+// instances that armed one (an instance whose timers are all stopped
+// leaves the set here) and the retention of the oldest settled instance of
+// each machine.
 func (d *Driver) scanDeadlines() (at time.Time, ok bool) {
 	consider := func(t time.Time) {
 		if !ok || t.Before(at) {
 			at, ok = t, true
 		}
 	}
-	for _, i := range d.instances {
+	for i := range d.timed {
+		armed := false
 		for _, dl := range i.deadlines {
 			if dl.armed {
 				consider(dl.at)
+				armed = true
 			}
 		}
-		if !i.settled.IsZero() {
-			consider(i.settled.Add(d.cfg.Limits.Retention))
+		if !armed {
+			delete(d.timed, i)
+		}
+	}
+	for machine := range d.settled {
+		d.trimSettled(machine)
+		if q := d.settled[machine]; len(q) > 0 {
+			consider(q[0].settled.Add(d.cfg.Limits.Retention))
 		}
 	}
 	return at, ok
+}
+
+// noteTimed adds i to the instances whose timers scanDeadlines looks at.
+func (d *Driver) noteTimed(i *Instance) {
+	if d.timed == nil {
+		d.timed = map[*Instance]struct{}{}
+	}
+	d.timed[i] = struct{}{}
 }
 
 // nextDeadline is the cached answer of NextDeadline; stale asks for a scan.

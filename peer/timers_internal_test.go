@@ -26,7 +26,10 @@ func (a coinApp) Perform(*fsm.Effect, *fsm.Firing[*Event]) error { return nil }
 // TestNextDeadlineCacheMatchesScan: after every random operation (open an
 // instance, which may evict a settled one; fire any event of the real
 // preparation and run tables; move the clock and tick) the cached
-// NextDeadline is what a scan of every instance finds.
+// NextDeadline is what a scan of every instance finds, and so is the
+// scan of the timed instances and settled queues; each machine's
+// settled queue holds exactly its settled instances, oldest first (so
+// eviction takes the one that settled first).
 func TestNextDeadlineCacheMatchesScan(t *testing.T) {
 	for seed := range uint64(60) {
 		r := rand.New(rand.NewPCG(seed, 7))
@@ -55,10 +58,62 @@ func TestNextDeadlineCacheMatchesScan(t *testing.T) {
 					d.Tick()
 				}
 			}
+			checkSettledQueues(t, d)
 			at, ok := d.NextDeadline()
-			wantAt, wantOK := d.scanDeadlines()
+			wantAt, wantOK := scanEveryInstance(d)
 			require.Equal(t, wantOK, ok, "seed %d op %d", seed, op)
 			require.True(t, wantAt.Equal(at), "seed %d op %d: cached %v, scan %v", seed, op, at, wantAt)
+			at, ok = d.scanDeadlines()
+			require.Equal(t, wantOK, ok, "seed %d op %d", seed, op)
+			require.True(t, wantAt.Equal(at), "seed %d op %d: indexed scan %v, every instance %v", seed, op, at, wantAt)
 		}
 	}
+}
+
+func checkSettledQueues(t *testing.T, d *Driver) {
+	t.Helper()
+	want := map[string]int{}
+	for _, i := range d.instances {
+		if i.Terminal() {
+			want[i.Key.Machine]++
+		}
+	}
+	for machine, q := range d.settled {
+		n := 0
+		var last time.Time
+		for _, i := range q {
+			if !d.live(i) {
+				continue
+			}
+			require.True(t, i.Terminal(), "%s in the settled queue is live", i.Key)
+			require.False(t, i.settled.Before(last), "%s settled out of order", i.Key)
+			last = i.settled
+			n++
+		}
+		require.Equal(t, want[machine], n, "settled instances of %s", machine)
+		delete(want, machine)
+	}
+	for machine, n := range want {
+		require.Zero(t, n, "settled instances of %s missing from the queue", machine)
+	}
+}
+
+// scanEveryInstance is the earliest deadline by definition.
+func scanEveryInstance(d *Driver) (at time.Time, ok bool) {
+	consider := func(t time.Time) {
+		if !ok || t.Before(at) {
+			at, ok = t, true
+		}
+	}
+	for _, i := range d.instances {
+		for _, dl := range i.deadlines {
+			if dl.armed {
+				consider(dl.at)
+			}
+		}
+		if !i.settled.IsZero() {
+			consider(i.settled.Add(d.cfg.Limits.Retention))
+		}
+	}
+	return at, ok
 }
