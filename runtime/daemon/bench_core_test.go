@@ -121,24 +121,28 @@ func (s *benchSession) readRaw() []byte {
 	return b
 }
 
-// await reads (and decodes, as Core must) until a frame of type typ for id
-// arrives; for a preparation_status, state names the state awaited. Other
-// frames (the done of an earlier Turn, a heartbeat) are passed over.
+// await reads until a frame of type typ for id arrives (for a
+// preparation_status, one in state; a rejection or failure of id ends the
+// benchmark) and returns it decoded. Other frames (the done of an earlier
+// Turn, a heartbeat) are passed over. Core matches frames by their first
+// bytes and decodes only the one it awaited: the baseline's Core decodes
+// nothing, and what is measured is the daemon.
 func (s *benchSession) await(typ, id, state string) wire.Message {
+	prefix := []byte(`{"type":"` + typ + `","id":"` + id + `",`)
 	for {
 		b := s.readRaw()
+		if !bytes.HasPrefix(b, prefix) {
+			continue
+		}
+		if state != "" && !bytes.Contains(b, []byte(`"state":"`+state+`"`)) {
+			if bytes.Contains(b, []byte(`"state":"rejected"`)) || bytes.Contains(b, []byte(`"state":"failed"`)) {
+				s.tb.Fatalf("core: %s: %.300s", id, b)
+			}
+			continue
+		}
 		m, err := wire.Decode(b, wire.RuntimeToCore)
 		if err != nil {
 			s.tb.Fatalf("core: the daemon sent an invalid frame: %v: %.200s", err, b)
-		}
-		if m.Type != typ || m.ID != id {
-			continue
-		}
-		if st, ok := m.Payload.(wire.PreparationStatus); ok && state != "" && st.State != state {
-			if st.State == wire.PreparationRejected || st.State == wire.PreparationFailed {
-				s.tb.Fatalf("core: %s: %s %s", id, st.State, st.ErrorCode)
-			}
-			continue
 		}
 		return m
 	}
@@ -147,7 +151,9 @@ func (s *benchSession) await(typ, id, state string) wire.Message {
 // prepare admits a handle for request id and returns the ready status.
 func (s *benchSession) prepare(id string) wire.PreparationStatus {
 	s.write("execution_prepare", id, prepare)
-	return s.await("preparation_status", id, wire.PreparationReady).Payload.(wire.PreparationStatus)
+	st := s.await("preparation_status", id, wire.PreparationReady).Payload.(wire.PreparationStatus)
+	require.Equal(s.tb, wire.PreparationReady, st.State)
+	return st
 }
 
 // start starts the Run runID on the ready handle of request id.
@@ -181,13 +187,30 @@ func rawPair(tb testing.TB) (*websocket.Conn, *websocket.Conn) {
 	return s, c
 }
 
+// span is the wall time and the process's CPU time of a measured section.
+type span struct {
+	wall time.Duration
+	cpu  int64
+}
+
+func (s *span) add(o span) { s.wall += o.wall; s.cpu += o.cpu }
+
+type stopwatch struct {
+	t0 time.Time
+	c0 int64
+}
+
+func startWatch() stopwatch { return stopwatch{t0: time.Now(), c0: cpuClock()} }
+
+func (w stopwatch) stop() span { return span{wall: time.Since(w.t0), cpu: cpuClock() - w.c0} }
+
 // rawOneWay is the delta baseline: the client writes n copies of frame,
-// the server reads them; nothing is encoded, decoded or routed. It returns
-// the time from the first write to the last read.
-func rawOneWay(tb testing.TB, s, c *websocket.Conn, frame []byte, n int) time.Duration {
+// the server reads them; nothing is encoded, decoded or routed. It
+// measures from the first write to the last read.
+func rawOneWay(tb testing.TB, s, c *websocket.Conn, frame []byte, n int) span {
 	ctx := context.Background()
 	errc := make(chan error, 1)
-	t0 := time.Now()
+	w := startWatch()
 	go func() {
 		for range n {
 			if err := c.Write(ctx, websocket.MessageText, frame); err != nil {
@@ -202,7 +225,7 @@ func rawOneWay(tb testing.TB, s, c *websocket.Conn, frame []byte, n int) time.Du
 			tb.Fatalf("raw read: %v", err)
 		}
 	}
-	elapsed := time.Since(t0)
+	elapsed := w.stop()
 	require.NoError(tb, <-errc)
 	return elapsed
 }
@@ -223,9 +246,9 @@ func rawEcho(c *websocket.Conn, reply []byte) {
 
 // rawRoundTrips is the turn setup baseline: n times, two round trips of
 // Core's request frame and a status-sized answer.
-func rawRoundTrips(tb testing.TB, s *websocket.Conn, request []byte, n int) time.Duration {
+func rawRoundTrips(tb testing.TB, s *websocket.Conn, request []byte, n int) span {
 	ctx := context.Background()
-	t0 := time.Now()
+	w := startWatch()
 	for range 2 * n {
 		if err := s.Write(ctx, websocket.MessageText, request); err != nil {
 			tb.Fatalf("raw write: %v", err)
@@ -234,5 +257,5 @@ func rawRoundTrips(tb testing.TB, s *websocket.Conn, request []byte, n int) time
 			tb.Fatalf("raw read: %v", err)
 		}
 	}
-	return time.Since(t0)
+	return w.stop()
 }

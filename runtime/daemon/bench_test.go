@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"runtime"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -44,7 +43,7 @@ func BenchmarkDeltaStream(b *testing.B) {
 	rs, rc := rawPair(b)
 	frame, err := wire.Encode("run-1", wire.Delta{Delta: benchDelta, Sequence: deltasPerTurn}, "")
 	require.NoError(b, err)
-	var daemonT, rawT time.Duration
+	var daemonT, rawT span
 	b.ResetTimer()
 	for turn, left := 1, b.N; left > 0; turn++ {
 		n := min(deltasPerTurn, left)
@@ -52,20 +51,21 @@ func BenchmarkDeltaStream(b *testing.B) {
 		if n != deltasPerTurn {
 			bs.adapter.Set(deltaScript(n))
 		}
-		rawT += rawOneWay(b, rs, rc, frame, n)
-		daemonT += bs.deltaTurn(turn, n)
+		rawT.add(rawOneWay(b, rs, rc, frame, n))
+		daemonT.add(bs.deltaTurn(turn, n))
 	}
 	b.StopTimer()
 	reportRatio(b, daemonT, rawT)
-	b.ReportMetric(100*float64(rawT)/float64(daemonT), "pct-of-raw")
+	b.ReportMetric(100*float64(rawT.wall)/float64(daemonT.wall), "pct-of-raw")
+	b.ReportMetric(100*float64(rawT.cpu)/float64(daemonT.cpu), "cpu-pct-of-raw")
 }
 
 // deltaTurn prepares a handle, then times start → the n-th delta read.
-func (s *benchSession) deltaTurn(turn, n int) time.Duration {
+func (s *benchSession) deltaTurn(turn, n int) span {
 	pid, rid := fmt.Sprintf("prepare-%d", turn), fmt.Sprintf("run-%d", turn)
 	ready := s.prepare(pid)
 	prefix := []byte(`{"type":"delta","id":"` + rid + `"`)
-	t0 := time.Now()
+	w := startWatch()
 	s.start(pid, rid, ready)
 	for seen := 0; seen < n; {
 		f := s.readRaw()
@@ -79,16 +79,17 @@ func (s *benchSession) deltaTurn(turn, n int) time.Duration {
 			require.EqualValues(s.tb, 1, m.Payload.(wire.Delta).Sequence)
 		}
 	}
-	elapsed := time.Since(t0)
+	elapsed := w.stop()
 	done := s.await("done", rid, "").Payload.(wire.Done)
 	require.Len(s.tb, done.Content, n*len(benchDelta))
 	return elapsed
 }
 
 // BenchmarkTurnSetup: one op is execution_prepare → ready → execution_start
-// → started, as Core sees it (Core decodes every status). The Turn's done
-// is read outside the measurement. The baseline is two round trips of a
-// request frame and a status-sized answer with coder/websocket.
+// → started, as Core sees it. The Turn has no steps: its done follows at
+// once (and may overlap the end of the measurement); Core reads it outside
+// the measurement. The baseline is two round trips of a request frame and
+// a status-sized answer with coder/websocket.
 func BenchmarkTurnSetup(b *testing.B) {
 	bs := startBench(b, script.Script{}, 1<<20)
 	rs, rc := rawPair(b)
@@ -98,38 +99,43 @@ func BenchmarkTurnSetup(b *testing.B) {
 	require.NoError(b, err)
 	go rawEcho(rc, answer)
 	const chunk = 16
-	var daemonT, rawT time.Duration
+	var daemonT, rawT span
 	b.ResetTimer()
 	for i := 0; i < b.N; i += chunk {
 		n := min(chunk, b.N-i)
-		rawT += rawRoundTrips(b, rs, request, n)
+		rawT.add(rawRoundTrips(b, rs, request, n))
 		for j := range n {
-			daemonT += bs.setupTurn(i + j)
+			daemonT.add(bs.setupTurn(i + j))
 		}
 	}
 	b.StopTimer()
 	reportRatio(b, daemonT, rawT)
-	b.ReportMetric(float64(daemonT)/float64(rawT), "x-raw")
+	b.ReportMetric(float64(daemonT.wall)/float64(rawT.wall), "x-raw")
+	b.ReportMetric(float64(daemonT.cpu)/float64(rawT.cpu), "cpu-x-raw")
 }
 
 // setupTurn times one prepare → ready → start → started, then reads the
 // Turn's done (the script has no steps) untimed.
-func (s *benchSession) setupTurn(k int) time.Duration {
+func (s *benchSession) setupTurn(k int) span {
 	pid, rid := fmt.Sprintf("prepare-%d", k), fmt.Sprintf("run-%d", k)
-	t0 := time.Now()
+	w := startWatch()
 	ready := s.prepare(pid)
 	s.start(pid, rid, ready)
 	s.await("preparation_status", pid, wire.PreparationStarted)
-	elapsed := time.Since(t0)
+	elapsed := w.stop()
 	s.await("done", rid, "")
 	return elapsed
 }
 
 // reportRatio replaces ns/op with the daemon's time alone and adds the
-// baseline's.
-func reportRatio(b *testing.B, daemonT, rawT time.Duration) {
-	b.ReportMetric(float64(daemonT.Nanoseconds())/float64(b.N), "ns/op")
-	b.ReportMetric(float64(rawT.Nanoseconds())/float64(b.N), "raw-ns/op")
+// baseline's, and both CPU times (the whole process's: daemon and Core, or
+// the baseline's two ends).
+func reportRatio(b *testing.B, daemonT, rawT span) {
+	n := float64(b.N)
+	b.ReportMetric(float64(daemonT.wall.Nanoseconds())/n, "ns/op")
+	b.ReportMetric(float64(rawT.wall.Nanoseconds())/n, "raw-ns/op")
+	b.ReportMetric(float64(daemonT.cpu)/n, "cpu-ns/op")
+	b.ReportMetric(float64(rawT.cpu)/n, "raw-cpu-ns/op")
 }
 
 // BenchmarkMemory: the daemon's live heap with 64 admitted handles (ready,
