@@ -303,8 +303,16 @@ func (c *Conn) Do(ctx context.Context, fn func(d *Driver)) error {
 // fired), refused, or failed; see Driver.Send for the errors.
 func (c *Conn) Send(ctx context.Context, o Outbound) error {
 	result := make(chan error, 1)
-	if err := c.Do(ctx, func(d *Driver) { d.Send(o, func(err error) { result <- err }) }); err != nil {
-		return err
+	// Unlike Do, Send does not wait for the loop to have run the request:
+	// the loop runs it as soon as it takes it, and the result comes after
+	// that, so waiting for the result alone saves a stream one goroutine
+	// hand-off per frame.
+	select {
+	case c.reqs <- func() { c.d.Send(o, func(err error) { result <- err }) }:
+	case <-c.done:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 	select {
 	case err := <-result:
