@@ -14,6 +14,7 @@ import (
 	"bytes"
 	"fmt"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -192,4 +193,36 @@ func measure() memSample {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return memSample{heap: ms.HeapAlloc, stack: ms.StackInuse, goroutines: runtime.NumGoroutine()}
+}
+
+// BenchmarkMemoryPerFinishedTurn: what a connection keeps of each Turn that
+// has finished (prepared, started, done, Executor closed). The driver keeps
+// a settled instance for a minute, at most 1024 Runs and 64 preparations
+// per connection; once both caps are reached (after warm Turns), whatever
+// still grows per Turn is kept by the connection for as long as it lives.
+// One op is one daemon taken through warm + measured Turns, each streaming
+// one delta of the sub-benchmark's size (the Turn's content).
+func BenchmarkMemoryPerFinishedTurn(b *testing.B) {
+	for _, size := range []int{1, 4096} {
+		b.Run(fmt.Sprintf("content=%dB", size), func(b *testing.B) { memoryPerFinishedTurn(b, strings.Repeat("x", size)) })
+	}
+}
+
+func memoryPerFinishedTurn(b *testing.B, delta string) {
+	const warm, measured = 1100, 1000
+	var perTurn float64
+	for range b.N {
+		bs := startBench(b, script.Script{Steps: []script.Step{{Delta: delta}}}, 1<<20)
+		for k := range warm {
+			bs.setupTurn(k)
+		}
+		at := measure()
+		for k := range measured {
+			bs.setupTurn(warm + k)
+		}
+		after := measure()
+		bs.close()
+		perTurn += (float64(after.heap) - float64(at.heap)) / measured
+	}
+	b.ReportMetric(perTurn/float64(b.N), "B/finished-turn")
 }
