@@ -45,7 +45,7 @@ check-runtime-contract:
 
 ## bench: the benchmarks recorded in BENCHMARKS.md
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./fsm/ ./wire/ ./peer/
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./fsm/ ./wire/ ./peer/ ./runtime/daemon/
 
 ## fuzz: run every fuzz target of FUZZ_PKGS in turn (FUZZTIME=10m make fuzz for a long run).
 ## FUZZTIME also takes an execution count (FUZZTIME=3000x), which CI uses: a
