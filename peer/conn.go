@@ -166,6 +166,18 @@ func (c *Conn) Run(ctx context.Context) error {
 			lastRead = clock.Now()
 		case fn := <-c.reqs:
 			fn()
+			// Requests already waiting (a Run queueing frames ahead of
+			// their writes) are taken before the flush, so that their
+			// frames are written back to back.
+			for range c.cfg.InboundBuffer {
+				select {
+				case fn = <-c.reqs:
+					fn()
+					continue
+				default:
+				}
+				break
+			}
 		case <-timer.C():
 			armed = time.Time{} // spent: the next arm sets it again
 			c.d.Tick()
@@ -307,12 +319,8 @@ func (c *Conn) Send(ctx context.Context, o Outbound) error {
 	// the loop runs it as soon as it takes it, and the result comes after
 	// that, so waiting for the result alone saves a stream one goroutine
 	// hand-off per frame.
-	select {
-	case c.reqs <- func() { c.d.Send(o, func(err error) { result <- err }) }:
-	case <-c.done:
-		return ErrClosed
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := c.Queue(ctx, o, func(err error) { result <- err }); err != nil {
+		return err
 	}
 	select {
 	case err := <-result:
@@ -326,6 +334,23 @@ func (c *Conn) Send(ctx context.Context, o Outbound) error {
 		}
 	case <-ctx.Done():
 		return fmt.Errorf("peer: waiting for the write: %w", ctx.Err())
+	}
+}
+
+// Queue hands o to the loop, which queues it as Driver.Send does, and
+// returns as soon as the loop has taken it, without waiting for the write:
+// frames queued one after another from one goroutine go out in that order.
+// done (which may be nil) is then called on the loop with the outcome, as
+// Driver.Send describes. An error means the loop did not take o (the
+// connection is closed, or ctx ended first), and done is never called.
+func (c *Conn) Queue(ctx context.Context, o Outbound, done func(error)) error {
+	select {
+	case c.reqs <- func() { c.d.Send(o, done) }:
+		return nil
+	case <-c.done:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
