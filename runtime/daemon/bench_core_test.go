@@ -47,8 +47,9 @@ func (s *benchSession) close() { s.stop() }
 
 // startBench runs the daemon with the script adapter playing s against a
 // scripted Core on loopback and returns once its first heartbeat was read.
-// maxActive is set high enough that the capacity bound never refuses a
-// benchmark's Turn.
+// maxActive is the daemon's MaxActive (0: the default, 4); the turn setup
+// sets it high enough that the capacity bound never refuses a Turn whose
+// Executor is still closing.
 func startBench(tb testing.TB, s script.Script, maxActive int) *benchSession {
 	tb.Helper()
 	accepted := make(chan *websocket.Conn, 4)

@@ -40,7 +40,7 @@ func deltaScript(n int) script.Script {
 // delta frames one way with coder/websocket.
 func BenchmarkDeltaStream(b *testing.B) {
 	const deltasPerTurn = 4096
-	bs := startBench(b, deltaScript(deltasPerTurn), 1024)
+	bs := startBench(b, deltaScript(deltasPerTurn), 0)
 	rs, rc := rawPair(b)
 	frame, err := wire.Encode("run-1", wire.Delta{Delta: benchDelta, Sequence: deltasPerTurn}, "")
 	require.NoError(b, err)

@@ -106,12 +106,7 @@ func (s *Session) startRun(runID string, turn harness.Turn, exe harness.Executor
 	s.runs[runID] = r
 	s.goNative(func() {
 		defer cancel()
-		emit := func(ctx context.Context, p wire.Payload) error {
-			if s.conn == nil {
-				return errConnectionGone
-			}
-			return s.conn.Send(ctx, peer.Outbound{ID: runID, Payload: p})
-		}
+		emit := s.newEmitter(runID).emit
 		var done wire.Done
 		var err error
 		if exe == nil {
