@@ -108,7 +108,7 @@ func (d *Driver) Tick() {
 	defer func() { d.next.stale = true }()
 	now := d.cfg.Clock.Now()
 	var due []expiry
-	for _, i := range d.instances {
+	for i := range d.timed { // every instance with an armed timer is in it
 		for n, dl := range i.deadlines {
 			if dl.armed && !dl.at.After(now) {
 				due = append(due, expiry{i: i, t: fsm.TimerID(n + 1), at: dl.at, gen: dl.gen})
@@ -140,9 +140,15 @@ func (d *Driver) Tick() {
 		ev := x.i.Table().Timers[x.t-1].Event
 		_ = d.step(x.i, ev, d.event(nil, false, nil))
 	}
-	for _, i := range d.Instances() {
-		if !i.settled.IsZero() && !i.settled.Add(d.cfg.Limits.Retention).After(now) {
-			d.remove(i)
+	// The expired settled instances are the oldest of each machine's queue.
+	for machine := range d.settled {
+		for {
+			d.trimSettled(machine)
+			q := d.settled[machine]
+			if len(q) == 0 || q[0].settled.Add(d.cfg.Limits.Retention).After(now) {
+				break
+			}
+			d.remove(q[0])
 		}
 	}
 }

@@ -56,6 +56,8 @@ func TestNextDeadlineCacheMatchesScan(t *testing.T) {
 				clock.Advance(time.Duration(r.IntN(200)) * time.Second)
 				if at, ok := d.NextDeadline(); ok && !at.After(clock.Now()) {
 					d.Tick()
+					at, ok := scanEveryInstance(d)
+					require.False(t, ok && !at.After(clock.Now()), "seed %d op %d: Tick left a deadline due", seed, op)
 				}
 			}
 			checkSettledQueues(t, d)
