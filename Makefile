@@ -48,10 +48,9 @@ check-runtime-contract:
 ## bench: the benchmarks recorded in BENCHMARKS.md (Core's: Turns/s with SQLite and memory,
 ## delta latency to SSE, then 10,000 idle connections from a separate process, measured once)
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./fsm/ ./wire/ ./peer/
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./fsm/ ./wire/ ./peer/ ./runtime/daemon/
 	$(GO) test -run '^$$' -bench 'TurnsThroughCore|DeltaLatencyToSSE' -benchmem -count 3 ./core/server/
 	$(GO) test -run '^$$' -bench 'IdleConnections' -benchtime 1x ./core/server/
-	$(GO) test -run '^$$' -bench 'WorkspaceWrite' -benchmem -benchtime 5x -count 3 ./runtime/daemon/
 
 ## fuzz: run every fuzz target of FUZZ_PKGS in turn (FUZZTIME=10m make fuzz for a long run).
 ## FUZZTIME also takes an execution count (FUZZTIME=3000x), which CI uses: a

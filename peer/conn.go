@@ -128,8 +128,13 @@ func (c *Conn) Run(ctx context.Context) error {
 	}
 
 	var armed time.Time // the deadline the timer is set for
+	// One write deadline outlives a flush: a stream that queues one frame
+	// per loop turn (an adapter's emit waits for its frame) would otherwise
+	// pay for a new context with a deadline on every frame.
+	var dl writeDeadline
+	defer dl.stop()
 	for {
-		if err := c.flush(ctx); err != nil {
+		if err := c.flush(ctx, &dl); err != nil {
 			return stop(err, StatusGoingAway, "write failed")
 		}
 		armed = c.arm(timer, lastRead, armed)
@@ -161,6 +166,18 @@ func (c *Conn) Run(ctx context.Context) error {
 			lastRead = clock.Now()
 		case fn := <-c.reqs:
 			fn()
+			// Requests already waiting (a Run queueing frames ahead of
+			// their writes) are taken before the flush, so that their
+			// frames are written back to back.
+			for range c.cfg.InboundBuffer {
+				select {
+				case fn = <-c.reqs:
+					fn()
+					continue
+				default:
+				}
+				break
+			}
 		case <-timer.C():
 			armed = time.Time{} // spent: the next arm sets it again
 			c.d.Tick()
@@ -232,12 +249,11 @@ func (c *Conn) arm(timer Timer, lastRead, armed time.Time) time.Time {
 
 // flush writes every queued frame, one at a time, each reported to the
 // driver before the next is taken. Every write runs under a deadline of at
-// least half and at most all of WriteTimeout: one deadline serves a run of
-// writes and is renewed once half of it has passed, because a context with a
-// deadline costs coder/websocket about half a small frame's write.
-func (c *Conn) flush(ctx context.Context) error {
-	var dl writeDeadline
-	defer dl.stop()
+// least half and at most all of WriteTimeout: one deadline (dl, kept by the
+// loop) serves every write until half of it has passed and is then renewed,
+// because a context with a deadline costs coder/websocket about half a small
+// frame's write.
+func (c *Conn) flush(ctx context.Context, dl *writeDeadline) error {
 	for {
 		w, ok := c.d.NextWrite()
 		if !ok {
@@ -299,7 +315,11 @@ func (c *Conn) Do(ctx context.Context, fn func(d *Driver)) error {
 // fired), refused, or failed; see Driver.Send for the errors.
 func (c *Conn) Send(ctx context.Context, o Outbound) error {
 	result := make(chan error, 1)
-	if err := c.Do(ctx, func(d *Driver) { d.Send(o, func(err error) { result <- err }) }); err != nil {
+	// Unlike Do, Send does not wait for the loop to have run the request:
+	// the loop runs it as soon as it takes it, and the result comes after
+	// that, so waiting for the result alone saves a stream one goroutine
+	// hand-off per frame.
+	if err := c.Queue(ctx, o, func(err error) { result <- err }); err != nil {
 		return err
 	}
 	select {
@@ -314,6 +334,23 @@ func (c *Conn) Send(ctx context.Context, o Outbound) error {
 		}
 	case <-ctx.Done():
 		return fmt.Errorf("peer: waiting for the write: %w", ctx.Err())
+	}
+}
+
+// Queue hands o to the loop, which queues it as Driver.Send does, and
+// returns as soon as the loop has taken it, without waiting for the write:
+// frames queued one after another from one goroutine go out in that order.
+// done (which may be nil) is then called on the loop with the outcome, as
+// Driver.Send describes. An error means the loop did not take o (the
+// connection is closed, or ctx ended first), and done is never called.
+func (c *Conn) Queue(ctx context.Context, o Outbound, done func(error)) error {
+	select {
+	case c.reqs <- func() { c.d.Send(o, done) }:
+		return nil
+	case <-c.done:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

@@ -102,9 +102,18 @@ type Driver struct {
 
 	instances map[Key]*Instance
 	aliases   map[aliasKey]string
+	aliasesOf map[Key][]aliasKey       // the aliases set for each instance (settled.go)
+	settled   map[string]settledQueue  // settled instances per machine, oldest first (settled.go)
+	timed     map[*Instance]struct{}   // instances that armed a timer, until a scan finds none armed
 	requires  map[string][]requirement // by message type
 	perTable  map[string]int
 	gen       uint64
+	// next caches NextDeadline, which the loop asks after every turn: a
+	// scan of every instance would cost O(retained instances) per frame.
+	// Arming a timer or settling an instance can only bring it earlier
+	// (noteDeadline); whatever takes a deadline away that may have been
+	// the earliest marks it stale (dropDeadline), and the next call scans.
+	next nextDeadline
 
 	sends   []*Write // queued, not yet handed out
 	out     fsm.Outbox
@@ -343,30 +352,14 @@ func (d *Driver) limit(machine string) int {
 	return d.cfg.Limits.MaxInstances
 }
 
-// evictSettled removes the settled instance of machine that settled first,
-// reporting whether one was removed. Live instances are never evicted.
-func (d *Driver) evictSettled(machine string) bool {
-	var oldest *Instance
-	for _, i := range d.instances {
-		if i.Key.Machine == machine && i.Terminal() && (oldest == nil || i.settled.Before(oldest.settled)) {
-			oldest = i
-		}
-	}
-	if oldest == nil {
-		return false
-	}
-	d.remove(oldest)
-	d.stats.Evicted++
-	return true
-}
-
 func (d *Driver) remove(i *Instance) {
+	d.dropInstanceDeadlines(i)
+	delete(d.timed, i)
 	delete(d.instances, i.Key)
 	d.perTable[i.Key.Machine]--
-	for alias, id := range d.aliases {
-		if alias.machine == i.Key.Machine && id == i.Key.ID {
-			delete(d.aliases, alias)
-		}
+	d.dropAliases(i)
+	if !i.settled.IsZero() {
+		d.trimSettled(i.Key.Machine)
 	}
 }
 

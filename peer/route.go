@@ -53,7 +53,11 @@ func (d *Driver) SetAlias(k Key, name, value string) {
 	if d.aliases == nil {
 		d.aliases = map[aliasKey]string{}
 	}
-	d.aliases[aliasKey{k.Machine, name, value}] = k.ID
+	a := aliasKey{k.Machine, name, value}
+	if id, ok := d.aliases[a]; !ok || id != k.ID {
+		d.noteAlias(k, a)
+	}
+	d.aliases[a] = k.ID
 }
 
 // Alias resolves a name registered with SetAlias.

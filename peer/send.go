@@ -144,15 +144,6 @@ func (d *Driver) peek(tg Target, msg *wire.Message) error {
 	return err
 }
 
-func (d *Driver) hasSettled(machine string) bool {
-	for _, i := range d.instances {
-		if i.Key.Machine == machine && i.Terminal() {
-			return true
-		}
-	}
-	return false
-}
-
 // Written reports the result of writing w. On success the send events fire
 // in route order; on failure each addressed machine fires its declared
 // failed-send event (the frame is possibly delivered), and the sender gets

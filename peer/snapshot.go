@@ -84,11 +84,16 @@ func (d *Driver) Restore(saved []Saved) error {
 			}
 			d.gen++
 			i.deadlines[tm-1] = deadline{at: at, gen: d.gen, armed: true}
+			d.noteTimed(i)
 		}
 		i.settled = s.Settled
 		if i.Terminal() && i.settled.IsZero() {
 			i.settled = d.cfg.Clock.Now()
 		}
+		if !i.settled.IsZero() {
+			d.noteSettled(i)
+		}
+		d.next.stale = true
 	}
 	return nil
 }

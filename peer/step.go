@@ -37,13 +37,16 @@ func (d *Driver) step(i *Instance, e fsm.EventID, ev *Event) error {
 		d.moved = append(d.moved, i)
 	}
 	if i.Terminal() && i.settled.IsZero() {
-		i.settled = d.cfg.Clock.Now()
 		// A settled instance arms nothing: its table stopped every timer on
 		// the way in (the loader checks the armed sets), and clearing them
 		// here keeps a table bug from firing into a settled instance.
+		d.dropInstanceDeadlines(i)
 		for n := range i.deadlines {
 			i.deadlines[n].armed = false
 		}
+		i.settled = d.cfg.Clock.Now()
+		d.noteDeadline(i.settled.Add(d.cfg.Limits.Retention))
+		d.noteSettled(i)
 	}
 	if err != nil {
 		return err
@@ -57,10 +60,14 @@ func (d *Driver) perform(i *Instance, p *fsm.Pending, ev *Event) error {
 	switch ef.Kind {
 	case fsm.EffectStart:
 		d.gen++
+		d.dropDeadline(i.deadlines[ef.Timer-1])
 		i.deadlines[ef.Timer-1] = deadline{at: d.cfg.Clock.Now().Add(d.duration(t, ef.Timer)), gen: d.gen, armed: true}
+		d.noteDeadline(i.deadlines[ef.Timer-1].at)
+		d.noteTimed(i)
 		return nil
 	case fsm.EffectStop:
 		d.gen++
+		d.dropDeadline(i.deadlines[ef.Timer-1])
 		i.deadlines[ef.Timer-1] = deadline{gen: d.gen}
 		return nil
 	}

@@ -11,22 +11,84 @@ import (
 // timer expiry or a settled instance to forget. ok is false when there is
 // nothing.
 func (d *Driver) NextDeadline() (at time.Time, ok bool) {
+	if !d.next.stale {
+		return d.next.at, d.next.ok
+	}
+	at, ok = d.scanDeadlines()
+	d.next = nextDeadline{at: at, ok: ok}
+	return at, ok
+}
+
+// scanDeadlines finds the earliest deadline: among the armed timers of the
+// instances that armed one (an instance whose timers are all stopped
+// leaves the set here) and the retention of the oldest settled instance of
+// each machine.
+func (d *Driver) scanDeadlines() (at time.Time, ok bool) {
 	consider := func(t time.Time) {
 		if !ok || t.Before(at) {
 			at, ok = t, true
 		}
 	}
-	for _, i := range d.instances {
+	for i := range d.timed {
+		armed := false
 		for _, dl := range i.deadlines {
 			if dl.armed {
 				consider(dl.at)
+				armed = true
 			}
 		}
-		if !i.settled.IsZero() {
-			consider(i.settled.Add(d.cfg.Limits.Retention))
+		if !armed {
+			delete(d.timed, i)
+		}
+	}
+	for machine := range d.settled {
+		d.trimSettled(machine)
+		if q := d.settled[machine]; len(q) > 0 {
+			consider(q[0].settled.Add(d.cfg.Limits.Retention))
 		}
 	}
 	return at, ok
+}
+
+// noteTimed adds i to the instances whose timers scanDeadlines looks at.
+func (d *Driver) noteTimed(i *Instance) {
+	if d.timed == nil {
+		d.timed = map[*Instance]struct{}{}
+	}
+	d.timed[i] = struct{}{}
+}
+
+// nextDeadline is the cached answer of NextDeadline; stale asks for a scan.
+type nextDeadline struct {
+	at        time.Time
+	ok, stale bool
+}
+
+// noteDeadline records a deadline that was just set.
+func (d *Driver) noteDeadline(at time.Time) {
+	if !d.next.ok || at.Before(d.next.at) {
+		d.next.at, d.next.ok = at, true
+	}
+}
+
+// dropDeadline is told about a timer deadline that is going away (stopped,
+// re-armed, fired or cleared): if it may have been the earliest, the cache
+// is stale.
+func (d *Driver) dropDeadline(dl deadline) {
+	if dl.armed && d.next.ok && !dl.at.After(d.next.at) {
+		d.next.stale = true
+	}
+}
+
+// dropInstanceDeadlines is dropDeadline for every deadline of i (its
+// timers and its retention), before i is removed or settles.
+func (d *Driver) dropInstanceDeadlines(i *Instance) {
+	for _, dl := range i.deadlines {
+		d.dropDeadline(dl)
+	}
+	if !i.settled.IsZero() {
+		d.dropDeadline(deadline{at: i.settled.Add(d.cfg.Limits.Retention), armed: true})
+	}
 }
 
 type expiry struct {
@@ -42,9 +104,11 @@ type expiry struct {
 // stale and never reaches the machine.
 func (d *Driver) Tick() {
 	defer d.enter()()
+	// Tick takes away at least the deadline that was due.
+	defer func() { d.next.stale = true }()
 	now := d.cfg.Clock.Now()
 	var due []expiry
-	for _, i := range d.instances {
+	for i := range d.timed { // every instance with an armed timer is in it
 		for n, dl := range i.deadlines {
 			if dl.armed && !dl.at.After(now) {
 				due = append(due, expiry{i: i, t: fsm.TimerID(n + 1), at: dl.at, gen: dl.gen})
@@ -76,9 +140,15 @@ func (d *Driver) Tick() {
 		ev := x.i.Table().Timers[x.t-1].Event
 		_ = d.step(x.i, ev, d.event(nil, false, nil))
 	}
-	for _, i := range d.Instances() {
-		if !i.settled.IsZero() && !i.settled.Add(d.cfg.Limits.Retention).After(now) {
-			d.remove(i)
+	// The expired settled instances are the oldest of each machine's queue.
+	for machine := range d.settled {
+		for {
+			d.trimSettled(machine)
+			q := d.settled[machine]
+			if len(q) == 0 || q[0].settled.Add(d.cfg.Limits.Retention).After(now) {
+				break
+			}
+			d.remove(q[0])
 		}
 	}
 }

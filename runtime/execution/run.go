@@ -80,9 +80,7 @@ func (h runHooks) DoStartNative(f *fsm.Firing[*peer.Event]) error {
 		a.exe = nil
 		s.publish(d, a, wire.PreparationStatus{State: wire.PreparationStarting})
 		s.publish(d, a, wire.PreparationStatus{State: wire.PreparationStarted, RunID: runID})
-		s.startRun(runID, harness.Turn{RunID: runID, Input: p.Input, Declaration: a.decl}, func(context.Context) (harness.Executor, error) {
-			return exe, nil
-		})
+		s.startRun(runID, harness.Turn{RunID: runID, Input: p.Input, Declaration: a.decl}, exe, nil)
 		env := envOf(a.cfg.Configuration)
 		s.runs[runID].env = &env
 		s.runs[runID].from = a
@@ -97,33 +95,36 @@ func (h runHooks) DoStartNative(f *fsm.Firing[*peer.Event]) error {
 		}
 		s.active++
 		cfg := harness.ExecutorConfig{Configuration: p, Declaration: decl}
-		s.startRun(runID, harness.Turn{RunID: runID, Input: p.Input, Declaration: decl}, func(ctx context.Context) (harness.Executor, error) {
+		s.startRun(runID, harness.Turn{RunID: runID, Input: p.Input, Declaration: decl}, nil, func(ctx context.Context) (harness.Executor, error) {
 			return adapter.NewExecutor(ctx, cfg)
 		})
 	}
 	return nil
 }
 
-// startRun runs the Turn on its own goroutine. Frames go out through the
-// connection in order; when the native work settles, done is published,
-// and a cancellation receipt follows when prompt_cancel asked for one.
-func (s *Session) startRun(runID string, turn harness.Turn, executor func(context.Context) (harness.Executor, error)) {
+// startRun runs the Turn on its own goroutine, on exe (the Executor a start
+// took over) or on one newExecutor prepares there (prompt_request). Frames
+// go out through the connection in order; when the native work settles,
+// done is published, and a cancellation receipt follows when prompt_cancel
+// asked for one.
+func (s *Session) startRun(runID string, turn harness.Turn, exe harness.Executor, newExecutor func(context.Context) (harness.Executor, error)) {
 	ctx, cancel := context.WithCancel(s.ctx)
 	turn.Notify = s.notify(runID)
-	r := &runState{id: runID, cancel: cancel, turn: turn, inputs: map[string]bool{}, writing: map[string]bool{}, early: map[string]harness.InputNotice{}, asked: map[string]*asked{}}
+	// A known Executor is recorded here, on the loop, rather than posted
+	// from the Turn's goroutine: one hand-off less while a start is answered.
+	r := &runState{id: runID, cancel: cancel, turn: turn, exe: exe, inputs: map[string]bool{}, writing: map[string]bool{}, early: map[string]harness.InputNotice{}, asked: map[string]*asked{}}
 	s.runs[runID] = r
 	s.goNative(func() {
 		defer cancel()
-		emit := func(ctx context.Context, p wire.Payload) error {
-			if s.conn == nil {
-				return errConnectionGone
-			}
-			return s.conn.Send(ctx, peer.Outbound{ID: runID, Payload: p})
-		}
+		emit := s.newEmitter(runID).emit
 		var done wire.Done
-		exe, err := executor(ctx)
+		var err error
+		if exe == nil {
+			if exe, err = newExecutor(ctx); err == nil {
+				s.post(func(*peer.Driver) { r.exe = exe })
+			}
+		}
 		if err == nil {
-			s.post(func(*peer.Driver) { r.exe = exe })
 			done, err = exe.Run(ctx, turn, emit)
 		}
 		if err != nil && !errors.Is(err, context.Canceled) {

@@ -8,6 +8,7 @@ package script
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -282,10 +283,12 @@ func (e *executor) ask(ctx context.Context, t *turnState, id string, q wire.Payl
 
 // Run plays the steps.
 func (e *executor) Run(ctx context.Context, turn harness.Turn, emit harness.Emit) (wire.Done, error) {
-	var content string
+	// A Builder, not +=: a long stream of deltas would copy the whole
+	// content once per delta.
+	var content strings.Builder
 	var seq uint64
 	done := func() wire.Done {
-		d := wire.Done{Content: content}
+		d := wire.Done{Content: content.String()}
 		if e.script.SessionID != "" {
 			d.Metadata = &wire.DoneMetadata{AgentSessionID: e.script.SessionID}
 		}
@@ -306,30 +309,30 @@ func (e *executor) Run(ctx context.Context, turn harness.Turn, emit harness.Emit
 		switch {
 		case st.Permission != nil:
 			a, err = e.ask(ctx, t, st.Permission.RequestID, *st.Permission, emit)
-			content += answered(err, st.Permission.RequestID, a)
+			content.WriteString(answered(err, st.Permission.RequestID, a))
 		case st.Choice != nil:
 			a, err = e.ask(ctx, t, st.Choice.AskID, *st.Choice, emit)
-			content += answered(err, st.Choice.AskID, a)
+			content.WriteString(answered(err, st.Choice.AskID, a))
 		case st.Function != nil:
 			a, err = e.ask(ctx, t, st.Function.CallID, *st.Function, emit)
-			content += answered(err, st.Function.CallID, a)
+			content.WriteString(answered(err, st.Function.CallID, a))
 		case st.AwaitInput:
 			select {
 			case in := <-t.inputs:
-				content += in
+				content.WriteString(in)
 			case <-ctx.Done():
 				// An input written (and reported accepted) before the
 				// cancellation was consumed: keep it, as ask keeps an answer.
 				select {
 				case in := <-t.inputs:
-					content += in
+					content.WriteString(in)
 				default:
 				}
 				return done(), nil
 			}
 		case st.Delta != "":
 			seq++
-			content += st.Delta
+			content.WriteString(st.Delta)
 			err = emit(ctx, wire.Delta{Delta: st.Delta, Sequence: seq})
 		case st.Thinking != "":
 			err = emit(ctx, wire.Thinking{Text: st.Thinking})
