@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -40,6 +41,9 @@ import (
 //	                               and the body {"error":C}; a start or reconnect then expects the refusal,
 //	                               written "core: refused S N C", and silence reports any later attempt
 //	exit                           the peer ends by itself; written "runtime: exited: MESSAGE"
+//
+// An expected line written "~runtime: …" is floating: it must be sent, but
+// anywhere among the directive's frames (see splitFloating).
 //
 // The expected output of a directive is the frames the peer sent after it,
 // one per line: "runtime: TYPE ID PAYLOAD" with the payload as JSON with
@@ -307,16 +311,20 @@ func (s *scripted) send(d *datadriven.TestData) error {
 // expect reads as many frames as the transcript expects (heartbeats only
 // where expected), then, for silence, listens for the window.
 func (s *scripted) expect(d *datadriven.TestData) (string, error) {
-	want := nonEmptyLines(d.Expected)
+	want, floating := splitFloating(nonEmptyLines(d.Expected))
 	var out strings.Builder
+	found := make([]string, 0, len(want))
+	used := make([]bool, len(want))
 	for n := 0; n < len(want); n++ {
 		b, ok := s.next(10*time.Second, strings.TrimSpace(want[n]) == "runtime: heartbeat")
 		if !ok {
+			out.WriteString(strings.Join(found, ""))
 			out.WriteString("(no frame)\n")
 			return out.String(), nil
 		}
-		out.WriteString(s.render(b, want[n]) + "\n")
+		found = append(found, s.render(b, want[pairFor(b, want, used, n)])+"\n")
 	}
+	out.WriteString(settleFloating(found, want, floating))
 	if d.Cmd == "silence" || len(want) == 0 {
 		for {
 			b, ok := s.next(s.opts.Silence, false)
@@ -538,4 +546,76 @@ func fill(payload string) (string, error) {
 		return `"` + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte(g[2]), n)) + `"`
 	})
 	return out, err
+}
+
+// splitFloating strips the "~" that marks an expected line as floating: a
+// frame of another lifecycle that the peer sends concurrently with the
+// others (a decision's receipt and the Run's next events), so the
+// protocol fixes no order between them (daemon-protocol.txt:144). The
+// other lines keep their order.
+func splitFloating(lines []string) (want []string, floating []bool) {
+	for _, l := range lines {
+		t := strings.TrimSpace(l)
+		f := strings.HasPrefix(t, "~")
+		if f {
+			t = strings.TrimSpace(strings.TrimPrefix(t, "~"))
+		}
+		want = append(want, t)
+		floating = append(floating, f)
+	}
+	return want, floating
+}
+
+// pairFor picks the expected line a frame is rendered against (for its
+// placeholders): the first unused one with the frame's type and ID, else
+// the n-th.
+func pairFor(b []byte, want []string, used []bool, n int) int {
+	var env struct{ Type, ID string }
+	if json.Unmarshal(b, &env) == nil {
+		head := "runtime: " + env.Type + " " + orDash(env.ID) + " "
+		for i, w := range want {
+			if !used[i] && strings.HasPrefix(w, head) {
+				used[i] = true
+				return i
+			}
+		}
+	}
+	return n
+}
+
+// settleFloating writes the frames found. When they equal the expected
+// lines with every floating line moved to where the peer sent it, the
+// expected order (and its "~" marks) is written, so the transcript
+// matches; otherwise the frames are written as they came.
+func settleFloating(found, want []string, floating []bool) string {
+	var fixed, loose []string
+	for i, w := range want {
+		if floating[i] {
+			loose = append(loose, w+"\n")
+		} else {
+			fixed = append(fixed, w+"\n")
+		}
+	}
+	if len(loose) > 0 && len(found) == len(want) {
+		rest := make([]string, 0, len(found))
+		left := append([]string(nil), loose...)
+		for _, f := range found {
+			if i := slices.Index(left, f); i >= 0 {
+				left = slices.Delete(left, i, i+1)
+				continue
+			}
+			rest = append(rest, f)
+		}
+		if len(left) == 0 && slices.Equal(rest, fixed) {
+			var b strings.Builder
+			for i, w := range want {
+				if floating[i] {
+					b.WriteString("~")
+				}
+				b.WriteString(w + "\n")
+			}
+			return b.String()
+		}
+	}
+	return strings.Join(found, "")
 }
