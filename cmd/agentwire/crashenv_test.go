@@ -293,7 +293,7 @@ func (e *crashEnv) waitConnected(epoch int) {
 		for _, x := range list {
 			d, _ := x.(map[string]any)
 			kinds, _ := d["agent_kinds"].([]any)
-			if d["id"] == "dev-1" && d["connected"] == true && d["owner_epoch"] == float64(epoch) && len(kinds) > 0 {
+			if d["device_id"] == "dev-1" && d["connected"] == true && d["owner_epoch"] == float64(epoch) && len(kinds) > 0 {
 				return true
 			}
 		}
