@@ -60,6 +60,7 @@ func (p *proc) stop() {
 	if p.cmd.ProcessState != nil {
 		return
 	}
+	_ = p.cmd.Process.Signal(syscall.SIGCONT) // a test that failed may have left it frozen
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.exited:
