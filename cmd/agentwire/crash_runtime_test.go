@@ -46,14 +46,14 @@ func TestRuntimeKilledMidPreparationAndMidRun(t *testing.T) {
 
 	rt2 := e.runtime("--harness", "script="+script)
 	e.waitConnected(2)
-	mark := len(e.frames())
 	// Mid-Run: the Run streamed its first delta.
 	runTurn := e.turn(ses, "run")
 	e.waitState(runTurn, "running")
 	e.waitFrame("in", "delta", nil)
-	after := e.frames()[mark:]
-	require.Len(t, framesOf(after, "out", "execution_prepare"), 1, "the interrupted preparation is not replayed")
-	require.Len(t, framesOf(after, "out", "execution_start"), 1)
+	prepares := framesOf(e.frames(), "out", "execution_prepare")
+	require.Len(t, prepares, 2, "the interrupted preparation is not replayed")
+	assert.Equal(t, prep.ID, prepares[0].ID)
+	require.Len(t, framesOf(e.frames(), "out", "execution_start"), 1)
 	rt2.kill(t)
 	e.waitState(runTurn, "failed")
 	assert.Equal(t, map[string]any{"state": "failed", "reason": "event_stream_incomplete"}, e.api.status(runTurn))
@@ -62,14 +62,13 @@ func TestRuntimeKilledMidPreparationAndMidRun(t *testing.T) {
 
 	rt3 := e.runtime("--harness", "script="+script)
 	e.waitConnected(3)
-	mark = len(e.frames())
 	next := e.turn(ses, "after")
 	e.waitState(next, "running")
-	after = e.frames()[mark:]
-	starts := framesOf(after, "out", "execution_start")
-	require.Len(t, starts, 1, "the interrupted Run is not replayed")
-	assert.Contains(t, string(starts[0].Payload), `"text":"after"`)
-	require.Len(t, framesOf(after, "out", "execution_prepare"), 1)
+	starts := framesOf(e.frames(), "out", "execution_start")
+	require.Len(t, starts, 2, "the interrupted Run is not replayed")
+	assert.Contains(t, string(starts[0].Payload), `"text":"run"`)
+	assert.Contains(t, string(starts[1].Payload), `"text":"after"`)
+	require.Len(t, framesOf(e.frames(), "out", "execution_prepare"), 3)
 	code, _ := e.api.do("POST", "/api/v1/turns/"+next+"/cancel", nil)
 	require.Equal(t, 202, code)
 	e.waitState(next, "cancelled")
