@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -24,15 +25,40 @@ import (
 	"github.com/agentwire/agentwire/wire/wiretest"
 )
 
-// buildAgentwire builds the command into a temporary directory.
+// buildAgentwire builds the binary once per test process; every process
+// test shares it (binDir lives until TestMain ends).
 func buildAgentwire(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "agentwire")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	return bin
+	build.once.Do(func() {
+		build.bin = filepath.Join(binDir, "agentwire")
+		cmd := exec.Command("go", "build", "-o", build.bin, ".")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		build.out, build.err = cmd.CombinedOutput()
+	})
+	require.NoError(t, build.err, "%s", build.out)
+	return build.bin
+}
+
+var (
+	binDir string
+	build  struct {
+		once sync.Once
+		bin  string
+		out  []byte
+		err  error
+	}
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "agentwire-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binDir = dir
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
 }
 
 func issueCredential(t *testing.T, bin, data string, args ...string) issued {

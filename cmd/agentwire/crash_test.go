@@ -1,148 +1,17 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
-	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// proc is a child process of the crash test.
-type proc struct {
-	cmd    *exec.Cmd
-	exited chan error
-	logs   *lockedBuffer
-}
-
-// startProc starts bin with args; when ready is set, it returns once the
-// child printed a line starting with it (the rest of that line is
-// returned).
-func startProc(t *testing.T, bin, ready string, args ...string) (*proc, string) {
-	t.Helper()
-	p := &proc{cmd: exec.Command(bin, args...), exited: make(chan error, 1), logs: &lockedBuffer{}}
-	p.cmd.Stderr = p.logs
-	stdout, err := p.cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, p.cmd.Start())
-	go func() { p.exited <- p.cmd.Wait() }()
-	t.Cleanup(func() { p.stop() })
-	rest := ""
-	if ready != "" {
-		line, err := bufio.NewReader(stdout).ReadString('\n')
-		require.NoError(t, err, "%s did not start: %s", args[0], p.logs.String())
-		require.True(t, strings.HasPrefix(line, ready), line)
-		rest = strings.TrimSpace(strings.TrimPrefix(line, ready))
-	}
-	go func() { _, _ = io.Copy(io.Discard, stdout) }()
-	return p, rest
-}
-
-// stop ends the process with SIGTERM (SIGKILL after 20 s) and waits.
-func (p *proc) stop() {
-	if p.cmd.ProcessState != nil {
-		return
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(20 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-	}
-}
-
-// kill ends the process with SIGKILL: no shutdown code runs.
-func (p *proc) kill(t *testing.T) {
-	require.NoError(t, p.cmd.Process.Signal(syscall.SIGKILL))
-	<-p.exited
-}
-
-// poll calls cond with a growing backoff (1 ms to 200 ms) until it holds
-// or the budget ends; it never sleeps a fixed time for an event.
-func poll(t *testing.T, budget time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(budget)
-	wait := time.Millisecond
-	for !cond() {
-		require.True(t, time.Now().Before(deadline), "timed out waiting for %s", what)
-		time.Sleep(wait)
-		wait = min(2*wait, 200*time.Millisecond)
-	}
-}
-
-type crashAPI struct {
-	t         *testing.T
-	base, key string
-}
-
-func (a *crashAPI) do(method, path string, body any) (int, map[string]any) {
-	a.t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		require.NoError(a.t, err)
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, a.base+path, rd)
-	require.NoError(a.t, err)
-	req.Header.Set("Authorization", "Bearer "+a.key)
-	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
-	if err != nil {
-		return 0, nil // Core is down or restarting
-	}
-	defer resp.Body.Close()
-	var v map[string]any
-	_ = json.NewDecoder(resp.Body).Decode(&v)
-	return resp.StatusCode, v
-}
-
-func (a *crashAPI) status(turnID string) map[string]any {
-	code, v := a.do("GET", "/api/v1/turns/"+turnID, nil)
-	if code != 200 {
-		return nil
-	}
-	st, _ := v["status"].(map[string]any)
-	return st
-}
-
-func textInput(s string) map[string]any {
-	return map[string]any{"input": []any{map[string]any{"content": []any{map[string]any{"type": "input_text", "text": s}}}}}
-}
-
-// eventTypes reads the Turn's journal through the SSE API until the
-// stream ends (the Turn is terminal) and returns the event types.
-func (a *crashAPI) eventTypes(turnID string) []string {
-	a.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, "GET", a.base+"/api/v1/turns/"+turnID+"/events", nil)
-	require.NoError(a.t, err)
-	req.Header.Set("Authorization", "Bearer "+a.key)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(a.t, err)
-	defer resp.Body.Close()
-	var types []string
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if ev, ok := strings.CutPrefix(sc.Text(), "event: "); ok {
-			types = append(types, ev)
-		}
-	}
-	return types
-}
 
 // TestCoreKilledMidTurnAndRestarted runs `agentwire core serve` on an
 // SQLite data directory and `agentwire runtime` with the script adapter as
@@ -244,17 +113,4 @@ func TestCoreKilledMidTurnAndRestarted(t *testing.T) {
 		assert.NotContains(t, logs, dev.Secret)
 		assert.NotContains(t, logs, proj.Secret)
 	}
-}
-
-// framesOfType returns the frames of a type in a Core transcript.
-func framesOfType(t *testing.T, path, typ string) []string {
-	b, err := os.ReadFile(path)
-	require.NoError(t, err)
-	var out []string
-	for _, l := range strings.Split(string(b), "\n") {
-		if strings.Contains(l, `"type":"`+typ+`"`) {
-			out = append(out, l)
-		}
-	}
-	return out
 }

@@ -11,6 +11,10 @@ import (
 	"github.com/agentwire/agentwire/wire"
 )
 
+// JournalCancelRequested is the journal event of a prompt_cancel Core is
+// about to send, with its delivery ID.
+const JournalCancelRequested = "cancel_requested"
+
 var (
 	// ErrTurnFinished: the Turn already has its terminal state.
 	ErrTurnFinished = errors.New("gateway: the Turn has finished")
@@ -86,6 +90,14 @@ func (g *Gateway) cancelRunning(ctx context.Context, t store.Turn) (string, erro
 		return "", ErrNotRunning
 	}
 	delivery := credential.NewID("dlv")
+	// decision: the cancellation is journaled before prompt_cancel can
+	// leave, so a Core restarted after a crash knows its receipt owned the
+	// outcome and records cancel_unconfirmed, as a lost connection does
+	// (daemon-protocol.txt:133, 163); a record whose frame never left
+	// claims nothing more than that the cancellation may have happened.
+	if err := (execHooks{c}).journal(r, JournalCancelRequested, map[string]string{"delivery_id": delivery}); err != nil {
+		return "", err
+	}
 	r.addDelivery(delivery)
 	err := pc.Send(ctx, peer.Outbound{ID: t.RunID, Payload: wire.PromptCancel{DeliveryID: delivery}})
 	var se *peer.SendError

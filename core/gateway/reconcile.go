@@ -19,8 +19,9 @@ const CauseCoreRestarted = "core_restarted"
 // and no device it owned is connected.
 //
 // decision: a claimed Turn (execution_prepare possibly sent, no start)
-// fails with delivery_unknown and a running Turn (the start was sent)
-// with event_stream_incomplete; both say the native effect is unknown and
+// fails with delivery_unknown, a running Turn (the start was sent) with
+// event_stream_incomplete, or with cancel_unconfirmed once its
+// cancellation was journaled; all say the native effect is unknown and
 // neither is ever replayed: an uncertain delivery authorizes no replay
 // (daemon-protocol.txt:116) and reconnection never replays input
 // (daemon-protocol.txt:159). Only the Runtime, which keeps cleanup
@@ -39,8 +40,15 @@ func (g *Gateway) reconcile() {
 	now := g.cfg.Clock.Now()
 	for _, t := range turns {
 		reason := store.ReasonEventStreamIncomplete
-		if t.State == store.TurnClaimed {
+		switch {
+		case t.State == store.TurnClaimed:
 			reason = store.ReasonDeliveryUnknown
+		case g.cancelRequested(ctx, t):
+			// decision: once prompt_cancel may have left, its receipt owns
+			// the outcome and none can arrive on the dead connection, so
+			// the Turn is cancel_unconfirmed, as the Run machine records it
+			// on a lost connection (daemon-protocol.txt:133, 163).
+			reason = store.ReasonCancelUnconfirmed
 		}
 		ev, _ := json.Marshal(map[string]string{"reason": reason, "cause": CauseCoreRestarted})
 		if _, err := g.cfg.Journal.Append(ctx, store.Event{TurnID: t.ID, RunID: t.RunID, Type: "observation", Payload: ev, At: now}); err != nil {
@@ -67,5 +75,29 @@ func (g *Gateway) reconcile() {
 		if err := g.cfg.Store.ReleaseOwner(ctx, d.ID, d.OwnerEpoch, now); err != nil && !errors.Is(err, store.ErrStale) {
 			g.cfg.Logger.Warn("gateway: reconcile: release owner", "device_id", d.ID, "err", err)
 		}
+	}
+}
+
+// cancelRequested reports whether the running Turn's journal records a
+// prompt_cancel of its Run (JournalCancelRequested). The journal is read
+// in pages, so a long Run costs time, not memory.
+func (g *Gateway) cancelRequested(ctx context.Context, t store.Turn) bool {
+	const page = 512
+	var after int64
+	for {
+		evs, err := g.cfg.Store.Events(ctx, t.ID, after, page)
+		if err != nil {
+			g.cfg.Logger.Warn("gateway: reconcile: journal", "turn_id", t.ID, "err", err)
+			return false
+		}
+		for _, e := range evs {
+			if e.Type == JournalCancelRequested && e.RunID == t.RunID {
+				return true
+			}
+		}
+		if len(evs) < page {
+			return false
+		}
+		after = evs[len(evs)-1].Seq
 	}
 }

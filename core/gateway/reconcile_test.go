@@ -19,7 +19,8 @@ import (
 
 // A Core that starts on a store an earlier process left resolves that
 // process's Turns (claimed: delivery_unknown, running:
-// event_stream_incomplete), replays none, keeps the queued ones and marks
+// event_stream_incomplete, running with a journaled cancellation:
+// cancel_unconfirmed), replays none, keeps the queued ones and marks
 // its devices offline.
 func TestStartReconcilesWhatAnEarlierCoreLeft(t *testing.T) {
 	ctx := context.Background()
@@ -28,7 +29,7 @@ func TestStartReconcilesWhatAnEarlierCoreLeft(t *testing.T) {
 	now := clock.Now()
 	require.NoError(t, st.CreateEnvironment(ctx, store.Environment{ID: "env", Project: "p", Type: "none", CreatedAt: now}))
 	require.NoError(t, st.CreateSession(ctx, store.Session{ID: "ses", Project: "p", AgentKind: "codex", EnvironmentID: "env", CreatedAt: now}))
-	for _, id := range []string{"queued", "claimed", "running", "done"} {
+	for _, id := range []string{"queued", "claimed", "running", "cancelling", "done"} {
 		require.NoError(t, st.CreateTurn(ctx, store.Turn{ID: id, SessionID: "ses", Input: []byte(`[]`), CreatedAt: now}))
 	}
 	epoch, err := st.AcquireOwner(ctx, "dev-1", now)
@@ -39,6 +40,15 @@ func TestStartReconcilesWhatAnEarlierCoreLeft(t *testing.T) {
 	claim("claimed")
 	claim("running")
 	require.NoError(t, st.StartTurn(ctx, "running", "run-running", now))
+	claim("cancelling")
+	require.NoError(t, st.StartTurn(ctx, "cancelling", "run-cancelling", now))
+	_, err = st.AppendEvent(ctx, store.Event{TurnID: "cancelling", RunID: "run-cancelling", Type: gateway.JournalCancelRequested,
+		Payload: []byte(`{"delivery_id":"dlv-1"}`), At: now})
+	require.NoError(t, err)
+	// A cancellation of an earlier Run of the Turn is not this Run's.
+	_, err = st.AppendEvent(ctx, store.Event{TurnID: "running", RunID: "run-other", Type: gateway.JournalCancelRequested,
+		Payload: []byte(`{"delivery_id":"dlv-0"}`), At: now})
+	require.NoError(t, err)
 	claim("done")
 	require.NoError(t, st.StartTurn(ctx, "done", "run-done", now))
 	require.NoError(t, st.FinishTurn(ctx, "done", "run-done", store.TurnCompleted, store.Outcome{}, now))
@@ -50,10 +60,11 @@ func TestStartReconcilesWhatAnEarlierCoreLeft(t *testing.T) {
 	defer g.Close()
 
 	for id, want := range map[string]store.Status{
-		"queued":  {State: "queued"},
-		"claimed": {State: "failed", Reason: store.ReasonDeliveryUnknown},
-		"running": {State: "failed", Reason: store.ReasonEventStreamIncomplete},
-		"done":    {State: "completed"},
+		"queued":     {State: "queued"},
+		"claimed":    {State: "failed", Reason: store.ReasonDeliveryUnknown},
+		"running":    {State: "failed", Reason: store.ReasonEventStreamIncomplete},
+		"cancelling": {State: "failed", Reason: store.ReasonCancelUnconfirmed},
+		"done":       {State: "completed"},
 	} {
 		tr, err := st.GetTurn(ctx, id)
 		require.NoError(t, err)
@@ -62,9 +73,13 @@ func TestStartReconcilesWhatAnEarlierCoreLeft(t *testing.T) {
 	}
 	evs, err := st.Events(ctx, "running", 0, 0)
 	require.NoError(t, err)
-	require.Len(t, evs, 1)
-	assert.Equal(t, "observation", evs[0].Type)
-	assert.JSONEq(t, `{"reason":"event_stream_incomplete","cause":"core_restarted"}`, string(evs[0].Payload))
+	require.Len(t, evs, 2)
+	assert.Equal(t, "observation", evs[1].Type)
+	assert.JSONEq(t, `{"reason":"event_stream_incomplete","cause":"core_restarted"}`, string(evs[1].Payload))
+	evs, err = st.Events(ctx, "cancelling", 0, 0)
+	require.NoError(t, err)
+	require.Len(t, evs, 2, "the cancellation is kept, no receipt or done invented")
+	assert.JSONEq(t, `{"reason":"cancel_unconfirmed","cause":"core_restarted"}`, string(evs[1].Payload))
 	d, err := st.GetDevice(ctx, "dev-1")
 	require.NoError(t, err)
 	assert.False(t, d.Connected)

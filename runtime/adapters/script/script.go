@@ -1,13 +1,15 @@
 // Package script is the controlled Harness adapter the contract scenarios
 // run: each Turn plays a fixed list of steps (deltas, thinking, usage, tool
 // calls, errors, permission requests, user-choice questions, function
-// calls, active input, delays, failures, hangs), so a scenario can say
-// exactly what the native side does without a model.
+// calls, active input, delays, failures, hangs, held preparations and
+// cancellations), so a scenario can say exactly what the native side does
+// without a model.
 package script
 
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -33,6 +35,12 @@ type Step struct {
 	// Hang waits until the Turn is cancelled; the cancellation settles
 	// with the content produced so far.
 	Hang bool `json:"hang,omitempty"`
+	// HoldCancel waits like Hang, but the cancellation settles only once
+	// the file it names exists: a slow native cancellation whose end a
+	// crash test decides, so the window between prompt_cancel and its
+	// receipt is as long as the test needs (the Runtime keeps the Run and
+	// its cleanup ownership meanwhile).
+	HoldCancel string `json:"hold_cancel,omitempty"`
 	// Fail ends the Turn with this error and no final snapshot.
 	Fail string `json:"fail,omitempty"`
 	// Permission, Choice and Function emit the question and wait for
@@ -67,6 +75,10 @@ type Script struct {
 	Steps        []Step                      `json:"steps"`
 	// PrepareFails makes native preparation fail.
 	PrepareFails bool `json:"prepare_fails,omitempty"`
+	// HoldPrepare makes native preparation wait until the file it names
+	// exists (or the preparation is abandoned): a slow preparation whose
+	// end a crash test decides.
+	HoldPrepare string `json:"hold_prepare,omitempty"`
 	// CloseFails makes every Executor close fail (cleanup unconfirmed).
 	CloseFails bool `json:"close_fails,omitempty"`
 	// CloseFailures makes the first N closes of each Executor fail; the
@@ -122,6 +134,11 @@ func (a *Adapter) NewExecutor(ctx context.Context, cfg harness.ExecutorConfig) (
 	s := a.get()
 	if s.PrepareFails {
 		return nil, ErrPrepare
+	}
+	if s.HoldPrepare != "" {
+		if err := waitFile(ctx, s.HoldPrepare); err != nil {
+			return nil, err
+		}
 	}
 	return &executor{script: s}, nil
 }
@@ -347,6 +364,10 @@ func (e *executor) Run(ctx context.Context, turn harness.Turn, emit harness.Emit
 		case st.Hang:
 			<-ctx.Done()
 			return done(), nil
+		case st.HoldCancel != "":
+			<-ctx.Done()
+			_ = waitFile(context.Background(), st.HoldCancel)
+			return done(), nil
 		case st.Delay > 0:
 			t := time.NewTimer(st.Delay)
 			select {
@@ -363,6 +384,23 @@ func (e *executor) Run(ctx context.Context, turn harness.Turn, emit harness.Emit
 		}
 	}
 	return done(), nil
+}
+
+// waitFile returns once path exists, or with ctx's error when ctx ends
+// first. It polls: the holds it serves are test controls, not hot paths.
+func waitFile(ctx context.Context, path string) error {
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
 }
 
 // ErrClose is the cleanup failure of CloseFails.
