@@ -172,7 +172,7 @@ func (c *conn) abandonAll() {
 	}
 	c.mu.Unlock()
 	for _, p := range preps {
-		p.deliver(prepResult{state: "abandoned"})
+		p.deliver(prepResult{state: preparation.StateAbandoned.String(), outcome: fsm.OutcomeUnknown})
 		if p.admitted != nil {
 			p.admitted()
 		}

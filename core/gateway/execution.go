@@ -88,7 +88,8 @@ func (p *prepRec) wasCancelled() bool {
 // prepResult is what the worker waits for after execution_prepare: ready
 // with the reservation, or the terminal state the admission ended in.
 type prepResult struct {
-	state      string // the preparation machine's state name
+	state      string      // the preparation machine's state name
+	outcome    fsm.Outcome // the table's outcome of state; none while ready
 	executorID string
 	handle     string
 	rejection  wire.PreparationStatus
@@ -228,7 +229,7 @@ func (c *conn) moved(list []*peer.Instance) {
 		}
 		state := preparation.State(i.State())
 		if state == preparation.StateReady || i.Terminal() {
-			p.deliver(prepResult{state: i.StateName(), executorID: p.executorID, handle: p.handle, rejection: p.rejection})
+			p.deliver(prepResult{state: i.StateName(), outcome: i.Outcome(), executorID: p.executorID, handle: p.handle, rejection: p.rejection})
 		}
 		if i.Terminal() && p.admitted != nil {
 			p.admitted()

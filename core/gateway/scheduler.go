@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentwire/agentwire/core/credential"
 	"github.com/agentwire/agentwire/core/store"
+	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/wire"
 )
@@ -315,7 +316,7 @@ func (g *Gateway) execute(c *conn, p turnPlan, caps wire.AgentKindCapabilities, 
 	case <-g.ctx.Done():
 		return
 	}
-	if res.state != "ready" {
+	if res.outcome != fsm.OutcomeNone {
 		g.prepEnded(log, t, res, pr.wasCancelled())
 		return
 	}
@@ -420,10 +421,11 @@ func (g *Gateway) releaseCancelled(log interface{ Warn(string, ...any) }, pc *pe
 	g.cfg.Journal.Notify(t.ID)
 }
 
-// prepEnded handles an admission that ended before it was ready.
+// prepEnded handles an admission that ended before it was ready, by the
+// outcome its table gives the state it ended in.
 func (g *Gateway) prepEnded(log interface{ Warn(string, ...any) }, t store.Turn, res prepResult, cancelled bool) {
-	switch res.state {
-	case "refused":
+	switch res.outcome {
+	case fsm.OutcomeFailure:
 		if res.rejection.LeavesTurnUnclaimed() {
 			// DoLeaveTurnUnclaimed queued it again; a Turn cancelled
 			// meanwhile is not retried (this worker still holds it in
@@ -438,8 +440,6 @@ func (g *Gateway) prepEnded(log interface{ Warn(string, ...any) }, t store.Turn,
 			}
 			return
 		}
-		fallthrough
-	case "failed", "expired":
 		ev, _ := json.Marshal(map[string]string{"preparation_state": res.state, "preparation_error": res.rejection.ErrorCode})
 		g.fail(log, t, store.Outcome{Reason: ReasonPreparationFailed, Evidence: ev}, nil)
 	default:
