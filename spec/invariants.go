@@ -52,7 +52,8 @@ type Invariant struct {
 
 	Role     Role
 	Machines []string // evidence
-	// Allow (evidence) and Events (effect_only_on) are machine.event names.
+	// Allow (evidence) and Events (effect_only_on) are machine.event names;
+	// an Allow entry may add " from state, state" to hold only there.
 	Allow  []string
 	Events []string
 	Types  []string // no_replay: wire types
@@ -64,12 +65,12 @@ type Invariant struct {
 		Machine string
 		States  []string
 	}
-	// Machine, Alone, Map (projection): the states one side has alone, and
-	// the renaming of a side's states before the copies are compared
-	// (role → state → projected state).
+	// Machine, Alone, Agree (projection): the states one side has alone,
+	// and the pairs of different states (Core's, the Runtime's) that still
+	// agree.
 	Machine string
 	Alone   map[Role][]string
-	Map     map[Role]map[string]string
+	Agree   [][2]string
 	// Settled (settles): per machine, the live states that count as settled
 	// besides the terminal and initial ones (e.g. a connection that is live).
 	Settled map[string][]string
@@ -105,7 +106,7 @@ func parseInvariants(name string, src []byte, model *Model, errs *errorList) []*
 
 func (d *decoder) invariant(n *yaml.Node, model *Model) *Invariant {
 	f := d.fields(n, "an invariant", "name", "kind", "doc", "role", "machines", "allow", "events", "types",
-		"action", "on", "requires", "machine", "alone", "map", "settled")
+		"action", "on", "requires", "machine", "alone", "agree", "settled")
 	if f == nil {
 		return nil
 	}
@@ -134,7 +135,7 @@ func (d *decoder) invariant(n *yaml.Node, model *Model) *Invariant {
 		KindEffectOnlyOn:   {"role", "action", "events"},
 		KindEffectRequires: {"role", "action", "on", "requires"},
 		KindResources:      {},
-		KindProjection:     {"machine", "alone", "map"},
+		KindProjection:     {"machine", "alone", "agree"},
 		KindSettles:        {"settled"},
 	}[inv.Kind]
 	required := map[InvariantKind][]string{
@@ -171,9 +172,26 @@ func (d *decoder) invariant(n *yaml.Node, model *Model) *Invariant {
 		}
 	}
 	for _, e := range d.listOf(f["allow"], "allow") {
-		if d.qualified(e, model, "event") {
-			inv.Allow = append(inv.Allow, e.Value)
+		// "machine.event" or "machine.event from state, state"
+		ev, from, scoped := strings.Cut(e.Value, " from ")
+		n := *e
+		n.Value = strings.TrimSpace(ev)
+		if !d.qualified(&n, model, "event") {
+			continue
 		}
+		if scoped {
+			m, _ := model.Machine(strings.SplitN(n.Value, ".", 2)[0])
+			var states []*yaml.Node
+			for _, st := range strings.Split(from, ",") {
+				sn := *e
+				sn.Value = strings.TrimSpace(st)
+				states = append(states, &sn)
+			}
+			if len(d.states(m, states)) != len(states) {
+				continue
+			}
+		}
+		inv.Allow = append(inv.Allow, e.Value)
 	}
 	for _, e := range d.listOf(f["events"], "events") {
 		if d.qualified(e, model, "event") {
@@ -217,19 +235,14 @@ func (d *decoder) invariant(n *yaml.Node, model *Model) *Invariant {
 			inv.Alone[r] = d.states(pm, d.listOf(list, "alone"))
 		}
 	}
-	if v := f["map"]; v != nil && pm != nil {
-		inv.Map = map[Role]map[string]string{}
-		for r, mp := range d.byRole(v, "map") {
-			inv.Map[r] = map[string]string{}
-			if mp.Kind != yaml.MappingNode {
-				d.errs.add(d.pos(mp), "map entries must be mappings of state to state")
+	if v := f["agree"]; v != nil && pm != nil {
+		for _, pair := range d.seq(v, "agree") {
+			if pair.Kind != yaml.SequenceNode || len(pair.Content) != 2 {
+				d.errs.add(d.pos(pair), "an agree entry is a pair [core state, runtime state]")
 				continue
 			}
-			for i := 0; i+1 < len(mp.Content); i += 2 {
-				from, to := mp.Content[i], mp.Content[i+1]
-				if len(d.states(pm, []*yaml.Node{from, to})) == 2 {
-					inv.Map[r][from.Value] = to.Value
-				}
+			if len(d.states(pm, pair.Content)) == 2 {
+				inv.Agree = append(inv.Agree, [2]string{pair.Content[0].Value, pair.Content[1].Value})
 			}
 		}
 	}

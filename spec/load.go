@@ -92,7 +92,9 @@ func Load(files map[string][]byte) (*Model, error) {
 	if catalogName != "" && !nameless {
 		model.Catalog = parseCatalog(catalogName, files[catalogName], model, failed, &errs)
 	}
-	if invName != "" && !nameless {
+	if invName != "" && len(failed) == 0 {
+		// Invariants name machines; a machine that did not load reports
+		// its own errors.
 		model.Invariants = parseInvariants(invName, files[invName], model, &errs)
 	}
 	if err := errs.err(); err != nil {

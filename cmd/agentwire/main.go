@@ -24,6 +24,7 @@ commands:
   session    create or get a Session through the public API (AGENTWIRE_API_KEY)
   turn       submit, run (streaming its events), cancel a Turn or get its status
   devices    list the device registry through the public API
+  check      model-check Core and the Runtime together over the spec's tables (make model-check)
 
 Run "agentwire <command> -h" for the flags of one command.
 `
@@ -65,6 +66,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runDevices(args[1:], stdout, stderr)
 	case "demo":
 		return runDemo(args[1:], stdout, stderr)
+	case "check":
+		return runCheck(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return nil
