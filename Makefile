@@ -8,7 +8,7 @@ export PATH := $(PATH):/usr/local/go/bin
 # own); the list lives in gen.OutputDirs.
 GENERATED = $(shell $(GO) run ./cmd/agentwire-gen generate --dirs)
 
-.PHONY: all generate verify-generate test test-short vet check-runtime-contract bench fuzz demo diagrams diagrams-browser-check
+.PHONY: all generate verify-generate test test-short vet check-runtime-contract bench fuzz demo diagrams diagrams-browser-check model-check model-check-long
 
 all: generate test
 
@@ -42,6 +42,16 @@ test-short: vet
 check-runtime-contract:
 	$(GO) test -race -count=1 ./spec/... ./fsm/... ./gen/... ./peer/scenario/ ./runtime/harness/
 	$(GO) test -race -count=1 -run 'TestRuntimeScenarios' -v ./runtime/daemon/ | grep -E '^\s*(--- (PASS|FAIL)|ok|FAIL|PASS)' ; test $${PIPESTATUS[0]} -eq 0
+
+## model-check: the model checker at the CI bound (docs/model-check.md): Core and the Runtime's
+## preparation, run and input machines together, then the connection machine with the admission
+model-check:
+	$(GO) run ./cmd/agentwire check --bound ci
+	$(GO) run ./cmd/agentwire check --bound ci --machines connection,preparation,run --depth 14
+
+## model-check-long: a longer bound (two Runs, two inputs, two faults); counterexamples go to model-check-out/
+model-check-long:
+	$(GO) run ./cmd/agentwire check --bound long --out model-check-out
 
 ## bench: the benchmarks recorded in BENCHMARKS.md
 bench:

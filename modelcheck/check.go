@@ -41,11 +41,13 @@ type Bounds struct {
 	MaxStates  int  // stop after this many distinct states (0: no limit)
 }
 
-// CI is the bound `make model-check` runs.
-var CI = Bounds{Depth: 14, Runs: 1, Inputs: 1, Faults: 1, Reconnects: 1, Revisions: 4, ReadOnly: true, MaxStates: 400_000}
+// CI is the bound `make model-check` runs (about 350 000 states, 75 s of
+// one core, 1.2 GB; BENCHMARKS.md).
+var CI = Bounds{Depth: 14, Runs: 1, Inputs: 1, Faults: 1, Reconnects: 1, Revisions: 4, ReadOnly: true, MaxStates: 1_000_000}
 
-// Long is the bound `make model-check-long` runs.
-var Long = Bounds{Depth: 20, Runs: 2, Inputs: 2, Faults: 2, Reconnects: 1, Revisions: 5, ReadOnly: true, MaxStates: 5_000_000}
+// Long is the bound `make model-check-long` runs: two inputs, two faults,
+// deeper traces, stopped at 1.5 million states (about 5 GB).
+var Long = Bounds{Depth: 16, Runs: 1, Inputs: 2, Faults: 2, Reconnects: 2, Revisions: 5, ReadOnly: true, MaxStates: 1_500_000}
 
 // Config is one exploration.
 type Config struct {
@@ -279,6 +281,8 @@ func Check(cfg Config) (*Report, error) {
 	if v := root.checkState(); v != nil {
 		report(v, 0, nil)
 	}
+	nodes[0].settled = root.settled()
+	root.freeze()
 	queue := []*world{root}
 	ids := []int32{0}
 	for len(queue) > 0 {
@@ -288,15 +292,12 @@ func Check(cfg Config) (*Report, error) {
 		w, id := queue[0], ids[0]
 		queue[0], queue, ids = nil, queue[1:], ids[1:]
 		n := &nodes[id]
-		n.settled = w.settled()
-		if int(n.depth) > rep.Depth {
-			rep.Depth = int(n.depth)
-		}
-		if int(n.depth) >= cfg.Bounds.Depth || (cfg.Bounds.MaxStates > 0 && len(nodes) >= cfg.Bounds.MaxStates) {
+		if cfg.Bounds.MaxStates > 0 && len(nodes) >= cfg.Bounds.MaxStates {
 			rep.Frontier++
-			rep.Truncated = rep.Truncated || int(n.depth) < cfg.Bounds.Depth
+			rep.Truncated = true
 			continue
 		}
+		w.thaw()
 		n.expanded = true
 		self := w.hash()
 		moves := 0
@@ -337,11 +338,19 @@ func Check(cfg Config) (*Report, error) {
 				continue
 			}
 			nid := int32(len(nodes))
-			nodes = append(nodes, node{parent: id, depth: nodes[id].depth + 1, act: a})
+			nodes = append(nodes, node{parent: id, depth: nodes[id].depth + 1, act: a, settled: c.settled()})
 			nodes[id].succ = append(nodes[id].succ, nid)
 			seen[h] = nid
-			queue = append(queue, c)
-			ids = append(ids, nid)
+			if d := int(nodes[nid].depth); d > rep.Depth {
+				rep.Depth = d
+			}
+			if int(nodes[nid].depth) >= cfg.Bounds.Depth {
+				rep.Frontier++ // left at the bound: never expanded, so never kept
+			} else {
+				c.freeze()
+				queue = append(queue, c)
+				ids = append(ids, nid)
+			}
 			if cfg.Progress != nil && len(nodes)%50_000 == 0 {
 				cfg.Progress(len(nodes), int(nodes[nid].depth))
 			}

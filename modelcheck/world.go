@@ -31,6 +31,9 @@ type side struct {
 	// rejected preparation_status, busy, run_inactive), which the peer
 	// owes and sends outside any lifecycle (peer.Outbound.Refusal).
 	replies []Action
+	// saved holds the driver's instances while the world waits in the
+	// queue without its driver (freeze), which is most of its memory.
+	saved []peer.Saved
 }
 
 // alias is a name a frame registered for an instance; Snapshot does not
@@ -215,6 +218,33 @@ func (w *world) fork() *world {
 		c.sides[i] = ns
 	}
 	return &c
+}
+
+// freeze drops both drivers, keeping what thaw needs to rebuild them.
+func (w *world) freeze() {
+	for _, s := range w.sides {
+		s.saved = s.d.Snapshot(nil)
+		s.d = nil
+	}
+}
+
+// thaw rebuilds the drivers of a frozen world.
+func (w *world) thaw() {
+	for _, s := range w.sides {
+		if s.d != nil {
+			continue
+		}
+		if err := w.newDriver(s); err != nil {
+			panic(err)
+		}
+		if err := s.d.Restore(s.saved); err != nil {
+			panic(fmt.Sprintf("modelcheck: thaw: %v", err))
+		}
+		for _, a := range s.aliases {
+			s.d.SetAlias(a.key, a.name, a.value)
+		}
+		s.saved = nil
+	}
 }
 
 // remember keeps the aliases a frame registers, as the driver does.
