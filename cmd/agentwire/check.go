@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/agentwire/agentwire/modelcheck"
@@ -28,11 +29,7 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
 		return errUsage
 	}
-	model, err := spec.LoadDir(os.DirFS(*dir), ".", *dir+"/")
-	if err != nil {
-		return err
-	}
-	cfg := modelcheck.Config{Model: model, Machines: split(*machines), Sync: *sync, Invariants: split(*only)}
+	cfg := modelcheck.Config{Machines: split(*machines), Sync: *sync, Invariants: split(*only)}
 	switch *bound {
 	case "ci":
 		cfg.Bounds = modelcheck.CI
@@ -42,6 +39,11 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "agentwire check: --bound must be ci or long, not %q\n", *bound)
 		return errUsage
 	}
+	model, err := spec.LoadDir(os.DirFS(*dir), ".", filepath.Clean(*dir)+"/")
+	if err != nil {
+		return err
+	}
+	cfg.Model = model
 	for _, o := range []struct {
 		v   int
 		min int
