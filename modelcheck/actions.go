@@ -86,6 +86,11 @@ func frameOf(a *Action) []byte {
 	return b
 }
 
+// mutationID is the n-th write's mutation ID (a UUID, as the wire requires).
+func mutationID(n int) string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", n) }
+
+const writeBegin = `{"step":"begin","environment_id":"3f1c2a4e-8b7d-4c6a-9e2f-1a2b3c4d5e6f","session_id":"9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d","path":"src/main.go","size_bytes":5,"sha256":"2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"}`
+
 const (
 	sessionID = "3f2b8c1e-5d4a-4e6f-9a7b-1c2d3e4f5a6b"
 	textInput = `[{"content":[{"type":"input_text","text":"hi"}]}]`
@@ -172,12 +177,19 @@ func (w *world) coreSends() []Action {
 			out = append(out, send(fsm.RoleCore, "execution_prepare", id, prepareConfig(true)))
 		}
 	}
+	if _, ok := w.m.byName["workspace_write"]; ok && w.writes < b.Writes {
+		out = append(out, send(fsm.RoleCore, "workspace_write", mutationID(w.writes+1), writeBegin))
+	}
 	for _, i := range c.d.Instances() {
 		if i.Terminal() {
 			continue
 		}
 		n := num(i.Key.ID)
 		switch i.Key.Machine {
+		case "workspace_write":
+			out = append(out,
+				send(fsm.RoleCore, "workspace_write", i.Key.ID, `{"step":"chunk","data":"aGVsbG8="}`),
+				send(fsm.RoleCore, "workspace_write", i.Key.ID, `{"step":"commit"}`))
 		case "preparation":
 			out = append(out,
 				send(fsm.RoleCore, "execution_start", i.Key.ID, `{"executor_id":"executor-`+n+`","handle":"handle-`+n+`","run_id":"run-`+n+`","input":`+textInput+`}`),
@@ -292,6 +304,11 @@ func (w *world) runtimeSends() []Action {
 				out = append(out,
 					send(fsm.RoleRuntime, "interaction_decision_ack", i.Key.ID, `{"delivery_id":"`+r.cancel+`","applied":true}`),
 					send(fsm.RoleRuntime, "interaction_decision_ack", i.Key.ID, `{"delivery_id":"`+r.cancel+`","applied":false,"error_code":"run_inactive","error":"x"}`))
+			}
+		case "workspace_write":
+			for _, body := range []string{`{"outcome":"ready"}`, `{"outcome":"received","offset":5}`, `{"outcome":"completed","size_bytes":5}`,
+				`{"outcome":"rejected","error_code":"write_capacity"}`, `{"outcome":"unknown","error_code":"write_unconfirmed"}`} {
+				out = append(out, send(fsm.RoleRuntime, "workspace_write_result", i.Key.ID, body))
 			}
 		case "input":
 			run, in, _ := strings.Cut(i.Key.ID, "\x00")
@@ -432,6 +449,9 @@ func (w *world) applySend(a *Action) bool {
 	w.checkReplay(s, msg)
 	if a.Type == "execution_prepare" && a.ID == "prepare-"+strconv.Itoa(w.runs+1) {
 		w.runs++
+	}
+	if a.Type == "workspace_write" && a.ID == mutationID(w.writes+1) {
+		w.writes++
 	}
 	if a.Fault == FaultNone {
 		w.remember(s, msg)

@@ -62,6 +62,10 @@ func guard(name string, ev *peer.Event, r *record) bool {
 	case "matches_cancel_delivery":
 		ack, ok := p.(wire.InteractionDecisionAck)
 		return ok && ack.DeliveryID != "" && ack.DeliveryID == r.cancel
+	case "chunk_in_bounds", "offset_matches", "digest_matches":
+		// One well-formed body: the Runtime's refusals are its rejected
+		// results, which it may always send.
+		return true
 	case "retryable_code":
 		ack, ok := p.(wire.PromptSteerAck)
 		return ok && (ack.ErrorCode == "not_ready" || ack.ErrorCode == "busy")
@@ -197,7 +201,14 @@ func (a *app) runSettled(ev *peer.Event) {
 type binding app
 
 func (b *binding) Guard(g fsm.GuardID, f *fsm.Firing[*peer.Event]) bool {
-	return guard(f.Table.GuardName(g), f.Arg, b.s.rec(f.Arg.Key))
+	name := f.Table.GuardName(g)
+	if name == "owner_free" {
+		// Core's durable reservation: no write of the Session, on this
+		// connection or an earlier one, still holds the owner. The Runtime
+		// cannot know it and takes Core's word.
+		return b.s.role == fsm.RoleRuntime || !b.w.holds(fsm.RoleCore, f.Table.Name, "mutation_owner", f.Arg.Key)
+	}
+	return guard(name, f.Arg, b.s.rec(f.Arg.Key))
 }
 
 func (b *binding) Perform(ef *fsm.Effect, f *fsm.Firing[*peer.Event]) error {
@@ -216,6 +227,7 @@ func (b *binding) Perform(ef *fsm.Effect, f *fsm.Firing[*peer.Event]) error {
 	r := s.rec(f.Arg.Key)
 	if ra, ok := w.m.resources[f.Table.Name][action]; ok {
 		if ra.acquire {
+			w.checkExclusive(s, f.Table.Name, ra.index, f.Arg.Key)
 			r.held |= 1 << ra.index
 		} else {
 			r.held &^= 1 << ra.index

@@ -37,6 +37,7 @@ type Bounds struct {
 	Reconnects int  // fresh connections after the first
 	Revisions  int  // preparation_status revisions per handle
 	InFlight   int  // frames in flight per direction (2 when 0)
+	Writes     int  // workspace writes Core begins, over all connections
 	ReadOnly   bool // Core may also prepare the read-only workspace profile
 	MaxStates  int  // stop after this many distinct states (0: no limit)
 }

@@ -219,3 +219,39 @@ func TestCounterexampleReplays(t *testing.T) {
 	assert.Contains(t, sc, "runtime:   runtime: do start_native")
 	replay(t, m, cfg.Machines, sc)
 }
+
+// A write table whose begin no longer waits for the owner: the next write
+// takes the owner while an earlier one (unsettled, or ended unknown with the
+// owner kept, daemon-protocol.txt:185) still holds it. The rule's guard is
+// swapped in memory for one that always holds in the model (the file would
+// no longer load with owner_free unused).
+func TestSuccessorBlockedCounterexample(t *testing.T) {
+	m := loadSpec(t)
+	ww, ok := m.Machine("workspace_write")
+	require.True(t, ok)
+	var always *spec.Guard
+	for _, g := range ww.Guards {
+		if g.Name == "chunk_in_bounds" {
+			always = g
+		}
+	}
+	require.NotNil(t, always)
+	swapped := false
+	for _, r := range ww.Rules {
+		if r.Guard != nil && r.Guard.Name == "owner_free" {
+			r.Guard, swapped = always, true
+		}
+	}
+	require.True(t, swapped)
+	b := Bounds{Depth: 10, Writes: 2, Faults: 1, Reconnects: 1}
+	v := violated(t, m, "resources_released", b, "workspace_write")
+	assert.Contains(t, v.Msg, "core's workspace_write/00000000-0000-4000-8000-000000000002 takes mutation_owner while workspace_write/00000000-0000-4000-8000-000000000001")
+}
+
+func TestRealWorkspaceWriteHoldsEveryInvariant(t *testing.T) {
+	rep, err := Check(Config{Model: loadSpec(t), Machines: []string{"workspace_write"}, Bounds: Bounds{Depth: 12, Writes: 2, Faults: 2, Reconnects: 1}})
+	require.NoError(t, err)
+	for _, v := range rep.Violations {
+		t.Errorf("%v\n%s", v, Mermaid(v))
+	}
+}

@@ -137,6 +137,52 @@ func (w *world) checkReplay(s *side, msg *wire.Message) {
 	}
 }
 
+// holds reports whether an instance of machine other than except, on
+// this connection or an earlier one, holds the named resource for role.
+func (w *world) holds(role fsm.Role, machine, resource string, except peer.Key) bool {
+	for i, n := range w.m.resNames[machine] {
+		if n == resource {
+			return w.holder(role, machine, i, except) != ""
+		}
+	}
+	return false
+}
+
+func (w *world) holder(role fsm.Role, machine string, idx int, except peer.Key) string {
+	s := w.sideOf(role)
+	keys := make([]peer.Key, 0, len(s.recs))
+	for k := range s.recs {
+		keys = append(keys, k)
+	}
+	sortKeys(keys)
+	for _, k := range keys {
+		if k.Machine == machine && k != except && s.recs[k].held&(1<<idx) != 0 {
+			return k.String() + " on this connection"
+		}
+	}
+	for _, p := range w.past {
+		if p.role == role && p.key.Machine == machine && p.held&(1<<idx) != 0 {
+			return p.key.String() + " of an earlier connection"
+		}
+	}
+	return ""
+}
+
+// checkExclusive fails resources when a peer takes a resource another
+// instance still holds: an owner kept by an unknown outcome must keep
+// blocking its successors, across connections too.
+func (w *world) checkExclusive(s *side, machine string, idx int, k peer.Key) {
+	inv := w.m.inv(spec.KindResources)
+	if inv == nil || !w.m.kept[machine][idx] {
+		// Only a resource an unknown outcome may keep (a durable owner, the
+		// connection's transfer slot) is exclusive by declaration.
+		return
+	}
+	if h := w.holder(s.role, machine, idx, k); h != "" {
+		w.violate(inv, "%s's %s takes %s while %s still holds it", s.role, k, w.m.resNames[machine][idx], h)
+	}
+}
+
 // checkPast runs the resource invariant over the instances a dropped
 // connection leaves behind.
 func (w *world) checkPast() {

@@ -85,6 +85,7 @@ type world struct {
 	dispatched map[peer.Key]int  // instance → the connection its dispatch went out on (negated: queued again without proof)
 	retry      map[peer.Key]bool // inputs a receipt sent back to Core's queue (never consumed)
 	runs       int               // preparations / Runs Core has begun
+	writes     int               // workspace writes Core has begun
 	faults     int
 	reconnects int
 
@@ -287,6 +288,7 @@ func (w *world) hash() [16]byte {
 		num(0)
 	}
 	num(int64(w.runs))
+	num(int64(w.writes))
 	num(int64(w.faults))
 	num(int64(w.reconnects))
 	for _, s := range w.sides {
