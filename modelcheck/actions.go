@@ -120,6 +120,7 @@ func send(r fsm.Role, typ, id, payload string) Action {
 // tables let them do: a correct peer is one of these behaviours.
 func (w *world) candidates() []Action {
 	var out []Action
+	w.capped = false
 	b := &w.m.cfg.Bounds
 	inflight := b.InFlight
 	if inflight == 0 {
@@ -278,7 +279,10 @@ func (w *world) runtimeSends() []Action {
 				rej("invalid_configuration")
 			}
 			if int(r.applied) >= b.Revisions && !r.owes {
-				continue // the bound limits what the Runtime volunteers, not what a step owes
+				// The bound limits what the Runtime volunteers, not what a
+				// step owes; a state it cut short is not judged stuck.
+				w.capped = true
+				continue
 			}
 			rev := strconv.FormatUint(r.applied+1, 10)
 			st := func(state, extra string) {

@@ -356,6 +356,12 @@ func Check(cfg Config) (*Report, error) {
 				cfg.Progress(len(nodes), int(nodes[nid].depth))
 			}
 		}
+		if w.capped {
+			// The revision bound cut this state's choices: whether it can
+			// settle stays open, as at the depth bound.
+			nodes[id].expanded = false
+			continue
+		}
 		if moves == 0 && !nodes[id].settled {
 			if inv := m.inv(spec.KindSettles); inv != nil {
 				report(&Violation{Invariant: inv.Name, Kind: inv.Kind, Pos: inv.Pos,

@@ -255,3 +255,24 @@ func TestRealWorkspaceWriteHoldsEveryInvariant(t *testing.T) {
 		t.Errorf("%v\n%s", v, Mermaid(v))
 	}
 }
+
+// The crossing release again, with the repeated release refused as well:
+// now nothing at all can move (no frame, no timer, no local event), yet
+// Core's handle is not settled.
+func TestStuckCounterexample(t *testing.T) {
+	files := specFiles(t)
+	src := string(files["spec/preparation.yaml"])
+	for _, e := range [][2]string{
+		{"  - from: releasing\n    on: status_expired\n    guard: newer_revision\n    to: expired\n", ""},
+		{"  - from: [releasing, cleanup_unconfirmed]\n    on: execution_release\n    to: same\n    effects: [\"runtime: send preparation_status\"]\n",
+			"  - from: [releasing, cleanup_unconfirmed]\n    on: execution_release\n    reject: \"invalid_release: a release is already in flight\"\n"},
+	} {
+		require.Equal(t, 1, strings.Count(src, e[0]))
+		src = strings.Replace(src, e[0], e[1], 1)
+	}
+	files["spec/preparation.yaml"] = []byte(src)
+	m, err := spec.Load(files)
+	require.NoError(t, err)
+	v := violated(t, m, "lifecycles_settle", Bounds{Depth: 12, Runs: 1, Revisions: 3}, "preparation")
+	assert.Contains(t, v.Msg, "stuck: neither side can move and no timer is armed, yet core's preparation/prepare-1 is releasing")
+}

@@ -91,6 +91,7 @@ type world struct {
 
 	// per action, not part of the state
 	effective bool // the send moved the sender's machine, or paid a debt
+	capped    bool // candidates left out a status because of the revision bound
 	viol      *Violation
 	trace     *[2][]string // when set, the scenario-format lines of the action, per role
 }
