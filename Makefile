@@ -44,12 +44,13 @@ check-runtime-contract:
 	$(GO) test -race -count=1 -run 'TestRuntimeScenarios' -v ./runtime/daemon/ | grep -E '^\s*(--- (PASS|FAIL)|ok|FAIL|PASS)' ; test $${PIPESTATUS[0]} -eq 0
 
 ## model-check: the model checker at the CI bound (docs/model-check.md): Core and the Runtime's
-## preparation, run and input machines together, the connection machine with the admission, and
-## two workspace writes over two faults
+## preparation, run and input machines together, the connection machine with the admission,
+## two workspace writes over two faults, and a permission request on a Run
 model-check:
 	$(GO) run ./cmd/agentwire check --bound ci
 	$(GO) run ./cmd/agentwire check --bound ci --machines connection,preparation,run --depth 14
 	$(GO) run ./cmd/agentwire check --bound ci --machines workspace_write --writes 2 --faults 2 --depth 16
+	$(GO) run ./cmd/agentwire check --bound ci --machines run,interaction --asks 1 --depth 18
 
 ## model-check-long: a longer bound (two Runs, two inputs, two faults); counterexamples go to model-check-out/
 model-check-long:

@@ -171,7 +171,11 @@ func (w *world) coreSends() []Action {
 	var out []Action
 	c := w.core()
 	b := &w.m.cfg.Bounds
-	if w.runs < b.Runs {
+	if _, prepared := w.m.byName["preparation"]; !prepared && w.runs < b.Runs {
+		// Without the admission machine, Core starts Runs directly.
+		id := "run-" + strconv.Itoa(w.runs+1)
+		out = append(out, send(fsm.RoleCore, "prompt_request", id, `{"agent_kind":"codex","run_id":"`+id+`","input":`+textInput+`}`))
+	} else if w.runs < b.Runs {
 		id := "prepare-" + strconv.Itoa(w.runs+1)
 		out = append(out, send(fsm.RoleCore, "execution_prepare", id, prepareConfig(false)))
 		if b.ReadOnly {
@@ -187,6 +191,14 @@ func (w *world) coreSends() []Action {
 		}
 		n := num(i.Key.ID)
 		switch i.Key.Machine {
+		case "interaction":
+			r := c.rec(i.Key)
+			if r.attempts < 2 {
+				dlv := `"delivery_id":"dlv-` + strconv.Itoa(r.attempts+1) + `"`
+				out = append(out,
+					send(fsm.RoleCore, "permission_decision", i.Key.ID, `{`+dlv+`,"approved":true}`),
+					send(fsm.RoleCore, "permission_decision", i.Key.ID, `{`+dlv+`,"approved":false}`))
+			}
 		case "workspace_write":
 			out = append(out,
 				send(fsm.RoleCore, "workspace_write", i.Key.ID, `{"step":"chunk","data":"aGVsbG8="}`),
@@ -299,7 +311,19 @@ func (w *world) runtimeSends() []Action {
 			st("expired", "")
 			st("failed", `,"error_code":"preparation_failed"`)
 			st("failed", `,"error_code":"cleanup_unconfirmed"`)
+		case "interaction":
+			out = append(out, send(fsm.RoleRuntime, "permission_cancel", i.Key.ID, `{}`))
+			if r.delivery != "" {
+				for _, body := range []string{`"applied":true`, `"applied":false,"error_code":"not_ready","error":"x"`, `"applied":false,"error_code":"runtime_error","error":"x"`} {
+					out = append(out, send(fsm.RoleRuntime, "interaction_decision_ack", i.Key.ID, `{"delivery_id":"`+r.delivery+`",`+body+`}`))
+				}
+			}
 		case "run":
+			if _, ok := w.m.byName["interaction"]; ok {
+				for k := 1; k <= b.Asks; k++ {
+					out = append(out, send(fsm.RoleRuntime, "permission_request", i.Key.ID, `{"request_id":"perm-`+n+`-`+strconv.Itoa(k)+`","tool":"Bash","title":"x"}`))
+				}
+			}
 			out = append(out,
 				send(fsm.RoleRuntime, "delta", i.Key.ID, `{"delta":"x","sequence":1}`),
 				send(fsm.RoleRuntime, "error", i.Key.ID, `{"error":"model request failed"}`),
@@ -451,7 +475,7 @@ func (w *world) applySend(a *Action) bool {
 		}
 	}
 	w.checkReplay(s, msg)
-	if a.Type == "execution_prepare" && a.ID == "prepare-"+strconv.Itoa(w.runs+1) {
+	if (a.Type == "execution_prepare" && a.ID == "prepare-"+strconv.Itoa(w.runs+1)) || (a.Type == "prompt_request" && a.ID == "run-"+strconv.Itoa(w.runs+1)) {
 		w.runs++
 	}
 	if a.Type == "workspace_write" && a.ID == mutationID(w.writes+1) {
@@ -527,6 +551,7 @@ func (w *world) disconnect() {
 	w.ch = [2][]inflight{}
 	for _, s := range w.sides {
 		s.d.ConnectionLost()
+		w.closeInteractions(s, s.d, "")
 	}
 	for _, s := range w.sides {
 		for _, i := range s.d.Instances() {

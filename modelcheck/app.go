@@ -26,6 +26,12 @@ type record struct {
 	nativeRun bool   // runtime: start_native was performed
 	retry     bool   // core: keep_for_retry queued the input again
 	owes      bool   // a step asked this peer to send a frame it has not sent yet
+	// interaction: the request's kind and Run, the first answer's content,
+	// the latest delivery ID and how many answers were sent
+	kind     string
+	decision string
+	delivery string
+	attempts int
 }
 
 func (r *record) clone() *record { c := *r; return &c }
@@ -66,6 +72,20 @@ func guard(name string, ev *peer.Event, r *record) bool {
 		// One well-formed body: the Runtime's refusals are its rejected
 		// results, which it may always send.
 		return true
+	case "matches_request_kind":
+		_, ok := p.(wire.PermissionDecision)
+		return ok && r.kind == "permission"
+	case "identical_decision":
+		d, ok := p.(wire.PermissionDecision)
+		return ok && r.decision != "" && r.decision == approval(d)
+	case "current_delivery":
+		ack, ok := p.(wire.InteractionDecisionAck)
+		return ok && ack.DeliveryID != "" && ack.DeliveryID == r.delivery
+	case "retry_later":
+		ack, ok := p.(wire.InteractionDecisionAck)
+		return ok && ack.DeliveryID != "" && ack.DeliveryID == r.delivery && ack.ErrorCode == "not_ready"
+	case "permission_kind":
+		return r.kind == "permission"
 	case "retryable_code":
 		ack, ok := p.(wire.PromptSteerAck)
 		return ok && (ack.ErrorCode == "not_ready" || ack.ErrorCode == "busy")
@@ -101,7 +121,20 @@ func observe(ev *peer.Event, s fsm.Step, r *record) {
 		}
 	case wire.PromptCancel:
 		r.cancel = p.DeliveryID
+	case wire.PermissionRequest:
+		r.kind, r.runID = "permission", ev.Msg.ID
+	case wire.PermissionDecision:
+		if r.decision == "" {
+			r.decision = approval(p)
+		}
+		r.delivery = p.DeliveryID
+		r.attempts++
 	}
+}
+
+func approval(d wire.PermissionDecision) string {
+	b, _ := json.Marshal(d.Approved)
+	return string(b)
 }
 
 // app is one side's peer.App inside one explored world. It performs no
@@ -171,9 +204,19 @@ func (a *app) Stepped(ev *peer.Event, s fsm.Step) {
 		}
 	}
 	a.w.checkStep(a.s, ev, s)
-	if a.s.role == fsm.RoleCore && ev.Key.Machine == "run" && s.Disposition() == fsm.Moved &&
-		ev.Inst.Table().State(s.To()).Outcome != fsm.OutcomeNone {
-		a.runSettled(ev)
+	if ev.Key.Machine == "run" && s.Disposition() == fsm.Moved && ev.Inst.Table().State(s.To()).Outcome != fsm.OutcomeNone {
+		if a.s.role == fsm.RoleCore {
+			a.runSettled(ev)
+		}
+		a.w.closeInteractions(a.s, ev.Driver(), ev.Key.ID)
+	}
+	if ev.Key.Machine == "interaction" && s.Disposition() == fsm.Moved && s.From() == ev.Inst.Table().Initial {
+		// A request for a Run this peer already saw settle: the Run's
+		// end came first, so run_closed is owed at once.
+		run := a.s.rec(ev.Key).runID
+		if ri, ok := ev.Driver().Lookup(peer.Key{Machine: "run", ID: run}); !ok || ri.Terminal() {
+			a.w.closeInteractions(a.s, ev.Driver(), run)
+		}
 	}
 }
 

@@ -38,6 +38,7 @@ type Bounds struct {
 	Revisions  int  // preparation_status revisions per handle
 	InFlight   int  // frames in flight per direction (2 when 0)
 	Writes     int  // workspace writes Core begins, over all connections
+	Asks       int  // permission requests the Runtime raises per Run (with the interaction machine)
 	ReadOnly   bool // Core may also prepare the read-only workspace profile
 	MaxStates  int  // stop after this many distinct states (0: no limit)
 }
@@ -173,6 +174,9 @@ func newModel(cfg Config) (*model, error) {
 		if t.Name == "input" {
 			ex["run_settled"] = true // Core's app fires it when the Run settles (app.runSettled)
 		}
+		if t.Name == "interaction" {
+			ex["run_closed"] = true // both apps fire it when the Run settles or the connection goes (world.closeInteractions)
+		}
 		if t.Name == "connection" {
 			// The connection's own lifecycle (bootstrap, shutdown) is the
 			// spec checks' business; here it only carries the others.
@@ -302,6 +306,7 @@ func Check(cfg Config) (*Report, error) {
 		n.expanded = true
 		self := w.hash()
 		moves := 0
+		violating := false
 		enabled := map[string]bool{}
 		for _, a := range w.candidates() {
 			if a.Kind == ActSend {
@@ -332,6 +337,9 @@ func Check(cfg Config) (*Report, error) {
 			}
 			if c.viol != nil {
 				report(c.viol, id, &a)
+				// The violating successor is not explored; what it leads to
+				// stays open, so this state is not blamed for a livelock.
+				violating = true
 				continue
 			}
 			if old, ok := seen[h]; ok {
@@ -356,7 +364,7 @@ func Check(cfg Config) (*Report, error) {
 				cfg.Progress(len(nodes), int(nodes[nid].depth))
 			}
 		}
-		if w.capped {
+		if w.capped || violating {
 			// The revision bound cut this state's choices: whether it can
 			// settle stays open, as at the depth bound.
 			nodes[id].expanded = false

@@ -248,6 +248,17 @@ func TestSuccessorBlockedCounterexample(t *testing.T) {
 	assert.Contains(t, v.Msg, "core's workspace_write/00000000-0000-4000-8000-000000000002 takes mutation_owner while workspace_write/00000000-0000-4000-8000-000000000001")
 }
 
+// A permission request on a Run started with prompt_request (no admission
+// machine in the composition): decisions, receipts, withdrawal, the Run's end.
+func TestRealInteractionHoldsEveryInvariant(t *testing.T) {
+	rep, err := Check(Config{Model: loadSpec(t), Machines: []string{"run", "interaction"}, Bounds: Bounds{Depth: 11, Runs: 1, Asks: 1, Faults: 1, Reconnects: 1}})
+	require.NoError(t, err)
+	for _, v := range rep.Violations {
+		t.Errorf("%v\n%s", v, Mermaid(v))
+	}
+	assert.Greater(t, rep.States, 1000)
+}
+
 func TestRealWorkspaceWriteHoldsEveryInvariant(t *testing.T) {
 	rep, err := Check(Config{Model: loadSpec(t), Machines: []string{"workspace_write"}, Bounds: Bounds{Depth: 12, Writes: 2, Faults: 2, Reconnects: 1}})
 	require.NoError(t, err)

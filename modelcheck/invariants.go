@@ -249,8 +249,8 @@ func (w *world) checkState() *Violation {
 // while the connection is up, nothing is in flight and neither copy has a
 // timer armed (nothing is about to move them apart or together).
 func (w *world) checkProjection(inv *spec.Invariant) {
-	if w.broken || len(w.ch[0]) > 0 || len(w.ch[1]) > 0 {
-		return
+	if w.broken || len(w.ch[0]) > 0 || len(w.ch[1]) > 0 || len(w.runtime().replies) > 0 {
+		return // a frame in flight, or a refusal's answer still owed, can still bring the copies together
 	}
 	core, rt := w.core().d, w.runtime().d
 	for _, ci := range core.Instances() {

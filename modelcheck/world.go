@@ -222,6 +222,28 @@ func (w *world) fork() *world {
 	return &c
 }
 
+// closeInteractions is both peers' duty the interaction table states for
+// run_closed: when the owning Run settles, or the connection is lost (run
+// "" then means every Run), each open interaction of it hears run_closed.
+func (w *world) closeInteractions(s *side, d *peer.Driver, run string) {
+	t, ok := w.m.byName["interaction"]
+	if !ok {
+		return
+	}
+	e, err := t.ParseEvent("run_closed")
+	if err != nil {
+		return
+	}
+	for _, i := range d.Instances() {
+		if i.Key.Machine != "interaction" || i.Terminal() {
+			continue
+		}
+		if r := s.recs[i.Key]; run == "" || (r != nil && r.runID == run) {
+			_ = d.Local(i.Key, e, nil)
+		}
+	}
+}
+
 // freeze drops both drivers, keeping what thaw needs to rebuild them.
 func (w *world) freeze() {
 	for _, s := range w.sides {

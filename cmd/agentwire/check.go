@@ -24,6 +24,7 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 	inputs := fs.Int("inputs", 0, "override the bound's inputs per Run")
 	faults := fs.Int("faults", -1, "override the bound's number of faults")
 	writes := fs.Int("writes", -1, "override the bound's number of workspace writes (with the workspace_write machine)")
+	asks := fs.Int("asks", -1, "override the bound's permission requests per Run (with the interaction machine)")
 	sync := fs.Bool("sync", false, "deliver each frame as it is written (traces replay in peer/scenario)")
 	only := fs.String("invariants", "", "check only these invariants, comma-separated")
 	out := fs.String("out", "", "write each counterexample here as <invariant>.mmd and <invariant>.txt")
@@ -49,7 +50,7 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 		v   int
 		min int
 		dst *int
-	}{{*depth, 1, &cfg.Bounds.Depth}, {*runs, 1, &cfg.Bounds.Runs}, {*inputs, 1, &cfg.Bounds.Inputs}, {*faults, 0, &cfg.Bounds.Faults}, {*writes, 0, &cfg.Bounds.Writes}} {
+	}{{*depth, 1, &cfg.Bounds.Depth}, {*runs, 1, &cfg.Bounds.Runs}, {*inputs, 1, &cfg.Bounds.Inputs}, {*faults, 0, &cfg.Bounds.Faults}, {*writes, 0, &cfg.Bounds.Writes}, {*asks, 0, &cfg.Bounds.Asks}} {
 		if o.v >= o.min {
 			*o.dst = o.v
 		}
