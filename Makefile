@@ -8,7 +8,7 @@ export PATH := $(PATH):/usr/local/go/bin
 # own); the list lives in gen.OutputDirs.
 GENERATED = $(shell $(GO) run ./cmd/agentwire-gen generate --dirs)
 
-.PHONY: all generate verify-generate test test-short vet check-runtime-contract bench fuzz demo diagrams diagrams-browser-check
+.PHONY: all generate verify-generate test test-short vet check-runtime-contract bench fuzz demo diagrams diagrams-browser-check model-check model-check-long
 
 all: generate test
 
@@ -44,6 +44,19 @@ check-runtime-contract:
 	$(GO) test -race -count=1 ./spec/... ./fsm/... ./gen/... ./peer/scenario/ ./runtime/harness/
 	$(GO) test -race -count=1 -run 'TestRuntimeScenarios' -v ./runtime/daemon/ | grep -E '^\s*(--- (PASS|FAIL)|ok|FAIL|PASS)' ; test $${PIPESTATUS[0]} -eq 0
 	$(GO) test -race -count=1 -run 'TestCoreScenarios' -v ./core/server/ | grep -E '^\s*(--- (PASS|FAIL)|ok|FAIL|PASS)' ; test $${PIPESTATUS[0]} -eq 0
+
+## model-check: the model checker at the CI bound (docs/model-check.md): Core and the Runtime's
+## preparation, run and input machines together, the connection machine with the admission,
+## two workspace writes over two faults, and a permission request on a Run
+model-check:
+	$(GO) run ./cmd/agentwire check --bound ci
+	$(GO) run ./cmd/agentwire check --bound ci --machines connection,preparation,run --depth 14
+	$(GO) run ./cmd/agentwire check --bound ci --machines workspace_write --writes 2 --faults 2 --depth 16
+	$(GO) run ./cmd/agentwire check --bound ci --machines run,interaction --asks 1 --depth 18
+
+## model-check-long: a longer bound (two Runs, two inputs, two faults); counterexamples go to model-check-out/
+model-check-long:
+	$(GO) run ./cmd/agentwire check --bound long --out model-check-out
 
 ## bench: the benchmarks recorded in BENCHMARKS.md (Core's: Turns/s with SQLite and memory,
 ## delta latency to SSE, then 10,000 idle connections from a separate process, measured once)

@@ -48,11 +48,13 @@ func LoadDir(fsys fs.FS, dir, prefix string) (*Model, error) {
 // is returned at once as a joined error of *Error values.
 func Load(files map[string][]byte) (*Model, error) {
 	names := make([]string, 0, len(files))
-	var catalogName, capsName string
+	var catalogName, capsName, invName string
 	for n := range files {
 		switch path.Base(n) {
 		case CatalogFile:
 			catalogName = n
+		case InvariantsFile:
+			invName = n
 		case CapabilitiesFile:
 			capsName = n
 		default:
@@ -89,6 +91,11 @@ func Load(files map[string][]byte) (*Model, error) {
 	}
 	if catalogName != "" && !nameless {
 		model.Catalog = parseCatalog(catalogName, files[catalogName], model, failed, &errs)
+	}
+	if invName != "" && len(failed) == 0 {
+		// Invariants name machines; a machine that did not load reports
+		// its own errors.
+		model.Invariants = parseInvariants(invName, files[invName], model, &errs)
 	}
 	if err := errs.err(); err != nil {
 		return nil, err

@@ -745,8 +745,9 @@ func TestLoadDirRealSpecs(t *testing.T) {
 	matches, err := filepath.Glob("*.yaml")
 	require.NoError(t, err)
 	require.NotEmpty(t, matches)
-	// Every file but the catalog and the capability list is one machine.
-	assert.Len(t, model.Machines, len(matches)-2, "one machine per spec file")
+	// Every file but the catalog, the capability list and the invariants is one machine.
+	assert.Len(t, model.Machines, len(matches)-3, "one machine per spec file")
+	assert.NotEmpty(t, model.Invariants)
 	assert.NotNil(t, model.Catalog)
 	assert.NotEmpty(t, model.Capabilities)
 	for i, m := range model.Machines {

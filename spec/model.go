@@ -18,6 +18,9 @@ type Model struct {
 	// catalog.yaml or capabilities.yaml (a spec of machines only).
 	Catalog      *Catalog
 	Capabilities []*Capability
+	// Invariants are the model checker's properties (invariants.yaml), nil
+	// when the directory has none.
+	Invariants []*Invariant
 }
 
 // Machine finds a machine by name.

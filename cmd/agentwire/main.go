@@ -25,6 +25,7 @@ commands:
   turn       submit, run (streaming its events), cancel a Turn or get its status
   devices    list the device registry through the public API
   files      list a directory or read a file of a Session's workspace: agentwire files ls|cat
+  check      model-check Core and the Runtime together over the spec's tables (make model-check)
 
 Run "agentwire <command> -h" for the flags of one command.
 `
@@ -68,6 +69,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runFiles(args[1:], stdout, stderr)
 	case "demo":
 		return runDemo(args[1:], stdout, stderr)
+	case "check":
+		return runCheck(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -176,10 +176,13 @@ const (
 	// EventRunCompleting: the native Turn finished and the Runtime closed input admission; done is
 	// held back while this input is unsettled (local, observed by runtime)
 	EventRunCompleting Event = 14
+	// EventConnectionLost: the connection the input was sent on closed; no receipt for it can
+	// arrive any more (local, observed by both)
+	EventConnectionLost Event = 15
 	// EventRunSettled: Core observed the Run's terminal outcome (done, cancellation receipt or
 	// lost observation) while this input was unsettled; no receipt can follow it (local, observed
 	// by core)
-	EventRunSettled Event = 15
+	EventRunSettled Event = 16
 )
 
 // String returns the spec name, or Event(n) for a value outside the enum.
@@ -226,6 +229,8 @@ func ParseEvent(name string) (Event, error) {
 		return EventDrainWait, nil
 	case "run_completing":
 		return EventRunCompleting, nil
+	case "connection_lost":
+		return EventConnectionLost, nil
 	case "run_settled":
 		return EventRunSettled, nil
 	}
@@ -504,166 +509,174 @@ func ParseMessage(name string) (Message, error) {
 // covers (a rule that lists its own target among its sources is two: a move from the others and an
 // internal transition in the target).
 var (
-	rule140 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateSent), Line: 140, Effects: []fsm.Effect{
+	rule145 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateSent), Line: 145, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
 		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionWriteNative)},
 	}}
-	rule147 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateSent), Line: 147, Effects: []fsm.Effect{
+	rule152 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateSent), Line: 152, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
 		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
 	}}
-	rule153 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no deadline runs while the input is queued", Line: 153}
-	rule156 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the input was never sent", Line: 156}
-	rule160 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no prompt_steer is in flight for this input ID", Line: 160}
-	rule165 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateWriteComplete), Line: 165, Effects: []fsm.Effect{
+	rule158 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no deadline runs while the input is queued", Line: 158}
+	rule161 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the input was never sent", Line: 161}
+	rule165 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no prompt_steer is in flight for this input ID", Line: 165}
+	rule170 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateWriteComplete), Line: 170, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
-		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
-		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePromptSteerAck)},
-	}}
-	rule169 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRefusing), Line: 169, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
 		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePromptSteerAck)},
 	}}
 	rule174 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRefusing), Line: 174, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
+		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
+		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePromptSteerAck)},
+	}}
+	rule179 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRefusing), Line: 179, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
 		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePromptSteerAck)},
 	}}
-	rule178 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateDraining), Line: 178, Effects: []fsm.Effect{
+	rule183 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateDraining), Line: 183, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
 		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerDrainWait)},
 	}}
-	rule184 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateWritten), Line: 184, Effects: []fsm.Effect{
+	rule189 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateWritten), Line: 189, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
 	}}
-	rule188 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnconfirmed), Line: 188, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
-	}}
-	rule194 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "consumption cannot be confirmed before the native write completes", Line: 194}
-	rule197 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 197, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
+	rule193 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnconfirmed), Line: 193, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
 	}}
-	rule201 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no receipt is being sent and no drain runs while the native write runs", Line: 201}
-	rule206 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateWritten), Line: 206, Effects: []fsm.Effect{
+	rule199 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "consumption cannot be confirmed before the native write completes", Line: 199}
+	rule202 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 202, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
+	}}
+	rule206 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no receipt is being sent and no drain runs while the native write runs", Line: 206}
+	rule211 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateWritten), Line: 211, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
 	}}
-	rule212 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateSettling), Line: 212, Effects: []fsm.Effect{
+	rule217 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateSettling), Line: 217, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
 		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePromptSteerAck)},
 	}}
-	rule216 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateDraining), Line: 216, Effects: []fsm.Effect{
+	rule221 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateDraining), Line: 221, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
 		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerDrainWait)},
 	}}
-	rule220 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the native write already completed and no drain runs yet", Line: 220}
-	rule225 = &fsm.Candidate{Guard: fsm.GuardID(GuardRetryableCode), Disp: fsm.Moved, To: fsm.StateID(StatePending), Line: 225, Effects: []fsm.Effect{
+	rule225 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the native write already completed and no drain runs yet", Line: 225}
+	rule230 = &fsm.Candidate{Guard: fsm.GuardID(GuardRetryableCode), Disp: fsm.Moved, To: fsm.StateID(StatePending), Line: 230, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
 	}}
-	rule230 = &fsm.Candidate{Guard: fsm.GuardID(GuardUnknownCode), Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 230, Effects: []fsm.Effect{
+	rule235 = &fsm.Candidate{Guard: fsm.GuardID(GuardUnknownCode), Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 235, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
 	}}
-	rule235 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 235, Effects: []fsm.Effect{
+	rule240 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 240, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
 	}}
-	rule239 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 239, Effects: []fsm.Effect{
+	rule244 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 244, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
 	}}
-	rule244 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the input was refused before its native write completed", Line: 244}
-	rule247 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the outcome is already being reported", Line: 247}
-	rule250 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the receipt send already bounds the wait before done", Line: 250}
-	rule254 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "only the receipt send budget runs here", Line: 254}
-	rule259 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAccepted), Line: 259, Effects: []fsm.Effect{
+	rule249 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the input was refused before its native write completed", Line: 249}
+	rule252 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the outcome is already being reported", Line: 252}
+	rule255 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the receipt send already bounds the wait before done", Line: 255}
+	rule259 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "only the receipt send budget runs here", Line: 259}
+	rule264 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAccepted), Line: 264, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerDrainWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionAdvanceCursor)},
 	}}
-	rule268 = &fsm.Candidate{Guard: fsm.GuardID(GuardRetryableCode), Disp: fsm.Moved, To: fsm.StateID(StatePending), Line: 268, Effects: []fsm.Effect{
+	rule273 = &fsm.Candidate{Guard: fsm.GuardID(GuardRetryableCode), Disp: fsm.Moved, To: fsm.StateID(StatePending), Line: 273, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionKeepForRetry)},
 	}}
-	rule273 = &fsm.Candidate{Guard: fsm.GuardID(GuardUnknownCode), Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 273, Effects: []fsm.Effect{
+	rule278 = &fsm.Candidate{Guard: fsm.GuardID(GuardUnknownCode), Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 278, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerDrainWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
 	}}
-	rule283 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 283, Effects: []fsm.Effect{
+	rule288 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 288, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerDrainWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordRejection)},
 	}}
-	rule294 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the input is already in flight; there is no automatic redelivery", Line: 294}
-	rule297 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no prompt_steer is being sent; the input is already in flight", Line: 297}
-	rule302 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateSettling), Line: 302, Effects: []fsm.Effect{
+	rule299 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the input is already in flight; there is no automatic redelivery", Line: 299}
+	rule302 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no prompt_steer is being sent; the input is already in flight", Line: 302}
+	rule307 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateSettling), Line: 307, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePromptSteerAck)},
 	}}
-	rule306 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateDraining), Line: 306, Effects: []fsm.Effect{
+	rule311 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateDraining), Line: 311, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerDrainWait)},
 	}}
-	rule310 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 310, Effects: []fsm.Effect{
+	rule315 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 315, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
 	}}
-	rule314 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the write phase was already confirmed", Line: 314}
-	rule317 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the native write already completed and no receipt is being sent", Line: 317}
-	rule320 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no write, send or drain deadline is running", Line: 320}
-	rule325 = &fsm.Candidate{Disp: fsm.Stayed, Line: 325, Effects: []fsm.Effect{
-		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePromptSteerAck)},
-	}}
+	rule319 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the write phase was already confirmed", Line: 319}
+	rule322 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the native write already completed and no receipt is being sent", Line: 322}
+	rule325 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no write, send or drain deadline is running", Line: 325}
 	rule330 = &fsm.Candidate{Disp: fsm.Stayed, Line: 330, Effects: []fsm.Effect{
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePromptSteerAck)},
 	}}
-	rule334 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 334, Effects: []fsm.Effect{
+	rule335 = &fsm.Candidate{Disp: fsm.Stayed, Line: 335, Effects: []fsm.Effect{
+		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePromptSteerAck)},
+	}}
+	rule339 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 339, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerDrainWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionPublishDone)},
 	}}
-	rule340 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the drain is already running and its budget is the only deadline", Line: 340}
-	rule345 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateWritten), Line: 345, Effects: []fsm.Effect{
+	rule345 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the drain is already running and its budget is the only deadline", Line: 345}
+	rule350 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateWritten), Line: 350, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleLate)},
 	}}
-	rule349 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAccepted), Line: 349, Effects: []fsm.Effect{
+	rule354 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAccepted), Line: 354, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleLate)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionAdvanceCursor)},
 	}}
-	rule353 = &fsm.Candidate{Guard: fsm.GuardID(GuardRetryableCode), Disp: fsm.Moved, To: fsm.StateID(StatePending), Line: 353, Effects: []fsm.Effect{
+	rule358 = &fsm.Candidate{Guard: fsm.GuardID(GuardRetryableCode), Disp: fsm.Moved, To: fsm.StateID(StatePending), Line: 358, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleLate)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionKeepForRetry)},
 	}}
-	rule359 = &fsm.Candidate{Guard: fsm.GuardID(GuardUnknownCode), Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 359, Effects: []fsm.Effect{
+	rule364 = &fsm.Candidate{Guard: fsm.GuardID(GuardUnknownCode), Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 364, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
 	}}
-	rule364 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 364, Effects: []fsm.Effect{
+	rule369 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 369, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleLate)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordRejection)},
 	}}
-	rule368 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 368, Effects: []fsm.Effect{
+	rule373 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 373, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
 	}}
-	rule372 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "Core's view only; the Runtime's phases and deadlines do not reach it", Line: 372}
-	rule377 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the input outcome is settled; late frames and deadlines change nothing", Line: 377}
-	rule382 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the input ID is settled; a new input needs a new input ID", Line: 382}
+	rule377 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "Core's view only; the Runtime's phases and deadlines do not reach it", Line: 377}
+	rule382 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the input was never sent on this connection; it stays in Core's durable queue", Line: 382}
+	rule385 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 385, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerDrainWait)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
+	}}
+	rule398 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the input outcome is settled; late frames and deadlines change nothing", Line: 398}
+	rule403 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the input ID is settled; a new input needs a new input ID", Line: 403}
 )
 
 // Table is the input machine as the engine runs it, sealed: every (state, event) cell lists its
@@ -700,6 +713,7 @@ var Table = fsm.MustSeal(&fsm.Table{
 		{Name: "receipt_send", Kind: fsm.EventTimer, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
 		{Name: "drain_wait", Kind: fsm.EventTimer, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerDrainWait)},
 		{Name: "run_completing", Kind: fsm.EventLocal, Role: fsm.RoleRuntime},
+		{Name: "connection_lost", Kind: fsm.EventLocal, Role: fsm.RoleBoth},
 		{Name: "run_settled", Kind: fsm.EventLocal, Role: fsm.RoleCore},
 	},
 	Guards:   []string{"retryable_code", "unknown_code"},
@@ -714,181 +728,192 @@ var Table = fsm.MustSeal(&fsm.Table{
 	Initial: fsm.StateID(StatePending),
 	Cells: []fsm.Cell{
 		// pending
-		{Cands: []*fsm.Candidate{rule140}}, // pending × prompt_steer
-		{Cands: []*fsm.Candidate{rule147}}, // pending × send_failed
-		{Cands: []*fsm.Candidate{rule160}}, // pending × native_write_done
-		{Cands: []*fsm.Candidate{rule160}}, // pending × native_accepted
-		{Cands: []*fsm.Candidate{rule160}}, // pending × input_refused
-		{Cands: []*fsm.Candidate{rule160}}, // pending × ack_written
-		{Cands: []*fsm.Candidate{rule160}}, // pending × ack_accepted
-		{Cands: []*fsm.Candidate{rule160}}, // pending × ack_rejected
-		{Cands: []*fsm.Candidate{rule156}}, // pending × receipt_send_failed
-		{Cands: []*fsm.Candidate{rule153}}, // pending × written_wait
-		{Cands: []*fsm.Candidate{rule153}}, // pending × native_write
-		{Cands: []*fsm.Candidate{rule153}}, // pending × receipt_send
-		{Cands: []*fsm.Candidate{rule153}}, // pending × drain_wait
-		{Cands: []*fsm.Candidate{rule156}}, // pending × run_completing
-		{Cands: []*fsm.Candidate{rule156}}, // pending × run_settled
+		{Cands: []*fsm.Candidate{rule145}}, // pending × prompt_steer
+		{Cands: []*fsm.Candidate{rule152}}, // pending × send_failed
+		{Cands: []*fsm.Candidate{rule165}}, // pending × native_write_done
+		{Cands: []*fsm.Candidate{rule165}}, // pending × native_accepted
+		{Cands: []*fsm.Candidate{rule165}}, // pending × input_refused
+		{Cands: []*fsm.Candidate{rule165}}, // pending × ack_written
+		{Cands: []*fsm.Candidate{rule165}}, // pending × ack_accepted
+		{Cands: []*fsm.Candidate{rule165}}, // pending × ack_rejected
+		{Cands: []*fsm.Candidate{rule161}}, // pending × receipt_send_failed
+		{Cands: []*fsm.Candidate{rule158}}, // pending × written_wait
+		{Cands: []*fsm.Candidate{rule158}}, // pending × native_write
+		{Cands: []*fsm.Candidate{rule158}}, // pending × receipt_send
+		{Cands: []*fsm.Candidate{rule158}}, // pending × drain_wait
+		{Cands: []*fsm.Candidate{rule161}}, // pending × run_completing
+		{Cands: []*fsm.Candidate{rule382}}, // pending × connection_lost
+		{Cands: []*fsm.Candidate{rule161}}, // pending × run_settled
 		// sent
-		{Cands: []*fsm.Candidate{rule294}},                   // sent × prompt_steer
-		{Cands: []*fsm.Candidate{rule297}},                   // sent × send_failed
-		{Cands: []*fsm.Candidate{rule165}},                   // sent × native_write_done
-		{Cands: []*fsm.Candidate{rule194}},                   // sent × native_accepted
-		{Cands: []*fsm.Candidate{rule174}},                   // sent × input_refused
-		{Cands: []*fsm.Candidate{rule184}},                   // sent × ack_written
-		{Cands: []*fsm.Candidate{rule259}},                   // sent × ack_accepted
-		{Cands: []*fsm.Candidate{rule268, rule273, rule283}}, // sent × ack_rejected
-		{Cands: []*fsm.Candidate{rule201}},                   // sent × receipt_send_failed
-		{Cands: []*fsm.Candidate{rule188}},                   // sent × written_wait
-		{Cands: []*fsm.Candidate{rule169}},                   // sent × native_write
-		{Cands: []*fsm.Candidate{rule201}},                   // sent × receipt_send
-		{Cands: []*fsm.Candidate{rule201}},                   // sent × drain_wait
-		{Cands: []*fsm.Candidate{rule178}},                   // sent × run_completing
-		{Cands: []*fsm.Candidate{rule197}},                   // sent × run_settled
+		{Cands: []*fsm.Candidate{rule299}},                   // sent × prompt_steer
+		{Cands: []*fsm.Candidate{rule302}},                   // sent × send_failed
+		{Cands: []*fsm.Candidate{rule170}},                   // sent × native_write_done
+		{Cands: []*fsm.Candidate{rule199}},                   // sent × native_accepted
+		{Cands: []*fsm.Candidate{rule179}},                   // sent × input_refused
+		{Cands: []*fsm.Candidate{rule189}},                   // sent × ack_written
+		{Cands: []*fsm.Candidate{rule264}},                   // sent × ack_accepted
+		{Cands: []*fsm.Candidate{rule273, rule278, rule288}}, // sent × ack_rejected
+		{Cands: []*fsm.Candidate{rule206}},                   // sent × receipt_send_failed
+		{Cands: []*fsm.Candidate{rule193}},                   // sent × written_wait
+		{Cands: []*fsm.Candidate{rule174}},                   // sent × native_write
+		{Cands: []*fsm.Candidate{rule206}},                   // sent × receipt_send
+		{Cands: []*fsm.Candidate{rule206}},                   // sent × drain_wait
+		{Cands: []*fsm.Candidate{rule183}},                   // sent × run_completing
+		{Cands: []*fsm.Candidate{rule385}},                   // sent × connection_lost
+		{Cands: []*fsm.Candidate{rule202}},                   // sent × run_settled
 		// write_complete
-		{Cands: []*fsm.Candidate{rule294}},          // write_complete × prompt_steer
-		{Cands: []*fsm.Candidate{rule297}},          // write_complete × send_failed
-		{Cands: []*fsm.Candidate{rule220}},          // write_complete × native_write_done
-		{Cands: []*fsm.Candidate{rule212}},          // write_complete × native_accepted
-		{Cands: []*fsm.Candidate{rule212}},          // write_complete × input_refused
-		{Cands: []*fsm.Candidate{rule184}},          // write_complete × ack_written
-		{Cands: []*fsm.Candidate{rule259}},          // write_complete × ack_accepted
-		{Cands: []*fsm.Candidate{rule273, rule283}}, // write_complete × ack_rejected
-		{Cands: []*fsm.Candidate{rule206}},          // write_complete × receipt_send_failed
-		{Cands: []*fsm.Candidate{rule188}},          // write_complete × written_wait
-		{Cands: []*fsm.Candidate{rule220}},          // write_complete × native_write
-		{Cands: []*fsm.Candidate{rule206}},          // write_complete × receipt_send
-		{Cands: []*fsm.Candidate{rule220}},          // write_complete × drain_wait
-		{Cands: []*fsm.Candidate{rule216}},          // write_complete × run_completing
-		{Cands: []*fsm.Candidate{rule197}},          // write_complete × run_settled
+		{Cands: []*fsm.Candidate{rule299}},          // write_complete × prompt_steer
+		{Cands: []*fsm.Candidate{rule302}},          // write_complete × send_failed
+		{Cands: []*fsm.Candidate{rule225}},          // write_complete × native_write_done
+		{Cands: []*fsm.Candidate{rule217}},          // write_complete × native_accepted
+		{Cands: []*fsm.Candidate{rule217}},          // write_complete × input_refused
+		{Cands: []*fsm.Candidate{rule189}},          // write_complete × ack_written
+		{Cands: []*fsm.Candidate{rule264}},          // write_complete × ack_accepted
+		{Cands: []*fsm.Candidate{rule278, rule288}}, // write_complete × ack_rejected
+		{Cands: []*fsm.Candidate{rule211}},          // write_complete × receipt_send_failed
+		{Cands: []*fsm.Candidate{rule193}},          // write_complete × written_wait
+		{Cands: []*fsm.Candidate{rule225}},          // write_complete × native_write
+		{Cands: []*fsm.Candidate{rule211}},          // write_complete × receipt_send
+		{Cands: []*fsm.Candidate{rule225}},          // write_complete × drain_wait
+		{Cands: []*fsm.Candidate{rule221}},          // write_complete × run_completing
+		{Cands: []*fsm.Candidate{rule385}},          // write_complete × connection_lost
+		{Cands: []*fsm.Candidate{rule202}},          // write_complete × run_settled
 		// refusing
-		{Cands: []*fsm.Candidate{rule294}},                   // refusing × prompt_steer
-		{Cands: []*fsm.Candidate{rule297}},                   // refusing × send_failed
-		{Cands: []*fsm.Candidate{rule247}},                   // refusing × native_write_done
-		{Cands: []*fsm.Candidate{rule247}},                   // refusing × native_accepted
-		{Cands: []*fsm.Candidate{rule247}},                   // refusing × input_refused
-		{Cands: []*fsm.Candidate{rule244}},                   // refusing × ack_written
-		{Cands: []*fsm.Candidate{rule244}},                   // refusing × ack_accepted
-		{Cands: []*fsm.Candidate{rule225, rule230, rule235}}, // refusing × ack_rejected
-		{Cands: []*fsm.Candidate{rule239}},                   // refusing × receipt_send_failed
-		{Cands: []*fsm.Candidate{rule254}},                   // refusing × written_wait
-		{Cands: []*fsm.Candidate{rule254}},                   // refusing × native_write
-		{Cands: []*fsm.Candidate{rule239}},                   // refusing × receipt_send
-		{Cands: []*fsm.Candidate{rule254}},                   // refusing × drain_wait
-		{Cands: []*fsm.Candidate{rule250}},                   // refusing × run_completing
-		{Cands: []*fsm.Candidate{rule310}},                   // refusing × run_settled
+		{Cands: []*fsm.Candidate{rule299}},                   // refusing × prompt_steer
+		{Cands: []*fsm.Candidate{rule302}},                   // refusing × send_failed
+		{Cands: []*fsm.Candidate{rule252}},                   // refusing × native_write_done
+		{Cands: []*fsm.Candidate{rule252}},                   // refusing × native_accepted
+		{Cands: []*fsm.Candidate{rule252}},                   // refusing × input_refused
+		{Cands: []*fsm.Candidate{rule249}},                   // refusing × ack_written
+		{Cands: []*fsm.Candidate{rule249}},                   // refusing × ack_accepted
+		{Cands: []*fsm.Candidate{rule230, rule235, rule240}}, // refusing × ack_rejected
+		{Cands: []*fsm.Candidate{rule244}},                   // refusing × receipt_send_failed
+		{Cands: []*fsm.Candidate{rule259}},                   // refusing × written_wait
+		{Cands: []*fsm.Candidate{rule259}},                   // refusing × native_write
+		{Cands: []*fsm.Candidate{rule244}},                   // refusing × receipt_send
+		{Cands: []*fsm.Candidate{rule259}},                   // refusing × drain_wait
+		{Cands: []*fsm.Candidate{rule255}},                   // refusing × run_completing
+		{Cands: []*fsm.Candidate{rule385}},                   // refusing × connection_lost
+		{Cands: []*fsm.Candidate{rule315}},                   // refusing × run_settled
 		// written
-		{Cands: []*fsm.Candidate{rule294}},          // written × prompt_steer
-		{Cands: []*fsm.Candidate{rule297}},          // written × send_failed
-		{Cands: []*fsm.Candidate{rule317}},          // written × native_write_done
-		{Cands: []*fsm.Candidate{rule302}},          // written × native_accepted
-		{Cands: []*fsm.Candidate{rule302}},          // written × input_refused
-		{Cands: []*fsm.Candidate{rule314}},          // written × ack_written
-		{Cands: []*fsm.Candidate{rule259}},          // written × ack_accepted
-		{Cands: []*fsm.Candidate{rule273, rule283}}, // written × ack_rejected
-		{Cands: []*fsm.Candidate{rule317}},          // written × receipt_send_failed
-		{Cands: []*fsm.Candidate{rule320}},          // written × written_wait
-		{Cands: []*fsm.Candidate{rule320}},          // written × native_write
-		{Cands: []*fsm.Candidate{rule320}},          // written × receipt_send
-		{Cands: []*fsm.Candidate{rule320}},          // written × drain_wait
-		{Cands: []*fsm.Candidate{rule306}},          // written × run_completing
-		{Cands: []*fsm.Candidate{rule310}},          // written × run_settled
+		{Cands: []*fsm.Candidate{rule299}},          // written × prompt_steer
+		{Cands: []*fsm.Candidate{rule302}},          // written × send_failed
+		{Cands: []*fsm.Candidate{rule322}},          // written × native_write_done
+		{Cands: []*fsm.Candidate{rule307}},          // written × native_accepted
+		{Cands: []*fsm.Candidate{rule307}},          // written × input_refused
+		{Cands: []*fsm.Candidate{rule319}},          // written × ack_written
+		{Cands: []*fsm.Candidate{rule264}},          // written × ack_accepted
+		{Cands: []*fsm.Candidate{rule278, rule288}}, // written × ack_rejected
+		{Cands: []*fsm.Candidate{rule322}},          // written × receipt_send_failed
+		{Cands: []*fsm.Candidate{rule325}},          // written × written_wait
+		{Cands: []*fsm.Candidate{rule325}},          // written × native_write
+		{Cands: []*fsm.Candidate{rule325}},          // written × receipt_send
+		{Cands: []*fsm.Candidate{rule325}},          // written × drain_wait
+		{Cands: []*fsm.Candidate{rule311}},          // written × run_completing
+		{Cands: []*fsm.Candidate{rule385}},          // written × connection_lost
+		{Cands: []*fsm.Candidate{rule315}},          // written × run_settled
 		// settling
-		{Cands: []*fsm.Candidate{rule294}},          // settling × prompt_steer
-		{Cands: []*fsm.Candidate{rule297}},          // settling × send_failed
-		{Cands: []*fsm.Candidate{rule247}},          // settling × native_write_done
-		{Cands: []*fsm.Candidate{rule247}},          // settling × native_accepted
-		{Cands: []*fsm.Candidate{rule247}},          // settling × input_refused
-		{Cands: []*fsm.Candidate{rule314}},          // settling × ack_written
-		{Cands: []*fsm.Candidate{rule259}},          // settling × ack_accepted
-		{Cands: []*fsm.Candidate{rule273, rule283}}, // settling × ack_rejected
-		{Cands: []*fsm.Candidate{rule239}},          // settling × receipt_send_failed
-		{Cands: []*fsm.Candidate{rule254}},          // settling × written_wait
-		{Cands: []*fsm.Candidate{rule254}},          // settling × native_write
-		{Cands: []*fsm.Candidate{rule239}},          // settling × receipt_send
-		{Cands: []*fsm.Candidate{rule254}},          // settling × drain_wait
-		{Cands: []*fsm.Candidate{rule250}},          // settling × run_completing
-		{Cands: []*fsm.Candidate{rule310}},          // settling × run_settled
+		{Cands: []*fsm.Candidate{rule299}},          // settling × prompt_steer
+		{Cands: []*fsm.Candidate{rule302}},          // settling × send_failed
+		{Cands: []*fsm.Candidate{rule252}},          // settling × native_write_done
+		{Cands: []*fsm.Candidate{rule252}},          // settling × native_accepted
+		{Cands: []*fsm.Candidate{rule252}},          // settling × input_refused
+		{Cands: []*fsm.Candidate{rule319}},          // settling × ack_written
+		{Cands: []*fsm.Candidate{rule264}},          // settling × ack_accepted
+		{Cands: []*fsm.Candidate{rule278, rule288}}, // settling × ack_rejected
+		{Cands: []*fsm.Candidate{rule244}},          // settling × receipt_send_failed
+		{Cands: []*fsm.Candidate{rule259}},          // settling × written_wait
+		{Cands: []*fsm.Candidate{rule259}},          // settling × native_write
+		{Cands: []*fsm.Candidate{rule244}},          // settling × receipt_send
+		{Cands: []*fsm.Candidate{rule259}},          // settling × drain_wait
+		{Cands: []*fsm.Candidate{rule255}},          // settling × run_completing
+		{Cands: []*fsm.Candidate{rule385}},          // settling × connection_lost
+		{Cands: []*fsm.Candidate{rule315}},          // settling × run_settled
 		// draining
-		{Cands: []*fsm.Candidate{rule294}},          // draining × prompt_steer
-		{Cands: []*fsm.Candidate{rule297}},          // draining × send_failed
-		{Cands: []*fsm.Candidate{rule325}},          // draining × native_write_done
-		{Cands: []*fsm.Candidate{rule330}},          // draining × native_accepted
-		{Cands: []*fsm.Candidate{rule330}},          // draining × input_refused
-		{Cands: []*fsm.Candidate{rule314}},          // draining × ack_written
-		{Cands: []*fsm.Candidate{rule259}},          // draining × ack_accepted
-		{Cands: []*fsm.Candidate{rule273, rule283}}, // draining × ack_rejected
-		{Cands: []*fsm.Candidate{rule334}},          // draining × receipt_send_failed
-		{Cands: []*fsm.Candidate{rule340}},          // draining × written_wait
-		{Cands: []*fsm.Candidate{rule340}},          // draining × native_write
-		{Cands: []*fsm.Candidate{rule340}},          // draining × receipt_send
-		{Cands: []*fsm.Candidate{rule334}},          // draining × drain_wait
-		{Cands: []*fsm.Candidate{rule340}},          // draining × run_completing
-		{Cands: []*fsm.Candidate{rule340}},          // draining × run_settled
+		{Cands: []*fsm.Candidate{rule299}},          // draining × prompt_steer
+		{Cands: []*fsm.Candidate{rule302}},          // draining × send_failed
+		{Cands: []*fsm.Candidate{rule330}},          // draining × native_write_done
+		{Cands: []*fsm.Candidate{rule335}},          // draining × native_accepted
+		{Cands: []*fsm.Candidate{rule335}},          // draining × input_refused
+		{Cands: []*fsm.Candidate{rule319}},          // draining × ack_written
+		{Cands: []*fsm.Candidate{rule264}},          // draining × ack_accepted
+		{Cands: []*fsm.Candidate{rule278, rule288}}, // draining × ack_rejected
+		{Cands: []*fsm.Candidate{rule339}},          // draining × receipt_send_failed
+		{Cands: []*fsm.Candidate{rule345}},          // draining × written_wait
+		{Cands: []*fsm.Candidate{rule345}},          // draining × native_write
+		{Cands: []*fsm.Candidate{rule345}},          // draining × receipt_send
+		{Cands: []*fsm.Candidate{rule339}},          // draining × drain_wait
+		{Cands: []*fsm.Candidate{rule345}},          // draining × run_completing
+		{Cands: []*fsm.Candidate{rule385}},          // draining × connection_lost
+		{Cands: []*fsm.Candidate{rule345}},          // draining × run_settled
 		// unconfirmed
-		{Cands: []*fsm.Candidate{rule294}},                   // unconfirmed × prompt_steer
-		{Cands: []*fsm.Candidate{rule297}},                   // unconfirmed × send_failed
-		{Cands: []*fsm.Candidate{rule372}},                   // unconfirmed × native_write_done
-		{Cands: []*fsm.Candidate{rule372}},                   // unconfirmed × native_accepted
-		{Cands: []*fsm.Candidate{rule372}},                   // unconfirmed × input_refused
-		{Cands: []*fsm.Candidate{rule345}},                   // unconfirmed × ack_written
-		{Cands: []*fsm.Candidate{rule349}},                   // unconfirmed × ack_accepted
-		{Cands: []*fsm.Candidate{rule353, rule359, rule364}}, // unconfirmed × ack_rejected
-		{Cands: []*fsm.Candidate{rule372}},                   // unconfirmed × receipt_send_failed
-		{Cands: []*fsm.Candidate{rule372}},                   // unconfirmed × written_wait
-		{Cands: []*fsm.Candidate{rule372}},                   // unconfirmed × native_write
-		{Cands: []*fsm.Candidate{rule372}},                   // unconfirmed × receipt_send
-		{Cands: []*fsm.Candidate{rule372}},                   // unconfirmed × drain_wait
-		{Cands: []*fsm.Candidate{rule372}},                   // unconfirmed × run_completing
-		{Cands: []*fsm.Candidate{rule368}},                   // unconfirmed × run_settled
+		{Cands: []*fsm.Candidate{rule299}},                   // unconfirmed × prompt_steer
+		{Cands: []*fsm.Candidate{rule302}},                   // unconfirmed × send_failed
+		{Cands: []*fsm.Candidate{rule377}},                   // unconfirmed × native_write_done
+		{Cands: []*fsm.Candidate{rule377}},                   // unconfirmed × native_accepted
+		{Cands: []*fsm.Candidate{rule377}},                   // unconfirmed × input_refused
+		{Cands: []*fsm.Candidate{rule350}},                   // unconfirmed × ack_written
+		{Cands: []*fsm.Candidate{rule354}},                   // unconfirmed × ack_accepted
+		{Cands: []*fsm.Candidate{rule358, rule364, rule369}}, // unconfirmed × ack_rejected
+		{Cands: []*fsm.Candidate{rule377}},                   // unconfirmed × receipt_send_failed
+		{Cands: []*fsm.Candidate{rule377}},                   // unconfirmed × written_wait
+		{Cands: []*fsm.Candidate{rule377}},                   // unconfirmed × native_write
+		{Cands: []*fsm.Candidate{rule377}},                   // unconfirmed × receipt_send
+		{Cands: []*fsm.Candidate{rule377}},                   // unconfirmed × drain_wait
+		{Cands: []*fsm.Candidate{rule377}},                   // unconfirmed × run_completing
+		{Cands: []*fsm.Candidate{rule385}},                   // unconfirmed × connection_lost
+		{Cands: []*fsm.Candidate{rule373}},                   // unconfirmed × run_settled
 		// accepted
-		{Cands: []*fsm.Candidate{rule382}}, // accepted × prompt_steer
-		{Cands: []*fsm.Candidate{rule377}}, // accepted × send_failed
-		{Cands: []*fsm.Candidate{rule377}}, // accepted × native_write_done
-		{Cands: []*fsm.Candidate{rule377}}, // accepted × native_accepted
-		{Cands: []*fsm.Candidate{rule377}}, // accepted × input_refused
-		{Cands: []*fsm.Candidate{rule377}}, // accepted × ack_written
-		{Cands: []*fsm.Candidate{rule377}}, // accepted × ack_accepted
-		{Cands: []*fsm.Candidate{rule377}}, // accepted × ack_rejected
-		{Cands: []*fsm.Candidate{rule377}}, // accepted × receipt_send_failed
-		{Cands: []*fsm.Candidate{rule377}}, // accepted × written_wait
-		{Cands: []*fsm.Candidate{rule377}}, // accepted × native_write
-		{Cands: []*fsm.Candidate{rule377}}, // accepted × receipt_send
-		{Cands: []*fsm.Candidate{rule377}}, // accepted × drain_wait
-		{Cands: []*fsm.Candidate{rule377}}, // accepted × run_completing
-		{Cands: []*fsm.Candidate{rule377}}, // accepted × run_settled
+		{Cands: []*fsm.Candidate{rule403}}, // accepted × prompt_steer
+		{Cands: []*fsm.Candidate{rule398}}, // accepted × send_failed
+		{Cands: []*fsm.Candidate{rule398}}, // accepted × native_write_done
+		{Cands: []*fsm.Candidate{rule398}}, // accepted × native_accepted
+		{Cands: []*fsm.Candidate{rule398}}, // accepted × input_refused
+		{Cands: []*fsm.Candidate{rule398}}, // accepted × ack_written
+		{Cands: []*fsm.Candidate{rule398}}, // accepted × ack_accepted
+		{Cands: []*fsm.Candidate{rule398}}, // accepted × ack_rejected
+		{Cands: []*fsm.Candidate{rule398}}, // accepted × receipt_send_failed
+		{Cands: []*fsm.Candidate{rule398}}, // accepted × written_wait
+		{Cands: []*fsm.Candidate{rule398}}, // accepted × native_write
+		{Cands: []*fsm.Candidate{rule398}}, // accepted × receipt_send
+		{Cands: []*fsm.Candidate{rule398}}, // accepted × drain_wait
+		{Cands: []*fsm.Candidate{rule398}}, // accepted × run_completing
+		{Cands: []*fsm.Candidate{rule398}}, // accepted × connection_lost
+		{Cands: []*fsm.Candidate{rule398}}, // accepted × run_settled
 		// rejected
-		{Cands: []*fsm.Candidate{rule382}}, // rejected × prompt_steer
-		{Cands: []*fsm.Candidate{rule377}}, // rejected × send_failed
-		{Cands: []*fsm.Candidate{rule377}}, // rejected × native_write_done
-		{Cands: []*fsm.Candidate{rule377}}, // rejected × native_accepted
-		{Cands: []*fsm.Candidate{rule377}}, // rejected × input_refused
-		{Cands: []*fsm.Candidate{rule377}}, // rejected × ack_written
-		{Cands: []*fsm.Candidate{rule377}}, // rejected × ack_accepted
-		{Cands: []*fsm.Candidate{rule377}}, // rejected × ack_rejected
-		{Cands: []*fsm.Candidate{rule377}}, // rejected × receipt_send_failed
-		{Cands: []*fsm.Candidate{rule377}}, // rejected × written_wait
-		{Cands: []*fsm.Candidate{rule377}}, // rejected × native_write
-		{Cands: []*fsm.Candidate{rule377}}, // rejected × receipt_send
-		{Cands: []*fsm.Candidate{rule377}}, // rejected × drain_wait
-		{Cands: []*fsm.Candidate{rule377}}, // rejected × run_completing
-		{Cands: []*fsm.Candidate{rule377}}, // rejected × run_settled
+		{Cands: []*fsm.Candidate{rule403}}, // rejected × prompt_steer
+		{Cands: []*fsm.Candidate{rule398}}, // rejected × send_failed
+		{Cands: []*fsm.Candidate{rule398}}, // rejected × native_write_done
+		{Cands: []*fsm.Candidate{rule398}}, // rejected × native_accepted
+		{Cands: []*fsm.Candidate{rule398}}, // rejected × input_refused
+		{Cands: []*fsm.Candidate{rule398}}, // rejected × ack_written
+		{Cands: []*fsm.Candidate{rule398}}, // rejected × ack_accepted
+		{Cands: []*fsm.Candidate{rule398}}, // rejected × ack_rejected
+		{Cands: []*fsm.Candidate{rule398}}, // rejected × receipt_send_failed
+		{Cands: []*fsm.Candidate{rule398}}, // rejected × written_wait
+		{Cands: []*fsm.Candidate{rule398}}, // rejected × native_write
+		{Cands: []*fsm.Candidate{rule398}}, // rejected × receipt_send
+		{Cands: []*fsm.Candidate{rule398}}, // rejected × drain_wait
+		{Cands: []*fsm.Candidate{rule398}}, // rejected × run_completing
+		{Cands: []*fsm.Candidate{rule398}}, // rejected × connection_lost
+		{Cands: []*fsm.Candidate{rule398}}, // rejected × run_settled
 		// unknown
-		{Cands: []*fsm.Candidate{rule382}}, // unknown × prompt_steer
-		{Cands: []*fsm.Candidate{rule377}}, // unknown × send_failed
-		{Cands: []*fsm.Candidate{rule377}}, // unknown × native_write_done
-		{Cands: []*fsm.Candidate{rule377}}, // unknown × native_accepted
-		{Cands: []*fsm.Candidate{rule377}}, // unknown × input_refused
-		{Cands: []*fsm.Candidate{rule377}}, // unknown × ack_written
-		{Cands: []*fsm.Candidate{rule377}}, // unknown × ack_accepted
-		{Cands: []*fsm.Candidate{rule377}}, // unknown × ack_rejected
-		{Cands: []*fsm.Candidate{rule377}}, // unknown × receipt_send_failed
-		{Cands: []*fsm.Candidate{rule377}}, // unknown × written_wait
-		{Cands: []*fsm.Candidate{rule377}}, // unknown × native_write
-		{Cands: []*fsm.Candidate{rule377}}, // unknown × receipt_send
-		{Cands: []*fsm.Candidate{rule377}}, // unknown × drain_wait
-		{Cands: []*fsm.Candidate{rule377}}, // unknown × run_completing
-		{Cands: []*fsm.Candidate{rule377}}, // unknown × run_settled
+		{Cands: []*fsm.Candidate{rule403}}, // unknown × prompt_steer
+		{Cands: []*fsm.Candidate{rule398}}, // unknown × send_failed
+		{Cands: []*fsm.Candidate{rule398}}, // unknown × native_write_done
+		{Cands: []*fsm.Candidate{rule398}}, // unknown × native_accepted
+		{Cands: []*fsm.Candidate{rule398}}, // unknown × input_refused
+		{Cands: []*fsm.Candidate{rule398}}, // unknown × ack_written
+		{Cands: []*fsm.Candidate{rule398}}, // unknown × ack_accepted
+		{Cands: []*fsm.Candidate{rule398}}, // unknown × ack_rejected
+		{Cands: []*fsm.Candidate{rule398}}, // unknown × receipt_send_failed
+		{Cands: []*fsm.Candidate{rule398}}, // unknown × written_wait
+		{Cands: []*fsm.Candidate{rule398}}, // unknown × native_write
+		{Cands: []*fsm.Candidate{rule398}}, // unknown × receipt_send
+		{Cands: []*fsm.Candidate{rule398}}, // unknown × drain_wait
+		{Cands: []*fsm.Candidate{rule398}}, // unknown × run_completing
+		{Cands: []*fsm.Candidate{rule398}}, // unknown × connection_lost
+		{Cands: []*fsm.Candidate{rule398}}, // unknown × run_settled
 	},
 })
 

@@ -46,30 +46,34 @@ const (
 	// StateStarting: execution_start was sent (or its send was attempted) for the ready handle;
 	// the transfer to the Run is not yet confirmed
 	StateStarting State = 5
+	// StateStartOverdue: the admission expiry passed while execution_start was in flight: the
+	// start may have happened, so the outcome is unknown until a status settles it (the Runtime
+	// publishes expired, or the started that raced the deadline arrives)
+	StateStartOverdue State = 6
 	// StateReleasing: execution_release was sent (or its send was attempted); the admission is
 	// being abandoned but its close is not yet confirmed
-	StateReleasing State = 6
+	StateReleasing State = 7
 	// StateCleanupUnconfirmed: the close failed or is uncertain; the Runtime keeps ownership and
 	// capacity until a retry confirms it
-	StateCleanupUnconfirmed State = 7
+	StateCleanupUnconfirmed State = 8
 	// StateStarted: the admission transferred to the identified Run; from now on only
 	// prompt_cancel acts on the work
-	StateStarted State = 8
+	StateStarted State = 9
 	// StateReleased: the admission was abandoned and its close confirmed; the Executor may stay
 	// idle
-	StateReleased State = 9
+	StateReleased State = 10
 	// StateRefused: execution_prepare itself was rejected (no handle was granted); only
 	// preparation_capacity leaves the Turn unclaimed for a retry
-	StateRefused State = 10
+	StateRefused State = 11
 	// StateFailed: preparation or start failed with a finite error code; the Runtime settles its
 	// resources
-	StateFailed State = 11
+	StateFailed State = 12
 	// StateExpired: five minutes passed since the grant without a confirmed start; cleanup is
 	// still owed by the Runtime
-	StateExpired State = 12
+	StateExpired State = 13
 	// StateAbandoned: the connection that owned the handle went away after execution_prepare was
 	// sent; handles are connection-local, so the outcome is unknown and nothing is replayed
-	StateAbandoned State = 13
+	StateAbandoned State = 14
 )
 
 // String returns the spec name, or State(n) for a value outside the enum.
@@ -98,6 +102,8 @@ func ParseState(name string) (State, error) {
 		return StateReady, nil
 	case "starting":
 		return StateStarting, nil
+	case "start_overdue":
+		return StateStartOverdue, nil
 	case "releasing":
 		return StateReleasing, nil
 	case "cleanup_unconfirmed":
@@ -512,129 +518,135 @@ func ParseMessage(name string) (Message, error) {
 // covers (a rule that lists its own target among its sources is two: a move from the others and an
 // internal transition in the target).
 var (
-	rule153 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRequested), Line: 153, Effects: []fsm.Effect{
+	rule157 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRequested), Line: 157, Effects: []fsm.Effect{
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus)},
 	}}
-	rule157 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRequested), Line: 157}
-	rule162 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no execution_prepare was sent on this connection", Line: 162}
-	rule166 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no execution_prepare was sent for this request ID", Line: 166}
-	rule169 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "a status for a request that was never sent is not applied to any handle", Line: 169}
-	rule172 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no admission was granted, so no deadline is armed", Line: 172}
-	rule177 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StatePreparing), Line: 177}
-	rule181 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateReady), Line: 181, Effects: []fsm.Effect{
+	rule161 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRequested), Line: 161}
+	rule166 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no execution_prepare was sent on this connection", Line: 166}
+	rule170 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no execution_prepare was sent for this request ID", Line: 170}
+	rule173 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "a status for a request that was never sent is not applied to any handle", Line: 173}
+	rule176 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no admission was granted, so no deadline is armed", Line: 176}
+	rule181 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StatePreparing), Line: 181}
+	rule185 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateReady), Line: 185, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerAdmissionExpiry)},
 	}}
-	rule186 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 186, Effects: []fsm.Effect{
+	rule190 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 190, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
 	}}
-	rule191 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "stale or repeated revision", Line: 191}
-	rule194 = &fsm.Candidate{Guard: fsm.GuardID(GuardCapacityRefusal), Disp: fsm.Moved, To: fsm.StateID(StateRefused), Line: 194, Effects: []fsm.Effect{
+	rule195 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "stale or repeated revision", Line: 195}
+	rule198 = &fsm.Candidate{Guard: fsm.GuardID(GuardCapacityRefusal), Disp: fsm.Moved, To: fsm.StateID(StateRefused), Line: 198, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordRejection)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionLeaveTurnUnclaimed)},
 	}}
-	rule201 = &fsm.Candidate{Guard: fsm.GuardID(GuardRejectsPrepare), Disp: fsm.Moved, To: fsm.StateID(StateRefused), Line: 201, Effects: []fsm.Effect{
+	rule205 = &fsm.Candidate{Guard: fsm.GuardID(GuardRejectsPrepare), Disp: fsm.Moved, To: fsm.StateID(StateRefused), Line: 205, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordRejection)},
 	}}
-	rule206 = &fsm.Candidate{Disp: fsm.Stayed, Line: 206, Effects: []fsm.Effect{
+	rule210 = &fsm.Candidate{Disp: fsm.Stayed, Line: 210, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordRejection)},
 	}}
-	rule210 = &fsm.Candidate{Guard: fsm.GuardID(GuardSameFingerprint), Disp: fsm.Stayed, Line: 210, Effects: []fsm.Effect{
+	rule214 = &fsm.Candidate{Guard: fsm.GuardID(GuardSameFingerprint), Disp: fsm.Stayed, Line: 214, Effects: []fsm.Effect{
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus)},
 	}}
-	rule215 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "request_conflict: the request ID is already bound to a different payload", Line: 215}
-	rule218 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "a repeated execution_prepare whose write failed changes nothing; the first one's statuses decide", Line: 218}
-	rule221 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "preparation_not_ready: no handle has been granted", Line: 221}
-	rule224 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "invalid_release: no handle has been granted", Line: 224}
-	rule227 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the status skips the preparation phases that must precede it", Line: 227}
-	rule230 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the expiry deadline is only armed while the handle is ready or starting", Line: 230}
-	rule233 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAbandoned), Line: 233, Effects: []fsm.Effect{
+	rule219 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "request_conflict: the request ID is already bound to a different payload", Line: 219}
+	rule222 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "a repeated execution_prepare whose write failed changes nothing; the first one's statuses decide", Line: 222}
+	rule225 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "preparation_not_ready: no handle has been granted", Line: 225}
+	rule228 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "invalid_release: no handle has been granted", Line: 228}
+	rule231 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the status skips the preparation phases that must precede it", Line: 231}
+	rule234 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the expiry deadline is only armed while the handle is ready or starting", Line: 234}
+	rule237 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAbandoned), Line: 237, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerAdmissionExpiry)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
 	}}
-	rule240 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateReady), Line: 240, Effects: []fsm.Effect{
+	rule244 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateReady), Line: 244, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerAdmissionExpiry)},
 	}}
-	rule245 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 245, Effects: []fsm.Effect{
+	rule249 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 249, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
 	}}
-	rule250 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "stale or repeated revision", Line: 250}
-	rule253 = &fsm.Candidate{Guard: fsm.GuardID(GuardRejectsStart), Disp: fsm.Moved, To: fsm.StateID(StateReady), Line: 253, Effects: []fsm.Effect{
+	rule254 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "stale or repeated revision", Line: 254}
+	rule257 = &fsm.Candidate{Guard: fsm.GuardID(GuardRejectsStart), Disp: fsm.Moved, To: fsm.StateID(StateReady), Line: 257, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordRejection)},
 	}}
-	rule260 = &fsm.Candidate{Disp: fsm.Stayed, Line: 260, Effects: []fsm.Effect{
+	rule264 = &fsm.Candidate{Disp: fsm.Stayed, Line: 264, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordRejection)},
 	}}
-	rule264 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateReleasing), Line: 264, Effects: []fsm.Effect{
+	rule268 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateReleasing), Line: 268, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
 	}}
-	rule268 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateReleasing), Line: 268}
-	rule272 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "preparation_not_ready: the handle is still preparing", Line: 272}
-	rule275 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the status is not reachable from preparing", Line: 275}
-	rule280 = &fsm.Candidate{Guard: fsm.GuardID(GuardReadOnlyProfile), Disp: fsm.Stayed, Line: 280, Effects: []fsm.Effect{
-		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus)},
-	}}
-	rule285 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStarting), Line: 285}
-	rule288 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateReleasing), Line: 288, Effects: []fsm.Effect{
+	rule272 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateReleasing), Line: 272}
+	rule276 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "preparation_not_ready: the handle is still preparing", Line: 276}
+	rule279 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the status is not reachable from preparing", Line: 279}
+	rule284 = &fsm.Candidate{Guard: fsm.GuardID(GuardReadOnlyProfile), Disp: fsm.Rejected, Reason: "read_only_preparation: a read-only handle can never be started", Line: 284}
+	rule292 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStarting), Line: 292}
+	rule295 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateReleasing), Line: 295, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerAdmissionExpiry)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
 	}}
-	rule292 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateReleasing), Line: 292, Effects: []fsm.Effect{
+	rule299 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateReleasing), Line: 299, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerAdmissionExpiry)},
 	}}
-	rule296 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStarting), Line: 296}
-	rule301 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateExpired), Line: 301, Effects: []fsm.Effect{
+	rule303 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStarting), Line: 303}
+	rule308 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateExpired), Line: 308, Effects: []fsm.Effect{
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
 	}}
-	rule305 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateExpired), Line: 305, Effects: []fsm.Effect{
+	rule312 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateExpired), Line: 312, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerAdmissionExpiry)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
 	}}
-	rule310 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 310, Effects: []fsm.Effect{
+	rule317 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 317, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerAdmissionExpiry)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
 	}}
-	rule315 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "stale or repeated revision", Line: 315}
-	rule318 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no execution_start was sent for this handle", Line: 318}
-	rule321 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no execution_release was sent for this handle", Line: 321}
-	rule326 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Stayed, Line: 326}
-	rule330 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateStarted), Line: 330, Effects: []fsm.Effect{
+	rule322 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "stale or repeated revision", Line: 322}
+	rule325 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no execution_start was sent for this handle", Line: 325}
+	rule328 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no execution_release was sent for this handle", Line: 328}
+	rule333 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Stayed, Line: 333}
+	rule337 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateStarted), Line: 337, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerAdmissionExpiry)},
 	}}
-	rule335 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 335, Effects: []fsm.Effect{
+	rule342 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 342, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerAdmissionExpiry)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
 	}}
-	rule340 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateExpired), Line: 340, Effects: []fsm.Effect{
+	rule347 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStartOverdue), Line: 347, Effects: []fsm.Effect{
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
 	}}
-	rule344 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "stale or repeated revision", Line: 344}
-	rule347 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "start_conflict: the admission is transferred once", Line: 347}
-	rule350 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "invalid_release: the start is already in flight; only prompt_cancel acts on the Run", Line: 350}
-	rule353 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no execution_release was sent for this handle", Line: 353}
-	rule358 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateReleased), Line: 358}
-	rule362 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateCleanupUnconfirmed), Line: 362}
-	rule366 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 366}
-	rule370 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "stale or repeated revision", Line: 370}
-	rule373 = &fsm.Candidate{Disp: fsm.Stayed, Line: 373, Effects: []fsm.Effect{
+	rule354 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "stale or repeated revision", Line: 354}
+	rule357 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "start_conflict: the admission is transferred once", Line: 357}
+	rule360 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "invalid_release: the start is already in flight; only prompt_cancel acts on the Run", Line: 360}
+	rule363 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no execution_release was sent for this handle", Line: 363}
+	rule368 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateStarted), Line: 368}
+	rule372 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateExpired), Line: 372}
+	rule376 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 376}
+	rule380 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "stale or repeated revision", Line: 380}
+	rule383 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no execution_release was sent for this handle", Line: 383}
+	rule386 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "start_conflict: the admission is transferred once", Line: 386}
+	rule389 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "invalid_release: the start is already in flight; only prompt_cancel acts on the Run", Line: 389}
+	rule394 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateReleased), Line: 394}
+	rule398 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateCleanupUnconfirmed), Line: 398}
+	rule402 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 402}
+	rule406 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateExpired), Line: 406}
+	rule414 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "stale or repeated revision", Line: 414}
+	rule417 = &fsm.Candidate{Disp: fsm.Stayed, Line: 417, Effects: []fsm.Effect{
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus)},
 	}}
-	rule377 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "a repeated execution_release whose write failed changes nothing", Line: 377}
-	rule380 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "execution_start can only be sent for a ready handle", Line: 380}
-	rule383 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "execution_release can only be sent for a preparing or ready handle", Line: 383}
-	rule386 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "invalid_start: the admission is being released", Line: 386}
-	rule389 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "a released admission is never started", Line: 389}
-	rule394 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Stayed, Line: 394, Effects: []fsm.Effect{
+	rule421 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "a repeated execution_release whose write failed changes nothing", Line: 421}
+	rule424 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "execution_start can only be sent for a ready handle", Line: 424}
+	rule427 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "execution_release can only be sent for a preparing or ready handle", Line: 427}
+	rule430 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "invalid_start: the admission is being released", Line: 430}
+	rule433 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "a released admission is never started", Line: 433}
+	rule438 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Stayed, Line: 438, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
 	}}
-	rule399 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "stale revision; a stale snapshot never publishes success", Line: 399}
-	rule402 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "a released admission is never started", Line: 402}
-	rule407 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the handle is settled; late or repeated statuses change nothing", Line: 407}
-	rule410 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "invalid_release: ownership passed to the Run; releasing the old handle cannot cancel it", Line: 410}
-	rule413 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the connection is gone; a failed write on it changes nothing", Line: 413}
-	rule416 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the admission is settled", Line: 416}
-	rule420 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the outcome was settled before the connection went away", Line: 420}
+	rule443 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "stale revision; a stale snapshot never publishes success", Line: 443}
+	rule446 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "a released admission is never started", Line: 446}
+	rule451 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the handle is settled; late or repeated statuses change nothing", Line: 451}
+	rule454 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "invalid_release: ownership passed to the Run; releasing the old handle cannot cancel it", Line: 454}
+	rule457 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the connection is gone; a failed write on it changes nothing", Line: 457}
+	rule460 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the admission is settled", Line: 460}
+	rule464 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the outcome was settled before the connection went away", Line: 464}
 )
 
 // Table is the preparation machine as the engine runs it, sealed: every (state, event) cell lists
@@ -649,6 +661,7 @@ var Table = fsm.MustSeal(&fsm.Table{
 		{Name: "preparing"},
 		{Name: "ready", Timers: []fsm.TimerID{fsm.TimerID(TimerAdmissionExpiry)}},
 		{Name: "starting", Timers: []fsm.TimerID{fsm.TimerID(TimerAdmissionExpiry)}},
+		{Name: "start_overdue"},
 		{Name: "releasing"},
 		{Name: "cleanup_unconfirmed"},
 		{Name: "started", Outcome: fsm.OutcomeSuccess},
@@ -686,239 +699,257 @@ var Table = fsm.MustSeal(&fsm.Table{
 	Initial: fsm.StateID(StateIdle),
 	Cells: []fsm.Cell{
 		// idle
-		{Cands: []*fsm.Candidate{rule153}}, // idle × execution_prepare
-		{Cands: []*fsm.Candidate{rule166}}, // idle × execution_start
-		{Cands: []*fsm.Candidate{rule166}}, // idle × execution_release
-		{Cands: []*fsm.Candidate{rule169}}, // idle × status_preparing
-		{Cands: []*fsm.Candidate{rule169}}, // idle × status_ready
-		{Cands: []*fsm.Candidate{rule169}}, // idle × status_starting
-		{Cands: []*fsm.Candidate{rule169}}, // idle × status_started
-		{Cands: []*fsm.Candidate{rule169}}, // idle × status_released
-		{Cands: []*fsm.Candidate{rule169}}, // idle × status_expired
-		{Cands: []*fsm.Candidate{rule169}}, // idle × status_failed
-		{Cands: []*fsm.Candidate{rule169}}, // idle × status_cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule169}}, // idle × status_rejected
-		{Cands: []*fsm.Candidate{rule157}}, // idle × prepare_send_failed
-		{Cands: []*fsm.Candidate{rule380}}, // idle × start_send_failed
-		{Cands: []*fsm.Candidate{rule383}}, // idle × release_send_failed
-		{Cands: []*fsm.Candidate{rule172}}, // idle × admission_expiry
-		{Cands: []*fsm.Candidate{rule162}}, // idle × connection_lost
+		{Cands: []*fsm.Candidate{rule157}}, // idle × execution_prepare
+		{Cands: []*fsm.Candidate{rule170}}, // idle × execution_start
+		{Cands: []*fsm.Candidate{rule170}}, // idle × execution_release
+		{Cands: []*fsm.Candidate{rule173}}, // idle × status_preparing
+		{Cands: []*fsm.Candidate{rule173}}, // idle × status_ready
+		{Cands: []*fsm.Candidate{rule173}}, // idle × status_starting
+		{Cands: []*fsm.Candidate{rule173}}, // idle × status_started
+		{Cands: []*fsm.Candidate{rule173}}, // idle × status_released
+		{Cands: []*fsm.Candidate{rule173}}, // idle × status_expired
+		{Cands: []*fsm.Candidate{rule173}}, // idle × status_failed
+		{Cands: []*fsm.Candidate{rule173}}, // idle × status_cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule173}}, // idle × status_rejected
+		{Cands: []*fsm.Candidate{rule161}}, // idle × prepare_send_failed
+		{Cands: []*fsm.Candidate{rule424}}, // idle × start_send_failed
+		{Cands: []*fsm.Candidate{rule427}}, // idle × release_send_failed
+		{Cands: []*fsm.Candidate{rule176}}, // idle × admission_expiry
+		{Cands: []*fsm.Candidate{rule166}}, // idle × connection_lost
 		// requested
-		{Cands: []*fsm.Candidate{rule210, rule215}},          // requested × execution_prepare
-		{Cands: []*fsm.Candidate{rule221}},                   // requested × execution_start
-		{Cands: []*fsm.Candidate{rule224}},                   // requested × execution_release
-		{Cands: []*fsm.Candidate{rule177, rule191}},          // requested × status_preparing
-		{Cands: []*fsm.Candidate{rule181, rule191}},          // requested × status_ready
-		{Cands: []*fsm.Candidate{rule227}},                   // requested × status_starting
-		{Cands: []*fsm.Candidate{rule227}},                   // requested × status_started
-		{Cands: []*fsm.Candidate{rule227}},                   // requested × status_released
-		{Cands: []*fsm.Candidate{rule227}},                   // requested × status_expired
-		{Cands: []*fsm.Candidate{rule186, rule191}},          // requested × status_failed
-		{Cands: []*fsm.Candidate{rule227}},                   // requested × status_cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule194, rule201, rule206}}, // requested × status_rejected
-		{Cands: []*fsm.Candidate{rule218}},                   // requested × prepare_send_failed
-		{Cands: []*fsm.Candidate{rule380}},                   // requested × start_send_failed
-		{Cands: []*fsm.Candidate{rule383}},                   // requested × release_send_failed
-		{Cands: []*fsm.Candidate{rule230}},                   // requested × admission_expiry
-		{Cands: []*fsm.Candidate{rule233}},                   // requested × connection_lost
+		{Cands: []*fsm.Candidate{rule214, rule219}},          // requested × execution_prepare
+		{Cands: []*fsm.Candidate{rule225}},                   // requested × execution_start
+		{Cands: []*fsm.Candidate{rule228}},                   // requested × execution_release
+		{Cands: []*fsm.Candidate{rule181, rule195}},          // requested × status_preparing
+		{Cands: []*fsm.Candidate{rule185, rule195}},          // requested × status_ready
+		{Cands: []*fsm.Candidate{rule231}},                   // requested × status_starting
+		{Cands: []*fsm.Candidate{rule231}},                   // requested × status_started
+		{Cands: []*fsm.Candidate{rule231}},                   // requested × status_released
+		{Cands: []*fsm.Candidate{rule231}},                   // requested × status_expired
+		{Cands: []*fsm.Candidate{rule190, rule195}},          // requested × status_failed
+		{Cands: []*fsm.Candidate{rule231}},                   // requested × status_cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule198, rule205, rule210}}, // requested × status_rejected
+		{Cands: []*fsm.Candidate{rule222}},                   // requested × prepare_send_failed
+		{Cands: []*fsm.Candidate{rule424}},                   // requested × start_send_failed
+		{Cands: []*fsm.Candidate{rule427}},                   // requested × release_send_failed
+		{Cands: []*fsm.Candidate{rule234}},                   // requested × admission_expiry
+		{Cands: []*fsm.Candidate{rule237}},                   // requested × connection_lost
 		// preparing
-		{Cands: []*fsm.Candidate{rule210, rule215}}, // preparing × execution_prepare
-		{Cands: []*fsm.Candidate{rule272}},          // preparing × execution_start
-		{Cands: []*fsm.Candidate{rule264}},          // preparing × execution_release
-		{Cands: []*fsm.Candidate{rule250}},          // preparing × status_preparing
-		{Cands: []*fsm.Candidate{rule240, rule250}}, // preparing × status_ready
-		{Cands: []*fsm.Candidate{rule275}},          // preparing × status_starting
-		{Cands: []*fsm.Candidate{rule275}},          // preparing × status_started
-		{Cands: []*fsm.Candidate{rule275}},          // preparing × status_released
-		{Cands: []*fsm.Candidate{rule275}},          // preparing × status_expired
-		{Cands: []*fsm.Candidate{rule245, rule250}}, // preparing × status_failed
-		{Cands: []*fsm.Candidate{rule275}},          // preparing × status_cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule260}},          // preparing × status_rejected
-		{Cands: []*fsm.Candidate{rule218}},          // preparing × prepare_send_failed
-		{Cands: []*fsm.Candidate{rule380}},          // preparing × start_send_failed
-		{Cands: []*fsm.Candidate{rule268}},          // preparing × release_send_failed
-		{Cands: []*fsm.Candidate{rule230}},          // preparing × admission_expiry
-		{Cands: []*fsm.Candidate{rule233}},          // preparing × connection_lost
+		{Cands: []*fsm.Candidate{rule214, rule219}}, // preparing × execution_prepare
+		{Cands: []*fsm.Candidate{rule276}},          // preparing × execution_start
+		{Cands: []*fsm.Candidate{rule268}},          // preparing × execution_release
+		{Cands: []*fsm.Candidate{rule254}},          // preparing × status_preparing
+		{Cands: []*fsm.Candidate{rule244, rule254}}, // preparing × status_ready
+		{Cands: []*fsm.Candidate{rule279}},          // preparing × status_starting
+		{Cands: []*fsm.Candidate{rule279}},          // preparing × status_started
+		{Cands: []*fsm.Candidate{rule279}},          // preparing × status_released
+		{Cands: []*fsm.Candidate{rule279}},          // preparing × status_expired
+		{Cands: []*fsm.Candidate{rule249, rule254}}, // preparing × status_failed
+		{Cands: []*fsm.Candidate{rule279}},          // preparing × status_cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule264}},          // preparing × status_rejected
+		{Cands: []*fsm.Candidate{rule222}},          // preparing × prepare_send_failed
+		{Cands: []*fsm.Candidate{rule424}},          // preparing × start_send_failed
+		{Cands: []*fsm.Candidate{rule272}},          // preparing × release_send_failed
+		{Cands: []*fsm.Candidate{rule234}},          // preparing × admission_expiry
+		{Cands: []*fsm.Candidate{rule237}},          // preparing × connection_lost
 		// ready
-		{Cands: []*fsm.Candidate{rule210, rule215}}, // ready × execution_prepare
-		{Cands: []*fsm.Candidate{rule280, rule285}}, // ready × execution_start
-		{Cands: []*fsm.Candidate{rule288}},          // ready × execution_release
-		{Cands: []*fsm.Candidate{rule315}},          // ready × status_preparing
-		{Cands: []*fsm.Candidate{rule315}},          // ready × status_ready
-		{Cands: []*fsm.Candidate{rule318}},          // ready × status_starting
-		{Cands: []*fsm.Candidate{rule318}},          // ready × status_started
-		{Cands: []*fsm.Candidate{rule321}},          // ready × status_released
-		{Cands: []*fsm.Candidate{rule305, rule315}}, // ready × status_expired
-		{Cands: []*fsm.Candidate{rule310, rule315}}, // ready × status_failed
-		{Cands: []*fsm.Candidate{rule321}},          // ready × status_cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule260}},          // ready × status_rejected
-		{Cands: []*fsm.Candidate{rule218}},          // ready × prepare_send_failed
-		{Cands: []*fsm.Candidate{rule296}},          // ready × start_send_failed
-		{Cands: []*fsm.Candidate{rule292}},          // ready × release_send_failed
-		{Cands: []*fsm.Candidate{rule301}},          // ready × admission_expiry
-		{Cands: []*fsm.Candidate{rule233}},          // ready × connection_lost
+		{Cands: []*fsm.Candidate{rule214, rule219}}, // ready × execution_prepare
+		{Cands: []*fsm.Candidate{rule284, rule292}}, // ready × execution_start
+		{Cands: []*fsm.Candidate{rule295}},          // ready × execution_release
+		{Cands: []*fsm.Candidate{rule322}},          // ready × status_preparing
+		{Cands: []*fsm.Candidate{rule322}},          // ready × status_ready
+		{Cands: []*fsm.Candidate{rule325}},          // ready × status_starting
+		{Cands: []*fsm.Candidate{rule325}},          // ready × status_started
+		{Cands: []*fsm.Candidate{rule328}},          // ready × status_released
+		{Cands: []*fsm.Candidate{rule312, rule322}}, // ready × status_expired
+		{Cands: []*fsm.Candidate{rule317, rule322}}, // ready × status_failed
+		{Cands: []*fsm.Candidate{rule328}},          // ready × status_cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule264}},          // ready × status_rejected
+		{Cands: []*fsm.Candidate{rule222}},          // ready × prepare_send_failed
+		{Cands: []*fsm.Candidate{rule303}},          // ready × start_send_failed
+		{Cands: []*fsm.Candidate{rule299}},          // ready × release_send_failed
+		{Cands: []*fsm.Candidate{rule308}},          // ready × admission_expiry
+		{Cands: []*fsm.Candidate{rule237}},          // ready × connection_lost
 		// starting
-		{Cands: []*fsm.Candidate{rule210, rule215}}, // starting × execution_prepare
-		{Cands: []*fsm.Candidate{rule347}},          // starting × execution_start
-		{Cands: []*fsm.Candidate{rule350}},          // starting × execution_release
-		{Cands: []*fsm.Candidate{rule344}},          // starting × status_preparing
-		{Cands: []*fsm.Candidate{rule344}},          // starting × status_ready
-		{Cands: []*fsm.Candidate{rule326, rule344}}, // starting × status_starting
-		{Cands: []*fsm.Candidate{rule330, rule344}}, // starting × status_started
-		{Cands: []*fsm.Candidate{rule353}},          // starting × status_released
-		{Cands: []*fsm.Candidate{rule305, rule344}}, // starting × status_expired
-		{Cands: []*fsm.Candidate{rule335, rule344}}, // starting × status_failed
-		{Cands: []*fsm.Candidate{rule353}},          // starting × status_cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule253, rule260}}, // starting × status_rejected
-		{Cands: []*fsm.Candidate{rule218}},          // starting × prepare_send_failed
-		{Cands: []*fsm.Candidate{rule380}},          // starting × start_send_failed
-		{Cands: []*fsm.Candidate{rule383}},          // starting × release_send_failed
-		{Cands: []*fsm.Candidate{rule340}},          // starting × admission_expiry
-		{Cands: []*fsm.Candidate{rule233}},          // starting × connection_lost
+		{Cands: []*fsm.Candidate{rule214, rule219}}, // starting × execution_prepare
+		{Cands: []*fsm.Candidate{rule357}},          // starting × execution_start
+		{Cands: []*fsm.Candidate{rule360}},          // starting × execution_release
+		{Cands: []*fsm.Candidate{rule354}},          // starting × status_preparing
+		{Cands: []*fsm.Candidate{rule354}},          // starting × status_ready
+		{Cands: []*fsm.Candidate{rule333, rule354}}, // starting × status_starting
+		{Cands: []*fsm.Candidate{rule337, rule354}}, // starting × status_started
+		{Cands: []*fsm.Candidate{rule363}},          // starting × status_released
+		{Cands: []*fsm.Candidate{rule312, rule354}}, // starting × status_expired
+		{Cands: []*fsm.Candidate{rule342, rule354}}, // starting × status_failed
+		{Cands: []*fsm.Candidate{rule363}},          // starting × status_cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule257, rule264}}, // starting × status_rejected
+		{Cands: []*fsm.Candidate{rule222}},          // starting × prepare_send_failed
+		{Cands: []*fsm.Candidate{rule424}},          // starting × start_send_failed
+		{Cands: []*fsm.Candidate{rule427}},          // starting × release_send_failed
+		{Cands: []*fsm.Candidate{rule347}},          // starting × admission_expiry
+		{Cands: []*fsm.Candidate{rule237}},          // starting × connection_lost
+		// start_overdue
+		{Cands: []*fsm.Candidate{rule214, rule219}}, // start_overdue × execution_prepare
+		{Cands: []*fsm.Candidate{rule386}},          // start_overdue × execution_start
+		{Cands: []*fsm.Candidate{rule389}},          // start_overdue × execution_release
+		{Cands: []*fsm.Candidate{rule380}},          // start_overdue × status_preparing
+		{Cands: []*fsm.Candidate{rule380}},          // start_overdue × status_ready
+		{Cands: []*fsm.Candidate{rule380}},          // start_overdue × status_starting
+		{Cands: []*fsm.Candidate{rule368, rule380}}, // start_overdue × status_started
+		{Cands: []*fsm.Candidate{rule383}},          // start_overdue × status_released
+		{Cands: []*fsm.Candidate{rule372, rule380}}, // start_overdue × status_expired
+		{Cands: []*fsm.Candidate{rule376, rule380}}, // start_overdue × status_failed
+		{Cands: []*fsm.Candidate{rule383}},          // start_overdue × status_cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule264}},          // start_overdue × status_rejected
+		{Cands: []*fsm.Candidate{rule222}},          // start_overdue × prepare_send_failed
+		{Cands: []*fsm.Candidate{rule424}},          // start_overdue × start_send_failed
+		{Cands: []*fsm.Candidate{rule427}},          // start_overdue × release_send_failed
+		{Cands: []*fsm.Candidate{rule234}},          // start_overdue × admission_expiry
+		{Cands: []*fsm.Candidate{rule237}},          // start_overdue × connection_lost
 		// releasing
-		{Cands: []*fsm.Candidate{rule210, rule215}}, // releasing × execution_prepare
-		{Cands: []*fsm.Candidate{rule386}},          // releasing × execution_start
-		{Cands: []*fsm.Candidate{rule373}},          // releasing × execution_release
-		{Cands: []*fsm.Candidate{rule370}},          // releasing × status_preparing
-		{Cands: []*fsm.Candidate{rule370}},          // releasing × status_ready
-		{Cands: []*fsm.Candidate{rule370}},          // releasing × status_starting
-		{Cands: []*fsm.Candidate{rule389}},          // releasing × status_started
-		{Cands: []*fsm.Candidate{rule358, rule370}}, // releasing × status_released
-		{Cands: []*fsm.Candidate{rule370}},          // releasing × status_expired
-		{Cands: []*fsm.Candidate{rule366, rule370}}, // releasing × status_failed
-		{Cands: []*fsm.Candidate{rule362, rule370}}, // releasing × status_cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule260}},          // releasing × status_rejected
-		{Cands: []*fsm.Candidate{rule218}},          // releasing × prepare_send_failed
-		{Cands: []*fsm.Candidate{rule380}},          // releasing × start_send_failed
-		{Cands: []*fsm.Candidate{rule377}},          // releasing × release_send_failed
-		{Cands: []*fsm.Candidate{rule230}},          // releasing × admission_expiry
-		{Cands: []*fsm.Candidate{rule233}},          // releasing × connection_lost
+		{Cands: []*fsm.Candidate{rule214, rule219}}, // releasing × execution_prepare
+		{Cands: []*fsm.Candidate{rule430}},          // releasing × execution_start
+		{Cands: []*fsm.Candidate{rule417}},          // releasing × execution_release
+		{Cands: []*fsm.Candidate{rule414}},          // releasing × status_preparing
+		{Cands: []*fsm.Candidate{rule414}},          // releasing × status_ready
+		{Cands: []*fsm.Candidate{rule414}},          // releasing × status_starting
+		{Cands: []*fsm.Candidate{rule433}},          // releasing × status_started
+		{Cands: []*fsm.Candidate{rule394, rule414}}, // releasing × status_released
+		{Cands: []*fsm.Candidate{rule406, rule414}}, // releasing × status_expired
+		{Cands: []*fsm.Candidate{rule402, rule414}}, // releasing × status_failed
+		{Cands: []*fsm.Candidate{rule398, rule414}}, // releasing × status_cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule264}},          // releasing × status_rejected
+		{Cands: []*fsm.Candidate{rule222}},          // releasing × prepare_send_failed
+		{Cands: []*fsm.Candidate{rule424}},          // releasing × start_send_failed
+		{Cands: []*fsm.Candidate{rule421}},          // releasing × release_send_failed
+		{Cands: []*fsm.Candidate{rule234}},          // releasing × admission_expiry
+		{Cands: []*fsm.Candidate{rule237}},          // releasing × connection_lost
 		// cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule210, rule215}}, // cleanup_unconfirmed × execution_prepare
-		{Cands: []*fsm.Candidate{rule386}},          // cleanup_unconfirmed × execution_start
-		{Cands: []*fsm.Candidate{rule373}},          // cleanup_unconfirmed × execution_release
-		{Cands: []*fsm.Candidate{rule399}},          // cleanup_unconfirmed × status_preparing
-		{Cands: []*fsm.Candidate{rule399}},          // cleanup_unconfirmed × status_ready
-		{Cands: []*fsm.Candidate{rule399}},          // cleanup_unconfirmed × status_starting
-		{Cands: []*fsm.Candidate{rule402}},          // cleanup_unconfirmed × status_started
-		{Cands: []*fsm.Candidate{rule358, rule399}}, // cleanup_unconfirmed × status_released
-		{Cands: []*fsm.Candidate{rule399}},          // cleanup_unconfirmed × status_expired
-		{Cands: []*fsm.Candidate{rule399}},          // cleanup_unconfirmed × status_failed
-		{Cands: []*fsm.Candidate{rule394, rule399}}, // cleanup_unconfirmed × status_cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule260}},          // cleanup_unconfirmed × status_rejected
-		{Cands: []*fsm.Candidate{rule218}},          // cleanup_unconfirmed × prepare_send_failed
-		{Cands: []*fsm.Candidate{rule380}},          // cleanup_unconfirmed × start_send_failed
-		{Cands: []*fsm.Candidate{rule377}},          // cleanup_unconfirmed × release_send_failed
-		{Cands: []*fsm.Candidate{rule230}},          // cleanup_unconfirmed × admission_expiry
-		{Cands: []*fsm.Candidate{rule233}},          // cleanup_unconfirmed × connection_lost
+		{Cands: []*fsm.Candidate{rule214, rule219}}, // cleanup_unconfirmed × execution_prepare
+		{Cands: []*fsm.Candidate{rule430}},          // cleanup_unconfirmed × execution_start
+		{Cands: []*fsm.Candidate{rule417}},          // cleanup_unconfirmed × execution_release
+		{Cands: []*fsm.Candidate{rule443}},          // cleanup_unconfirmed × status_preparing
+		{Cands: []*fsm.Candidate{rule443}},          // cleanup_unconfirmed × status_ready
+		{Cands: []*fsm.Candidate{rule443}},          // cleanup_unconfirmed × status_starting
+		{Cands: []*fsm.Candidate{rule446}},          // cleanup_unconfirmed × status_started
+		{Cands: []*fsm.Candidate{rule394, rule443}}, // cleanup_unconfirmed × status_released
+		{Cands: []*fsm.Candidate{rule443}},          // cleanup_unconfirmed × status_expired
+		{Cands: []*fsm.Candidate{rule443}},          // cleanup_unconfirmed × status_failed
+		{Cands: []*fsm.Candidate{rule438, rule443}}, // cleanup_unconfirmed × status_cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule264}},          // cleanup_unconfirmed × status_rejected
+		{Cands: []*fsm.Candidate{rule222}},          // cleanup_unconfirmed × prepare_send_failed
+		{Cands: []*fsm.Candidate{rule424}},          // cleanup_unconfirmed × start_send_failed
+		{Cands: []*fsm.Candidate{rule421}},          // cleanup_unconfirmed × release_send_failed
+		{Cands: []*fsm.Candidate{rule234}},          // cleanup_unconfirmed × admission_expiry
+		{Cands: []*fsm.Candidate{rule237}},          // cleanup_unconfirmed × connection_lost
 		// started
-		{Cands: []*fsm.Candidate{rule416}}, // started × execution_prepare
-		{Cands: []*fsm.Candidate{rule416}}, // started × execution_start
-		{Cands: []*fsm.Candidate{rule410}}, // started × execution_release
-		{Cands: []*fsm.Candidate{rule407}}, // started × status_preparing
-		{Cands: []*fsm.Candidate{rule407}}, // started × status_ready
-		{Cands: []*fsm.Candidate{rule407}}, // started × status_starting
-		{Cands: []*fsm.Candidate{rule407}}, // started × status_started
-		{Cands: []*fsm.Candidate{rule407}}, // started × status_released
-		{Cands: []*fsm.Candidate{rule407}}, // started × status_expired
-		{Cands: []*fsm.Candidate{rule407}}, // started × status_failed
-		{Cands: []*fsm.Candidate{rule407}}, // started × status_cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule407}}, // started × status_rejected
-		{Cands: []*fsm.Candidate{rule407}}, // started × prepare_send_failed
-		{Cands: []*fsm.Candidate{rule407}}, // started × start_send_failed
-		{Cands: []*fsm.Candidate{rule407}}, // started × release_send_failed
-		{Cands: []*fsm.Candidate{rule407}}, // started × admission_expiry
-		{Cands: []*fsm.Candidate{rule420}}, // started × connection_lost
+		{Cands: []*fsm.Candidate{rule460}}, // started × execution_prepare
+		{Cands: []*fsm.Candidate{rule460}}, // started × execution_start
+		{Cands: []*fsm.Candidate{rule454}}, // started × execution_release
+		{Cands: []*fsm.Candidate{rule451}}, // started × status_preparing
+		{Cands: []*fsm.Candidate{rule451}}, // started × status_ready
+		{Cands: []*fsm.Candidate{rule451}}, // started × status_starting
+		{Cands: []*fsm.Candidate{rule451}}, // started × status_started
+		{Cands: []*fsm.Candidate{rule451}}, // started × status_released
+		{Cands: []*fsm.Candidate{rule451}}, // started × status_expired
+		{Cands: []*fsm.Candidate{rule451}}, // started × status_failed
+		{Cands: []*fsm.Candidate{rule451}}, // started × status_cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule451}}, // started × status_rejected
+		{Cands: []*fsm.Candidate{rule451}}, // started × prepare_send_failed
+		{Cands: []*fsm.Candidate{rule451}}, // started × start_send_failed
+		{Cands: []*fsm.Candidate{rule451}}, // started × release_send_failed
+		{Cands: []*fsm.Candidate{rule451}}, // started × admission_expiry
+		{Cands: []*fsm.Candidate{rule464}}, // started × connection_lost
 		// released
-		{Cands: []*fsm.Candidate{rule416}}, // released × execution_prepare
-		{Cands: []*fsm.Candidate{rule416}}, // released × execution_start
-		{Cands: []*fsm.Candidate{rule416}}, // released × execution_release
-		{Cands: []*fsm.Candidate{rule407}}, // released × status_preparing
-		{Cands: []*fsm.Candidate{rule407}}, // released × status_ready
-		{Cands: []*fsm.Candidate{rule407}}, // released × status_starting
-		{Cands: []*fsm.Candidate{rule407}}, // released × status_started
-		{Cands: []*fsm.Candidate{rule407}}, // released × status_released
-		{Cands: []*fsm.Candidate{rule407}}, // released × status_expired
-		{Cands: []*fsm.Candidate{rule407}}, // released × status_failed
-		{Cands: []*fsm.Candidate{rule407}}, // released × status_cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule407}}, // released × status_rejected
-		{Cands: []*fsm.Candidate{rule407}}, // released × prepare_send_failed
-		{Cands: []*fsm.Candidate{rule407}}, // released × start_send_failed
-		{Cands: []*fsm.Candidate{rule407}}, // released × release_send_failed
-		{Cands: []*fsm.Candidate{rule407}}, // released × admission_expiry
-		{Cands: []*fsm.Candidate{rule420}}, // released × connection_lost
+		{Cands: []*fsm.Candidate{rule460}}, // released × execution_prepare
+		{Cands: []*fsm.Candidate{rule460}}, // released × execution_start
+		{Cands: []*fsm.Candidate{rule460}}, // released × execution_release
+		{Cands: []*fsm.Candidate{rule451}}, // released × status_preparing
+		{Cands: []*fsm.Candidate{rule451}}, // released × status_ready
+		{Cands: []*fsm.Candidate{rule451}}, // released × status_starting
+		{Cands: []*fsm.Candidate{rule451}}, // released × status_started
+		{Cands: []*fsm.Candidate{rule451}}, // released × status_released
+		{Cands: []*fsm.Candidate{rule451}}, // released × status_expired
+		{Cands: []*fsm.Candidate{rule451}}, // released × status_failed
+		{Cands: []*fsm.Candidate{rule451}}, // released × status_cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule451}}, // released × status_rejected
+		{Cands: []*fsm.Candidate{rule451}}, // released × prepare_send_failed
+		{Cands: []*fsm.Candidate{rule451}}, // released × start_send_failed
+		{Cands: []*fsm.Candidate{rule451}}, // released × release_send_failed
+		{Cands: []*fsm.Candidate{rule451}}, // released × admission_expiry
+		{Cands: []*fsm.Candidate{rule464}}, // released × connection_lost
 		// refused
-		{Cands: []*fsm.Candidate{rule416}}, // refused × execution_prepare
-		{Cands: []*fsm.Candidate{rule416}}, // refused × execution_start
-		{Cands: []*fsm.Candidate{rule416}}, // refused × execution_release
-		{Cands: []*fsm.Candidate{rule407}}, // refused × status_preparing
-		{Cands: []*fsm.Candidate{rule407}}, // refused × status_ready
-		{Cands: []*fsm.Candidate{rule407}}, // refused × status_starting
-		{Cands: []*fsm.Candidate{rule407}}, // refused × status_started
-		{Cands: []*fsm.Candidate{rule407}}, // refused × status_released
-		{Cands: []*fsm.Candidate{rule407}}, // refused × status_expired
-		{Cands: []*fsm.Candidate{rule407}}, // refused × status_failed
-		{Cands: []*fsm.Candidate{rule407}}, // refused × status_cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule407}}, // refused × status_rejected
-		{Cands: []*fsm.Candidate{rule407}}, // refused × prepare_send_failed
-		{Cands: []*fsm.Candidate{rule407}}, // refused × start_send_failed
-		{Cands: []*fsm.Candidate{rule407}}, // refused × release_send_failed
-		{Cands: []*fsm.Candidate{rule407}}, // refused × admission_expiry
-		{Cands: []*fsm.Candidate{rule420}}, // refused × connection_lost
+		{Cands: []*fsm.Candidate{rule460}}, // refused × execution_prepare
+		{Cands: []*fsm.Candidate{rule460}}, // refused × execution_start
+		{Cands: []*fsm.Candidate{rule460}}, // refused × execution_release
+		{Cands: []*fsm.Candidate{rule451}}, // refused × status_preparing
+		{Cands: []*fsm.Candidate{rule451}}, // refused × status_ready
+		{Cands: []*fsm.Candidate{rule451}}, // refused × status_starting
+		{Cands: []*fsm.Candidate{rule451}}, // refused × status_started
+		{Cands: []*fsm.Candidate{rule451}}, // refused × status_released
+		{Cands: []*fsm.Candidate{rule451}}, // refused × status_expired
+		{Cands: []*fsm.Candidate{rule451}}, // refused × status_failed
+		{Cands: []*fsm.Candidate{rule451}}, // refused × status_cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule451}}, // refused × status_rejected
+		{Cands: []*fsm.Candidate{rule451}}, // refused × prepare_send_failed
+		{Cands: []*fsm.Candidate{rule451}}, // refused × start_send_failed
+		{Cands: []*fsm.Candidate{rule451}}, // refused × release_send_failed
+		{Cands: []*fsm.Candidate{rule451}}, // refused × admission_expiry
+		{Cands: []*fsm.Candidate{rule464}}, // refused × connection_lost
 		// failed
-		{Cands: []*fsm.Candidate{rule416}}, // failed × execution_prepare
-		{Cands: []*fsm.Candidate{rule416}}, // failed × execution_start
-		{Cands: []*fsm.Candidate{rule416}}, // failed × execution_release
-		{Cands: []*fsm.Candidate{rule407}}, // failed × status_preparing
-		{Cands: []*fsm.Candidate{rule407}}, // failed × status_ready
-		{Cands: []*fsm.Candidate{rule407}}, // failed × status_starting
-		{Cands: []*fsm.Candidate{rule407}}, // failed × status_started
-		{Cands: []*fsm.Candidate{rule407}}, // failed × status_released
-		{Cands: []*fsm.Candidate{rule407}}, // failed × status_expired
-		{Cands: []*fsm.Candidate{rule407}}, // failed × status_failed
-		{Cands: []*fsm.Candidate{rule407}}, // failed × status_cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule407}}, // failed × status_rejected
-		{Cands: []*fsm.Candidate{rule407}}, // failed × prepare_send_failed
-		{Cands: []*fsm.Candidate{rule407}}, // failed × start_send_failed
-		{Cands: []*fsm.Candidate{rule407}}, // failed × release_send_failed
-		{Cands: []*fsm.Candidate{rule407}}, // failed × admission_expiry
-		{Cands: []*fsm.Candidate{rule420}}, // failed × connection_lost
+		{Cands: []*fsm.Candidate{rule460}}, // failed × execution_prepare
+		{Cands: []*fsm.Candidate{rule460}}, // failed × execution_start
+		{Cands: []*fsm.Candidate{rule460}}, // failed × execution_release
+		{Cands: []*fsm.Candidate{rule451}}, // failed × status_preparing
+		{Cands: []*fsm.Candidate{rule451}}, // failed × status_ready
+		{Cands: []*fsm.Candidate{rule451}}, // failed × status_starting
+		{Cands: []*fsm.Candidate{rule451}}, // failed × status_started
+		{Cands: []*fsm.Candidate{rule451}}, // failed × status_released
+		{Cands: []*fsm.Candidate{rule451}}, // failed × status_expired
+		{Cands: []*fsm.Candidate{rule451}}, // failed × status_failed
+		{Cands: []*fsm.Candidate{rule451}}, // failed × status_cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule451}}, // failed × status_rejected
+		{Cands: []*fsm.Candidate{rule451}}, // failed × prepare_send_failed
+		{Cands: []*fsm.Candidate{rule451}}, // failed × start_send_failed
+		{Cands: []*fsm.Candidate{rule451}}, // failed × release_send_failed
+		{Cands: []*fsm.Candidate{rule451}}, // failed × admission_expiry
+		{Cands: []*fsm.Candidate{rule464}}, // failed × connection_lost
 		// expired
-		{Cands: []*fsm.Candidate{rule416}}, // expired × execution_prepare
-		{Cands: []*fsm.Candidate{rule416}}, // expired × execution_start
-		{Cands: []*fsm.Candidate{rule416}}, // expired × execution_release
-		{Cands: []*fsm.Candidate{rule407}}, // expired × status_preparing
-		{Cands: []*fsm.Candidate{rule407}}, // expired × status_ready
-		{Cands: []*fsm.Candidate{rule407}}, // expired × status_starting
-		{Cands: []*fsm.Candidate{rule407}}, // expired × status_started
-		{Cands: []*fsm.Candidate{rule407}}, // expired × status_released
-		{Cands: []*fsm.Candidate{rule407}}, // expired × status_expired
-		{Cands: []*fsm.Candidate{rule407}}, // expired × status_failed
-		{Cands: []*fsm.Candidate{rule407}}, // expired × status_cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule407}}, // expired × status_rejected
-		{Cands: []*fsm.Candidate{rule407}}, // expired × prepare_send_failed
-		{Cands: []*fsm.Candidate{rule407}}, // expired × start_send_failed
-		{Cands: []*fsm.Candidate{rule407}}, // expired × release_send_failed
-		{Cands: []*fsm.Candidate{rule407}}, // expired × admission_expiry
-		{Cands: []*fsm.Candidate{rule420}}, // expired × connection_lost
+		{Cands: []*fsm.Candidate{rule460}}, // expired × execution_prepare
+		{Cands: []*fsm.Candidate{rule460}}, // expired × execution_start
+		{Cands: []*fsm.Candidate{rule460}}, // expired × execution_release
+		{Cands: []*fsm.Candidate{rule451}}, // expired × status_preparing
+		{Cands: []*fsm.Candidate{rule451}}, // expired × status_ready
+		{Cands: []*fsm.Candidate{rule451}}, // expired × status_starting
+		{Cands: []*fsm.Candidate{rule451}}, // expired × status_started
+		{Cands: []*fsm.Candidate{rule451}}, // expired × status_released
+		{Cands: []*fsm.Candidate{rule451}}, // expired × status_expired
+		{Cands: []*fsm.Candidate{rule451}}, // expired × status_failed
+		{Cands: []*fsm.Candidate{rule451}}, // expired × status_cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule451}}, // expired × status_rejected
+		{Cands: []*fsm.Candidate{rule451}}, // expired × prepare_send_failed
+		{Cands: []*fsm.Candidate{rule451}}, // expired × start_send_failed
+		{Cands: []*fsm.Candidate{rule451}}, // expired × release_send_failed
+		{Cands: []*fsm.Candidate{rule451}}, // expired × admission_expiry
+		{Cands: []*fsm.Candidate{rule464}}, // expired × connection_lost
 		// abandoned
-		{Cands: []*fsm.Candidate{rule416}}, // abandoned × execution_prepare
-		{Cands: []*fsm.Candidate{rule416}}, // abandoned × execution_start
-		{Cands: []*fsm.Candidate{rule416}}, // abandoned × execution_release
-		{Cands: []*fsm.Candidate{rule416}}, // abandoned × status_preparing
-		{Cands: []*fsm.Candidate{rule416}}, // abandoned × status_ready
-		{Cands: []*fsm.Candidate{rule416}}, // abandoned × status_starting
-		{Cands: []*fsm.Candidate{rule416}}, // abandoned × status_started
-		{Cands: []*fsm.Candidate{rule416}}, // abandoned × status_released
-		{Cands: []*fsm.Candidate{rule416}}, // abandoned × status_expired
-		{Cands: []*fsm.Candidate{rule416}}, // abandoned × status_failed
-		{Cands: []*fsm.Candidate{rule416}}, // abandoned × status_cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule416}}, // abandoned × status_rejected
-		{Cands: []*fsm.Candidate{rule413}}, // abandoned × prepare_send_failed
-		{Cands: []*fsm.Candidate{rule413}}, // abandoned × start_send_failed
-		{Cands: []*fsm.Candidate{rule413}}, // abandoned × release_send_failed
-		{Cands: []*fsm.Candidate{rule416}}, // abandoned × admission_expiry
-		{Cands: []*fsm.Candidate{rule416}}, // abandoned × connection_lost
+		{Cands: []*fsm.Candidate{rule460}}, // abandoned × execution_prepare
+		{Cands: []*fsm.Candidate{rule460}}, // abandoned × execution_start
+		{Cands: []*fsm.Candidate{rule460}}, // abandoned × execution_release
+		{Cands: []*fsm.Candidate{rule460}}, // abandoned × status_preparing
+		{Cands: []*fsm.Candidate{rule460}}, // abandoned × status_ready
+		{Cands: []*fsm.Candidate{rule460}}, // abandoned × status_starting
+		{Cands: []*fsm.Candidate{rule460}}, // abandoned × status_started
+		{Cands: []*fsm.Candidate{rule460}}, // abandoned × status_released
+		{Cands: []*fsm.Candidate{rule460}}, // abandoned × status_expired
+		{Cands: []*fsm.Candidate{rule460}}, // abandoned × status_failed
+		{Cands: []*fsm.Candidate{rule460}}, // abandoned × status_cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule460}}, // abandoned × status_rejected
+		{Cands: []*fsm.Candidate{rule457}}, // abandoned × prepare_send_failed
+		{Cands: []*fsm.Candidate{rule457}}, // abandoned × start_send_failed
+		{Cands: []*fsm.Candidate{rule457}}, // abandoned × release_send_failed
+		{Cands: []*fsm.Candidate{rule460}}, // abandoned × admission_expiry
+		{Cands: []*fsm.Candidate{rule460}}, // abandoned × connection_lost
 	},
 })
 

@@ -1,0 +1,330 @@
+package modelcheck
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/agentwire/agentwire/fsm"
+	"github.com/agentwire/agentwire/peer"
+	"github.com/agentwire/agentwire/wire"
+)
+
+// record is what one side keeps next to one instance: the material its
+// guards read (the same readings peer/scenario's Recorder makes, so that a
+// counterexample replays there with the same guard outcomes), plus what the
+// invariants need (resources held, native work started, a retry queued).
+type record struct {
+	applied   uint64   // highest preparation_status revision applied
+	fp        [32]byte // fingerprint of the first execution_prepare
+	prepared  bool
+	readOnly  bool
+	cancel    string // delivery ID of the prompt_cancel this peer saw
+	runID     string // preparation: the Run its execution_start named
+	held      uint32 // resources held, by index in the machine's declaration
+	nativeRun bool   // runtime: start_native was performed
+	retry     bool   // core: keep_for_retry queued the input again
+	owes      bool   // a step asked this peer to send a frame it has not sent yet
+	// interaction: the request's kind and Run, the first answer's content,
+	// the latest delivery ID and how many answers were sent
+	kind     string
+	decision string
+	delivery string
+	attempts int
+}
+
+func (r *record) clone() *record { c := *r; return &c }
+
+// guard answers the named guards of every machine in the composition from
+// the frame and the record. A guard no frame can settle is false, like the
+// Recorder's.
+func guard(name string, ev *peer.Event, r *record) bool {
+	var p wire.Payload
+	if ev.Msg != nil {
+		p = ev.Msg.Payload
+	}
+	switch name {
+	case "newer_revision":
+		st, ok := p.(wire.PreparationStatus)
+		return ok && st.Revision > r.applied
+	case "same_fingerprint":
+		ep, ok := p.(wire.ExecutionPrepare)
+		return ok && fingerprint(ep) == r.fp
+	case "rejects_prepare":
+		st, ok := p.(wire.PreparationStatus)
+		return ok && st.Operation == "execution_prepare"
+	case "rejects_start":
+		st, ok := p.(wire.PreparationStatus)
+		return ok && st.Operation == "execution_start"
+	case "capacity_refusal":
+		st, ok := p.(wire.PreparationStatus)
+		return ok && st.Operation == "execution_prepare" && st.ErrorCode == "preparation_capacity"
+	case "read_only_profile":
+		return r.readOnly
+	case "valid_declaration":
+		hb, ok := p.(wire.Heartbeat)
+		return ok && hb.Validate() == nil
+	case "matches_cancel_delivery":
+		ack, ok := p.(wire.InteractionDecisionAck)
+		return ok && ack.DeliveryID != "" && ack.DeliveryID == r.cancel
+	case "chunk_in_bounds", "offset_matches", "digest_matches":
+		// One well-formed body: the Runtime's refusals are its rejected
+		// results, which it may always send.
+		return true
+	case "matches_request_kind":
+		_, ok := p.(wire.PermissionDecision)
+		return ok && r.kind == "permission"
+	case "identical_decision":
+		d, ok := p.(wire.PermissionDecision)
+		return ok && r.decision != "" && r.decision == approval(d)
+	case "current_delivery":
+		ack, ok := p.(wire.InteractionDecisionAck)
+		return ok && ack.DeliveryID != "" && ack.DeliveryID == r.delivery
+	case "retry_later":
+		ack, ok := p.(wire.InteractionDecisionAck)
+		return ok && ack.DeliveryID != "" && ack.DeliveryID == r.delivery && ack.ErrorCode == "not_ready"
+	case "permission_kind":
+		return r.kind == "permission"
+	case "retryable_code":
+		ack, ok := p.(wire.PromptSteerAck)
+		return ok && (ack.ErrorCode == "not_ready" || ack.ErrorCode == "busy")
+	case "unknown_code":
+		ack, ok := p.(wire.PromptSteerAck)
+		return ok && ack.ErrorCode == "outcome_unknown"
+	}
+	return false
+}
+
+func fingerprint(p wire.Payload) [32]byte {
+	b, _ := json.Marshal(p)
+	return sha256.Sum256(b)
+}
+
+// observe keeps the records the guards read after an applied step.
+func observe(ev *peer.Event, s fsm.Step, r *record) {
+	if ev.Msg == nil || s.Disposition() == fsm.Rejected {
+		return
+	}
+	switch p := ev.Msg.Payload.(type) {
+	case wire.PreparationStatus:
+		if ev.Key.Machine == "preparation" && p.Revision > r.applied {
+			r.applied = p.Revision
+		}
+	case wire.ExecutionPrepare:
+		if !r.prepared {
+			r.prepared, r.fp, r.readOnly = true, fingerprint(p), p.Configuration.WorkspaceReadOnly
+		}
+	case wire.ExecutionStart:
+		if ev.Key.Machine == "preparation" {
+			r.runID = p.RunID
+		}
+	case wire.PromptCancel:
+		r.cancel = p.DeliveryID
+	case wire.PermissionRequest:
+		r.kind, r.runID = "permission", ev.Msg.ID
+	case wire.PermissionDecision:
+		if r.decision == "" {
+			r.decision = approval(p)
+		}
+		r.delivery = p.DeliveryID
+		r.attempts++
+	}
+}
+
+func approval(d wire.PermissionDecision) string {
+	b, _ := json.Marshal(d.Approved)
+	return string(b)
+}
+
+// app is one side's peer.App inside one explored world. It performs no
+// native work: what native work would decide is a choice the explorer
+// makes (a local event, a frame the Runtime sends), so each outcome is a
+// branch of the search.
+type app struct {
+	w *world
+	s *side
+}
+
+func (a *app) Binding(string) fsm.Binding[*peer.Event] { return (*binding)(a) }
+
+func (a *app) Refused(r *peer.Refusal) {
+	a.w.log(a.s.role, refusalLine(r))
+	if a.s.role != fsm.RoleRuntime || r.Msg == nil || r.Msg.Payload == nil {
+		return
+	}
+	// The Runtime answers where the family defines a reply, as
+	// runtime/execution does; the reply steps no lifecycle of its own.
+	reply := func(typ, payload string) {
+		for _, p := range a.s.replies {
+			if p.Type == typ && p.ID == r.Msg.ID && p.Payload == payload {
+				return // the same answer is already owed; one is enough to model
+			}
+		}
+		a.s.replies = append(a.s.replies, Action{Kind: ActSend, Role: fsm.RoleRuntime, Type: typ, ID: r.Msg.ID, Payload: payload, Refusal: true})
+	}
+	rejected := func(op, code string) {
+		reply("preparation_status", `{"revision":0,"state":"rejected","operation":"`+op+`","error_code":"`+code+`"}`)
+	}
+	switch p := r.Msg.Payload.(type) {
+	case wire.ExecutionPrepare:
+		rejected("execution_prepare", "request_conflict")
+	case wire.ExecutionStart:
+		rejected("execution_start", "invalid_start")
+	case wire.ExecutionRelease:
+		rejected("execution_release", "invalid_release")
+	case wire.PromptSteer:
+		reply("prompt_steer_ack", `{"input_id":"`+p.InputID+`","accepted":false,"error_code":"busy","error":"x"}`)
+	case wire.PromptCancel:
+		reply("interaction_decision_ack", `{"delivery_id":"`+p.DeliveryID+`","applied":false,"error_code":"run_inactive","error":"x"}`)
+	}
+}
+
+func refusalLine(r *peer.Refusal) string {
+	if r.Key.Machine != "" {
+		return fmt.Sprintf("refused by %s: %v", r.Key, r.Err)
+	}
+	return fmt.Sprintf("refused (%s): %v", r.Kind, r.Err)
+}
+
+func (a *app) Stepped(ev *peer.Event, s fsm.Step) {
+	a.w.logStep(a.s.role, ev, s)
+	observe(ev, s, a.s.rec(ev.Key))
+	if ev.Sent {
+		r := a.s.rec(ev.Key)
+		t := ev.Inst.Table()
+		// A debt is paid by the frame that reports the state the debtor is
+		// in (expired after the expiry timer moved it there).
+		pays := r.owes && strings.HasSuffix(t.EventName(s.Event()), "_"+t.StateName(s.From()))
+		if pays || s.Disposition() == fsm.Moved || s.Disposition() == fsm.Stayed {
+			a.w.effective = true
+		}
+		if s.Disposition() != fsm.Rejected {
+			r.owes = false
+		}
+	}
+	a.w.checkStep(a.s, ev, s)
+	if ev.Key.Machine == "run" && s.Disposition() == fsm.Moved && ev.Inst.Table().State(s.To()).Outcome != fsm.OutcomeNone {
+		if a.s.role == fsm.RoleCore {
+			a.runSettled(ev)
+		}
+		a.w.closeInteractions(a.s, ev.Driver(), ev.Key.ID)
+	}
+	if ev.Key.Machine == "interaction" && s.Disposition() == fsm.Moved && s.From() == ev.Inst.Table().Initial {
+		// A request for a Run this peer already saw settle: the Run's
+		// end came first, so run_closed is owed at once.
+		run := a.s.rec(ev.Key).runID
+		if ri, ok := ev.Driver().Lookup(peer.Key{Machine: "run", ID: run}); !ok || ri.Terminal() {
+			a.w.closeInteractions(a.s, ev.Driver(), run)
+		}
+	}
+}
+
+// runSettled is Core's duty the input table states for run_settled: once
+// it observes a Run's terminal outcome, it tells every input of that Run
+// still in flight (the driver runs the events after the current step).
+func (a *app) runSettled(ev *peer.Event) {
+	t, ok := a.w.m.byName["input"]
+	if !ok {
+		return
+	}
+	e, err := t.ParseEvent("run_settled")
+	if err != nil {
+		return
+	}
+	d := ev.Driver()
+	prefix := peer.CompositeID(ev.Key.ID, "")
+	for _, i := range d.Instances() {
+		if i.Key.Machine == "input" && strings.HasPrefix(i.Key.ID, prefix) && !i.Terminal() {
+			_ = d.Local(i.Key, e, nil)
+		}
+	}
+}
+
+type binding app
+
+func (b *binding) Guard(g fsm.GuardID, f *fsm.Firing[*peer.Event]) bool {
+	name := f.Table.GuardName(g)
+	if name == "owner_free" {
+		// Core's durable reservation: no write of the Session, on this
+		// connection or an earlier one, still holds the owner. The Runtime
+		// cannot know it and takes Core's word.
+		return b.s.role == fsm.RoleRuntime || !b.w.holds(fsm.RoleCore, f.Table.Name, "mutation_owner", f.Arg.Key)
+	}
+	return guard(name, f.Arg, b.s.rec(f.Arg.Key))
+}
+
+func (b *binding) Perform(ef *fsm.Effect, f *fsm.Firing[*peer.Event]) error {
+	if ef.Kind == fsm.EffectSend {
+		// Sends are the explorer's choices (the Runtime may answer or not);
+		// the record notes the debt, which keeps the instance from counting
+		// as quiescent until a frame of it goes out.
+		b.s.rec(f.Arg.Key).owes = true
+		return nil
+	}
+	if ef.Kind != fsm.EffectDo {
+		return nil
+	}
+	w, s := b.w, b.s
+	action := f.Table.ActionName(ef.Action)
+	r := s.rec(f.Arg.Key)
+	if ra, ok := w.m.resources[f.Table.Name][action]; ok {
+		if ra.acquire {
+			w.checkExclusive(s, f.Table.Name, ra.index, f.Arg.Key)
+			r.held |= 1 << ra.index
+		} else {
+			r.held &^= 1 << ra.index
+		}
+	}
+	switch action {
+	case "start_native":
+		r.nativeRun = true
+	case "keep_for_retry":
+		r.retry = true
+		if s.role == fsm.RoleCore {
+			if f.Arg.Msg != nil && !f.Arg.Sent {
+				// A receipt proved the input never reached the native side
+				// (not_ready, busy): it is queued again, not in flight, so
+				// sending it later is a delivery, not a replay.
+				delete(w.dispatched, f.Arg.Key)
+				w.retry[f.Arg.Key] = true
+			} else {
+				// Queued again without proof: a later send is a replay
+				// unless it stays on this connection.
+				w.dispatched[f.Arg.Key] = -w.conn
+			}
+		}
+	}
+	w.checkEffect(s, f, action)
+	return nil
+}
+
+// replayApp is app for the scenario runner: the same guards, with the
+// records kept on the instances, so that a counterexample written as a
+// scenario file replays with the guard outcomes the checker saw.
+type replayApp struct{}
+
+// ReplayApp returns the app a counterexample scenario is replayed with
+// (scenario.Options.NewApp).
+func ReplayApp(fsm.Role) peer.App { return replayApp{} }
+
+func replayRec(i *peer.Instance) *record {
+	if r, ok := i.Data.(*record); ok {
+		return r
+	}
+	r := &record{}
+	i.Data = r
+	return r
+}
+
+func (replayApp) Binding(string) fsm.Binding[*peer.Event] { return replayBinding{} }
+func (replayApp) Refused(*peer.Refusal)                   {}
+func (replayApp) Stepped(ev *peer.Event, s fsm.Step)      { observe(ev, s, replayRec(ev.Inst)) }
+
+type replayBinding struct{}
+
+func (replayBinding) Guard(g fsm.GuardID, f *fsm.Firing[*peer.Event]) bool {
+	return guard(f.Table.GuardName(g), f.Arg, replayRec(f.Arg.Inst))
+}
+
+func (replayBinding) Perform(*fsm.Effect, *fsm.Firing[*peer.Event]) error { return nil }
