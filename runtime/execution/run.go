@@ -18,6 +18,7 @@ type runState struct {
 	cancelDelivery string // the delivery ID of the latest prompt_cancel (guards read it)
 	cancelled      bool
 	settled        bool
+	forgotten      bool       // the driver forgot the Run's instance (forget.go)
 	outcome        *wire.Done // what the native work settled with
 
 	turn    harness.Turn
@@ -178,6 +179,7 @@ func (s *Session) publishDone(d *peer.Driver, r *runState) {
 		s.ackCancel(d, r)
 	}
 	s.closeInteractions(d, r)
+	s.dropRun(r)
 }
 
 func (s *Session) ackCancel(d *peer.Driver, r *runState) {
