@@ -34,6 +34,20 @@ type Observer interface {
 	Stepped(ev *Event, s fsm.Step)
 }
 
+// Forgetter is implemented by an App that keeps records of instances
+// outside Instance.Data (by their wire identity, for work that outlives a
+// step). Forgot is called, on the driver's goroutine, when the driver
+// forgets a settled instance: evicted to make room at its machine's limit,
+// or past its Retention. The App drops its record then, so that a
+// long-lived connection keeps per instance no more than the driver does; a
+// later frame for that identity meets a fresh instance, as one that was
+// never seen. Instances dropped without having moved (a refused first
+// frame) are not reported, and neither are the instances that end with the
+// connection.
+type Forgetter interface {
+	Forgot(i *Instance)
+}
+
 // Config is what a Driver needs. Role, Tables, Router and App are required.
 type Config struct {
 	Role   fsm.Role
@@ -99,6 +113,7 @@ type Driver struct {
 	tables   map[string]*fsm.Table
 	bindings map[string]fsm.Binding[*Event]
 	lost     map[*fsm.Table]fsm.EventID
+	forget   Forgetter // the App, when it keeps records of instances
 
 	instances map[Key]*Instance
 	aliases   map[aliasKey]string
@@ -177,6 +192,7 @@ func New(cfg Config) (*Driver, error) {
 	if cfg.Role == fsm.RoleRuntime {
 		d.dir = wire.CoreToRuntime
 	}
+	d.forget, _ = cfg.App.(Forgetter)
 	for _, t := range cfg.Tables {
 		if err := t.Seal(); err != nil {
 			return nil, err

@@ -328,6 +328,7 @@ func TestInstanceLimitEvictsOnlySettled(t *testing.T) {
 	require.NoError(t, deliver("b"))
 	require.Error(t, deliver("c"), "two live admissions fill the registry")
 	assert.Equal(t, peer.RefusedRoute, a.refused[len(a.refused)-1].Kind)
+	assert.Empty(t, a.forgot, "live instances are never forgotten")
 
 	// Settle one (a release from requested is refused, so expire it via loss
 	// of the connection is too broad: settle it by a failed status instead).
@@ -343,6 +344,7 @@ func TestInstanceLimitEvictsOnlySettled(t *testing.T) {
 	require.Equal(t, "failed", state(t, d, "preparation", "a"))
 	require.NoError(t, deliver("c"), "a settled instance makes room")
 	assert.Equal(t, 1, d.Stats().Evicted)
+	assert.Equal(t, []peer.Key{{Machine: "preparation", ID: "a"}}, a.forgot, "the app is told of the eviction")
 
 	// Retention forgets settled instances on the clock.
 	send(d, peer.Outbound{ID: "b", Payload: wire.PreparationStatus{Revision: 1, State: "failed", ErrorCode: "preparation_failed", Handle: "h"}})
@@ -352,6 +354,15 @@ func TestInstanceLimitEvictsOnlySettled(t *testing.T) {
 	d.Tick()
 	assert.Equal(t, "(none)", state(t, d, "preparation", "b"))
 	assert.Equal(t, "requested", state(t, d, "preparation", "c"))
+	assert.Equal(t, []peer.Key{{Machine: "preparation", ID: "a"}, {Machine: "preparation", ID: "b"}}, a.forgot,
+		"and of the expiry of a retained one")
+
+	// A frame refused by a fresh instance leaves no instance behind, and
+	// nothing that moved was forgotten.
+	f, err = wire.Encode("run-x", wire.PromptCancel{DeliveryID: "late"}, "")
+	require.NoError(t, err)
+	require.Error(t, d.Deliver(f))
+	assert.Len(t, a.forgot, 2, "a pristine instance dropped is not reported")
 }
 
 func TestRefusalRepliesBypassTheMachines(t *testing.T) {

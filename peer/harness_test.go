@@ -99,6 +99,7 @@ type app struct {
 	script   func(d *peer.Driver, run string)
 	noReply  bool
 	tableSet []*fsm.Table
+	forgot   []peer.Key // instances the driver reported forgotten
 }
 
 func newApp(t testing.TB, role fsm.Role) *app {
@@ -111,6 +112,12 @@ func (a *app) Refused(r *peer.Refusal) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.refused = append(a.refused, r)
+}
+
+func (a *app) Forgot(i *peer.Instance) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.forgot = append(a.forgot, i.Key)
 }
 
 func (a *app) Stepped(ev *peer.Event, s fsm.Step) {

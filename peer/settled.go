@@ -54,9 +54,18 @@ func (d *Driver) evictSettled(machine string) bool {
 	if len(q) == 0 {
 		return false
 	}
-	d.remove(q[0])
+	d.forgetSettled(q[0])
 	d.stats.Evicted++
 	return true
+}
+
+// forgetSettled removes the settled instance i and tells the App, which
+// drops its own record of it (Forgetter).
+func (d *Driver) forgetSettled(i *Instance) {
+	d.remove(i)
+	if d.forget != nil {
+		d.forget.Forgot(i)
+	}
 }
 
 // hasSettled reports whether machine has a settled instance to evict.

@@ -148,7 +148,7 @@ func (d *Driver) Tick() {
 			if len(q) == 0 || q[0].settled.Add(d.cfg.Limits.Retention).After(now) {
 				break
 			}
-			d.remove(q[0])
+			d.forgetSettled(q[0])
 		}
 	}
 }

@@ -45,6 +45,10 @@ type prepRec struct {
 	readOnly bool
 	watch    func(*peer.Instance)
 
+	// run is the Run record made with it (nil for a read), which goes
+	// with the preparation when the Run never started (forget.go).
+	run *runRec
+
 	// admitted gives the connection's admission slot back, once.
 	admitted func()
 

@@ -286,6 +286,7 @@ func (g *Gateway) execute(c *conn, p turnPlan, caps wire.AgentKindCapabilities, 
 	}
 	pr := &prepRec{turnID: t.ID, runID: t.RunID, attempts: t.Attempts, result: make(chan prepResult, 1), admitted: admitted}
 	rr := &runRec{turnID: t.ID, sessionID: p.session.ID, runID: t.RunID, finished: make(chan struct{})}
+	pr.run = rr
 	c.mu.Lock()
 	c.preps[prepID], c.runs[t.RunID] = pr, rr
 	pc := c.pc
@@ -306,6 +307,7 @@ func (g *Gateway) execute(c *conn, p turnPlan, caps wire.AgentKindCapabilities, 
 		var se *peer.SendError
 		if errors.As(err, &se) {
 			admitted() // refused before an instance took it
+			c.dropUnsent(prepID, pr)
 		}
 		g.unsent(log, t, err)
 		return

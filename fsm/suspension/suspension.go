@@ -299,6 +299,10 @@ const (
 	// accepted true reply carries no error code (a foreign identity or that contradiction is
 	// rejected)
 	GuardOwnSuspension Guard = 1
+	// GuardResumeMatchesQuiesce: the resume (plain or rollback) names the Environment ID that the
+	// quiesce of this suspend ID named: the suspension identity is the pair, so a resume for
+	// another Environment is refused and leaves the attempt as it was
+	GuardResumeMatchesQuiesce Guard = 2
 )
 
 // String returns the spec name, or Guard(n) for a value outside the enum.
@@ -311,7 +315,7 @@ func (v Guard) String() string {
 
 // Valid reports whether v is one of the declared constants.
 func (v Guard) Valid() bool {
-	return v >= 1 && v <= GuardOwnSuspension
+	return v >= 1 && v <= GuardResumeMatchesQuiesce
 }
 
 // ParseGuard returns the guard with the given spec name.
@@ -319,6 +323,8 @@ func ParseGuard(name string) (Guard, error) {
 	switch name {
 	case "own_suspension":
 		return GuardOwnSuspension, nil
+	case "resume_matches_quiesce":
+		return GuardResumeMatchesQuiesce, nil
 	}
 	return 0, &fsm.InvalidError{
 		Machine: Name,
@@ -439,70 +445,72 @@ func ParseMessage(name string) (Message, error) {
 // covers (a rule that lists its own target among its sources is two: a move from the others and an
 // internal transition in the target).
 var (
-	rule105 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateQuiescing), Line: 105, Effects: []fsm.Effect{
+	rule109 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateQuiescing), Line: 109, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionFenceAdmission)},
 	}}
-	rule109 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateQuiescing), Line: 109, Effects: []fsm.Effect{
+	rule113 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateQuiescing), Line: 113, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
 	}}
-	rule114 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "nothing was requested for this suspension ID", Line: 114}
-	rule117 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no quiesce was sent for this suspension ID", Line: 117}
-	rule122 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateSuspended), Line: 122, Effects: []fsm.Effect{
+	rule118 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "nothing was requested for this suspension ID", Line: 118}
+	rule121 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no quiesce was sent for this suspension ID", Line: 121}
+	rule126 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateSuspended), Line: 126, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageEnvironmentQuiesced)},
 	}}
-	rule126 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateQuiesceRefused), Line: 126, Effects: []fsm.Effect{
+	rule130 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateQuiesceRefused), Line: 130, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionReopenAdmission)},
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageEnvironmentQuiesced)},
 	}}
-	rule131 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnSuspension), Disp: fsm.Moved, To: fsm.StateID(StateSuspended), Line: 131, Effects: []fsm.Effect{
+	rule135 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnSuspension), Disp: fsm.Moved, To: fsm.StateID(StateSuspended), Line: 135, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordSuspended)},
 	}}
-	rule136 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnSuspension), Disp: fsm.Moved, To: fsm.StateID(StateQuiesceRefused), Line: 136, Effects: []fsm.Effect{
+	rule140 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnSuspension), Disp: fsm.Moved, To: fsm.StateID(StateQuiesceRefused), Line: 140, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutcome)},
 	}}
-	rule141 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the reply carries a foreign suspension identity, or accepted true with an error code", Line: 141}
-	rule144 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no resume was sent", Line: 144}
-	rule147 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 147, Effects: []fsm.Effect{
+	rule145 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the reply carries a foreign suspension identity, or accepted true with an error code", Line: 145}
+	rule148 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no resume was sent", Line: 148}
+	rule151 = &fsm.Candidate{Guard: fsm.GuardID(GuardResumeMatchesQuiesce), Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 151, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionReopenAdmission)},
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageEnvironmentResumed)},
 	}}
-	rule152 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 152, Effects: []fsm.Effect{
+	rule157 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "invalid_request: the rollback names another Environment than the quiesce of this suspension ID", Line: 157}
+	rule161 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 161, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
 	}}
-	rule157 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "not_suspended: the quiesce has not been confirmed; abandon it with a rollback resume", Line: 157}
-	rule160 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUncertain), Line: 160, Effects: []fsm.Effect{
+	rule166 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "not_suspended: the quiesce has not been confirmed; abandon it with a rollback resume", Line: 166}
+	rule169 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUncertain), Line: 169, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
 	}}
-	rule165 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "this suspension ID was already quiesced; a new attempt needs a new suspend_id", Line: 165}
-	rule170 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 170, Effects: []fsm.Effect{
+	rule174 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "this suspension ID was already quiesced; a new attempt needs a new suspend_id", Line: 174}
+	rule179 = &fsm.Candidate{Guard: fsm.GuardID(GuardResumeMatchesQuiesce), Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 179, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionReopenAdmission)},
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageEnvironmentResumed)},
 	}}
-	rule174 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 174}
-	rule178 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the Runtime's own confirmation, or a repeat of it", Line: 178}
-	rule181 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the quiesce was already confirmed for this suspension", Line: 181}
-	rule184 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no resume was sent", Line: 184}
-	rule187 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the suspension persists; the resume may come on a later connection", Line: 187}
-	rule190 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the drain is over", Line: 190}
-	rule195 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "an answer from the lost connection no longer decides anything; only the resume does", Line: 195}
-	rule198 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the answer is already lost", Line: 198}
-	rule203 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnSuspension), Disp: fsm.Moved, To: fsm.StateID(StateResumed), Line: 203, Effects: []fsm.Effect{
+	rule184 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "invalid_request: the resume names another Environment than the quiesce of this suspension ID", Line: 184}
+	rule190 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 190}
+	rule194 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the Runtime's own confirmation, or a repeat of it", Line: 194}
+	rule197 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the quiesce was already confirmed for this suspension", Line: 197}
+	rule200 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no resume was sent", Line: 200}
+	rule203 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the suspension persists; the resume may come on a later connection", Line: 203}
+	rule206 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the drain is over", Line: 206}
+	rule211 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "an answer from the lost connection no longer decides anything; only the resume does", Line: 211}
+	rule214 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the answer is already lost", Line: 214}
+	rule219 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnSuspension), Disp: fsm.Moved, To: fsm.StateID(StateResumed), Line: 219, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutcome)},
 	}}
-	rule208 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnSuspension), Disp: fsm.Moved, To: fsm.StateID(StateResumeRefused), Line: 208, Effects: []fsm.Effect{
+	rule224 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnSuspension), Disp: fsm.Moved, To: fsm.StateID(StateResumeRefused), Line: 224, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutcome)},
 	}}
-	rule213 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the reply carries a foreign suspension identity, or accepted true with an error code", Line: 213}
-	rule216 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "a quiesce answer that trails the resume decides nothing; the resume answer does", Line: 216}
-	rule219 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "a resume for this suspension is already in flight", Line: 219}
-	rule224 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the attempt is settled; late replies change nothing", Line: 224}
-	rule227 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the refused quiesce already reopened admission; there is nothing to roll back", Line: 227}
-	rule231 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the suspension attempt is settled", Line: 231}
+	rule229 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the reply carries a foreign suspension identity, or accepted true with an error code", Line: 229}
+	rule232 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "a quiesce answer that trails the resume decides nothing; the resume answer does", Line: 232}
+	rule235 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "a resume for this suspension is already in flight", Line: 235}
+	rule240 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the attempt is settled; late replies change nothing", Line: 240}
+	rule243 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the refused quiesce already reopened admission; there is nothing to roll back", Line: 243}
+	rule247 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the suspension attempt is settled", Line: 247}
 )
 
 // Table is the suspension machine as the engine runs it, sealed: every (state, event) cell lists
@@ -534,7 +542,7 @@ var Table = fsm.MustSeal(&fsm.Table{
 		{Name: "send_failed", Kind: fsm.EventLocal, Role: fsm.RoleCore},
 		{Name: "connection_lost", Kind: fsm.EventLocal, Role: fsm.RoleBoth},
 	},
-	Guards:   []string{"own_suspension"},
+	Guards:   []string{"own_suspension", "resume_matches_quiesce"},
 	Actions:  []string{"fence_admission", "reopen_admission", "record_suspended", "record_outcome"},
 	Messages: []string{"environment_quiesce", "environment_quiesced", "environment_resume", "environment_resumed"},
 	Timers: []fsm.TimerDecl{
@@ -543,101 +551,101 @@ var Table = fsm.MustSeal(&fsm.Table{
 	Initial: fsm.StateID(StateIdle),
 	Cells: []fsm.Cell{
 		// idle
-		{Cands: []*fsm.Candidate{rule105}}, // idle × environment_quiesce
-		{Cands: []*fsm.Candidate{rule117}}, // idle × quiesced_accepted
-		{Cands: []*fsm.Candidate{rule117}}, // idle × quiesced_refused
-		{Cands: []*fsm.Candidate{rule117}}, // idle × environment_resume
-		{Cands: []*fsm.Candidate{rule117}}, // idle × resume_rollback
-		{Cands: []*fsm.Candidate{rule117}}, // idle × resumed_accepted
-		{Cands: []*fsm.Candidate{rule117}}, // idle × resumed_refused
-		{Cands: []*fsm.Candidate{rule114}}, // idle × quiesce_drain
-		{Cands: []*fsm.Candidate{rule114}}, // idle × drain_settled
-		{Cands: []*fsm.Candidate{rule109}}, // idle × send_failed
-		{Cands: []*fsm.Candidate{rule114}}, // idle × connection_lost
+		{Cands: []*fsm.Candidate{rule109}}, // idle × environment_quiesce
+		{Cands: []*fsm.Candidate{rule121}}, // idle × quiesced_accepted
+		{Cands: []*fsm.Candidate{rule121}}, // idle × quiesced_refused
+		{Cands: []*fsm.Candidate{rule121}}, // idle × environment_resume
+		{Cands: []*fsm.Candidate{rule121}}, // idle × resume_rollback
+		{Cands: []*fsm.Candidate{rule121}}, // idle × resumed_accepted
+		{Cands: []*fsm.Candidate{rule121}}, // idle × resumed_refused
+		{Cands: []*fsm.Candidate{rule118}}, // idle × quiesce_drain
+		{Cands: []*fsm.Candidate{rule118}}, // idle × drain_settled
+		{Cands: []*fsm.Candidate{rule113}}, // idle × send_failed
+		{Cands: []*fsm.Candidate{rule118}}, // idle × connection_lost
 		// quiescing
-		{Cands: []*fsm.Candidate{rule165}},          // quiescing × environment_quiesce
-		{Cands: []*fsm.Candidate{rule131, rule141}}, // quiescing × quiesced_accepted
-		{Cands: []*fsm.Candidate{rule136, rule141}}, // quiescing × quiesced_refused
-		{Cands: []*fsm.Candidate{rule157}},          // quiescing × environment_resume
-		{Cands: []*fsm.Candidate{rule147}},          // quiescing × resume_rollback
-		{Cands: []*fsm.Candidate{rule144}},          // quiescing × resumed_accepted
-		{Cands: []*fsm.Candidate{rule144}},          // quiescing × resumed_refused
-		{Cands: []*fsm.Candidate{rule126}},          // quiescing × quiesce_drain
-		{Cands: []*fsm.Candidate{rule122}},          // quiescing × drain_settled
-		{Cands: []*fsm.Candidate{rule152}},          // quiescing × send_failed
-		{Cands: []*fsm.Candidate{rule160}},          // quiescing × connection_lost
+		{Cands: []*fsm.Candidate{rule174}},          // quiescing × environment_quiesce
+		{Cands: []*fsm.Candidate{rule135, rule145}}, // quiescing × quiesced_accepted
+		{Cands: []*fsm.Candidate{rule140, rule145}}, // quiescing × quiesced_refused
+		{Cands: []*fsm.Candidate{rule166}},          // quiescing × environment_resume
+		{Cands: []*fsm.Candidate{rule151, rule157}}, // quiescing × resume_rollback
+		{Cands: []*fsm.Candidate{rule148}},          // quiescing × resumed_accepted
+		{Cands: []*fsm.Candidate{rule148}},          // quiescing × resumed_refused
+		{Cands: []*fsm.Candidate{rule130}},          // quiescing × quiesce_drain
+		{Cands: []*fsm.Candidate{rule126}},          // quiescing × drain_settled
+		{Cands: []*fsm.Candidate{rule161}},          // quiescing × send_failed
+		{Cands: []*fsm.Candidate{rule169}},          // quiescing × connection_lost
 		// suspended
-		{Cands: []*fsm.Candidate{rule165}}, // suspended × environment_quiesce
-		{Cands: []*fsm.Candidate{rule178}}, // suspended × quiesced_accepted
-		{Cands: []*fsm.Candidate{rule181}}, // suspended × quiesced_refused
-		{Cands: []*fsm.Candidate{rule170}}, // suspended × environment_resume
-		{Cands: []*fsm.Candidate{rule170}}, // suspended × resume_rollback
-		{Cands: []*fsm.Candidate{rule184}}, // suspended × resumed_accepted
-		{Cands: []*fsm.Candidate{rule184}}, // suspended × resumed_refused
-		{Cands: []*fsm.Candidate{rule190}}, // suspended × quiesce_drain
-		{Cands: []*fsm.Candidate{rule190}}, // suspended × drain_settled
-		{Cands: []*fsm.Candidate{rule174}}, // suspended × send_failed
-		{Cands: []*fsm.Candidate{rule187}}, // suspended × connection_lost
+		{Cands: []*fsm.Candidate{rule174}},          // suspended × environment_quiesce
+		{Cands: []*fsm.Candidate{rule194}},          // suspended × quiesced_accepted
+		{Cands: []*fsm.Candidate{rule197}},          // suspended × quiesced_refused
+		{Cands: []*fsm.Candidate{rule179, rule184}}, // suspended × environment_resume
+		{Cands: []*fsm.Candidate{rule179, rule184}}, // suspended × resume_rollback
+		{Cands: []*fsm.Candidate{rule200}},          // suspended × resumed_accepted
+		{Cands: []*fsm.Candidate{rule200}},          // suspended × resumed_refused
+		{Cands: []*fsm.Candidate{rule206}},          // suspended × quiesce_drain
+		{Cands: []*fsm.Candidate{rule206}},          // suspended × drain_settled
+		{Cands: []*fsm.Candidate{rule190}},          // suspended × send_failed
+		{Cands: []*fsm.Candidate{rule203}},          // suspended × connection_lost
 		// uncertain
-		{Cands: []*fsm.Candidate{rule165}}, // uncertain × environment_quiesce
-		{Cands: []*fsm.Candidate{rule195}}, // uncertain × quiesced_accepted
-		{Cands: []*fsm.Candidate{rule195}}, // uncertain × quiesced_refused
-		{Cands: []*fsm.Candidate{rule170}}, // uncertain × environment_resume
-		{Cands: []*fsm.Candidate{rule170}}, // uncertain × resume_rollback
-		{Cands: []*fsm.Candidate{rule184}}, // uncertain × resumed_accepted
-		{Cands: []*fsm.Candidate{rule184}}, // uncertain × resumed_refused
-		{Cands: []*fsm.Candidate{rule190}}, // uncertain × quiesce_drain
-		{Cands: []*fsm.Candidate{rule190}}, // uncertain × drain_settled
-		{Cands: []*fsm.Candidate{rule174}}, // uncertain × send_failed
-		{Cands: []*fsm.Candidate{rule198}}, // uncertain × connection_lost
+		{Cands: []*fsm.Candidate{rule174}},          // uncertain × environment_quiesce
+		{Cands: []*fsm.Candidate{rule211}},          // uncertain × quiesced_accepted
+		{Cands: []*fsm.Candidate{rule211}},          // uncertain × quiesced_refused
+		{Cands: []*fsm.Candidate{rule179, rule184}}, // uncertain × environment_resume
+		{Cands: []*fsm.Candidate{rule179, rule184}}, // uncertain × resume_rollback
+		{Cands: []*fsm.Candidate{rule200}},          // uncertain × resumed_accepted
+		{Cands: []*fsm.Candidate{rule200}},          // uncertain × resumed_refused
+		{Cands: []*fsm.Candidate{rule206}},          // uncertain × quiesce_drain
+		{Cands: []*fsm.Candidate{rule206}},          // uncertain × drain_settled
+		{Cands: []*fsm.Candidate{rule190}},          // uncertain × send_failed
+		{Cands: []*fsm.Candidate{rule214}},          // uncertain × connection_lost
 		// resuming
-		{Cands: []*fsm.Candidate{rule165}},          // resuming × environment_quiesce
-		{Cands: []*fsm.Candidate{rule216}},          // resuming × quiesced_accepted
-		{Cands: []*fsm.Candidate{rule216}},          // resuming × quiesced_refused
-		{Cands: []*fsm.Candidate{rule219}},          // resuming × environment_resume
-		{Cands: []*fsm.Candidate{rule219}},          // resuming × resume_rollback
-		{Cands: []*fsm.Candidate{rule203, rule213}}, // resuming × resumed_accepted
-		{Cands: []*fsm.Candidate{rule208, rule213}}, // resuming × resumed_refused
-		{Cands: []*fsm.Candidate{rule190}},          // resuming × quiesce_drain
-		{Cands: []*fsm.Candidate{rule190}},          // resuming × drain_settled
-		{Cands: []*fsm.Candidate{rule219}},          // resuming × send_failed
-		{Cands: []*fsm.Candidate{rule160}},          // resuming × connection_lost
+		{Cands: []*fsm.Candidate{rule174}},          // resuming × environment_quiesce
+		{Cands: []*fsm.Candidate{rule232}},          // resuming × quiesced_accepted
+		{Cands: []*fsm.Candidate{rule232}},          // resuming × quiesced_refused
+		{Cands: []*fsm.Candidate{rule235}},          // resuming × environment_resume
+		{Cands: []*fsm.Candidate{rule235}},          // resuming × resume_rollback
+		{Cands: []*fsm.Candidate{rule219, rule229}}, // resuming × resumed_accepted
+		{Cands: []*fsm.Candidate{rule224, rule229}}, // resuming × resumed_refused
+		{Cands: []*fsm.Candidate{rule206}},          // resuming × quiesce_drain
+		{Cands: []*fsm.Candidate{rule206}},          // resuming × drain_settled
+		{Cands: []*fsm.Candidate{rule235}},          // resuming × send_failed
+		{Cands: []*fsm.Candidate{rule169}},          // resuming × connection_lost
 		// resumed
-		{Cands: []*fsm.Candidate{rule231}}, // resumed × environment_quiesce
-		{Cands: []*fsm.Candidate{rule224}}, // resumed × quiesced_accepted
-		{Cands: []*fsm.Candidate{rule224}}, // resumed × quiesced_refused
-		{Cands: []*fsm.Candidate{rule231}}, // resumed × environment_resume
-		{Cands: []*fsm.Candidate{rule231}}, // resumed × resume_rollback
-		{Cands: []*fsm.Candidate{rule224}}, // resumed × resumed_accepted
-		{Cands: []*fsm.Candidate{rule224}}, // resumed × resumed_refused
-		{Cands: []*fsm.Candidate{rule224}}, // resumed × quiesce_drain
-		{Cands: []*fsm.Candidate{rule224}}, // resumed × drain_settled
-		{Cands: []*fsm.Candidate{rule224}}, // resumed × send_failed
-		{Cands: []*fsm.Candidate{rule224}}, // resumed × connection_lost
+		{Cands: []*fsm.Candidate{rule247}}, // resumed × environment_quiesce
+		{Cands: []*fsm.Candidate{rule240}}, // resumed × quiesced_accepted
+		{Cands: []*fsm.Candidate{rule240}}, // resumed × quiesced_refused
+		{Cands: []*fsm.Candidate{rule247}}, // resumed × environment_resume
+		{Cands: []*fsm.Candidate{rule247}}, // resumed × resume_rollback
+		{Cands: []*fsm.Candidate{rule240}}, // resumed × resumed_accepted
+		{Cands: []*fsm.Candidate{rule240}}, // resumed × resumed_refused
+		{Cands: []*fsm.Candidate{rule240}}, // resumed × quiesce_drain
+		{Cands: []*fsm.Candidate{rule240}}, // resumed × drain_settled
+		{Cands: []*fsm.Candidate{rule240}}, // resumed × send_failed
+		{Cands: []*fsm.Candidate{rule240}}, // resumed × connection_lost
 		// quiesce_refused
-		{Cands: []*fsm.Candidate{rule231}}, // quiesce_refused × environment_quiesce
-		{Cands: []*fsm.Candidate{rule224}}, // quiesce_refused × quiesced_accepted
-		{Cands: []*fsm.Candidate{rule224}}, // quiesce_refused × quiesced_refused
-		{Cands: []*fsm.Candidate{rule231}}, // quiesce_refused × environment_resume
-		{Cands: []*fsm.Candidate{rule227}}, // quiesce_refused × resume_rollback
-		{Cands: []*fsm.Candidate{rule224}}, // quiesce_refused × resumed_accepted
-		{Cands: []*fsm.Candidate{rule224}}, // quiesce_refused × resumed_refused
-		{Cands: []*fsm.Candidate{rule224}}, // quiesce_refused × quiesce_drain
-		{Cands: []*fsm.Candidate{rule224}}, // quiesce_refused × drain_settled
-		{Cands: []*fsm.Candidate{rule224}}, // quiesce_refused × send_failed
-		{Cands: []*fsm.Candidate{rule224}}, // quiesce_refused × connection_lost
+		{Cands: []*fsm.Candidate{rule247}}, // quiesce_refused × environment_quiesce
+		{Cands: []*fsm.Candidate{rule240}}, // quiesce_refused × quiesced_accepted
+		{Cands: []*fsm.Candidate{rule240}}, // quiesce_refused × quiesced_refused
+		{Cands: []*fsm.Candidate{rule247}}, // quiesce_refused × environment_resume
+		{Cands: []*fsm.Candidate{rule243}}, // quiesce_refused × resume_rollback
+		{Cands: []*fsm.Candidate{rule240}}, // quiesce_refused × resumed_accepted
+		{Cands: []*fsm.Candidate{rule240}}, // quiesce_refused × resumed_refused
+		{Cands: []*fsm.Candidate{rule240}}, // quiesce_refused × quiesce_drain
+		{Cands: []*fsm.Candidate{rule240}}, // quiesce_refused × drain_settled
+		{Cands: []*fsm.Candidate{rule240}}, // quiesce_refused × send_failed
+		{Cands: []*fsm.Candidate{rule240}}, // quiesce_refused × connection_lost
 		// resume_refused
-		{Cands: []*fsm.Candidate{rule231}}, // resume_refused × environment_quiesce
-		{Cands: []*fsm.Candidate{rule224}}, // resume_refused × quiesced_accepted
-		{Cands: []*fsm.Candidate{rule224}}, // resume_refused × quiesced_refused
-		{Cands: []*fsm.Candidate{rule231}}, // resume_refused × environment_resume
-		{Cands: []*fsm.Candidate{rule231}}, // resume_refused × resume_rollback
-		{Cands: []*fsm.Candidate{rule224}}, // resume_refused × resumed_accepted
-		{Cands: []*fsm.Candidate{rule224}}, // resume_refused × resumed_refused
-		{Cands: []*fsm.Candidate{rule224}}, // resume_refused × quiesce_drain
-		{Cands: []*fsm.Candidate{rule224}}, // resume_refused × drain_settled
-		{Cands: []*fsm.Candidate{rule224}}, // resume_refused × send_failed
-		{Cands: []*fsm.Candidate{rule224}}, // resume_refused × connection_lost
+		{Cands: []*fsm.Candidate{rule247}}, // resume_refused × environment_quiesce
+		{Cands: []*fsm.Candidate{rule240}}, // resume_refused × quiesced_accepted
+		{Cands: []*fsm.Candidate{rule240}}, // resume_refused × quiesced_refused
+		{Cands: []*fsm.Candidate{rule247}}, // resume_refused × environment_resume
+		{Cands: []*fsm.Candidate{rule247}}, // resume_refused × resume_rollback
+		{Cands: []*fsm.Candidate{rule240}}, // resume_refused × resumed_accepted
+		{Cands: []*fsm.Candidate{rule240}}, // resume_refused × resumed_refused
+		{Cands: []*fsm.Candidate{rule240}}, // resume_refused × quiesce_drain
+		{Cands: []*fsm.Candidate{rule240}}, // resume_refused × drain_settled
+		{Cands: []*fsm.Candidate{rule240}}, // resume_refused × send_failed
+		{Cands: []*fsm.Candidate{rule240}}, // resume_refused × connection_lost
 	},
 })
 
@@ -713,6 +721,10 @@ type CoreHooks[A any] interface {
 	// suspend ID, and an accepted true reply carries no error code (a foreign identity or that
 	// contradiction is rejected).
 	GuardOwnSuspension(f *fsm.Firing[A]) bool
+	// GuardResumeMatchesQuiesce reports whether the resume (plain or rollback) names the
+	// Environment ID that the quiesce of this suspend ID named: the suspension identity is the
+	// pair, so a resume for another Environment is refused and leaves the attempt as it was.
+	GuardResumeMatchesQuiesce(f *fsm.Firing[A]) bool
 	// DoRecordSuspended performs record_suspended: Core records the confirmed suspension so the
 	// Environment can be snapshotted or paused.
 	DoRecordSuspended(f *fsm.Firing[A]) error
@@ -727,7 +739,7 @@ func Core[A any](h CoreHooks[A]) fsm.Binding[A] {
 		return nil
 	}
 	return &fsm.HookTable[A]{
-		Guards:  []func(*fsm.Firing[A]) bool{GuardOwnSuspension: h.GuardOwnSuspension},
+		Guards:  []func(*fsm.Firing[A]) bool{GuardOwnSuspension: h.GuardOwnSuspension, GuardResumeMatchesQuiesce: h.GuardResumeMatchesQuiesce},
 		Actions: []func(*fsm.Firing[A]) error{ActionRecordSuspended: h.DoRecordSuspended, ActionRecordOutcome: h.DoRecordOutcome},
 	}
 }
@@ -749,6 +761,10 @@ type RuntimeHooks[A any] interface {
 	// suspend ID, and an accepted true reply carries no error code (a foreign identity or that
 	// contradiction is rejected).
 	GuardOwnSuspension(f *fsm.Firing[A]) bool
+	// GuardResumeMatchesQuiesce reports whether the resume (plain or rollback) names the
+	// Environment ID that the quiesce of this suspend ID named: the suspension identity is the
+	// pair, so a resume for another Environment is refused and leaves the attempt as it was.
+	GuardResumeMatchesQuiesce(f *fsm.Firing[A]) bool
 	// SendEnvironmentQuiesced sends the environment_quiesced frame of this instance.
 	SendEnvironmentQuiesced(f *fsm.Firing[A]) error
 	// SendEnvironmentResumed sends the environment_resumed frame of this instance.
@@ -767,7 +783,7 @@ func Runtime[A any](h RuntimeHooks[A]) fsm.Binding[A] {
 		return nil
 	}
 	return &fsm.HookTable[A]{
-		Guards:  []func(*fsm.Firing[A]) bool{GuardOwnSuspension: h.GuardOwnSuspension},
+		Guards:  []func(*fsm.Firing[A]) bool{GuardOwnSuspension: h.GuardOwnSuspension, GuardResumeMatchesQuiesce: h.GuardResumeMatchesQuiesce},
 		Sends:   []func(*fsm.Firing[A]) error{MessageEnvironmentQuiesced: h.SendEnvironmentQuiesced, MessageEnvironmentResumed: h.SendEnvironmentResumed},
 		Actions: []func(*fsm.Firing[A]) error{ActionFenceAdmission: h.DoFenceAdmission, ActionReopenAdmission: h.DoReopenAdmission},
 	}

@@ -302,6 +302,10 @@ func connectOnce(ctx context.Context, cfg Config, sh shared) (live bool, err err
 	return true, fmt.Errorf("connection: %w", runErr)
 }
 
+// app composes the connection hooks with the execution Session; the
+// Session drops its records of the instances the driver forgets.
+var _ peer.Forgetter = (*app)(nil)
+
 // app composes the connection hooks with the execution Session.
 type app struct {
 	conn *connHooks
@@ -317,6 +321,7 @@ func (a *app) Binding(machine string) fsm.Binding[*peer.Event] {
 
 func (a *app) Refused(r *peer.Refusal)             { a.sess.Refused(r) }
 func (a *app) Stepped(ev *peer.Event, st fsm.Step) { a.sess.Stepped(ev, st) }
+func (a *app) Forgot(i *peer.Instance)             { a.sess.Forgot(i) }
 
 // connHooks are the Runtime's hooks of the connection machine.
 type connHooks struct {

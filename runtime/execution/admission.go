@@ -9,7 +9,6 @@ import (
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/fsm/input"
 	"github.com/agentwire/agentwire/fsm/interaction"
-	"github.com/agentwire/agentwire/fsm/preparation"
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/wire"
@@ -200,7 +199,6 @@ func (s *Session) admit(d *peer.Driver, inst *peer.Instance, p wire.ExecutionPre
 	}
 	inst.Data = a
 	s.admissions[a.requestID] = a
-	s.pruneAdmissions(d)
 	s.active++
 	if !a.readOnly {
 		if idle, ok := s.cfg.Pool.Take(a.fingerprint); ok {
@@ -251,25 +249,6 @@ func (s *Session) admit(d *peer.Driver, inst *peer.Instance, p wire.ExecutionPre
 			cancel()
 		}
 	})
-}
-
-// maxAdmissionRecords is the driver's bound on preparation instances
-// (peer.DefaultLimits, daemon-protocol.txt:116).
-const maxAdmissionRecords = 64
-
-// pruneAdmissions forgets the records whose preparation instance the
-// driver no longer holds (it evicts only settled ones, whose cleanup
-// already began), so a long connection does not grow the Session without
-// bound. It runs once the map is twice the bound, so its cost is amortized.
-func (s *Session) pruneAdmissions(d *peer.Driver) {
-	if len(s.admissions) <= 2*maxAdmissionRecords {
-		return
-	}
-	for id, a := range s.admissions {
-		if inst, ok := d.Lookup(peer.Key{Machine: preparation.Table.Name, ID: id}); !ok || record(inst) != a {
-			delete(s.admissions, id)
-		}
-	}
 }
 
 // grant publishes ready with the expiry, fixed here once: a repeated

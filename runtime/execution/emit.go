@@ -2,7 +2,11 @@ package execution
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
+
+	"github.com/agentwire/agentwire/fsm/interaction"
 
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/wire"
@@ -68,7 +72,8 @@ func (e *emitter) emit(ctx context.Context, p wire.Payload) error {
 	return nil
 }
 
-// sent runs on the loop with the outcome of one frame.
+// sent runs on the loop with the outcome of one frame. A frame the driver
+// refused before it left also fails the Run (refusedFrame).
 func (e *emitter) sent(err error) {
 	<-e.slots
 	if err != nil {
@@ -77,7 +82,59 @@ func (e *emitter) sent(err error) {
 			e.err = err
 		}
 		e.mu.Unlock()
+		var se *peer.SendError
+		if errors.As(err, &se) {
+			e.s.refusedFrame(e.runID, se)
+		}
 	}
+}
+
+// refusedFrame (on the loop) fails a Run one of whose frames the driver
+// refused before it left: the Run's stream can no longer say what the
+// native side did, and an adapter waiting for the answer to a question
+// that never went out would wait forever. The native work is cancelled,
+// and when it settles an error frame naming the refused frame precedes
+// done, so Core sees a failed Turn rather than a short or empty one that
+// completed (publishDone).
+//
+// decision: the adapter's own reading of the emit error ("settle with
+// what was produced") does not decide the outcome: a Turn whose frame was
+// refused never completes normally (daemon-protocol.txt:106: an execution
+// error is followed by done and belongs to its outcome).
+func (s *Session) refusedFrame(runID string, se *peer.SendError) {
+	r := s.runs[runID]
+	if r == nil || r.settled || r.failure != "" {
+		return
+	}
+	r.failure = refusalText(se)
+	s.cfg.Logger.Warn("a frame of the Run was refused; the Run fails", "run", runID, "err", se)
+	r.cancel()
+}
+
+// refusalText says why a Run's frame was refused, in words for Core.
+//
+// decision: decision and permission-cancel envelopes carry only the
+// interaction ID (daemon-protocol.txt:76, :80), so Core and the Runtime
+// can tell two questions apart only by it: an ID is unique on a
+// connection for as long as either peer retains its interaction, and a
+// Harness that reuses one (a request_id or ask_id of an earlier Turn, or
+// of another open question) fails its Turn with this error instead of
+// asking a question no answer could reach. Function call IDs are scoped
+// by their Run ID and may repeat across Runs.
+func refusalText(se *peer.SendError) string {
+	if se.Key.Machine == interaction.Table.Name && (se.Type == wire.TypePermissionRequest || se.Type == wire.TypePromptForUserChoice) {
+		return boundedError(fmt.Errorf("the Harness asked %s with interaction ID %q, which this connection still holds "+
+			"for an earlier question; interaction IDs must be unique on a connection, so the Turn ends", se.Type, boundedText(se.Key.ID, 64)))
+	}
+	return boundedError(fmt.Errorf("the Runtime could not send the Run's %s frame (%w), so the Turn ends", se.Type, se.Err))
+}
+
+// boundedText cuts s to at most n bytes for an error text.
+func boundedText(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
 }
 
 // takeErr returns the failure not yet reported, once.

@@ -18,6 +18,8 @@ type runState struct {
 	cancelDelivery string // the delivery ID of the latest prompt_cancel (guards read it)
 	cancelled      bool
 	settled        bool
+	forgotten      bool       // the driver forgot the Run's instance (forget.go)
+	failure        string     // why a frame of the Run was refused (emit.go); published as an error before done
 	outcome        *wire.Done // what the native work settled with
 
 	turn    harness.Turn
@@ -177,11 +179,15 @@ func (s *Session) startRun(runID string, turn harness.Turn, exe harness.Executor
 // closes the Run's open interactions.
 func (s *Session) publishDone(d *peer.Driver, r *runState) {
 	r.holding = false
+	if r.failure != "" {
+		send(d, r.id, wire.ErrorFrame{Error: r.failure})
+	}
 	send(d, r.id, *r.outcome)
 	if r.cancelled {
 		s.ackCancel(d, r)
 	}
 	s.closeInteractions(d, r)
+	s.dropRun(r)
 }
 
 func (s *Session) ackCancel(d *peer.Driver, r *runState) {

@@ -67,9 +67,10 @@ func (f *Fence) release(suspend string) {
 
 // Save records a suspension instance after it moved. An attempt that is
 // still open is kept for the next connection; a settled one is forgotten,
-// unless it still holds the fence (a resume refused for naming another
-// Environment): then its last open state is kept, so that the right resume
-// on a later connection can still release it.
+// unless it still holds the fence: then its last open state is kept, so
+// that its resume on a later connection can still release it. (A resume
+// for another Environment no longer settles the attempt: the table refuses
+// it, resume_matches_quiesce.)
 func (f *Fence) Save(s peer.Saved, terminal bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -97,7 +98,6 @@ func (f *Fence) Saved() []peer.Saved {
 type attempt struct {
 	env, suspend string
 	quiesceReq   string // Envelope.id of the quiesce (the quiesced reply's id)
-	mismatch     bool   // the resume named another Environment
 }
 
 type suspHooks struct{ s *Session }
@@ -130,7 +130,16 @@ func (h suspHooks) GuardOwnSuspension(f *fsm.Firing[*peer.Event]) bool {
 	default:
 		return false
 	}
-	return suspend == a.suspend && (env == a.env || a.mismatch && !accepted) && !(accepted && code != "")
+	return suspend == a.suspend && env == a.env && !(accepted && code != "")
+}
+
+// GuardResumeMatchesQuiesce holds for a resume (or rollback) that names the
+// Environment the quiesce of this suspend_id fenced; the table refuses any
+// other invalid_request and leaves the attempt, and the fence, as they were.
+func (h suspHooks) GuardResumeMatchesQuiesce(f *fsm.Firing[*peer.Event]) bool {
+	p, ok := f.Arg.Msg.Payload.(wire.EnvironmentResume)
+	a := h.s.attemptOf(f)
+	return ok && a.env != "" && p.EnvironmentID == a.env
 }
 
 // DoFenceAdmission stops admitting new work and waits for the active work
@@ -200,21 +209,11 @@ func (h suspHooks) SendEnvironmentQuiesced(f *fsm.Firing[*peer.Event]) error {
 }
 
 // DoReopenAdmission releases the fence: after a refused drain, a rollback
-// or the resume of this attempt. A resume that names another Environment
-// than the quiesce did releases nothing.
+// or the resume of this attempt (the table admits only a resume that names
+// the quiesced Environment, resume_matches_quiesce).
 func (h suspHooks) DoReopenAdmission(f *fsm.Firing[*peer.Event]) error {
 	s := h.s
 	a := s.attemptOf(f)
-	if m := f.Arg.Msg; m != nil {
-		if p, ok := m.Payload.(wire.EnvironmentResume); ok && p.EnvironmentID != a.env {
-			// decision: suspension identity is the Environment ID and the
-			// suspend ID together (wire-reference §2.12); a resume with the
-			// right suspend_id for another Environment is refused
-			// invalid_request and the fence stays (daemon-protocol.txt:78).
-			a.mismatch = true
-			return nil
-		}
-	}
 	if s.draining != nil && *s.draining == f.Arg.Key {
 		s.draining = nil
 	}
@@ -224,14 +223,9 @@ func (h suspHooks) DoReopenAdmission(f *fsm.Firing[*peer.Event]) error {
 
 // SendEnvironmentResumed answers the resume (or rollback) it received.
 func (h suspHooks) SendEnvironmentResumed(f *fsm.Firing[*peer.Event]) error {
-	a := h.s.attemptOf(f)
 	p, _ := f.Arg.Msg.Payload.(wire.EnvironmentResume)
-	ok := !a.mismatch
-	r := wire.EnvironmentResumed{EnvironmentID: p.EnvironmentID, SuspendID: p.SuspendID, Accepted: &ok}
-	if !ok {
-		r.ErrorCode = "invalid_request"
-	}
-	send(f.Arg.Driver(), f.Arg.Msg.ID, r)
+	yes := true
+	send(f.Arg.Driver(), f.Arg.Msg.ID, wire.EnvironmentResumed{EnvironmentID: p.EnvironmentID, SuspendID: p.SuspendID, Accepted: &yes})
 	return nil
 }
 

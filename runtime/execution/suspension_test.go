@@ -28,8 +28,8 @@ func TestFenceSavesOpenAttemptsForTheNextConnection(t *testing.T) {
 	f.Save(peer.Saved{Machine: "suspension", ID: "s-1", State: "suspended"}, false)
 	assert.Len(t, f.Saved(), 1)
 
-	// A resume refused for naming another Environment settles the instance,
-	// but the fence still holds: the open state is kept for a later resume.
+	// An instance that settled while its attempt still holds the fence
+	// keeps its open state, so that a later resume can release it.
 	f.Save(peer.Saved{Machine: "suspension", ID: "s-1", State: "resume_refused"}, true)
 	saved := f.Saved()
 	if assert.Len(t, saved, 1) {

@@ -20,8 +20,9 @@ const MaxReadsInFlight = 4
 
 // readState is one workspace read this connection dispatched, by operation ID.
 type readState struct {
-	owner   string // "handle:<handle>" or "run:<run ID>"
-	settled bool   // its result was sent (or the connection is gone)
+	owner     string // "handle:<handle>" or "run:<run ID>"
+	settled   bool   // its result was sent (or the connection is gone)
+	forgotten bool   // the driver forgot its instance (forget.go)
 }
 
 type readHooks struct{ s *Session }
@@ -118,6 +119,9 @@ func (h readHooks) DoReadNative(f *fsm.Firing[*peer.Event]) error {
 		st.settled = true
 		s.readsInFlight--
 		send(d, opID, r)
+		if st.forgotten && s.reads[opID] == st {
+			delete(s.reads, opID)
+		}
 	}
 	s.readsInFlight++
 	switch {

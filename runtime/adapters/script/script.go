@@ -45,7 +45,11 @@ type Step struct {
 	Fail string `json:"fail,omitempty"`
 	// Permission, Choice and Function emit the question and wait for
 	// Core's answer (or the Turn's cancellation); the answer is recorded in
-	// the content as "[id:answer]".
+	// the content as "[id:answer]". Their IDs are sent as written, in every
+	// Turn: a permission request_id or a choice ask_id is the interaction
+	// ID that Core's answer names alone, so a later Turn on the same
+	// connection that asks it again while a peer still holds the earlier
+	// question fails with an error (execution.refusalText).
 	Permission *wire.PermissionRequest   `json:"permission,omitempty"`
 	Choice     *wire.PromptForUserChoice `json:"choice,omitempty"`
 	Function   *wire.FunctionCall        `json:"function,omitempty"`
