@@ -186,7 +186,7 @@ func (g *Gateway) place(ctx context.Context, t store.Turn) error {
 		// The final check, against the declaration as it is now and the
 		// connection still owning the device (daemon-protocol.txt:33).
 		decl, ok := c.snapshot()
-		if !ok || !g.owns(c) {
+		if !ok || !g.owns(c) || !g.placeable(ctx, c, p) {
 			continue
 		}
 		caps, ok := admits(decl, p)
@@ -253,6 +253,9 @@ func (g *Gateway) execute(c *conn, p turnPlan, caps wire.AgentKindCapabilities) 
 	if err := wire.ApplyOptIns(&cfg, sc); err != nil {
 		g.fail(log, t, store.Outcome{Reason: ReasonInvalidConfiguration}, err)
 		return
+	}
+	if !g.initializeTurn(c, p, log) {
+		return // transfer.go: requeued, or failed with its reason
 	}
 	pr := &prepRec{turnID: t.ID, runID: t.RunID, attempts: t.Attempts, result: make(chan prepResult, 1)}
 	rr := &runRec{turnID: t.ID, runID: t.RunID, finished: make(chan struct{})}
