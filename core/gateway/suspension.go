@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/agentwire/agentwire/core/store"
@@ -240,19 +241,21 @@ func (g *Gateway) SuspendEnvironment(ctx context.Context, envID, deviceID string
 		got, _ := g.cfg.Store.GetSuspension(sctx, a.ID)
 		return got, &SuspensionRefused{Detail: "environment_quiesce was not sent: " + boundedErr(err)}
 	}
-	return g.awaitSuspension(ctx, c, pc, a.ID, r, suspension.StateQuiescing.String())
+	return g.awaitSuspension(ctx, c, pc, a.ID, r, initial, suspension.StateQuiescing.String())
 }
 
-// awaitSuspension waits until the attempt's stored state is no longer
-// `pending` (or the wait runs out) and returns the attempt as stored.
-func (g *Gateway) awaitSuspension(ctx context.Context, c *conn, pc *peer.Conn, id string, r *suspRec, pending string) (store.Suspension, error) {
+// awaitSuspension waits until the attempt's stored state is none of
+// `pending` (the state before the send, whose move may not be written yet,
+// and the state the send leads to) or the wait runs out, and returns the
+// attempt as stored.
+func (g *Gateway) awaitSuspension(ctx context.Context, c *conn, pc *peer.Conn, id string, r *suspRec, pending ...string) (store.Suspension, error) {
 	t := g.cfg.Clock.NewTimer(suspensionWait)
 	defer t.Stop()
 	for {
 		c.mu.Lock()
 		state := r.persisted
 		c.mu.Unlock()
-		if state != pending {
+		if !slices.Contains(pending, state) {
 			break
 		}
 		select {
@@ -304,6 +307,9 @@ func (g *Gateway) ResumeEnvironment(ctx context.Context, envID string, rollback 
 	if prepErr != nil {
 		return a, prepErr
 	}
+	c.mu.Lock()
+	before := r.persisted
+	c.mu.Unlock()
 	err = pc.Send(g.ctx, peer.Outbound{ID: newUUID(), Payload: wire.EnvironmentResume{EnvironmentID: wireEnv, SuspendID: a.ID, Rollback: rollback}})
 	if err != nil && !isWriteError(err) {
 		var se *peer.SendError
@@ -312,7 +318,7 @@ func (g *Gateway) ResumeEnvironment(ctx context.Context, envID string, rollback 
 		}
 		return a, err
 	}
-	return g.awaitSuspension(ctx, c, pc, a.ID, r, suspension.StateResuming.String())
+	return g.awaitSuspension(ctx, c, pc, a.ID, r, before, suspension.StateResuming.String())
 }
 
 // adoptAttempt makes sure the attempt has its instance on d (c's driver),
@@ -349,6 +355,7 @@ func (g *Gateway) adoptAttempt(c *conn, d *peer.Driver, a store.Suspension, wire
 		return nil, err
 	}
 	c.addSusp(a.ID, r)
+	c.log.Info("gateway: suspension attempt restored", "suspend_id", a.ID, "stored", a.State, "restored", to)
 	return r, nil
 }
 
