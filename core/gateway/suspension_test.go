@@ -266,3 +266,35 @@ func TestResumeAfterCoreRestart(t *testing.T) {
 	assert.Equal(t, "not_suspended", r.ErrorCode)
 	assert.Contains(t, logs.String(), `"stored":"quiescing","restored":"uncertain"`, "restored through the table's connection_lost step")
 }
+
+// An admission granted and released while an attempt holds the
+// Environment neither resumes nor settles the attempt, and Core sends no
+// suspension frame for it: the next suspension frame is the resume the API
+// asked for (daemon-protocol.txt:7).
+func TestReleasingAnAdmissionLeavesTheSuspensionAlone(t *testing.T) {
+	e := newEnv(t, true)
+	r := e.runtime("dev-1", wiretest.Capabilities())
+	e.waitDeclared("dev-1", true)
+	ses := e.localSession("keep", "codex")
+	yes := true
+	out := e.startSuspend("env-keep")
+	qid, q := r.quiesce()
+	r.send(qid, wire.EnvironmentQuiesced{EnvironmentID: envUUID, SuspendID: q.SuspendID, Accepted: &yes})
+	require.Equal(t, "suspended", waitEnd(t, out).a.State)
+
+	read := e.startRead(ses, gateway.ReadQuery{Path: "a.txt", MaxBytes: 8})
+	prepID, _ := r.readyReadOnly()
+	opID, _ := r.nextRead()
+	r.send(opID, wire.WorkspaceReadResult{Outcome: "completed", CloseAcknowledged: true, Data: []byte("a")})
+	r.release(prepID, wire.PreparationStatus{State: wire.PreparationReleased})
+	got := e.readEnd(read)
+	require.NoError(t, got.err)
+	assert.Equal(t, "a", string(got.data.Data))
+	assert.Equal(t, "suspended", e.attempt(q.SuspendID).State)
+
+	res := e.startResume("env-keep", false)
+	rid, rp := r.resume() // the next frame Core sends
+	assert.Equal(t, q.SuspendID, rp.SuspendID)
+	r.send(rid, wire.EnvironmentResumed{EnvironmentID: envUUID, SuspendID: q.SuspendID, Accepted: &yes})
+	assert.Equal(t, "resumed", waitEnd(t, res).a.State)
+}

@@ -153,11 +153,16 @@ type initOutcome struct {
 // already completed there. It records the outcome on the Environment.
 func (g *Gateway) initialize(c *conn, env store.Environment, sessionID string) initOutcome {
 	spec, err := envinit.Parse(env.Initialization)
-	if err != nil || spec.Empty() {
-		// The API validated the declaration before storing it.
-		return initOutcome{ok: err == nil}
-	}
 	base := store.Initialization{EnvironmentID: env.ID, DeviceID: c.deviceID, OwnerEpoch: c.epoch, ExitCode: -1}
+	if err != nil {
+		// The API validates a declaration before storing it; a stored one
+		// that no longer parses is sent nowhere.
+		base.Outcome, base.ErrorCode = "not_sent", "invalid_declaration"
+		return g.recordInit(initOutcome{status: base})
+	}
+	if spec.Empty() {
+		return initOutcome{ok: true}
+	}
 	var binding wire.LocalEnvironment
 	if len(env.Binding) == 0 || json.Unmarshal(env.Binding, &binding) != nil || !wire.IsCanonicalUUID(binding.ID) {
 		base.Outcome, base.ErrorCode = "not_sent", "invalid_binding"
