@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -74,7 +75,13 @@ func TestSuspendAndResumeThroughTheRealRuntime(t *testing.T) {
 
 	e.gw.Kick()
 	e.waitTurn(turn.ID, store.TurnCompleted)
-	cat, err := e.gw.ReadWorkspace(ctx, ses, gateway.ReadQuery{Path: "a.txt", MaxBytes: 8})
+	var cat gateway.ReadData
+	// The finished Turn's worker drops the Session's reservation just after
+	// the Turn's record settles.
+	require.Eventually(t, func() bool {
+		cat, err = e.gw.ReadWorkspace(ctx, ses, gateway.ReadQuery{Path: "a.txt", MaxBytes: 8})
+		return !errors.Is(err, gateway.ErrSessionBusy)
+	}, 10*time.Second, time.Millisecond)
 	require.NoError(t, err)
 	assert.Equal(t, "a", string(cat.Data))
 }

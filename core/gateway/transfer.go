@@ -62,11 +62,15 @@ type xferBook struct {
 	busy  int                 // initializations running (the scheduler avoids the connection)
 }
 
-// envInit is an Environment's initialization on one connection: done, or
-// failed for good on this connection (the next connection starts afresh).
+// envInit is an Environment's initialization on one connection: done,
+// failed for good on this connection (the next connection starts afresh),
+// or stopped by a transient refusal before step next, where a later
+// attempt on this connection goes on (completed steps are not sent again).
 type envInit struct {
 	done    bool
+	failed  bool
 	failure store.Initialization
+	next    int
 }
 
 // xferRec is Core's record of one transfer it sent; guarded by c.mu.
@@ -192,18 +196,23 @@ func (g *Gateway) initialize(c *conn, env store.Environment, sessionID string) i
 	c.mu.Lock()
 	prev := b.inits[env.ID]
 	c.mu.Unlock()
+	first := 0
 	switch {
 	case prev != nil && prev.done:
 		return initOutcome{ok: true}
-	case prev != nil:
+	case prev != nil && prev.failed:
 		// decision: an initialization that ended for good on this
 		// connection is not run again on it (daemon-protocol.txt:159); the
 		// Environment's work fails at once with the recorded outcome until
 		// a new connection initializes afresh.
 		return initOutcome{status: prev.failure}
+	case prev != nil:
+		first = prev.next
 	}
 	log := c.log.With("environment_id", env.ID)
-	for _, st := range spec.Steps(binding.ID, envinit.SessionUUID(sessionID)) {
+	steps := spec.Steps(binding.ID, envinit.SessionUUID(sessionID))
+	for n := first; n < len(steps); n++ {
+		st := steps[n]
 		end := g.runTransfer(c, pc, st)
 		if end.outcome == fsm.OutcomeSuccess {
 			continue
@@ -215,11 +224,9 @@ func (g *Gateway) initialize(c *conn, env store.Environment, sessionID string) i
 		}
 		log.Warn("gateway: environment initialization ended", "step", st.Name, "state", end.state, "code", s.ErrorCode)
 		out := initOutcome{retry: end.retry, status: s}
-		if !out.retry {
-			c.mu.Lock()
-			b.inits[env.ID] = &envInit{failure: s}
-			c.mu.Unlock()
-		}
+		c.mu.Lock()
+		b.inits[env.ID] = &envInit{failed: !out.retry, failure: s, next: n}
+		c.mu.Unlock()
 		return g.recordInit(out)
 	}
 	c.mu.Lock()

@@ -184,10 +184,12 @@ func TestInitializationRejectedFailsTheTurnWithItsCode(t *testing.T) {
 
 func TestInitializationRefusedForNowLeavesTheTurnQueued(t *testing.T) {
 	e := newEnv(t, true)
-	ses := e.initSession("busy", "codex", envinit.Spec{Env: map[string]string{"A": "1"}})
+	ses := e.initSession("busy", "codex", envinit.Spec{Env: map[string]string{"A": "1"}, Files: []envinit.File{{Path: "/workspace/f", Content: []byte("f")}}})
 	r := e.runtime("dev-1", wiretest.Capabilities())
 	e.waitDeclared("dev-1", true)
 	turn := e.queueTurnOn(ses, "later")
+	cid, cbegin := r.nextPrepare()
+	r.acceptTransfer(cid, cbegin)
 	id, _ := r.nextPrepare()
 	r.send(id, wire.RuntimePrepareResult{Outcome: "rejected", ErrorCode: "resource_unavailable"})
 	var queued store.Turn
@@ -199,11 +201,13 @@ func TestInitializationRefusedForNowLeavesTheTurnQueued(t *testing.T) {
 	assert.True(t, queued.NotBefore.After(e.clock.Now()), "due again only after the backoff")
 	assert.Equal(t, "rejected", e.initStatus("env-busy").Outcome)
 
-	// After the backoff a new transfer runs (the refused one applied nothing).
+	// After the backoff a new transfer runs (the refused one applied
+	// nothing); the configure step that completed is not sent again.
 	e.clock.Advance(2 * time.Second) // the first backoff is 1 s
 	e.gw.Kick()
 	id2, begin := r.nextPrepare()
 	assert.NotEqual(t, id, id2)
+	require.NotNil(t, begin.File, "the step that was refused, not the completed one")
 	r.acceptTransfer(id2, begin)
 	prepID, _ := r.prepare()
 	s := r.start(prepID)
