@@ -55,6 +55,12 @@ func (c *restartableCore) stop() {
 	}
 }
 
+// kill stops Core with SIGKILL: nothing is flushed or closed on the way.
+func (c *restartableCore) kill() {
+	_ = c.cmd.Process.Kill()
+	<-c.exited
+}
+
 func freeAddr(t *testing.T) string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -67,8 +73,8 @@ func freeAddr(t *testing.T) string {
 // real Runtime. A file declared with `session create --init-file` lands in
 // the Runtime's workspace through runtime_prepare before the Session's
 // first read; `env suspend` quiesces the Runtime, the suspension outlives a
-// Core restart, and `env resume` resumes exactly that attempt, after which
-// a Turn runs again.
+// SIGKILL and restart of Core, and `env resume` resumes exactly that
+// attempt, after which a Turn runs again.
 func TestEnvInitializationAndSuspensionAgainstRealProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
@@ -109,20 +115,26 @@ func TestEnvInitializationAndSuspensionAgainstRealProcesses(t *testing.T) {
 		}
 	}()
 	logs := func() string { return "core: " + core.logs.String() + "\nruntime: " + rtLogs.String() }
-	connected := func() {
+	// connected waits for a connection newer than epoch that declared
+	// itself, and returns its owner epoch. (After a SIGKILL the registry
+	// still shows the killed Core's connection until the device is back.)
+	connected := func(epoch float64) float64 {
+		var now float64
 		require.Eventually(t, func() bool {
 			d := cliJSON(t, bin, proj.Secret, "devices", "--core", core.base)
 			list, _ := d["devices"].([]any)
 			for _, x := range list {
 				if m, _ := x.(map[string]any); m["connected"] == true {
 					kinds, _ := m["agent_kinds"].([]any)
-					return len(kinds) > 0
+					now, _ = m["owner_epoch"].(float64)
+					return len(kinds) > 0 && now > epoch
 				}
 			}
 			return false
 		}, 30*time.Second, 50*time.Millisecond, "%s", logs())
+		return now
 	}
-	connected()
+	epoch := connected(0)
 
 	ses := cliJSON(t, bin, proj.Secret, "session", "create", "--core", core.base, "--kind", "script",
 		"--env", "self_hosted", "--binding", `{"id":"8d0f3a2b-1c4e-4f5a-8b6c-7d8e9f0a1b2c"}`,
@@ -157,10 +169,11 @@ func TestEnvInitializationAndSuspensionAgainstRealProcesses(t *testing.T) {
 	assert.Equal(t, "suspended", a["state"])
 	suspendID := a["suspend_id"].(string)
 
-	// Core restarts; the attempt and the Runtime's fence both outlive it.
-	core.stop()
+	// Core is killed and restarted on its data directory; the attempt and
+	// the Runtime's fence both outlive it.
+	core.kill()
 	core.start()
-	connected()
+	connected(epoch)
 	_, errOut, err := cli("env", "suspend", "--core", core.base, envID)
 	require.Error(t, err)
 	assert.Contains(t, errOut, "suspension_open")

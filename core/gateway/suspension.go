@@ -103,6 +103,9 @@ func (c *conn) suspMoved(i *peer.Instance) {
 	case r.signal <- struct{}{}:
 	default:
 	}
+	if i.Terminal() {
+		c.g.kick() // Turns held by the attempt may be placed now
+	}
 }
 
 // suspHooks are the suspension machine's Core hooks on one connection.
@@ -207,6 +210,11 @@ func (g *Gateway) SuspendEnvironment(ctx context.Context, envID, deviceID string
 	wireEnv, err := g.wireEnvironment(ctx, envID)
 	if err != nil {
 		return store.Suspension{}, err
+	}
+	// Only a better answer when an attempt is already open; the conditional
+	// insert below decides.
+	if open, err := g.cfg.Store.LatestSuspension(ctx, envID); err == nil && !open.Settled {
+		return store.Suspension{}, ErrSuspensionOpen
 	}
 	c, err := g.device(deviceID)
 	if err != nil {
