@@ -37,15 +37,20 @@ test-short: vet
 	$(GO) test -race -short ./...
 
 ## check-runtime-contract: the protocol contract checks: spec tables, generated machines, the
-## generator, the driver scenarios, the Harness declaration tests, and every Runtime scenario in
-## spec/scenarios/runtime/ run by the real daemon against a scripted Core over a real WebSocket
+## generator, the driver scenarios, the Harness declaration tests, every Runtime scenario in
+## spec/scenarios/runtime/ run by the real daemon against a scripted Core, and every Core scenario
+## in spec/scenarios/core/ run by the real Core against a scripted Runtime, over a real WebSocket
 check-runtime-contract:
 	$(GO) test -race -count=1 ./spec/... ./fsm/... ./gen/... ./peer/scenario/ ./runtime/harness/
 	$(GO) test -race -count=1 -run 'TestRuntimeScenarios' -v ./runtime/daemon/ | grep -E '^\s*(--- (PASS|FAIL)|ok|FAIL|PASS)' ; test $${PIPESTATUS[0]} -eq 0
+	$(GO) test -race -count=1 -run 'TestCoreScenarios' -v ./core/server/ | grep -E '^\s*(--- (PASS|FAIL)|ok|FAIL|PASS)' ; test $${PIPESTATUS[0]} -eq 0
 
-## bench: the benchmarks recorded in BENCHMARKS.md
+## bench: the benchmarks recorded in BENCHMARKS.md (Core's: Turns/s with SQLite and memory,
+## delta latency to SSE, then 10,000 idle connections from a separate process, measured once)
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./fsm/ ./wire/ ./peer/
+	$(GO) test -run '^$$' -bench 'TurnsThroughCore|DeltaLatencyToSSE' -benchmem -count 3 ./core/server/
+	$(GO) test -run '^$$' -bench 'IdleConnections' -benchtime 1x ./core/server/
 
 ## fuzz: run every fuzz target of FUZZ_PKGS in turn (FUZZTIME=10m make fuzz for a long run).
 ## FUZZTIME also takes an execution count (FUZZTIME=3000x), which CI uses: a

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -112,9 +113,13 @@ func runSession(args []string, stdout, stderr io.Writer) error {
 }
 
 const turnUsage = `usage: agentwire turn submit --core URL --session S TEXT
-       agentwire turn run --core URL --session S TEXT   (streams events; exit 0 only when completed)
+       agentwire turn run --core URL --session S [--approve-all] TEXT
+                 (streams events, asks the Turn's questions on the terminal; exit 0 only when completed)
        agentwire turn status --core URL TURN
        agentwire turn cancel --core URL TURN`
+
+// stdin is where `turn run` reads the answers to a Turn's questions.
+var stdin io.Reader = os.Stdin
 
 func runTurn(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || !oneOf(args[0], "submit", "run", "status", "cancel") {
@@ -124,6 +129,7 @@ func runTurn(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("turn "+args[0], stderr)
 	core := fs.String("core", "", "Core's base URL")
 	session := fs.String("session", "", "Session ID (submit)")
+	approveAll := fs.Bool("approve-all", false, "run: approve every permission request without asking (user-choice questions are still asked)")
 	if err := fs.Parse(args[1:]); err != nil || fs.NArg() != 1 {
 		return errUsage
 	}
@@ -140,7 +146,8 @@ func runTurn(args []string, stdout, stderr io.Writer) error {
 		if *session == "" {
 			return errors.New("--session is required")
 		}
-		return c.runTurnRun(*session, fs.Arg(0), stdout)
+		p := &prompter{in: bufio.NewReader(stdin), out: stderr, approveAll: *approveAll}
+		return c.runTurnRun(*session, fs.Arg(0), stdout, p)
 	}
 	input := []any{map[string]any{"content": []any{map[string]any{"type": "input_text", "text": fs.Arg(0)}}}}
 	return c.call("POST", "/api/v1/sessions/"+*session+"/turns", map[string]any{"input": input}, stdout)

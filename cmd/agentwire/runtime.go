@@ -36,6 +36,8 @@ func runRuntime(args []string, _ io.Writer, stderr io.Writer) error {
 	fs.Var(&harnesses, "harness", "adapter to register: script[=FILE] (a JSON script) or exec:KIND=COMMAND[:CAPFILE] (docs/exec-adapter.md); repeatable (default: script)")
 	wsDir := fs.String("workspace", "", "bound workspace directory that workspace reads are served from (none: reads are rejected read_unsupported)")
 	stateDir := fs.String("state", "", "state directory for transfer staging and installed skills and plugins (none: a temporary directory)")
+	abandonAfter := fs.Duration("abandon-after", 0, "on shutdown, give up executors whose close has not succeeded after this long (0: wait until they close or a second signal)")
+	idleTTL := fs.Duration("idle-expiry", 0, "how long a healthy idle executor is kept for a Turn with its configuration (0: 1h)")
 	verbose := fs.Bool("v", false, "log at debug level")
 	scale := timeScaleFlag(fs)
 	if err := fs.Parse(args); err != nil {
@@ -77,17 +79,57 @@ func runRuntime(args []string, _ io.Writer, stderr io.Writer) error {
 		}
 		defer ws.Close()
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	ctx, abandon, stop := shutdownSignals(logger)
 	defer stop()
 	err = daemon.Run(ctx, daemon.Config{
 		CoreURL: *core, DeviceID: *device, Credential: daemon.NewCredential(string(secret)), Registry: reg, Clock: clock, Workspace: ws, StateDir: *stateDir,
-		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
+		Logger: logger, Abandon: abandon, AbandonAfter: *abandonAfter, IdleTTL: *idleTTL,
 	})
 	var perm *daemon.Permanent
 	if errors.As(err, &perm) {
 		return fmt.Errorf("runtime: %s\nto fix: %s", perm.What, perm.Fix)
 	}
+	if errors.Is(err, daemon.ErrAbandoned) {
+		return errors.New("runtime: shutdown abandoned executors whose close had not succeeded; their native resources may still exist")
+	}
 	return err
+}
+
+// shutdownSignals: the first SIGTERM or SIGINT ends ctx (a shutdown that
+// waits for every owned executor to close); a second one closes abandon,
+// the operator's explicit choice to give up what is still owned
+// (daemon-protocol.txt:118).
+func shutdownSignals(logger *slog.Logger) (ctx context.Context, abandon <-chan struct{}, stop func()) {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	ab := make(chan struct{})
+	quit := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for n := 0; n < 2; n++ {
+			select {
+			case sig := <-sigs:
+				if n == 0 {
+					logger.Info("signal received: shutting down; a second signal abandons executors that have not closed", "signal", sig.String())
+					cancel()
+				} else {
+					logger.Warn("second signal received: the operator abandons executors that have not closed", "signal", sig.String())
+					close(ab)
+				}
+			case <-quit:
+				return
+			}
+		}
+	}()
+	return ctx, ab, func() {
+		signal.Stop(sigs)
+		close(quit)
+		<-done
+		cancel()
+	}
 }
 
 func adapter(spec string, stderr io.Writer) (harness.Adapter, error) {

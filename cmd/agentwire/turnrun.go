@@ -28,7 +28,9 @@ const maxStreamResumes = 5
 // runTurnRun submits a Turn and prints its events as they arrive, one
 // line each ("event data"), resuming a dropped stream with Last-Event-ID.
 // It returns nil only for a completed Turn.
-func (c *apiClient) runTurnRun(session, text string, stdout io.Writer) error {
+//
+// Questions the Turn asks are answered through p (nil answers none).
+func (c *apiClient) runTurnRun(session, text string, stdout io.Writer, p *prompter) error {
 	input := []any{map[string]any{"content": []any{map[string]any{"type": "input_text", "text": text}}}}
 	var created bytes.Buffer
 	if err := c.call("POST", "/api/v1/sessions/"+session+"/turns", map[string]any{"input": input}, &created); err != nil {
@@ -43,7 +45,7 @@ func (c *apiClient) runTurnRun(session, text string, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "turn %s\n", turn.ID)
 	last := ""
 	for attempt := 0; attempt <= maxStreamResumes; attempt++ {
-		status, err := c.stream(turn.ID, &last, stdout)
+		status, err := c.stream(turn.ID, &last, stdout, p)
 		if err != nil {
 			return err
 		}
@@ -59,7 +61,7 @@ func (c *apiClient) runTurnRun(session, text string, stdout io.Writer) error {
 
 // stream reads the Turn's SSE stream after *last until it ends; it
 // returns the final status, or nil when the stream closed before it.
-func (c *apiClient) stream(turnID string, last *string, stdout io.Writer) (map[string]any, error) {
+func (c *apiClient) stream(turnID string, last *string, stdout io.Writer, p *prompter) (map[string]any, error) {
 	req, err := http.NewRequest("GET", c.base+"/api/v1/turns/"+turnID+"/events", nil)
 	if err != nil {
 		return nil, err
@@ -104,6 +106,11 @@ func (c *apiClient) stream(turnID string, last *string, stdout io.Writer) (map[s
 			if event != "" {
 				fmt.Fprintf(stdout, "%s %s\n", event, data)
 			}
+			if p != nil {
+				if err := c.answerQuestion(turnID, p, event, data, stdout); err != nil {
+					return nil, err
+				}
+			}
 			if id != "" {
 				*last = id
 			}
@@ -112,4 +119,22 @@ func (c *apiClient) stream(turnID string, last *string, stdout io.Writer) (map[s
 	}
 	// The stream closed (or broke) before the status: the caller resumes.
 	return nil, nil
+}
+
+// answerQuestion asks p about a question event and posts the answer. A
+// question settled meanwhile (409) is reported, not fatal: the Turn goes
+// on and its stream says what became of it.
+func (c *apiClient) answerQuestion(turnID string, p *prompter, event, data string, stdout io.Writer) error {
+	id, body, err := p.answer(event, data)
+	if err != nil || body == nil {
+		return err
+	}
+	var out bytes.Buffer
+	if err := c.call("POST", "/api/v1/turns/"+turnID+"/interactions/"+id, body, &out); err != nil {
+		fmt.Fprintf(stdout, "answer %s not sent: %v\n", id, err)
+		return nil
+	}
+	b, _ := json.Marshal(body)
+	fmt.Fprintf(stdout, "answer %s %s\n", id, b)
+	return nil
 }

@@ -2,7 +2,9 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/agentwire/agentwire/core/store"
@@ -75,6 +77,10 @@ func (a *API) answer(w http.ResponseWriter, r *http.Request) {
 		badField(w, field, detail)
 		return
 	}
+	if field, detail := askedQuestions(it, req); field != "" {
+		badField(w, field, detail)
+		return
+	}
 	if err := p.Validate(); err != nil {
 		var fe *wire.FieldError
 		if errors.As(err, &fe) {
@@ -103,3 +109,32 @@ func (a *API) answer(w http.ResponseWriter, r *http.Request) {
 
 // AnswerFunc sends an answer; see Config.Answer.
 type AnswerFunc func(ctx context.Context, turnID, interactionID string, answer wire.Payload) (string, error)
+
+// askedQuestions checks a user-choice answer against the questions the
+// Run emitted: each question_id must be one of them, once
+// (daemon-protocol.txt:82). It names the failing field, or returns "".
+func askedQuestions(it store.Interaction, req AnswerRequest) (string, string) {
+	if it.Kind != "user_choice" || len(req.QuestionAnswers) == 0 {
+		return "", ""
+	}
+	var asked wire.PromptForUserChoice
+	if err := json.Unmarshal(it.Request, &asked); err != nil {
+		return "interaction_id", "the stored question cannot be read"
+	}
+	ids := map[string]bool{}
+	for _, q := range asked.Questions {
+		ids[q.ID] = true
+	}
+	seen := map[string]bool{}
+	for i, a := range req.QuestionAnswers {
+		field := fmt.Sprintf("question_answers[%d].question_id", i)
+		switch {
+		case !ids[a.QuestionID]:
+			return field, "not a question of this interaction"
+		case seen[a.QuestionID]:
+			return field, "answered twice"
+		}
+		seen[a.QuestionID] = true
+	}
+	return "", ""
+}

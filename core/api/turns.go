@@ -209,8 +209,8 @@ var (
 	ErrFinished   = errors.New("api: the Turn has finished")
 )
 
-// cancel asks Core to cancel a running Turn. The answer is 202: the
-// cancellation receipt, not this request, decides the Turn's outcome,
+// cancel asks Core to cancel a Turn. The answer is 202: for a running
+// Turn the cancellation receipt, not this request, decides the outcome,
 // which the status and the event stream report.
 func (a *API) cancel(w http.ResponseWriter, r *http.Request) {
 	t, ok := a.turn(w, r)
@@ -230,6 +230,10 @@ func (a *API) cancel(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		a.internal(w, "cancel turn", err)
 	default:
-		writeJSON(w, http.StatusAccepted, map[string]string{"turn_id": t.ID, "delivery_id": delivery})
+		body := map[string]string{"turn_id": t.ID}
+		if delivery != "" {
+			body["delivery_id"] = delivery // a running Turn's prompt_cancel
+		}
+		writeJSON(w, http.StatusAccepted, body)
 	}
 }

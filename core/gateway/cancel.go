@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/agentwire/agentwire/core/credential"
 	"github.com/agentwire/agentwire/core/store"
@@ -17,26 +18,60 @@ var (
 	ErrNotRunning = errors.New("gateway: the Turn has no running Run on a live connection")
 )
 
-// CancelTurn sends prompt_cancel for the Turn's Run with a fresh delivery
-// ID and returns that ID. The Run machine then waits 15 s for the receipt
-// that echoes it, which owns the terminal outcome; without one it records
-// cancel_unconfirmed (daemon-protocol.txt:133).
+// CancelTurn cancels a Turn wherever it is:
 //
-// decision: only a running Turn (its start was sent) is cancelled here: a
-// queued or claimed Turn has no Run to cancel yet (daemon-protocol.txt:110,
-// after ownership passes to a Run use prompt_cancel), so the caller gets
-// ErrNotRunning and may retry once it runs.
+//   - queued (no worker claimed it): it is cancelled at once, by one
+//     conditional write; nothing was ever sent for it;
+//   - claimed (execution_prepare sent, no start yet): the worker abandons
+//     the admission with execution_release once it is ready, and the Turn
+//     is cancelled; it never starts (daemon-protocol.txt:112);
+//   - running: prompt_cancel goes to its Run with a fresh delivery ID,
+//     which CancelTurn returns. The Run machine then waits 15 s for the
+//     receipt that echoes it, which owns the terminal outcome; without one
+//     it records cancel_unconfirmed (daemon-protocol.txt:133).
+//
+// The delivery ID is "" for the first two. ErrNotRunning means the Run is
+// not on a live connection (its outcome is being recorded).
 func (g *Gateway) CancelTurn(ctx context.Context, turnID string) (string, error) {
-	t, err := g.cfg.Store.GetTurn(ctx, turnID)
-	if err != nil {
-		return "", err
+	for {
+		t, err := g.cfg.Store.GetTurn(ctx, turnID)
+		if err != nil {
+			return "", err
+		}
+		switch {
+		case t.State.Terminal():
+			return "", ErrTurnFinished
+		case t.State == store.TurnQueued:
+			err := g.cfg.Store.CancelQueuedTurn(ctx, turnID, g.cfg.Clock.Now())
+			if errors.Is(err, store.ErrStale) {
+				continue // claimed meanwhile: look again
+			}
+			if err == nil {
+				g.cfg.Journal.Notify(turnID)
+			}
+			return "", err
+		case t.State == store.TurnClaimed:
+			g.mu.Lock()
+			pr := g.preparing[turnID]
+			g.mu.Unlock()
+			if pr != nil && pr.requestCancel() {
+				return "", nil
+			}
+			// The start was decided (or the claim is an earlier
+			// process's): wait for the running state.
+			select {
+			case <-ctx.Done():
+				return "", ctx.Err()
+			case <-time.After(5 * time.Millisecond):
+			}
+			continue
+		}
+		return g.cancelRunning(ctx, t)
 	}
-	if t.State.Terminal() {
-		return "", ErrTurnFinished
-	}
-	if t.State != store.TurnRunning {
-		return "", ErrNotRunning
-	}
+}
+
+// cancelRunning sends prompt_cancel for a running Turn's Run.
+func (g *Gateway) cancelRunning(ctx context.Context, t store.Turn) (string, error) {
 	g.mu.Lock()
 	c := g.conns[t.DeviceID]
 	g.mu.Unlock()
@@ -52,7 +87,7 @@ func (g *Gateway) CancelTurn(ctx context.Context, turnID string) (string, error)
 	}
 	delivery := credential.NewID("dlv")
 	r.addDelivery(delivery)
-	err = pc.Send(ctx, peer.Outbound{ID: t.RunID, Payload: wire.PromptCancel{DeliveryID: delivery}})
+	err := pc.Send(ctx, peer.Outbound{ID: t.RunID, Payload: wire.PromptCancel{DeliveryID: delivery}})
 	var se *peer.SendError
 	switch {
 	case err == nil:

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -52,6 +53,9 @@ type conn struct {
 
 	// pc is set once the socket is accepted; mu guards it for supersede.
 	pc *peer.Conn
+	// admissions counts the Turns claimed for this connection whose start
+	// was not sent yet (maxAdmissions bounds it).
+	admissions atomic.Int32
 
 	mu    sync.Mutex
 	ws    *websocket.Conn
@@ -174,9 +178,16 @@ func (c *conn) abandonAll() {
 	c.mu.Unlock()
 	for _, p := range preps {
 		p.deliver(prepResult{state: "abandoned"})
+		if p.admitted != nil {
+			p.admitted()
+		}
 	}
 	for _, r := range runs {
 		r.done()
+		// A Run whose outcome was recorded before the loss
+		// (cancel_unconfirmed after 15 s) reaches its terminal state
+		// with no step to close it; its inputs and questions close here.
+		c.closeRun(r)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -45,6 +46,45 @@ type prepRec struct {
 	// worker also watches every move of the handle to its close.
 	readOnly bool
 	watch    func(*peer.Instance)
+
+	// admitted gives the connection's admission slot back, once.
+	admitted func()
+
+	// mu orders a cancellation of the claimed Turn against the worker's
+	// decision to start it: whichever comes first wins.
+	mu        sync.Mutex
+	cancelled bool // the API cancelled the Turn before its start
+	starting  bool // the worker decided to send execution_start
+}
+
+// requestCancel marks the claimed Turn cancelled unless its start was
+// decided already (then only prompt_cancel can stop it).
+func (p *prepRec) requestCancel() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.starting {
+		return false
+	}
+	p.cancelled = true
+	return true
+}
+
+// decideStart reports whether the worker may send execution_start: not
+// once the Turn was cancelled.
+func (p *prepRec) decideStart() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cancelled {
+		return false
+	}
+	p.starting = true
+	return true
+}
+
+func (p *prepRec) wasCancelled() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cancelled
 }
 
 // prepResult is what the worker waits for after execution_prepare: ready
@@ -67,6 +107,7 @@ func (p *prepRec) deliver(r prepResult) {
 // runRec is Core's record of one Run it started on this connection.
 type runRec struct {
 	turnID, runID string
+	sessionID     string
 
 	mu         sync.Mutex
 	deliveries map[string]bool // delivery IDs of the prompt_cancel frames sent
@@ -199,6 +240,9 @@ func (c *conn) moved(list []*peer.Instance) {
 		if state == preparation.StateReady || i.Terminal() {
 			p.deliver(prepResult{state: i.StateName(), executorID: p.executorID, handle: p.handle, rejection: p.rejection})
 		}
+		if i.Terminal() && p.admitted != nil {
+			p.admitted()
+		}
 	}
 }
 
@@ -299,15 +343,75 @@ func (h execHooks) frame(f *fsm.Firing[*peer.Event]) (*runRec, error) {
 
 // finish records the Turn's terminal state and wakes its worker and its
 // event streams. A Turn already terminal (a late receipt after
-// cancel_unconfirmed) keeps its first record.
-func (h execHooks) finish(r *runRec, state store.TurnState, o store.Outcome) error {
+// cancel_unconfirmed) keeps its first record. When the step settles the
+// Run machine, the Run's open inputs and questions are told (closeRun).
+func (h execHooks) finish(f *fsm.Firing[*peer.Event], r *runRec, state store.TurnState, o store.Outcome) error {
 	ctx, cancel := storeCtx()
 	defer cancel()
 	err := h.c.g.cfg.Store.FinishTurn(ctx, r.turnID, r.runID, state, o, h.c.g.cfg.Clock.Now())
 	h.c.g.cfg.Journal.Notify(r.turnID)
 	r.done()
+	if settled(f) != fsm.OutcomeNone {
+		h.c.closeRun(r)
+	}
 	if errors.Is(err, store.ErrStale) {
 		return nil
+	}
+	return err
+}
+
+// closeRun fires run_settled on every input of the Run still waiting for
+// a receipt and run_closed on every question of the Run still open: once
+// the Run is settled (or its observation lost) no receipt can follow, so
+// an input in flight becomes unknown, an answered question orphaned and an
+// unanswered one unanswered, each by its own table. It runs on the loop;
+// the driver defers the events until the current step is done.
+func (c *conn) closeRun(r *runRec) {
+	ids := make([]string, 0, len(r.input.seqs))
+	for id := range r.input.seqs {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids) // a deterministic journal order
+	for _, id := range ids {
+		c.localIfOpen(inputKeyOf(r.runID, id), fsm.EventID(input.EventRunSettled))
+	}
+	c.mu.Lock()
+	var keys []string
+	for wireID, it := range c.inters {
+		if it.run == r {
+			keys = append(keys, wireID)
+		}
+	}
+	c.mu.Unlock()
+	sort.Strings(keys)
+	for _, k := range keys {
+		c.localIfOpen(peer.Key{Machine: interaction.Table.Name, ID: k}, fsm.EventID(interaction.EventRunClosed))
+	}
+}
+
+func (c *conn) localIfOpen(k peer.Key, e fsm.EventID) {
+	if i, ok := c.d.Lookup(k); ok && !i.Terminal() {
+		_ = c.d.Local(k, e, nil)
+	}
+}
+
+// recordNative keeps the native Session identity a Run ended with (done's
+// or the cancellation receipt's metadata), which the Session's next Turn
+// resumes (daemon-protocol.txt:38, 60).
+//
+// decision: the first identity recorded for a Session stays; a Run that
+// reports another one is journaled as native_session_conflict evidence and
+// changes nothing, since resuming is an explicit operation with verified
+// identity (daemon-protocol.txt:165).
+func (h execHooks) recordNative(r *runRec, m *wire.DoneMetadata) error {
+	if m == nil || m.AgentSessionID == "" {
+		return nil
+	}
+	ctx, cancel := storeCtx()
+	defer cancel()
+	err := h.c.g.cfg.Store.RecordNativeSession(ctx, r.sessionID, m.AgentSessionID)
+	if errors.Is(err, store.ErrStale) {
+		return h.journal(r, "observation", map[string]string{"native_session_conflict": m.AgentSessionID})
 	}
 	return err
 }
@@ -341,7 +445,7 @@ func (h execHooks) DoRecordError(f *fsm.Firing[*peer.Event]) error {
 			// category as evidence (daemon-protocol.txt:156); the public
 			// reason says the Run never started.
 			ev, _ := json.Marshal(map[string]string{"preparation_error": p.ErrorCode})
-			return errors.Join(err, h.finish(r, store.TurnFailed, store.Outcome{Reason: ReasonStartFailed, Evidence: ev}))
+			return errors.Join(err, h.finish(f, r, store.TurnFailed, store.Outcome{Reason: ReasonStartFailed, Evidence: ev}))
 		}
 	}
 	return err
@@ -365,16 +469,19 @@ func (h execHooks) DoCloseStream(f *fsm.Firing[*peer.Event]) error {
 	if r == nil {
 		return err
 	}
+	if done, ok := f.Arg.Msg.Payload.(wire.Done); ok {
+		err = errors.Join(err, h.recordNative(r, done.Metadata))
+	}
 	// The table's outcome of the target decides: done closing a clean
 	// stream settles as success, one with error frames as failure, and a
 	// cancelled stream is not settled (its receipt owns the outcome).
 	switch settled(f) {
 	case fsm.OutcomeSuccess:
-		return errors.Join(err, h.finish(r, store.TurnCompleted, store.Outcome{}))
+		return errors.Join(err, h.finish(f, r, store.TurnCompleted, store.Outcome{}))
 	case fsm.OutcomeFailure:
 		// done closed a stream with error frames: a confirmed engine
 		// failure (daemon-protocol.txt:106, 156).
-		return errors.Join(err, h.finish(r, store.TurnFailed, store.Outcome{
+		return errors.Join(err, h.finish(f, r, store.TurnFailed, store.Outcome{
 			Reason: store.ReasonEngineFailed, EngineErrorCode: r.engineCode, EngineHTTPStatus: r.engineHTTP,
 		}))
 	}
@@ -391,14 +498,15 @@ func (h execHooks) DoApplyCancelReceipt(f *fsm.Firing[*peer.Event]) error {
 		var ev json.RawMessage
 		if ack.Outcome != nil {
 			ev, _ = json.Marshal(ack.Outcome)
+			err = errors.Join(err, h.recordNative(r, ack.Outcome.Metadata))
 		}
-		return errors.Join(err, h.finish(r, store.TurnCancelled, store.Outcome{Evidence: ev}))
+		return errors.Join(err, h.finish(f, r, store.TurnCancelled, store.Outcome{Evidence: ev}))
 	}
 	// decision: a refused cancellation (run_inactive, ...) is a failed
 	// Turn with its own reason; the code is native evidence, kept apart
 	// (daemon-protocol.txt:153).
 	ev, _ := json.Marshal(map[string]string{"cancel_error": ack.ErrorCode})
-	return errors.Join(err, h.finish(r, store.TurnFailed, store.Outcome{Reason: ReasonCancelRefused, Evidence: ev}))
+	return errors.Join(err, h.finish(f, r, store.TurnFailed, store.Outcome{Reason: ReasonCancelRefused, Evidence: ev}))
 }
 
 // DoMarkEventStreamIncomplete: observation was lost; nothing is invented
@@ -408,7 +516,7 @@ func (h execHooks) DoMarkEventStreamIncomplete(f *fsm.Firing[*peer.Event]) error
 	if r == nil || settled(f) == fsm.OutcomeNone { // cancel_drained: the receipt still decides
 		return nil
 	}
-	return h.finish(r, store.TurnFailed, store.Outcome{Reason: store.ReasonEventStreamIncomplete})
+	return h.finish(f, r, store.TurnFailed, store.Outcome{Reason: store.ReasonEventStreamIncomplete})
 }
 
 // DoMarkDeliveryUnknown: a failed write of the start closes the transport,
@@ -427,7 +535,7 @@ func (h execHooks) DoMarkCancelUnconfirmed(f *fsm.Firing[*peer.Event]) error {
 	if r == nil {
 		return nil
 	}
-	return h.finish(r, store.TurnFailed, store.Outcome{Reason: store.ReasonCancelUnconfirmed})
+	return h.finish(f, r, store.TurnFailed, store.Outcome{Reason: store.ReasonCancelUnconfirmed})
 }
 
 // DoSettleLate keeps a late receipt beside the cancel_unconfirmed already

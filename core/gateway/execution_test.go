@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -258,9 +259,69 @@ func TestCancelWithoutReceiptIsUnconfirmedAfter15s(t *testing.T) {
 	assert.Equal(t, store.Status{State: "failed", Reason: store.ReasonCancelUnconfirmed}, got.Status())
 }
 
-func TestCancelOfAQueuedTurnIsRefused(t *testing.T) {
+func TestCancelOfAQueuedTurnCancelsIt(t *testing.T) {
 	e := newEnv(t, true)
 	turn := e.queueTurn("idle")
-	_, err := e.gw.CancelTurn(context.Background(), turn.ID)
-	assert.ErrorIs(t, err, gateway.ErrNotRunning)
+	delivery, err := e.gw.CancelTurn(context.Background(), turn.ID)
+	require.NoError(t, err)
+	assert.Empty(t, delivery, "nothing is sent for a queued Turn")
+	got := e.waitTurn(turn.ID, store.TurnCancelled)
+	assert.Equal(t, store.Status{State: "cancelled"}, got.Status())
+	_, err = e.gw.CancelTurn(context.Background(), turn.ID)
+	assert.ErrorIs(t, err, gateway.ErrTurnFinished)
+}
+
+// One connection holds at most 64 open admissions (daemon-protocol.txt:116):
+// the 65th Turn waits until one of them settles.
+func TestOpenAdmissionsPerConnectionAreBounded(t *testing.T) {
+	e := newEnv(t, true)
+	for i := 0; i < 66; i++ {
+		e.queueTurn(fmt.Sprintf("t%02d", i))
+	}
+	r := e.runtime("dev-1", wiretest.Capabilities())
+	// One reader: a Read with a context that expires closes the socket.
+	frames := make(chan wire.Message, 128)
+	go func() {
+		defer close(frames)
+		for {
+			_, b, err := r.ws.Read(context.Background())
+			if err != nil {
+				return
+			}
+			if m, err := wire.Decode(b, wire.CoreToRuntime); err == nil {
+				frames <- m
+			}
+		}
+	}()
+	next := func(wait time.Duration) (wire.Message, bool) {
+		select {
+		case m, ok := <-frames:
+			return m, ok
+		case <-time.After(wait):
+			return wire.Message{}, false
+		}
+	}
+	var first wire.Message
+	for i := 0; i < 64; i++ {
+		m, ok := next(10 * time.Second)
+		require.True(t, ok)
+		require.Equal(t, wire.TypeExecutionPrepare, m.Type)
+		if i == 0 {
+			first = m
+		}
+	}
+	_, ok := e.gw.Sync(context.Background(), "dev-1")
+	require.True(t, ok)
+	e.clock.Advance(time.Second) // a poll: still nothing placed
+	// A silence window can only let a broken bound pass, never flake.
+	_, extra := next(100 * time.Millisecond)
+	require.False(t, extra, "a 65th execution_prepare left before any admission settled")
+	r.send(first.ID, wire.PreparationStatus{State: wire.PreparationRejected, Operation: wire.PreparationOpPrepare, ErrorCode: wire.PrepCodeExecutorCapacity})
+	m, ok := next(10 * time.Second)
+	require.True(t, ok)
+	require.Equal(t, wire.TypeExecutionPrepare, m.Type, "a settled admission frees its place")
+	assert.NotEqual(t, first.ID, m.ID)
+	_ = r.ws.CloseNow()
+	for range frames {
+	}
 }

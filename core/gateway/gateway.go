@@ -69,8 +69,12 @@ type Gateway struct {
 	mu       sync.Mutex
 	conns    map[string]*conn // the current owner of each device
 	inflight map[string]bool  // Turns this gateway's worker is executing
-	trans    *transcript
-	wake     chan struct{}
+	// preparing holds the admission record of each claimed Turn until its
+	// start is decided, so that the API can cancel it before the start.
+	preparing map[string]*prepRec
+	sessions  map[string]string // the Turn in flight of each Session
+	trans     *transcript
+	wake      chan struct{}
 	// holds are the Sessions' scheduling reservations (workspace_read.go).
 	holds   map[string]*sessionHold
 	holdSeq uint64
@@ -103,10 +107,11 @@ func New(cfg Config) *Gateway {
 		cfg.RetryMax = 30 * time.Second
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	g := &Gateway{cfg: cfg, ctx: ctx, cancel: cancel, conns: map[string]*conn{}, inflight: map[string]bool{}, wake: make(chan struct{}, 1)}
+	g := &Gateway{cfg: cfg, ctx: ctx, cancel: cancel, conns: map[string]*conn{}, inflight: map[string]bool{}, preparing: map[string]*prepRec{}, sessions: map[string]string{}, wake: make(chan struct{}, 1)}
 	if cfg.Transcript != nil {
 		g.trans = &transcript{w: cfg.Transcript, now: cfg.Clock.Now}
 	}
+	g.reconcile()
 	g.wg.Add(1)
 	go g.schedule()
 	return g
@@ -133,6 +138,28 @@ func (g *Gateway) Connected() []string {
 		out = append(out, id)
 	}
 	return out
+}
+
+// Sync waits until the loop of the device's current connection has
+// applied everything it had taken in (frames delivered, writes reported)
+// and returns how many frames its driver has delivered; ok is false
+// without a live connection. Tests and the contract suite use it to
+// observe Core after a frame without sleeping.
+func (g *Gateway) Sync(ctx context.Context, deviceID string) (frames int, ok bool) {
+	g.mu.Lock()
+	c := g.conns[deviceID]
+	g.mu.Unlock()
+	if c == nil {
+		return 0, false
+	}
+	c.mu.Lock()
+	pc := c.pc
+	c.mu.Unlock()
+	if pc == nil {
+		return 0, true // accepted but not running yet: nothing delivered
+	}
+	err := pc.Do(ctx, func(d *peer.Driver) { frames = d.Stats().Frames })
+	return frames, err == nil
 }
 
 // Snapshot returns the current admission snapshot of a device's

@@ -164,9 +164,11 @@ func (h interHooks) settle(f *fsm.Firing[*peer.Event], to store.InteractionState
 	}
 	ack := receiptOf(f)
 	err := h.transition(r, store.InteractionAnswered, to)
-	return errors.Join(err, h.journal(r, "interaction_outcome", map[string]any{
-		"interaction_id": r.id, "outcome": outcome, "delivery_id": ack.DeliveryID, "error_code": ack.ErrorCode,
-	}))
+	ev := map[string]any{"interaction_id": r.id, "outcome": outcome, "delivery_id": ack.DeliveryID}
+	if ack.ErrorCode != "" {
+		ev["error_code"] = ack.ErrorCode
+	}
+	return errors.Join(err, h.journal(r, "interaction_outcome", ev))
 }
 
 func (h interHooks) DoSettleInteraction(f *fsm.Firing[*peer.Event]) error {

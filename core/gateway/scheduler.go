@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/agentwire/agentwire/core/credential"
@@ -131,7 +132,8 @@ func (g *Gateway) plan(ctx context.Context, t store.Turn) (turnPlan, error) {
 	// features (multi_agent disabled, which requires subagent_control);
 	// the rows for the Environment, the input and the always row apply in
 	// full (daemon-protocol.txt:33-50).
-	p.admit = wire.AdmissionInput{Environment: envType, Input: input}
+	p.admit = wire.AdmissionInput{Environment: envType, Input: input,
+		NativeSessionMissing: p.session.Started && p.session.NativeSessionID == ""}
 	p.required, err = wire.RequiredCapabilities(p.admit)
 	return p, err
 }
@@ -171,9 +173,14 @@ func (g *Gateway) candidates(p turnPlan) []*conn {
 	return out
 }
 
+// decision: a Session's Turns run one after another: the worker places a
+// Turn only while no other Turn of its Session is in flight here. The
+// admission rule for native Session recovery (daemon-protocol.txt:38) and
+// the native Session a Turn resumes both depend on the previous Turn's
+// outcome, which a concurrent Turn would not see.
 func (g *Gateway) place(ctx context.Context, t store.Turn) error {
 	g.mu.Lock()
-	busy := g.inflight[t.ID]
+	busy := g.inflight[t.ID] || g.sessions[t.SessionID] != ""
 	g.mu.Unlock()
 	if busy {
 		return nil
@@ -186,7 +193,7 @@ func (g *Gateway) place(ctx context.Context, t store.Turn) error {
 		// The final check, against the declaration as it is now and the
 		// connection still owning the device (daemon-protocol.txt:33).
 		decl, ok := c.snapshot()
-		if !ok || !g.owns(c) || !g.placeable(ctx, c, p) {
+		if !ok || !g.owns(c) || c.admissions.Load() >= maxAdmissions || !g.placeable(ctx, c, p) {
 			continue
 		}
 		caps, ok := admits(decl, p)
@@ -208,8 +215,11 @@ func (g *Gateway) place(ctx context.Context, t store.Turn) error {
 			return err
 		}
 		p.turn.RunID, p.turn.Attempts = runID, t.Attempts+1
+		c.admissions.Add(1)
+		admitted := sync.OnceFunc(func() { c.admissions.Add(-1) })
 		g.mu.Lock()
 		g.inflight[t.ID] = true
+		g.sessions[t.SessionID] = t.ID
 		g.mu.Unlock()
 		g.wg.Add(1)
 		go func() {
@@ -218,13 +228,14 @@ func (g *Gateway) place(ctx context.Context, t store.Turn) error {
 				g.dropTurnHold(t.SessionID, t.ID)
 				g.mu.Lock()
 				delete(g.inflight, t.ID)
+				delete(g.sessions, t.SessionID)
 				g.mu.Unlock()
 				// A dispatch that ran meanwhile skipped this Turn as in
 				// flight; if it was requeued (preparation_capacity), it must
 				// be looked at again without waiting for the next poll.
 				g.kick()
 			}()
-			g.execute(c, p, caps)
+			g.execute(c, p, caps, admitted)
 		}()
 		return nil
 	}
@@ -237,13 +248,30 @@ func (g *Gateway) owns(c *conn) bool {
 	return g.conns[c.deviceID] == c
 }
 
+// maxAdmissions bounds the preparations one connection has open (claimed,
+// and its preparation instance not yet settled).
+//
+// decision: the Runtime retains at most 64 admission records per
+// connection (daemon-protocol.txt:116) and Core's driver holds as many
+// preparation instances; the worker leaves a Turn queued rather than send
+// an execution_prepare neither side could hold.
+const maxAdmissions = 64
+
 // execute runs one claimed Turn on c.
-func (g *Gateway) execute(c *conn, p turnPlan, caps wire.AgentKindCapabilities) {
+//
+// admitted gives the Turn's place among the connection's open admissions
+// back; it runs once the preparation instance settles (conn.moved), or
+// here when no execution_prepare left.
+func (g *Gateway) execute(c *conn, p turnPlan, caps wire.AgentKindCapabilities, admitted func()) {
 	t := p.turn
 	log := c.log.With("turn_id", t.ID, "run_id", t.RunID)
 	prepID := credential.NewID("prep")
-	cfg := wire.PromptRequest{AgentKind: p.session.AgentKind, AgentStateKey: wire.AgentStateKey(p.session.ID)}
-	sc := wire.SessionConfig{Environment: p.admit.Environment, Capabilities: caps}
+	// The recorded native Session is resumed; without one after a started
+	// Turn, ApplyOptIns asks for require_existing_native_session
+	// (daemon-protocol.txt:38, 60).
+	cfg := wire.PromptRequest{AgentKind: p.session.AgentKind, AgentStateKey: wire.AgentStateKey(p.session.ID), AgentSessionID: p.session.NativeSessionID}
+	sc := wire.SessionConfig{Environment: p.admit.Environment, Capabilities: caps,
+		StartedTurn: p.session.Started, NativeSessionID: p.session.NativeSessionID}
 	if p.admit.Environment.Local() && len(p.env.Binding) > 0 {
 		var b wire.LocalEnvironment
 		if err := json.Unmarshal(p.env.Binding, &b); err == nil {
@@ -251,23 +279,37 @@ func (g *Gateway) execute(c *conn, p turnPlan, caps wire.AgentKindCapabilities) 
 		}
 	}
 	if err := wire.ApplyOptIns(&cfg, sc); err != nil {
+		admitted()
 		g.fail(log, t, store.Outcome{Reason: ReasonInvalidConfiguration}, err)
 		return
 	}
 	if !g.initializeTurn(c, p, log) {
-		return // transfer.go: requeued, or failed with its reason
+		admitted() // no execution_prepare left
+		return     // transfer.go: requeued, or failed with its reason
 	}
-	pr := &prepRec{turnID: t.ID, runID: t.RunID, attempts: t.Attempts, result: make(chan prepResult, 1)}
-	rr := &runRec{turnID: t.ID, runID: t.RunID, finished: make(chan struct{})}
+	pr := &prepRec{turnID: t.ID, runID: t.RunID, attempts: t.Attempts, result: make(chan prepResult, 1), admitted: admitted}
+	rr := &runRec{turnID: t.ID, sessionID: p.session.ID, runID: t.RunID, finished: make(chan struct{})}
 	c.mu.Lock()
 	c.preps[prepID], c.runs[t.RunID] = pr, rr
 	pc := c.pc
 	c.mu.Unlock()
+	g.mu.Lock()
+	g.preparing[t.ID] = pr
+	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		delete(g.preparing, t.ID)
+		g.mu.Unlock()
+	}()
 
 	// Step 1: the record above is the subscription to the preparation's
 	// statuses; then execution_prepare with no Run input.
 	err := pc.Send(g.ctx, peer.Outbound{ID: prepID, Payload: wire.ExecutionPrepare{SessionID: p.session.ID, Configuration: cfg}})
 	if err != nil {
+		var se *peer.SendError
+		if errors.As(err, &se) {
+			admitted() // refused before an instance took it
+		}
 		g.unsent(log, t, err)
 		return
 	}
@@ -278,7 +320,11 @@ func (g *Gateway) execute(c *conn, p turnPlan, caps wire.AgentKindCapabilities) 
 		return
 	}
 	if res.state != "ready" {
-		g.prepEnded(log, t, res)
+		g.prepEnded(log, t, res, pr.wasCancelled())
+		return
+	}
+	if !pr.decideStart() {
+		g.releaseCancelled(log, pc, prepID, t, res)
 		return
 	}
 	// Step 3: the Run's record exists (its subscription); execution_start
@@ -357,12 +403,44 @@ func (g *Gateway) unsent(log interface{ Warn(string, ...any) }, t store.Turn, er
 	log.Warn("gateway: execution_prepare not sent; the Turn is queued again", "err", err)
 }
 
+// releaseCancelled abandons the ready admission of a Turn the API
+// cancelled before its start.
+//
+// decision: the Turn is cancelled once execution_release is handed to
+// the connection, whatever becomes of the release: preparation submits no
+// Run input (daemon-protocol.txt:109, 141) and releasing abandons only the
+// admission (daemon-protocol.txt:112, 114), so nothing of the Turn ran;
+// the Runtime settles the admission's cleanup.
+func (g *Gateway) releaseCancelled(log interface{ Warn(string, ...any) }, pc *peer.Conn, prepID string, t store.Turn, res prepResult) {
+	if err := pc.Send(g.ctx, peer.Outbound{ID: prepID, Payload: wire.ExecutionRelease{Handle: res.handle}}); err != nil {
+		log.Warn("gateway: execution_release of a cancelled Turn not sent", "err", err)
+	}
+	ev, _ := json.Marshal(map[string]string{"released_before_start": res.handle})
+	ctx, cancel := storeCtx()
+	defer cancel()
+	if err := g.cfg.Store.FinishTurn(ctx, t.ID, t.RunID, store.TurnCancelled, store.Outcome{Evidence: ev}, g.cfg.Clock.Now()); err != nil && !errors.Is(err, store.ErrStale) {
+		log.Warn("gateway: finish cancelled turn", "err", err)
+	}
+	g.cfg.Journal.Notify(t.ID)
+}
+
 // prepEnded handles an admission that ended before it was ready.
-func (g *Gateway) prepEnded(log interface{ Warn(string, ...any) }, t store.Turn, res prepResult) {
+func (g *Gateway) prepEnded(log interface{ Warn(string, ...any) }, t store.Turn, res prepResult, cancelled bool) {
 	switch res.state {
 	case "refused":
 		if res.rejection.LeavesTurnUnclaimed() {
-			return // DoLeaveTurnUnclaimed queued it again
+			// DoLeaveTurnUnclaimed queued it again; a Turn cancelled
+			// meanwhile is not retried (this worker still holds it in
+			// flight, so no other claimed it).
+			if cancelled {
+				ctx, cancel := storeCtx()
+				defer cancel()
+				if err := g.cfg.Store.CancelQueuedTurn(ctx, t.ID, g.cfg.Clock.Now()); err != nil {
+					log.Warn("gateway: cancel requeued turn", "err", err)
+				}
+				g.cfg.Journal.Notify(t.ID)
+			}
+			return
 		}
 		fallthrough
 	case "failed", "expired":

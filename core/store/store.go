@@ -46,6 +46,11 @@ type Store interface {
 	GetEnvironment(ctx context.Context, id string) (Environment, error)
 	CreateSession(ctx context.Context, s Session) error
 	GetSession(ctx context.Context, id string) (Session, error)
+	// RecordNativeSession records the native Session ID a Run of the
+	// Session ended with (done's or a cancellation receipt's metadata);
+	// recording the same ID again is a no-op, and ErrStale reports that a
+	// different one is recorded already.
+	RecordNativeSession(ctx context.Context, sessionID, nativeID string) error
 
 	// CreateTurn stores a queued Turn with its initial input.
 	CreateTurn(ctx context.Context, t Turn) error
@@ -59,8 +64,12 @@ type Store interface {
 	// queue, not before notBefore: only a preparation_capacity rejection
 	// does this (daemon-protocol.txt:116).
 	RequeueTurn(ctx context.Context, id, runID string, notBefore, at time.Time) error
-	// StartTurn moves a claimed Turn to running once its start was sent.
+	// StartTurn moves a claimed Turn to running once its start was sent,
+	// and marks its Session started in the same write.
 	StartTurn(ctx context.Context, id, runID string, at time.Time) error
+	// CancelQueuedTurn cancels a queued Turn no worker has claimed;
+	// ErrStale when it is not queued (nothing was sent for it).
+	CancelQueuedTurn(ctx context.Context, id string, at time.Time) error
 	// FinishTurn records a terminal state from claimed or running.
 	FinishTurn(ctx context.Context, id, runID string, state TurnState, o Outcome, at time.Time) error
 	// TurnsOwnedBy lists non-terminal claimed or running Turns.
@@ -161,6 +170,13 @@ type Session struct {
 	EnvironmentID string
 	Options       json.RawMessage
 	CreatedAt     time.Time
+	// Started is set once a Turn of the Session was started; with no
+	// NativeSessionID recorded, the next Turn needs native Session
+	// recovery (daemon-protocol.txt:38).
+	Started bool
+	// NativeSessionID is the native Session the Runtime reported, which
+	// the next Turn resumes.
+	NativeSessionID string
 }
 
 // TurnState is the stored state of a Turn. The public status is its

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,6 +32,10 @@ import (
 //	close code=N                   Core closes the socket with code N
 //	silence                        the peer sends nothing within the silence window
 //	advance by=D                   the peer's clock moves forward by D (a Go duration), firing its due timers
+//	refuse at=S status=N [error=C] from now on Core answers step S (bootstrap or upgrade) with HTTP status N
+//	                               and the body {"error":C}; a start or reconnect then expects the refusal,
+//	                               written "core: refused S N C", and silence reports any later attempt
+//	exit                           the peer ends by itself; written "runtime: exited: MESSAGE"
 //
 // The expected output of a directive is the frames the peer sent after it,
 // one per line: "runtime: TYPE ID PAYLOAD" with the payload as JSON with
@@ -38,7 +43,11 @@ import (
 // expected where a directive names them (start, reconnect). A value the
 // Runtime generates is written as a "$name" placeholder: the first frame
 // that carries it binds it, later lines must repeat the bound value, and
-// Core's frames get it substituted.
+// Core's frames get it substituted. A value in one of the Generated fields
+// that no expected line names yet (a new directive recorded with -rewrite)
+// is bound too, to the field's placeholder ($handle, then $handle2, …),
+// unless Core sent it first; so a rewrite records placeholders, never the
+// values of one run.
 
 // ScriptedOptions configure a scripted run.
 type ScriptedOptions struct {
@@ -54,7 +63,19 @@ type ScriptedOptions struct {
 	// Silence is how long "silence" listens (50 ms by default, the
 	// reference's window); it can only let a stray frame pass, never flake.
 	Silence time.Duration
+	// Generated maps the payload fields whose values the Runtime generates
+	// to their placeholder names; nil takes DefaultGenerated.
+	Generated map[string]string
+	// Ended waits up to within for the peer started by Start to end by
+	// itself and returns what it ended with (the "exit" directive); nil
+	// refuses the directive.
+	Ended func(t *testing.T, within time.Duration) (result string, ok bool)
 }
+
+// DefaultGenerated are the Runtime-generated fields of the reference's
+// wire scenarios (wire-reference §6): Executor ID, admission handle and
+// expiry.
+var DefaultGenerated = map[string]string{"executor_id": "$executor", "handle": "$handle", "expires_at": "$expires_at"}
 
 // Paths a scripted Core serves.
 const (
@@ -71,6 +92,35 @@ type scripted struct {
 	frames   chan []byte
 	stop     func()
 	bind     map[string]string // $name → JSON text of the bound value
+	sent     map[string]bool   // JSON text of every scalar value Core sent
+
+	mu      sync.Mutex
+	refusal map[string]refusal // by step (bootstrap, upgrade)
+	refused chan string        // a line for each refused request
+}
+
+// refusal is how Core answers one step: an HTTP status and error code.
+type refusal struct {
+	status int
+	code   string
+}
+
+// refuses answers r with the refusal armed for step, if any.
+func (s *scripted) refuses(step string, w http.ResponseWriter) bool {
+	s.mu.Lock()
+	rf, ok := s.refusal[step]
+	s.mu.Unlock()
+	if !ok {
+		return false
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(rf.status)
+	_ = json.NewEncoder(w).Encode(map[string]string{"error": rf.code, "detail": "scenario"})
+	select {
+	case s.refused <- strings.TrimSpace(fmt.Sprintf("core: refused %s %d %s", step, rf.status, rf.code)):
+	default: // a peer retrying in a loop; the transcript already shows it
+	}
+	return true
 }
 
 // RunScripted runs the transcript at path against the real peer Start starts.
@@ -78,14 +128,24 @@ func RunScripted(t *testing.T, path string, opts ScriptedOptions) {
 	if opts.Silence == 0 {
 		opts.Silence = 50 * time.Millisecond
 	}
-	s := &scripted{t: t, opts: opts, accepted: make(chan *websocket.Conn, 4), bind: map[string]string{}}
+	if opts.Generated == nil {
+		opts.Generated = DefaultGenerated
+	}
+	s := &scripted{t: t, opts: opts, accepted: make(chan *websocket.Conn, 4), bind: map[string]string{}, sent: map[string]bool{},
+		refusal: map[string]refusal{}, refused: make(chan string, 64)}
 	mux := http.NewServeMux()
 	mux.HandleFunc(scriptedBootstrap, func(w http.ResponseWriter, r *http.Request) {
+		if s.refuses("bootstrap", w) {
+			return
+		}
 		// decision: an interval far beyond the test keeps periodic
 		// heartbeats out of the transcript; the first one is asserted.
 		_ = json.NewEncoder(w).Encode(map[string]any{"ws_url": "ws://" + r.Host + scriptedWS, "heartbeat_seconds": 3600})
 	})
 	mux.HandleFunc(scriptedWS, func(w http.ResponseWriter, r *http.Request) {
+		if s.refuses("upgrade", w) {
+			return
+		}
 		c, err := websocket.Accept(w, r, nil)
 		if err != nil {
 			return
@@ -117,15 +177,39 @@ func (s *scripted) ctx() (context.Context, context.CancelFunc) {
 
 func (s *scripted) do(d *datadriven.TestData) (string, error) {
 	switch d.Cmd {
-	case "start":
-		s.stop = s.opts.Start(s.t, s.srv.URL, d.Input)
-		if err := s.accept(); err != nil {
+	case "start", "reconnect":
+		if d.Cmd == "start" {
+			s.stop = s.opts.Start(s.t, s.srv.URL, d.Input)
+		}
+		refused, err := s.accept()
+		if err != nil {
 			return "", err
 		}
-	case "reconnect":
-		if err := s.accept(); err != nil {
-			return "", err
+		if refused != "" {
+			return refused + "\n", nil
 		}
+	case "refuse":
+		var status int
+		if _, err := fmt.Sscan(arg(d, "status"), &status); err != nil || status < 400 || status > 599 {
+			return "", fmt.Errorf("refuse status=%q: want an HTTP error status", arg(d, "status"))
+		}
+		step := arg(d, "at")
+		if step != "bootstrap" && step != "upgrade" {
+			return "", fmt.Errorf("refuse at=%q: want bootstrap or upgrade", step)
+		}
+		s.mu.Lock()
+		s.refusal[step] = refusal{status: status, code: arg(d, "error")}
+		s.mu.Unlock()
+		return "", nil
+	case "exit":
+		if s.opts.Ended == nil {
+			return "", fmt.Errorf("exit: this peer cannot report its end")
+		}
+		res, ok := s.opts.Ended(s.t, 10*time.Second)
+		if !ok {
+			return "runtime: (still running)\n", nil
+		}
+		return "runtime: exited: " + res + "\n", nil
 	case "send":
 		if err := s.send(d); err != nil {
 			return "", err
@@ -146,6 +230,9 @@ func (s *scripted) do(d *datadriven.TestData) (string, error) {
 			}
 			code = websocket.StatusCode(n)
 		}
+		if s.ws == nil {
+			return "", fmt.Errorf("%s: no connection is open", d.Cmd)
+		}
 		_ = s.ws.Close(code, "scenario")
 		s.ws = nil
 		return "", nil
@@ -165,8 +252,9 @@ func (s *scripted) do(d *datadriven.TestData) (string, error) {
 	return s.expect(d)
 }
 
-// accept waits for the peer's next connection and starts reading it.
-func (s *scripted) accept() error {
+// accept waits for the peer's next connection and starts reading it, or
+// for a refused request (returned as its transcript line).
+func (s *scripted) accept() (string, error) {
 	select {
 	case c := <-s.accepted:
 		s.ws = c
@@ -181,9 +269,11 @@ func (s *scripted) accept() error {
 				out <- b
 			}
 		}(c, s.frames)
-		return nil
+		return "", nil
+	case line := <-s.refused:
+		return line, nil
 	case <-time.After(10 * time.Second):
-		return fmt.Errorf("the peer did not connect")
+		return "", fmt.Errorf("the peer did not connect")
 	}
 }
 
@@ -194,6 +284,10 @@ func (s *scripted) send(d *datadriven.TestData) error {
 	}
 	for name, v := range s.bind {
 		payload = strings.ReplaceAll(payload, `"`+name+`"`, v)
+	}
+	var v any
+	if json.Unmarshal([]byte(payload), &v) == nil {
+		s.remember(v)
 	}
 	id, _ := json.Marshal(arg(d, "id"))
 	frame := `{"type":"` + arg(d, "type") + `","id":` + string(id) + `,"payload":` + payload + `}`
@@ -222,6 +316,18 @@ func (s *scripted) expect(d *datadriven.TestData) (string, error) {
 				break
 			}
 			out.WriteString(s.render(b, "") + "\n")
+		}
+	}
+	if d.Cmd == "silence" {
+		// A refused peer that tries again shows here.
+		for {
+			select {
+			case line := <-s.refused:
+				out.WriteString(line + "\n")
+				continue
+			default:
+			}
+			break
 		}
 	}
 	return out.String(), nil
@@ -269,6 +375,7 @@ func (s *scripted) render(b []byte, want string) string {
 			s.match(expected, actual)
 		}
 	}
+	s.autobind(actual)
 	return fmt.Sprintf("runtime: %s %s %s", env.Type, orDash(env.ID), s.canonical(actual))
 }
 
@@ -297,6 +404,69 @@ func (s *scripted) match(expected, actual any) {
 	}
 }
 
+// remember records the scalar values of a frame Core sent: a field the
+// Runtime echoes from it is not a generated value.
+func (s *scripted) remember(v any) {
+	switch x := v.(type) {
+	case map[string]any:
+		for _, e := range x {
+			s.remember(e)
+		}
+	case []any:
+		for _, e := range x {
+			s.remember(e)
+		}
+	default:
+		b, _ := json.Marshal(x)
+		s.sent[string(b)] = true
+	}
+}
+
+// autobind binds the values of Generated fields in actual that are not
+// bound yet and that Core did not send, to the field's next free name.
+func (s *scripted) autobind(actual any) {
+	switch x := actual.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys) // names are handed out in a stable order
+		for _, k := range keys {
+			s.autobind(x[k])
+			base, ok := s.opts.Generated[k]
+			if !ok || x[k] == nil || x[k] == "" {
+				continue
+			}
+			b, _ := json.Marshal(x[k])
+			if s.sent[string(b)] || s.boundName(string(b)) != "" {
+				continue
+			}
+			name := base
+			for n := 2; ; n++ {
+				if _, taken := s.bind[name]; !taken {
+					break
+				}
+				name = fmt.Sprintf("%s%d", base, n)
+			}
+			s.bind[name] = string(b)
+		}
+	case []any:
+		for _, e := range x {
+			s.autobind(e)
+		}
+	}
+}
+
+func (s *scripted) boundName(v string) string {
+	for name, bound := range s.bind {
+		if bound == v {
+			return name
+		}
+	}
+	return ""
+}
+
 // canonical is v as JSON with sorted keys and bound values as their names.
 func (s *scripted) canonical(v any) string {
 	switch x := v.(type) {
@@ -320,11 +490,9 @@ func (s *scripted) canonical(v any) string {
 		return "[" + strings.Join(parts, ",") + "]"
 	}
 	b, _ := json.Marshal(v)
-	for name, bound := range s.bind {
-		if string(b) == bound {
-			nb, _ := json.Marshal(name)
-			return string(nb)
-		}
+	if name := s.boundName(string(b)); name != "" {
+		nb, _ := json.Marshal(name)
+		return string(nb)
 	}
 	return string(b)
 }

@@ -49,6 +49,25 @@ type Config struct {
 	MinBackoff, MaxBackoff time.Duration
 	// MaxActive bounds active preparation and execution per connection.
 	MaxActive int
+	// MaxIdle bounds idle retained Executors and IdleTTL is how long one
+	// waits for a Turn with its configuration (local policy,
+	// daemon-protocol.txt:118); zero takes execution.DefaultMaxIdle and
+	// execution.DefaultIdleTTL.
+	MaxIdle int
+	IdleTTL time.Duration
+	// Abandon, when closed after shutdown began, gives up the Executors
+	// whose close has not succeeded (an operator's second signal);
+	// AbandonAfter, when positive, does the same that long after shutdown
+	// began (--abandon-after). Without either, shutdown waits as long as
+	// it takes (daemon-protocol.txt:118).
+	Abandon      <-chan struct{}
+	AbandonAfter time.Duration
+	// ShutdownReport is how often a waiting shutdown logs what it waits
+	// for (default execution.DefaultReportEvery); RetryMin bounds the
+	// first wait before a failed close is retried (default
+	// execution.DefaultRetryMin, doubling up to a minute).
+	ShutdownReport time.Duration
+	RetryMin       time.Duration
 	// Workspace is the bound directory workspace reads are served from
 	// (--workspace); nil rejects reads read_unsupported.
 	Workspace *workspace.Workspace
@@ -66,8 +85,11 @@ func Tables() []*fsm.Table {
 		transfer.Table, suspension.Table}
 }
 
-// Run connects and serves until ctx ends (nil) or a permanent refusal
-// (*Permanent). Transient failures reconnect after a jittered backoff.
+// Run connects and serves until a permanent refusal (*Permanent), or
+// until ctx ends or Core sends device_shutdown and every Executor the
+// daemon owns closed (nil) or the operator abandoned them (ErrAbandoned).
+// Transient failures reconnect after a jittered backoff; once shutdown
+// began, nothing reconnects.
 func Run(ctx context.Context, cfg Config) error {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -95,17 +117,42 @@ func Run(ctx context.Context, cfg Config) error {
 		return &Permanent{What: err.Error(), Fix: "pass a writable --state directory"}
 	}
 	defer area.Close()
-	// The suspension fence outlives connections; transfers do not.
-	shared := shared{area: area, fence: execution.NewFence()}
+	pool := execution.NewPool(execution.PoolConfig{Clock: cfg.Clock, Logger: cfg.Logger, MaxIdle: cfg.MaxIdle, IdleTTL: cfg.IdleTTL,
+		ReportEvery: cfg.ShutdownReport, RetryMin: cfg.RetryMin})
+	down := newShutdown(cfg, pool)
+	defer down.stop()
+	maintCtx, stopMaint := context.WithCancel(context.Background())
+	maintained := make(chan struct{})
+	go func() {
+		defer close(maintained)
+		pool.Maintain(maintCtx)
+	}()
+	defer func() {
+		stopMaint()
+		<-maintained
+	}()
+	// The suspension fence and the Executor pool outlive connections;
+	// transfers do not.
+	fence := execution.NewFence()
 	attempt := 0
 	for {
-		live, err := connectOnce(ctx, cfg, shared)
-		if ctx.Err() != nil {
-			return nil
+		live, err := connectOnce(ctx, cfg, shared{area: area, fence: fence, pool: pool, down: down})
+		if ctx.Err() != nil || errors.Is(err, errCoreShutdown) {
+			// decision: a permanent refusal ends the daemon at once, with
+			// nothing owned left behind only if nothing was; a shutdown
+			// waits for what the daemon still owns (daemon-protocol.txt:118).
+			down.begin("the process is stopping")
+			return down.finish()
 		}
 		var perm *Permanent
 		if errors.As(err, &perm) {
 			cfg.Logger.Error("permanent refusal; not reconnecting", "what", perm.What, "fix", perm.Fix)
+			// Executors an earlier connection left (idle or not yet
+			// closed) are still the daemon's to close (daemon-protocol.txt:118).
+			down.begin("permanent refusal")
+			if ferr := down.finish(); ferr != nil {
+				return errors.Join(perm, ferr)
+			}
 			return perm
 		}
 		if live {
@@ -117,8 +164,11 @@ func Run(ctx context.Context, cfg Config) error {
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
+			// Stopping between connections still closes what earlier
+			// connections left owned (daemon-protocol.txt:118).
 			t.Stop()
-			return nil
+			down.begin("the process is stopping")
+			return down.finish()
 		case <-t.C:
 		}
 	}
@@ -134,20 +184,23 @@ func backoff(minW, maxW time.Duration, n int) time.Duration {
 	return minW/2 + rand.N(ceil-minW/2+1)
 }
 
-// shared is what the daemon's connections share: the transfer area and
-// the suspension fence.
+// shared is what the daemon's connections share: the transfer area, the
+// suspension fence, the Executor pool and the shutdown in progress.
 type shared struct {
 	area  *rtransfer.Area
 	fence *execution.Fence
+	pool  *execution.Pool
+	down  *shutdown
 }
 
 // connectOnce runs one physical connection: bootstrap, dial, serve. live
 // reports whether the upgrade was accepted (the backoff then restarts).
 func connectOnce(ctx context.Context, cfg Config, sh shared) (live bool, err error) {
 	sess := execution.New(execution.Config{Registry: cfg.Registry, Clock: cfg.Clock, Logger: cfg.Logger, MaxActive: cfg.MaxActive,
-		Workspace: cfg.Workspace, Area: sh.area, Fence: sh.fence})
+		Workspace: cfg.Workspace, Area: sh.area, Fence: sh.fence, Pool: sh.pool})
+	down := sh.down
 	defer sess.Close()
-	ch := &connHooks{cfg: cfg, sess: sess}
+	ch := &connHooks{cfg: cfg, sess: sess, down: down}
 	app := &app{conn: ch, sess: sess}
 	b, err := bootstrap(ctx, cfg.HTTPClient, cfg.CoreURL, cfg.DeviceID, cfg.Credential, Version)
 	if err != nil {
@@ -211,7 +264,32 @@ func connectOnce(ctx context.Context, cfg Config, sh shared) (live bool, err err
 		cfg.OnConnected(conn)
 	}
 	cfg.Logger.Info("connected", "device", cfg.DeviceID)
-	runErr := conn.Run(ctx)
+	// The connection outlives the stop request: the Runtime closes its
+	// Executors with the transport open and heartbeating, and closes it
+	// once they closed (connection.yaml, shutting_down). Only the
+	// operator's abandonment ends it early.
+	runCtx, stopRun := context.WithCancel(context.Background())
+	defer stopRun()
+	go func() {
+		select {
+		case <-ctx.Done():
+			_ = conn.Do(context.Background(), func(d *peer.Driver) {
+				_ = d.Local(key, fsm.EventID(connection.EventOperatorShutdown), nil)
+			})
+		case <-conn.Done():
+		}
+	}()
+	go func() {
+		select {
+		case <-down.abandon:
+			stopRun()
+		case <-conn.Done():
+		}
+	}()
+	runErr := conn.Run(runCtx)
+	if ch.shutdown {
+		return true, errCoreShutdown
+	}
 	if peer.CloseStatus(runErr) == peer.StatusRetired {
 		return true, &Permanent{What: "Core closed the connection with 4001: this Runtime was retired or deleted",
 			Fix: "register the device again (a new credential) before restarting the daemon"}
@@ -240,9 +318,11 @@ func (a *app) Stepped(ev *peer.Event, st fsm.Step) { a.sess.Stepped(ev, st) }
 
 // connHooks are the Runtime's hooks of the connection machine.
 type connHooks struct {
-	cfg  Config
-	sess *execution.Session
-	conn *peer.Conn
+	cfg      Config
+	sess     *execution.Session
+	conn     *peer.Conn
+	down     *shutdown
+	shutdown bool // close_executors ran: the daemon does not reconnect
 }
 
 func (h *connHooks) heartbeat() wire.Heartbeat {
@@ -280,6 +360,17 @@ func (h *connHooks) DoDropConnectionState(*fsm.Firing[*peer.Event]) error { retu
 // DoRequireOperator: the supervisor turns the refusal into *Permanent.
 func (h *connHooks) DoRequireOperator(*fsm.Firing[*peer.Event]) error { return nil }
 
-func (h *connHooks) DoCloseExecutors(*fsm.Firing[*peer.Event]) error { return nil }
+// DoCloseExecutors starts the shutdown of what the daemon owns (a stop
+// request or Core's device_shutdown).
+func (h *connHooks) DoCloseExecutors(*fsm.Firing[*peer.Event]) error {
+	h.shutdown = true
+	h.closeExecutors()
+	return nil
+}
 
-func (h *connHooks) DoRetainFailedTargets(*fsm.Firing[*peer.Event]) error { return nil }
+// DoRetainFailedTargets: the Pool already keeps every failed close and
+// schedules its serialized retry; the machine stays in shutting_down.
+func (h *connHooks) DoRetainFailedTargets(*fsm.Firing[*peer.Event]) error {
+	h.cfg.Logger.Warn("shutdown: an executor close failed; it stays owned and is retried", "waiting_for", h.down.pool.Waiting())
+	return nil
+}

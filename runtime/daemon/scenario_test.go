@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/agentwire/agentwire/runtime/adapters/script"
 	"github.com/agentwire/agentwire/runtime/daemon"
 	"github.com/agentwire/agentwire/runtime/harness"
+	"github.com/agentwire/agentwire/wire"
 )
 
 // echoAgentDir (made by TestMain) holds the example agent, built once.
@@ -52,7 +54,7 @@ func TestRuntimeScenarios(t *testing.T) {
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			p := &scenarioPeer{clock: peer.NewManualClock(time.Unix(1_800_000_000, 0))}
-			scenario.RunScripted(t, f, scenario.ScriptedOptions{Start: p.start, Advance: p.advance})
+			scenario.RunScripted(t, f, scenario.ScriptedOptions{Start: p.start, Advance: p.advance, Ended: p.ended})
 		})
 	}
 }
@@ -64,15 +66,28 @@ func TestRuntimeScenarios(t *testing.T) {
 type scenarioPeer struct {
 	clock *peer.ManualClock
 	mu    sync.Mutex
-	conn  *peer.Conn // the current connection
+	conn  *peer.Conn  // the current connection
+	end   chan string // what daemon.Run returned, once it did
 }
 
 func (p *scenarioPeer) start(t *testing.T, coreURL, setup string) func() {
+	p.end = make(chan string, 1)
 	return startDaemon(t, coreURL, setup, p.clock, func(c *peer.Conn) {
 		p.mu.Lock()
 		p.conn = c
 		p.mu.Unlock()
-	})
+	}, p.end)
+}
+
+// ended waits for daemon.Run to return by itself (a permanent refusal).
+func (p *scenarioPeer) ended(t *testing.T, within time.Duration) (string, bool) {
+	select {
+	case res := <-p.end:
+		// The wire version changes with the protocol, not the scenario.
+		return strings.ReplaceAll(res, wire.Version, "<wire version>"), true
+	case <-time.After(within):
+		return "", false
+	}
 }
 
 // advance first runs a no-op on the connection's loop: the loop reports
@@ -100,7 +115,7 @@ func (p *scenarioPeer) advance(t *testing.T, d time.Duration) {
 //
 // A setup of {"exec": "echo-agent"} registers the exec adapter (kind
 // "echo") running examples/echo-agent, built with go build, instead.
-func startDaemon(t *testing.T, coreURL, setup string, clock peer.Clock, onConnected func(*peer.Conn)) func() {
+func startDaemon(t *testing.T, coreURL, setup string, clock peer.Clock, onConnected func(*peer.Conn), end chan<- string) func() {
 	var s script.Script
 	var sel struct {
 		Exec string `json:"exec"`
@@ -122,17 +137,27 @@ func startDaemon(t *testing.T, coreURL, setup string, clock peer.Clock, onConnec
 	ws := scenarioWorkspace(t, setup)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
+	// A scenario's end abandons what the daemon could not close (a script
+	// whose close fails would otherwise keep the shutdown waiting).
+	abandon := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = daemon.Run(ctx, daemon.Config{
+		err := daemon.Run(ctx, daemon.Config{
+			Abandon: abandon,
 			CoreURL: coreURL, DeviceID: "runtime", Credential: daemon.NewCredential("synthetic-contract-credential"),
 			Registry: reg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 			MinBackoff: time.Millisecond, MaxBackoff: 4 * time.Millisecond, MaxActive: 1,
 			Clock: clock, OnConnected: onConnected, Workspace: ws,
 		})
+		res := "nil"
+		if err != nil {
+			res = err.Error()
+		}
+		end <- res
 	}()
 	return func() {
 		cancel()
+		close(abandon)
 		<-done
 	}
 }

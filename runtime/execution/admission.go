@@ -5,11 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"strings"
-	"time"
 
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/fsm/input"
 	"github.com/agentwire/agentwire/fsm/interaction"
+	"github.com/agentwire/agentwire/fsm/preparation"
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/wire"
@@ -32,9 +32,11 @@ type admission struct {
 	last    *wire.PreparationStatus
 
 	exe         harness.Executor
+	reused      bool          // exe came from the Pool's idle Executors
 	prepDone    chan struct{} // closed when native preparation returned
 	transferred bool          // a start took the Executor
 	releasing   bool          // release, expiry, failure or loss: no ready may follow
+	settling    bool          // its cleanup began (it runs once)
 	expiresAt   int64
 }
 
@@ -175,9 +177,11 @@ func (s *Session) admit(d *peer.Driver, inst *peer.Instance, p wire.ExecutionPre
 		// execution (daemon-protocol.txt:96); the refusal is definite and
 		// Core may prepare again after the resume.
 		code = wire.PrepCodeResourceUnavailable
-	case s.active >= s.cfg.MaxActive:
+	case s.busy() || s.shutting:
 		// decision: capacity is checked before a handle is minted, so a
 		// refused Turn stays unclaimed and retryable (daemon-protocol.txt:116).
+		// A Runtime that shuts down answers the same: its slots are held
+		// by cleanup, and the Worker may retry elsewhere or later.
 		code = wire.PrepCodePreparationCapacity
 	}
 	if code != "" {
@@ -192,7 +196,20 @@ func (s *Session) admit(d *peer.Driver, inst *peer.Instance, p wire.ExecutionPre
 	}
 	inst.Data = a
 	s.admissions[a.requestID] = a
+	s.pruneAdmissions(d)
 	s.active++
+	if !a.readOnly {
+		if idle, ok := s.cfg.Pool.Take(a.fingerprint); ok {
+			// A reused healthy Executor is ready without native preparation
+			// (daemon-protocol.txt:114): revision 1 is ready, marked reused,
+			// and it keeps the declaration it was first admitted with
+			// (daemon-protocol.txt:27).
+			a.executorID, a.exe, a.decl, a.cfg.Declaration, a.reused = idle.ID, idle.Exe, idle.Decl, idle.Decl, true
+			close(a.prepDone)
+			s.grant(d, a)
+			return
+		}
+	}
 	s.publish(d, a, wire.PreparationStatus{State: wire.PreparationPreparing})
 	if a.readOnly {
 		// The read-only profile is served from the bound directory without
@@ -222,60 +239,95 @@ func (s *Session) admit(d *peer.Driver, inst *peer.Instance, p wire.ExecutionPre
 			}
 		})
 		if !posted && exe != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 			if cerr := exe.Close(ctx); cerr != nil {
-				s.cfg.Logger.Warn("executor close after connection loss failed", "err", cerr)
+				s.cfg.Logger.Warn("executor close after connection loss failed; it stays owned", "executor", a.executorID, "err", cerr)
+				s.cfg.Pool.Retain(a.executorID, exe, cerr)
 			}
 			cancel()
 		}
 	})
 }
 
+// maxAdmissionRecords is the driver's bound on preparation instances
+// (peer.DefaultLimits, daemon-protocol.txt:116).
+const maxAdmissionRecords = 64
+
+// pruneAdmissions forgets the records whose preparation instance the
+// driver no longer holds (it evicts only settled ones, whose cleanup
+// already began), so a long connection does not grow the Session without
+// bound. It runs once the map is twice the bound, so its cost is amortized.
+func (s *Session) pruneAdmissions(d *peer.Driver) {
+	if len(s.admissions) <= 2*maxAdmissionRecords {
+		return
+	}
+	for id, a := range s.admissions {
+		if inst, ok := d.Lookup(peer.Key{Machine: preparation.Table.Name, ID: id}); !ok || record(inst) != a {
+			delete(s.admissions, id)
+		}
+	}
+}
+
 // grant publishes ready with the expiry, fixed here once: a repeated
 // execution_prepare republishes it unchanged.
 func (s *Session) grant(d *peer.Driver, a *admission) {
 	a.expiresAt = s.cfg.Clock.Now().Add(AdmissionTTL).UnixMilli()
-	s.publish(d, a, wire.PreparationStatus{State: wire.PreparationReady, ExpiresAt: a.expiresAt})
+	s.publish(d, a, wire.PreparationStatus{State: wire.PreparationReady, ExpiresAt: a.expiresAt, Reused: a.reused})
 }
 
 func (h prepHooks) DoRecordRejection(f *fsm.Firing[*peer.Event]) error { return nil }
 
 // DoSettleCleanup closes what the admission still owns: after a release it
 // publishes released once the close succeeded, or cleanup_unconfirmed.
+//
+// decision: a released admission's Executor is closed, a reused one too:
+// released is published only after a close (preparation.yaml,
+// status_released), and a release acts on nothing but what its own
+// admission holds (daemon-protocol.txt:114). Only an Executor whose Run
+// settled normally goes back to the idle Executors.
 func (h prepHooks) DoSettleCleanup(f *fsm.Firing[*peer.Event]) error {
 	s, ev := h.s, f.Arg
 	a := record(ev.Inst)
 	if a == nil || a.transferred {
 		return nil
 	}
-	a.releasing = true
 	release := false
 	if ev.Msg != nil {
 		_, release = ev.Msg.Payload.(wire.ExecutionRelease)
 	}
-	wait := a.prepDone
-	s.goNative(func() {
-		select {
-		case <-wait:
-		case <-s.ctx.Done():
-			return
-		}
-		var exe harness.Executor
-		if !s.post(func(*peer.Driver) { exe, a.exe = a.exe, nil }) {
-			return
-		}
-		s.closeExecutor(exe, func(d *peer.Driver, err error) {
-			if !release {
-				return
-			}
+	var then func(d *peer.Driver, err error)
+	if release {
+		then = func(d *peer.Driver, err error) {
 			if err != nil {
 				s.publish(d, a, wire.PreparationStatus{State: wire.PreparationFailed, ErrorCode: wire.PrepCodeCleanupUnconfirmed})
 				return
 			}
 			s.publish(d, a, wire.PreparationStatus{State: wire.PreparationReleased})
-		})
-	})
+		}
+	}
+	s.settle(a, then)
 	return nil
+}
+
+// settle closes what a still owns, once: the machine's settle_cleanup and
+// a shutdown may both ask. It waits for native preparation to return (the
+// Session's context ends it when the connection goes), so an Executor
+// prepared for a released, expired or lost admission is closed too.
+func (s *Session) settle(a *admission, then func(d *peer.Driver, err error)) {
+	if a.settling {
+		return
+	}
+	a.settling, a.releasing = true, true
+	wait := a.prepDone
+	s.goNative(func() {
+		<-wait
+		var exe harness.Executor
+		if !s.post(func(*peer.Driver) { exe, a.exe = a.exe, nil }) {
+			// The loop is gone, so nothing else touches a any more.
+			exe, a.exe = a.exe, nil
+		}
+		s.closeExecutor(a.executorID, exe, then)
+	})
 }
 
 // Stepped keeps the revision the machine applied, for newer_revision.

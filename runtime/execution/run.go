@@ -28,6 +28,7 @@ type runState struct {
 	holding bool                           // done is held back for inputs in flight
 	asked   map[string]*asked              // open interactions, by interaction instance ID
 	env     *string                        // the Environment ID of the handle it took over; nil for prompt_request
+	from    *admission                     // the admission it took over (its Executor may go idle); nil for prompt_request
 }
 
 type runHooks struct{ s *Session }
@@ -80,9 +81,10 @@ func (h runHooks) DoStartNative(f *fsm.Firing[*peer.Event]) error {
 		})
 		env := envOf(a.cfg.Configuration)
 		s.runs[runID].env = &env
+		s.runs[runID].from = a
 	case wire.PromptRequest:
 		adapter, decl, ok := s.cfg.Registry.Lookup(p.AgentKind)
-		if !ok || !decl.Available || s.runs[runID] != nil || s.active >= s.cfg.MaxActive || s.fence.held() {
+		if !ok || !decl.Available || s.runs[runID] != nil || s.busy() || s.shutting || s.fence.held() {
 			// prompt_request has no rejection receipt: the Run fails with an
 			// error and done (daemon-protocol.txt:124).
 			send(d, runID, wire.ErrorFrame{Error: "the Runtime cannot start this Run now"})
@@ -123,8 +125,21 @@ func (s *Session) startRun(runID string, turn harness.Turn, executor func(contex
 		if err != nil && !errors.Is(err, context.Canceled) {
 			_ = emit(s.ctx, wire.ErrorFrame{Error: boundedError(err)})
 		}
+		retained := false
 		_ = s.post(func(d *peer.Driver) {
 			r.settled, r.outcome = true, &done
+			// decision: only a Run that settled normally leaves a healthy
+			// Executor, and only one taken over from an admission has a
+			// configuration (the prepared Session's) a later admission can
+			// match; a prompt_request carries its input in its
+			// configuration, a cancelled or failed Turn may leave native
+			// state behind, and an input still in flight may still use the
+			// Executor. Those are closed (daemon-protocol.txt:72, :118).
+			if exe != nil && err == nil && ctx.Err() == nil && r.from != nil && len(r.inputs) == 0 && !s.shutting &&
+				s.cfg.Pool.Put(r.from.fingerprint, r.from.executorID, exe, r.from.decl) {
+				retained = true
+				s.freeSlot()
+			}
 			// The "done held back" rule (daemon-protocol.txt:131): an
 			// active input still in flight gets up to the drain budget
 			// (the input machine's drain_wait, write + send budgets) to
@@ -139,10 +154,16 @@ func (s *Session) startRun(runID string, turn harness.Turn, executor func(contex
 			}
 			r.holding = true
 		})
-		if exe != nil {
-			s.closeExecutor(exe, nil)
-		} else {
-			s.post(func(*peer.Driver) { s.active-- })
+		switch {
+		case retained:
+		case exe != nil:
+			id := runID
+			if r.from != nil {
+				id = r.from.executorID
+			}
+			s.closeExecutor(id, exe, nil)
+		default:
+			s.post(func(*peer.Driver) { s.freeSlot() })
 		}
 	})
 }

@@ -58,6 +58,11 @@ type Config struct {
 	// Fence is the daemon's suspension state, shared by its connections;
 	// nil gives this Session a fence of its own.
 	Fence *Fence
+	// Pool holds the daemon's idle and not-yet-closed Executors across
+	// connections; nil gives the Session a Pool of its own. Whoever makes
+	// the Pool runs its Maintain (idle expiry, close retries) and, at the
+	// end, its Shutdown: a Session never closes what the Pool owns.
+	Pool *Pool
 }
 
 // Session is the execution state of one physical connection: admission
@@ -81,9 +86,11 @@ type Session struct {
 	readsInFlight int
 	fenced        map[string]bool // read owners fenced by an unknown read
 
-	xfer     *xferState // the transfer holding the connection's slot
-	fence    *Fence
-	draining *peer.Key // the suspension instance waiting for active work to settle
+	xfer      *xferState // the transfer holding the connection's slot
+	fence     *Fence
+	draining  *peer.Key // the suspension instance waiting for active work to settle
+	shutting  bool      // Shutdown began: nothing new is admitted
+	onSettled func()    // called once when shutting and nothing is active
 }
 
 // New returns a Session for one connection.
@@ -102,6 +109,9 @@ func New(cfg Config) *Session {
 	}
 	if cfg.Fence == nil {
 		cfg.Fence = NewFence()
+	}
+	if cfg.Pool == nil {
+		cfg.Pool = NewPool(PoolConfig{Clock: cfg.Clock, Logger: cfg.Logger})
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Session{cfg: cfg, ctx: ctx, cancel: cancel, admissions: map[string]*admission{}, runs: map[string]*runState{}, asked: map[string]*asked{},
@@ -184,33 +194,69 @@ func send(d *peer.Driver, id string, p wire.Payload) {
 	d.Send(peer.Outbound{ID: id, Payload: p}, nil)
 }
 
-// closeExecutor closes exe outside the loop and then releases the slot
-// (only on success: an unconfirmed close keeps its capacity,
-// daemon-protocol.txt:116) and calls then on the loop, when the connection
-// still runs.
-func (s *Session) closeExecutor(exe harness.Executor, then func(d *peer.Driver, err error)) {
+// closeExecutor closes exe outside the loop, then frees its slot and calls
+// then on the loop (when the connection still runs). A failed close hands
+// the Executor to the Pool, which keeps it owned, counts it against the
+// active bound and retries it later (daemon-protocol.txt:116, :118).
+func (s *Session) closeExecutor(id string, exe harness.Executor, then func(d *peer.Driver, err error)) {
 	s.goNative(func() {
 		var err error
 		if exe != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 			err = exe.Close(ctx)
 			cancel()
 		}
 		if err != nil {
-			s.cfg.Logger.Warn("executor close failed; it stays owned", "err", err)
+			s.cfg.Logger.Warn("executor close failed; it stays owned", "executor", id, "err", err)
+			s.cfg.Pool.Retain(id, exe, err)
 		}
-		ok := s.post(func(d *peer.Driver) {
-			if err == nil {
-				s.active--
-			}
+		s.post(func(d *peer.Driver) {
+			s.freeSlot()
 			if then != nil {
 				then(d, err)
 			}
 		})
-		if !ok && err != nil {
-			s.cfg.Logger.Warn("executor cleanup unconfirmed after the connection closed")
-		}
 	})
+}
+
+// busy reports whether the active bound is reached: active preparations
+// and executions, closes in flight and Executors whose cleanup failed.
+func (s *Session) busy() bool {
+	return s.active+s.cfg.Pool.Held() >= s.cfg.MaxActive
+}
+
+// freeSlot gives back one active slot (on the loop).
+func (s *Session) freeSlot() {
+	s.active--
+	s.checkSettled()
+}
+
+func (s *Session) checkSettled() {
+	if s.shutting && s.active <= 0 && s.onSettled != nil {
+		f := s.onSettled
+		s.onSettled = nil
+		f()
+	}
+}
+
+// Shutdown (on the loop) admits nothing more, cancels the running Runs and
+// closes what the admissions hold, with the transport still open so the
+// Runs' last frames reach Core. settled is called on the loop once nothing
+// is active any more; Executors whose close failed are the Pool's by then.
+func (s *Session) Shutdown(settled func()) {
+	s.shutting = true
+	s.onSettled = settled
+	for _, r := range s.runs {
+		if !r.settled {
+			r.cancel()
+		}
+	}
+	for _, a := range s.admissions {
+		if !a.transferred {
+			s.settle(a, nil)
+		}
+	}
+	s.checkSettled()
 }
 
 var errConnectionGone = errors.New("execution: the connection is gone")

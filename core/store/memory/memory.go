@@ -241,6 +241,43 @@ func (s *Store) StartTurn(ctx context.Context, id, runID string, at time.Time) e
 		return err
 	}
 	t.State, t.UpdatedAt = store.TurnRunning, at
+	if x, ok := s.sessions[t.SessionID]; ok {
+		x.Started = true
+		s.sessions[t.SessionID] = x
+	}
+	return nil
+}
+
+func (s *Store) CancelQueuedTurn(ctx context.Context, id string, at time.Time) error {
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	t, err := s.owned(id, "", store.TurnQueued)
+	if err != nil {
+		return err
+	}
+	t.State, t.UpdatedAt = store.TurnCancelled, at
+	return nil
+}
+
+func (s *Store) RecordNativeSession(ctx context.Context, sessionID, nativeID string) error {
+	if nativeID == "" {
+		return store.ErrInvalid
+	}
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	x, ok := s.sessions[sessionID]
+	switch {
+	case !ok:
+		return store.ErrNotFound
+	case x.NativeSessionID != "" && x.NativeSessionID != nativeID:
+		return store.ErrStale
+	}
+	x.NativeSessionID = nativeID
+	s.sessions[sessionID] = x
 	return nil
 }
 

@@ -101,7 +101,19 @@ CREATE TABLE credentials (
 	revoked_at INTEGER NOT NULL DEFAULT 0
 );
 `,
-	// 2: Environment initialization, its last outcome, and suspension
+	// 2: a Session's native identity and whether a Turn of it started. The
+	// trigger keeps StartTurn one conditional write that also marks the
+	// Session.
+	`
+ALTER TABLE sessions ADD COLUMN started INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN native_session_id TEXT NOT NULL DEFAULT '';
+CREATE TRIGGER turns_started AFTER UPDATE OF state ON turns
+WHEN NEW.state = 'running' AND OLD.state <> 'running'
+BEGIN
+	UPDATE sessions SET started = 1 WHERE id = NEW.session_id;
+END;
+`,
+	// 3: Environment initialization, its last outcome, and suspension
 	// attempts (one unsettled attempt per Environment: the index).
 	`
 ALTER TABLE environments ADD COLUMN initialization BLOB;

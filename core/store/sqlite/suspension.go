@@ -24,7 +24,6 @@ func (s *Store) CreateSuspension(ctx context.Context, x store.Suspension) error 
 
 const suspensionCols = `id, environment_id, device_id, state, settled, error_code, created_at, updated_at`
 
-
 func scanSuspension(r scanner) (store.Suspension, error) {
 	var x store.Suspension
 	var created, updated int64
@@ -110,4 +109,3 @@ func (s *Store) GetInitialization(ctx context.Context, environmentID string) (st
 	i.At = fromMS(at)
 	return i, notFound(err)
 }
-

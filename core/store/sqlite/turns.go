@@ -50,10 +50,20 @@ func (s *Store) GetSession(ctx context.Context, id string) (store.Session, error
 	x := store.Session{ID: id}
 	var env sql.NullString
 	var at int64
-	err := s.r.QueryRowContext(ctx, `SELECT project, agent_kind, environment_id, options, created_at FROM sessions WHERE id = ?`, id).
-		Scan(&x.Project, &x.AgentKind, &env, (*[]byte)(&x.Options), &at)
+	err := s.r.QueryRowContext(ctx, `SELECT project, agent_kind, environment_id, options, created_at, started, native_session_id
+		FROM sessions WHERE id = ?`, id).
+		Scan(&x.Project, &x.AgentKind, &env, (*[]byte)(&x.Options), &at, &x.Started, &x.NativeSessionID)
 	x.EnvironmentID, x.CreatedAt = env.String, fromMS(at)
 	return x, notFound(err)
+}
+
+func (s *Store) RecordNativeSession(ctx context.Context, sessionID, nativeID string) error {
+	if nativeID == "" {
+		return store.ErrInvalid
+	}
+	return s.conditional(ctx, "sessions", "id", sessionID,
+		`UPDATE sessions SET native_session_id = ? WHERE id = ? AND native_session_id IN ('', ?)`,
+		nativeID, sessionID, nativeID)
 }
 
 func (s *Store) CreateTurn(ctx context.Context, t store.Turn) error {
@@ -142,6 +152,12 @@ func (s *Store) StartTurn(ctx context.Context, id, runID string, at time.Time) e
 	return s.conditional(ctx, "turns", "id", id,
 		`UPDATE turns SET state = ?, updated_at = ? WHERE id = ? AND state = ? AND run_id = ?`,
 		string(store.TurnRunning), ms(at), id, string(store.TurnClaimed), runID)
+}
+
+func (s *Store) CancelQueuedTurn(ctx context.Context, id string, at time.Time) error {
+	return s.conditional(ctx, "turns", "id", id,
+		`UPDATE turns SET state = ?, updated_at = ? WHERE id = ? AND state = ?`,
+		string(store.TurnCancelled), ms(at), id, string(store.TurnQueued))
 }
 
 func (s *Store) FinishTurn(ctx context.Context, id, runID string, state store.TurnState, o store.Outcome, at time.Time) error {

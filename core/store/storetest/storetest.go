@@ -35,6 +35,8 @@ func Run(t *testing.T, open Open) {
 		{"SessionsAndEnvironments", testSessions},
 		{"TurnLifecycle", testTurnLifecycle},
 		{"TurnDueOrder", testDueOrder},
+		{"CancelQueuedTurn", testCancelQueued},
+		{"NativeSession", testNativeSession},
 		{"ClaimRace", testClaimRace},
 		{"Inputs", testInputs},
 		{"InputCursorRace", testCursorRace},
@@ -188,6 +190,52 @@ func testTurnLifecycle(t *testing.T, s store.Store) {
 	assert.True(t, tr.UpdatedAt.Equal(T0.Add(62*time.Second)))
 	active, _ = s.ActiveTurns(ctx)
 	assert.Empty(t, active)
+}
+
+func testCancelQueued(t *testing.T, s store.Store) {
+	seed(t, s, 2)
+	require.NoError(t, s.CancelQueuedTurn(ctx, "turn-0", T0.Add(time.Second)))
+	tr, err := s.GetTurn(ctx, "turn-0")
+	require.NoError(t, err)
+	assert.Equal(t, store.Status{State: "cancelled"}, tr.Status())
+	assert.ErrorIs(t, s.CancelQueuedTurn(ctx, "turn-0", T0), store.ErrStale, "terminal is final")
+	due, err := s.DueTurns(ctx, T0.Add(time.Hour), 10)
+	require.NoError(t, err)
+	require.Len(t, due, 1, "a cancelled Turn is never due")
+
+	// A claimed Turn is the worker's: it is not cancelled as queued.
+	require.NoError(t, s.ClaimTurn(ctx, "turn-1", store.Claim{DeviceID: "dev", OwnerEpoch: 1, RunID: "run-1", At: T0.Add(time.Second)}))
+	assert.ErrorIs(t, s.CancelQueuedTurn(ctx, "turn-1", T0), store.ErrStale)
+	assert.ErrorIs(t, s.CancelQueuedTurn(ctx, "missing", T0), store.ErrNotFound)
+	assert.Equal(t, 1, race(t, 8, store.ErrStale, func(int) error {
+		return s.FinishTurn(ctx, "turn-1", "run-1", store.TurnFailed, store.Outcome{Reason: "x"}, T0)
+	}))
+}
+
+func testNativeSession(t *testing.T, s store.Store) {
+	seed(t, s, 1)
+	x, err := s.GetSession(ctx, "ses")
+	require.NoError(t, err)
+	assert.False(t, x.Started)
+	assert.Empty(t, x.NativeSessionID)
+
+	// Starting a Turn marks its Session started, in the same write.
+	require.NoError(t, s.ClaimTurn(ctx, "turn-0", store.Claim{DeviceID: "dev", OwnerEpoch: 1, RunID: "run-1", At: T0}))
+	x, _ = s.GetSession(ctx, "ses")
+	assert.False(t, x.Started, "a claim submits no input")
+	require.NoError(t, s.StartTurn(ctx, "turn-0", "run-1", T0))
+	x, _ = s.GetSession(ctx, "ses")
+	assert.True(t, x.Started)
+
+	assert.ErrorIs(t, s.RecordNativeSession(ctx, "ses", ""), store.ErrInvalid)
+	assert.ErrorIs(t, s.RecordNativeSession(ctx, "missing", "n"), store.ErrNotFound)
+	assert.Equal(t, 1, race(t, 8, store.ErrStale, func(i int) error {
+		return s.RecordNativeSession(ctx, "ses", fmt.Sprintf("native-%d", i))
+	}), "one native identity wins")
+	x, _ = s.GetSession(ctx, "ses")
+	require.NotEmpty(t, x.NativeSessionID)
+	require.NoError(t, s.RecordNativeSession(ctx, "ses", x.NativeSessionID), "the same identity again is a no-op")
+	assert.ErrorIs(t, s.RecordNativeSession(ctx, "ses", "another"), store.ErrStale)
 }
 
 func testDueOrder(t *testing.T, s store.Store) {

@@ -68,6 +68,9 @@ type Script struct {
 	PrepareFails bool `json:"prepare_fails,omitempty"`
 	// CloseFails makes every Executor close fail (cleanup unconfirmed).
 	CloseFails bool `json:"close_fails,omitempty"`
+	// CloseFailures makes the first N closes of each Executor fail; the
+	// next one succeeds (a cleanup that a retry settles).
+	CloseFailures int `json:"close_failures,omitempty"`
 	// SessionID is the native Session identity done reports.
 	SessionID string `json:"session_id,omitempty"`
 	// Input is the active input mode (InputAccept when empty).
@@ -125,8 +128,9 @@ func (a *Adapter) NewExecutor(ctx context.Context, cfg harness.ExecutorConfig) (
 type executor struct {
 	script Script
 
-	mu   sync.Mutex
-	turn *turnState // the running Turn, nil between Turns
+	mu     sync.Mutex
+	turn   *turnState // the running Turn, nil between Turns
+	closes int        // close attempts so far
 }
 
 // turnState is what Steer and Decide reach of the running Turn.
@@ -250,6 +254,13 @@ func (e *executor) ask(ctx context.Context, t *turnState, id string, q wire.Payl
 		e.mu.Unlock()
 	}()
 	if err := emit(ctx, q); err != nil {
+		// A cancellation can end the wait for the question's write after
+		// the question went out and was answered: keep that answer.
+		select {
+		case a := <-ch:
+			return a, nil
+		default:
+		}
 		return harness.Answer{}, err
 	}
 	select {
@@ -307,6 +318,13 @@ func (e *executor) Run(ctx context.Context, turn harness.Turn, emit harness.Emit
 			case in := <-t.inputs:
 				content += in
 			case <-ctx.Done():
+				// An input written (and reported accepted) before the
+				// cancellation was consumed: keep it, as ask keeps an answer.
+				select {
+				case in := <-t.inputs:
+					content += in
+				default:
+				}
 				return done(), nil
 			}
 		case st.Delta != "":
@@ -348,7 +366,10 @@ func (e *executor) Run(ctx context.Context, turn harness.Turn, emit harness.Emit
 var ErrClose = errors.New("script: native close failed")
 
 func (e *executor) Close(context.Context) error {
-	if e.script.CloseFails {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.closes++
+	if e.script.CloseFails || e.closes <= e.script.CloseFailures {
 		return ErrClose
 	}
 	return nil

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/agentwire/agentwire/wire"
+)
+
+// prompter answers the questions a running Turn asks (permission requests
+// and user-choice questions) from a line-oriented input, normally the
+// terminal: the question goes to out (stderr, so that stdout stays the
+// event stream) and each answer is one line.
+//
+// decision: nothing is approved without an answer: at the end of the
+// input a permission request is denied and a user-choice question set is
+// cancelled. --approve-all approves permission requests without asking;
+// user-choice questions are still asked, since no answer can be assumed
+// for them.
+type prompter struct {
+	in         *bufio.Reader
+	out        io.Writer
+	approveAll bool
+}
+
+// question is the journal event Core writes for a question
+// (permission_request or prompt_for_user_choice).
+type question struct {
+	InteractionID string          `json:"interaction_id"`
+	Kind          string          `json:"kind"`
+	Request       json.RawMessage `json:"request"`
+}
+
+// answer returns the API body answering the question in data, or nil
+// when the event is not a question.
+func (p *prompter) answer(event, data string) (string, map[string]any, error) {
+	if event != wire.TypePermissionRequest && event != wire.TypePromptForUserChoice {
+		return "", nil, nil
+	}
+	var q question
+	if err := json.Unmarshal([]byte(data), &q); err != nil || q.InteractionID == "" {
+		return "", nil, fmt.Errorf("the %s event has no interaction_id", event)
+	}
+	switch q.Kind {
+	case "permission":
+		var r wire.PermissionRequest
+		if err := json.Unmarshal(q.Request, &r); err != nil {
+			return "", nil, fmt.Errorf("the permission request does not decode: %w", err)
+		}
+		return q.InteractionID, map[string]any{"approved": p.permission(r)}, nil
+	case "user_choice":
+		var r wire.PromptForUserChoice
+		if err := json.Unmarshal(q.Request, &r); err != nil {
+			return "", nil, fmt.Errorf("the user-choice question does not decode: %w", err)
+		}
+		return q.InteractionID, p.choice(r), nil
+	}
+	return "", nil, nil
+}
+
+// line reads one answer line; ok is false at the end of the input.
+func (p *prompter) line() (string, bool) {
+	s, err := p.in.ReadString('\n')
+	if err != nil && s == "" {
+		return "", false
+	}
+	return strings.TrimSpace(s), true
+}
+
+func (p *prompter) permission(r wire.PermissionRequest) bool {
+	what := r.Tool
+	if r.Title != "" {
+		what += ": " + r.Title
+	}
+	if r.Detail != "" {
+		what += " (" + r.Detail + ")"
+	}
+	if p.approveAll {
+		fmt.Fprintf(p.out, "permission %s: approved (--approve-all)\n", what)
+		return true
+	}
+	fmt.Fprintf(p.out, "permission %s\napprove? [y/N] ", what)
+	s, ok := p.line()
+	if !ok {
+		fmt.Fprintln(p.out, "\nno answer: denied")
+		return false
+	}
+	return strings.EqualFold(s, "y") || strings.EqualFold(s, "yes")
+}
+
+// choice asks each question in turn. An option is picked by its number
+// (several, comma-separated, for multi_select), any other text is a typed
+// answer, and an empty line leaves the question unanswered.
+func (p *prompter) choice(r wire.PromptForUserChoice) map[string]any {
+	answers := []map[string]any{}
+	for _, q := range r.Questions {
+		if q.Header != "" {
+			fmt.Fprintf(p.out, "[%s] ", q.Header)
+		}
+		fmt.Fprintln(p.out, q.Question)
+		for i, o := range q.Options {
+			fmt.Fprintf(p.out, "  %d) %s", i+1, o.Label)
+			if o.Description != "" {
+				fmt.Fprintf(p.out, " - %s", o.Description)
+			}
+			fmt.Fprintln(p.out)
+		}
+		hint := "number"
+		if q.MultiSelect {
+			hint = "numbers, comma-separated"
+		}
+		fmt.Fprintf(p.out, "answer (%s, text, or empty to skip): ", hint)
+		s, ok := p.line()
+		if !ok {
+			fmt.Fprintln(p.out, "\nno answer: the questions are cancelled")
+			return map[string]any{"cancelled": true, "reason": "no answer on the terminal"}
+		}
+		if s == "" {
+			continue // unanswered (daemon-protocol.txt:82)
+		}
+		answers = append(answers, map[string]any{"question_id": q.ID, "answers": picked(q, s)})
+	}
+	return map[string]any{"question_answers": answers}
+}
+
+// picked maps an answer line onto option labels when it names options by
+// number, and keeps it as typed text otherwise.
+func picked(q wire.UserChoiceQuestion, s string) []string {
+	parts := []string{s}
+	if q.MultiSelect {
+		parts = strings.Split(s, ",")
+	}
+	var labels []string
+	for _, part := range parts {
+		n, err := strconv.Atoi(strings.TrimSpace(part))
+		if err != nil || n < 1 || n > len(q.Options) {
+			return []string{s}
+		}
+		labels = append(labels, q.Options[n-1].Label)
+	}
+	return labels
+}

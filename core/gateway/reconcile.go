@@ -1,0 +1,71 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/agentwire/agentwire/core/store"
+)
+
+// CauseCoreRestarted is the cause Core journals beside the reason of a
+// Turn it found claimed or running when it started.
+const CauseCoreRestarted = "core_restarted"
+
+// reconcile resolves what an earlier Core process left behind on the same
+// store, before the worker claims anything: the connections of that
+// process died with it, so no Run it observed can be observed any more
+// and no device it owned is connected.
+//
+// decision: a claimed Turn (execution_prepare possibly sent, no start)
+// fails with delivery_unknown and a running Turn (the start was sent)
+// with event_stream_incomplete; both say the native effect is unknown and
+// neither is ever replayed: an uncertain delivery authorizes no replay
+// (daemon-protocol.txt:116) and reconnection never replays input
+// (daemon-protocol.txt:159). Only the Runtime, which keeps cleanup
+// ownership until settlement (daemon-protocol.txt:151), settles the
+// native work. This assumes one Core process per store; several replicas
+// sharing one database would resolve only the Turns of an owner epoch no
+// live replica holds.
+func (g *Gateway) reconcile() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	turns, err := g.cfg.Store.ActiveTurns(ctx)
+	if err != nil {
+		g.cfg.Logger.Error("gateway: reconcile: active turns", "err", err)
+		return
+	}
+	now := g.cfg.Clock.Now()
+	for _, t := range turns {
+		reason := store.ReasonEventStreamIncomplete
+		if t.State == store.TurnClaimed {
+			reason = store.ReasonDeliveryUnknown
+		}
+		ev, _ := json.Marshal(map[string]string{"reason": reason, "cause": CauseCoreRestarted})
+		if _, err := g.cfg.Journal.Append(ctx, store.Event{TurnID: t.ID, RunID: t.RunID, Type: "observation", Payload: ev, At: now}); err != nil {
+			g.cfg.Logger.Warn("gateway: reconcile: journal", "turn_id", t.ID, "err", err)
+		}
+		err := g.cfg.Store.FinishTurn(ctx, t.ID, t.RunID, store.TurnFailed, store.Outcome{Reason: reason}, now)
+		if err != nil && !errors.Is(err, store.ErrStale) {
+			g.cfg.Logger.Warn("gateway: reconcile: finish turn", "turn_id", t.ID, "err", err)
+			continue
+		}
+		g.cfg.Logger.Info("gateway: reconciled a Turn left by an earlier Core process", "turn_id", t.ID, "run_id", t.RunID, "reason", reason)
+	}
+	devices, err := g.cfg.Store.ListDevices(ctx)
+	if err != nil {
+		g.cfg.Logger.Error("gateway: reconcile: devices", "err", err)
+		return
+	}
+	for _, d := range devices {
+		if !d.Connected {
+			continue
+		}
+		// The device reconnects under a new owner epoch; until then it
+		// is offline and advertises nothing.
+		if err := g.cfg.Store.ReleaseOwner(ctx, d.ID, d.OwnerEpoch, now); err != nil && !errors.Is(err, store.ErrStale) {
+			g.cfg.Logger.Warn("gateway: reconcile: release owner", "device_id", d.ID, "err", err)
+		}
+	}
+}

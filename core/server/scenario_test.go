@@ -1,0 +1,259 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/datadriven"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentwire/agentwire/core/credential"
+	"github.com/agentwire/agentwire/core/server"
+	"github.com/agentwire/agentwire/core/store"
+	"github.com/agentwire/agentwire/core/store/memory"
+	"github.com/agentwire/agentwire/peer"
+	"github.com/agentwire/agentwire/peer/scenario"
+)
+
+// TestCoreScenarios runs every transcript under spec/scenarios/core with
+// the real Core (gateway, scheduler, execution, public API, memory store)
+// against the scripted Runtime over a real WebSocket on loopback, on a
+// manual clock the transcripts move. `go test ./core/server -run
+// TestCoreScenarios -rewrite` records new behaviour for review.
+func TestCoreScenarios(t *testing.T) {
+	files, err := filepath.Glob("../../spec/scenarios/core/*.txt")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			scenario.RunScriptedRuntime(t, f, scenario.ScriptedRuntimeOptions{Core: newCoreSide(t)})
+		})
+	}
+}
+
+// coreSide is one scenario's Core: an httptest server over server.New.
+type coreSide struct {
+	st      store.Store
+	srv     *server.Server
+	http    *httptest.Server
+	clock   *peer.ManualClock
+	secrets map[string]string
+	seen    map[string]int64 // journal position per Turn for "events"
+}
+
+func newCoreSide(t *testing.T) *coreSide {
+	c := &coreSide{st: memory.New(), clock: peer.NewManualClock(time.Unix(1_800_000_000, 0).UTC()), secrets: map[string]string{}, seen: map[string]int64{}}
+	mux := http.NewServeMux()
+	c.http = httptest.NewServer(mux)
+	c.srv = server.New(server.Config{Store: c.st, PublicURL: c.http.URL, Clock: c.clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	mux.Handle("/", c.srv)
+	t.Cleanup(func() {
+		c.srv.Close()
+		c.http.Close()
+	})
+	is := credential.Issuer{Store: c.st, Now: c.clock.Now}
+	ctx := context.Background()
+	issue := func(name string, kind store.CredentialKind, device, project string) {
+		cr, s, err := is.Issue(ctx, kind, device, project)
+		require.NoError(t, err)
+		c.secrets[name] = s.Reveal()
+		if name == "revoked" {
+			require.NoError(t, is.Revoke(ctx, cr.ID))
+		}
+	}
+	issue("device", store.KindDevice, "dev-1", "")
+	issue("device-2", store.KindDevice, "dev-2", "")
+	issue("other-device", store.KindDevice, "dev-9", "")
+	issue("revoked", store.KindDevice, "dev-1", "")
+	issue("project", store.KindProject, "", "p")
+	issue("admin", store.KindAdmin, "", "")
+	c.secrets["bad"] = "awd_not-a-credential"
+	return c
+}
+
+func (c *coreSide) URL() string                   { return c.http.URL }
+func (c *coreSide) Credential(name string) string { return c.secrets[name] }
+
+func (c *coreSide) Settle(t *testing.T, device string, frames int) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for {
+		n, ok := c.srv.Gateway().Sync(ctx, device)
+		if !ok || n >= frames {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("Core did not apply frame %d of %s", frames, device)
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+// Do runs Core's directives:
+//
+//	api METHOD PATH            input: the JSON body; prints "api: STATUS BODY"
+//	turn [id=T] [until=STATE]  the stored state and public status (waiting for STATE first)
+//	events [id=T]              the journal events appended since the last "events"
+//	advance by=D               Core's clock moves by D once every connection applied what it read
+//	cursor [id=T]              the Turn's input cursor (the last accepted input's Seq)
+//	device [id=D] [until=offline|connected]  the registry record of a device
+func (c *coreSide) Do(t *testing.T, d *datadriven.TestData, b *scenario.Bindings) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	switch d.Cmd {
+	case "api":
+		if len(d.CmdArgs) != 2 {
+			return "", fmt.Errorf("api METHOD PATH")
+		}
+		return c.api(ctx, d.CmdArgs[0].Key, b.Resolve(d.CmdArgs[1].Key), b.Resolve(strings.TrimSpace(d.Input)))
+	case "turn":
+		c.syncAll(ctx)
+		return c.turn(ctx, b.Resolve(argOr(d, "id", "$turn")), argOr(d, "until", ""))
+	case "events":
+		c.syncAll(ctx)
+		return c.events(ctx, b.Resolve(argOr(d, "id", "$turn")))
+	case "advance":
+		by, err := time.ParseDuration(argOr(d, "by", ""))
+		if err != nil || by <= 0 {
+			return "", fmt.Errorf("advance by=%q: want a positive Go duration", argOr(d, "by", ""))
+		}
+		c.syncAll(ctx)
+		c.clock.Advance(by)
+		return "", nil
+	case "cursor":
+		c.syncAll(ctx)
+		tr, err := c.st.GetTurn(ctx, b.Resolve(argOr(d, "id", "$turn")))
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("cursor: %d\n", tr.InputCursor), nil
+	case "device":
+		var dv store.Device
+		for {
+			var err error
+			if dv, err = c.st.GetDevice(ctx, argOr(d, "id", "dev-1")); err != nil {
+				return "", err
+			}
+			if u := argOr(d, "until", ""); u == "" || (u == "offline") == !dv.Connected {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return "", fmt.Errorf("device %s never became %s", dv.ID, argOr(d, "until", ""))
+			case <-time.After(time.Millisecond):
+			}
+		}
+		return fmt.Sprintf("device: %s epoch=%d connected=%t declared=%t\n", dv.ID, dv.OwnerEpoch, dv.Connected, dv.Declaration != nil), nil
+	}
+	return "", fmt.Errorf("unknown directive %q", d.Cmd)
+}
+
+// syncAll lets every connection's loop apply what it already read and
+// report what it already wrote.
+func (c *coreSide) syncAll(ctx context.Context) {
+	for _, dev := range c.srv.Gateway().Connected() {
+		c.srv.Gateway().Sync(ctx, dev)
+	}
+}
+
+func argOr(d *datadriven.TestData, key, def string) string {
+	for _, a := range d.CmdArgs {
+		if a.Key == key && len(a.Vals) > 0 {
+			return a.Vals[0]
+		}
+	}
+	return def
+}
+
+func (c *coreSide) api(ctx context.Context, method, path, body string) (string, error) {
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.http.URL+path, rd)
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.secrets["project"])
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("api: %d %s\n", resp.StatusCode, canonicalJSON(raw)), nil
+}
+
+// canonicalJSON re-encodes b with sorted keys.
+func canonicalJSON(b []byte) string {
+	var v any
+	if json.Unmarshal(b, &v) != nil {
+		return strings.TrimSpace(string(b))
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+	return strings.TrimSpace(buf.String())
+}
+
+// turn prints the Turn's stored state and public status, after waiting
+// for the stored state until (work the worker does off the connection's
+// loop, such as failing a refused preparation, lands a little later).
+func (c *coreSide) turn(ctx context.Context, id, until string) (string, error) {
+	var tr store.Turn
+	for {
+		var err error
+		if tr, err = c.st.GetTurn(ctx, id); err != nil {
+			return "", err
+		}
+		if until == "" || string(tr.State) == until {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Sprintf("turn: still %s, never %s\n", tr.State, until), nil
+		case <-time.After(time.Millisecond):
+		}
+	}
+	st, _ := json.Marshal(tr.Status())
+	out := fmt.Sprintf("turn: %s %s", tr.State, st)
+	if tr.State == store.TurnQueued && tr.Attempts > 0 {
+		out += fmt.Sprintf(" attempts=%d due_in=%s", tr.Attempts, tr.NotBefore.Sub(c.clock.Now()))
+	}
+	out += "\n"
+	if len(tr.Outcome.Evidence) > 0 {
+		out += "turn: evidence " + canonicalJSON(tr.Outcome.Evidence) + "\n"
+	}
+	return out, nil
+}
+
+func (c *coreSide) events(ctx context.Context, id string) (string, error) {
+	evs, err := c.st.Events(ctx, id, c.seen[id], 0)
+	if err != nil {
+		return "", err
+	}
+	var out strings.Builder
+	for _, e := range evs {
+		fmt.Fprintf(&out, "event %d %s %s\n", e.Seq, e.Type, canonicalJSON(e.Payload))
+		c.seen[id] = e.Seq
+	}
+	if out.Len() == 0 {
+		return "(no events)\n", nil
+	}
+	return out.String(), nil
+}
