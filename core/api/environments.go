@@ -22,11 +22,12 @@ import (
 
 // SuspendFunc starts a suspension attempt of an Environment on a device
 // ("" for the only connected one); ResumeFunc resumes (or rolls back) its
-// unsettled attempt. Both return the attempt as stored; their errors are
-// the Err* values below or *SuspensionError.
+// unsettled attempt. With wait they wait a bounded time for the Runtime's
+// answer. Both return the attempt as stored; their errors are the Err*
+// values below or *SuspensionError.
 type (
-	SuspendFunc func(ctx context.Context, environmentID, deviceID string) (store.Suspension, error)
-	ResumeFunc  func(ctx context.Context, environmentID string, rollback bool) (store.Suspension, error)
+	SuspendFunc func(ctx context.Context, environmentID, deviceID string, wait bool) (store.Suspension, error)
+	ResumeFunc  func(ctx context.Context, environmentID string, rollback, wait bool) (store.Suspension, error)
 )
 
 // Errors a SuspendFunc or ResumeFunc returns.
@@ -190,11 +191,19 @@ func (a *API) getEnvironment(w http.ResponseWriter, r *http.Request) {
 // both may be empty.
 type SuspendRequest struct {
 	DeviceID string `json:"device_id,omitempty"`
+	Wait     *bool  `json:"wait,omitempty"`
 }
 
 type ResumeRequest struct {
-	Rollback bool `json:"rollback,omitempty"`
+	Rollback bool  `json:"rollback,omitempty"`
+	Wait     *bool `json:"wait,omitempty"`
 }
+
+// waitFor reads the body's wait member: the call waits for the Runtime's
+// answer (up to 10 s) unless it is false, when it returns the attempt as
+// soon as the request was sent (its state is then still quiescing or
+// resuming; GET the Environment for the answer).
+func waitFor(w *bool) bool { return w == nil || *w }
 
 // optionalBody decodes a JSON body if there is one.
 func optionalBody(w http.ResponseWriter, r *http.Request, v any) bool {
@@ -217,7 +226,7 @@ func (a *API) suspendEnvironment(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotImplemented, Error{Error: "not_implemented"})
 		return
 	}
-	s, err := a.cfg.Suspend(r.Context(), env.ID, strings.TrimSpace(req.DeviceID))
+	s, err := a.cfg.Suspend(r.Context(), env.ID, strings.TrimSpace(req.DeviceID), waitFor(req.Wait))
 	a.suspensionAnswer(w, s, err)
 }
 
@@ -234,7 +243,7 @@ func (a *API) resumeEnvironment(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotImplemented, Error{Error: "not_implemented"})
 		return
 	}
-	s, err := a.cfg.Resume(r.Context(), env.ID, req.Rollback)
+	s, err := a.cfg.Resume(r.Context(), env.ID, req.Rollback, waitFor(req.Wait))
 	a.suspensionAnswer(w, s, err)
 }
 

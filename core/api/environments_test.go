@@ -32,10 +32,10 @@ func envEnv(t *testing.T, suspendErr *error) *env {
 	}
 	mux := http.NewServeMux()
 	api.New(api.Config{Store: st, Credentials: is, Journal: e.journal, Now: now,
-		Suspend: func(_ context.Context, envID, device string) (store.Suspension, error) {
+		Suspend: func(_ context.Context, envID, device string, _ bool) (store.Suspension, error) {
 			return attempt(envID, device, "suspended"), *suspendErr
 		},
-		Resume: func(_ context.Context, envID string, rollback bool) (store.Suspension, error) {
+		Resume: func(_ context.Context, envID string, rollback, _ bool) (store.Suspension, error) {
 			state := "resumed"
 			if rollback {
 				state = "resuming"

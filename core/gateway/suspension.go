@@ -204,9 +204,9 @@ func (c *conn) addSusp(id string, r *suspRec) {
 }
 
 // SuspendEnvironment starts a suspension attempt of the Environment on a
-// device (deviceID, or the only connected one) and waits a bounded time for
-// the quiesce's answer. It returns the attempt as stored.
-func (g *Gateway) SuspendEnvironment(ctx context.Context, envID, deviceID string) (store.Suspension, error) {
+// device (deviceID, or the only connected one) and, with wait, waits a
+// bounded time for the quiesce's answer. It returns the attempt as stored.
+func (g *Gateway) SuspendEnvironment(ctx context.Context, envID, deviceID string, wait bool) (store.Suspension, error) {
 	wireEnv, err := g.wireEnvironment(ctx, envID)
 	if err != nil {
 		return store.Suspension{}, err
@@ -249,6 +249,10 @@ func (g *Gateway) SuspendEnvironment(ctx context.Context, envID, deviceID string
 		got, _ := g.cfg.Store.GetSuspension(sctx, a.ID)
 		return got, &SuspensionRefused{Detail: "environment_quiesce was not sent: " + boundedErr(err)}
 	}
+	if !wait {
+		// Only until the send's own move is written.
+		return g.awaitSuspension(ctx, c, pc, a.ID, r, initial)
+	}
 	return g.awaitSuspension(ctx, c, pc, a.ID, r, initial, suspension.StateQuiescing.String())
 }
 
@@ -282,13 +286,13 @@ func (g *Gateway) awaitSuspension(ctx context.Context, c *conn, pc *peer.Conn, i
 }
 
 // ResumeEnvironment resumes the Environment's unsettled attempt (rollback
-// abandons it) on its device's current connection and waits a bounded time
-// for the answer. An attempt whose instance is not on that connection (it
+// abandons it) on its device's current connection and, with wait, waits a
+// bounded time for the answer. An attempt whose instance is not on that connection (it
 // was sent on an earlier connection, or by a Core that has since
 // restarted) is restored there from the store first: the connection that
 // carried its last request is gone, so the table's connection_lost step
 // gives the state it restarts from (an unanswered request: uncertain).
-func (g *Gateway) ResumeEnvironment(ctx context.Context, envID string, rollback bool) (store.Suspension, error) {
+func (g *Gateway) ResumeEnvironment(ctx context.Context, envID string, rollback, wait bool) (store.Suspension, error) {
 	wireEnv, err := g.wireEnvironment(ctx, envID)
 	if err != nil {
 		return store.Suspension{}, err
@@ -325,6 +329,9 @@ func (g *Gateway) ResumeEnvironment(ctx context.Context, envID string, rollback 
 			return a, &SuspensionRefused{Detail: boundedErr(se.Err)}
 		}
 		return a, err
+	}
+	if !wait {
+		return g.awaitSuspension(ctx, c, pc, a.ID, r, before)
 	}
 	return g.awaitSuspension(ctx, c, pc, a.ID, r, before, suspension.StateResuming.String())
 }

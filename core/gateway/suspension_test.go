@@ -44,13 +44,13 @@ func TestSuspendAndResumeThroughTheRealRuntime(t *testing.T) {
 	ses := e.localSession("sus", script.Kind)
 	ctx := context.Background()
 
-	a, err := e.gw.SuspendEnvironment(ctx, "env-sus", "")
+	a, err := e.gw.SuspendEnvironment(ctx, "env-sus", "", true)
 	require.NoError(t, err)
 	assert.Equal(t, "suspended", a.State)
 	assert.False(t, a.Settled)
 	assert.Equal(t, "dev-rt", a.DeviceID)
 	assert.True(t, wire.IsCanonicalUUID(a.ID))
-	_, err = e.gw.SuspendEnvironment(ctx, "env-sus", "")
+	_, err = e.gw.SuspendEnvironment(ctx, "env-sus", "", true)
 	assert.ErrorIs(t, err, gateway.ErrSuspensionOpen, "one unsettled attempt per Environment")
 
 	// Suspended: a read's admission is refused by the Runtime, and its
@@ -66,11 +66,11 @@ func TestSuspendAndResumeThroughTheRealRuntime(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, store.TurnQueued, got.State)
 
-	r, err := e.gw.ResumeEnvironment(ctx, "env-sus", false)
+	r, err := e.gw.ResumeEnvironment(ctx, "env-sus", false, true)
 	require.NoError(t, err)
 	assert.Equal(t, "resumed", r.State)
 	assert.True(t, r.Settled)
-	_, err = e.gw.ResumeEnvironment(ctx, "env-sus", false)
+	_, err = e.gw.ResumeEnvironment(ctx, "env-sus", false, true)
 	assert.ErrorIs(t, err, gateway.ErrNotSuspended)
 
 	e.gw.Kick()
@@ -107,7 +107,7 @@ type suspendEnd struct {
 func (e *env) startSuspend(envID string) <-chan suspendEnd {
 	out := make(chan suspendEnd, 1)
 	go func() {
-		a, err := e.gw.SuspendEnvironment(context.Background(), envID, "")
+		a, err := e.gw.SuspendEnvironment(context.Background(), envID, "", true)
 		out <- suspendEnd{a, err}
 	}()
 	return out
@@ -116,7 +116,7 @@ func (e *env) startSuspend(envID string) <-chan suspendEnd {
 func (e *env) startResume(envID string, rollback bool) <-chan suspendEnd {
 	out := make(chan suspendEnd, 1)
 	go func() {
-		a, err := e.gw.ResumeEnvironment(context.Background(), envID, rollback)
+		a, err := e.gw.ResumeEnvironment(context.Background(), envID, rollback, true)
 		out <- suspendEnd{a, err}
 	}()
 	return out
@@ -248,7 +248,7 @@ func TestResumeAfterCoreRestart(t *testing.T) {
 	}
 	connected(gw)
 
-	a, err := gw.SuspendEnvironment(ctx, "env-r", "dev-rt")
+	a, err := gw.SuspendEnvironment(ctx, "env-r", "dev-rt", true)
 	require.NoError(t, err)
 	require.Equal(t, "suspended", a.State)
 	gw.Close() // Core stops
@@ -256,9 +256,9 @@ func TestResumeAfterCoreRestart(t *testing.T) {
 	gw = start()
 	defer func() { gw.Close() }()
 	connected(gw)
-	_, err = gw.SuspendEnvironment(ctx, "env-r", "dev-rt")
+	_, err = gw.SuspendEnvironment(ctx, "env-r", "dev-rt", true)
 	assert.ErrorIs(t, err, gateway.ErrSuspensionOpen, "the attempt is still open after the restart")
-	r, err := gw.ResumeEnvironment(ctx, "env-r", false)
+	r, err := gw.ResumeEnvironment(ctx, "env-r", false, true)
 	require.NoError(t, err)
 	assert.Equal(t, a.ID, r.ID)
 	assert.Equal(t, "resumed", r.State, "the Runtime's fence names the same attempt")
@@ -267,7 +267,7 @@ func TestResumeAfterCoreRestart(t *testing.T) {
 	// restarts it from uncertain and the Runtime (which holds no fence for
 	// it) refuses not_suspended; nothing else is resumed.
 	require.NoError(t, st.CreateSuspension(ctx, store.Suspension{ID: "4b7c1f0e-2a3d-4e5f-8a6b-7c8d9e0f1a2b", EnvironmentID: "env-r", DeviceID: "dev-rt", State: "quiescing", CreatedAt: time.Now()}))
-	r, err = gw.ResumeEnvironment(ctx, "env-r", false)
+	r, err = gw.ResumeEnvironment(ctx, "env-r", false, true)
 	require.NoError(t, err)
 	assert.Equal(t, "resume_refused", r.State)
 	assert.Equal(t, "not_suspended", r.ErrorCode)

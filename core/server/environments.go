@@ -10,13 +10,13 @@ import (
 )
 
 // suspend and resume map the gateway's suspension answers onto the API's.
-func (s *Server) suspend(ctx context.Context, envID, deviceID string) (store.Suspension, error) {
-	a, err := s.gateway.SuspendEnvironment(ctx, envID, deviceID)
+func (s *Server) suspend(ctx context.Context, envID, deviceID string, wait bool) (store.Suspension, error) {
+	a, err := s.gateway.SuspendEnvironment(ctx, envID, deviceID, wait)
 	return a, suspensionErr(err)
 }
 
-func (s *Server) resume(ctx context.Context, envID string, rollback bool) (store.Suspension, error) {
-	a, err := s.gateway.ResumeEnvironment(ctx, envID, rollback)
+func (s *Server) resume(ctx context.Context, envID string, rollback, wait bool) (store.Suspension, error) {
+	a, err := s.gateway.ResumeEnvironment(ctx, envID, rollback, wait)
 	return a, suspensionErr(err)
 }
 
