@@ -72,7 +72,7 @@ func (c *apiClient) call(method, path string, body any, out io.Writer) error {
 
 func runSession(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || (args[0] != "create" && args[0] != "get") {
-		fmt.Fprintln(stderr, "usage: agentwire session create --core URL --kind KIND [--env none|openai_hosted|self_hosted] [--binding JSON]\n       agentwire session get --core URL ID")
+		fmt.Fprintln(stderr, "usage: agentwire session create --core URL --kind KIND [--env none|openai_hosted|self_hosted] [--binding JSON] [--init-env K=V] [--init-file LOCAL=/workspace/PATH]\n       agentwire session get --core URL ID")
 		return errUsage
 	}
 	fs := newFlags("session "+args[0], stderr)
@@ -80,6 +80,7 @@ func runSession(args []string, stdout, stderr io.Writer) error {
 	kind := fs.String("kind", "", "agent kind (create)")
 	envType := fs.String("env", "none", "Environment type (create)")
 	binding := fs.String("binding", "", `Environment binding as JSON (create; openai_hosted and self_hosted need one, e.g. {"id":"<UUID>"})`)
+	initf := addInitFlags(fs) // env.go
 	if err := fs.Parse(args[1:]); err != nil {
 		return errUsage
 	}
@@ -102,6 +103,11 @@ func runSession(args []string, stdout, stderr io.Writer) error {
 			return errors.New("--binding is not valid JSON")
 		}
 		env["binding"] = json.RawMessage(*binding)
+	}
+	if decl, err := initf.declaration(); err != nil {
+		return err
+	} else if decl != nil {
+		env["initialization"] = decl
 	}
 	return c.call("POST", "/api/v1/sessions", map[string]any{"agent_kind": *kind, "environment": env}, stdout)
 }

@@ -25,6 +25,7 @@ commands:
   turn       submit, run (streaming its events), cancel a Turn or get its status
   devices    list the device registry through the public API
   files      list a directory or read a file of a Session's workspace: agentwire files ls|cat
+  env        show an Environment, or suspend and resume it: agentwire env show|suspend|resume
   check      model-check Core and the Runtime together over the spec's tables (make model-check)
 
 Run "agentwire <command> -h" for the flags of one command.
@@ -67,6 +68,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runDevices(args[1:], stdout, stderr)
 	case "files":
 		return runFiles(args[1:], stdout, stderr)
+	case "env":
+		return runEnv(args[1:], stdout, stderr) // env.go
 	case "demo":
 		return runDemo(args[1:], stdout, stderr)
 	case "check":

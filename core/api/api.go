@@ -40,6 +40,9 @@ var Routes = []Route{
 	{"POST", "/api/v1/turns/{turn_id}/interactions/{interaction_id}"},
 	{"GET", "/api/v1/sessions/{session_id}/files"},
 	{"GET", "/api/v1/sessions/{session_id}/files/content"},
+	{"GET", "/api/v1/environments/{environment_id}"},
+	{"POST", "/api/v1/environments/{environment_id}/suspend"},
+	{"POST", "/api/v1/environments/{environment_id}/resume"},
 }
 
 // Config is what the API needs.
@@ -65,6 +68,10 @@ type Config struct {
 
 	// Files reads a Session's workspace (files.go); nil answers 501.
 	Files FilesFunc
+	// Suspend and Resume drive an Environment's suspension attempts
+	// (environments.go); nil answers 501.
+	Suspend SuspendFunc
+	Resume  ResumeFunc
 }
 
 // API serves the public routes.
@@ -87,6 +94,9 @@ func (a *API) Register(mux *http.ServeMux) {
 		{"POST", "/api/v1/turns/{turn_id}/interactions/{interaction_id}"}: a.answer,
 		{"GET", "/api/v1/sessions/{session_id}/files"}:                    a.listFiles,
 		{"GET", "/api/v1/sessions/{session_id}/files/content"}:            a.fileContent,
+		{"GET", "/api/v1/environments/{environment_id}"}:                  a.getEnvironment,
+		{"POST", "/api/v1/environments/{environment_id}/suspend"}:         a.suspendEnvironment,
+		{"POST", "/api/v1/environments/{environment_id}/resume"}:          a.resumeEnvironment,
 	}
 	for _, r := range Routes {
 		mux.HandleFunc(r.Method+" "+r.Path, a.authorized(h[r]))

@@ -24,6 +24,9 @@ type SessionRequest struct {
 type EnvironmentRequest struct {
 	Type    string          `json:"type"`
 	Binding json.RawMessage `json:"binding,omitempty"`
+	// Initialization declares what Core sends the Runtime before the
+	// Environment is used on a connection (environments.go).
+	Initialization json.RawMessage `json:"initialization,omitempty"`
 }
 
 // Session is the API's view of a Session.
@@ -62,12 +65,16 @@ func (a *API) createSession(w http.ResponseWriter, r *http.Request) {
 		badField(w, "environment.binding", "must be a JSON object")
 		return
 	}
+	initialization, ok := checkInitialization(w, req.Environment.Initialization, envType.Local() && req.Environment.Binding != nil)
+	if !ok {
+		return
+	}
 	c, _ := r.Context().Value(ctxKey{}).(store.Credential)
 	now := a.now()
 	// decision: each Session gets its own Environment record, created
 	// with it; a Session's binding is fixed at creation and no later
 	// request (nor a device) can choose another (daemon-protocol.txt:19).
-	env := store.Environment{ID: credential.NewID("env"), Project: c.Project, Type: string(envType), Binding: compactOrNil(req.Environment.Binding), CreatedAt: now}
+	env := store.Environment{ID: credential.NewID("env"), Project: c.Project, Type: string(envType), Binding: compactOrNil(req.Environment.Binding), Initialization: initialization, CreatedAt: now}
 	if err := a.cfg.Store.CreateEnvironment(r.Context(), env); err != nil {
 		a.internal(w, "create environment", err)
 		return

@@ -20,6 +20,8 @@ import (
 	"github.com/agentwire/agentwire/fsm/interaction"
 	"github.com/agentwire/agentwire/fsm/preparation"
 	"github.com/agentwire/agentwire/fsm/run"
+	"github.com/agentwire/agentwire/fsm/suspension"
+	"github.com/agentwire/agentwire/fsm/transfer"
 	"github.com/agentwire/agentwire/fsm/workspace_read"
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/wire"
@@ -62,11 +64,14 @@ type conn struct {
 	runs  map[string]*runRec  // by Run ID
 	// inters are the open questions by wire interaction ID.
 	inters map[string]*interRec
-	rb     *readBook // workspace reads (workspace_read.go)
+	rb     *readBook           // workspace reads (workspace_read.go)
+	xb     *xferBook           // transfers and initializations (transfer.go)
+	sb     map[string]*suspRec // suspension attempts by suspend_id (suspension.go)
 }
 
 // coreTables are the machines Core drives on every connection.
-var coreTables = []*fsm.Table{connection.Table, preparation.Table, run.Table, input.Table, interaction.Table, workspace_read.Table}
+var coreTables = []*fsm.Table{connection.Table, preparation.Table, run.Table, input.Table, interaction.Table, workspace_read.Table,
+	transfer.Table, suspension.Table}
 
 // coreRouter resolves every frame's instance from the catalog, once.
 var coreRouter = peer.MustCatalogRouter(coreTables)
@@ -233,6 +238,10 @@ func (c *conn) Binding(machine string) fsm.Binding[*peer.Event] {
 		return interaction.Core[*peer.Event](interHooks{c})
 	case workspace_read.Name:
 		return workspace_read.Core[*peer.Event](readHooks{c})
+	case transfer.Name:
+		return transfer.Core[*peer.Event](xferHooks{c})
+	case suspension.Name:
+		return suspension.Core[*peer.Event](suspHooks{c})
 	}
 	return nil
 }

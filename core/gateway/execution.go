@@ -15,6 +15,8 @@ import (
 	"github.com/agentwire/agentwire/fsm/interaction"
 	"github.com/agentwire/agentwire/fsm/preparation"
 	"github.com/agentwire/agentwire/fsm/run"
+	"github.com/agentwire/agentwire/fsm/suspension"
+	"github.com/agentwire/agentwire/fsm/transfer"
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/wire"
 )
@@ -221,7 +223,15 @@ func (c *conn) journalFrame(ev *peer.Event, s fsm.Step) {
 // admission once that admission is ready or has ended.
 func (c *conn) moved(list []*peer.Instance) {
 	for _, i := range list {
-		if i.Key.Machine != preparation.Name {
+		switch i.Key.Machine {
+		case transfer.Name:
+			c.xferMoved(i) // transfer.go
+			continue
+		case suspension.Name:
+			c.suspMoved(i) // suspension.go
+			continue
+		case preparation.Name:
+		default:
 			continue
 		}
 		p := c.prep(i.Key.ID)

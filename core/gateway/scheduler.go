@@ -194,7 +194,7 @@ func (g *Gateway) place(ctx context.Context, t store.Turn) error {
 		// The final check, against the declaration as it is now and the
 		// connection still owning the device (daemon-protocol.txt:33).
 		decl, ok := c.snapshot()
-		if !ok || !g.owns(c) || c.admissions.Load() >= maxAdmissions {
+		if !ok || !g.owns(c) || c.admissions.Load() >= maxAdmissions || !g.placeable(ctx, c, p) {
 			continue
 		}
 		caps, ok := admits(decl, p)
@@ -283,6 +283,10 @@ func (g *Gateway) execute(c *conn, p turnPlan, caps wire.AgentKindCapabilities, 
 		admitted()
 		g.fail(log, t, store.Outcome{Reason: ReasonInvalidConfiguration}, err)
 		return
+	}
+	if !g.initializeTurn(c, p, log) {
+		admitted() // no execution_prepare left
+		return     // transfer.go: requeued, or failed with its reason
 	}
 	pr := &prepRec{turnID: t.ID, runID: t.RunID, attempts: t.Attempts, result: make(chan prepResult, 1), admitted: admitted}
 	rr := &runRec{turnID: t.ID, sessionID: p.session.ID, runID: t.RunID, finished: make(chan struct{})}

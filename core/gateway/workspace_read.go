@@ -209,6 +209,9 @@ func (g *Gateway) idleRead(p turnPlan, binding wire.LocalEnvironment, req wire.W
 		return ReadData{}, unavailable(ReadNoDevice, "no connected device declares workspace_read_preparation for agent kind "+p.session.AgentKind)
 	}
 	log := c.log.With("session_id", p.session.ID)
+	if o := g.initialize(c, p.env, p.session.ID); !o.ok { // transfer.go
+		return ReadData{}, unavailable(ReadInitializationFailed, "the Environment's initialization ended "+o.status.Outcome+" "+o.status.ErrorCode)
+	}
 	c.mu.Lock()
 	pc := c.pc
 	c.mu.Unlock()

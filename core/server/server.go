@@ -58,6 +58,8 @@ func New(cfg Config) *Server {
 		Cancel:    s.cancel,
 		Answer:    s.answer,
 		Files:     s.files,
+		Suspend:   s.suspend, // environments.go
+		Resume:    s.resume,
 		// The delivery outlives the request that stored the input.
 		InputAdded: func(turnID string) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

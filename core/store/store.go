@@ -126,6 +126,24 @@ type Store interface {
 	// already is, ErrNotFound when it does not exist.
 	RevokeCredential(ctx context.Context, id string, at time.Time) error
 
+	// CreateSuspension stores a new suspension attempt; ErrConflict when
+	// its ID exists or its Environment already has an unsettled attempt
+	// (one conditional insert).
+	CreateSuspension(ctx context.Context, s Suspension) error
+	GetSuspension(ctx context.Context, id string) (Suspension, error)
+	// TransitionSuspension moves an attempt from state `from` to `to`
+	// (settled says whether `to` ends it), keeping code when non-empty;
+	// ErrStale when the attempt is settled or not in `from`.
+	TransitionSuspension(ctx context.Context, id, from, to string, settled bool, code string, at time.Time) error
+	// LatestSuspension returns the Environment's newest attempt.
+	LatestSuspension(ctx context.Context, environmentID string) (Suspension, error)
+	// OpenSuspensions lists every unsettled attempt, oldest first.
+	OpenSuspensions(ctx context.Context) ([]Suspension, error)
+	// RecordInitialization keeps an Environment's newest initialization
+	// outcome (an older one, by At, never replaces it).
+	RecordInitialization(ctx context.Context, i Initialization) error
+	GetInitialization(ctx context.Context, environmentID string) (Initialization, error)
+
 	Close() error
 }
 
@@ -134,9 +152,13 @@ type Environment struct {
 	ID      string
 	Project string
 	// Type is none, openai_hosted or self_hosted (wire.EnvironmentType).
-	Type      string
-	Binding   json.RawMessage
-	CreatedAt time.Time
+	Type    string
+	Binding json.RawMessage
+	// Initialization is what Core sends the Runtime through runtime_prepare
+	// before the Environment is used on a connection (the public API's
+	// declaration, JSON); nil declares none.
+	Initialization json.RawMessage
+	CreatedAt      time.Time
 }
 
 // Session is a Core-owned conversation with a fixed agent kind and

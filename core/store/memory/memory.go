@@ -28,6 +28,8 @@ type Store struct {
 	devices      map[string]store.Device
 	creds        map[string]store.Credential
 	credOrder    []string
+	suspensions  map[string]store.Suspension     // suspension.go
+	inits        map[string]store.Initialization // by Environment ID
 }
 
 var _ store.Store = (*Store)(nil)
@@ -74,7 +76,7 @@ func (s *Store) CreateEnvironment(ctx context.Context, e store.Environment) erro
 	if _, ok := s.envs[e.ID]; ok {
 		return store.ErrConflict
 	}
-	e.Binding = clone(e.Binding)
+	e.Binding, e.Initialization = clone(e.Binding), clone(e.Initialization)
 	s.envs[e.ID] = e
 	return nil
 }
@@ -88,7 +90,7 @@ func (s *Store) GetEnvironment(ctx context.Context, id string) (store.Environmen
 	if !ok {
 		return store.Environment{}, store.ErrNotFound
 	}
-	e.Binding = clone(e.Binding)
+	e.Binding, e.Initialization = clone(e.Binding), clone(e.Initialization)
 	return e, nil
 }
 

@@ -113,6 +113,33 @@ BEGIN
 	UPDATE sessions SET started = 1 WHERE id = NEW.session_id;
 END;
 `,
+	// 3: Environment initialization, its last outcome, and suspension
+	// attempts (one unsettled attempt per Environment: the index).
+	`
+ALTER TABLE environments ADD COLUMN initialization BLOB;
+CREATE TABLE environment_initializations (
+	environment_id TEXT PRIMARY KEY REFERENCES environments(id),
+	device_id TEXT NOT NULL,
+	owner_epoch INTEGER NOT NULL,
+	outcome TEXT NOT NULL,
+	step TEXT NOT NULL,
+	error_code TEXT NOT NULL,
+	exit_code INTEGER NOT NULL,
+	at INTEGER NOT NULL
+);
+CREATE TABLE suspensions (
+	id TEXT PRIMARY KEY,
+	environment_id TEXT NOT NULL,
+	device_id TEXT NOT NULL,
+	state TEXT NOT NULL,
+	settled INTEGER NOT NULL,
+	error_code TEXT NOT NULL DEFAULT '',
+	created_at INTEGER NOT NULL,
+	updated_at INTEGER NOT NULL
+);
+CREATE UNIQUE INDEX suspensions_open ON suspensions(environment_id) WHERE settled = 0;
+CREATE INDEX suspensions_env ON suspensions(environment_id, created_at);
+`,
 }
 
 // SchemaVersion is the version a fully migrated database has.

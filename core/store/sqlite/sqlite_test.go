@@ -66,3 +66,25 @@ func TestNewerSchemaIsRefused(t *testing.T) {
 	_, err = sqlite.Open(ctx, dir)
 	require.ErrorContains(t, err, "schema version 999 is newer")
 }
+
+// A suspension attempt and its state survive a restart, and its fence (one
+// unsettled attempt per Environment) still holds afterwards.
+func TestSuspensionSurvivesReopen(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := sqlite.Open(ctx, dir)
+	require.NoError(t, err)
+	require.NoError(t, s.CreateEnvironment(ctx, store.Environment{ID: "env", Project: "p", Type: "self_hosted", CreatedAt: storetest.T0}))
+	require.NoError(t, s.CreateSuspension(ctx, store.Suspension{ID: "s-1", EnvironmentID: "env", DeviceID: "dev", State: "idle", CreatedAt: storetest.T0}))
+	require.NoError(t, s.TransitionSuspension(ctx, "s-1", "idle", "suspended", false, "", storetest.T0))
+	require.NoError(t, s.Close())
+
+	s, err = sqlite.Open(ctx, dir)
+	require.NoError(t, err)
+	defer s.Close()
+	got, err := s.GetSuspension(ctx, "s-1")
+	require.NoError(t, err)
+	assert.Equal(t, "suspended", got.State)
+	assert.ErrorIs(t, s.CreateSuspension(ctx, store.Suspension{ID: "s-2", EnvironmentID: "env", State: "idle", CreatedAt: storetest.T0}), store.ErrConflict)
+	assert.ErrorIs(t, s.TransitionSuspension(ctx, "s-1", "quiescing", "resumed", true, "", storetest.T0), store.ErrStale, "a stale writer cannot move it")
+}

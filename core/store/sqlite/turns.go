@@ -10,8 +10,8 @@ import (
 )
 
 func (s *Store) CreateEnvironment(ctx context.Context, e store.Environment) error {
-	_, err := s.exec(ctx, `INSERT INTO environments(id, project, type, binding, created_at) VALUES (?,?,?,?,?)`,
-		e.ID, e.Project, e.Type, blob(e.Binding), ms(e.CreatedAt))
+	_, err := s.exec(ctx, `INSERT INTO environments(id, project, type, binding, initialization, created_at) VALUES (?,?,?,?,?,?)`,
+		e.ID, e.Project, e.Type, blob(e.Binding), blob(e.Initialization), ms(e.CreatedAt))
 	return err
 }
 
@@ -21,8 +21,8 @@ func (s *Store) GetEnvironment(ctx context.Context, id string) (store.Environmen
 	}
 	e := store.Environment{ID: id}
 	var at int64
-	err := s.r.QueryRowContext(ctx, `SELECT project, type, binding, created_at FROM environments WHERE id = ?`, id).
-		Scan(&e.Project, &e.Type, (*[]byte)(&e.Binding), &at)
+	err := s.r.QueryRowContext(ctx, `SELECT project, type, binding, initialization, created_at FROM environments WHERE id = ?`, id).
+		Scan(&e.Project, &e.Type, (*[]byte)(&e.Binding), (*[]byte)(&e.Initialization), &at)
 	e.CreatedAt = fromMS(at)
 	return e, notFound(err)
 }

@@ -50,6 +50,9 @@ func Run(t *testing.T, open Open) {
 		{"OwnerEpochRace", testOwnerEpochRace},
 		{"Credentials", testCredentials},
 		{"RevokeRace", testRevokeRace},
+		{"Suspensions", testSuspensions},
+		{"SuspensionRace", testSuspensionRace},
+		{"Initializations", testInitializations},
 		{"Closed", testClosed},
 	}
 	for _, tc := range tests {

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/agentwire/agentwire/core/envinit"
+)
+
+const envUsage = `usage: agentwire env show    --core URL ENV
+       agentwire env suspend --core URL [--device D] ENV   (exit 0 only when suspended)
+       agentwire env resume  --core URL [--rollback] ENV   (exit 0 only when resumed)
+An Environment's ID is the environment_id of its Session. show prints what it declares for
+initialization, the last initialization outcome (with the Runtime's code) and its newest
+suspension attempt; suspend and resume wait up to 10 s for the Runtime's answer.`
+
+// runEnv wraps the public Environment routes.
+func runEnv(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || !oneOf(args[0], "show", "suspend", "resume") {
+		fmt.Fprintln(stderr, envUsage)
+		return errUsage
+	}
+	fs := newFlags("env "+args[0], stderr)
+	core := fs.String("core", "", "Core's base URL")
+	device := fs.String("device", "", "the device to quiesce (suspend; needed unless exactly one device is connected)")
+	rollback := fs.Bool("rollback", false, "abandon the attempt instead of resuming it (resume)")
+	if err := fs.Parse(args[1:]); err != nil || fs.NArg() != 1 {
+		fmt.Fprintln(stderr, envUsage)
+		return errUsage
+	}
+	c, err := newAPIClient(*core)
+	if err != nil {
+		return err
+	}
+	base := "/api/v1/environments/" + url.PathEscape(fs.Arg(0))
+	if args[0] == "show" {
+		return c.call("GET", base, nil, stdout)
+	}
+	var body any
+	want := "suspended"
+	if args[0] == "suspend" {
+		if *device != "" {
+			body = map[string]string{"device_id": *device}
+		}
+	} else {
+		want = "resumed"
+		if *rollback {
+			body = map[string]bool{"rollback": true}
+		}
+	}
+	var out bytes.Buffer
+	if err := c.call("POST", base+"/"+args[0], body, io.MultiWriter(stdout, &out)); err != nil {
+		return err
+	}
+	var a struct {
+		State     string `json:"state"`
+		ErrorCode string `json:"error_code"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &a); err != nil {
+		return fmt.Errorf("the API answered no suspension attempt: %w", err)
+	}
+	if a.State != want {
+		msg := "the suspension attempt is " + a.State
+		if a.ErrorCode != "" {
+			msg += " (" + a.ErrorCode + ")"
+		}
+		return errors.New(msg)
+	}
+	return nil
+}
+
+// initFlags are session create's initialization flags.
+type initFlags struct {
+	env, files multiFlag
+}
+
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+func addInitFlags(fs *flag.FlagSet) *initFlags {
+	f := &initFlags{}
+	fs.Var(&f.env, "init-env", "an environment variable NAME=VALUE the Runtime is initialized with (create; repeatable)")
+	fs.Var(&f.files, "init-file", "LOCAL=/workspace/PATH: a local file installed into the workspace before the Session's first work on a connection (create; repeatable)")
+	return f
+}
+
+// declaration builds the Environment's initialization, or nil without one.
+func (f *initFlags) declaration() (json.RawMessage, error) {
+	var s envinit.Spec
+	for _, kv := range f.env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--init-env %q: want NAME=VALUE", kv)
+		}
+		if s.Env == nil {
+			s.Env = map[string]string{}
+		}
+		s.Env[k] = v
+	}
+	for _, lp := range f.files {
+		local, path, ok := strings.Cut(lp, "=")
+		if !ok || local == "" || path == "" {
+			return nil, fmt.Errorf("--init-file %q: want LOCAL=/workspace/PATH", lp)
+		}
+		b, err := os.ReadFile(local)
+		if err != nil {
+			return nil, fmt.Errorf("--init-file: %w", err)
+		}
+		s.Files = append(s.Files, envinit.File{Path: path, Content: b})
+	}
+	if s.Empty() {
+		return nil, nil
+	}
+	if err := s.Validate(); err != nil {
+		return nil, fmt.Errorf("initialization: %w", err)
+	}
+	return json.Marshal(s)
+}

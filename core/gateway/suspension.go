@@ -1,0 +1,407 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/agentwire/agentwire/core/store"
+	"github.com/agentwire/agentwire/fsm"
+	"github.com/agentwire/agentwire/fsm/suspension"
+	"github.com/agentwire/agentwire/peer"
+	"github.com/agentwire/agentwire/wire"
+)
+
+// Suspension (daemon-protocol.txt:78, 96). Core starts a suspension
+// attempt from the public API: it stores the attempt first (its ID is the
+// wire suspend_id), then sends environment_quiesce; the suspension
+// machine decides every outcome, and every move of the attempt's instance
+// is written to the store with one write conditional on the state it left,
+// so a stale writer (an old connection, a Core that restarted) can never
+// move it. A reply is fenced by the identity it echoes
+// (GuardOwnSuspension); a reply for another attempt routes to that
+// attempt's instance, or to none, and never touches this one.
+//
+// Releasing an admission or closing an Executor never reaches this file:
+// neither suspends, resumes or reclaims anything (daemon-protocol.txt:7).
+
+// Errors of SuspendEnvironment and ResumeEnvironment.
+var (
+	// ErrSuspensionOpen: the Environment already has an unsettled attempt.
+	ErrSuspensionOpen = errors.New("gateway: the Environment already has an unsettled suspension attempt")
+	// ErrNotSuspended: the Environment has no unsettled attempt to resume.
+	ErrNotSuspended = errors.New("gateway: the Environment has no unsettled suspension attempt")
+	// ErrDeviceOffline: the attempt's device has no connection now.
+	ErrDeviceOffline = errors.New("gateway: the device is not connected")
+	// ErrDeviceRequired: no device was named and not exactly one is connected.
+	ErrDeviceRequired = errors.New("gateway: name the device: not exactly one device is connected")
+)
+
+// SuspensionRefused is a request the suspension machine refused before it
+// left Core (the attempt is not in a state that admits it).
+type SuspensionRefused struct{ Detail string }
+
+func (e *SuspensionRefused) Error() string { return "gateway: suspension: " + e.Detail }
+
+// suspensionWait bounds how long the API call waits for the Runtime's
+// answer before it returns the attempt as it stands.
+//
+// decision: the Runtime answers a quiesce within its 5 s drain
+// (wire-reference.md §4 quiesceTimeout); Core waits 10 s, and an attempt
+// still unanswered then stays recorded as it is (quiescing or resuming),
+// to be settled by its answer or, after a lost connection, by a resume.
+var suspensionWait = 10 * time.Second
+
+// suspRec is Core's record of one attempt on one connection; guarded by
+// the connection's mu.
+type suspRec struct {
+	wireEnv   string // the environment_id the attempt fences
+	persisted string // the state last written to the store
+	code      string // the error code of the last refusal
+	signal    chan struct{}
+}
+
+func suspKey(id string) peer.Key { return peer.Key{Machine: suspension.Name, ID: id} }
+
+func (c *conn) srec(id string) *suspRec {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sb[id]
+}
+
+// suspMoved is the Saver's part for suspension instances: it writes the
+// instance's new state to the attempt, conditional on the state it left.
+func (c *conn) suspMoved(i *peer.Instance) {
+	r := c.srec(i.Key.ID)
+	if r == nil {
+		return
+	}
+	c.mu.Lock()
+	from, code := r.persisted, r.code
+	c.mu.Unlock()
+	to := i.StateName()
+	if to == from {
+		return
+	}
+	ctx, cancel := storeCtx()
+	defer cancel()
+	err := c.g.cfg.Store.TransitionSuspension(ctx, i.Key.ID, from, to, i.Terminal(), code, c.g.cfg.Clock.Now().UTC())
+	if err != nil {
+		// Another writer moved the attempt: this connection's view is
+		// stale and must not overwrite it.
+		c.log.Warn("gateway: suspension attempt not moved", "suspend_id", i.Key.ID, "from", from, "to", to, "err", err)
+	}
+	c.mu.Lock()
+	if err == nil {
+		r.persisted = to
+	}
+	c.mu.Unlock()
+	select {
+	case r.signal <- struct{}{}:
+	default:
+	}
+	if i.Terminal() {
+		c.g.kick() // Turns held by the attempt may be placed now
+	}
+}
+
+// suspHooks are the suspension machine's Core hooks on one connection.
+type suspHooks struct{ c *conn }
+
+var _ suspension.CoreHooks[*peer.Event] = suspHooks{}
+
+// reply reads an environment_quiesced or environment_resumed payload.
+func reply(f *fsm.Firing[*peer.Event]) (env, suspendID string, accepted bool, code string, ok bool) {
+	if f.Arg == nil || f.Arg.Msg == nil {
+		return "", "", false, "", false
+	}
+	switch p := f.Arg.Msg.Payload.(type) {
+	case wire.EnvironmentQuiesced:
+		return p.EnvironmentID, p.SuspendID, p.Accepted != nil && *p.Accepted, p.ErrorCode, true
+	case wire.EnvironmentResumed:
+		return p.EnvironmentID, p.SuspendID, p.Accepted != nil && *p.Accepted, p.ErrorCode, true
+	}
+	return "", "", false, "", false
+}
+
+// GuardOwnSuspension: the reply echoes this attempt's Environment and
+// suspend_id, and an acceptance carries no error code.
+func (h suspHooks) GuardOwnSuspension(f *fsm.Firing[*peer.Event]) bool {
+	env, id, accepted, code, ok := reply(f)
+	r := h.c.srec(f.Arg.Key.ID)
+	return ok && r != nil && id == f.Arg.Key.ID && env == r.wireEnv && !(accepted && code != "")
+}
+
+// GuardResumeMatchesQuiesce: a resume Core sends names the Environment its
+// attempt fenced; Core builds it from the attempt, so this holds unless a
+// caller handed it another attempt's request, which the table refuses
+// before it leaves.
+func (h suspHooks) GuardResumeMatchesQuiesce(f *fsm.Firing[*peer.Event]) bool {
+	if f.Arg == nil || f.Arg.Msg == nil {
+		return false
+	}
+	p, ok := f.Arg.Msg.Payload.(wire.EnvironmentResume)
+	r := h.c.srec(f.Arg.Key.ID)
+	return ok && r != nil && p.EnvironmentID == r.wireEnv
+}
+
+// DoRecordSuspended: the Saver writes the confirmed state; the attempt's
+// refusal code, if an earlier answer left one, is not carried over.
+func (h suspHooks) DoRecordSuspended(f *fsm.Firing[*peer.Event]) error {
+	h.c.log.Info("gateway: environment suspended", "suspend_id", f.Arg.Key.ID)
+	return nil
+}
+
+// DoRecordOutcome keeps a refusal's finite code for the Saver's write.
+func (h suspHooks) DoRecordOutcome(f *fsm.Firing[*peer.Event]) error {
+	_, _, _, code, _ := reply(f)
+	if r := h.c.srec(f.Arg.Key.ID); r != nil && code != "" {
+		h.c.mu.Lock()
+		r.code = code
+		h.c.mu.Unlock()
+	}
+	return nil
+}
+
+// wireEnvironment is the environment_id Core names an Environment by on the
+// wire: its bound local Environment's ID, as for reads.
+//
+// decision: only an Environment with a local binding has something to
+// quiesce (daemon-protocol.txt:96 fences the Environment's workspace); the
+// binding's ID is the identity runtime_prepare and reads already use.
+func (g *Gateway) wireEnvironment(ctx context.Context, envID string) (string, error) {
+	env, err := g.cfg.Store.GetEnvironment(ctx, envID)
+	if err != nil {
+		return "", err
+	}
+	t, err := wire.ParseEnvironmentType(env.Type)
+	var b wire.LocalEnvironment
+	if err != nil || !t.Local() || len(env.Binding) == 0 || json.Unmarshal(env.Binding, &b) != nil || b.ID == "" || len(b.ID) > wire.MaxIDBytes {
+		return "", ErrNoWorkspace
+	}
+	return b.ID, nil
+}
+
+// device picks the connection an attempt goes to.
+func (g *Gateway) device(deviceID string) (*conn, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if deviceID != "" {
+		if c := g.conns[deviceID]; c != nil {
+			return c, nil
+		}
+		return nil, ErrDeviceOffline
+	}
+	// decision: Core keeps no device binding for an Environment (Sessions
+	// are placed on any admitting device), so an attempt names its device;
+	// with exactly one connected device it may be left out.
+	if len(g.conns) != 1 {
+		return nil, ErrDeviceRequired
+	}
+	for _, c := range g.conns {
+		return c, nil
+	}
+	return nil, ErrDeviceRequired
+}
+
+func (c *conn) addSusp(id string, r *suspRec) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sb == nil {
+		c.sb = map[string]*suspRec{}
+	}
+	c.sb[id] = r
+}
+
+// SuspendEnvironment starts a suspension attempt of the Environment on a
+// device (deviceID, or the only connected one) and, with wait, waits a
+// bounded time for the quiesce's answer. It returns the attempt as stored.
+func (g *Gateway) SuspendEnvironment(ctx context.Context, envID, deviceID string, wait bool) (store.Suspension, error) {
+	wireEnv, err := g.wireEnvironment(ctx, envID)
+	if err != nil {
+		return store.Suspension{}, err
+	}
+	// Only a better answer when an attempt is already open; the conditional
+	// insert below decides.
+	if open, err := g.cfg.Store.LatestSuspension(ctx, envID); err == nil && !open.Settled {
+		return store.Suspension{}, ErrSuspensionOpen
+	}
+	c, err := g.device(deviceID)
+	if err != nil {
+		return store.Suspension{}, err
+	}
+	initial := suspension.Table.StateName(suspension.Table.Initial)
+	a := store.Suspension{ID: newUUID(), EnvironmentID: envID, DeviceID: c.deviceID, State: initial, CreatedAt: g.cfg.Clock.Now().UTC()}
+	// The attempt is stored before anything is sent, so a Core that stops
+	// right after the send still knows the attempt its resume must name.
+	if err := g.cfg.Store.CreateSuspension(ctx, a); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return store.Suspension{}, ErrSuspensionOpen
+		}
+		return store.Suspension{}, err
+	}
+	r := &suspRec{wireEnv: wireEnv, persisted: initial, signal: make(chan struct{}, 1)}
+	c.addSusp(a.ID, r)
+	c.mu.Lock()
+	pc := c.pc
+	c.mu.Unlock()
+	err = pc.Send(g.ctx, peer.Outbound{ID: newUUID(), Payload: wire.EnvironmentQuiesce{EnvironmentID: wireEnv, SuspendID: a.ID}})
+	if err != nil && !isWriteError(err) {
+		// Nothing left Core: the attempt ends unsent; nothing is suspended.
+		sctx, cancel := storeCtx()
+		defer cancel()
+		c.mu.Lock()
+		from := r.persisted
+		c.mu.Unlock()
+		if terr := g.cfg.Store.TransitionSuspension(sctx, a.ID, from, store.SuspensionUnsent, true, "", g.cfg.Clock.Now().UTC()); terr != nil {
+			c.log.Warn("gateway: settle an unsent suspension attempt", "suspend_id", a.ID, "err", terr)
+		}
+		got, _ := g.cfg.Store.GetSuspension(sctx, a.ID)
+		return got, &SuspensionRefused{Detail: "environment_quiesce was not sent: " + boundedErr(err)}
+	}
+	if !wait {
+		// Only until the send's own move is written.
+		return g.awaitSuspension(ctx, c, pc, a.ID, r, initial)
+	}
+	return g.awaitSuspension(ctx, c, pc, a.ID, r, initial, suspension.StateQuiescing.String())
+}
+
+// awaitSuspension waits until the attempt's stored state is none of
+// `pending` (the state before the send, whose move may not be written yet,
+// and the state the send leads to) or the wait runs out, and returns the
+// attempt as stored.
+func (g *Gateway) awaitSuspension(ctx context.Context, c *conn, pc *peer.Conn, id string, r *suspRec, pending ...string) (store.Suspension, error) {
+	t := g.cfg.Clock.NewTimer(suspensionWait)
+	defer t.Stop()
+	for {
+		c.mu.Lock()
+		state := r.persisted
+		c.mu.Unlock()
+		if !slices.Contains(pending, state) {
+			break
+		}
+		select {
+		case <-r.signal:
+			continue
+		case <-t.C():
+		case <-pc.Done():
+		case <-ctx.Done():
+		case <-g.ctx.Done():
+		}
+		break
+	}
+	sctx, cancel := storeCtx()
+	defer cancel()
+	return g.cfg.Store.GetSuspension(sctx, id)
+}
+
+// ResumeEnvironment resumes the Environment's unsettled attempt (rollback
+// abandons it) on its device's current connection and, with wait, waits a
+// bounded time for the answer. An attempt whose instance is not on that connection (it
+// was sent on an earlier connection, or by a Core that has since
+// restarted) is restored there from the store first: the connection that
+// carried its last request is gone, so the table's connection_lost step
+// gives the state it restarts from (an unanswered request: uncertain).
+func (g *Gateway) ResumeEnvironment(ctx context.Context, envID string, rollback, wait bool) (store.Suspension, error) {
+	wireEnv, err := g.wireEnvironment(ctx, envID)
+	if err != nil {
+		return store.Suspension{}, err
+	}
+	a, err := g.cfg.Store.LatestSuspension(ctx, envID)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && a.Settled) {
+		return a, ErrNotSuspended
+	}
+	if err != nil {
+		return store.Suspension{}, err
+	}
+	c, err := g.device(a.DeviceID)
+	if err != nil {
+		return a, err
+	}
+	c.mu.Lock()
+	pc := c.pc
+	r := c.sb[a.ID]
+	c.mu.Unlock()
+	var prepErr error
+	if err := pc.Do(ctx, func(d *peer.Driver) { r, prepErr = g.adoptAttempt(c, d, a, wireEnv, r) }); err != nil {
+		return a, err
+	}
+	if prepErr != nil {
+		return a, prepErr
+	}
+	c.mu.Lock()
+	before := r.persisted
+	c.mu.Unlock()
+	err = pc.Send(g.ctx, peer.Outbound{ID: newUUID(), Payload: wire.EnvironmentResume{EnvironmentID: wireEnv, SuspendID: a.ID, Rollback: rollback}})
+	if err != nil && !isWriteError(err) {
+		var se *peer.SendError
+		if errors.As(err, &se) {
+			return a, &SuspensionRefused{Detail: boundedErr(se.Err)}
+		}
+		return a, err
+	}
+	if !wait {
+		return g.awaitSuspension(ctx, c, pc, a.ID, r, before)
+	}
+	return g.awaitSuspension(ctx, c, pc, a.ID, r, before, suspension.StateResuming.String())
+}
+
+// adoptAttempt makes sure the attempt has its instance on d (c's driver),
+// on the connection's loop. It runs before the resume is queued.
+func (g *Gateway) adoptAttempt(c *conn, d *peer.Driver, a store.Suspension, wireEnv string, r *suspRec) (*suspRec, error) {
+	if _, ok := d.Lookup(suspKey(a.ID)); ok && r != nil {
+		return r, nil
+	}
+	st, err := suspension.Table.ParseState(a.State)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: suspension attempt %s: %w", a.ID, err)
+	}
+	// Where the table takes this state when its connection is lost.
+	in, err := fsm.NewInstance[*peer.Event](suspension.Table, fsm.RoleCore)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := in.Restore(st); err != nil {
+		return nil, err
+	}
+	to := a.State
+	if step, err := in.Peek(fsm.EventID(suspension.EventConnectionLost), nil, nil); err == nil && step.Disposition() == fsm.Moved {
+		to = suspension.Table.StateName(step.To())
+	}
+	if to != a.State {
+		ctx, cancel := storeCtx()
+		defer cancel()
+		if err := g.cfg.Store.TransitionSuspension(ctx, a.ID, a.State, to, false, "", g.cfg.Clock.Now().UTC()); err != nil {
+			return nil, fmt.Errorf("gateway: suspension attempt %s moved meanwhile: %w", a.ID, err)
+		}
+	}
+	r = &suspRec{wireEnv: wireEnv, persisted: to, code: a.ErrorCode, signal: make(chan struct{}, 1)}
+	if err := d.Restore([]peer.Saved{{Machine: suspension.Name, ID: a.ID, State: to}}); err != nil {
+		return nil, err
+	}
+	c.addSusp(a.ID, r)
+	c.log.Info("gateway: suspension attempt restored", "suspend_id", a.ID, "stored", a.State, "restored", to)
+	return r, nil
+}
+
+// suspensionBlocks reports whether an unsettled attempt fences the
+// Environment or the device: the worker places no work there meanwhile.
+//
+// decision: while an attempt is open the Runtime admits nothing but the
+// matching resume (wire-reference.md §2.14), so a Turn placed there could
+// only fail; it stays queued instead until the attempt settles.
+func (g *Gateway) suspensionBlocks(ctx context.Context, envID, deviceID string) bool {
+	open, err := g.cfg.Store.OpenSuspensions(ctx)
+	if err != nil {
+		return true
+	}
+	for _, a := range open {
+		if a.EnvironmentID == envID || a.DeviceID == deviceID {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,307 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentwire/agentwire/core/credential"
+	"github.com/agentwire/agentwire/core/gateway"
+	"github.com/agentwire/agentwire/core/store"
+	"github.com/agentwire/agentwire/core/store/memory"
+	"github.com/agentwire/agentwire/peer"
+	"github.com/agentwire/agentwire/runtime/adapters/script"
+	"github.com/agentwire/agentwire/runtime/daemon"
+	"github.com/agentwire/agentwire/runtime/harness"
+	"github.com/agentwire/agentwire/runtime/workspace"
+	"github.com/agentwire/agentwire/wire"
+	"github.com/agentwire/agentwire/wire/wiretest"
+)
+
+func (e *env) attempt(id string) store.Suspension {
+	a, err := e.store.GetSuspension(context.Background(), id)
+	require.NoError(e.t, err)
+	return a
+}
+
+func TestSuspendAndResumeThroughTheRealRuntime(t *testing.T) {
+	e := newEnv(t, true)
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.txt"), []byte("a"), 0o644))
+	e.realRuntime("dev-rt", dir)
+	ses := e.localSession("sus", script.Kind)
+	ctx := context.Background()
+
+	a, err := e.gw.SuspendEnvironment(ctx, "env-sus", "", true)
+	require.NoError(t, err)
+	assert.Equal(t, "suspended", a.State)
+	assert.False(t, a.Settled)
+	assert.Equal(t, "dev-rt", a.DeviceID)
+	assert.True(t, wire.IsCanonicalUUID(a.ID))
+	_, err = e.gw.SuspendEnvironment(ctx, "env-sus", "", true)
+	assert.ErrorIs(t, err, gateway.ErrSuspensionOpen, "one unsettled attempt per Environment")
+
+	// Suspended: a read's admission is refused by the Runtime, and its
+	// release (none was granted) neither resumes nor settles the attempt.
+	_, err = e.gw.ReadWorkspace(ctx, ses, gateway.ReadQuery{Path: "a.txt", MaxBytes: 8})
+	assert.Equal(t, gateway.ReadPreparationFailed, readErr(t, err).Code)
+	assert.Equal(t, "suspended", e.attempt(a.ID).State)
+
+	// A Turn queued meanwhile is not placed while the attempt is open.
+	turn := e.queueTurnOn(ses, "held")
+	e.gw.Kick()
+	got, err := e.store.GetTurn(ctx, turn.ID)
+	require.NoError(t, err)
+	assert.Equal(t, store.TurnQueued, got.State)
+
+	r, err := e.gw.ResumeEnvironment(ctx, "env-sus", false, true)
+	require.NoError(t, err)
+	assert.Equal(t, "resumed", r.State)
+	assert.True(t, r.Settled)
+	_, err = e.gw.ResumeEnvironment(ctx, "env-sus", false, true)
+	assert.ErrorIs(t, err, gateway.ErrNotSuspended)
+
+	e.gw.Kick()
+	e.waitTurn(turn.ID, store.TurnCompleted)
+	var cat gateway.ReadData
+	// The finished Turn's worker drops the Session's reservation just after
+	// the Turn's record settles.
+	require.Eventually(t, func() bool {
+		cat, err = e.gw.ReadWorkspace(ctx, ses, gateway.ReadQuery{Path: "a.txt", MaxBytes: 8})
+		return !errors.Is(err, gateway.ErrSessionBusy)
+	}, 10*time.Second, time.Millisecond)
+	require.NoError(t, err)
+	assert.Equal(t, "a", string(cat.Data))
+}
+
+// quiesced reads the next environment_quiesce.
+func (r *runtimeSide) quiesce() (string, wire.EnvironmentQuiesce) {
+	m := r.next()
+	require.Equal(r.t, wire.TypeEnvironmentQuiesce, m.Type)
+	return m.ID, m.Payload.(wire.EnvironmentQuiesce)
+}
+
+func (r *runtimeSide) resume() (string, wire.EnvironmentResume) {
+	m := r.next()
+	require.Equal(r.t, wire.TypeEnvironmentResume, m.Type)
+	return m.ID, m.Payload.(wire.EnvironmentResume)
+}
+
+type suspendEnd struct {
+	a   store.Suspension
+	err error
+}
+
+func (e *env) startSuspend(envID string) <-chan suspendEnd {
+	out := make(chan suspendEnd, 1)
+	go func() {
+		a, err := e.gw.SuspendEnvironment(context.Background(), envID, "", true)
+		out <- suspendEnd{a, err}
+	}()
+	return out
+}
+
+func (e *env) startResume(envID string, rollback bool) <-chan suspendEnd {
+	out := make(chan suspendEnd, 1)
+	go func() {
+		a, err := e.gw.ResumeEnvironment(context.Background(), envID, rollback, true)
+		out <- suspendEnd{a, err}
+	}()
+	return out
+}
+
+func waitEnd(t *testing.T, ch <-chan suspendEnd) suspendEnd {
+	select {
+	case s := <-ch:
+		return s
+	case <-time.After(10 * time.Second):
+		t.Fatal("the suspension call never returned")
+	}
+	return suspendEnd{}
+}
+
+// Replies are fenced by the identity they echo: a reply for another
+// suspend_id, one naming another Environment, and a resume answer nobody
+// asked for change nothing; only the attempt's own answer settles it.
+func TestStaleSuspensionRepliesNeverMoveTheAttempt(t *testing.T) {
+	e := newEnv(t, true)
+	r := e.runtime("dev-1", wiretest.Capabilities())
+	e.waitDeclared("dev-1", true)
+	e.localSession("fence", "codex")
+	yes, no := true, false
+
+	out := e.startSuspend("env-fence")
+	qid, q := r.quiesce()
+	assert.Equal(t, envUUID, q.EnvironmentID)
+	r.send(qid, wire.EnvironmentQuiesced{EnvironmentID: envUUID, SuspendID: q.SuspendID, Accepted: &yes})
+	a := waitEnd(t, out)
+	require.NoError(t, a.err)
+	require.Equal(t, "suspended", a.a.State)
+
+	refusals := func() int { return strings.Count(e.logs.String(), "frame refused") }
+	before := refusals()
+	// A resume answer with no resume sent, and one for an attempt that does
+	// not exist: refused, nothing moves.
+	r.send(qid, wire.EnvironmentResumed{EnvironmentID: envUUID, SuspendID: q.SuspendID, Accepted: &yes})
+	r.send("other", wire.EnvironmentResumed{EnvironmentID: envUUID, SuspendID: "stale-attempt", Accepted: &yes})
+	require.Eventually(t, func() bool { return refusals() >= before+2 }, 10*time.Second, time.Millisecond)
+	assert.Equal(t, "suspended", e.attempt(q.SuspendID).State)
+
+	res := e.startResume("env-fence", false)
+	rid, rp := r.resume()
+	assert.Equal(t, q.SuspendID, rp.SuspendID)
+	assert.False(t, rp.Rollback)
+	before = refusals()
+	// The right suspend_id for another Environment: the guard refuses it.
+	r.send(rid, wire.EnvironmentResumed{EnvironmentID: "00000000-0000-4000-8000-000000000009", SuspendID: q.SuspendID, Accepted: &yes})
+	require.Eventually(t, func() bool { return refusals() > before }, 10*time.Second, time.Millisecond)
+	assert.Equal(t, "resuming", e.attempt(q.SuspendID).State)
+	r.send(rid, wire.EnvironmentResumed{EnvironmentID: envUUID, SuspendID: q.SuspendID, Accepted: &no, ErrorCode: "not_suspended"})
+	end := waitEnd(t, res)
+	require.NoError(t, end.err)
+	assert.Equal(t, "resume_refused", end.a.State)
+	assert.Equal(t, "not_suspended", end.a.ErrorCode)
+	assert.True(t, end.a.Settled)
+}
+
+func TestRefusedQuiesceKeepsItsCode(t *testing.T) {
+	e := newEnv(t, true)
+	r := e.runtime("dev-1", wiretest.Capabilities())
+	e.waitDeclared("dev-1", true)
+	e.localSession("busy", "codex")
+	no := false
+	out := e.startSuspend("env-busy")
+	qid, q := r.quiesce()
+	r.send(qid, wire.EnvironmentQuiesced{EnvironmentID: envUUID, SuspendID: q.SuspendID, Accepted: &no, ErrorCode: "resource_busy"})
+	a := waitEnd(t, out)
+	require.NoError(t, a.err)
+	assert.Equal(t, "quiesce_refused", a.a.State)
+	assert.Equal(t, "resource_busy", a.a.ErrorCode)
+	assert.True(t, a.a.Settled)
+	// Settled: a new attempt may start, with a new suspend_id.
+	out = e.startSuspend("env-busy")
+	_, q2 := r.quiesce()
+	assert.NotEqual(t, q.SuspendID, q2.SuspendID)
+	require.NoError(t, r.ws.CloseNow())
+	a = waitEnd(t, out)
+	require.NoError(t, a.err)
+	assert.Equal(t, "uncertain", e.attempt(q2.SuspendID).State, "a lost answer leaves the attempt uncertain, fenced until a resume")
+}
+
+// swapHandler lets a test restart Core behind the same URL.
+type swapHandler struct{ h atomic.Pointer[http.ServeMux] }
+
+func (s *swapHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.h.Load().ServeHTTP(w, r) }
+
+// A suspension outlives the Core that started it: after a restart on the
+// same store, the resume of the attempt on the Runtime's new connection
+// restores the attempt from the store and resumes exactly that attempt.
+// An attempt the old Core left with its quiesce unanswered restarts from
+// uncertain, as the table's connection_lost step says.
+func TestResumeAfterCoreRestart(t *testing.T) {
+	st := memory.New()
+	clock := peer.SystemClock()
+	issuer := credential.Issuer{Store: st, Now: clock.Now}
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewJSONHandler(logs, nil))
+	sw := &swapHandler{}
+	srv := httptest.NewServer(sw)
+	defer srv.Close()
+	start := func() *gateway.Gateway {
+		gw := gateway.New(gateway.Config{Store: st, Credentials: issuer, PublicURL: srv.URL, Clock: clock, Logger: log})
+		mux := http.NewServeMux()
+		gw.Register(mux)
+		sw.h.Store(mux)
+		return gw
+	}
+	gw := start()
+	ctx := context.Background()
+	require.NoError(t, st.CreateEnvironment(ctx, store.Environment{ID: "env-r", Project: "p", Type: "self_hosted", Binding: json.RawMessage(`{"id":"` + envUUID + `"}`), CreatedAt: time.Now()}))
+	_, secret, err := issuer.Issue(ctx, store.KindDevice, "dev-rt", "")
+	require.NoError(t, err)
+	ws, err := workspace.Open(t.TempDir())
+	require.NoError(t, err)
+	defer ws.Close()
+	reg := harness.NewRegistry()
+	require.NoError(t, reg.Register(script.New(script.Script{})))
+	dctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- daemon.Run(dctx, daemon.Config{CoreURL: srv.URL, DeviceID: "dev-rt", Credential: daemon.NewCredential(secret.Reveal()), Registry: reg,
+			Logger: log, Workspace: ws, MinBackoff: time.Millisecond, MaxBackoff: 4 * time.Millisecond})
+	}()
+	defer func() { cancel(); <-done }()
+	connected := func(g *gateway.Gateway) {
+		require.Eventually(t, func() bool { _, ok := g.Snapshot("dev-rt"); return ok }, 10*time.Second, time.Millisecond)
+	}
+	connected(gw)
+
+	a, err := gw.SuspendEnvironment(ctx, "env-r", "dev-rt", true)
+	require.NoError(t, err)
+	require.Equal(t, "suspended", a.State)
+	gw.Close() // Core stops
+
+	gw = start()
+	defer func() { gw.Close() }()
+	connected(gw)
+	_, err = gw.SuspendEnvironment(ctx, "env-r", "dev-rt", true)
+	assert.ErrorIs(t, err, gateway.ErrSuspensionOpen, "the attempt is still open after the restart")
+	r, err := gw.ResumeEnvironment(ctx, "env-r", false, true)
+	require.NoError(t, err)
+	assert.Equal(t, a.ID, r.ID)
+	assert.Equal(t, "resumed", r.State, "the Runtime's fence names the same attempt")
+
+	// An attempt left quiescing by a Core that died mid-request: the resume
+	// restarts it from uncertain and the Runtime (which holds no fence for
+	// it) refuses not_suspended; nothing else is resumed.
+	require.NoError(t, st.CreateSuspension(ctx, store.Suspension{ID: "4b7c1f0e-2a3d-4e5f-8a6b-7c8d9e0f1a2b", EnvironmentID: "env-r", DeviceID: "dev-rt", State: "quiescing", CreatedAt: time.Now()}))
+	r, err = gw.ResumeEnvironment(ctx, "env-r", false, true)
+	require.NoError(t, err)
+	assert.Equal(t, "resume_refused", r.State)
+	assert.Equal(t, "not_suspended", r.ErrorCode)
+	assert.Contains(t, logs.String(), `"stored":"quiescing","restored":"uncertain"`, "restored through the table's connection_lost step")
+}
+
+// An admission granted and released while an attempt holds the
+// Environment neither resumes nor settles the attempt, and Core sends no
+// suspension frame for it: the next suspension frame is the resume the API
+// asked for (daemon-protocol.txt:7).
+func TestReleasingAnAdmissionLeavesTheSuspensionAlone(t *testing.T) {
+	e := newEnv(t, true)
+	r := e.runtime("dev-1", wiretest.Capabilities())
+	e.waitDeclared("dev-1", true)
+	ses := e.localSession("keep", "codex")
+	yes := true
+	out := e.startSuspend("env-keep")
+	qid, q := r.quiesce()
+	r.send(qid, wire.EnvironmentQuiesced{EnvironmentID: envUUID, SuspendID: q.SuspendID, Accepted: &yes})
+	require.Equal(t, "suspended", waitEnd(t, out).a.State)
+
+	read := e.startRead(ses, gateway.ReadQuery{Path: "a.txt", MaxBytes: 8})
+	prepID, _ := r.readyReadOnly()
+	opID, _ := r.nextRead()
+	r.send(opID, wire.WorkspaceReadResult{Outcome: "completed", CloseAcknowledged: true, Data: []byte("a")})
+	r.release(prepID, wire.PreparationStatus{State: wire.PreparationReleased})
+	got := e.readEnd(read)
+	require.NoError(t, got.err)
+	assert.Equal(t, "a", string(got.data.Data))
+	assert.Equal(t, "suspended", e.attempt(q.SuspendID).State)
+
+	res := e.startResume("env-keep", false)
+	rid, rp := r.resume() // the next frame Core sends
+	assert.Equal(t, q.SuspendID, rp.SuspendID)
+	r.send(rid, wire.EnvironmentResumed{EnvironmentID: envUUID, SuspendID: q.SuspendID, Accepted: &yes})
+	assert.Equal(t, "resumed", waitEnd(t, res).a.State)
+}

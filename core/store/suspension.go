@@ -1,0 +1,46 @@
+package store
+
+import "time"
+
+// Suspension is one persisted suspension attempt of an Environment
+// (daemon-protocol.txt:78: the suspension ID fences the attempt). Its ID
+// is the wire suspend_id. State is the name of the suspension machine's
+// state the attempt was last seen in (fsm/suspension), or SuspensionUnsent;
+// Settled is true once that state is terminal. The store never interprets
+// the state names: the gateway reads them off the machine's table.
+type Suspension struct {
+	ID            string
+	EnvironmentID string
+	// DeviceID is the Runtime device the attempt was sent to; its resume
+	// goes to that device, on whichever connection it has then.
+	DeviceID  string
+	State     string
+	Settled   bool
+	ErrorCode string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// SuspensionUnsent is the settled state of an attempt whose quiesce never
+// left Core (refused locally, or the connection went first): nothing was
+// suspended, and no machine state describes it.
+const SuspensionUnsent = "unsent"
+
+// Initialization is the last initialization outcome Core saw for an
+// Environment on one device connection (runtime_prepare,
+// daemon-protocol.txt:104).
+type Initialization struct {
+	EnvironmentID string
+	DeviceID      string
+	OwnerEpoch    uint64
+	// Outcome is "completed" when every declared step completed; otherwise
+	// the transfer machine's terminal state that ended it (rejected,
+	// failed, expired, unknown, aborted) or "not_sent".
+	Outcome string
+	// Step names the declared step that ended it: "configure" or a path.
+	Step      string
+	ErrorCode string
+	// ExitCode is a failed command's exit code; -1 when absent.
+	ExitCode int
+	At       time.Time
+}
