@@ -82,7 +82,7 @@ func (s *benchSession) deltaTurn(turn, n int) span {
 	}
 	elapsed := w.stop()
 	done := s.await("done", rid, "").Payload.(wire.Done)
-	require.Len(s.tb, done.Content, n*len(benchDelta))
+	require.Equal(s.tb, n*len(benchDelta), len(done.Content), "done content: %.200q", done.Content)
 	return elapsed
 }
 

@@ -144,11 +144,15 @@ func (a *Adapter) NewExecutor(ctx context.Context, cfg harness.ExecutorConfig) (
 			return nil, err
 		}
 	}
-	return &executor{script: s}, nil
+	return &executor{script: s, adapter: a}, nil
 }
 
 type executor struct {
-	script Script
+	// script is the one the Executor was prepared with (its close
+	// failures); each Turn plays the adapter's script as it is when the
+	// Turn starts, so Set reaches a reused idle Executor too.
+	script  Script
+	adapter *Adapter
 
 	mu     sync.Mutex
 	turn   *turnState // the running Turn, nil between Turns
@@ -157,6 +161,7 @@ type executor struct {
 
 // turnState is what Steer and Decide reach of the running Turn.
 type turnState struct {
+	script  Script
 	runID   string
 	notify  harness.Notify
 	inputs  chan string                    // texts of written inputs
@@ -183,7 +188,7 @@ func (e *executor) Steer(ctx context.Context, runID, inputID string, in wire.Mes
 	if t == nil {
 		return harness.ErrRunInactive
 	}
-	switch e.script.Input {
+	switch t.script.Input {
 	case InputHang:
 		<-ctx.Done()
 		return ctx.Err()
@@ -308,14 +313,15 @@ func (e *executor) Run(ctx context.Context, turn harness.Turn, emit harness.Emit
 	// content once per delta.
 	var content strings.Builder
 	var seq uint64
+	sc := e.adapter.get()
 	done := func() wire.Done {
 		d := wire.Done{Content: content.String()}
-		if e.script.SessionID != "" {
-			d.Metadata = &wire.DoneMetadata{AgentSessionID: e.script.SessionID}
+		if sc.SessionID != "" {
+			d.Metadata = &wire.DoneMetadata{AgentSessionID: sc.SessionID}
 		}
 		return d
 	}
-	t := &turnState{runID: turn.RunID, notify: turn.Notify, inputs: make(chan string, 8), waiting: map[string]chan harness.Answer{}}
+	t := &turnState{script: sc, runID: turn.RunID, notify: turn.Notify, inputs: make(chan string, 8), waiting: map[string]chan harness.Answer{}}
 	e.mu.Lock()
 	e.turn = t
 	e.mu.Unlock()
@@ -324,7 +330,7 @@ func (e *executor) Run(ctx context.Context, turn harness.Turn, emit harness.Emit
 		e.turn = nil
 		e.mu.Unlock()
 	}()
-	for _, st := range e.script.Steps {
+	for _, st := range sc.Steps {
 		var err error
 		var a harness.Answer
 		switch {
