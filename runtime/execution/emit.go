@@ -33,8 +33,58 @@ type emitter struct {
 	runID string
 	slots chan struct{} // one per frame queued and not yet written
 
-	mu  sync.Mutex
-	err error // a frame that failed, not yet reported
+	mu    sync.Mutex
+	err   error         // a frame that failed, not yet reported
+	gate  chan struct{} // closed when the last hold ends; nil when none
+	holds int
+}
+
+// hold makes the Run's later frames (and its done) wait until release:
+// an answer handed to the Harness lets the Turn go on at once, and what it
+// does next must reach Core after the answer's applied receipt, which
+// would otherwise race it onto the connection.
+//
+// decision: the receipt of an applied decision precedes every frame the
+// Turn sends after the answer (daemon-protocol.txt:144: the receipt says
+// the decision settled; Core should not see the Turn's consequences of it
+// first). A hold lasts one bounded native write plus one loop turn.
+func (e *emitter) hold() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.gate == nil {
+		e.gate = make(chan struct{})
+	}
+	e.holds++
+}
+
+// release ends one hold.
+func (e *emitter) release() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.holds--; e.holds == 0 {
+		close(e.gate)
+		e.gate = nil
+	}
+}
+
+// waitHeld returns once no hold is in force, the connection ended or ctx
+// did.
+func (e *emitter) waitHeld(ctx context.Context) {
+	e.mu.Lock()
+	g := e.gate
+	e.mu.Unlock()
+	if g == nil {
+		return
+	}
+	var gone <-chan struct{}
+	if c := e.s.conn; c != nil {
+		gone = c.Done()
+	}
+	select {
+	case <-g:
+	case <-gone:
+	case <-ctx.Done():
+	}
 }
 
 func (s *Session) newEmitter(runID string) *emitter {
@@ -51,6 +101,7 @@ func (s *Session) newEmitter(runID string) *emitter {
 // never go out of order, and native work stays off the receive loop
 // (daemon-protocol.txt:116).
 func (e *emitter) emit(ctx context.Context, p wire.Payload) error {
+	e.waitHeld(ctx)
 	if err := e.takeErr(); err != nil {
 		return err
 	}

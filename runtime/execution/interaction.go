@@ -127,7 +127,9 @@ func (h interactionHooks) DoApplyDecision(f *fsm.Firing[*peer.Event]) error {
 		refuse(f.Arg.Driver(), "unsupported", "the Harness does not take this answer")
 		return nil
 	}
+	r.em.hold()
 	s.goNative(func() {
+		defer r.em.release()
 		ctx, cancel := context.WithTimeout(s.ctx, NativeWriteBound)
 		err := decider.Decide(ctx, q.runID, answer)
 		cancel()

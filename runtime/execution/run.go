@@ -29,6 +29,7 @@ type runState struct {
 	early   map[string]harness.InputNotice // verdicts that arrived before their write returned
 	holding bool                           // done is held back for inputs in flight
 	asked   map[string]*asked              // open interactions, by interaction instance ID
+	em      *emitter                       // the Run's frames, in order (emit.go)
 	env     *string                        // the Environment ID of the handle it took over; nil for prompt_request
 	from    *admission                     // the admission it took over (its Executor may go idle); nil for prompt_request
 }
@@ -115,10 +116,11 @@ func (s *Session) startRun(runID string, turn harness.Turn, exe harness.Executor
 	// A known Executor is recorded here, on the loop, rather than posted
 	// from the Turn's goroutine: one hand-off less while a start is answered.
 	r := &runState{id: runID, cancel: cancel, turn: turn, exe: exe, inputs: map[string]bool{}, writing: map[string]bool{}, early: map[string]harness.InputNotice{}, asked: map[string]*asked{}}
+	r.em = s.newEmitter(runID)
 	s.runs[runID] = r
 	s.goNative(func() {
 		defer cancel()
-		emit := s.newEmitter(runID).emit
+		emit := r.em.emit
 		var done wire.Done
 		var err error
 		if exe == nil {
@@ -133,6 +135,7 @@ func (s *Session) startRun(runID string, turn harness.Turn, exe harness.Executor
 			_ = emit(s.ctx, wire.ErrorFrame{Error: boundedError(err)})
 		}
 		retained := false
+		r.em.waitHeld(context.Background())
 		_ = s.post(func(d *peer.Driver) {
 			r.settled, r.outcome = true, &done
 			// decision: only a Run that settled normally leaves a healthy
