@@ -8,7 +8,7 @@ export PATH := $(PATH):/usr/local/go/bin
 # own); the list lives in gen.OutputDirs.
 GENERATED = $(shell $(GO) run ./cmd/agentwire-gen generate --dirs)
 
-.PHONY: all generate verify-generate test test-short vet check-runtime-contract bench fuzz demo diagrams diagrams-browser-check model-check model-check-long
+.PHONY: all generate verify-generate test test-short vet check-runtime-contract bench bench-smoke fuzz demo diagrams diagrams-browser-check model-check model-check-long
 
 all: generate test
 
@@ -64,6 +64,11 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./fsm/ ./wire/ ./peer/ ./runtime/daemon/
 	$(GO) test -run '^$$' -bench 'TurnsThroughCore|DeltaLatencyToSSE' -benchmem -count 3 ./core/server/
 	$(GO) test -run '^$$' -bench 'IdleConnections' -benchtime 1x ./core/server/
+
+## bench-smoke: every benchmark once (one iteration each), so that CI notices a benchmark that
+## no longer runs; the 10,000-connection one is left to make bench
+bench-smoke:
+	$(GO) test -run '^$$' -bench . -benchtime 1x -skip IdleConnections ./...
 
 ## fuzz: run every fuzz target of FUZZ_PKGS in turn (FUZZTIME=10m make fuzz for a long run).
 ## FUZZTIME also takes an execution count (FUZZTIME=3000x), which CI uses: a
