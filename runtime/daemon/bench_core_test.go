@@ -129,6 +129,12 @@ func (s *benchSession) readRaw() []byte {
 // bytes and decodes only the one it awaited: the baseline's Core decodes
 // nothing, and what is measured is the daemon.
 func (s *benchSession) await(typ, id, state string) wire.Message {
+	return s.decode(s.awaitRaw(typ, id, state))
+}
+
+// awaitRaw is await without the decoding: a timed section keeps the frame
+// and decodes it (strictly, with decode) once the watch is stopped.
+func (s *benchSession) awaitRaw(typ, id, state string) []byte {
 	prefix := []byte(`{"type":"` + typ + `","id":"` + id + `",`)
 	for {
 		b := s.readRaw()
@@ -141,12 +147,33 @@ func (s *benchSession) await(typ, id, state string) wire.Message {
 			}
 			continue
 		}
-		m, err := wire.Decode(b, wire.RuntimeToCore)
-		if err != nil {
-			s.tb.Fatalf("core: the daemon sent an invalid frame: %v: %.200s", err, b)
-		}
-		return m
+		return b
 	}
+}
+
+// decode is Core's strict reading of a frame the daemon sent.
+func (s *benchSession) decode(b []byte) wire.Message {
+	m, err := wire.Decode(b, wire.RuntimeToCore)
+	if err != nil {
+		s.tb.Fatalf("core: the daemon sent an invalid frame: %v: %.200s", err, b)
+	}
+	return m
+}
+
+// grantOf reads the handle and the Executor ID of a ready status: all
+// Core needs of it to send execution_start. The frame is decoded strictly
+// (decode) outside the timed section.
+func (s *benchSession) grantOf(b []byte) wire.PreparationStatus {
+	var f struct {
+		Payload struct {
+			Handle     string `json:"handle"`
+			ExecutorID string `json:"executor_id"`
+		} `json:"payload"`
+	}
+	if err := json.Unmarshal(b, &f); err != nil {
+		s.tb.Fatalf("core: ready: %v: %.200s", err, b)
+	}
+	return wire.PreparationStatus{State: wire.PreparationReady, Handle: f.Payload.Handle, ExecutorID: f.Payload.ExecutorID}
 }
 
 // prepare admits a handle for request id and returns the ready status.

@@ -116,14 +116,22 @@ func BenchmarkTurnSetup(b *testing.B) {
 }
 
 // setupTurn times one prepare → ready → start → started, then reads the
-// Turn's done (the script has no steps) untimed.
+// Turn's done (the script has no steps) untimed. Core keeps the ready and
+// the started frames and decodes them strictly once the watch is stopped:
+// in the timed section it reads only the handle and the Executor ID.
 func (s *benchSession) setupTurn(k int) span {
 	pid, rid := fmt.Sprintf("prepare-%d", k), fmt.Sprintf("run-%d", k)
 	w := startWatch()
-	ready := s.prepare(pid)
-	s.start(pid, rid, ready)
-	s.await("preparation_status", pid, wire.PreparationStarted)
+	s.write("execution_prepare", pid, prepare)
+	readyFrame := s.awaitRaw("preparation_status", pid, wire.PreparationReady)
+	s.start(pid, rid, s.grantOf(readyFrame))
+	startedFrame := s.awaitRaw("preparation_status", pid, wire.PreparationStarted)
 	elapsed := w.stop()
+	ready := s.decode(readyFrame).Payload.(wire.PreparationStatus)
+	require.Equal(s.tb, wire.PreparationReady, ready.State)
+	quick := s.grantOf(readyFrame)
+	require.Equal(s.tb, [2]string{ready.Handle, ready.ExecutorID}, [2]string{quick.Handle, quick.ExecutorID}, "Core's quick reading of ready")
+	require.Equal(s.tb, rid, s.decode(startedFrame).Payload.(wire.PreparationStatus).RunID)
 	s.await("done", rid, "")
 	return elapsed
 }
