@@ -206,7 +206,9 @@ func TestCoreKilledDuringWorkspaceWrite(t *testing.T) {
 	epoch++
 
 	// 2. A chunk sent, its receipt outstanding.
-	id2 := crash(func(p wire.WorkspaceWrite) bool { return p.Step == wire.StepBegin || p.Offset == 0 && p.Step == wire.StepChunk },
+	id2 := crash(func(p wire.WorkspaceWrite) bool {
+		return p.Step == wire.StepBegin || p.Offset == 0 && p.Step == wire.StepChunk
+	},
 		func(m *wire.Message) bool {
 			p, ok := m.Payload.(wire.WorkspaceWrite)
 			return ok && p.Step == wire.StepChunk && p.Offset == wire.ChunkBytes

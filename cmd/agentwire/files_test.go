@@ -128,6 +128,19 @@ func TestFilesAgainstTheRuntimeProcess(t *testing.T) {
 	require.Error(t, err, "a directory is no file")
 	assert.Contains(t, errOut, "write_rejected")
 
+	// files export: the outputs directory as a tar.
+	require.NoError(t, os.MkdirAll(filepath.Join(ws, "outputs"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(ws, "outputs", "report.txt"), []byte("the report"), 0o644))
+	tarPath := filepath.Join(dir, "out.tar")
+	out, errOut, err = files("export", "--core", core.base, "--session", sid, tarPath)
+	require.NoError(t, err, "%s\n%s", errOut, logs())
+	assert.Contains(t, out, "wrote "+tarPath)
+	archive, err := os.ReadFile(tarPath)
+	require.NoError(t, err)
+	assert.Contains(t, string(archive), "outputs/report.txt")
+	assert.Contains(t, string(archive), "the report")
+	assert.NotContains(t, string(archive), "hello from the workspace", "only outputs/ is exported")
+
 	for _, s := range []string{dev.Secret, proj.Secret} {
 		assert.NotContains(t, core.logs.String(), s)
 		assert.NotContains(t, rtLogs.String(), s)

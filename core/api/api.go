@@ -43,6 +43,7 @@ var Routes = []Route{
 	{"PUT", "/api/v1/sessions/{session_id}/files/content"},
 	{"GET", "/api/v1/writes/{mutation_id}"},
 	{"POST", "/api/v1/writes/{mutation_id}/resolve"},
+	{"GET", "/api/v1/sessions/{session_id}/export"},
 	{"GET", "/api/v1/environments/{environment_id}"},
 	{"POST", "/api/v1/environments/{environment_id}/suspend"},
 	{"POST", "/api/v1/environments/{environment_id}/resume"},
@@ -74,6 +75,8 @@ type Config struct {
 	// Write and Resolve: workspace writes (files_write.go); nil answers 501.
 	Write   WriteFunc
 	Resolve ResolveFunc
+	// Export pulls a Session's output archive (files_export.go); nil answers 501.
+	Export ExportFunc
 	// Suspend and Resume drive an Environment's suspension attempts
 	// (environments.go); nil answers 501.
 	Suspend SuspendFunc
@@ -103,6 +106,7 @@ func (a *API) Register(mux *http.ServeMux) {
 		{"PUT", "/api/v1/sessions/{session_id}/files/content"}:            a.putFile,
 		{"GET", "/api/v1/writes/{mutation_id}"}:                           a.getWrite,
 		{"POST", "/api/v1/writes/{mutation_id}/resolve"}:                  a.resolveWrite,
+		{"GET", "/api/v1/sessions/{session_id}/export"}:                   a.exportFiles,
 		{"GET", "/api/v1/environments/{environment_id}"}:                  a.getEnvironment,
 		{"POST", "/api/v1/environments/{environment_id}/suspend"}:         a.suspendEnvironment,
 		{"POST", "/api/v1/environments/{environment_id}/resume"}:          a.resumeEnvironment,

@@ -60,6 +60,7 @@ func New(cfg Config) *Server {
 		Files:     s.files,
 		Write:     s.write, // files_write.go
 		Resolve:   s.resolveWrite,
+		Export:    s.export,  // files_export.go
 		Suspend:   s.suspend, // environments.go
 		Resume:    s.resume,
 		// The delivery outlives the request that stored the input.
