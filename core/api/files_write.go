@@ -219,7 +219,11 @@ func (a *API) resolveWrite(w http.ResponseWriter, r *http.Request) {
 	}
 	got, err := a.cfg.Resolve(r.Context(), rec.MutationID, req.Resolution, req.Note)
 	if errors.Is(err, store.ErrStale) {
-		writeJSON(w, http.StatusConflict, Error{Error: "not_unknown", Detail: "only a write whose outcome is unknown is resolved; this one is " + RecordOf(rec).Outcome})
+		// decision: an unconfirmed write (its deadline passed on a live
+		// connection) may still get its exact receipt there
+		// (spec/workspace_write.yaml settle_late), so it is resolvable only
+		// once that connection is gone and the machine ended it unknown.
+		writeJSON(w, http.StatusConflict, Error{Error: "not_unknown", Detail: "only a write that ended unknown is resolved; this one is " + RecordOf(rec).Outcome + " (state " + rec.State + ")"})
 		return
 	}
 	if err != nil {
