@@ -63,6 +63,7 @@ model-check-long:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./fsm/ ./wire/ ./peer/ ./runtime/daemon/
 	$(GO) test -run '^$$' -bench 'TurnsThroughCore|DeltaLatencyToSSE' -benchmem -count 3 ./core/server/
+	AGENTWIRE_BENCH_DIR=/dev/shm $(GO) test -run '^$$' -bench 'WorkspaceTransfer' -benchmem -count 3 ./core/server/
 	$(GO) test -run '^$$' -bench 'IdleConnections' -benchtime 1x ./core/server/
 
 ## bench-smoke: every benchmark once (one iteration each), so that CI notices a benchmark that

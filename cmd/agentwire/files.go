@@ -14,12 +14,20 @@ import (
 
 const filesUsage = `usage: agentwire files ls  --core URL --session S [--max-entries N] [PATH]   (PATH defaults to the workspace root)
        agentwire files cat --core URL --session S [--max-bytes N] PATH
+       agentwire files put|write|resolve ... (see agentwire files put -h)
+       agentwire files export --core URL --session S OUT.tar
 Each command is one bounded read of the Session's workspace: a listing shows at most
 one read's entries (1024) and says when it is truncated; cat writes the bytes to
 stdout and reports a truncation on stderr.`
 
 // runFiles wraps the public Files routes.
 func runFiles(args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && oneOf(args[0], "put", "write", "resolve") {
+		return runFilesWrite(args, stdout, stderr) // files_put.go
+	}
+	if len(args) > 0 && args[0] == "export" {
+		return runFilesExport(args, stdout, stderr) // files_export.go
+	}
 	if len(args) == 0 || !oneOf(args[0], "ls", "cat") {
 		fmt.Fprintln(stderr, filesUsage)
 		return errUsage

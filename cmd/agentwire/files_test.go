@@ -108,6 +108,39 @@ func TestFilesAgainstTheRuntimeProcess(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, errOut, `"field":"path"`)
 
+	// files put: the body lands in the workspace; no progress bar when
+	// stderr is not a terminal.
+	local := filepath.Join(dir, "upload.bin")
+	big := bytes.Repeat([]byte("0123456789"), 40<<10)
+	require.NoError(t, os.WriteFile(local, big, 0o600))
+	out, errOut, err = files("put", "--core", core.base, "--session", sid, "notes/upload.bin", local)
+	require.NoError(t, err, "%s\n%s", errOut, logs())
+	assert.Contains(t, out, `"outcome": "completed"`)
+	assert.NotContains(t, errOut, "[#", "plain output off a terminal")
+	got, err := os.ReadFile(filepath.Join(ws, "notes", "upload.bin"))
+	require.NoError(t, err)
+	assert.Equal(t, big, got)
+	require.NoError(t, os.WriteFile(local, make([]byte, 5<<20+1), 0o600))
+	_, errOut, err = files("put", "--core", core.base, "--session", sid, "huge.bin", local)
+	require.Error(t, err)
+	assert.Contains(t, errOut, "5 MiB")
+	_, errOut, err = files("put", "--core", core.base, "--session", sid, "src", filepath.Join(dir, "credential"))
+	require.Error(t, err, "a directory is no file")
+	assert.Contains(t, errOut, "write_rejected")
+
+	// files export: the outputs directory as a tar.
+	require.NoError(t, os.MkdirAll(filepath.Join(ws, "outputs"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(ws, "outputs", "report.txt"), []byte("the report"), 0o644))
+	tarPath := filepath.Join(dir, "out.tar")
+	out, errOut, err = files("export", "--core", core.base, "--session", sid, tarPath)
+	require.NoError(t, err, "%s\n%s", errOut, logs())
+	assert.Contains(t, out, "wrote "+tarPath)
+	archive, err := os.ReadFile(tarPath)
+	require.NoError(t, err)
+	assert.Contains(t, string(archive), "outputs/report.txt")
+	assert.Contains(t, string(archive), "the report")
+	assert.NotContains(t, string(archive), "hello from the workspace", "only outputs/ is exported")
+
 	for _, s := range []string{dev.Secret, proj.Secret} {
 		assert.NotContains(t, core.logs.String(), s)
 		assert.NotContains(t, rtLogs.String(), s)

@@ -40,6 +40,10 @@ var Routes = []Route{
 	{"POST", "/api/v1/turns/{turn_id}/interactions/{interaction_id}"},
 	{"GET", "/api/v1/sessions/{session_id}/files"},
 	{"GET", "/api/v1/sessions/{session_id}/files/content"},
+	{"PUT", "/api/v1/sessions/{session_id}/files/content"},
+	{"GET", "/api/v1/writes/{mutation_id}"},
+	{"POST", "/api/v1/writes/{mutation_id}/resolve"},
+	{"GET", "/api/v1/sessions/{session_id}/export"},
 	{"GET", "/api/v1/environments/{environment_id}"},
 	{"POST", "/api/v1/environments/{environment_id}/suspend"},
 	{"POST", "/api/v1/environments/{environment_id}/resume"},
@@ -68,6 +72,11 @@ type Config struct {
 
 	// Files reads a Session's workspace (files.go); nil answers 501.
 	Files FilesFunc
+	// Write and Resolve: workspace writes (files_write.go); nil answers 501.
+	Write   WriteFunc
+	Resolve ResolveFunc
+	// Export pulls a Session's output archive (files_export.go); nil answers 501.
+	Export ExportFunc
 	// Suspend and Resume drive an Environment's suspension attempts
 	// (environments.go); nil answers 501.
 	Suspend SuspendFunc
@@ -94,6 +103,10 @@ func (a *API) Register(mux *http.ServeMux) {
 		{"POST", "/api/v1/turns/{turn_id}/interactions/{interaction_id}"}: a.answer,
 		{"GET", "/api/v1/sessions/{session_id}/files"}:                    a.listFiles,
 		{"GET", "/api/v1/sessions/{session_id}/files/content"}:            a.fileContent,
+		{"PUT", "/api/v1/sessions/{session_id}/files/content"}:            a.putFile,
+		{"GET", "/api/v1/writes/{mutation_id}"}:                           a.getWrite,
+		{"POST", "/api/v1/writes/{mutation_id}/resolve"}:                  a.resolveWrite,
+		{"GET", "/api/v1/sessions/{session_id}/export"}:                   a.exportFiles,
 		{"GET", "/api/v1/environments/{environment_id}"}:                  a.getEnvironment,
 		{"POST", "/api/v1/environments/{environment_id}/suspend"}:         a.suspendEnvironment,
 		{"POST", "/api/v1/environments/{environment_id}/resume"}:          a.resumeEnvironment,

@@ -22,7 +22,9 @@ import (
 	"github.com/agentwire/agentwire/fsm/run"
 	"github.com/agentwire/agentwire/fsm/suspension"
 	"github.com/agentwire/agentwire/fsm/transfer"
+	"github.com/agentwire/agentwire/fsm/workspace_export"
 	"github.com/agentwire/agentwire/fsm/workspace_read"
+	"github.com/agentwire/agentwire/fsm/workspace_write"
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/wire"
 )
@@ -64,14 +66,16 @@ type conn struct {
 	runs  map[string]*runRec  // by Run ID
 	// inters are the open questions by wire interaction ID.
 	inters map[string]*interRec
-	rb     *readBook           // workspace reads (workspace_read.go)
-	xb     *xferBook           // transfers and initializations (transfer.go)
-	sb     map[string]*suspRec // suspension attempts by suspend_id (suspension.go)
+	rb     *readBook             // workspace reads (workspace_read.go)
+	xb     *xferBook             // transfers and initializations (transfer.go)
+	sb     map[string]*suspRec   // suspension attempts by suspend_id (suspension.go)
+	wb     map[string]*writeRec  // workspace writes by mutation ID (workspace_write.go)
+	eb     map[string]*exportRec // workspace exports by operation ID (workspace_export.go)
 }
 
 // coreTables are the machines Core drives on every connection.
 var coreTables = []*fsm.Table{connection.Table, preparation.Table, run.Table, input.Table, interaction.Table, workspace_read.Table,
-	transfer.Table, suspension.Table}
+	transfer.Table, suspension.Table, workspace_write.Table, workspace_export.Table}
 
 // coreRouter resolves every frame's instance from the catalog, once.
 var coreRouter = peer.MustCatalogRouter(coreTables)
@@ -242,6 +246,10 @@ func (c *conn) Binding(machine string) fsm.Binding[*peer.Event] {
 		return transfer.Core[*peer.Event](xferHooks{c})
 	case suspension.Name:
 		return suspension.Core[*peer.Event](suspHooks{c})
+	case workspace_write.Name:
+		return workspace_write.Core[*peer.Event](writeHooks{c})
+	case workspace_export.Name:
+		return workspace_export.Core[*peer.Event](exportHooks{c})
 	}
 	return nil
 }

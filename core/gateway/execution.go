@@ -17,6 +17,8 @@ import (
 	"github.com/agentwire/agentwire/fsm/run"
 	"github.com/agentwire/agentwire/fsm/suspension"
 	"github.com/agentwire/agentwire/fsm/transfer"
+	"github.com/agentwire/agentwire/fsm/workspace_export"
+	"github.com/agentwire/agentwire/fsm/workspace_write"
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/wire"
 )
@@ -229,6 +231,12 @@ func (c *conn) moved(list []*peer.Instance) {
 			continue
 		case suspension.Name:
 			c.suspMoved(i) // suspension.go
+			continue
+		case workspace_write.Name:
+			c.writeMoved(i) // workspace_write.go
+			continue
+		case workspace_export.Name:
+			c.exportMoved(i) // workspace_export.go
 			continue
 		case preparation.Name:
 		default:

@@ -32,6 +32,7 @@ const CauseCoreRestarted = "core_restarted"
 func (g *Gateway) reconcile() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	g.reconcileWrites(ctx) // workspace_write_hooks.go
 	turns, err := g.cfg.Store.ActiveTurns(ctx)
 	if err != nil {
 		g.cfg.Logger.Error("gateway: reconcile: active turns", "err", err)

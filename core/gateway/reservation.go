@@ -16,6 +16,7 @@ package gateway
 type sessionHold struct {
 	turns map[string]turnHold // by Turn ID
 	read  bool
+	write bool // a workspace write is being sent (workspace_write.go)
 }
 
 type turnHold struct {
@@ -30,7 +31,7 @@ func (g *Gateway) holdForTurn(sessionID, turnID string, c *conn, runID string) b
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	h := g.hold(sessionID)
-	if h.read {
+	if h.read || h.write {
 		return false
 	}
 	g.holdSeq++
@@ -61,7 +62,7 @@ func (g *Gateway) hold(sessionID string) *sessionHold {
 }
 
 func (g *Gateway) tidyHold(sessionID string, h *sessionHold) {
-	if !h.read && len(h.turns) == 0 {
+	if !h.read && !h.write && len(h.turns) == 0 {
 		delete(g.holds, sessionID)
 	}
 }
@@ -80,7 +81,7 @@ func (g *Gateway) holdForRead(sessionID string) (turnID string, th turnHold, ok 
 	switch {
 	case turnID != "":
 		return turnID, th, false
-	case h.read:
+	case h.read || h.write:
 		return "", th, false
 	}
 	h.read = true
@@ -95,4 +96,28 @@ func (g *Gateway) dropReadHold(sessionID string) {
 	}
 	g.mu.Unlock()
 	g.kick() // a Turn of the Session may have waited for the read
+}
+
+// holdForWrite takes the Session's reservation for a workspace write;
+// false while a Turn, a read or another write holds it.
+func (g *Gateway) holdForWrite(sessionID string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	h := g.hold(sessionID)
+	if h.read || h.write || len(h.turns) > 0 || g.sessions[sessionID] != "" {
+		g.tidyHold(sessionID, h)
+		return false
+	}
+	h.write = true
+	return true
+}
+
+func (g *Gateway) dropWriteHold(sessionID string) {
+	g.mu.Lock()
+	if h := g.holds[sessionID]; h != nil {
+		h.write = false
+		g.tidyHold(sessionID, h)
+	}
+	g.mu.Unlock()
+	g.kick()
 }

@@ -202,6 +202,9 @@ func (g *Gateway) place(ctx context.Context, t store.Turn) error {
 			continue
 		}
 		runID := credential.NewID("run")
+		if g.writeBlocksTurns(ctx, t.SessionID) {
+			return nil // a workspace write holds the Session's mutation owner (workspace_write.go)
+		}
 		if !g.holdForTurn(t.SessionID, t.ID, c, runID) {
 			return nil // a workspace read holds the Session; it kicks when done
 		}

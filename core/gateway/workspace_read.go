@@ -194,6 +194,16 @@ func boundedErr(err error) string {
 // idleRead runs the read-only preparation, the read and the release on one
 // connection that admits them. The caller holds the Session's reservation.
 func (g *Gateway) idleRead(p turnPlan, binding wire.LocalEnvironment, req wire.WorkspaceRead) (ReadData, error) {
+	return g.idleOwner(p, binding, func(c *conn, handle string) (ReadData, error) {
+		req.Handle = handle
+		return g.readOnce(c, req, "handle:"+handle)
+	})
+}
+
+// idleOwner runs op through a read-only preparation on one connection
+// that admits it, then releases the handle; op's data goes out only after
+// the confirmed close. The caller holds the Session's reservation.
+func (g *Gateway) idleOwner(p turnPlan, binding wire.LocalEnvironment, op func(c *conn, handle string) (ReadData, error)) (ReadData, error) {
 	var c *conn
 	for _, cand := range g.candidates(p) {
 		// The final check against the declaration as it is now
@@ -274,8 +284,7 @@ func (g *Gateway) idleRead(p turnPlan, binding wire.LocalEnvironment, req wire.W
 		return ReadData{}, unavailable(ReadPreparationFailed, "the read-only preparation ended "+code)
 	}
 
-	req.Handle = res.handle
-	data, readErr := g.readOnce(c, req, "handle:"+res.handle)
+	data, readErr := op(c, res.handle)
 	data.DeviceID = c.deviceID
 
 	// The release: data goes out only once the close is confirmed

@@ -17,20 +17,25 @@ func (s *Server) files(ctx context.Context, sessionID string, q api.FilesQuery) 
 	if err == nil {
 		return api.FilesResult{Data: d.Data, Entries: d.Entries, Truncated: d.Truncated}, nil
 	}
+	return api.FilesResult{}, readError(err)
+}
+
+// readError maps a gateway read's (or export's) error onto the API's.
+func readError(err error) error {
 	var re *gateway.ReadError
 	switch {
 	case errors.Is(err, gateway.ErrNoWorkspace):
-		return api.FilesResult{}, &api.FilesError{Code: api.FilesNoWorkspace, Detail: "the Session's Environment has no bound workspace"}
+		return &api.FilesError{Code: api.FilesNoWorkspace, Detail: "the Session's Environment has no bound workspace"}
 	case errors.Is(err, gateway.ErrSessionBusy):
-		return api.FilesResult{}, &api.FilesError{Code: api.FilesSessionBusy, Detail: "another read holds the Session, or its Turn is starting; try again"}
+		return &api.FilesError{Code: api.FilesSessionBusy, Detail: "another read holds the Session, or its Turn is starting; try again"}
 	case errors.As(err, &re) && re.Rejected:
 		switch re.Code {
 		case api.FilesNotFound, api.FilesNotDirectory, api.FilesPermissionDenied, api.FilesInvalid:
-			return api.FilesResult{}, &api.FilesError{Code: re.Code, Detail: re.Detail}
+			return &api.FilesError{Code: re.Code, Detail: re.Detail}
 		}
-		return api.FilesResult{}, &api.FilesError{Code: api.FilesUnavailable, Reason: re.Code, Detail: re.Detail}
+		return &api.FilesError{Code: api.FilesUnavailable, Reason: re.Code, Detail: re.Detail}
 	case errors.As(err, &re):
-		return api.FilesResult{}, &api.FilesError{Code: api.FilesUnavailable, Reason: re.Code, Detail: re.Detail}
+		return &api.FilesError{Code: api.FilesUnavailable, Reason: re.Code, Detail: re.Detail}
 	}
-	return api.FilesResult{}, err
+	return err
 }

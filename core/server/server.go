@@ -58,6 +58,9 @@ func New(cfg Config) *Server {
 		Cancel:    s.cancel,
 		Answer:    s.answer,
 		Files:     s.files,
+		Write:     s.write, // files_write.go
+		Resolve:   s.resolveWrite,
+		Export:    s.export,  // files_export.go
 		Suspend:   s.suspend, // environments.go
 		Resume:    s.resume,
 		// The delivery outlives the request that stored the input.

@@ -105,6 +105,9 @@ type Store interface {
 	// SettleWorkspaceWrite records the exact receipt of a reserved write.
 	SettleWorkspaceWrite(ctx context.Context, mutationID, outcome string, at time.Time) error
 	GetWorkspaceWrite(ctx context.Context, mutationID string) (WorkspaceWrite, error)
+	// TransitionWorkspaceWrite, ResolveWorkspaceWrite, OpenWorkspaceWrites
+	// and UnsettledWorkspaceWrite: workspace_write.go.
+	WorkspaceWrites
 
 	// AcquireOwner takes the owner lease of a device for a new
 	// connection and returns the new owner epoch, strictly greater than
@@ -328,10 +331,12 @@ type WorkspaceWrite struct {
 	MutationID string
 	SessionID  string
 	Path       string
-	// Outcome is empty while reserved, then the exact receipt.
+	// Outcome is empty while the mutation owner is held (reserved, in
+	// flight, or unknown), then how it was released (workspace_write.go).
 	Outcome   string
 	CreatedAt time.Time
 	SettledAt time.Time
+	WriteDetail
 }
 
 // Device is a Runtime device as the registry knows it.

@@ -148,56 +148,6 @@ func (s *Store) TransitionInteraction(ctx context.Context, id string, from, to s
 	return nil
 }
 
-func (s *Store) ReserveWorkspaceWrite(ctx context.Context, w store.WorkspaceWrite) error {
-	if err := s.lock(ctx); err != nil {
-		return err
-	}
-	defer s.mu.Unlock()
-	if _, ok := s.writes[w.MutationID]; ok {
-		return store.ErrConflict
-	}
-	for _, x := range s.writes {
-		if x.SessionID == w.SessionID && x.Outcome == "" {
-			return store.ErrConflict
-		}
-	}
-	w.Outcome, w.SettledAt = "", time.Time{}
-	s.writes[w.MutationID] = w
-	return nil
-}
-
-func (s *Store) SettleWorkspaceWrite(ctx context.Context, mutationID, outcome string, at time.Time) error {
-	if outcome == "" {
-		return store.ErrInvalid
-	}
-	if err := s.lock(ctx); err != nil {
-		return err
-	}
-	defer s.mu.Unlock()
-	w, ok := s.writes[mutationID]
-	if !ok {
-		return store.ErrNotFound
-	}
-	if w.Outcome != "" {
-		return store.ErrStale
-	}
-	w.Outcome, w.SettledAt = outcome, at
-	s.writes[mutationID] = w
-	return nil
-}
-
-func (s *Store) GetWorkspaceWrite(ctx context.Context, mutationID string) (store.WorkspaceWrite, error) {
-	if err := s.lock(ctx); err != nil {
-		return store.WorkspaceWrite{}, err
-	}
-	defer s.mu.Unlock()
-	w, ok := s.writes[mutationID]
-	if !ok {
-		return store.WorkspaceWrite{}, store.ErrNotFound
-	}
-	return w, nil
-}
-
 func (s *Store) AcquireOwner(ctx context.Context, deviceID string, at time.Time) (uint64, error) {
 	if err := s.lock(ctx); err != nil {
 		return 0, err

@@ -140,6 +140,18 @@ CREATE TABLE suspensions (
 CREATE UNIQUE INDEX suspensions_open ON suspensions(environment_id) WHERE settled = 0;
 CREATE INDEX suspensions_env ON suspensions(environment_id, created_at);
 `,
+	// 4: a workspace write's machine state, declared body, device, receipt
+	// code and an operator's resolution of an unknown outcome.
+	`
+ALTER TABLE workspace_writes ADD COLUMN state TEXT NOT NULL DEFAULT '';
+ALTER TABLE workspace_writes ADD COLUMN device_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE workspace_writes ADD COLUMN size_bytes INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE workspace_writes ADD COLUMN sha256 TEXT NOT NULL DEFAULT '';
+ALTER TABLE workspace_writes ADD COLUMN error_code TEXT NOT NULL DEFAULT '';
+ALTER TABLE workspace_writes ADD COLUMN reason TEXT NOT NULL DEFAULT '';
+ALTER TABLE workspace_writes ADD COLUMN resolution TEXT NOT NULL DEFAULT '';
+ALTER TABLE workspace_writes ADD COLUMN note TEXT NOT NULL DEFAULT '';
+`,
 }
 
 // SchemaVersion is the version a fully migrated database has.

@@ -139,33 +139,6 @@ func (s *Store) TransitionInteraction(ctx context.Context, id string, from, to s
 		string(to), blob(answer), ms(at), id, string(from))
 }
 
-func (s *Store) ReserveWorkspaceWrite(ctx context.Context, w store.WorkspaceWrite) error {
-	_, err := s.exec(ctx, `INSERT INTO workspace_writes(mutation_id, session_id, path, created_at) VALUES (?,?,?,?)`,
-		w.MutationID, w.SessionID, w.Path, ms(w.CreatedAt))
-	return err
-}
-
-func (s *Store) SettleWorkspaceWrite(ctx context.Context, mutationID, outcome string, at time.Time) error {
-	if outcome == "" {
-		return store.ErrInvalid
-	}
-	return s.conditional(ctx, "workspace_writes", "mutation_id", mutationID,
-		`UPDATE workspace_writes SET outcome = ?, settled_at = ? WHERE mutation_id = ? AND outcome = ''`,
-		outcome, ms(at), mutationID)
-}
-
-func (s *Store) GetWorkspaceWrite(ctx context.Context, mutationID string) (store.WorkspaceWrite, error) {
-	if err := s.check(ctx); err != nil {
-		return store.WorkspaceWrite{}, err
-	}
-	w := store.WorkspaceWrite{MutationID: mutationID}
-	var created, settled int64
-	err := s.r.QueryRowContext(ctx, `SELECT session_id, path, outcome, created_at, settled_at FROM workspace_writes WHERE mutation_id = ?`, mutationID).
-		Scan(&w.SessionID, &w.Path, &w.Outcome, &created, &settled)
-	w.CreatedAt, w.SettledAt = fromMS(created), fromMS(settled)
-	return w, notFound(err)
-}
-
 func (s *Store) AcquireOwner(ctx context.Context, deviceID string, at time.Time) (uint64, error) {
 	if err := s.check(ctx); err != nil {
 		return 0, err

@@ -46,6 +46,8 @@ func Run(t *testing.T, open Open) {
 		{"InteractionAnswerRace", testInteractionRace},
 		{"WorkspaceWrites", testWorkspaceWrites},
 		{"WorkspaceWriteRace", testWorkspaceWriteRace},
+		{"WorkspaceWriteStates", testWorkspaceWriteStates},
+		{"WorkspaceWriteResolveRace", testWorkspaceWriteResolveRace},
 		{"OwnerEpoch", testOwnerEpoch},
 		{"OwnerEpochRace", testOwnerEpochRace},
 		{"Credentials", testCredentials},

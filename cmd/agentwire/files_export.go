@@ -1,0 +1,63 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+)
+
+const filesExportUsage = `usage: agentwire files export --core URL --session S OUT.tar
+Pulls the archive of the Session's outputs directory (at most 64 MiB) and writes it to OUT.tar
+(- writes stdout); nothing is written unless the whole archive arrived.`
+
+// maxExportBody is the API's export bound and some room.
+const maxExportBody = 64<<20 + 1
+
+func runFilesExport(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("files export", stderr)
+	core := fs.String("core", "", "Core's base URL")
+	session := fs.String("session", "", "Session ID")
+	if err := fs.Parse(args[1:]); err != nil || fs.NArg() != 1 {
+		fmt.Fprintln(stderr, filesExportUsage)
+		return errUsage
+	}
+	if *session == "" {
+		return errors.New("--session is required")
+	}
+	c, err := newAPIClient(*core)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequest("GET", c.base+"/api/v1/sessions/"+url.PathEscape(*session)+"/export", nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.key)
+	// decision: the export machine's budget is 180 s (spec/workspace_export.yaml); the client waits a little longer.
+	resp, err := (&http.Client{Timeout: 200 * time.Second}).Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxExportBody))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET export: %s: %s", resp.Status, strings.TrimSpace(string(b)))
+	}
+	if fs.Arg(0) == "-" {
+		_, err = stdout.Write(b)
+		return err
+	}
+	if err := os.WriteFile(fs.Arg(0), b, 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s (%d bytes)\n", fs.Arg(0), len(b))
+	return nil
+}
