@@ -49,12 +49,22 @@ type coreSide struct {
 	clock   *peer.ManualClock
 	secrets map[string]string
 	seen    map[string]int64 // journal position per Turn for "events"
+	pending map[string]chan string // "api … async=NAME" calls not yet awaited
 }
 
 func newCoreSide(t *testing.T) *coreSide {
-	c := &coreSide{st: memory.New(), clock: peer.NewManualClock(time.Unix(1_800_000_000, 0).UTC()), secrets: map[string]string{}, seen: map[string]int64{}}
+	c := &coreSide{st: memory.New(), clock: peer.NewManualClock(time.Unix(1_800_000_000, 0).UTC()), secrets: map[string]string{}, seen: map[string]int64{}, pending: map[string]chan string{}}
 	mux := http.NewServeMux()
 	c.http = httptest.NewServer(mux)
+	t.Cleanup(func() {
+		for name, ch := range c.pending {
+			select {
+			case <-ch:
+			case <-time.After(30 * time.Second):
+				t.Errorf("api call %s never answered", name)
+			}
+		}
+	})
 	c.srv = server.New(server.Config{Store: c.st, PublicURL: c.http.URL, Clock: c.clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	mux.Handle("/", c.srv)
 	t.Cleanup(func() {
@@ -103,6 +113,8 @@ func (c *coreSide) Settle(t *testing.T, device string, frames int) {
 // Do runs Core's directives:
 //
 //	api METHOD PATH            input: the JSON body; prints "api: STATUS BODY"
+//	api METHOD PATH async=N    the same call left running (a write answers only once it settled)
+//	await N                    the answer of async call N, once it came
 //	turn [id=T] [until=STATE]  the stored state and public status (waiting for STATE first)
 //	events [id=T]              the journal events appended since the last "events"
 //	advance by=D               Core's clock moves by D once every connection applied what it read
@@ -113,10 +125,49 @@ func (c *coreSide) Do(t *testing.T, d *datadriven.TestData, b *scenario.Bindings
 	defer cancel()
 	switch d.Cmd {
 	case "api":
-		if len(d.CmdArgs) != 2 {
-			return "", fmt.Errorf("api METHOD PATH")
+		if len(d.CmdArgs) < 2 || len(d.CmdArgs) > 3 {
+			return "", fmt.Errorf("api METHOD PATH [async=NAME]")
 		}
-		return c.api(ctx, d.CmdArgs[0].Key, b.Resolve(d.CmdArgs[1].Key), b.Resolve(strings.TrimSpace(d.Input)))
+		// A query string reads as key=value to the transcript parser.
+		path := d.CmdArgs[1].Key
+		if len(d.CmdArgs[1].Vals) > 0 {
+			path += "=" + strings.Join(d.CmdArgs[1].Vals, ",")
+		}
+		method, body := d.CmdArgs[0].Key, b.Resolve(strings.TrimSpace(d.Input))
+		path = b.Resolve(path)
+		if name := argOr(d, "async", ""); name != "" {
+			if _, dup := c.pending[name]; dup {
+				return "", fmt.Errorf("async call %q already started", name)
+			}
+			ch := make(chan string, 1)
+			c.pending[name] = ch
+			go func() {
+				actx, acancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer acancel()
+				out, err := c.api(actx, method, path, body)
+				if err != nil {
+					out = "api: error " + err.Error() + "\n"
+				}
+				ch <- out
+			}()
+			return "", nil
+		}
+		return c.api(ctx, method, path, body)
+	case "await":
+		if len(d.CmdArgs) != 1 {
+			return "", fmt.Errorf("await NAME")
+		}
+		ch, ok := c.pending[d.CmdArgs[0].Key]
+		if !ok {
+			return "", fmt.Errorf("no async call %q", d.CmdArgs[0].Key)
+		}
+		select {
+		case out := <-ch:
+			ch <- out // the cleanup reads it once more
+			return out, nil
+		case <-ctx.Done():
+			return "", fmt.Errorf("async call %q did not answer within 10 s", d.CmdArgs[0].Key)
+		}
 	case "turn":
 		c.syncAll(ctx)
 		return c.turn(ctx, b.Resolve(argOr(d, "id", "$turn")), argOr(d, "until", ""))
