@@ -115,6 +115,7 @@ func (c *coreSide) Settle(t *testing.T, device string, frames int) {
 //	api METHOD PATH            input: the JSON body; prints "api: STATUS BODY"
 //	api METHOD PATH async=N    the same call left running (a write answers only once it settled)
 //	await N                    the answer of async call N, once it came
+//	pending N                  whether async call N is still unanswered (Core applied every frame first)
 //	turn [id=T] [until=STATE]  the stored state and public status (waiting for STATE first)
 //	events [id=T]              the journal events appended since the last "events"
 //	advance by=D               Core's clock moves by D once every connection applied what it read
@@ -153,6 +154,19 @@ func (c *coreSide) Do(t *testing.T, d *datadriven.TestData, b *scenario.Bindings
 			return "", nil
 		}
 		return c.api(ctx, method, path, body)
+	case "pending":
+		if len(d.CmdArgs) != 1 {
+			return "", fmt.Errorf("pending NAME")
+		}
+		ch, ok := c.pending[d.CmdArgs[0].Key]
+		if !ok {
+			return "", fmt.Errorf("no async call %q", d.CmdArgs[0].Key)
+		}
+		c.syncAll(ctx)
+		if len(ch) == 0 {
+			return "pending: " + d.CmdArgs[0].Key + "\n", nil
+		}
+		return "answered: " + d.CmdArgs[0].Key + "\n", nil
 	case "await":
 		if len(d.CmdArgs) != 1 {
 			return "", fmt.Errorf("await NAME")
