@@ -124,7 +124,7 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level:
 
 func (w *world) newDriver(s *side) error {
 	d, err := peer.New(peer.Config{
-		Role: s.role, Tables: w.m.roleTables[dirIndex(s.role)], Router: w.m.routers[dirIndex(s.role)], App: &app{w: w, s: s}, Clock: w.clock,
+		Role: s.role, Tables: w.m.tables, Router: w.m.router, App: &app{w: w, s: s}, Clock: w.clock,
 		Logger: quiet, Label: s.role.String(),
 		// Settled instances are kept for the whole exploration, so a late
 		// frame meets the table's answer for a settled instance.
@@ -273,7 +273,7 @@ func (w *world) thaw() {
 
 // remember keeps the aliases a frame registers, as the driver does.
 func (w *world) remember(s *side, msg *wire.Message) {
-	targets, err := w.m.routers[dirIndex(s.role)].Route(msg, s.d, nil)
+	targets, err := w.m.router.Route(msg, s.d, nil)
 	if err != nil {
 		return
 	}
