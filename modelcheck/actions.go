@@ -89,6 +89,10 @@ func frameOf(a *Action) []byte {
 // mutationID is the n-th write's mutation ID (a UUID, as the wire requires).
 func mutationID(n int) string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", n) }
 
+func readID(n int) string { return fmt.Sprintf("00000000-0000-4000-9000-%012d", n) }
+
+const readRequest = `{"handle":"handle-1","environment_id":"3f1c2a4e-8b7d-4c6a-9e2f-1a2b3c4d5e6f","path":"src/main.go","max_bytes":5}`
+
 const writeBegin = `{"step":"begin","environment_id":"3f1c2a4e-8b7d-4c6a-9e2f-1a2b3c4d5e6f","session_id":"9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d","path":"src/main.go","size_bytes":5,"sha256":"2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"}`
 
 const (
@@ -184,6 +188,11 @@ func (w *world) coreSends() []Action {
 	}
 	if _, ok := w.m.byName["workspace_write"]; ok && w.writes < b.Writes {
 		out = append(out, send(fsm.RoleCore, "workspace_write", mutationID(w.writes+1), writeBegin))
+	}
+	if _, ok := w.m.byName["workspace_read"]; ok && w.reads < b.Reads {
+		// Never retried: a read that broke off is unknown (its own
+		// operation ID would be a second read, not a replay).
+		out = append(out, send(fsm.RoleCore, "workspace_read", readID(w.reads+1), readRequest))
 	}
 	for _, i := range c.d.Instances() {
 		if i.Terminal() {
@@ -333,6 +342,12 @@ func (w *world) runtimeSends() []Action {
 					send(fsm.RoleRuntime, "interaction_decision_ack", i.Key.ID, `{"delivery_id":"`+r.cancel+`","applied":true}`),
 					send(fsm.RoleRuntime, "interaction_decision_ack", i.Key.ID, `{"delivery_id":"`+r.cancel+`","applied":false,"error_code":"run_inactive","error":"x"}`))
 			}
+		case "workspace_read":
+			for _, body := range []string{`{"outcome":"completed","data":"aGVsbG8=","close_acknowledged":true}`,
+				`{"outcome":"completed","data":"aGVsbG8=","truncated":true,"close_acknowledged":true}`,
+				`{"outcome":"rejected","error_code":"not_found"}`, `{"outcome":"unknown","error_code":"read_unconfirmed"}`} {
+				out = append(out, send(fsm.RoleRuntime, "workspace_read_result", i.Key.ID, body))
+			}
 		case "workspace_write":
 			for _, body := range []string{`{"outcome":"ready"}`, `{"outcome":"received","offset":5}`, `{"outcome":"completed","size_bytes":5}`,
 				`{"outcome":"rejected","error_code":"write_capacity"}`, `{"outcome":"unknown","error_code":"write_unconfirmed"}`} {
@@ -480,6 +495,9 @@ func (w *world) applySend(a *Action) bool {
 	}
 	if a.Type == "workspace_write" && a.ID == mutationID(w.writes+1) {
 		w.writes++
+	}
+	if a.Type == "workspace_read" && a.ID == readID(w.reads+1) {
+		w.reads++
 	}
 	if a.Fault == FaultNone {
 		w.remember(s, msg)

@@ -38,6 +38,7 @@ type Bounds struct {
 	Revisions  int  // preparation_status revisions per handle
 	InFlight   int  // frames in flight per direction (2 when 0)
 	Writes     int  // workspace writes Core begins, over all connections
+	Reads      int  // workspace reads Core dispatches, over all connections (with the workspace_read machine)
 	Asks       int  // permission requests the Runtime raises per Run (with the interaction machine)
 	ReadOnly   bool // Core may also prepare the read-only workspace profile
 	MaxStates  int  // stop after this many distinct states (0: no limit)

@@ -86,6 +86,7 @@ type world struct {
 	retry      map[peer.Key]bool // inputs a receipt sent back to Core's queue (never consumed)
 	runs       int               // preparations / Runs Core has begun
 	writes     int               // workspace writes Core has begun
+	reads      int               // workspace reads Core has dispatched
 	faults     int
 	reconnects int
 
@@ -312,6 +313,7 @@ func (w *world) hash() [16]byte {
 	}
 	num(int64(w.runs))
 	num(int64(w.writes))
+	num(int64(w.reads))
 	num(int64(w.faults))
 	num(int64(w.reconnects))
 	for _, s := range w.sides {
