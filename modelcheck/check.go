@@ -39,6 +39,7 @@ type Bounds struct {
 	InFlight   int  // frames in flight per direction (2 when 0)
 	Writes     int  // workspace writes Core begins, over all connections
 	Reads      int  // workspace reads Core dispatches, over all connections (with the workspace_read machine)
+	Exports    int  // workspace exports Core begins, over all connections (with the workspace_export machine)
 	Asks       int  // permission requests the Runtime raises per Run (with the interaction machine)
 	ReadOnly   bool // Core may also prepare the read-only workspace profile
 	MaxStates  int  // stop after this many distinct states (0: no limit)

@@ -87,6 +87,7 @@ type world struct {
 	runs       int               // preparations / Runs Core has begun
 	writes     int               // workspace writes Core has begun
 	reads      int               // workspace reads Core has dispatched
+	exports    int               // workspace exports Core has begun
 	faults     int
 	reconnects int
 
@@ -314,6 +315,7 @@ func (w *world) hash() [16]byte {
 	num(int64(w.runs))
 	num(int64(w.writes))
 	num(int64(w.reads))
+	num(int64(w.exports))
 	num(int64(w.faults))
 	num(int64(w.reconnects))
 	for _, s := range w.sides {
