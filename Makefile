@@ -47,12 +47,14 @@ check-runtime-contract:
 
 ## model-check: the model checker at the CI bound (docs/model-check.md): Core and the Runtime's
 ## preparation, run and input machines together, the connection machine with the admission,
-## two workspace writes over two faults, and a permission request on a Run
+## two workspace writes over two faults, a permission request on a Run, two workspace reads and two exports over two faults
 model-check:
 	$(GO) run ./cmd/agentwire check --bound ci
 	$(GO) run ./cmd/agentwire check --bound ci --machines connection,preparation,run --depth 14
 	$(GO) run ./cmd/agentwire check --bound ci --machines workspace_write --writes 2 --faults 2 --depth 16
 	$(GO) run ./cmd/agentwire check --bound ci --machines run,interaction --asks 1 --depth 18
+	$(GO) run ./cmd/agentwire check --bound ci --machines workspace_read --reads 2 --faults 2 --depth 16
+	$(GO) run ./cmd/agentwire check --bound ci --machines workspace_export --exports 2 --faults 2 --depth 16
 
 ## model-check-long: a longer bound (two Runs, two inputs, two faults); counterexamples go to model-check-out/
 model-check-long:

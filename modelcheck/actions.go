@@ -89,6 +89,14 @@ func frameOf(a *Action) []byte {
 // mutationID is the n-th write's mutation ID (a UUID, as the wire requires).
 func mutationID(n int) string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", n) }
 
+func exportID(n int) string { return fmt.Sprintf("00000000-0000-4000-a000-%012d", n) }
+
+const exportBegin = `{"step":"begin","handle":"handle-1","environment_id":"3f1c2a4e-8b7d-4c6a-9e2f-1a2b3c4d5e6f"}`
+
+func readID(n int) string { return fmt.Sprintf("00000000-0000-4000-9000-%012d", n) }
+
+const readRequest = `{"handle":"handle-1","environment_id":"3f1c2a4e-8b7d-4c6a-9e2f-1a2b3c4d5e6f","path":"src/main.go","max_bytes":5}`
+
 const writeBegin = `{"step":"begin","environment_id":"3f1c2a4e-8b7d-4c6a-9e2f-1a2b3c4d5e6f","session_id":"9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d","path":"src/main.go","size_bytes":5,"sha256":"2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"}`
 
 const (
@@ -185,6 +193,14 @@ func (w *world) coreSends() []Action {
 	if _, ok := w.m.byName["workspace_write"]; ok && w.writes < b.Writes {
 		out = append(out, send(fsm.RoleCore, "workspace_write", mutationID(w.writes+1), writeBegin))
 	}
+	if _, ok := w.m.byName["workspace_read"]; ok && w.reads < b.Reads {
+		// Never retried: a read that broke off is unknown (its own
+		// operation ID would be a second read, not a replay).
+		out = append(out, send(fsm.RoleCore, "workspace_read", readID(w.reads+1), readRequest))
+	}
+	if _, ok := w.m.byName["workspace_export"]; ok && w.exports < b.Exports {
+		out = append(out, send(fsm.RoleCore, "workspace_export", exportID(w.exports+1), exportBegin))
+	}
 	for _, i := range c.d.Instances() {
 		if i.Terminal() {
 			continue
@@ -199,6 +215,11 @@ func (w *world) coreSends() []Action {
 					send(fsm.RoleCore, "permission_decision", i.Key.ID, `{`+dlv+`,"approved":true}`),
 					send(fsm.RoleCore, "permission_decision", i.Key.ID, `{`+dlv+`,"approved":false}`))
 			}
+		case "workspace_export":
+			// The archive is one 5-byte chunk: next at 5 pulls past it.
+			out = append(out,
+				send(fsm.RoleCore, "workspace_export", i.Key.ID, `{"step":"next","offset":5}`),
+				send(fsm.RoleCore, "workspace_export", i.Key.ID, `{"step":"cancel"}`))
 		case "workspace_write":
 			out = append(out,
 				send(fsm.RoleCore, "workspace_write", i.Key.ID, `{"step":"chunk","data":"aGVsbG8="}`),
@@ -332,6 +353,17 @@ func (w *world) runtimeSends() []Action {
 				out = append(out,
 					send(fsm.RoleRuntime, "interaction_decision_ack", i.Key.ID, `{"delivery_id":"`+r.cancel+`","applied":true}`),
 					send(fsm.RoleRuntime, "interaction_decision_ack", i.Key.ID, `{"delivery_id":"`+r.cancel+`","applied":false,"error_code":"run_inactive","error":"x"}`))
+			}
+		case "workspace_export":
+			for _, body := range []string{`{"outcome":"chunk","offset":0,"data":"aGVsbG8="}`, `{"outcome":"completed","offset":5}`,
+				`{"outcome":"failed","offset":0,"error_code":"export_failed"}`, `{"outcome":"rejected","offset":0,"error_code":"resource_unavailable"}`} {
+				out = append(out, send(fsm.RoleRuntime, "workspace_export_result", i.Key.ID, body))
+			}
+		case "workspace_read":
+			for _, body := range []string{`{"outcome":"completed","data":"aGVsbG8=","close_acknowledged":true}`,
+				`{"outcome":"completed","data":"aGVsbG8=","truncated":true,"close_acknowledged":true}`,
+				`{"outcome":"rejected","error_code":"not_found"}`, `{"outcome":"unknown","error_code":"read_unconfirmed"}`} {
+				out = append(out, send(fsm.RoleRuntime, "workspace_read_result", i.Key.ID, body))
 			}
 		case "workspace_write":
 			for _, body := range []string{`{"outcome":"ready"}`, `{"outcome":"received","offset":5}`, `{"outcome":"completed","size_bytes":5}`,
@@ -480,6 +512,12 @@ func (w *world) applySend(a *Action) bool {
 	}
 	if a.Type == "workspace_write" && a.ID == mutationID(w.writes+1) {
 		w.writes++
+	}
+	if a.Type == "workspace_read" && a.ID == readID(w.reads+1) {
+		w.reads++
+	}
+	if a.Type == "workspace_export" && a.ID == exportID(w.exports+1) && strings.Contains(a.Payload, `"begin"`) {
+		w.exports++
 	}
 	if a.Fault == FaultNone {
 		w.remember(s, msg)

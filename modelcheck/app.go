@@ -68,6 +68,13 @@ func guard(name string, ev *peer.Event, r *record) bool {
 	case "matches_cancel_delivery":
 		ack, ok := p.(wire.InteractionDecisionAck)
 		return ok && ack.DeliveryID != "" && ack.DeliveryID == r.cancel
+	case "owner_readable":
+		// The composition has one owner and no earlier read fencing it.
+		_, ok := p.(wire.WorkspaceRead)
+		return ok
+	case "close_acknowledged":
+		res, ok := p.(wire.WorkspaceReadResult)
+		return ok && res.CloseAcknowledged
 	case "chunk_in_bounds", "offset_matches", "digest_matches":
 		// One well-formed body: the Runtime's refusals are its rejected
 		// results, which it may always send.

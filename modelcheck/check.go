@@ -38,6 +38,8 @@ type Bounds struct {
 	Revisions  int  // preparation_status revisions per handle
 	InFlight   int  // frames in flight per direction (2 when 0)
 	Writes     int  // workspace writes Core begins, over all connections
+	Reads      int  // workspace reads Core dispatches, over all connections (with the workspace_read machine)
+	Exports    int  // workspace exports Core begins, over all connections (with the workspace_export machine)
 	Asks       int  // permission requests the Runtime raises per Run (with the interaction machine)
 	ReadOnly   bool // Core may also prepare the read-only workspace profile
 	MaxStates  int  // stop after this many distinct states (0: no limit)
@@ -110,20 +112,16 @@ type resAct struct {
 }
 
 type model struct {
-	cfg    Config
-	tables []*fsm.Table
-	byName map[string]*fsm.Table
-	// roleTables and routers are per side ([0] Core, [1] the Runtime):
-	// each side's copy of a table lists, per state, only the timers that
-	// side arms (see roleTable).
-	roleTables [2][]*fsm.Table
-	routers    [2]peer.Router
-	invs       []*spec.Invariant
-	resources  map[string]map[string]resAct // machine → action → resource
-	kept       map[string][]bool            // machine → resource index → kept_when_unknown
-	resNames   map[string][]string
-	excluded   map[string]map[string]bool // machine → local events the explorer never chooses
-	decoded    map[string]*wire.Message
+	cfg       Config
+	tables    []*fsm.Table
+	byName    map[string]*fsm.Table
+	router    peer.Router
+	invs      []*spec.Invariant
+	resources map[string]map[string]resAct // machine → action → resource
+	kept      map[string][]bool            // machine → resource index → kept_when_unknown
+	resNames  map[string][]string
+	excluded  map[string]map[string]bool // machine → local events the explorer never chooses
+	decoded   map[string]*wire.Message
 }
 
 func newModel(cfg Config) (*model, error) {
@@ -191,16 +189,11 @@ func newModel(cfg Config) (*model, error) {
 	for n := range missing {
 		return nil, fmt.Errorf("modelcheck: no machine %q in the spec", n)
 	}
-	for i, role := range []fsm.Role{fsm.RoleCore, fsm.RoleRuntime} {
-		for _, t := range m.tables {
-			m.roleTables[i] = append(m.roleTables[i], roleTable(t, role))
-		}
-		r, err := peer.CatalogRouter(m.roleTables[i])
-		if err != nil {
-			return nil, err
-		}
-		m.routers[i] = r
+	router, err := peer.CatalogRouter(m.tables)
+	if err != nil {
+		return nil, err
 	}
+	m.router = router
 	only := map[string]bool{}
 	for _, n := range cfg.Invariants {
 		only[n] = true
@@ -220,27 +213,6 @@ func newModel(cfg Config) (*model, error) {
 		return nil, fmt.Errorf("modelcheck: no invariant %q in the spec", n)
 	}
 	return m, nil
-}
-
-// roleTable is t with each state's armed set cut down to the timers role
-// arms. peer.Driver.Restore expects a deadline for every timer of the
-// state's declaration, but a peer only ever arms its own (Core's input in
-// sent has written_wait, not the Runtime's native_write), so restoring the
-// shared table fails for such states; the step engine never reads the
-// armed sets, so the cut changes nothing else.
-func roleTable(t *fsm.Table, role fsm.Role) *fsm.Table {
-	c := *t
-	c.States = make([]fsm.StateDecl, len(t.States))
-	for i, s := range t.States {
-		c.States[i] = s
-		c.States[i].Timers = nil
-		for _, tm := range s.Timers {
-			if role.Performs(t.Event(t.Timers[tm-1].Event).Role) {
-				c.States[i].Timers = append(c.States[i].Timers, tm)
-			}
-		}
-	}
-	return &c
 }
 
 // node is one explored state: how it was reached, and where it leads.

@@ -115,7 +115,7 @@ func (w *world) checkReplay(s *side, msg *wire.Message) {
 	if s.role != fsm.RoleCore {
 		return
 	}
-	targets, err := w.m.routers[dirIndex(s.role)].Route(msg, s.d, nil)
+	targets, err := w.m.router.Route(msg, s.d, nil)
 	if err != nil {
 		return
 	}

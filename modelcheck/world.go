@@ -86,6 +86,8 @@ type world struct {
 	retry      map[peer.Key]bool // inputs a receipt sent back to Core's queue (never consumed)
 	runs       int               // preparations / Runs Core has begun
 	writes     int               // workspace writes Core has begun
+	reads      int               // workspace reads Core has dispatched
+	exports    int               // workspace exports Core has begun
 	faults     int
 	reconnects int
 
@@ -124,7 +126,7 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level:
 
 func (w *world) newDriver(s *side) error {
 	d, err := peer.New(peer.Config{
-		Role: s.role, Tables: w.m.roleTables[dirIndex(s.role)], Router: w.m.routers[dirIndex(s.role)], App: &app{w: w, s: s}, Clock: w.clock,
+		Role: s.role, Tables: w.m.tables, Router: w.m.router, App: &app{w: w, s: s}, Clock: w.clock,
 		Logger: quiet, Label: s.role.String(),
 		// Settled instances are kept for the whole exploration, so a late
 		// frame meets the table's answer for a settled instance.
@@ -273,7 +275,7 @@ func (w *world) thaw() {
 
 // remember keeps the aliases a frame registers, as the driver does.
 func (w *world) remember(s *side, msg *wire.Message) {
-	targets, err := w.m.routers[dirIndex(s.role)].Route(msg, s.d, nil)
+	targets, err := w.m.router.Route(msg, s.d, nil)
 	if err != nil {
 		return
 	}
@@ -312,6 +314,8 @@ func (w *world) hash() [16]byte {
 	}
 	num(int64(w.runs))
 	num(int64(w.writes))
+	num(int64(w.reads))
+	num(int64(w.exports))
 	num(int64(w.faults))
 	num(int64(w.reconnects))
 	for _, s := range w.sides {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentwire/agentwire/fsm"
+	"github.com/agentwire/agentwire/fsm/input"
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/wire"
 )
@@ -405,4 +406,37 @@ func TestOpenCreatesAnInstanceWithoutAnEvent(t *testing.T) {
 	assert.Same(t, i, again)
 	_, err = p.core.Open(peer.Key{Machine: "nope", ID: "r"})
 	require.Error(t, err)
+}
+
+// A state's declaration lists the timers of both roles (input's sent has
+// Core's written_wait and the Runtime's native_write), but each peer only
+// arms its own, so each restores with its own deadlines and no other.
+func TestRestoreCountsOnlyTheRolesTimers(t *testing.T) {
+	clock := peer.NewManualClock(time.Unix(1_800_000_000, 0))
+	ts := []*fsm.Table{input.Table}
+	newDriver := func(role fsm.Role) *peer.Driver {
+		d, err := peer.New(peer.Config{
+			Role: role, Tables: ts, Router: testRouter(ts), App: newApp(t, role), Clock: clock,
+			Logger: quietLogger(), Label: role.String(),
+		})
+		require.NoError(t, err)
+		return d
+	}
+	at := clock.Now().Add(20 * time.Second)
+	saved := func(timer string) []peer.Saved {
+		return []peer.Saved{{Machine: "input", ID: "in-1", State: "sent", Deadlines: map[string]time.Time{timer: at}}}
+	}
+
+	core := newDriver(fsm.RoleCore)
+	require.NoError(t, core.Restore(saved("written_wait")))
+	next, ok := core.NextDeadline()
+	require.True(t, ok)
+	assert.Equal(t, at, next)
+	require.Error(t, newDriver(fsm.RoleCore).Restore(saved("native_write")), "Core never arms native_write")
+
+	rt := newDriver(fsm.RoleRuntime)
+	require.NoError(t, rt.Restore(saved("native_write")))
+	require.Error(t, newDriver(fsm.RoleRuntime).Restore(saved("written_wait")), "the Runtime never arms written_wait")
+	require.Error(t, newDriver(fsm.RoleRuntime).Restore([]peer.Saved{{Machine: "input", ID: "in-1", State: "sent"}}),
+		"a deadline the role arms is missing")
 }

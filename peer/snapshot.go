@@ -3,6 +3,8 @@ package peer
 import (
 	"fmt"
 	"time"
+
+	"github.com/agentwire/agentwire/fsm"
 )
 
 // Saved is one instance as a peer persists it: its state by name and the
@@ -44,8 +46,8 @@ func (d *Driver) Snapshot(keep func(*Instance) bool) []Saved {
 }
 
 // Restore recreates saved instances in a driver that has none of those
-// keys. Every timer the saved state keeps armed must come with its
-// deadline, and no other: a deadline that has passed fires on the next
+// keys. Every timer the saved state keeps armed for this driver's role
+// must come with its deadline, and no other: a deadline that has passed fires on the next
 // Tick. Which instances survive a restart is the peer's choice (durable
 // ones such as Core's write reservations); connection-local ones end with
 // their connection and are not restored.
@@ -63,7 +65,7 @@ func (d *Driver) Restore(saved []Saved) error {
 		if err != nil {
 			return fmt.Errorf("peer: restore %s: %w", k, err)
 		}
-		armed := t.State(st).Timers
+		armed := d.armedBy(t, st)
 		if len(armed) != len(s.Deadlines) {
 			return fmt.Errorf("peer: restore %s: state %s arms %d timers, %d deadlines saved", k, s.State, len(armed), len(s.Deadlines))
 		}
@@ -96,4 +98,18 @@ func (d *Driver) Restore(saved []Saved) error {
 		d.next.stale = true
 	}
 	return nil
+}
+
+// armedBy is the part of state st's armed timers that d's role arms. A
+// state's declaration lists both roles' timers (input's sent has Core's
+// written_wait and the Runtime's native_write), but a peer only ever
+// starts the timers whose expiry it observes, so only those can be saved.
+func (d *Driver) armedBy(t *fsm.Table, st fsm.StateID) []fsm.TimerID {
+	var out []fsm.TimerID
+	for _, tm := range t.State(st).Timers {
+		if d.cfg.Role.Performs(t.Event(t.Timers[tm-1].Event).Role) {
+			out = append(out, tm)
+		}
+	}
+	return out
 }

@@ -23,6 +23,8 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 	runs := fs.Int("runs", 0, "override the bound's number of Runs")
 	inputs := fs.Int("inputs", 0, "override the bound's inputs per Run")
 	faults := fs.Int("faults", -1, "override the bound's number of faults")
+	exports := fs.Int("exports", -1, "override the bound's number of workspace exports (with the workspace_export machine)")
+	reads := fs.Int("reads", -1, "override the bound's number of workspace reads (with the workspace_read machine)")
 	writes := fs.Int("writes", -1, "override the bound's number of workspace writes (with the workspace_write machine)")
 	asks := fs.Int("asks", -1, "override the bound's permission requests per Run (with the interaction machine)")
 	sync := fs.Bool("sync", false, "deliver each frame as it is written (traces replay in peer/scenario)")
@@ -50,7 +52,7 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 		v   int
 		min int
 		dst *int
-	}{{*depth, 1, &cfg.Bounds.Depth}, {*runs, 1, &cfg.Bounds.Runs}, {*inputs, 1, &cfg.Bounds.Inputs}, {*faults, 0, &cfg.Bounds.Faults}, {*writes, 0, &cfg.Bounds.Writes}, {*asks, 0, &cfg.Bounds.Asks}} {
+	}{{*depth, 1, &cfg.Bounds.Depth}, {*runs, 1, &cfg.Bounds.Runs}, {*inputs, 1, &cfg.Bounds.Inputs}, {*faults, 0, &cfg.Bounds.Faults}, {*writes, 0, &cfg.Bounds.Writes}, {*reads, 0, &cfg.Bounds.Reads}, {*exports, 0, &cfg.Bounds.Exports}, {*asks, 0, &cfg.Bounds.Asks}} {
 		if o.v >= o.min {
 			*o.dst = o.v
 		}
