@@ -44,6 +44,9 @@ var (
 type Store interface {
 	CreateEnvironment(ctx context.Context, e Environment) error
 	GetEnvironment(ctx context.Context, id string) (Environment, error)
+	// ListEnvironments lists a project's Environments ("" lists every
+	// project's), oldest first.
+	ListEnvironments(ctx context.Context, project string) ([]Environment, error)
 	CreateSession(ctx context.Context, s Session) error
 	GetSession(ctx context.Context, id string) (Session, error)
 	// RecordNativeSession records the native Session ID a Run of the
@@ -120,6 +123,11 @@ type Store interface {
 	RecordDeclaration(ctx context.Context, deviceID string, epoch uint64, decl json.RawMessage, at time.Time) error
 	GetDevice(ctx context.Context, deviceID string) (Device, error)
 	ListDevices(ctx context.Context) ([]Device, error)
+	// AssignDevice gives a device to a project, creating its record
+	// (offline, epoch 0) when it has none. Assigning the project it has is
+	// a no-op; ErrConflict when it belongs to another project (one
+	// conditional write: a device never changes hands silently).
+	AssignDevice(ctx context.Context, deviceID, project string, at time.Time) error
 
 	CreateCredential(ctx context.Context, c Credential) error
 	// CredentialByHash finds a credential by the hash of its secret.
@@ -150,13 +158,20 @@ type Store interface {
 	Close() error
 }
 
-// Environment is a Core-owned workspace binding.
+// Environment is a Core-owned workspace binding (docs/tenancy.md).
 type Environment struct {
 	ID      string
 	Project string
 	// Type is none, openai_hosted or self_hosted (wire.EnvironmentType).
-	Type    string
+	Type string
+	// Binding is the local_environment Core sends for a local
+	// Environment ({"id": ID} for a registered one).
 	Binding json.RawMessage
+	// DeviceID is the device that hosts a registered local Environment's
+	// workspace; Core places its work only there. Empty for Environment
+	// none, and for a local Environment stored before registration
+	// existed, which no device hosts.
+	DeviceID string
 	// Initialization is what Core sends the Runtime through runtime_prepare
 	// before the Environment is used on a connection (the public API's
 	// declaration, JSON); nil declares none.
@@ -341,7 +356,11 @@ type WorkspaceWrite struct {
 
 // Device is a Runtime device as the registry knows it.
 type Device struct {
-	ID         string
+	ID string
+	// Project owns the device: only its Sessions and Environments use it.
+	// Empty for a device no administrator assigned yet, which no project
+	// may use.
+	Project    string
 	OwnerEpoch uint64
 	Connected  bool
 	// Declaration is the last valid heartbeat of the current owner, nil
@@ -369,7 +388,8 @@ type Credential struct {
 	Kind CredentialKind
 	// DeviceID is the one device a device credential is issued for.
 	DeviceID string
-	// Project is the project of a project API key.
+	// Project is the project of a project API key, or the project a
+	// device credential's device was assigned to when it was issued.
 	Project   string
 	Hash      string
 	CreatedAt time.Time

@@ -94,6 +94,27 @@ func (s *Store) GetEnvironment(ctx context.Context, id string) (store.Environmen
 	return e, nil
 }
 
+func (s *Store) ListEnvironments(ctx context.Context, project string) ([]store.Environment, error) {
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	out := []store.Environment{}
+	for _, e := range s.envs {
+		if project == "" || e.Project == project {
+			e.Binding, e.Initialization = clone(e.Binding), clone(e.Initialization)
+			out = append(out, e)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].CreatedAt.Before(out[j].CreatedAt)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, nil
+}
+
 func (s *Store) CreateSession(ctx context.Context, x store.Session) error {
 	if err := s.lock(ctx); err != nil {
 		return err

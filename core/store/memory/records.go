@@ -3,6 +3,8 @@ package memory
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"sort"
 	"time"
 
@@ -220,6 +222,26 @@ func (s *Store) ListDevices(ctx context.Context) ([]store.Device, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
+}
+
+func (s *Store) AssignDevice(ctx context.Context, deviceID, project string, at time.Time) error {
+	if deviceID == "" || project == "" {
+		return errors.Join(store.ErrInvalid, fmt.Errorf("a device assignment needs a device and a project"))
+	}
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	d, ok := s.devices[deviceID]
+	if !ok {
+		d = store.Device{ID: deviceID, LastSeen: at}
+	}
+	if d.Project != "" && d.Project != project {
+		return store.ErrConflict
+	}
+	d.Project = project
+	s.devices[deviceID] = d
+	return nil
 }
 
 func (s *Store) CreateCredential(ctx context.Context, c store.Credential) error {

@@ -152,6 +152,17 @@ ALTER TABLE workspace_writes ADD COLUMN reason TEXT NOT NULL DEFAULT '';
 ALTER TABLE workspace_writes ADD COLUMN resolution TEXT NOT NULL DEFAULT '';
 ALTER TABLE workspace_writes ADD COLUMN note TEXT NOT NULL DEFAULT '';
 `,
+	// 5: tenancy (docs/tenancy.md): a device belongs to a project, a
+	// registered Environment to the device that hosts it. Devices recorded
+	// before keep project '' and no project may use them until an
+	// administrator assigns them (agentwire core device assign); local
+	// Environments recorded before keep device_id '' and no device hosts
+	// them. core serve lists both at start.
+	`
+ALTER TABLE devices ADD COLUMN project TEXT NOT NULL DEFAULT '';
+ALTER TABLE environments ADD COLUMN device_id TEXT NOT NULL DEFAULT '';
+CREATE INDEX environments_project ON environments(project, created_at);
+`,
 }
 
 // SchemaVersion is the version a fully migrated database has.

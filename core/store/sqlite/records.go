@@ -167,12 +167,12 @@ func (s *Store) RecordDeclaration(ctx context.Context, deviceID string, epoch ui
 		blob(decl), ms(at), deviceID, epoch)
 }
 
-const deviceCols = `id, owner_epoch, connected, declaration, last_seen`
+const deviceCols = `id, project, owner_epoch, connected, declaration, last_seen`
 
 func scanDevice(sc scanner) (store.Device, error) {
 	var d store.Device
 	var seen int64
-	err := sc.Scan(&d.ID, &d.OwnerEpoch, &d.Connected, (*[]byte)(&d.Declaration), &seen)
+	err := sc.Scan(&d.ID, &d.Project, &d.OwnerEpoch, &d.Connected, (*[]byte)(&d.Declaration), &seen)
 	d.LastSeen = fromMS(seen)
 	return d, err
 }
@@ -203,6 +203,24 @@ func (s *Store) ListDevices(ctx context.Context) ([]store.Device, error) {
 		out = append(out, d)
 	}
 	return out, rows.Err()
+}
+
+func (s *Store) AssignDevice(ctx context.Context, deviceID, project string, at time.Time) error {
+	if deviceID == "" || project == "" {
+		return errors.Join(store.ErrInvalid, fmt.Errorf("a device assignment needs a device and a project"))
+	}
+	// One upsert whose update applies only while the device has no project
+	// or already this one; a device of another project changes nothing.
+	n, err := s.exec(ctx, `INSERT INTO devices(id, project, owner_epoch, connected, declaration, last_seen) VALUES (?, ?, 0, 0, NULL, ?)
+		ON CONFLICT(id) DO UPDATE SET project = excluded.project WHERE devices.project = '' OR devices.project = excluded.project`,
+		deviceID, project, ms(at))
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return store.ErrConflict
+	}
+	return nil
 }
 
 func (s *Store) CreateCredential(ctx context.Context, c store.Credential) error {

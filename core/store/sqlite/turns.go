@@ -10,21 +10,47 @@ import (
 )
 
 func (s *Store) CreateEnvironment(ctx context.Context, e store.Environment) error {
-	_, err := s.exec(ctx, `INSERT INTO environments(id, project, type, binding, initialization, created_at) VALUES (?,?,?,?,?,?)`,
-		e.ID, e.Project, e.Type, blob(e.Binding), blob(e.Initialization), ms(e.CreatedAt))
+	_, err := s.exec(ctx, `INSERT INTO environments(id, project, type, binding, initialization, device_id, created_at) VALUES (?,?,?,?,?,?,?)`,
+		e.ID, e.Project, e.Type, blob(e.Binding), blob(e.Initialization), e.DeviceID, ms(e.CreatedAt))
 	return err
+}
+
+const envCols = `id, project, type, binding, initialization, device_id, created_at`
+
+func scanEnvironment(sc scanner) (store.Environment, error) {
+	var e store.Environment
+	var at int64
+	err := sc.Scan(&e.ID, &e.Project, &e.Type, (*[]byte)(&e.Binding), (*[]byte)(&e.Initialization), &e.DeviceID, &at)
+	e.CreatedAt = fromMS(at)
+	return e, err
 }
 
 func (s *Store) GetEnvironment(ctx context.Context, id string) (store.Environment, error) {
 	if err := s.check(ctx); err != nil {
 		return store.Environment{}, err
 	}
-	e := store.Environment{ID: id}
-	var at int64
-	err := s.r.QueryRowContext(ctx, `SELECT project, type, binding, initialization, created_at FROM environments WHERE id = ?`, id).
-		Scan(&e.Project, &e.Type, (*[]byte)(&e.Binding), (*[]byte)(&e.Initialization), &at)
-	e.CreatedAt = fromMS(at)
+	e, err := scanEnvironment(s.r.QueryRowContext(ctx, `SELECT `+envCols+` FROM environments WHERE id = ?`, id))
 	return e, notFound(err)
+}
+
+func (s *Store) ListEnvironments(ctx context.Context, project string) ([]store.Environment, error) {
+	if err := s.check(ctx); err != nil {
+		return nil, err
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT `+envCols+` FROM environments WHERE ? = '' OR project = ? ORDER BY created_at, id`, project, project)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	defer rows.Close()
+	out := []store.Environment{}
+	for rows.Next() {
+		e, err := scanEnvironment(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: %w", err)
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
 }
 
 func (s *Store) CreateSession(ctx context.Context, x store.Session) error {

@@ -55,6 +55,9 @@ func Run(t *testing.T, open Open) {
 		{"Suspensions", testSuspensions},
 		{"SuspensionRace", testSuspensionRace},
 		{"Initializations", testInitializations},
+		{"DeviceAssignment", testDeviceAssignment},
+		{"DeviceAssignmentRace", testDeviceAssignmentRace},
+		{"EnvironmentList", testEnvironmentList},
 		{"Closed", testClosed},
 	}
 	for _, tc := range tests {
