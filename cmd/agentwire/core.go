@@ -218,7 +218,7 @@ func runCoreDevices(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer st.Close()
-	list, err := server.DeviceViews(ctx, st)
+	list, err := server.DeviceViews(ctx, st, "")
 	if err != nil {
 		return err
 	}

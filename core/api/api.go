@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentwire/agentwire/core/credential"
 	"github.com/agentwire/agentwire/core/store"
+	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/wire"
 )
 
@@ -44,6 +45,8 @@ var Routes = []Route{
 	{"GET", "/api/v1/writes/{mutation_id}"},
 	{"POST", "/api/v1/writes/{mutation_id}/resolve"},
 	{"GET", "/api/v1/sessions/{session_id}/export"},
+	{"POST", "/api/v1/environments"},
+	{"GET", "/api/v1/environments"},
 	{"GET", "/api/v1/environments/{environment_id}"},
 	{"POST", "/api/v1/environments/{environment_id}/suspend"},
 	{"POST", "/api/v1/environments/{environment_id}/resume"},
@@ -54,8 +57,9 @@ type Config struct {
 	Store       store.Store
 	Credentials credential.Issuer
 	Journal     *Journal
-	// Devices answers GET /api/v1/devices.
-	Devices func(ctx context.Context) (any, error)
+	// Devices answers GET /api/v1/devices with the devices of a project
+	// ("" for the administration key: every device).
+	Devices func(ctx context.Context, project string) (any, error)
 	// Submitted is told about each new Turn (it wakes the worker); may be nil.
 	Submitted func(turnID string)
 	// Cancel sends the cancellation of a running Turn and returns its
@@ -69,6 +73,11 @@ type Config struct {
 	InputAdded func(turnID string)
 	Now        func() time.Time
 	Logger     *slog.Logger
+	// Clock times the revalidation of open event streams (nil: the
+	// system clock); Revalidate is how often a stream asks whether its
+	// key is still valid (DefaultRevalidate when 0).
+	Clock      peer.Clock
+	Revalidate time.Duration
 
 	// Files reads a Session's workspace (files.go); nil answers 501.
 	Files FilesFunc
@@ -107,6 +116,8 @@ func (a *API) Register(mux *http.ServeMux) {
 		{"GET", "/api/v1/writes/{mutation_id}"}:                           a.getWrite,
 		{"POST", "/api/v1/writes/{mutation_id}/resolve"}:                  a.resolveWrite,
 		{"GET", "/api/v1/sessions/{session_id}/export"}:                   a.exportFiles,
+		{"POST", "/api/v1/environments"}:                                  a.createEnvironment,
+		{"GET", "/api/v1/environments"}:                                   a.listEnvironments,
 		{"GET", "/api/v1/environments/{environment_id}"}:                  a.getEnvironment,
 		{"POST", "/api/v1/environments/{environment_id}/suspend"}:         a.suspendEnvironment,
 		{"POST", "/api/v1/environments/{environment_id}/resume"}:          a.resumeEnvironment,
@@ -158,6 +169,30 @@ func (a *API) authorized(next http.HandlerFunc) http.HandlerFunc {
 			a.internal(w, "authorize", err)
 		}
 	}
+}
+
+// DefaultRevalidate is how often an open event stream checks that the key
+// it was opened with is unrevoked.
+const DefaultRevalidate = 5 * time.Second
+
+func (a *API) revalidate() time.Duration {
+	if a.cfg.Revalidate > 0 {
+		return a.cfg.Revalidate
+	}
+	return DefaultRevalidate
+}
+
+func (a *API) clock() peer.Clock {
+	if a.cfg.Clock != nil {
+		return a.cfg.Clock
+	}
+	return peer.SystemClock()
+}
+
+// caller is the credential that authorized the request.
+func caller(r *http.Request) store.Credential {
+	c, _ := r.Context().Value(ctxKey{}).(store.Credential)
+	return c
 }
 
 func (a *API) internal(w http.ResponseWriter, what string, err error) {
@@ -233,7 +268,12 @@ func validInput(in wire.MessageInput, prefix string) (string, string, bool) {
 func (a *API) now() time.Time { return a.cfg.Now().UTC().Truncate(time.Millisecond) }
 
 func (a *API) devices(w http.ResponseWriter, r *http.Request) {
-	list, err := a.cfg.Devices(r.Context())
+	c, _ := r.Context().Value(ctxKey{}).(store.Credential)
+	project := c.Project
+	if c.Kind == store.KindAdmin {
+		project = ""
+	}
+	list, err := a.cfg.Devices(r.Context(), project)
 	if err != nil {
 		a.internal(w, "devices", err)
 		return

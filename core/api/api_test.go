@@ -48,11 +48,11 @@ func newEnv(t *testing.T) *env {
 	require.NoError(t, err)
 	_, e.other, err = is.Issue(context.Background(), store.KindProject, "", "p2")
 	require.NoError(t, err)
-	_, e.device, err = is.Issue(context.Background(), store.KindDevice, "dev", "")
+	_, e.device, err = is.Issue(context.Background(), store.KindDevice, "dev", "p1")
 	require.NoError(t, err)
 	mux := http.NewServeMux()
 	api.New(api.Config{Store: st, Credentials: is, Journal: e.journal, Now: now,
-		Devices: func(context.Context) (any, error) { return []any{}, nil },
+		Devices: func(_ context.Context, project string) (any, error) { return []any{project}, nil },
 		Cancel: func(_ context.Context, turnID string) (string, error) {
 			if e.cancelErr != nil {
 				return "", e.cancelErr
@@ -80,6 +80,24 @@ func (e *env) do(key credential.Secret, method, path, body string, hdr ...string
 	b, _ := io.ReadAll(resp.Body)
 	_ = json.Unmarshal(b, &out)
 	return resp, out
+}
+
+// localSession registers a self_hosted Environment on project p1's device
+// "dev" (with the initialization declaration init, a JSON member list or
+// "") and creates a Session in it.
+func (e *env) localSession(init string) (sessionID, envID string) {
+	e.t.Helper()
+	require.NoError(e.t, e.store.AssignDevice(context.Background(), "dev", "p1", time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
+	body := `{"device_id":"dev"`
+	if init != "" {
+		body += `,"initialization":` + init
+	}
+	resp, env := e.do(e.key, "POST", "/api/v1/environments", body+"}")
+	require.Equal(e.t, 201, resp.StatusCode, "%v", env)
+	envID = env["id"].(string)
+	resp, s := e.do(e.key, "POST", "/api/v1/sessions", `{"agent_kind":"codex","environment_id":"`+envID+`"}`)
+	require.Equal(e.t, 201, resp.StatusCode, "%v", s)
+	return s["id"].(string), envID
 }
 
 const input = `{"input":[{"content":[{"type":"input_text","text":"hello"}]}]}`

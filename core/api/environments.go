@@ -46,8 +46,10 @@ func (e *SuspensionError) Error() string { return "api: suspension: " + e.Detail
 
 // EnvironmentView is the API's view of an Environment.
 type EnvironmentView struct {
-	ID             string                `json:"id"`
-	Type           string                `json:"type"`
+	ID   string `json:"id"`
+	Type string `json:"type"`
+	// DeviceID hosts a registered local Environment's workspace.
+	DeviceID       string                `json:"device_id,omitempty"`
 	Binding        json.RawMessage       `json:"binding,omitempty"`
 	Initialization *InitializationView   `json:"initialization,omitempty"`
 	Status         *InitializationStatus `json:"initialization_status,omitempty"`
@@ -96,14 +98,13 @@ func suspensionView(s store.Suspension) *SuspensionView {
 
 // checkInitialization validates a submitted declaration and returns it
 // compacted for storage; false after it wrote the 400.
-func checkInitialization(w http.ResponseWriter, raw json.RawMessage, local bool) (json.RawMessage, bool) {
+func checkInitialization(w http.ResponseWriter, field string, raw json.RawMessage, local bool) (json.RawMessage, bool) {
 	if raw == nil || string(raw) == "null" {
 		return nil, true
 	}
 	spec, err := envinit.Parse(raw)
 	var fe *envinit.FieldError
 	if errors.As(err, &fe) {
-		field := "environment.initialization"
 		if fe.Field != "" {
 			field += "." + fe.Field
 		}
@@ -111,14 +112,14 @@ func checkInitialization(w http.ResponseWriter, raw json.RawMessage, local bool)
 		return nil, false
 	}
 	if err != nil {
-		badField(w, "environment.initialization", boundedText(err.Error()))
+		badField(w, field, boundedText(err.Error()))
 		return nil, false
 	}
 	if !local && !spec.Empty() {
 		// decision: initialization installs into the bound workspace
 		// (daemon-protocol.txt:104), so only a local Environment with a
 		// binding takes one.
-		badField(w, "environment.initialization", "only an openai_hosted or self_hosted Environment with a binding is initialized")
+		badField(w, field, "only a registered openai_hosted or self_hosted Environment is initialized (POST /api/v1/environments)")
 		return nil, false
 	}
 	if spec.Empty() {
@@ -126,7 +127,7 @@ func checkInitialization(w http.ResponseWriter, raw json.RawMessage, local bool)
 	}
 	out, err := json.Marshal(spec)
 	if err != nil {
-		badField(w, "environment.initialization", boundedText(err.Error()))
+		badField(w, field, boundedText(err.Error()))
 		return nil, false
 	}
 	return out, true
@@ -146,12 +147,11 @@ func (a *API) environment(w http.ResponseWriter, r *http.Request) (store.Environ
 	return env, true
 }
 
-func (a *API) getEnvironment(w http.ResponseWriter, r *http.Request) {
-	env, ok := a.environment(w, r)
-	if !ok {
-		return
-	}
-	v := EnvironmentView{ID: env.ID, Type: env.Type, Binding: env.Binding, CreatedAt: env.CreatedAt}
+// environmentView is what a registration, a listing and a GET show of an
+// Environment: its identity, device and declared initialization (never the
+// file contents).
+func (a *API) environmentView(env store.Environment) EnvironmentView {
+	v := EnvironmentView{ID: env.ID, Type: env.Type, DeviceID: env.DeviceID, Binding: env.Binding, CreatedAt: env.CreatedAt}
 	if spec, err := envinit.Parse(env.Initialization); err == nil && !spec.Empty() {
 		iv := &InitializationView{}
 		for k := range spec.Env {
@@ -164,6 +164,15 @@ func (a *API) getEnvironment(w http.ResponseWriter, r *http.Request) {
 		}
 		v.Initialization = iv
 	}
+	return v
+}
+
+func (a *API) getEnvironment(w http.ResponseWriter, r *http.Request) {
+	env, ok := a.environment(w, r)
+	if !ok {
+		return
+	}
+	v := a.environmentView(env)
 	st, err := a.cfg.Store.GetInitialization(r.Context(), env.ID)
 	switch {
 	case err == nil:

@@ -48,15 +48,12 @@ func envEnv(t *testing.T, suspendErr *error) *env {
 	return e
 }
 
-const initSession = `{"agent_kind":"codex","environment":{"type":"self_hosted","binding":{"id":"8d0f3a2b-1c4e-4f5a-8b6c-7d8e9f0a1b2c"},
-	"initialization":{"env":{"MODE":"test","A":"1"},"files":[{"path":"/workspace/hello.txt","content":"aGVsbG8="}]}}}`
+const initDecl = `{"env":{"MODE":"test","A":"1"},"files":[{"path":"/workspace/hello.txt","content":"aGVsbG8="}]}`
 
-func TestSessionDeclaresInitializationAndTheEnvironmentShowsIt(t *testing.T) {
+func TestRegisteredEnvironmentDeclaresInitializationAndShowsIt(t *testing.T) {
 	var none error
 	e := envEnv(t, &none)
-	resp, s := e.do(e.key, "POST", "/api/v1/sessions", initSession)
-	require.Equal(t, 201, resp.StatusCode, "%v", s)
-	envID := s["environment_id"].(string)
+	_, envID := e.localSession(initDecl)
 	stored, err := e.store.GetEnvironment(context.Background(), envID)
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"env":{"A":"1","MODE":"test"},"files":[{"path":"/workspace/hello.txt","content":"aGVsbG8="}]}`, string(stored.Initialization))
@@ -67,6 +64,7 @@ func TestSessionDeclaresInitializationAndTheEnvironmentShowsIt(t *testing.T) {
 		"path": "/workspace/hello.txt", "size_bytes": float64(5), "sha256": "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824",
 	}}}, v["initialization"], "no file contents")
 	assert.Nil(t, v["initialization_status"])
+	assert.Equal(t, "dev", v["device_id"])
 
 	require.NoError(t, e.store.RecordInitialization(context.Background(), store.Initialization{EnvironmentID: envID, DeviceID: "dev", OwnerEpoch: 2,
 		Outcome: "failed", Step: "/workspace/hello.txt", ErrorCode: "runtime_preparation_failed", ExitCode: 3, At: time.Date(2026, 1, 1, 0, 0, 1, 0, time.UTC)}))
@@ -83,23 +81,25 @@ func TestSessionDeclaresInitializationAndTheEnvironmentShowsIt(t *testing.T) {
 func TestInitializationErrorsNameTheField(t *testing.T) {
 	var none error
 	e := envEnv(t, &none)
+	require.NoError(t, e.store.AssignDevice(context.Background(), "dev", "p1", time.Now()))
 	for body, field := range map[string]string{
-		`{"agent_kind":"codex","environment":{"type":"self_hosted","binding":{"id":"x"},"initialization":{"files":[{"path":"/etc/passwd","content":""}]}}}`: "environment.initialization.files[0].path",
-		`{"agent_kind":"codex","environment":{"type":"self_hosted","binding":{"id":"x"},"initialization":{"env":{"A=B":"1"}}}}`:                             "environment.initialization.env",
-		`{"agent_kind":"codex","environment":{"type":"self_hosted","binding":{"id":"x"},"initialization":{"files":[],"extra":1}}}`:                          "environment.initialization.extra",
-		`{"agent_kind":"codex","environment":{"type":"none","initialization":{"env":{"A":"1"}}}}`:                                                           "environment.initialization",
+		`{"device_id":"dev","initialization":{"files":[{"path":"/etc/passwd","content":""}]}}`: "initialization.files[0].path",
+		`{"device_id":"dev","initialization":{"env":{"A=B":"1"}}}`:                             "initialization.env",
+		`{"device_id":"dev","initialization":{"files":[],"extra":1}}`:                          "initialization.extra",
 	} {
-		resp, out := e.do(e.key, "POST", "/api/v1/sessions", body)
+		resp, out := e.do(e.key, "POST", "/api/v1/environments", body)
 		assert.Equal(t, 400, resp.StatusCode, body)
 		assert.Equal(t, field, out["field"], body)
 	}
+	resp, out := e.do(e.key, "POST", "/api/v1/sessions", `{"agent_kind":"codex","environment":{"type":"none","initialization":{"env":{"A":"1"}}}}`)
+	assert.Equal(t, 400, resp.StatusCode)
+	assert.Equal(t, "environment.initialization", out["field"])
 }
 
 func TestSuspendAndResumeRoutes(t *testing.T) {
 	var answer error
 	e := envEnv(t, &answer)
-	_, s := e.do(e.key, "POST", "/api/v1/sessions", initSession)
-	envID := s["environment_id"].(string)
+	_, envID := e.localSession(initDecl)
 	resp, out := e.do(e.key, "POST", "/api/v1/environments/"+envID+"/suspend", `{"device_id":"dev-9"}`)
 	require.Equal(t, 200, resp.StatusCode, "%v", out)
 	assert.Equal(t, "suspended", out["state"])

@@ -49,8 +49,8 @@ func newFilesEnv(t *testing.T) *filesEnv {
 }
 
 func (e *filesEnv) session() string {
-	_, s := e.do(e.key, "POST", "/api/v1/sessions", `{"agent_kind":"codex","environment":{"type":"self_hosted","binding":{"id":"8d0f3a2b-1c4e-4f5a-8b6c-7d8e9f0a1b2c"}}}`)
-	return s["id"].(string)
+	sid, _ := e.localSession("")
+	return sid
 }
 
 func TestFilesListingAndContent(t *testing.T) {

@@ -174,7 +174,15 @@ func (a *API) write(w http.ResponseWriter, r *http.Request) (store.WorkspaceWrit
 		a.internal(w, "get write", err)
 		return rec, false
 	}
-	if _, ok := a.session(w, r, rec.SessionID); !ok {
+	// Another project's write answers exactly as a missing one: the
+	// answer never tells a caller what exists elsewhere (docs/tenancy.md).
+	s, err := a.cfg.Store.GetSession(r.Context(), rec.SessionID)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && !visible(r, s.Project)) {
+		notFound(w, "write")
+		return rec, false
+	}
+	if err != nil {
+		a.internal(w, "get session", err)
 		return rec, false
 	}
 	return rec, true

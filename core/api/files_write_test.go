@@ -58,8 +58,7 @@ func newWriteEnv(t *testing.T) *writeEnv {
 
 func TestPutFileBoundsAndSettlements(t *testing.T) {
 	e := newWriteEnv(t)
-	_, s := e.do(e.key, "POST", "/api/v1/sessions", `{"agent_kind":"codex","environment":{"type":"self_hosted","binding":{"id":"8d0f3a2b-1c4e-4f5a-8b6c-7d8e9f0a1b2c"}}}`)
-	sid := s["id"].(string)
+	sid, _ := e.localSession("")
 	url := "/api/v1/sessions/" + sid + "/files/content?path=notes/a.txt"
 
 	resp, body := e.do(e.key, "PUT", url, strings.Repeat("x", api.MaxWriteBody+1))
@@ -92,8 +91,7 @@ func TestPutFileBoundsAndSettlements(t *testing.T) {
 
 func TestResolveAnUnknownWrite(t *testing.T) {
 	e := newWriteEnv(t)
-	_, s := e.do(e.key, "POST", "/api/v1/sessions", `{"agent_kind":"codex","environment":{"type":"self_hosted","binding":{"id":"8d0f3a2b-1c4e-4f5a-8b6c-7d8e9f0a1b2c"}}}`)
-	sid := s["id"].(string)
+	sid, _ := e.localSession("")
 	ctx := context.Background()
 	require.NoError(t, e.store.ReserveWorkspaceWrite(ctx, store.WorkspaceWrite{MutationID: "m1", SessionID: sid, Path: "a",
 		WriteDetail: store.WriteDetail{State: store.WriteStateUnknown, ErrorCode: "write_unconfirmed"}}))
@@ -101,8 +99,11 @@ func TestResolveAnUnknownWrite(t *testing.T) {
 	resp, body := e.do(e.key, "GET", "/api/v1/writes/m1", "")
 	require.Equal(t, 200, resp.StatusCode)
 	assert.Equal(t, "unknown", body["outcome"], "the uncertainty is visible")
-	resp, _ = e.do(e.other, "GET", "/api/v1/writes/m1", "")
+	resp, theirs := e.do(e.other, "GET", "/api/v1/writes/m1", "")
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+	resp, missing := e.do(e.other, "GET", "/api/v1/writes/m-missing", "")
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+	assert.Equal(t, missing, theirs, "another project's write answers exactly as a missing one")
 
 	resp, _ = e.do(e.key, "POST", "/api/v1/writes/m1/resolve", `{"resolution":"applied"}`)
 	assert.Equal(t, http.StatusForbidden, resp.StatusCode, "an operator's act")

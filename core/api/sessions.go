@@ -13,19 +13,23 @@ import (
 	"github.com/agentwire/agentwire/wire"
 )
 
-// SessionRequest creates a Session with its Environment.
+// SessionRequest creates a Session. A Session that works in a workspace
+// names a registered Environment of its project (environment_id); one
+// without a workspace leaves it out and may say environment.type none.
 type SessionRequest struct {
-	AgentKind   string             `json:"agent_kind"`
-	Environment EnvironmentRequest `json:"environment"`
-	Options     json.RawMessage    `json:"options,omitempty"`
+	AgentKind     string              `json:"agent_kind"`
+	EnvironmentID string              `json:"environment_id,omitempty"`
+	Environment   *EnvironmentRequest `json:"environment,omitempty"`
+	Options       json.RawMessage     `json:"options,omitempty"`
 }
 
-// EnvironmentRequest is the Environment a Session is bound to.
+// EnvironmentRequest is what a Session without a registered Environment
+// may say of its Environment: only its type, none. Binding and
+// initialization are named so that a caller still sending them is told
+// where they went, rather than meeting an unknown field.
 type EnvironmentRequest struct {
-	Type    string          `json:"type"`
-	Binding json.RawMessage `json:"binding,omitempty"`
-	// Initialization declares what Core sends the Runtime before the
-	// Environment is used on a connection (environments.go).
+	Type           string          `json:"type"`
+	Binding        json.RawMessage `json:"binding,omitempty"`
 	Initialization json.RawMessage `json:"initialization,omitempty"`
 }
 
@@ -35,6 +39,7 @@ type Session struct {
 	AgentKind     string          `json:"agent_kind"`
 	EnvironmentID string          `json:"environment_id"`
 	Environment   string          `json:"environment_type"`
+	DeviceID      string          `json:"device_id,omitempty"`
 	Options       json.RawMessage `json:"options,omitempty"`
 	CreatedAt     time.Time       `json:"created_at"`
 }
@@ -52,34 +57,52 @@ func (a *API) createSession(w http.ResponseWriter, r *http.Request) {
 		badField(w, "agent_kind", "longer than "+strconv.Itoa(wire.MaxAgentKindBytes)+" bytes")
 		return
 	}
-	envType, err := wire.ParseEnvironmentType(req.Environment.Type)
-	if err != nil {
-		badField(w, "environment.type", "must be none, openai_hosted or self_hosted")
-		return
-	}
 	if req.Options != nil && !isObject(req.Options) {
 		badField(w, "options", "must be a JSON object")
 		return
 	}
-	if req.Environment.Binding != nil && !isObject(req.Environment.Binding) {
-		badField(w, "environment.binding", "must be a JSON object")
-		return
-	}
-	initialization, ok := checkInitialization(w, req.Environment.Initialization, envType.Local() && req.Environment.Binding != nil)
-	if !ok {
-		return
-	}
 	c, _ := r.Context().Value(ctxKey{}).(store.Credential)
 	now := a.now()
-	// decision: each Session gets its own Environment record, created
-	// with it; a Session's binding is fixed at creation and no later
-	// request (nor a device) can choose another (daemon-protocol.txt:19).
-	env := store.Environment{ID: credential.NewID("env"), Project: c.Project, Type: string(envType), Binding: compactOrNil(req.Environment.Binding), Initialization: initialization, CreatedAt: now}
-	if err := a.cfg.Store.CreateEnvironment(r.Context(), env); err != nil {
-		a.internal(w, "create environment", err)
+	var env store.Environment
+	switch e := req.Environment; {
+	case e != nil && e.Binding != nil:
+		// decision: a binding is Core's, never the caller's
+		// (daemon-protocol.txt:19): a Session names an Environment its
+		// project registered, whose ID Core minted.
+		badField(w, "environment.binding", "a Session cannot choose a binding; register the workspace (POST /api/v1/environments) and name it by environment_id")
 		return
+	case e != nil && e.Initialization != nil:
+		badField(w, "environment.initialization", "initialization belongs to a registered Environment (POST /api/v1/environments)")
+		return
+	case req.EnvironmentID != "":
+		if e != nil && e.Type != "" {
+			badField(w, "environment.type", "leave it out with environment_id: the registered Environment has its type")
+			return
+		}
+		var ok bool
+		if env, ok = a.sessionEnvironment(w, r, req.EnvironmentID); !ok {
+			return
+		}
+	default:
+		if e != nil && e.Type != "" && e.Type != string(wire.EnvironmentTypeNone) {
+			if _, err := wire.ParseEnvironmentType(e.Type); err != nil {
+				badField(w, "environment.type", "must be none, openai_hosted or self_hosted")
+			} else {
+				badField(w, "environment_id", "required for a "+e.Type+" Environment: register the workspace (POST /api/v1/environments) and name it here")
+			}
+			return
+		}
+		// decision: an Environment of type none is the Session's own,
+		// created with it; it has no workspace and no device.
+		env = store.Environment{ID: credential.NewUUID(), Project: c.Project, Type: string(wire.EnvironmentTypeNone), CreatedAt: now}
+		if err := a.cfg.Store.CreateEnvironment(r.Context(), env); err != nil {
+			a.internal(w, "create environment", err)
+			return
+		}
 	}
-	s := store.Session{ID: credential.NewID("ses"), Project: c.Project, AgentKind: req.AgentKind, EnvironmentID: env.ID, Options: compactOrNil(req.Options), CreatedAt: now}
+	// A Session is its Environment's project's (an administrator may
+	// create one in any project's registered Environment).
+	s := store.Session{ID: credential.NewID("ses"), Project: env.Project, AgentKind: req.AgentKind, EnvironmentID: env.ID, Options: compactOrNil(req.Options), CreatedAt: now}
 	if err := a.cfg.Store.CreateSession(r.Context(), s); err != nil {
 		a.internal(w, "create session", err)
 		return
@@ -100,7 +123,7 @@ func compactOrNil(b json.RawMessage) json.RawMessage {
 }
 
 func sessionView(s store.Session, env store.Environment) Session {
-	return Session{ID: s.ID, AgentKind: s.AgentKind, EnvironmentID: s.EnvironmentID, Environment: env.Type, Options: s.Options, CreatedAt: s.CreatedAt}
+	return Session{ID: s.ID, AgentKind: s.AgentKind, EnvironmentID: s.EnvironmentID, Environment: env.Type, DeviceID: env.DeviceID, Options: s.Options, CreatedAt: s.CreatedAt}
 }
 
 // session loads a Session the caller may see.

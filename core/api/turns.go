@@ -41,6 +41,15 @@ func (a *API) createTurn(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &req) {
 		return
 	}
+	if env, err := a.cfg.Store.GetEnvironment(r.Context(), s.EnvironmentID); err != nil {
+		a.internal(w, "get environment", err)
+		return
+	} else if t, err := wire.ParseEnvironmentType(env.Type); err == nil && t.Local() && env.DeviceID == "" {
+		// A Session created before Environments were registered names a
+		// binding no device hosts: no Turn of it can ever be placed.
+		writeJSON(w, http.StatusConflict, Error{Error: "environment_unplaced", Detail: "the Session's Environment is hosted by no device; create a Session on a registered Environment (POST /api/v1/environments)"})
+		return
+	}
 	if field, detail, ok := validInput(req.Input, "input"); !ok {
 		badField(w, field, detail)
 		return
@@ -161,6 +170,8 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
+	recheck := a.clock().NewTimer(a.revalidate())
+	defer recheck.Stop()
 	for {
 		// Subscribe before reading, so a Notify between the read and
 		// the wait is not lost.
@@ -199,6 +210,17 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) {
 		case <-changed:
 		case <-r.Context().Done():
 			return
+		case <-recheck.C():
+			// Revocation is immediate: a stream opened with a key revoked
+			// since ends within one check interval (docs/tenancy.md).
+			if err := a.cfg.Credentials.Valid(r.Context(), caller(r)); errors.Is(err, credential.ErrBad) {
+				fmt.Fprintf(w, "event: error\ndata: {\"error\":\"credential_revoked\"}\n\n")
+				if flusher != nil {
+					flusher.Flush()
+				}
+				return
+			}
+			recheck.Reset(a.revalidate())
 		}
 	}
 }

@@ -87,8 +87,22 @@ func (is Issuer) Issue(ctx context.Context, kind store.CredentialKind, deviceID,
 		return store.Credential{}, "", fmt.Errorf("credential: a %s credential is not issued for a device", kind)
 	case kind == store.KindProject && project == "":
 		return store.Credential{}, "", errors.New("credential: a project API key needs a project")
-	case kind != store.KindProject && project != "":
-		return store.Credential{}, "", fmt.Errorf("credential: a %s credential belongs to no project", kind)
+	case kind == store.KindDevice && project == "":
+		// decision: a device belongs to the project it is issued for
+		// (docs/tenancy.md); daemon-protocol.txt:19 makes no credential
+		// authority over another project's Environment.
+		return store.Credential{}, "", errors.New("credential: a device credential needs the project that owns the device (--project)")
+	case kind == store.KindAdmin && project != "":
+		return store.Credential{}, "", errors.New("credential: the administration key belongs to no project")
+	}
+	now := is.Now().UTC().Truncate(time.Millisecond)
+	if kind == store.KindDevice {
+		if err := is.Store.AssignDevice(ctx, deviceID, project, now); err != nil {
+			if errors.Is(err, store.ErrConflict) {
+				return store.Credential{}, "", fmt.Errorf("credential: device %s belongs to another project; a device never changes project", deviceID)
+			}
+			return store.Credential{}, "", fmt.Errorf("credential: assign device %s: %w", deviceID, err)
+		}
 	}
 	var raw [32]byte
 	if _, err := rand.Read(raw[:]); err != nil {
@@ -97,7 +111,7 @@ func (is Issuer) Issue(ctx context.Context, kind store.CredentialKind, deviceID,
 	secret := Secret(prefix + base64.RawURLEncoding.EncodeToString(raw[:]))
 	c := store.Credential{
 		ID: NewID("cred"), Kind: kind, DeviceID: deviceID, Project: project,
-		Hash: Hash(secret), CreatedAt: is.Now().UTC().Truncate(time.Millisecond),
+		Hash: Hash(secret), CreatedAt: now,
 	}
 	if err := is.Store.CreateCredential(ctx, c); err != nil {
 		return store.Credential{}, "", err
@@ -144,6 +158,17 @@ func (is Issuer) AuthenticateDevice(ctx context.Context, s Secret, deviceID stri
 	return c, nil
 }
 
+// Valid reports whether a credential authenticated earlier is still
+// unrevoked: a live connection or stream asks again (revocation is
+// immediate, docs/tenancy.md). ErrBad when it was revoked or removed.
+func (is Issuer) Valid(ctx context.Context, c store.Credential) error {
+	now, err := is.Store.CredentialByHash(ctx, c.Hash)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && (now.ID != c.ID || now.Revoked())) {
+		return ErrBad
+	}
+	return err
+}
+
 // Revoke revokes a credential by ID.
 func (is Issuer) Revoke(ctx context.Context, id string) error {
 	return is.Store.RevokeCredential(ctx, id, is.Now().UTC().Truncate(time.Millisecond))
@@ -157,6 +182,18 @@ func BearerToken(header string) Secret {
 		return ""
 	}
 	return Secret(strings.TrimSpace(token))
+}
+
+// NewUUID returns a random canonical UUID (version 4), the form the wire
+// requires of the identities Core mints for Environments
+// (wire.IsCanonicalUUID).
+func NewUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
 }
 
 // NewID returns a random identifier with a prefix.

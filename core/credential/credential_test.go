@@ -23,7 +23,7 @@ func issuer() credential.Issuer {
 func TestIssueStoresOnlyTheHash(t *testing.T) {
 	ctx := context.Background()
 	is := issuer()
-	c, secret, err := is.Issue(ctx, store.KindDevice, "dev-1", "")
+	c, secret, err := is.Issue(ctx, store.KindDevice, "dev-1", "p1")
 	require.NoError(t, err)
 	assert.NotEmpty(t, secret.Reveal())
 	list, err := is.Store.ListCredentials(ctx)
@@ -37,7 +37,7 @@ func TestIssueStoresOnlyTheHash(t *testing.T) {
 func TestAuthenticate(t *testing.T) {
 	ctx := context.Background()
 	is := issuer()
-	_, dev, err := is.Issue(ctx, store.KindDevice, "dev-1", "")
+	devCred, dev, err := is.Issue(ctx, store.KindDevice, "dev-1", "p1")
 	require.NoError(t, err)
 	_, proj, err := is.Issue(ctx, store.KindProject, "", "p1")
 	require.NoError(t, err)
@@ -59,6 +59,10 @@ func TestAuthenticate(t *testing.T) {
 	_, err = is.AuthenticateDevice(ctx, "awd_made-up", "dev-1")
 	assert.ErrorIs(t, err, credential.ErrBad)
 
+	require.NoError(t, is.Valid(ctx, devCred))
+	require.NoError(t, is.Revoke(ctx, devCred.ID))
+	assert.ErrorIs(t, is.Valid(ctx, devCred), credential.ErrBad, "a live connection learns of the revocation")
+
 	require.NoError(t, is.Revoke(ctx, admin.ID))
 	_, err = is.Authenticate(ctx, adm, store.KindAdmin)
 	assert.ErrorIs(t, err, credential.ErrBad, "a revoked credential is refused")
@@ -73,7 +77,8 @@ func TestIssueRejectsMismatchedScopes(t *testing.T) {
 		device, project string
 	}{
 		{store.KindDevice, "", ""},
-		{store.KindDevice, "d", "p"},
+		{store.KindDevice, "", "p"},
+		{store.KindDevice, "d", ""},
 		{store.KindProject, "", ""},
 		{store.KindProject, "d", "p"},
 		{store.KindAdmin, "d", ""},
@@ -83,6 +88,23 @@ func TestIssueRejectsMismatchedScopes(t *testing.T) {
 		_, _, err := is.Issue(ctx, tc.kind, tc.device, tc.project)
 		assert.Error(t, err, "%+v", tc)
 	}
+}
+
+func TestDeviceCredentialAssignsItsDevice(t *testing.T) {
+	ctx := context.Background()
+	is := issuer()
+	_, _, err := is.Issue(ctx, store.KindDevice, "dev-1", "p1")
+	require.NoError(t, err)
+	d, err := is.Store.GetDevice(ctx, "dev-1")
+	require.NoError(t, err)
+	assert.Equal(t, "p1", d.Project)
+	_, _, err = is.Issue(ctx, store.KindDevice, "dev-1", "p1")
+	require.NoError(t, err, "a second credential for the same project (rotation)")
+	_, _, err = is.Issue(ctx, store.KindDevice, "dev-1", "p2")
+	require.ErrorContains(t, err, "belongs to another project")
+	list, err := is.Store.ListCredentials(ctx)
+	require.NoError(t, err)
+	assert.Len(t, list, 2, "the refused issue stored nothing")
 }
 
 func TestSecretNeverPrints(t *testing.T) {

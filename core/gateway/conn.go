@@ -52,6 +52,12 @@ type conn struct {
 	epoch    uint64
 	epochErr error
 	d        *peer.Driver
+	// cred is the device credential the upgrade authenticated with; each
+	// heartbeat asks whether it is still valid (revocation is immediate).
+	cred store.Credential
+	// retiring is set once a revocation was seen, so retired_close is
+	// fired once.
+	retiring atomic.Bool
 
 	// pc is set once the socket is accepted; mu guards it for supersede.
 	pc *peer.Conn
@@ -62,6 +68,9 @@ type conn struct {
 	mu    sync.Mutex
 	ws    *websocket.Conn
 	decl  *wire.Heartbeat
+	// project owns the device (store.Device.Project), read when the owner
+	// lease is taken and again at each heartbeat; "" places nothing here.
+	project string
 	preps map[string]*prepRec // by preparation request ID
 	runs  map[string]*runRec  // by Run ID
 	// inters are the open questions by wire interaction ID.
@@ -103,7 +112,7 @@ func (g *Gateway) upgrade(w http.ResponseWriter, r *http.Request) {
 	case !wire.VersionCompatible(version):
 		c.check.versionMismatch = true
 	default:
-		_, c.check.credErr = g.cfg.Credentials.AuthenticateDevice(r.Context(), secret, deviceID)
+		c.cred, c.check.credErr = g.cfg.Credentials.AuthenticateDevice(r.Context(), secret, deviceID)
 	}
 
 	d, err := peer.New(peer.Config{
@@ -303,6 +312,9 @@ func (c *conn) DoReplacePrevious(*fsm.Firing[*peer.Event]) error {
 		return c.epochErr
 	}
 	c.log = c.log.With("epoch", c.epoch)
+	if err := c.refreshProject(ctx); err != nil {
+		return err
+	}
 	c.g.mu.Lock()
 	old := c.g.conns[c.deviceID]
 	c.g.conns[c.deviceID] = c
@@ -356,8 +368,61 @@ func (c *conn) DoRecordCapabilities(f *fsm.Firing[*peer.Event]) error {
 	if err := c.g.cfg.Store.RecordDeclaration(ctx, c.deviceID, c.epoch, raw, c.g.cfg.Clock.Now()); err != nil && !errors.Is(err, store.ErrStale) {
 		return err
 	}
+	if err := c.refreshProject(ctx); err != nil {
+		return err
+	}
+	c.checkCredential(ctx)
 	c.g.kick() // a declaration may admit a queued Turn
 	return nil
+}
+
+// refreshProject reads which project owns the device now: an
+// administrator's assignment reaches a live connection at its next
+// heartbeat.
+func (c *conn) refreshProject(ctx context.Context) error {
+	d, err := c.g.cfg.Store.GetDevice(ctx, c.deviceID)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.project = d.Project
+	c.mu.Unlock()
+	return nil
+}
+
+func (c *conn) owner() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.project
+}
+
+// checkCredential retires the connection once its credential was revoked:
+// the check runs at every heartbeat, so a revocation closes the live
+// connection within one heartbeat interval (docs/tenancy.md). The
+// retired_close event is fired from the connection's own loop, after this
+// step.
+func (c *conn) checkCredential(ctx context.Context) {
+	err := c.g.cfg.Credentials.Valid(ctx, c.cred)
+	if !errors.Is(err, credential.ErrBad) || !c.retiring.CompareAndSwap(false, true) {
+		if err != nil && !errors.Is(err, credential.ErrBad) {
+			c.log.Warn("gateway: credential check", "err", err)
+		}
+		return
+	}
+	c.log.Warn("gateway: the device credential was revoked; closing the connection", "credential_id", c.cred.ID)
+	c.clearSnapshot()
+	c.g.wg.Add(1)
+	go func() {
+		defer c.g.wg.Done()
+		c.mu.Lock()
+		pc := c.pc
+		c.mu.Unlock()
+		if pc != nil {
+			_ = pc.Do(c.g.ctx, func(d *peer.Driver) {
+				_ = d.Local(connKey, fsm.EventID(connection.EventRetiredClose), nil)
+			})
+		}
+	}()
 }
 
 func (c *conn) clearSnapshot() {
@@ -382,6 +447,8 @@ func (c *conn) DoCloseTransport(f *fsm.Firing[*peer.Event]) error {
 	switch {
 	case connection.State(f.To) == connection.StateReplaced:
 		code, reason = peer.StatusReplaced, "replaced by a newer connection"
+	case connection.State(f.To) == connection.StateRetired:
+		code, reason = peer.StatusRetired, "the device credential was revoked"
 	case connection.Event(f.Event) == connection.EventHeartbeat:
 		code, reason = peer.StatusPolicy, "invalid heartbeat declaration"
 	case connection.Event(f.Event) == connection.EventReadDeadline:

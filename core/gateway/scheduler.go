@@ -165,6 +165,9 @@ func (g *Gateway) candidates(p turnPlan) []*conn {
 	sort.Slice(list, func(i, j int) bool { return list[i].deviceID < list[j].deviceID })
 	out := list[:0]
 	for _, c := range list {
+		if !hosts(c, p) {
+			continue
+		}
 		if decl, ok := c.snapshot(); ok {
 			if _, ok := admits(decl, p); ok {
 				out = append(out, c)
@@ -172,6 +175,25 @@ func (g *Gateway) candidates(p turnPlan) []*conn {
 		}
 	}
 	return out
+}
+
+// hosts reports whether c may carry work of p's Session: its device
+// belongs to the Session's project and, for a local Environment, is the
+// device that hosts the Environment's workspace (docs/tenancy.md). A
+// device no project owns carries nothing.
+//
+// decision: a valid credential and connection are never authority to
+// choose another Session or Environment binding (daemon-protocol.txt:19),
+// and Core places a Session's work only where its binding lives.
+func hosts(c *conn, p turnPlan) bool {
+	project := c.owner()
+	if project == "" || project != p.session.Project {
+		return false
+	}
+	if p.admit.Environment.Local() {
+		return p.env.DeviceID != "" && c.deviceID == p.env.DeviceID && p.env.Project == project
+	}
+	return true
 }
 
 // decision: a Session's Turns run one after another: the worker places a

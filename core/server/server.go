@@ -52,8 +52,8 @@ func New(cfg Config) *Server {
 	s.gateway = gateway.New(gateway.Config{Store: cfg.Store, Credentials: s.creds, PublicURL: cfg.PublicURL, Clock: cfg.Clock, Logger: cfg.Logger, Journal: s.journal, Transcript: cfg.Transcript})
 	s.gateway.Register(s.mux)
 	api.New(api.Config{
-		Store: cfg.Store, Credentials: s.creds, Journal: s.journal, Now: cfg.Clock.Now, Logger: cfg.Logger,
-		Devices:   func(ctx context.Context) (any, error) { return DeviceViews(ctx, cfg.Store) },
+		Store: cfg.Store, Credentials: s.creds, Journal: s.journal, Now: cfg.Clock.Now, Clock: cfg.Clock, Logger: cfg.Logger,
+		Devices:   func(ctx context.Context, project string) (any, error) { return DeviceViews(ctx, cfg.Store, project) },
 		Submitted: func(string) { s.gateway.Kick() },
 		Cancel:    s.cancel,
 		Answer:    s.answer,
@@ -108,24 +108,30 @@ func (s *Server) Gateway() *gateway.Gateway { return s.gateway }
 
 // DeviceView is one device of the registry as the API shows it.
 type DeviceView struct {
-	DeviceID   string                    `json:"device_id"`
+	DeviceID string `json:"device_id"`
+	// Project owns the device; empty while no administrator assigned it.
+	Project    string                    `json:"project,omitempty"`
 	Connected  bool                      `json:"connected"`
 	OwnerEpoch uint64                    `json:"owner_epoch"`
 	LastSeen   time.Time                 `json:"last_seen"`
 	AgentKinds []wire.SupportedAgentKind `json:"agent_kinds"`
 }
 
-// DeviceViews reads the registry: each device with the kinds and
-// capabilities its current connection last declared. A device without a
-// valid declaration advertises nothing (daemon-protocol.txt:14).
-func DeviceViews(ctx context.Context, st store.Store) ([]DeviceView, error) {
+// DeviceViews reads the registry: each device of project ("" for every
+// device) with the kinds and capabilities its current connection last
+// declared. A device without a valid declaration advertises nothing
+// (daemon-protocol.txt:14).
+func DeviceViews(ctx context.Context, st store.Store, project string) ([]DeviceView, error) {
 	list, err := st.ListDevices(ctx)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]DeviceView, 0, len(list))
 	for _, d := range list {
-		v := DeviceView{DeviceID: d.ID, Connected: d.Connected, OwnerEpoch: d.OwnerEpoch, LastSeen: d.LastSeen, AgentKinds: []wire.SupportedAgentKind{}}
+		if project != "" && d.Project != project {
+			continue
+		}
+		v := DeviceView{DeviceID: d.ID, Project: d.Project, Connected: d.Connected, OwnerEpoch: d.OwnerEpoch, LastSeen: d.LastSeen, AgentKinds: []wire.SupportedAgentKind{}}
 		if d.Declaration != nil {
 			var hb wire.Heartbeat
 			if err := json.Unmarshal(d.Declaration, &hb); err == nil && hb.SupportedAgentKinds != nil {

@@ -199,7 +199,8 @@ const (
 	// EventSuperseded: Core admitted a newer connection of this device and, having fenced the
 	// owner lease, evicts and closes this one (local, observed by core)
 	EventSuperseded Event = 15
-	// EventRetiredClose: the socket was closed with code 4001 (local, observed by both)
+	// EventRetiredClose: the socket was closed with code 4001 (at Core, the device's credential
+	// was revoked or the device retired, and Core closes it so) (local, observed by both)
 	EventRetiredClose Event = 16
 	// EventDeviceShutdown: Core asks the Runtime to shut down (optional reason) (wire
 	// device_shutdown, sent by core)
@@ -652,36 +653,38 @@ var (
 	rule328 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRetired), Line: 328, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerHeartbeatInterval)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionEvictRoutes)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionCloseTransport)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionDropConnectionState)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionRequireOperator)},
 	}}
-	rule336 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateShuttingDown), Line: 336, Effects: []fsm.Effect{
+	rule342 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateShuttingDown), Line: 342, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionCloseExecutors)},
 	}}
-	rule342 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the upgrade was already accepted on this connection", Line: 342}
-	rule347 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStopped), Line: 347, Effects: []fsm.Effect{
+	rule348 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the upgrade was already accepted on this connection", Line: 348}
+	rule353 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStopped), Line: 353, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerHeartbeatInterval)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionCloseTransport)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionDropConnectionState)},
 	}}
-	rule353 = &fsm.Candidate{Disp: fsm.Stayed, Line: 353, Effects: []fsm.Effect{
+	rule359 = &fsm.Candidate{Disp: fsm.Stayed, Line: 359, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionRetainFailedTargets)},
 	}}
-	rule357 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStopped), Line: 357, Effects: []fsm.Effect{
+	rule363 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStopped), Line: 363, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerHeartbeatInterval)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionDropConnectionState)},
 	}}
-	rule364 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateLost), Line: 364, Effects: []fsm.Effect{
+	rule370 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateLost), Line: 370, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerHeartbeatInterval)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionCloseTransport)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionDropConnectionState)},
 	}}
-	rule368 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "shutdown is already in progress", Line: 368}
-	rule373 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no shutdown was requested on this connection", Line: 373}
-	rule378 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the connection is over; late frames, timers and closes change nothing", Line: 378}
-	rule381 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "this connection is over; a new connection is a new instance", Line: 381}
+	rule374 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "shutdown is already in progress", Line: 374}
+	rule379 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no shutdown was requested on this connection", Line: 379}
+	rule384 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the connection is over; late frames, timers and closes change nothing", Line: 384}
+	rule387 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "this connection is over; a new connection is a new instance", Line: 387}
 )
 
 // Table is the connection machine as the engine runs it, sealed: every (state, event) cell lists
@@ -756,8 +759,8 @@ var Table = fsm.MustSeal(&fsm.Table{
 		{Cands: []*fsm.Candidate{rule218}},                            // idle × retired_close
 		{Cands: []*fsm.Candidate{rule218}},                            // idle × device_shutdown
 		{Cands: []*fsm.Candidate{rule209}},                            // idle × operator_shutdown
-		{Cands: []*fsm.Candidate{rule373}},                            // idle × cleanup_settled
-		{Cands: []*fsm.Candidate{rule373}},                            // idle × cleanup_failed
+		{Cands: []*fsm.Candidate{rule379}},                            // idle × cleanup_settled
+		{Cands: []*fsm.Candidate{rule379}},                            // idle × cleanup_failed
 		// bootstrapping
 		{Cands: []*fsm.Candidate{rule238}}, // bootstrapping × bootstrap_requested
 		{Cands: []*fsm.Candidate{rule223}}, // bootstrapping × bootstrap_ok
@@ -777,8 +780,8 @@ var Table = fsm.MustSeal(&fsm.Table{
 		{Cands: []*fsm.Candidate{rule238}}, // bootstrapping × retired_close
 		{Cands: []*fsm.Candidate{rule238}}, // bootstrapping × device_shutdown
 		{Cands: []*fsm.Candidate{rule209}}, // bootstrapping × operator_shutdown
-		{Cands: []*fsm.Candidate{rule373}}, // bootstrapping × cleanup_settled
-		{Cands: []*fsm.Candidate{rule373}}, // bootstrapping × cleanup_failed
+		{Cands: []*fsm.Candidate{rule379}}, // bootstrapping × cleanup_settled
+		{Cands: []*fsm.Candidate{rule379}}, // bootstrapping × cleanup_failed
 		// dialing
 		{Cands: []*fsm.Candidate{rule261}}, // dialing × bootstrap_requested
 		{Cands: []*fsm.Candidate{rule261}}, // dialing × bootstrap_ok
@@ -798,18 +801,18 @@ var Table = fsm.MustSeal(&fsm.Table{
 		{Cands: []*fsm.Candidate{rule261}}, // dialing × retired_close
 		{Cands: []*fsm.Candidate{rule261}}, // dialing × device_shutdown
 		{Cands: []*fsm.Candidate{rule209}}, // dialing × operator_shutdown
-		{Cands: []*fsm.Candidate{rule373}}, // dialing × cleanup_settled
-		{Cands: []*fsm.Candidate{rule373}}, // dialing × cleanup_failed
+		{Cands: []*fsm.Candidate{rule379}}, // dialing × cleanup_settled
+		{Cands: []*fsm.Candidate{rule379}}, // dialing × cleanup_failed
 		// upgraded
-		{Cands: []*fsm.Candidate{rule342}},          // upgraded × bootstrap_requested
-		{Cands: []*fsm.Candidate{rule342}},          // upgraded × bootstrap_ok
-		{Cands: []*fsm.Candidate{rule342}},          // upgraded × bootstrap_bad_request
-		{Cands: []*fsm.Candidate{rule342}},          // upgraded × bootstrap_unauthorized
-		{Cands: []*fsm.Candidate{rule342}},          // upgraded × upgrade_requested
-		{Cands: []*fsm.Candidate{rule342}},          // upgraded × upgrade_accepted
-		{Cands: []*fsm.Candidate{rule342}},          // upgraded × upgrade_bad_request
-		{Cands: []*fsm.Candidate{rule342}},          // upgraded × version_refused
-		{Cands: []*fsm.Candidate{rule342}},          // upgraded × auth_refused
+		{Cands: []*fsm.Candidate{rule348}},          // upgraded × bootstrap_requested
+		{Cands: []*fsm.Candidate{rule348}},          // upgraded × bootstrap_ok
+		{Cands: []*fsm.Candidate{rule348}},          // upgraded × bootstrap_bad_request
+		{Cands: []*fsm.Candidate{rule348}},          // upgraded × bootstrap_unauthorized
+		{Cands: []*fsm.Candidate{rule348}},          // upgraded × upgrade_requested
+		{Cands: []*fsm.Candidate{rule348}},          // upgraded × upgrade_accepted
+		{Cands: []*fsm.Candidate{rule348}},          // upgraded × upgrade_bad_request
+		{Cands: []*fsm.Candidate{rule348}},          // upgraded × version_refused
+		{Cands: []*fsm.Candidate{rule348}},          // upgraded × auth_refused
 		{Cands: []*fsm.Candidate{rule266, rule282}}, // upgraded × heartbeat
 		{Cands: []*fsm.Candidate{rule293}},          // upgraded × frame_received
 		{Cands: []*fsm.Candidate{rule304}},          // upgraded × heartbeat_interval
@@ -817,20 +820,20 @@ var Table = fsm.MustSeal(&fsm.Table{
 		{Cands: []*fsm.Candidate{rule310}},          // upgraded × transport_lost
 		{Cands: []*fsm.Candidate{rule318}},          // upgraded × superseded
 		{Cands: []*fsm.Candidate{rule328}},          // upgraded × retired_close
-		{Cands: []*fsm.Candidate{rule336}},          // upgraded × device_shutdown
-		{Cands: []*fsm.Candidate{rule336}},          // upgraded × operator_shutdown
-		{Cands: []*fsm.Candidate{rule373}},          // upgraded × cleanup_settled
-		{Cands: []*fsm.Candidate{rule373}},          // upgraded × cleanup_failed
+		{Cands: []*fsm.Candidate{rule342}},          // upgraded × device_shutdown
+		{Cands: []*fsm.Candidate{rule342}},          // upgraded × operator_shutdown
+		{Cands: []*fsm.Candidate{rule379}},          // upgraded × cleanup_settled
+		{Cands: []*fsm.Candidate{rule379}},          // upgraded × cleanup_failed
 		// live
-		{Cands: []*fsm.Candidate{rule342}},          // live × bootstrap_requested
-		{Cands: []*fsm.Candidate{rule342}},          // live × bootstrap_ok
-		{Cands: []*fsm.Candidate{rule342}},          // live × bootstrap_bad_request
-		{Cands: []*fsm.Candidate{rule342}},          // live × bootstrap_unauthorized
-		{Cands: []*fsm.Candidate{rule342}},          // live × upgrade_requested
-		{Cands: []*fsm.Candidate{rule342}},          // live × upgrade_accepted
-		{Cands: []*fsm.Candidate{rule342}},          // live × upgrade_bad_request
-		{Cands: []*fsm.Candidate{rule342}},          // live × version_refused
-		{Cands: []*fsm.Candidate{rule342}},          // live × auth_refused
+		{Cands: []*fsm.Candidate{rule348}},          // live × bootstrap_requested
+		{Cands: []*fsm.Candidate{rule348}},          // live × bootstrap_ok
+		{Cands: []*fsm.Candidate{rule348}},          // live × bootstrap_bad_request
+		{Cands: []*fsm.Candidate{rule348}},          // live × bootstrap_unauthorized
+		{Cands: []*fsm.Candidate{rule348}},          // live × upgrade_requested
+		{Cands: []*fsm.Candidate{rule348}},          // live × upgrade_accepted
+		{Cands: []*fsm.Candidate{rule348}},          // live × upgrade_bad_request
+		{Cands: []*fsm.Candidate{rule348}},          // live × version_refused
+		{Cands: []*fsm.Candidate{rule348}},          // live × auth_refused
 		{Cands: []*fsm.Candidate{rule274, rule282}}, // live × heartbeat
 		{Cands: []*fsm.Candidate{rule298}},          // live × frame_received
 		{Cands: []*fsm.Candidate{rule304}},          // live × heartbeat_interval
@@ -838,199 +841,199 @@ var Table = fsm.MustSeal(&fsm.Table{
 		{Cands: []*fsm.Candidate{rule310}},          // live × transport_lost
 		{Cands: []*fsm.Candidate{rule318}},          // live × superseded
 		{Cands: []*fsm.Candidate{rule328}},          // live × retired_close
-		{Cands: []*fsm.Candidate{rule336}},          // live × device_shutdown
-		{Cands: []*fsm.Candidate{rule336}},          // live × operator_shutdown
-		{Cands: []*fsm.Candidate{rule373}},          // live × cleanup_settled
-		{Cands: []*fsm.Candidate{rule373}},          // live × cleanup_failed
+		{Cands: []*fsm.Candidate{rule342}},          // live × device_shutdown
+		{Cands: []*fsm.Candidate{rule342}},          // live × operator_shutdown
+		{Cands: []*fsm.Candidate{rule379}},          // live × cleanup_settled
+		{Cands: []*fsm.Candidate{rule379}},          // live × cleanup_failed
 		// shutting_down
-		{Cands: []*fsm.Candidate{rule342}},          // shutting_down × bootstrap_requested
-		{Cands: []*fsm.Candidate{rule342}},          // shutting_down × bootstrap_ok
-		{Cands: []*fsm.Candidate{rule342}},          // shutting_down × bootstrap_bad_request
-		{Cands: []*fsm.Candidate{rule342}},          // shutting_down × bootstrap_unauthorized
-		{Cands: []*fsm.Candidate{rule342}},          // shutting_down × upgrade_requested
-		{Cands: []*fsm.Candidate{rule342}},          // shutting_down × upgrade_accepted
-		{Cands: []*fsm.Candidate{rule342}},          // shutting_down × upgrade_bad_request
-		{Cands: []*fsm.Candidate{rule342}},          // shutting_down × version_refused
-		{Cands: []*fsm.Candidate{rule342}},          // shutting_down × auth_refused
+		{Cands: []*fsm.Candidate{rule348}},          // shutting_down × bootstrap_requested
+		{Cands: []*fsm.Candidate{rule348}},          // shutting_down × bootstrap_ok
+		{Cands: []*fsm.Candidate{rule348}},          // shutting_down × bootstrap_bad_request
+		{Cands: []*fsm.Candidate{rule348}},          // shutting_down × bootstrap_unauthorized
+		{Cands: []*fsm.Candidate{rule348}},          // shutting_down × upgrade_requested
+		{Cands: []*fsm.Candidate{rule348}},          // shutting_down × upgrade_accepted
+		{Cands: []*fsm.Candidate{rule348}},          // shutting_down × upgrade_bad_request
+		{Cands: []*fsm.Candidate{rule348}},          // shutting_down × version_refused
+		{Cands: []*fsm.Candidate{rule348}},          // shutting_down × auth_refused
 		{Cands: []*fsm.Candidate{rule274, rule282}}, // shutting_down × heartbeat
 		{Cands: []*fsm.Candidate{rule298}},          // shutting_down × frame_received
 		{Cands: []*fsm.Candidate{rule304}},          // shutting_down × heartbeat_interval
-		{Cands: []*fsm.Candidate{rule364}},          // shutting_down × read_deadline
-		{Cands: []*fsm.Candidate{rule357}},          // shutting_down × transport_lost
+		{Cands: []*fsm.Candidate{rule370}},          // shutting_down × read_deadline
+		{Cands: []*fsm.Candidate{rule363}},          // shutting_down × transport_lost
 		{Cands: []*fsm.Candidate{rule318}},          // shutting_down × superseded
 		{Cands: []*fsm.Candidate{rule328}},          // shutting_down × retired_close
-		{Cands: []*fsm.Candidate{rule368}},          // shutting_down × device_shutdown
-		{Cands: []*fsm.Candidate{rule368}},          // shutting_down × operator_shutdown
-		{Cands: []*fsm.Candidate{rule347}},          // shutting_down × cleanup_settled
-		{Cands: []*fsm.Candidate{rule353}},          // shutting_down × cleanup_failed
+		{Cands: []*fsm.Candidate{rule374}},          // shutting_down × device_shutdown
+		{Cands: []*fsm.Candidate{rule374}},          // shutting_down × operator_shutdown
+		{Cands: []*fsm.Candidate{rule353}},          // shutting_down × cleanup_settled
+		{Cands: []*fsm.Candidate{rule359}},          // shutting_down × cleanup_failed
 		// stopped
-		{Cands: []*fsm.Candidate{rule381}}, // stopped × bootstrap_requested
-		{Cands: []*fsm.Candidate{rule381}}, // stopped × bootstrap_ok
-		{Cands: []*fsm.Candidate{rule381}}, // stopped × bootstrap_bad_request
-		{Cands: []*fsm.Candidate{rule381}}, // stopped × bootstrap_unauthorized
-		{Cands: []*fsm.Candidate{rule381}}, // stopped × upgrade_requested
-		{Cands: []*fsm.Candidate{rule381}}, // stopped × upgrade_accepted
-		{Cands: []*fsm.Candidate{rule381}}, // stopped × upgrade_bad_request
-		{Cands: []*fsm.Candidate{rule381}}, // stopped × version_refused
-		{Cands: []*fsm.Candidate{rule381}}, // stopped × auth_refused
-		{Cands: []*fsm.Candidate{rule378}}, // stopped × heartbeat
-		{Cands: []*fsm.Candidate{rule378}}, // stopped × frame_received
-		{Cands: []*fsm.Candidate{rule378}}, // stopped × heartbeat_interval
-		{Cands: []*fsm.Candidate{rule378}}, // stopped × read_deadline
-		{Cands: []*fsm.Candidate{rule378}}, // stopped × transport_lost
-		{Cands: []*fsm.Candidate{rule378}}, // stopped × superseded
-		{Cands: []*fsm.Candidate{rule378}}, // stopped × retired_close
-		{Cands: []*fsm.Candidate{rule378}}, // stopped × device_shutdown
-		{Cands: []*fsm.Candidate{rule378}}, // stopped × operator_shutdown
-		{Cands: []*fsm.Candidate{rule378}}, // stopped × cleanup_settled
-		{Cands: []*fsm.Candidate{rule378}}, // stopped × cleanup_failed
+		{Cands: []*fsm.Candidate{rule387}}, // stopped × bootstrap_requested
+		{Cands: []*fsm.Candidate{rule387}}, // stopped × bootstrap_ok
+		{Cands: []*fsm.Candidate{rule387}}, // stopped × bootstrap_bad_request
+		{Cands: []*fsm.Candidate{rule387}}, // stopped × bootstrap_unauthorized
+		{Cands: []*fsm.Candidate{rule387}}, // stopped × upgrade_requested
+		{Cands: []*fsm.Candidate{rule387}}, // stopped × upgrade_accepted
+		{Cands: []*fsm.Candidate{rule387}}, // stopped × upgrade_bad_request
+		{Cands: []*fsm.Candidate{rule387}}, // stopped × version_refused
+		{Cands: []*fsm.Candidate{rule387}}, // stopped × auth_refused
+		{Cands: []*fsm.Candidate{rule384}}, // stopped × heartbeat
+		{Cands: []*fsm.Candidate{rule384}}, // stopped × frame_received
+		{Cands: []*fsm.Candidate{rule384}}, // stopped × heartbeat_interval
+		{Cands: []*fsm.Candidate{rule384}}, // stopped × read_deadline
+		{Cands: []*fsm.Candidate{rule384}}, // stopped × transport_lost
+		{Cands: []*fsm.Candidate{rule384}}, // stopped × superseded
+		{Cands: []*fsm.Candidate{rule384}}, // stopped × retired_close
+		{Cands: []*fsm.Candidate{rule384}}, // stopped × device_shutdown
+		{Cands: []*fsm.Candidate{rule384}}, // stopped × operator_shutdown
+		{Cands: []*fsm.Candidate{rule384}}, // stopped × cleanup_settled
+		{Cands: []*fsm.Candidate{rule384}}, // stopped × cleanup_failed
 		// cancelled
-		{Cands: []*fsm.Candidate{rule381}}, // cancelled × bootstrap_requested
-		{Cands: []*fsm.Candidate{rule381}}, // cancelled × bootstrap_ok
-		{Cands: []*fsm.Candidate{rule381}}, // cancelled × bootstrap_bad_request
-		{Cands: []*fsm.Candidate{rule381}}, // cancelled × bootstrap_unauthorized
-		{Cands: []*fsm.Candidate{rule381}}, // cancelled × upgrade_requested
-		{Cands: []*fsm.Candidate{rule381}}, // cancelled × upgrade_accepted
-		{Cands: []*fsm.Candidate{rule381}}, // cancelled × upgrade_bad_request
-		{Cands: []*fsm.Candidate{rule381}}, // cancelled × version_refused
-		{Cands: []*fsm.Candidate{rule381}}, // cancelled × auth_refused
-		{Cands: []*fsm.Candidate{rule378}}, // cancelled × heartbeat
-		{Cands: []*fsm.Candidate{rule378}}, // cancelled × frame_received
-		{Cands: []*fsm.Candidate{rule378}}, // cancelled × heartbeat_interval
-		{Cands: []*fsm.Candidate{rule378}}, // cancelled × read_deadline
-		{Cands: []*fsm.Candidate{rule378}}, // cancelled × transport_lost
-		{Cands: []*fsm.Candidate{rule378}}, // cancelled × superseded
-		{Cands: []*fsm.Candidate{rule378}}, // cancelled × retired_close
-		{Cands: []*fsm.Candidate{rule378}}, // cancelled × device_shutdown
-		{Cands: []*fsm.Candidate{rule378}}, // cancelled × operator_shutdown
-		{Cands: []*fsm.Candidate{rule378}}, // cancelled × cleanup_settled
-		{Cands: []*fsm.Candidate{rule378}}, // cancelled × cleanup_failed
+		{Cands: []*fsm.Candidate{rule387}}, // cancelled × bootstrap_requested
+		{Cands: []*fsm.Candidate{rule387}}, // cancelled × bootstrap_ok
+		{Cands: []*fsm.Candidate{rule387}}, // cancelled × bootstrap_bad_request
+		{Cands: []*fsm.Candidate{rule387}}, // cancelled × bootstrap_unauthorized
+		{Cands: []*fsm.Candidate{rule387}}, // cancelled × upgrade_requested
+		{Cands: []*fsm.Candidate{rule387}}, // cancelled × upgrade_accepted
+		{Cands: []*fsm.Candidate{rule387}}, // cancelled × upgrade_bad_request
+		{Cands: []*fsm.Candidate{rule387}}, // cancelled × version_refused
+		{Cands: []*fsm.Candidate{rule387}}, // cancelled × auth_refused
+		{Cands: []*fsm.Candidate{rule384}}, // cancelled × heartbeat
+		{Cands: []*fsm.Candidate{rule384}}, // cancelled × frame_received
+		{Cands: []*fsm.Candidate{rule384}}, // cancelled × heartbeat_interval
+		{Cands: []*fsm.Candidate{rule384}}, // cancelled × read_deadline
+		{Cands: []*fsm.Candidate{rule384}}, // cancelled × transport_lost
+		{Cands: []*fsm.Candidate{rule384}}, // cancelled × superseded
+		{Cands: []*fsm.Candidate{rule384}}, // cancelled × retired_close
+		{Cands: []*fsm.Candidate{rule384}}, // cancelled × device_shutdown
+		{Cands: []*fsm.Candidate{rule384}}, // cancelled × operator_shutdown
+		{Cands: []*fsm.Candidate{rule384}}, // cancelled × cleanup_settled
+		{Cands: []*fsm.Candidate{rule384}}, // cancelled × cleanup_failed
 		// lost
-		{Cands: []*fsm.Candidate{rule381}}, // lost × bootstrap_requested
-		{Cands: []*fsm.Candidate{rule381}}, // lost × bootstrap_ok
-		{Cands: []*fsm.Candidate{rule381}}, // lost × bootstrap_bad_request
-		{Cands: []*fsm.Candidate{rule381}}, // lost × bootstrap_unauthorized
-		{Cands: []*fsm.Candidate{rule381}}, // lost × upgrade_requested
-		{Cands: []*fsm.Candidate{rule381}}, // lost × upgrade_accepted
-		{Cands: []*fsm.Candidate{rule381}}, // lost × upgrade_bad_request
-		{Cands: []*fsm.Candidate{rule381}}, // lost × version_refused
-		{Cands: []*fsm.Candidate{rule381}}, // lost × auth_refused
-		{Cands: []*fsm.Candidate{rule378}}, // lost × heartbeat
-		{Cands: []*fsm.Candidate{rule378}}, // lost × frame_received
-		{Cands: []*fsm.Candidate{rule378}}, // lost × heartbeat_interval
-		{Cands: []*fsm.Candidate{rule378}}, // lost × read_deadline
-		{Cands: []*fsm.Candidate{rule378}}, // lost × transport_lost
-		{Cands: []*fsm.Candidate{rule378}}, // lost × superseded
-		{Cands: []*fsm.Candidate{rule378}}, // lost × retired_close
-		{Cands: []*fsm.Candidate{rule378}}, // lost × device_shutdown
-		{Cands: []*fsm.Candidate{rule378}}, // lost × operator_shutdown
-		{Cands: []*fsm.Candidate{rule378}}, // lost × cleanup_settled
-		{Cands: []*fsm.Candidate{rule378}}, // lost × cleanup_failed
+		{Cands: []*fsm.Candidate{rule387}}, // lost × bootstrap_requested
+		{Cands: []*fsm.Candidate{rule387}}, // lost × bootstrap_ok
+		{Cands: []*fsm.Candidate{rule387}}, // lost × bootstrap_bad_request
+		{Cands: []*fsm.Candidate{rule387}}, // lost × bootstrap_unauthorized
+		{Cands: []*fsm.Candidate{rule387}}, // lost × upgrade_requested
+		{Cands: []*fsm.Candidate{rule387}}, // lost × upgrade_accepted
+		{Cands: []*fsm.Candidate{rule387}}, // lost × upgrade_bad_request
+		{Cands: []*fsm.Candidate{rule387}}, // lost × version_refused
+		{Cands: []*fsm.Candidate{rule387}}, // lost × auth_refused
+		{Cands: []*fsm.Candidate{rule384}}, // lost × heartbeat
+		{Cands: []*fsm.Candidate{rule384}}, // lost × frame_received
+		{Cands: []*fsm.Candidate{rule384}}, // lost × heartbeat_interval
+		{Cands: []*fsm.Candidate{rule384}}, // lost × read_deadline
+		{Cands: []*fsm.Candidate{rule384}}, // lost × transport_lost
+		{Cands: []*fsm.Candidate{rule384}}, // lost × superseded
+		{Cands: []*fsm.Candidate{rule384}}, // lost × retired_close
+		{Cands: []*fsm.Candidate{rule384}}, // lost × device_shutdown
+		{Cands: []*fsm.Candidate{rule384}}, // lost × operator_shutdown
+		{Cands: []*fsm.Candidate{rule384}}, // lost × cleanup_settled
+		{Cands: []*fsm.Candidate{rule384}}, // lost × cleanup_failed
 		// replaced
-		{Cands: []*fsm.Candidate{rule381}}, // replaced × bootstrap_requested
-		{Cands: []*fsm.Candidate{rule381}}, // replaced × bootstrap_ok
-		{Cands: []*fsm.Candidate{rule381}}, // replaced × bootstrap_bad_request
-		{Cands: []*fsm.Candidate{rule381}}, // replaced × bootstrap_unauthorized
-		{Cands: []*fsm.Candidate{rule381}}, // replaced × upgrade_requested
-		{Cands: []*fsm.Candidate{rule381}}, // replaced × upgrade_accepted
-		{Cands: []*fsm.Candidate{rule381}}, // replaced × upgrade_bad_request
-		{Cands: []*fsm.Candidate{rule381}}, // replaced × version_refused
-		{Cands: []*fsm.Candidate{rule381}}, // replaced × auth_refused
-		{Cands: []*fsm.Candidate{rule378}}, // replaced × heartbeat
-		{Cands: []*fsm.Candidate{rule378}}, // replaced × frame_received
-		{Cands: []*fsm.Candidate{rule378}}, // replaced × heartbeat_interval
-		{Cands: []*fsm.Candidate{rule378}}, // replaced × read_deadline
-		{Cands: []*fsm.Candidate{rule378}}, // replaced × transport_lost
-		{Cands: []*fsm.Candidate{rule378}}, // replaced × superseded
-		{Cands: []*fsm.Candidate{rule378}}, // replaced × retired_close
-		{Cands: []*fsm.Candidate{rule378}}, // replaced × device_shutdown
-		{Cands: []*fsm.Candidate{rule378}}, // replaced × operator_shutdown
-		{Cands: []*fsm.Candidate{rule378}}, // replaced × cleanup_settled
-		{Cands: []*fsm.Candidate{rule378}}, // replaced × cleanup_failed
+		{Cands: []*fsm.Candidate{rule387}}, // replaced × bootstrap_requested
+		{Cands: []*fsm.Candidate{rule387}}, // replaced × bootstrap_ok
+		{Cands: []*fsm.Candidate{rule387}}, // replaced × bootstrap_bad_request
+		{Cands: []*fsm.Candidate{rule387}}, // replaced × bootstrap_unauthorized
+		{Cands: []*fsm.Candidate{rule387}}, // replaced × upgrade_requested
+		{Cands: []*fsm.Candidate{rule387}}, // replaced × upgrade_accepted
+		{Cands: []*fsm.Candidate{rule387}}, // replaced × upgrade_bad_request
+		{Cands: []*fsm.Candidate{rule387}}, // replaced × version_refused
+		{Cands: []*fsm.Candidate{rule387}}, // replaced × auth_refused
+		{Cands: []*fsm.Candidate{rule384}}, // replaced × heartbeat
+		{Cands: []*fsm.Candidate{rule384}}, // replaced × frame_received
+		{Cands: []*fsm.Candidate{rule384}}, // replaced × heartbeat_interval
+		{Cands: []*fsm.Candidate{rule384}}, // replaced × read_deadline
+		{Cands: []*fsm.Candidate{rule384}}, // replaced × transport_lost
+		{Cands: []*fsm.Candidate{rule384}}, // replaced × superseded
+		{Cands: []*fsm.Candidate{rule384}}, // replaced × retired_close
+		{Cands: []*fsm.Candidate{rule384}}, // replaced × device_shutdown
+		{Cands: []*fsm.Candidate{rule384}}, // replaced × operator_shutdown
+		{Cands: []*fsm.Candidate{rule384}}, // replaced × cleanup_settled
+		{Cands: []*fsm.Candidate{rule384}}, // replaced × cleanup_failed
 		// request_rejected
-		{Cands: []*fsm.Candidate{rule381}}, // request_rejected × bootstrap_requested
-		{Cands: []*fsm.Candidate{rule381}}, // request_rejected × bootstrap_ok
-		{Cands: []*fsm.Candidate{rule381}}, // request_rejected × bootstrap_bad_request
-		{Cands: []*fsm.Candidate{rule381}}, // request_rejected × bootstrap_unauthorized
-		{Cands: []*fsm.Candidate{rule381}}, // request_rejected × upgrade_requested
-		{Cands: []*fsm.Candidate{rule381}}, // request_rejected × upgrade_accepted
-		{Cands: []*fsm.Candidate{rule381}}, // request_rejected × upgrade_bad_request
-		{Cands: []*fsm.Candidate{rule381}}, // request_rejected × version_refused
-		{Cands: []*fsm.Candidate{rule381}}, // request_rejected × auth_refused
-		{Cands: []*fsm.Candidate{rule378}}, // request_rejected × heartbeat
-		{Cands: []*fsm.Candidate{rule378}}, // request_rejected × frame_received
-		{Cands: []*fsm.Candidate{rule378}}, // request_rejected × heartbeat_interval
-		{Cands: []*fsm.Candidate{rule378}}, // request_rejected × read_deadline
-		{Cands: []*fsm.Candidate{rule378}}, // request_rejected × transport_lost
-		{Cands: []*fsm.Candidate{rule378}}, // request_rejected × superseded
-		{Cands: []*fsm.Candidate{rule378}}, // request_rejected × retired_close
-		{Cands: []*fsm.Candidate{rule378}}, // request_rejected × device_shutdown
-		{Cands: []*fsm.Candidate{rule378}}, // request_rejected × operator_shutdown
-		{Cands: []*fsm.Candidate{rule378}}, // request_rejected × cleanup_settled
-		{Cands: []*fsm.Candidate{rule378}}, // request_rejected × cleanup_failed
+		{Cands: []*fsm.Candidate{rule387}}, // request_rejected × bootstrap_requested
+		{Cands: []*fsm.Candidate{rule387}}, // request_rejected × bootstrap_ok
+		{Cands: []*fsm.Candidate{rule387}}, // request_rejected × bootstrap_bad_request
+		{Cands: []*fsm.Candidate{rule387}}, // request_rejected × bootstrap_unauthorized
+		{Cands: []*fsm.Candidate{rule387}}, // request_rejected × upgrade_requested
+		{Cands: []*fsm.Candidate{rule387}}, // request_rejected × upgrade_accepted
+		{Cands: []*fsm.Candidate{rule387}}, // request_rejected × upgrade_bad_request
+		{Cands: []*fsm.Candidate{rule387}}, // request_rejected × version_refused
+		{Cands: []*fsm.Candidate{rule387}}, // request_rejected × auth_refused
+		{Cands: []*fsm.Candidate{rule384}}, // request_rejected × heartbeat
+		{Cands: []*fsm.Candidate{rule384}}, // request_rejected × frame_received
+		{Cands: []*fsm.Candidate{rule384}}, // request_rejected × heartbeat_interval
+		{Cands: []*fsm.Candidate{rule384}}, // request_rejected × read_deadline
+		{Cands: []*fsm.Candidate{rule384}}, // request_rejected × transport_lost
+		{Cands: []*fsm.Candidate{rule384}}, // request_rejected × superseded
+		{Cands: []*fsm.Candidate{rule384}}, // request_rejected × retired_close
+		{Cands: []*fsm.Candidate{rule384}}, // request_rejected × device_shutdown
+		{Cands: []*fsm.Candidate{rule384}}, // request_rejected × operator_shutdown
+		{Cands: []*fsm.Candidate{rule384}}, // request_rejected × cleanup_settled
+		{Cands: []*fsm.Candidate{rule384}}, // request_rejected × cleanup_failed
 		// version_rejected
-		{Cands: []*fsm.Candidate{rule381}}, // version_rejected × bootstrap_requested
-		{Cands: []*fsm.Candidate{rule381}}, // version_rejected × bootstrap_ok
-		{Cands: []*fsm.Candidate{rule381}}, // version_rejected × bootstrap_bad_request
-		{Cands: []*fsm.Candidate{rule381}}, // version_rejected × bootstrap_unauthorized
-		{Cands: []*fsm.Candidate{rule381}}, // version_rejected × upgrade_requested
-		{Cands: []*fsm.Candidate{rule381}}, // version_rejected × upgrade_accepted
-		{Cands: []*fsm.Candidate{rule381}}, // version_rejected × upgrade_bad_request
-		{Cands: []*fsm.Candidate{rule381}}, // version_rejected × version_refused
-		{Cands: []*fsm.Candidate{rule381}}, // version_rejected × auth_refused
-		{Cands: []*fsm.Candidate{rule378}}, // version_rejected × heartbeat
-		{Cands: []*fsm.Candidate{rule378}}, // version_rejected × frame_received
-		{Cands: []*fsm.Candidate{rule378}}, // version_rejected × heartbeat_interval
-		{Cands: []*fsm.Candidate{rule378}}, // version_rejected × read_deadline
-		{Cands: []*fsm.Candidate{rule378}}, // version_rejected × transport_lost
-		{Cands: []*fsm.Candidate{rule378}}, // version_rejected × superseded
-		{Cands: []*fsm.Candidate{rule378}}, // version_rejected × retired_close
-		{Cands: []*fsm.Candidate{rule378}}, // version_rejected × device_shutdown
-		{Cands: []*fsm.Candidate{rule378}}, // version_rejected × operator_shutdown
-		{Cands: []*fsm.Candidate{rule378}}, // version_rejected × cleanup_settled
-		{Cands: []*fsm.Candidate{rule378}}, // version_rejected × cleanup_failed
+		{Cands: []*fsm.Candidate{rule387}}, // version_rejected × bootstrap_requested
+		{Cands: []*fsm.Candidate{rule387}}, // version_rejected × bootstrap_ok
+		{Cands: []*fsm.Candidate{rule387}}, // version_rejected × bootstrap_bad_request
+		{Cands: []*fsm.Candidate{rule387}}, // version_rejected × bootstrap_unauthorized
+		{Cands: []*fsm.Candidate{rule387}}, // version_rejected × upgrade_requested
+		{Cands: []*fsm.Candidate{rule387}}, // version_rejected × upgrade_accepted
+		{Cands: []*fsm.Candidate{rule387}}, // version_rejected × upgrade_bad_request
+		{Cands: []*fsm.Candidate{rule387}}, // version_rejected × version_refused
+		{Cands: []*fsm.Candidate{rule387}}, // version_rejected × auth_refused
+		{Cands: []*fsm.Candidate{rule384}}, // version_rejected × heartbeat
+		{Cands: []*fsm.Candidate{rule384}}, // version_rejected × frame_received
+		{Cands: []*fsm.Candidate{rule384}}, // version_rejected × heartbeat_interval
+		{Cands: []*fsm.Candidate{rule384}}, // version_rejected × read_deadline
+		{Cands: []*fsm.Candidate{rule384}}, // version_rejected × transport_lost
+		{Cands: []*fsm.Candidate{rule384}}, // version_rejected × superseded
+		{Cands: []*fsm.Candidate{rule384}}, // version_rejected × retired_close
+		{Cands: []*fsm.Candidate{rule384}}, // version_rejected × device_shutdown
+		{Cands: []*fsm.Candidate{rule384}}, // version_rejected × operator_shutdown
+		{Cands: []*fsm.Candidate{rule384}}, // version_rejected × cleanup_settled
+		{Cands: []*fsm.Candidate{rule384}}, // version_rejected × cleanup_failed
 		// auth_rejected
-		{Cands: []*fsm.Candidate{rule381}}, // auth_rejected × bootstrap_requested
-		{Cands: []*fsm.Candidate{rule381}}, // auth_rejected × bootstrap_ok
-		{Cands: []*fsm.Candidate{rule381}}, // auth_rejected × bootstrap_bad_request
-		{Cands: []*fsm.Candidate{rule381}}, // auth_rejected × bootstrap_unauthorized
-		{Cands: []*fsm.Candidate{rule381}}, // auth_rejected × upgrade_requested
-		{Cands: []*fsm.Candidate{rule381}}, // auth_rejected × upgrade_accepted
-		{Cands: []*fsm.Candidate{rule381}}, // auth_rejected × upgrade_bad_request
-		{Cands: []*fsm.Candidate{rule381}}, // auth_rejected × version_refused
-		{Cands: []*fsm.Candidate{rule381}}, // auth_rejected × auth_refused
-		{Cands: []*fsm.Candidate{rule378}}, // auth_rejected × heartbeat
-		{Cands: []*fsm.Candidate{rule378}}, // auth_rejected × frame_received
-		{Cands: []*fsm.Candidate{rule378}}, // auth_rejected × heartbeat_interval
-		{Cands: []*fsm.Candidate{rule378}}, // auth_rejected × read_deadline
-		{Cands: []*fsm.Candidate{rule378}}, // auth_rejected × transport_lost
-		{Cands: []*fsm.Candidate{rule378}}, // auth_rejected × superseded
-		{Cands: []*fsm.Candidate{rule378}}, // auth_rejected × retired_close
-		{Cands: []*fsm.Candidate{rule378}}, // auth_rejected × device_shutdown
-		{Cands: []*fsm.Candidate{rule378}}, // auth_rejected × operator_shutdown
-		{Cands: []*fsm.Candidate{rule378}}, // auth_rejected × cleanup_settled
-		{Cands: []*fsm.Candidate{rule378}}, // auth_rejected × cleanup_failed
+		{Cands: []*fsm.Candidate{rule387}}, // auth_rejected × bootstrap_requested
+		{Cands: []*fsm.Candidate{rule387}}, // auth_rejected × bootstrap_ok
+		{Cands: []*fsm.Candidate{rule387}}, // auth_rejected × bootstrap_bad_request
+		{Cands: []*fsm.Candidate{rule387}}, // auth_rejected × bootstrap_unauthorized
+		{Cands: []*fsm.Candidate{rule387}}, // auth_rejected × upgrade_requested
+		{Cands: []*fsm.Candidate{rule387}}, // auth_rejected × upgrade_accepted
+		{Cands: []*fsm.Candidate{rule387}}, // auth_rejected × upgrade_bad_request
+		{Cands: []*fsm.Candidate{rule387}}, // auth_rejected × version_refused
+		{Cands: []*fsm.Candidate{rule387}}, // auth_rejected × auth_refused
+		{Cands: []*fsm.Candidate{rule384}}, // auth_rejected × heartbeat
+		{Cands: []*fsm.Candidate{rule384}}, // auth_rejected × frame_received
+		{Cands: []*fsm.Candidate{rule384}}, // auth_rejected × heartbeat_interval
+		{Cands: []*fsm.Candidate{rule384}}, // auth_rejected × read_deadline
+		{Cands: []*fsm.Candidate{rule384}}, // auth_rejected × transport_lost
+		{Cands: []*fsm.Candidate{rule384}}, // auth_rejected × superseded
+		{Cands: []*fsm.Candidate{rule384}}, // auth_rejected × retired_close
+		{Cands: []*fsm.Candidate{rule384}}, // auth_rejected × device_shutdown
+		{Cands: []*fsm.Candidate{rule384}}, // auth_rejected × operator_shutdown
+		{Cands: []*fsm.Candidate{rule384}}, // auth_rejected × cleanup_settled
+		{Cands: []*fsm.Candidate{rule384}}, // auth_rejected × cleanup_failed
 		// retired
-		{Cands: []*fsm.Candidate{rule381}}, // retired × bootstrap_requested
-		{Cands: []*fsm.Candidate{rule381}}, // retired × bootstrap_ok
-		{Cands: []*fsm.Candidate{rule381}}, // retired × bootstrap_bad_request
-		{Cands: []*fsm.Candidate{rule381}}, // retired × bootstrap_unauthorized
-		{Cands: []*fsm.Candidate{rule381}}, // retired × upgrade_requested
-		{Cands: []*fsm.Candidate{rule381}}, // retired × upgrade_accepted
-		{Cands: []*fsm.Candidate{rule381}}, // retired × upgrade_bad_request
-		{Cands: []*fsm.Candidate{rule381}}, // retired × version_refused
-		{Cands: []*fsm.Candidate{rule381}}, // retired × auth_refused
-		{Cands: []*fsm.Candidate{rule378}}, // retired × heartbeat
-		{Cands: []*fsm.Candidate{rule378}}, // retired × frame_received
-		{Cands: []*fsm.Candidate{rule378}}, // retired × heartbeat_interval
-		{Cands: []*fsm.Candidate{rule378}}, // retired × read_deadline
-		{Cands: []*fsm.Candidate{rule378}}, // retired × transport_lost
-		{Cands: []*fsm.Candidate{rule378}}, // retired × superseded
-		{Cands: []*fsm.Candidate{rule378}}, // retired × retired_close
-		{Cands: []*fsm.Candidate{rule378}}, // retired × device_shutdown
-		{Cands: []*fsm.Candidate{rule378}}, // retired × operator_shutdown
-		{Cands: []*fsm.Candidate{rule378}}, // retired × cleanup_settled
-		{Cands: []*fsm.Candidate{rule378}}, // retired × cleanup_failed
+		{Cands: []*fsm.Candidate{rule387}}, // retired × bootstrap_requested
+		{Cands: []*fsm.Candidate{rule387}}, // retired × bootstrap_ok
+		{Cands: []*fsm.Candidate{rule387}}, // retired × bootstrap_bad_request
+		{Cands: []*fsm.Candidate{rule387}}, // retired × bootstrap_unauthorized
+		{Cands: []*fsm.Candidate{rule387}}, // retired × upgrade_requested
+		{Cands: []*fsm.Candidate{rule387}}, // retired × upgrade_accepted
+		{Cands: []*fsm.Candidate{rule387}}, // retired × upgrade_bad_request
+		{Cands: []*fsm.Candidate{rule387}}, // retired × version_refused
+		{Cands: []*fsm.Candidate{rule387}}, // retired × auth_refused
+		{Cands: []*fsm.Candidate{rule384}}, // retired × heartbeat
+		{Cands: []*fsm.Candidate{rule384}}, // retired × frame_received
+		{Cands: []*fsm.Candidate{rule384}}, // retired × heartbeat_interval
+		{Cands: []*fsm.Candidate{rule384}}, // retired × read_deadline
+		{Cands: []*fsm.Candidate{rule384}}, // retired × transport_lost
+		{Cands: []*fsm.Candidate{rule384}}, // retired × superseded
+		{Cands: []*fsm.Candidate{rule384}}, // retired × retired_close
+		{Cands: []*fsm.Candidate{rule384}}, // retired × device_shutdown
+		{Cands: []*fsm.Candidate{rule384}}, // retired × operator_shutdown
+		{Cands: []*fsm.Candidate{rule384}}, // retired × cleanup_settled
+		{Cands: []*fsm.Candidate{rule384}}, // retired × cleanup_failed
 	},
 })
 
