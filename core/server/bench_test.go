@@ -104,7 +104,7 @@ type benchRuntime struct {
 }
 
 func (c *benchCore) runtime(b *testing.B, device string, deltas int, onStart func(string)) *benchRuntime {
-	_, secret, err := c.is.Issue(context.Background(), store.KindDevice, device, "")
+	_, secret, err := c.is.Issue(context.Background(), store.KindDevice, device, "bench")
 	require.NoError(b, err)
 	ws, err := dialCore(context.Background(), c.http.URL, device, secret.Reveal())
 	require.NoError(b, err)

@@ -50,7 +50,7 @@ func BenchmarkIdleConnections(b *testing.B) {
 	var secrets strings.Builder
 	for i := 0; i < n; i++ {
 		dev := fmt.Sprintf("dev-%d", i)
-		_, s, err := c.is.Issue(ctx, store.KindDevice, dev, "")
+		_, s, err := c.is.Issue(ctx, store.KindDevice, dev, "bench")
 		require.NoError(b, err)
 		fmt.Fprintf(&secrets, "%s %s\n", dev, s.Reveal())
 	}

@@ -48,12 +48,13 @@ type coreSide struct {
 	http    *httptest.Server
 	clock   *peer.ManualClock
 	secrets map[string]string
+	creds   map[string]string // credential IDs by name, for "revoke"
 	seen    map[string]int64       // journal position per Turn for "events"
 	pending map[string]chan string // "api … async=NAME" calls not yet awaited
 }
 
 func newCoreSide(t *testing.T) *coreSide {
-	c := &coreSide{st: memory.New(), clock: peer.NewManualClock(time.Unix(1_800_000_000, 0).UTC()), secrets: map[string]string{}, seen: map[string]int64{}, pending: map[string]chan string{}}
+	c := &coreSide{st: memory.New(), clock: peer.NewManualClock(time.Unix(1_800_000_000, 0).UTC()), secrets: map[string]string{}, creds: map[string]string{}, seen: map[string]int64{}, pending: map[string]chan string{}}
 	mux := http.NewServeMux()
 	c.http = httptest.NewServer(mux)
 	t.Cleanup(func() {
@@ -77,15 +78,17 @@ func newCoreSide(t *testing.T) *coreSide {
 		cr, s, err := is.Issue(ctx, kind, device, project)
 		require.NoError(t, err)
 		c.secrets[name] = s.Reveal()
+		c.creds[name] = cr.ID
 		if name == "revoked" {
 			require.NoError(t, is.Revoke(ctx, cr.ID))
 		}
 	}
-	issue("device", store.KindDevice, "dev-1", "")
-	issue("device-2", store.KindDevice, "dev-2", "")
-	issue("other-device", store.KindDevice, "dev-9", "")
-	issue("revoked", store.KindDevice, "dev-1", "")
+	issue("device", store.KindDevice, "dev-1", "p")
+	issue("device-2", store.KindDevice, "dev-2", "p")
+	issue("other-device", store.KindDevice, "dev-9", "q")
+	issue("revoked", store.KindDevice, "dev-1", "p")
 	issue("project", store.KindProject, "", "p")
+	issue("project-q", store.KindProject, "", "q")
 	issue("admin", store.KindAdmin, "", "")
 	c.secrets["bad"] = "awd_not-a-credential"
 	return c
@@ -112,8 +115,8 @@ func (c *coreSide) Settle(t *testing.T, device string, frames int) {
 
 // Do runs Core's directives:
 //
-//	api METHOD PATH            input: the JSON body; prints "api: STATUS BODY"
-//	api METHOD PATH async=N    the same call left running (a write answers only once it settled)
+//	api METHOD PATH [as=KEY]            input: the JSON body; prints "api: STATUS BODY"
+//	api METHOD PATH [as=KEY] async=N    the same call left running (a write answers only once it settled)
 //	await N                    the answer of async call N, once it came
 //	pending N                  whether async call N is still unanswered (Core applied every frame first)
 //	turn [id=T] [until=STATE]  the stored state and public status (waiting for STATE first)
@@ -121,13 +124,18 @@ func (c *coreSide) Settle(t *testing.T, device string, frames int) {
 //	advance by=D               Core's clock moves by D once every connection applied what it read
 //	cursor [id=T]              the Turn's input cursor (the last accepted input's Seq)
 //	device [id=D] [until=offline|connected]  the registry record of a device
+//	revoke name=N              revokes the named credential (as agentwire core credential revoke does)
 func (c *coreSide) Do(t *testing.T, d *datadriven.TestData, b *scenario.Bindings) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	switch d.Cmd {
 	case "api":
-		if len(d.CmdArgs) < 2 || len(d.CmdArgs) > 3 {
-			return "", fmt.Errorf("api METHOD PATH [async=NAME]")
+		if len(d.CmdArgs) < 2 || len(d.CmdArgs) > 4 {
+			return "", fmt.Errorf("api METHOD PATH [async=NAME] [as=KEY]")
+		}
+		key := c.secrets[argOr(d, "as", "project")]
+		if key == "" {
+			return "", fmt.Errorf("api as=%q: no such credential", argOr(d, "as", ""))
 		}
 		// A query string reads as key=value to the transcript parser.
 		path := d.CmdArgs[1].Key
@@ -145,7 +153,7 @@ func (c *coreSide) Do(t *testing.T, d *datadriven.TestData, b *scenario.Bindings
 			go func() {
 				actx, acancel := context.WithTimeout(context.Background(), 30*time.Second)
 				defer acancel()
-				out, err := c.api(actx, method, path, body)
+				out, err := c.api(actx, key, method, path, body)
 				if err != nil {
 					out = "api: error " + err.Error() + "\n"
 				}
@@ -153,7 +161,7 @@ func (c *coreSide) Do(t *testing.T, d *datadriven.TestData, b *scenario.Bindings
 			}()
 			return "", nil
 		}
-		return c.api(ctx, method, path, body)
+		return c.api(ctx, key, method, path, body)
 	case "pending":
 		if len(d.CmdArgs) != 1 {
 			return "", fmt.Errorf("pending NAME")
@@ -182,6 +190,15 @@ func (c *coreSide) Do(t *testing.T, d *datadriven.TestData, b *scenario.Bindings
 		case <-ctx.Done():
 			return "", fmt.Errorf("async call %q did not answer within 10 s", d.CmdArgs[0].Key)
 		}
+	case "revoke":
+		id, ok := c.creds[argOr(d, "name", "")]
+		if !ok {
+			return "", fmt.Errorf("revoke name=%q: no such credential", argOr(d, "name", ""))
+		}
+		if err := (credential.Issuer{Store: c.st, Now: c.clock.Now}).Revoke(ctx, id); err != nil {
+			return "", err
+		}
+		return "revoked: " + argOr(d, "name", "") + "\n", nil
 	case "turn":
 		c.syncAll(ctx)
 		return c.turn(ctx, b.Resolve(argOr(d, "id", "$turn")), argOr(d, "until", ""))
@@ -241,7 +258,7 @@ func argOr(d *datadriven.TestData, key, def string) string {
 	return def
 }
 
-func (c *coreSide) api(ctx context.Context, method, path, body string) (string, error) {
+func (c *coreSide) api(ctx context.Context, key, method, path, body string) (string, error) {
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
@@ -250,7 +267,7 @@ func (c *coreSide) api(ctx context.Context, method, path, body string) (string, 
 	if err != nil {
 		return "", err
 	}
-	req.Header.Set("Authorization", "Bearer "+c.secrets["project"])
+	req.Header.Set("Authorization", "Bearer "+key)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return "", err

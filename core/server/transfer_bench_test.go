@@ -38,8 +38,8 @@ import (
 	"github.com/agentwire/agentwire/core/store/memory"
 	"github.com/agentwire/agentwire/runtime/adapters/script"
 	"github.com/agentwire/agentwire/runtime/daemon"
+	"github.com/agentwire/agentwire/runtime/execution"
 	"github.com/agentwire/agentwire/runtime/harness"
-	"github.com/agentwire/agentwire/runtime/workspace"
 	"github.com/agentwire/agentwire/wire"
 )
 
@@ -119,6 +119,10 @@ func benchRaw(b *testing.B, n int) {
 	<-done
 }
 
+// benchEnvironment is the registered Environment the benchmark's Runtime
+// serves.
+const benchEnvironment = "8d0f3a2b-1c4e-4f5a-8b6c-7d8e9f0a1b2c"
+
 // benchThroughCore runs a real Core (memory store) and the real Runtime
 // daemon in this process, and writes 50 MiB or reads 1 MiB per op.
 func benchThroughCore(b *testing.B, write bool) {
@@ -135,19 +139,19 @@ func benchThroughCore(b *testing.B, write bool) {
 		body = body[:wire.MaxReadBytes]
 		require.NoError(b, os.WriteFile(filepath.Join(dir, "read.bin"), body, 0o600))
 	}
-	ws, err := workspace.Open(dir)
-	require.NoError(b, err)
-	defer ws.Close()
+	bindings := execution.NewBindings()
+	require.NoError(b, bindings.Add(benchEnvironment, dir))
+	defer bindings.Close()
 	reg := harness.NewRegistry()
 	require.NoError(b, reg.Register(script.New(script.Script{})))
-	_, secret, err := c.is.Issue(context.Background(), store.KindDevice, "dev-bench", "")
+	_, secret, err := c.is.Issue(context.Background(), store.KindDevice, "dev-bench", "bench")
 	require.NoError(b, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
 		_ = daemon.Run(ctx, daemon.Config{CoreURL: c.http.URL, DeviceID: "dev-bench", Credential: daemon.NewCredential(secret.Reveal()),
-			Registry: reg, Workspace: ws, Logger: slog.New(slog.NewTextHandler(benchLog, &slog.HandlerOptions{Level: slog.LevelWarn})),
+			Registry: reg, Environments: bindings, Logger: slog.New(slog.NewTextHandler(benchLog, &slog.HandlerOptions{Level: slog.LevelWarn})),
 			MinBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond})
 	}()
 	defer func() { cancel(); <-stopped }()
@@ -155,9 +159,9 @@ func benchThroughCore(b *testing.B, write bool) {
 		time.Sleep(time.Millisecond) // the declaration, as newBenchCore's runtime waits for it
 	}
 	now := time.Now()
-	require.NoError(b, c.st.CreateEnvironment(ctx, store.Environment{ID: "env-bench", Project: "bench", Type: "self_hosted",
-		Binding: json.RawMessage(`{"id":"8d0f3a2b-1c4e-4f5a-8b6c-7d8e9f0a1b2c"}`), CreatedAt: now}))
-	require.NoError(b, c.st.CreateSession(ctx, store.Session{ID: "ses-bench", Project: "bench", AgentKind: script.Kind, EnvironmentID: "env-bench", CreatedAt: now}))
+	require.NoError(b, c.st.CreateEnvironment(ctx, store.Environment{ID: benchEnvironment, Project: "bench", Type: "self_hosted",
+		Binding: json.RawMessage(`{"id":"` + benchEnvironment + `"}`), DeviceID: "dev-bench", CreatedAt: now}))
+	require.NoError(b, c.st.CreateSession(ctx, store.Session{ID: "ses-bench", Project: "bench", AgentKind: script.Kind, EnvironmentID: benchEnvironment, CreatedAt: now}))
 	gw := c.srv.Gateway()
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
