@@ -65,14 +65,14 @@ type conn struct {
 	// was not sent yet (maxAdmissions bounds it).
 	admissions atomic.Int32
 
-	mu    sync.Mutex
-	ws    *websocket.Conn
-	decl  *wire.Heartbeat
+	mu   sync.Mutex
+	ws   *websocket.Conn
+	decl *wire.Heartbeat
 	// project owns the device (store.Device.Project), read when the owner
 	// lease is taken and again at each heartbeat; "" places nothing here.
 	project string
-	preps map[string]*prepRec // by preparation request ID
-	runs  map[string]*runRec  // by Run ID
+	preps   map[string]*prepRec // by preparation request ID
+	runs    map[string]*runRec  // by Run ID
 	// inters are the open questions by wire interaction ID.
 	inters map[string]*interRec
 	rb     *readBook             // workspace reads (workspace_read.go)

@@ -56,6 +56,20 @@ type env struct {
 	clock   *peer.ManualClock
 	logs    *syncBuffer
 	secrets []credential.Secret
+	// host is the device that hosts the Environments localSession and
+	// initSession register ("dev-1" unless a test's real Runtime is
+	// another device).
+	host string
+}
+
+// testProject owns every device and Session of these tests.
+const testProject = "p"
+
+func (e *env) hostDevice() string {
+	if e.host != "" {
+		return e.host
+	}
+	return "dev-1"
 }
 
 func newEnv(t *testing.T, public bool) *env {
@@ -84,6 +98,9 @@ func newEnv(t *testing.T, public bool) *env {
 }
 
 func (e *env) issue(kind store.CredentialKind, device, project string) credential.Secret {
+	if kind == store.KindDevice && project == "" {
+		project = testProject
+	}
 	_, s, err := e.issuer.Issue(context.Background(), kind, device, project)
 	require.NoError(e.t, err)
 	e.secrets = append(e.secrets, s)
@@ -189,8 +206,10 @@ func TestUpgradeRefusals(t *testing.T) {
 			assert.Equal(t, tc.code, errorBody(t, resp))
 		})
 	}
-	_, err := e.store.GetDevice(context.Background(), "dev-1")
-	assert.ErrorIs(t, err, store.ErrNotFound, "a refused upgrade takes no owner lease")
+	d, err := e.store.GetDevice(context.Background(), "dev-1")
+	require.NoError(t, err, "the device is assigned to its project when its credential is issued")
+	assert.Zero(t, d.OwnerEpoch, "a refused upgrade takes no owner lease")
+	assert.False(t, d.Connected)
 }
 
 func TestBootstrap(t *testing.T) {

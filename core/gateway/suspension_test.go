@@ -24,8 +24,8 @@ import (
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/runtime/adapters/script"
 	"github.com/agentwire/agentwire/runtime/daemon"
+	"github.com/agentwire/agentwire/runtime/execution"
 	"github.com/agentwire/agentwire/runtime/harness"
-	"github.com/agentwire/agentwire/runtime/workspace"
 	"github.com/agentwire/agentwire/wire"
 	"github.com/agentwire/agentwire/wire/wiretest"
 )
@@ -228,19 +228,19 @@ func TestResumeAfterCoreRestart(t *testing.T) {
 	}
 	gw := start()
 	ctx := context.Background()
-	require.NoError(t, st.CreateEnvironment(ctx, store.Environment{ID: "env-r", Project: "p", Type: "self_hosted", Binding: json.RawMessage(`{"id":"` + envUUID + `"}`), CreatedAt: time.Now()}))
-	_, secret, err := issuer.Issue(ctx, store.KindDevice, "dev-rt", "")
+	require.NoError(t, st.CreateEnvironment(ctx, store.Environment{ID: "env-r", Project: "p", Type: "self_hosted", Binding: json.RawMessage(`{"id":"` + envUUID + `"}`), DeviceID: "dev-rt", CreatedAt: time.Now()}))
+	_, secret, err := issuer.Issue(ctx, store.KindDevice, "dev-rt", "p")
 	require.NoError(t, err)
-	ws, err := workspace.Open(t.TempDir())
-	require.NoError(t, err)
-	defer ws.Close()
+	bindings := execution.NewBindings()
+	require.NoError(t, bindings.Add(envUUID, t.TempDir()))
+	defer bindings.Close()
 	reg := harness.NewRegistry()
 	require.NoError(t, reg.Register(script.New(script.Script{})))
 	dctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
 		done <- daemon.Run(dctx, daemon.Config{CoreURL: srv.URL, DeviceID: "dev-rt", Credential: daemon.NewCredential(secret.Reveal()), Registry: reg,
-			Logger: log, Workspace: ws, MinBackoff: time.Millisecond, MaxBackoff: 4 * time.Millisecond})
+			Logger: log, Environments: bindings, MinBackoff: time.Millisecond, MaxBackoff: 4 * time.Millisecond})
 	}()
 	defer func() { cancel(); <-done }()
 	connected := func(g *gateway.Gateway) {

@@ -28,7 +28,7 @@ func (e *env) initSession(name, kind string, spec envinit.Spec) string {
 	require.NoError(e.t, err)
 	envID, sesID := "env-"+name, "ses-"+name
 	require.NoError(e.t, e.store.CreateEnvironment(ctx, store.Environment{ID: envID, Project: "p", Type: "self_hosted",
-		Binding: json.RawMessage(`{"id":"` + envUUID + `"}`), Initialization: raw, CreatedAt: e.clock.Now()}))
+		Binding: json.RawMessage(`{"id":"` + envUUID + `"}`), Initialization: raw, DeviceID: e.hostDevice(), CreatedAt: e.clock.Now()}))
 	require.NoError(e.t, e.store.CreateSession(ctx, store.Session{ID: sesID, Project: "p", AgentKind: kind, EnvironmentID: envID, CreatedAt: e.clock.Now()}))
 	return sesID
 }

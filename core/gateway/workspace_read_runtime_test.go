@@ -15,8 +15,8 @@ import (
 	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/runtime/adapters/script"
 	"github.com/agentwire/agentwire/runtime/daemon"
+	"github.com/agentwire/agentwire/runtime/execution"
 	"github.com/agentwire/agentwire/runtime/harness"
-	"github.com/agentwire/agentwire/runtime/workspace"
 	"github.com/agentwire/agentwire/wire"
 )
 
@@ -24,8 +24,9 @@ import (
 // gateway, with the script adapter and dir as its bound workspace.
 func (e *env) realRuntime(device, dir string) {
 	secret := e.issue(store.KindDevice, device, "")
-	ws, err := workspace.Open(dir)
-	require.NoError(e.t, err)
+	e.host = device
+	bindings := execution.NewBindings()
+	require.NoError(e.t, bindings.Add(envUUID, dir))
 	reg := harness.NewRegistry()
 	require.NoError(e.t, reg.Register(script.New(script.Script{})))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -33,14 +34,14 @@ func (e *env) realRuntime(device, dir string) {
 	go func() {
 		done <- daemon.Run(ctx, daemon.Config{
 			CoreURL: e.srv.URL, DeviceID: device, Credential: daemon.NewCredential(secret.Reveal()), Registry: reg,
-			Logger: slog.New(slog.NewJSONHandler(e.logs, nil)), Workspace: ws,
+			Logger: slog.New(slog.NewJSONHandler(e.logs, nil)), Environments: bindings,
 			MinBackoff: time.Millisecond, MaxBackoff: 4 * time.Millisecond,
 		})
 	}()
 	e.t.Cleanup(func() {
 		cancel()
 		<-done
-		_ = ws.Close()
+		_ = bindings.Close()
 	})
 	e.waitDeclared(device, true)
 }

@@ -26,7 +26,7 @@ func (e *env) localSession(name, kind string) string {
 	ctx := context.Background()
 	now := e.clock.Now()
 	envID, sesID := "env-"+name, "ses-"+name
-	require.NoError(e.t, e.store.CreateEnvironment(ctx, store.Environment{ID: envID, Project: "p", Type: "self_hosted", Binding: json.RawMessage(`{"id":"` + envUUID + `"}`), CreatedAt: now}))
+	require.NoError(e.t, e.store.CreateEnvironment(ctx, store.Environment{ID: envID, Project: "p", Type: "self_hosted", Binding: json.RawMessage(`{"id":"` + envUUID + `"}`), DeviceID: e.hostDevice(), CreatedAt: now}))
 	require.NoError(e.t, e.store.CreateSession(ctx, store.Session{ID: sesID, Project: "p", AgentKind: kind, EnvironmentID: envID, CreatedAt: now}))
 	return sesID
 }
@@ -242,9 +242,10 @@ func TestIdleReadNeedsWorkspaceReadPreparation(t *testing.T) {
 	end := e.readEnd(e.startRead(ses, gateway.ReadQuery{Path: "", Directory: true, MaxEntries: 8}))
 	assert.Equal(t, gateway.ReadNoDevice, readErr(t, end.err).Code)
 
-	// Nothing was sent: the first frame Core sends now is another read's.
-	r2 := e.runtime("dev-2", wiretest.Capabilities())
-	e.waitDeclared("dev-2", true)
+	// Nothing was sent: the first frame Core sends the hosting device's
+	// next connection, which declares the capability, is another read's.
+	r2 := e.runtime("dev-1", wiretest.Capabilities())
+	e.waitDeclared("dev-1", true)
 	out := e.startRead(ses, gateway.ReadQuery{Path: "", Directory: true, MaxEntries: 8})
 	prepID, _ := r2.readyReadOnly()
 	opID, _ := r2.nextRead()
