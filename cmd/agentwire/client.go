@@ -70,19 +70,30 @@ func (c *apiClient) call(method, path string, body any, out io.Writer) error {
 	return err
 }
 
+const sessionUsage = `usage: agentwire session create --core URL --kind KIND [--environment ENV]
+       agentwire session get --core URL ID
+A Session that works in a workspace names a registered Environment of its project
+(agentwire env create --device D prints its ID); without --environment it has none.`
+
 func runSession(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || (args[0] != "create" && args[0] != "get") {
-		fmt.Fprintln(stderr, "usage: agentwire session create --core URL --kind KIND [--env none|openai_hosted|self_hosted] [--binding JSON] [--init-env K=V] [--init-file LOCAL=/workspace/PATH]\n       agentwire session get --core URL ID")
+		fmt.Fprintln(stderr, sessionUsage)
 		return errUsage
 	}
 	fs := newFlags("session "+args[0], stderr)
 	core := fs.String("core", "", "Core's base URL")
 	kind := fs.String("kind", "", "agent kind (create)")
-	envType := fs.String("env", "none", "Environment type (create)")
-	binding := fs.String("binding", "", `Environment binding as JSON (create; openai_hosted and self_hosted need one, e.g. {"id":"<UUID>"})`)
-	initf := addInitFlags(fs) // env.go
+	environment := fs.String("environment", "", "a registered Environment's ID (create; agentwire env create prints it)")
+	envType := fs.String("env", "", "gone: use --environment ENV (a registered Environment), or nothing for a Session without a workspace")
+	binding := fs.String("binding", "", "gone: a Session never chooses its binding; register the workspace with agentwire env create")
 	if err := fs.Parse(args[1:]); err != nil {
 		return errUsage
+	}
+	switch {
+	case *binding != "":
+		return errors.New("--binding is gone: a Session never chooses its binding; register the workspace (agentwire env create --device D) and pass --environment ID")
+	case *envType != "" && *envType != "none":
+		return fmt.Errorf("--env %s is gone: register the workspace (agentwire env create --device D) and pass --environment ID", *envType)
 	}
 	c, err := newAPIClient(*core)
 	if err != nil {
@@ -97,19 +108,11 @@ func runSession(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() != 0 {
 		return errUsage
 	}
-	env := map[string]any{"type": *envType}
-	if *binding != "" {
-		if !json.Valid([]byte(*binding)) {
-			return errors.New("--binding is not valid JSON")
-		}
-		env["binding"] = json.RawMessage(*binding)
+	body := map[string]any{"agent_kind": *kind}
+	if *environment != "" {
+		body["environment_id"] = *environment
 	}
-	if decl, err := initf.declaration(); err != nil {
-		return err
-	} else if decl != nil {
-		env["initialization"] = decl
-	}
-	return c.call("POST", "/api/v1/sessions", map[string]any{"agent_kind": *kind, "environment": env}, stdout)
+	return c.call("POST", "/api/v1/sessions", body, stdout)
 }
 
 const turnUsage = `usage: agentwire turn submit --core URL --session S TEXT

@@ -27,6 +27,8 @@ commands:
   serve        run Core: agentwire core serve --listen 127.0.0.1:PORT --data DIR [--public-url URL]
   credential   issue, list or revoke credentials: agentwire core credential issue|list|revoke --data DIR ...
   devices      list the device registry: agentwire core devices --data DIR
+  device       give a device to a project: agentwire core device assign --data DIR --device D --project P
+               (for devices recorded before devices had projects; a device never changes project)
 `
 
 func runCore(args []string, stdout, stderr io.Writer) error {
@@ -41,6 +43,8 @@ func runCore(args []string, stdout, stderr io.Writer) error {
 		return runCoreCredential(args[1:], stdout, stderr)
 	case "devices":
 		return runCoreDevices(args[1:], stdout, stderr)
+	case "device":
+		return runCoreDevice(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, coreUsage)
 		return nil
@@ -99,6 +103,9 @@ func runCoreServe(args []string, stdout, stderr io.Writer) error {
 		*public = base
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	if err := warnUnowned(ctx, st, log); err != nil {
+		return err
+	}
 	srv := server.New(server.Config{Store: st, PublicURL: *public, Logger: log, Clock: clock, Transcript: transcript})
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	fmt.Fprintf(stdout, "agentwire core: listening on %s\n", base)
@@ -141,7 +148,7 @@ func runCoreCredential(args []string, stdout, stderr io.Writer) error {
 	data := fs.String("data", "", "data directory")
 	kind := fs.String("kind", "", "device, project or admin (issue)")
 	device := fs.String("device", "", "the device a device credential is for (issue)")
-	project := fs.String("project", "", "the project of a project API key (issue)")
+	project := fs.String("project", "", "the project of a project API key, or the project that owns a device credential's device (issue)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return errUsage
 	}
@@ -225,4 +232,60 @@ func runCoreDevices(args []string, stdout, stderr io.Writer) error {
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(map[string]any{"devices": list})
+}
+
+func runCoreDevice(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "assign" {
+		fmt.Fprintln(stderr, "usage: agentwire core device assign --data DIR --device D --project P")
+		return errUsage
+	}
+	fs := newFlags("core device assign", stderr)
+	data := fs.String("data", "", "data directory")
+	device := fs.String("device", "", "the device")
+	project := fs.String("project", "", "the project that owns it from now on")
+	if err := fs.Parse(args[1:]); err != nil || fs.NArg() != 0 {
+		return errUsage
+	}
+	if *device == "" || *project == "" {
+		return errors.New("core device assign: --device and --project are required")
+	}
+	ctx := context.Background()
+	st, err := openStore(ctx, *data)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	switch err := st.AssignDevice(ctx, *device, *project, time.Now()); {
+	case errors.Is(err, store.ErrConflict):
+		return fmt.Errorf("device %s belongs to another project; a device never changes project (issue a new device ID instead)", *device)
+	case err != nil:
+		return err
+	}
+	fmt.Fprintf(stdout, "device %s belongs to project %s (a live connection learns it at its next heartbeat)\n", *device, *project)
+	return nil
+}
+
+// warnUnowned names, at start, what the tenancy migration left usable by
+// no one: devices no project owns and local Environments no device hosts
+// (docs/tenancy.md).
+func warnUnowned(ctx context.Context, st store.Store, log *slog.Logger) error {
+	devices, err := st.ListDevices(ctx)
+	if err != nil {
+		return err
+	}
+	for _, d := range devices {
+		if d.Project == "" {
+			log.Warn("core: device belongs to no project; no project can use it until an administrator runs: agentwire core device assign --device "+d.ID+" --project P", "device_id", d.ID)
+		}
+	}
+	envs, err := st.ListEnvironments(ctx, "")
+	if err != nil {
+		return err
+	}
+	for _, e := range envs {
+		if e.Type != "none" && e.DeviceID == "" {
+			log.Warn("core: local Environment is hosted by no device (stored before Environments were registered); its Sessions take no Turns: register one with agentwire env create --device D", "environment_id", e.ID, "project", e.Project)
+		}
+	}
+	return nil
 }

@@ -78,7 +78,7 @@ func (d *demo) run(outDir, agent string) error {
 	data := filepath.Join(d.tmp, "data")
 	frames := filepath.Join(d.tmp, "frames.jsonl")
 	d.say("agentwire demo: a real Core and a real Runtime on 127.0.0.1, store in %s", d.tmp)
-	dev, err := d.issue(data, "--kind", "device", "--device", "demo-device")
+	dev, err := d.issue(data, "--kind", "device", "--device", "demo-device", "--project", "demo")
 	if err != nil {
 		return err
 	}
@@ -86,7 +86,7 @@ func (d *demo) run(outDir, agent string) error {
 	if err != nil {
 		return err
 	}
-	d.say("issued a device credential and a project API key (secrets redacted below)")
+	d.say("issued a credential for device demo-device of project demo, and the project's API key (secrets redacted below)")
 	if agent == "" {
 		agent = filepath.Join(d.tmp, "echo-agent")
 		if b, err := exec.Command("go", "build", "-o", agent, "./examples/echo-agent").CombinedOutput(); err != nil {
@@ -107,15 +107,29 @@ func (d *demo) run(outDir, agent string) error {
 	if err := os.WriteFile(credFile, []byte(dev), 0o600); err != nil {
 		return err
 	}
-	if _, err := d.start("runtime", "runtime", "--core", base, "--device-id", "demo-device", "--credential-file", credFile, "--harness", "exec:echo="+agent+":"+caps); err != nil {
+	c := &apiClient{base: base, key: proj}
+	// The workspace is registered with Core first: Core mints the
+	// Environment's ID, and the Runtime serves exactly that ID from the
+	// directory (docs/tenancy.md).
+	workspaceDir := filepath.Join(d.tmp, "workspace")
+	if err := os.MkdirAll(workspaceDir, 0o700); err != nil {
 		return err
 	}
-	d.say("Core at %s; Runtime started with exec:echo (examples/echo-agent)\n", base)
-
-	c := &apiClient{base: base, key: proj}
-	var ses struct{ ID string }
+	var env struct{ ID string }
 	t0 := time.Now()
-	if err := d.call(c, "POST", "/api/v1/sessions", map[string]any{"agent_kind": "echo", "environment": map[string]any{"type": "none"}}, &ses); err != nil {
+	if err := d.call(c, "POST", "/api/v1/environments", map[string]any{"device_id": "demo-device"}, &env); err != nil {
+		return err
+	}
+	d.api(t0, "POST /api/v1/environments (device demo-device) → "+env.ID)
+	if _, err := d.start("runtime", "runtime", "--core", base, "--device-id", "demo-device", "--credential-file", credFile,
+		"--harness", "exec:echo="+agent+":"+caps, "--environment", env.ID+"="+workspaceDir); err != nil {
+		return err
+	}
+	d.say("Core at %s; Runtime started with exec:echo (examples/echo-agent), serving Environment %s from %s\n", base, env.ID, workspaceDir)
+
+	var ses struct{ ID string }
+	t0 = time.Now()
+	if err := d.call(c, "POST", "/api/v1/sessions", map[string]any{"agent_kind": "echo", "environment_id": env.ID}, &ses); err != nil {
 		return err
 	}
 	d.api(t0, "POST /api/v1/sessions → "+ses.ID)

@@ -14,15 +14,21 @@ import (
 	"github.com/agentwire/agentwire/core/envinit"
 )
 
-const envUsage = `usage: agentwire env show    --core URL ENV
+const envUsage = `usage: agentwire env create  --core URL --device D [--type self_hosted|openai_hosted] [--init-env K=V] [--init-file LOCAL=/workspace/PATH]
+       agentwire env list    --core URL
+       agentwire env show    --core URL ENV
        agentwire env suspend --core URL [--device D] ENV   (exit 0 only when suspended)
        agentwire env resume  --core URL [--rollback] ENV   (exit 0 only when resumed)
-An Environment's ID is the environment_id of its Session. show prints what it declares for
+create registers a workspace on a device of the project and prints its ID, which the device's
+Runtime serves with --environment ID=DIR and a Session names with --environment ID. show prints what it declares for
 initialization, the last initialization outcome (with the Runtime's code) and its newest
 suspension attempt; suspend and resume wait up to 10 s for the Runtime's answer.`
 
 // runEnv wraps the public Environment routes.
 func runEnv(args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && (args[0] == "create" || args[0] == "list") {
+		return runEnvRegistry(args, stdout, stderr) // env_create.go
+	}
 	if len(args) == 0 || !oneOf(args[0], "show", "suspend", "resume") {
 		fmt.Fprintln(stderr, envUsage)
 		return errUsage
@@ -76,7 +82,7 @@ func runEnv(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// initFlags are session create's initialization flags.
+// initFlags are env create's initialization flags.
 type initFlags struct {
 	env, files multiFlag
 }
@@ -89,7 +95,7 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 func addInitFlags(fs *flag.FlagSet) *initFlags {
 	f := &initFlags{}
 	fs.Var(&f.env, "init-env", "an environment variable NAME=VALUE the Runtime is initialized with (create; repeatable)")
-	fs.Var(&f.files, "init-file", "LOCAL=/workspace/PATH: a local file installed into the workspace before the Session's first work on a connection (create; repeatable)")
+	fs.Var(&f.files, "init-file", "LOCAL=/workspace/PATH: a local file installed into the workspace before the Environment's first work on a connection (create; repeatable)")
 	return f
 }
 
