@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,15 +16,40 @@ import (
 	execadapter "github.com/agentwire/agentwire/runtime/adapters/exec"
 	"github.com/agentwire/agentwire/runtime/adapters/script"
 	"github.com/agentwire/agentwire/runtime/daemon"
+	"github.com/agentwire/agentwire/runtime/execution"
 	"github.com/agentwire/agentwire/runtime/harness"
-	"github.com/agentwire/agentwire/runtime/workspace"
 )
 
-// harnessFlags collects repeated --harness values.
+// harnessFlags collects repeated --harness values (and --environment ones).
 type harnessFlags []string
 
 func (h *harnessFlags) String() string     { return strings.Join(*h, ",") }
 func (h *harnessFlags) Set(v string) error { *h = append(*h, v); return nil }
+
+// errWorkspaceGone refuses the old single --workspace flag.
+var errWorkspaceGone = errors.New("runtime: --workspace is gone: a workspace belongs to one Environment; " +
+	"register it with Core (agentwire env create --device D) and pass --environment ID=DIR")
+
+// environments opens the --environment ID=DIR bindings, in order. Each
+// value names one Environment (the canonical UUID Core minted) and its
+// existing workspace directory; a value without '=', a non-canonical or
+// repeated ID, a missing directory and a directory shared with (or nested
+// in) another Environment's are refused with the flag and the value.
+func environments(values []string) (*execution.Bindings, error) {
+	b := execution.NewBindings()
+	for _, v := range values {
+		id, dir, ok := strings.Cut(v, "=")
+		if !ok || id == "" || dir == "" {
+			_ = b.Close()
+			return nil, fmt.Errorf("runtime: --environment %s: want ID=DIR (the Environment ID Core minted and its workspace directory)", v)
+		}
+		if err := b.Add(id, dir); err != nil {
+			_ = b.Close()
+			return nil, fmt.Errorf("runtime: --environment %s: %w", v, err)
+		}
+	}
+	return b, nil
+}
 
 // runRuntime runs the daemon until a signal (exit 0) or a permanent
 // refusal (exit 1, with what to fix).
@@ -34,7 +60,9 @@ func runRuntime(args []string, _ io.Writer, stderr io.Writer) error {
 	credFile := fs.String("credential-file", "", "file holding the daemon credential")
 	var harnesses harnessFlags
 	fs.Var(&harnesses, "harness", "adapter to register: script[=FILE] (a JSON script) or exec:KIND=COMMAND[:CAPFILE] (docs/exec-adapter.md); repeatable (default: script)")
-	wsDir := fs.String("workspace", "", "bound workspace directory that workspace reads are served from (none: reads are rejected read_unsupported)")
+	var envFlags harnessFlags
+	fs.Var(&envFlags, "environment", "an Environment this Runtime serves: ID=DIR, the Environment ID Core minted and its own existing workspace directory; repeatable (none: everything naming an Environment is refused)")
+	wsDir := fs.String("workspace", "", "removed: a workspace belongs to one Environment; pass --environment ID=DIR")
 	stateDir := fs.String("state", "", "state directory for transfer staging and installed skills and plugins (none: a temporary directory)")
 	abandonAfter := fs.Duration("abandon-after", 0, "on shutdown, give up executors whose close has not succeeded after this long (0: wait until they close or a second signal)")
 	idleTTL := fs.Duration("idle-expiry", 0, "how long a healthy idle executor is kept for a Turn with its configuration (0: 1h)")
@@ -43,6 +71,16 @@ func runRuntime(args []string, _ io.Writer, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return errUsage
 	}
+	workspaceSet := false
+	fs.Visit(func(f *flag.Flag) { workspaceSet = workspaceSet || f.Name == "workspace" })
+	if workspaceSet || *wsDir != "" {
+		return errWorkspaceGone
+	}
+	envs, err := environments(envFlags)
+	if err != nil {
+		return err
+	}
+	defer envs.Close()
 	if *core == "" || *device == "" || *credFile == "" {
 		fmt.Fprintln(stderr, "agentwire runtime: --core, --device-id and --credential-file are required")
 		return errUsage
@@ -72,18 +110,11 @@ func runRuntime(args []string, _ io.Writer, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var ws *workspace.Workspace
-	if *wsDir != "" {
-		if ws, err = workspace.Open(*wsDir); err != nil {
-			return fmt.Errorf("runtime: --workspace: %w", err)
-		}
-		defer ws.Close()
-	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	ctx, abandon, stop := shutdownSignals(logger)
 	defer stop()
 	err = daemon.Run(ctx, daemon.Config{
-		CoreURL: *core, DeviceID: *device, Credential: daemon.NewCredential(string(secret)), Registry: reg, Clock: clock, Workspace: ws, StateDir: *stateDir,
+		CoreURL: *core, DeviceID: *device, Credential: daemon.NewCredential(string(secret)), Registry: reg, Clock: clock, Environments: envs, StateDir: *stateDir,
 		Logger: logger, Abandon: abandon, AbandonAfter: *abandonAfter, IdleTTL: *idleTTL,
 	})
 	var perm *daemon.Permanent

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -68,4 +69,41 @@ func TestHarnessFlagExec(t *testing.T) {
 	require.ErrorContains(t, err, "exec:KIND=COMMAND")
 	_, err = adapter("exec:echo=/bin/true", &buf)
 	require.ErrorContains(t, err, "capabilities")
+}
+
+// TestRuntimeEnvironmentFlags: --environment ID=DIR binds Environments at
+// startup; a malformed value, a non-canonical or repeated ID, a missing
+// directory and a directory two Environments would share are refused
+// before anything connects, each naming the flag and the value. The old
+// --workspace is refused naming its replacement.
+func TestRuntimeEnvironmentFlags(t *testing.T) {
+	const idX, idY = "8d0f3a2b-1c4e-4f5a-8b6c-7d8e9f0a1b2c", "5b6c7d8e-9f0a-4b1c-8d2e-3f4a5b6c7d8e"
+	dir, other := t.TempDir(), t.TempDir()
+	missing := filepath.Join(dir, "missing")
+	for name, c := range map[string]struct {
+		args []string
+		want []string
+	}{
+		"workspace alone":     {[]string{"--workspace", dir}, []string{"--workspace is gone", "--environment ID=DIR", "agentwire env create"}},
+		"workspace empty":     {[]string{"--workspace="}, []string{"--workspace is gone", "--environment ID=DIR"}},
+		"workspace and env":   {[]string{"--environment", idX + "=" + dir, "--workspace", other}, []string{"--workspace is gone"}},
+		"no equals sign":      {[]string{"--environment", dir}, []string{"--environment " + dir + ":", "want ID=DIR"}},
+		"no directory":        {[]string{"--environment", idX + "="}, []string{"--environment " + idX + "=:", "want ID=DIR"}},
+		"not canonical":       {[]string{"--environment", "env-1=" + dir}, []string{"--environment env-1=" + dir + ":", "canonical"}},
+		"duplicate id":        {[]string{"--environment", idX + "=" + dir, "--environment", idX + "=" + other}, []string{"--environment " + idX + "=" + other + ":", "bound twice"}},
+		"missing directory":   {[]string{"--environment", idX + "=" + missing}, []string{"--environment " + idX + "=" + missing + ":", "no such file or directory"}},
+		"shared directory":    {[]string{"--environment", idX + "=" + dir, "--environment", idY + "=" + dir}, []string{"--environment " + idY + "=" + dir + ":", "never share"}},
+		"nested directory":    {[]string{"--environment", idX + "=" + dir, "--environment", idY + "=" + filepath.Join(dir, ".")}, []string{"never share"}},
+		"valid, then missing": {[]string{"--environment", idX + "=" + dir, "--environment", idY + "=" + missing}, []string{"--environment " + idY + "=" + missing}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			err := runRuntime(append(c.args, "--core", "http://127.0.0.1:1", "--device-id", "dev-1", "--credential-file", missing), io.Discard, &stderr)
+			require.Error(t, err)
+			assert.NotErrorIs(t, err, errUsage)
+			for _, w := range c.want {
+				assert.Contains(t, err.Error(), w)
+			}
+		})
+	}
 }

@@ -30,7 +30,6 @@ import (
 	"github.com/agentwire/agentwire/runtime/execution"
 	"github.com/agentwire/agentwire/runtime/harness"
 	rtransfer "github.com/agentwire/agentwire/runtime/transfer"
-	"github.com/agentwire/agentwire/runtime/workspace"
 	"github.com/agentwire/agentwire/wire"
 )
 
@@ -70,9 +69,14 @@ type Config struct {
 	// execution.DefaultRetryMin, doubling up to a minute).
 	ShutdownReport time.Duration
 	RetryMin       time.Duration
-	// Workspace is the bound directory workspace reads are served from
-	// (--workspace); nil rejects reads read_unsupported.
-	Workspace *workspace.Workspace
+	// Environments are the Environment bindings this daemon serves
+	// (--environment ID=DIR, repeatable): each Core-minted Environment ID
+	// with its own workspace directory. Execution, workspace reads, writes
+	// and exports, runtime_prepare file installs and suspension fencing
+	// each use the workspace of the Environment they name, and anything
+	// naming another Environment is refused before any work; nil binds
+	// none. The caller owns it (and closes it after Run returns).
+	Environments *execution.Bindings
 	// StateDir (--state) holds transfer staging and installed skills and
 	// plugins; "" uses a temporary directory removed when Run returns.
 	StateDir string
@@ -199,7 +203,7 @@ type shared struct {
 // reports whether the upgrade was accepted (the backoff then restarts).
 func connectOnce(ctx context.Context, cfg Config, sh shared) (live bool, err error) {
 	sess := execution.New(execution.Config{Registry: cfg.Registry, Clock: cfg.Clock, Logger: cfg.Logger, MaxActive: cfg.MaxActive,
-		Workspace: cfg.Workspace, Area: sh.area, Fence: sh.fence, Pool: sh.pool})
+		Environments: cfg.Environments, Area: sh.area, Fence: sh.fence, Pool: sh.pool})
 	down := sh.down
 	defer sess.Close()
 	ch := &connHooks{cfg: cfg, sess: sess, down: down}

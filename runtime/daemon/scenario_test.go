@@ -108,17 +108,21 @@ func (p *scenarioPeer) advance(t *testing.T, d time.Duration) {
 
 // startDaemon runs the daemon with one script adapter configured by setup
 // (a script.Script as JSON) and a capacity of 1 active Turn, so that
-// capacity scenarios stay short.
+// capacity scenarios stay short; "max_active": N raises it (a scenario
+// whose Runs follow each other then never meets the slot a settled Run's
+// Executor close still holds).
 //
-// A "workspace" member of setup binds a populated workspace directory
-// (workspaceSetup); without it the daemon has none.
+// An "environments" member of setup binds Environments by ID, each to a
+// populated workspace directory of its own (scenarioEnvironments); without
+// it the daemon binds none.
 //
 // A setup of {"exec": "echo-agent"} registers the exec adapter (kind
 // "echo") running examples/echo-agent, built with go build, instead.
 func startDaemon(t *testing.T, coreURL, setup string, clock peer.Clock, onConnected func(*peer.Conn), end chan<- string) func() {
 	var s script.Script
 	var sel struct {
-		Exec string `json:"exec"`
+		Exec      string `json:"exec"`
+		MaxActive int    `json:"max_active"`
 	}
 	if setup != "" {
 		require.NoError(t, json.Unmarshal([]byte(setup), &s), "the start directive's script")
@@ -134,7 +138,7 @@ func startDaemon(t *testing.T, coreURL, setup string, clock peer.Clock, onConnec
 		reg = harness.NewRegistry()
 		require.NoError(t, reg.Register(a))
 	}
-	ws := scenarioWorkspace(t, setup)
+	envs := scenarioEnvironments(t, setup)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	// A scenario's end abandons what the daemon could not close (a script
@@ -146,8 +150,8 @@ func startDaemon(t *testing.T, coreURL, setup string, clock peer.Clock, onConnec
 			Abandon: abandon,
 			CoreURL: coreURL, DeviceID: "runtime", Credential: daemon.NewCredential("synthetic-contract-credential"),
 			Registry: reg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-			MinBackoff: time.Millisecond, MaxBackoff: 4 * time.Millisecond, MaxActive: 1,
-			Clock: clock, OnConnected: onConnected, Workspace: ws,
+			MinBackoff: time.Millisecond, MaxBackoff: 4 * time.Millisecond, MaxActive: max(sel.MaxActive, 1),
+			Clock: clock, OnConnected: onConnected, Environments: envs,
 		})
 		res := "nil"
 		if err != nil {

@@ -22,7 +22,7 @@ import (
 
 	"github.com/agentwire/agentwire/runtime/adapters/script"
 	"github.com/agentwire/agentwire/runtime/daemon"
-	"github.com/agentwire/agentwire/runtime/workspace"
+	"github.com/agentwire/agentwire/runtime/execution"
 	"github.com/agentwire/agentwire/wire"
 )
 
@@ -32,20 +32,20 @@ const (
 	transferID   = "6090097e-1d1d-44de-a7ac-6fda17bf4bd2"
 )
 
-// startWithState runs the daemon with a --state directory and a bound
-// workspace, both returned.
+// startWithState runs the daemon with a --state directory and the
+// workspace of the Environment transferEnv, both returned.
 func startWithState(t *testing.T, c *core) (r *running, state, ws string) {
 	state, ws = t.TempDir(), t.TempDir()
-	w, err := workspace.Open(ws)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = w.Close() })
+	envs := execution.NewBindings()
+	require.NoError(t, envs.Add(transferEnv, ws))
+	t.Cleanup(func() { _ = envs.Close() })
 	ctx, cancel := context.WithCancel(context.Background())
 	r = &running{cancel: cancel, done: make(chan error, 1)}
 	go func() {
 		r.done <- daemon.Run(ctx, daemon.Config{
 			CoreURL: c.srv.URL, DeviceID: "dev-1", Credential: daemon.NewCredential(secret),
 			Registry: registry(t, script.Script{}), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-			MinBackoff: time.Millisecond, MaxBackoff: 4 * time.Millisecond, Workspace: w, StateDir: state,
+			MinBackoff: time.Millisecond, MaxBackoff: 4 * time.Millisecond, Environments: envs, StateDir: state,
 		})
 	}()
 	return r, state, ws

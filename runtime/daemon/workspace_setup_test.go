@@ -2,54 +2,80 @@ package daemon_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentwire/agentwire/runtime/workspace"
+	"github.com/agentwire/agentwire/runtime/execution"
 )
 
-// workspaceSetup is the "workspace" member of a scenario's start setup:
-// the bound directory the daemon serves, populated before it connects.
-// Next to it lies a directory "outside" holding secret.txt, which no read
-// may reach; a symlink target starting with "$outside" points into it by
-// absolute path.
+// workspaceSetup is one workspace of a scenario's start setup: an
+// Environment's bound directory, populated before the daemon connects.
+// Next to the workspaces lies a directory "outside" holding secret.txt,
+// which no read may reach; a symlink target starting with "$outside"
+// points into it by absolute path.
 type workspaceSetup struct {
 	Dirs     []string          `json:"dirs"`
 	Files    map[string]string `json:"files"`
 	Symlinks map[string]string `json:"symlinks"`
 }
 
-// scenarioWorkspace binds the workspace setup describes, or returns nil
-// when setup has none (reads are then rejected read_unsupported).
-func scenarioWorkspace(t *testing.T, setup string) *workspace.Workspace {
+// scenarioEnvironments binds the "environments" member of a scenario's
+// start setup: an object from Environment ID to the workspace setup of its
+// directory ({"8d0f…": {"files": {…}}, "5b6c…": {}}). Each Environment gets
+// a directory of its own. Without the member the daemon binds none, and
+// everything naming an Environment is refused.
+func scenarioEnvironments(t *testing.T, setup string) *execution.Bindings {
 	var sel struct {
-		Workspace *workspaceSetup `json:"workspace"`
+		Environments map[string]workspaceSetup `json:"environments"`
+		// Workspace was the single bound workspace before Environments
+		// were bound by ID; a transcript still using it is a mistake.
+		Workspace json.RawMessage `json:"workspace"`
 	}
 	if setup != "" {
-		require.NoError(t, json.Unmarshal([]byte(setup), &sel), "the start directive's workspace")
+		require.NoError(t, json.Unmarshal([]byte(setup), &sel), "the start directive's environments")
 	}
-	if sel.Workspace == nil {
+	require.Nil(t, sel.Workspace, `the start setup's "workspace" is gone: bind {"environments": {"ID": {…}}}`)
+	if sel.Environments == nil {
 		return nil
 	}
 	base := t.TempDir()
-	dir, outside := filepath.Join(base, "ws"), filepath.Join(base, "outside")
-	require.NoError(t, os.MkdirAll(dir, 0o755))
+	outside := filepath.Join(base, "outside")
 	require.NoError(t, os.MkdirAll(outside, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(outside, "secret.txt"), []byte("secret"), 0o644))
-	for _, d := range sel.Workspace.Dirs {
+	ids := make([]string, 0, len(sel.Environments))
+	for id := range sel.Environments {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	b := execution.NewBindings()
+	t.Cleanup(func() { _ = b.Close() })
+	for n, id := range ids {
+		dir := filepath.Join(base, fmt.Sprintf("ws-%d", n))
+		populate(t, dir, outside, sel.Environments[id])
+		require.NoError(t, b.Add(id, dir), "binding environment %s", id)
+	}
+	return b
+}
+
+// populate makes dir as ws describes it.
+func populate(t *testing.T, dir, outside string, ws workspaceSetup) {
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	for _, d := range ws.Dirs {
 		require.NoError(t, os.MkdirAll(filepath.Join(dir, filepath.FromSlash(d)), 0o755))
 	}
-	for name, body := range sel.Workspace.Files {
+	for name, body := range ws.Files {
 		p := filepath.Join(dir, filepath.FromSlash(name))
 		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
 		require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
 	}
-	for name, target := range sel.Workspace.Symlinks {
+	for name, target := range ws.Symlinks {
 		if rest, ok := strings.CutPrefix(target, "$outside"); ok {
 			target = outside + rest
 		}
@@ -63,8 +89,4 @@ func scenarioWorkspace(t *testing.T, setup string) *workspace.Workspace {
 		}
 		return os.Chtimes(p, fixed, fixed)
 	}))
-	ws, err := workspace.Open(dir)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = ws.Close() })
-	return ws
 }

@@ -34,11 +34,14 @@ import (
 
 	"github.com/agentwire/agentwire/runtime/adapters/script"
 	"github.com/agentwire/agentwire/runtime/daemon"
-	"github.com/agentwire/agentwire/runtime/workspace"
+	"github.com/agentwire/agentwire/runtime/execution"
 	"github.com/agentwire/agentwire/wire"
 )
 
 const benchBodyBytes = wire.MaxTransferBytes // 50 MiB
+
+// benchEnv is the Environment the benchmark's daemon binds and writes into.
+const benchEnv = "8d0f3a2b-1c4e-4f5a-8b6c-7d8e9f0a1b2c"
 
 // benchBody is the body and Core's encoded frame payloads: begin, the
 // chunks, commit. Payloads are encoded once; each op wraps them in an
@@ -61,7 +64,7 @@ func newBenchBody(tb testing.TB) *benchBody {
 		return b
 	}
 	bb := &benchBody{
-		begin: enc(wire.WorkspaceWrite{Step: wire.StepBegin, EnvironmentID: "8d0f3a2b-1c4e-4f5a-8b6c-7d8e9f0a1b2c",
+		begin: enc(wire.WorkspaceWrite{Step: wire.StepBegin, EnvironmentID: benchEnv,
 			SessionID: "3f2b8c1e-5d4a-4e6f-9a7b-1c2d3e4f5a6b", Path: "bench/body.bin", SizeBytes: &size, SHA256: hex.EncodeToString(sum[:])}),
 		commit: enc(wire.WorkspaceWrite{Step: wire.StepCommit}),
 	}
@@ -178,9 +181,9 @@ func BenchmarkWorkspaceWriteDaemon(b *testing.B) {
 		require.NoError(b, err)
 		defer os.RemoveAll(dir)
 	}
-	ws, err := workspace.Open(dir)
-	require.NoError(b, err)
-	defer ws.Close()
+	envs := execution.NewBindings()
+	require.NoError(b, envs.Add(benchEnv, dir))
+	defer envs.Close()
 
 	accepted := make(chan *websocket.Conn, 1)
 	mux := http.NewServeMux()
@@ -203,7 +206,7 @@ func BenchmarkWorkspaceWriteDaemon(b *testing.B) {
 		_ = daemon.Run(ctx, daemon.Config{
 			CoreURL: srv.URL, DeviceID: "bench", Credential: daemon.NewCredential("bench-credential"),
 			Registry: registry(b, script.Script{}), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-			MinBackoff: time.Millisecond, MaxBackoff: 4 * time.Millisecond, Workspace: ws,
+			MinBackoff: time.Millisecond, MaxBackoff: 4 * time.Millisecond, Environments: envs,
 		})
 	}()
 	defer func() {

@@ -22,6 +22,8 @@ type admission struct {
 	handle      string
 	executorID  string
 	fingerprint [32]byte
+	poolKey     [32]byte // what an idle Executor of this configuration is retained under (idleKey)
+	env         string   // the Environment it is bound to (local_environment); "" for none
 	readOnly    bool
 	decl        harness.Declaration
 	cfg         harness.ExecutorConfig
@@ -42,6 +44,27 @@ type admission struct {
 func fingerprint(p wire.Payload) [32]byte {
 	b, _ := json.Marshal(p)
 	return sha256.Sum256(b)
+}
+
+// idleKey is what an idle Executor is retained under and taken back by:
+// the admission's fingerprint (the Session and its whole configuration,
+// local_environment's ID included) and the workspace directory that
+// Environment is bound to.
+//
+// decision: an Executor runs in its Environment's workspace (its
+// ExecutorConfig.WorkspaceDir), so it is reused only for the identical
+// configuration in the very same Environment and directory
+// (daemon-protocol.txt:72: retained across Turns with identical
+// configuration); the directory is part of the key so that reuse never
+// depends on the ID alone naming one directory.
+func idleKey(fp [32]byte, dir string) [32]byte {
+	h := sha256.New()
+	h.Write(fp[:])
+	h.Write([]byte{0})
+	h.Write([]byte(dir))
+	var k [32]byte
+	h.Sum(k[:0])
+	return k
 }
 
 // record returns the admission an instance carries, if any.
@@ -160,9 +183,20 @@ func rejection(op, code string, p wire.Payload) wire.PreparationStatus {
 // capacity, grants a handle and starts native preparation off the loop.
 func (s *Session) admit(d *peer.Driver, inst *peer.Instance, p wire.ExecutionPrepare) {
 	cfg := p.Configuration
+	env := envOf(cfg)
 	adapter, decl, ok := s.cfg.Registry.Lookup(cfg.AgentKind)
 	code := ""
 	switch {
+	case cfg.LocalEnvironment != nil && !s.cfg.Environments.Has(env):
+		// decision: a configuration bound to an Environment this Runtime
+		// is not configured with is refused before anything is reserved,
+		// with the binding conflict code, for the executor and the
+		// read-only profile alike: the Runtime checks the request against
+		// its own binding and never picks another workspace
+		// (daemon-protocol.txt:19, :59, :155, :177). The refusal is
+		// definite and is not preparation_capacity, so the Turn is not
+		// retried here (daemon-protocol.txt:116).
+		code = wire.PrepCodeSessionBindingConflict
 	case !ok || !decl.Available:
 		code = wire.PrepCodeResourceUnavailable
 	case !decl.Capabilities.Preparation.Supports():
@@ -171,14 +205,17 @@ func (s *Session) admit(d *peer.Driver, inst *peer.Instance, p wire.ExecutionPre
 		code = wire.PrepCodeUnsupportedReadPreparation
 	case len(cfg.FunctionTools) > 0 && !decl.Capabilities.FunctionTools.Supports():
 		code = wire.PrepCodeUnsupportedConfiguration
-	case s.fence.held():
+	case s.fence.held(env):
 		// decision: a quiescing or suspended Environment admits no new
 		// execution (daemon-protocol.txt:96); the refusal is definite and
-		// Core may prepare again after the resume.
+		// Core may prepare again after the resume. Only that Environment
+		// is fenced: another one, or a configuration of Environment none,
+		// is admitted as usual.
 		code = wire.PrepCodeResourceUnavailable
-	case !cfg.WorkspaceReadOnly && s.workspaceHeld():
-		// decision: a workspace write or export excludes execution
-		// (daemon-protocol.txt:185); the read-only profile runs nothing.
+	case !cfg.WorkspaceReadOnly && s.workspaceHeld(env):
+		// decision: a workspace write or export excludes execution of its
+		// own Environment (daemon-protocol.txt:185); the read-only profile
+		// runs nothing, and another Environment's workspace is not held.
 		code = wire.PrepCodeResourceUnavailable
 	case s.busy() || s.shutting:
 		// decision: capacity is checked before a handle is minted, so a
@@ -191,17 +228,19 @@ func (s *Session) admit(d *peer.Driver, inst *peer.Instance, p wire.ExecutionPre
 		s.reject(d, inst.Key.ID, wire.PreparationOpPrepare, code, p)
 		return
 	}
+	dir := s.cfg.Environments.Dir(env)
+	fp := fingerprint(p)
 	a := &admission{
 		requestID: inst.Key.ID, handle: s.cfg.NewID("handle-"), executorID: s.cfg.NewID("executor-"),
-		fingerprint: fingerprint(p), readOnly: cfg.WorkspaceReadOnly, decl: decl,
-		cfg:      harness.ExecutorConfig{SessionID: p.SessionID, Configuration: cfg, Declaration: decl},
+		fingerprint: fp, poolKey: idleKey(fp, dir), env: env, readOnly: cfg.WorkspaceReadOnly, decl: decl,
+		cfg:      harness.ExecutorConfig{SessionID: p.SessionID, Configuration: cfg, Declaration: decl, WorkspaceDir: dir},
 		prepDone: make(chan struct{}),
 	}
 	inst.Data = a
 	s.admissions[a.requestID] = a
 	s.active++
 	if !a.readOnly {
-		if idle, ok := s.cfg.Pool.Take(a.fingerprint); ok {
+		if idle, ok := s.cfg.Pool.Take(a.poolKey); ok {
 			// A reused healthy Executor is ready without native preparation
 			// (daemon-protocol.txt:114): revision 1 is ready, marked reused,
 			// and it keeps the declaration it was first admitted with
@@ -244,7 +283,7 @@ func (s *Session) admit(d *peer.Driver, inst *peer.Instance, p wire.ExecutionPre
 			ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 			if cerr := exe.Close(ctx); cerr != nil {
 				s.cfg.Logger.Warn("executor close after connection loss failed; it stays owned", "executor", a.executorID, "err", cerr)
-				s.cfg.Pool.Retain(a.executorID, exe, cerr)
+				s.cfg.Pool.Retain(a.executorID, a.env, exe, cerr)
 			}
 			cancel()
 		}
@@ -312,7 +351,7 @@ func (s *Session) settle(a *admission, then func(d *peer.Driver, err error)) {
 			// The loop is gone, so nothing else touches a any more.
 			exe, a.exe = a.exe, nil
 		}
-		s.closeExecutor(a.executorID, exe, then)
+		s.closeExecutor(a.executorID, a.env, exe, then)
 	})
 }
 

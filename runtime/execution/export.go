@@ -13,10 +13,11 @@ import (
 
 // exportRun is the one workspace export of this connection: a producer
 // writes the archive into a pipe, and each pull reads the next chunk of it
-// off the loop. It holds the workspace (execution and writes are refused)
-// until close_export.
+// off the loop. It holds its Environment's workspace (execution and writes
+// there are refused) until close_export.
 type exportRun struct {
 	id     string // the operation ID
+	env    string // the Environment whose outputs/ it archives
 	owner  string // the read-only preparation's handle
 	offset int64  // the archive bytes answered so far
 	pr     *io.PipeReader
@@ -38,12 +39,16 @@ func exportRequest(f *fsm.Firing[*peer.Event]) (wire.WorkspaceExport, bool) {
 
 // exportRefusal is the code that refuses an export begin, or "".
 //
-// decision: the owner must be a ready read-only preparation of this
-// connection whose declaration includes workspace_output_export, bound to
-// the exact Environment (invalid_request otherwise, as for reads); one
-// export runs per connection and none while a write holds the workspace
+// decision: an Environment this Runtime is not configured with is refused
+// invalid_request before anything else (daemon-protocol.txt:19). The owner
+// must be a ready read-only preparation of this connection whose
+// declaration includes workspace_output_export, bound to the exact
+// Environment (invalid_request otherwise, as for reads); one export runs
+// per connection, and none while a write or a runtime_prepare transfer
+// holds the same Environment's workspace or that Environment is fenced
 // (resource_unavailable, wire-reference §2.11).
 func (s *Session) exportRefusal(p wire.WorkspaceExport) string {
+	env := p.EnvironmentID
 	var owner *admission
 	for _, a := range s.admissions {
 		if a.handle == p.Handle && a.readOnly && !a.releasing && a.expiresAt != 0 {
@@ -51,10 +56,12 @@ func (s *Session) exportRefusal(p wire.WorkspaceExport) string {
 		}
 	}
 	switch {
-	case owner == nil, s.cfg.Workspace == nil, s.export != nil, s.write != nil, s.xfer != nil, s.fence.held(), s.shutting,
-		!owner.decl.Capabilities.WorkspaceOutputExport.Supports():
+	case !s.cfg.Environments.Has(env):
+		return "invalid_request"
+	case owner == nil, s.export != nil, s.write != nil && s.write.env == env, s.xfer != nil && s.xfer.begin.EnvironmentID == env,
+		s.fence.held(env), s.shutting, !owner.decl.Capabilities.WorkspaceOutputExport.Supports():
 		return "resource_unavailable"
-	case envOf(owner.cfg.Configuration) != p.EnvironmentID:
+	case owner.env != env:
 		return "invalid_request"
 	}
 	return ""
@@ -71,9 +78,9 @@ func (h exportHooks) DoOpenExport(f *fsm.Firing[*peer.Event]) error {
 	}
 	ctx, cancel := context.WithCancel(s.ctx)
 	pr, pw := io.Pipe()
-	u := &exportRun{id: id, owner: p.Handle, pr: pr, cancel: cancel}
+	u := &exportRun{id: id, env: p.EnvironmentID, owner: p.Handle, pr: pr, cancel: cancel}
 	s.export = u
-	ws := s.cfg.Workspace
+	ws, _ := s.cfg.Environments.Lookup(u.env) // exportRefusal checked the binding
 	s.goNative(func() {
 		_ = pw.CloseWithError(ws.ExportOutputs(ctx, pw))
 	})

@@ -77,6 +77,7 @@ type Pool struct {
 // owned is one Executor the Pool owns.
 type owned struct {
 	id        string
+	env       string // the Environment it runs in; "" for none
 	key       [32]byte
 	exe       harness.Executor
 	decl      harness.Declaration
@@ -141,7 +142,7 @@ func (p *Pool) Take(key [32]byte) (Idle, bool) {
 // decision: a full idle set refuses the newcomer instead of evicting the
 // oldest: both are healthy, and refusing needs no close on the caller's
 // behalf.
-func (p *Pool) Put(key [32]byte, id string, exe harness.Executor, decl harness.Declaration) bool {
+func (p *Pool) Put(key [32]byte, id, env string, exe harness.Executor, decl harness.Declaration) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	n := len(p.idle)
@@ -151,17 +152,18 @@ func (p *Pool) Put(key [32]byte, id string, exe harness.Executor, decl harness.D
 	if p.shutdown || n >= p.cfg.MaxIdle {
 		return false
 	}
-	p.idle = append(p.idle, &owned{id: id, key: key, exe: exe, decl: decl, idleUntil: p.cfg.Clock.Now().Add(p.cfg.IdleTTL)})
+	p.idle = append(p.idle, &owned{id: id, env: env, key: key, exe: exe, decl: decl, idleUntil: p.cfg.Clock.Now().Add(p.cfg.IdleTTL)})
 	p.poke()
 	return true
 }
 
-// Retain takes ownership of an Executor whose close failed; it is closed
-// again later, serialized, with backoff.
-func (p *Pool) Retain(id string, exe harness.Executor, err error) {
+// Retain takes ownership of an Executor (of the Environment env, "" for
+// none) whose close failed; it is closed again later, serialized, with
+// backoff.
+func (p *Pool) Retain(id, env string, exe harness.Executor, err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.failed = append(p.failed, &owned{id: id, exe: exe, attempts: 1, lastErr: err, nextTry: p.cfg.Clock.Now().Add(p.cfg.RetryMin)})
+	p.failed = append(p.failed, &owned{id: id, env: env, exe: exe, attempts: 1, lastErr: err, nextTry: p.cfg.Clock.Now().Add(p.cfg.RetryMin)})
 	p.poke()
 }
 
@@ -177,6 +179,23 @@ func (p *Pool) Held() int {
 	defer p.mu.Unlock()
 	n := len(p.failed)
 	if p.closing != nil && p.closing.attempts > 0 {
+		n++
+	}
+	return n
+}
+
+// HeldIn is Held for the Executors of the Environment env: an Executor
+// whose close failed may still be running in env's workspace.
+func (p *Pool) HeldIn(env string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, o := range p.failed {
+		if o.env == env {
+			n++
+		}
+	}
+	if p.closing != nil && p.closing.attempts > 0 && p.closing.env == env {
 		n++
 	}
 	return n

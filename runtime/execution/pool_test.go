@@ -28,14 +28,14 @@ func TestPoolIdleExpiryOnTheClock(t *testing.T) {
 	a := newCounting()
 	p := execution.NewPool(execution.PoolConfig{Clock: clock, Logger: quiet, IdleTTL: time.Hour})
 	e := exe(a)
-	require.True(t, p.Put(key(1), "executor-1", e, a.Declaration()))
+	require.True(t, p.Put(key(1), "executor-1", "", e, a.Declaration()))
 	_, ok := p.Take(key(2))
 	assert.False(t, ok, "another configuration")
 	clock.Advance(time.Hour - time.Nanosecond)
 	got, ok := p.Take(key(1))
 	require.True(t, ok)
 	assert.Equal(t, "executor-1", got.ID)
-	require.True(t, p.Put(key(1), "executor-1", e, a.Declaration()), "back to idle; its expiry restarts")
+	require.True(t, p.Put(key(1), "executor-1", "", e, a.Declaration()), "back to idle; its expiry restarts")
 	clock.Advance(time.Hour)
 	_, ok = p.Take(key(1))
 	assert.False(t, ok, "an expired Executor is never handed out")
@@ -57,9 +57,9 @@ func TestPoolIdleExpiryOnTheClock(t *testing.T) {
 func TestPoolIdleBound(t *testing.T) {
 	a := newCounting()
 	p := execution.NewPool(execution.PoolConfig{Logger: quiet, MaxIdle: 2})
-	assert.True(t, p.Put(key(1), "e1", exe(a), a.Declaration()))
-	assert.True(t, p.Put(key(2), "e2", exe(a), a.Declaration()))
-	assert.False(t, p.Put(key(3), "e3", exe(a), a.Declaration()))
+	assert.True(t, p.Put(key(1), "e1", "", exe(a), a.Declaration()))
+	assert.True(t, p.Put(key(2), "e2", "", exe(a), a.Declaration()))
+	assert.False(t, p.Put(key(3), "e3", "", exe(a), a.Declaration()))
 	assert.Equal(t, 2, p.IdleCount())
 	assert.Zero(t, p.Held(), "idle Executors hold no active capacity")
 }
@@ -72,12 +72,12 @@ func TestPoolShutdownRetriesUntilClosed(t *testing.T) {
 	a := newCounting()
 	a.closeFailures = 2
 	p := execution.NewPool(execution.PoolConfig{Clock: clock, Logger: quiet})
-	require.True(t, p.Put(key(1), "e1", exe(a), a.Declaration()))
+	require.True(t, p.Put(key(1), "e1", "", exe(a), a.Declaration()))
 	failures := make(chan error, 8)
 	result := make(chan error, 1)
 	go func() { result <- p.Shutdown(nil, func(err error) { failures <- err }) }()
 	<-failures
-	assert.False(t, p.Put(key(2), "e2", exe(a), a.Declaration()), "no Executor is retained once shutdown began")
+	assert.False(t, p.Put(key(2), "e2", "", exe(a), a.Declaration()), "no Executor is retained once shutdown began")
 	assert.Contains(t, p.Waiting(), "e1 (1 failed closes")
 	var err error
 	require.Eventually(t, func() bool {
@@ -100,7 +100,7 @@ func TestPoolShutdownAbandon(t *testing.T) {
 	a := newCounting()
 	a.closeFailures = 1 << 30
 	p := execution.NewPool(execution.PoolConfig{Clock: clock, Logger: quiet})
-	p.Retain("e1", exe(a), errClose)
+	p.Retain("e1", "", exe(a), errClose)
 	abandon := make(chan struct{})
 	result := make(chan error, 1)
 	go func() { result <- p.Shutdown(abandon, nil) }()

@@ -30,7 +30,8 @@ type runState struct {
 	holding bool                           // done is held back for inputs in flight
 	asked   map[string]*asked              // open interactions, by interaction instance ID
 	em      *emitter                       // the Run's frames, in order (emit.go)
-	env     *string                        // the Environment ID of the handle it took over; nil for prompt_request
+	env     *string                        // the Environment ID of the handle it took over; nil for prompt_request (no read target)
+	envID   string                         // the Environment it runs in (its local_environment); "" for none
 	from    *admission                     // the admission it took over (its Executor may go idle); nil for prompt_request
 }
 
@@ -65,13 +66,15 @@ func (h runHooks) DoStartNative(f *fsm.Firing[*peer.Event]) error {
 			code = wire.PrepCodeRunConflict
 		case a.exe == nil:
 			code = wire.PrepCodeExecutorUnavailable
-		case s.fence.held():
-			// decision: a ready admission survives a quiesce, but it
-			// cannot start a Run until the resume (daemon-protocol.txt:96).
+		case s.fence.held(a.env):
+			// decision: a ready admission survives a quiesce of its
+			// Environment, but it cannot start a Run until the resume
+			// (daemon-protocol.txt:96).
 			code = wire.PrepCodeResourceUnavailable
-		case s.workspaceHeld():
-			// A write or export took the workspace after the preparation
-			// was granted: execution waits for it (daemon-protocol.txt:185).
+		case s.workspaceHeld(a.env):
+			// A write or export took the Environment's workspace after the
+			// preparation was granted: execution there waits for it
+			// (daemon-protocol.txt:185).
 			code = wire.PrepCodeResourceUnavailable
 		}
 		if code != "" {
@@ -83,13 +86,24 @@ func (h runHooks) DoStartNative(f *fsm.Firing[*peer.Event]) error {
 		a.exe = nil
 		s.publish(d, a, wire.PreparationStatus{State: wire.PreparationStarting})
 		s.publish(d, a, wire.PreparationStatus{State: wire.PreparationStarted, RunID: runID})
-		s.startRun(runID, harness.Turn{RunID: runID, Input: p.Input, Declaration: a.decl}, exe, nil)
-		env := envOf(a.cfg.Configuration)
+		s.startRun(runID, a.env, harness.Turn{RunID: runID, Input: p.Input, Declaration: a.decl}, exe, nil)
+		env := a.env
 		s.runs[runID].env = &env
 		s.runs[runID].from = a
 	case wire.PromptRequest:
+		env := envOf(p)
 		adapter, decl, ok := s.cfg.Registry.Lookup(p.AgentKind)
-		if !ok || !decl.Available || s.runs[runID] != nil || s.busy() || s.shutting || s.fence.held() || s.workspaceHeld() {
+		if p.LocalEnvironment != nil && !s.cfg.Environments.Has(env) {
+			// decision: a prompt_request bound to an Environment this
+			// Runtime is not configured with fails before any native work,
+			// as an execution_prepare is refused session_binding_conflict
+			// (daemon-protocol.txt:19, :155); prompt_request has no
+			// rejection receipt, so the Run ends with an error and done.
+			send(d, runID, wire.ErrorFrame{Error: "the Runtime is not bound to this Environment (session_binding_conflict)"})
+			send(d, runID, wire.Done{})
+			return nil
+		}
+		if !ok || !decl.Available || s.runs[runID] != nil || s.busy() || s.shutting || s.fence.held(env) || s.workspaceHeld(env) {
 			// prompt_request has no rejection receipt: the Run fails with an
 			// error and done (daemon-protocol.txt:124).
 			send(d, runID, wire.ErrorFrame{Error: "the Runtime cannot start this Run now"})
@@ -97,25 +111,25 @@ func (h runHooks) DoStartNative(f *fsm.Firing[*peer.Event]) error {
 			return nil
 		}
 		s.active++
-		cfg := harness.ExecutorConfig{Configuration: p, Declaration: decl}
-		s.startRun(runID, harness.Turn{RunID: runID, Input: p.Input, Declaration: decl}, nil, func(ctx context.Context) (harness.Executor, error) {
+		cfg := harness.ExecutorConfig{Configuration: p, Declaration: decl, WorkspaceDir: s.cfg.Environments.Dir(env)}
+		s.startRun(runID, env, harness.Turn{RunID: runID, Input: p.Input, Declaration: decl}, nil, func(ctx context.Context) (harness.Executor, error) {
 			return adapter.NewExecutor(ctx, cfg)
 		})
 	}
 	return nil
 }
 
-// startRun runs the Turn on its own goroutine, on exe (the Executor a start
-// took over) or on one newExecutor prepares there (prompt_request). Frames
-// go out through the connection in order; when the native work settles,
-// done is published, and a cancellation receipt follows when prompt_cancel
-// asked for one.
-func (s *Session) startRun(runID string, turn harness.Turn, exe harness.Executor, newExecutor func(context.Context) (harness.Executor, error)) {
+// startRun runs the Turn of the Environment env ("" for none) on its own
+// goroutine, on exe (the Executor a start took over) or on one newExecutor
+// prepares there (prompt_request). Frames go out through the connection in
+// order; when the native work settles, done is published, and a
+// cancellation receipt follows when prompt_cancel asked for one.
+func (s *Session) startRun(runID, env string, turn harness.Turn, exe harness.Executor, newExecutor func(context.Context) (harness.Executor, error)) {
 	ctx, cancel := context.WithCancel(s.ctx)
 	turn.Notify = s.notify(runID)
 	// A known Executor is recorded here, on the loop, rather than posted
 	// from the Turn's goroutine: one hand-off less while a start is answered.
-	r := &runState{id: runID, cancel: cancel, turn: turn, exe: exe, inputs: map[string]bool{}, writing: map[string]bool{}, early: map[string]harness.InputNotice{}, asked: map[string]*asked{}}
+	r := &runState{id: runID, envID: env, cancel: cancel, turn: turn, exe: exe, inputs: map[string]bool{}, writing: map[string]bool{}, early: map[string]harness.InputNotice{}, asked: map[string]*asked{}}
 	r.em = s.newEmitter(runID)
 	s.runs[runID] = r
 	s.goNative(func() {
@@ -146,7 +160,7 @@ func (s *Session) startRun(runID string, turn harness.Turn, exe harness.Executor
 			// state behind, and an input still in flight may still use the
 			// Executor. Those are closed (daemon-protocol.txt:72, :118).
 			if exe != nil && err == nil && ctx.Err() == nil && r.from != nil && len(r.inputs) == 0 && !s.shutting &&
-				s.cfg.Pool.Put(r.from.fingerprint, r.from.executorID, exe, r.from.decl) {
+				s.cfg.Pool.Put(r.from.poolKey, r.from.executorID, r.from.env, exe, r.from.decl) {
 				retained = true
 				s.freeSlot()
 			}
@@ -171,7 +185,7 @@ func (s *Session) startRun(runID string, turn harness.Turn, exe harness.Executor
 			if r.from != nil {
 				id = r.from.executorID
 			}
-			s.closeExecutor(id, exe, nil)
+			s.closeExecutor(id, env, exe, nil)
 		default:
 			s.post(func(*peer.Driver) { s.freeSlot() })
 		}

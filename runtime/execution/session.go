@@ -29,7 +29,6 @@ import (
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/runtime/harness"
 	rtransfer "github.com/agentwire/agentwire/runtime/transfer"
-	"github.com/agentwire/agentwire/runtime/workspace"
 	"github.com/agentwire/agentwire/wire"
 )
 
@@ -49,9 +48,10 @@ type Config struct {
 	Logger   *slog.Logger
 	// MaxActive bounds active preparation and execution; 0 takes DefaultMaxActive.
 	MaxActive int
-	// Workspace is the bound directory workspace reads are served from;
-	// nil rejects every read read_unsupported.
-	Workspace *workspace.Workspace
+	// Environments are the Environments this Runtime serves, each with
+	// its workspace (bindings.go). A request naming any other Environment
+	// is refused before any work; nil binds none.
+	Environments *Bindings
 	// NewID mints Executor IDs and admission handles; nil uses random hex.
 	NewID func(prefix string) string
 	// Area is where runtime_prepare bodies are staged and bundles
@@ -90,9 +90,9 @@ type Session struct {
 
 	xfer      *xferState // the transfer holding the connection's slot
 	fence     *Fence
-	draining  *peer.Key // the suspension instance waiting for active work to settle
-	shutting  bool      // Shutdown began: nothing new is admitted
-	onSettled func()    // called once when shutting and nothing is active
+	draining  map[peer.Key]string // suspension instances waiting for their Environment's active work to settle, and that Environment
+	shutting  bool                // Shutdown began: nothing new is admitted
+	onSettled func()              // called once when shutting and nothing is active
 
 	write  *upload    // the workspace write under way, if any (one per connection)
 	export *exportRun // the workspace export under way, if any (one per connection)
@@ -120,7 +120,7 @@ func New(cfg Config) *Session {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Session{cfg: cfg, ctx: ctx, cancel: cancel, admissions: map[string]*admission{}, runs: map[string]*runState{}, asked: map[string]*asked{},
-		reads: map[string]*readState{}, fenced: map[string]bool{}, fence: cfg.Fence}
+		reads: map[string]*readState{}, fenced: map[string]bool{}, fence: cfg.Fence, draining: map[peer.Key]string{}}
 }
 
 func randomID(prefix string) string {
@@ -203,11 +203,12 @@ func send(d *peer.Driver, id string, p wire.Payload) {
 	d.Send(peer.Outbound{ID: id, Payload: p}, nil)
 }
 
-// closeExecutor closes exe outside the loop, then frees its slot and calls
-// then on the loop (when the connection still runs). A failed close hands
-// the Executor to the Pool, which keeps it owned, counts it against the
-// active bound and retries it later (daemon-protocol.txt:116, :118).
-func (s *Session) closeExecutor(id string, exe harness.Executor, then func(d *peer.Driver, err error)) {
+// closeExecutor closes exe (of the Environment env, "" for none) outside
+// the loop, then frees its slot and calls then on the loop (when the
+// connection still runs). A failed close hands the Executor to the Pool,
+// which keeps it owned, counts it against the active bound and retries it
+// later (daemon-protocol.txt:116, :118).
+func (s *Session) closeExecutor(id, env string, exe harness.Executor, then func(d *peer.Driver, err error)) {
 	s.goNative(func() {
 		var err error
 		if exe != nil {
@@ -217,7 +218,7 @@ func (s *Session) closeExecutor(id string, exe harness.Executor, then func(d *pe
 		}
 		if err != nil {
 			s.cfg.Logger.Warn("executor close failed; it stays owned", "executor", id, "err", err)
-			s.cfg.Pool.Retain(id, exe, err)
+			s.cfg.Pool.Retain(id, env, exe, err)
 		}
 		s.post(func(d *peer.Driver) {
 			s.freeSlot()

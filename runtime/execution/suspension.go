@@ -1,6 +1,7 @@
 package execution
 
 import (
+	"sort"
 	"sync"
 
 	"github.com/agentwire/agentwire/fsm"
@@ -18,49 +19,70 @@ import (
 // Releasing an admission or closing an Executor never touches the fence:
 // neither suspends nor resumes anything (daemon-protocol.txt:7).
 //
-// decision: the reference Runtime serves one bound workspace, so it fences
-// one Environment at a time: while an attempt holds the fence, a quiesce
-// under another suspend_id is refused resource_busy (wire-reference §2.12
-// names that code for unsettled work).
+// decision: the fence is per Environment: a quiesce fences the
+// Environment it names and nothing else, so work of another Environment,
+// or of Environment none, is neither refused nor waited for
+// (daemon-protocol.txt:96 fences the Environment; the Runtime serves one
+// workspace per Environment binding). While an attempt holds an
+// Environment's fence, a quiesce of the same Environment under another
+// suspend_id is refused resource_busy (wire-reference §2.12 names that
+// code for unsettled work).
 type Fence struct {
-	mu      sync.Mutex
-	env     string // the Environment and attempt holding the fence; "" when open
-	suspend string
-	saved   map[string]peer.Saved // suspension instances to restore, by suspend_id
+	mu    sync.Mutex
+	byEnv map[string]string     // Environment ID → the suspend_id holding its fence
+	saved map[string]peer.Saved // suspension instances to restore, by suspend_id
 }
 
 // NewFence returns an open fence.
-func NewFence() *Fence { return &Fence{saved: map[string]peer.Saved{}} }
+func NewFence() *Fence { return &Fence{byEnv: map[string]string{}, saved: map[string]peer.Saved{}} }
 
-func (f *Fence) held() bool {
+// held reports whether env is fenced; Environment none ("") never is.
+func (f *Fence) held(env string) bool {
+	if env == "" {
+		return false
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.suspend != ""
+	return f.byEnv[env] != ""
 }
 
-// hold fences admission for the attempt; false when another attempt holds it.
+// hold fences admission in env for the attempt; false when another
+// attempt holds env, or the attempt already holds another Environment.
 func (f *Fence) hold(env, suspend string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.suspend != "" && f.suspend != suspend {
+	if cur, ok := f.byEnv[env]; ok && cur != suspend {
 		return false
 	}
-	f.env, f.suspend = env, suspend
+	if other := f.envOfLocked(suspend); other != "" && other != env {
+		return false
+	}
+	f.byEnv[env] = suspend
 	return true
 }
 
-func (f *Fence) owner() (env, suspend string) {
+// owner is the Environment the attempt suspend fences, or "".
+func (f *Fence) owner(suspend string) string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.env, f.suspend
+	return f.envOfLocked(suspend)
 }
 
-// release reopens admission if suspend holds the fence.
+func (f *Fence) envOfLocked(suspend string) string {
+	for env, s := range f.byEnv {
+		if s == suspend {
+			return env
+		}
+	}
+	return ""
+}
+
+// release reopens admission in the Environment suspend fences, if any.
 func (f *Fence) release(suspend string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.suspend == suspend {
-		f.env, f.suspend = "", ""
+	if env := f.envOfLocked(suspend); env != "" {
+		delete(f.byEnv, env)
 		delete(f.saved, suspend)
 	}
 }
@@ -77,7 +99,7 @@ func (f *Fence) Save(s peer.Saved, terminal bool) {
 	switch {
 	case !terminal:
 		f.saved[s.ID] = s
-	case f.suspend != s.ID:
+	case f.envOfLocked(s.ID) == "":
 		delete(f.saved, s.ID)
 	}
 }
@@ -109,10 +131,7 @@ func (s *Session) attemptOf(f *fsm.Firing[*peer.Event]) *attempt {
 	if a, ok := inst.Data.(*attempt); ok {
 		return a
 	}
-	a := &attempt{suspend: inst.Key.ID}
-	if env, suspend := s.fence.owner(); suspend == inst.Key.ID {
-		a.env = env
-	}
+	a := &attempt{suspend: inst.Key.ID, env: s.fence.owner(inst.Key.ID)}
 	inst.Data = a
 	return a
 }
@@ -142,27 +161,36 @@ func (h suspHooks) GuardResumeMatchesQuiesce(f *fsm.Firing[*peer.Event]) bool {
 	return ok && a.env != "" && p.EnvironmentID == a.env
 }
 
-// DoFenceAdmission stops admitting new work and waits for the active work
-// to settle: the drain ends with drain_settled, or with the table's 5 s
-// quiesce_drain refusal.
+// DoFenceAdmission stops admitting new work in the quiesced Environment
+// and waits for its active work to settle: the drain ends with
+// drain_settled, or with the table's 5 s quiesce_drain refusal.
 //
-// decision: quiescing cancels nothing: it waits for active Runs, reads,
-// preparations and the transfer to settle (daemon-protocol.txt:151: the
-// Runtime keeps ownership until native work settled). Ready admissions and
-// idle Executors are not active work; they stay, but no start, prepare,
-// prompt_request or transfer is admitted until the resume.
+// decision: quiescing cancels nothing: it waits for the Environment's
+// active Runs, reads, preparations, writes, exports and transfer to settle
+// (daemon-protocol.txt:151: the Runtime keeps ownership until native work
+// settled). Ready admissions and idle Executors are not active work; they
+// stay, but no start, prepare, prompt_request, write, export or transfer
+// of the Environment is admitted until the resume. Work of other
+// Environments neither delays the drain nor is refused.
+//
+// decision: a quiesce naming an Environment this Runtime is not configured
+// with is answered accepted false, invalid_request, and fences nothing
+// (daemon-protocol.txt:19: no binding is chosen by the request).
 func (h suspHooks) DoFenceAdmission(f *fsm.Firing[*peer.Event]) error {
 	s, d := h.s, f.Arg.Driver()
 	p, _ := f.Arg.Msg.Payload.(wire.EnvironmentQuiesce)
 	a := &attempt{env: p.EnvironmentID, suspend: p.SuspendID, quiesceReq: f.Arg.Msg.ID}
 	f.Arg.Inst.Data = a
+	no := false
+	if !s.cfg.Environments.Has(a.env) {
+		send(d, a.quiesceReq, wire.EnvironmentQuiesced{EnvironmentID: a.env, SuspendID: a.suspend, Accepted: &no, ErrorCode: "invalid_request"})
+		return nil
+	}
 	if !s.fence.hold(a.env, a.suspend) {
-		no := false
 		send(d, a.quiesceReq, wire.EnvironmentQuiesced{EnvironmentID: a.env, SuspendID: a.suspend, Accepted: &no, ErrorCode: "resource_busy"})
 		return nil
 	}
-	k := f.Arg.Key
-	s.draining = &k
+	s.draining[f.Arg.Key] = a.env
 	s.checkDrain(d)
 	return nil
 }
@@ -170,25 +198,35 @@ func (h suspHooks) DoFenceAdmission(f *fsm.Firing[*peer.Event]) error {
 // drainSettled marks the local drain_settled event this Session fires.
 type drainSettled struct{}
 
-// checkDrain fires drain_settled once nothing active is left.
+// checkDrain fires drain_settled for each quiesce whose Environment has
+// no active work left, in suspend_id order.
 func (s *Session) checkDrain(d *peer.Driver) {
-	if s.draining == nil || s.busyDraining() {
+	if len(s.draining) == 0 {
 		return
 	}
-	k := *s.draining
-	s.draining = nil
-	_ = d.Local(k, fsm.EventID(suspension.EventDrainSettled), drainSettled{})
+	var due []peer.Key
+	for k, env := range s.draining {
+		if !s.busyDraining(env) {
+			due = append(due, k)
+		}
+	}
+	sort.Slice(due, func(i, j int) bool { return due[i].ID < due[j].ID })
+	for _, k := range due {
+		delete(s.draining, k)
+		_ = d.Local(k, fsm.EventID(suspension.EventDrainSettled), drainSettled{})
+	}
 }
 
-// busyDraining reports whether native work of this connection is active:
-// a Run, a read, the transfer, a workspace write or export, or a
+// busyDraining reports whether native work of env on this connection is
+// active: a Run, a read, the transfer, a workspace write or export, or a
 // preparation not yet granted.
-func (s *Session) busyDraining() bool {
-	if s.Active() > 0 || s.readsInFlight > 0 || s.xfer != nil || s.write != nil || s.export != nil {
+func (s *Session) busyDraining(env string) bool {
+	if s.activeIn(env) || (s.xfer != nil && s.xfer.begin.EnvironmentID == env) ||
+		(s.write != nil && s.write.env == env) || (s.export != nil && s.export.env == env) {
 		return true
 	}
 	for _, a := range s.admissions {
-		if !a.releasing && !a.transferred && a.expiresAt == 0 {
+		if a.env == env && !a.releasing && !a.transferred && a.expiresAt == 0 {
 			return true
 		}
 	}
@@ -214,9 +252,7 @@ func (h suspHooks) SendEnvironmentQuiesced(f *fsm.Firing[*peer.Event]) error {
 func (h suspHooks) DoReopenAdmission(f *fsm.Firing[*peer.Event]) error {
 	s := h.s
 	a := s.attemptOf(f)
-	if s.draining != nil && *s.draining == f.Arg.Key {
-		s.draining = nil
-	}
+	delete(s.draining, f.Arg.Key)
 	s.fence.release(a.suspend)
 	return nil
 }
@@ -238,11 +274,20 @@ func (s *Session) refuseSuspension(d *peer.Driver, r *peer.Refusal) {
 	var out wire.Payload
 	switch p := r.Msg.Payload.(type) {
 	case wire.EnvironmentQuiesce:
-		out = wire.EnvironmentQuiesced{EnvironmentID: p.EnvironmentID, SuspendID: p.SuspendID, Accepted: &no,
-			ErrorCode: reasonCodeOf(r.Err, "invalid_request", []string{"invalid_request", "resource_busy"})}
+		code := reasonCodeOf(r.Err, "invalid_request", []string{"invalid_request", "resource_busy"})
+		if !s.cfg.Environments.Has(p.EnvironmentID) {
+			code = "invalid_request"
+		}
+		out = wire.EnvironmentQuiesced{EnvironmentID: p.EnvironmentID, SuspendID: p.SuspendID, Accepted: &no, ErrorCode: code}
 	case wire.EnvironmentResume:
-		out = wire.EnvironmentResumed{EnvironmentID: p.EnvironmentID, SuspendID: p.SuspendID, Accepted: &no,
-			ErrorCode: reasonCodeOf(r.Err, "not_suspended", []string{"invalid_request", "resource_busy", "not_suspended"})}
+		code := reasonCodeOf(r.Err, "not_suspended", []string{"invalid_request", "resource_busy", "not_suspended"})
+		if !s.cfg.Environments.Has(p.EnvironmentID) {
+			// decision: a resume naming an Environment this Runtime is not
+			// configured with is invalid_request, not not_suspended: no
+			// attempt of this Runtime can fence it (daemon-protocol.txt:19).
+			code = "invalid_request"
+		}
+		out = wire.EnvironmentResumed{EnvironmentID: p.EnvironmentID, SuspendID: p.SuspendID, Accepted: &no, ErrorCode: code}
 	default:
 		return
 	}

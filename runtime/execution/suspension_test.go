@@ -8,18 +8,29 @@ import (
 	"github.com/agentwire/agentwire/peer"
 )
 
-func TestFenceHoldsOneAttemptAtATime(t *testing.T) {
+func TestFenceHoldsOneAttemptPerEnvironment(t *testing.T) {
 	f := NewFence()
-	assert.False(t, f.held())
+	assert.False(t, f.held("env"))
 	assert.True(t, f.hold("env", "s-1"))
 	assert.True(t, f.hold("env", "s-1"), "the same attempt again")
-	assert.False(t, f.hold("env", "s-2"), "another attempt while s-1 holds the fence")
+	assert.False(t, f.hold("env", "s-2"), "another attempt while s-1 holds the Environment's fence")
+	assert.False(t, f.hold("other", "s-1"), "one attempt fences one Environment")
 	f.release("s-2")
-	assert.True(t, f.held(), "a foreign suspend_id releases nothing")
-	env, suspend := f.owner()
-	assert.Equal(t, [2]string{"env", "s-1"}, [2]string{env, suspend})
+	assert.True(t, f.held("env"), "a foreign suspend_id releases nothing")
+	assert.Equal(t, "env", f.owner("s-1"))
+
+	// Another Environment is fenced on its own, and not by env's attempt.
+	assert.False(t, f.held("other"))
+	assert.False(t, f.held(""), "Environment none is never fenced")
+	assert.True(t, f.hold("other", "s-3"))
+	assert.True(t, f.held("other"))
+
 	f.release("s-1")
-	assert.False(t, f.held())
+	assert.False(t, f.held("env"))
+	assert.True(t, f.held("other"), "releasing one Environment leaves the other fenced")
+	assert.Empty(t, f.owner("s-1"))
+	f.release("s-3")
+	assert.False(t, f.held("other"))
 }
 
 func TestFenceSavesOpenAttemptsForTheNextConnection(t *testing.T) {

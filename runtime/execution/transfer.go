@@ -11,6 +11,10 @@ import (
 	"github.com/agentwire/agentwire/wire"
 )
 
+// errUnbound refuses an install whose Environment has no binding; it
+// cannot happen once beginRefusal admitted the begin.
+var errUnbound = &rtransfer.Error{Outcome: "rejected", Code: "invalid_request", Msg: "the Environment has no binding here"}
+
 // prepareRejectedCodes are runtime_prepare_result's rejection codes (E2).
 var prepareRejectedCodes = []string{"invalid_request", "resource_unavailable", "runtime_preparation_capacity",
 	"runtime_preparation_unsupported", "runtime_preparation_rejected"}
@@ -91,24 +95,30 @@ func (h xferHooks) SendRuntimePrepareResult(f *fsm.Firing[*peer.Event]) error {
 // beginRefusal is the rejection code of a begin this Runtime cannot take
 // now, or "".
 func (s *Session) beginRefusal(p wire.RuntimePrepare) string {
+	env := p.EnvironmentID
 	switch {
-	case s.fence.held():
+	case !s.cfg.Environments.Has(env):
+		// decision: an Environment this Runtime is not configured with has
+		// nothing to initialize here: the begin is refused invalid_request
+		// before anything is staged, and no other workspace is chosen
+		// (daemon-protocol.txt:19, :155).
+		return "invalid_request"
+	case s.fence.held(env):
 		// decision: a quiescing or suspended Environment admits no new
 		// mutation (daemon-protocol.txt:96); the transfer is refused as an
 		// unavailable resource, which Core may retry after the resume.
 		return "resource_unavailable"
-	case s.busyExecuting():
+	case s.busyExecuting(env):
 		// decision: the text is silent on transfers during execution
-		// (daemon-protocol.txt:104); as the reference does, the Environment
-		// is initialized only while no admission, Run or read is active, so
-		// an installation never races a Turn using the same files.
+		// (daemon-protocol.txt:104); as the reference does, an Environment
+		// is initialized only while no admission, Run or read of it is
+		// active, so an installation never races a Turn using the same
+		// files. Work of another Environment uses other files and does not
+		// delay it.
 		return "resource_unavailable"
 	}
 	switch p.Action {
 	case wire.PrepareFile:
-		if s.cfg.Workspace == nil {
-			return "runtime_preparation_unsupported"
-		}
 		if _, err := rtransfer.WorkspacePath(p.File.Path); err != nil {
 			return "invalid_request"
 		}
@@ -148,17 +158,33 @@ func bundleName(p wire.RuntimePrepare) string {
 }
 
 // busyExecuting reports whether an admission, a Run, a workspace read,
-// write or export of this connection is active.
-func (s *Session) busyExecuting() bool {
-	if s.write != nil || s.export != nil {
+// write or export of the Environment env is active on this connection.
+func (s *Session) busyExecuting(env string) bool {
+	if (s.write != nil && s.write.env == env) || (s.export != nil && s.export.env == env) {
 		return true
 	}
 	for _, a := range s.admissions {
-		if !a.releasing && !a.transferred {
+		if !a.releasing && !a.transferred && a.env == env {
 			return true
 		}
 	}
-	return s.Active() > 0 || s.readsInFlight > 0
+	return s.activeIn(env)
+}
+
+// activeIn reports whether a Run or a workspace read of env has not
+// settled yet.
+func (s *Session) activeIn(env string) bool {
+	for _, r := range s.runs {
+		if !r.settled && r.envID == env {
+			return true
+		}
+	}
+	for _, st := range s.reads {
+		if !st.settled && st.env == env {
+			return true
+		}
+	}
+	return false
 }
 
 // DoStageChunk stages the chunk off the loop and answers received once its
@@ -244,7 +270,13 @@ func (s *Session) installer(x *xferState) func() error {
 	}
 	switch p.Action {
 	case wire.PrepareFile:
-		root := s.cfg.Workspace.Root()
+		// The file goes into the workspace of the Environment the begin
+		// named (beginRefusal checked the binding), through its os.Root.
+		ws, ok := s.cfg.Environments.Lookup(p.EnvironmentID)
+		if !ok {
+			return func() error { return errUnbound }
+		}
+		root := ws.Root()
 		rel, _ := rtransfer.WorkspacePath(p.File.Path)
 		return func() error {
 			if err := verify(); err != nil {

@@ -21,6 +21,7 @@ const MaxReadsInFlight = 4
 // readState is one workspace read this connection dispatched, by operation ID.
 type readState struct {
 	owner     string // "handle:<handle>" or "run:<run ID>"
+	env       string // the Environment whose workspace it reads
 	settled   bool   // its result was sent (or the connection is gone)
 	forgotten bool   // the driver forgot its instance (forget.go)
 }
@@ -70,6 +71,13 @@ func envOf(c wire.PromptRequest) string {
 func (s *Session) readRefusal(p wire.WorkspaceRead) string {
 	owner, env, ok := s.readOwner(p)
 	switch {
+	case !s.cfg.Environments.Has(p.EnvironmentID):
+		// decision: a read naming an Environment this Runtime is not
+		// configured with is a malformed request here, whatever it
+		// targets: no owner of this connection can be bound to it, and
+		// the Runtime never serves another workspace in its place
+		// (daemon-protocol.txt:19, :179).
+		return "invalid_request"
 	case !ok || s.fenced[owner]:
 		// decision: an owner that is unknown here, released, transferred,
 		// settled or fenced is an unavailable resource; not_found is kept
@@ -92,7 +100,7 @@ func (h readHooks) GuardOwnerReadable(f *fsm.Firing[*peer.Event]) bool {
 		return false
 	}
 	owner, env, ok := h.s.readOwner(p)
-	return ok && !h.s.fenced[owner] && env != "" && env == p.EnvironmentID
+	return ok && !h.s.fenced[owner] && env != "" && env == p.EnvironmentID && h.s.cfg.Environments.Has(env)
 }
 
 // GuardCloseAcknowledged holds for the results this Runtime sends: it
@@ -112,8 +120,8 @@ func (h readHooks) DoReadNative(f *fsm.Firing[*peer.Event]) error {
 	s, d := h.s, f.Arg.Driver()
 	p, _ := readRequest(f)
 	opID := f.Arg.Key.ID
-	owner, _, _ := s.readOwner(p)
-	st := &readState{owner: owner}
+	owner, env, _ := s.readOwner(p)
+	st := &readState{owner: owner, env: env}
 	s.reads[opID] = st
 	answer := func(d *peer.Driver, r wire.WorkspaceReadResult) {
 		st.settled = true
@@ -124,15 +132,17 @@ func (h readHooks) DoReadNative(f *fsm.Firing[*peer.Event]) error {
 		}
 	}
 	s.readsInFlight++
+	// The owner's Environment, which owner_readable matched with the
+	// request's: a read never reaches another Environment's workspace.
+	ws, bound := s.cfg.Environments.Lookup(env)
 	switch {
-	case s.cfg.Workspace == nil:
-		answer(d, wire.WorkspaceReadResult{Outcome: "rejected", ErrorCode: "read_unsupported"})
+	case !bound:
+		answer(d, wire.WorkspaceReadResult{Outcome: "rejected", ErrorCode: "invalid_request"})
 		return nil
 	case s.readsInFlight > MaxReadsInFlight:
 		answer(d, wire.WorkspaceReadResult{Outcome: "rejected", ErrorCode: "read_capacity"})
 		return nil
 	}
-	ws := s.cfg.Workspace
 	s.goNative(func() {
 		r := readWorkspace(ws, p)
 		if !s.post(func(d *peer.Driver) { answer(d, r) }) {

@@ -15,8 +15,16 @@ import (
 
 // upload is the one workspace write of this connection: the body staged in
 // memory while it is received, then handed to the installer. It holds the
-// workspace from open_upload until it is discarded and the installer (if
-// it ran) returned; execution is refused meanwhile (daemon-protocol.txt:185).
+// workspace of its Environment from open_upload until it is discarded and
+// the installer (if it ran) returned; execution in that Environment is
+// refused meanwhile (daemon-protocol.txt:185).
+//
+// decision: "the Runtime excludes execution while it receives or applies
+// a write" (daemon-protocol.txt:185) is read per workspace: the write
+// touches only the workspace of the Environment it names, so execution of
+// another Environment, or of Environment none, is neither refused nor
+// delayed by it. One write per connection stays a transfer limit of the
+// connection (write_capacity), which refuses only the second write.
 //
 // decision: the body is staged in memory, at most 50 MiB on one
 // connection, because the protocol allows no staging directory
@@ -26,6 +34,7 @@ import (
 // data is a fresh slice nobody else holds), not copied into one buffer.
 type upload struct {
 	id        string
+	env       string // the Environment whose workspace it writes
 	path      string
 	size      int64
 	digest    string
@@ -129,66 +138,84 @@ func writeStep(f *fsm.Firing[*peer.Event]) (wire.WorkspaceWrite, bool) {
 	return wire.WorkspaceWrite{}, false
 }
 
-// writeRefusal is the code that refuses a new write now, or "".
+// writeRefusal is the code that refuses the write begin p now, or "".
+//
+// decision: a begin naming an Environment this Runtime is not configured
+// with is refused invalid_request before anything is opened: the write has
+// no workspace here, and the Runtime never picks another one
+// (daemon-protocol.txt:19, :155).
 //
 // decision: a write is refused resource_unavailable while execution holds
-// the workspace (a Run, an execution preparation or its Executor) or an
-// export reads it, and write_capacity while another write runs: one write
-// per connection, as the reference. Reads and read-only preparations do
-// not conflict: the installer replaces a file in one rename, so a reader
-// sees the old file or the new one (daemon-protocol.txt:185 excludes
-// execution only).
+// its Environment's workspace (a Run, an execution preparation or its
+// Executor) or an export reads it, and write_capacity while another write
+// runs: one write per connection, as the reference. Reads and read-only
+// preparations do not conflict: the installer replaces a file in one
+// rename, so a reader sees the old file or the new one
+// (daemon-protocol.txt:185 excludes execution only). Execution in another
+// Environment does not conflict either: it cannot reach this workspace.
 //
-// decision: begin's environment_id and session_id are not matched against
-// a binding: the daemon serves one bound directory (--workspace) and knows
-// no Environment ID of its own to compare them with.
-func (s *Session) writeRefusal() string {
+// decision: begin's session_id is not matched against a binding: the
+// daemon's bindings are per Environment (--environment ID=DIR), and Core
+// owns which Session uses which Environment (daemon-protocol.txt:7).
+func (s *Session) writeRefusal(p wire.WorkspaceWrite) string {
+	env := p.EnvironmentID
 	switch {
-	case s.cfg.Workspace == nil:
-		return "write_unsupported"
+	case !s.cfg.Environments.Has(env):
+		return "invalid_request"
 	case s.write != nil:
 		return "write_capacity"
-	case s.export != nil || s.xfer != nil || s.fence.held() || s.shutting || s.executionHolds():
-		// decision: a runtime_prepare transfer, a quiesced Environment and
-		// a shutdown refuse a write as they refuse execution (wire-reference
-		// §2.10, daemon-protocol.txt:96).
+	case (s.export != nil && s.export.env == env) || (s.xfer != nil && s.xfer.begin.EnvironmentID == env) ||
+		s.fence.held(env) || s.shutting || s.executionHolds(env):
+		// decision: a runtime_prepare transfer into the same Environment,
+		// its quiesce and a shutdown refuse a write as they refuse
+		// execution (wire-reference §2.10, daemon-protocol.txt:96).
 		return "resource_unavailable"
 	}
 	return ""
 }
 
-// executionHolds reports whether execution holds the workspace: a Run that
-// has not settled, an execution preparation (not the read-only profile)
-// that has not been released or handed to a Run, or whose Executor is
-// still owned, or an Executor whose close failed (the Pool holds it).
+// executionHolds reports whether execution holds env's workspace: a Run of
+// env that has not settled, an execution preparation of env (not the
+// read-only profile) that has not been released or handed to a Run, or
+// whose Executor is still owned, or an Executor of env whose close failed
+// (the Pool holds it).
 //
 // decision: an idle Executor, or one being closed after its Turn settled
 // (or after its admission was released, before any Turn), no longer
 // executes, so it does not hold the workspace; one whose close failed may
 // still be running and holds it, as it keeps its capacity
 // (daemon-protocol.txt:116, :185).
-func (s *Session) executionHolds() bool {
-	if s.cfg.Pool.Held() > 0 {
+func (s *Session) executionHolds(env string) bool {
+	if s.cfg.Pool.HeldIn(env) > 0 {
 		return true
 	}
 	for _, r := range s.runs {
-		if !r.settled {
+		if !r.settled && r.envID == env {
 			return true
 		}
 	}
 	for _, a := range s.admissions {
-		if !a.readOnly && (a.exe != nil || (!a.releasing && !a.transferred)) {
+		if !a.readOnly && a.env == env && (a.exe != nil || (!a.releasing && !a.transferred)) {
 			return true
 		}
 	}
 	return false
 }
 
-// workspaceHeld reports whether a write or an export holds the workspace,
-// which refuses execution (daemon-protocol.txt:185).
-func (s *Session) workspaceHeld() bool { return s.write != nil || s.export != nil }
+// workspaceHeld reports whether a write or an export holds env's
+// workspace, which refuses execution there (daemon-protocol.txt:185).
+// Environment none ("") has no workspace to hold.
+func (s *Session) workspaceHeld(env string) bool {
+	if env == "" {
+		return false
+	}
+	return (s.write != nil && s.write.env == env) || (s.export != nil && s.export.env == env)
+}
 
-func (h writeHooks) GuardOwnerFree(*fsm.Firing[*peer.Event]) bool { return h.s.writeRefusal() == "" }
+func (h writeHooks) GuardOwnerFree(f *fsm.Firing[*peer.Event]) bool {
+	p, ok := writeStep(f)
+	return ok && h.s.writeRefusal(p) == ""
+}
 
 // GuardChunkInBounds: 1 to 64 KiB at exactly the bytes received so far,
 // within the declared size. A frame that failed to decode arrives without
@@ -252,7 +279,7 @@ func (h writeHooks) DoOpenUpload(f *fsm.Firing[*peer.Event]) error {
 	if p.SizeBytes != nil {
 		size = *p.SizeBytes
 	}
-	h.s.write = &upload{id: f.Arg.Key.ID, path: p.Path, size: size, digest: p.SHA256,
+	h.s.write = &upload{id: f.Arg.Key.ID, env: p.EnvironmentID, path: p.Path, size: size, digest: p.SHA256,
 		body: make([][]byte, 0, (size+wire.ChunkBytes-1)/wire.ChunkBytes), sum: h.s.newHasher()}
 	return nil
 }
@@ -280,8 +307,15 @@ func (h writeHooks) DoApplyWrite(f *fsm.Firing[*peer.Event]) error {
 	if u == nil {
 		return errors.New("execution: apply without an upload")
 	}
+	ws, ok := s.cfg.Environments.Lookup(u.env)
+	if !ok {
+		// owner_free admits only a bound Environment, so this cannot
+		// happen; should it, nothing is applied and the write is refused.
+		send(f.Arg.Driver(), u.id, wire.WorkspaceWriteResult{Outcome: "rejected", ErrorCode: "invalid_request"})
+		return nil
+	}
 	u.applying = true
-	body, ws := u.body, s.cfg.Workspace
+	body := u.body
 	s.goNative(func() {
 		r := installResult(ws.WriteFile(u.path, body...), u.size)
 		posted := s.post(func(d *peer.Driver) {
@@ -367,7 +401,7 @@ func (s *Session) refuseWrite(d *peer.Driver, r *peer.Refusal) {
 	case !ok:
 		code = "invalid_request"
 	case p.Step == wire.StepBegin:
-		if code = s.writeRefusal(); code == "" {
+		if code = s.writeRefusal(p); code == "" {
 			code = "write_capacity"
 		}
 	}

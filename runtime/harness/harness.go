@@ -69,6 +69,12 @@ type ExecutorConfig struct {
 	Configuration wire.PromptRequest
 	// Declaration is the snapshot the Executor was admitted with.
 	Declaration Declaration
+	// WorkspaceDir is the absolute workspace directory of the Environment
+	// the configuration is bound to (its local_environment, as the daemon
+	// was configured with it): the Harness runs there. It is "" for an
+	// Environment of type none (disable_execution_environment), where the
+	// adapter uses its own default.
+	WorkspaceDir string
 }
 
 // Executor is a native resource that runs Turns, one at a time.

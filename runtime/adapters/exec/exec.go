@@ -43,7 +43,10 @@ type Config struct {
 	// Command is the program to run per Turn; Args follow it.
 	Command string
 	Args    []string
-	// Dir is the working directory of the command ("" = the daemon's).
+	// Dir is the working directory of the command for a configuration of
+	// Environment none ("" = the daemon's); a configuration bound to an
+	// Environment runs in that Environment's workspace instead
+	// (harness.ExecutorConfig.WorkspaceDir).
 	Dir string
 	// CapabilityFile is the declaration file; "" means Command +
 	// ".capabilities.json", next to the command.
@@ -147,5 +150,12 @@ func (a *Adapter) NewExecutor(_ context.Context, cfg harness.ExecutorConfig) (ha
 	if !a.decl.Available {
 		return nil, fmt.Errorf("exec adapter: %s is not runnable", a.cfg.Command)
 	}
-	return &executor{cfg: a.cfg, sessionID: cfg.SessionID}, nil
+	dir := a.cfg.Dir
+	if cfg.WorkspaceDir != "" {
+		// decision: the Harness runs in the workspace of the Environment
+		// its Session is bound to (daemon-protocol.txt:59: the request
+		// carries no working directory; the Runtime's binding decides).
+		dir = cfg.WorkspaceDir
+	}
+	return &executor{cfg: a.cfg, dir: dir, sessionID: cfg.SessionID}, nil
 }

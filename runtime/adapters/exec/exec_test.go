@@ -207,3 +207,30 @@ func TestCapabilityFileIsValidatedWhole(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, a.Declaration().Available, "a missing command is declared unavailable")
 }
+
+// TestTurnRunsInTheEnvironmentWorkspace: a configuration bound to an
+// Environment runs its command in that Environment's workspace
+// (ExecutorConfig.WorkspaceDir); one of Environment none runs in the
+// adapter's configured Dir.
+func TestTurnRunsInTheEnvironmentWorkspace(t *testing.T) {
+	ws, fallback := t.TempDir(), t.TempDir()
+	body := `read l; d=$(pwd -P); printf '{"type":"done","payload":{"content":"%s"}}\n' "$d"`
+	a, err := exec.New(exec.Config{Kind: "k", Command: script(t, body), Dir: fallback})
+	require.NoError(t, err)
+	for name, c := range map[string]struct{ workspace, want string }{
+		"bound Environment": {workspace: ws, want: ws},
+		"Environment none":  {want: fallback},
+	} {
+		t.Run(name, func(t *testing.T) {
+			exe, err := a.NewExecutor(context.Background(), harness.ExecutorConfig{SessionID: "s", Declaration: a.Declaration(), WorkspaceDir: c.workspace})
+			require.NoError(t, err)
+			defer func() { require.NoError(t, exe.Close(context.Background())) }()
+			done, err := exe.Run(context.Background(), harness.Turn{RunID: "run", Input: text("hi"), Declaration: a.Declaration()},
+				func(context.Context, wire.Payload) error { return nil })
+			require.NoError(t, err)
+			want, err := filepath.EvalSymlinks(c.want)
+			require.NoError(t, err)
+			assert.Equal(t, want, done.Content)
+		})
+	}
+}

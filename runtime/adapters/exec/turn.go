@@ -19,6 +19,7 @@ import (
 // executor runs one process per Turn, one Turn at a time.
 type executor struct {
 	cfg       Config
+	dir       string // the working directory of each Turn's process
 	sessionID string
 
 	mu  sync.Mutex
@@ -93,7 +94,7 @@ func (e *executor) Run(ctx context.Context, turn harness.Turn, emit harness.Emit
 // with deadlines.
 func (e *executor) start(runID string) (*process, *os.File, *boundedBuffer, error) {
 	cmd := osexec.Command(e.cfg.Command, e.cfg.Args...)
-	cmd.Dir = e.cfg.Dir
+	cmd.Dir = e.dir
 	cmd.Env = append(os.Environ(), "AGENTWIRE_RUN_ID="+runID, "AGENTWIRE_SESSION_ID="+e.sessionID)
 	// decision: the agent gets its own process group, so that terminating
 	// the Turn reaches the children it spawned too.
