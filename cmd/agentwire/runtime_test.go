@@ -10,9 +10,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -106,4 +108,56 @@ func TestRuntimeEnvironmentFlags(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRuntimeProcessStopsOnRevocation runs the real binary, bound to an
+// Environment, against a Core that accepts the connection and then closes
+// it with 4001 (credential revoked or device retired): the process never
+// bootstraps or dials again, exits 1 and says why and what to fix.
+func TestRuntimeProcessStopsOnRevocation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := buildAgentwire(t)
+	dir := t.TempDir()
+	var boots, upgrades atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/api/v1/agent-daemon/bootstrap":
+			boots.Add(1)
+			_ = json.NewEncoder(w).Encode(map[string]any{"ws_url": "ws://" + r.Host + "/api/v1/agent-daemon/ws", "heartbeat_seconds": 3600})
+		case "/api/v1/agent-daemon/ws":
+			upgrades.Add(1)
+			c, err := websocket.Accept(w, r, nil)
+			if err != nil {
+				return
+			}
+			ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+			defer cancel()
+			_, _, _ = c.Read(ctx) // the first heartbeat
+			_ = c.Close(4001, "credential revoked")
+		}
+	}))
+	defer srv.Close()
+	cred := filepath.Join(dir, "credential")
+	require.NoError(t, os.WriteFile(cred, []byte("cred-REVOKED-91c2\n"), 0o600))
+	ws := filepath.Join(dir, "ws")
+	require.NoError(t, os.Mkdir(ws, 0o755))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "runtime", "--core", srv.URL, "--device-id", "dev-1", "--credential-file", cred,
+		"--environment", "8d0f3a2b-1c4e-4f5a-8b6c-7d8e9f0a1b2c="+ws)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, stderr.String())
+	assert.Equal(t, 1, exit.ExitCode())
+	assert.Contains(t, stderr.String(), "4001")
+	assert.Contains(t, stderr.String(), "credential was revoked")
+	assert.Contains(t, stderr.String(), "to fix: register the device again")
+	assert.NotContains(t, stderr.String(), "cred-REVOKED-91c2")
+	assert.EqualValues(t, 1, boots.Load(), "a revoked credential is never retried")
+	assert.EqualValues(t, 1, upgrades.Load())
 }

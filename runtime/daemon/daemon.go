@@ -297,7 +297,14 @@ func connectOnce(ctx context.Context, cfg Config, sh shared) (live bool, err err
 		return true, errCoreShutdown
 	}
 	if peer.CloseStatus(runErr) == peer.StatusRetired {
-		return true, &Permanent{What: "Core closed the connection with 4001: this Runtime was retired or deleted",
+		// decision: 4001 is permanent (wire-reference §1): the credential
+		// was revoked or the device retired, which only an operator can
+		// correct (daemon-protocol.txt:165), so the daemon never reconnects.
+		// The connection is already closed; Run settles what the daemon
+		// still owns as a shutdown does (this Session's Runs are cancelled
+		// and their Executors closed when connectOnce returns, the Pool's
+		// idle and failed ones by the shutdown) and then exits non-zero.
+		return true, &Permanent{What: "Core closed the connection with 4001: the daemon credential was revoked or this Runtime (device) was retired or deleted",
 			Fix: "register the device again (a new credential) before restarting the daemon"}
 	}
 	if runErr == nil {
