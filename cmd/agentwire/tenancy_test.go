@@ -1,0 +1,439 @@
+package main
+
+// The cross-tenant suite (docs/tenancy.md): a real `agentwire core serve`,
+// two projects with a device each and a real `agentwire runtime` per
+// device. Project B, playing a hostile tenant, aims every public route at
+// project A's records and tries the ways into A's device it has; nothing
+// it does reaches A's workspace, Turns or receipts, and its own work on
+// its own device never stops A's.
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentwire/agentwire/core/api"
+	"github.com/agentwire/agentwire/wire"
+)
+
+// tenant is one project with its key, device, Runtime and Environment.
+type tenant struct {
+	project, device string
+	key, dev        issued
+	api             *crashAPI
+	workspace       string
+	env             string // the registered Environment's ID
+	runtime         *proc
+}
+
+type tenancyEnv struct {
+	t        *testing.T
+	bin, dir string
+	data     string
+	core     *proc
+	base     string
+	a, b     *tenant
+}
+
+// tenancyScript is what both tenants' script Harness plays by default: a
+// Turn that completes.
+const tenancyScript = `{"steps":[{"delta":"working"},{"delta":" done"}]}`
+
+func newTenancyEnv(t *testing.T, scriptA string, runtimeArgs ...string) *tenancyEnv {
+	t.Helper()
+	e := &tenancyEnv{t: t, bin: buildAgentwire(t), dir: t.TempDir()}
+	e.data = filepath.Join(e.dir, "data")
+	e.a = &tenant{project: "alpha", device: "dev-a"}
+	e.b = &tenant{project: "beta", device: "dev-b"}
+	for _, tn := range []*tenant{e.a, e.b} {
+		tn.key = issueCredential(t, e.bin, e.data, "--kind", "project", "--project", tn.project)
+		tn.dev = issueCredential(t, e.bin, e.data, "--kind", "device", "--device", tn.device, "--project", tn.project)
+	}
+	e.core, e.base = startProc(t, e.bin, "agentwire core: listening on ", "core", "serve", "--listen", "127.0.0.1:0", "--data", e.data,
+		"--transcript", filepath.Join(e.dir, "frames.jsonl"))
+	for _, tn := range []*tenant{e.a, e.b} {
+		script := filepath.Join(e.dir, tn.project+"-script.json")
+		content := tenancyScript
+		if tn == e.a && scriptA != "" {
+			content = scriptA
+		}
+		require.NoError(t, os.WriteFile(script, []byte(content), 0o600))
+		tn.api = &crashAPI{t: t, base: e.base, key: tn.key.Secret}
+		tn.workspace = filepath.Join(e.dir, "ws-"+tn.project)
+		require.NoError(t, os.MkdirAll(filepath.Join(tn.workspace, "src"), 0o700))
+		require.NoError(t, os.WriteFile(filepath.Join(tn.workspace, "src", "main.go"), []byte("package "+tn.project+"\n"), 0o600))
+		code, env := tn.api.do("POST", "/api/v1/environments", map[string]any{"device_id": tn.device})
+		require.Equal(t, 201, code, "%v", env)
+		tn.env = env["id"].(string)
+		cred := filepath.Join(e.dir, tn.device+".credential")
+		require.NoError(t, os.WriteFile(cred, []byte(tn.dev.Secret), 0o600))
+		tn.runtime, _ = startProc(t, e.bin, "", append([]string{"runtime", "--core", e.base, "--device-id", tn.device, "--credential-file", cred,
+			"--harness", "script=" + script, "--environment", tn.env + "=" + tn.workspace}, runtimeArgs...)...)
+	}
+	for _, tn := range []*tenant{e.a, e.b} {
+		e.waitDeclared(tn)
+	}
+	return e
+}
+
+// waitDeclared waits until the tenant's device is connected and declares
+// its agent kinds, as the tenant's own device list shows it.
+func (e *tenancyEnv) waitDeclared(tn *tenant) {
+	e.t.Helper()
+	poll(e.t, 60*time.Second, tn.device+" to declare itself", func() bool {
+		for _, d := range devicesOf(tn) {
+			if d["device_id"] == tn.device && d["connected"] == true && len(asList(d["agent_kinds"])) > 0 {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+func devicesOf(tn *tenant) []map[string]any {
+	code, v := tn.api.do("GET", "/api/v1/devices", nil)
+	if code != 200 {
+		return nil
+	}
+	var out []map[string]any
+	for _, x := range asList(v["devices"]) {
+		if d, ok := x.(map[string]any); ok {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func asList(v any) []any { l, _ := v.([]any); return l }
+
+func (tn *tenant) session(t *testing.T) string {
+	t.Helper()
+	code, s := tn.api.do("POST", "/api/v1/sessions", map[string]any{"agent_kind": "script", "environment_id": tn.env})
+	require.Equal(t, 201, code, "%v", s)
+	return s["id"].(string)
+}
+
+func (tn *tenant) turn(t *testing.T, session, text string) string {
+	t.Helper()
+	code, v := tn.api.do("POST", "/api/v1/sessions/"+session+"/turns", textInput(text))
+	require.Equal(t, 201, code, "%v", v)
+	return v["id"].(string)
+}
+
+func (tn *tenant) waitState(t *testing.T, turn, state string) {
+	t.Helper()
+	poll(t, 30*time.Second, "turn "+turn+" to be "+state, func() bool { return tn.api.status(turn)["state"] == state })
+}
+
+// raw sends a request with a raw body and returns the status and body.
+func (tn *tenant) raw(t *testing.T, method, path, body string) (int, string) {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, tn.api.base+path, rd)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+tn.key.Secret)
+	resp, err := (&http.Client{Timeout: 15 * time.Second}).Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
+}
+
+// hashTree hashes every path, mode and content under dir.
+func hashTree(t *testing.T, dir string) string {
+	t.Helper()
+	h := sha256.New()
+	require.NoError(t, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s %v\n", rel, info.Mode())
+		if d.Type().IsRegular() {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			h.Write(b)
+		}
+		return nil
+	}))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// routeAttempt is what B sends on one public route, aimed at A's records
+// and at a record that does not exist.
+type routeAttempt struct {
+	path, missing, body string
+}
+
+func TestCrossTenantIsolation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binaries")
+	}
+	e := newTenancyEnv(t, "")
+	a, b := e.a, e.b
+
+	// A's work: a Session with a completed Turn, a file written through
+	// Core and its receipt.
+	sesA := a.session(t)
+	turnA := a.turn(t, sesA, "alpha's turn")
+	a.waitState(t, turnA, "completed")
+	code, put := a.raw(t, "PUT", "/api/v1/sessions/"+sesA+"/files/content?path=notes/a.txt", "alpha's notes\n")
+	require.Equal(t, 200, code, put)
+	var write map[string]any
+	require.NoError(t, json.Unmarshal([]byte(put), &write))
+	mutationA := write["mutation_id"].(string)
+	require.Equal(t, "completed", write["outcome"])
+
+	before := hashTree(t, a.workspace)
+	_, turnBefore := a.api.do("GET", "/api/v1/turns/"+turnA, nil)
+	eventsBefore := a.api.eventTypes(turnA)
+	_, writeBefore := a.api.do("GET", "/api/v1/writes/"+mutationA, nil)
+	_, envBefore := a.api.do("GET", "/api/v1/environments/"+a.env, nil)
+
+	const missingUUID = "7c9e6679-7425-40de-944b-e07fc1f90ae7"
+	ids := map[string][2]string{ // A's record, a missing one
+		"{session_id}":     {sesA, "ses_000000000000000000000000"},
+		"{turn_id}":        {turnA, "turn_000000000000000000000000"},
+		"{interaction_id}": {"perm_0", "perm_0"},
+		"{mutation_id}":    {mutationA, missingUUID},
+		"{environment_id}": {a.env, missingUUID},
+	}
+	bodies := map[string]string{
+		"POST /api/v1/sessions/{session_id}/turns":                   `{"input":[{"content":[{"type":"input_text","text":"beta was here"}]}]}`,
+		"POST /api/v1/turns/{turn_id}/input":                         `{"input_id":"b1","input":[{"content":[{"type":"input_text","text":"beta"}]}]}`,
+		"POST /api/v1/turns/{turn_id}/interactions/{interaction_id}": `{"approved":true}`,
+		"PUT /api/v1/sessions/{session_id}/files/content":            "beta overwrote this\n",
+		"POST /api/v1/writes/{mutation_id}/resolve":                  `{"resolution":"applied"}`,
+	}
+	queries := map[string]string{
+		"GET /api/v1/sessions/{session_id}/files":         "?path=src",
+		"GET /api/v1/sessions/{session_id}/files/content": "?path=src/main.go",
+		"PUT /api/v1/sessions/{session_id}/files/content": "?path=src/main.go",
+	}
+
+	tried := 0
+	for _, r := range api.Routes {
+		name := r.Method + " " + r.Path
+		if !strings.Contains(r.Path, "{") {
+			continue // the routes without an identity are checked below
+		}
+		path, missing := r.Path, r.Path
+		for ph, v := range ids {
+			path = strings.ReplaceAll(path, ph, v[0])
+			missing = strings.ReplaceAll(missing, ph, v[1])
+		}
+		path += queries[name]
+		missing += queries[name]
+		code, theirs := b.raw(t, r.Method, path, bodies[name])
+		mcode, absent := b.raw(t, r.Method, missing, bodies[name])
+		tried++
+		if name == "POST /api/v1/writes/{mutation_id}/resolve" {
+			// An operator's act: a project key never resolves, whoever's.
+			assert.Equal(t, http.StatusForbidden, code, name)
+			continue
+		}
+		assert.Equal(t, http.StatusNotFound, code, "%s on A's record: %s", name, theirs)
+		assert.Equal(t, mcode, code, "%s: A's record and a missing one answer alike", name)
+		assert.Equal(t, absent, theirs, "%s: the same body for A's record and a missing one", name)
+	}
+	assert.GreaterOrEqual(t, tried, 15, "every public route with an identity was tried")
+
+	// The routes without an identity: B sees only its own, and cannot
+	// name A's device or Environment.
+	for _, d := range devicesOf(b) {
+		assert.Equal(t, b.device, d["device_id"], "B lists only its own device")
+	}
+	_, envs := b.api.do("GET", "/api/v1/environments", nil)
+	require.Len(t, asList(envs["environments"]), 1)
+	assert.Equal(t, b.env, asList(envs["environments"])[0].(map[string]any)["id"])
+	code, v := b.api.do("POST", "/api/v1/environments", map[string]any{"device_id": a.device})
+	assert.Equal(t, 404, code, "B cannot register a workspace on A's device: %v", v)
+	code, v = b.api.do("POST", "/api/v1/sessions", map[string]any{"agent_kind": "script", "environment_id": a.env})
+	assert.Equal(t, 404, code, "B cannot name A's Environment: %v", v)
+	assert.Equal(t, "environment_id", v["field"])
+	code, v = b.api.do("POST", "/api/v1/sessions", map[string]any{"agent_kind": "script",
+		"environment": map[string]any{"type": "self_hosted", "binding": map[string]any{"id": a.env}}})
+	assert.Equal(t, 400, code, "a caller-chosen binding is refused: %v", v)
+	assert.Equal(t, "environment.binding", v["field"])
+	code, v = b.api.do("POST", "/api/v1/sessions", map[string]any{"agent_kind": "script",
+		"environment": map[string]any{"type": "self_hosted", "initialization": map[string]any{"files": []any{map[string]any{"path": "/workspace/planted", "content": "eA=="}}}}})
+	assert.Equal(t, 400, code, "initialization belongs to a registered Environment: %v", v)
+
+	// B's device credential opens nothing of A's device.
+	bootstrap, err := http.NewRequest("POST", e.base+"/api/v1/agent-daemon/bootstrap", strings.NewReader(`{"device_id":"`+a.device+`"}`))
+	require.NoError(t, err)
+	bootstrap.Header.Set("Authorization", "Bearer "+b.dev.Secret)
+	resp, err := http.DefaultClient.Do(bootstrap)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, "B's device credential bootstraps no other device")
+	upgrade, err := http.NewRequest("GET", e.base+"/api/v1/agent-daemon/ws?device_id="+a.device+"&version="+wire.Version, nil)
+	require.NoError(t, err)
+	upgrade.Header.Set("Authorization", "Bearer "+b.dev.Secret)
+	resp, err = http.DefaultClient.Do(upgrade)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, "nor opens its connection")
+
+	// B's own Session runs on B's device only, in B's workspace.
+	sesB := b.session(t)
+	turnB := b.turn(t, sesB, "beta's turn")
+	b.waitState(t, turnB, "completed")
+
+	// Nothing of A's changed.
+	assert.Equal(t, before, hashTree(t, a.workspace), "A's workspace is unchanged")
+	_, turnAfter := a.api.do("GET", "/api/v1/turns/"+turnA, nil)
+	assert.Equal(t, turnBefore, turnAfter, "A's Turn is unchanged")
+	assert.Equal(t, eventsBefore, a.api.eventTypes(turnA), "A's journal is unchanged")
+	_, writeAfter := a.api.do("GET", "/api/v1/writes/"+mutationA, nil)
+	assert.Equal(t, writeBefore, writeAfter, "A's write receipt is unchanged")
+	_, envAfter := a.api.do("GET", "/api/v1/environments/"+a.env, nil)
+	assert.Equal(t, envBefore, envAfter, "A's Environment is unchanged (no suspension, no initialization)")
+	got, err := os.ReadFile(filepath.Join(a.workspace, "src", "main.go"))
+	require.NoError(t, err)
+	assert.Equal(t, "package alpha\n", string(got))
+
+	// Every frame Core sent that names an Environment went to that
+	// Environment's own device.
+	checkFramesStayHome(t, filepath.Join(e.dir, "frames.jsonl"), map[string]string{a.env: a.device, b.env: b.device})
+}
+
+// checkFramesStayHome reads Core's transcript and checks that every frame
+// Core sent naming an Environment was sent on the connection of the device
+// that hosts it.
+func checkFramesStayHome(t *testing.T, path string, home map[string]string) {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	require.NoError(t, err)
+	seen := map[string]bool{}
+	for _, l := range bytes.Split(raw, []byte("\n")) {
+		var line struct {
+			Dir    string          `json:"dir"`
+			Device string          `json:"device"`
+			Frame  json.RawMessage `json:"frame"`
+		}
+		if len(bytes.TrimSpace(l)) == 0 || json.Unmarshal(l, &line) != nil || line.Dir != "out" {
+			continue
+		}
+		for env, device := range home {
+			if bytes.Contains(line.Frame, []byte(env)) {
+				assert.Equal(t, device, line.Device, "a frame naming %s went to %s: %s", env, line.Device, line.Frame)
+				seen[env] = true
+			}
+		}
+	}
+	var envs []string
+	for env := range home {
+		envs = append(envs, env)
+	}
+	sort.Strings(envs)
+	for _, env := range envs {
+		assert.True(t, seen[env], "Core sent some frame naming %s (the check is not vacuous)", env)
+	}
+}
+
+// TestAnotherProjectsWorkNeverStopsOurs: while project B holds its own
+// Environment suspended, writes into it and runs Turns on its device,
+// project A's Turn, write and read on A's device complete; B's Runtime,
+// frozen with SIGSTOP, holds nothing of A's either.
+func TestAnotherProjectsWorkNeverStopsOurs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binaries")
+	}
+	e := newTenancyEnv(t, "")
+	a, b := e.a, e.b
+	sesA, sesB := a.session(t), b.session(t)
+
+	code, sus := b.api.do("POST", "/api/v1/environments/"+b.env+"/suspend", map[string]any{})
+	require.Equal(t, 200, code, "%v", sus)
+	require.Equal(t, "suspended", sus["state"], "%v", sus)
+	turnB := b.turn(t, sesB, "held by B's own suspension")
+
+	turnA := a.turn(t, sesA, "alpha works on")
+	a.waitState(t, turnA, "completed")
+	code, put := a.raw(t, "PUT", "/api/v1/sessions/"+sesA+"/files/content?path=notes/a.txt", "still mine\n")
+	assert.Equal(t, 200, code, put)
+	code, body := a.raw(t, "GET", "/api/v1/sessions/"+sesA+"/files/content?path=notes/a.txt", "")
+	assert.Equal(t, 200, code, body)
+	assert.Equal(t, "queued", b.api.status(turnB)["state"], "B's suspension holds B's own Turn")
+
+	code, res := b.api.do("POST", "/api/v1/environments/"+b.env+"/resume", map[string]any{})
+	require.Equal(t, 200, code, "%v", res)
+	b.waitState(t, turnB, "completed")
+
+	// B's Runtime frozen: A is untouched.
+	b.runtime.signal(t, syscall.SIGSTOP)
+	defer b.runtime.signal(t, syscall.SIGCONT)
+	turnA2 := a.turn(t, sesA, "alpha again")
+	a.waitState(t, turnA2, "completed")
+}
+
+// TestRevokedDeviceCredentialStopsItsDaemon revokes project A's device
+// credential from another process while A's Turn runs: Core closes the
+// live connection with 4001 at its next heartbeat, A's daemon settles its
+// work and exits without reconnecting, and the Turn is reported as after
+// any connection loss. B's device is not touched.
+func TestRevokedDeviceCredentialStopsItsDaemon(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binaries")
+	}
+	// The daemons heartbeat every second (15 s at scale 15), so the
+	// revocation shows within a second of real time.
+	t.Setenv("AGENTWIRE_ALLOW_TIME_SCALE", "1")
+	e := newTenancyEnv(t, `{"steps":[{"delta":"partial"},{"hang":true}]}`, "--time-scale", "15")
+	a, b := e.a, e.b
+	sesA := a.session(t)
+	turnA := a.turn(t, sesA, "long work")
+	a.waitState(t, turnA, "running")
+
+	out, err := exec.Command(e.bin, "core", "credential", "revoke", "--data", e.data, a.dev.ID).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	var exitErr error
+	select {
+	case exitErr = <-a.runtime.exited:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("A's daemon still runs a minute after the revocation:\n%s", a.runtime.logs.String())
+	}
+	a.runtime.exited <- exitErr // stop() reads it again at cleanup
+	require.Error(t, exitErr, "the daemon reports that it stopped for good:\n%s", a.runtime.logs.String())
+	assert.Contains(t, a.runtime.logs.String(), "4001")
+
+	a.waitState(t, turnA, "failed")
+	assert.Equal(t, map[string]any{"state": "failed", "reason": "event_stream_incomplete"}, a.api.status(turnA), "no invented outcome")
+	for _, d := range devicesOf(a) {
+		if d["device_id"] == a.device {
+			assert.Equal(t, false, d["connected"])
+			assert.Equal(t, float64(1), d["owner_epoch"], "the daemon never reconnected")
+		}
+	}
+	sesB := b.session(t)
+	turnB := b.turn(t, sesB, "beta carries on")
+	b.waitState(t, turnB, "completed")
+}
