@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/agentwire/agentwire/fsm"
@@ -117,6 +118,11 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	if cfg.Credential.Empty() {
 		return &Permanent{What: "no credential", Fix: "pass --credential-file with the daemon credential"}
+	}
+	if cfg.Environments.Len() == 0 {
+		cfg.Logger.Warn("no Environment is bound (--environment ID=DIR): everything naming an Environment is refused; only Environment-none Turns run")
+	} else {
+		cfg.Logger.Info("serving environments", "environments", strings.Join(cfg.Environments.IDs(), ","))
 	}
 	area, err := rtransfer.NewArea(cfg.StateDir)
 	if err != nil {

@@ -454,6 +454,14 @@ func (s *Session) Refused(r *peer.Refusal) {
 			// The 64 admission records are all live (daemon-protocol.txt:116).
 			fallback = wire.PrepCodePreparationCapacity
 		}
+		if cfg := p.Configuration; cfg.LocalEnvironment != nil && !s.cfg.Environments.Has(cfg.LocalEnvironment.ID) {
+			// Bound to an Environment this Runtime does not serve: the
+			// binding conflict whatever else refused it, as admit answers
+			// it (a capacity refusal would invite a retry that can never
+			// succeed here).
+			d.Send(peer.Outbound{ID: r.Msg.ID, Refusal: true, Payload: rejection(op, wire.PrepCodeSessionBindingConflict, p)}, nil)
+			return
+		}
 	case wire.ExecutionStart:
 		op, fallback = wire.PreparationOpStart, wire.PrepCodeInvalidStart
 	case wire.ExecutionRelease:

@@ -336,8 +336,14 @@ func (s *Session) refusePrepare(d *peer.Driver, r *peer.Refusal) {
 	if wire.CheckID(r.Msg.Entry, r.Msg.ID) != nil {
 		return // no transfer ID to answer on; the driver logged the frame
 	}
-	d.Send(peer.Outbound{ID: r.Msg.ID, Refusal: true, Payload: wire.RuntimePrepareResult{
-		Outcome: "rejected", ErrorCode: reasonCodeOf(r.Err, "invalid_request", prepareRejectedCodes)}}, nil)
+	code := reasonCodeOf(r.Err, "invalid_request", prepareRejectedCodes)
+	if p, ok := r.Msg.Payload.(wire.RuntimePrepare); ok && p.Step == wire.StepBegin && !s.cfg.Environments.Has(p.EnvironmentID) {
+		// A begin naming an Environment this Runtime does not serve is
+		// invalid_request whatever else refused it (the slot included), as
+		// beginRefusal answers it when the slot is free.
+		code = "invalid_request"
+	}
+	d.Send(peer.Outbound{ID: r.Msg.ID, Refusal: true, Payload: wire.RuntimePrepareResult{Outcome: "rejected", ErrorCode: code}}, nil)
 }
 
 // closeTransfer removes the staging of a transfer the connection still
