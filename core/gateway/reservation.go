@@ -17,6 +17,9 @@ type sessionHold struct {
 	turns map[string]turnHold // by Turn ID
 	read  bool
 	write bool // a workspace write is being sent (workspace_write.go)
+	// workspace is the registered Environment whose workspace the
+	// Session's work uses ("" for an Environment without one).
+	workspace string
 }
 
 type turnHold struct {
@@ -27,13 +30,18 @@ type turnHold struct {
 
 // holdForTurn adds a claimed Turn to its Session's reservation; false
 // while a read holds the Session (the Turn stays queued until it ends).
-func (g *Gateway) holdForTurn(sessionID, turnID string, c *conn, runID string) bool {
+//
+// workspace is the Session's registered Environment ("" for none): a
+// write of another Session in the same workspace holds the Turn too.
+func (g *Gateway) holdForTurn(sessionID, workspace, turnID string, c *conn, runID string) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	h := g.hold(sessionID)
-	if h.read || h.write {
+	if h.read || h.write || g.workspaceWritten(workspace, sessionID) {
+		g.tidyHold(sessionID, h)
 		return false
 	}
+	h.workspace = workspace
 	g.holdSeq++
 	h.turns[turnID] = turnHold{c: c, runID: runID, seq: g.holdSeq}
 	return true
@@ -100,16 +108,44 @@ func (g *Gateway) dropReadHold(sessionID string) {
 
 // holdForWrite takes the Session's reservation for a workspace write;
 // false while a Turn, a read or another write holds it.
-func (g *Gateway) holdForWrite(sessionID string) bool {
+//
+// decision: the Runtime excludes execution of a workspace while it
+// receives or applies a write to it (daemon-protocol.txt:185), and
+// refuses the preparation of a Turn there with a code Core may not retry
+// (:116). Several Sessions may share one registered Environment
+// (docs/tenancy.md), so Core keeps a write and the Turns of every Session
+// of that workspace apart: the write waits for no Turn, it is refused
+// while one is placed, and a Turn waits (queued) while the write is sent.
+func (g *Gateway) holdForWrite(sessionID, workspace string) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	h := g.hold(sessionID)
-	if h.read || h.write || len(h.turns) > 0 || g.sessions[sessionID] != "" {
+	if h.read || h.write || len(h.turns) > 0 || g.sessions[sessionID] != "" || g.workspaceRunning(workspace, sessionID) {
 		g.tidyHold(sessionID, h)
 		return false
 	}
-	h.write = true
+	h.write, h.workspace = true, workspace
 	return true
+}
+
+// workspaceWritten reports whether another Session of the workspace holds
+// a write; workspaceRunning whether one holds a Turn. g.mu is held.
+func (g *Gateway) workspaceWritten(workspace, except string) bool {
+	for id, h := range g.holds {
+		if workspace != "" && id != except && h.workspace == workspace && h.write {
+			return true
+		}
+	}
+	return false
+}
+
+func (g *Gateway) workspaceRunning(workspace, except string) bool {
+	for id, h := range g.holds {
+		if workspace != "" && id != except && h.workspace == workspace && len(h.turns) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func (g *Gateway) dropWriteHold(sessionID string) {

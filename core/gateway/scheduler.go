@@ -139,6 +139,15 @@ func (g *Gateway) plan(ctx context.Context, t store.Turn) (turnPlan, error) {
 	return p, err
 }
 
+// workspace is the registered Environment whose workspace p's work uses,
+// or "" when its Environment has none.
+func (p turnPlan) workspace() string {
+	if p.admit.Environment.Local() {
+		return p.env.ID
+	}
+	return ""
+}
+
 // admits reports the capabilities of the Session's agent kind if decl
 // admits the plan. Only that kind is considered: Core never falls back to
 // another Harness (daemon-protocol.txt:157).
@@ -227,8 +236,8 @@ func (g *Gateway) place(ctx context.Context, t store.Turn) error {
 		if g.writeBlocksTurns(ctx, t.SessionID) {
 			return nil // a workspace write holds the Session's mutation owner (workspace_write.go)
 		}
-		if !g.holdForTurn(t.SessionID, t.ID, c, runID) {
-			return nil // a workspace read holds the Session; it kicks when done
+		if !g.holdForTurn(t.SessionID, p.workspace(), t.ID, c, runID) {
+			return nil // a read or write holds the Session or its workspace; it kicks when done
 		}
 		err := g.cfg.Store.ClaimTurn(ctx, t.ID, store.Claim{DeviceID: c.deviceID, OwnerEpoch: c.epoch, RunID: runID, At: g.cfg.Clock.Now()})
 		if err != nil {

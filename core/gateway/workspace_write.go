@@ -137,7 +137,7 @@ func (g *Gateway) WriteWorkspace(ctx context.Context, sessionID, path string, bo
 	if w, err := g.cfg.Store.UnsettledWorkspaceWrite(ctx, sessionID); err == nil {
 		return WriteResult{}, &WriteBlockedError{MutationID: w.MutationID, State: w.State}
 	}
-	if !g.holdForWrite(sessionID) {
+	if !g.holdForWrite(sessionID, env.ID) {
 		return WriteResult{}, ErrSessionBusy
 	}
 	p := turnPlan{session: ses, env: env, admit: wire.AdmissionInput{Environment: envType}}

@@ -108,3 +108,39 @@ func TestALossBeforeCommitAbortsTheWrite(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "aborted", w.Outcome, "released: no commit was attempted")
 }
+
+// Two Sessions of one registered Environment share its workspace: while a
+// write of one is being sent, a Turn of the other stays queued (the
+// Runtime would refuse its preparation with a code Core may not retry),
+// and while that Turn holds the workspace a write is refused at once.
+func TestAWriteAndTheTurnsOfItsWorkspaceStayApart(t *testing.T) {
+	e := newEnv(t, true)
+	writer := e.localSession("shared", "codex")
+	ctx := context.Background()
+	other := "ses-shared-2"
+	require.NoError(t, e.store.CreateSession(ctx, store.Session{ID: other, Project: testProject, AgentKind: "codex", EnvironmentID: "env-shared", CreatedAt: e.clock.Now()}))
+	r := e.runtime("dev-1", wiretest.Capabilities())
+	e.waitDeclared("dev-1", true)
+
+	done := e.writeAsync(writer, "a.txt", []byte("hello"))
+	id, _ := r.nextWrite()
+	turn := e.queueTurnOn(other, "waits")
+	r.send(id, wire.WorkspaceWriteResult{Outcome: "ready"})
+	_, chunk := r.nextWrite()
+	require.Equal(t, wire.StepChunk, chunk.Step, "the Turn's preparation did not come between")
+	r.send(id, wire.WorkspaceWriteResult{Outcome: "received", Offset: 5})
+	_, commit := r.nextWrite()
+	require.Equal(t, wire.StepCommit, commit.Step)
+	got, err := e.store.GetTurn(ctx, turn.ID)
+	require.NoError(t, err)
+	assert.Equal(t, store.TurnQueued, got.State, "held while the workspace is written")
+	r.send(id, wire.WorkspaceWriteResult{Outcome: "completed", SizeBytes: 5})
+	end := <-done
+	require.NoError(t, end.err)
+	assert.Equal(t, "completed", end.res.Outcome)
+
+	m := r.next()
+	require.Equal(t, wire.TypeExecutionPrepare, m.Type, "placed once the write settled")
+	_, err = e.gw.WriteWorkspace(ctx, writer, "b.txt", []byte("x"), gateway.WriteOptions{})
+	assert.ErrorIs(t, err, gateway.ErrSessionBusy, "a Turn of another Session holds the workspace")
+}

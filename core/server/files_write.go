@@ -32,7 +32,7 @@ func (s *Server) write(ctx context.Context, sessionID, path string, body []byte)
 	case errors.Is(err, gateway.ErrNoWorkspace):
 		return api.WriteRecord{}, &api.WriteError{Code: api.FilesNoWorkspace, Detail: "the Session's Environment has no bound workspace"}
 	case errors.Is(err, gateway.ErrSessionBusy):
-		return api.WriteRecord{}, &api.WriteError{Code: api.FilesSessionBusy, Detail: "a Turn, a read or a write holds the Session; try again"}
+		return api.WriteRecord{}, &api.WriteError{Code: api.FilesSessionBusy, Detail: "a Turn, a read or a write holds the Session, or a Turn of another Session runs in its workspace; try again"}
 	case errors.Is(err, gateway.ErrWriteNoDevice):
 		return api.WriteRecord{}, &api.WriteError{Code: api.FilesUnavailable, Reason: "no_device", Detail: err.Error()}
 	case errors.As(err, &re) && re.Rejected:
