@@ -57,7 +57,7 @@ func runRuntime(args []string, _ io.Writer, stderr io.Writer) error {
 	fs := newFlags("runtime", stderr)
 	core := fs.String("core", "", "Core's base URL (http or https)")
 	device := fs.String("device-id", "", "this device's ID")
-	credFile := fs.String("credential-file", "", "file holding the daemon credential")
+	credFile := fs.String("credential-file", "", "file holding the device credential: the secret, or the JSON agentwire core credential issue prints")
 	var harnesses harnessFlags
 	fs.Var(&harnesses, "harness", "adapter to register: script[=FILE] (a JSON script) or exec:KIND=COMMAND[:CAPFILE] (docs/exec-adapter.md); repeatable (default: script)")
 	var envFlags harnessFlags
@@ -85,9 +85,13 @@ func runRuntime(args []string, _ io.Writer, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "agentwire runtime: --core, --device-id and --credential-file are required")
 		return errUsage
 	}
-	secret, err := os.ReadFile(*credFile)
+	raw, err := os.ReadFile(*credFile)
 	if err != nil {
 		return fmt.Errorf("runtime: cannot read the credential file: %w", errors.Unwrap(err))
+	}
+	secret, err := credentialSecret(raw, *device)
+	if err != nil {
+		return fmt.Errorf("runtime: --credential-file %s: %w", *credFile, err)
 	}
 	reg := harness.NewRegistry()
 	if len(harnesses) == 0 {
@@ -114,7 +118,7 @@ func runRuntime(args []string, _ io.Writer, stderr io.Writer) error {
 	ctx, abandon, stop := shutdownSignals(logger)
 	defer stop()
 	err = daemon.Run(ctx, daemon.Config{
-		CoreURL: *core, DeviceID: *device, Credential: daemon.NewCredential(string(secret)), Registry: reg, Clock: clock, Environments: envs, StateDir: *stateDir,
+		CoreURL: *core, DeviceID: *device, Credential: daemon.NewCredential(secret), Registry: reg, Clock: clock, Environments: envs, StateDir: *stateDir,
 		Logger: logger, Abandon: abandon, AbandonAfter: *abandonAfter, IdleTTL: *idleTTL,
 	})
 	var perm *daemon.Permanent
@@ -195,4 +199,30 @@ func adapter(spec string, stderr io.Writer) (harness.Adapter, error) {
 		return script.New(s), nil
 	}
 	return nil, fmt.Errorf("runtime: --harness %s: unknown adapter (known: script)", spec)
+}
+
+// credentialSecret reads a credential file: the secret alone, or the JSON
+// object `agentwire core credential issue` prints, which must then be a
+// device credential for this device.
+func credentialSecret(raw []byte, device string) (string, error) {
+	text := strings.TrimSpace(string(raw))
+	if !strings.HasPrefix(text, "{") {
+		if text == "" {
+			return "", errors.New("the file is empty")
+		}
+		return text, nil
+	}
+	var c issued
+	if err := json.Unmarshal([]byte(text), &c); err != nil {
+		return "", fmt.Errorf("not the JSON credential issue prints: %w", err)
+	}
+	switch {
+	case c.Secret == "":
+		return "", errors.New("the JSON has no secret")
+	case c.Kind != "" && c.Kind != "device":
+		return "", fmt.Errorf("a %s credential is never a Runtime credential; issue one with --kind device", c.Kind)
+	case c.DeviceID != "" && c.DeviceID != device:
+		return "", fmt.Errorf("the credential is for device %s, not --device-id %s", c.DeviceID, device)
+	}
+	return c.Secret, nil
 }
