@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -64,6 +65,10 @@ func TestMain(m *testing.M) {
 func issueCredential(t *testing.T, bin, data string, args ...string) issued {
 	t.Helper()
 	out, err := exec.Command(bin, append([]string{"core", "credential", "issue", "--data", data}, args...)...).Output()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		require.NoError(t, err, "credential issue %v: %s", args, exit.Stderr)
+	}
 	require.NoError(t, err)
 	var c issued
 	require.NoError(t, json.Unmarshal(out, &c))
@@ -97,7 +102,7 @@ func TestCoreServeProcess(t *testing.T) {
 	}
 	bin := buildAgentwire(t)
 	data := t.TempDir()
-	dev := issueCredential(t, bin, data, "--kind", "device", "--device", "dev-1")
+	dev := issueCredential(t, bin, data, "--kind", "device", "--device", "dev-1", "--project", "demo")
 	proj := issueCredential(t, bin, data, "--kind", "project", "--project", "demo")
 
 	cmd := exec.Command(bin, "core", "serve", "--listen", "127.0.0.1:0", "--data", data)

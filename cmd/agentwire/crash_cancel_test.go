@@ -31,7 +31,7 @@ func TestCoreKilledDuringCancellation(t *testing.T) {
 	script := e.writeFile("script.json", `{"steps":[{"delta":"partial"},{"hold_cancel":"`+gate+`"}],"session_id":"native-1"}`)
 	rt := e.runtime("--harness", "script="+script)
 	e.waitConnected(1)
-	ses := e.session(map[string]any{"type": "none"})
+	ses := e.session("")
 	turnID := e.turn(ses, "first")
 	e.waitState(turnID, "running")
 	e.waitFrame("out", "execution_start", nil)

@@ -25,7 +25,7 @@ func TestCoreKilledWithActiveInputInFlight(t *testing.T) {
 	script := e.writeFile("script.json", `{"steps":[{"delta":"partial"},{"hang":true}],"input":"written"}`)
 	rt := e.runtime("--harness", "script="+script)
 	e.waitConnected(1)
-	ses := e.session(map[string]any{"type": "none"})
+	ses := e.session("")
 	turnID := e.turn(ses, "first")
 	e.waitState(turnID, "running")
 	e.waitFrame("in", "delta", nil)

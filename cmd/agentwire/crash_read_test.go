@@ -36,16 +36,18 @@ func TestCoreKilledDuringDirectoryRead(t *testing.T) {
 	require.NoError(t, os.MkdirAll(filepath.Join(ws, "src"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(ws, "README.md"), []byte("hello\n"), 0o644))
 	script := e.writeFile("script.json", `{"steps":[{"delta":"partial"},{"hang":true}]}`)
-	rt := e.runtime("--harness", "script="+script, "--workspace", ws)
+	env := e.environment(nil)
+	rt := e.runtime("--harness", "script="+script, "--environment", env+"="+ws)
 	e.waitConnected(1)
-	ses := e.session(map[string]any{"type": "self_hosted", "binding": map[string]any{"id": "8d0f3a2b-1c4e-4f5a-8b6c-7d8e9f0a1b2c"}})
+	ses := e.session(env)
 
 	// 1. An idle read: killed once its read-only preparation was written.
 	rt.signal(t, syscall.SIGSTOP)
 	read := e.readAsync(ses)
-	e.waitFrame("out", "execution_prepare", func(f tframe) bool {
+	prep := e.waitFrame("out", "execution_prepare", func(f tframe) bool {
 		return strings.Contains(string(f.Payload), `"workspace_read_only":true`)
 	})
+	assert.Contains(t, string(prep.Payload), env, "the preparation names the registered Environment")
 	e.core.kill(t)
 	rt.signal(t, syscall.SIGCONT)
 	assert.NotEqual(t, 200, <-read, "the caller of the interrupted read got no data")

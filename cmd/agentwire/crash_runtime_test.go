@@ -31,7 +31,7 @@ func TestRuntimeKilledMidPreparationAndMidRun(t *testing.T) {
 	script := e.writeFile("script.json", `{"steps":[{"delta":"partial"},{"hang":true}],"hold_prepare":"`+gate+`"}`)
 	rt1 := e.runtime("--harness", "script="+script)
 	e.waitConnected(1)
-	ses := e.session(map[string]any{"type": "none"})
+	ses := e.session("")
 
 	// Mid-preparation: the Runtime answered preparing and prepares natively.
 	prepTurn := e.turn(ses, "prepared only")

@@ -28,7 +28,7 @@ func TestCoreKilledMidTurnAndRestarted(t *testing.T) {
 	bin := buildAgentwire(t)
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
-	dev := issueCredential(t, bin, data, "--kind", "device", "--device", "dev-1")
+	dev := issueCredential(t, bin, data, "--kind", "device", "--device", "dev-1", "--project", "crash")
 	proj := issueCredential(t, bin, data, "--kind", "project", "--project", "crash")
 	credFile := filepath.Join(dir, "device-credential")
 	require.NoError(t, os.WriteFile(credFile, []byte(dev.Secret), 0o600))

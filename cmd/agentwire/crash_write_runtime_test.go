@@ -29,7 +29,7 @@ func TestRuntimeLostDuringWorkspaceWrite(t *testing.T) {
 		require.Equal(t, 200, code, "%v", v)
 		return v
 	}
-	ses := e.session(map[string]any{"type": "self_hosted", "binding": map[string]any{"id": "8d0f3a2b-1c4e-4f5a-8b6c-7d8e9f0a1b2c"}})
+	ses := e.session(e.environment(nil))
 
 	// 1. A chunk sent, its receipt outstanding: the connection drops.
 	rt := startWriteRuntime(t, e.base, e.dev.Secret, func(p wire.WorkspaceWrite) bool {

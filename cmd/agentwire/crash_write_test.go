@@ -192,7 +192,7 @@ func TestCoreKilledDuringWorkspaceWrite(t *testing.T) {
 		epoch++
 		return m.ID
 	}
-	ses := e.session(map[string]any{"type": "self_hosted", "binding": map[string]any{"id": "8d0f3a2b-1c4e-4f5a-8b6c-7d8e9f0a1b2c"}})
+	ses := e.session(e.environment(nil))
 
 	// 1. Reserved, begin written, no answer.
 	id1 := crash(func(wire.WorkspaceWrite) bool { return false }, isStep(wire.StepBegin), ses, "one.txt")

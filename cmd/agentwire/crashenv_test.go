@@ -208,8 +208,9 @@ func framesOf(frames []tframe, dir, typ string) []tframe {
 	return out
 }
 
-// crashEnv is one Core data directory with its credentials and the Core
-// process serving it, which a test kills and restarts on the same address.
+// crashEnv is one Core data directory with its credentials (project
+// crash, which owns device dev-1) and the Core process serving it, which a
+// test kills and restarts on the same address.
 type crashEnv struct {
 	t         *testing.T
 	bin, dir  string
@@ -226,8 +227,8 @@ func newCrashEnv(t *testing.T) *crashEnv {
 	t.Helper()
 	e := &crashEnv{t: t, bin: buildAgentwire(t), dir: t.TempDir()}
 	e.data = filepath.Join(e.dir, "data")
-	e.dev = issueCredential(t, e.bin, e.data, "--kind", "device", "--device", "dev-1")
 	e.proj = issueCredential(t, e.bin, e.data, "--kind", "project", "--project", "crash")
+	e.dev = issueCredential(t, e.bin, e.data, "--kind", "device", "--device", "dev-1", "--project", "crash")
 	e.credFile = filepath.Join(e.dir, "device-credential")
 	require.NoError(t, os.WriteFile(e.credFile, []byte(e.dev.Secret), 0o600))
 	e.startCore()
@@ -302,11 +303,34 @@ func (e *crashEnv) waitConnected(epoch int) {
 	})
 }
 
-// session creates a Session of the script kind on env.
-func (e *crashEnv) session(env map[string]any) string {
+// environment registers a self_hosted Environment on dev-1 with an
+// optional initialization declaration (nil: none) and returns the ID Core
+// minted; a Runtime serves it with --environment ID=DIR.
+func (e *crashEnv) environment(init map[string]any) string {
 	e.t.Helper()
-	code, ses := e.api.do("POST", "/api/v1/sessions", map[string]any{"agent_kind": "script", "environment": env})
+	body := map[string]any{"device_id": "dev-1"}
+	if init != nil {
+		body["initialization"] = init
+	}
+	code, env := e.api.do("POST", "/api/v1/environments", body)
+	require.Equal(e.t, 201, code, "%v", env)
+	require.Equal(e.t, "dev-1", env["device_id"], "%v", env)
+	return env["id"].(string)
+}
+
+// session creates a Session of the script kind on the registered
+// Environment envID ("": a Session of Environment type none).
+func (e *crashEnv) session(envID string) string {
+	e.t.Helper()
+	body := map[string]any{"agent_kind": "script"}
+	if envID != "" {
+		body["environment_id"] = envID
+	}
+	code, ses := e.api.do("POST", "/api/v1/sessions", body)
 	require.Equal(e.t, 201, code, "%v", ses)
+	if envID != "" {
+		require.Equal(e.t, envID, ses["environment_id"], "%v", ses)
+	}
 	return ses["id"].(string)
 }
 

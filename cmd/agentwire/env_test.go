@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net"
@@ -70,18 +72,21 @@ func freeAddr(t *testing.T) string {
 }
 
 // TestEnvInitializationAndSuspensionAgainstRealProcesses: a real Core and a
-// real Runtime. A file declared with `session create --init-file` lands in
-// the Runtime's workspace through runtime_prepare before the Session's
-// first read; `env suspend` quiesces the Runtime, the suspension outlives a
-// SIGKILL and restart of Core, and `env resume` resumes exactly that
-// attempt, after which a Turn runs again.
+// real Runtime. `env create --init-env --init-file` registers the
+// workspace on dev-1 (Core mints its ID, `env list` shows it) and the
+// Runtime serves it with --environment ID=DIR; the declared file lands in
+// the workspace through runtime_prepare before the first read of a
+// Session created with `session create --environment`; `env suspend`
+// quiesces the Runtime, the suspension outlives a SIGKILL and restart of
+// Core, and `env resume` resumes exactly that attempt, after which a Turn
+// runs again.
 func TestEnvInitializationAndSuspensionAgainstRealProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
 	bin := buildAgentwire(t)
 	data := t.TempDir()
-	dev := issueCredential(t, bin, data, "--kind", "device", "--device", "dev-1")
+	dev := issueCredential(t, bin, data, "--kind", "device", "--device", "dev-1", "--project", "demo")
 	proj := issueCredential(t, bin, data, "--kind", "project", "--project", "demo")
 	addr := freeAddr(t)
 	core := &restartableCore{t: t, bin: bin, data: data, addr: addr, base: "http://" + addr, logs: &lockedBuffer{}}
@@ -98,8 +103,25 @@ func TestEnvInitializationAndSuspensionAgainstRealProcesses(t *testing.T) {
 	local := filepath.Join(dir, "init.txt")
 	require.NoError(t, os.WriteFile(local, []byte("initialized by Core\n"), 0o600))
 
+	// The workspace is registered on dev-1 with its initialization; Core
+	// mints the Environment's ID, which the Runtime is configured with.
+	reg := cliJSON(t, bin, proj.Secret, "env", "create", "--core", core.base, "--device", "dev-1",
+		"--init-env", "MODE=e2e", "--init-file", local+"=/workspace/notes/init.txt")
+	envID, _ := reg["id"].(string)
+	require.Regexp(t, `^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`, envID, "%v", reg)
+	assert.Equal(t, "self_hosted", reg["type"])
+	assert.Equal(t, "dev-1", reg["device_id"])
+	sum := sha256.Sum256([]byte("initialized by Core\n"))
+	assert.Equal(t, map[string]any{"env_keys": []any{"MODE"}, "files": []any{map[string]any{
+		"path": "/workspace/notes/init.txt", "size_bytes": float64(len("initialized by Core\n")),
+		"sha256": hex.EncodeToString(sum[:])}}}, reg["initialization"], "the declaration, never the contents")
+	list := cliJSON(t, bin, proj.Secret, "env", "list", "--core", core.base)
+	envs, _ := list["environments"].([]any)
+	require.Len(t, envs, 1, "%v", list)
+	assert.Equal(t, envID, envs[0].(map[string]any)["id"])
+
 	rt := exec.Command(bin, "runtime", "--core", core.base, "--device-id", "dev-1", "--credential-file", cred,
-		"--workspace", ws, "--state", filepath.Join(dir, "state"), "--harness", "script="+script)
+		"--environment", envID+"="+ws, "--state", filepath.Join(dir, "state"), "--harness", "script="+script)
 	rtLogs := &lockedBuffer{}
 	rt.Stderr = rtLogs
 	require.NoError(t, rt.Start())
@@ -136,10 +158,10 @@ func TestEnvInitializationAndSuspensionAgainstRealProcesses(t *testing.T) {
 	}
 	epoch := connected(0)
 
-	ses := cliJSON(t, bin, proj.Secret, "session", "create", "--core", core.base, "--kind", "script",
-		"--env", "self_hosted", "--binding", `{"id":"8d0f3a2b-1c4e-4f5a-8b6c-7d8e9f0a1b2c"}`,
-		"--init-env", "MODE=e2e", "--init-file", local+"=/workspace/notes/init.txt")
-	sid, envID := ses["id"].(string), ses["environment_id"].(string)
+	ses := cliJSON(t, bin, proj.Secret, "session", "create", "--core", core.base, "--kind", "script", "--environment", envID)
+	sid := ses["id"].(string)
+	assert.Equal(t, envID, ses["environment_id"], "the Session names the registered Environment")
+	assert.Equal(t, "self_hosted", ses["environment_type"])
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -195,4 +217,15 @@ func TestEnvInitializationAndSuspensionAgainstRealProcesses(t *testing.T) {
 		assert.NotContains(t, core.logs.String(), s)
 		assert.NotContains(t, rtLogs.String(), s)
 	}
+}
+
+// `env suspend` names no device: the attempt goes to the device that hosts
+// the Environment, so --device is an unknown flag there.
+func TestEnvSuspendNamesNoDevice(t *testing.T) {
+	var out, errOut bytes.Buffer
+	err := runEnv([]string{"suspend", "--core", "http://127.0.0.1:1", "--device", "dev-1", "env-1"}, &out, &errOut)
+	require.ErrorIs(t, err, errUsage)
+	assert.Contains(t, errOut.String(), "flag provided but not defined: -device")
+	assert.NotContains(t, envUsage, "suspend --core URL [--device")
+	assert.Empty(t, out.String(), "nothing was sent")
 }

@@ -16,15 +16,16 @@ import (
 )
 
 // TestFilesAgainstTheRuntimeProcess: a real Core and a real Runtime
-// process serving a --workspace directory; `agentwire files ls` and `cat`
-// read it through the public API, each one bounded read.
+// process serving a workspace directory registered as an Environment
+// (`env create`, then `runtime --environment ID=DIR`); `agentwire files ls`
+// and `cat` read it through the public API, each one bounded read.
 func TestFilesAgainstTheRuntimeProcess(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
 	bin := buildAgentwire(t)
 	data := t.TempDir()
-	dev := issueCredential(t, bin, data, "--kind", "device", "--device", "dev-1")
+	dev := issueCredential(t, bin, data, "--kind", "device", "--device", "dev-1", "--project", "demo")
 	proj := issueCredential(t, bin, data, "--kind", "project", "--project", "demo")
 	core := startCore(t, bin, data)
 
@@ -35,7 +36,9 @@ func TestFilesAgainstTheRuntimeProcess(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(ws, "src", "main.go"), []byte("package main\n"), 0o644))
 	cred := filepath.Join(dir, "credential")
 	require.NoError(t, os.WriteFile(cred, []byte(dev.Secret), 0o600))
-	rt := exec.Command(bin, "runtime", "--core", core.base, "--device-id", "dev-1", "--credential-file", cred, "--workspace", ws)
+	reg := cliJSON(t, bin, proj.Secret, "env", "create", "--core", core.base, "--device", "dev-1")
+	envID := reg["id"].(string)
+	rt := exec.Command(bin, "runtime", "--core", core.base, "--device-id", "dev-1", "--credential-file", cred, "--environment", envID+"="+ws)
 	rtLogs := &lockedBuffer{}
 	rt.Stderr = rtLogs
 	require.NoError(t, rt.Start())
@@ -64,9 +67,9 @@ func TestFilesAgainstTheRuntimeProcess(t *testing.T) {
 		return false
 	}, 30*time.Second, 50*time.Millisecond, "runtime logs: %s", rtLogs.String())
 
-	ses := cliJSON(t, bin, proj.Secret, "session", "create", "--core", core.base, "--kind", "script",
-		"--env", "self_hosted", "--binding", `{"id":"8d0f3a2b-1c4e-4f5a-8b6c-7d8e9f0a1b2c"}`)
+	ses := cliJSON(t, bin, proj.Secret, "session", "create", "--core", core.base, "--kind", "script", "--environment", envID)
 	sid := ses["id"].(string)
+	require.Equal(t, envID, ses["environment_id"], "%v", ses)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	files := func(args ...string) (string, string, error) {

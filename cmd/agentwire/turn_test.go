@@ -154,7 +154,7 @@ func TestTurnRunAgainstAScriptedRuntime(t *testing.T) {
 	}
 	bin := buildAgentwire(t)
 	data := t.TempDir()
-	dev := issueCredential(t, bin, data, "--kind", "device", "--device", "dev-1")
+	dev := issueCredential(t, bin, data, "--kind", "device", "--device", "dev-1", "--project", "demo")
 	proj := issueCredential(t, bin, data, "--kind", "project", "--project", "demo")
 	core := startCore(t, bin, data)
 
@@ -196,7 +196,7 @@ func TestTurnRunAgainstTheRuntimeProcess(t *testing.T) {
 	}
 	bin := buildAgentwire(t)
 	data := t.TempDir()
-	dev := issueCredential(t, bin, data, "--kind", "device", "--device", "dev-1")
+	dev := issueCredential(t, bin, data, "--kind", "device", "--device", "dev-1", "--project", "demo")
 	proj := issueCredential(t, bin, data, "--kind", "project", "--project", "demo")
 	core := startCore(t, bin, data)
 

@@ -73,7 +73,7 @@ func TestTurnRunAnswersOnTheTerminal(t *testing.T) {
 	}
 	bin := buildAgentwire(t)
 	data := t.TempDir()
-	dev := issueCredential(t, bin, data, "--kind", "device", "--device", "dev-1")
+	dev := issueCredential(t, bin, data, "--kind", "device", "--device", "dev-1", "--project", "demo")
 	proj := issueCredential(t, bin, data, "--kind", "project", "--project", "demo")
 	core := startCore(t, bin, data)
 	dir := t.TempDir()
