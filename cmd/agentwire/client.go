@@ -86,6 +86,7 @@ func runSession(args []string, stdout, stderr io.Writer) error {
 	environment := fs.String("environment", "", "a registered Environment's ID (create; agentwire env create prints it)")
 	envType := fs.String("env", "", "gone: use --environment ENV (a registered Environment), or nothing for a Session without a workspace")
 	binding := fs.String("binding", "", "gone: a Session never chooses its binding; register the workspace with agentwire env create")
+	initf := addInitFlags(fs) // gone here: the initialization belongs to env create
 	if err := fs.Parse(args[1:]); err != nil {
 		return errUsage
 	}
@@ -94,6 +95,10 @@ func runSession(args []string, stdout, stderr io.Writer) error {
 		return errors.New("--binding is gone: a Session never chooses its binding; register the workspace (agentwire env create --device D) and pass --environment ID")
 	case *envType != "" && *envType != "none":
 		return fmt.Errorf("--env %s is gone: register the workspace (agentwire env create --device D) and pass --environment ID", *envType)
+	case *envType == "none" && *environment != "":
+		return errors.New("--env none and --environment contradict each other: a Session with a registered Environment works in its workspace")
+	case len(initf.env) > 0 || len(initf.files) > 0:
+		return errors.New("--init-env and --init-file belong to the Environment now: agentwire env create --device D --init-env K=V --init-file LOCAL=/workspace/PATH")
 	}
 	c, err := newAPIClient(*core)
 	if err != nil {

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
+	"strings"
 )
 
 // runEnvRegistry registers a local Environment on a device of the
@@ -17,12 +19,26 @@ func runEnvRegistry(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, envUsage)
 		return errUsage
 	}
-	c, err := newAPIClient(*core)
-	if err != nil {
-		return err
+	// The flags are checked before the client is made, so a mistake is
+	// named first.
+	call := func(method, path string, body any) error {
+		c, err := newAPIClient(*core)
+		if err != nil {
+			return err
+		}
+		return c.call(method, path, body, stdout)
 	}
 	if args[0] == "list" {
-		return c.call("GET", "/api/v1/environments", nil, stdout)
+		var extra []string
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name != "core" {
+				extra = append(extra, "--"+f.Name)
+			}
+		})
+		if len(extra) > 0 {
+			return fmt.Errorf("env list takes only --core (%s belong to env create)", strings.Join(extra, ", "))
+		}
+		return call("GET", "/api/v1/environments", nil)
 	}
 	if *device == "" {
 		return fmt.Errorf("env create: --device is required (agentwire devices lists the project's devices)")
@@ -35,5 +51,5 @@ func runEnvRegistry(args []string, stdout, stderr io.Writer) error {
 	if decl != nil {
 		body["initialization"] = decl
 	}
-	return c.call("POST", "/api/v1/environments", body, stdout)
+	return call("POST", "/api/v1/environments", body)
 }
