@@ -17,12 +17,13 @@ import (
 const envUsage = `usage: agentwire env create  --core URL --device D [--type self_hosted|openai_hosted] [--init-env K=V] [--init-file LOCAL=/workspace/PATH]
        agentwire env list    --core URL
        agentwire env show    --core URL ENV
-       agentwire env suspend --core URL [--device D] ENV   (exit 0 only when suspended)
+       agentwire env suspend --core URL ENV                (exit 0 only when suspended)
        agentwire env resume  --core URL [--rollback] ENV   (exit 0 only when resumed)
 create registers a workspace on a device of the project and prints its ID, which the device's
 Runtime serves with --environment ID=DIR and a Session names with --environment ID. show prints what it declares for
 initialization, the last initialization outcome (with the Runtime's code) and its newest
-suspension attempt; suspend and resume wait up to 10 s for the Runtime's answer.`
+suspension attempt. suspend quiesces the Environment on the device that hosts it; suspend and
+resume wait up to 10 s for the Runtime's answer.`
 
 // runEnv wraps the public Environment routes.
 func runEnv(args []string, stdout, stderr io.Writer) error {
@@ -35,7 +36,6 @@ func runEnv(args []string, stdout, stderr io.Writer) error {
 	}
 	fs := newFlags("env "+args[0], stderr)
 	core := fs.String("core", "", "Core's base URL")
-	device := fs.String("device", "", "the device to quiesce (suspend; needed unless exactly one device is connected)")
 	rollback := fs.Bool("rollback", false, "abandon the attempt instead of resuming it (resume)")
 	if err := fs.Parse(args[1:]); err != nil || fs.NArg() != 1 {
 		fmt.Fprintln(stderr, envUsage)
@@ -51,11 +51,7 @@ func runEnv(args []string, stdout, stderr io.Writer) error {
 	}
 	var body any
 	want := "suspended"
-	if args[0] == "suspend" {
-		if *device != "" {
-			body = map[string]string{"device_id": *device}
-		}
-	} else {
+	if args[0] != "suspend" {
 		want = "resumed"
 		if *rollback {
 			body = map[string]bool{"rollback": true}

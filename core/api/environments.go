@@ -8,7 +8,6 @@ import (
 	"errors"
 	"net/http"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/agentwire/agentwire/core/envinit"
@@ -20,13 +19,13 @@ import (
 // finite code), and its suspension attempts, started and resumed here
 // (daemon-protocol.txt:78, 96, 104).
 
-// SuspendFunc starts a suspension attempt of an Environment on a device
-// ("" for the only connected one); ResumeFunc resumes (or rolls back) its
-// unsettled attempt. With wait they wait a bounded time for the Runtime's
-// answer. Both return the attempt as stored; their errors are the Err*
-// values below or *SuspensionError.
+// SuspendFunc starts a suspension attempt of an Environment on the device
+// that hosts it; ResumeFunc resumes (or rolls back) its unsettled attempt.
+// With wait they wait a bounded time for the Runtime's answer. Both return
+// the attempt as stored; their errors are the Err* values below or
+// *SuspensionError.
 type (
-	SuspendFunc func(ctx context.Context, environmentID, deviceID string, wait bool) (store.Suspension, error)
+	SuspendFunc func(ctx context.Context, environmentID string, wait bool) (store.Suspension, error)
 	ResumeFunc  func(ctx context.Context, environmentID string, rollback, wait bool) (store.Suspension, error)
 )
 
@@ -35,7 +34,6 @@ var (
 	ErrSuspensionOpen = errors.New("api: the Environment has an unsettled suspension attempt")
 	ErrNotSuspended   = errors.New("api: the Environment has no unsettled suspension attempt")
 	ErrDeviceOffline  = errors.New("api: the device is not connected")
-	ErrDeviceRequired = errors.New("api: name the device")
 	ErrNoWorkspace    = errors.New("api: the Environment has no bound workspace")
 )
 
@@ -198,9 +196,13 @@ func (a *API) getEnvironment(w http.ResponseWriter, r *http.Request) {
 
 // SuspendRequest and ResumeRequest are the bodies of suspend and resume;
 // both may be empty.
+//
+// decision: a suspend names no device: the attempt goes to the device that
+// hosts the Environment (GET /api/v1/environments/{id} shows it), and a
+// caller never chooses another (daemon-protocol.txt:19). A body that still
+// sends device_id is refused by the strict decoder, naming the field.
 type SuspendRequest struct {
-	DeviceID string `json:"device_id,omitempty"`
-	Wait     *bool  `json:"wait,omitempty"`
+	Wait *bool `json:"wait,omitempty"`
 }
 
 type ResumeRequest struct {
@@ -235,7 +237,7 @@ func (a *API) suspendEnvironment(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotImplemented, Error{Error: "not_implemented"})
 		return
 	}
-	s, err := a.cfg.Suspend(r.Context(), env.ID, strings.TrimSpace(req.DeviceID), waitFor(req.Wait))
+	s, err := a.cfg.Suspend(r.Context(), env.ID, waitFor(req.Wait))
 	a.suspensionAnswer(w, s, err)
 }
 
@@ -272,11 +274,8 @@ func (a *API) suspensionAnswer(w http.ResponseWriter, s store.Suspension, err er
 	case errors.Is(err, ErrNoWorkspace):
 		writeJSON(w, http.StatusConflict, Error{Error: "no_workspace", Detail: "the Environment has no bound workspace to suspend"})
 		return
-	case errors.Is(err, ErrDeviceRequired):
-		badField(w, "device_id", "required unless exactly one device is connected")
-		return
 	case errors.Is(err, ErrDeviceOffline):
-		writeJSON(w, http.StatusServiceUnavailable, Error{Error: "device_offline", Detail: "the attempt's device is not connected"})
+		writeJSON(w, http.StatusServiceUnavailable, Error{Error: "device_offline", Detail: "the device that hosts the Environment is not connected"})
 		return
 	case errors.As(err, &se):
 		writeJSON(w, http.StatusConflict, Error{Error: "suspension_refused", Detail: boundedText(se.Detail)})

@@ -27,20 +27,20 @@ func envEnv(t *testing.T, suspendErr *error) *env {
 	require.NoError(t, err)
 	_, e.other, err = is.Issue(context.Background(), store.KindProject, "", "p2")
 	require.NoError(t, err)
-	attempt := func(envID, device, state string) store.Suspension {
-		return store.Suspension{ID: "s-1", EnvironmentID: envID, DeviceID: device, State: state, CreatedAt: now(), UpdatedAt: now()}
+	attempt := func(envID, state string) store.Suspension {
+		return store.Suspension{ID: "s-1", EnvironmentID: envID, DeviceID: "dev", State: state, CreatedAt: now(), UpdatedAt: now()}
 	}
 	mux := http.NewServeMux()
 	api.New(api.Config{Store: st, Credentials: is, Journal: e.journal, Now: now,
-		Suspend: func(_ context.Context, envID, device string, _ bool) (store.Suspension, error) {
-			return attempt(envID, device, "suspended"), *suspendErr
+		Suspend: func(_ context.Context, envID string, _ bool) (store.Suspension, error) {
+			return attempt(envID, "suspended"), *suspendErr
 		},
 		Resume: func(_ context.Context, envID string, rollback, _ bool) (store.Suspension, error) {
 			state := "resumed"
 			if rollback {
 				state = "resuming"
 			}
-			return attempt(envID, "dev", state), *suspendErr
+			return attempt(envID, state), *suspendErr
 		},
 	}).Register(mux)
 	e.srv = httptest.NewServer(mux)
@@ -100,11 +100,16 @@ func TestSuspendAndResumeRoutes(t *testing.T) {
 	var answer error
 	e := envEnv(t, &answer)
 	_, envID := e.localSession(initDecl)
-	resp, out := e.do(e.key, "POST", "/api/v1/environments/"+envID+"/suspend", `{"device_id":"dev-9"}`)
+	resp, out := e.do(e.key, "POST", "/api/v1/environments/"+envID+"/suspend", `{"wait":false}`)
 	require.Equal(t, 200, resp.StatusCode, "%v", out)
 	assert.Equal(t, "suspended", out["state"])
-	assert.Equal(t, "dev-9", out["device_id"])
+	assert.Equal(t, "dev", out["device_id"], "the Environment's device")
 	assert.Equal(t, "s-1", out["suspend_id"])
+	// A caller names no device: the attempt goes to the Environment's own.
+	resp, out = e.do(e.key, "POST", "/api/v1/environments/"+envID+"/suspend", `{"device_id":"dev-9"}`)
+	assert.Equal(t, 400, resp.StatusCode)
+	assert.Equal(t, "invalid_request", out["error"])
+	assert.Equal(t, "device_id", out["field"])
 	resp, out = e.do(e.key, "POST", "/api/v1/environments/"+envID+"/resume", "")
 	require.Equal(t, 200, resp.StatusCode, "%v", out)
 	assert.Equal(t, "resumed", out["state"])
@@ -122,7 +127,6 @@ func TestSuspendAndResumeRoutes(t *testing.T) {
 		api.ErrNotSuspended:                     {409, "not_suspended"},
 		api.ErrNoWorkspace:                      {409, "no_workspace"},
 		api.ErrDeviceOffline:                    {503, "device_offline"},
-		api.ErrDeviceRequired:                   {400, "invalid_request"},
 		&api.SuspensionError{Detail: "refused"}: {409, "suspension_refused"},
 	} {
 		answer = err

@@ -25,6 +25,11 @@ import (
 // (GuardOwnSuspension); a reply for another attempt routes to that
 // attempt's instance, or to none, and never touches this one.
 //
+// An attempt is scoped: it goes to the device that hosts its Environment
+// (store.Environment.DeviceID), and while it is open Core places no work
+// of that Environment anywhere (suspended); other Environments, on the
+// same device too, are not held.
+//
 // Releasing an admission or closing an Executor never reaches this file:
 // neither suspends, resumes or reclaims anything (daemon-protocol.txt:7).
 
@@ -34,11 +39,14 @@ var (
 	ErrSuspensionOpen = errors.New("gateway: the Environment already has an unsettled suspension attempt")
 	// ErrNotSuspended: the Environment has no unsettled attempt to resume.
 	ErrNotSuspended = errors.New("gateway: the Environment has no unsettled suspension attempt")
-	// ErrDeviceOffline: the attempt's device has no connection now.
+	// ErrDeviceOffline: the device hosting the Environment (or the
+	// attempt's device) has no connection now.
 	ErrDeviceOffline = errors.New("gateway: the device is not connected")
-	// ErrDeviceRequired: no device was named and not exactly one is connected.
-	ErrDeviceRequired = errors.New("gateway: name the device: not exactly one device is connected")
 )
+
+// ReadSuspended is the unavailable reason of an idle read or export of an
+// Environment an unsettled suspension attempt holds: nothing was placed.
+const ReadSuspended = "environment_suspended"
 
 // SuspensionRefused is a request the suspension machine refused before it
 // left Core (the attempt is not in a state that admits it).
@@ -167,44 +175,42 @@ func (h suspHooks) DoRecordOutcome(f *fsm.Firing[*peer.Event]) error {
 }
 
 // wireEnvironment is the environment_id Core names an Environment by on the
-// wire: its bound local Environment's ID, as for reads.
+// wire (its bound local Environment's ID, as for reads) and the device that
+// hosts it.
 //
-// decision: only an Environment with a local binding has something to
-// quiesce (daemon-protocol.txt:96 fences the Environment's workspace); the
-// binding's ID is the identity runtime_prepare and reads already use.
-func (g *Gateway) wireEnvironment(ctx context.Context, envID string) (string, error) {
+// decision: only an Environment with a local binding that a device hosts
+// has something to quiesce (daemon-protocol.txt:96 fences the
+// Environment's workspace, which lives on its device); the binding's ID is
+// the identity runtime_prepare and reads already use. An Environment of
+// type none, or a local one stored before registration that no device
+// hosts, answers ErrNoWorkspace.
+func (g *Gateway) wireEnvironment(ctx context.Context, envID string) (wireID, deviceID string, err error) {
 	env, err := g.cfg.Store.GetEnvironment(ctx, envID)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	t, err := wire.ParseEnvironmentType(env.Type)
 	var b wire.LocalEnvironment
-	if err != nil || !t.Local() || len(env.Binding) == 0 || json.Unmarshal(env.Binding, &b) != nil || b.ID == "" || len(b.ID) > wire.MaxIDBytes {
-		return "", ErrNoWorkspace
+	if err != nil || !t.Local() || env.DeviceID == "" || len(env.Binding) == 0 || json.Unmarshal(env.Binding, &b) != nil || b.ID == "" || len(b.ID) > wire.MaxIDBytes {
+		return "", "", ErrNoWorkspace
 	}
-	return b.ID, nil
+	return b.ID, env.DeviceID, nil
 }
 
-// device picks the connection an attempt goes to.
-func (g *Gateway) device(deviceID string) (*conn, error) {
+// hostConn is the device's current connection.
+//
+// decision: an attempt goes only to the device that hosts its Environment
+// (its resume to the device the attempt was sent to): a valid credential and
+// connection are never authority over another binding
+// (daemon-protocol.txt:19), so neither the caller nor "the only connected
+// device" chooses it.
+func (g *Gateway) hostConn(deviceID string) (*conn, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if deviceID != "" {
-		if c := g.conns[deviceID]; c != nil {
-			return c, nil
-		}
-		return nil, ErrDeviceOffline
-	}
-	// decision: Core keeps no device binding for an Environment (Sessions
-	// are placed on any admitting device), so an attempt names its device;
-	// with exactly one connected device it may be left out.
-	if len(g.conns) != 1 {
-		return nil, ErrDeviceRequired
-	}
-	for _, c := range g.conns {
+	if c := g.conns[deviceID]; c != nil {
 		return c, nil
 	}
-	return nil, ErrDeviceRequired
+	return nil, ErrDeviceOffline
 }
 
 func (c *conn) addSusp(id string, r *suspRec) {
@@ -216,11 +222,11 @@ func (c *conn) addSusp(id string, r *suspRec) {
 	c.sb[id] = r
 }
 
-// SuspendEnvironment starts a suspension attempt of the Environment on a
-// device (deviceID, or the only connected one) and, with wait, waits a
-// bounded time for the quiesce's answer. It returns the attempt as stored.
-func (g *Gateway) SuspendEnvironment(ctx context.Context, envID, deviceID string, wait bool) (store.Suspension, error) {
-	wireEnv, err := g.wireEnvironment(ctx, envID)
+// SuspendEnvironment starts a suspension attempt of the Environment on the
+// device that hosts it and, with wait, waits a bounded time for the
+// quiesce's answer. It returns the attempt as stored.
+func (g *Gateway) SuspendEnvironment(ctx context.Context, envID string, wait bool) (store.Suspension, error) {
+	wireEnv, deviceID, err := g.wireEnvironment(ctx, envID)
 	if err != nil {
 		return store.Suspension{}, err
 	}
@@ -229,7 +235,7 @@ func (g *Gateway) SuspendEnvironment(ctx context.Context, envID, deviceID string
 	if open, err := g.cfg.Store.LatestSuspension(ctx, envID); err == nil && !open.Settled {
 		return store.Suspension{}, ErrSuspensionOpen
 	}
-	c, err := g.device(deviceID)
+	c, err := g.hostConn(deviceID)
 	if err != nil {
 		return store.Suspension{}, err
 	}
@@ -306,7 +312,7 @@ func (g *Gateway) awaitSuspension(ctx context.Context, c *conn, pc *peer.Conn, i
 // carried its last request is gone, so the table's connection_lost step
 // gives the state it restarts from (an unanswered request: uncertain).
 func (g *Gateway) ResumeEnvironment(ctx context.Context, envID string, rollback, wait bool) (store.Suspension, error) {
-	wireEnv, err := g.wireEnvironment(ctx, envID)
+	wireEnv, _, err := g.wireEnvironment(ctx, envID)
 	if err != nil {
 		return store.Suspension{}, err
 	}
@@ -317,7 +323,7 @@ func (g *Gateway) ResumeEnvironment(ctx context.Context, envID string, rollback,
 	if err != nil {
 		return store.Suspension{}, err
 	}
-	c, err := g.device(a.DeviceID)
+	c, err := g.hostConn(a.DeviceID)
 	if err != nil {
 		return a, err
 	}
@@ -387,21 +393,21 @@ func (g *Gateway) adoptAttempt(c *conn, d *peer.Driver, a store.Suspension, wire
 	return r, nil
 }
 
-// suspensionBlocks reports whether an unsettled attempt fences the
-// Environment or the device: the worker places no work there meanwhile.
+// suspended reports whether an unsettled attempt holds the Environment:
+// Core places none of its work (Turns, idle reads and exports, writes,
+// initialization) meanwhile. Other Environments are not held, on the same
+// device either. A store error holds it too.
 //
-// decision: while an attempt is open the Runtime admits nothing but the
-// matching resume (wire-reference.md §2.14), so a Turn placed there could
-// only fail; it stays queued instead until the attempt settles.
-func (g *Gateway) suspensionBlocks(ctx context.Context, envID, deviceID string) bool {
-	open, err := g.cfg.Store.OpenSuspensions(ctx)
-	if err != nil {
-		return true
+// decision: while an attempt is open the Runtime admits no new work of the
+// Environment it fences (wire-reference.md §2.12), so work placed there
+// could only fail; it stays queued (a Turn) or answers unavailable (a read)
+// until the attempt settles. The fence is the Environment's, not the
+// device's: its suspend_id names one Environment (daemon-protocol.txt:78),
+// and the attempt goes only to the device hosting it (hostConn).
+func (g *Gateway) suspended(ctx context.Context, envID string) bool {
+	a, err := g.cfg.Store.LatestSuspension(ctx, envID)
+	if errors.Is(err, store.ErrNotFound) {
+		return false
 	}
-	for _, a := range open {
-		if a.EnvironmentID == envID || a.DeviceID == deviceID {
-			return true
-		}
-	}
-	return false
+	return err != nil || !a.Settled
 }

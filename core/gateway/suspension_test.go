@@ -44,19 +44,19 @@ func TestSuspendAndResumeThroughTheRealRuntime(t *testing.T) {
 	ses := e.localSession("sus", script.Kind)
 	ctx := context.Background()
 
-	a, err := e.gw.SuspendEnvironment(ctx, "env-sus", "", true)
+	a, err := e.gw.SuspendEnvironment(ctx, "env-sus", true)
 	require.NoError(t, err)
 	assert.Equal(t, "suspended", a.State)
 	assert.False(t, a.Settled)
 	assert.Equal(t, "dev-rt", a.DeviceID)
 	assert.True(t, wire.IsCanonicalUUID(a.ID))
-	_, err = e.gw.SuspendEnvironment(ctx, "env-sus", "", true)
+	_, err = e.gw.SuspendEnvironment(ctx, "env-sus", true)
 	assert.ErrorIs(t, err, gateway.ErrSuspensionOpen, "one unsettled attempt per Environment")
 
-	// Suspended: a read's admission is refused by the Runtime, and its
-	// release (none was granted) neither resumes nor settles the attempt.
+	// Suspended: Core places no read of the Environment (the Runtime would
+	// refuse its admission), and the attempt stays as it is.
 	_, err = e.gw.ReadWorkspace(ctx, ses, gateway.ReadQuery{Path: "a.txt", MaxBytes: 8})
-	assert.Equal(t, gateway.ReadPreparationFailed, readErr(t, err).Code)
+	assert.Equal(t, gateway.ReadSuspended, readErr(t, err).Code)
 	assert.Equal(t, "suspended", e.attempt(a.ID).State)
 
 	// A Turn queued meanwhile is not placed while the attempt is open.
@@ -107,7 +107,7 @@ type suspendEnd struct {
 func (e *env) startSuspend(envID string) <-chan suspendEnd {
 	out := make(chan suspendEnd, 1)
 	go func() {
-		a, err := e.gw.SuspendEnvironment(context.Background(), envID, "", true)
+		a, err := e.gw.SuspendEnvironment(context.Background(), envID, true)
 		out <- suspendEnd{a, err}
 	}()
 	return out
@@ -248,7 +248,7 @@ func TestResumeAfterCoreRestart(t *testing.T) {
 	}
 	connected(gw)
 
-	a, err := gw.SuspendEnvironment(ctx, "env-r", "dev-rt", true)
+	a, err := gw.SuspendEnvironment(ctx, "env-r", true)
 	require.NoError(t, err)
 	require.Equal(t, "suspended", a.State)
 	gw.Close() // Core stops
@@ -256,7 +256,7 @@ func TestResumeAfterCoreRestart(t *testing.T) {
 	gw = start()
 	defer func() { gw.Close() }()
 	connected(gw)
-	_, err = gw.SuspendEnvironment(ctx, "env-r", "dev-rt", true)
+	_, err = gw.SuspendEnvironment(ctx, "env-r", true)
 	assert.ErrorIs(t, err, gateway.ErrSuspensionOpen, "the attempt is still open after the restart")
 	r, err := gw.ResumeEnvironment(ctx, "env-r", false, true)
 	require.NoError(t, err)
@@ -274,15 +274,17 @@ func TestResumeAfterCoreRestart(t *testing.T) {
 	assert.Contains(t, logs.String(), `"stored":"quiescing","restored":"uncertain"`, "restored through the table's connection_lost step")
 }
 
-// An admission granted and released while an attempt holds the
-// Environment neither resumes nor settles the attempt, and Core sends no
-// suspension frame for it: the next suspension frame is the resume the API
-// asked for (daemon-protocol.txt:7).
+// An admission granted and released on the device while an attempt holds
+// one of its Environments neither resumes nor settles the attempt, and
+// Core sends no suspension frame for it: the next suspension frame is the
+// resume the API asked for (daemon-protocol.txt:7). (The read is of
+// another Environment of the device: none of the held one is placed.)
 func TestReleasingAnAdmissionLeavesTheSuspensionAlone(t *testing.T) {
 	e := newEnv(t, true)
 	r := e.runtime("dev-1", wiretest.Capabilities())
 	e.waitDeclared("dev-1", true)
-	ses := e.localSession("keep", "codex")
+	e.localSession("keep", "codex")
+	ses := e.sessionOn("beside", "codex", otherUUID)
 	yes := true
 	out := e.startSuspend("env-keep")
 	qid, q := r.quiesce()
@@ -303,5 +305,117 @@ func TestReleasingAnAdmissionLeavesTheSuspensionAlone(t *testing.T) {
 	rid, rp := r.resume() // the next frame Core sends
 	assert.Equal(t, q.SuspendID, rp.SuspendID)
 	r.send(rid, wire.EnvironmentResumed{EnvironmentID: envUUID, SuspendID: q.SuspendID, Accepted: &yes})
+	assert.Equal(t, "resumed", waitEnd(t, res).a.State)
+}
+
+// otherUUID is a second Environment binding on the same device.
+const otherUUID = "5e6f7a8b-9c0d-4e1f-8a2b-3c4d5e6f7a8b"
+
+// sessionOn registers an Environment with binding on the host device and a
+// Session of kind on it, as localSession does for envUUID.
+func (e *env) sessionOn(name, kind, binding string) string {
+	ctx := context.Background()
+	now := e.clock.Now()
+	envID, sesID := "env-"+name, "ses-"+name
+	require.NoError(e.t, e.store.CreateEnvironment(ctx, store.Environment{ID: envID, Project: testProject, Type: "self_hosted",
+		Binding: json.RawMessage(`{"id":"` + binding + `"}`), DeviceID: e.hostDevice(), CreatedAt: now}))
+	require.NoError(e.t, e.store.CreateSession(ctx, store.Session{ID: sesID, Project: testProject, AgentKind: kind, EnvironmentID: envID, CreatedAt: now}))
+	return sesID
+}
+
+func (e *env) turnState(id string) store.TurnState {
+	got, err := e.store.GetTurn(context.Background(), id)
+	require.NoError(e.t, err)
+	return got.State
+}
+
+// A suspension holds only its own Environment: while X is suspended, a
+// Turn of Y on the same device is placed and X's Turn and idle read are
+// not; once X resumes, its Turn is placed.
+func TestSuspensionHoldsOnlyItsEnvironment(t *testing.T) {
+	e := newEnv(t, true)
+	r := e.runtime("dev-1", wiretest.Capabilities())
+	e.waitDeclared("dev-1", true)
+	sx := e.sessionOn("x", "codex", envUUID)
+	sy := e.sessionOn("y", "codex", otherUUID)
+	ctx := context.Background()
+	yes := true
+
+	out := e.startSuspend("env-x")
+	qid, q := r.quiesce()
+	assert.Equal(t, envUUID, q.EnvironmentID)
+	r.send(qid, wire.EnvironmentQuiesced{EnvironmentID: envUUID, SuspendID: q.SuspendID, Accepted: &yes})
+	require.Equal(t, "suspended", waitEnd(t, out).a.State)
+
+	tx := e.queueTurnOn(sx, "x-held")
+	e.queueTurnOn(sy, "y-runs")
+	prepY, prep := r.prepare()
+	assert.Equal(t, sy, prep.SessionID, "Y's Turn is placed on the device X's attempt fences")
+	require.NotNil(t, prep.Configuration.LocalEnvironment)
+	assert.Equal(t, otherUUID, prep.Configuration.LocalEnvironment.ID)
+	r.start(prepY)
+	assert.Equal(t, store.TurnQueued, e.turnState(tx.ID))
+	_, err := e.gw.ReadWorkspace(ctx, sx, gateway.ReadQuery{Path: "a.txt", MaxBytes: 8})
+	assert.Equal(t, gateway.ReadSuspended, readErr(t, err).Code, "nothing of X is placed")
+
+	res := e.startResume("env-x", false)
+	rid, rp := r.resume() // the next frame: no read of X was sent
+	assert.Equal(t, q.SuspendID, rp.SuspendID)
+	r.send(rid, wire.EnvironmentResumed{EnvironmentID: envUUID, SuspendID: q.SuspendID, Accepted: &yes})
+	assert.Equal(t, "resumed", waitEnd(t, res).a.State)
+	_, prep = r.prepare()
+	assert.Equal(t, sx, prep.SessionID, "X's Turn goes once its attempt settled")
+}
+
+// An attempt goes only to the device that hosts its Environment, never to
+// another connected device; an Environment whose device is offline, or
+// that no device hosts, is not suspended anywhere else.
+func TestAttemptGoesToTheEnvironmentsDevice(t *testing.T) {
+	e := newEnv(t, true)
+	r1 := e.runtime("dev-1", wiretest.Capabilities())
+	r2 := e.runtime("dev-2", wiretest.Capabilities())
+	e.waitDeclared("dev-1", true)
+	e.waitDeclared("dev-2", true)
+	ctx := context.Background()
+	yes := true
+
+	e.host = "dev-2"
+	e.localSession("two", "codex")
+	out := e.startSuspend("env-two")
+	qid, q := r2.quiesce()
+	r2.send(qid, wire.EnvironmentQuiesced{EnvironmentID: envUUID, SuspendID: q.SuspendID, Accepted: &yes})
+	a := waitEnd(t, out)
+	require.NoError(t, a.err)
+	assert.Equal(t, "suspended", a.a.State)
+	assert.Equal(t, "dev-2", a.a.DeviceID)
+
+	e.host = "dev-3"
+	e.sessionOn("three", "codex", otherUUID)
+	_, err := e.gw.SuspendEnvironment(ctx, "env-three", false)
+	assert.ErrorIs(t, err, gateway.ErrDeviceOffline, "two devices are connected, but not the one hosting it")
+	_, err = e.store.LatestSuspension(ctx, "env-three")
+	assert.ErrorIs(t, err, store.ErrNotFound, "no attempt was stored")
+
+	require.NoError(t, e.store.CreateEnvironment(ctx, store.Environment{ID: "env-unhosted", Project: testProject, Type: "self_hosted",
+		Binding: json.RawMessage(`{"id":"` + otherUUID + `"}`), CreatedAt: e.clock.Now()}))
+	require.NoError(t, e.store.CreateEnvironment(ctx, store.Environment{ID: "env-none", Project: testProject, Type: "none", CreatedAt: e.clock.Now()}))
+	for _, id := range []string{"env-unhosted", "env-none"} {
+		_, err = e.gw.SuspendEnvironment(ctx, id, false)
+		assert.ErrorIs(t, err, gateway.ErrNoWorkspace, id)
+	}
+
+	// dev-1 was sent no suspension frame: its next frame is the Turn placed
+	// on it.
+	e.host = "dev-1"
+	s1 := e.sessionOn("one", "codex", otherUUID)
+	e.queueTurnOn(s1, "one")
+	_, prep := r1.prepare()
+	assert.Equal(t, s1, prep.SessionID)
+
+	// The resume goes to the attempt's device too.
+	res := e.startResume("env-two", false)
+	rid, rp := r2.resume()
+	assert.Equal(t, q.SuspendID, rp.SuspendID)
+	r2.send(rid, wire.EnvironmentResumed{EnvironmentID: envUUID, SuspendID: q.SuspendID, Accepted: &yes})
 	assert.Equal(t, "resumed", waitEnd(t, res).a.State)
 }

@@ -459,10 +459,10 @@ func (h xferHooks) keep(f *fsm.Firing[*peer.Event]) {
 }
 
 // placeable reports whether the worker may place p's work on c now: no
-// initialization runs there, and no suspension attempt fences the
-// Environment or the device (suspension.go).
+// initialization runs there, and no suspension attempt holds p's
+// Environment (suspension.go; other Environments' attempts do not).
 func (g *Gateway) placeable(ctx context.Context, c *conn, p turnPlan) bool {
-	return !c.initializing() && !g.suspensionBlocks(ctx, p.env.ID, c.deviceID)
+	return !c.initializing() && !g.suspended(ctx, p.env.ID)
 }
 
 // initializeTurn initializes the claimed Turn's Environment on c before

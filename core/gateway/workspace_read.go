@@ -204,6 +204,12 @@ func (g *Gateway) idleRead(p turnPlan, binding wire.LocalEnvironment, req wire.W
 // that admits it, then releases the handle; op's data goes out only after
 // the confirmed close. The caller holds the Session's reservation.
 func (g *Gateway) idleOwner(p turnPlan, binding wire.LocalEnvironment, op func(c *conn, handle string) (ReadData, error)) (ReadData, error) {
+	sctx, cancel := storeCtx()
+	held := g.suspended(sctx, p.env.ID) // suspension.go
+	cancel()
+	if held {
+		return ReadData{}, unavailable(ReadSuspended, "a suspension attempt holds the Environment; nothing was placed")
+	}
 	var c *conn
 	for _, cand := range g.candidates(p) {
 		// The final check against the declaration as it is now

@@ -10,8 +10,8 @@ import (
 )
 
 // suspend and resume map the gateway's suspension answers onto the API's.
-func (s *Server) suspend(ctx context.Context, envID, deviceID string, wait bool) (store.Suspension, error) {
-	a, err := s.gateway.SuspendEnvironment(ctx, envID, deviceID, wait)
+func (s *Server) suspend(ctx context.Context, envID string, wait bool) (store.Suspension, error) {
+	a, err := s.gateway.SuspendEnvironment(ctx, envID, wait)
 	return a, suspensionErr(err)
 }
 
@@ -31,8 +31,6 @@ func suspensionErr(err error) error {
 		return api.ErrNotSuspended
 	case errors.Is(err, gateway.ErrDeviceOffline):
 		return api.ErrDeviceOffline
-	case errors.Is(err, gateway.ErrDeviceRequired):
-		return api.ErrDeviceRequired
 	case errors.Is(err, gateway.ErrNoWorkspace):
 		return api.ErrNoWorkspace
 	case errors.As(err, &re):
