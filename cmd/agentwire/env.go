@@ -23,7 +23,8 @@ create registers a workspace on a device of the project and prints its ID, which
 Runtime serves with --environment ID=DIR and a Session names with --environment ID. show prints what it declares for
 initialization, the last initialization outcome (with the Runtime's code) and its newest
 suspension attempt. suspend quiesces the Environment on the device that hosts it; suspend and
-resume wait up to 10 s for the Runtime's answer.`
+resume wait up to 10 s for the Runtime's answer. Core rolls back a quiesce left unanswered for
+30 s, and an attempt whose resume or rollback goes unanswered for 30 s ends expired (answer_timeout).`
 
 // runEnv wraps the public Environment routes.
 func runEnv(args []string, stdout, stderr io.Writer) error {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/fsm"
+	"github.com/agentwire/agentwire/fsm/connection"
 	"github.com/agentwire/agentwire/fsm/input"
 	"github.com/agentwire/agentwire/fsm/interaction"
 	"github.com/agentwire/agentwire/fsm/preparation"
@@ -231,6 +232,9 @@ func (c *conn) moved(list []*peer.Instance) {
 			continue
 		case suspension.Name:
 			c.suspMoved(i) // suspension.go
+			continue
+		case connection.Name:
+			c.connMoved(i) // suspension.go: a live connection adopts its device's open attempts
 			continue
 		case workspace_write.Name:
 			c.writeMoved(i) // workspace_write.go

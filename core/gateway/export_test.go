@@ -22,3 +22,29 @@ func (g *Gateway) SendRaw(ctx context.Context, deviceID, id string, p wire.Paylo
 	c.mu.Unlock()
 	return pc.Send(ctx, peer.Outbound{ID: id, Payload: p})
 }
+
+// SuspensionInstance is the attempt's instance on the device's current
+// connection as its driver saves it (state, and the deadline of each timer
+// it keeps armed); false when that connection carries none.
+func (g *Gateway) SuspensionInstance(ctx context.Context, deviceID, id string) (peer.Saved, bool) {
+	g.mu.Lock()
+	c := g.conns[deviceID]
+	g.mu.Unlock()
+	if c == nil {
+		return peer.Saved{}, false
+	}
+	c.mu.Lock()
+	pc := c.pc
+	c.mu.Unlock()
+	if pc == nil {
+		return peer.Saved{}, false
+	}
+	var s peer.Saved
+	found := false
+	err := pc.Do(ctx, func(d *peer.Driver) {
+		if i, ok := d.Lookup(suspKey(id)); ok {
+			s, found = d.Save(i), true
+		}
+	})
+	return s, found && err == nil
+}

@@ -32,7 +32,8 @@ const CauseCoreRestarted = "core_restarted"
 func (g *Gateway) reconcile() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	g.reconcileWrites(ctx) // workspace_write_hooks.go
+	g.reconcileWrites(ctx)      // workspace_write_hooks.go
+	g.reconcileSuspensions(ctx) // suspension.go
 	turns, err := g.cfg.Store.ActiveTurns(ctx)
 	if err != nil {
 		g.cfg.Logger.Error("gateway: reconcile: active turns", "err", err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/fsm"
+	"github.com/agentwire/agentwire/fsm/connection"
 	"github.com/agentwire/agentwire/fsm/suspension"
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/wire"
@@ -28,7 +29,12 @@ import (
 // An attempt is scoped: it goes to the device that hosts its Environment
 // (store.Environment.DeviceID), and while it is open Core places no work
 // of that Environment anywhere (suspended); other Environments, on the
-// same device too, are not held.
+// same device too, are not held. It is bounded: the table's answer_wait
+// (30 s, policy) rolls an unanswered quiesce back and ends an unanswered
+// resume or rollback expired with CodeAnswerTimeout; an attempt
+// whose connection was lost is restored onto the device's next connection
+// (adoptOpen) with the time its wait has left, so no attempt stays open
+// for want of an answer.
 //
 // Releasing an admission or closing an Executor never reaches this file:
 // neither suspends, resumes or reclaims anything (daemon-protocol.txt:7).
@@ -44,6 +50,10 @@ var (
 	ErrDeviceOffline = errors.New("gateway: the device is not connected")
 )
 
+// CodeAnswerTimeout is the error code an attempt records when it ends
+// expired: its resume or rollback went unanswered for answer_wait.
+const CodeAnswerTimeout = "answer_timeout"
+
 // ReadSuspended is the unavailable reason of an idle read or export of an
 // Environment an unsettled suspension attempt holds: nothing was placed.
 const ReadSuspended = "environment_suspended"
@@ -58,9 +68,10 @@ func (e *SuspensionRefused) Error() string { return "gateway: suspension: " + e.
 // answer before it returns the attempt as it stands.
 //
 // decision: the Runtime answers a quiesce within its 5 s drain
-// (wire-reference.md §4 quiesceTimeout); Core waits 10 s, and an attempt
-// still unanswered then stays recorded as it is (quiescing or resuming),
-// to be settled by its answer or, after a lost connection, by a resume.
+// (wire-reference.md §4 quiesceTimeout); the API call waits 10 s, and an
+// attempt still unanswered then is returned as it stands (quiescing or
+// resuming). The attempt itself is bounded by the table's answer_wait,
+// not by this wait: GET /api/v1/environments/{id} shows how it ended.
 var suspensionWait = 10 * time.Second
 
 // suspRec is Core's record of one attempt on one connection; guarded by
@@ -171,6 +182,40 @@ func (h suspHooks) DoRecordOutcome(f *fsm.Firing[*peer.Event]) error {
 		r.code = code
 		h.c.mu.Unlock()
 	}
+	return nil
+}
+
+// DoRecordTimeout keeps CodeAnswerTimeout for the Saver's write of
+// expired; the Saver kicks the worker, which places the Environment's work
+// again.
+func (h suspHooks) DoRecordTimeout(f *fsm.Firing[*peer.Event]) error {
+	r := h.c.srec(f.Arg.Key.ID)
+	if r == nil {
+		return fmt.Errorf("gateway: suspension attempt %s: no record", f.Arg.Key.ID)
+	}
+	h.c.mu.Lock()
+	r.code = CodeAnswerTimeout
+	h.c.mu.Unlock()
+	h.c.log.Warn("gateway: suspension attempt expired: no answer within answer_wait", "suspend_id", f.Arg.Key.ID)
+	return nil
+}
+
+// SendEnvironmentResume queues the rollback that abandons an attempt whose
+// answer_wait ran out (rolling_back): it names the attempt's Environment
+// and suspend_id, and its write fires resume_rollback (or send_failed).
+func (h suspHooks) SendEnvironmentResume(f *fsm.Firing[*peer.Event]) error {
+	id := f.Arg.Key.ID
+	r := h.c.srec(id)
+	if r == nil {
+		return fmt.Errorf("gateway: suspension attempt %s: no record", id)
+	}
+	log := h.c.log
+	log.Warn("gateway: suspension attempt unanswered; rolling it back", "suspend_id", id, "from", suspension.Table.StateName(f.From))
+	f.Arg.Driver().Send(peer.Outbound{ID: newUUID(), Payload: wire.EnvironmentResume{EnvironmentID: r.wireEnv, SuspendID: id, Rollback: true}}, func(err error) {
+		if err != nil {
+			log.Warn("gateway: rollback of an unanswered suspension attempt", "suspend_id", id, "err", err)
+		}
+	})
 	return nil
 }
 
@@ -361,36 +406,188 @@ func (g *Gateway) adoptAttempt(c *conn, d *peer.Driver, a store.Suspension, wire
 	if _, ok := d.Lookup(suspKey(a.ID)); ok && r != nil {
 		return r, nil
 	}
-	st, err := suspension.Table.ParseState(a.State)
+	// Where the table takes this state when its connection is lost.
+	to, err := lostState(a.State, suspension.EventConnectionLost)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: suspension attempt %s: %w", a.ID, err)
 	}
-	// Where the table takes this state when its connection is lost.
-	in, err := fsm.NewInstance[*peer.Event](suspension.Table, fsm.RoleCore)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := in.Restore(st); err != nil {
-		return nil, err
-	}
-	to := a.State
-	if step, err := in.Peek(fsm.EventID(suspension.EventConnectionLost), nil, nil); err == nil && step.Disposition() == fsm.Moved {
-		to = suspension.Table.StateName(step.To())
+	// The state's timers run from the move into it, which the store
+	// dates: a restored attempt keeps the time its wait has left.
+	since := a.UpdatedAt
+	if since.IsZero() {
+		since = a.CreatedAt
 	}
 	if to != a.State {
+		since = g.cfg.Clock.Now().UTC()
 		ctx, cancel := storeCtx()
 		defer cancel()
-		if err := g.cfg.Store.TransitionSuspension(ctx, a.ID, a.State, to, false, "", g.cfg.Clock.Now().UTC()); err != nil {
+		if err := g.cfg.Store.TransitionSuspension(ctx, a.ID, a.State, to, false, "", since); err != nil {
 			return nil, fmt.Errorf("gateway: suspension attempt %s moved meanwhile: %w", a.ID, err)
 		}
 	}
+	saved, err := g.savedAttempt(a.ID, to, since)
+	if err != nil {
+		return nil, err
+	}
 	r = &suspRec{wireEnv: wireEnv, persisted: to, code: a.ErrorCode, signal: make(chan struct{}, 1)}
-	if err := d.Restore([]peer.Saved{{Machine: suspension.Name, ID: a.ID, State: to}}); err != nil {
+	if err := d.Restore([]peer.Saved{saved}); err != nil {
 		return nil, err
 	}
 	c.addSusp(a.ID, r)
 	c.log.Info("gateway: suspension attempt restored", "suspend_id", a.ID, "stored", a.State, "restored", to)
 	return r, nil
+}
+
+// lostState is the state the table takes a stored attempt to when the
+// connection that carried its last request is gone: the given events'
+// steps in turn, each where it moves the machine (connection_lost takes
+// quiescing, rolling_back and resuming to uncertain).
+func lostState(state string, events ...suspension.Event) (string, error) {
+	st, err := suspension.Table.ParseState(state)
+	if err != nil {
+		return "", err
+	}
+	in, err := fsm.NewInstance[*peer.Event](suspension.Table, fsm.RoleCore)
+	if err != nil {
+		return "", err
+	}
+	if _, err := in.Restore(st); err != nil {
+		return "", err
+	}
+	for _, e := range events {
+		if step, err := in.Peek(fsm.EventID(e), nil, nil); err == nil && step.Disposition() == fsm.Moved {
+			st = step.To()
+			if _, err := in.Restore(st); err != nil {
+				return "", err
+			}
+		}
+	}
+	return suspension.Table.StateName(st), nil
+}
+
+// savedAttempt is the instance an attempt is restored as: its state, and
+// for each of Core's timers the state keeps armed the deadline that
+// follows from the move into it at since (peer.Driver.Restore re-arms it
+// for the time that remains; a deadline passed fires at once).
+func (g *Gateway) savedAttempt(id, state string, since time.Time) (peer.Saved, error) {
+	st, err := suspension.Table.ParseState(state)
+	if err != nil {
+		return peer.Saved{}, err
+	}
+	s := peer.Saved{Machine: suspension.Name, ID: id, State: state}
+	for _, tm := range suspension.Table.State(st).Timers {
+		decl := suspension.Table.Timers[tm-1]
+		if !fsm.RoleCore.Performs(suspension.Table.Event(decl.Event).Role) {
+			continue
+		}
+		dur := decl.Duration
+		if over, ok := g.cfg.Durations[suspension.Name+"."+decl.Name]; ok && over > 0 {
+			dur = over
+		}
+		if s.Deadlines == nil {
+			s.Deadlines = map[string]time.Time{}
+		}
+		s.Deadlines[decl.Name] = since.Add(dur)
+	}
+	return s, nil
+}
+
+// adoptOpen restores onto c, once its connection is live, every unsettled
+// attempt of its device that c does not carry yet, so that the attempt's
+// answer_wait runs again (for the time it has left) and a lost attempt is
+// rolled back on this connection if nobody resumes it first. It runs on
+// c's loop.
+//
+// decision: an attempt still idle (its quiesce not yet written by the
+// SuspendEnvironment that created it) is that call's to settle; the idle
+// attempts a stopped Core left are taken to uncertain at start
+// (reconcileSuspensions).
+func (g *Gateway) adoptOpen(c *conn, d *peer.Driver) {
+	if !g.owns(c) {
+		return
+	}
+	ctx, cancel := storeCtx()
+	defer cancel()
+	open, err := g.cfg.Store.OpenSuspensions(ctx)
+	if err != nil {
+		c.log.Warn("gateway: open suspension attempts", "err", err)
+		return
+	}
+	initial := suspension.Table.StateName(suspension.Table.Initial)
+	for _, a := range open {
+		if a.DeviceID != c.deviceID || a.State == initial {
+			continue
+		}
+		c.mu.Lock()
+		r := c.sb[a.ID]
+		c.mu.Unlock()
+		if _, ok := d.Lookup(suspKey(a.ID)); ok {
+			continue
+		}
+		wireEnv, _, err := g.wireEnvironment(ctx, a.EnvironmentID)
+		if err != nil {
+			c.log.Warn("gateway: suspension attempt not restored", "suspend_id", a.ID, "err", err)
+			continue
+		}
+		if _, err := g.adoptAttempt(c, d, a, wireEnv, r); err != nil {
+			c.log.Warn("gateway: suspension attempt not restored", "suspend_id", a.ID, "err", err)
+		}
+	}
+}
+
+// connMoved is the Saver's part for the connection instance: when the
+// connection goes live (its first valid heartbeat), the device's open
+// attempts are adopted on its loop.
+func (c *conn) connMoved(i *peer.Instance) {
+	if connection.State(i.State()) != connection.StateLive {
+		return
+	}
+	c.mu.Lock()
+	pc := c.pc
+	c.mu.Unlock()
+	if pc == nil {
+		return
+	}
+	c.g.wg.Add(1)
+	go func() {
+		defer c.g.wg.Done()
+		_ = pc.Do(c.g.ctx, func(d *peer.Driver) { c.g.adoptOpen(c, d) })
+	}()
+}
+
+// reconcileSuspensions runs at start, before any connection: the
+// connections of an earlier Core process died with it, so every attempt it
+// left with a request in flight is uncertain now, and its answer_wait runs
+// from now once the device connects.
+//
+// decision: an attempt left idle was stored before its quiesce was sent,
+// and a Core that stopped then may have written it, so it is taken as a
+// failed send (the frame may have left) and then a lost connection: the
+// table's send_failed and connection_lost steps. Like reconcile, this
+// assumes one Core process per store.
+func (g *Gateway) reconcileSuspensions(ctx context.Context) {
+	open, err := g.cfg.Store.OpenSuspensions(ctx)
+	if err != nil {
+		g.cfg.Logger.Error("gateway: reconcile: open suspension attempts", "err", err)
+		return
+	}
+	now := g.cfg.Clock.Now().UTC()
+	initial := suspension.Table.StateName(suspension.Table.Initial)
+	for _, a := range open {
+		lost := []suspension.Event{suspension.EventConnectionLost}
+		if a.State == initial {
+			lost = []suspension.Event{suspension.EventSendFailed, suspension.EventConnectionLost}
+		}
+		to, err := lostState(a.State, lost...)
+		if err != nil || to == a.State {
+			continue
+		}
+		if err := g.cfg.Store.TransitionSuspension(ctx, a.ID, a.State, to, false, "", now); err != nil {
+			g.cfg.Logger.Warn("gateway: reconcile: suspension attempt", "suspend_id", a.ID, "err", err)
+			continue
+		}
+		g.cfg.Logger.Info("gateway: reconcile: suspension attempt", "suspend_id", a.ID, "stored", a.State, "restored", to)
+	}
 }
 
 // suspended reports whether an unsettled attempt holds the Environment:
@@ -401,9 +598,10 @@ func (g *Gateway) adoptAttempt(c *conn, d *peer.Driver, a store.Suspension, wire
 // decision: while an attempt is open the Runtime admits no new work of the
 // Environment it fences (wire-reference.md §2.12), so work placed there
 // could only fail; it stays queued (a Turn) or answers unavailable (a read)
-// until the attempt settles. The fence is the Environment's, not the
-// device's: its suspend_id names one Environment (daemon-protocol.txt:78),
-// and the attempt goes only to the device hosting it (hostConn).
+// until the attempt settles, which answer_wait bounds. The fence is the
+// Environment's, not the device's: its suspend_id names one Environment
+// (daemon-protocol.txt:78), and the attempt goes only to the device hosting
+// it (hostConn).
 func (g *Gateway) suspended(ctx context.Context, envID string) bool {
 	a, err := g.cfg.Store.LatestSuspension(ctx, envID)
 	if errors.Is(err, store.ErrNotFound) {

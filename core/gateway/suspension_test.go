@@ -323,10 +323,74 @@ func (e *env) sessionOn(name, kind, binding string) string {
 	return sesID
 }
 
+// sync waits until the device's connection applied what it read.
+func (e *env) sync(device string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, ok := e.gw.Sync(ctx, device)
+	require.True(e.t, ok, "device %s has no connection", device)
+}
+
+// heartbeat sends another valid declaration from the device and waits
+// until Core recorded it now, so that a test moving the clock keeps the
+// connection inside Core's read deadline.
+func (e *env) heartbeat(r *runtimeSide, device string) {
+	yes := true
+	r.send("", wire.Heartbeat{TS: 2, SupportedAgentKinds: []wire.SupportedAgentKind{{Kind: "codex", Available: &yes, Capabilities: wiretest.Capabilities()}}})
+	require.Eventually(e.t, func() bool {
+		d, err := e.store.GetDevice(context.Background(), device)
+		return err == nil && d.LastSeen.Equal(e.clock.Now())
+	}, 10*time.Second, time.Millisecond)
+}
+
 func (e *env) turnState(id string) store.TurnState {
 	got, err := e.store.GetTurn(context.Background(), id)
 	require.NoError(e.t, err)
 	return got.State
+}
+
+// An attempt that gets no answer is bounded: after answer_wait Core rolls
+// the unanswered quiesce back, and when the rollback goes unanswered too
+// the attempt ends expired with answer_timeout; the Turn the open attempt
+// held is placed then, and a new attempt may start.
+func TestUnansweredQuiesceRollsBackThenExpires(t *testing.T) {
+	e := newEnv(t, true)
+	r := e.runtime("dev-1", wiretest.Capabilities())
+	e.waitDeclared("dev-1", true)
+	ses := e.localSession("mute", "codex")
+	ctx := context.Background()
+
+	a, err := e.gw.SuspendEnvironment(ctx, "env-mute", false)
+	require.NoError(t, err)
+	require.Equal(t, "quiescing", a.State)
+	_, q := r.quiesce()
+	turn := e.queueTurnOn(ses, "held")
+
+	// 30 s without an answer: the rollback, with the attempt's identity.
+	e.clock.Advance(29 * time.Second)
+	e.heartbeat(r, "dev-1")
+	assert.Equal(t, "quiescing", e.attempt(a.ID).State, "still within answer_wait")
+	e.clock.Advance(time.Second)
+	_, rb := r.resume()
+	assert.True(t, rb.Rollback)
+	assert.Equal(t, q.SuspendID, rb.SuspendID)
+	assert.Equal(t, envUUID, rb.EnvironmentID)
+	e.sync("dev-1")
+	assert.Equal(t, "resuming", e.attempt(a.ID).State)
+	assert.Equal(t, store.TurnQueued, e.turnState(turn.ID), "the attempt is still open")
+
+	// The rollback goes unanswered for another 30 s: expired, and the
+	// held Turn is placed on the device at once.
+	e.heartbeat(r, "dev-1")
+	e.clock.Advance(30 * time.Second)
+	_, prep := r.prepare()
+	assert.Equal(t, ses, prep.SessionID)
+	end := e.attempt(a.ID)
+	assert.Equal(t, "expired", end.State)
+	assert.True(t, end.Settled)
+	assert.Equal(t, gateway.CodeAnswerTimeout, end.ErrorCode)
+	assert.Equal(t, e.clock.Now().UTC(), end.UpdatedAt.UTC(), "settled at the bound")
+	assert.Contains(t, e.logs.String(), "expired: no answer within answer_wait")
 }
 
 // A suspension holds only its own Environment: while X is suspended, a
@@ -418,4 +482,142 @@ func TestAttemptGoesToTheEnvironmentsDevice(t *testing.T) {
 	assert.Equal(t, q.SuspendID, rp.SuspendID)
 	r2.send(rid, wire.EnvironmentResumed{EnvironmentID: envUUID, SuspendID: q.SuspendID, Accepted: &yes})
 	assert.Equal(t, "resumed", waitEnd(t, res).a.State)
+}
+
+// An attempt whose connection was lost before the answer is uncertain; the
+// device's next connection restores it with the time its answer_wait has
+// left (from the loss), and when that runs out nobody had resumed it, so
+// Core rolls it back there.
+func TestLostAttemptIsRolledBackOnTheNextConnection(t *testing.T) {
+	e := newEnv(t, true)
+	r := e.runtime("dev-1", wiretest.Capabilities())
+	e.waitDeclared("dev-1", true)
+	e.localSession("lost", "codex")
+	ctx := context.Background()
+	yes := true
+
+	a, err := e.gw.SuspendEnvironment(ctx, "env-lost", false)
+	require.NoError(t, err)
+	_, q := r.quiesce()
+	lostAt := e.clock.Now().UTC()
+	require.NoError(t, r.ws.CloseNow())
+	require.Eventually(t, func() bool { return e.attempt(a.ID).State == "uncertain" }, 10*time.Second, time.Millisecond)
+	assert.Equal(t, lostAt, e.attempt(a.ID).UpdatedAt.UTC())
+
+	e.clock.Advance(20 * time.Second) // offline: nothing to send on
+	r = e.runtime("dev-1", wiretest.Capabilities())
+	var saved peer.Saved
+	require.Eventually(t, func() bool {
+		var ok bool
+		saved, ok = e.gw.SuspensionInstance(ctx, "dev-1", a.ID)
+		return ok
+	}, 10*time.Second, time.Millisecond, "the live connection adopts the open attempt")
+	assert.Equal(t, "uncertain", saved.State)
+	assert.Equal(t, map[string]time.Time{"answer_wait": lostAt.Add(30 * time.Second)}, utc(saved.Deadlines), "the 10 s that remain, not a fresh 30 s")
+
+	e.clock.Advance(10 * time.Second)
+	rid, rb := r.resume()
+	assert.True(t, rb.Rollback)
+	assert.Equal(t, q.SuspendID, rb.SuspendID)
+	r.send(rid, wire.EnvironmentResumed{EnvironmentID: envUUID, SuspendID: q.SuspendID, Accepted: &yes})
+	require.Eventually(t, func() bool { return e.attempt(a.ID).Settled }, 10*time.Second, time.Millisecond)
+	assert.Equal(t, "resumed", e.attempt(a.ID).State)
+}
+
+func utc(m map[string]time.Time) map[string]time.Time {
+	out := make(map[string]time.Time, len(m))
+	for k, v := range m {
+		out[k] = v.UTC()
+	}
+	return out
+}
+
+// A Core that starts on a store with open attempts takes the ones it left
+// with a request in flight (quiescing, or idle: stored, the quiesce perhaps
+// written) to uncertain from now, keeps an uncertain one's time, and
+// restores each onto the device's connection with the deadline that
+// follows; each ends on its own (resumed, refused not_suspended, expired).
+func TestRestartedCoreBoundsTheAttemptsItFinds(t *testing.T) {
+	st := memory.New()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := peer.NewManualClock(t0)
+	ctx := context.Background()
+	ids := map[string]string{"uncertain": "00000000-0000-4000-8000-00000000000a", "quiescing": "00000000-0000-4000-8000-00000000000b", "idle": "00000000-0000-4000-8000-00000000000c"}
+	binding := map[string]string{"uncertain": envUUID, "quiescing": otherUUID, "idle": "6f7a8b9c-0d1e-4f2a-8b3c-4d5e6f7a8b9c"}
+	for state, id := range ids {
+		envID := "env-" + state
+		require.NoError(t, st.CreateEnvironment(ctx, store.Environment{ID: envID, Project: testProject, Type: "self_hosted",
+			Binding: json.RawMessage(`{"id":"` + binding[state] + `"}`), DeviceID: "dev-1", CreatedAt: t0}))
+		require.NoError(t, st.CreateSuspension(ctx, store.Suspension{ID: id, EnvironmentID: envID, DeviceID: "dev-1", State: state, CreatedAt: t0}))
+	}
+	clock.Advance(20 * time.Second) // the Core that stored them is gone
+	e := &env{t: t, store: st, clock: clock, logs: &syncBuffer{}}
+	e.issuer = credential.Issuer{Store: st, Now: clock.Now}
+	mux := http.NewServeMux()
+	e.srv = httptest.NewServer(mux)
+	e.gw = gateway.New(gateway.Config{Store: st, Credentials: e.issuer, PublicURL: e.srv.URL, Clock: clock, Logger: slog.New(slog.NewJSONHandler(e.logs, nil))})
+	e.gw.Register(mux)
+	t.Cleanup(func() { e.gw.Close(); e.srv.Close() })
+	restart := clock.Now().UTC()
+	for state, want := range map[string]time.Time{"uncertain": t0, "quiescing": restart, "idle": restart} {
+		a, err := st.GetSuspension(ctx, ids[state])
+		require.NoError(t, err)
+		assert.Equal(t, "uncertain", a.State, state)
+		assert.Equal(t, want, a.UpdatedAt.UTC(), state)
+	}
+
+	r := e.runtime("dev-1", wiretest.Capabilities())
+	for state, want := range map[string]time.Time{"uncertain": t0.Add(30 * time.Second), "quiescing": restart.Add(30 * time.Second), "idle": restart.Add(30 * time.Second)} {
+		var saved peer.Saved
+		require.Eventually(t, func() bool {
+			var ok bool
+			saved, ok = e.gw.SuspensionInstance(ctx, "dev-1", ids[state])
+			return ok
+		}, 10*time.Second, time.Millisecond)
+		assert.Equal(t, map[string]time.Time{"answer_wait": want}, utc(saved.Deadlines), state)
+	}
+	yes, no := true, false
+
+	// The uncertain one has 10 s left: its rollback comes first; the
+	// Runtime still fenced it and reopens.
+	clock.Advance(10 * time.Second)
+	rid, rb := r.resume()
+	assert.Equal(t, ids["uncertain"], rb.SuspendID)
+	assert.True(t, rb.Rollback)
+	r.send(rid, wire.EnvironmentResumed{EnvironmentID: rb.EnvironmentID, SuspendID: rb.SuspendID, Accepted: &yes})
+	require.Eventually(t, func() bool { a, err := st.GetSuspension(ctx, ids["uncertain"]); return err == nil && a.Settled }, 10*time.Second, time.Millisecond)
+
+	// The other two 20 s later: one answered not_suspended (the Runtime
+	// holds no fence for it), one never answered.
+	e.heartbeat(r, "dev-1")
+	clock.Advance(20 * time.Second)
+	got := map[string]wire.EnvironmentResume{}
+	reqs := map[string]string{}
+	for range 2 {
+		id, p := r.resume()
+		got[p.SuspendID], reqs[p.SuspendID] = p, id
+	}
+	require.Contains(t, got, ids["quiescing"])
+	require.Contains(t, got, ids["idle"])
+	p := got[ids["quiescing"]]
+	r.send(reqs[ids["quiescing"]], wire.EnvironmentResumed{EnvironmentID: p.EnvironmentID, SuspendID: p.SuspendID, Accepted: &no, ErrorCode: "not_suspended"})
+	require.Eventually(t, func() bool { a, err := st.GetSuspension(ctx, ids["quiescing"]); return err == nil && a.Settled }, 10*time.Second, time.Millisecond)
+	e.heartbeat(r, "dev-1")
+	clock.Advance(30 * time.Second)
+
+	want := map[string][2]string{"uncertain": {"resumed", ""}, "quiescing": {"resume_refused", "not_suspended"}, "idle": {"expired", gateway.CodeAnswerTimeout}}
+	require.Eventually(t, func() bool {
+		for _, id := range ids {
+			if a, err := st.GetSuspension(ctx, id); err != nil || !a.Settled {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, time.Millisecond)
+	for state, w := range want {
+		a, err := st.GetSuspension(ctx, ids[state])
+		require.NoError(t, err)
+		assert.Equal(t, w[0], a.State, state)
+		assert.Equal(t, w[1], a.ErrorCode, state)
+	}
 }

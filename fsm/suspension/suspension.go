@@ -5,7 +5,9 @@
 // One suspension attempt of an Environment: environment_quiesce asks the Runtime to drain its
 // active work within five seconds and hold still, environment_quiesced reports whether it did, and
 // environment_resume (or a rollback resume that abandons the attempt) releases it, possibly on a
-// later connection. Every reply is fenced by the suspension identity it echoes.
+// later connection. Every reply is fenced by the suspension identity it echoes. Core waits a
+// bounded time for each answer: an unanswered quiesce is rolled back, and an unanswered resume or
+// rollback ends the attempt expired, so no attempt stays open for want of an answer.
 //
 // One instance per suspension ID (payload suspend_id with environment_id; a persisted attempt that
 // can outlive one connection).
@@ -36,25 +38,33 @@ const (
 	// StateIdle: no quiesce was sent for this suspension ID
 	StateIdle State = 1
 	// StateQuiescing: environment_quiesce was sent; the Runtime stops admitting work and drains
-	// what is active
+	// what is active, and Core waits for the answer
 	StateQuiescing State = 2
 	// StateSuspended: the Runtime confirmed the quiesce; it admits only the matching resume, and
 	// the state survives a lost connection
 	StateSuspended State = 3
 	// StateUncertain: the connection was lost before the quiesce or resume answer arrived; the
-	// Runtime stays fenced until a resume for this ID settles it
+	// Runtime stays fenced until a resume for this ID settles it, and Core rolls the attempt back
+	// itself, on the device's next connection, once answer_wait from the loss has passed
 	StateUncertain State = 4
+	// StateRollingBack: no answer came within answer_wait (to the quiesce, or after the loss of
+	// its connection); Core sends environment_resume with rollback true to abandon the attempt
+	// (Core only)
+	StateRollingBack State = 5
 	// StateResuming: environment_resume (plain or rollback) was sent; the Runtime reopens
-	// admission and answers
-	StateResuming State = 5
+	// admission and answers, and Core waits for the answer
+	StateResuming State = 6
 	// StateResumed: the Runtime confirmed the resume (or the rollback) and admits work again
-	StateResumed State = 6
+	StateResumed State = 7
 	// StateQuiesceRefused: the Runtime answered accepted false (resource_busy, invalid_request)
 	// and reopened admission; nothing is suspended
-	StateQuiesceRefused State = 7
+	StateQuiesceRefused State = 8
 	// StateResumeRefused: the Runtime answered the resume with accepted false (not_suspended,
 	// invalid_request)
-	StateResumeRefused State = 8
+	StateResumeRefused State = 9
+	// StateExpired: the resume or rollback went unanswered within answer_wait on a live
+	// connection; Core records answer_timeout and places the Environment's work again (Core only)
+	StateExpired State = 10
 )
 
 // String returns the spec name, or State(n) for a value outside the enum.
@@ -67,7 +77,7 @@ func (v State) String() string {
 
 // Valid reports whether v is one of the declared constants.
 func (v State) Valid() bool {
-	return v >= 1 && v <= StateResumeRefused
+	return v >= 1 && v <= StateExpired
 }
 
 // ParseState returns the state with the given spec name.
@@ -81,6 +91,8 @@ func ParseState(name string) (State, error) {
 		return StateSuspended, nil
 	case "uncertain":
 		return StateUncertain, nil
+	case "rolling_back":
+		return StateRollingBack, nil
 	case "resuming":
 		return StateResuming, nil
 	case "resumed":
@@ -89,6 +101,8 @@ func ParseState(name string) (State, error) {
 		return StateQuiesceRefused, nil
 	case "resume_refused":
 		return StateResumeRefused, nil
+	case "expired":
+		return StateExpired, nil
 	}
 	return 0, &fsm.InvalidError{
 		Machine: Name,
@@ -140,15 +154,18 @@ const (
 	// EventQuiesceDrain: the active work did not settle within five seconds of the quiesce (timer
 	// 5s, owned by runtime)
 	EventQuiesceDrain Event = 8
+	// EventAnswerWait: Core waited this long for the answer to its quiesce, resume or rollback, or
+	// for a lost attempt's resume (timer 30s, owned by core)
+	EventAnswerWait Event = 9
 	// EventDrainSettled: every active Turn, transfer and workspace operation of the Environment
 	// settled (local, observed by runtime)
-	EventDrainSettled Event = 9
+	EventDrainSettled Event = 10
 	// EventSendFailed: Core's write of environment_quiesce or environment_resume returned an
 	// error; the frame may have left (local, observed by core)
-	EventSendFailed Event = 10
+	EventSendFailed Event = 11
 	// EventConnectionLost: the connection that carried the request closed or was replaced (at the
 	// Runtime, also a failed write of a reply) (local, observed by both)
-	EventConnectionLost Event = 11
+	EventConnectionLost Event = 12
 )
 
 // String returns the spec name, or Event(n) for a value outside the enum.
@@ -183,6 +200,8 @@ func ParseEvent(name string) (Event, error) {
 		return EventResumedRefused, nil
 	case "quiesce_drain":
 		return EventQuiesceDrain, nil
+	case "answer_wait":
+		return EventAnswerWait, nil
 	case "drain_settled":
 		return EventDrainSettled, nil
 	case "send_failed":
@@ -246,6 +265,9 @@ type Timer uint8
 const (
 	// TimerQuiesceDrain: the active work did not settle within five seconds of the quiesce (5s)
 	TimerQuiesceDrain Timer = 1
+	// TimerAnswerWait: Core waited this long for the answer to its quiesce, resume or rollback, or
+	// for a lost attempt's resume (30s)
+	TimerAnswerWait Timer = 2
 )
 
 // String returns the spec name, or Timer(n) for a value outside the enum.
@@ -258,7 +280,7 @@ func (v Timer) String() string {
 
 // Valid reports whether v is one of the declared constants.
 func (v Timer) Valid() bool {
-	return v >= 1 && v <= TimerQuiesceDrain
+	return v >= 1 && v <= TimerAnswerWait
 }
 
 // ParseTimer returns the timer with the given spec name.
@@ -266,6 +288,8 @@ func ParseTimer(name string) (Timer, error) {
 	switch name {
 	case "quiesce_drain":
 		return TimerQuiesceDrain, nil
+	case "answer_wait":
+		return TimerAnswerWait, nil
 	}
 	return 0, &fsm.InvalidError{
 		Machine: Name,
@@ -361,6 +385,9 @@ const (
 	ActionRecordSuspended Action = 3
 	// ActionRecordOutcome: Core records the resume, rollback or refusal outcome of the attempt
 	ActionRecordOutcome Action = 4
+	// ActionRecordTimeout: Core records the attempt expired with the code answer_timeout; the
+	// Environment's work is placed again
+	ActionRecordTimeout Action = 5
 )
 
 // String returns the spec name, or Action(n) for a value outside the enum.
@@ -373,7 +400,7 @@ func (v Action) String() string {
 
 // Valid reports whether v is one of the declared constants.
 func (v Action) Valid() bool {
-	return v >= 1 && v <= ActionRecordOutcome
+	return v >= 1 && v <= ActionRecordTimeout
 }
 
 // ParseAction returns the action with the given spec name.
@@ -387,6 +414,8 @@ func ParseAction(name string) (Action, error) {
 		return ActionRecordSuspended, nil
 	case "record_outcome":
 		return ActionRecordOutcome, nil
+	case "record_timeout":
+		return ActionRecordTimeout, nil
 	}
 	return 0, &fsm.InvalidError{
 		Machine: Name,
@@ -403,7 +432,7 @@ const (
 	MessageEnvironmentQuiesce Message = 1
 	// MessageEnvironmentQuiesced: sent as an effect and observed as an event
 	MessageEnvironmentQuiesced Message = 2
-	// MessageEnvironmentResume: observed as an event
+	// MessageEnvironmentResume: sent as an effect and observed as an event
 	MessageEnvironmentResume Message = 3
 	// MessageEnvironmentResumed: sent as an effect and observed as an event
 	MessageEnvironmentResumed Message = 4
@@ -445,72 +474,112 @@ func ParseMessage(name string) (Message, error) {
 // covers (a rule that lists its own target among its sources is two: a move from the others and an
 // internal transition in the target).
 var (
-	rule109 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateQuiescing), Line: 109, Effects: []fsm.Effect{
+	rule138 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateQuiescing), Line: 138, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
+		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionFenceAdmission)},
 	}}
-	rule113 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateQuiescing), Line: 113, Effects: []fsm.Effect{
+	rule142 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateQuiescing), Line: 142, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
+		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
 	}}
-	rule118 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "nothing was requested for this suspension ID", Line: 118}
-	rule121 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no quiesce was sent for this suspension ID", Line: 121}
-	rule126 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateSuspended), Line: 126, Effects: []fsm.Effect{
+	rule147 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "nothing was requested for this suspension ID", Line: 147}
+	rule150 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no quiesce was sent for this suspension ID", Line: 150}
+	rule155 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateSuspended), Line: 155, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageEnvironmentQuiesced)},
 	}}
-	rule130 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateQuiesceRefused), Line: 130, Effects: []fsm.Effect{
+	rule159 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateQuiesceRefused), Line: 159, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionReopenAdmission)},
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageEnvironmentQuiesced)},
 	}}
-	rule135 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnSuspension), Disp: fsm.Moved, To: fsm.StateID(StateSuspended), Line: 135, Effects: []fsm.Effect{
+	rule164 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnSuspension), Disp: fsm.Moved, To: fsm.StateID(StateSuspended), Line: 164, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordSuspended)},
 	}}
-	rule140 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnSuspension), Disp: fsm.Moved, To: fsm.StateID(StateQuiesceRefused), Line: 140, Effects: []fsm.Effect{
+	rule169 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnSuspension), Disp: fsm.Moved, To: fsm.StateID(StateQuiesceRefused), Line: 169, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutcome)},
 	}}
-	rule145 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the reply carries a foreign suspension identity, or accepted true with an error code", Line: 145}
-	rule148 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no resume was sent", Line: 148}
-	rule151 = &fsm.Candidate{Guard: fsm.GuardID(GuardResumeMatchesQuiesce), Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 151, Effects: []fsm.Effect{
+	rule174 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRollingBack), Line: 174, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
+		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
+		{Kind: fsm.EffectSend, Role: fsm.RoleCore, Message: fsm.MessageID(MessageEnvironmentResume)},
+	}}
+	rule185 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the reply carries a foreign suspension identity, or accepted true with an error code", Line: 185}
+	rule188 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no resume was sent", Line: 188}
+	rule191 = &fsm.Candidate{Guard: fsm.GuardID(GuardResumeMatchesQuiesce), Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 191, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
+		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionReopenAdmission)},
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageEnvironmentResumed)},
 	}}
-	rule157 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "invalid_request: the rollback names another Environment than the quiesce of this suspension ID", Line: 157}
-	rule161 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 161, Effects: []fsm.Effect{
+	rule197 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "invalid_request: the rollback names another Environment than the quiesce of this suspension ID", Line: 197}
+	rule201 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 201, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
+		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
 	}}
-	rule166 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "not_suspended: the quiesce has not been confirmed; abandon it with a rollback resume", Line: 166}
-	rule169 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUncertain), Line: 169, Effects: []fsm.Effect{
+	rule206 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "not_suspended: the quiesce has not been confirmed; abandon it with a rollback resume", Line: 206}
+	rule209 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUncertain), Line: 209, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
+		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
 	}}
-	rule174 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "this suspension ID was already quiesced; a new attempt needs a new suspend_id", Line: 174}
-	rule179 = &fsm.Candidate{Guard: fsm.GuardID(GuardResumeMatchesQuiesce), Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 179, Effects: []fsm.Effect{
+	rule219 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "this suspension ID was already quiesced; a new attempt needs a new suspend_id", Line: 219}
+	rule224 = &fsm.Candidate{Guard: fsm.GuardID(GuardResumeMatchesQuiesce), Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 224, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionReopenAdmission)},
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageEnvironmentResumed)},
 	}}
-	rule184 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "invalid_request: the resume names another Environment than the quiesce of this suspension ID", Line: 184}
-	rule190 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 190}
-	rule194 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the Runtime's own confirmation, or a repeat of it", Line: 194}
-	rule197 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the quiesce was already confirmed for this suspension", Line: 197}
-	rule200 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no resume was sent", Line: 200}
-	rule203 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the suspension persists; the resume may come on a later connection", Line: 203}
-	rule206 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the drain is over", Line: 206}
-	rule211 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "an answer from the lost connection no longer decides anything; only the resume does", Line: 211}
-	rule214 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the answer is already lost", Line: 214}
-	rule219 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnSuspension), Disp: fsm.Moved, To: fsm.StateID(StateResumed), Line: 219, Effects: []fsm.Effect{
+	rule229 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "invalid_request: the resume names another Environment than the quiesce of this suspension ID", Line: 229}
+	rule235 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 235, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
+	}}
+	rule240 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the Runtime's own confirmation, or a repeat of it", Line: 240}
+	rule243 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the quiesce was already confirmed for this suspension", Line: 243}
+	rule246 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no resume was sent", Line: 246}
+	rule249 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the suspension persists; the resume may come on a later connection", Line: 249}
+	rule252 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no answer is awaited", Line: 252}
+	rule257 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the drain is over", Line: 257}
+	rule262 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "an answer from the lost connection no longer decides anything; only the resume does", Line: 262}
+	rule265 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the answer is already lost", Line: 265}
+	rule268 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRollingBack), Line: 268, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
+		{Kind: fsm.EffectSend, Role: fsm.RoleCore, Message: fsm.MessageID(MessageEnvironmentResume)},
+	}}
+	rule278 = &fsm.Candidate{Guard: fsm.GuardID(GuardResumeMatchesQuiesce), Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 278, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
+	}}
+	rule283 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "invalid_request: the rollback names another Environment than the quiesce of this suspension ID", Line: 283}
+	rule286 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 286, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
+	}}
+	rule291 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "not_suspended: the attempt is being rolled back", Line: 291}
+	rule294 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateExpired), Line: 294, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordTimeout)},
+	}}
+	rule300 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "a quiesce answer that trails the decision to roll back decides nothing", Line: 300}
+	rule305 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the rollback has not been sent yet", Line: 305}
+	rule310 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnSuspension), Disp: fsm.Moved, To: fsm.StateID(StateResumed), Line: 310, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutcome)},
 	}}
-	rule224 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnSuspension), Disp: fsm.Moved, To: fsm.StateID(StateResumeRefused), Line: 224, Effects: []fsm.Effect{
+	rule315 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnSuspension), Disp: fsm.Moved, To: fsm.StateID(StateResumeRefused), Line: 315, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutcome)},
 	}}
-	rule229 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the reply carries a foreign suspension identity, or accepted true with an error code", Line: 229}
-	rule232 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "a quiesce answer that trails the resume decides nothing; the resume answer does", Line: 232}
-	rule235 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "a resume for this suspension is already in flight", Line: 235}
-	rule240 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the attempt is settled; late replies change nothing", Line: 240}
-	rule243 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the refused quiesce already reopened admission; there is nothing to roll back", Line: 243}
-	rule247 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the suspension attempt is settled", Line: 247}
+	rule320 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateExpired), Line: 320, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordTimeout)},
+	}}
+	rule330 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the reply carries a foreign suspension identity, or accepted true with an error code", Line: 330}
+	rule333 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "a quiesce answer that trails the resume decides nothing; the resume answer does", Line: 333}
+	rule336 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "a resume for this suspension is already in flight", Line: 336}
+	rule341 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the attempt is settled; late replies change nothing", Line: 341}
+	rule344 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the refused quiesce already reopened admission; there is nothing to roll back", Line: 344}
+	rule348 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the suspension attempt is settled", Line: 348}
 )
 
 // Table is the suspension machine as the engine runs it, sealed: every (state, event) cell lists
@@ -521,13 +590,15 @@ var Table = fsm.MustSeal(&fsm.Table{
 	Source: "spec/suspension.yaml",
 	States: []fsm.StateDecl{
 		{Name: "idle"},
-		{Name: "quiescing", Timers: []fsm.TimerID{fsm.TimerID(TimerQuiesceDrain)}},
+		{Name: "quiescing", Timers: []fsm.TimerID{fsm.TimerID(TimerQuiesceDrain), fsm.TimerID(TimerAnswerWait)}},
 		{Name: "suspended"},
-		{Name: "uncertain"},
-		{Name: "resuming"},
+		{Name: "uncertain", Timers: []fsm.TimerID{fsm.TimerID(TimerAnswerWait)}},
+		{Name: "rolling_back", Timers: []fsm.TimerID{fsm.TimerID(TimerAnswerWait)}},
+		{Name: "resuming", Timers: []fsm.TimerID{fsm.TimerID(TimerAnswerWait)}},
 		{Name: "resumed", Outcome: fsm.OutcomeSuccess},
 		{Name: "quiesce_refused", Outcome: fsm.OutcomeFailure},
 		{Name: "resume_refused", Outcome: fsm.OutcomeFailure},
+		{Name: "expired", Outcome: fsm.OutcomeFailure},
 	},
 	Events: []fsm.EventDecl{
 		{Name: "environment_quiesce", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessageEnvironmentQuiesce), FailedSend: fsm.EventID(EventSendFailed)},
@@ -538,114 +609,150 @@ var Table = fsm.MustSeal(&fsm.Table{
 		{Name: "resumed_accepted", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageEnvironmentResumed), FailedSend: fsm.EventID(EventConnectionLost)},
 		{Name: "resumed_refused", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageEnvironmentResumed), FailedSend: fsm.EventID(EventConnectionLost)},
 		{Name: "quiesce_drain", Kind: fsm.EventTimer, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
+		{Name: "answer_wait", Kind: fsm.EventTimer, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
 		{Name: "drain_settled", Kind: fsm.EventLocal, Role: fsm.RoleRuntime},
 		{Name: "send_failed", Kind: fsm.EventLocal, Role: fsm.RoleCore},
 		{Name: "connection_lost", Kind: fsm.EventLocal, Role: fsm.RoleBoth},
 	},
 	Guards:   []string{"own_suspension", "resume_matches_quiesce"},
-	Actions:  []string{"fence_admission", "reopen_admission", "record_suspended", "record_outcome"},
+	Actions:  []string{"fence_admission", "reopen_admission", "record_suspended", "record_outcome", "record_timeout"},
 	Messages: []string{"environment_quiesce", "environment_quiesced", "environment_resume", "environment_resumed"},
 	Timers: []fsm.TimerDecl{
 		{Name: "quiesce_drain", Duration: 5 * time.Second, Event: fsm.EventID(EventQuiesceDrain), Policy: true},
+		{Name: "answer_wait", Duration: 30 * time.Second, Event: fsm.EventID(EventAnswerWait), Policy: true},
 	},
 	Initial: fsm.StateID(StateIdle),
 	Cells: []fsm.Cell{
 		// idle
-		{Cands: []*fsm.Candidate{rule109}}, // idle × environment_quiesce
-		{Cands: []*fsm.Candidate{rule121}}, // idle × quiesced_accepted
-		{Cands: []*fsm.Candidate{rule121}}, // idle × quiesced_refused
-		{Cands: []*fsm.Candidate{rule121}}, // idle × environment_resume
-		{Cands: []*fsm.Candidate{rule121}}, // idle × resume_rollback
-		{Cands: []*fsm.Candidate{rule121}}, // idle × resumed_accepted
-		{Cands: []*fsm.Candidate{rule121}}, // idle × resumed_refused
-		{Cands: []*fsm.Candidate{rule118}}, // idle × quiesce_drain
-		{Cands: []*fsm.Candidate{rule118}}, // idle × drain_settled
-		{Cands: []*fsm.Candidate{rule113}}, // idle × send_failed
-		{Cands: []*fsm.Candidate{rule118}}, // idle × connection_lost
+		{Cands: []*fsm.Candidate{rule138}}, // idle × environment_quiesce
+		{Cands: []*fsm.Candidate{rule150}}, // idle × quiesced_accepted
+		{Cands: []*fsm.Candidate{rule150}}, // idle × quiesced_refused
+		{Cands: []*fsm.Candidate{rule150}}, // idle × environment_resume
+		{Cands: []*fsm.Candidate{rule150}}, // idle × resume_rollback
+		{Cands: []*fsm.Candidate{rule150}}, // idle × resumed_accepted
+		{Cands: []*fsm.Candidate{rule150}}, // idle × resumed_refused
+		{Cands: []*fsm.Candidate{rule147}}, // idle × quiesce_drain
+		{Cands: []*fsm.Candidate{rule147}}, // idle × answer_wait
+		{Cands: []*fsm.Candidate{rule147}}, // idle × drain_settled
+		{Cands: []*fsm.Candidate{rule142}}, // idle × send_failed
+		{Cands: []*fsm.Candidate{rule147}}, // idle × connection_lost
 		// quiescing
-		{Cands: []*fsm.Candidate{rule174}},          // quiescing × environment_quiesce
-		{Cands: []*fsm.Candidate{rule135, rule145}}, // quiescing × quiesced_accepted
-		{Cands: []*fsm.Candidate{rule140, rule145}}, // quiescing × quiesced_refused
-		{Cands: []*fsm.Candidate{rule166}},          // quiescing × environment_resume
-		{Cands: []*fsm.Candidate{rule151, rule157}}, // quiescing × resume_rollback
-		{Cands: []*fsm.Candidate{rule148}},          // quiescing × resumed_accepted
-		{Cands: []*fsm.Candidate{rule148}},          // quiescing × resumed_refused
-		{Cands: []*fsm.Candidate{rule130}},          // quiescing × quiesce_drain
-		{Cands: []*fsm.Candidate{rule126}},          // quiescing × drain_settled
-		{Cands: []*fsm.Candidate{rule161}},          // quiescing × send_failed
-		{Cands: []*fsm.Candidate{rule169}},          // quiescing × connection_lost
+		{Cands: []*fsm.Candidate{rule219}},          // quiescing × environment_quiesce
+		{Cands: []*fsm.Candidate{rule164, rule185}}, // quiescing × quiesced_accepted
+		{Cands: []*fsm.Candidate{rule169, rule185}}, // quiescing × quiesced_refused
+		{Cands: []*fsm.Candidate{rule206}},          // quiescing × environment_resume
+		{Cands: []*fsm.Candidate{rule191, rule197}}, // quiescing × resume_rollback
+		{Cands: []*fsm.Candidate{rule188}},          // quiescing × resumed_accepted
+		{Cands: []*fsm.Candidate{rule188}},          // quiescing × resumed_refused
+		{Cands: []*fsm.Candidate{rule159}},          // quiescing × quiesce_drain
+		{Cands: []*fsm.Candidate{rule174}},          // quiescing × answer_wait
+		{Cands: []*fsm.Candidate{rule155}},          // quiescing × drain_settled
+		{Cands: []*fsm.Candidate{rule201}},          // quiescing × send_failed
+		{Cands: []*fsm.Candidate{rule209}},          // quiescing × connection_lost
 		// suspended
-		{Cands: []*fsm.Candidate{rule174}},          // suspended × environment_quiesce
-		{Cands: []*fsm.Candidate{rule194}},          // suspended × quiesced_accepted
-		{Cands: []*fsm.Candidate{rule197}},          // suspended × quiesced_refused
-		{Cands: []*fsm.Candidate{rule179, rule184}}, // suspended × environment_resume
-		{Cands: []*fsm.Candidate{rule179, rule184}}, // suspended × resume_rollback
-		{Cands: []*fsm.Candidate{rule200}},          // suspended × resumed_accepted
-		{Cands: []*fsm.Candidate{rule200}},          // suspended × resumed_refused
-		{Cands: []*fsm.Candidate{rule206}},          // suspended × quiesce_drain
-		{Cands: []*fsm.Candidate{rule206}},          // suspended × drain_settled
-		{Cands: []*fsm.Candidate{rule190}},          // suspended × send_failed
-		{Cands: []*fsm.Candidate{rule203}},          // suspended × connection_lost
+		{Cands: []*fsm.Candidate{rule219}},          // suspended × environment_quiesce
+		{Cands: []*fsm.Candidate{rule240}},          // suspended × quiesced_accepted
+		{Cands: []*fsm.Candidate{rule243}},          // suspended × quiesced_refused
+		{Cands: []*fsm.Candidate{rule224, rule229}}, // suspended × environment_resume
+		{Cands: []*fsm.Candidate{rule224, rule229}}, // suspended × resume_rollback
+		{Cands: []*fsm.Candidate{rule246}},          // suspended × resumed_accepted
+		{Cands: []*fsm.Candidate{rule246}},          // suspended × resumed_refused
+		{Cands: []*fsm.Candidate{rule257}},          // suspended × quiesce_drain
+		{Cands: []*fsm.Candidate{rule252}},          // suspended × answer_wait
+		{Cands: []*fsm.Candidate{rule257}},          // suspended × drain_settled
+		{Cands: []*fsm.Candidate{rule235}},          // suspended × send_failed
+		{Cands: []*fsm.Candidate{rule249}},          // suspended × connection_lost
 		// uncertain
-		{Cands: []*fsm.Candidate{rule174}},          // uncertain × environment_quiesce
-		{Cands: []*fsm.Candidate{rule211}},          // uncertain × quiesced_accepted
-		{Cands: []*fsm.Candidate{rule211}},          // uncertain × quiesced_refused
-		{Cands: []*fsm.Candidate{rule179, rule184}}, // uncertain × environment_resume
-		{Cands: []*fsm.Candidate{rule179, rule184}}, // uncertain × resume_rollback
-		{Cands: []*fsm.Candidate{rule200}},          // uncertain × resumed_accepted
-		{Cands: []*fsm.Candidate{rule200}},          // uncertain × resumed_refused
-		{Cands: []*fsm.Candidate{rule206}},          // uncertain × quiesce_drain
-		{Cands: []*fsm.Candidate{rule206}},          // uncertain × drain_settled
-		{Cands: []*fsm.Candidate{rule190}},          // uncertain × send_failed
-		{Cands: []*fsm.Candidate{rule214}},          // uncertain × connection_lost
+		{Cands: []*fsm.Candidate{rule219}},          // uncertain × environment_quiesce
+		{Cands: []*fsm.Candidate{rule262}},          // uncertain × quiesced_accepted
+		{Cands: []*fsm.Candidate{rule262}},          // uncertain × quiesced_refused
+		{Cands: []*fsm.Candidate{rule224, rule229}}, // uncertain × environment_resume
+		{Cands: []*fsm.Candidate{rule224, rule229}}, // uncertain × resume_rollback
+		{Cands: []*fsm.Candidate{rule246}},          // uncertain × resumed_accepted
+		{Cands: []*fsm.Candidate{rule246}},          // uncertain × resumed_refused
+		{Cands: []*fsm.Candidate{rule257}},          // uncertain × quiesce_drain
+		{Cands: []*fsm.Candidate{rule268}},          // uncertain × answer_wait
+		{Cands: []*fsm.Candidate{rule257}},          // uncertain × drain_settled
+		{Cands: []*fsm.Candidate{rule235}},          // uncertain × send_failed
+		{Cands: []*fsm.Candidate{rule265}},          // uncertain × connection_lost
+		// rolling_back
+		{Cands: []*fsm.Candidate{rule219}},          // rolling_back × environment_quiesce
+		{Cands: []*fsm.Candidate{rule300}},          // rolling_back × quiesced_accepted
+		{Cands: []*fsm.Candidate{rule300}},          // rolling_back × quiesced_refused
+		{Cands: []*fsm.Candidate{rule291}},          // rolling_back × environment_resume
+		{Cands: []*fsm.Candidate{rule278, rule283}}, // rolling_back × resume_rollback
+		{Cands: []*fsm.Candidate{rule305}},          // rolling_back × resumed_accepted
+		{Cands: []*fsm.Candidate{rule305}},          // rolling_back × resumed_refused
+		{Cands: []*fsm.Candidate{rule257}},          // rolling_back × quiesce_drain
+		{Cands: []*fsm.Candidate{rule294}},          // rolling_back × answer_wait
+		{Cands: []*fsm.Candidate{rule257}},          // rolling_back × drain_settled
+		{Cands: []*fsm.Candidate{rule286}},          // rolling_back × send_failed
+		{Cands: []*fsm.Candidate{rule209}},          // rolling_back × connection_lost
 		// resuming
-		{Cands: []*fsm.Candidate{rule174}},          // resuming × environment_quiesce
-		{Cands: []*fsm.Candidate{rule232}},          // resuming × quiesced_accepted
-		{Cands: []*fsm.Candidate{rule232}},          // resuming × quiesced_refused
-		{Cands: []*fsm.Candidate{rule235}},          // resuming × environment_resume
-		{Cands: []*fsm.Candidate{rule235}},          // resuming × resume_rollback
-		{Cands: []*fsm.Candidate{rule219, rule229}}, // resuming × resumed_accepted
-		{Cands: []*fsm.Candidate{rule224, rule229}}, // resuming × resumed_refused
-		{Cands: []*fsm.Candidate{rule206}},          // resuming × quiesce_drain
-		{Cands: []*fsm.Candidate{rule206}},          // resuming × drain_settled
-		{Cands: []*fsm.Candidate{rule235}},          // resuming × send_failed
-		{Cands: []*fsm.Candidate{rule169}},          // resuming × connection_lost
+		{Cands: []*fsm.Candidate{rule219}},          // resuming × environment_quiesce
+		{Cands: []*fsm.Candidate{rule333}},          // resuming × quiesced_accepted
+		{Cands: []*fsm.Candidate{rule333}},          // resuming × quiesced_refused
+		{Cands: []*fsm.Candidate{rule336}},          // resuming × environment_resume
+		{Cands: []*fsm.Candidate{rule336}},          // resuming × resume_rollback
+		{Cands: []*fsm.Candidate{rule310, rule330}}, // resuming × resumed_accepted
+		{Cands: []*fsm.Candidate{rule315, rule330}}, // resuming × resumed_refused
+		{Cands: []*fsm.Candidate{rule257}},          // resuming × quiesce_drain
+		{Cands: []*fsm.Candidate{rule320}},          // resuming × answer_wait
+		{Cands: []*fsm.Candidate{rule257}},          // resuming × drain_settled
+		{Cands: []*fsm.Candidate{rule336}},          // resuming × send_failed
+		{Cands: []*fsm.Candidate{rule209}},          // resuming × connection_lost
 		// resumed
-		{Cands: []*fsm.Candidate{rule247}}, // resumed × environment_quiesce
-		{Cands: []*fsm.Candidate{rule240}}, // resumed × quiesced_accepted
-		{Cands: []*fsm.Candidate{rule240}}, // resumed × quiesced_refused
-		{Cands: []*fsm.Candidate{rule247}}, // resumed × environment_resume
-		{Cands: []*fsm.Candidate{rule247}}, // resumed × resume_rollback
-		{Cands: []*fsm.Candidate{rule240}}, // resumed × resumed_accepted
-		{Cands: []*fsm.Candidate{rule240}}, // resumed × resumed_refused
-		{Cands: []*fsm.Candidate{rule240}}, // resumed × quiesce_drain
-		{Cands: []*fsm.Candidate{rule240}}, // resumed × drain_settled
-		{Cands: []*fsm.Candidate{rule240}}, // resumed × send_failed
-		{Cands: []*fsm.Candidate{rule240}}, // resumed × connection_lost
+		{Cands: []*fsm.Candidate{rule348}}, // resumed × environment_quiesce
+		{Cands: []*fsm.Candidate{rule341}}, // resumed × quiesced_accepted
+		{Cands: []*fsm.Candidate{rule341}}, // resumed × quiesced_refused
+		{Cands: []*fsm.Candidate{rule348}}, // resumed × environment_resume
+		{Cands: []*fsm.Candidate{rule348}}, // resumed × resume_rollback
+		{Cands: []*fsm.Candidate{rule341}}, // resumed × resumed_accepted
+		{Cands: []*fsm.Candidate{rule341}}, // resumed × resumed_refused
+		{Cands: []*fsm.Candidate{rule341}}, // resumed × quiesce_drain
+		{Cands: []*fsm.Candidate{rule341}}, // resumed × answer_wait
+		{Cands: []*fsm.Candidate{rule341}}, // resumed × drain_settled
+		{Cands: []*fsm.Candidate{rule341}}, // resumed × send_failed
+		{Cands: []*fsm.Candidate{rule341}}, // resumed × connection_lost
 		// quiesce_refused
-		{Cands: []*fsm.Candidate{rule247}}, // quiesce_refused × environment_quiesce
-		{Cands: []*fsm.Candidate{rule240}}, // quiesce_refused × quiesced_accepted
-		{Cands: []*fsm.Candidate{rule240}}, // quiesce_refused × quiesced_refused
-		{Cands: []*fsm.Candidate{rule247}}, // quiesce_refused × environment_resume
-		{Cands: []*fsm.Candidate{rule243}}, // quiesce_refused × resume_rollback
-		{Cands: []*fsm.Candidate{rule240}}, // quiesce_refused × resumed_accepted
-		{Cands: []*fsm.Candidate{rule240}}, // quiesce_refused × resumed_refused
-		{Cands: []*fsm.Candidate{rule240}}, // quiesce_refused × quiesce_drain
-		{Cands: []*fsm.Candidate{rule240}}, // quiesce_refused × drain_settled
-		{Cands: []*fsm.Candidate{rule240}}, // quiesce_refused × send_failed
-		{Cands: []*fsm.Candidate{rule240}}, // quiesce_refused × connection_lost
+		{Cands: []*fsm.Candidate{rule348}}, // quiesce_refused × environment_quiesce
+		{Cands: []*fsm.Candidate{rule341}}, // quiesce_refused × quiesced_accepted
+		{Cands: []*fsm.Candidate{rule341}}, // quiesce_refused × quiesced_refused
+		{Cands: []*fsm.Candidate{rule348}}, // quiesce_refused × environment_resume
+		{Cands: []*fsm.Candidate{rule344}}, // quiesce_refused × resume_rollback
+		{Cands: []*fsm.Candidate{rule341}}, // quiesce_refused × resumed_accepted
+		{Cands: []*fsm.Candidate{rule341}}, // quiesce_refused × resumed_refused
+		{Cands: []*fsm.Candidate{rule341}}, // quiesce_refused × quiesce_drain
+		{Cands: []*fsm.Candidate{rule341}}, // quiesce_refused × answer_wait
+		{Cands: []*fsm.Candidate{rule341}}, // quiesce_refused × drain_settled
+		{Cands: []*fsm.Candidate{rule341}}, // quiesce_refused × send_failed
+		{Cands: []*fsm.Candidate{rule341}}, // quiesce_refused × connection_lost
 		// resume_refused
-		{Cands: []*fsm.Candidate{rule247}}, // resume_refused × environment_quiesce
-		{Cands: []*fsm.Candidate{rule240}}, // resume_refused × quiesced_accepted
-		{Cands: []*fsm.Candidate{rule240}}, // resume_refused × quiesced_refused
-		{Cands: []*fsm.Candidate{rule247}}, // resume_refused × environment_resume
-		{Cands: []*fsm.Candidate{rule247}}, // resume_refused × resume_rollback
-		{Cands: []*fsm.Candidate{rule240}}, // resume_refused × resumed_accepted
-		{Cands: []*fsm.Candidate{rule240}}, // resume_refused × resumed_refused
-		{Cands: []*fsm.Candidate{rule240}}, // resume_refused × quiesce_drain
-		{Cands: []*fsm.Candidate{rule240}}, // resume_refused × drain_settled
-		{Cands: []*fsm.Candidate{rule240}}, // resume_refused × send_failed
-		{Cands: []*fsm.Candidate{rule240}}, // resume_refused × connection_lost
+		{Cands: []*fsm.Candidate{rule348}}, // resume_refused × environment_quiesce
+		{Cands: []*fsm.Candidate{rule341}}, // resume_refused × quiesced_accepted
+		{Cands: []*fsm.Candidate{rule341}}, // resume_refused × quiesced_refused
+		{Cands: []*fsm.Candidate{rule348}}, // resume_refused × environment_resume
+		{Cands: []*fsm.Candidate{rule348}}, // resume_refused × resume_rollback
+		{Cands: []*fsm.Candidate{rule341}}, // resume_refused × resumed_accepted
+		{Cands: []*fsm.Candidate{rule341}}, // resume_refused × resumed_refused
+		{Cands: []*fsm.Candidate{rule341}}, // resume_refused × quiesce_drain
+		{Cands: []*fsm.Candidate{rule341}}, // resume_refused × answer_wait
+		{Cands: []*fsm.Candidate{rule341}}, // resume_refused × drain_settled
+		{Cands: []*fsm.Candidate{rule341}}, // resume_refused × send_failed
+		{Cands: []*fsm.Candidate{rule341}}, // resume_refused × connection_lost
+		// expired
+		{Cands: []*fsm.Candidate{rule348}}, // expired × environment_quiesce
+		{Cands: []*fsm.Candidate{rule341}}, // expired × quiesced_accepted
+		{Cands: []*fsm.Candidate{rule341}}, // expired × quiesced_refused
+		{Cands: []*fsm.Candidate{rule348}}, // expired × environment_resume
+		{Cands: []*fsm.Candidate{rule348}}, // expired × resume_rollback
+		{Cands: []*fsm.Candidate{rule341}}, // expired × resumed_accepted
+		{Cands: []*fsm.Candidate{rule341}}, // expired × resumed_refused
+		{Cands: []*fsm.Candidate{rule341}}, // expired × quiesce_drain
+		{Cands: []*fsm.Candidate{rule341}}, // expired × answer_wait
+		{Cands: []*fsm.Candidate{rule341}}, // expired × drain_settled
+		{Cands: []*fsm.Candidate{rule341}}, // expired × send_failed
+		{Cands: []*fsm.Candidate{rule341}}, // expired × connection_lost
 	},
 })
 
@@ -725,12 +832,17 @@ type CoreHooks[A any] interface {
 	// Environment ID that the quiesce of this suspend ID named: the suspension identity is the
 	// pair, so a resume for another Environment is refused and leaves the attempt as it was.
 	GuardResumeMatchesQuiesce(f *fsm.Firing[A]) bool
+	// SendEnvironmentResume sends the environment_resume frame of this instance.
+	SendEnvironmentResume(f *fsm.Firing[A]) error
 	// DoRecordSuspended performs record_suspended: Core records the confirmed suspension so the
 	// Environment can be snapshotted or paused.
 	DoRecordSuspended(f *fsm.Firing[A]) error
 	// DoRecordOutcome performs record_outcome: Core records the resume, rollback or refusal
 	// outcome of the attempt.
 	DoRecordOutcome(f *fsm.Firing[A]) error
+	// DoRecordTimeout performs record_timeout: Core records the attempt expired with the code
+	// answer_timeout; the Environment's work is placed again.
+	DoRecordTimeout(f *fsm.Firing[A]) error
 }
 
 // Core binds h as the guards and effects of a Core peer, by ID (nil for a nil h).
@@ -740,13 +852,14 @@ func Core[A any](h CoreHooks[A]) fsm.Binding[A] {
 	}
 	return &fsm.HookTable[A]{
 		Guards:  []func(*fsm.Firing[A]) bool{GuardOwnSuspension: h.GuardOwnSuspension, GuardResumeMatchesQuiesce: h.GuardResumeMatchesQuiesce},
-		Actions: []func(*fsm.Firing[A]) error{ActionRecordSuspended: h.DoRecordSuspended, ActionRecordOutcome: h.DoRecordOutcome},
+		Sends:   []func(*fsm.Firing[A]) error{MessageEnvironmentResume: h.SendEnvironmentResume},
+		Actions: []func(*fsm.Firing[A]) error{ActionRecordSuspended: h.DoRecordSuspended, ActionRecordOutcome: h.DoRecordOutcome, ActionRecordTimeout: h.DoRecordTimeout},
 	}
 }
 
 // NewCore returns a suspension machine in its Initial state that evaluates the guards and performs
-// the effects of a Core peer through h, after each step (fsm.Machine.Fire). The Core arms no timer
-// of this machine: timers may be nil.
+// the effects of a Core peer through h, after each step (fsm.Machine.Fire). timers arms and
+// disarms the timers the Core owns; it must not be nil.
 func NewCore[A any](h CoreHooks[A], timers fsm.Timers[A]) (*fsm.Machine[A], error) {
 	return fsm.NewMachine(Table, fsm.RoleCore, Core[A](h), timers)
 }

@@ -66,6 +66,10 @@ func (r *recorder) SendEnvironmentQuiesced(*fsm.Firing[int]) error {
 	return r.effect("SendEnvironmentQuiesced", "send environment_quiesced")
 }
 
+func (r *recorder) SendEnvironmentResume(*fsm.Firing[int]) error {
+	return r.effect("SendEnvironmentResume", "send environment_resume")
+}
+
 func (r *recorder) SendEnvironmentResumed(*fsm.Firing[int]) error {
 	return r.effect("SendEnvironmentResumed", "send environment_resumed")
 }
@@ -84,6 +88,10 @@ func (r *recorder) DoRecordSuspended(*fsm.Firing[int]) error {
 
 func (r *recorder) DoRecordOutcome(*fsm.Firing[int]) error {
 	return r.effect("DoRecordOutcome", "do record_outcome")
+}
+
+func (r *recorder) DoRecordTimeout(*fsm.Firing[int]) error {
+	return r.effect("DoRecordTimeout", "do record_timeout")
 }
 
 func (r *recorder) StartTimer(_ *fsm.Firing[int], tm fsm.TimerID) error {
@@ -137,103 +145,136 @@ type cellCase struct {
 // cellCases has one entry per candidate of every cell, computed from the spec when the code was
 // generated.
 var cellCases = []cellCase{
-	{line: 109, from: StateIdle, event: EventEnvironmentQuiesce, disp: fsm.Moved, to: StateQuiescing, effects: []string{"runtime: start quiesce_drain", "runtime: do fence_admission"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"start quiesce_drain", "do fence_admission"}}},
-	{line: 121, from: StateIdle, event: EventQuiescedAccepted, disp: fsm.Rejected, to: StateIdle, reason: "no quiesce was sent for this suspension ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 121, from: StateIdle, event: EventQuiescedRefused, disp: fsm.Rejected, to: StateIdle, reason: "no quiesce was sent for this suspension ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 121, from: StateIdle, event: EventEnvironmentResume, disp: fsm.Rejected, to: StateIdle, reason: "no quiesce was sent for this suspension ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 121, from: StateIdle, event: EventResumeRollback, disp: fsm.Rejected, to: StateIdle, reason: "no quiesce was sent for this suspension ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 121, from: StateIdle, event: EventResumedAccepted, disp: fsm.Rejected, to: StateIdle, reason: "no quiesce was sent for this suspension ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 121, from: StateIdle, event: EventResumedRefused, disp: fsm.Rejected, to: StateIdle, reason: "no quiesce was sent for this suspension ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 118, from: StateIdle, event: EventQuiesceDrain, disp: fsm.Ignored, to: StateIdle, reason: "nothing was requested for this suspension ID", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
-	{line: 118, from: StateIdle, event: EventDrainSettled, disp: fsm.Ignored, to: StateIdle, reason: "nothing was requested for this suspension ID", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
-	{line: 113, from: StateIdle, event: EventSendFailed, disp: fsm.Moved, to: StateQuiescing, effects: []string{"runtime: start quiesce_drain"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
-	{line: 118, from: StateIdle, event: EventConnectionLost, disp: fsm.Ignored, to: StateIdle, reason: "nothing was requested for this suspension ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 174, from: StateQuiescing, event: EventEnvironmentQuiesce, disp: fsm.Rejected, to: StateQuiescing, reason: "this suspension ID was already quiesced; a new attempt needs a new suspend_id", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 135, from: StateQuiescing, event: EventQuiescedAccepted, held: GuardSet(0).With(GuardOwnSuspension), disp: fsm.Moved, to: StateSuspended, guard: GuardOwnSuspension, effects: []string{"runtime: stop quiesce_drain", "core: do record_suspended"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do record_suspended"}, fsm.RoleRuntime: {"stop quiesce_drain"}}},
-	{line: 145, from: StateQuiescing, event: EventQuiescedAccepted, disp: fsm.Rejected, to: StateQuiescing, reason: "the reply carries a foreign suspension identity, or accepted true with an error code", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 140, from: StateQuiescing, event: EventQuiescedRefused, held: GuardSet(0).With(GuardOwnSuspension), disp: fsm.Moved, to: StateQuiesceRefused, guard: GuardOwnSuspension, effects: []string{"runtime: stop quiesce_drain", "core: do record_outcome"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do record_outcome"}, fsm.RoleRuntime: {"stop quiesce_drain"}}},
-	{line: 145, from: StateQuiescing, event: EventQuiescedRefused, disp: fsm.Rejected, to: StateQuiescing, reason: "the reply carries a foreign suspension identity, or accepted true with an error code", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 166, from: StateQuiescing, event: EventEnvironmentResume, disp: fsm.Rejected, to: StateQuiescing, reason: "not_suspended: the quiesce has not been confirmed; abandon it with a rollback resume", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 151, from: StateQuiescing, event: EventResumeRollback, held: GuardSet(0).With(GuardResumeMatchesQuiesce), disp: fsm.Moved, to: StateResuming, guard: GuardResumeMatchesQuiesce, effects: []string{"runtime: stop quiesce_drain", "runtime: do reopen_admission", "runtime: send environment_resumed"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"stop quiesce_drain", "do reopen_admission", "send environment_resumed"}}},
-	{line: 157, from: StateQuiescing, event: EventResumeRollback, disp: fsm.Rejected, to: StateQuiescing, reason: "invalid_request: the rollback names another Environment than the quiesce of this suspension ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 148, from: StateQuiescing, event: EventResumedAccepted, disp: fsm.Rejected, to: StateQuiescing, reason: "no resume was sent", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 148, from: StateQuiescing, event: EventResumedRefused, disp: fsm.Rejected, to: StateQuiescing, reason: "no resume was sent", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 130, from: StateQuiescing, event: EventQuiesceDrain, disp: fsm.Moved, to: StateQuiesceRefused, effects: []string{"runtime: do reopen_admission", "runtime: send environment_quiesced"}, logs: map[fsm.Role][]string{fsm.RoleRuntime: {"do reopen_admission", "send environment_quiesced"}}},
-	{line: 126, from: StateQuiescing, event: EventDrainSettled, disp: fsm.Moved, to: StateSuspended, effects: []string{"runtime: stop quiesce_drain", "runtime: send environment_quiesced"}, logs: map[fsm.Role][]string{fsm.RoleRuntime: {"stop quiesce_drain", "send environment_quiesced"}}},
-	{line: 161, from: StateQuiescing, event: EventSendFailed, disp: fsm.Moved, to: StateResuming, effects: []string{"runtime: stop quiesce_drain"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
-	{line: 169, from: StateQuiescing, event: EventConnectionLost, disp: fsm.Moved, to: StateUncertain, effects: []string{"runtime: stop quiesce_drain"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"stop quiesce_drain"}}},
-	{line: 174, from: StateSuspended, event: EventEnvironmentQuiesce, disp: fsm.Rejected, to: StateSuspended, reason: "this suspension ID was already quiesced; a new attempt needs a new suspend_id", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 194, from: StateSuspended, event: EventQuiescedAccepted, disp: fsm.Ignored, to: StateSuspended, reason: "the Runtime's own confirmation, or a repeat of it", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 197, from: StateSuspended, event: EventQuiescedRefused, disp: fsm.Rejected, to: StateSuspended, reason: "the quiesce was already confirmed for this suspension", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 179, from: StateSuspended, event: EventEnvironmentResume, held: GuardSet(0).With(GuardResumeMatchesQuiesce), disp: fsm.Moved, to: StateResuming, guard: GuardResumeMatchesQuiesce, effects: []string{"runtime: do reopen_admission", "runtime: send environment_resumed"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"do reopen_admission", "send environment_resumed"}}},
-	{line: 184, from: StateSuspended, event: EventEnvironmentResume, disp: fsm.Rejected, to: StateSuspended, reason: "invalid_request: the resume names another Environment than the quiesce of this suspension ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 179, from: StateSuspended, event: EventResumeRollback, held: GuardSet(0).With(GuardResumeMatchesQuiesce), disp: fsm.Moved, to: StateResuming, guard: GuardResumeMatchesQuiesce, effects: []string{"runtime: do reopen_admission", "runtime: send environment_resumed"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"do reopen_admission", "send environment_resumed"}}},
-	{line: 184, from: StateSuspended, event: EventResumeRollback, disp: fsm.Rejected, to: StateSuspended, reason: "invalid_request: the resume names another Environment than the quiesce of this suspension ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 200, from: StateSuspended, event: EventResumedAccepted, disp: fsm.Rejected, to: StateSuspended, reason: "no resume was sent", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 200, from: StateSuspended, event: EventResumedRefused, disp: fsm.Rejected, to: StateSuspended, reason: "no resume was sent", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 206, from: StateSuspended, event: EventQuiesceDrain, disp: fsm.Ignored, to: StateSuspended, reason: "the drain is over", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
-	{line: 206, from: StateSuspended, event: EventDrainSettled, disp: fsm.Ignored, to: StateSuspended, reason: "the drain is over", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
-	{line: 190, from: StateSuspended, event: EventSendFailed, disp: fsm.Moved, to: StateResuming, logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
-	{line: 203, from: StateSuspended, event: EventConnectionLost, disp: fsm.Ignored, to: StateSuspended, reason: "the suspension persists; the resume may come on a later connection", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 174, from: StateUncertain, event: EventEnvironmentQuiesce, disp: fsm.Rejected, to: StateUncertain, reason: "this suspension ID was already quiesced; a new attempt needs a new suspend_id", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 211, from: StateUncertain, event: EventQuiescedAccepted, disp: fsm.Ignored, to: StateUncertain, reason: "an answer from the lost connection no longer decides anything; only the resume does", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 211, from: StateUncertain, event: EventQuiescedRefused, disp: fsm.Ignored, to: StateUncertain, reason: "an answer from the lost connection no longer decides anything; only the resume does", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 179, from: StateUncertain, event: EventEnvironmentResume, held: GuardSet(0).With(GuardResumeMatchesQuiesce), disp: fsm.Moved, to: StateResuming, guard: GuardResumeMatchesQuiesce, effects: []string{"runtime: do reopen_admission", "runtime: send environment_resumed"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"do reopen_admission", "send environment_resumed"}}},
-	{line: 184, from: StateUncertain, event: EventEnvironmentResume, disp: fsm.Rejected, to: StateUncertain, reason: "invalid_request: the resume names another Environment than the quiesce of this suspension ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 179, from: StateUncertain, event: EventResumeRollback, held: GuardSet(0).With(GuardResumeMatchesQuiesce), disp: fsm.Moved, to: StateResuming, guard: GuardResumeMatchesQuiesce, effects: []string{"runtime: do reopen_admission", "runtime: send environment_resumed"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"do reopen_admission", "send environment_resumed"}}},
-	{line: 184, from: StateUncertain, event: EventResumeRollback, disp: fsm.Rejected, to: StateUncertain, reason: "invalid_request: the resume names another Environment than the quiesce of this suspension ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 200, from: StateUncertain, event: EventResumedAccepted, disp: fsm.Rejected, to: StateUncertain, reason: "no resume was sent", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 200, from: StateUncertain, event: EventResumedRefused, disp: fsm.Rejected, to: StateUncertain, reason: "no resume was sent", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 206, from: StateUncertain, event: EventQuiesceDrain, disp: fsm.Ignored, to: StateUncertain, reason: "the drain is over", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
-	{line: 206, from: StateUncertain, event: EventDrainSettled, disp: fsm.Ignored, to: StateUncertain, reason: "the drain is over", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
-	{line: 190, from: StateUncertain, event: EventSendFailed, disp: fsm.Moved, to: StateResuming, logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
-	{line: 214, from: StateUncertain, event: EventConnectionLost, disp: fsm.Ignored, to: StateUncertain, reason: "the answer is already lost", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 174, from: StateResuming, event: EventEnvironmentQuiesce, disp: fsm.Rejected, to: StateResuming, reason: "this suspension ID was already quiesced; a new attempt needs a new suspend_id", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 232, from: StateResuming, event: EventQuiescedAccepted, disp: fsm.Ignored, to: StateResuming, reason: "a quiesce answer that trails the resume decides nothing; the resume answer does", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 232, from: StateResuming, event: EventQuiescedRefused, disp: fsm.Ignored, to: StateResuming, reason: "a quiesce answer that trails the resume decides nothing; the resume answer does", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 235, from: StateResuming, event: EventEnvironmentResume, disp: fsm.Rejected, to: StateResuming, reason: "a resume for this suspension is already in flight", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 235, from: StateResuming, event: EventResumeRollback, disp: fsm.Rejected, to: StateResuming, reason: "a resume for this suspension is already in flight", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 219, from: StateResuming, event: EventResumedAccepted, held: GuardSet(0).With(GuardOwnSuspension), disp: fsm.Moved, to: StateResumed, guard: GuardOwnSuspension, effects: []string{"core: do record_outcome"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do record_outcome"}, fsm.RoleRuntime: nil}},
-	{line: 229, from: StateResuming, event: EventResumedAccepted, disp: fsm.Rejected, to: StateResuming, reason: "the reply carries a foreign suspension identity, or accepted true with an error code", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 224, from: StateResuming, event: EventResumedRefused, held: GuardSet(0).With(GuardOwnSuspension), disp: fsm.Moved, to: StateResumeRefused, guard: GuardOwnSuspension, effects: []string{"core: do record_outcome"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do record_outcome"}, fsm.RoleRuntime: nil}},
-	{line: 229, from: StateResuming, event: EventResumedRefused, disp: fsm.Rejected, to: StateResuming, reason: "the reply carries a foreign suspension identity, or accepted true with an error code", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 206, from: StateResuming, event: EventQuiesceDrain, disp: fsm.Ignored, to: StateResuming, reason: "the drain is over", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
-	{line: 206, from: StateResuming, event: EventDrainSettled, disp: fsm.Ignored, to: StateResuming, reason: "the drain is over", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
-	{line: 235, from: StateResuming, event: EventSendFailed, disp: fsm.Rejected, to: StateResuming, reason: "a resume for this suspension is already in flight", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
-	{line: 169, from: StateResuming, event: EventConnectionLost, disp: fsm.Moved, to: StateUncertain, effects: []string{"runtime: stop quiesce_drain"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"stop quiesce_drain"}}},
-	{line: 247, from: StateResumed, event: EventEnvironmentQuiesce, disp: fsm.Rejected, to: StateResumed, reason: "the suspension attempt is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 240, from: StateResumed, event: EventQuiescedAccepted, disp: fsm.Ignored, to: StateResumed, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 240, from: StateResumed, event: EventQuiescedRefused, disp: fsm.Ignored, to: StateResumed, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 247, from: StateResumed, event: EventEnvironmentResume, disp: fsm.Rejected, to: StateResumed, reason: "the suspension attempt is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 247, from: StateResumed, event: EventResumeRollback, disp: fsm.Rejected, to: StateResumed, reason: "the suspension attempt is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 240, from: StateResumed, event: EventResumedAccepted, disp: fsm.Ignored, to: StateResumed, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 240, from: StateResumed, event: EventResumedRefused, disp: fsm.Ignored, to: StateResumed, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 240, from: StateResumed, event: EventQuiesceDrain, disp: fsm.Ignored, to: StateResumed, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
-	{line: 240, from: StateResumed, event: EventDrainSettled, disp: fsm.Ignored, to: StateResumed, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
-	{line: 240, from: StateResumed, event: EventSendFailed, disp: fsm.Ignored, to: StateResumed, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
-	{line: 240, from: StateResumed, event: EventConnectionLost, disp: fsm.Ignored, to: StateResumed, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 247, from: StateQuiesceRefused, event: EventEnvironmentQuiesce, disp: fsm.Rejected, to: StateQuiesceRefused, reason: "the suspension attempt is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 240, from: StateQuiesceRefused, event: EventQuiescedAccepted, disp: fsm.Ignored, to: StateQuiesceRefused, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 240, from: StateQuiesceRefused, event: EventQuiescedRefused, disp: fsm.Ignored, to: StateQuiesceRefused, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 247, from: StateQuiesceRefused, event: EventEnvironmentResume, disp: fsm.Rejected, to: StateQuiesceRefused, reason: "the suspension attempt is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 243, from: StateQuiesceRefused, event: EventResumeRollback, disp: fsm.Ignored, to: StateQuiesceRefused, reason: "the refused quiesce already reopened admission; there is nothing to roll back", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 240, from: StateQuiesceRefused, event: EventResumedAccepted, disp: fsm.Ignored, to: StateQuiesceRefused, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 240, from: StateQuiesceRefused, event: EventResumedRefused, disp: fsm.Ignored, to: StateQuiesceRefused, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 240, from: StateQuiesceRefused, event: EventQuiesceDrain, disp: fsm.Ignored, to: StateQuiesceRefused, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
-	{line: 240, from: StateQuiesceRefused, event: EventDrainSettled, disp: fsm.Ignored, to: StateQuiesceRefused, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
-	{line: 240, from: StateQuiesceRefused, event: EventSendFailed, disp: fsm.Ignored, to: StateQuiesceRefused, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
-	{line: 240, from: StateQuiesceRefused, event: EventConnectionLost, disp: fsm.Ignored, to: StateQuiesceRefused, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 247, from: StateResumeRefused, event: EventEnvironmentQuiesce, disp: fsm.Rejected, to: StateResumeRefused, reason: "the suspension attempt is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 240, from: StateResumeRefused, event: EventQuiescedAccepted, disp: fsm.Ignored, to: StateResumeRefused, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 240, from: StateResumeRefused, event: EventQuiescedRefused, disp: fsm.Ignored, to: StateResumeRefused, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 247, from: StateResumeRefused, event: EventEnvironmentResume, disp: fsm.Rejected, to: StateResumeRefused, reason: "the suspension attempt is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 247, from: StateResumeRefused, event: EventResumeRollback, disp: fsm.Rejected, to: StateResumeRefused, reason: "the suspension attempt is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 240, from: StateResumeRefused, event: EventResumedAccepted, disp: fsm.Ignored, to: StateResumeRefused, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 240, from: StateResumeRefused, event: EventResumedRefused, disp: fsm.Ignored, to: StateResumeRefused, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 240, from: StateResumeRefused, event: EventQuiesceDrain, disp: fsm.Ignored, to: StateResumeRefused, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
-	{line: 240, from: StateResumeRefused, event: EventDrainSettled, disp: fsm.Ignored, to: StateResumeRefused, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
-	{line: 240, from: StateResumeRefused, event: EventSendFailed, disp: fsm.Ignored, to: StateResumeRefused, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
-	{line: 240, from: StateResumeRefused, event: EventConnectionLost, disp: fsm.Ignored, to: StateResumeRefused, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 138, from: StateIdle, event: EventEnvironmentQuiesce, disp: fsm.Moved, to: StateQuiescing, effects: []string{"runtime: start quiesce_drain", "core: start answer_wait", "runtime: do fence_admission"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"start answer_wait"}, fsm.RoleRuntime: {"start quiesce_drain", "do fence_admission"}}},
+	{line: 150, from: StateIdle, event: EventQuiescedAccepted, disp: fsm.Rejected, to: StateIdle, reason: "no quiesce was sent for this suspension ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 150, from: StateIdle, event: EventQuiescedRefused, disp: fsm.Rejected, to: StateIdle, reason: "no quiesce was sent for this suspension ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 150, from: StateIdle, event: EventEnvironmentResume, disp: fsm.Rejected, to: StateIdle, reason: "no quiesce was sent for this suspension ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 150, from: StateIdle, event: EventResumeRollback, disp: fsm.Rejected, to: StateIdle, reason: "no quiesce was sent for this suspension ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 150, from: StateIdle, event: EventResumedAccepted, disp: fsm.Rejected, to: StateIdle, reason: "no quiesce was sent for this suspension ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 150, from: StateIdle, event: EventResumedRefused, disp: fsm.Rejected, to: StateIdle, reason: "no quiesce was sent for this suspension ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 147, from: StateIdle, event: EventQuiesceDrain, disp: fsm.Ignored, to: StateIdle, reason: "nothing was requested for this suspension ID", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 147, from: StateIdle, event: EventAnswerWait, disp: fsm.Ignored, to: StateIdle, reason: "nothing was requested for this suspension ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 147, from: StateIdle, event: EventDrainSettled, disp: fsm.Ignored, to: StateIdle, reason: "nothing was requested for this suspension ID", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 142, from: StateIdle, event: EventSendFailed, disp: fsm.Moved, to: StateQuiescing, effects: []string{"runtime: start quiesce_drain", "core: start answer_wait"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"start answer_wait"}}},
+	{line: 147, from: StateIdle, event: EventConnectionLost, disp: fsm.Ignored, to: StateIdle, reason: "nothing was requested for this suspension ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 219, from: StateQuiescing, event: EventEnvironmentQuiesce, disp: fsm.Rejected, to: StateQuiescing, reason: "this suspension ID was already quiesced; a new attempt needs a new suspend_id", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 164, from: StateQuiescing, event: EventQuiescedAccepted, held: GuardSet(0).With(GuardOwnSuspension), disp: fsm.Moved, to: StateSuspended, guard: GuardOwnSuspension, effects: []string{"runtime: stop quiesce_drain", "core: stop answer_wait", "core: do record_suspended"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop answer_wait", "do record_suspended"}, fsm.RoleRuntime: {"stop quiesce_drain"}}},
+	{line: 185, from: StateQuiescing, event: EventQuiescedAccepted, disp: fsm.Rejected, to: StateQuiescing, reason: "the reply carries a foreign suspension identity, or accepted true with an error code", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 169, from: StateQuiescing, event: EventQuiescedRefused, held: GuardSet(0).With(GuardOwnSuspension), disp: fsm.Moved, to: StateQuiesceRefused, guard: GuardOwnSuspension, effects: []string{"runtime: stop quiesce_drain", "core: stop answer_wait", "core: do record_outcome"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop answer_wait", "do record_outcome"}, fsm.RoleRuntime: {"stop quiesce_drain"}}},
+	{line: 185, from: StateQuiescing, event: EventQuiescedRefused, disp: fsm.Rejected, to: StateQuiescing, reason: "the reply carries a foreign suspension identity, or accepted true with an error code", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 206, from: StateQuiescing, event: EventEnvironmentResume, disp: fsm.Rejected, to: StateQuiescing, reason: "not_suspended: the quiesce has not been confirmed; abandon it with a rollback resume", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 191, from: StateQuiescing, event: EventResumeRollback, held: GuardSet(0).With(GuardResumeMatchesQuiesce), disp: fsm.Moved, to: StateResuming, guard: GuardResumeMatchesQuiesce, effects: []string{"runtime: stop quiesce_drain", "core: start answer_wait", "runtime: do reopen_admission", "runtime: send environment_resumed"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"start answer_wait"}, fsm.RoleRuntime: {"stop quiesce_drain", "do reopen_admission", "send environment_resumed"}}},
+	{line: 197, from: StateQuiescing, event: EventResumeRollback, disp: fsm.Rejected, to: StateQuiescing, reason: "invalid_request: the rollback names another Environment than the quiesce of this suspension ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 188, from: StateQuiescing, event: EventResumedAccepted, disp: fsm.Rejected, to: StateQuiescing, reason: "no resume was sent", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 188, from: StateQuiescing, event: EventResumedRefused, disp: fsm.Rejected, to: StateQuiescing, reason: "no resume was sent", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 159, from: StateQuiescing, event: EventQuiesceDrain, disp: fsm.Moved, to: StateQuiesceRefused, effects: []string{"core: stop answer_wait", "runtime: do reopen_admission", "runtime: send environment_quiesced"}, logs: map[fsm.Role][]string{fsm.RoleRuntime: {"do reopen_admission", "send environment_quiesced"}}},
+	{line: 174, from: StateQuiescing, event: EventAnswerWait, disp: fsm.Moved, to: StateRollingBack, effects: []string{"runtime: stop quiesce_drain", "core: start answer_wait", "core: send environment_resume"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"start answer_wait", "send environment_resume"}}},
+	{line: 155, from: StateQuiescing, event: EventDrainSettled, disp: fsm.Moved, to: StateSuspended, effects: []string{"runtime: stop quiesce_drain", "core: stop answer_wait", "runtime: send environment_quiesced"}, logs: map[fsm.Role][]string{fsm.RoleRuntime: {"stop quiesce_drain", "send environment_quiesced"}}},
+	{line: 201, from: StateQuiescing, event: EventSendFailed, disp: fsm.Moved, to: StateResuming, effects: []string{"runtime: stop quiesce_drain", "core: start answer_wait"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"start answer_wait"}}},
+	{line: 209, from: StateQuiescing, event: EventConnectionLost, disp: fsm.Moved, to: StateUncertain, effects: []string{"runtime: stop quiesce_drain", "core: start answer_wait"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"start answer_wait"}, fsm.RoleRuntime: {"stop quiesce_drain"}}},
+	{line: 219, from: StateSuspended, event: EventEnvironmentQuiesce, disp: fsm.Rejected, to: StateSuspended, reason: "this suspension ID was already quiesced; a new attempt needs a new suspend_id", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 240, from: StateSuspended, event: EventQuiescedAccepted, disp: fsm.Ignored, to: StateSuspended, reason: "the Runtime's own confirmation, or a repeat of it", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 243, from: StateSuspended, event: EventQuiescedRefused, disp: fsm.Rejected, to: StateSuspended, reason: "the quiesce was already confirmed for this suspension", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 224, from: StateSuspended, event: EventEnvironmentResume, held: GuardSet(0).With(GuardResumeMatchesQuiesce), disp: fsm.Moved, to: StateResuming, guard: GuardResumeMatchesQuiesce, effects: []string{"core: start answer_wait", "runtime: do reopen_admission", "runtime: send environment_resumed"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"start answer_wait"}, fsm.RoleRuntime: {"do reopen_admission", "send environment_resumed"}}},
+	{line: 229, from: StateSuspended, event: EventEnvironmentResume, disp: fsm.Rejected, to: StateSuspended, reason: "invalid_request: the resume names another Environment than the quiesce of this suspension ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 224, from: StateSuspended, event: EventResumeRollback, held: GuardSet(0).With(GuardResumeMatchesQuiesce), disp: fsm.Moved, to: StateResuming, guard: GuardResumeMatchesQuiesce, effects: []string{"core: start answer_wait", "runtime: do reopen_admission", "runtime: send environment_resumed"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"start answer_wait"}, fsm.RoleRuntime: {"do reopen_admission", "send environment_resumed"}}},
+	{line: 229, from: StateSuspended, event: EventResumeRollback, disp: fsm.Rejected, to: StateSuspended, reason: "invalid_request: the resume names another Environment than the quiesce of this suspension ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 246, from: StateSuspended, event: EventResumedAccepted, disp: fsm.Rejected, to: StateSuspended, reason: "no resume was sent", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 246, from: StateSuspended, event: EventResumedRefused, disp: fsm.Rejected, to: StateSuspended, reason: "no resume was sent", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 257, from: StateSuspended, event: EventQuiesceDrain, disp: fsm.Ignored, to: StateSuspended, reason: "the drain is over", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 252, from: StateSuspended, event: EventAnswerWait, disp: fsm.Ignored, to: StateSuspended, reason: "no answer is awaited", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 257, from: StateSuspended, event: EventDrainSettled, disp: fsm.Ignored, to: StateSuspended, reason: "the drain is over", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 235, from: StateSuspended, event: EventSendFailed, disp: fsm.Moved, to: StateResuming, effects: []string{"core: start answer_wait"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"start answer_wait"}}},
+	{line: 249, from: StateSuspended, event: EventConnectionLost, disp: fsm.Ignored, to: StateSuspended, reason: "the suspension persists; the resume may come on a later connection", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 219, from: StateUncertain, event: EventEnvironmentQuiesce, disp: fsm.Rejected, to: StateUncertain, reason: "this suspension ID was already quiesced; a new attempt needs a new suspend_id", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 262, from: StateUncertain, event: EventQuiescedAccepted, disp: fsm.Ignored, to: StateUncertain, reason: "an answer from the lost connection no longer decides anything; only the resume does", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 262, from: StateUncertain, event: EventQuiescedRefused, disp: fsm.Ignored, to: StateUncertain, reason: "an answer from the lost connection no longer decides anything; only the resume does", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 224, from: StateUncertain, event: EventEnvironmentResume, held: GuardSet(0).With(GuardResumeMatchesQuiesce), disp: fsm.Moved, to: StateResuming, guard: GuardResumeMatchesQuiesce, effects: []string{"core: start answer_wait", "runtime: do reopen_admission", "runtime: send environment_resumed"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"start answer_wait"}, fsm.RoleRuntime: {"do reopen_admission", "send environment_resumed"}}},
+	{line: 229, from: StateUncertain, event: EventEnvironmentResume, disp: fsm.Rejected, to: StateUncertain, reason: "invalid_request: the resume names another Environment than the quiesce of this suspension ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 224, from: StateUncertain, event: EventResumeRollback, held: GuardSet(0).With(GuardResumeMatchesQuiesce), disp: fsm.Moved, to: StateResuming, guard: GuardResumeMatchesQuiesce, effects: []string{"core: start answer_wait", "runtime: do reopen_admission", "runtime: send environment_resumed"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"start answer_wait"}, fsm.RoleRuntime: {"do reopen_admission", "send environment_resumed"}}},
+	{line: 229, from: StateUncertain, event: EventResumeRollback, disp: fsm.Rejected, to: StateUncertain, reason: "invalid_request: the resume names another Environment than the quiesce of this suspension ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 246, from: StateUncertain, event: EventResumedAccepted, disp: fsm.Rejected, to: StateUncertain, reason: "no resume was sent", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 246, from: StateUncertain, event: EventResumedRefused, disp: fsm.Rejected, to: StateUncertain, reason: "no resume was sent", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 257, from: StateUncertain, event: EventQuiesceDrain, disp: fsm.Ignored, to: StateUncertain, reason: "the drain is over", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 268, from: StateUncertain, event: EventAnswerWait, disp: fsm.Moved, to: StateRollingBack, effects: []string{"core: start answer_wait", "core: send environment_resume"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"start answer_wait", "send environment_resume"}}},
+	{line: 257, from: StateUncertain, event: EventDrainSettled, disp: fsm.Ignored, to: StateUncertain, reason: "the drain is over", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 235, from: StateUncertain, event: EventSendFailed, disp: fsm.Moved, to: StateResuming, effects: []string{"core: start answer_wait"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"start answer_wait"}}},
+	{line: 265, from: StateUncertain, event: EventConnectionLost, disp: fsm.Ignored, to: StateUncertain, reason: "the answer is already lost", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 219, from: StateRollingBack, event: EventEnvironmentQuiesce, disp: fsm.Rejected, to: StateRollingBack, reason: "this suspension ID was already quiesced; a new attempt needs a new suspend_id", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 300, from: StateRollingBack, event: EventQuiescedAccepted, disp: fsm.Ignored, to: StateRollingBack, reason: "a quiesce answer that trails the decision to roll back decides nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 300, from: StateRollingBack, event: EventQuiescedRefused, disp: fsm.Ignored, to: StateRollingBack, reason: "a quiesce answer that trails the decision to roll back decides nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 291, from: StateRollingBack, event: EventEnvironmentResume, disp: fsm.Rejected, to: StateRollingBack, reason: "not_suspended: the attempt is being rolled back", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 278, from: StateRollingBack, event: EventResumeRollback, held: GuardSet(0).With(GuardResumeMatchesQuiesce), disp: fsm.Moved, to: StateResuming, guard: GuardResumeMatchesQuiesce, effects: []string{"core: start answer_wait"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"start answer_wait"}, fsm.RoleRuntime: nil}},
+	{line: 283, from: StateRollingBack, event: EventResumeRollback, disp: fsm.Rejected, to: StateRollingBack, reason: "invalid_request: the rollback names another Environment than the quiesce of this suspension ID", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 305, from: StateRollingBack, event: EventResumedAccepted, disp: fsm.Rejected, to: StateRollingBack, reason: "the rollback has not been sent yet", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 305, from: StateRollingBack, event: EventResumedRefused, disp: fsm.Rejected, to: StateRollingBack, reason: "the rollback has not been sent yet", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 257, from: StateRollingBack, event: EventQuiesceDrain, disp: fsm.Ignored, to: StateRollingBack, reason: "the drain is over", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 294, from: StateRollingBack, event: EventAnswerWait, disp: fsm.Moved, to: StateExpired, effects: []string{"core: do record_timeout"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do record_timeout"}}},
+	{line: 257, from: StateRollingBack, event: EventDrainSettled, disp: fsm.Ignored, to: StateRollingBack, reason: "the drain is over", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 286, from: StateRollingBack, event: EventSendFailed, disp: fsm.Moved, to: StateResuming, effects: []string{"core: start answer_wait"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"start answer_wait"}}},
+	{line: 209, from: StateRollingBack, event: EventConnectionLost, disp: fsm.Moved, to: StateUncertain, effects: []string{"runtime: stop quiesce_drain", "core: start answer_wait"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"start answer_wait"}, fsm.RoleRuntime: {"stop quiesce_drain"}}},
+	{line: 219, from: StateResuming, event: EventEnvironmentQuiesce, disp: fsm.Rejected, to: StateResuming, reason: "this suspension ID was already quiesced; a new attempt needs a new suspend_id", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 333, from: StateResuming, event: EventQuiescedAccepted, disp: fsm.Ignored, to: StateResuming, reason: "a quiesce answer that trails the resume decides nothing; the resume answer does", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 333, from: StateResuming, event: EventQuiescedRefused, disp: fsm.Ignored, to: StateResuming, reason: "a quiesce answer that trails the resume decides nothing; the resume answer does", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 336, from: StateResuming, event: EventEnvironmentResume, disp: fsm.Rejected, to: StateResuming, reason: "a resume for this suspension is already in flight", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 336, from: StateResuming, event: EventResumeRollback, disp: fsm.Rejected, to: StateResuming, reason: "a resume for this suspension is already in flight", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 310, from: StateResuming, event: EventResumedAccepted, held: GuardSet(0).With(GuardOwnSuspension), disp: fsm.Moved, to: StateResumed, guard: GuardOwnSuspension, effects: []string{"core: stop answer_wait", "core: do record_outcome"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop answer_wait", "do record_outcome"}, fsm.RoleRuntime: nil}},
+	{line: 330, from: StateResuming, event: EventResumedAccepted, disp: fsm.Rejected, to: StateResuming, reason: "the reply carries a foreign suspension identity, or accepted true with an error code", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 315, from: StateResuming, event: EventResumedRefused, held: GuardSet(0).With(GuardOwnSuspension), disp: fsm.Moved, to: StateResumeRefused, guard: GuardOwnSuspension, effects: []string{"core: stop answer_wait", "core: do record_outcome"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop answer_wait", "do record_outcome"}, fsm.RoleRuntime: nil}},
+	{line: 330, from: StateResuming, event: EventResumedRefused, disp: fsm.Rejected, to: StateResuming, reason: "the reply carries a foreign suspension identity, or accepted true with an error code", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 257, from: StateResuming, event: EventQuiesceDrain, disp: fsm.Ignored, to: StateResuming, reason: "the drain is over", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 320, from: StateResuming, event: EventAnswerWait, disp: fsm.Moved, to: StateExpired, effects: []string{"core: do record_timeout"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do record_timeout"}}},
+	{line: 257, from: StateResuming, event: EventDrainSettled, disp: fsm.Ignored, to: StateResuming, reason: "the drain is over", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 336, from: StateResuming, event: EventSendFailed, disp: fsm.Rejected, to: StateResuming, reason: "a resume for this suspension is already in flight", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 209, from: StateResuming, event: EventConnectionLost, disp: fsm.Moved, to: StateUncertain, effects: []string{"runtime: stop quiesce_drain", "core: start answer_wait"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"start answer_wait"}, fsm.RoleRuntime: {"stop quiesce_drain"}}},
+	{line: 348, from: StateResumed, event: EventEnvironmentQuiesce, disp: fsm.Rejected, to: StateResumed, reason: "the suspension attempt is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 341, from: StateResumed, event: EventQuiescedAccepted, disp: fsm.Ignored, to: StateResumed, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 341, from: StateResumed, event: EventQuiescedRefused, disp: fsm.Ignored, to: StateResumed, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 348, from: StateResumed, event: EventEnvironmentResume, disp: fsm.Rejected, to: StateResumed, reason: "the suspension attempt is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 348, from: StateResumed, event: EventResumeRollback, disp: fsm.Rejected, to: StateResumed, reason: "the suspension attempt is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 341, from: StateResumed, event: EventResumedAccepted, disp: fsm.Ignored, to: StateResumed, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 341, from: StateResumed, event: EventResumedRefused, disp: fsm.Ignored, to: StateResumed, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 341, from: StateResumed, event: EventQuiesceDrain, disp: fsm.Ignored, to: StateResumed, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 341, from: StateResumed, event: EventAnswerWait, disp: fsm.Ignored, to: StateResumed, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 341, from: StateResumed, event: EventDrainSettled, disp: fsm.Ignored, to: StateResumed, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 341, from: StateResumed, event: EventSendFailed, disp: fsm.Ignored, to: StateResumed, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 341, from: StateResumed, event: EventConnectionLost, disp: fsm.Ignored, to: StateResumed, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 348, from: StateQuiesceRefused, event: EventEnvironmentQuiesce, disp: fsm.Rejected, to: StateQuiesceRefused, reason: "the suspension attempt is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 341, from: StateQuiesceRefused, event: EventQuiescedAccepted, disp: fsm.Ignored, to: StateQuiesceRefused, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 341, from: StateQuiesceRefused, event: EventQuiescedRefused, disp: fsm.Ignored, to: StateQuiesceRefused, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 348, from: StateQuiesceRefused, event: EventEnvironmentResume, disp: fsm.Rejected, to: StateQuiesceRefused, reason: "the suspension attempt is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 344, from: StateQuiesceRefused, event: EventResumeRollback, disp: fsm.Ignored, to: StateQuiesceRefused, reason: "the refused quiesce already reopened admission; there is nothing to roll back", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 341, from: StateQuiesceRefused, event: EventResumedAccepted, disp: fsm.Ignored, to: StateQuiesceRefused, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 341, from: StateQuiesceRefused, event: EventResumedRefused, disp: fsm.Ignored, to: StateQuiesceRefused, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 341, from: StateQuiesceRefused, event: EventQuiesceDrain, disp: fsm.Ignored, to: StateQuiesceRefused, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 341, from: StateQuiesceRefused, event: EventAnswerWait, disp: fsm.Ignored, to: StateQuiesceRefused, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 341, from: StateQuiesceRefused, event: EventDrainSettled, disp: fsm.Ignored, to: StateQuiesceRefused, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 341, from: StateQuiesceRefused, event: EventSendFailed, disp: fsm.Ignored, to: StateQuiesceRefused, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 341, from: StateQuiesceRefused, event: EventConnectionLost, disp: fsm.Ignored, to: StateQuiesceRefused, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 348, from: StateResumeRefused, event: EventEnvironmentQuiesce, disp: fsm.Rejected, to: StateResumeRefused, reason: "the suspension attempt is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 341, from: StateResumeRefused, event: EventQuiescedAccepted, disp: fsm.Ignored, to: StateResumeRefused, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 341, from: StateResumeRefused, event: EventQuiescedRefused, disp: fsm.Ignored, to: StateResumeRefused, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 348, from: StateResumeRefused, event: EventEnvironmentResume, disp: fsm.Rejected, to: StateResumeRefused, reason: "the suspension attempt is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 348, from: StateResumeRefused, event: EventResumeRollback, disp: fsm.Rejected, to: StateResumeRefused, reason: "the suspension attempt is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 341, from: StateResumeRefused, event: EventResumedAccepted, disp: fsm.Ignored, to: StateResumeRefused, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 341, from: StateResumeRefused, event: EventResumedRefused, disp: fsm.Ignored, to: StateResumeRefused, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 341, from: StateResumeRefused, event: EventQuiesceDrain, disp: fsm.Ignored, to: StateResumeRefused, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 341, from: StateResumeRefused, event: EventAnswerWait, disp: fsm.Ignored, to: StateResumeRefused, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 341, from: StateResumeRefused, event: EventDrainSettled, disp: fsm.Ignored, to: StateResumeRefused, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 341, from: StateResumeRefused, event: EventSendFailed, disp: fsm.Ignored, to: StateResumeRefused, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 341, from: StateResumeRefused, event: EventConnectionLost, disp: fsm.Ignored, to: StateResumeRefused, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 348, from: StateExpired, event: EventEnvironmentQuiesce, disp: fsm.Rejected, to: StateExpired, reason: "the suspension attempt is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 341, from: StateExpired, event: EventQuiescedAccepted, disp: fsm.Ignored, to: StateExpired, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 341, from: StateExpired, event: EventQuiescedRefused, disp: fsm.Ignored, to: StateExpired, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 348, from: StateExpired, event: EventEnvironmentResume, disp: fsm.Rejected, to: StateExpired, reason: "the suspension attempt is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 348, from: StateExpired, event: EventResumeRollback, disp: fsm.Rejected, to: StateExpired, reason: "the suspension attempt is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 341, from: StateExpired, event: EventResumedAccepted, disp: fsm.Ignored, to: StateExpired, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 341, from: StateExpired, event: EventResumedRefused, disp: fsm.Ignored, to: StateExpired, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{line: 341, from: StateExpired, event: EventQuiesceDrain, disp: fsm.Ignored, to: StateExpired, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 341, from: StateExpired, event: EventAnswerWait, disp: fsm.Ignored, to: StateExpired, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 341, from: StateExpired, event: EventDrainSettled, disp: fsm.Ignored, to: StateExpired, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{line: 341, from: StateExpired, event: EventSendFailed, disp: fsm.Ignored, to: StateExpired, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil}},
+	{line: 341, from: StateExpired, event: EventConnectionLost, disp: fsm.Ignored, to: StateExpired, reason: "the attempt is settled; late replies change nothing", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
 }
 
 type pathStep struct {
@@ -250,14 +291,21 @@ var pathCases = []struct {
 	{StateQuiescing, []pathStep{{event: EventEnvironmentQuiesce}}},
 	{StateSuspended, []pathStep{{event: EventEnvironmentQuiesce}, {event: EventQuiescedAccepted, held: GuardSet(0).With(GuardOwnSuspension)}}},
 	{StateUncertain, []pathStep{{event: EventEnvironmentQuiesce}, {event: EventConnectionLost}}},
+	{StateRollingBack, []pathStep{{event: EventEnvironmentQuiesce}, {event: EventAnswerWait}}},
 	{StateResuming, []pathStep{{event: EventEnvironmentQuiesce}, {event: EventResumeRollback, held: GuardSet(0).With(GuardResumeMatchesQuiesce)}}},
 	{StateResumed, []pathStep{{event: EventEnvironmentQuiesce}, {event: EventResumeRollback, held: GuardSet(0).With(GuardResumeMatchesQuiesce)}, {event: EventResumedAccepted, held: GuardSet(0).With(GuardOwnSuspension)}}},
 	{StateQuiesceRefused, []pathStep{{event: EventEnvironmentQuiesce}, {event: EventQuiescedRefused, held: GuardSet(0).With(GuardOwnSuspension)}}},
 	{StateResumeRefused, []pathStep{{event: EventEnvironmentQuiesce}, {event: EventResumeRollback, held: GuardSet(0).With(GuardResumeMatchesQuiesce)}, {event: EventResumedRefused, held: GuardSet(0).With(GuardOwnSuspension)}}},
+	{StateExpired, []pathStep{{event: EventEnvironmentQuiesce}, {event: EventResumeRollback, held: GuardSet(0).With(GuardResumeMatchesQuiesce)}, {event: EventAnswerWait}}},
 }
 
 // stateTimers lists the timers each state keeps armed (none when absent), from the spec.
-var stateTimers = map[State][]fsm.TimerID{StateQuiescing: {fsm.TimerID(TimerQuiesceDrain)}}
+var stateTimers = map[State][]fsm.TimerID{
+	StateQuiescing:   {fsm.TimerID(TimerQuiesceDrain), fsm.TimerID(TimerAnswerWait)},
+	StateResuming:    {fsm.TimerID(TimerAnswerWait)},
+	StateRollingBack: {fsm.TimerID(TimerAnswerWait)},
+	StateUncertain:   {fsm.TimerID(TimerAnswerWait)},
+}
 
 // TestTableMatchesSpec checks that Table is exactly what spec.Machine.Table builds from the spec
 // file: declarations, cells, and one shared candidate per rule.
@@ -429,7 +477,7 @@ func TestRestoreAndParse(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, v, back)
 	}
-	require.False(t, State(9).Valid())
+	require.False(t, State(11).Valid())
 	require.Equal(t, "State(0)", State(0).String())
 	_, err := ParseState("no_such_state")
 	require.ErrorIs(t, err, fsm.ErrInvalid)
@@ -448,15 +496,17 @@ func TestNewRefusesMissingParts(t *testing.T) {
 	require.Error(t, err, "a Core machine needs hooks")
 	_, err = NewRuntime[int](nil, nil)
 	require.Error(t, err, "a Runtime machine needs hooks")
+	_, err = NewCore[int](&recorder{}, nil)
+	require.Error(t, err, "the Core arms timers")
 	_, err = NewRuntime[int](&recorder{}, nil)
 	require.Error(t, err, "the Runtime arms timers")
 }
 
-// TestEffectError makes the Runtime's first hook of spec/suspension.yaml:109 fail: the state has
+// TestEffectError makes the Core's first hook of spec/suspension.yaml:138 fail: the state has
 // moved, the error names the effect and the effects after it do not run.
 func TestEffectError(t *testing.T) {
-	rec := &recorder{fail: "start quiesce_drain"}
-	m := newMachine(t, fsm.RoleRuntime, rec)
+	rec := &recorder{fail: "start answer_wait"}
+	m := newMachine(t, fsm.RoleCore, rec)
 	_, err := m.Restore(fsm.StateID(StateIdle))
 	require.NoError(t, err)
 	err = m.Fire(fsm.EventID(EventEnvironmentQuiesce), 0)
@@ -464,9 +514,9 @@ func TestEffectError(t *testing.T) {
 	require.ErrorIs(t, err, errHook)
 	var ee *fsm.EffectError
 	require.ErrorAs(t, err, &ee)
-	require.Equal(t, "runtime: start quiesce_drain", ee.Effect)
+	require.Equal(t, "core: start answer_wait", ee.Effect)
 	require.Equal(t, StateQuiescing, State(m.State()))
-	require.Equal(t, []string{"start quiesce_drain"}, rec.log)
+	require.Equal(t, []string{"start answer_wait"}, rec.log)
 }
 
 var (

@@ -14,7 +14,8 @@ import (
 // and sends nothing of its own (every frame is in the scenario), and it
 // evaluates the guards of the admission and Run machines from the frames the
 // instance accepted: the highest revision applied, the fingerprint of the
-// first execution_prepare, the delivery ID of prompt_cancel.
+// first execution_prepare, the delivery ID of prompt_cancel, the
+// Environment a suspension's quiesce named.
 type Recorder struct{}
 
 type record struct {
@@ -23,6 +24,7 @@ type record struct {
 	prepared    bool
 	readOnly    bool
 	cancel      string
+	quiesced    string // suspension: the environment_id of the quiesce
 }
 
 func rec(i *peer.Instance) *record {
@@ -66,7 +68,22 @@ func (Recorder) Stepped(ev *peer.Event, s fsm.Step) {
 		}
 	case wire.PromptCancel:
 		r.cancel = p.DeliveryID
+	case wire.EnvironmentQuiesce:
+		if r.quiesced == "" {
+			r.quiesced = p.EnvironmentID
+		}
 	}
+}
+
+// suspensionReply reads an environment_quiesced or environment_resumed.
+func suspensionReply(p wire.Payload) (env, suspendID string, accepted bool, code string, ok bool) {
+	switch r := p.(type) {
+	case wire.EnvironmentQuiesced:
+		return r.EnvironmentID, r.SuspendID, r.Accepted != nil && *r.Accepted, r.ErrorCode, true
+	case wire.EnvironmentResumed:
+		return r.EnvironmentID, r.SuspendID, r.Accepted != nil && *r.Accepted, r.ErrorCode, true
+	}
+	return "", "", false, "", false
 }
 
 type recorderBinding struct{}
@@ -98,6 +115,12 @@ func (recorderBinding) Guard(g fsm.GuardID, f *fsm.Firing[*peer.Event]) bool {
 	case "matches_cancel_delivery":
 		ack, ok := ev.Msg.Payload.(wire.InteractionDecisionAck)
 		return ok && ack.DeliveryID != "" && ack.DeliveryID == r.cancel
+	case "own_suspension":
+		env, id, accepted, code, ok := suspensionReply(ev.Msg.Payload)
+		return ok && r.quiesced != "" && env == r.quiesced && id == ev.Key.ID && !(accepted && code != "")
+	case "resume_matches_quiesce":
+		p, ok := ev.Msg.Payload.(wire.EnvironmentResume)
+		return ok && r.quiesced != "" && p.EnvironmentID == r.quiesced
 	}
 	return false
 }
