@@ -24,7 +24,8 @@ Runtime serves with --environment ID=DIR and a Session names with --environment 
 initialization, the last initialization outcome (with the Runtime's code) and its newest
 suspension attempt. suspend quiesces the Environment on the device that hosts it; suspend and
 resume wait up to 10 s for the Runtime's answer. Core rolls back a quiesce left unanswered for
-30 s, and an attempt whose resume or rollback goes unanswered for 30 s ends expired (answer_timeout).`
+30 s, and an attempt whose resume or rollback goes unanswered for 30 s is expired (answer_timeout):
+the Environment is released, and the attempt still takes a late answer or another --rollback.`
 
 // runEnv wraps the public Environment routes.
 func runEnv(args []string, stdout, stderr io.Writer) error {

@@ -31,10 +31,12 @@ import (
 // of that Environment anywhere (suspended); other Environments, on the
 // same device too, are not held. It is bounded: the table's answer_wait
 // (30 s, policy) rolls an unanswered quiesce back and ends an unanswered
-// resume or rollback expired with CodeAnswerTimeout; an attempt
-// whose connection was lost is restored onto the device's next connection
-// (adoptOpen) with the time its wait has left, so no attempt stays open
-// for want of an answer.
+// resume or rollback expired with CodeAnswerTimeout, which releases the
+// Environment while the attempt stays open for a late answer; an attempt
+// whose connection was lost (expired ones too) is restored onto the
+// device's next connection (adoptOpen) with the time its wait has left and
+// rolled back there, so no attempt holds its Environment for want of an
+// answer, and no fence is forgotten.
 //
 // Releasing an admission or closing an Executor never reaches this file:
 // neither suspends, resumes or reclaims anything (daemon-protocol.txt:7).
@@ -50,8 +52,9 @@ var (
 	ErrDeviceOffline = errors.New("gateway: the device is not connected")
 )
 
-// CodeAnswerTimeout is the error code an attempt records when it ends
-// expired: its resume or rollback went unanswered for answer_wait.
+// CodeAnswerTimeout is the error code an attempt records when it expires:
+// its resume or rollback went unanswered for answer_wait. A late answer
+// that settles the attempt keeps it beside the outcome.
 const CodeAnswerTimeout = "answer_timeout"
 
 // ReadSuspended is the unavailable reason of an idle read or export of an
@@ -122,7 +125,7 @@ func (c *conn) suspMoved(i *peer.Instance) {
 	case r.signal <- struct{}{}:
 	default:
 	}
-	if i.Terminal() {
+	if i.Terminal() || suspension.State(i.State()) == suspension.StateExpired {
 		c.g.kick() // Turns held by the attempt may be placed now
 	}
 }
@@ -187,7 +190,7 @@ func (h suspHooks) DoRecordOutcome(f *fsm.Firing[*peer.Event]) error {
 
 // DoRecordTimeout keeps CodeAnswerTimeout for the Saver's write of
 // expired; the Saver kicks the worker, which places the Environment's work
-// again.
+// again (suspended).
 func (h suspHooks) DoRecordTimeout(f *fsm.Firing[*peer.Event]) error {
 	r := h.c.srec(f.Arg.Key.ID)
 	if r == nil {
@@ -196,7 +199,7 @@ func (h suspHooks) DoRecordTimeout(f *fsm.Firing[*peer.Event]) error {
 	h.c.mu.Lock()
 	r.code = CodeAnswerTimeout
 	h.c.mu.Unlock()
-	h.c.log.Warn("gateway: suspension attempt expired: no answer within answer_wait", "suspend_id", f.Arg.Key.ID)
+	h.c.log.Warn("gateway: suspension attempt expired: no answer within answer_wait; the Environment is released", "suspend_id", f.Arg.Key.ID)
 	return nil
 }
 
@@ -593,7 +596,9 @@ func (g *Gateway) reconcileSuspensions(ctx context.Context) {
 // suspended reports whether an unsettled attempt holds the Environment:
 // Core places none of its work (Turns, idle reads and exports, writes,
 // initialization) meanwhile. Other Environments are not held, on the same
-// device either. A store error holds it too.
+// device either, and neither is the Environment of an expired attempt (its
+// resume or rollback went unanswered: released, though not settled). A
+// store error holds it too.
 //
 // decision: while an attempt is open the Runtime admits no new work of the
 // Environment it fences (wire-reference.md §2.12), so work placed there
@@ -607,5 +612,5 @@ func (g *Gateway) suspended(ctx context.Context, envID string) bool {
 	if errors.Is(err, store.ErrNotFound) {
 		return false
 	}
-	return err != nil || !a.Settled
+	return err != nil || !(a.Settled || a.State == suspension.StateExpired.String())
 }

@@ -351,8 +351,9 @@ func (e *env) turnState(id string) store.TurnState {
 
 // An attempt that gets no answer is bounded: after answer_wait Core rolls
 // the unanswered quiesce back, and when the rollback goes unanswered too
-// the attempt ends expired with answer_timeout; the Turn the open attempt
-// held is placed then, and a new attempt may start.
+// the attempt is expired with answer_timeout and the Environment released:
+// the Turn the attempt held is placed then. The attempt stays open for the
+// rollback's late answer, which settles it with the timeout kept beside.
 func TestUnansweredQuiesceRollsBackThenExpires(t *testing.T) {
 	e := newEnv(t, true)
 	r := e.runtime("dev-1", wiretest.Capabilities())
@@ -371,7 +372,7 @@ func TestUnansweredQuiesceRollsBackThenExpires(t *testing.T) {
 	e.heartbeat(r, "dev-1")
 	assert.Equal(t, "quiescing", e.attempt(a.ID).State, "still within answer_wait")
 	e.clock.Advance(time.Second)
-	_, rb := r.resume()
+	rid, rb := r.resume()
 	assert.True(t, rb.Rollback)
 	assert.Equal(t, q.SuspendID, rb.SuspendID)
 	assert.Equal(t, envUUID, rb.EnvironmentID)
@@ -387,10 +388,52 @@ func TestUnansweredQuiesceRollsBackThenExpires(t *testing.T) {
 	assert.Equal(t, ses, prep.SessionID)
 	end := e.attempt(a.ID)
 	assert.Equal(t, "expired", end.State)
-	assert.True(t, end.Settled)
+	assert.False(t, end.Settled, "released, not settled: the rollback may still be read")
 	assert.Equal(t, gateway.CodeAnswerTimeout, end.ErrorCode)
-	assert.Equal(t, e.clock.Now().UTC(), end.UpdatedAt.UTC(), "settled at the bound")
+	assert.Equal(t, e.clock.Now().UTC(), end.UpdatedAt.UTC(), "expired at the bound")
 	assert.Contains(t, e.logs.String(), "expired: no answer within answer_wait")
+	_, err = e.gw.SuspendEnvironment(ctx, "env-mute", false)
+	assert.ErrorIs(t, err, gateway.ErrSuspensionOpen, "a new attempt waits until this one is settled")
+
+	yes := true
+	r.send(rid, wire.EnvironmentResumed{EnvironmentID: envUUID, SuspendID: q.SuspendID, Accepted: &yes})
+	require.Eventually(t, func() bool { return e.attempt(a.ID).Settled }, 10*time.Second, time.Millisecond)
+	end = e.attempt(a.ID)
+	assert.Equal(t, "resumed", end.State, "the late answer is proof")
+	assert.Equal(t, gateway.CodeAnswerTimeout, end.ErrorCode, "the timeout stays recorded beside it")
+}
+
+// An expired attempt whose connection is then lost may still hold the
+// Runtime's fence (its rollback unread), so it is uncertain again and the
+// device's next connection rolls it back again.
+func TestExpiredAttemptIsRolledBackAgainAfterALoss(t *testing.T) {
+	e := newEnv(t, true)
+	r := e.runtime("dev-1", wiretest.Capabilities())
+	e.waitDeclared("dev-1", true)
+	e.localSession("again", "codex")
+	ctx := context.Background()
+
+	a, err := e.gw.SuspendEnvironment(ctx, "env-again", false)
+	require.NoError(t, err)
+	_, q := r.quiesce()
+	e.clock.Advance(30 * time.Second)
+	r.resume()
+	e.heartbeat(r, "dev-1")
+	e.clock.Advance(30 * time.Second)
+	require.Eventually(t, func() bool { return e.attempt(a.ID).State == "expired" }, 10*time.Second, time.Millisecond)
+
+	require.NoError(t, r.ws.CloseNow())
+	require.Eventually(t, func() bool { return e.attempt(a.ID).State == "uncertain" }, 10*time.Second, time.Millisecond)
+	r = e.runtime("dev-1", wiretest.Capabilities())
+	e.clock.Advance(30 * time.Second)
+	rid, rb := r.resume()
+	assert.True(t, rb.Rollback)
+	assert.Equal(t, q.SuspendID, rb.SuspendID)
+	no := false
+	r.send(rid, wire.EnvironmentResumed{EnvironmentID: envUUID, SuspendID: q.SuspendID, Accepted: &no, ErrorCode: "not_suspended"})
+	require.Eventually(t, func() bool { return e.attempt(a.ID).Settled }, 10*time.Second, time.Millisecond)
+	assert.Equal(t, "resume_refused", e.attempt(a.ID).State)
+	assert.Equal(t, "not_suspended", e.attempt(a.ID).ErrorCode)
 }
 
 // A suspension holds only its own Environment: while X is suspended, a
@@ -536,7 +579,8 @@ func utc(m map[string]time.Time) map[string]time.Time {
 // with a request in flight (quiescing, or idle: stored, the quiesce perhaps
 // written) to uncertain from now, keeps an uncertain one's time, and
 // restores each onto the device's connection with the deadline that
-// follows; each ends on its own (resumed, refused not_suspended, expired).
+// follows; each ends on its own (resumed, refused not_suspended, or expired:
+// released, still open).
 func TestRestartedCoreBoundsTheAttemptsItFinds(t *testing.T) {
 	st := memory.New()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -607,12 +651,8 @@ func TestRestartedCoreBoundsTheAttemptsItFinds(t *testing.T) {
 
 	want := map[string][2]string{"uncertain": {"resumed", ""}, "quiescing": {"resume_refused", "not_suspended"}, "idle": {"expired", gateway.CodeAnswerTimeout}}
 	require.Eventually(t, func() bool {
-		for _, id := range ids {
-			if a, err := st.GetSuspension(ctx, id); err != nil || !a.Settled {
-				return false
-			}
-		}
-		return true
+		a, err := st.GetSuspension(ctx, ids["idle"])
+		return err == nil && a.State == "expired"
 	}, 10*time.Second, time.Millisecond)
 	for state, w := range want {
 		a, err := st.GetSuspension(ctx, ids[state])

@@ -6,8 +6,9 @@
 // active work within five seconds and hold still, environment_quiesced reports whether it did, and
 // environment_resume (or a rollback resume that abandons the attempt) releases it, possibly on a
 // later connection. Every reply is fenced by the suspension identity it echoes. Core waits a
-// bounded time for each answer: an unanswered quiesce is rolled back, and an unanswered resume or
-// rollback ends the attempt expired, so no attempt stays open for want of an answer.
+// bounded time for each answer: an unanswered quiesce is rolled back, and after an unanswered
+// resume or rollback the attempt is expired: Core no longer holds the Environment, while a late
+// answer still settles the attempt and a lost connection has it rolled back again.
 //
 // One instance per suspension ID (payload suspend_id with environment_id; a persisted attempt that
 // can outlive one connection).
@@ -63,7 +64,9 @@ const (
 	// invalid_request)
 	StateResumeRefused State = 9
 	// StateExpired: the resume or rollback went unanswered within answer_wait on a live
-	// connection; Core records answer_timeout and places the Environment's work again (Core only)
+	// connection; Core records answer_timeout and no longer holds the Environment (its work is
+	// placed again), but keeps the attempt open: a late answer settles it, and a lost connection
+	// takes it back to uncertain, to be rolled back again on the next one (Core only)
 	StateExpired State = 10
 )
 
@@ -385,8 +388,8 @@ const (
 	ActionRecordSuspended Action = 3
 	// ActionRecordOutcome: Core records the resume, rollback or refusal outcome of the attempt
 	ActionRecordOutcome Action = 4
-	// ActionRecordTimeout: Core records the attempt expired with the code answer_timeout; the
-	// Environment's work is placed again
+	// ActionRecordTimeout: Core records answer_timeout on the expired attempt and releases the
+	// Environment; its work is placed again
 	ActionRecordTimeout Action = 5
 )
 
@@ -474,112 +477,137 @@ func ParseMessage(name string) (Message, error) {
 // covers (a rule that lists its own target among its sources is two: a move from the others and an
 // internal transition in the target).
 var (
-	rule138 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateQuiescing), Line: 138, Effects: []fsm.Effect{
+	rule139 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateQuiescing), Line: 139, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
 		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionFenceAdmission)},
 	}}
-	rule142 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateQuiescing), Line: 142, Effects: []fsm.Effect{
+	rule143 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateQuiescing), Line: 143, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
 		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
 	}}
-	rule147 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "nothing was requested for this suspension ID", Line: 147}
-	rule150 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no quiesce was sent for this suspension ID", Line: 150}
-	rule155 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateSuspended), Line: 155, Effects: []fsm.Effect{
+	rule148 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "nothing was requested for this suspension ID", Line: 148}
+	rule151 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no quiesce was sent for this suspension ID", Line: 151}
+	rule156 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateSuspended), Line: 156, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageEnvironmentQuiesced)},
 	}}
-	rule159 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateQuiesceRefused), Line: 159, Effects: []fsm.Effect{
+	rule160 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateQuiesceRefused), Line: 160, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionReopenAdmission)},
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageEnvironmentQuiesced)},
 	}}
-	rule164 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnSuspension), Disp: fsm.Moved, To: fsm.StateID(StateSuspended), Line: 164, Effects: []fsm.Effect{
+	rule165 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnSuspension), Disp: fsm.Moved, To: fsm.StateID(StateSuspended), Line: 165, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordSuspended)},
 	}}
-	rule169 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnSuspension), Disp: fsm.Moved, To: fsm.StateID(StateQuiesceRefused), Line: 169, Effects: []fsm.Effect{
+	rule170 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnSuspension), Disp: fsm.Moved, To: fsm.StateID(StateQuiesceRefused), Line: 170, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutcome)},
 	}}
-	rule174 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRollingBack), Line: 174, Effects: []fsm.Effect{
+	rule175 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRollingBack), Line: 175, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
 		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
 		{Kind: fsm.EffectSend, Role: fsm.RoleCore, Message: fsm.MessageID(MessageEnvironmentResume)},
 	}}
-	rule185 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the reply carries a foreign suspension identity, or accepted true with an error code", Line: 185}
-	rule188 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no resume was sent", Line: 188}
-	rule191 = &fsm.Candidate{Guard: fsm.GuardID(GuardResumeMatchesQuiesce), Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 191, Effects: []fsm.Effect{
+	rule186 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the reply carries a foreign suspension identity, or accepted true with an error code", Line: 186}
+	rule189 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no resume was sent", Line: 189}
+	rule192 = &fsm.Candidate{Guard: fsm.GuardID(GuardResumeMatchesQuiesce), Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 192, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
 		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionReopenAdmission)},
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageEnvironmentResumed)},
 	}}
-	rule197 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "invalid_request: the rollback names another Environment than the quiesce of this suspension ID", Line: 197}
-	rule201 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 201, Effects: []fsm.Effect{
+	rule198 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "invalid_request: the rollback names another Environment than the quiesce of this suspension ID", Line: 198}
+	rule202 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 202, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
 		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
 	}}
-	rule206 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "not_suspended: the quiesce has not been confirmed; abandon it with a rollback resume", Line: 206}
-	rule209 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUncertain), Line: 209, Effects: []fsm.Effect{
+	rule207 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "not_suspended: the quiesce has not been confirmed; abandon it with a rollback resume", Line: 207}
+	rule210 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUncertain), Line: 210, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
 		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
 	}}
-	rule219 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "this suspension ID was already quiesced; a new attempt needs a new suspend_id", Line: 219}
-	rule224 = &fsm.Candidate{Guard: fsm.GuardID(GuardResumeMatchesQuiesce), Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 224, Effects: []fsm.Effect{
+	rule220 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "this suspension ID was already quiesced; a new attempt needs a new suspend_id", Line: 220}
+	rule225 = &fsm.Candidate{Guard: fsm.GuardID(GuardResumeMatchesQuiesce), Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 225, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionReopenAdmission)},
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageEnvironmentResumed)},
 	}}
-	rule229 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "invalid_request: the resume names another Environment than the quiesce of this suspension ID", Line: 229}
-	rule235 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 235, Effects: []fsm.Effect{
+	rule230 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "invalid_request: the resume names another Environment than the quiesce of this suspension ID", Line: 230}
+	rule236 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 236, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
 	}}
-	rule240 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the Runtime's own confirmation, or a repeat of it", Line: 240}
-	rule243 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the quiesce was already confirmed for this suspension", Line: 243}
-	rule246 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no resume was sent", Line: 246}
-	rule249 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the suspension persists; the resume may come on a later connection", Line: 249}
-	rule252 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no answer is awaited", Line: 252}
-	rule257 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the drain is over", Line: 257}
-	rule262 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "an answer from the lost connection no longer decides anything; only the resume does", Line: 262}
-	rule265 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the answer is already lost", Line: 265}
-	rule268 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRollingBack), Line: 268, Effects: []fsm.Effect{
+	rule241 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the Runtime's own confirmation, or a repeat of it", Line: 241}
+	rule244 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the quiesce was already confirmed for this suspension", Line: 244}
+	rule247 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no resume was sent", Line: 247}
+	rule250 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the suspension persists; the resume may come on a later connection", Line: 250}
+	rule253 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no answer is awaited", Line: 253}
+	rule258 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the drain is over", Line: 258}
+	rule263 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "an answer from the lost connection no longer decides anything; only the resume does", Line: 263}
+	rule266 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the answer is already lost", Line: 266}
+	rule269 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRollingBack), Line: 269, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
 		{Kind: fsm.EffectSend, Role: fsm.RoleCore, Message: fsm.MessageID(MessageEnvironmentResume)},
 	}}
-	rule278 = &fsm.Candidate{Guard: fsm.GuardID(GuardResumeMatchesQuiesce), Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 278, Effects: []fsm.Effect{
+	rule279 = &fsm.Candidate{Guard: fsm.GuardID(GuardResumeMatchesQuiesce), Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 279, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
 	}}
-	rule283 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "invalid_request: the rollback names another Environment than the quiesce of this suspension ID", Line: 283}
-	rule286 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 286, Effects: []fsm.Effect{
+	rule284 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "invalid_request: the rollback names another Environment than the quiesce of this suspension ID", Line: 284}
+	rule287 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 287, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
 	}}
-	rule291 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "not_suspended: the attempt is being rolled back", Line: 291}
-	rule294 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateExpired), Line: 294, Effects: []fsm.Effect{
+	rule292 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "not_suspended: the attempt is being rolled back", Line: 292}
+	rule295 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateExpired), Line: 295, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordTimeout)},
 	}}
-	rule300 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "a quiesce answer that trails the decision to roll back decides nothing", Line: 300}
-	rule305 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the rollback has not been sent yet", Line: 305}
-	rule310 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnSuspension), Disp: fsm.Moved, To: fsm.StateID(StateResumed), Line: 310, Effects: []fsm.Effect{
+	rule301 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnSuspension), Disp: fsm.Moved, To: fsm.StateID(StateQuiesceRefused), Line: 301, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutcome)},
 	}}
-	rule315 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnSuspension), Disp: fsm.Moved, To: fsm.StateID(StateResumeRefused), Line: 315, Effects: []fsm.Effect{
+	rule310 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "a quiesce confirmation that trails the decision to roll back decides nothing", Line: 310}
+	rule314 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the reply carries a foreign suspension identity", Line: 314}
+	rule317 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the rollback has not been sent yet", Line: 317}
+	rule322 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnSuspension), Disp: fsm.Moved, To: fsm.StateID(StateResumed), Line: 322, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutcome)},
 	}}
-	rule320 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateExpired), Line: 320, Effects: []fsm.Effect{
+	rule327 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnSuspension), Disp: fsm.Moved, To: fsm.StateID(StateResumeRefused), Line: 327, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutcome)},
+	}}
+	rule332 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateExpired), Line: 332, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordTimeout)},
 	}}
-	rule330 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the reply carries a foreign suspension identity, or accepted true with an error code", Line: 330}
-	rule333 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "a quiesce answer that trails the resume decides nothing; the resume answer does", Line: 333}
-	rule336 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "a resume for this suspension is already in flight", Line: 336}
-	rule341 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the attempt is settled; late replies change nothing", Line: 341}
-	rule344 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the refused quiesce already reopened admission; there is nothing to roll back", Line: 344}
-	rule348 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the suspension attempt is settled", Line: 348}
+	rule344 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the reply carries a foreign suspension identity, or accepted true with an error code", Line: 344}
+	rule347 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "a quiesce answer that trails the resume decides nothing; the resume answer does", Line: 347}
+	rule352 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnSuspension), Disp: fsm.Moved, To: fsm.StateID(StateResumed), Line: 352, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutcome)},
+	}}
+	rule358 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnSuspension), Disp: fsm.Moved, To: fsm.StateID(StateResumeRefused), Line: 358, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutcome)},
+	}}
+	rule363 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the reply carries a foreign suspension identity, or accepted true with an error code", Line: 363}
+	rule366 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "a quiesce answer after the rollback decides nothing; the rollback's answer does", Line: 366}
+	rule369 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUncertain), Line: 369, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
+	}}
+	rule376 = &fsm.Candidate{Guard: fsm.GuardID(GuardResumeMatchesQuiesce), Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 376, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
+	}}
+	rule382 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "invalid_request: the rollback names another Environment than the quiesce of this suspension ID", Line: 382}
+	rule385 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 385, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
+	}}
+	rule389 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "not_suspended: the attempt expired unanswered; roll it back", Line: 389}
+	rule392 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no timer runs once the attempt expired", Line: 392}
+	rule395 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "a resume for this suspension is already in flight", Line: 395}
+	rule400 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the attempt is settled; late replies change nothing", Line: 400}
+	rule403 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the refused quiesce already reopened admission; there is nothing to roll back", Line: 403}
+	rule407 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the suspension attempt is settled", Line: 407}
 )
 
 // Table is the suspension machine as the engine runs it, sealed: every (state, event) cell lists
@@ -598,7 +626,7 @@ var Table = fsm.MustSeal(&fsm.Table{
 		{Name: "resumed", Outcome: fsm.OutcomeSuccess},
 		{Name: "quiesce_refused", Outcome: fsm.OutcomeFailure},
 		{Name: "resume_refused", Outcome: fsm.OutcomeFailure},
-		{Name: "expired", Outcome: fsm.OutcomeFailure},
+		{Name: "expired"},
 	},
 	Events: []fsm.EventDecl{
 		{Name: "environment_quiesce", Kind: fsm.EventMessage, Role: fsm.RoleCore, Message: fsm.MessageID(MessageEnvironmentQuiesce), FailedSend: fsm.EventID(EventSendFailed)},
@@ -624,135 +652,135 @@ var Table = fsm.MustSeal(&fsm.Table{
 	Initial: fsm.StateID(StateIdle),
 	Cells: []fsm.Cell{
 		// idle
-		{Cands: []*fsm.Candidate{rule138}}, // idle × environment_quiesce
-		{Cands: []*fsm.Candidate{rule150}}, // idle × quiesced_accepted
-		{Cands: []*fsm.Candidate{rule150}}, // idle × quiesced_refused
-		{Cands: []*fsm.Candidate{rule150}}, // idle × environment_resume
-		{Cands: []*fsm.Candidate{rule150}}, // idle × resume_rollback
-		{Cands: []*fsm.Candidate{rule150}}, // idle × resumed_accepted
-		{Cands: []*fsm.Candidate{rule150}}, // idle × resumed_refused
-		{Cands: []*fsm.Candidate{rule147}}, // idle × quiesce_drain
-		{Cands: []*fsm.Candidate{rule147}}, // idle × answer_wait
-		{Cands: []*fsm.Candidate{rule147}}, // idle × drain_settled
-		{Cands: []*fsm.Candidate{rule142}}, // idle × send_failed
-		{Cands: []*fsm.Candidate{rule147}}, // idle × connection_lost
+		{Cands: []*fsm.Candidate{rule139}}, // idle × environment_quiesce
+		{Cands: []*fsm.Candidate{rule151}}, // idle × quiesced_accepted
+		{Cands: []*fsm.Candidate{rule151}}, // idle × quiesced_refused
+		{Cands: []*fsm.Candidate{rule151}}, // idle × environment_resume
+		{Cands: []*fsm.Candidate{rule151}}, // idle × resume_rollback
+		{Cands: []*fsm.Candidate{rule151}}, // idle × resumed_accepted
+		{Cands: []*fsm.Candidate{rule151}}, // idle × resumed_refused
+		{Cands: []*fsm.Candidate{rule148}}, // idle × quiesce_drain
+		{Cands: []*fsm.Candidate{rule148}}, // idle × answer_wait
+		{Cands: []*fsm.Candidate{rule148}}, // idle × drain_settled
+		{Cands: []*fsm.Candidate{rule143}}, // idle × send_failed
+		{Cands: []*fsm.Candidate{rule148}}, // idle × connection_lost
 		// quiescing
-		{Cands: []*fsm.Candidate{rule219}},          // quiescing × environment_quiesce
-		{Cands: []*fsm.Candidate{rule164, rule185}}, // quiescing × quiesced_accepted
-		{Cands: []*fsm.Candidate{rule169, rule185}}, // quiescing × quiesced_refused
-		{Cands: []*fsm.Candidate{rule206}},          // quiescing × environment_resume
-		{Cands: []*fsm.Candidate{rule191, rule197}}, // quiescing × resume_rollback
-		{Cands: []*fsm.Candidate{rule188}},          // quiescing × resumed_accepted
-		{Cands: []*fsm.Candidate{rule188}},          // quiescing × resumed_refused
-		{Cands: []*fsm.Candidate{rule159}},          // quiescing × quiesce_drain
-		{Cands: []*fsm.Candidate{rule174}},          // quiescing × answer_wait
-		{Cands: []*fsm.Candidate{rule155}},          // quiescing × drain_settled
-		{Cands: []*fsm.Candidate{rule201}},          // quiescing × send_failed
-		{Cands: []*fsm.Candidate{rule209}},          // quiescing × connection_lost
+		{Cands: []*fsm.Candidate{rule220}},          // quiescing × environment_quiesce
+		{Cands: []*fsm.Candidate{rule165, rule186}}, // quiescing × quiesced_accepted
+		{Cands: []*fsm.Candidate{rule170, rule186}}, // quiescing × quiesced_refused
+		{Cands: []*fsm.Candidate{rule207}},          // quiescing × environment_resume
+		{Cands: []*fsm.Candidate{rule192, rule198}}, // quiescing × resume_rollback
+		{Cands: []*fsm.Candidate{rule189}},          // quiescing × resumed_accepted
+		{Cands: []*fsm.Candidate{rule189}},          // quiescing × resumed_refused
+		{Cands: []*fsm.Candidate{rule160}},          // quiescing × quiesce_drain
+		{Cands: []*fsm.Candidate{rule175}},          // quiescing × answer_wait
+		{Cands: []*fsm.Candidate{rule156}},          // quiescing × drain_settled
+		{Cands: []*fsm.Candidate{rule202}},          // quiescing × send_failed
+		{Cands: []*fsm.Candidate{rule210}},          // quiescing × connection_lost
 		// suspended
-		{Cands: []*fsm.Candidate{rule219}},          // suspended × environment_quiesce
-		{Cands: []*fsm.Candidate{rule240}},          // suspended × quiesced_accepted
-		{Cands: []*fsm.Candidate{rule243}},          // suspended × quiesced_refused
-		{Cands: []*fsm.Candidate{rule224, rule229}}, // suspended × environment_resume
-		{Cands: []*fsm.Candidate{rule224, rule229}}, // suspended × resume_rollback
-		{Cands: []*fsm.Candidate{rule246}},          // suspended × resumed_accepted
-		{Cands: []*fsm.Candidate{rule246}},          // suspended × resumed_refused
-		{Cands: []*fsm.Candidate{rule257}},          // suspended × quiesce_drain
-		{Cands: []*fsm.Candidate{rule252}},          // suspended × answer_wait
-		{Cands: []*fsm.Candidate{rule257}},          // suspended × drain_settled
-		{Cands: []*fsm.Candidate{rule235}},          // suspended × send_failed
-		{Cands: []*fsm.Candidate{rule249}},          // suspended × connection_lost
+		{Cands: []*fsm.Candidate{rule220}},          // suspended × environment_quiesce
+		{Cands: []*fsm.Candidate{rule241}},          // suspended × quiesced_accepted
+		{Cands: []*fsm.Candidate{rule244}},          // suspended × quiesced_refused
+		{Cands: []*fsm.Candidate{rule225, rule230}}, // suspended × environment_resume
+		{Cands: []*fsm.Candidate{rule225, rule230}}, // suspended × resume_rollback
+		{Cands: []*fsm.Candidate{rule247}},          // suspended × resumed_accepted
+		{Cands: []*fsm.Candidate{rule247}},          // suspended × resumed_refused
+		{Cands: []*fsm.Candidate{rule258}},          // suspended × quiesce_drain
+		{Cands: []*fsm.Candidate{rule253}},          // suspended × answer_wait
+		{Cands: []*fsm.Candidate{rule258}},          // suspended × drain_settled
+		{Cands: []*fsm.Candidate{rule236}},          // suspended × send_failed
+		{Cands: []*fsm.Candidate{rule250}},          // suspended × connection_lost
 		// uncertain
-		{Cands: []*fsm.Candidate{rule219}},          // uncertain × environment_quiesce
-		{Cands: []*fsm.Candidate{rule262}},          // uncertain × quiesced_accepted
-		{Cands: []*fsm.Candidate{rule262}},          // uncertain × quiesced_refused
-		{Cands: []*fsm.Candidate{rule224, rule229}}, // uncertain × environment_resume
-		{Cands: []*fsm.Candidate{rule224, rule229}}, // uncertain × resume_rollback
-		{Cands: []*fsm.Candidate{rule246}},          // uncertain × resumed_accepted
-		{Cands: []*fsm.Candidate{rule246}},          // uncertain × resumed_refused
-		{Cands: []*fsm.Candidate{rule257}},          // uncertain × quiesce_drain
-		{Cands: []*fsm.Candidate{rule268}},          // uncertain × answer_wait
-		{Cands: []*fsm.Candidate{rule257}},          // uncertain × drain_settled
-		{Cands: []*fsm.Candidate{rule235}},          // uncertain × send_failed
-		{Cands: []*fsm.Candidate{rule265}},          // uncertain × connection_lost
+		{Cands: []*fsm.Candidate{rule220}},          // uncertain × environment_quiesce
+		{Cands: []*fsm.Candidate{rule263}},          // uncertain × quiesced_accepted
+		{Cands: []*fsm.Candidate{rule263}},          // uncertain × quiesced_refused
+		{Cands: []*fsm.Candidate{rule225, rule230}}, // uncertain × environment_resume
+		{Cands: []*fsm.Candidate{rule225, rule230}}, // uncertain × resume_rollback
+		{Cands: []*fsm.Candidate{rule247}},          // uncertain × resumed_accepted
+		{Cands: []*fsm.Candidate{rule247}},          // uncertain × resumed_refused
+		{Cands: []*fsm.Candidate{rule258}},          // uncertain × quiesce_drain
+		{Cands: []*fsm.Candidate{rule269}},          // uncertain × answer_wait
+		{Cands: []*fsm.Candidate{rule258}},          // uncertain × drain_settled
+		{Cands: []*fsm.Candidate{rule236}},          // uncertain × send_failed
+		{Cands: []*fsm.Candidate{rule266}},          // uncertain × connection_lost
 		// rolling_back
-		{Cands: []*fsm.Candidate{rule219}},          // rolling_back × environment_quiesce
-		{Cands: []*fsm.Candidate{rule300}},          // rolling_back × quiesced_accepted
-		{Cands: []*fsm.Candidate{rule300}},          // rolling_back × quiesced_refused
-		{Cands: []*fsm.Candidate{rule291}},          // rolling_back × environment_resume
-		{Cands: []*fsm.Candidate{rule278, rule283}}, // rolling_back × resume_rollback
-		{Cands: []*fsm.Candidate{rule305}},          // rolling_back × resumed_accepted
-		{Cands: []*fsm.Candidate{rule305}},          // rolling_back × resumed_refused
-		{Cands: []*fsm.Candidate{rule257}},          // rolling_back × quiesce_drain
-		{Cands: []*fsm.Candidate{rule294}},          // rolling_back × answer_wait
-		{Cands: []*fsm.Candidate{rule257}},          // rolling_back × drain_settled
-		{Cands: []*fsm.Candidate{rule286}},          // rolling_back × send_failed
-		{Cands: []*fsm.Candidate{rule209}},          // rolling_back × connection_lost
+		{Cands: []*fsm.Candidate{rule220}},          // rolling_back × environment_quiesce
+		{Cands: []*fsm.Candidate{rule310}},          // rolling_back × quiesced_accepted
+		{Cands: []*fsm.Candidate{rule301, rule314}}, // rolling_back × quiesced_refused
+		{Cands: []*fsm.Candidate{rule292}},          // rolling_back × environment_resume
+		{Cands: []*fsm.Candidate{rule279, rule284}}, // rolling_back × resume_rollback
+		{Cands: []*fsm.Candidate{rule317}},          // rolling_back × resumed_accepted
+		{Cands: []*fsm.Candidate{rule317}},          // rolling_back × resumed_refused
+		{Cands: []*fsm.Candidate{rule258}},          // rolling_back × quiesce_drain
+		{Cands: []*fsm.Candidate{rule295}},          // rolling_back × answer_wait
+		{Cands: []*fsm.Candidate{rule258}},          // rolling_back × drain_settled
+		{Cands: []*fsm.Candidate{rule287}},          // rolling_back × send_failed
+		{Cands: []*fsm.Candidate{rule210}},          // rolling_back × connection_lost
 		// resuming
-		{Cands: []*fsm.Candidate{rule219}},          // resuming × environment_quiesce
-		{Cands: []*fsm.Candidate{rule333}},          // resuming × quiesced_accepted
-		{Cands: []*fsm.Candidate{rule333}},          // resuming × quiesced_refused
-		{Cands: []*fsm.Candidate{rule336}},          // resuming × environment_resume
-		{Cands: []*fsm.Candidate{rule336}},          // resuming × resume_rollback
-		{Cands: []*fsm.Candidate{rule310, rule330}}, // resuming × resumed_accepted
-		{Cands: []*fsm.Candidate{rule315, rule330}}, // resuming × resumed_refused
-		{Cands: []*fsm.Candidate{rule257}},          // resuming × quiesce_drain
-		{Cands: []*fsm.Candidate{rule320}},          // resuming × answer_wait
-		{Cands: []*fsm.Candidate{rule257}},          // resuming × drain_settled
-		{Cands: []*fsm.Candidate{rule336}},          // resuming × send_failed
-		{Cands: []*fsm.Candidate{rule209}},          // resuming × connection_lost
+		{Cands: []*fsm.Candidate{rule220}},          // resuming × environment_quiesce
+		{Cands: []*fsm.Candidate{rule347}},          // resuming × quiesced_accepted
+		{Cands: []*fsm.Candidate{rule301, rule347}}, // resuming × quiesced_refused
+		{Cands: []*fsm.Candidate{rule395}},          // resuming × environment_resume
+		{Cands: []*fsm.Candidate{rule395}},          // resuming × resume_rollback
+		{Cands: []*fsm.Candidate{rule322, rule344}}, // resuming × resumed_accepted
+		{Cands: []*fsm.Candidate{rule327, rule344}}, // resuming × resumed_refused
+		{Cands: []*fsm.Candidate{rule258}},          // resuming × quiesce_drain
+		{Cands: []*fsm.Candidate{rule332}},          // resuming × answer_wait
+		{Cands: []*fsm.Candidate{rule258}},          // resuming × drain_settled
+		{Cands: []*fsm.Candidate{rule395}},          // resuming × send_failed
+		{Cands: []*fsm.Candidate{rule210}},          // resuming × connection_lost
 		// resumed
-		{Cands: []*fsm.Candidate{rule348}}, // resumed × environment_quiesce
-		{Cands: []*fsm.Candidate{rule341}}, // resumed × quiesced_accepted
-		{Cands: []*fsm.Candidate{rule341}}, // resumed × quiesced_refused
-		{Cands: []*fsm.Candidate{rule348}}, // resumed × environment_resume
-		{Cands: []*fsm.Candidate{rule348}}, // resumed × resume_rollback
-		{Cands: []*fsm.Candidate{rule341}}, // resumed × resumed_accepted
-		{Cands: []*fsm.Candidate{rule341}}, // resumed × resumed_refused
-		{Cands: []*fsm.Candidate{rule341}}, // resumed × quiesce_drain
-		{Cands: []*fsm.Candidate{rule341}}, // resumed × answer_wait
-		{Cands: []*fsm.Candidate{rule341}}, // resumed × drain_settled
-		{Cands: []*fsm.Candidate{rule341}}, // resumed × send_failed
-		{Cands: []*fsm.Candidate{rule341}}, // resumed × connection_lost
+		{Cands: []*fsm.Candidate{rule407}}, // resumed × environment_quiesce
+		{Cands: []*fsm.Candidate{rule400}}, // resumed × quiesced_accepted
+		{Cands: []*fsm.Candidate{rule400}}, // resumed × quiesced_refused
+		{Cands: []*fsm.Candidate{rule407}}, // resumed × environment_resume
+		{Cands: []*fsm.Candidate{rule407}}, // resumed × resume_rollback
+		{Cands: []*fsm.Candidate{rule400}}, // resumed × resumed_accepted
+		{Cands: []*fsm.Candidate{rule400}}, // resumed × resumed_refused
+		{Cands: []*fsm.Candidate{rule400}}, // resumed × quiesce_drain
+		{Cands: []*fsm.Candidate{rule400}}, // resumed × answer_wait
+		{Cands: []*fsm.Candidate{rule400}}, // resumed × drain_settled
+		{Cands: []*fsm.Candidate{rule400}}, // resumed × send_failed
+		{Cands: []*fsm.Candidate{rule400}}, // resumed × connection_lost
 		// quiesce_refused
-		{Cands: []*fsm.Candidate{rule348}}, // quiesce_refused × environment_quiesce
-		{Cands: []*fsm.Candidate{rule341}}, // quiesce_refused × quiesced_accepted
-		{Cands: []*fsm.Candidate{rule341}}, // quiesce_refused × quiesced_refused
-		{Cands: []*fsm.Candidate{rule348}}, // quiesce_refused × environment_resume
-		{Cands: []*fsm.Candidate{rule344}}, // quiesce_refused × resume_rollback
-		{Cands: []*fsm.Candidate{rule341}}, // quiesce_refused × resumed_accepted
-		{Cands: []*fsm.Candidate{rule341}}, // quiesce_refused × resumed_refused
-		{Cands: []*fsm.Candidate{rule341}}, // quiesce_refused × quiesce_drain
-		{Cands: []*fsm.Candidate{rule341}}, // quiesce_refused × answer_wait
-		{Cands: []*fsm.Candidate{rule341}}, // quiesce_refused × drain_settled
-		{Cands: []*fsm.Candidate{rule341}}, // quiesce_refused × send_failed
-		{Cands: []*fsm.Candidate{rule341}}, // quiesce_refused × connection_lost
+		{Cands: []*fsm.Candidate{rule407}}, // quiesce_refused × environment_quiesce
+		{Cands: []*fsm.Candidate{rule400}}, // quiesce_refused × quiesced_accepted
+		{Cands: []*fsm.Candidate{rule400}}, // quiesce_refused × quiesced_refused
+		{Cands: []*fsm.Candidate{rule407}}, // quiesce_refused × environment_resume
+		{Cands: []*fsm.Candidate{rule403}}, // quiesce_refused × resume_rollback
+		{Cands: []*fsm.Candidate{rule400}}, // quiesce_refused × resumed_accepted
+		{Cands: []*fsm.Candidate{rule400}}, // quiesce_refused × resumed_refused
+		{Cands: []*fsm.Candidate{rule400}}, // quiesce_refused × quiesce_drain
+		{Cands: []*fsm.Candidate{rule400}}, // quiesce_refused × answer_wait
+		{Cands: []*fsm.Candidate{rule400}}, // quiesce_refused × drain_settled
+		{Cands: []*fsm.Candidate{rule400}}, // quiesce_refused × send_failed
+		{Cands: []*fsm.Candidate{rule400}}, // quiesce_refused × connection_lost
 		// resume_refused
-		{Cands: []*fsm.Candidate{rule348}}, // resume_refused × environment_quiesce
-		{Cands: []*fsm.Candidate{rule341}}, // resume_refused × quiesced_accepted
-		{Cands: []*fsm.Candidate{rule341}}, // resume_refused × quiesced_refused
-		{Cands: []*fsm.Candidate{rule348}}, // resume_refused × environment_resume
-		{Cands: []*fsm.Candidate{rule348}}, // resume_refused × resume_rollback
-		{Cands: []*fsm.Candidate{rule341}}, // resume_refused × resumed_accepted
-		{Cands: []*fsm.Candidate{rule341}}, // resume_refused × resumed_refused
-		{Cands: []*fsm.Candidate{rule341}}, // resume_refused × quiesce_drain
-		{Cands: []*fsm.Candidate{rule341}}, // resume_refused × answer_wait
-		{Cands: []*fsm.Candidate{rule341}}, // resume_refused × drain_settled
-		{Cands: []*fsm.Candidate{rule341}}, // resume_refused × send_failed
-		{Cands: []*fsm.Candidate{rule341}}, // resume_refused × connection_lost
+		{Cands: []*fsm.Candidate{rule407}}, // resume_refused × environment_quiesce
+		{Cands: []*fsm.Candidate{rule400}}, // resume_refused × quiesced_accepted
+		{Cands: []*fsm.Candidate{rule400}}, // resume_refused × quiesced_refused
+		{Cands: []*fsm.Candidate{rule407}}, // resume_refused × environment_resume
+		{Cands: []*fsm.Candidate{rule407}}, // resume_refused × resume_rollback
+		{Cands: []*fsm.Candidate{rule400}}, // resume_refused × resumed_accepted
+		{Cands: []*fsm.Candidate{rule400}}, // resume_refused × resumed_refused
+		{Cands: []*fsm.Candidate{rule400}}, // resume_refused × quiesce_drain
+		{Cands: []*fsm.Candidate{rule400}}, // resume_refused × answer_wait
+		{Cands: []*fsm.Candidate{rule400}}, // resume_refused × drain_settled
+		{Cands: []*fsm.Candidate{rule400}}, // resume_refused × send_failed
+		{Cands: []*fsm.Candidate{rule400}}, // resume_refused × connection_lost
 		// expired
-		{Cands: []*fsm.Candidate{rule348}}, // expired × environment_quiesce
-		{Cands: []*fsm.Candidate{rule341}}, // expired × quiesced_accepted
-		{Cands: []*fsm.Candidate{rule341}}, // expired × quiesced_refused
-		{Cands: []*fsm.Candidate{rule348}}, // expired × environment_resume
-		{Cands: []*fsm.Candidate{rule348}}, // expired × resume_rollback
-		{Cands: []*fsm.Candidate{rule341}}, // expired × resumed_accepted
-		{Cands: []*fsm.Candidate{rule341}}, // expired × resumed_refused
-		{Cands: []*fsm.Candidate{rule341}}, // expired × quiesce_drain
-		{Cands: []*fsm.Candidate{rule341}}, // expired × answer_wait
-		{Cands: []*fsm.Candidate{rule341}}, // expired × drain_settled
-		{Cands: []*fsm.Candidate{rule341}}, // expired × send_failed
-		{Cands: []*fsm.Candidate{rule341}}, // expired × connection_lost
+		{Cands: []*fsm.Candidate{rule389}},          // expired × environment_quiesce
+		{Cands: []*fsm.Candidate{rule366}},          // expired × quiesced_accepted
+		{Cands: []*fsm.Candidate{rule301, rule366}}, // expired × quiesced_refused
+		{Cands: []*fsm.Candidate{rule389}},          // expired × environment_resume
+		{Cands: []*fsm.Candidate{rule376, rule382}}, // expired × resume_rollback
+		{Cands: []*fsm.Candidate{rule352, rule363}}, // expired × resumed_accepted
+		{Cands: []*fsm.Candidate{rule358, rule363}}, // expired × resumed_refused
+		{Cands: []*fsm.Candidate{rule392}},          // expired × quiesce_drain
+		{Cands: []*fsm.Candidate{rule392}},          // expired × answer_wait
+		{Cands: []*fsm.Candidate{rule392}},          // expired × drain_settled
+		{Cands: []*fsm.Candidate{rule385}},          // expired × send_failed
+		{Cands: []*fsm.Candidate{rule369}},          // expired × connection_lost
 	},
 })
 
@@ -840,8 +868,8 @@ type CoreHooks[A any] interface {
 	// DoRecordOutcome performs record_outcome: Core records the resume, rollback or refusal
 	// outcome of the attempt.
 	DoRecordOutcome(f *fsm.Firing[A]) error
-	// DoRecordTimeout performs record_timeout: Core records the attempt expired with the code
-	// answer_timeout; the Environment's work is placed again.
+	// DoRecordTimeout performs record_timeout: Core records answer_timeout on the expired attempt
+	// and releases the Environment; its work is placed again.
 	DoRecordTimeout(f *fsm.Firing[A]) error
 }
 
