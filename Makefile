@@ -47,7 +47,8 @@ check-runtime-contract:
 
 ## model-check: the model checker at the CI bound (docs/model-check.md): Core and the Runtime's
 ## preparation, run and input machines together, the connection machine with the admission,
-## two workspace writes over two faults, a permission request on a Run, two workspace reads and two exports over two faults
+## two workspace writes over two faults, a permission request on a Run, two workspace reads and two exports over two faults,
+## one suspension attempt on a live connection (its answer_wait bound; see docs/model-check.md for faults)
 model-check:
 	$(GO) run ./cmd/agentwire check --bound ci
 	$(GO) run ./cmd/agentwire check --bound ci --machines connection,preparation,run --depth 14
@@ -55,6 +56,7 @@ model-check:
 	$(GO) run ./cmd/agentwire check --bound ci --machines run,interaction --asks 1 --depth 18
 	$(GO) run ./cmd/agentwire check --bound ci --machines workspace_read --reads 2 --faults 2 --depth 16
 	$(GO) run ./cmd/agentwire check --bound ci --machines workspace_export --exports 2 --faults 2 --depth 16
+	$(GO) run ./cmd/agentwire check --bound ci --machines suspension --faults 0 --depth 20
 
 ## model-check-long: a longer bound (two Runs, two inputs, two faults); counterexamples go to model-check-out/
 model-check-long:

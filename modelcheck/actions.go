@@ -95,6 +95,10 @@ const exportBegin = `{"step":"begin","handle":"handle-1","environment_id":"3f1c2
 
 func readID(n int) string { return fmt.Sprintf("00000000-0000-4000-9000-%012d", n) }
 
+func suspendID(n int) string { return fmt.Sprintf("00000000-0000-4000-b000-%012d", n) }
+
+const suspendedEnv = "8d0f3a2b-1c4e-4f5a-8b6c-7d8e9f0a1b2c"
+
 const readRequest = `{"handle":"handle-1","environment_id":"3f1c2a4e-8b7d-4c6a-9e2f-1a2b3c4d5e6f","path":"src/main.go","max_bytes":5}`
 
 const writeBegin = `{"step":"begin","environment_id":"3f1c2a4e-8b7d-4c6a-9e2f-1a2b3c4d5e6f","session_id":"9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d","path":"src/main.go","size_bytes":5,"sha256":"2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"}`
@@ -198,6 +202,10 @@ func (w *world) coreSends() []Action {
 		// operation ID would be a second read, not a replay).
 		out = append(out, send(fsm.RoleCore, "workspace_read", readID(w.reads+1), readRequest))
 	}
+	if _, ok := w.m.byName["suspension"]; ok && w.suspends < max(b.Suspensions, 1) {
+		out = append(out, send(fsm.RoleCore, "environment_quiesce", "quiesce-"+strconv.Itoa(w.suspends+1),
+			`{"environment_id":"`+suspendedEnv+`","suspend_id":"`+suspendID(w.suspends+1)+`"}`))
+	}
 	if _, ok := w.m.byName["workspace_export"]; ok && w.exports < b.Exports {
 		out = append(out, send(fsm.RoleCore, "workspace_export", exportID(w.exports+1), exportBegin))
 	}
@@ -220,6 +228,13 @@ func (w *world) coreSends() []Action {
 			out = append(out,
 				send(fsm.RoleCore, "workspace_export", i.Key.ID, `{"step":"next","offset":5}`),
 				send(fsm.RoleCore, "workspace_export", i.Key.ID, `{"step":"cancel"}`))
+		case "suspension":
+			// A resume or a rollback, whenever the table lets Core send one
+			// (an operator's, or the rollback answer_wait asks for).
+			for _, rb := range []string{"false", "true"} {
+				out = append(out, send(fsm.RoleCore, "environment_resume", "resume-"+num(i.Key.ID),
+					`{"environment_id":"`+suspendedEnv+`","suspend_id":"`+i.Key.ID+`","rollback":`+rb+`}`))
+			}
 		case "workspace_write":
 			out = append(out,
 				send(fsm.RoleCore, "workspace_write", i.Key.ID, `{"step":"chunk","data":"aGVsbG8="}`),
@@ -359,6 +374,13 @@ func (w *world) runtimeSends() []Action {
 				`{"outcome":"failed","offset":0,"error_code":"export_failed"}`, `{"outcome":"rejected","offset":0,"error_code":"resource_unavailable"}`} {
 				out = append(out, send(fsm.RoleRuntime, "workspace_export_result", i.Key.ID, body))
 			}
+		case "suspension":
+			ids := `"environment_id":"` + suspendedEnv + `","suspend_id":"` + i.Key.ID + `"`
+			out = append(out,
+				send(fsm.RoleRuntime, "environment_quiesced", "quiesce-"+num(i.Key.ID), `{`+ids+`,"accepted":true}`),
+				send(fsm.RoleRuntime, "environment_quiesced", "quiesce-"+num(i.Key.ID), `{`+ids+`,"accepted":false,"error_code":"resource_busy"}`),
+				send(fsm.RoleRuntime, "environment_resumed", "resume-"+num(i.Key.ID), `{`+ids+`,"accepted":true}`),
+				send(fsm.RoleRuntime, "environment_resumed", "resume-"+num(i.Key.ID), `{`+ids+`,"accepted":false,"error_code":"not_suspended"}`))
 		case "workspace_read":
 			for _, body := range []string{`{"outcome":"completed","data":"aGVsbG8=","close_acknowledged":true}`,
 				`{"outcome":"completed","data":"aGVsbG8=","truncated":true,"close_acknowledged":true}`,
@@ -519,6 +541,9 @@ func (w *world) applySend(a *Action) bool {
 	if a.Type == "workspace_export" && a.ID == exportID(w.exports+1) && strings.Contains(a.Payload, `"begin"`) {
 		w.exports++
 	}
+	if a.Type == "environment_quiesce" && strings.Contains(a.Payload, suspendID(w.suspends+1)) {
+		w.suspends++
+	}
 	if a.Fault == FaultNone {
 		w.remember(s, msg)
 		w.effective = false
@@ -591,9 +616,14 @@ func (w *world) disconnect() {
 		s.d.ConnectionLost()
 		w.closeInteractions(s, s.d, "")
 	}
-	for _, s := range w.sides {
+	for n, s := range w.sides {
 		for _, i := range s.d.Instances() {
 			if i.Key.Machine == "connection" {
+				continue
+			}
+			if durable(i.Key.Machine) && !i.Terminal() {
+				// It goes on on the next connection, not into the past.
+				w.carried[n] = append(w.carried[n], carried{saved: s.d.Save(i), rec: s.rec(i.Key).clone()})
 				continue
 			}
 			held := uint32(0)

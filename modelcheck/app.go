@@ -20,18 +20,21 @@ type record struct {
 	fp        [32]byte // fingerprint of the first execution_prepare
 	prepared  bool
 	readOnly  bool
-	cancel    string // delivery ID of the prompt_cancel this peer saw
-	runID     string // preparation: the Run its execution_start named
-	held      uint32 // resources held, by index in the machine's declaration
-	nativeRun bool   // runtime: start_native was performed
-	retry     bool   // core: keep_for_retry queued the input again
-	owes      bool   // a step asked this peer to send a frame it has not sent yet
+	cancel    string      // delivery ID of the prompt_cancel this peer saw
+	runID     string      // preparation: the Run its execution_start named
+	held      uint32      // resources held, by index in the machine's declaration
+	nativeRun bool        // runtime: start_native was performed
+	retry     bool        // core: keep_for_retry queued the input again
+	owes      bool        // a step asked this peer to send a frame it has not sent yet
+	owed      string      // the wire type of that frame
+	owedFrom  fsm.StateID // the state the step that asked for it left
 	// interaction: the request's kind and Run, the first answer's content,
 	// the latest delivery ID and how many answers were sent
 	kind     string
 	decision string
 	delivery string
 	attempts int
+	quiesced string // suspension: the environment_id of the quiesce
 }
 
 func (r *record) clone() *record { c := *r; return &c }
@@ -99,8 +102,25 @@ func guard(name string, ev *peer.Event, r *record) bool {
 	case "unknown_code":
 		ack, ok := p.(wire.PromptSteerAck)
 		return ok && ack.ErrorCode == "outcome_unknown"
+	case "own_suspension":
+		env, id, accepted, code, ok := suspensionReply(p)
+		return ok && r.quiesced != "" && env == r.quiesced && id == ev.Key.ID && !(accepted && code != "")
+	case "resume_matches_quiesce":
+		rs, ok := p.(wire.EnvironmentResume)
+		return ok && r.quiesced != "" && rs.EnvironmentID == r.quiesced
 	}
 	return false
+}
+
+// suspensionReply reads an environment_quiesced or environment_resumed.
+func suspensionReply(p wire.Payload) (env, suspendID string, accepted bool, code string, ok bool) {
+	switch r := p.(type) {
+	case wire.EnvironmentQuiesced:
+		return r.EnvironmentID, r.SuspendID, r.Accepted != nil && *r.Accepted, r.ErrorCode, true
+	case wire.EnvironmentResumed:
+		return r.EnvironmentID, r.SuspendID, r.Accepted != nil && *r.Accepted, r.ErrorCode, true
+	}
+	return "", "", false, "", false
 }
 
 func fingerprint(p wire.Payload) [32]byte {
@@ -136,6 +156,10 @@ func observe(ev *peer.Event, s fsm.Step, r *record) {
 		}
 		r.delivery = p.DeliveryID
 		r.attempts++
+	case wire.EnvironmentQuiesce:
+		if r.quiesced == "" {
+			r.quiesced = p.EnvironmentID
+		}
 	}
 }
 
@@ -184,6 +208,12 @@ func (a *app) Refused(r *peer.Refusal) {
 		reply("prompt_steer_ack", `{"input_id":"`+p.InputID+`","accepted":false,"error_code":"busy","error":"x"}`)
 	case wire.PromptCancel:
 		reply("interaction_decision_ack", `{"delivery_id":"`+p.DeliveryID+`","applied":false,"error_code":"run_inactive","error":"x"}`)
+	case wire.EnvironmentQuiesce:
+		reply("environment_quiesced", `{"environment_id":"`+p.EnvironmentID+`","suspend_id":"`+p.SuspendID+`","accepted":false,"error_code":"invalid_request"}`)
+	case wire.EnvironmentResume:
+		// runtime/execution answers a resume it holds no attempt for
+		// not_suspended, and changes nothing.
+		reply("environment_resumed", `{"environment_id":"`+p.EnvironmentID+`","suspend_id":"`+p.SuspendID+`","accepted":false,"error_code":"not_suspended"}`)
 	}
 }
 
@@ -203,6 +233,19 @@ func (a *app) Stepped(ev *peer.Event, s fsm.Step) {
 		// A debt is paid by the frame that reports the state the debtor is
 		// in (expired after the expiry timer moved it there).
 		pays := r.owes && strings.HasSuffix(t.EventName(s.Event()), "_"+t.StateName(s.From()))
+		if t.Name == "suspension" && r.owes && s.Disposition() == fsm.Ignored && ev.Msg != nil && ev.Msg.Type == r.owed {
+			// The Runtime's answer to its own drain (drain_settled, the 5 s
+			// quiesce_drain): the step moved its copy first, so the frame
+			// it owes is one its copy then ignores (runtime/execution sends
+			// it from the step's effect). It pays only with the answer that
+			// leads where the step went (accepted into suspended, refused
+			// into quiesce_refused).
+			for _, c := range t.Cells[t.CellIndex(r.owedFrom, s.Event())].Cands {
+				if c.Disp == fsm.Moved && c.To == s.From() {
+					pays = true
+				}
+			}
+		}
 		if pays || s.Disposition() == fsm.Moved || s.Disposition() == fsm.Stayed {
 			a.w.effective = true
 		}
@@ -266,7 +309,8 @@ func (b *binding) Perform(ef *fsm.Effect, f *fsm.Firing[*peer.Event]) error {
 		// Sends are the explorer's choices (the Runtime may answer or not);
 		// the record notes the debt, which keeps the instance from counting
 		// as quiescent until a frame of it goes out.
-		b.s.rec(f.Arg.Key).owes = true
+		r := b.s.rec(f.Arg.Key)
+		r.owes, r.owed, r.owedFrom = true, f.Table.MessageName(ef.Message), f.From
 		return nil
 	}
 	if ef.Kind != fsm.EffectDo {

@@ -30,19 +30,22 @@ import (
 
 // Bounds limit the exploration.
 type Bounds struct {
-	Depth      int  // actions in a trace
-	Runs       int  // preparations (and their Runs) Core begins, over all connections
-	Inputs     int  // active inputs per Run
-	Faults     int  // failed writes and dropped connections
-	Reconnects int  // fresh connections after the first
-	Revisions  int  // preparation_status revisions per handle
-	InFlight   int  // frames in flight per direction (2 when 0)
-	Writes     int  // workspace writes Core begins, over all connections
-	Reads      int  // workspace reads Core dispatches, over all connections (with the workspace_read machine)
-	Exports    int  // workspace exports Core begins, over all connections (with the workspace_export machine)
-	Asks       int  // permission requests the Runtime raises per Run (with the interaction machine)
-	ReadOnly   bool // Core may also prepare the read-only workspace profile
-	MaxStates  int  // stop after this many distinct states (0: no limit)
+	Depth      int // actions in a trace
+	Runs       int // preparations (and their Runs) Core begins, over all connections
+	Inputs     int // active inputs per Run
+	Faults     int // failed writes and dropped connections
+	Reconnects int // fresh connections after the first
+	Revisions  int // preparation_status revisions per handle
+	InFlight   int // frames in flight per direction (2 when 0)
+	Writes     int // workspace writes Core begins, over all connections
+	Reads      int // workspace reads Core dispatches, over all connections (with the workspace_read machine)
+	Exports    int // workspace exports Core begins, over all connections (with the workspace_export machine)
+	Asks       int // permission requests the Runtime raises per Run (with the interaction machine)
+	// Suspensions is how many suspension attempts Core begins, over all
+	// connections (with the suspension machine; 1 when 0).
+	Suspensions int
+	ReadOnly    bool // Core may also prepare the read-only workspace profile
+	MaxStates   int  // stop after this many distinct states (0: no limit)
 }
 
 // CI is the bound `make model-check` runs (about 350 000 states, 75 s of

@@ -267,6 +267,20 @@ func TestRealWorkspaceWriteHoldsEveryInvariant(t *testing.T) {
 	}
 }
 
+// The suspension machine on a live connection: every attempt settles (an
+// unanswered quiesce is rolled back, an unanswered rollback expires and a
+// late answer still settles it), and a refusal proves no fence is held.
+// (With faults, the Runtime's copy that reopened admission and then lost
+// its reply's connection is left uncertain: docs/model-check.md.)
+func TestRealSuspensionHoldsEveryInvariantWhileConnected(t *testing.T) {
+	rep, err := Check(Config{Model: loadSpec(t), Machines: []string{"suspension"}, Bounds: Bounds{Depth: 20, Faults: 0, Reconnects: 1}})
+	require.NoError(t, err)
+	for _, v := range rep.Violations {
+		t.Errorf("%v\n%s", v, Mermaid(v))
+	}
+	assert.Greater(t, rep.States, 300)
+}
+
 // The crossing release again, with the repeated release refused as well:
 // now nothing at all can move (no frame, no timer, no local event), yet
 // Core's handle is not settled.

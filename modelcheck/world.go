@@ -59,6 +59,18 @@ type inflight struct {
 	id    string
 }
 
+// carried is one instance a side restores on its next connection.
+type carried struct {
+	saved peer.Saved
+	rec   *record
+}
+
+// durable reports whether instances of machine outlive their connection:
+// a suspension attempt is persisted fencing (daemon-protocol.txt:78), kept
+// by Core's store (and adopted by the device's next connection, with its
+// deadlines) and by the Runtime's fence.
+func durable(machine string) bool { return machine == "suspension" }
+
 // past is an instance of a connection that is gone, as the invariants
 // still see it (an unknown outcome, a resource kept).
 type past struct {
@@ -88,6 +100,12 @@ type world struct {
 	writes     int               // workspace writes Core has begun
 	reads      int               // workspace reads Core has dispatched
 	exports    int               // workspace exports Core has begun
+	suspends   int               // suspension attempts Core has begun
+	// carried are the instances that outlive a connection on each side
+	// (suspension attempts: Core's store and adoption, the Runtime's
+	// fence), saved by disconnect and restored by connect with their
+	// records.
+	carried    [2][]carried
 	faults     int
 	reconnects int
 
@@ -161,6 +179,13 @@ func (w *world) connect() error {
 		if err := w.newDriver(s); err != nil {
 			return err
 		}
+		for _, c := range w.carried[i] {
+			if err := s.d.Restore([]peer.Saved{c.saved}); err != nil {
+				return fmt.Errorf("modelcheck: restoring %s/%s: %w", c.saved.Machine, c.saved.ID, err)
+			}
+			s.recs[peer.Key{Machine: c.saved.Machine, ID: c.saved.ID}] = c.rec
+		}
+		w.carried[i] = nil
 	}
 	if t, ok := w.m.byName["connection"]; ok {
 		k := peer.Key{Machine: "connection"}
@@ -316,6 +341,7 @@ func (w *world) hash() [16]byte {
 	num(int64(w.writes))
 	num(int64(w.reads))
 	num(int64(w.exports))
+	num(int64(w.suspends))
 	num(int64(w.faults))
 	num(int64(w.reconnects))
 	for _, s := range w.sides {
@@ -337,6 +363,9 @@ func (w *world) hash() [16]byte {
 			h.Write(r.fp[:])
 			str(r.cancel)
 			str(r.runID)
+			str(r.quiesced)
+			str(r.owed)
+			num(int64(r.owedFrom))
 			num(int64(r.held))
 			flags := int64(0)
 			for b, f := range []bool{r.prepared, r.readOnly, r.nativeRun, r.retry, r.owes} {
