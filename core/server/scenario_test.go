@@ -48,7 +48,7 @@ type coreSide struct {
 	http    *httptest.Server
 	clock   *peer.ManualClock
 	secrets map[string]string
-	creds   map[string]string // credential IDs by name, for "revoke"
+	creds   map[string]string      // credential IDs by name, for "revoke"
 	seen    map[string]int64       // journal position per Turn for "events"
 	pending map[string]chan string // "api … async=NAME" calls not yet awaited
 }
