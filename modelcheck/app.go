@@ -103,24 +103,13 @@ func guard(name string, ev *peer.Event, r *record) bool {
 		ack, ok := p.(wire.PromptSteerAck)
 		return ok && ack.ErrorCode == "outcome_unknown"
 	case "own_suspension":
-		env, id, accepted, code, ok := suspensionReply(p)
+		env, id, accepted, code, ok := wire.SuspensionAnswer(p)
 		return ok && r.quiesced != "" && env == r.quiesced && id == ev.Key.ID && !(accepted && code != "")
 	case "resume_matches_quiesce":
 		rs, ok := p.(wire.EnvironmentResume)
 		return ok && r.quiesced != "" && rs.EnvironmentID == r.quiesced
 	}
 	return false
-}
-
-// suspensionReply reads an environment_quiesced or environment_resumed.
-func suspensionReply(p wire.Payload) (env, suspendID string, accepted bool, code string, ok bool) {
-	switch r := p.(type) {
-	case wire.EnvironmentQuiesced:
-		return r.EnvironmentID, r.SuspendID, r.Accepted != nil && *r.Accepted, r.ErrorCode, true
-	case wire.EnvironmentResumed:
-		return r.EnvironmentID, r.SuspendID, r.Accepted != nil && *r.Accepted, r.ErrorCode, true
-	}
-	return "", "", false, "", false
 }
 
 func fingerprint(p wire.Payload) [32]byte {

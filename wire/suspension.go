@@ -162,3 +162,16 @@ func suspensionMatch(typ, gotEnv, gotSuspend, wantEnv, wantSuspend string) *Fiel
 	}
 	return c.first
 }
+
+// SuspensionAnswer reads an environment_quiesced or environment_resumed
+// payload: the identity it echoes, whether it was accepted and its code;
+// ok is false for any other payload.
+func SuspensionAnswer(p Payload) (env, suspendID string, accepted bool, code string, ok bool) {
+	switch r := p.(type) {
+	case EnvironmentQuiesced:
+		return r.EnvironmentID, r.SuspendID, r.Accepted != nil && *r.Accepted, r.ErrorCode, true
+	case EnvironmentResumed:
+		return r.EnvironmentID, r.SuspendID, r.Accepted != nil && *r.Accepted, r.ErrorCode, true
+	}
+	return "", "", false, "", false
+}

@@ -140,13 +140,7 @@ func reply(f *fsm.Firing[*peer.Event]) (env, suspendID string, accepted bool, co
 	if f.Arg == nil || f.Arg.Msg == nil {
 		return "", "", false, "", false
 	}
-	switch p := f.Arg.Msg.Payload.(type) {
-	case wire.EnvironmentQuiesced:
-		return p.EnvironmentID, p.SuspendID, p.Accepted != nil && *p.Accepted, p.ErrorCode, true
-	case wire.EnvironmentResumed:
-		return p.EnvironmentID, p.SuspendID, p.Accepted != nil && *p.Accepted, p.ErrorCode, true
-	}
-	return "", "", false, "", false
+	return wire.SuspensionAnswer(f.Arg.Msg.Payload)
 }
 
 // GuardOwnSuspension: the reply echoes this attempt's Environment and

@@ -2,12 +2,11 @@ package gateway
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"log/slog"
 	"time"
 
+	"github.com/agentwire/agentwire/core/credential"
 	"github.com/agentwire/agentwire/core/envinit"
 	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/fsm"
@@ -135,16 +134,10 @@ func (c *conn) xferMoved(i *peer.Instance) {
 	}
 }
 
-// newUUID is a random (version 4) canonical UUID: runtime_prepare's
-// transfer ID must be one (wire-reference.md §2.1).
-func newUUID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	x := hex.EncodeToString(b[:])
-	return x[0:8] + "-" + x[8:12] + "-" + x[12:16] + "-" + x[16:20] + "-" + x[20:32]
-}
+// newUUID is a random canonical UUID: runtime_prepare's transfer ID must
+// be one (wire-reference.md §2.1), as are a write's mutation ID and a
+// suspension's IDs.
+func newUUID() string { return credential.NewUUID() }
 
 // initOutcome is what an initialization attempt on one connection gave.
 type initOutcome struct {

@@ -75,17 +75,6 @@ func (Recorder) Stepped(ev *peer.Event, s fsm.Step) {
 	}
 }
 
-// suspensionReply reads an environment_quiesced or environment_resumed.
-func suspensionReply(p wire.Payload) (env, suspendID string, accepted bool, code string, ok bool) {
-	switch r := p.(type) {
-	case wire.EnvironmentQuiesced:
-		return r.EnvironmentID, r.SuspendID, r.Accepted != nil && *r.Accepted, r.ErrorCode, true
-	case wire.EnvironmentResumed:
-		return r.EnvironmentID, r.SuspendID, r.Accepted != nil && *r.Accepted, r.ErrorCode, true
-	}
-	return "", "", false, "", false
-}
-
 type recorderBinding struct{}
 
 func (recorderBinding) Guard(g fsm.GuardID, f *fsm.Firing[*peer.Event]) bool {
@@ -116,7 +105,7 @@ func (recorderBinding) Guard(g fsm.GuardID, f *fsm.Firing[*peer.Event]) bool {
 		ack, ok := ev.Msg.Payload.(wire.InteractionDecisionAck)
 		return ok && ack.DeliveryID != "" && ack.DeliveryID == r.cancel
 	case "own_suspension":
-		env, id, accepted, code, ok := suspensionReply(ev.Msg.Payload)
+		env, id, accepted, code, ok := wire.SuspensionAnswer(ev.Msg.Payload)
 		return ok && r.quiesced != "" && env == r.quiesced && id == ev.Key.ID && !(accepted && code != "")
 	case "resume_matches_quiesce":
 		p, ok := ev.Msg.Payload.(wire.EnvironmentResume)
