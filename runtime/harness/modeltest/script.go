@@ -353,6 +353,9 @@ func errorFor(api API, e HTTPError) HTTPError {
 			e.Message = "Your input exceeds the context window of this model. Please adjust your input and try again."
 		}
 	}
+	if e.Message == "" && e.Status == 529 {
+		e.Message = "Overloaded"
+	}
 	if e.Message == "" {
 		e.Message = strings.ToLower(http.StatusText(e.Status))
 		if e.Message == "" {
