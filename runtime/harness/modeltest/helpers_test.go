@@ -173,3 +173,10 @@ func asyncEvents(body io.Reader) (<-chan modeltest.Event, <-chan error) {
 	}()
 	return ch, errc
 }
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return b
+}

@@ -168,7 +168,8 @@ func contentTexts(content any) []string {
 
 // UserTexts is the text of every user message in order, one entry per
 // text part: input_text parts of user messages (Responses API), string
-// contents and text blocks of user messages (Messages API).
+// contents and text blocks of user messages (Messages API), leaving out
+// the blocks that are only a <system-reminder> Claude Code adds.
 func (r *Request) UserTexts() []string {
 	var out []string
 	switch r.API {
@@ -180,8 +181,13 @@ func (r *Request) UserTexts() []string {
 		}
 	case APIMessages, APICountTokens:
 		for _, m := range r.messages() {
-			if m["role"] == "user" {
-				out = append(out, contentTexts(m["content"])...)
+			if m["role"] != "user" {
+				continue
+			}
+			for _, text := range contentTexts(m["content"]) {
+				if !isReminder(text) {
+					out = append(out, text)
+				}
 			}
 		}
 	}
@@ -379,13 +385,17 @@ func (r *Request) LastToolResult() (ToolResult, bool) {
 		objs := objects(blocks)
 		for i := len(objs) - 1; i >= 0; i-- {
 			b := objs[i]
-			if b["type"] == "text" {
-				if s, _ := b["text"].(string); strings.HasPrefix(strings.TrimSpace(s), "<system-reminder>") {
-					continue
-				}
+			if s, _ := b["text"].(string); b["type"] == "text" && isReminder(s) {
+				continue
 			}
 			return messagesToolResult(b, r.toolUseNames())
 		}
 	}
 	return ToolResult{}, false
+}
+
+// isReminder reports whether a text block is a <system-reminder> that
+// Claude Code adds, rather than the user's words.
+func isReminder(text string) bool {
+	return strings.HasPrefix(strings.TrimSpace(text), "<system-reminder>")
 }
