@@ -32,6 +32,7 @@ vet:
 ## test: vet, then every test with the race detector
 test: vet
 	$(GO) test -race -count=1 ./...
+	@$(GO) run ./cmd/agentwire-harnesses status
 
 test-short: vet
 	$(GO) test -race -short ./...
@@ -100,3 +101,15 @@ demo:
 ## Chromium and check every state shows its name (needs Chromium, node and npm; not in `test`)
 diagrams-browser-check:
 	bash gen/diagram/browsercheck/check.sh
+
+## harnesses: install the real coding-agent CLIs at the versions pinned in runtime/harness/install
+## (@openai/codex, @anthropic-ai/claude-code) with npm into $AGENTWIRE_HARNESS_DIR, else
+## ~/.cache/agentwire/harnesses; no network when they are already there (needs node and npm)
+.PHONY: harnesses check-harnesses
+harnesses:
+	$(GO) run ./cmd/agentwire-harnesses install
+
+## check-harnesses: the real-harness tests (TestHarness*) against the installed CLIs; a CLI
+## that is missing fails them here, where make test skips them
+check-harnesses:
+	AGENTWIRE_REQUIRE_HARNESSES=1 $(GO) test -race -count=1 -run Harness ./runtime/...
