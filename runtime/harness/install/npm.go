@@ -135,6 +135,9 @@ func Install(ctx context.Context, o Options) (Result, error) {
 	fmt.Fprintf(out, "harnesses: %s %s\n", filepath.Base(npm), strings.Join(args, " "))
 	cmd := exec.CommandContext(ctx, npm, args...)
 	cmd.Dir = dir
+	// No "new npm version available" check: one request less, and no
+	// notice in a CI log.
+	cmd.Env = append(os.Environ(), "npm_config_update_notifier=false")
 	cmd.Stdout = out
 	cmd.Stderr = out
 	cmd.WaitDelay = 5 * time.Second
