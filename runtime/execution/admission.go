@@ -203,7 +203,9 @@ func (s *Session) admit(d *peer.Driver, inst *peer.Instance, p wire.ExecutionPre
 		code = wire.PrepCodeUnsupportedPreparation
 	case cfg.WorkspaceReadOnly && !decl.Capabilities.WorkspaceReadPreparation.Supports():
 		code = wire.PrepCodeUnsupportedReadPreparation
-	case len(cfg.FunctionTools) > 0 && !decl.Capabilities.FunctionTools.Supports():
+	case !cfg.WorkspaceReadOnly && harness.CheckConfiguration(decl.Capabilities, cfg) != nil:
+		// An operation the declaration does not support is refused before
+		// any native call (daemon-protocol.txt:27, :157), definitely.
 		code = wire.PrepCodeUnsupportedConfiguration
 	case s.fence.held(env):
 		// decision: a quiescing or suspended Environment admits no new

@@ -98,9 +98,12 @@ func (h inputHooks) DoWriteNative(f *fsm.Firing[*peer.Event]) error {
 		return nil
 	}
 	steerer, ok := r.exe.(harness.Steerer)
-	declared := r.turn.Declaration.Capabilities.Steering == wire.Supported
-	if !declared || !ok {
+	if !ok {
 		refuse("unsupported", "the Harness does not take active input")
+		return nil
+	}
+	if err := harness.CheckSteer(r.turn.Declaration.Capabilities, p.Input); err != nil {
+		refuse("unsupported", boundedError(err))
 		return nil
 	}
 	r.inputs[inputID] = true

@@ -127,6 +127,11 @@ func (h interactionHooks) DoApplyDecision(f *fsm.Firing[*peer.Event]) error {
 		refuse(f.Arg.Driver(), "unsupported", "the Harness does not take this answer")
 		return nil
 	}
+	if err := harness.CheckAnswer(caps, answer); err != nil {
+		// An image in a function result without function_result_images.
+		refuse(f.Arg.Driver(), "unsupported", boundedError(err))
+		return nil
+	}
 	r.em.hold()
 	s.goNative(func() {
 		defer r.em.release()

@@ -76,6 +76,13 @@ func (h runHooks) DoStartNative(f *fsm.Firing[*peer.Event]) error {
 			// preparation was granted: execution there waits for it
 			// (daemon-protocol.txt:185).
 			code = wire.PrepCodeResourceUnavailable
+		case harness.CheckInput(a.decl.Capabilities, p.Input) != nil:
+			// decision: content the admitted declaration cannot carry (an
+			// image on a text-only Harness) is rejected explicitly before
+			// the Run starts, never dropped (daemon-protocol.txt:98); the
+			// start is refused unsupported_configuration, and the ready
+			// admission stays Core's to release.
+			code = wire.PrepCodeUnsupportedConfiguration
 		}
 		if code != "" {
 			s.reject(d, ev.Msg.ID, wire.PreparationOpStart, code, p)
@@ -107,6 +114,14 @@ func (h runHooks) DoStartNative(f *fsm.Firing[*peer.Event]) error {
 			// prompt_request has no rejection receipt: the Run fails with an
 			// error and done (daemon-protocol.txt:124).
 			send(d, runID, wire.ErrorFrame{Error: "the Runtime cannot start this Run now"})
+			send(d, runID, wire.Done{})
+			return nil
+		}
+		if err := harness.CheckConfiguration(decl.Capabilities, p); err != nil {
+			// An operation or content the declaration does not support is
+			// refused before any native call (daemon-protocol.txt:27, :98,
+			// :157); prompt_request has no rejection receipt.
+			send(d, runID, wire.ErrorFrame{Error: boundedError(err)})
 			send(d, runID, wire.Done{})
 			return nil
 		}
