@@ -1,0 +1,355 @@
+package codex
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agentwire/agentwire/wire"
+)
+
+// The mapping of one turn's notifications and server requests onto Run
+// frames (harness-notes §5 measured each of them on Codex 0.171.0).
+
+// Bounds of what a frame repeats of a tool's native data: a frame is at
+// most wire.MaxFrameBytes, and a command's output can be any size.
+const (
+	maxObservedText = 64 << 10
+	maxObservedDiff = 8 << 10
+	answerTimeout   = 10 * time.Second
+)
+
+// Tool names of the tool_call frames and permission requests.
+const (
+	toolCommand    = "command_execution"
+	toolFileChange = "file_change"
+	toolWebSearch  = "web_search"
+)
+
+// delta emits one text fragment; the item ID only to a Core that opted in
+// with observe_messages (daemon-protocol.txt:56).
+func (l *turnLoop) delta(itemID, text string) {
+	l.seq++
+	d := wire.Delta{Delta: text, Sequence: l.seq}
+	if l.e.observeMessages {
+		d.ItemID = itemID
+	}
+	l.content.WriteString(text)
+	l.send(d)
+}
+
+// item maps item/started and item/completed.
+func (l *turnLoop) item(it item, completed bool) {
+	switch it.Type {
+	case itemAgentMessage:
+		if completed && it.Text != "" && !l.deltaItems[it.ID] {
+			// decision: a message that completed without streaming its text
+			// still reaches Core as one delta, so the deltas always add up to
+			// done.content (issue 17 §1, the shared text assertions).
+			l.delta(it.ID, it.Text)
+		}
+		if !l.e.observeMessages || it.ID == "" {
+			return
+		}
+		om := wire.OutputMessage{ID: it.ID, Status: wire.OutputInProgress}
+		if it.Phase != nil && strings.TrimSpace(*it.Phase) != "" {
+			om.Phase = *it.Phase
+		}
+		if completed {
+			text := it.Text
+			om.Status, om.Text = wire.OutputCompleted, &text
+		}
+		l.send(om)
+	case itemFileChange:
+		if l.fileChanges == nil {
+			l.fileChanges = map[string][]fileChange{}
+		}
+		l.fileChanges[it.ID] = it.Changes
+		l.tool(it, completed)
+	case itemCommand, itemMCPTool, itemDynamicTool, itemWebSearch:
+		l.tool(it, completed)
+	}
+}
+
+// tool emits the before or after stage of a tool item, with the
+// engine-neutral observation when Core asked for it.
+func (l *turnLoop) tool(it item, completed bool) {
+	if it.ID == "" {
+		return
+	}
+	tc := wire.ToolCall{ID: it.ID, Name: toolName(it), Stage: wire.ToolStageBefore}
+	if completed {
+		tc.Stage = wire.ToolStageAfter
+	} else {
+		tc.Args = toolArgs(it)
+	}
+	if l.e.observeTools {
+		tc.Observation = observation(it, completed)
+	}
+	l.send(tc)
+}
+
+func toolName(it item) string {
+	switch it.Type {
+	case itemCommand:
+		return toolCommand
+	case itemFileChange:
+		return toolFileChange
+	case itemWebSearch:
+		return toolWebSearch
+	}
+	if it.Tool != "" {
+		return it.Tool
+	}
+	return it.Type
+}
+
+// toolArgs is the tool's input as a JSON object.
+func toolArgs(it item) wire.NativeJSON {
+	var v any
+	switch it.Type {
+	case itemCommand:
+		v = map[string]any{"command": boundText(it.Command), "cwd": it.Cwd}
+	case itemFileChange:
+		v = map[string]any{"changes": changeList(it.Changes, false)}
+	case itemWebSearch:
+		v = map[string]any{"query": boundText(it.Query)}
+	default:
+		v = map[string]any{"server": it.Server, "tool": it.Tool, "arguments": boundedJSON(it.Arguments)}
+	}
+	b, _ := json.Marshal(v)
+	return wire.NativeJSON(b)
+}
+
+func changeList(cs []fileChange, diffs bool) []map[string]string {
+	out := make([]map[string]string, 0, len(cs))
+	for _, c := range cs {
+		m := map[string]string{"path": c.Path, "kind": c.Kind.Type}
+		if diffs && c.Diff != "" {
+			m["diff"] = cut(c.Diff, maxObservedDiff)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// observation is the engine-neutral snapshot of a tool item.
+func observation(it item, completed bool) *wire.ToolObservation {
+	o := &wire.ToolObservation{Status: toolStatus(it.Status, completed)}
+	switch it.Type {
+	case itemCommand:
+		o.Kind = "command"
+		if strings.TrimSpace(it.Command) != "" {
+			o.Command = boundText(it.Command)
+		}
+		if it.Cwd != nil && *it.Cwd != "" {
+			cwd := *it.Cwd
+			o.Cwd = &cwd
+		}
+		o.ExitCode = it.ExitCode
+		if it.DurationMS != nil && *it.DurationMS >= 0 {
+			o.DurationMS = it.DurationMS
+		}
+		if it.AggregatedOutput != nil {
+			b, _ := json.Marshal(cut(*it.AggregatedOutput, maxObservedText))
+			o.Output = b
+		}
+	case itemFileChange:
+		o.Kind = "file_change"
+		b, _ := json.Marshal(map[string]any{"changes": changeList(it.Changes, true)})
+		o.Arguments = b
+	case itemWebSearch:
+		o.Kind = "web_search"
+		if it.Query != "" {
+			q := boundText(it.Query)
+			o.Action = &wire.ToolWebSearchAction{Type: "search", Query: &q}
+		}
+	case itemMCPTool, itemDynamicTool:
+		o.Kind = "mcp"
+		if it.Type == itemDynamicTool {
+			o.Kind = "function"
+		}
+		if strings.TrimSpace(it.Tool) != "" {
+			o.Name = it.Tool
+		}
+		if strings.TrimSpace(it.Server) != "" {
+			o.Server = it.Server
+		}
+		o.Arguments = boundedJSON(it.Arguments)
+		if it.Type == itemMCPTool {
+			o.Output = boundedJSON(it.Result)
+		} else {
+			o.Output = boundedJSON(it.ContentItems)
+		}
+		o.Error = boundedJSON(it.Error)
+		if it.DurationMS != nil && *it.DurationMS >= 0 {
+			o.DurationMS = it.DurationMS
+		}
+	}
+	return o
+}
+
+// toolStatus maps Codex's item statuses onto the observation's labels.
+func toolStatus(s string, completed bool) string {
+	switch s {
+	case "inProgress":
+		return "in_progress"
+	case "completed", "failed", "declined":
+		return s
+	case "":
+		if completed {
+			return "completed"
+		}
+		return "in_progress"
+	}
+	return s
+}
+
+// boundedJSON keeps a native value whole when it is small, else its text
+// cut short, as a JSON string; null and absent stay absent.
+func boundedJSON(raw json.RawMessage) wire.NativeJSON {
+	if len(raw) == 0 || string(raw) == "null" || !json.Valid(raw) {
+		return nil
+	}
+	if len(raw) <= maxObservedText {
+		return wire.NativeJSON(raw)
+	}
+	b, _ := json.Marshal(cut(string(raw), maxObservedText))
+	return b
+}
+
+// cut shortens s to at most n bytes on a rune boundary.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…(truncated)"
+}
+
+// request answers or forwards a server request.
+func (l *turnLoop) request(m *message) {
+	switch m.Method {
+	case rCommandApproval, rFileApproval:
+		l.approval(m)
+	default:
+		// decision: requests the adapter does not implement (user input,
+		// dynamic tools, MCP elicitation, login refresh, …) are refused at
+		// once with a JSON-RPC error, so Codex never waits on them; none of
+		// their capabilities is declared.
+		l.answerError(m, -32601, "agentwire does not handle "+m.Method)
+	}
+}
+
+func (l *turnLoop) answerError(m *message, code int64, text string) {
+	ctx, cancel := context.WithTimeout(context.Background(), answerTimeout)
+	defer cancel()
+	if err := l.e.conn.RespondError(ctx, m.Method, m.ID, code, text); err != nil {
+		l.e.log.Info("codex adapter: refusing a request", "method", m.Method, "err", err)
+	}
+}
+
+func (l *turnLoop) answer(m *message, decision string) {
+	ctx, cancel := context.WithTimeout(context.Background(), answerTimeout)
+	defer cancel()
+	if err := l.e.conn.Respond(ctx, m.Method, m.ID, map[string]string{"decision": decision}); err != nil {
+		l.e.log.Info("codex adapter: answering an approval", "method", m.Method, "err", err)
+	}
+}
+
+// approval forwards a command or file-change approval as a
+// permission_request under a fresh interaction ID.
+func (l *turnLoop) approval(m *message) {
+	var p approvalParams
+	if json.Unmarshal(m.Params, &p) != nil || p.ThreadID != l.e.threadID || p.TurnID != l.t.turnID {
+		l.answer(m, "decline")
+		return
+	}
+	if !l.permissions || l.interrupting {
+		// decision: without permissions in the Turn's declaration snapshot
+		// (daemon-protocol.txt:27), or once the Turn is being stopped, an
+		// approval is declined natively rather than asked.
+		l.answer(m, "decline")
+		return
+	}
+	q := &permission{interactionID: newInteractionID(), method: m.Method, rpcID: m.ID, resolved: make(chan struct{})}
+	l.e.mu.Lock()
+	l.t.perms[q.interactionID] = q
+	l.t.permByRPC[string(m.ID)] = q
+	l.e.mu.Unlock()
+	pr := wire.PermissionRequest{RequestID: q.interactionID}
+	reason := ""
+	if p.Reason != nil {
+		reason = boundText(*p.Reason)
+	}
+	payload := map[string]any{"item_id": p.ItemID}
+	if reason != "" {
+		payload["reason"] = reason
+	}
+	if m.Method == rCommandApproval {
+		pr.Tool, pr.Title = toolCommand, "Run a command"
+		if p.Command != nil {
+			pr.Detail = boundText(*p.Command)
+			payload["command"] = pr.Detail
+		}
+		if p.Cwd != nil {
+			payload["cwd"] = *p.Cwd
+		}
+	} else {
+		pr.Tool, pr.Title = toolFileChange, "Apply file changes"
+		changes := l.fileChanges[p.ItemID]
+		paths := make([]string, 0, len(changes))
+		for _, c := range changes {
+			paths = append(paths, c.Path)
+		}
+		pr.Detail = boundText(strings.Join(paths, "\n"))
+		payload["changes"] = changeList(changes, false)
+		if p.GrantRoot != nil {
+			payload["grant_root"] = *p.GrantRoot
+		}
+	}
+	if reason != "" {
+		pr.Title = reason
+	}
+	pr.Payload, _ = json.Marshal(payload)
+	if !l.send(pr) {
+		l.answer(m, "decline")
+	}
+}
+
+// resolved: Codex settled a server request. One the adapter did not answer
+// was withdrawn natively (an interruption, Codex's own timeout).
+func (l *turnLoop) resolved(p resolvedParams) {
+	l.e.mu.Lock()
+	q := l.t.permByRPC[string(p.RequestID)]
+	if q != nil {
+		delete(l.t.permByRPC, string(p.RequestID))
+		delete(l.t.perms, q.interactionID)
+	}
+	l.e.mu.Unlock()
+	if q == nil || q.answered {
+		return
+	}
+	q.resolve()
+	// decision: a withdrawn approval can no longer be answered (a later
+	// decision is not pending). harness.Emit sends every frame under the
+	// Run ID, and permission_cancel is addressed by the interaction ID
+	// (daemon-protocol.txt:76), so the adapter cannot send it through the
+	// harness contract; the withdrawal is logged, and the Turn's end closes
+	// the interaction.
+	l.e.log.Info("codex adapter: Codex withdrew an approval request", "run", l.t.runID, "request", q.interactionID)
+}
+
+// newInteractionID mints an interaction ID unique on the connection:
+// Codex numbers its requests per process from 0, so its IDs repeat.
+func newInteractionID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return "codex-perm-" + hex.EncodeToString(b[:])
+}

@@ -1,0 +1,254 @@
+package codex
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentwire/agentwire/runtime/harness/modeltest"
+	"github.com/agentwire/agentwire/wire"
+)
+
+// A streamed answer: thinking, deltas with the message's item ID, the
+// message's start and completion, a per-Run usage snapshot, done with the
+// thread ID; and the request Codex sent.
+func TestHarnessCodexHello(t *testing.T) {
+	r := newRig(t, nil)
+	e := r.executor(hcfg(r.a, r.ws))
+	ctx, cancel := context.WithTimeout(context.Background(), cliWait)
+	defer cancel()
+	rec := newRecorder()
+	res := wait(t, start(ctx, e, "run-hello", text("Say hello"), rec, nil))
+	require.NoError(t, res.err)
+
+	assert.Equal(t, "Hello from the scripted model.", res.done.Content)
+	assert.Equal(t, res.done.Content, contentOf(rec), "the deltas add up to done.content")
+	deltas := of[wire.Delta](rec)
+	require.NotEmpty(t, deltas)
+	itemID := deltas[0].ItemID
+	require.NotEmpty(t, itemID, "observe_messages: deltas carry the native item ID")
+	for i, d := range deltas {
+		assert.Equal(t, itemID, d.ItemID)
+		assert.Equal(t, uint64(i+1), d.Sequence)
+	}
+	msgs := of[wire.OutputMessage](rec)
+	require.Len(t, msgs, 2)
+	assert.Equal(t, wire.OutputMessage{ID: itemID, Status: wire.OutputInProgress}, msgs[0])
+	assert.Equal(t, itemID, msgs[1].ID)
+	assert.Equal(t, wire.OutputCompleted, msgs[1].Status)
+	require.NotNil(t, msgs[1].Text)
+	assert.Equal(t, res.done.Content, *msgs[1].Text)
+
+	var thinking strings.Builder
+	for _, th := range of[wire.Thinking](rec) {
+		thinking.WriteString(th.Text)
+	}
+	assert.Equal(t, "The user greets me; answer briefly.", thinking.String())
+
+	usage := of[wire.Usage](rec)
+	require.NotEmpty(t, usage)
+	u := modeltest.DefaultUsage()
+	assert.Equal(t, [5]int64{u.InputTokens, u.CachedTokens, u.OutputTokens, u.ReasoningTokens, u.TotalTokens()}, tokens(t, usage[len(usage)-1]))
+	assert.Equal(t, usage[len(usage)-1], res.done.Usage, "done carries the last snapshot")
+	require.NotNil(t, res.done.Metadata)
+	assert.Equal(t, e.threadID, res.done.Metadata.AgentSessionID)
+	assert.Empty(t, of[wire.ErrorFrame](rec))
+
+	reqs := r.srv.TurnRequests()
+	require.Len(t, reqs, 1)
+	q := reqs[0]
+	assert.Equal(t, "Say hello", q.LastUserText())
+	assert.Equal(t, "Bearer [redacted]", q.Header.Get("Authorization"), "the key from the named variable reached the provider")
+	assert.Equal(t, "gpt-5.5", q.Model())
+	// Execution controls: no web search, no subagents, no goals; the
+	// verbosity Core resolved.
+	for _, name := range q.ToolNames() {
+		assert.NotContains(t, []string{"web_search", "multi_agent_v1", "create_goal", "get_goal", "update_goal"}, name)
+	}
+	textCfg, _ := q.Body["text"].(map[string]any)
+	assert.Equal(t, "medium", textCfg["verbosity"], "text verbosity reaches the model request")
+}
+
+// The ordered input of several messages keeps its order, and Unicode
+// passes through unchanged.
+func TestHarnessCodexInputOrderAndUnicode(t *testing.T) {
+	const answer = "e\u0301 👩‍💻 שלום"
+	r := newRig(t, nil, modeltest.WithTurns(modeltest.Reply(modeltest.Text("e\u0301 ", "👩‍💻 ", "שלום"))))
+	e := r.executor(hcfg(r.a, r.ws))
+	ctx, cancel := context.WithTimeout(context.Background(), cliWait)
+	defer cancel()
+	rec := newRecorder()
+	res := wait(t, start(ctx, e, "run-order", text("first", "second ✓", "third"), rec, nil))
+	require.NoError(t, res.err)
+	assert.Equal(t, answer, res.done.Content)
+	assert.Equal(t, answer, contentOf(rec))
+	q := r.srv.TurnRequests()[0]
+	all := strings.Join(q.UserTexts(), "\n")
+	i, j, k := strings.Index(all, "first"), strings.Index(all, "second ✓"), strings.Index(all, "third")
+	require.True(t, i >= 0 && j > i && k > j, "the messages keep their order: %q", all)
+}
+
+// An image on this text-only Harness is refused explicitly, never
+// dropped, before anything reaches the model.
+func TestHarnessCodexRefusesImages(t *testing.T) {
+	r := newRig(t, nil)
+	e := r.executor(hcfg(r.a, r.ws))
+	ctx, cancel := context.WithTimeout(context.Background(), cliWait)
+	defer cancel()
+	rec := newRecorder()
+	in := wire.MessageInput{{Content: []wire.InputContent{{Type: wire.ContentText, Text: "look"}, {Type: wire.ContentImage, ImageURL: "https://example.com/a.png"}}}}
+	res := wait(t, start(ctx, e, "run-image", in, rec, nil))
+	require.NoError(t, res.err)
+	errs := of[wire.ErrorFrame](rec)
+	require.Len(t, errs, 1)
+	assert.Contains(t, errs[0].Error, "image")
+	assert.Empty(t, r.srv.TurnRequests(), "nothing reached the model")
+}
+
+// An approved escalated command really runs in the workspace; the tool
+// observation reports it, and the model saw its result.
+func TestHarnessCodexApprovedCommandRuns(t *testing.T) {
+	r := newRig(t, nil, modeltest.WithTurns(modeltest.Reply(modeltest.CodexExecEscalated("echo agentwire-proof > proof.txt && echo wrote", "write the proof"))))
+	e := r.executor(hcfg(r.a, r.ws))
+	ctx, cancel := context.WithTimeout(context.Background(), cliWait)
+	defer cancel()
+	rec := newRecorder()
+	ch := start(ctx, e, "run-approve", text("write the proof"), rec, nil)
+	f, ok := rec.await(ctx, func(p wire.Payload) bool { _, ok := p.(wire.PermissionRequest); return ok })
+	require.True(t, ok, "a permission request")
+	pr := f.(wire.PermissionRequest)
+	assert.Equal(t, toolCommand, pr.Tool)
+	assert.Equal(t, "write the proof", pr.Title, "the model's justification")
+	assert.Contains(t, pr.Detail, "echo agentwire-proof")
+	yes := true
+	require.NoError(t, e.Decide(ctx, "run-approve", harnessAnswer(pr.RequestID, &wire.PermissionDecision{DeliveryID: "d1", Approved: &yes})))
+	res := wait(t, ch)
+	require.NoError(t, res.err)
+
+	b, err := os.ReadFile(filepath.Join(r.ws, "proof.txt"))
+	require.NoError(t, err, "the command ran in the workspace")
+	assert.Equal(t, "agentwire-proof\n", string(b))
+
+	calls := of[wire.ToolCall](rec)
+	require.Len(t, calls, 2)
+	before, after := calls[0], calls[1]
+	assert.Equal(t, wire.ToolStageBefore, before.Stage)
+	assert.Equal(t, wire.ToolStageAfter, after.Stage)
+	assert.Equal(t, before.ID, after.ID)
+	assert.Equal(t, toolCommand, before.Name)
+	require.NotNil(t, after.Observation)
+	assert.Equal(t, "command", after.Observation.Kind)
+	assert.Equal(t, "completed", after.Observation.Status)
+	require.NotNil(t, after.Observation.ExitCode)
+	assert.Equal(t, int64(0), *after.Observation.ExitCode)
+	require.NotNil(t, after.Observation.Cwd)
+	assert.Equal(t, evalDir(t, r.ws), evalDir(t, *after.Observation.Cwd))
+	assert.Contains(t, string(after.Observation.Output), "wrote")
+	assert.Contains(t, res.done.Content, "Tool said:")
+	// The permission request came between the tool's two stages.
+	order := kinds(rec)
+	assert.Less(t, strings.Index(order, "tool_call:before"), strings.Index(order, "permission_request"))
+	assert.Less(t, strings.Index(order, "permission_request"), strings.Index(order, "tool_call:after"))
+	// Deciding again: the request is settled.
+	assert.Error(t, e.Decide(ctx, "run-approve", harnessAnswer(pr.RequestID, &wire.PermissionDecision{DeliveryID: "d2", Approved: &yes})))
+}
+
+// A denied command does not run; Codex reports it declined and the model
+// is told.
+func TestHarnessCodexDeniedCommandDoesNotRun(t *testing.T) {
+	r := newRig(t, nil, modeltest.WithTurns(modeltest.Reply(modeltest.CodexExecEscalated("echo no > denied.txt", "write a file"))))
+	e := r.executor(hcfg(r.a, r.ws))
+	ctx, cancel := context.WithTimeout(context.Background(), cliWait)
+	defer cancel()
+	rec := newRecorder()
+	ch := start(ctx, e, "run-deny", text("write a file"), rec, nil)
+	f, ok := rec.await(ctx, func(p wire.Payload) bool { _, ok := p.(wire.PermissionRequest); return ok })
+	require.True(t, ok)
+	no := false
+	require.NoError(t, e.Decide(ctx, "run-deny", harnessAnswer(f.(wire.PermissionRequest).RequestID, &wire.PermissionDecision{DeliveryID: "d1", Approved: &no})))
+	res := wait(t, ch)
+	require.NoError(t, res.err)
+	_, err := os.Stat(filepath.Join(r.ws, "denied.txt"))
+	assert.True(t, os.IsNotExist(err), "the denied command did not run")
+	calls := of[wire.ToolCall](rec)
+	require.NotEmpty(t, calls)
+	last := calls[len(calls)-1]
+	require.NotNil(t, last.Observation)
+	assert.Equal(t, "declined", last.Observation.Status)
+	tr, ok := r.srv.TurnRequests()[1].LastToolResult()
+	require.True(t, ok, "the model got the denial back")
+	assert.Contains(t, strings.ToLower(tr.Output), "rejected")
+}
+
+// Only 127.0.0.1 (the scripted endpoint) is contacted: the app-server
+// runs under strace and every connect() it makes is checked.
+func TestHarnessCodexContactsOnlyLoopback(t *testing.T) {
+	strace, err := exec.LookPath("strace")
+	if err != nil {
+		t.Skip("strace is not installed: the connect() check needs it")
+	}
+	var trace string
+	r := newRig(t, func(c *Config) {
+		dir := t.TempDir()
+		trace = filepath.Join(dir, "connect.trace")
+		wrapper := filepath.Join(dir, "codex")
+		script := "#!/bin/sh\nexec " + strace + " -f -qq -e trace=connect -o " + trace + " " + c.Binary + " \"$@\"\n"
+		require.NoError(t, os.WriteFile(wrapper, []byte(script), 0o755))
+		c.Binary = wrapper
+	})
+	e := r.executor(hcfg(r.a, r.ws))
+	ctx, cancel := context.WithTimeout(context.Background(), cliWait)
+	defer cancel()
+	rec := newRecorder()
+	res := wait(t, start(ctx, e, "run-net", text("Say hello"), rec, nil))
+	require.NoError(t, res.err)
+	require.NoError(t, e.Close(ctx))
+	b, err := os.ReadFile(trace)
+	require.NoError(t, err)
+	inet := regexp.MustCompile(`sa_family=AF_INET6?, .*?(inet_addr\("([^"]+)"\)|inet_pton\(AF_INET6, "([^"]+)")`)
+	port := r.srv.URL()[strings.LastIndex(r.srv.URL(), ":")+1:]
+	n := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.Contains(line, "connect(") || strings.Contains(line, "AF_UNIX") || strings.Contains(line, "AF_NETLINK") {
+			continue
+		}
+		m := inet.FindStringSubmatch(line)
+		require.NotNil(t, m, "an unexpected connect: %s", line)
+		addr := m[2] + m[3]
+		assert.Contains(t, []string{"127.0.0.1", "::1", "::ffff:127.0.0.1"}, addr, "connect to a host other than loopback: %s", line)
+		if addr == "127.0.0.1" {
+			assert.Contains(t, line, "sin_port=htons("+port+")", "loopback, but not the scripted endpoint: %s", line)
+		}
+		n++
+	}
+	assert.Positive(t, n, "the model request was traced")
+	assert.Len(t, r.srv.TurnRequests(), 1)
+}
+
+func evalDir(t *testing.T, p string) string {
+	t.Helper()
+	d, err := filepath.EvalSymlinks(p)
+	require.NoError(t, err)
+	return d
+}
+
+// kinds lists the frames' types (a tool call with its stage), for order
+// checks.
+func kinds(rec *recorder) string {
+	var out []string
+	for _, f := range rec.all() {
+		k := f.MessageType()
+		if tc, ok := f.(wire.ToolCall); ok {
+			k += ":" + tc.Stage
+		}
+		out = append(out, k)
+	}
+	return strings.Join(out, " ")
+}

@@ -1,0 +1,212 @@
+package codex
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"os"
+	osexec "os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// process is one `codex app-server` child in its own process group, with
+// its stdin and stdout on pipes the adapter owns and its stderr kept,
+// bounded, for the log.
+type process struct {
+	cmd    *osexec.Cmd
+	stdin  *os.File
+	stdout *os.File
+	stderr *boundedBuffer
+
+	exited     chan struct{} // closed once Wait returned
+	waitErr    error
+	stderrDone chan struct{}
+}
+
+// startProcess runs binary with args in dir with env. Nothing secret is in
+// args: the API key travels only in env, under the name the configuration
+// gives (see Config.APIKeyEnv).
+func startProcess(binary string, args, env []string, dir string, stderrBytes int) (*process, error) {
+	cmd := osexec.Command(binary, args...)
+	cmd.Dir = dir
+	cmd.Env = env
+	// decision: the app-server gets its own process group, so that Close
+	// reaches every command and helper it spawned (issue 17 §3: Close ends
+	// it and kills the group).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		closeAll(inR, inW)
+		return nil, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		closeAll(inR, inW, outR, outW)
+		return nil, err
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	err = cmd.Start()
+	closeAll(inR, outW, errW)
+	if err != nil {
+		closeAll(inW, outR, errR)
+		return nil, err
+	}
+	p := &process{cmd: cmd, stdin: inW, stdout: outR, stderr: &boundedBuffer{max: stderrBytes},
+		exited: make(chan struct{}), stderrDone: make(chan struct{})}
+	go func() {
+		defer close(p.stderrDone)
+		defer errR.Close()
+		sc := bufio.NewReaderSize(errR, 16<<10)
+		for {
+			line, err := sc.ReadString('\n')
+			if line != "" {
+				_, _ = p.stderr.Write([]byte(stripANSI(line)))
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	go func() {
+		p.waitErr = cmd.Wait()
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+func closeAll(fs ...*os.File) {
+	for _, f := range fs {
+		_ = f.Close()
+	}
+}
+
+// alive reports whether the process has not exited.
+func (p *process) alive() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// stop ends the process: the caller closed stdin already (the polite
+// request to exit); after grace the group gets SIGTERM, after another
+// grace SIGKILL. Once the leader exited, the group is killed anyway, so no
+// command it started outlives it. stop returns the leader's exit error, or
+// ctx's error when ctx ended before the leader exited (then the process
+// stays owned).
+func (p *process) stop(ctx context.Context, grace time.Duration) error {
+	pid := p.cmd.Process.Pid
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	signals := []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL}
+	for {
+		select {
+		case <-p.exited:
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+			_ = p.stdout.Close()
+			// The stderr reader ends when every holder of the pipe closed it;
+			// the group was just killed, so that is soon, but a descendant that
+			// left the group may keep it: do not wait past ctx.
+			select {
+			case <-p.stderrDone:
+			case <-ctx.Done():
+			}
+			return p.waitErr
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			if len(signals) == 0 {
+				t.Reset(grace)
+				continue
+			}
+			_ = syscall.Kill(-pid, signals[0])
+			signals = signals[1:]
+			t.Reset(grace)
+		}
+	}
+}
+
+// kill kills the group at once (a connection that can no longer be used).
+func (p *process) kill() {
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+}
+
+// exitText describes how the process ended.
+func (p *process) exitText() string {
+	select {
+	case <-p.exited:
+	default:
+		return "running"
+	}
+	if p.waitErr == nil {
+		return "exit 0"
+	}
+	var ee *osexec.ExitError
+	if errors.As(p.waitErr, &ee) {
+		return ee.String()
+	}
+	return p.waitErr.Error()
+}
+
+// boundedBuffer keeps the first max bytes written to it.
+type boundedBuffer struct {
+	mu        sync.Mutex
+	max       int
+	buf       []byte
+	truncated bool
+}
+
+func (b *boundedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	room := b.max - len(b.buf)
+	if room < len(p) {
+		b.truncated = true
+		if room > 0 {
+			b.buf = append(b.buf, p[:room]...)
+		}
+		return len(p), nil
+	}
+	b.buf = append(b.buf, p...)
+	return len(p), nil
+}
+
+func (b *boundedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := strings.TrimRight(string(b.buf), "\n")
+	if b.truncated {
+		s += " …(truncated)"
+	}
+	return s
+}
+
+// stripANSI removes terminal colour sequences (ESC [ … letter), which the
+// app-server's log lines carry.
+func stripANSI(s string) string {
+	if !strings.Contains(s, "\x1b[") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == 0x1b && i+1 < len(s) && s[i+1] == '[' {
+			j := i + 2
+			for j < len(s) && (s[j] < 0x40 || s[j] > 0x7e) {
+				j++
+			}
+			i = j
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
