@@ -11,18 +11,18 @@ func capabilities() wire.AgentKindCapabilities {
 	return wire.AgentKindCapabilities{
 		// Core requires these for every execution (daemon-protocol.txt:34).
 		Streaming:            yes, // item/agentMessage/delta → delta
-		Steering:             no,  // turn/steer with clientUserMessageId
-		DurableTurns:         no,  // a Run settles natively (turn/completed) before Run returns
-		DurableInputReceipts: no,  // written = the turn/steer line, accepted = the userMessage echo
+		Steering:             yes, // turn/steer with clientUserMessageId
+		DurableTurns:         yes, // a Run settles natively (turn/completed) before Run returns
+		DurableInputReceipts: yes, // written = the turn/steer line, accepted = the userMessage echo
 		Preparation:          yes, // NewExecutor starts the app-server and its thread
 		ExecutionControls:    yes, // web_search, model_verbosity, outputSchema
 		ToolObservations:     yes, // command, file, MCP and dynamic tool items → tool_call
 
 		Permissions:     yes, // command and file-change approvals
 		Usage:           yes, // per-Run snapshots from thread totals
-		Resume:          no,  // thread/resume by the thread ID done reports
+		Resume:          yes, // thread/resume by the thread ID done reports
 		MessageItems:    yes, // item IDs on deltas, output_message
-		EnvironmentNone: no,  // a private empty working directory
+		EnvironmentNone: yes, // a private empty working directory
 		// decision: the Environment's workspace is the thread's cwd, and the
 		// daemon serves workspace reads and exports from the bound directory
 		// with its own implementation, without a Harness process
@@ -32,7 +32,7 @@ func capabilities() wire.AgentKindCapabilities {
 		WorkspaceOutputExport:    yes,
 		WebSearchControl:         yes, // thread config web_search
 		TextVerbosity:            yes, // thread config model_verbosity
-		StructuredOutput:         no,  // turn/start outputSchema
+		StructuredOutput:         yes, // turn/start outputSchema
 		SubagentControl:          yes, // thread config features.multi_agent=false
 
 		// Not implemented, so not declared.

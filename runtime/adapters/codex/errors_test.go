@@ -3,8 +3,8 @@ package codex
 import (
 	"encoding/json"
 	"strings"
-	"unicode/utf8"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 

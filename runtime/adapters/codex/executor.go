@@ -32,11 +32,14 @@ type executor struct {
 
 	runMu sync.Mutex // one Run at a time
 
-	mu       sync.Mutex
-	cur      *turnRun        // the running Turn, nil between Runs
-	total    *tokenBreakdown // the thread's last reported total
-	closed   bool
-	closeErr error
+	mu    sync.Mutex
+	cur   *turnRun        // the running Turn, nil between Runs
+	total *tokenBreakdown // the thread's last reported total
+	// lastStatus is the status of the last turn/completed (the proof a
+	// cancellation settled, for tests and logs).
+	lastStatus string
+	closed     bool
+	closeErr   error
 }
 
 // startExecutor starts the process, initializes the connection and starts

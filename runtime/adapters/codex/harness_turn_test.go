@@ -2,6 +2,7 @@ package codex
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -251,4 +252,64 @@ func kinds(rec *recorder) string {
 		out = append(out, k)
 	}
 	return strings.Join(out, " ")
+}
+
+// Structured output: the json_schema output format goes to the model as
+// the turn's output schema.
+func TestHarnessCodexStructuredOutput(t *testing.T) {
+	const answer = `{"answer":"yes"}`
+	r := newRig(t, nil, modeltest.WithTurns(modeltest.Reply(modeltest.Text(answer))))
+	cfg := hcfg(r.a, r.ws)
+	schema := `{"type":"object","properties":{"answer":{"type":"string"}},"required":["answer"],"additionalProperties":false}`
+	cfg.Configuration.ExecutionControls.OutputFormat = &wire.OutputFormat{Type: wire.OutputFormatJSONSchema, Schema: wire.NativeJSON(schema)}
+	e := r.executor(cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), cliWait)
+	defer cancel()
+	rec := newRecorder()
+	res := wait(t, start(ctx, e, "run-json", text("answer in JSON"), rec, nil))
+	require.NoError(t, res.err)
+	assert.Equal(t, answer, res.done.Content)
+	q := r.srv.TurnRequests()[0]
+	textCfg, _ := q.Body["text"].(map[string]any)
+	format, _ := textCfg["format"].(map[string]any)
+	require.NotNil(t, format, "text.format in %s", q.RawBody)
+	assert.Equal(t, "json_schema", format["type"])
+	got, err := json.Marshal(format["schema"])
+	require.NoError(t, err)
+	assert.JSONEq(t, schema, string(got))
+}
+
+// The controls are honoured both ways: the tools Codex offers change with
+// them (web search and subagents on, then off as Core sends them).
+func TestHarnessCodexControlsChangeTheTools(t *testing.T) {
+	r := newRig(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), cliWait)
+	defer cancel()
+	on := hcfg(r.a, r.ws)
+	on.Configuration.ExecutionControls.WebSearch = wire.WebSearchLive
+	on.Configuration.DisableSubagents = false
+	on.Configuration.ExecutionControls.TextVerbosity = wire.TextVerbosityLow
+	e := r.executor(on)
+	require.NoError(t, wait(t, start(ctx, e, "run-on", text("Say hello"), newRecorder(), nil)).err)
+	require.NoError(t, e.Close(ctx))
+	off := r.executor(hcfg(r.a, r.ws))
+	require.NoError(t, wait(t, start(ctx, off, "run-off", text("Say hello"), newRecorder(), nil)).err)
+	reqs := r.srv.TurnRequests()
+	require.Len(t, reqs, 2)
+	has := func(q *modeltest.Request, part string) bool {
+		for _, n := range q.ToolNames() {
+			if strings.Contains(n, part) {
+				return true
+			}
+		}
+		return strings.Contains(string(q.RawBody), `"type":"`+part)
+	}
+	assert.True(t, has(reqs[0], "web_search"), "web search on: %v", reqs[0].ToolNames())
+	verbosity := func(q *modeltest.Request) any { m, _ := q.Body["text"].(map[string]any); return m["verbosity"] }
+	assert.Equal(t, "low", verbosity(reqs[0]))
+	assert.Equal(t, "medium", verbosity(reqs[1]))
+	// Subagents are a deferred tool namespace, offered through tool_search.
+	assert.Contains(t, string(reqs[0].RawBody), "multi_agent_v1", "subagents on")
+	assert.NotContains(t, string(reqs[1].RawBody), "multi_agent_v1", "subagents off")
+	assert.False(t, has(reqs[1], "web_search"), "web search off: %v", reqs[1].ToolNames())
 }

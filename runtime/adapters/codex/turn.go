@@ -449,6 +449,9 @@ func (l *turnLoop) progress() {
 // completed is the turn's end: done, after the error a failed turn
 // carries (if no error notification reported it already).
 func (l *turnLoop) completed(t turnInfo) wire.Done {
+	l.e.mu.Lock()
+	l.e.lastStatus = t.Status
+	l.e.mu.Unlock()
 	if t.Status == turnFailed && !l.errorSent {
 		msg, info := "codex adapter: the turn failed", json.RawMessage(nil)
 		if t.Error != nil {

@@ -1,0 +1,132 @@
+package codex
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentwire/agentwire/runtime/harness"
+	"github.com/agentwire/agentwire/runtime/harness/modeltest"
+	"github.com/agentwire/agentwire/wire"
+)
+
+func (e *executor) status() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.lastStatus
+}
+
+func awaitDelta(t *testing.T, ctx context.Context, rec *recorder, text string) {
+	t.Helper()
+	_, ok := rec.await(ctx, func(p wire.Payload) bool { d, ok := p.(wire.Delta); return ok && d.Delta == text })
+	require.True(t, ok, "the delta %q", text)
+}
+
+// Cancellation: turn/interrupt, and the Run settles only once Codex says
+// the turn was interrupted; done keeps the partial content.
+func TestHarnessCodexInterrupt(t *testing.T) {
+	gate := modeltest.NewGate()
+	defer gate.Open()
+	r := newRig(t, nil, modeltest.WithTurns(modeltest.Reply(modeltest.Text("Working"), modeltest.Hold(gate), modeltest.Text(" never"))))
+	e := r.executor(hcfg(r.a, r.ws))
+	ctx, cancel := context.WithTimeout(context.Background(), cliWait)
+	defer cancel()
+	rec := newRecorder()
+	runCtx, stop := context.WithCancel(ctx)
+	ch := start(runCtx, e, "run-int", text("work slowly"), rec, nil)
+	<-gate.Reached()
+	awaitDelta(t, ctx, rec, "Working")
+	stop()
+	res := wait(t, ch)
+	require.NoError(t, res.err, "the interruption was confirmed")
+	assert.Equal(t, turnInterrupted, e.status(), "the proof is turn/completed with status interrupted")
+	assert.Equal(t, "Working", res.done.Content)
+	require.NotNil(t, res.done.Metadata)
+	assert.Equal(t, e.threadID, res.done.Metadata.AgentSessionID)
+	assert.Empty(t, of[wire.ErrorFrame](rec))
+
+	// The Executor stays usable for the next Turn.
+	rec2 := newRecorder()
+	res2 := wait(t, start(ctx, e, "run-after", text("Say hello"), rec2, nil))
+	require.NoError(t, res2.err)
+	assert.Equal(t, "Hello from the scripted model.", res2.done.Content)
+}
+
+// A cancellation while an approval is pending: Codex withdraws the
+// request with the interruption, and a later decision finds it gone.
+func TestHarnessCodexInterruptWithdrawsAnApproval(t *testing.T) {
+	r := newRig(t, nil, modeltest.WithTurns(modeltest.Reply(modeltest.CodexExecEscalated("echo x > never.txt", "write"))))
+	e := r.executor(hcfg(r.a, r.ws))
+	ctx, cancel := context.WithTimeout(context.Background(), cliWait)
+	defer cancel()
+	rec := newRecorder()
+	runCtx, stop := context.WithCancel(ctx)
+	ch := start(runCtx, e, "run-int-perm", text("write"), rec, nil)
+	f, ok := rec.await(ctx, func(p wire.Payload) bool { _, ok := p.(wire.PermissionRequest); return ok })
+	require.True(t, ok)
+	stop()
+	res := wait(t, ch)
+	require.NoError(t, res.err)
+	assert.Equal(t, turnInterrupted, e.status())
+	yes := true
+	err := e.Decide(ctx, "run-int-perm", harnessAnswer(f.(wire.PermissionRequest).RequestID, &wire.PermissionDecision{DeliveryID: "d", Approved: &yes}))
+	assert.ErrorIs(t, err, harness.ErrRunInactive)
+}
+
+// Steering: the turn/steer line is written (Steer returns), then Codex's
+// user message echoing the input ID proves it was consumed (accepted),
+// in the same turn; the message streamed before it completes whole.
+func TestHarnessCodexSteeringWrittenThenAccepted(t *testing.T) {
+	gate := modeltest.NewGate()
+	defer gate.Open()
+	r := newRig(t, nil, modeltest.WithTurns(
+		modeltest.Reply(modeltest.Text("Part one."), modeltest.Hold(gate), modeltest.Text(" Part two.")),
+		modeltest.Reply(modeltest.Text("Steered answer.")),
+	))
+	e := r.executor(hcfg(r.a, r.ws))
+	ctx, cancel := context.WithTimeout(context.Background(), cliWait)
+	defer cancel()
+	rec := newRecorder()
+	n := newNotices()
+	ch := start(ctx, e, "run-steer", text("start"), rec, n)
+	<-gate.Reached()
+	awaitDelta(t, ctx, rec, "Part one.")
+	require.NoError(t, e.Steer(ctx, "run-steer", "input-1", text("also consider this")), "written")
+	gate.Open()
+	got, ok := n.await(ctx, "input-1")
+	require.True(t, ok, "a notice for the input")
+	assert.True(t, got.Accepted, "accepted: %+v", got)
+	res := wait(t, ch)
+	require.NoError(t, res.err)
+
+	reqs := r.srv.TurnRequests()
+	require.Len(t, reqs, 2, "the steered input went to the model in the same turn")
+	assert.Equal(t, "also consider this", reqs[1].LastUserText())
+	msgs := of[wire.OutputMessage](rec)
+	var completed []string
+	for _, m := range msgs {
+		if m.Status == wire.OutputCompleted {
+			completed = append(completed, *m.Text)
+		}
+	}
+	assert.Equal(t, []string{"Part one. Part two.", "Steered answer."}, completed, "the interrupted stream was finished, not orphaned")
+	assert.Equal(t, "Part one. Part two.Steered answer.", res.done.Content)
+	assert.Equal(t, res.done.Content, contentOf(rec))
+
+	// After the turn: the Run no longer takes input.
+	assert.ErrorIs(t, e.Steer(ctx, "run-steer", "input-2", text("late")), harness.ErrRunInactive)
+	// Codex refuses a steer without an active turn with a JSON-RPC error,
+	// which the adapter reports as a native rejection.
+	err := e.conn.Call(ctx, mTurnSteer, turnSteerParams{ThreadID: e.threadID, ExpectedTurnID: "none", ClientUserMessageID: "x", Input: textInput(text("late"))}, nil)
+	var re *RPCError
+	require.True(t, errors.As(err, &re), "a JSON-RPC refusal: %v", err)
+	s := &steer{inputID: "x", notify: n.notify}
+	s.answered(err)
+	x, ok := n.await(ctx, "x")
+	require.True(t, ok)
+	assert.False(t, x.Accepted)
+	assert.Equal(t, wire.SteerCodeRejected, x.Code)
+}
