@@ -10,14 +10,17 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
+	codexadapter "github.com/agentwire/agentwire/runtime/adapters/codex"
 	execadapter "github.com/agentwire/agentwire/runtime/adapters/exec"
 	"github.com/agentwire/agentwire/runtime/adapters/script"
 	"github.com/agentwire/agentwire/runtime/daemon"
 	"github.com/agentwire/agentwire/runtime/execution"
 	"github.com/agentwire/agentwire/runtime/harness"
+	"github.com/agentwire/agentwire/runtime/harness/install"
 )
 
 // harnessFlags collects repeated --harness values (and --environment ones).
@@ -59,7 +62,12 @@ func runRuntime(args []string, _ io.Writer, stderr io.Writer) error {
 	device := fs.String("device-id", "", "this device's ID")
 	credFile := fs.String("credential-file", "", "file holding the device credential: the secret, or the JSON agentwire core credential issue prints")
 	var harnesses harnessFlags
-	fs.Var(&harnesses, "harness", "adapter to register: script[=FILE] (a JSON script) or exec:KIND=COMMAND[:CAPFILE] (docs/exec-adapter.md); repeatable (default: script)")
+	fs.Var(&harnesses, "harness", "adapter to register: script[=FILE] (a JSON script), exec:KIND=COMMAND[:CAPFILE] (docs/exec-adapter.md) or codex[=PATH] (the Codex CLI, PATH or the make harnesses install); repeatable (default: script)")
+	var hc harnessConfig
+	fs.StringVar(&hc.codexModel, "codex-model", "", "codex: the model Codex asks for (e.g. gpt-5.5)")
+	fs.StringVar(&hc.codexBaseURL, "codex-base-url", "", "codex: the model provider's base URL (OpenAI Responses API, e.g. http://127.0.0.1:8080/v1)")
+	fs.StringVar(&hc.codexKeyEnv, "codex-key-env", "", "codex: the NAME of the environment variable holding the provider's API key (never the key itself)")
+	fs.StringVar(&hc.codexState, "codex-state", "", "codex: the directory of the Codex homes the adapter owns (none: STATE/codex with --state, else the user cache directory)")
 	var envFlags harnessFlags
 	fs.Var(&envFlags, "environment", "an Environment this Runtime serves: ID=DIR, the Environment ID Core minted and its own existing workspace directory; repeatable (none: everything naming an Environment is refused)")
 	wsDir := fs.String("workspace", "", "removed: a workspace belongs to one Environment; pass --environment ID=DIR")
@@ -97,8 +105,11 @@ func runRuntime(args []string, _ io.Writer, stderr io.Writer) error {
 	if len(harnesses) == 0 {
 		harnesses = harnessFlags{"script"}
 	}
+	if hc.codexState == "" && *stateDir != "" {
+		hc.codexState = filepath.Join(*stateDir, "codex")
+	}
 	for _, h := range harnesses {
-		a, err := adapter(h, stderr)
+		a, err := adapterWith(h, stderr, hc)
 		if err != nil {
 			return err
 		}
@@ -168,6 +179,16 @@ func shutdownSignals(logger *slog.Logger) (ctx context.Context, abandon <-chan s
 }
 
 func adapter(spec string, stderr io.Writer) (harness.Adapter, error) {
+	return adapterWith(spec, stderr, harnessConfig{})
+}
+
+// harnessConfig is what the --codex-* flags configure.
+type harnessConfig struct {
+	codexModel, codexBaseURL, codexKeyEnv, codexState string
+}
+
+// adapterWith maps one --harness value to its adapter.
+func adapterWith(spec string, stderr io.Writer, hc harnessConfig) (harness.Adapter, error) {
 	if rest, ok := strings.CutPrefix(spec, "exec:"); ok {
 		// decision: COMMAND cannot contain ':', which separates the
 		// capabilities file; without one it is COMMAND.capabilities.json.
@@ -197,8 +218,33 @@ func adapter(spec string, stderr io.Writer) (harness.Adapter, error) {
 			}
 		}
 		return script.New(s), nil
+	case "codex":
+		return codexAdapter(spec, file, stderr, hc)
 	}
-	return nil, fmt.Errorf("runtime: --harness %s: unknown adapter (known: script)", spec)
+	return nil, fmt.Errorf("runtime: --harness %s: unknown adapter (known: script, exec:, codex)", spec)
+}
+
+// codexAdapter is --harness codex[=PATH]: the binary at PATH, else the
+// pinned one that make harnesses installed (or on PATH). A binary of
+// another version registers the kind unavailable; a missing model or base
+// URL is refused before anything connects.
+func codexAdapter(spec, path string, stderr io.Writer, hc harnessConfig) (harness.Adapter, error) {
+	if hc.codexModel == "" || hc.codexBaseURL == "" {
+		return nil, fmt.Errorf("runtime: --harness %s needs --codex-model and --codex-base-url", spec)
+	}
+	if path == "" {
+		found, err := install.Codex()
+		if err != nil {
+			return nil, fmt.Errorf("runtime: --harness %s: %w (or give codex=PATH)", spec, err)
+		}
+		path = found
+	}
+	a, err := codexadapter.New(codexadapter.Config{Binary: path, Model: hc.codexModel, BaseURL: hc.codexBaseURL,
+		APIKeyEnv: hc.codexKeyEnv, StateDir: hc.codexState, Logger: slog.New(slog.NewTextHandler(stderr, nil))})
+	if err != nil {
+		return nil, fmt.Errorf("runtime: --harness %s: %w", spec, err)
+	}
+	return a, nil
 }
 
 // credentialSecret reads a credential file: the secret alone, or the JSON
