@@ -9,6 +9,7 @@ import (
 	"github.com/agentwire/agentwire/fsm/interaction"
 
 	"github.com/agentwire/agentwire/peer"
+	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/wire"
 )
 
@@ -116,7 +117,13 @@ func (e *emitter) emit(ctx context.Context, p wire.Payload) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	if err := conn.Queue(ctx, peer.Outbound{ID: e.runID, Payload: p}, e.sent); err != nil {
+	out := peer.Outbound{ID: e.runID, Payload: p}
+	if w, ok := p.(harness.Withdrawal); ok {
+		// permission_cancel travels under the interaction ID
+		// (daemon-protocol.txt:76), not the Run ID.
+		out = peer.Outbound{ID: w.RequestID, Payload: wire.PermissionCancel{}}
+	}
+	if err := conn.Queue(ctx, out, e.sent); err != nil {
 		<-e.slots // the loop did not take it: sent is never called
 		return err
 	}

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"errors"
 
 	"github.com/agentwire/agentwire/wire"
 )
@@ -58,3 +59,25 @@ var ErrRunInactive = errRunInactive{}
 type errRunInactive struct{}
 
 func (errRunInactive) Error() string { return "harness: the Run is not active" }
+
+// Withdrawal withdraws an open permission request of the running Turn: the
+// Harness resolved it itself (its own timeout fired, say), so no answer is
+// owed. Emitted through Emit, it travels as permission_cancel under the
+// request's interaction ID (daemon-protocol.txt:76: permission-cancel
+// envelopes use the interaction ID); Core's answer after it is refused.
+// Only a permission request the Turn has not had an answer for can be
+// withdrawn.
+type Withdrawal struct {
+	RequestID string
+}
+
+// MessageType is permission_cancel.
+func (Withdrawal) MessageType() string { return wire.TypePermissionCancel }
+
+// Validate checks the interaction ID.
+func (w Withdrawal) Validate() error {
+	if w.RequestID == "" {
+		return errors.New("harness: a withdrawal names the request_id it withdraws")
+	}
+	return nil
+}
