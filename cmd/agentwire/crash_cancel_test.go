@@ -35,7 +35,7 @@ func TestCoreKilledDuringCancellation(t *testing.T) {
 	turnID := e.turn(ses, "first")
 	e.waitState(turnID, "running")
 	e.waitFrame("out", "execution_start", nil)
-	e.waitFrame("in", "delta", nil)
+	e.waitMessage()
 
 	code, v := e.api.do("POST", "/api/v1/turns/"+turnID+"/cancel", nil)
 	require.Equal(t, 202, code, "%v", v)
@@ -54,7 +54,7 @@ func TestCoreKilledDuringCancellation(t *testing.T) {
 
 	assert.Equal(t, map[string]any{"state": "failed", "reason": "cancel_unconfirmed"}, e.api.status(turnID))
 	types := e.api.eventTypes(turnID)
-	assert.Equal(t, []string{"delta", gateway.JournalCancelRequested, "observation", "status"}, types,
+	assert.Equal(t, []string{"output_message", "delta", "output_message", gateway.JournalCancelRequested, "observation", "status"}, types,
 		"nothing invented: no receipt, no done, no error")
 
 	e.waitConnected(2)
@@ -78,10 +78,10 @@ func TestCoreKilledDuringCancellation(t *testing.T) {
 	assert.Equal(t, 1, tr.Attempts, "never claimed again")
 	evs, err := st.Events(ctx, turnID, 0, 0)
 	require.NoError(t, err)
-	require.Len(t, evs, 3)
+	require.Len(t, evs, 5)
 	var cancel map[string]string
-	require.NoError(t, json.Unmarshal(evs[1].Payload, &cancel))
+	require.NoError(t, json.Unmarshal(evs[3].Payload, &cancel))
 	assert.Equal(t, delivery, cancel["delivery_id"], "the cancellation's record survived the crash")
-	assert.Equal(t, tr.RunID, evs[1].RunID)
-	assert.JSONEq(t, `{"reason":"cancel_unconfirmed","cause":"core_restarted"}`, string(evs[2].Payload))
+	assert.Equal(t, tr.RunID, evs[3].RunID)
+	assert.JSONEq(t, `{"reason":"cancel_unconfirmed","cause":"core_restarted"}`, string(evs[4].Payload))
 }

@@ -28,7 +28,7 @@ func TestCoreKilledWithActiveInputInFlight(t *testing.T) {
 	ses := e.session("")
 	turnID := e.turn(ses, "first")
 	e.waitState(turnID, "running")
-	e.waitFrame("in", "delta", nil)
+	e.waitMessage()
 
 	code, v := e.api.do("POST", "/api/v1/turns/"+turnID+"/input", map[string]any{"input_id": "in-1", "input": textInput("written only")["input"]})
 	require.Equal(t, 202, code, "%v", v)
@@ -44,7 +44,7 @@ func TestCoreKilledWithActiveInputInFlight(t *testing.T) {
 
 	assert.Equal(t, map[string]any{"state": "failed", "reason": "event_stream_incomplete"}, e.api.status(turnID))
 	types := e.api.eventTypes(turnID)
-	assert.Equal(t, []string{"delta", "prompt_steer", "prompt_steer_ack", "observation", "status"}, types,
+	assert.Equal(t, []string{"output_message", "delta", "output_message", "prompt_steer", "prompt_steer_ack", "observation", "status"}, types,
 		"no acceptance, input outcome, done or error invented")
 	code, _ = e.api.do("POST", "/api/v1/turns/"+turnID+"/input", textInput("too late"))
 	assert.Equal(t, 409, code, "the interrupted Turn takes no more input")

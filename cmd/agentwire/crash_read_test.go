@@ -60,7 +60,7 @@ func TestCoreKilledDuringDirectoryRead(t *testing.T) {
 	// Session's Turn is placed.
 	turnID := e.turn(ses, "run")
 	e.waitState(turnID, "running")
-	e.waitFrame("in", "delta", nil)
+	e.waitMessage()
 	rt.signal(t, syscall.SIGSTOP)
 	read = e.readAsync(ses)
 	e.waitFrame("out", "workspace_read", nil)
@@ -69,7 +69,7 @@ func TestCoreKilledDuringDirectoryRead(t *testing.T) {
 	assert.NotEqual(t, 200, <-read, "the caller of the interrupted read got no data")
 	e.startCore()
 	assert.Equal(t, map[string]any{"state": "failed", "reason": "event_stream_incomplete"}, e.api.status(turnID))
-	assert.Equal(t, []string{"delta", "observation", "status"}, e.api.eventTypes(turnID), "a read invents no event")
+	assert.Equal(t, []string{"output_message", "delta", "output_message", "observation", "status"}, e.api.eventTypes(turnID), "a read invents no event")
 	e.waitConnected(3)
 	assert.Empty(t, e.readFrames(), "the read is not replayed")
 

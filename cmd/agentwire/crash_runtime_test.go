@@ -49,7 +49,7 @@ func TestRuntimeKilledMidPreparationAndMidRun(t *testing.T) {
 	// Mid-Run: the Run streamed its first delta.
 	runTurn := e.turn(ses, "run")
 	e.waitState(runTurn, "running")
-	e.waitFrame("in", "delta", nil)
+	e.waitMessage()
 	prepares := framesOf(e.frames(), "out", "execution_prepare")
 	require.Len(t, prepares, 2, "the interrupted preparation is not replayed")
 	assert.Equal(t, prep.ID, prepares[0].ID)
@@ -58,7 +58,7 @@ func TestRuntimeKilledMidPreparationAndMidRun(t *testing.T) {
 	e.waitState(runTurn, "failed")
 	assert.Equal(t, map[string]any{"state": "failed", "reason": "event_stream_incomplete"}, e.api.status(runTurn))
 	types := e.api.eventTypes(runTurn)
-	assert.Equal(t, []string{"delta", "status"}, types, "no error or done invented")
+	assert.Equal(t, []string{"output_message", "delta", "output_message", "status"}, types, "no error or done invented")
 
 	rt3 := e.runtime("--harness", "script="+script)
 	e.waitConnected(3)

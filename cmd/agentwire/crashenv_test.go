@@ -365,6 +365,17 @@ func (e *crashEnv) waitFrame(dir, typ string, match func(tframe) bool) tframe {
 	return got
 }
 
+// waitMessage waits until the Run's first native message completed: the
+// script adapter declares message_items, so Core observes messages and
+// the Runtime reports a message's completion (output_message,
+// daemon-protocol.txt:55) right after its last delta, before the next
+// step; a test that acts once a Run has streamed waits for it, so the
+// frames Core observed do not depend on timing.
+func (e *crashEnv) waitMessage() tframe {
+	e.t.Helper()
+	return e.waitFrame("in", "output_message", func(f tframe) bool { return strings.Contains(string(f.Payload), `"completed"`) })
+}
+
 // stopAll stops the Runtimes and Core with SIGTERM, checks that no
 // secret reached a log and opens the store Core left (closed at cleanup).
 func (e *crashEnv) stopAll(runtimes ...*proc) *sqlite.Store {

@@ -4,30 +4,41 @@
 // calls, active input, delays, failures, hangs, held preparations and
 // cancellations), so a scenario can say exactly what the native side does
 // without a model.
+//
+// Its declaration is truthful (Honoured): it declares what it implements —
+// item IDs and output_message frames when Core opts in, strict resume of
+// the native Sessions it reports, recovery, explicit rejection of images —
+// and false for the rest, and the conformance kit
+// (runtime/harness/harnesstest) proves it.
 package script
 
 import (
 	"context"
 	"errors"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/wire"
-	"github.com/agentwire/agentwire/wire/wiretest"
 )
 
 // Kind is the agent kind the adapter declares unless Script.Kind says otherwise.
 const Kind = "script"
 
-// Step is one thing a Turn does. Exactly one member is set.
+// Step is one thing a Turn does. Exactly one member is set (Withdraw goes
+// with Permission).
 type Step struct {
+	// Delta streams a text fragment. Consecutive deltas are one native
+	// message: when Core opts in with observe_messages they carry its item
+	// ID, and output_message frames report its start and completion.
 	Delta    string         `json:"delta,omitempty"`
 	Thinking string         `json:"thinking,omitempty"`
 	Usage    *wire.Usage    `json:"usage,omitempty"`
 	ToolCall *wire.ToolCall `json:"tool_call,omitempty"`
+	// Echo streams the Turn's input: each text part as one delta, in
+	// order, with a blank line between messages.
+	Echo bool `json:"echo,omitempty"`
 	// Error emits an error frame (the Run then ends with done).
 	Error string `json:"error,omitempty"`
 	// Delay waits (cancellation ends it early).
@@ -53,6 +64,10 @@ type Step struct {
 	Permission *wire.PermissionRequest   `json:"permission,omitempty"`
 	Choice     *wire.PromptForUserChoice `json:"choice,omitempty"`
 	Function   *wire.FunctionCall        `json:"function,omitempty"`
+	// Withdraw, with Permission, asks the question and withdraws it at
+	// once (permission_cancel: the Harness resolved it itself) instead of
+	// waiting; the content records "[id:withdrawn]".
+	Withdraw bool `json:"withdraw,omitempty"`
 	// AwaitInput waits until an active input was written into the Turn (or
 	// the Turn is cancelled); its text is appended to the content.
 	AwaitInput bool `json:"await_input,omitempty"`
@@ -74,7 +89,13 @@ const (
 // Script is what every Turn of the adapter plays.
 type Script struct {
 	Kind string `json:"kind,omitempty"`
-	// Capabilities overrides the fixture's fully capable declaration.
+	// Capabilities narrows the declaration: a capability it sets false is
+	// declared false (and refused before the script plays), one it sets
+	// true is declared only if the adapter honours it (Honoured).
+	//
+	// decision: an override can never make the adapter claim an operation
+	// it does not implement (daemon-protocol.txt:27: the declaration
+	// describes what the Runtime can do).
 	Capabilities *wire.AgentKindCapabilities `json:"capabilities,omitempty"`
 	Steps        []Step                      `json:"steps"`
 	// PrepareFails makes native preparation fail.
@@ -88,16 +109,64 @@ type Script struct {
 	// CloseFailures makes the first N closes of each Executor fail; the
 	// next one succeeds (a cleanup that a retry settles).
 	CloseFailures int `json:"close_failures,omitempty"`
-	// SessionID is the native Session identity done reports.
+	// SessionID is the native Session identity done reports; it exists,
+	// so a configuration may resume it (session.go).
 	SessionID string `json:"session_id,omitempty"`
 	// Input is the active input mode (InputAccept when empty).
 	Input string `json:"input,omitempty"`
 }
 
+// Honoured is the declaration of what the adapter implements, each field
+// decided by name (a field added to spec/capabilities.yaml fails to
+// validate here until it is decided).
+func Honoured() wire.AgentKindCapabilities {
+	const yes, no = wire.Supported, wire.Unsupported
+	return wire.AgentKindCapabilities{
+		Streaming:   yes, // Delta and Echo steps
+		Permissions: yes, // Permission (and Withdraw) and Choice steps
+		// Usage steps are passed on as written; the script's author writes
+		// the cumulative snapshots.
+		Usage:                 yes,
+		Resume:                yes, // strict resume of the native Sessions it reports (session.go)
+		SubagentObservations:  no,  // a script has no child agents to observe
+		NativeSessionRecovery: yes, // session.go
+		WorkspaceAuthoring:    no,  // the daemon has no authoring command for it to run
+		Steering:              yes, // AwaitInput and the input modes
+		MessageItems:          yes, // messages.go
+		ToolObservations:      yes, // ToolCall steps carry the observation they are written with
+		// The script touches no workspace; the daemon checks the binding
+		// and serves reads and exports from its own workspace
+		// implementation for any adapter (daemon-protocol.txt:29).
+		EnvironmentNone:                yes,
+		LocalEnvironment:               yes,
+		Preparation:                    yes,
+		WorkspaceReadPreparation:       yes,
+		WorkspaceOutputExport:          yes,
+		ProgrammaticToolCallingDisable: no,
+		WebSearchControl:               no,
+		// The object is accepted: a script has no web search to disable and
+		// no verbosity but its own (medium); structured output is false.
+		ExecutionControls:    yes,
+		TextVerbosity:        no,
+		StructuredOutput:     no,
+		ToolSearch:           no,
+		MessageImages:        no, // a text-only transport: images are refused, never dropped
+		FunctionResultImages: no,
+		SubagentControl:      yes, // it never runs subagents, so disabling them holds
+		DurableInputReceipts: yes, // written, then accepted (Input modes)
+		DurableTurns:         yes,
+		FunctionTools:        yes, // Function steps
+		MCPHTTPTools:         no,
+		MCPHTTPRequired:      no,
+		MCPHTTPBearerAuth:    no,
+	}
+}
+
 // Adapter plays Script.
 type Adapter struct {
-	mu     sync.Mutex
-	script Script
+	mu       sync.Mutex
+	script   Script
+	sessions sessions
 }
 
 // New returns an adapter that plays s.
@@ -116,16 +185,20 @@ func (a *Adapter) get() Script {
 	return a.script
 }
 
-// Declaration declares every capability supported unless the script says otherwise.
+// Declaration declares what the adapter honours, narrowed by the script.
 func (a *Adapter) Declaration() harness.Declaration {
 	s := a.get()
 	kind := s.Kind
 	if kind == "" {
 		kind = Kind
 	}
-	caps := wiretest.Capabilities()
-	if s.Capabilities != nil {
-		caps = *s.Capabilities
+	caps := Honoured()
+	if o := s.Capabilities; o != nil {
+		for _, f := range wire.CapabilityFields() {
+			if *f.Of(o) == wire.Unsupported {
+				*f.Of(&caps) = wire.Unsupported
+			}
+		}
 	}
 	return harness.Declaration{Kind: kind, Available: true, Version: "script", Capabilities: caps}
 }
@@ -133,9 +206,19 @@ func (a *Adapter) Declaration() harness.Declaration {
 // ErrPrepare is the native preparation failure of PrepareFails.
 var ErrPrepare = errors.New("script: native preparation failed")
 
-// NewExecutor prepares an Executor (or fails as scripted).
+// NewExecutor prepares an Executor (or fails as scripted). A configuration
+// that asks for an operation the declaration does not support is refused
+// first, and the native Session it resumes or recovers must exist
+// (session.go).
 func (a *Adapter) NewExecutor(ctx context.Context, cfg harness.ExecutorConfig) (harness.Executor, error) {
+	if err := harness.CheckConfiguration(cfg.Declaration.Capabilities, cfg.Configuration); err != nil {
+		return nil, err
+	}
 	s := a.get()
+	native, err := a.sessions.open(s, cfg)
+	if err != nil {
+		return nil, err
+	}
 	if s.PrepareFails {
 		return nil, ErrPrepare
 	}
@@ -144,7 +227,7 @@ func (a *Adapter) NewExecutor(ctx context.Context, cfg harness.ExecutorConfig) (
 			return nil, err
 		}
 	}
-	return &executor{script: s, adapter: a}, nil
+	return &executor{script: s, adapter: a, native: native, observe: cfg.Configuration.ObserveMessages}, nil
 }
 
 type executor struct {
@@ -153,247 +236,12 @@ type executor struct {
 	// Turn starts, so Set reaches a reused idle Executor too.
 	script  Script
 	adapter *Adapter
+	native  string // the native Session the Executor resumed or recovered ("" when none)
+	observe bool   // Core opted in with observe_messages
 
 	mu     sync.Mutex
 	turn   *turnState // the running Turn, nil between Turns
 	closes int        // close attempts so far
-}
-
-// turnState is what Steer and Decide reach of the running Turn.
-type turnState struct {
-	script  Script
-	runID   string
-	notify  harness.Notify
-	inputs  chan string                    // texts of written inputs
-	waiting map[string]chan harness.Answer // open questions, by interaction ID
-}
-
-func (e *executor) running(runID string) *turnState {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.turn == nil || e.turn.runID != runID {
-		return nil
-	}
-	return e.turn
-}
-
-// ErrWrite is the part-way write failure of InputFail.
-var ErrWrite = errors.New("script: native write of the input failed")
-
-// Steer writes active input into the running Turn as the script's Input
-// mode says. An accepted input is reported before the Turn sees it, so the
-// receipt never races the Turn's next frame.
-func (e *executor) Steer(ctx context.Context, runID, inputID string, in wire.MessageInput) error {
-	t := e.running(runID)
-	if t == nil {
-		return harness.ErrRunInactive
-	}
-	switch t.script.Input {
-	case InputHang:
-		<-ctx.Done()
-		return ctx.Err()
-	case InputFail:
-		return ErrWrite
-	case "", InputAccept:
-		if t.notify != nil {
-			t.notify(harness.InputNotice{InputID: inputID, Accepted: true})
-		}
-	}
-	select {
-	case t.inputs <- text(in):
-	default: // the Turn takes at most a few; a full buffer drops the text only
-	}
-	return nil
-}
-
-// Decide answers an open question of the running Turn; a question the Turn
-// does not (or no longer) wait for is not pending.
-func (e *executor) Decide(ctx context.Context, runID string, a harness.Answer) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.turn == nil || e.turn.runID != runID {
-		return harness.ErrRunInactive
-	}
-	ch, ok := e.turn.waiting[a.InteractionID]
-	if !ok {
-		return harness.ErrRunInactive
-	}
-	delete(e.turn.waiting, a.InteractionID)
-	ch <- a
-	return nil
-}
-
-func text(in wire.MessageInput) string {
-	var out string
-	for _, m := range in {
-		for _, c := range m.Content {
-			out += c.Text
-		}
-	}
-	return out
-}
-
-func answerText(a harness.Answer) string {
-	switch {
-	case a.Permission != nil:
-		if a.Permission.Approved != nil && *a.Permission.Approved {
-			return "allowed"
-		}
-		return "denied"
-	case a.Choice != nil:
-		if a.Choice.Cancelled {
-			return "cancelled"
-		}
-		var out string
-		for _, q := range a.Choice.QuestionAnswers {
-			for _, ans := range q.Answers {
-				out += ans
-			}
-		}
-		return out
-	case a.Result != nil:
-		var out string
-		for _, c := range a.Result.Content {
-			out += c.Text
-		}
-		return out
-	}
-	return ""
-}
-
-// answered is what an answered question adds to the content.
-func answered(err error, id string, a harness.Answer) string {
-	if err != nil {
-		return ""
-	}
-	return "[" + id + ":" + answerText(a) + "]"
-}
-
-// ask registers id as an open question, emits q and waits for the answer.
-func (e *executor) ask(ctx context.Context, t *turnState, id string, q wire.Payload, emit harness.Emit) (harness.Answer, error) {
-	ch := make(chan harness.Answer, 1)
-	e.mu.Lock()
-	t.waiting[id] = ch
-	e.mu.Unlock()
-	defer func() {
-		e.mu.Lock()
-		delete(t.waiting, id)
-		e.mu.Unlock()
-	}()
-	if err := emit(ctx, q); err != nil {
-		// A cancellation can end the wait for the question's write after
-		// the question went out and was answered: keep that answer.
-		select {
-		case a := <-ch:
-			return a, nil
-		default:
-		}
-		return harness.Answer{}, err
-	}
-	select {
-	case a := <-ch:
-		return a, nil
-	case <-ctx.Done():
-		// An answer Decide handed over before the cancellation was applied:
-		// its receipt already said so (applied=true settles the operation,
-		// daemon-protocol.txt:144), so it must not be lost when both are
-		// ready and select picks the cancellation.
-		select {
-		case a := <-ch:
-			return a, nil
-		default:
-		}
-		return harness.Answer{}, ctx.Err()
-	}
-}
-
-// Run plays the steps.
-func (e *executor) Run(ctx context.Context, turn harness.Turn, emit harness.Emit) (wire.Done, error) {
-	// A Builder, not +=: a long stream of deltas would copy the whole
-	// content once per delta.
-	var content strings.Builder
-	var seq uint64
-	sc := e.adapter.get()
-	done := func() wire.Done {
-		d := wire.Done{Content: content.String()}
-		if sc.SessionID != "" {
-			d.Metadata = &wire.DoneMetadata{AgentSessionID: sc.SessionID}
-		}
-		return d
-	}
-	t := &turnState{script: sc, runID: turn.RunID, notify: turn.Notify, inputs: make(chan string, 8), waiting: map[string]chan harness.Answer{}}
-	e.mu.Lock()
-	e.turn = t
-	e.mu.Unlock()
-	defer func() {
-		e.mu.Lock()
-		e.turn = nil
-		e.mu.Unlock()
-	}()
-	for _, st := range sc.Steps {
-		var err error
-		var a harness.Answer
-		switch {
-		case st.Permission != nil:
-			a, err = e.ask(ctx, t, st.Permission.RequestID, *st.Permission, emit)
-			content.WriteString(answered(err, st.Permission.RequestID, a))
-		case st.Choice != nil:
-			a, err = e.ask(ctx, t, st.Choice.AskID, *st.Choice, emit)
-			content.WriteString(answered(err, st.Choice.AskID, a))
-		case st.Function != nil:
-			a, err = e.ask(ctx, t, st.Function.CallID, *st.Function, emit)
-			content.WriteString(answered(err, st.Function.CallID, a))
-		case st.AwaitInput:
-			select {
-			case in := <-t.inputs:
-				content.WriteString(in)
-			case <-ctx.Done():
-				// An input written (and reported accepted) before the
-				// cancellation was consumed: keep it, as ask keeps an answer.
-				select {
-				case in := <-t.inputs:
-					content.WriteString(in)
-				default:
-				}
-				return done(), nil
-			}
-		case st.Delta != "":
-			seq++
-			content.WriteString(st.Delta)
-			err = emit(ctx, wire.Delta{Delta: st.Delta, Sequence: seq})
-		case st.Thinking != "":
-			err = emit(ctx, wire.Thinking{Text: st.Thinking})
-		case st.Usage != nil:
-			err = emit(ctx, *st.Usage)
-		case st.ToolCall != nil:
-			err = emit(ctx, *st.ToolCall)
-		case st.Error != "":
-			err = emit(ctx, wire.ErrorFrame{Error: st.Error})
-		case st.Fail != "":
-			return wire.Done{}, errors.New(st.Fail)
-		case st.Hang:
-			<-ctx.Done()
-			return done(), nil
-		case st.HoldCancel != "":
-			<-ctx.Done()
-			_ = waitFile(context.Background(), st.HoldCancel)
-			return done(), nil
-		case st.Delay > 0:
-			t := time.NewTimer(st.Delay)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return done(), nil
-			case <-t.C:
-			}
-		}
-		if err != nil {
-			// The connection is gone or the Turn was cancelled: settle with
-			// what was produced.
-			return done(), nil
-		}
-	}
-	return done(), nil
 }
 
 // waitFile returns once path exists, or with ctx's error when ctx ends

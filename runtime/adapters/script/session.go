@@ -1,0 +1,76 @@
+package script
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/agentwire/agentwire/runtime/harness"
+)
+
+// The native Sessions of the script adapter. A script's native Session
+// keeps no history: each Turn plays the script. What it has is an
+// identity: Script.SessionID, which done reports, and which a later
+// configuration resumes (agent_session_id) or recovers
+// (require_existing_native_session).
+
+// Errors of strict resume and recovery: the configuration names a native
+// Session that does not exist, so the preparation fails rather than start
+// a new native root (daemon-protocol.txt:60, :165).
+var (
+	ErrUnknownSession = errors.New("script: strict resume of a native Session this adapter never reported")
+	ErrNoSession      = errors.New("script: require_existing_native_session names no Session to recover (no agent_state_key, no Session ID)")
+)
+
+// sessions are the native Session identities the adapter reported.
+type sessions struct {
+	mu    sync.Mutex
+	known map[string]bool
+}
+
+func (s *sessions) reported(id string) {
+	if id == "" {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.known == nil {
+		s.known = map[string]bool{}
+	}
+	s.known[id] = true
+}
+
+func (s *sessions) has(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.known[id]
+}
+
+// open returns the native Session an Executor of cfg continues: the one
+// agent_session_id resumes, the script's own on recovery, or "" (the
+// script's own, if any, is reported as usual).
+func (s *sessions) open(sc Script, cfg harness.ExecutorConfig) (string, error) {
+	c := cfg.Configuration
+	switch {
+	case c.AgentSessionID != "":
+		if c.AgentSessionID == sc.SessionID || s.has(c.AgentSessionID) {
+			return c.AgentSessionID, nil
+		}
+		if c.StrictResume {
+			return "", ErrUnknownSession
+		}
+		// decision: a resume that is not strict may start a new native
+		// Session (daemon-protocol.txt:60 makes Core's always strict).
+		return "", nil
+	case c.RequireExistingNativeSession:
+		// decision: a native Session without history is recovered from the
+		// Session's own state key (agent_state_key, or the Session ID of an
+		// execution_prepare) alone; with neither, nothing names a Session to
+		// recover, and the configuration is refused rather than a new
+		// native root started (wire.PromptRequest.RequireExistingNativeSession).
+		if c.AgentStateKey == "" && cfg.SessionID == "" {
+			return "", ErrNoSession
+		}
+		return sc.SessionID, nil
+	}
+	return "", nil
+}
