@@ -150,6 +150,11 @@ func (a *Adapter) NewExecutor(_ context.Context, cfg harness.ExecutorConfig) (ha
 	if !a.decl.Available {
 		return nil, fmt.Errorf("exec adapter: %s is not runnable", a.cfg.Command)
 	}
+	// An operation the declaration does not support is refused before any
+	// process starts (daemon-protocol.txt:27).
+	if err := harness.CheckConfiguration(cfg.Declaration.Capabilities, cfg.Configuration); err != nil {
+		return nil, err
+	}
 	dir := a.cfg.Dir
 	if cfg.WorkspaceDir != "" {
 		// decision: the Harness runs in the workspace of the Environment
@@ -157,5 +162,8 @@ func (a *Adapter) NewExecutor(_ context.Context, cfg harness.ExecutorConfig) (ha
 		// carries no working directory; the Runtime's binding decides).
 		dir = cfg.WorkspaceDir
 	}
-	return &executor{cfg: a.cfg, dir: dir, sessionID: cfg.SessionID}, nil
+	c := cfg.Configuration
+	return &executor{cfg: a.cfg, dir: dir, sessionID: cfg.SessionID,
+		options: options{AgentSessionID: c.AgentSessionID, StrictResume: c.StrictResume, RequireExisting: c.RequireExistingNativeSession,
+			ObserveToolObservations: c.ObserveToolObservations}}, nil
 }

@@ -91,17 +91,18 @@ func TestEchoAgentTurn(t *testing.T) {
 	require.True(t, a.Declaration().Available)
 	tr := startTurn(t, context.Background(), a, "hello there")
 	assert.Equal(t, wire.Delta{Delta: "hello ", Sequence: 1}, tr.next(t))
-	assert.Equal(t, wire.Delta{Delta: "there ", Sequence: 2}, tr.next(t))
+	assert.Equal(t, wire.Delta{Delta: "there", Sequence: 2}, tr.next(t))
 	pr, ok := tr.next(t).(wire.PermissionRequest)
 	require.True(t, ok)
-	assert.Equal(t, "echo-permission", pr.RequestID)
+	assert.Equal(t, "echo-permission-run", pr.RequestID, "the interaction ID carries the Run ID")
 
 	dec := harness.Decider(tr.exe.(harness.Decider))
 	// An answer of the wrong kind is refused before anything is written.
-	require.Error(t, dec.Decide(context.Background(), "run", harness.Answer{InteractionID: "echo-permission", Result: &wire.FunctionResult{}}))
-	require.ErrorIs(t, dec.Decide(context.Background(), "other-run", harness.Answer{InteractionID: "echo-permission", Permission: &wire.PermissionDecision{}}), harness.ErrRunInactive)
+	require.Error(t, dec.Decide(context.Background(), "run", harness.Answer{InteractionID: pr.RequestID, Result: &wire.FunctionResult{}}))
+	require.ErrorIs(t, dec.Decide(context.Background(), "other-run", harness.Answer{InteractionID: pr.RequestID, Permission: &wire.PermissionDecision{}}), harness.ErrRunInactive)
 	yes := true
-	require.NoError(t, dec.Decide(context.Background(), "run", harness.Answer{InteractionID: "echo-permission", Permission: &wire.PermissionDecision{DeliveryID: "d", Approved: &yes}}))
+	require.NoError(t, dec.Decide(context.Background(), "run", harness.Answer{InteractionID: pr.RequestID, Permission: &wire.PermissionDecision{DeliveryID: "d", Approved: &yes}}))
+	assert.Equal(t, wire.Delta{Delta: " (allowed)", Sequence: 3}, tr.next(t))
 
 	require.NoError(t, tr.exe.(harness.Steerer).Steer(context.Background(), "run", "in-1", text("more")))
 	select {
@@ -110,8 +111,20 @@ func TestEchoAgentTurn(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("no acceptance")
 	}
+	before, ok := tr.next(t).(wire.ToolCall)
+	require.True(t, ok)
+	assert.Equal(t, wire.ToolStageBefore, before.Stage)
+	assert.Equal(t, "echo", before.Name)
+	after, ok := tr.next(t).(wire.ToolCall)
+	require.True(t, ok)
+	assert.Equal(t, wire.ToolStageAfter, after.Stage)
+	assert.Equal(t, before.ID, after.ID)
+	assert.Nil(t, after.Observation, "no observation without observe_tool_observations")
+	assert.Equal(t, wire.Delta{Delta: " more", Sequence: 4}, tr.next(t))
 	done := <-tr.res
-	assert.Equal(t, "hello there (allowed) more", done.Content)
+	assert.Equal(t, "hello there (allowed) more", done.Content, "done's content is the deltas joined")
+	require.NotNil(t, done.Metadata)
+	assert.Equal(t, "echo-s", done.Metadata.AgentSessionID, "a native Session ID derived from the Session")
 	require.NoError(t, tr.exe.Close(context.Background()))
 }
 

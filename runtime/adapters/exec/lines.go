@@ -18,6 +18,7 @@ type (
 		RunID     string            `json:"run_id"`
 		SessionID string            `json:"session_id,omitempty"`
 		Input     wire.MessageInput `json:"input"`
+		options
 	}
 	steerLine struct {
 		Type    string            `json:"type"` // "prompt_steer"
@@ -45,6 +46,18 @@ type (
 		Content []wire.InputContent `json:"content"`
 	}
 )
+
+// options are the members of the configuration the agent acts on
+// (docs/exec-adapter.md): the native Session the Turn continues (the agent
+// owns its native Sessions, so it decides whether it can resume or recover
+// one, and fails the Turn when it cannot, daemon-protocol.txt:60, :165),
+// and whether Core observes tool observations (daemon-protocol.txt:55).
+type options struct {
+	AgentSessionID          string `json:"agent_session_id,omitempty"`
+	StrictResume            bool   `json:"strict_resume,omitempty"`
+	RequireExisting         bool   `json:"require_existing_native_session,omitempty"`
+	ObserveToolObservations bool   `json:"observe_tool_observations,omitempty"`
+}
 
 // Lines the agent writes on stdout besides the wire events: the fate of an
 // active input after its write.
@@ -79,7 +92,7 @@ type turnState struct {
 func (t *turnState) relay(ctx context.Context, lines <-chan lineResult) (wire.Done, *failure) {
 	partial := func() wire.Done { return wire.Done{Content: t.content} }
 	wctx, cancel := context.WithTimeout(ctx, t.e.cfg.IdleTimeout)
-	err := t.p.writeLine(wctx, inputLine{Type: "input", RunID: t.turn.RunID, SessionID: t.e.sessionID, Input: t.turn.Input})
+	err := t.p.writeLine(wctx, inputLine{Type: "input", RunID: t.turn.RunID, SessionID: t.e.sessionID, Input: t.turn.Input, options: t.e.options})
 	cancel()
 	if err != nil {
 		if ctx.Err() != nil {

@@ -21,6 +21,7 @@ type executor struct {
 	cfg       Config
 	dir       string // the working directory of each Turn's process
 	sessionID string
+	options   options // what the agent reads of the configuration
 
 	mu  sync.Mutex
 	cur *process // the running Turn's process, nil between Turns
@@ -29,6 +30,7 @@ type executor struct {
 // process is one Turn's command.
 type process struct {
 	runID string
+	decl  wire.AgentKindCapabilities // the Turn's declaration snapshot
 	cmd   *osexec.Cmd
 	stdin *os.File
 
@@ -49,6 +51,12 @@ func (f *failure) Error() string { return f.msg }
 // Run starts the command, writes the Turn's input and relays its events
 // until done, a failure or cancellation.
 func (e *executor) Run(ctx context.Context, turn harness.Turn, emit harness.Emit) (wire.Done, error) {
+	// Content the Turn's declaration cannot carry (an image on a text-only
+	// agent) is refused before the process starts, never dropped
+	// (daemon-protocol.txt:98).
+	if err := harness.CheckInput(turn.Declaration.Capabilities, turn.Input); err != nil {
+		return wire.Done{}, err
+	}
 	p, stdout, stderr, err := e.start(turn.RunID)
 	if err != nil {
 		// decision: a command that cannot start fails the Turn like any
@@ -56,6 +64,7 @@ func (e *executor) Run(ctx context.Context, turn harness.Turn, emit harness.Emit
 		_ = emit(ctx, wire.NewEngineError(boundText("exec: the agent could not start: "+err.Error()), wire.EngineServerError, 0))
 		return wire.Done{}, nil
 	}
+	p.decl = turn.Declaration.Capabilities
 	e.mu.Lock()
 	e.cur = p
 	e.mu.Unlock()
@@ -186,6 +195,9 @@ func (e *executor) Steer(ctx context.Context, runID, inputID string, in wire.Mes
 	if p == nil {
 		return harness.ErrRunInactive
 	}
+	if err := harness.CheckSteer(p.decl, in); err != nil {
+		return err
+	}
 	return p.writeLine(ctx, steerLine{Type: "prompt_steer", InputID: inputID, Input: in})
 }
 
@@ -195,6 +207,9 @@ func (e *executor) Decide(ctx context.Context, runID string, a harness.Answer) e
 	p := e.running(runID)
 	if p == nil {
 		return harness.ErrRunInactive
+	}
+	if err := harness.CheckAnswer(p.decl, a); err != nil {
+		return err
 	}
 	var line any
 	var typ string
