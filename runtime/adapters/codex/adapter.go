@@ -68,6 +68,12 @@ func (a *Adapter) NewExecutor(ctx context.Context, cfg harness.ExecutorConfig) (
 	if !a.decl.Available {
 		return nil, ErrUnavailable
 	}
+	// The gate of the Executor's declaration snapshot first
+	// (daemon-protocol.txt:27), then what this adapter never honours,
+	// whatever a snapshot says.
+	if err := harness.CheckConfiguration(cfg.Declaration.Capabilities, cfg.Configuration); err != nil {
+		return nil, err
+	}
 	if err := checkConfiguration(cfg.Configuration); err != nil {
 		return nil, err
 	}

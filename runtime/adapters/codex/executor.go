@@ -228,10 +228,12 @@ func (e *executor) Steer(ctx context.Context, runID, inputID string, in wire.Mes
 	if t == nil {
 		return harness.ErrRunInactive
 	}
+	if err := harness.CheckSteer(t.caps, in); err != nil {
+		return err
+	}
 	if in.HasImage() {
-		// Core places no images on a kind that declares message_images
-		// false; one that arrives anyway is refused, never dropped.
-		return errors.New("codex adapter: image input is not supported (message_images is false)")
+		// Whatever the snapshot says, images are refused, never dropped.
+		return &harness.UnsupportedError{Capability: "message_images", What: "prompt_steer.input"}
 	}
 	select {
 	case <-t.turnKnown:
@@ -272,6 +274,9 @@ func (e *executor) Decide(ctx context.Context, runID string, a harness.Answer) e
 	if t == nil {
 		return harness.ErrRunInactive
 	}
+	if err := harness.CheckAnswer(t.caps, a); err != nil {
+		return err
+	}
 	e.mu.Lock()
 	q := t.perms[a.InteractionID]
 	if q == nil || q.answered || q.isResolved() {
@@ -306,6 +311,13 @@ func (e *executor) Decide(ctx context.Context, runID string, a harness.Answer) e
 	select {
 	case <-q.resolved:
 		return nil
+	case <-t.endedCh:
+		// The turn ended before Codex confirmed the answer: whether it
+		// counted is unknown, so it is not reported applied.
+		if q.isResolved() {
+			return nil
+		}
+		return errors.New("codex adapter: the turn ended before Codex confirmed the answer")
 	case <-ctx.Done():
 		return fmt.Errorf("codex adapter: the answer was written but Codex did not confirm it: %w", ctx.Err())
 	case <-e.conn.Done():

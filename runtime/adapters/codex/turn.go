@@ -18,8 +18,9 @@ import (
 type turnRun struct {
 	runID     string
 	notify    harness.Notify
-	turnID    string        // set before turnKnown closes
-	turnKnown chan struct{} // closed once turn/start answered
+	caps      wire.AgentKindCapabilities // the Turn's declaration snapshot
+	turnID    string                     // set before turnKnown closes
+	turnKnown chan struct{}              // closed once turn/start answered
 	ended     bool
 	endedCh   chan struct{}
 	perms     map[string]*permission // by interaction ID
@@ -131,13 +132,16 @@ func (e *executor) Run(ctx context.Context, turn harness.Turn, emit harness.Emit
 	if !e.proc.alive() || e.conn.Err() != nil {
 		return wire.Done{}, fmt.Errorf("codex adapter: the app-server is gone (%s)", e.proc.exitText())
 	}
-	if turn.Input.HasImage() {
+	if err := harness.CheckInput(turn.Declaration.Capabilities, turn.Input); err != nil || turn.Input.HasImage() {
 		// A text-only transport rejects image content, never drops it
-		// (daemon-protocol.txt:86).
-		_ = emit(bg, wire.NewEngineError("codex adapter: image input is not supported by this Harness (message_images is false)", wire.EngineInvalidRequest, 0))
+		// (daemon-protocol.txt:98); nothing reaches Codex.
+		if err == nil {
+			err = &harness.UnsupportedError{Capability: "message_images", What: "input"}
+		}
+		_ = emit(bg, wire.ErrorFrame{Error: boundText("codex adapter: " + err.Error())})
 		return wire.Done{Metadata: e.metadata()}, nil
 	}
-	t := &turnRun{runID: turn.RunID, notify: turn.Notify, turnKnown: make(chan struct{}), endedCh: make(chan struct{}),
+	t := &turnRun{runID: turn.RunID, notify: turn.Notify, caps: turn.Declaration.Capabilities, turnKnown: make(chan struct{}), endedCh: make(chan struct{}),
 		perms: map[string]*permission{}, permByRPC: map[string]*permission{}, steers: map[string]*steer{}}
 	e.mu.Lock()
 	e.cur = t
