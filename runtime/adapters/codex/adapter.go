@@ -113,8 +113,6 @@ func checkConfiguration(p wire.PromptRequest) error {
 		return fmt.Errorf("codex adapter: %s is not supported by this Harness", what)
 	}
 	switch {
-	case len(p.FunctionTools) > 0:
-		return refuse("function_tools")
 	case p.ToolSearch:
 		return refuse("tool_search")
 	case p.MCPHTTPServers != nil && len(*p.MCPHTTPServers) > 0:

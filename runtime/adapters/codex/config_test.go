@@ -115,7 +115,6 @@ func TestCheckConfigurationRefusesWhatIsNotHonoured(t *testing.T) {
 	servers := []wire.MCPHTTPServer{{ServerLabel: "x"}}
 	model := "x"
 	for name, p := range map[string]wire.PromptRequest{
-		"function tools": {FunctionTools: []wire.FunctionTool{{Name: "f"}}},
 		"mcp":            {MCPHTTPServers: &servers},
 		"ptc disable":    {ExecutionControls: &wire.ExecutionControls{DisableProgrammaticToolCalling: true}},
 		"recovery":       {RequireExistingNativeSession: true},

@@ -34,6 +34,7 @@ func capabilities() wire.AgentKindCapabilities {
 		TextVerbosity:            yes, // thread config model_verbosity
 		StructuredOutput:         yes, // turn/start outputSchema
 		SubagentControl:          yes, // thread config features.multi_agent=false
+		FunctionTools:            yes, // dynamicTools, item/tool/call → function_call
 
 		// Not implemented, so not declared.
 		SubagentObservations:           no,
@@ -43,7 +44,6 @@ func capabilities() wire.AgentKindCapabilities {
 		ToolSearch:                     no,
 		MessageImages:                  no,
 		FunctionResultImages:           no,
-		FunctionTools:                  no,
 		MCPHTTPTools:                   no,
 		MCPHTTPRequired:                no,
 		MCPHTTPBearerAuth:              no,

@@ -39,7 +39,7 @@ func TestDeclarationDecidesEveryField(t *testing.T) {
 		"tool_search":                       false,
 		"message_images":                    false, // text only; images are refused (TestHarnessCodexRefusesImages)
 		"function_result_images":            false,
-		"function_tools":                    false, // dynamicTools not implemented
+		"function_tools":                    true, // TestHarnessCodexFunctionTool
 		"mcp_http_tools":                    false,
 		"mcp_http_required":                 false,
 		"mcp_http_bearer_auth":              false,

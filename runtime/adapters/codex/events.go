@@ -1,6 +1,7 @@
 package codex
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -238,6 +239,8 @@ func (l *turnLoop) request(m *message) {
 	switch m.Method {
 	case rCommandApproval, rFileApproval:
 		l.approval(m)
+	case rToolCall:
+		l.functionCall(m)
 	default:
 		// decision: requests the adapter does not implement (user input,
 		// dynamic tools, MCP elicitation, login refresh, …) are refused at
@@ -278,10 +281,10 @@ func (l *turnLoop) approval(m *message) {
 		l.answer(m, "decline")
 		return
 	}
-	q := &permission{interactionID: newInteractionID(), method: m.Method, rpcID: m.ID, resolved: make(chan struct{})}
+	q := &question{interactionID: newInteractionID(), method: m.Method, rpcID: m.ID, resolved: make(chan struct{})}
 	l.e.mu.Lock()
-	l.t.perms[q.interactionID] = q
-	l.t.permByRPC[string(m.ID)] = q
+	l.t.asked[q.interactionID] = q
+	l.t.byRPC[string(m.ID)] = q
 	l.e.mu.Unlock()
 	pr := wire.PermissionRequest{RequestID: q.interactionID}
 	reason := ""
@@ -323,14 +326,57 @@ func (l *turnLoop) approval(m *message) {
 	}
 }
 
+// functionCall forwards a dynamic tool call as a function_call; the call
+// ID is the interaction ID of Core's function_result.
+func (l *turnLoop) functionCall(m *message) {
+	var p toolCallParams
+	fail := func(text string) {
+		ctx, cancel := context.WithTimeout(context.Background(), answerTimeout)
+		defer cancel()
+		res := toolCallResponse{ContentItems: []toolContent{{Type: "inputText", Text: text}}, Success: false}
+		if err := l.e.conn.Respond(ctx, m.Method, m.ID, res); err != nil {
+			l.e.log.Info("codex adapter: answering a tool call", "err", err)
+		}
+	}
+	if json.Unmarshal(m.Params, &p) != nil || p.ThreadID != l.e.threadID || p.TurnID != l.t.turnID || p.CallID == "" || p.Tool == "" {
+		fail("agentwire: this tool call does not belong to the running turn")
+		return
+	}
+	if !l.caps.FunctionTools.Supports() || l.interrupting {
+		fail("agentwire: function tools are not available in this turn")
+		return
+	}
+	args := bytes.TrimSpace(p.Arguments)
+	if len(args) == 0 || args[0] != '{' || !json.Valid(args) {
+		// decision: a function's arguments are a JSON object
+		// (wire.FunctionCall); anything else fails the call natively, so the
+		// model can retry, instead of reaching Core.
+		fail("agentwire: the arguments of " + p.Tool + " must be a JSON object")
+		return
+	}
+	l.e.mu.Lock()
+	if old := l.t.asked[p.CallID]; old != nil {
+		l.e.mu.Unlock()
+		fail("agentwire: call ID " + p.CallID + " is already open")
+		return
+	}
+	q := &question{interactionID: p.CallID, function: true, method: m.Method, rpcID: m.ID, resolved: make(chan struct{})}
+	l.t.asked[q.interactionID] = q
+	l.t.byRPC[string(m.ID)] = q
+	l.e.mu.Unlock()
+	if !l.send(wire.FunctionCall{CallID: p.CallID, Name: p.Tool, Arguments: wire.NativeJSON(args)}) {
+		fail("agentwire: the call could not be delivered")
+	}
+}
+
 // resolved: Codex settled a server request. One the adapter did not answer
 // was withdrawn natively (an interruption, Codex's own timeout).
 func (l *turnLoop) resolved(p resolvedParams) {
 	l.e.mu.Lock()
-	q := l.t.permByRPC[string(p.RequestID)]
+	q := l.t.byRPC[string(p.RequestID)]
 	if q != nil {
-		delete(l.t.permByRPC, string(p.RequestID))
-		delete(l.t.perms, q.interactionID)
+		delete(l.t.byRPC, string(p.RequestID))
+		delete(l.t.asked, q.interactionID)
 	}
 	l.e.mu.Unlock()
 	if q == nil || q.answered {

@@ -94,6 +94,9 @@ func startExecutor(ctx context.Context, a *Adapter, hc harness.ExecutorConfig, h
 		return nil, e.startFailed(err)
 	}
 	tp := threadParams{Cwd: cwd, ApprovalPolicy: "on-request", Sandbox: "workspace-write", Config: threadConfig(p)}
+	for _, f := range p.FunctionTools {
+		tp.DynamicTools = append(tp.DynamicTools, dynamicTool{Type: "function", Name: f.Name, Description: f.Description, InputSchema: json.RawMessage(f.Parameters)})
+	}
 	if o := p.AgentOptions; o != nil {
 		if o.Model != nil {
 			tp.Model = *o.Model
@@ -182,7 +185,26 @@ func (e *executor) observe(m *message) {
 		}
 		e.mu.Lock()
 		if t := e.cur; t != nil {
-			if q := t.permByRPC[string(p.RequestID)]; q != nil {
+			if q := t.byRPC[string(p.RequestID)]; q != nil {
+				q.resolve()
+			}
+		}
+		e.mu.Unlock()
+	case nItemCompleted:
+		// Codex sends no serverRequest/resolved for a dynamic tool call it
+		// was answered: the call's item completing is the proof the answer
+		// settled it (measured on 0.171.0; the item ID is the call ID).
+		if !bytes.Contains(m.Params, []byte(`"dynamicToolCall"`)) {
+			return
+		}
+		var p itemParams
+		var it item
+		if json.Unmarshal(m.Params, &p) != nil || json.Unmarshal(p.Item, &it) != nil || it.Type != itemDynamicTool {
+			return
+		}
+		e.mu.Lock()
+		if t := e.cur; t != nil && p.TurnID == t.turnID {
+			if q := t.asked[it.ID]; q != nil && q.function {
 				q.resolve()
 			}
 		}
@@ -278,34 +300,25 @@ func (e *executor) Decide(ctx context.Context, runID string, a harness.Answer) e
 		return err
 	}
 	e.mu.Lock()
-	q := t.perms[a.InteractionID]
+	q := t.asked[a.InteractionID]
 	if q == nil || q.answered || q.isResolved() {
 		e.mu.Unlock()
 		return harness.ErrRunInactive
 	}
-	if a.Permission == nil {
+	result, err := answerOf(q, a)
+	if err != nil {
 		e.mu.Unlock()
-		return fmt.Errorf("codex adapter: %s is a permission request; it takes a permission decision", a.InteractionID)
-	}
-	if a.Permission.Approved == nil {
-		e.mu.Unlock()
-		return errors.New("codex adapter: a permission decision without a verdict")
-	}
-	approved := *a.Permission.Approved
-	if approved && len(a.Permission.UpdatedInput) > 0 {
-		e.mu.Unlock()
-		// decision: Codex runs the command or patch it asked about and takes
-		// no replacement input, so an approval that changes the input cannot
-		// be honoured as given; it is refused, and the request stays open.
-		return errors.New("codex adapter: Codex cannot run a changed input; approve without updated_input or deny")
+		return err
 	}
 	q.answered = true
 	e.mu.Unlock()
-	decision := "decline"
-	if approved {
-		decision = "accept"
-	}
-	if err := e.conn.Respond(ctx, q.method, q.rpcID, map[string]string{"decision": decision}); err != nil {
+	if err := e.conn.Respond(ctx, q.method, q.rpcID, result); err != nil {
+		if !e.conn.broken() {
+			// Nothing was written: the question is still open.
+			e.mu.Lock()
+			q.answered = false
+			e.mu.Unlock()
+		}
 		return err
 	}
 	select {
@@ -323,6 +336,42 @@ func (e *executor) Decide(ctx context.Context, runID string, a harness.Answer) e
 	case <-e.conn.Done():
 		return fmt.Errorf("codex adapter: the answer was written but the app-server ended: %w", e.conn.Err())
 	}
+}
+
+// answerOf is Codex's answer to q from Core's answer a.
+func answerOf(q *question, a harness.Answer) (any, error) {
+	switch {
+	case q.function && a.Result != nil:
+		res := toolCallResponse{ContentItems: []toolContent{}, Success: a.Result.Success != nil && *a.Result.Success}
+		for _, c := range a.Result.Content {
+			if c.Type != wire.ContentText {
+				// function_result_images is false; the gate refuses images
+				// before this, and one that gets here is never dropped.
+				return nil, &harness.UnsupportedError{Capability: "function_result_images", What: "function_result.content"}
+			}
+			res.ContentItems = append(res.ContentItems, toolContent{Type: "inputText", Text: c.Text})
+		}
+		return res, nil
+	case !q.function && a.Permission != nil:
+		if a.Permission.Approved == nil {
+			return nil, errors.New("codex adapter: a permission decision without a verdict")
+		}
+		approved := *a.Permission.Approved
+		if approved && len(a.Permission.UpdatedInput) > 0 {
+			// decision: Codex runs the command or patch it asked about and
+			// takes no replacement input, so an approval that changes the
+			// input cannot be honoured as given; it is refused, and the
+			// request stays open.
+			return nil, errors.New("codex adapter: Codex cannot run a changed input; approve without updated_input or deny")
+		}
+		if approved {
+			return map[string]string{"decision": "accept"}, nil
+		}
+		return map[string]string{"decision": "decline"}, nil
+	case q.function:
+		return nil, fmt.Errorf("codex adapter: %s is a function call; it takes a function_result", q.interactionID)
+	}
+	return nil, fmt.Errorf("codex adapter: %s is a permission request; it takes a permission decision", q.interactionID)
 }
 
 // Close ends the app-server: stdin EOF, then the process group is

@@ -16,7 +16,7 @@ import (
 func TestGateRefusesUndeclaredOperations(t *testing.T) {
 	caps := wiretest.Capabilities(wiretest.Unsupports("steering", "permissions", "message_images"))
 	e := &executor{cur: &turnRun{runID: "r", caps: caps, turnKnown: make(chan struct{}), endedCh: make(chan struct{}),
-		perms: map[string]*permission{}, permByRPC: map[string]*permission{}, steers: map[string]*steer{}}}
+		asked: map[string]*question{}, byRPC: map[string]*question{}, steers: map[string]*steer{}}}
 	err := e.Steer(t.Context(), "r", "in-1", text("more"))
 	assert.ErrorIs(t, err, harness.ErrUnsupportedOperation)
 	yes := true

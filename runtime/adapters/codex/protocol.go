@@ -27,6 +27,7 @@ const (
 	nRequestResolved = "serverRequest/resolved"
 	rCommandApproval = "item/commandExecution/requestApproval"
 	rFileApproval    = "item/fileChange/requestApproval"
+	rToolCall        = "item/tool/call"
 )
 
 // Thread item types.
@@ -71,6 +72,35 @@ type threadParams struct {
 	Config                map[string]any `json:"config,omitempty"`
 	DeveloperInstructions *string        `json:"developerInstructions,omitempty"`
 	ExcludeTurns          bool           `json:"excludeTurns,omitempty"`
+	// DynamicTools (experimental; thread/start only) are the Agent's
+	// function tools, answered by the client through item/tool/call.
+	DynamicTools []dynamicTool `json:"dynamicTools,omitempty"`
+}
+
+type dynamicTool struct {
+	Type        string          `json:"type"` // "function"
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"inputSchema"`
+}
+
+// toolCallParams is the item/tool/call server request.
+type toolCallParams struct {
+	scope
+	CallID    string          `json:"callId"`
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// toolCallResponse answers item/tool/call.
+type toolCallResponse struct {
+	ContentItems []toolContent `json:"contentItems"`
+	Success      bool          `json:"success"`
+}
+
+type toolContent struct {
+	Type string `json:"type"` // "inputText"
+	Text string `json:"text"`
 }
 
 type threadResult struct {

@@ -401,6 +401,14 @@ func (c *rpcConn) write(ctx context.Context, m message) error {
 	return nil
 }
 
+// broken reports whether a write stopped part-way (or stdin was closed):
+// whatever was being written may have reached the server.
+func (c *rpcConn) broken() bool {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return c.wbroken != nil
+}
+
 // CloseWrite closes the app-server's stdin (EOF asks it to exit).
 func (c *rpcConn) CloseWrite() error {
 	c.wmu.Lock()

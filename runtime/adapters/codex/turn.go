@@ -23,14 +23,17 @@ type turnRun struct {
 	turnKnown chan struct{}              // closed once turn/start answered
 	ended     bool
 	endedCh   chan struct{}
-	perms     map[string]*permission // by interaction ID
-	permByRPC map[string]*permission // by the raw JSON-RPC request ID
-	steers    map[string]*steer      // by input ID
+	asked     map[string]*question // by interaction ID
+	byRPC     map[string]*question // by the raw JSON-RPC request ID
+	steers    map[string]*steer    // by input ID
 }
 
-// permission is one approval request Codex waits on.
-type permission struct {
-	interactionID string
+// question is one server request Codex waits on that the Turn forwarded
+// to Core: an approval (a permission request) or a dynamic tool call (a
+// function call).
+type question struct {
+	interactionID string // the permission request_id, or the function call_id
+	function      bool   // a dynamic tool call (else an approval)
 	method        string
 	rpcID         json.RawMessage
 	answered      bool // Decide wrote the answer
@@ -38,9 +41,9 @@ type permission struct {
 	resolved      chan struct{} // closed on serverRequest/resolved
 }
 
-func (q *permission) resolve() { q.once.Do(func() { close(q.resolved) }) }
+func (q *question) resolve() { q.once.Do(func() { close(q.resolved) }) }
 
-func (q *permission) isResolved() bool {
+func (q *question) isResolved() bool {
 	select {
 	case <-q.resolved:
 		return true
@@ -142,7 +145,7 @@ func (e *executor) Run(ctx context.Context, turn harness.Turn, emit harness.Emit
 		return wire.Done{Metadata: e.metadata()}, nil
 	}
 	t := &turnRun{runID: turn.RunID, notify: turn.Notify, caps: turn.Declaration.Capabilities, turnKnown: make(chan struct{}), endedCh: make(chan struct{}),
-		perms: map[string]*permission{}, permByRPC: map[string]*permission{}, steers: map[string]*steer{}}
+		asked: map[string]*question{}, byRPC: map[string]*question{}, steers: map[string]*steer{}}
 	e.mu.Lock()
 	e.cur = t
 	total := e.total
