@@ -65,6 +65,7 @@ func TestFinishedTurnsAreForgottenWithTheDriver(t *testing.T) {
 		r.send("function_result", run, map[string]any{"delivery_id": "result-" + run, "call_id": "call-1", "success": true,
 			"content": []any{map[string]any{"type": "input_text", "text": "42"}}})
 		require.Equal(t, "interaction_decision_ack", r.next().Type)
+		require.Equal(t, "delta", r.next().Type, "the script says the result it got")
 		done := r.next()
 		require.Equal(t, "done", done.Type)
 		require.Equal(t, run, done.ID)

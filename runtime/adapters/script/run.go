@@ -111,7 +111,8 @@ func answerText(a harness.Answer) string {
 	return ""
 }
 
-// answered is what an answered question adds to the content.
+// answered is what an answered question says: it is streamed like any
+// other text, so the deltas joined stay done's content.
 func answered(err error, id string, a harness.Answer) string {
 	if err != nil {
 		return ""
@@ -178,6 +179,7 @@ func (e *executor) Run(ctx context.Context, turn harness.Turn, emit harness.Emit
 		// frame goes out even after a cancellation, before done.
 		_ = msgs.end(context.WithoutCancel(ctx), emit, wire.OutputIncomplete)
 		d := wire.Done{Content: content.String()}
+		e.adapter.sessions.ran(e.key, native)
 		if native != "" {
 			d.Metadata = &wire.DoneMetadata{AgentSessionID: native}
 			e.adapter.sessions.reported(native)
@@ -217,18 +219,21 @@ func (e *executor) Run(ctx context.Context, turn harness.Turn, emit harness.Emit
 				content.WriteString("[" + st.Permission.RequestID + ":withdrawn]")
 			}
 		case st.Permission != nil:
-			a, err = e.ask(ctx, t, st.Permission.RequestID, *st.Permission, emit)
-			content.WriteString(answered(err, st.Permission.RequestID, a))
+			if a, err = e.ask(ctx, t, st.Permission.RequestID, *st.Permission, emit); err == nil {
+				err = stream(answered(err, st.Permission.RequestID, a))
+			}
 		case st.Choice != nil:
-			a, err = e.ask(ctx, t, st.Choice.AskID, *st.Choice, emit)
-			content.WriteString(answered(err, st.Choice.AskID, a))
+			if a, err = e.ask(ctx, t, st.Choice.AskID, *st.Choice, emit); err == nil {
+				err = stream(answered(err, st.Choice.AskID, a))
+			}
 		case st.Function != nil:
-			a, err = e.ask(ctx, t, st.Function.CallID, *st.Function, emit)
-			content.WriteString(answered(err, st.Function.CallID, a))
+			if a, err = e.ask(ctx, t, st.Function.CallID, *st.Function, emit); err == nil {
+				err = stream(answered(err, st.Function.CallID, a))
+			}
 		case st.AwaitInput:
 			select {
 			case in := <-t.inputs:
-				content.WriteString(in)
+				err = stream(in)
 			case <-ctx.Done():
 				// An input written (and reported accepted) before the
 				// cancellation was consumed: keep it, as ask keeps an answer.

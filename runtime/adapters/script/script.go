@@ -227,7 +227,7 @@ func (a *Adapter) NewExecutor(ctx context.Context, cfg harness.ExecutorConfig) (
 			return nil, err
 		}
 	}
-	return &executor{script: s, adapter: a, native: native, observe: cfg.Configuration.ObserveMessages}, nil
+	return &executor{script: s, adapter: a, native: native, observe: cfg.Configuration.ObserveMessages, key: recoveryKey(cfg)}, nil
 }
 
 type executor struct {
@@ -238,6 +238,7 @@ type executor struct {
 	adapter *Adapter
 	native  string // the native Session the Executor resumed or recovered ("" when none)
 	observe bool   // Core opted in with observe_messages
+	key     string // the Session's recovery key (sessions.ran)
 
 	mu     sync.Mutex
 	turn   *turnState // the running Turn, nil between Turns

@@ -19,12 +19,45 @@ import (
 var (
 	ErrUnknownSession = errors.New("script: strict resume of a native Session this adapter never reported")
 	ErrNoSession      = errors.New("script: require_existing_native_session names no Session to recover (no agent_state_key, no Session ID)")
+	ErrNotStarted     = errors.New("script: require_existing_native_session names a Session that never ran a Turn on this adapter")
 )
 
 // sessions are the native Session identities the adapter reported.
 type sessions struct {
 	mu    sync.Mutex
 	known map[string]bool
+	// started maps a Session's recovery key (its agent_state_key, else its
+	// Session ID) to the native Session its last Turn ran in ("" when the
+	// script reports none): the Sessions that exist natively.
+	started map[string]string
+}
+
+// recoveryKey is what names cfg's Session natively.
+func recoveryKey(cfg harness.ExecutorConfig) string {
+	if k := cfg.Configuration.AgentStateKey; k != "" {
+		return k
+	}
+	return cfg.SessionID
+}
+
+// ran records that the Session of key ran a Turn in native.
+func (s *sessions) ran(key, native string) {
+	if key == "" {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started == nil {
+		s.started = map[string]string{}
+	}
+	s.started[key] = native
+}
+
+func (s *sessions) startedAs(key string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	native, ok := s.started[key]
+	return native, ok
 }
 
 func (s *sessions) reported(id string) {
@@ -62,15 +95,24 @@ func (s *sessions) open(sc Script, cfg harness.ExecutorConfig) (string, error) {
 		// Session (daemon-protocol.txt:60 makes Core's always strict).
 		return "", nil
 	case c.RequireExistingNativeSession:
-		// decision: a native Session without history is recovered from the
-		// Session's own state key (agent_state_key, or the Session ID of an
-		// execution_prepare) alone; with neither, nothing names a Session to
-		// recover, and the configuration is refused rather than a new
-		// native root started (wire.PromptRequest.RequireExistingNativeSession).
-		if c.AgentStateKey == "" && cfg.SessionID == "" {
+		// decision: a native Session is recovered from the Session's own
+		// state key (agent_state_key, or the Session ID of an
+		// execution_prepare), and only if that Session ran a Turn on this
+		// adapter; otherwise the configuration is refused rather than a new
+		// native root started (daemon-protocol.txt:60,
+		// wire.PromptRequest.RequireExistingNativeSession).
+		key := recoveryKey(cfg)
+		if key == "" {
 			return "", ErrNoSession
 		}
-		return sc.SessionID, nil
+		native, ok := s.startedAs(key)
+		if !ok {
+			return "", ErrNotStarted
+		}
+		if native == "" {
+			native = sc.SessionID
+		}
+		return native, nil
 	}
 	return "", nil
 }
