@@ -28,7 +28,7 @@ func TestRuntimeKilledMidPreparationAndMidRun(t *testing.T) {
 	}
 	e := newCrashEnv(t)
 	gate := filepath.Join(e.dir, "prepare-proceeds")
-	script := e.writeFile("script.json", `{"steps":[{"delta":"partial"},{"hang":true}],"hold_prepare":"`+gate+`"}`)
+	script := e.writeFile("script.json", `{"steps":[{"delta":"partial"},{"hang":true}],"hold_prepare":"`+gate+`","sessions_file":"`+filepath.Join(e.dir, "native-sessions.json")+`"}`)
 	rt1 := e.runtime("--harness", "script="+script)
 	e.waitConnected(1)
 	ses := e.session("")

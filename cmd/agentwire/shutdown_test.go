@@ -223,8 +223,8 @@ func TestRuntimeShutdownWaitsForCleanup(t *testing.T) {
 }
 
 // TestRuntimeShutdownSecondSignalAbandons: a Run hangs and its Executor's
-// close always fails. SIGTERM cancels the Run (its done still reaches Core
-// over the open socket), the daemon keeps waiting and says for what; only
+// close always fails. SIGTERM cancels the Run (its error and done still
+// reach Core over the open socket), the daemon keeps waiting and says for what; only
 // a second SIGTERM abandons the Executor, logged as such, exit 1.
 func TestRuntimeShutdownSecondSignalAbandons(t *testing.T) {
 	if testing.Short() {
@@ -238,6 +238,9 @@ func TestRuntimeShutdownSecondSignalAbandons(t *testing.T) {
 	p.startRun()
 
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	// The stopped Run is reported as such, never as a completed Turn.
+	stopped := p.expect("error", "")
+	assert.Contains(t, stopped["error"], "runtime shutdown")
 	p.expect("done", "")
 	p.waitLine("still waiting for owned executors", &seen)
 	// Losing the connection while it waits neither ends the wait nor

@@ -17,6 +17,7 @@ type runState struct {
 	cancel         context.CancelFunc
 	cancelDelivery string // the delivery ID of the latest prompt_cancel (guards read it)
 	cancelled      bool
+	stopped        bool // the Runtime's own shutdown cancelled it; Core never asked (Session.Shutdown)
 	settled        bool
 	forgotten      bool       // the driver forgot the Run's instance (forget.go)
 	failure        string     // why a frame of the Run was refused (emit.go); published as an error before done
@@ -214,6 +215,18 @@ func (s *Session) publishDone(d *peer.Driver, r *runState) {
 	if r.failure != "" {
 		send(d, r.id, wire.ErrorFrame{Error: r.failure})
 	}
+	if r.stopped && !r.cancelled {
+		// decision: a Turn the Runtime's own shutdown stopped did not end by
+		// its own course, so done alone would report a completed Turn with
+		// truncated content. Core asked for no cancellation, so there is no
+		// receipt to give (daemon-protocol.txt:133, :138); an error frame
+		// before done makes the stream one that ended in failure
+		// (daemon-protocol.txt:106, 156), and done still carries what the
+		// native work settled with, its native Session identity among it,
+		// so the Session's next Turn continues it. A prompt_cancel that
+		// arrives meanwhile gets its receipt instead.
+		send(d, r.id, wire.ErrorFrame{Error: ErrStoppedByShutdown.Error()})
+	}
 	send(d, r.id, *r.outcome)
 	if r.cancelled {
 		s.ackCancel(d, r)
@@ -250,6 +263,10 @@ func (h runHooks) DoCancelNative(f *fsm.Firing[*peer.Event]) error {
 	r.cancel()
 	return nil
 }
+
+// ErrStoppedByShutdown is the error frame of a Run the Runtime's shutdown
+// cancelled before it ended by itself.
+var ErrStoppedByShutdown = errors.New("runtime shutdown: the daemon stopped this Turn before it ended, and its native work was cancelled; the Turn did not complete")
 
 // boundedError keeps an adapter's error text short on the wire.
 func boundedError(err error) string {

@@ -258,6 +258,7 @@ func (s *Session) Shutdown(settled func()) {
 	s.onSettled = settled
 	for _, r := range s.runs {
 		if !r.settled {
+			r.stopped = true
 			r.cancel()
 		}
 	}

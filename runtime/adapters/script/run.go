@@ -173,13 +173,17 @@ func (e *executor) Run(ctx context.Context, turn harness.Turn, emit harness.Emit
 	if native == "" {
 		native = sc.SessionID
 	}
+	// The native Session exists from the Turn's start on: a Turn killed
+	// mid-way leaves it for a later recovery, as a real Harness's does.
+	if err := e.adapter.sessions.ran(sc.SessionsFile, e.key, native); err != nil {
+		return wire.Done{}, err
+	}
 	msgs := &messages{observe: e.observe, runID: turn.RunID}
 	done := func() wire.Done {
 		// A message still open when the Turn ends early is incomplete; the
 		// frame goes out even after a cancellation, before done.
 		_ = msgs.end(context.WithoutCancel(ctx), emit, wire.OutputIncomplete)
 		d := wire.Done{Content: content.String()}
-		e.adapter.sessions.ran(e.key, native)
 		if native != "" {
 			d.Metadata = &wire.DoneMetadata{AgentSessionID: native}
 			e.adapter.sessions.reported(native)

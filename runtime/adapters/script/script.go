@@ -114,6 +114,11 @@ type Script struct {
 	SessionID string `json:"session_id,omitempty"`
 	// Input is the active input mode (InputAccept when empty).
 	Input string `json:"input,omitempty"`
+	// SessionsFile, when set, keeps the Sessions that ran a Turn (what
+	// require_existing_native_session recovers) in that file, so a
+	// restarted Runtime still recovers them; without it they are known to
+	// this process only.
+	SessionsFile string `json:"sessions_file,omitempty"`
 }
 
 // Honoured is the declaration of what the adapter implements, each field

@@ -1,7 +1,10 @@
 package script
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
+	"os"
 	"sync"
 
 	"github.com/agentwire/agentwire/runtime/harness"
@@ -40,24 +43,72 @@ func recoveryKey(cfg harness.ExecutorConfig) string {
 	return cfg.SessionID
 }
 
-// ran records that the Session of key ran a Turn in native.
-func (s *sessions) ran(key, native string) {
+// ran records that the Session of key ran a Turn in native, in file too
+// when the script names one (Script.SessionsFile), so that a restarted
+// process still knows it.
+func (s *sessions) ran(file, key, native string) error {
 	if key == "" {
-		return
+		return nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.load(file); err != nil {
+		return err
+	}
+	if old, ok := s.started[key]; ok && old == native {
+		return nil
+	}
+	s.started[key] = native
+	if file == "" {
+		return nil
+	}
+	b, err := json.Marshal(s.started)
+	if err != nil {
+		return err
+	}
+	tmp := file + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return fmt.Errorf("script: record the native Session: %w", err)
+	}
+	if err := os.Rename(tmp, file); err != nil {
+		return fmt.Errorf("script: record the native Session: %w", err)
+	}
+	return nil
+}
+
+// load merges what file recorded (a missing file records nothing).
+func (s *sessions) load(file string) error {
 	if s.started == nil {
 		s.started = map[string]string{}
 	}
-	s.started[key] = native
+	if file == "" {
+		return nil
+	}
+	b, err := os.ReadFile(file)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("script: read the native Sessions: %w", err)
+	}
+	var m map[string]string
+	if err := json.Unmarshal(b, &m); err != nil {
+		return fmt.Errorf("script: read the native Sessions: %s: %w", file, err)
+	}
+	for k, v := range m {
+		s.started[k] = v
+	}
+	return nil
 }
 
-func (s *sessions) startedAs(key string) (string, bool) {
+func (s *sessions) startedAs(file, key string) (string, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.load(file); err != nil {
+		return "", false, err
+	}
 	native, ok := s.started[key]
-	return native, ok
+	return native, ok, nil
 }
 
 func (s *sessions) reported(id string) {
@@ -105,7 +156,10 @@ func (s *sessions) open(sc Script, cfg harness.ExecutorConfig) (string, error) {
 		if key == "" {
 			return "", ErrNoSession
 		}
-		native, ok := s.startedAs(key)
+		native, ok, err := s.startedAs(sc.SessionsFile, key)
+		if err != nil {
+			return "", err
+		}
 		if !ok {
 			return "", ErrNotStarted
 		}
