@@ -97,6 +97,15 @@ fuzz:
 demo:
 	$(GO) run ./cmd/agentwire demo --out demo-out
 
+## demo-codex: the same demo with the real Codex CLI (make harnesses installs it) in the Runtime
+## (--harness codex), against a scripted model endpoint on 127.0.0.1, so it runs offline:
+## a streamed answer, a shell command approved through the API that writes proof.txt in the
+## workspace (read back through the files API), one active input mid-answer, done. Writes
+## demo-out/codex/transcript.txt and demo-out/codex/sequence.mmd
+.PHONY: demo-codex
+demo-codex:
+	$(GO) run ./cmd/agentwire demo --harness codex --out demo-out/codex
+
 ## diagrams-browser-check: render docs/machines/*.mmd with the real Mermaid in headless
 ## Chromium and check every state shows its name (needs Chromium, node and npm; not in `test`)
 diagrams-browser-check:
@@ -109,7 +118,11 @@ diagrams-browser-check:
 harnesses:
 	$(GO) run ./cmd/agentwire-harnesses install
 
-## check-harnesses: the real-harness tests (TestHarness*) against the installed CLIs; a CLI
-## that is missing fails them here, where make test skips them
+## check-harnesses: the real-harness tests (TestHarness*: the conformance kit against each real
+## CLI, the adapters' own tests, the codex demo) against the installed CLIs; a CLI that is missing
+## fails them here, where make test skips them. The kit's report (capabilities declared, scenarios
+## run and passed) is printed for each adapter.
 check-harnesses:
-	AGENTWIRE_REQUIRE_HARNESSES=1 $(GO) test -race -count=1 -run Harness ./runtime/...
+	set -o pipefail; AGENTWIRE_REQUIRE_HARNESSES=1 $(GO) test -race -count=1 -v -run '^TestHarness' ./runtime/... ./cmd/agentwire/ \
+		| grep -vE '^\s*(=== (RUN|PAUSE|CONT|NAME)|--- PASS)'
+

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -28,11 +30,39 @@ import (
 // (daemon-protocol.txt:13, the credential travels only in the upgrade's
 // header), and the demo still redacts every secret it issued from all it
 // prints or writes.
+//
+// With --harness codex the Runtime runs the real Codex CLI instead
+// (demo_codex.go), against a scripted model endpoint in this process.
 func runDemo(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("demo", stderr)
-	out := fs.String("out", "demo-out", "directory for transcript.txt and sequence.mmd")
+	out := fs.String("out", "", "directory for transcript.txt and sequence.mmd (default demo-out, demo-out/codex with --harness codex)")
 	agent := fs.String("agent", "", "a built echo-agent (default: go build ./examples/echo-agent)")
+	which := fs.String("harness", "echo", "the agent the Runtime runs: echo (examples/echo-agent through the exec adapter) or codex (the real Codex CLI that make harnesses installs, against a scripted model endpoint on 127.0.0.1)")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
+		return errUsage
+	}
+	var codexBin string
+	switch *which {
+	case "echo":
+		if *out == "" {
+			*out = "demo-out"
+		}
+	case "codex":
+		if *agent != "" {
+			fmt.Fprintln(stderr, "agentwire demo: --agent is for --harness echo")
+			return errUsage
+		}
+		if *out == "" {
+			*out = filepath.Join("demo-out", "codex")
+		}
+		// Checked before anything starts, so a missing CLI is one line.
+		bin, err := demoCodexBinary()
+		if err != nil {
+			return err
+		}
+		codexBin = bin
+	default:
+		fmt.Fprintf(stderr, "agentwire demo: --harness %s: want echo or codex\n", *which)
 		return errUsage
 	}
 	self, err := os.Executable()
@@ -44,18 +74,83 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	d := &demo{self: self, tmp: tmp, stdout: stdout, red: &redactor{}}
-	defer d.stop()
-	return d.run(*out, *agent)
+	ctx, cancel := context.WithCancel(context.Background())
+	d := &demo{ctx: ctx, self: self, tmp: tmp, stdout: stdout, red: &redactor{}}
+	defer d.close()
+	defer cancel()
+	setup := func() (*demoHarness, error) { return d.echoHarness(*agent) }
+	if *which == "codex" {
+		setup = func() (*demoHarness, error) { return d.codexHarness(codexBin) }
+	}
+	return d.run(*out, setup)
 }
 
 type demo struct {
+	ctx       context.Context // ends when the demo returns
 	self, tmp string
 	stdout    io.Writer
+	mu        sync.Mutex // serializes say
 	red       *redactor
 	procs     []*exec.Cmd
 	exited    []chan error
+	closers   []func()   // run after the children stopped (the model endpoint)
 	steps     []demoStep // what the demo did through the API, with times
+	inputs    []string   // the input_outcome payloads seen
+}
+
+// demoHarness is what differs between the agents the demo can run.
+type demoHarness struct {
+	kind    string   // the Session's agent_kind
+	flags   []string // the Runtime's --harness flags
+	env     []string // added to the Runtime's environment (a provider key's variable)
+	about   string   // how the Runtime was started, for the narration
+	diagram string   // the Runtime's label in the sequence diagram
+	prompt  string   // the Turn's input
+	steer   string   // the active input
+	// steerOn picks the Turn event after which the active input is sent
+	// (once).
+	steerOn func(event, payload string) bool
+	steered func() // called once the active input was posted (nil: nothing)
+	// after runs once the Turn completed, before the processes stop (nil:
+	// nothing).
+	after func(c *apiClient, sessionID string) error
+}
+
+// echoHarness builds examples/echo-agent (unless agent names a built one)
+// for the exec adapter.
+func (d *demo) echoHarness(agent string) (*demoHarness, error) {
+	if agent == "" {
+		agent = filepath.Join(d.tmp, "echo-agent")
+		if b, err := exec.Command("go", "build", "-o", agent, "./examples/echo-agent").CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("build examples/echo-agent (run the demo from the repository root, or give --agent): %v: %s", err, b)
+		}
+	}
+	caps := filepath.Join(filepath.Dir(agent), "echo-agent.capabilities.json")
+	if _, err := os.Stat(caps); err != nil {
+		if caps, err = filepath.Abs(filepath.Join("examples", "echo-agent", "capabilities.json")); err != nil {
+			return nil, err
+		}
+	}
+	return &demoHarness{
+		kind:    "echo",
+		flags:   []string{"--harness", "exec:echo=" + agent + ":" + caps},
+		about:   "exec:echo (examples/echo-agent)",
+		diagram: "exec echo-agent",
+		prompt:  "hello from the demo",
+		steer:   "and one more thing",
+		// The permission answer was applied (an outcome that is not
+		// applied ends the demo first).
+		steerOn: func(event, _ string) bool { return event == "interaction_outcome" },
+	}, nil
+}
+
+// close stops the children, then what they used.
+func (d *demo) close() {
+	d.stop()
+	for i := len(d.closers) - 1; i >= 0; i-- {
+		d.closers[i]()
+	}
+	d.closers = nil
 }
 
 type demoStep struct {
@@ -64,6 +159,8 @@ type demoStep struct {
 }
 
 func (d *demo) say(format string, a ...any) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	fmt.Fprintln(d.stdout, d.red.clean(fmt.Sprintf(format, a...)))
 }
 
@@ -74,9 +171,9 @@ func (d *demo) api(at time.Time, text string) {
 	d.say("  api   %s", text)
 }
 
-func (d *demo) run(outDir, agent string) error {
+func (d *demo) run(outDir string, setup func() (*demoHarness, error)) error {
 	data := filepath.Join(d.tmp, "data")
-	frames := filepath.Join(d.tmp, "frames.jsonl")
+	frames := d.framesPath()
 	d.say("agentwire demo: a real Core and a real Runtime on 127.0.0.1, store in %s", d.tmp)
 	dev, err := d.issue(data, "--kind", "device", "--device", "demo-device", "--project", "demo")
 	if err != nil {
@@ -87,17 +184,9 @@ func (d *demo) run(outDir, agent string) error {
 		return err
 	}
 	d.say("issued a credential for device demo-device of project demo, and the project's API key (secrets redacted below)")
-	if agent == "" {
-		agent = filepath.Join(d.tmp, "echo-agent")
-		if b, err := exec.Command("go", "build", "-o", agent, "./examples/echo-agent").CombinedOutput(); err != nil {
-			return fmt.Errorf("build examples/echo-agent (run the demo from the repository root, or give --agent): %v: %s", err, b)
-		}
-	}
-	caps := filepath.Join(filepath.Dir(agent), "echo-agent.capabilities.json")
-	if _, err := os.Stat(caps); err != nil {
-		if caps, err = filepath.Abs(filepath.Join("examples", "echo-agent", "capabilities.json")); err != nil {
-			return err
-		}
+	h, err := setup()
+	if err != nil {
+		return err
 	}
 	base, err := d.startCore(data, frames)
 	if err != nil {
@@ -121,28 +210,33 @@ func (d *demo) run(outDir, agent string) error {
 		return err
 	}
 	d.api(t0, "POST /api/v1/environments (device demo-device) → "+env.ID)
-	if _, err := d.start("runtime", "runtime", "--core", base, "--device-id", "demo-device", "--credential-file", credFile,
-		"--harness", "exec:echo="+agent+":"+caps, "--environment", env.ID+"="+workspaceDir); err != nil {
+	rtArgs := append([]string{"runtime", "--core", base, "--device-id", "demo-device", "--credential-file", credFile}, h.flags...)
+	if _, err := d.startEnv("runtime", h.env, append(rtArgs, "--environment", env.ID+"="+workspaceDir)...); err != nil {
 		return err
 	}
-	d.say("Core at %s; Runtime started with exec:echo (examples/echo-agent), serving Environment %s from %s\n", base, env.ID, workspaceDir)
+	d.say("Core at %s; Runtime started with %s, serving Environment %s from %s\n", base, h.about, env.ID, workspaceDir)
 
 	var ses struct{ ID string }
 	t0 = time.Now()
-	if err := d.call(c, "POST", "/api/v1/sessions", map[string]any{"agent_kind": "echo", "environment_id": env.ID}, &ses); err != nil {
+	if err := d.call(c, "POST", "/api/v1/sessions", map[string]any{"agent_kind": h.kind, "environment_id": env.ID}, &ses); err != nil {
 		return err
 	}
 	d.api(t0, "POST /api/v1/sessions → "+ses.ID)
-	input := []any{map[string]any{"content": []any{map[string]any{"type": "input_text", "text": "hello from the demo"}}}}
+	input := []any{map[string]any{"content": []any{map[string]any{"type": "input_text", "text": h.prompt}}}}
 	var turn struct{ ID string }
 	t0 = time.Now()
 	if err := d.call(c, "POST", "/api/v1/sessions/"+ses.ID+"/turns", map[string]any{"input": input}, &turn); err != nil {
 		return err
 	}
-	d.api(t0, "POST turns \"hello from the demo\" → "+turn.ID)
-	status, err := d.follow(c, turn.ID)
+	d.api(t0, fmt.Sprintf("POST turns %q → %s", h.prompt, turn.ID))
+	status, err := d.follow(c, turn.ID, h)
 	if err != nil {
 		return err
+	}
+	if h.after != nil && strings.Contains(status, `"completed"`) {
+		if err := h.after(c, ses.ID); err != nil {
+			return err
+		}
 	}
 	d.stop()
 	lines, err := readFrames(frames)
@@ -156,7 +250,7 @@ func (d *demo) run(outDir, agent string) error {
 	if err := os.WriteFile(filepath.Join(outDir, "transcript.txt"), []byte(text), 0o644); err != nil {
 		return err
 	}
-	mmd := d.red.clean(renderSequence(lines, d.steps))
+	mmd := d.red.clean(renderSequence(lines, d.steps, h.diagram))
 	if err := os.WriteFile(filepath.Join(outDir, "sequence.mmd"), []byte(mmd), 0o644); err != nil {
 		return err
 	}
@@ -184,7 +278,15 @@ func (d *demo) issue(data string, args ...string) (string, error) {
 
 // start runs a child; its stderr (JSON logs) goes to a file in tmp.
 func (d *demo) start(name string, args ...string) (io.ReadCloser, error) {
+	return d.startEnv(name, nil, args...)
+}
+
+// startEnv is start with env added to the child's environment.
+func (d *demo) startEnv(name string, env []string, args ...string) (io.ReadCloser, error) {
 	cmd := exec.Command(d.self, args...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	logf, err := os.Create(filepath.Join(d.tmp, name+".log"))
 	if err != nil {
 		return nil, err
@@ -243,9 +345,9 @@ func (d *demo) call(c *apiClient, method, path string, body, v any) error {
 }
 
 // follow reads the Turn's event stream: it approves the permission
-// question, sends one active input once the answer was applied, and
-// returns the final status.
-func (d *demo) follow(c *apiClient, turnID string) (string, error) {
+// question, sends one active input at the event h.steerOn picks (for
+// echo, once the answer was applied), and returns the final status.
+func (d *demo) follow(c *apiClient, turnID string, h *demoHarness) (string, error) {
 	req, err := http.NewRequest("GET", c.base+"/api/v1/turns/"+turnID+"/events", nil)
 	if err != nil {
 		return "", err
@@ -263,6 +365,7 @@ func (d *demo) follow(c *apiClient, turnID string) (string, error) {
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	var event, data string
+	steered := false
 	for sc.Scan() {
 		line := sc.Text()
 		switch {
@@ -292,17 +395,31 @@ func (d *demo) follow(c *apiClient, turnID string) (string, error) {
 				if !strings.Contains(payload, `"applied"`) {
 					return "", fmt.Errorf("the permission answer was not applied: %s", payload)
 				}
+			case "input_outcome":
+				d.inputs = append(d.inputs, payload)
+			}
+			if !steered && h.steerOn(ev, payload) {
+				steered = true
 				t0 := time.Now()
-				body := map[string]any{"input_id": "demo-input-1", "input": []any{map[string]any{"content": []any{map[string]any{"type": "input_text", "text": "and one more thing"}}}}}
+				body := map[string]any{"input_id": demoInputID, "input": []any{map[string]any{"content": []any{map[string]any{"type": "input_text", "text": h.steer}}}}}
 				if err := d.call(c, "POST", "/api/v1/turns/"+turnID+"/input", body, nil); err != nil {
 					return "", err
 				}
-				d.api(t0, "POST input \"and one more thing\"")
+				d.api(t0, fmt.Sprintf("POST input %q", h.steer))
+				if h.steered != nil {
+					h.steered()
+				}
 			}
 		}
 	}
 	return "", fmt.Errorf("the event stream ended before the Turn finished: %v", sc.Err())
 }
+
+// framesPath is the file Core writes its frame transcript to.
+func (d *demo) framesPath() string { return filepath.Join(d.tmp, "frames.jsonl") }
+
+// demoInputID is the active input's ID.
+const demoInputID = "demo-input-1"
 
 // redactor replaces every secret the demo issued.
 type redactor struct{ secrets []string }

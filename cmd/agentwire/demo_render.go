@@ -93,7 +93,7 @@ func mermaidText(s string) string {
 
 // renderSequence draws the API calls of the demo and the frames, in time
 // order, as a Mermaid sequence diagram.
-func renderSequence(lines []frameLine, steps []demoStep) string {
+func renderSequence(lines []frameLine, steps []demoStep, runtimeLabel string) string {
 	type item struct {
 		at   time.Time
 		line string
@@ -127,7 +127,7 @@ func renderSequence(lines []frameLine, steps []demoStep) string {
 	}
 	sort.SliceStable(items, func(i, j int) bool { return items[i].at.Before(items[j].at) })
 	var b strings.Builder
-	b.WriteString("sequenceDiagram\n  participant Demo as Demo (public API)\n  participant Core\n  participant Runtime as Runtime (exec echo-agent)\n")
+	b.WriteString("sequenceDiagram\n  participant Demo as Demo (public API)\n  participant Core\n  participant Runtime as Runtime (" + runtimeLabel + ")\n")
 	for _, it := range items {
 		b.WriteString(it.line + "\n")
 	}

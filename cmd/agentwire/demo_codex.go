@@ -1,0 +1,213 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentwire/agentwire/core/gateway"
+	"github.com/agentwire/agentwire/runtime/harness/install"
+	"github.com/agentwire/agentwire/runtime/harness/modeltest"
+	"github.com/agentwire/agentwire/wire"
+)
+
+// `agentwire demo --harness codex`: the same Core, Runtime and Turn as the
+// echo demo, with the Runtime running the real Codex CLI (the pinned one
+// that make harnesses installs) through `--harness codex`. The model is
+// the scripted endpoint of runtime/harness/modeltest, started in this
+// process on 127.0.0.1, so nothing leaves the machine and no account is
+// needed.
+//
+// The script, chosen from each request the CLI sends (Codex asks the
+// model once per sampling step of the Turn):
+//
+//   - the first request (the prompt): a reasoning summary, a streamed
+//     sentence, then Codex's exec_command with sandbox_permissions
+//     require_escalated, which Codex turns into an approval the demo
+//     grants through the API; the command then really runs in the
+//     workspace and writes demoProofFile;
+//   - the request carrying the command's result: a streamed sentence
+//     ending in demoCodexHeldDelta, then the stream is held
+//     (modeltest.Hold). The demo sends its active input when that delta
+//     reaches the Turn's event stream, so the input arrives mid-answer
+//     while the Turn is certainly active, whatever the machine's speed;
+//     the stream resumes once the Runtime wrote the input to Codex, and
+//     Codex consumes the input when that step ends (accepted);
+//   - the request carrying the active input: the closing answer.
+//
+// decision: the hold is released by the Runtime's prompt_steer_ack
+// (written) in Core's own frame transcript, which the demo already asks
+// Core to write; the public API reports only the input's final outcome,
+// and that (accepted) comes after the stream it would have to release.
+// That is the order the adapter's own steering test uses (Steer returned,
+// then the gate opens).
+
+const (
+	// demoCodexKeyEnv names the variable the Runtime reads the provider's
+	// key from (--codex-key-env); the key itself is never on a command
+	// line. The scripted endpoint takes any key: this one is a dummy.
+	demoCodexKeyEnv = "AGENTWIRE_DEMO_CODEX_KEY"
+	demoCodexKey    = "sk-agentwire-demo-offline-dummy"
+	// demoCodexModel is a model Codex knows, so it loads real metadata
+	// and prints no unknown-model warning.
+	demoCodexModel = "gpt-5.5"
+	// demoProofFile is what the approved command writes in the workspace.
+	demoProofFile    = "proof.txt"
+	demoProofText    = "written by codex in the agentwire demo"
+	demoCodexCommand = "echo '" + demoProofText + "' > " + demoProofFile + " && echo wrote " + demoProofFile
+	demoCodexSteer   = "also say which file you wrote"
+	// demoCodexHeldDelta is the last delta before the model's stream is
+	// held for the active input.
+	demoCodexHeldDelta = "and wrote " + demoProofFile + ". "
+)
+
+// demoCodexBinary is the pinned Codex CLI, or one line saying how to
+// install it.
+func demoCodexBinary() (string, error) {
+	p, err := install.Codex()
+	if errors.Is(err, install.ErrNotInstalled) {
+		return "", fmt.Errorf("demo --harness codex: the Codex CLI (%s %s) is not installed: run make harnesses", install.CodexPackage, install.CodexVersion)
+	}
+	return p, err
+}
+
+// codexHarness starts the scripted model endpoint and describes the
+// Runtime's --harness codex flags.
+func (d *demo) codexHarness(bin string) (*demoHarness, error) {
+	gate := modeltest.NewGate()
+	srv, err := modeltest.Start(modeltest.WithFallback(demoCodexScript(gate)))
+	if err != nil {
+		return nil, err
+	}
+	// Closing the endpoint ends a held stream too.
+	d.closers = append(d.closers, srv.Close, gate.Open)
+	d.red.add(demoCodexKey)
+	d.say("scripted model endpoint (runtime/harness/modeltest) at %s; the real Codex CLI %s", srv.OpenAIBaseURL(), bin)
+	frames := d.framesPath()
+	return &demoHarness{
+		kind: "codex",
+		flags: []string{"--harness", "codex", "--codex-model", demoCodexModel, "--codex-base-url", srv.OpenAIBaseURL(),
+			"--codex-key-env", demoCodexKeyEnv, "--codex-state", filepath.Join(d.tmp, "codex")},
+		env:     []string{demoCodexKeyEnv + "=" + demoCodexKey},
+		diagram: "codex, the real CLI",
+		about:   "--harness codex (model " + demoCodexModel + ", key from $" + demoCodexKeyEnv + ")",
+		prompt:  "Write " + demoProofFile + " in the workspace, then wait for my next message.",
+		steer:   demoCodexSteer,
+		steerOn: func(event, payload string) bool {
+			return event == "delta" && strings.Contains(payload, `"delta":"`+demoCodexHeldDelta+`"`)
+		},
+		steered: func() {
+			go func() {
+				defer gate.Open()
+				if d.awaitSteerAck(frames, demoInputID) {
+					d.say("  model the Runtime answered the input (prompt_steer_ack): the scripted model resumes its held stream")
+				}
+			}()
+		},
+		after: d.showProof,
+	}, nil
+}
+
+// demoCodexScript answers each request of the Turn (see the file comment).
+func demoCodexScript(gate *modeltest.Gate) modeltest.Responder {
+	return func(r *modeltest.Request) modeltest.Turn {
+		if slices.Contains(r.UserTexts(), demoCodexSteer) {
+			return modeltest.Reply(modeltest.Text("You also asked which file: ", "I wrote "+demoProofFile+" ", "in the workspace. ", "Done."))
+		}
+		if _, ok := r.LastToolResult(); ok {
+			return modeltest.Reply(
+				modeltest.Text("The command ran ", demoCodexHeldDelta),
+				modeltest.Hold(gate),
+				modeltest.Text("Waiting for your next message."),
+			)
+		}
+		return modeltest.Reply(
+			modeltest.Reasoning("The user ", "wants a file ", "in the workspace."),
+			modeltest.Text("I will ", "write "+demoProofFile+" ", "with a shell command."),
+			modeltest.CodexExecEscalated(demoCodexCommand, "write "+demoProofFile+" in the workspace"),
+		)
+	}
+}
+
+// awaitSteerAck follows Core's frame transcript until the Runtime wrote
+// inputID to Codex (prompt_steer_ack written, or already accepted) or
+// refused it for good, or the demo ends. A retryable refusal (not_ready,
+// busy) keeps the hold: Core sends the input again. The file is
+// appended one whole line per frame; it is read from where the last look
+// stopped.
+func (d *demo) awaitSteerAck(frames, inputID string) bool {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	var off int64
+	var pending []byte
+	for {
+		if f, err := os.Open(frames); err == nil {
+			if _, err := f.Seek(off, io.SeekStart); err == nil {
+				b, _ := io.ReadAll(f)
+				off += int64(len(b))
+				pending = append(pending, b...)
+			}
+			f.Close()
+		}
+		for {
+			i := bytes.IndexByte(pending, '\n')
+			if i < 0 {
+				break
+			}
+			line := pending[:i]
+			pending = pending[i+1:]
+			if steerAckFor(line, inputID) {
+				return true
+			}
+		}
+		select {
+		case <-d.ctx.Done():
+			return false
+		case <-tick.C:
+		}
+	}
+}
+
+func steerAckFor(line []byte, inputID string) bool {
+	var l gateway.TranscriptLine
+	var env wire.Envelope
+	if json.Unmarshal(line, &l) != nil || l.Dir != "in" || json.Unmarshal(l.Frame, &env) != nil || env.Type != wire.TypePromptSteerAck {
+		return false
+	}
+	var ack wire.PromptSteerAck
+	return json.Unmarshal(env.Payload, &ack) == nil && ack.InputID == inputID && ack.DriveKey() != "" && !ack.Retryable()
+}
+
+// showProof reads the approved command's file back through the public
+// files API (Core asks the Runtime, which reads the workspace) and checks
+// the active input was accepted.
+func (d *demo) showProof(c *apiClient, sessionID string) error {
+	q := url.Values{"path": {demoProofFile}, "max_bytes": {"4096"}}
+	var f struct {
+		Data      []byte `json:"data"`
+		Truncated bool   `json:"truncated"`
+	}
+	t0 := time.Now()
+	if err := d.call(c, "GET", "/api/v1/sessions/"+url.PathEscape(sessionID)+"/files/content?"+q.Encode(), nil, &f); err != nil {
+		return fmt.Errorf("read %s from the workspace: %w", demoProofFile, err)
+	}
+	d.api(t0, "GET files/content?path="+demoProofFile+" → "+fmt.Sprint(len(f.Data))+" bytes")
+	d.say("\nthe workspace's %s, read back through the files API: %q", demoProofFile, string(f.Data))
+	if strings.TrimSpace(string(f.Data)) != demoProofText {
+		return fmt.Errorf("the approved command's %s holds %q, want %q", demoProofFile, f.Data, demoProofText+"\n")
+	}
+	for _, in := range d.inputs {
+		if strings.Contains(in, `"input_id":"`+demoInputID+`"`) && strings.Contains(in, `"outcome":"accepted"`) {
+			return nil
+		}
+	}
+	return fmt.Errorf("the active input %s was not accepted: %v", demoInputID, d.inputs)
+}
