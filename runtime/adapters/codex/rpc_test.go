@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
 )
 
 func TestMain(m *testing.M) {
@@ -192,10 +193,34 @@ func TestRPCWriteIsBoundedByItsContext(t *testing.T) {
 	// Nobody reads the client's lines: the pipe fills and the write must
 	// end with the context, and break the stream for later writes.
 	f := newFakeServer(t, 0)
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	big := strings.Repeat("x", 1<<20)
-	_, err := f.conn.Start(ctx, "turn/steer", map[string]string{"text": big})
+	errc := make(chan error, 1)
+	go func() {
+		_, err := f.conn.Start(ctx, "turn/steer", map[string]string{"text": big})
+		errc <- err
+	}()
+	// The context ends only once the write has begun: the pipe then holds
+	// part of the line (it is far smaller than the line, so the write
+	// blocks there). A deadline instead could expire before the write
+	// started on a loaded machine, and nothing would be broken.
+	fd := int(f.inR.Fd())
+	wait := ctxT(t)
+	for {
+		n, err := unix.IoctlGetInt(fd, unix.TIOCINQ) // FIONREAD: the bytes a pipe holds
+		require.NoError(t, err)
+		if n > 0 {
+			break
+		}
+		select {
+		case <-wait.Done():
+			t.Fatal("the write never began")
+		case <-time.After(time.Millisecond):
+		}
+	}
+	cancel()
+	err := <-errc
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "turn/steer")
 	_, err = f.conn.Start(ctxT(t), "again", nil)
