@@ -35,7 +35,7 @@ func TestCoreKilledDuringCancellation(t *testing.T) {
 	turnID := e.turn(ses, "first")
 	e.waitState(turnID, "running")
 	e.waitFrame("out", "execution_start", nil)
-	e.waitMessage()
+	e.waitMessage(turnID)
 
 	code, v := e.api.do("POST", "/api/v1/turns/"+turnID+"/cancel", nil)
 	require.Equal(t, 202, code, "%v", v)

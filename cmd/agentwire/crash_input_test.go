@@ -28,7 +28,7 @@ func TestCoreKilledWithActiveInputInFlight(t *testing.T) {
 	ses := e.session("")
 	turnID := e.turn(ses, "first")
 	e.waitState(turnID, "running")
-	e.waitMessage()
+	e.waitMessage(turnID)
 
 	code, v := e.api.do("POST", "/api/v1/turns/"+turnID+"/input", map[string]any{"input_id": "in-1", "input": textInput("written only")["input"]})
 	require.Equal(t, 202, code, "%v", v)

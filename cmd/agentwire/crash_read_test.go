@@ -60,7 +60,7 @@ func TestCoreKilledDuringDirectoryRead(t *testing.T) {
 	// Session's Turn is placed.
 	turnID := e.turn(ses, "run")
 	e.waitState(turnID, "running")
-	e.waitMessage()
+	e.waitMessage(turnID)
 	rt.signal(t, syscall.SIGSTOP)
 	read = e.readAsync(ses)
 	e.waitFrame("out", "workspace_read", nil)

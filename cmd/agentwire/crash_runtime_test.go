@@ -49,7 +49,7 @@ func TestRuntimeKilledMidPreparationAndMidRun(t *testing.T) {
 	// Mid-Run: the Run streamed its first delta.
 	runTurn := e.turn(ses, "run")
 	e.waitState(runTurn, "running")
-	e.waitMessage()
+	e.waitMessage(runTurn)
 	prepares := framesOf(e.frames(), "out", "execution_prepare")
 	require.Len(t, prepares, 2, "the interrupted preparation is not replayed")
 	assert.Equal(t, prep.ID, prepares[0].ID)

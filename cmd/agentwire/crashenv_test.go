@@ -371,9 +371,44 @@ func (e *crashEnv) waitFrame(dir, typ string, match func(tframe) bool) tframe {
 // daemon-protocol.txt:55) right after its last delta, before the next
 // step; a test that acts once a Run has streamed waits for it, so the
 // frames Core observed do not depend on timing.
-func (e *crashEnv) waitMessage() tframe {
+//
+// It waits for the message in the Turn's journal too (the public event
+// stream): Core reads a frame before its journal entry is written, and
+// an API action the test takes next (a cancellation, say) journals its
+// own entry; waiting for the frame alone let the two swap.
+func (e *crashEnv) waitMessage(turnID string) tframe {
 	e.t.Helper()
-	return e.waitFrame("in", "output_message", func(f tframe) bool { return strings.Contains(string(f.Payload), `"completed"`) })
+	f := e.waitFrame("in", "output_message", func(f tframe) bool { return strings.Contains(string(f.Payload), `"completed"`) })
+	e.api.waitEvent(turnID, "output_message", `"completed"`)
+	return f
+}
+
+// waitEvent reads the Turn's public event stream until an event of type
+// typ whose data contains want arrives.
+func (a *crashAPI) waitEvent(turnID, typ, want string) {
+	a.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", a.base+"/api/v1/turns/"+turnID+"/events", nil)
+	require.NoError(a.t, err)
+	req.Header.Set("Authorization", "Bearer "+a.key)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(a.t, err)
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+	current := ""
+	for sc.Scan() {
+		line := sc.Text()
+		if ev, ok := strings.CutPrefix(line, "event: "); ok {
+			current = ev
+			continue
+		}
+		if data, ok := strings.CutPrefix(line, "data: "); ok && current == typ && strings.Contains(data, want) {
+			return
+		}
+	}
+	a.t.Fatalf("turn %s: the event stream ended without a %s event containing %s", turnID, typ, want)
 }
 
 // stopAll stops the Runtimes and Core with SIGTERM, checks that no

@@ -29,7 +29,7 @@ func TestRuntimeStoppedMidTurn(t *testing.T) {
 		e.waitConnected(i + 1)
 		turn := e.turn(ses, "work")
 		e.waitState(turn, "running")
-		e.waitMessage()
+		e.waitMessage(turn)
 		rt.signal(t, sig)
 		require.NoError(t, <-rt.exited, "the Runtime exits cleanly once the stopped Run settled: %s", rt.logs.String())
 		e.waitState(turn, "failed")
