@@ -17,6 +17,7 @@
 //	/say TEXT    stream TEXT (the rest of the line, as written)
 //	/ask         ask permission to echo the next input; denied ends the Turn
 //	/tool TEXT   run the echo tool on TEXT (a tool call before and after) and stream " TEXT"
+//	             (with no TEXT: run it on nothing and say nothing)
 //	/await       take one active input: accept it, then /tool its text
 //	/wait        wait until the Turn ends (it is cancelled)
 //	/fail TEXT   report an error with TEXT; done follows
@@ -200,7 +201,8 @@ func (a *agent) await() {
 }
 
 // tool runs the echo tool on said: a tool call before and after (with the
-// observation when Core observes them), then says it.
+// observation when Core observes them), then says it (nothing when said is
+// empty).
 func (a *agent) tool(said string) {
 	a.tools++
 	id := fmt.Sprintf("echo-%s-%d", a.first.RunID, a.tools)
@@ -213,7 +215,9 @@ func (a *agent) tool(said string) {
 	}
 	a.send("tool_call", before)
 	a.send("tool_call", after)
-	a.say(" " + said)
+	if said != "" {
+		a.say(" " + said)
+	}
 }
 
 func (a *agent) say(text string) {
