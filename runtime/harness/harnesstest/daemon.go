@@ -47,19 +47,17 @@ func (k *kit) daemonLevel(t *testing.T) {
 	}
 	k.run(t, "daemon", "daemon/streaming", text, func(t *testing.T) { k.daemonStreaming(t, text) })
 	k.run(t, "daemon", "daemon/cancellation", "cancellation", k.daemonCancellation)
-	k.eitherDaemon(t, "workspace_read_preparation", k.daemonRead, k.daemonReadRefused)
-	k.eitherDaemon(t, "workspace_output_export", k.daemonExport, k.daemonExportRefused)
-	k.daemonRefusedConfiguration(t)
-}
-
-// eitherDaemon runs capability's daemon scenario when it is declared, and
-// its refusal ("capability/refused") when it is not.
-func (k *kit) eitherDaemon(t *testing.T, capability string, accept, refuse func(*testing.T)) {
-	if k.declared(capability) {
-		k.run(t, "daemon", capability, capability, accept)
-	} else {
-		k.run(t, "daemon", capability+"/refused", capability, refuse)
+	for _, w := range []struct {
+		capability     string
+		accept, refuse func(*testing.T)
+	}{{"workspace_read_preparation", k.daemonRead, k.daemonReadRefused}, {"workspace_output_export", k.daemonExport, k.daemonExportRefused}} {
+		if k.declared(w.capability) {
+			k.run(t, "daemon", w.capability, w.capability, w.accept)
+		} else {
+			k.run(t, "daemon", w.capability+"/refused", w.capability, w.refuse)
+		}
 	}
+	k.daemonRefusedConfiguration(t)
 }
 
 // daemonStreaming: prepare → ready → start → the Turn's frames until done.
@@ -84,8 +82,8 @@ func (k *kit) daemonStreaming(t *testing.T, capability string) {
 }
 
 // daemonCancellation: Core cancels the Run once it runs natively; the
-// receipt follows native settlement (daemon-protocol.txt:85), after done
-// closed the stream, and nothing streams past it.
+// receipt proves native settlement (daemon-protocol.txt:85) and follows
+// the done that closed the stream, and nothing streams past them.
 func (k *kit) daemonCancellation(t *testing.T) {
 	plan := Plan{{Say: []string{"Working."}}, {Hang: true}}
 	s := k.scenario(t, "daemon/cancellation", "cancellation", plan, nil, nil)
@@ -93,18 +91,14 @@ func (k *kit) daemonCancellation(t *testing.T) {
 	delivery := k.newID("cancel")
 	// A streaming Harness runs natively once it said something; one that
 	// does not stream, once the daemon reports the Run started.
-	streaming := k.declared("streaming")
-	at := 0
+	streaming, at := k.declared("streaming"), 0
 	c.await(t, &at, "the first delta of "+runID, func(m wire.Message) bool {
 		failedStart(t, m, pid)
 		if m.Type == wire.TypeDone && m.ID == runID {
 			t.Fatalf("%s ended before the kit cancelled it: the plan hangs until cancelled", runID)
 		}
-		if streaming {
-			return m.Type == wire.TypeDelta && m.ID == runID
-		}
 		st, ok := m.Payload.(wire.PreparationStatus)
-		return ok && m.ID == pid && st.State == wire.PreparationStarted
+		return streaming && m.Type == wire.TypeDelta && m.ID == runID || !streaming && ok && m.ID == pid && st.State == wire.PreparationStarted
 	})
 	c.send(t, runID, wire.PromptCancel{DeliveryID: delivery})
 	ack := c.await(t, &at, "the cancellation receipt of "+runID, func(m wire.Message) bool {
@@ -121,12 +115,11 @@ func (k *kit) daemonCancellation(t *testing.T) {
 	r.Cancelled = true
 	require.NotNil(t, r.done, "the cancelled Run never published done")
 	// After done only the receipt may come: it answers the cancellation
-	// that done's stream already closed (spec/scenarios/runtime/cancellation_waits_for_settlement.txt).
+	// whose stream done closed (spec/scenarios/runtime/cancellation_waits_for_settlement.txt).
 	for _, m := range r.after {
-		if a, ok := m.Payload.(wire.InteractionDecisionAck); ok && a.DeliveryID == delivery {
-			continue
+		if a, ok := m.Payload.(wire.InteractionDecisionAck); !ok || a.DeliveryID != delivery {
+			t.Errorf("%s after the cancelled Run's done: nothing follows it but the receipt", m.Type)
 		}
-		t.Errorf("%s after the cancelled Run's done: nothing follows it but the receipt", m.Type)
 	}
 	assert.True(t, r.ackAfterDone, "the receipt came before done: it follows the native settlement that done reports")
 	assert.True(t, strings.HasPrefix(plan.Text(), r.Text()), "the cancelled Run said %q, more than the plan's %q", r.Text(), plan.Text())
@@ -148,16 +141,29 @@ func (k *kit) startTurn(t *testing.T, s *Scenario) (c *core, pid, runID string) 
 	return c, pid, runID
 }
 
+// readOnly starts a daemon bound to a workspace holding files and asks it
+// for the read-only profile as the transcripts do, only the binding and
+// the state key; it returns the status that settles the request.
+func (k *kit) readOnly(t *testing.T, files map[string]string) (c *core, pid string, st wire.PreparationStatus) {
+	dir := t.TempDir()
+	for name, body := range files {
+		path := filepath.Join(dir, filepath.FromSlash(name))
+		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+		require.NoError(t, os.WriteFile(path, []byte(body), 0o644))
+	}
+	c, pid, sid := k.startCore(t, dir), k.newID("prepare"), k.newSession()
+	st = c.prepare(t, pid, wire.ExecutionPrepare{SessionID: sid, Configuration: wire.PromptRequest{AgentKind: k.decl.Kind,
+		LocalEnvironment: &wire.LocalEnvironment{ID: environmentID}, AgentStateKey: wire.AgentStateKey(sid),
+		WorkspaceReadOnly: true, ReleaseOnCompletion: true, StrictResume: true}})
+	return c, pid, st
+}
+
 // daemonRead: an idle read through the read-only profile is served from
 // the bound Environment's workspace, then the handle is released
 // (daemon-protocol.txt:118-120).
 func (k *kit) daemonRead(t *testing.T) {
-	dir := t.TempDir()
 	const name, body = "harnesstest-read.txt", "read me"
-	require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644))
-	c := k.startCore(t, dir)
-	pid := k.newID("prepare")
-	st := c.readOnly(t, pid)
+	c, pid, st := k.readOnly(t, map[string]string{name: body})
 	require.Equal(t, wire.PreparationReady, st.State, "the read-only preparation was not admitted: %s", st.ErrorCode)
 	id := k.newID("read")
 	c.send(t, id, wire.WorkspaceRead{Handle: st.Handle, EnvironmentID: environmentID, Operation: wire.ReadDirectory, MaxEntries: 64})
@@ -166,10 +172,9 @@ func (k *kit) daemonRead(t *testing.T) {
 	require.NotNil(t, res.Directory, "a directory read answered without a listing")
 	i := slices.IndexFunc(res.Directory.Entries, func(e wire.WorkspaceDirectoryEntry) bool { return e.Name == name })
 	require.GreaterOrEqual(t, i, 0, "the listing %+v lacks %s, which the kit put in the workspace", res.Directory.Entries, name)
-	found := res.Directory.Entries[i]
-	assert.Equal(t, wire.EntryFile, found.Kind)
-	if assert.NotNil(t, found.SizeBytes, "a regular file's size is reported") {
-		assert.EqualValues(t, len(body), *found.SizeBytes)
+	assert.Equal(t, wire.EntryFile, res.Directory.Entries[i].Kind)
+	if size := res.Directory.Entries[i].SizeBytes; assert.NotNil(t, size, "a regular file's size is reported") {
+		assert.EqualValues(t, len(body), *size)
 	}
 	c.release(t, pid, st.Handle)
 	c.stop()
@@ -178,16 +183,15 @@ func (k *kit) daemonRead(t *testing.T) {
 // daemonReadRefused: without workspace_read_preparation the read-only
 // profile is refused before anything is prepared (daemon-protocol.txt:177).
 func (k *kit) daemonReadRefused(t *testing.T) {
-	c := k.startCore(t, t.TempDir())
-	pid := k.newID("prepare")
-	k.requireReadOnlyRefused(t, c.readOnly(t, pid))
+	c, pid, st := k.readOnly(t, nil)
+	k.readOnlyRefused(t, st)
 	c.stop()
-	assert.Len(t, c.frames().of(pid), 1, "a rejected execution_prepare is answered once, with nothing prepared")
+	assert.Len(t, ofID(c.frames(), pid), 1, "a rejected execution_prepare is answered once, with nothing prepared")
 }
 
-// requireReadOnlyRefused asserts the rejection of a read-only prepare;
-// the daemon checks preparation before the read-only profile.
-func (k *kit) requireReadOnlyRefused(t *testing.T, st wire.PreparationStatus) {
+// readOnlyRefused asserts the rejection of a read-only prepare; the daemon
+// checks preparation before the read-only profile.
+func (k *kit) readOnlyRefused(t *testing.T, st wire.PreparationStatus) {
 	t.Helper()
 	want := wire.PrepCodeUnsupportedReadPreparation
 	if !k.declared("preparation") {
@@ -198,23 +202,16 @@ func (k *kit) requireReadOnlyRefused(t *testing.T, st wire.PreparationStatus) {
 	assert.Equal(t, wire.PreparationOpPrepare, st.Operation)
 }
 
-const exportedName, exportedBody = "outputs/harnesstest-report.txt", "exported by the kit"
-
 // daemonExport: the outputs directory of the workspace is exported as a
 // tar archive through a ready read-only preparation, chunk by chunk, and
 // nothing outside it is (wire-reference §2.11).
 func (k *kit) daemonExport(t *testing.T) {
-	dir := t.TempDir()
-	require.NoError(t, os.MkdirAll(filepath.Join(dir, "outputs"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, filepath.FromSlash(exportedName)), []byte(exportedBody), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("not an output"), 0o644))
-	c := k.startCore(t, dir)
-	pid := k.newID("prepare")
-	st := c.readOnly(t, pid)
+	const name, body = "outputs/harnesstest-report.txt", "exported by the kit"
+	c, pid, st := k.readOnly(t, map[string]string{name: body, "notes.txt": "not an output"})
 	require.Equal(t, wire.PreparationReady, st.State,
 		"the export's owner, a read-only preparation, was not admitted (%s): an export needs workspace_read_preparation too", st.ErrorCode)
 	files := untar(t, c.export(t, st.Handle))
-	assert.Equal(t, exportedBody, files[exportedName], "the archive %v lacks %s as the kit wrote it", slices.Sorted(maps.Keys(files)), exportedName)
+	assert.Equal(t, body, files[name], "the archive %v lacks %s as the kit wrote it", slices.Sorted(maps.Keys(files)), name)
 	assert.NotContains(t, files, "notes.txt", "a file outside outputs/ was exported")
 	c.release(t, pid, st.Handle)
 	c.stop()
@@ -223,16 +220,13 @@ func (k *kit) daemonExport(t *testing.T) {
 // daemonExportRefused: without workspace_output_export no export begins,
 // even through a ready read-only preparation.
 func (k *kit) daemonExportRefused(t *testing.T) {
-	c := k.startCore(t, t.TempDir())
-	pid := k.newID("prepare")
-	st := c.readOnly(t, pid)
+	c, pid, st := k.readOnly(t, map[string]string{"outputs/report.txt": "never exported"})
 	handle := "kit-no-handle"
 	if k.declared("workspace_read_preparation") {
 		require.Equal(t, wire.PreparationReady, st.State, "the read-only preparation was not admitted: %s", st.ErrorCode)
 		handle = st.Handle
 	} else {
-		// No owner can exist: its refusal is the export's.
-		k.requireReadOnlyRefused(t, st)
+		k.readOnlyRefused(t, st) // no owner can exist: its refusal is the export's
 	}
 	id := k.newID("export")
 	c.send(t, id, wire.WorkspaceExport{Step: wire.ExportBegin, Handle: handle, EnvironmentID: environmentID})
@@ -274,8 +268,7 @@ func (k *kit) daemonRefusedConfiguration(t *testing.T) {
 			s.Refused = true
 		})
 		require.Error(t, harness.CheckConfiguration(k.caps, s.Config), "the hook made the configuration supported again")
-		c := k.startCore(t, s.WorkspaceDir)
-		pid := k.newID("prepare")
+		c, pid := k.startCore(t, s.WorkspaceDir), k.newID("prepare")
 		before := k.nativeCalls()
 		st := c.prepare(t, pid, wire.ExecutionPrepare{SessionID: s.SessionID, Configuration: s.Config})
 		assert.Equal(t, wire.PreparationRejected, st.State, "a configuration asking for %s was admitted", capability)
@@ -284,7 +277,7 @@ func (k *kit) daemonRefusedConfiguration(t *testing.T) {
 		assert.Empty(t, st.Handle, "a rejection reserves no handle")
 		k.noNativeCall(t, before)
 		c.stop()
-		assert.Len(t, c.frames().of(pid), 1, "a rejected execution_prepare is answered once, with nothing prepared")
+		assert.Len(t, ofID(c.frames(), pid), 1, "a rejected execution_prepare is answered once, with nothing prepared")
 	})
 }
 
@@ -325,19 +318,8 @@ func controls(set func(*wire.PromptRequest, *wire.ExecutionControls)) func(*wire
 	}
 }
 
-// readOnly prepares the read-only profile of the kit's Environment as the
-// transcripts send it, only the binding and the state key, and returns
-// the status that settles it.
-func (c *core) readOnly(t *testing.T, id string) wire.PreparationStatus {
-	t.Helper()
-	sid := c.k.newSession()
-	return c.prepare(t, id, wire.ExecutionPrepare{SessionID: sid, Configuration: wire.PromptRequest{AgentKind: c.k.decl.Kind,
-		LocalEnvironment: &wire.LocalEnvironment{ID: environmentID}, AgentStateKey: wire.AgentStateKey(sid),
-		WorkspaceReadOnly: true, ReleaseOnCompletion: true, StrictResume: true}})
-}
-
 // failedStart fails t when m reports that the preparation pid or its
-// start was refused or failed: the Run it awaits will never come.
+// start was refused or failed: the Run awaited will never come.
 func failedStart(t *testing.T, m wire.Message, pid string) {
 	t.Helper()
 	if st, ok := m.Payload.(wire.PreparationStatus); ok && m.ID == pid &&
@@ -346,8 +328,8 @@ func failedStart(t *testing.T, m wire.Message, pid string) {
 	}
 }
 
-// daemonRun is one Run as Core saw it: its frames until done as a Result,
-// and what came after done.
+// daemonRun is one Run as Core saw it: its frames until done as a Result
+// (without Core's receipts), and what came after done.
 type daemonRun struct {
 	Result
 	done         *wire.Done
@@ -355,21 +337,18 @@ type daemonRun struct {
 	ackAfterDone bool
 }
 
-func runResult(s *Scenario, runID string, fs frameList) *daemonRun {
+func runResult(s *Scenario, runID string, fs []wire.Message) *daemonRun {
 	r := &daemonRun{Result: Result{Scenario: s, RunID: runID}}
-	for _, m := range fs.of(runID) {
+	for _, m := range ofID(fs, runID) {
 		if r.done != nil {
-			r.after = append(r.after, m)
-			if m.Type == wire.TypeInteractionDecisionAck {
-				r.ackAfterDone = true
-			}
+			_, isAck := m.Payload.(wire.InteractionDecisionAck)
+			r.after, r.ackAfterDone = append(r.after, m), r.ackAfterDone || isAck
 			continue
 		}
 		switch p := m.Payload.(type) {
 		case wire.Done:
 			r.done, r.Done, r.Returned = &p, p, true
-		case wire.InteractionDecisionAck:
-			// The receipt is Core's, not the Turn's.
+		case wire.InteractionDecisionAck: // Core's receipt, not the Turn's
 		default:
 			r.Events = append(r.Events, p)
 		}
@@ -377,18 +356,9 @@ func runResult(s *Scenario, runID string, fs frameList) *daemonRun {
 	return r
 }
 
-// frameList is what the daemon sent, decoded, in order.
-type frameList []wire.Message
-
-// of returns the frames whose id is id.
-func (fs frameList) of(id string) frameList {
-	var out frameList
-	for _, m := range fs {
-		if m.ID == id {
-			out = append(out, m)
-		}
-	}
-	return out
+// ofID returns the frames whose id is id.
+func ofID(fs []wire.Message, id string) []wire.Message {
+	return slices.DeleteFunc(slices.Clone(fs), func(m wire.Message) bool { return m.ID != id })
 }
 
 // core is a scripted Core serving one daemon over a loopback WebSocket.
@@ -402,21 +372,21 @@ type core struct {
 	ran      chan error         // daemon.Run's result
 	abandon  chan struct{}
 	log      *lockedBuffer
-	redials  atomic.Int32 // connections after the first: the daemon lost its connection
+	dials    atomic.Int32
+	once     sync.Once
 
 	mu      sync.Mutex
-	got     frameList
+	got     []wire.Message
 	bad     []string // frames that did not decode strictly
 	readErr error
 	wake    chan struct{}
 	closed  chan struct{} // the reader ended: the connection is closed
-	once    sync.Once
 }
 
-// startCore runs the daemon with only the adapter under test registered,
-// the kit's Environment bound to dir when dir is set, and returns once
-// its first heartbeat advertised the adapter's declaration. The daemon
-// stops at the latest when t ends.
+// startCore runs the daemon with only the adapter under test registered
+// and the kit's Environment bound to dir when dir is set, and returns
+// once its first heartbeat advertised the adapter's declaration. The
+// daemon stops at the latest when t ends.
 func (k *kit) startCore(t *testing.T, dir string) *core {
 	t.Helper()
 	c := &core{k: k, t: t, ran: make(chan error, 1), abandon: make(chan struct{}), log: &lockedBuffer{},
@@ -424,24 +394,21 @@ func (k *kit) startCore(t *testing.T, dir string) *core {
 	accepted := make(chan *websocket.Conn, 1)
 	mux := http.NewServeMux()
 	mux.HandleFunc(daemon.BootstrapPath, func(w http.ResponseWriter, r *http.Request) {
-		// An interval far beyond any scenario keeps periodic heartbeats
-		// out of the frames a scenario reads.
+		// An interval beyond any scenario keeps periodic heartbeats out.
 		_ = json.NewEncoder(w).Encode(daemon.Bootstrap{DeviceID: "harnesstest", WSURL: "ws://" + r.Host + daemon.WSPath,
 			HeartbeatSeconds: 3600, ProtocolVersion: wire.Version})
 	})
 	mux.HandleFunc(daemon.WSPath, func(w http.ResponseWriter, r *http.Request) {
-		if c.redials.Add(1) > 1 {
-			// One connection per scenario: a second one means the first
-			// was lost, and nothing of the scenario is replayed on it.
+		if c.dials.Add(1) > 1 {
+			// A second dial means the first connection was lost; nothing
+			// of the scenario would be replayed on another.
 			http.Error(w, "harnesstest: one connection per scenario", http.StatusServiceUnavailable)
 			return
 		}
-		ws, err := websocket.Accept(w, r, nil)
-		if err != nil {
-			return
+		if ws, err := websocket.Accept(w, r, nil); err == nil {
+			ws.SetReadLimit(wire.MaxFrameBytes)
+			accepted <- ws
 		}
-		ws.SetReadLimit(wire.MaxFrameBytes)
-		accepted <- ws
 	})
 	c.srv = httptest.NewServer(mux)
 	reg := harness.NewRegistry()
@@ -453,14 +420,12 @@ func (k *kit) startCore(t *testing.T, dir string) *core {
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
 	go func() {
-		c.ran <- daemon.Run(ctx, daemon.Config{
-			CoreURL: c.srv.URL, DeviceID: "harnesstest", Credential: daemon.NewCredential("harnesstest-credential"),
-			Registry: reg, Environments: c.bindings, Abandon: c.abandon,
+		c.ran <- daemon.Run(ctx, daemon.Config{CoreURL: c.srv.URL, DeviceID: "harnesstest",
+			Credential: daemon.NewCredential("harnesstest-credential"), Registry: reg, Environments: c.bindings, Abandon: c.abandon,
 			Logger: slog.New(slog.NewTextHandler(c.log, &slog.HandlerOptions{Level: slog.LevelDebug})),
 			// Without keep-alive no idle connection outlives the daemon.
 			HTTPClient: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: k.timeout},
-			MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond,
-		})
+			MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
 	}()
 	t.Cleanup(c.stop)
 	wait, done := k.deadline()
@@ -468,14 +433,13 @@ func (k *kit) startCore(t *testing.T, dir string) *core {
 	select {
 	case c.ws = <-accepted:
 	case err := <-c.ran:
-		c.ran <- err // stop reads it again
+		c.ran <- err // for stop
 		t.Fatalf("daemon.Run returned before it connected: %v", err)
 	case <-wait.Done():
 		t.Fatalf("the daemon did not connect within %v", k.timeout)
 	}
 	go c.read()
-	at := 0
-	hb := c.await(t, &at, "the first heartbeat", func(m wire.Message) bool { return m.Type == wire.TypeHeartbeat }).Payload.(wire.Heartbeat)
+	hb := c.await(t, new(int), "the first heartbeat", func(m wire.Message) bool { return m.Type == wire.TypeHeartbeat }).Payload.(wire.Heartbeat)
 	kind, ok := hb.AgentKind(k.decl.Kind)
 	require.True(t, ok, "the heartbeat does not advertise kind %s", k.decl.Kind)
 	require.True(t, kind.IsAvailable(), "the heartbeat advertises kind %s as unavailable", k.decl.Kind)
@@ -490,34 +454,30 @@ func (c *core) read() {
 	for {
 		_, b, err := c.ws.Read(context.Background())
 		c.mu.Lock()
-		if err != nil {
+		switch m, derr := wire.Decode(b, wire.RuntimeToCore); {
+		case err != nil:
 			c.readErr = err
-			c.mu.Unlock()
-			c.signal()
-			return
-		}
-		if m, derr := wire.Decode(b, wire.RuntimeToCore); derr != nil {
+		case derr != nil:
 			c.bad = append(c.bad, fmt.Sprintf("%v: %.300s", derr, b))
-		} else {
+		default:
 			c.got = append(c.got, m)
 		}
 		c.mu.Unlock()
-		c.signal()
-	}
-}
-
-func (c *core) signal() {
-	select {
-	case c.wake <- struct{}{}:
-	default:
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
+		if err != nil {
+			return
+		}
 	}
 }
 
 // frames returns what the daemon sent so far.
-func (c *core) frames() frameList {
+func (c *core) frames() []wire.Message {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append(frameList(nil), c.got...)
+	return slices.Clone(c.got)
 }
 
 // send writes one of Core's frames, validated as Core would send it.
@@ -604,9 +564,10 @@ func (c *core) export(t *testing.T, handle string) []byte {
 	var archive []byte
 	at := 0
 	for {
+		// Each result answers the request sent before it.
 		res := c.await(t, &at, "workspace_export_result "+id, func(m wire.Message) bool {
 			return m.Type == wire.TypeWorkspaceExportResult && m.ID == id
-		}).Payload.(wire.WorkspaceExportResult) // each result answers the request before it
+		}).Payload.(wire.WorkspaceExportResult)
 		switch res.Outcome {
 		case "chunk":
 			require.EqualValues(t, len(archive), *res.Offset, "a chunk starts where the archive pulled so far ends")
@@ -657,11 +618,11 @@ func (c *core) stop() {
 			<-c.closed // CloseNow ends the reader's Read at once
 		}
 		c.srv.Close()
-		assert.NoError(t, c.bindings.Close()) // nil Bindings close as nothing
+		assert.NoError(t, c.bindings.Close()) // nil Bindings close nothing
 		c.mu.Lock()
 		assert.Empty(t, c.bad, "frames that do not decode strictly")
 		c.mu.Unlock()
-		assert.LessOrEqual(t, c.redials.Load(), int32(1), "the daemon lost its connection and dialled again")
+		assert.LessOrEqual(t, c.dials.Load(), int32(1), "the daemon lost its connection and dialled again")
 		if t.Failed() {
 			c.log.Lock()
 			t.Logf("the daemon's log:\n%s", c.log.String())
@@ -693,11 +654,10 @@ func untar(t *testing.T, archive []byte) map[string]string {
 			return files
 		}
 		require.NoError(t, err, "the export is not a tar archive")
-		if h.Typeflag != tar.TypeReg {
-			continue
+		if h.Typeflag == tar.TypeReg {
+			b, err := io.ReadAll(r)
+			require.NoError(t, err, "reading %s from the export", h.Name)
+			files[h.Name] = string(b)
 		}
-		b, err := io.ReadAll(r)
-		require.NoError(t, err, "reading %s from the export", h.Name)
-		files[h.Name] = string(b)
 	}
 }
