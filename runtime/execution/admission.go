@@ -411,6 +411,9 @@ func (s *Session) Refused(r *peer.Refusal) {
 		return
 	}
 	if r.Msg.Payload == nil {
+		if r.Kind == peer.RefusedDecode {
+			s.refuseMalformed(d, r)
+		}
 		return
 	}
 	op, fallback := "", ""

@@ -1,0 +1,95 @@
+package execution
+
+import (
+	"encoding/json"
+	"unicode/utf8"
+
+	"github.com/agentwire/agentwire/peer"
+	"github.com/agentwire/agentwire/wire"
+)
+
+// Requests whose payload failed to decode or validate. A Core that sent
+// one waits for the reply its family defines (and, for a read, would
+// record the read unknown and fence the owner when none comes,
+// daemon-protocol.txt:181), so every such request whose envelope names
+// what it addresses is answered with its family's rejection and a finite
+// code; only the IDs that pass the 128-byte bound are echoed. A frame
+// that cannot be attributed (no type, an invalid id) stays a logged,
+// counted refusal (peer.Driver.refuse).
+
+// refuseMalformed answers r, a request whose payload did not decode, and
+// reports whether its family defines a reply here.
+func (s *Session) refuseMalformed(d *peer.Driver, r *peer.Refusal) bool {
+	m := r.Msg
+	if m.Entry == nil || wire.CheckID(m.Entry, m.ID) != nil {
+		return false // nothing to answer on; the driver logged the frame
+	}
+	ids := looseIDs(m.Envelope.Payload)
+	no := false
+	var out wire.Payload
+	switch m.Type {
+	case wire.TypeExecutionPrepare:
+		out = wire.PreparationStatus{State: wire.PreparationRejected, Operation: wire.PreparationOpPrepare, ErrorCode: wire.PrepCodeInvalidRequest}
+	case wire.TypeExecutionStart:
+		out = wire.PreparationStatus{State: wire.PreparationRejected, Operation: wire.PreparationOpStart, ErrorCode: wire.PrepCodeInvalidStart,
+			Handle: ids["handle"], RunID: ids["run_id"]}
+	case wire.TypeExecutionRelease:
+		out = wire.PreparationStatus{State: wire.PreparationRejected, Operation: wire.PreparationOpRelease, ErrorCode: wire.PrepCodeInvalidRelease,
+			Handle: ids["handle"]}
+	case wire.TypeWorkspaceRead:
+		if _, dup := s.reads[m.ID]; dup {
+			// The read already answered or will: one result per operation.
+			s.cfg.Logger.Warn("malformed duplicate workspace_read refused without a second result", "operation", m.ID)
+			return true
+		}
+		out = wire.WorkspaceReadResult{Outcome: "rejected", ErrorCode: "invalid_request"}
+	case wire.TypePromptSteer:
+		out = wire.PromptSteerAck{InputID: ids["input_id"], Accepted: &no, ErrorCode: wire.SteerCodeInvalidInput}
+	case wire.TypePromptCancel, wire.TypePermissionDecision, wire.TypePromptForUserChoiceDecision, wire.TypeFunctionResult:
+		// decision: the interaction receipt's closed code list
+		// (wire-reference.md, receipts) has no invalid_request; a
+		// cancellation or an answer the Runtime cannot read is refused
+		// invalid_result, the list's code for an answer Core sent that
+		// cannot be taken. Nothing reaches the Harness.
+		out = wire.InteractionDecisionAck{DeliveryID: ids["delivery_id"], Applied: &no, ErrorCode: wire.InteractionCodeInvalidResult}
+	case wire.TypeEnvironmentQuiesce:
+		out = wire.EnvironmentQuiesced{EnvironmentID: ids["environment_id"], SuspendID: ids["suspend_id"], Accepted: &no, ErrorCode: "invalid_request"}
+	case wire.TypeEnvironmentResume:
+		out = wire.EnvironmentResumed{EnvironmentID: ids["environment_id"], SuspendID: ids["suspend_id"], Accepted: &no, ErrorCode: "invalid_request"}
+	default:
+		return false
+	}
+	if v, ok := out.(interface{ Validate() error }); ok {
+		if err := v.Validate(); err != nil {
+			// The reply needs an ID the payload did not carry readably (a
+			// receipt's delivery_id, say): the request cannot be answered.
+			s.cfg.Logger.Warn("malformed request refused without a reply: its reply would need an ID it does not carry",
+				"type", m.Type, "id", m.ID, "err", err)
+			return true
+		}
+	}
+	d.Send(peer.Outbound{ID: m.ID, Refusal: true, Payload: out}, func(err error) {
+		if err != nil {
+			s.cfg.Logger.Warn("malformed request: its rejection was not sent", "type", m.Type, "id", m.ID, "err", err)
+		}
+	})
+	return true
+}
+
+// looseIDs reads the string members of a payload that failed strict
+// decoding, keeping only those a reply may echo: valid UTF-8 of 1 to
+// wire.MaxIDBytes bytes. A payload that is not a JSON object has none.
+func looseIDs(raw json.RawMessage) map[string]string {
+	var members map[string]json.RawMessage
+	if json.Unmarshal(raw, &members) != nil {
+		return nil
+	}
+	out := make(map[string]string, len(members))
+	for k, v := range members {
+		var s string
+		if json.Unmarshal(v, &s) == nil && s != "" && len(s) <= wire.MaxIDBytes && utf8.ValidString(s) {
+			out[k] = s
+		}
+	}
+	return out
+}
