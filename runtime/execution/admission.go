@@ -274,6 +274,10 @@ func (s *Session) admit(d *peer.Driver, inst *peer.Instance, p wire.ExecutionPre
 				a.exe = exe
 			case err != nil:
 				s.cfg.Logger.Info("preparation failed", "request", a.requestID, "err", err)
+				// A factory may fail and still return what it created: the
+				// admission keeps both, and the failure's settle_cleanup
+				// closes it (daemon-protocol.txt:177).
+				a.exe = exe
 				a.releasing = true
 				s.publish(d, a, wire.PreparationStatus{State: wire.PreparationFailed, ErrorCode: wire.PrepCodePreparationFailed})
 			default:

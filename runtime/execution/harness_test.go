@@ -43,6 +43,9 @@ type counting struct {
 	emit []wire.Payload
 	// closeFailures makes the first N closes of each Executor fail.
 	closeFailures int
+	// prepareFails makes native preparation fail and still return the
+	// Executor it created, as a factory that must be cleaned up does.
+	prepareFails bool
 }
 
 func newCounting() *counting { return &counting{closed: make(chan string, 64)} }
@@ -53,8 +56,13 @@ func (c *counting) Declaration() harness.Declaration {
 
 func (c *counting) NewExecutor(context.Context, harness.ExecutorConfig) (harness.Executor, error) {
 	n := c.prepared.Add(1)
+	if c.prepareFails {
+		return &countingExe{c: c, n: n}, errPrepare
+	}
 	return &countingExe{c: c, n: n}, nil
 }
+
+var errPrepare = fmt.Errorf("test: native preparation failed part-way")
 
 type countingExe struct {
 	c      *counting

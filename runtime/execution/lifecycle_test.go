@@ -222,3 +222,39 @@ func TestRunErrorClassificationPassesThrough(t *testing.T) {
 	}
 	assert.Equal(t, "done", r.next().Type, "an unclassified error never discards done")
 }
+
+// TestFailedFactoryResourceIsClosed: a preparation that fails but returns
+// the resource it created is reported failed, and that resource is closed
+// (daemon-protocol.txt:177: wrappers keep both values); a close that fails
+// keeps it owned, holding its capacity.
+func TestFailedFactoryResourceIsClosed(t *testing.T) {
+	for _, closeFails := range []bool{false, true} {
+		t.Run(fmt.Sprintf("close_fails=%v", closeFails), func(t *testing.T) {
+			a := newCounting()
+			a.prepareFails = true
+			if closeFails {
+				a.closeFailures = 1
+			}
+			pool := execution.NewPool(execution.PoolConfig{Logger: quiet})
+			r := newRig(t, a, execution.Config{MaxActive: 1, Pool: pool})
+			r.send("execution_prepare", "prepare", prepare(sessionA))
+			r.status("prepare", "preparing")
+			st := r.status("prepare", "failed")
+			assert.Equal(t, "preparation_failed", st["error_code"])
+			select {
+			case got := <-a.closed:
+				assert.Equal(t, fmt.Sprintf("executor 1 closed ok=%v", !closeFails), got)
+			case <-time.After(10 * time.Second): // a failure bound: the close is what is awaited
+				t.Fatal("the resource the failed factory returned was never closed")
+			}
+			if closeFails {
+				// The Pool takes the resource right after its close returned.
+				require.Eventually(t, func() bool { return pool.Held() == 1 }, 10*time.Second, time.Millisecond,
+					"an unconfirmed cleanup keeps the resource owned")
+			} else {
+				require.NoError(t, r.conn.Do(context.Background(), func(*peer.Driver) {}))
+				assert.Zero(t, pool.Held())
+			}
+		})
+	}
+}
