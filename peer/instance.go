@@ -47,6 +47,26 @@ type Event struct {
 	Local any
 	Inst  *Instance
 	d     *Driver
+
+	trace    wire.TraceContext
+	hasTrace bool
+}
+
+// Trace is the event's W3C trace context: the received (or sent) frame's
+// trace, or a local trace minted on first use when the frame carried none
+// or an invalid one, or when no frame caused the event
+// (daemon-protocol.txt:67). It is diagnostic correlation only: nothing
+// routes, owns or decides by it. Minting waits for a caller, so a frame
+// nobody traces costs nothing.
+func (e *Event) Trace() wire.TraceContext {
+	if !e.hasTrace {
+		raw := ""
+		if e.Msg != nil {
+			raw = e.Msg.Trace
+		}
+		e.trace, e.hasTrace = wire.ParseTrace(raw), true
+	}
+	return e.trace
 }
 
 // Driver is the driver handling the event. Hooks use it to queue a reply

@@ -44,6 +44,10 @@ type Refusal struct {
 	// found (RefusedRoute), when known.
 	Key Key
 	Err error
+	// Trace is the frame's trace context, or a local one minted for it
+	// when it carried none or an invalid one (daemon-protocol.txt:67): the
+	// refusal is logged under it.
+	Trace wire.TraceContext
 }
 
 // Type is the frame's type, or "" when the envelope did not decode.
@@ -51,13 +55,14 @@ func (r *Refusal) Type() string { return r.Msg.Type }
 
 func (d *Driver) refuse(r *Refusal) {
 	d.stats.Refused[r.Kind]++
-	typ, id := "", ""
+	typ, id, trace := "", "", ""
 	if r.Msg != nil {
-		typ, id = r.Msg.Type, boundedID(r.Msg.ID)
+		typ, id, trace = r.Msg.Type, boundedID(r.Msg.ID), r.Msg.Trace
 	}
+	r.Trace = wire.ParseTrace(trace)
 	d.cfg.Logger.Warn("frame refused",
 		"conn", d.cfg.Label, "kind", r.Kind.String(), "type", boundedID(typ), "id", id,
-		"instance", r.Key.String(), "err", r.Err)
+		"instance", r.Key.String(), "trace", r.Trace.String(), "local_trace", r.Trace.Local, "err", r.Err)
 	d.cfg.App.Refused(r)
 }
 

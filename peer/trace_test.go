@@ -1,0 +1,51 @@
+package peer_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentwire/agentwire/peer"
+	"github.com/agentwire/agentwire/wire"
+)
+
+const goodTrace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+// TestEventTrace: an event carries the frame's trace, or a local one
+// minted when the frame had none or an invalid one, or when no frame
+// caused it; the minted trace is stable for the event (daemon-protocol.txt:67).
+func TestEventTrace(t *testing.T) {
+	withTrace := peer.Event{Msg: &wire.Message{Envelope: wire.Envelope{Type: "delta", Trace: goodTrace}}}
+	assert.Equal(t, goodTrace, withTrace.Trace().String())
+	assert.False(t, withTrace.Trace().Local)
+
+	for name, ev := range map[string]*peer.Event{
+		"missing": {Msg: &wire.Message{Envelope: wire.Envelope{Type: "delta"}}},
+		"invalid": {Msg: &wire.Message{Envelope: wire.Envelope{Type: "delta", Trace: "00-zz-00-01"}}},
+		"local":   {},
+	} {
+		tc := ev.Trace()
+		assert.True(t, tc.Local, name)
+		assert.NotEqual(t, [16]byte{}, tc.TraceID, name)
+		assert.Equal(t, tc, ev.Trace(), "%s: one trace per event", name)
+	}
+}
+
+// TestRefusalTrace: a refused frame is logged under its own trace, or a
+// local one when it carried none or an invalid one; the trace never
+// changes the refusal.
+func TestRefusalTrace(t *testing.T) {
+	p := newPair(t)
+	require.Error(t, p.core.Deliver([]byte(`{"type":"teleport","id":"x","payload":{},"trace":"`+goodTrace+`"}`)))
+	require.Error(t, p.core.Deliver([]byte(`{"type":"teleport","id":"y","payload":{}}`)))
+	require.Error(t, p.core.Deliver([]byte(`{"type":"teleport","id":"z","payload":{},"trace":"not-a-trace"}`)))
+	require.Len(t, p.coreApp.refused, 3)
+	assert.Equal(t, goodTrace, p.coreApp.refused[0].Trace.String())
+	assert.False(t, p.coreApp.refused[0].Trace.Local)
+	for _, r := range p.coreApp.refused[1:] {
+		assert.True(t, r.Trace.Local, "a local trace was minted for %s", r.Msg.ID)
+		assert.Equal(t, peer.RefusedDecode, r.Kind)
+	}
+	assert.NotEqual(t, p.coreApp.refused[1].Trace.TraceID, p.coreApp.refused[2].Trace.TraceID)
+}
