@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/json"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -135,4 +136,16 @@ func TestHeartbeatNullKindsAreAbsent(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, hb.SupportedAgentKinds)
 	require.Empty(t, hb.DaemonVersion)
+}
+
+// TestHeartbeatTSSecondsOrMilliseconds: the reference daemon sends ts in
+// Unix seconds, an older agentwire daemon sent milliseconds; ts is
+// information only, so a Core takes either (and 0) without closing the
+// connection.
+func TestHeartbeatTSSecondsOrMilliseconds(t *testing.T) {
+	for _, ts := range []string{"1800000000", "1800000000000", "0"} {
+		m, err := Decode([]byte(`{"type":"heartbeat","payload":{"ts":`+ts+`,"active_requests":0}}`), RuntimeToCore)
+		require.NoError(t, err, ts)
+		require.Equal(t, ts, strconv.FormatInt(m.Payload.(Heartbeat).TS, 10))
+	}
 }

@@ -351,7 +351,10 @@ type connHooks struct {
 
 func (h *connHooks) heartbeat() wire.Heartbeat {
 	return wire.Heartbeat{
-		TS: h.cfg.Clock.Now().UnixMilli(), ActiveRequests: h.sess.Active(),
+		// decision: ts in Unix seconds, as the reference daemon sends it
+		// (wire-reference.md §2.3); a Core reads it as information only and
+		// takes any integer, seconds or milliseconds (wire.Heartbeat.TS).
+		TS: h.cfg.Clock.Now().Unix(), ActiveRequests: h.sess.Active(),
 		DaemonVersion: Version, SupportedAgentKinds: h.cfg.Registry.Kinds(),
 	}
 }

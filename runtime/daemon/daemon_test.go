@@ -197,6 +197,10 @@ func TestFirstFrameIsAFullHeartbeat(t *testing.T) {
 	m := read(t, ws)
 	require.Equal(t, "heartbeat", m.Type)
 	hb := m.Payload.(wire.Heartbeat)
+	// ts is Unix seconds, as the reference daemon sends it (a millisecond
+	// value would be in the year 50,000 read as seconds).
+	now := time.Now().Unix()
+	assert.InDelta(t, now, hb.TS, 3600, "ts is the daemon's clock in Unix seconds")
 	k, ok := hb.AgentKind(script.Kind)
 	require.True(t, ok)
 	assert.True(t, k.IsAvailable())
