@@ -8,7 +8,7 @@ export PATH := $(PATH):/usr/local/go/bin
 # own); the list lives in gen.OutputDirs.
 GENERATED = $(shell $(GO) run ./cmd/agentwire-gen generate --dirs)
 
-.PHONY: all generate verify-generate test test-short vet check-runtime-contract bench bench-smoke fuzz demo diagrams diagrams-browser-check model-check model-check-long
+.PHONY: all generate verify-generate test test-short vet check check-runtime-contract bench bench-smoke fuzz demo diagrams diagrams-browser-check model-check model-check-long
 
 all: generate test
 
@@ -37,14 +37,21 @@ test: vet
 test-short: vet
 	$(GO) test -race -short ./...
 
-## check-runtime-contract: the protocol contract checks: spec tables, generated machines, the
-## generator, the driver scenarios, the Harness declaration tests, every Runtime scenario in
-## spec/scenarios/runtime/ run by the real daemon against a scripted Core, and every Core scenario
-## in spec/scenarios/core/ run by the real Core against a scripted Runtime, over a real WebSocket
+## check-runtime-contract: the protocol contract checks (daemon-protocol.txt:193): the shared wire
+## validators (./wire/...), the spec tables, generated machines and generator, the transport and
+## driver (./peer/...), Core's gateway, the Runtime's dispatcher (runtime/execution) with a
+## controlled adapter, the Harness declaration tests and the conformance kit against the shipped
+## adapters, every Runtime scenario in spec/scenarios/runtime/ run by the real daemon against a
+## scripted Core, and every Core scenario in spec/scenarios/core/ run by the real Core against a
+## scripted Runtime, over a real WebSocket. No model credentials, no network beyond loopback.
 check-runtime-contract:
-	$(GO) test -race -count=1 ./spec/... ./fsm/... ./gen/... ./peer/scenario/ ./runtime/harness/
+	$(GO) test -race -count=1 ./wire/... ./spec/... ./fsm/... ./gen/... ./peer/... ./core/gateway/ ./runtime/execution/ \
+		./runtime/harness/ ./runtime/harness/harnesstest/ ./runtime/adapters/script/ ./runtime/adapters/exec/
 	$(GO) test -race -count=1 -run 'TestRuntimeScenarios' -v ./runtime/daemon/ | grep -E '^\s*(--- (PASS|FAIL)|ok|FAIL|PASS)' ; test $${PIPESTATUS[0]} -eq 0
 	$(GO) test -race -count=1 -run 'TestCoreScenarios' -v ./core/server/ | grep -E '^\s*(--- (PASS|FAIL)|ok|FAIL|PASS)' ; test $${PIPESTATUS[0]} -eq 0
+
+## check: the Go checks (vet, gofmt, generated code in step with the spec) and the contract checks
+check: vet verify-generate check-runtime-contract
 
 ## model-check: the model checker at the CI bound (docs/model-check.md): Core and the Runtime's
 ## preparation, run and input machines together, the connection machine with the admission,
