@@ -131,7 +131,8 @@ it is independent of the Runtime build version that heartbeats report.`)
 				d := jen.Dict{jen.Id("Machine"): jen.Lit(r.Machine.Name)}
 				if r.OneInFlight {
 					d[jen.Id("OneInFlight")] = jen.True()
-				} else {
+				}
+				if len(r.States) > 0 {
 					var states []jen.Code
 					for _, st := range r.States {
 						states = append(states, jen.Lit(st.Name))

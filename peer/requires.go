@@ -13,7 +13,7 @@ import (
 // tables (see wire.Requirement).
 type requirement struct {
 	table       *fsm.Table
-	allowed     []bool // by StateID, for a state requirement
+	allowed     []bool // by StateID: the states a state requirement allows, or those one in flight counts as settled
 	oneInFlight bool
 	doc         string
 }
@@ -34,15 +34,18 @@ func (d *Driver) resolveRequirements() error {
 				continue
 			}
 			req := requirement{table: t, oneInFlight: r.OneInFlight}
-			if !r.OneInFlight {
-				req.allowed = make([]bool, len(t.States)+1)
-				for _, name := range r.States {
-					s, err := t.ParseState(name)
-					if err != nil {
-						return fmt.Errorf("peer: %s requires %s: %w", e.Type, r.Machine, err)
-					}
-					req.allowed[s] = true
+			// allowed is, for a state requirement, the states the connection
+			// may be in; for one in flight, the non-terminal states that
+			// count as settled.
+			req.allowed = make([]bool, len(t.States)+1)
+			for _, name := range r.States {
+				s, err := t.ParseState(name)
+				if err != nil {
+					return fmt.Errorf("peer: %s requires %s: %w", e.Type, r.Machine, err)
 				}
+				req.allowed[s] = true
+			}
+			if !r.OneInFlight {
 				req.doc = r.Machine + " in " + strings.Join(r.States, " or ")
 			} else {
 				req.doc = "no other unsettled " + r.Machine + " of this id"
@@ -74,7 +77,7 @@ func (d *Driver) checkRequirements(msg *wire.Message, targets []Target) error {
 			}
 			prefix := CompositeID(msg.ID, "")
 			for k, i := range d.instances {
-				if k.Machine == r.table.Name && k.ID != tg.Key.ID && strings.HasPrefix(k.ID, prefix) && !i.Terminal() {
+				if k.Machine == r.table.Name && k.ID != tg.Key.ID && strings.HasPrefix(k.ID, prefix) && !i.Terminal() && !r.allowed[i.State()] {
 					return fmt.Errorf("%w: %s needs %s; %q is still in flight", ErrRequirement, msg.Type, r.doc, boundedID(strings.TrimPrefix(k.ID, prefix)))
 				}
 			}

@@ -78,7 +78,9 @@ type Message struct {
 // the connection's one instance of Machine must be in one of States (no
 // admission before the first valid heartbeat), or (OneInFlight) no other
 // unsettled instance of Machine may exist for the same envelope id (one
-// active input at a time per Run).
+// active input at a time per Run); for OneInFlight, States are the
+// non-terminal states that count as settled all the same (an input whose
+// outcome Core already recorded unknown, still open for a late receipt).
 type Requirement struct {
 	Machine     *Machine
 	States      []*State
@@ -658,20 +660,20 @@ func checkCatalogAgainstMachines(c *Catalog, model *Model, errs *errorList) {
 func (d *decoder) requirements(n *yaml.Node, msg *Message, model *Model) []*Requirement {
 	var out []*Requirement
 	for _, item := range d.seq(n, "requires") {
-		f := d.fields(item, "a requirement", "machine", "states", "one_in_flight")
+		f := d.fields(item, "a requirement", "machine", "states", "one_in_flight", "settled")
 		if f == nil {
 			continue
 		}
 		r := &Requirement{Pos: d.pos(item)}
 		name := ""
 		switch {
-		case f["machine"] != nil && f["states"] != nil && f["one_in_flight"] == nil:
+		case f["machine"] != nil && f["states"] != nil && f["one_in_flight"] == nil && f["settled"] == nil:
 			name, _ = d.ident(f["machine"], "machine")
 		case f["one_in_flight"] != nil && f["machine"] == nil && f["states"] == nil:
 			name, _ = d.ident(f["one_in_flight"], "one_in_flight")
 			r.OneInFlight = true
 		default:
-			d.errs.add(d.pos(item), "a requirement is either {machine: …, states: […]} or {one_in_flight: …}")
+			d.errs.add(d.pos(item), "a requirement is either {machine: …, states: […]} or {one_in_flight: …[, settled: […]]}")
 			continue
 		}
 		m, ok := model.Machine(name)
@@ -696,6 +698,23 @@ func (d *decoder) requirements(n *yaml.Node, msg *Message, model *Model) []*Requ
 				}
 				if !found {
 					d.errs.add(d.pos(sn), "message %q requires unknown %s state %q", msg.Type, m.Name, sn.Value)
+				}
+			}
+		} else if f["settled"] != nil {
+			for _, sn := range d.names(f["settled"], "settled") {
+				found := false
+				for _, st := range m.States {
+					if st.Name == sn.Value {
+						found = true
+						if st.Terminal() {
+							d.errs.add(d.pos(sn), "message %q: %s state %q is terminal, so it is settled already", msg.Type, m.Name, sn.Value)
+							continue
+						}
+						r.States = append(r.States, st)
+					}
+				}
+				if !found {
+					d.errs.add(d.pos(sn), "message %q: settled names unknown %s state %q", msg.Type, m.Name, sn.Value)
 				}
 			}
 		}

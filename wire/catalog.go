@@ -29,7 +29,8 @@ type Entry struct {
 
 // Requirement is one cross-machine condition: the connection's instance of
 // Machine in one of States, or (OneInFlight) no other unsettled instance of
-// Machine for the same envelope id.
+// Machine for the same envelope id, where an instance in one of States
+// counts as settled although it is not terminal.
 type Requirement struct {
 	Machine     string
 	States      []string

@@ -769,11 +769,12 @@ var catalog = []Entry{
 		Requires: []Requirement{{
 			Machine:     "input",
 			OneInFlight: true,
+			States:      []string{"unconfirmed"},
 		}},
 		Type:   TypePromptSteer,
 		decode: decodeAny[PromptSteer],
 	},
-	// spec/catalog.yaml:365
+	// spec/catalog.yaml:368
 	{
 		Direction: RuntimeToCore,
 		Doc:       "the written phase, the acceptance or the rejection of one active input",
@@ -795,7 +796,7 @@ var catalog = []Entry{
 		Type:     TypePromptSteerAck,
 		decode:   decodeAny[PromptSteerAck],
 	},
-	// spec/catalog.yaml:378
+	// spec/catalog.yaml:381
 	{
 		Direction: RuntimeToCore,
 		Doc:       "the Harness calls a function the Agent declared; call_id is the interaction ID",
@@ -816,7 +817,7 @@ var catalog = []Entry{
 		Type:     TypeFunctionCall,
 		decode:   decodeAny[FunctionCall],
 	},
-	// spec/catalog.yaml:386
+	// spec/catalog.yaml:389
 	{
 		Direction: CoreToRuntime,
 		Doc:       "the result of a function call; its receipt is an interaction_decision_ack",
@@ -843,7 +844,7 @@ var catalog = []Entry{
 		Type:     TypeFunctionResult,
 		decode:   decodeAny[FunctionResult],
 	},
-	// spec/catalog.yaml:396
+	// spec/catalog.yaml:399
 	{
 		Direction: CoreToRuntime,
 		Doc:       "read bytes or list one directory of a bound workspace through a preparation handle or a Run",
@@ -857,7 +858,7 @@ var catalog = []Entry{
 		Type:     TypeWorkspaceRead,
 		decode:   decodeAny[WorkspaceRead],
 	},
-	// spec/catalog.yaml:404
+	// spec/catalog.yaml:407
 	{
 		Direction: RuntimeToCore,
 		Doc:       "the bytes or entries read, explicitly truncated or not, or a rejection or unknown outcome",
@@ -872,7 +873,7 @@ var catalog = []Entry{
 		Type:     TypeWorkspaceReadResult,
 		decode:   decodeAny[WorkspaceReadResult],
 	},
-	// spec/catalog.yaml:418
+	// spec/catalog.yaml:421
 	{
 		Direction: CoreToRuntime,
 		Doc:       "one step (begin, chunk or commit) of a bounded file write",
@@ -887,7 +888,7 @@ var catalog = []Entry{
 		Type:     TypeWorkspaceWrite,
 		decode:   decodeAny[WorkspaceWrite],
 	},
-	// spec/catalog.yaml:431
+	// spec/catalog.yaml:434
 	{
 		Answers: map[string][]string{
 			"completed": {"commit"},
@@ -909,7 +910,7 @@ var catalog = []Entry{
 		Type:     TypeWorkspaceWriteResult,
 		decode:   decodeAny[WorkspaceWriteResult],
 	},
-	// spec/catalog.yaml:455
+	// spec/catalog.yaml:458
 	{
 		Direction: CoreToRuntime,
 		Doc:       "pull the next chunk of a workspace export archive, or cancel it",
@@ -924,7 +925,7 @@ var catalog = []Entry{
 		Type:     TypeWorkspaceExport,
 		decode:   decodeAny[WorkspaceExport],
 	},
-	// spec/catalog.yaml:465
+	// spec/catalog.yaml:468
 	{
 		Answers: map[string][]string{
 			"chunk":     {"begin", "next"},
@@ -945,7 +946,7 @@ var catalog = []Entry{
 		Type:     TypeWorkspaceExportResult,
 		decode:   decodeAny[WorkspaceExportResult],
 	},
-	// spec/catalog.yaml:485
+	// spec/catalog.yaml:488
 	{
 		Direction: CoreToRuntime,
 		Doc:       "drain and fence the Environment for a suspension attempt",
@@ -966,7 +967,7 @@ var catalog = []Entry{
 		Type:     TypeEnvironmentQuiesce,
 		decode:   decodeAny[EnvironmentQuiesce],
 	},
-	// spec/catalog.yaml:493
+	// spec/catalog.yaml:496
 	{
 		Direction: RuntimeToCore,
 		Doc:       "whether the Environment quiesced for that suspend_id",
@@ -988,7 +989,7 @@ var catalog = []Entry{
 		Type:     TypeEnvironmentQuiesced,
 		decode:   decodeAny[EnvironmentQuiesced],
 	},
-	// spec/catalog.yaml:504
+	// spec/catalog.yaml:507
 	{
 		Direction: CoreToRuntime,
 		Doc:       "resume the Environment fenced by that suspend_id, or roll a quiesce back",
@@ -1010,7 +1011,7 @@ var catalog = []Entry{
 		Type:     TypeEnvironmentResume,
 		decode:   decodeAny[EnvironmentResume],
 	},
-	// spec/catalog.yaml:515
+	// spec/catalog.yaml:518
 	{
 		Direction: RuntimeToCore,
 		Doc:       "whether the Environment resumed for that suspend_id",

@@ -657,26 +657,24 @@ var (
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionKeepForRetry)},
 	}}
 	rule364 = &fsm.Candidate{Guard: fsm.GuardID(GuardUnknownCode), Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 364, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleLate)},
 	}}
-	rule369 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 369, Effects: []fsm.Effect{
+	rule371 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 371, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleLate)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordRejection)},
 	}}
-	rule373 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 373, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
-	}}
-	rule377 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "Core's view only; the Runtime's phases and deadlines do not reach it", Line: 377}
-	rule382 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the input was never sent on this connection; it stays in Core's durable queue", Line: 382}
-	rule385 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 385, Effects: []fsm.Effect{
+	rule375 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 375}
+	rule379 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "Core's view only; the Runtime's phases and deadlines do not reach it", Line: 379}
+	rule384 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the input was never sent on this connection; it stays in Core's durable queue", Line: 384}
+	rule387 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 387, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
 		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerDrainWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
 	}}
-	rule398 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the input outcome is settled; late frames and deadlines change nothing", Line: 398}
-	rule403 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the input ID is settled; a new input needs a new input ID", Line: 403}
+	rule400 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the input outcome is settled; late frames and deadlines change nothing", Line: 400}
+	rule405 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the input ID is settled; a new input needs a new input ID", Line: 405}
 )
 
 // Table is the input machine as the engine runs it, sealed: every (state, event) cell lists its
@@ -742,7 +740,7 @@ var Table = fsm.MustSeal(&fsm.Table{
 		{Cands: []*fsm.Candidate{rule158}}, // pending × receipt_send
 		{Cands: []*fsm.Candidate{rule158}}, // pending × drain_wait
 		{Cands: []*fsm.Candidate{rule161}}, // pending × run_completing
-		{Cands: []*fsm.Candidate{rule382}}, // pending × connection_lost
+		{Cands: []*fsm.Candidate{rule384}}, // pending × connection_lost
 		{Cands: []*fsm.Candidate{rule161}}, // pending × run_settled
 		// sent
 		{Cands: []*fsm.Candidate{rule299}},                   // sent × prompt_steer
@@ -759,7 +757,7 @@ var Table = fsm.MustSeal(&fsm.Table{
 		{Cands: []*fsm.Candidate{rule206}},                   // sent × receipt_send
 		{Cands: []*fsm.Candidate{rule206}},                   // sent × drain_wait
 		{Cands: []*fsm.Candidate{rule183}},                   // sent × run_completing
-		{Cands: []*fsm.Candidate{rule385}},                   // sent × connection_lost
+		{Cands: []*fsm.Candidate{rule387}},                   // sent × connection_lost
 		{Cands: []*fsm.Candidate{rule202}},                   // sent × run_settled
 		// write_complete
 		{Cands: []*fsm.Candidate{rule299}},          // write_complete × prompt_steer
@@ -776,7 +774,7 @@ var Table = fsm.MustSeal(&fsm.Table{
 		{Cands: []*fsm.Candidate{rule211}},          // write_complete × receipt_send
 		{Cands: []*fsm.Candidate{rule225}},          // write_complete × drain_wait
 		{Cands: []*fsm.Candidate{rule221}},          // write_complete × run_completing
-		{Cands: []*fsm.Candidate{rule385}},          // write_complete × connection_lost
+		{Cands: []*fsm.Candidate{rule387}},          // write_complete × connection_lost
 		{Cands: []*fsm.Candidate{rule202}},          // write_complete × run_settled
 		// refusing
 		{Cands: []*fsm.Candidate{rule299}},                   // refusing × prompt_steer
@@ -793,7 +791,7 @@ var Table = fsm.MustSeal(&fsm.Table{
 		{Cands: []*fsm.Candidate{rule244}},                   // refusing × receipt_send
 		{Cands: []*fsm.Candidate{rule259}},                   // refusing × drain_wait
 		{Cands: []*fsm.Candidate{rule255}},                   // refusing × run_completing
-		{Cands: []*fsm.Candidate{rule385}},                   // refusing × connection_lost
+		{Cands: []*fsm.Candidate{rule387}},                   // refusing × connection_lost
 		{Cands: []*fsm.Candidate{rule315}},                   // refusing × run_settled
 		// written
 		{Cands: []*fsm.Candidate{rule299}},          // written × prompt_steer
@@ -810,7 +808,7 @@ var Table = fsm.MustSeal(&fsm.Table{
 		{Cands: []*fsm.Candidate{rule325}},          // written × receipt_send
 		{Cands: []*fsm.Candidate{rule325}},          // written × drain_wait
 		{Cands: []*fsm.Candidate{rule311}},          // written × run_completing
-		{Cands: []*fsm.Candidate{rule385}},          // written × connection_lost
+		{Cands: []*fsm.Candidate{rule387}},          // written × connection_lost
 		{Cands: []*fsm.Candidate{rule315}},          // written × run_settled
 		// settling
 		{Cands: []*fsm.Candidate{rule299}},          // settling × prompt_steer
@@ -827,7 +825,7 @@ var Table = fsm.MustSeal(&fsm.Table{
 		{Cands: []*fsm.Candidate{rule244}},          // settling × receipt_send
 		{Cands: []*fsm.Candidate{rule259}},          // settling × drain_wait
 		{Cands: []*fsm.Candidate{rule255}},          // settling × run_completing
-		{Cands: []*fsm.Candidate{rule385}},          // settling × connection_lost
+		{Cands: []*fsm.Candidate{rule387}},          // settling × connection_lost
 		{Cands: []*fsm.Candidate{rule315}},          // settling × run_settled
 		// draining
 		{Cands: []*fsm.Candidate{rule299}},          // draining × prompt_steer
@@ -844,76 +842,76 @@ var Table = fsm.MustSeal(&fsm.Table{
 		{Cands: []*fsm.Candidate{rule345}},          // draining × receipt_send
 		{Cands: []*fsm.Candidate{rule339}},          // draining × drain_wait
 		{Cands: []*fsm.Candidate{rule345}},          // draining × run_completing
-		{Cands: []*fsm.Candidate{rule385}},          // draining × connection_lost
+		{Cands: []*fsm.Candidate{rule387}},          // draining × connection_lost
 		{Cands: []*fsm.Candidate{rule345}},          // draining × run_settled
 		// unconfirmed
 		{Cands: []*fsm.Candidate{rule299}},                   // unconfirmed × prompt_steer
 		{Cands: []*fsm.Candidate{rule302}},                   // unconfirmed × send_failed
-		{Cands: []*fsm.Candidate{rule377}},                   // unconfirmed × native_write_done
-		{Cands: []*fsm.Candidate{rule377}},                   // unconfirmed × native_accepted
-		{Cands: []*fsm.Candidate{rule377}},                   // unconfirmed × input_refused
+		{Cands: []*fsm.Candidate{rule379}},                   // unconfirmed × native_write_done
+		{Cands: []*fsm.Candidate{rule379}},                   // unconfirmed × native_accepted
+		{Cands: []*fsm.Candidate{rule379}},                   // unconfirmed × input_refused
 		{Cands: []*fsm.Candidate{rule350}},                   // unconfirmed × ack_written
 		{Cands: []*fsm.Candidate{rule354}},                   // unconfirmed × ack_accepted
-		{Cands: []*fsm.Candidate{rule358, rule364, rule369}}, // unconfirmed × ack_rejected
-		{Cands: []*fsm.Candidate{rule377}},                   // unconfirmed × receipt_send_failed
-		{Cands: []*fsm.Candidate{rule377}},                   // unconfirmed × written_wait
-		{Cands: []*fsm.Candidate{rule377}},                   // unconfirmed × native_write
-		{Cands: []*fsm.Candidate{rule377}},                   // unconfirmed × receipt_send
-		{Cands: []*fsm.Candidate{rule377}},                   // unconfirmed × drain_wait
-		{Cands: []*fsm.Candidate{rule377}},                   // unconfirmed × run_completing
-		{Cands: []*fsm.Candidate{rule385}},                   // unconfirmed × connection_lost
-		{Cands: []*fsm.Candidate{rule373}},                   // unconfirmed × run_settled
+		{Cands: []*fsm.Candidate{rule358, rule364, rule371}}, // unconfirmed × ack_rejected
+		{Cands: []*fsm.Candidate{rule379}},                   // unconfirmed × receipt_send_failed
+		{Cands: []*fsm.Candidate{rule379}},                   // unconfirmed × written_wait
+		{Cands: []*fsm.Candidate{rule379}},                   // unconfirmed × native_write
+		{Cands: []*fsm.Candidate{rule379}},                   // unconfirmed × receipt_send
+		{Cands: []*fsm.Candidate{rule379}},                   // unconfirmed × drain_wait
+		{Cands: []*fsm.Candidate{rule379}},                   // unconfirmed × run_completing
+		{Cands: []*fsm.Candidate{rule387}},                   // unconfirmed × connection_lost
+		{Cands: []*fsm.Candidate{rule375}},                   // unconfirmed × run_settled
 		// accepted
-		{Cands: []*fsm.Candidate{rule403}}, // accepted × prompt_steer
-		{Cands: []*fsm.Candidate{rule398}}, // accepted × send_failed
-		{Cands: []*fsm.Candidate{rule398}}, // accepted × native_write_done
-		{Cands: []*fsm.Candidate{rule398}}, // accepted × native_accepted
-		{Cands: []*fsm.Candidate{rule398}}, // accepted × input_refused
-		{Cands: []*fsm.Candidate{rule398}}, // accepted × ack_written
-		{Cands: []*fsm.Candidate{rule398}}, // accepted × ack_accepted
-		{Cands: []*fsm.Candidate{rule398}}, // accepted × ack_rejected
-		{Cands: []*fsm.Candidate{rule398}}, // accepted × receipt_send_failed
-		{Cands: []*fsm.Candidate{rule398}}, // accepted × written_wait
-		{Cands: []*fsm.Candidate{rule398}}, // accepted × native_write
-		{Cands: []*fsm.Candidate{rule398}}, // accepted × receipt_send
-		{Cands: []*fsm.Candidate{rule398}}, // accepted × drain_wait
-		{Cands: []*fsm.Candidate{rule398}}, // accepted × run_completing
-		{Cands: []*fsm.Candidate{rule398}}, // accepted × connection_lost
-		{Cands: []*fsm.Candidate{rule398}}, // accepted × run_settled
+		{Cands: []*fsm.Candidate{rule405}}, // accepted × prompt_steer
+		{Cands: []*fsm.Candidate{rule400}}, // accepted × send_failed
+		{Cands: []*fsm.Candidate{rule400}}, // accepted × native_write_done
+		{Cands: []*fsm.Candidate{rule400}}, // accepted × native_accepted
+		{Cands: []*fsm.Candidate{rule400}}, // accepted × input_refused
+		{Cands: []*fsm.Candidate{rule400}}, // accepted × ack_written
+		{Cands: []*fsm.Candidate{rule400}}, // accepted × ack_accepted
+		{Cands: []*fsm.Candidate{rule400}}, // accepted × ack_rejected
+		{Cands: []*fsm.Candidate{rule400}}, // accepted × receipt_send_failed
+		{Cands: []*fsm.Candidate{rule400}}, // accepted × written_wait
+		{Cands: []*fsm.Candidate{rule400}}, // accepted × native_write
+		{Cands: []*fsm.Candidate{rule400}}, // accepted × receipt_send
+		{Cands: []*fsm.Candidate{rule400}}, // accepted × drain_wait
+		{Cands: []*fsm.Candidate{rule400}}, // accepted × run_completing
+		{Cands: []*fsm.Candidate{rule400}}, // accepted × connection_lost
+		{Cands: []*fsm.Candidate{rule400}}, // accepted × run_settled
 		// rejected
-		{Cands: []*fsm.Candidate{rule403}}, // rejected × prompt_steer
-		{Cands: []*fsm.Candidate{rule398}}, // rejected × send_failed
-		{Cands: []*fsm.Candidate{rule398}}, // rejected × native_write_done
-		{Cands: []*fsm.Candidate{rule398}}, // rejected × native_accepted
-		{Cands: []*fsm.Candidate{rule398}}, // rejected × input_refused
-		{Cands: []*fsm.Candidate{rule398}}, // rejected × ack_written
-		{Cands: []*fsm.Candidate{rule398}}, // rejected × ack_accepted
-		{Cands: []*fsm.Candidate{rule398}}, // rejected × ack_rejected
-		{Cands: []*fsm.Candidate{rule398}}, // rejected × receipt_send_failed
-		{Cands: []*fsm.Candidate{rule398}}, // rejected × written_wait
-		{Cands: []*fsm.Candidate{rule398}}, // rejected × native_write
-		{Cands: []*fsm.Candidate{rule398}}, // rejected × receipt_send
-		{Cands: []*fsm.Candidate{rule398}}, // rejected × drain_wait
-		{Cands: []*fsm.Candidate{rule398}}, // rejected × run_completing
-		{Cands: []*fsm.Candidate{rule398}}, // rejected × connection_lost
-		{Cands: []*fsm.Candidate{rule398}}, // rejected × run_settled
+		{Cands: []*fsm.Candidate{rule405}}, // rejected × prompt_steer
+		{Cands: []*fsm.Candidate{rule400}}, // rejected × send_failed
+		{Cands: []*fsm.Candidate{rule400}}, // rejected × native_write_done
+		{Cands: []*fsm.Candidate{rule400}}, // rejected × native_accepted
+		{Cands: []*fsm.Candidate{rule400}}, // rejected × input_refused
+		{Cands: []*fsm.Candidate{rule400}}, // rejected × ack_written
+		{Cands: []*fsm.Candidate{rule400}}, // rejected × ack_accepted
+		{Cands: []*fsm.Candidate{rule400}}, // rejected × ack_rejected
+		{Cands: []*fsm.Candidate{rule400}}, // rejected × receipt_send_failed
+		{Cands: []*fsm.Candidate{rule400}}, // rejected × written_wait
+		{Cands: []*fsm.Candidate{rule400}}, // rejected × native_write
+		{Cands: []*fsm.Candidate{rule400}}, // rejected × receipt_send
+		{Cands: []*fsm.Candidate{rule400}}, // rejected × drain_wait
+		{Cands: []*fsm.Candidate{rule400}}, // rejected × run_completing
+		{Cands: []*fsm.Candidate{rule400}}, // rejected × connection_lost
+		{Cands: []*fsm.Candidate{rule400}}, // rejected × run_settled
 		// unknown
-		{Cands: []*fsm.Candidate{rule403}}, // unknown × prompt_steer
-		{Cands: []*fsm.Candidate{rule398}}, // unknown × send_failed
-		{Cands: []*fsm.Candidate{rule398}}, // unknown × native_write_done
-		{Cands: []*fsm.Candidate{rule398}}, // unknown × native_accepted
-		{Cands: []*fsm.Candidate{rule398}}, // unknown × input_refused
-		{Cands: []*fsm.Candidate{rule398}}, // unknown × ack_written
-		{Cands: []*fsm.Candidate{rule398}}, // unknown × ack_accepted
-		{Cands: []*fsm.Candidate{rule398}}, // unknown × ack_rejected
-		{Cands: []*fsm.Candidate{rule398}}, // unknown × receipt_send_failed
-		{Cands: []*fsm.Candidate{rule398}}, // unknown × written_wait
-		{Cands: []*fsm.Candidate{rule398}}, // unknown × native_write
-		{Cands: []*fsm.Candidate{rule398}}, // unknown × receipt_send
-		{Cands: []*fsm.Candidate{rule398}}, // unknown × drain_wait
-		{Cands: []*fsm.Candidate{rule398}}, // unknown × run_completing
-		{Cands: []*fsm.Candidate{rule398}}, // unknown × connection_lost
-		{Cands: []*fsm.Candidate{rule398}}, // unknown × run_settled
+		{Cands: []*fsm.Candidate{rule405}}, // unknown × prompt_steer
+		{Cands: []*fsm.Candidate{rule400}}, // unknown × send_failed
+		{Cands: []*fsm.Candidate{rule400}}, // unknown × native_write_done
+		{Cands: []*fsm.Candidate{rule400}}, // unknown × native_accepted
+		{Cands: []*fsm.Candidate{rule400}}, // unknown × input_refused
+		{Cands: []*fsm.Candidate{rule400}}, // unknown × ack_written
+		{Cands: []*fsm.Candidate{rule400}}, // unknown × ack_accepted
+		{Cands: []*fsm.Candidate{rule400}}, // unknown × ack_rejected
+		{Cands: []*fsm.Candidate{rule400}}, // unknown × receipt_send_failed
+		{Cands: []*fsm.Candidate{rule400}}, // unknown × written_wait
+		{Cands: []*fsm.Candidate{rule400}}, // unknown × native_write
+		{Cands: []*fsm.Candidate{rule400}}, // unknown × receipt_send
+		{Cands: []*fsm.Candidate{rule400}}, // unknown × drain_wait
+		{Cands: []*fsm.Candidate{rule400}}, // unknown × run_completing
+		{Cands: []*fsm.Candidate{rule400}}, // unknown × connection_lost
+		{Cands: []*fsm.Candidate{rule400}}, // unknown × run_settled
 	},
 })
 
