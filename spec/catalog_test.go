@@ -70,6 +70,9 @@ func TestCatalogErrors(t *testing.T) {
 		{"bad version", CatalogFile, `version: "0.11.0"`, `version: "0.11"`, `version "0.11" must be major.minor.patch`},
 		{"unknown family", CatalogFile, "    family: suspension\n    id: suspension_request\n    payload: EnvironmentQuiesce\n", "    family: suspend\n    id: suspension_request\n    payload: EnvironmentQuiesce\n", `unknown family "suspend"`},
 		{"machine names an undeclared type", "preparation.yaml", "    message: execution_release\n", "    message: execution_relinquish\n", `names wire type "execution_relinquish", which spec/catalog.yaml does not declare`},
+		{"settled state unknown", CatalogFile, "{one_in_flight: input, settled: [unconfirmed]}", "{one_in_flight: input, settled: [unconfirmd]}", `settled names unknown input state "unconfirmd"`},
+		{"settled state terminal", CatalogFile, "{one_in_flight: input, settled: [unconfirmed]}", "{one_in_flight: input, settled: [accepted]}", `input state "accepted" is terminal, so it is settled already`},
+		{"settled on a state requirement", CatalogFile, "      - {machine: connection, states: [live]}\n    drives:\n      - {machine: preparation, event: execution_prepare}", "      - {machine: connection, states: [live], settled: [live]}\n    drives:\n      - {machine: preparation, event: execution_prepare}", `a requirement is either`},
 		{"duplicate capability", CapabilitiesFile, "  - name: usage\n", "  - name: streaming\n", `capability "streaming" is already declared`},
 	}
 	for _, c := range cases {
