@@ -134,11 +134,7 @@ func (a *crashAPI) eventTypes(turnID string) []string {
 	a.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, "GET", a.base+"/api/v1/turns/"+turnID+"/events", nil)
-	require.NoError(a.t, err)
-	req.Header.Set("Authorization", "Bearer "+a.key)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(a.t, err)
+	resp := a.events(ctx, turnID)
 	defer resp.Body.Close()
 	var types []string
 	sc := bufio.NewScanner(resp.Body)
@@ -383,17 +379,25 @@ func (e *crashEnv) waitMessage(turnID string) tframe {
 	return f
 }
 
+// events opens the Turn's public event stream (SSE); the caller closes
+// the body.
+func (a *crashAPI) events(ctx context.Context, turnID string) *http.Response {
+	a.t.Helper()
+	req, err := http.NewRequestWithContext(ctx, "GET", a.base+"/api/v1/turns/"+turnID+"/events", nil)
+	require.NoError(a.t, err)
+	req.Header.Set("Authorization", "Bearer "+a.key)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(a.t, err)
+	return resp
+}
+
 // waitEvent reads the Turn's public event stream until an event of type
 // typ whose data contains want arrives.
 func (a *crashAPI) waitEvent(turnID, typ, want string) {
 	a.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, "GET", a.base+"/api/v1/turns/"+turnID+"/events", nil)
-	require.NoError(a.t, err)
-	req.Header.Set("Authorization", "Bearer "+a.key)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(a.t, err)
+	resp := a.events(ctx, turnID)
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)

@@ -7,9 +7,10 @@ import (
 	"os"
 	osexec "os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
+
+	"github.com/agentwire/agentwire/runtime/internal/bounded"
 )
 
 // process is one `codex app-server` child in its own process group, with
@@ -19,7 +20,7 @@ type process struct {
 	cmd    *osexec.Cmd
 	stdin  *os.File
 	stdout *os.File
-	stderr *boundedBuffer
+	stderr *bounded.Buffer
 
 	exited     chan struct{} // closed once Wait returned
 	waitErr    error
@@ -58,7 +59,7 @@ func startProcess(binary string, args, env []string, dir string, stderrBytes int
 		closeAll(inW, outR, errR)
 		return nil, err
 	}
-	p := &process{cmd: cmd, stdin: inW, stdout: outR, stderr: &boundedBuffer{max: stderrBytes},
+	p := &process{cmd: cmd, stdin: inW, stdout: outR, stderr: &bounded.Buffer{Max: stderrBytes},
 		exited: make(chan struct{}), stderrDone: make(chan struct{})}
 	go func() {
 		defer close(p.stderrDone)
@@ -155,39 +156,6 @@ func (p *process) exitText() string {
 		return ee.String()
 	}
 	return p.waitErr.Error()
-}
-
-// boundedBuffer keeps the first max bytes written to it.
-type boundedBuffer struct {
-	mu        sync.Mutex
-	max       int
-	buf       []byte
-	truncated bool
-}
-
-func (b *boundedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	room := b.max - len(b.buf)
-	if room < len(p) {
-		b.truncated = true
-		if room > 0 {
-			b.buf = append(b.buf, p[:room]...)
-		}
-		return len(p), nil
-	}
-	b.buf = append(b.buf, p...)
-	return len(p), nil
-}
-
-func (b *boundedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	s := strings.TrimRight(string(b.buf), "\n")
-	if b.truncated {
-		s += " …(truncated)"
-	}
-	return s
 }
 
 // stripANSI removes terminal colour sequences (ESC [ … letter), which the

@@ -14,6 +14,8 @@ import (
 
 	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/wire"
+
+	"github.com/agentwire/agentwire/runtime/internal/bounded"
 )
 
 // executor runs one process per Turn, one Turn at a time.
@@ -101,7 +103,7 @@ func (e *executor) Run(ctx context.Context, turn harness.Turn, emit harness.Emit
 
 // start launches the command with its stdin on a pipe the adapter writes
 // with deadlines.
-func (e *executor) start(runID string) (*process, *os.File, *boundedBuffer, error) {
+func (e *executor) start(runID string) (*process, *os.File, *bounded.Buffer, error) {
 	cmd := osexec.Command(e.cfg.Command, e.cfg.Args...)
 	cmd.Dir = e.dir
 	cmd.Env = append(os.Environ(), "AGENTWIRE_RUN_ID="+runID, "AGENTWIRE_SESSION_ID="+e.sessionID)
@@ -109,7 +111,7 @@ func (e *executor) start(runID string) (*process, *os.File, *boundedBuffer, erro
 	// the Turn reaches the children it spawned too.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = e.cfg.Grace
-	stderr := &boundedBuffer{max: e.cfg.StderrBytes}
+	stderr := &bounded.Buffer{Max: e.cfg.StderrBytes}
 	cmd.Stderr = stderr
 	inR, inW, err := os.Pipe()
 	if err != nil {
@@ -308,38 +310,6 @@ var (
 	errLineTooLong = fmt.Errorf("a line is longer than %d bytes", wire.MaxFrameBytes)
 	errPartialLine = errors.New("the output ended inside a line")
 )
-
-// boundedBuffer keeps the first max bytes written to it.
-type boundedBuffer struct {
-	mu        sync.Mutex
-	max       int
-	buf       []byte
-	truncated bool
-}
-
-func (b *boundedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	room := b.max - len(b.buf)
-	if room < len(p) {
-		b.truncated = true
-		if room > 0 {
-			b.buf = append(b.buf, p[:room]...)
-		}
-		return len(p), nil
-	}
-	b.buf = append(b.buf, p...)
-	return len(p), nil
-}
-
-func (b *boundedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.truncated {
-		return string(b.buf) + " …(truncated)"
-	}
-	return string(b.buf)
-}
 
 func exitText(err error) string {
 	if err == nil {
