@@ -53,9 +53,9 @@ func (k *kit) harnessLevel(t *testing.T) {
 			k.steerRefused(t, "steering/refused", "steering", text(steered))
 		})
 	}
-	if k.declared("steering") && k.declared("message_images") {
-		// An image in active input is carried like one in the Turn's input.
-	} else if k.declared("steering") {
+	// An image in active input is carried like one in the Turn's input when
+	// message_images is declared; otherwise a steering Harness refuses it.
+	if k.declared("steering") && !k.declared("message_images") {
 		k.run(t, "harness", "steering/image_refused", "message_images", func(t *testing.T) {
 			in := wire.MessageInput{{Content: []wire.InputContent{{Type: wire.ContentText, Text: "look: "}, kitImage}}}
 			k.steerRefused(t, "steering/image_refused", "message_images", in)
@@ -90,14 +90,14 @@ func (k *kit) harnessLevel(t *testing.T) {
 		c.ExecutionControls = controlsOf(c)
 		c.ExecutionControls.OutputFormat = &wire.OutputFormat{Type: wire.OutputFormatJSONSchema, Schema: wire.NativeJSON(`{"type":"object"}`)}
 	}))
-	k.either(t, "web_search_control", k.nativeControl("web_search_control", func(c *wire.PromptRequest) {
+	k.either(t, "web_search_control", k.nativeOnly("web_search_control", func(c *wire.PromptRequest) {
 		c.ExecutionControls = controlsOf(c)
 		c.ExecutionControls.WebSearch = wire.WebSearchLive
 	}), k.refusedBy("web_search_control", func(c *wire.PromptRequest) {
 		c.ExecutionControls = controlsOf(c)
 		c.ExecutionControls.WebSearch = wire.WebSearchLive
 	}))
-	k.either(t, "text_verbosity", k.nativeControl("text_verbosity", func(c *wire.PromptRequest) {
+	k.either(t, "text_verbosity", k.nativeOnly("text_verbosity", func(c *wire.PromptRequest) {
 		c.ExecutionControls = controlsOf(c)
 		c.ExecutionControls.TextVerbosity = wire.TextVerbosityLow
 	}), k.refusedBy("text_verbosity", func(c *wire.PromptRequest) {
@@ -108,7 +108,7 @@ func (k *kit) harnessLevel(t *testing.T) {
 		c.ExecutionControls = controlsOf(c)
 		c.ExecutionControls.DisableProgrammaticToolCalling = true
 	}
-	k.either(t, "programmatic_tool_calling_disable", k.nativeControl("programmatic_tool_calling_disable", disablePTC), k.refusedBy("programmatic_tool_calling_disable", disablePTC))
+	k.either(t, "programmatic_tool_calling_disable", k.nativeOnly("programmatic_tool_calling_disable", disablePTC), k.refusedBy("programmatic_tool_calling_disable", disablePTC))
 
 	k.either(t, "resume", k.resume, k.refusedBy("resume", func(c *wire.PromptRequest) { c.AgentSessionID = "kit-unknown-native-session" }))
 	k.either(t, "native_session_recovery", k.recovery, k.refusedBy("native_session_recovery", func(c *wire.PromptRequest) { c.RequireExistingNativeSession = true }))
@@ -331,12 +331,6 @@ func controlsOf(c *wire.PromptRequest) *wire.ExecutionControls {
 	}
 	ec := *c.ExecutionControls
 	return &ec
-}
-
-// nativeControl: a control whose effect only the native side sees is
-// accepted, the Turn runs, and the hook's Verify proves the effect.
-func (k *kit) nativeControl(capability string, set func(*wire.PromptRequest)) func(*testing.T) {
-	return k.nativeOnly(capability, set)
 }
 
 // nativeOnly runs a Turn whose configuration asks for capability and
