@@ -22,6 +22,15 @@ type Timer interface {
 	Reset(d time.Duration) bool
 }
 
+// deadlineTimer is a Timer that can be set for a point of its clock's
+// time. A Conn prefers it: a duration computed from a Now read earlier
+// moves the deadline by whatever time passed in between, which on a real
+// clock is nanoseconds but on ManualClock is whatever a test's Advance
+// added meanwhile (a timer armed for 30 s would then never fire at 30 s).
+type deadlineTimer interface {
+	ResetAt(at time.Time) bool
+}
+
 // SystemClock is the real clock.
 func SystemClock() Clock { return systemClock{} }
 
@@ -156,8 +165,21 @@ func (t *manualTimer) Stop() bool {
 
 func (t *manualTimer) Reset(d time.Duration) bool {
 	t.clock.mu.Lock()
+	return t.resetLocked(t.clock.now.Add(d))
+}
+
+// ResetAt sets the timer for a point of the clock's time, which a
+// duration computed from an earlier Now cannot do once Advance may run in
+// between.
+func (t *manualTimer) ResetAt(at time.Time) bool {
+	t.clock.mu.Lock()
+	return t.resetLocked(at)
+}
+
+// resetLocked is called with the clock's lock held and releases it.
+func (t *manualTimer) resetLocked(at time.Time) bool {
 	was := t.armed
-	t.at, t.armed = t.clock.now.Add(d), true
+	t.at, t.armed = at, true
 	fire := !t.at.After(t.clock.now)
 	if fire {
 		t.armed = false

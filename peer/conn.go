@@ -243,6 +243,10 @@ func (c *Conn) arm(timer Timer, lastRead, armed time.Time) time.Time {
 	if !ok {
 		return time.Time{} // nothing to wait for: the timer stays stopped
 	}
+	if dt, ok := timer.(deadlineTimer); ok {
+		dt.ResetAt(at)
+		return at
+	}
 	timer.Reset(max(at.Sub(now), 0))
 	return at
 }

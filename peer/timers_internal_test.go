@@ -119,3 +119,33 @@ func scanEveryInstance(d *Driver) (at time.Time, ok bool) {
 	}
 	return at, ok
 }
+
+// A Conn arms its timer for the driver's next deadline. With a manual clock
+// a test may Advance between the loop's Now and its Reset; a duration
+// computed from that Now would then fire late by the advance (a 30 s wait
+// that never fires at 30 s). ResetAt fixes the point of time instead.
+func TestManualTimerResetAtIgnoresAdvanceInBetween(t *testing.T) {
+	clock := NewManualClock(time.Unix(1000, 0))
+	timer := clock.NewTimer(time.Hour)
+	now := clock.Now()
+	deadline := now.Add(time.Second)
+	clock.Advance(500 * time.Millisecond) // the test moves on between Now and the reset
+	dt, ok := timer.(deadlineTimer)
+	require.True(t, ok, "ManualClock's timer takes a deadline")
+	dt.ResetAt(deadline)
+	clock.Advance(500 * time.Millisecond)
+	select {
+	case at := <-timer.C():
+		require.Equal(t, deadline, at)
+	default:
+		t.Fatal("the timer did not fire at its deadline")
+	}
+
+	// A deadline already passed fires at once.
+	dt.ResetAt(now)
+	select {
+	case <-timer.C():
+	default:
+		t.Fatal("a passed deadline did not fire")
+	}
+}

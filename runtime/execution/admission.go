@@ -38,6 +38,7 @@ type admission struct {
 	transferred bool          // a start took the Executor
 	releasing   bool          // release, expiry, failure or loss: no ready may follow
 	settling    bool          // its cleanup began (it runs once)
+	returned    bool          // native preparation returned, seen on the loop
 	expiresAt   int64
 }
 
@@ -267,6 +268,7 @@ func (s *Session) admit(d *peer.Driver, inst *peer.Instance, p wire.ExecutionPre
 		// settle_cleanup waiting for preparation never waits forever.
 		defer close(a.prepDone)
 		posted := s.post(func(d *peer.Driver) {
+			a.returned = true
 			switch {
 			case a.releasing:
 				// Released or lost meanwhile: the settle_cleanup that
@@ -349,6 +351,15 @@ func (s *Session) settle(a *admission, then func(d *peer.Driver, err error)) {
 		return
 	}
 	a.settling, a.releasing = true, true
+	if a.returned && a.exe == nil && then == nil {
+		// Native preparation returned and left nothing to close: the slot
+		// is free before the loop reads the next frame, so a Core that
+		// prepares again right after `failed` is not refused
+		// preparation_capacity for a close with nothing to do
+		// (daemon-protocol.txt:116).
+		s.freeSlot()
+		return
+	}
 	wait := a.prepDone
 	s.goNative(func() {
 		<-wait
