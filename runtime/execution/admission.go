@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"reflect"
 	"strings"
 
 	"github.com/agentwire/agentwire/fsm"
@@ -66,6 +67,28 @@ func idleKey(fp [32]byte, dir string) [32]byte {
 	var k [32]byte
 	h.Sum(k[:0])
 	return k
+}
+
+// continuationKey is what the Executor of a's Run is retained under once
+// that Run settled normally and reported done.
+//
+// decision: an Executor is retained across Turns with identical
+// configuration (daemon-protocol.txt:72), and the configuration Core sends
+// for a Session's next Turn is this one with the native Session the Run
+// reported in done (agent_session_id, and no
+// require_existing_native_session once an ID is recorded,
+// daemon-protocol.txt:38, :60). The idle Executor is that native Session,
+// still open, so it is retained under that next configuration. Retained
+// under the first one, no later Turn would take it, and a native Session
+// that admits one writer (a Codex thread) would refuse the next Turn's
+// fresh Executor while the idle one held it.
+func (a *admission) continuationKey(done wire.Done) [32]byte {
+	if done.Metadata == nil || done.Metadata.AgentSessionID == "" {
+		return a.poolKey
+	}
+	next := a.cfg.Configuration
+	next.AgentSessionID, next.RequireExistingNativeSession = done.Metadata.AgentSessionID, false
+	return idleKey(fingerprint(wire.ExecutionPrepare{SessionID: a.cfg.SessionID, Configuration: next}), a.cfg.WorkspaceDir)
 }
 
 // record returns the admission an instance carries, if any.
@@ -264,6 +287,7 @@ func (s *Session) admit(d *peer.Driver, inst *peer.Instance, p wire.ExecutionPre
 	}
 	s.goNative(func() {
 		exe, err := adapter.NewExecutor(s.ctx, a.cfg)
+		exe = orNil(exe)
 		// prepDone closes after the post, whether or not it ran, so a
 		// settle_cleanup waiting for preparation never waits forever.
 		defer close(a.prepDone)
@@ -296,6 +320,19 @@ func (s *Session) admit(d *peer.Driver, inst *peer.Instance, p wire.ExecutionPre
 			cancel()
 		}
 	})
+}
+
+// orNil turns an Executor interface holding a nil pointer (an adapter that
+// returned its own nil *T with an error) into nil, so that the failure's
+// cleanup does not call Close on it.
+func orNil(exe harness.Executor) harness.Executor {
+	if exe == nil {
+		return nil
+	}
+	if v := reflect.ValueOf(exe); v.Kind() == reflect.Pointer && v.IsNil() {
+		return nil
+	}
+	return exe
 }
 
 // grant publishes ready with the expiry, fixed here once: a repeated

@@ -46,6 +46,11 @@ type counting struct {
 	// prepareFails makes native preparation fail and still return the
 	// Executor it created, as a factory that must be cleaned up does.
 	prepareFails bool
+	// prepareFailsNil makes native preparation fail and return its own
+	// nil pointer as the Executor, which is not a nil interface.
+	prepareFailsNil bool
+	// nativeSession is the native Session every Run reports in done.
+	nativeSession string
 }
 
 func newCounting() *counting { return &counting{closed: make(chan string, 64)} }
@@ -58,6 +63,10 @@ func (c *counting) NewExecutor(context.Context, harness.ExecutorConfig) (harness
 	n := c.prepared.Add(1)
 	if c.prepareFails {
 		return &countingExe{c: c, n: n}, errPrepare
+	}
+	if c.prepareFailsNil {
+		var none *countingExe
+		return none, errPrepare
 	}
 	return &countingExe{c: c, n: n}, nil
 }
@@ -82,7 +91,11 @@ func (e *countingExe) Run(ctx context.Context, turn harness.Turn, emit harness.E
 	if e.c.hang {
 		<-ctx.Done()
 	}
-	return wire.Done{Content: fmt.Sprintf("executor %d", e.n)}, nil
+	done := wire.Done{Content: fmt.Sprintf("executor %d", e.n)}
+	if e.c.nativeSession != "" {
+		done.Metadata = &wire.DoneMetadata{AgentSessionID: e.c.nativeSession}
+	}
+	return done, nil
 }
 
 func (e *countingExe) Close(context.Context) error {

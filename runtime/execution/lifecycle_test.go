@@ -146,6 +146,36 @@ func TestSettledRunExecutorReusedOnlyForIdenticalConfiguration(t *testing.T) {
 	assert.Zero(t, pool.IdleCount())
 }
 
+// TestIdleExecutorServesTheSessionsNextTurn: Core's next Turn of a
+// Session resumes the native Session the last done reported, and that
+// configuration takes the Executor that holds it (a Codex thread admits one
+// writer: a fresh Executor resuming it beside the idle one is refused). The
+// first configuration, without the native Session, no longer matches it.
+func TestIdleExecutorServesTheSessionsNextTurn(t *testing.T) {
+	a := newCounting()
+	a.nativeSession = "thread-1"
+	pool := execution.NewPool(execution.PoolConfig{Logger: quiet})
+	r := newRig(t, a, execution.Config{MaxActive: 2, Pool: pool})
+	ready := r.ready("prepare", prepare(sessionA))
+	r.start("prepare", ready, "run")
+	r.status("prepare", "starting")
+	r.status("prepare", "started")
+	assert.Equal(t, "done", r.next().Type)
+	assert.Equal(t, 1, pool.IdleCount())
+
+	first := r.ready("prepare-first", prepare(sessionA))
+	assert.NotEqual(t, ready["executor_id"], first["executor_id"], "the configuration without the native Session is not the idle one's")
+	assert.Nil(t, first["reused"])
+
+	next := prepare(sessionA)
+	next.Configuration.AgentSessionID = "thread-1"
+	r.send("execution_prepare", "prepare-next", next)
+	resumed := r.status("prepare-next", "ready")
+	assert.Equal(t, ready["executor_id"], resumed["executor_id"])
+	assert.Equal(t, true, resumed["reused"])
+	assert.EqualValues(t, 2, a.prepared.Load(), "the next Turn prepared nothing natively")
+}
+
 // TestFailedCloseStaysOwnedAndHoldsCapacity: a release whose close fails
 // reports cleanup_unconfirmed; the Executor is the Pool's (Held), a new
 // Session on the same Pool (a later connection) still cannot take its
@@ -221,6 +251,29 @@ func TestRunErrorClassificationPassesThrough(t *testing.T) {
 		assert.Equal(t, w.ok, ok)
 	}
 	assert.Equal(t, "done", r.next().Type, "an unclassified error never discards done")
+}
+
+// TestFailedPreparationWithNilPointerFreesItsSlot: an adapter that fails
+// and returns its own nil pointer as the Executor (a non-nil interface) is
+// not closed (that Close would panic on nil), and its slot is free before
+// the next frame is read: with one slot, the next prepare is admitted, not
+// refused preparation_capacity.
+func TestFailedPreparationWithNilPointerFreesItsSlot(t *testing.T) {
+	a := newCounting()
+	a.prepareFailsNil = true
+	r := newRig(t, a, execution.Config{MaxActive: 1})
+	r.send("execution_prepare", "first", prepare(sessionA))
+	r.status("first", "preparing")
+	assert.Equal(t, "preparation_failed", r.status("first", "failed")["error_code"])
+	a.prepareFailsNil = false
+	r.send("execution_prepare", "second", prepare(sessionA))
+	r.status("second", "preparing")
+	r.status("second", "ready")
+	select {
+	case got := <-a.closed:
+		t.Fatalf("nothing was to be closed, got %q", got)
+	default:
+	}
 }
 
 // TestFailedFactoryResourceIsClosed: a preparation that fails but returns

@@ -176,7 +176,7 @@ func (s *Session) startRun(runID, env string, turn harness.Turn, exe harness.Exe
 			// state behind, and an input still in flight may still use the
 			// Executor. Those are closed (daemon-protocol.txt:72, :118).
 			if exe != nil && err == nil && ctx.Err() == nil && r.from != nil && len(r.inputs) == 0 && !s.shutting &&
-				s.cfg.Pool.Put(r.from.poolKey, r.from.executorID, r.from.env, exe, r.from.decl) {
+				s.cfg.Pool.Put(r.from.continuationKey(done), r.from.executorID, r.from.env, exe, r.from.decl) {
 				retained = true
 				s.freeSlot()
 			}

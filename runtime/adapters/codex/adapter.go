@@ -81,7 +81,13 @@ func (a *Adapter) NewExecutor(ctx context.Context, cfg harness.ExecutorConfig) (
 	if err != nil {
 		return nil, err
 	}
-	return startExecutor(ctx, a, cfg, home)
+	e, err := startExecutor(ctx, a, cfg, home)
+	if err != nil {
+		// A nil *executor in a non-nil Executor would look like something
+		// to close.
+		return nil, err
+	}
+	return e, nil
 }
 
 // home is the Codex home of a Session's state key (its rollouts, which a

@@ -47,6 +47,9 @@ func (k *kit) daemonLevel(t *testing.T) {
 	}
 	k.run(t, "daemon", "daemon/streaming", text, func(t *testing.T) { k.daemonStreaming(t, text) })
 	k.run(t, "daemon", "daemon/cancellation", "cancellation", k.daemonCancellation)
+	if k.declared("resume") {
+		k.run(t, "daemon", "daemon/next_turn", "resume", k.daemonNextTurn)
+	}
 	for _, w := range []struct {
 		capability     string
 		accept, refuse func(*testing.T)
@@ -125,6 +128,47 @@ func (k *kit) daemonCancellation(t *testing.T) {
 	assert.True(t, strings.HasPrefix(plan.Text(), r.Text()), "the cancelled Run said %q, more than the plan's %q", r.Text(), plan.Text())
 	if ack.Outcome != nil && r.done.Content != "" {
 		assert.Equal(t, r.done.Content, ack.Outcome.Content, "the receipt's outcome is the settled Turn done reported")
+	}
+	verify(t, &r.Result, false)
+}
+
+// daemonNextTurn: Core's next Turn of a Session resumes the native Session
+// the last done reported (agent_session_id, strict_resume). Through one
+// daemon it is served by the idle Executor the first Turn left, which
+// holds that native Session (ready says reused), and it runs there
+// (daemon-protocol.txt:60, :72). A Harness whose native Session admits one
+// writer would otherwise refuse a fresh Executor beside the idle one.
+func (k *kit) daemonNextTurn(t *testing.T) {
+	first := k.scenario(t, "daemon/next_turn", "resume", Plan{{Say: []string{"First turn."}}}, nil, nil)
+	c, pid, runID := k.startTurn(t, first)
+	at := 0
+	done := c.await(t, &at, "done of "+runID, func(m wire.Message) bool {
+		failedStart(t, m, pid)
+		return m.Type == wire.TypeDone && m.ID == runID
+	}).Payload.(wire.Done)
+	require.NotNil(t, done.Metadata, "done reports no native Session identity to resume")
+	id := done.Metadata.AgentSessionID
+	require.NotEmpty(t, id, "done reports no native Session ID to resume")
+	second := k.scenario(t, "daemon/next_turn/second", "resume", Plan{{Say: []string{"Second turn."}}}, nil, func(s *Scenario) {
+		s.SessionID, s.Config, s.WorkspaceDir = first.SessionID, first.Config, first.WorkspaceDir
+		s.Config.AgentSessionID, s.Config.StrictResume = id, true
+	})
+	pid2, run2 := k.newID("prepare"), k.newID("run")
+	ready := c.prepare(t, pid2, wire.ExecutionPrepare{SessionID: second.SessionID, Configuration: second.Config})
+	require.Equal(t, wire.PreparationReady, ready.State, "the Session's next Turn was not admitted: %s", ready.ErrorCode)
+	assert.True(t, ready.Reused, "the next Turn did not reuse the idle Executor that holds its native Session")
+	c.send(t, pid2, wire.ExecutionStart{ExecutorID: ready.ExecutorID, Handle: ready.Handle, RunID: run2, Input: second.Input})
+	c.await(t, &at, "done of "+run2, func(m wire.Message) bool {
+		failedStart(t, m, pid2)
+		return m.Type == wire.TypeDone && m.ID == run2
+	})
+	c.stop()
+	r := runResult(second, run2, c.frames())
+	require.NotNil(t, r.done, "no done for %s", run2)
+	assert.Empty(t, r.Errors(), "the next Turn reported errors")
+	k.checkText(t, &r.Result, "Second turn.")
+	if r.done.Metadata != nil && r.done.Metadata.AgentSessionID != "" {
+		assert.Equal(t, id, r.done.Metadata.AgentSessionID, "the next Turn ran in the native Session it resumed")
 	}
 	verify(t, &r.Result, false)
 }

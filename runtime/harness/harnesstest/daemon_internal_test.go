@@ -86,6 +86,7 @@ func TestDaemonLevelScriptAdapter(t *testing.T) {
 	want := map[string]string{
 		"daemon/streaming":           "streaming",
 		"daemon/cancellation":        "cancellation",
+		"daemon/next_turn":           "resume",
 		"workspace_read_preparation": "workspace_read_preparation",
 		"workspace_output_export":    "workspace_output_export",
 		// The script adapter declares function tools but not tool search.
