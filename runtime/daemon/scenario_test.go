@@ -107,10 +107,11 @@ func (p *scenarioPeer) advance(t *testing.T, d time.Duration) {
 }
 
 // startDaemon runs the daemon with one script adapter configured by setup
-// (a script.Script as JSON) and a capacity of 1 active Turn, so that
-// capacity scenarios stay short; "max_active": N raises it (a scenario
-// whose Runs follow each other then never meets the slot a settled Run's
-// Executor close still holds).
+// (a script.Script as JSON) and the capacity the daemon ships with
+// (execution.DefaultMaxActive): a settled Run's Executor close holds its
+// slot until the close returned, after done was sent, so a scenario whose
+// Runs follow each other must not run on one slot. A capacity scenario
+// sets "max_active": 1 to stay short.
 //
 // An "environments" member of setup binds Environments by ID, each to a
 // populated workspace directory of its own (scenarioEnvironments); without
@@ -150,7 +151,7 @@ func startDaemon(t *testing.T, coreURL, setup string, clock peer.Clock, onConnec
 			Abandon: abandon,
 			CoreURL: coreURL, DeviceID: "runtime", Credential: daemon.NewCredential("synthetic-contract-credential"),
 			Registry: reg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-			MinBackoff: time.Millisecond, MaxBackoff: 4 * time.Millisecond, MaxActive: max(sel.MaxActive, 1),
+			MinBackoff: time.Millisecond, MaxBackoff: 4 * time.Millisecond, MaxActive: sel.MaxActive,
 			Clock: clock, OnConnected: onConnected, Environments: envs,
 		})
 		res := "nil"
