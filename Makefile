@@ -71,12 +71,14 @@ model-check-long:
 	$(GO) run ./cmd/agentwire check --bound long --out model-check-out
 
 ## bench: the benchmarks recorded in BENCHMARKS.md (Core's: Turns/s with SQLite and memory,
-## delta latency to SSE, then 10,000 idle connections from a separate process, measured once)
+## delta latency to SSE, then 10,000 idle connections from a separate process, measured once; a real
+## Codex Turn through the daemon against a direct app-server client, skipped without make harnesses)
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./fsm/ ./wire/ ./peer/ ./runtime/daemon/
 	$(GO) test -run '^$$' -bench 'TurnsThroughCore|DeltaLatencyToSSE' -benchmem -count 3 ./core/server/
 	AGENTWIRE_BENCH_DIR=/dev/shm $(GO) test -run '^$$' -bench 'WorkspaceTransfer' -benchmem -count 3 ./core/server/
 	$(GO) test -run '^$$' -bench 'IdleConnections' -benchtime 1x ./core/server/
+	$(GO) test -run '^$$' -bench 'CodexTurnOverhead' -benchtime 40x -count 3 ./runtime/adapters/codex/
 
 ## bench-smoke: every benchmark once (one iteration each), so that CI notices a benchmark that
 ## no longer runs; the 10,000-connection one is left to make bench
