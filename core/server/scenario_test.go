@@ -41,6 +41,22 @@ func TestCoreScenarios(t *testing.T) {
 	}
 }
 
+// TestWireScenarios runs the Core side of every shared wire transcript
+// under spec/scenarios/wire: the real Core against a scripted Runtime that
+// plays the Runtime's lines (the daemon runs the other side in
+// runtime/daemon's TestWireScenarios).
+func TestWireScenarios(t *testing.T) {
+	files, err := filepath.Glob("../../spec/scenarios/wire/*.txt")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			c := newCoreSide(t)
+			scenario.RunWireCore(t, f, scenario.ScriptedRuntimeOptions{Core: c}, c.clock.Now)
+		})
+	}
+}
+
 // coreSide is one scenario's Core: an httptest server over server.New.
 type coreSide struct {
 	st      store.Store

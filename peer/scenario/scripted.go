@@ -133,6 +133,20 @@ func (s *scripted) refuses(step string, w http.ResponseWriter) bool {
 
 // RunScripted runs the transcript at path against the real peer Start starts.
 func RunScripted(t *testing.T, path string, opts ScriptedOptions) {
+	s := newScripted(t, opts)
+	defer s.close()
+	datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+		out, err := s.do(d)
+		if err != nil {
+			return "error: " + err.Error() + "\n"
+		}
+		return out
+	})
+}
+
+// newScripted serves a scripted Core's bootstrap and WebSocket on
+// loopback; close ends the connection, the peer and the server.
+func newScripted(t *testing.T, opts ScriptedOptions) *scripted {
 	if opts.Silence == 0 {
 		opts.Silence = 50 * time.Millisecond
 	}
@@ -161,22 +175,17 @@ func RunScripted(t *testing.T, path string, opts ScriptedOptions) {
 		s.accepted <- c
 	})
 	s.srv = httptest.NewServer(mux)
-	defer func() {
-		if s.ws != nil {
-			_ = s.ws.CloseNow()
-		}
-		if s.stop != nil {
-			s.stop()
-		}
-		s.srv.Close()
-	}()
-	datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
-		out, err := s.do(d)
-		if err != nil {
-			return "error: " + err.Error() + "\n"
-		}
-		return out
-	})
+	return s
+}
+
+func (s *scripted) close() {
+	if s.ws != nil {
+		_ = s.ws.CloseNow()
+	}
+	if s.stop != nil {
+		s.stop()
+	}
+	s.srv.Close()
 }
 
 func (s *scripted) ctx() (context.Context, context.CancelFunc) {

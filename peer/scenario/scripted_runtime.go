@@ -189,18 +189,8 @@ type scriptedRuntime struct {
 // RunScriptedRuntime runs the transcript at path as a scripted Runtime
 // against the real Core opts.Core serves.
 func RunScriptedRuntime(t *testing.T, path string, opts ScriptedRuntimeOptions) {
-	if opts.Silence == 0 {
-		opts.Silence = 50 * time.Millisecond
-	}
-	s := &scriptedRuntime{t: t, opts: opts, b: &Bindings{m: map[string]string{}}, conns: map[string]*coreConn{}}
-	done := make(chan struct{})
-	s.done = done
-	defer func() {
-		close(done)
-		for _, c := range s.conns {
-			_ = c.ws.CloseNow()
-		}
-	}()
+	s, end := newScriptedRuntime(t, opts)
+	defer end()
 	datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 		out, err := s.do(t, d)
 		if err != nil {
@@ -208,6 +198,23 @@ func RunScriptedRuntime(t *testing.T, path string, opts ScriptedRuntimeOptions) 
 		}
 		return out
 	})
+}
+
+// newScriptedRuntime is a scripted Runtime with no connection yet; end
+// stops its readers and closes what it opened.
+func newScriptedRuntime(t *testing.T, opts ScriptedRuntimeOptions) (*scriptedRuntime, func()) {
+	if opts.Silence == 0 {
+		opts.Silence = 50 * time.Millisecond
+	}
+	s := &scriptedRuntime{t: t, opts: opts, b: &Bindings{m: map[string]string{}}, conns: map[string]*coreConn{}}
+	done := make(chan struct{})
+	s.done = done
+	return s, func() {
+		close(done)
+		for _, c := range s.conns {
+			_ = c.ws.CloseNow()
+		}
+	}
 }
 
 func (s *scriptedRuntime) conn(d *datadriven.TestData) (*coreConn, error) {

@@ -59,6 +59,21 @@ func TestRuntimeScenarios(t *testing.T) {
 	}
 }
 
+// TestWireScenarios runs the Runtime side of every shared wire transcript
+// under spec/scenarios/wire: the real daemon against a scripted Core that
+// plays Core's lines (core/server's TestWireScenarios runs the other side).
+func TestWireScenarios(t *testing.T) {
+	files, err := filepath.Glob("../../spec/scenarios/wire/*.txt")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			p := &scenarioPeer{clock: peer.NewManualClock(time.Unix(1_800_000_000, 0))}
+			scenario.RunWireRuntime(t, f, scenario.WireOptions{Start: p.start, Advance: p.advance, Ended: p.ended})
+		})
+	}
+}
+
 // scenarioPeer is the daemon of one scenario: it runs on a manual clock
 // the transcript moves with "advance", so the protocol's fixed timers (the
 // 5-minute admission expiry, the 10 s write bound, the 15 s drain) fire
