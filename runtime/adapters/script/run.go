@@ -209,8 +209,12 @@ func (e *executor) Run(ctx context.Context, turn harness.Turn, emit harness.Emit
 		var err error
 		var a harness.Answer
 		if st.Delta == "" && !st.Echo {
-			// Any other step ends the message consecutive deltas made.
-			if err := msgs.end(ctx, emit, wire.OutputCompleted); err != nil {
+			// Any other step ends the message consecutive deltas made. The
+			// message is complete whatever comes next, a cancellation
+			// included: under the Run's context a cancellation arriving
+			// before this step would drop the frame and leave the message
+			// unreported.
+			if err := msgs.end(context.WithoutCancel(ctx), emit, wire.OutputCompleted); err != nil {
 				return done(), nil
 			}
 		}
@@ -285,7 +289,7 @@ func (e *executor) Run(ctx context.Context, turn harness.Turn, emit harness.Emit
 			return done(), nil
 		}
 	}
-	if err := msgs.end(ctx, emit, wire.OutputCompleted); err != nil {
+	if err := msgs.end(context.WithoutCancel(ctx), emit, wire.OutputCompleted); err != nil {
 		return done(), nil
 	}
 	return done(), nil
