@@ -428,8 +428,8 @@ func (s GuardSet) Has(g Guard) bool {
 type Action uint8
 
 const (
-	// ActionRecordRejection: keep the rejected operation and its error code next to the handle
-	// without touching its revision
+	// ActionRecordRejection: keep the rejected or failed status and its error code next to the
+	// handle without touching its revision
 	ActionRecordRejection Action = 1
 	// ActionSettleCleanup: the Runtime closes or retries closing whatever the admission still owns
 	ActionSettleCleanup Action = 2
@@ -518,135 +518,143 @@ func ParseMessage(name string) (Message, error) {
 // covers (a rule that lists its own target among its sources is two: a move from the others and an
 // internal transition in the target).
 var (
-	rule157 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRequested), Line: 157, Effects: []fsm.Effect{
+	rule160 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRequested), Line: 160, Effects: []fsm.Effect{
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus)},
 	}}
-	rule161 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRequested), Line: 161}
-	rule166 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no execution_prepare was sent on this connection", Line: 166}
-	rule170 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no execution_prepare was sent for this request ID", Line: 170}
-	rule173 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "a status for a request that was never sent is not applied to any handle", Line: 173}
-	rule176 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no admission was granted, so no deadline is armed", Line: 176}
-	rule181 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StatePreparing), Line: 181}
-	rule185 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateReady), Line: 185, Effects: []fsm.Effect{
+	rule164 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRequested), Line: 164}
+	rule169 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no execution_prepare was sent on this connection", Line: 169}
+	rule173 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no execution_prepare was sent for this request ID", Line: 173}
+	rule176 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "a status for a request that was never sent is not applied to any handle", Line: 176}
+	rule179 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no admission was granted, so no deadline is armed", Line: 179}
+	rule184 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StatePreparing), Line: 184}
+	rule188 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateReady), Line: 188, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerAdmissionExpiry)},
 	}}
-	rule190 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 190, Effects: []fsm.Effect{
+	rule193 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 193, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordRejection)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
 	}}
-	rule195 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "stale or repeated revision", Line: 195}
-	rule198 = &fsm.Candidate{Guard: fsm.GuardID(GuardCapacityRefusal), Disp: fsm.Moved, To: fsm.StateID(StateRefused), Line: 198, Effects: []fsm.Effect{
+	rule198 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "stale or repeated revision", Line: 198}
+	rule201 = &fsm.Candidate{Guard: fsm.GuardID(GuardCapacityRefusal), Disp: fsm.Moved, To: fsm.StateID(StateRefused), Line: 201, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordRejection)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionLeaveTurnUnclaimed)},
 	}}
-	rule205 = &fsm.Candidate{Guard: fsm.GuardID(GuardRejectsPrepare), Disp: fsm.Moved, To: fsm.StateID(StateRefused), Line: 205, Effects: []fsm.Effect{
+	rule208 = &fsm.Candidate{Guard: fsm.GuardID(GuardRejectsPrepare), Disp: fsm.Moved, To: fsm.StateID(StateRefused), Line: 208, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordRejection)},
 	}}
-	rule210 = &fsm.Candidate{Disp: fsm.Stayed, Line: 210, Effects: []fsm.Effect{
+	rule213 = &fsm.Candidate{Disp: fsm.Stayed, Line: 213, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordRejection)},
 	}}
-	rule214 = &fsm.Candidate{Guard: fsm.GuardID(GuardSameFingerprint), Disp: fsm.Stayed, Line: 214, Effects: []fsm.Effect{
+	rule217 = &fsm.Candidate{Guard: fsm.GuardID(GuardSameFingerprint), Disp: fsm.Stayed, Line: 217, Effects: []fsm.Effect{
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus)},
 	}}
-	rule219 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "request_conflict: the request ID is already bound to a different payload", Line: 219}
-	rule222 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "a repeated execution_prepare whose write failed changes nothing; the first one's statuses decide", Line: 222}
-	rule225 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "preparation_not_ready: no handle has been granted", Line: 225}
-	rule228 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "invalid_release: no handle has been granted", Line: 228}
-	rule231 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the status skips the preparation phases that must precede it", Line: 231}
-	rule234 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the expiry deadline is only armed while the handle is ready or starting", Line: 234}
-	rule237 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAbandoned), Line: 237, Effects: []fsm.Effect{
+	rule222 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "request_conflict: the request ID is already bound to a different payload", Line: 222}
+	rule225 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "a repeated execution_prepare whose write failed changes nothing; the first one's statuses decide", Line: 225}
+	rule228 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "preparation_not_ready: no handle has been granted", Line: 228}
+	rule231 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "invalid_release: no handle has been granted", Line: 231}
+	rule234 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the status skips the preparation phases that must precede it", Line: 234}
+	rule237 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the expiry deadline is only armed while the handle is ready or starting", Line: 237}
+	rule240 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAbandoned), Line: 240, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerAdmissionExpiry)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
 	}}
-	rule244 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateReady), Line: 244, Effects: []fsm.Effect{
+	rule247 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateReady), Line: 247, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerAdmissionExpiry)},
 	}}
-	rule249 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 249, Effects: []fsm.Effect{
+	rule252 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 252, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordRejection)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
 	}}
-	rule254 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "stale or repeated revision", Line: 254}
-	rule257 = &fsm.Candidate{Guard: fsm.GuardID(GuardRejectsStart), Disp: fsm.Moved, To: fsm.StateID(StateReady), Line: 257, Effects: []fsm.Effect{
+	rule257 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "stale or repeated revision", Line: 257}
+	rule260 = &fsm.Candidate{Guard: fsm.GuardID(GuardRejectsStart), Disp: fsm.Moved, To: fsm.StateID(StateReady), Line: 260, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordRejection)},
 	}}
-	rule264 = &fsm.Candidate{Disp: fsm.Stayed, Line: 264, Effects: []fsm.Effect{
+	rule267 = &fsm.Candidate{Disp: fsm.Stayed, Line: 267, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordRejection)},
 	}}
-	rule268 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateReleasing), Line: 268, Effects: []fsm.Effect{
+	rule271 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateReleasing), Line: 271, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
 	}}
-	rule272 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateReleasing), Line: 272}
-	rule276 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "preparation_not_ready: the handle is still preparing", Line: 276}
-	rule279 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the status is not reachable from preparing", Line: 279}
-	rule284 = &fsm.Candidate{Guard: fsm.GuardID(GuardReadOnlyProfile), Disp: fsm.Rejected, Reason: "read_only_preparation: a read-only handle can never be started", Line: 284}
-	rule292 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStarting), Line: 292}
-	rule295 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateReleasing), Line: 295, Effects: []fsm.Effect{
+	rule275 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateReleasing), Line: 275}
+	rule279 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "preparation_not_ready: the handle is still preparing", Line: 279}
+	rule282 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the status is not reachable from preparing", Line: 282}
+	rule287 = &fsm.Candidate{Guard: fsm.GuardID(GuardReadOnlyProfile), Disp: fsm.Rejected, Reason: "read_only_preparation: a read-only handle can never be started", Line: 287}
+	rule295 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStarting), Line: 295}
+	rule298 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateReleasing), Line: 298, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerAdmissionExpiry)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
 	}}
-	rule299 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateReleasing), Line: 299, Effects: []fsm.Effect{
+	rule302 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateReleasing), Line: 302, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerAdmissionExpiry)},
 	}}
-	rule303 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStarting), Line: 303}
-	rule308 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateExpired), Line: 308, Effects: []fsm.Effect{
+	rule306 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStarting), Line: 306}
+	rule311 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateExpired), Line: 311, Effects: []fsm.Effect{
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
 	}}
-	rule312 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateExpired), Line: 312, Effects: []fsm.Effect{
+	rule315 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateExpired), Line: 315, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerAdmissionExpiry)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
 	}}
-	rule317 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 317, Effects: []fsm.Effect{
+	rule320 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 320, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerAdmissionExpiry)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordRejection)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
 	}}
-	rule322 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "stale or repeated revision", Line: 322}
-	rule325 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no execution_start was sent for this handle", Line: 325}
-	rule328 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no execution_release was sent for this handle", Line: 328}
-	rule333 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Stayed, Line: 333}
-	rule337 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateStarted), Line: 337, Effects: []fsm.Effect{
+	rule325 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "stale or repeated revision", Line: 325}
+	rule328 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no execution_start was sent for this handle", Line: 328}
+	rule331 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no execution_release was sent for this handle", Line: 331}
+	rule336 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Stayed, Line: 336}
+	rule340 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateStarted), Line: 340, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerAdmissionExpiry)},
 	}}
-	rule342 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 342, Effects: []fsm.Effect{
+	rule345 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 345, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerAdmissionExpiry)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordRejection)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
 	}}
-	rule347 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStartOverdue), Line: 347, Effects: []fsm.Effect{
+	rule350 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStartOverdue), Line: 350, Effects: []fsm.Effect{
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
 	}}
-	rule354 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "stale or repeated revision", Line: 354}
-	rule357 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "start_conflict: the admission is transferred once", Line: 357}
-	rule360 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "invalid_release: the start is already in flight; only prompt_cancel acts on the Run", Line: 360}
-	rule363 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no execution_release was sent for this handle", Line: 363}
-	rule368 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateStarted), Line: 368}
-	rule372 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateExpired), Line: 372}
-	rule376 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 376}
-	rule380 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "stale or repeated revision", Line: 380}
-	rule383 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no execution_release was sent for this handle", Line: 383}
-	rule386 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "start_conflict: the admission is transferred once", Line: 386}
-	rule389 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "invalid_release: the start is already in flight; only prompt_cancel acts on the Run", Line: 389}
-	rule394 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateReleased), Line: 394}
-	rule398 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateCleanupUnconfirmed), Line: 398}
-	rule402 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 402}
-	rule406 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateExpired), Line: 406}
-	rule414 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "stale or repeated revision", Line: 414}
-	rule417 = &fsm.Candidate{Disp: fsm.Stayed, Line: 417, Effects: []fsm.Effect{
+	rule357 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "stale or repeated revision", Line: 357}
+	rule360 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "start_conflict: the admission is transferred once", Line: 360}
+	rule363 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "invalid_release: the start is already in flight; only prompt_cancel acts on the Run", Line: 363}
+	rule366 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no execution_release was sent for this handle", Line: 366}
+	rule371 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateStarted), Line: 371}
+	rule375 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateExpired), Line: 375}
+	rule379 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 379, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordRejection)},
+	}}
+	rule384 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "stale or repeated revision", Line: 384}
+	rule387 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no execution_release was sent for this handle", Line: 387}
+	rule390 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "start_conflict: the admission is transferred once", Line: 390}
+	rule393 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "invalid_release: the start is already in flight; only prompt_cancel acts on the Run", Line: 393}
+	rule398 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateReleased), Line: 398}
+	rule402 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateCleanupUnconfirmed), Line: 402}
+	rule406 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 406, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordRejection)},
+	}}
+	rule411 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateExpired), Line: 411}
+	rule419 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "stale or repeated revision", Line: 419}
+	rule422 = &fsm.Candidate{Disp: fsm.Stayed, Line: 422, Effects: []fsm.Effect{
 		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus)},
 	}}
-	rule421 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "a repeated execution_release whose write failed changes nothing", Line: 421}
-	rule424 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "execution_start can only be sent for a ready handle", Line: 424}
-	rule427 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "execution_release can only be sent for a preparing or ready handle", Line: 427}
-	rule430 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "invalid_start: the admission is being released", Line: 430}
-	rule433 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "a released admission is never started", Line: 433}
-	rule438 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Stayed, Line: 438, Effects: []fsm.Effect{
+	rule426 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "a repeated execution_release whose write failed changes nothing", Line: 426}
+	rule429 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "execution_start can only be sent for a ready handle", Line: 429}
+	rule432 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "execution_release can only be sent for a preparing or ready handle", Line: 432}
+	rule435 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "invalid_start: the admission is being released", Line: 435}
+	rule438 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "a released admission is never started", Line: 438}
+	rule443 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Stayed, Line: 443, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
 	}}
-	rule443 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "stale revision; a stale snapshot never publishes success", Line: 443}
-	rule446 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "a released admission is never started", Line: 446}
-	rule451 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the handle is settled; late or repeated statuses change nothing", Line: 451}
-	rule454 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "invalid_release: ownership passed to the Run; releasing the old handle cannot cancel it", Line: 454}
-	rule457 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the connection is gone; a failed write on it changes nothing", Line: 457}
-	rule460 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the admission is settled", Line: 460}
-	rule464 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the outcome was settled before the connection went away", Line: 464}
+	rule448 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "stale revision; a stale snapshot never publishes success", Line: 448}
+	rule451 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "a released admission is never started", Line: 451}
+	rule456 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the handle is settled; late or repeated statuses change nothing", Line: 456}
+	rule459 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "invalid_release: ownership passed to the Run; releasing the old handle cannot cancel it", Line: 459}
+	rule462 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the connection is gone; a failed write on it changes nothing", Line: 462}
+	rule465 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the admission is settled", Line: 465}
+	rule469 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the outcome was settled before the connection went away", Line: 469}
 )
 
 // Table is the preparation machine as the engine runs it, sealed: every (state, event) cell lists
@@ -699,257 +707,257 @@ var Table = fsm.MustSeal(&fsm.Table{
 	Initial: fsm.StateID(StateIdle),
 	Cells: []fsm.Cell{
 		// idle
-		{Cands: []*fsm.Candidate{rule157}}, // idle × execution_prepare
-		{Cands: []*fsm.Candidate{rule170}}, // idle × execution_start
-		{Cands: []*fsm.Candidate{rule170}}, // idle × execution_release
-		{Cands: []*fsm.Candidate{rule173}}, // idle × status_preparing
-		{Cands: []*fsm.Candidate{rule173}}, // idle × status_ready
-		{Cands: []*fsm.Candidate{rule173}}, // idle × status_starting
-		{Cands: []*fsm.Candidate{rule173}}, // idle × status_started
-		{Cands: []*fsm.Candidate{rule173}}, // idle × status_released
-		{Cands: []*fsm.Candidate{rule173}}, // idle × status_expired
-		{Cands: []*fsm.Candidate{rule173}}, // idle × status_failed
-		{Cands: []*fsm.Candidate{rule173}}, // idle × status_cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule173}}, // idle × status_rejected
-		{Cands: []*fsm.Candidate{rule161}}, // idle × prepare_send_failed
-		{Cands: []*fsm.Candidate{rule424}}, // idle × start_send_failed
-		{Cands: []*fsm.Candidate{rule427}}, // idle × release_send_failed
-		{Cands: []*fsm.Candidate{rule176}}, // idle × admission_expiry
-		{Cands: []*fsm.Candidate{rule166}}, // idle × connection_lost
+		{Cands: []*fsm.Candidate{rule160}}, // idle × execution_prepare
+		{Cands: []*fsm.Candidate{rule173}}, // idle × execution_start
+		{Cands: []*fsm.Candidate{rule173}}, // idle × execution_release
+		{Cands: []*fsm.Candidate{rule176}}, // idle × status_preparing
+		{Cands: []*fsm.Candidate{rule176}}, // idle × status_ready
+		{Cands: []*fsm.Candidate{rule176}}, // idle × status_starting
+		{Cands: []*fsm.Candidate{rule176}}, // idle × status_started
+		{Cands: []*fsm.Candidate{rule176}}, // idle × status_released
+		{Cands: []*fsm.Candidate{rule176}}, // idle × status_expired
+		{Cands: []*fsm.Candidate{rule176}}, // idle × status_failed
+		{Cands: []*fsm.Candidate{rule176}}, // idle × status_cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule176}}, // idle × status_rejected
+		{Cands: []*fsm.Candidate{rule164}}, // idle × prepare_send_failed
+		{Cands: []*fsm.Candidate{rule429}}, // idle × start_send_failed
+		{Cands: []*fsm.Candidate{rule432}}, // idle × release_send_failed
+		{Cands: []*fsm.Candidate{rule179}}, // idle × admission_expiry
+		{Cands: []*fsm.Candidate{rule169}}, // idle × connection_lost
 		// requested
-		{Cands: []*fsm.Candidate{rule214, rule219}},          // requested × execution_prepare
-		{Cands: []*fsm.Candidate{rule225}},                   // requested × execution_start
-		{Cands: []*fsm.Candidate{rule228}},                   // requested × execution_release
-		{Cands: []*fsm.Candidate{rule181, rule195}},          // requested × status_preparing
-		{Cands: []*fsm.Candidate{rule185, rule195}},          // requested × status_ready
-		{Cands: []*fsm.Candidate{rule231}},                   // requested × status_starting
-		{Cands: []*fsm.Candidate{rule231}},                   // requested × status_started
-		{Cands: []*fsm.Candidate{rule231}},                   // requested × status_released
-		{Cands: []*fsm.Candidate{rule231}},                   // requested × status_expired
-		{Cands: []*fsm.Candidate{rule190, rule195}},          // requested × status_failed
-		{Cands: []*fsm.Candidate{rule231}},                   // requested × status_cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule198, rule205, rule210}}, // requested × status_rejected
-		{Cands: []*fsm.Candidate{rule222}},                   // requested × prepare_send_failed
-		{Cands: []*fsm.Candidate{rule424}},                   // requested × start_send_failed
-		{Cands: []*fsm.Candidate{rule427}},                   // requested × release_send_failed
-		{Cands: []*fsm.Candidate{rule234}},                   // requested × admission_expiry
-		{Cands: []*fsm.Candidate{rule237}},                   // requested × connection_lost
+		{Cands: []*fsm.Candidate{rule217, rule222}},          // requested × execution_prepare
+		{Cands: []*fsm.Candidate{rule228}},                   // requested × execution_start
+		{Cands: []*fsm.Candidate{rule231}},                   // requested × execution_release
+		{Cands: []*fsm.Candidate{rule184, rule198}},          // requested × status_preparing
+		{Cands: []*fsm.Candidate{rule188, rule198}},          // requested × status_ready
+		{Cands: []*fsm.Candidate{rule234}},                   // requested × status_starting
+		{Cands: []*fsm.Candidate{rule234}},                   // requested × status_started
+		{Cands: []*fsm.Candidate{rule234}},                   // requested × status_released
+		{Cands: []*fsm.Candidate{rule234}},                   // requested × status_expired
+		{Cands: []*fsm.Candidate{rule193, rule198}},          // requested × status_failed
+		{Cands: []*fsm.Candidate{rule234}},                   // requested × status_cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule201, rule208, rule213}}, // requested × status_rejected
+		{Cands: []*fsm.Candidate{rule225}},                   // requested × prepare_send_failed
+		{Cands: []*fsm.Candidate{rule429}},                   // requested × start_send_failed
+		{Cands: []*fsm.Candidate{rule432}},                   // requested × release_send_failed
+		{Cands: []*fsm.Candidate{rule237}},                   // requested × admission_expiry
+		{Cands: []*fsm.Candidate{rule240}},                   // requested × connection_lost
 		// preparing
-		{Cands: []*fsm.Candidate{rule214, rule219}}, // preparing × execution_prepare
-		{Cands: []*fsm.Candidate{rule276}},          // preparing × execution_start
-		{Cands: []*fsm.Candidate{rule268}},          // preparing × execution_release
-		{Cands: []*fsm.Candidate{rule254}},          // preparing × status_preparing
-		{Cands: []*fsm.Candidate{rule244, rule254}}, // preparing × status_ready
-		{Cands: []*fsm.Candidate{rule279}},          // preparing × status_starting
-		{Cands: []*fsm.Candidate{rule279}},          // preparing × status_started
-		{Cands: []*fsm.Candidate{rule279}},          // preparing × status_released
-		{Cands: []*fsm.Candidate{rule279}},          // preparing × status_expired
-		{Cands: []*fsm.Candidate{rule249, rule254}}, // preparing × status_failed
-		{Cands: []*fsm.Candidate{rule279}},          // preparing × status_cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule264}},          // preparing × status_rejected
-		{Cands: []*fsm.Candidate{rule222}},          // preparing × prepare_send_failed
-		{Cands: []*fsm.Candidate{rule424}},          // preparing × start_send_failed
-		{Cands: []*fsm.Candidate{rule272}},          // preparing × release_send_failed
-		{Cands: []*fsm.Candidate{rule234}},          // preparing × admission_expiry
-		{Cands: []*fsm.Candidate{rule237}},          // preparing × connection_lost
+		{Cands: []*fsm.Candidate{rule217, rule222}}, // preparing × execution_prepare
+		{Cands: []*fsm.Candidate{rule279}},          // preparing × execution_start
+		{Cands: []*fsm.Candidate{rule271}},          // preparing × execution_release
+		{Cands: []*fsm.Candidate{rule257}},          // preparing × status_preparing
+		{Cands: []*fsm.Candidate{rule247, rule257}}, // preparing × status_ready
+		{Cands: []*fsm.Candidate{rule282}},          // preparing × status_starting
+		{Cands: []*fsm.Candidate{rule282}},          // preparing × status_started
+		{Cands: []*fsm.Candidate{rule282}},          // preparing × status_released
+		{Cands: []*fsm.Candidate{rule282}},          // preparing × status_expired
+		{Cands: []*fsm.Candidate{rule252, rule257}}, // preparing × status_failed
+		{Cands: []*fsm.Candidate{rule282}},          // preparing × status_cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule267}},          // preparing × status_rejected
+		{Cands: []*fsm.Candidate{rule225}},          // preparing × prepare_send_failed
+		{Cands: []*fsm.Candidate{rule429}},          // preparing × start_send_failed
+		{Cands: []*fsm.Candidate{rule275}},          // preparing × release_send_failed
+		{Cands: []*fsm.Candidate{rule237}},          // preparing × admission_expiry
+		{Cands: []*fsm.Candidate{rule240}},          // preparing × connection_lost
 		// ready
-		{Cands: []*fsm.Candidate{rule214, rule219}}, // ready × execution_prepare
-		{Cands: []*fsm.Candidate{rule284, rule292}}, // ready × execution_start
-		{Cands: []*fsm.Candidate{rule295}},          // ready × execution_release
-		{Cands: []*fsm.Candidate{rule322}},          // ready × status_preparing
-		{Cands: []*fsm.Candidate{rule322}},          // ready × status_ready
-		{Cands: []*fsm.Candidate{rule325}},          // ready × status_starting
-		{Cands: []*fsm.Candidate{rule325}},          // ready × status_started
-		{Cands: []*fsm.Candidate{rule328}},          // ready × status_released
-		{Cands: []*fsm.Candidate{rule312, rule322}}, // ready × status_expired
-		{Cands: []*fsm.Candidate{rule317, rule322}}, // ready × status_failed
-		{Cands: []*fsm.Candidate{rule328}},          // ready × status_cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule264}},          // ready × status_rejected
-		{Cands: []*fsm.Candidate{rule222}},          // ready × prepare_send_failed
-		{Cands: []*fsm.Candidate{rule303}},          // ready × start_send_failed
-		{Cands: []*fsm.Candidate{rule299}},          // ready × release_send_failed
-		{Cands: []*fsm.Candidate{rule308}},          // ready × admission_expiry
-		{Cands: []*fsm.Candidate{rule237}},          // ready × connection_lost
+		{Cands: []*fsm.Candidate{rule217, rule222}}, // ready × execution_prepare
+		{Cands: []*fsm.Candidate{rule287, rule295}}, // ready × execution_start
+		{Cands: []*fsm.Candidate{rule298}},          // ready × execution_release
+		{Cands: []*fsm.Candidate{rule325}},          // ready × status_preparing
+		{Cands: []*fsm.Candidate{rule325}},          // ready × status_ready
+		{Cands: []*fsm.Candidate{rule328}},          // ready × status_starting
+		{Cands: []*fsm.Candidate{rule328}},          // ready × status_started
+		{Cands: []*fsm.Candidate{rule331}},          // ready × status_released
+		{Cands: []*fsm.Candidate{rule315, rule325}}, // ready × status_expired
+		{Cands: []*fsm.Candidate{rule320, rule325}}, // ready × status_failed
+		{Cands: []*fsm.Candidate{rule331}},          // ready × status_cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule267}},          // ready × status_rejected
+		{Cands: []*fsm.Candidate{rule225}},          // ready × prepare_send_failed
+		{Cands: []*fsm.Candidate{rule306}},          // ready × start_send_failed
+		{Cands: []*fsm.Candidate{rule302}},          // ready × release_send_failed
+		{Cands: []*fsm.Candidate{rule311}},          // ready × admission_expiry
+		{Cands: []*fsm.Candidate{rule240}},          // ready × connection_lost
 		// starting
-		{Cands: []*fsm.Candidate{rule214, rule219}}, // starting × execution_prepare
-		{Cands: []*fsm.Candidate{rule357}},          // starting × execution_start
-		{Cands: []*fsm.Candidate{rule360}},          // starting × execution_release
-		{Cands: []*fsm.Candidate{rule354}},          // starting × status_preparing
-		{Cands: []*fsm.Candidate{rule354}},          // starting × status_ready
-		{Cands: []*fsm.Candidate{rule333, rule354}}, // starting × status_starting
-		{Cands: []*fsm.Candidate{rule337, rule354}}, // starting × status_started
-		{Cands: []*fsm.Candidate{rule363}},          // starting × status_released
-		{Cands: []*fsm.Candidate{rule312, rule354}}, // starting × status_expired
-		{Cands: []*fsm.Candidate{rule342, rule354}}, // starting × status_failed
-		{Cands: []*fsm.Candidate{rule363}},          // starting × status_cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule257, rule264}}, // starting × status_rejected
-		{Cands: []*fsm.Candidate{rule222}},          // starting × prepare_send_failed
-		{Cands: []*fsm.Candidate{rule424}},          // starting × start_send_failed
-		{Cands: []*fsm.Candidate{rule427}},          // starting × release_send_failed
-		{Cands: []*fsm.Candidate{rule347}},          // starting × admission_expiry
-		{Cands: []*fsm.Candidate{rule237}},          // starting × connection_lost
+		{Cands: []*fsm.Candidate{rule217, rule222}}, // starting × execution_prepare
+		{Cands: []*fsm.Candidate{rule360}},          // starting × execution_start
+		{Cands: []*fsm.Candidate{rule363}},          // starting × execution_release
+		{Cands: []*fsm.Candidate{rule357}},          // starting × status_preparing
+		{Cands: []*fsm.Candidate{rule357}},          // starting × status_ready
+		{Cands: []*fsm.Candidate{rule336, rule357}}, // starting × status_starting
+		{Cands: []*fsm.Candidate{rule340, rule357}}, // starting × status_started
+		{Cands: []*fsm.Candidate{rule366}},          // starting × status_released
+		{Cands: []*fsm.Candidate{rule315, rule357}}, // starting × status_expired
+		{Cands: []*fsm.Candidate{rule345, rule357}}, // starting × status_failed
+		{Cands: []*fsm.Candidate{rule366}},          // starting × status_cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule260, rule267}}, // starting × status_rejected
+		{Cands: []*fsm.Candidate{rule225}},          // starting × prepare_send_failed
+		{Cands: []*fsm.Candidate{rule429}},          // starting × start_send_failed
+		{Cands: []*fsm.Candidate{rule432}},          // starting × release_send_failed
+		{Cands: []*fsm.Candidate{rule350}},          // starting × admission_expiry
+		{Cands: []*fsm.Candidate{rule240}},          // starting × connection_lost
 		// start_overdue
-		{Cands: []*fsm.Candidate{rule214, rule219}}, // start_overdue × execution_prepare
-		{Cands: []*fsm.Candidate{rule386}},          // start_overdue × execution_start
-		{Cands: []*fsm.Candidate{rule389}},          // start_overdue × execution_release
-		{Cands: []*fsm.Candidate{rule380}},          // start_overdue × status_preparing
-		{Cands: []*fsm.Candidate{rule380}},          // start_overdue × status_ready
-		{Cands: []*fsm.Candidate{rule380}},          // start_overdue × status_starting
-		{Cands: []*fsm.Candidate{rule368, rule380}}, // start_overdue × status_started
-		{Cands: []*fsm.Candidate{rule383}},          // start_overdue × status_released
-		{Cands: []*fsm.Candidate{rule372, rule380}}, // start_overdue × status_expired
-		{Cands: []*fsm.Candidate{rule376, rule380}}, // start_overdue × status_failed
-		{Cands: []*fsm.Candidate{rule383}},          // start_overdue × status_cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule264}},          // start_overdue × status_rejected
-		{Cands: []*fsm.Candidate{rule222}},          // start_overdue × prepare_send_failed
-		{Cands: []*fsm.Candidate{rule424}},          // start_overdue × start_send_failed
-		{Cands: []*fsm.Candidate{rule427}},          // start_overdue × release_send_failed
-		{Cands: []*fsm.Candidate{rule234}},          // start_overdue × admission_expiry
-		{Cands: []*fsm.Candidate{rule237}},          // start_overdue × connection_lost
+		{Cands: []*fsm.Candidate{rule217, rule222}}, // start_overdue × execution_prepare
+		{Cands: []*fsm.Candidate{rule390}},          // start_overdue × execution_start
+		{Cands: []*fsm.Candidate{rule393}},          // start_overdue × execution_release
+		{Cands: []*fsm.Candidate{rule384}},          // start_overdue × status_preparing
+		{Cands: []*fsm.Candidate{rule384}},          // start_overdue × status_ready
+		{Cands: []*fsm.Candidate{rule384}},          // start_overdue × status_starting
+		{Cands: []*fsm.Candidate{rule371, rule384}}, // start_overdue × status_started
+		{Cands: []*fsm.Candidate{rule387}},          // start_overdue × status_released
+		{Cands: []*fsm.Candidate{rule375, rule384}}, // start_overdue × status_expired
+		{Cands: []*fsm.Candidate{rule379, rule384}}, // start_overdue × status_failed
+		{Cands: []*fsm.Candidate{rule387}},          // start_overdue × status_cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule267}},          // start_overdue × status_rejected
+		{Cands: []*fsm.Candidate{rule225}},          // start_overdue × prepare_send_failed
+		{Cands: []*fsm.Candidate{rule429}},          // start_overdue × start_send_failed
+		{Cands: []*fsm.Candidate{rule432}},          // start_overdue × release_send_failed
+		{Cands: []*fsm.Candidate{rule237}},          // start_overdue × admission_expiry
+		{Cands: []*fsm.Candidate{rule240}},          // start_overdue × connection_lost
 		// releasing
-		{Cands: []*fsm.Candidate{rule214, rule219}}, // releasing × execution_prepare
-		{Cands: []*fsm.Candidate{rule430}},          // releasing × execution_start
-		{Cands: []*fsm.Candidate{rule417}},          // releasing × execution_release
-		{Cands: []*fsm.Candidate{rule414}},          // releasing × status_preparing
-		{Cands: []*fsm.Candidate{rule414}},          // releasing × status_ready
-		{Cands: []*fsm.Candidate{rule414}},          // releasing × status_starting
-		{Cands: []*fsm.Candidate{rule433}},          // releasing × status_started
-		{Cands: []*fsm.Candidate{rule394, rule414}}, // releasing × status_released
-		{Cands: []*fsm.Candidate{rule406, rule414}}, // releasing × status_expired
-		{Cands: []*fsm.Candidate{rule402, rule414}}, // releasing × status_failed
-		{Cands: []*fsm.Candidate{rule398, rule414}}, // releasing × status_cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule264}},          // releasing × status_rejected
-		{Cands: []*fsm.Candidate{rule222}},          // releasing × prepare_send_failed
-		{Cands: []*fsm.Candidate{rule424}},          // releasing × start_send_failed
-		{Cands: []*fsm.Candidate{rule421}},          // releasing × release_send_failed
-		{Cands: []*fsm.Candidate{rule234}},          // releasing × admission_expiry
-		{Cands: []*fsm.Candidate{rule237}},          // releasing × connection_lost
+		{Cands: []*fsm.Candidate{rule217, rule222}}, // releasing × execution_prepare
+		{Cands: []*fsm.Candidate{rule435}},          // releasing × execution_start
+		{Cands: []*fsm.Candidate{rule422}},          // releasing × execution_release
+		{Cands: []*fsm.Candidate{rule419}},          // releasing × status_preparing
+		{Cands: []*fsm.Candidate{rule419}},          // releasing × status_ready
+		{Cands: []*fsm.Candidate{rule419}},          // releasing × status_starting
+		{Cands: []*fsm.Candidate{rule438}},          // releasing × status_started
+		{Cands: []*fsm.Candidate{rule398, rule419}}, // releasing × status_released
+		{Cands: []*fsm.Candidate{rule411, rule419}}, // releasing × status_expired
+		{Cands: []*fsm.Candidate{rule406, rule419}}, // releasing × status_failed
+		{Cands: []*fsm.Candidate{rule402, rule419}}, // releasing × status_cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule267}},          // releasing × status_rejected
+		{Cands: []*fsm.Candidate{rule225}},          // releasing × prepare_send_failed
+		{Cands: []*fsm.Candidate{rule429}},          // releasing × start_send_failed
+		{Cands: []*fsm.Candidate{rule426}},          // releasing × release_send_failed
+		{Cands: []*fsm.Candidate{rule237}},          // releasing × admission_expiry
+		{Cands: []*fsm.Candidate{rule240}},          // releasing × connection_lost
 		// cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule214, rule219}}, // cleanup_unconfirmed × execution_prepare
-		{Cands: []*fsm.Candidate{rule430}},          // cleanup_unconfirmed × execution_start
-		{Cands: []*fsm.Candidate{rule417}},          // cleanup_unconfirmed × execution_release
-		{Cands: []*fsm.Candidate{rule443}},          // cleanup_unconfirmed × status_preparing
-		{Cands: []*fsm.Candidate{rule443}},          // cleanup_unconfirmed × status_ready
-		{Cands: []*fsm.Candidate{rule443}},          // cleanup_unconfirmed × status_starting
-		{Cands: []*fsm.Candidate{rule446}},          // cleanup_unconfirmed × status_started
-		{Cands: []*fsm.Candidate{rule394, rule443}}, // cleanup_unconfirmed × status_released
-		{Cands: []*fsm.Candidate{rule443}},          // cleanup_unconfirmed × status_expired
-		{Cands: []*fsm.Candidate{rule443}},          // cleanup_unconfirmed × status_failed
-		{Cands: []*fsm.Candidate{rule438, rule443}}, // cleanup_unconfirmed × status_cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule264}},          // cleanup_unconfirmed × status_rejected
-		{Cands: []*fsm.Candidate{rule222}},          // cleanup_unconfirmed × prepare_send_failed
-		{Cands: []*fsm.Candidate{rule424}},          // cleanup_unconfirmed × start_send_failed
-		{Cands: []*fsm.Candidate{rule421}},          // cleanup_unconfirmed × release_send_failed
-		{Cands: []*fsm.Candidate{rule234}},          // cleanup_unconfirmed × admission_expiry
-		{Cands: []*fsm.Candidate{rule237}},          // cleanup_unconfirmed × connection_lost
+		{Cands: []*fsm.Candidate{rule217, rule222}}, // cleanup_unconfirmed × execution_prepare
+		{Cands: []*fsm.Candidate{rule435}},          // cleanup_unconfirmed × execution_start
+		{Cands: []*fsm.Candidate{rule422}},          // cleanup_unconfirmed × execution_release
+		{Cands: []*fsm.Candidate{rule448}},          // cleanup_unconfirmed × status_preparing
+		{Cands: []*fsm.Candidate{rule448}},          // cleanup_unconfirmed × status_ready
+		{Cands: []*fsm.Candidate{rule448}},          // cleanup_unconfirmed × status_starting
+		{Cands: []*fsm.Candidate{rule451}},          // cleanup_unconfirmed × status_started
+		{Cands: []*fsm.Candidate{rule398, rule448}}, // cleanup_unconfirmed × status_released
+		{Cands: []*fsm.Candidate{rule448}},          // cleanup_unconfirmed × status_expired
+		{Cands: []*fsm.Candidate{rule448}},          // cleanup_unconfirmed × status_failed
+		{Cands: []*fsm.Candidate{rule443, rule448}}, // cleanup_unconfirmed × status_cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule267}},          // cleanup_unconfirmed × status_rejected
+		{Cands: []*fsm.Candidate{rule225}},          // cleanup_unconfirmed × prepare_send_failed
+		{Cands: []*fsm.Candidate{rule429}},          // cleanup_unconfirmed × start_send_failed
+		{Cands: []*fsm.Candidate{rule426}},          // cleanup_unconfirmed × release_send_failed
+		{Cands: []*fsm.Candidate{rule237}},          // cleanup_unconfirmed × admission_expiry
+		{Cands: []*fsm.Candidate{rule240}},          // cleanup_unconfirmed × connection_lost
 		// started
-		{Cands: []*fsm.Candidate{rule460}}, // started × execution_prepare
-		{Cands: []*fsm.Candidate{rule460}}, // started × execution_start
-		{Cands: []*fsm.Candidate{rule454}}, // started × execution_release
-		{Cands: []*fsm.Candidate{rule451}}, // started × status_preparing
-		{Cands: []*fsm.Candidate{rule451}}, // started × status_ready
-		{Cands: []*fsm.Candidate{rule451}}, // started × status_starting
-		{Cands: []*fsm.Candidate{rule451}}, // started × status_started
-		{Cands: []*fsm.Candidate{rule451}}, // started × status_released
-		{Cands: []*fsm.Candidate{rule451}}, // started × status_expired
-		{Cands: []*fsm.Candidate{rule451}}, // started × status_failed
-		{Cands: []*fsm.Candidate{rule451}}, // started × status_cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule451}}, // started × status_rejected
-		{Cands: []*fsm.Candidate{rule451}}, // started × prepare_send_failed
-		{Cands: []*fsm.Candidate{rule451}}, // started × start_send_failed
-		{Cands: []*fsm.Candidate{rule451}}, // started × release_send_failed
-		{Cands: []*fsm.Candidate{rule451}}, // started × admission_expiry
-		{Cands: []*fsm.Candidate{rule464}}, // started × connection_lost
+		{Cands: []*fsm.Candidate{rule465}}, // started × execution_prepare
+		{Cands: []*fsm.Candidate{rule465}}, // started × execution_start
+		{Cands: []*fsm.Candidate{rule459}}, // started × execution_release
+		{Cands: []*fsm.Candidate{rule456}}, // started × status_preparing
+		{Cands: []*fsm.Candidate{rule456}}, // started × status_ready
+		{Cands: []*fsm.Candidate{rule456}}, // started × status_starting
+		{Cands: []*fsm.Candidate{rule456}}, // started × status_started
+		{Cands: []*fsm.Candidate{rule456}}, // started × status_released
+		{Cands: []*fsm.Candidate{rule456}}, // started × status_expired
+		{Cands: []*fsm.Candidate{rule456}}, // started × status_failed
+		{Cands: []*fsm.Candidate{rule456}}, // started × status_cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule456}}, // started × status_rejected
+		{Cands: []*fsm.Candidate{rule456}}, // started × prepare_send_failed
+		{Cands: []*fsm.Candidate{rule456}}, // started × start_send_failed
+		{Cands: []*fsm.Candidate{rule456}}, // started × release_send_failed
+		{Cands: []*fsm.Candidate{rule456}}, // started × admission_expiry
+		{Cands: []*fsm.Candidate{rule469}}, // started × connection_lost
 		// released
-		{Cands: []*fsm.Candidate{rule460}}, // released × execution_prepare
-		{Cands: []*fsm.Candidate{rule460}}, // released × execution_start
-		{Cands: []*fsm.Candidate{rule460}}, // released × execution_release
-		{Cands: []*fsm.Candidate{rule451}}, // released × status_preparing
-		{Cands: []*fsm.Candidate{rule451}}, // released × status_ready
-		{Cands: []*fsm.Candidate{rule451}}, // released × status_starting
-		{Cands: []*fsm.Candidate{rule451}}, // released × status_started
-		{Cands: []*fsm.Candidate{rule451}}, // released × status_released
-		{Cands: []*fsm.Candidate{rule451}}, // released × status_expired
-		{Cands: []*fsm.Candidate{rule451}}, // released × status_failed
-		{Cands: []*fsm.Candidate{rule451}}, // released × status_cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule451}}, // released × status_rejected
-		{Cands: []*fsm.Candidate{rule451}}, // released × prepare_send_failed
-		{Cands: []*fsm.Candidate{rule451}}, // released × start_send_failed
-		{Cands: []*fsm.Candidate{rule451}}, // released × release_send_failed
-		{Cands: []*fsm.Candidate{rule451}}, // released × admission_expiry
-		{Cands: []*fsm.Candidate{rule464}}, // released × connection_lost
+		{Cands: []*fsm.Candidate{rule465}}, // released × execution_prepare
+		{Cands: []*fsm.Candidate{rule465}}, // released × execution_start
+		{Cands: []*fsm.Candidate{rule465}}, // released × execution_release
+		{Cands: []*fsm.Candidate{rule456}}, // released × status_preparing
+		{Cands: []*fsm.Candidate{rule456}}, // released × status_ready
+		{Cands: []*fsm.Candidate{rule456}}, // released × status_starting
+		{Cands: []*fsm.Candidate{rule456}}, // released × status_started
+		{Cands: []*fsm.Candidate{rule456}}, // released × status_released
+		{Cands: []*fsm.Candidate{rule456}}, // released × status_expired
+		{Cands: []*fsm.Candidate{rule456}}, // released × status_failed
+		{Cands: []*fsm.Candidate{rule456}}, // released × status_cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule456}}, // released × status_rejected
+		{Cands: []*fsm.Candidate{rule456}}, // released × prepare_send_failed
+		{Cands: []*fsm.Candidate{rule456}}, // released × start_send_failed
+		{Cands: []*fsm.Candidate{rule456}}, // released × release_send_failed
+		{Cands: []*fsm.Candidate{rule456}}, // released × admission_expiry
+		{Cands: []*fsm.Candidate{rule469}}, // released × connection_lost
 		// refused
-		{Cands: []*fsm.Candidate{rule460}}, // refused × execution_prepare
-		{Cands: []*fsm.Candidate{rule460}}, // refused × execution_start
-		{Cands: []*fsm.Candidate{rule460}}, // refused × execution_release
-		{Cands: []*fsm.Candidate{rule451}}, // refused × status_preparing
-		{Cands: []*fsm.Candidate{rule451}}, // refused × status_ready
-		{Cands: []*fsm.Candidate{rule451}}, // refused × status_starting
-		{Cands: []*fsm.Candidate{rule451}}, // refused × status_started
-		{Cands: []*fsm.Candidate{rule451}}, // refused × status_released
-		{Cands: []*fsm.Candidate{rule451}}, // refused × status_expired
-		{Cands: []*fsm.Candidate{rule451}}, // refused × status_failed
-		{Cands: []*fsm.Candidate{rule451}}, // refused × status_cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule451}}, // refused × status_rejected
-		{Cands: []*fsm.Candidate{rule451}}, // refused × prepare_send_failed
-		{Cands: []*fsm.Candidate{rule451}}, // refused × start_send_failed
-		{Cands: []*fsm.Candidate{rule451}}, // refused × release_send_failed
-		{Cands: []*fsm.Candidate{rule451}}, // refused × admission_expiry
-		{Cands: []*fsm.Candidate{rule464}}, // refused × connection_lost
+		{Cands: []*fsm.Candidate{rule465}}, // refused × execution_prepare
+		{Cands: []*fsm.Candidate{rule465}}, // refused × execution_start
+		{Cands: []*fsm.Candidate{rule465}}, // refused × execution_release
+		{Cands: []*fsm.Candidate{rule456}}, // refused × status_preparing
+		{Cands: []*fsm.Candidate{rule456}}, // refused × status_ready
+		{Cands: []*fsm.Candidate{rule456}}, // refused × status_starting
+		{Cands: []*fsm.Candidate{rule456}}, // refused × status_started
+		{Cands: []*fsm.Candidate{rule456}}, // refused × status_released
+		{Cands: []*fsm.Candidate{rule456}}, // refused × status_expired
+		{Cands: []*fsm.Candidate{rule456}}, // refused × status_failed
+		{Cands: []*fsm.Candidate{rule456}}, // refused × status_cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule456}}, // refused × status_rejected
+		{Cands: []*fsm.Candidate{rule456}}, // refused × prepare_send_failed
+		{Cands: []*fsm.Candidate{rule456}}, // refused × start_send_failed
+		{Cands: []*fsm.Candidate{rule456}}, // refused × release_send_failed
+		{Cands: []*fsm.Candidate{rule456}}, // refused × admission_expiry
+		{Cands: []*fsm.Candidate{rule469}}, // refused × connection_lost
 		// failed
-		{Cands: []*fsm.Candidate{rule460}}, // failed × execution_prepare
-		{Cands: []*fsm.Candidate{rule460}}, // failed × execution_start
-		{Cands: []*fsm.Candidate{rule460}}, // failed × execution_release
-		{Cands: []*fsm.Candidate{rule451}}, // failed × status_preparing
-		{Cands: []*fsm.Candidate{rule451}}, // failed × status_ready
-		{Cands: []*fsm.Candidate{rule451}}, // failed × status_starting
-		{Cands: []*fsm.Candidate{rule451}}, // failed × status_started
-		{Cands: []*fsm.Candidate{rule451}}, // failed × status_released
-		{Cands: []*fsm.Candidate{rule451}}, // failed × status_expired
-		{Cands: []*fsm.Candidate{rule451}}, // failed × status_failed
-		{Cands: []*fsm.Candidate{rule451}}, // failed × status_cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule451}}, // failed × status_rejected
-		{Cands: []*fsm.Candidate{rule451}}, // failed × prepare_send_failed
-		{Cands: []*fsm.Candidate{rule451}}, // failed × start_send_failed
-		{Cands: []*fsm.Candidate{rule451}}, // failed × release_send_failed
-		{Cands: []*fsm.Candidate{rule451}}, // failed × admission_expiry
-		{Cands: []*fsm.Candidate{rule464}}, // failed × connection_lost
+		{Cands: []*fsm.Candidate{rule465}}, // failed × execution_prepare
+		{Cands: []*fsm.Candidate{rule465}}, // failed × execution_start
+		{Cands: []*fsm.Candidate{rule465}}, // failed × execution_release
+		{Cands: []*fsm.Candidate{rule456}}, // failed × status_preparing
+		{Cands: []*fsm.Candidate{rule456}}, // failed × status_ready
+		{Cands: []*fsm.Candidate{rule456}}, // failed × status_starting
+		{Cands: []*fsm.Candidate{rule456}}, // failed × status_started
+		{Cands: []*fsm.Candidate{rule456}}, // failed × status_released
+		{Cands: []*fsm.Candidate{rule456}}, // failed × status_expired
+		{Cands: []*fsm.Candidate{rule456}}, // failed × status_failed
+		{Cands: []*fsm.Candidate{rule456}}, // failed × status_cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule456}}, // failed × status_rejected
+		{Cands: []*fsm.Candidate{rule456}}, // failed × prepare_send_failed
+		{Cands: []*fsm.Candidate{rule456}}, // failed × start_send_failed
+		{Cands: []*fsm.Candidate{rule456}}, // failed × release_send_failed
+		{Cands: []*fsm.Candidate{rule456}}, // failed × admission_expiry
+		{Cands: []*fsm.Candidate{rule469}}, // failed × connection_lost
 		// expired
-		{Cands: []*fsm.Candidate{rule460}}, // expired × execution_prepare
-		{Cands: []*fsm.Candidate{rule460}}, // expired × execution_start
-		{Cands: []*fsm.Candidate{rule460}}, // expired × execution_release
-		{Cands: []*fsm.Candidate{rule451}}, // expired × status_preparing
-		{Cands: []*fsm.Candidate{rule451}}, // expired × status_ready
-		{Cands: []*fsm.Candidate{rule451}}, // expired × status_starting
-		{Cands: []*fsm.Candidate{rule451}}, // expired × status_started
-		{Cands: []*fsm.Candidate{rule451}}, // expired × status_released
-		{Cands: []*fsm.Candidate{rule451}}, // expired × status_expired
-		{Cands: []*fsm.Candidate{rule451}}, // expired × status_failed
-		{Cands: []*fsm.Candidate{rule451}}, // expired × status_cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule451}}, // expired × status_rejected
-		{Cands: []*fsm.Candidate{rule451}}, // expired × prepare_send_failed
-		{Cands: []*fsm.Candidate{rule451}}, // expired × start_send_failed
-		{Cands: []*fsm.Candidate{rule451}}, // expired × release_send_failed
-		{Cands: []*fsm.Candidate{rule451}}, // expired × admission_expiry
-		{Cands: []*fsm.Candidate{rule464}}, // expired × connection_lost
+		{Cands: []*fsm.Candidate{rule465}}, // expired × execution_prepare
+		{Cands: []*fsm.Candidate{rule465}}, // expired × execution_start
+		{Cands: []*fsm.Candidate{rule465}}, // expired × execution_release
+		{Cands: []*fsm.Candidate{rule456}}, // expired × status_preparing
+		{Cands: []*fsm.Candidate{rule456}}, // expired × status_ready
+		{Cands: []*fsm.Candidate{rule456}}, // expired × status_starting
+		{Cands: []*fsm.Candidate{rule456}}, // expired × status_started
+		{Cands: []*fsm.Candidate{rule456}}, // expired × status_released
+		{Cands: []*fsm.Candidate{rule456}}, // expired × status_expired
+		{Cands: []*fsm.Candidate{rule456}}, // expired × status_failed
+		{Cands: []*fsm.Candidate{rule456}}, // expired × status_cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule456}}, // expired × status_rejected
+		{Cands: []*fsm.Candidate{rule456}}, // expired × prepare_send_failed
+		{Cands: []*fsm.Candidate{rule456}}, // expired × start_send_failed
+		{Cands: []*fsm.Candidate{rule456}}, // expired × release_send_failed
+		{Cands: []*fsm.Candidate{rule456}}, // expired × admission_expiry
+		{Cands: []*fsm.Candidate{rule469}}, // expired × connection_lost
 		// abandoned
-		{Cands: []*fsm.Candidate{rule460}}, // abandoned × execution_prepare
-		{Cands: []*fsm.Candidate{rule460}}, // abandoned × execution_start
-		{Cands: []*fsm.Candidate{rule460}}, // abandoned × execution_release
-		{Cands: []*fsm.Candidate{rule460}}, // abandoned × status_preparing
-		{Cands: []*fsm.Candidate{rule460}}, // abandoned × status_ready
-		{Cands: []*fsm.Candidate{rule460}}, // abandoned × status_starting
-		{Cands: []*fsm.Candidate{rule460}}, // abandoned × status_started
-		{Cands: []*fsm.Candidate{rule460}}, // abandoned × status_released
-		{Cands: []*fsm.Candidate{rule460}}, // abandoned × status_expired
-		{Cands: []*fsm.Candidate{rule460}}, // abandoned × status_failed
-		{Cands: []*fsm.Candidate{rule460}}, // abandoned × status_cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule460}}, // abandoned × status_rejected
-		{Cands: []*fsm.Candidate{rule457}}, // abandoned × prepare_send_failed
-		{Cands: []*fsm.Candidate{rule457}}, // abandoned × start_send_failed
-		{Cands: []*fsm.Candidate{rule457}}, // abandoned × release_send_failed
-		{Cands: []*fsm.Candidate{rule460}}, // abandoned × admission_expiry
-		{Cands: []*fsm.Candidate{rule460}}, // abandoned × connection_lost
+		{Cands: []*fsm.Candidate{rule465}}, // abandoned × execution_prepare
+		{Cands: []*fsm.Candidate{rule465}}, // abandoned × execution_start
+		{Cands: []*fsm.Candidate{rule465}}, // abandoned × execution_release
+		{Cands: []*fsm.Candidate{rule465}}, // abandoned × status_preparing
+		{Cands: []*fsm.Candidate{rule465}}, // abandoned × status_ready
+		{Cands: []*fsm.Candidate{rule465}}, // abandoned × status_starting
+		{Cands: []*fsm.Candidate{rule465}}, // abandoned × status_started
+		{Cands: []*fsm.Candidate{rule465}}, // abandoned × status_released
+		{Cands: []*fsm.Candidate{rule465}}, // abandoned × status_expired
+		{Cands: []*fsm.Candidate{rule465}}, // abandoned × status_failed
+		{Cands: []*fsm.Candidate{rule465}}, // abandoned × status_cleanup_unconfirmed
+		{Cands: []*fsm.Candidate{rule465}}, // abandoned × status_rejected
+		{Cands: []*fsm.Candidate{rule462}}, // abandoned × prepare_send_failed
+		{Cands: []*fsm.Candidate{rule462}}, // abandoned × start_send_failed
+		{Cands: []*fsm.Candidate{rule462}}, // abandoned × release_send_failed
+		{Cands: []*fsm.Candidate{rule465}}, // abandoned × admission_expiry
+		{Cands: []*fsm.Candidate{rule465}}, // abandoned × connection_lost
 	},
 })
 
@@ -1038,8 +1046,8 @@ type CoreHooks[A any] interface {
 	// GuardReadOnlyProfile reports whether the handle was prepared with workspace_read_only, which
 	// can never be started.
 	GuardReadOnlyProfile(f *fsm.Firing[A]) bool
-	// DoRecordRejection performs record_rejection: keep the rejected operation and its error code
-	// next to the handle without touching its revision.
+	// DoRecordRejection performs record_rejection: keep the rejected or failed status and its
+	// error code next to the handle without touching its revision.
 	DoRecordRejection(f *fsm.Firing[A]) error
 	// DoLeaveTurnUnclaimed performs leave_turn_unclaimed: Core leaves the queued Turn unclaimed so
 	// that the Worker may retry (preparation_capacity only).
@@ -1089,8 +1097,8 @@ type RuntimeHooks[A any] interface {
 	GuardReadOnlyProfile(f *fsm.Firing[A]) bool
 	// SendPreparationStatus sends the preparation_status frame of this instance.
 	SendPreparationStatus(f *fsm.Firing[A]) error
-	// DoRecordRejection performs record_rejection: keep the rejected operation and its error code
-	// next to the handle without touching its revision.
+	// DoRecordRejection performs record_rejection: keep the rejected or failed status and its
+	// error code next to the handle without touching its revision.
 	DoRecordRejection(f *fsm.Firing[A]) error
 	// DoSettleCleanup performs settle_cleanup: the Runtime closes or retries closing whatever the
 	// admission still owns.
