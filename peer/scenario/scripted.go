@@ -483,13 +483,16 @@ func (s *scripted) autobind(actual any) {
 	}
 }
 
+// boundName is the name bound to v; of several, the first in order, so
+// that a rendering never depends on map order.
 func (s *scripted) boundName(v string) string {
+	found := ""
 	for name, bound := range s.bind {
-		if bound == v {
-			return name
+		if bound == v && (found == "" || name < found) {
+			found = name
 		}
 	}
-	return ""
+	return found
 }
 
 // canonical is v as JSON with sorted keys and bound values as their names.

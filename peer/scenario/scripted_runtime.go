@@ -112,8 +112,13 @@ func (b *Bindings) Render(line string) string {
 	vals := make([]string, 0, len(b.m))
 	byVal := map[string]string{}
 	for n, v := range b.m {
-		vals = append(vals, v)
-		byVal[v] = n
+		// Of several names bound to one value, the first in order.
+		if old, ok := byVal[v]; !ok || n < old {
+			if !ok {
+				vals = append(vals, v)
+			}
+			byVal[v] = n
+		}
 	}
 	sort.Slice(vals, func(i, j int) bool { return len(vals[i]) > len(vals[j]) })
 	for _, v := range vals {
