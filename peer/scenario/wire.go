@@ -175,7 +175,10 @@ func (w *wireRuntime) do(d *datadriven.TestData) (string, error) {
 			}
 		}
 		if d.Cmd == "connect" && s.stop == nil {
-			s.stop = s.opts.Start(s.t, s.srv.URL, d.Input)
+			// The setup may name what Core created (an Environment bound
+			// by its ID): its placeholders are minted as Core's lines'.
+			w.mintAll(d.Input)
+			s.stop = s.opts.Start(s.t, s.srv.URL, w.resolve(d.Input))
 		}
 		refused, err := s.accept()
 		if err != nil {
@@ -345,16 +348,7 @@ func (w *wireRuntime) play(l wireLine) error {
 		s.ws = nil
 		return nil
 	}
-	for _, name := range placeholders(l.id + " " + l.payload) {
-		if _, ok := s.bind[name]; !ok {
-			v, number := mint(name, time.Now)
-			if !number {
-				b, _ := json.Marshal(v)
-				v = string(b)
-			}
-			s.bind[name] = v
-		}
-	}
+	w.mintAll(l.id + " " + l.payload)
 	id, payload := w.resolve(l.id), w.resolve(l.payload)
 	if id == "-" {
 		id = ""
@@ -372,6 +366,20 @@ func (w *wireRuntime) play(l wireLine) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return s.ws.Write(ctx, websocket.MessageText, []byte(frame))
+}
+
+// mintAll binds every unbound placeholder of text to a minted value.
+func (w *wireRuntime) mintAll(text string) {
+	for _, name := range placeholders(text) {
+		if _, ok := w.s.bind[name]; !ok {
+			v, number := mint(name, time.Now)
+			if !number {
+				b, _ := json.Marshal(v)
+				v = string(b)
+			}
+			w.s.bind[name] = v
+		}
+	}
 }
 
 // resolve substitutes bound placeholders: a quoted one by its JSON value,
