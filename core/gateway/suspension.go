@@ -400,8 +400,21 @@ func (g *Gateway) ResumeEnvironment(ctx context.Context, envID string, rollback,
 // adoptAttempt makes sure the attempt has its instance on d (c's driver),
 // on the connection's loop. It runs before the resume is queued.
 func (g *Gateway) adoptAttempt(c *conn, d *peer.Driver, a store.Suspension, wireEnv string, r *suspRec) (*suspRec, error) {
-	if _, ok := d.Lookup(suspKey(a.ID)); ok && r != nil {
-		return r, nil
+	if _, ok := d.Lookup(suspKey(a.ID)); ok {
+		// The record is read again here, on the loop: a caller's copy is
+		// read before its Do, and the connection's own adoptOpen (run on
+		// the loop once the connection went live) may have restored the
+		// attempt in between; restoring it twice failed the API's resume
+		// with "the instance already exists" right after a reconnection.
+		c.mu.Lock()
+		cur := c.sb[a.ID]
+		c.mu.Unlock()
+		if cur != nil {
+			return cur, nil
+		}
+		if r != nil {
+			return r, nil
+		}
 	}
 	// Where the table takes this state when its connection is lost.
 	to, err := lostState(a.State, suspension.EventConnectionLost)

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -82,7 +83,15 @@ func newCoreSide(t *testing.T) *coreSide {
 			}
 		}
 	})
-	c.srv = server.New(server.Config{Store: c.st, PublicURL: c.http.URL, Clock: c.clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	// Core's log is shown only when the scenario failed: it says what an
+	// API answer of 500 hides.
+	logs := &scenarioLog{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("Core's log:\n%s", logs.String())
+		}
+	})
+	c.srv = server.New(server.Config{Store: c.st, PublicURL: c.http.URL, Clock: c.clock, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	mux.Handle("/", c.srv)
 	t.Cleanup(func() {
 		c.srv.Close()
@@ -108,6 +117,24 @@ func newCoreSide(t *testing.T) *coreSide {
 	issue("admin", store.KindAdmin, "", "")
 	c.secrets["bad"] = "awd_not-a-credential"
 	return c
+}
+
+// scenarioLog is a log buffer safe for Core's goroutines.
+type scenarioLog struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *scenarioLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *scenarioLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func (c *coreSide) URL() string                   { return c.http.URL }
