@@ -42,13 +42,15 @@ test-short: vet
 ## driver (./peer/...), Core's gateway, the Runtime's dispatcher (runtime/execution) with a
 ## controlled adapter, the Harness declaration tests and the conformance kit against the shipped
 ## adapters, every Runtime scenario in spec/scenarios/runtime/ run by the real daemon against a
-## scripted Core, and every Core scenario in spec/scenarios/core/ run by the real Core against a
-## scripted Runtime, over a real WebSocket. No model credentials, no network beyond loopback.
+## scripted Core, every Core scenario in spec/scenarios/core/ run by the real Core against a
+## scripted Runtime, and every shared scenario in spec/scenarios/wire/ run by both sides (listed once
+## with both results), over a real WebSocket. No model credentials, no network beyond loopback.
 check-runtime-contract:
 	$(GO) test -race -count=1 ./wire/... ./spec/... ./fsm/... ./gen/... ./peer/... ./core/gateway/ ./runtime/execution/ \
 		./runtime/harness/ ./runtime/harness/harnesstest/ ./runtime/adapters/script/ ./runtime/adapters/exec/
 	$(GO) test -race -count=1 -run 'TestRuntimeScenarios' -v ./runtime/daemon/ | grep -E '^\s*(--- (PASS|FAIL)|ok|FAIL|PASS)' ; test $${PIPESTATUS[0]} -eq 0
 	$(GO) test -race -count=1 -run 'TestCoreScenarios' -v ./core/server/ | grep -E '^\s*(--- (PASS|FAIL)|ok|FAIL|PASS)' ; test $${PIPESTATUS[0]} -eq 0
+	$(GO) test -race -count=1 -json -run 'TestWireScenarios' ./core/server/ ./runtime/daemon/ | $(GO) run ./internal/contractreport
 
 ## check: the Go checks (vet, gofmt, generated code in step with the spec) and the contract checks
 check: vet verify-generate check-runtime-contract
