@@ -65,13 +65,25 @@ func RunWireRuntime(t *testing.T, path string, opts WireOptions) {
 	s := newScripted(t, opts)
 	defer s.close()
 	w := &wireRuntime{s: s}
+	last := ""
 	datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+		last = d.Cmd
 		out, err := w.do(d)
 		if err != nil {
 			return out + "error: " + err.Error() + "\n"
 		}
 		return out
 	})
+	endsInSilence(t, path, last)
+}
+
+// endsInSilence fails a shared transcript whose last directive is not
+// silence: a frame the real side sent after the last listed one would
+// otherwise go unseen.
+func endsInSilence(t *testing.T, path, last string) {
+	if last != "silence" {
+		t.Errorf("%s: a shared transcript ends with silence, so that a frame it does not list fails it", path)
+	}
 }
 
 // RunWireCore runs the shared transcript at path on the Core side: the
@@ -81,13 +93,16 @@ func RunWireCore(t *testing.T, path string, opts ScriptedRuntimeOptions, now fun
 	s, end := newScriptedRuntime(t, opts)
 	defer end()
 	w := &wireCore{s: s, now: now}
+	last := ""
 	datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+		last = d.Cmd
 		out, err := w.do(t, d)
 		if err != nil {
 			return out + "error: " + err.Error() + "\n"
 		}
 		return out
 	})
+	endsInSilence(t, path, last)
 }
 
 // wireLine is one expected line, parsed.
