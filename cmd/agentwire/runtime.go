@@ -209,12 +209,9 @@ func adapterWith(spec string, stderr io.Writer, hc harnessConfig) (harness.Adapt
 	case "script":
 		var s script.Script
 		if file != "" {
-			b, err := os.ReadFile(file)
-			if err != nil {
+			var err error
+			if s, err = script.Load(file); err != nil {
 				return nil, fmt.Errorf("runtime: --harness %s: %w", spec, err)
-			}
-			if err := json.Unmarshal(b, &s); err != nil {
-				return nil, fmt.Errorf("runtime: --harness %s: the script is not valid JSON: %w", spec, err)
 			}
 		}
 		return script.New(s), nil

@@ -275,7 +275,7 @@ func (e *executor) Run(ctx context.Context, turn harness.Turn, emit harness.Emit
 			_ = waitFile(context.Background(), st.HoldCancel)
 			return done(), nil
 		case st.Delay > 0:
-			t := time.NewTimer(st.Delay)
+			t := time.NewTimer(time.Duration(st.Delay))
 			select {
 			case <-ctx.Done():
 				t.Stop()

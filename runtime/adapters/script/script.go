@@ -41,8 +41,9 @@ type Step struct {
 	Echo bool `json:"echo,omitempty"`
 	// Error emits an error frame (the Run then ends with done).
 	Error string `json:"error,omitempty"`
-	// Delay waits (cancellation ends it early).
-	Delay time.Duration `json:"delay,omitempty"`
+	// Delay waits (cancellation ends it early), written as a duration
+	// string ("2s").
+	Delay Duration `json:"delay,omitempty"`
 	// Hang waits until the Turn is cancelled; the cancellation settles
 	// with the content produced so far.
 	Hang bool `json:"hang,omitempty"`
