@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -26,10 +25,11 @@ func newAPIClient(core string) (*apiClient, error) {
 	if key == "" {
 		return nil, errors.New("set AGENTWIRE_API_KEY to a project API key")
 	}
-	if core == "" {
-		return nil, errors.New("--core is required (e.g. http://127.0.0.1:8080)")
+	base, err := coreBase(core)
+	if err != nil {
+		return nil, err
 	}
-	return &apiClient{base: strings.TrimRight(core, "/"), key: key}, nil
+	return &apiClient{base: base, key: key}, nil
 }
 
 // call sends a JSON request and writes the JSON answer to out; a non-2xx
@@ -81,7 +81,7 @@ func runSession(args []string, stdout, stderr io.Writer) error {
 		return errUsage
 	}
 	fs := newFlags("session "+args[0], stderr)
-	core := fs.String("core", "", "Core's base URL")
+	core := fs.String("core", "", "Core's base URL (default $AGENTWIRE_CORE)")
 	kind := fs.String("kind", "", "agent kind (create)")
 	environment := fs.String("environment", "", "a registered Environment's ID (create; agentwire env create prints it)")
 	envType := fs.String("env", "", "gone: use --environment ENV (a registered Environment), or nothing for a Session without a workspace")
@@ -120,50 +120,9 @@ func runSession(args []string, stdout, stderr io.Writer) error {
 	return c.call("POST", "/api/v1/sessions", body, stdout)
 }
 
-const turnUsage = `usage: agentwire turn submit --core URL --session S TEXT
-       agentwire turn run --core URL --session S [--approve-all] TEXT
-                 (streams events, asks the Turn's questions on the terminal; exit 0 only when completed)
-       agentwire turn status --core URL TURN
-       agentwire turn cancel --core URL TURN`
-
-// stdin is where `turn run` reads the answers to a Turn's questions.
-var stdin io.Reader = os.Stdin
-
-func runTurn(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || !oneOf(args[0], "submit", "run", "status", "cancel") {
-		fmt.Fprintln(stderr, turnUsage)
-		return errUsage
-	}
-	fs := newFlags("turn "+args[0], stderr)
-	core := fs.String("core", "", "Core's base URL")
-	session := fs.String("session", "", "Session ID (submit)")
-	approveAll := fs.Bool("approve-all", false, "run: approve every permission request without asking (user-choice questions are still asked)")
-	if err := fs.Parse(args[1:]); err != nil || fs.NArg() != 1 {
-		return errUsage
-	}
-	c, err := newAPIClient(*core)
-	if err != nil {
-		return err
-	}
-	switch args[0] {
-	case "status":
-		return c.call("GET", "/api/v1/turns/"+fs.Arg(0), nil, stdout)
-	case "cancel":
-		return c.call("POST", "/api/v1/turns/"+fs.Arg(0)+"/cancel", nil, stdout)
-	case "run":
-		if *session == "" {
-			return errors.New("--session is required")
-		}
-		p := &prompter{in: bufio.NewReader(stdin), out: stderr, approveAll: *approveAll}
-		return c.runTurnRun(*session, fs.Arg(0), stdout, p)
-	}
-	input := []any{map[string]any{"content": []any{map[string]any{"type": "input_text", "text": fs.Arg(0)}}}}
-	return c.call("POST", "/api/v1/sessions/"+*session+"/turns", map[string]any{"input": input}, stdout)
-}
-
 func runDevices(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("devices", stderr)
-	core := fs.String("core", "", "Core's base URL")
+	core := fs.String("core", "", "Core's base URL (default $AGENTWIRE_CORE)")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
 		return errUsage
 	}

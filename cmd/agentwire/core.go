@@ -135,7 +135,9 @@ type issued struct {
 	Kind     string `json:"kind"`
 	DeviceID string `json:"device_id,omitempty"`
 	Project  string `json:"project,omitempty"`
-	Secret   string `json:"secret"`
+	Secret   string `json:"secret,omitempty"`
+	// SecretFile is where --out wrote the secret, which is then not printed.
+	SecretFile string `json:"secret_file,omitempty"`
 }
 
 func runCoreCredential(args []string, stdout, stderr io.Writer) error {
@@ -144,11 +146,24 @@ func runCoreCredential(args []string, stdout, stderr io.Writer) error {
 		return errUsage
 	}
 	sub := args[0]
+	switch sub {
+	case "issue", "list", "revoke":
+	case "-h", "--help", "help":
+		fmt.Fprintln(stdout, "usage: agentwire core credential issue|list|revoke --data DIR ...\nRun \"agentwire core credential issue -h\" for the flags of one.")
+		return nil
+	default:
+		fmt.Fprintf(stderr, "agentwire core credential: unknown command %q (issue, list or revoke)\n", sub)
+		return errUsage
+	}
 	fs := newFlags("core credential "+sub, stderr)
 	data := fs.String("data", "", "data directory")
-	kind := fs.String("kind", "", "device, project or admin (issue)")
-	device := fs.String("device", "", "the device a device credential is for (issue)")
-	project := fs.String("project", "", "the project of a project API key, or the project that owns a device credential's device (issue)")
+	var kind, device, project, out *string
+	if sub == "issue" {
+		kind = fs.String("kind", "", "device, project or admin")
+		device = fs.String("device", "", "the device a device credential is for")
+		project = fs.String("project", "", "the project of a project API key, or the project that owns a device credential's device")
+		out = fs.String("out", "", "write the secret to this new file (mode 0600) instead of printing it: a device credential as the JSON agentwire runtime --credential-file reads, an API key alone (AGENTWIRE_API_KEY=$(cat FILE))")
+	}
 	if err := fs.Parse(args[1:]); err != nil {
 		return errUsage
 	}
@@ -163,6 +178,37 @@ func runCoreCredential(args []string, stdout, stderr io.Writer) error {
 	case "issue":
 		if fs.NArg() != 0 {
 			return errUsage
+		}
+		if *out != "" {
+			// Fail before issuing when the file cannot be created, so no
+			// credential exists whose secret nobody has.
+			f, err := os.OpenFile(*out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+			if err != nil {
+				return fmt.Errorf("--out: %w (a credential file is never overwritten)", err)
+			}
+			defer f.Close()
+			c, secret, err := is.Issue(ctx, store.CredentialKind(*kind), *device, *project)
+			if err != nil {
+				_ = f.Close()
+				_ = os.Remove(*out)
+				return err
+			}
+			rec := issued{ID: c.ID, Kind: string(c.Kind), DeviceID: c.DeviceID, Project: c.Project, Secret: secret.Reveal()}
+			var body []byte
+			if c.Kind == store.KindDevice {
+				body, _ = json.Marshal(rec)
+			} else {
+				body = []byte(rec.Secret)
+			}
+			if _, err := f.Write(append(body, '\n')); err != nil {
+				return fmt.Errorf("--out: %w", err)
+			}
+			if err := f.Close(); err != nil {
+				return fmt.Errorf("--out: %w", err)
+			}
+			rec.Secret = ""
+			rec.SecretFile = *out
+			return json.NewEncoder(stdout).Encode(rec)
 		}
 		c, secret, err := is.Issue(ctx, store.CredentialKind(*kind), *device, *project)
 		if err != nil {

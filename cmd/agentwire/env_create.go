@@ -11,7 +11,7 @@ import (
 // project, or lists the project's Environments (docs/tenancy.md).
 func runEnvRegistry(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("env "+args[0], stderr)
-	core := fs.String("core", "", "Core's base URL")
+	core := fs.String("core", "", "Core's base URL (default $AGENTWIRE_CORE)")
 	device := fs.String("device", "", "the device of the project that hosts the workspace (create)")
 	typ := fs.String("type", "self_hosted", "self_hosted or openai_hosted (create)")
 	initf := addInitFlags(fs)

@@ -34,7 +34,7 @@ func runFiles(args []string, stdout, stderr io.Writer) error {
 	}
 	ls := args[0] == "ls"
 	fs := newFlags("files "+args[0], stderr)
-	core := fs.String("core", "", "Core's base URL")
+	core := fs.String("core", "", "Core's base URL (default $AGENTWIRE_CORE)")
 	session := fs.String("session", "", "Session ID")
 	maxEntries := fs.Int64("max-entries", wire.MaxDirectoryEntries, "at most this many entries (ls, 1 to 1024)")
 	maxBytes := fs.Int64("max-bytes", wire.MaxReadBytes, "at most this many bytes (cat, 1 to 1048576)")

@@ -20,7 +20,7 @@ const maxExportBody = 64<<20 + 1
 
 func runFilesExport(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("files export", stderr)
-	core := fs.String("core", "", "Core's base URL")
+	core := fs.String("core", "", "Core's base URL (default $AGENTWIRE_CORE)")
 	session := fs.String("session", "", "Session ID")
 	if err := fs.Parse(args[1:]); err != nil || fs.NArg() != 1 {
 		fmt.Fprintln(stderr, filesExportUsage)

@@ -31,7 +31,7 @@ const progressMin = 256 << 10
 
 func runFilesWrite(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("files "+args[0], stderr)
-	core := fs.String("core", "", "Core's base URL")
+	core := fs.String("core", "", "Core's base URL (default $AGENTWIRE_CORE)")
 	session := fs.String("session", "", "Session ID (put)")
 	resolution := fs.String("resolution", "", "resolve: applied or not_applied")
 	note := fs.String("note", "", "resolve: what the operator checked")

@@ -9,27 +9,57 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"strings"
 
 	"github.com/agentwire/agentwire/gen/gencli"
+	"github.com/agentwire/agentwire/runtime/daemon"
+	"github.com/agentwire/agentwire/wire"
 )
 
 const usage = `usage: agentwire <command> [flags]
 
 commands:
-  generate   load spec/, validate it and write fsm/ and docs/machines/
-  diagram    print one machine's diagram: agentwire diagram <machine> --format mermaid|dot|svg
-  runtime    run the Runtime daemon: agentwire runtime --core URL --device-id ID --credential-file FILE
   core       run and administer Core: agentwire core serve|credential|devices
-  session    create or get a Session through the public API (AGENTWIRE_API_KEY)
+  runtime    run the Runtime daemon: agentwire runtime --core URL --device-id ID --credential-file FILE
+  session    create or get a Session through the public API
   turn       submit, run (streaming its events), cancel a Turn or get its status
   devices    list the device registry through the public API
-  files      list a directory or read a file of a Session's workspace: agentwire files ls|cat
-  env        show an Environment, or suspend and resume it: agentwire env show|suspend|resume
+  files      a Session's workspace: agentwire files ls|cat|put|export
+  env        create, show, suspend or resume an Environment: agentwire env create|show|suspend|resume
+  demo       run Core, a Runtime and one Turn end to end on this machine (make demo)
+  generate   load spec/, validate it and write fsm/ and docs/machines/
+  diagram    print one machine's diagram: agentwire diagram <machine> --format mermaid|dot|svg
   check      model-check Core and the Runtime together over the spec's tables (make model-check)
 
-Run "agentwire <command> -h" for the flags of one command.
+The API commands read Core's URL from --core or AGENTWIRE_CORE and the project API key from
+AGENTWIRE_API_KEY (never a flag: flags show in process listings).
+
+Run "agentwire <command> -h" for the flags of one command; "agentwire --version" prints
+this build's version and the wire version it speaks.
+
+exit codes: 0 success, 1 the command failed (the message says why), 2 the command line was
+not understood (the usage follows).
 `
+
+// versionLine is what --version prints: this build and the wire version
+// it speaks (a Runtime and Core must speak the same one exactly).
+func versionLine() string {
+	build := daemon.Version
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		build = bi.Main.Version
+	}
+	rev := ""
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				rev = " (" + s.Value[:12] + ")"
+			}
+		}
+	}
+	return fmt.Sprintf("agentwire %s%s, wire version %s, %s", build, rev, wire.Version, runtime.Version())
+}
 
 // errUsage marks a command line that could not be understood (exit 2).
 var errUsage = errors.New("usage")
@@ -76,6 +106,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runCheck(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
+		return nil
+	case "--version", "version":
+		fmt.Fprintln(stdout, versionLine())
 		return nil
 	default:
 		fmt.Fprintf(stderr, "agentwire: unknown command %q\n\n%s", args[0], usage)

@@ -58,7 +58,7 @@ func environments(values []string) (*execution.Bindings, error) {
 // refusal (exit 1, with what to fix).
 func runRuntime(args []string, _ io.Writer, stderr io.Writer) error {
 	fs := newFlags("runtime", stderr)
-	core := fs.String("core", "", "Core's base URL (http or https)")
+	core := fs.String("core", "", "Core's base URL, e.g. http://127.0.0.1:8080 or 127.0.0.1:8080 (default $AGENTWIRE_CORE)")
 	device := fs.String("device-id", "", "this device's ID")
 	credFile := fs.String("credential-file", "", "file holding the device credential: the secret, or the JSON agentwire core credential issue prints")
 	var harnesses harnessFlags
@@ -89,10 +89,17 @@ func runRuntime(args []string, _ io.Writer, stderr io.Writer) error {
 		return err
 	}
 	defer envs.Close()
-	if *core == "" || *device == "" || *credFile == "" {
-		fmt.Fprintln(stderr, "agentwire runtime: --core, --device-id and --credential-file are required")
+	if *device == "" || *credFile == "" {
+		fmt.Fprintln(stderr, "agentwire runtime: --device-id and --credential-file are required")
+		fs.Usage()
 		return errUsage
 	}
+	base, err := coreBase(*core)
+	if err != nil {
+		fmt.Fprintln(stderr, "agentwire runtime: "+err.Error())
+		return errUsage
+	}
+	*core = base
 	raw, err := os.ReadFile(*credFile)
 	if err != nil {
 		return fmt.Errorf("runtime: cannot read the credential file: %w", errors.Unwrap(err))

@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -233,4 +235,114 @@ func TestTurnRunAgainstTheRuntimeProcess(t *testing.T) {
 	assert.Contains(t, string(out), `status {"state":"completed"}`)
 	assert.NotContains(t, rtLogs.String(), dev.Secret)
 	assert.NotContains(t, core.logs.String(), dev.Secret)
+}
+
+// The turn verbs against real processes: attach follows a Turn and its
+// Ctrl-C detaches with the command that follows it again; answer approves
+// the pending permission; input reports written, then accepted, from the
+// real Runtime; a second attach after the detach sees the remaining events
+// exactly once.
+func TestTurnVerbsAgainstTheRuntimeProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildAgentwire(t)
+	data := t.TempDir()
+	dev := issueCredential(t, bin, data, "--kind", "device", "--device", "dev-1", "--project", "demo")
+	proj := issueCredential(t, bin, data, "--kind", "project", "--project", "demo")
+	core := startCore(t, bin, data)
+	dir := t.TempDir()
+	cred := filepath.Join(dir, "credential")
+	require.NoError(t, os.WriteFile(cred, []byte(dev.Secret), 0o600))
+	script := filepath.Join(dir, "script.json")
+	require.NoError(t, os.WriteFile(script, []byte(`{"steps":[{"delta":"a"},{"permission":{"request_id":"perm-1","tool":"shell","title":"run ls"}},{"await_input":true}]}`), 0o600))
+	rt := exec.Command(bin, "runtime", "--device-id", "dev-1", "--credential-file", cred, "--harness", "script="+script)
+	rt.Env = append(os.Environ(), CoreEnv+"="+core.base) // the environment stands in for --core
+	rtLogs := &lockedBuffer{}
+	rt.Stderr = rtLogs
+	require.NoError(t, rt.Start())
+	rtExited := make(chan error, 1)
+	go func() { rtExited <- rt.Wait() }()
+	defer func() {
+		_ = rt.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-rtExited:
+		case <-time.After(20 * time.Second):
+			_ = rt.Process.Kill()
+			<-rtExited
+		}
+	}()
+	env := append(os.Environ(), "AGENTWIRE_API_KEY="+proj.Secret, CoreEnv+"="+core.base)
+	cli := func(args ...string) (string, error) {
+		c := exec.Command(bin, args...)
+		c.Env = env
+		out, err := c.Output()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return string(out), fmt.Errorf("%w: %s", err, ee.Stderr)
+		}
+		return string(out), err
+	}
+	ses := cliJSON(t, bin, proj.Secret, "session", "create", "--core", core.base, "--kind", "script")
+	// Flags after the words, and the words unquoted.
+	out, err := cli("turn", "submit", "do", "the", "thing", "--session", ses["id"].(string))
+	require.NoError(t, err)
+	var turn map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &turn), out)
+	turnID := turn["id"].(string)
+
+	// attach until the permission request, then Ctrl-C.
+	attach := exec.Command(bin, "turn", "attach", turnID)
+	attach.Env = env
+	attachIn, err := attach.StdinPipe() // held open: the prompt waits
+	require.NoError(t, err)
+	defer attachIn.Close()
+	attachOut, err := attach.StdoutPipe()
+	require.NoError(t, err)
+	attachErr := &lockedBuffer{}
+	attach.Stderr = attachErr
+	require.NoError(t, attach.Start())
+	lines := bufio.NewScanner(attachOut)
+	var seen []string
+	interaction := ""
+	for interaction == "" && lines.Scan() {
+		seen = append(seen, lines.Text())
+		if ev, data, ok := strings.Cut(lines.Text(), " "); ok && ev == "permission_request" {
+			var q struct {
+				InteractionID string `json:"interaction_id"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(data), &q))
+			interaction = q.InteractionID
+		}
+	}
+	require.NotEmpty(t, interaction, "attach printed no permission request: %v\n%s", seen, core.logs.String())
+	require.Eventually(t, func() bool { return strings.Contains(attachErr.String(), "approve?") }, 20*time.Second, 10*time.Millisecond)
+	require.NoError(t, attach.Process.Signal(os.Interrupt))
+	err = attach.Wait()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, 130, ee.ExitCode())
+	hint := attachErr.String()
+	assert.Contains(t, hint, "agentwire turn cancel "+turnID)
+	m := regexp.MustCompile(`agentwire turn attach --after (\S+) ` + regexp.QuoteMeta(turnID)).FindStringSubmatch(hint)
+	require.Len(t, m, 2, "the detach names where to follow again: %s", hint)
+
+	out, err = cli("turn", "answer", "--approve", turnID, interaction)
+	require.NoError(t, err)
+	assert.Contains(t, out, `"interaction_id"`)
+
+	out, err = cli("turn", "input", turnID, "and", "more")
+	require.NoError(t, err, out)
+	written := strings.Index(out, `"written":true`)
+	accepted := strings.Index(out, `"accepted":true`)
+	assert.True(t, written >= 0 && accepted > written, "written, then accepted:\n%s", out)
+	assert.Contains(t, out, "outcome accepted")
+
+	// Following again after the detach: the rest, each event once.
+	out, err = cli("turn", "attach", "--after", m[1], turnID)
+	require.NoError(t, err, "%s\nruntime: %s", out, rtLogs.String())
+	assert.NotContains(t, out, "permission_request", "an event before --after came again")
+	for _, once := range []string{"permission_decision ", "interaction_decision_ack ", `"delta":"[perm-1:allowed]"`, `"delta":"and more"`, "done "} {
+		assert.Equal(t, 1, strings.Count(out, once), "%q once in:\n%s", once, out)
+	}
+	assert.Contains(t, out, `status {"state":"completed"}`)
 }

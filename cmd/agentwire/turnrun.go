@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"os/signal"
 	"strings"
+	"sync"
 )
 
 // turnOutcome is the error of a Turn that ended other than completed; the
@@ -43,44 +46,119 @@ func (c *apiClient) runTurnRun(session, text string, stdout io.Writer, p *prompt
 		return fmt.Errorf("the API answered no Turn ID: %s", strings.TrimSpace(created.String()))
 	}
 	fmt.Fprintf(stdout, "turn %s\n", turn.ID)
-	last := ""
+	return c.follow(turn.ID, "", stdout, p)
+}
+
+// follow prints the Turn's events after last (an event ID, "" for all)
+// until the Turn ends, resuming a dropped stream with Last-Event-ID; it
+// returns nil only for a completed Turn. The first Ctrl-C detaches: it
+// prints how to re-attach after the last event printed, or to cancel, and
+// exits 130 while the Turn goes on.
+func (c *apiClient) follow(turnID, last string, stdout io.Writer, p *prompter) error {
+	cursor := &eventCursor{id: last}
+	stopDetach := detachOnInterrupt(turnID, cursor, p)
+	defer stopDetach()
+	on := func(event, data string) (bool, error) {
+		fmt.Fprintf(stdout, "%s %s\n", event, data)
+		if p != nil {
+			return false, c.answerQuestion(turnID, p, event, data, stdout)
+		}
+		return false, nil
+	}
 	for attempt := 0; attempt <= maxStreamResumes; attempt++ {
-		status, err := c.stream(turn.ID, &last, stdout, p)
+		status, _, err := c.stream(turnID, cursor, on)
 		if err != nil {
 			return err
 		}
 		if status != nil {
+			fmt.Fprintf(stdout, "status %s\n", mustJSON(status))
 			if status["state"] == "completed" {
 				return nil
 			}
-			return &turnOutcome{ID: turn.ID, Status: status}
+			return &turnOutcome{ID: turnID, Status: status}
 		}
 	}
-	return fmt.Errorf("turn %s: the event stream kept closing before the Turn finished", turn.ID)
+	return fmt.Errorf("turn %s: the event stream kept closing before the Turn finished", turnID)
 }
 
-// stream reads the Turn's SSE stream after *last until it ends; it
-// returns the final status, or nil when the stream closed before it.
-func (c *apiClient) stream(turnID string, last *string, stdout io.Writer, p *prompter) (map[string]any, error) {
+// eventCursor is the last event ID a stream handed on; the Ctrl-C handler
+// reads it from another goroutine.
+type eventCursor struct {
+	mu sync.Mutex
+	id string
+}
+
+func (c *eventCursor) get() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.id
+}
+
+func (c *eventCursor) set(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.id = id
+}
+
+// detachOnInterrupt makes the first Ctrl-C print how to re-attach or
+// cancel (on the prompter's output, the terminal) and exit 130.
+func detachOnInterrupt(turnID string, cursor *eventCursor, p *prompter) (stop func()) {
+	if p == nil || p.out == nil {
+		return func() {}
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-sig:
+			after := ""
+			if id := cursor.get(); id != "" {
+				after = "--after " + id + " "
+			}
+			fmt.Fprintf(p.out, "\ndetached from turn %s, which goes on running.\n  follow it again: agentwire turn attach %s%s\n  cancel it:       agentwire turn cancel %s\n",
+				turnID, after, turnID, turnID)
+			os.Exit(exitInterrupted)
+		case <-done:
+		}
+	}()
+	return func() {
+		signal.Stop(sig)
+		close(done)
+	}
+}
+
+// exitInterrupted is the exit status after Ctrl-C (128 + SIGINT).
+const exitInterrupted = 130
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// stream reads the Turn's SSE stream after *last, handing each event to
+// on, until the Turn's final status (returned), on asks to stop (stopped)
+// or the stream closes before either (both zero: the caller resumes).
+func (c *apiClient) stream(turnID string, last *eventCursor, on func(event, data string) (bool, error)) (status map[string]any, stopped bool, err error) {
 	req, err := http.NewRequest("GET", c.base+"/api/v1/turns/"+turnID+"/events", nil)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	req.Header.Set("Authorization", "Bearer "+c.key)
 	req.Header.Set("Accept", "text/event-stream")
-	if *last != "" {
-		req.Header.Set("Last-Event-ID", *last)
+	if id := last.get(); id != "" {
+		req.Header.Set("Last-Event-ID", id)
 	}
 	// No client timeout: a Turn may run for long; the server ends the
 	// stream once the Turn is terminal.
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		return nil, fmt.Errorf("GET events: %s: %s", resp.Status, strings.TrimSpace(string(b)))
+		return nil, false, fmt.Errorf("GET /api/v1/turns/%s/events: %s: %s", turnID, resp.Status, strings.TrimSpace(string(b)))
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
@@ -98,27 +176,29 @@ func (c *apiClient) stream(turnID string, last *string, stdout io.Writer, p *pro
 			if event == "status" {
 				var st map[string]any
 				if err := json.Unmarshal([]byte(data), &st); err != nil {
-					return nil, fmt.Errorf("the final status is not JSON: %w", err)
+					return nil, false, fmt.Errorf("the final status is not JSON: %w", err)
 				}
-				fmt.Fprintf(stdout, "status %s\n", data)
-				return st, nil
+				return st, false, nil
 			}
 			if event != "" {
-				fmt.Fprintf(stdout, "%s %s\n", event, data)
-			}
-			if p != nil {
-				if err := c.answerQuestion(turnID, p, event, data, stdout); err != nil {
-					return nil, err
+				// The event counts as seen once handed on: a Ctrl-C while
+				// on asks about it must not show it again on re-attach.
+				if id != "" {
+					last.set(id)
 				}
-			}
-			if id != "" {
-				*last = id
+				stop, err := on(event, data)
+				if err != nil {
+					return nil, false, err
+				}
+				if stop {
+					return nil, true, nil
+				}
 			}
 			id, event, data = "", "", ""
 		}
 	}
 	// The stream closed (or broke) before the status: the caller resumes.
-	return nil, nil
+	return nil, false, nil
 }
 
 // answerQuestion asks p about a question event and posts the answer. A

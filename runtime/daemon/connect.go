@@ -113,6 +113,14 @@ func bootstrap(ctx context.Context, client *http.Client, core string, device str
 		return Bootstrap{}, fmt.Errorf("bootstrap: %w", scrub(err))
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed {
+		// decision: no bootstrap at that URL is the operator's to correct,
+		// like a rejected credential (daemon-protocol.txt:165): retrying
+		// a wrong --core forever only hides the mistake. The URL tried is
+		// named (it holds no credential).
+		return Bootstrap{}, &Permanent{What: fmt.Sprintf("bootstrap at %s answered %d: no agentwire Core serves that URL", req.URL.Redacted(), resp.StatusCode),
+			Fix: "pass --core Core's base URL (the address agentwire core serve listens on, e.g. http://127.0.0.1:8080)"}
+	}
 	if resp.StatusCode != http.StatusOK {
 		return Bootstrap{}, classify("bootstrap", resp.StatusCode, refusal(resp.Body))
 	}

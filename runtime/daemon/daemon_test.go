@@ -217,6 +217,8 @@ func TestPermanentRefusalsStopWithWhatToFix(t *testing.T) {
 		"version 426":   {upgrade: http.StatusUpgradeRequired, want: "wire version"},
 		"upgrade 403":   {upgrade: http.StatusForbidden, want: "credential"},
 		"bootstrap 401": {boot: http.StatusUnauthorized, want: "credential"},
+		// A wrong --core path: the URL tried is named, and what to pass.
+		"bootstrap 404": {boot: http.StatusNotFound, want: "/api/v1/agent-daemon/bootstrap answered 404: no agentwire Core serves that URL; pass --core Core's base URL"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := newCore(t)

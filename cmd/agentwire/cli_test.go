@@ -1,0 +1,86 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"regexp"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Each turn command's -h shows its own flags only, and succeeds.
+func TestTurnHelpShowsOwnFlags(t *testing.T) {
+	own := map[string][]string{
+		"submit": {"-core", "-session"},
+		"run":    {"-core", "-session", "-approve-all"},
+		"attach": {"-core", "-approve-all", "-after"},
+		"input":  {"-core"},
+		"answer": {"-core", "-approve", "-deny", "-choose", "-dismiss"},
+		"status": {"-core"},
+		"cancel": {"-core"},
+	}
+	all := []string{"-session", "-approve-all", "-after", "-approve", "-deny", "-choose", "-dismiss"}
+	for cmd, flags := range own {
+		t.Run(cmd, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			require.NoError(t, run([]string{"turn", cmd, "-h"}, &out, &errb))
+			help := errb.String()
+			assert.Contains(t, help, "usage: agentwire turn "+cmd)
+			for _, f := range all {
+				want := false
+				for _, o := range flags {
+					want = want || o == f
+				}
+				listed := regexp.MustCompile(`(?m)^  ` + f + `( |$)`).MatchString(help)
+				assert.Equal(t, want, listed, "%s lists %s: %v", cmd, f, want)
+			}
+		})
+	}
+}
+
+// A command line that cannot work says what is wrong, shows the usage and
+// exits 2 (errUsage); flags may follow the arguments.
+func TestTurnUsageErrors(t *testing.T) {
+	t.Setenv(CoreEnv, "")
+	t.Setenv("AGENTWIRE_API_KEY", "k")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"turn", "run", "--session", "S"}, "the Turn's text is missing"},
+		{[]string{"turn", "submit", "hello"}, "--session is required"},
+		{[]string{"turn", "status"}, "want one TURN, got 0 arguments"},
+		{[]string{"turn", "status", "T1", "T2"}, "want one TURN, got 2 arguments"},
+		{[]string{"turn", "status", "T1"}, "--core is required (or set AGENTWIRE_CORE)"},
+		{[]string{"turn", "answer", "T", "I"}, "give one of --approve, --deny, --choose or --dismiss"},
+		{[]string{"turn", "answer", "--approve", "--deny", "T", "I"}, "give one of"},
+		{[]string{"turn", "answer", "--choose", "nonsense", "T", "I"}, "want QUESTION=ANSWER"},
+		{[]string{"turn", "input", "T"}, "want TURN and the input's text"},
+		{[]string{"turn", "frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"turn", "status", "T", "--no-such-flag"}, "flag provided but not defined: -no-such-flag"},
+	} {
+		var out, errb bytes.Buffer
+		err := run(tc.args, &out, &errb)
+		assert.ErrorIs(t, err, errUsage, "%v", tc.args)
+		assert.Contains(t, errb.String(), tc.want, "%v", tc.args)
+		assert.Contains(t, errb.String(), "usage: agentwire turn", "%v shows the usage", tc.args)
+	}
+}
+
+func TestParseFlagsTakesFlagsAnywhere(t *testing.T) {
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	core := fs.String("core", "", "")
+	all := fs.Bool("all", false, "")
+	require.NoError(t, parseFlags(fs, []string{"T1", "--core", "http://c", "word", "--all", "--", "--not-a-flag"}))
+	assert.Equal(t, "http://c", *core)
+	assert.True(t, *all)
+	assert.Equal(t, []string{"T1", "word", "--not-a-flag"}, fs.Args())
+}
+
+func TestVersion(t *testing.T) {
+	var out bytes.Buffer
+	require.NoError(t, run([]string{"--version"}, &out, &bytes.Buffer{}))
+	assert.Regexp(t, `^agentwire \S+.*, wire version \d+\.\d+\.\d+, go`, out.String())
+}

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestCoreBase(t *testing.T) {
+	t.Setenv(CoreEnv, "")
+	for in, want := range map[string]string{
+		"http://127.0.0.1:8080":                "http://127.0.0.1:8080",
+		"http://127.0.0.1:8080/":               "http://127.0.0.1:8080",
+		"127.0.0.1:8080":                       "http://127.0.0.1:8080",
+		"localhost:8080":                       "http://localhost:8080",
+		"http://core:8080/api/v1":              "http://core:8080",
+		"http://core:8080/api/v1/":             "http://core:8080",
+		"https://example.com/agentwire/":       "https://example.com/agentwire",
+		"https://example.com/agentwire/api/v1": "https://example.com/agentwire",
+	} {
+		got, err := coreBase(in)
+		require.NoError(t, err, in)
+		assert.Equal(t, want, got, in)
+	}
+	for in, msg := range map[string]string{
+		"":                         "--core is required (or set AGENTWIRE_CORE)",
+		"ftp://core:21":            "want an http or https URL",
+		"http://user:pw@core:8080": "without credentials",
+		"http://core:8080/?x=1":    "without credentials, a query",
+		"http://":                  "want Core's base URL",
+	} {
+		_, err := coreBase(in)
+		require.Error(t, err, in)
+		assert.Contains(t, err.Error(), msg, in)
+	}
+	t.Setenv(CoreEnv, "127.0.0.1:9090")
+	got, err := coreBase("")
+	require.NoError(t, err)
+	assert.Equal(t, "http://127.0.0.1:9090", got, "the environment stands in for the flag")
+	got, err = coreBase("http://other:1")
+	require.NoError(t, err)
+	assert.Equal(t, "http://other:1", got, "the flag wins")
+}

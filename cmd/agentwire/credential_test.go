@@ -1,0 +1,63 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// --out writes the secret to a new 0600 file and never prints it: a device
+// credential as the JSON the Runtime reads (device checked), an API key
+// alone; an existing file is never overwritten, and then nothing is issued.
+func TestCredentialIssueOut(t *testing.T) {
+	data := t.TempDir()
+	issue := func(args ...string) (string, error) {
+		var out, errb bytes.Buffer
+		err := run(append([]string{"core", "credential", "issue", "--data", data}, args...), &out, &errb)
+		return out.String(), err
+	}
+	devFile := filepath.Join(t.TempDir(), "device.secret")
+	printed, err := issue("--kind", "device", "--device", "dev-1", "--project", "p", "--out", devFile)
+	require.NoError(t, err)
+	var rec issued
+	require.NoError(t, json.Unmarshal([]byte(printed), &rec))
+	assert.Empty(t, rec.Secret, "the secret is not printed")
+	assert.Equal(t, devFile, rec.SecretFile)
+	info, err := os.Stat(devFile)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm())
+	raw, err := os.ReadFile(devFile)
+	require.NoError(t, err)
+	secret, err := credentialSecret(raw, "dev-1")
+	require.NoError(t, err, "the Runtime reads the file")
+	assert.NotEmpty(t, secret)
+	assert.NotContains(t, printed, secret)
+	_, err = credentialSecret(raw, "dev-2")
+	assert.ErrorContains(t, err, "not --device-id dev-2")
+
+	keyFile := filepath.Join(t.TempDir(), "project.key")
+	_, err = issue("--kind", "project", "--project", "p", "--out", keyFile)
+	require.NoError(t, err)
+	key, err := os.ReadFile(keyFile)
+	require.NoError(t, err)
+	assert.Regexp(t, `^\S+\n$`, string(key), "an API key file holds the key alone")
+
+	_, err = issue("--kind", "project", "--project", "p", "--out", keyFile)
+	assert.ErrorContains(t, err, "never overwritten")
+	var list bytes.Buffer
+	require.NoError(t, run([]string{"core", "credential", "list", "--data", data}, &list, &bytes.Buffer{}))
+	assert.Equal(t, 3, bytes.Count(list.Bytes(), []byte("\n")), "a header and the two credentials: the refused --out issued nothing\n%s", list.String())
+}
+
+func TestCredentialHelpNeedsNoData(t *testing.T) {
+	var out bytes.Buffer
+	require.NoError(t, run([]string{"core", "credential", "-h"}, &out, &bytes.Buffer{}))
+	assert.Contains(t, out.String(), "issue|list|revoke")
+	err := run([]string{"core", "credential", "bogus"}, &bytes.Buffer{}, &bytes.Buffer{})
+	assert.ErrorIs(t, err, errUsage)
+}
