@@ -30,7 +30,7 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 	sync := fs.Bool("sync", false, "deliver each frame as it is written (traces replay in peer/scenario)")
 	only := fs.String("invariants", "", "check only these invariants, comma-separated")
 	out := fs.String("out", "", "write each counterexample here as <invariant>.mmd and <invariant>.txt")
-	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
+	if err := parseFlags(fs, args); err != nil || fs.NArg() != 0 {
 		return errUsage
 	}
 	cfg := modelcheck.Config{Machines: split(*machines), Sync: *sync, Invariants: split(*only)}

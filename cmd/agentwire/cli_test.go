@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"log/slog"
 	"flag"
 	"regexp"
 	"testing"
@@ -83,4 +85,49 @@ func TestVersion(t *testing.T) {
 	var out bytes.Buffer
 	require.NoError(t, run([]string{"--version"}, &out, &bytes.Buffer{}))
 	assert.Regexp(t, `^agentwire \S+.*, wire version \d+\.\d+\.\d+, go`, out.String())
+}
+
+func TestSessionHelpShowsOwnFlags(t *testing.T) {
+	var errb bytes.Buffer
+	require.NoError(t, run([]string{"session", "get", "-h"}, &bytes.Buffer{}, &errb))
+	assert.Contains(t, errb.String(), "-core")
+	assert.NotContains(t, errb.String(), "-kind", "get does not list create's flags")
+	errb.Reset()
+	require.NoError(t, run([]string{"session", "create", "-h"}, &bytes.Buffer{}, &errb))
+	assert.Contains(t, errb.String(), "-kind")
+	assert.Contains(t, errb.String(), "examples:")
+
+	t.Setenv(CoreEnv, "")
+	t.Setenv("AGENTWIRE_API_KEY", "k")
+	errb.Reset()
+	err := run([]string{"session", "get", "S", "--core", "127.0.0.1:1"}, &bytes.Buffer{}, &errb)
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, errUsage, "a flag after the argument is taken: the call itself fails (nothing listens)")
+	errb.Reset()
+	err = run([]string{"session", "create"}, &bytes.Buffer{}, &errb)
+	assert.ErrorIs(t, err, errUsage)
+	assert.Contains(t, errb.String(), "--kind is required")
+}
+
+func TestLogFormat(t *testing.T) {
+	var b bytes.Buffer
+	l, err := newLogger("json", &b, slog.LevelInfo)
+	require.NoError(t, err)
+	l.With("epoch", 41).Info("closed")
+	assert.JSONEq(t, `{"level":"INFO","msg":"closed","epoch":41}`, dropTime(t, b.Bytes()))
+	_, err = newLogger("yaml", &b, slog.LevelInfo)
+	assert.ErrorContains(t, err, "want text or json")
+	b.Reset()
+	l, err = newLogger("", &b, slog.LevelInfo)
+	require.NoError(t, err)
+	l.Info("hello")
+	assert.True(t, json.Valid(b.Bytes()), "not a terminal: JSON by default")
+}
+
+func dropTime(t *testing.T, b []byte) string {
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(b, &m))
+	delete(m, "time")
+	out, _ := json.Marshal(m)
+	return string(out)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -70,27 +71,59 @@ func (c *apiClient) call(method, path string, body any, out io.Writer) error {
 	return err
 }
 
-const sessionUsage = `usage: agentwire session create --core URL --kind KIND [--environment ENV]
-       agentwire session get --core URL ID
+const sessionUsage = `usage: agentwire session create [flags]
+       agentwire session get [flags] SESSION
 A Session that works in a workspace names a registered Environment of its project
 (agentwire env create --device D prints its ID); without --environment it has none.`
 
+var sessionCommands = map[string]subcommand{
+	"create": {use: "session create [flags]", about: "Creates a Session of the project (AGENTWIRE_API_KEY) and prints it as JSON. A Session that works in a\n" +
+		"workspace names a registered Environment (agentwire env create --device D prints its ID).",
+		examples: []string{"agentwire session create --kind script", "agentwire session create --kind codex --environment ENV"}},
+	"get": {use: "session get [flags] SESSION", about: "Prints the Session as JSON."},
+}
+
 func runSession(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || (args[0] != "create" && args[0] != "get") {
+	if len(args) == 0 {
 		fmt.Fprintln(stderr, sessionUsage)
 		return errUsage
 	}
-	fs := newFlags("session "+args[0], stderr)
-	core := fs.String("core", "", "Core's base URL (default $AGENTWIRE_CORE)")
-	kind := fs.String("kind", "", "agent kind (create)")
-	environment := fs.String("environment", "", "a registered Environment's ID (create; agentwire env create prints it)")
-	envType := fs.String("env", "", "gone: use --environment ENV (a registered Environment), or nothing for a Session without a workspace")
-	binding := fs.String("binding", "", "gone: a Session never chooses its binding; register the workspace with agentwire env create")
-	initf := addInitFlags(fs) // gone here: the initialization belongs to env create
-	if err := fs.Parse(args[1:]); err != nil {
+	if oneOf(args[0], "-h", "--help", "help") {
+		fmt.Fprintln(stdout, sessionUsage)
+		return nil
+	}
+	cmd, ok := sessionCommands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "agentwire session: unknown command %q\n\n%s\n", args[0], sessionUsage)
 		return errUsage
 	}
+	fs := cmd.flags(stderr)
+	core := fs.String("core", "", "Core's base URL (default $AGENTWIRE_CORE)")
+	var kind, environment, envType, binding *string
+	var initf *initFlags
+	if args[0] == "create" {
+		kind = fs.String("kind", "", "the agent kind the Session runs (required; a device of the project must declare it)")
+		environment = fs.String("environment", "", "a registered Environment's ID (agentwire env create prints it)")
+		envType = fs.String("env", "", "gone: use --environment ENV (a registered Environment), or nothing for a Session without a workspace")
+		binding = fs.String("binding", "", "gone: a Session never chooses its binding; register the workspace with agentwire env create")
+		initf = addInitFlags(fs) // gone here: the initialization belongs to env create
+	}
+	if err := parseFlags(fs, args[1:]); err != nil {
+		return flagsDone(err)
+	}
+	if args[0] == "get" {
+		if fs.NArg() != 1 {
+			return usageError(fs, "want one SESSION, got %d arguments", fs.NArg())
+		}
+		c, err := newAPIClient(*core)
+		if err != nil {
+			return usageError(fs, "%v", err)
+		}
+		return c.call("GET", "/api/v1/sessions/"+url.PathEscape(fs.Arg(0)), nil, stdout)
+	}
 	switch {
+	case fs.NArg() != 0:
+		return usageError(fs, "session create takes no arguments, got %q", fs.Args())
 	case *binding != "":
 		return errors.New("--binding is gone: a Session never chooses its binding; register the workspace (agentwire env create --device D) and pass --environment ID")
 	case *envType != "" && *envType != "none":
@@ -99,19 +132,12 @@ func runSession(args []string, stdout, stderr io.Writer) error {
 		return errors.New("--env none and --environment contradict each other: a Session with a registered Environment works in its workspace")
 	case len(initf.env) > 0 || len(initf.files) > 0:
 		return errors.New("--init-env and --init-file belong to the Environment now: agentwire env create --device D --init-env K=V --init-file LOCAL=/workspace/PATH")
+	case *kind == "":
+		return usageError(fs, "--kind is required")
 	}
 	c, err := newAPIClient(*core)
 	if err != nil {
-		return err
-	}
-	if args[0] == "get" {
-		if fs.NArg() != 1 {
-			return errUsage
-		}
-		return c.call("GET", "/api/v1/sessions/"+fs.Arg(0), nil, stdout)
-	}
-	if fs.NArg() != 0 {
-		return errUsage
+		return usageError(fs, "%v", err)
 	}
 	body := map[string]any{"agent_kind": *kind}
 	if *environment != "" {
@@ -123,7 +149,7 @@ func runSession(args []string, stdout, stderr io.Writer) error {
 func runDevices(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("devices", stderr)
 	core := fs.String("core", "", "Core's base URL (default $AGENTWIRE_CORE)")
-	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
+	if err := parseFlags(fs, args); err != nil || fs.NArg() != 0 {
 		return errUsage
 	}
 	c, err := newAPIClient(*core)

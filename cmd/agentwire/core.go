@@ -71,7 +71,8 @@ func runCoreServe(args []string, stdout, stderr io.Writer) error {
 	public := fs.String("public-url", "", "base URL Runtimes reach Core at (default: http:// and the listen address)")
 	scale := timeScaleFlag(fs)
 	transcriptFile := fs.String("transcript", "", "append every Runtime frame, both ways, to this file as JSON lines (frames carry no credential)")
-	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
+	logFormat := logFormatFlag(fs)
+	if err := parseFlags(fs, args); err != nil || fs.NArg() != 0 {
 		return errUsage
 	}
 	clock, err := timeScaleClock(*scale)
@@ -102,7 +103,10 @@ func runCoreServe(args []string, stdout, stderr io.Writer) error {
 	if *public == "" {
 		*public = base
 	}
-	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	log, err := newLogger(*logFormat, stderr, slog.LevelInfo)
+	if err != nil {
+		return err
+	}
 	if err := warnUnowned(ctx, st, log); err != nil {
 		return err
 	}
@@ -164,7 +168,7 @@ func runCoreCredential(args []string, stdout, stderr io.Writer) error {
 		project = fs.String("project", "", "the project of a project API key, or the project that owns a device credential's device")
 		out = fs.String("out", "", "write the secret to this new file (mode 0600) instead of printing it: a device credential as the JSON agentwire runtime --credential-file reads, an API key alone (AGENTWIRE_API_KEY=$(cat FILE))")
 	}
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := parseFlags(fs, args[1:]); err != nil {
 		return errUsage
 	}
 	ctx := context.Background()
@@ -262,7 +266,7 @@ func dash(s string) string {
 func runCoreDevices(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("core devices", stderr)
 	data := fs.String("data", "", "data directory")
-	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
+	if err := parseFlags(fs, args); err != nil || fs.NArg() != 0 {
 		return errUsage
 	}
 	ctx := context.Background()
@@ -289,7 +293,7 @@ func runCoreDevice(args []string, stdout, stderr io.Writer) error {
 	data := fs.String("data", "", "data directory")
 	device := fs.String("device", "", "the device")
 	project := fs.String("project", "", "the project that owns it from now on")
-	if err := fs.Parse(args[1:]); err != nil || fs.NArg() != 0 {
+	if err := parseFlags(fs, args[1:]); err != nil || fs.NArg() != 0 {
 		return errUsage
 	}
 	if *device == "" || *project == "" {

@@ -38,7 +38,7 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("out", "", "directory for transcript.txt and sequence.mmd (default demo-out, demo-out/codex with --harness codex)")
 	agent := fs.String("agent", "", "a built echo-agent (default: go build ./examples/echo-agent)")
 	which := fs.String("harness", "echo", "the agent the Runtime runs: echo (examples/echo-agent through the exec adapter) or codex (the real Codex CLI that make harnesses installs, against a scripted model endpoint on 127.0.0.1)")
-	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
+	if err := parseFlags(fs, args); err != nil || fs.NArg() != 0 {
 		return errUsage
 	}
 	var codexBin string

@@ -39,7 +39,7 @@ func runEnv(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("env "+args[0], stderr)
 	core := fs.String("core", "", "Core's base URL (default $AGENTWIRE_CORE)")
 	rollback := fs.Bool("rollback", false, "abandon the attempt instead of resuming it (resume)")
-	if err := fs.Parse(args[1:]); err != nil || fs.NArg() != 1 {
+	if err := parseFlags(fs, args[1:]); err != nil || fs.NArg() != 1 {
 		fmt.Fprintln(stderr, envUsage)
 		return errUsage
 	}

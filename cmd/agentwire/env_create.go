@@ -15,7 +15,7 @@ func runEnvRegistry(args []string, stdout, stderr io.Writer) error {
 	device := fs.String("device", "", "the device of the project that hosts the workspace (create)")
 	typ := fs.String("type", "self_hosted", "self_hosted or openai_hosted (create)")
 	initf := addInitFlags(fs)
-	if err := fs.Parse(args[1:]); err != nil || fs.NArg() != 0 {
+	if err := parseFlags(fs, args[1:]); err != nil || fs.NArg() != 0 {
 		fmt.Fprintln(stderr, envUsage)
 		return errUsage
 	}

@@ -38,7 +38,7 @@ func runFiles(args []string, stdout, stderr io.Writer) error {
 	session := fs.String("session", "", "Session ID")
 	maxEntries := fs.Int64("max-entries", wire.MaxDirectoryEntries, "at most this many entries (ls, 1 to 1024)")
 	maxBytes := fs.Int64("max-bytes", wire.MaxReadBytes, "at most this many bytes (cat, 1 to 1048576)")
-	if err := fs.Parse(args[1:]); err != nil || fs.NArg() > 1 || (!ls && fs.NArg() != 1) {
+	if err := parseFlags(fs, args[1:]); err != nil || fs.NArg() > 1 || (!ls && fs.NArg() != 1) {
 		fmt.Fprintln(stderr, filesUsage)
 		return errUsage
 	}

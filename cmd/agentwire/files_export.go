@@ -22,7 +22,7 @@ func runFilesExport(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("files export", stderr)
 	core := fs.String("core", "", "Core's base URL (default $AGENTWIRE_CORE)")
 	session := fs.String("session", "", "Session ID")
-	if err := fs.Parse(args[1:]); err != nil || fs.NArg() != 1 {
+	if err := parseFlags(fs, args[1:]); err != nil || fs.NArg() != 1 {
 		fmt.Fprintln(stderr, filesExportUsage)
 		return errUsage
 	}

@@ -36,7 +36,7 @@ func runFilesWrite(args []string, stdout, stderr io.Writer) error {
 	resolution := fs.String("resolution", "", "resolve: applied or not_applied")
 	note := fs.String("note", "", "resolve: what the operator checked")
 	want := map[string]int{"put": 2, "write": 1, "resolve": 1}[args[0]]
-	if err := fs.Parse(args[1:]); err != nil || fs.NArg() != want {
+	if err := parseFlags(fs, args[1:]); err != nil || fs.NArg() != want {
 		fmt.Fprintln(stderr, filesPutUsage)
 		return errUsage
 	}
@@ -146,15 +146,6 @@ func (c *apiClient) put(path string, body []byte, bar *progressBar) (int, []byte
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	return resp.StatusCode, b, err
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 // progressBar draws the bytes handed to Core on one terminal line.

@@ -75,8 +75,9 @@ func runRuntime(args []string, _ io.Writer, stderr io.Writer) error {
 	abandonAfter := fs.Duration("abandon-after", 0, "on shutdown, give up executors whose close has not succeeded after this long (0: wait until they close or a second signal)")
 	idleTTL := fs.Duration("idle-expiry", 0, "how long a healthy idle executor is kept for a Turn with its configuration (0: 1h)")
 	verbose := fs.Bool("v", false, "log at debug level")
+	logFormat := logFormatFlag(fs)
 	scale := timeScaleFlag(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return errUsage
 	}
 	workspaceSet := false
@@ -108,6 +109,15 @@ func runRuntime(args []string, _ io.Writer, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("runtime: --credential-file %s: %w", *credFile, err)
 	}
+	level := slog.LevelInfo
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	logger, err := newLogger(*logFormat, stderr, level)
+	if err != nil {
+		return err
+	}
+	hc.logger = logger
 	reg := harness.NewRegistry()
 	if len(harnesses) == 0 {
 		harnesses = harnessFlags{"script"}
@@ -124,15 +134,10 @@ func runRuntime(args []string, _ io.Writer, stderr io.Writer) error {
 			return fmt.Errorf("runtime: --harness %s: %w", h, err)
 		}
 	}
-	level := slog.LevelInfo
-	if *verbose {
-		level = slog.LevelDebug
-	}
 	clock, err := timeScaleClock(*scale)
 	if err != nil {
 		return err
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	ctx, abandon, stop := shutdownSignals(logger)
 	defer stop()
 	err = daemon.Run(ctx, daemon.Config{
@@ -192,6 +197,15 @@ func adapter(spec string, stderr io.Writer) (harness.Adapter, error) {
 // harnessConfig is what the --codex-* flags configure.
 type harnessConfig struct {
 	codexModel, codexBaseURL, codexKeyEnv, codexState string
+	logger                                            *slog.Logger // the daemon's; every adapter logs through it
+}
+
+// log is the adapters' logger: the daemon's, or a text one on stderr.
+func (hc harnessConfig) log(stderr io.Writer) *slog.Logger {
+	if hc.logger != nil {
+		return hc.logger
+	}
+	return slog.New(slog.NewTextHandler(stderr, nil))
 }
 
 // adapterWith maps one --harness value to its adapter.
@@ -205,7 +219,7 @@ func adapterWith(spec string, stderr io.Writer, hc harnessConfig) (harness.Adapt
 		}
 		command, capFile, _ := strings.Cut(cmdline, ":")
 		a, err := execadapter.New(execadapter.Config{Kind: kind, Command: command, CapabilityFile: capFile,
-			Logger: slog.New(slog.NewTextHandler(stderr, nil))})
+			Logger: hc.log(stderr)})
 		if err != nil {
 			return nil, fmt.Errorf("runtime: --harness %s: %w", spec, err)
 		}
@@ -244,7 +258,7 @@ func codexAdapter(spec, path string, stderr io.Writer, hc harnessConfig) (harnes
 		path = found
 	}
 	a, err := codexadapter.New(codexadapter.Config{Binary: path, Model: hc.codexModel, BaseURL: hc.codexBaseURL,
-		APIKeyEnv: hc.codexKeyEnv, StateDir: hc.codexState, Logger: slog.New(slog.NewTextHandler(stderr, nil))})
+		APIKeyEnv: hc.codexKeyEnv, StateDir: hc.codexState, Logger: hc.log(stderr)})
 	if err != nil {
 		return nil, fmt.Errorf("runtime: --harness %s: %w", spec, err)
 	}

@@ -205,7 +205,7 @@ func TestRuntimeShutdownWaitsForCleanup(t *testing.T) {
 	failures := 0
 	for i, l := range all {
 		switch {
-		case strings.Contains(l, `msg="executor close failed`):
+		case strings.Contains(l, `"msg":"executor close failed`):
 			failures++
 			failed = i
 		case strings.Contains(l, "every owned executor closed"):

@@ -169,7 +169,7 @@ func (g *Gateway) upgrade(w http.ResponseWriter, r *http.Request) {
 	g.wg.Add(1)
 	defer g.wg.Done()
 	runErr := pc.Run(g.ctx)
-	c.log.Info("gateway: connection closed", "epoch", c.epoch, "reason", errText(runErr))
+	c.log.Info("gateway: connection closed", "reason", errText(runErr)) // the epoch is on c.log already
 	c.abandonAll()
 	g.release(c)
 }
