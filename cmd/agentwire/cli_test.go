@@ -3,8 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"log/slog"
 	"flag"
+	"log/slog"
 	"regexp"
 	"testing"
 
