@@ -12,6 +12,11 @@ GENERATED = $(shell $(GO) run ./cmd/agentwire-gen generate --dirs)
 
 all: generate test
 
+## build: the agentwire binary at bin/agentwire (go install ./cmd/agentwire puts it in $(go env GOPATH)/bin)
+.PHONY: build
+build:
+	$(GO) build -o bin/agentwire ./cmd/agentwire
+
 ## generate: validate spec/*.yaml and rewrite the generated files (agentwire-gen generate --dirs lists where)
 generate:
 	$(GO) run ./cmd/agentwire-gen generate

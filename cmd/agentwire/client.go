@@ -33,6 +33,23 @@ func newAPIClient(core string) (*apiClient, error) {
 	return &apiClient{base: base, key: key}, nil
 }
 
+// callID is call for a request that creates a record, printing only the
+// new record's ID (the --quiet of the create commands).
+func (c *apiClient) callID(method, path string, body any, out io.Writer) error {
+	var b bytes.Buffer
+	if err := c.call(method, path, body, &b); err != nil {
+		return err
+	}
+	var rec struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(b.Bytes(), &rec); err != nil || rec.ID == "" {
+		return fmt.Errorf("%s %s answered no id: %s", method, path, strings.TrimSpace(b.String()))
+	}
+	_, err := fmt.Fprintln(out, rec.ID)
+	return err
+}
+
 // call sends a JSON request and writes the JSON answer to out; a non-2xx
 // answer becomes an error carrying the API's error body.
 func (c *apiClient) call(method, path string, body any, out io.Writer) error {
@@ -101,12 +118,14 @@ func runSession(args []string, stdout, stderr io.Writer) error {
 	core := fs.String("core", "", "Core's base URL (default $AGENTWIRE_CORE)")
 	var kind, environment, envType, binding *string
 	var initf *initFlags
+	quiet := new(bool)
 	if args[0] == "create" {
 		kind = fs.String("kind", "", "the agent kind the Session runs (required; a device of the project must declare it)")
 		environment = fs.String("environment", "", "a registered Environment's ID (agentwire env create prints it)")
 		envType = fs.String("env", "", "gone: use --environment ENV (a registered Environment), or nothing for a Session without a workspace")
 		binding = fs.String("binding", "", "gone: a Session never chooses its binding; register the workspace with agentwire env create")
 		initf = addInitFlags(fs) // gone here: the initialization belongs to env create
+		quiet = fs.Bool("quiet", false, "print only the new Session's ID, for SES=$(agentwire session create -quiet ...)")
 	}
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return flagsDone(err)
@@ -142,6 +161,9 @@ func runSession(args []string, stdout, stderr io.Writer) error {
 	body := map[string]any{"agent_kind": *kind}
 	if *environment != "" {
 		body["environment_id"] = *environment
+	}
+	if *quiet {
+		return c.callID("POST", "/api/v1/sessions", body, stdout)
 	}
 	return c.call("POST", "/api/v1/sessions", body, stdout)
 }

@@ -15,6 +15,7 @@ func runEnvRegistry(args []string, stdout, stderr io.Writer) error {
 	device := fs.String("device", "", "the device of the project that hosts the workspace (create)")
 	typ := fs.String("type", "self_hosted", "self_hosted or openai_hosted (create)")
 	initf := addInitFlags(fs)
+	quiet := fs.Bool("quiet", false, "print only the new Environment's ID (create), for ENV=$(agentwire env create -quiet ...)")
 	if err := parseFlags(fs, args[1:]); err != nil || fs.NArg() != 0 {
 		fmt.Fprintln(stderr, envUsage)
 		return errUsage
@@ -26,12 +27,15 @@ func runEnvRegistry(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
+		if *quiet && method == "POST" {
+			return c.callID(method, path, body, stdout)
+		}
 		return c.call(method, path, body, stdout)
 	}
 	if args[0] == "list" {
 		var extra []string
 		fs.Visit(func(f *flag.Flag) {
-			if f.Name != "core" {
+			if f.Name != "core" && f.Name != "quiet" {
 				extra = append(extra, "--"+f.Name)
 			}
 		})

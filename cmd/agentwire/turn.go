@@ -76,6 +76,10 @@ func runTurn(args []string, stdout, stderr io.Writer) error {
 	if oneOf(args[0], "run", "attach") {
 		approveAll = fs.Bool("approve-all", false, "approve every permission request without asking (user-choice questions are still asked)")
 	}
+	quiet := new(bool)
+	if args[0] == "submit" {
+		quiet = fs.Bool("quiet", false, "print only the new Turn's ID, for TURN=$(agentwire turn submit -quiet ...)")
+	}
 	after := ""
 	if args[0] == "attach" {
 		fs.StringVar(&after, "after", "", "follow from after this event ID (none: from the first event)")
@@ -146,7 +150,11 @@ func runTurn(args []string, stdout, stderr io.Writer) error {
 		}
 		return c.call("POST", "/api/v1/turns/"+pos[0]+"/interactions/"+pos[1], body, stdout)
 	}
-	return c.call("POST", "/api/v1/sessions/"+*session+"/turns", map[string]any{"input": messageInput(strings.Join(pos, " "))}, stdout)
+	body := map[string]any{"input": messageInput(strings.Join(pos, " "))}
+	if *quiet {
+		return c.callID("POST", "/api/v1/sessions/"+*session+"/turns", body, stdout)
+	}
+	return c.call("POST", "/api/v1/sessions/"+*session+"/turns", body, stdout)
 }
 
 func messageInput(text string) []any {
