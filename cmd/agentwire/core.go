@@ -162,6 +162,10 @@ func runCoreCredential(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("core credential "+sub, stderr)
 	data := fs.String("data", "", "data directory")
 	var kind, device, project, out *string
+	asJSON := new(bool)
+	if sub == "list" {
+		asJSON = fs.Bool("json", false, "print the credentials as JSON Lines (times in RFC 3339) instead of a table")
+	}
 	if sub == "issue" {
 		kind = fs.String("kind", "", "device, project or admin")
 		device = fs.String("device", "", "the device a device credential is for")
@@ -225,14 +229,27 @@ func runCoreCredential(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
+		if *asJSON {
+			enc := json.NewEncoder(stdout)
+			for _, c := range list {
+				rec := map[string]any{"id": c.ID, "kind": c.Kind, "device_id": c.DeviceID, "project": c.Project, "created_at": c.CreatedAt.UTC().Format(time.RFC3339)}
+				if c.Revoked() {
+					rec["revoked_at"] = c.RevokedAt.UTC().Format(time.RFC3339)
+				}
+				if err := enc.Encode(rec); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tKIND\tDEVICE\tPROJECT\tCREATED\tREVOKED")
 		for _, c := range list {
 			revoked := "-"
 			if c.Revoked() {
-				revoked = c.RevokedAt.Format(time.RFC3339)
+				revoked = c.RevokedAt.Local().Format(time.DateTime)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.ID, c.Kind, dash(c.DeviceID), dash(c.Project), c.CreatedAt.Format(time.RFC3339), revoked)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.ID, c.Kind, dash(c.DeviceID), dash(c.Project), c.CreatedAt.Local().Format(time.DateTime), revoked)
 		}
 		return tw.Flush()
 	case "revoke":

@@ -61,3 +61,17 @@ func TestCredentialHelpNeedsNoData(t *testing.T) {
 	err := run([]string{"core", "credential", "bogus"}, &bytes.Buffer{}, &bytes.Buffer{})
 	assert.ErrorIs(t, err, errUsage)
 }
+
+func TestCredentialListJSON(t *testing.T) {
+	data := t.TempDir()
+	require.NoError(t, run([]string{"core", "credential", "issue", "--data", data, "--kind", "project", "--project", "p", "--out", filepath.Join(t.TempDir(), "k")}, &bytes.Buffer{}, &bytes.Buffer{}))
+	var out bytes.Buffer
+	require.NoError(t, run([]string{"core", "credential", "list", "--json", "--data", data}, &out, &bytes.Buffer{}))
+	lines := bytes.Split(bytes.TrimSpace(out.Bytes()), []byte("\n"))
+	require.Len(t, lines, 1)
+	var rec map[string]any
+	require.NoError(t, json.Unmarshal(lines[0], &rec))
+	assert.Equal(t, "project", rec["kind"])
+	assert.Regexp(t, `^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$`, rec["created_at"])
+	assert.NotContains(t, out.String(), "secret")
+}

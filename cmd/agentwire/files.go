@@ -38,6 +38,7 @@ func runFiles(args []string, stdout, stderr io.Writer) error {
 	session := fs.String("session", "", "Session ID")
 	maxEntries := fs.Int64("max-entries", wire.MaxDirectoryEntries, "at most this many entries (ls, 1 to 1024)")
 	maxBytes := fs.Int64("max-bytes", wire.MaxReadBytes, "at most this many bytes (cat, 1 to 1048576)")
+	asJSON := fs.Bool("json", false, "ls: print the API's listing as JSON instead of a table")
 	if err := parseFlags(fs, args[1:]); err != nil || fs.NArg() > 1 || (!ls && fs.NArg() != 1) {
 		fmt.Fprintln(stderr, filesUsage)
 		return errUsage
@@ -55,6 +56,10 @@ func runFiles(args []string, stdout, stderr io.Writer) error {
 	if ls {
 		q.Set("max_entries", strconv.FormatInt(*maxEntries, 10))
 		if err := c.call("GET", base+"?"+q.Encode(), nil, &raw); err != nil {
+			return err
+		}
+		if *asJSON {
+			_, err := stdout.Write(raw.Bytes())
 			return err
 		}
 		var l struct {
