@@ -111,7 +111,9 @@ fuzz:
 ## deltas, a permission question answered, one active input, done. Prints the frames and
 ## writes demo-out/transcript.txt and demo-out/sequence.mmd
 demo:
-	$(GO) run ./cmd/agentwire demo --out demo-out
+	@echo "building agentwire (a first build takes a minute or two)…"
+	$(GO) build -o bin/agentwire ./cmd/agentwire
+	bin/agentwire demo --out demo-out
 
 ## demo-codex: the same demo with the real Codex CLI (make harnesses installs it) in the Runtime
 ## (--harness codex), against a scripted model endpoint on 127.0.0.1, so it runs offline:
@@ -120,7 +122,9 @@ demo:
 ## demo-out/codex/transcript.txt and demo-out/codex/sequence.mmd
 .PHONY: demo-codex
 demo-codex:
-	$(GO) run ./cmd/agentwire demo --harness codex --out demo-out/codex
+	@echo "building agentwire (a first build takes a minute or two)…"
+	$(GO) build -o bin/agentwire ./cmd/agentwire
+	bin/agentwire demo --harness codex --out demo-out/codex
 
 ## diagrams-browser-check: render docs/machines/*.mmd with the real Mermaid in headless
 ## Chromium and check every state shows its name (needs Chromium, node and npm; not in `test`)

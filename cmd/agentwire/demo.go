@@ -121,6 +121,7 @@ type demoHarness struct {
 func (d *demo) echoHarness(agent string) (*demoHarness, error) {
 	if agent == "" {
 		agent = filepath.Join(d.tmp, "echo-agent")
+		d.say("building examples/echo-agent…")
 		if b, err := exec.Command("go", "build", "-o", agent, "./examples/echo-agent").CombinedOutput(); err != nil {
 			return nil, fmt.Errorf("build examples/echo-agent (run the demo from the repository root, or give --agent): %v: %s", err, b)
 		}
@@ -246,8 +247,8 @@ func (d *demo) run(outDir string, setup func() (*demoHarness, error)) error {
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return err
 	}
-	text := d.red.clean(renderTranscript(lines))
-	if err := os.WriteFile(filepath.Join(outDir, "transcript.txt"), []byte(text), 0o644); err != nil {
+	text := d.red.clean(renderSummary(lines))
+	if err := os.WriteFile(filepath.Join(outDir, "transcript.txt"), []byte(d.red.clean(renderTranscript(lines))), 0o644); err != nil {
 		return err
 	}
 	mmd := d.red.clean(renderSequence(lines, d.steps, h.diagram))

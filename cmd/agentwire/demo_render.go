@@ -39,13 +39,47 @@ func readFrames(path string) ([]frameLine, error) {
 	return out, sc.Err()
 }
 
-// summary is a short, readable form of a payload (at most 100 bytes).
+// summary is a short, readable form of a payload: its members in key
+// order with long strings (IDs, text) shortened, so that the fields two
+// frames differ in (a state, a revision, a code) stay visible.
 func summary(raw json.RawMessage) string {
-	s := string(raw)
-	if len(s) > 100 {
-		s = s[:100] + "…"
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return string(raw)
+	}
+	b, _ := json.Marshal(shorten(v))
+	s := string(b)
+	if len(s) > 160 {
+		s = s[:160] + "…"
 	}
 	return s
+}
+
+func shorten(v any) any {
+	switch x := v.(type) {
+	case string:
+		if r := []rune(x); len(r) > 24 {
+			return string(r[:12]) + "…"
+		}
+	case map[string]any:
+		for k, e := range x {
+			x[k] = shorten(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = shorten(e)
+		}
+	}
+	return v
+}
+
+// inOrder sorts the frames by the time Core recorded each (a frame it
+// sent is recorded when written, one it received when read), so an
+// answer never shows above what it answers.
+func inOrder(lines []frameLine) []frameLine {
+	out := append([]frameLine(nil), lines...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
+	return out
 }
 
 // folded drops the heartbeats after the first: they repeat the declaration.
@@ -65,9 +99,11 @@ func folded(lines []frameLine) ([]frameLine, int) {
 	return out, dropped
 }
 
-func renderTranscript(lines []frameLine) string {
+// renderSummary is the terminal's view: one aligned line per frame,
+// heartbeats after the first folded.
+func renderSummary(lines []frameLine) string {
 	var b strings.Builder
-	list, dropped := folded(lines)
+	list, dropped := folded(inOrder(lines))
 	for _, l := range list {
 		arrow := "Runtime → Core"
 		if l.Dir == "out" {
@@ -77,12 +113,36 @@ func renderTranscript(lines []frameLine) string {
 		if l.env.Type == wire.TypeHeartbeat {
 			payload = "(capability declaration)"
 		}
-		fmt.Fprintf(&b, "%s  %s  %-26s id=%-28s %s\n", l.At.Format("15:04:05.000"), arrow, l.env.Type, l.env.ID, payload)
+		fmt.Fprintf(&b, "%s  %s  %-26s %-14s %s\n", l.At.Format("15:04:05.000"), arrow, l.env.Type, shortID(l.env.ID), payload)
 	}
 	if dropped > 0 {
 		fmt.Fprintf(&b, "(%d more heartbeats)\n", dropped)
 	}
 	return b.String()
+}
+
+// renderTranscript is transcript.txt: every frame whole, in the order Core
+// recorded them, each after its time and direction.
+func renderTranscript(lines []frameLine) string {
+	var b strings.Builder
+	for _, l := range inOrder(lines) {
+		arrow := "Runtime → Core"
+		if l.Dir == "out" {
+			arrow = "Core → Runtime"
+		}
+		fmt.Fprintf(&b, "%s  %s  %s\n", l.At.UTC().Format("2006-01-02T15:04:05.000000Z"), arrow, strings.TrimSpace(string(l.Frame)))
+	}
+	return b.String()
+}
+
+func shortID(id string) string {
+	if id == "" {
+		return "-"
+	}
+	if r := []rune(id); len(r) > 14 {
+		return string(r[:13]) + "…"
+	}
+	return id
 }
 
 // mermaidText keeps a message label inside Mermaid's syntax.

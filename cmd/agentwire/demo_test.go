@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,6 +50,24 @@ func TestDemo(t *testing.T) {
 	assert.Contains(t, string(mmd), "Core->>Runtime: permission_decision")
 	tr, err := os.ReadFile(filepath.Join(out, "transcript.txt"))
 	require.NoError(t, err)
+	// transcript.txt holds every frame whole, in the order Core recorded them.
+	prev := ""
+	var types []string
+	for _, line := range strings.Split(strings.TrimSpace(string(tr)), "\n") {
+		at, rest, ok := strings.Cut(line, "  ")
+		require.True(t, ok, line)
+		assert.GreaterOrEqual(t, at, prev, "frames in recorded order")
+		prev = at
+		_, frame, ok := strings.Cut(rest, "  ")
+		require.True(t, ok, line)
+		var env struct {
+			Type    string          `json:"type"`
+			Payload json.RawMessage `json:"payload"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(frame), &env), "a whole frame: %s", line)
+		types = append(types, env.Type)
+	}
+	assert.Contains(t, types, "prompt_steer_ack")
 	// Every secret the issuer makes starts awd_, awp_ or awa_ (by kind).
 	secret := regexp.MustCompile(`aw[dpa]_[A-Za-z0-9_-]{8,}`)
 	for _, text := range []string{s, string(mmd), string(tr)} {

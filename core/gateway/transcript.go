@@ -29,10 +29,14 @@ type transcript struct {
 }
 
 func (t *transcript) record(device, dir string, frame []byte) {
+	t.recordAt(t.now(), device, dir, frame)
+}
+
+func (t *transcript) recordAt(at time.Time, device, dir string, frame []byte) {
 	if !json.Valid(frame) {
 		frame, _ = json.Marshal(string(frame))
 	}
-	b, err := json.Marshal(TranscriptLine{At: t.now().UTC(), Device: device, Dir: dir, Frame: frame})
+	b, err := json.Marshal(TranscriptLine{At: at.UTC(), Device: device, Dir: dir, Frame: frame})
 	if err != nil {
 		return
 	}
@@ -57,10 +61,14 @@ func (r *recording) Read(ctx context.Context) ([]byte, error) {
 	return b, err
 }
 
+// Write records a frame written successfully at the time the write began:
+// the peer may answer before the write returns, and its answer, recorded
+// by the reader, must not carry the earlier time.
 func (r *recording) Write(ctx context.Context, frame []byte) error {
+	at := r.t.now()
 	err := r.Transport.Write(ctx, frame)
 	if err == nil {
-		r.t.record(r.device, "out", frame)
+		r.t.recordAt(at, r.device, "out", frame)
 	}
 	return err
 }
