@@ -78,6 +78,9 @@ type Gateway struct {
 	// holds are the Sessions' scheduling reservations (workspace_read.go).
 	holds   map[string]*sessionHold
 	holdSeq uint64
+	// turnDropped is closed (and forgotten) when a Turn's hold goes; a
+	// read waiting for a finished Turn's hold takes it (reservation.go).
+	turnDropped chan struct{}
 }
 
 // New returns a Gateway; Close stops every connection it accepted.

@@ -1,5 +1,7 @@
 package gateway
 
+import "context"
+
 // The Sessions' scheduling reservations: a Session is held either by the
 // Turns this gateway's worker executes or by one workspace read, never
 // both (daemon-protocol.txt:183: an idle read runs on the Worker's Session
@@ -54,6 +56,52 @@ func (g *Gateway) dropTurnHold(sessionID, turnID string) {
 	if h := g.holds[sessionID]; h != nil {
 		delete(h.turns, turnID)
 		g.tidyHold(sessionID, h)
+	}
+	if g.turnDropped != nil {
+		close(g.turnDropped)
+		g.turnDropped = nil
+	}
+}
+
+// holdForIdleRead is holdForRead after awaitFinishedTurns.
+func (g *Gateway) holdForIdleRead(ctx context.Context, sessionID string) (turnID string, th turnHold, ok bool) {
+	g.awaitFinishedTurns(ctx, sessionID)
+	return g.holdForRead(sessionID)
+}
+
+// awaitFinishedTurns waits, bounded by ctx, while the Session's
+// reservation is held only by Turns whose end is already stored. The
+// worker drops a Turn's hold when its execution returns, a moment after
+// the end is stored, and a read or write from a caller who saw the Turn
+// end must not be told the Session is busy.
+func (g *Gateway) awaitFinishedTurns(ctx context.Context, sessionID string) {
+	for {
+		g.mu.Lock()
+		if g.turnDropped == nil {
+			g.turnDropped = make(chan struct{})
+		}
+		dropped := g.turnDropped
+		var held []string
+		if h := g.holds[sessionID]; h != nil {
+			for id := range h.turns {
+				held = append(held, id)
+			}
+		}
+		g.mu.Unlock()
+		if len(held) == 0 {
+			return
+		}
+		for _, id := range held {
+			t, err := g.cfg.Store.GetTurn(ctx, id)
+			if err != nil || !t.State.Terminal() {
+				return // a Turn that runs holds the Session: busy, or read through its Run
+			}
+		}
+		select {
+		case <-dropped:
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 

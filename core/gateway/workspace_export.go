@@ -65,7 +65,7 @@ func (g *Gateway) ExportWorkspace(ctx context.Context, sessionID string) (ReadDa
 	if err := json.Unmarshal(env.Binding, &binding); err != nil || binding.ID == "" {
 		return ReadData{}, ErrNoWorkspace
 	}
-	if _, _, idle := g.holdForRead(sessionID); !idle {
+	if _, _, idle := g.holdForIdleRead(ctx, sessionID); !idle {
 		// decision: an export needs a read-only handle, which only an idle
 		// Session's reservation gives (daemon-protocol.txt:177, 183); a
 		// running Turn or another read makes it busy, as for a read.

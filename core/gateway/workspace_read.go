@@ -129,7 +129,7 @@ func (g *Gateway) ReadWorkspace(ctx context.Context, sessionID string, q ReadQue
 		return ReadData{}, &ReadError{Code: "invalid_request", Rejected: true, Detail: boundedErr(err)}
 	}
 
-	turnID, th, idle := g.holdForRead(sessionID)
+	turnID, th, idle := g.holdForIdleRead(ctx, sessionID)
 	out := make(chan readEnd, 1)
 	if !idle {
 		// During active execution the read targets the exact Run

@@ -137,6 +137,7 @@ func (g *Gateway) WriteWorkspace(ctx context.Context, sessionID, path string, bo
 	if w, err := g.cfg.Store.UnsettledWorkspaceWrite(ctx, sessionID); err == nil {
 		return WriteResult{}, &WriteBlockedError{MutationID: w.MutationID, State: w.State}
 	}
+	g.awaitFinishedTurns(ctx, sessionID)
 	if !g.holdForWrite(sessionID, env.ID) {
 		return WriteResult{}, ErrSessionBusy
 	}
