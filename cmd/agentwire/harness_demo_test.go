@@ -62,8 +62,8 @@ func TestHarnessDemoCodex(t *testing.T) {
 
 	tr, err := os.ReadFile(filepath.Join(out, "transcript.txt"))
 	require.NoError(t, err)
-	assert.Contains(t, string(tr), "Runtime → Core  prompt_steer_ack")
-	assert.Contains(t, string(tr), "Core → Runtime  workspace_read ")
+	assert.Contains(t, string(tr), `Runtime → Core  {"type":"prompt_steer_ack"`)
+	assert.Contains(t, string(tr), `Core → Runtime  {"type":"workspace_read"`)
 	mmd, err := os.ReadFile(filepath.Join(out, "sequence.mmd"))
 	require.NoError(t, err)
 	assert.Contains(t, string(mmd), "participant Runtime as Runtime (codex, the real CLI)")
