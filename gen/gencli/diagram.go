@@ -2,8 +2,11 @@ package gencli
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"os"
 	"strings"
 
@@ -33,7 +36,17 @@ func Diagram(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return ErrUsage
 	}
-	model, err := spec.LoadDir(os.DirFS(*specDir), ".", *specDir)
+	fsys, label := iofs.FS(os.DirFS(*specDir)), *specDir
+	specGiven := false
+	fs.Visit(func(f *flag.Flag) { specGiven = specGiven || f.Name == "spec" })
+	if _, err := os.Stat(*specDir); !specGiven && errors.Is(err, iofs.ErrNotExist) {
+		// Away from a checkout: the tables this binary was built from.
+		fsys, label = spec.Embedded, "the spec built into this binary"
+	}
+	if _, err := os.Stat(*specDir); specGiven && err != nil {
+		return fmt.Errorf("--spec %s: %w (the directory holding the machine tables, spec/ of a checkout)", *specDir, err)
+	}
+	model, err := spec.LoadDir(fsys, ".", label)
 	if err != nil {
 		return err
 	}
