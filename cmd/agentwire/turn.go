@@ -36,10 +36,12 @@ var turnCommands = map[string]subcommand{
 	"submit": {use: "turn submit [flags] TEXT...", about: "Queues a Turn of the Session with TEXT (the words joined by spaces) and prints it as JSON.",
 		examples: []string{"agentwire turn submit --session SESSION fix the failing test"}},
 	"run": {use: "turn run [flags] TEXT...", about: "Queues a Turn with TEXT and prints its events as they arrive, one line each (EVENT JSON), asking its\n" +
-		"questions on the terminal. Exit 0 only when the Turn completed, 1 when it ended otherwise.",
+		"questions on the terminal. Exit 0 only when the Turn completed, 1 when it ended otherwise. Ctrl-C\n" +
+		"detaches (exit 130; the Turn goes on, and the commands to follow it again or cancel it are printed);\n" +
+		"a second Ctrl-C within 2 s cancels the Turn.",
 		examples: []string{"agentwire turn run --session SESSION fix the failing test", "agentwire turn run --session SESSION --approve-all 'list the files'"}},
 	"attach": {use: "turn attach [flags] TURN", about: "Follows a Turn's events until it ends, from the first one or after --after (an event ID a\n" +
-		"stream printed), answering its questions on the terminal. Exit codes as turn run.",
+		"stream printed), answering its questions on the terminal. Exit codes and Ctrl-C as turn run.",
 		examples: []string{"agentwire turn attach TURN", "agentwire turn attach --after 12 TURN"}},
 	"input": {use: "turn input [flags] TURN TEXT...", about: "Sends TEXT as active input to the running Turn and prints its receipts as the Runtime reports\n" +
 		"them (written, then accepted) until its outcome is known.",

@@ -345,4 +345,31 @@ func TestTurnVerbsAgainstTheRuntimeProcess(t *testing.T) {
 		assert.Equal(t, 1, strings.Count(out, once), "%q once in:\n%s", once, out)
 	}
 	assert.Contains(t, out, `status {"state":"completed"}`)
+
+	// Ctrl-C twice within the window cancels the followed Turn: here one
+	// that stays queued (no device serves its kind).
+	idle := cliJSON(t, bin, proj.Secret, "session", "create", "--core", core.base, "--kind", "nobody-serves-this")
+	out, err = cli("turn", "submit", "--quiet", "--session", idle["id"].(string), "never placed")
+	require.NoError(t, err)
+	second := strings.TrimSpace(out)
+	attach2 := exec.Command(bin, "turn", "attach", second)
+	attach2.Env = env
+	in2, err := attach2.StdinPipe()
+	require.NoError(t, err)
+	defer in2.Close()
+	err2 := &lockedBuffer{}
+	attach2.Stderr = err2
+	require.NoError(t, attach2.Start())
+	require.Eventually(t, func() bool { return strings.Contains(err2.String(), "following turn "+second) }, 20*time.Second, 10*time.Millisecond)
+	require.NoError(t, attach2.Process.Signal(os.Interrupt))
+	require.Eventually(t, func() bool { return strings.Contains(err2.String(), "cancels it now") }, 20*time.Second, 10*time.Millisecond)
+	require.NoError(t, attach2.Process.Signal(os.Interrupt))
+	err = attach2.Wait()
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, 130, ee.ExitCode())
+	assert.Contains(t, err2.String(), "cancel sent:")
+	require.Eventually(t, func() bool {
+		st, err := cli("turn", "status", second)
+		return err == nil && strings.Contains(st, `"state": "cancelled"`)
+	}, 30*time.Second, 50*time.Millisecond, "the double Ctrl-C cancelled the Turn")
 }

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"strings"
 	"sync"
+	"time"
 )
 
 // turnOutcome is the error of a Turn that ended other than completed; the
@@ -56,7 +57,7 @@ func (c *apiClient) runTurnRun(session, text string, stdout io.Writer, p *prompt
 // exits 130 while the Turn goes on.
 func (c *apiClient) follow(turnID, last string, stdout io.Writer, p *prompter) error {
 	cursor := &eventCursor{id: last}
-	stopDetach := detachOnInterrupt(turnID, cursor, p)
+	stopDetach := c.detachOnInterrupt(turnID, cursor, p)
 	defer stopDetach()
 	on := func(event, data string) (bool, error) {
 		fmt.Fprintf(stdout, "%s %s\n", event, data)
@@ -100,33 +101,52 @@ func (c *eventCursor) set(id string) {
 	c.id = id
 }
 
-// detachOnInterrupt makes the first Ctrl-C print how to re-attach or
-// cancel (on the prompter's output, the terminal) and exit 130.
-func detachOnInterrupt(turnID string, cursor *eventCursor, p *prompter) (stop func()) {
+// detachOnInterrupt makes the first Ctrl-C detach: it prints (on the
+// prompter's output, the terminal) how to follow the Turn again or cancel
+// it, and exits 130 unless a second Ctrl-C comes within cancelWindow,
+// which cancels the Turn first.
+func (c *apiClient) detachOnInterrupt(turnID string, cursor *eventCursor, p *prompter) (stop func()) {
 	if p == nil || p.out == nil {
 		return func() {}
 	}
-	sig := make(chan os.Signal, 1)
+	sig := make(chan os.Signal, 2)
 	signal.Notify(sig, os.Interrupt)
+	fmt.Fprintf(p.out, "following turn %s (Ctrl-C detaches, twice cancels)\n", turnID)
 	done := make(chan struct{})
 	go func() {
 		select {
 		case <-sig:
-			after := ""
-			if id := cursor.get(); id != "" {
-				after = "--after " + id + " "
-			}
-			fmt.Fprintf(p.out, "\ndetached from turn %s, which goes on running.\n  follow it again: agentwire turn attach %s%s\n  cancel it:       agentwire turn cancel %s\n",
-				turnID, after, turnID, turnID)
-			os.Exit(exitInterrupted)
 		case <-done:
+			return
 		}
+		after := ""
+		if id := cursor.get(); id != "" {
+			after = "--after " + id + " "
+		}
+		fmt.Fprintf(p.out, "\ndetached from turn %s, which goes on running.\n  follow it again: agentwire turn attach %s%s\n  cancel it:       agentwire turn cancel %s\n(Ctrl-C again within %v cancels it now)\n",
+			turnID, after, turnID, turnID, cancelWindow)
+		t := time.NewTimer(cancelWindow)
+		select {
+		case <-sig:
+			var out bytes.Buffer
+			if err := c.call("POST", "/api/v1/turns/"+turnID+"/cancel", nil, &out); err != nil {
+				fmt.Fprintf(p.out, "cancel not sent: %v\n", err)
+			} else {
+				fmt.Fprintf(p.out, "cancel sent: %s\n", compactJSON(out.Bytes()))
+			}
+		case <-t.C:
+		}
+		os.Exit(exitInterrupted)
 	}()
 	return func() {
 		signal.Stop(sig)
 		close(done)
 	}
 }
+
+// cancelWindow is how long after the first Ctrl-C a second one cancels
+// the Turn instead of only detaching.
+const cancelWindow = 2 * time.Second
 
 // exitInterrupted is the exit status after Ctrl-C (128 + SIGINT).
 const exitInterrupted = 130
