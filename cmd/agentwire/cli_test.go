@@ -20,10 +20,11 @@ func TestTurnHelpShowsOwnFlags(t *testing.T) {
 		"attach": {"-core", "-approve-all", "-after"},
 		"input":  {"-core"},
 		"answer": {"-core", "-approve", "-deny", "-choose", "-dismiss"},
+		"list":   {"-core", "-session", "-limit", "-json"},
 		"status": {"-core"},
 		"cancel": {"-core"},
 	}
-	all := []string{"-session", "-approve-all", "-after", "-approve", "-deny", "-choose", "-dismiss"}
+	all := []string{"-session", "-approve-all", "-after", "-approve", "-deny", "-choose", "-dismiss", "-limit", "-json"}
 	for cmd, flags := range own {
 		t.Run(cmd, func(t *testing.T) {
 			var out, errb bytes.Buffer

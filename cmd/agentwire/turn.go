@@ -9,8 +9,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"strings"
+	"text/tabwriter"
+	"time"
 )
 
 // The turn commands: each has its own flags, takes them before or after
@@ -24,6 +27,7 @@ commands:
   attach   follow a Turn's events (again), from the start or after an event
   input    send active input to a running Turn and show its receipts
   answer   answer a Turn's pending question (permission or user choice)
+  list     list a Session's Turns
   status   print a Turn's status
   cancel   cancel a Turn
 
@@ -50,6 +54,8 @@ var turnCommands = map[string]subcommand{
 		"question with --choose QUESTION=ANSWER (repeatable) or --dismiss. INTERACTION is the interaction_id\n" +
 		"of the question's event.",
 		examples: []string{"agentwire turn answer --approve TURN INTERACTION", "agentwire turn answer --choose q1=blue TURN INTERACTION"}},
+	"list": {use: "turn list [flags]", about: "Lists the Session's newest Turns, oldest first: a table (local times), or the API's JSON with --json.",
+		examples: []string{"agentwire turn list --session SESSION", "agentwire turn list --session SESSION --limit 100 --json"}},
 	"status": {use: "turn status [flags] TURN", about: "Prints the Turn's status as JSON."},
 	"cancel": {use: "turn cancel [flags] TURN", about: "Asks Core to cancel the Turn and prints the cancellation's delivery."},
 }
@@ -71,8 +77,13 @@ func runTurn(args []string, stdout, stderr io.Writer) error {
 	fs := cmd.flags(stderr)
 	core := fs.String("core", "", "Core's base URL (default $AGENTWIRE_CORE)")
 	var session *string
-	if oneOf(args[0], "submit", "run") {
+	if oneOf(args[0], "submit", "run", "list") {
 		session = fs.String("session", "", "the Session's ID (required)")
+	}
+	limit, asJSON := new(int), new(bool)
+	if args[0] == "list" {
+		limit = fs.Int("limit", 20, "at most this many of the newest Turns (1 to 100)")
+		asJSON = fs.Bool("json", false, "print the API's JSON instead of a table")
 	}
 	var approveAll *bool
 	if oneOf(args[0], "run", "attach") {
@@ -106,6 +117,13 @@ func runTurn(args []string, stdout, stderr io.Writer) error {
 		if len(pos) == 0 {
 			return usageError(fs, "the Turn's text is missing")
 		}
+	case "list":
+		if *session == "" {
+			return usageError(fs, "--session is required")
+		}
+		if len(pos) != 0 {
+			return usageError(fs, "turn list takes no arguments, got %q", pos)
+		}
 	case "input":
 		if len(pos) < 2 {
 			return usageError(fs, "want TURN and the input's text")
@@ -130,6 +148,8 @@ func runTurn(args []string, stdout, stderr io.Writer) error {
 		return &prompter{in: bufio.NewReader(stdin), out: stderr, approveAll: approveAll != nil && *approveAll}
 	}
 	switch args[0] {
+	case "list":
+		return c.listTurns(*session, *limit, *asJSON, stdout)
 	case "status":
 		return c.call("GET", "/api/v1/turns/"+pos[0], nil, stdout)
 	case "cancel":
@@ -157,6 +177,37 @@ func runTurn(args []string, stdout, stderr io.Writer) error {
 		return c.callID("POST", "/api/v1/sessions/"+*session+"/turns", body, stdout)
 	}
 	return c.call("POST", "/api/v1/sessions/"+*session+"/turns", body, stdout)
+}
+
+// listTurns prints a Session's Turns as a table, or the API's JSON.
+func (c *apiClient) listTurns(session string, limit int, asJSON bool, stdout io.Writer) error {
+	path := fmt.Sprintf("/api/v1/sessions/%s/turns?limit=%d", url.PathEscape(session), limit)
+	if asJSON {
+		return c.call("GET", path, nil, stdout)
+	}
+	var out bytes.Buffer
+	if err := c.call("GET", path, nil, &out); err != nil {
+		return err
+	}
+	var l struct {
+		Turns []struct {
+			ID        string         `json:"id"`
+			CreatedAt time.Time      `json:"created_at"`
+			UpdatedAt time.Time      `json:"updated_at"`
+			Status    map[string]any `json:"status"`
+		} `json:"turns"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &l); err != nil {
+		return fmt.Errorf("the API answered no Turn list: %w", err)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TURN\tSTATE\tREASON\tCREATED\tUPDATED")
+	for _, t := range l.Turns {
+		state, _ := t.Status["state"].(string)
+		reason, _ := t.Status["reason"].(string)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.ID, state, dash(reason), t.CreatedAt.Local().Format(time.DateTime), t.UpdatedAt.Local().Format(time.DateTime))
+	}
+	return tw.Flush()
 }
 
 func messageInput(text string) []any {

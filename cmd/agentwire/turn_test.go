@@ -346,6 +346,17 @@ func TestTurnVerbsAgainstTheRuntimeProcess(t *testing.T) {
 	}
 	assert.Contains(t, out, `status {"state":"completed"}`)
 
+	out, err = cli("turn", "list", "--session", ses["id"].(string))
+	require.NoError(t, err)
+	assert.Regexp(t, `(?m)^`+regexp.QuoteMeta(turnID)+`\s+completed\s`, out, "the table lists the Turn and its state")
+	out, err = cli("turn", "list", "--json", "--session", ses["id"].(string))
+	require.NoError(t, err)
+	var listed struct {
+		Turns []map[string]any `json:"turns"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &listed), out)
+	require.Len(t, listed.Turns, 1)
+
 	// Ctrl-C twice within the window cancels the followed Turn: here one
 	// that stays queued (no device serves its kind).
 	idle := cliJSON(t, bin, proj.Secret, "session", "create", "--core", core.base, "--kind", "nobody-serves-this")

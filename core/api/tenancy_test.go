@@ -167,3 +167,31 @@ func TestARevokedKeyEndsItsOpenEventStream(t *testing.T) {
 		assert.Equal(t, 401, call("GET", "/api/v1/turns/"+tr["id"].(string), "").Code, "and its next request is refused")
 	})
 }
+
+// A Session's Turns are listed newest last, bounded by ?limit, to its own
+// project only.
+func TestListingASessionsTurns(t *testing.T) {
+	e := newEnv(t)
+	resp, ses := e.do(e.key, "POST", "/api/v1/sessions", `{"agent_kind":"codex","environment":{"type":"none"}}`)
+	require.Equal(t, 201, resp.StatusCode, "%v", ses)
+	id := ses["id"].(string)
+	var turns []string
+	for i := 0; i < 3; i++ {
+		resp, turn := e.do(e.key, "POST", "/api/v1/sessions/"+id+"/turns", `{"input":[{"content":[{"type":"input_text","text":"hi"}]}]}`)
+		require.Equal(t, 201, resp.StatusCode, "%v", turn)
+		turns = append(turns, turn["id"].(string))
+	}
+	resp, list := e.do(e.key, "GET", "/api/v1/sessions/"+id+"/turns?limit=2", "")
+	require.Equal(t, 200, resp.StatusCode, "%v", list)
+	got := list["turns"].([]any)
+	require.Len(t, got, 2)
+	assert.Equal(t, turns[1], got[0].(map[string]any)["id"])
+	assert.Equal(t, turns[2], got[1].(map[string]any)["id"])
+	assert.Equal(t, map[string]any{"state": "queued"}, got[1].(map[string]any)["status"])
+
+	resp, bad := e.do(e.key, "GET", "/api/v1/sessions/"+id+"/turns?limit=0", "")
+	assert.Equal(t, 400, resp.StatusCode)
+	assert.Equal(t, "limit", bad["field"])
+	resp, _ = e.do(e.other, "GET", "/api/v1/sessions/"+id+"/turns", "")
+	assert.Equal(t, 404, resp.StatusCode, "another project's Session is not there")
+}

@@ -97,6 +97,37 @@ func (a *API) getTurn(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// maxListedTurns bounds one listing of a Session's Turns.
+const maxListedTurns = 100
+
+// listTurns answers GET /api/v1/sessions/{id}/turns: the Session's newest
+// Turns (?limit=N, 1 to 100, default 20), oldest first.
+func (a *API) listTurns(w http.ResponseWriter, r *http.Request) {
+	s, ok := a.session(w, r, r.PathValue("session_id"))
+	if !ok {
+		return
+	}
+	limit := 20
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxListedTurns {
+			badField(w, "limit", "want a whole number from 1 to 100")
+			return
+		}
+		limit = n
+	}
+	ts, err := a.cfg.Store.SessionTurns(r.Context(), s.ID, limit)
+	if err != nil {
+		a.internal(w, "list turns", err)
+		return
+	}
+	views := make([]any, 0, len(ts))
+	for _, t := range ts {
+		views = append(views, turnView(t))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"session_id": s.ID, "turns": views})
+}
+
 // InputRequest adds one active input to a running Turn.
 type InputRequest struct {
 	InputID string            `json:"input_id,omitempty"`

@@ -77,6 +77,9 @@ type Store interface {
 	FinishTurn(ctx context.Context, id, runID string, state TurnState, o Outcome, at time.Time) error
 	// TurnsOwnedBy lists non-terminal claimed or running Turns.
 	ActiveTurns(ctx context.Context) ([]Turn, error)
+	// SessionTurns returns the Session's newest Turns, at most limit of
+	// them (limit > 0), oldest first.
+	SessionTurns(ctx context.Context, sessionID string, limit int) ([]Turn, error)
 
 	// AppendInput stores an active input after the Turn's last one and
 	// returns it with its sequence number (1, 2, ...).

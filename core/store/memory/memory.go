@@ -320,6 +320,24 @@ func (s *Store) FinishTurn(ctx context.Context, id, runID string, state store.Tu
 	return nil
 }
 
+func (s *Store) SessionTurns(ctx context.Context, sessionID string, limit int) ([]store.Turn, error) {
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	var out []store.Turn
+	for _, id := range s.turnOrder {
+		if t := s.turns[id]; t.SessionID == sessionID {
+			out = append(out, copyTurn(t))
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
+	if limit > 0 && len(out) > limit {
+		out = out[len(out)-limit:]
+	}
+	return out, nil
+}
+
 func (s *Store) ActiveTurns(ctx context.Context) ([]store.Turn, error) {
 	if err := s.lock(ctx); err != nil {
 		return nil, err

@@ -163,6 +163,10 @@ ALTER TABLE devices ADD COLUMN project TEXT NOT NULL DEFAULT '';
 ALTER TABLE environments ADD COLUMN device_id TEXT NOT NULL DEFAULT '';
 CREATE INDEX environments_project ON environments(project, created_at);
 `,
+	// 6: a Session's Turns, newest first (GET /api/v1/sessions/{id}/turns).
+	`
+CREATE INDEX turns_session ON turns(session_id, created_at);
+`,
 }
 
 // SchemaVersion is the version a fully migrated database has.

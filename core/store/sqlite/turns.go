@@ -155,6 +155,14 @@ func (s *Store) DueTurns(ctx context.Context, now time.Time, limit int) ([]store
 		string(store.TurnQueued), ms(now), limit)
 }
 
+func (s *Store) SessionTurns(ctx context.Context, sessionID string, limit int) ([]store.Turn, error) {
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
+	}
+	return s.turns(ctx, `SELECT `+turnCols+` FROM (SELECT rowid AS r, * FROM turns WHERE session_id = ?
+		ORDER BY created_at DESC, rowid DESC LIMIT ?) ORDER BY created_at, r`, sessionID, limit)
+}
+
 func (s *Store) ActiveTurns(ctx context.Context) ([]store.Turn, error) {
 	return s.turns(ctx, `SELECT `+turnCols+` FROM turns WHERE state IN (?, ?) ORDER BY created_at, rowid`,
 		string(store.TurnClaimed), string(store.TurnRunning))

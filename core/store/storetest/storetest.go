@@ -35,6 +35,7 @@ func Run(t *testing.T, open Open) {
 		{"SessionsAndEnvironments", testSessions},
 		{"TurnLifecycle", testTurnLifecycle},
 		{"TurnDueOrder", testDueOrder},
+		{"SessionTurns", testSessionTurns},
 		{"CancelQueuedTurn", testCancelQueued},
 		{"NativeSession", testNativeSession},
 		{"ClaimRace", testClaimRace},
@@ -84,6 +85,31 @@ func seed(t *testing.T, s store.Store, n int) {
 			Input: raw(`[{"content":[{"type":"input_text","text":"hi"}]}]`), CreatedAt: T0.Add(time.Duration(i) * time.Millisecond),
 		}))
 	}
+}
+
+// testSessionTurns: a Session's newest Turns, oldest first, another
+// Session's never.
+func testSessionTurns(t *testing.T, s store.Store) {
+	seed(t, s, 4)
+	require.NoError(t, s.CreateSession(ctx, store.Session{ID: "other", Project: "p", AgentKind: "codex", EnvironmentID: "env", CreatedAt: T0}))
+	require.NoError(t, s.CreateTurn(ctx, store.Turn{ID: "other-turn", SessionID: "other", Input: raw(`[]`), CreatedAt: T0.Add(time.Second)}))
+	ids := func(ts []store.Turn) []string {
+		var out []string
+		for _, x := range ts {
+			out = append(out, x.ID)
+		}
+		return out
+	}
+	all, err := s.SessionTurns(ctx, "ses", 0)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"turn-0", "turn-1", "turn-2", "turn-3"}, ids(all))
+	newest, err := s.SessionTurns(ctx, "ses", 2)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"turn-2", "turn-3"}, ids(newest), "the newest, oldest first")
+	assert.Equal(t, store.TurnQueued, newest[0].State)
+	none, err := s.SessionTurns(ctx, "missing", 10)
+	require.NoError(t, err)
+	assert.Empty(t, none)
 }
 
 // race runs fn on n goroutines started together and returns how many
