@@ -27,8 +27,8 @@ commands:
   serve        run Core: agentwire core serve --listen 127.0.0.1:PORT --data DIR [--public-url URL]
   credential   issue, list or revoke credentials: agentwire core credential issue|list|revoke --data DIR ...
   devices      list the device registry: agentwire core devices --data DIR
-  device       give a device to a project: agentwire core device assign --data DIR --device D --project P
-               (for devices recorded before devices had projects; a device never changes project)
+  device       give a device to a project or revoke it: agentwire core device assign|revoke --data DIR --device D ...
+               (assign: for devices recorded before devices had projects; a device never changes project)
 `
 
 func runCore(args []string, stdout, stderr io.Writer) error {
@@ -301,9 +301,17 @@ func runCoreDevices(args []string, stdout, stderr io.Writer) error {
 	return enc.Encode(map[string]any{"devices": list})
 }
 
+const coreDeviceUsage = `usage: agentwire core device assign --data DIR --device D --project P
+       agentwire core device revoke --data DIR --device D
+assign gives a device no project owns to a project; revoke revokes every credential of the device,
+which closes its live connection (agentwire core devices lists the devices).`
+
 func runCoreDevice(args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "revoke" {
+		return runCoreDeviceRevoke(args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "assign" {
-		fmt.Fprintln(stderr, "usage: agentwire core device assign --data DIR --device D --project P")
+		fmt.Fprintln(stderr, coreDeviceUsage)
 		return errUsage
 	}
 	fs := newFlags("core device assign", stderr)
@@ -353,6 +361,47 @@ func warnUnowned(ctx context.Context, st store.Store, log *slog.Logger) error {
 		if e.Type != "none" && e.DeviceID == "" {
 			log.Warn("core: local Environment is hosted by no device (stored before Environments were registered); its Sessions take no Turns: register one with agentwire env create --device D", "environment_id", e.ID, "project", e.Project)
 		}
+	}
+	return nil
+}
+
+// runCoreDeviceRevoke revokes every credential of a device, as credential
+// revoke does one by one: its live connection is closed and it connects no
+// more.
+func runCoreDeviceRevoke(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("core device revoke", stderr)
+	data := fs.String("data", "", "data directory")
+	device := fs.String("device", "", "the device whose credentials are revoked")
+	if err := parseFlags(fs, args); err != nil {
+		return flagsDone(err)
+	}
+	if *device == "" || fs.NArg() != 0 {
+		return usageError(fs, "want --device D and no arguments")
+	}
+	ctx := context.Background()
+	st, err := openStore(ctx, *data)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	list, err := st.ListCredentials(ctx)
+	if err != nil {
+		return err
+	}
+	is := credential.Issuer{Store: st, Now: time.Now}
+	revoked := 0
+	for _, c := range list {
+		if c.Kind != store.KindDevice || c.DeviceID != *device || c.Revoked() {
+			continue
+		}
+		if err := is.Revoke(ctx, c.ID); err != nil && !errors.Is(err, store.ErrStale) {
+			return fmt.Errorf("revoking %s: %w", c.ID, err)
+		}
+		revoked++
+		fmt.Fprintf(stdout, "revoked %s\n", c.ID)
+	}
+	if revoked == 0 {
+		return fmt.Errorf("device %s has no credential to revoke", *device)
 	}
 	return nil
 }

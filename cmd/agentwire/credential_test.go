@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -74,4 +75,29 @@ func TestCredentialListJSON(t *testing.T) {
 	assert.Equal(t, "project", rec["kind"])
 	assert.Regexp(t, `^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$`, rec["created_at"])
 	assert.NotContains(t, out.String(), "secret")
+}
+
+// core device revoke revokes every credential of the device, and says so
+// when it has none left.
+func TestCoreDeviceRevoke(t *testing.T) {
+	data := t.TempDir()
+	for i := 0; i < 2; i++ {
+		require.NoError(t, run([]string{"core", "credential", "issue", "--data", data, "--kind", "device", "--device", "dev-1", "--project", "p",
+			"--out", filepath.Join(t.TempDir(), "c")}, &bytes.Buffer{}, &bytes.Buffer{}))
+	}
+	require.NoError(t, run([]string{"core", "credential", "issue", "--data", data, "--kind", "device", "--device", "dev-2", "--project", "p",
+		"--out", filepath.Join(t.TempDir(), "c")}, &bytes.Buffer{}, &bytes.Buffer{}))
+	var out bytes.Buffer
+	require.NoError(t, run([]string{"core", "device", "revoke", "--data", data, "--device", "dev-1"}, &out, &bytes.Buffer{}))
+	assert.Equal(t, 2, strings.Count(out.String(), "revoked "))
+	var list bytes.Buffer
+	require.NoError(t, run([]string{"core", "credential", "list", "--json", "--data", data}, &list, &bytes.Buffer{}))
+	for _, l := range strings.Split(strings.TrimSpace(list.String()), "\n") {
+		var rec map[string]any
+		require.NoError(t, json.Unmarshal([]byte(l), &rec))
+		_, revoked := rec["revoked_at"]
+		assert.Equal(t, rec["device_id"] == "dev-1", revoked, "%v", rec)
+	}
+	err := run([]string{"core", "device", "revoke", "--data", data, "--device", "dev-1"}, &bytes.Buffer{}, &bytes.Buffer{})
+	assert.ErrorContains(t, err, "no credential to revoke")
 }
