@@ -275,7 +275,7 @@ func connectOnce(ctx context.Context, cfg Config, sh shared) (live bool, err err
 	if cfg.OnConnected != nil {
 		cfg.OnConnected(conn)
 	}
-	cfg.Logger.Info("connected", "device", cfg.DeviceID)
+	cfg.Logger.Info("connected", "device_id", cfg.DeviceID)
 	// The connection outlives the stop request: the Runtime closes its
 	// Executors with the transport open and heartbeating, and closes it
 	// once they closed (connection.yaml, shutting_down). Only the

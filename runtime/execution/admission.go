@@ -299,7 +299,7 @@ func (s *Session) admit(d *peer.Driver, inst *peer.Instance, p wire.ExecutionPre
 				// followed closes it.
 				a.exe = exe
 			case err != nil:
-				s.cfg.Logger.Info("preparation failed", "request", a.requestID, "err", err)
+				s.cfg.Logger.Info("preparation failed", "request_id", a.requestID, "err", err)
 				// A factory may fail and still return what it created: the
 				// admission keeps both, and the failure's settle_cleanup
 				// closes it (daemon-protocol.txt:177).
@@ -314,7 +314,7 @@ func (s *Session) admit(d *peer.Driver, inst *peer.Instance, p wire.ExecutionPre
 		if !posted && exe != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 			if cerr := exe.Close(ctx); cerr != nil {
-				s.cfg.Logger.Warn("executor close after connection loss failed; it stays owned", "executor", a.executorID, "err", cerr)
+				s.cfg.Logger.Warn("executor close after connection loss failed; it stays owned", "executor_id", a.executorID, "err", cerr)
 				s.cfg.Pool.Retain(a.executorID, a.env, exe, cerr)
 			}
 			cancel()

@@ -165,7 +165,7 @@ func (s *Session) refusedFrame(runID string, se *peer.SendError) {
 		return
 	}
 	r.failure = refusalText(se)
-	s.cfg.Logger.Warn("a frame of the Run was refused; the Run fails", "run", runID, "err", se)
+	s.cfg.Logger.Warn("a frame of the Run was refused; the Run fails", "run_id", runID, "err", se)
 	r.cancel()
 }
 

@@ -260,7 +260,7 @@ func (p *Pool) due() (time.Time, *owned) {
 	for i, o := range p.idle {
 		if !now.Before(o.idleUntil) {
 			p.idle = append(p.idle[:i], p.idle[i+1:]...)
-			p.cfg.Logger.Info("idle executor expired; closing it", "executor", o.id)
+			p.cfg.Logger.Info("idle executor expired; closing it", "executor_id", o.id)
 			p.closing = o
 			return time.Time{}, o
 		}
@@ -295,7 +295,7 @@ func (p *Pool) closeOne(ctx context.Context, o *owned) error {
 	p.closing = nil
 	if err == nil {
 		if o.attempts > 0 {
-			p.cfg.Logger.Info("executor closed on retry", "executor", o.id, "attempts", o.attempts+1)
+			p.cfg.Logger.Info("executor closed on retry", "executor_id", o.id, "attempts", o.attempts+1)
 		}
 		return nil
 	}
@@ -308,7 +308,7 @@ func (p *Pool) closeOne(ctx context.Context, o *owned) error {
 	wait = min(wait, p.cfg.RetryMax)
 	o.nextTry = p.cfg.Clock.Now().Add(wait)
 	p.failed = append(p.failed, o)
-	p.cfg.Logger.Warn("executor close failed; it stays owned and is retried", "executor", o.id, "attempts", o.attempts, "retry_in", wait, "err", err)
+	p.cfg.Logger.Warn("executor close failed; it stays owned and is retried", "executor_id", o.id, "attempts", o.attempts, "retry_in", wait, "err", err)
 	return err
 }
 
@@ -451,6 +451,6 @@ func (p *Pool) logAbandoned() {
 		all = append(all, p.closing)
 	}
 	for _, o := range all {
-		p.cfg.Logger.Error("shutdown: executor abandoned by the operator; its native resources may still exist", "executor", o.id, "failed_closes", o.attempts)
+		p.cfg.Logger.Error("shutdown: executor abandoned by the operator; its native resources may still exist", "executor_id", o.id, "failed_closes", o.attempts)
 	}
 }

@@ -217,7 +217,7 @@ func (s *Session) closeExecutor(id, env string, exe harness.Executor, then func(
 			cancel()
 		}
 		if err != nil {
-			s.cfg.Logger.Warn("executor close failed; it stays owned", "executor", id, "err", err)
+			s.cfg.Logger.Warn("executor close failed; it stays owned", "executor_id", id, "err", err)
 			s.cfg.Pool.Retain(id, env, exe, err)
 		}
 		s.post(func(d *peer.Driver) {
