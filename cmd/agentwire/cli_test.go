@@ -132,3 +132,27 @@ func dropTime(t *testing.T, b []byte) string {
 	out, _ := json.Marshal(m)
 	return string(out)
 }
+
+// env and files subcommands list their own flags only.
+func TestEnvAndFilesHelpShowOwnFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args      []string
+		has, lack []string
+	}{
+		{[]string{"env", "list", "-h"}, []string{"-core"}, []string{"-device", "-init-env", "-quiet"}},
+		{[]string{"env", "create", "-h"}, []string{"-device", "-quiet", "-init-env"}, []string{"-rollback"}},
+		{[]string{"env", "show", "-h"}, []string{"-core"}, []string{"-rollback", "-device"}},
+		{[]string{"env", "resume", "-h"}, []string{"-rollback"}, []string{"-device"}},
+		{[]string{"files", "ls", "-h"}, []string{"-max-entries", "-json"}, []string{"-max-bytes"}},
+		{[]string{"files", "cat", "-h"}, []string{"-max-bytes"}, []string{"-max-entries", "-json"}},
+	} {
+		var errb bytes.Buffer
+		require.NoError(t, run(tc.args, &bytes.Buffer{}, &errb), "%v", tc.args)
+		for _, f := range tc.has {
+			assert.Regexp(t, `(?m)^  `+f+`( |$)`, errb.String(), "%v lists %s", tc.args, f)
+		}
+		for _, f := range tc.lack {
+			assert.NotRegexp(t, `(?m)^  `+f+`( |$)`, errb.String(), "%v does not list %s", tc.args, f)
+		}
+	}
+}

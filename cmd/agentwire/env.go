@@ -36,16 +36,21 @@ func runEnv(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, envUsage)
 		return errUsage
 	}
-	fs := newFlags("env "+args[0], stderr)
+	fs := subcommand{use: "env " + args[0] + " [flags] ENV", about: envUsage}.flags(stderr)
 	core := fs.String("core", "", "Core's base URL (default $AGENTWIRE_CORE)")
-	rollback := fs.Bool("rollback", false, "abandon the attempt instead of resuming it (resume)")
-	if err := parseFlags(fs, args[1:]); err != nil || fs.NArg() != 1 {
-		fmt.Fprintln(stderr, envUsage)
-		return errUsage
+	rollback := new(bool)
+	if args[0] == "resume" {
+		rollback = fs.Bool("rollback", false, "abandon the attempt instead of resuming it")
+	}
+	if err := parseFlags(fs, args[1:]); err != nil {
+		return flagsDone(err)
+	}
+	if fs.NArg() != 1 {
+		return usageError(fs, "want one ENV, got %d arguments", fs.NArg())
 	}
 	c, err := newAPIClient(*core)
 	if err != nil {
-		return err
+		return usageError(fs, "%v", err)
 	}
 	base := "/api/v1/environments/" + url.PathEscape(fs.Arg(0))
 	if args[0] == "show" {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"errors"
 	"io"
 	"testing"
 
@@ -19,11 +21,19 @@ func TestSessionAndEnvironmentFlagsPointTheWay(t *testing.T) {
 		"self_hosted":        {runSession, []string{"create", "--core", "http://127.0.0.1:1", "--kind", "k", "--env", "self_hosted"}, "--environment ID"},
 		"none and env":       {runSession, []string{"create", "--core", "http://127.0.0.1:1", "--kind", "k", "--env", "none", "--environment", "e"}, "contradict"},
 		"init on session":    {runSession, []string{"create", "--core", "http://127.0.0.1:1", "--kind", "k", "--init-env", "A=1"}, "belong to the Environment"},
-		"list with device":   {runEnv, []string{"list", "--core", "http://127.0.0.1:1", "--device", "d"}, "env list takes only --core (--device"},
+		// Usage errors: the message and the usage on stderr, exit 2.
+		"list with device":   {runEnv, []string{"list", "--core", "http://127.0.0.1:1", "--device", "d"}, "flag provided but not defined: -device"},
 		"create sans device": {runEnv, []string{"create", "--core", "http://127.0.0.1:1"}, "--device is required"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			err := tc.run(tc.args, io.Discard, io.Discard)
+			var stderr bytes.Buffer
+			err := tc.run(tc.args, io.Discard, &stderr)
+			require.Error(t, err)
+			if errors.Is(err, errUsage) {
+				require.Contains(t, stderr.String(), tc.want)
+				require.Contains(t, stderr.String(), "usage: agentwire env")
+				return
+			}
 			require.ErrorContains(t, err, tc.want)
 		})
 	}

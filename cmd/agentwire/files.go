@@ -33,22 +33,34 @@ func runFiles(args []string, stdout, stderr io.Writer) error {
 		return errUsage
 	}
 	ls := args[0] == "ls"
-	fs := newFlags("files "+args[0], stderr)
-	core := fs.String("core", "", "Core's base URL (default $AGENTWIRE_CORE)")
-	session := fs.String("session", "", "Session ID")
-	maxEntries := fs.Int64("max-entries", wire.MaxDirectoryEntries, "at most this many entries (ls, 1 to 1024)")
-	maxBytes := fs.Int64("max-bytes", wire.MaxReadBytes, "at most this many bytes (cat, 1 to 1048576)")
-	asJSON := fs.Bool("json", false, "ls: print the API's listing as JSON instead of a table")
-	if err := parseFlags(fs, args[1:]); err != nil || fs.NArg() > 1 || (!ls && fs.NArg() != 1) {
-		fmt.Fprintln(stderr, filesUsage)
-		return errUsage
+	use := "files cat [flags] PATH"
+	if ls {
+		use = "files ls [flags] [PATH]"
 	}
-	if *session == "" {
-		return fmt.Errorf("--session is required")
+	fs := subcommand{use: use, about: filesUsage}.flags(stderr)
+	core := fs.String("core", "", "Core's base URL (default $AGENTWIRE_CORE)")
+	session := fs.String("session", "", "Session ID (required)")
+	maxEntries, maxBytes, asJSON := new(int64), new(int64), new(bool)
+	if ls {
+		maxEntries = fs.Int64("max-entries", wire.MaxDirectoryEntries, "at most this many entries (1 to 1024)")
+		asJSON = fs.Bool("json", false, "print the API's listing as JSON instead of a table")
+	} else {
+		maxBytes = fs.Int64("max-bytes", wire.MaxReadBytes, "at most this many bytes (1 to 1048576)")
+	}
+	if err := parseFlags(fs, args[1:]); err != nil {
+		return flagsDone(err)
+	}
+	switch {
+	case *session == "":
+		return usageError(fs, "--session is required")
+	case ls && fs.NArg() > 1:
+		return usageError(fs, "want at most one PATH, got %d", fs.NArg())
+	case !ls && fs.NArg() != 1:
+		return usageError(fs, "want one PATH, got %d arguments", fs.NArg())
 	}
 	c, err := newAPIClient(*core)
 	if err != nil {
-		return err
+		return usageError(fs, "%v", err)
 	}
 	q := url.Values{"path": {fs.Arg(0)}}
 	base := "/api/v1/sessions/" + url.PathEscape(*session) + "/files"
