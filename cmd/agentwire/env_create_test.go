@@ -17,10 +17,10 @@ func TestSessionAndEnvironmentFlagsPointTheWay(t *testing.T) {
 		args []string
 		want string
 	}{
-		"binding":            {runSession, []string{"create", "--core", "http://127.0.0.1:1", "--kind", "k", "--binding", `{"id":"x"}`}, "agentwire env create"},
-		"self_hosted":        {runSession, []string{"create", "--core", "http://127.0.0.1:1", "--kind", "k", "--env", "self_hosted"}, "--environment ID"},
-		"none and env":       {runSession, []string{"create", "--core", "http://127.0.0.1:1", "--kind", "k", "--env", "none", "--environment", "e"}, "contradict"},
-		"init on session":    {runSession, []string{"create", "--core", "http://127.0.0.1:1", "--kind", "k", "--init-env", "A=1"}, "belong to the Environment"},
+		"binding":         {runSession, []string{"create", "--core", "http://127.0.0.1:1", "--kind", "k", "--binding", `{"id":"x"}`}, "agentwire env create"},
+		"self_hosted":     {runSession, []string{"create", "--core", "http://127.0.0.1:1", "--kind", "k", "--env", "self_hosted"}, "--environment ID"},
+		"none and env":    {runSession, []string{"create", "--core", "http://127.0.0.1:1", "--kind", "k", "--env", "none", "--environment", "e"}, "contradict"},
+		"init on session": {runSession, []string{"create", "--core", "http://127.0.0.1:1", "--kind", "k", "--init-env", "A=1"}, "belong to the Environment"},
 		// Usage errors: the message and the usage on stderr, exit 2.
 		"list with device":   {runEnv, []string{"list", "--core", "http://127.0.0.1:1", "--device", "d"}, "flag provided but not defined: -device"},
 		"create sans device": {runEnv, []string{"create", "--core", "http://127.0.0.1:1"}, "--device is required"},
