@@ -16,9 +16,9 @@ import (
 func TestTurnHelpShowsOwnFlags(t *testing.T) {
 	own := map[string][]string{
 		"submit": {"-core", "-session"},
-		"run":    {"-core", "-session", "-approve-all"},
-		"attach": {"-core", "-approve-all", "-after"},
-		"input":  {"-core"},
+		"run":    {"-core", "-session", "-approve-all", "-json"},
+		"attach": {"-core", "-approve-all", "-after", "-json"},
+		"input":  {"-core", "-json"},
 		"answer": {"-core", "-approve", "-deny", "-choose", "-dismiss"},
 		"list":   {"-core", "-session", "-limit", "-json"},
 		"status": {"-core"},

@@ -19,6 +19,7 @@ import (
 
 type apiClient struct {
 	base, key string
+	jsonLines bool // followed Turns print JSON Lines (--json)
 }
 
 func newAPIClient(core string) (*apiClient, error) {

@@ -85,6 +85,9 @@ func runTurn(args []string, stdout, stderr io.Writer) error {
 		limit = fs.Int("limit", 20, "at most this many of the newest Turns (1 to 100)")
 		asJSON = fs.Bool("json", false, "print the API's JSON instead of a table")
 	}
+	if oneOf(args[0], "run", "attach", "input") {
+		asJSON = fs.Bool("json", false, `print JSON Lines, one {"event":NAME,"data":{...}} per line, instead of "NAME JSON" lines`)
+	}
 	var approveAll *bool
 	if oneOf(args[0], "run", "attach") {
 		approveAll = fs.Bool("approve-all", false, "approve every permission request without asking (user-choice questions are still asked)")
@@ -144,6 +147,7 @@ func runTurn(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError(fs, "%v", err)
 	}
+	c.jsonLines = *asJSON
 	prompt := func() *prompter {
 		return &prompter{in: bufio.NewReader(stdin), out: stderr, approveAll: approveAll != nil && *approveAll}
 	}
@@ -234,7 +238,7 @@ func (c *apiClient) turnInput(turnID, text string, stdout io.Writer) error {
 	if err := c.call("POST", "/api/v1/turns/"+turnID+"/input", map[string]any{"input_id": inputID, "input": messageInput(text)}, &out); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "input %s\n", compactJSON(out.Bytes()))
+	c.line(stdout, "input", out.String(), compactJSON(out.Bytes()))
 	last, outcome := &eventCursor{}, ""
 	on := func(event, data string) (bool, error) {
 		var ev struct {
@@ -246,10 +250,10 @@ func (c *apiClient) turnInput(turnID, text string, stdout io.Writer) error {
 		}
 		switch event {
 		case "prompt_steer_ack":
-			fmt.Fprintf(stdout, "receipt %s\n", data)
+			c.line(stdout, "receipt", data, data)
 		case "input_outcome":
 			outcome = ev.Outcome
-			fmt.Fprintf(stdout, "outcome %s\n", ev.Outcome)
+			c.line(stdout, "outcome", mustJSON(map[string]string{"input_id": inputID, "outcome": ev.Outcome}), ev.Outcome)
 			return true, nil
 		}
 		return false, nil

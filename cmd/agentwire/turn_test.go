@@ -337,6 +337,19 @@ func TestTurnVerbsAgainstTheRuntimeProcess(t *testing.T) {
 	assert.True(t, written >= 0 && accepted > written, "written, then accepted:\n%s", out)
 	assert.Contains(t, out, "outcome accepted")
 
+	// --json: JSON Lines, each a parsable record.
+	out, err = cli("turn", "attach", "--json", turnID)
+	require.NoError(t, err)
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		var rec struct {
+			Event string          `json:"event"`
+			Data  json.RawMessage `json:"data"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(l), &rec), "a JSON Lines record: %s", l)
+		require.NotEmpty(t, rec.Event, l)
+	}
+	assert.Contains(t, out, `{"event":"status","data":{"state":"completed"}}`)
+
 	// Following again after the detach: the rest, each event once.
 	out, err = cli("turn", "attach", "--after", m[1], turnID)
 	require.NoError(t, err, "%s\nruntime: %s", out, rtLogs.String())

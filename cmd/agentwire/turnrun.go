@@ -46,7 +46,7 @@ func (c *apiClient) runTurnRun(session, text string, stdout io.Writer, p *prompt
 	if err := json.Unmarshal(created.Bytes(), &turn); err != nil || turn.ID == "" {
 		return fmt.Errorf("the API answered no Turn ID: %s", strings.TrimSpace(created.String()))
 	}
-	fmt.Fprintf(stdout, "turn %s\n", turn.ID)
+	c.line(stdout, "turn", mustJSON(map[string]string{"id": turn.ID}), turn.ID)
 	return c.follow(turn.ID, "", stdout, p)
 }
 
@@ -60,7 +60,7 @@ func (c *apiClient) follow(turnID, last string, stdout io.Writer, p *prompter) e
 	stopDetach := c.detachOnInterrupt(turnID, cursor, p)
 	defer stopDetach()
 	on := func(event, data string) (bool, error) {
-		fmt.Fprintf(stdout, "%s %s\n", event, data)
+		c.line(stdout, event, data, data)
 		if p != nil {
 			return false, c.answerQuestion(turnID, p, event, data, stdout)
 		}
@@ -72,7 +72,7 @@ func (c *apiClient) follow(turnID, last string, stdout io.Writer, p *prompter) e
 			return err
 		}
 		if status != nil {
-			fmt.Fprintf(stdout, "status %s\n", mustJSON(status))
+			c.line(stdout, "status", mustJSON(status), mustJSON(status))
 			if status["state"] == "completed" {
 				return nil
 			}
@@ -150,6 +150,16 @@ const cancelWindow = 2 * time.Second
 
 // exitInterrupted is the exit status after Ctrl-C (128 + SIGINT).
 const exitInterrupted = 130
+
+// line prints one line of a followed Turn: "NAME TEXT" for a person, or
+// with --json a JSON Lines record {"event":NAME,"data":DATA}.
+func (c *apiClient) line(w io.Writer, name, data, text string) {
+	if c.jsonLines {
+		fmt.Fprintf(w, "{\"event\":%s,\"data\":%s}\n", mustJSON(name), compactJSON([]byte(data)))
+		return
+	}
+	fmt.Fprintf(w, "%s %s\n", name, text)
+}
 
 func mustJSON(v any) string {
 	b, _ := json.Marshal(v)
@@ -231,10 +241,10 @@ func (c *apiClient) answerQuestion(turnID string, p *prompter, event, data strin
 	}
 	var out bytes.Buffer
 	if err := c.call("POST", "/api/v1/turns/"+turnID+"/interactions/"+id, body, &out); err != nil {
-		fmt.Fprintf(stdout, "answer %s not sent: %v\n", id, err)
+		c.line(stdout, "answer_not_sent", mustJSON(map[string]string{"interaction_id": id, "error": err.Error()}), fmt.Sprintf("%s: %v", id, err))
 		return nil
 	}
 	b, _ := json.Marshal(body)
-	fmt.Fprintf(stdout, "answer %s %s\n", id, b)
+	c.line(stdout, "answer", mustJSON(map[string]any{"interaction_id": id, "answer": json.RawMessage(b)}), id+" "+string(b))
 	return nil
 }
