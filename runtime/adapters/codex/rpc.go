@@ -11,7 +11,8 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"time"
+
+	"github.com/agentwire/agentwire/runtime/internal/jsonl"
 )
 
 // The JSON-RPC 2.0 client of `codex app-server` over stdio: one JSON
@@ -60,28 +61,22 @@ func (e *RPCError) Error() string {
 	return fmt.Sprintf("json-rpc error %d: %s", e.Code, e.Message)
 }
 
-// deadlineWriter is the app-server's stdin: a pipe that honours write
-// deadlines, so that a write never blocks past its context.
-type deadlineWriter interface {
-	io.WriteCloser
-	SetWriteDeadline(time.Time) error
-}
+// deadlineWriter is the app-server's stdin.
+type deadlineWriter = jsonl.DeadlineWriter
 
 // Errors of the connection.
 var (
 	// ErrClosed: the connection ended (the process exited or closed its
 	// output, or Close was called).
-	ErrClosed = errors.New("codex: the app-server connection is closed")
-	// errBrokenWrite: an earlier write stopped part-way, so the stream no
-	// longer has line boundaries the server can trust.
-	errBrokenWrite = errors.New("codex: an earlier write to the app-server stopped part-way; the connection is unusable")
-	errLineTooLong = errors.New("codex: the app-server wrote a line longer than the bound")
+	ErrClosed      = errors.New("codex: the app-server connection is closed")
+	errBrokenWrite = jsonl.ErrBrokenWrite
+	errLineTooLong = jsonl.ErrLineTooLong
 	errInboxFull   = errors.New("codex: too many unread app-server messages")
 )
 
 // rpcConn is one app-server connection.
 type rpcConn struct {
-	w       deadlineWriter
+	lw      *jsonl.Writer
 	maxLine int
 	// observe sees every notification on the reader goroutine before it is
 	// queued; it must not block (the executor uses it to wake waiters that
@@ -90,9 +85,6 @@ type rpcConn struct {
 	logf    func(format string, args ...any)
 
 	nextID atomic.Int64
-
-	wmu     sync.Mutex
-	wbroken error
 
 	mu      sync.Mutex
 	pending map[int64]chan *message
@@ -112,7 +104,7 @@ func newRPCConn(r io.Reader, w deadlineWriter, maxLine int, observe func(*messag
 		logf = func(string, ...any) {}
 	}
 	c := &rpcConn{
-		w: w, maxLine: maxLine, observe: observe, logf: logf,
+		lw: jsonl.NewWriter(w, ErrClosed), maxLine: maxLine, observe: observe, logf: logf,
 		pending: map[int64]chan *message{},
 		ready:   make(chan struct{}, 1),
 		done:    make(chan struct{}),
@@ -127,7 +119,7 @@ func (c *rpcConn) read(r io.Reader) {
 	var err error
 	for {
 		var line []byte
-		line, err = readLine(br, c.maxLine)
+		line, err = jsonl.ReadLine(br, c.maxLine)
 		if err != nil {
 			break
 		}
@@ -151,27 +143,6 @@ func (c *rpcConn) read(r io.Reader) {
 		err = ErrClosed
 	}
 	c.fail(err)
-}
-
-// readLine reads one newline-terminated line of at most max bytes.
-func readLine(br *bufio.Reader, max int) ([]byte, error) {
-	var line []byte
-	for {
-		chunk, err := br.ReadSlice('\n')
-		if len(line)+len(chunk) > max+1 {
-			return nil, errLineTooLong
-		}
-		line = append(line, chunk...)
-		switch {
-		case err == bufio.ErrBufferFull:
-			continue
-		case err != nil && len(line) > 0 && err == io.EOF:
-			return line, nil // a last line without its newline
-		case err != nil:
-			return nil, err
-		}
-		return line, nil
-	}
 }
 
 // deliver routes one message; false when the inbox overflowed.
@@ -365,59 +336,21 @@ func (c *rpcConn) RespondError(ctx context.Context, method string, id json.RawMe
 	return nil
 }
 
-// write writes one line within ctx's deadline. A write that stops
-// part-way breaks the stream for every later write.
+// write writes one message as a line within ctx's deadline.
 func (c *rpcConn) write(ctx context.Context, m message) error {
 	b, err := json.Marshal(m)
 	if err != nil {
 		return err
 	}
-	b = append(b, '\n')
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	if c.wbroken != nil {
-		return c.wbroken
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if dl, ok := ctx.Deadline(); ok {
-		_ = c.w.SetWriteDeadline(dl)
-	} else {
-		_ = c.w.SetWriteDeadline(time.Time{})
-	}
-	stop := context.AfterFunc(ctx, func() { _ = c.w.SetWriteDeadline(time.Unix(1, 0)) })
-	n, err := c.w.Write(b)
-	stop()
-	if err != nil {
-		if n > 0 {
-			c.wbroken = errBrokenWrite
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return err
-	}
-	return nil
+	return c.lw.WriteLine(ctx, b)
 }
 
 // broken reports whether a write stopped part-way (or stdin was closed):
 // whatever was being written may have reached the server.
-func (c *rpcConn) broken() bool {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	return c.wbroken != nil
-}
+func (c *rpcConn) broken() bool { return c.lw.Broken() }
 
 // CloseWrite closes the app-server's stdin (EOF asks it to exit).
-func (c *rpcConn) CloseWrite() error {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	if c.wbroken == nil {
-		c.wbroken = ErrClosed
-	}
-	return c.w.Close()
-}
+func (c *rpcConn) CloseWrite() error { return c.lw.Close() }
 
 func truncate(s string, n int) string {
 	if len(s) > n {
