@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/agentwire/agentwire/runtime/harness"
+	"github.com/agentwire/agentwire/runtime/internal/childproc"
 	"github.com/agentwire/agentwire/wire"
 )
 
@@ -20,7 +21,7 @@ type executor struct {
 	a        *Adapter
 	cfg      Config
 	log      *slog.Logger
-	proc     *process
+	proc     *childproc.Process
 	conn     *rpcConn
 	threadID string
 	model    string
@@ -66,13 +67,13 @@ func startExecutor(ctx context.Context, a *Adapter, hc harness.ExecutorConfig, h
 		}
 		cwd = e.scratch
 	}
-	proc, err := startProcess(cfg.Binary, cfg.args(), cfg.env(home), cwd, cfg.StderrBytes)
+	proc, err := childproc.Start(cfg.Binary, cfg.args(), cfg.env(home), cwd, cfg.StderrBytes)
 	if err != nil {
 		e.removeScratch()
 		return nil, fmt.Errorf("codex adapter: starting the app-server: %w", err)
 	}
 	e.proc = proc
-	e.conn = newRPCConn(proc.stdout, proc.stdin, cfg.MaxLineBytes, e.observe, func(f string, args ...any) {
+	e.conn = newRPCConn(proc.Stdout, proc.Stdin, cfg.MaxLineBytes, e.observe, func(f string, args ...any) {
 		e.log.Debug(fmt.Sprintf(f, args...))
 	})
 	defer func() {
@@ -134,7 +135,7 @@ func startExecutor(ctx context.Context, a *Adapter, hc harness.ExecutorConfig, h
 		e.model = res.Model
 	}
 	e.log = e.log.With("thread", e.threadID)
-	e.log.Debug("codex app-server ready", "pid", proc.cmd.Process.Pid)
+	e.log.Debug("codex app-server ready", "pid", proc.Pid())
 	return e, nil
 }
 
@@ -166,8 +167,8 @@ func threadConfig(p wire.PromptRequest) map[string]any {
 // startFailed wraps a start error with the app-server's stderr, which says
 // why far better than a closed pipe.
 func (e *executor) startFailed(err error) error {
-	if !e.proc.alive() || errors.Is(err, ErrClosed) {
-		e.log.Warn("codex app-server failed to start", "exit", e.proc.exitText(), "stderr", e.proc.stderr.String())
+	if !e.proc.Alive() || errors.Is(err, ErrClosed) {
+		e.log.Warn("codex app-server failed to start", "exit", e.proc.ExitText(), "stderr", e.proc.Stderr.String())
 	}
 	return fmt.Errorf("codex adapter: %w", err)
 }
@@ -385,15 +386,15 @@ func (e *executor) Close(ctx context.Context) error {
 	}
 	e.mu.Unlock()
 	_ = e.conn.CloseWrite()
-	err := e.proc.stop(ctx, e.cfg.CloseGrace)
-	if ctx.Err() != nil && e.proc.alive() {
+	err := e.proc.Stop(ctx, e.cfg.CloseGrace)
+	if ctx.Err() != nil && e.proc.Alive() {
 		e.mu.Lock()
 		e.closeErr = fmt.Errorf("codex adapter: the app-server did not exit: %w", ctx.Err())
 		e.mu.Unlock()
 		return e.closeErr
 	}
-	if text := e.proc.stderr.String(); text != "" {
-		e.log.Debug("codex app-server exited", "exit", e.proc.exitText(), "stderr", text)
+	if text := e.proc.Stderr.String(); text != "" {
+		e.log.Debug("codex app-server exited", "exit", e.proc.ExitText(), "stderr", text)
 	}
 	_ = err // a non-zero exit after the signals is expected
 	e.removeScratch()

@@ -28,12 +28,12 @@ func TestHarnessCodexResumeOnANewExecutor(t *testing.T) {
 	require.NotNil(t, res1.done.Metadata)
 	thread := res1.done.Metadata.AgentSessionID
 	require.NotEmpty(t, thread)
-	pid1 := e1.proc.cmd.Process.Pid
+	pid1 := e1.proc.Pid()
 	require.NoError(t, e1.Close(ctx))
 
 	cfg.Configuration.AgentSessionID = thread
 	e2 := r.executor(cfg)
-	assert.NotEqual(t, pid1, e2.proc.cmd.Process.Pid, "a new process")
+	assert.NotEqual(t, pid1, e2.proc.Pid(), "a new process")
 	rec := newRecorder()
 	res2 := wait(t, start(ctx, e2, "run-2", text("What was the word?"), rec, nil))
 	require.NoError(t, res2.err)

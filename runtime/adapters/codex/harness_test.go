@@ -101,7 +101,7 @@ func (r *rig) executor(cfg harness.ExecutorConfig) *executor {
 		ctx, cancel := context.WithTimeout(context.Background(), cliWait)
 		defer cancel()
 		require.NoError(r.t, e.Close(ctx))
-		require.False(r.t, e.proc.alive())
+		require.False(r.t, e.proc.Alive())
 	})
 	return e
 }

@@ -132,8 +132,8 @@ func (e *executor) Run(ctx context.Context, turn harness.Turn, emit harness.Emit
 	e.runMu.Lock()
 	defer e.runMu.Unlock()
 	bg := context.WithoutCancel(ctx)
-	if !e.proc.alive() || e.conn.Err() != nil {
-		return wire.Done{}, fmt.Errorf("codex adapter: the app-server is gone (%s)", e.proc.exitText())
+	if !e.proc.Alive() || e.conn.Err() != nil {
+		return wire.Done{}, fmt.Errorf("codex adapter: the app-server is gone (%s)", e.proc.ExitText())
 	}
 	if err := harness.CheckInput(turn.Declaration.Capabilities, turn.Input); err != nil || turn.Input.HasImage() {
 		// A text-only transport rejects image content, never drops it
@@ -284,8 +284,8 @@ func (l *turnLoop) run() (wire.Done, error) {
 					return done, nil
 				}
 			}
-			err := fmt.Errorf("codex adapter: the app-server ended during the turn (%v; %s)", e.conn.Err(), e.proc.exitText())
-			e.log.Warn("codex app-server ended during a turn", "stderr", e.proc.stderr.String())
+			err := fmt.Errorf("codex adapter: the app-server ended during the turn (%v; %s)", e.conn.Err(), e.proc.ExitText())
+			e.log.Warn("codex app-server ended during a turn", "stderr", e.proc.Stderr.String())
 			if l.cancelled {
 				return l.done(), fmt.Errorf("%w: %v", errCancelUnconfirmed, err)
 			}
@@ -308,7 +308,7 @@ func (l *turnLoop) run() (wire.Done, error) {
 			// settled cancellation; the app-server is killed (its group,
 			// with every command it ran) and the Run ends with an error
 			// rather than claiming a confirmed stop (daemon-protocol.txt:146).
-			e.proc.kill()
+			e.proc.Kill()
 			return l.done(), errCancelUnconfirmed
 		}
 	}

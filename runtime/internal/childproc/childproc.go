@@ -1,4 +1,8 @@
-package codex
+// Package childproc runs a CLI adapter's native process: its own process
+// group, stdin and stdout on pipes the adapter owns, stderr kept (bounded,
+// without colour codes) for the log, and a stop that asks, then signals
+// the whole group.
+package childproc
 
 import (
 	"bufio"
@@ -13,28 +17,26 @@ import (
 	"github.com/agentwire/agentwire/runtime/internal/bounded"
 )
 
-// process is one `codex app-server` child in its own process group, with
-// its stdin and stdout on pipes the adapter owns and its stderr kept,
-// bounded, for the log.
-type process struct {
+// Process is one native child in its own process group.
+type Process struct {
 	cmd    *osexec.Cmd
-	stdin  *os.File
-	stdout *os.File
-	stderr *bounded.Buffer
+	Stdin  *os.File
+	Stdout *os.File
+	Stderr *bounded.Buffer
 
 	exited     chan struct{} // closed once Wait returned
 	waitErr    error
 	stderrDone chan struct{}
 }
 
-// startProcess runs binary with args in dir with env. Nothing secret is in
-// args: the API key travels only in env, under the name the configuration
-// gives (see Config.APIKeyEnv).
-func startProcess(binary string, args, env []string, dir string, stderrBytes int) (*process, error) {
+// Start runs binary with args in dir with env, keeping at most stderrBytes
+// of its stderr. Callers keep secrets out of args (they show in process
+// listings) and pass them in env.
+func Start(binary string, args, env []string, dir string, stderrBytes int) (*Process, error) {
 	cmd := osexec.Command(binary, args...)
 	cmd.Dir = dir
 	cmd.Env = env
-	// decision: the app-server gets its own process group, so that Close
+	// decision: the child gets its own process group, so that stopping it
 	// reaches every command and helper it spawned (issue 17 §3: Close ends
 	// it and kills the group).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -59,7 +61,7 @@ func startProcess(binary string, args, env []string, dir string, stderrBytes int
 		closeAll(inW, outR, errR)
 		return nil, err
 	}
-	p := &process{cmd: cmd, stdin: inW, stdout: outR, stderr: &bounded.Buffer{Max: stderrBytes},
+	p := &Process{cmd: cmd, Stdin: inW, Stdout: outR, Stderr: &bounded.Buffer{Max: stderrBytes},
 		exited: make(chan struct{}), stderrDone: make(chan struct{})}
 	go func() {
 		defer close(p.stderrDone)
@@ -68,7 +70,7 @@ func startProcess(binary string, args, env []string, dir string, stderrBytes int
 		for {
 			line, err := sc.ReadString('\n')
 			if line != "" {
-				_, _ = p.stderr.Write([]byte(stripANSI(line)))
+				_, _ = p.Stderr.Write([]byte(StripANSI(line)))
 			}
 			if err != nil {
 				return
@@ -88,8 +90,11 @@ func closeAll(fs ...*os.File) {
 	}
 }
 
-// alive reports whether the process has not exited.
-func (p *process) alive() bool {
+// Pid is the child's process ID (its group's too).
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// Alive reports whether the process has not exited.
+func (p *Process) Alive() bool {
 	select {
 	case <-p.exited:
 		return false
@@ -98,13 +103,13 @@ func (p *process) alive() bool {
 	}
 }
 
-// stop ends the process: the caller closed stdin already (the polite
+// Stop ends the process: the caller closed stdin already (the polite
 // request to exit); after grace the group gets SIGTERM, after another
 // grace SIGKILL. Once the leader exited, the group is killed anyway, so no
 // command it started outlives it. stop returns the leader's exit error, or
 // ctx's error when ctx ended before the leader exited (then the process
 // stays owned).
-func (p *process) stop(ctx context.Context, grace time.Duration) error {
+func (p *Process) Stop(ctx context.Context, grace time.Duration) error {
 	pid := p.cmd.Process.Pid
 	t := time.NewTimer(grace)
 	defer t.Stop()
@@ -113,7 +118,7 @@ func (p *process) stop(ctx context.Context, grace time.Duration) error {
 		select {
 		case <-p.exited:
 			_ = syscall.Kill(-pid, syscall.SIGKILL)
-			_ = p.stdout.Close()
+			_ = p.Stdout.Close()
 			// The stderr reader ends when every holder of the pipe closed it;
 			// the group was just killed, so that is soon, but a descendant that
 			// left the group may keep it: do not wait past ctx.
@@ -136,13 +141,13 @@ func (p *process) stop(ctx context.Context, grace time.Duration) error {
 	}
 }
 
-// kill kills the group at once (a connection that can no longer be used).
-func (p *process) kill() {
+// Kill kills the group at once (a connection that can no longer be used).
+func (p *Process) Kill() {
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 }
 
-// exitText describes how the process ended.
-func (p *process) exitText() string {
+// ExitText describes how the process ended ("running" before).
+func (p *Process) ExitText() string {
 	select {
 	case <-p.exited:
 	default:
@@ -158,9 +163,9 @@ func (p *process) exitText() string {
 	return p.waitErr.Error()
 }
 
-// stripANSI removes terminal colour sequences (ESC [ … letter), which the
-// app-server's log lines carry.
-func stripANSI(s string) string {
+// StripANSI removes terminal colour sequences (ESC [ … letter), which CLIs'
+// log lines carry.
+func StripANSI(s string) string {
 	if !strings.Contains(s, "\x1b[") {
 		return s
 	}
