@@ -2,8 +2,8 @@ package codex
 
 import (
 	"encoding/json"
-	"unicode/utf8"
 
+	"github.com/agentwire/agentwire/runtime/internal/bounded"
 	"github.com/agentwire/agentwire/wire"
 )
 
@@ -131,14 +131,7 @@ func engineError(message string, info json.RawMessage) wire.ErrorFrame {
 }
 
 // boundText keeps error texts short on the wire.
-func boundText(s string) string {
-	const max = 512
-	if len(s) <= max {
-		return s
-	}
-	n := max
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
+func boundText(s string) string { return bounded.Text(s, maxErrorText) }
+
+// maxErrorText bounds the text of an error frame the adapter writes.
+const maxErrorText = 512

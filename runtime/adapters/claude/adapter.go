@@ -1,0 +1,77 @@
+package claude
+
+import (
+	"context"
+
+	"github.com/agentwire/agentwire/runtime/harness"
+	"github.com/agentwire/agentwire/wire"
+)
+
+// capabilities is what the adapter declares: every field decided
+// (daemon-protocol.txt:23), true only where the adapter implements the
+// operation and a test against the real CLI shows it (harness_test.go).
+//
+// The adapter is being built (issue 20): steering, durable input receipts,
+// tool observations and execution controls, which Core requires of every
+// execution (daemon-protocol.txt:34), are not implemented yet, so Core
+// admits nothing to it and it is not offered by agentwire runtime.
+func capabilities() wire.AgentKindCapabilities {
+	yes, no := wire.Supported, wire.Unsupported
+	return wire.AgentKindCapabilities{
+		Streaming:    yes, // text_delta → delta
+		DurableTurns: yes, // a Run returns once the CLI wrote its result
+		Preparation:  yes, // NewExecutor starts the CLI and initializes it
+		Usage:        yes, // the result's usage, summed over the Turn's model calls
+		Resume:       yes, // --resume with the native Session done reports
+		MessageItems: yes, // item IDs on deltas, output_message per text block
+		// decision: the Environment's workspace is the CLI's working
+		// directory, and the daemon serves reads and exports from the bound
+		// directory itself (daemon-protocol.txt:29, :175).
+		EnvironmentNone:          yes,
+		LocalEnvironment:         yes,
+		WorkspaceReadPreparation: yes,
+		WorkspaceOutputExport:    yes,
+
+		Steering:                       no,
+		DurableInputReceipts:           no,
+		ExecutionControls:              no,
+		ToolObservations:               no,
+		Permissions:                    no,
+		FunctionTools:                  no,
+		WebSearchControl:               no,
+		TextVerbosity:                  no,
+		StructuredOutput:               no,
+		SubagentControl:                no,
+		SubagentObservations:           no,
+		NativeSessionRecovery:          no,
+		WorkspaceAuthoring:             no,
+		ProgrammaticToolCallingDisable: no,
+		ToolSearch:                     no,
+		MessageImages:                  no,
+		FunctionResultImages:           no,
+		MCPHTTPTools:                   no,
+		MCPHTTPRequired:                no,
+		MCPHTTPBearerAuth:              no,
+	}
+}
+
+// Declaration is the kind as the adapter declares it.
+func (a *Adapter) Declaration() harness.Declaration {
+	return harness.Declaration{Kind: a.cfg.Kind, Available: a.available, Version: a.version, Capabilities: capabilities()}
+}
+
+// NewExecutor starts a CLI for the configuration: a new native Session,
+// or the one agent_session_id names, resumed strictly.
+func (a *Adapter) NewExecutor(ctx context.Context, cfg harness.ExecutorConfig) (harness.Executor, error) {
+	if !a.available {
+		return nil, ErrUnavailable
+	}
+	if err := harness.CheckConfiguration(cfg.Declaration.Capabilities, cfg.Configuration); err != nil {
+		return nil, err
+	}
+	e, err := a.startExecutor(ctx, cfg)
+	if err != nil {
+		return nil, err // never a nil *executor inside a non-nil Executor
+	}
+	return e, nil
+}

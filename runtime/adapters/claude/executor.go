@@ -1,0 +1,192 @@
+package claude
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/agentwire/agentwire/runtime/harness"
+	"github.com/agentwire/agentwire/runtime/internal/childproc"
+)
+
+// Adapter is the Claude Code Harness.
+type Adapter struct {
+	cfg   Config
+	state string // the state root
+	// available is false when the binary is missing or another version.
+	available bool
+	version   string
+}
+
+// New validates cfg and checks the binary's version against
+// PinnedVersion; another version or a missing binary leaves the kind
+// unavailable, with a log line saying why.
+func New(cfg Config) (*Adapter, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	state, err := cfg.stateDir()
+	if err != nil {
+		return nil, err
+	}
+	a := &Adapter{cfg: cfg, state: state, available: true, version: PinnedVersion}
+	if found, err := checkVersion(cfg.Binary); err != nil {
+		a.available, a.version = false, found
+		cfg.Logger.Warn("claude adapter: the kind is declared unavailable", "kind", cfg.Kind, "binary", cfg.Binary, "want", pinnedVersionLine, "err", err)
+	}
+	return a, nil
+}
+
+// ErrUnavailable is NewExecutor's error when the binary is missing or not
+// the pinned version.
+var ErrUnavailable = errors.New("claude adapter: the claude binary is not available at the pinned version")
+
+// dirs are the directories of a Session's state key: the Claude
+// configuration directory (its transcripts, which a later Executor
+// resumes) and, for a Session with no workspace, its private working
+// directory.
+//
+// decision: one configuration directory per agent_state_key, the
+// Runtime's per-Session native state (wire.AgentStateKey), so a native
+// Session can be resumed only by its own Session. Claude Code files a
+// transcript under its working directory, so an Environment-none Session
+// keeps one private working directory across Executors (resume finds the
+// transcript), removed with nothing else.
+func (a *Adapter) dirs(key string) (config, scratch string, err error) {
+	name := "shared"
+	if key != "" {
+		if strings.ContainsAny(key, `/\`) || key == "." || key == ".." || filepath.Base(key) != key {
+			return "", "", errors.New("claude adapter: the agent state key is not a directory name")
+		}
+		name = key
+	}
+	config = filepath.Join(a.state, "config", name)
+	scratch = filepath.Join(a.state, "scratch", name)
+	for _, d := range []string{config, scratch} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return "", "", fmt.Errorf("claude adapter: %w", err)
+		}
+	}
+	return config, scratch, nil
+}
+
+// executor is one claude process holding one native Session.
+type executor struct {
+	cfg       Config
+	log       *slog.Logger
+	proc      *childproc.Process
+	ch        *channel
+	sessionID string
+	// observeMessages: Core opted in to message items and the Executor's
+	// declaration has them (daemon-protocol.txt:55, :62).
+	observeMessages bool
+
+	runMu sync.Mutex // one Run at a time
+
+	mu       sync.Mutex
+	closed   bool
+	closeErr error
+}
+
+// newSessionID mints the native Session's ID up front (--session-id): the
+// Runtime knows it before the CLI says anything, so done can report it
+// even for a Turn that failed early.
+func newSessionID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// startExecutor starts the CLI for the configuration (a new native
+// Session, or the one agent_session_id names, resumed strictly) and sends
+// initialize within the start bound. An unknown Session makes the CLI
+// exit, so the preparation fails; it never becomes a new one.
+func (a *Adapter) startExecutor(ctx context.Context, hc harness.ExecutorConfig) (_ *executor, err error) {
+	cfg := a.cfg
+	configDir, scratch, err := a.dirs(hc.Configuration.AgentStateKey)
+	if err != nil {
+		return nil, err
+	}
+	cwd := hc.WorkspaceDir
+	if cwd == "" {
+		cwd = scratch
+	}
+	session, resume := newSessionID(), false
+	if id := hc.Configuration.AgentSessionID; id != "" {
+		session, resume = id, true
+	}
+	proc, err := childproc.Start(cfg.Binary, cfg.args(session, resume), cfg.env(configDir), cwd, cfg.StderrBytes)
+	if err != nil {
+		return nil, fmt.Errorf("claude adapter: starting the CLI: %w", err)
+	}
+	e := &executor{cfg: cfg, log: cfg.Logger.With("kind", cfg.Kind, "session_id", hc.SessionID, "agent_session_id", session),
+		proc: proc, sessionID: session,
+		observeMessages: hc.Configuration.ObserveMessages && hc.Declaration.Capabilities.MessageItems.Supports()}
+	e.ch = newChannel(proc.Stdout, proc.Stdin, cfg.MaxLineBytes, "aw-", func(f string, args ...any) { e.log.Debug(fmt.Sprintf(f, args...)) })
+	defer func() {
+		if err != nil {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*cfg.CloseGrace)
+			_ = e.Close(cctx)
+			cancel()
+		}
+	}()
+	sctx, cancel := context.WithTimeout(ctx, cfg.StartTimeout)
+	defer cancel()
+	if _, err := e.ch.Request(sctx, "initialize", nil); err != nil {
+		if resume {
+			// decision: resume is always strict: the CLI ends when the
+			// Session does not exist ("No conversation found"), which fails
+			// the preparation with a finite code (issue 20,
+			// daemon-protocol.txt:60, :165).
+			return nil, e.startFailed(fmt.Errorf("resuming native Session %s: %w", session, err))
+		}
+		return nil, e.startFailed(err)
+	}
+	e.log.Debug("claude ready", "pid", proc.Pid(), "resumed", resume)
+	return e, nil
+}
+
+// startFailed wraps a start error with the CLI's stderr, which says why
+// far better than a closed pipe.
+func (e *executor) startFailed(err error) error {
+	if !e.proc.Alive() || errors.Is(err, ErrClosed) {
+		e.log.Warn("claude failed to start", "exit", e.proc.ExitText(), "stderr", e.proc.Stderr.String())
+	}
+	return fmt.Errorf("claude adapter: %w", err)
+}
+
+// Close ends the CLI: stdin EOF (it exits once queued input is done),
+// then the process group is signalled and killed. A close whose ctx ends
+// first keeps the process owned and may be retried.
+func (e *executor) Close(ctx context.Context) error {
+	e.mu.Lock()
+	if e.closed && e.closeErr == nil {
+		e.mu.Unlock()
+		return nil
+	}
+	e.mu.Unlock()
+	_ = e.ch.CloseWrite()
+	_ = e.proc.Stop(ctx, e.cfg.CloseGrace) // a non-zero exit after the signals is expected
+	if ctx.Err() != nil && e.proc.Alive() {
+		e.mu.Lock()
+		e.closeErr = fmt.Errorf("claude adapter: the CLI did not exit: %w", ctx.Err())
+		e.mu.Unlock()
+		return e.closeErr
+	}
+	if text := e.proc.Stderr.String(); text != "" {
+		e.log.Debug("claude exited", "exit", e.proc.ExitText(), "stderr", text)
+	}
+	e.mu.Lock()
+	e.closed, e.closeErr = true, nil
+	e.mu.Unlock()
+	return nil
+}

@@ -1,0 +1,195 @@
+package claude
+
+// End-to-end tests against the REAL Claude Code CLI (the pinned version
+// `make harnesses` installs) and the scripted model endpoint on 127.0.0.1,
+// offline. They are named TestHarness* so that `make check-harnesses`
+// selects them; without the CLI they skip (install.RequireClaude), and fail
+// under AGENTWIRE_REQUIRE_HARNESSES=1.
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentwire/agentwire/runtime/harness"
+	"github.com/agentwire/agentwire/runtime/harness/install"
+	"github.com/agentwire/agentwire/runtime/harness/modeltest"
+	"github.com/agentwire/agentwire/wire"
+)
+
+const (
+	keyEnv  = "AGENTWIRE_TEST_ANTHROPIC_KEY"
+	testKey = "sk-ant-agentwire-test-not-a-secret"
+	cliWait = 90 * time.Second // a failure bound for the real CLI, never a wait a test relies on
+)
+
+type rig struct {
+	t   *testing.T
+	srv *modeltest.Server
+	a   *Adapter
+	key string // the Session's state key
+}
+
+func newRig(t *testing.T, opts ...modeltest.Option) *rig {
+	bin := install.RequireClaude(t)
+	t.Setenv(keyEnv, testKey)
+	srv := modeltest.New(t, opts...)
+	a, err := New(Config{Binary: bin, Model: "scripted-model", BaseURL: srv.URL(), APIKeyEnv: keyEnv, StateDir: t.TempDir(),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	require.True(t, a.Declaration().Available)
+	return &rig{t: t, srv: srv, a: a, key: "agents-api-ses-1"}
+}
+
+// executor prepares an Executor (resuming native when set) and closes it
+// at the test's end.
+func (r *rig) executor(native string, observe bool) *executor {
+	ctx, cancel := context.WithTimeout(context.Background(), cliWait)
+	defer cancel()
+	decl := r.a.Declaration()
+	exe, err := r.a.NewExecutor(ctx, harness.ExecutorConfig{SessionID: "ses-1", Declaration: decl,
+		Configuration: wire.PromptRequest{AgentKind: Kind, AgentStateKey: r.key, AgentSessionID: native, StrictResume: true, ObserveMessages: observe}})
+	require.NoError(r.t, err)
+	e := exe.(*executor)
+	r.t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), cliWait)
+		defer cancel()
+		require.NoError(r.t, e.Close(ctx))
+		require.False(r.t, e.proc.Alive())
+	})
+	return e
+}
+
+// recorder collects a Turn's frames.
+type recorder struct {
+	mu     sync.Mutex
+	frames []wire.Payload
+}
+
+func (c *recorder) emit(_ context.Context, p wire.Payload) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.frames = append(c.frames, p)
+	return nil
+}
+
+func (c *recorder) all() []wire.Payload {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]wire.Payload(nil), c.frames...)
+}
+
+func run(t *testing.T, e *executor, ctx context.Context, runID, text string, rec *recorder) wire.Done {
+	turn := harness.Turn{RunID: runID, Declaration: harness.Declaration{Kind: Kind, Available: true, Capabilities: capabilities()},
+		Input: wire.MessageInput{{Content: []wire.InputContent{{Type: wire.ContentText, Text: text}}}}}
+	done, err := e.Run(ctx, turn, rec.emit)
+	require.NoError(t, err)
+	return done
+}
+
+// A streamed Turn: thinking, text deltas in order with their message's item
+// ID between output_message in_progress and completed, the usage summed
+// over the call, and done with the content and the native Session.
+func TestHarnessClaudeStreamedTurn(t *testing.T) {
+	r := newRig(t, modeltest.WithFallback(modeltest.Always(modeltest.Reply(modeltest.Reasoning("Let me ", "think."), modeltest.Text("Hello ", "from ", "Claude.")))))
+	e := r.executor("", true)
+	ctx, cancel := context.WithTimeout(context.Background(), cliWait)
+	defer cancel()
+	rec := &recorder{}
+	done := run(t, e, ctx, "run-1", "hi", rec)
+	assert.Equal(t, "Hello from Claude.", done.Content)
+	require.NotNil(t, done.Metadata)
+	assert.Equal(t, e.sessionID, done.Metadata.AgentSessionID)
+	require.NotNil(t, done.Usage.Tokens)
+	assert.Positive(t, *done.Usage.Tokens.OutputTokens)
+
+	var thinking, text string
+	var item string
+	var statuses []string
+	for _, f := range rec.all() {
+		switch p := f.(type) {
+		case wire.Thinking:
+			thinking += p.Text
+		case wire.Delta:
+			text += p.Delta
+			assert.NotEmpty(t, p.ItemID)
+			if item == "" {
+				item = p.ItemID
+			}
+			assert.Equal(t, item, p.ItemID, "one message")
+		case wire.OutputMessage:
+			assert.Equal(t, item == "" || p.ID == item, true)
+			statuses = append(statuses, p.Status)
+			if p.Status == wire.OutputCompleted {
+				require.NotNil(t, p.Text)
+				assert.Equal(t, "Hello from Claude.", *p.Text)
+			}
+		case wire.ErrorFrame:
+			t.Errorf("an error frame: %+v", p)
+		}
+	}
+	assert.Equal(t, "Let me think.", thinking)
+	assert.Equal(t, "Hello from Claude.", text)
+	assert.Equal(t, []string{wire.OutputInProgress, wire.OutputCompleted}, statuses)
+}
+
+// A later Executor resumes the native Session the first Turn reported: the
+// model sees the earlier exchange, and done names the same Session. An
+// unknown Session fails the preparation instead of starting a new one.
+func TestHarnessClaudeResume(t *testing.T) {
+	r := newRig(t, modeltest.WithTurns(modeltest.Reply(modeltest.Text("The word is teal.")), modeltest.Reply(modeltest.Text("It was teal."))))
+	ctx, cancel := context.WithTimeout(context.Background(), cliWait)
+	defer cancel()
+	first := r.executor("", false)
+	d1 := run(t, first, ctx, "run-1", "remember teal", &recorder{})
+	require.NoError(t, first.Close(ctx))
+
+	second := r.executor(d1.Metadata.AgentSessionID, false)
+	d2 := run(t, second, ctx, "run-2", "which word?", &recorder{})
+	assert.Equal(t, "It was teal.", d2.Content)
+	assert.Equal(t, d1.Metadata.AgentSessionID, d2.Metadata.AgentSessionID)
+	last, err := r.srv.Await(ctx, 2)
+	require.NoError(t, err)
+	assert.Contains(t, last.UserTexts(), "remember teal", "the resumed Session carries the first exchange")
+
+	_, err = r.a.NewExecutor(ctx, harness.ExecutorConfig{SessionID: "ses-1", Declaration: r.a.Declaration(),
+		Configuration: wire.PromptRequest{AgentKind: Kind, AgentStateKey: r.key, AgentSessionID: "6b1c2d3e-0000-4000-8000-000000000000", StrictResume: true}})
+	require.Error(t, err, "an unknown native Session is never started afresh")
+}
+
+// A cancelled Turn: the interrupt is answered, and the Run returns only
+// once the CLI reported the aborted result, with what was said so far.
+func TestHarnessClaudeCancellation(t *testing.T) {
+	gate := modeltest.NewGate()
+	defer gate.Open()
+	r := newRig(t, modeltest.WithFallback(modeltest.Always(modeltest.Reply(modeltest.Text("Working "), modeltest.Hold(gate), modeltest.Text("never said")))))
+	e := r.executor("", false)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rec := &recorder{}
+	out := make(chan wire.Done, 1)
+	go func() { out <- run(t, e, ctx, "run-1", "work", rec) }()
+	select {
+	case <-gate.Reached():
+	case <-time.After(cliWait):
+		t.Fatal("the model stream never reached the hold")
+	}
+	cancel()
+	var done wire.Done
+	select {
+	case done = <-out:
+	case <-time.After(cliWait):
+		t.Fatal("the cancelled Run never returned")
+	}
+	assert.NotContains(t, done.Content, "never said")
+	for _, f := range rec.all() {
+		_, isErr := f.(wire.ErrorFrame)
+		assert.False(t, isErr, "an interruption is not an engine failure: %+v", f)
+	}
+}
