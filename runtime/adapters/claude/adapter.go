@@ -11,10 +11,10 @@ import (
 // (daemon-protocol.txt:23), true only where the adapter implements the
 // operation and a test against the real CLI shows it (harness_test.go).
 //
-// The adapter is being built (issue 20): steering, durable input receipts,
-// tool observations and execution controls, which Core requires of every
-// execution (daemon-protocol.txt:34), are not implemented yet, so Core
-// admits nothing to it and it is not offered by agentwire runtime.
+// The adapter is being built (issue 20): tool observations and execution
+// controls, which Core requires of every execution (daemon-protocol.txt:34),
+// are not implemented yet, so Core admits nothing to it and it is not
+// offered by agentwire runtime.
 func capabilities() wire.AgentKindCapabilities {
 	yes, no := wire.Supported, wire.Unsupported
 	return wire.AgentKindCapabilities{
@@ -32,8 +32,9 @@ func capabilities() wire.AgentKindCapabilities {
 		WorkspaceReadPreparation: yes,
 		WorkspaceOutputExport:    yes,
 
-		Steering:                       no,
-		DurableInputReceipts:           no,
+		Steering:             yes, // a user message with the input's ID as uuid
+		DurableInputReceipts: yes, // written = the line, accepted = command_lifecycle started (or the replay)
+
 		ExecutionControls:              no,
 		ToolObservations:               no,
 		Permissions:                    no,

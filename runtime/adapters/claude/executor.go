@@ -91,6 +91,7 @@ type executor struct {
 	runMu sync.Mutex // one Run at a time
 
 	mu       sync.Mutex
+	cur      *turnState // the running Turn, nil between Runs
 	closed   bool
 	closeErr error
 }

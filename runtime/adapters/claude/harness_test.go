@@ -193,3 +193,55 @@ func TestHarnessClaudeCancellation(t *testing.T) {
 		assert.False(t, isErr, "an interruption is not an engine failure: %+v", f)
 	}
 }
+
+// Active input while the model streams text: written once the line is
+// written, accepted when the CLI starts it, which it does after the
+// Turn's result as a follow-up; the Run waits for the follow-up's result
+// and its text is the Turn's too.
+func TestHarnessClaudeSteeringDuringText(t *testing.T) {
+	gate := modeltest.NewGate()
+	defer gate.Open()
+	r := newRig(t, modeltest.WithTurns(
+		modeltest.Reply(modeltest.Text("First "), modeltest.Hold(gate), modeltest.Text("answer. ")),
+		modeltest.Reply(modeltest.Text("And the follow-up."))))
+	e := r.executor("", false)
+	ctx, cancel := context.WithTimeout(context.Background(), cliWait)
+	defer cancel()
+	rec := &recorder{}
+	notices := make(chan harness.InputNotice, 4)
+	turn := harness.Turn{RunID: "run-1", Declaration: harness.Declaration{Kind: Kind, Available: true, Capabilities: capabilities()},
+		Input:  wire.MessageInput{{Content: []wire.InputContent{{Type: wire.ContentText, Text: "start"}}}},
+		Notify: func(n harness.InputNotice) { notices <- n }}
+	out := make(chan wire.Done, 1)
+	go func() {
+		done, err := e.Run(ctx, turn, rec.emit)
+		assert.NoError(t, err)
+		out <- done
+	}()
+	select {
+	case <-gate.Reached():
+	case <-ctx.Done():
+		t.Fatal("the model stream never reached the hold")
+	}
+	require.NoError(t, e.Steer(ctx, "run-1", "input-1", wire.MessageInput{{Content: []wire.InputContent{{Type: wire.ContentText, Text: "also this"}}}}),
+		"written: the line went out")
+	gate.Open()
+	var done wire.Done
+	select {
+	case done = <-out:
+	case <-ctx.Done():
+		t.Fatal("the Run never returned")
+	}
+	select {
+	case n := <-notices:
+		assert.Equal(t, harness.InputNotice{InputID: "input-1", Accepted: true}, n)
+	default:
+		t.Fatal("no receipt for the input")
+	}
+	assert.Equal(t, "First answer. And the follow-up.", done.Content)
+	follow, err := r.srv.Await(ctx, 2)
+	require.NoError(t, err)
+	assert.Contains(t, follow.UserTexts(), "also this", "the model saw the input")
+	assert.ErrorIs(t, e.Steer(ctx, "run-1", "input-2", wire.MessageInput{{Content: []wire.InputContent{{Type: wire.ContentText, Text: "late"}}}}),
+		harness.ErrRunInactive, "the Turn is over")
+}

@@ -69,6 +69,7 @@ type (
 type turnLoop struct {
 	e    *executor
 	turn harness.Turn
+	t    *turnState
 	emit harness.Emit
 	bg   context.Context // never cancelled: a Run's last frames go out after a cancellation
 
@@ -79,6 +80,7 @@ type turnLoop struct {
 	open            map[int]*openMessage // text blocks of the current model call, by index
 	callID          string               // the model call the blocks belong to
 	apiError        *assistantEvent      // the synthetic error message, if any
+	usage           resultUsage          // summed over the Turn's results
 }
 
 type openMessage struct {
@@ -104,7 +106,17 @@ func (e *executor) Run(ctx context.Context, turn harness.Turn, emit harness.Emit
 		_ = emit(bg, wire.ErrorFrame{Error: "claude adapter: " + err.Error()})
 		return e.done(""), nil
 	}
-	l := &turnLoop{e: e, turn: turn, emit: emit, bg: bg, open: map[int]*openMessage{}, observeMessages: e.observeMessages}
+	t := &turnState{runID: turn.RunID, caps: turn.Declaration.Capabilities, notify: turn.Notify, steers: map[string]*steerState{}}
+	e.mu.Lock()
+	e.cur = t
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		e.cur = nil
+		e.mu.Unlock()
+		t.end("the Turn ended before Claude Code took the input")
+	}()
+	l := &turnLoop{e: e, turn: turn, t: t, emit: emit, bg: bg, open: map[int]*openMessage{}, observeMessages: e.observeMessages}
 	wctx, cancel := context.WithTimeout(ctx, e.cfg.StartTimeout)
 	err := e.ch.SendUser(wctx, turn.RunID, textContent(turn.Input))
 	cancel()
@@ -171,14 +183,45 @@ func (l *turnLoop) handle(ev event) (wire.Done, bool, error) {
 		if json.Unmarshal(ev.Raw, &a) == nil && a.Error != "" {
 			l.apiError = &a
 		}
+	case "command_lifecycle":
+		var c struct {
+			CommandUUID string `json:"command_uuid"`
+			State       string `json:"state"`
+		}
+		if json.Unmarshal(ev.Raw, &c) == nil && c.State == "started" {
+			l.t.started(c.CommandUUID)
+		}
+	case "user":
+		// The replay of a steered message: it was consumed.
+		var u struct {
+			UUID     string `json:"uuid"`
+			IsReplay bool   `json:"isReplay"`
+		}
+		if json.Unmarshal(ev.Raw, &u) == nil && u.IsReplay && u.UUID != l.turn.RunID {
+			l.t.started(u.UUID)
+		}
 	case "result":
 		var r resultEvent
 		if err := json.Unmarshal(ev.Raw, &r); err != nil {
 			return wire.Done{}, true, fmt.Errorf("claude adapter: the result does not decode: %w", err)
 		}
+		l.addUsage(r.Usage)
+		if !r.IsError && l.t.queued() {
+			// Input written during plain text runs as a follow-up with its
+			// own result, which the Turn waits for (issue 20).
+			return wire.Done{}, false, nil
+		}
 		return l.result(r), true, nil
 	}
 	return wire.Done{}, false, nil
+}
+
+func (l *turnLoop) addUsage(u resultUsage) {
+	l.usage.InputTokens += u.InputTokens
+	l.usage.CacheCreationInputTokens += u.CacheCreationInputTokens
+	l.usage.CacheReadInputTokens += u.CacheReadInputTokens
+	l.usage.OutputTokens += u.OutputTokens
+	l.usage.OutputTokensDetails.ThinkingTokens += u.OutputTokensDetails.ThinkingTokens
 }
 
 // stream maps the model call's stream: text deltas (with their message's
@@ -255,8 +298,8 @@ func (l *turnLoop) result(r resultEvent) wire.Done {
 		}
 	}
 	done := l.e.done(l.content.String())
-	if u := usageOf(r.Usage, l.e.cfg.Model); l.turn.Declaration.Capabilities.Usage.Supports() {
-		done.Usage = u
+	if l.turn.Declaration.Capabilities.Usage.Supports() {
+		done.Usage = usageOf(l.usage, l.e.cfg.Model)
 	}
 	if r.IsError && !strings.HasPrefix(r.TerminalReason, "aborted") {
 		_ = l.send(classify(r, l.apiError))
