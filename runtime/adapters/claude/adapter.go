@@ -11,10 +11,10 @@ import (
 // (daemon-protocol.txt:23), true only where the adapter implements the
 // operation and a test against the real CLI shows it (harness_test.go).
 //
-// The adapter is being built (issue 20): tool observations and execution
-// controls, which Core requires of every execution (daemon-protocol.txt:34),
-// are not implemented yet, so Core admits nothing to it and it is not
-// offered by agentwire runtime.
+// The adapter is being built (issue 20): execution controls, which Core
+// requires of every execution (daemon-protocol.txt:34), are not
+// implemented yet, so Core admits nothing to it and it is not offered by
+// agentwire runtime.
 func capabilities() wire.AgentKindCapabilities {
 	yes, no := wire.Supported, wire.Unsupported
 	return wire.AgentKindCapabilities{
@@ -35,9 +35,10 @@ func capabilities() wire.AgentKindCapabilities {
 		Steering:             yes, // a user message with the input's ID as uuid
 		DurableInputReceipts: yes, // written = the line, accepted = command_lifecycle started (or the replay)
 
-		ExecutionControls:              no,
-		ToolObservations:               no,
-		Permissions:                    no,
+		ExecutionControls: no,
+		ToolObservations:  yes, // tool_use and tool_result (with tool_use_result) → tool_call before and after
+		Permissions:       yes, // can_use_tool → permission_request; the answer is the control response
+
 		FunctionTools:                  no,
 		WebSearchControl:               no,
 		TextVerbosity:                  no,

@@ -87,6 +87,8 @@ type executor struct {
 	// observeMessages: Core opted in to message items and the Executor's
 	// declaration has them (daemon-protocol.txt:55, :62).
 	observeMessages bool
+	// observeTools: the same for tool observations (daemon-protocol.txt:56).
+	observeTools bool
 
 	runMu sync.Mutex // one Run at a time
 
@@ -131,7 +133,8 @@ func (a *Adapter) startExecutor(ctx context.Context, hc harness.ExecutorConfig) 
 	}
 	e := &executor{cfg: cfg, log: cfg.Logger.With("kind", cfg.Kind, "session_id", hc.SessionID, "agent_session_id", session),
 		proc: proc, sessionID: session,
-		observeMessages: hc.Configuration.ObserveMessages && hc.Declaration.Capabilities.MessageItems.Supports()}
+		observeMessages: hc.Configuration.ObserveMessages && hc.Declaration.Capabilities.MessageItems.Supports(),
+		observeTools:    hc.Configuration.ObserveToolObservations && hc.Declaration.Capabilities.ToolObservations.Supports()}
 	e.ch = newChannel(proc.Stdout, proc.Stdin, cfg.MaxLineBytes, "aw-", func(f string, args ...any) { e.log.Debug(fmt.Sprintf(f, args...)) })
 	defer func() {
 		if err != nil {

@@ -10,6 +10,8 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -244,4 +246,65 @@ func TestHarnessClaudeSteeringDuringText(t *testing.T) {
 	assert.Contains(t, follow.UserTexts(), "also this", "the model saw the input")
 	assert.ErrorIs(t, e.Steer(ctx, "run-1", "input-2", wire.MessageInput{{Content: []wire.InputContent{{Type: wire.ContentText, Text: "late"}}}}),
 		harness.ErrRunInactive, "the Turn is over")
+}
+
+// Permissions: an approved Bash command runs in the workspace, a denied one
+// does not; each is asked as a permission_request and observed as
+// tool_call before and after.
+func TestHarnessClaudePermissions(t *testing.T) {
+	for _, approve := range []bool{true, false} {
+		t.Run(map[bool]string{true: "approved", false: "denied"}[approve], func(t *testing.T) {
+			r := newRig(t, modeltest.WithTurns(
+				modeltest.Reply(modeltest.ClaudeBash("echo agentwire-proof > proof.txt", "write proof.txt")),
+				modeltest.Reply(modeltest.Text("Done."))))
+			ws := t.TempDir()
+			ctx, cancel := context.WithTimeout(context.Background(), cliWait)
+			defer cancel()
+			exe, err := r.a.NewExecutor(ctx, harness.ExecutorConfig{SessionID: "ses-1", Declaration: r.a.Declaration(), WorkspaceDir: ws,
+				Configuration: wire.PromptRequest{AgentKind: Kind, AgentStateKey: r.key, StrictResume: true, ObserveToolObservations: true}})
+			require.NoError(t, err)
+			e := exe.(*executor)
+			defer func() { require.NoError(t, e.Close(ctx)) }()
+
+			decided := make(chan error, 1)
+			rec := &recorder{}
+			emit := func(ctx context.Context, p wire.Payload) error {
+				_ = rec.emit(ctx, p)
+				if q, ok := p.(wire.PermissionRequest); ok {
+					assert.Equal(t, "Bash", q.Tool)
+					assert.Equal(t, "echo agentwire-proof > proof.txt", q.Detail)
+					go func() {
+						decided <- e.Decide(ctx, "run-1", harness.Answer{InteractionID: q.RequestID,
+							Permission: &wire.PermissionDecision{DeliveryID: "d-1", Approved: &approve}})
+					}()
+				}
+				return nil
+			}
+			turn := harness.Turn{RunID: "run-1", Declaration: r.a.Declaration(),
+				Input: wire.MessageInput{{Content: []wire.InputContent{{Type: wire.ContentText, Text: "write the proof"}}}}}
+			done, err := e.Run(ctx, turn, emit)
+			require.NoError(t, err)
+			require.NoError(t, <-decided, "the answer was applied")
+			assert.Equal(t, "Done.", done.Content)
+			_, statErr := os.Stat(filepath.Join(ws, "proof.txt"))
+			assert.Equal(t, approve, statErr == nil, "the command ran only when approved")
+			var stages []string
+			for _, f := range rec.all() {
+				if c, ok := f.(wire.ToolCall); ok {
+					stages = append(stages, c.Stage)
+					require.NotNil(t, c.Observation)
+					assert.Equal(t, "command", c.Observation.Kind)
+					if c.Stage == wire.ToolStageAfter {
+						assert.Equal(t, map[bool]string{true: "completed", false: "failed"}[approve], c.Observation.Status)
+					}
+				}
+			}
+			assert.Equal(t, []string{wire.ToolStageBefore, wire.ToolStageAfter}, stages)
+			last, err := r.srv.Await(ctx, 2)
+			require.NoError(t, err)
+			res, ok := last.LastToolResult()
+			require.True(t, ok)
+			assert.Equal(t, !approve, res.IsError, "the model saw the verdict")
+		})
+	}
 }

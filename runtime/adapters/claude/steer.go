@@ -25,9 +25,11 @@ type turnState struct {
 	caps   wire.AgentKindCapabilities
 	notify harness.Notify
 
-	mu     sync.Mutex
-	steers map[string]*steerState // by input ID
-	ended  bool
+	mu        sync.Mutex
+	steers    map[string]*steerState // by input ID
+	questions map[string]*question   // open permission requests, by interaction ID
+	byRequest map[string]*question   // the same, by the CLI's request ID
+	ended     bool
 }
 
 type steerState struct {

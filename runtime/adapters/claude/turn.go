@@ -74,6 +74,8 @@ type turnLoop struct {
 	bg   context.Context // never cancelled: a Run's last frames go out after a cancellation
 
 	observeMessages bool
+	observeTools    bool
+	tools           map[string]toolUse // tools called and not returned, by tool_use ID
 	seq             uint64
 	thinkingSeq     uint64
 	content         strings.Builder
@@ -106,7 +108,8 @@ func (e *executor) Run(ctx context.Context, turn harness.Turn, emit harness.Emit
 		_ = emit(bg, wire.ErrorFrame{Error: "claude adapter: " + err.Error()})
 		return e.done(""), nil
 	}
-	t := &turnState{runID: turn.RunID, caps: turn.Declaration.Capabilities, notify: turn.Notify, steers: map[string]*steerState{}}
+	t := &turnState{runID: turn.RunID, caps: turn.Declaration.Capabilities, notify: turn.Notify, steers: map[string]*steerState{},
+		questions: map[string]*question{}, byRequest: map[string]*question{}}
 	e.mu.Lock()
 	e.cur = t
 	e.mu.Unlock()
@@ -116,7 +119,8 @@ func (e *executor) Run(ctx context.Context, turn harness.Turn, emit harness.Emit
 		e.mu.Unlock()
 		t.end("the Turn ended before Claude Code took the input")
 	}()
-	l := &turnLoop{e: e, turn: turn, t: t, emit: emit, bg: bg, open: map[int]*openMessage{}, observeMessages: e.observeMessages}
+	l := &turnLoop{e: e, turn: turn, t: t, emit: emit, bg: bg, open: map[int]*openMessage{}, tools: map[string]toolUse{},
+		observeMessages: e.observeMessages, observeTools: e.observeTools}
 	wctx, cancel := context.WithTimeout(ctx, e.cfg.StartTimeout)
 	err := e.ch.SendUser(wctx, turn.RunID, textContent(turn.Input))
 	cancel()
@@ -183,6 +187,20 @@ func (l *turnLoop) handle(ev event) (wire.Done, bool, error) {
 		if json.Unmarshal(ev.Raw, &a) == nil && a.Error != "" {
 			l.apiError = &a
 		}
+		return wire.Done{}, false, l.toolsCalled(ev.Raw)
+	case "control_request":
+		var sub struct {
+			Subtype string `json:"subtype"`
+		}
+		_ = json.Unmarshal(ev.Request, &sub)
+		if sub.Subtype == "can_use_tool" {
+			return wire.Done{}, false, l.canUseTool(ev)
+		}
+		// decision: a control request the adapter does not serve is
+		// refused, so the CLI never waits for an answer that will not come.
+		return wire.Done{}, false, l.e.ch.Refuse(l.bg, ev.RequestID, "not supported by this Runtime: "+sub.Subtype)
+	case "control_cancel_request":
+		return wire.Done{}, false, l.withdrawn(ev.RequestID)
 	case "command_lifecycle":
 		var c struct {
 			CommandUUID string `json:"command_uuid"`
@@ -199,6 +217,9 @@ func (l *turnLoop) handle(ev event) (wire.Done, bool, error) {
 		}
 		if json.Unmarshal(ev.Raw, &u) == nil && u.IsReplay && u.UUID != l.turn.RunID {
 			l.t.started(u.UUID)
+		}
+		if !u.IsReplay {
+			return wire.Done{}, false, l.toolsReturned(ev.Raw)
 		}
 	case "result":
 		var r resultEvent
