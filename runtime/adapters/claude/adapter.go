@@ -11,10 +11,8 @@ import (
 // (daemon-protocol.txt:23), true only where the adapter implements the
 // operation and a test against the real CLI shows it (harness_test.go).
 //
-// The adapter is being built (issue 20): execution controls, which Core
-// requires of every execution (daemon-protocol.txt:34), are not
-// implemented yet, so Core admits nothing to it and it is not offered by
-// agentwire runtime.
+// The adapter is being built (issue 20): it is not offered by agentwire
+// runtime until the conformance kit passes against it.
 func capabilities() wire.AgentKindCapabilities {
 	yes, no := wire.Supported, wire.Unsupported
 	return wire.AgentKindCapabilities{
@@ -35,7 +33,8 @@ func capabilities() wire.AgentKindCapabilities {
 		Steering:             yes, // a user message with the input's ID as uuid
 		DurableInputReceipts: yes, // written = the line, accepted = command_lifecycle started (or the replay)
 
-		ExecutionControls: no,
+		ExecutionControls: yes, // web search disabled (tools off), the default verbosity
+		SubagentControl:   yes, // disable_subagents switches off the Task tool
 		ToolObservations:  yes, // tool_use and tool_result (with tool_use_result) → tool_call before and after
 		Permissions:       yes, // can_use_tool → permission_request; the answer is the control response
 
@@ -43,7 +42,6 @@ func capabilities() wire.AgentKindCapabilities {
 		WebSearchControl:               no,
 		TextVerbosity:                  no,
 		StructuredOutput:               no,
-		SubagentControl:                no,
 		SubagentObservations:           no,
 		NativeSessionRecovery:          no,
 		WorkspaceAuthoring:             no,

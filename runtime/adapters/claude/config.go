@@ -167,12 +167,16 @@ func checkVersion(binary string) (string, error) {
 // the host's user messages replayed (how acceptance of active input is
 // seen), permission prompts on the control channel, no settings from the
 // machine. session is --session-id (a new native Session the adapter
-// named) or --resume (an existing one).
-func (c Config) args(session string, resume bool) []string {
+// named) or --resume (an existing one); disallowed are tools the
+// configuration switches off.
+func (c Config) args(session string, resume bool, disallowed []string) []string {
 	a := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
 		"--include-partial-messages", "--replay-user-messages",
 		"--permission-prompt-tool", "stdio", "--permission-mode", "default", "--setting-sources", "",
 		"--model", c.Model}
+	if len(disallowed) > 0 {
+		a = append(a, "--disallowedTools", strings.Join(disallowed, ","))
+	}
 	if resume {
 		return append(a, "--resume", session)
 	}

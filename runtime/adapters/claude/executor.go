@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/runtime/internal/childproc"
+	"github.com/agentwire/agentwire/wire"
 )
 
 // Adapter is the Claude Code Harness.
@@ -127,7 +128,7 @@ func (a *Adapter) startExecutor(ctx context.Context, hc harness.ExecutorConfig) 
 	if id := hc.Configuration.AgentSessionID; id != "" {
 		session, resume = id, true
 	}
-	proc, err := childproc.Start(cfg.Binary, cfg.args(session, resume), cfg.env(configDir), cwd, cfg.StderrBytes)
+	proc, err := childproc.Start(cfg.Binary, cfg.args(session, resume, disallowedTools(hc.Configuration)), cfg.env(configDir), cwd, cfg.StderrBytes)
 	if err != nil {
 		return nil, fmt.Errorf("claude adapter: starting the CLI: %w", err)
 	}
@@ -157,6 +158,21 @@ func (a *Adapter) startExecutor(ctx context.Context, hc harness.ExecutorConfig) 
 	}
 	e.log.Debug("claude ready", "pid", proc.Pid(), "resumed", resume)
 	return e, nil
+}
+
+// disallowedTools are the tools the configuration switches off.
+//
+// decision: Core sends web search disabled on every Run and asks for
+// nothing else (daemon-protocol.txt:54); the adapter has no web search
+// control to offer, so search and fetch are always off (an offline Runtime
+// has nothing to search anyway). disable_subagents switches off Task,
+// Claude Code's subagent tool (daemon-protocol.txt:57).
+func disallowedTools(p wire.PromptRequest) []string {
+	out := []string{"WebSearch", "WebFetch"}
+	if p.DisableSubagents {
+		out = append(out, "Task")
+	}
+	return out
 }
 
 // startFailed wraps a start error with the CLI's stderr, which says why

@@ -308,3 +308,25 @@ func TestHarnessClaudePermissions(t *testing.T) {
 		})
 	}
 }
+
+// Execution controls: with web search disabled and subagents off, the
+// model is offered neither the search and fetch tools nor Task.
+func TestHarnessClaudeExecutionControls(t *testing.T) {
+	r := newRig(t, modeltest.WithFallback(modeltest.Always(modeltest.Reply(modeltest.Text("ok")))))
+	ctx, cancel := context.WithTimeout(context.Background(), cliWait)
+	defer cancel()
+	exe, err := r.a.NewExecutor(ctx, harness.ExecutorConfig{SessionID: "ses-1", Declaration: r.a.Declaration(),
+		Configuration: wire.PromptRequest{AgentKind: Kind, AgentStateKey: r.key, StrictResume: true, DisableSubagents: true,
+			ExecutionControls: &wire.ExecutionControls{WebSearch: wire.WebSearchDisabled, TextVerbosity: wire.TextVerbosityMedium}}})
+	require.NoError(t, err)
+	e := exe.(*executor)
+	defer func() { require.NoError(t, e.Close(ctx)) }()
+	run(t, e, ctx, "run-1", "hi", &recorder{})
+	req, err := r.srv.Await(ctx, 1)
+	require.NoError(t, err)
+	require.NotEmpty(t, req.ToolNames(), "the CLI offers its tools")
+	for _, off := range []string{"WebSearch", "WebFetch", "Task"} {
+		assert.False(t, req.HasTool(off), "%s is offered", off)
+	}
+	assert.True(t, req.HasTool("Bash"))
+}
