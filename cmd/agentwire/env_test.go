@@ -120,22 +120,8 @@ func TestEnvInitializationAndSuspensionAgainstRealProcesses(t *testing.T) {
 	require.Len(t, envs, 1, "%v", list)
 	assert.Equal(t, envID, envs[0].(map[string]any)["id"])
 
-	rt := exec.Command(bin, "runtime", "--core", core.base, "--device-id", "dev-1", "--credential-file", cred,
+	rtLogs := startRuntimeProcess(t, bin, nil, "--core", core.base, "--device-id", "dev-1", "--credential-file", cred,
 		"--environment", envID+"="+ws, "--state", filepath.Join(dir, "state"), "--harness", "script="+script)
-	rtLogs := &lockedBuffer{}
-	rt.Stderr = rtLogs
-	require.NoError(t, rt.Start())
-	rtExited := make(chan error, 1)
-	go func() { rtExited <- rt.Wait() }()
-	defer func() {
-		_ = rt.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-rtExited:
-		case <-time.After(20 * time.Second):
-			_ = rt.Process.Kill()
-			<-rtExited
-		}
-	}()
 	logs := func() string { return "core: " + core.logs.String() + "\nruntime: " + rtLogs.String() }
 	// connected waits for a connection newer than epoch that declared
 	// itself, and returns its owner epoch. (After a SIGKILL the registry

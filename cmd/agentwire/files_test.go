@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -38,21 +37,7 @@ func TestFilesAgainstTheRuntimeProcess(t *testing.T) {
 	require.NoError(t, os.WriteFile(cred, []byte(dev.Secret), 0o600))
 	reg := cliJSON(t, bin, proj.Secret, "env", "create", "--core", core.base, "--device", "dev-1")
 	envID := reg["id"].(string)
-	rt := exec.Command(bin, "runtime", "--core", core.base, "--device-id", "dev-1", "--credential-file", cred, "--environment", envID+"="+ws)
-	rtLogs := &lockedBuffer{}
-	rt.Stderr = rtLogs
-	require.NoError(t, rt.Start())
-	rtExited := make(chan error, 1)
-	go func() { rtExited <- rt.Wait() }()
-	defer func() {
-		_ = rt.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-rtExited:
-		case <-time.After(20 * time.Second):
-			_ = rt.Process.Kill()
-			<-rtExited
-		}
-	}()
+	rtLogs := startRuntimeProcess(t, bin, nil, "--core", core.base, "--device-id", "dev-1", "--credential-file", cred, "--environment", envID+"="+ws)
 
 	// An idle read needs a connected device that declared itself.
 	require.Eventually(t, func() bool {

@@ -190,6 +190,30 @@ func TestTurnRunAgainstAScriptedRuntime(t *testing.T) {
 	}
 }
 
+// startRuntimeProcess runs `agentwire runtime ARGS` with env (nil: this
+// process's) until the test ends, then stops it with SIGTERM; it returns
+// the Runtime's log.
+func startRuntimeProcess(t *testing.T, bin string, env []string, args ...string) *lockedBuffer {
+	t.Helper()
+	rt := exec.Command(bin, append([]string{"runtime"}, args...)...)
+	rt.Env = env
+	logs := &lockedBuffer{}
+	rt.Stderr = logs
+	require.NoError(t, rt.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- rt.Wait() }()
+	t.Cleanup(func() {
+		_ = rt.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(20 * time.Second):
+			_ = rt.Process.Kill()
+			<-exited
+		}
+	})
+	return logs
+}
+
 // TestTurnRunAgainstTheRuntimeProcess: both real binaries, the Runtime
 // with its script adapter.
 func TestTurnRunAgainstTheRuntimeProcess(t *testing.T) {
@@ -209,21 +233,7 @@ func TestTurnRunAgainstTheRuntimeProcess(t *testing.T) {
 	require.NoError(t, os.WriteFile(script, []byte(`{"steps":[{"delta":"one "},{"delta":"two"}]}`), 0o600))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	rt := exec.Command(bin, "runtime", "--core", core.base, "--device-id", "dev-1", "--credential-file", cred, "--harness", "script="+script)
-	rtLogs := &lockedBuffer{}
-	rt.Stderr = rtLogs
-	require.NoError(t, rt.Start())
-	rtExited := make(chan error, 1)
-	go func() { rtExited <- rt.Wait() }()
-	defer func() {
-		_ = rt.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-rtExited:
-		case <-time.After(20 * time.Second):
-			_ = rt.Process.Kill()
-			<-rtExited
-		}
-	}()
+	rtLogs := startRuntimeProcess(t, bin, nil, "--core", core.base, "--device-id", "dev-1", "--credential-file", cred, "--harness", "script="+script)
 
 	ses := cliJSON(t, bin, proj.Secret, "session", "create", "--core", core.base, "--kind", "script")
 	run := exec.CommandContext(ctx, bin, "turn", "run", "--core", core.base, "--session", ses["id"].(string), "hi")
@@ -256,22 +266,8 @@ func TestTurnVerbsAgainstTheRuntimeProcess(t *testing.T) {
 	require.NoError(t, os.WriteFile(cred, []byte(dev.Secret), 0o600))
 	script := filepath.Join(dir, "script.json")
 	require.NoError(t, os.WriteFile(script, []byte(`{"steps":[{"delta":"a"},{"permission":{"request_id":"perm-1","tool":"shell","title":"run ls"}},{"await_input":true}]}`), 0o600))
-	rt := exec.Command(bin, "runtime", "--device-id", "dev-1", "--credential-file", cred, "--harness", "script="+script)
-	rt.Env = append(os.Environ(), CoreEnv+"="+core.base) // the environment stands in for --core
-	rtLogs := &lockedBuffer{}
-	rt.Stderr = rtLogs
-	require.NoError(t, rt.Start())
-	rtExited := make(chan error, 1)
-	go func() { rtExited <- rt.Wait() }()
-	defer func() {
-		_ = rt.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-rtExited:
-		case <-time.After(20 * time.Second):
-			_ = rt.Process.Kill()
-			<-rtExited
-		}
-	}()
+	// The environment stands in for --core.
+	rtLogs := startRuntimeProcess(t, bin, append(os.Environ(), CoreEnv+"="+core.base), "--device-id", "dev-1", "--credential-file", cred, "--harness", "script="+script)
 	env := append(os.Environ(), "AGENTWIRE_API_KEY="+proj.Secret, CoreEnv+"="+core.base)
 	cli := func(args ...string) (string, error) {
 		c := exec.Command(bin, args...)
