@@ -330,3 +330,43 @@ func TestHarnessClaudeExecutionControls(t *testing.T) {
 	}
 	assert.True(t, req.HasTool("Bash"))
 }
+
+// A question to the user: AskUserQuestion becomes prompt_for_user_choice
+// with minted question IDs, and the answer reaches the model by the
+// question's text.
+func TestHarnessClaudeUserChoice(t *testing.T) {
+	r := newRig(t, modeltest.WithTurns(
+		modeltest.Reply(modeltest.ClaudeAskUserQuestion(modeltest.Question{Header: "Colour", Question: "Which colour?",
+			Choices: []modeltest.Choice{{Label: "red"}, {Label: "blue"}}})),
+		modeltest.Reply(modeltest.Text("Blue it is."))))
+	e := r.executor("", false)
+	ctx, cancel := context.WithTimeout(context.Background(), cliWait)
+	defer cancel()
+	decided := make(chan error, 1)
+	rec := &recorder{}
+	emit := func(ctx context.Context, p wire.Payload) error {
+		_ = rec.emit(ctx, p)
+		if q, ok := p.(wire.PromptForUserChoice); ok {
+			require.Len(t, q.Questions, 1)
+			assert.Equal(t, "q1", q.Questions[0].ID)
+			assert.Equal(t, "Which colour?", q.Questions[0].Question)
+			assert.Equal(t, []wire.UserChoiceOption{{Label: "red"}, {Label: "blue"}}, q.Questions[0].Options)
+			go func() {
+				decided <- e.Decide(ctx, "run-1", harness.Answer{InteractionID: q.AskID, Choice: &wire.PromptForUserChoiceDecision{
+					DeliveryID: "d-1", QuestionAnswers: []wire.UserChoiceAnswer{{QuestionID: "q1", Answers: []string{"blue"}}}}})
+			}()
+		}
+		return nil
+	}
+	turn := harness.Turn{RunID: "run-1", Declaration: r.a.Declaration(),
+		Input: wire.MessageInput{{Content: []wire.InputContent{{Type: wire.ContentText, Text: "ask me"}}}}}
+	done, err := e.Run(ctx, turn, emit)
+	require.NoError(t, err)
+	require.NoError(t, <-decided)
+	assert.Equal(t, "Blue it is.", done.Content)
+	last, err := r.srv.Await(ctx, 2)
+	require.NoError(t, err)
+	res, ok := last.LastToolResult()
+	require.True(t, ok)
+	assert.Contains(t, res.Output, "blue", "the model got the answer")
+}

@@ -24,6 +24,22 @@ type question struct {
 	interactionID string
 	requestID     string // the CLI's
 	input         json.RawMessage
+	// texts maps the question IDs the adapter minted to the questions'
+	// text, for an AskUserQuestion (nil for a permission).
+	texts map[string]string
+}
+
+// askInput is AskUserQuestion's input.
+type askInput struct {
+	Questions []struct {
+		Question    string `json:"question"`
+		Header      string `json:"header"`
+		MultiSelect bool   `json:"multiSelect"`
+		Options     []struct {
+			Label       string `json:"label"`
+			Description string `json:"description"`
+		} `json:"options"`
+	} `json:"questions"`
 }
 
 // toolUse is the part of a tool_use block the adapter reads.
@@ -158,9 +174,7 @@ func (l *turnLoop) canUseTool(ev event) error {
 		return l.e.ch.Answer(l.bg, ev.RequestID, map[string]any{"behavior": "deny", "message": "this Runtime does not take permission decisions for this agent"})
 	}
 	if req.ToolName == "AskUserQuestion" {
-		// decision: user questions are not mapped yet (issue 20); the
-		// model is told, rather than left waiting.
-		return l.e.ch.Answer(l.bg, ev.RequestID, map[string]any{"behavior": "deny", "message": "questions to the user are not available in this Runtime"})
+		return l.askUser(ev.RequestID, req.Input, req.ToolUse)
 	}
 	q := &question{interactionID: "claude-perm-" + ev.RequestID, requestID: ev.RequestID, input: req.Input}
 	l.t.mu.Lock()
@@ -177,6 +191,35 @@ func (l *turnLoop) canUseTool(ev event) error {
 		title, detail = in.Description, in.Command
 	}
 	return l.send(wire.PermissionRequest{RequestID: q.interactionID, Tool: req.ToolName, Title: title, Detail: detail, Payload: objectOrNil(req.Input)})
+}
+
+// askUser turns AskUserQuestion into prompt_for_user_choice.
+//
+// decision: Claude Code's questions carry no IDs and its answers are keyed
+// by the question's text; the adapter mints q1, q2, … in the questions'
+// order (unique within the ask, daemon-protocol.txt:82) and maps Core's
+// answers back to the texts.
+func (l *turnLoop) askUser(requestID string, raw json.RawMessage, toolUse string) error {
+	var in askInput
+	if err := json.Unmarshal(raw, &in); err != nil || len(in.Questions) == 0 {
+		return l.e.ch.Answer(l.bg, requestID, map[string]any{"behavior": "deny", "message": "the question could not be read"})
+	}
+	q := &question{interactionID: "claude-ask-" + requestID, requestID: requestID, input: raw, texts: map[string]string{}}
+	ask := wire.PromptForUserChoice{AskID: q.interactionID, ToolUseID: toolUse}
+	for i, x := range in.Questions {
+		id := fmt.Sprintf("q%d", i+1)
+		q.texts[id] = x.Question
+		uq := wire.UserChoiceQuestion{ID: id, Header: x.Header, Question: x.Question, MultiSelect: x.MultiSelect, Options: []wire.UserChoiceOption{}}
+		for _, o := range x.Options {
+			uq.Options = append(uq.Options, wire.UserChoiceOption{Label: o.Label, Description: o.Description})
+		}
+		ask.Questions = append(ask.Questions, uq)
+	}
+	l.t.mu.Lock()
+	l.t.questions[q.interactionID] = q
+	l.t.byRequest[requestID] = q
+	l.t.mu.Unlock()
+	return l.send(ask)
 }
 
 // withdrawn: the CLI cancelled its prompt (control_cancel_request).
@@ -208,7 +251,8 @@ func (e *executor) Decide(ctx context.Context, runID string, a harness.Answer) e
 	}
 	t.mu.Lock()
 	q := t.questions[a.InteractionID]
-	if q != nil && a.Permission != nil {
+	fits := q != nil && (a.Permission != nil && q.texts == nil || a.Choice != nil && q.texts != nil)
+	if fits {
 		delete(t.questions, a.InteractionID)
 		delete(t.byRequest, q.requestID)
 	}
@@ -216,8 +260,12 @@ func (e *executor) Decide(ctx context.Context, runID string, a harness.Answer) e
 	switch {
 	case q == nil:
 		return harness.ErrRunInactive // not (or no longer) pending: not_pending
-	case a.Permission == nil:
+	case !fits && q.texts != nil:
+		return fmt.Errorf("claude adapter: %s is a user-choice question; it takes a user-choice decision", a.InteractionID)
+	case !fits:
 		return fmt.Errorf("claude adapter: %s is a permission request; it takes a permission decision", a.InteractionID)
+	case a.Choice != nil:
+		return e.answerChoice(ctx, q, a.Choice)
 	}
 	if a.Permission.Approved != nil && *a.Permission.Approved {
 		input := q.input
@@ -231,4 +279,31 @@ func (e *executor) Decide(ctx context.Context, runID string, a harness.Answer) e
 		msg = "denied by the user"
 	}
 	return e.ch.Answer(ctx, q.requestID, map[string]any{"behavior": "deny", "message": msg})
+}
+
+// answerChoice answers an AskUserQuestion: the answers by question text
+// (several answers to one question joined by ", ", as Claude Code's own
+// multi-select answers are), or a denial when the user dismissed it.
+func (e *executor) answerChoice(ctx context.Context, q *question, d *wire.PromptForUserChoiceDecision) error {
+	if d.Cancelled {
+		msg := d.Reason
+		if msg == "" {
+			msg = "the user dismissed the question"
+		}
+		return e.ch.Answer(ctx, q.requestID, map[string]any{"behavior": "deny", "message": msg})
+	}
+	var input map[string]any
+	if err := json.Unmarshal(q.input, &input); err != nil {
+		input = map[string]any{}
+	}
+	answers := map[string]string{}
+	for _, a := range d.QuestionAnswers {
+		text, ok := q.texts[a.QuestionID]
+		if !ok {
+			return fmt.Errorf("claude adapter: %s asked no question %q", q.interactionID, a.QuestionID)
+		}
+		answers[text] = strings.Join(a.Answers, ", ")
+	}
+	input["answers"] = answers
+	return e.ch.Answer(ctx, q.requestID, map[string]any{"behavior": "allow", "updatedInput": input})
 }
