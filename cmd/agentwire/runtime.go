@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 
+	claudeadapter "github.com/agentwire/agentwire/runtime/adapters/claude"
 	codexadapter "github.com/agentwire/agentwire/runtime/adapters/codex"
 	execadapter "github.com/agentwire/agentwire/runtime/adapters/exec"
 	"github.com/agentwire/agentwire/runtime/adapters/script"
@@ -62,12 +63,16 @@ func runRuntime(args []string, _ io.Writer, stderr io.Writer) error {
 	device := fs.String("device-id", "", "this device's ID")
 	credFile := fs.String("credential-file", "", "file holding the device credential: the secret, or the JSON agentwire core credential issue prints")
 	var harnesses harnessFlags
-	fs.Var(&harnesses, "harness", "adapter to register: script[=FILE] (a JSON script), exec:KIND=COMMAND[:CAPFILE] (docs/exec-adapter.md) or codex[=PATH] (the Codex CLI, PATH or the make harnesses install); repeatable (default: script)")
+	fs.Var(&harnesses, "harness", "adapter to register: script[=FILE] (a JSON script, docs/script-adapter.md), exec:KIND=COMMAND[:CAPFILE] (docs/exec-adapter.md), codex[=PATH] or claude[=PATH] (the Codex or Claude Code CLI, PATH or the make harnesses install); repeatable (default: script)")
 	var hc harnessConfig
 	fs.StringVar(&hc.codexModel, "codex-model", "", "codex: the model Codex asks for (e.g. gpt-5.5)")
 	fs.StringVar(&hc.codexBaseURL, "codex-base-url", "", "codex: the model provider's base URL (OpenAI Responses API, e.g. http://127.0.0.1:8080/v1)")
 	fs.StringVar(&hc.codexKeyEnv, "codex-key-env", "", "codex: the NAME of the environment variable holding the provider's API key (never the key itself)")
 	fs.StringVar(&hc.codexState, "codex-state", "", "codex: the directory of the Codex homes the adapter owns (none: STATE/codex with --state, else the user cache directory)")
+	fs.StringVar(&hc.claudeModel, "claude-model", "", "claude: the model Claude Code asks for")
+	fs.StringVar(&hc.claudeBaseURL, "claude-base-url", "", "claude: the Anthropic Messages API base URL (e.g. http://127.0.0.1:8080; none: Claude Code's default)")
+	fs.StringVar(&hc.claudeKeyEnv, "claude-key-env", "", "claude: the NAME of the environment variable holding the API key (never the key itself)")
+	fs.StringVar(&hc.claudeState, "claude-state", "", "claude: the directory of the Claude configuration directories the adapter owns (none: STATE/claude with --state, else the user cache directory)")
 	var envFlags harnessFlags
 	fs.Var(&envFlags, "environment", "an Environment this Runtime serves: ID=DIR, the Environment ID Core minted and its own existing workspace directory; repeatable (none: everything naming an Environment is refused)")
 	wsDir := fs.String("workspace", "", "removed: a workspace belongs to one Environment; pass --environment ID=DIR")
@@ -124,6 +129,9 @@ func runRuntime(args []string, _ io.Writer, stderr io.Writer) error {
 	}
 	if hc.codexState == "" && *stateDir != "" {
 		hc.codexState = filepath.Join(*stateDir, "codex")
+	}
+	if hc.claudeState == "" && *stateDir != "" {
+		hc.claudeState = filepath.Join(*stateDir, "claude")
 	}
 	for _, h := range harnesses {
 		a, err := adapterWith(h, stderr, hc)
@@ -196,8 +204,9 @@ func adapter(spec string, stderr io.Writer) (harness.Adapter, error) {
 
 // harnessConfig is what the --codex-* flags configure.
 type harnessConfig struct {
-	codexModel, codexBaseURL, codexKeyEnv, codexState string
-	logger                                            *slog.Logger // the daemon's; every adapter logs through it
+	codexModel, codexBaseURL, codexKeyEnv, codexState     string
+	claudeModel, claudeBaseURL, claudeKeyEnv, claudeState string
+	logger                                                *slog.Logger // the daemon's; every adapter logs through it
 }
 
 // log is the adapters' logger: the daemon's, or a text one on stderr.
@@ -238,8 +247,33 @@ func adapterWith(spec string, stderr io.Writer, hc harnessConfig) (harness.Adapt
 		return script.New(s), nil
 	case "codex":
 		return codexAdapter(spec, file, stderr, hc)
+	case "claude":
+		return claudeAdapter(spec, file, stderr, hc)
 	}
-	return nil, fmt.Errorf("runtime: --harness %s: unknown adapter (known: script, exec:, codex)", spec)
+	return nil, fmt.Errorf("runtime: --harness %s: unknown adapter (known: script, exec:, codex, claude)", spec)
+}
+
+// claudeAdapter is --harness claude[=PATH]: the binary at PATH, else the
+// pinned one that make harnesses installed (or on PATH). A binary of
+// another version registers the kind unavailable; a missing model is
+// refused before anything connects.
+func claudeAdapter(spec, path string, stderr io.Writer, hc harnessConfig) (harness.Adapter, error) {
+	if hc.claudeModel == "" {
+		return nil, fmt.Errorf("runtime: --harness %s needs --claude-model (and, offline, --claude-base-url)", spec)
+	}
+	if path == "" {
+		found, err := install.Claude()
+		if err != nil {
+			return nil, fmt.Errorf("runtime: --harness %s: %w (or give claude=PATH)", spec, err)
+		}
+		path = found
+	}
+	a, err := claudeadapter.New(claudeadapter.Config{Binary: path, Model: hc.claudeModel, BaseURL: hc.claudeBaseURL,
+		APIKeyEnv: hc.claudeKeyEnv, StateDir: hc.claudeState, Logger: hc.log(stderr)})
+	if err != nil {
+		return nil, fmt.Errorf("runtime: --harness %s: %w", spec, err)
+	}
+	return a, nil
 }
 
 // codexAdapter is --harness codex[=PATH]: the binary at PATH, else the

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	claudeadapter "github.com/agentwire/agentwire/runtime/adapters/claude"
 	codexadapter "github.com/agentwire/agentwire/runtime/adapters/codex"
 )
 
@@ -40,5 +41,32 @@ func TestHarnessFlagCodex(t *testing.T) {
 	_, err = adapter("codex=/bin/true", &buf)
 	require.ErrorContains(t, err, "--codex-base-url")
 	_, err = adapterWith("codex="+fake("codex-cli "+codexadapter.PinnedVersion), &buf, harnessConfig{codexModel: "m", codexBaseURL: "file:///etc"})
+	require.ErrorContains(t, err, "base URL")
+}
+
+// --harness claude[=PATH] with the --claude-* flags, as codex.
+func TestHarnessFlagClaude(t *testing.T) {
+	fake := func(line string) string {
+		p := filepath.Join(t.TempDir(), "claude")
+		require.NoError(t, os.WriteFile(p, []byte("#!/bin/sh\necho '"+line+"'\n"), 0o755))
+		return p
+	}
+	hc := harnessConfig{claudeModel: "m", claudeBaseURL: "http://127.0.0.1:9", claudeKeyEnv: "MY_KEY", claudeState: t.TempDir()}
+	var buf bytes.Buffer
+	a, err := adapterWith("claude="+fake(claudeadapter.PinnedVersion+" (Claude Code)"), &buf, hc)
+	require.NoError(t, err)
+	d := a.Declaration()
+	assert.Equal(t, "claude", d.Kind)
+	assert.True(t, d.Available)
+	assert.True(t, d.Capabilities.Steering.Supports())
+
+	a, err = adapterWith("claude="+fake("1.0.0 (Claude Code)"), &buf, hc)
+	require.NoError(t, err)
+	assert.False(t, a.Declaration().Available)
+	assert.Contains(t, buf.String(), "declared unavailable")
+
+	_, err = adapterWith("claude=/bin/true", &buf, harnessConfig{})
+	require.ErrorContains(t, err, "--claude-model")
+	_, err = adapterWith("claude="+fake(claudeadapter.PinnedVersion+" (Claude Code)"), &buf, harnessConfig{claudeModel: "m", claudeBaseURL: "file:///etc"})
 	require.ErrorContains(t, err, "base URL")
 }

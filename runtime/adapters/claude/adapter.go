@@ -10,9 +10,7 @@ import (
 // capabilities is what the adapter declares: every field decided
 // (daemon-protocol.txt:23), true only where the adapter implements the
 // operation and a test against the real CLI shows it (harness_test.go).
-//
-// The adapter is being built (issue 20): it is not offered by agentwire
-// runtime until the conformance kit passes against it.
+// The conformance kit (harness_kit_test.go) runs every declared one.
 func capabilities() wire.AgentKindCapabilities {
 	yes, no := wire.Supported, wire.Unsupported
 	return wire.AgentKindCapabilities{

@@ -1,7 +1,6 @@
 // Package claude is the Claude Code Harness: an Executor is one
 // `claude -p --input-format stream-json --output-format stream-json`
-// process, driven over its stdio (issue 20; the adapter is being built:
-// this file is its control channel).
+// process, driven over its stdio; this file is its control channel.
 package claude
 
 import (

@@ -33,6 +33,7 @@ type (
 			Message struct {
 				ID string `json:"id"`
 			} `json:"message"`
+			Usage *resultUsage `json:"usage"`
 		} `json:"event"`
 		APIMessageID string `json:"api_message_id"`
 	}
@@ -83,6 +84,7 @@ type turnLoop struct {
 	callID          string               // the model call the blocks belong to
 	apiError        *assistantEvent      // the synthetic error message, if any
 	usage           resultUsage          // summed over the Turn's results
+	calls           resultUsage          // summed over the Turn's model calls, as streamed
 }
 
 type openMessage struct {
@@ -237,12 +239,14 @@ func (l *turnLoop) handle(ev event) (wire.Done, bool, error) {
 	return wire.Done{}, false, nil
 }
 
-func (l *turnLoop) addUsage(u resultUsage) {
-	l.usage.InputTokens += u.InputTokens
-	l.usage.CacheCreationInputTokens += u.CacheCreationInputTokens
-	l.usage.CacheReadInputTokens += u.CacheReadInputTokens
-	l.usage.OutputTokens += u.OutputTokens
-	l.usage.OutputTokensDetails.ThinkingTokens += u.OutputTokensDetails.ThinkingTokens
+func (l *turnLoop) addUsage(u resultUsage) { l.usage.add(u) }
+
+func (u *resultUsage) add(v resultUsage) {
+	u.InputTokens += v.InputTokens
+	u.CacheCreationInputTokens += v.CacheCreationInputTokens
+	u.CacheReadInputTokens += v.CacheReadInputTokens
+	u.OutputTokens += v.OutputTokens
+	u.OutputTokensDetails.ThinkingTokens += v.OutputTokensDetails.ThinkingTokens
 }
 
 // stream maps the model call's stream: text deltas (with their message's
@@ -252,6 +256,13 @@ func (l *turnLoop) stream(se streamEvent) error {
 	switch ev.Type {
 	case "message_start":
 		l.callID = ev.Message.ID
+	case "message_delta":
+		// A model call's final usage: the Run's cumulative snapshot grows
+		// by it (daemon-protocol.txt:100).
+		if ev.Usage != nil && l.turn.Declaration.Capabilities.Usage.Supports() {
+			l.calls.add(*ev.Usage)
+			return l.send(usageOf(l.calls, l.e.cfg.Model))
+		}
 	case "content_block_start":
 		if ev.ContentBlock.Type == "text" {
 			m := &openMessage{id: l.itemID(se, ev.Index)}
@@ -320,7 +331,12 @@ func (l *turnLoop) result(r resultEvent) wire.Done {
 	}
 	done := l.e.done(l.content.String())
 	if l.turn.Declaration.Capabilities.Usage.Supports() {
-		done.Usage = usageOf(l.usage, l.e.cfg.Model)
+		// The results' sums; never behind the streamed snapshots.
+		u := l.usage
+		if u.InputTokens+u.OutputTokens < l.calls.InputTokens+l.calls.OutputTokens {
+			u = l.calls
+		}
+		done.Usage = usageOf(u, l.e.cfg.Model)
 	}
 	if r.IsError && !strings.HasPrefix(r.TerminalReason, "aborted") {
 		_ = l.send(classify(r, l.apiError))
