@@ -144,6 +144,10 @@ func (l *turnLoop) run(ctx context.Context) (wire.Done, error) {
 	for {
 		ev, ok := e.ch.Pop()
 		if !ok {
+			if e.ch.Err() != nil {
+				// Every event was read and the CLI is gone: no result will come.
+				return wire.Done{}, fmt.Errorf("claude adapter: the CLI ended during the Turn (%v; %s)", e.ch.Err(), e.proc.ExitText())
+			}
 			select {
 			case <-e.ch.Ready():
 				continue
@@ -166,11 +170,6 @@ func (l *turnLoop) run(ctx context.Context) (wire.Done, error) {
 		}
 		if done, finished, err := l.handle(ev); finished || err != nil {
 			return done, err
-		}
-		if e.ch.Err() != nil {
-			if _, more := e.ch.Pop(); !more {
-				return wire.Done{}, fmt.Errorf("claude adapter: the CLI ended during the Turn (%v; %s)", e.ch.Err(), e.proc.ExitText())
-			}
 		}
 	}
 }
