@@ -126,6 +126,13 @@ demo-codex:
 	$(GO) build -o bin/agentwire ./cmd/agentwire
 	bin/agentwire demo --harness codex --out demo-out/codex
 
+## demo-claude: the same with the real Claude Code CLI (--harness claude); writes demo-out/claude/
+.PHONY: demo-claude
+demo-claude:
+	@echo "building agentwire (a first build takes a minute or two)…"
+	$(GO) build -o bin/agentwire ./cmd/agentwire
+	bin/agentwire demo --harness claude --out demo-out/claude
+
 ## diagrams-browser-check: render docs/machines/*.mmd with the real Mermaid in headless
 ## Chromium and check every state shows its name (needs Chromium, node and npm; not in `test`)
 diagrams-browser-check:

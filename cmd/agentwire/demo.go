@@ -37,32 +37,33 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("demo", stderr)
 	out := fs.String("out", "", "directory for transcript.txt and sequence.mmd (default demo-out, demo-out/codex with --harness codex)")
 	agent := fs.String("agent", "", "a built echo-agent (default: go build ./examples/echo-agent)")
-	which := fs.String("harness", "echo", "the agent the Runtime runs: echo (examples/echo-agent through the exec adapter) or codex (the real Codex CLI that make harnesses installs, against a scripted model endpoint on 127.0.0.1)")
+	which := fs.String("harness", "echo", "the agent the Runtime runs: echo (examples/echo-agent through the exec adapter) codex or claude (the real Codex or Claude Code CLI that make harnesses installs, against a scripted model endpoint on 127.0.0.1)")
 	if err := parseFlags(fs, args); err != nil || fs.NArg() != 0 {
 		return errUsage
 	}
-	var codexBin string
-	switch *which {
-	case "echo":
+	var cliBin string
+	cli, real := realCLIs[*which]
+	switch {
+	case *which == "echo":
 		if *out == "" {
 			*out = "demo-out"
 		}
-	case "codex":
+	case real:
 		if *agent != "" {
 			fmt.Fprintln(stderr, "agentwire demo: --agent is for --harness echo")
 			return errUsage
 		}
 		if *out == "" {
-			*out = filepath.Join("demo-out", "codex")
+			*out = filepath.Join("demo-out", cli.kind)
 		}
 		// Checked before anything starts, so a missing CLI is one line.
-		bin, err := demoCodexBinary()
+		bin, err := cli.binary()
 		if err != nil {
 			return err
 		}
-		codexBin = bin
+		cliBin = bin
 	default:
-		fmt.Fprintf(stderr, "agentwire demo: --harness %s: want echo or codex\n", *which)
+		fmt.Fprintf(stderr, "agentwire demo: --harness %s: want echo, codex or claude\n", *which)
 		return errUsage
 	}
 	self, err := os.Executable()
@@ -79,8 +80,8 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	defer d.close()
 	defer cancel()
 	setup := func() (*demoHarness, error) { return d.echoHarness(*agent) }
-	if *which == "codex" {
-		setup = func() (*demoHarness, error) { return d.codexHarness(codexBin) }
+	if real {
+		setup = func() (*demoHarness, error) { return d.realHarness(cli, cliBin) }
 	}
 	return d.run(*out, setup)
 }

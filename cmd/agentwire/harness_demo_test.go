@@ -44,7 +44,7 @@ func TestHarnessDemoCodex(t *testing.T) {
 		`"status":"completed","command":"/bin/bash -lc`,
 		`"exit_code":0`,
 		`"output":"wrote proof.txt\n"`,
-		`the workspace's proof.txt, read back through the files API: "written by codex in the agentwire demo\n"`,
+		`the workspace's proof.txt, read back through the files API: "written by the agent in the agentwire demo\n"`,
 		`event prompt_steer_ack {"input_id":"demo-input-1","accepted":false,"written":true}`,
 		`event input_outcome {"input_id":"demo-input-1","outcome":"accepted"}`,
 		`"delta":"You also asked which file: "`,
@@ -105,4 +105,47 @@ func TestDemoCodexSteerAck(t *testing.T) {
 	assert.False(t, steerAckFor(line("in", `{"input_id":"other","accepted":false,"written":true}`), demoInputID))
 	assert.False(t, steerAckFor(line("out", `{"input_id":"demo-input-1","accepted":false,"written":true}`), demoInputID))
 	assert.False(t, steerAckFor([]byte(`not json`), demoInputID))
+}
+
+// TestHarnessDemoClaude is TestHarnessDemoCodex with the real Claude Code
+// CLI: the approved Bash command's file read back, the active input
+// written then accepted mid-Turn (Claude Code takes it as a follow-up of
+// the same Turn), done, and no secret anywhere.
+func TestHarnessDemoClaude(t *testing.T) {
+	install.RequireClaude(t)
+	bin := buildAgentwire(t)
+	out := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	start := time.Now()
+	cmd := exec.CommandContext(ctx, bin, "demo", "--harness", "claude", "--out", out)
+	cmd.Dir = filepath.Join("..", "..")
+	cmd.WaitDelay = 10 * time.Second
+	b, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", b)
+	t.Logf("agentwire demo --harness claude took %s", time.Since(start).Round(time.Millisecond))
+	s := string(b)
+	for _, want := range []string{
+		"Runtime started with --harness claude",
+		"event thinking",
+		"event permission_request",
+		`"outcome":"applied"`,
+		`the workspace's proof.txt, read back through the files API: "written by the agent in the agentwire demo\n"`,
+		`event prompt_steer_ack {"input_id":"demo-input-1","accepted":false,"written":true}`,
+		`event input_outcome {"input_id":"demo-input-1","outcome":"accepted"}`,
+		`"delta":"You also asked which file: "`,
+		`outcome: {"state":"completed"}`,
+	} {
+		assert.Contains(t, s, want)
+	}
+	mmd, err := os.ReadFile(filepath.Join(out, "sequence.mmd"))
+	require.NoError(t, err)
+	assert.Contains(t, string(mmd), "participant Runtime as Runtime (claude, the real CLI)")
+	tr, err := os.ReadFile(filepath.Join(out, "transcript.txt"))
+	require.NoError(t, err)
+	secret := regexp.MustCompile(`aw[dpa]_[A-Za-z0-9_-]{8,}`)
+	for _, text := range []string{s, string(mmd), string(tr)} {
+		assert.Empty(t, secret.FindAllString(text, -1))
+		assert.NotContains(t, text, demoClaudeKey, "the provider key is redacted")
+	}
 }

@@ -19,15 +19,17 @@ import (
 	"github.com/agentwire/agentwire/wire"
 )
 
-// `agentwire demo --harness codex`: the same Core, Runtime and Turn as the
-// echo demo, with the Runtime running the real Codex CLI (the pinned one
-// that make harnesses installs) through `--harness codex`. The model is
+// `agentwire demo --harness codex|claude`: the same Core, Runtime and Turn
+// as the echo demo, with the Runtime running a real CLI (the pinned one
+// that make harnesses installs) through `--harness codex` or `--harness
+// claude` (realCLIs says what differs between them). The model is
 // the scripted endpoint of runtime/harness/modeltest, started in this
 // process on 127.0.0.1, so nothing leaves the machine and no account is
 // needed.
 //
-// The script, chosen from each request the CLI sends (Codex asks the
-// model once per sampling step of the Turn):
+// The script, chosen from each request the CLI sends (each asks the model
+// once per sampling step of the Turn; Claude Code takes the active input
+// after the held step's result, as a follow-up of the same Turn):
 //
 //   - the first request (the prompt): a reasoning summary, a streamed
 //     sentence, then Codex's exec_command with sandbox_permissions
@@ -61,7 +63,7 @@ const (
 	demoCodexModel = "gpt-5.5"
 	// demoProofFile is what the approved command writes in the workspace.
 	demoProofFile    = "proof.txt"
-	demoProofText    = "written by codex in the agentwire demo"
+	demoProofText    = "written by the agent in the agentwire demo"
 	demoCodexCommand = "echo '" + demoProofText + "' > " + demoProofFile + " && echo wrote " + demoProofFile
 	demoCodexSteer   = "also say which file you wrote"
 	// demoCodexHeldDelta is the last delta before the model's stream is
@@ -69,36 +71,75 @@ const (
 	demoCodexHeldDelta = "and wrote " + demoProofFile + ". "
 )
 
-// demoCodexBinary is the pinned Codex CLI, or one line saying how to
-// install it.
-func demoCodexBinary() (string, error) {
-	p, err := install.Codex()
+// realCLI is what differs between the real CLIs the demo can run: how the
+// binary is found, which API of the scripted endpoint it talks to, how it
+// runs a shell command that needs approval, and the Runtime's flags.
+type realCLI struct {
+	kind, model, keyEnv, key string
+	binary                   func() (string, error)
+	baseURL                  func(*modeltest.Server) string
+	command                  func(cmd, why string) modeltest.Part
+	flags                    func(baseURL, state string) []string
+}
+
+// realCLIs are the CLIs `agentwire demo --harness` runs besides echo.
+var realCLIs = map[string]realCLI{
+	"codex": {kind: "codex", model: demoCodexModel, keyEnv: demoCodexKeyEnv, key: demoCodexKey,
+		binary: func() (string, error) {
+			return installed(install.Codex, "Codex", install.CodexPackage, install.CodexVersion, "codex")
+		},
+		baseURL: func(s *modeltest.Server) string { return s.OpenAIBaseURL() },
+		// exec_command with sandbox_permissions require_escalated, which
+		// Codex turns into an approval.
+		command: modeltest.CodexExecEscalated,
+		flags: func(baseURL, state string) []string {
+			return []string{"--codex-model", demoCodexModel, "--codex-base-url", baseURL, "--codex-key-env", demoCodexKeyEnv, "--codex-state", state}
+		}},
+	"claude": {kind: "claude", model: "scripted-model", keyEnv: demoClaudeKeyEnv, key: demoClaudeKey,
+		binary: func() (string, error) {
+			return installed(install.Claude, "Claude Code", install.ClaudePackage, install.ClaudeVersion, "claude")
+		},
+		baseURL: func(s *modeltest.Server) string { return s.URL() },
+		// Bash writing a file: Claude Code asks before running it.
+		command: modeltest.ClaudeBash,
+		flags: func(baseURL, state string) []string {
+			return []string{"--claude-model", "scripted-model", "--claude-base-url", baseURL, "--claude-key-env", demoClaudeKeyEnv, "--claude-state", state}
+		}},
+}
+
+const (
+	demoClaudeKeyEnv = "AGENTWIRE_DEMO_CLAUDE_KEY"
+	demoClaudeKey    = "sk-ant-agentwire-demo-offline-dummy"
+)
+
+// installed is the pinned CLI's binary, or one line saying how to install it.
+func installed(find func() (string, error), name, pkg, version, kind string) (string, error) {
+	p, err := find()
 	if errors.Is(err, install.ErrNotInstalled) {
-		return "", fmt.Errorf("demo --harness codex: the Codex CLI (%s %s) is not installed: run make harnesses", install.CodexPackage, install.CodexVersion)
+		return "", fmt.Errorf("demo --harness %s: the %s CLI (%s %s) is not installed: run make harnesses", kind, name, pkg, version)
 	}
 	return p, err
 }
 
-// codexHarness starts the scripted model endpoint and describes the
-// Runtime's --harness codex flags.
-func (d *demo) codexHarness(bin string) (*demoHarness, error) {
+// realHarness starts the scripted model endpoint and describes the
+// Runtime's --harness flags for the CLI cli.
+func (d *demo) realHarness(cli realCLI, bin string) (*demoHarness, error) {
 	gate := modeltest.NewGate()
-	srv, err := modeltest.Start(modeltest.WithFallback(demoCodexScript(gate)))
+	srv, err := modeltest.Start(modeltest.WithFallback(demoScript(gate, cli.command)))
 	if err != nil {
 		return nil, err
 	}
 	// Closing the endpoint ends a held stream too.
 	d.closers = append(d.closers, srv.Close, gate.Open)
-	d.red.add(demoCodexKey)
-	d.say("scripted model endpoint (runtime/harness/modeltest) at %s; the real Codex CLI %s", srv.OpenAIBaseURL(), bin)
+	d.red.add(cli.key)
+	d.say("scripted model endpoint (runtime/harness/modeltest) at %s; the real %s CLI %s", cli.baseURL(srv), cli.kind, bin)
 	frames := d.framesPath()
 	return &demoHarness{
-		kind: "codex",
-		flags: []string{"--harness", "codex", "--codex-model", demoCodexModel, "--codex-base-url", srv.OpenAIBaseURL(),
-			"--codex-key-env", demoCodexKeyEnv, "--codex-state", filepath.Join(d.tmp, "codex")},
-		env:     []string{demoCodexKeyEnv + "=" + demoCodexKey},
-		diagram: "codex, the real CLI",
-		about:   "--harness codex (model " + demoCodexModel + ", key from $" + demoCodexKeyEnv + ")",
+		kind:    cli.kind,
+		flags:   append([]string{"--harness", cli.kind + "=" + bin}, cli.flags(cli.baseURL(srv), filepath.Join(d.tmp, cli.kind))...),
+		env:     []string{cli.keyEnv + "=" + cli.key},
+		diagram: cli.kind + ", the real CLI",
+		about:   "--harness " + cli.kind + " (model " + cli.model + ", key from $" + cli.keyEnv + ")",
 		prompt:  "Write " + demoProofFile + " in the workspace, then wait for my next message.",
 		steer:   demoCodexSteer,
 		steerOn: func(event, payload string) bool {
@@ -116,8 +157,9 @@ func (d *demo) codexHarness(bin string) (*demoHarness, error) {
 	}, nil
 }
 
-// demoCodexScript answers each request of the Turn (see the file comment).
-func demoCodexScript(gate *modeltest.Gate) modeltest.Responder {
+// demoScript answers each request of the Turn (see the file comment);
+// command is the CLI's shell command that needs approval.
+func demoScript(gate *modeltest.Gate, command func(cmd, why string) modeltest.Part) modeltest.Responder {
 	return func(r *modeltest.Request) modeltest.Turn {
 		if slices.Contains(r.UserTexts(), demoCodexSteer) {
 			return modeltest.Reply(modeltest.Text("You also asked which file: ", "I wrote "+demoProofFile+" ", "in the workspace. ", "Done."))
@@ -132,7 +174,7 @@ func demoCodexScript(gate *modeltest.Gate) modeltest.Responder {
 		return modeltest.Reply(
 			modeltest.Reasoning("The user ", "wants a file ", "in the workspace."),
 			modeltest.Text("I will ", "write "+demoProofFile+" ", "with a shell command."),
-			modeltest.CodexExecEscalated(demoCodexCommand, "write "+demoProofFile+" in the workspace"),
+			command(demoCodexCommand, "write "+demoProofFile+" in the workspace"),
 		)
 	}
 }
