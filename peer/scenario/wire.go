@@ -114,6 +114,14 @@ type wireLine struct {
 	payload  string
 }
 
+// written is the line as the transcript has it, its "~" included.
+func (l wireLine) written() string {
+	if l.floating {
+		return "~" + l.text
+	}
+	return l.text
+}
+
 // parseWireLines splits a directive's expected output into its lines.
 func parseWireLines(expected string) []wireLine {
 	var out []wireLine
@@ -281,7 +289,7 @@ func (w *wireRuntime) exchange(d *datadriven.TestData, lines []wireLine, out *st
 			if err := w.play(l); err != nil {
 				return err
 			}
-			out.WriteString(l.text + "\n")
+			out.WriteString(l.written() + "\n")
 			i++
 		case "runtime":
 			j := i

@@ -103,7 +103,7 @@ func (w *wireCore) exchange(t *testing.T, d *datadriven.TestData, lines []wireLi
 			if err := w.play(t, d, l); err != nil {
 				return err
 			}
-			out.WriteString(l.text + "\n")
+			out.WriteString(l.written() + "\n")
 		case "core":
 			line, ok := next(c.frames, 10*time.Second)
 			if !ok {
