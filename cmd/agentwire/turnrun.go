@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -57,9 +58,14 @@ func (c *apiClient) runTurnRun(session, text string, stdout io.Writer, p *prompt
 // exits 130 while the Turn goes on.
 func (c *apiClient) follow(turnID, last string, stdout io.Writer, p *prompter) error {
 	cursor := &eventCursor{id: last}
-	stopDetach := c.detachOnInterrupt(turnID, cursor, p)
+	stopDetach, detached := c.detachOnInterrupt(turnID, cursor, p)
 	defer stopDetach()
 	on := func(event, data string) (bool, error) {
+		if detached() {
+			// The user detached: nothing more is printed, and the
+			// interrupt handler alone decides how the process ends.
+			detachedForever()
+		}
 		c.line(stdout, event, data, data)
 		if p != nil {
 			return false, c.answerQuestion(turnID, p, event, data, stdout)
@@ -68,6 +74,9 @@ func (c *apiClient) follow(turnID, last string, stdout io.Writer, p *prompter) e
 	}
 	for attempt := 0; attempt <= maxStreamResumes; attempt++ {
 		status, _, err := c.stream(turnID, cursor, on)
+		if detached() {
+			detachedForever()
+		}
 		if err != nil {
 			return err
 		}
@@ -105,9 +114,15 @@ func (c *eventCursor) set(id string) {
 // prompter's output, the terminal) how to follow the Turn again or cancel
 // it, and exits 130 unless a second Ctrl-C comes within cancelWindow,
 // which cancels the Turn first.
-func (c *apiClient) detachOnInterrupt(turnID string, cursor *eventCursor, p *prompter) (stop func()) {
+//
+// Once detached, the follower must neither print nor return an outcome:
+// a Turn cancelled by the second Ctrl-C would otherwise end the process
+// with its own status before "cancel sent" is printed (detached reports
+// it, and the follower then waits for the handler's exit).
+func (c *apiClient) detachOnInterrupt(turnID string, cursor *eventCursor, p *prompter) (stop func(), detached func() bool) {
+	var isDetached atomic.Bool
 	if p == nil || p.out == nil {
-		return func() {}
+		return func() {}, isDetached.Load
 	}
 	sig := make(chan os.Signal, 2)
 	signal.Notify(sig, os.Interrupt)
@@ -119,6 +134,7 @@ func (c *apiClient) detachOnInterrupt(turnID string, cursor *eventCursor, p *pro
 		case <-done:
 			return
 		}
+		isDetached.Store(true)
 		after := ""
 		if id := cursor.get(); id != "" {
 			after = "--after " + id + " "
@@ -141,7 +157,13 @@ func (c *apiClient) detachOnInterrupt(turnID string, cursor *eventCursor, p *pro
 	return func() {
 		signal.Stop(sig)
 		close(done)
-	}
+	}, isDetached.Load
+}
+
+// detachedForever parks the follower after a detach; the interrupt
+// handler ends the process.
+func detachedForever() {
+	select {}
 }
 
 // cancelWindow is how long after the first Ctrl-C a second one cancels
