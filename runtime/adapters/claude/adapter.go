@@ -35,8 +35,8 @@ func capabilities() wire.AgentKindCapabilities {
 		SubagentControl:   yes, // disable_subagents switches off the Task tool
 		ToolObservations:  yes, // tool_use and tool_result (with tool_use_result) → tool_call before and after
 		Permissions:       yes, // can_use_tool → permission_request; the answer is the control response
+		FunctionTools:     yes, // an MCP server on the control channel; tools/call → function_call
 
-		FunctionTools:                  no,
 		WebSearchControl:               no,
 		TextVerbosity:                  no,
 		StructuredOutput:               no,

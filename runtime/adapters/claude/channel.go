@@ -81,6 +81,8 @@ type channel struct {
 	logf    func(format string, args ...any)
 	nextID  atomic.Int64
 	prefix  string // request IDs are prefix + a counter, so echoes of ours are recognised
+	// intercept takes events the Executor answers itself (newChannel).
+	intercept func(event) bool
 
 	mu      sync.Mutex
 	pending map[string]chan controlAnswer
@@ -92,14 +94,17 @@ type channel struct {
 }
 
 // newChannel starts reading r; prefix marks the host's request IDs.
-func newChannel(r io.Reader, w jsonl.DeadlineWriter, maxLine int, prefix string, logf func(string, ...any)) *channel {
+//
+// intercept, when set, sees every other event first on the reader
+// goroutine and takes it (true) instead of the inbox; it must not block.
+func newChannel(r io.Reader, w jsonl.DeadlineWriter, maxLine int, prefix string, logf func(string, ...any), intercept func(event) bool) *channel {
 	if maxLine <= 0 {
 		maxLine = DefaultMaxLineBytes
 	}
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	c := &channel{lw: jsonl.NewWriter(w, ErrClosed), maxLine: maxLine, logf: logf, prefix: prefix,
+	c := &channel{lw: jsonl.NewWriter(w, ErrClosed), maxLine: maxLine, logf: logf, prefix: prefix, intercept: intercept,
 		pending: map[string]chan controlAnswer{}, ready: make(chan struct{}, 1), done: make(chan struct{})}
 	go c.read(r)
 	return c
@@ -153,6 +158,9 @@ func (c *channel) deliver(ev event) bool {
 		}
 		// The echo of an answer the host gave (--replay-user-messages),
 		// or an answer to nothing: neither is news to the Executor.
+		return true
+	}
+	if c.intercept != nil && c.intercept(ev) {
 		return true
 	}
 	c.mu.Lock()

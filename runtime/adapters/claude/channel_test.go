@@ -30,7 +30,7 @@ func newFakeCLI(t *testing.T) *fakeCLI {
 	stdoutR, stdoutW, err := os.Pipe()
 	require.NoError(t, err)
 	f := &fakeCLI{t: t, in: bufio.NewScanner(stdinR), out: stdoutW}
-	f.ch = newChannel(stdoutR, stdinW, 0, "aw-", nil)
+	f.ch = newChannel(stdoutR, stdinW, 0, "aw-", nil, nil)
 	t.Cleanup(func() {
 		_ = stdoutW.Close()
 		<-f.ch.Done()

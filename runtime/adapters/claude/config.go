@@ -168,14 +168,18 @@ func checkVersion(binary string) (string, error) {
 // seen), permission prompts on the control channel, no settings from the
 // machine. session is --session-id (a new native Session the adapter
 // named) or --resume (an existing one); disallowed are tools the
-// configuration switches off.
-func (c Config) args(session string, resume bool, disallowed []string) []string {
+// configuration switches off; functions adds the adapter's MCP server,
+// which serves Core's function tools (functions.go).
+func (c Config) args(session string, resume bool, disallowed []string, functions bool) []string {
 	a := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
 		"--include-partial-messages", "--replay-user-messages",
 		"--permission-prompt-tool", "stdio", "--permission-mode", "default", "--setting-sources", "",
 		"--model", c.Model}
 	if len(disallowed) > 0 {
 		a = append(a, "--disallowedTools", strings.Join(disallowed, ","))
+	}
+	if functions {
+		a = append(a, "--mcp-config", mcpConfig())
 	}
 	if resume {
 		return append(a, "--resume", session)

@@ -90,6 +90,9 @@ type executor struct {
 	observeMessages bool
 	// observeTools: the same for tool observations (daemon-protocol.txt:56).
 	observeTools bool
+	// functions are Core's function tools, served as the tools of the
+	// adapter's MCP server (functions.go).
+	functions []wire.FunctionTool
 
 	runMu sync.Mutex // one Run at a time
 
@@ -128,15 +131,16 @@ func (a *Adapter) startExecutor(ctx context.Context, hc harness.ExecutorConfig) 
 	if id := hc.Configuration.AgentSessionID; id != "" {
 		session, resume = id, true
 	}
-	proc, err := childproc.Start(cfg.Binary, cfg.args(session, resume, disallowedTools(hc.Configuration)), cfg.env(configDir), cwd, cfg.StderrBytes)
+	functions := hc.Configuration.FunctionTools
+	proc, err := childproc.Start(cfg.Binary, cfg.args(session, resume, disallowedTools(hc.Configuration), len(functions) > 0), cfg.env(configDir), cwd, cfg.StderrBytes)
 	if err != nil {
 		return nil, fmt.Errorf("claude adapter: starting the CLI: %w", err)
 	}
 	e := &executor{cfg: cfg, log: cfg.Logger.With("kind", cfg.Kind, "session_id", hc.SessionID, "agent_session_id", session),
-		proc: proc, sessionID: session,
+		proc: proc, sessionID: session, functions: functions,
 		observeMessages: hc.Configuration.ObserveMessages && hc.Declaration.Capabilities.MessageItems.Supports(),
 		observeTools:    hc.Configuration.ObserveToolObservations && hc.Declaration.Capabilities.ToolObservations.Supports()}
-	e.ch = newChannel(proc.Stdout, proc.Stdin, cfg.MaxLineBytes, "aw-", func(f string, args ...any) { e.log.Debug(fmt.Sprintf(f, args...)) })
+	e.ch = newChannel(proc.Stdout, proc.Stdin, cfg.MaxLineBytes, "aw-", func(f string, args ...any) { e.log.Debug(fmt.Sprintf(f, args...)) }, e.interceptMCP)
 	defer func() {
 		if err != nil {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*cfg.CloseGrace)

@@ -9,6 +9,7 @@ package claude
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -258,6 +259,12 @@ func (n *kitNative) compile(t *testing.T, s *harnesstest.Scenario) *kitScript {
 			cur.add(modeltest.ClaudeBash("echo "+proof+" | tee "+proof+".txt", "harnesstest asks to run "+st.Ask.Tool))
 			setUsage()
 			push()
+		case st.Call != nil:
+			// Core's functions are the tools of the adapter's MCP server.
+			cur.add(modeltest.FunctionCall(mcpToolPrefix+st.Call.Name, json.RawMessage(st.Call.Args)))
+			setUsage()
+			push()
+			cur.parts = append(cur.parts, n.echoToolResult)
 		case st.AwaitInput:
 			// The stream holds until the input is written; the CLI takes it
 			// after the result, as a follow-up whose request carries it.
@@ -304,6 +311,16 @@ func (n *kitNative) echoInput(r *modeltest.Request) []modeltest.Part {
 		return nil
 	}
 	return []modeltest.Part{modeltest.Text(parts...)}
+}
+
+// echoToolResult says the text of the function result the model got.
+func (n *kitNative) echoToolResult(r *modeltest.Request) []modeltest.Part {
+	tr, ok := r.LastToolResult()
+	if !ok || tr.Output == "" {
+		n.problem("request %d: no function result to quote", r.TurnSeq)
+		return nil
+	}
+	return []modeltest.Part{modeltest.Text(tr.Output)}
 }
 
 // echoSteered says the steered input, the request's last user text.
@@ -432,6 +449,16 @@ func (n *kitNative) verifier(s *harnesstest.Scenario, sc *kitScript) func(*testi
 				require.GreaterOrEqual(t, len(reqs), 2, "the model never got the tool's outcome")
 				_, ok := reqs[1].LastToolResult()
 				assert.True(t, ok, "the tool's output went back to the model")
+			case st.Call != nil:
+				assert.True(t, first.HasTool(mcpToolPrefix+st.Call.Name), "the function is offered to the model: %v", first.ToolNames())
+				require.GreaterOrEqual(t, len(reqs), 2, "the model never got the function result")
+				tr, ok := reqs[1].LastToolResult()
+				require.True(t, ok)
+				var want []string
+				for _, c := range st.Call.Result {
+					want = append(want, c.Text)
+				}
+				assert.Equal(t, strings.Join(want, "\n"), tr.Output, "the function result the model got")
 			case st.AwaitInput:
 				require.Len(t, r.Steers, 1)
 				require.GreaterOrEqual(t, len(reqs), 2, "the steered input never reached the model")

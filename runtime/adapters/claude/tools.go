@@ -27,6 +27,10 @@ type question struct {
 	// texts maps the question IDs the adapter minted to the questions'
 	// text, for an AskUserQuestion (nil for a permission).
 	texts map[string]string
+	// function: a call of one of Core's functions (functions.go), whose
+	// MCP request ID is mcpID.
+	function bool
+	mcpID    json.RawMessage
 }
 
 // askInput is AskUserQuestion's input.
@@ -76,6 +80,8 @@ func kindOf(name string) string {
 		return "command"
 	case name == "Write" || name == "Edit" || name == "MultiEdit" || name == "NotebookEdit":
 		return "file_change"
+	case strings.HasPrefix(name, mcpToolPrefix):
+		return "function"
 	case strings.HasPrefix(name, "mcp__"):
 		return "mcp"
 	}
@@ -176,6 +182,9 @@ func (l *turnLoop) canUseTool(ev event) error {
 	if req.ToolName == "AskUserQuestion" {
 		return l.askUser(ev.RequestID, req.Input, req.ToolUse)
 	}
+	if handled, err := l.allowFunction(ev.RequestID, req.ToolName, req.Input); handled {
+		return err
+	}
 	q := &question{interactionID: "claude-perm-" + ev.RequestID, requestID: ev.RequestID, input: req.Input}
 	l.t.mu.Lock()
 	l.t.questions[q.interactionID] = q
@@ -251,7 +260,8 @@ func (e *executor) Decide(ctx context.Context, runID string, a harness.Answer) e
 	}
 	t.mu.Lock()
 	q := t.questions[a.InteractionID]
-	fits := q != nil && (a.Permission != nil && q.texts == nil || a.Choice != nil && q.texts != nil)
+	fits := q != nil && (a.Result != nil && q.function ||
+		a.Permission != nil && q.texts == nil && !q.function || a.Choice != nil && q.texts != nil)
 	if fits {
 		delete(t.questions, a.InteractionID)
 		delete(t.byRequest, q.requestID)
@@ -260,12 +270,16 @@ func (e *executor) Decide(ctx context.Context, runID string, a harness.Answer) e
 	switch {
 	case q == nil:
 		return harness.ErrRunInactive // not (or no longer) pending: not_pending
+	case !fits && q.function:
+		return fmt.Errorf("claude adapter: %s is a function call; it takes a function_result", a.InteractionID)
 	case !fits && q.texts != nil:
 		return fmt.Errorf("claude adapter: %s is a user-choice question; it takes a user-choice decision", a.InteractionID)
 	case !fits:
 		return fmt.Errorf("claude adapter: %s is a permission request; it takes a permission decision", a.InteractionID)
 	case a.Choice != nil:
 		return e.answerChoice(ctx, q, a.Choice)
+	case a.Result != nil:
+		return e.answerFunction(ctx, q, a.Result)
 	}
 	if a.Permission.Approved != nil && *a.Permission.Approved {
 		input := q.input

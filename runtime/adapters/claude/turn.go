@@ -197,6 +197,9 @@ func (l *turnLoop) handle(ev event) (wire.Done, bool, error) {
 		if sub.Subtype == "can_use_tool" {
 			return wire.Done{}, false, l.canUseTool(ev)
 		}
+		if r, ok := mcpMessage(ev); ok && r.Message.Method == "tools/call" {
+			return wire.Done{}, false, l.functionCall(ev, r)
+		}
 		// decision: a control request the adapter does not serve is
 		// refused, so the CLI never waits for an answer that will not come.
 		return wire.Done{}, false, l.e.ch.Refuse(l.bg, ev.RequestID, "not supported by this Runtime: "+sub.Subtype)

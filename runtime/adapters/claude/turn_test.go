@@ -24,7 +24,7 @@ func TestRunEndsWhenTheCLIDies(t *testing.T) {
 	require.NoError(t, err)
 	cfg := Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}.withDefaults()
 	e := &executor{cfg: cfg, log: cfg.Logger, proc: proc, sessionID: "s-1"}
-	e.ch = newChannel(proc.Stdout, proc.Stdin, 0, "aw-", nil)
+	e.ch = newChannel(proc.Stdout, proc.Stdin, 0, "aw-", nil, nil)
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
