@@ -72,6 +72,7 @@ func runRuntime(args []string, _ io.Writer, stderr io.Writer) error {
 	fs.StringVar(&hc.claudeModel, "claude-model", "", "claude: the model Claude Code asks for")
 	fs.StringVar(&hc.claudeBaseURL, "claude-base-url", "", "claude: the Anthropic Messages API base URL (e.g. http://127.0.0.1:8080; none: Claude Code's default)")
 	fs.StringVar(&hc.claudeKeyEnv, "claude-key-env", "", "claude: the NAME of the environment variable holding the API key (never the key itself)")
+	fs.IntVar(&hc.claudeRetries, "claude-retries", claudeadapter.DefaultMaxRetries, "claude: how often Claude Code retries a failed model call (429, 5xx, a refused connection) before the Turn fails; with 0 the first failure ends it")
 	fs.StringVar(&hc.claudeState, "claude-state", "", "claude: the directory of the Claude configuration directories the adapter owns (none: STATE/claude with --state, else the user cache directory)")
 	var envFlags harnessFlags
 	fs.Var(&envFlags, "environment", "an Environment this Runtime serves: ID=DIR, the Environment ID Core minted and its own existing workspace directory; repeatable (none: everything naming an Environment is refused)")
@@ -206,6 +207,7 @@ func adapter(spec string, stderr io.Writer) (harness.Adapter, error) {
 type harnessConfig struct {
 	codexModel, codexBaseURL, codexKeyEnv, codexState     string
 	claudeModel, claudeBaseURL, claudeKeyEnv, claudeState string
+	claudeRetries                                         int
 	logger                                                *slog.Logger // the daemon's; every adapter logs through it
 }
 
@@ -269,11 +271,20 @@ func claudeAdapter(spec, path string, stderr io.Writer, hc harnessConfig) (harne
 		path = found
 	}
 	a, err := claudeadapter.New(claudeadapter.Config{Binary: path, Model: hc.claudeModel, BaseURL: hc.claudeBaseURL,
-		APIKeyEnv: hc.claudeKeyEnv, StateDir: hc.claudeState, Logger: hc.log(stderr)})
+		APIKeyEnv: hc.claudeKeyEnv, StateDir: hc.claudeState, MaxRetries: retries(hc.claudeRetries), Logger: hc.log(stderr)})
 	if err != nil {
 		return nil, fmt.Errorf("runtime: --harness %s: %w", spec, err)
 	}
 	return a, nil
+}
+
+// retries is --claude-retries as Config.MaxRetries: 0 there means the
+// default, and none is negative.
+func retries(n int) int {
+	if n <= 0 {
+		return -1
+	}
+	return n
 }
 
 // codexAdapter is --harness codex[=PATH]: the binary at PATH, else the
