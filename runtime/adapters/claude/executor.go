@@ -96,10 +96,13 @@ type executor struct {
 
 	runMu sync.Mutex // one Run at a time
 
-	mu       sync.Mutex
-	cur      *turnState // the running Turn, nil between Runs
-	closed   bool
-	closeErr error
+	mu  sync.Mutex
+	cur *turnState // the running Turn, nil between Runs
+	// costTotal is the process's total cost at its last result
+	// (total_cost_usd), from which each Run's cost_usd is the growth.
+	costTotal float64
+	closed    bool
+	closeErr  error
 }
 
 // newSessionID mints the native Session's ID up front (--session-id): the

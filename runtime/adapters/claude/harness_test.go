@@ -165,6 +165,35 @@ func TestHarnessClaudeResume(t *testing.T) {
 	require.Error(t, err, "an unknown native Session is never started afresh")
 }
 
+// cost_usd is each Run's share of the process's running total: the first
+// Run's is the total after it, the second's what the total grew by. The
+// first call is made far dearer than the second, so a per-call total
+// would shrink and a Run billed the whole total would cost more.
+func TestHarnessClaudeCostIsTheRunsShare(t *testing.T) {
+	r := newRig(t, modeltest.WithTurns(
+		modeltest.Reply(modeltest.Text("One.")).WithUsage(modeltest.Usage{InputTokens: 20000, OutputTokens: 8000}),
+		modeltest.Reply(modeltest.Text("Two.")).WithUsage(modeltest.Usage{InputTokens: 10, OutputTokens: 5})))
+	ctx, cancel := context.WithTimeout(context.Background(), cliWait)
+	defer cancel()
+	e := r.executor("", false)
+	totalNow := func() float64 {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return e.costTotal
+	}
+	d1 := run(t, e, ctx, "run-1", "first", &recorder{})
+	require.NotNil(t, d1.Usage.CostUSD, "the result reported a cost")
+	after1 := totalNow()
+	assert.Positive(t, after1)
+	assert.InDelta(t, after1, *d1.Usage.CostUSD, 1e-12, "the first Run is the whole total so far")
+	d2 := run(t, e, ctx, "run-2", "second", &recorder{})
+	require.NotNil(t, d2.Usage.CostUSD)
+	assert.Positive(t, *d2.Usage.CostUSD)
+	assert.Greater(t, totalNow(), after1, "the CLI's total is the process's running total")
+	assert.InDelta(t, totalNow()-after1, *d2.Usage.CostUSD, 1e-12, "the second Run is what the total grew by")
+	assert.Less(t, *d2.Usage.CostUSD, *d1.Usage.CostUSD/10, "the second, cheap Run is not billed the first one's cost")
+}
+
 // A cancelled Turn: the interrupt is answered, and the Run returns only
 // once the CLI reported the aborted result, with what was said so far.
 func TestHarnessClaudeCancellation(t *testing.T) {

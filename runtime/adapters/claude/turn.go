@@ -46,6 +46,9 @@ type (
 		APIErrorStatus *int        `json:"api_error_status"`
 		Usage          resultUsage `json:"usage"`
 		Errors         []string    `json:"errors"`
+		// TotalCostUSD is the process's running total (every result of
+		// the CLI so far), not this result's cost.
+		TotalCostUSD *float64 `json:"total_cost_usd"`
 	}
 	resultUsage struct {
 		InputTokens              int64 `json:"input_tokens"`
@@ -84,6 +87,8 @@ type turnLoop struct {
 	callID          string               // the model call the blocks belong to
 	apiError        *assistantEvent      // the synthetic error message, if any
 	usage           resultUsage          // summed over the Turn's results
+	cost            float64              // the Turn's share of the process's cost
+	costed          bool                 // a result reported a cost
 	calls           resultUsage          // summed over the Turn's model calls, as streamed
 }
 
@@ -231,6 +236,7 @@ func (l *turnLoop) handle(ev event) (wire.Done, bool, error) {
 			return wire.Done{}, true, fmt.Errorf("claude adapter: the result does not decode: %w", err)
 		}
 		l.addUsage(r.Usage)
+		l.addCost(r.TotalCostUSD)
 		if !r.IsError && l.t.queued() {
 			// Input written during plain text runs as a follow-up with its
 			// own result, which the Turn waits for (issue 20).
@@ -242,6 +248,27 @@ func (l *turnLoop) handle(ev event) (wire.Done, bool, error) {
 }
 
 func (l *turnLoop) addUsage(u resultUsage) { l.usage.add(u) }
+
+// addCost takes a result's process total: the Turn's cost is what the
+// total grew by since the Executor's previous result.
+//
+// decision: Claude Code reports only the process's running total
+// (total_cost_usd), so a Run's cost_usd is the difference of the totals
+// around its results; a total that went down (it never should) counts as
+// nothing rather than a negative cost.
+func (l *turnLoop) addCost(total *float64) {
+	if total == nil {
+		return
+	}
+	l.e.mu.Lock()
+	grown := *total - l.e.costTotal
+	l.e.costTotal = *total
+	l.e.mu.Unlock()
+	l.costed = true
+	if grown > 0 {
+		l.cost += grown
+	}
+}
 
 func (u *resultUsage) add(v resultUsage) {
 	u.InputTokens += v.InputTokens
@@ -339,6 +366,10 @@ func (l *turnLoop) result(r resultEvent) wire.Done {
 			u = l.calls
 		}
 		done.Usage = usageOf(u, l.e.cfg.Model)
+		if l.costed {
+			cost := l.cost
+			done.Usage.CostUSD = &cost
+		}
 	}
 	if r.IsError && !strings.HasPrefix(r.TerminalReason, "aborted") {
 		_ = l.send(classify(r, l.apiError))
