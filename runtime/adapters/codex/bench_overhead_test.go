@@ -29,23 +29,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	osexec "os/exec"
-	"slices"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentwire/agentwire/runtime/daemon"
-	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/runtime/harness/install"
 	"github.com/agentwire/agentwire/runtime/harness/modeltest"
-	"github.com/agentwire/agentwire/wire"
+	"github.com/agentwire/agentwire/runtime/internal/turnbench"
 )
 
 // benchDeltaCount text deltas per Turn, benchDeltaGap apart: a model's
@@ -65,7 +58,7 @@ func BenchmarkCodexTurnOverhead(b *testing.B) {
 	}
 	reply := modeltest.Reply(modeltest.SlowText(benchDeltaGap, deltas...))
 	srv := modeltest.New(b, modeltest.WithFallback(func(*modeltest.Request) modeltest.Turn {
-		lastRequest.Store(time.Now().UnixNano())
+		turnbench.MarkRequest()
 		return reply
 	}))
 	a, err := New(Config{Binary: bin, Model: "gpt-5.5", BaseURL: srv.OpenAIBaseURL(), APIKeyEnv: keyEnv,
@@ -75,227 +68,11 @@ func BenchmarkCodexTurnOverhead(b *testing.B) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	via := startBenchCore(ctx, b, a)
+	via := turnbench.StartCore(ctx, b, a, map[string]any{"agent_kind": "codex",
+		"execution_controls": map[string]any{"web_search": "disabled", "text_verbosity": "medium"}, "observe_tool_observations": true})
 	direct := startDirect(ctx, b, a.cfg)
-	for range benchWarmTurns {
-		via.turn(ctx)
-		direct.turn(ctx)
-	}
-
-	var viaT, directT []turnTiming
-	b.ResetTimer()
-	for i := range b.N {
-		if i%2 == 0 {
-			viaT = append(viaT, via.turn(ctx))
-			directT = append(directT, direct.turn(ctx))
-		} else {
-			directT = append(directT, direct.turn(ctx))
-			viaT = append(viaT, via.turn(ctx))
-		}
-	}
-	b.StopTimer()
-
-	var diffs, viaWall, directWall, viaReq, directReq, added []float64
-	for i := range viaT {
-		v, d := viaT[i], directT[i]
-		require.True(b, v.reused, "pair %d: the daemon prepared a new Executor instead of reusing the idle one", i)
-		require.Len(b, v.deltas, benchDeltaCount, "pair %d: deltas through the daemon", i)
-		require.Len(b, d.deltas, benchDeltaCount, "pair %d: deltas of the direct client", i)
-		viaWall = append(viaWall, ms(v.wall))
-		directWall = append(directWall, ms(d.wall))
-		diffs = append(diffs, ms(v.wall-d.wall))
-		viaReq, directReq = append(viaReq, ms(v.request)), append(directReq, ms(d.request))
-		for k := range v.deltas {
-			// From the model's stream to the delta's arrival, through the
-			// daemon and Core's socket against through the direct pipe.
-			added = append(added, float64(((v.deltas[k] - v.request) - (d.deltas[k] - d.request)).Microseconds()))
-		}
-	}
-	b.ReportMetric(median(viaWall), "agentwire-ms/turn")
-	b.ReportMetric(median(directWall), "direct-ms/turn")
-	b.ReportMetric(median(diffs), "overhead-ms")
-	b.ReportMetric(100*median(diffs)/median(directWall), "overhead-%")
-	b.ReportMetric(median(added), "delta-added-p50-µs")
-	b.ReportMetric(median(viaReq), "agentwire-to-model-ms")
-	b.ReportMetric(median(directReq), "direct-to-model-ms")
+	turnbench.Pairs(b, benchWarmTurns, benchDeltaCount, func() turnbench.Timing { return via.Turn(ctx) }, func() turnbench.Timing { return direct.turn(ctx) })
 	require.Empty(b, srv.Problems())
-}
-
-// lastRequest is when the scripted endpoint last received a request
-// (UnixNano): the Turns run one at a time, so at a Turn's first delta it is
-// the request that Turn's model stream answers.
-var lastRequest atomic.Int64
-
-// turnTiming is one Turn: its wall time (from the first request to the
-// Turn's end), when Codex's model request arrived and each text delta's
-// arrival, both after the request that starts the native turn.
-type turnTiming struct {
-	wall    time.Duration
-	request time.Duration
-	deltas  []time.Duration
-	reused  bool
-}
-
-// delta notes a delta's arrival, and at the first one the model request's.
-func (t *turnTiming) delta(started time.Time) {
-	if len(t.deltas) == 0 {
-		t.request = time.Unix(0, lastRequest.Load()).Sub(started)
-	}
-	t.deltas = append(t.deltas, time.Since(started))
-}
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if n := len(s); n%2 == 0 {
-		return (s[n/2-1] + s[n/2]) / 2
-	}
-	return s[len(s)/2]
-}
-
-// benchCore is a scripted Core with the real daemon behind it, the adapter
-// the daemon's only Harness. It writes Core's frames as JSON text and
-// finds the frames it waits for by their first bytes.
-type benchCore struct {
-	tb      testing.TB
-	ws      *websocket.Conn
-	n       int
-	session string // the native Session done reported, resumed by the next Turn
-}
-
-func startBenchCore(ctx context.Context, tb testing.TB, a *Adapter) *benchCore {
-	accepted := make(chan *websocket.Conn, 1)
-	mux := http.NewServeMux()
-	mux.HandleFunc(daemon.BootstrapPath, func(w http.ResponseWriter, r *http.Request) {
-		_ = json.NewEncoder(w).Encode(daemon.Bootstrap{WSURL: "ws://" + r.Host + daemon.WSPath, HeartbeatSeconds: 3600, ProtocolVersion: wire.Version})
-	})
-	mux.HandleFunc(daemon.WSPath, func(w http.ResponseWriter, r *http.Request) {
-		ws, err := websocket.Accept(w, r, nil)
-		if err != nil {
-			return
-		}
-		ws.SetReadLimit(wire.MaxFrameBytes)
-		accepted <- ws
-	})
-	hs := httptest.NewServer(mux)
-	reg := harness.NewRegistry()
-	require.NoError(tb, reg.Register(a))
-	dctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() {
-		done <- daemon.Run(dctx, daemon.Config{
-			CoreURL: hs.URL, DeviceID: "bench", Credential: daemon.NewCredential("bench-credential"),
-			Registry: reg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-			MinBackoff: time.Millisecond, MaxBackoff: 4 * time.Millisecond,
-		})
-	}()
-	var ws *websocket.Conn
-	select {
-	case ws = <-accepted:
-	case <-ctx.Done():
-		stop()
-		tb.Fatal("the daemon did not connect")
-	}
-	tb.Cleanup(func() {
-		ws.CloseRead(context.Background())
-		stop()
-		require.NoError(tb, <-done)
-		_ = ws.CloseNow()
-		hs.Close()
-	})
-	c := &benchCore{tb: tb, ws: ws}
-	c.await(ctx, "heartbeat", "", "")
-	return c
-}
-
-func (c *benchCore) write(ctx context.Context, typ, id, payload string) {
-	frame := `{"type":"` + typ + `","id":"` + id + `","payload":` + payload + `}`
-	if err := c.ws.Write(ctx, websocket.MessageText, []byte(frame)); err != nil {
-		c.tb.Fatalf("core: write %s: %v", typ, err)
-	}
-}
-
-// await reads until a frame of typ for id (with "state":state when state
-// is set) arrives; deltas of id meanwhile are timed into at. A rejection,
-// a failure or an error frame of id ends the benchmark.
-func (c *benchCore) await(ctx context.Context, typ, id, state string) []byte {
-	prefix := []byte(`{"type":"` + typ + `"`)
-	if id != "" {
-		prefix = []byte(`{"type":"` + typ + `","id":"` + id + `"`)
-	}
-	for {
-		_, b, err := c.ws.Read(ctx)
-		if err != nil {
-			c.tb.Fatalf("core: read: %v", err)
-		}
-		if id != "" && (bytes.Contains(b, []byte(`"state":"rejected"`)) || bytes.Contains(b, []byte(`"state":"failed"`)) ||
-			bytes.HasPrefix(b, []byte(`{"type":"error","id":"`+id+`"`))) {
-			c.tb.Fatalf("core: %s: %.400s", id, b)
-		}
-		if bytes.HasPrefix(b, prefix) && (state == "" || bytes.Contains(b, []byte(`"state":"`+state+`"`))) {
-			return b
-		}
-	}
-}
-
-// turn is one Turn of the Session: prepare (resuming the native Session
-// the last done reported, as Core does), start, every delta, done.
-func (c *benchCore) turn(ctx context.Context) turnTiming {
-	c.n++
-	pid, runID := fmt.Sprintf("prepare-%d", c.n), fmt.Sprintf("run-%d", c.n)
-	resume := ""
-	if c.session != "" {
-		resume = fmt.Sprintf(`"agent_session_id":%q,`, c.session)
-	}
-	began := time.Now()
-	c.write(ctx, "execution_prepare", pid, `{"session_id":"3f2b8c1e-5d4a-4e6f-9a7b-1c2d3e4f5a6b","configuration":{"agent_kind":"codex",`+resume+
-		`"execution_controls":{"web_search":"disabled","text_verbosity":"medium"},"agent_state_key":"agents-api-3f2b8c1e-5d4a-4e6f-9a7b-1c2d3e4f5a6b","strict_resume":true,"observe_tool_observations":true}}`)
-	var ready struct {
-		Payload struct {
-			Handle     string `json:"handle"`
-			ExecutorID string `json:"executor_id"`
-			Reused     bool   `json:"reused"`
-		} `json:"payload"`
-	}
-	if err := json.Unmarshal(c.await(ctx, "preparation_status", pid, "ready"), &ready); err != nil {
-		c.tb.Fatalf("core: ready: %v", err)
-	}
-	started := time.Now()
-	c.write(ctx, "execution_start", pid, fmt.Sprintf(`{"executor_id":%q,"handle":%q,"run_id":%q,"input":[{"content":[{"type":"input_text","text":"hi"}]}]}`,
-		ready.Payload.ExecutorID, ready.Payload.Handle, runID))
-	t := turnTiming{reused: ready.Payload.Reused}
-	deltaPrefix := []byte(`{"type":"delta","id":"` + runID + `"`)
-	donePrefix := []byte(`{"type":"done","id":"` + runID + `"`)
-	var done []byte
-	for done == nil {
-		_, b, err := c.ws.Read(ctx)
-		if err != nil {
-			c.tb.Fatalf("core: read: %v", err)
-		}
-		switch {
-		case bytes.HasPrefix(b, deltaPrefix):
-			t.delta(started)
-		case bytes.HasPrefix(b, donePrefix):
-			done = b
-		case bytes.HasPrefix(b, []byte(`{"type":"error","id":"`+runID+`"`)):
-			c.tb.Fatalf("core: %s: %.400s", runID, b)
-		}
-	}
-	t.wall = time.Since(began)
-	// Outside the Turn's time: Core's strict reading of done.
-	m, err := wire.Decode(done, wire.RuntimeToCore)
-	if err != nil {
-		c.tb.Fatalf("core: done: %v: %.300s", err, done)
-	}
-	if md := m.Payload.(wire.Done).Metadata; md != nil && md.AgentSessionID != "" {
-		c.session = md.AgentSessionID
-	}
-	return t
 }
 
 // directClient is the baseline: one app-server with one thread, driven
@@ -375,19 +152,19 @@ func (c *directClient) line(ctx context.Context) []byte {
 }
 
 // turn is one turn/start on the thread, read until turn/completed.
-func (c *directClient) turn(ctx context.Context) turnTiming {
+func (c *directClient) turn(ctx context.Context) turnbench.Timing {
 	c.nextID++
 	began := time.Now()
 	c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"turn/start","params":{"threadId":%q,"input":[{"type":"text","text":"hi","text_elements":[]}]}}`,
 		c.nextID, c.thread))
-	var t turnTiming
+	var t turnbench.Timing
 	for {
 		line := c.line(ctx)
 		switch {
 		case bytes.Contains(line, []byte(`"method":"item/agentMessage/delta"`)):
-			t.delta(began)
+			t.Delta(began)
 		case bytes.Contains(line, []byte(`"method":"turn/completed"`)):
-			t.wall = time.Since(began)
+			t.Wall = time.Since(began)
 			if !bytes.Contains(line, []byte(`"status":"completed"`)) {
 				c.tb.Fatalf("direct: the turn did not complete: %.400s", line)
 			}
