@@ -36,10 +36,10 @@ func capabilities() wire.AgentKindCapabilities {
 		ToolObservations:  yes, // tool_use and tool_result (with tool_use_result) → tool_call before and after
 		Permissions:       yes, // can_use_tool → permission_request; the answer is the control response
 		FunctionTools:     yes, // an MCP server on the control channel; tools/call → function_call
+		StructuredOutput:  yes, // --json-schema; done's content is the result's structured_output
 
 		WebSearchControl:               no,
 		TextVerbosity:                  no,
-		StructuredOutput:               no,
 		SubagentObservations:           no,
 		NativeSessionRecovery:          no,
 		WorkspaceAuthoring:             no,

@@ -79,7 +79,7 @@ type directClient struct {
 }
 
 func startDirect(ctx context.Context, tb testing.TB, cfg Config) *directClient {
-	cmd := osexec.Command(cfg.Binary, cfg.args(newSessionID(), false, []string{"WebSearch", "WebFetch"}, false)...)
+	cmd := osexec.Command(cfg.Binary, cfg.args(launch{session: newSessionID(), disallowed: []string{"WebSearch", "WebFetch"}})...)
 	cmd.Dir, cmd.Env = tb.TempDir(), cfg.env(tb.TempDir())
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	in, err := cmd.StdinPipe()

@@ -163,28 +163,43 @@ func checkVersion(binary string) (string, error) {
 	return PinnedVersion, nil
 }
 
+// launch is what one Executor's command line says beyond the Config.
+type launch struct {
+	// session is --session-id (a new native Session the adapter named) or,
+	// with resume, --resume (an existing one).
+	session string
+	resume  bool
+	// disallowed are tools the configuration switches off.
+	disallowed []string
+	// functions adds the adapter's MCP server, which serves Core's
+	// function tools (functions.go).
+	functions bool
+	// schema is the json_schema output format's schema (--json-schema).
+	schema string
+}
+
 // args is the CLI's command line: stream-json both ways, partial messages,
 // the host's user messages replayed (how acceptance of active input is
 // seen), permission prompts on the control channel, no settings from the
-// machine. session is --session-id (a new native Session the adapter
-// named) or --resume (an existing one); disallowed are tools the
-// configuration switches off; functions adds the adapter's MCP server,
-// which serves Core's function tools (functions.go).
-func (c Config) args(session string, resume bool, disallowed []string, functions bool) []string {
+// machine, and what l says.
+func (c Config) args(l launch) []string {
 	a := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
 		"--include-partial-messages", "--replay-user-messages",
 		"--permission-prompt-tool", "stdio", "--permission-mode", "default", "--setting-sources", "",
 		"--model", c.Model}
-	if len(disallowed) > 0 {
-		a = append(a, "--disallowedTools", strings.Join(disallowed, ","))
+	if len(l.disallowed) > 0 {
+		a = append(a, "--disallowedTools", strings.Join(l.disallowed, ","))
 	}
-	if functions {
+	if l.functions {
 		a = append(a, "--mcp-config", mcpConfig())
 	}
-	if resume {
-		return append(a, "--resume", session)
+	if l.schema != "" {
+		a = append(a, "--json-schema", l.schema)
 	}
-	return append(a, "--session-id", session)
+	if l.resume {
+		return append(a, "--resume", l.session)
+	}
+	return append(a, "--session-id", l.session)
 }
 
 // env is the CLI's environment: the Runtime's own without anything that

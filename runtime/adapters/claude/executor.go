@@ -135,7 +135,14 @@ func (a *Adapter) startExecutor(ctx context.Context, hc harness.ExecutorConfig) 
 		session, resume = id, true
 	}
 	functions := hc.Configuration.FunctionTools
-	proc, err := childproc.Start(cfg.Binary, cfg.args(session, resume, disallowedTools(hc.Configuration), len(functions) > 0), cfg.env(configDir), cwd, cfg.StderrBytes)
+	l := launch{session: session, resume: resume, disallowed: disallowedTools(hc.Configuration), functions: len(functions) > 0}
+	if c := hc.Configuration.ExecutionControls; c != nil && c.OutputFormat != nil {
+		// The gate admitted it only with structured_output declared; the
+		// CLI gives the model a StructuredOutput tool with this schema and
+		// reports what it was called with (turn.go).
+		l.schema = string(c.OutputFormat.Schema)
+	}
+	proc, err := childproc.Start(cfg.Binary, cfg.args(l), cfg.env(configDir), cwd, cfg.StderrBytes)
 	if err != nil {
 		return nil, fmt.Errorf("claude adapter: starting the CLI: %w", err)
 	}

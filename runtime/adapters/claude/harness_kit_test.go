@@ -277,7 +277,11 @@ func (n *kitNative) compile(t *testing.T, s *harnesstest.Scenario) *kitScript {
 		case st.Usage != nil:
 			target = kitUsage(st.Usage[len(st.Usage)-1])
 		case st.JSON != "":
-			cur.add(modeltest.Text(halves(st.JSON)...))
+			// With --json-schema the model answers through the CLI's
+			// StructuredOutput tool, and the CLI ends the Turn with it: no
+			// further model request.
+			cur.add(modeltest.FunctionCall("StructuredOutput", json.RawMessage(st.JSON)))
+			ended = true
 		case st.Fail != "":
 			cur.fail = st.Fail
 			ended = true
@@ -420,6 +424,9 @@ func (n *kitNative) verifier(s *harnesstest.Scenario, sc *kitScript) func(*testi
 		first := reqs[0]
 		if cfg.ExecutionControls != nil {
 			assert.False(t, first.HasTool("WebSearch") || first.HasTool("WebFetch"), "web search disabled: offered %v", first.ToolNames())
+		}
+		if c := cfg.ExecutionControls; c != nil && c.OutputFormat != nil {
+			assert.True(t, first.HasTool("StructuredOutput"), "json_schema output: the CLI offers its StructuredOutput tool: %v", first.ToolNames())
 		}
 		if cfg.DisableSubagents {
 			assert.False(t, first.HasTool("Task"), "subagents disabled: Task offered")

@@ -1,6 +1,7 @@
 package claude
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -49,6 +50,8 @@ type (
 		// TotalCostUSD is the process's running total (every result of
 		// the CLI so far), not this result's cost.
 		TotalCostUSD *float64 `json:"total_cost_usd"`
+		// StructuredOutput is the document of a --json-schema Run.
+		StructuredOutput json.RawMessage `json:"structured_output"`
 	}
 	resultUsage struct {
 		InputTokens              int64 `json:"input_tokens"`
@@ -359,6 +362,16 @@ func (l *turnLoop) result(r resultEvent) wire.Done {
 		}
 	}
 	done := l.e.done(l.content.String())
+	if doc := bytes.TrimSpace(r.StructuredOutput); len(doc) > 0 && !bytes.Equal(doc, []byte("null")) && json.Valid(doc) {
+		// decision: a structured Run's content is the document the model
+		// gave the CLI's StructuredOutput tool (daemon-protocol.txt:54
+		// asks for the answer in the schema), compacted; the text the
+		// model said around it streamed as deltas and stays there.
+		var b bytes.Buffer
+		if json.Compact(&b, doc) == nil {
+			done.Content = b.String()
+		}
+	}
 	if l.turn.Declaration.Capabilities.Usage.Supports() {
 		// The results' sums; never behind the streamed snapshots.
 		u := l.usage
