@@ -15,7 +15,6 @@ package claude
 // Without the pinned CLI it skips (install.RequireClaude).
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -23,37 +22,19 @@ import (
 	"io"
 	"log/slog"
 	osexec "os/exec"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentwire/agentwire/runtime/harness/install"
-	"github.com/agentwire/agentwire/runtime/harness/modeltest"
 	"github.com/agentwire/agentwire/runtime/internal/turnbench"
-)
-
-// benchDeltaCount text deltas per Turn, benchDeltaGap apart: a model's
-// token stream, each delta its own SSE event and its own frame.
-const (
-	benchDeltaCount = 16
-	benchDeltaGap   = 2 * time.Millisecond
-	benchWarmTurns  = 3
 )
 
 func BenchmarkClaudeTurnOverhead(b *testing.B) {
 	bin := install.RequireClaude(b)
 	b.Setenv(keyEnv, testKey)
-	deltas := make([]string, benchDeltaCount)
-	for i := range deltas {
-		deltas[i] = fmt.Sprintf("word%02d ", i)
-	}
-	reply := modeltest.Reply(modeltest.SlowText(benchDeltaGap, deltas...))
-	srv := modeltest.New(b, modeltest.WithFallback(func(*modeltest.Request) modeltest.Turn {
-		turnbench.MarkRequest()
-		return reply
-	}))
+	srv := turnbench.Model(b)
 	a, err := New(Config{Binary: bin, Model: "scripted-model", BaseURL: srv.URL(), APIKeyEnv: keyEnv,
 		StateDir: b.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(b, err)
@@ -64,7 +45,7 @@ func BenchmarkClaudeTurnOverhead(b *testing.B) {
 	via := turnbench.StartCore(ctx, b, a, map[string]any{"agent_kind": Kind,
 		"execution_controls": map[string]any{"web_search": "disabled", "text_verbosity": "medium"}, "observe_tool_observations": true})
 	direct := startDirect(ctx, b, a.cfg)
-	turnbench.Pairs(b, benchWarmTurns, benchDeltaCount, func() turnbench.Timing { return via.Turn(ctx) }, func() turnbench.Timing { return direct.turn(ctx) })
+	turnbench.Pairs(b, turnbench.WarmTurns, turnbench.DeltaCount, func() turnbench.Timing { return via.Turn(ctx) }, func() turnbench.Timing { return direct.turn(ctx) })
 	require.Empty(b, srv.Problems())
 }
 
@@ -72,61 +53,31 @@ func BenchmarkClaudeTurnOverhead(b *testing.B) {
 // Session, driven over plain pipes with the adapter's command line and
 // environment (web search and fetch off, as Core asks).
 type directClient struct {
-	tb  testing.TB
-	in  io.Writer
-	out *bufio.Reader
-	n   int
+	*turnbench.Pipe
+	n int
 }
 
 func startDirect(ctx context.Context, tb testing.TB, cfg Config) *directClient {
 	cmd := osexec.Command(cfg.Binary, cfg.args(launch{session: newSessionID(), disallowed: []string{"WebSearch", "WebFetch"}})...)
 	cmd.Dir, cmd.Env = tb.TempDir(), cfg.env(tb.TempDir())
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	in, err := cmd.StdinPipe()
-	require.NoError(tb, err)
-	out, err := cmd.StdoutPipe()
-	require.NoError(tb, err)
-	require.NoError(tb, cmd.Start())
-	tb.Cleanup(func() {
-		_ = in.Close()
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		_ = cmd.Wait()
-	})
-	c := &directClient{tb: tb, in: in, out: bufio.NewReaderSize(out, 1<<20)}
-	c.send(`{"type":"control_request","request_id":"direct-1","request":{"subtype":"initialize"}}`)
+	c := &directClient{Pipe: turnbench.StartPipe(tb, cmd)}
+	c.Send(`{"type":"control_request","request_id":"direct-1","request":{"subtype":"initialize"}}`)
 	for {
-		line := c.line(ctx)
+		line := c.Line(ctx)
 		if bytes.HasPrefix(line, []byte(`{"type":"control_response"`)) && bytes.Contains(line, []byte(`"direct-1"`)) {
 			return c
 		}
 	}
 }
 
-func (c *directClient) send(line string) {
-	if _, err := io.WriteString(c.in, line+"\n"); err != nil {
-		c.tb.Fatalf("direct: write: %v", err)
-	}
-}
-
-func (c *directClient) line(ctx context.Context) []byte {
-	if ctx.Err() != nil {
-		c.tb.Fatalf("direct: %v", ctx.Err())
-	}
-	line, err := c.out.ReadBytes('\n')
-	if err != nil {
-		c.tb.Fatalf("direct: read: %v", err)
-	}
-	return line
-}
-
 // turn is one user message, read until its result.
 func (c *directClient) turn(ctx context.Context) turnbench.Timing {
 	c.n++
 	began := time.Now()
-	c.send(fmt.Sprintf(`{"type":"user","message":{"role":"user","content":[{"type":"text","text":"hi"}]},"parent_tool_use_id":null,"session_id":"","uuid":"direct-%d"}`, c.n))
+	c.Send(fmt.Sprintf(`{"type":"user","message":{"role":"user","content":[{"type":"text","text":"hi"}]},"parent_tool_use_id":null,"session_id":"","uuid":"direct-%d"}`, c.n))
 	var t turnbench.Timing
 	for {
-		line := c.line(ctx)
+		line := c.Line(ctx)
 		switch {
 		case bytes.HasPrefix(line, []byte(`{"type":"stream_event"`)) && bytes.Contains(line, []byte(`"text_delta"`)):
 			t.Delta(began)
@@ -142,7 +93,7 @@ func (c *directClient) turn(ctx context.Context) turnbench.Timing {
 			}
 			t.Wall = time.Since(began)
 			if r.IsError {
-				c.tb.Fatalf("direct: the turn failed: %.400s", line)
+				c.Fatalf("direct: the turn failed: %.400s", line)
 			}
 			return t
 		}

@@ -22,7 +22,6 @@ package codex
 // the delta's arrival. Without the pinned CLI it skips (install.RequireCodex).
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -30,37 +29,19 @@ import (
 	"io"
 	"log/slog"
 	osexec "os/exec"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentwire/agentwire/runtime/harness/install"
-	"github.com/agentwire/agentwire/runtime/harness/modeltest"
 	"github.com/agentwire/agentwire/runtime/internal/turnbench"
-)
-
-// benchDeltaCount text deltas per Turn, benchDeltaGap apart: a model's
-// token stream, each delta its own SSE event and its own frame.
-const (
-	benchDeltaCount = 16
-	benchDeltaGap   = 2 * time.Millisecond
-	benchWarmTurns  = 3
 )
 
 func BenchmarkCodexTurnOverhead(b *testing.B) {
 	bin := install.RequireCodex(b)
 	b.Setenv(keyEnv, testKey)
-	deltas := make([]string, benchDeltaCount)
-	for i := range deltas {
-		deltas[i] = fmt.Sprintf("word%02d ", i)
-	}
-	reply := modeltest.Reply(modeltest.SlowText(benchDeltaGap, deltas...))
-	srv := modeltest.New(b, modeltest.WithFallback(func(*modeltest.Request) modeltest.Turn {
-		turnbench.MarkRequest()
-		return reply
-	}))
+	srv := turnbench.Model(b)
 	a, err := New(Config{Binary: bin, Model: "gpt-5.5", BaseURL: srv.OpenAIBaseURL(), APIKeyEnv: keyEnv,
 		StateDir: b.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(b, err)
@@ -71,16 +52,14 @@ func BenchmarkCodexTurnOverhead(b *testing.B) {
 	via := turnbench.StartCore(ctx, b, a, map[string]any{"agent_kind": "codex",
 		"execution_controls": map[string]any{"web_search": "disabled", "text_verbosity": "medium"}, "observe_tool_observations": true})
 	direct := startDirect(ctx, b, a.cfg)
-	turnbench.Pairs(b, benchWarmTurns, benchDeltaCount, func() turnbench.Timing { return via.Turn(ctx) }, func() turnbench.Timing { return direct.turn(ctx) })
+	turnbench.Pairs(b, turnbench.WarmTurns, turnbench.DeltaCount, func() turnbench.Timing { return via.Turn(ctx) }, func() turnbench.Timing { return direct.turn(ctx) })
 	require.Empty(b, srv.Problems())
 }
 
 // directClient is the baseline: one app-server with one thread, driven
 // over plain pipes with the adapter's own command line and environment.
 type directClient struct {
-	tb     testing.TB
-	in     io.Writer
-	out    *bufio.Reader
+	*turnbench.Pipe
 	thread string
 	nextID int
 }
@@ -89,20 +68,9 @@ func startDirect(ctx context.Context, tb testing.TB, cfg Config) *directClient {
 	home := tb.TempDir()
 	cmd := osexec.Command(cfg.Binary, cfg.args()...)
 	cmd.Dir, cmd.Env = tb.TempDir(), cfg.env(home)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	in, err := cmd.StdinPipe()
-	require.NoError(tb, err)
-	out, err := cmd.StdoutPipe()
-	require.NoError(tb, err)
-	require.NoError(tb, cmd.Start())
-	tb.Cleanup(func() {
-		_ = in.Close()
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		_ = cmd.Wait()
-	})
-	c := &directClient{tb: tb, in: in, out: bufio.NewReaderSize(out, 1<<20)}
+	c := &directClient{Pipe: turnbench.StartPipe(tb, cmd)}
 	c.call(ctx, "initialize", `{"clientInfo":{"name":"bench","version":"0"},"capabilities":{"experimentalApi":true}}`)
-	c.send(`{"jsonrpc":"2.0","method":"initialized"}`)
+	c.Send(`{"jsonrpc":"2.0","method":"initialized"}`)
 	var res struct {
 		Result struct {
 			Thread struct {
@@ -117,60 +85,43 @@ func startDirect(ctx context.Context, tb testing.TB, cfg Config) *directClient {
 	return c
 }
 
-func (c *directClient) send(line string) {
-	if _, err := io.WriteString(c.in, line+"\n"); err != nil {
-		c.tb.Fatalf("direct: write: %v", err)
-	}
-}
-
 // call sends a request and returns its response line; notifications
 // before it are passed over.
 func (c *directClient) call(ctx context.Context, method, params string) []byte {
 	c.nextID++
 	id := fmt.Sprintf(`"id":%d`, c.nextID)
-	c.send(fmt.Sprintf(`{"jsonrpc":"2.0",%s,"method":%q,"params":%s}`, id, method, params))
+	c.Send(fmt.Sprintf(`{"jsonrpc":"2.0",%s,"method":%q,"params":%s}`, id, method, params))
 	for {
-		line := c.line(ctx)
+		line := c.Line(ctx)
 		if bytes.Contains(line, []byte(id)) && !bytes.Contains(line, []byte(`"method"`)) {
 			if bytes.Contains(line, []byte(`"error":{`)) {
-				c.tb.Fatalf("direct: %s: %s", method, line)
+				c.Fatalf("direct: %s: %s", method, line)
 			}
 			return line
 		}
 	}
 }
 
-func (c *directClient) line(ctx context.Context) []byte {
-	if ctx.Err() != nil {
-		c.tb.Fatalf("direct: %v", ctx.Err())
-	}
-	line, err := c.out.ReadBytes('\n')
-	if err != nil {
-		c.tb.Fatalf("direct: read: %v", err)
-	}
-	return line
-}
-
 // turn is one turn/start on the thread, read until turn/completed.
 func (c *directClient) turn(ctx context.Context) turnbench.Timing {
 	c.nextID++
 	began := time.Now()
-	c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"turn/start","params":{"threadId":%q,"input":[{"type":"text","text":"hi","text_elements":[]}]}}`,
+	c.Send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"turn/start","params":{"threadId":%q,"input":[{"type":"text","text":"hi","text_elements":[]}]}}`,
 		c.nextID, c.thread))
 	var t turnbench.Timing
 	for {
-		line := c.line(ctx)
+		line := c.Line(ctx)
 		switch {
 		case bytes.Contains(line, []byte(`"method":"item/agentMessage/delta"`)):
 			t.Delta(began)
 		case bytes.Contains(line, []byte(`"method":"turn/completed"`)):
 			t.Wall = time.Since(began)
 			if !bytes.Contains(line, []byte(`"status":"completed"`)) {
-				c.tb.Fatalf("direct: the turn did not complete: %.400s", line)
+				c.Fatalf("direct: the turn did not complete: %.400s", line)
 			}
 			return t
 		case bytes.Contains(line, []byte(`"error":{`)) && !bytes.Contains(line, []byte(`"method"`)):
-			c.tb.Fatalf("direct: turn/start: %s", line)
+			c.Fatalf("direct: turn/start: %s", line)
 		}
 	}
 }

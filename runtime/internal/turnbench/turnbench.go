@@ -6,6 +6,7 @@
 package turnbench
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -14,8 +15,10 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"slices"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -24,6 +27,7 @@ import (
 
 	"github.com/agentwire/agentwire/runtime/daemon"
 	"github.com/agentwire/agentwire/runtime/harness"
+	"github.com/agentwire/agentwire/runtime/harness/modeltest"
 	"github.com/agentwire/agentwire/wire"
 )
 
@@ -96,7 +100,7 @@ func Report(b *testing.B, viaT, directT []Timing, deltas int) {
 		for k := range v.Deltas {
 			// From the model's stream to the delta's arrival, through the
 			// daemon and Core's socket against through the direct pipe.
-			added = append(added, float64(((v.Deltas[k]-v.Request)-(d.Deltas[k]-d.Request)).Microseconds()))
+			added = append(added, float64(((v.Deltas[k] - v.Request) - (d.Deltas[k] - d.Request)).Microseconds()))
 		}
 	}
 	b.ReportMetric(Median(viaWall), "agentwire-ms/turn")
@@ -272,4 +276,77 @@ func (c *Core) Turn(ctx context.Context) Timing {
 		c.session = md.AgentSessionID
 	}
 	return t
+}
+
+// The Turn both sides run: DeltaCount text deltas, DeltaGap apart (a
+// model's token stream, each delta its own SSE event and its own frame),
+// after WarmTurns Turns of each side.
+const (
+	DeltaCount = 16
+	DeltaGap   = 2 * time.Millisecond
+	WarmTurns  = 3
+)
+
+// Model starts the scripted endpoint both sides talk to: every request is
+// answered with the benchmark's Turn and marked (MarkRequest).
+func Model(tb testing.TB) *modeltest.Server {
+	deltas := make([]string, DeltaCount)
+	for i := range deltas {
+		deltas[i] = fmt.Sprintf("word%02d ", i)
+	}
+	reply := modeltest.Reply(modeltest.SlowText(DeltaGap, deltas...))
+	return modeltest.New(tb, modeltest.WithFallback(func(*modeltest.Request) modeltest.Turn {
+		MarkRequest()
+		return reply
+	}))
+}
+
+// Pipe is a direct client's CLI process: plain pipes, one JSON line each
+// way, its process group killed when the benchmark ends.
+type Pipe struct {
+	tb  testing.TB
+	in  io.Writer
+	out *bufio.Reader
+}
+
+// StartPipe starts cmd in its own process group with its stdin and stdout
+// piped.
+func StartPipe(tb testing.TB, cmd *exec.Cmd) *Pipe {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	in, err := cmd.StdinPipe()
+	require.NoError(tb, err)
+	out, err := cmd.StdoutPipe()
+	require.NoError(tb, err)
+	require.NoError(tb, cmd.Start())
+	tb.Cleanup(func() {
+		_ = in.Close()
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+	})
+	return &Pipe{tb: tb, in: in, out: bufio.NewReaderSize(out, 1<<20)}
+}
+
+// Send writes one line.
+func (p *Pipe) Send(line string) {
+	if _, err := io.WriteString(p.in, line+"\n"); err != nil {
+		p.tb.Fatalf("direct: write: %v", err)
+	}
+}
+
+// Line reads one line.
+func (p *Pipe) Line(ctx context.Context) []byte {
+	if ctx.Err() != nil {
+		p.tb.Fatalf("direct: %v", ctx.Err())
+	}
+	line, err := p.out.ReadBytes('\n')
+	if err != nil {
+		p.tb.Fatalf("direct: read: %v", err)
+	}
+	return line
+}
+
+// Fatalf ends the benchmark with what the direct client saw.
+func (p *Pipe) Fatalf(format string, args ...any) {
+	p.tb.Helper()
+	p.tb.Fatalf(format, args...)
 }
