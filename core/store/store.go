@@ -19,6 +19,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -94,6 +97,13 @@ type Store interface {
 	// AppendEvent adds an event to the Turn's journal and returns it with
 	// its sequence number (1, 2, ...), the SSE event ID.
 	AppendEvent(ctx context.Context, e Event) (Event, error)
+	// AppendEvents appends a batch of events (of any Turns; one Turn's in
+	// the order given) in one atomic write, and returns them with their
+	// sequence numbers. An event whose Turn does not exist is not stored
+	// (its Seq stays 0): the others are, and the error wraps ErrNotFound
+	// naming the Turn. Core's connections group-commit their journal with
+	// it (one commit for every frame delivered in one loop turn).
+	AppendEvents(ctx context.Context, events []Event) ([]Event, error)
 	// Events reads a Turn's journal after a sequence number, in order;
 	// limit <= 0 means all.
 	Events(ctx context.Context, turnID string, after int64, limit int) ([]Event, error)
@@ -401,3 +411,12 @@ type Credential struct {
 
 // Revoked reports whether the credential was revoked.
 func (c Credential) Revoked() bool { return !c.RevokedAt.IsZero() }
+
+// MissingTurns is AppendEvents's error for events whose Turn does not
+// exist: nil for none, else ErrNotFound naming them.
+func MissingTurns(ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: no Turn %s for %d event(s) of the batch", ErrNotFound, strings.Join(slices.Compact(slices.Sorted(slices.Values(ids))), ", "), len(ids))
+}

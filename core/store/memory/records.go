@@ -64,18 +64,33 @@ func (s *Store) AdvanceInputCursor(ctx context.Context, turnID string, from, to 
 }
 
 func (s *Store) AppendEvent(ctx context.Context, e store.Event) (store.Event, error) {
-	if err := s.lock(ctx); err != nil {
+	out, err := s.AppendEvents(ctx, []store.Event{e})
+	if len(out) == 0 || out[0].Seq == 0 {
 		return store.Event{}, err
 	}
-	defer s.mu.Unlock()
-	if _, ok := s.turns[e.TurnID]; !ok {
-		return store.Event{}, store.ErrNotFound
+	return out[0], err
+}
+
+func (s *Store) AppendEvents(ctx context.Context, events []store.Event) ([]store.Event, error) {
+	if err := s.lock(ctx); err != nil {
+		return nil, err
 	}
-	e.Seq = int64(len(s.events[e.TurnID])) + 1
-	e.Payload = clone(e.Payload)
-	s.events[e.TurnID] = append(s.events[e.TurnID], e)
-	e.Payload = clone(e.Payload)
-	return e, nil
+	defer s.mu.Unlock()
+	out := make([]store.Event, len(events))
+	var missing []string
+	for i, e := range events {
+		if _, ok := s.turns[e.TurnID]; !ok {
+			missing = append(missing, e.TurnID)
+			out[i] = e
+			continue
+		}
+		e.Seq = int64(len(s.events[e.TurnID])) + 1
+		e.Payload = clone(e.Payload)
+		s.events[e.TurnID] = append(s.events[e.TurnID], e)
+		e.Payload = clone(e.Payload)
+		out[i] = e
+	}
+	return out, store.MissingTurns(missing)
 }
 
 func (s *Store) Events(ctx context.Context, turnID string, after int64, limit int) ([]store.Event, error) {

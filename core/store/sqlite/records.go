@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -70,15 +71,41 @@ func (s *Store) AdvanceInputCursor(ctx context.Context, turnID string, from, to 
 }
 
 func (s *Store) AppendEvent(ctx context.Context, e store.Event) (store.Event, error) {
-	seq, err := s.insertSeq(ctx, `INSERT INTO events(turn_id, seq, run_id, type, payload, at)
-		SELECT ?, COALESCE((SELECT MAX(seq) FROM events WHERE turn_id = ?), 0) + 1, ?, ?, ?, ?
-		WHERE EXISTS (SELECT 1 FROM turns WHERE id = ?) RETURNING seq`,
-		e.TurnID, e.TurnID, e.RunID, e.Type, blob(e.Payload), ms(e.At), e.TurnID)
-	if err != nil {
+	out, err := s.AppendEvents(ctx, []store.Event{e})
+	if len(out) == 0 || out[0].Seq == 0 {
 		return store.Event{}, err
 	}
-	e.Seq = seq
-	return e, nil
+	return out[0], err
+}
+
+// AppendEvents writes the batch in one transaction with the prepared
+// append statement: one commit (one fsync) for the whole batch.
+func (s *Store) AppendEvents(ctx context.Context, events []store.Event) ([]store.Event, error) {
+	if err := s.check(ctx); err != nil {
+		return nil, err
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	stmt := tx.StmtContext(ctx, s.stmts.appendEvent)
+	out := make([]store.Event, len(events))
+	var missing []string
+	for i, e := range events {
+		out[i] = e
+		err := stmt.QueryRowContext(ctx, e.TurnID, e.TurnID, e.RunID, e.Type, blob(e.Payload), ms(e.At), e.TurnID).Scan(&out[i].Seq)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			missing = append(missing, e.TurnID)
+		case err != nil:
+			return nil, fmt.Errorf("sqlite: appending an event: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	return out, store.MissingTurns(missing)
 }
 
 func (s *Store) Events(ctx context.Context, turnID string, after int64, limit int) ([]store.Event, error) {

@@ -31,6 +31,7 @@ const FileName = "core.db"
 type Store struct {
 	w      *sql.DB // the single writer
 	r      *sql.DB // readers (WAL lets them run beside the writer)
+	stmts  stmts   // prepared on w
 	closed atomic.Bool
 }
 
@@ -68,6 +69,10 @@ func Open(ctx context.Context, dir string) (*Store, error) {
 		_ = s.Close()
 		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
 	}
+	if err := s.stmts.prepare(ctx, w); err != nil {
+		_ = s.Close()
+		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
+	}
 	return s, nil
 }
 
@@ -76,7 +81,7 @@ func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
-	return errors.Join(s.r.Close(), s.w.Close())
+	return errors.Join(s.stmts.close(), s.r.Close(), s.w.Close())
 }
 
 func (s *Store) check(ctx context.Context) error {

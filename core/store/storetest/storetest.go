@@ -42,6 +42,7 @@ func Run(t *testing.T, open Open) {
 		{"Inputs", testInputs},
 		{"InputCursorRace", testCursorRace},
 		{"Journal", testJournal},
+		{"JournalBatch", testJournalBatch},
 		{"JournalConcurrentAppend", testJournalConcurrent},
 		{"Interactions", testInteractions},
 		{"InteractionAnswerRace", testInteractionRace},
@@ -352,6 +353,37 @@ func testJournal(t *testing.T, s store.Store) {
 	none, err := s.Events(ctx, "turn-0", 5, 0)
 	require.NoError(t, err)
 	assert.Empty(t, none)
+}
+
+// A batch interleaves Turns, keeps each Turn's order and numbering after
+// what it had, and stores everything but the events of a missing Turn.
+func testJournalBatch(t *testing.T, s store.Store) {
+	seed(t, s, 2)
+	_, err := s.AppendEvent(ctx, store.Event{TurnID: "turn-0", RunID: "run", Type: "delta", Payload: raw(`{"n":1}`), At: T0})
+	require.NoError(t, err)
+	batch := []store.Event{
+		{TurnID: "turn-0", RunID: "run", Type: "delta", Payload: raw(`{"n":2}`), At: T0},
+		{TurnID: "turn-1", RunID: "run-b", Type: "delta", Payload: raw(`{"n":1}`), At: T0},
+		{TurnID: "missing", RunID: "run-x", Type: "delta", Payload: raw(`{}`), At: T0},
+		{TurnID: "turn-0", RunID: "run", Type: "done", Payload: raw(`{}`), At: T0},
+	}
+	out, err := s.AppendEvents(ctx, batch)
+	require.ErrorIs(t, err, store.ErrNotFound)
+	assert.Contains(t, err.Error(), "missing", "the error names the Turn")
+	require.Len(t, out, 4)
+	assert.Equal(t, []int64{2, 1, 0, 3}, []int64{out[0].Seq, out[1].Seq, out[2].Seq, out[3].Seq})
+	all, err := s.Events(ctx, "turn-0", 0, 0)
+	require.NoError(t, err)
+	require.Len(t, all, 3)
+	assert.Equal(t, "done", all[2].Type)
+	assert.JSONEq(t, `{"n":2}`, string(all[1].Payload))
+	other, err := s.Events(ctx, "turn-1", 0, 0)
+	require.NoError(t, err)
+	assert.Len(t, other, 1)
+
+	out, err = s.AppendEvents(ctx, nil)
+	require.NoError(t, err)
+	assert.Empty(t, out)
 }
 
 func testJournalConcurrent(t *testing.T, s store.Store) {
