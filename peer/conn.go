@@ -25,6 +25,14 @@ type ConnConfig struct {
 	// closes the connection. Protocol liveness is the heartbeat's job; the
 	// ping finds a dead TCP path sooner on an otherwise quiet connection.
 	PingInterval time.Duration
+	// Ready, when set, is called on the loop after each turn of work (the
+	// frames delivered together, a request, a timer) and before the
+	// frames that work queued are written, and after the work of Do
+	// before Do returns: the embedding peer persists there, in one go,
+	// what its hooks deferred (Core commits its journal batch), so that
+	// no frame and no caller of Do sees work whose writes are not durable
+	// yet (etcd raft's Ready, persisted before the messages go out).
+	Ready func(ctx context.Context)
 }
 
 // Pinger is implemented by transports that can check the path to the peer.
@@ -42,6 +50,9 @@ type Conn struct {
 
 	reqs chan func()
 	done chan struct{}
+	// loopCtx is Run's context without its cancellation, for Ready (set
+	// before the loop takes any request; read only on the loop).
+	loopCtx context.Context
 
 	mu     sync.Mutex
 	err    error
@@ -80,6 +91,7 @@ type inbound struct {
 // stopped (nil after Close).
 func (c *Conn) Run(ctx context.Context) error {
 	defer close(c.done)
+	c.loopCtx = context.WithoutCancel(ctx)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
@@ -121,6 +133,9 @@ func (c *Conn) Run(ctx context.Context) error {
 
 	stop := func(err error, code StatusCode, reason string) error {
 		c.d.ConnectionLost()
+		// What the loss's hooks deferred is persisted too: the loop ends
+		// here, and a Core that journals the loss must not drop it.
+		c.ready(c.loopCtx)
 		_ = c.t.Close(code, reason)
 		cancel()
 		c.setErr(err)
@@ -134,6 +149,7 @@ func (c *Conn) Run(ctx context.Context) error {
 	var dl writeDeadline
 	defer dl.stop()
 	for {
+		c.ready(c.loopCtx)
 		if err := c.flush(ctx, &dl); err != nil {
 			return stop(err, StatusGoingAway, "write failed")
 		}
@@ -294,11 +310,18 @@ func (w *writeDeadline) stop() {
 	}
 }
 
+// ready calls ConnConfig.Ready.
+func (c *Conn) ready(ctx context.Context) {
+	if c.cfg.Ready != nil {
+		c.cfg.Ready(ctx)
+	}
+}
+
 // Do runs fn on the loop goroutine with the driver and waits for it.
 func (c *Conn) Do(ctx context.Context, fn func(d *Driver)) error {
 	ran := make(chan struct{})
 	select {
-	case c.reqs <- func() { fn(c.d); close(ran) }:
+	case c.reqs <- func() { fn(c.d); c.ready(c.loopCtx); close(ran) }:
 	case <-c.done:
 		return ErrClosed
 	case <-ctx.Done():

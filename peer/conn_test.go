@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -166,4 +168,68 @@ func TestConnUnansweredPingClosesTheConnection(t *testing.T) {
 	defer cancel()
 	_, rerr := b.Read(ctx)
 	assert.Equal(t, peer.StatusGoingAway, peer.CloseStatus(rerr))
+}
+
+// orderLog records, in order, the Ready calls and the frames written.
+type orderLog struct {
+	mu  sync.Mutex
+	log []string
+}
+
+func (o *orderLog) add(s string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.log = append(o.log, s)
+}
+
+func (o *orderLog) all() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]string(nil), o.log...)
+}
+
+type loggingTransport struct {
+	peer.Transport
+	o *orderLog
+}
+
+func (t loggingTransport) Write(ctx context.Context, frame []byte) error {
+	t.o.add("write")
+	return t.Transport.Write(ctx, frame)
+}
+
+// Ready runs before the frames a turn of work queued are written, before
+// Do returns, and after the connection's loss (what its hooks deferred is
+// persisted too).
+func TestConnReadyPrecedesWritesDoAndLoss(t *testing.T) {
+	ts := tables(t)
+	o := &orderLog{}
+	d, err := peer.New(peer.Config{Role: fsm.RoleCore, Tables: ts, Router: testRouter(ts), App: newApp(t, fsm.RoleCore), Logger: quietLogger()})
+	require.NoError(t, err)
+	a, b := peer.Pipe()
+	c := peer.NewConn(d, loggingTransport{a, o}, peer.ConnConfig{Ready: func(ctx context.Context) {
+		assert.NoError(t, ctx.Err(), "Ready's context is never the cancelled loop's")
+		o.add("ready")
+	}})
+	done := runConn(t, c)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	var before int
+	require.NoError(t, c.Do(ctx, func(*peer.Driver) { before = len(o.all()) }))
+	assert.Greater(t, len(o.all()), before, "Ready ran after Do's work, before Do returned")
+
+	require.NoError(t, c.Send(ctx, peer.Outbound{ID: prepID, Payload: prepare(t)}))
+	_, err = b.Read(ctx)
+	require.NoError(t, err)
+	log := o.all()
+	w := slices.Index(log, "write")
+	require.Positive(t, w, "a frame was written: %v", log)
+	assert.Equal(t, "ready", log[w-1], "Ready ran right before the write: %v", log)
+
+	n := len(o.all())
+	require.NoError(t, b.Close(peer.StatusNormal, ""))
+	<-done
+	assert.Greater(t, len(o.all()), n, "Ready ran after the loss")
+	assert.Equal(t, "ready", o.all()[len(o.all())-1])
 }

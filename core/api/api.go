@@ -291,13 +291,16 @@ type Journal struct {
 	wake  map[string]chan struct{}
 }
 
-// Append stores an event and wakes the Turn's subscribers.
-func (j *Journal) Append(ctx context.Context, e store.Event) (store.Event, error) {
-	e, err := j.Store.AppendEvent(ctx, e)
-	if err == nil {
-		j.Notify(e.TurnID)
+// Append stores events in one atomic write and wakes the subscribers of
+// each Turn that got one.
+func (j *Journal) Append(ctx context.Context, events ...store.Event) ([]store.Event, error) {
+	out, err := j.Store.AppendEvents(ctx, events)
+	for i, e := range out {
+		if e.Seq != 0 && (i == 0 || out[i-1].TurnID != e.TurnID) {
+			j.Notify(e.TurnID)
+		}
 	}
-	return e, err
+	return out, err
 }
 
 // Notify wakes the Turn's subscribers (after an event or a status change).

@@ -95,7 +95,7 @@ func (g *Gateway) cancelRunning(ctx context.Context, t store.Turn) (string, erro
 	// outcome and records cancel_unconfirmed, as a lost connection does
 	// (daemon-protocol.txt:133, 163); a record whose frame never left
 	// claims nothing more than that the cancellation may have happened.
-	if err := (execHooks{c}).journal(r, JournalCancelRequested, map[string]string{"delivery_id": delivery}); err != nil {
+	if err := c.journalNow(r, JournalCancelRequested, map[string]string{"delivery_id": delivery}); err != nil {
 		return "", err
 	}
 	r.addDelivery(delivery)

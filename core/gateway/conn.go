@@ -71,6 +71,9 @@ type conn struct {
 	// project owns the device (store.Device.Project), read when the owner
 	// lease is taken and again at each heartbeat; "" places nothing here.
 	project string
+	// pending is the journal batch the loop commits at its Ready
+	// (journal.go); only the loop touches it.
+	pending []store.Event
 	preps   map[string]*prepRec // by preparation request ID
 	runs    map[string]*runRec  // by Run ID
 	// inters are the open questions by wire interaction ID.
@@ -153,7 +156,7 @@ func (g *Gateway) upgrade(w http.ResponseWriter, r *http.Request) {
 	if g.trans != nil {
 		tr = &recording{Transport: tr, t: g.trans, device: deviceID}
 	}
-	pc := peer.NewConn(d, tr, peer.ConnConfig{ReadTimeout: g.cfg.ReadTimeout})
+	pc := peer.NewConn(d, tr, peer.ConnConfig{ReadTimeout: g.cfg.ReadTimeout, Ready: c.commit})
 	c.mu.Lock()
 	c.ws, c.pc = ws, pc
 	c.mu.Unlock()

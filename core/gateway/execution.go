@@ -311,7 +311,7 @@ func (h execHooks) DoLeaveTurnUnclaimed(f *fsm.Firing[*peer.Event]) error {
 	if p == nil || p.readOnly {
 		return nil // a read has no Turn; its worker reports the refusal
 	}
-	ctx, cancel := storeCtx()
+	ctx, cancel := h.c.storeCtx()
 	defer cancel()
 	now := h.c.g.cfg.Clock.Now()
 	err := h.c.g.cfg.Store.RequeueTurn(ctx, p.turnID, p.runID, now.Add(h.c.g.backoff(p.attempts)), now)
@@ -335,16 +335,16 @@ func (h execHooks) GuardMatchesCancelDelivery(f *fsm.Firing[*peer.Event]) bool {
 	return ok && r != nil && r.matches(ack.DeliveryID)
 }
 
-// journal appends the frame (or a Core observation) to the Turn's journal.
+// journal adds the frame (or a Core observation) to the connection's
+// journal batch, which the loop commits before anything it queued leaves
+// (journal.go). Hooks run on the loop, and only the loop touches the batch.
 func (h execHooks) journal(r *runRec, typ string, payload any) error {
-	raw, err := json.Marshal(payload)
+	e, err := h.c.event(r, typ, payload)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := storeCtx()
-	defer cancel()
-	_, err = h.c.g.cfg.Journal.Append(ctx, store.Event{TurnID: r.turnID, RunID: r.runID, Type: typ, Payload: raw, At: h.c.g.cfg.Clock.Now()})
-	return err
+	h.c.pending = append(h.c.pending, e)
+	return nil
 }
 
 func (h execHooks) frame(f *fsm.Firing[*peer.Event]) (*runRec, error) {
@@ -363,7 +363,7 @@ func (h execHooks) frame(f *fsm.Firing[*peer.Event]) (*runRec, error) {
 // cancel_unconfirmed) keeps its first record. When the step settles the
 // Run machine, the Run's open inputs and questions are told (closeRun).
 func (h execHooks) finish(f *fsm.Firing[*peer.Event], r *runRec, state store.TurnState, o store.Outcome) error {
-	ctx, cancel := storeCtx()
+	ctx, cancel := h.c.storeCtx()
 	defer cancel()
 	err := h.c.g.cfg.Store.FinishTurn(ctx, r.turnID, r.runID, state, o, h.c.g.cfg.Clock.Now())
 	h.c.g.cfg.Journal.Notify(r.turnID)
@@ -424,7 +424,7 @@ func (h execHooks) recordNative(r *runRec, m *wire.DoneMetadata) error {
 	if m == nil || m.AgentSessionID == "" {
 		return nil
 	}
-	ctx, cancel := storeCtx()
+	ctx, cancel := h.c.storeCtx()
 	defer cancel()
 	err := h.c.g.cfg.Store.RecordNativeSession(ctx, r.sessionID, m.AgentSessionID)
 	if errors.Is(err, store.ErrStale) {

@@ -69,7 +69,7 @@ func (c *conn) pumpInput(d *peer.Driver, r *runRec) {
 	if in.inflight != "" {
 		return
 	}
-	ctx, cancel := storeCtx()
+	ctx, cancel := c.storeCtx()
 	defer cancel()
 	if in.seqs == nil {
 		t, err := c.g.cfg.Store.GetTurn(ctx, r.turnID)
@@ -162,7 +162,7 @@ func (h inputHooks) DoAdvanceCursor(f *fsm.Firing[*peer.Event]) error {
 	seq := r.input.seqs[id]
 	var err error
 	if seq > r.input.cursor {
-		ctx, cancel := storeCtx()
+		ctx, cancel := h.c.storeCtx()
 		defer cancel()
 		if err = h.c.g.cfg.Store.AdvanceInputCursor(ctx, r.turnID, r.input.cursor, seq); err == nil {
 			r.input.cursor = seq

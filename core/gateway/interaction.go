@@ -64,7 +64,7 @@ func (h interHooks) journal(r *interRec, typ string, payload any) error {
 // transition moves the stored interaction; a lost race (already moved) is
 // not an error of this step.
 func (h interHooks) transition(r *interRec, from, to store.InteractionState) error {
-	ctx, cancel := storeCtx()
+	ctx, cancel := h.c.storeCtx()
 	defer cancel()
 	err := h.c.g.cfg.Store.TransitionInteraction(ctx, r.id, from, to, nil, h.c.g.cfg.Clock.Now())
 	if errors.Is(err, store.ErrStale) {
@@ -142,7 +142,7 @@ func (h interHooks) DoSurfaceRequest(f *fsm.Firing[*peer.Event]) error {
 	}
 	r := &interRec{id: credential.NewID("int"), wireID: f.Arg.Key.ID, kind: kind, run: run}
 	now := h.c.g.cfg.Clock.Now()
-	ctx, cancel := storeCtx()
+	ctx, cancel := h.c.storeCtx()
 	defer cancel()
 	err = h.c.g.cfg.Store.CreateInteraction(ctx, store.Interaction{
 		ID: r.id, TurnID: run.turnID, RunID: run.runID, Kind: kind, Request: raw,

@@ -24,16 +24,17 @@ import (
 // and the outcome (daemon-protocol.txt:102-110).
 
 // Journal is where Run events go: the Turn's event journal, whose
-// subscribers (the SSE streams) are woken by Append and Notify.
+// subscribers (the SSE streams) are woken by Append and Notify. Append
+// writes its events in one atomic store write (store.AppendEvents).
 type Journal interface {
-	Append(ctx context.Context, e store.Event) (store.Event, error)
+	Append(ctx context.Context, events ...store.Event) ([]store.Event, error)
 	Notify(turnID string)
 }
 
 type nopJournal struct{ st store.Store }
 
-func (j nopJournal) Append(ctx context.Context, e store.Event) (store.Event, error) {
-	return j.st.AppendEvent(ctx, e)
+func (j nopJournal) Append(ctx context.Context, events ...store.Event) ([]store.Event, error) {
+	return j.st.AppendEvents(ctx, events)
 }
 func (nopJournal) Notify(string) {}
 

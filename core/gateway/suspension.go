@@ -108,7 +108,7 @@ func (c *conn) suspMoved(i *peer.Instance) {
 	if to == from {
 		return
 	}
-	ctx, cancel := storeCtx()
+	ctx, cancel := c.storeCtx()
 	defer cancel()
 	err := c.g.cfg.Store.TransitionSuspension(ctx, i.Key.ID, from, to, i.Terminal(), code, c.g.cfg.Clock.Now().UTC())
 	if err != nil {

@@ -438,7 +438,7 @@ func (c *conn) storeWrite(id string, r *writeRec, state string, release bool) {
 	if from == state && !release {
 		return
 	}
-	ctx, cancel := storeCtx()
+	ctx, cancel := c.storeCtx()
 	defer cancel()
 	err := c.g.cfg.Store.TransitionWorkspaceWrite(ctx, id, from, state, release, last.ErrorCode, last.Reason, c.g.cfg.Clock.Now().UTC())
 	if err != nil {

@@ -26,7 +26,7 @@ func (h writeHooks) GuardOwnerFree(f *fsm.Firing[*peer.Event]) bool {
 	if r == nil {
 		return false
 	}
-	ctx, cancel := storeCtx()
+	ctx, cancel := h.c.storeCtx()
 	defer cancel()
 	w, err := h.c.g.cfg.Store.UnsettledWorkspaceWrite(ctx, r.sessionID)
 	return err == nil && w.MutationID == f.Arg.Key.ID

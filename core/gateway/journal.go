@@ -1,0 +1,70 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/agentwire/agentwire/core/store"
+)
+
+// The journal batch. Hooks do not write the Turn journal one event at a
+// time: they add to the connection's batch, and the loop commits the batch
+// in one store write (group commit) at its Ready, after the frames it
+// delivered together and before the frames it queued are written (peer
+// ConnConfig.Ready). Only then are the Turns' event streams woken. Any
+// other store write a hook makes commits the batch first (conn.storeCtx),
+// so the store sees every write of the loop in the order the hooks made
+// them, and no frame, receipt or API answer depends on an event that is
+// not durable yet.
+
+// storeCommitTimeout bounds one commit of the batch, as storeCtx bounds
+// one write.
+const storeCommitTimeout = 3 * time.Second
+
+// event is a journal record of r.
+func (c *conn) event(r *runRec, typ string, payload any) (store.Event, error) {
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		return store.Event{}, err
+	}
+	return store.Event{TurnID: r.turnID, RunID: r.runID, Type: typ, Payload: raw, At: c.g.cfg.Clock.Now()}, nil
+}
+
+// commit writes the journal batch (on the loop). A failed commit is
+// logged with what it lost, as a failed append was; it is not retried,
+// since a later batch would then overtake it.
+func (c *conn) commit(ctx context.Context) {
+	if len(c.pending) == 0 {
+		return
+	}
+	batch := c.pending
+	c.pending = nil
+	ctx, cancel := context.WithTimeout(ctx, storeCommitTimeout)
+	defer cancel()
+	if _, err := c.g.cfg.Journal.Append(ctx, batch...); err != nil {
+		c.log.Warn("gateway: journal commit", "events", len(batch), "err", err)
+	}
+}
+
+// storeCtx is storeCtx for a write a hook makes on the loop: the journal
+// batch is committed first, so the write lands after the events the hooks
+// recorded before it.
+func (c *conn) storeCtx() (context.Context, context.CancelFunc) {
+	c.commit(context.Background())
+	return storeCtx()
+}
+
+// journalNow appends one event at once, off the loop (the batch is the
+// loop's): a cancellation's record must be durable before its frame is
+// queued.
+func (c *conn) journalNow(r *runRec, typ string, payload any) error {
+	e, err := c.event(r, typ, payload)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := storeCtx()
+	defer cancel()
+	_, err = c.g.cfg.Journal.Append(ctx, e)
+	return err
+}
