@@ -78,18 +78,31 @@ func (s *Store) AppendEvent(ctx context.Context, e store.Event) (store.Event, er
 	return out[0], err
 }
 
+// appendEventSQL inserts an event after its Turn's last and returns its
+// sequence number; no row when the Turn does not exist. Arguments: turn,
+// turn, run, type, payload, at, turn.
+const appendEventSQL = `INSERT INTO events(turn_id, seq, run_id, type, payload, at)
+	SELECT ?, COALESCE((SELECT MAX(seq) FROM events WHERE turn_id = ?), 0) + 1, ?, ?, ?, ?
+	WHERE EXISTS (SELECT 1 FROM turns WHERE id = ?) RETURNING seq`
+
 // AppendEvents writes the batch in one transaction with the prepared
 // append statement: one commit (one fsync) for the whole batch.
 func (s *Store) AppendEvents(ctx context.Context, events []store.Event) ([]store.Event, error) {
 	if err := s.check(ctx); err != nil {
 		return nil, err
 	}
+	// Prepared before the transaction: the single writer connection is
+	// the transaction's until it ends.
+	prepared, err := s.w.stmt(ctx, appendEventSQL)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: %w", err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	stmt := tx.StmtContext(ctx, s.stmts.appendEvent)
+	stmt := tx.StmtContext(ctx, prepared)
 	out := make([]store.Event, len(events))
 	var missing []string
 	for i, e := range events {

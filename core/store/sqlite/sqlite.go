@@ -29,9 +29,8 @@ const FileName = "core.db"
 
 // Store is a store.Store backed by one SQLite file.
 type Store struct {
-	w      *sql.DB // the single writer
-	r      *sql.DB // readers (WAL lets them run beside the writer)
-	stmts  stmts   // prepared on w
+	w      *preparedDB // the single writer
+	r      *preparedDB // readers (WAL lets them run beside the writer)
 	closed atomic.Bool
 }
 
@@ -64,12 +63,8 @@ func Open(ctx context.Context, dir string) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	r.SetMaxOpenConns(4)
-	s := &Store{w: w, r: r}
+	s := &Store{w: newPreparedDB(w), r: newPreparedDB(r)}
 	if err := migrate(ctx, w); err != nil {
-		_ = s.Close()
-		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
-	}
-	if err := s.stmts.prepare(ctx, w); err != nil {
 		_ = s.Close()
 		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
 	}
@@ -81,7 +76,7 @@ func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
-	return errors.Join(s.stmts.close(), s.r.Close(), s.w.Close())
+	return errors.Join(s.r.Close(), s.w.Close())
 }
 
 func (s *Store) check(ctx context.Context) error {
