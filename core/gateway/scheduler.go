@@ -86,7 +86,15 @@ func (g *Gateway) schedule() {
 
 // dispatch claims and starts every due Turn it can place now. A Turn no
 // connected device admits stays queued.
+//
+// Capacity comes first: while no connection can take another admission,
+// a kick reads nothing (every finished Turn kicks, and a full connection
+// used to cost a read of 64 due Turns and their Sessions per kick). The
+// Sessions and Environments of the due Turns are read once per kick.
 func (g *Gateway) dispatch() {
+	if !g.anyCapacity() {
+		return
+	}
 	ctx, cancel := context.WithTimeout(g.ctx, 10*time.Second)
 	defer cancel()
 	due, err := g.cfg.Store.DueTurns(ctx, g.cfg.Clock.Now(), 64)
@@ -96,11 +104,55 @@ func (g *Gateway) dispatch() {
 		}
 		return
 	}
+	k := &kick{sessions: map[string]store.Session{}, envs: map[string]store.Environment{}}
 	for _, t := range due {
-		if err := g.place(ctx, t); err != nil && g.ctx.Err() == nil {
+		if !g.anyCapacity() {
+			return // the rest waits for the kick of a settled admission
+		}
+		if err := g.place(ctx, k, t); err != nil && g.ctx.Err() == nil {
 			g.cfg.Logger.Warn("gateway: place turn", "turn_id", t.ID, "err", err)
 		}
 	}
+}
+
+// anyCapacity reports whether some connection can take another admission.
+func (g *Gateway) anyCapacity() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, c := range g.conns {
+		if c.admissions.Load() < maxAdmissions {
+			return true
+		}
+	}
+	return false
+}
+
+// kick is what one dispatch read: each Session and Environment once.
+type kick struct {
+	sessions map[string]store.Session
+	envs     map[string]store.Environment
+}
+
+func (k *kick) session(ctx context.Context, st store.Store, id string) (store.Session, error) {
+	if s, ok := k.sessions[id]; ok {
+		return s, nil
+	}
+	s, err := st.GetSession(ctx, id)
+	if err == nil {
+		k.sessions[id] = s
+	}
+	return s, err
+}
+
+func (k *kick) environment(ctx context.Context, st store.Store, id string) (store.Environment, error) {
+	if e, ok := k.envs[id]; ok {
+		return e, nil
+	}
+	e, err := st.GetEnvironment(ctx, id)
+	if err == nil {
+		k.envs[id] = e
+	}
+	return e, err
 }
 
 // turnPlan is what executing one Turn needs besides its connection.
@@ -112,13 +164,13 @@ type turnPlan struct {
 	admit    wire.AdmissionInput
 }
 
-func (g *Gateway) plan(ctx context.Context, t store.Turn) (turnPlan, error) {
+func (g *Gateway) plan(ctx context.Context, k *kick, t store.Turn) (turnPlan, error) {
 	p := turnPlan{turn: t}
 	var err error
-	if p.session, err = g.cfg.Store.GetSession(ctx, t.SessionID); err != nil {
+	if p.session, err = k.session(ctx, g.cfg.Store, t.SessionID); err != nil {
 		return p, fmt.Errorf("session: %w", err)
 	}
-	if p.env, err = g.cfg.Store.GetEnvironment(ctx, p.session.EnvironmentID); err != nil {
+	if p.env, err = k.environment(ctx, g.cfg.Store, p.session.EnvironmentID); err != nil {
 		return p, fmt.Errorf("environment: %w", err)
 	}
 	var input wire.MessageInput
@@ -211,14 +263,14 @@ func hosts(c *conn, p turnPlan) bool {
 // admission rule for native Session recovery (daemon-protocol.txt:38) and
 // the native Session a Turn resumes both depend on the previous Turn's
 // outcome, which a concurrent Turn would not see.
-func (g *Gateway) place(ctx context.Context, t store.Turn) error {
+func (g *Gateway) place(ctx context.Context, k *kick, t store.Turn) error {
 	g.mu.Lock()
 	busy := g.inflight[t.ID] || g.sessions[t.SessionID] != ""
 	g.mu.Unlock()
 	if busy {
 		return nil
 	}
-	p, err := g.plan(ctx, t)
+	p, err := g.plan(ctx, k, t)
 	if err != nil {
 		return err
 	}
@@ -252,7 +304,10 @@ func (g *Gateway) place(ctx context.Context, t store.Turn) error {
 		}
 		p.turn.RunID, p.turn.Attempts = runID, t.Attempts+1
 		c.admissions.Add(1)
-		admitted := sync.OnceFunc(func() { c.admissions.Add(-1) })
+		admitted := sync.OnceFunc(func() {
+			c.admissions.Add(-1)
+			g.kick() // a kick skipped while the connection was full
+		})
 		g.mu.Lock()
 		g.inflight[t.ID] = true
 		g.sessions[t.SessionID] = t.ID
