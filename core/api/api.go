@@ -294,7 +294,8 @@ type Journal struct {
 // Append stores events in one atomic write and wakes the subscribers of
 // each Turn that got one.
 func (j *Journal) Append(ctx context.Context, events ...store.Event) ([]store.Event, error) {
-	out, err := j.Store.AppendEvents(ctx, events)
+	res, err := j.Store.Commit(ctx, store.Batch{Events: events})
+	out := res.Events
 	for i, e := range out {
 		if e.Seq != 0 && (i == 0 || out[i-1].TurnID != e.TurnID) {
 			j.Notify(e.TurnID)

@@ -25,7 +25,7 @@ import (
 
 // Journal is where Run events go: the Turn's event journal, whose
 // subscribers (the SSE streams) are woken by Append and Notify. Append
-// writes its events in one atomic store write (store.AppendEvents).
+// writes its events in one atomic store write (store.Commit).
 type Journal interface {
 	Append(ctx context.Context, events ...store.Event) ([]store.Event, error)
 	Notify(turnID string)
@@ -34,7 +34,8 @@ type Journal interface {
 type nopJournal struct{ st store.Store }
 
 func (j nopJournal) Append(ctx context.Context, events ...store.Event) ([]store.Event, error) {
-	return j.st.AppendEvents(ctx, events)
+	res, err := j.st.Commit(ctx, store.Batch{Events: events})
+	return res.Events, err
 }
 func (nopJournal) Notify(string) {}
 

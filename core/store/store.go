@@ -97,13 +97,16 @@ type Store interface {
 	// AppendEvent adds an event to the Turn's journal and returns it with
 	// its sequence number (1, 2, ...), the SSE event ID.
 	AppendEvent(ctx context.Context, e Event) (Event, error)
-	// AppendEvents appends a batch of events (of any Turns; one Turn's in
-	// the order given) in one atomic write, and returns them with their
-	// sequence numbers. An event whose Turn does not exist is not stored
-	// (its Seq stays 0): the others are, and the error wraps ErrNotFound
-	// naming the Turn. Core's connections group-commit their journal with
-	// it (one commit for every frame delivered in one loop turn).
-	AppendEvents(ctx context.Context, events []Event) ([]Event, error)
+	// Commit writes a batch in one atomic write (one commit): its events
+	// appended as AppendEvent does (of any Turns; one Turn's in the order
+	// given), then its Turn finishes as FinishTurn does. It returns the
+	// events with their sequence numbers and each finish's own result
+	// (nil, ErrStale, ErrNotFound, ErrInvalid): a finish that does not
+	// apply fails alone. An event whose Turn does not exist is not stored
+	// (its Seq stays 0) and the error wraps ErrNotFound naming the Turn;
+	// the rest is committed. Core's connections group-commit what their
+	// hooks wrote in one loop turn with it.
+	Commit(ctx context.Context, b Batch) (BatchResult, error)
 	// Events reads a Turn's journal after a sequence number, in order;
 	// limit <= 0 means all.
 	Events(ctx context.Context, turnID string, after int64, limit int) ([]Event, error)
@@ -412,7 +415,31 @@ type Credential struct {
 // Revoked reports whether the credential was revoked.
 func (c Credential) Revoked() bool { return !c.RevokedAt.IsZero() }
 
-// MissingTurns is AppendEvents's error for events whose Turn does not
+// Batch is writes committed together (Store.Commit).
+type Batch struct {
+	Events   []Event
+	Finishes []Finish
+}
+
+// Empty reports a batch with nothing to write.
+func (b Batch) Empty() bool { return len(b.Events) == 0 && len(b.Finishes) == 0 }
+
+// Finish is one FinishTurn of a batch.
+type Finish struct {
+	TurnID, RunID string
+	State         TurnState
+	Outcome       Outcome
+	At            time.Time
+}
+
+// BatchResult is what Commit did: the events with their sequence numbers
+// (0 when not stored) and one result per finish, in the batch's order.
+type BatchResult struct {
+	Events   []Event
+	Finishes []error
+}
+
+// MissingTurns is Commit's error for events whose Turn does not
 // exist: nil for none, else ErrNotFound naming them.
 func MissingTurns(ids []string) error {
 	if len(ids) == 0 {

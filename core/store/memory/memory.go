@@ -310,13 +310,21 @@ func (s *Store) FinishTurn(ctx context.Context, id, runID string, state store.Tu
 		return err
 	}
 	defer s.mu.Unlock()
-	t, err := s.owned(id, runID, store.TurnClaimed, store.TurnRunning)
+	return s.finish(store.Finish{TurnID: id, RunID: runID, State: state, Outcome: o, At: at})
+}
+
+// finish is FinishTurn with s.mu held.
+func (s *Store) finish(f store.Finish) error {
+	if !f.State.Terminal() {
+		return store.ErrInvalid
+	}
+	t, err := s.owned(f.TurnID, f.RunID, store.TurnClaimed, store.TurnRunning)
 	if err != nil {
 		return err
 	}
-	t.State, t.UpdatedAt = state, at
-	t.Outcome = o
-	t.Outcome.Evidence = clone(o.Evidence)
+	t.State, t.UpdatedAt = f.State, f.At
+	t.Outcome = f.Outcome
+	t.Outcome.Evidence = clone(f.Outcome.Evidence)
 	return nil
 }
 

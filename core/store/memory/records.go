@@ -64,21 +64,21 @@ func (s *Store) AdvanceInputCursor(ctx context.Context, turnID string, from, to 
 }
 
 func (s *Store) AppendEvent(ctx context.Context, e store.Event) (store.Event, error) {
-	out, err := s.AppendEvents(ctx, []store.Event{e})
-	if len(out) == 0 || out[0].Seq == 0 {
+	res, err := s.Commit(ctx, store.Batch{Events: []store.Event{e}})
+	if len(res.Events) == 0 || res.Events[0].Seq == 0 {
 		return store.Event{}, err
 	}
-	return out[0], err
+	return res.Events[0], err
 }
 
-func (s *Store) AppendEvents(ctx context.Context, events []store.Event) ([]store.Event, error) {
+func (s *Store) Commit(ctx context.Context, b store.Batch) (store.BatchResult, error) {
 	if err := s.lock(ctx); err != nil {
-		return nil, err
+		return store.BatchResult{}, err
 	}
 	defer s.mu.Unlock()
-	out := make([]store.Event, len(events))
+	out := make([]store.Event, len(b.Events))
 	var missing []string
-	for i, e := range events {
+	for i, e := range b.Events {
 		if _, ok := s.turns[e.TurnID]; !ok {
 			missing = append(missing, e.TurnID)
 			out[i] = e
@@ -90,7 +90,11 @@ func (s *Store) AppendEvents(ctx context.Context, events []store.Event) ([]store
 		e.Payload = clone(e.Payload)
 		out[i] = e
 	}
-	return out, store.MissingTurns(missing)
+	res := store.BatchResult{Events: out, Finishes: make([]error, len(b.Finishes))}
+	for i, f := range b.Finishes {
+		res.Finishes[i] = s.finish(f)
+	}
+	return res, store.MissingTurns(missing)
 }
 
 func (s *Store) Events(ctx context.Context, turnID string, after int64, limit int) ([]store.Event, error) {

@@ -71,11 +71,11 @@ func (s *Store) AdvanceInputCursor(ctx context.Context, turnID string, from, to 
 }
 
 func (s *Store) AppendEvent(ctx context.Context, e store.Event) (store.Event, error) {
-	out, err := s.AppendEvents(ctx, []store.Event{e})
-	if len(out) == 0 || out[0].Seq == 0 {
+	res, err := s.Commit(ctx, store.Batch{Events: []store.Event{e}})
+	if len(res.Events) == 0 || res.Events[0].Seq == 0 {
 		return store.Event{}, err
 	}
-	return out[0], err
+	return res.Events[0], err
 }
 
 // appendEventSQL inserts an event after its Turn's last and returns its
@@ -85,40 +85,54 @@ const appendEventSQL = `INSERT INTO events(turn_id, seq, run_id, type, payload, 
 	SELECT ?, COALESCE((SELECT MAX(seq) FROM events WHERE turn_id = ?), 0) + 1, ?, ?, ?, ?
 	WHERE EXISTS (SELECT 1 FROM turns WHERE id = ?) RETURNING seq`
 
-// AppendEvents writes the batch in one transaction with the prepared
-// append statement: one commit (one fsync) for the whole batch.
-func (s *Store) AppendEvents(ctx context.Context, events []store.Event) ([]store.Event, error) {
+// Commit writes the batch in one transaction with the prepared append and
+// finish statements: one commit (one fsync) for the whole batch.
+func (s *Store) Commit(ctx context.Context, b store.Batch) (store.BatchResult, error) {
 	if err := s.check(ctx); err != nil {
-		return nil, err
+		return store.BatchResult{}, err
 	}
 	// Prepared before the transaction: the single writer connection is
 	// the transaction's until it ends.
-	prepared, err := s.w.stmt(ctx, appendEventSQL)
+	appendEv, err := s.w.stmt(ctx, appendEventSQL)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: %w", err)
+		return store.BatchResult{}, fmt.Errorf("sqlite: %w", err)
+	}
+	finish, err := s.w.stmt(ctx, finishTurnSQL)
+	if err != nil {
+		return store.BatchResult{}, fmt.Errorf("sqlite: %w", err)
 	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: %w", err)
+		return store.BatchResult{}, fmt.Errorf("sqlite: %w", err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	stmt := tx.StmtContext(ctx, prepared)
-	out := make([]store.Event, len(events))
+	res := store.BatchResult{Events: make([]store.Event, len(b.Events)), Finishes: make([]error, len(b.Finishes))}
 	var missing []string
-	for i, e := range events {
-		out[i] = e
-		err := stmt.QueryRowContext(ctx, e.TurnID, e.TurnID, e.RunID, e.Type, blob(e.Payload), ms(e.At), e.TurnID).Scan(&out[i].Seq)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			missing = append(missing, e.TurnID)
-		case err != nil:
-			return nil, fmt.Errorf("sqlite: appending an event: %w", err)
+	if len(b.Events) > 0 {
+		stmt := tx.StmtContext(ctx, appendEv)
+		for i, e := range b.Events {
+			res.Events[i] = e
+			err := stmt.QueryRowContext(ctx, e.TurnID, e.TurnID, e.RunID, e.Type, blob(e.Payload), ms(e.At), e.TurnID).Scan(&res.Events[i].Seq)
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+				missing = append(missing, e.TurnID)
+			case err != nil:
+				return store.BatchResult{}, fmt.Errorf("sqlite: appending an event: %w", err)
+			}
+		}
+	}
+	if len(b.Finishes) > 0 {
+		stmt := tx.StmtContext(ctx, finish)
+		for i, f := range b.Finishes {
+			if res.Finishes[i], err = finishIn(ctx, tx, stmt, f); err != nil {
+				return store.BatchResult{}, err
+			}
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("sqlite: %w", err)
+		return store.BatchResult{}, fmt.Errorf("sqlite: %w", err)
 	}
-	return out, store.MissingTurns(missing)
+	return res, store.MissingTurns(missing)
 }
 
 func (s *Store) Events(ctx context.Context, turnID string, after int64, limit int) ([]store.Event, error) {

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -194,13 +195,49 @@ func (s *Store) CancelQueuedTurn(ctx context.Context, id string, at time.Time) e
 		string(store.TurnCancelled), ms(at), id, string(store.TurnQueued))
 }
 
+// finishTurnSQL records a terminal state from claimed or running.
+// Arguments: state, reason, engine code, engine status, evidence, at, id,
+// claimed, running, run.
+const finishTurnSQL = `UPDATE turns SET state = ?, reason = ?, engine_error_code = ?, engine_http_status = ?, evidence = ?, updated_at = ?
+	WHERE id = ? AND state IN (?, ?) AND run_id = ?`
+
+func finishArgs(f store.Finish) []any {
+	o := f.Outcome
+	return []any{string(f.State), o.Reason, o.EngineErrorCode, o.EngineHTTPStatus, blob(o.Evidence), ms(f.At),
+		f.TurnID, string(store.TurnClaimed), string(store.TurnRunning), f.RunID}
+}
+
 func (s *Store) FinishTurn(ctx context.Context, id, runID string, state store.TurnState, o store.Outcome, at time.Time) error {
 	if !state.Terminal() {
 		return store.ErrInvalid
 	}
-	return s.conditional(ctx, "turns", "id", id,
-		`UPDATE turns SET state = ?, reason = ?, engine_error_code = ?, engine_http_status = ?, evidence = ?, updated_at = ?
-		 WHERE id = ? AND state IN (?, ?) AND run_id = ?`,
-		string(state), o.Reason, o.EngineErrorCode, o.EngineHTTPStatus, blob(o.Evidence), ms(at),
-		id, string(store.TurnClaimed), string(store.TurnRunning), runID)
+	f := store.Finish{TurnID: id, RunID: runID, State: state, Outcome: o, At: at}
+	return s.conditional(ctx, "turns", "id", id, finishTurnSQL, finishArgs(f)...)
+}
+
+// finishIn is one finish of a Commit, inside its transaction: the finish's
+// own result (nil, ErrInvalid, ErrStale, ErrNotFound), and an error only
+// when the transaction itself failed.
+func finishIn(ctx context.Context, tx *sql.Tx, stmt *sql.Stmt, f store.Finish) (result, err error) {
+	if !f.State.Terminal() {
+		return store.ErrInvalid, nil
+	}
+	r, err := stmt.ExecContext(ctx, finishArgs(f)...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: finishing a Turn: %w", err)
+	}
+	if n, err := r.RowsAffected(); err != nil || n == 1 {
+		return nil, err
+	}
+	// Classified inside the transaction: the writer's one connection is
+	// the transaction's.
+	var one int
+	err = tx.QueryRowContext(ctx, `SELECT 1 FROM turns WHERE id = ?`, f.TurnID).Scan(&one)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return store.ErrNotFound, nil
+	case err != nil:
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	return store.ErrStale, nil
 }

@@ -356,9 +356,13 @@ func testJournal(t *testing.T, s store.Store) {
 }
 
 // A batch interleaves Turns, keeps each Turn's order and numbering after
-// what it had, and stores everything but the events of a missing Turn.
+// what it had, and stores everything but the events of a missing Turn;
+// each finish applies or fails on its own.
 func testJournalBatch(t *testing.T, s store.Store) {
-	seed(t, s, 2)
+	seed(t, s, 3)
+	for i, id := range []string{"turn-0", "turn-1"} {
+		require.NoError(t, s.ClaimTurn(ctx, id, store.Claim{DeviceID: "dev", OwnerEpoch: 1, RunID: fmt.Sprintf("run-%d", i), At: T0}))
+	}
 	_, err := s.AppendEvent(ctx, store.Event{TurnID: "turn-0", RunID: "run", Type: "delta", Payload: raw(`{"n":1}`), At: T0})
 	require.NoError(t, err)
 	batch := []store.Event{
@@ -367,23 +371,43 @@ func testJournalBatch(t *testing.T, s store.Store) {
 		{TurnID: "missing", RunID: "run-x", Type: "delta", Payload: raw(`{}`), At: T0},
 		{TurnID: "turn-0", RunID: "run", Type: "done", Payload: raw(`{}`), At: T0},
 	}
-	out, err := s.AppendEvents(ctx, batch)
+	finishes := []store.Finish{
+		{TurnID: "turn-0", RunID: "run-0", State: store.TurnCompleted, At: T0},
+		{TurnID: "turn-1", RunID: "another-run", State: store.TurnCompleted, At: T0},
+		{TurnID: "turn-2", RunID: "", State: store.TurnCompleted, At: T0},
+		{TurnID: "nope", RunID: "run", State: store.TurnCompleted, At: T0},
+		{TurnID: "turn-1", RunID: "run-1", State: store.TurnRunning, At: T0},
+	}
+	res, err := s.Commit(ctx, store.Batch{Events: batch, Finishes: finishes})
 	require.ErrorIs(t, err, store.ErrNotFound)
 	assert.Contains(t, err.Error(), "missing", "the error names the Turn")
+	out := res.Events
 	require.Len(t, out, 4)
+	require.Len(t, res.Finishes, 5)
+	assert.NoError(t, res.Finishes[0])
+	assert.ErrorIs(t, res.Finishes[1], store.ErrStale, "another Run's finish")
+	assert.ErrorIs(t, res.Finishes[2], store.ErrStale, "a queued Turn is not finished")
+	assert.ErrorIs(t, res.Finishes[3], store.ErrNotFound)
+	assert.ErrorIs(t, res.Finishes[4], store.ErrInvalid, "not a terminal state")
+	done, err := s.GetTurn(ctx, "turn-0")
+	require.NoError(t, err)
+	assert.Equal(t, store.TurnCompleted, done.State)
+	other, err := s.GetTurn(ctx, "turn-1")
+	require.NoError(t, err)
+	assert.Equal(t, store.TurnClaimed, other.State)
 	assert.Equal(t, []int64{2, 1, 0, 3}, []int64{out[0].Seq, out[1].Seq, out[2].Seq, out[3].Seq})
 	all, err := s.Events(ctx, "turn-0", 0, 0)
 	require.NoError(t, err)
 	require.Len(t, all, 3)
 	assert.Equal(t, "done", all[2].Type)
 	assert.JSONEq(t, `{"n":2}`, string(all[1].Payload))
-	other, err := s.Events(ctx, "turn-1", 0, 0)
+	turn1, err := s.Events(ctx, "turn-1", 0, 0)
 	require.NoError(t, err)
-	assert.Len(t, other, 1)
+	assert.Len(t, turn1, 1)
 
-	out, err = s.AppendEvents(ctx, nil)
+	res, err = s.Commit(ctx, store.Batch{})
 	require.NoError(t, err)
-	assert.Empty(t, out)
+	assert.Empty(t, res.Events)
 }
 
 func testJournalConcurrent(t *testing.T, s store.Store) {
