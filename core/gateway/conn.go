@@ -71,9 +71,10 @@ type conn struct {
 	// project owns the device (store.Device.Project), read when the owner
 	// lease is taken and again at each heartbeat; "" places nothing here.
 	project string
-	// pending is the journal batch the loop commits at its Ready
-	// (journal.go); only the loop touches it.
-	pending []store.Event
+	// pending is the batch the loop commits at its Ready, and after are
+	// what waits for that commit (journal.go); only the loop touches them.
+	pending store.Batch
+	after   []func()
 	preps   map[string]*prepRec // by preparation request ID
 	runs    map[string]*runRec  // by Run ID
 	// inters are the open questions by wire interaction ID.

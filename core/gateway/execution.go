@@ -343,7 +343,7 @@ func (h execHooks) journal(r *runRec, typ string, payload any) error {
 	if err != nil {
 		return err
 	}
-	h.c.pending = append(h.c.pending, e)
+	h.c.pending.Events = append(h.c.pending.Events, e)
 	return nil
 }
 
@@ -362,19 +362,16 @@ func (h execHooks) frame(f *fsm.Firing[*peer.Event]) (*runRec, error) {
 // event streams. A Turn already terminal (a late receipt after
 // cancel_unconfirmed) keeps its first record. When the step settles the
 // Run machine, the Run's open inputs and questions are told (closeRun).
+//
+// The record goes into the loop's batch with the Run's last events (one
+// commit); the worker and the event streams are woken once it committed.
 func (h execHooks) finish(f *fsm.Firing[*peer.Event], r *runRec, state store.TurnState, o store.Outcome) error {
-	ctx, cancel := h.c.storeCtx()
-	defer cancel()
-	err := h.c.g.cfg.Store.FinishTurn(ctx, r.turnID, r.runID, state, o, h.c.g.cfg.Clock.Now())
-	h.c.g.cfg.Journal.Notify(r.turnID)
-	r.done()
+	h.c.pending.Finishes = append(h.c.pending.Finishes, store.Finish{TurnID: r.turnID, RunID: r.runID, State: state, Outcome: o, At: h.c.g.cfg.Clock.Now()})
+	h.c.after = append(h.c.after, r.done)
 	if settled(f) != fsm.OutcomeNone {
 		h.c.closeRun(r)
 	}
-	if errors.Is(err, store.ErrStale) {
-		return nil
-	}
-	return err
+	return nil
 }
 
 // closeRun fires run_settled on every input of the Run still waiting for

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/agentwire/agentwire/core/store"
@@ -31,19 +32,44 @@ func (c *conn) event(r *runRec, typ string, payload any) (store.Event, error) {
 	return store.Event{TurnID: r.turnID, RunID: r.runID, Type: typ, Payload: raw, At: c.g.cfg.Clock.Now()}, nil
 }
 
-// commit writes the journal batch (on the loop). A failed commit is
-// logged with what it lost, as a failed append was; it is not retried,
-// since a later batch would then overtake it.
+// commit writes the batch (on the loop), then wakes the event streams of
+// its Turns and runs what waited for it. A failed commit is logged with
+// what it lost, as a failed write was; it is not retried, since a later
+// batch would then overtake it. A finish that no longer applies (a late
+// receipt after cancel_unconfirmed: the Turn keeps its first record) is
+// not an error.
 func (c *conn) commit(ctx context.Context) {
-	if len(c.pending) == 0 {
+	if c.pending.Empty() && len(c.after) == 0 {
 		return
 	}
-	batch := c.pending
-	c.pending = nil
+	batch, after := c.pending, c.after
+	c.pending, c.after = store.Batch{}, nil
 	ctx, cancel := context.WithTimeout(ctx, storeCommitTimeout)
 	defer cancel()
-	if _, err := c.g.cfg.Journal.Append(ctx, batch...); err != nil {
-		c.log.Warn("gateway: journal commit", "events", len(batch), "err", err)
+	res, err := c.g.cfg.Store.Commit(ctx, batch)
+	if err != nil {
+		c.log.Warn("gateway: commit", "events", len(batch.Events), "finishes", len(batch.Finishes), "err", err)
+	}
+	for i, ferr := range res.Finishes {
+		if ferr != nil && !errors.Is(ferr, store.ErrStale) {
+			c.log.Warn("gateway: finish turn", "turn_id", batch.Finishes[i].TurnID, "err", ferr)
+		}
+	}
+	woken := map[string]bool{}
+	wake := func(turnID string) {
+		if !woken[turnID] {
+			woken[turnID] = true
+			c.g.cfg.Journal.Notify(turnID)
+		}
+	}
+	for _, e := range batch.Events {
+		wake(e.TurnID)
+	}
+	for _, f := range batch.Finishes {
+		wake(f.TurnID)
+	}
+	for _, fn := range after {
+		fn()
 	}
 }
 

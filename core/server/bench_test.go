@@ -45,6 +45,18 @@ func (s *countingStore) FinishTurn(ctx context.Context, id, runID string, st sto
 	return err
 }
 
+// Commit signals the finishes it applied (Core finishes a Run's Turn in
+// its connection's batch).
+func (s *countingStore) Commit(ctx context.Context, b store.Batch) (store.BatchResult, error) {
+	res, err := s.Store.Commit(ctx, b)
+	for i, ferr := range res.Finishes {
+		if ferr == nil {
+			s.finished <- b.Finishes[i].TurnID
+		}
+	}
+	return res, err
+}
+
 func (s *countingStore) RecordDeclaration(ctx context.Context, deviceID string, epoch uint64, decl json.RawMessage, at time.Time) error {
 	err := s.Store.RecordDeclaration(ctx, deviceID, epoch, decl, at)
 	if err == nil && decl != nil {
