@@ -27,8 +27,9 @@ type ConnConfig struct {
 	PingInterval time.Duration
 	// Ready, when set, is called on the loop after each turn of work (the
 	// frames delivered together, a request, a timer) and before the
-	// frames that work queued are written, and after the work of Do
-	// before Do returns: the embedding peer persists there, in one go,
+	// frames that work queued are written, again after those writes (for
+	// what their send events deferred), and after the work of Do before
+	// Do returns: the embedding peer persists there, in one go,
 	// what its hooks deferred (Core commits its journal batch), so that
 	// no frame and no caller of Do sees work whose writes are not durable
 	// yet (etcd raft's Ready, persisted before the messages go out).
@@ -153,6 +154,10 @@ func (c *Conn) Run(ctx context.Context) error {
 		if err := c.flush(ctx, &dl); err != nil {
 			return stop(err, StatusGoingAway, "write failed")
 		}
+		// What the writes' own events deferred (Core records a Turn
+		// running once its start was written) is persisted before the loop
+		// waits for more.
+		c.ready(c.loopCtx)
 		armed = c.arm(timer, lastRead, armed)
 
 		select {

@@ -69,7 +69,9 @@ func (c *conn) pumpInput(d *peer.Driver, r *runRec) {
 	if in.inflight != "" {
 		return
 	}
-	ctx, cancel := c.storeCtx()
+	// Reads of the Turn's input, which no batch writes: the loop's batch
+	// need not be committed first.
+	ctx, cancel := storeCtx()
 	defer cancel()
 	if in.seqs == nil {
 		t, err := c.g.cfg.Store.GetTurn(ctx, r.turnID)

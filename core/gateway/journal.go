@@ -50,6 +50,11 @@ func (c *conn) commit(ctx context.Context) {
 	if err != nil {
 		c.log.Warn("gateway: commit", "events", len(batch.Events), "finishes", len(batch.Finishes), "err", err)
 	}
+	for i, serr := range res.Starts {
+		if serr != nil {
+			c.log.Warn("gateway: start turn", "turn_id", batch.Starts[i].TurnID, "err", serr)
+		}
+	}
 	for i, ferr := range res.Finishes {
 		if ferr != nil && !errors.Is(ferr, store.ErrStale) {
 			c.log.Warn("gateway: finish turn", "turn_id", batch.Finishes[i].TurnID, "err", ferr)
@@ -61,6 +66,9 @@ func (c *conn) commit(ctx context.Context) {
 			woken[turnID] = true
 			c.g.cfg.Journal.Notify(turnID)
 		}
+	}
+	for _, st := range batch.Starts {
+		wake(st.TurnID)
 	}
 	for _, e := range batch.Events {
 		wake(e.TurnID)

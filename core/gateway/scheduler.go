@@ -431,13 +431,10 @@ func (g *Gateway) execute(c *conn, p turnPlan, caps wire.AgentKindCapabilities, 
 		d.Send(peer.Outbound{ID: prepID, Payload: start}, func(err error) {
 			if err == nil {
 				// On the loop, before any later frame of the Run is
-				// delivered: the Turn is running when its events arrive.
-				ctx, cancel := storeCtx()
-				defer cancel()
-				if err := g.cfg.Store.StartTurn(ctx, t.ID, t.RunID, g.cfg.Clock.Now()); err != nil {
-					log.Warn("gateway: start turn", "err", err)
-				}
-				g.cfg.Journal.Notify(t.ID)
+				// delivered: the start goes into the loop's batch ahead of
+				// the Run's events, so the Turn is running when they are
+				// committed (journal.go).
+				c.pending.Starts = append(c.pending.Starts, store.Start{TurnID: t.ID, RunID: t.RunID, At: g.cfg.Clock.Now()})
 				c.pumpInput(d, rr)
 			}
 			sent <- err

@@ -97,12 +97,13 @@ type Store interface {
 	// AppendEvent adds an event to the Turn's journal and returns it with
 	// its sequence number (1, 2, ...), the SSE event ID.
 	AppendEvent(ctx context.Context, e Event) (Event, error)
-	// Commit writes a batch in one atomic write (one commit): its events
-	// appended as AppendEvent does (of any Turns; one Turn's in the order
-	// given), then its Turn finishes as FinishTurn does. It returns the
-	// events with their sequence numbers and each finish's own result
-	// (nil, ErrStale, ErrNotFound, ErrInvalid): a finish that does not
-	// apply fails alone. An event whose Turn does not exist is not stored
+	// Commit writes a batch in one atomic write (one commit): its Turn
+	// starts as StartTurn does, its events appended as AppendEvent does
+	// (of any Turns; one Turn's in the order given), then its Turn
+	// finishes as FinishTurn does. It returns the events with their
+	// sequence numbers and each start's and finish's own result (nil,
+	// ErrStale, ErrNotFound, ErrInvalid): one that does not apply fails
+	// alone. An event whose Turn does not exist is not stored
 	// (its Seq stays 0) and the error wraps ErrNotFound naming the Turn;
 	// the rest is committed. Core's connections group-commit what their
 	// hooks wrote in one loop turn with it.
@@ -417,12 +418,19 @@ func (c Credential) Revoked() bool { return !c.RevokedAt.IsZero() }
 
 // Batch is writes committed together (Store.Commit).
 type Batch struct {
+	Starts   []Start
 	Events   []Event
 	Finishes []Finish
 }
 
 // Empty reports a batch with nothing to write.
-func (b Batch) Empty() bool { return len(b.Events) == 0 && len(b.Finishes) == 0 }
+func (b Batch) Empty() bool { return len(b.Starts) == 0 && len(b.Events) == 0 && len(b.Finishes) == 0 }
+
+// Start is one StartTurn of a batch.
+type Start struct {
+	TurnID, RunID string
+	At            time.Time
+}
 
 // Finish is one FinishTurn of a batch.
 type Finish struct {
@@ -435,6 +443,7 @@ type Finish struct {
 // BatchResult is what Commit did: the events with their sequence numbers
 // (0 when not stored) and one result per finish, in the batch's order.
 type BatchResult struct {
+	Starts   []error
 	Events   []Event
 	Finishes []error
 }

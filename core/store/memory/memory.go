@@ -257,11 +257,16 @@ func (s *Store) StartTurn(ctx context.Context, id, runID string, at time.Time) e
 		return err
 	}
 	defer s.mu.Unlock()
-	t, err := s.owned(id, runID, store.TurnClaimed)
+	return s.start(store.Start{TurnID: id, RunID: runID, At: at})
+}
+
+// start is StartTurn with s.mu held.
+func (s *Store) start(st store.Start) error {
+	t, err := s.owned(st.TurnID, st.RunID, store.TurnClaimed)
 	if err != nil {
 		return err
 	}
-	t.State, t.UpdatedAt = store.TurnRunning, at
+	t.State, t.UpdatedAt = store.TurnRunning, st.At
 	if x, ok := s.sessions[t.SessionID]; ok {
 		x.Started = true
 		s.sessions[t.SessionID] = x

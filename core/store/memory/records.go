@@ -76,6 +76,10 @@ func (s *Store) Commit(ctx context.Context, b store.Batch) (store.BatchResult, e
 		return store.BatchResult{}, err
 	}
 	defer s.mu.Unlock()
+	starts := make([]error, len(b.Starts))
+	for i, st := range b.Starts {
+		starts[i] = s.start(st)
+	}
 	out := make([]store.Event, len(b.Events))
 	var missing []string
 	for i, e := range b.Events {
@@ -90,7 +94,7 @@ func (s *Store) Commit(ctx context.Context, b store.Batch) (store.BatchResult, e
 		e.Payload = clone(e.Payload)
 		out[i] = e
 	}
-	res := store.BatchResult{Events: out, Finishes: make([]error, len(b.Finishes))}
+	res := store.BatchResult{Starts: starts, Events: out, Finishes: make([]error, len(b.Finishes))}
 	for i, f := range b.Finishes {
 		res.Finishes[i] = s.finish(f)
 	}

@@ -85,8 +85,8 @@ const appendEventSQL = `INSERT INTO events(turn_id, seq, run_id, type, payload, 
 	SELECT ?, COALESCE((SELECT MAX(seq) FROM events WHERE turn_id = ?), 0) + 1, ?, ?, ?, ?
 	WHERE EXISTS (SELECT 1 FROM turns WHERE id = ?) RETURNING seq`
 
-// Commit writes the batch in one transaction with the prepared append and
-// finish statements: one commit (one fsync) for the whole batch.
+// Commit writes the batch in one transaction with the prepared start,
+// append and finish statements: one commit (one fsync) for the whole batch.
 func (s *Store) Commit(ctx context.Context, b store.Batch) (store.BatchResult, error) {
 	if err := s.check(ctx); err != nil {
 		return store.BatchResult{}, err
@@ -101,12 +101,24 @@ func (s *Store) Commit(ctx context.Context, b store.Batch) (store.BatchResult, e
 	if err != nil {
 		return store.BatchResult{}, fmt.Errorf("sqlite: %w", err)
 	}
+	start, err := s.w.stmt(ctx, startTurnSQL)
+	if err != nil {
+		return store.BatchResult{}, fmt.Errorf("sqlite: %w", err)
+	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return store.BatchResult{}, fmt.Errorf("sqlite: %w", err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	res := store.BatchResult{Events: make([]store.Event, len(b.Events)), Finishes: make([]error, len(b.Finishes))}
+	res := store.BatchResult{Starts: make([]error, len(b.Starts)), Events: make([]store.Event, len(b.Events)), Finishes: make([]error, len(b.Finishes))}
+	if len(b.Starts) > 0 {
+		stmt := tx.StmtContext(ctx, start)
+		for i, st := range b.Starts {
+			if res.Starts[i], err = conditionalIn(ctx, tx, stmt, st.TurnID, startArgs(st)); err != nil {
+				return store.BatchResult{}, err
+			}
+		}
+	}
 	var missing []string
 	if len(b.Events) > 0 {
 		stmt := tx.StmtContext(ctx, appendEv)
@@ -124,7 +136,11 @@ func (s *Store) Commit(ctx context.Context, b store.Batch) (store.BatchResult, e
 	if len(b.Finishes) > 0 {
 		stmt := tx.StmtContext(ctx, finish)
 		for i, f := range b.Finishes {
-			if res.Finishes[i], err = finishIn(ctx, tx, stmt, f); err != nil {
+			if !f.State.Terminal() {
+				res.Finishes[i] = store.ErrInvalid
+				continue
+			}
+			if res.Finishes[i], err = conditionalIn(ctx, tx, stmt, f.TurnID, finishArgs(f)); err != nil {
 				return store.BatchResult{}, err
 			}
 		}

@@ -183,10 +183,16 @@ func (s *Store) RequeueTurn(ctx context.Context, id, runID string, notBefore, at
 		string(store.TurnQueued), ms(notBefore), ms(at), id, string(store.TurnClaimed), runID)
 }
 
+// startTurnSQL moves a claimed Turn to running (the turns_started trigger
+// marks its Session started). Arguments: running, at, id, claimed, run.
+const startTurnSQL = `UPDATE turns SET state = ?, updated_at = ? WHERE id = ? AND state = ? AND run_id = ?`
+
+func startArgs(st store.Start) []any {
+	return []any{string(store.TurnRunning), ms(st.At), st.TurnID, string(store.TurnClaimed), st.RunID}
+}
+
 func (s *Store) StartTurn(ctx context.Context, id, runID string, at time.Time) error {
-	return s.conditional(ctx, "turns", "id", id,
-		`UPDATE turns SET state = ?, updated_at = ? WHERE id = ? AND state = ? AND run_id = ?`,
-		string(store.TurnRunning), ms(at), id, string(store.TurnClaimed), runID)
+	return s.conditional(ctx, "turns", "id", id, startTurnSQL, startArgs(store.Start{TurnID: id, RunID: runID, At: at})...)
 }
 
 func (s *Store) CancelQueuedTurn(ctx context.Context, id string, at time.Time) error {
@@ -215,16 +221,13 @@ func (s *Store) FinishTurn(ctx context.Context, id, runID string, state store.Tu
 	return s.conditional(ctx, "turns", "id", id, finishTurnSQL, finishArgs(f)...)
 }
 
-// finishIn is one finish of a Commit, inside its transaction: the finish's
-// own result (nil, ErrInvalid, ErrStale, ErrNotFound), and an error only
-// when the transaction itself failed.
-func finishIn(ctx context.Context, tx *sql.Tx, stmt *sql.Stmt, f store.Finish) (result, err error) {
-	if !f.State.Terminal() {
-		return store.ErrInvalid, nil
-	}
-	r, err := stmt.ExecContext(ctx, finishArgs(f)...)
+// conditionalIn is one start or finish of a Commit, inside its
+// transaction: its own result (nil, ErrStale, ErrNotFound), and an error
+// only when the transaction itself failed.
+func conditionalIn(ctx context.Context, tx *sql.Tx, stmt *sql.Stmt, turnID string, args []any) (result, err error) {
+	r, err := stmt.ExecContext(ctx, args...)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: finishing a Turn: %w", err)
+		return nil, fmt.Errorf("sqlite: moving Turn %s: %w", turnID, err)
 	}
 	if n, err := r.RowsAffected(); err != nil || n == 1 {
 		return nil, err
@@ -232,7 +235,7 @@ func finishIn(ctx context.Context, tx *sql.Tx, stmt *sql.Stmt, f store.Finish) (
 	// Classified inside the transaction: the writer's one connection is
 	// the transaction's.
 	var one int
-	err = tx.QueryRowContext(ctx, `SELECT 1 FROM turns WHERE id = ?`, f.TurnID).Scan(&one)
+	err = tx.QueryRowContext(ctx, `SELECT 1 FROM turns WHERE id = ?`, turnID).Scan(&one)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return store.ErrNotFound, nil

@@ -378,12 +378,19 @@ func testJournalBatch(t *testing.T, s store.Store) {
 		{TurnID: "nope", RunID: "run", State: store.TurnCompleted, At: T0},
 		{TurnID: "turn-1", RunID: "run-1", State: store.TurnRunning, At: T0},
 	}
-	res, err := s.Commit(ctx, store.Batch{Events: batch, Finishes: finishes})
+	starts := []store.Start{
+		{TurnID: "turn-1", RunID: "run-1", At: T0},
+		{TurnID: "turn-2", RunID: "run-x", At: T0},
+	}
+	res, err := s.Commit(ctx, store.Batch{Starts: starts, Events: batch, Finishes: finishes})
 	require.ErrorIs(t, err, store.ErrNotFound)
 	assert.Contains(t, err.Error(), "missing", "the error names the Turn")
 	out := res.Events
 	require.Len(t, out, 4)
 	require.Len(t, res.Finishes, 5)
+	require.Len(t, res.Starts, 2)
+	assert.NoError(t, res.Starts[0])
+	assert.ErrorIs(t, res.Starts[1], store.ErrStale, "a queued Turn does not start")
 	assert.NoError(t, res.Finishes[0])
 	assert.ErrorIs(t, res.Finishes[1], store.ErrStale, "another Run's finish")
 	assert.ErrorIs(t, res.Finishes[2], store.ErrStale, "a queued Turn is not finished")
@@ -394,7 +401,10 @@ func testJournalBatch(t *testing.T, s store.Store) {
 	assert.Equal(t, store.TurnCompleted, done.State)
 	other, err := s.GetTurn(ctx, "turn-1")
 	require.NoError(t, err)
-	assert.Equal(t, store.TurnClaimed, other.State)
+	assert.Equal(t, store.TurnRunning, other.State, "started in the batch; its finish named another Run")
+	ses, err := s.GetSession(ctx, other.SessionID)
+	require.NoError(t, err)
+	assert.True(t, ses.Started, "a start marks the Session started")
 	assert.Equal(t, []int64{2, 1, 0, 3}, []int64{out[0].Seq, out[1].Seq, out[2].Seq, out[3].Seq})
 	all, err := s.Events(ctx, "turn-0", 0, 0)
 	require.NoError(t, err)
