@@ -94,13 +94,19 @@ func (s *Store) RecordNativeSession(ctx context.Context, sessionID, nativeID str
 }
 
 func (s *Store) CreateTurn(ctx context.Context, t store.Turn) error {
-	n, err := s.exec(ctx, `INSERT INTO turns(id, session_id, input, state, not_before, created_at, updated_at)
-		SELECT ?,?,?,?,?,?,? WHERE EXISTS (SELECT 1 FROM sessions WHERE id = ?)`,
-		t.ID, t.SessionID, blob(t.Input), string(store.TurnQueued), ms(t.NotBefore), ms(t.CreatedAt), ms(t.CreatedAt), t.SessionID)
+	n, err := s.exec(ctx, createTurnSQL, createArgs(t)...)
 	if err == nil && n == 0 {
 		return store.ErrNotFound
 	}
 	return err
+}
+
+// createTurnSQL inserts a queued Turn of an existing Session.
+const createTurnSQL = `INSERT INTO turns(id, session_id, input, state, not_before, created_at, updated_at)
+	SELECT ?,?,?,?,?,?,? WHERE EXISTS (SELECT 1 FROM sessions WHERE id = ?)`
+
+func createArgs(t store.Turn) []any {
+	return []any{t.ID, t.SessionID, blob(t.Input), string(store.TurnQueued), ms(t.NotBefore), ms(t.CreatedAt), ms(t.CreatedAt), t.SessionID}
 }
 
 const turnCols = `id, session_id, input, state, attempts, not_before, device_id, owner_epoch, run_id, input_cursor,
@@ -169,11 +175,16 @@ func (s *Store) ActiveTurns(ctx context.Context) ([]store.Turn, error) {
 		string(store.TurnClaimed), string(store.TurnRunning))
 }
 
+// claimTurnSQL moves a due queued Turn to claimed.
+const claimTurnSQL = `UPDATE turns SET state = ?, device_id = ?, owner_epoch = ?, run_id = ?, attempts = attempts + 1, updated_at = ?
+	WHERE id = ? AND state = ? AND not_before <= ?`
+
+func claimArgs(id string, c store.Claim) []any {
+	return []any{string(store.TurnClaimed), c.DeviceID, c.OwnerEpoch, c.RunID, ms(c.At), id, string(store.TurnQueued), ms(c.At)}
+}
+
 func (s *Store) ClaimTurn(ctx context.Context, id string, c store.Claim) error {
-	return s.conditional(ctx, "turns", "id", id,
-		`UPDATE turns SET state = ?, device_id = ?, owner_epoch = ?, run_id = ?, attempts = attempts + 1, updated_at = ?
-		 WHERE id = ? AND state = ? AND not_before <= ?`,
-		string(store.TurnClaimed), c.DeviceID, c.OwnerEpoch, c.RunID, ms(c.At), id, string(store.TurnQueued), ms(c.At))
+	return s.conditional(ctx, "turns", "id", id, claimTurnSQL, claimArgs(id, c)...)
 }
 
 func (s *Store) RequeueTurn(ctx context.Context, id, runID string, notBefore, at time.Time) error {
