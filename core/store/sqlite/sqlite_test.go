@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -87,4 +88,24 @@ func TestSuspensionSurvivesReopen(t *testing.T) {
 	assert.Equal(t, "suspended", got.State)
 	assert.ErrorIs(t, s.CreateSuspension(ctx, store.Suspension{ID: "s-2", EnvironmentID: "env", State: "idle", CreatedAt: storetest.T0}), store.ErrConflict)
 	assert.ErrorIs(t, s.TransitionSuspension(ctx, "s-1", "quiescing", "resumed", true, "", storetest.T0), store.ErrStale, "a stale writer cannot move it")
+}
+
+// The ceiling writes what Core writes for a Turn: each one completed with
+// its events, across batch boundaries.
+func TestDurableCeilingWritesWholeTurns(t *testing.T) {
+	dir := t.TempDir()
+	rate, err := sqlite.DurableCeiling(context.Background(), dir, 10, 3, 4)
+	require.NoError(t, err)
+	assert.Positive(t, rate)
+	s, err := sqlite.Open(context.Background(), dir)
+	require.NoError(t, err)
+	defer s.Close()
+	for i := range 10 {
+		tr, err := s.GetTurn(context.Background(), fmt.Sprintf("turn-%d", i))
+		require.NoError(t, err)
+		assert.Equal(t, store.TurnCompleted, tr.State)
+		evs, err := s.Events(context.Background(), tr.ID, 0, 0)
+		require.NoError(t, err)
+		assert.Len(t, evs, 3)
+	}
 }
