@@ -106,14 +106,21 @@ func (g *Gateway) dispatch() {
 		return
 	}
 	k := &kick{sessions: map[string]store.Session{}, envs: map[string]store.Environment{}}
+	var placed []*placement
 	for _, t := range due {
 		if !g.anyCapacity() {
-			return // the rest waits for the kick of a settled admission
+			break // the rest waits for the kick of a settled admission
 		}
-		if err := g.place(ctx, k, t); err != nil && g.ctx.Err() == nil {
+		pl, err := g.place(ctx, k, t)
+		if err != nil && g.ctx.Err() == nil {
 			g.cfg.Logger.Warn("gateway: place turn", "turn_id", t.ID, "err", err)
 		}
+		if pl != nil {
+			placed = append(placed, pl)
+		}
 	}
+	// One commit claims every Turn the kick placed.
+	g.claim(ctx, placed)
 }
 
 // anyCapacity reports whether some connection can take another admission.
@@ -264,16 +271,16 @@ func hosts(c *conn, p turnPlan) bool {
 // admission rule for native Session recovery (daemon-protocol.txt:38) and
 // the native Session a Turn resumes both depend on the previous Turn's
 // outcome, which a concurrent Turn would not see.
-func (g *Gateway) place(ctx context.Context, k *kick, t store.Turn) error {
+func (g *Gateway) place(ctx context.Context, k *kick, t store.Turn) (*placement, error) {
 	g.mu.Lock()
 	busy := g.inflight[t.ID] || g.sessions[t.SessionID] != ""
 	g.mu.Unlock()
 	if busy {
-		return nil
+		return nil, nil
 	}
 	p, err := g.plan(ctx, k, t)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, c := range g.candidates(p) {
 		// The final check, against the declaration as it is now and the
@@ -288,50 +295,96 @@ func (g *Gateway) place(ctx context.Context, k *kick, t store.Turn) error {
 		}
 		runID := credential.NewID("run")
 		if g.writeBlocksTurns(ctx, t.SessionID) {
-			return nil // a workspace write holds the Session's mutation owner (workspace_write.go)
+			return nil, nil // a workspace write holds the Session's mutation owner (workspace_write.go)
 		}
 		if !g.holdForTurn(t.SessionID, p.workspace(), t.ID, c, runID) {
-			return nil // a read or write holds the Session or its workspace; it kicks when done
+			return nil, nil // a read or write holds the Session or its workspace; it kicks when done
 		}
-		err := g.cfg.Store.ClaimTurn(ctx, t.ID, store.Claim{DeviceID: c.deviceID, OwnerEpoch: c.epoch, RunID: runID, At: g.cfg.Clock.Now()})
-		if err != nil {
-			g.dropTurnHold(t.SessionID, t.ID)
-		}
-		if errors.Is(err, store.ErrStale) {
-			return nil // another worker took it, or it is no longer due
-		}
-		if err != nil {
-			return err
-		}
-		p.turn.RunID, p.turn.Attempts = runID, t.Attempts+1
+		// Reserved until the kick's claims commit: the connection's
+		// admission, and the Turn and its Session as in flight.
 		c.admissions.Add(1)
-		admitted := sync.OnceFunc(func() {
-			c.admissions.Add(-1)
-			g.kick() // a kick skipped while the connection was full
-		})
 		g.mu.Lock()
 		g.inflight[t.ID] = true
 		g.sessions[t.SessionID] = t.ID
 		g.mu.Unlock()
-		g.wg.Add(1)
-		go func() {
-			defer g.wg.Done()
-			defer func() {
-				g.dropTurnHold(t.SessionID, t.ID)
-				g.mu.Lock()
-				delete(g.inflight, t.ID)
-				delete(g.sessions, t.SessionID)
-				g.mu.Unlock()
-				// A dispatch that ran meanwhile skipped this Turn as in
-				// flight; if it was requeued (preparation_capacity), it must
-				// be looked at again without waiting for the next poll.
-				g.kick()
-			}()
-			g.execute(c, p, caps, admitted)
-		}()
-		return nil
+		return &placement{p: p, c: c, caps: caps, claim: store.TurnClaim{TurnID: t.ID,
+			Claim: store.Claim{DeviceID: c.deviceID, OwnerEpoch: c.epoch, RunID: runID, At: g.cfg.Clock.Now()}}}, nil
 	}
-	return nil
+	return nil, nil
+}
+
+// placement is a due Turn placed on a connection, its claim not yet
+// committed.
+type placement struct {
+	p     turnPlan
+	c     *conn
+	caps  wire.AgentKindCapabilities
+	claim store.TurnClaim
+}
+
+// claim commits the kick's claims in one store write, then executes each
+// Turn whose claim applied; the others give their reservations back.
+func (g *Gateway) claim(ctx context.Context, placed []*placement) {
+	if len(placed) == 0 {
+		return
+	}
+	b := store.Batch{Claims: make([]store.TurnClaim, len(placed))}
+	for i, pl := range placed {
+		b.Claims[i] = pl.claim
+	}
+	res, err := g.cfg.Store.Commit(ctx, b)
+	for i, pl := range placed {
+		cerr := err
+		if i < len(res.Claims) {
+			cerr = res.Claims[i]
+		}
+		if cerr != nil {
+			if !errors.Is(cerr, store.ErrStale) && g.ctx.Err() == nil {
+				// ErrStale: another worker took it, or it is no longer due.
+				g.cfg.Logger.Warn("gateway: claim turn", "turn_id", pl.claim.TurnID, "err", cerr)
+			}
+			g.unplace(pl)
+			continue
+		}
+		g.launch(pl)
+	}
+}
+
+// unplace gives back what place reserved.
+func (g *Gateway) unplace(pl *placement) {
+	t := pl.p.turn
+	pl.c.admissions.Add(-1)
+	g.dropTurnHold(t.SessionID, t.ID)
+	g.mu.Lock()
+	delete(g.inflight, t.ID)
+	delete(g.sessions, t.SessionID)
+	g.mu.Unlock()
+}
+
+// launch executes a claimed Turn on its connection.
+func (g *Gateway) launch(pl *placement) {
+	t, c, p := pl.p.turn, pl.c, pl.p
+	p.turn.RunID, p.turn.Attempts = pl.claim.RunID, t.Attempts+1
+	admitted := sync.OnceFunc(func() {
+		c.admissions.Add(-1)
+		g.kick() // a kick skipped while the connection was full
+	})
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		defer func() {
+			g.dropTurnHold(t.SessionID, t.ID)
+			g.mu.Lock()
+			delete(g.inflight, t.ID)
+			delete(g.sessions, t.SessionID)
+			g.mu.Unlock()
+			// A dispatch that ran meanwhile skipped this Turn as in
+			// flight; if it was requeued (preparation_capacity), it must
+			// be looked at again without waiting for the next poll.
+			g.kick()
+		}()
+		g.execute(c, p, pl.caps, admitted)
+	}()
 }
 
 func (g *Gateway) owns(c *conn) bool {

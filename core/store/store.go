@@ -98,10 +98,10 @@ type Store interface {
 	// its sequence number (1, 2, ...), the SSE event ID.
 	AppendEvent(ctx context.Context, e Event) (Event, error)
 	// Commit writes a batch in one atomic write (one commit): its Turn
-	// starts as StartTurn does, its events appended as AppendEvent does
+	// claims as ClaimTurn does, its Turn starts as StartTurn does, its events appended as AppendEvent does
 	// (of any Turns; one Turn's in the order given), then its Turn
 	// finishes as FinishTurn does. It returns the events with their
-	// sequence numbers and each start's and finish's own result (nil,
+	// sequence numbers and each claim's, start's and finish's own result (nil,
 	// ErrStale, ErrNotFound, ErrInvalid): one that does not apply fails
 	// alone. An event whose Turn does not exist is not stored
 	// (its Seq stays 0) and the error wraps ErrNotFound naming the Turn;
@@ -418,13 +418,22 @@ func (c Credential) Revoked() bool { return !c.RevokedAt.IsZero() }
 
 // Batch is writes committed together (Store.Commit).
 type Batch struct {
+	Claims   []TurnClaim
 	Starts   []Start
 	Events   []Event
 	Finishes []Finish
 }
 
 // Empty reports a batch with nothing to write.
-func (b Batch) Empty() bool { return len(b.Starts) == 0 && len(b.Events) == 0 && len(b.Finishes) == 0 }
+func (b Batch) Empty() bool {
+	return len(b.Claims) == 0 && len(b.Starts) == 0 && len(b.Events) == 0 && len(b.Finishes) == 0
+}
+
+// TurnClaim is one ClaimTurn of a batch.
+type TurnClaim struct {
+	TurnID string
+	Claim
+}
 
 // Start is one StartTurn of a batch.
 type Start struct {
@@ -443,6 +452,7 @@ type Finish struct {
 // BatchResult is what Commit did: the events with their sequence numbers
 // (0 when not stored) and one result per finish, in the batch's order.
 type BatchResult struct {
+	Claims   []error
 	Starts   []error
 	Events   []Event
 	Finishes []error

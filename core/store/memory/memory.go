@@ -208,6 +208,11 @@ func (s *Store) ClaimTurn(ctx context.Context, id string, c store.Claim) error {
 		return err
 	}
 	defer s.mu.Unlock()
+	return s.claim(id, c)
+}
+
+// claim is ClaimTurn with s.mu held.
+func (s *Store) claim(id string, c store.Claim) error {
 	t, ok := s.turns[id]
 	if !ok {
 		return store.ErrNotFound

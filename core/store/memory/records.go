@@ -76,6 +76,10 @@ func (s *Store) Commit(ctx context.Context, b store.Batch) (store.BatchResult, e
 		return store.BatchResult{}, err
 	}
 	defer s.mu.Unlock()
+	claims := make([]error, len(b.Claims))
+	for i, c := range b.Claims {
+		claims[i] = s.claim(c.TurnID, c.Claim)
+	}
 	starts := make([]error, len(b.Starts))
 	for i, st := range b.Starts {
 		starts[i] = s.start(st)
@@ -94,7 +98,7 @@ func (s *Store) Commit(ctx context.Context, b store.Batch) (store.BatchResult, e
 		e.Payload = clone(e.Payload)
 		out[i] = e
 	}
-	res := store.BatchResult{Starts: starts, Events: out, Finishes: make([]error, len(b.Finishes))}
+	res := store.BatchResult{Claims: claims, Starts: starts, Events: out, Finishes: make([]error, len(b.Finishes))}
 	for i, f := range b.Finishes {
 		res.Finishes[i] = s.finish(f)
 	}

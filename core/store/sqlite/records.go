@@ -85,7 +85,7 @@ const appendEventSQL = `INSERT INTO events(turn_id, seq, run_id, type, payload, 
 	SELECT ?, COALESCE((SELECT MAX(seq) FROM events WHERE turn_id = ?), 0) + 1, ?, ?, ?, ?
 	WHERE EXISTS (SELECT 1 FROM turns WHERE id = ?) RETURNING seq`
 
-// Commit writes the batch in one transaction with the prepared start,
+// Commit writes the batch in one transaction with the prepared claim, start,
 // append and finish statements: one commit (one fsync) for the whole batch.
 func (s *Store) Commit(ctx context.Context, b store.Batch) (store.BatchResult, error) {
 	if err := s.check(ctx); err != nil {
@@ -105,12 +105,24 @@ func (s *Store) Commit(ctx context.Context, b store.Batch) (store.BatchResult, e
 	if err != nil {
 		return store.BatchResult{}, fmt.Errorf("sqlite: %w", err)
 	}
+	claim, err := s.w.stmt(ctx, claimTurnSQL)
+	if err != nil {
+		return store.BatchResult{}, fmt.Errorf("sqlite: %w", err)
+	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return store.BatchResult{}, fmt.Errorf("sqlite: %w", err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	res := store.BatchResult{Starts: make([]error, len(b.Starts)), Events: make([]store.Event, len(b.Events)), Finishes: make([]error, len(b.Finishes))}
+	res := store.BatchResult{Claims: make([]error, len(b.Claims)), Starts: make([]error, len(b.Starts)), Events: make([]store.Event, len(b.Events)), Finishes: make([]error, len(b.Finishes))}
+	if len(b.Claims) > 0 {
+		stmt := tx.StmtContext(ctx, claim)
+		for i, c := range b.Claims {
+			if res.Claims[i], err = conditionalIn(ctx, tx, stmt, c.TurnID, claimArgs(c.TurnID, c.Claim)); err != nil {
+				return store.BatchResult{}, err
+			}
+		}
+	}
 	if len(b.Starts) > 0 {
 		stmt := tx.StmtContext(ctx, start)
 		for i, st := range b.Starts {

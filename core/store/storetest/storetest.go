@@ -360,9 +360,7 @@ func testJournal(t *testing.T, s store.Store) {
 // each finish applies or fails on its own.
 func testJournalBatch(t *testing.T, s store.Store) {
 	seed(t, s, 3)
-	for i, id := range []string{"turn-0", "turn-1"} {
-		require.NoError(t, s.ClaimTurn(ctx, id, store.Claim{DeviceID: "dev", OwnerEpoch: 1, RunID: fmt.Sprintf("run-%d", i), At: T0}))
-	}
+	require.NoError(t, s.ClaimTurn(ctx, "turn-0", store.Claim{DeviceID: "dev", OwnerEpoch: 1, RunID: "run-0", At: T0}))
 	_, err := s.AppendEvent(ctx, store.Event{TurnID: "turn-0", RunID: "run", Type: "delta", Payload: raw(`{"n":1}`), At: T0})
 	require.NoError(t, err)
 	batch := []store.Event{
@@ -382,12 +380,19 @@ func testJournalBatch(t *testing.T, s store.Store) {
 		{TurnID: "turn-1", RunID: "run-1", At: T0},
 		{TurnID: "turn-2", RunID: "run-x", At: T0},
 	}
-	res, err := s.Commit(ctx, store.Batch{Starts: starts, Events: batch, Finishes: finishes})
+	claims := []store.TurnClaim{
+		{TurnID: "turn-1", Claim: store.Claim{DeviceID: "dev", OwnerEpoch: 1, RunID: "run-1", At: T0}},
+		{TurnID: "turn-0", Claim: store.Claim{DeviceID: "dev", OwnerEpoch: 1, RunID: "run-again", At: T0}},
+	}
+	res, err := s.Commit(ctx, store.Batch{Claims: claims, Starts: starts, Events: batch, Finishes: finishes})
 	require.ErrorIs(t, err, store.ErrNotFound)
 	assert.Contains(t, err.Error(), "missing", "the error names the Turn")
 	out := res.Events
 	require.Len(t, out, 4)
 	require.Len(t, res.Finishes, 5)
+	require.Len(t, res.Claims, 2)
+	assert.NoError(t, res.Claims[0], "claimed in the batch, then started")
+	assert.ErrorIs(t, res.Claims[1], store.ErrStale, "a claimed Turn is not claimed twice")
 	require.Len(t, res.Starts, 2)
 	assert.NoError(t, res.Starts[0])
 	assert.ErrorIs(t, res.Starts[1], store.ErrStale, "a queued Turn does not start")
