@@ -216,7 +216,7 @@ func (c *conn) journalFrame(ev *peer.Event, s fsm.Step) {
 		}
 	}
 	if r != nil {
-		if err := (execHooks{c}).journal(r, ev.Msg.Type, ev.Msg.Payload); err != nil {
+		if err := (execHooks{c}).journal(r, ev.Msg.Type, validated(ev.Msg)); err != nil {
 			c.log.Warn("gateway: journal frame", "type", ev.Msg.Type, "err", err)
 		}
 	}
@@ -355,7 +355,7 @@ func (h execHooks) frame(f *fsm.Firing[*peer.Event]) (*runRec, error) {
 	if f.Arg.Msg == nil {
 		return r, nil
 	}
-	return r, h.journal(r, f.Arg.Msg.Type, f.Arg.Msg.Payload)
+	return r, h.journal(r, f.Arg.Msg.Type, validated(f.Arg.Msg))
 }
 
 // finish records the Turn's terminal state and wakes its worker and its
@@ -559,5 +559,5 @@ func (h execHooks) DoSettleLate(f *fsm.Firing[*peer.Event]) error {
 	if r == nil {
 		return nil
 	}
-	return h.journal(r, "late_cancel_receipt", f.Arg.Msg.Payload)
+	return h.journal(r, "late_cancel_receipt", validated(f.Arg.Msg))
 }

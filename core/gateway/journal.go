@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentwire/agentwire/core/store"
+	"github.com/agentwire/agentwire/wire"
 )
 
 // The journal batch. Hooks do not write the Turn journal one event at a
@@ -23,11 +24,26 @@ import (
 // one write.
 const storeCommitTimeout = 3 * time.Second
 
-// event is a journal record of r.
+// validated is the payload of a frame as it arrived and was validated
+// (wire.Decode checked exactly these bytes), for the journal; a frame Core
+// queued itself has no arrived bytes and is encoded.
+func validated(m *wire.Message) any {
+	if len(m.Envelope.Payload) > 0 {
+		return m.Envelope.Payload
+	}
+	return m.Payload
+}
+
+// event is a journal record of r. A payload that is already JSON (a
+// frame's validated bytes) is stored as it is, not decoded and encoded
+// again.
 func (c *conn) event(r *runRec, typ string, payload any) (store.Event, error) {
-	raw, err := json.Marshal(payload)
-	if err != nil {
-		return store.Event{}, err
+	raw, ok := payload.(json.RawMessage)
+	if !ok {
+		var err error
+		if raw, err = json.Marshal(payload); err != nil {
+			return store.Event{}, err
+		}
 	}
 	return store.Event{TurnID: r.turnID, RunID: r.runID, Type: typ, Payload: raw, At: c.g.cfg.Clock.Now()}, nil
 }
