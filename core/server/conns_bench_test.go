@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -85,6 +86,13 @@ func BenchmarkIdleConnections(b *testing.B) {
 	waitDeclarations(c, int64(n))
 	connectAll := time.Since(start)
 	after := inUse()
+	if path := os.Getenv("AGENTWIRE_BENCH_HEAPPROFILE"); path != "" {
+		// What the idle connections hold: go tool pprof -sample_index=inuse_space.
+		f, err := os.Create(path)
+		require.NoError(b, err)
+		require.NoError(b, pprof.WriteHeapProfile(f))
+		require.NoError(b, f.Close())
+	}
 	b.ReportMetric(float64(n), "conns")
 	b.ReportMetric(float64(after-before)/float64(n)/1024, "KiB/conn")
 	b.ReportMetric(float64(runtime.NumGoroutine()-goroutines)/float64(n), "goroutines/conn")
