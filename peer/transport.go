@@ -54,10 +54,13 @@ type wsTransport struct {
 	buf bytes.Buffer // Read's reused buffer (one reader at a time)
 }
 
-// Read returns the next frame in a slice of its own. The message is read
-// into a buffer kept across reads and copied out at its exact size: a
-// large frame (a 64 KiB chunk is 87 KiB of text) costs one allocation
-// instead of the dozen, each zeroed, of growing a buffer from scratch.
+// Read returns the next frame in a slice of its own. A large frame (a 64
+// KiB chunk is 87 KiB of text) is read into a buffer kept across reads and
+// copied out at its exact size: one allocation instead of the dozen, each
+// zeroed, of growing a buffer from scratch. A small frame is handed over
+// in the buffer it was read into, and the transport keeps none: an idle
+// connection would otherwise hold a buffer the size of its last
+// heartbeat for good (issue 21).
 func (t *wsTransport) Read(ctx context.Context) ([]byte, error) {
 	typ, r, err := t.c.Reader(ctx)
 	if err == nil {
@@ -71,8 +74,15 @@ func (t *wsTransport) Read(ctx context.Context) ([]byte, error) {
 		_ = t.c.Close(StatusPolicy, "frames are JSON text")
 		return nil, errors.New("read frame: binary frame refused")
 	}
+	if b := t.buf.Bytes(); cap(b) <= smallFrame {
+		t.buf = bytes.Buffer{}
+		return b, nil
+	}
 	return bytes.Clone(t.buf.Bytes()), nil
 }
+
+// smallFrame is the largest buffer Read hands over rather than keeps.
+const smallFrame = 8 << 10
 
 func (t *wsTransport) Write(ctx context.Context, frame []byte) error {
 	if err := t.c.Write(ctx, websocket.MessageText, frame); err != nil {
