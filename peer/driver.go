@@ -201,11 +201,12 @@ func New(cfg Config) (*Driver, error) {
 			return nil, fmt.Errorf("peer: machine %s given twice", t.Name)
 		}
 		d.tables[t.Name] = t
-		b := cfg.App.Binding(t.Name)
-		if b == nil {
+		// Checked now, kept later: a binding is made when the machine's
+		// first instance steps (binding), so an idle connection holds none
+		// of the machines it never ran (issue 21).
+		if cfg.App.Binding(t.Name) == nil {
 			return nil, fmt.Errorf("peer: the app has no binding for machine %s", t.Name)
 		}
-		d.bindings[t.Name] = b
 		lost := "connection_lost"
 		if name, ok := DefaultLostEvents[t.Name]; ok {
 			lost = name
@@ -228,6 +229,16 @@ func New(cfg Config) (*Driver, error) {
 		}
 	}
 	return d, nil
+}
+
+// binding is the app's binding of machine, made on first use.
+func (d *Driver) binding(machine string) fsm.Binding[*Event] {
+	b, ok := d.bindings[machine]
+	if !ok {
+		b = d.cfg.App.Binding(machine)
+		d.bindings[machine] = b
+	}
+	return b
 }
 
 func (d *Driver) checkOverride(key string, dur time.Duration) error {

@@ -125,7 +125,7 @@ func (d *Driver) peek(tg Target, msg *wire.Message) error {
 	ev := &Event{Key: tg.Key, Msg: msg, Sent: true, d: d}
 	if i, ok := d.instances[tg.Key]; ok {
 		ev.Inst = i
-		_, err := i.in.Peek(tg.Event, ev, d.bindings[tg.Key.Machine])
+		_, err := i.in.Peek(tg.Event, ev, d.binding(tg.Key.Machine))
 		return err
 	}
 	t, ok := d.tables[tg.Key.Machine]
@@ -140,7 +140,7 @@ func (d *Driver) peek(tg Target, msg *wire.Message) error {
 		return err
 	}
 	ev.Inst = &Instance{Key: tg.Key, deadlines: make([]deadline, len(t.Timers))}
-	_, err := fresh.Peek(tg.Event, ev, d.bindings[tg.Key.Machine])
+	_, err := fresh.Peek(tg.Event, ev, d.binding(tg.Key.Machine))
 	return err
 }
 

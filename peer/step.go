@@ -18,7 +18,7 @@ func (d *Driver) step(i *Instance, e fsm.EventID, ev *Event) error {
 	t := i.Table()
 	ev.Inst, ev.Key, ev.d = i, i.Key, d
 	d.out.Reset()
-	err := i.in.Step(e, ev, d.bindings[t.Name], &d.out)
+	err := i.in.Step(e, ev, d.binding(t.Name), &d.out)
 	obs, _ := d.cfg.App.(Observer)
 	for _, s := range d.out.Steps {
 		d.stats.Steps[s.Disposition()]++
@@ -73,7 +73,7 @@ func (d *Driver) perform(i *Instance, p *fsm.Pending, ev *Event) error {
 	}
 	fr := &d.firing
 	fr.Table, fr.From, fr.Event, fr.To, fr.Arg = t, p.From, p.Event, p.To, ev
-	err := d.bindings[t.Name].Perform(ef, fr)
+	err := d.binding(t.Name).Perform(ef, fr)
 	fr.Arg = nil
 	if err != nil {
 		d.stats.EffectErrors++
