@@ -1,19 +1,18 @@
 package claude
 
 import (
-	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
 	"os"
-	osexec "os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agentwire/agentwire/runtime/harness/install"
 )
 
 // PinnedVersion is the one Claude Code release whose stream-json and
@@ -37,7 +36,6 @@ const (
 	// call (it retries ten times with backoff, minutes, on its own), so a
 	// dead endpoint ends the Run with connection_failed in seconds.
 	DefaultMaxRetries = 2
-	versionTimeout    = 15 * time.Second
 )
 
 // Config configures the adapter: where the binary is, which model
@@ -146,17 +144,13 @@ func (c Config) stateDir() (string, error) {
 	return filepath.Join(base, "agentwire", "claude"), nil
 }
 
-// checkVersion runs `claude --version` and compares it with the pin.
+// checkVersion runs `claude --version` (install.Version, as make
+// harnesses does) and compares it with the pin.
 func checkVersion(binary string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), versionTimeout)
-	defer cancel()
-	cmd := osexec.CommandContext(ctx, binary, "--version")
-	cmd.Env = append(os.Environ(), "NO_COLOR=1", "DISABLE_AUTOUPDATER=1")
-	out, err := cmd.Output()
+	line, err := install.Version(binary)
 	if err != nil {
-		return "", fmt.Errorf("claude adapter: %s --version: %w", binary, err)
+		return "", fmt.Errorf("claude adapter: %w", err)
 	}
-	line := strings.TrimSpace(string(bytes.SplitN(out, []byte("\n"), 2)[0]))
 	if line != pinnedVersionLine {
 		return line, fmt.Errorf("claude adapter: %s is %q; this adapter speaks only %q", binary, line, pinnedVersionLine)
 	}

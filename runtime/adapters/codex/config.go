@@ -2,18 +2,18 @@ package codex
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
 	"os"
-	osexec "os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/agentwire/agentwire/runtime/harness/install"
 )
 
 // PinnedVersion is the one Codex CLI release whose app-server protocol the
@@ -36,7 +36,6 @@ const (
 	DefaultCloseGrace      = 3 * time.Second
 	DefaultStderrBytes     = 64 << 10
 	DefaultStreamIdle      = 300 * time.Second
-	versionTimeout         = 15 * time.Second
 )
 
 // Config configures the adapter: where the binary is, which model endpoint
@@ -159,17 +158,13 @@ func (c Config) stateDir() (string, error) {
 	return filepath.Join(base, "agentwire", "codex"), nil
 }
 
-// checkVersion runs `codex --version` and compares it with the pin.
+// checkVersion runs `codex --version` (install.Version, as make
+// harnesses does) and compares it with the pin.
 func checkVersion(binary string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), versionTimeout)
-	defer cancel()
-	cmd := osexec.CommandContext(ctx, binary, "--version")
-	cmd.Env = append(os.Environ(), "NO_COLOR=1")
-	out, err := cmd.Output()
+	line, err := install.Version(binary)
 	if err != nil {
-		return "", fmt.Errorf("codex adapter: %s --version: %w", binary, err)
+		return "", fmt.Errorf("codex adapter: %w", err)
 	}
-	line := strings.TrimSpace(string(bytes.SplitN(out, []byte("\n"), 2)[0]))
 	if line != pinnedVersionLine {
 		return line, fmt.Errorf("codex adapter: %s is %q; this adapter speaks only %q", binary, line, pinnedVersionLine)
 	}
