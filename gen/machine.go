@@ -50,7 +50,7 @@ func machineFile(m *spec.Machine) (*jen.File, error) {
 	tableDecl(f, m, t)
 	stepDecl(f, m)
 	transitionFunc(f)
-	for _, role := range []spec.Role{spec.RoleCore, spec.RoleRuntime} {
+	for _, role := range m.Roles() {
 		hooksDecl(f, m, analyse(m, role))
 	}
 	return f, nil
@@ -63,14 +63,22 @@ func packageDoc(m *spec.Machine) string {
 		"One instance per " + m.Scope + ".",
 		"The table and every hook name come from " + m.Pos.File + "; see docs/machines/" + m.Name +
 			".md for the diagram and the state × event matrix. Table is the machine as the engine " +
-			"(package fsm) runs it: Transition answers what an event would do, NewCore and NewRuntime " +
-			"return a machine that performs one peer's effects through its hooks, and a driver that " +
-			"keeps many instances steps an fsm.Instance of Table and drains its fsm.Outbox.",
+			"(package fsm) runs it: Transition answers what an event would do, " + constructors(m) +
+			", and a driver that keeps many instances steps an fsm.Instance of Table and drains its fsm.Outbox.",
 	}
 	for i, p := range paras {
 		paras[i] = strings.Join(wrapLines(p, docWidth), "\n")
 	}
 	return strings.Join(paras, "\n\n")
+}
+
+// constructors says which peer machines the package builds.
+func constructors(m *spec.Machine) string {
+	if m.Peers != spec.RoleBoth {
+		return "New" + roleName(m.Peers) + " returns a machine that performs " + roleName(m.Peers) +
+			"'s effects through its hooks (only " + roleName(m.Peers) + " runs this machine)"
+	}
+	return "NewCore and NewRuntime return a machine that performs one peer's effects through its hooks"
 }
 
 // doc writes a hand-wrapped multi-line comment as // lines; jennifer would

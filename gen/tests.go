@@ -1,6 +1,8 @@
 package gen
 
 import (
+	"strings"
+
 	"github.com/dave/jennifer/jen"
 
 	"github.com/agentwire/agentwire/spec"
@@ -17,7 +19,12 @@ const (
 // implementations (the spec's own table, the spec interpreter and
 // looplab/fsm) reading the YAML at test time.
 func testFile(m *spec.Machine) *jen.File {
-	g := testGen{m: m, views: []roleView{analyse(m, spec.RoleCore), analyse(m, spec.RoleRuntime)}}
+	g := testGen{m: m}
+	var roles []jen.Code
+	for _, r := range m.Roles() {
+		g.views = append(g.views, analyse(m, r))
+		roles = append(roles, roleConst(r))
+	}
 	f := jen.NewFile(m.Name)
 	f.HeaderComment(header(m))
 	f.ImportName(fsmPkg, "fsm")
@@ -25,7 +32,7 @@ func testFile(m *spec.Machine) *jen.File {
 	f.ImportName(fsmtestPkg, "fsmtest")
 
 	f.Const().Id("specFile").Op("=").Lit("../../" + m.Pos.File)
-	f.Var().Id("roles").Op("=").Index().Qual(fsmPkg, "Role").Values(jen.Qual(fsmPkg, "RoleCore"), jen.Qual(fsmPkg, "RoleRuntime"))
+	f.Var().Id("roles").Op("=").Index().Qual(fsmPkg, "Role").Values(roles...)
 	g.recorderDecl(f)
 	g.cellCasesDecl(f)
 	g.pathCasesDecl(f)
@@ -57,7 +64,11 @@ func firingInt() jen.Code { return jen.Op("*").Qual(fsmPkg, "Firing").Types(jen.
 
 func (g testGen) recorderDecl(f *jen.File) {
 	m := g.m
-	comment(f, "recorder implements CoreHooks, RuntimeHooks and fsm.Timers. Guards answer from held; "+
+	var ifaces []string
+	for _, v := range g.views {
+		ifaces = append(ifaces, v.name+"Hooks")
+	}
+	comment(f, "recorder implements "+strings.Join(ifaces, ", ")+" and fsm.Timers. Guards answer from held; "+
 		"each hook notes its method in called (when set) and its effect, in spec form, in log (unless "+
 		"quiet); the effect named fail returns errHook.")
 	f.Type().Id("recorder").Struct(
@@ -68,9 +79,9 @@ func (g testGen) recorderDecl(f *jen.File) {
 		jen.Id("called").Map(jen.String()).Bool(),
 	)
 	f.Var().Id("errHook").Op("=").Qual("errors", "New").Call(jen.Lit("hook failed"))
-	checks := []jen.Code{
-		jen.Id("_").Id("CoreHooks").Types(jen.Int()).Op("=").Parens(jen.Op("*").Id("recorder")).Parens(jen.Nil()),
-		jen.Id("_").Id("RuntimeHooks").Types(jen.Int()).Op("=").Parens(jen.Op("*").Id("recorder")).Parens(jen.Nil()),
+	var checks []jen.Code
+	for _, v := range g.views {
+		checks = append(checks, jen.Id("_").Id(v.name+"Hooks").Types(jen.Int()).Op("=").Parens(jen.Op("*").Id("recorder")).Parens(jen.Nil()))
 	}
 	if g.hasTimers() {
 		checks = append(checks, jen.Id("_").Qual(fsmPkg, "Timers").Types(jen.Int()).Op("=").Parens(jen.Op("*").Id("recorder")).Parens(jen.Nil()))
@@ -142,17 +153,20 @@ func (g testGen) recorderDecl(f *jen.File) {
 		timers = jen.Id("rec")
 	}
 	comment(f, "newMachine returns a machine for role whose hooks and timers are rec.")
-	f.Func().Id("newMachine").Params(tParam(), jen.Id("role").Qual(fsmPkg, "Role"), jen.Id("rec").Op("*").Id("recorder")).Op("*").Qual(fsmPkg, "Machine").Types(jen.Int()).Block(
-		jen.Id("t").Dot("Helper").Call(),
-		jen.If(jen.Id("role").Op("==").Qual(fsmPkg, "RoleCore")).Block(
-			jen.List(jen.Id("m"), jen.Err()).Op(":=").Id("NewCore").Index(jen.Int()).Call(jen.Id("rec"), timers),
+	body := []jen.Code{jen.Id("t").Dot("Helper").Call()}
+	for i, v := range g.views {
+		build := []jen.Code{
+			jen.List(jen.Id("m"), jen.Err()).Op(":=").Id("New"+v.name).Index(jen.Int()).Call(jen.Id("rec"), timers),
 			req("NoError", jen.Err()),
 			jen.Return(jen.Id("m")),
-		),
-		jen.List(jen.Id("m"), jen.Err()).Op(":=").Id("NewRuntime").Index(jen.Int()).Call(jen.Id("rec"), timers),
-		req("NoError", jen.Err()),
-		jen.Return(jen.Id("m")),
-	)
+		}
+		if i < len(g.views)-1 {
+			body = append(body, jen.If(jen.Id("role").Op("==").Add(roleConst(v.role))).Block(build...))
+		} else {
+			body = append(body, build...)
+		}
+	}
+	f.Func().Id("newMachine").Params(tParam(), jen.Id("role").Qual(fsmPkg, "Role"), jen.Id("rec").Op("*").Id("recorder")).Op("*").Qual(fsmPkg, "Machine").Types(jen.Int()).Block(body...)
 	if g.hasGuards() {
 		comment(f, "heldGuards holds the guards of a GuardSet, for an fsm.Instance.")
 		f.Type().Id("heldGuards").Id("GuardSet")
@@ -386,10 +400,7 @@ func (g testGen) cellTests(f *jen.File) {
 		"calls: running every cell the role handles calls every one of its methods (and TestEveryCell "+
 		"that none is missing).")
 	f.Func().Id("TestHooksPerRole").Params(tParam()).Block(
-		jen.For(jen.List(jen.Id("role"), jen.Id("iface")).Op(":=").Range().Map(jen.Qual(fsmPkg, "Role")).Qual("reflect", "Type").Values(jen.Dict{
-			jen.Qual(fsmPkg, "RoleCore"):    jen.Qual("reflect", "TypeFor").Index(jen.Id("CoreHooks").Index(jen.Int())).Call(),
-			jen.Qual(fsmPkg, "RoleRuntime"): jen.Qual("reflect", "TypeFor").Index(jen.Id("RuntimeHooks").Index(jen.Int())).Call(),
-		})).Block(
+		jen.For(jen.List(jen.Id("role"), jen.Id("iface")).Op(":=").Range().Map(jen.Qual(fsmPkg, "Role")).Qual("reflect", "Type").Values(hookTypes(g.views))).Block(
 			jen.Id("rec").Op(":=").Op("&").Id("recorder").Values(jen.Dict{jen.Id("called"): jen.Map(jen.String()).Bool().Values()}),
 			jen.Id("m").Op(":=").Id("newMachine").Call(jen.Id("t"), jen.Id("role"), jen.Id("rec")),
 			jen.For(jen.List(jen.Id("_"), jen.Id("c")).Op(":=").Range().Id("cellCases")).Block(
@@ -512,11 +523,16 @@ func (g testGen) lifecycleTests(f *jen.File) {
 		"re-arm), round-trips every enum through its spec name, and refuses invalid values.")
 	f.Func().Id("TestRestoreAndParse").Params(tParam()).Block(body...)
 
-	checks := []jen.Code{
-		jen.List(jen.Id("_"), jen.Err()).Op(":=").Id("NewCore").Index(jen.Int()).Call(jen.Nil(), jen.Nil()),
-		req("Error", jen.Err(), jen.Lit("a Core machine needs hooks")),
-		jen.List(jen.Id("_"), jen.Err()).Op("=").Id("NewRuntime").Index(jen.Int()).Call(jen.Nil(), jen.Nil()),
-		req("Error", jen.Err(), jen.Lit("a Runtime machine needs hooks")),
+	var checks []jen.Code
+	for i, v := range g.views {
+		assign := "="
+		if i == 0 {
+			assign = ":="
+		}
+		checks = append(checks,
+			jen.List(jen.Id("_"), jen.Err()).Op(assign).Id("New"+v.name).Index(jen.Int()).Call(jen.Nil(), jen.Nil()),
+			req("Error", jen.Err(), jen.Lit("a "+v.name+" machine needs hooks")),
+		)
 	}
 	for _, v := range g.views {
 		if v.timers {
@@ -601,4 +617,16 @@ func (g testGen) allocTest(f *jen.File) {
 			req("Zero", jen.Id("allocs"), jen.Lit("Fire as %s"), jen.Id("role")),
 		),
 	)
+}
+
+// roleConst is the fsm constant of a role.
+func roleConst(r spec.Role) jen.Code { return jen.Qual(fsmPkg, "Role"+roleName(r)) }
+
+// hookTypes maps each role of views to the reflect.Type of its hooks interface.
+func hookTypes(views []roleView) jen.Dict {
+	d := jen.Dict{}
+	for _, v := range views {
+		d[roleConst(v.role)] = jen.Qual("reflect", "TypeFor").Index(jen.Id(v.name + "Hooks").Index(jen.Int())).Call()
+	}
+	return d
 }

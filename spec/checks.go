@@ -12,11 +12,40 @@ import (
 // required of a protocol spec.
 
 func checkProtocol(m *Machine, errs *errorList) {
+	checkOwnPeer(m, errs)
 	checkFailedSends(m, errs)
 	checkDispatch(m, errs)
 	checkResources(m, errs)
 	checkBudgets(m, errs)
 	checkPeerExits(m, errs)
+}
+
+// checkOwnPeer: a machine one peer runs alone (peers: core) is that peer's
+// own lifecycle. No frame drives it and nothing of it reaches the other
+// peer, so each event is a local event or timer of that peer and each
+// effect is that peer's (an untagged effect is).
+func checkOwnPeer(m *Machine, errs *errorList) {
+	if m.Peers == RoleBoth {
+		return
+	}
+	for _, e := range m.Events {
+		switch {
+		case e.Kind == EventMessage:
+			errs.add(e.Pos, "event %q is a wire message, but %s is run by %s alone (peers: %s): no frame drives it; make it local: %s", e.Name, m.Name, m.Peers, m.Peers, m.Peers)
+		case e.By != m.Peers:
+			errs.add(e.Pos, "event %q is fired by %s, but %s is run by %s alone (peers: %s)", e.Name, e.By, m.Name, m.Peers, m.Peers)
+		}
+	}
+	for _, r := range m.Rules {
+		for _, ef := range r.Effects {
+			switch {
+			case ef.Kind == EffectSend:
+				errs.add(r.Pos, "effect %q sends a frame, but %s is run by %s alone (peers: %s); a peer's own machine sends nothing", ef.String(), m.Name, m.Peers, m.Peers)
+			case ef.Role != RoleBoth && ef.Role != m.Peers:
+				errs.add(r.Pos, "effect %q is %s's, but %s is run by %s alone (peers: %s)", ef.String(), ef.Role, m.Name, m.Peers, m.Peers)
+			}
+		}
+	}
 }
 
 // checkFailedSends: a sender fires a message event only once its write
@@ -173,7 +202,7 @@ func checkResources(m *Machine, errs *errorList) {
 	if len(errs.errs) > before {
 		return
 	}
-	for _, role := range []Role{RoleCore, RoleRuntime} {
+	for _, role := range m.Roles() {
 		checkResourcePaths(m, role, errs)
 	}
 }
@@ -311,7 +340,7 @@ func checkPeerExits(m *Machine, errs *errorList) {
 	if init == nil {
 		return
 	}
-	for _, role := range []Role{RoleCore, RoleRuntime} {
+	for _, role := range m.Roles() {
 		step := func(s *State, visit func(*Rule)) {
 			for _, e := range m.Events {
 				if !observes(role, e) {

@@ -168,3 +168,69 @@ func TestProtocolChecks(t *testing.T) {
 		})
 	}
 }
+
+// A machine one peer runs alone (peers: core) takes no frame and lets the
+// other peer do nothing.
+func TestOwnPeerMachine(t *testing.T) {
+	src := `machine: lamp
+doc: a lamp Core keeps for itself
+peers: core
+instance: {identity: lamp, doc: lamp ID}
+states:
+  - name: off
+    initial: true
+    doc: dark
+  - name: on
+    doc: lit
+  - name: broken
+    terminal: failure
+    doc: gone
+events:
+  - name: flip
+    local: core
+    doc: Core flips it
+  - name: knock
+    local: runtime
+    doc: the Runtime knocks it
+  - name: ping
+    message: ping
+    from: runtime
+    failed_send: knock
+    doc: a frame
+actions:
+  - name: glow
+    doc: light up
+rules:
+  - from: off
+    on: flip
+    to: on
+    effects: ["runtime: do glow"]
+  - from: [off, on]
+    on: [knock, ping]
+    to: broken
+  - from: on
+    on: flip
+    to: broken
+  - from: broken
+    on: "*"
+    reject: gone
+`
+	_, err := Load(map[string][]byte{"lamp.yaml": []byte(src)})
+	require.Error(t, err)
+	for _, want := range []string{
+		`lamp.yaml:18: event "knock" is fired by runtime, but lamp is run by core alone (peers: core)`,
+		`lamp.yaml:21: event "ping" is a wire message, but lamp is run by core alone (peers: core): no frame drives it; make it local: core`,
+		`lamp.yaml:30: effect "runtime: do glow" is runtime's, but lamp is run by core alone (peers: core)`,
+	} {
+		assert.Contains(t, err.Error(), want)
+	}
+
+	ok := strings.NewReplacer("    effects: [\"runtime: do glow\"]\n", "    effects: [do glow]\n",
+		"  - name: knock\n    local: runtime\n", "  - name: knock\n    local: core\n",
+		"  - name: ping\n    message: ping\n    from: runtime\n    failed_send: knock\n    doc: a frame\n", "",
+		"on: [knock, ping]", "on: knock").Replace(src)
+	model, err := Load(map[string][]byte{"lamp.yaml": []byte(ok)})
+	require.NoError(t, err)
+	m, _ := model.Machine("lamp")
+	assert.Equal(t, []Role{RoleCore}, m.Roles())
+}

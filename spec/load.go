@@ -276,7 +276,7 @@ func parseMachine(name string, src []byte, errs *errorList) *Machine {
 	}
 	root := doc.Content[0]
 	before := len(errs.errs)
-	f := d.fields(root, "the machine", "machine", "doc", "instance", "states", "events", "guards", "actions", "resources", "rules")
+	f := d.fields(root, "the machine", "machine", "doc", "instance", "peers", "states", "events", "guards", "actions", "resources", "rules")
 	if f == nil {
 		return nil
 	}
@@ -303,6 +303,11 @@ func parseMachine(name string, src []byte, errs *errorList) *Machine {
 				m.InstancePos = d.pos(g["identity"])
 			}
 		}
+	}
+	m.Peers = RoleBoth
+	if n := f["peers"]; n != nil {
+		m.Peers, _ = d.role(n, "peers", true)
+		m.PeersPos = d.pos(n)
 	}
 	// Go on after a problem in the header: the rest of the file is checked
 	// too, so one run reports everything.

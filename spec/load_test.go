@@ -355,7 +355,7 @@ func badCases(t testing.TB) []badCase {
 
 		// Unknown and duplicate keys.
 		{name: "unknown top-level key", src: ed("doc: door ID}\n", "doc: door ID}\nversion: 2\n"), at: "version: 2",
-			msg: `the machine has unknown key "version" (allowed: machine, doc, instance, states, events, guards, actions, resources, rules)`},
+			msg: `the machine has unknown key "version" (allowed: machine, doc, instance, peers, states, events, guards, actions, resources, rules)`},
 		{name: "unknown key in a state", src: ed("    doc: the door is closed\n", "    doc: the door is closed\n    color: red\n"), at: "color: red",
 			msg: `a state has unknown key "color" (allowed: name, doc, initial, terminal, timers)`},
 		{name: "unknown key in an event", src: ed("    doc: core locks the door\n", "    doc: core locks the door\n    retries: 3\n"), at: "retries: 3",

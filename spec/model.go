@@ -79,6 +79,12 @@ type Machine struct {
 	InstancePos Pos
 	Scope       string
 	Pos         Pos
+	// Peers is who runs the machine: RoleBoth for a protocol lifecycle
+	// both peers observe on the wire, or one role for a peer's own
+	// lifecycle (peers: core), which no frame drives and whose every
+	// event and effect is that peer's.
+	Peers    Role
+	PeersPos Pos
 
 	States    []*State
 	Events    []*Event
@@ -90,6 +96,14 @@ type Machine struct {
 	// cells[state][event] holds the candidates of one cell in the order
 	// they are tried: guarded ones first, the unguarded fallback last.
 	cells [][][]*Rule
+}
+
+// Roles lists the peers that run the machine, Core first.
+func (m *Machine) Roles() []Role {
+	if m.Peers == RoleBoth {
+		return []Role{RoleCore, RoleRuntime}
+	}
+	return []Role{m.Peers}
 }
 
 // Cell returns the candidates for event e in state s, fallback last.

@@ -22,6 +22,7 @@ import (
 	"github.com/agentwire/agentwire/core/credential"
 	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/core/store/memory"
+	"github.com/agentwire/agentwire/core/store/storetest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -131,8 +132,8 @@ func TestSessionsAndTurns(t *testing.T) {
 	assert.Equal(t, "input_id", in["field"])
 
 	// The status projection of a failed Turn keeps the reason.
-	require.NoError(t, e.store.ClaimTurn(context.Background(), tid, store.Claim{DeviceID: "dev", OwnerEpoch: 1, RunID: "run", At: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}))
-	require.NoError(t, e.store.FinishTurn(context.Background(), tid, "run", store.TurnFailed, store.Outcome{Reason: store.ReasonEventStreamIncomplete}, time.Date(2026, 1, 1, 0, 0, 1, 0, time.UTC)))
+	require.NoError(t, storetest.Start(e.store, tid, store.Claim{DeviceID: "dev", OwnerEpoch: 1, RunID: "run", At: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}))
+	require.NoError(t, e.store.MoveTurn(context.Background(), storetest.FinishMove(tid, "run", store.TurnRunning, store.TurnFailed, store.Outcome{Reason: store.ReasonEventStreamIncomplete}, time.Date(2026, 1, 1, 0, 0, 1, 0, time.UTC))))
 	_, tr = e.do(e.key, "GET", "/api/v1/turns/"+tid, "")
 	assert.Equal(t, map[string]any{"state": "failed", "reason": "event_stream_incomplete"}, tr["status"])
 }
@@ -194,8 +195,7 @@ func TestEventStreamResumes(t *testing.T) {
 	_, tr := e.do(e.key, "POST", "/api/v1/sessions/"+s["id"].(string)+"/turns", input)
 	tid := tr["id"].(string)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	require.NoError(t, e.store.ClaimTurn(ctx, tid, store.Claim{DeviceID: "dev", OwnerEpoch: 1, RunID: "run", At: t0}))
-	require.NoError(t, e.store.StartTurn(ctx, tid, "run", t0))
+	require.NoError(t, storetest.Start(e.store, tid, store.Claim{DeviceID: "dev", OwnerEpoch: 1, RunID: "run", At: t0}))
 	for _, d := range []string{"a", "b"} {
 		_, err := e.journal.Append(ctx, store.Event{TurnID: tid, RunID: "run", Type: "delta", Payload: json.RawMessage(`{"delta":"` + d + `"}`), At: t0})
 		require.NoError(t, err)
@@ -215,7 +215,7 @@ func TestEventStreamResumes(t *testing.T) {
 	require.NoError(t, err)
 	_, err = e.journal.Append(ctx, store.Event{TurnID: tid, RunID: "run", Type: "done", Payload: json.RawMessage(`{}`), At: t0})
 	require.NoError(t, err)
-	require.NoError(t, e.store.FinishTurn(ctx, tid, "run", store.TurnCompleted, store.Outcome{}, t0))
+	require.NoError(t, e.store.MoveTurn(ctx, storetest.FinishMove(tid, "run", store.TurnRunning, store.TurnCompleted, store.Outcome{}, t0)))
 	e.journal.Notify(tid)
 
 	ids, types, data := sse(t, resp)

@@ -3,10 +3,10 @@ package gateway
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/agentwire/agentwire/core/credential"
 	"github.com/agentwire/agentwire/core/store"
+	"github.com/agentwire/agentwire/core/turn"
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/wire"
 )
@@ -22,13 +22,16 @@ var (
 	ErrNotRunning = errors.New("gateway: the Turn has no running Run on a live connection")
 )
 
-// CancelTurn cancels a Turn wherever it is:
+// CancelTurn cancels a Turn wherever it is, by firing cancel on its
+// machine (spec/turn.yaml):
 //
 //   - queued (no worker claimed it): it is cancelled at once, by one
 //     conditional write; nothing was ever sent for it;
-//   - claimed (execution_prepare sent, no start yet): the worker abandons
-//     the admission with execution_release once it is ready, and the Turn
-//     is cancelled; it never starts (daemon-protocol.txt:112);
+//   - claimed (execution_prepare sent, no start yet): it moves to
+//     cancelling, and the worker abandons the admission with
+//     execution_release once it is ready instead of starting it; it never
+//     starts (daemon-protocol.txt:112);
+//   - starting: CancelTurn waits until the start was written;
 //   - running: prompt_cancel goes to its Run with a fresh delivery ID,
 //     which CancelTurn returns. The Run machine then waits 15 s for the
 //     receipt that echoes it, which owns the terminal outcome; without one
@@ -42,35 +45,45 @@ func (g *Gateway) CancelTurn(ctx context.Context, turnID string) (string, error)
 		if err != nil {
 			return "", err
 		}
-		switch {
-		case t.State.Terminal():
+		if t.State.Terminal() {
 			return "", ErrTurnFinished
-		case t.State == store.TurnQueued:
-			err := g.cfg.Store.CancelQueuedTurn(ctx, turnID, g.cfg.Clock.Now())
+		}
+		in := g.turn(turnID)
+		if in == nil {
+			if t.State != store.TurnQueued {
+				// Claimed by a process that is gone: reconciliation
+				// settles it.
+				return "", ErrNotRunning
+			}
+			_, err := g.moveStored(ctx, t, turn.Cancel, turn.Args{})
 			if errors.Is(err, store.ErrStale) {
 				continue // claimed meanwhile: look again
 			}
-			if err == nil {
-				g.cfg.Journal.Notify(turnID)
-			}
 			return "", err
-		case t.State == store.TurnClaimed:
-			g.mu.Lock()
-			pr := g.preparing[turnID]
-			g.mu.Unlock()
-			if pr != nil && pr.requestCancel() {
-				return "", nil
-			}
-			// The start was decided (or the claim is an earlier
-			// process's): wait for the running state.
+		}
+		if in.Ref().State == store.TurnStarting {
+			// The start is being written: cancel the Run once it runs.
 			select {
 			case <-ctx.Done():
 				return "", ctx.Err()
-			case <-time.After(5 * time.Millisecond):
+			case <-in.Changed():
 			}
 			continue
 		}
-		return g.cancelRunning(ctx, t)
+		st, err := g.moveTurn(ctx, in, turn.Cancel, turn.Args{})
+		switch {
+		case errors.Is(err, turn.ErrRejected):
+			if in.Ref().State.Terminal() {
+				return "", ErrTurnFinished
+			}
+			continue // it moved meanwhile: look again
+		case err != nil:
+			return "", err
+		case st.SendCancel:
+			t.RunID = in.Ref().RunID
+			return g.cancelRunning(ctx, t)
+		}
+		return "", nil
 	}
 }
 

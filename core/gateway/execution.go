@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentwire/agentwire/core/store"
+	"github.com/agentwire/agentwire/core/turn"
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/fsm/connection"
 	"github.com/agentwire/agentwire/fsm/input"
@@ -56,42 +57,6 @@ type prepRec struct {
 
 	// admitted gives the connection's admission slot back, once.
 	admitted func()
-
-	// mu orders a cancellation of the claimed Turn against the worker's
-	// decision to start it: whichever comes first wins.
-	mu        sync.Mutex
-	cancelled bool // the API cancelled the Turn before its start
-	starting  bool // the worker decided to send execution_start
-}
-
-// requestCancel marks the claimed Turn cancelled unless its start was
-// decided already (then only prompt_cancel can stop it).
-func (p *prepRec) requestCancel() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.starting {
-		return false
-	}
-	p.cancelled = true
-	return true
-}
-
-// decideStart reports whether the worker may send execution_start: not
-// once the Turn was cancelled.
-func (p *prepRec) decideStart() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cancelled {
-		return false
-	}
-	p.starting = true
-	return true
-}
-
-func (p *prepRec) wasCancelled() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.cancelled
 }
 
 // prepResult is what the worker waits for after execution_prepare: ready
@@ -116,6 +81,7 @@ func (p *prepRec) deliver(r prepResult) {
 type runRec struct {
 	turnID, runID string
 	sessionID     string
+	turn          *turn.Instance // the Turn's machine (turns.go)
 
 	mu         sync.Mutex
 	deliveries map[string]bool // delivery IDs of the prompt_cancel frames sent
@@ -305,17 +271,16 @@ func (h execHooks) DoRecordRejection(f *fsm.Firing[*peer.Event]) error {
 }
 
 // DoLeaveTurnUnclaimed returns the claimed Turn to the queue with backoff:
-// the one refusal that authorizes a retry (daemon-protocol.txt:116).
+// the one refusal that authorizes a retry (daemon-protocol.txt:116). It
+// fires requeue on the Turn's machine, whose move goes into the loop's
+// batch; a Turn cancelled meanwhile is cancelled instead (the table).
 func (h execHooks) DoLeaveTurnUnclaimed(f *fsm.Firing[*peer.Event]) error {
 	p := h.c.prep(f.Arg.Key.ID)
-	if p == nil || p.readOnly {
+	if p == nil || p.readOnly || p.run == nil {
 		return nil // a read has no Turn; its worker reports the refusal
 	}
-	ctx, cancel := h.c.storeCtx()
-	defer cancel()
-	now := h.c.g.cfg.Clock.Now()
-	err := h.c.g.cfg.Store.RequeueTurn(ctx, p.turnID, p.runID, now.Add(h.c.g.backoff(p.attempts)), now)
-	h.c.g.kick()
+	_, err := h.c.fireTurn(p.run.turn, turn.Requeue, turn.Args{NotBefore: h.c.g.cfg.Clock.Now().Add(h.c.g.backoff(p.attempts))}, false)
+	h.c.after = append(h.c.after, h.c.g.kick)
 	return err
 }
 
@@ -365,13 +330,13 @@ func (h execHooks) frame(f *fsm.Firing[*peer.Event]) (*runRec, error) {
 //
 // The record goes into the loop's batch with the Run's last events (one
 // commit); the worker and the event streams are woken once it committed.
-func (h execHooks) finish(f *fsm.Firing[*peer.Event], r *runRec, state store.TurnState, o store.Outcome) error {
-	h.c.pending.Finishes = append(h.c.pending.Finishes, store.Finish{TurnID: r.turnID, RunID: r.runID, State: state, Outcome: o, At: h.c.g.cfg.Clock.Now()})
+func (h execHooks) finish(f *fsm.Firing[*peer.Event], r *runRec, e turn.Event, o store.Outcome) error {
+	_, err := h.c.fireTurn(r.turn, e, turn.Args{Outcome: o}, true)
 	h.c.after = append(h.c.after, r.done)
 	if settled(f) != fsm.OutcomeNone {
 		h.c.closeRun(r)
 	}
-	return nil
+	return err
 }
 
 // closeRun fires run_settled on every input of the Run still waiting for
@@ -459,7 +424,7 @@ func (h execHooks) DoRecordError(f *fsm.Firing[*peer.Event]) error {
 			// category as evidence (daemon-protocol.txt:156); the public
 			// reason says the Run never started.
 			ev, _ := json.Marshal(map[string]string{"preparation_error": p.ErrorCode})
-			return errors.Join(err, h.finish(f, r, store.TurnFailed, store.Outcome{Reason: ReasonStartFailed, Evidence: ev}))
+			return errors.Join(err, h.finish(f, r, turn.StartFailed, store.Outcome{Evidence: ev}))
 		}
 	}
 	return err
@@ -491,12 +456,12 @@ func (h execHooks) DoCloseStream(f *fsm.Firing[*peer.Event]) error {
 	// cancelled stream is not settled (its receipt owns the outcome).
 	switch settled(f) {
 	case fsm.OutcomeSuccess:
-		return errors.Join(err, h.finish(f, r, store.TurnCompleted, store.Outcome{}))
+		return errors.Join(err, h.finish(f, r, turn.RunCompleted, store.Outcome{}))
 	case fsm.OutcomeFailure:
 		// done closed a stream with error frames: a confirmed engine
 		// failure (daemon-protocol.txt:106, 156).
-		return errors.Join(err, h.finish(f, r, store.TurnFailed, store.Outcome{
-			Reason: store.ReasonEngineFailed, EngineErrorCode: r.engineCode, EngineHTTPStatus: r.engineHTTP,
+		return errors.Join(err, h.finish(f, r, turn.EngineFailed, store.Outcome{
+			EngineErrorCode: r.engineCode, EngineHTTPStatus: r.engineHTTP,
 		}))
 	}
 	return err // cancel_drained: the receipt still owns the outcome
@@ -514,13 +479,13 @@ func (h execHooks) DoApplyCancelReceipt(f *fsm.Firing[*peer.Event]) error {
 			ev, _ = json.Marshal(ack.Outcome)
 			err = errors.Join(err, h.recordNative(r, ack.Outcome.Metadata))
 		}
-		return errors.Join(err, h.finish(f, r, store.TurnCancelled, store.Outcome{Evidence: ev}))
+		return errors.Join(err, h.finish(f, r, turn.RunCancelled, store.Outcome{Evidence: ev}))
 	}
 	// decision: a refused cancellation (run_inactive, ...) is a failed
 	// Turn with its own reason; the code is native evidence, kept apart
 	// (daemon-protocol.txt:153).
 	ev, _ := json.Marshal(map[string]string{"cancel_error": ack.ErrorCode})
-	return errors.Join(err, h.finish(f, r, store.TurnFailed, store.Outcome{Reason: ReasonCancelRefused, Evidence: ev}))
+	return errors.Join(err, h.finish(f, r, turn.CancelRefused, store.Outcome{Evidence: ev}))
 }
 
 // DoMarkEventStreamIncomplete: observation was lost; nothing is invented
@@ -530,7 +495,7 @@ func (h execHooks) DoMarkEventStreamIncomplete(f *fsm.Firing[*peer.Event]) error
 	if r == nil || settled(f) == fsm.OutcomeNone { // cancel_drained: the receipt still decides
 		return nil
 	}
-	return h.finish(f, r, store.TurnFailed, store.Outcome{Reason: store.ReasonEventStreamIncomplete})
+	return h.finish(f, r, turn.EventStreamIncomplete, store.Outcome{})
 }
 
 // DoMarkDeliveryUnknown: a failed write of the start closes the transport,
@@ -549,7 +514,7 @@ func (h execHooks) DoMarkCancelUnconfirmed(f *fsm.Firing[*peer.Event]) error {
 	if r == nil {
 		return nil
 	}
-	return h.finish(f, r, store.TurnFailed, store.Outcome{Reason: store.ReasonCancelUnconfirmed})
+	return h.finish(f, r, turn.CancelUnconfirmed, store.Outcome{})
 }
 
 // DoSettleLate keeps a late receipt beside the cancel_unconfirmed already

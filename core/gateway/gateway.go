@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentwire/agentwire/core/credential"
 	"github.com/agentwire/agentwire/core/store"
+	"github.com/agentwire/agentwire/core/turn"
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/wire"
 )
@@ -66,15 +67,14 @@ type Gateway struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu       sync.Mutex
-	conns    map[string]*conn // the current owner of each device
-	inflight map[string]bool  // Turns this gateway's worker is executing
-	// preparing holds the admission record of each claimed Turn until its
-	// start is decided, so that the API can cancel it before the start.
-	preparing map[string]*prepRec
-	sessions  map[string]string // the Turn in flight of each Session
-	trans     *transcript
-	wake      chan struct{}
+	mu    sync.Mutex
+	conns map[string]*conn // the current owner of each device
+	// turns holds the machine of each Turn this gateway's worker is
+	// executing, from its placement until the worker is done (turns.go).
+	turns    map[string]*turn.Instance
+	sessions map[string]string // the Turn in flight of each Session
+	trans    *transcript
+	wake     chan struct{}
 	// holds are the Sessions' scheduling reservations (workspace_read.go).
 	holds   map[string]*sessionHold
 	holdSeq uint64
@@ -110,7 +110,7 @@ func New(cfg Config) *Gateway {
 		cfg.RetryMax = 30 * time.Second
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	g := &Gateway{cfg: cfg, ctx: ctx, cancel: cancel, conns: map[string]*conn{}, inflight: map[string]bool{}, preparing: map[string]*prepRec{}, sessions: map[string]string{}, wake: make(chan struct{}, 1)}
+	g := &Gateway{cfg: cfg, ctx: ctx, cancel: cancel, conns: map[string]*conn{}, turns: map[string]*turn.Instance{}, sessions: map[string]string{}, wake: make(chan struct{}, 1)}
 	if cfg.Transcript != nil {
 		g.trans = &transcript{w: cfg.Transcript, now: cfg.Clock.Now}
 	}

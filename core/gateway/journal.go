@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"time"
 
 	"github.com/agentwire/agentwire/core/store"
@@ -51,9 +50,7 @@ func (c *conn) event(r *runRec, typ string, payload any) (store.Event, error) {
 // commit writes the batch (on the loop), then wakes the event streams of
 // its Turns and runs what waited for it. A failed commit is logged with
 // what it lost, as a failed write was; it is not retried, since a later
-// batch would then overtake it. A finish that no longer applies (a late
-// receipt after cancel_unconfirmed: the Turn keeps its first record) is
-// not an error.
+// batch would then overtake it.
 func (c *conn) commit(ctx context.Context) {
 	if c.pending.Empty() && len(c.after) == 0 {
 		return
@@ -64,16 +61,14 @@ func (c *conn) commit(ctx context.Context) {
 	defer cancel()
 	res, err := c.g.cfg.Store.Commit(ctx, batch)
 	if err != nil {
-		c.log.Warn("gateway: commit", "events", len(batch.Events), "finishes", len(batch.Finishes), "err", err)
+		c.log.Warn("gateway: commit", "moves", len(batch.Moves), "events", len(batch.Events), "finishes", len(batch.Finishes), "err", err)
 	}
-	for i, serr := range res.Starts {
-		if serr != nil {
-			c.log.Warn("gateway: start turn", "turn_id", batch.Starts[i].TurnID, "err", serr)
-		}
-	}
-	for i, ferr := range res.Finishes {
-		if ferr != nil && !errors.Is(ferr, store.ErrStale) {
-			c.log.Warn("gateway: finish turn", "turn_id", batch.Finishes[i].TurnID, "err", ferr)
+	// The Turns' machines made these moves from the states they hold, so
+	// a move the store refuses means the store and the machine disagree.
+	for i, merr := range append(res.Moves, res.Finishes...) {
+		if merr != nil {
+			m := append(batch.Moves, batch.Finishes...)[i]
+			c.log.Warn("gateway: move turn", "turn_id", m.TurnID, "from", m.From, "to", m.To, "err", merr)
 		}
 	}
 	woken := map[string]bool{}
@@ -83,8 +78,8 @@ func (c *conn) commit(ctx context.Context) {
 			c.g.cfg.Journal.Notify(turnID)
 		}
 	}
-	for _, st := range batch.Starts {
-		wake(st.TurnID)
+	for _, m := range batch.Moves {
+		wake(m.TurnID)
 	}
 	for _, e := range batch.Events {
 		wake(e.TurnID)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentwire/agentwire/core/store"
+	"github.com/agentwire/agentwire/core/turn"
 )
 
 // CauseCoreRestarted is the cause Core journals beside the reason of a
@@ -18,17 +19,16 @@ const CauseCoreRestarted = "core_restarted"
 // process died with it, so no Run it observed can be observed any more
 // and no device it owned is connected.
 //
-// decision: a claimed Turn (execution_prepare possibly sent, no start)
-// fails with delivery_unknown, a running Turn (the start was sent) with
-// event_stream_incomplete, or with cancel_unconfirmed once its
-// cancellation was journaled; all say the native effect is unknown and
-// neither is ever replayed: an uncertain delivery authorizes no replay
-// (daemon-protocol.txt:116) and reconnection never replays input
-// (daemon-protocol.txt:159). Only the Runtime, which keeps cleanup
-// ownership until settlement (daemon-protocol.txt:151), settles the
-// native work. This assumes one Core process per store; several replicas
-// sharing one database would resolve only the Turns of an owner epoch no
-// live replica holds.
+// Each Turn a worker of that process held gets the turn machine's restart
+// event, and the table decides (spec/turn.yaml, with its decisions): a
+// claimed or starting Turn fails with delivery_unknown, a running one with
+// event_stream_incomplete, or cancel_unconfirmed once its cancellation was
+// journaled, and a Turn cancelled before its start is cancelled. Nothing
+// is replayed. Only the Runtime, which keeps cleanup ownership until
+// settlement (daemon-protocol.txt:151), settles the native work. This
+// assumes one Core process per store; several replicas sharing one
+// database would resolve only the Turns of an owner epoch no live replica
+// holds.
 func (g *Gateway) reconcile() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -41,27 +41,22 @@ func (g *Gateway) reconcile() {
 	}
 	now := g.cfg.Clock.Now()
 	for _, t := range turns {
-		reason := store.ReasonEventStreamIncomplete
-		switch {
-		case t.State == store.TurnClaimed:
-			reason = store.ReasonDeliveryUnknown
-		case g.cancelRequested(ctx, t):
-			// decision: once prompt_cancel may have left, its receipt owns
-			// the outcome and none can arrive on the dead connection, so
-			// the Turn is cancel_unconfirmed, as the Run machine records it
-			// on a lost connection (daemon-protocol.txt:133, 163).
-			reason = store.ReasonCancelUnconfirmed
+		st, err := turn.Fire(turn.RefOf(t), turn.Restart, turn.Args{CancelJournaled: g.cancelRequested(ctx, t), At: now})
+		if err != nil || !st.Moved() {
+			g.cfg.Logger.Warn("gateway: reconcile: turn", "turn_id", t.ID, "state", t.State, "err", err)
+			continue
 		}
-		ev, _ := json.Marshal(map[string]string{"reason": reason, "cause": CauseCoreRestarted})
-		if _, err := g.cfg.Journal.Append(ctx, store.Event{TurnID: t.ID, RunID: t.RunID, Type: "observation", Payload: ev, At: now}); err != nil {
-			g.cfg.Logger.Warn("gateway: reconcile: journal", "turn_id", t.ID, "err", err)
+		if o := st.Move.Outcome; o != nil && o.Reason != "" {
+			ev, _ := json.Marshal(map[string]string{"reason": o.Reason, "cause": CauseCoreRestarted})
+			if _, err := g.cfg.Journal.Append(ctx, store.Event{TurnID: t.ID, RunID: t.RunID, Type: "observation", Payload: ev, At: now}); err != nil {
+				g.cfg.Logger.Warn("gateway: reconcile: journal", "turn_id", t.ID, "err", err)
+			}
 		}
-		err := g.cfg.Store.FinishTurn(ctx, t.ID, t.RunID, store.TurnFailed, store.Outcome{Reason: reason}, now)
-		if err != nil && !errors.Is(err, store.ErrStale) {
+		if err := g.cfg.Store.MoveTurn(ctx, st.Move); err != nil && !errors.Is(err, store.ErrStale) {
 			g.cfg.Logger.Warn("gateway: reconcile: finish turn", "turn_id", t.ID, "err", err)
 			continue
 		}
-		g.cfg.Logger.Info("gateway: reconciled a Turn left by an earlier Core process", "turn_id", t.ID, "run_id", t.RunID, "reason", reason)
+		g.cfg.Logger.Info("gateway: reconciled a Turn left by an earlier Core process", "turn_id", t.ID, "run_id", t.RunID, "from", st.Move.From, "to", st.Move.To)
 	}
 	devices, err := g.cfg.Store.ListDevices(ctx)
 	if err != nil {

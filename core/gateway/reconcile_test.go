@@ -14,6 +14,7 @@ import (
 	"github.com/agentwire/agentwire/core/gateway"
 	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/core/store/memory"
+	"github.com/agentwire/agentwire/core/store/storetest"
 	"github.com/agentwire/agentwire/peer"
 )
 
@@ -29,19 +30,26 @@ func TestStartReconcilesWhatAnEarlierCoreLeft(t *testing.T) {
 	now := clock.Now()
 	require.NoError(t, st.CreateEnvironment(ctx, store.Environment{ID: "env", Project: "p", Type: "none", CreatedAt: now}))
 	require.NoError(t, st.CreateSession(ctx, store.Session{ID: "ses", Project: "p", AgentKind: "codex", EnvironmentID: "env", CreatedAt: now}))
-	for _, id := range []string{"queued", "claimed", "running", "cancelling", "done"} {
+	for _, id := range []string{"queued", "claimed", "starting", "cancelled-early", "running", "cancelling", "done"} {
 		require.NoError(t, st.CreateTurn(ctx, store.Turn{ID: id, SessionID: "ses", Input: []byte(`[]`), CreatedAt: now}))
 	}
 	epoch, err := st.AcquireOwner(ctx, "dev-1", now)
 	require.NoError(t, err)
-	claim := func(id string) {
-		require.NoError(t, st.ClaimTurn(ctx, id, store.Claim{DeviceID: "dev-1", OwnerEpoch: epoch, RunID: "run-" + id, At: now}))
+	claim := func(id string) store.Claim {
+		c := store.Claim{DeviceID: "dev-1", OwnerEpoch: epoch, RunID: "run-" + id, At: now}
+		require.NoError(t, st.MoveTurn(ctx, storetest.ClaimMove(id, c)))
+		return c
 	}
 	claim("claimed")
-	claim("running")
-	require.NoError(t, st.StartTurn(ctx, "running", "run-running", now))
-	claim("cancelling")
-	require.NoError(t, st.StartTurn(ctx, "cancelling", "run-cancelling", now))
+	require.NoError(t, st.MoveTurn(ctx, storetest.ClaimMove("starting", store.Claim{DeviceID: "dev-1", OwnerEpoch: epoch, RunID: "run-starting", At: now})))
+	require.NoError(t, st.MoveTurn(ctx, store.TurnMove{TurnID: "starting", RunID: "run-starting", From: store.TurnClaimed, To: store.TurnStarting, At: now}))
+	claim("cancelled-early")
+	require.NoError(t, st.MoveTurn(ctx, store.TurnMove{TurnID: "cancelled-early", RunID: "run-cancelled-early", From: store.TurnClaimed, To: store.TurnCancelling, At: now}))
+	start := func(id string) {
+		require.NoError(t, storetest.Start(st, id, store.Claim{DeviceID: "dev-1", OwnerEpoch: epoch, RunID: "run-" + id, At: now}))
+	}
+	start("running")
+	start("cancelling")
 	_, err = st.AppendEvent(ctx, store.Event{TurnID: "cancelling", RunID: "run-cancelling", Type: gateway.JournalCancelRequested,
 		Payload: []byte(`{"delivery_id":"dlv-1"}`), At: now})
 	require.NoError(t, err)
@@ -49,9 +57,8 @@ func TestStartReconcilesWhatAnEarlierCoreLeft(t *testing.T) {
 	_, err = st.AppendEvent(ctx, store.Event{TurnID: "running", RunID: "run-other", Type: gateway.JournalCancelRequested,
 		Payload: []byte(`{"delivery_id":"dlv-0"}`), At: now})
 	require.NoError(t, err)
-	claim("done")
-	require.NoError(t, st.StartTurn(ctx, "done", "run-done", now))
-	require.NoError(t, st.FinishTurn(ctx, "done", "run-done", store.TurnCompleted, store.Outcome{}, now))
+	start("done")
+	require.NoError(t, st.MoveTurn(ctx, storetest.FinishMove("done", "run-done", store.TurnRunning, store.TurnCompleted, store.Outcome{}, now)))
 
 	// A poll interval beyond the test keeps the worker from claiming the
 	// queued Turn (no device is connected anyway).
@@ -60,11 +67,14 @@ func TestStartReconcilesWhatAnEarlierCoreLeft(t *testing.T) {
 	defer g.Close()
 
 	for id, want := range map[string]store.Status{
-		"queued":     {State: "queued"},
-		"claimed":    {State: "failed", Reason: store.ReasonDeliveryUnknown},
-		"running":    {State: "failed", Reason: store.ReasonEventStreamIncomplete},
-		"cancelling": {State: "failed", Reason: store.ReasonCancelUnconfirmed},
-		"done":       {State: "completed"},
+		"queued":   {State: "queued"},
+		"claimed":  {State: "failed", Reason: store.ReasonDeliveryUnknown},
+		"starting": {State: "failed", Reason: store.ReasonDeliveryUnknown},
+		// Cancelled before its start: nothing of it ran.
+		"cancelled-early": {State: "cancelled"},
+		"running":         {State: "failed", Reason: store.ReasonEventStreamIncomplete},
+		"cancelling":      {State: "failed", Reason: store.ReasonCancelUnconfirmed},
+		"done":            {State: "completed"},
 	} {
 		tr, err := st.GetTurn(ctx, id)
 		require.NoError(t, err)

@@ -11,8 +11,7 @@ import (
 
 	"github.com/agentwire/agentwire/core/credential"
 	"github.com/agentwire/agentwire/core/store"
-	"github.com/agentwire/agentwire/fsm"
-	"github.com/agentwire/agentwire/peer"
+	"github.com/agentwire/agentwire/core/turn"
 	"github.com/agentwire/agentwire/wire"
 )
 
@@ -273,7 +272,7 @@ func hosts(c *conn, p turnPlan) bool {
 // outcome, which a concurrent Turn would not see.
 func (g *Gateway) place(ctx context.Context, k *kick, t store.Turn) (*placement, error) {
 	g.mu.Lock()
-	busy := g.inflight[t.ID] || g.sessions[t.SessionID] != ""
+	busy := g.turns[t.ID] != nil || g.sessions[t.SessionID] != ""
 	g.mu.Unlock()
 	if busy {
 		return nil, nil
@@ -301,14 +300,20 @@ func (g *Gateway) place(ctx context.Context, k *kick, t store.Turn) (*placement,
 			return nil, nil // a read or write holds the Session or its workspace; it kicks when done
 		}
 		// Reserved until the kick's claims commit: the connection's
-		// admission, and the Turn and its Session as in flight.
+		// admission, and the Turn (its machine) and its Session as in
+		// flight.
+		in := turn.NewInstance(turn.RefOf(t))
+		now := g.cfg.Clock.Now()
+		st, err := in.Fire(turn.Claim, turn.Args{Claim: store.Claim{DeviceID: c.deviceID, OwnerEpoch: c.epoch, RunID: runID, At: now}, At: now})
+		if err != nil {
+			return nil, err
+		}
 		c.admissions.Add(1)
 		g.mu.Lock()
-		g.inflight[t.ID] = true
+		g.turns[t.ID] = in
 		g.sessions[t.SessionID] = t.ID
 		g.mu.Unlock()
-		return &placement{p: p, c: c, caps: caps, claim: store.TurnClaim{TurnID: t.ID,
-			Claim: store.Claim{DeviceID: c.deviceID, OwnerEpoch: c.epoch, RunID: runID, At: g.cfg.Clock.Now()}}}, nil
+		return &placement{p: p, c: c, caps: caps, in: in, claim: st.Move}, nil
 	}
 	return nil, nil
 }
@@ -319,7 +324,8 @@ type placement struct {
 	p     turnPlan
 	c     *conn
 	caps  wire.AgentKindCapabilities
-	claim store.TurnClaim
+	in    *turn.Instance
+	claim store.TurnMove // the claim's move, written by claim
 }
 
 // claim commits the kick's claims in one store write, then executes each
@@ -328,15 +334,16 @@ func (g *Gateway) claim(ctx context.Context, placed []*placement) {
 	if len(placed) == 0 {
 		return
 	}
-	b := store.Batch{Claims: make([]store.TurnClaim, len(placed))}
+	b := store.Batch{Moves: make([]store.TurnMove, len(placed))}
 	for i, pl := range placed {
-		b.Claims[i] = pl.claim
+		b.Moves[i] = pl.claim
 	}
 	res, err := g.cfg.Store.Commit(ctx, b)
 	for i, pl := range placed {
+		pl.in.Written()
 		cerr := err
-		if i < len(res.Claims) {
-			cerr = res.Claims[i]
+		if i < len(res.Moves) {
+			cerr = res.Moves[i]
 		}
 		if cerr != nil {
 			if !errors.Is(cerr, store.ErrStale) && g.ctx.Err() == nil {
@@ -356,7 +363,7 @@ func (g *Gateway) unplace(pl *placement) {
 	pl.c.admissions.Add(-1)
 	g.dropTurnHold(t.SessionID, t.ID)
 	g.mu.Lock()
-	delete(g.inflight, t.ID)
+	delete(g.turns, t.ID)
 	delete(g.sessions, t.SessionID)
 	g.mu.Unlock()
 }
@@ -364,7 +371,7 @@ func (g *Gateway) unplace(pl *placement) {
 // launch executes a claimed Turn on its connection.
 func (g *Gateway) launch(pl *placement) {
 	t, c, p := pl.p.turn, pl.c, pl.p
-	p.turn.RunID, p.turn.Attempts = pl.claim.RunID, t.Attempts+1
+	p.turn.RunID, p.turn.Attempts = pl.claim.Claim.RunID, t.Attempts+1
 	admitted := sync.OnceFunc(func() {
 		c.admissions.Add(-1)
 		g.kick() // a kick skipped while the connection was full
@@ -375,7 +382,7 @@ func (g *Gateway) launch(pl *placement) {
 		defer func() {
 			g.dropTurnHold(t.SessionID, t.ID)
 			g.mu.Lock()
-			delete(g.inflight, t.ID)
+			delete(g.turns, t.ID)
 			delete(g.sessions, t.SessionID)
 			g.mu.Unlock()
 			// A dispatch that ran meanwhile skipped this Turn as in
@@ -383,7 +390,7 @@ func (g *Gateway) launch(pl *placement) {
 			// be looked at again without waiting for the next poll.
 			g.kick()
 		}()
-		g.execute(c, p, pl.caps, admitted)
+		g.execute(c, p, pl.in, pl.caps, admitted)
 	}()
 }
 
@@ -401,215 +408,3 @@ func (g *Gateway) owns(c *conn) bool {
 // preparation instances; the worker leaves a Turn queued rather than send
 // an execution_prepare neither side could hold.
 const maxAdmissions = 64
-
-// execute runs one claimed Turn on c.
-//
-// admitted gives the Turn's place among the connection's open admissions
-// back; it runs once the preparation instance settles (conn.moved), or
-// here when no execution_prepare left.
-func (g *Gateway) execute(c *conn, p turnPlan, caps wire.AgentKindCapabilities, admitted func()) {
-	t := p.turn
-	log := c.log.With("turn_id", t.ID, "run_id", t.RunID)
-	prepID := credential.NewID("prep")
-	// The recorded native Session is resumed; without one after a started
-	// Turn, ApplyOptIns asks for require_existing_native_session
-	// (daemon-protocol.txt:38, 60).
-	cfg := wire.PromptRequest{AgentKind: p.session.AgentKind, AgentStateKey: wire.AgentStateKey(p.session.ID), AgentSessionID: p.session.NativeSessionID}
-	sc := wire.SessionConfig{Environment: p.admit.Environment, Capabilities: caps,
-		StartedTurn: p.session.Started, NativeSessionID: p.session.NativeSessionID}
-	if p.admit.Environment.Local() && len(p.env.Binding) > 0 {
-		var b wire.LocalEnvironment
-		if err := json.Unmarshal(p.env.Binding, &b); err == nil {
-			sc.Binding = &b
-		}
-	}
-	if err := wire.ApplyOptIns(&cfg, sc); err != nil {
-		admitted()
-		g.fail(log, t, store.Outcome{Reason: ReasonInvalidConfiguration}, err)
-		return
-	}
-	if !g.initializeTurn(c, p, log) {
-		admitted() // no execution_prepare left
-		return     // transfer.go: requeued, or failed with its reason
-	}
-	pr := &prepRec{turnID: t.ID, runID: t.RunID, attempts: t.Attempts, result: make(chan prepResult, 1), admitted: admitted}
-	rr := &runRec{turnID: t.ID, sessionID: p.session.ID, runID: t.RunID, finished: make(chan struct{})}
-	pr.run = rr
-	c.mu.Lock()
-	c.preps[prepID], c.runs[t.RunID] = pr, rr
-	pc := c.pc
-	c.mu.Unlock()
-	g.mu.Lock()
-	g.preparing[t.ID] = pr
-	g.mu.Unlock()
-	defer func() {
-		g.mu.Lock()
-		delete(g.preparing, t.ID)
-		g.mu.Unlock()
-	}()
-
-	// Step 1: the record above is the subscription to the preparation's
-	// statuses; then execution_prepare with no Run input.
-	err := pc.Send(g.ctx, peer.Outbound{ID: prepID, Payload: wire.ExecutionPrepare{SessionID: p.session.ID, Configuration: cfg}})
-	if err != nil {
-		var se *peer.SendError
-		if errors.As(err, &se) {
-			admitted() // refused before an instance took it
-			c.dropUnsent(prepID, pr)
-		}
-		g.unsent(log, t, err)
-		return
-	}
-	var res prepResult
-	select {
-	case res = <-pr.result:
-	case <-g.ctx.Done():
-		return
-	}
-	if res.outcome != fsm.OutcomeNone {
-		g.prepEnded(log, t, res, pr.wasCancelled())
-		return
-	}
-	if !pr.decideStart() {
-		g.releaseCancelled(log, pc, prepID, t, res)
-		return
-	}
-	// Step 3: the Run's record exists (its subscription); execution_start
-	// with the ordered input. The Turn is running once the start left.
-	var input wire.MessageInput
-	_ = json.Unmarshal(t.Input, &input)
-	start := wire.ExecutionStart{ExecutorID: res.executorID, Handle: res.handle, RunID: t.RunID, Input: input}
-	sent := make(chan error, 1)
-	err = pc.Do(g.ctx, func(d *peer.Driver) {
-		d.Send(peer.Outbound{ID: prepID, Payload: start}, func(err error) {
-			if err == nil {
-				// On the loop, before any later frame of the Run is
-				// delivered: the start goes into the loop's batch ahead of
-				// the Run's events, so the Turn is running when they are
-				// committed (journal.go).
-				c.pending.Starts = append(c.pending.Starts, store.Start{TurnID: t.ID, RunID: t.RunID, At: g.cfg.Clock.Now()})
-				c.pumpInput(d, rr)
-			}
-			sent <- err
-		})
-	})
-	if err == nil {
-		select {
-		case err = <-sent:
-		case <-pc.Done():
-			select {
-			case err = <-sent:
-			default:
-				err = peer.ErrConnectionLost
-			}
-		}
-	}
-	var we *peer.WriteError
-	switch {
-	case err == nil, errors.As(err, &we):
-		// A failed write is possibly delivered: the Run machine recorded
-		// delivery_unknown and the lost connection ends the Run.
-	default:
-		// Refused before anything left, or the connection went first: no
-		// Run input was submitted, and the admission (connection-local)
-		// goes with the connection or expires (daemon-protocol.txt:116).
-		g.fail(log, t, store.Outcome{Reason: ReasonStartFailed}, err)
-		return
-	}
-	select {
-	case <-rr.finished:
-	case <-g.ctx.Done():
-	}
-}
-
-// ReasonInvalidConfiguration is the public reason of a Turn whose Session
-// configuration could not be built into an execution_prepare.
-const ReasonInvalidConfiguration = "invalid_configuration"
-
-// unsent handles an execution_prepare that was not written.
-//
-// decision: a frame refused before it left, or never written because the
-// connection went first, delivered nothing, so the Turn goes back to the
-// queue; only a failed write is uncertain, and that authorizes no replay
-// (daemon-protocol.txt:116): the Turn fails with delivery_unknown.
-func (g *Gateway) unsent(log interface{ Warn(string, ...any) }, t store.Turn, err error) {
-	var we *peer.WriteError
-	if errors.As(err, &we) {
-		g.fail(log, t, store.Outcome{Reason: store.ReasonDeliveryUnknown}, err)
-		return
-	}
-	ctx, cancel := storeCtx()
-	defer cancel()
-	now := g.cfg.Clock.Now()
-	if rerr := g.cfg.Store.RequeueTurn(ctx, t.ID, t.RunID, now.Add(g.backoff(t.Attempts)), now); rerr != nil {
-		log.Warn("gateway: requeue turn", "err", rerr)
-	}
-	log.Warn("gateway: execution_prepare not sent; the Turn is queued again", "err", err)
-}
-
-// releaseCancelled abandons the ready admission of a Turn the API
-// cancelled before its start.
-//
-// decision: the Turn is cancelled once execution_release is handed to
-// the connection, whatever becomes of the release: preparation submits no
-// Run input (daemon-protocol.txt:109, 141) and releasing abandons only the
-// admission (daemon-protocol.txt:112, 114), so nothing of the Turn ran;
-// the Runtime settles the admission's cleanup.
-func (g *Gateway) releaseCancelled(log interface{ Warn(string, ...any) }, pc *peer.Conn, prepID string, t store.Turn, res prepResult) {
-	if err := pc.Send(g.ctx, peer.Outbound{ID: prepID, Payload: wire.ExecutionRelease{Handle: res.handle}}); err != nil {
-		log.Warn("gateway: execution_release of a cancelled Turn not sent", "err", err)
-	}
-	ev, _ := json.Marshal(map[string]string{"released_before_start": res.handle})
-	ctx, cancel := storeCtx()
-	defer cancel()
-	if err := g.cfg.Store.FinishTurn(ctx, t.ID, t.RunID, store.TurnCancelled, store.Outcome{Evidence: ev}, g.cfg.Clock.Now()); err != nil && !errors.Is(err, store.ErrStale) {
-		log.Warn("gateway: finish cancelled turn", "err", err)
-	}
-	g.cfg.Journal.Notify(t.ID)
-}
-
-// prepEnded handles an admission that ended before it was ready, by the
-// outcome its table gives the state it ended in.
-func (g *Gateway) prepEnded(log interface{ Warn(string, ...any) }, t store.Turn, res prepResult, cancelled bool) {
-	switch res.outcome {
-	case fsm.OutcomeFailure:
-		if res.rejection.LeavesTurnUnclaimed() {
-			// DoLeaveTurnUnclaimed queued it again; a Turn cancelled
-			// meanwhile is not retried (this worker still holds it in
-			// flight, so no other claimed it).
-			if cancelled {
-				ctx, cancel := storeCtx()
-				defer cancel()
-				if err := g.cfg.Store.CancelQueuedTurn(ctx, t.ID, g.cfg.Clock.Now()); err != nil {
-					log.Warn("gateway: cancel requeued turn", "err", err)
-				}
-				g.cfg.Journal.Notify(t.ID)
-			}
-			return
-		}
-		ev, _ := json.Marshal(map[string]string{"preparation_state": res.state, "preparation_error": res.rejection.ErrorCode})
-		g.fail(log, t, store.Outcome{Reason: ReasonPreparationFailed, Evidence: ev}, nil)
-	default:
-		// abandoned: the connection went away after execution_prepare was
-		// sent; its effect is unknown and nothing is replayed
-		// (daemon-protocol.txt:116, 159).
-		g.fail(log, t, store.Outcome{Reason: store.ReasonDeliveryUnknown}, nil)
-	}
-}
-
-// ReasonPreparationFailed is the public reason of a Turn whose
-// execution_prepare was refused or failed with a code other than
-// preparation_capacity; the code is kept as evidence.
-const ReasonPreparationFailed = "preparation_failed"
-
-func (g *Gateway) fail(log interface{ Warn(string, ...any) }, t store.Turn, o store.Outcome, cause error) {
-	ctx, cancel := storeCtx()
-	defer cancel()
-	if err := g.cfg.Store.FinishTurn(ctx, t.ID, t.RunID, store.TurnFailed, o, g.cfg.Clock.Now()); err != nil && !errors.Is(err, store.ErrStale) {
-		log.Warn("gateway: finish turn", "err", err)
-	}
-	g.cfg.Journal.Notify(t.ID)
-	if cause != nil {
-		log.Warn("gateway: turn failed", "reason", o.Reason, "err", cause)
-	}
-}

@@ -9,6 +9,7 @@ import (
 	"github.com/agentwire/agentwire/core/credential"
 	"github.com/agentwire/agentwire/core/envinit"
 	"github.com/agentwire/agentwire/core/store"
+	"github.com/agentwire/agentwire/core/turn"
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/fsm/transfer"
 	"github.com/agentwire/agentwire/peer"
@@ -462,22 +463,16 @@ func (g *Gateway) placeable(ctx context.Context, c *conn, p turnPlan) bool {
 // its execution_prepare. Nothing of the Turn was sent yet, so a transient
 // end returns it to the queue with backoff; any other end fails it with
 // ReasonInitializationFailed and the transfer's outcome as evidence.
-func (g *Gateway) initializeTurn(c *conn, p turnPlan, log *slog.Logger) bool {
+func (g *Gateway) initializeTurn(c *conn, p turnPlan, in *turn.Instance, log *slog.Logger) bool {
 	o := g.initialize(c, p.env, p.session.ID)
 	if o.ok {
 		return true
 	}
-	t := p.turn
 	if o.retry {
-		ctx, cancel := storeCtx()
-		defer cancel()
-		now := g.cfg.Clock.Now()
-		if err := g.cfg.Store.RequeueTurn(ctx, t.ID, t.RunID, now.Add(g.backoff(t.Attempts)), now); err != nil {
-			log.Warn("gateway: requeue turn", "err", err)
-		}
+		g.requeue(log, in, p.turn.Attempts)
 		return false
 	}
 	ev, _ := json.Marshal(map[string]string{"initialization": o.status.Outcome, "step": o.status.Step, "initialization_error": o.status.ErrorCode})
-	g.fail(log, t, store.Outcome{Reason: ReasonInitializationFailed, Evidence: ev}, nil)
+	g.fail(log, in, turn.InitializationFailed, store.Outcome{Evidence: ev}, nil)
 	return false
 }

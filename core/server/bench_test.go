@@ -40,28 +40,18 @@ type countingStore struct {
 	commits atomic.Int64
 }
 
-func (s *countingStore) ClaimTurn(ctx context.Context, id string, c store.Claim) error {
+func (s *countingStore) MoveTurn(ctx context.Context, m store.TurnMove) error {
 	s.commits.Add(1)
-	return s.Store.ClaimTurn(ctx, id, c)
-}
-
-func (s *countingStore) StartTurn(ctx context.Context, id, runID string, at time.Time) error {
-	s.commits.Add(1)
-	return s.Store.StartTurn(ctx, id, runID, at)
+	err := s.Store.MoveTurn(ctx, m)
+	if err == nil && m.To.Terminal() {
+		s.finished <- m.TurnID
+	}
+	return err
 }
 
 func (s *countingStore) AppendEvent(ctx context.Context, e store.Event) (store.Event, error) {
 	s.commits.Add(1)
 	return s.Store.AppendEvent(ctx, e)
-}
-
-func (s *countingStore) FinishTurn(ctx context.Context, id, runID string, st store.TurnState, o store.Outcome, at time.Time) error {
-	s.commits.Add(1)
-	err := s.Store.FinishTurn(ctx, id, runID, st, o, at)
-	if err == nil {
-		s.finished <- id
-	}
-	return err
 }
 
 // Commit signals the finishes it applied (Core finishes a Run's Turn in

@@ -23,6 +23,9 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/agentwire/agentwire/fsm"
+	"github.com/agentwire/agentwire/fsm/turn"
 )
 
 var (
@@ -63,22 +66,13 @@ type Store interface {
 	GetTurn(ctx context.Context, id string) (Turn, error)
 	// DueTurns lists queued Turns whose NotBefore has passed, oldest first.
 	DueTurns(ctx context.Context, now time.Time, limit int) ([]Turn, error)
-	// ClaimTurn moves a due queued Turn to claimed for one device owner
-	// and Run; ErrStale when it is not queued or not yet due.
-	ClaimTurn(ctx context.Context, id string, c Claim) error
-	// RequeueTurn returns a claimed Turn (identified by its Run) to the
-	// queue, not before notBefore: only a preparation_capacity rejection
-	// does this (daemon-protocol.txt:116).
-	RequeueTurn(ctx context.Context, id, runID string, notBefore, at time.Time) error
-	// StartTurn moves a claimed Turn to running once its start was sent,
-	// and marks its Session started in the same write.
-	StartTurn(ctx context.Context, id, runID string, at time.Time) error
-	// CancelQueuedTurn cancels a queued Turn no worker has claimed;
-	// ErrStale when it is not queued (nothing was sent for it).
-	CancelQueuedTurn(ctx context.Context, id string, at time.Time) error
-	// FinishTurn records a terminal state from claimed or running.
-	FinishTurn(ctx context.Context, id, runID string, state TurnState, o Outcome, at time.Time) error
-	// TurnsOwnedBy lists non-terminal claimed or running Turns.
+	// MoveTurn applies one move of the Turn's machine (spec/turn.yaml) as
+	// a conditional write: ErrStale when the Turn is not in m.From (or is
+	// claimed under another Run, or a claim finds it not yet due),
+	// ErrInvalid when the turn table has no rule from m.From to m.To.
+	MoveTurn(ctx context.Context, m TurnMove) error
+	// ActiveTurns lists the Turns a worker claimed that have not finished
+	// (claimed, cancelling, starting or running).
 	ActiveTurns(ctx context.Context) ([]Turn, error)
 	// SessionTurns returns the Session's newest Turns, at most limit of
 	// them (limit > 0), oldest first.
@@ -214,23 +208,97 @@ type Session struct {
 	NativeSessionID string
 }
 
-// TurnState is the stored state of a Turn. The public status is its
-// projection (Turn.Status).
+// TurnState is the stored state of a Turn: a state of Core's turn
+// machine (spec/turn.yaml, package fsm/turn), by name. The public status is
+// its projection (Turn.Status).
 type TurnState string
 
 const (
-	TurnQueued    TurnState = "queued"
-	TurnClaimed   TurnState = "claimed"
-	TurnRunning   TurnState = "running"
-	TurnCompleted TurnState = "completed"
-	TurnCancelled TurnState = "cancelled"
-	TurnFailed    TurnState = "failed"
+	TurnQueued     TurnState = "queued"
+	TurnClaimed    TurnState = "claimed"
+	TurnCancelling TurnState = "cancelling"
+	TurnStarting   TurnState = "starting"
+	TurnRunning    TurnState = "running"
+	TurnCompleted  TurnState = "completed"
+	TurnCancelled  TurnState = "cancelled"
+	TurnFailed     TurnState = "failed"
 )
 
-// Terminal reports whether s is a final state.
+// Terminal reports whether s is a final state of the turn machine.
 func (s TurnState) Terminal() bool {
-	return s == TurnCompleted || s == TurnCancelled || s == TurnFailed
+	id, err := turn.ParseState(string(s))
+	return err == nil && id.Terminal()
 }
+
+// Valid reports whether s is a state of the turn machine.
+func (s TurnState) Valid() bool {
+	_, err := turn.ParseState(string(s))
+	return err == nil
+}
+
+// TurnMove is one move of a Turn's machine, as the store applies it: a
+// conditional write from From to To. What the move also records follows
+// from the rule that made it (core/turn builds moves from the table's
+// effects): a claim's placement, a requeue's retry time, a terminal
+// state's outcome.
+type TurnMove struct {
+	TurnID string
+	// RunID is the Run the Turn is claimed under; "" from queued.
+	RunID    string
+	From, To TurnState
+	// Claim is the placement of a claim (From queued): the Turn must be
+	// due at Claim.At; its Run ID becomes Claim.RunID and its attempts
+	// grow by one.
+	Claim *Claim
+	// NotBefore is when a requeued Turn (To queued) is due again; its
+	// placement is cleared.
+	NotBefore time.Time
+	// Outcome is recorded with a terminal To.
+	Outcome *Outcome
+	At      time.Time
+}
+
+// Validate checks the move against the turn table: both states exist,
+// some rule moves From to To, and the parts fit (a claim from queued, an
+// outcome only with a terminal To).
+func (m TurnMove) Validate() error {
+	from, err := turn.ParseState(string(m.From))
+	if err != nil {
+		return fmt.Errorf("%w: Turn %s: move from %q: %v", ErrInvalid, m.TurnID, m.From, err)
+	}
+	to, err := turn.ParseState(string(m.To))
+	if err != nil {
+		return fmt.Errorf("%w: Turn %s: move to %q: %v", ErrInvalid, m.TurnID, m.To, err)
+	}
+	switch {
+	case !turnMoves[from][to]:
+		return fmt.Errorf("%w: Turn %s: the turn machine has no rule from %s to %s", ErrInvalid, m.TurnID, from, to)
+	case (m.Claim != nil) != (from == turn.StateQueued && to == turn.StateClaimed):
+		return fmt.Errorf("%w: Turn %s: a claim is the move from queued to claimed", ErrInvalid, m.TurnID)
+	case m.Outcome != nil && !to.Terminal():
+		return fmt.Errorf("%w: Turn %s: an outcome goes with a terminal state, not %s", ErrInvalid, m.TurnID, to)
+	}
+	return nil
+}
+
+// turnMoves[from][to] holds when a rule of the turn table moves from to to.
+var turnMoves = func() map[turn.State]map[turn.State]bool {
+	t := turn.Table
+	out := map[turn.State]map[turn.State]bool{}
+	for s := fsm.StateID(1); t.ValidState(s); s++ {
+		for e := fsm.EventID(1); t.ValidEvent(e); e++ {
+			for _, c := range t.Cells[t.CellIndex(s, e)].Cands {
+				if c.Disp == fsm.Moved && c.To != s {
+					if out[turn.State(s)] == nil {
+						out[turn.State(s)] = map[turn.State]bool{}
+					}
+					out[turn.State(s)][turn.State(c.To)] = true
+				}
+			}
+		}
+	}
+	return out
+}()
 
 // Claim identifies who executes a claimed Turn.
 type Claim struct {
@@ -289,14 +357,15 @@ type Status struct {
 
 // Status projects the stored Turn onto the public status.
 //
-// decision: a claimed Turn is still public "queued": preparation submits
+// decision: a claimed, cancelling or starting Turn is still public
+// "queued" until execution_start left: preparation submits
 // no user input (daemon-protocol.txt:109) and a preparation_capacity
 // rejection returns it to the queue (daemon-protocol.txt:116). The engine
 // classification is shown only for a Turn that failed with engine_failed
 // (daemon-protocol.txt:173).
 func (t Turn) Status() Status {
 	switch t.State {
-	case TurnQueued, TurnClaimed:
+	case TurnQueued, TurnClaimed, TurnCancelling, TurnStarting:
 		return Status{State: "queued"}
 	case TurnRunning:
 		return Status{State: "running"}
@@ -416,44 +485,25 @@ type Credential struct {
 // Revoked reports whether the credential was revoked.
 func (c Credential) Revoked() bool { return !c.RevokedAt.IsZero() }
 
-// Batch is writes committed together (Store.Commit).
+// Batch is writes committed together (Store.Commit): Moves first (a
+// claim, a Turn starting, then running), then Events, then Finishes (a
+// Run's terminal record after its last frames).
 type Batch struct {
-	Claims   []TurnClaim
-	Starts   []Start
+	Moves    []TurnMove
 	Events   []Event
-	Finishes []Finish
+	Finishes []TurnMove
 }
 
 // Empty reports a batch with nothing to write.
 func (b Batch) Empty() bool {
-	return len(b.Claims) == 0 && len(b.Starts) == 0 && len(b.Events) == 0 && len(b.Finishes) == 0
+	return len(b.Moves) == 0 && len(b.Events) == 0 && len(b.Finishes) == 0
 }
 
-// TurnClaim is one ClaimTurn of a batch.
-type TurnClaim struct {
-	TurnID string
-	Claim
-}
-
-// Start is one StartTurn of a batch.
-type Start struct {
-	TurnID, RunID string
-	At            time.Time
-}
-
-// Finish is one FinishTurn of a batch.
-type Finish struct {
-	TurnID, RunID string
-	State         TurnState
-	Outcome       Outcome
-	At            time.Time
-}
-
-// BatchResult is what Commit did: the events with their sequence numbers
-// (0 when not stored) and one result per finish, in the batch's order.
+// BatchResult is what Commit did: one result per move and finish (nil,
+// ErrStale, ErrNotFound, ErrInvalid) and the events with their sequence
+// numbers (0 when not stored), in the batch's order.
 type BatchResult struct {
-	Claims   []error
-	Starts   []error
+	Moves    []error
 	Events   []Event
 	Finishes []error
 }

@@ -203,92 +203,43 @@ func (s *Store) DueTurns(ctx context.Context, now time.Time, limit int) ([]store
 	return out, nil
 }
 
-func (s *Store) ClaimTurn(ctx context.Context, id string, c store.Claim) error {
+func (s *Store) MoveTurn(ctx context.Context, m store.TurnMove) error {
 	if err := s.lock(ctx); err != nil {
 		return err
 	}
 	defer s.mu.Unlock()
-	return s.claim(id, c)
+	return s.move(m)
 }
 
-// claim is ClaimTurn with s.mu held.
-func (s *Store) claim(id string, c store.Claim) error {
-	t, ok := s.turns[id]
+// move is MoveTurn with s.mu held.
+func (s *Store) move(m store.TurnMove) error {
+	if err := m.Validate(); err != nil {
+		return err
+	}
+	t, ok := s.turns[m.TurnID]
 	if !ok {
 		return store.ErrNotFound
 	}
-	if t.State != store.TurnQueued || t.NotBefore.After(c.At) {
+	if t.State != m.From || t.RunID != m.RunID || (m.Claim != nil && t.NotBefore.After(m.Claim.At)) {
 		return store.ErrStale
 	}
-	t.State, t.DeviceID, t.OwnerEpoch, t.RunID = store.TurnClaimed, c.DeviceID, c.OwnerEpoch, c.RunID
-	t.Attempts++
-	t.UpdatedAt = c.At
-	return nil
-}
-
-// owned finds a Turn in one of states whose Run is runID.
-func (s *Store) owned(id, runID string, states ...store.TurnState) (*store.Turn, error) {
-	t, ok := s.turns[id]
-	if !ok {
-		return nil, store.ErrNotFound
-	}
-	if t.RunID != runID {
-		return nil, store.ErrStale
-	}
-	for _, st := range states {
-		if t.State == st {
-			return t, nil
+	t.State, t.UpdatedAt = m.To, m.At
+	switch {
+	case m.Claim != nil:
+		t.DeviceID, t.OwnerEpoch, t.RunID = m.Claim.DeviceID, m.Claim.OwnerEpoch, m.Claim.RunID
+		t.Attempts++
+	case m.To == store.TurnQueued:
+		t.DeviceID, t.OwnerEpoch, t.RunID, t.NotBefore = "", 0, "", m.NotBefore
+	case m.To == store.TurnRunning:
+		if x, ok := s.sessions[t.SessionID]; ok {
+			x.Started = true
+			s.sessions[t.SessionID] = x
 		}
 	}
-	return nil, store.ErrStale
-}
-
-func (s *Store) RequeueTurn(ctx context.Context, id, runID string, notBefore, at time.Time) error {
-	if err := s.lock(ctx); err != nil {
-		return err
+	if m.Outcome != nil {
+		t.Outcome = *m.Outcome
+		t.Outcome.Evidence = clone(m.Outcome.Evidence)
 	}
-	defer s.mu.Unlock()
-	t, err := s.owned(id, runID, store.TurnClaimed)
-	if err != nil {
-		return err
-	}
-	t.State, t.DeviceID, t.OwnerEpoch, t.RunID = store.TurnQueued, "", 0, ""
-	t.NotBefore, t.UpdatedAt = notBefore, at
-	return nil
-}
-
-func (s *Store) StartTurn(ctx context.Context, id, runID string, at time.Time) error {
-	if err := s.lock(ctx); err != nil {
-		return err
-	}
-	defer s.mu.Unlock()
-	return s.start(store.Start{TurnID: id, RunID: runID, At: at})
-}
-
-// start is StartTurn with s.mu held.
-func (s *Store) start(st store.Start) error {
-	t, err := s.owned(st.TurnID, st.RunID, store.TurnClaimed)
-	if err != nil {
-		return err
-	}
-	t.State, t.UpdatedAt = store.TurnRunning, st.At
-	if x, ok := s.sessions[t.SessionID]; ok {
-		x.Started = true
-		s.sessions[t.SessionID] = x
-	}
-	return nil
-}
-
-func (s *Store) CancelQueuedTurn(ctx context.Context, id string, at time.Time) error {
-	if err := s.lock(ctx); err != nil {
-		return err
-	}
-	defer s.mu.Unlock()
-	t, err := s.owned(id, "", store.TurnQueued)
-	if err != nil {
-		return err
-	}
-	t.State, t.UpdatedAt = store.TurnCancelled, at
 	return nil
 }
 
@@ -309,32 +260,6 @@ func (s *Store) RecordNativeSession(ctx context.Context, sessionID, nativeID str
 	}
 	x.NativeSessionID = nativeID
 	s.sessions[sessionID] = x
-	return nil
-}
-
-func (s *Store) FinishTurn(ctx context.Context, id, runID string, state store.TurnState, o store.Outcome, at time.Time) error {
-	if !state.Terminal() {
-		return store.ErrInvalid
-	}
-	if err := s.lock(ctx); err != nil {
-		return err
-	}
-	defer s.mu.Unlock()
-	return s.finish(store.Finish{TurnID: id, RunID: runID, State: state, Outcome: o, At: at})
-}
-
-// finish is FinishTurn with s.mu held.
-func (s *Store) finish(f store.Finish) error {
-	if !f.State.Terminal() {
-		return store.ErrInvalid
-	}
-	t, err := s.owned(f.TurnID, f.RunID, store.TurnClaimed, store.TurnRunning)
-	if err != nil {
-		return err
-	}
-	t.State, t.UpdatedAt = f.State, f.At
-	t.Outcome = f.Outcome
-	t.Outcome.Evidence = clone(f.Outcome.Evidence)
 	return nil
 }
 
@@ -363,7 +288,7 @@ func (s *Store) ActiveTurns(ctx context.Context) ([]store.Turn, error) {
 	defer s.mu.Unlock()
 	var out []store.Turn
 	for _, id := range s.turnOrder {
-		if t := s.turns[id]; t.State == store.TurnClaimed || t.State == store.TurnRunning {
+		if t := s.turns[id]; t.State != store.TurnQueued && !t.State.Terminal() {
 			out = append(out, copyTurn(t))
 		}
 	}

@@ -76,13 +76,9 @@ func (s *Store) Commit(ctx context.Context, b store.Batch) (store.BatchResult, e
 		return store.BatchResult{}, err
 	}
 	defer s.mu.Unlock()
-	claims := make([]error, len(b.Claims))
-	for i, c := range b.Claims {
-		claims[i] = s.claim(c.TurnID, c.Claim)
-	}
-	starts := make([]error, len(b.Starts))
-	for i, st := range b.Starts {
-		starts[i] = s.start(st)
+	moves := make([]error, len(b.Moves))
+	for i, m := range b.Moves {
+		moves[i] = s.move(m)
 	}
 	out := make([]store.Event, len(b.Events))
 	var missing []string
@@ -98,9 +94,9 @@ func (s *Store) Commit(ctx context.Context, b store.Batch) (store.BatchResult, e
 		e.Payload = clone(e.Payload)
 		out[i] = e
 	}
-	res := store.BatchResult{Claims: claims, Starts: starts, Events: out, Finishes: make([]error, len(b.Finishes))}
+	res := store.BatchResult{Moves: moves, Events: out, Finishes: make([]error, len(b.Finishes))}
 	for i, f := range b.Finishes {
-		res.Finishes[i] = s.finish(f)
+		res.Finishes[i] = s.move(f)
 	}
 	return res, store.MissingTurns(missing)
 }

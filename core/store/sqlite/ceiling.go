@@ -9,8 +9,8 @@ import (
 )
 
 // DurableCeiling measures what this store's disk allows: n Turns' rows,
-// the same as Core writes for a Turn (the Turn, its claim, its start,
-// events events and its finish), written with the store's own pragmas and
+// the same as Core writes for a Turn (the Turn, its claim, its moves to
+// starting and running, events events and its finish), written with the store's own pragmas and
 // prepared statements but in group-committed transactions of batch Turns,
 // with no protocol around them. It returns Turns per second. Core's
 // benchmarks report it beside the Turn rate through Core, as the ceiling
@@ -27,7 +27,7 @@ func DurableCeiling(ctx context.Context, dir string, n, events, batch int) (floa
 	}
 	// Prepared before any transaction (the writer's one connection is the
 	// transaction's while it runs).
-	for _, q := range []string{createTurnSQL, claimTurnSQL, startTurnSQL, appendEventSQL, finishTurnSQL} {
+	for _, q := range []string{createTurnSQL, claimTurnSQL, moveTurnSQL, appendEventSQL, finishTurnSQL} {
 		if _, err := s.w.stmt(ctx, q); err != nil {
 			return 0, err
 		}
@@ -62,18 +62,24 @@ func (s *Store) ceilingBatch(ctx context.Context, first, count, events int, payl
 		if err := exec(createTurnSQL, createArgs(store.Turn{ID: id, SessionID: "ceiling", Input: payload, CreatedAt: now})...); err != nil {
 			return err
 		}
-		if err := exec(claimTurnSQL, claimArgs(id, store.Claim{DeviceID: "dev", OwnerEpoch: 1, RunID: run, At: now})...); err != nil {
-			return err
+		moves := []store.TurnMove{
+			{TurnID: id, From: store.TurnQueued, To: store.TurnClaimed, Claim: &store.Claim{DeviceID: "dev", OwnerEpoch: 1, RunID: run, At: now}, At: now},
+			{TurnID: id, RunID: run, From: store.TurnClaimed, To: store.TurnStarting, At: now},
+			{TurnID: id, RunID: run, From: store.TurnStarting, To: store.TurnRunning, At: now},
 		}
-		if err := exec(startTurnSQL, startArgs(store.Start{TurnID: id, RunID: run, At: now})...); err != nil {
-			return err
+		for _, m := range moves {
+			q, args := moveStatement(m)
+			if err := exec(q, args...); err != nil {
+				return err
+			}
 		}
 		for range events {
 			if err := exec(appendEventSQL, id, id, run, "delta", payload, ms(now), id); err != nil {
 				return err
 			}
 		}
-		if err := exec(finishTurnSQL, finishArgs(store.Finish{TurnID: id, RunID: run, State: store.TurnCompleted, At: now})...); err != nil {
+		q, args := moveStatement(store.TurnMove{TurnID: id, RunID: run, From: store.TurnRunning, To: store.TurnCompleted, Outcome: &store.Outcome{}, At: now})
+		if err := exec(q, args...); err != nil {
 			return err
 		}
 	}

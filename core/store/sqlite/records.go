@@ -85,55 +85,76 @@ const appendEventSQL = `INSERT INTO events(turn_id, seq, run_id, type, payload, 
 	SELECT ?, COALESCE((SELECT MAX(seq) FROM events WHERE turn_id = ?), 0) + 1, ?, ?, ?, ?
 	WHERE EXISTS (SELECT 1 FROM turns WHERE id = ?) RETURNING seq`
 
-// Commit writes the batch in one transaction with the prepared claim, start,
-// append and finish statements: one commit (one fsync) for the whole batch.
+// Commit writes the batch in one transaction with prepared statements
+// (moves, appends, finishes): one commit (one fsync) for the whole batch.
 func (s *Store) Commit(ctx context.Context, b store.Batch) (store.BatchResult, error) {
 	if err := s.check(ctx); err != nil {
 		return store.BatchResult{}, err
 	}
 	// Prepared before the transaction: the single writer connection is
 	// the transaction's until it ends.
-	appendEv, err := s.w.stmt(ctx, appendEventSQL)
-	if err != nil {
-		return store.BatchResult{}, fmt.Errorf("sqlite: %w", err)
+	stmts := map[string]*sql.Stmt{}
+	prepare := func(q string) error {
+		if stmts[q] != nil {
+			return nil
+		}
+		st, err := s.w.stmt(ctx, q)
+		if err != nil {
+			return fmt.Errorf("sqlite: %w", err)
+		}
+		stmts[q] = st
+		return nil
 	}
-	finish, err := s.w.stmt(ctx, finishTurnSQL)
-	if err != nil {
-		return store.BatchResult{}, fmt.Errorf("sqlite: %w", err)
+	moveErrs := func(ms []store.TurnMove) ([]error, error) {
+		out := make([]error, len(ms))
+		for i, m := range ms {
+			if out[i] = m.Validate(); out[i] != nil {
+				continue
+			}
+			q, _ := moveStatement(m)
+			if err := prepare(q); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
 	}
-	start, err := s.w.stmt(ctx, startTurnSQL)
-	if err != nil {
-		return store.BatchResult{}, fmt.Errorf("sqlite: %w", err)
+	res := store.BatchResult{Events: make([]store.Event, len(b.Events))}
+	var err error
+	if res.Moves, err = moveErrs(b.Moves); err != nil {
+		return store.BatchResult{}, err
 	}
-	claim, err := s.w.stmt(ctx, claimTurnSQL)
-	if err != nil {
-		return store.BatchResult{}, fmt.Errorf("sqlite: %w", err)
+	if res.Finishes, err = moveErrs(b.Finishes); err != nil {
+		return store.BatchResult{}, err
+	}
+	if len(b.Events) > 0 {
+		if err := prepare(appendEventSQL); err != nil {
+			return store.BatchResult{}, err
+		}
 	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return store.BatchResult{}, fmt.Errorf("sqlite: %w", err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	res := store.BatchResult{Claims: make([]error, len(b.Claims)), Starts: make([]error, len(b.Starts)), Events: make([]store.Event, len(b.Events)), Finishes: make([]error, len(b.Finishes))}
-	if len(b.Claims) > 0 {
-		stmt := tx.StmtContext(ctx, claim)
-		for i, c := range b.Claims {
-			if res.Claims[i], err = conditionalIn(ctx, tx, stmt, c.TurnID, claimArgs(c.TurnID, c.Claim)); err != nil {
-				return store.BatchResult{}, err
+	apply := func(ms []store.TurnMove, errs []error) error {
+		for i, m := range ms {
+			if errs[i] != nil {
+				continue
+			}
+			q, args := moveStatement(m)
+			var err error
+			if errs[i], err = conditionalIn(ctx, tx, tx.StmtContext(ctx, stmts[q]), m.TurnID, args); err != nil {
+				return err
 			}
 		}
+		return nil
 	}
-	if len(b.Starts) > 0 {
-		stmt := tx.StmtContext(ctx, start)
-		for i, st := range b.Starts {
-			if res.Starts[i], err = conditionalIn(ctx, tx, stmt, st.TurnID, startArgs(st)); err != nil {
-				return store.BatchResult{}, err
-			}
-		}
+	if err := apply(b.Moves, res.Moves); err != nil {
+		return store.BatchResult{}, err
 	}
 	var missing []string
 	if len(b.Events) > 0 {
-		stmt := tx.StmtContext(ctx, appendEv)
+		stmt := tx.StmtContext(ctx, stmts[appendEventSQL])
 		for i, e := range b.Events {
 			res.Events[i] = e
 			err := stmt.QueryRowContext(ctx, e.TurnID, e.TurnID, e.RunID, e.Type, blob(e.Payload), ms(e.At), e.TurnID).Scan(&res.Events[i].Seq)
@@ -145,17 +166,8 @@ func (s *Store) Commit(ctx context.Context, b store.Batch) (store.BatchResult, e
 			}
 		}
 	}
-	if len(b.Finishes) > 0 {
-		stmt := tx.StmtContext(ctx, finish)
-		for i, f := range b.Finishes {
-			if !f.State.Terminal() {
-				res.Finishes[i] = store.ErrInvalid
-				continue
-			}
-			if res.Finishes[i], err = conditionalIn(ctx, tx, stmt, f.TurnID, finishArgs(f)); err != nil {
-				return store.BatchResult{}, err
-			}
-		}
+	if err := apply(b.Finishes, res.Finishes); err != nil {
+		return store.BatchResult{}, err
 	}
 	if err := tx.Commit(); err != nil {
 		return store.BatchResult{}, fmt.Errorf("sqlite: %w", err)

@@ -171,68 +171,55 @@ func (s *Store) SessionTurns(ctx context.Context, sessionID string, limit int) (
 }
 
 func (s *Store) ActiveTurns(ctx context.Context) ([]store.Turn, error) {
-	return s.turns(ctx, `SELECT `+turnCols+` FROM turns WHERE state IN (?, ?) ORDER BY created_at, rowid`,
-		string(store.TurnClaimed), string(store.TurnRunning))
+	return s.turns(ctx, `SELECT `+turnCols+` FROM turns WHERE state IN (?, ?, ?, ?) ORDER BY created_at, rowid`,
+		string(store.TurnClaimed), string(store.TurnCancelling), string(store.TurnStarting), string(store.TurnRunning))
 }
 
-// claimTurnSQL moves a due queued Turn to claimed.
-const claimTurnSQL = `UPDATE turns SET state = ?, device_id = ?, owner_epoch = ?, run_id = ?, attempts = attempts + 1, updated_at = ?
-	WHERE id = ? AND state = ? AND not_before <= ?`
+// The four forms of a Turn move (store.TurnMove): every one is
+// conditional on the Turn's state and Run, so a move made from a state the
+// Turn has left changes nothing (ErrStale).
+const (
+	// claimTurnSQL: a due queued Turn placed on a device owner. Arguments:
+	// to, device, epoch, run, at, id, from, at.
+	claimTurnSQL = `UPDATE turns SET state = ?, device_id = ?, owner_epoch = ?, run_id = ?, attempts = attempts + 1, updated_at = ?
+	WHERE id = ? AND state = ? AND run_id = '' AND not_before <= ?`
+	// requeueTurnSQL: back to the queue, its placement cleared. Arguments:
+	// to, not before, at, id, from, run.
+	requeueTurnSQL = `UPDATE turns SET state = ?, device_id = '', owner_epoch = 0, run_id = '', not_before = ?, updated_at = ?
+	WHERE id = ? AND state = ? AND run_id = ?`
+	// finishTurnSQL: a terminal state with its outcome. Arguments: to,
+	// reason, engine code, engine status, evidence, at, id, from, run.
+	finishTurnSQL = `UPDATE turns SET state = ?, reason = ?, engine_error_code = ?, engine_http_status = ?, evidence = ?, updated_at = ?
+	WHERE id = ? AND state = ? AND run_id = ?`
+	// moveTurnSQL: any other move (the turns_started trigger marks the
+	// Session started when the Turn runs). Arguments: to, at, id, from, run.
+	moveTurnSQL = `UPDATE turns SET state = ?, updated_at = ? WHERE id = ? AND state = ? AND run_id = ?`
+)
 
-func claimArgs(id string, c store.Claim) []any {
-	return []any{string(store.TurnClaimed), c.DeviceID, c.OwnerEpoch, c.RunID, ms(c.At), id, string(store.TurnQueued), ms(c.At)}
-}
-
-func (s *Store) ClaimTurn(ctx context.Context, id string, c store.Claim) error {
-	return s.conditional(ctx, "turns", "id", id, claimTurnSQL, claimArgs(id, c)...)
-}
-
-func (s *Store) RequeueTurn(ctx context.Context, id, runID string, notBefore, at time.Time) error {
-	return s.conditional(ctx, "turns", "id", id,
-		`UPDATE turns SET state = ?, device_id = '', owner_epoch = 0, run_id = '', not_before = ?, updated_at = ?
-		 WHERE id = ? AND state = ? AND run_id = ?`,
-		string(store.TurnQueued), ms(notBefore), ms(at), id, string(store.TurnClaimed), runID)
-}
-
-// startTurnSQL moves a claimed Turn to running (the turns_started trigger
-// marks its Session started). Arguments: running, at, id, claimed, run.
-const startTurnSQL = `UPDATE turns SET state = ?, updated_at = ? WHERE id = ? AND state = ? AND run_id = ?`
-
-func startArgs(st store.Start) []any {
-	return []any{string(store.TurnRunning), ms(st.At), st.TurnID, string(store.TurnClaimed), st.RunID}
-}
-
-func (s *Store) StartTurn(ctx context.Context, id, runID string, at time.Time) error {
-	return s.conditional(ctx, "turns", "id", id, startTurnSQL, startArgs(store.Start{TurnID: id, RunID: runID, At: at})...)
-}
-
-func (s *Store) CancelQueuedTurn(ctx context.Context, id string, at time.Time) error {
-	return s.conditional(ctx, "turns", "id", id,
-		`UPDATE turns SET state = ?, updated_at = ? WHERE id = ? AND state = ?`,
-		string(store.TurnCancelled), ms(at), id, string(store.TurnQueued))
-}
-
-// finishTurnSQL records a terminal state from claimed or running.
-// Arguments: state, reason, engine code, engine status, evidence, at, id,
-// claimed, running, run.
-const finishTurnSQL = `UPDATE turns SET state = ?, reason = ?, engine_error_code = ?, engine_http_status = ?, evidence = ?, updated_at = ?
-	WHERE id = ? AND state IN (?, ?) AND run_id = ?`
-
-func finishArgs(f store.Finish) []any {
-	o := f.Outcome
-	return []any{string(f.State), o.Reason, o.EngineErrorCode, o.EngineHTTPStatus, blob(o.Evidence), ms(f.At),
-		f.TurnID, string(store.TurnClaimed), string(store.TurnRunning), f.RunID}
-}
-
-func (s *Store) FinishTurn(ctx context.Context, id, runID string, state store.TurnState, o store.Outcome, at time.Time) error {
-	if !state.Terminal() {
-		return store.ErrInvalid
+// moveStatement is the statement and arguments of one move.
+func moveStatement(m store.TurnMove) (string, []any) {
+	switch {
+	case m.Claim != nil:
+		c := m.Claim
+		return claimTurnSQL, []any{string(m.To), c.DeviceID, c.OwnerEpoch, c.RunID, ms(m.At), m.TurnID, string(m.From), ms(c.At)}
+	case m.To == store.TurnQueued:
+		return requeueTurnSQL, []any{string(m.To), ms(m.NotBefore), ms(m.At), m.TurnID, string(m.From), m.RunID}
+	case m.Outcome != nil:
+		o := m.Outcome
+		return finishTurnSQL, []any{string(m.To), o.Reason, o.EngineErrorCode, o.EngineHTTPStatus, blob(o.Evidence), ms(m.At), m.TurnID, string(m.From), m.RunID}
 	}
-	f := store.Finish{TurnID: id, RunID: runID, State: state, Outcome: o, At: at}
-	return s.conditional(ctx, "turns", "id", id, finishTurnSQL, finishArgs(f)...)
+	return moveTurnSQL, []any{string(m.To), ms(m.At), m.TurnID, string(m.From), m.RunID}
 }
 
-// conditionalIn is one start or finish of a Commit, inside its
+func (s *Store) MoveTurn(ctx context.Context, m store.TurnMove) error {
+	if err := m.Validate(); err != nil {
+		return err
+	}
+	q, args := moveStatement(m)
+	return s.conditional(ctx, "turns", "id", m.TurnID, q, args...)
+}
+
+// conditionalIn is one move of a Commit, inside its
 // transaction: its own result (nil, ErrStale, ErrNotFound), and an error
 // only when the transaction itself failed.
 func conditionalIn(ctx context.Context, tx *sql.Tx, stmt *sql.Stmt, turnID string, args []any) (result, err error) {

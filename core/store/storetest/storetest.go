@@ -36,7 +36,7 @@ func Run(t *testing.T, open Open) {
 		{"TurnLifecycle", testTurnLifecycle},
 		{"TurnDueOrder", testDueOrder},
 		{"SessionTurns", testSessionTurns},
-		{"CancelQueuedTurn", testCancelQueued},
+		{"CancelTurn", testCancelQueued},
 		{"NativeSession", testNativeSession},
 		{"ClaimRace", testClaimRace},
 		{"Inputs", testInputs},
@@ -178,12 +178,14 @@ func testTurnLifecycle(t *testing.T, s store.Store) {
 	assert.ErrorIs(t, s.CreateTurn(ctx, store.Turn{ID: "turn-0", SessionID: "ses", CreatedAt: T0}), store.ErrConflict)
 
 	// Starting or finishing an unclaimed Turn is stale.
-	assert.ErrorIs(t, s.StartTurn(ctx, "turn-0", "", T0), store.ErrStale)
-	assert.ErrorIs(t, s.ClaimTurn(ctx, "missing", store.Claim{RunID: "r", At: T0}), store.ErrNotFound)
+	assert.ErrorIs(t, s.MoveTurn(ctx, move("turn-0", "", store.TurnClaimed, store.TurnStarting, T0)), store.ErrStale)
+	assert.ErrorIs(t, s.MoveTurn(ctx, ClaimMove("missing", store.Claim{RunID: "r", At: T0})), store.ErrNotFound)
+	assert.ErrorIs(t, s.MoveTurn(ctx, move("turn-0", "", store.TurnQueued, store.TurnRunning, T0)), store.ErrInvalid, "the turn machine has no such rule")
+	assert.ErrorIs(t, s.MoveTurn(ctx, move("turn-0", "", store.TurnQueued, "paused", T0)), store.ErrInvalid, "not a state of the turn machine")
 
 	c := store.Claim{DeviceID: "dev", OwnerEpoch: 3, RunID: "run-1", At: T0.Add(time.Second)}
-	require.NoError(t, s.ClaimTurn(ctx, "turn-0", c))
-	assert.ErrorIs(t, s.ClaimTurn(ctx, "turn-0", c), store.ErrStale)
+	require.NoError(t, s.MoveTurn(ctx, ClaimMove("turn-0", c)))
+	assert.ErrorIs(t, s.MoveTurn(ctx, ClaimMove("turn-0", c)), store.ErrStale)
 	tr, _ = s.GetTurn(ctx, "turn-0")
 	assert.Equal(t, store.TurnClaimed, tr.State)
 	assert.Equal(t, "queued", tr.Status().State, "preparation submits no input")
@@ -192,19 +194,24 @@ func testTurnLifecycle(t *testing.T, s store.Store) {
 	assert.Equal(t, 1, tr.Attempts)
 
 	// preparation_capacity: back to the queue, not due before the backoff.
-	assert.ErrorIs(t, s.RequeueTurn(ctx, "turn-0", "other-run", T0, T0), store.ErrStale)
-	require.NoError(t, s.RequeueTurn(ctx, "turn-0", "run-1", T0.Add(time.Minute), T0.Add(2*time.Second)))
+	requeue := move("turn-0", "other-run", store.TurnClaimed, store.TurnQueued, T0)
+	assert.ErrorIs(t, s.MoveTurn(ctx, requeue), store.ErrStale)
+	requeue.RunID, requeue.NotBefore, requeue.At = "run-1", T0.Add(time.Minute), T0.Add(2*time.Second)
+	require.NoError(t, s.MoveTurn(ctx, requeue))
 	due, err := s.DueTurns(ctx, T0.Add(30*time.Second), 10)
 	require.NoError(t, err)
 	assert.Empty(t, due)
-	assert.ErrorIs(t, s.ClaimTurn(ctx, "turn-0", store.Claim{RunID: "run-2", At: T0.Add(30 * time.Second)}), store.ErrStale)
+	assert.ErrorIs(t, s.MoveTurn(ctx, ClaimMove("turn-0", store.Claim{RunID: "run-2", At: T0.Add(30 * time.Second)})), store.ErrStale)
 	due, err = s.DueTurns(ctx, T0.Add(time.Minute), 10)
 	require.NoError(t, err)
 	require.Len(t, due, 1)
 
-	require.NoError(t, s.ClaimTurn(ctx, "turn-0", store.Claim{DeviceID: "dev", OwnerEpoch: 4, RunID: "run-2", At: T0.Add(time.Minute)}))
-	assert.ErrorIs(t, s.StartTurn(ctx, "turn-0", "run-1", T0), store.ErrStale, "an old Run cannot start")
-	require.NoError(t, s.StartTurn(ctx, "turn-0", "run-2", T0.Add(61*time.Second)))
+	require.NoError(t, s.MoveTurn(ctx, ClaimMove("turn-0", store.Claim{DeviceID: "dev", OwnerEpoch: 4, RunID: "run-2", At: T0.Add(time.Minute)})))
+	assert.ErrorIs(t, s.MoveTurn(ctx, move("turn-0", "run-1", store.TurnClaimed, store.TurnStarting, T0)), store.ErrStale, "an old Run cannot start")
+	require.NoError(t, s.MoveTurn(ctx, move("turn-0", "run-2", store.TurnClaimed, store.TurnStarting, T0.Add(61*time.Second))))
+	tr, _ = s.GetTurn(ctx, "turn-0")
+	assert.Equal(t, "queued", tr.Status().State, "nothing left before the start was written")
+	require.NoError(t, s.MoveTurn(ctx, move("turn-0", "run-2", store.TurnStarting, store.TurnRunning, T0.Add(61*time.Second))))
 	tr, _ = s.GetTurn(ctx, "turn-0")
 	assert.Equal(t, "running", tr.Status().State)
 	assert.Equal(t, 2, tr.Attempts)
@@ -212,10 +219,10 @@ func testTurnLifecycle(t *testing.T, s store.Store) {
 	require.NoError(t, err)
 	require.Len(t, active, 1)
 
-	assert.ErrorIs(t, s.FinishTurn(ctx, "turn-0", "run-2", store.TurnRunning, store.Outcome{}, T0), store.ErrInvalid)
+	assert.ErrorIs(t, s.MoveTurn(ctx, FinishMove("turn-0", "run-2", store.TurnRunning, store.TurnRunning, store.Outcome{}, T0)), store.ErrInvalid)
 	o := store.Outcome{Reason: store.ReasonEngineFailed, EngineErrorCode: "connection_failed", EngineHTTPStatus: 502, Evidence: raw(`{"error":"x"}`)}
-	require.NoError(t, s.FinishTurn(ctx, "turn-0", "run-2", store.TurnFailed, o, T0.Add(62*time.Second)))
-	assert.ErrorIs(t, s.FinishTurn(ctx, "turn-0", "run-2", store.TurnCompleted, store.Outcome{}, T0), store.ErrStale, "terminal is final")
+	require.NoError(t, s.MoveTurn(ctx, FinishMove("turn-0", "run-2", store.TurnRunning, store.TurnFailed, o, T0.Add(62*time.Second))))
+	assert.ErrorIs(t, s.MoveTurn(ctx, FinishMove("turn-0", "run-2", store.TurnRunning, store.TurnCompleted, store.Outcome{}, T0)), store.ErrStale, "terminal is final")
 	tr, _ = s.GetTurn(ctx, "turn-0")
 	assert.Equal(t, store.Status{State: "failed", Reason: "engine_failed", EngineErrorCode: "connection_failed", EngineHTTPStatus: 502}, tr.Status())
 	assert.JSONEq(t, `{"error":"x"}`, string(tr.Outcome.Evidence))
@@ -226,21 +233,25 @@ func testTurnLifecycle(t *testing.T, s store.Store) {
 
 func testCancelQueued(t *testing.T, s store.Store) {
 	seed(t, s, 2)
-	require.NoError(t, s.CancelQueuedTurn(ctx, "turn-0", T0.Add(time.Second)))
+	require.NoError(t, s.MoveTurn(ctx, FinishMove("turn-0", "", store.TurnQueued, store.TurnCancelled, store.Outcome{}, T0.Add(time.Second))))
 	tr, err := s.GetTurn(ctx, "turn-0")
 	require.NoError(t, err)
 	assert.Equal(t, store.Status{State: "cancelled"}, tr.Status())
-	assert.ErrorIs(t, s.CancelQueuedTurn(ctx, "turn-0", T0), store.ErrStale, "terminal is final")
+	assert.ErrorIs(t, s.MoveTurn(ctx, FinishMove("turn-0", "", store.TurnQueued, store.TurnCancelled, store.Outcome{}, T0)), store.ErrStale, "terminal is final")
 	due, err := s.DueTurns(ctx, T0.Add(time.Hour), 10)
 	require.NoError(t, err)
 	require.Len(t, due, 1, "a cancelled Turn is never due")
 
 	// A claimed Turn is the worker's: it is not cancelled as queued.
-	require.NoError(t, s.ClaimTurn(ctx, "turn-1", store.Claim{DeviceID: "dev", OwnerEpoch: 1, RunID: "run-1", At: T0.Add(time.Second)}))
-	assert.ErrorIs(t, s.CancelQueuedTurn(ctx, "turn-1", T0), store.ErrStale)
-	assert.ErrorIs(t, s.CancelQueuedTurn(ctx, "missing", T0), store.ErrNotFound)
+	require.NoError(t, s.MoveTurn(ctx, ClaimMove("turn-1", store.Claim{DeviceID: "dev", OwnerEpoch: 1, RunID: "run-1", At: T0.Add(time.Second)})))
+	assert.ErrorIs(t, s.MoveTurn(ctx, FinishMove("turn-1", "", store.TurnQueued, store.TurnCancelled, store.Outcome{}, T0)), store.ErrStale)
+	assert.ErrorIs(t, s.MoveTurn(ctx, FinishMove("missing", "", store.TurnQueued, store.TurnCancelled, store.Outcome{}, T0)), store.ErrNotFound)
+	// Cancelled after its claim: one of the racing moves wins.
 	assert.Equal(t, 1, race(t, 8, store.ErrStale, func(int) error {
-		return s.FinishTurn(ctx, "turn-1", "run-1", store.TurnFailed, store.Outcome{Reason: "x"}, T0)
+		return s.MoveTurn(ctx, move("turn-1", "run-1", store.TurnClaimed, store.TurnCancelling, T0))
+	}))
+	assert.Equal(t, 1, race(t, 8, store.ErrStale, func(int) error {
+		return s.MoveTurn(ctx, FinishMove("turn-1", "run-1", store.TurnCancelling, store.TurnCancelled, store.Outcome{}, T0))
 	}))
 }
 
@@ -252,10 +263,13 @@ func testNativeSession(t *testing.T, s store.Store) {
 	assert.Empty(t, x.NativeSessionID)
 
 	// Starting a Turn marks its Session started, in the same write.
-	require.NoError(t, s.ClaimTurn(ctx, "turn-0", store.Claim{DeviceID: "dev", OwnerEpoch: 1, RunID: "run-1", At: T0}))
+	require.NoError(t, s.MoveTurn(ctx, ClaimMove("turn-0", store.Claim{DeviceID: "dev", OwnerEpoch: 1, RunID: "run-1", At: T0})))
 	x, _ = s.GetSession(ctx, "ses")
 	assert.False(t, x.Started, "a claim submits no input")
-	require.NoError(t, s.StartTurn(ctx, "turn-0", "run-1", T0))
+	require.NoError(t, s.MoveTurn(ctx, move("turn-0", "run-1", store.TurnClaimed, store.TurnStarting, T0)))
+	x, _ = s.GetSession(ctx, "ses")
+	assert.False(t, x.Started, "the start is not written yet")
+	require.NoError(t, s.MoveTurn(ctx, move("turn-0", "run-1", store.TurnStarting, store.TurnRunning, T0)))
 	x, _ = s.GetSession(ctx, "ses")
 	assert.True(t, x.Started)
 
@@ -283,7 +297,7 @@ func testDueOrder(t *testing.T, s store.Store) {
 func testClaimRace(t *testing.T, s store.Store) {
 	seed(t, s, 1)
 	wins := race(t, 16, store.ErrStale, func(i int) error {
-		return s.ClaimTurn(ctx, "turn-0", store.Claim{DeviceID: "dev", OwnerEpoch: 1, RunID: fmt.Sprintf("run-%d", i), At: T0})
+		return s.MoveTurn(ctx, ClaimMove("turn-0", store.Claim{DeviceID: "dev", OwnerEpoch: 1, RunID: fmt.Sprintf("run-%d", i), At: T0}))
 	})
 	assert.Equal(t, 1, wins, "exactly one worker claims a Turn")
 	tr, _ := s.GetTurn(ctx, "turn-0")
@@ -360,7 +374,7 @@ func testJournal(t *testing.T, s store.Store) {
 // each finish applies or fails on its own.
 func testJournalBatch(t *testing.T, s store.Store) {
 	seed(t, s, 3)
-	require.NoError(t, s.ClaimTurn(ctx, "turn-0", store.Claim{DeviceID: "dev", OwnerEpoch: 1, RunID: "run-0", At: T0}))
+	require.NoError(t, Start(s, "turn-0", store.Claim{DeviceID: "dev", OwnerEpoch: 1, RunID: "run-0", At: T0}))
 	_, err := s.AppendEvent(ctx, store.Event{TurnID: "turn-0", RunID: "run", Type: "delta", Payload: raw(`{"n":1}`), At: T0})
 	require.NoError(t, err)
 	batch := []store.Event{
@@ -369,38 +383,37 @@ func testJournalBatch(t *testing.T, s store.Store) {
 		{TurnID: "missing", RunID: "run-x", Type: "delta", Payload: raw(`{}`), At: T0},
 		{TurnID: "turn-0", RunID: "run", Type: "done", Payload: raw(`{}`), At: T0},
 	}
-	finishes := []store.Finish{
-		{TurnID: "turn-0", RunID: "run-0", State: store.TurnCompleted, At: T0},
-		{TurnID: "turn-1", RunID: "another-run", State: store.TurnCompleted, At: T0},
-		{TurnID: "turn-2", RunID: "", State: store.TurnCompleted, At: T0},
-		{TurnID: "nope", RunID: "run", State: store.TurnCompleted, At: T0},
-		{TurnID: "turn-1", RunID: "run-1", State: store.TurnRunning, At: T0},
+	finishes := []store.TurnMove{
+		FinishMove("turn-0", "run-0", store.TurnRunning, store.TurnCompleted, store.Outcome{}, T0),
+		FinishMove("turn-1", "another-run", store.TurnRunning, store.TurnCompleted, store.Outcome{}, T0),
+		FinishMove("turn-2", "", store.TurnRunning, store.TurnCompleted, store.Outcome{}, T0),
+		FinishMove("nope", "run", store.TurnRunning, store.TurnCompleted, store.Outcome{}, T0),
+		FinishMove("turn-1", "run-1", store.TurnRunning, store.TurnQueued, store.Outcome{}, T0),
 	}
-	starts := []store.Start{
-		{TurnID: "turn-1", RunID: "run-1", At: T0},
-		{TurnID: "turn-2", RunID: "run-x", At: T0},
+	moves := []store.TurnMove{
+		ClaimMove("turn-1", store.Claim{DeviceID: "dev", OwnerEpoch: 1, RunID: "run-1", At: T0}),
+		ClaimMove("turn-0", store.Claim{DeviceID: "dev", OwnerEpoch: 1, RunID: "run-again", At: T0}),
+		move("turn-1", "run-1", store.TurnClaimed, store.TurnStarting, T0),
+		move("turn-2", "run-x", store.TurnClaimed, store.TurnStarting, T0),
+		move("turn-1", "run-1", store.TurnStarting, store.TurnRunning, T0),
 	}
-	claims := []store.TurnClaim{
-		{TurnID: "turn-1", Claim: store.Claim{DeviceID: "dev", OwnerEpoch: 1, RunID: "run-1", At: T0}},
-		{TurnID: "turn-0", Claim: store.Claim{DeviceID: "dev", OwnerEpoch: 1, RunID: "run-again", At: T0}},
-	}
-	res, err := s.Commit(ctx, store.Batch{Claims: claims, Starts: starts, Events: batch, Finishes: finishes})
+	res, err := s.Commit(ctx, store.Batch{Moves: moves, Events: batch, Finishes: finishes})
 	require.ErrorIs(t, err, store.ErrNotFound)
 	assert.Contains(t, err.Error(), "missing", "the error names the Turn")
 	out := res.Events
 	require.Len(t, out, 4)
 	require.Len(t, res.Finishes, 5)
-	require.Len(t, res.Claims, 2)
-	assert.NoError(t, res.Claims[0], "claimed in the batch, then started")
-	assert.ErrorIs(t, res.Claims[1], store.ErrStale, "a claimed Turn is not claimed twice")
-	require.Len(t, res.Starts, 2)
-	assert.NoError(t, res.Starts[0])
-	assert.ErrorIs(t, res.Starts[1], store.ErrStale, "a queued Turn does not start")
+	require.Len(t, res.Moves, 5)
+	assert.NoError(t, res.Moves[0], "claimed in the batch, then started")
+	assert.ErrorIs(t, res.Moves[1], store.ErrStale, "a claimed Turn is not claimed twice")
+	assert.NoError(t, res.Moves[2])
+	assert.ErrorIs(t, res.Moves[3], store.ErrStale, "a queued Turn does not start")
+	assert.NoError(t, res.Moves[4])
 	assert.NoError(t, res.Finishes[0])
 	assert.ErrorIs(t, res.Finishes[1], store.ErrStale, "another Run's finish")
 	assert.ErrorIs(t, res.Finishes[2], store.ErrStale, "a queued Turn is not finished")
 	assert.ErrorIs(t, res.Finishes[3], store.ErrNotFound)
-	assert.ErrorIs(t, res.Finishes[4], store.ErrInvalid, "not a terminal state")
+	assert.ErrorIs(t, res.Finishes[4], store.ErrInvalid, "an outcome with a state that is not terminal")
 	done, err := s.GetTurn(ctx, "turn-0")
 	require.NoError(t, err)
 	assert.Equal(t, store.TurnCompleted, done.State)
@@ -608,4 +621,33 @@ func testClosed(t *testing.T, s store.Store) {
 	assert.ErrorIs(t, err, store.ErrClosed)
 	_, err = s.AcquireOwner(ctx, "dev", T0)
 	assert.ErrorIs(t, err, store.ErrClosed)
+}
+
+// ClaimMove is the move that claims a queued Turn.
+func ClaimMove(id string, c store.Claim) store.TurnMove {
+	return store.TurnMove{TurnID: id, From: store.TurnQueued, To: store.TurnClaimed, Claim: &c, At: c.At}
+}
+
+// FinishMove is the move to a terminal state with its outcome.
+func FinishMove(id, runID string, from, to store.TurnState, o store.Outcome, at time.Time) store.TurnMove {
+	return store.TurnMove{TurnID: id, RunID: runID, From: from, To: to, Outcome: &o, At: at}
+}
+
+func move(id, runID string, from, to store.TurnState, at time.Time) store.TurnMove {
+	return store.TurnMove{TurnID: id, RunID: runID, From: from, To: to, At: at}
+}
+
+// Start claims a queued Turn with c and moves it through starting to
+// running, as Core's worker does: a fixture for tests of what follows.
+func Start(s store.Store, id string, c store.Claim) error {
+	for _, m := range []store.TurnMove{
+		ClaimMove(id, c),
+		move(id, c.RunID, store.TurnClaimed, store.TurnStarting, c.At),
+		move(id, c.RunID, store.TurnStarting, store.TurnRunning, c.At),
+	} {
+		if err := s.MoveTurn(context.Background(), m); err != nil {
+			return fmt.Errorf("storetest: moving Turn %s from %s to %s: %w", id, m.From, m.To, err)
+		}
+	}
+	return nil
 }
