@@ -1,13 +1,13 @@
 package modelcheck
 
 import (
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"strings"
 
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/peer"
+	"github.com/agentwire/agentwire/peer/guard"
 	"github.com/agentwire/agentwire/wire"
 )
 
@@ -39,45 +39,38 @@ type record struct {
 
 func (r *record) clone() *record { c := *r; return &c }
 
-// guard answers the named guards of every machine in the composition from
-// the frame and the record. A guard no frame can settle is false, like the
-// Recorder's.
-func guard(name string, ev *peer.Event, r *record) bool {
+// guardHolds answers the named guards of every machine in the composition
+// from the frame and the record, with the predicates the peers' hooks run
+// (package peer/guard) wherever a guard reads the frame. A guard no frame
+// can settle is false, like the Recorder's.
+func guardHolds(name string, ev *peer.Event, r *record) bool {
 	var p wire.Payload
 	if ev.Msg != nil {
 		p = ev.Msg.Payload
 	}
 	switch name {
 	case "newer_revision":
-		st, ok := p.(wire.PreparationStatus)
-		return ok && st.Revision > r.applied
+		return guard.NewerRevision(p, r.applied)
 	case "same_fingerprint":
-		ep, ok := p.(wire.ExecutionPrepare)
-		return ok && fingerprint(ep) == r.fp
+		return guard.SameFingerprint(p, r.fp)
 	case "rejects_prepare":
-		st, ok := p.(wire.PreparationStatus)
-		return ok && st.Operation == "execution_prepare"
+		return guard.RejectsPrepare(p)
 	case "rejects_start":
-		st, ok := p.(wire.PreparationStatus)
-		return ok && st.Operation == "execution_start"
+		return guard.RejectsStart(p)
 	case "capacity_refusal":
-		st, ok := p.(wire.PreparationStatus)
-		return ok && st.Operation == "execution_prepare" && st.ErrorCode == "preparation_capacity"
+		return guard.CapacityRefusal(p)
 	case "read_only_profile":
 		return r.readOnly
 	case "valid_declaration":
-		hb, ok := p.(wire.Heartbeat)
-		return ok && hb.Validate() == nil
+		return guard.ValidDeclaration(p)
 	case "matches_cancel_delivery":
-		ack, ok := p.(wire.InteractionDecisionAck)
-		return ok && ack.DeliveryID != "" && ack.DeliveryID == r.cancel
+		return guard.MatchesCancelDelivery(p, func(d string) bool { return d == r.cancel })
 	case "owner_readable":
 		// The composition has one owner and no earlier read fencing it.
 		_, ok := p.(wire.WorkspaceRead)
 		return ok
 	case "close_acknowledged":
-		res, ok := p.(wire.WorkspaceReadResult)
-		return ok && res.CloseAcknowledged
+		return guard.CloseAcknowledged(p)
 	case "chunk_in_bounds", "offset_matches", "digest_matches":
 		// One well-formed body: the Runtime's refusals are its rejected
 		// results, which it may always send.
@@ -89,33 +82,24 @@ func guard(name string, ev *peer.Event, r *record) bool {
 		d, ok := p.(wire.PermissionDecision)
 		return ok && r.decision != "" && r.decision == approval(d)
 	case "current_delivery":
-		ack, ok := p.(wire.InteractionDecisionAck)
-		return ok && ack.DeliveryID != "" && ack.DeliveryID == r.delivery
+		return guard.CurrentDelivery(p, r.delivery)
 	case "retry_later":
-		ack, ok := p.(wire.InteractionDecisionAck)
-		return ok && ack.DeliveryID != "" && ack.DeliveryID == r.delivery && ack.ErrorCode == "not_ready"
+		return guard.RetryLater(p, r.delivery)
 	case "permission_kind":
 		return r.kind == "permission"
 	case "retryable_code":
-		ack, ok := p.(wire.PromptSteerAck)
-		return ok && (ack.ErrorCode == "not_ready" || ack.ErrorCode == "busy")
+		return guard.RetryableCode(p)
 	case "unknown_code":
-		ack, ok := p.(wire.PromptSteerAck)
-		return ok && ack.ErrorCode == "outcome_unknown"
+		return guard.UnknownCode(p)
 	case "own_suspension":
-		env, id, accepted, code, ok := wire.SuspensionAnswer(p)
-		return ok && r.quiesced != "" && env == r.quiesced && id == ev.Key.ID && !(accepted && code != "")
+		return guard.OwnSuspension(p, ev.Key.ID, r.quiesced)
 	case "resume_matches_quiesce":
-		rs, ok := p.(wire.EnvironmentResume)
-		return ok && r.quiesced != "" && rs.EnvironmentID == r.quiesced
+		return guard.ResumeMatchesQuiesce(p, r.quiesced)
 	}
 	return false
 }
 
-func fingerprint(p wire.Payload) [32]byte {
-	b, _ := json.Marshal(p)
-	return sha256.Sum256(b)
-}
+func fingerprint(p wire.Payload) [32]byte { return guard.Fingerprint(p) }
 
 // observe keeps the records the guards read after an applied step.
 func observe(ev *peer.Event, s fsm.Step, r *record) {
@@ -290,7 +274,7 @@ func (b *binding) Guard(g fsm.GuardID, f *fsm.Firing[*peer.Event]) bool {
 		// cannot know it and takes Core's word.
 		return b.s.role == fsm.RoleRuntime || !b.w.holds(fsm.RoleCore, f.Table.Name, "mutation_owner", f.Arg.Key)
 	}
-	return guard(name, f.Arg, b.s.rec(f.Arg.Key))
+	return guardHolds(name, f.Arg, b.s.rec(f.Arg.Key))
 }
 
 func (b *binding) Perform(ef *fsm.Effect, f *fsm.Firing[*peer.Event]) error {
@@ -364,7 +348,7 @@ func (replayApp) Stepped(ev *peer.Event, s fsm.Step)      { observe(ev, s, repla
 type replayBinding struct{}
 
 func (replayBinding) Guard(g fsm.GuardID, f *fsm.Firing[*peer.Event]) bool {
-	return guard(f.Table.GuardName(g), f.Arg, replayRec(f.Arg.Inst))
+	return guardHolds(f.Table.GuardName(g), f.Arg, replayRec(f.Arg.Inst))
 }
 
 func (replayBinding) Perform(*fsm.Effect, *fsm.Firing[*peer.Event]) error { return nil }

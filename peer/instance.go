@@ -74,6 +74,15 @@ func (e *Event) Trace() wire.TraceContext {
 // the current delivery, never inside it.
 func (e *Event) Driver() *Driver { return e.d }
 
+// Payload is the decoded payload of the event's frame, nil for an event
+// without one (a timer, a local event) or a nil event.
+func (e *Event) Payload() wire.Payload {
+	if e == nil || e.Msg == nil {
+		return nil
+	}
+	return e.Msg.Payload
+}
+
 // Instance is the driver's record of one machine instance.
 type Instance struct {
 	Key Key

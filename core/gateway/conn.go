@@ -26,6 +26,7 @@ import (
 	"github.com/agentwire/agentwire/fsm/workspace_read"
 	"github.com/agentwire/agentwire/fsm/workspace_write"
 	"github.com/agentwire/agentwire/peer"
+	"github.com/agentwire/agentwire/peer/guard"
 	"github.com/agentwire/agentwire/wire"
 )
 
@@ -287,11 +288,7 @@ func (c *conn) GuardCredentialRefused(*fsm.Firing[*peer.Event]) bool {
 // GuardValidDeclaration: the driver decoded the heartbeat strictly; a
 // heartbeat that did not decode arrives here without a message.
 func (c *conn) GuardValidDeclaration(f *fsm.Firing[*peer.Event]) bool {
-	if f.Arg == nil || f.Arg.Msg == nil {
-		return false
-	}
-	hb, ok := f.Arg.Msg.Payload.(wire.Heartbeat)
-	return ok && hb.Validate() == nil
+	return guard.ValidDeclaration(f.Arg.Payload())
 }
 
 func (c *conn) DoRefuseUpgrade(*fsm.Firing[*peer.Event]) error {

@@ -22,6 +22,7 @@ import (
 	"github.com/agentwire/agentwire/fsm/workspace_export"
 	"github.com/agentwire/agentwire/fsm/workspace_write"
 	"github.com/agentwire/agentwire/peer"
+	"github.com/agentwire/agentwire/peer/guard"
 	"github.com/agentwire/agentwire/wire"
 )
 
@@ -230,9 +231,8 @@ func (c *conn) moved(list []*peer.Instance) {
 }
 
 func (h execHooks) GuardNewerRevision(f *fsm.Firing[*peer.Event]) bool {
-	s, ok := statusOf(f)
 	p := h.c.prep(f.Arg.Key.ID)
-	return ok && p != nil && s.Revision > p.revision
+	return p != nil && guard.NewerRevision(f.Arg.Payload(), p.revision)
 }
 
 // decision: Core never repeats an execution_prepare (a request ID is used
@@ -241,18 +241,15 @@ func (h execHooks) GuardNewerRevision(f *fsm.Firing[*peer.Event]) bool {
 func (h execHooks) GuardSameFingerprint(*fsm.Firing[*peer.Event]) bool { return false }
 
 func (h execHooks) GuardCapacityRefusal(f *fsm.Firing[*peer.Event]) bool {
-	s, ok := statusOf(f)
-	return ok && s.LeavesTurnUnclaimed()
+	return guard.CapacityRefusal(f.Arg.Payload())
 }
 
 func (h execHooks) GuardRejectsPrepare(f *fsm.Firing[*peer.Event]) bool {
-	s, ok := statusOf(f)
-	return ok && s.Operation == wire.PreparationOpPrepare
+	return guard.RejectsPrepare(f.Arg.Payload())
 }
 
 func (h execHooks) GuardRejectsStart(f *fsm.Firing[*peer.Event]) bool {
-	s, ok := statusOf(f)
-	return ok && s.Operation == wire.PreparationOpStart
+	return guard.RejectsStart(f.Arg.Payload())
 }
 
 // GuardReadOnlyProfile: a handle Core prepared for a workspace read.
@@ -292,12 +289,8 @@ func storeCtx() (context.Context, context.CancelFunc) {
 }
 
 func (h execHooks) GuardMatchesCancelDelivery(f *fsm.Firing[*peer.Event]) bool {
-	if f.Arg == nil || f.Arg.Msg == nil {
-		return false
-	}
-	ack, ok := f.Arg.Msg.Payload.(wire.InteractionDecisionAck)
 	r := h.c.run(f.Arg.Key.ID)
-	return ok && r != nil && r.matches(ack.DeliveryID)
+	return r != nil && guard.MatchesCancelDelivery(f.Arg.Payload(), r.matches)
 }
 
 // journal adds the frame (or a Core observation) to the connection's

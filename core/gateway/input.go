@@ -10,6 +10,7 @@ import (
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/fsm/input"
 	"github.com/agentwire/agentwire/peer"
+	"github.com/agentwire/agentwire/peer/guard"
 	"github.com/agentwire/agentwire/wire"
 )
 
@@ -146,12 +147,11 @@ func ackOf(f *fsm.Firing[*peer.Event]) wire.PromptSteerAck {
 }
 
 func (h inputHooks) GuardRetryableCode(f *fsm.Firing[*peer.Event]) bool {
-	c := ackOf(f).ErrorCode
-	return c == "not_ready" || c == "busy"
+	return guard.RetryableCode(f.Arg.Payload())
 }
 
 func (h inputHooks) GuardUnknownCode(f *fsm.Firing[*peer.Event]) bool {
-	return ackOf(f).ErrorCode == "outcome_unknown"
+	return guard.UnknownCode(f.Arg.Payload())
 }
 
 // DoAdvanceCursor: accepted is the one fact that moves the cursor, with

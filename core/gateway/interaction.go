@@ -11,6 +11,7 @@ import (
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/fsm/interaction"
 	"github.com/agentwire/agentwire/peer"
+	"github.com/agentwire/agentwire/peer/guard"
 	"github.com/agentwire/agentwire/wire"
 )
 
@@ -105,12 +106,12 @@ func (h interHooks) GuardIdenticalDecision(*fsm.Firing[*peer.Event]) bool { retu
 
 func (h interHooks) GuardCurrentDelivery(f *fsm.Firing[*peer.Event]) bool {
 	r := h.rec(f)
-	d := receiptOf(f).DeliveryID
-	return r != nil && d != "" && d == r.currentDelivery()
+	return r != nil && guard.CurrentDelivery(f.Arg.Payload(), r.currentDelivery())
 }
 
 func (h interHooks) GuardRetryLater(f *fsm.Firing[*peer.Event]) bool {
-	return h.GuardCurrentDelivery(f) && receiptOf(f).ErrorCode == "not_ready"
+	r := h.rec(f)
+	return r != nil && guard.RetryLater(f.Arg.Payload(), r.currentDelivery())
 }
 
 func (h interHooks) GuardPermissionKind(f *fsm.Firing[*peer.Event]) bool {

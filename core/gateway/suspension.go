@@ -13,6 +13,7 @@ import (
 	"github.com/agentwire/agentwire/fsm/connection"
 	"github.com/agentwire/agentwire/fsm/suspension"
 	"github.com/agentwire/agentwire/peer"
+	"github.com/agentwire/agentwire/peer/guard"
 	"github.com/agentwire/agentwire/wire"
 )
 
@@ -146,9 +147,8 @@ func reply(f *fsm.Firing[*peer.Event]) (env, suspendID string, accepted bool, co
 // GuardOwnSuspension: the reply echoes this attempt's Environment and
 // suspend_id, and an acceptance carries no error code.
 func (h suspHooks) GuardOwnSuspension(f *fsm.Firing[*peer.Event]) bool {
-	env, id, accepted, code, ok := reply(f)
 	r := h.c.srec(f.Arg.Key.ID)
-	return ok && r != nil && id == f.Arg.Key.ID && env == r.wireEnv && !(accepted && code != "")
+	return r != nil && guard.OwnSuspension(f.Arg.Payload(), f.Arg.Key.ID, r.wireEnv)
 }
 
 // GuardResumeMatchesQuiesce: a resume Core sends names the Environment its
@@ -156,12 +156,8 @@ func (h suspHooks) GuardOwnSuspension(f *fsm.Firing[*peer.Event]) bool {
 // caller handed it another attempt's request, which the table refuses
 // before it leaves.
 func (h suspHooks) GuardResumeMatchesQuiesce(f *fsm.Firing[*peer.Event]) bool {
-	if f.Arg == nil || f.Arg.Msg == nil {
-		return false
-	}
-	p, ok := f.Arg.Msg.Payload.(wire.EnvironmentResume)
 	r := h.c.srec(f.Arg.Key.ID)
-	return ok && r != nil && p.EnvironmentID == r.wireEnv
+	return r != nil && guard.ResumeMatchesQuiesce(f.Arg.Payload(), r.wireEnv)
 }
 
 // DoRecordSuspended: the Saver writes the confirmed state; the attempt's

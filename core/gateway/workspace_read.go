@@ -13,6 +13,7 @@ import (
 	"github.com/agentwire/agentwire/fsm/preparation"
 	"github.com/agentwire/agentwire/fsm/workspace_read"
 	"github.com/agentwire/agentwire/peer"
+	"github.com/agentwire/agentwire/peer/guard"
 	"github.com/agentwire/agentwire/wire"
 )
 
@@ -472,10 +473,7 @@ func (h readHooks) GuardOwnerReadable(f *fsm.Firing[*peer.Event]) bool {
 func (h readHooks) GuardCloseAcknowledged(f *fsm.Firing[*peer.Event]) bool {
 	res, ok := readPayload[wire.WorkspaceReadResult](f)
 	r := h.c.read(f.Arg.Key.ID)
-	if !ok || r == nil || !res.CloseAcknowledged || (res.Directory != nil && res.Directory.Truncated == nil) {
-		return false
-	}
-	return res.Answers(r.req) == nil
+	return ok && r != nil && guard.CloseAcknowledged(res) && res.Answers(r.req) == nil
 }
 
 // DoHoldReservation: an idle read's worker took the Session's reservation

@@ -38,7 +38,8 @@ func (i *Instance) Ref() Ref {
 	return i.ref
 }
 
-// Changed is closed at the instance's next move.
+// Changed is closed at the instance's next move (also one that Commit
+// takes back when its write fails, so a waiter reads Ref again).
 func (i *Instance) Changed() <-chan struct{} {
 	i.mu.Lock()
 	defer i.mu.Unlock()
@@ -62,6 +63,9 @@ func (i *Instance) Fire(e Event, a Args) (Step, error) {
 func (i *Instance) Written() {
 	i.mu.Lock()
 	defer i.mu.Unlock()
+	if i.pending == 0 {
+		return // more reports than moves: nothing is waiting for one
+	}
 	i.pending--
 	close(i.written)
 	i.written = make(chan struct{})

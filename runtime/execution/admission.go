@@ -3,7 +3,6 @@ package execution
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"reflect"
 	"strings"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/agentwire/agentwire/fsm/input"
 	"github.com/agentwire/agentwire/fsm/interaction"
 	"github.com/agentwire/agentwire/peer"
+	"github.com/agentwire/agentwire/peer/guard"
 	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/wire"
 )
@@ -43,10 +43,7 @@ type admission struct {
 	expiresAt   int64
 }
 
-func fingerprint(p wire.Payload) [32]byte {
-	b, _ := json.Marshal(p)
-	return sha256.Sum256(b)
-}
+func fingerprint(p wire.Payload) [32]byte { return guard.Fingerprint(p) }
 
 // idleKey is what an idle Executor is retained under and taken back by:
 // the admission's fingerprint (the Session and its whole configuration,
@@ -111,30 +108,25 @@ func status(ev *peer.Event) (wire.PreparationStatus, bool) {
 }
 
 func (h prepHooks) GuardNewerRevision(f *fsm.Firing[*peer.Event]) bool {
-	st, ok := status(f.Arg)
 	a := record(f.Arg.Inst)
-	return ok && a != nil && st.Revision > a.applied
+	return a != nil && guard.NewerRevision(f.Arg.Payload(), a.applied)
 }
 
 func (h prepHooks) GuardSameFingerprint(f *fsm.Firing[*peer.Event]) bool {
-	p, ok := f.Arg.Msg.Payload.(wire.ExecutionPrepare)
 	a := record(f.Arg.Inst)
-	return ok && a != nil && fingerprint(p) == a.fingerprint
+	return a != nil && guard.SameFingerprint(f.Arg.Payload(), a.fingerprint)
 }
 
 func (h prepHooks) GuardCapacityRefusal(f *fsm.Firing[*peer.Event]) bool {
-	st, ok := status(f.Arg)
-	return ok && st.LeavesTurnUnclaimed()
+	return guard.CapacityRefusal(f.Arg.Payload())
 }
 
 func (h prepHooks) GuardRejectsPrepare(f *fsm.Firing[*peer.Event]) bool {
-	st, ok := status(f.Arg)
-	return ok && st.Operation == wire.PreparationOpPrepare
+	return guard.RejectsPrepare(f.Arg.Payload())
 }
 
 func (h prepHooks) GuardRejectsStart(f *fsm.Firing[*peer.Event]) bool {
-	st, ok := status(f.Arg)
-	return ok && st.Operation == wire.PreparationOpStart
+	return guard.RejectsStart(f.Arg.Payload())
 }
 
 func (h prepHooks) GuardReadOnlyProfile(f *fsm.Firing[*peer.Event]) bool {

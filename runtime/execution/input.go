@@ -8,6 +8,7 @@ import (
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/fsm/input"
 	"github.com/agentwire/agentwire/peer"
+	"github.com/agentwire/agentwire/peer/guard"
 	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/wire"
 )
@@ -63,12 +64,11 @@ func (h inputHooks) GuardInputSlotFree(f *fsm.Firing[*peer.Event]) bool {
 }
 
 func (h inputHooks) GuardRetryableCode(f *fsm.Firing[*peer.Event]) bool {
-	code := ackCode(f)
-	return code == "not_ready" || code == "busy"
+	return guard.RetryableCode(f.Arg.Payload())
 }
 
 func (h inputHooks) GuardUnknownCode(f *fsm.Firing[*peer.Event]) bool {
-	return ackCode(f) == "outcome_unknown"
+	return guard.UnknownCode(f.Arg.Payload())
 }
 
 func ackCode(f *fsm.Firing[*peer.Event]) string {

@@ -9,6 +9,7 @@ import (
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/fsm/interaction"
 	"github.com/agentwire/agentwire/peer"
+	"github.com/agentwire/agentwire/peer/guard"
 	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/wire"
 )
@@ -72,13 +73,12 @@ func (h interactionHooks) GuardIdenticalDecision(f *fsm.Firing[*peer.Event]) boo
 
 func (h interactionHooks) GuardCurrentDelivery(f *fsm.Firing[*peer.Event]) bool {
 	q := h.lookup(f)
-	ack, ok := f.Arg.Msg.Payload.(wire.InteractionDecisionAck)
-	return q != nil && ok && ack.DeliveryID == q.delivery
+	return q != nil && guard.CurrentDelivery(f.Arg.Payload(), q.delivery)
 }
 
 func (h interactionHooks) GuardRetryLater(f *fsm.Firing[*peer.Event]) bool {
-	ack, ok := f.Arg.Msg.Payload.(wire.InteractionDecisionAck)
-	return ok && ack.ErrorCode == "not_ready" && h.GuardCurrentDelivery(f)
+	q := h.lookup(f)
+	return q != nil && guard.RetryLater(f.Arg.Payload(), q.delivery)
 }
 
 func (h interactionHooks) GuardPermissionKind(f *fsm.Firing[*peer.Event]) bool {

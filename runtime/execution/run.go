@@ -7,6 +7,7 @@ import (
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/fsm/input"
 	"github.com/agentwire/agentwire/peer"
+	"github.com/agentwire/agentwire/peer/guard"
 	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/wire"
 )
@@ -39,9 +40,8 @@ type runState struct {
 type runHooks struct{ s *Session }
 
 func (h runHooks) GuardMatchesCancelDelivery(f *fsm.Firing[*peer.Event]) bool {
-	ack, ok := f.Arg.Msg.Payload.(wire.InteractionDecisionAck)
 	r := h.s.runs[f.Arg.Key.ID]
-	return ok && r != nil && ack.DeliveryID != "" && ack.DeliveryID == r.cancelDelivery
+	return r != nil && guard.MatchesCancelDelivery(f.Arg.Payload(), func(d string) bool { return d == r.cancelDelivery })
 }
 
 // DoStartNative starts the Run: from a ready admission (execution_start,

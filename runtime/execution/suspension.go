@@ -7,6 +7,7 @@ import (
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/fsm/suspension"
 	"github.com/agentwire/agentwire/peer"
+	"github.com/agentwire/agentwire/peer/guard"
 	"github.com/agentwire/agentwire/wire"
 )
 
@@ -140,25 +141,14 @@ func (s *Session) attemptOf(f *fsm.Firing[*peer.Event]) *attempt {
 // identity of the request it answers, with no error code when accepted.
 func (h suspHooks) GuardOwnSuspension(f *fsm.Firing[*peer.Event]) bool {
 	a := h.s.attemptOf(f)
-	env, suspend, accepted, code := "", "", false, ""
-	switch r := f.Arg.Msg.Payload.(type) {
-	case wire.EnvironmentQuiesced:
-		env, suspend, accepted, code = r.EnvironmentID, r.SuspendID, r.Accepted != nil && *r.Accepted, r.ErrorCode
-	case wire.EnvironmentResumed:
-		env, suspend, accepted, code = r.EnvironmentID, r.SuspendID, r.Accepted != nil && *r.Accepted, r.ErrorCode
-	default:
-		return false
-	}
-	return suspend == a.suspend && env == a.env && !(accepted && code != "")
+	return guard.OwnSuspension(f.Arg.Payload(), a.suspend, a.env)
 }
 
 // GuardResumeMatchesQuiesce holds for a resume (or rollback) that names the
 // Environment the quiesce of this suspend_id fenced; the table refuses any
 // other invalid_request and leaves the attempt, and the fence, as they were.
 func (h suspHooks) GuardResumeMatchesQuiesce(f *fsm.Firing[*peer.Event]) bool {
-	p, ok := f.Arg.Msg.Payload.(wire.EnvironmentResume)
-	a := h.s.attemptOf(f)
-	return ok && a.env != "" && p.EnvironmentID == a.env
+	return guard.ResumeMatchesQuiesce(f.Arg.Payload(), h.s.attemptOf(f).env)
 }
 
 // DoFenceAdmission stops admitting new work in the quiesced Environment

@@ -5,6 +5,7 @@ import (
 
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/peer"
+	"github.com/agentwire/agentwire/peer/guard"
 	"github.com/agentwire/agentwire/runtime/workspace"
 	"github.com/agentwire/agentwire/wire"
 )
@@ -106,12 +107,7 @@ func (h readHooks) GuardOwnerReadable(f *fsm.Firing[*peer.Event]) bool {
 // GuardCloseAcknowledged holds for the results this Runtime sends: it
 // answers only after the native close returned.
 func (h readHooks) GuardCloseAcknowledged(f *fsm.Firing[*peer.Event]) bool {
-	if m := f.Arg.Msg; m != nil {
-		if r, ok := m.Payload.(wire.WorkspaceReadResult); ok {
-			return r.CloseAcknowledged && (r.Directory == nil || r.Directory.Truncated != nil)
-		}
-	}
-	return false
+	return guard.CloseAcknowledged(f.Arg.Payload())
 }
 
 // DoReadNative reads off the loop and answers once the file or directory
