@@ -61,12 +61,13 @@ check-runtime-contract:
 check: vet verify-generate check-runtime-contract
 
 ## model-check: the model checker at the CI bound (docs/model-check.md): Core and the Runtime's
-## preparation, run and input machines together, the connection machine with the admission,
+## preparation, run and input machines together, the connection machine with the admission and
+## Core's own turn machine following them (turn_follows_its_run),
 ## two workspace writes over two faults, a permission request on a Run, two workspace reads and two exports over two faults,
 ## one suspension attempt on a live connection (its answer_wait bound; see docs/model-check.md for faults)
 model-check:
 	$(GO) run ./cmd/agentwire check --bound ci
-	$(GO) run ./cmd/agentwire check --bound ci --machines connection,preparation,run --depth 14
+	$(GO) run ./cmd/agentwire check --bound ci --machines connection,preparation,run,turn --depth 14
 	$(GO) run ./cmd/agentwire check --bound ci --machines workspace_write --writes 2 --faults 2 --depth 16
 	$(GO) run ./cmd/agentwire check --bound ci --machines run,interaction --asks 1 --depth 18
 	$(GO) run ./cmd/agentwire check --bound ci --machines workspace_read --reads 2 --faults 2 --depth 16

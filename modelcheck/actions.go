@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentwire/agentwire/core/turn"
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/peer"
 )
@@ -159,10 +160,20 @@ func (w *world) candidates() []Action {
 		out = append(out, Action{Kind: ActTimer})
 	}
 	out = append(out, w.locals()...)
+	out = append(out, w.turnCancels()...)
 	if w.broken || (w.faults < b.Faults && w.reconnects < b.Reconnects) {
 		out = append(out, Action{Kind: ActReconnect})
 	}
 	// Every send may also fail, while faults remain.
+	if w.m.turnOn() {
+		kept := out[:0]
+		for _, a := range out {
+			if a.Kind != ActSend || w.turnAllows(&a) {
+				kept = append(kept, a)
+			}
+		}
+		out = kept
+	}
 	if w.faults < b.Faults && !w.broken {
 		n := len(out)
 		for i := 0; i < n; i++ {
@@ -463,6 +474,14 @@ func (w *world) apply(a *Action) bool {
 		w.core().d.Tick()
 		w.runtime().d.Tick()
 	case ActLocal:
+		if a.Machine == turnMachine {
+			before := w.turnState(a.Inst)
+			w.fireTurn(a.Inst, turn.Cancel)
+			if w.turnState(a.Inst) == before {
+				return false
+			}
+			break
+		}
 		s := w.sideOf(a.Role)
 		t := w.m.byName[a.Machine]
 		e, err := t.ParseEvent(a.Event)
@@ -529,6 +548,7 @@ func (w *world) applySend(a *Action) bool {
 		}
 	}
 	w.checkReplay(s, msg)
+	w.turnSent(a) // the API's cancel comes before the frame, whatever its write does
 	if (a.Type == "execution_prepare" && a.ID == "prepare-"+strconv.Itoa(w.runs+1)) || (a.Type == "prompt_request" && a.ID == "run-"+strconv.Itoa(w.runs+1)) {
 		w.runs++
 	}

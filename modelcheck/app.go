@@ -227,6 +227,7 @@ func (a *app) Stepped(ev *peer.Event, s fsm.Step) {
 		}
 	}
 	a.w.checkStep(a.s, ev, s)
+	a.w.turnStepped(a.s, ev, s)
 	if ev.Key.Machine == "run" && s.Disposition() == fsm.Moved && ev.Inst.Table().State(s.To()).Outcome != fsm.OutcomeNone {
 		if a.s.role == fsm.RoleCore {
 			a.runSettled(ev)
@@ -320,6 +321,7 @@ func (b *binding) Perform(ef *fsm.Effect, f *fsm.Firing[*peer.Event]) error {
 		}
 	}
 	w.checkEffect(s, f, action)
+	w.turnPerformed(s, f, action)
 	return nil
 }
 

@@ -125,6 +125,9 @@ type model struct {
 	resNames  map[string][]string
 	excluded  map[string]map[string]bool // machine → local events the explorer never chooses
 	decoded   map[string]*wire.Message
+	// turn is the follows invariant of Core's turn machine, when the
+	// composition includes it (turn.go); nil otherwise.
+	turn *spec.Invariant
 }
 
 func newModel(cfg Config) (*model, error) {
@@ -146,6 +149,16 @@ func newModel(cfg Config) (*model, error) {
 			continue
 		}
 		delete(missing, mc.Name)
+		if mc.Name == turnMachine {
+			// Core's own machine: no driver runs it (turn.go).
+			if m.turn = turnInvariant(cfg.Model.Invariants); m.turn == nil {
+				return nil, errors.New("modelcheck: the turn machine needs a follows invariant in the spec")
+			}
+			continue
+		}
+		if mc.Peers != fsm.RoleBoth {
+			continue // another peer's own machine: nothing composes it
+		}
 		t, err := mc.Table()
 		if err != nil {
 			return nil, err
@@ -243,6 +256,9 @@ func Check(cfg Config) (*Report, error) {
 	rep := &Report{Bounds: cfg.Bounds}
 	for _, t := range m.tables {
 		rep.Machines = append(rep.Machines, t.Name)
+	}
+	if m.turnOn() {
+		rep.Machines = append(rep.Machines, turnMachine+" (Core's own)")
 	}
 	nodes := []node{{parent: -1}}
 	seen := map[[16]byte]int32{root.hash(): 0}

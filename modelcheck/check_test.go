@@ -301,3 +301,33 @@ func TestStuckCounterexample(t *testing.T) {
 	v := violated(t, m, "lifecycles_settle", Bounds{Depth: 12, Runs: 1, Revisions: 3}, "preparation")
 	assert.Contains(t, v.Msg, "stuck: neither side can move and no timer is armed, yet core's preparation/prepare-1 is releasing")
 }
+
+// Core's turn machine follows the composition: a preparation table that
+// left the Turn unclaimed when the Runtime refused its start would have
+// Core requeue a running Turn, which the turn table refuses.
+func TestTurnFollowsCounterexample(t *testing.T) {
+	m := broken(t, "preparation.yaml", `    to: ready
+    # decision: a rejected start leaves the handle's revision, and so its ready state, unchanged
+    # (daemon-protocol.txt:114); Core may still release it (daemon-protocol.txt:112) or start it again.
+    effects: [do record_rejection]`, `    to: ready
+    effects: [do record_rejection, "core: do leave_turn_unclaimed"]`)
+	v := violated(t, m, "turn_follows_its_run", small, "preparation", "run", "turn")
+	assert.Contains(t, v.Msg, "Core's turn 1 got requeue in running, which the turn table refuses")
+}
+
+// The real tables with Core's turn machine: every order of events the
+// composition produces is one the turn table accepts, and a Turn settles
+// with its Run.
+func TestTurnFollowsTheRealTables(t *testing.T) {
+	b := Bounds{Depth: 10, Runs: 1, Inputs: 1, Faults: 1, Reconnects: 1, Revisions: 3}
+	if testing.Short() {
+		b.Depth = 8
+	}
+	rep, err := Check(Config{Model: loadSpec(t), Machines: []string{"preparation", "run", "turn"}, Bounds: b})
+	require.NoError(t, err)
+	for _, v := range rep.Violations {
+		t.Errorf("%v\n%s", v, Mermaid(v))
+	}
+	assert.Contains(t, rep.Machines, "turn (Core's own)")
+	assert.Greater(t, rep.States, 1000)
+}

@@ -242,6 +242,7 @@ func (w *world) checkState() *Violation {
 			w.checkProjection(inv)
 		}
 	}
+	w.checkTurns()
 	return w.viol
 }
 

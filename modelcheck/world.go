@@ -8,9 +8,11 @@ import (
 	"io"
 	"log/slog"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/agentwire/agentwire/fsm"
+	fsmturn "github.com/agentwire/agentwire/fsm/turn"
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/wire"
 )
@@ -108,6 +110,9 @@ type world struct {
 	carried    [2][]carried
 	faults     int
 	reconnects int
+	// turns is Core's turn machine of each Turn (turn.go), by number;
+	// absent while queued.
+	turns map[string]fsmturn.State
 
 	// per action, not part of the state
 	effective bool // the send moved the sender's machine, or paid a debt
@@ -229,6 +234,12 @@ func (w *world) fork() *world {
 		c.retry[k] = v
 	}
 	c.ch = [2][]inflight{append([]inflight(nil), w.ch[0]...), append([]inflight(nil), w.ch[1]...)}
+	if w.turns != nil {
+		c.turns = make(map[string]fsmturn.State, len(w.turns))
+		for k, v := range w.turns {
+			c.turns[k] = v
+		}
+	}
 	for i, s := range w.sides {
 		ns := &side{role: s.role, recs: make(map[peer.Key]*record, len(s.recs)), aliases: append([]alias(nil), s.aliases...),
 			replies: append([]Action(nil), s.replies...)}
@@ -344,6 +355,9 @@ func (w *world) hash() [16]byte {
 	num(int64(w.suspends))
 	num(int64(w.faults))
 	num(int64(w.reconnects))
+	for n := 1; n <= w.runs; n++ {
+		num(int64(w.turnState(strconv.Itoa(n))))
+	}
 	for _, s := range w.sides {
 		for _, i := range s.d.Instances() {
 			str(i.Key.Machine)

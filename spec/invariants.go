@@ -39,9 +39,13 @@ const (
 	// KindSettles: from every explored state a settled state stays
 	// reachable, and no state is stuck (nothing can move, nothing settled).
 	KindSettles InvariantKind = "settles"
+	// KindFollows: a peer's own machine (Machine, peers: core) accepts every
+	// event the composition fires on it, and settles once what it follows
+	// settled.
+	KindFollows InvariantKind = "follows"
 )
 
-var invariantKinds = []InvariantKind{KindEvidence, KindNoReplay, KindEffectOnlyOn, KindEffectRequires, KindResources, KindProjection, KindSettles}
+var invariantKinds = []InvariantKind{KindEvidence, KindNoReplay, KindEffectOnlyOn, KindEffectRequires, KindResources, KindProjection, KindSettles, KindFollows}
 
 // Invariant is one declared property. Which fields are set depends on Kind.
 type Invariant struct {
@@ -137,6 +141,7 @@ func (d *decoder) invariant(n *yaml.Node, model *Model) *Invariant {
 		KindResources:      {},
 		KindProjection:     {"machine", "alone", "agree"},
 		KindSettles:        {"settled"},
+		KindFollows:        {"machine"},
 	}[inv.Kind]
 	required := map[InvariantKind][]string{
 		KindEvidence:       {"role", "machines"},
@@ -144,6 +149,7 @@ func (d *decoder) invariant(n *yaml.Node, model *Model) *Invariant {
 		KindEffectOnlyOn:   {"role", "action", "events"},
 		KindEffectRequires: {"role", "action", "on", "requires"},
 		KindProjection:     {"machine"},
+		KindFollows:        {"machine"},
 	}[inv.Kind]
 	before := len(d.errs.errs)
 	for key, v := range f {
@@ -227,6 +233,9 @@ func (d *decoder) invariant(n *yaml.Node, model *Model) *Invariant {
 	if v := f["machine"]; v != nil {
 		if pm = d.machine(v, model); pm != nil {
 			inv.Machine = pm.Name
+		}
+		if pm != nil && inv.Kind == KindFollows && pm.Peers == RoleBoth {
+			d.errs.add(d.pos(v), "invariant %q: %s is run by both peers; follows is for a peer's own machine (peers: core)", name, pm.Name)
 		}
 	}
 	if v := f["alone"]; v != nil && pm != nil {

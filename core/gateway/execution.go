@@ -323,9 +323,12 @@ func (h execHooks) frame(f *fsm.Firing[*peer.Event]) (*runRec, error) {
 //
 // The record goes into the loop's batch with the Run's last events (one
 // commit); the worker and the event streams are woken once it committed.
-func (h execHooks) finish(f *fsm.Firing[*peer.Event], r *runRec, e turn.Event, o store.Outcome) error {
-	_, err := h.c.fireTurn(r.turn, e, turn.Args{Outcome: o}, true)
-	h.c.after = append(h.c.after, r.done)
+func (h execHooks) finish(f *fsm.Firing[*peer.Event], r *runRec, action string, o store.Outcome) error {
+	var err error
+	if e, ok := turn.RunEnd(action, settled(f)); ok {
+		_, err = h.c.fireTurn(r.turn, e, turn.Args{Outcome: o}, true)
+		h.c.after = append(h.c.after, r.done)
+	}
 	if settled(f) != fsm.OutcomeNone {
 		h.c.closeRun(r)
 	}
@@ -411,14 +414,11 @@ func (h execHooks) DoRecordError(f *fsm.Firing[*peer.Event]) error {
 			r.engineCode, r.engineHTTP = string(code), status
 		}
 	case wire.PreparationStatus:
-		// The only terminal state record_error leads to is the failed start.
-		if settled(f) == fsm.OutcomeFailure {
-			// decision: a confirmed start failure keeps its finite
-			// category as evidence (daemon-protocol.txt:156); the public
-			// reason says the Run never started.
-			ev, _ := json.Marshal(map[string]string{"preparation_error": p.ErrorCode})
-			return errors.Join(err, h.finish(f, r, turn.StartFailed, store.Outcome{Evidence: ev}))
-		}
+		// decision: a confirmed start failure keeps its finite category
+		// as evidence (daemon-protocol.txt:156); the public reason says
+		// the Run never started.
+		ev, _ := json.Marshal(map[string]string{"preparation_error": p.ErrorCode})
+		return errors.Join(err, h.finish(f, r, "record_error", store.Outcome{Evidence: ev}))
 	}
 	return err
 }
@@ -444,20 +444,8 @@ func (h execHooks) DoCloseStream(f *fsm.Firing[*peer.Event]) error {
 	if done, ok := f.Arg.Msg.Payload.(wire.Done); ok {
 		err = errors.Join(err, h.recordNative(r, done.Metadata))
 	}
-	// The table's outcome of the target decides: done closing a clean
-	// stream settles as success, one with error frames as failure, and a
-	// cancelled stream is not settled (its receipt owns the outcome).
-	switch settled(f) {
-	case fsm.OutcomeSuccess:
-		return errors.Join(err, h.finish(f, r, turn.RunCompleted, store.Outcome{}))
-	case fsm.OutcomeFailure:
-		// done closed a stream with error frames: a confirmed engine
-		// failure (daemon-protocol.txt:106, 156).
-		return errors.Join(err, h.finish(f, r, turn.EngineFailed, store.Outcome{
-			EngineErrorCode: r.engineCode, EngineHTTPStatus: r.engineHTTP,
-		}))
-	}
-	return err // cancel_drained: the receipt still owns the outcome
+	// The table's outcome of the target decides (turn.RunEnd).
+	return errors.Join(err, h.finish(f, r, "close_stream", store.Outcome{EngineErrorCode: r.engineCode, EngineHTTPStatus: r.engineHTTP}))
 }
 
 func (h execHooks) DoApplyCancelReceipt(f *fsm.Firing[*peer.Event]) error {
@@ -472,23 +460,23 @@ func (h execHooks) DoApplyCancelReceipt(f *fsm.Firing[*peer.Event]) error {
 			ev, _ = json.Marshal(ack.Outcome)
 			err = errors.Join(err, h.recordNative(r, ack.Outcome.Metadata))
 		}
-		return errors.Join(err, h.finish(f, r, turn.RunCancelled, store.Outcome{Evidence: ev}))
+		return errors.Join(err, h.finish(f, r, "apply_cancel_receipt", store.Outcome{Evidence: ev}))
 	}
 	// decision: a refused cancellation (run_inactive, ...) is a failed
 	// Turn with its own reason; the code is native evidence, kept apart
 	// (daemon-protocol.txt:153).
 	ev, _ := json.Marshal(map[string]string{"cancel_error": ack.ErrorCode})
-	return errors.Join(err, h.finish(f, r, turn.CancelRefused, store.Outcome{Evidence: ev}))
+	return errors.Join(err, h.finish(f, r, "apply_cancel_receipt", store.Outcome{Evidence: ev}))
 }
 
 // DoMarkEventStreamIncomplete: observation was lost; nothing is invented
 // (daemon-protocol.txt:149, 153).
 func (h execHooks) DoMarkEventStreamIncomplete(f *fsm.Firing[*peer.Event]) error {
 	r := h.c.run(f.Arg.Key.ID)
-	if r == nil || settled(f) == fsm.OutcomeNone { // cancel_drained: the receipt still decides
+	if r == nil {
 		return nil
 	}
-	return h.finish(f, r, turn.EventStreamIncomplete, store.Outcome{})
+	return h.finish(f, r, "mark_event_stream_incomplete", store.Outcome{})
 }
 
 // DoMarkDeliveryUnknown: a failed write of the start closes the transport,
@@ -507,7 +495,7 @@ func (h execHooks) DoMarkCancelUnconfirmed(f *fsm.Firing[*peer.Event]) error {
 	if r == nil {
 		return nil
 	}
-	return h.finish(f, r, turn.CancelUnconfirmed, store.Outcome{})
+	return h.finish(f, r, "mark_cancel_unconfirmed", store.Outcome{})
 }
 
 // DoSettleLate keeps a late receipt beside the cancel_unconfirmed already

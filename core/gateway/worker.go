@@ -74,7 +74,7 @@ func (g *Gateway) execute(c *conn, p turnPlan, in *turn.Instance, caps wire.Agen
 		return
 	}
 	if res.outcome != fsm.OutcomeNone {
-		g.prepEnded(log, in, t.Attempts, res)
+		g.prepEnded(log, in, res)
 		return
 	}
 	// Step 2: the Turn starts unless a cancellation came first; then the
@@ -209,25 +209,23 @@ func (g *Gateway) releaseCancelled(log interface{ Warn(string, ...any) }, pc *pe
 }
 
 // prepEnded handles an admission that ended before it was ready, by the
-// outcome its table gives the state it ended in.
-func (g *Gateway) prepEnded(log interface{ Warn(string, ...any) }, in *turn.Instance, attempts int, res prepResult) {
-	switch res.outcome {
-	case fsm.OutcomeFailure:
-		if res.rejection.LeavesTurnUnclaimed() {
-			// The one refusal that authorizes a retry
-			// (daemon-protocol.txt:116); a Turn cancelled meanwhile is
-			// cancelled instead (the table's requeue from cancelling).
-			g.requeue(log, in, attempts)
-			return
-		}
-		ev, _ := json.Marshal(map[string]string{"preparation_state": res.state, "preparation_error": res.rejection.ErrorCode})
-		g.fail(log, in, turn.PreparationFailed, store.Outcome{Evidence: ev}, nil)
-	default:
-		// abandoned: the connection went away after execution_prepare was
-		// sent; its effect is unknown and nothing is replayed
-		// (daemon-protocol.txt:116, 159).
-		g.fail(log, in, turn.DeliveryUnknown, store.Outcome{}, nil)
+// outcome its table gives the state it ended in (turn.PreparationEnd): a
+// preparation_capacity refusal was requeued by the preparation's own
+// leave_turn_unclaimed; any other failure fails the Turn with the code as
+// evidence; an abandoned admission (the connection went after
+// execution_prepare) leaves its delivery unknown and nothing is replayed
+// (daemon-protocol.txt:116, 159). A Turn cancelled meanwhile is cancelled
+// instead (the table).
+func (g *Gateway) prepEnded(log interface{ Warn(string, ...any) }, in *turn.Instance, res prepResult) {
+	e, ok := turn.PreparationEnd(res.outcome, res.rejection.LeavesTurnUnclaimed())
+	if !ok {
+		return
 	}
+	var o store.Outcome
+	if e == turn.PreparationFailed {
+		o.Evidence, _ = json.Marshal(map[string]string{"preparation_state": res.state, "preparation_error": res.rejection.ErrorCode})
+	}
+	g.fail(log, in, e, o, nil)
 }
 
 // ReasonPreparationFailed is the public reason of a Turn whose
