@@ -182,9 +182,7 @@ func New(cfg Config) (*Driver, error) {
 	d := &Driver{
 		cfg:       cfg,
 		dir:       wire.RuntimeToCore,
-		tables:    map[string]*fsm.Table{},
 		bindings:  map[string]fsm.Binding[*Event]{},
-		lost:      map[*fsm.Table]fsm.EventID{},
 		instances: map[Key]*Instance{},
 		perTable:  map[string]int{},
 		stats:     Stats{Steps: map[fsm.Disposition]int{}, Refused: map[RefusalKind]int{}},
@@ -194,35 +192,18 @@ func New(cfg Config) (*Driver, error) {
 	}
 	d.forget, _ = cfg.App.(Forgetter)
 	for _, t := range cfg.Tables {
-		if err := t.Seal(); err != nil {
-			return nil, err
-		}
-		if _, dup := d.tables[t.Name]; dup {
-			return nil, fmt.Errorf("peer: machine %s given twice", t.Name)
-		}
-		d.tables[t.Name] = t
 		// Checked now, kept later: a binding is made when the machine's
 		// first instance steps (binding), so an idle connection holds none
 		// of the machines it never ran (issue 21).
 		if cfg.App.Binding(t.Name) == nil {
 			return nil, fmt.Errorf("peer: the app has no binding for machine %s", t.Name)
 		}
-		lost := "connection_lost"
-		if name, ok := DefaultLostEvents[t.Name]; ok {
-			lost = name
-		}
-		if name, ok := cfg.LostEvents[t.Name]; ok {
-			lost = name
-		}
-		if id, err := t.ParseEvent(lost); err == nil {
-			d.lost[t] = id
-		} else if _, named := cfg.LostEvents[t.Name]; named {
-			return nil, fmt.Errorf("peer: LostEvents: %w", err)
-		}
 	}
-	if err := d.resolveRequirements(); err != nil {
+	ms, err := machinesOf(cfg.Tables, cfg.LostEvents)
+	if err != nil {
 		return nil, err
 	}
+	d.tables, d.lost, d.requires = ms.tables, ms.lost, ms.requires
 	for key, dur := range cfg.Durations {
 		if err := d.checkOverride(key, dur); err != nil {
 			return nil, err

@@ -22,14 +22,13 @@ type requirement struct {
 // requirement does not hold.
 var ErrRequirement = errors.New("peer: cross-machine requirement not met")
 
-// resolveRequirements resolves the catalog's requirements for the tables
-// this driver runs; a requirement on a machine the driver does not run is
-// left out.
-func (d *Driver) resolveRequirements() error {
-	d.requires = map[string][]requirement{}
+// resolveRequirements resolves the catalog's requirements for tables; a
+// requirement on a machine not among them is left out.
+func resolveRequirements(tables map[string]*fsm.Table) (map[string][]requirement, error) {
+	requires := map[string][]requirement{}
 	for _, e := range wire.Entries() {
 		for _, r := range e.Requires {
-			t, ok := d.tables[r.Machine]
+			t, ok := tables[r.Machine]
 			if !ok {
 				continue
 			}
@@ -41,7 +40,7 @@ func (d *Driver) resolveRequirements() error {
 			for _, name := range r.States {
 				s, err := t.ParseState(name)
 				if err != nil {
-					return fmt.Errorf("peer: %s requires %s: %w", e.Type, r.Machine, err)
+					return nil, fmt.Errorf("peer: %s requires %s: %w", e.Type, r.Machine, err)
 				}
 				req.allowed[s] = true
 			}
@@ -50,10 +49,10 @@ func (d *Driver) resolveRequirements() error {
 			} else {
 				req.doc = "no other unsettled " + r.Machine + " of this id"
 			}
-			d.requires[e.Type] = append(d.requires[e.Type], req)
+			requires[e.Type] = append(requires[e.Type], req)
 		}
 	}
-	return nil
+	return requires, nil
 }
 
 // checkRequirements tells whether msg, addressed to targets, may fire now.
