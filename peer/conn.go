@@ -33,7 +33,15 @@ type ConnConfig struct {
 	// what its hooks deferred (Core commits its journal batch), so that
 	// no frame and no caller of Do sees work whose writes are not durable
 	// yet (etcd raft's Ready, persisted before the messages go out).
-	Ready func(ctx context.Context)
+	//
+	// With Durable set, Ready may only hand the work off (to a writer of
+	// its own that commits while the loop goes on reading), and Durable
+	// waits until everything handed off so far is durable. The loop calls
+	// Durable where it needs that: before it writes frames, before Do
+	// returns and before it ends; between deliveries it does not wait, so
+	// a stream's frames keep arriving while the last ones commit.
+	Ready   func(ctx context.Context)
+	Durable func(ctx context.Context)
 }
 
 // Pinger is implemented by transports that can check the path to the peer.
@@ -141,6 +149,7 @@ func (c *Conn) Run(ctx context.Context) error {
 		// What the loss's hooks deferred is persisted too: the loop ends
 		// here, and a Core that journals the loss must not drop it.
 		c.ready(c.loopCtx)
+		c.durable(c.loopCtx)
 		_ = c.t.Close(code, reason)
 		cancel()
 		c.setErr(err)
@@ -155,6 +164,9 @@ func (c *Conn) Run(ctx context.Context) error {
 	defer dl.stop()
 	for {
 		c.ready(c.loopCtx)
+		if c.d.Pending() {
+			c.durable(c.loopCtx) // no frame leaves before what it follows is durable
+		}
 		if err := c.flush(ctx, &dl); err != nil {
 			return stop(err, StatusGoingAway, "write failed")
 		}
@@ -326,11 +338,18 @@ func (c *Conn) ready(ctx context.Context) {
 	}
 }
 
+// durable calls ConnConfig.Durable.
+func (c *Conn) durable(ctx context.Context) {
+	if c.cfg.Durable != nil {
+		c.cfg.Durable(ctx)
+	}
+}
+
 // Do runs fn on the loop goroutine with the driver and waits for it.
 func (c *Conn) Do(ctx context.Context, fn func(d *Driver)) error {
 	ran := make(chan struct{})
 	select {
-	case c.reqs <- func() { fn(c.d); c.ready(c.loopCtx); close(ran) }:
+	case c.reqs <- func() { fn(c.d); c.ready(c.loopCtx); c.durable(c.loopCtx); close(ran) }:
 	case <-c.done:
 		return ErrClosed
 	case <-ctx.Done():

@@ -233,3 +233,60 @@ func TestConnReadyPrecedesWritesDoAndLoss(t *testing.T) {
 	assert.Greater(t, len(o.all()), n, "Ready ran after the loss")
 	assert.Equal(t, "ready", o.all()[len(o.all())-1])
 }
+
+// With Durable, Ready only hands off: the loop waits in Durable before it
+// writes a frame, before Do returns and at the loss, and nowhere else.
+func TestConnDurableGatesWritesDoAndLoss(t *testing.T) {
+	ts := tables(t)
+	o := &orderLog{}
+	d, err := peer.New(peer.Config{Role: fsm.RoleCore, Tables: ts, Router: testRouter(ts), App: newApp(t, fsm.RoleCore), Logger: quietLogger()})
+	require.NoError(t, err)
+	a, b := peer.Pipe()
+	gate := make(chan struct{})
+	waiting := make(chan struct{}, 8)
+	c := peer.NewConn(d, loggingTransport{a, o}, peer.ConnConfig{
+		Ready: func(context.Context) { o.add("ready") },
+		Durable: func(ctx context.Context) {
+			assert.NoError(t, ctx.Err())
+			o.add("durable")
+			waiting <- struct{}{}
+			<-gate
+		},
+	})
+	done := runConn(t, c)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	// A Do returns only once Durable let it.
+	ran := make(chan error, 1)
+	go func() { ran <- c.Do(ctx, func(*peer.Driver) {}) }()
+	<-waiting
+	select {
+	case <-ran:
+		t.Fatal("Do returned before Durable did")
+	default:
+	}
+	gate <- struct{}{}
+	require.NoError(t, <-ran)
+
+	// A queued frame is not written while Durable waits.
+	sent := make(chan error, 1)
+	go func() { sent <- c.Send(ctx, peer.Outbound{ID: prepID, Payload: prepare(t)}) }()
+	<-waiting
+	assert.NotContains(t, o.all(), "write", "nothing was written before Durable returned")
+	gate <- struct{}{}
+	_, err = b.Read(ctx)
+	require.NoError(t, err)
+	require.NoError(t, <-sent)
+	log := o.all()
+	w := slices.Index(log, "write")
+	require.Positive(t, w)
+	assert.Equal(t, "durable", log[w-1], "Durable ran right before the write: %v", log)
+
+	// The loss waits for it too.
+	require.NoError(t, b.Close(peer.StatusNormal, ""))
+	<-waiting
+	gate <- struct{}{}
+	<-done
+	assert.Equal(t, "durable", o.all()[len(o.all())-1])
+}

@@ -76,6 +76,7 @@ type conn struct {
 	// what waits for that commit (journal.go); only the loop touches them.
 	pending store.Batch
 	after   []func()
+	writer  batchWriter // commits the batches off the loop (journal.go)
 	preps   map[string]*prepRec // by preparation request ID
 	runs    map[string]*runRec  // by Run ID
 	// inters are the open questions by wire interaction ID.
@@ -158,7 +159,7 @@ func (g *Gateway) upgrade(w http.ResponseWriter, r *http.Request) {
 	if g.trans != nil {
 		tr = &recording{Transport: tr, t: g.trans, device: deviceID}
 	}
-	pc := peer.NewConn(d, tr, peer.ConnConfig{ReadTimeout: g.cfg.ReadTimeout, Ready: c.commit})
+	pc := peer.NewConn(d, tr, peer.ConnConfig{ReadTimeout: g.cfg.ReadTimeout, Ready: c.commit, Durable: c.durable})
 	c.mu.Lock()
 	c.ws, c.pc = ws, pc
 	c.mu.Unlock()

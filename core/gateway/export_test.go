@@ -48,3 +48,12 @@ func (g *Gateway) SuspensionInstance(ctx context.Context, deviceID, id string) (
 	})
 	return s, found && err == nil
 }
+
+// TurnState is the state of the Turn's machine this gateway's worker
+// holds (moves not yet committed included); "" when it holds none.
+func (g *Gateway) TurnState(id string) string {
+	if in := g.turn(id); in != nil {
+		return string(in.Ref().State)
+	}
+	return ""
+}

@@ -72,8 +72,11 @@ func (e *env) hostDevice() string {
 	return "dev-1"
 }
 
-func newEnv(t *testing.T, public bool) *env {
-	e := &env{t: t, store: memory.New(), clock: peer.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), logs: &syncBuffer{}}
+func newEnv(t *testing.T, public bool) *env { return newEnvStore(t, public, memory.New()) }
+
+// newEnvStore is newEnv on the given store.
+func newEnvStore(t *testing.T, public bool, st store.Store) *env {
+	e := &env{t: t, store: st, clock: peer.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), logs: &syncBuffer{}}
 	e.issuer = credential.Issuer{Store: e.store, Now: e.clock.Now}
 	log := slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	mux := http.NewServeMux()

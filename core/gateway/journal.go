@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"time"
 
 	"github.com/agentwire/agentwire/core/store"
@@ -10,14 +11,17 @@ import (
 )
 
 // The journal batch. Hooks do not write the Turn journal one event at a
-// time: they add to the connection's batch, and the loop commits the batch
-// in one store write (group commit) at its Ready, after the frames it
-// delivered together and before the frames it queued are written (peer
-// ConnConfig.Ready). Only then are the Turns' event streams woken. Any
-// other store write a hook makes commits the batch first (conn.storeCtx),
-// so the store sees every write of the loop in the order the hooks made
-// them, and no frame, receipt or API answer depends on an event that is
-// not durable yet.
+// time: they add to the connection's batch, which the loop hands to the
+// connection's writer at its Ready, after the frames it delivered
+// together; the writer commits it in one store write (group commit, taking
+// every batch queued while the last one committed) while the loop goes on
+// reading. Before the loop writes a frame, before a Do returns and before
+// the loop ends, it waits until the writer is done (peer ConnConfig.Durable).
+// The Turns' event streams are woken only after the commit. Any other
+// store write a hook makes waits for the writer first (conn.storeCtx), so
+// the store sees every write of the loop in the order the hooks made them,
+// and no frame, receipt or API answer depends on an event that is not
+// durable yet.
 
 // storeCommitTimeout bounds one commit of the batch, as storeCtx bounds
 // one write.
@@ -47,17 +51,78 @@ func (c *conn) event(r *runRec, typ string, payload any) (store.Event, error) {
 	return store.Event{TurnID: r.turnID, RunID: r.runID, Type: typ, Payload: raw, At: c.g.cfg.Clock.Now()}, nil
 }
 
-// commit writes the batch (on the loop), then wakes the event streams of
-// its Turns and runs what waited for it. A failed commit is logged with
-// what it lost, as a failed write was; it is not retried, since a later
-// batch would then overtake it.
-func (c *conn) commit(ctx context.Context) {
+// commit is the loop's Ready: it hands the batch its hooks made to the
+// connection's writer and returns, so the loop goes on reading while the
+// batch commits (Durable waits for it where the loop must). The writer
+// takes every batch queued by then in one store write, then wakes the
+// event streams of their Turns and runs what waited for them, in order,
+// off the loop. A failed commit is logged with what it lost, as a failed
+// write was; it is not retried, since a later batch would then overtake
+// it.
+func (c *conn) commit(context.Context) {
 	if c.pending.Empty() && len(c.after) == 0 {
 		return
 	}
-	batch, after := c.pending, c.after
+	w := &c.writer
+	w.mu.Lock()
+	w.queue = append(w.queue, queued{batch: c.pending, after: c.after})
+	start := !w.busy
+	if start {
+		w.busy = true
+		w.idle = make(chan struct{})
+	}
+	w.mu.Unlock()
 	c.pending, c.after = store.Batch{}, nil
-	ctx, cancel := context.WithTimeout(ctx, storeCommitTimeout)
+	if start {
+		go c.write()
+	}
+}
+
+// batchWriter is a connection's writer of journal batches: a goroutine
+// that runs only while batches are queued.
+type batchWriter struct {
+	mu    sync.Mutex
+	queue []queued
+	busy  bool
+	idle  chan struct{} // closed when busy ends
+}
+
+// queued is one Ready's batch and what waits for its commit.
+type queued struct {
+	batch store.Batch
+	after []func()
+}
+
+// write commits the queued batches until none is left.
+func (c *conn) write() {
+	w := &c.writer
+	for {
+		w.mu.Lock()
+		q := w.queue
+		w.queue = nil
+		if len(q) == 0 {
+			w.busy = false
+			close(w.idle)
+			w.mu.Unlock()
+			return
+		}
+		w.mu.Unlock()
+		c.commitQueued(q)
+	}
+}
+
+// commitQueued writes q's batches in one store write. Merging keeps every
+// Turn's order: a Turn's moves come before its events and its finish
+// after them in the lifecycle itself, so one batch's finish is never
+// followed by a later batch's move of the same Turn.
+func (c *conn) commitQueued(q []queued) {
+	batch := q[0].batch
+	for _, x := range q[1:] {
+		batch.Moves = append(batch.Moves, x.batch.Moves...)
+		batch.Events = append(batch.Events, x.batch.Events...)
+		batch.Finishes = append(batch.Finishes, x.batch.Finishes...)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), storeCommitTimeout)
 	defer cancel()
 	res, err := c.g.cfg.Store.Commit(ctx, batch)
 	if err != nil {
@@ -87,8 +152,26 @@ func (c *conn) commit(ctx context.Context) {
 	for _, f := range batch.Finishes {
 		wake(f.TurnID)
 	}
-	for _, fn := range after {
-		fn()
+	for _, x := range q {
+		for _, fn := range x.after {
+			fn()
+		}
+	}
+}
+
+// durable is the loop's Durable: it waits until every batch handed to the
+// writer is committed.
+func (c *conn) durable(ctx context.Context) {
+	w := &c.writer
+	w.mu.Lock()
+	busy, idle := w.busy, w.idle
+	w.mu.Unlock()
+	if !busy {
+		return
+	}
+	select {
+	case <-idle:
+	case <-ctx.Done():
 	}
 }
 
@@ -97,6 +180,7 @@ func (c *conn) commit(ctx context.Context) {
 // recorded before it.
 func (c *conn) storeCtx() (context.Context, context.CancelFunc) {
 	c.commit(context.Background())
+	c.durable(context.Background())
 	return storeCtx()
 }
 

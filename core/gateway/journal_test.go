@@ -1,0 +1,105 @@
+package gateway_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentwire/agentwire/core/store"
+	"github.com/agentwire/agentwire/core/store/memory"
+	"github.com/agentwire/agentwire/wire"
+	"github.com/agentwire/agentwire/wire/wiretest"
+)
+
+// gatedStore holds the first batch Commit after arm until release, and
+// records how many events each batch carried.
+type gatedStore struct {
+	store.Store
+	mu      sync.Mutex
+	armed   bool
+	entered chan struct{}
+	release chan struct{}
+	batches []int
+}
+
+func (s *gatedStore) arm() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.armed, s.entered, s.release = true, make(chan struct{}), make(chan struct{})
+}
+
+func (s *gatedStore) Commit(ctx context.Context, b store.Batch) (store.BatchResult, error) {
+	s.mu.Lock()
+	gated := s.armed && len(b.Events) > 0
+	if gated {
+		s.armed = false
+	}
+	entered, release := s.entered, s.release
+	s.mu.Unlock()
+	if gated {
+		close(entered)
+		<-release
+	}
+	res, err := s.Store.Commit(ctx, b)
+	s.mu.Lock()
+	s.batches = append(s.batches, len(b.Events))
+	s.mu.Unlock()
+	return res, err
+}
+
+func (s *gatedStore) eventsPerBatch() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]int(nil), s.batches...)
+}
+
+// While one batch commits, the connection goes on delivering frames; what
+// they journal is committed next, in one store write, in order, and the
+// Turn's record follows its events.
+func TestFramesKeepArrivingWhileABatchCommits(t *testing.T) {
+	st := &gatedStore{Store: memory.New()}
+	e := newEnvStore(t, true, st)
+	turn := e.queueTurn("stream")
+	r := e.runtime("dev-1", wiretest.Capabilities())
+	s := r.start(first(r.prepare()))
+	e.waitTurn(turn.ID, store.TurnRunning)
+
+	st.arm()
+	var once sync.Once
+	release := func() { once.Do(func() { close(st.release) }) }
+	defer release() // a failing check must not leave the writer held
+	r.send(s.RunID, wire.Delta{Delta: "a", Sequence: 1})
+	<-st.entered // the first delta's batch is committing and holds
+	before := len(st.eventsPerBatch())
+	r.send(s.RunID, wire.Delta{Delta: "b", Sequence: 2})
+	r.send(s.RunID, wire.Delta{Delta: "c", Sequence: 3})
+	r.send(s.RunID, wire.Done{})
+	// The loop delivers them while the commit holds: the Turn's machine
+	// reaches completed in memory, its move waiting for the writer.
+	require.Eventually(t, func() bool { return e.gw.TurnState(turn.ID) == string(store.TurnCompleted) }, 10*time.Second, time.Millisecond)
+	held, err := e.store.GetTurn(context.Background(), turn.ID)
+	require.NoError(t, err)
+	assert.Equal(t, store.TurnRunning, held.State, "nothing after the held batch is durable yet")
+	release()
+	e.waitTurn(turn.ID, store.TurnCompleted)
+
+	evs, err := e.store.Events(context.Background(), turn.ID, 0, 0)
+	require.NoError(t, err)
+	var got []string
+	for _, ev := range evs {
+		got = append(got, ev.Type)
+	}
+	assert.Equal(t, []string{"delta", "delta", "delta", "done"}, got)
+	after := st.eventsPerBatch()[before:]
+	require.NotEmpty(t, after)
+	assert.Equal(t, 1, after[0], "the held batch")
+	sum := 0
+	for _, n := range after[1:] {
+		sum += n
+	}
+	assert.Equal(t, 3, sum, "the frames delivered meanwhile: %v", after)
+}
