@@ -76,7 +76,7 @@ type conn struct {
 	// what waits for that commit (journal.go); only the loop touches them.
 	pending store.Batch
 	after   []func()
-	writer  batchWriter // commits the batches off the loop (journal.go)
+	writer  batchWriter         // commits the batches off the loop (journal.go)
 	preps   map[string]*prepRec // by preparation request ID
 	runs    map[string]*runRec  // by Run ID
 	// inters are the open questions by wire interaction ID.
