@@ -71,15 +71,6 @@ func (h inputHooks) GuardUnknownCode(f *fsm.Firing[*peer.Event]) bool {
 	return guard.UnknownCode(f.Arg.Payload())
 }
 
-func ackCode(f *fsm.Firing[*peer.Event]) string {
-	if m := f.Arg.Msg; m != nil {
-		if p, ok := m.Payload.(wire.PromptSteerAck); ok {
-			return p.ErrorCode
-		}
-	}
-	return ""
-}
-
 // DoWriteNative hands the input to the adapter outside the loop. A Run
 // that is not running here, an adapter without active input or a Turn
 // admitted without steering refuses it before any native call
