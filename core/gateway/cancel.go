@@ -61,22 +61,21 @@ func (g *Gateway) CancelTurn(ctx context.Context, turnID string) (string, error)
 			}
 			return "", err
 		}
-		if in.Ref().State == store.TurnStarting {
-			// The start is being written: cancel the Run once it runs.
-			select {
-			case <-ctx.Done():
-				return "", ctx.Err()
-			case <-in.Changed():
-			}
-			continue
-		}
+		changed := in.Changed()
 		st, err := g.moveTurn(ctx, in, turn.Cancel, turn.Args{})
 		switch {
 		case errors.Is(err, turn.ErrRejected):
 			if in.Ref().State.Terminal() {
 				return "", ErrTurnFinished
 			}
-			continue // it moved meanwhile: look again
+			// The table refuses a cancellation while the start is being
+			// written: the Run is cancelled once it runs.
+			select {
+			case <-ctx.Done():
+				return "", ctx.Err()
+			case <-changed:
+			}
+			continue
 		case err != nil:
 			return "", err
 		case st.SendCancel:
