@@ -21,7 +21,14 @@ type Config struct {
 	// SkipSVG leaves out the SVG diagrams, which are the one slow output
 	// (Graphviz runs as WebAssembly); golden tests of the Go code use it.
 	SkipSVG bool
+	// Module is the import path of the Go module the files are written
+	// into: fsm/machines imports each machine's package under it. Empty
+	// means this repository's module.
+	Module string
 }
+
+// DefaultModule is agentwire's own module path.
+const DefaultModule = "github.com/agentwire/agentwire"
 
 // Files maps a slash-separated path relative to the repository root to its
 // content.
@@ -65,6 +72,9 @@ func Generate(ctx context.Context, model *spec.Model, cfg Config) (Files, error)
 			return nil, err
 		}
 	}
+	if err := render(out, path.Join("fsm", registryPkg, registryPkg+".go"), registryFile(model, cfg.module())); err != nil {
+		return nil, err
+	}
 	out[docsDir+"/README.md"] = indexPage(model)
 	if model.Capabilities != nil {
 		if err := render(out, wireDir+"/capabilities_gen.go", capabilitiesFile(model.Capabilities)); err != nil {
@@ -84,6 +94,13 @@ func Generate(ctx context.Context, model *spec.Model, cfg Config) (Files, error)
 		out["docs/wire/catalog.md"] = catalogPage(model.Catalog, model.Capabilities)
 	}
 	return out, nil
+}
+
+func (c Config) module() string {
+	if c.Module == "" {
+		return DefaultModule
+	}
+	return c.Module
 }
 
 func render(out Files, name string, f *jen.File) error {

@@ -124,7 +124,7 @@ func TestEndToEnd(t *testing.T) {
 	// message), so the enums it leaves out must not be referred to.
 	mod := t.TempDir()
 	for _, name := range []string{"basic", "bare"} {
-		files, err := Generate(context.Background(), loadCase(t, name), Config{SkipSVG: true})
+		files, err := Generate(context.Background(), loadCase(t, name), Config{SkipSVG: true, Module: "example.com/e2e"})
 		require.NoError(t, err)
 		for p, content := range files {
 			if !strings.HasPrefix(p, "fsm/") {

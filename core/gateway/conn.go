@@ -16,15 +16,8 @@ import (
 	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/fsm/connection"
-	"github.com/agentwire/agentwire/fsm/input"
-	"github.com/agentwire/agentwire/fsm/interaction"
+	"github.com/agentwire/agentwire/fsm/machines"
 	"github.com/agentwire/agentwire/fsm/preparation"
-	"github.com/agentwire/agentwire/fsm/run"
-	"github.com/agentwire/agentwire/fsm/suspension"
-	"github.com/agentwire/agentwire/fsm/transfer"
-	"github.com/agentwire/agentwire/fsm/workspace_export"
-	"github.com/agentwire/agentwire/fsm/workspace_read"
-	"github.com/agentwire/agentwire/fsm/workspace_write"
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/peer/guard"
 	"github.com/agentwire/agentwire/wire"
@@ -89,8 +82,7 @@ type conn struct {
 }
 
 // coreTables are the machines Core drives on every connection.
-var coreTables = []*fsm.Table{connection.Table, preparation.Table, run.Table, input.Table, interaction.Table, workspace_read.Table,
-	transfer.Table, suspension.Table, workspace_write.Table, workspace_export.Table}
+var coreTables = machines.CoreTables()
 
 // coreRouter resolves every frame's instance from the catalog, once.
 var coreRouter = peer.MustCatalogRouter(coreTables)
@@ -244,29 +236,18 @@ func (c *conn) snapshot() (wire.Heartbeat, bool) {
 
 // Binding implements peer.App.
 func (c *conn) Binding(machine string) fsm.Binding[*peer.Event] {
-	switch machine {
-	case connection.Name:
-		return connection.Core[*peer.Event](c)
-	case preparation.Name:
-		return preparation.Core[*peer.Event](execHooks{c})
-	case run.Name:
-		return run.Core[*peer.Event](execHooks{c})
-	case input.Name:
-		return input.Core[*peer.Event](inputHooks{c})
-	case interaction.Name:
-		return interaction.Core[*peer.Event](interHooks{c})
-	case workspace_read.Name:
-		return workspace_read.Core[*peer.Event](readHooks{c})
-	case transfer.Name:
-		return transfer.Core[*peer.Event](xferHooks{c})
-	case suspension.Name:
-		return suspension.Core[*peer.Event](suspHooks{c})
-	case workspace_write.Name:
-		return workspace_write.Core[*peer.Event](writeHooks{c})
-	case workspace_export.Name:
-		return workspace_export.Core[*peer.Event](exportHooks{c})
-	}
-	return nil
+	return machines.CoreHooks[*peer.Event]{
+		Connection:      c,
+		Preparation:     execHooks{c},
+		Run:             execHooks{c},
+		Input:           inputHooks{c},
+		Interaction:     interHooks{c},
+		WorkspaceRead:   readHooks{c},
+		Transfer:        xferHooks{c},
+		Suspension:      suspHooks{c},
+		WorkspaceWrite:  writeHooks{c},
+		WorkspaceExport: exportHooks{c},
+	}.Binding(machine)
 }
 
 // Refused implements peer.App. A heartbeat that fails to decode is still

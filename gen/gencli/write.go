@@ -23,7 +23,7 @@ var generatedRoots = gen.OutputDirs
 // file that differs from the tree, is missing from it, or is a stale
 // generated file no machine produces any more.
 func verifyGenerated(ctx context.Context, model *spec.Model, root string, stdout io.Writer) error {
-	files, err := gen.Generate(ctx, model, gen.Config{})
+	files, err := gen.Generate(ctx, model, gen.Config{Module: moduleOf(root)})
 	if err != nil {
 		return fmt.Errorf("generate: %w", err)
 	}
@@ -58,7 +58,7 @@ func verifyGenerated(ctx context.Context, model *spec.Model, root string, stdout
 // file rendered; then it writes changed files and removes generated files
 // that no machine produces any more.
 func writeGenerated(ctx context.Context, model *spec.Model, root string, stdout io.Writer) error {
-	files, err := gen.Generate(ctx, model, gen.Config{})
+	files, err := gen.Generate(ctx, model, gen.Config{Module: moduleOf(root)})
 	if err != nil {
 		return fmt.Errorf("generate: %w", err)
 	}
@@ -125,4 +125,20 @@ func staleFiles(root string, keep gen.Files) ([]string, error) {
 	}
 	sort.Strings(stale)
 	return stale, nil
+}
+
+// moduleOf reads the module path from root's go.mod, so that a team that
+// generates its own spec into its own module gets imports under it; ""
+// (agentwire's module) when root has no go.mod or it names none.
+func moduleOf(root string) string {
+	data, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "module "); ok {
+			return strings.Trim(strings.TrimSpace(rest), `"`)
+		}
+	}
+	return ""
 }

@@ -18,15 +18,8 @@ import (
 
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/fsm/connection"
-	"github.com/agentwire/agentwire/fsm/input"
-	"github.com/agentwire/agentwire/fsm/interaction"
-	"github.com/agentwire/agentwire/fsm/preparation"
-	"github.com/agentwire/agentwire/fsm/run"
+	"github.com/agentwire/agentwire/fsm/machines"
 	"github.com/agentwire/agentwire/fsm/suspension"
-	"github.com/agentwire/agentwire/fsm/transfer"
-	"github.com/agentwire/agentwire/fsm/workspace_export"
-	"github.com/agentwire/agentwire/fsm/workspace_read"
-	"github.com/agentwire/agentwire/fsm/workspace_write"
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/runtime/execution"
 	"github.com/agentwire/agentwire/runtime/harness"
@@ -87,10 +80,7 @@ type Config struct {
 }
 
 // Tables are the machines the daemon drives.
-func Tables() []*fsm.Table {
-	return []*fsm.Table{connection.Table, preparation.Table, run.Table, input.Table, interaction.Table, workspace_read.Table,
-		transfer.Table, suspension.Table, workspace_write.Table, workspace_export.Table}
-}
+func Tables() []*fsm.Table { return machines.RuntimeTables() }
 
 // Run connects and serves until a permanent refusal (*Permanent), or
 // until ctx ends or Core sends device_shutdown and every Executor the
@@ -330,10 +320,9 @@ type app struct {
 }
 
 func (a *app) Binding(machine string) fsm.Binding[*peer.Event] {
-	if machine == connection.Table.Name {
-		return connection.Runtime[*peer.Event](a.conn)
-	}
-	return a.sess.Binding(machine)
+	hooks := a.sess.Hooks()
+	hooks.Connection = a.conn
+	return hooks.Binding(machine)
 }
 
 func (a *app) Refused(r *peer.Refusal)             { a.sess.Refused(r) }

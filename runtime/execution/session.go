@@ -17,15 +17,7 @@ import (
 	"time"
 
 	"github.com/agentwire/agentwire/fsm"
-	"github.com/agentwire/agentwire/fsm/input"
-	"github.com/agentwire/agentwire/fsm/interaction"
-	"github.com/agentwire/agentwire/fsm/preparation"
-	"github.com/agentwire/agentwire/fsm/run"
-	"github.com/agentwire/agentwire/fsm/suspension"
-	"github.com/agentwire/agentwire/fsm/transfer"
-	"github.com/agentwire/agentwire/fsm/workspace_export"
-	"github.com/agentwire/agentwire/fsm/workspace_read"
-	"github.com/agentwire/agentwire/fsm/workspace_write"
+	"github.com/agentwire/agentwire/fsm/machines"
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/runtime/harness"
 	rtransfer "github.com/agentwire/agentwire/runtime/transfer"
@@ -153,29 +145,26 @@ func (s *Session) Close() {
 	s.closeTransfer()
 }
 
-// Binding returns the Session's binding of machine, or nil.
+// Binding returns the Session's binding of machine, or nil (the
+// connection machine is the daemon's).
 func (s *Session) Binding(machine string) fsm.Binding[*peer.Event] {
-	switch machine {
-	case preparation.Table.Name:
-		return preparation.Runtime[*peer.Event](prepHooks{s})
-	case run.Table.Name:
-		return run.Runtime[*peer.Event](runHooks{s})
-	case input.Table.Name:
-		return input.Runtime[*peer.Event](inputHooks{s})
-	case interaction.Table.Name:
-		return interaction.Runtime[*peer.Event](interactionHooks{s})
-	case workspace_read.Table.Name:
-		return workspace_read.Runtime[*peer.Event](readHooks{s})
-	case transfer.Table.Name:
-		return transfer.Runtime[*peer.Event](xferHooks{s})
-	case suspension.Table.Name:
-		return suspension.Runtime[*peer.Event](suspHooks{s})
-	case workspace_write.Table.Name:
-		return workspace_write.Runtime[*peer.Event](writeHooks{s})
-	case workspace_export.Table.Name:
-		return workspace_export.Runtime[*peer.Event](exportHooks{s})
+	return s.Hooks().Binding(machine)
+}
+
+// Hooks returns the Session's hooks of every connection machine but the
+// connection's own, which the daemon adds.
+func (s *Session) Hooks() machines.RuntimeHooks[*peer.Event] {
+	return machines.RuntimeHooks[*peer.Event]{
+		Preparation:     prepHooks{s},
+		Run:             runHooks{s},
+		Input:           inputHooks{s},
+		Interaction:     interactionHooks{s},
+		WorkspaceRead:   readHooks{s},
+		Transfer:        xferHooks{s},
+		Suspension:      suspHooks{s},
+		WorkspaceWrite:  writeHooks{s},
+		WorkspaceExport: exportHooks{s},
 	}
-	return nil
 }
 
 // go runs fn on a goroutine the Session waits for.
