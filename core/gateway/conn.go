@@ -217,7 +217,7 @@ func (g *Gateway) release(c *conn) {
 		delete(g.conns, c.deviceID)
 	}
 	g.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	ctx, cancel := g.storeCtx()
 	defer cancel()
 	err := g.cfg.Store.ReleaseOwner(ctx, c.deviceID, c.epoch, g.cfg.Clock.Now())
 	if err != nil && !errors.Is(err, store.ErrStale) {

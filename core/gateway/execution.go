@@ -281,11 +281,10 @@ func (h execHooks) DoLeaveTurnUnclaimed(f *fsm.Firing[*peer.Event]) error {
 	return err
 }
 
-// storeCtx bounds one store write made for a frame. It does not derive
-// from the gateway's context: the terminal record of a Run lost at
-// shutdown must still be written.
-func storeCtx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), 3*time.Second)
+// storeCtx bounds one store operation of the gateway's (g.stores: the
+// terminal record of a Run lost at shutdown is still written).
+func (g *Gateway) storeCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(g.stores, 3*time.Second)
 }
 
 func (h execHooks) GuardMatchesCancelDelivery(f *fsm.Firing[*peer.Event]) bool {

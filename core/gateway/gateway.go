@@ -66,6 +66,12 @@ type Gateway struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// stores is the context of the gateway's store work. It outlives ctx:
+	// what connections record as they end at shutdown (a Run's terminal
+	// record) is still written; Close cancels it once they have ended, so
+	// store work started after that fails at once instead of waiting.
+	stores     context.Context
+	stopStores context.CancelFunc
 
 	mu    sync.Mutex
 	conns map[string]*conn // the current owner of each device
@@ -110,7 +116,8 @@ func New(cfg Config) *Gateway {
 		cfg.RetryMax = 30 * time.Second
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	g := &Gateway{cfg: cfg, ctx: ctx, cancel: cancel, conns: map[string]*conn{}, turns: map[string]*turn.Instance{}, sessions: map[string]string{}, wake: make(chan struct{}, 1)}
+	stores, stopStores := context.WithCancel(context.Background())
+	g := &Gateway{cfg: cfg, ctx: ctx, cancel: cancel, stores: stores, stopStores: stopStores, conns: map[string]*conn{}, turns: map[string]*turn.Instance{}, sessions: map[string]string{}, wake: make(chan struct{}, 1)}
 	if cfg.Transcript != nil {
 		g.trans = &transcript{w: cfg.Transcript, now: cfg.Clock.Now}
 	}
@@ -130,6 +137,7 @@ func (g *Gateway) Register(mux *http.ServeMux) {
 func (g *Gateway) Close() {
 	g.cancel()
 	g.wg.Wait()
+	g.stopStores()
 }
 
 // Connected lists the devices with a live connection.

@@ -72,7 +72,7 @@ func (c *conn) pumpInput(d *peer.Driver, r *runRec) {
 	}
 	// Reads of the Turn's input, which no batch writes: the loop's batch
 	// need not be committed first.
-	ctx, cancel := storeCtx()
+	ctx, cancel := c.g.storeCtx()
 	defer cancel()
 	if in.seqs == nil {
 		t, err := c.g.cfg.Store.GetTurn(ctx, r.turnID)

@@ -122,7 +122,7 @@ func (c *conn) commitQueued(q []queued) {
 		batch.Events = append(batch.Events, x.batch.Events...)
 		batch.Finishes = append(batch.Finishes, x.batch.Finishes...)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), storeCommitTimeout)
+	ctx, cancel := context.WithTimeout(c.g.stores, storeCommitTimeout)
 	defer cancel()
 	res, err := c.g.cfg.Store.Commit(ctx, batch)
 	if err != nil {
@@ -179,9 +179,9 @@ func (c *conn) durable(ctx context.Context) {
 // batch is committed first, so the write lands after the events the hooks
 // recorded before it.
 func (c *conn) storeCtx() (context.Context, context.CancelFunc) {
-	c.commit(context.Background())
-	c.durable(context.Background())
-	return storeCtx()
+	c.commit(c.g.stores)
+	c.durable(c.g.stores)
+	return c.g.storeCtx()
 }
 
 // journalNow appends one event at once, off the loop (the batch is the
@@ -192,7 +192,7 @@ func (c *conn) journalNow(r *runRec, typ string, payload any) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := storeCtx()
+	ctx, cancel := c.g.storeCtx()
 	defer cancel()
 	_, err = c.g.cfg.Journal.Append(ctx, e)
 	return err

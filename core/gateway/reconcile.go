@@ -30,7 +30,7 @@ const CauseCoreRestarted = "core_restarted"
 // database would resolve only the Turns of an owner epoch no live replica
 // holds.
 func (g *Gateway) reconcile() {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(g.stores, 30*time.Second)
 	defer cancel()
 	g.reconcileWrites(ctx)      // workspace_write_hooks.go
 	g.reconcileSuspensions(ctx) // suspension.go

@@ -97,6 +97,12 @@ func (c *conn) srec(id string) *suspRec {
 
 // suspMoved is the Saver's part for suspension instances: it writes the
 // instance's new state to the attempt, conditional on the state it left.
+// suspMove is the store's move of attempt id from one state of the
+// suspension machine to another.
+func suspMove(id, from, to string, at time.Time) store.Move {
+	return store.Move{Machine: suspension.Name, Key: id, From: from, To: to, At: at}
+}
+
 func (c *conn) suspMoved(i *peer.Instance) {
 	r := c.srec(i.Key.ID)
 	if r == nil {
@@ -111,7 +117,7 @@ func (c *conn) suspMoved(i *peer.Instance) {
 	}
 	ctx, cancel := c.storeCtx()
 	defer cancel()
-	err := c.g.cfg.Store.TransitionSuspension(ctx, i.Key.ID, from, to, i.Terminal(), code, c.g.cfg.Clock.Now().UTC())
+	err := c.g.cfg.Store.TransitionSuspension(ctx, suspMove(i.Key.ID, from, to, c.g.cfg.Clock.Now().UTC()), code)
 	if err != nil {
 		// Another writer moved the attempt: this connection's view is
 		// stale and must not overwrite it.
@@ -295,12 +301,12 @@ func (g *Gateway) SuspendEnvironment(ctx context.Context, envID string, wait boo
 	err = pc.Send(g.ctx, peer.Outbound{ID: newUUID(), Payload: wire.EnvironmentQuiesce{EnvironmentID: wireEnv, SuspendID: a.ID}})
 	if err != nil && !isWriteError(err) {
 		// Nothing left Core: the attempt ends unsent; nothing is suspended.
-		sctx, cancel := storeCtx()
+		sctx, cancel := g.storeCtx()
 		defer cancel()
 		c.mu.Lock()
 		from := r.persisted
 		c.mu.Unlock()
-		if terr := g.cfg.Store.TransitionSuspension(sctx, a.ID, from, store.SuspensionUnsent, true, "", g.cfg.Clock.Now().UTC()); terr != nil {
+		if terr := g.cfg.Store.TransitionSuspension(sctx, suspMove(a.ID, from, store.NotSent, g.cfg.Clock.Now().UTC()), ""); terr != nil {
 			c.log.Warn("gateway: settle an unsent suspension attempt", "suspend_id", a.ID, "err", terr)
 		}
 		got, _ := g.cfg.Store.GetSuspension(sctx, a.ID)
@@ -337,7 +343,7 @@ func (g *Gateway) awaitSuspension(ctx context.Context, c *conn, pc *peer.Conn, i
 		}
 		break
 	}
-	sctx, cancel := storeCtx()
+	sctx, cancel := g.storeCtx()
 	defer cancel()
 	return g.cfg.Store.GetSuspension(sctx, id)
 }
@@ -425,9 +431,9 @@ func (g *Gateway) adoptAttempt(c *conn, d *peer.Driver, a store.Suspension, wire
 	}
 	if to != a.State {
 		since = g.cfg.Clock.Now().UTC()
-		ctx, cancel := storeCtx()
+		ctx, cancel := g.storeCtx()
 		defer cancel()
-		if err := g.cfg.Store.TransitionSuspension(ctx, a.ID, a.State, to, false, "", since); err != nil {
+		if err := g.cfg.Store.TransitionSuspension(ctx, suspMove(a.ID, a.State, to, since), ""); err != nil {
 			return nil, fmt.Errorf("gateway: suspension attempt %s moved meanwhile: %w", a.ID, err)
 		}
 	}
@@ -512,7 +518,7 @@ func (g *Gateway) adoptOpen(c *conn, d *peer.Driver) {
 	if !g.owns(c) {
 		return
 	}
-	ctx, cancel := storeCtx()
+	ctx, cancel := g.storeCtx()
 	defer cancel()
 	open, err := g.cfg.Store.OpenSuspensions(ctx)
 	if err != nil {
@@ -588,7 +594,7 @@ func (g *Gateway) reconcileSuspensions(ctx context.Context) {
 		if err != nil || to == a.State {
 			continue
 		}
-		if err := g.cfg.Store.TransitionSuspension(ctx, a.ID, a.State, to, false, "", now); err != nil {
+		if err := g.cfg.Store.TransitionSuspension(ctx, suspMove(a.ID, a.State, to, now), ""); err != nil {
 			g.cfg.Logger.Warn("gateway: reconcile: suspension attempt", "suspend_id", a.ID, "err", err)
 			continue
 		}

@@ -232,7 +232,7 @@ func (g *Gateway) initialize(c *conn, env store.Environment, sessionID string) i
 
 func (g *Gateway) recordInit(o initOutcome) initOutcome {
 	o.status.At = g.cfg.Clock.Now().UTC()
-	ctx, cancel := storeCtx()
+	ctx, cancel := g.storeCtx()
 	defer cancel()
 	if err := g.cfg.Store.RecordInitialization(ctx, o.status); err != nil {
 		g.cfg.Logger.Warn("gateway: record initialization", "environment_id", o.status.EnvironmentID, "err", err)

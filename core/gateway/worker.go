@@ -153,7 +153,7 @@ func (g *Gateway) execute(c *conn, p turnPlan, in *turn.Instance, caps wire.Agen
 // writeMove writes a move the worker fired on in, off the loop.
 func (g *Gateway) writeMove(log interface{ Warn(string, ...any) }, in *turn.Instance, m store.TurnMove) {
 	defer in.Written()
-	ctx, cancel := storeCtx()
+	ctx, cancel := g.storeCtx()
 	defer cancel()
 	if err := g.cfg.Store.MoveTurn(ctx, m); err != nil {
 		log.Warn("gateway: move turn", "from", m.From, "to", m.To, "err", err)
@@ -183,7 +183,7 @@ func (g *Gateway) unsent(log interface{ Warn(string, ...any) }, in *turn.Instanc
 // requeue returns the Turn to the queue with backoff (or, once it was
 // cancelled, the table cancels it).
 func (g *Gateway) requeue(log interface{ Warn(string, ...any) }, in *turn.Instance, attempts int) {
-	ctx, cancel := storeCtx()
+	ctx, cancel := g.storeCtx()
 	defer cancel()
 	_, err := g.moveTurn(ctx, in, turn.Requeue, turn.Args{NotBefore: g.cfg.Clock.Now().Add(g.backoff(attempts))})
 	logMove(log, "requeue turn", err)
@@ -202,7 +202,7 @@ func (g *Gateway) releaseCancelled(log interface{ Warn(string, ...any) }, pc *pe
 		log.Warn("gateway: execution_release of a cancelled Turn not sent", "err", err)
 	}
 	ev, _ := json.Marshal(map[string]string{"released_before_start": res.handle})
-	ctx, cancel := storeCtx()
+	ctx, cancel := g.storeCtx()
 	defer cancel()
 	_, err := g.moveTurn(ctx, in, turn.Released, turn.Args{Outcome: store.Outcome{Evidence: ev}})
 	logMove(log, "finish cancelled turn", err)
@@ -236,7 +236,7 @@ const ReasonPreparationFailed = "preparation_failed"
 // fail fires the event that fails the Turn (its name is the public
 // reason); a Turn cancelled before its start is cancelled instead.
 func (g *Gateway) fail(log interface{ Warn(string, ...any) }, in *turn.Instance, e turn.Event, o store.Outcome, cause error) {
-	ctx, cancel := storeCtx()
+	ctx, cancel := g.storeCtx()
 	defer cancel()
 	_, err := g.moveTurn(ctx, in, e, turn.Args{Outcome: o})
 	logMove(log, "finish turn", err)

@@ -205,7 +205,7 @@ func (g *Gateway) idleRead(p turnPlan, binding wire.LocalEnvironment, req wire.W
 // that admits it, then releases the handle; op's data goes out only after
 // the confirmed close. The caller holds the Session's reservation.
 func (g *Gateway) idleOwner(p turnPlan, binding wire.LocalEnvironment, op func(c *conn, handle string) (ReadData, error)) (ReadData, error) {
-	sctx, cancel := storeCtx()
+	sctx, cancel := g.storeCtx()
 	held := g.suspended(sctx, p.env.ID) // suspension.go
 	cancel()
 	if held {

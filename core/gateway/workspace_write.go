@@ -237,8 +237,8 @@ func (g *Gateway) runWrite(c *conn, pc *peer.Conn, rec *writeRec, id string, beg
 			// completed; so Core stores the attempt here, before Send, and
 			// the hook only checks it was stored. If the store refuses,
 			// commit is never sent and the upload deadline aborts the write.
-			ctx, cancel := storeCtx()
-			err := g.cfg.Store.TransitionWorkspaceWrite(ctx, id, rec.storedState(c), workspace_write.StateCommitting.String(), false, "", "", g.cfg.Clock.Now().UTC())
+			ctx, cancel := g.storeCtx()
+			err := g.cfg.Store.TransitionWorkspaceWrite(ctx, writeMove(id, rec.storedState(c), workspace_write.StateCommitting.String(), g.cfg.Clock.Now().UTC()), false, "", "")
 			cancel()
 			if err != nil {
 				c.log.Error("gateway: workspace write: the commit attempt could not be recorded; commit is not sent", "mutation_id", id, "err", err)
@@ -262,12 +262,12 @@ func (g *Gateway) runWrite(c *conn, pc *peer.Conn, rec *writeRec, id string, beg
 				c.mu.Lock()
 				delete(c.wb, id)
 				c.mu.Unlock()
-				ctx, cancel := storeCtx()
+				ctx, cancel := g.storeCtx()
 				defer cancel()
 				// decision: a begin that never left reached no Runtime, so the
 				// reservation is released as aborted, the table's end for an
 				// upload that stopped before commit (daemon-protocol.txt:185).
-				_ = g.cfg.Store.TransitionWorkspaceWrite(ctx, id, rec.stored, workspace_write.StateAborted.String(), true, "", "not_sent", g.cfg.Clock.Now().UTC())
+				_ = g.cfg.Store.TransitionWorkspaceWrite(ctx, writeMove(id, rec.stored, workspace_write.StateAborted.String(), g.cfg.Clock.Now().UTC()), true, "", "not_sent")
 				return WriteResult{State: workspace_write.StateAborted.String(), Reason: "not_sent"}
 			}
 			return g.awaitWriteEnd(c, pc, rec, id)
@@ -430,6 +430,12 @@ func (c *conn) writeMoved(i *peer.Instance) {
 	}
 }
 
+// writeMove is the store's move of write id from one state of the
+// workspace_write machine to another.
+func writeMove(id, from, to string, at time.Time) store.Move {
+	return store.Move{Machine: workspace_write.Name, Key: id, From: from, To: to, At: at}
+}
+
 // storeWrite moves the durable record to state; release frees the owner.
 func (c *conn) storeWrite(id string, r *writeRec, state string, release bool) {
 	c.mu.Lock()
@@ -440,7 +446,7 @@ func (c *conn) storeWrite(id string, r *writeRec, state string, release bool) {
 	}
 	ctx, cancel := c.storeCtx()
 	defer cancel()
-	err := c.g.cfg.Store.TransitionWorkspaceWrite(ctx, id, from, state, release, last.ErrorCode, last.Reason, c.g.cfg.Clock.Now().UTC())
+	err := c.g.cfg.Store.TransitionWorkspaceWrite(ctx, writeMove(id, from, state, c.g.cfg.Clock.Now().UTC()), release, last.ErrorCode, last.Reason)
 	if err != nil {
 		c.log.Error("gateway: workspace write: record the machine's state", "mutation_id", id, "state", state, "err", err)
 		return

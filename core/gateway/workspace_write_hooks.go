@@ -135,7 +135,7 @@ func (g *Gateway) reconcileWrites(ctx context.Context) {
 		}
 		to := step.To()
 		release := to.Outcome() != fsm.OutcomeUnknown
-		err = g.cfg.Store.TransitionWorkspaceWrite(ctx, w.MutationID, w.State, to.String(), release, "", "core_restarted", now)
+		err = g.cfg.Store.TransitionWorkspaceWrite(ctx, writeMove(w.MutationID, w.State, to.String(), now), release, "", "core_restarted")
 		if err != nil && !errors.Is(err, store.ErrStale) {
 			g.cfg.Logger.Warn("gateway: reconcile: workspace write", "mutation_id", w.MutationID, "err", err)
 			continue

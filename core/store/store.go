@@ -112,9 +112,10 @@ type Store interface {
 	// another, optionally recording the answer; ErrStale otherwise.
 	TransitionInteraction(ctx context.Context, id string, from, to InteractionState, answer json.RawMessage, at time.Time) error
 
-	// ReserveWorkspaceWrite durably reserves a write for its Session;
-	// ErrConflict while another write of the Session is unsettled
-	// (daemon-protocol.txt:185).
+	// ReserveWorkspaceWrite durably reserves a write for its Session in
+	// w.State, a state of the workspace_write machine (ErrInvalid
+	// otherwise); ErrConflict while another write of the Session is
+	// unsettled (daemon-protocol.txt:185).
 	ReserveWorkspaceWrite(ctx context.Context, w WorkspaceWrite) error
 	// SettleWorkspaceWrite records the exact receipt of a reserved write.
 	SettleWorkspaceWrite(ctx context.Context, mutationID, outcome string, at time.Time) error
@@ -148,15 +149,17 @@ type Store interface {
 	// already is, ErrNotFound when it does not exist.
 	RevokeCredential(ctx context.Context, id string, at time.Time) error
 
-	// CreateSuspension stores a new suspension attempt; ErrConflict when
+	// CreateSuspension stores a new suspension attempt in s.State, a state
+	// of the suspension machine (ErrInvalid otherwise); ErrConflict when
 	// its ID exists or its Environment already has an unsettled attempt
 	// (one conditional insert).
 	CreateSuspension(ctx context.Context, s Suspension) error
 	GetSuspension(ctx context.Context, id string) (Suspension, error)
-	// TransitionSuspension moves an attempt from state `from` to `to`
-	// (settled says whether `to` ends it), keeping code when non-empty;
-	// ErrStale when the attempt is settled or not in `from`.
-	TransitionSuspension(ctx context.Context, id, from, to string, settled bool, code string, at time.Time) error
+	// TransitionSuspension applies m, a Move of the suspension machine
+	// keyed by the attempt's ID (ErrInvalid when m.Validate refuses it);
+	// the attempt is settled when m.Settles. It keeps code when non-empty;
+	// ErrStale when the attempt is settled or not in m.From.
+	TransitionSuspension(ctx context.Context, m Move, code string) error
 	// LatestSuspension returns the Environment's newest attempt.
 	LatestSuspension(ctx context.Context, environmentID string) (Suspension, error)
 	// OpenSuspensions lists every unsettled attempt, oldest first.
@@ -165,6 +168,9 @@ type Store interface {
 	// outcome (an older one, by At, never replaces it).
 	RecordInitialization(ctx context.Context, i Initialization) error
 	GetInitialization(ctx context.Context, environmentID string) (Initialization, error)
+
+	// MoveInstance, GetInstance and OpenInstances: instance.go.
+	Instances
 
 	Close() error
 }
@@ -271,7 +277,7 @@ func (m TurnMove) Validate() error {
 		return fmt.Errorf("%w: Turn %s: move to %q: %v", ErrInvalid, m.TurnID, m.To, err)
 	}
 	switch {
-	case !turnMoves[from][to]:
+	case !turnMoves[fsm.StateID(from)][fsm.StateID(to)]:
 		return fmt.Errorf("%w: Turn %s: the turn machine has no rule from %s to %s", ErrInvalid, m.TurnID, from, to)
 	case (m.Claim != nil) != (from == turn.StateQueued && to == turn.StateClaimed):
 		return fmt.Errorf("%w: Turn %s: a claim is the move from queued to claimed", ErrInvalid, m.TurnID)
@@ -282,23 +288,7 @@ func (m TurnMove) Validate() error {
 }
 
 // turnMoves[from][to] holds when a rule of the turn table moves from to to.
-var turnMoves = func() map[turn.State]map[turn.State]bool {
-	t := turn.Table
-	out := map[turn.State]map[turn.State]bool{}
-	for s := fsm.StateID(1); t.ValidState(s); s++ {
-		for e := fsm.EventID(1); t.ValidEvent(e); e++ {
-			for _, c := range t.Cells[t.CellIndex(s, e)].Cands {
-				if c.Disp == fsm.Moved && c.To != s {
-					if out[turn.State(s)] == nil {
-						out[turn.State(s)] = map[turn.State]bool{}
-					}
-					out[turn.State(s)][turn.State(c.To)] = true
-				}
-			}
-		}
-	}
-	return out
-}()
+var turnMoves = movesOf(turn.Table)
 
 // Claim identifies who executes a claimed Turn.
 type Claim struct {

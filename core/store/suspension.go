@@ -5,7 +5,7 @@ import "time"
 // Suspension is one persisted suspension attempt of an Environment
 // (daemon-protocol.txt:78: the suspension ID fences the attempt). Its ID
 // is the wire suspend_id. State is the name of the suspension machine's
-// state the attempt was last seen in (fsm/suspension), or SuspensionUnsent;
+// state the attempt was last seen in (fsm/suspension), or NotSent;
 // Settled is true once that state is terminal. The store never interprets
 // the state names: the gateway reads them off the machine's table.
 type Suspension struct {
@@ -20,11 +20,6 @@ type Suspension struct {
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
-
-// SuspensionUnsent is the settled state of an attempt whose quiesce never
-// left Core (refused locally, or the connection went first): nothing was
-// suspended, and no machine state describes it.
-const SuspensionUnsent = "unsent"
 
 // Initialization is the last initialization outcome Core saw for an
 // Environment on one device connection (runtime_prepare,

@@ -11,11 +11,12 @@ import (
 // empty: in flight, or with an unknown outcome. Every move is one
 // conditional write on the expected state.
 type WorkspaceWrites interface {
-	// TransitionWorkspaceWrite moves a held write from machine state
-	// `from` to `to`. With release, the owner is released and Outcome
-	// becomes `to`. code and reason are kept when non-empty. ErrStale when
-	// the write is released or not in `from`.
-	TransitionWorkspaceWrite(ctx context.Context, mutationID, from, to string, release bool, code, reason string, at time.Time) error
+	// TransitionWorkspaceWrite applies m, a Move of the workspace_write
+	// machine keyed by the mutation ID (ErrInvalid when m.Validate refuses
+	// it). With release, the owner is released and Outcome becomes m.To.
+	// code and reason are kept when non-empty. ErrStale when the write is
+	// released or not in m.From.
+	TransitionWorkspaceWrite(ctx context.Context, m Move, release bool, code, reason string) error
 	// ResolveWorkspaceWrite records an operator's resolution of a write
 	// whose outcome is unknown (State WriteStateUnknown, owner held) and
 	// releases the owner with Outcome WriteResolved; ErrStale otherwise.

@@ -30,6 +30,7 @@ type Store struct {
 	credOrder    []string
 	suspensions  map[string]store.Suspension     // suspension.go
 	inits        map[string]store.Initialization // by Environment ID
+	instances    map[instanceKey]store.Instance  // instance.go
 }
 
 var _ store.Store = (*Store)(nil)

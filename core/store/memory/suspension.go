@@ -3,9 +3,9 @@ package memory
 import (
 	"context"
 	"sort"
-	"time"
 
 	"github.com/agentwire/agentwire/core/store"
+	"github.com/agentwire/agentwire/fsm/suspension"
 )
 
 // Suspension attempts and initialization outcomes. The maps are created
@@ -19,6 +19,9 @@ func (s *Store) susp() map[string]store.Suspension {
 }
 
 func (s *Store) CreateSuspension(ctx context.Context, x store.Suspension) error {
+	if err := (store.Move{Machine: suspension.Name, Key: x.ID, To: x.State}).Validate(); err != nil {
+		return err
+	}
 	if err := s.lock(ctx); err != nil {
 		return err
 	}
@@ -51,7 +54,11 @@ func (s *Store) GetSuspension(ctx context.Context, id string) (store.Suspension,
 	return x, nil
 }
 
-func (s *Store) TransitionSuspension(ctx context.Context, id, from, to string, settled bool, code string, at time.Time) error {
+func (s *Store) TransitionSuspension(ctx context.Context, mv store.Move, code string) error {
+	if err := mv.ValidateFor(suspension.Name); err != nil {
+		return err
+	}
+	id, from, to, settled, at := mv.Key, mv.From, mv.To, mv.Settles(), mv.At
 	if err := s.lock(ctx); err != nil {
 		return err
 	}

@@ -6,12 +6,16 @@ import (
 	"time"
 
 	"github.com/agentwire/agentwire/core/store"
+	"github.com/agentwire/agentwire/fsm/workspace_write"
 )
 
 // Workspace-write reservations: one held owner per Session, each move
 // conditional on the expected state, all under the store's one lock.
 
 func (s *Store) ReserveWorkspaceWrite(ctx context.Context, w store.WorkspaceWrite) error {
+	if err := (store.Move{Machine: workspace_write.Name, Key: w.MutationID, To: w.State}).Validate(); err != nil {
+		return err
+	}
 	if err := s.lock(ctx); err != nil {
 		return err
 	}
@@ -40,10 +44,11 @@ func (s *Store) SettleWorkspaceWrite(ctx context.Context, mutationID, outcome st
 	})
 }
 
-func (s *Store) TransitionWorkspaceWrite(ctx context.Context, mutationID, from, to string, release bool, code, reason string, at time.Time) error {
-	if to == "" {
-		return store.ErrInvalid
+func (s *Store) TransitionWorkspaceWrite(ctx context.Context, m store.Move, release bool, code, reason string) error {
+	if err := m.ValidateFor(workspace_write.Name); err != nil {
+		return err
 	}
+	mutationID, from, to, at := m.Key, m.From, m.To, m.At
 	return s.moveWrite(ctx, mutationID, func(w *store.WorkspaceWrite) bool {
 		if w.State != from {
 			return false

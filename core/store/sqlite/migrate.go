@@ -167,6 +167,20 @@ CREATE INDEX environments_project ON environments(project, created_at);
 	`
 CREATE INDEX turns_session ON turns(session_id, created_at);
 `,
+	// 7: generic machine instances (store.Instances): a Core machine with
+	// no record of its own persists here.
+	`
+CREATE TABLE instances (
+	machine TEXT NOT NULL,
+	key TEXT NOT NULL,
+	state TEXT NOT NULL,
+	version INTEGER NOT NULL,
+	settled INTEGER NOT NULL,
+	updated_at INTEGER NOT NULL,
+	PRIMARY KEY (machine, key)
+);
+CREATE INDEX instances_open ON instances(machine, updated_at) WHERE settled = 0;
+`,
 }
 
 // SchemaVersion is the version a fully migrated database has.

@@ -77,7 +77,7 @@ func TestSuspensionSurvivesReopen(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, s.CreateEnvironment(ctx, store.Environment{ID: "env", Project: "p", Type: "self_hosted", CreatedAt: storetest.T0}))
 	require.NoError(t, s.CreateSuspension(ctx, store.Suspension{ID: "s-1", EnvironmentID: "env", DeviceID: "dev", State: "idle", CreatedAt: storetest.T0}))
-	require.NoError(t, s.TransitionSuspension(ctx, "s-1", "idle", "suspended", false, "", storetest.T0))
+	require.NoError(t, s.TransitionSuspension(ctx, store.Move{Machine: "suspension", Key: "s-1", From: "idle", To: "suspended", At: storetest.T0}, ""))
 	require.NoError(t, s.Close())
 
 	s, err = sqlite.Open(ctx, dir)
@@ -87,7 +87,7 @@ func TestSuspensionSurvivesReopen(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "suspended", got.State)
 	assert.ErrorIs(t, s.CreateSuspension(ctx, store.Suspension{ID: "s-2", EnvironmentID: "env", State: "idle", CreatedAt: storetest.T0}), store.ErrConflict)
-	assert.ErrorIs(t, s.TransitionSuspension(ctx, "s-1", "quiescing", "resumed", true, "", storetest.T0), store.ErrStale, "a stale writer cannot move it")
+	assert.ErrorIs(t, s.TransitionSuspension(ctx, store.Move{Machine: "suspension", Key: "s-1", From: "quiescing", To: "resumed", At: storetest.T0}, ""), store.ErrStale, "a stale writer cannot move it")
 }
 
 // The ceiling writes what Core writes for a Turn: each one completed with

@@ -3,9 +3,9 @@ package sqlite
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/agentwire/agentwire/core/store"
+	"github.com/agentwire/agentwire/fsm/suspension"
 )
 
 // Suspension attempts and initialization outcomes. Creating an attempt is
@@ -13,6 +13,9 @@ import (
 // UPDATE conditional on its expected state.
 
 func (s *Store) CreateSuspension(ctx context.Context, x store.Suspension) error {
+	if err := (store.Move{Machine: suspension.Name, Key: x.ID, To: x.State}).Validate(); err != nil {
+		return err
+	}
 	if x.UpdatedAt.IsZero() {
 		x.UpdatedAt = x.CreatedAt
 	}
@@ -40,7 +43,11 @@ func (s *Store) GetSuspension(ctx context.Context, id string) (store.Suspension,
 	return x, notFound(err)
 }
 
-func (s *Store) TransitionSuspension(ctx context.Context, id, from, to string, settled bool, code string, at time.Time) error {
+func (s *Store) TransitionSuspension(ctx context.Context, mv store.Move, code string) error {
+	if err := mv.ValidateFor(suspension.Name); err != nil {
+		return err
+	}
+	id, from, to, settled, at := mv.Key, mv.From, mv.To, mv.Settles(), mv.At
 	return s.conditional(ctx, "suspensions", "id", id,
 		`UPDATE suspensions SET state = ?, settled = ?, error_code = CASE WHEN ? = '' THEN error_code ELSE ? END, updated_at = ?
 		 WHERE id = ? AND settled = 0 AND state = ?`,

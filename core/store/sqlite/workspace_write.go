@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentwire/agentwire/core/store"
+	"github.com/agentwire/agentwire/fsm/workspace_write"
 )
 
 // Workspace-write reservations. Reserving is one INSERT guarded by the
@@ -13,6 +14,9 @@ import (
 // later move is one UPDATE conditional on the expected state.
 
 func (s *Store) ReserveWorkspaceWrite(ctx context.Context, w store.WorkspaceWrite) error {
+	if err := (store.Move{Machine: workspace_write.Name, Key: w.MutationID, To: w.State}).Validate(); err != nil {
+		return err
+	}
 	_, err := s.exec(ctx, `INSERT INTO workspace_writes(mutation_id, session_id, path, created_at, state, device_id, size_bytes, sha256)
 		VALUES (?,?,?,?,?,?,?,?)`,
 		w.MutationID, w.SessionID, w.Path, ms(w.CreatedAt), w.State, w.DeviceID, w.SizeBytes, w.SHA256)
@@ -28,10 +32,11 @@ func (s *Store) SettleWorkspaceWrite(ctx context.Context, mutationID, outcome st
 		outcome, ms(at), mutationID)
 }
 
-func (s *Store) TransitionWorkspaceWrite(ctx context.Context, mutationID, from, to string, release bool, code, reason string, at time.Time) error {
-	if to == "" {
-		return store.ErrInvalid
+func (s *Store) TransitionWorkspaceWrite(ctx context.Context, m store.Move, release bool, code, reason string) error {
+	if err := m.ValidateFor(workspace_write.Name); err != nil {
+		return err
 	}
+	mutationID, from, to, at := m.Key, m.From, m.To, m.At
 	outcome, settled := "", int64(0)
 	if release {
 		outcome, settled = to, ms(at)

@@ -56,6 +56,8 @@ func Run(t *testing.T, open Open) {
 		{"RevokeRace", testRevokeRace},
 		{"Suspensions", testSuspensions},
 		{"SuspensionRace", testSuspensionRace},
+		{"Instances", testInstances},
+		{"InstanceRace", testInstanceRace},
 		{"Initializations", testInitializations},
 		{"DeviceAssignment", testDeviceAssignment},
 		{"DeviceAssignmentRace", testDeviceAssignmentRace},
@@ -491,9 +493,9 @@ func testInteractionRace(t *testing.T, s store.Store) {
 
 func testWorkspaceWrites(t *testing.T, s store.Store) {
 	seed(t, s, 0)
-	w := store.WorkspaceWrite{MutationID: "m1", SessionID: "ses", Path: "a.txt", CreatedAt: T0}
+	w := store.WorkspaceWrite{MutationID: "m1", SessionID: "ses", Path: "a.txt", CreatedAt: T0, WriteDetail: store.WriteDetail{State: "beginning"}}
 	require.NoError(t, s.ReserveWorkspaceWrite(ctx, w))
-	assert.ErrorIs(t, s.ReserveWorkspaceWrite(ctx, store.WorkspaceWrite{MutationID: "m2", SessionID: "ses", Path: "b", CreatedAt: T0}), store.ErrConflict,
+	assert.ErrorIs(t, s.ReserveWorkspaceWrite(ctx, store.WorkspaceWrite{MutationID: "m2", SessionID: "ses", Path: "b", CreatedAt: T0, WriteDetail: store.WriteDetail{State: "beginning"}}), store.ErrConflict,
 		"a successor mutation waits for exact settlement")
 	assert.ErrorIs(t, s.SettleWorkspaceWrite(ctx, "m1", "", T0), store.ErrInvalid)
 	require.NoError(t, s.SettleWorkspaceWrite(ctx, "m1", "completed", T0.Add(time.Second)))
@@ -503,8 +505,8 @@ func testWorkspaceWrites(t *testing.T, s store.Store) {
 	assert.Equal(t, "completed", got.Outcome)
 	assert.Equal(t, "a.txt", got.Path)
 	assert.True(t, got.SettledAt.Equal(T0.Add(time.Second)))
-	require.NoError(t, s.ReserveWorkspaceWrite(ctx, store.WorkspaceWrite{MutationID: "m2", SessionID: "ses", Path: "b", CreatedAt: T0}))
-	assert.ErrorIs(t, s.ReserveWorkspaceWrite(ctx, store.WorkspaceWrite{MutationID: "m1", SessionID: "other", CreatedAt: T0}), store.ErrConflict)
+	require.NoError(t, s.ReserveWorkspaceWrite(ctx, store.WorkspaceWrite{MutationID: "m2", SessionID: "ses", Path: "b", CreatedAt: T0, WriteDetail: store.WriteDetail{State: "beginning"}}))
+	assert.ErrorIs(t, s.ReserveWorkspaceWrite(ctx, store.WorkspaceWrite{MutationID: "m1", SessionID: "other", CreatedAt: T0, WriteDetail: store.WriteDetail{State: "beginning"}}), store.ErrConflict)
 	_, err = s.GetWorkspaceWrite(ctx, "missing")
 	assert.ErrorIs(t, err, store.ErrNotFound)
 	assert.ErrorIs(t, s.SettleWorkspaceWrite(ctx, "missing", "completed", T0), store.ErrNotFound)
@@ -513,7 +515,7 @@ func testWorkspaceWrites(t *testing.T, s store.Store) {
 func testWorkspaceWriteRace(t *testing.T, s store.Store) {
 	seed(t, s, 0)
 	wins := race(t, 16, store.ErrConflict, func(i int) error {
-		return s.ReserveWorkspaceWrite(ctx, store.WorkspaceWrite{MutationID: fmt.Sprintf("m%d", i), SessionID: "ses", Path: "p", CreatedAt: T0})
+		return s.ReserveWorkspaceWrite(ctx, store.WorkspaceWrite{MutationID: fmt.Sprintf("m%d", i), SessionID: "ses", Path: "p", CreatedAt: T0, WriteDetail: store.WriteDetail{State: "beginning"}})
 	})
 	assert.Equal(t, 1, wins, "one unsettled write per Session")
 }

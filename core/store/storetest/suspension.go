@@ -32,11 +32,22 @@ func testSuspensions(t *testing.T, s store.Store) {
 	_, err = s.GetSuspension(ctx, "nope")
 	assert.ErrorIs(t, err, store.ErrNotFound)
 
-	require.NoError(t, s.TransitionSuspension(ctx, "s-1", "idle", "quiescing", false, "", T0.Add(time.Millisecond)))
-	assert.ErrorIs(t, s.TransitionSuspension(ctx, "s-1", "idle", "suspended", false, "", T0), store.ErrStale, "not in the expected state")
-	assert.ErrorIs(t, s.TransitionSuspension(ctx, "nope", "idle", "quiescing", false, "", T0), store.ErrNotFound)
-	require.NoError(t, s.TransitionSuspension(ctx, "s-1", "quiescing", "quiesce_refused", true, "resource_busy", T0.Add(2*time.Millisecond)))
-	assert.ErrorIs(t, s.TransitionSuspension(ctx, "s-1", "quiesce_refused", "resuming", false, "", T0), store.ErrStale, "settled attempts never move")
+	require.NoError(t, s.TransitionSuspension(ctx, store.Move{Machine: "suspension", Key: "s-1", From: "idle", To: "quiescing", At: T0.Add(time.Millisecond)}, ""))
+	assert.ErrorIs(t, s.TransitionSuspension(ctx, store.Move{Machine: "suspension", Key: "s-1", From: "idle", To: "suspended", At: T0}, ""), store.ErrStale, "not in the expected state")
+	assert.ErrorIs(t, s.TransitionSuspension(ctx, store.Move{Machine: "suspension", Key: "nope", From: "idle", To: "quiescing", At: T0}, ""), store.ErrNotFound)
+	require.NoError(t, s.TransitionSuspension(ctx, store.Move{Machine: "suspension", Key: "s-1", From: "quiescing", To: "quiesce_refused", At: T0.Add(2 * time.Millisecond)}, "resource_busy"))
+	assert.ErrorIs(t, s.TransitionSuspension(ctx, store.Move{Machine: "suspension", Key: "s-1", From: "quiescing", To: "suspended", At: T0}, ""), store.ErrStale, "settled attempts never move")
+	// Moves the suspension table cannot make never reach the database.
+	for _, bad := range []store.Move{
+		{Machine: "suspension", Key: "s-1", From: "quiesce_refused", To: "resuming"}, // from a terminal state
+		{Machine: "suspension", Key: "s-1", From: "quiescing", To: "quiesced"},       // no such state
+		{Machine: "suspension", Key: "s-1", From: "resumed", To: "idle"},             // terminal, and backwards
+		{Machine: "suspension", Key: "s-1", From: "suspended", To: "idle"},           // the table never returns to idle
+		{Machine: "suspension", Key: "s-1", From: "quiescing", To: store.NotSent},    // only an unsent attempt ends unsent
+		{Machine: "workspace_write", Key: "s-1", From: "beginning", To: "committing"},
+	} {
+		assert.ErrorIs(t, s.TransitionSuspension(ctx, bad, ""), store.ErrInvalid, "%+v", bad)
+	}
 	got, err = s.GetSuspension(ctx, "s-1")
 	require.NoError(t, err)
 	assert.Equal(t, "quiesce_refused", got.State)
@@ -46,7 +57,7 @@ func testSuspensions(t *testing.T, s store.Store) {
 
 	// Settled: a new attempt may open; an empty code keeps the old one.
 	require.NoError(t, s.CreateSuspension(ctx, b))
-	require.NoError(t, s.TransitionSuspension(ctx, "s-2", "idle", "quiescing", false, "", T0.Add(time.Second)))
+	require.NoError(t, s.TransitionSuspension(ctx, store.Move{Machine: "suspension", Key: "s-2", From: "idle", To: "quiescing", At: T0.Add(time.Second)}, ""))
 	latest, err := s.LatestSuspension(ctx, "env")
 	require.NoError(t, err)
 	assert.Equal(t, "s-2", latest.ID)
@@ -71,8 +82,9 @@ func testSuspensionRace(t *testing.T, s store.Store) {
 	require.NoError(t, err)
 	require.Len(t, open, 1)
 	id := open[0].ID
+	moves := []string{"quiescing", "expired"}
 	n = race(t, 16, store.ErrStale, func(i int) error {
-		return s.TransitionSuspension(ctx, id, "idle", fmt.Sprintf("state-%d", i), false, "", T0)
+		return s.TransitionSuspension(ctx, store.Move{Machine: "suspension", Key: id, From: "idle", To: moves[i%2], At: T0}, "")
 	})
 	assert.Equal(t, 1, n)
 }

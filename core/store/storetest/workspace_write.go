@@ -25,12 +25,12 @@ func testWorkspaceWriteStates(t *testing.T, s store.Store) {
 	_, err = s.UnsettledWorkspaceWrite(ctx, "other")
 	assert.ErrorIs(t, err, store.ErrNotFound)
 
-	assert.ErrorIs(t, s.TransitionWorkspaceWrite(ctx, "m1", "staging", "committing", false, "", "", T0), store.ErrStale, "not in from")
-	assert.ErrorIs(t, s.TransitionWorkspaceWrite(ctx, "m1", "beginning", "", false, "", "", T0), store.ErrInvalid)
-	assert.ErrorIs(t, s.TransitionWorkspaceWrite(ctx, "missing", "beginning", "x", false, "", "", T0), store.ErrNotFound)
-	require.NoError(t, s.TransitionWorkspaceWrite(ctx, "m1", "beginning", "committing", false, "", "", T0))
+	assert.ErrorIs(t, s.TransitionWorkspaceWrite(ctx, store.Move{Machine: "workspace_write", Key: "m1", From: "staging", To: "committing", At: T0}, false, "", ""), store.ErrStale, "not in from")
+	assert.ErrorIs(t, s.TransitionWorkspaceWrite(ctx, store.Move{Machine: "workspace_write", Key: "m1", From: "beginning", To: "", At: T0}, false, "", ""), store.ErrInvalid)
+	assert.ErrorIs(t, s.TransitionWorkspaceWrite(ctx, store.Move{Machine: "workspace_write", Key: "missing", From: "beginning", To: "committing", At: T0}, false, "", ""), store.ErrNotFound)
+	require.NoError(t, s.TransitionWorkspaceWrite(ctx, store.Move{Machine: "workspace_write", Key: "m1", From: "beginning", To: "committing", At: T0}, false, "", ""))
 	assert.ErrorIs(t, s.ResolveWorkspaceWrite(ctx, "m1", store.ResolutionApplied, "", T0), store.ErrStale, "only an unknown write is resolved")
-	require.NoError(t, s.TransitionWorkspaceWrite(ctx, "m1", "committing", store.WriteStateUnknown, false, "write_unconfirmed", "", T0))
+	require.NoError(t, s.TransitionWorkspaceWrite(ctx, store.Move{Machine: "workspace_write", Key: "m1", From: "committing", To: store.WriteStateUnknown, At: T0}, false, "write_unconfirmed", ""))
 
 	open, err := s.OpenWorkspaceWrites(ctx)
 	require.NoError(t, err)
@@ -38,7 +38,7 @@ func testWorkspaceWriteStates(t *testing.T, s store.Store) {
 	assert.Equal(t, store.WriteStateUnknown, open[0].State)
 	assert.Equal(t, "write_unconfirmed", open[0].ErrorCode)
 	assert.Empty(t, open[0].Outcome, "an unknown write keeps its owner")
-	assert.ErrorIs(t, s.ReserveWorkspaceWrite(ctx, store.WorkspaceWrite{MutationID: "m2", SessionID: "ses", CreatedAt: T0}), store.ErrConflict,
+	assert.ErrorIs(t, s.ReserveWorkspaceWrite(ctx, store.WorkspaceWrite{MutationID: "m2", SessionID: "ses", CreatedAt: T0, WriteDetail: store.WriteDetail{State: "beginning"}}), store.ErrConflict,
 		"a successor waits while the outcome is unknown")
 
 	assert.ErrorIs(t, s.ResolveWorkspaceWrite(ctx, "m1", "", "", T0), store.ErrInvalid)
@@ -51,12 +51,14 @@ func testWorkspaceWriteStates(t *testing.T, s store.Store) {
 	assert.Equal(t, "write_unconfirmed", got.ErrorCode, "the receipt's evidence stays")
 	assert.True(t, got.SettledAt.Equal(T0.Add(time.Minute)))
 	assert.ErrorIs(t, s.ResolveWorkspaceWrite(ctx, "m1", store.ResolutionApplied, "", T0), store.ErrStale)
-	assert.ErrorIs(t, s.TransitionWorkspaceWrite(ctx, "m1", store.WriteStateUnknown, "completed", true, "", "", T0), store.ErrStale,
+	assert.ErrorIs(t, s.TransitionWorkspaceWrite(ctx, store.Move{Machine: "workspace_write", Key: "m1", From: store.WriteStateUnknown, To: "completed", At: T0}, true, "", ""), store.ErrInvalid,
+		"unknown is terminal in the table: only an operator's resolution releases it")
+	assert.ErrorIs(t, s.TransitionWorkspaceWrite(ctx, store.Move{Machine: "workspace_write", Key: "m1", From: "committing", To: "completed", At: T0}, true, "", ""), store.ErrStale,
 		"a released write does not move")
 
 	require.NoError(t, s.ReserveWorkspaceWrite(ctx, store.WorkspaceWrite{MutationID: "m2", SessionID: "ses", CreatedAt: T0.Add(time.Second),
 		WriteDetail: store.WriteDetail{State: "beginning"}}))
-	require.NoError(t, s.TransitionWorkspaceWrite(ctx, "m2", "beginning", "rejected", true, "write_rejected", "unsafe_destination", T0.Add(2*time.Second)))
+	require.NoError(t, s.TransitionWorkspaceWrite(ctx, store.Move{Machine: "workspace_write", Key: "m2", From: "beginning", To: "rejected", At: T0.Add(2 * time.Second)}, true, "write_rejected", "unsafe_destination"))
 	got, err = s.GetWorkspaceWrite(ctx, "m2")
 	require.NoError(t, err)
 	assert.Equal(t, "rejected", got.Outcome)
@@ -68,17 +70,24 @@ func testWorkspaceWriteStates(t *testing.T, s store.Store) {
 	assert.ErrorIs(t, err, store.ErrNotFound)
 }
 
-// testWorkspaceWriteResolveRace: a late receipt and an operator racing on
-// an unknown write: exactly one release wins.
+// testWorkspaceWriteResolveRace: receipts racing on an unconfirmed write,
+// and operators racing on an unknown one: exactly one move wins each.
 func testWorkspaceWriteResolveRace(t *testing.T, s store.Store) {
 	seed(t, s, 0)
 	require.NoError(t, s.ReserveWorkspaceWrite(ctx, store.WorkspaceWrite{MutationID: "m1", SessionID: "ses", CreatedAt: T0,
-		WriteDetail: store.WriteDetail{State: store.WriteStateUnknown}}))
+		WriteDetail: store.WriteDetail{State: "unconfirmed"}}))
 	wins := race(t, 16, store.ErrStale, func(i int) error {
 		if i%2 == 0 {
-			return s.ResolveWorkspaceWrite(ctx, "m1", store.ResolutionApplied, fmt.Sprint(i), T0)
+			return s.TransitionWorkspaceWrite(ctx, store.Move{Machine: "workspace_write", Key: "m1", From: "unconfirmed", To: store.WriteStateUnknown, At: T0}, false, "write_unconfirmed", "")
 		}
-		return s.TransitionWorkspaceWrite(ctx, "m1", store.WriteStateUnknown, "completed", true, "", "", T0)
+		return s.TransitionWorkspaceWrite(ctx, store.Move{Machine: "workspace_write", Key: "m1", From: "unconfirmed", To: "completed", At: T0}, true, "", "")
 	})
-	assert.Equal(t, 1, wins, "one release wins")
+	assert.Equal(t, 1, wins, "one receipt's move wins")
+	require.NoError(t, s.CreateSession(ctx, store.Session{ID: "ses2", Project: "p", AgentKind: "codex", EnvironmentID: "env", CreatedAt: T0}))
+	require.NoError(t, s.ReserveWorkspaceWrite(ctx, store.WorkspaceWrite{MutationID: "m2", SessionID: "ses2", CreatedAt: T0,
+		WriteDetail: store.WriteDetail{State: store.WriteStateUnknown}}))
+	wins = race(t, 16, store.ErrStale, func(i int) error {
+		return s.ResolveWorkspaceWrite(ctx, "m2", store.ResolutionApplied, fmt.Sprint(i), T0)
+	})
+	assert.Equal(t, 1, wins, "one operator's resolution wins")
 }
