@@ -84,7 +84,7 @@ func registryRole(f *jen.File, model *spec.Model, role spec.Role, pkg func(*spec
 	)
 	commentf(f, "%sHooks holds %s's hooks of each machine of %sTables. A nil field binds nothing, "+
 		"so a peer can compose its hooks from several parts.", name, name, name)
-	f.Type().Id(name+"Hooks").Types(jen.Id("A").Any()).Struct(fields...)
+	f.Type().Id(name + "Hooks").Types(jen.Id("A").Any()).Struct(fields...)
 	commentf(f, "Binding returns the binding of machine's hooks, or nil when machine is none of "+
 		"%sTables or its field is nil.", name)
 	f.Func().Params(jen.Id("h").Id(name+"Hooks").Types(jen.Id("A"))).Id("Binding").
