@@ -13,6 +13,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/agentwire/agentwire/core/credential"
+	"github.com/agentwire/agentwire/core/gateway/internal/export"
 	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/fsm/connection"
@@ -78,7 +79,8 @@ type conn struct {
 	xb     *xferBook             // transfers and initializations (transfer.go)
 	sb     map[string]*suspRec   // suspension attempts by suspend_id (suspension.go)
 	wb     map[string]*writeRec  // workspace writes by mutation ID (workspace_write.go)
-	eb     map[string]*exportRec // workspace exports by operation ID (workspace_export.go)
+	// exports are the workspace exports in flight (internal/export).
+	exports export.Book
 }
 
 // coreTables are the machines Core drives on every connection.
@@ -246,7 +248,7 @@ func (c *conn) Binding(machine string) fsm.Binding[*peer.Event] {
 		Transfer:        xferHooks{c},
 		Suspension:      suspHooks{c},
 		WorkspaceWrite:  writeHooks{c},
-		WorkspaceExport: exportHooks{c},
+		WorkspaceExport: c.exports.Hooks(),
 	}.Binding(machine)
 }
 

@@ -207,7 +207,7 @@ func (c *conn) moved(list []*peer.Instance) {
 			c.writeMoved(i) // workspace_write.go
 			continue
 		case workspace_export.Name:
-			c.exportMoved(i) // workspace_export.go
+			c.exports.Moved(i) // internal/export
 			continue
 		case preparation.Name:
 		default:
