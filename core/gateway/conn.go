@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentwire/agentwire/core/credential"
 	"github.com/agentwire/agentwire/core/gateway/internal/export"
+	"github.com/agentwire/agentwire/core/gateway/internal/transfer"
 	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/fsm/connection"
@@ -75,10 +76,11 @@ type conn struct {
 	runs    map[string]*runRec  // by Run ID
 	// inters are the open questions by wire interaction ID.
 	inters map[string]*interRec
-	rb     *readBook             // workspace reads (workspace_read.go)
-	xb     *xferBook             // transfers and initializations (transfer.go)
-	sb     map[string]*suspRec   // suspension attempts by suspend_id (suspension.go)
-	wb     map[string]*writeRec  // workspace writes by mutation ID (workspace_write.go)
+	rb     *readBook // workspace reads (workspace_read.go)
+	// xfers are the transfers and initializations (internal/transfer).
+	xfers transfer.Book
+	sb    map[string]*suspRec  // suspension attempts by suspend_id (suspension.go)
+	wb    map[string]*writeRec // workspace writes by mutation ID (workspace_write.go)
 	// exports are the workspace exports in flight (internal/export).
 	exports export.Book
 }
@@ -245,7 +247,7 @@ func (c *conn) Binding(machine string) fsm.Binding[*peer.Event] {
 		Input:           inputHooks{c},
 		Interaction:     interHooks{c},
 		WorkspaceRead:   readHooks{c},
-		Transfer:        xferHooks{c},
+		Transfer:        c.xfers.Hooks(c.log),
 		Suspension:      suspHooks{c},
 		WorkspaceWrite:  writeHooks{c},
 		WorkspaceExport: c.exports.Hooks(),

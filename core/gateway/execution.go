@@ -195,7 +195,7 @@ func (c *conn) moved(list []*peer.Instance) {
 	for _, i := range list {
 		switch i.Key.Machine {
 		case transfer.Name:
-			c.xferMoved(i) // transfer.go
+			c.xfers.Moved(i) // internal/transfer
 			continue
 		case suspension.Name:
 			c.suspMoved(i) // suspension.go

@@ -117,11 +117,22 @@ func (t *Tracker) Moved(i *peer.Instance) {
 // it in, or ended; false when the connection or ctx ended first. The
 // machine's own timers bound the wait.
 func (t *Tracker) Await(ctx context.Context, pc *peer.Conn) bool {
+	return t.await(ctx, pc, func() bool { return t.end != "" || t.state != t.sentState })
+}
+
+// AwaitEnd waits until the instance ended; false when the connection or
+// ctx ended first.
+func (t *Tracker) AwaitEnd(ctx context.Context, pc *peer.Conn) bool {
+	return t.await(ctx, pc, func() bool { return t.end != "" })
+}
+
+// await waits until cond, read under t.mu, holds.
+func (t *Tracker) await(ctx context.Context, pc *peer.Conn, cond func() bool) bool {
 	for {
 		t.mu.Lock()
-		moved := t.end != "" || t.state != t.sentState
+		ok := cond()
 		t.mu.Unlock()
-		if moved {
+		if ok {
 			return true
 		}
 		select {
