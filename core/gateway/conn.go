@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentwire/agentwire/core/credential"
 	"github.com/agentwire/agentwire/core/gateway/internal/export"
+	"github.com/agentwire/agentwire/core/gateway/internal/read"
 	"github.com/agentwire/agentwire/core/gateway/internal/transfer"
 	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/fsm"
@@ -76,7 +77,8 @@ type conn struct {
 	runs    map[string]*runRec  // by Run ID
 	// inters are the open questions by wire interaction ID.
 	inters map[string]*interRec
-	rb     *readBook // workspace reads (workspace_read.go)
+	// reads are the workspace reads in flight (internal/read).
+	reads read.Book
 	// xfers are the transfers and initializations (internal/transfer).
 	xfers transfer.Book
 	sb    map[string]*suspRec  // suspension attempts by suspend_id (suspension.go)
@@ -246,7 +248,7 @@ func (c *conn) Binding(machine string) fsm.Binding[*peer.Event] {
 		Run:             execHooks{c},
 		Input:           inputHooks{c},
 		Interaction:     interHooks{c},
-		WorkspaceRead:   readHooks{c},
+		WorkspaceRead:   c.reads.Hooks(),
 		Transfer:        c.xfers.Hooks(c.log),
 		Suspension:      suspHooks{c},
 		WorkspaceWrite:  writeHooks{c},

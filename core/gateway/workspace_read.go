@@ -4,16 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/agentwire/agentwire/core/credential"
+	"github.com/agentwire/agentwire/core/gateway/internal/link"
+	"github.com/agentwire/agentwire/core/gateway/internal/read"
 	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/fsm/preparation"
-	"github.com/agentwire/agentwire/fsm/workspace_read"
 	"github.com/agentwire/agentwire/peer"
-	"github.com/agentwire/agentwire/peer/guard"
 	"github.com/agentwire/agentwire/wire"
 )
 
@@ -64,7 +63,7 @@ var (
 const (
 	ReadNoDevice           = "no_device"           // no connected device admits the read
 	ReadPreparationFailed  = "preparation_failed"  // the read-only preparation was refused or ended before ready
-	ReadUnknown            = "read_unknown"        // the read broke off, timed out or its result was unclear
+	ReadUnknown            = read.Unknown          // the read broke off, timed out or its result was unclear
 	ReadCleanupUnconfirmed = "cleanup_unconfirmed" // the handle's close was not confirmed
 )
 
@@ -184,13 +183,7 @@ type readEnd struct {
 	err  error
 }
 
-func boundedErr(err error) string {
-	s := err.Error()
-	if len(s) > 300 {
-		s = s[:300] + "…"
-	}
-	return s
-}
+func boundedErr(err error) string { return link.Bounded(err) }
 
 // idleRead runs the read-only preparation, the read and the release on one
 // connection that admits them. The caller holds the Session's reservation.
@@ -327,216 +320,30 @@ func (g *Gateway) idleOwner(p turnPlan, binding wire.LocalEnvironment, op func(c
 	return data, nil
 }
 
-func isWriteError(err error) bool {
-	var we *peer.WriteError
-	return errors.As(err, &we)
-}
-
-// readRec is Core's record of one workspace_read it sent: the read's
-// scoped authorization, which GuardOwnerReadable checks and
-// release_reservation revokes, and the worker's waiter.
-//
-// decision: no credential travels with a read (callers cannot supply one,
-// daemon-protocol.txt:179); the scoped read credential Core holds is this
-// record, naming the one operation, its owner and its Environment. It is
-// revoked when the read settles, however it settles, and dropped by the
-// worker after a read that never dispatched (daemon-protocol.txt:183).
-type readRec struct {
-	req     wire.WorkspaceRead
-	owner   string // "handle:<h>" or "run:<id>", on this connection
-	revoked bool   // on the loop only
-	done    chan readSettled
-	sent    bool // on the loop only
-}
-
-type readSettled struct {
-	outcome fsm.Outcome
-	result  wire.WorkspaceReadResult
-}
-
-func (r *readRec) settle(s readSettled) {
-	if !r.sent {
-		r.sent = true
-		r.done <- s
-	}
-}
-
-// readBook is one connection's reads and fenced owners; its maps are
-// guarded by the connection's mu.
-type readBook struct {
-	reads  map[string]*readRec // by operation ID
-	fenced map[string]bool     // owners after an unknown read
-}
-
-func (c *conn) book() *readBook {
-	if c.rb == nil {
-		c.rb = &readBook{reads: map[string]*readRec{}, fenced: map[string]bool{}}
-	}
-	return c.rb
-}
-
-func (c *conn) read(opID string) *readRec {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.book().reads[opID]
-}
+func isWriteError(err error) bool { return link.IsWriteError(err) }
 
 // readOnce sends one workspace_read on c and waits for the machine to
-// settle it. It never retries (daemon-protocol.txt:181).
+// settle it (internal/read). It never retries (daemon-protocol.txt:181).
 func (g *Gateway) readOnce(c *conn, req wire.WorkspaceRead, owner string) (ReadData, error) {
-	opID := credential.NewID("read")
-	rec := &readRec{req: req, owner: owner, done: make(chan readSettled, 1)}
 	c.mu.Lock()
-	b := c.book()
-	if b.fenced[owner] {
-		c.mu.Unlock()
-		return ReadData{}, unavailable(ReadUnknown, "an earlier read on this owner is unknown")
-	}
-	b.reads[opID] = rec
 	pc := c.pc
 	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		delete(c.book().reads, opID)
-		c.mu.Unlock()
-	}()
-	if err := pc.Send(g.ctx, peer.Outbound{ID: opID, Payload: req}); err != nil && !isWriteError(err) {
-		// Refused before it left, or the connection went first: nothing
-		// was dispatched. A failed write is dispatched (send_failed), and
-		// the read_op timer bounds its wait.
-		return ReadData{}, unavailable(ReadUnknown, "workspace_read was not sent: "+boundedErr(err))
-	}
-	var s readSettled
-	select {
-	case s = <-rec.done:
-	case <-pc.Done():
-		select {
-		case s = <-rec.done:
-		default:
-			s.outcome = fsm.OutcomeUnknown
+	res, err := c.reads.Once(g.ctx, pc, req, owner)
+	if err != nil {
+		var end *read.Ended
+		if errors.As(err, &end) {
+			return ReadData{}, &ReadError{Code: end.Code, Rejected: end.Rejected, Detail: end.Detail}
 		}
-	case <-g.ctx.Done():
-		return ReadData{}, unavailable(ReadUnknown, "Core is shutting down")
-	}
-	switch s.outcome {
-	case fsm.OutcomeSuccess:
-	case fsm.OutcomeFailure:
-		return ReadData{}, &ReadError{Code: s.result.ErrorCode, Rejected: true}
-	default:
-		return ReadData{}, unavailable(ReadUnknown, "the read broke off or its result was unclear")
+		return ReadData{}, unavailable(ReadUnknown, boundedErr(err))
 	}
 	data := ReadData{DeviceID: c.deviceID}
-	if d := s.result.Directory; d != nil {
+	if d := res.Directory; d != nil {
 		data.Entries, data.Truncated = d.Entries, d.Truncated != nil && *d.Truncated
 	} else {
-		data.Data, data.Truncated = []byte(s.result.Data), s.result.Truncated
+		data.Data, data.Truncated = []byte(res.Data), res.Truncated
 	}
 	return data, nil
 }
 
-// readHooks are the workspace_read machine's Core hooks on one connection.
-type readHooks struct{ c *conn }
-
-var _ workspace_read.CoreHooks[*peer.Event] = readHooks{}
-
-func readPayload[T any](f *fsm.Firing[*peer.Event]) (T, bool) {
-	var zero T
-	if f.Arg == nil || f.Arg.Msg == nil {
-		return zero, false
-	}
-	p, ok := f.Arg.Msg.Payload.(T)
-	return p, ok
-}
-
-// GuardOwnerReadable: the read is one this gateway registered, not yet
-// revoked, aimed at the owner it was registered for on this connection,
-// with the exact Environment, and the owner is not fenced.
-func (h readHooks) GuardOwnerReadable(f *fsm.Firing[*peer.Event]) bool {
-	p, ok := readPayload[wire.WorkspaceRead](f)
-	if !ok {
-		return false
-	}
-	h.c.mu.Lock()
-	defer h.c.mu.Unlock()
-	b := h.c.book()
-	r := b.reads[f.Arg.Key.ID]
-	return r != nil && !r.revoked && !b.fenced[r.owner] &&
-		p.Handle == r.req.Handle && p.RunID == r.req.RunID && p.EnvironmentID == r.req.EnvironmentID
-}
-
-// GuardCloseAcknowledged: the close is acknowledged and the result
-// answers the request it settles.
-//
-// decision: a result beyond the request's bounds (more bytes or entries
-// than asked, a listing for a byte read) is ambiguous, so it goes the
-// unknown way and is never returned (daemon-protocol.txt:181).
-func (h readHooks) GuardCloseAcknowledged(f *fsm.Firing[*peer.Event]) bool {
-	res, ok := readPayload[wire.WorkspaceReadResult](f)
-	r := h.c.read(f.Arg.Key.ID)
-	return ok && r != nil && guard.CloseAcknowledged(res) && res.Answers(r.req) == nil
-}
-
-// DoHoldReservation: an idle read's worker took the Session's reservation
-// before execution_prepare and keeps it through the read and the release;
-// a read aimed at a Run holds none. Nothing more to take here.
-func (h readHooks) DoHoldReservation(*fsm.Firing[*peer.Event]) error { return nil }
-
-// DoReleaseReservation revokes the read's scoped authorization. The
-// Session's reservation of an idle read is dropped by its worker once the
-// handle's close settled, still before the result is delivered
-// (daemon-protocol.txt:183: kept through the bounded read and release).
-func (h readHooks) DoReleaseReservation(f *fsm.Firing[*peer.Event]) error {
-	if r := h.c.read(f.Arg.Key.ID); r != nil {
-		h.c.mu.Lock()
-		r.revoked = true
-		h.c.mu.Unlock()
-	}
-	return nil
-}
-
-// DoDeliverResult hands the settled result to the read's worker, which
-// returns it publicly only after the close (daemon-protocol.txt:183).
-func (h readHooks) DoDeliverResult(f *fsm.Firing[*peer.Event]) error {
-	return h.settle(f)
-}
-
-// DoRecordRejection hands the finite code, without data, to the worker.
-func (h readHooks) DoRecordRejection(f *fsm.Firing[*peer.Event]) error {
-	return h.settle(f)
-}
-
-// DoFenceOwner: no later read on this owner; the worker gets unknown.
-func (h readHooks) DoFenceOwner(f *fsm.Firing[*peer.Event]) error {
-	r := h.c.read(f.Arg.Key.ID)
-	if r == nil {
-		return nil
-	}
-	h.c.mu.Lock()
-	h.c.book().fenced[r.owner] = true
-	h.c.mu.Unlock()
-	return h.settle(f)
-}
-
-// settle passes the outcome the table gives the step's target state
-// (never a state name) and the result frame, if any, to the worker.
-func (h readHooks) settle(f *fsm.Firing[*peer.Event]) error {
-	r := h.c.read(f.Arg.Key.ID)
-	if r == nil {
-		return fmt.Errorf("gateway: no record of read %s", f.Arg.Key.ID)
-	}
-	s := readSettled{outcome: settled(f)}
-	if res, ok := readPayload[wire.WorkspaceReadResult](f); ok && s.outcome != fsm.OutcomeUnknown {
-		s.result = res
-	}
-	r.settle(s)
-	return nil
-}
-
-// DoDetachObserver: the worker, not the public caller, waits for the
-// read, so a caller that gives up detaches nothing; the bounded waiter
-// keeps running to the release (daemon-protocol.txt:181).
-func (h readHooks) DoDetachObserver(*fsm.Firing[*peer.Event]) error { return nil }
-
-// DoCloseAdmission: Core sends one read per registered record and never
-// aims one at a closed owner, so there is nothing to close.
-func (h readHooks) DoCloseAdmission(*fsm.Firing[*peer.Event]) error { return nil }
+// readPayload is link.Payload for the gateway's own hooks.
+func readPayload[T any](f *fsm.Firing[*peer.Event]) (T, bool) { return link.Payload[T](f) }
