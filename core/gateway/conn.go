@@ -16,6 +16,7 @@ import (
 	"github.com/agentwire/agentwire/core/gateway/internal/export"
 	"github.com/agentwire/agentwire/core/gateway/internal/read"
 	"github.com/agentwire/agentwire/core/gateway/internal/transfer"
+	"github.com/agentwire/agentwire/core/gateway/internal/write"
 	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/fsm/connection"
@@ -81,8 +82,9 @@ type conn struct {
 	reads read.Book
 	// xfers are the transfers and initializations (internal/transfer).
 	xfers transfer.Book
-	sb    map[string]*suspRec  // suspension attempts by suspend_id (suspension.go)
-	wb    map[string]*writeRec // workspace writes by mutation ID (workspace_write.go)
+	sb    map[string]*suspRec // suspension attempts by suspend_id (suspension.go)
+	// writes are the workspace writes in flight (internal/write).
+	writes *write.Book
 	// exports are the workspace exports in flight (internal/export).
 	exports export.Book
 }
@@ -107,6 +109,7 @@ func (g *Gateway) upgrade(w http.ResponseWriter, r *http.Request) {
 	secret := credential.BearerToken(r.Header.Get("Authorization"))
 	c := &conn{g: g, deviceID: deviceID, w: w, preps: map[string]*prepRec{}, runs: map[string]*runRec{}, inters: map[string]*interRec{}}
 	c.log = g.cfg.Logger.With("device_id", deviceID)
+	c.writes = write.NewBook(write.Deps{Store: g.cfg.Store, Clock: g.cfg.Clock, Log: c.log, StoreCtx: c.storeCtx, Released: g.kick})
 	// The reference's order: missing parameters, then the version (426
 	// even with a bad credential, daemon-protocol.txt:17), then the
 	// credential.
@@ -251,7 +254,7 @@ func (c *conn) Binding(machine string) fsm.Binding[*peer.Event] {
 		WorkspaceRead:   c.reads.Hooks(),
 		Transfer:        c.xfers.Hooks(c.log),
 		Suspension:      suspHooks{c},
-		WorkspaceWrite:  writeHooks{c},
+		WorkspaceWrite:  c.writes.Hooks(),
 		WorkspaceExport: c.exports.Hooks(),
 	}.Binding(machine)
 }

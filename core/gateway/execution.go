@@ -204,7 +204,7 @@ func (c *conn) moved(list []*peer.Instance) {
 			c.connMoved(i) // suspension.go: a live connection adopts its device's open attempts
 			continue
 		case workspace_write.Name:
-			c.writeMoved(i) // workspace_write.go
+			c.writes.Moved(i) // internal/write
 			continue
 		case workspace_export.Name:
 			c.exports.Moved(i) // internal/export

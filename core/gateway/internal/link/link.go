@@ -145,6 +145,10 @@ func (t *Tracker) await(ctx context.Context, pc *peer.Conn, cond func() bool) bo
 	}
 }
 
+// Signal is woken (without blocking, at most one pending) after each
+// Moved, for a waiter that waits on more than Await does.
+func (t *Tracker) Signal() <-chan struct{} { return t.signal }
+
 // End returns the terminal state's name and outcome; "" while the instance
 // has not ended.
 func (t *Tracker) End() (string, fsm.Outcome) {
