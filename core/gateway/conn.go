@@ -15,6 +15,7 @@ import (
 	"github.com/agentwire/agentwire/core/credential"
 	"github.com/agentwire/agentwire/core/gateway/internal/export"
 	"github.com/agentwire/agentwire/core/gateway/internal/read"
+	"github.com/agentwire/agentwire/core/gateway/internal/suspend"
 	"github.com/agentwire/agentwire/core/gateway/internal/transfer"
 	"github.com/agentwire/agentwire/core/gateway/internal/write"
 	"github.com/agentwire/agentwire/core/store"
@@ -82,7 +83,8 @@ type conn struct {
 	reads read.Book
 	// xfers are the transfers and initializations (internal/transfer).
 	xfers transfer.Book
-	sb    map[string]*suspRec // suspension attempts by suspend_id (suspension.go)
+	// susp are the suspension attempts the connection carries (internal/suspend).
+	susp *suspend.Book
 	// writes are the workspace writes in flight (internal/write).
 	writes *write.Book
 	// exports are the workspace exports in flight (internal/export).
@@ -109,6 +111,7 @@ func (g *Gateway) upgrade(w http.ResponseWriter, r *http.Request) {
 	secret := credential.BearerToken(r.Header.Get("Authorization"))
 	c := &conn{g: g, deviceID: deviceID, w: w, preps: map[string]*prepRec{}, runs: map[string]*runRec{}, inters: map[string]*interRec{}}
 	c.log = g.cfg.Logger.With("device_id", deviceID)
+	c.susp = suspend.NewBook(suspend.Deps{Store: g.cfg.Store, Clock: g.cfg.Clock, Log: c.log, StoreCtx: c.storeCtx, Durations: g.cfg.Durations, Released: g.kick})
 	c.writes = write.NewBook(write.Deps{Store: g.cfg.Store, Clock: g.cfg.Clock, Log: c.log, StoreCtx: c.storeCtx, Released: g.kick})
 	// The reference's order: missing parameters, then the version (426
 	// even with a bad credential, daemon-protocol.txt:17), then the
@@ -253,7 +256,7 @@ func (c *conn) Binding(machine string) fsm.Binding[*peer.Event] {
 		Interaction:     interHooks{c},
 		WorkspaceRead:   c.reads.Hooks(),
 		Transfer:        c.xfers.Hooks(c.log),
-		Suspension:      suspHooks{c},
+		Suspension:      c.susp.Hooks(),
 		WorkspaceWrite:  c.writes.Hooks(),
 		WorkspaceExport: c.exports.Hooks(),
 	}.Binding(machine)

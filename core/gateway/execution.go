@@ -198,7 +198,7 @@ func (c *conn) moved(list []*peer.Instance) {
 			c.xfers.Moved(i) // internal/transfer
 			continue
 		case suspension.Name:
-			c.suspMoved(i) // suspension.go
+			c.susp.Moved(i) // internal/suspend
 			continue
 		case connection.Name:
 			c.connMoved(i) // suspension.go: a live connection adopts its device's open attempts

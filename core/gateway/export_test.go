@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 
+	"github.com/agentwire/agentwire/core/gateway/internal/suspend"
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/wire"
 )
@@ -42,7 +43,7 @@ func (g *Gateway) SuspensionInstance(ctx context.Context, deviceID, id string) (
 	var s peer.Saved
 	found := false
 	err := pc.Do(ctx, func(d *peer.Driver) {
-		if i, ok := d.Lookup(suspKey(id)); ok {
+		if i, ok := d.Lookup(suspend.Key(id)); ok {
 			s, found = d.Save(i), true
 		}
 	})
