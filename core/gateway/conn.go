@@ -13,16 +13,10 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/agentwire/agentwire/core/credential"
-	"github.com/agentwire/agentwire/core/gateway/internal/export"
-	"github.com/agentwire/agentwire/core/gateway/internal/read"
-	"github.com/agentwire/agentwire/core/gateway/internal/suspend"
-	"github.com/agentwire/agentwire/core/gateway/internal/transfer"
-	"github.com/agentwire/agentwire/core/gateway/internal/write"
 	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/fsm/connection"
 	"github.com/agentwire/agentwire/fsm/machines"
-	"github.com/agentwire/agentwire/fsm/preparation"
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/peer/guard"
 	"github.com/agentwire/agentwire/wire"
@@ -74,21 +68,9 @@ type conn struct {
 	// what waits for that commit (journal.go); only the loop touches them.
 	pending store.Batch
 	after   []func()
-	writer  batchWriter         // commits the batches off the loop (journal.go)
-	preps   map[string]*prepRec // by preparation request ID
-	runs    map[string]*runRec  // by Run ID
-	// inters are the open questions by wire interaction ID.
-	inters map[string]*interRec
-	// reads are the workspace reads in flight (internal/read).
-	reads read.Book
-	// xfers are the transfers and initializations (internal/transfer).
-	xfers transfer.Book
-	// susp are the suspension attempts the connection carries (internal/suspend).
-	susp *suspend.Book
-	// writes are the workspace writes in flight (internal/write).
-	writes *write.Book
-	// exports are the workspace exports in flight (internal/export).
-	exports export.Book
+	writer  batchWriter // commits the batches off the loop (journal.go)
+	// parts are the connection's lifecycle modules (parts.go).
+	parts
 }
 
 // coreTables are the machines Core drives on every connection.
@@ -109,10 +91,9 @@ func (g *Gateway) upgrade(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	deviceID, version := q.Get("device_id"), q.Get("version")
 	secret := credential.BearerToken(r.Header.Get("Authorization"))
-	c := &conn{g: g, deviceID: deviceID, w: w, preps: map[string]*prepRec{}, runs: map[string]*runRec{}, inters: map[string]*interRec{}}
+	c := &conn{g: g, deviceID: deviceID, w: w}
 	c.log = g.cfg.Logger.With("device_id", deviceID)
-	c.susp = suspend.NewBook(suspend.Deps{Store: g.cfg.Store, Clock: g.cfg.Clock, Log: c.log, StoreCtx: c.storeCtx, Durations: g.cfg.Durations, Released: g.kick})
-	c.writes = write.NewBook(write.Deps{Store: g.cfg.Store, Clock: g.cfg.Clock, Log: c.log, StoreCtx: c.storeCtx, Released: g.kick})
+	c.initParts()
 	// The reference's order: missing parameters, then the version (426
 	// even with a bad credential, daemon-protocol.txt:17), then the
 	// credential.
@@ -184,36 +165,6 @@ func (g *Gateway) upgrade(w http.ResponseWriter, r *http.Request) {
 	g.release(c)
 }
 
-// abandonAll wakes the workers of admissions that never reached an outcome
-// before the loop ended (every instance saw connection_lost; this covers
-// the ones the driver never created). The loop has returned, so nothing
-// else touches the records.
-func (c *conn) abandonAll() {
-	c.mu.Lock()
-	preps := make([]*prepRec, 0, len(c.preps))
-	for _, p := range c.preps {
-		preps = append(preps, p)
-	}
-	runs := make([]*runRec, 0, len(c.runs))
-	for _, r := range c.runs {
-		runs = append(runs, r)
-	}
-	c.mu.Unlock()
-	for _, p := range preps {
-		p.deliver(prepResult{state: preparation.StateAbandoned.String(), outcome: fsm.OutcomeUnknown})
-		if p.admitted != nil {
-			p.admitted()
-		}
-	}
-	for _, r := range runs {
-		r.done()
-		// A Run whose outcome was recorded before the loss
-		// (cancel_unconfirmed after 15 s) reaches its terminal state
-		// with no step to close it; its inputs and questions close here.
-		c.closeRun(r)
-	}
-}
-
 func errText(err error) string {
 	if err == nil {
 		return "closed"
@@ -244,22 +195,6 @@ func (c *conn) snapshot() (wire.Heartbeat, bool) {
 		return wire.Heartbeat{}, false
 	}
 	return *c.decl, true
-}
-
-// Binding implements peer.App.
-func (c *conn) Binding(machine string) fsm.Binding[*peer.Event] {
-	return machines.CoreHooks[*peer.Event]{
-		Connection:      c,
-		Preparation:     execHooks{c},
-		Run:             execHooks{c},
-		Input:           inputHooks{c},
-		Interaction:     interHooks{c},
-		WorkspaceRead:   c.reads.Hooks(),
-		Transfer:        c.xfers.Hooks(c.log),
-		Suspension:      c.susp.Hooks(),
-		WorkspaceWrite:  c.writes.Hooks(),
-		WorkspaceExport: c.exports.Hooks(),
-	}.Binding(machine)
 }
 
 // Refused implements peer.App. A heartbeat that fails to decode is still

@@ -12,15 +12,10 @@ import (
 	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/core/turn"
 	"github.com/agentwire/agentwire/fsm"
-	"github.com/agentwire/agentwire/fsm/connection"
 	"github.com/agentwire/agentwire/fsm/input"
 	"github.com/agentwire/agentwire/fsm/interaction"
 	"github.com/agentwire/agentwire/fsm/preparation"
 	"github.com/agentwire/agentwire/fsm/run"
-	"github.com/agentwire/agentwire/fsm/suspension"
-	"github.com/agentwire/agentwire/fsm/transfer"
-	"github.com/agentwire/agentwire/fsm/workspace_export"
-	"github.com/agentwire/agentwire/fsm/workspace_write"
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/peer/guard"
 	"github.com/agentwire/agentwire/wire"
@@ -189,44 +184,65 @@ func (c *conn) journalFrame(ev *peer.Event, s fsm.Step) {
 	}
 }
 
-// moved is the driver's Saver: it tells the worker waiting on an
-// admission once that admission is ready or has ended.
-func (c *conn) moved(list []*peer.Instance) {
-	for _, i := range list {
-		switch i.Key.Machine {
-		case transfer.Name:
-			c.xfers.Moved(i) // internal/transfer
-			continue
-		case suspension.Name:
-			c.susp.Moved(i) // internal/suspend
-			continue
-		case connection.Name:
-			c.connMoved(i) // suspension.go: a live connection adopts its device's open attempts
-			continue
-		case workspace_write.Name:
-			c.writes.Moved(i) // internal/write
-			continue
-		case workspace_export.Name:
-			c.exports.Moved(i) // internal/export
-			continue
-		case preparation.Name:
-		default:
-			continue
-		}
-		p := c.prep(i.Key.ID)
-		if p == nil {
-			continue
-		}
-		if p.watch != nil {
-			p.watch(i)
-		}
-		state := preparation.State(i.State())
-		if state == preparation.StateReady || i.Terminal() {
-			p.deliver(prepResult{state: i.StateName(), outcome: i.Outcome(), executorID: p.executorID, handle: p.handle, rejection: p.rejection})
-		}
-		if i.Terminal() && p.admitted != nil {
+// prepMoved tells the worker waiting on an admission once that admission
+// is ready or has ended (the Saver's part for preparations).
+func (c *conn) prepMoved(i *peer.Instance) {
+	p := c.prep(i.Key.ID)
+	if p == nil {
+		return
+	}
+	if p.watch != nil {
+		p.watch(i)
+	}
+	state := preparation.State(i.State())
+	if state == preparation.StateReady || i.Terminal() {
+		p.deliver(prepResult{state: i.StateName(), outcome: i.Outcome(), executorID: p.executorID, handle: p.handle, rejection: p.rejection})
+	}
+	if i.Terminal() && p.admitted != nil {
+		p.admitted()
+	}
+}
+
+// execBook is a connection's records of its Turns' execution: the
+// preparations it sent, the Runs it started and their open questions.
+type execBook struct {
+	preps map[string]*prepRec // by preparation request ID
+	runs  map[string]*runRec  // by Run ID
+	// inters are the open questions by wire interaction ID.
+	inters map[string]*interRec
+}
+
+func newExecBook() execBook {
+	return execBook{preps: map[string]*prepRec{}, runs: map[string]*runRec{}, inters: map[string]*interRec{}}
+}
+
+// abandonExec wakes the workers of admissions that never reached an
+// outcome before the loop ended (every instance saw connection_lost; this
+// covers the ones the driver never created). The loop has returned, so
+// nothing else touches the records.
+func (c *conn) abandonExec() {
+	c.mu.Lock()
+	preps := make([]*prepRec, 0, len(c.preps))
+	for _, p := range c.preps {
+		preps = append(preps, p)
+	}
+	runs := make([]*runRec, 0, len(c.runs))
+	for _, r := range c.runs {
+		runs = append(runs, r)
+	}
+	c.mu.Unlock()
+	for _, p := range preps {
+		p.deliver(prepResult{state: preparation.StateAbandoned.String(), outcome: fsm.OutcomeUnknown})
+		if p.admitted != nil {
 			p.admitted()
 		}
+	}
+	for _, r := range runs {
+		r.done()
+		// A Run whose outcome was recorded before the loss
+		// (cancel_unconfirmed after 15 s) reaches its terminal state
+		// with no step to close it; its inputs and questions close here.
+		c.closeRun(r)
 	}
 }
 
