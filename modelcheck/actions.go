@@ -404,7 +404,7 @@ func (w *world) runtimeSends() []Action {
 				out = append(out, send(fsm.RoleRuntime, "workspace_write_result", i.Key.ID, body))
 			}
 		case "input":
-			run, in, _ := strings.Cut(i.Key.ID, "\x00")
+			run, in, _ := peer.SplitCompositeID(i.Key.ID)
 			ack := func(body string) {
 				out = append(out, send(fsm.RoleRuntime, "prompt_steer_ack", run, `{"input_id":"`+in+`",`+body+`}`))
 			}

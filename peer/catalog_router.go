@@ -3,6 +3,7 @@ package peer
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/wire"
@@ -143,3 +144,7 @@ const deliveryAlias = "delivery"
 // payload member (a Run's input ID, a Run's call ID). NUL never occurs in a
 // valid id, so the two parts cannot run together.
 func CompositeID(id, member string) string { return id + "\x00" + member }
+
+// SplitCompositeID is CompositeID's inverse: the envelope id and the
+// member; ok is false for an ID that is not composite.
+func SplitCompositeID(key string) (id, member string, ok bool) { return strings.Cut(key, "\x00") }

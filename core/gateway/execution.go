@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -167,7 +166,7 @@ func (c *conn) journalFrame(ev *peer.Event, s fsm.Step) {
 	var r *runRec
 	switch ev.Key.Machine {
 	case input.Name:
-		runID, _, _ := strings.Cut(ev.Key.ID, peer.CompositeID("", ""))
+		runID, _, _ := peer.SplitCompositeID(ev.Key.ID)
 		r = c.run(runID)
 	case interaction.Name:
 		if ev.Msg.Type == wire.TypePermissionRequest || ev.Msg.Type == wire.TypePromptForUserChoice {

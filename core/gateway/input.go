@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strings"
 
 	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/fsm"
@@ -116,7 +115,7 @@ func (h inputHooks) journal(r *runRec, typ string, payload any) error {
 
 // inputRun finds the Run record and input ID of an input machine step.
 func (h inputHooks) inputRun(f *fsm.Firing[*peer.Event]) (*runRec, string) {
-	runID, inputID, ok := strings.Cut(f.Arg.Key.ID, peer.CompositeID("", ""))
+	runID, inputID, ok := peer.SplitCompositeID(f.Arg.Key.ID)
 	if !ok {
 		return nil, ""
 	}

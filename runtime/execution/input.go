@@ -233,10 +233,6 @@ func (s *Session) inputBusy(d *peer.Driver, runID, inputID string) bool {
 }
 
 func splitComposite(id string) (string, string) {
-	for i := 0; i < len(id); i++ {
-		if id[i] == 0 {
-			return id[:i], id[i+1:]
-		}
-	}
-	return id, ""
+	runID, member, _ := peer.SplitCompositeID(id)
+	return runID, member
 }
