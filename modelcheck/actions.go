@@ -289,7 +289,7 @@ func (w *world) coreSends() []Action {
 		if key.Machine != "input" || !w.retried(key) {
 			continue
 		}
-		run, in, _ := strings.Cut(key.ID, "\x00")
+		run, in, _ := peer.SplitCompositeID(key.ID)
 		if _, ok := c.d.Lookup(peer.Key{Machine: "run", ID: run}); ok {
 			continue // listed above
 		}
