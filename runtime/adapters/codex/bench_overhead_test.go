@@ -125,3 +125,28 @@ func (c *directClient) turn(ctx context.Context) turnbench.Timing {
 		}
 	}
 }
+
+// BenchmarkCodexTurnThroughCore is the same pairing with a real Core in
+// front of the daemon: Core on SQLite (the default store), the Turn
+// submitted through the public API and read back from its event stream,
+// against the same direct app-server client. It is what a user of Core
+// pays for the protocol, the journal and the durable store on a real
+// Codex Turn.
+//
+//	go test -run '^$' -bench CodexTurnThroughCore -benchtime 40x ./runtime/adapters/codex/
+func BenchmarkCodexTurnThroughCore(b *testing.B) {
+	bin := install.RequireCodex(b)
+	b.Setenv(keyEnv, testKey)
+	srv := turnbench.Model(b)
+	a, err := New(Config{Binary: bin, Model: "gpt-5.5", BaseURL: srv.OpenAIBaseURL(), APIKeyEnv: keyEnv,
+		StateDir: b.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(b, err)
+	require.True(b, a.Declaration().Available)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	via := turnbench.StartThroughCore(ctx, b, a, "codex")
+	direct := startDirect(ctx, b, a.cfg)
+	turnbench.Pairs(b, turnbench.WarmTurns, turnbench.DeltaCount, func() turnbench.Timing { return via.Turn(ctx) }, func() turnbench.Timing { return direct.turn(ctx) })
+	require.Empty(b, srv.Problems())
+}
