@@ -48,6 +48,10 @@ func (d *Driver) step(i *Instance, e fsm.EventID, ev *Event) error {
 		d.noteDeadline(i.settled.Add(d.cfg.Limits.Retention))
 		d.noteSettled(i)
 	}
+	// The step's argument goes with the step: the scratch Event holds the
+	// frame, which aliases the buffer it was read into, and an idle
+	// connection would keep its last heartbeat for good (issue 21).
+	d.scratch = Event{}
 	if err != nil {
 		return err
 	}

@@ -157,12 +157,18 @@ func (g *Gateway) upgrade(w http.ResponseWriter, r *http.Request) {
 		_ = ws.Close(peer.StatusReplaced, "replaced by a newer connection")
 		return
 	}
+	// The connection runs on a goroutine of its own and the handler
+	// returns: the request, and the stack the HTTP server grew to serve
+	// it, go with the handler instead of staying with every idle
+	// connection for its lifetime (issue 21).
 	g.wg.Add(1)
-	defer g.wg.Done()
-	runErr := pc.Run(g.ctx)
-	c.log.Info("gateway: connection closed", "reason", errText(runErr)) // the epoch is on c.log already
-	c.abandonAll()
-	g.release(c)
+	go func() {
+		defer g.wg.Done()
+		runErr := pc.Run(g.ctx)
+		c.log.Info("gateway: connection closed", "reason", errText(runErr)) // the epoch is on c.log already
+		c.abandonAll()
+		g.release(c)
+	}()
 }
 
 func errText(err error) string {

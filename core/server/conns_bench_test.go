@@ -58,7 +58,7 @@ func BenchmarkIdleConnections(b *testing.B) {
 	file := filepath.Join(b.TempDir(), "secrets")
 	require.NoError(b, os.WriteFile(file, []byte(secrets.String()), 0o600))
 
-	before := inUse()
+	before, beforeStack := inUse(), stackInUse()
 	goroutines := runtime.NumGoroutine()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestIdleSwarm$")
 	cmd.Env = append(os.Environ(), swarmURLEnv+"="+c.http.URL, swarmSecretsEnv+"="+file)
@@ -85,7 +85,7 @@ func BenchmarkIdleConnections(b *testing.B) {
 	expect("ready")
 	waitDeclarations(c, int64(n))
 	connectAll := time.Since(start)
-	after := inUse()
+	after, afterStack := inUse(), stackInUse()
 	if path := os.Getenv("AGENTWIRE_BENCH_HEAPPROFILE"); path != "" {
 		// What the idle connections hold: go tool pprof -sample_index=inuse_space.
 		f, err := os.Create(path)
@@ -95,6 +95,7 @@ func BenchmarkIdleConnections(b *testing.B) {
 	}
 	b.ReportMetric(float64(n), "conns")
 	b.ReportMetric(float64(after-before)/float64(n)/1024, "KiB/conn")
+	b.ReportMetric(float64(afterStack-beforeStack)/float64(n)/1024, "stack-KiB/conn")
 	b.ReportMetric(float64(runtime.NumGoroutine()-goroutines)/float64(n), "goroutines/conn")
 	b.ReportMetric(connectAll.Seconds(), "s-to-connect-all")
 
@@ -114,6 +115,13 @@ func inUse() uint64 {
 	runtime.GC()
 	runtime.ReadMemStats(&m)
 	return m.HeapInuse + m.StackInuse
+}
+
+// stackInUse is the stack part of inUse.
+func stackInUse() uint64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.StackInuse
 }
 
 func waitDeclarations(c *benchCore, want int64) {
