@@ -351,7 +351,7 @@ func (h prepHooks) DoSettleCleanup(f *fsm.Firing[*peer.Event]) error {
 		return nil
 	}
 	if a.readOnly {
-		s.closeExportOf(ev.Driver(), a.handle)
+		s.exp.CloseOf(ev.Driver(), a.handle)
 	}
 	release := false
 	if ev.Msg != nil {
@@ -451,7 +451,7 @@ func (s *Session) Refused(r *peer.Refusal) {
 		s.refuseWrite(d, r)
 		return
 	case msgType == wire.TypeWorkspaceExport:
-		s.refuseExport(d, r)
+		s.exp.Refuse(d, r)
 		return
 	}
 	if r.Msg.Payload == nil {

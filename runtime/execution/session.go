@@ -19,6 +19,7 @@ import (
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/fsm/machines"
 	"github.com/agentwire/agentwire/peer"
+	"github.com/agentwire/agentwire/runtime/execution/internal/export"
 	"github.com/agentwire/agentwire/runtime/harness"
 	rtransfer "github.com/agentwire/agentwire/runtime/transfer"
 	"github.com/agentwire/agentwire/wire"
@@ -86,8 +87,8 @@ type Session struct {
 	shutting  bool                // Shutdown began: nothing new is admitted
 	onSettled func()              // called once when shutting and nothing is active
 
-	write  *upload    // the workspace write under way, if any (one per connection)
-	export *exportRun // the workspace export under way, if any (one per connection)
+	write *upload        // the workspace write under way, if any (one per connection)
+	exp   *export.Export // the workspace export lifecycle (internal/export)
 }
 
 // New returns a Session for one connection.
@@ -111,8 +112,10 @@ func New(cfg Config) *Session {
 		cfg.Pool = NewPool(PoolConfig{Clock: cfg.Clock, Logger: cfg.Logger})
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Session{cfg: cfg, ctx: ctx, cancel: cancel, admissions: map[string]*admission{}, runs: map[string]*runState{}, asked: map[string]*asked{},
+	s := &Session{cfg: cfg, ctx: ctx, cancel: cancel, admissions: map[string]*admission{}, runs: map[string]*runState{}, asked: map[string]*asked{},
 		reads: map[string]*readState{}, fenced: map[string]bool{}, fence: cfg.Fence, draining: map[peer.Key]string{}}
+	s.exp = export.New(exportHost{s})
+	return s
 }
 
 func randomID(prefix string) string {
@@ -163,7 +166,7 @@ func (s *Session) Hooks() machines.RuntimeHooks[*peer.Event] {
 		Transfer:        xferHooks{s},
 		Suspension:      suspHooks{s},
 		WorkspaceWrite:  writeHooks{s},
-		WorkspaceExport: exportHooks{s},
+		WorkspaceExport: s.exp.Hooks(),
 	}
 }
 

@@ -164,7 +164,7 @@ func (s *Session) writeRefusal(p wire.WorkspaceWrite) string {
 		return "invalid_request"
 	case s.write != nil:
 		return "write_capacity"
-	case (s.export != nil && s.export.env == env) || (s.xfer != nil && s.xfer.begin.EnvironmentID == env) ||
+	case s.exp.Holds(env) || (s.xfer != nil && s.xfer.begin.EnvironmentID == env) ||
 		s.fence.held(env) || s.shutting || s.executionHolds(env):
 		// decision: a runtime_prepare transfer into the same Environment,
 		// its quiesce and a shutdown refuse a write as they refuse
@@ -209,7 +209,7 @@ func (s *Session) workspaceHeld(env string) bool {
 	if env == "" {
 		return false
 	}
-	return (s.write != nil && s.write.env == env) || (s.export != nil && s.export.env == env)
+	return (s.write != nil && s.write.env == env) || s.exp.Holds(env)
 }
 
 func (h writeHooks) GuardOwnerFree(f *fsm.Firing[*peer.Event]) bool {
