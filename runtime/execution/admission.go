@@ -492,7 +492,7 @@ func (s *Session) Refused(r *peer.Refusal) {
 			DeliveryID: delivery, Applied: &no, ErrorCode: reasonCodeOf(r.Err, wire.InteractionCodeNotPending, wire.InteractionAckCodes())}}, nil)
 		return
 	case wire.WorkspaceRead:
-		s.refuseRead(d, r, p)
+		s.reads.Refuse(d, r, p)
 		return
 	case wire.EnvironmentQuiesce, wire.EnvironmentResume:
 		s.refuseSuspension(d, r)

@@ -33,7 +33,7 @@ func (s *Session) Forgot(i *peer.Instance) {
 		// the Executor to a Run); the close holds the record itself.
 		if a := record(i); a != nil && s.admissions[id] == a && (a.settling || a.transferred) {
 			delete(s.admissions, id)
-			delete(s.fenced, "handle:"+a.handle)
+			s.reads.Unfence("handle:" + a.handle)
 		}
 	case run.Table.Name:
 		if r := s.runs[id]; r != nil {
@@ -41,12 +41,7 @@ func (s *Session) Forgot(i *peer.Instance) {
 			s.dropRun(r)
 		}
 	case workspace_read.Table.Name:
-		if st := s.reads[id]; st != nil {
-			st.forgotten = true
-			if st.settled {
-				delete(s.reads, id)
-			}
-		}
+		s.reads.Forgot(id)
 	case interaction.Table.Name:
 		if q := s.asked[id]; q != nil {
 			delete(s.asked, id)
@@ -64,7 +59,7 @@ func (s *Session) dropRun(r *runState) {
 		return
 	}
 	delete(s.runs, r.id)
-	delete(s.fenced, "run:"+r.id)
+	s.reads.Unfence("run:" + r.id)
 	for key := range r.asked {
 		delete(s.asked, key)
 	}

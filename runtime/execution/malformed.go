@@ -37,7 +37,7 @@ func (s *Session) refuseMalformed(d *peer.Driver, r *peer.Refusal) bool {
 		out = wire.PreparationStatus{State: wire.PreparationRejected, Operation: wire.PreparationOpRelease, ErrorCode: wire.PrepCodeInvalidRelease,
 			Handle: ids["handle"]}
 	case wire.TypeWorkspaceRead:
-		if _, dup := s.reads[m.ID]; dup {
+		if s.reads.Dispatched(m.ID) {
 			// The read already answered or will: one result per operation.
 			s.cfg.Logger.Warn("malformed duplicate workspace_read refused without a second result", "operation", m.ID)
 			return true

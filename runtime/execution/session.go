@@ -20,6 +20,7 @@ import (
 	"github.com/agentwire/agentwire/fsm/machines"
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/runtime/execution/internal/export"
+	"github.com/agentwire/agentwire/runtime/execution/internal/read"
 	"github.com/agentwire/agentwire/runtime/harness"
 	rtransfer "github.com/agentwire/agentwire/runtime/transfer"
 	"github.com/agentwire/agentwire/wire"
@@ -77,9 +78,7 @@ type Session struct {
 	asked      map[string]*asked     // open interactions, by interaction instance ID
 	active     int                   // slots held by preparations, executions and unconfirmed cleanup
 
-	reads         map[string]*readState // workspace reads dispatched, by operation ID
-	readsInFlight int
-	fenced        map[string]bool // read owners fenced by an unknown read
+	reads *read.Reads // the workspace read lifecycle (internal/read)
 
 	xfer      *xferState // the transfer holding the connection's slot
 	fence     *Fence
@@ -113,8 +112,9 @@ func New(cfg Config) *Session {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Session{cfg: cfg, ctx: ctx, cancel: cancel, admissions: map[string]*admission{}, runs: map[string]*runState{}, asked: map[string]*asked{},
-		reads: map[string]*readState{}, fenced: map[string]bool{}, fence: cfg.Fence, draining: map[peer.Key]string{}}
+		fence: cfg.Fence, draining: map[peer.Key]string{}}
 	s.exp = export.New(exportHost{s})
+	s.reads = read.New(readHost{s})
 	return s
 }
 
@@ -162,7 +162,7 @@ func (s *Session) Hooks() machines.RuntimeHooks[*peer.Event] {
 		Run:             runHooks{s},
 		Input:           inputHooks{s},
 		Interaction:     interactionHooks{s},
-		WorkspaceRead:   readHooks{s},
+		WorkspaceRead:   s.reads.Hooks(),
 		Transfer:        xferHooks{s},
 		Suspension:      suspHooks{s},
 		WorkspaceWrite:  writeHooks{s},

@@ -179,12 +179,7 @@ func (s *Session) activeIn(env string) bool {
 			return true
 		}
 	}
-	for _, st := range s.reads {
-		if !st.settled && st.env == env {
-			return true
-		}
-	}
-	return false
+	return s.reads.ActiveIn(env)
 }
 
 // DoStageChunk stages the chunk off the loop and answers received once its
