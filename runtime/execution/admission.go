@@ -448,7 +448,7 @@ func (s *Session) Refused(r *peer.Refusal) {
 		s.refusePrepare(d, r)
 		return
 	case msgType == wire.TypeWorkspaceWrite:
-		s.refuseWrite(d, r)
+		s.wr.Refuse(d, r)
 		return
 	case msgType == wire.TypeWorkspaceExport:
 		s.exp.Refuse(d, r)

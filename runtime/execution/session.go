@@ -21,6 +21,7 @@ import (
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/runtime/execution/internal/export"
 	"github.com/agentwire/agentwire/runtime/execution/internal/read"
+	"github.com/agentwire/agentwire/runtime/execution/internal/write"
 	"github.com/agentwire/agentwire/runtime/harness"
 	rtransfer "github.com/agentwire/agentwire/runtime/transfer"
 	"github.com/agentwire/agentwire/wire"
@@ -86,8 +87,8 @@ type Session struct {
 	shutting  bool                // Shutdown began: nothing new is admitted
 	onSettled func()              // called once when shutting and nothing is active
 
-	write *upload        // the workspace write under way, if any (one per connection)
-	exp   *export.Export // the workspace export lifecycle (internal/export)
+	wr  *write.Write   // the workspace write lifecycle (internal/write)
+	exp *export.Export // the workspace export lifecycle (internal/export)
 }
 
 // New returns a Session for one connection.
@@ -115,6 +116,7 @@ func New(cfg Config) *Session {
 		fence: cfg.Fence, draining: map[peer.Key]string{}}
 	s.exp = export.New(exportHost{s})
 	s.reads = read.New(readHost{s})
+	s.wr = write.New(writeHost{s})
 	return s
 }
 
@@ -165,7 +167,7 @@ func (s *Session) Hooks() machines.RuntimeHooks[*peer.Event] {
 		WorkspaceRead:   s.reads.Hooks(),
 		Transfer:        xferHooks{s},
 		Suspension:      suspHooks{s},
-		WorkspaceWrite:  writeHooks{s},
+		WorkspaceWrite:  s.wr.Hooks(),
 		WorkspaceExport: s.exp.Hooks(),
 	}
 }

@@ -212,7 +212,7 @@ func (s *Session) checkDrain(d *peer.Driver) {
 // preparation not yet granted.
 func (s *Session) busyDraining(env string) bool {
 	if s.activeIn(env) || (s.xfer != nil && s.xfer.begin.EnvironmentID == env) ||
-		(s.write != nil && s.write.env == env) || s.exp.Holds(env) {
+		s.wr.Holds(env) || s.exp.Holds(env) {
 		return true
 	}
 	for _, a := range s.admissions {

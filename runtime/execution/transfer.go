@@ -160,7 +160,7 @@ func bundleName(p wire.RuntimePrepare) string {
 // busyExecuting reports whether an admission, a Run, a workspace read,
 // write or export of the Environment env is active on this connection.
 func (s *Session) busyExecuting(env string) bool {
-	if (s.write != nil && s.write.env == env) || s.exp.Holds(env) {
+	if s.wr.Holds(env) || s.exp.Holds(env) {
 		return true
 	}
 	for _, a := range s.admissions {
