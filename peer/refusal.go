@@ -2,7 +2,9 @@ package peer
 
 import (
 	"errors"
+	"strings"
 
+	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/wire"
 )
 
@@ -107,3 +109,24 @@ var (
 	// ErrSendQueueFull is the error of a send beyond Limits.MaxPendingSends.
 	ErrSendQueueFull = errors.New("peer: send queue full")
 )
+
+// ReasonCode is the wire code a refusal's table reason starts with
+// ("start_conflict: …"), when it is one of codes (a receipt family's
+// closed list); fallback otherwise, and for an error that is no refused
+// transition.
+func ReasonCode(err error, fallback string, codes []string) string {
+	var te *fsm.TransitionError
+	if err == nil || !errors.As(err, &te) {
+		return fallback
+	}
+	code, _, ok := strings.Cut(te.Reason, ":")
+	if !ok {
+		return fallback
+	}
+	for _, c := range codes {
+		if c == code {
+			return code
+		}
+	}
+	return fallback
+}

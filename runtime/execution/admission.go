@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"reflect"
-	"strings"
 
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/fsm/input"
@@ -445,7 +444,7 @@ func (s *Session) Refused(r *peer.Refusal) {
 	switch msgType := r.Msg.Type; {
 	case r.Msg.Entry == nil:
 	case msgType == wire.TypeRuntimePrepare:
-		s.refusePrepare(d, r)
+		s.xfer.Refuse(d, r)
 		return
 	case msgType == wire.TypeWorkspaceWrite:
 		s.wr.Refuse(d, r)
@@ -489,7 +488,7 @@ func (s *Session) Refused(r *peer.Refusal) {
 		// interaction, daemon-protocol.txt:161); a frame no table instance
 		// takes is not_pending.
 		d.Send(peer.Outbound{ID: r.Msg.ID, Refusal: true, Payload: wire.InteractionDecisionAck{
-			DeliveryID: delivery, Applied: &no, ErrorCode: reasonCodeOf(r.Err, wire.InteractionCodeNotPending, wire.InteractionAckCodes())}}, nil)
+			DeliveryID: delivery, Applied: &no, ErrorCode: peer.ReasonCode(r.Err, wire.InteractionCodeNotPending, wire.InteractionAckCodes())}}, nil)
 		return
 	case wire.WorkspaceRead:
 		s.reads.Refuse(d, r, p)
@@ -527,23 +526,5 @@ func (s *Session) Refused(r *peer.Refusal) {
 // reasonCode takes the finite code a table's rejection reason starts with
 // ("start_conflict: …"), or fallback.
 func reasonCode(err error, fallback string) string {
-	return reasonCodeOf(err, fallback, wire.PreparationCodes())
-}
-
-// reasonCodeOf is reasonCode over the closed code list of a receipt family.
-func reasonCodeOf(err error, fallback string, codes []string) string {
-	var te *fsm.TransitionError
-	if err == nil || !asTransition(err, &te) {
-		return fallback
-	}
-	code, _, ok := strings.Cut(te.Reason, ":")
-	if !ok {
-		return fallback
-	}
-	for _, c := range codes {
-		if c == code {
-			return code
-		}
-	}
-	return fallback
+	return peer.ReasonCode(err, fallback, wire.PreparationCodes())
 }

@@ -31,7 +31,7 @@ func (h exportHost) Workspace(env string) (*workspace.Workspace, bool) {
 
 func (h exportHost) HeldElsewhere(env string) bool {
 	s := h.s
-	return s.wr.Holds(env) || (s.xfer != nil && s.xfer.begin.EnvironmentID == env) || s.fence.held(env) || s.shutting
+	return s.wr.Holds(env) || s.xfer.Holds(env) || s.fence.held(env) || s.shutting
 }
 
 func (h exportHost) Go(fn func())                      { h.s.goNative(fn) }

@@ -277,5 +277,3 @@ func boundedError(err error) string {
 	}
 	return msg
 }
-
-func asTransition(err error, te **fsm.TransitionError) bool { return errors.As(err, te) }

@@ -21,6 +21,7 @@ import (
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/runtime/execution/internal/export"
 	"github.com/agentwire/agentwire/runtime/execution/internal/read"
+	"github.com/agentwire/agentwire/runtime/execution/internal/transfer"
 	"github.com/agentwire/agentwire/runtime/execution/internal/write"
 	"github.com/agentwire/agentwire/runtime/harness"
 	rtransfer "github.com/agentwire/agentwire/runtime/transfer"
@@ -81,7 +82,7 @@ type Session struct {
 
 	reads *read.Reads // the workspace read lifecycle (internal/read)
 
-	xfer      *xferState // the transfer holding the connection's slot
+	xfer      *transfer.Transfer // the transfer lifecycle (internal/transfer)
 	fence     *Fence
 	draining  map[peer.Key]string // suspension instances waiting for their Environment's active work to settle, and that Environment
 	shutting  bool                // Shutdown began: nothing new is admitted
@@ -117,6 +118,7 @@ func New(cfg Config) *Session {
 	s.exp = export.New(exportHost{s})
 	s.reads = read.New(readHost{s})
 	s.wr = write.New(writeHost{s})
+	s.xfer = transfer.New(xferHost{s})
 	return s
 }
 
@@ -147,7 +149,7 @@ func (s *Session) Active() int {
 func (s *Session) Close() {
 	s.cancel()
 	s.wg.Wait()
-	s.closeTransfer()
+	s.xfer.Close()
 }
 
 // Binding returns the Session's binding of machine, or nil (the
@@ -165,7 +167,7 @@ func (s *Session) Hooks() machines.RuntimeHooks[*peer.Event] {
 		Input:           inputHooks{s},
 		Interaction:     interactionHooks{s},
 		WorkspaceRead:   s.reads.Hooks(),
-		Transfer:        xferHooks{s},
+		Transfer:        s.xfer.Hooks(),
 		Suspension:      suspHooks{s},
 		WorkspaceWrite:  s.wr.Hooks(),
 		WorkspaceExport: s.exp.Hooks(),

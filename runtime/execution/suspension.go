@@ -211,7 +211,7 @@ func (s *Session) checkDrain(d *peer.Driver) {
 // active: a Run, a read, the transfer, a workspace write or export, or a
 // preparation not yet granted.
 func (s *Session) busyDraining(env string) bool {
-	if s.activeIn(env) || (s.xfer != nil && s.xfer.begin.EnvironmentID == env) ||
+	if s.activeIn(env) || s.xfer.Holds(env) ||
 		s.wr.Holds(env) || s.exp.Holds(env) {
 		return true
 	}
@@ -264,13 +264,13 @@ func (s *Session) refuseSuspension(d *peer.Driver, r *peer.Refusal) {
 	var out wire.Payload
 	switch p := r.Msg.Payload.(type) {
 	case wire.EnvironmentQuiesce:
-		code := reasonCodeOf(r.Err, "invalid_request", []string{"invalid_request", "resource_busy"})
+		code := peer.ReasonCode(r.Err, "invalid_request", []string{"invalid_request", "resource_busy"})
 		if !s.cfg.Environments.Has(p.EnvironmentID) {
 			code = "invalid_request"
 		}
 		out = wire.EnvironmentQuiesced{EnvironmentID: p.EnvironmentID, SuspendID: p.SuspendID, Accepted: &no, ErrorCode: code}
 	case wire.EnvironmentResume:
-		code := reasonCodeOf(r.Err, "not_suspended", []string{"invalid_request", "resource_busy", "not_suspended"})
+		code := peer.ReasonCode(r.Err, "not_suspended", []string{"invalid_request", "resource_busy", "not_suspended"})
 		if !s.cfg.Environments.Has(p.EnvironmentID) {
 			// decision: a resume naming an Environment this Runtime is not
 			// configured with is invalid_request, not not_suspended: no

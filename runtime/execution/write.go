@@ -25,7 +25,7 @@ func (h writeHost) Workspace(env string) (*workspace.Workspace, bool) {
 // an export there.
 func (h writeHost) HeldElsewhere(env string) bool {
 	s := h.s
-	return s.exp.Holds(env) || (s.xfer != nil && s.xfer.begin.EnvironmentID == env) ||
+	return s.exp.Holds(env) || s.xfer.Holds(env) ||
 		s.fence.held(env) || s.shutting || s.executionHolds(env)
 }
 
