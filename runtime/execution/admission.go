@@ -222,7 +222,7 @@ func (s *Session) admit(d *peer.Driver, inst *peer.Instance, p wire.ExecutionPre
 		// An operation the declaration does not support is refused before
 		// any native call (daemon-protocol.txt:27, :157), definitely.
 		code = wire.PrepCodeUnsupportedConfiguration
-	case s.fence.held(env):
+	case s.fence.Held(env):
 		// decision: a quiescing or suspended Environment admits no new
 		// execution (daemon-protocol.txt:96); the refusal is definite and
 		// Core may prepare again after the resume. Only that Environment
@@ -404,7 +404,7 @@ func (s *Session) settle(a *admission, then func(d *peer.Driver, err error)) {
 // Every settlement is followed by a frame this Runtime sends, so it is also
 // where a quiesce learns that its drain is over.
 func (s *Session) Stepped(ev *peer.Event, st fsm.Step) {
-	s.checkDrain(ev.Driver())
+	s.susp.CheckDrain(ev.Driver())
 	if st.Disposition() != fsm.Rejected {
 		switch ev.Key.Machine {
 		case input.Table.Name:
@@ -494,7 +494,7 @@ func (s *Session) Refused(r *peer.Refusal) {
 		s.reads.Refuse(d, r, p)
 		return
 	case wire.EnvironmentQuiesce, wire.EnvironmentResume:
-		s.refuseSuspension(d, r)
+		s.susp.Refuse(d, r)
 		return
 	case wire.ExecutionPrepare:
 		op, fallback = wire.PreparationOpPrepare, wire.PrepCodeInvalidRequest

@@ -31,11 +31,11 @@ func (h exportHost) Workspace(env string) (*workspace.Workspace, bool) {
 
 func (h exportHost) HeldElsewhere(env string) bool {
 	s := h.s
-	return s.wr.Holds(env) || s.xfer.Holds(env) || s.fence.held(env) || s.shutting
+	return s.wr.Holds(env) || s.xfer.Holds(env) || s.fence.Held(env) || s.shutting
 }
 
 func (h exportHost) Go(fn func())                      { h.s.goNative(fn) }
 func (h exportHost) Post(fn func(d *peer.Driver)) bool { return h.s.post(fn) }
 func (h exportHost) Context() context.Context          { return h.s.ctx }
-func (h exportHost) Released(d *peer.Driver)           { h.s.checkDrain(d) }
+func (h exportHost) Released(d *peer.Driver)           { h.s.susp.CheckDrain(d) }
 func (h exportHost) Logger() *slog.Logger              { return h.s.cfg.Logger }

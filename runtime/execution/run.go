@@ -67,7 +67,7 @@ func (h runHooks) DoStartNative(f *fsm.Firing[*peer.Event]) error {
 			code = wire.PrepCodeRunConflict
 		case a.exe == nil:
 			code = wire.PrepCodeExecutorUnavailable
-		case s.fence.held(a.env):
+		case s.fence.Held(a.env):
 			// decision: a ready admission survives a quiesce of its
 			// Environment, but it cannot start a Run until the resume
 			// (daemon-protocol.txt:96).
@@ -111,7 +111,7 @@ func (h runHooks) DoStartNative(f *fsm.Firing[*peer.Event]) error {
 			send(d, runID, wire.Done{})
 			return nil
 		}
-		if !ok || !decl.Available || s.runs[runID] != nil || s.busy() || s.shutting || s.fence.held(env) || s.workspaceHeld(env) {
+		if !ok || !decl.Available || s.runs[runID] != nil || s.busy() || s.shutting || s.fence.Held(env) || s.workspaceHeld(env) {
 			// prompt_request has no rejection receipt: the Run fails with an
 			// error and done (daemon-protocol.txt:124).
 			send(d, runID, wire.ErrorFrame{Error: "the Runtime cannot start this Run now"})

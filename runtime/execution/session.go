@@ -21,6 +21,7 @@ import (
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/runtime/execution/internal/export"
 	"github.com/agentwire/agentwire/runtime/execution/internal/read"
+	"github.com/agentwire/agentwire/runtime/execution/internal/suspend"
 	"github.com/agentwire/agentwire/runtime/execution/internal/transfer"
 	"github.com/agentwire/agentwire/runtime/execution/internal/write"
 	"github.com/agentwire/agentwire/runtime/harness"
@@ -84,9 +85,9 @@ type Session struct {
 
 	xfer      *transfer.Transfer // the transfer lifecycle (internal/transfer)
 	fence     *Fence
-	draining  map[peer.Key]string // suspension instances waiting for their Environment's active work to settle, and that Environment
-	shutting  bool                // Shutdown began: nothing new is admitted
-	onSettled func()              // called once when shutting and nothing is active
+	susp      *suspend.Quiesce // the suspension lifecycle (internal/suspend)
+	shutting  bool             // Shutdown began: nothing new is admitted
+	onSettled func()           // called once when shutting and nothing is active
 
 	wr  *write.Write   // the workspace write lifecycle (internal/write)
 	exp *export.Export // the workspace export lifecycle (internal/export)
@@ -114,11 +115,12 @@ func New(cfg Config) *Session {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Session{cfg: cfg, ctx: ctx, cancel: cancel, admissions: map[string]*admission{}, runs: map[string]*runState{}, asked: map[string]*asked{},
-		fence: cfg.Fence, draining: map[peer.Key]string{}}
+		fence: cfg.Fence}
 	s.exp = export.New(exportHost{s})
 	s.reads = read.New(readHost{s})
 	s.wr = write.New(writeHost{s})
 	s.xfer = transfer.New(xferHost{s})
+	s.susp = suspend.New(suspHost{s}, cfg.Fence)
 	return s
 }
 
@@ -168,7 +170,7 @@ func (s *Session) Hooks() machines.RuntimeHooks[*peer.Event] {
 		Interaction:     interactionHooks{s},
 		WorkspaceRead:   s.reads.Hooks(),
 		Transfer:        s.xfer.Hooks(),
-		Suspension:      suspHooks{s},
+		Suspension:      s.susp.Hooks(),
 		WorkspaceWrite:  s.wr.Hooks(),
 		WorkspaceExport: s.exp.Hooks(),
 	}

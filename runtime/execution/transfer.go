@@ -20,7 +20,7 @@ func (h xferHost) Workspace(env string) (*workspace.Workspace, bool) {
 }
 
 func (h xferHost) Area() *rtransfer.Area             { return h.s.cfg.Area }
-func (h xferHost) Fenced(env string) bool            { return h.s.fence.held(env) }
+func (h xferHost) Fenced(env string) bool            { return h.s.fence.Held(env) }
 func (h xferHost) Busy(env string) bool              { return h.s.busyExecuting(env) }
 func (h xferHost) Go(fn func())                      { h.s.goNative(fn) }
 func (h xferHost) Post(fn func(d *peer.Driver)) bool { return h.s.post(fn) }

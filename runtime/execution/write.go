@@ -26,13 +26,13 @@ func (h writeHost) Workspace(env string) (*workspace.Workspace, bool) {
 func (h writeHost) HeldElsewhere(env string) bool {
 	s := h.s
 	return s.exp.Holds(env) || s.xfer.Holds(env) ||
-		s.fence.held(env) || s.shutting || s.executionHolds(env)
+		s.fence.Held(env) || s.shutting || s.executionHolds(env)
 }
 
 func (h writeHost) Go(fn func())                      { h.s.goNative(fn) }
 func (h writeHost) Post(fn func(d *peer.Driver)) bool { return h.s.post(fn) }
 func (h writeHost) Context() context.Context          { return h.s.ctx }
-func (h writeHost) Released(d *peer.Driver)           { h.s.checkDrain(d) }
+func (h writeHost) Released(d *peer.Driver)           { h.s.susp.CheckDrain(d) }
 func (h writeHost) Logger() *slog.Logger              { return h.s.cfg.Logger }
 
 // executionHolds reports whether execution holds env's workspace: a Run of

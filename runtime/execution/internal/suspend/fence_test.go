@@ -1,4 +1,4 @@
-package execution
+package suspend
 
 import (
 	"testing"
@@ -10,27 +10,27 @@ import (
 
 func TestFenceHoldsOneAttemptPerEnvironment(t *testing.T) {
 	f := NewFence()
-	assert.False(t, f.held("env"))
+	assert.False(t, f.Held("env"))
 	assert.True(t, f.hold("env", "s-1"))
 	assert.True(t, f.hold("env", "s-1"), "the same attempt again")
 	assert.False(t, f.hold("env", "s-2"), "another attempt while s-1 holds the Environment's fence")
 	assert.False(t, f.hold("other", "s-1"), "one attempt fences one Environment")
 	f.release("s-2")
-	assert.True(t, f.held("env"), "a foreign suspend_id releases nothing")
+	assert.True(t, f.Held("env"), "a foreign suspend_id releases nothing")
 	assert.Equal(t, "env", f.owner("s-1"))
 
 	// Another Environment is fenced on its own, and not by env's attempt.
-	assert.False(t, f.held("other"))
-	assert.False(t, f.held(""), "Environment none is never fenced")
+	assert.False(t, f.Held("other"))
+	assert.False(t, f.Held(""), "Environment none is never fenced")
 	assert.True(t, f.hold("other", "s-3"))
-	assert.True(t, f.held("other"))
+	assert.True(t, f.Held("other"))
 
 	f.release("s-1")
-	assert.False(t, f.held("env"))
-	assert.True(t, f.held("other"), "releasing one Environment leaves the other fenced")
+	assert.False(t, f.Held("env"))
+	assert.True(t, f.Held("other"), "releasing one Environment leaves the other fenced")
 	assert.Empty(t, f.owner("s-1"))
 	f.release("s-3")
-	assert.False(t, f.held("other"))
+	assert.False(t, f.Held("other"))
 }
 
 func TestFenceSavesOpenAttemptsForTheNextConnection(t *testing.T) {
