@@ -90,6 +90,10 @@ type runRec struct {
 
 func (r *runRec) done() { r.once.Do(func() { close(r.finished) }) }
 
+// TurnID and RunID name the Run for the interaction module.
+func (r *runRec) TurnID() string { return r.turnID }
+func (r *runRec) RunID() string  { return r.runID }
+
 func (r *runRec) addDelivery(id string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -172,8 +176,8 @@ func (c *conn) journalFrame(ev *peer.Event, s fsm.Step) {
 		if ev.Msg.Type == wire.TypePermissionRequest || ev.Msg.Type == wire.TypePromptForUserChoice {
 			return
 		}
-		if i := c.inter(ev.Key.ID); i != nil {
-			r = i.run
+		if run, ok := c.questions.RunOf(ev.Key.ID); ok {
+			r = run.(*runRec)
 		}
 	}
 	if r != nil {
@@ -207,12 +211,10 @@ func (c *conn) prepMoved(i *peer.Instance) {
 type execBook struct {
 	preps map[string]*prepRec // by preparation request ID
 	runs  map[string]*runRec  // by Run ID
-	// inters are the open questions by wire interaction ID.
-	inters map[string]*interRec
 }
 
 func newExecBook() execBook {
-	return execBook{preps: map[string]*prepRec{}, runs: map[string]*runRec{}, inters: map[string]*interRec{}}
+	return execBook{preps: map[string]*prepRec{}, runs: map[string]*runRec{}}
 }
 
 // abandonExec wakes the workers of admissions that never reached an
@@ -364,16 +366,7 @@ func (c *conn) closeRun(r *runRec) {
 	for _, id := range ids {
 		c.localIfOpen(inputKeyOf(r.runID, id), fsm.EventID(input.EventRunSettled))
 	}
-	c.mu.Lock()
-	var keys []string
-	for wireID, it := range c.inters {
-		if it.run == r {
-			keys = append(keys, wireID)
-		}
-	}
-	c.mu.Unlock()
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range c.questions.OfRun(r.runID) {
 		c.localIfOpen(peer.Key{Machine: interaction.Table.Name, ID: k}, fsm.EventID(interaction.EventRunClosed))
 	}
 }

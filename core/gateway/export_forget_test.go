@@ -25,7 +25,7 @@ func (g *Gateway) TickRecords(ctx context.Context, deviceID string) (n [3]int, o
 	err := pc.Do(ctx, func(d *peer.Driver) {
 		d.Tick()
 		c.mu.Lock()
-		n = [3]int{len(c.preps), len(c.runs), len(c.inters)}
+		n = [3]int{len(c.preps), len(c.runs), c.questions.Len()}
 		c.mu.Unlock()
 	})
 	return n, err == nil

@@ -41,7 +41,7 @@ func (c *conn) Forgot(i *peer.Instance) {
 	case run.Name:
 		delete(c.runs, id)
 	case interaction.Name:
-		delete(c.inters, id)
+		c.questions.Forget(id)
 	}
 }
 

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"github.com/agentwire/agentwire/core/gateway/internal/export"
+	"github.com/agentwire/agentwire/core/gateway/internal/interaction"
 	"github.com/agentwire/agentwire/core/gateway/internal/read"
 	"github.com/agentwire/agentwire/core/gateway/internal/suspend"
 	"github.com/agentwire/agentwire/core/gateway/internal/transfer"
@@ -24,18 +25,20 @@ import (
 // driver binds (through the generated fsm/machines), what it tells them
 // after each step, and what it tells them when the connection ends.
 type parts struct {
-	execBook               // preparations, Runs and questions (execution.go)
-	reads    read.Book     // workspace reads in flight
-	xfers    transfer.Book // transfers and initializations
-	exports  export.Book   // workspace exports in flight
-	susp     *suspend.Book // the suspension attempts the connection carries
-	writes   *write.Book   // workspace writes in flight
+	execBook                    // preparations and Runs (execution.go)
+	questions *interaction.Book // the questions Runs ask
+	reads     read.Book         // workspace reads in flight
+	xfers     transfer.Book     // transfers and initializations
+	exports   export.Book       // workspace exports in flight
+	susp      *suspend.Book     // the suspension attempts the connection carries
+	writes    *write.Book       // workspace writes in flight
 }
 
 // initParts sets up c's modules; c.log and c.g are set.
 func (c *conn) initParts() {
 	g := c.g
 	c.execBook = newExecBook()
+	c.questions = interaction.New(interHost{c}, g.cfg.Store)
 	c.susp = suspend.NewBook(suspend.Deps{Store: g.cfg.Store, Clock: g.cfg.Clock, Log: c.log, StoreCtx: c.storeCtx, Durations: g.cfg.Durations, Released: g.kick})
 	c.writes = write.NewBook(write.Deps{Store: g.cfg.Store, Clock: g.cfg.Clock, Log: c.log, StoreCtx: c.storeCtx, Released: g.kick})
 }
@@ -47,7 +50,7 @@ func (c *conn) Binding(machine string) fsm.Binding[*peer.Event] {
 		Preparation:     execHooks{c},
 		Run:             execHooks{c},
 		Input:           inputHooks{c},
-		Interaction:     interHooks{c},
+		Interaction:     c.questions.Hooks(),
 		WorkspaceRead:   c.reads.Hooks(),
 		Transfer:        c.xfers.Hooks(c.log),
 		Suspension:      c.susp.Hooks(),
