@@ -4,14 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"sort"
 	"sync"
 	"time"
 
 	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/core/turn"
 	"github.com/agentwire/agentwire/fsm"
-	"github.com/agentwire/agentwire/fsm/input"
+	inputfsm "github.com/agentwire/agentwire/fsm/input"
 	"github.com/agentwire/agentwire/fsm/interaction"
 	"github.com/agentwire/agentwire/fsm/preparation"
 	"github.com/agentwire/agentwire/fsm/run"
@@ -83,7 +82,6 @@ type runRec struct {
 
 	engineCode string
 	engineHTTP int
-	input      inputState // on the loop only
 	finished   chan struct{}
 	once       sync.Once
 }
@@ -93,6 +91,9 @@ func (r *runRec) done() { r.once.Do(func() { close(r.finished) }) }
 // TurnID and RunID name the Run for the interaction module.
 func (r *runRec) TurnID() string { return r.turnID }
 func (r *runRec) RunID() string  { return r.runID }
+
+// Finished is closed once the Run's outcome is recorded (the input module).
+func (r *runRec) Finished() <-chan struct{} { return r.finished }
 
 func (r *runRec) addDelivery(id string) {
 	r.mu.Lock()
@@ -169,7 +170,7 @@ func (c *conn) journalFrame(ev *peer.Event, s fsm.Step) {
 	}
 	var r *runRec
 	switch ev.Key.Machine {
-	case input.Name:
+	case inputfsm.Name:
 		runID, _, _ := peer.SplitCompositeID(ev.Key.ID)
 		r = c.run(runID)
 	case interaction.Name:
@@ -358,13 +359,8 @@ func (h execHooks) finish(f *fsm.Firing[*peer.Event], r *runRec, action string, 
 // unanswered one unanswered, each by its own table. It runs on the loop;
 // the driver defers the events until the current step is done.
 func (c *conn) closeRun(r *runRec) {
-	ids := make([]string, 0, len(r.input.seqs))
-	for id := range r.input.seqs {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids) // a deterministic journal order
-	for _, id := range ids {
-		c.localIfOpen(inputKeyOf(r.runID, id), fsm.EventID(input.EventRunSettled))
+	for _, k := range c.inputs.Sent(r.runID) {
+		c.localIfOpen(k, fsm.EventID(inputfsm.EventRunSettled))
 	}
 	for _, k := range c.questions.OfRun(r.runID) {
 		c.localIfOpen(peer.Key{Machine: interaction.Table.Name, ID: k}, fsm.EventID(interaction.EventRunClosed))

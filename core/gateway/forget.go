@@ -36,10 +36,12 @@ func (c *conn) Forgot(i *peer.Instance) {
 		if p.run != nil && c.runs[p.runID] == p.run {
 			if _, started := c.d.Lookup(peer.Key{Machine: run.Name, ID: p.runID}); !started {
 				delete(c.runs, p.runID)
+				c.inputs.Forget(p.runID)
 			}
 		}
 	case run.Name:
 		delete(c.runs, id)
+		c.inputs.Forget(id)
 	case interaction.Name:
 		c.questions.Forget(id)
 	}
@@ -55,5 +57,6 @@ func (c *conn) dropUnsent(prepID string, p *prepRec) {
 	}
 	if p.run != nil && c.runs[p.runID] == p.run {
 		delete(c.runs, p.runID)
+		c.inputs.Forget(p.runID)
 	}
 }

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"github.com/agentwire/agentwire/core/gateway/internal/export"
+	"github.com/agentwire/agentwire/core/gateway/internal/input"
 	"github.com/agentwire/agentwire/core/gateway/internal/interaction"
 	"github.com/agentwire/agentwire/core/gateway/internal/read"
 	"github.com/agentwire/agentwire/core/gateway/internal/suspend"
@@ -27,6 +28,7 @@ import (
 type parts struct {
 	execBook                    // preparations and Runs (execution.go)
 	questions *interaction.Book // the questions Runs ask
+	inputs    *input.Book       // the active inputs Runs are sent
 	reads     read.Book         // workspace reads in flight
 	xfers     transfer.Book     // transfers and initializations
 	exports   export.Book       // workspace exports in flight
@@ -39,6 +41,7 @@ func (c *conn) initParts() {
 	g := c.g
 	c.execBook = newExecBook()
 	c.questions = interaction.New(interHost{c}, g.cfg.Store)
+	c.inputs = input.New(inputHost{c}, g.cfg.Store)
 	c.susp = suspend.NewBook(suspend.Deps{Store: g.cfg.Store, Clock: g.cfg.Clock, Log: c.log, StoreCtx: c.storeCtx, Durations: g.cfg.Durations, Released: g.kick})
 	c.writes = write.NewBook(write.Deps{Store: g.cfg.Store, Clock: g.cfg.Clock, Log: c.log, StoreCtx: c.storeCtx, Released: g.kick})
 }
@@ -49,7 +52,7 @@ func (c *conn) Binding(machine string) fsm.Binding[*peer.Event] {
 		Connection:      c,
 		Preparation:     execHooks{c},
 		Run:             execHooks{c},
-		Input:           inputHooks{c},
+		Input:           c.inputs.Hooks(),
 		Interaction:     c.questions.Hooks(),
 		WorkspaceRead:   c.reads.Hooks(),
 		Transfer:        c.xfers.Hooks(c.log),

@@ -52,6 +52,7 @@ func (g *Gateway) execute(c *conn, p turnPlan, in *turn.Instance, caps wire.Agen
 	pr.run = rr
 	c.mu.Lock()
 	c.preps[prepID], c.runs[t.RunID] = pr, rr
+	c.inputs.Forget(t.RunID) // a Run ID a retry reuses starts with no inputs sent
 	pc := c.pc
 	c.mu.Unlock()
 
@@ -113,7 +114,7 @@ func (g *Gateway) execute(c *conn, p turnPlan, in *turn.Instance, caps wire.Agen
 				// delivery_unknown and the lost connection ends the Run.
 				_, ferr := c.fireTurn(in, turn.StartSent, turn.Args{}, false)
 				logMove(log, "turn start sent", ferr)
-				c.pumpInput(d, rr)
+				c.inputs.Pump(d, rr)
 			}
 			sent <- err
 		})
