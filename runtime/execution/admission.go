@@ -10,6 +10,7 @@ import (
 	"github.com/agentwire/agentwire/fsm/interaction"
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/peer/guard"
+	asks "github.com/agentwire/agentwire/runtime/execution/internal/interaction"
 	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/wire"
 )
@@ -411,7 +412,7 @@ func (s *Session) Stepped(ev *peer.Event, st fsm.Step) {
 			s.inputStepped(ev, st)
 			return
 		case interaction.Table.Name:
-			s.interactionStepped(ev)
+			s.asks.Stepped(ev)
 			return
 		}
 	}
@@ -481,7 +482,7 @@ func (s *Session) Refused(r *peer.Refusal) {
 		d.Send(peer.Outbound{ID: r.Msg.ID, Refusal: true, Payload: wire.PromptSteerAck{InputID: p.InputID, Accepted: &no, ErrorCode: code}}, nil)
 		return
 	case wire.PermissionDecision, wire.PromptForUserChoiceDecision, wire.FunctionResult:
-		delivery, _, _, _ := answerOf(r.Msg)
+		delivery := asks.DeliveryOf(r.Msg)
 		no := false
 		// decision: the interaction table names the code in its rejection
 		// reason (decision_conflict for a different answer to a settled

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/agentwire/agentwire/runtime/internal/bounded"
 	"github.com/agentwire/agentwire/runtime/workspace"
 	"github.com/agentwire/agentwire/wire"
 )
@@ -54,7 +55,7 @@ func (b *Bindings) Add(env, dir string) error {
 		return errors.New("execution: bindings: not made with NewBindings")
 	}
 	if !wire.IsCanonicalUUID(env) {
-		return fmt.Errorf("execution: environment %q: not a canonical Environment ID (a lower-case UUID that Core minted)", boundedText(env, 64))
+		return fmt.Errorf("execution: environment %q: not a canonical Environment ID (a lower-case UUID that Core minted)", bounded.Text(env, 64))
 	}
 	if _, dup := b.byID[env]; dup {
 		return fmt.Errorf("execution: environment %s: bound twice (each Environment has one workspace)", env)

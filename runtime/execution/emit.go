@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/runtime/harness"
+	"github.com/agentwire/agentwire/runtime/internal/bounded"
 	"github.com/agentwire/agentwire/wire"
 )
 
@@ -182,17 +183,9 @@ func (s *Session) refusedFrame(runID string, se *peer.SendError) {
 func refusalText(se *peer.SendError) string {
 	if se.Key.Machine == interaction.Table.Name && (se.Type == wire.TypePermissionRequest || se.Type == wire.TypePromptForUserChoice) {
 		return boundedError(fmt.Errorf("the Harness asked %s with interaction ID %q, which this connection still holds "+
-			"for an earlier question; interaction IDs must be unique on a connection, so the Turn ends", se.Type, boundedText(se.Key.ID, 64)))
+			"for an earlier question; interaction IDs must be unique on a connection, so the Turn ends", se.Type, bounded.Text(se.Key.ID, 64)))
 	}
 	return boundedError(fmt.Errorf("the Runtime could not send the Run's %s frame (%w), so the Turn ends", se.Type, se.Err))
-}
-
-// boundedText cuts s to at most n bytes for an error text.
-func boundedText(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "…"
-	}
-	return s
 }
 
 // takeErr returns the failure not yet reported, once.

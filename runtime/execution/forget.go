@@ -43,12 +43,7 @@ func (s *Session) Forgot(i *peer.Instance) {
 	case workspace_read.Table.Name:
 		s.reads.Forgot(id)
 	case interaction.Table.Name:
-		if q := s.asked[id]; q != nil {
-			delete(s.asked, id)
-			if r := s.runs[q.runID]; r != nil {
-				delete(r.asked, id)
-			}
-		}
+		s.asks.Forget(id)
 	}
 }
 
@@ -60,7 +55,5 @@ func (s *Session) dropRun(r *runState) {
 	}
 	delete(s.runs, r.id)
 	s.reads.Unfence("run:" + r.id)
-	for key := range r.asked {
-		delete(s.asked, key)
-	}
+	s.asks.ForgetRun(r.id)
 }

@@ -3,12 +3,12 @@ package execution
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/fsm/input"
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/peer/guard"
+	"github.com/agentwire/agentwire/runtime/execution/internal/interaction"
 	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/wire"
 )
@@ -16,7 +16,7 @@ import (
 // NativeWriteBound bounds an adapter's native write of one active input
 // (daemon-protocol.txt:127); the input machine's native_write timer says
 // the same and answers outcome_unknown when it fires first.
-const NativeWriteBound = 10 * time.Second
+const NativeWriteBound = interaction.NativeWriteBound
 
 // inputVerdict is the argument of input_refused and native_accepted.
 type inputVerdict struct {

@@ -9,6 +9,7 @@ import (
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/peer/guard"
 	"github.com/agentwire/agentwire/runtime/harness"
+	"github.com/agentwire/agentwire/runtime/internal/bounded"
 	"github.com/agentwire/agentwire/wire"
 )
 
@@ -30,7 +31,6 @@ type runState struct {
 	writing map[string]bool                // inputs whose native write has not returned yet
 	early   map[string]harness.InputNotice // verdicts that arrived before their write returned
 	holding bool                           // done is held back for inputs in flight
-	asked   map[string]*asked              // open interactions, by interaction instance ID
 	em      *emitter                       // the Run's frames, in order (emit.go)
 	env     *string                        // the Environment ID of the handle it took over; nil for prompt_request (no read target)
 	envID   string                         // the Environment it runs in (its local_environment); "" for none
@@ -145,7 +145,7 @@ func (s *Session) startRun(runID, env string, turn harness.Turn, exe harness.Exe
 	turn.Notify = s.notify(runID)
 	// A known Executor is recorded here, on the loop, rather than posted
 	// from the Turn's goroutine: one hand-off less while a start is answered.
-	r := &runState{id: runID, envID: env, cancel: cancel, turn: turn, exe: exe, inputs: map[string]bool{}, writing: map[string]bool{}, early: map[string]harness.InputNotice{}, asked: map[string]*asked{}}
+	r := &runState{id: runID, envID: env, cancel: cancel, turn: turn, exe: exe, inputs: map[string]bool{}, writing: map[string]bool{}, early: map[string]harness.InputNotice{}}
 	r.em = s.newEmitter(runID)
 	s.runs[runID] = r
 	s.goNative(func() {
@@ -231,7 +231,7 @@ func (s *Session) publishDone(d *peer.Driver, r *runState) {
 	if r.cancelled {
 		s.ackCancel(d, r)
 	}
-	s.closeInteractions(d, r)
+	s.asks.CloseRun(d, r.id)
 	s.dropRun(r)
 }
 
@@ -269,11 +269,6 @@ func (h runHooks) DoCancelNative(f *fsm.Firing[*peer.Event]) error {
 var ErrStoppedByShutdown = errors.New("runtime shutdown: the daemon stopped this Turn before it ended, and its native work was cancelled; the Turn did not complete")
 
 // boundedError keeps an adapter's error text short on the wire.
-func boundedError(err error) string {
-	const max = 512
-	msg := err.Error()
-	if len(msg) > max {
-		msg = msg[:max] + "…"
-	}
-	return msg
-}
+// boundedError is err's text cut to 512 bytes on a rune boundary, for a
+// frame's error member.
+func boundedError(err error) string { return bounded.Text(err.Error(), 512) }

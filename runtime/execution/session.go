@@ -20,6 +20,7 @@ import (
 	"github.com/agentwire/agentwire/fsm/machines"
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/runtime/execution/internal/export"
+	"github.com/agentwire/agentwire/runtime/execution/internal/interaction"
 	"github.com/agentwire/agentwire/runtime/execution/internal/read"
 	"github.com/agentwire/agentwire/runtime/execution/internal/suspend"
 	"github.com/agentwire/agentwire/runtime/execution/internal/transfer"
@@ -78,7 +79,7 @@ type Session struct {
 
 	admissions map[string]*admission // by preparation request ID
 	runs       map[string]*runState  // by Run ID
-	asked      map[string]*asked     // open interactions, by interaction instance ID
+	asks       *interaction.Book     // the questions of the Runs (internal/interaction)
 	active     int                   // slots held by preparations, executions and unconfirmed cleanup
 
 	reads *read.Reads // the workspace read lifecycle (internal/read)
@@ -114,10 +115,11 @@ func New(cfg Config) *Session {
 		cfg.Pool = NewPool(PoolConfig{Clock: cfg.Clock, Logger: cfg.Logger})
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Session{cfg: cfg, ctx: ctx, cancel: cancel, admissions: map[string]*admission{}, runs: map[string]*runState{}, asked: map[string]*asked{},
+	s := &Session{cfg: cfg, ctx: ctx, cancel: cancel, admissions: map[string]*admission{}, runs: map[string]*runState{},
 		fence: cfg.Fence}
 	s.exp = export.New(exportHost{s})
 	s.reads = read.New(readHost{s})
+	s.asks = interaction.New(interactionHost{s})
 	s.wr = write.New(writeHost{s})
 	s.xfer = transfer.New(xferHost{s})
 	s.susp = suspend.New(suspHost{s}, cfg.Fence)
@@ -167,7 +169,7 @@ func (s *Session) Hooks() machines.RuntimeHooks[*peer.Event] {
 		Preparation:     prepHooks{s},
 		Run:             runHooks{s},
 		Input:           inputHooks{s},
-		Interaction:     interactionHooks{s},
+		Interaction:     s.asks.Hooks(),
 		WorkspaceRead:   s.reads.Hooks(),
 		Transfer:        s.xfer.Hooks(),
 		Suspension:      s.susp.Hooks(),
