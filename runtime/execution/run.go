@@ -268,7 +268,6 @@ func (h runHooks) DoCancelNative(f *fsm.Firing[*peer.Event]) error {
 // cancelled before it ended by itself.
 var ErrStoppedByShutdown = errors.New("runtime shutdown: the daemon stopped this Turn before it ended, and its native work was cancelled; the Turn did not complete")
 
-// boundedError keeps an adapter's error text short on the wire.
 // boundedError is err's text cut to 512 bytes on a rune boundary, for a
 // frame's error member.
 func boundedError(err error) string { return bounded.Text(err.Error(), 512) }
