@@ -409,7 +409,7 @@ func (s *Session) Stepped(ev *peer.Event, st fsm.Step) {
 	if st.Disposition() != fsm.Rejected {
 		switch ev.Key.Machine {
 		case input.Table.Name:
-			s.inputStepped(ev, st)
+			s.inputs.Stepped(ev, st)
 			return
 		case interaction.Table.Name:
 			s.asks.Stepped(ev)
@@ -475,7 +475,7 @@ func (s *Session) Refused(r *peer.Refusal) {
 		// (retryable, daemon-protocol.txt:124); an input ID already used is
 		// input_conflict. Neither reaches the adapter.
 		code := "input_conflict"
-		if s.inputBusy(d, r.Msg.ID, p.InputID) {
+		if s.inputs.Busy(d, r.Msg.ID, p.InputID) {
 			code = "busy"
 		}
 		no := false

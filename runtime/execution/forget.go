@@ -56,4 +56,5 @@ func (s *Session) dropRun(r *runState) {
 	delete(s.runs, r.id)
 	s.reads.Unfence("run:" + r.id)
 	s.asks.ForgetRun(r.id)
+	s.inputs.Forget(r.id)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/agentwire/agentwire/fsm/input"
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/peer/guard"
+	inputmod "github.com/agentwire/agentwire/runtime/execution/internal/input"
 	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/runtime/internal/bounded"
 	"github.com/agentwire/agentwire/wire"
@@ -26,15 +27,12 @@ type runState struct {
 	outcome        *wire.Done // what the native work settled with
 
 	turn    harness.Turn
-	exe     harness.Executor               // set once the Executor exists (for active input and answers)
-	inputs  map[string]bool                // active inputs in flight, by input ID
-	writing map[string]bool                // inputs whose native write has not returned yet
-	early   map[string]harness.InputNotice // verdicts that arrived before their write returned
-	holding bool                           // done is held back for inputs in flight
-	em      *emitter                       // the Run's frames, in order (emit.go)
-	env     *string                        // the Environment ID of the handle it took over; nil for prompt_request (no read target)
-	envID   string                         // the Environment it runs in (its local_environment); "" for none
-	from    *admission                     // the admission it took over (its Executor may go idle); nil for prompt_request
+	exe     harness.Executor // set once the Executor exists (for active input and answers)
+	holding bool             // done is held back for inputs in flight
+	em      *emitter         // the Run's frames, in order (emit.go)
+	env     *string          // the Environment ID of the handle it took over; nil for prompt_request (no read target)
+	envID   string           // the Environment it runs in (its local_environment); "" for none
+	from    *admission       // the admission it took over (its Executor may go idle); nil for prompt_request
 }
 
 type runHooks struct{ s *Session }
@@ -142,10 +140,10 @@ func (h runHooks) DoStartNative(f *fsm.Firing[*peer.Event]) error {
 // cancellation receipt follows when prompt_cancel asked for one.
 func (s *Session) startRun(runID, env string, turn harness.Turn, exe harness.Executor, newExecutor func(context.Context) (harness.Executor, error)) {
 	ctx, cancel := context.WithCancel(s.ctx)
-	turn.Notify = s.notify(runID)
+	turn.Notify = s.inputs.Notify(runID)
 	// A known Executor is recorded here, on the loop, rather than posted
 	// from the Turn's goroutine: one hand-off less while a start is answered.
-	r := &runState{id: runID, envID: env, cancel: cancel, turn: turn, exe: exe, inputs: map[string]bool{}, writing: map[string]bool{}, early: map[string]harness.InputNotice{}}
+	r := &runState{id: runID, envID: env, cancel: cancel, turn: turn, exe: exe}
 	r.em = s.newEmitter(runID)
 	s.runs[runID] = r
 	s.goNative(func() {
@@ -175,7 +173,7 @@ func (s *Session) startRun(runID, env string, turn harness.Turn, exe harness.Exe
 			// configuration, a cancelled or failed Turn may leave native
 			// state behind, and an input still in flight may still use the
 			// Executor. Those are closed (daemon-protocol.txt:72, :118).
-			if exe != nil && err == nil && ctx.Err() == nil && r.from != nil && len(r.inputs) == 0 && !s.shutting &&
+			if exe != nil && err == nil && ctx.Err() == nil && r.from != nil && len(s.inputs.InFlight(runID)) == 0 && !s.shutting &&
 				s.cfg.Pool.Put(r.from.continuationKey(done), r.from.executorID, r.from.env, exe, r.from.decl) {
 				retained = true
 				s.freeSlot()
@@ -183,12 +181,13 @@ func (s *Session) startRun(runID, env string, turn harness.Turn, exe harness.Exe
 			// The "done held back" rule (daemon-protocol.txt:131): an
 			// active input still in flight gets up to the drain budget
 			// (the input machine's drain_wait, write + send budgets) to
-			// settle before done closes the stream; inputStepped publishes
+			// settle before done closes the stream; the input module publishes
 			// done when the last one settles or its drain ends.
-			for id := range r.inputs {
-				_ = d.Local(inputKey(runID, id), fsm.EventID(input.EventRunCompleting), nil)
+			inFlight := s.inputs.InFlight(runID)
+			for _, id := range inFlight {
+				_ = d.Local(inputmod.Key(runID, id), fsm.EventID(input.EventRunCompleting), nil)
 			}
-			if len(r.inputs) == 0 {
+			if len(inFlight) == 0 {
 				s.publishDone(d, r)
 				return
 			}

@@ -20,6 +20,7 @@ import (
 	"github.com/agentwire/agentwire/fsm/machines"
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/runtime/execution/internal/export"
+	"github.com/agentwire/agentwire/runtime/execution/internal/input"
 	"github.com/agentwire/agentwire/runtime/execution/internal/interaction"
 	"github.com/agentwire/agentwire/runtime/execution/internal/read"
 	"github.com/agentwire/agentwire/runtime/execution/internal/suspend"
@@ -80,6 +81,7 @@ type Session struct {
 	admissions map[string]*admission // by preparation request ID
 	runs       map[string]*runState  // by Run ID
 	asks       *interaction.Book     // the questions of the Runs (internal/interaction)
+	inputs     *input.Book           // the active inputs of the Runs (internal/input)
 	active     int                   // slots held by preparations, executions and unconfirmed cleanup
 
 	reads *read.Reads // the workspace read lifecycle (internal/read)
@@ -120,6 +122,7 @@ func New(cfg Config) *Session {
 	s.exp = export.New(exportHost{s})
 	s.reads = read.New(readHost{s})
 	s.asks = interaction.New(interactionHost{s})
+	s.inputs = input.New(inputHost{s})
 	s.wr = write.New(writeHost{s})
 	s.xfer = transfer.New(xferHost{s})
 	s.susp = suspend.New(suspHost{s}, cfg.Fence)
@@ -168,7 +171,7 @@ func (s *Session) Hooks() machines.RuntimeHooks[*peer.Event] {
 	return machines.RuntimeHooks[*peer.Event]{
 		Preparation:     prepHooks{s},
 		Run:             runHooks{s},
-		Input:           inputHooks{s},
+		Input:           s.inputs.Hooks(),
 		Interaction:     s.asks.Hooks(),
 		WorkspaceRead:   s.reads.Hooks(),
 		Transfer:        s.xfer.Hooks(),
