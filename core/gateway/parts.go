@@ -4,6 +4,7 @@ import (
 	"github.com/agentwire/agentwire/core/gateway/internal/export"
 	"github.com/agentwire/agentwire/core/gateway/internal/input"
 	"github.com/agentwire/agentwire/core/gateway/internal/interaction"
+	"github.com/agentwire/agentwire/core/gateway/internal/link"
 	"github.com/agentwire/agentwire/core/gateway/internal/read"
 	"github.com/agentwire/agentwire/core/gateway/internal/suspend"
 	"github.com/agentwire/agentwire/core/gateway/internal/transfer"
@@ -42,8 +43,9 @@ func (c *conn) initParts() {
 	c.execBook = newExecBook()
 	c.questions = interaction.New(interHost{c}, g.cfg.Store)
 	c.inputs = input.New(inputHost{c}, g.cfg.Store)
-	c.susp = suspend.NewBook(suspend.Deps{Store: g.cfg.Store, Clock: g.cfg.Clock, Log: c.log, StoreCtx: c.storeCtx, Durations: g.cfg.Durations, Released: g.kick})
-	c.writes = write.NewBook(write.Deps{Store: g.cfg.Store, Clock: g.cfg.Clock, Log: c.log, StoreCtx: c.storeCtx, Released: g.kick})
+	base := link.Conn{Clock: g.cfg.Clock, Log: c.log, StoreCtx: c.storeCtx, Released: g.kick}
+	c.susp = suspend.NewBook(suspend.Deps{Conn: base, Store: g.cfg.Store, Durations: g.cfg.Durations})
+	c.writes = write.NewBook(write.Deps{Conn: base, Store: g.cfg.Store})
 }
 
 // Binding implements peer.App.

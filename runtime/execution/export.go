@@ -1,9 +1,6 @@
 package execution
 
 import (
-	"context"
-	"log/slog"
-
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/runtime/execution/internal/export"
 	"github.com/agentwire/agentwire/runtime/harness"
@@ -12,7 +9,7 @@ import (
 
 // exportHost is what the export lifecycle (internal/export) sees of its
 // Session.
-type exportHost struct{ s *Session }
+type exportHost struct{ loop }
 
 var _ export.Host = exportHost{}
 
@@ -34,8 +31,5 @@ func (h exportHost) HeldElsewhere(env string) bool {
 	return s.wr.Holds(env) || s.xfer.Holds(env) || s.fence.Held(env) || s.shutting
 }
 
-func (h exportHost) Go(fn func())                      { h.s.goNative(fn) }
 func (h exportHost) Post(fn func(d *peer.Driver)) bool { return h.s.post(fn) }
-func (h exportHost) Context() context.Context          { return h.s.ctx }
 func (h exportHost) Released(d *peer.Driver)           { h.s.susp.CheckDrain(d) }
-func (h exportHost) Logger() *slog.Logger              { return h.s.cfg.Logger }

@@ -1,7 +1,6 @@
 package execution
 
 import (
-	"context"
 	"time"
 
 	"github.com/agentwire/agentwire/peer"
@@ -17,7 +16,7 @@ const NativeWriteBound = interaction.NativeWriteBound
 
 // inputHost is what the input lifecycle (internal/input) sees of its
 // Session.
-type inputHost struct{ s *Session }
+type inputHost struct{ loop }
 
 var _ input.Host = inputHost{}
 
@@ -38,7 +37,5 @@ func (h inputHost) Drained(d *peer.Driver, runID string) {
 	}
 }
 
-func (h inputHost) Go(fn func())                      { h.s.goNative(fn) }
 func (h inputHost) Post(fn func(d *peer.Driver)) bool { return h.s.post(fn) }
-func (h inputHost) Context() context.Context          { return h.s.ctx }
 func (h inputHost) WriteBound() time.Duration         { return NativeWriteBound }

@@ -1,8 +1,6 @@
 package execution
 
 import (
-	"context"
-
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/runtime/execution/internal/interaction"
 	"github.com/agentwire/agentwire/runtime/harness"
@@ -10,7 +8,7 @@ import (
 
 // interactionHost is what the interaction lifecycle
 // (internal/interaction) sees of its Session.
-type interactionHost struct{ s *Session }
+type interactionHost struct{ loop }
 
 var _ interaction.Host = interactionHost{}
 
@@ -27,6 +25,4 @@ func (h interactionHost) Target(runID string) (interaction.Target, bool) {
 	}}, true
 }
 
-func (h interactionHost) Go(fn func())                      { h.s.goNative(fn) }
 func (h interactionHost) Post(fn func(d *peer.Driver)) bool { return h.s.post(fn) }
-func (h interactionHost) Context() context.Context          { return h.s.ctx }

@@ -119,12 +119,12 @@ func New(cfg Config) *Session {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Session{cfg: cfg, ctx: ctx, cancel: cancel, admissions: map[string]*admission{}, runs: map[string]*runState{},
 		fence: cfg.Fence}
-	s.exp = export.New(exportHost{s})
-	s.reads = read.New(readHost{s})
-	s.asks = interaction.New(interactionHost{s})
-	s.inputs = input.New(inputHost{s})
-	s.wr = write.New(writeHost{s})
-	s.xfer = transfer.New(xferHost{s})
+	s.exp = export.New(exportHost{loop{s}})
+	s.reads = read.New(readHost{loop{s}})
+	s.asks = interaction.New(interactionHost{loop{s}})
+	s.inputs = input.New(inputHost{loop{s}})
+	s.wr = write.New(writeHost{loop{s}})
+	s.xfer = transfer.New(xferHost{loop{s}})
 	s.susp = suspend.New(suspHost{s}, cfg.Fence)
 	return s
 }
@@ -180,6 +180,15 @@ func (s *Session) Hooks() machines.RuntimeHooks[*peer.Event] {
 		WorkspaceExport: s.exp.Hooks(),
 	}
 }
+
+// loop is the Session as every lifecycle module's Host sees its
+// connection (internal/conn.Loop); the hosts embed it.
+type loop struct{ s *Session }
+
+func (l loop) Go(fn func())                      { l.s.goNative(fn) }
+func (l loop) Post(fn func(d *peer.Driver)) bool { return l.s.post(fn) }
+func (l loop) Context() context.Context          { return l.s.ctx }
+func (l loop) Logger() *slog.Logger              { return l.s.cfg.Logger }
 
 // go runs fn on a goroutine the Session waits for.
 func (s *Session) goNative(fn func()) {

@@ -1,8 +1,6 @@
 package execution
 
 import (
-	"log/slog"
-
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/runtime/execution/internal/transfer"
 	rtransfer "github.com/agentwire/agentwire/runtime/transfer"
@@ -11,7 +9,7 @@ import (
 
 // xferHost is what the transfer lifecycle (internal/transfer) sees of its
 // Session.
-type xferHost struct{ s *Session }
+type xferHost struct{ loop }
 
 var _ transfer.Host = xferHost{}
 
@@ -22,9 +20,7 @@ func (h xferHost) Workspace(env string) (*workspace.Workspace, bool) {
 func (h xferHost) Area() *rtransfer.Area             { return h.s.cfg.Area }
 func (h xferHost) Fenced(env string) bool            { return h.s.fence.Held(env) }
 func (h xferHost) Busy(env string) bool              { return h.s.busyExecuting(env) }
-func (h xferHost) Go(fn func())                      { h.s.goNative(fn) }
 func (h xferHost) Post(fn func(d *peer.Driver)) bool { return h.s.post(fn) }
-func (h xferHost) Logger() *slog.Logger              { return h.s.cfg.Logger }
 
 // busyExecuting reports whether an admission, a Run, a workspace read,
 // write or export of the Environment env is active on this connection.

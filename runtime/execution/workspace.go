@@ -1,8 +1,6 @@
 package execution
 
 import (
-	"log/slog"
-
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/runtime/execution/internal/read"
 	"github.com/agentwire/agentwire/runtime/workspace"
@@ -14,7 +12,7 @@ import (
 const MaxReadsInFlight = read.MaxInFlight
 
 // readHost is what the read lifecycle (internal/read) sees of its Session.
-type readHost struct{ s *Session }
+type readHost struct{ loop }
 
 var _ read.Host = readHost{}
 
@@ -44,9 +42,7 @@ func (h readHost) Workspace(env string) (*workspace.Workspace, bool) {
 	return h.s.cfg.Environments.Lookup(env)
 }
 
-func (h readHost) Go(fn func())                      { h.s.goNative(fn) }
 func (h readHost) Post(fn func(d *peer.Driver)) bool { return h.s.post(fn) }
-func (h readHost) Logger() *slog.Logger              { return h.s.cfg.Logger }
 
 func envOf(c wire.PromptRequest) string {
 	if c.LocalEnvironment == nil {

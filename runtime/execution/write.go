@@ -1,9 +1,6 @@
 package execution
 
 import (
-	"context"
-	"log/slog"
-
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/runtime/execution/internal/write"
 	"github.com/agentwire/agentwire/runtime/workspace"
@@ -11,7 +8,7 @@ import (
 
 // writeHost is what the write lifecycle (internal/write) sees of its
 // Session.
-type writeHost struct{ s *Session }
+type writeHost struct{ loop }
 
 var _ write.Host = writeHost{}
 
@@ -29,11 +26,8 @@ func (h writeHost) HeldElsewhere(env string) bool {
 		s.fence.Held(env) || s.shutting || s.executionHolds(env)
 }
 
-func (h writeHost) Go(fn func())                      { h.s.goNative(fn) }
 func (h writeHost) Post(fn func(d *peer.Driver)) bool { return h.s.post(fn) }
-func (h writeHost) Context() context.Context          { return h.s.ctx }
 func (h writeHost) Released(d *peer.Driver)           { h.s.susp.CheckDrain(d) }
-func (h writeHost) Logger() *slog.Logger              { return h.s.cfg.Logger }
 
 // executionHolds reports whether execution holds env's workspace: a Run of
 // env that has not settled, an execution preparation of env (not the

@@ -35,18 +35,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentwire/agentwire/runtime/harness/install"
+	"github.com/agentwire/agentwire/runtime/harness/modeltest"
 	"github.com/agentwire/agentwire/runtime/internal/turnbench"
 )
 
 func BenchmarkCodexTurnOverhead(b *testing.B) {
-	bin := install.RequireCodex(b)
-	b.Setenv(keyEnv, testKey)
-	srv := turnbench.Model(b)
-	a, err := New(Config{Binary: bin, Model: "gpt-5.5", BaseURL: srv.OpenAIBaseURL(), APIKeyEnv: keyEnv,
-		StateDir: b.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	require.NoError(b, err)
-	require.True(b, a.Declaration().Available)
-
+	a, srv := benchAdapter(b)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	via := turnbench.StartCore(ctx, b, a, map[string]any{"agent_kind": "codex",
@@ -54,6 +48,19 @@ func BenchmarkCodexTurnOverhead(b *testing.B) {
 	direct := startDirect(ctx, b, a.cfg)
 	turnbench.Pairs(b, turnbench.WarmTurns, turnbench.DeltaCount, func() turnbench.Timing { return via.Turn(ctx) }, func() turnbench.Timing { return direct.turn(ctx) })
 	require.Empty(b, srv.Problems())
+}
+
+// benchAdapter is the adapter both benchmarks run, on the pinned CLI and a
+// scripted model endpoint; it skips without the CLI.
+func benchAdapter(b *testing.B) (*Adapter, *modeltest.Server) {
+	bin := install.RequireCodex(b)
+	b.Setenv(keyEnv, testKey)
+	srv := turnbench.Model(b)
+	a, err := New(Config{Binary: bin, Model: "gpt-5.5", BaseURL: srv.OpenAIBaseURL(), APIKeyEnv: keyEnv,
+		StateDir: b.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(b, err)
+	require.True(b, a.Declaration().Available)
+	return a, srv
 }
 
 // directClient is the baseline: one app-server with one thread, driven
@@ -135,14 +142,7 @@ func (c *directClient) turn(ctx context.Context) turnbench.Timing {
 //
 //	go test -run '^$' -bench CodexTurnThroughCore -benchtime 40x ./runtime/adapters/codex/
 func BenchmarkCodexTurnThroughCore(b *testing.B) {
-	bin := install.RequireCodex(b)
-	b.Setenv(keyEnv, testKey)
-	srv := turnbench.Model(b)
-	a, err := New(Config{Binary: bin, Model: "gpt-5.5", BaseURL: srv.OpenAIBaseURL(), APIKeyEnv: keyEnv,
-		StateDir: b.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	require.NoError(b, err)
-	require.True(b, a.Declaration().Available)
-
+	a, srv := benchAdapter(b)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	via := turnbench.StartThroughCore(ctx, b, a, "codex")

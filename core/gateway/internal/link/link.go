@@ -11,12 +11,27 @@ package link
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/wire"
 )
+
+// Conn is what a lifecycle module that keeps durable records uses of its
+// connection; its Deps embed it.
+type Conn struct {
+	Clock peer.Clock
+	Log   *slog.Logger
+	// StoreCtx bounds one store operation; from a hook it also makes what
+	// the connection's loop wrote before durable first.
+	StoreCtx func() (context.Context, context.CancelFunc)
+	// Released is called once the module's work no longer holds what it
+	// held (a Session's owner, an Environment): work waiting for it may be
+	// placed now.
+	Released func()
+}
 
 // Payload returns the payload of the frame f fired for, as T; false when f
 // fired for no frame (a timer, a local event) or for another payload.

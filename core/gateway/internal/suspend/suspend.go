@@ -58,20 +58,14 @@ type Store interface {
 	OpenSuspensions(ctx context.Context) ([]store.Suspension, error)
 }
 
-// Deps are the connection's parts the module uses.
+// Deps are the connection's parts the module uses. Released is called
+// once an attempt no longer holds its Environment (settled, or expired).
 type Deps struct {
+	link.Conn
 	Store Store
-	Clock peer.Clock
-	Log   *slog.Logger
-	// StoreCtx bounds one store operation; from a hook it also makes what
-	// the connection's loop wrote before durable first.
-	StoreCtx func() (context.Context, context.CancelFunc)
 	// Durations overrides policy timers, keyed "machine.timer" (as
 	// peer.Config.Durations), for a restored attempt's deadlines.
 	Durations map[string]time.Duration
-	// Released is called once an attempt no longer holds its Environment
-	// (settled, or expired): its work may be placed again.
-	Released func()
 }
 
 // Move is the store's move of attempt id from one state of the

@@ -30,17 +30,12 @@ type Store interface {
 	OpenWorkspaceWrites(ctx context.Context) ([]store.WorkspaceWrite, error)
 }
 
-// Deps are the connection's parts the module uses.
+// Deps are the connection's parts the module uses. Released is called
+// once a write released its Session's owner (Turns of the Session may be
+// claimed again).
 type Deps struct {
+	link.Conn
 	Store Store
-	Clock peer.Clock
-	Log   *slog.Logger
-	// StoreCtx bounds one store operation; from a hook it also makes what
-	// the connection's loop wrote before durable first.
-	StoreCtx func() (context.Context, context.CancelFunc)
-	// Released is called once a write released its Session's owner (Turns
-	// of the Session may be claimed again).
-	Released func()
 }
 
 // Result is how a write ended, as the machine settled it.

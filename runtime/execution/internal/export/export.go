@@ -13,7 +13,8 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log/slog"
+
+	"github.com/agentwire/agentwire/runtime/execution/internal/conn"
 
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/fsm/workspace_export"
@@ -25,6 +26,7 @@ import (
 
 // Host is what the export lifecycle needs of its connection.
 type Host interface {
+	conn.Loop
 	// ReadOnlyOwner finds the ready read-only preparation of this
 	// connection with handle: its Environment and the declaration it was
 	// admitted with.
@@ -35,16 +37,9 @@ type Host interface {
 	// workspace now (a write, a transfer, a suspension fence) or the
 	// connection is shutting down.
 	HeldElsewhere(env string) bool
-	// Go runs fn on a goroutine the connection waits for; Post runs fn on
-	// its loop, false when the connection is gone.
-	Go(fn func())
-	Post(fn func(d *peer.Driver)) bool
-	// Context ends with the connection's native work.
-	Context() context.Context
 	// Released tells the connection that the export no longer holds its
 	// Environment (a suspension waiting for it to drain may settle).
 	Released(d *peer.Driver)
-	Logger() *slog.Logger
 }
 
 // Export is the export of one connection (at most one runs at a time).

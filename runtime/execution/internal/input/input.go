@@ -12,6 +12,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/agentwire/agentwire/runtime/execution/internal/conn"
+
 	"github.com/agentwire/agentwire/fsm"
 	inputfsm "github.com/agentwire/agentwire/fsm/input"
 	"github.com/agentwire/agentwire/peer"
@@ -32,17 +34,12 @@ type Target struct {
 
 // Host is what the input lifecycle needs of its connection.
 type Host interface {
+	conn.Loop
 	// Target finds the Run runID while it runs here with its Executor.
 	Target(runID string) (Target, bool)
 	// Drained tells the connection that the last input of runID in
 	// flight settled (a done held back for it may go out).
 	Drained(d *peer.Driver, runID string)
-	// Go runs fn on a goroutine the connection waits for; Post runs fn on
-	// its loop, false when the connection is gone.
-	Go(fn func())
-	Post(fn func(d *peer.Driver)) bool
-	// Context ends with the connection's native work.
-	Context() context.Context
 	// WriteBound bounds one native write.
 	WriteBound() time.Duration
 }

@@ -14,6 +14,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/agentwire/agentwire/runtime/execution/internal/conn"
+
 	"github.com/agentwire/agentwire/fsm"
 	interactionfsm "github.com/agentwire/agentwire/fsm/interaction"
 	"github.com/agentwire/agentwire/peer"
@@ -41,15 +43,10 @@ type Target struct {
 
 // Host is what the interaction lifecycle needs of its connection.
 type Host interface {
+	conn.Loop
 	// Target finds the Run runID while it still waits for answers (it
 	// lives here, has its Executor and has not settled).
 	Target(runID string) (Target, bool)
-	// Go runs fn on a goroutine the connection waits for; Post runs fn on
-	// its loop, false when the connection is gone.
-	Go(fn func())
-	Post(fn func(d *peer.Driver)) bool
-	// Context ends with the connection's native work.
-	Context() context.Context
 }
 
 // Book is the questions of one connection's Runs, by the interaction

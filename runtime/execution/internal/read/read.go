@@ -8,7 +8,8 @@ package read
 
 import (
 	"errors"
-	"log/slog"
+
+	"github.com/agentwire/agentwire/runtime/execution/internal/conn"
 
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/fsm/workspace_read"
@@ -29,6 +30,7 @@ const MaxInFlight = 4
 
 // Host is what the read lifecycle needs of its connection.
 type Host interface {
+	conn.Loop
 	// Owner finds the owner a read targets: a live preparation handle of
 	// this connection, or a live Run that took a handle over. It returns
 	// the owner key ("handle:<h>" or "run:<id>") and the owner's exact
@@ -37,11 +39,6 @@ type Host interface {
 	Owner(p wire.WorkspaceRead) (owner, env string, ok bool)
 	// Workspace is the configured workspace of env.
 	Workspace(env string) (*workspace.Workspace, bool)
-	// Go runs fn on a goroutine the connection waits for; Post runs fn on
-	// its loop, false when the connection is gone.
-	Go(fn func())
-	Post(fn func(d *peer.Driver)) bool
-	Logger() *slog.Logger
 }
 
 // Reads are one connection's dispatched reads and fenced owners; touched

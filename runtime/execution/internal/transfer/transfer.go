@@ -8,8 +8,9 @@ package transfer
 
 import (
 	"errors"
-	"log/slog"
 	"strconv"
+
+	"github.com/agentwire/agentwire/runtime/execution/internal/conn"
 
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/fsm/transfer"
@@ -21,6 +22,7 @@ import (
 
 // Host is what the transfer lifecycle needs of its connection.
 type Host interface {
+	conn.Loop
 	// Workspace is the configured workspace of env.
 	Workspace(env string) (*workspace.Workspace, bool)
 	// Area stages bodies and installs bundles; nil refuses every body.
@@ -30,11 +32,6 @@ type Host interface {
 	// Busy reports whether an admission, a Run, a workspace read, write
 	// or export of env is active on the connection.
 	Busy(env string) bool
-	// Go runs fn on a goroutine the connection waits for; Post runs fn on
-	// its loop, false when the connection is gone.
-	Go(fn func())
-	Post(fn func(d *peer.Driver)) bool
-	Logger() *slog.Logger
 }
 
 // Transfer is the transfer lifecycle of one connection; touched on the

@@ -7,12 +7,12 @@
 package write
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"log/slog"
 	"sync"
+
+	"github.com/agentwire/agentwire/runtime/execution/internal/conn"
 
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/fsm/workspace_write"
@@ -23,22 +23,16 @@ import (
 
 // Host is what the write lifecycle needs of its connection.
 type Host interface {
+	conn.Loop
 	// Workspace is the configured workspace of env.
 	Workspace(env string) (*workspace.Workspace, bool)
 	// HeldElsewhere reports whether anything but a write holds env's
 	// workspace now (execution, an export, a transfer, a suspension
 	// fence) or the connection is shutting down.
 	HeldElsewhere(env string) bool
-	// Go runs fn on a goroutine the connection waits for; Post runs fn on
-	// its loop, false when the connection is gone.
-	Go(fn func())
-	Post(fn func(d *peer.Driver)) bool
-	// Context ends with the connection's native work.
-	Context() context.Context
 	// Released tells the connection that the write no longer holds its
 	// Environment (a suspension waiting for it to drain may settle).
 	Released(d *peer.Driver)
-	Logger() *slog.Logger
 }
 
 // Write is the write lifecycle of one connection; touched on the
