@@ -1,7 +1,7 @@
 package claude
 
 // What agentwire adds to a real Claude Code Turn, measured as for Codex
-// (runtime/internal/turnbench): one op is a pair of Turns on the same
+// (internal/turnbench): one op is a pair of Turns on the same
 // scripted model endpoint, one through the Runtime daemon and this adapter
 // (a scripted Core over a loopback WebSocket) and one through a minimal
 // direct stream-json client (the adapter's own command line and
@@ -28,7 +28,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentwire/agentwire/runtime/harness/install"
-	"github.com/agentwire/agentwire/runtime/internal/turnbench"
+	"github.com/agentwire/agentwire/internal/turnbench"
 )
 
 func BenchmarkClaudeTurnOverhead(b *testing.B) {

@@ -36,7 +36,7 @@ import (
 
 	"github.com/agentwire/agentwire/runtime/harness/install"
 	"github.com/agentwire/agentwire/runtime/harness/modeltest"
-	"github.com/agentwire/agentwire/runtime/internal/turnbench"
+	"github.com/agentwire/agentwire/internal/turnbench"
 )
 
 func BenchmarkCodexTurnOverhead(b *testing.B) {
