@@ -52,7 +52,7 @@ test-short: vet
 ## with both results), over a real WebSocket. No model credentials, no network beyond loopback.
 check-runtime-contract:
 	$(GO) test -race -count=1 ./wire/... ./spec/... ./fsm/... ./gen/... ./peer/... ./core/gateway/ ./runtime/execution/ \
-		./runtime/harness/ ./runtime/harness/harnesstest/ ./runtime/adapters/script/ ./runtime/adapters/exec/
+		./runtime/harness/ ./runtime/harnesstest/ ./runtime/adapters/script/ ./runtime/adapters/exec/
 	$(GO) test -race -count=1 -run 'TestRuntimeScenarios' -v ./runtime/daemon/ | grep -E '^\s*(--- (PASS|FAIL)|ok|FAIL|PASS)' ; test $${PIPESTATUS[0]} -eq 0
 	$(GO) test -race -count=1 -run 'TestCoreScenarios' -v ./core/server/ | grep -E '^\s*(--- (PASS|FAIL)|ok|FAIL|PASS)' ; test $${PIPESTATUS[0]} -eq 0
 	$(GO) test -race -count=1 -json -run 'TestWireScenarios' ./core/server/ ./runtime/daemon/ | $(GO) run ./internal/contractreport

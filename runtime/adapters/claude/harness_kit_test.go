@@ -1,6 +1,6 @@
 package claude
 
-// The Harness conformance kit (runtime/harness/harnesstest) against the
+// The Harness conformance kit (runtime/harnesstest) against the
 // REAL Claude Code CLI: every capability the adapter declares true passes
 // its acceptance scenario, every one declared false its refusal. The hook
 // turns the kit's Plan into the scripted endpoint's answers for the
@@ -23,7 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentwire/agentwire/runtime/harness"
-	"github.com/agentwire/agentwire/runtime/harness/harnesstest"
+	"github.com/agentwire/agentwire/runtime/harnesstest"
 	"github.com/agentwire/agentwire/runtime/harness/install"
 	"github.com/agentwire/agentwire/runtime/harness/modeltest"
 	"github.com/agentwire/agentwire/wire"

@@ -1,6 +1,6 @@
 package codex
 
-// The Harness conformance kit (runtime/harness/harnesstest) against the
+// The Harness conformance kit (runtime/harnesstest) against the
 // REAL Codex CLI: every capability the adapter declares true passes its
 // acceptance scenario, every one declared false its refusal. The kit says
 // what the native side must do in each Turn (a Plan); the hook below turns
@@ -24,7 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentwire/agentwire/runtime/harness"
-	"github.com/agentwire/agentwire/runtime/harness/harnesstest"
+	"github.com/agentwire/agentwire/runtime/harnesstest"
 	"github.com/agentwire/agentwire/runtime/harness/install"
 	"github.com/agentwire/agentwire/runtime/harness/modeltest"
 	"github.com/agentwire/agentwire/wire"

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentwire/agentwire/runtime/adapters/exec"
-	"github.com/agentwire/agentwire/runtime/harness/harnesstest"
+	"github.com/agentwire/agentwire/runtime/harnesstest"
 	"github.com/agentwire/agentwire/wire"
 )
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/agentwire/agentwire/runtime/adapters/script"
 	"github.com/agentwire/agentwire/runtime/harness"
-	"github.com/agentwire/agentwire/runtime/harness/harnesstest"
+	"github.com/agentwire/agentwire/runtime/harnesstest"
 	"github.com/agentwire/agentwire/wire"
 )
 

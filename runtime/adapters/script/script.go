@@ -9,7 +9,7 @@
 // item IDs and output_message frames when Core opts in, strict resume of
 // the native Sessions it reports, recovery, explicit rejection of images —
 // and false for the rest, and the conformance kit
-// (runtime/harness/harnesstest) proves it.
+// (runtime/harnesstest) proves it.
 package script
 
 import (
