@@ -32,7 +32,7 @@ const CauseCoreRestarted = "core_restarted"
 func (g *Gateway) reconcile() {
 	ctx, cancel := context.WithTimeout(g.stores, 30*time.Second)
 	defer cancel()
-	g.reconcileWrites(ctx)      // workspace_write_hooks.go
+	g.reconcileWrites(ctx)      // internal/write
 	g.reconcileSuspensions(ctx) // suspension.go
 	turns, err := g.cfg.Store.ActiveTurns(ctx)
 	if err != nil {
