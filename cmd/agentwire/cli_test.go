@@ -16,15 +16,15 @@ import (
 func TestTurnHelpShowsOwnFlags(t *testing.T) {
 	own := map[string][]string{
 		"submit": {"-core", "-session"},
-		"run":    {"-core", "-session", "-approve-all", "-json"},
-		"attach": {"-core", "-approve-all", "-after", "-json"},
+		"run":    {"-core", "-session", "-approve-all", "-functions", "-json"},
+		"attach": {"-core", "-approve-all", "-functions", "-after", "-json"},
 		"input":  {"-core", "-json"},
 		"answer": {"-core", "-approve", "-deny", "-choose", "-dismiss"},
 		"list":   {"-core", "-session", "-limit", "-json"},
 		"status": {"-core"},
 		"cancel": {"-core"},
 	}
-	all := []string{"-session", "-approve-all", "-after", "-approve", "-deny", "-choose", "-dismiss", "-limit", "-json"}
+	all := []string{"-session", "-approve-all", "-functions", "-after", "-approve", "-deny", "-choose", "-dismiss", "-limit", "-json"}
 	for cmd, flags := range own {
 		t.Run(cmd, func(t *testing.T) {
 			var out, errb bytes.Buffer

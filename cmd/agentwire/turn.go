@@ -43,7 +43,8 @@ var turnCommands = map[string]subcommand{
 		"questions on the terminal. Exit 0 only when the Turn completed, 1 when it ended otherwise. Ctrl-C\n" +
 		"detaches (exit 130; the Turn goes on, and the commands to follow it again or cancel it are printed);\n" +
 		"a second Ctrl-C within 2 s cancels the Turn.",
-		examples: []string{"agentwire turn run --session SESSION fix the failing test", "agentwire turn run --session SESSION --approve-all 'list the files'"}},
+		examples: []string{"agentwire turn run --session SESSION fix the failing test", "agentwire turn run --session SESSION --approve-all 'list the files'",
+			"agentwire turn run --session SESSION --functions ./tools.sh 'what is the weather in Paris?'"}},
 	"attach": {use: "turn attach [flags] TURN", about: "Follows a Turn's events until it ends, from the first one or after --after (an event ID a\n" +
 		"stream printed), answering its questions on the terminal. Exit codes and Ctrl-C as turn run.",
 		examples: []string{"agentwire turn attach TURN", "agentwire turn attach --after 12 TURN"}},
@@ -89,8 +90,11 @@ func runTurn(args []string, stdout, stderr io.Writer) error {
 		asJSON = fs.Bool("json", false, `print JSON Lines, one {"event":NAME,"data":{...}} per line, instead of "NAME JSON" lines`)
 	}
 	var approveAll *bool
+	functions := new(string)
 	if oneOf(args[0], "run", "attach") {
 		approveAll = fs.Bool("approve-all", false, "approve every permission request without asking (user-choice questions are still asked)")
+		functions = fs.String("functions", "", "answer the Turn's function calls with this shell command: the call's JSON on its standard\n"+
+			"input (AGENTWIRE_FUNCTION and AGENTWIRE_CALL_ID set), its standard output the result, success when it exits 0")
 	}
 	quiet := new(bool)
 	if args[0] == "submit" {
@@ -149,7 +153,7 @@ func runTurn(args []string, stdout, stderr io.Writer) error {
 	}
 	c.jsonLines = *asJSON
 	prompt := func() *prompter {
-		return &prompter{in: bufio.NewReader(stdin), out: stderr, approveAll: approveAll != nil && *approveAll}
+		return &prompter{in: bufio.NewReader(stdin), out: stderr, approveAll: approveAll != nil && *approveAll, functions: *functions}
 	}
 	switch args[0] {
 	case "list":

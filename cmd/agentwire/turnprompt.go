@@ -25,6 +25,9 @@ type prompter struct {
 	in         *bufio.Reader
 	out        io.Writer
 	approveAll bool
+	// functions is the command that answers function calls (--functions);
+	// "" leaves them to another client.
+	functions string
 }
 
 // question is the journal event Core writes for a question
@@ -38,6 +41,15 @@ type question struct {
 // answer returns the API body answering the question in data, or nil
 // when the event is not a question.
 func (p *prompter) answer(event, data string) (string, map[string]any, error) {
+	if event == wire.TypeFunctionCall {
+		if p.functions == "" {
+			if p.out != nil {
+				fmt.Fprintln(p.out, "a function call waits for its result: answer it with POST /api/v1/turns/TURN/function-results, or run the Turn with --functions CMD")
+			}
+			return "", nil, nil
+		}
+		return functionResult(p.functions, data)
+	}
 	if event != wire.TypePermissionRequest && event != wire.TypePromptForUserChoice {
 		return "", nil, nil
 	}

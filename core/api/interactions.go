@@ -13,13 +13,24 @@ import (
 
 // AnswerRequest answers one interaction of a Turn. A permission request
 // takes approved (and an optional message); a user-choice question takes
-// question_answers, or cancelled with an optional reason.
+// question_answers, or cancelled with an optional reason; a function call
+// takes success and content (the function's output, [] for none).
 type AnswerRequest struct {
 	Approved        *bool                   `json:"approved,omitempty"`
 	Message         string                  `json:"message,omitempty"`
 	QuestionAnswers []wire.UserChoiceAnswer `json:"question_answers,omitempty"`
 	Cancelled       bool                    `json:"cancelled,omitempty"`
 	Reason          string                  `json:"reason,omitempty"`
+	Success         *bool                   `json:"success,omitempty"`
+	Content         []wire.InputContent     `json:"content,omitempty"`
+}
+
+// FunctionResultRequest answers a function call of a Turn by its call_id
+// (POST /api/v1/turns/{turn_id}/function-results).
+type FunctionResultRequest struct {
+	CallID  string              `json:"call_id"`
+	Success *bool               `json:"success"`
+	Content []wire.InputContent `json:"content"`
 }
 
 // Errors the Answer function returns.
@@ -27,10 +38,23 @@ var (
 	ErrAnswered = errors.New("api: the interaction is no longer pending")
 )
 
-// answerPayload builds the wire answer for an interaction of kind, or
-// names the field at fault.
-func answerPayload(kind string, req AnswerRequest) (wire.Payload, string, string) {
-	switch kind {
+// answerPayload builds the wire answer for the interaction it, or names
+// the field at fault.
+func answerPayload(it store.Interaction, req AnswerRequest) (wire.Payload, string, string) {
+	if it.Kind != "function" && (req.Success != nil || req.Content != nil) {
+		return nil, "success", "success and content answer a function call"
+	}
+	switch it.Kind {
+	case "function":
+		switch {
+		case req.Approved != nil || req.Message != "" || req.QuestionAnswers != nil || req.Cancelled || req.Reason != "":
+			return nil, "approved", "a function result takes success and content only"
+		case req.Success == nil:
+			return nil, "success", "a function result needs success"
+		case req.Content == nil:
+			return nil, "content", "a function result needs content; send [] for none"
+		}
+		return wire.FunctionResult{DeliveryID: "api", CallID: it.CallID, Success: req.Success, Content: req.Content}, "", ""
 	case "permission":
 		if req.Approved == nil {
 			return nil, "approved", "a permission answer needs approved"
@@ -72,7 +96,40 @@ func (a *API) answer(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &req) {
 		return
 	}
-	p, field, detail := answerPayload(it.Kind, req)
+	a.send(w, r, t, it, req)
+}
+
+// functionResult answers the Turn's function call named by call_id, as
+// answer does by interaction ID.
+func (a *API) functionResult(w http.ResponseWriter, r *http.Request) {
+	t, ok := a.turn(w, r)
+	if !ok {
+		return
+	}
+	var req FunctionResultRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	if req.CallID == "" {
+		badField(w, "call_id", "call_id names the function call to answer")
+		return
+	}
+	it, err := a.cfg.Store.FunctionCall(r.Context(), t.ID, req.CallID)
+	if errors.Is(err, store.ErrNotFound) {
+		notFound(w, "function call")
+		return
+	}
+	if err != nil {
+		a.internal(w, "get function call", err)
+		return
+	}
+	a.send(w, r, t, it, AnswerRequest{Success: req.Success, Content: req.Content})
+}
+
+// send checks the answer against the interaction it answers and hands it
+// to the gateway.
+func (a *API) send(w http.ResponseWriter, r *http.Request, t store.Turn, it store.Interaction, req AnswerRequest) {
+	p, field, detail := answerPayload(it, req)
 	if p == nil {
 		badField(w, field, detail)
 		return

@@ -108,6 +108,9 @@ type Store interface {
 
 	CreateInteraction(ctx context.Context, i Interaction) error
 	GetInteraction(ctx context.Context, id string) (Interaction, error)
+	// FunctionCall finds the Turn's function call with callID (the newest,
+	// should a Turn's Runs repeat one); ErrNotFound when there is none.
+	FunctionCall(ctx context.Context, turnID, callID string) (Interaction, error)
 	// TransitionInteraction moves an interaction from one state to
 	// another, optionally recording the answer; ErrStale otherwise.
 	TransitionInteraction(ctx context.Context, id string, from, to InteractionState, answer json.RawMessage, at time.Time) error
@@ -406,10 +409,13 @@ const (
 
 // Interaction is a permission request or user-choice question of a Run.
 type Interaction struct {
-	ID        string
-	TurnID    string
-	RunID     string
-	Kind      string
+	ID     string
+	TurnID string
+	RunID  string
+	Kind   string
+	// CallID is the wire identity a function call is answered by (its
+	// call_id); "" for the other kinds, which the API answers by ID.
+	CallID    string
 	Request   json.RawMessage
 	State     InteractionState
 	Answer    json.RawMessage

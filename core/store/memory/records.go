@@ -153,6 +153,28 @@ func (s *Store) GetInteraction(ctx context.Context, id string) (store.Interactio
 	return i, nil
 }
 
+func (s *Store) FunctionCall(ctx context.Context, turnID, callID string) (store.Interaction, error) {
+	if err := s.lock(ctx); err != nil {
+		return store.Interaction{}, err
+	}
+	defer s.mu.Unlock()
+	var best store.Interaction
+	found := false
+	for _, i := range s.interactions {
+		if callID == "" || i.TurnID != turnID || i.CallID != callID {
+			continue
+		}
+		if !found || i.CreatedAt.After(best.CreatedAt) || (i.CreatedAt.Equal(best.CreatedAt) && i.ID > best.ID) {
+			best, found = i, true
+		}
+	}
+	if !found {
+		return store.Interaction{}, store.ErrNotFound
+	}
+	best.Request, best.Answer = clone(best.Request), clone(best.Answer)
+	return best, nil
+}
+
 func (s *Store) TransitionInteraction(ctx context.Context, id string, from, to store.InteractionState, answer json.RawMessage, at time.Time) error {
 	if err := s.lock(ctx); err != nil {
 		return err

@@ -181,6 +181,12 @@ CREATE TABLE instances (
 );
 CREATE INDEX instances_open ON instances(machine, updated_at) WHERE settled = 0;
 `,
+	// 8: a function call is answered by its call_id (POST
+	// /api/v1/turns/{id}/function-results).
+	`
+ALTER TABLE interactions ADD COLUMN call_id TEXT NOT NULL DEFAULT '';
+CREATE INDEX interactions_call ON interactions(turn_id, call_id) WHERE call_id != '';
+`,
 }
 
 // SchemaVersion is the version a fully migrated database has.

@@ -205,26 +205,42 @@ func (s *Store) CreateInteraction(ctx context.Context, i store.Interaction) erro
 	if i.State == "" {
 		i.State = store.InteractionPending
 	}
-	n, err := s.exec(ctx, `INSERT INTO interactions(id, turn_id, run_id, kind, request, state, answer, created_at, updated_at)
-		SELECT ?,?,?,?,?,?,?,?,? WHERE EXISTS (SELECT 1 FROM turns WHERE id = ?)`,
-		i.ID, i.TurnID, i.RunID, i.Kind, blob(i.Request), string(i.State), blob(i.Answer), ms(i.CreatedAt), ms(i.CreatedAt), i.TurnID)
+	n, err := s.exec(ctx, `INSERT INTO interactions(id, turn_id, run_id, kind, call_id, request, state, answer, created_at, updated_at)
+		SELECT ?,?,?,?,?,?,?,?,?,? WHERE EXISTS (SELECT 1 FROM turns WHERE id = ?)`,
+		i.ID, i.TurnID, i.RunID, i.Kind, i.CallID, blob(i.Request), string(i.State), blob(i.Answer), ms(i.CreatedAt), ms(i.CreatedAt), i.TurnID)
 	if err == nil && n == 0 {
 		return store.ErrNotFound
 	}
 	return err
 }
 
+const interactionCols = `id, turn_id, run_id, kind, call_id, request, state, answer, created_at, updated_at`
+
+func scanInteraction(r scanner) (store.Interaction, error) {
+	var i store.Interaction
+	var state string
+	var created, updated int64
+	err := r.Scan(&i.ID, &i.TurnID, &i.RunID, &i.Kind, &i.CallID, (*[]byte)(&i.Request), &state, (*[]byte)(&i.Answer), &created, &updated)
+	i.State, i.CreatedAt, i.UpdatedAt = store.InteractionState(state), fromMS(created), fromMS(updated)
+	return i, notFound(err)
+}
+
 func (s *Store) GetInteraction(ctx context.Context, id string) (store.Interaction, error) {
 	if err := s.check(ctx); err != nil {
 		return store.Interaction{}, err
 	}
-	i := store.Interaction{ID: id}
-	var state string
-	var created, updated int64
-	err := s.r.QueryRowContext(ctx, `SELECT turn_id, run_id, kind, request, state, answer, created_at, updated_at FROM interactions WHERE id = ?`, id).
-		Scan(&i.TurnID, &i.RunID, &i.Kind, (*[]byte)(&i.Request), &state, (*[]byte)(&i.Answer), &created, &updated)
-	i.State, i.CreatedAt, i.UpdatedAt = store.InteractionState(state), fromMS(created), fromMS(updated)
-	return i, notFound(err)
+	return scanInteraction(s.r.QueryRowContext(ctx, `SELECT `+interactionCols+` FROM interactions WHERE id = ?`, id))
+}
+
+func (s *Store) FunctionCall(ctx context.Context, turnID, callID string) (store.Interaction, error) {
+	if err := s.check(ctx); err != nil {
+		return store.Interaction{}, err
+	}
+	if callID == "" {
+		return store.Interaction{}, store.ErrNotFound
+	}
+	return scanInteraction(s.r.QueryRowContext(ctx, `SELECT `+interactionCols+` FROM interactions
+		WHERE turn_id = ? AND call_id = ? ORDER BY created_at DESC, id DESC LIMIT 1`, turnID, callID))
 }
 
 func (s *Store) TransitionInteraction(ctx context.Context, id string, from, to store.InteractionState, answer json.RawMessage, at time.Time) error {

@@ -480,6 +480,22 @@ func testInteractions(t *testing.T, s store.Store) {
 	_, err = s.GetInteraction(ctx, "missing")
 	assert.ErrorIs(t, err, store.ErrNotFound)
 	assert.ErrorIs(t, s.TransitionInteraction(ctx, "missing", store.InteractionPending, store.InteractionAnswered, nil, T0), store.ErrNotFound)
+
+	// A function call is found by its Turn and call_id; a call ID a later
+	// Run of the Turn repeats finds the newest.
+	_, err = s.FunctionCall(ctx, "turn-0", "call-1")
+	assert.ErrorIs(t, err, store.ErrNotFound)
+	require.NoError(t, s.CreateInteraction(ctx, store.Interaction{ID: "fn-1", TurnID: "turn-0", RunID: "run", Kind: "function", CallID: "call-1", Request: raw(`{"call_id":"call-1"}`), CreatedAt: T0}))
+	require.NoError(t, s.CreateInteraction(ctx, store.Interaction{ID: "fn-2", TurnID: "turn-0", RunID: "run-2", Kind: "function", CallID: "call-1", Request: raw(`{"call_id":"call-1"}`), CreatedAt: T0.Add(time.Second)}))
+	got, err = s.FunctionCall(ctx, "turn-0", "call-1")
+	require.NoError(t, err)
+	assert.Equal(t, "fn-2", got.ID)
+	assert.Equal(t, "call-1", got.CallID)
+	assert.Equal(t, "run-2", got.RunID)
+	_, err = s.FunctionCall(ctx, "other-turn", "call-1")
+	assert.ErrorIs(t, err, store.ErrNotFound)
+	_, err = s.FunctionCall(ctx, "turn-0", "")
+	assert.ErrorIs(t, err, store.ErrNotFound)
 }
 
 func testInteractionRace(t *testing.T, s store.Store) {

@@ -83,6 +83,7 @@ type rec struct {
 	id     string // the store's interaction ID, unique across Runs
 	wireID string
 	kind   string
+	callID string // a function call's call_id
 	run    Run
 	mu     sync.Mutex
 	// delivery is the delivery ID of the latest answer sent.
@@ -139,7 +140,8 @@ func (b *Book) Len() int {
 }
 
 // Answer sends answer to the open question interactionID on pc with a
-// fresh delivery ID and returns that ID; kind checks come first. record
+// fresh delivery ID and returns that ID (a function result also gets the
+// call's call_id); kind checks come first. record
 // moves the stored question to answered (one conditional write) before
 // anything leaves, so a question is answered once; the receipt that
 // echoes the delivery ID settles it.
@@ -169,6 +171,12 @@ func (b *Book) Answer(ctx context.Context, pc *peer.Conn, interactionID string, 
 		}
 		a.DeliveryID = delivery
 		answer = a
+	case wire.FunctionResult:
+		if r.kind != KindFunction {
+			return "", ErrWrongAnswer
+		}
+		a.DeliveryID, a.CallID = delivery, r.callID
+		answer = a
 	default:
 		return "", ErrWrongAnswer
 	}
@@ -179,7 +187,13 @@ func (b *Book) Answer(ctx context.Context, pc *peer.Conn, interactionID string, 
 	r.mu.Lock()
 	r.delivery = delivery
 	r.mu.Unlock()
-	err := pc.Send(ctx, peer.Outbound{ID: r.wireID, Payload: answer})
+	// A decision's envelope carries the interaction ID, a function
+	// result's the Run ID (daemon-protocol.txt:75–80).
+	envelope := r.wireID
+	if r.kind == KindFunction {
+		envelope = r.run.RunID()
+	}
+	err := pc.Send(ctx, peer.Outbound{ID: envelope, Payload: answer})
 	var se *peer.SendError
 	switch {
 	case err == nil:
@@ -272,23 +286,25 @@ func (h hooks) DoSurfaceRequest(f *fsm.Firing[*peer.Event]) error {
 	if !ok {
 		return errors.New("gateway: a question for an unknown run")
 	}
-	kind := KindFunction
-	switch m.Payload.(type) {
+	kind, callID := KindFunction, ""
+	switch p := m.Payload.(type) {
 	case wire.PermissionRequest:
 		kind = KindPermission
 	case wire.PromptForUserChoice:
 		kind = KindUserChoice
+	case wire.FunctionCall:
+		callID = p.CallID
 	}
 	raw, err := json.Marshal(m.Payload)
 	if err != nil {
 		return err
 	}
-	r := &rec{id: credential.NewID("int"), wireID: f.Arg.Key.ID, kind: kind, run: run}
+	r := &rec{id: credential.NewID("int"), wireID: f.Arg.Key.ID, kind: kind, callID: callID, run: run}
 	now := h.b.host.Now()
 	ctx, cancel := h.b.host.StoreCtx()
 	defer cancel()
 	err = h.b.st.CreateInteraction(ctx, store.Interaction{
-		ID: r.id, TurnID: run.TurnID(), RunID: run.RunID(), Kind: kind, Request: raw,
+		ID: r.id, TurnID: run.TurnID(), RunID: run.RunID(), Kind: kind, CallID: callID, Request: raw,
 		State: store.InteractionPending, CreatedAt: now, UpdatedAt: now,
 	})
 	if err != nil {

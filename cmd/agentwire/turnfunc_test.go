@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A function call end to end with both real binaries: the script adapter's
+// Run calls lookup; `turn run --functions` answers it with a shell
+// command that reads the call on its standard input; Core sends
+// function_result, the Runtime applies it and the Turn completes with the
+// result in its output.
+func TestTurnRunAnswersFunctionCalls(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildAgentwire(t)
+	data := t.TempDir()
+	dev := issueCredential(t, bin, data, "--kind", "device", "--device", "dev-1", "--project", "demo")
+	proj := issueCredential(t, bin, data, "--kind", "project", "--project", "demo")
+	core := startCore(t, bin, data)
+
+	dir := t.TempDir()
+	cred := filepath.Join(dir, "credential")
+	require.NoError(t, os.WriteFile(cred, []byte(dev.Secret), 0o600))
+	script := filepath.Join(dir, "script.json")
+	require.NoError(t, os.WriteFile(script, []byte(`{"steps":[{"function":{"call_id":"call-1","name":"lookup","arguments":{"city":"Paris"}}}]}`), 0o600))
+	rtLogs := startRuntimeProcess(t, bin, nil, "--core", core.base, "--device-id", "dev-1", "--credential-file", cred, "--harness", "script="+script)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	ses := cliJSON(t, bin, proj.Secret, "session", "create", "--core", core.base, "--kind", "script")
+	// The command sees the call's name in the environment and the call's
+	// JSON on its standard input.
+	tool := `printf '%s:' "$AGENTWIRE_FUNCTION"; grep -o Paris`
+	run := exec.CommandContext(ctx, bin, "turn", "run", "--core", core.base, "--session", ses["id"].(string), "--functions", tool, "weather?")
+	run.Env = append(os.Environ(), "AGENTWIRE_API_KEY="+proj.Secret)
+	out, err := run.Output()
+	require.NoError(t, err, "turn run: %s\ncore logs: %s\nruntime logs: %s", out, core.logs.String(), rtLogs.String())
+	assert.Contains(t, string(out), `function_call {"interaction_id":`)
+	assert.Contains(t, string(out), `"success":true`)
+	assert.Contains(t, string(out), `interaction_outcome`)
+	assert.Contains(t, string(out), `"outcome":"applied"`)
+	assert.Contains(t, string(out), `[call-1:lookup:Paris`, "the Run saw the command's output as the result")
+	assert.Contains(t, string(out), `status {"state":"completed"}`)
+}
+
+// A command that fails answers the call with success false and what it
+// wrote; the call's JSON reaches it.
+func TestFunctionResultFromACommand(t *testing.T) {
+	data := `{"interaction_id":"int-1","kind":"function","request":{"call_id":"c1","name":"lookup","arguments":{"q":"x"}}}`
+	id, body, err := functionResult(`cat; exit 3`, data)
+	require.NoError(t, err)
+	assert.Equal(t, "int-1", id)
+	assert.Equal(t, false, body["success"])
+	assert.Equal(t, []map[string]any{{"type": "input_text", "text": `{"call_id":"c1","name":"lookup","arguments":{"q":"x"}}`}}, body["content"])
+
+	_, body, err = functionResult(`echo nothing here >&2; exit 1`, data)
+	require.NoError(t, err)
+	assert.Equal(t, []map[string]any{{"type": "input_text", "text": "nothing here"}}, body["content"], "stderr when stdout is empty")
+
+	_, _, err = functionResult(`true`, `{"kind":"function"}`)
+	assert.Error(t, err, "an event without interaction_id")
+}
