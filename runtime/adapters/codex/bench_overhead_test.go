@@ -34,9 +34,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentwire/agentwire/internal/turnbench"
 	"github.com/agentwire/agentwire/runtime/harness/install"
 	"github.com/agentwire/agentwire/runtime/harness/modeltest"
-	"github.com/agentwire/agentwire/internal/turnbench"
 )
 
 func BenchmarkCodexTurnOverhead(b *testing.B) {

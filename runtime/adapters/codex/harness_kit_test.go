@@ -24,9 +24,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentwire/agentwire/runtime/harness"
-	"github.com/agentwire/agentwire/runtime/harnesstest"
 	"github.com/agentwire/agentwire/runtime/harness/install"
 	"github.com/agentwire/agentwire/runtime/harness/modeltest"
+	"github.com/agentwire/agentwire/runtime/harnesstest"
 	"github.com/agentwire/agentwire/wire"
 )
 
