@@ -129,7 +129,9 @@ func textInput(s string) map[string]any {
 }
 
 // eventTypes reads the Turn's journal through the SSE API until the
-// stream ends (the Turn is terminal) and returns the event types.
+// stream ends (the Turn is terminal) and returns the event types, without
+// the scheduler's placement events (whether a Turn queued before its
+// device connected says why it waited depends on that race).
 func (a *crashAPI) eventTypes(turnID string) []string {
 	a.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -139,7 +141,7 @@ func (a *crashAPI) eventTypes(turnID string) []string {
 	var types []string
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
-		if ev, ok := strings.CutPrefix(sc.Text(), "event: "); ok {
+		if ev, ok := strings.CutPrefix(sc.Text(), "event: "); ok && ev != "placement" {
 			types = append(types, ev)
 		}
 	}

@@ -88,6 +88,8 @@ type Config struct {
 	Resolve ResolveFunc
 	// Export pulls a Session's output archive (files_export.go); nil answers 501.
 	Export ExportFunc
+	// Waiting says why a queued Turn is not placed; nil says nothing.
+	Waiting func(turnID string) (Waiting, bool)
 	// Suspend and Resume drive an Environment's suspension attempts
 	// (environments.go); nil answers 501.
 	Suspend SuspendFunc

@@ -19,17 +19,35 @@ type TurnRequest struct {
 	Input wire.MessageInput `json:"input"`
 }
 
-// Turn is the API's view of a Turn: its public status projection.
+// Turn is the API's view of a Turn: its public status projection and,
+// while it is queued, why Core has not placed it yet.
 type Turn struct {
 	ID        string       `json:"id"`
 	SessionID string       `json:"session_id"`
 	Status    store.Status `json:"status"`
+	Waiting   *Waiting     `json:"waiting,omitempty"`
 	CreatedAt time.Time    `json:"created_at"`
 	UpdatedAt time.Time    `json:"updated_at"`
 }
 
-func turnView(t store.Turn) Turn {
-	return Turn{ID: t.ID, SessionID: t.SessionID, Status: t.Status(), CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
+// Waiting is why a queued Turn is not placed (Core's scheduler): a reason
+// code (no_device, kind_not_declared, kind_unavailable,
+// capability_missing, environment_suspended, device_busy, session_busy),
+// words for a person, and since when.
+type Waiting struct {
+	Reason string    `json:"reason"`
+	Detail string    `json:"detail"`
+	Since  time.Time `json:"since"`
+}
+
+func (a *API) turnView(t store.Turn) Turn {
+	v := Turn{ID: t.ID, SessionID: t.SessionID, Status: t.Status(), CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
+	if t.State == store.TurnQueued && a.cfg.Waiting != nil {
+		if w, ok := a.cfg.Waiting(t.ID); ok {
+			v.Waiting = &w
+		}
+	}
+	return v
 }
 
 func (a *API) createTurn(w http.ResponseWriter, r *http.Request) {
@@ -69,7 +87,8 @@ func (a *API) createTurn(w http.ResponseWriter, r *http.Request) {
 	if a.cfg.Submitted != nil {
 		a.cfg.Submitted(t.ID)
 	}
-	writeJSON(w, http.StatusCreated, turnView(t))
+	// A new Turn: the scheduler has not considered it yet.
+	writeJSON(w, http.StatusCreated, Turn{ID: t.ID, SessionID: t.SessionID, Status: t.Status(), CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt})
 }
 
 // turn loads a Turn the caller may see.
@@ -93,7 +112,7 @@ func (a *API) turn(w http.ResponseWriter, r *http.Request) (store.Turn, bool) {
 
 func (a *API) getTurn(w http.ResponseWriter, r *http.Request) {
 	if t, ok := a.turn(w, r); ok {
-		writeJSON(w, http.StatusOK, turnView(t))
+		writeJSON(w, http.StatusOK, a.turnView(t))
 	}
 }
 
@@ -123,7 +142,7 @@ func (a *API) listTurns(w http.ResponseWriter, r *http.Request) {
 	}
 	views := make([]any, 0, len(ts))
 	for _, t := range ts {
-		views = append(views, turnView(t))
+		views = append(views, a.turnView(t))
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"session_id": s.ID, "turns": views})
 }

@@ -77,7 +77,11 @@ type Gateway struct {
 	conns map[string]*conn // the current owner of each device
 	// turns holds the machine of each Turn this gateway's worker is
 	// executing, from its placement until the worker is done (turns.go).
-	turns    map[string]*turn.Instance
+	turns map[string]*turn.Instance
+	// waiting is why each queued Turn the scheduler considered is not
+	// placed (waiting.go).
+	waiting  map[string]Waiting
+	passes   passes            // the scheduler's passes (Settled)
 	sessions map[string]string // the Turn in flight of each Session
 	trans    *transcript
 	wake     chan struct{}
@@ -117,7 +121,7 @@ func New(cfg Config) *Gateway {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	stores, stopStores := context.WithCancel(context.Background())
-	g := &Gateway{cfg: cfg, ctx: ctx, cancel: cancel, stores: stores, stopStores: stopStores, conns: map[string]*conn{}, turns: map[string]*turn.Instance{}, sessions: map[string]string{}, wake: make(chan struct{}, 1)}
+	g := &Gateway{cfg: cfg, ctx: ctx, cancel: cancel, stores: stores, stopStores: stopStores, conns: map[string]*conn{}, turns: map[string]*turn.Instance{}, waiting: map[string]Waiting{}, sessions: map[string]string{}, wake: make(chan struct{}, 1)}
 	if cfg.Transcript != nil {
 		g.trans = &transcript{w: cfg.Transcript, now: cfg.Clock.Now}
 	}

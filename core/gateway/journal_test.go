@@ -87,10 +87,8 @@ func TestFramesKeepArrivingWhileABatchCommits(t *testing.T) {
 	release()
 	e.waitTurn(turn.ID, store.TurnCompleted)
 
-	evs, err := e.store.Events(context.Background(), turn.ID, 0, 0)
-	require.NoError(t, err)
 	var got []string
-	for _, ev := range evs {
+	for _, ev := range runEvents(t, e.store, turn.ID) {
 		got = append(got, ev.Type)
 	}
 	assert.Equal(t, []string{"delta", "delta", "delta", "done"}, got)

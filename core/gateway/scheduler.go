@@ -41,6 +41,73 @@ func (nopJournal) Notify(string) {}
 // Kick wakes the worker (a Turn was submitted, a device declared itself).
 func (g *Gateway) Kick() { g.kick() }
 
+// Settled waits until the scheduler has run a whole pass that began after
+// the call: what it does for the Turns, declarations and releases seen so
+// far (a placement, a waiting reason) is done. Tests and scenario
+// transcripts use it to observe the scheduler without sleeping.
+func (g *Gateway) Settled(ctx context.Context) error {
+	want, done := g.passes.next()
+	g.kick()
+	for {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if want, done = g.passes.reached(want); done == nil {
+			return nil
+		}
+	}
+}
+
+// passes counts the scheduler's passes for Settled.
+type passes struct {
+	mu       sync.Mutex
+	started  uint64
+	finished uint64
+	done     chan struct{} // closed when the pass in progress (or the next) ends
+}
+
+func (p *passes) begin() {
+	p.mu.Lock()
+	p.started++
+	p.mu.Unlock()
+}
+
+func (p *passes) end() {
+	p.mu.Lock()
+	p.finished = p.started
+	if p.done != nil {
+		close(p.done)
+		p.done = nil
+	}
+	p.mu.Unlock()
+}
+
+// next is the pass Settled waits for (the first to begin after now) and a
+// channel closed when a pass ends.
+func (p *passes) next() (uint64, <-chan struct{}) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.done == nil {
+		p.done = make(chan struct{})
+	}
+	return p.started + 1, p.done
+}
+
+// reached returns nil when pass want has finished, or a channel to wait on.
+func (p *passes) reached(want uint64) (uint64, <-chan struct{}) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.finished >= want {
+		return want, nil
+	}
+	if p.done == nil {
+		p.done = make(chan struct{})
+	}
+	return want, p.done
+}
+
 func (g *Gateway) kick() {
 	select {
 	case g.wake <- struct{}{}:
@@ -67,7 +134,9 @@ func (g *Gateway) schedule() {
 	timer := g.cfg.Clock.NewTimer(g.cfg.PollInterval)
 	defer timer.Stop()
 	for {
+		g.passes.begin()
 		g.dispatch()
+		g.passes.end()
 		if !timer.Stop() {
 			select {
 			case <-timer.C():
@@ -92,34 +161,53 @@ func (g *Gateway) schedule() {
 // used to cost a read of 64 due Turns and their Sessions per kick). The
 // Sessions and Environments of the due Turns are read once per kick.
 func (g *Gateway) dispatch() {
-	if !g.anyCapacity() {
+	// With no capacity anywhere nothing is read: every finished Turn
+	// kicks, and a full connection must not cost a store read per kick.
+	// With no connection at all the due Turns are read to say why they
+	// wait (no device), which the kicks of new connections refresh.
+	if !g.anyCapacity() && g.connected() > 0 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(g.ctx, 10*time.Second)
 	defer cancel()
-	due, err := g.cfg.Store.DueTurns(ctx, g.cfg.Clock.Now(), 64)
+	due, err := g.cfg.Store.DueTurns(ctx, g.cfg.Clock.Now(), dueBatch)
 	if err != nil {
 		if g.ctx.Err() == nil {
 			g.cfg.Logger.Warn("gateway: due turns", "err", err)
 		}
 		return
 	}
+	if len(due) < dueBatch {
+		g.pruneWaiting(due) // the list is whole: a Turn not in it left the queue
+	}
 	k := &kick{sessions: map[string]store.Session{}, envs: map[string]store.Environment{}}
 	var placed []*placement
 	for _, t := range due {
-		if !g.anyCapacity() {
+		if !g.anyCapacity() && g.connected() > 0 {
 			break // the rest waits for the kick of a settled admission
 		}
-		pl, err := g.place(ctx, k, t)
+		pl, wait, err := g.place(ctx, k, t)
 		if err != nil && g.ctx.Err() == nil {
 			g.cfg.Logger.Warn("gateway: place turn", "turn_id", t.ID, "err", err)
 		}
 		if pl != nil {
 			placed = append(placed, pl)
+		} else if wait.Reason != "" {
+			g.noteWaiting(ctx, t, wait)
 		}
 	}
 	// One commit claims every Turn the kick placed.
 	g.claim(ctx, placed)
+}
+
+// dueBatch is how many due Turns one kick considers.
+const dueBatch = 64
+
+// connected is the number of live connections.
+func (g *Gateway) connected() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.conns)
 }
 
 // anyCapacity reports whether some connection can take another admission.
@@ -270,22 +358,33 @@ func hosts(c *conn, p turnPlan) bool {
 // admission rule for native Session recovery (daemon-protocol.txt:38) and
 // the native Session a Turn resumes both depend on the previous Turn's
 // outcome, which a concurrent Turn would not see.
-func (g *Gateway) place(ctx context.Context, k *kick, t store.Turn) (*placement, error) {
+func (g *Gateway) place(ctx context.Context, k *kick, t store.Turn) (*placement, Waiting, error) {
 	g.mu.Lock()
 	busy := g.turns[t.ID] != nil || g.sessions[t.SessionID] != ""
 	g.mu.Unlock()
 	if busy {
-		return nil, nil
+		return nil, Waiting{Reason: WaitSessionBusy, Detail: "an earlier Turn of the Session is in flight"}, nil
 	}
 	p, err := g.plan(ctx, k, t)
 	if err != nil {
-		return nil, err
+		return nil, Waiting{}, err
 	}
-	for _, c := range g.candidates(p) {
+	cands := g.candidates(p)
+	if len(cands) == 0 {
+		return nil, g.why(p), nil
+	}
+	wait := Waiting{Reason: WaitDeviceBusy, Detail: "every device that admits the Turn is at its admission bound or busy"}
+	for _, c := range cands {
 		// The final check, against the declaration as it is now and the
 		// connection still owning the device (daemon-protocol.txt:33).
 		decl, ok := c.snapshot()
-		if !ok || !g.owns(c) || c.admissions.Load() >= maxAdmissions || !g.placeable(ctx, c, p) {
+		if !ok || !g.owns(c) || c.admissions.Load() >= maxAdmissions {
+			continue
+		}
+		if !g.placeable(ctx, c, p) {
+			if g.suspended(ctx, p.env.ID) {
+				wait = Waiting{Reason: WaitEnvironmentSuspended, Detail: "a suspension attempt holds the Session's Environment"}
+			}
 			continue
 		}
 		caps, ok := admits(decl, p)
@@ -294,10 +393,12 @@ func (g *Gateway) place(ctx context.Context, k *kick, t store.Turn) (*placement,
 		}
 		runID := credential.NewID("run")
 		if g.writeBlocksTurns(ctx, t.SessionID) {
-			return nil, nil // a workspace write holds the Session's mutation owner (workspace_write.go)
+			// a workspace write holds the Session's mutation owner (workspace_write.go)
+			return nil, Waiting{Reason: WaitSessionBusy, Detail: "a workspace write of the Session holds its mutation owner"}, nil
 		}
 		if !g.holdForTurn(t.SessionID, p.workspace(), t.ID, c, runID) {
-			return nil, nil // a read or write holds the Session or its workspace; it kicks when done
+			// a read or write holds the Session or its workspace; it kicks when done
+			return nil, Waiting{Reason: WaitSessionBusy, Detail: "a read or write of the Session's workspace is in flight"}, nil
 		}
 		// Reserved until the kick's claims commit: the connection's
 		// admission, and the Turn (its machine) and its Session as in
@@ -306,16 +407,16 @@ func (g *Gateway) place(ctx context.Context, k *kick, t store.Turn) (*placement,
 		now := g.cfg.Clock.Now()
 		st, err := in.Fire(turn.Claim, turn.Args{Claim: store.Claim{DeviceID: c.deviceID, OwnerEpoch: c.epoch, RunID: runID, At: now}, At: now})
 		if err != nil {
-			return nil, err
+			return nil, Waiting{}, err
 		}
 		c.admissions.Add(1)
 		g.mu.Lock()
 		g.turns[t.ID] = in
 		g.sessions[t.SessionID] = t.ID
 		g.mu.Unlock()
-		return &placement{p: p, c: c, caps: caps, in: in, claim: st.Move}, nil
+		return &placement{p: p, c: c, caps: caps, in: in, claim: st.Move}, Waiting{}, nil
 	}
-	return nil, nil
+	return nil, wait, nil
 }
 
 // placement is a due Turn placed on a connection, its claim not yet
@@ -353,6 +454,7 @@ func (g *Gateway) claim(ctx context.Context, placed []*placement) {
 			g.unplace(pl)
 			continue
 		}
+		g.forgetWaiting(pl.claim.TurnID)
 		g.launch(pl)
 	}
 }

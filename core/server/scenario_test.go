@@ -302,6 +302,12 @@ func argOr(d *datadriven.TestData, key, def string) string {
 }
 
 func (c *coreSide) api(ctx context.Context, key, method, path, body string) (string, error) {
+	// What Core read and what its scheduler does for it are done first,
+	// and what the call makes the scheduler do is done before the next
+	// directive: a Turn's waiting reason and placement are deterministic.
+	c.syncAll(ctx)
+	_ = c.srv.Gateway().Settled(ctx)
+	defer func() { _ = c.srv.Gateway().Settled(ctx) }()
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
@@ -368,6 +374,7 @@ func (c *coreSide) turn(ctx context.Context, id, until string) (string, error) {
 }
 
 func (c *coreSide) events(ctx context.Context, id string) (string, error) {
+	_ = c.srv.Gateway().Settled(ctx) // a placement reason the scheduler journals
 	evs, err := c.st.Events(ctx, id, c.seen[id], 0)
 	if err != nil {
 		return "", err

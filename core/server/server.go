@@ -53,7 +53,11 @@ func New(cfg Config) *Server {
 	s.gateway.Register(s.mux)
 	api.New(api.Config{
 		Store: cfg.Store, Credentials: s.creds, Journal: s.journal, Now: cfg.Clock.Now, Clock: cfg.Clock, Logger: cfg.Logger,
-		Devices:   func(ctx context.Context, project string) (any, error) { return DeviceViews(ctx, cfg.Store, project) },
+		Devices: func(ctx context.Context, project string) (any, error) { return DeviceViews(ctx, cfg.Store, project) },
+		Waiting: func(turnID string) (api.Waiting, bool) {
+			w, ok := s.gateway.Waiting(turnID)
+			return api.Waiting(w), ok
+		},
 		Submitted: func(string) { s.gateway.Kick() },
 		Cancel:    s.cancel,
 		Answer:    s.answer,
