@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/agentwire/agentwire/core/credential"
+	"github.com/agentwire/agentwire/core/gateway"
 	"github.com/agentwire/agentwire/core/server"
 	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/core/store/sqlite"
@@ -67,6 +68,7 @@ func openStore(ctx context.Context, dir string) (*sqlite.Store, error) {
 func runCoreServe(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("core serve", stderr)
 	listen := fs.String("listen", "127.0.0.1:8080", "address to listen on")
+	placementTimeout := fs.Duration("placement-timeout", gateway.DefaultPlacementTimeout, "how long a queued Turn waits for a device of its project that declares what it requires before it fails unplaceable")
 	data := fs.String("data", "", "data directory (the embedded store lives here)")
 	public := fs.String("public-url", "", "base URL Runtimes reach Core at (default: http:// and the listen address)")
 	scale := timeScaleFlag(fs)
@@ -74,6 +76,9 @@ func runCoreServe(args []string, stdout, stderr io.Writer) error {
 	logFormat := logFormatFlag(fs)
 	if err := parseFlags(fs, args); err != nil || fs.NArg() != 0 {
 		return errUsage
+	}
+	if *placementTimeout <= 0 {
+		return usageError(fs, "--placement-timeout must be positive, got %v", *placementTimeout)
 	}
 	clock, err := timeScaleClock(*scale)
 	if err != nil {
@@ -110,7 +115,7 @@ func runCoreServe(args []string, stdout, stderr io.Writer) error {
 	if err := warnUnowned(ctx, st, log); err != nil {
 		return err
 	}
-	srv := server.New(server.Config{Store: st, PublicURL: *public, Logger: log, Clock: clock, Transcript: transcript})
+	srv := server.New(server.Config{Store: st, PublicURL: *public, Logger: log, Clock: clock, Transcript: transcript, PlacementTimeout: *placementTimeout})
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	fmt.Fprintf(stdout, "agentwire core: listening on %s\n", base)
 	errc := make(chan error, 1)

@@ -58,6 +58,10 @@ type Config struct {
 	Transcript io.Writer
 	RetryBase  time.Duration
 	RetryMax   time.Duration
+	// PlacementTimeout is how long a queued Turn may wait for a device of
+	// its project that declares what it requires before it fails
+	// unplaceable (5 minutes; spec/turn.yaml, unplaceable).
+	PlacementTimeout time.Duration
 }
 
 // Gateway accepts Runtime connections and keeps one per device.
@@ -115,6 +119,9 @@ func New(cfg Config) *Gateway {
 	}
 	if cfg.RetryBase == 0 {
 		cfg.RetryBase = time.Second
+	}
+	if cfg.PlacementTimeout == 0 {
+		cfg.PlacementTimeout = DefaultPlacementTimeout
 	}
 	if cfg.RetryMax == 0 {
 		cfg.RetryMax = 30 * time.Second

@@ -3,11 +3,13 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/agentwire/agentwire/core/store"
+	"github.com/agentwire/agentwire/core/turn"
 )
 
 // Why a queued Turn is not placed. A user sees the reason in the Turn's
@@ -43,6 +45,30 @@ type Waiting struct {
 	Reason string    `json:"reason"`
 	Detail string    `json:"detail"`
 	Since  time.Time `json:"since"`
+	// unplaced is since when, without a break, no device of the project
+	// declared what the Turn requires (zero while it waits for another
+	// reason).
+	unplaced time.Time
+}
+
+// DefaultPlacementTimeout is how long a Turn waits for a device that
+// declares what it requires before it fails unplaceable.
+//
+// decision: five minutes, local policy (spec/turn.yaml, unplaceable):
+// long enough for a Runtime that restarts or a Harness that is being
+// installed, short enough that a Turn nothing can run does not wait
+// forever (daemon-protocol.txt:156).
+const DefaultPlacementTimeout = 5 * time.Minute
+
+// unmet reports whether a reason says that no device of the project
+// declares what the Turn requires; only those end in unplaceable (a
+// suspension, a busy device or Session passes).
+func unmet(reason string) bool {
+	switch reason {
+	case WaitNoDevice, WaitKindNotDeclared, WaitKindUnavailable, WaitCapabilityMissing:
+		return true
+	}
+	return false
 }
 
 // Waiting reports why the queued Turn turnID is not placed, if the
@@ -104,17 +130,35 @@ func (g *Gateway) why(p turnPlan) Waiting {
 }
 
 // noteWaiting records why t is not placed; a new reason is journaled as
-// a placement event, so the Turn's stream shows it as it changes.
+// a placement event, so the Turn's stream shows it as it changes. A Turn
+// whose requirement no device has declared for the placement timeout
+// fails unplaceable, with the reason and its words as evidence.
 func (g *Gateway) noteWaiting(ctx context.Context, t store.Turn, w Waiting) {
+	now := g.cfg.Clock.Now().UTC()
 	g.mu.Lock()
 	prev, ok := g.waiting[t.ID]
-	if ok && prev.Reason == w.Reason && prev.Detail == w.Detail {
-		g.mu.Unlock()
-		return
+	switch {
+	case !unmet(w.Reason):
+	case ok && !prev.unplaced.IsZero():
+		w.unplaced = prev.unplaced
+	default:
+		w.unplaced = now
 	}
-	w.Since = g.cfg.Clock.Now().UTC()
+	same := ok && prev.Reason == w.Reason && prev.Detail == w.Detail
+	if same {
+		w.Since = prev.Since
+	} else {
+		w.Since = now
+	}
 	g.waiting[t.ID] = w
 	g.mu.Unlock()
+	if !w.unplaced.IsZero() && now.Sub(w.unplaced) >= g.cfg.PlacementTimeout {
+		g.unplaceable(ctx, t, w)
+		return
+	}
+	if same {
+		return
+	}
 	raw, _ := json.Marshal(map[string]string{"reason": w.Reason, "detail": w.Detail})
 	if _, err := g.cfg.Journal.Append(ctx, store.Event{TurnID: t.ID, Type: "placement", Payload: raw, At: w.Since}); err != nil {
 		g.cfg.Logger.Warn("gateway: journal a placement reason", "turn_id", t.ID, "err", err)
@@ -143,4 +187,17 @@ func (g *Gateway) pruneWaiting(due []store.Turn) {
 			delete(g.waiting, id)
 		}
 	}
+}
+
+// unplaceable fails a queued Turn that no device of its project can run.
+func (g *Gateway) unplaceable(ctx context.Context, t store.Turn, w Waiting) {
+	ev, _ := json.Marshal(map[string]string{"waiting": w.Reason, "detail": w.Detail})
+	if _, err := g.moveStored(ctx, t, turn.Unplaceable, turn.Args{Outcome: store.Outcome{Evidence: ev}}); err != nil {
+		if !errors.Is(err, store.ErrStale) {
+			g.cfg.Logger.Warn("gateway: fail an unplaceable Turn", "turn_id", t.ID, "err", err)
+		}
+		return
+	}
+	g.forgetWaiting(t.ID)
+	g.cfg.Logger.Info("gateway: a Turn no device can run failed unplaceable", "turn_id", t.ID, "waiting", w.Reason, "detail", w.Detail)
 }

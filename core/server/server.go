@@ -27,6 +27,8 @@ type Config struct {
 	Logger    *slog.Logger
 	// Transcript receives every Runtime frame (gateway.Config.Transcript).
 	Transcript io.Writer
+	// PlacementTimeout is gateway.Config.PlacementTimeout (0: 5 minutes).
+	PlacementTimeout time.Duration
 }
 
 // Server is one Core's HTTP surface.
@@ -49,14 +51,14 @@ func New(cfg Config) *Server {
 	s := &Server{cfg: cfg, mux: http.NewServeMux()}
 	s.creds = credential.Issuer{Store: cfg.Store, Now: cfg.Clock.Now}
 	s.journal = &api.Journal{Store: cfg.Store}
-	s.gateway = gateway.New(gateway.Config{Store: cfg.Store, Credentials: s.creds, PublicURL: cfg.PublicURL, Clock: cfg.Clock, Logger: cfg.Logger, Journal: s.journal, Transcript: cfg.Transcript})
+	s.gateway = gateway.New(gateway.Config{Store: cfg.Store, Credentials: s.creds, PublicURL: cfg.PublicURL, Clock: cfg.Clock, Logger: cfg.Logger, Journal: s.journal, Transcript: cfg.Transcript, PlacementTimeout: cfg.PlacementTimeout})
 	s.gateway.Register(s.mux)
 	api.New(api.Config{
 		Store: cfg.Store, Credentials: s.creds, Journal: s.journal, Now: cfg.Clock.Now, Clock: cfg.Clock, Logger: cfg.Logger,
 		Devices: func(ctx context.Context, project string) (any, error) { return DeviceViews(ctx, cfg.Store, project) },
 		Waiting: func(turnID string) (api.Waiting, bool) {
 			w, ok := s.gateway.Waiting(turnID)
-			return api.Waiting(w), ok
+			return api.Waiting{Reason: w.Reason, Detail: w.Detail, Since: w.Since}, ok
 		},
 		Submitted: func(string) { s.gateway.Kick() },
 		Cancel:    s.cancel,

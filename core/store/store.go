@@ -338,12 +338,18 @@ const (
 	ReasonEventStreamIncomplete = "event_stream_incomplete"
 	ReasonEngineFailed          = "engine_failed"
 	ReasonCancelUnconfirmed     = "cancel_unconfirmed"
+	// ReasonUnplaceable: no device of the project declared what the Turn
+	// requires within the placement timeout (spec/turn.yaml).
+	ReasonUnplaceable = "unplaceable"
 )
 
 // Status is the public projection of a Turn.
 type Status struct {
-	State            string `json:"state"`
-	Reason           string `json:"reason,omitempty"`
+	State  string `json:"state"`
+	Reason string `json:"reason,omitempty"`
+	// Detail says in words what no device declared, for reason
+	// unplaceable.
+	Detail           string `json:"detail,omitempty"`
 	EngineErrorCode  string `json:"engine_error_code,omitempty"`
 	EngineHTTPStatus int    `json:"engine_http_status,omitempty"`
 }
@@ -368,6 +374,14 @@ func (t Turn) Status() Status {
 		return Status{State: "cancelled"}
 	}
 	s := Status{State: "failed", Reason: t.Outcome.Reason}
+	if t.Outcome.Reason == ReasonUnplaceable {
+		var ev struct {
+			Detail string `json:"detail"`
+		}
+		if json.Unmarshal(t.Outcome.Evidence, &ev) == nil {
+			s.Detail = ev.Detail
+		}
+	}
 	if t.Outcome.Reason == ReasonEngineFailed {
 		s.EngineErrorCode = t.Outcome.EngineErrorCode
 		s.EngineHTTPStatus = t.Outcome.EngineHTTPStatus

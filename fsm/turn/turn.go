@@ -165,10 +165,14 @@ const (
 	// EventCancelUnconfirmed: no receipt confirmed Core's prompt_cancel within its deadline, or
 	// the connection went first (reason cancel_unconfirmed) (local, observed by core)
 	EventCancelUnconfirmed Event = 17
+	// EventUnplaceable: no device of the Turn's project declared what the Turn requires (its agent
+	// kind, the kind available, every required capability) for the whole placement timeout, so no
+	// Runtime work was ever started (reason unplaceable) (local, observed by core)
+	EventUnplaceable Event = 18
 	// EventRestart: Core started on a store an earlier process left this Turn in; the connections
 	// of that process died with it, so nothing it dispatched can be observed any more: the rule
 	// raises the observation that fails the Turn (local, observed by core)
-	EventRestart Event = 18
+	EventRestart Event = 19
 )
 
 // String returns the spec name, or Event(n) for a value outside the enum.
@@ -221,6 +225,8 @@ func ParseEvent(name string) (Event, error) {
 		return EventEventStreamIncomplete, nil
 	case "cancel_unconfirmed":
 		return EventCancelUnconfirmed, nil
+	case "unplaceable":
+		return EventUnplaceable, nil
 	case "restart":
 		return EventRestart, nil
 	}
@@ -355,61 +361,64 @@ func ParseAction(name string) (Action, error) {
 // (a rule that lists its own target among its sources is two: a move from the others and an
 // internal transition in the target).
 var (
-	rule120 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateClaimed), Line: 120, Effects: []fsm.Effect{
+	rule125 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateClaimed), Line: 125, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionPlace)},
 	}}
-	rule124 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelled), Line: 124, Effects: []fsm.Effect{
+	rule129 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelled), Line: 129, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordOutcome)},
 	}}
-	rule129 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "nothing was dispatched for a queued Turn; it stays queued for the new process's worker", Line: 129}
-	rule132 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no worker claimed the Turn", Line: 132}
-	rule137 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateQueued), Line: 137, Effects: []fsm.Effect{
+	rule134 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 134, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordOutcome)},
+	}}
+	rule142 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "nothing was dispatched for a queued Turn; it stays queued for the new process's worker", Line: 142}
+	rule145 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no worker claimed the Turn", Line: 145}
+	rule150 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateQueued), Line: 150, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRetryLater)},
 	}}
-	rule143 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStarting), Line: 143}
-	rule146 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelling), Line: 146, Effects: []fsm.Effect{
+	rule156 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStarting), Line: 156}
+	rule159 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelling), Line: 159, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionReleaseAdmission)},
 	}}
-	rule152 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 152, Effects: []fsm.Effect{
+	rule165 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 165, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordOutcome)},
 	}}
-	rule156 = &fsm.Candidate{Disp: fsm.Stayed, Line: 156, Effects: []fsm.Effect{
+	rule169 = &fsm.Candidate{Disp: fsm.Stayed, Line: 169, Effects: []fsm.Effect{
 		{Kind: fsm.EffectRaise, Role: fsm.RoleBoth, Raise: fsm.EventID(EventDeliveryUnknown)},
 	}}
-	rule162 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the Turn has no Run yet", Line: 162}
-	rule167 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelled), Line: 167, Effects: []fsm.Effect{
+	rule175 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the Turn has no Run yet", Line: 175}
+	rule180 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelled), Line: 180, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordOutcome)},
 	}}
-	rule173 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the cancellation is under way", Line: 173}
-	rule176 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the Turn was cancelled before its start", Line: 176}
-	rule179 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the Turn was cancelled before its start and has no Run", Line: 179}
-	rule184 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRunning), Line: 184}
-	rule187 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 187, Effects: []fsm.Effect{
+	rule186 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the cancellation is under way", Line: 186}
+	rule189 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the Turn was cancelled before its start", Line: 189}
+	rule192 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the Turn was cancelled before its start and has no Run", Line: 192}
+	rule197 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRunning), Line: 197}
+	rule200 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 200, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordOutcome)},
 	}}
-	rule191 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the start is in flight; the Run can be cancelled once it runs", Line: 191}
-	rule196 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the start is in flight", Line: 196}
-	rule201 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCompleted), Line: 201, Effects: []fsm.Effect{
+	rule204 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the start is in flight; the Run can be cancelled once it runs", Line: 204}
+	rule209 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the start is in flight", Line: 209}
+	rule214 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCompleted), Line: 214, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordOutcome)},
 	}}
-	rule205 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelled), Line: 205, Effects: []fsm.Effect{
+	rule218 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelled), Line: 218, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordOutcome)},
 	}}
-	rule209 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 209, Effects: []fsm.Effect{
+	rule222 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 222, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordOutcome)},
 	}}
-	rule213 = &fsm.Candidate{Disp: fsm.Stayed, Line: 213, Effects: []fsm.Effect{
+	rule226 = &fsm.Candidate{Disp: fsm.Stayed, Line: 226, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionSendCancel)},
 	}}
-	rule217 = &fsm.Candidate{Guard: fsm.GuardID(GuardCancelJournaled), Disp: fsm.Stayed, Line: 217, Effects: []fsm.Effect{
+	rule230 = &fsm.Candidate{Guard: fsm.GuardID(GuardCancelJournaled), Disp: fsm.Stayed, Line: 230, Effects: []fsm.Effect{
 		{Kind: fsm.EffectRaise, Role: fsm.RoleBoth, Raise: fsm.EventID(EventCancelUnconfirmed)},
 	}}
-	rule224 = &fsm.Candidate{Disp: fsm.Stayed, Line: 224, Effects: []fsm.Effect{
+	rule237 = &fsm.Candidate{Disp: fsm.Stayed, Line: 237, Effects: []fsm.Effect{
 		{Kind: fsm.EffectRaise, Role: fsm.RoleBoth, Raise: fsm.EventID(EventEventStreamIncomplete)},
 	}}
-	rule230 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the Turn is running", Line: 230}
-	rule235 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the Turn already has its terminal record", Line: 235}
-	rule240 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the Turn has finished", Line: 240}
+	rule243 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the Turn is running", Line: 243}
+	rule248 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the Turn already has its terminal record", Line: 248}
+	rule253 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the Turn has finished", Line: 253}
 )
 
 // Table is the turn machine as the engine runs it, sealed: every (state, event) cell lists its
@@ -446,6 +455,7 @@ var Table = fsm.MustSeal(&fsm.Table{
 		{Name: "delivery_unknown", Kind: fsm.EventLocal, Role: fsm.RoleCore},
 		{Name: "event_stream_incomplete", Kind: fsm.EventLocal, Role: fsm.RoleCore},
 		{Name: "cancel_unconfirmed", Kind: fsm.EventLocal, Role: fsm.RoleCore},
+		{Name: "unplaceable", Kind: fsm.EventLocal, Role: fsm.RoleCore},
 		{Name: "restart", Kind: fsm.EventLocal, Role: fsm.RoleCore},
 	},
 	Guards:  []string{"cancel_journaled"},
@@ -453,157 +463,165 @@ var Table = fsm.MustSeal(&fsm.Table{
 	Initial: fsm.StateID(StateQueued),
 	Cells: []fsm.Cell{
 		// queued
-		{Cands: []*fsm.Candidate{rule120}}, // queued × claim
-		{Cands: []*fsm.Candidate{rule132}}, // queued × requeue
-		{Cands: []*fsm.Candidate{rule132}}, // queued × start
-		{Cands: []*fsm.Candidate{rule132}}, // queued × start_sent
-		{Cands: []*fsm.Candidate{rule124}}, // queued × cancel
-		{Cands: []*fsm.Candidate{rule132}}, // queued × released
-		{Cands: []*fsm.Candidate{rule132}}, // queued × run_completed
-		{Cands: []*fsm.Candidate{rule132}}, // queued × run_cancelled
-		{Cands: []*fsm.Candidate{rule132}}, // queued × engine_failed
-		{Cands: []*fsm.Candidate{rule132}}, // queued × cancel_refused
-		{Cands: []*fsm.Candidate{rule132}}, // queued × start_failed
-		{Cands: []*fsm.Candidate{rule132}}, // queued × preparation_failed
-		{Cands: []*fsm.Candidate{rule132}}, // queued × invalid_configuration
-		{Cands: []*fsm.Candidate{rule132}}, // queued × initialization_failed
-		{Cands: []*fsm.Candidate{rule132}}, // queued × delivery_unknown
-		{Cands: []*fsm.Candidate{rule132}}, // queued × event_stream_incomplete
-		{Cands: []*fsm.Candidate{rule132}}, // queued × cancel_unconfirmed
-		{Cands: []*fsm.Candidate{rule129}}, // queued × restart
+		{Cands: []*fsm.Candidate{rule125}}, // queued × claim
+		{Cands: []*fsm.Candidate{rule145}}, // queued × requeue
+		{Cands: []*fsm.Candidate{rule145}}, // queued × start
+		{Cands: []*fsm.Candidate{rule145}}, // queued × start_sent
+		{Cands: []*fsm.Candidate{rule129}}, // queued × cancel
+		{Cands: []*fsm.Candidate{rule145}}, // queued × released
+		{Cands: []*fsm.Candidate{rule145}}, // queued × run_completed
+		{Cands: []*fsm.Candidate{rule145}}, // queued × run_cancelled
+		{Cands: []*fsm.Candidate{rule145}}, // queued × engine_failed
+		{Cands: []*fsm.Candidate{rule145}}, // queued × cancel_refused
+		{Cands: []*fsm.Candidate{rule145}}, // queued × start_failed
+		{Cands: []*fsm.Candidate{rule145}}, // queued × preparation_failed
+		{Cands: []*fsm.Candidate{rule145}}, // queued × invalid_configuration
+		{Cands: []*fsm.Candidate{rule145}}, // queued × initialization_failed
+		{Cands: []*fsm.Candidate{rule145}}, // queued × delivery_unknown
+		{Cands: []*fsm.Candidate{rule145}}, // queued × event_stream_incomplete
+		{Cands: []*fsm.Candidate{rule145}}, // queued × cancel_unconfirmed
+		{Cands: []*fsm.Candidate{rule134}}, // queued × unplaceable
+		{Cands: []*fsm.Candidate{rule142}}, // queued × restart
 		// claimed
-		{Cands: []*fsm.Candidate{rule162}}, // claimed × claim
-		{Cands: []*fsm.Candidate{rule137}}, // claimed × requeue
-		{Cands: []*fsm.Candidate{rule143}}, // claimed × start
-		{Cands: []*fsm.Candidate{rule162}}, // claimed × start_sent
-		{Cands: []*fsm.Candidate{rule146}}, // claimed × cancel
-		{Cands: []*fsm.Candidate{rule162}}, // claimed × released
-		{Cands: []*fsm.Candidate{rule162}}, // claimed × run_completed
-		{Cands: []*fsm.Candidate{rule162}}, // claimed × run_cancelled
-		{Cands: []*fsm.Candidate{rule162}}, // claimed × engine_failed
-		{Cands: []*fsm.Candidate{rule162}}, // claimed × cancel_refused
-		{Cands: []*fsm.Candidate{rule152}}, // claimed × start_failed
-		{Cands: []*fsm.Candidate{rule152}}, // claimed × preparation_failed
-		{Cands: []*fsm.Candidate{rule152}}, // claimed × invalid_configuration
-		{Cands: []*fsm.Candidate{rule152}}, // claimed × initialization_failed
-		{Cands: []*fsm.Candidate{rule152}}, // claimed × delivery_unknown
-		{Cands: []*fsm.Candidate{rule162}}, // claimed × event_stream_incomplete
-		{Cands: []*fsm.Candidate{rule162}}, // claimed × cancel_unconfirmed
-		{Cands: []*fsm.Candidate{rule156}}, // claimed × restart
+		{Cands: []*fsm.Candidate{rule175}}, // claimed × claim
+		{Cands: []*fsm.Candidate{rule150}}, // claimed × requeue
+		{Cands: []*fsm.Candidate{rule156}}, // claimed × start
+		{Cands: []*fsm.Candidate{rule175}}, // claimed × start_sent
+		{Cands: []*fsm.Candidate{rule159}}, // claimed × cancel
+		{Cands: []*fsm.Candidate{rule175}}, // claimed × released
+		{Cands: []*fsm.Candidate{rule175}}, // claimed × run_completed
+		{Cands: []*fsm.Candidate{rule175}}, // claimed × run_cancelled
+		{Cands: []*fsm.Candidate{rule175}}, // claimed × engine_failed
+		{Cands: []*fsm.Candidate{rule175}}, // claimed × cancel_refused
+		{Cands: []*fsm.Candidate{rule165}}, // claimed × start_failed
+		{Cands: []*fsm.Candidate{rule165}}, // claimed × preparation_failed
+		{Cands: []*fsm.Candidate{rule165}}, // claimed × invalid_configuration
+		{Cands: []*fsm.Candidate{rule165}}, // claimed × initialization_failed
+		{Cands: []*fsm.Candidate{rule165}}, // claimed × delivery_unknown
+		{Cands: []*fsm.Candidate{rule175}}, // claimed × event_stream_incomplete
+		{Cands: []*fsm.Candidate{rule175}}, // claimed × cancel_unconfirmed
+		{Cands: []*fsm.Candidate{rule175}}, // claimed × unplaceable
+		{Cands: []*fsm.Candidate{rule169}}, // claimed × restart
 		// cancelling
-		{Cands: []*fsm.Candidate{rule179}}, // cancelling × claim
-		{Cands: []*fsm.Candidate{rule167}}, // cancelling × requeue
-		{Cands: []*fsm.Candidate{rule176}}, // cancelling × start
-		{Cands: []*fsm.Candidate{rule179}}, // cancelling × start_sent
-		{Cands: []*fsm.Candidate{rule173}}, // cancelling × cancel
-		{Cands: []*fsm.Candidate{rule167}}, // cancelling × released
-		{Cands: []*fsm.Candidate{rule179}}, // cancelling × run_completed
-		{Cands: []*fsm.Candidate{rule179}}, // cancelling × run_cancelled
-		{Cands: []*fsm.Candidate{rule179}}, // cancelling × engine_failed
-		{Cands: []*fsm.Candidate{rule179}}, // cancelling × cancel_refused
-		{Cands: []*fsm.Candidate{rule167}}, // cancelling × start_failed
-		{Cands: []*fsm.Candidate{rule167}}, // cancelling × preparation_failed
-		{Cands: []*fsm.Candidate{rule167}}, // cancelling × invalid_configuration
-		{Cands: []*fsm.Candidate{rule167}}, // cancelling × initialization_failed
-		{Cands: []*fsm.Candidate{rule167}}, // cancelling × delivery_unknown
-		{Cands: []*fsm.Candidate{rule179}}, // cancelling × event_stream_incomplete
-		{Cands: []*fsm.Candidate{rule179}}, // cancelling × cancel_unconfirmed
-		{Cands: []*fsm.Candidate{rule167}}, // cancelling × restart
+		{Cands: []*fsm.Candidate{rule192}}, // cancelling × claim
+		{Cands: []*fsm.Candidate{rule180}}, // cancelling × requeue
+		{Cands: []*fsm.Candidate{rule189}}, // cancelling × start
+		{Cands: []*fsm.Candidate{rule192}}, // cancelling × start_sent
+		{Cands: []*fsm.Candidate{rule186}}, // cancelling × cancel
+		{Cands: []*fsm.Candidate{rule180}}, // cancelling × released
+		{Cands: []*fsm.Candidate{rule192}}, // cancelling × run_completed
+		{Cands: []*fsm.Candidate{rule192}}, // cancelling × run_cancelled
+		{Cands: []*fsm.Candidate{rule192}}, // cancelling × engine_failed
+		{Cands: []*fsm.Candidate{rule192}}, // cancelling × cancel_refused
+		{Cands: []*fsm.Candidate{rule180}}, // cancelling × start_failed
+		{Cands: []*fsm.Candidate{rule180}}, // cancelling × preparation_failed
+		{Cands: []*fsm.Candidate{rule180}}, // cancelling × invalid_configuration
+		{Cands: []*fsm.Candidate{rule180}}, // cancelling × initialization_failed
+		{Cands: []*fsm.Candidate{rule180}}, // cancelling × delivery_unknown
+		{Cands: []*fsm.Candidate{rule192}}, // cancelling × event_stream_incomplete
+		{Cands: []*fsm.Candidate{rule192}}, // cancelling × cancel_unconfirmed
+		{Cands: []*fsm.Candidate{rule192}}, // cancelling × unplaceable
+		{Cands: []*fsm.Candidate{rule180}}, // cancelling × restart
 		// starting
-		{Cands: []*fsm.Candidate{rule196}}, // starting × claim
-		{Cands: []*fsm.Candidate{rule196}}, // starting × requeue
-		{Cands: []*fsm.Candidate{rule196}}, // starting × start
-		{Cands: []*fsm.Candidate{rule184}}, // starting × start_sent
-		{Cands: []*fsm.Candidate{rule191}}, // starting × cancel
-		{Cands: []*fsm.Candidate{rule196}}, // starting × released
-		{Cands: []*fsm.Candidate{rule196}}, // starting × run_completed
-		{Cands: []*fsm.Candidate{rule196}}, // starting × run_cancelled
-		{Cands: []*fsm.Candidate{rule196}}, // starting × engine_failed
-		{Cands: []*fsm.Candidate{rule196}}, // starting × cancel_refused
-		{Cands: []*fsm.Candidate{rule187}}, // starting × start_failed
-		{Cands: []*fsm.Candidate{rule196}}, // starting × preparation_failed
-		{Cands: []*fsm.Candidate{rule196}}, // starting × invalid_configuration
-		{Cands: []*fsm.Candidate{rule196}}, // starting × initialization_failed
-		{Cands: []*fsm.Candidate{rule187}}, // starting × delivery_unknown
-		{Cands: []*fsm.Candidate{rule196}}, // starting × event_stream_incomplete
-		{Cands: []*fsm.Candidate{rule196}}, // starting × cancel_unconfirmed
-		{Cands: []*fsm.Candidate{rule156}}, // starting × restart
+		{Cands: []*fsm.Candidate{rule209}}, // starting × claim
+		{Cands: []*fsm.Candidate{rule209}}, // starting × requeue
+		{Cands: []*fsm.Candidate{rule209}}, // starting × start
+		{Cands: []*fsm.Candidate{rule197}}, // starting × start_sent
+		{Cands: []*fsm.Candidate{rule204}}, // starting × cancel
+		{Cands: []*fsm.Candidate{rule209}}, // starting × released
+		{Cands: []*fsm.Candidate{rule209}}, // starting × run_completed
+		{Cands: []*fsm.Candidate{rule209}}, // starting × run_cancelled
+		{Cands: []*fsm.Candidate{rule209}}, // starting × engine_failed
+		{Cands: []*fsm.Candidate{rule209}}, // starting × cancel_refused
+		{Cands: []*fsm.Candidate{rule200}}, // starting × start_failed
+		{Cands: []*fsm.Candidate{rule209}}, // starting × preparation_failed
+		{Cands: []*fsm.Candidate{rule209}}, // starting × invalid_configuration
+		{Cands: []*fsm.Candidate{rule209}}, // starting × initialization_failed
+		{Cands: []*fsm.Candidate{rule200}}, // starting × delivery_unknown
+		{Cands: []*fsm.Candidate{rule209}}, // starting × event_stream_incomplete
+		{Cands: []*fsm.Candidate{rule209}}, // starting × cancel_unconfirmed
+		{Cands: []*fsm.Candidate{rule209}}, // starting × unplaceable
+		{Cands: []*fsm.Candidate{rule169}}, // starting × restart
 		// running
-		{Cands: []*fsm.Candidate{rule230}},          // running × claim
-		{Cands: []*fsm.Candidate{rule230}},          // running × requeue
-		{Cands: []*fsm.Candidate{rule230}},          // running × start
-		{Cands: []*fsm.Candidate{rule230}},          // running × start_sent
-		{Cands: []*fsm.Candidate{rule213}},          // running × cancel
-		{Cands: []*fsm.Candidate{rule230}},          // running × released
-		{Cands: []*fsm.Candidate{rule201}},          // running × run_completed
-		{Cands: []*fsm.Candidate{rule205}},          // running × run_cancelled
-		{Cands: []*fsm.Candidate{rule209}},          // running × engine_failed
-		{Cands: []*fsm.Candidate{rule209}},          // running × cancel_refused
-		{Cands: []*fsm.Candidate{rule209}},          // running × start_failed
-		{Cands: []*fsm.Candidate{rule230}},          // running × preparation_failed
-		{Cands: []*fsm.Candidate{rule230}},          // running × invalid_configuration
-		{Cands: []*fsm.Candidate{rule230}},          // running × initialization_failed
-		{Cands: []*fsm.Candidate{rule209}},          // running × delivery_unknown
-		{Cands: []*fsm.Candidate{rule209}},          // running × event_stream_incomplete
-		{Cands: []*fsm.Candidate{rule209}},          // running × cancel_unconfirmed
-		{Cands: []*fsm.Candidate{rule217, rule224}}, // running × restart
+		{Cands: []*fsm.Candidate{rule243}},          // running × claim
+		{Cands: []*fsm.Candidate{rule243}},          // running × requeue
+		{Cands: []*fsm.Candidate{rule243}},          // running × start
+		{Cands: []*fsm.Candidate{rule243}},          // running × start_sent
+		{Cands: []*fsm.Candidate{rule226}},          // running × cancel
+		{Cands: []*fsm.Candidate{rule243}},          // running × released
+		{Cands: []*fsm.Candidate{rule214}},          // running × run_completed
+		{Cands: []*fsm.Candidate{rule218}},          // running × run_cancelled
+		{Cands: []*fsm.Candidate{rule222}},          // running × engine_failed
+		{Cands: []*fsm.Candidate{rule222}},          // running × cancel_refused
+		{Cands: []*fsm.Candidate{rule222}},          // running × start_failed
+		{Cands: []*fsm.Candidate{rule243}},          // running × preparation_failed
+		{Cands: []*fsm.Candidate{rule243}},          // running × invalid_configuration
+		{Cands: []*fsm.Candidate{rule243}},          // running × initialization_failed
+		{Cands: []*fsm.Candidate{rule222}},          // running × delivery_unknown
+		{Cands: []*fsm.Candidate{rule222}},          // running × event_stream_incomplete
+		{Cands: []*fsm.Candidate{rule222}},          // running × cancel_unconfirmed
+		{Cands: []*fsm.Candidate{rule243}},          // running × unplaceable
+		{Cands: []*fsm.Candidate{rule230, rule237}}, // running × restart
 		// completed
-		{Cands: []*fsm.Candidate{rule240}}, // completed × claim
-		{Cands: []*fsm.Candidate{rule240}}, // completed × requeue
-		{Cands: []*fsm.Candidate{rule240}}, // completed × start
-		{Cands: []*fsm.Candidate{rule235}}, // completed × start_sent
-		{Cands: []*fsm.Candidate{rule240}}, // completed × cancel
-		{Cands: []*fsm.Candidate{rule235}}, // completed × released
-		{Cands: []*fsm.Candidate{rule235}}, // completed × run_completed
-		{Cands: []*fsm.Candidate{rule235}}, // completed × run_cancelled
-		{Cands: []*fsm.Candidate{rule235}}, // completed × engine_failed
-		{Cands: []*fsm.Candidate{rule235}}, // completed × cancel_refused
-		{Cands: []*fsm.Candidate{rule235}}, // completed × start_failed
-		{Cands: []*fsm.Candidate{rule240}}, // completed × preparation_failed
-		{Cands: []*fsm.Candidate{rule240}}, // completed × invalid_configuration
-		{Cands: []*fsm.Candidate{rule240}}, // completed × initialization_failed
-		{Cands: []*fsm.Candidate{rule235}}, // completed × delivery_unknown
-		{Cands: []*fsm.Candidate{rule235}}, // completed × event_stream_incomplete
-		{Cands: []*fsm.Candidate{rule235}}, // completed × cancel_unconfirmed
-		{Cands: []*fsm.Candidate{rule240}}, // completed × restart
+		{Cands: []*fsm.Candidate{rule253}}, // completed × claim
+		{Cands: []*fsm.Candidate{rule253}}, // completed × requeue
+		{Cands: []*fsm.Candidate{rule253}}, // completed × start
+		{Cands: []*fsm.Candidate{rule248}}, // completed × start_sent
+		{Cands: []*fsm.Candidate{rule253}}, // completed × cancel
+		{Cands: []*fsm.Candidate{rule248}}, // completed × released
+		{Cands: []*fsm.Candidate{rule248}}, // completed × run_completed
+		{Cands: []*fsm.Candidate{rule248}}, // completed × run_cancelled
+		{Cands: []*fsm.Candidate{rule248}}, // completed × engine_failed
+		{Cands: []*fsm.Candidate{rule248}}, // completed × cancel_refused
+		{Cands: []*fsm.Candidate{rule248}}, // completed × start_failed
+		{Cands: []*fsm.Candidate{rule253}}, // completed × preparation_failed
+		{Cands: []*fsm.Candidate{rule253}}, // completed × invalid_configuration
+		{Cands: []*fsm.Candidate{rule253}}, // completed × initialization_failed
+		{Cands: []*fsm.Candidate{rule248}}, // completed × delivery_unknown
+		{Cands: []*fsm.Candidate{rule248}}, // completed × event_stream_incomplete
+		{Cands: []*fsm.Candidate{rule248}}, // completed × cancel_unconfirmed
+		{Cands: []*fsm.Candidate{rule253}}, // completed × unplaceable
+		{Cands: []*fsm.Candidate{rule253}}, // completed × restart
 		// cancelled
-		{Cands: []*fsm.Candidate{rule240}}, // cancelled × claim
-		{Cands: []*fsm.Candidate{rule240}}, // cancelled × requeue
-		{Cands: []*fsm.Candidate{rule240}}, // cancelled × start
-		{Cands: []*fsm.Candidate{rule235}}, // cancelled × start_sent
-		{Cands: []*fsm.Candidate{rule240}}, // cancelled × cancel
-		{Cands: []*fsm.Candidate{rule235}}, // cancelled × released
-		{Cands: []*fsm.Candidate{rule235}}, // cancelled × run_completed
-		{Cands: []*fsm.Candidate{rule235}}, // cancelled × run_cancelled
-		{Cands: []*fsm.Candidate{rule235}}, // cancelled × engine_failed
-		{Cands: []*fsm.Candidate{rule235}}, // cancelled × cancel_refused
-		{Cands: []*fsm.Candidate{rule235}}, // cancelled × start_failed
-		{Cands: []*fsm.Candidate{rule240}}, // cancelled × preparation_failed
-		{Cands: []*fsm.Candidate{rule240}}, // cancelled × invalid_configuration
-		{Cands: []*fsm.Candidate{rule240}}, // cancelled × initialization_failed
-		{Cands: []*fsm.Candidate{rule235}}, // cancelled × delivery_unknown
-		{Cands: []*fsm.Candidate{rule235}}, // cancelled × event_stream_incomplete
-		{Cands: []*fsm.Candidate{rule235}}, // cancelled × cancel_unconfirmed
-		{Cands: []*fsm.Candidate{rule240}}, // cancelled × restart
+		{Cands: []*fsm.Candidate{rule253}}, // cancelled × claim
+		{Cands: []*fsm.Candidate{rule253}}, // cancelled × requeue
+		{Cands: []*fsm.Candidate{rule253}}, // cancelled × start
+		{Cands: []*fsm.Candidate{rule248}}, // cancelled × start_sent
+		{Cands: []*fsm.Candidate{rule253}}, // cancelled × cancel
+		{Cands: []*fsm.Candidate{rule248}}, // cancelled × released
+		{Cands: []*fsm.Candidate{rule248}}, // cancelled × run_completed
+		{Cands: []*fsm.Candidate{rule248}}, // cancelled × run_cancelled
+		{Cands: []*fsm.Candidate{rule248}}, // cancelled × engine_failed
+		{Cands: []*fsm.Candidate{rule248}}, // cancelled × cancel_refused
+		{Cands: []*fsm.Candidate{rule248}}, // cancelled × start_failed
+		{Cands: []*fsm.Candidate{rule253}}, // cancelled × preparation_failed
+		{Cands: []*fsm.Candidate{rule253}}, // cancelled × invalid_configuration
+		{Cands: []*fsm.Candidate{rule253}}, // cancelled × initialization_failed
+		{Cands: []*fsm.Candidate{rule248}}, // cancelled × delivery_unknown
+		{Cands: []*fsm.Candidate{rule248}}, // cancelled × event_stream_incomplete
+		{Cands: []*fsm.Candidate{rule248}}, // cancelled × cancel_unconfirmed
+		{Cands: []*fsm.Candidate{rule253}}, // cancelled × unplaceable
+		{Cands: []*fsm.Candidate{rule253}}, // cancelled × restart
 		// failed
-		{Cands: []*fsm.Candidate{rule240}}, // failed × claim
-		{Cands: []*fsm.Candidate{rule240}}, // failed × requeue
-		{Cands: []*fsm.Candidate{rule240}}, // failed × start
-		{Cands: []*fsm.Candidate{rule235}}, // failed × start_sent
-		{Cands: []*fsm.Candidate{rule240}}, // failed × cancel
-		{Cands: []*fsm.Candidate{rule235}}, // failed × released
-		{Cands: []*fsm.Candidate{rule235}}, // failed × run_completed
-		{Cands: []*fsm.Candidate{rule235}}, // failed × run_cancelled
-		{Cands: []*fsm.Candidate{rule235}}, // failed × engine_failed
-		{Cands: []*fsm.Candidate{rule235}}, // failed × cancel_refused
-		{Cands: []*fsm.Candidate{rule235}}, // failed × start_failed
-		{Cands: []*fsm.Candidate{rule240}}, // failed × preparation_failed
-		{Cands: []*fsm.Candidate{rule240}}, // failed × invalid_configuration
-		{Cands: []*fsm.Candidate{rule240}}, // failed × initialization_failed
-		{Cands: []*fsm.Candidate{rule235}}, // failed × delivery_unknown
-		{Cands: []*fsm.Candidate{rule235}}, // failed × event_stream_incomplete
-		{Cands: []*fsm.Candidate{rule235}}, // failed × cancel_unconfirmed
-		{Cands: []*fsm.Candidate{rule240}}, // failed × restart
+		{Cands: []*fsm.Candidate{rule253}}, // failed × claim
+		{Cands: []*fsm.Candidate{rule253}}, // failed × requeue
+		{Cands: []*fsm.Candidate{rule253}}, // failed × start
+		{Cands: []*fsm.Candidate{rule248}}, // failed × start_sent
+		{Cands: []*fsm.Candidate{rule253}}, // failed × cancel
+		{Cands: []*fsm.Candidate{rule248}}, // failed × released
+		{Cands: []*fsm.Candidate{rule248}}, // failed × run_completed
+		{Cands: []*fsm.Candidate{rule248}}, // failed × run_cancelled
+		{Cands: []*fsm.Candidate{rule248}}, // failed × engine_failed
+		{Cands: []*fsm.Candidate{rule248}}, // failed × cancel_refused
+		{Cands: []*fsm.Candidate{rule248}}, // failed × start_failed
+		{Cands: []*fsm.Candidate{rule253}}, // failed × preparation_failed
+		{Cands: []*fsm.Candidate{rule253}}, // failed × invalid_configuration
+		{Cands: []*fsm.Candidate{rule253}}, // failed × initialization_failed
+		{Cands: []*fsm.Candidate{rule248}}, // failed × delivery_unknown
+		{Cands: []*fsm.Candidate{rule248}}, // failed × event_stream_incomplete
+		{Cands: []*fsm.Candidate{rule248}}, // failed × cancel_unconfirmed
+		{Cands: []*fsm.Candidate{rule253}}, // failed × unplaceable
+		{Cands: []*fsm.Candidate{rule253}}, // failed × restart
 	},
 })
 
