@@ -88,6 +88,9 @@ type Config struct {
 	Resolve ResolveFunc
 	// Export pulls a Session's output archive (files_export.go); nil answers 501.
 	Export ExportFunc
+	// CheckInput refuses an active input the Turn's running Harness does
+	// not take (its words go to the caller); nil checks nothing here.
+	CheckInput func(ctx context.Context, turnID string, in wire.MessageInput) error
 	// Waiting says why a queued Turn is not placed; nil says nothing.
 	Waiting func(turnID string) (Waiting, bool)
 	// Suspend and Resume drive an Environment's suspension attempts

@@ -177,6 +177,12 @@ func (a *API) addInput(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusConflict, Error{Error: "turn_finished", Detail: "the Turn has finished"})
 		return
 	}
+	if a.cfg.CheckInput != nil {
+		if err := a.cfg.CheckInput(r.Context(), t.ID, req.Input); err != nil {
+			writeJSON(w, http.StatusConflict, Error{Error: "input_unsupported", Field: "input", Detail: err.Error()})
+			return
+		}
+	}
 	if req.InputID == "" {
 		req.InputID = credential.NewID("in")
 	}

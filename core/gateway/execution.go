@@ -76,6 +76,8 @@ type runRec struct {
 	turnID, runID string
 	sessionID     string
 	turn          *turn.Instance // the Turn's machine (turns.go)
+	// caps are the capabilities the Run's Harness was admitted with.
+	caps wire.AgentKindCapabilities
 
 	mu         sync.Mutex
 	deliveries map[string]bool // delivery IDs of the prompt_cancel frames sent
@@ -94,6 +96,23 @@ func (r *runRec) RunID() string  { return r.runID }
 
 // Finished is closed once the Run's outcome is recorded (the input module).
 func (r *runRec) Finished() <-chan struct{} { return r.finished }
+
+// Admits says why the Run's Harness cannot take in as active input: it
+// declared no steering, or the input carries an image and it declared no
+// message_images (daemon-protocol.txt:27, 46); nil when it can.
+func (r *runRec) Admits(in wire.MessageInput) error { return inputAdmitted(r.caps, in) }
+
+// inputAdmitted is the admission check of one active input against the
+// capabilities a Run was admitted with.
+func inputAdmitted(c wire.AgentKindCapabilities, in wire.MessageInput) error {
+	switch {
+	case !c.Steering.Supports():
+		return errors.New("the Turn's Harness declares no steering, so it takes no active input")
+	case in.HasImage() && !c.MessageImages.Supports():
+		return errors.New("the input carries an image and the Turn's Harness declares no message_images")
+	}
+	return nil
+}
 
 func (r *runRec) addDelivery(id string) {
 	r.mu.Lock()

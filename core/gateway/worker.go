@@ -48,7 +48,7 @@ func (g *Gateway) execute(c *conn, p turnPlan, in *turn.Instance, caps wire.Agen
 		return     // transfer.go: requeued, or failed with its reason
 	}
 	pr := &prepRec{turnID: t.ID, runID: t.RunID, attempts: t.Attempts, result: make(chan prepResult, 1), admitted: admitted}
-	rr := &runRec{turnID: t.ID, sessionID: p.session.ID, runID: t.RunID, turn: in, finished: make(chan struct{})}
+	rr := &runRec{turnID: t.ID, sessionID: p.session.ID, runID: t.RunID, turn: in, caps: caps, finished: make(chan struct{})}
 	pr.run = rr
 	c.mu.Lock()
 	c.preps[prepID], c.runs[t.RunID] = pr, rr

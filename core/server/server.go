@@ -56,6 +56,13 @@ func New(cfg Config) *Server {
 	api.New(api.Config{
 		Store: cfg.Store, Credentials: s.creds, Journal: s.journal, Now: cfg.Clock.Now, Clock: cfg.Clock, Logger: cfg.Logger,
 		Devices: func(ctx context.Context, project string) (any, error) { return DeviceViews(ctx, cfg.Store, project) },
+		CheckInput: func(ctx context.Context, turnID string, in wire.MessageInput) error {
+			var refused *gateway.InputRefused
+			if err := s.gateway.CheckInput(ctx, turnID, in); errors.As(err, &refused) {
+				return errors.New(refused.Detail)
+			}
+			return nil
+		},
 		Waiting: func(turnID string) (api.Waiting, bool) {
 			w, ok := s.gateway.Waiting(turnID)
 			return api.Waiting{Reason: w.Reason, Detail: w.Detail, Since: w.Since}, ok

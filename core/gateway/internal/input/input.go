@@ -30,6 +30,9 @@ type Run interface {
 	RunID() string
 	// Finished is closed once the Run's outcome is recorded.
 	Finished() <-chan struct{}
+	// Admits says why the Run cannot take in (no steering declared, an
+	// image without message_images); nil when it can.
+	Admits(in wire.MessageInput) error
 }
 
 // Host is what the input lifecycle needs of its connection.
@@ -150,6 +153,15 @@ func (b *Book) Pump(d *peer.Driver, r Run) {
 	if err := json.Unmarshal(next.Content, &msg); err != nil {
 		b.host.Logger().Warn("gateway: stored input unreadable", "input_id", next.ID, "err", err)
 		in.next = next.Seq
+		return
+	}
+	if err := r.Admits(msg); err != nil {
+		// decision: an input the Run's Harness did not declare it takes is
+		// refused before anything is sent (daemon-protocol.txt:27): it is
+		// journaled rejected, never sent, and the next one follows.
+		in.next = next.Seq
+		_ = b.host.Journal(r, "input_outcome", map[string]any{"input_id": next.ID, "outcome": "rejected", "error_code": "unsupported", "error": err.Error()})
+		b.Pump(d, r)
 		return
 	}
 	b.mu.Lock()
