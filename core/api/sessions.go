@@ -152,3 +152,48 @@ func (a *API) getSession(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, sessionView(s, env))
 }
+
+// Diagnostics is a Session's failed Turns as Core recorded them.
+type Diagnostics struct {
+	SessionID string           `json:"session_id"`
+	Failed    []TurnDiagnostic `json:"failed_turns"`
+}
+
+// TurnDiagnostic is one failed Turn: Core's error (the public reason) and,
+// only for engine_failed, the engine's classification.
+type TurnDiagnostic struct {
+	TurnID           string    `json:"turn_id"`
+	Reason           string    `json:"reason"`
+	Detail           string    `json:"detail,omitempty"`
+	EngineErrorCode  string    `json:"engine_error_code,omitempty"`
+	EngineHTTPStatus int       `json:"engine_http_status,omitempty"`
+	UpdatedAt        time.Time `json:"updated_at"`
+}
+
+// diagnostics answers GET /api/v1/sessions/{id}/diagnostics: the failed
+// Turns among the Session's newest 100, oldest first.
+//
+// decision: the engine's category is shown only for a Turn whose Core
+// error is engine_failed (daemon-protocol.txt:173); every other failure
+// shows Core's own reason, and nothing of the engine's prose.
+func (a *API) diagnostics(w http.ResponseWriter, r *http.Request) {
+	s, ok := a.session(w, r, r.PathValue("session_id"))
+	if !ok {
+		return
+	}
+	ts, err := a.cfg.Store.SessionTurns(r.Context(), s.ID, maxListedTurns)
+	if err != nil {
+		a.internal(w, "list turns", err)
+		return
+	}
+	d := Diagnostics{SessionID: s.ID, Failed: []TurnDiagnostic{}}
+	for _, t := range ts {
+		st := t.Status()
+		if st.State != "failed" {
+			continue
+		}
+		d.Failed = append(d.Failed, TurnDiagnostic{TurnID: t.ID, Reason: st.Reason, Detail: st.Detail,
+			EngineErrorCode: st.EngineErrorCode, EngineHTTPStatus: st.EngineHTTPStatus, UpdatedAt: t.UpdatedAt})
+	}
+	writeJSON(w, http.StatusOK, d)
+}
