@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,4 +47,33 @@ func TestDiagnosticsShowEngineCodesOnlyForEngineFailed(t *testing.T) {
 
 	resp, _ = e.do(e.other, "GET", "/api/v1/sessions/"+sid+"/diagnostics", "")
 	assert.Equal(t, 404, resp.StatusCode, "another project sees nothing")
+}
+
+// A Turn shows its last usage snapshot: each frame replaces the one
+// before, done's final one replaces them, a done without usage leaves the
+// last frame standing, and a Turn with no measurement shows none.
+func TestTurnShowsItsLastUsageSnapshot(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	_, s := e.do(e.key, "POST", "/api/v1/sessions", `{"agent_kind":"codex","environment":{"type":"none"}}`)
+	usageOf := func(input string, frames ...string) any {
+		_, tr := e.do(e.key, "POST", "/api/v1/sessions/"+s["id"].(string)+"/turns", input)
+		id := tr["id"].(string)
+		at := time.Date(2026, 1, 1, 0, 0, 1, 0, time.UTC)
+		require.NoError(t, storetest.Start(e.store, id, store.Claim{DeviceID: "dev", OwnerEpoch: 1, RunID: "run-" + id, At: at}))
+		for _, f := range frames {
+			typ, payload, _ := strings.Cut(f, " ")
+			_, err := e.journal.Append(ctx, store.Event{TurnID: id, RunID: "run-" + id, Type: typ, Payload: []byte(payload), At: at})
+			require.NoError(t, err)
+		}
+		_, v := e.do(e.key, "GET", "/api/v1/turns/"+id, "")
+		return v["usage"]
+	}
+	assert.Nil(t, usageOf(input, `delta {"delta":"a"}`), "no measurement: unknown, not zero")
+	assert.Equal(t, map[string]any{"input_tokens": float64(7)}, usageOf(input,
+		`usage {"input_tokens":3}`, `usage {"input_tokens":7}`), "the last frame replaces the first")
+	assert.Equal(t, map[string]any{"input_tokens": float64(7)}, usageOf(input,
+		`usage {"input_tokens":7}`, `done {"content":"x"}`), "a done without usage leaves the frame's")
+	assert.Equal(t, map[string]any{"input_tokens": float64(9), "output_tokens": float64(2)}, usageOf(input,
+		`usage {"input_tokens":7}`, `done {"content":"x","usage":{"input_tokens":9,"output_tokens":2}}`), "done's final snapshot wins")
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,8 +27,10 @@ type Turn struct {
 	SessionID string       `json:"session_id"`
 	Status    store.Status `json:"status"`
 	Waiting   *Waiting     `json:"waiting,omitempty"`
-	CreatedAt time.Time    `json:"created_at"`
-	UpdatedAt time.Time    `json:"updated_at"`
+	// Usage is the Turn's last usage snapshot (GET of one Turn only).
+	Usage     json.RawMessage `json:"usage,omitempty"`
+	CreatedAt time.Time       `json:"created_at"`
+	UpdatedAt time.Time       `json:"updated_at"`
 }
 
 // Waiting is why a queued Turn is not placed (Core's scheduler): a reason
@@ -112,8 +115,33 @@ func (a *API) turn(w http.ResponseWriter, r *http.Request) (store.Turn, bool) {
 
 func (a *API) getTurn(w http.ResponseWriter, r *http.Request) {
 	if t, ok := a.turn(w, r); ok {
-		writeJSON(w, http.StatusOK, a.turnView(t))
+		v := a.turnView(t)
+		v.Usage = a.usage(r.Context(), t.ID)
+		writeJSON(w, http.StatusOK, v)
 	}
+}
+
+// usage is the Turn's last usage snapshot: the final one done carried, or
+// else the last usage frame; nil when the Runtime reported none.
+//
+// decision: each usage frame and done's usage is the cumulative
+// measurement so far and replaces the one before; an absent measurement
+// is unknown, not zero (daemon-protocol.txt:100), so a done without usage
+// leaves the last frame's snapshot standing and a Turn with neither shows
+// none.
+func (a *API) usage(ctx context.Context, turnID string) json.RawMessage {
+	if done, err := a.cfg.Store.LastEvent(ctx, turnID, wire.TypeDone); err == nil {
+		var d struct {
+			Usage json.RawMessage `json:"usage"`
+		}
+		if json.Unmarshal(done.Payload, &d) == nil && len(d.Usage) > 0 && string(d.Usage) != "null" && string(d.Usage) != "{}" {
+			return d.Usage
+		}
+	}
+	if u, err := a.cfg.Store.LastEvent(ctx, turnID, wire.TypeUsage); err == nil {
+		return u.Payload
+	}
+	return nil
 }
 
 // maxListedTurns bounds one listing of a Session's Turns.

@@ -105,6 +105,9 @@ type Store interface {
 	// Events reads a Turn's journal after a sequence number, in order;
 	// limit <= 0 means all.
 	Events(ctx context.Context, turnID string, after int64, limit int) ([]Event, error)
+	// LastEvent is the Turn's newest journal event of type typ;
+	// ErrNotFound when it has none.
+	LastEvent(ctx context.Context, turnID, typ string) (Event, error)
 
 	CreateInteraction(ctx context.Context, i Interaction) error
 	GetInteraction(ctx context.Context, id string) (Interaction, error)

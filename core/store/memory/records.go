@@ -120,6 +120,22 @@ func (s *Store) Events(ctx context.Context, turnID string, after int64, limit in
 	return out, nil
 }
 
+func (s *Store) LastEvent(ctx context.Context, turnID, typ string) (store.Event, error) {
+	if err := s.lock(ctx); err != nil {
+		return store.Event{}, err
+	}
+	defer s.mu.Unlock()
+	evs := s.events[turnID]
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].Type == typ {
+			e := evs[i]
+			e.Payload = clone(e.Payload)
+			return e, nil
+		}
+	}
+	return store.Event{}, store.ErrNotFound
+}
+
 func (s *Store) CreateInteraction(ctx context.Context, i store.Interaction) error {
 	if err := s.lock(ctx); err != nil {
 		return err

@@ -201,6 +201,18 @@ func (s *Store) Events(ctx context.Context, turnID string, after int64, limit in
 	return out, rows.Err()
 }
 
+func (s *Store) LastEvent(ctx context.Context, turnID, typ string) (store.Event, error) {
+	if err := s.check(ctx); err != nil {
+		return store.Event{}, err
+	}
+	e := store.Event{TurnID: turnID}
+	var at int64
+	err := s.r.QueryRowContext(ctx, `SELECT seq, run_id, type, payload, at FROM events WHERE turn_id = ? AND type = ? ORDER BY seq DESC LIMIT 1`,
+		turnID, typ).Scan(&e.Seq, &e.RunID, &e.Type, (*[]byte)(&e.Payload), &at)
+	e.At = fromMS(at)
+	return e, notFound(err)
+}
+
 func (s *Store) CreateInteraction(ctx context.Context, i store.Interaction) error {
 	if i.State == "" {
 		i.State = store.InteractionPending

@@ -369,6 +369,19 @@ func testJournal(t *testing.T, s store.Store) {
 	none, err := s.Events(ctx, "turn-0", 5, 0)
 	require.NoError(t, err)
 	assert.Empty(t, none)
+
+	// The newest event of a type, whatever follows it.
+	last, err := s.LastEvent(ctx, "turn-0", "delta")
+	require.NoError(t, err)
+	assert.Equal(t, int64(5), last.Seq)
+	assert.JSONEq(t, `{"n":5}`, string(last.Payload))
+	_, err = s.AppendEvent(ctx, store.Event{TurnID: "turn-0", RunID: "run", Type: "usage", Payload: raw(`{"model":"m"}`), At: T0})
+	require.NoError(t, err)
+	last, err = s.LastEvent(ctx, "turn-0", "delta")
+	require.NoError(t, err)
+	assert.Equal(t, int64(5), last.Seq)
+	_, err = s.LastEvent(ctx, "turn-1", "usage")
+	assert.ErrorIs(t, err, store.ErrNotFound)
 }
 
 // A batch interleaves Turns, keeps each Turn's order and numbering after
