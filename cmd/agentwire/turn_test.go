@@ -214,26 +214,34 @@ func startRuntimeProcess(t *testing.T, bin string, env []string, args ...string)
 	return logs
 }
 
+// startScriptSetup builds the binary and starts a real Core and a real
+// Runtime whose script adapter runs steps, with a device and a project
+// credential of project demo.
+func startScriptSetup(t *testing.T, steps string) (bin string, core *coreProcess, proj, dev issued, rtLogs *lockedBuffer) {
+	t.Helper()
+	bin = buildAgentwire(t)
+	data := t.TempDir()
+	dev = issueCredential(t, bin, data, "--kind", "device", "--device", "dev-1", "--project", "demo")
+	proj = issueCredential(t, bin, data, "--kind", "project", "--project", "demo")
+	core = startCore(t, bin, data)
+	dir := t.TempDir()
+	cred := filepath.Join(dir, "credential")
+	require.NoError(t, os.WriteFile(cred, []byte(dev.Secret), 0o600))
+	script := filepath.Join(dir, "script.json")
+	require.NoError(t, os.WriteFile(script, []byte(steps), 0o600))
+	rtLogs = startRuntimeProcess(t, bin, nil, "--core", core.base, "--device-id", "dev-1", "--credential-file", cred, "--harness", "script="+script)
+	return bin, core, proj, dev, rtLogs
+}
+
 // TestTurnRunAgainstTheRuntimeProcess: both real binaries, the Runtime
 // with its script adapter.
 func TestTurnRunAgainstTheRuntimeProcess(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
-	bin := buildAgentwire(t)
-	data := t.TempDir()
-	dev := issueCredential(t, bin, data, "--kind", "device", "--device", "dev-1", "--project", "demo")
-	proj := issueCredential(t, bin, data, "--kind", "project", "--project", "demo")
-	core := startCore(t, bin, data)
-
-	dir := t.TempDir()
-	cred := filepath.Join(dir, "credential")
-	require.NoError(t, os.WriteFile(cred, []byte(dev.Secret), 0o600))
-	script := filepath.Join(dir, "script.json")
-	require.NoError(t, os.WriteFile(script, []byte(`{"steps":[{"delta":"one "},{"delta":"two"}]}`), 0o600))
+	bin, core, proj, dev, rtLogs := startScriptSetup(t, `{"steps":[{"delta":"one "},{"delta":"two"}]}`)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	rtLogs := startRuntimeProcess(t, bin, nil, "--core", core.base, "--device-id", "dev-1", "--credential-file", cred, "--harness", "script="+script)
 
 	ses := cliJSON(t, bin, proj.Secret, "session", "create", "--core", core.base, "--kind", "script")
 	run := exec.CommandContext(ctx, bin, "turn", "run", "--core", core.base, "--session", ses["id"].(string), "hi")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -21,18 +20,7 @@ func TestTurnRunAnswersFunctionCalls(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
-	bin := buildAgentwire(t)
-	data := t.TempDir()
-	dev := issueCredential(t, bin, data, "--kind", "device", "--device", "dev-1", "--project", "demo")
-	proj := issueCredential(t, bin, data, "--kind", "project", "--project", "demo")
-	core := startCore(t, bin, data)
-
-	dir := t.TempDir()
-	cred := filepath.Join(dir, "credential")
-	require.NoError(t, os.WriteFile(cred, []byte(dev.Secret), 0o600))
-	script := filepath.Join(dir, "script.json")
-	require.NoError(t, os.WriteFile(script, []byte(`{"steps":[{"function":{"call_id":"call-1","name":"lookup","arguments":{"city":"Paris"}}}]}`), 0o600))
-	rtLogs := startRuntimeProcess(t, bin, nil, "--core", core.base, "--device-id", "dev-1", "--credential-file", cred, "--harness", "script="+script)
+	bin, core, proj, _, rtLogs := startScriptSetup(t, `{"steps":[{"function":{"call_id":"call-1","name":"lookup","arguments":{"city":"Paris"}}}]}`)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
