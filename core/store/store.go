@@ -178,6 +178,16 @@ type Store interface {
 	// MoveInstance, GetInstance and OpenInstances: instance.go.
 	Instances
 
+	// PutAgent stores a new version of an Agent: version 1 of a new ID,
+	// or the version after its latest (ErrConflict otherwise: another
+	// writer was first, or the ID is taken).
+	PutAgent(ctx context.Context, a Agent) error
+	// GetAgent returns version of the Agent (0: its latest); ErrNotFound.
+	GetAgent(ctx context.Context, id string, version int) (Agent, error)
+	// ListAgents lists the latest version of each of the project's Agents,
+	// oldest first.
+	ListAgents(ctx context.Context, project string) ([]Agent, error)
+
 	Close() error
 }
 
@@ -218,6 +228,20 @@ type Session struct {
 	// NativeSessionID is the native Session the Runtime reported, which
 	// the next Turn resumes.
 	NativeSessionID string
+	// AgentID and AgentVersion are the Agent the Session runs, frozen at
+	// the version it was created with; "" for a Session of a bare kind.
+	AgentID      string
+	AgentVersion int
+}
+
+// Agent is one version of a project's Agent (core/agent): Definition is
+// its validated definition as JSON.
+type Agent struct {
+	ID         string
+	Project    string
+	Version    int
+	Definition json.RawMessage
+	CreatedAt  time.Time
 }
 
 // TurnState is the stored state of a Turn: a state of Core's turn

@@ -31,6 +31,7 @@ type Store struct {
 	suspensions  map[string]store.Suspension     // suspension.go
 	inits        map[string]store.Initialization // by Environment ID
 	instances    map[instanceKey]store.Instance  // instance.go
+	agents       map[string][]store.Agent        // agent.go: every version, by ID
 }
 
 var _ store.Store = (*Store)(nil)

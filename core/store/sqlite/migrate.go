@@ -187,6 +187,20 @@ CREATE INDEX instances_open ON instances(machine, updated_at) WHERE settled = 0;
 ALTER TABLE interactions ADD COLUMN call_id TEXT NOT NULL DEFAULT '';
 CREATE INDEX interactions_call ON interactions(turn_id, call_id) WHERE call_id != '';
 `,
+	// 9: Agents, versioned, and the Agent version a Session runs.
+	`
+CREATE TABLE agents (
+	id TEXT NOT NULL,
+	version INTEGER NOT NULL,
+	project TEXT NOT NULL,
+	definition BLOB NOT NULL,
+	created_at INTEGER NOT NULL,
+	PRIMARY KEY (id, version)
+);
+CREATE INDEX agents_project ON agents(project, id);
+ALTER TABLE sessions ADD COLUMN agent_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE sessions ADD COLUMN agent_version INTEGER NOT NULL DEFAULT 0;
+`,
 }
 
 // SchemaVersion is the version a fully migrated database has.

@@ -61,9 +61,9 @@ func (s *Store) CreateSession(ctx context.Context, x store.Session) error {
 	}
 	// The guard turns a missing Environment into "no row inserted"
 	// rather than a foreign-key error, so the two failures stay apart.
-	n, err := s.exec(ctx, `INSERT INTO sessions(id, project, agent_kind, environment_id, options, created_at)
-		SELECT ?,?,?,?,?,? WHERE ? IS NULL OR EXISTS (SELECT 1 FROM environments WHERE id = ?)`,
-		x.ID, x.Project, x.AgentKind, env, blob(x.Options), ms(x.CreatedAt), env, env)
+	n, err := s.exec(ctx, `INSERT INTO sessions(id, project, agent_kind, environment_id, options, created_at, agent_id, agent_version)
+		SELECT ?,?,?,?,?,?,?,? WHERE ? IS NULL OR EXISTS (SELECT 1 FROM environments WHERE id = ?)`,
+		x.ID, x.Project, x.AgentKind, env, blob(x.Options), ms(x.CreatedAt), x.AgentID, x.AgentVersion, env, env)
 	if err == nil && n == 0 {
 		return store.ErrNotFound
 	}
@@ -77,9 +77,9 @@ func (s *Store) GetSession(ctx context.Context, id string) (store.Session, error
 	x := store.Session{ID: id}
 	var env sql.NullString
 	var at int64
-	err := s.r.QueryRowContext(ctx, `SELECT project, agent_kind, environment_id, options, created_at, started, native_session_id
+	err := s.r.QueryRowContext(ctx, `SELECT project, agent_kind, environment_id, options, created_at, started, native_session_id, agent_id, agent_version
 		FROM sessions WHERE id = ?`, id).
-		Scan(&x.Project, &x.AgentKind, &env, (*[]byte)(&x.Options), &at, &x.Started, &x.NativeSessionID)
+		Scan(&x.Project, &x.AgentKind, &env, (*[]byte)(&x.Options), &at, &x.Started, &x.NativeSessionID, &x.AgentID, &x.AgentVersion)
 	x.EnvironmentID, x.CreatedAt = env.String, fromMS(at)
 	return x, notFound(err)
 }

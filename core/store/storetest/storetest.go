@@ -57,6 +57,7 @@ func Run(t *testing.T, open Open) {
 		{"Suspensions", testSuspensions},
 		{"SuspensionRace", testSuspensionRace},
 		{"Instances", testInstances},
+		{"Agents", testAgents},
 		{"InstanceRace", testInstanceRace},
 		{"Initializations", testInitializations},
 		{"DeviceAssignment", testDeviceAssignment},

@@ -1,0 +1,160 @@
+// Package agent is what a Session runs: an Agent, a project's named and
+// versioned definition of an agent kind with its model, instructions,
+// function tools, output format and controls. A Session freezes the
+// version it was created with, so the configuration execution_prepare
+// sends stays what it was for every Turn of the Session
+// (daemon-protocol.txt:114). Definition maps an Agent onto what admission
+// reads (wire.AgentFeatures) and what the Harness receives.
+package agent
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/agentwire/agentwire/wire"
+)
+
+// Definition is an Agent as the public API takes it.
+type Definition struct {
+	// Name is for people; unique per project is not required.
+	Name string `json:"name,omitempty"`
+	// AgentKind is the Harness kind the Agent runs on (codex, claude, ...).
+	AgentKind string `json:"agent_kind"`
+	// Model is passed to the Harness; "" leaves its default.
+	Model string `json:"model,omitempty"`
+	// Instructions become the Harness's system prompt.
+	Instructions string `json:"instructions,omitempty"`
+	// FunctionTools are answered by the Session's client
+	// (POST /api/v1/turns/{id}/function-results).
+	FunctionTools []wire.FunctionTool `json:"function_tools,omitempty"`
+	// OutputFormat is text (the default) or json_schema with its schema.
+	OutputFormat *OutputFormat `json:"output_format,omitempty"`
+	// TextVerbosity is low, medium (the default) or high.
+	TextVerbosity string `json:"text_verbosity,omitempty"`
+	// MultiAgent enables the Harness's subagents.
+	MultiAgent *MultiAgent `json:"multi_agent,omitempty"`
+	// ToolSearch loads function tools marked defer_loading on demand.
+	ToolSearch bool `json:"tool_search,omitempty"`
+	// DisableProgrammaticToolCalling switches programmatic tool calling
+	// off explicitly; unset leaves the Harness's default.
+	DisableProgrammaticToolCalling bool `json:"disable_programmatic_tool_calling,omitempty"`
+}
+
+// OutputFormat is an Agent's output format.
+type OutputFormat struct {
+	Type   string          `json:"type"`
+	Schema json.RawMessage `json:"schema,omitempty"`
+}
+
+// MultiAgent is an Agent's multi_agent setting.
+type MultiAgent struct {
+	Enabled bool `json:"enabled"`
+}
+
+// FieldError names the field of a definition that is wrong.
+type FieldError struct{ Field, Detail string }
+
+func (e *FieldError) Error() string { return "agent: " + e.Field + ": " + e.Detail }
+
+// Validate checks the whole definition; the first problem is returned
+// with the field it is in.
+func (d Definition) Validate() error {
+	bad := func(field, format string, args ...any) error {
+		return &FieldError{Field: field, Detail: fmt.Sprintf(format, args...)}
+	}
+	if strings.TrimSpace(d.AgentKind) == "" {
+		return bad("agent_kind", "the Harness kind the Agent runs on is required")
+	}
+	if len(d.Name) > 200 {
+		return bad("name", "at most 200 bytes")
+	}
+	seen := map[string]bool{}
+	for i, f := range d.FunctionTools {
+		field := fmt.Sprintf("function_tools[%d]", i)
+		switch {
+		case f.Name == "":
+			return bad(field+".name", "a function tool needs a name")
+		case seen[f.Name]:
+			return bad(field+".name", "function %q is declared twice", f.Name)
+		case f.DeferLoading && !d.ToolSearch:
+			return bad(field+".defer_loading", "deferred loading needs tool_search")
+		}
+		seen[f.Name] = true
+		var schema map[string]any
+		if len(f.Parameters) == 0 || json.Unmarshal(f.Parameters, &schema) != nil {
+			return bad(field+".parameters", "the arguments' JSON Schema must be an object")
+		}
+	}
+	if o := d.OutputFormat; o != nil {
+		switch o.Type {
+		case "text":
+			if len(o.Schema) > 0 {
+				return bad("output_format.schema", "a text output format takes no schema")
+			}
+		case "json_schema":
+			var schema map[string]any
+			if len(o.Schema) == 0 || json.Unmarshal(o.Schema, &schema) != nil {
+				return bad("output_format.schema", "a json_schema output format needs a JSON Schema object")
+			}
+		default:
+			return bad("output_format.type", "want text or json_schema, got %q", o.Type)
+		}
+	}
+	switch d.TextVerbosity {
+	case "", wire.TextVerbosityLow, wire.TextVerbosityMedium, wire.TextVerbosityHigh:
+	default:
+		return bad("text_verbosity", "want low, medium or high, got %q", d.TextVerbosity)
+	}
+	return nil
+}
+
+// schema is the json_schema output format's schema, nil for text.
+func (d Definition) schema() wire.NativeJSON {
+	if d.OutputFormat != nil && d.OutputFormat.Type == "json_schema" {
+		return wire.NativeJSON(d.OutputFormat.Schema)
+	}
+	return nil
+}
+
+// Features is what admission reads of the Agent (wire.RequiredCapabilities).
+func (d Definition) Features() wire.AgentFeatures {
+	f := wire.AgentFeatures{
+		JSONSchemaOutput:               d.schema() != nil,
+		MultiAgentEnabled:              d.MultiAgent != nil && d.MultiAgent.Enabled,
+		ToolSearch:                     d.ToolSearch,
+		DisableProgrammaticToolCalling: d.DisableProgrammaticToolCalling,
+	}
+	for _, t := range d.FunctionTools {
+		f.Functions = append(f.Functions, wire.AgentFunction{DeferLoading: t.DeferLoading})
+	}
+	return f
+}
+
+// Configure puts the Agent into the configuration execution_prepare
+// sends and the Session's opt-ins (wire.ApplyOptIns).
+func (d Definition) Configure(req *wire.PromptRequest, sc *wire.SessionConfig) {
+	sc.MultiAgentEnabled = d.MultiAgent != nil && d.MultiAgent.Enabled
+	sc.TextVerbosity = d.TextVerbosity
+	sc.OutputSchema = d.schema()
+	sc.DisableProgrammaticToolCalling = d.DisableProgrammaticToolCalling
+	req.FunctionTools = d.FunctionTools
+	req.ToolSearch = d.ToolSearch
+	if d.Model != "" {
+		m := d.Model
+		req.AgentOptions = ensureOptions(req.AgentOptions)
+		req.AgentOptions.Model = &m
+	}
+	if d.Instructions != "" {
+		p := d.Instructions
+		req.AgentOptions = ensureOptions(req.AgentOptions)
+		req.AgentOptions.SystemPrompt = &p
+	}
+}
+
+func ensureOptions(o *wire.AgentOptions) *wire.AgentOptions {
+	if o == nil {
+		return &wire.AgentOptions{}
+	}
+	return o
+}
