@@ -97,7 +97,8 @@ A Session that works in a workspace names a registered Environment of its projec
 var sessionCommands = map[string]subcommand{
 	"create": {use: "session create [flags]", about: "Creates a Session of the project (AGENTWIRE_API_KEY) and prints it as JSON. A Session that works in a\n" +
 		"workspace names a registered Environment (agentwire env create --device D prints its ID).",
-		examples: []string{"agentwire session create --kind script", "agentwire session create --kind codex --environment ENV"}},
+		examples: []string{"agentwire session create --kind script", "agentwire session create --kind codex --environment ENV",
+			"agentwire session create --agent AGENT --environment ENV"}},
 	"get": {use: "session get [flags] SESSION", about: "Prints the Session as JSON."},
 }
 
@@ -117,11 +118,12 @@ func runSession(args []string, stdout, stderr io.Writer) error {
 	}
 	fs := cmd.flags(stderr)
 	core := fs.String("core", "", "Core's base URL (default $AGENTWIRE_CORE)")
-	var kind, environment, envType, binding *string
+	var kind, agentID, environment, envType, binding *string
 	var initf *initFlags
 	quiet := new(bool)
 	if args[0] == "create" {
-		kind = fs.String("kind", "", "the agent kind the Session runs (required; a device of the project must declare it)")
+		kind = fs.String("kind", "", "the agent kind the Session runs (required without --agent; a device of the project must declare it)")
+		agentID = fs.String("agent", "", "an Agent of the project (agentwire agent create prints its ID): the Session runs its current version")
 		environment = fs.String("environment", "", "a registered Environment's ID (agentwire env create prints it)")
 		envType = fs.String("env", "", "gone: use --environment ENV (a registered Environment), or nothing for a Session without a workspace")
 		binding = fs.String("binding", "", "gone: a Session never chooses its binding; register the workspace with agentwire env create")
@@ -152,14 +154,20 @@ func runSession(args []string, stdout, stderr io.Writer) error {
 		return errors.New("--env none and --environment contradict each other: a Session with a registered Environment works in its workspace")
 	case len(initf.env) > 0 || len(initf.files) > 0:
 		return errors.New("--init-env and --init-file belong to the Environment now: agentwire env create --device D --init-env K=V --init-file LOCAL=/workspace/PATH")
-	case *kind == "":
-		return usageError(fs, "--kind is required")
+	case *kind == "" && *agentID == "":
+		return usageError(fs, "--kind or --agent is required")
 	}
 	c, err := newAPIClient(*core)
 	if err != nil {
 		return usageError(fs, "%v", err)
 	}
-	body := map[string]any{"agent_kind": *kind}
+	body := map[string]any{}
+	if *kind != "" {
+		body["agent_kind"] = *kind
+	}
+	if *agentID != "" {
+		body["agent_id"] = *agentID
+	}
 	if *environment != "" {
 		body["environment_id"] = *environment
 	}

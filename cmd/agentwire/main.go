@@ -23,6 +23,7 @@ const usage = `usage: agentwire <command> [flags]
 commands:
   core       run and administer Core: agentwire core serve|credential|devices
   runtime    run the Runtime daemon: agentwire runtime --core URL --device-id ID --credential-file FILE
+  agent      create, update, show or list the project's Agents (what a Session runs)
   session    create or get a Session through the public API
   turn       submit, run (streaming its events), cancel a Turn or get its status
   devices    list the device registry through the public API
@@ -90,6 +91,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runRuntime(args[1:], stdout, stderr)
 	case "core":
 		return runCore(args[1:], stdout, stderr)
+	case "agent":
+		return runAgent(args[1:], stdout, stderr) // agent.go
 	case "session":
 		return runSession(args[1:], stdout, stderr)
 	case "turn":

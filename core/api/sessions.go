@@ -17,6 +17,9 @@ import (
 // names a registered Environment of its project (environment_id); one
 // without a workspace leaves it out and may say environment.type none.
 type SessionRequest struct {
+	// AgentID names an Agent of the project: the Session runs its current
+	// version, frozen for every Turn; agent_kind then comes from it.
+	AgentID       string              `json:"agent_id,omitempty"`
 	AgentKind     string              `json:"agent_kind"`
 	EnvironmentID string              `json:"environment_id,omitempty"`
 	Environment   *EnvironmentRequest `json:"environment,omitempty"`
@@ -41,6 +44,8 @@ type Session struct {
 	Environment   string          `json:"environment_type"`
 	DeviceID      string          `json:"device_id,omitempty"`
 	Options       json.RawMessage `json:"options,omitempty"`
+	AgentID       string          `json:"agent_id,omitempty"`
+	AgentVersion  int             `json:"agent_version,omitempty"`
 	CreatedAt     time.Time       `json:"created_at"`
 }
 
@@ -48,6 +53,28 @@ func (a *API) createSession(w http.ResponseWriter, r *http.Request) {
 	var req SessionRequest
 	if !decode(w, r, &req) {
 		return
+	}
+	var ag store.Agent
+	if req.AgentID != "" {
+		var err error
+		ag, err = a.cfg.Store.GetAgent(r.Context(), req.AgentID, 0)
+		if errors.Is(err, store.ErrNotFound) || (err == nil && !visible(r, ag.Project)) {
+			badField(w, "agent_id", "no such Agent in this project")
+			return
+		}
+		if err != nil {
+			a.internal(w, "get agent", err)
+			return
+		}
+		var d struct {
+			AgentKind string `json:"agent_kind"`
+		}
+		_ = json.Unmarshal(ag.Definition, &d)
+		if req.AgentKind != "" && req.AgentKind != d.AgentKind {
+			badField(w, "agent_kind", "the Agent runs "+d.AgentKind+"; leave agent_kind out with agent_id")
+			return
+		}
+		req.AgentKind = d.AgentKind
 	}
 	if strings.TrimSpace(req.AgentKind) == "" {
 		badField(w, "agent_kind", "required")
@@ -102,7 +129,12 @@ func (a *API) createSession(w http.ResponseWriter, r *http.Request) {
 	}
 	// A Session is its Environment's project's (an administrator may
 	// create one in any project's registered Environment).
-	s := store.Session{ID: credential.NewID("ses"), Project: env.Project, AgentKind: req.AgentKind, EnvironmentID: env.ID, Options: compactOrNil(req.Options), CreatedAt: now}
+	s := store.Session{ID: credential.NewID("ses"), Project: env.Project, AgentKind: req.AgentKind, EnvironmentID: env.ID, Options: compactOrNil(req.Options), CreatedAt: now,
+		AgentID: ag.ID, AgentVersion: ag.Version}
+	if ag.ID != "" && ag.Project != env.Project {
+		badField(w, "agent_id", "the Agent belongs to another project than the Environment")
+		return
+	}
 	if err := a.cfg.Store.CreateSession(r.Context(), s); err != nil {
 		a.internal(w, "create session", err)
 		return
@@ -123,7 +155,8 @@ func compactOrNil(b json.RawMessage) json.RawMessage {
 }
 
 func sessionView(s store.Session, env store.Environment) Session {
-	return Session{ID: s.ID, AgentKind: s.AgentKind, EnvironmentID: s.EnvironmentID, Environment: env.Type, DeviceID: env.DeviceID, Options: s.Options, CreatedAt: s.CreatedAt}
+	return Session{ID: s.ID, AgentKind: s.AgentKind, EnvironmentID: s.EnvironmentID, Environment: env.Type, DeviceID: env.DeviceID, Options: s.Options,
+		AgentID: s.AgentID, AgentVersion: s.AgentVersion, CreatedAt: s.CreatedAt}
 }
 
 // session loads a Session the caller may see.

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
+	"github.com/agentwire/agentwire/core/agent"
 	"github.com/agentwire/agentwire/core/credential"
 	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/core/turn"
@@ -222,10 +224,32 @@ func (g *Gateway) anyCapacity() bool {
 	return false
 }
 
-// kick is what one dispatch read: each Session and Environment once.
+// kick is what one dispatch read: each Session, Environment and Agent
+// version once.
 type kick struct {
 	sessions map[string]store.Session
 	envs     map[string]store.Environment
+	agents   map[string]*agent.Definition
+}
+
+func (k *kick) agent(ctx context.Context, st store.Store, id string, version int) (*agent.Definition, error) {
+	key := id + "@" + strconv.Itoa(version)
+	if d, ok := k.agents[key]; ok {
+		return d, nil
+	}
+	a, err := st.GetAgent(ctx, id, version)
+	if err != nil {
+		return nil, err
+	}
+	var d agent.Definition
+	if err := json.Unmarshal(a.Definition, &d); err != nil {
+		return nil, err
+	}
+	if k.agents == nil {
+		k.agents = map[string]*agent.Definition{}
+	}
+	k.agents[key] = &d
+	return &d, nil
 }
 
 func (k *kick) session(ctx context.Context, st store.Store, id string) (store.Session, error) {
@@ -255,6 +279,7 @@ type turnPlan struct {
 	turn     store.Turn
 	session  store.Session
 	env      store.Environment
+	agent    *agent.Definition // the Agent version the Session runs; nil for a bare kind
 	required wire.CapabilitySet
 	admit    wire.AdmissionInput
 }
@@ -276,13 +301,21 @@ func (g *Gateway) plan(ctx context.Context, k *kick, t store.Turn) (turnPlan, er
 	if err != nil {
 		return p, fmt.Errorf("environment type: %w", err)
 	}
-	// decision: Sessions carry no engine profile or Agent features yet, so
-	// the profile declares no control and the Agent none of the optional
-	// features (multi_agent disabled, which requires subagent_control);
-	// the rows for the Environment, the input and the always row apply in
-	// full (daemon-protocol.txt:33-50).
+	if p.session.AgentID != "" {
+		if p.agent, err = k.agent(ctx, g.cfg.Store, p.session.AgentID, p.session.AgentVersion); err != nil {
+			return p, fmt.Errorf("agent: %w", err)
+		}
+	}
+	// decision: a Session of a bare kind has no Agent, so none of the
+	// optional features applies (multi_agent disabled, which requires
+	// subagent_control); a Session of an Agent adds the rows its features
+	// trigger (core/agent). No engine profile declares a control yet, so
+	// the profile rows apply to none (daemon-protocol.txt:31-50).
 	p.admit = wire.AdmissionInput{Environment: envType, Input: input,
 		NativeSessionMissing: p.session.Started && p.session.NativeSessionID == ""}
+	if p.agent != nil {
+		p.admit.Agent = p.agent.Features()
+	}
 	p.required, err = wire.RequiredCapabilities(p.admit)
 	return p, err
 }

@@ -38,6 +38,9 @@ func (g *Gateway) execute(c *conn, p turnPlan, in *turn.Instance, caps wire.Agen
 			sc.Binding = &b
 		}
 	}
+	if p.agent != nil {
+		p.agent.Configure(&cfg, &sc)
+	}
 	if err := wire.ApplyOptIns(&cfg, sc); err != nil {
 		admitted()
 		g.fail(log, in, turn.InvalidConfiguration, store.Outcome{}, err)

@@ -1,0 +1,86 @@
+package agent
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentwire/agentwire/wire"
+)
+
+func TestValidateNamesTheField(t *testing.T) {
+	obj := json.RawMessage(`{"type":"object"}`)
+	fn := wire.NativeJSON(obj)
+	for _, tc := range []struct {
+		name  string
+		def   Definition
+		field string
+	}{
+		{"no kind", Definition{}, "agent_kind"},
+		{"blank kind", Definition{AgentKind: "  "}, "agent_kind"},
+		{"unnamed function", Definition{AgentKind: "codex", FunctionTools: []wire.FunctionTool{{Parameters: fn}}}, "function_tools[0].name"},
+		{"twice", Definition{AgentKind: "codex", FunctionTools: []wire.FunctionTool{{Name: "f", Parameters: fn}, {Name: "f", Parameters: fn}}}, "function_tools[1].name"},
+		{"deferred without search", Definition{AgentKind: "codex", FunctionTools: []wire.FunctionTool{{Name: "f", Parameters: fn, DeferLoading: true}}}, "function_tools[0].defer_loading"},
+		{"parameters not an object", Definition{AgentKind: "codex", FunctionTools: []wire.FunctionTool{{Name: "f", Parameters: wire.NativeJSON(`[1]`)}}}, "function_tools[0].parameters"},
+		{"no parameters", Definition{AgentKind: "codex", FunctionTools: []wire.FunctionTool{{Name: "f"}}}, "function_tools[0].parameters"},
+		{"schema missing", Definition{AgentKind: "codex", OutputFormat: &OutputFormat{Type: "json_schema"}}, "output_format.schema"},
+		{"text with schema", Definition{AgentKind: "codex", OutputFormat: &OutputFormat{Type: "text", Schema: obj}}, "output_format.schema"},
+		{"unknown format", Definition{AgentKind: "codex", OutputFormat: &OutputFormat{Type: "xml"}}, "output_format.type"},
+		{"verbosity", Definition{AgentKind: "codex", TextVerbosity: "loud"}, "text_verbosity"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.def.Validate()
+			var fe *FieldError
+			require.ErrorAs(t, err, &fe)
+			assert.Equal(t, tc.field, fe.Field)
+			assert.NotEmpty(t, fe.Detail)
+		})
+	}
+	require.NoError(t, Definition{AgentKind: "codex", ToolSearch: true, OutputFormat: &OutputFormat{Type: "text"},
+		FunctionTools: []wire.FunctionTool{{Name: "f", Parameters: fn, DeferLoading: true}}}.Validate())
+}
+
+// An Agent's features are what admission requires; a bare definition
+// requires nothing beyond its kind.
+func TestFeaturesDriveAdmission(t *testing.T) {
+	obj := json.RawMessage(`{"type":"object"}`)
+	fn := wire.NativeJSON(obj)
+	req := func(d Definition) wire.CapabilitySet {
+		t.Helper()
+		set, err := wire.RequiredCapabilities(wire.AdmissionInput{Environment: wire.EnvironmentTypeNone, Agent: d.Features()})
+		require.NoError(t, err)
+		return set
+	}
+	base := req(Definition{AgentKind: "codex"})
+	full := req(Definition{AgentKind: "codex", ToolSearch: true, MultiAgent: &MultiAgent{Enabled: true},
+		DisableProgrammaticToolCalling: true,
+		OutputFormat:                   &OutputFormat{Type: "json_schema", Schema: obj},
+		FunctionTools:                  []wire.FunctionTool{{Name: "f", Parameters: fn, DeferLoading: true}}})
+	for _, c := range []string{"function_tools", "structured_output", "tool_search", "programmatic_tool_calling_disable"} {
+		assert.False(t, base.Has(c), "%s without the feature", c)
+		assert.True(t, full.Has(c), "%s with the feature", c)
+	}
+}
+
+func TestConfigureCarriesTheAgent(t *testing.T) {
+	schema := json.RawMessage(`{"type":"object"}`)
+	d := Definition{AgentKind: "codex", Model: "m-1", Instructions: "be brief", TextVerbosity: wire.TextVerbosityLow,
+		OutputFormat:  &OutputFormat{Type: "json_schema", Schema: schema},
+		FunctionTools: []wire.FunctionTool{{Name: "lookup", Parameters: wire.NativeJSON(schema)}}}
+	var req wire.PromptRequest
+	var sc wire.SessionConfig
+	d.Configure(&req, &sc)
+	require.NotNil(t, req.AgentOptions)
+	assert.Equal(t, "m-1", *req.AgentOptions.Model)
+	assert.Equal(t, "be brief", *req.AgentOptions.SystemPrompt)
+	assert.Equal(t, d.FunctionTools, req.FunctionTools)
+	assert.Equal(t, wire.NativeJSON(schema), sc.OutputSchema)
+	assert.Equal(t, wire.TextVerbosityLow, sc.TextVerbosity)
+	assert.False(t, sc.MultiAgentEnabled)
+
+	var bare wire.PromptRequest
+	Definition{AgentKind: "codex"}.Configure(&bare, &wire.SessionConfig{})
+	assert.Nil(t, bare.AgentOptions, "no options invented for a bare Agent")
+}
