@@ -107,7 +107,7 @@ func TestSessionHelpShowsOwnFlags(t *testing.T) {
 	errb.Reset()
 	err = run([]string{"session", "create"}, &bytes.Buffer{}, &errb)
 	assert.ErrorIs(t, err, errUsage)
-	assert.Contains(t, errb.String(), "--kind is required")
+	assert.Contains(t, errb.String(), "--kind or --agent is required")
 }
 
 func TestLogFormat(t *testing.T) {

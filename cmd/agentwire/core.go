@@ -15,6 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/agentwire/agentwire/core/agent"
 	"github.com/agentwire/agentwire/core/credential"
 	"github.com/agentwire/agentwire/core/gateway"
 	"github.com/agentwire/agentwire/core/server"
@@ -73,12 +74,20 @@ func runCoreServe(args []string, stdout, stderr io.Writer) error {
 	public := fs.String("public-url", "", "base URL Runtimes reach Core at (default: http:// and the listen address)")
 	scale := timeScaleFlag(fs)
 	transcriptFile := fs.String("transcript", "", "append every Runtime frame, both ways, to this file as JSON lines (frames carry no credential)")
+	profilesFile := fs.String("engine-profiles", "", "a JSON file of engine profiles ({\"profiles\":[...]}, docs/agents.md): each replaces the shipped profile of its agent kind")
 	logFormat := logFormatFlag(fs)
 	if err := parseFlags(fs, args); err != nil || fs.NArg() != 0 {
 		return errUsage
 	}
 	if *placementTimeout <= 0 {
 		return usageError(fs, "--placement-timeout must be positive, got %v", *placementTimeout)
+	}
+	profiles := agent.DefaultProfiles()
+	if *profilesFile != "" {
+		var err error
+		if profiles, err = agent.LoadProfiles(*profilesFile); err != nil {
+			return err
+		}
 	}
 	clock, err := timeScaleClock(*scale)
 	if err != nil {
@@ -115,7 +124,7 @@ func runCoreServe(args []string, stdout, stderr io.Writer) error {
 	if err := warnUnowned(ctx, st, log); err != nil {
 		return err
 	}
-	srv := server.New(server.Config{Store: st, PublicURL: *public, Logger: log, Clock: clock, Transcript: transcript, PlacementTimeout: *placementTimeout})
+	srv := server.New(server.Config{Store: st, PublicURL: *public, Logger: log, Clock: clock, Transcript: transcript, PlacementTimeout: *placementTimeout, Profiles: profiles})
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	fmt.Fprintf(stdout, "agentwire core: listening on %s\n", base)
 	errc := make(chan error, 1)

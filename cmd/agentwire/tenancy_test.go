@@ -210,6 +210,10 @@ func TestCrossTenantIsolation(t *testing.T) {
 	mutationA := write["mutation_id"].(string)
 	require.Equal(t, "completed", write["outcome"])
 
+	code, agentA := a.api.do("POST", "/api/v1/agents", map[string]any{"agent_kind": "script", "instructions": "alpha's"})
+	require.Equal(t, 201, code, agentA)
+	_, agentBefore := a.api.do("GET", "/api/v1/agents/"+agentA["id"].(string), nil)
+
 	before := hashTree(t, a.workspace)
 	_, turnBefore := a.api.do("GET", "/api/v1/turns/"+turnA, nil)
 	eventsBefore := a.api.eventTypes(turnA)
@@ -223,6 +227,7 @@ func TestCrossTenantIsolation(t *testing.T) {
 		"{interaction_id}": {"perm_0", "perm_0"},
 		"{mutation_id}":    {mutationA, missingUUID},
 		"{environment_id}": {a.env, missingUUID},
+		"{agent_id}":       {agentA["id"].(string), "agent_000000000000000000000000"},
 	}
 	bodies := map[string]string{
 		"POST /api/v1/sessions/{session_id}/turns":                   `{"input":[{"content":[{"type":"input_text","text":"beta was here"}]}]}`,
@@ -230,6 +235,7 @@ func TestCrossTenantIsolation(t *testing.T) {
 		"POST /api/v1/turns/{turn_id}/interactions/{interaction_id}": `{"approved":true}`,
 		"PUT /api/v1/sessions/{session_id}/files/content":            "beta overwrote this\n",
 		"POST /api/v1/writes/{mutation_id}/resolve":                  `{"resolution":"applied"}`,
+		"PUT /api/v1/agents/{agent_id}":                              `{"agent_kind":"script","instructions":"beta's"}`,
 	}
 	queries := map[string]string{
 		"GET /api/v1/sessions/{session_id}/files":         "?path=src",
@@ -315,6 +321,10 @@ func TestCrossTenantIsolation(t *testing.T) {
 	assert.Equal(t, writeBefore, writeAfter, "A's write receipt is unchanged")
 	_, envAfter := a.api.do("GET", "/api/v1/environments/"+a.env, nil)
 	assert.Equal(t, envBefore, envAfter, "A's Environment is unchanged (no suspension, no initialization)")
+	_, agentAfter := a.api.do("GET", "/api/v1/agents/"+agentA["id"].(string), nil)
+	assert.Equal(t, agentBefore, agentAfter, "A's Agent has no version B wrote")
+	_, agentsB := b.api.do("GET", "/api/v1/agents", nil)
+	assert.Empty(t, agentsB["agents"], "B lists none of A's Agents")
 	got, err := os.ReadFile(filepath.Join(a.workspace, "src", "main.go"))
 	require.NoError(t, err)
 	assert.Equal(t, "package alpha\n", string(got))

@@ -27,14 +27,19 @@ func agentView(a store.Agent) (Agent, error) {
 	return v, err
 }
 
-// readDefinition decodes and validates an Agent definition, answering
-// 400 with the field at fault.
-func readDefinition(w http.ResponseWriter, r *http.Request) (agent.Definition, json.RawMessage, bool) {
+// readDefinition decodes and validates an Agent definition and checks
+// that its kind's engine profile qualifies every feature it uses,
+// answering 400 with the field at fault.
+func readDefinition(w http.ResponseWriter, r *http.Request, profiles agent.Profiles) (agent.Definition, json.RawMessage, bool) {
 	var d agent.Definition
 	if !decode(w, r, &d) {
 		return d, nil, false
 	}
-	if err := d.Validate(); err != nil {
+	err := d.Validate()
+	if err == nil {
+		err = profiles.Lookup(d.AgentKind).Qualify(d)
+	}
+	if err != nil {
 		var fe *agent.FieldError
 		if errors.As(err, &fe) {
 			badField(w, fe.Field, fe.Detail)
@@ -59,7 +64,7 @@ func (a *API) createAgent(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusForbidden, Error{Error: "project_key_required", Detail: "an Agent belongs to a project: use a project key"})
 		return
 	}
-	_, raw, ok := readDefinition(w, r)
+	_, raw, ok := readDefinition(w, r, a.cfg.Profiles)
 	if !ok {
 		return
 	}
@@ -78,7 +83,7 @@ func (a *API) updateAgent(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	_, raw, ok := readDefinition(w, r)
+	_, raw, ok := readDefinition(w, r, a.cfg.Profiles)
 	if !ok {
 		return
 	}
@@ -153,4 +158,10 @@ func (a *API) writeAgent(w http.ResponseWriter, status int, ag store.Agent) {
 		return
 	}
 	writeJSON(w, status, v)
+}
+
+// engineProfiles answers GET /api/v1/engine-profiles: what each agent
+// kind's profile qualifies, so a user can tell why an Agent is refused.
+func (a *API) engineProfiles(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"profiles": a.cfg.Profiles.Sorted()})
 }

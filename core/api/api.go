@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentwire/agentwire/core/agent"
 	"github.com/agentwire/agentwire/core/credential"
 	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/peer"
@@ -31,6 +32,7 @@ type Route struct {
 // Routes lists every route API registers, in OpenAPI path syntax.
 var Routes = []Route{
 	{"GET", "/api/v1/devices"},
+	{"GET", "/api/v1/engine-profiles"},
 	{"POST", "/api/v1/sessions"},
 	{"GET", "/api/v1/sessions/{session_id}"},
 	{"GET", "/api/v1/sessions/{session_id}/diagnostics"},
@@ -80,6 +82,9 @@ type Config struct {
 	InputAdded func(turnID string)
 	Now        func() time.Time
 	Logger     *slog.Logger
+	// Profiles are the engine profiles by agent kind: an Agent is
+	// refused when its kind's profile does not qualify a feature it uses.
+	Profiles agent.Profiles
 	// Clock times the revalidation of open event streams (nil: the
 	// system clock); Revalidate is how often a stream asks whether its
 	// key is still valid (DefaultRevalidate when 0).
@@ -108,12 +113,18 @@ type Config struct {
 type API struct{ cfg Config }
 
 // New returns the API.
-func New(cfg Config) *API { return &API{cfg: cfg} }
+func New(cfg Config) *API {
+	if cfg.Profiles == nil {
+		cfg.Profiles = agent.DefaultProfiles()
+	}
+	return &API{cfg: cfg}
+}
 
 // Register adds every route of Routes to mux.
 func (a *API) Register(mux *http.ServeMux) {
 	h := map[Route]http.HandlerFunc{
 		{"GET", "/api/v1/devices"}:                                        a.devices,
+		{"GET", "/api/v1/engine-profiles"}:                                a.engineProfiles,
 		{"POST", "/api/v1/sessions"}:                                      a.createSession,
 		{"GET", "/api/v1/sessions/{session_id}"}:                          a.getSession,
 		{"GET", "/api/v1/sessions/{session_id}/diagnostics"}:              a.diagnostics,

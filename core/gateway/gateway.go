@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentwire/agentwire/core/agent"
 	"github.com/agentwire/agentwire/core/credential"
 	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/core/turn"
@@ -62,6 +63,9 @@ type Config struct {
 	// its project that declares what it requires before it fails
 	// unplaceable (5 minutes; spec/turn.yaml, unplaceable).
 	PlacementTimeout time.Duration
+	// Profiles are the engine profiles by agent kind; a kind without one
+	// declares no control and qualifies no Agent feature.
+	Profiles agent.Profiles
 }
 
 // Gateway accepts Runtime connections and keeps one per device.
@@ -110,6 +114,9 @@ func New(cfg Config) *Gateway {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Profiles == nil {
+		cfg.Profiles = agent.DefaultProfiles()
 	}
 	if cfg.Journal == nil {
 		cfg.Journal = nopJournal{cfg.Store}

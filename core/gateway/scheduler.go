@@ -276,12 +276,15 @@ func (k *kick) environment(ctx context.Context, st store.Store, id string) (stor
 
 // turnPlan is what executing one Turn needs besides its connection.
 type turnPlan struct {
-	turn     store.Turn
-	session  store.Session
-	env      store.Environment
-	agent    *agent.Definition // the Agent version the Session runs; nil for a bare kind
-	required wire.CapabilitySet
-	admit    wire.AdmissionInput
+	turn    store.Turn
+	session store.Session
+	env     store.Environment
+	agent   *agent.Definition // the Agent version the Session runs; nil for a bare kind
+	// unqualified says which Agent feature the kind's engine profile
+	// does not qualify; "" when it qualifies them all.
+	unqualified string
+	required    wire.CapabilitySet
+	admit       wire.AdmissionInput
 }
 
 func (g *Gateway) plan(ctx context.Context, k *kick, t store.Turn) (turnPlan, error) {
@@ -311,10 +314,18 @@ func (g *Gateway) plan(ctx context.Context, k *kick, t store.Turn) (turnPlan, er
 	// subagent_control); a Session of an Agent adds the rows its features
 	// trigger (core/agent). No engine profile declares a control yet, so
 	// the profile rows apply to none (daemon-protocol.txt:31-50).
-	p.admit = wire.AdmissionInput{Environment: envType, Input: input,
+	// The profile of the Session's kind declares the controls every Run
+	// of it carries and qualifies the Agent's features
+	// (daemon-protocol.txt:31, 39); an Agent written before its profile
+	// changed waits, and fails unplaceable, rather than run unqualified.
+	prof := g.cfg.Profiles.Lookup(p.session.AgentKind)
+	p.admit = wire.AdmissionInput{Environment: envType, Input: input, Profile: prof.Wire(),
 		NativeSessionMissing: p.session.Started && p.session.NativeSessionID == ""}
 	if p.agent != nil {
 		p.admit.Agent = p.agent.Features()
+		if err := prof.Qualify(*p.agent); err != nil {
+			p.unqualified = err.Error()
+		}
 	}
 	p.required, err = wire.RequiredCapabilities(p.admit)
 	return p, err
@@ -401,6 +412,9 @@ func (g *Gateway) place(ctx context.Context, k *kick, t store.Turn) (*placement,
 	p, err := g.plan(ctx, k, t)
 	if err != nil {
 		return nil, Waiting{}, err
+	}
+	if p.unqualified != "" {
+		return nil, Waiting{Reason: WaitNotQualified, Detail: p.unqualified}, nil
 	}
 	cands := g.candidates(p)
 	if len(cands) == 0 {

@@ -25,6 +25,9 @@ const (
 	WaitKindNotDeclared = "kind_not_declared"
 	// WaitKindUnavailable: the kind is declared, unavailable everywhere.
 	WaitKindUnavailable = "kind_unavailable"
+	// WaitNotQualified: the engine profile of the Session's kind does not
+	// qualify a feature of its Agent (core/agent.Profile).
+	WaitNotQualified = "not_qualified"
 	// WaitCapabilityMissing: every device declaring the kind lacks a
 	// capability the Turn requires (wire.RequiredCapabilities).
 	WaitCapabilityMissing = "capability_missing"
@@ -65,7 +68,7 @@ const DefaultPlacementTimeout = 5 * time.Minute
 // suspension, a busy device or Session passes).
 func unmet(reason string) bool {
 	switch reason {
-	case WaitNoDevice, WaitKindNotDeclared, WaitKindUnavailable, WaitCapabilityMissing:
+	case WaitNoDevice, WaitKindNotDeclared, WaitKindUnavailable, WaitCapabilityMissing, WaitNotQualified:
 		return true
 	}
 	return false

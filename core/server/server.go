@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/agentwire/agentwire/core/agent"
 	"github.com/agentwire/agentwire/core/api"
 	"github.com/agentwire/agentwire/core/credential"
 	"github.com/agentwire/agentwire/core/gateway"
@@ -29,6 +30,9 @@ type Config struct {
 	Transcript io.Writer
 	// PlacementTimeout is gateway.Config.PlacementTimeout (0: 5 minutes).
 	PlacementTimeout time.Duration
+	// Profiles are the engine profiles by agent kind (nil:
+	// agent.DefaultProfiles).
+	Profiles agent.Profiles
 }
 
 // Server is one Core's HTTP surface.
@@ -48,13 +52,16 @@ func New(cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Profiles == nil {
+		cfg.Profiles = agent.DefaultProfiles()
+	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux()}
 	s.creds = credential.Issuer{Store: cfg.Store, Now: cfg.Clock.Now}
 	s.journal = &api.Journal{Store: cfg.Store}
-	s.gateway = gateway.New(gateway.Config{Store: cfg.Store, Credentials: s.creds, PublicURL: cfg.PublicURL, Clock: cfg.Clock, Logger: cfg.Logger, Journal: s.journal, Transcript: cfg.Transcript, PlacementTimeout: cfg.PlacementTimeout})
+	s.gateway = gateway.New(gateway.Config{Store: cfg.Store, Credentials: s.creds, PublicURL: cfg.PublicURL, Clock: cfg.Clock, Logger: cfg.Logger, Journal: s.journal, Transcript: cfg.Transcript, PlacementTimeout: cfg.PlacementTimeout, Profiles: cfg.Profiles})
 	s.gateway.Register(s.mux)
 	api.New(api.Config{
-		Store: cfg.Store, Credentials: s.creds, Journal: s.journal, Now: cfg.Clock.Now, Clock: cfg.Clock, Logger: cfg.Logger,
+		Store: cfg.Store, Credentials: s.creds, Journal: s.journal, Now: cfg.Clock.Now, Clock: cfg.Clock, Logger: cfg.Logger, Profiles: cfg.Profiles,
 		Devices: func(ctx context.Context, project string) (any, error) { return DeviceViews(ctx, cfg.Store, project) },
 		CheckInput: func(ctx context.Context, turnID string, in wire.MessageInput) error {
 			var refused *gateway.InputRefused
