@@ -232,6 +232,11 @@ func (c *apiClient) stream(turnID string, last *eventCursor, on func(event, data
 				}
 				return st, false, nil
 			}
+			if event == "end" {
+				// Core ended the stream because this client fell behind
+				// (subscriber_overflow): resume after the last event seen.
+				return nil, false, nil
+			}
 			if event != "" {
 				// The event counts as seen once handed on: a Ctrl-C while
 				// on asks about it must not show it again on re-attach.

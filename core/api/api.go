@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/agentwire/agentwire/core/agent"
@@ -90,6 +89,9 @@ type Config struct {
 	// key is still valid (DefaultRevalidate when 0).
 	Clock      peer.Clock
 	Revalidate time.Duration
+	// Stall is how long an event stream's client may take no event before
+	// its stream ends with subscriber_overflow (DefaultStall when 0).
+	Stall time.Duration
 
 	// Files reads a Session's workspace (files.go); nil answers 501.
 	Files FilesFunc
@@ -212,6 +214,15 @@ func (a *API) revalidate() time.Duration {
 	return DefaultRevalidate
 }
 
+// stall is how long an event stream's client may take no event
+// (Config.Stall, DefaultStall when 0).
+func (a *API) stall() time.Duration {
+	if a.cfg.Stall > 0 {
+		return a.cfg.Stall
+	}
+	return DefaultStall
+}
+
 func (a *API) clock() peer.Clock {
 	if a.cfg.Clock != nil {
 		return a.cfg.Clock
@@ -309,52 +320,6 @@ func (a *API) devices(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"devices": list})
-}
-
-// Journal appends to the store's event journal and wakes the SSE streams
-// of the Turn.
-type Journal struct {
-	Store store.Store
-	mu    sync.Mutex
-	wake  map[string]chan struct{}
-}
-
-// Append stores events in one atomic write and wakes the subscribers of
-// each Turn that got one.
-func (j *Journal) Append(ctx context.Context, events ...store.Event) ([]store.Event, error) {
-	res, err := j.Store.Commit(ctx, store.Batch{Events: events})
-	out := res.Events
-	for i, e := range out {
-		if e.Seq != 0 && (i == 0 || out[i-1].TurnID != e.TurnID) {
-			j.Notify(e.TurnID)
-		}
-	}
-	return out, err
-}
-
-// Notify wakes the Turn's subscribers (after an event or a status change).
-func (j *Journal) Notify(turnID string) {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if ch, ok := j.wake[turnID]; ok {
-		close(ch)
-		delete(j.wake, turnID)
-	}
-}
-
-// changed returns a channel closed at the Turn's next Notify.
-func (j *Journal) changed(turnID string) <-chan struct{} {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if j.wake == nil {
-		j.wake = map[string]chan struct{}{}
-	}
-	ch, ok := j.wake[turnID]
-	if !ok {
-		ch = make(chan struct{})
-		j.wake[turnID] = ch
-	}
-	return ch
 }
 
 func compact(b []byte) json.RawMessage {

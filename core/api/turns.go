@@ -232,10 +232,13 @@ func (a *API) addInput(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, map[string]any{"input_id": in.ID, "seq": in.Seq})
 }
 
-// events streams the Turn's journal as Server-Sent Events: each event's
-// id is its journal sequence number, so a client resumes with
-// Last-Event-ID. The stream ends after the Turn is terminal and every
-// event was sent, with a final "status" event.
+// events streams the Turn's journal as Server-Sent Events through a
+// durable subscription: each event's id is its journal sequence number,
+// so a client resumes with Last-Event-ID. The stream's last event says why
+// it ends: "status" once the Turn is terminal and every event was sent;
+// "end" {"reason":"subscriber_overflow","resume_after":N} when the client
+// took no event for the stall bound (it resumes after N);
+// "error" {"error":"credential_revoked"} when the key was revoked.
 func (a *API) events(w http.ResponseWriter, r *http.Request) {
 	t, ok := a.turn(w, r)
 	if !ok {
@@ -250,63 +253,68 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) {
 		}
 		after = n
 	}
-	flusher, _ := w.(http.Flusher)
+	rc := http.NewResponseController(w)
+	stall := a.stall()
+	// Every write is bounded: a client that stops reading ends its
+	// stream instead of holding it (and what it buffered) for ever.
+	write := func(format string, args ...any) error {
+		_ = rc.SetWriteDeadline(time.Now().Add(stall))
+		_, err := fmt.Fprintf(w, format, args...)
+		return err
+	}
+	flush := func() { _ = rc.Flush() }
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
+	flush()
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	sub := a.cfg.Journal.SubscribeDurable(ctx, t.ID, after, a.clock(), stall)
+	defer func() {
+		cancel()
+		for range sub.Events() {
+			// drain, so the subscription's goroutine ends with the request
+		}
+	}()
 	recheck := a.clock().NewTimer(a.revalidate())
 	defer recheck.Stop()
 	for {
-		// Subscribe before reading, so a Notify between the read and
-		// the wait is not lost.
-		changed := a.cfg.Journal.changed(t.ID)
-		evs, err := a.cfg.Store.Events(r.Context(), t.ID, after, 256)
-		if err != nil {
-			return
-		}
-		for _, e := range evs {
-			fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Type, compact(e.Payload))
-			after = e.Seq
-		}
-		if flusher != nil {
-			flusher.Flush()
-		}
-		if len(evs) == 256 {
-			continue
-		}
-		cur, err := a.cfg.Store.GetTurn(r.Context(), t.ID)
-		if err != nil {
-			return
-		}
-		if cur.State.Terminal() {
-			more, err := a.cfg.Store.Events(r.Context(), t.ID, after, 1)
-			if err == nil && len(more) == 0 {
-				st, _ := json.Marshal(cur.Status())
-				fmt.Fprintf(w, "event: status\ndata: %s\n\n", st)
-				if flusher != nil {
-					flusher.Flush()
-				}
+		select {
+		case e, open := <-sub.Events():
+			if !open {
+				a.endStream(sub, write, flush)
 				return
 			}
-			continue
-		}
-		select {
-		case <-changed:
-		case <-r.Context().Done():
-			return
+			if write("id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Type, compact(e.Payload)) != nil {
+				return
+			}
+			flush()
 		case <-recheck.C():
 			// Revocation is immediate: a stream opened with a key revoked
 			// since ends within one check interval (docs/tenancy.md).
 			if err := a.cfg.Credentials.Valid(r.Context(), caller(r)); errors.Is(err, credential.ErrBad) {
-				fmt.Fprintf(w, "event: error\ndata: {\"error\":\"credential_revoked\"}\n\n")
-				if flusher != nil {
-					flusher.Flush()
-				}
+				_ = write("event: error\ndata: {\"error\":\"credential_revoked\"}\n\n")
+				flush()
 				return
 			}
 			recheck.Reset(a.revalidate())
 		}
 	}
+}
+
+// endStream writes the event that says why the subscription closed.
+func (a *API) endStream(sub *Subscription, write func(string, ...any) error, flush func()) {
+	var over *OverflowError
+	switch err := sub.Err(); {
+	case err == nil:
+		st, _ := json.Marshal(sub.Final().Status())
+		_ = write("event: status\ndata: %s\n\n", st)
+	case errors.As(err, &over):
+		_ = write("event: end\ndata: {\"reason\":\"subscriber_overflow\",\"resume_after\":%d}\n\n", over.After)
+	default:
+		return // the request ended, or the store failed: the stream is cut
+	}
+	flush()
 }
 
 // Errors the Cancel function returns for a Turn it cannot cancel now.

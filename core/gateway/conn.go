@@ -69,6 +69,9 @@ type conn struct {
 	pending store.Batch
 	after   []func()
 	writer  batchWriter // commits the batches off the loop (journal.go)
+	// backlog is the bytes of journal events handed to the batch and not
+	// committed yet (journal.go, overflows).
+	backlog atomic.Int64
 	// parts are the connection's lifecycle modules (parts.go).
 	parts
 }

@@ -84,6 +84,9 @@ type runRec struct {
 
 	engineCode string
 	engineHTTP int
+	// overflowed is set (on the loop) once the Run's subscription closed
+	// because the journal fell behind (journal.go, backlog).
+	overflowed bool
 	finished   chan struct{}
 	once       sync.Once
 }
@@ -337,6 +340,7 @@ func (h execHooks) journal(r *runRec, typ string, payload any) error {
 	if err != nil {
 		return err
 	}
+	h.c.backlog.Add(int64(len(e.Payload)))
 	h.c.pending.Events = append(h.c.pending.Events, e)
 	return nil
 }
@@ -349,7 +353,11 @@ func (h execHooks) frame(f *fsm.Firing[*peer.Event]) (*runRec, error) {
 	if f.Arg.Msg == nil {
 		return r, nil
 	}
-	return r, h.journal(r, f.Arg.Msg.Type, validated(f.Arg.Msg))
+	payload := validated(f.Arg.Msg)
+	if raw, ok := payload.(json.RawMessage); ok && h.c.overflows(r, int64(len(raw))) {
+		return r, nil
+	}
+	return r, h.journal(r, f.Arg.Msg.Type, payload)
 }
 
 // finish records the Turn's terminal state and wakes its worker and its
@@ -497,6 +505,13 @@ func (h execHooks) DoMarkEventStreamIncomplete(f *fsm.Firing[*peer.Event]) error
 	r := h.c.run(f.Arg.Key.ID)
 	if r == nil {
 		return nil
+	}
+	if f.Event == fsm.EventID(run.EventSubscriptionOverflow) {
+		// The stream's last event says why it ends here while the
+		// connection stays up; nothing else is invented.
+		if err := h.journal(r, "observation", map[string]string{"reason": "subscription_overflow"}); err != nil {
+			return err
+		}
 	}
 	return h.finish(f, r, "mark_event_stream_incomplete", store.Outcome{})
 }

@@ -63,6 +63,10 @@ type Config struct {
 	// its project that declares what it requires before it fails
 	// unplaceable (5 minutes; spec/turn.yaml, unplaceable).
 	PlacementTimeout time.Duration
+	// JournalBacklog bounds the bytes of Run events a connection holds
+	// uncommitted; a Run whose frame would exceed it loses its
+	// subscription (DefaultJournalBacklog when 0).
+	JournalBacklog int64
 	// Profiles are the engine profiles by agent kind; a kind without one
 	// declares no control and qualifies no Agent feature.
 	Profiles agent.Profiles
@@ -117,6 +121,9 @@ func New(cfg Config) *Gateway {
 	}
 	if cfg.Profiles == nil {
 		cfg.Profiles = agent.DefaultProfiles()
+	}
+	if cfg.JournalBacklog <= 0 {
+		cfg.JournalBacklog = DefaultJournalBacklog
 	}
 	if cfg.Journal == nil {
 		cfg.Journal = nopJournal{cfg.Store}

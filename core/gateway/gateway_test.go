@@ -74,8 +74,9 @@ func (e *env) hostDevice() string {
 
 func newEnv(t *testing.T, public bool) *env { return newEnvStore(t, public, memory.New()) }
 
-// newEnvStore is newEnv on the given store.
-func newEnvStore(t *testing.T, public bool, st store.Store) *env {
+// newEnvStore is newEnv on the given store; opts adjust the gateway's
+// configuration.
+func newEnvStore(t *testing.T, public bool, st store.Store, opts ...func(*gateway.Config)) *env {
 	e := &env{t: t, store: st, clock: peer.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), logs: &syncBuffer{}}
 	e.issuer = credential.Issuer{Store: e.store, Now: e.clock.Now}
 	log := slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -86,7 +87,11 @@ func newEnvStore(t *testing.T, public bool, st store.Store) *env {
 	if public {
 		url = e.srv.URL
 	}
-	e.gw = gateway.New(gateway.Config{Store: e.store, Credentials: e.issuer, PublicURL: url, Clock: e.clock, Logger: log})
+	cfg := gateway.Config{Store: e.store, Credentials: e.issuer, PublicURL: url, Clock: e.clock, Logger: log}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	e.gw = gateway.New(cfg)
 	e.gw.Register(mux)
 	t.Cleanup(func() {
 		e.gw.Close()

@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"github.com/agentwire/agentwire/core/store"
+	"github.com/agentwire/agentwire/fsm"
+	"github.com/agentwire/agentwire/fsm/run"
+	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/wire"
 )
 
@@ -26,6 +29,35 @@ import (
 // storeCommitTimeout bounds one commit of the batch, as storeCtx bounds
 // one write.
 const storeCommitTimeout = 3 * time.Second
+
+// DefaultJournalBacklog is how many bytes of Run events a connection may
+// hold that the store has not committed yet (Config.JournalBacklog).
+const DefaultJournalBacklog = 16 << 20
+
+// overflows reports whether journaling n more bytes of r's frames would
+// exceed the connection's backlog; if so it closes r's subscription
+// (subscription_overflow, once) instead.
+//
+// decision: a store that falls behind a Run's frames must not grow Core's
+// memory without bound, and stalling the connection's reader would stall
+// every other Run, read and heartbeat on it. The Run whose frame does not
+// fit loses its subscription with an explicit observation error while the
+// connection stays up, as daemon-protocol.txt:151 describes: the Turn
+// fails event_stream_incomplete, no error or done is invented, and later
+// frames of the Run are ignored (spec/run.yaml, incomplete).
+func (c *conn) overflows(r *runRec, n int64) bool {
+	if r.overflowed {
+		return true
+	}
+	if c.backlog.Load()+n <= c.g.cfg.JournalBacklog {
+		return false
+	}
+	r.overflowed = true
+	c.log.Warn("gateway: run subscription overflow: the store is behind the Run's frames", "run_id", r.runID, "turn_id", r.turnID,
+		"backlog_bytes", c.backlog.Load(), "limit_bytes", c.g.cfg.JournalBacklog)
+	_ = c.d.Local(peer.Key{Machine: run.Table.Name, ID: r.runID}, fsm.EventID(run.EventSubscriptionOverflow), nil)
+	return true
+}
 
 // validated is the payload of a frame as it arrived and was validated
 // (wire.Decode checked exactly these bytes), for the journal; a frame Core
@@ -125,6 +157,11 @@ func (c *conn) commitQueued(q []queued) {
 	ctx, cancel := context.WithTimeout(c.g.stores, storeCommitTimeout)
 	defer cancel()
 	res, err := c.g.cfg.Store.Commit(ctx, batch)
+	var bytes int64
+	for _, e := range batch.Events {
+		bytes += int64(len(e.Payload))
+	}
+	c.backlog.Add(-bytes)
 	if err != nil {
 		c.log.Warn("gateway: commit", "moves", len(batch.Moves), "events", len(batch.Events), "finishes", len(batch.Finishes), "err", err)
 	}

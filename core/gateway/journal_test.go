@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentwire/agentwire/core/gateway"
 	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/core/store/memory"
 	"github.com/agentwire/agentwire/wire"
@@ -100,4 +102,55 @@ func TestFramesKeepArrivingWhileABatchCommits(t *testing.T) {
 		sum += n
 	}
 	assert.Equal(t, 3, sum, "the frames delivered meanwhile: %v", after)
+}
+
+// A store that falls behind a Run's frames: once the uncommitted backlog
+// would pass its bound, the Run's subscription closes with
+// subscription_overflow while the connection stays up. The Turn fails
+// event_stream_incomplete, the stream's last event before the status says
+// why, no error or done is invented, later frames of the Run are ignored,
+// and the next Turn runs on the same connection.
+func TestRunSubscriptionOverflowsWhenTheStoreFallsBehind(t *testing.T) {
+	st := &gatedStore{Store: memory.New()}
+	e := newEnvStore(t, true, st, func(c *gateway.Config) { c.JournalBacklog = 64 })
+	tr := e.queueTurn("stream")
+	r := e.runtime("dev-1", wiretest.Capabilities())
+	s := r.start(first(r.prepare()))
+	e.waitTurn(tr.ID, store.TurnRunning)
+
+	st.arm()
+	var once sync.Once
+	release := func() { once.Do(func() { close(st.release) }) }
+	defer release()
+	r.send(s.RunID, wire.Delta{Delta: "a", Sequence: 1})
+	<-st.entered // about 30 bytes held uncommitted
+	r.send(s.RunID, wire.Delta{Delta: strings.Repeat("x", 40), Sequence: 2})
+	r.send(s.RunID, wire.Delta{Delta: "late", Sequence: 3})
+	r.send(s.RunID, wire.Done{})
+	require.Eventually(t, func() bool { return e.gw.TurnState(tr.ID) == string(store.TurnFailed) }, 10*time.Second, time.Millisecond)
+	release()
+	e.waitTurn(tr.ID, store.TurnFailed)
+
+	got, err := e.store.GetTurn(context.Background(), tr.ID)
+	require.NoError(t, err)
+	assert.Equal(t, store.ReasonEventStreamIncomplete, got.Outcome.Reason)
+	var types []string
+	var last string
+	for _, ev := range runEvents(t, e.store, tr.ID) {
+		types = append(types, ev.Type)
+		if ev.Type == "observation" {
+			last = string(ev.Payload)
+		}
+	}
+	assert.Equal(t, []string{"delta", "observation"}, types, "the frame that did not fit and everything after it are not journaled; no done is invented")
+	assert.JSONEq(t, `{"reason":"subscription_overflow"}`, last)
+	assert.Contains(t, e.logs.String(), "run subscription overflow")
+
+	// The connection stayed up: the next Turn is placed on it and runs.
+	next := e.queueTurn("after")
+	e.gw.Kick() // the worker's poll runs on the manual clock
+	s2 := r.start(first(r.prepare()))
+	e.waitTurn(next.ID, store.TurnRunning)
+	r.send(s2.RunID, wire.Done{})
+	e.waitTurn(next.ID, store.TurnCompleted)
 }
