@@ -170,6 +170,20 @@ type launch struct {
 	functions bool
 	// schema is the json_schema output format's schema (--json-schema).
 	schema string
+	// model is the Agent's model (agent_options.model); "" keeps the
+	// adapter's.
+	model string
+	// instructions are the Agent's (agent_options.system_prompt), appended
+	// to Claude Code's own system prompt.
+	instructions string
+}
+
+// modelOf is the model a launch runs.
+func (c Config) modelOf(l launch) string {
+	if l.model != "" {
+		return l.model
+	}
+	return c.Model
 }
 
 // args is the CLI's command line: stream-json both ways, partial messages,
@@ -180,7 +194,14 @@ func (c Config) args(l launch) []string {
 	a := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
 		"--include-partial-messages", "--replay-user-messages",
 		"--permission-prompt-tool", "stdio", "--permission-mode", "default", "--setting-sources", "",
-		"--model", c.Model}
+		"--model", c.modelOf(l)}
+	if l.instructions != "" {
+		// decision: appended, not replacing: Claude Code's own prompt
+		// describes its tools and permission rules, which the adapter's
+		// mapping relies on (as the Codex adapter keeps Codex's base
+		// instructions).
+		a = append(a, "--append-system-prompt", l.instructions)
+	}
 	if len(l.disallowed) > 0 {
 		a = append(a, "--disallowedTools", strings.Join(l.disallowed, ","))
 	}

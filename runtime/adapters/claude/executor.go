@@ -142,6 +142,17 @@ func (a *Adapter) startExecutor(ctx context.Context, hc harness.ExecutorConfig) 
 		// reports what it was called with (turn.go).
 		l.schema = string(c.OutputFormat.Schema)
 	}
+	if o := hc.Configuration.AgentOptions; o != nil {
+		if o.Model != nil {
+			l.model = *o.Model
+		}
+		if o.SystemPrompt != nil {
+			l.instructions = *o.SystemPrompt
+		}
+	}
+	// The Executor's model is the Agent's when it names one: the CLI's
+	// model settings and the usage the Runs report say the same.
+	cfg.Model = cfg.modelOf(l)
 	proc, err := childproc.Start(cfg.Binary, cfg.args(l), cfg.env(configDir), cwd, cfg.StderrBytes)
 	if err != nil {
 		return nil, fmt.Errorf("claude adapter: starting the CLI: %w", err)

@@ -8,6 +8,7 @@ package claude
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"os"
@@ -358,6 +359,31 @@ func TestHarnessClaudeExecutionControls(t *testing.T) {
 		assert.False(t, req.HasTool(off), "%s is offered", off)
 	}
 	assert.True(t, req.HasTool("Bash"))
+}
+
+// The Agent's model and instructions (agent_options) reach the CLI: the
+// model call names that model, and the instructions are part of the
+// system prompt, after Claude Code's own.
+func TestHarnessClaudeAgentOptions(t *testing.T) {
+	r := newRig(t, modeltest.WithFallback(modeltest.Always(modeltest.Reply(modeltest.Text("ok")))))
+	ctx, cancel := context.WithTimeout(context.Background(), cliWait)
+	defer cancel()
+	model, instructions := "agent-model", "Always answer like a pirate."
+	exe, err := r.a.NewExecutor(ctx, harness.ExecutorConfig{SessionID: "ses-1", Declaration: r.a.Declaration(),
+		Configuration: wire.PromptRequest{AgentKind: Kind, AgentStateKey: r.key, StrictResume: true,
+			AgentOptions: &wire.AgentOptions{Model: &model, SystemPrompt: &instructions}}})
+	require.NoError(t, err)
+	e := exe.(*executor)
+	defer func() { require.NoError(t, e.Close(ctx)) }()
+	done := run(t, e, ctx, "run-1", "hi", &recorder{})
+	req, err := r.srv.Await(ctx, 1)
+	require.NoError(t, err)
+	assert.Equal(t, model, req.Model())
+	system, err := json.Marshal(req.Body["system"])
+	require.NoError(t, err)
+	assert.Contains(t, string(system), instructions)
+	assert.Contains(t, string(system), "Claude", "Claude Code's own prompt stays")
+	assert.Equal(t, model, done.Usage.Model, "usage names the model that ran")
 }
 
 // A question to the user: AskUserQuestion becomes prompt_for_user_choice
