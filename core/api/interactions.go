@@ -152,17 +152,27 @@ func (a *API) send(w http.ResponseWriter, r *http.Request, t store.Turn, it stor
 		return
 	}
 	delivery, err := a.cfg.Answer(r.Context(), t.ID, it.ID, p)
+	var unsupported *AnswerUnsupported
 	switch {
 	case errors.Is(err, ErrAnswered):
 		writeJSON(w, http.StatusConflict, Error{Error: "interaction_settled", Detail: "the interaction was answered or withdrawn"})
 	case errors.Is(err, ErrNotRunning):
 		writeJSON(w, http.StatusConflict, Error{Error: "not_running", Detail: "the Turn's Run is not on a live connection"})
+	case errors.As(err, &unsupported):
+		writeJSON(w, http.StatusConflict, Error{Error: "result_unsupported", Detail: boundedText(unsupported.Detail)})
 	case err != nil:
 		a.internal(w, "answer interaction", err)
 	default:
 		writeJSON(w, http.StatusAccepted, map[string]string{"interaction_id": it.ID, "delivery_id": delivery})
 	}
 }
+
+// AnswerUnsupported is an answer the Turn's Harness cannot take (an image
+// in a function result without function_result_images): 409, nothing sent,
+// the interaction still open.
+type AnswerUnsupported struct{ Detail string }
+
+func (e *AnswerUnsupported) Error() string { return "api: answer unsupported: " + e.Detail }
 
 // AnswerFunc sends an answer; see Config.Answer.
 type AnswerFunc func(ctx context.Context, turnID, interactionID string, answer wire.Payload) (string, error)

@@ -49,6 +49,12 @@ func (h interHost) Journal(r interaction.Run, typ string, payload any) error {
 func (h interHost) StoreCtx() (context.Context, context.CancelFunc) { return h.c.storeCtx() }
 func (h interHost) Now() time.Time                                  { return h.c.g.cfg.Clock.Now() }
 
+// AnswerRefused is an answer the Run's Harness cannot take; nothing was
+// sent and the interaction stays open.
+type AnswerRefused struct{ Detail string }
+
+func (e *AnswerRefused) Error() string { return "gateway: answer refused: " + e.Detail }
+
 // AnswerInteraction sends the answer to a pending interaction of the Turn
 // with a fresh delivery ID and returns that ID. The stored record moves to
 // answered by one conditional write first, so a question is answered
@@ -73,6 +79,14 @@ func (g *Gateway) AnswerInteraction(ctx context.Context, turnID, interactionID s
 	g.mu.Unlock()
 	if c == nil || c.epoch != t.OwnerEpoch {
 		return "", ErrNotRunning
+	}
+	// A function result with an image goes only to a Run whose Harness
+	// was admitted with function_result_images (daemon-protocol.txt:46);
+	// the call stays open for a result it can take.
+	if fr, ok := answer.(wire.FunctionResult); ok && fr.HasImage() {
+		if r := c.run(t.RunID); r != nil && !r.caps.FunctionResultImages.Supports() {
+			return "", &AnswerRefused{Detail: "the result carries an image and the Turn's Harness declares no function_result_images"}
+		}
 	}
 	c.mu.Lock()
 	pc := c.pc

@@ -114,6 +114,10 @@ func (s *Server) answer(ctx context.Context, turnID, interactionID string, p wir
 	case errors.Is(err, gateway.ErrNotRunning):
 		return "", api.ErrNotRunning
 	}
+	var refused *gateway.AnswerRefused
+	if errors.As(err, &refused) {
+		return "", &api.AnswerUnsupported{Detail: refused.Detail}
+	}
 	return id, err
 }
 
