@@ -10,6 +10,7 @@ package agent
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strings"
 
 	"github.com/agentwire/agentwire/wire"
@@ -39,6 +40,25 @@ type Definition struct {
 	// DisableProgrammaticToolCalling switches programmatic tool calling
 	// off explicitly; unset leaves the Harness's default.
 	DisableProgrammaticToolCalling bool `json:"disable_programmatic_tool_calling,omitempty"`
+	// MCPServers are HTTP MCP servers the Harness connects to.
+	MCPServers []MCPServer `json:"mcp_servers,omitempty"`
+}
+
+// MCPServer is one HTTP MCP server of an Agent.
+type MCPServer struct {
+	ServerLabel string `json:"server_label"`
+	// ServerURL is an absolute http or https URL without user information.
+	ServerURL string `json:"server_url"`
+	// ConnectionOrigin is where the connection is made from: service (no
+	// execution environment) or environment (the Session's bound
+	// workspace). "" lets Core choose per Session before dispatch: the
+	// environment for a Session with a workspace, the service otherwise.
+	ConnectionOrigin string `json:"connection_origin,omitempty"`
+	// AllowedTools: absent allows every tool the server offers; a list
+	// allows exactly those.
+	AllowedTools *[]string `json:"allowed_tools,omitempty"`
+	// Required fails the Run when the server is unavailable.
+	Required bool `json:"required,omitempty"`
 }
 
 // OutputFormat is an Agent's output format.
@@ -106,6 +126,67 @@ func (d Definition) Validate() error {
 	default:
 		return bad("text_verbosity", "want low, medium or high, got %q", d.TextVerbosity)
 	}
+	labels := map[string]bool{}
+	for i, s := range d.MCPServers {
+		field := fmt.Sprintf("mcp_servers[%d]", i)
+		if labels[s.ServerLabel] {
+			return bad(field+".server_label", "server %q is declared twice", s.ServerLabel)
+		}
+		labels[s.ServerLabel] = true
+		if strings.TrimSpace(s.ServerLabel) == "" {
+			return bad(field+".server_label", "required")
+		}
+		u, err := url.Parse(s.ServerURL)
+		switch {
+		case err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "":
+			return bad(field+".server_url", "want an absolute http or https URL")
+		case u.User != nil:
+			return bad(field+".server_url", "a URL carries no credentials")
+		}
+		switch s.ConnectionOrigin {
+		case "", wire.MCPOriginService, wire.MCPOriginEnvironment:
+		default:
+			return bad(field+".connection_origin", "want service or environment (or nothing: Core chooses per Session), got %q", s.ConnectionOrigin)
+		}
+		if s.AllowedTools != nil {
+			seen := map[string]bool{}
+			for j, name := range *s.AllowedTools {
+				if name == "" || seen[name] {
+					return bad(fmt.Sprintf("%s.allowed_tools[%d]", field, j), "tool names are non-empty and listed once")
+				}
+				seen[name] = true
+			}
+		}
+	}
+	return nil
+}
+
+// wire is the server as a Run carries it, with origin when the Agent
+// leaves the choice to Core.
+func (s MCPServer) wire(origin string) wire.MCPHTTPServer {
+	if s.ConnectionOrigin != "" {
+		origin = s.ConnectionOrigin
+	}
+	var allowed *[]string
+	if s.AllowedTools != nil {
+		list := append([]string{}, (*s.AllowedTools)...)
+		allowed = &list
+	}
+	return wire.MCPHTTPServer{ConnectionOrigin: origin, ServerLabel: s.ServerLabel, ServerURL: s.ServerURL, AllowedTools: allowed, Required: s.Required}
+}
+
+// CheckOrigins names the first MCP server whose explicit connection
+// origin the Session's Environment cannot carry: service needs a Session
+// without a workspace, environment one with (daemon-protocol.txt:189).
+func (d Definition) CheckOrigins(local bool) error {
+	for i, s := range d.MCPServers {
+		switch {
+		case s.ConnectionOrigin == wire.MCPOriginService && local:
+			return &FieldError{Field: fmt.Sprintf("mcp_servers[%d].connection_origin", i), Detail: "a service-origin server needs a Session without a workspace"}
+		case s.ConnectionOrigin == wire.MCPOriginEnvironment && !local:
+			return &FieldError{Field: fmt.Sprintf("mcp_servers[%d].connection_origin", i), Detail: "an environment-origin server needs a Session with a registered Environment"}
+		}
+	}
 	return nil
 }
 
@@ -128,12 +209,32 @@ func (d Definition) Features() wire.AgentFeatures {
 	for _, t := range d.FunctionTools {
 		f.Functions = append(f.Functions, wire.AgentFunction{DeferLoading: t.DeferLoading})
 	}
+	for _, s := range d.MCPServers {
+		f.MCPHTTPServers = append(f.MCPHTTPServers, wire.AgentMCPServer{Required: s.Required})
+	}
 	return f
 }
 
 // Configure puts the Agent into the configuration execution_prepare
-// sends and the Session's opt-ins (wire.ApplyOptIns).
+// sends and the Session's opt-ins (wire.ApplyOptIns). A server whose
+// origin the Agent left to Core gets the Session's: environment with a
+// local Environment, service without.
+//
+// decision: Core freezes the public default before dispatch
+// (daemon-protocol.txt:189); the only origin a Run can carry is the one
+// that matches its Environment, so that is the default.
 func (d Definition) Configure(req *wire.PromptRequest, sc *wire.SessionConfig) {
+	if len(d.MCPServers) > 0 {
+		origin := wire.MCPOriginService
+		if sc.Environment.Local() {
+			origin = wire.MCPOriginEnvironment
+		}
+		servers := make([]wire.MCPHTTPServer, 0, len(d.MCPServers))
+		for _, s := range d.MCPServers {
+			servers = append(servers, s.wire(origin))
+		}
+		req.MCPHTTPServers = &servers
+	}
 	sc.MultiAgentEnabled = d.MultiAgent != nil && d.MultiAgent.Enabled
 	sc.TextVerbosity = d.TextVerbosity
 	sc.OutputSchema = d.schema()

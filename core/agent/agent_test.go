@@ -84,3 +84,56 @@ func TestConfigureCarriesTheAgent(t *testing.T) {
 	Definition{AgentKind: "codex"}.Configure(&bare, &wire.SessionConfig{})
 	assert.Nil(t, bare.AgentOptions, "no options invented for a bare Agent")
 }
+
+func TestMCPServers(t *testing.T) {
+	server := func(s MCPServer) Definition { return Definition{AgentKind: "codex", MCPServers: []MCPServer{s}} }
+	ok := MCPServer{ServerLabel: "docs", ServerURL: "https://mcp.example.com/mcp"}
+	require.NoError(t, server(ok).Validate())
+	for _, tc := range []struct {
+		name  string
+		def   Definition
+		field string
+	}{
+		{"no label", server(MCPServer{ServerURL: ok.ServerURL}), "mcp_servers[0].server_label"},
+		{"twice", Definition{AgentKind: "codex", MCPServers: []MCPServer{ok, ok}}, "mcp_servers[1].server_label"},
+		{"relative", server(MCPServer{ServerLabel: "a", ServerURL: "/mcp"}), "mcp_servers[0].server_url"},
+		{"ftp", server(MCPServer{ServerLabel: "a", ServerURL: "ftp://h/mcp"}), "mcp_servers[0].server_url"},
+		{"credentials in the URL", server(MCPServer{ServerLabel: "a", ServerURL: "https://u:p@h/mcp"}), "mcp_servers[0].server_url"},
+		{"origin", server(MCPServer{ServerLabel: "a", ServerURL: ok.ServerURL, ConnectionOrigin: "anywhere"}), "mcp_servers[0].connection_origin"},
+		{"allowed twice", server(MCPServer{ServerLabel: "a", ServerURL: ok.ServerURL, AllowedTools: &[]string{"x", "x"}}), "mcp_servers[0].allowed_tools[1]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var fe *FieldError
+			require.ErrorAs(t, tc.def.Validate(), &fe)
+			assert.Equal(t, tc.field, fe.Field)
+		})
+	}
+
+	// Required servers and their presence reach admission.
+	req := server(MCPServer{ServerLabel: "docs", ServerURL: ok.ServerURL, Required: true})
+	set, err := wire.RequiredCapabilities(wire.AdmissionInput{Environment: wire.EnvironmentTypeNone, Agent: req.Features()})
+	require.NoError(t, err)
+	assert.True(t, set.Has("mcp_http_tools"))
+	assert.True(t, set.Has("mcp_http_required"))
+	set, err = wire.RequiredCapabilities(wire.AdmissionInput{Environment: wire.EnvironmentTypeNone, Agent: server(ok).Features()})
+	require.NoError(t, err)
+	assert.False(t, set.Has("mcp_http_required"), "no server is required")
+
+	// An origin left to Core follows the Session's Environment; an explicit
+	// one the Environment cannot carry is named.
+	for _, tc := range []struct {
+		env  wire.EnvironmentType
+		want string
+	}{{wire.EnvironmentTypeNone, wire.MCPOriginService}, {wire.EnvironmentTypeSelfHosted, wire.MCPOriginEnvironment}} {
+		var p wire.PromptRequest
+		server(ok).Configure(&p, &wire.SessionConfig{Environment: tc.env})
+		require.NotNil(t, p.MCPHTTPServers)
+		assert.Equal(t, tc.want, (*p.MCPHTTPServers)[0].ConnectionOrigin, "%s", tc.env)
+		assert.Nil(t, (*p.MCPHTTPServers)[0].BearerToken, "no credential is invented")
+	}
+	assert.NoError(t, server(ok).CheckOrigins(true))
+	var fe *FieldError
+	require.ErrorAs(t, server(MCPServer{ServerLabel: "a", ServerURL: ok.ServerURL, ConnectionOrigin: wire.MCPOriginService}).CheckOrigins(true), &fe)
+	assert.Equal(t, "mcp_servers[0].connection_origin", fe.Field)
+	require.ErrorAs(t, server(MCPServer{ServerLabel: "a", ServerURL: ok.ServerURL, ConnectionOrigin: wire.MCPOriginEnvironment}).CheckOrigins(false), &fe)
+}

@@ -38,6 +38,7 @@ type Features struct {
 	MultiAgent                     bool `json:"multi_agent"`
 	ToolSearch                     bool `json:"tool_search"`
 	ProgrammaticToolCallingDisable bool `json:"programmatic_tool_calling_disable"`
+	MCPHTTP                        bool `json:"mcp_http"`
 }
 
 // Wire is the part of the profile admission reads.
@@ -62,6 +63,8 @@ func (p Profile) Qualify(d Definition) error {
 		return no("tool_search", "tool search")
 	case d.DisableProgrammaticToolCalling && !p.Features.ProgrammaticToolCallingDisable:
 		return no("disable_programmatic_tool_calling", "switching programmatic tool calling off")
+	case len(d.MCPServers) > 0 && !p.Features.MCPHTTP:
+		return no("mcp_servers", "HTTP MCP servers")
 	case d.TextVerbosity != "" && !p.Controls.TextVerbosity:
 		return no("text_verbosity", "a text verbosity (it declares no text verbosity control)")
 	}
@@ -98,20 +101,23 @@ func (ps Profiles) Sorted() []Profile {
 // decision: each default qualifies what its engine offers natively and
 // its adapter maps (docs/harnesses.md): codex declares both controls
 // (thread settings web_search and model_verbosity) and qualifies function
-// tools (dynamic tools), json_schema output (outputSchema) and subagents;
-// claude declares no control (Claude Code has neither setting) and
-// qualifies function tools (an MCP server on the control channel),
-// json_schema output (--json-schema) and subagents (its Task tool); exec
+// tools (dynamic tools), json_schema output (outputSchema), subagents and
+// HTTP MCP servers (its mcp_servers settings); claude declares no control
+// (Claude Code has neither setting) and qualifies function tools (an MCP
+// server on the control channel), json_schema output (--json-schema),
+// subagents (its Task tool) and HTTP MCP servers (--mcp-config). Whether a
+// device can run them is still its declaration's to say (no adapter
+// declares mcp_http_tools yet, so such Turns wait capability_missing); exec
 // runs a plain process, so it qualifies nothing; the ACP kinds qualify
 // nothing beyond the prompt, since ACP offers the client no function
 // tools, output format or controls; script, the test adapter, qualifies
 // every feature so that the device's declaration alone decides.
 func DefaultProfiles() Profiles {
-	all := Features{FunctionTools: true, JSONSchemaOutput: true, MultiAgent: true, ToolSearch: true, ProgrammaticToolCallingDisable: true}
+	all := Features{FunctionTools: true, JSONSchemaOutput: true, MultiAgent: true, ToolSearch: true, ProgrammaticToolCallingDisable: true, MCPHTTP: true}
 	ps := Profiles{}
 	for _, p := range []Profile{
-		{AgentKind: "codex", Controls: Controls{WebSearch: true, TextVerbosity: true}, Features: Features{FunctionTools: true, JSONSchemaOutput: true, MultiAgent: true}},
-		{AgentKind: "claude", Features: Features{FunctionTools: true, JSONSchemaOutput: true, MultiAgent: true}},
+		{AgentKind: "codex", Controls: Controls{WebSearch: true, TextVerbosity: true}, Features: Features{FunctionTools: true, JSONSchemaOutput: true, MultiAgent: true, MCPHTTP: true}},
+		{AgentKind: "claude", Features: Features{FunctionTools: true, JSONSchemaOutput: true, MultiAgent: true, MCPHTTP: true}},
 		{AgentKind: "exec"},
 		{AgentKind: "gemini"},
 		{AgentKind: "codex-acp"},

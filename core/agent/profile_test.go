@@ -23,6 +23,7 @@ func TestQualifyNamesTheUnqualifiedField(t *testing.T) {
 		{"subagents", Definition{MultiAgent: &MultiAgent{Enabled: true}}, "multi_agent.enabled"},
 		{"tool search", Definition{ToolSearch: true}, "tool_search"},
 		{"programmatic", Definition{DisableProgrammaticToolCalling: true}, "disable_programmatic_tool_calling"},
+		{"mcp", Definition{MCPServers: []MCPServer{{ServerLabel: "a", ServerURL: "https://h/mcp"}}}, "mcp_servers"},
 		{"verbosity", Definition{TextVerbosity: wire.TextVerbosityHigh}, "text_verbosity"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentwire/agentwire/core/agent"
 	"github.com/agentwire/agentwire/core/credential"
 	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/wire"
@@ -55,6 +56,7 @@ func (a *API) createSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var ag store.Agent
+	var def agent.Definition
 	if req.AgentID != "" {
 		var err error
 		ag, err = a.cfg.Store.GetAgent(r.Context(), req.AgentID, 0)
@@ -66,15 +68,15 @@ func (a *API) createSession(w http.ResponseWriter, r *http.Request) {
 			a.internal(w, "get agent", err)
 			return
 		}
-		var d struct {
-			AgentKind string `json:"agent_kind"`
-		}
-		_ = json.Unmarshal(ag.Definition, &d)
-		if req.AgentKind != "" && req.AgentKind != d.AgentKind {
-			badField(w, "agent_kind", "the Agent runs "+d.AgentKind+"; leave agent_kind out with agent_id")
+		if err := json.Unmarshal(ag.Definition, &def); err != nil {
+			a.internal(w, "read agent", err)
 			return
 		}
-		req.AgentKind = d.AgentKind
+		if req.AgentKind != "" && req.AgentKind != def.AgentKind {
+			badField(w, "agent_kind", "the Agent runs "+def.AgentKind+"; leave agent_kind out with agent_id")
+			return
+		}
+		req.AgentKind = def.AgentKind
 	}
 	if strings.TrimSpace(req.AgentKind) == "" {
 		badField(w, "agent_kind", "required")
@@ -134,6 +136,13 @@ func (a *API) createSession(w http.ResponseWriter, r *http.Request) {
 	if ag.ID != "" && ag.Project != env.Project {
 		badField(w, "agent_id", "the Agent belongs to another project than the Environment")
 		return
+	}
+	if t, err := wire.ParseEnvironmentType(env.Type); err == nil {
+		var fe *agent.FieldError
+		if err := def.CheckOrigins(t.Local()); errors.As(err, &fe) {
+			badField(w, "agent_id", "the Agent's "+fe.Field+": "+fe.Detail)
+			return
+		}
 	}
 	if err := a.cfg.Store.CreateSession(r.Context(), s); err != nil {
 		a.internal(w, "create session", err)
