@@ -244,10 +244,15 @@ func (l *turnLoop) request(m *message) {
 	case rToolCall:
 		l.functionCall(m)
 	default:
-		// decision: requests the adapter does not implement (user input,
-		// dynamic tools, MCP elicitation, login refresh, …) are refused at
-		// once with a JSON-RPC error, so Codex never waits on them; none of
-		// their capabilities is declared.
+		// decision: every other server request of 0.171.0 is refused at
+		// once with a JSON-RPC error, so Codex never waits on it: user input
+		// and MCP elicitation (user choice and MCP are declared false), a
+		// request to widen the sandbox (item/permissions/requestApproval:
+		// Core's permission requests cover commands and file changes, which
+		// the approvals above carry), ChatGPT login refresh, attestation,
+		// and the v1 applyPatchApproval and execCommandApproval that the v2
+		// approvals replace. Dynamic tools are not among them:
+		// item/tool/call is answered above, as function_call.
 		l.answerError(m, -32601, "agentwire does not handle "+m.Method)
 	}
 }
