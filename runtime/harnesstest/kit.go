@@ -290,11 +290,24 @@ func (r *Report) String() string {
 }
 
 // run runs one scenario as a subtest and records its outcome.
+//
+// A skipped subtest counts as failed: t.Run reports a skip as success, but
+// a scenario that did not run proved nothing about the capability (issue
+// 17 §1: a scenario that cannot run is a failing test, never a skip).
 func (k *kit) run(t *testing.T, level, name, capability string, f func(t *testing.T)) {
 	t.Helper()
-	passed := t.Run(name, f)
-	o := Outcome{Name: name, Capability: capability, Level: level, Passed: passed}
-	if !passed {
+	skipped := false
+	passed := t.Run(name, func(t *testing.T) {
+		// t.Skip ends the subtest with runtime.Goexit, which still runs
+		// this deferred call, after Skipped is already true.
+		defer func() { skipped = t.Skipped() }()
+		f(t)
+	})
+	o := Outcome{Name: name, Capability: capability, Level: level, Passed: passed && !skipped}
+	switch {
+	case skipped:
+		o.Note = "the scenario was skipped, so it did not run"
+	case !passed:
 		o.Note = "see the subtest's failure"
 	}
 	k.report.add(o)

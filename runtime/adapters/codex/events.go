@@ -6,10 +6,12 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"sort"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/wire"
 )
 
@@ -242,10 +244,15 @@ func (l *turnLoop) request(m *message) {
 	case rToolCall:
 		l.functionCall(m)
 	default:
-		// decision: requests the adapter does not implement (user input,
-		// dynamic tools, MCP elicitation, login refresh, …) are refused at
-		// once with a JSON-RPC error, so Codex never waits on them; none of
-		// their capabilities is declared.
+		// decision: every other server request of 0.171.0 is refused at
+		// once with a JSON-RPC error, so Codex never waits on it: user input
+		// and MCP elicitation (user choice and MCP are declared false), a
+		// request to widen the sandbox (item/permissions/requestApproval:
+		// Core's permission requests cover commands and file changes, which
+		// the approvals above carry), ChatGPT login refresh, attestation,
+		// and the v1 applyPatchApproval and execCommandApproval that the v2
+		// approvals replace. Dynamic tools are not among them:
+		// item/tool/call is answered above, as function_call.
 		l.answerError(m, -32601, "agentwire does not handle "+m.Method)
 	}
 }
@@ -281,7 +288,8 @@ func (l *turnLoop) approval(m *message) {
 		l.answer(m, "decline")
 		return
 	}
-	q := &question{interactionID: newInteractionID(), method: m.Method, rpcID: m.ID, resolved: make(chan struct{})}
+	l.asks++
+	q := &question{interactionID: newInteractionID(), order: l.asks, method: m.Method, rpcID: m.ID, resolved: make(chan struct{})}
 	l.e.mu.Lock()
 	l.t.asked[q.interactionID] = q
 	l.t.byRPC[string(m.ID)] = q
@@ -374,22 +382,59 @@ func (l *turnLoop) functionCall(m *message) {
 func (l *turnLoop) resolved(p resolvedParams) {
 	l.e.mu.Lock()
 	q := l.t.byRPC[string(p.RequestID)]
+	answered := false
 	if q != nil {
 		delete(l.t.byRPC, string(p.RequestID))
 		delete(l.t.asked, q.interactionID)
+		answered = q.answered // Decide sets it under the same lock
 	}
 	l.e.mu.Unlock()
-	if q == nil || q.answered {
+	if q == nil || answered {
 		return
 	}
 	q.resolve()
-	// decision: a withdrawn approval can no longer be answered (a later
-	// decision is not pending). harness.Emit sends every frame under the
-	// Run ID, and permission_cancel is addressed by the interaction ID
-	// (daemon-protocol.txt:76), so the adapter cannot send it through the
-	// harness contract; the withdrawal is logged, and the Turn's end closes
-	// the interaction.
-	l.e.log.Info("codex adapter: Codex withdrew an approval request", "run", l.t.runID, "request", q.interactionID)
+	if q.function {
+		// A function call has no withdrawal frame (permission_cancel names
+		// a permission request); Core's late function_result finds the
+		// call gone.
+		l.e.log.Info("codex adapter: Codex settled a function call it was not answered", "run", l.t.runID, "call", q.interactionID)
+		return
+	}
+	// decision: Codex no longer waits on the approval, so the open
+	// permission request is withdrawn (harness.Withdrawal, sent as
+	// permission_cancel under its interaction ID): Core stops asking, and
+	// its later decision is refused instead of looking pending.
+	l.send(harness.Withdrawal{RequestID: q.interactionID})
+}
+
+// withdrawOpen withdraws every approval still unanswered when Codex ends
+// the turn.
+//
+// decision: on an interruption Codex ends the turn with an approval
+// pending and only then sends serverRequest/resolved for it (measured on
+// 0.171.0: turn/completed comes first), after the Run's done. The turn's
+// end is what settles the request natively, so the withdrawal is sent
+// here, before done, rather than waiting for a notification that would
+// reach the next Turn. An approval Decide already answered is not
+// withdrawn: its outcome is Decide's to report.
+func (l *turnLoop) withdrawOpen() {
+	l.e.mu.Lock()
+	var open []*question
+	for id, q := range l.t.asked {
+		if q.function || q.answered {
+			continue
+		}
+		delete(l.t.asked, id)
+		delete(l.t.byRPC, string(q.rpcID))
+		open = append(open, q)
+	}
+	l.e.mu.Unlock()
+	// Map order is random; the withdrawals go out in the order asked.
+	sort.Slice(open, func(i, j int) bool { return open[i].order < open[j].order })
+	for _, q := range open {
+		q.resolve()
+		l.send(harness.Withdrawal{RequestID: q.interactionID})
+	}
 }
 
 // newInteractionID mints an interaction ID unique on the connection:

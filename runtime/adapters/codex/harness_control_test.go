@@ -3,6 +3,9 @@ package codex
 import (
 	"context"
 	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -55,8 +58,9 @@ func TestHarnessCodexInterrupt(t *testing.T) {
 	assert.Equal(t, "Hello from the scripted model.", res2.done.Content)
 }
 
-// A cancellation while an approval is pending: Codex withdraws the
-// request with the interruption, and a later decision finds it gone.
+// A cancellation while an approval is pending: Codex settles the request
+// with the interruption, the adapter withdraws it (permission_cancel)
+// before done, and a later decision finds it gone.
 func TestHarnessCodexInterruptWithdrawsAnApproval(t *testing.T) {
 	r := newRig(t, nil, modeltest.WithTurns(modeltest.Reply(modeltest.CodexExecEscalated("echo x > never.txt", "write"))))
 	e := r.executor(hcfg(r.a, r.ws))
@@ -67,13 +71,31 @@ func TestHarnessCodexInterruptWithdrawsAnApproval(t *testing.T) {
 	ch := start(runCtx, e, "run-int-perm", text("write"), rec, nil)
 	f, ok := rec.await(ctx, func(p wire.Payload) bool { _, ok := p.(wire.PermissionRequest); return ok })
 	require.True(t, ok)
+	asked := f.(wire.PermissionRequest).RequestID
 	stop()
 	res := wait(t, ch)
 	require.NoError(t, res.err)
 	assert.Equal(t, turnInterrupted, e.status())
+	// Emit is synchronous, so every frame recorded once Run returned went
+	// out before its done.
+	frames := rec.all()
+	require.NotEmpty(t, frames)
+	w, ok := frames[len(frames)-1].(harness.Withdrawal)
+	require.True(t, ok, "the last frame before done is the withdrawal: %s", kinds(rec))
+	assert.Equal(t, asked, w.RequestID, "withdrawn by its interaction ID")
+	assert.Len(t, of[harness.Withdrawal](rec), 1)
 	yes := true
-	err := e.Decide(ctx, "run-int-perm", harnessAnswer(f.(wire.PermissionRequest).RequestID, &wire.PermissionDecision{DeliveryID: "d", Approved: &yes}))
+	err := e.Decide(ctx, "run-int-perm", harnessAnswer(asked, &wire.PermissionDecision{DeliveryID: "d", Approved: &yes}))
 	assert.ErrorIs(t, err, harness.ErrRunInactive)
+	_, statErr := os.Stat(filepath.Join(r.ws, "never.txt"))
+	assert.ErrorIs(t, statErr, fs.ErrNotExist, "the withdrawn command never ran")
+
+	// Codex's own serverRequest/resolved for the request arrives after the
+	// turn ended; the next Turn withdraws nothing twice.
+	rec2 := newRecorder()
+	res2 := wait(t, start(ctx, e, "run-after-perm", text("Say hello"), rec2, nil))
+	require.NoError(t, res2.err)
+	assert.Empty(t, of[harness.Withdrawal](rec2))
 }
 
 // Steering: the turn/steer line is written (Steer returns), then Codex's

@@ -65,9 +65,11 @@ func TestHarnessCodexConformance(t *testing.T) {
 		// item/tool/requestUserInput natively: it never asks
 		// prompt_for_user_choice.
 		UserChoice: false,
-		// Codex withdraws an approval only when its turn is interrupted
-		// (serverRequest/resolved for an unanswered request), and the
-		// adapter reports no withdrawal of its own (events.go: resolved).
+		// Codex settles an unanswered approval only when its turn ends
+		// with it pending (an interruption); the adapter then withdraws it
+		// (events.go: withdrawOpen), but only in a cancelled Turn, which
+		// the kit's check of this flag leaves out. Codex never withdraws a
+		// request on its own while the turn goes on.
 		Withdrawal: false,
 		// A native operation of a Turn is a model request: preparation
 		// (the app-server) belongs to NewExecutor, which the image refusal

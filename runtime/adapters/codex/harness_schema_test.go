@@ -21,13 +21,15 @@ func TestPinnedVersionIsTheInstalledOne(t *testing.T) {
 
 // Every method, notification and server request the adapter uses exists
 // in the pinned version's generated schema (the protocol is experimental
-// and changes between releases).
+// and changes between releases). The schema is generated with
+// --experimental: the adapter initializes with experimentalApi, and its
+// function tools (thread/start's dynamicTools) exist only there.
 func TestHarnessCodexSchemaHasWhatTheAdapterUses(t *testing.T) {
 	bin := install.RequireCodex(t)
 	out := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), cliWait)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "app-server", "generate-json-schema", "--out", out)
+	cmd := exec.CommandContext(ctx, bin, "app-server", "generate-json-schema", "--experimental", "--out", out)
 	cmd.Env = append(os.Environ(), "CODEX_HOME="+t.TempDir())
 	b, err := cmd.CombinedOutput()
 	require.NoError(t, err, string(b))
@@ -35,7 +37,7 @@ func TestHarnessCodexSchemaHasWhatTheAdapterUses(t *testing.T) {
 		"ClientRequest.json":      {mInitialize, mThreadStart, mThreadResume, mTurnStart, mTurnSteer, mTurnInterrupt},
 		"ClientNotification.json": {mInitialized},
 		"ServerNotification.json": {nAgentDelta, nReasoningSumm, nReasoningText, nItemStarted, nItemCompleted, nTokenUsage, nTurnCompleted, nError, nRequestResolved},
-		"ServerRequest.json":      {rCommandApproval, rFileApproval},
+		"ServerRequest.json":      {rCommandApproval, rFileApproval, rToolCall},
 	}
 	for file, methods := range uses {
 		raw, err := os.ReadFile(filepath.Join(out, file))
@@ -66,5 +68,20 @@ func TestHarnessCodexSchemaHasWhatTheAdapterUses(t *testing.T) {
 	for _, typ := range []string{itemUserMessage, itemAgentMessage, itemCommand, itemFileChange, itemMCPTool, itemDynamicTool, itemWebSearch,
 		`"clientId"`, `"aggregatedOutput"`, `"exitCode"`, `"phase"`} {
 		assert.Contains(t, string(raw), typ)
+	}
+
+	// The function tools: declared on thread/start, called with
+	// item/tool/call (toolCallParams), answered with toolCallResponse.
+	members := map[string][]string{
+		"ClientRequest.json":           {`"dynamicTools"`, `"inputSchema"`},
+		"DynamicToolCallParams.json":   {`"callId"`, `"tool"`, `"arguments"`, `"threadId"`, `"turnId"`},
+		"DynamicToolCallResponse.json": {`"contentItems"`, `"success"`, `"inputText"`},
+	}
+	for file, want := range members {
+		raw, err := os.ReadFile(filepath.Join(out, file))
+		require.NoError(t, err)
+		for _, m := range want {
+			assert.Containsf(t, string(raw), m, "%s in codex %s", file, PinnedVersion)
+		}
 	}
 }

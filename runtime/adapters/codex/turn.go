@@ -34,6 +34,7 @@ type turnRun struct {
 type question struct {
 	interactionID string // the permission request_id, or the function call_id
 	function      bool   // a dynamic tool call (else an approval)
+	order         uint64 // the approval's rank among the turn's asks
 	method        string
 	rpcID         json.RawMessage
 	answered      bool // Decide wrote the answer
@@ -230,6 +231,7 @@ type turnLoop struct {
 	caps  wire.AgentKindCapabilities
 
 	permissions bool
+	asks        uint64 // approvals forwarded so far
 	content     strings.Builder
 	seq         uint64
 	thinkSeq    uint64
@@ -459,6 +461,7 @@ func (l *turnLoop) completed(t turnInfo) wire.Done {
 	l.e.mu.Lock()
 	l.e.lastStatus = t.Status
 	l.e.mu.Unlock()
+	l.withdrawOpen()
 	if t.Status == turnFailed && !l.errorSent {
 		msg, info := "codex adapter: the turn failed", json.RawMessage(nil)
 		if t.Error != nil {
