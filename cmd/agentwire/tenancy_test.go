@@ -305,6 +305,15 @@ func TestCrossTenantIsolation(t *testing.T) {
 	sesB := b.session(t)
 	turnB := b.turn(t, sesB, "beta's turn")
 	b.waitState(t, turnB, "completed")
+	// A Session of Environment none may go to any device, but only to one
+	// of its own project: A's device sorts first and is connected, and
+	// still B's Turn runs on B's.
+	code, none := b.api.do("POST", "/api/v1/sessions", map[string]any{"agent_kind": "script"})
+	require.Equal(t, 201, code, "%v", none)
+	require.Equal(t, "none", none["environment_type"])
+	sesBNone := none["id"].(string)
+	turnBNone := b.turn(t, sesBNone, "beta without a workspace")
+	b.waitState(t, turnBNone, "completed")
 
 	// Nothing of A's changed.
 	assert.Equal(t, before, hashTree(t, a.workspace), "A's workspace is unchanged")
@@ -321,12 +330,12 @@ func TestCrossTenantIsolation(t *testing.T) {
 
 	// Every frame Core sent that names an Environment went to that
 	// Environment's own device.
-	checkFramesStayHome(t, filepath.Join(e.dir, "frames.jsonl"), map[string]string{a.env: a.device, b.env: b.device})
+	checkFramesStayHome(t, filepath.Join(e.dir, "frames.jsonl"), map[string]string{a.env: a.device, b.env: b.device, sesBNone: b.device})
 }
 
 // checkFramesStayHome reads Core's transcript and checks that every frame
-// Core sent naming an Environment was sent on the connection of the device
-// that hosts it.
+// Core sent naming an Environment (or a Session of Environment none) was
+// sent on the connection of the device home gives for it.
 func checkFramesStayHome(t *testing.T, path string, home map[string]string) {
 	t.Helper()
 	raw, err := os.ReadFile(path)
