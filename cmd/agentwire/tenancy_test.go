@@ -10,6 +10,7 @@ package main
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -55,6 +56,9 @@ type tenancyEnv struct {
 // Turn that completes.
 const tenancyScript = `{"steps":[{"delta":"working"},{"delta":" done"}]}`
 
+// alphaInit is the file A's Environment is initialized with.
+const alphaInit = "initialized for alpha\n"
+
 func newTenancyEnv(t *testing.T, scriptA string, runtimeArgs ...string) *tenancyEnv {
 	t.Helper()
 	e := &tenancyEnv{t: t, bin: buildAgentwire(t), dir: t.TempDir()}
@@ -78,7 +82,14 @@ func newTenancyEnv(t *testing.T, scriptA string, runtimeArgs ...string) *tenancy
 		tn.workspace = filepath.Join(e.dir, "ws-"+tn.project)
 		require.NoError(t, os.MkdirAll(filepath.Join(tn.workspace, "src"), 0o700))
 		require.NoError(t, os.WriteFile(filepath.Join(tn.workspace, "src", "main.go"), []byte("package "+tn.project+"\n"), 0o600))
-		code, env := tn.api.do("POST", "/api/v1/environments", map[string]any{"device_id": tn.device})
+		reg := map[string]any{"device_id": tn.device}
+		if tn == e.a {
+			// A's workspace is initialized from its registration, so that
+			// A's work also sends runtime_prepare.
+			reg["initialization"] = map[string]any{"files": []any{map[string]any{"path": "/workspace/notes/init.txt",
+				"content": base64.StdEncoding.EncodeToString([]byte(alphaInit))}}}
+		}
+		code, env := tn.api.do("POST", "/api/v1/environments", reg)
 		require.Equal(t, 201, code, "%v", env)
 		tn.env = env["id"].(string)
 		cred := filepath.Join(e.dir, tn.device+".credential")
@@ -198,8 +209,10 @@ func TestCrossTenantIsolation(t *testing.T) {
 	e := newTenancyEnv(t, "")
 	a, b := e.a, e.b
 
-	// A's work: a Session with a completed Turn, a file written through
-	// Core and its receipt.
+	// A's work sends every frame family that names an Environment: a
+	// completed Turn (its Environment's initialization first, then
+	// execution_prepare), a file written through Core with its receipt,
+	// an idle listing and read, an export, and a suspension it resumes.
 	sesA := a.session(t)
 	turnA := a.turn(t, sesA, "alpha's turn")
 	a.waitState(t, turnA, "completed")
@@ -209,6 +222,28 @@ func TestCrossTenantIsolation(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(put), &write))
 	mutationA := write["mutation_id"].(string)
 	require.Equal(t, "completed", write["outcome"])
+	code, ls := a.raw(t, "GET", "/api/v1/sessions/"+sesA+"/files?path=notes", "")
+	require.Equal(t, 200, code, ls)
+	assert.Contains(t, ls, `"a.txt"`)
+	assert.Contains(t, ls, `"init.txt"`)
+	code, cat := a.raw(t, "GET", "/api/v1/sessions/"+sesA+"/files/content?path=notes/init.txt", "")
+	require.Equal(t, 200, code, cat)
+	var content struct {
+		Data []byte `json:"data"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(cat), &content))
+	assert.Equal(t, alphaInit, string(content.Data), "A's initialization reached A's workspace")
+	require.NoError(t, os.MkdirAll(filepath.Join(a.workspace, "outputs"), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(a.workspace, "outputs", "report.txt"), []byte("alpha's report\n"), 0o600))
+	code, tar := a.raw(t, "GET", "/api/v1/sessions/"+sesA+"/export", "")
+	require.Equal(t, 200, code, tar)
+	assert.Contains(t, tar, "alpha's report")
+	code, sus := a.api.do("POST", "/api/v1/environments/"+a.env+"/suspend", map[string]any{})
+	require.Equal(t, 200, code, "%v", sus)
+	require.Equal(t, "suspended", sus["state"], "%v", sus)
+	code, res := a.api.do("POST", "/api/v1/environments/"+a.env+"/resume", map[string]any{})
+	require.Equal(t, 200, code, "%v", res)
+	require.Equal(t, "resumed", res["state"], "%v", res)
 
 	before := hashTree(t, a.workspace)
 	_, turnBefore := a.api.do("GET", "/api/v1/turns/"+turnA, nil)
@@ -329,18 +364,23 @@ func TestCrossTenantIsolation(t *testing.T) {
 	assert.Equal(t, "package alpha\n", string(got))
 
 	// Every frame Core sent that names an Environment went to that
-	// Environment's own device.
-	checkFramesStayHome(t, filepath.Join(e.dir, "frames.jsonl"), map[string]string{a.env: a.device, b.env: b.device, sesBNone: b.device})
+	// Environment's own device, and A's work used every family of them.
+	sent := checkFramesStayHome(t, filepath.Join(e.dir, "frames.jsonl"), map[string]string{a.env: a.device, b.env: b.device, sesBNone: b.device})
+	for _, typ := range []string{wire.TypeExecutionPrepare, wire.TypeRuntimePrepare, wire.TypeWorkspaceRead, wire.TypeWorkspaceWrite,
+		wire.TypeWorkspaceExport, wire.TypeEnvironmentQuiesce, wire.TypeEnvironmentResume} {
+		assert.True(t, sent[a.env][typ], "the check saw a %s frame naming A's Environment", typ)
+	}
 }
 
 // checkFramesStayHome reads Core's transcript and checks that every frame
 // Core sent naming an Environment (or a Session of Environment none) was
 // sent on the connection of the device home gives for it.
-func checkFramesStayHome(t *testing.T, path string, home map[string]string) {
+func checkFramesStayHome(t *testing.T, path string, home map[string]string) map[string]map[string]bool {
 	t.Helper()
 	raw, err := os.ReadFile(path)
 	require.NoError(t, err)
 	seen := map[string]bool{}
+	types := map[string]map[string]bool{} // the frame types that named each key
 	for _, l := range bytes.Split(raw, []byte("\n")) {
 		var line struct {
 			Dir    string          `json:"dir"`
@@ -350,10 +390,18 @@ func checkFramesStayHome(t *testing.T, path string, home map[string]string) {
 		if len(bytes.TrimSpace(l)) == 0 || json.Unmarshal(l, &line) != nil || line.Dir != "out" {
 			continue
 		}
-		for env, device := range home {
-			if bytes.Contains(line.Frame, []byte(env)) {
-				assert.Equal(t, device, line.Device, "a frame naming %s went to %s: %s", env, line.Device, line.Frame)
-				seen[env] = true
+		var env struct {
+			Type string `json:"type"`
+		}
+		_ = json.Unmarshal(line.Frame, &env)
+		for key, device := range home {
+			if bytes.Contains(line.Frame, []byte(key)) {
+				assert.Equal(t, device, line.Device, "a frame naming %s went to %s: %s", key, line.Device, line.Frame)
+				seen[key] = true
+				if types[key] == nil {
+					types[key] = map[string]bool{}
+				}
+				types[key][env.Type] = true
 			}
 		}
 	}
@@ -365,6 +413,7 @@ func checkFramesStayHome(t *testing.T, path string, home map[string]string) {
 	for _, env := range envs {
 		assert.True(t, seen[env], "Core sent some frame naming %s (the check is not vacuous)", env)
 	}
+	return types
 }
 
 // TestAnotherProjectsWorkNeverStopsOurs: while project B holds its own
