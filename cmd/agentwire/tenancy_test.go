@@ -416,26 +416,51 @@ func checkFramesStayHome(t *testing.T, path string, home map[string]string) map[
 	return types
 }
 
-// TestAnotherProjectsWorkNeverStopsOurs: while project B holds its own
-// Environment suspended, writes into it and runs Turns on its device,
-// project A's Turn, write and read on A's device complete; B's Runtime,
-// frozen with SIGSTOP, holds nothing of A's either.
+// TestAnotherProjectsWorkNeverStopsOurs: B writes into its own workspace
+// while A's Turn runs, then holds its own Environment suspended and runs
+// Turns on its device; meanwhile A's Turns, write and read on A's device
+// complete. B's Runtime, frozen with SIGSTOP, holds nothing of A's either.
 func TestAnotherProjectsWorkNeverStopsOurs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binaries")
 	}
-	e := newTenancyEnv(t, "")
+	// A's Turns stay running until A sends them an input, so what B does
+	// meanwhile overlaps them for certain.
+	e := newTenancyEnv(t, `{"steps":[{"delta":"working"},{"await_input":true},{"delta":" done"}]}`)
 	a, b := e.a, e.b
 	sesA, sesB := a.session(t), b.session(t)
+	inputs := 0
+	finish := func(turn string) {
+		t.Helper()
+		inputs++
+		code, v := a.api.do("POST", "/api/v1/turns/"+turn+"/input", map[string]any{"input_id": fmt.Sprintf("a%d", inputs),
+			"input": []any{map[string]any{"content": []any{map[string]any{"type": "input_text", "text": "go on"}}}}})
+		require.Equal(t, http.StatusAccepted, code, "%v", v)
+		a.waitState(t, turn, "completed")
+	}
 
+	// B's write on B's device while A's Turn runs on A's.
+	turnA := a.turn(t, sesA, "alpha works on")
+	a.waitState(t, turnA, "running")
+	code, put := b.raw(t, "PUT", "/api/v1/sessions/"+sesB+"/files/content?path=notes/b.txt", "beta writes meanwhile\n")
+	require.Equal(t, 200, code, put)
+	assert.Contains(t, put, `"outcome":"completed"`)
+	got, err := os.ReadFile(filepath.Join(b.workspace, "notes", "b.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "beta writes meanwhile\n", string(got))
+	assert.Equal(t, map[string]any{"state": "running"}, a.api.status(turnA), "B's write neither failed nor requeued A's Turn")
+	finish(turnA)
+
+	// B's suspension of its own Environment.
 	code, sus := b.api.do("POST", "/api/v1/environments/"+b.env+"/suspend", map[string]any{})
 	require.Equal(t, 200, code, "%v", sus)
 	require.Equal(t, "suspended", sus["state"], "%v", sus)
 	turnB := b.turn(t, sesB, "held by B's own suspension")
 
-	turnA := a.turn(t, sesA, "alpha works on")
-	a.waitState(t, turnA, "completed")
-	code, put := a.raw(t, "PUT", "/api/v1/sessions/"+sesA+"/files/content?path=notes/a.txt", "still mine\n")
+	turnA1 := a.turn(t, sesA, "alpha still works")
+	a.waitState(t, turnA1, "running")
+	finish(turnA1)
+	code, put = a.raw(t, "PUT", "/api/v1/sessions/"+sesA+"/files/content?path=notes/a.txt", "still mine\n")
 	assert.Equal(t, 200, code, put)
 	code, body := a.raw(t, "GET", "/api/v1/sessions/"+sesA+"/files/content?path=notes/a.txt", "")
 	assert.Equal(t, 200, code, body)
@@ -449,7 +474,8 @@ func TestAnotherProjectsWorkNeverStopsOurs(t *testing.T) {
 	b.runtime.signal(t, syscall.SIGSTOP)
 	defer b.runtime.signal(t, syscall.SIGCONT)
 	turnA2 := a.turn(t, sesA, "alpha again")
-	a.waitState(t, turnA2, "completed")
+	a.waitState(t, turnA2, "running")
+	finish(turnA2)
 }
 
 // TestRevokedDeviceCredentialStopsItsDaemon revokes project A's device
