@@ -8,7 +8,9 @@ package main
 // its own device never stops A's.
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -255,7 +257,7 @@ func TestCrossTenantIsolation(t *testing.T) {
 	ids := map[string][2]string{ // A's record, a missing one
 		"{session_id}":     {sesA, "ses_000000000000000000000000"},
 		"{turn_id}":        {turnA, "turn_000000000000000000000000"},
-		"{interaction_id}": {"perm_0", "perm_0"},
+		"{interaction_id}": {"perm_0", "perm_0"}, // a real pending question: TestAnotherProjectCannotAnswerOurQuestion
 		"{mutation_id}":    {mutationA, missingUUID},
 		"{environment_id}": {a.env, missingUUID},
 	}
@@ -527,4 +529,79 @@ func TestRevokedDeviceCredentialStopsItsDaemon(t *testing.T) {
 	sesB := b.session(t)
 	turnB := b.turn(t, sesB, "beta carries on")
 	b.waitState(t, turnB, "completed")
+}
+
+// TestAnotherProjectCannotAnswerOurQuestion: while A's Turn waits on a
+// real permission question, B aims the interaction route at it, through
+// A's Turn and through B's own: each answers 404 exactly as for a
+// question that does not exist, and no decision reaches A's Runtime. A's
+// question is still open: A's own answer is applied and the Turn
+// completes.
+func TestAnotherProjectCannotAnswerOurQuestion(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binaries")
+	}
+	e := newTenancyEnv(t, `{"steps":[{"permission":{"request_id":"perm-alpha","tool":"shell","title":"run ls"}},{"delta":" done"}]}`)
+	a, b := e.a, e.b
+	turnA := a.turn(t, a.session(t), "ask before you act")
+	interaction := pendingInteraction(t, a, turnA)
+	turnB := b.turn(t, b.session(t), "beta's own")
+	b.waitState(t, turnB, "completed")
+
+	const answer = `{"approved":true}`
+	for _, try := range []struct{ theirs, missing string }{
+		{"/api/v1/turns/" + turnA + "/interactions/" + interaction, "/api/v1/turns/turn_000000000000000000000000/interactions/" + interaction},
+		{"/api/v1/turns/" + turnB + "/interactions/" + interaction, "/api/v1/turns/" + turnB + "/interactions/int_000000000000000000000000"},
+	} {
+		code, theirs := b.raw(t, "POST", try.theirs, answer)
+		mcode, missing := b.raw(t, "POST", try.missing, answer)
+		assert.Equal(t, http.StatusNotFound, code, "%s: %s", try.theirs, theirs)
+		assert.Equal(t, mcode, code, "%s: A's question and a missing one answer alike", try.theirs)
+		assert.Equal(t, missing, theirs, "%s: the same body for A's question and a missing one", try.theirs)
+	}
+	transcript := filepath.Join(e.dir, "frames.jsonl")
+	assert.Empty(t, framesOfType(t, transcript, wire.TypePermissionDecision), "no decision left Core")
+	assert.Equal(t, map[string]any{"state": "running"}, a.api.status(turnA))
+
+	code, v := a.api.do("POST", "/api/v1/turns/"+turnA+"/interactions/"+interaction, map[string]any{"approved": true})
+	require.Equal(t, http.StatusAccepted, code, "A answers its own question: %v", v)
+	a.waitState(t, turnA, "completed")
+	decisions := framesOfType(t, transcript, wire.TypePermissionDecision)
+	require.Len(t, decisions, 1, "A's answer, once")
+	var line struct {
+		Dir    string `json:"dir"`
+		Device string `json:"device"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(decisions[0]), &line))
+	assert.Equal(t, "out", line.Dir)
+	assert.Equal(t, a.device, line.Device)
+}
+
+// pendingInteraction follows the Turn's public event stream until its
+// first permission_request and returns the question's interaction ID.
+func pendingInteraction(t *testing.T, tn *tenant, turn string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp := tn.api.events(ctx, turn)
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+	current := ""
+	for sc.Scan() {
+		if ev, ok := strings.CutPrefix(sc.Text(), "event: "); ok {
+			current = ev
+			continue
+		}
+		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok && current == "permission_request" {
+			var q struct {
+				InteractionID string `json:"interaction_id"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(data), &q))
+			require.NotEmpty(t, q.InteractionID, data)
+			return q.InteractionID
+		}
+	}
+	t.Fatalf("turn %s: the event stream ended without a permission_request", turn)
+	return ""
 }
