@@ -8,8 +8,11 @@ package main
 // its own device never stops A's.
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -55,6 +58,9 @@ type tenancyEnv struct {
 // Turn that completes.
 const tenancyScript = `{"steps":[{"delta":"working"},{"delta":" done"}]}`
 
+// alphaInit is the file A's Environment is initialized with.
+const alphaInit = "initialized for alpha\n"
+
 func newTenancyEnv(t *testing.T, scriptA string, runtimeArgs ...string) *tenancyEnv {
 	t.Helper()
 	e := &tenancyEnv{t: t, bin: buildAgentwire(t), dir: t.TempDir()}
@@ -78,7 +84,14 @@ func newTenancyEnv(t *testing.T, scriptA string, runtimeArgs ...string) *tenancy
 		tn.workspace = filepath.Join(e.dir, "ws-"+tn.project)
 		require.NoError(t, os.MkdirAll(filepath.Join(tn.workspace, "src"), 0o700))
 		require.NoError(t, os.WriteFile(filepath.Join(tn.workspace, "src", "main.go"), []byte("package "+tn.project+"\n"), 0o600))
-		code, env := tn.api.do("POST", "/api/v1/environments", map[string]any{"device_id": tn.device})
+		reg := map[string]any{"device_id": tn.device}
+		if tn == e.a {
+			// A's workspace is initialized from its registration, so that
+			// A's work also sends runtime_prepare.
+			reg["initialization"] = map[string]any{"files": []any{map[string]any{"path": "/workspace/notes/init.txt",
+				"content": base64.StdEncoding.EncodeToString([]byte(alphaInit))}}}
+		}
+		code, env := tn.api.do("POST", "/api/v1/environments", reg)
 		require.Equal(t, 201, code, "%v", env)
 		tn.env = env["id"].(string)
 		cred := filepath.Join(e.dir, tn.device+".credential")
@@ -198,8 +211,10 @@ func TestCrossTenantIsolation(t *testing.T) {
 	e := newTenancyEnv(t, "")
 	a, b := e.a, e.b
 
-	// A's work: a Session with a completed Turn, a file written through
-	// Core and its receipt.
+	// A's work sends every frame family that names an Environment: a
+	// completed Turn (its Environment's initialization first, then
+	// execution_prepare), a file written through Core with its receipt,
+	// an idle listing and read, an export, and a suspension it resumes.
 	sesA := a.session(t)
 	turnA := a.turn(t, sesA, "alpha's turn")
 	a.waitState(t, turnA, "completed")
@@ -209,6 +224,28 @@ func TestCrossTenantIsolation(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(put), &write))
 	mutationA := write["mutation_id"].(string)
 	require.Equal(t, "completed", write["outcome"])
+	code, ls := a.raw(t, "GET", "/api/v1/sessions/"+sesA+"/files?path=notes", "")
+	require.Equal(t, 200, code, ls)
+	assert.Contains(t, ls, `"a.txt"`)
+	assert.Contains(t, ls, `"init.txt"`)
+	code, cat := a.raw(t, "GET", "/api/v1/sessions/"+sesA+"/files/content?path=notes/init.txt", "")
+	require.Equal(t, 200, code, cat)
+	var content struct {
+		Data []byte `json:"data"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(cat), &content))
+	assert.Equal(t, alphaInit, string(content.Data), "A's initialization reached A's workspace")
+	require.NoError(t, os.MkdirAll(filepath.Join(a.workspace, "outputs"), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(a.workspace, "outputs", "report.txt"), []byte("alpha's report\n"), 0o600))
+	code, tar := a.raw(t, "GET", "/api/v1/sessions/"+sesA+"/export", "")
+	require.Equal(t, 200, code, tar)
+	assert.Contains(t, tar, "alpha's report")
+	code, sus := a.api.do("POST", "/api/v1/environments/"+a.env+"/suspend", map[string]any{})
+	require.Equal(t, 200, code, "%v", sus)
+	require.Equal(t, "suspended", sus["state"], "%v", sus)
+	code, res := a.api.do("POST", "/api/v1/environments/"+a.env+"/resume", map[string]any{})
+	require.Equal(t, 200, code, "%v", res)
+	require.Equal(t, "resumed", res["state"], "%v", res)
 
 	code, agentA := a.api.do("POST", "/api/v1/agents", map[string]any{"agent_kind": "script", "instructions": "alpha's"})
 	require.Equal(t, 201, code, agentA)
@@ -224,7 +261,7 @@ func TestCrossTenantIsolation(t *testing.T) {
 	ids := map[string][2]string{ // A's record, a missing one
 		"{session_id}":     {sesA, "ses_000000000000000000000000"},
 		"{turn_id}":        {turnA, "turn_000000000000000000000000"},
-		"{interaction_id}": {"perm_0", "perm_0"},
+		"{interaction_id}": {"perm_0", "perm_0"}, // a real pending question: TestAnotherProjectCannotAnswerOurQuestion
 		"{mutation_id}":    {mutationA, missingUUID},
 		"{environment_id}": {a.env, missingUUID},
 		"{agent_id}":       {agentA["id"].(string), "agent_000000000000000000000000"},
@@ -311,6 +348,15 @@ func TestCrossTenantIsolation(t *testing.T) {
 	sesB := b.session(t)
 	turnB := b.turn(t, sesB, "beta's turn")
 	b.waitState(t, turnB, "completed")
+	// A Session of Environment none may go to any device, but only to one
+	// of its own project: A's device sorts first and is connected, and
+	// still B's Turn runs on B's.
+	code, none := b.api.do("POST", "/api/v1/sessions", map[string]any{"agent_kind": "script"})
+	require.Equal(t, 201, code, "%v", none)
+	require.Equal(t, "none", none["environment_type"])
+	sesBNone := none["id"].(string)
+	turnBNone := b.turn(t, sesBNone, "beta without a workspace")
+	b.waitState(t, turnBNone, "completed")
 
 	// Nothing of A's changed.
 	assert.Equal(t, before, hashTree(t, a.workspace), "A's workspace is unchanged")
@@ -330,18 +376,23 @@ func TestCrossTenantIsolation(t *testing.T) {
 	assert.Equal(t, "package alpha\n", string(got))
 
 	// Every frame Core sent that names an Environment went to that
-	// Environment's own device.
-	checkFramesStayHome(t, filepath.Join(e.dir, "frames.jsonl"), map[string]string{a.env: a.device, b.env: b.device})
+	// Environment's own device, and A's work used every family of them.
+	sent := checkFramesStayHome(t, filepath.Join(e.dir, "frames.jsonl"), map[string]string{a.env: a.device, b.env: b.device, sesBNone: b.device})
+	for _, typ := range []string{wire.TypeExecutionPrepare, wire.TypeRuntimePrepare, wire.TypeWorkspaceRead, wire.TypeWorkspaceWrite,
+		wire.TypeWorkspaceExport, wire.TypeEnvironmentQuiesce, wire.TypeEnvironmentResume} {
+		assert.True(t, sent[a.env][typ], "the check saw a %s frame naming A's Environment", typ)
+	}
 }
 
 // checkFramesStayHome reads Core's transcript and checks that every frame
-// Core sent naming an Environment was sent on the connection of the device
-// that hosts it.
-func checkFramesStayHome(t *testing.T, path string, home map[string]string) {
+// Core sent naming an Environment (or a Session of Environment none) was
+// sent on the connection of the device home gives for it.
+func checkFramesStayHome(t *testing.T, path string, home map[string]string) map[string]map[string]bool {
 	t.Helper()
 	raw, err := os.ReadFile(path)
 	require.NoError(t, err)
 	seen := map[string]bool{}
+	types := map[string]map[string]bool{} // the frame types that named each key
 	for _, l := range bytes.Split(raw, []byte("\n")) {
 		var line struct {
 			Dir    string          `json:"dir"`
@@ -351,10 +402,18 @@ func checkFramesStayHome(t *testing.T, path string, home map[string]string) {
 		if len(bytes.TrimSpace(l)) == 0 || json.Unmarshal(l, &line) != nil || line.Dir != "out" {
 			continue
 		}
-		for env, device := range home {
-			if bytes.Contains(line.Frame, []byte(env)) {
-				assert.Equal(t, device, line.Device, "a frame naming %s went to %s: %s", env, line.Device, line.Frame)
-				seen[env] = true
+		var env struct {
+			Type string `json:"type"`
+		}
+		_ = json.Unmarshal(line.Frame, &env)
+		for key, device := range home {
+			if bytes.Contains(line.Frame, []byte(key)) {
+				assert.Equal(t, device, line.Device, "a frame naming %s went to %s: %s", key, line.Device, line.Frame)
+				seen[key] = true
+				if types[key] == nil {
+					types[key] = map[string]bool{}
+				}
+				types[key][env.Type] = true
 			}
 		}
 	}
@@ -366,28 +425,54 @@ func checkFramesStayHome(t *testing.T, path string, home map[string]string) {
 	for _, env := range envs {
 		assert.True(t, seen[env], "Core sent some frame naming %s (the check is not vacuous)", env)
 	}
+	return types
 }
 
-// TestAnotherProjectsWorkNeverStopsOurs: while project B holds its own
-// Environment suspended, writes into it and runs Turns on its device,
-// project A's Turn, write and read on A's device complete; B's Runtime,
-// frozen with SIGSTOP, holds nothing of A's either.
+// TestAnotherProjectsWorkNeverStopsOurs: B writes into its own workspace
+// while A's Turn runs, then holds its own Environment suspended and runs
+// Turns on its device; meanwhile A's Turns, write and read on A's device
+// complete. B's Runtime, frozen with SIGSTOP, holds nothing of A's either.
 func TestAnotherProjectsWorkNeverStopsOurs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binaries")
 	}
-	e := newTenancyEnv(t, "")
+	// A's Turns stay running until A sends them an input, so what B does
+	// meanwhile overlaps them for certain.
+	e := newTenancyEnv(t, `{"steps":[{"delta":"working"},{"await_input":true},{"delta":" done"}]}`)
 	a, b := e.a, e.b
 	sesA, sesB := a.session(t), b.session(t)
+	inputs := 0
+	finish := func(turn string) {
+		t.Helper()
+		inputs++
+		code, v := a.api.do("POST", "/api/v1/turns/"+turn+"/input", map[string]any{"input_id": fmt.Sprintf("a%d", inputs),
+			"input": []any{map[string]any{"content": []any{map[string]any{"type": "input_text", "text": "go on"}}}}})
+		require.Equal(t, http.StatusAccepted, code, "%v", v)
+		a.waitState(t, turn, "completed")
+	}
 
+	// B's write on B's device while A's Turn runs on A's.
+	turnA := a.turn(t, sesA, "alpha works on")
+	a.waitState(t, turnA, "running")
+	code, put := b.raw(t, "PUT", "/api/v1/sessions/"+sesB+"/files/content?path=notes/b.txt", "beta writes meanwhile\n")
+	require.Equal(t, 200, code, put)
+	assert.Contains(t, put, `"outcome":"completed"`)
+	got, err := os.ReadFile(filepath.Join(b.workspace, "notes", "b.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "beta writes meanwhile\n", string(got))
+	assert.Equal(t, map[string]any{"state": "running"}, a.api.status(turnA), "B's write neither failed nor requeued A's Turn")
+	finish(turnA)
+
+	// B's suspension of its own Environment.
 	code, sus := b.api.do("POST", "/api/v1/environments/"+b.env+"/suspend", map[string]any{})
 	require.Equal(t, 200, code, "%v", sus)
 	require.Equal(t, "suspended", sus["state"], "%v", sus)
 	turnB := b.turn(t, sesB, "held by B's own suspension")
 
-	turnA := a.turn(t, sesA, "alpha works on")
-	a.waitState(t, turnA, "completed")
-	code, put := a.raw(t, "PUT", "/api/v1/sessions/"+sesA+"/files/content?path=notes/a.txt", "still mine\n")
+	turnA1 := a.turn(t, sesA, "alpha still works")
+	a.waitState(t, turnA1, "running")
+	finish(turnA1)
+	code, put = a.raw(t, "PUT", "/api/v1/sessions/"+sesA+"/files/content?path=notes/a.txt", "still mine\n")
 	assert.Equal(t, 200, code, put)
 	code, body := a.raw(t, "GET", "/api/v1/sessions/"+sesA+"/files/content?path=notes/a.txt", "")
 	assert.Equal(t, 200, code, body)
@@ -401,7 +486,8 @@ func TestAnotherProjectsWorkNeverStopsOurs(t *testing.T) {
 	b.runtime.signal(t, syscall.SIGSTOP)
 	defer b.runtime.signal(t, syscall.SIGCONT)
 	turnA2 := a.turn(t, sesA, "alpha again")
-	a.waitState(t, turnA2, "completed")
+	a.waitState(t, turnA2, "running")
+	finish(turnA2)
 }
 
 // TestRevokedDeviceCredentialStopsItsDaemon revokes project A's device
@@ -453,4 +539,79 @@ func TestRevokedDeviceCredentialStopsItsDaemon(t *testing.T) {
 	sesB := b.session(t)
 	turnB := b.turn(t, sesB, "beta carries on")
 	b.waitState(t, turnB, "completed")
+}
+
+// TestAnotherProjectCannotAnswerOurQuestion: while A's Turn waits on a
+// real permission question, B aims the interaction route at it, through
+// A's Turn and through B's own: each answers 404 exactly as for a
+// question that does not exist, and no decision reaches A's Runtime. A's
+// question is still open: A's own answer is applied and the Turn
+// completes.
+func TestAnotherProjectCannotAnswerOurQuestion(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binaries")
+	}
+	e := newTenancyEnv(t, `{"steps":[{"permission":{"request_id":"perm-alpha","tool":"shell","title":"run ls"}},{"delta":" done"}]}`)
+	a, b := e.a, e.b
+	turnA := a.turn(t, a.session(t), "ask before you act")
+	interaction := pendingInteraction(t, a, turnA)
+	turnB := b.turn(t, b.session(t), "beta's own")
+	b.waitState(t, turnB, "completed")
+
+	const answer = `{"approved":true}`
+	for _, try := range []struct{ theirs, missing string }{
+		{"/api/v1/turns/" + turnA + "/interactions/" + interaction, "/api/v1/turns/turn_000000000000000000000000/interactions/" + interaction},
+		{"/api/v1/turns/" + turnB + "/interactions/" + interaction, "/api/v1/turns/" + turnB + "/interactions/int_000000000000000000000000"},
+	} {
+		code, theirs := b.raw(t, "POST", try.theirs, answer)
+		mcode, missing := b.raw(t, "POST", try.missing, answer)
+		assert.Equal(t, http.StatusNotFound, code, "%s: %s", try.theirs, theirs)
+		assert.Equal(t, mcode, code, "%s: A's question and a missing one answer alike", try.theirs)
+		assert.Equal(t, missing, theirs, "%s: the same body for A's question and a missing one", try.theirs)
+	}
+	transcript := filepath.Join(e.dir, "frames.jsonl")
+	assert.Empty(t, framesOfType(t, transcript, wire.TypePermissionDecision), "no decision left Core")
+	assert.Equal(t, map[string]any{"state": "running"}, a.api.status(turnA))
+
+	code, v := a.api.do("POST", "/api/v1/turns/"+turnA+"/interactions/"+interaction, map[string]any{"approved": true})
+	require.Equal(t, http.StatusAccepted, code, "A answers its own question: %v", v)
+	a.waitState(t, turnA, "completed")
+	decisions := framesOfType(t, transcript, wire.TypePermissionDecision)
+	require.Len(t, decisions, 1, "A's answer, once")
+	var line struct {
+		Dir    string `json:"dir"`
+		Device string `json:"device"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(decisions[0]), &line))
+	assert.Equal(t, "out", line.Dir)
+	assert.Equal(t, a.device, line.Device)
+}
+
+// pendingInteraction follows the Turn's public event stream until its
+// first permission_request and returns the question's interaction ID.
+func pendingInteraction(t *testing.T, tn *tenant, turn string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp := tn.api.events(ctx, turn)
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+	current := ""
+	for sc.Scan() {
+		if ev, ok := strings.CutPrefix(sc.Text(), "event: "); ok {
+			current = ev
+			continue
+		}
+		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok && current == "permission_request" {
+			var q struct {
+				InteractionID string `json:"interaction_id"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(data), &q))
+			require.NotEmpty(t, q.InteractionID, data)
+			return q.InteractionID
+		}
+	}
+	t.Fatalf("turn %s: the event stream ended without a permission_request", turn)
+	return ""
 }

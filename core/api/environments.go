@@ -32,9 +32,13 @@ type (
 // Errors a SuspendFunc or ResumeFunc returns.
 var (
 	ErrSuspensionOpen = errors.New("api: the Environment has an unsettled suspension attempt")
-	ErrNotSuspended   = errors.New("api: the Environment has no unsettled suspension attempt")
-	ErrDeviceOffline  = errors.New("api: the device is not connected")
-	ErrNoWorkspace    = errors.New("api: the Environment has no bound workspace")
+	// ErrSuspensionExpired: the unsettled attempt is one that expired
+	// unanswered; it is answered as ErrSuspensionOpen, with a detail that
+	// says why it still stands and how to settle it.
+	ErrSuspensionExpired = errors.New("api: the Environment's suspension attempt expired unanswered and is not settled")
+	ErrNotSuspended      = errors.New("api: the Environment has no unsettled suspension attempt")
+	ErrDeviceOffline     = errors.New("api: the device is not connected")
+	ErrNoWorkspace       = errors.New("api: the Environment has no bound workspace")
 )
 
 // SuspensionError is a request refused before it reached the Runtime.
@@ -265,6 +269,9 @@ func (a *API) suspensionAnswer(w http.ResponseWriter, s store.Suspension, err er
 	var se *SuspensionError
 	switch {
 	case err == nil:
+	case errors.Is(err, ErrSuspensionExpired):
+		writeJSON(w, http.StatusConflict, Error{Error: "suspension_open", Detail: "the Environment's last suspension attempt expired unanswered (answer_timeout) and stays open: the Runtime may still hold its fence, so no new attempt starts until it settles; roll it back again (resume with rollback true) or let the Runtime's late answer settle it (docs/tenancy.md)"})
+		return
 	case errors.Is(err, ErrSuspensionOpen):
 		writeJSON(w, http.StatusConflict, Error{Error: "suspension_open", Detail: "the Environment has an unsettled suspension attempt; resume it first"})
 		return

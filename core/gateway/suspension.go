@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 
 	"github.com/agentwire/agentwire/core/gateway/internal/suspend"
 	"github.com/agentwire/agentwire/core/store"
@@ -42,6 +43,10 @@ import (
 var (
 	// ErrSuspensionOpen: the Environment already has an unsettled attempt.
 	ErrSuspensionOpen = errors.New("gateway: the Environment already has an unsettled suspension attempt")
+	// ErrSuspensionExpired is ErrSuspensionOpen for an attempt that expired
+	// unanswered: it no longer holds the Environment's work, and it still
+	// refuses a new attempt until it settles.
+	ErrSuspensionExpired = fmt.Errorf("%w: it expired unanswered (answer_timeout)", ErrSuspensionOpen)
 	// ErrNotSuspended: the Environment has no unsettled attempt to resume.
 	ErrNotSuspended = errors.New("gateway: the Environment has no unsettled suspension attempt")
 	// ErrDeviceOffline: the device hosting the Environment (or the
@@ -110,7 +115,23 @@ func (g *Gateway) SuspendEnvironment(ctx context.Context, envID string, wait boo
 	}
 	// Only a better answer when an attempt is already open; the conditional
 	// insert below decides.
+	//
+	// decision: an expired attempt refuses a new one as any open attempt
+	// does, until an answer settles it (a late one, or that of a rollback
+	// the operator sends again with resume rollback true). Its rollback
+	// went out and was not answered, and a deadline after dispatch leaves
+	// the effect unknown (daemon-protocol.txt:158): the Runtime may still
+	// hold the Environment's fence under the old suspend_id, which is
+	// persisted fencing (daemon-protocol.txt:78), and it refuses a quiesce
+	// of a fenced Environment under another suspend_id (resource_busy). A
+	// second attempt would prove nothing the first cannot, and two open
+	// attempts of one Environment would each have to be rolled back on
+	// every new connection. What expiry does bound is the Environment's
+	// work: it is placed again (suspended, suspend.Holds).
 	if open, err := g.cfg.Store.LatestSuspension(ctx, envID); err == nil && !open.Settled {
+		if open.State == suspension.StateExpired.String() {
+			return store.Suspension{}, ErrSuspensionExpired
+		}
 		return store.Suspension{}, ErrSuspensionOpen
 	}
 	c, err := g.hostConn(deviceID)

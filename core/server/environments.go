@@ -25,6 +25,8 @@ func suspensionErr(err error) error {
 	switch {
 	case err == nil:
 		return nil
+	case errors.Is(err, gateway.ErrSuspensionExpired):
+		return api.ErrSuspensionExpired
 	case errors.Is(err, gateway.ErrSuspensionOpen):
 		return api.ErrSuspensionOpen
 	case errors.Is(err, gateway.ErrNotSuspended):

@@ -116,6 +116,13 @@ func newCoreSide(t *testing.T) *coreSide {
 	issue("project-q", store.KindProject, "", "q")
 	issue("admin", store.KindAdmin, "", "")
 	c.secrets["bad"] = "awd_not-a-credential"
+	// "unowned-device" is the credential of dev-0 as a data directory from
+	// before devices had projects holds it: stored directly, with no
+	// project and no assignment (the issuer refuses that today).
+	unowned := credential.Secret("awd_unowned-device-of-an-old-data-directory")
+	require.NoError(t, c.st.CreateCredential(ctx, store.Credential{ID: credential.NewID("cred"), Kind: store.KindDevice,
+		DeviceID: "dev-0", Hash: credential.Hash(unowned), CreatedAt: c.clock.Now()}))
+	c.secrets["unowned-device"] = unowned.Reveal()
 	return c
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
+	"path/filepath"
 )
 
 // migrations are applied in order, each in its own transaction; version
@@ -205,6 +207,39 @@ ALTER TABLE sessions ADD COLUMN agent_version INTEGER NOT NULL DEFAULT 0;
 
 // SchemaVersion is the version a fully migrated database has.
 func SchemaVersion() int { return len(migrations) }
+
+// CreateAtVersion creates the database in dir with only the first version
+// migrations, then runs seed (SQL; empty for none) on it: the data
+// directory a build of that schema version left, for upgrade tests. Open
+// migrates it the rest of the way.
+func CreateAtVersion(ctx context.Context, dir string, version int, seed string) error {
+	if version < 1 || version > len(migrations) {
+		return fmt.Errorf("sqlite: no schema version %d (1 to %d)", version, len(migrations))
+	}
+	path := filepath.Join(dir, FileName)
+	if _, err := os.Stat(path); err == nil {
+		return fmt.Errorf("sqlite: %s exists", path)
+	}
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, `CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY)`); err != nil {
+		return err
+	}
+	for v := 1; v <= version; v++ {
+		if err := apply(ctx, db, v); err != nil {
+			return fmt.Errorf("migration %d: %w", v, err)
+		}
+	}
+	if seed != "" {
+		if _, err := db.ExecContext(ctx, seed); err != nil {
+			return fmt.Errorf("sqlite: seed: %w", err)
+		}
+	}
+	return nil
+}
 
 func migrate(ctx context.Context, db *sql.DB) error {
 	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY)`); err != nil {

@@ -109,3 +109,33 @@ func TestDurableCeilingWritesWholeTurns(t *testing.T) {
 		assert.Len(t, evs, 3)
 	}
 }
+
+// A data directory from before devices had projects (schema version 4):
+// migration 5 keeps its device and local Environment, the device owned by
+// no project and the Environment hosted by no device, until an
+// administrator assigns the device.
+func TestTenancyMigrationLeavesOldDevicesUnowned(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	require.NoError(t, sqlite.CreateAtVersion(ctx, dir, 4, `
+INSERT INTO devices(id, owner_epoch, connected, declaration, last_seen) VALUES ('dev-old', 3, 1, NULL, 1);
+INSERT INTO environments(id, project, type, binding, created_at) VALUES ('env-old', 'alpha', 'self_hosted', '{"id":"chosen-by-a-caller"}', 1);`))
+	s, err := sqlite.Open(ctx, dir)
+	require.NoError(t, err)
+	defer s.Close()
+
+	d, err := s.GetDevice(ctx, "dev-old")
+	require.NoError(t, err)
+	assert.Equal(t, "", d.Project, "no project owns a device recorded before")
+	assert.Equal(t, uint64(3), d.OwnerEpoch, "the rest of the record is kept")
+	env, err := s.GetEnvironment(ctx, "env-old")
+	require.NoError(t, err)
+	assert.Equal(t, "", env.DeviceID, "no device hosts a local Environment recorded before")
+	assert.Equal(t, "alpha", env.Project)
+
+	require.NoError(t, s.AssignDevice(ctx, "dev-old", "alpha", storetest.T0))
+	d, err = s.GetDevice(ctx, "dev-old")
+	require.NoError(t, err)
+	assert.Equal(t, "alpha", d.Project)
+	assert.ErrorIs(t, s.AssignDevice(ctx, "dev-old", "beta", storetest.T0), store.ErrConflict, "and it never changes hands")
+}
