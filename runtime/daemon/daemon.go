@@ -162,7 +162,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		wait := backoff(cfg.MinBackoff, cfg.MaxBackoff, attempt)
 		attempt++
-		cfg.Logger.Warn("connection ended; reconnecting", "err", err, "in", wait)
+		cfg.Logger.Warn("connection ended; reconnecting", "err", err, "retry_in", wait.String())
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():

@@ -308,7 +308,7 @@ func (p *Pool) closeOne(ctx context.Context, o *owned) error {
 	wait = min(wait, p.cfg.RetryMax)
 	o.nextTry = p.cfg.Clock.Now().Add(wait)
 	p.failed = append(p.failed, o)
-	p.cfg.Logger.Warn("executor close failed; it stays owned and is retried", "executor_id", o.id, "attempts", o.attempts, "retry_in", wait, "err", err)
+	p.cfg.Logger.Warn("executor close failed; it stays owned and is retried", "executor_id", o.id, "attempts", o.attempts, "retry_in", wait.String(), "err", err)
 	return err
 }
 

@@ -397,7 +397,7 @@ func (l *turnLoop) resolved(p resolvedParams) {
 		// A function call has no withdrawal frame (permission_cancel names
 		// a permission request); Core's late function_result finds the
 		// call gone.
-		l.e.log.Info("codex adapter: Codex settled a function call it was not answered", "run", l.t.runID, "call", q.interactionID)
+		l.e.log.Info("codex adapter: Codex settled a function call it was not answered", "run_id", l.t.runID, "interaction_id", q.interactionID)
 		return
 	}
 	// decision: Codex no longer waits on the approval, so the open

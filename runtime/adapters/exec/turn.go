@@ -93,7 +93,7 @@ func (e *executor) Run(ctx context.Context, turn harness.Turn, emit harness.Emit
 	_ = stdout.Close()
 	<-drained
 	if text := stderr.String(); text != "" || werr != nil {
-		e.cfg.Logger.Info("exec agent exited", "kind", e.cfg.Kind, "run", turn.RunID, "exit", exitText(werr), "stderr", text)
+		e.cfg.Logger.Info("exec agent exited", "kind", e.cfg.Kind, "run_id", turn.RunID, "exit", exitText(werr), "stderr", text)
 	}
 	if fail != nil {
 		_ = emit(context.WithoutCancel(ctx), wire.NewEngineError(boundText(fail.msg), fail.code, 0))

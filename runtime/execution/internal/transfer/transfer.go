@@ -226,7 +226,7 @@ func (h hooks) DoStageChunk(f *fsm.Firing[*peer.Event]) error {
 			case errors.As(err, &te):
 				_ = d.Local(key, fsm.EventID(transfer.EventMalformedFrame), nil)
 			case err != nil:
-				t.host.Logger().Warn("staging a transfer chunk failed", "transfer", key.ID, "err", err)
+				t.host.Logger().Warn("staging a transfer chunk failed", "transfer_id", key.ID, "err", err)
 				send(d, key.ID, wire.RuntimePrepareResult{Outcome: "rejected", ErrorCode: "resource_unavailable"})
 			default:
 				// The receipt confirms staged bytes, not installation
@@ -260,12 +260,12 @@ func (h hooks) DoInstall(f *fsm.Firing[*peer.Event]) error {
 				t.x = nil // completed: the slot is free again
 				send(d, key.ID, wire.RuntimePrepareResult{Outcome: "completed", SizeBytes: x.size})
 			case errors.As(err, &te):
-				t.host.Logger().Info("transfer refused at commit", "transfer", key.ID, "err", te)
+				t.host.Logger().Info("transfer refused at commit", "transfer_id", key.ID, "err", te)
 				send(d, key.ID, wire.RuntimePrepareResult{Outcome: te.Outcome, ErrorCode: te.Code})
 			default:
 				// The installer may have changed something: unknown keeps
 				// the slot, and nothing is replayed (daemon-protocol.txt:159).
-				t.host.Logger().Warn("transfer installation ended uncertain", "transfer", key.ID, "err", err)
+				t.host.Logger().Warn("transfer installation ended uncertain", "transfer_id", key.ID, "err", err)
 				send(d, key.ID, wire.RuntimePrepareResult{Outcome: "unknown", ErrorCode: "runtime_preparation_unconfirmed"})
 			}
 		})

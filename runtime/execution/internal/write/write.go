@@ -329,7 +329,7 @@ func (h hooks) DoApplyWrite(f *fsm.Firing[*peer.Event]) error {
 			w.release(d, u)
 		})
 		if !posted {
-			w.host.Logger().Warn("workspace write settled after the connection closed; its receipt is lost", "mutation", u.id, "outcome", r.Outcome)
+			w.host.Logger().Warn("workspace write settled after the connection closed; its receipt is lost", "mutation_id", u.id, "outcome", r.Outcome)
 		}
 	})
 	return nil
@@ -398,7 +398,7 @@ func (w *Write) Refuse(d *peer.Driver, r *peer.Refusal) {
 			_ = d.Local(key, fsm.EventID(workspace_write.EventChunk), nil)
 			return
 		}
-		w.host.Logger().Warn("workspace_write refused without a second receipt", "mutation", id, "err", r.Err)
+		w.host.Logger().Warn("workspace_write refused without a second receipt", "mutation_id", id, "err", r.Err)
 		return
 	}
 	code := "resource_unavailable"
