@@ -39,18 +39,61 @@ func readFrames(path string) ([]frameLine, error) {
 	return out, sc.Err()
 }
 
-// summary is a short, readable form of a payload: its members in key
-// order with long strings (IDs, text) shortened, so that the fields two
-// frames differ in (a state, a revision, a code) stay visible.
+// summary is a short, readable form of a payload: its scalar members
+// first, then its objects and lists, each in key order, with long strings
+// (IDs, text) and large nested values shortened, so that the fields two
+// frames differ in (a state, a stage, a revision, a code) stay visible
+// before the cut.
 func summary(raw json.RawMessage) string {
 	var v any
 	if json.Unmarshal(raw, &v) != nil {
 		return string(raw)
 	}
-	b, _ := json.Marshal(shorten(v))
-	s := string(b)
-	if len(s) > 160 {
-		s = s[:160] + "…"
+	obj, ok := v.(map[string]any)
+	if !ok {
+		b, _ := json.Marshal(shorten(v))
+		return cut(string(b))
+	}
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	composite := func(k string) bool {
+		switch obj[k].(type) {
+		case map[string]any, []any:
+			return true
+		}
+		return false
+	}
+	sort.SliceStable(keys, func(i, j int) bool {
+		if ci, cj := composite(keys[i]), composite(keys[j]); ci != cj {
+			return !ci
+		}
+		return keys[i] < keys[j]
+	})
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		kb, _ := json.Marshal(k)
+		vb, _ := json.Marshal(shorten(obj[k]))
+		if len(vb) > 48 && composite(k) {
+			vb = []byte(string(vb[:1]) + "…" + string(vb[len(vb)-1:]))
+		}
+		b.Write(kb)
+		b.WriteByte(':')
+		b.Write(vb)
+	}
+	b.WriteByte('}')
+	return cut(b.String())
+}
+
+// cut bounds a summary to one terminal line.
+func cut(s string) string {
+	if r := []rune(s); len(r) > 160 {
+		return string(r[:160]) + "…"
 	}
 	return s
 }

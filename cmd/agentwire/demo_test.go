@@ -74,3 +74,17 @@ func TestDemo(t *testing.T) {
 		assert.Empty(t, secret.FindAllString(text, -1))
 	}
 }
+
+// The terminal summary keeps the members two frames differ in: scalars
+// come before nested values, which are shortened, so a tool_call's stage
+// survives the cut however large its observation is.
+func TestSummaryKeepsScalarsBeforeTheCut(t *testing.T) {
+	before := summary(json.RawMessage(`{"call_id":"call-1","name":"shell","arguments":{"command":"` + strings.Repeat("x", 300) + `"},"stage":"before"}`))
+	after := summary(json.RawMessage(`{"call_id":"call-1","name":"shell","arguments":{"command":"` + strings.Repeat("x", 300) + `"},"observation":{"kind":"command","status":"completed","output":"` + strings.Repeat("y", 400) + `"},"stage":"after"}`))
+	assert.NotEqual(t, before, after)
+	assert.Contains(t, before, `"stage":"before"`)
+	assert.Contains(t, after, `"stage":"after"`)
+	assert.LessOrEqual(t, len([]rune(after)), 161)
+	assert.Equal(t, `{"a":1,"b":"x","c":[1,2]}`, summary(json.RawMessage(`{"c":[1,2],"b":"x","a":1}`)), "small nested values stay whole")
+	assert.Equal(t, `[1,2]`, summary(json.RawMessage(`[1,2]`)))
+}
