@@ -19,12 +19,12 @@ func TestTurnHelpShowsOwnFlags(t *testing.T) {
 		"run":    {"-core", "-session", "-approve-all", "-functions", "-json"},
 		"attach": {"-core", "-approve-all", "-functions", "-after", "-json"},
 		"input":  {"-core", "-json"},
-		"answer": {"-core", "-approve", "-deny", "-choose", "-dismiss"},
+		"answer": {"-core", "-approve", "-deny", "-choose", "-dismiss", "-result", "-failed"},
 		"list":   {"-core", "-session", "-limit", "-json"},
 		"status": {"-core"},
 		"cancel": {"-core"},
 	}
-	all := []string{"-session", "-approve-all", "-functions", "-after", "-approve", "-deny", "-choose", "-dismiss", "-limit", "-json"}
+	all := []string{"-session", "-approve-all", "-functions", "-after", "-approve", "-deny", "-choose", "-dismiss", "-result", "-failed", "-limit", "-json"}
 	for cmd, flags := range own {
 		t.Run(cmd, func(t *testing.T) {
 			var out, errb bytes.Buffer
@@ -57,7 +57,9 @@ func TestTurnUsageErrors(t *testing.T) {
 		{[]string{"turn", "status"}, "want one TURN, got 0 arguments"},
 		{[]string{"turn", "status", "T1", "T2"}, "want one TURN, got 2 arguments"},
 		{[]string{"turn", "status", "T1"}, "--core is required (or set AGENTWIRE_CORE)"},
-		{[]string{"turn", "answer", "T", "I"}, "give one of --approve, --deny, --choose or --dismiss"},
+		{[]string{"turn", "answer", "T", "I"}, "give one of --approve, --deny, --choose, --dismiss or --result"},
+		{[]string{"turn", "answer", "--result", "x", "--approve", "T", "I"}, "give one of"},
+		{[]string{"turn", "answer", "--failed", "--deny", "T", "I"}, "--failed goes with --result"},
 		{[]string{"turn", "answer", "--approve", "--deny", "T", "I"}, "give one of"},
 		{[]string{"turn", "answer", "--choose", "nonsense", "T", "I"}, "want QUESTION=ANSWER"},
 		{[]string{"turn", "input", "T"}, "want TURN and the input's text"},

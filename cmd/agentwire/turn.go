@@ -52,9 +52,10 @@ var turnCommands = map[string]subcommand{
 		"them (written, then accepted) until its outcome is known.",
 		examples: []string{"agentwire turn input TURN also update the README"}},
 	"answer": {use: "turn answer [flags] TURN INTERACTION", about: "Answers a pending question of the Turn: a permission with --approve or --deny, a user-choice\n" +
-		"question with --choose QUESTION=ANSWER (repeatable) or --dismiss. INTERACTION is the interaction_id\n" +
-		"of the question's event.",
-		examples: []string{"agentwire turn answer --approve TURN INTERACTION", "agentwire turn answer --choose q1=blue TURN INTERACTION"}},
+		"question with --choose QUESTION=ANSWER (repeatable) or --dismiss, a function call with --result TEXT\n" +
+		"(--failed for a failed call). INTERACTION is the interaction_id of the question's event.",
+		examples: []string{"agentwire turn answer --approve TURN INTERACTION", "agentwire turn answer --choose q1=blue TURN INTERACTION",
+			"agentwire turn answer --result 'sunny, 21 C' TURN INTERACTION"}},
 	"list": {use: "turn list [flags]", about: "Lists the Session's newest Turns, oldest first: a table (local times), or the API's JSON with --json.",
 		examples: []string{"agentwire turn list --session SESSION", "agentwire turn list --session SESSION --limit 100 --json"}},
 	"status": {use: "turn status [flags] TURN", about: "Prints the Turn's status as JSON."},
@@ -104,18 +105,23 @@ func runTurn(args []string, stdout, stderr io.Writer) error {
 	if args[0] == "attach" {
 		fs.StringVar(&after, "after", "", "follow from after this event ID (none: from the first event)")
 	}
-	var approve, deny, dismiss *bool
+	var approve, deny, dismiss, failed *bool
+	var result *string
 	var choose choices
 	if args[0] == "answer" {
 		approve = fs.Bool("approve", false, "approve the permission")
 		deny = fs.Bool("deny", false, "deny the permission")
 		dismiss = fs.Bool("dismiss", false, "dismiss the user-choice question without answering")
 		fs.Var(&choose, "choose", "QUESTION=ANSWER for a user-choice question; repeatable (several answers to one question: repeat it)")
+		result = fs.String("result", "", "the function call's result text")
+		failed = fs.Bool("failed", false, "with --result: the function call failed (success false)")
 	}
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return flagsDone(err)
 	}
 	pos := fs.Args()
+	resultSet := false // --result given, even empty
+	fs.Visit(func(f *flag.Flag) { resultSet = resultSet || f.Name == "result" })
 	switch args[0] {
 	case "submit", "run":
 		if *session == "" {
@@ -139,8 +145,11 @@ func runTurn(args []string, stdout, stderr io.Writer) error {
 		if len(pos) != 2 {
 			return usageError(fs, "want TURN and INTERACTION, got %d arguments", len(pos))
 		}
-		if n := count(*approve, *deny, *dismiss, len(choose) > 0); n != 1 {
-			return usageError(fs, "give one of --approve, --deny, --choose or --dismiss")
+		if n := count(*approve, *deny, *dismiss, len(choose) > 0, resultSet); n != 1 {
+			return usageError(fs, "give one of --approve, --deny, --choose, --dismiss or --result")
+		}
+		if *failed && !resultSet {
+			return usageError(fs, "--failed goes with --result")
 		}
 	default:
 		if len(pos) != 1 {
@@ -175,6 +184,9 @@ func runTurn(args []string, stdout, stderr io.Writer) error {
 			body["approved"] = *approve
 		case *dismiss:
 			body["cancelled"] = true
+		case resultSet:
+			body["success"] = !*failed
+			body["content"] = []map[string]string{{"type": "input_text", "text": *result}}
 		default:
 			body["question_answers"] = choose.answers()
 		}

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,4 +59,69 @@ func TestFunctionResultFromACommand(t *testing.T) {
 
 	_, _, err = functionResult(`true`, `{"kind":"function"}`)
 	assert.Error(t, err, "an event without interaction_id")
+}
+
+// turn answer --result answers a function call from another terminal:
+// the Turn that waits for it goes on with the text as the result.
+func TestTurnAnswerResult(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin, core, proj, _, rtLogs := startScriptSetup(t, `{"steps":[{"function":{"call_id":"call-1","name":"lookup","arguments":{"city":"Paris"}}}]}`)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ses := cliJSON(t, bin, proj.Secret, "session", "create", "--core", core.base, "--kind", "script")
+	run := exec.CommandContext(ctx, bin, "turn", "run", "--json", "--core", core.base, "--session", ses["id"].(string), "weather?")
+	run.Env = append(os.Environ(), "AGENTWIRE_API_KEY="+proj.Secret)
+	stdout, err := run.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, run.Start())
+	sc := bufio.NewScanner(stdout)
+	var lines []string
+	answered := false
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		var rec struct {
+			Event string `json:"event"`
+			Data  struct {
+				InteractionID string `json:"interaction_id"`
+			} `json:"data"`
+		}
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &rec), sc.Text())
+		if rec.Event == "turn" {
+			continue
+		}
+		if rec.Event == "function_call" && !answered {
+			answered = true
+			turnID := turnOf(t, lines)
+			ans := exec.CommandContext(ctx, bin, "turn", "answer", "--core", core.base, "--result", "sunny", turnID, rec.Data.InteractionID)
+			ans.Env = run.Env
+			out, err := ans.CombinedOutput()
+			require.NoError(t, err, "%s", out)
+			assert.Contains(t, string(out), `"delivery_id"`)
+		}
+	}
+	require.NoError(t, run.Wait(), "turn run: %s\nruntime logs: %s", strings.Join(lines, "\n"), rtLogs.String())
+	all := strings.Join(lines, "\n")
+	assert.True(t, answered, "a function call was shown: %s", all)
+	assert.Contains(t, all, `[call-1:sunny]`, "the Run saw the answer as the result")
+	assert.Contains(t, all, `{"event":"status","data":{"state":"completed"}}`)
+}
+
+// turnOf finds the Turn ID turn run --json printed.
+func turnOf(t *testing.T, lines []string) string {
+	t.Helper()
+	for _, l := range lines {
+		var rec struct {
+			Event string `json:"event"`
+			Data  struct {
+				ID string `json:"id"`
+			} `json:"data"`
+		}
+		if json.Unmarshal([]byte(l), &rec) == nil && rec.Event == "turn" && rec.Data.ID != "" {
+			return rec.Data.ID
+		}
+	}
+	t.Fatalf("no Turn ID in %v", lines)
+	return ""
 }

@@ -44,7 +44,7 @@ func (p *prompter) answer(event, data string) (string, map[string]any, error) {
 	if event == wire.TypeFunctionCall {
 		if p.functions == "" {
 			if p.out != nil {
-				fmt.Fprintln(p.out, "a function call waits for its result: answer it with POST /api/v1/turns/TURN/function-results, or run the Turn with --functions CMD")
+				fmt.Fprintln(p.out, "a function call waits for its result: answer it with agentwire turn answer --result TEXT TURN INTERACTION (or POST /api/v1/turns/TURN/function-results), or run the Turn with --functions CMD")
 			}
 			return "", nil, nil
 		}
