@@ -265,6 +265,7 @@ func TestCrossTenantIsolation(t *testing.T) {
 		"{mutation_id}":    {mutationA, missingUUID},
 		"{environment_id}": {a.env, missingUUID},
 		"{agent_id}":       {agentA["id"].(string), "agent_000000000000000000000000"},
+		"{device_id}":      {a.device, "dev-missing"},
 	}
 	bodies := map[string]string{
 		"POST /api/v1/sessions/{session_id}/turns":                   `{"input":[{"content":[{"type":"input_text","text":"beta was here"}]}]}`,

@@ -31,6 +31,7 @@ type Route struct {
 // Routes lists every route API registers, in OpenAPI path syntax.
 var Routes = []Route{
 	{"GET", "/api/v1/devices"},
+	{"POST", "/api/v1/devices/{device_id}/revoke"},
 	{"GET", "/api/v1/engine-profiles"},
 	{"POST", "/api/v1/sessions"},
 	{"GET", "/api/v1/sessions/{session_id}"},
@@ -126,6 +127,7 @@ func New(cfg Config) *API {
 func (a *API) Register(mux *http.ServeMux) {
 	h := map[Route]http.HandlerFunc{
 		{"GET", "/api/v1/devices"}:                                        a.devices,
+		{"POST", "/api/v1/devices/{device_id}/revoke"}:                    a.revokeDevice,
 		{"GET", "/api/v1/engine-profiles"}:                                a.engineProfiles,
 		{"POST", "/api/v1/sessions"}:                                      a.createSession,
 		{"GET", "/api/v1/sessions/{session_id}"}:                          a.getSession,

@@ -279,3 +279,34 @@ func TestCancelAnswersWithTheDeliveryOr409(t *testing.T) {
 	assert.Equal(t, 409, resp.StatusCode)
 	assert.Equal(t, "turn_finished", out["error"])
 }
+
+// A project revokes its own device's credentials; another project's
+// attempt answers as for a missing device and revokes nothing.
+func TestRevokeDevice(t *testing.T) {
+	e := newEnv(t)
+	resp, theirs := e.do(e.other, "POST", "/api/v1/devices/dev/revoke", "")
+	assert.Equal(t, 404, resp.StatusCode)
+	resp, missing := e.do(e.other, "POST", "/api/v1/devices/nowhere/revoke", "")
+	assert.Equal(t, 404, resp.StatusCode)
+	assert.Equal(t, missing, theirs, "not yours and missing answer alike")
+	list, err := e.store.ListCredentials(context.Background())
+	require.NoError(t, err)
+	for _, c := range list {
+		assert.False(t, c.Revoked(), "nothing was revoked by another project")
+	}
+
+	resp, got := e.do(e.key, "POST", "/api/v1/devices/dev/revoke", "")
+	require.Equal(t, 200, resp.StatusCode, "%v", got)
+	assert.Equal(t, "dev", got["device_id"])
+	assert.Len(t, got["revoked"], 1)
+	list, err = e.store.ListCredentials(context.Background())
+	require.NoError(t, err)
+	for _, c := range list {
+		if c.DeviceID == "dev" {
+			assert.True(t, c.Revoked())
+		}
+	}
+	resp, got = e.do(e.key, "POST", "/api/v1/devices/dev/revoke", "")
+	require.Equal(t, 200, resp.StatusCode)
+	assert.Empty(t, got["revoked"], "revoking again revokes nothing more")
+}
