@@ -156,3 +156,29 @@ func TestEnvAndFilesHelpShowOwnFlags(t *testing.T) {
 		}
 	}
 }
+
+// Command lines that once exited 2 with nothing printed now say what is
+// wrong and show the command's usage.
+func TestNoSilentUsageErrors(t *testing.T) {
+	t.Setenv(CoreEnv, "")
+	t.Setenv("AGENTWIRE_API_KEY", "k")
+	data := t.TempDir()
+	for _, tc := range []struct {
+		args      []string
+		want, use string
+	}{
+		{[]string{"devices", "revoke", "X"}, "agentwire core device revoke --data DIR --device X", "usage: agentwire devices"},
+		{[]string{"devices", "foo"}, `unknown command "foo"`, "usage: agentwire devices"},
+		{[]string{"devices", "list", "extra"}, `devices list takes no arguments, got ["extra"]`, "usage: agentwire devices"},
+		{[]string{"devices", "list"}, "--core is required", "usage: agentwire devices"},
+		{[]string{"core", "devices", "--data", data, "foo"}, `core devices takes no arguments, got ["foo"]`, "usage: agentwire core devices"},
+		{[]string{"core", "serve", "--data", data, "extra"}, `core serve takes no arguments, got ["extra"]`, "usage: agentwire core serve"},
+		{[]string{"demo", "extra"}, `demo takes no arguments, got ["extra"]`, "usage: agentwire demo"},
+	} {
+		var out, errb bytes.Buffer
+		err := run(tc.args, &out, &errb)
+		assert.ErrorIs(t, err, errUsage, "%v", tc.args)
+		assert.Contains(t, errb.String(), tc.want, "%v", tc.args)
+		assert.Contains(t, errb.String(), tc.use, "%v shows the usage", tc.args)
+	}
+}

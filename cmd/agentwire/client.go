@@ -169,15 +169,39 @@ func runSession(args []string, stdout, stderr io.Writer) error {
 	return c.call("POST", "/api/v1/sessions", body, stdout)
 }
 
+// devicesCommand is `agentwire devices [list]`: the project's devices
+// through the public API. Revoking one is Core's administrator's act on
+// Core's own data (agentwire core device revoke), not an API call.
+var devicesCommand = subcommand{use: "devices [list] [flags]",
+	about: "Lists the project's devices (the administration key: every device) as JSON, each with its\n" +
+		"connection and what it declares. Revoking a device is done on Core's machine by its\n" +
+		"administrator: agentwire core device revoke --data DIR --device D.",
+	examples: []string{"agentwire devices", "agentwire devices list --core 127.0.0.1:8080"}}
+
 func runDevices(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("devices", stderr)
+	fs := devicesCommand.flags(stderr)
 	core := fs.String("core", "", "Core's base URL (default $AGENTWIRE_CORE)")
-	if err := parseFlags(fs, args); err != nil || fs.NArg() != 0 {
-		return errUsage
+	if err := parseFlags(fs, args); err != nil {
+		return flagsDone(err)
+	}
+	pos := fs.Args()
+	if len(pos) > 0 && pos[0] == "list" {
+		pos = pos[1:]
+	} else if len(pos) > 0 && pos[0] == "revoke" {
+		dev := "D"
+		if len(pos) > 1 {
+			dev = pos[1]
+		}
+		return usageError(fs, "devices revoke: a device is revoked by Core's administrator on Core's machine: agentwire core device revoke --data DIR --device %s", dev)
+	} else if len(pos) > 0 {
+		return usageError(fs, "unknown command %q (devices takes list)", pos[0])
+	}
+	if len(pos) != 0 {
+		return usageError(fs, "devices list takes no arguments, got %q", pos)
 	}
 	c, err := newAPIClient(*core)
 	if err != nil {
-		return err
+		return usageError(fs, "%v", err)
 	}
 	return c.call("GET", "/api/v1/devices", nil, stdout)
 }

@@ -65,8 +65,14 @@ func openStore(ctx context.Context, dir string) (*sqlite.Store, error) {
 	return sqlite.Open(ctx, dir)
 }
 
+var coreServeCommand = subcommand{use: "core serve [flags]",
+	about: "Runs Core: the public API and the Runtimes' WebSocket on one listener, its store in --data.\n" +
+		"It runs until SIGINT or SIGTERM, then closes the connections and exits 0.",
+	examples: []string{"agentwire core serve --listen 127.0.0.1:8080 --data data",
+		"agentwire core serve --listen :8080 --data /var/lib/agentwire --public-url https://core.example"}}
+
 func runCoreServe(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("core serve", stderr)
+	fs := coreServeCommand.flags(stderr)
 	listen := fs.String("listen", "127.0.0.1:8080", "address to listen on")
 	placementTimeout := fs.Duration("placement-timeout", gateway.DefaultPlacementTimeout, "how long a queued Turn waits for a device of its project that declares what it requires before it fails unplaceable")
 	data := fs.String("data", "", "data directory (the embedded store lives here)")
@@ -74,8 +80,11 @@ func runCoreServe(args []string, stdout, stderr io.Writer) error {
 	scale := timeScaleFlag(fs)
 	transcriptFile := fs.String("transcript", "", "append every Runtime frame, both ways, to this file as JSON lines (frames carry no credential)")
 	logFormat := logFormatFlag(fs)
-	if err := parseFlags(fs, args); err != nil || fs.NArg() != 0 {
-		return errUsage
+	if err := parseFlags(fs, args); err != nil {
+		return flagsDone(err)
+	}
+	if fs.NArg() != 0 {
+		return usageError(fs, "core serve takes no arguments, got %q", fs.Args())
 	}
 	if *placementTimeout <= 0 {
 		return usageError(fs, "--placement-timeout must be positive, got %v", *placementTimeout)
@@ -285,11 +294,19 @@ func dash(s string) string {
 	return s
 }
 
+var coreDevicesCommand = subcommand{use: "core devices [flags]",
+	about: "Prints the device registry of Core's store (every project's devices) as JSON, read directly\n" +
+		"from --data (agentwire devices asks a running Core through the API instead).",
+	examples: []string{"agentwire core devices --data data"}}
+
 func runCoreDevices(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("core devices", stderr)
-	data := fs.String("data", "", "data directory")
-	if err := parseFlags(fs, args); err != nil || fs.NArg() != 0 {
-		return errUsage
+	fs := coreDevicesCommand.flags(stderr)
+	data := fs.String("data", "", "data directory (required)")
+	if err := parseFlags(fs, args); err != nil {
+		return flagsDone(err)
+	}
+	if fs.NArg() != 0 {
+		return usageError(fs, "core devices takes no arguments, got %q", fs.Args())
 	}
 	ctx := context.Background()
 	st, err := openStore(ctx, *data)
