@@ -174,6 +174,11 @@ func TestNoSilentUsageErrors(t *testing.T) {
 		{[]string{"core", "devices", "--data", data, "foo"}, `core devices takes no arguments, got ["foo"]`, "usage: agentwire core devices"},
 		{[]string{"core", "serve", "--data", data, "extra"}, `core serve takes no arguments, got ["extra"]`, "usage: agentwire core serve"},
 		{[]string{"demo", "extra"}, `demo takes no arguments, got ["extra"]`, "usage: agentwire demo"},
+		{[]string{"core", "serve"}, "--data is required", "usage: agentwire core serve"},
+		{[]string{"core", "credential", "list", "--data", data, "foo"}, `core credential list takes no arguments, got ["foo"]`, "usage: agentwire core credential list"},
+		{[]string{"runtime", "--device-id", "d", "--credential-file", "f", "extra"}, `runtime takes no arguments, got ["extra"]`, "usage: agentwire runtime"},
+		{[]string{"diagram", "run", "extra"}, "want one MACHINE, got 2 arguments", "usage: agentwire diagram"},
+		{[]string{"files", "put", "--session", "S", "a"}, "want PATH and FILE, got 1 arguments", "usage: agentwire files put"},
 	} {
 		var out, errb bytes.Buffer
 		err := run(tc.args, &out, &errb)

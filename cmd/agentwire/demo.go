@@ -59,8 +59,7 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 		}
 	case real:
 		if *agent != "" {
-			fmt.Fprintln(stderr, "agentwire demo: --agent is for --harness echo")
-			return errUsage
+			return usageError(fs, "--agent is for --harness echo")
 		}
 		if *out == "" {
 			*out = filepath.Join("demo-out", cli.kind)
@@ -72,8 +71,7 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 		}
 		cliBin = bin
 	default:
-		fmt.Fprintf(stderr, "agentwire demo: --harness %s: want echo, codex or claude\n", *which)
-		return errUsage
+		return usageError(fs, "--harness %s: want echo, codex or claude", *which)
 	}
 	self, err := os.Executable()
 	if err != nil {

@@ -32,8 +32,16 @@ func runEnv(args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && (args[0] == "create" || args[0] == "list") {
 		return runEnvRegistry(args, stdout, stderr) // env_create.go
 	}
-	if len(args) == 0 || !oneOf(args[0], "show", "suspend", "resume") {
+	if len(args) > 0 && oneOf(args[0], "-h", "--help", "help") {
+		fmt.Fprintln(stdout, envUsage)
+		return nil
+	}
+	if len(args) == 0 {
 		fmt.Fprintln(stderr, envUsage)
+		return errUsage
+	}
+	if !oneOf(args[0], "show", "suspend", "resume") {
+		fmt.Fprintf(stderr, "agentwire env: unknown command %q\n\n%s\n", args[0], envUsage)
 		return errUsage
 	}
 	fs := subcommand{use: "env " + args[0] + " [flags] ENV", about: envUsage}.flags(stderr)

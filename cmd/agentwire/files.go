@@ -28,8 +28,16 @@ func runFiles(args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "export" {
 		return runFilesExport(args, stdout, stderr) // files_export.go
 	}
-	if len(args) == 0 || !oneOf(args[0], "ls", "cat") {
+	if len(args) > 0 && oneOf(args[0], "-h", "--help", "help") {
+		fmt.Fprintln(stdout, filesUsage)
+		return nil
+	}
+	if len(args) == 0 {
 		fmt.Fprintln(stderr, filesUsage)
+		return errUsage
+	}
+	if !oneOf(args[0], "ls", "cat") {
+		fmt.Fprintf(stderr, "agentwire files: unknown command %q\n\n%s\n", args[0], filesUsage)
 		return errUsage
 	}
 	ls := args[0] == "ls"

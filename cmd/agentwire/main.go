@@ -5,7 +5,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -122,10 +121,4 @@ func usageErr(err error) error {
 		return errUsage
 	}
 	return err
-}
-
-func newFlags(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("agentwire "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	return fs
 }
