@@ -6,6 +6,7 @@ import (
 	"flag"
 	"log/slog"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -185,5 +186,32 @@ func TestNoSilentUsageErrors(t *testing.T) {
 		assert.ErrorIs(t, err, errUsage, "%v", tc.args)
 		assert.Contains(t, errb.String(), tc.want, "%v", tc.args)
 		assert.Contains(t, errb.String(), tc.use, "%v shows the usage", tc.args)
+	}
+}
+
+// The top-level help names every verb and every exit code; a subcommand's
+// -h prints its own usage once, with --core optional (AGENTWIRE_CORE).
+func TestHelpTexts(t *testing.T) {
+	var out bytes.Buffer
+	require.NoError(t, run([]string{"help"}, &out, &bytes.Buffer{}))
+	help := out.String()
+	assert.Contains(t, help, "turn submit|run|attach|input|answer|list|status|cancel")
+	assert.Contains(t, help, "agentwire devices [list] (revoke one: agentwire core device revoke)")
+	assert.Contains(t, help, "core serve|credential|devices|device")
+	assert.Contains(t, help, "env create|list|show|suspend|resume")
+	for _, code := range []string{"0 success", "1 the command failed", "2 the command line", "130 turn run or turn attach"} {
+		assert.Contains(t, help, code)
+	}
+	for _, args := range [][]string{{"env", "show", "-h"}, {"env", "create", "-h"}, {"files", "ls", "-h"}, {"files", "cat", "-h"}, {"files", "put", "-h"}, {"files", "export", "-h"}} {
+		var errb bytes.Buffer
+		require.NoError(t, run(args, &bytes.Buffer{}, &errb), "%v", args)
+		assert.Equal(t, 1, strings.Count(errb.String(), "usage:"), "%v prints its usage once:\n%s", args, errb.String())
+		assert.NotContains(t, errb.String(), " --core URL", "%v shows --core as required", args)
+	}
+	for _, args := range [][]string{{"env", "-h"}, {"files", "-h"}, {"core", "-h"}, {"turn", "-h"}, {"session", "-h"}, {"core", "device", "-h"}} {
+		out.Reset()
+		require.NoError(t, run(args, &out, &bytes.Buffer{}), "%v", args)
+		assert.Contains(t, out.String(), "usage: agentwire "+args[0], "%v", args)
+		assert.NotContains(t, out.String(), " --core URL", "%v shows --core as required", args)
 	}
 }

@@ -20,13 +20,13 @@ import (
 const usage = `usage: agentwire <command> [flags]
 
 commands:
-  core       run and administer Core: agentwire core serve|credential|devices
-  runtime    run the Runtime daemon: agentwire runtime --core URL --device-id ID --credential-file FILE
-  session    create or get a Session through the public API
-  turn       submit, run (streaming its events), cancel a Turn or get its status
-  devices    list the device registry through the public API
-  files      a Session's workspace: agentwire files ls|cat|put|export
-  env        create, show, suspend or resume an Environment: agentwire env create|show|suspend|resume
+  core       run and administer Core: agentwire core serve|credential|devices|device
+  runtime    run the Runtime daemon: agentwire runtime [--core URL] --device-id ID --credential-file FILE
+  session    create or get a Session: agentwire session create|get
+  turn       a Session's Turns: agentwire turn submit|run|attach|input|answer|list|status|cancel
+  devices    list the project's devices: agentwire devices [list] (revoke one: agentwire core device revoke)
+  files      a Session's workspace: agentwire files ls|cat|put|export|write|resolve
+  env        a project's Environments: agentwire env create|list|show|suspend|resume
   demo       run Core, a Runtime and one Turn end to end on this machine (make demo)
   generate   load spec/, validate it and write fsm/ and docs/machines/
   diagram    print one machine's diagram: agentwire diagram <machine> --format mermaid|dot|svg
@@ -39,7 +39,8 @@ Run "agentwire <command> -h" for the flags of one command; "agentwire --version"
 this build's version and the wire version it speaks.
 
 exit codes: 0 success, 1 the command failed (the message says why), 2 the command line was
-not understood (the usage follows).
+not understood (the usage follows), 130 turn run or turn attach was detached with Ctrl-C (the
+Turn goes on). docs/cli.md has the details.
 `
 
 // versionLine is what --version prints: this build and the wire version
