@@ -79,13 +79,29 @@ func (c *apiClient) call(method, path string, body any, out io.Writer) error {
 		return err
 	}
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, strings.TrimSpace(string(b)))
+		return apiError(method, c.base+path, resp.Status, resp.StatusCode, b)
 	}
 	var pretty bytes.Buffer
 	if json.Indent(&pretty, b, "", "  ") == nil {
 		b = append(pretty.Bytes(), '\n')
 	}
 	_, err = out.Write(b)
+	return err
+}
+
+// apiError is a non-2xx answer as an error naming the full URL tried, so
+// a wrong --core base shows where the request really went. A 404 that is
+// not one of Core's JSON errors came from no route of Core's API: the
+// base is then the likely mistake, and the error says so.
+func apiError(method, fullURL, status string, code int, body []byte) error {
+	text := strings.TrimSpace(string(body))
+	err := fmt.Errorf("%s %s: %s: %s", method, fullURL, status, text)
+	var apiErr struct {
+		Error string `json:"error"`
+	}
+	if code == http.StatusNotFound && (json.Unmarshal(body, &apiErr) != nil || apiErr.Error == "") {
+		return fmt.Errorf("%w\nno API answers at that URL: --core (or %s) must be Core's base URL, for example http://127.0.0.1:8080", err, CoreEnv)
+	}
 	return err
 }
 

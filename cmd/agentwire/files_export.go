@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"strings"
 	"time"
 )
 
@@ -51,7 +50,7 @@ func runFilesExport(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET export: %s: %s", resp.Status, strings.TrimSpace(string(b)))
+		return apiError("GET", req.URL.String(), resp.Status, resp.StatusCode, b)
 	}
 	if fs.Arg(0) == "-" {
 		_, err = stdout.Write(b)

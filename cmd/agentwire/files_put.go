@@ -90,6 +90,9 @@ func runFilesWrite(args []string, stdout, stderr io.Writer) error {
 		Error      string `json:"error"`
 	}
 	_ = json.Unmarshal(raw, &rec)
+	if rec.Outcome == "" && status/100 != 2 {
+		return apiError("PUT", c.base+path, fmt.Sprintf("%d %s", status, http.StatusText(status)), status, raw)
+	}
 	var pretty bytes.Buffer
 	if json.Indent(&pretty, raw, "", "  ") == nil {
 		raw = append(pretty.Bytes(), '\n')

@@ -322,7 +322,7 @@ func (c *apiClient) stream(turnID string, last *eventCursor, on func(event, data
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		return nil, false, fmt.Errorf("GET /api/v1/turns/%s/events: %s: %s", turnID, resp.Status, strings.TrimSpace(string(b)))
+		return nil, false, apiError("GET", req.URL.String(), resp.Status, resp.StatusCode, b)
 	}
 	// The lines are read on their own goroutine so that a quiet stream
 	// can be noticed; closing quit (then the body, deferred above) ends it.
