@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -239,7 +240,7 @@ func runCoreCredential(args []string, stdout, stderr io.Writer) error {
 			// credential exists whose secret nobody has.
 			f, err := os.OpenFile(*out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 			if err != nil {
-				return fmt.Errorf("--out: %w (a credential file is never overwritten)", err)
+				return outFileError(*out, err)
 			}
 			defer f.Close()
 			c, secret, err := is.Issue(ctx, store.CredentialKind(*kind), *device, *project)
@@ -313,6 +314,17 @@ func runCoreCredential(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	return nil
+}
+
+// outFileError says why --out could not be created; nothing was issued.
+func outFileError(name string, err error) error {
+	switch {
+	case errors.Is(err, os.ErrExist):
+		return fmt.Errorf("--out %s: the file exists, and a credential file is never overwritten: choose another name or remove it; nothing was issued", name)
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("--out %s: the directory %s does not exist: create it first; nothing was issued", name, filepath.Dir(name))
+	}
+	return fmt.Errorf("--out %s: %w; nothing was issued", name, errors.Unwrap(err))
 }
 
 func dash(s string) string {
