@@ -105,16 +105,20 @@ func apiError(method, fullURL, status string, code int, body []byte) error {
 	return err
 }
 
-const sessionUsage = `usage: agentwire session create [flags]
-       agentwire session get [flags] SESSION
-A Session that works in a workspace names a registered Environment of its project
-(agentwire env create --device D prints its ID); without --environment it has none.`
+const sessionUsage = `usage: agentwire session <command> [flags] ...
+
+commands:
+  create   create a Session of the project, in a registered Environment's workspace or without one
+  get      print a Session
+
+Run "agentwire session <command> -h" for one command's flags and examples.`
 
 var sessionCommands = map[string]subcommand{
 	"create": {use: "session create [flags]", about: "Creates a Session of the project (AGENTWIRE_API_KEY) and prints it as JSON. A Session that works in a\n" +
 		"workspace names a registered Environment (agentwire env create --device D prints its ID).",
 		examples: []string{"agentwire session create --kind script", "agentwire session create --kind codex --environment ENV"}},
-	"get": {use: "session get [flags] SESSION", about: "Prints the Session as JSON."},
+	"get": {use: "session get [flags] SESSION", about: "Prints the Session as JSON.",
+		examples: []string{"agentwire session get SESSION"}},
 }
 
 func runSession(args []string, stdout, stderr io.Writer) error {

@@ -66,14 +66,25 @@ var errUsage = errors.New("usage")
 
 func main() {
 	err := run(os.Args[1:], os.Stdout, os.Stderr)
+	code := exitCode(err)
+	if code == 1 {
+		fmt.Fprintln(os.Stderr, "agentwire: "+strings.ReplaceAll(err.Error(), "\n", "\nagentwire: "))
+	}
+	os.Exit(code)
+}
+
+// exitCode is the process's exit status for run's result (docs/cli.md):
+// 0 success, 2 a command line not understood (its message and usage were
+// printed), 1 any other failure. A detach with Ctrl-C exits 130 from the
+// interrupt handler itself.
+func exitCode(err error) int {
 	switch {
 	case err == nil:
+		return 0
 	case errors.Is(err, errUsage):
-		os.Exit(2)
-	default:
-		fmt.Fprintln(os.Stderr, "agentwire: "+strings.ReplaceAll(err.Error(), "\n", "\nagentwire: "))
-		os.Exit(1)
+		return 2
 	}
+	return 1
 }
 
 func run(args []string, stdout, stderr io.Writer) error {

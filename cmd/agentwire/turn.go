@@ -69,8 +69,10 @@ var turnCommands = map[string]subcommand{
 		examples: []string{"agentwire turn answer --approve TURN INTERACTION", "agentwire turn answer --choose q1=blue TURN INTERACTION"}},
 	"list": {use: "turn list [flags]", about: "Lists the Session's newest Turns, oldest first: a table (local times), or the API's JSON with --json.",
 		examples: []string{"agentwire turn list --session SESSION", "agentwire turn list --session SESSION --limit 100 --json"}},
-	"status": {use: "turn status [flags] TURN", about: "Prints the Turn's status as JSON."},
-	"cancel": {use: "turn cancel [flags] TURN", about: "Asks Core to cancel the Turn and prints the cancellation's delivery."},
+	"status": {use: "turn status [flags] TURN", about: "Prints the Turn's status as JSON.",
+		examples: []string{"agentwire turn status TURN"}},
+	"cancel": {use: "turn cancel [flags] TURN", about: "Asks Core to cancel the Turn and prints the cancellation's delivery.",
+		examples: []string{"agentwire turn cancel TURN"}},
 }
 
 func runTurn(args []string, stdout, stderr io.Writer) error {
