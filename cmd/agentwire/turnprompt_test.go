@@ -237,3 +237,43 @@ func turnIDOf(t *testing.T, out string) string {
 	require.True(t, ok, first)
 	return id
 }
+
+// A stream that is never quiet still gets its open question asked, after
+// catchUpMax.
+func TestFollowAsksWhileEventsKeepComing(t *testing.T) {
+	defer func(old time.Duration) { catchUpMax = old }(catchUpMax)
+	catchUpMax = 300 * time.Millisecond
+	answered := make(chan struct{})
+	var once sync.Once
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.Path, "/interactions/") {
+			once.Do(func() { close(answered) })
+			w.WriteHeader(http.StatusAccepted)
+			fmt.Fprint(w, `{"interaction_id":"int_1","delivery_id":"d"}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "id: 1\nevent: permission_request\ndata: %s\n\n", permEvent)
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		deadline := time.After(10 * time.Second)
+		for n := 2; ; n++ {
+			select {
+			case <-answered:
+				fmt.Fprint(w, "event: status\ndata: {\"state\":\"completed\"}\n\n")
+				return
+			case <-deadline:
+				fmt.Fprint(w, "event: status\ndata: {\"state\":\"failed\"}\n\n")
+				return
+			case <-tick.C:
+				fmt.Fprintf(w, "id: %d\nevent: delta\ndata: {\"delta\":\".\"}\n\n", n)
+				w.(http.Flusher).Flush()
+			}
+		}
+	}))
+	defer srv.Close()
+	var out, shown bytes.Buffer
+	p := &prompter{in: bufio.NewReader(strings.NewReader("y\n")), out: &shown, interactive: true}
+	require.NoError(t, (&apiClient{base: srv.URL, key: "k"}).follow("turn_1", "", &out, p), shown.String())
+	assert.Contains(t, out.String(), `answer int_1 {"approved":true}`)
+}

@@ -66,7 +66,8 @@ func (c *apiClient) runTurnRun(session, text string, stdout io.Writer, p *prompt
 // it again would show the user a question that no longer waits. The
 // history comes in one burst, so by the time the stream is quiet every
 // settled question has been crossed off, and what is left waits for an
-// answer now. A live question waits at most catchUp longer.
+// answer now. A live question waits catchUp longer, and never more than
+// catchUpMax even if events keep coming.
 func (c *apiClient) follow(turnID, last string, stdout io.Writer, p *prompter) error {
 	cursor := &eventCursor{id: last}
 	waiting := &openQuestions{}
@@ -135,8 +136,12 @@ func (c *apiClient) follow(turnID, last string, stdout io.Writer, p *prompter) e
 }
 
 // catchUp is how long the stream must be quiet before the questions still
-// open are asked (follow's decision).
-var catchUp = 250 * time.Millisecond
+// open are asked (follow's decision); catchUpMax bounds the wait for a
+// stream that is never quiet that long.
+var (
+	catchUp    = 250 * time.Millisecond
+	catchUpMax = 2 * time.Second
+)
 
 // openQuestions are the question events a follower has seen and not yet
 // seen settled, in the order they came; the Ctrl-C handler reads them from
@@ -301,8 +306,8 @@ func mustJSON(v any) string {
 // stream reads the Turn's SSE stream after *last, handing each event to
 // on, until the Turn's final status (returned), on asks to stop (stopped)
 // or the stream closes before either (both zero: the caller resumes).
-// idle, when not nil, runs each time the stream has been quiet for
-// catchUp after an event.
+// idle, when not nil, runs once the stream has been quiet for catchUp
+// after an event, or catchUpMax after the first event since idle last ran.
 func (c *apiClient) stream(turnID string, last *eventCursor, on func(event, data string) (bool, error), idle func() error) (status map[string]any, stopped bool, err error) {
 	req, err := http.NewRequest("GET", c.base+"/api/v1/turns/"+turnID+"/events", nil)
 	if err != nil {
@@ -344,7 +349,13 @@ func (c *apiClient) stream(turnID string, last *eventCursor, on func(event, data
 	quiet := time.NewTimer(time.Hour)
 	quiet.Stop()
 	defer quiet.Stop()
-	armed := false
+	armed, armedAt := false, time.Time{}
+	rearm := func() {
+		if !armed {
+			armed, armedAt = true, time.Now()
+		}
+		quiet.Reset(min(catchUp, catchUpMax-time.Since(armedAt)))
+	}
 	var id, event, data string
 	for {
 		var line string
@@ -357,7 +368,7 @@ func (c *apiClient) stream(turnID string, last *eventCursor, on func(event, data
 			}
 			line = l
 			if armed {
-				quiet.Reset(catchUp)
+				rearm()
 			}
 		case <-quiet.C:
 			armed = false
@@ -396,8 +407,7 @@ func (c *apiClient) stream(turnID string, last *eventCursor, on func(event, data
 					return nil, true, nil
 				}
 				if idle != nil {
-					quiet.Reset(catchUp)
-					armed = true
+					rearm()
 				}
 			}
 			id, event, data = "", "", ""
