@@ -8,6 +8,7 @@ require (
 	github.com/dave/jennifer v1.7.1
 	github.com/goccy/go-graphviz v0.2.10
 	github.com/looplab/fsm v1.0.3
+	github.com/mattn/go-isatty v0.0.24
 	github.com/stretchr/testify v1.11.1
 	go.uber.org/goleak v1.3.0
 	go.yaml.in/yaml/v3 v3.0.4
@@ -24,7 +25,6 @@ require (
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/kr/text v0.1.0 // indirect
-	github.com/mattn/go-isatty v0.0.24 // indirect
 	github.com/ncruces/go-strftime v1.1.0 // indirect
 	github.com/pmezard/go-difflib v1.0.0 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect

@@ -23,9 +23,12 @@ var agentCommands = map[string]subcommand{
 		"model, instructions, function_tools, output_format, text_verbosity, multi_agent; - reads standard input)\n" +
 		"and prints it as JSON. A Session created with --agent runs the version current then.",
 		examples: []string{"agentwire agent create weather-agent.json", "agentwire agent create -quiet weather-agent.json"}},
-	"update": {use: "agent update [flags] AGENT FILE", about: "Writes the Agent's next version from FILE; Sessions created before keep their version."},
-	"show":   {use: "agent show [flags] AGENT", about: "Prints the Agent as JSON: its latest version, or --version N."},
-	"list":   {use: "agent list [flags]", about: "Prints the latest version of each of the project's Agents as JSON."},
+	"update": {use: "agent update [flags] AGENT FILE", about: "Writes the Agent's next version from FILE; Sessions created before keep their version.",
+		examples: []string{"agentwire agent update AGENT weather-agent.json"}},
+	"show": {use: "agent show [flags] AGENT", about: "Prints the Agent as JSON: its latest version, or --version N.",
+		examples: []string{"agentwire agent show AGENT", "agentwire agent show --version 1 AGENT"}},
+	"list": {use: "agent list [flags]", about: "Prints the latest version of each of the project's Agents as JSON.",
+		examples: []string{"agentwire agent list"}},
 }
 
 func runAgent(args []string, stdout, stderr io.Writer) error {
@@ -56,7 +59,10 @@ func runAgent(args []string, stdout, stderr io.Writer) error {
 	}
 	want := map[string]int{"create": 1, "update": 2, "show": 1, "list": 0}[args[0]]
 	if fs.NArg() != want {
-		return usageError(fs, "want %d arguments, got %d", want, fs.NArg())
+		if want == 0 {
+			return usageError(fs, "agent list takes no arguments, got %d", fs.NArg())
+		}
+		return usageError(fs, "want %s, got %d arguments", map[string]string{"create": "FILE", "update": "AGENT and FILE", "show": "AGENT"}[args[0]], fs.NArg())
 	}
 	c, err := newAPIClient(*core)
 	if err != nil {

@@ -14,8 +14,13 @@ import (
 
 // runCheck is `agentwire check`: the model checker over the spec's tables
 // (package modelcheck does the work).
+var checkCommand = subcommand{use: "check [flags]",
+	about: "Model-checks Core and the Runtime together over the spec's machine tables against\n" +
+		"spec/invariants.yaml (docs/model-check.md); exit 1 when an invariant is violated.",
+	examples: []string{"agentwire check", "agentwire check --bound long", "agentwire check --machines preparation,run,input,interaction --out counterexamples"}}
+
 func runCheck(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("check", stderr)
+	fs := checkCommand.flags(stderr)
 	dir := fs.String("spec", "spec", "the spec directory")
 	bound := fs.String("bound", "ci", "ci or long: the bounds make model-check and make model-check-long use")
 	machines := fs.String("machines", "preparation,run,input", "the machines composed, comma-separated")
@@ -30,8 +35,11 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 	sync := fs.Bool("sync", false, "deliver each frame as it is written (traces replay in peer/scenario)")
 	only := fs.String("invariants", "", "check only these invariants, comma-separated")
 	out := fs.String("out", "", "write each counterexample here as <invariant>.mmd and <invariant>.txt")
-	if err := parseFlags(fs, args); err != nil || fs.NArg() != 0 {
-		return errUsage
+	if err := parseFlags(fs, args); err != nil {
+		return flagsDone(err)
+	}
+	if fs.NArg() != 0 {
+		return usageError(fs, "check takes no arguments, got %q", fs.Args())
 	}
 	cfg := modelcheck.Config{Machines: split(*machines), Sync: *sync, Invariants: split(*only)}
 	switch *bound {
@@ -40,8 +48,7 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 	case "long":
 		cfg.Bounds = modelcheck.Long
 	default:
-		fmt.Fprintf(stderr, "agentwire check: --bound must be ci or long, not %q\n", *bound)
-		return errUsage
+		return usageError(fs, "--bound must be ci or long, not %q", *bound)
 	}
 	model, err := spec.LoadDir(os.DirFS(*dir), ".", filepath.Clean(*dir)+"/")
 	if err != nil {

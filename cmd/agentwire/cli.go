@@ -6,32 +6,15 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/agentwire/agentwire/internal/cliflag"
 )
 
 // parseFlags parses fs's flags wherever they stand among the arguments
-// (agentwire turn status TURN --core URL), as most Unix tools take them;
-// "--" ends the flags. Afterwards fs.Args() holds the positional
-// arguments in order. A flag error has been printed with the usage.
+// (agentwire turn status TURN --core URL); "--" ends the flags. A flag
+// error has been printed with the usage.
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return err
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			break
-		}
-		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
-			pos = append(pos, rest...)
-			break
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
-	}
-	// Parsing "--" alone leaves the positional arguments as fs.Args()
-	// without touching a flag's value.
-	return fs.Parse(append([]string{"--"}, pos...))
+	return cliflag.Parse(fs, args)
 }
 
 // flagsDone maps parseFlags' error onto the command's result: -h has

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"log/slog"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -156,5 +157,65 @@ func TestEnvAndFilesHelpShowOwnFlags(t *testing.T) {
 		for _, f := range tc.lack {
 			assert.NotRegexp(t, `(?m)^  `+f+`( |$)`, errb.String(), "%v does not list %s", tc.args, f)
 		}
+	}
+}
+
+// Command lines that once exited 2 with nothing printed now say what is
+// wrong and show the command's usage.
+func TestNoSilentUsageErrors(t *testing.T) {
+	t.Setenv(CoreEnv, "")
+	t.Setenv("AGENTWIRE_API_KEY", "k")
+	data := t.TempDir()
+	for _, tc := range []struct {
+		args      []string
+		want, use string
+	}{
+		{[]string{"devices", "revoke"}, "devices revoke takes one DEVICE, got 0 arguments", "usage: agentwire devices"},
+		{[]string{"devices", "revoke", "X", "Y"}, "devices revoke takes one DEVICE, got 2 arguments", "usage: agentwire devices"},
+		{[]string{"devices", "foo"}, `unknown command "foo"`, "usage: agentwire devices"},
+		{[]string{"devices", "list", "extra"}, `devices list takes no arguments, got ["extra"]`, "usage: agentwire devices"},
+		{[]string{"devices", "list"}, "--core is required", "usage: agentwire devices"},
+		{[]string{"core", "devices", "--data", data, "foo"}, `core devices takes no arguments, got ["foo"]`, "usage: agentwire core devices"},
+		{[]string{"core", "serve", "--data", data, "extra"}, `core serve takes no arguments, got ["extra"]`, "usage: agentwire core serve"},
+		{[]string{"demo", "extra"}, `demo takes no arguments, got ["extra"]`, "usage: agentwire demo"},
+		{[]string{"core", "serve"}, "--data is required", "usage: agentwire core serve"},
+		{[]string{"core", "credential", "list", "--data", data, "foo"}, `core credential list takes no arguments, got ["foo"]`, "usage: agentwire core credential list"},
+		{[]string{"runtime", "--device-id", "d", "--credential-file", "f", "extra"}, `runtime takes no arguments, got ["extra"]`, "usage: agentwire runtime"},
+		{[]string{"diagram", "run", "extra"}, "want one MACHINE, got 2 arguments", "usage: agentwire diagram"},
+		{[]string{"files", "put", "--session", "S", "a"}, "want PATH and FILE, got 1 arguments", "usage: agentwire files put"},
+	} {
+		var out, errb bytes.Buffer
+		err := run(tc.args, &out, &errb)
+		assert.ErrorIs(t, err, errUsage, "%v", tc.args)
+		assert.Contains(t, errb.String(), tc.want, "%v", tc.args)
+		assert.Contains(t, errb.String(), tc.use, "%v shows the usage", tc.args)
+	}
+}
+
+// The top-level help names every verb and every exit code; a subcommand's
+// -h prints its own usage once, with --core optional (AGENTWIRE_CORE).
+func TestHelpTexts(t *testing.T) {
+	var out bytes.Buffer
+	require.NoError(t, run([]string{"help"}, &out, &bytes.Buffer{}))
+	help := out.String()
+	assert.Contains(t, help, "turn submit|run|attach|input|answer|list|status|cancel")
+	assert.Contains(t, help, "agentwire devices [list] | devices revoke DEVICE")
+	assert.Contains(t, help, "agentwire agent create|update|show|list")
+	assert.Contains(t, help, "core serve|credential|devices|device")
+	assert.Contains(t, help, "env create|list|show|suspend|resume")
+	for _, code := range []string{"0 success", "1 the command failed", "2 the command line", "130 turn run or turn attach"} {
+		assert.Contains(t, help, code)
+	}
+	for _, args := range [][]string{{"env", "show", "-h"}, {"env", "create", "-h"}, {"files", "ls", "-h"}, {"files", "cat", "-h"}, {"files", "put", "-h"}, {"files", "export", "-h"}} {
+		var errb bytes.Buffer
+		require.NoError(t, run(args, &bytes.Buffer{}, &errb), "%v", args)
+		assert.Equal(t, 1, strings.Count(errb.String(), "usage:"), "%v prints its usage once:\n%s", args, errb.String())
+		assert.NotContains(t, errb.String(), " --core URL", "%v shows --core as required", args)
+	}
+	for _, args := range [][]string{{"env", "-h"}, {"files", "-h"}, {"core", "-h"}, {"turn", "-h"}, {"session", "-h"}, {"core", "device", "-h"}} {
+		out.Reset()
+		require.NoError(t, run(args, &out, &bytes.Buffer{}), "%v", args)
+		assert.Contains(t, out.String(), "usage: agentwire "+args[0], "%v", args)
+		assert.NotContains(t, out.String(), " --core URL", "%v shows --core as required", args)
 	}
 }

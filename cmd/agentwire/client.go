@@ -79,7 +79,7 @@ func (c *apiClient) call(method, path string, body any, out io.Writer) error {
 		return err
 	}
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, strings.TrimSpace(string(b)))
+		return apiError(method, c.base+path, resp.Status, resp.StatusCode, b)
 	}
 	var pretty bytes.Buffer
 	if json.Indent(&pretty, b, "", "  ") == nil {
@@ -89,17 +89,37 @@ func (c *apiClient) call(method, path string, body any, out io.Writer) error {
 	return err
 }
 
-const sessionUsage = `usage: agentwire session create [flags]
-       agentwire session get [flags] SESSION
-A Session that works in a workspace names a registered Environment of its project
-(agentwire env create --device D prints its ID); without --environment it has none.`
+// apiError is a non-2xx answer as an error naming the full URL tried, so
+// a wrong --core base shows where the request really went. A 404 that is
+// not one of Core's JSON errors came from no route of Core's API: the
+// base is then the likely mistake, and the error says so.
+func apiError(method, fullURL, status string, code int, body []byte) error {
+	text := strings.TrimSpace(string(body))
+	err := fmt.Errorf("%s %s: %s: %s", method, fullURL, status, text)
+	var apiErr struct {
+		Error string `json:"error"`
+	}
+	if code == http.StatusNotFound && (json.Unmarshal(body, &apiErr) != nil || apiErr.Error == "") {
+		return fmt.Errorf("%w\nno API answers at that URL: --core (or %s) must be Core's base URL, for example http://127.0.0.1:8080", err, CoreEnv)
+	}
+	return err
+}
+
+const sessionUsage = `usage: agentwire session <command> [flags] ...
+
+commands:
+  create   create a Session of the project, in a registered Environment's workspace or without one
+  get      print a Session
+
+Run "agentwire session <command> -h" for one command's flags and examples.`
 
 var sessionCommands = map[string]subcommand{
 	"create": {use: "session create [flags]", about: "Creates a Session of the project (AGENTWIRE_API_KEY) and prints it as JSON. A Session that works in a\n" +
 		"workspace names a registered Environment (agentwire env create --device D prints its ID).",
 		examples: []string{"agentwire session create --kind script", "agentwire session create --kind codex --environment ENV",
 			"agentwire session create --agent AGENT --environment ENV"}},
-	"get": {use: "session get [flags] SESSION", about: "Prints the Session as JSON."},
+	"get": {use: "session get [flags] SESSION", about: "Prints the Session as JSON.",
+		examples: []string{"agentwire session get SESSION"}},
 }
 
 func runSession(args []string, stdout, stderr io.Writer) error {
@@ -177,15 +197,43 @@ func runSession(args []string, stdout, stderr io.Writer) error {
 	return c.call("POST", "/api/v1/sessions", body, stdout)
 }
 
+// devicesCommand is `agentwire devices [list] | devices revoke DEVICE`:
+// the project's devices through the public API.
+var devicesCommand = subcommand{use: "devices [list] [flags] | devices revoke [flags] DEVICE",
+	about: "Lists the project's devices (the administration key: every device) as JSON, each with its\n" +
+		"connection and what it declares. revoke revokes every credential of one of the project's devices:\n" +
+		"its Runtime is disconnected at its next heartbeat and stops (Core's administrator can also\n" +
+		"run agentwire core device revoke --data DIR --device D on Core's machine).",
+	examples: []string{"agentwire devices", "agentwire devices list --core 127.0.0.1:8080", "agentwire devices revoke dev-1"}}
+
 func runDevices(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("devices", stderr)
+	fs := devicesCommand.flags(stderr)
 	core := fs.String("core", "", "Core's base URL (default $AGENTWIRE_CORE)")
-	if err := parseFlags(fs, args); err != nil || fs.NArg() != 0 {
-		return errUsage
+	if err := parseFlags(fs, args); err != nil {
+		return flagsDone(err)
+	}
+	pos := fs.Args()
+	revoke := false
+	switch {
+	case len(pos) > 0 && pos[0] == "list":
+		pos = pos[1:]
+		if len(pos) != 0 {
+			return usageError(fs, "devices list takes no arguments, got %q", pos)
+		}
+	case len(pos) > 0 && pos[0] == "revoke":
+		if len(pos) != 2 {
+			return usageError(fs, "devices revoke takes one DEVICE, got %d arguments", len(pos)-1)
+		}
+		revoke = true
+	case len(pos) > 0:
+		return usageError(fs, "unknown command %q (devices takes list or revoke)", pos[0])
 	}
 	c, err := newAPIClient(*core)
 	if err != nil {
-		return err
+		return usageError(fs, "%v", err)
+	}
+	if revoke {
+		return c.call("POST", "/api/v1/devices/"+url.PathEscape(pos[1])+"/revoke", nil, stdout)
 	}
 	return c.call("GET", "/api/v1/devices", nil, stdout)
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -66,18 +67,30 @@ func openStore(ctx context.Context, dir string) (*sqlite.Store, error) {
 	return sqlite.Open(ctx, dir)
 }
 
+var coreServeCommand = subcommand{use: "core serve [flags]",
+	about: "Runs Core: the public API and the Runtimes' WebSocket on one listener, its store in --data.\n" +
+		"It runs until SIGINT or SIGTERM, then closes the connections and exits 0.",
+	examples: []string{"agentwire core serve --listen 127.0.0.1:8080 --data data",
+		"agentwire core serve --listen :8080 --data /var/lib/agentwire --public-url https://core.example"}}
+
 func runCoreServe(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("core serve", stderr)
+	fs := coreServeCommand.flags(stderr)
 	listen := fs.String("listen", "127.0.0.1:8080", "address to listen on")
 	placementTimeout := fs.Duration("placement-timeout", gateway.DefaultPlacementTimeout, "how long a queued Turn waits for a device of its project that declares what it requires before it fails unplaceable")
-	data := fs.String("data", "", "data directory (the embedded store lives here)")
+	data := fs.String("data", "", "data directory, created if missing: the embedded store lives here (required)")
 	public := fs.String("public-url", "", "base URL Runtimes reach Core at (default: http:// and the listen address)")
 	scale := timeScaleFlag(fs)
 	transcriptFile := fs.String("transcript", "", "append every Runtime frame, both ways, to this file as JSON lines (frames carry no credential)")
 	profilesFile := fs.String("engine-profiles", "", "a JSON file of engine profiles ({\"profiles\":[...]}, docs/agents.md): each replaces the shipped profile of its agent kind")
 	logFormat := logFormatFlag(fs)
-	if err := parseFlags(fs, args); err != nil || fs.NArg() != 0 {
-		return errUsage
+	if err := parseFlags(fs, args); err != nil {
+		return flagsDone(err)
+	}
+	if fs.NArg() != 0 {
+		return usageError(fs, "core serve takes no arguments, got %q", fs.Args())
+	}
+	if *data == "" {
+		return usageError(fs, "--data is required")
 	}
 	if *placementTimeout <= 0 {
 		return usageError(fs, "--placement-timeout must be positive, got %v", *placementTimeout)
@@ -158,36 +171,69 @@ type issued struct {
 	SecretFile string `json:"secret_file,omitempty"`
 }
 
+const coreCredentialUsage = `usage: agentwire core credential issue|list|revoke [flags] ...
+
+commands:
+  issue    issue a device credential, a project API key or the administration key
+  list     list the credentials (never their secrets)
+  revoke   revoke one credential by its ID
+
+Run "agentwire core credential <command> -h" for one command's flags and examples.`
+
+var coreCredentialCommands = map[string]subcommand{
+	"issue": {use: "core credential issue [flags]",
+		about: "Issues a credential in Core's store and prints it as JSON; the secret is shown this once. With\n" +
+			"--out the secret goes to a new 0600 file instead and is never printed.",
+		examples: []string{"agentwire core credential issue --data data --kind project --project demo --out project.key",
+			"agentwire core credential issue --data data --kind device --device dev-1 --project demo --out dev-1.credential"}},
+	"list": {use: "core credential list [flags]",
+		about:    "Lists every credential of Core's store, revoked ones too, as a table (local times) or JSON Lines.",
+		examples: []string{"agentwire core credential list --data data", "agentwire core credential list --data data --json"}},
+	"revoke": {use: "core credential revoke [flags] ID",
+		about:    "Revokes one credential: a device's live connection closes, an API key stops working at once.",
+		examples: []string{"agentwire core credential revoke --data data cred_123"}},
+}
+
 func runCoreCredential(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: agentwire core credential issue|list|revoke --data DIR ...")
+		fmt.Fprintln(stderr, coreCredentialUsage)
 		return errUsage
 	}
 	sub := args[0]
-	switch sub {
-	case "issue", "list", "revoke":
-	case "-h", "--help", "help":
-		fmt.Fprintln(stdout, "usage: agentwire core credential issue|list|revoke --data DIR ...\nRun \"agentwire core credential issue -h\" for the flags of one.")
+	if oneOf(sub, "-h", "--help", "help") {
+		fmt.Fprintln(stdout, coreCredentialUsage)
 		return nil
-	default:
-		fmt.Fprintf(stderr, "agentwire core credential: unknown command %q (issue, list or revoke)\n", sub)
+	}
+	cmd, ok := coreCredentialCommands[sub]
+	if !ok {
+		fmt.Fprintf(stderr, "agentwire core credential: unknown command %q\n\n%s\n", sub, coreCredentialUsage)
 		return errUsage
 	}
-	fs := newFlags("core credential "+sub, stderr)
-	data := fs.String("data", "", "data directory")
+	fs := cmd.flags(stderr)
+	data := fs.String("data", "", "Core's data directory (required)")
 	var kind, device, project, out *string
 	asJSON := new(bool)
 	if sub == "list" {
 		asJSON = fs.Bool("json", false, "print the credentials as JSON Lines (times in RFC 3339) instead of a table")
 	}
 	if sub == "issue" {
-		kind = fs.String("kind", "", "device, project or admin")
+		kind = fs.String("kind", "", "device, project or admin (required)")
 		device = fs.String("device", "", "the device a device credential is for")
 		project = fs.String("project", "", "the project of a project API key, or the project that owns a device credential's device")
 		out = fs.String("out", "", "write the secret to this new file (mode 0600) instead of printing it: a device credential as the JSON agentwire runtime --credential-file reads, an API key alone (AGENTWIRE_API_KEY=$(cat FILE))")
 	}
 	if err := parseFlags(fs, args[1:]); err != nil {
-		return errUsage
+		return flagsDone(err)
+	}
+	switch {
+	case *data == "":
+		return usageError(fs, "--data is required")
+	case sub == "revoke" && fs.NArg() != 1:
+		return usageError(fs, "want one credential ID, got %d arguments", fs.NArg())
+	case sub != "revoke" && fs.NArg() != 0:
+		return usageError(fs, "core credential %s takes no arguments, got %q", sub, fs.Args())
+	case sub == "issue" && !oneOf(*kind, "device", "project", "admin"):
+		return usageError(fs, "--kind must be device, project or admin, got %q", *kind)
 	}
 	ctx := context.Background()
 	st, err := openStore(ctx, *data)
@@ -198,15 +244,12 @@ func runCoreCredential(args []string, stdout, stderr io.Writer) error {
 	is := credential.Issuer{Store: st, Now: time.Now}
 	switch sub {
 	case "issue":
-		if fs.NArg() != 0 {
-			return errUsage
-		}
 		if *out != "" {
 			// Fail before issuing when the file cannot be created, so no
 			// credential exists whose secret nobody has.
 			f, err := os.OpenFile(*out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 			if err != nil {
-				return fmt.Errorf("--out: %w (a credential file is never overwritten)", err)
+				return outFileError(*out, err)
 			}
 			defer f.Close()
 			c, secret, err := is.Issue(ctx, store.CredentialKind(*kind), *device, *project)
@@ -267,10 +310,6 @@ func runCoreCredential(args []string, stdout, stderr io.Writer) error {
 		}
 		return tw.Flush()
 	case "revoke":
-		if fs.NArg() != 1 {
-			fmt.Fprintln(stderr, "usage: agentwire core credential revoke --data DIR ID")
-			return errUsage
-		}
 		if err := is.Revoke(ctx, fs.Arg(0)); err != nil {
 			if errors.Is(err, store.ErrStale) {
 				return fmt.Errorf("credential %s is already revoked", fs.Arg(0))
@@ -283,8 +322,18 @@ func runCoreCredential(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "revoked %s\n", fs.Arg(0))
 		return nil
 	}
-	fmt.Fprintf(stderr, "agentwire core credential: unknown command %q (issue, list or revoke)\n", sub)
-	return errUsage
+	return nil
+}
+
+// outFileError says why --out could not be created; nothing was issued.
+func outFileError(name string, err error) error {
+	switch {
+	case errors.Is(err, os.ErrExist):
+		return fmt.Errorf("--out %s: the file exists, and a credential file is never overwritten: choose another name or remove it; nothing was issued", name)
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("--out %s: the directory %s does not exist: create it first; nothing was issued", name, filepath.Dir(name))
+	}
+	return fmt.Errorf("--out %s: %w; nothing was issued", name, errors.Unwrap(err))
 }
 
 func dash(s string) string {
@@ -294,11 +343,22 @@ func dash(s string) string {
 	return s
 }
 
+var coreDevicesCommand = subcommand{use: "core devices [flags]",
+	about: "Prints the device registry of Core's store (every project's devices) as JSON, read directly\n" +
+		"from --data (agentwire devices asks a running Core through the API instead).",
+	examples: []string{"agentwire core devices --data data"}}
+
 func runCoreDevices(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("core devices", stderr)
-	data := fs.String("data", "", "data directory")
-	if err := parseFlags(fs, args); err != nil || fs.NArg() != 0 {
-		return errUsage
+	fs := coreDevicesCommand.flags(stderr)
+	data := fs.String("data", "", "data directory (required)")
+	if err := parseFlags(fs, args); err != nil {
+		return flagsDone(err)
+	}
+	if fs.NArg() != 0 {
+		return usageError(fs, "core devices takes no arguments, got %q", fs.Args())
+	}
+	if *data == "" {
+		return usageError(fs, "--data is required")
 	}
 	ctx := context.Background()
 	st, err := openStore(ctx, *data)
@@ -315,28 +375,55 @@ func runCoreDevices(args []string, stdout, stderr io.Writer) error {
 	return enc.Encode(map[string]any{"devices": list})
 }
 
-const coreDeviceUsage = `usage: agentwire core device assign --data DIR --device D --project P
-       agentwire core device revoke --data DIR --device D
-assign gives a device no project owns to a project; revoke revokes every credential of the device,
-which closes its live connection (agentwire core devices lists the devices).`
+const coreDeviceUsage = `usage: agentwire core device assign|revoke [flags]
+
+commands:
+  assign   give a device no project owns to a project (devices recorded before devices had projects)
+  revoke   revoke every credential of a device, which closes its live connection
+
+Run "agentwire core device <command> -h" for one command's flags; agentwire core devices lists the devices.`
+
+var coreDeviceCommands = map[string]subcommand{
+	"assign": {use: "core device assign [flags]",
+		about: "Gives a device that no project owns to a project (a device recorded before devices had\n" +
+			"projects). A device never changes project: issue a new device ID instead.",
+		examples: []string{"agentwire core device assign --data data --device dev-1 --project demo"}},
+	"revoke": {use: "core device revoke [flags]",
+		about:    "Revokes every credential of the device: its live connection closes and it connects no more.",
+		examples: []string{"agentwire core device revoke --data data --device dev-1"}},
+}
 
 func runCoreDevice(args []string, stdout, stderr io.Writer) error {
-	if len(args) > 0 && args[0] == "revoke" {
-		return runCoreDeviceRevoke(args[1:], stdout, stderr)
-	}
-	if len(args) == 0 || args[0] != "assign" {
+	if len(args) == 0 {
 		fmt.Fprintln(stderr, coreDeviceUsage)
 		return errUsage
 	}
-	fs := newFlags("core device assign", stderr)
-	data := fs.String("data", "", "data directory")
-	device := fs.String("device", "", "the device")
-	project := fs.String("project", "", "the project that owns it from now on")
-	if err := parseFlags(fs, args[1:]); err != nil || fs.NArg() != 0 {
+	if oneOf(args[0], "-h", "--help", "help") {
+		fmt.Fprintln(stdout, coreDeviceUsage)
+		return nil
+	}
+	cmd, ok := coreDeviceCommands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "agentwire core device: unknown command %q\n\n%s\n", args[0], coreDeviceUsage)
 		return errUsage
 	}
-	if *device == "" || *project == "" {
-		return errors.New("core device assign: --device and --project are required")
+	if args[0] == "revoke" {
+		return runCoreDeviceRevoke(cmd, args[1:], stdout, stderr)
+	}
+	fs := cmd.flags(stderr)
+	data := fs.String("data", "", "Core's data directory (required)")
+	device := fs.String("device", "", "the device (required)")
+	project := fs.String("project", "", "the project that owns it from now on (required)")
+	if err := parseFlags(fs, args[1:]); err != nil {
+		return flagsDone(err)
+	}
+	switch {
+	case fs.NArg() != 0:
+		return usageError(fs, "core device assign takes no arguments, got %q", fs.Args())
+	case *data == "":
+		return usageError(fs, "--data is required")
+	case *device == "" || *project == "":
+		return usageError(fs, "--device and --project are required")
 	}
 	ctx := context.Background()
 	st, err := openStore(ctx, *data)
@@ -382,15 +469,20 @@ func warnUnowned(ctx context.Context, st store.Store, log *slog.Logger) error {
 // runCoreDeviceRevoke revokes every credential of a device, as credential
 // revoke does one by one: its live connection is closed and it connects no
 // more.
-func runCoreDeviceRevoke(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("core device revoke", stderr)
-	data := fs.String("data", "", "data directory")
-	device := fs.String("device", "", "the device whose credentials are revoked")
+func runCoreDeviceRevoke(cmd subcommand, args []string, stdout, stderr io.Writer) error {
+	fs := cmd.flags(stderr)
+	data := fs.String("data", "", "Core's data directory (required)")
+	device := fs.String("device", "", "the device whose credentials are revoked (required)")
 	if err := parseFlags(fs, args); err != nil {
 		return flagsDone(err)
 	}
-	if *device == "" || fs.NArg() != 0 {
-		return usageError(fs, "want --device D and no arguments")
+	switch {
+	case fs.NArg() != 0:
+		return usageError(fs, "core device revoke takes no arguments, got %q", fs.Args())
+	case *data == "":
+		return usageError(fs, "--data is required")
+	case *device == "":
+		return usageError(fs, "--device is required")
 	}
 	ctx := context.Background()
 	st, err := openStore(ctx, *data)

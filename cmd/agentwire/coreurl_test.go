@@ -1,6 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -41,4 +46,29 @@ func TestCoreBase(t *testing.T) {
 	got, err = coreBase("http://other:1")
 	require.NoError(t, err)
 	assert.Equal(t, "http://other:1", got, "the flag wins")
+}
+
+// A request under a wrong --core base names the full URL it tried, and a
+// 404 from no route of Core's API says the base is the likely mistake; an
+// API's own 404 (a Turn that does not exist) does not.
+func TestWrongBaseNamesTheURL(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/api/v1/turns/") {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusNotFound)
+			fmt.Fprint(w, `{"error":"not_found","detail":"no such turn"}`)
+			return
+		}
+		http.NotFound(w, r)
+	}))
+	defer srv.Close()
+	t.Setenv("AGENTWIRE_API_KEY", "k")
+	err := run([]string{"devices", "--core", srv.URL + "/foo"}, &bytes.Buffer{}, &bytes.Buffer{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "GET "+srv.URL+"/foo/api/v1/devices: 404 Not Found")
+	assert.Contains(t, err.Error(), "must be Core's base URL")
+	err = run([]string{"turn", "status", "--core", srv.URL, "T"}, &bytes.Buffer{}, &bytes.Buffer{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "GET "+srv.URL+"/api/v1/turns/T: 404 Not Found")
+	assert.NotContains(t, err.Error(), "must be Core's base URL", "Core answered: the Turn is what is missing")
 }

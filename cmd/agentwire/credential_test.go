@@ -49,7 +49,11 @@ func TestCredentialIssueOut(t *testing.T) {
 	assert.Regexp(t, `^\S+\n$`, string(key), "an API key file holds the key alone")
 
 	_, err = issue("--kind", "project", "--project", "p", "--out", keyFile)
-	assert.ErrorContains(t, err, "never overwritten")
+	assert.ErrorContains(t, err, "the file exists, and a credential file is never overwritten")
+	missing := filepath.Join(t.TempDir(), "no-such-dir", "k")
+	_, err = issue("--kind", "project", "--project", "p", "--out", missing)
+	assert.ErrorContains(t, err, "the directory "+filepath.Dir(missing)+" does not exist: create it first; nothing was issued")
+	assert.NotContains(t, err.Error(), "overwritten", "a missing directory is not an existing file")
 	var list bytes.Buffer
 	require.NoError(t, run([]string{"core", "credential", "list", "--data", data}, &list, &bytes.Buffer{}))
 	assert.Equal(t, 3, bytes.Count(list.Bytes(), []byte("\n")), "a header and the two credentials: the refused --out issued nothing\n%s", list.String())

@@ -33,13 +33,22 @@ import (
 //
 // With --harness codex the Runtime runs the real Codex CLI instead
 // (demo_codex.go), against a scripted model endpoint in this process.
+var demoCommand = subcommand{use: "demo [flags]",
+	about: "Runs Core, a Runtime and one Turn end to end on this machine (deltas, a permission it approves,\n" +
+		"one active input), prints the frames Core exchanged with the Runtime and writes transcript.txt\n" +
+		"and sequence.mmd to --out.",
+	examples: []string{"agentwire demo", "agentwire demo --harness codex   (after make harnesses)"}}
+
 func runDemo(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("demo", stderr)
+	fs := demoCommand.flags(stderr)
 	out := fs.String("out", "", "directory for transcript.txt and sequence.mmd (default demo-out, demo-out/codex with --harness codex)")
 	agent := fs.String("agent", "", "a built echo-agent (default: go build ./examples/echo-agent)")
 	which := fs.String("harness", "echo", "the agent the Runtime runs: echo (examples/echo-agent through the exec adapter) codex or claude (the real Codex or Claude Code CLI that make harnesses installs, against a scripted model endpoint on 127.0.0.1)")
-	if err := parseFlags(fs, args); err != nil || fs.NArg() != 0 {
-		return errUsage
+	if err := parseFlags(fs, args); err != nil {
+		return flagsDone(err)
+	}
+	if fs.NArg() != 0 {
+		return usageError(fs, "demo takes no arguments, got %q", fs.Args())
 	}
 	var cliBin string
 	cli, real := realCLIs[*which]
@@ -50,8 +59,7 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 		}
 	case real:
 		if *agent != "" {
-			fmt.Fprintln(stderr, "agentwire demo: --agent is for --harness echo")
-			return errUsage
+			return usageError(fs, "--agent is for --harness echo")
 		}
 		if *out == "" {
 			*out = filepath.Join("demo-out", cli.kind)
@@ -63,8 +71,7 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 		}
 		cliBin = bin
 	default:
-		fmt.Fprintf(stderr, "agentwire demo: --harness %s: want echo, codex or claude\n", *which)
-		return errUsage
+		return usageError(fs, "--harness %s: want echo, codex or claude", *which)
 	}
 	self, err := os.Executable()
 	if err != nil {

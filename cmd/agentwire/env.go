@@ -14,29 +14,63 @@ import (
 	"github.com/agentwire/agentwire/core/envinit"
 )
 
-const envUsage = `usage: agentwire env create  --core URL --device D [--type self_hosted|openai_hosted] [--init-env K=V] [--init-file LOCAL=/workspace/PATH]
-       agentwire env list    --core URL
-       agentwire env show    --core URL ENV
-       agentwire env suspend --core URL ENV                (exit 0 only when suspended)
-       agentwire env resume  --core URL [--rollback] ENV   (exit 0 only when resumed)
-create registers a workspace on a device of the project and prints its ID, which the device's
-Runtime serves with --environment ID=DIR and a Session names with --environment ID. show prints what it declares for
-initialization, the last initialization outcome (with the Runtime's code) and its newest
-suspension attempt. suspend quiesces the Environment on the device that hosts it; suspend and
-resume wait up to 10 s for the Runtime's answer. Core rolls back a quiesce left unanswered for
-30 s, and an attempt whose resume or rollback goes unanswered for 30 s is expired (answer_timeout):
-the Environment is released, and the attempt still takes a late answer or another --rollback.`
+const envUsage = `usage: agentwire env <command> [flags] ...
+
+commands:
+  create    register a workspace on a device of the project and print its Environment
+  list      list the project's Environments
+  show      print an Environment: its initialization, last outcome and newest suspension attempt
+  suspend   quiesce an Environment on the device that hosts it (exit 0 only when suspended)
+  resume    resume a suspended Environment, or abandon the attempt with --rollback (exit 0 only when resumed)
+
+Run "agentwire env <command> -h" for one command's flags and examples. Core's URL comes from --core
+or AGENTWIRE_CORE.`
+
+// envCommands are the env subcommands' usages.
+var envCommands = map[string]subcommand{
+	"create": {use: "env create [flags]",
+		about: "Registers a workspace on a device of the project and prints the Environment (its ID with\n" +
+			"--quiet). The device's Runtime serves it with --environment ID=DIR, and a Session names it with\n" +
+			"--environment ID. --init-env and --init-file declare what the Runtime installs before the\n" +
+			"Environment's first work on a connection.",
+		examples: []string{"ENV=$(agentwire env create --device dev-1 --quiet)",
+			"agentwire env create --device dev-1 --init-env LANG=C --init-file ./setup.sh=/workspace/setup.sh"}},
+	"list": {use: "env list [flags]", about: "Lists the project's Environments as JSON.",
+		examples: []string{"agentwire env list"}},
+	"show": {use: "env show [flags] ENV",
+		about: "Prints the Environment as JSON: what it declares for initialization, the last initialization\n" +
+			"outcome (with the Runtime's code) and its newest suspension attempt.",
+		examples: []string{"agentwire env show ENV"}},
+	"suspend": {use: "env suspend [flags] ENV",
+		about: "Quiesces the Environment on the device that hosts it and waits up to 10 s for the Runtime's\n" +
+			"answer; exit 0 only when it is suspended. Core rolls back a quiesce left unanswered for 30 s.",
+		examples: []string{"agentwire env suspend ENV"}},
+	"resume": {use: "env resume [flags] ENV",
+		about: "Resumes the suspended Environment (or, with --rollback, abandons the attempt) and waits up to\n" +
+			"10 s for the Runtime's answer; exit 0 only when it is resumed. An attempt whose resume or rollback\n" +
+			"goes unanswered for 30 s is expired (answer_timeout): the Environment is released, and the attempt\n" +
+			"still takes a late answer or another --rollback.",
+		examples: []string{"agentwire env resume ENV", "agentwire env resume --rollback ENV"}},
+}
 
 // runEnv wraps the public Environment routes.
 func runEnv(args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && (args[0] == "create" || args[0] == "list") {
 		return runEnvRegistry(args, stdout, stderr) // env_create.go
 	}
-	if len(args) == 0 || !oneOf(args[0], "show", "suspend", "resume") {
+	if len(args) > 0 && oneOf(args[0], "-h", "--help", "help") {
+		fmt.Fprintln(stdout, envUsage)
+		return nil
+	}
+	if len(args) == 0 {
 		fmt.Fprintln(stderr, envUsage)
 		return errUsage
 	}
-	fs := subcommand{use: "env " + args[0] + " [flags] ENV", about: envUsage}.flags(stderr)
+	if !oneOf(args[0], "show", "suspend", "resume") {
+		fmt.Fprintf(stderr, "agentwire env: unknown command %q\n\n%s\n", args[0], envUsage)
+		return errUsage
+	}
+	fs := envCommands[args[0]].flags(stderr)
 	core := fs.String("core", "", "Core's base URL (default $AGENTWIRE_CORE)")
 	rollback := new(bool)
 	if args[0] == "resume" {

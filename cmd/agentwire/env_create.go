@@ -7,7 +7,7 @@ import (
 // runEnvRegistry registers a local Environment on a device of the
 // project, or lists the project's Environments (docs/tenancy.md).
 func runEnvRegistry(args []string, stdout, stderr io.Writer) error {
-	fs := subcommand{use: "env " + args[0] + " [flags]", about: envUsage}.flags(stderr)
+	fs := envCommands[args[0]].flags(stderr)
 	core := fs.String("core", "", "Core's base URL (default $AGENTWIRE_CORE)")
 	device, typ, quiet := new(string), new(string), new(bool)
 	initf := &initFlags{}

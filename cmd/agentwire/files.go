@@ -12,13 +12,31 @@ import (
 	"github.com/agentwire/agentwire/wire"
 )
 
-const filesUsage = `usage: agentwire files ls  --core URL --session S [--max-entries N] [PATH]   (PATH defaults to the workspace root)
-       agentwire files cat --core URL --session S [--max-bytes N] PATH
-       agentwire files put|write|resolve ... (see agentwire files put -h)
-       agentwire files export --core URL --session S OUT.tar
-Each command is one bounded read of the Session's workspace: a listing shows at most
-one read's entries (1024) and says when it is truncated; cat writes the bytes to
-stdout and reports a truncation on stderr.`
+const filesUsage = `usage: agentwire files <command> [flags] ...
+
+commands:
+  ls        list one directory of the Session's workspace
+  cat       print one file of the Session's workspace
+  put       write a file into the Session's workspace
+  export    pull the archive of the Session's outputs directory
+  write     print a workspace write's durable record
+  resolve   resolve a write whose outcome is unknown (the administration key)
+
+Run "agentwire files <command> -h" for one command's flags and examples. Core's URL comes from
+--core or AGENTWIRE_CORE.`
+
+// filesReadCommands are the usages of ls and cat: each is one bounded
+// read of the workspace.
+var filesReadCommands = map[string]subcommand{
+	"ls": {use: "files ls [flags] [PATH]",
+		about: "Lists one directory of the Session's workspace (PATH defaults to its root) as a table, or the\n" +
+			"API's JSON with --json. One read shows at most 1024 entries and says when it is truncated.",
+		examples: []string{"agentwire files ls --session SESSION", "agentwire files ls --session SESSION --json src"}},
+	"cat": {use: "files cat [flags] PATH",
+		about: "Writes one file of the Session's workspace to the standard output, at most --max-bytes of it;\n" +
+			"a truncation is reported on the standard error.",
+		examples: []string{"agentwire files cat --session SESSION notes.txt"}},
+}
 
 // runFiles wraps the public Files routes.
 func runFiles(args []string, stdout, stderr io.Writer) error {
@@ -28,16 +46,20 @@ func runFiles(args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "export" {
 		return runFilesExport(args, stdout, stderr) // files_export.go
 	}
-	if len(args) == 0 || !oneOf(args[0], "ls", "cat") {
+	if len(args) > 0 && oneOf(args[0], "-h", "--help", "help") {
+		fmt.Fprintln(stdout, filesUsage)
+		return nil
+	}
+	if len(args) == 0 {
 		fmt.Fprintln(stderr, filesUsage)
 		return errUsage
 	}
-	ls := args[0] == "ls"
-	use := "files cat [flags] PATH"
-	if ls {
-		use = "files ls [flags] [PATH]"
+	if !oneOf(args[0], "ls", "cat") {
+		fmt.Fprintf(stderr, "agentwire files: unknown command %q\n\n%s\n", args[0], filesUsage)
+		return errUsage
 	}
-	fs := subcommand{use: use, about: filesUsage}.flags(stderr)
+	ls := args[0] == "ls"
+	fs := filesReadCommands[args[0]].flags(stderr)
 	core := fs.String("core", "", "Core's base URL (default $AGENTWIRE_CORE)")
 	session := fs.String("session", "", "Session ID (required)")
 	maxEntries, maxBytes, asJSON := new(int64), new(int64), new(bool)

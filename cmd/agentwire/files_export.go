@@ -1,37 +1,38 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"os"
-	"strings"
 	"time"
 )
 
-const filesExportUsage = `usage: agentwire files export --core URL --session S OUT.tar
-Pulls the archive of the Session's outputs directory (at most 64 MiB) and writes it to OUT.tar
-(- writes stdout); nothing is written unless the whole archive arrived.`
+var filesExportCommand = subcommand{use: "files export [flags] OUT.tar",
+	about: "Pulls the archive of the Session's outputs directory (at most 64 MiB) and writes it to OUT.tar\n" +
+		"(- writes standard output); nothing is written unless the whole archive arrived.",
+	examples: []string{"agentwire files export --session SESSION outputs.tar", "agentwire files export --session SESSION - | tar -t"}}
 
 // maxExportBody is the API's export bound and some room.
 const maxExportBody = 64<<20 + 1
 
 func runFilesExport(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("files export", stderr)
+	fs := filesExportCommand.flags(stderr)
 	core := fs.String("core", "", "Core's base URL (default $AGENTWIRE_CORE)")
-	session := fs.String("session", "", "Session ID")
-	if err := parseFlags(fs, args[1:]); err != nil || fs.NArg() != 1 {
-		fmt.Fprintln(stderr, filesExportUsage)
-		return errUsage
+	session := fs.String("session", "", "the Session whose outputs are exported (required)")
+	if err := parseFlags(fs, args[1:]); err != nil {
+		return flagsDone(err)
 	}
-	if *session == "" {
-		return errors.New("--session is required")
+	switch {
+	case fs.NArg() != 1:
+		return usageError(fs, "want one OUT.tar, got %d arguments", fs.NArg())
+	case *session == "":
+		return usageError(fs, "--session is required")
 	}
 	c, err := newAPIClient(*core)
 	if err != nil {
-		return err
+		return usageError(fs, "%v", err)
 	}
 	req, err := http.NewRequest("GET", c.base+"/api/v1/sessions/"+url.PathEscape(*session)+"/export", nil)
 	if err != nil {
@@ -49,7 +50,7 @@ func runFilesExport(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET export: %s: %s", resp.Status, strings.TrimSpace(string(b)))
+		return apiError("GET", req.URL.String(), resp.Status, resp.StatusCode, b)
 	}
 	if fs.Arg(0) == "-" {
 		_, err = stdout.Write(b)

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,12 +13,19 @@ import (
 	"time"
 )
 
-const filesPutUsage = `usage: agentwire files put --core URL --session S PATH FILE   (FILE - reads stdin; at most 5 MiB)
-       agentwire files write --core URL MUTATION_ID              (a write's durable record)
-       agentwire files resolve --core URL --resolution applied|not_applied [--note TEXT] MUTATION_ID
-                 (an operator, with the administration key, resolves a write whose outcome is unknown)
-put exits 0 only when the write completed; an unknown outcome blocks the Session's writes and
-Turns until it is resolved.`
+var filesWriteCommands = map[string]subcommand{
+	"put": {use: "files put [flags] PATH FILE",
+		about: "Writes FILE (- reads standard input; at most 5 MiB) to PATH in the Session's workspace, atomically,\n" +
+			"and prints the write's record. Exit 0 only when the write completed; an unknown outcome blocks\n" +
+			"the Session's writes and Turns until an operator resolves it (agentwire files resolve).",
+		examples: []string{"agentwire files put --session SESSION notes.txt ./notes.txt", "echo hello | agentwire files put --session SESSION hello.txt -"}},
+	"write": {use: "files write [flags] MUTATION_ID", about: "Prints a workspace write's durable record as JSON.",
+		examples: []string{"agentwire files write MUTATION_ID"}},
+	"resolve": {use: "files resolve [flags] MUTATION_ID",
+		about: "Resolves a write whose outcome is unknown, after an operator checked the workspace; it needs\n" +
+			"the administration key (AGENTWIRE_API_KEY).",
+		examples: []string{"agentwire files resolve --resolution not_applied --note 'file absent' MUTATION_ID"}},
+}
 
 // maxPutBody is the public inline bound (daemon-protocol.txt:185); the CLI
 // refuses a larger file before sending anything.
@@ -30,31 +36,38 @@ const maxPutBody = 5 << 20
 const progressMin = 256 << 10
 
 func runFilesWrite(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("files "+args[0], stderr)
+	fs := filesWriteCommands[args[0]].flags(stderr)
 	core := fs.String("core", "", "Core's base URL (default $AGENTWIRE_CORE)")
-	session := fs.String("session", "", "Session ID (put)")
-	resolution := fs.String("resolution", "", "resolve: applied or not_applied")
-	note := fs.String("note", "", "resolve: what the operator checked")
-	want := map[string]int{"put": 2, "write": 1, "resolve": 1}[args[0]]
-	if err := parseFlags(fs, args[1:]); err != nil || fs.NArg() != want {
-		fmt.Fprintln(stderr, filesPutUsage)
-		return errUsage
+	session, resolution, note := new(string), new(string), new(string)
+	switch args[0] {
+	case "put":
+		session = fs.String("session", "", "the Session whose workspace is written (required)")
+	case "resolve":
+		resolution = fs.String("resolution", "", "applied or not_applied (required)")
+		note = fs.String("note", "", "what the operator checked")
+	}
+	if err := parseFlags(fs, args[1:]); err != nil {
+		return flagsDone(err)
+	}
+	switch {
+	case args[0] == "put" && fs.NArg() != 2:
+		return usageError(fs, "want PATH and FILE, got %d arguments", fs.NArg())
+	case args[0] != "put" && fs.NArg() != 1:
+		return usageError(fs, "want one MUTATION_ID, got %d arguments", fs.NArg())
+	case args[0] == "put" && *session == "":
+		return usageError(fs, "--session is required")
+	case args[0] == "resolve" && !oneOf(*resolution, "applied", "not_applied"):
+		return usageError(fs, "--resolution must be applied or not_applied, got %q", *resolution)
 	}
 	c, err := newAPIClient(*core)
 	if err != nil {
-		return err
+		return usageError(fs, "%v", err)
 	}
 	switch args[0] {
 	case "write":
 		return c.call("GET", "/api/v1/writes/"+url.PathEscape(fs.Arg(0)), nil, stdout)
 	case "resolve":
-		if *resolution != "applied" && *resolution != "not_applied" {
-			return errors.New("--resolution must be applied or not_applied")
-		}
 		return c.call("POST", "/api/v1/writes/"+url.PathEscape(fs.Arg(0))+"/resolve", map[string]string{"resolution": *resolution, "note": *note}, stdout)
-	}
-	if *session == "" {
-		return errors.New("--session is required")
 	}
 	body, err := readPutBody(fs.Arg(1))
 	if err != nil {
@@ -77,6 +90,9 @@ func runFilesWrite(args []string, stdout, stderr io.Writer) error {
 		Error      string `json:"error"`
 	}
 	_ = json.Unmarshal(raw, &rec)
+	if rec.Outcome == "" && status/100 != 2 {
+		return apiError("PUT", c.base+path, fmt.Sprintf("%d %s", status, http.StatusText(status)), status, raw)
+	}
 	var pretty bytes.Buffer
 	if json.Indent(&pretty, raw, "", "  ") == nil {
 		raw = append(pretty.Bytes(), '\n')

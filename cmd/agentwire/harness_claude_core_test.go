@@ -106,7 +106,10 @@ func TestHarnessClaudeThroughCore(t *testing.T) {
 	// 1. Approve the first command and deny the second at the prompt.
 	run := exec.Command(e.bin, "turn", "run", "--json", "--core", e.base, "--session", sessionID, claudeE2ETwoCommands)
 	run.Env = append(os.Environ(), "AGENTWIRE_API_KEY="+e.proj.Secret)
-	run.Stdin = strings.NewReader("y\nn\n")
+	term, tty := openPTY(t) // answers are read on a terminal only
+	_, err := term.WriteString("y\nn\n")
+	require.NoError(t, err)
+	run.Stdin = tty
 	out, err := run.Output()
 	require.NoError(t, err, "turn run: %s\nruntime: %s", out, rt.logs.String())
 	got, err := os.ReadFile(filepath.Join(workspace, "approved.txt"))

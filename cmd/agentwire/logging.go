@@ -6,6 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+
+	"github.com/mattn/go-isatty"
 )
 
 // logFormatFlag is --log-format of the long-running commands (core serve,
@@ -34,12 +36,9 @@ func newLogger(format string, w io.Writer, level slog.Level) (*slog.Logger, erro
 	return nil, fmt.Errorf("--log-format %q: want text or json", format)
 }
 
-// isTerminal: w is a character device (a terminal), not a file or pipe.
+// isTerminal: w is a terminal, not a file, a pipe or /dev/null (which is
+// a character device too).
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	info, err := f.Stat()
-	return err == nil && info.Mode()&os.ModeCharDevice != 0
+	return ok && isatty.IsTerminal(f.Fd())
 }

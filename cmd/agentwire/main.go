@@ -5,7 +5,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -21,14 +20,14 @@ import (
 const usage = `usage: agentwire <command> [flags]
 
 commands:
-  core       run and administer Core: agentwire core serve|credential|devices
-  runtime    run the Runtime daemon: agentwire runtime --core URL --device-id ID --credential-file FILE
-  agent      create, update, show or list the project's Agents (what a Session runs)
-  session    create or get a Session through the public API
-  turn       submit, run (streaming its events), cancel a Turn or get its status
-  devices    list the device registry through the public API
-  files      a Session's workspace: agentwire files ls|cat|put|export
-  env        create, show, suspend or resume an Environment: agentwire env create|show|suspend|resume
+  core       run and administer Core: agentwire core serve|credential|devices|device
+  runtime    run the Runtime daemon: agentwire runtime [--core URL] --device-id ID --credential-file FILE
+  agent      the project's Agents (what a Session runs): agentwire agent create|update|show|list
+  session    create or get a Session: agentwire session create|get
+  turn       a Session's Turns: agentwire turn submit|run|attach|input|answer|list|status|cancel
+  devices    the project's devices: agentwire devices [list] | devices revoke DEVICE
+  files      a Session's workspace: agentwire files ls|cat|put|export|write|resolve
+  env        a project's Environments: agentwire env create|list|show|suspend|resume
   demo       run Core, a Runtime and one Turn end to end on this machine (make demo)
   generate   load spec/, validate it and write fsm/ and docs/machines/
   diagram    print one machine's diagram: agentwire diagram <machine> --format mermaid|dot|svg
@@ -41,7 +40,8 @@ Run "agentwire <command> -h" for the flags of one command; "agentwire --version"
 this build's version and the wire version it speaks.
 
 exit codes: 0 success, 1 the command failed (the message says why), 2 the command line was
-not understood (the usage follows).
+not understood (the usage follows), 130 turn run or turn attach was detached with Ctrl-C (the
+Turn goes on). docs/cli.md has the details.
 `
 
 // versionLine is what --version prints: this build and the wire version
@@ -67,14 +67,25 @@ var errUsage = errors.New("usage")
 
 func main() {
 	err := run(os.Args[1:], os.Stdout, os.Stderr)
+	code := exitCode(err)
+	if code == 1 {
+		fmt.Fprintln(os.Stderr, "agentwire: "+strings.ReplaceAll(err.Error(), "\n", "\nagentwire: "))
+	}
+	os.Exit(code)
+}
+
+// exitCode is the process's exit status for run's result (docs/cli.md):
+// 0 success, 2 a command line not understood (its message and usage were
+// printed), 1 any other failure. A detach with Ctrl-C exits 130 from the
+// interrupt handler itself.
+func exitCode(err error) int {
 	switch {
 	case err == nil:
+		return 0
 	case errors.Is(err, errUsage):
-		os.Exit(2)
-	default:
-		fmt.Fprintln(os.Stderr, "agentwire: "+strings.ReplaceAll(err.Error(), "\n", "\nagentwire: "))
-		os.Exit(1)
+		return 2
 	}
+	return 1
 }
 
 func run(args []string, stdout, stderr io.Writer) error {
@@ -125,10 +136,4 @@ func usageErr(err error) error {
 		return errUsage
 	}
 	return err
-}
-
-func newFlags(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("agentwire "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	return fs
 }

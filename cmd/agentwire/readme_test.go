@@ -29,6 +29,11 @@ func TestREADMEQuickStart(t *testing.T) {
 	}
 	readme, err := os.ReadFile("../../README.md")
 	require.NoError(t, err)
+	// The quick start runs in an empty directory, so the install step must
+	// leave agentwire on PATH whichever way it was built.
+	install := fencedBlockAfter(t, string(readme), "<!-- install -->")
+	assert.Contains(t, install, `export PATH="$(go env GOPATH)/bin:$PATH"`, "go install's directory goes on PATH")
+	assert.Contains(t, install, `export PATH="$PWD/bin:$PATH"`, "make build's bin/ goes on PATH")
 	block := quickStartBlock(t, string(readme))
 	require.Contains(t, block, "127.0.0.1:8080", "the quick start names Core's address")
 	block = strings.ReplaceAll(block, "127.0.0.1:8080", freeAddr(t))
@@ -74,11 +79,17 @@ func TestREADMEQuickStart(t *testing.T) {
 
 // quickStartBlock is the fenced sh block after <!-- quickstart -->.
 func quickStartBlock(t *testing.T, readme string) string {
-	_, rest, ok := strings.Cut(readme, "<!-- quickstart -->")
-	require.True(t, ok, "README.md has no <!-- quickstart --> block")
+	return fencedBlockAfter(t, readme, "<!-- quickstart -->")
+}
+
+// fencedBlockAfter is the fenced sh block that follows marker.
+func fencedBlockAfter(t *testing.T, readme, marker string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(readme, marker)
+	require.True(t, ok, "README.md has no %s block", marker)
 	_, rest, ok = strings.Cut(rest, "```sh\n")
-	require.True(t, ok, "the quick start is not a fenced sh block")
+	require.True(t, ok, "the block after %s is not a fenced sh block", marker)
 	block, _, ok := strings.Cut(rest, "\n```")
-	require.True(t, ok, "the quick start's block is not closed")
+	require.True(t, ok, "the block after %s is not closed", marker)
 	return block
 }

@@ -57,11 +57,21 @@ func environments(values []string) (*execution.Bindings, error) {
 
 // runRuntime runs the daemon until a signal (exit 0) or a permanent
 // refusal (exit 1, with what to fix).
+var runtimeCommand = subcommand{use: "runtime [flags]",
+	about: "Runs the Runtime daemon of one device: it connects to Core with the device's credential, runs\n" +
+		"the Turns Core places on it through the registered Harnesses, and serves the Environments given\n" +
+		"with --environment. The first SIGINT or SIGTERM shuts down once every executor has closed (exit\n" +
+		"0); a second one gives up those still open. A refusal only an operator can correct (a revoked\n" +
+		"credential, a wrong --core) stops it with exit 1 and what to fix.",
+	examples: []string{"agentwire runtime --core 127.0.0.1:8080 --device-id dev-1 --credential-file dev-1.credential",
+		"agentwire runtime --device-id dev-1 --credential-file dev-1.credential --environment \"$ENV=$PWD/workspace\" --harness script=steps.json",
+		"agentwire runtime --device-id dev-1 --credential-file dev-1.credential --harness codex --codex-model gpt-5.5 --codex-base-url URL --codex-key-env OPENAI_API_KEY"}}
+
 func runRuntime(args []string, _ io.Writer, stderr io.Writer) error {
-	fs := newFlags("runtime", stderr)
+	fs := runtimeCommand.flags(stderr)
 	core := fs.String("core", "", "Core's base URL, e.g. http://127.0.0.1:8080 or 127.0.0.1:8080 (default $AGENTWIRE_CORE)")
-	device := fs.String("device-id", "", "this device's ID")
-	credFile := fs.String("credential-file", "", "file holding the device credential: the secret, or the JSON agentwire core credential issue prints")
+	device := fs.String("device-id", "", "this device's ID (required)")
+	credFile := fs.String("credential-file", "", "file holding the device credential: the secret, or the JSON agentwire core credential issue prints (required)")
 	var harnesses harnessFlags
 	fs.Var(&harnesses, "harness", "adapter to register: script[=FILE] (a JSON script, docs/script-adapter.md), exec:KIND=COMMAND[:CAPFILE] (docs/exec-adapter.md), codex[=PATH] or claude[=PATH] (the Codex or Claude Code CLI, PATH or the make harnesses install); repeatable (default: script)")
 	var hc harnessConfig
@@ -84,7 +94,10 @@ func runRuntime(args []string, _ io.Writer, stderr io.Writer) error {
 	logFormat := logFormatFlag(fs)
 	scale := timeScaleFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
-		return errUsage
+		return flagsDone(err)
+	}
+	if fs.NArg() != 0 {
+		return usageError(fs, "runtime takes no arguments, got %q", fs.Args())
 	}
 	workspaceSet := false
 	fs.Visit(func(f *flag.Flag) { workspaceSet = workspaceSet || f.Name == "workspace" })
@@ -97,14 +110,11 @@ func runRuntime(args []string, _ io.Writer, stderr io.Writer) error {
 	}
 	defer envs.Close()
 	if *device == "" || *credFile == "" {
-		fmt.Fprintln(stderr, "agentwire runtime: --device-id and --credential-file are required")
-		fs.Usage()
-		return errUsage
+		return usageError(fs, "--device-id and --credential-file are required")
 	}
 	base, err := coreBase(*core)
 	if err != nil {
-		fmt.Fprintln(stderr, "agentwire runtime: "+err.Error())
-		return errUsage
+		return usageError(fs, "%v", err)
 	}
 	*core = base
 	raw, err := os.ReadFile(*credFile)

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/mattn/go-isatty"
 )
 
 // The turn commands: each has its own flags, takes them before or after
@@ -36,17 +38,27 @@ Run "agentwire turn <command> -h" for one command's flags and examples.`
 // stdin is where `turn run` reads the answers to a Turn's questions.
 var stdin io.Reader = os.Stdin
 
+// stdinIsTerminal: a person can answer on stdin. A reader that is not a
+// file (a test's) counts as one.
+func stdinIsTerminal() bool {
+	f, ok := stdin.(*os.File)
+	return !ok || isatty.IsTerminal(f.Fd())
+}
+
 var turnCommands = map[string]subcommand{
 	"submit": {use: "turn submit [flags] TEXT...", about: "Queues a Turn of the Session with TEXT (the words joined by spaces) and prints it as JSON.",
 		examples: []string{"agentwire turn submit --session SESSION fix the failing test"}},
 	"run": {use: "turn run [flags] TEXT...", about: "Queues a Turn with TEXT and prints its events as they arrive, one line each (EVENT JSON), asking its\n" +
-		"questions on the terminal. Exit 0 only when the Turn completed, 1 when it ended otherwise. Ctrl-C\n" +
-		"detaches (exit 130; the Turn goes on, and the commands to follow it again or cancel it are printed);\n" +
+		"questions on the terminal. When the standard input is not a terminal (or ends), a question is left\n" +
+		"for another client (agentwire turn answer) and that is said once; nothing is answered by default.\n" +
+		"Exit 0 only when the Turn completed, 1 when it ended otherwise. Ctrl-C detaches (exit 130; the\n" +
+		"Turn goes on, and the commands to follow it again, answer what is open or cancel it are printed);\n" +
 		"a second Ctrl-C within 2 s cancels the Turn.",
 		examples: []string{"agentwire turn run --session SESSION fix the failing test", "agentwire turn run --session SESSION --approve-all 'list the files'",
 			"agentwire turn run --session SESSION --functions ./tools.sh 'what is the weather in Paris?'"}},
 	"attach": {use: "turn attach [flags] TURN", about: "Follows a Turn's events until it ends, from the first one or after --after (an event ID a\n" +
-		"stream printed), answering its questions on the terminal. Exit codes and Ctrl-C as turn run.",
+		"stream printed), asking its open questions on the terminal as turn run does; a question whose\n" +
+		"outcome is already in the stream is not asked again. Exit codes and Ctrl-C as turn run.",
 		examples: []string{"agentwire turn attach TURN", "agentwire turn attach --after 12 TURN"}},
 	"input": {use: "turn input [flags] TURN TEXT...", about: "Sends TEXT as active input to the running Turn and prints its receipts as the Runtime reports\n" +
 		"them (written, then accepted) until its outcome is known.",
@@ -58,8 +70,10 @@ var turnCommands = map[string]subcommand{
 			"agentwire turn answer --result 'sunny, 21 C' TURN INTERACTION"}},
 	"list": {use: "turn list [flags]", about: "Lists the Session's newest Turns, oldest first: a table (local times), or the API's JSON with --json.",
 		examples: []string{"agentwire turn list --session SESSION", "agentwire turn list --session SESSION --limit 100 --json"}},
-	"status": {use: "turn status [flags] TURN", about: "Prints the Turn's status as JSON."},
-	"cancel": {use: "turn cancel [flags] TURN", about: "Asks Core to cancel the Turn and prints the cancellation's delivery."},
+	"status": {use: "turn status [flags] TURN", about: "Prints the Turn's status as JSON.",
+		examples: []string{"agentwire turn status TURN"}},
+	"cancel": {use: "turn cancel [flags] TURN", about: "Asks Core to cancel the Turn and prints the cancellation's delivery.",
+		examples: []string{"agentwire turn cancel TURN"}},
 }
 
 func runTurn(args []string, stdout, stderr io.Writer) error {
@@ -93,7 +107,7 @@ func runTurn(args []string, stdout, stderr io.Writer) error {
 	var approveAll *bool
 	functions := new(string)
 	if oneOf(args[0], "run", "attach") {
-		approveAll = fs.Bool("approve-all", false, "approve every permission request without asking (user-choice questions are still asked)")
+		approveAll = fs.Bool("approve-all", false, "approve every permission request without asking, terminal or not (user-choice questions are still asked, or left for another client)")
 		functions = fs.String("functions", "", "answer the Turn's function calls with this shell command: the call's JSON on its standard\n"+
 			"input (AGENTWIRE_FUNCTION and AGENTWIRE_CALL_ID set), its standard output the result, success when it exits 0")
 	}
@@ -162,7 +176,8 @@ func runTurn(args []string, stdout, stderr io.Writer) error {
 	}
 	c.jsonLines = *asJSON
 	prompt := func() *prompter {
-		return &prompter{in: bufio.NewReader(stdin), out: stderr, approveAll: approveAll != nil && *approveAll, functions: *functions}
+		return &prompter{in: bufio.NewReader(stdin), out: stderr, approveAll: approveAll != nil && *approveAll, functions: *functions,
+			interactive: stdinIsTerminal()}
 	}
 	switch args[0] {
 	case "list":
@@ -275,7 +290,7 @@ func (c *apiClient) turnInput(turnID, text string, stdout io.Writer) error {
 		return false, nil
 	}
 	for attempt := 0; attempt <= maxStreamResumes; attempt++ {
-		status, stopped, err := c.stream(turnID, last, on)
+		status, stopped, err := c.stream(turnID, last, on, nil)
 		if err != nil {
 			return err
 		}

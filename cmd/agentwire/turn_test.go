@@ -319,7 +319,10 @@ func TestTurnVerbsAgainstTheRuntimeProcess(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, interaction, "attach printed no permission request: %v\n%s", seen, core.logs.String())
-	require.Eventually(t, func() bool { return strings.Contains(attachErr.String(), "approve?") }, 20*time.Second, 10*time.Millisecond)
+	// Its standard input is a pipe, not a terminal: the question is left
+	// for another client, not answered.
+	require.Eventually(t, func() bool { return strings.Contains(attachErr.String(), "questions are left for another client") }, 20*time.Second, 10*time.Millisecond)
+	assert.NotContains(t, attachErr.String(), "approve?")
 	require.NoError(t, attach.Process.Signal(os.Interrupt))
 	err = attach.Wait()
 	var ee *exec.ExitError
@@ -333,6 +336,25 @@ func TestTurnVerbsAgainstTheRuntimeProcess(t *testing.T) {
 	out, err = cli("turn", "answer", "--approve", turnID, interaction)
 	require.NoError(t, err)
 	assert.Contains(t, out, `"interaction_id"`)
+	assert.Contains(t, hint, "still waiting:   agentwire turn answer "+turnID+" "+interaction, "the detach names the open question")
+
+	// Once the answer is settled, following from the start on a terminal
+	// replays the question and its outcome and asks nothing.
+	require.Eventually(t, func() bool { return streamHas(t, core.base, proj.Secret, turnID, "interaction_outcome") }, 20*time.Second, 100*time.Millisecond)
+	term, tty := openPTY(t)
+	_, _ = term.WriteString("n\n") // a question asked again would read this
+	replay := exec.Command(bin, "turn", "attach", turnID)
+	replay.Env, replay.Stdin = env, tty
+	replayErr := &lockedBuffer{}
+	replay.Stderr = replayErr
+	replayOut, err := replay.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, replay.Start())
+	replayLines := bufio.NewScanner(replayOut)
+	for replayLines.Scan() && !strings.HasPrefix(replayLines.Text(), "interaction_outcome ") {
+	}
+	time.Sleep(4 * catchUp) // the stream has caught up: an open question would be asked now
+	assert.NotContains(t, replayErr.String(), "approve?", "a settled question is asked again")
 
 	out, err = cli("turn", "input", turnID, "and", "more")
 	require.NoError(t, err, out)
@@ -340,6 +362,10 @@ func TestTurnVerbsAgainstTheRuntimeProcess(t *testing.T) {
 	accepted := strings.Index(out, `"accepted":true`)
 	assert.True(t, written >= 0 && accepted > written, "written, then accepted:\n%s", out)
 	assert.Contains(t, out, "outcome accepted")
+	for replayLines.Scan() {
+	}
+	require.NoError(t, replay.Wait(), "the replaying attach follows the Turn to its completion: %s", replayErr.String())
+	assert.NotContains(t, replayErr.String(), "approve?")
 
 	// --json: JSON Lines, each a parsable record.
 	out, err = cli("turn", "attach", "--json", turnID)
@@ -400,4 +426,22 @@ func TestTurnVerbsAgainstTheRuntimeProcess(t *testing.T) {
 		st, err := cli("turn", "status", second)
 		return err == nil && strings.Contains(st, `"state": "cancelled"`)
 	}, 30*time.Second, 50*time.Millisecond, "the double Ctrl-C cancelled the Turn")
+}
+
+// streamHas reads the Turn's event stream for a second and reports whether
+// it holds needle.
+func streamHas(t *testing.T, base, key, turnID, needle string) bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", base+"/api/v1/turns/"+turnID+"/events", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body) // until the deadline cuts a running Turn's stream
+	return strings.Contains(string(b), needle)
 }

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/agentwire/agentwire/wire"
 )
 
 // turnOutcome is the error of a Turn that ended other than completed; the
@@ -56,10 +58,24 @@ func (c *apiClient) runTurnRun(session, text string, stdout io.Writer, p *prompt
 // returns nil only for a completed Turn. The first Ctrl-C detaches: it
 // prints how to re-attach after the last event printed, or to cancel, and
 // exits 130 while the Turn goes on.
+//
+// decision: a question is asked only once the stream has caught up (no
+// event for catchUp), not when its event arrives. Following a Turn from
+// its start replays its history, where a question already settled is
+// followed by its interaction_outcome (or interaction_withdrawn); asking
+// it again would show the user a question that no longer waits. The
+// history comes in one burst, so by the time the stream is quiet every
+// settled question has been crossed off, and what is left waits for an
+// answer now. A live question waits catchUp longer, and never more than
+// catchUpMax even if events keep coming.
 func (c *apiClient) follow(turnID, last string, stdout io.Writer, p *prompter) error {
 	cursor := &eventCursor{id: last}
-	stopDetach, detached := c.detachOnInterrupt(turnID, cursor, p)
+	waiting := &openQuestions{}
+	stopDetach, detached := c.detachOnInterrupt(turnID, cursor, p, waiting)
 	defer stopDetach()
+	if p != nil {
+		p.turn = turnID
+	}
 	on := func(event, data string) (bool, error) {
 		if detached() {
 			// The user detached: nothing more is printed, and the
@@ -67,13 +83,41 @@ func (c *apiClient) follow(turnID, last string, stdout io.Writer, p *prompter) e
 			detachedForever()
 		}
 		c.line(stdout, event, data, data)
-		if p != nil {
-			return false, c.answerQuestion(turnID, p, event, data, stdout)
+		if p == nil {
+			return false, nil
+		}
+		var ev struct {
+			InteractionID string `json:"interaction_id"`
+		}
+		_ = json.Unmarshal([]byte(data), &ev)
+		switch event {
+		case wire.TypePermissionRequest, wire.TypePromptForUserChoice, wire.TypeFunctionCall:
+			waiting.add(ev.InteractionID, event, data)
+		case "interaction_outcome", "interaction_withdrawn":
+			waiting.settle(ev.InteractionID)
 		}
 		return false, nil
 	}
+	var idle func() error
+	if p != nil {
+		idle = func() error {
+			for {
+				q, ok := waiting.next()
+				if !ok || detached() {
+					return nil
+				}
+				sent, err := c.answerQuestion(turnID, p, q.event, q.data, stdout)
+				if err != nil {
+					return err
+				}
+				if sent {
+					waiting.settle(q.id)
+				}
+			}
+		}
+	}
 	for attempt := 0; attempt <= maxStreamResumes; attempt++ {
-		status, _, err := c.stream(turnID, cursor, on)
+		status, _, err := c.stream(turnID, cursor, on, idle)
 		if detached() {
 			detachedForever()
 		}
@@ -89,6 +133,71 @@ func (c *apiClient) follow(turnID, last string, stdout io.Writer, p *prompter) e
 		}
 	}
 	return fmt.Errorf("turn %s: the event stream kept closing before the Turn finished", turnID)
+}
+
+// catchUp is how long the stream must be quiet before the questions still
+// open are asked (follow's decision); catchUpMax bounds the wait for a
+// stream that is never quiet that long.
+var (
+	catchUp    = 250 * time.Millisecond
+	catchUpMax = 2 * time.Second
+)
+
+// openQuestions are the question events a follower has seen and not yet
+// seen settled, in the order they came; the Ctrl-C handler reads them from
+// another goroutine.
+type openQuestions struct {
+	mu sync.Mutex
+	qs []openQuestion
+}
+
+type openQuestion struct {
+	id, event, data string
+	handled         bool // handed to the prompter, which left it open
+}
+
+func (o *openQuestions) add(id, event, data string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.qs = append(o.qs, openQuestion{id: id, event: event, data: data})
+}
+
+func (o *openQuestions) settle(id string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for i, q := range o.qs {
+		if q.id == id {
+			o.qs = append(o.qs[:i:i], o.qs[i+1:]...)
+			return
+		}
+	}
+}
+
+// next is the first question not yet handed to the prompter, marked as
+// handed now.
+func (o *openQuestions) next() (openQuestion, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for i := range o.qs {
+		if !o.qs[i].handled {
+			o.qs[i].handled = true
+			return o.qs[i], true
+		}
+	}
+	return openQuestion{}, false
+}
+
+// ids are the open questions' interaction IDs.
+func (o *openQuestions) ids() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []string
+	for _, q := range o.qs {
+		if q.event != wire.TypeFunctionCall {
+			out = append(out, q.id)
+		}
+	}
+	return out
 }
 
 // eventCursor is the last event ID a stream handed on; the Ctrl-C handler
@@ -119,7 +228,7 @@ func (c *eventCursor) set(id string) {
 // a Turn cancelled by the second Ctrl-C would otherwise end the process
 // with its own status before "cancel sent" is printed (detached reports
 // it, and the follower then waits for the handler's exit).
-func (c *apiClient) detachOnInterrupt(turnID string, cursor *eventCursor, p *prompter) (stop func(), detached func() bool) {
+func (c *apiClient) detachOnInterrupt(turnID string, cursor *eventCursor, p *prompter, waiting *openQuestions) (stop func(), detached func() bool) {
 	var isDetached atomic.Bool
 	if p == nil || p.out == nil {
 		return func() {}, isDetached.Load
@@ -139,8 +248,14 @@ func (c *apiClient) detachOnInterrupt(turnID string, cursor *eventCursor, p *pro
 		if id := cursor.get(); id != "" {
 			after = "--after " + id + " "
 		}
-		fmt.Fprintf(p.out, "\ndetached from turn %s, which goes on running.\n  follow it again: agentwire turn attach %s%s\n  cancel it:       agentwire turn cancel %s\n(Ctrl-C again within %v cancels it now)\n",
-			turnID, after, turnID, turnID, cancelWindow)
+		fmt.Fprintf(p.out, "\ndetached from turn %s, which goes on running.\n  follow it again: agentwire turn attach %s%s\n  cancel it:       agentwire turn cancel %s\n",
+			turnID, after, turnID, turnID)
+		// A question shown but not answered is before the --after point:
+		// following again would not show it, so it is named here.
+		for _, id := range waiting.ids() {
+			fmt.Fprintf(p.out, "  still waiting:   agentwire turn answer %s %s --approve|--deny|--choose QUESTION=ANSWER|--dismiss\n", turnID, id)
+		}
+		fmt.Fprintf(p.out, "(Ctrl-C again within %v cancels it now)\n", cancelWindow)
 		t := time.NewTimer(cancelWindow)
 		select {
 		case <-sig:
@@ -191,7 +306,9 @@ func mustJSON(v any) string {
 // stream reads the Turn's SSE stream after *last, handing each event to
 // on, until the Turn's final status (returned), on asks to stop (stopped)
 // or the stream closes before either (both zero: the caller resumes).
-func (c *apiClient) stream(turnID string, last *eventCursor, on func(event, data string) (bool, error)) (status map[string]any, stopped bool, err error) {
+// idle, when not nil, runs once the stream has been quiet for catchUp
+// after an event, or catchUpMax after the first event since idle last ran.
+func (c *apiClient) stream(turnID string, last *eventCursor, on func(event, data string) (bool, error), idle func() error) (status map[string]any, stopped bool, err error) {
 	req, err := http.NewRequest("GET", c.base+"/api/v1/turns/"+turnID+"/events", nil)
 	if err != nil {
 		return nil, false, err
@@ -210,13 +327,56 @@ func (c *apiClient) stream(turnID string, last *eventCursor, on func(event, data
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		return nil, false, fmt.Errorf("GET /api/v1/turns/%s/events: %s: %s", turnID, resp.Status, strings.TrimSpace(string(b)))
+		return nil, false, apiError("GET", req.URL.String(), resp.Status, resp.StatusCode, b)
 	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	// The lines are read on their own goroutine so that a quiet stream
+	// can be noticed; closing quit (then the body, deferred above) ends it.
+	lines := make(chan string)
+	quit := make(chan struct{})
+	defer close(quit)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 64<<10), 16<<20)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			case <-quit:
+				return
+			}
+		}
+	}()
+	quiet := time.NewTimer(time.Hour)
+	quiet.Stop()
+	defer quiet.Stop()
+	armed, armedAt := false, time.Time{}
+	rearm := func() {
+		if !armed {
+			armed, armedAt = true, time.Now()
+		}
+		quiet.Reset(min(catchUp, catchUpMax-time.Since(armedAt)))
+	}
 	var id, event, data string
-	for sc.Scan() {
-		line := sc.Text()
+	for {
+		var line string
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				// The stream closed (or broke) before the status: the
+				// caller resumes.
+				return nil, false, nil
+			}
+			line = l
+			if armed {
+				rearm()
+			}
+		case <-quiet.C:
+			armed = false
+			if err := idle(); err != nil {
+				return nil, false, err
+			}
+			continue
+		}
 		switch {
 		case strings.HasPrefix(line, "id: "):
 			id = strings.TrimPrefix(line, "id: ")
@@ -238,8 +398,9 @@ func (c *apiClient) stream(turnID string, last *eventCursor, on func(event, data
 				return nil, false, nil
 			}
 			if event != "" {
-				// The event counts as seen once handed on: a Ctrl-C while
-				// on asks about it must not show it again on re-attach.
+				// The event counts as seen once handed on: following
+				// again after a Ctrl-C must not show it twice (a question
+				// still open is named by the detach message instead).
 				if id != "" {
 					last.set(id)
 				}
@@ -250,28 +411,30 @@ func (c *apiClient) stream(turnID string, last *eventCursor, on func(event, data
 				if stop {
 					return nil, true, nil
 				}
+				if idle != nil {
+					rearm()
+				}
 			}
 			id, event, data = "", "", ""
 		}
 	}
-	// The stream closed (or broke) before the status: the caller resumes.
-	return nil, false, nil
 }
 
-// answerQuestion asks p about a question event and posts the answer. A
-// question settled meanwhile (409) is reported, not fatal: the Turn goes
-// on and its stream says what became of it.
-func (c *apiClient) answerQuestion(turnID string, p *prompter, event, data string, stdout io.Writer) error {
+// answerQuestion asks p about a question event and posts the answer;
+// sent is false when p left the question open. A question settled
+// meanwhile (409) is reported, not fatal: the Turn goes on and its stream
+// says what became of it.
+func (c *apiClient) answerQuestion(turnID string, p *prompter, event, data string, stdout io.Writer) (sent bool, err error) {
 	id, body, err := p.answer(event, data)
 	if err != nil || body == nil {
-		return err
+		return false, err
 	}
 	var out bytes.Buffer
 	if err := c.call("POST", "/api/v1/turns/"+turnID+"/interactions/"+id, body, &out); err != nil {
 		c.line(stdout, "answer_not_sent", mustJSON(map[string]string{"interaction_id": id, "error": err.Error()}), fmt.Sprintf("%s: %v", id, err))
-		return nil
+		return true, nil
 	}
 	b, _ := json.Marshal(body)
 	c.line(stdout, "answer", mustJSON(map[string]any{"interaction_id": id, "answer": json.RawMessage(b)}), id+" "+string(b))
-	return nil
+	return true, nil
 }

@@ -15,27 +15,21 @@ import (
 )
 
 func Diagram(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("diagram", stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: agentwire diagram <machine> [--format mermaid|dot|svg] [--spec dir]")
-		fs.PrintDefaults()
-	}
+	fs := newFlags("diagram [flags] MACHINE", "Prints one machine's state diagram, drawn from the spec tables in --spec (or, away from a\n"+
+		"checkout, the tables built into this binary).",
+		[]string{"agentwire diagram run", "agentwire diagram preparation --format svg > preparation.svg"}, stderr)
 	format := fs.String("format", "mermaid", "mermaid, dot or svg")
 	specDir := fs.String("spec", "spec", "directory holding the machine tables")
-	// The machine name may come before or after the flags.
-	var name string
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		name, args = args[0], args[1:]
+	if done, err := parse(fs, args); done {
+		return err
 	}
-	if err := fs.Parse(args); err != nil {
-		return ErrUsage
+	if fs.NArg() != 1 {
+		return usageError(fs, "want one MACHINE, got %d arguments", fs.NArg())
 	}
-	if name == "" && fs.NArg() == 1 {
-		name = fs.Arg(0)
-	} else if fs.NArg() != 0 || name == "" {
-		fs.Usage()
-		return ErrUsage
+	if !oneOf(*format, "mermaid", "dot", "svg") {
+		return usageError(fs, "unknown --format %q (mermaid, dot or svg)", *format)
 	}
+	name := fs.Arg(0)
 	fsys, label := iofs.FS(os.DirFS(*specDir)), *specDir
 	specGiven := false
 	fs.Visit(func(f *flag.Flag) { specGiven = specGiven || f.Name == "spec" })
@@ -68,10 +62,16 @@ func Diagram(args []string, stdout, stderr io.Writer) error {
 		if out, err = diagram.SVG(context.Background(), diagram.DOT(m)); err != nil {
 			return fmt.Errorf("diagram: %w", err)
 		}
-	default:
-		fmt.Fprintf(stderr, "agentwire diagram: unknown --format %q (mermaid, dot or svg)\n", *format)
-		return ErrUsage
 	}
 	_, err = stdout.Write(out)
 	return err
+}
+
+func oneOf(s string, set ...string) bool {
+	for _, x := range set {
+		if s == x {
+			return true
+		}
+	}
+	return false
 }

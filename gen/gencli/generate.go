@@ -13,14 +13,19 @@ import (
 )
 
 func Generate(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("generate", stderr)
+	fs := newFlags("generate [flags]", "Loads the spec tables, validates them and writes the generated machines, tests, diagrams and\n"+
+		"pages under --root (fsm/, docs/machines/ and the wire's generated code).",
+		[]string{"agentwire generate", "agentwire generate --check", "agentwire generate --verify   (what CI runs)"}, stderr)
 	specDir := fs.String("spec", "spec", "directory holding the machine tables")
 	root := fs.String("root", ".", "repository root to write fsm/ and docs/machines/ under")
 	check := fs.Bool("check", false, "only load and validate the spec; write nothing")
 	verify := fs.Bool("verify", false, "write nothing; fail if any generated file differs from the tree")
 	dirs := fs.Bool("dirs", false, "print the directories the generator writes into, one per line, and exit")
-	if err := fs.Parse(args); err != nil {
-		return ErrUsage
+	if done, err := parse(fs, args); done {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return usageError(fs, "generate takes no arguments, got %q", fs.Args())
 	}
 	if *dirs {
 		for _, d := range gen.OutputDirs {
