@@ -45,7 +45,8 @@ func (s *Session) refuseMalformed(d *peer.Driver, r *peer.Refusal) bool {
 	case wire.TypeWorkspaceRead:
 		if s.reads.Dispatched(m.ID) {
 			// The read already answered or will: one result per operation.
-			s.cfg.Logger.Warn("malformed duplicate workspace_read refused without a second result", "operation", m.ID)
+			s.cfg.Logger.Warn("malformed duplicate workspace_read refused without a second result", "operation", m.ID,
+				"trace_id", r.Trace.TraceIDString())
 			return true
 		}
 		out = wire.WorkspaceReadResult{Outcome: "rejected", ErrorCode: "invalid_request"}
@@ -70,13 +71,14 @@ func (s *Session) refuseMalformed(d *peer.Driver, r *peer.Refusal) bool {
 			// The reply needs an ID the payload did not carry readably (a
 			// receipt's delivery_id, say): the request cannot be answered.
 			s.cfg.Logger.Warn("malformed request refused without a reply: its reply would need an ID it does not carry",
-				"type", m.Type, "id", m.ID, "err", err)
+				"type", m.Type, "id", m.ID, "trace_id", r.Trace.TraceIDString(), "err", err)
 			return true
 		}
 	}
 	d.Send(peer.Outbound{ID: m.ID, Refusal: true, Payload: out}, func(err error) {
 		if err != nil {
-			s.cfg.Logger.Warn("malformed request: its rejection was not sent", "type", m.Type, "id", m.ID, "err", err)
+			s.cfg.Logger.Warn("malformed request: its rejection was not sent", "type", m.Type, "id", m.ID,
+				"trace_id", r.Trace.TraceIDString(), "err", err)
 		}
 	})
 	return true
@@ -96,7 +98,8 @@ func (s *Session) refuseMalformedPrompt(d *peer.Driver, r *peer.Refusal) {
 		// under its ID would end that Run's stream in Core's eyes. The
 		// duplicate is only logged (a well-formed duplicate is refused
 		// run_conflict by the run table and answered nothing either).
-		s.cfg.Logger.Warn("malformed prompt_request for a live Run refused without a reply", "id", m.ID, "err", r.Err)
+		s.cfg.Logger.Warn("malformed prompt_request for a live Run refused without a reply", "id", m.ID,
+			"trace_id", r.Trace.TraceIDString(), "err", r.Err)
 		return
 	}
 	// The field that failed, and why, in the wire's own words; an error
@@ -115,7 +118,8 @@ func (s *Session) refuseMalformedPrompt(d *peer.Driver, r *peer.Refusal) {
 	for _, p := range []wire.Payload{wire.ErrorFrame{Error: text, Code: wire.NativeJSON(`"invalid_request"`)}, wire.Done{}} {
 		d.Send(peer.Outbound{ID: m.ID, Refusal: true, Payload: p}, func(err error) {
 			if err != nil {
-				s.cfg.Logger.Warn("malformed prompt_request: its error and done were not sent", "id", m.ID, "err", err)
+				s.cfg.Logger.Warn("malformed prompt_request: its error and done were not sent", "id", m.ID,
+					"trace_id", r.Trace.TraceIDString(), "err", err)
 			}
 		})
 	}
