@@ -28,6 +28,7 @@ func (d *Driver) Receives() wire.Direction { return d.dir }
 // overlaps with stepping the one before.
 func (d *Driver) DeliverDecoded(msg *wire.Message, decodeErr error) error {
 	defer d.enter()()
+	d.replyTrace = replyTrace(msg)
 	d.stats.Frames++
 	if d.closing {
 		d.refuse(&Refusal{Kind: RefusedShutdown, Msg: msg, Err: ErrConnectionLost})
@@ -45,6 +46,7 @@ func (d *Driver) DeliverDecoded(msg *wire.Message, decodeErr error) error {
 // checker or a test feeding typed messages skips the JSON.
 func (d *Driver) DeliverMessage(msg *wire.Message) error {
 	defer d.enter()()
+	d.replyTrace = replyTrace(msg)
 	if d.closing {
 		d.refuse(&Refusal{Kind: RefusedShutdown, Msg: msg, Err: ErrConnectionLost})
 		return ErrConnectionLost
@@ -168,3 +170,22 @@ func (d *Driver) ConnectionLost() {
 
 // Closed reports whether ConnectionLost has run.
 func (d *Driver) Closed() bool { return d.closing }
+
+// replyTrace is the trace context a reply to msg carries: the frame's own,
+// when it is a valid traceparent (daemon-protocol.txt:67: trace data is
+// diagnostic correlation, so the requester can find its request's answers
+// under its own trace).
+//
+// decision: a frame with no trace, or an invalid one, gets replies with
+// none. The local trace minted for it correlates this side's log lines;
+// the peer never asked for a trace, and an invalid value is never echoed
+// (oversized trace metadata is omitted from replies, daemon-protocol.txt:181).
+func replyTrace(msg *wire.Message) string {
+	if msg == nil || msg.Trace == "" {
+		return ""
+	}
+	if !wire.ParseTrace(msg.Trace).Local {
+		return msg.Trace // valid, so already the canonical lowercase form
+	}
+	return ""
+}

@@ -139,9 +139,12 @@ type Driver struct {
 	// meanwhile is deferred until the entry point is done.
 	busy     bool
 	deferred []deferredLocal
-	moved    []*Instance
-	stats    Stats
-	closing  bool
+	// replyTrace is the valid trace context of the received frame being
+	// delivered, "" otherwise: Send stamps it on what the delivery sends.
+	replyTrace string
+	moved      []*Instance
+	stats      Stats
+	closing    bool
 }
 
 // Stats counts what the driver did, for tests and metrics.
@@ -339,7 +342,7 @@ func (d *Driver) leave() {
 		}
 	}
 	d.flushMoved()
-	d.busy = false
+	d.busy, d.replyTrace = false, ""
 }
 
 // event resets the driver's scratch Event for one step.

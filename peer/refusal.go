@@ -64,7 +64,7 @@ func (d *Driver) refuse(r *Refusal) {
 	r.Trace = wire.ParseTrace(trace)
 	d.cfg.Logger.Warn("frame refused",
 		"conn", d.cfg.Label, "kind", r.Kind.String(), "type", boundedID(typ), "id", id,
-		"instance", r.Key.String(), "trace", r.Trace.String(), "local_trace", r.Trace.Local, "err", r.Err)
+		"instance", r.Key.String(), "trace_id", r.Trace.TraceIDString(), "local_trace", r.Trace.Local, "err", r.Err)
 	d.cfg.App.Refused(r)
 }
 

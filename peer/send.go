@@ -46,7 +46,14 @@ func (w *Write) finish(err error) {
 // events fired, a *SendError when it was refused before anything left, a
 // *WriteError when the write failed (possibly delivered), or
 // ErrConnectionLost. Hooks call it to reply; it never blocks.
+//
+// A frame sent while a received frame is delivered (a hook's reply, the
+// answer to a refusal) carries that frame's trace context unless it names
+// its own (replyTrace).
 func (d *Driver) Send(o Outbound, done func(error)) {
+	if o.Trace == "" {
+		o.Trace = d.replyTrace
+	}
 	w := &Write{out: o, done: done}
 	switch {
 	case d.closing:

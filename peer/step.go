@@ -22,7 +22,7 @@ func (d *Driver) step(i *Instance, e fsm.EventID, ev *Event) error {
 	obs, _ := d.cfg.App.(Observer)
 	for _, s := range d.out.Steps {
 		d.stats.Steps[s.Disposition()]++
-		d.logStep(i, s)
+		d.logStep(i, s, ev)
 		if obs != nil {
 			obs.Stepped(ev, s)
 		}
@@ -89,7 +89,11 @@ func (d *Driver) perform(i *Instance, p *fsm.Pending, ev *Event) error {
 			Effect:  t.EffectString(ef),
 			Err:     err,
 		}
-		d.cfg.Logger.Warn("effect failed", "conn", d.cfg.Label, "instance", i.Key.String(), "err", err)
+		log := d.cfg.Logger.With("conn", d.cfg.Label, "instance", i.Key.String())
+		if ev.Msg != nil {
+			log = log.With("trace_id", ev.Trace().TraceIDString())
+		}
+		log.Warn("effect failed", "err", err)
 		return err
 	}
 	return nil
@@ -105,7 +109,7 @@ func (d *Driver) duration(t *fsm.Table, tm fsm.TimerID) (dur time.Duration) {
 	return decl.Duration
 }
 
-func (d *Driver) logStep(i *Instance, s fsm.Step) {
+func (d *Driver) logStep(i *Instance, s fsm.Step, ev *Event) {
 	log := d.cfg.Logger
 	level := slog.LevelDebug
 	if s.Disposition() == fsm.Rejected {
@@ -126,6 +130,11 @@ func (d *Driver) logStep(i *Instance, s fsm.Step) {
 	}
 	if r := s.Reason(); r != "" {
 		attrs = append(attrs, slog.String("reason", r))
+	}
+	if ev.Msg != nil {
+		// The frame's trace (or the local one minted for it) ties the step
+		// to the peer's log lines for the same frame.
+		attrs = append(attrs, slog.String("trace_id", ev.Trace().TraceIDString()))
 	}
 	log.LogAttrs(context.Background(), level, "step", attrs...)
 }

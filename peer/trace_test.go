@@ -1,11 +1,15 @@
 package peer_test
 
 import (
+	"bytes"
+	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/wire"
 )
@@ -48,4 +52,38 @@ func TestRefusalTrace(t *testing.T) {
 		assert.Equal(t, peer.RefusedDecode, r.Kind)
 	}
 	assert.NotEqual(t, p.coreApp.refused[1].Trace.TraceID, p.coreApp.refused[2].Trace.TraceID)
+}
+
+// TestReplyAndLogCarryTheFrameTrace: what the driver sends while it
+// delivers a traced frame (here the Runtime app's preparing and ready
+// statuses) carries the frame's trace context, its step log lines carry
+// the trace_id, and a frame sent outside any delivery carries none.
+func TestReplyAndLogCarryTheFrameTrace(t *testing.T) {
+	var logs bytes.Buffer // the driver logs on the test's goroutine only
+	ts := tables(t)
+	d, err := peer.New(peer.Config{Role: fsm.RoleRuntime, Tables: ts, Router: testRouter(ts), App: newApp(t, fsm.RoleRuntime),
+		Clock: peer.NewManualClock(time.Unix(1_800_000_000, 0)), Label: "runtime",
+		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	require.NoError(t, err)
+
+	frame, err := wire.Encode(prepID, prepare(t), goodTrace)
+	require.NoError(t, err)
+	require.NoError(t, d.Deliver(frame))
+	n := 0
+	for w, ok := d.NextWrite(); ok; w, ok = d.NextWrite() {
+		msg, err := wire.Decode(w.Frame, wire.RuntimeToCore)
+		require.NoError(t, err)
+		assert.Equal(t, goodTrace, msg.Trace, "%s %s", w.Type, w.ID)
+		d.Written(w, nil)
+		n++
+	}
+	assert.Equal(t, 2, n, "preparing and ready")
+	assert.Contains(t, logs.String(), "trace_id=4bf92f3577b34da6a3ce929d0e0e4736")
+
+	d.Send(peer.Outbound{ID: runID, Refusal: true, Payload: wire.ErrorFrame{Error: "unprompted"}}, nil)
+	w, ok := d.NextWrite()
+	require.True(t, ok)
+	msg, err := wire.Decode(w.Frame, wire.RuntimeToCore)
+	require.NoError(t, err)
+	assert.Empty(t, msg.Trace, "no frame caused it")
 }

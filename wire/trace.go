@@ -77,6 +77,10 @@ func (tc TraceContext) String() string {
 	return string(b)
 }
 
+// TraceIDString is the trace ID in lowercase hex, the trace_id log lines
+// carry.
+func (tc TraceContext) TraceIDString() string { return hex.EncodeToString(tc.TraceID[:]) }
+
 // ReplyTrace is the trace to copy onto a reply: the request's trace when it
 // is short enough, otherwise nothing (oversized trace data is omitted from
 // replies, never echoed).

@@ -212,7 +212,7 @@ func (c *conn) snapshot() (wire.Heartbeat, bool) {
 // (daemon-protocol.txt:25).
 func (c *conn) Refused(r *peer.Refusal) {
 	if r.Kind == peer.RefusedDecode && r.Type() == wire.TypeHeartbeat {
-		c.log.Warn("gateway: invalid heartbeat", "err", r.Err)
+		c.log.Warn("gateway: invalid heartbeat", "trace_id", r.Trace.TraceIDString(), "err", r.Err)
 		_ = c.d.Local(connKey, fsm.EventID(connection.EventHeartbeat), r.Err)
 	}
 }

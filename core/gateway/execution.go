@@ -205,7 +205,7 @@ func (c *conn) journalFrame(ev *peer.Event, s fsm.Step) {
 	}
 	if r != nil {
 		if err := (execHooks{c}).journal(r, ev.Msg.Type, validated(ev.Msg)); err != nil {
-			c.log.Warn("gateway: journal frame", "type", ev.Msg.Type, "err", err)
+			c.log.Warn("gateway: journal frame", "type", ev.Msg.Type, "trace_id", ev.Trace().TraceIDString(), "err", err)
 		}
 	}
 }

@@ -181,6 +181,14 @@ func (k *kit) turn(s *Scenario, exe harness.Executor, d drive) (*Result, harness
 			Declaration: k.decl, WorkspaceDir: s.WorkspaceDir})
 		if err != nil {
 			r.Prepared, r.Returned = err, true
+			if exe != nil {
+				// A failed factory may hand back what it started, when its
+				// own cleanup was not confirmed (daemon-protocol.txt:177):
+				// the kit keeps both values and closes it, as the daemon's
+				// settle_cleanup does, so no native process outlives the
+				// scenario unseen.
+				k.closeExecutor(exe)
+			}
 			return r, nil
 		}
 	}
@@ -285,13 +293,21 @@ func (k *kit) turn(s *Scenario, exe harness.Executor, d drive) (*Result, harness
 		r.Late = rec.lateNow()
 		return r, exe
 	}
-	cctx, ccancel := context.WithTimeout(context.Background(), k.timeout)
-	defer ccancel()
-	if err := exe.Close(cctx); err != nil {
-		k.closeErrs = append(k.closeErrs, err)
-	}
+	k.closeExecutor(exe)
 	r.Late = rec.lateNow()
 	return r, nil
+}
+
+// closeExecutor closes an Executor the kit owns, within its timeout; a
+// close that fails is recorded for the harness level to report.
+func (k *kit) closeExecutor(exe harness.Executor) {
+	ctx, cancel := context.WithTimeout(context.Background(), k.timeout)
+	defer cancel()
+	if err := exe.Close(ctx); err != nil {
+		k.mu.Lock()
+		k.closeErrs = append(k.closeErrs, err)
+		k.mu.Unlock()
+	}
 }
 
 func (rec *recorder) lateNow() []wire.Payload {

@@ -69,6 +69,11 @@ func (a *Adapter) NewExecutor(ctx context.Context, cfg harness.ExecutorConfig) (
 	}
 	e, err := a.startExecutor(ctx, cfg)
 	if err != nil {
+		if e != nil {
+			// The start failed and so did its close: both values go back
+			// (daemon-protocol.txt:177), the caller closes the Executor.
+			return e, err
+		}
 		return nil, err // never a nil *executor inside a non-nil Executor
 	}
 	return e, nil

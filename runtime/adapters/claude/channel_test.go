@@ -11,9 +11,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/agentwire/agentwire/runtime/internal/childproc/childproctest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	childproctest.MainHook() // the stray CLI of start_test.go
+	goleak.VerifyTestMain(m)
+}
 
 // fakeCLI is the CLI's end of a channel: it reads what the host wrote and
 // writes lines of its own.

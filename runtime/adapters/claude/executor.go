@@ -120,7 +120,11 @@ func newSessionID() string {
 // Session, or the one agent_session_id names, resumed strictly) and sends
 // initialize within the start bound. An unknown Session makes the CLI
 // exit, so the preparation fails; it never becomes a new one.
-func (a *Adapter) startExecutor(ctx context.Context, hc harness.ExecutorConfig) (_ *executor, err error) {
+//
+// A start that fails closes the CLI; when that close is not confirmed the
+// process may still run, so the executor comes back with the error for its
+// owner to keep and close later (daemon-protocol.txt:177).
+func (a *Adapter) startExecutor(ctx context.Context, hc harness.ExecutorConfig) (kept *executor, err error) {
 	cfg := a.cfg
 	configDir, scratch, err := a.dirs(hc.Configuration.AgentStateKey)
 	if err != nil {
@@ -165,7 +169,12 @@ func (a *Adapter) startExecutor(ctx context.Context, hc harness.ExecutorConfig) 
 	defer func() {
 		if err != nil {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*cfg.CloseGrace)
-			_ = e.Close(cctx)
+			if cerr := e.Close(cctx); cerr != nil {
+				// Dropping e here would orphan a live CLI: hand it back
+				// with the error, so the daemon keeps it owned and its
+				// cleanup retries the close.
+				kept, err = e, errors.Join(err, cerr)
+			}
 			cancel()
 		}
 	}()

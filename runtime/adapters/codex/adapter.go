@@ -83,6 +83,11 @@ func (a *Adapter) NewExecutor(ctx context.Context, cfg harness.ExecutorConfig) (
 	}
 	e, err := startExecutor(ctx, a, cfg, home)
 	if err != nil {
+		if e != nil {
+			// The start failed and so did its close: both values go back
+			// (daemon-protocol.txt:177), the caller closes the Executor.
+			return e, err
+		}
 		// A nil *executor in a non-nil Executor would look like something
 		// to close.
 		return nil, err

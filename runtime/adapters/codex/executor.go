@@ -45,7 +45,11 @@ type executor struct {
 
 // startExecutor starts the process, initializes the connection and starts
 // or resumes the thread, within the adapter's start bound.
-func startExecutor(ctx context.Context, a *Adapter, hc harness.ExecutorConfig, home string) (_ *executor, err error) {
+//
+// A start that fails closes what it started; when that close is not
+// confirmed the process may still run, so the executor comes back with the
+// error for its owner to keep and close later (daemon-protocol.txt:177).
+func startExecutor(ctx context.Context, a *Adapter, hc harness.ExecutorConfig, home string) (kept *executor, err error) {
 	cfg := a.cfg
 	p := hc.Configuration
 	e := &executor{a: a, cfg: cfg, log: cfg.Logger.With("kind", cfg.Kind, "session", hc.SessionID), model: cfg.Model}
@@ -79,7 +83,12 @@ func startExecutor(ctx context.Context, a *Adapter, hc harness.ExecutorConfig, h
 	defer func() {
 		if err != nil {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*cfg.CloseGrace+cfg.CloseGrace)
-			_ = e.Close(cctx)
+			if cerr := e.Close(cctx); cerr != nil {
+				// Dropping e here would orphan a live app-server: hand it
+				// back with the error, so the daemon keeps it owned and its
+				// cleanup retries the close.
+				kept, err = e, errors.Join(err, cerr)
+			}
 			cancel()
 		}
 	}()

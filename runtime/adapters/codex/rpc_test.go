@@ -15,9 +15,12 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
+
+	"github.com/agentwire/agentwire/runtime/internal/childproc/childproctest"
 )
 
 func TestMain(m *testing.M) {
+	childproctest.MainHook() // the stray app-server of start_test.go
 	goleak.VerifyTestMain(m)
 }
 
