@@ -141,7 +141,7 @@ func (a *crashAPI) eventTypes(turnID string) []string {
 	var types []string
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
-		if ev, ok := strings.CutPrefix(sc.Text(), "event: "); ok && ev != "placement" {
+		if ev, ok := strings.CutPrefix(sc.Text(), "event: "); ok && ev != "placement" && ev != "live" {
 			types = append(types, ev)
 		}
 	}

@@ -385,6 +385,9 @@ func (d *demo) follow(c *apiClient, turnID string, h *demoHarness) (string, erro
 		case line == "" && event != "":
 			ev, payload := event, data
 			event, data = "", ""
+			if ev == "live" {
+				continue // Core's marker that the history was sent
+			}
 			d.say("  event %s %s", ev, payload)
 			switch ev {
 			case "status":

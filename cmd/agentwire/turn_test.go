@@ -353,8 +353,8 @@ func TestTurnVerbsAgainstTheRuntimeProcess(t *testing.T) {
 	replayLines := bufio.NewScanner(replayOut)
 	for replayLines.Scan() && !strings.HasPrefix(replayLines.Text(), "interaction_outcome ") {
 	}
-	time.Sleep(4 * catchUp) // the stream has caught up: an open question would be asked now
-	assert.NotContains(t, replayErr.String(), "approve?", "a settled question is asked again")
+	// Once Core's live event comes, an open question would be asked; the
+	// check after the Turn's end below sees whether one was.
 
 	out, err = cli("turn", "input", turnID, "and", "more")
 	require.NoError(t, err, out)

@@ -211,10 +211,18 @@ func TestFollowAsksOnlyOpenQuestions(t *testing.T) {
 		fmt.Fprintf(w, "id: 1\nevent: permission_request\ndata: %s\n\n", perm("int_settled"))
 		fmt.Fprint(w, "id: 2\nevent: interaction_outcome\ndata: {\"interaction_id\":\"int_settled\",\"outcome\":\"applied\"}\n\n")
 		fmt.Fprintf(w, "id: 3\nevent: permission_request\ndata: %s\n\n", perm("int_open"))
+		// Nothing is asked before Core says the history was sent.
+		w.(http.Flusher).Flush()
+		mu.Lock()
+		early := len(posted)
+		mu.Unlock()
+		assert.Zero(t, early, "no question is answered before the live event")
+		fmt.Fprint(w, "event: live\ndata: {\"after\":3}\n\n")
 		w.(http.Flusher).Flush()
 		select {
 		case <-answered:
-		case <-time.After(10 * time.Second):
+		case <-r.Context().Done():
+			return
 		}
 		fmt.Fprint(w, "event: status\ndata: {\"state\":\"completed\"}\n\n")
 	}))
@@ -238,11 +246,9 @@ func turnIDOf(t *testing.T, out string) string {
 	return id
 }
 
-// A stream that is never quiet still gets its open question asked, after
-// catchUpMax.
-func TestFollowAsksWhileEventsKeepComing(t *testing.T) {
-	defer func(old time.Duration) { catchUpMax = old }(catchUpMax)
-	catchUpMax = 300 * time.Millisecond
+// After the live event a question is asked as it comes, even while
+// other events keep coming.
+func TestFollowAsksANewQuestionAtOnce(t *testing.T) {
 	answered := make(chan struct{})
 	var once sync.Once
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -253,27 +259,21 @@ func TestFollowAsksWhileEventsKeepComing(t *testing.T) {
 			return
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "event: live\ndata: {\"after\":0}\n\n")
 		fmt.Fprintf(w, "id: 1\nevent: permission_request\ndata: %s\n\n", permEvent)
-		tick := time.NewTicker(50 * time.Millisecond)
-		defer tick.Stop()
-		deadline := time.After(10 * time.Second)
-		for n := 2; ; n++ {
-			select {
-			case <-answered:
-				fmt.Fprint(w, "event: status\ndata: {\"state\":\"completed\"}\n\n")
-				return
-			case <-deadline:
-				fmt.Fprint(w, "event: status\ndata: {\"state\":\"failed\"}\n\n")
-				return
-			case <-tick.C:
-				fmt.Fprintf(w, "id: %d\nevent: delta\ndata: {\"delta\":\".\"}\n\n", n)
-				w.(http.Flusher).Flush()
-			}
+		fmt.Fprint(w, "id: 2\nevent: delta\ndata: {\"delta\":\".\"}\n\n")
+		w.(http.Flusher).Flush()
+		select {
+		case <-answered:
+		case <-r.Context().Done():
+			return
 		}
+		fmt.Fprint(w, "event: status\ndata: {\"state\":\"completed\"}\n\n")
 	}))
 	defer srv.Close()
 	var out, shown bytes.Buffer
 	p := &prompter{in: bufio.NewReader(strings.NewReader("y\n")), out: &shown, interactive: true}
 	require.NoError(t, (&apiClient{base: srv.URL, key: "k"}).follow("turn_1", "", &out, p), shown.String())
 	assert.Contains(t, out.String(), `answer int_1 {"approved":true}`)
+	assert.NotContains(t, out.String(), "live", "the marker is not printed")
 }

@@ -59,15 +59,12 @@ func (c *apiClient) runTurnRun(session, text string, stdout io.Writer, p *prompt
 // prints how to re-attach after the last event printed, or to cancel, and
 // exits 130 while the Turn goes on.
 //
-// decision: a question is asked only once the stream has caught up (no
-// event for catchUp), not when its event arrives. Following a Turn from
-// its start replays its history, where a question already settled is
-// followed by its interaction_outcome (or interaction_withdrawn); asking
-// it again would show the user a question that no longer waits. The
-// history comes in one burst, so by the time the stream is quiet every
-// settled question has been crossed off, and what is left waits for an
-// answer now. A live question waits catchUp longer, and never more than
-// catchUpMax even if events keep coming.
+// decision: a question met in the Turn's history is asked only once Core
+// says the history was sent (its "live" event), not when its event
+// arrives: a question already settled is followed in the history by its
+// interaction_outcome (or interaction_withdrawn), and asking it again
+// would show the user a question that no longer waits. After "live",
+// each question is asked as it comes.
 func (c *apiClient) follow(turnID, last string, stdout io.Writer, p *prompter) error {
 	cursor := &eventCursor{id: last}
 	waiting := &openQuestions{}
@@ -134,14 +131,6 @@ func (c *apiClient) follow(turnID, last string, stdout io.Writer, p *prompter) e
 	}
 	return fmt.Errorf("turn %s: the event stream kept closing before the Turn finished", turnID)
 }
-
-// catchUp is how long the stream must be quiet before the questions still
-// open are asked (follow's decision); catchUpMax bounds the wait for a
-// stream that is never quiet that long.
-var (
-	catchUp    = 250 * time.Millisecond
-	catchUpMax = 2 * time.Second
-)
 
 // openQuestions are the question events a follower has seen and not yet
 // seen settled, in the order they came; the Ctrl-C handler reads them from
@@ -306,8 +295,8 @@ func mustJSON(v any) string {
 // stream reads the Turn's SSE stream after *last, handing each event to
 // on, until the Turn's final status (returned), on asks to stop (stopped)
 // or the stream closes before either (both zero: the caller resumes).
-// idle, when not nil, runs once the stream has been quiet for catchUp
-// after an event, or catchUpMax after the first event since idle last ran.
+// idle, when not nil, runs at Core's "live" event (the history was sent)
+// and after each event that follows it.
 func (c *apiClient) stream(turnID string, last *eventCursor, on func(event, data string) (bool, error), idle func() error) (status map[string]any, stopped bool, err error) {
 	req, err := http.NewRequest("GET", c.base+"/api/v1/turns/"+turnID+"/events", nil)
 	if err != nil {
@@ -329,54 +318,17 @@ func (c *apiClient) stream(turnID string, last *eventCursor, on func(event, data
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		return nil, false, apiError("GET", req.URL.String(), resp.Status, resp.StatusCode, b)
 	}
-	// The lines are read on their own goroutine so that a quiet stream
-	// can be noticed; closing quit (then the body, deferred above) ends it.
-	lines := make(chan string)
-	quit := make(chan struct{})
-	defer close(quit)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 64<<10), 16<<20)
-		for sc.Scan() {
-			select {
-			case lines <- sc.Text():
-			case <-quit:
-				return
-			}
-		}
-	}()
-	quiet := time.NewTimer(time.Hour)
-	quiet.Stop()
-	defer quiet.Stop()
-	armed, armedAt := false, time.Time{}
-	rearm := func() {
-		if !armed {
-			armed, armedAt = true, time.Now()
-		}
-		quiet.Reset(min(catchUp, catchUpMax-time.Since(armedAt)))
-	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	live := false
 	var id, event, data string
 	for {
-		var line string
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				// The stream closed (or broke) before the status: the
-				// caller resumes.
-				return nil, false, nil
-			}
-			line = l
-			if armed {
-				rearm()
-			}
-		case <-quiet.C:
-			armed = false
-			if err := idle(); err != nil {
-				return nil, false, err
-			}
-			continue
+		if !sc.Scan() {
+			// The stream closed (or broke) before the status: the caller
+			// resumes.
+			return nil, false, nil
 		}
+		line := sc.Text()
 		switch {
 		case strings.HasPrefix(line, "id: "):
 			id = strings.TrimPrefix(line, "id: ")
@@ -397,6 +349,17 @@ func (c *apiClient) stream(turnID string, last *eventCursor, on func(event, data
 				// (subscriber_overflow): resume after the last event seen.
 				return nil, false, nil
 			}
+			if event == "live" {
+				// The history was sent: what is still open waits now.
+				live = true
+				if idle != nil {
+					if err := idle(); err != nil {
+						return nil, false, err
+					}
+				}
+				id, event, data = "", "", ""
+				continue
+			}
 			if event != "" {
 				// The event counts as seen once handed on: following
 				// again after a Ctrl-C must not show it twice (a question
@@ -411,8 +374,10 @@ func (c *apiClient) stream(turnID string, last *eventCursor, on func(event, data
 				if stop {
 					return nil, true, nil
 				}
-				if idle != nil {
-					rearm()
+				if live && idle != nil {
+					if err := idle(); err != nil {
+						return nil, false, err
+					}
 				}
 			}
 			id, event, data = "", "", ""

@@ -220,9 +220,10 @@ func TestEventStreamResumes(t *testing.T) {
 
 	ids, types, data := sse(t, resp)
 	assert.Equal(t, []string{"2", "3", "4"}, ids, "resumed after Last-Event-ID 1")
-	assert.Equal(t, []string{"delta", "delta", "done", "status"}, types)
+	assert.Equal(t, []string{"delta", "live", "delta", "done", "status"}, types, "the history, the live marker, then what is new")
 	assert.Equal(t, `{"delta":"b"}`, data[0])
-	assert.Equal(t, `{"state":"completed"}`, data[3])
+	assert.Equal(t, `{"after":2}`, data[1])
+	assert.Equal(t, `{"state":"completed"}`, data[4])
 }
 
 // The OpenAPI document describes exactly the routes the API registers.

@@ -62,6 +62,9 @@ func (j *Journal) changed(turnID string) <-chan struct{} {
 // order on Events; when that channel closes, Err says why, and nothing is
 // invented on the way out (no error, no done, no status the journal does
 // not hold):
+//
+// Once the journal as it stood was delivered and the Turn still runs, one
+// LiveEvent marker follows (see LiveEvent).
 //   - nil: the Turn is terminal and every event of it was delivered; Final
 //     is its status. A Run whose connection was lost or whose Core
 //     subscription overflowed ends this way too, its Turn failed
@@ -136,9 +139,29 @@ func (j *Journal) SubscribeDurable(ctx context.Context, turnID string, after int
 	return s
 }
 
+// LiveEvent is the type of the one marker a subscription delivers once it
+// has delivered the journal as it stood (the history) and the Turn is
+// still running: every event after it is new. Its Seq is the last event
+// before it. It is no journal event and has no ID in the event stream; a
+// follower that asks the user about open questions waits for it, so that
+// it never asks about one the history already settled.
+const LiveEvent = "live"
+
 func (j *Journal) follow(ctx context.Context, s *Subscription, turnID string, after int64, clock peer.Clock, stall time.Duration) error {
 	timer := clock.NewTimer(stall)
 	defer timer.Stop()
+	deliver := func(e store.Event) error {
+		timer.Reset(stall)
+		select {
+		case s.events <- e:
+			return nil
+		case <-timer.C():
+			return &OverflowError{After: after, Stall: stall}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	live := false
 	for {
 		// Subscribe before reading, so a Notify between the read and the
 		// wait is not lost.
@@ -148,15 +171,10 @@ func (j *Journal) follow(ctx context.Context, s *Subscription, turnID string, af
 			return err
 		}
 		for _, e := range evs {
-			timer.Reset(stall)
-			select {
-			case s.events <- e:
-				after = e.Seq
-			case <-timer.C():
-				return &OverflowError{After: after, Stall: stall}
-			case <-ctx.Done():
-				return ctx.Err()
+			if err := deliver(e); err != nil {
+				return err
 			}
+			after = e.Seq
 		}
 		if len(evs) == subscriptionPage {
 			continue
@@ -177,6 +195,12 @@ func (j *Journal) follow(ctx context.Context, s *Subscription, turnID string, af
 				return nil
 			}
 			continue
+		}
+		if !live {
+			live = true
+			if err := deliver(store.Event{TurnID: turnID, Type: LiveEvent, Seq: after}); err != nil {
+				return err
+			}
 		}
 		select {
 		case <-changed:

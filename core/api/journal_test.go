@@ -55,6 +55,9 @@ func TestSubscriptionFollowsTheJournalToTheEnd(t *testing.T) {
 	sub := j.SubscribeDurable(t.Context(), id, 1, peer.NewManualClock(subT0), time.Minute)
 	got := <-sub.Events()
 	assert.Equal(t, int64(2), got.Seq, "from after the given sequence number")
+	live := <-sub.Events()
+	assert.Equal(t, api.LiveEvent, live.Type, "the history was delivered")
+	assert.Equal(t, int64(2), live.Seq)
 
 	_, err := j.Append(context.Background(), store.Event{TurnID: id, RunID: "run", Type: "delta", Payload: json.RawMessage(`{"delta":"z"}`), At: subT0})
 	require.NoError(t, err)

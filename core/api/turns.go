@@ -236,6 +236,8 @@ func (a *API) addInput(w http.ResponseWriter, r *http.Request) {
 // durable subscription: each event's id is its journal sequence number,
 // so a client resumes with Last-Event-ID. The stream's last event says why
 // it ends: "status" once the Turn is terminal and every event was sent;
+// while it runs, one "live" event {"after":N} (no id) says the history up
+// to event N was sent and what follows is new;
 // "end" {"reason":"subscriber_overflow","resume_after":N} when the client
 // took no event for the stall bound (it resumes after N);
 // "error" {"error":"credential_revoked"} when the key was revoked.
@@ -285,7 +287,11 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) {
 				a.endStream(sub, write, flush)
 				return
 			}
-			if write("id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Type, compact(e.Payload)) != nil {
+			if e.Type == LiveEvent {
+				if write("event: %s\ndata: {\"after\":%d}\n\n", LiveEvent, e.Seq) != nil {
+					return
+				}
+			} else if write("id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Type, compact(e.Payload)) != nil {
 				return
 			}
 			flush()
