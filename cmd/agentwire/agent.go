@@ -27,8 +27,8 @@ var agentCommands = map[string]subcommand{
 		examples: []string{"agentwire agent update AGENT weather-agent.json"}},
 	"show": {use: "agent show [flags] AGENT", about: "Prints the Agent as JSON: its latest version, or --version N.",
 		examples: []string{"agentwire agent show AGENT", "agentwire agent show --version 1 AGENT"}},
-	"list": {use: "agent list [flags]", about: "Prints the latest version of each of the project's Agents as JSON.",
-		examples: []string{"agentwire agent list"}},
+	"list": {use: "agent list [flags]", about: "Lists the latest version of each of the project's Agents: a table (local times), or the\nAPI's JSON with --json.",
+		examples: []string{"agentwire agent list", "agentwire agent list --json"}},
 }
 
 func runAgent(args []string, stdout, stderr io.Writer) error {
@@ -47,12 +47,15 @@ func runAgent(args []string, stdout, stderr io.Writer) error {
 	}
 	fs := cmd.flags(stderr)
 	core := fs.String("core", "", "Core's base URL (default $AGENTWIRE_CORE)")
-	quiet, version := new(bool), new(int)
+	quiet, version, asJSON := new(bool), new(int), new(bool)
 	if args[0] == "create" {
 		quiet = fs.Bool("quiet", false, "print only the new Agent's ID, for AGENT=$(agentwire agent create -quiet ...)")
 	}
 	if args[0] == "show" {
 		version = fs.Int("version", 0, "the version to show (0: the latest)")
+	}
+	if args[0] == "list" {
+		asJSON = fs.Bool("json", false, "print the API's JSON instead of a table")
 	}
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return flagsDone(err)
@@ -107,5 +110,5 @@ func runAgent(args []string, stdout, stderr io.Writer) error {
 		}
 		return c.call("GET", path, nil, stdout)
 	}
-	return c.call("GET", "/api/v1/agents", nil, stdout)
+	return c.listTable("/api/v1/agents", "agents", agentColumns, *asJSON, stdout)
 }

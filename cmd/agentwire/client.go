@@ -200,15 +200,16 @@ func runSession(args []string, stdout, stderr io.Writer) error {
 // devicesCommand is `agentwire devices [list] | devices revoke DEVICE`:
 // the project's devices through the public API.
 var devicesCommand = subcommand{use: "devices [list] [flags] | devices revoke [flags] DEVICE",
-	about: "Lists the project's devices (the administration key: every device) as JSON, each with its\n" +
-		"connection and what it declares. revoke revokes every credential of one of the project's devices:\n" +
+	about: "Lists the project's devices (the administration key: every device), each with its connection\n" +
+		"and the agent kinds it declares: a table, or the API's JSON (with capabilities) with --json. revoke revokes every credential of one of the project's devices:\n" +
 		"its Runtime is disconnected at its next heartbeat and stops (Core's administrator can also\n" +
 		"run agentwire core device revoke --data DIR --device D on Core's machine).",
-	examples: []string{"agentwire devices", "agentwire devices list --core 127.0.0.1:8080", "agentwire devices revoke dev-1"}}
+	examples: []string{"agentwire devices", "agentwire devices list --json --core 127.0.0.1:8080", "agentwire devices revoke dev-1"}}
 
 func runDevices(args []string, stdout, stderr io.Writer) error {
 	fs := devicesCommand.flags(stderr)
 	core := fs.String("core", "", "Core's base URL (default $AGENTWIRE_CORE)")
+	asJSON := fs.Bool("json", false, "list: print the API's JSON instead of a table")
 	if err := parseFlags(fs, args); err != nil {
 		return flagsDone(err)
 	}
@@ -235,7 +236,7 @@ func runDevices(args []string, stdout, stderr io.Writer) error {
 	if revoke {
 		return c.call("POST", "/api/v1/devices/"+url.PathEscape(pos[1])+"/revoke", nil, stdout)
 	}
-	return c.call("GET", "/api/v1/devices", nil, stdout)
+	return c.listTable("/api/v1/devices", "devices", deviceColumns, *asJSON, stdout)
 }
 
 func oneOf(s string, set ...string) bool {

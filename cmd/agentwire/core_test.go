@@ -189,7 +189,7 @@ func TestCoreServeProcess(t *testing.T) {
 	turn := cli("turn", "submit", "--core", base, "--session", ses["id"].(string), "hello")
 	status := cli("turn", "status", "--core", base, turn["id"].(string))
 	assert.Equal(t, map[string]any{"state": "queued"}, status["status"])
-	devs := cli("devices", "--core", base)
+	devs := cli("devices", "--json", "--core", base)
 	assert.Len(t, devs["devices"], 1)
 
 	// A device credential never opens the public API.

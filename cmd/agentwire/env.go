@@ -35,8 +35,8 @@ var envCommands = map[string]subcommand{
 			"Environment's first work on a connection.",
 		examples: []string{"ENV=$(agentwire env create --device dev-1 --quiet)",
 			"agentwire env create --device dev-1 --init-env LANG=C --init-file ./setup.sh=/workspace/setup.sh"}},
-	"list": {use: "env list [flags]", about: "Lists the project's Environments as JSON.",
-		examples: []string{"agentwire env list"}},
+	"list": {use: "env list [flags]", about: "Lists the project's Environments: a table (local times), or the API's JSON with --json.",
+		examples: []string{"agentwire env list", "agentwire env list --json"}},
 	"show": {use: "env show [flags] ENV",
 		about: "Prints the Environment as JSON: what it declares for initialization, the last initialization\n" +
 			"outcome (with the Runtime's code) and its newest suspension attempt.",

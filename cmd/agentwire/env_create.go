@@ -9,13 +9,15 @@ import (
 func runEnvRegistry(args []string, stdout, stderr io.Writer) error {
 	fs := envCommands[args[0]].flags(stderr)
 	core := fs.String("core", "", "Core's base URL (default $AGENTWIRE_CORE)")
-	device, typ, quiet := new(string), new(string), new(bool)
+	device, typ, quiet, asJSON := new(string), new(string), new(bool), new(bool)
 	initf := &initFlags{}
 	if args[0] == "create" {
 		device = fs.String("device", "", "the device of the project that hosts the workspace (required)")
 		typ = fs.String("type", "self_hosted", "self_hosted or openai_hosted")
 		initf = addInitFlags(fs)
 		quiet = fs.Bool("quiet", false, "print only the new Environment's ID, for ENV=$(agentwire env create -quiet ...)")
+	} else {
+		asJSON = fs.Bool("json", false, "print the API's JSON instead of a table")
 	}
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return flagsDone(err)
@@ -36,7 +38,11 @@ func runEnvRegistry(args []string, stdout, stderr io.Writer) error {
 		return c.call(method, path, body, stdout)
 	}
 	if args[0] == "list" {
-		return call("GET", "/api/v1/environments", nil)
+		c, err := newAPIClient(*core)
+		if err != nil {
+			return err
+		}
+		return c.listTable("/api/v1/environments", "environments", environmentColumns, *asJSON, stdout)
 	}
 	if *device == "" {
 		return usageError(fs, "--device is required (agentwire devices lists the project's devices)")

@@ -115,7 +115,7 @@ func TestEnvInitializationAndSuspensionAgainstRealProcesses(t *testing.T) {
 	assert.Equal(t, map[string]any{"env_keys": []any{"MODE"}, "files": []any{map[string]any{
 		"path": "/workspace/notes/init.txt", "size_bytes": float64(len("initialized by Core\n")),
 		"sha256": hex.EncodeToString(sum[:])}}}, reg["initialization"], "the declaration, never the contents")
-	list := cliJSON(t, bin, proj.Secret, "env", "list", "--core", core.base)
+	list := cliJSON(t, bin, proj.Secret, "env", "list", "--json", "--core", core.base)
 	envs, _ := list["environments"].([]any)
 	require.Len(t, envs, 1, "%v", list)
 	assert.Equal(t, envID, envs[0].(map[string]any)["id"])
@@ -129,7 +129,7 @@ func TestEnvInitializationAndSuspensionAgainstRealProcesses(t *testing.T) {
 	connected := func(epoch float64) float64 {
 		var now float64
 		require.Eventually(t, func() bool {
-			d := cliJSON(t, bin, proj.Secret, "devices", "--core", core.base)
+			d := cliJSON(t, bin, proj.Secret, "devices", "--json", "--core", core.base)
 			list, _ := d["devices"].([]any)
 			for _, x := range list {
 				if m, _ := x.(map[string]any); m["connected"] == true {

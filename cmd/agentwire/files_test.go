@@ -41,7 +41,7 @@ func TestFilesAgainstTheRuntimeProcess(t *testing.T) {
 
 	// An idle read needs a connected device that declared itself.
 	require.Eventually(t, func() bool {
-		d := cliJSON(t, bin, proj.Secret, "devices", "--core", core.base)
+		d := cliJSON(t, bin, proj.Secret, "devices", "--json", "--core", core.base)
 		list, _ := d["devices"].([]any)
 		for _, x := range list {
 			if m, _ := x.(map[string]any); m["connected"] == true {
