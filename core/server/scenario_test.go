@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -333,7 +334,35 @@ func (c *coreSide) api(ctx context.Context, key, method, path, body string) (str
 	if err != nil {
 		return "", err
 	}
+	if resp.Header.Get("Content-Type") == "application/x-tar" {
+		return fmt.Sprintf("api: %d %s\n", resp.StatusCode, tarListing(raw)), nil
+	}
 	return fmt.Sprintf("api: %d %s\n", resp.StatusCode, canonicalJSON(raw)), nil
+}
+
+// tarListing writes an archive the API answered as its entries, each with
+// its size and a regular file's text, so that a transcript shows what the
+// archive holds rather than its bytes.
+func tarListing(raw []byte) string {
+	var out []string
+	tr := tar.NewReader(bytes.NewReader(raw))
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			out = append(out, "unreadable: "+err.Error())
+			break
+		}
+		entry := fmt.Sprintf("%s %d", h.Name, h.Size)
+		if h.Typeflag == tar.TypeReg {
+			body, _ := io.ReadAll(tr)
+			entry += fmt.Sprintf(" %q", body)
+		}
+		out = append(out, entry)
+	}
+	return fmt.Sprintf("tar (%d bytes): %s", len(raw), strings.Join(out, ", "))
 }
 
 // canonicalJSON re-encodes b with sorted keys.

@@ -15,9 +15,9 @@ import (
 	"github.com/agentwire/agentwire/wire"
 )
 
-// The transcripts under spec/scenarios/runtime already pin the expiry that
+// The transcripts under spec/scenarios already pin the expiry that
 // retries do not extend (expiry_not_extended_by_retry), capacity rejection
-// (capacity_rejection, prompt_request_capacity), a stale handle
+// (wire/preparation_capacity_retried, prompt_request_capacity), a stale handle
 // (stale_handle_rejected, reconnect_fresh_handles) and idle reuse
 // (idle_executor_*). These tests cover what a transcript at capacity 1
 // cannot: 64 admission records, a replacement's handle, and what happens
