@@ -149,7 +149,8 @@ harnesses:
 ## check-harnesses: the real-harness tests (TestHarness*: the conformance kit against each real
 ## CLI, the adapters' own tests, the codex demo) against the installed CLIs; a CLI that is missing
 ## fails them here, where make test skips them. The kit's report (capabilities declared, scenarios
-## run and passed) is printed for each adapter.
+## run and passed) is printed for each adapter. Needs strace: each CLI's loopback-only proof
+## runs it under strace, and fails here without it.
 check-harnesses:
 	set -o pipefail; AGENTWIRE_REQUIRE_HARNESSES=1 $(GO) test -race -count=1 -v -run '^TestHarness' ./runtime/... ./cmd/agentwire/ \
 		| grep -vE '^\s*(=== (RUN|PAUSE|CONT|NAME)|--- PASS)'

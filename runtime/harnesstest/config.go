@@ -11,8 +11,10 @@
 // always run. Then the same adapter runs end to end through the real daemon
 // (runtime/daemon) against a scripted Core over a WebSocket, with the
 // contract runner of peer/scenario: a streaming Turn, a cancellation, the
-// workspace profiles the daemon serves for it, and the refusals
-// (daemon.go).
+// next Turn of a Session, permissions approved and denied, steered input
+// with its receipts, a function call and its result, an error followed by
+// done (daemon_interact.go), the workspace profiles the daemon serves for
+// it, and the refusals (daemon.go).
 //
 // The kit does not know the adapter's native side. For each scenario it
 // describes what the native side must do (a Plan) and calls the adapter's

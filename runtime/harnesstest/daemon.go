@@ -50,6 +50,7 @@ func (k *kit) daemonLevel(t *testing.T) {
 	if k.declared("resume") {
 		k.run(t, "daemon", "daemon/next_turn", "resume", k.daemonNextTurn)
 	}
+	k.daemonInteractions(t)
 	for _, w := range []struct {
 		capability     string
 		accept, refuse func(*testing.T)

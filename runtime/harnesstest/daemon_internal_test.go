@@ -2,6 +2,7 @@ package harnesstest
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -28,8 +29,11 @@ func (c *counting) NewExecutor(ctx context.Context, cfg harness.ExecutorConfig) 
 }
 
 // scriptHook makes the script adapter play a scenario's plan, keeping the
-// declaration narrowed by caps.
+// declaration narrowed by caps. Its questions get IDs unique within the
+// test, as the daemon needs of the questions on one connection.
 func scriptHook(a *script.Adapter, caps *wire.AgentKindCapabilities) Hook {
+	var ids atomic.Int64
+	id := func(prefix string) string { return fmt.Sprintf("%s-%d", prefix, ids.Add(1)) }
 	return func(t *testing.T, s *Scenario) {
 		var steps []script.Step
 		for _, st := range s.Plan {
@@ -40,8 +44,16 @@ func scriptHook(a *script.Adapter, caps *wire.AgentKindCapabilities) Hook {
 				}
 			case st.Hang:
 				steps = append(steps, script.Step{Hang: true})
+			case st.Ask != nil:
+				steps = append(steps, script.Step{Permission: &wire.PermissionRequest{RequestID: id("perm"), Tool: st.Ask.Tool, Title: "run " + st.Ask.Tool}})
+			case st.Call != nil:
+				steps = append(steps, script.Step{Function: &wire.FunctionCall{CallID: id("call"), Name: st.Call.Name, Arguments: wire.NativeJSON(st.Call.Args)}})
+			case st.AwaitInput:
+				steps = append(steps, script.Step{AwaitInput: true})
+			case st.Fail != "":
+				steps = append(steps, script.Step{Fail: st.Fail})
 			default:
-				t.Fatalf("scriptHook: the test hook plays only Say and Hang steps, not %+v", st)
+				t.Fatalf("scriptHook: the test hook plays Say, Hang, Ask, Call, AwaitInput and Fail steps, not %+v", st)
 			}
 		}
 		a.Set(script.Script{Capabilities: caps, Steps: steps, SessionID: "native-session"})
@@ -87,6 +99,11 @@ func TestDaemonLevelScriptAdapter(t *testing.T) {
 		"daemon/streaming":           "streaming",
 		"daemon/cancellation":        "cancellation",
 		"daemon/next_turn":           "resume",
+		"daemon/permissions/approve": "permissions",
+		"daemon/permissions/deny":    "permissions",
+		"daemon/steering":            "steering",
+		"daemon/function_tools":      "function_tools",
+		"daemon/error_then_done":     "text",
 		"workspace_read_preparation": "workspace_read_preparation",
 		"workspace_output_export":    "workspace_output_export",
 		// The script adapter declares function tools but not tool search.

@@ -23,6 +23,7 @@ import (
 	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/runtime/harness/install"
 	"github.com/agentwire/agentwire/runtime/harness/modeltest"
+	"github.com/agentwire/agentwire/runtime/harness/nettrace"
 	"github.com/agentwire/agentwire/wire"
 )
 
@@ -40,7 +41,11 @@ type rig struct {
 }
 
 func newRig(t *testing.T, opts ...modeltest.Option) *rig {
-	bin := install.RequireClaude(t)
+	return newRigOf(t, install.RequireClaude(t), opts...)
+}
+
+// newRigOf is newRig with the binary to start given (e.g. a wrapper).
+func newRigOf(t *testing.T, bin string, opts ...modeltest.Option) *rig {
 	t.Setenv(keyEnv, testKey)
 	srv := modeltest.New(t, opts...)
 	a, err := New(Config{Binary: bin, Model: "scripted-model", BaseURL: srv.URL(), APIKeyEnv: keyEnv, StateDir: t.TempDir(),
@@ -140,6 +145,29 @@ func TestHarnessClaudeStreamedTurn(t *testing.T) {
 	assert.Equal(t, "Let me think.", thinking)
 	assert.Equal(t, "Hello from Claude.", text)
 	assert.Equal(t, []string{wire.OutputInProgress, wire.OutputCompleted}, statuses)
+}
+
+// Only the scripted endpoint on 127.0.0.1 is contacted: the CLI runs
+// under strace, and every address it connects or sends to is checked
+// (nettrace) through a streamed turn. Without
+// the DISABLE_* and CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC variables the
+// adapter sets, Claude Code looks up api.anthropic.com (harness-notes §3),
+// which this would catch. Without strace this fails under
+// AGENTWIRE_REQUIRE_HARNESSES=1.
+func TestHarnessClaudeContactsOnlyLoopback(t *testing.T) {
+	tr := nettrace.Wrap(t, install.RequireClaude(t))
+	r := newRigOf(t, tr.Binary, modeltest.WithTurns(
+		modeltest.Reply(modeltest.Reasoning("Thinking."), modeltest.Text("Hello ", "offline.")),
+	))
+	e := r.executor("", true)
+	ctx, cancel := context.WithTimeout(context.Background(), cliWait)
+	defer cancel()
+	rec := &recorder{}
+	done := run(t, e, ctx, "run-net", "hi", rec)
+	assert.Equal(t, "Hello offline.", done.Content)
+	require.NoError(t, e.Close(ctx))
+	tr.RequireOnly(t, r.srv.URL())
+	assert.NotEmpty(t, r.srv.TurnRequests())
 }
 
 // A later Executor resumes the native Session the first Turn reported: the

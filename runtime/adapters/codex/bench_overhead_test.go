@@ -85,7 +85,7 @@ func startDirect(ctx context.Context, tb testing.TB, cfg Config) *directClient {
 			} `json:"thread"`
 		} `json:"result"`
 	}
-	params := fmt.Sprintf(`{"cwd":%q,"approvalPolicy":"on-request","sandbox":"workspace-write","config":{"web_search":"disabled","features.goals":false,"model_verbosity":"medium"}}`, cmd.Dir)
+	params := fmt.Sprintf(`{"cwd":%q,"approvalPolicy":"on-request","sandbox":"workspace-write","config":{"web_search":"disabled","features.goals":false,"model_verbosity":"medium","sandbox_workspace_write.exclude_slash_tmp":true,"sandbox_workspace_write.exclude_tmpdir_env_var":true}}`, cmd.Dir)
 	require.NoError(tb, json.Unmarshal(c.call(ctx, "thread/start", params), &res))
 	require.NotEmpty(tb, res.Result.Thread.ID, "thread/start answered no thread")
 	c.thread = res.Result.Thread.ID

@@ -127,3 +127,35 @@ func TestCheckConfigurationRefusesWhatIsNotHonoured(t *testing.T) {
 	empty := []wire.MCPHTTPServer{}
 	assert.NoError(t, checkConfiguration(wire.PromptRequest{MCPHTTPServers: &empty, AgentOptions: &wire.AgentOptions{Model: &model}}))
 }
+
+// Every thread asks for /tmp and $TMPDIR out of the sandbox's writable
+// roots, whatever the controls say.
+func TestThreadConfigConfinesTheSandbox(t *testing.T) {
+	for name, p := range map[string]wire.PromptRequest{
+		"no controls": {},
+		"controls":    {ExecutionControls: &wire.ExecutionControls{WebSearch: wire.WebSearchDisabled, TextVerbosity: wire.TextVerbosityLow}},
+	} {
+		c := threadConfig(p)
+		assert.Equal(t, true, c["sandbox_workspace_write.exclude_slash_tmp"], name)
+		assert.Equal(t, true, c["sandbox_workspace_write.exclude_tmpdir_env_var"], name)
+	}
+}
+
+// Only a workspace-write sandbox confined to the workspace passes; the
+// policy Codex reports back is checked, not the one asked for.
+func TestCheckSandbox(t *testing.T) {
+	ok := sandboxPolicy{Type: "workspaceWrite", NetworkAccess: false, ExcludeSlashTmp: true, ExcludeTmpdirEnvVar: true}
+	require.NoError(t, checkSandbox(ok))
+	for name, mut := range map[string]func(*sandboxPolicy){
+		"slash tmp writable": func(p *sandboxPolicy) { p.ExcludeSlashTmp = false },
+		"TMPDIR writable":    func(p *sandboxPolicy) { p.ExcludeTmpdirEnvVar = false },
+		"extra roots":        func(p *sandboxPolicy) { p.WritableRoots = []string{"/srv"} },
+		"network":            func(p *sandboxPolicy) { p.NetworkAccess = true },
+		"full access":        func(p *sandboxPolicy) { *p = sandboxPolicy{Type: "dangerFullAccess"} },
+		"unknown":            func(p *sandboxPolicy) { *p = sandboxPolicy{} },
+	} {
+		p := ok
+		mut(&p)
+		assert.Error(t, checkSandbox(p), name)
+	}
+}

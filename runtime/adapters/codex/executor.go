@@ -139,6 +139,9 @@ func startExecutor(ctx context.Context, a *Adapter, hc harness.ExecutorConfig, h
 	if res.Thread.ID == "" {
 		return nil, e.startFailed(errors.New("thread/start answered no thread ID"))
 	}
+	if err := checkSandbox(res.Sandbox); err != nil {
+		return nil, e.startFailed(err)
+	}
 	e.threadID = res.Thread.ID
 	if res.Model != "" {
 		e.model = res.Model
@@ -160,6 +163,19 @@ func threadConfig(p wire.PromptRequest) map[string]any {
 		// decision: Codex's goal tools keep thread state that no frame of
 		// the protocol carries; they are switched off.
 		"features.goals": false,
+		// decision: the workspace-write sandbox of Codex 0.171.0 also makes
+		// /tmp and $TMPDIR writable roots, so Codex wrote files there
+		// without asking (measured: an apply_patch under /tmp, outside the
+		// workspace, applied with no approval). A Runtime promises that
+		// what its agent writes unasked stays in the Session's workspace;
+		// /tmp is shared with every other process on the machine, and
+		// $TMPDIR is usually /tmp or the daemon's own. Both are taken out
+		// of the sandbox's writable roots, so such a write becomes a
+		// permission_request the client answers. The cost: a sandboxed
+		// command that needs a scratch file in /tmp fails or asks too.
+		// checkSandbox verifies that Codex applied this.
+		sandboxExcludeSlashTmp: true,
+		sandboxExcludeTmpdir:   true,
 	}
 	if x := p.ExecutionControls; x != nil {
 		c["web_search"] = x.WebSearch
@@ -171,6 +187,27 @@ func threadConfig(p wire.PromptRequest) map[string]any {
 		c["features.multi_agent"] = false
 	}
 	return c
+}
+
+// The thread configuration keys that keep /tmp and $TMPDIR out of the
+// workspace-write sandbox's writable roots.
+const (
+	sandboxExcludeSlashTmp = "sandbox_workspace_write.exclude_slash_tmp"
+	sandboxExcludeTmpdir   = "sandbox_workspace_write.exclude_tmpdir_env_var"
+)
+
+// checkSandbox refuses a thread whose effective sandbox policy (what
+// thread/start and thread/resume answer) would let Codex write outside the
+// workspace without asking: anything but workspace-write with /tmp and
+// $TMPDIR excluded, and with no extra writable roots. A thread that fails
+// it fails the preparation rather than run with a wider sandbox than the
+// Runtime promises.
+func checkSandbox(p sandboxPolicy) error {
+	if p.Type != "workspaceWrite" || !p.ExcludeSlashTmp || !p.ExcludeTmpdirEnvVar || len(p.WritableRoots) > 0 || (p.NetworkAccess != nil && p.NetworkAccess != false) {
+		b, _ := json.Marshal(p)
+		return fmt.Errorf("Codex applied the sandbox %s; the adapter needs workspace-write confined to the workspace (no /tmp, no $TMPDIR, no extra roots, no network)", b)
+	}
+	return nil
 }
 
 // startFailed wraps a start error with the app-server's stderr, which says

@@ -3,10 +3,13 @@ package codex
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -100,7 +103,10 @@ func TestHarnessCodexInterruptWithdrawsAnApproval(t *testing.T) {
 
 // Steering: the turn/steer line is written (Steer returns), then Codex's
 // user message echoing the input ID proves it was consumed (accepted),
-// in the same turn; the message streamed before it completes whole.
+// in the same turn; the message streamed before it completes whole. The
+// stream is held at a gate here, which does not show the instant_interrupt
+// abort (measured: this test passes with the feature on);
+// TestHarnessCodexSteerWhileTextStreams does.
 func TestHarnessCodexSteeringWrittenThenAccepted(t *testing.T) {
 	gate := modeltest.NewGate()
 	defer gate.Open()
@@ -151,4 +157,60 @@ func TestHarnessCodexSteeringWrittenThenAccepted(t *testing.T) {
 	require.True(t, ok)
 	assert.False(t, x.Accepted)
 	assert.Equal(t, wire.SteerCodeRejected, x.Code)
+}
+
+// Steering while the model's deltas are still arriving: the message being
+// streamed completes whole, then the steered input is taken in the same
+// turn. This is what the adapter's --disable instant_interrupt is for: with
+// Codex's default, the steer aborted the model stream mid-message and the
+// agentMessage never got item/completed, so the deltas Core already had
+// belonged to a message that never finished (measured on 0.171.0: this
+// test fails with the flag removed, with "w00 w01 " orphaned). A held gate
+// does not show it, so the stream here keeps flowing: the model's pauses
+// shape it, and nothing in the test waits on a clock.
+func TestHarnessCodexSteerWhileTextStreams(t *testing.T) {
+	words := make([]string, 30)
+	for i := range words {
+		words[i] = fmt.Sprintf("w%02d ", i)
+	}
+	whole := strings.Join(words, "")
+	r := newRig(t, nil, modeltest.WithTurns(
+		modeltest.Reply(modeltest.SlowText(100*time.Millisecond, words...)),
+		modeltest.Reply(modeltest.Text("Steered answer.")),
+	))
+	e := r.executor(hcfg(r.a, r.ws))
+	ctx, cancel := context.WithTimeout(context.Background(), cliWait)
+	defer cancel()
+	rec := newRecorder()
+	n := newNotices()
+	ch := start(ctx, e, "run-steer-stream", text("start"), rec, n)
+	awaitDelta(t, ctx, rec, words[1])
+	require.NoError(t, e.Steer(ctx, "run-steer-stream", "input-1", text("also consider this")), "written")
+	require.NotContains(t, contentOf(rec), words[len(words)-1],
+		"the steer must be written while deltas are still arriving, or this test shows nothing")
+	got, ok := n.await(ctx, "input-1")
+	require.True(t, ok, "a notice for the input")
+	assert.True(t, got.Accepted, "accepted: %+v", got)
+	res := wait(t, ch)
+	require.NoError(t, res.err)
+
+	var started, completed []string
+	for _, m := range of[wire.OutputMessage](rec) {
+		switch m.Status {
+		case wire.OutputInProgress:
+			started = append(started, m.ID)
+		case wire.OutputCompleted:
+			completed = append(completed, *m.Text)
+		}
+	}
+	assert.Equal(t, []string{whole, "Steered answer."}, completed, "the message being streamed completed whole: %s", kinds(rec))
+	assert.Len(t, started, len(completed), "no message was left in progress")
+	assert.Equal(t, whole+"Steered answer.", res.done.Content)
+	assert.Equal(t, res.done.Content, contentOf(rec))
+
+	reqs := r.srv.TurnRequests()
+	require.Len(t, reqs, 2, "the steered input went to the model in the same turn")
+	assert.Equal(t, "also consider this", reqs[1].LastUserText())
+	// (a boolean: the request body is the whole prompt, far too long to print)
+	assert.True(t, strings.Contains(string(reqs[1].RawBody), strings.TrimSpace(whole)), "the model saw its whole first message before the input")
 }

@@ -15,14 +15,12 @@ import (
 	"github.com/agentwire/agentwire/wire"
 )
 
-// outsideWritableRoots makes a directory Codex's workspace-write sandbox
-// may not write without asking. That sandbox lets Codex write the
-// workspace and the temporary directories unasked (measured on 0.171.0:
-// an apply_patch under /tmp, even outside the workspace, applied with no
-// approval), so the directory must lie outside /tmp and $TMPDIR.
-func outsideWritableRoots(t *testing.T) string {
+// outsideSlashTmp makes a directory outside /tmp (under /dev/shm or the
+// user's cache directory), for a test that points $TMPDIR somewhere /tmp
+// does not cover, so that each exclusion is shown on its own.
+func outsideSlashTmp(t *testing.T) string {
 	t.Helper()
-	tmp := []string{evalDir(t, os.TempDir()), evalDir(t, "/tmp")}
+	slashTmp := evalDir(t, "/tmp")
 	var parents []string
 	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
 		parents = append(parents, "/dev/shm")
@@ -31,18 +29,18 @@ func outsideWritableRoots(t *testing.T) string {
 		parents = append(parents, cache)
 	}
 	for _, parent := range parents {
-		dir, err := os.MkdirTemp(parent, "agentwire-codex-patch-")
+		dir, err := os.MkdirTemp(parent, "agentwire-codex-tmpdir-")
 		if err != nil {
 			continue
 		}
 		t.Cleanup(func() { _ = os.RemoveAll(dir) })
 		resolved := evalDir(t, dir)
-		if under(resolved, tmp...) {
+		if under(resolved, slashTmp) {
 			continue
 		}
 		return resolved
 	}
-	t.Fatalf("no directory outside %v to edit from (tried %v): the approval of a file edit cannot be shown", tmp, parents)
+	t.Fatalf("no directory outside /tmp to point $TMPDIR at (tried %v)", parents)
 	return ""
 }
 
@@ -55,11 +53,13 @@ func under(p string, roots ...string) bool {
 	return false
 }
 
-// An apply_patch file edit outside the sandbox's writable roots asks for
-// approval; approved, Codex writes the file, and the edit is a file_change
-// tool_call whose observation lists the change with its diff.
+// An apply_patch file edit outside the workspace asks for approval;
+// approved, Codex writes the file, and the edit is a file_change tool_call
+// whose observation lists the change with its diff. The file is in a
+// temporary directory of its own: with /tmp and $TMPDIR out of the
+// sandbox's writable roots, that is outside them too.
 func TestHarnessCodexApprovedFileEditIsWritten(t *testing.T) {
-	target := filepath.Join(outsideWritableRoots(t), "edit.txt")
+	target := filepath.Join(evalDir(t, t.TempDir()), "edit.txt")
 	r := newRig(t, nil, modeltest.WithTurns(modeltest.Reply(modeltest.CodexApplyPatch(modeltest.AddFilePatch(target, "patched by agentwire\n")))))
 	e := r.executor(hcfg(r.a, r.ws))
 	ctx, cancel := context.WithTimeout(context.Background(), cliWait)
@@ -117,4 +117,72 @@ func TestHarnessCodexApprovedFileEditIsWritten(t *testing.T) {
 func quote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// The sandbox lets Codex write the workspace unasked and nothing else:
+// an apply_patch under /tmp, and one under $TMPDIR (pointed outside /tmp
+// so that each exclusion is shown on its own), each ask approval as a
+// file_change permission_request and are not written when declined, while
+// one in the workspace applies with no question. With Codex's default
+// workspace-write both temporary files were written silently (measured on
+// 0.171.0).
+func TestHarnessCodexUnaskedWritesStayInTheWorkspace(t *testing.T) {
+	tmpdir := outsideSlashTmp(t)
+	t.Setenv("TMPDIR", tmpdir) // the app-server inherits it
+	slashTmp, err := os.MkdirTemp("/tmp", "agentwire-codex-tmp-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(slashTmp) })
+	underSlashTmp := filepath.Join(evalDir(t, slashTmp), "edit.txt")
+	underTmpdir := filepath.Join(tmpdir, "edit.txt")
+
+	r := newRig(t, nil)
+	inWorkspace := filepath.Join(evalDir(t, r.ws), "edit.txt")
+	r.srv.Enqueue(
+		modeltest.Reply(modeltest.CodexApplyPatch(modeltest.AddFilePatch(underSlashTmp, "into /tmp\n"))),
+		modeltest.Reply(modeltest.CodexApplyPatch(modeltest.AddFilePatch(underTmpdir, "into $TMPDIR\n"))),
+		modeltest.Reply(modeltest.CodexApplyPatch(modeltest.AddFilePatch(inWorkspace, "into the workspace\n"))),
+		modeltest.Reply(modeltest.Text("Done.")),
+	)
+	e := r.executor(hcfg(r.a, r.ws))
+	ctx, cancel := context.WithTimeout(context.Background(), cliWait)
+	defer cancel()
+	rec := newRecorder()
+	ch := start(ctx, e, "run-tmp", text("write three files"), rec, nil)
+	// A Run that ends without asking ends the wait for the question too, so
+	// a sandbox that lets the edit through fails here at once.
+	ended := make(chan runResult, 1)
+	askCtx, askCancel := context.WithCancel(ctx)
+	defer askCancel()
+	go func() {
+		res := <-ch
+		askCancel()
+		ended <- res
+	}()
+
+	no := false
+	for i, target := range []string{underSlashTmp, underTmpdir} {
+		_, ok := rec.await(askCtx, func(wire.Payload) bool { return len(of[wire.PermissionRequest](rec)) > i })
+		if !ok {
+			_, err := os.Stat(target)
+			require.Failf(t, "no permission request", "for the edit of %s (written unasked: %t); frames: %s", target, err == nil, kinds(rec))
+		}
+		pr := of[wire.PermissionRequest](rec)[i]
+		assert.Equal(t, toolFileChange, pr.Tool)
+		assert.Equal(t, target, pr.Detail, "the request names the file it changes")
+		_, err := os.Stat(target)
+		require.True(t, os.IsNotExist(err), "nothing is written under %s before an answer", target)
+		require.NoError(t, e.Decide(ctx, "run-tmp", harnessAnswer(pr.RequestID, &wire.PermissionDecision{DeliveryID: "d" + pr.RequestID, Approved: &no})))
+	}
+	res := wait(t, ended)
+	require.NoError(t, res.err)
+	assert.Equal(t, "Done.", res.done.Content)
+	assert.Len(t, of[wire.PermissionRequest](rec), 2, "the workspace edit asked nothing: %s", kinds(rec))
+
+	for _, target := range []string{underSlashTmp, underTmpdir} {
+		_, err := os.Stat(target)
+		assert.True(t, os.IsNotExist(err), "the declined edit of %s was not written", target)
+	}
+	b, err := os.ReadFile(inWorkspace)
+	require.NoError(t, err, "the workspace edit was written unasked")
+	assert.Equal(t, "into the workspace\n", string(b))
 }

@@ -76,6 +76,12 @@ func TestHarnessCodexSchemaHasWhatTheAdapterUses(t *testing.T) {
 		"ClientRequest.json":           {`"dynamicTools"`, `"inputSchema"`},
 		"DynamicToolCallParams.json":   {`"callId"`, `"tool"`, `"arguments"`, `"threadId"`, `"turnId"`},
 		"DynamicToolCallResponse.json": {`"contentItems"`, `"success"`, `"inputText"`},
+		// The sandbox: the thread configuration that keeps /tmp and
+		// $TMPDIR out of the writable roots, and the effective policy
+		// thread/start and thread/resume answer, which checkSandbox reads.
+		"v2/ConfigReadResponse.json":   {`"sandbox_workspace_write"`, `"exclude_slash_tmp"`, `"exclude_tmpdir_env_var"`},
+		"v2/ThreadStartResponse.json":  {`"workspaceWrite"`, `"excludeSlashTmp"`, `"excludeTmpdirEnvVar"`, `"writableRoots"`},
+		"v2/ThreadResumeResponse.json": {`"workspaceWrite"`, `"excludeSlashTmp"`, `"excludeTmpdirEnvVar"`, `"writableRoots"`},
 	}
 	for file, want := range members {
 		raw, err := os.ReadFile(filepath.Join(out, file))

@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -14,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentwire/agentwire/runtime/harness/modeltest"
+	"github.com/agentwire/agentwire/runtime/harness/nettrace"
 	"github.com/agentwire/agentwire/wire"
 )
 
@@ -188,21 +187,14 @@ func TestHarnessCodexDeniedCommandDoesNotRun(t *testing.T) {
 	assert.Contains(t, strings.ToLower(tr.Output), "rejected")
 }
 
-// Only 127.0.0.1 (the scripted endpoint) is contacted: the app-server
-// runs under strace and every connect() it makes is checked.
+// Only the scripted endpoint on 127.0.0.1 is contacted: the app-server
+// runs under strace, and every address it connects or sends to is checked
+// (nettrace). Without strace this fails under AGENTWIRE_REQUIRE_HARNESSES=1.
 func TestHarnessCodexContactsOnlyLoopback(t *testing.T) {
-	strace, err := exec.LookPath("strace")
-	if err != nil {
-		t.Skip("strace is not installed: the connect() check needs it")
-	}
-	var trace string
+	var tr *nettrace.Trace
 	r := newRig(t, func(c *Config) {
-		dir := t.TempDir()
-		trace = filepath.Join(dir, "connect.trace")
-		wrapper := filepath.Join(dir, "codex")
-		script := "#!/bin/sh\nexec " + strace + " -f -qq -e trace=connect -o " + trace + " " + c.Binary + " \"$@\"\n"
-		require.NoError(t, os.WriteFile(wrapper, []byte(script), 0o755))
-		c.Binary = wrapper
+		tr = nettrace.Wrap(t, c.Binary)
+		c.Binary = tr.Binary
 	})
 	e := r.executor(hcfg(r.a, r.ws))
 	ctx, cancel := context.WithTimeout(context.Background(), cliWait)
@@ -211,25 +203,7 @@ func TestHarnessCodexContactsOnlyLoopback(t *testing.T) {
 	res := wait(t, start(ctx, e, "run-net", text("Say hello"), rec, nil))
 	require.NoError(t, res.err)
 	require.NoError(t, e.Close(ctx))
-	b, err := os.ReadFile(trace)
-	require.NoError(t, err)
-	inet := regexp.MustCompile(`sa_family=AF_INET6?, .*?(inet_addr\("([^"]+)"\)|inet_pton\(AF_INET6, "([^"]+)")`)
-	port := r.srv.URL()[strings.LastIndex(r.srv.URL(), ":")+1:]
-	n := 0
-	for _, line := range strings.Split(string(b), "\n") {
-		if !strings.Contains(line, "connect(") || strings.Contains(line, "AF_UNIX") || strings.Contains(line, "AF_NETLINK") {
-			continue
-		}
-		m := inet.FindStringSubmatch(line)
-		require.NotNil(t, m, "an unexpected connect: %s", line)
-		addr := m[2] + m[3]
-		assert.Contains(t, []string{"127.0.0.1", "::1", "::ffff:127.0.0.1"}, addr, "connect to a host other than loopback: %s", line)
-		if addr == "127.0.0.1" {
-			assert.Contains(t, line, "sin_port=htons("+port+")", "loopback, but not the scripted endpoint: %s", line)
-		}
-		n++
-	}
-	assert.Positive(t, n, "the model request was traced")
+	tr.RequireOnly(t, r.srv.URL())
 	assert.Len(t, r.srv.TurnRequests(), 1)
 }
 

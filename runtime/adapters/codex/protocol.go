@@ -108,6 +108,18 @@ type threadResult struct {
 		ID string `json:"id"`
 	} `json:"thread"`
 	Model string `json:"model"`
+	// Sandbox is the thread's effective sandbox policy.
+	Sandbox sandboxPolicy `json:"sandbox"`
+}
+
+// sandboxPolicy is the SandboxPolicy thread/start and thread/resume
+// answer (the members of its workspaceWrite variant).
+type sandboxPolicy struct {
+	Type                string   `json:"type"`
+	WritableRoots       []string `json:"writableRoots,omitempty"`
+	NetworkAccess       any      `json:"networkAccess"` // a bool here, a string in other variants
+	ExcludeTmpdirEnvVar bool     `json:"excludeTmpdirEnvVar"`
+	ExcludeSlashTmp     bool     `json:"excludeSlashTmp"`
 }
 
 // userInput is a TextUserInput; images are refused before this point.
