@@ -209,6 +209,16 @@ func TestEventStreamResumes(t *testing.T) {
 	defer resp.Body.Close()
 	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
 
+	// The history, then the live marker: read up to it before appending,
+	// so what is appended next is certainly new to the stream.
+	br := bufio.NewReader(resp.Body)
+	var head strings.Builder
+	for !strings.HasSuffix(head.String(), "event: live\ndata: {\"after\":2}\n\n") {
+		line, err := br.ReadString('\n')
+		require.NoError(t, err, "the stream so far: %q", head.String())
+		head.WriteString(line)
+	}
+
 	// The stream is live: an event appended now reaches it, then done
 	// and the terminal status end it.
 	_, err = e.journal.Append(ctx, store.Event{TurnID: tid, RunID: "run", Type: "delta", Payload: json.RawMessage(`{"delta":"c"}`), At: t0})
@@ -218,7 +228,7 @@ func TestEventStreamResumes(t *testing.T) {
 	require.NoError(t, e.store.MoveTurn(ctx, storetest.FinishMove(tid, "run", store.TurnRunning, store.TurnCompleted, store.Outcome{}, t0)))
 	e.journal.Notify(tid)
 
-	ids, types, data := sse(t, resp)
+	ids, types, data := sse(t, &http.Response{Body: io.NopCloser(io.MultiReader(strings.NewReader(head.String()), br))})
 	assert.Equal(t, []string{"2", "3", "4"}, ids, "resumed after Last-Event-ID 1")
 	assert.Equal(t, []string{"delta", "live", "delta", "done", "status"}, types, "the history, the live marker, then what is new")
 	assert.Equal(t, `{"delta":"b"}`, data[0])

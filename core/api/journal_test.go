@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"io"
@@ -180,7 +179,7 @@ func TestEventStreamEndsASlowClientWithOverflow(t *testing.T) {
 		return false
 	}, 10*time.Second, time.Millisecond)
 
-	_, types, data := sseOf(t, strings.NewReader(w.out.String()))
+	_, types, data := sse(t, &http.Response{Body: io.NopCloser(strings.NewReader(w.out.String()))})
 	require.NotEmpty(t, types)
 	assert.Equal(t, "end", types[len(types)-1])
 	var end struct {
@@ -191,22 +190,4 @@ func TestEventStreamEndsASlowClientWithOverflow(t *testing.T) {
 	assert.Equal(t, "subscriber_overflow", end.Reason)
 	assert.Less(t, end.ResumeAfter, int64(40), "the client did not get every event")
 	assert.Equal(t, int(end.ResumeAfter), len(types)-1, "every event up to resume_after was written, none after")
-}
-
-// sseOf parses an SSE body into ids, event types and data.
-func sseOf(t *testing.T, r io.Reader) (ids, types, data []string) {
-	t.Helper()
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, "id: "):
-			ids = append(ids, strings.TrimPrefix(line, "id: "))
-		case strings.HasPrefix(line, "event: "):
-			types = append(types, strings.TrimPrefix(line, "event: "))
-		case strings.HasPrefix(line, "data: "):
-			data = append(data, strings.TrimPrefix(line, "data: "))
-		}
-	}
-	return ids, types, data
 }
