@@ -80,6 +80,22 @@ func TestAgentCommands(t *testing.T) {
 	assert.Contains(t, string(got), `sunny in Paris`, "the Run saw the command's output as the result")
 	assert.Contains(t, string(got), `status {"state":"completed"}`)
 
+	// The Vault: a value from standard input, never shown again.
+	put := exec.CommandContext(ctx, bin, "vault", "put", "docs-token")
+	put.Env = append(os.Environ(), "AGENTWIRE_API_KEY="+proj.Secret, "AGENTWIRE_CORE="+core.base)
+	put.Stdin = strings.NewReader("tok-123\n")
+	got, err = put.CombinedOutput()
+	require.NoError(t, err, "%s", got)
+	assert.NotContains(t, string(got), "tok-123")
+	out, _, err = cli("vault", "list")
+	require.NoError(t, err)
+	assert.Regexp(t, `(?m)^NAME\s+CREATED AT\s+UPDATED AT$`, out)
+	assert.Regexp(t, `(?m)^docs-token\s+\d{4}-`, out)
+	assert.NotContains(t, out, "tok-123")
+	_, stderr, err = cli("vault", "put", "--value-file", write("empty", "\n"), "docs-token")
+	require.Error(t, err)
+	assert.Contains(t, stderr, "the secret's value is empty")
+
 	// A Session cannot run another project's Agent, nor a made-up one.
 	_, stderr, err = cli("session", "create", "--agent", "agent-missing")
 	require.Error(t, err)

@@ -57,6 +57,9 @@ func cliCases(data string) []cliCase {
 		{"files export", []string{"--session", "S"}, "want one OUT.tar, got 0 arguments"},
 		{"files write", nil, "want one MUTATION_ID, got 0 arguments"},
 		{"files resolve", []string{"M"}, "--resolution must be applied or not_applied"},
+		{"vault put", nil, "want one NAME, got 0 arguments"},
+		{"vault list", []string{"x"}, "vault list takes no arguments, got 1"},
+		{"vault delete", []string{"a", "b"}, "want one NAME, got 2 arguments"},
 		{"env create", nil, "--device is required"},
 		{"env list", []string{"x"}, `env list takes no arguments, got ["x"]`},
 		{"env show", nil, "want one ENV, got 0 arguments"},
@@ -135,7 +138,7 @@ func commandList(t *testing.T, args ...string) []string {
 
 // The table holds every command the help texts list, down to the leaves.
 func TestCLITableCoversEveryCommand(t *testing.T) {
-	groups := map[string]bool{"agent": true, "core": true, "core credential": true, "core device": true, "session": true, "turn": true, "files": true, "env": true}
+	groups := map[string]bool{"vault": true, "agent": true, "core": true, "core credential": true, "core device": true, "session": true, "turn": true, "files": true, "env": true}
 	var leaves []string
 	var walk func(path string, names []string)
 	walk = func(path string, names []string) {

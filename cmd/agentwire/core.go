@@ -22,6 +22,7 @@ import (
 	"github.com/agentwire/agentwire/core/server"
 	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/core/store/sqlite"
+	"github.com/agentwire/agentwire/core/vault"
 )
 
 const coreUsage = `usage: agentwire core <command> [flags]
@@ -137,7 +138,15 @@ func runCoreServe(args []string, stdout, stderr io.Writer) error {
 	if err := warnUnowned(ctx, st, log); err != nil {
 		return err
 	}
-	srv := server.New(server.Config{Store: st, PublicURL: *public, Logger: log, Clock: clock, Transcript: transcript, PlacementTimeout: *placementTimeout, Profiles: profiles})
+	key, err := vault.LoadKey(filepath.Join(*data, vault.KeyFile))
+	if err != nil {
+		return err
+	}
+	sealer, err := vault.New(key)
+	if err != nil {
+		return err
+	}
+	srv := server.New(server.Config{Store: st, PublicURL: *public, Logger: log, Clock: clock, Transcript: transcript, PlacementTimeout: *placementTimeout, Profiles: profiles, Sealer: sealer})
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	fmt.Fprintf(stdout, "agentwire core: listening on %s\n", base)
 	errc := make(chan error, 1)

@@ -28,6 +28,7 @@ commands:
   devices    the project's devices: agentwire devices [list] | devices revoke DEVICE
   files      a Session's workspace: agentwire files ls|cat|put|export|write|resolve
   env        a project's Environments: agentwire env create|list|show|suspend|resume
+  vault      the project's secrets (MCP bearer tokens): agentwire vault put|list|delete
   demo       run Core, a Runtime and one Turn end to end on this machine (make demo)
   generate   load spec/, validate it and write fsm/ and docs/machines/
   diagram    print one machine's diagram: agentwire diagram <machine> --format mermaid|dot|svg
@@ -114,6 +115,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runFiles(args[1:], stdout, stderr)
 	case "env":
 		return runEnv(args[1:], stdout, stderr) // env.go
+	case "vault":
+		return runVault(args[1:], os.Stdin, stdout, stderr) // vault.go
 	case "demo":
 		return runDemo(args[1:], stdout, stderr)
 	case "check":

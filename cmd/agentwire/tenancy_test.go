@@ -250,6 +250,9 @@ func TestCrossTenantIsolation(t *testing.T) {
 	code, agentA := a.api.do("POST", "/api/v1/agents", map[string]any{"agent_kind": "script", "instructions": "alpha's"})
 	require.Equal(t, 201, code, agentA)
 	_, agentBefore := a.api.do("GET", "/api/v1/agents/"+agentA["id"].(string), nil)
+	code, secretA := a.api.do("PUT", "/api/v1/vault/secrets/alpha-token", map[string]any{"value": "alpha's token"})
+	require.Equal(t, 200, code, secretA)
+	_, secretsBefore := a.api.do("GET", "/api/v1/vault/secrets", nil)
 
 	before := hashTree(t, a.workspace)
 	_, turnBefore := a.api.do("GET", "/api/v1/turns/"+turnA, nil)
@@ -286,6 +289,9 @@ func TestCrossTenantIsolation(t *testing.T) {
 		name := r.Method + " " + r.Path
 		if !strings.Contains(r.Path, "{") {
 			continue // the routes without an identity are checked below
+		}
+		if strings.Contains(r.Path, "/vault/") {
+			continue // a secret's name is the project's own namespace: checked below
 		}
 		path, missing := r.Path, r.Path
 		for ph, v := range ids {
@@ -368,6 +374,19 @@ func TestCrossTenantIsolation(t *testing.T) {
 	assert.Equal(t, writeBefore, writeAfter, "A's write receipt is unchanged")
 	_, envAfter := a.api.do("GET", "/api/v1/environments/"+a.env, nil)
 	assert.Equal(t, envBefore, envAfter, "A's Environment is unchanged (no suspension, no initialization)")
+	// The Vault: B cannot delete A's secret (the same 404 as a missing
+	// one); B's secret of the same name is B's own and leaves A's alone.
+	code, theirs := b.raw(t, "DELETE", "/api/v1/vault/secrets/alpha-token", "")
+	mcode, absent := b.raw(t, "DELETE", "/api/v1/vault/secrets/missing-token", "")
+	assert.Equal(t, 404, code, theirs)
+	assert.Equal(t, mcode, code)
+	assert.Equal(t, absent, theirs)
+	code, v = b.api.do("PUT", "/api/v1/vault/secrets/alpha-token", map[string]any{"value": "beta's token"})
+	assert.Equal(t, 200, code, v)
+	_, secretsB := b.api.do("GET", "/api/v1/vault/secrets", nil)
+	assert.Len(t, asList(secretsB["secrets"]), 1, "B lists only its own")
+	_, secretsAfter := a.api.do("GET", "/api/v1/vault/secrets", nil)
+	assert.Equal(t, secretsBefore, secretsAfter, "A's secret is untouched")
 	_, agentAfter := a.api.do("GET", "/api/v1/agents/"+agentA["id"].(string), nil)
 	assert.Equal(t, agentBefore, agentAfter, "A's Agent has no version B wrote")
 	_, agentsB := b.api.do("GET", "/api/v1/agents", nil)

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/agentwire/agentwire/core/vault"
 	"github.com/agentwire/agentwire/wire"
 )
 
@@ -59,6 +60,10 @@ type MCPServer struct {
 	AllowedTools *[]string `json:"allowed_tools,omitempty"`
 	// Required fails the Run when the server is unavailable.
 	Required bool `json:"required,omitempty"`
+	// BearerSecret names a secret of the project's Vault
+	// (/api/v1/vault/secrets) that Core sends as the server's bearer
+	// token; the Agent never holds the token itself.
+	BearerSecret string `json:"bearer_secret,omitempty"`
 }
 
 // OutputFormat is an Agent's output format.
@@ -148,6 +153,9 @@ func (d Definition) Validate() error {
 		default:
 			return bad(field+".connection_origin", "want service or environment (or nothing: Core chooses per Session), got %q", s.ConnectionOrigin)
 		}
+		if s.BearerSecret != "" && !vault.NameRule.MatchString(s.BearerSecret) {
+			return bad(field+".bearer_secret", "a Vault secret's name: %s", vault.NameSyntax)
+		}
 		if s.AllowedTools != nil {
 			seen := map[string]bool{}
 			for j, name := range *s.AllowedTools {
@@ -173,6 +181,18 @@ func (s MCPServer) wire(origin string) wire.MCPHTTPServer {
 		allowed = &list
 	}
 	return wire.MCPHTTPServer{ConnectionOrigin: origin, ServerLabel: s.ServerLabel, ServerURL: s.ServerURL, AllowedTools: allowed, Required: s.Required}
+}
+
+// BearerSecrets are the Vault secrets the Agent's MCP servers name, by
+// server label.
+func (d Definition) BearerSecrets() map[string]string {
+	out := map[string]string{}
+	for _, s := range d.MCPServers {
+		if s.BearerSecret != "" {
+			out[s.ServerLabel] = s.BearerSecret
+		}
+	}
+	return out
 }
 
 // CheckOrigins names the first MCP server whose explicit connection
@@ -210,7 +230,7 @@ func (d Definition) Features() wire.AgentFeatures {
 		f.Functions = append(f.Functions, wire.AgentFunction{DeferLoading: t.DeferLoading})
 	}
 	for _, s := range d.MCPServers {
-		f.MCPHTTPServers = append(f.MCPHTTPServers, wire.AgentMCPServer{Required: s.Required})
+		f.MCPHTTPServers = append(f.MCPHTTPServers, wire.AgentMCPServer{Required: s.Required, VaultCredential: s.BearerSecret != ""})
 	}
 	return f
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/agentwire/agentwire/core/agent"
 	"github.com/agentwire/agentwire/core/credential"
 	"github.com/agentwire/agentwire/core/store"
+	"github.com/agentwire/agentwire/core/vault"
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/wire"
 )
@@ -59,6 +60,9 @@ var Routes = []Route{
 	{"GET", "/api/v1/environments/{environment_id}"},
 	{"POST", "/api/v1/environments/{environment_id}/suspend"},
 	{"POST", "/api/v1/environments/{environment_id}/resume"},
+	{"GET", "/api/v1/vault/secrets"},
+	{"PUT", "/api/v1/vault/secrets/{name}"},
+	{"DELETE", "/api/v1/vault/secrets/{name}"},
 }
 
 // Config is what the API needs.
@@ -82,6 +86,9 @@ type Config struct {
 	InputAdded func(turnID string)
 	Now        func() time.Time
 	Logger     *slog.Logger
+	// Sealer seals the Vault's secrets (vault.Ephemeral when nil: they
+	// then open only in this process).
+	Sealer *vault.Sealer
 	// Profiles are the engine profiles by agent kind: an Agent is
 	// refused when its kind's profile does not qualify a feature it uses.
 	Profiles agent.Profiles
@@ -120,6 +127,9 @@ func New(cfg Config) *API {
 	if cfg.Profiles == nil {
 		cfg.Profiles = agent.DefaultProfiles()
 	}
+	if cfg.Sealer == nil {
+		cfg.Sealer = vault.Ephemeral()
+	}
 	return &API{cfg: cfg}
 }
 
@@ -129,6 +139,9 @@ func (a *API) Register(mux *http.ServeMux) {
 		{"GET", "/api/v1/devices"}:                                        a.devices,
 		{"POST", "/api/v1/devices/{device_id}/revoke"}:                    a.revokeDevice,
 		{"GET", "/api/v1/engine-profiles"}:                                a.engineProfiles,
+		{"GET", "/api/v1/vault/secrets"}:                                  a.listSecrets,
+		{"PUT", "/api/v1/vault/secrets/{name}"}:                           a.putSecret,
+		{"DELETE", "/api/v1/vault/secrets/{name}"}:                        a.deleteSecret,
 		{"POST", "/api/v1/sessions"}:                                      a.createSession,
 		{"GET", "/api/v1/sessions/{session_id}"}:                          a.getSession,
 		{"GET", "/api/v1/sessions/{session_id}/diagnostics"}:              a.diagnostics,

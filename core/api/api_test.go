@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -320,4 +321,49 @@ func TestRevokeDevice(t *testing.T) {
 	resp, got = e.do(e.key, "POST", "/api/v1/devices/dev/revoke", "")
 	require.Equal(t, 200, resp.StatusCode)
 	assert.Empty(t, got["revoked"], "revoking again revokes nothing more")
+}
+
+// The Vault: a project key writes, lists and deletes its project's
+// secrets; a value is never shown; names and values are checked; another
+// project neither sees nor deletes them.
+func TestVaultSecrets(t *testing.T) {
+	e := newEnv(t)
+	resp, v := e.do(e.key, "PUT", "/api/v1/vault/secrets/docs-token", `{"value":"tok-123"}`)
+	require.Equal(t, 200, resp.StatusCode, "%v", v)
+	assert.Equal(t, "docs-token", v["name"])
+	assert.NotContains(t, fmt.Sprint(v), "tok-123")
+	stored, err := e.store.GetSecret(context.Background(), "p1", "docs-token")
+	require.NoError(t, err)
+	assert.NotContains(t, string(stored.Sealed), "tok-123", "sealed before it reaches the store")
+
+	resp, v = e.do(e.key, "PUT", "/api/v1/vault/secrets/docs-token", `{"value":"tok-456"}`)
+	require.Equal(t, 200, resp.StatusCode, "%v", v)
+	resp, v = e.do(e.key, "GET", "/api/v1/vault/secrets", "")
+	require.Equal(t, 200, resp.StatusCode)
+	list, _ := v["secrets"].([]any)
+	require.Len(t, list, 1)
+	assert.NotContains(t, fmt.Sprint(v), "tok-")
+
+	for _, tc := range []struct{ path, body, field string }{
+		{"/api/v1/vault/secrets/-bad", `{"value":"x"}`, "name"},
+		{"/api/v1/vault/secrets/ok", `{"value":"  "}`, "value"},
+		{"/api/v1/vault/secrets/ok", `{"value":"` + strings.Repeat("x", 8<<10+1) + `"}`, "value"},
+		{"/api/v1/vault/secrets/ok", `{"valu":"x"}`, ""},
+	} {
+		resp, v := e.do(e.key, "PUT", tc.path, tc.body)
+		assert.Equal(t, 400, resp.StatusCode, "%s %v", tc.path, v)
+		if tc.field != "" {
+			assert.Equal(t, tc.field, v["field"])
+		}
+	}
+
+	resp, v = e.do(e.other, "GET", "/api/v1/vault/secrets", "")
+	require.Equal(t, 200, resp.StatusCode)
+	assert.Empty(t, v["secrets"], "another project sees none")
+	resp, _ = e.do(e.other, "DELETE", "/api/v1/vault/secrets/docs-token", "")
+	assert.Equal(t, 404, resp.StatusCode, "nor deletes ours")
+	resp, _ = e.do(e.key, "DELETE", "/api/v1/vault/secrets/docs-token", "")
+	assert.Equal(t, 204, resp.StatusCode)
+	resp, _ = e.do(e.key, "DELETE", "/api/v1/vault/secrets/docs-token", "")
+	assert.Equal(t, 404, resp.StatusCode)
 }

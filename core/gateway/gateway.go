@@ -20,6 +20,7 @@ import (
 	"github.com/agentwire/agentwire/core/credential"
 	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/core/turn"
+	"github.com/agentwire/agentwire/core/vault"
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/wire"
 )
@@ -63,6 +64,9 @@ type Config struct {
 	// its project that declares what it requires before it fails
 	// unplaceable (5 minutes; spec/turn.yaml, unplaceable).
 	PlacementTimeout time.Duration
+	// Sealer opens the Vault's secrets an Agent's MCP servers name; the
+	// API seals them with the same one (vault.Ephemeral when nil).
+	Sealer *vault.Sealer
 	// JournalBacklog bounds the bytes of Run events a connection holds
 	// uncommitted; a Run whose frame would exceed it loses its
 	// subscription (DefaultJournalBacklog when 0).
@@ -121,6 +125,9 @@ func New(cfg Config) *Gateway {
 	}
 	if cfg.Profiles == nil {
 		cfg.Profiles = agent.DefaultProfiles()
+	}
+	if cfg.Sealer == nil {
+		cfg.Sealer = vault.Ephemeral()
 	}
 	if cfg.JournalBacklog <= 0 {
 		cfg.JournalBacklog = DefaultJournalBacklog

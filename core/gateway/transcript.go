@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -36,6 +37,7 @@ func (t *transcript) recordAt(at time.Time, device, dir string, frame []byte) {
 	if !json.Valid(frame) {
 		frame, _ = json.Marshal(string(frame))
 	}
+	frame = redacted(frame)
 	b, err := json.Marshal(TranscriptLine{At: at.UTC(), Device: device, Dir: dir, Frame: frame})
 	if err != nil {
 		return
@@ -79,4 +81,40 @@ func (r *recording) Ping(ctx context.Context) error {
 		return p.Ping(ctx)
 	}
 	return nil
+}
+
+// redacted is frame with the value of every bearer_token member replaced:
+// an MCP server's token travels in the Run's configuration
+// (wire.MCPHTTPServer) and must reach no file Core writes.
+func redacted(frame []byte) []byte {
+	if !bytes.Contains(frame, []byte(`"bearer_token"`)) {
+		return frame
+	}
+	var v any
+	if json.Unmarshal(frame, &v) != nil {
+		return []byte(`"[a frame with a bearer token that did not decode]"`)
+	}
+	var walk func(any)
+	walk = func(x any) {
+		switch y := x.(type) {
+		case map[string]any:
+			for k, e := range y {
+				if k == "bearer_token" {
+					y[k] = "[redacted]"
+					continue
+				}
+				walk(e)
+			}
+		case []any:
+			for _, e := range y {
+				walk(e)
+			}
+		}
+	}
+	walk(v)
+	out, err := json.Marshal(v)
+	if err != nil {
+		return []byte(`"[a frame with a bearer token that did not encode]"`)
+	}
+	return out
 }

@@ -60,3 +60,20 @@ func TestTranscriptRecordsAWriteWhenItBegan(t *testing.T) {
 	byDir := map[string]time.Time{lines[0].Dir: lines[0].At, lines[1].Dir: lines[1].At}
 	assert.True(t, byDir["out"].Before(byDir["in"]), "the write began before the answer was read: %v", lines)
 }
+
+// A bearer token in a frame (an MCP server's, from the Vault) never
+// reaches the transcript file; the rest of the frame does.
+func TestTranscriptRedactsBearerTokens(t *testing.T) {
+	var buf bytes.Buffer
+	tr := &transcript{w: &buf, now: time.Now}
+	frame := []byte(`{"type":"execution_prepare","id":"p1","payload":{"configuration":{"mcp_http_servers":[{"server_label":"docs","bearer_token":"tok-123"},{"server_label":"open"}]}}}`)
+	tr.record("dev-1", "out", frame)
+	assert.NotContains(t, buf.String(), "tok-123")
+	assert.Contains(t, buf.String(), `"bearer_token":"[redacted]"`)
+	assert.Contains(t, buf.String(), `"server_label":"docs"`)
+
+	buf.Reset()
+	plain := []byte(`{"type":"heartbeat","payload":{"ts":1}}`)
+	tr.record("dev-1", "in", plain)
+	assert.Contains(t, buf.String(), string(plain), "a frame without a token is kept byte for byte")
+}

@@ -3,6 +3,7 @@ package gateway
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync/atomic"
 
 	"github.com/agentwire/agentwire/core/credential"
@@ -40,10 +41,15 @@ func (g *Gateway) execute(c *conn, p turnPlan, in *turn.Instance, caps wire.Agen
 	}
 	if p.agent != nil {
 		p.agent.Configure(&cfg, &sc)
+		if err := g.bearerTokens(p, &cfg); err != nil {
+			admitted()
+			g.fail(log, in, turn.InvalidConfiguration, detailOutcome(err), err)
+			return
+		}
 	}
 	if err := wire.ApplyOptIns(&cfg, sc); err != nil {
 		admitted()
-		g.fail(log, in, turn.InvalidConfiguration, store.Outcome{}, err)
+		g.fail(log, in, turn.InvalidConfiguration, detailOutcome(err), err)
 		return
 	}
 	if !g.initializeTurn(c, p, in, log) {
@@ -166,7 +172,15 @@ func (g *Gateway) writeMove(log interface{ Warn(string, ...any) }, in *turn.Inst
 
 // ReasonInvalidConfiguration is the public reason of a Turn whose Session
 // configuration could not be built into an execution_prepare.
-const ReasonInvalidConfiguration = "invalid_configuration"
+const ReasonInvalidConfiguration = store.ReasonInvalidConfiguration
+
+// detailOutcome keeps what was wrong as the Turn's evidence, which its
+// public status shows as detail (errors here name fields and secrets,
+// never a secret's value).
+func detailOutcome(err error) store.Outcome {
+	ev, _ := json.Marshal(map[string]string{"detail": boundedErr(err)})
+	return store.Outcome{Evidence: ev}
+}
 
 // unsent handles an execution_prepare that was not written.
 //
@@ -247,4 +261,39 @@ func (g *Gateway) fail(log interface{ Warn(string, ...any) }, in *turn.Instance,
 	if cause != nil {
 		log.Warn("gateway: turn failed", "reason", e.String(), "err", cause)
 	}
+}
+
+// bearerTokens opens the Vault secrets the Agent's MCP servers name into
+// the configuration, for this Run only: the token is in no record Core
+// keeps (its transcript redacts it). A secret that is missing or does not
+// open fails the Turn before anything is sent, naming the server and the
+// secret, never a value.
+func (g *Gateway) bearerTokens(p turnPlan, cfg *wire.PromptRequest) error {
+	names := p.agent.BearerSecrets()
+	if len(names) == 0 || cfg.MCPHTTPServers == nil {
+		return nil
+	}
+	ctx, cancel := g.storeCtx()
+	defer cancel()
+	servers := *cfg.MCPHTTPServers
+	for i := range servers {
+		name := names[servers[i].ServerLabel]
+		if name == "" {
+			continue
+		}
+		sec, err := g.cfg.Store.GetSecret(ctx, p.session.Project, name)
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("mcp_servers[%d] (%s): the Vault secret %q does not exist", i, servers[i].ServerLabel, name)
+		}
+		if err != nil {
+			return fmt.Errorf("mcp_servers[%d] (%s): reading the Vault secret %q: %w", i, servers[i].ServerLabel, name, err)
+		}
+		token, err := g.cfg.Sealer.Open(p.session.Project, name, sec.Sealed)
+		if err != nil {
+			return fmt.Errorf("mcp_servers[%d] (%s): the Vault secret %q does not open with this Core's key", i, servers[i].ServerLabel, name)
+		}
+		t := string(token)
+		servers[i].BearerToken = &t
+	}
+	return nil
 }

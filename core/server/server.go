@@ -16,6 +16,7 @@ import (
 	"github.com/agentwire/agentwire/core/credential"
 	"github.com/agentwire/agentwire/core/gateway"
 	"github.com/agentwire/agentwire/core/store"
+	"github.com/agentwire/agentwire/core/vault"
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/wire"
 )
@@ -33,6 +34,10 @@ type Config struct {
 	// Profiles are the engine profiles by agent kind (nil:
 	// agent.DefaultProfiles).
 	Profiles agent.Profiles
+	// Sealer seals the Vault's secrets (nil: a key that lives as long as
+	// the process, right for a store in memory; a Core on a durable store
+	// passes one from vault.LoadKey so secrets open after a restart).
+	Sealer *vault.Sealer
 }
 
 // Server is one Core's HTTP surface.
@@ -55,13 +60,16 @@ func New(cfg Config) *Server {
 	if cfg.Profiles == nil {
 		cfg.Profiles = agent.DefaultProfiles()
 	}
+	if cfg.Sealer == nil {
+		cfg.Sealer = vault.Ephemeral()
+	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux()}
 	s.creds = credential.Issuer{Store: cfg.Store, Now: cfg.Clock.Now}
 	s.journal = &api.Journal{Store: cfg.Store}
-	s.gateway = gateway.New(gateway.Config{Store: cfg.Store, Credentials: s.creds, PublicURL: cfg.PublicURL, Clock: cfg.Clock, Logger: cfg.Logger, Journal: s.journal, Transcript: cfg.Transcript, PlacementTimeout: cfg.PlacementTimeout, Profiles: cfg.Profiles})
+	s.gateway = gateway.New(gateway.Config{Store: cfg.Store, Credentials: s.creds, PublicURL: cfg.PublicURL, Clock: cfg.Clock, Logger: cfg.Logger, Journal: s.journal, Transcript: cfg.Transcript, PlacementTimeout: cfg.PlacementTimeout, Profiles: cfg.Profiles, Sealer: cfg.Sealer})
 	s.gateway.Register(s.mux)
 	api.New(api.Config{
-		Store: cfg.Store, Credentials: s.creds, Journal: s.journal, Now: cfg.Clock.Now, Clock: cfg.Clock, Logger: cfg.Logger, Profiles: cfg.Profiles,
+		Store: cfg.Store, Credentials: s.creds, Journal: s.journal, Now: cfg.Clock.Now, Clock: cfg.Clock, Logger: cfg.Logger, Profiles: cfg.Profiles, Sealer: cfg.Sealer,
 		Devices: func(ctx context.Context, project string) (any, error) { return DeviceViews(ctx, cfg.Store, project) },
 		CheckInput: func(ctx context.Context, turnID string, in wire.MessageInput) error {
 			var refused *gateway.InputRefused

@@ -177,6 +177,8 @@ type Store interface {
 
 	// MoveInstance, GetInstance and OpenInstances: instance.go.
 	Instances
+	// PutSecret, GetSecret, ListSecrets and DeleteSecret: vault.go.
+	Secrets
 
 	// PutAgent stores a new version of an Agent: version 1 of a new ID,
 	// or the version after its latest (ErrConflict otherwise: another
@@ -368,14 +370,18 @@ const (
 	// ReasonUnplaceable: no device of the project declared what the Turn
 	// requires within the placement timeout (spec/turn.yaml).
 	ReasonUnplaceable = "unplaceable"
+	// ReasonInvalidConfiguration: Core could not build the Run's
+	// configuration (a Vault secret missing, say); nothing was sent.
+	ReasonInvalidConfiguration = "invalid_configuration"
 )
 
 // Status is the public projection of a Turn.
 type Status struct {
 	State  string `json:"state"`
 	Reason string `json:"reason,omitempty"`
-	// Detail says in words what no device declared, for reason
-	// unplaceable.
+	// Detail says in words what no device declared (reason
+	// unplaceable), or what the configuration lacked (reason
+	// invalid_configuration).
 	Detail           string `json:"detail,omitempty"`
 	EngineErrorCode  string `json:"engine_error_code,omitempty"`
 	EngineHTTPStatus int    `json:"engine_http_status,omitempty"`
@@ -401,7 +407,7 @@ func (t Turn) Status() Status {
 		return Status{State: "cancelled"}
 	}
 	s := Status{State: "failed", Reason: t.Outcome.Reason}
-	if t.Outcome.Reason == ReasonUnplaceable {
+	if t.Outcome.Reason == ReasonUnplaceable || t.Outcome.Reason == ReasonInvalidConfiguration {
 		var ev struct {
 			Detail string `json:"detail"`
 		}

@@ -32,6 +32,7 @@ type Store struct {
 	inits        map[string]store.Initialization // by Environment ID
 	instances    map[instanceKey]store.Instance  // instance.go
 	agents       map[string][]store.Agent        // agent.go: every version, by ID
+	secrets      map[secretKey]store.Secret      // vault.go: sealed, by project and name
 }
 
 var _ store.Store = (*Store)(nil)

@@ -203,6 +203,17 @@ CREATE INDEX agents_project ON agents(project, id);
 ALTER TABLE sessions ADD COLUMN agent_id TEXT NOT NULL DEFAULT '';
 ALTER TABLE sessions ADD COLUMN agent_version INTEGER NOT NULL DEFAULT 0;
 `,
+	// 10: the Vault: a project's named secrets, sealed (core/vault).
+	`
+CREATE TABLE secrets (
+	project TEXT NOT NULL,
+	name TEXT NOT NULL,
+	sealed BLOB NOT NULL,
+	created_at INTEGER NOT NULL,
+	updated_at INTEGER NOT NULL,
+	PRIMARY KEY (project, name)
+);
+`,
 }
 
 // SchemaVersion is the version a fully migrated database has.

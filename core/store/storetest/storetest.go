@@ -58,6 +58,7 @@ func Run(t *testing.T, open Open) {
 		{"SuspensionRace", testSuspensionRace},
 		{"Instances", testInstances},
 		{"Agents", testAgents},
+		{"Secrets", testSecrets},
 		{"InstanceRace", testInstanceRace},
 		{"Initializations", testInitializations},
 		{"DeviceAssignment", testDeviceAssignment},
