@@ -118,6 +118,13 @@ func runCoreServe(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if *data != "" {
+		release, err := sqlite.Lock(*data)
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
 	st, err := openStore(ctx, *data)
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -223,4 +224,29 @@ func TestCoreServeProcess(t *testing.T) {
 	out, err = exec.Command(bin, "core", "devices", "--data", data).Output()
 	require.NoError(t, err)
 	assert.Contains(t, string(out), `"device_id": "dev-1"`)
+}
+
+// A second Core on a data directory another Core serves exits at once,
+// naming the holder's PID, before it touches the store; the first goes
+// on serving, and administration commands still run beside it.
+func TestSecondCoreOnOneDataDirectoryIsRefused(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildAgentwire(t)
+	data := t.TempDir()
+	first := startCore(t, bin, data)
+	out, err := exec.Command(bin, "core", "serve", "--listen", "127.0.0.1:0", "--data", data).CombinedOutput()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "%s", out)
+	assert.Equal(t, 1, exit.ExitCode())
+	assert.Contains(t, string(out), "is in use by another Core (process "+strconv.Itoa(first.pid)+")")
+	assert.NotContains(t, string(out), "listening on")
+
+	issued := issueCredential(t, bin, data, "--kind", "project", "--project", "demo")
+	assert.NotEmpty(t, issued.Secret, "credential issue runs beside the serving Core")
+	resp, err := http.Get(first.base + "/api/v1/devices")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, "the first Core still answers")
 }

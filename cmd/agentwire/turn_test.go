@@ -28,6 +28,7 @@ import (
 type coreProcess struct {
 	base string
 	logs *lockedBuffer
+	pid  int
 }
 
 func startCore(t *testing.T, bin, data string) *coreProcess {
@@ -38,6 +39,7 @@ func startCore(t *testing.T, bin, data string) *coreProcess {
 	p := &coreProcess{logs: &lockedBuffer{}}
 	cmd.Stderr = p.logs
 	require.NoError(t, cmd.Start())
+	p.pid = cmd.Process.Pid
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() {

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"path/filepath"
 	"sync/atomic"
 	"time"
@@ -40,6 +41,17 @@ var _ store.Store = (*Store)(nil)
 // migrations it lacks.
 func Open(ctx context.Context, dir string) (*Store, error) {
 	path := filepath.Join(dir, FileName)
+	// The database holds credentials' hashes, journals and sealed secrets:
+	// only Core's user reads it. SQLite gives its WAL and shared-memory
+	// files the database file's mode.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	_ = f.Close()
+	if info, err := os.Stat(path); err == nil && info.Mode().Perm()&0o077 != 0 {
+		_ = os.Chmod(path, 0o600) // a directory from before this rule
+	}
 	dsn := func(extra string) string {
 		q := url.Values{}
 		q.Add("_pragma", "busy_timeout(10000)")
