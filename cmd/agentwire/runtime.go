@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -121,6 +123,13 @@ func runRuntime(args []string, _ io.Writer, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("runtime: cannot read the credential file: %w", errors.Unwrap(err))
 	}
+	if info, err := os.Stat(*credFile); err == nil && info.Mode().Perm()&0o004 != 0 {
+		// decision: a device credential any user of the machine can read
+		// lets any of them act as the device; refused rather than warned,
+		// with the one command that fixes it.
+		return fmt.Errorf("runtime: the credential file %s can be read by every user of this machine (mode %04o)\nto fix: chmod 600 %s",
+			*credFile, info.Mode().Perm(), *credFile)
+	}
 	secret, err := credentialSecret(raw, *device)
 	if err != nil {
 		return fmt.Errorf("runtime: --credential-file %s: %w", *credFile, err)
@@ -134,6 +143,9 @@ func runRuntime(args []string, _ io.Writer, stderr io.Writer) error {
 		return err
 	}
 	hc.logger = logger
+	if u, err := url.Parse(*core); err == nil && u.Scheme == "http" && !loopbackHost(u.Hostname()) {
+		logger.Warn("runtime: Core is reached over plain http on another host, so the device credential crosses the network unencrypted; use an https --core", "core", *core)
+	}
 	reg := harness.NewRegistry()
 	if len(harnesses) == 0 {
 		harnesses = harnessFlags{"script"}
@@ -344,4 +356,13 @@ func credentialSecret(raw []byte, device string) (string, error) {
 		return "", fmt.Errorf("the credential is for device %s, not --device-id %s", c.DeviceID, device)
 	}
 	return c.Secret, nil
+}
+
+// loopbackHost reports whether host names this machine.
+func loopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

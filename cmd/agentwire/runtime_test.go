@@ -185,3 +185,17 @@ func TestCredentialFileTakesTheSecretOrWhatIssuePrints(t *testing.T) {
 		})
 	}
 }
+
+// A credential file every user can read is refused with the command that
+// fixes it; nothing is dialled.
+func TestRuntimeRefusesAWorldReadableCredential(t *testing.T) {
+	cred := filepath.Join(t.TempDir(), "dev-1.credential")
+	require.NoError(t, os.WriteFile(cred, []byte("cred-OPEN-1\n"), 0o600))
+	require.NoError(t, os.Chmod(cred, 0o644))
+	var stderr bytes.Buffer
+	err := runRuntime([]string{"--core", "http://127.0.0.1:1", "--device-id", "dev-1", "--credential-file", cred}, io.Discard, &stderr)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "can be read by every user of this machine (mode 0644)")
+	assert.Contains(t, err.Error(), "chmod 600 "+cred)
+	assert.NotContains(t, err.Error()+stderr.String(), "cred-OPEN-1")
+}

@@ -142,6 +142,11 @@ func bootstrap(ctx context.Context, client *http.Client, core string, device str
 	return out, nil
 }
 
+// MaxHeartbeatSeconds bounds the heartbeat interval bootstrap may set: an
+// hour, far beyond any useful interval (a huge value would overflow the
+// interval and spin).
+const MaxHeartbeatSeconds = 3600
+
 // dialURL is the WebSocket URL: bootstrap's ws_url (or the ws path of Core)
 // with device_id and version; any credential-bearing token parameter is
 // removed, so a credential never travels in a URL.
@@ -159,6 +164,9 @@ func dialURL(core string, b Bootstrap, device string) (string, error) {
 		u.Scheme = "ws"
 	case "https":
 		u.Scheme = "wss"
+	}
+	if err := sameOrigin(core, u); err != nil {
+		return "", err
 	}
 	q := u.Query()
 	q.Del("token")
@@ -204,4 +212,41 @@ func bounded(s string) string {
 		return s[:32] + "…"
 	}
 	return s
+}
+
+// sameOrigin checks that the WebSocket URL is on --core's origin: the same
+// host and port, and wss when Core is reached over https.
+//
+// decision: the upgrade carries the device credential, and bootstrap's
+// answer is only as trustworthy as the connection it came on; following a
+// ws_url to another host, port or a plain ws from https would hand the
+// credential to whoever wrote the answer (daemon-protocol.txt:13 keeps the
+// credential to the header of Core's own endpoints). A Core behind a proxy
+// whose public URL differs is reached by passing that URL as --core.
+func sameOrigin(core string, ws *url.URL) error {
+	c, err := url.Parse(core)
+	if err != nil {
+		return &Permanent{What: "the --core URL is not usable", Fix: "pass an http(s) URL of Core"}
+	}
+	port := func(u *url.URL) string {
+		if p := u.Port(); p != "" {
+			return p
+		}
+		switch u.Scheme {
+		case "https", "wss":
+			return "443"
+		}
+		return "80"
+	}
+	switch {
+	case ws.Scheme != "ws" && ws.Scheme != "wss":
+		return &Permanent{What: "bootstrap's ws_url " + bounded(ws.Redacted()) + " is not a WebSocket URL", Fix: "check Core's --public-url"}
+	case c.Scheme == "https" && ws.Scheme != "wss":
+		return &Permanent{What: "bootstrap's ws_url " + bounded(ws.Redacted()) + " would drop to plain ws from https --core " + bounded(core),
+			Fix: "give Core an https --public-url"}
+	case !strings.EqualFold(c.Hostname(), ws.Hostname()) || port(c) != port(ws):
+		return &Permanent{What: "bootstrap's ws_url " + bounded(ws.Redacted()) + " is not on the origin of --core " + bounded(core) + "; the device credential is sent only to Core",
+			Fix: "pass --core the URL Core publishes (its --public-url), or set Core's --public-url to the address Runtimes use"}
+	}
+	return nil
 }

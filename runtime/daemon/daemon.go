@@ -212,6 +212,12 @@ func connectOnce(ctx context.Context, cfg Config, sh shared) (live bool, err err
 		Role: fsm.RoleRuntime, Tables: Tables(), Router: peer.MustCatalogRouter(Tables()), App: app,
 		Clock: cfg.Clock, Logger: cfg.Logger, Label: cfg.DeviceID,
 	}
+	if b.HeartbeatSeconds < 0 || b.HeartbeatSeconds > MaxHeartbeatSeconds {
+		// A value no clock can use (a huge one overflows the interval and
+		// would spin); Core's answer is the operator's to correct.
+		return false, &Permanent{What: fmt.Sprintf("bootstrap's heartbeat_seconds %d is outside 1..%d", b.HeartbeatSeconds, MaxHeartbeatSeconds),
+			Fix: "check Core's heartbeat interval"}
+	}
 	if b.HeartbeatSeconds > 0 {
 		// decision: the interval bootstrap returned replaces the 15 s policy
 		// default (daemon-protocol.txt:14).

@@ -51,6 +51,8 @@ type core struct {
 	mu       sync.Mutex
 	urls     []string
 	bootCode int
+	// answer, when set, edits bootstrap's answer before it is sent.
+	answer func(b *daemon.Bootstrap, r *http.Request)
 }
 
 func newCore(t *testing.T) *core {
@@ -72,7 +74,11 @@ func newCore(t *testing.T) *core {
 			DeviceID string `json:"device_id"`
 		}
 		_ = json.NewDecoder(r.Body).Decode(&body)
-		_ = json.NewEncoder(w).Encode(daemon.Bootstrap{DeviceID: body.DeviceID, WSURL: "ws://" + r.Host + daemon.WSPath + "?token=" + secret, HeartbeatSeconds: 15, ProtocolVersion: wire.Version})
+		b := daemon.Bootstrap{DeviceID: body.DeviceID, WSURL: "ws://" + r.Host + daemon.WSPath + "?token=" + secret, HeartbeatSeconds: 15, ProtocolVersion: wire.Version}
+		if c.answer != nil {
+			c.answer(&b, r)
+		}
+		_ = json.NewEncoder(w).Encode(b)
 	})
 	mux.HandleFunc(daemon.WSPath, func(w http.ResponseWriter, r *http.Request) {
 		c.note(r)
@@ -333,4 +339,39 @@ func TestSessionKeepsTheCredentialSecret(t *testing.T) {
 		assert.NotContains(t, u, secret, "a credential travelled in a URL")
 	}
 	assert.NotContains(t, strings.Join(c.urls, " "), "token=")
+}
+
+// Bootstrap's answer cannot send the credential elsewhere: a ws_url off
+// --core's origin (another host or port) or an interval no clock can use
+// stops the daemon with what to fix, before any upgrade is tried.
+func TestBootstrapAnswerIsCheckedBeforeTheCredentialTravels(t *testing.T) {
+	for name, tc := range map[string]struct {
+		edit func(b *daemon.Bootstrap, r *http.Request)
+		want string
+	}{
+		"another port":      {func(b *daemon.Bootstrap, r *http.Request) { b.WSURL = "ws://127.0.0.1:1" + daemon.WSPath }, "is not on the origin of --core"},
+		"another host":      {func(b *daemon.Bootstrap, r *http.Request) { b.WSURL = "ws://collector.example" + daemon.WSPath }, "is not on the origin of --core"},
+		"not a websocket":   {func(b *daemon.Bootstrap, r *http.Request) { b.WSURL = "ftp://" + r.Host + daemon.WSPath }, "is not a WebSocket URL"},
+		"huge interval":     {func(b *daemon.Bootstrap, r *http.Request) { b.HeartbeatSeconds = 1 << 40 }, "heartbeat_seconds 1099511627776 is outside 1..3600"},
+		"negative interval": {func(b *daemon.Bootstrap, r *http.Request) { b.HeartbeatSeconds = -5 }, "is outside 1..3600"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := newCore(t)
+			c.answer = tc.edit
+			upgrades := atomic.Int32{}
+			c.upgrade = func(*http.Request) int { upgrades.Add(1); return 0 }
+			r := start(t, c, registry(t, script.Script{}), &logs{})
+			var err error
+			select {
+			case err = <-r.done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the daemon did not stop")
+			}
+			r.cancel()
+			var perm *daemon.Permanent
+			require.ErrorAs(t, err, &perm)
+			assert.Contains(t, perm.Error(), tc.want)
+			assert.Zero(t, upgrades.Load(), "no upgrade was tried")
+		})
+	}
 }
