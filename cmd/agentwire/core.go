@@ -154,7 +154,11 @@ func runCoreServe(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	srv := server.New(server.Config{Store: st, PublicURL: *public, Logger: log, Clock: clock, Transcript: transcript, PlacementTimeout: *placementTimeout, Profiles: profiles, Sealer: sealer})
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	// decision: headers within 10 s and 64 KiB, and a keep-alive
+	// connection idle for 2 minutes is closed; no whole-request read or
+	// write timeout, since event streams and uploads are long by design
+	// (each bounds its own writes and reads).
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	fmt.Fprintf(stdout, "agentwire core: listening on %s\n", base)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()

@@ -263,6 +263,9 @@ type BootstrapResponse struct {
 // maxBootstrapBody bounds the bootstrap request body.
 const maxBootstrapBody = 64 << 10
 
+// bootstrapBodyWait bounds the reading of bootstrap's small body.
+const bootstrapBodyWait = 10 * time.Second
+
 func (g *Gateway) bootstrap(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "use POST")
@@ -270,9 +273,22 @@ func (g *Gateway) bootstrap(w http.ResponseWriter, r *http.Request) {
 	}
 	secret := credential.BearerToken(r.Header.Get("Authorization"))
 	if secret == "" {
+		w.Header().Set("Connection", "close")
 		authError(w, credential.ErrMissing)
 		return
 	}
+	// The credential is checked before any body is read, so a caller
+	// without one cannot hold the request open with a slow body; the body
+	// then has a deadline of its own.
+	cred, err := g.cfg.Credentials.Authenticate(r.Context(), secret, store.KindDevice)
+	if err != nil {
+		// Close after the answer: net/http would otherwise read the
+		// unread body (up to 256 KiB) before answering.
+		w.Header().Set("Connection", "close")
+		authError(w, err)
+		return
+	}
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(bootstrapBodyWait))
 	var req BootstrapRequest
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBootstrapBody))
 	if err := dec.Decode(&req); err != nil {
@@ -283,8 +299,8 @@ func (g *Gateway) bootstrap(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "missing_device_id", "device_id is required")
 		return
 	}
-	if _, err := g.cfg.Credentials.AuthenticateDevice(r.Context(), secret, req.DeviceID); err != nil {
-		authError(w, err)
+	if cred.DeviceID != req.DeviceID {
+		authError(w, credential.ErrWrongDevice)
 		return
 	}
 	// decision: the public URL is checked after authentication, so an

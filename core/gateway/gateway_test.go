@@ -1,11 +1,14 @@
 package gateway_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -364,4 +367,21 @@ func TestReadDeadlineClosesASilentConnection(t *testing.T) {
 		d, err := e.store.GetDevice(context.Background(), "dev-1")
 		return err == nil && !d.Connected
 	}, 10*time.Second, time.Millisecond)
+}
+
+// Bootstrap checks the credential before it reads a byte of the body: a
+// caller with a wrong one is refused while its body has not even begun.
+func TestBootstrapRefusesBeforeReadingTheBody(t *testing.T) {
+	e := newEnv(t, true)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(e.srv.URL, "http://"))
+	require.NoError(t, err)
+	defer conn.Close()
+	// Headers that promise a body which never comes.
+	_, err = fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: core\r\nAuthorization: Bearer not-a-credential\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n", gateway.BootstrapPath)
+	require.NoError(t, err)
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second))) // a failure bound, not a wait
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err, "answered although no body byte was sent")
+	resp.Body.Close()
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 }
