@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/agentwire/agentwire/core/vault"
 	"github.com/agentwire/agentwire/wire"
@@ -90,6 +92,9 @@ func (d Definition) Validate() error {
 	}
 	if strings.TrimSpace(d.AgentKind) == "" {
 		return bad("agent_kind", "the Harness kind the Agent runs on is required")
+	}
+	if err := CheckKind(d.AgentKind); err != nil {
+		return bad("agent_kind", "%v", err)
 	}
 	if len(d.Name) > 200 {
 		return bad("name", "at most 200 bytes")
@@ -278,4 +283,25 @@ func ensureOptions(o *wire.AgentOptions) *wire.AgentOptions {
 		return &wire.AgentOptions{}
 	}
 	return o
+}
+
+// CheckKind checks an agent kind as the public API takes it: a short
+// name (at most wire.MaxAgentKindBytes) of printable characters without
+// spaces, since it is matched against declarations, stored and logged.
+// The wire itself is more tolerant (only NUL is refused there).
+func CheckKind(kind string) error {
+	switch {
+	case kind == "":
+		return fmt.Errorf("required")
+	case len(kind) > wire.MaxAgentKindBytes:
+		return fmt.Errorf("at most %d bytes", wire.MaxAgentKindBytes)
+	case !utf8.ValidString(kind):
+		return fmt.Errorf("not valid UTF-8")
+	}
+	for _, r := range kind {
+		if unicode.IsControl(r) || unicode.IsSpace(r) {
+			return fmt.Errorf("%q holds a space or a control character", kind)
+		}
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -136,4 +137,16 @@ func TestMCPServers(t *testing.T) {
 	require.ErrorAs(t, server(MCPServer{ServerLabel: "a", ServerURL: ok.ServerURL, ConnectionOrigin: wire.MCPOriginService}).CheckOrigins(true), &fe)
 	assert.Equal(t, "mcp_servers[0].connection_origin", fe.Field)
 	require.ErrorAs(t, server(MCPServer{ServerLabel: "a", ServerURL: ok.ServerURL, ConnectionOrigin: wire.MCPOriginEnvironment}).CheckOrigins(false), &fe)
+}
+
+func TestCheckKind(t *testing.T) {
+	for _, ok := range []string{"codex", "claude", "acp:gemini", "my-agent_2"} {
+		assert.NoError(t, CheckKind(ok), ok)
+	}
+	for _, bad := range []string{"", "co\x00dex", "a b", "tab\there", "bell\a", strings.Repeat("k", 129), "\xff"} {
+		assert.Error(t, CheckKind(bad), "%q", bad)
+	}
+	var fe *FieldError
+	require.ErrorAs(t, Definition{AgentKind: "co\ndex"}.Validate(), &fe)
+	assert.Equal(t, "agent_kind", fe.Field)
 }

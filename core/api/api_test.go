@@ -367,3 +367,14 @@ func TestVaultSecrets(t *testing.T) {
 	resp, _ = e.do(e.key, "DELETE", "/api/v1/vault/secrets/docs-token", "")
 	assert.Equal(t, 404, resp.StatusCode)
 }
+
+// An agent kind with control characters or spaces is refused naming the
+// field.
+func TestSessionAgentKindIsChecked(t *testing.T) {
+	e := newEnv(t)
+	for _, kind := range []string{`co\u0000dex`, `co\ndex`, `two words`} {
+		resp, v := e.do(e.key, "POST", "/api/v1/sessions", `{"agent_kind":"`+kind+`","environment":{"type":"none"}}`)
+		assert.Equal(t, 400, resp.StatusCode, "%s: %v", kind, v)
+		assert.Equal(t, "agent_kind", v["field"], kind)
+	}
+}

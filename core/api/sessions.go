@@ -82,6 +82,10 @@ func (a *API) createSession(w http.ResponseWriter, r *http.Request) {
 		badField(w, "agent_kind", "required")
 		return
 	}
+	if err := agent.CheckKind(req.AgentKind); err != nil {
+		badField(w, "agent_kind", err.Error())
+		return
+	}
 	if len(req.AgentKind) > wire.MaxAgentKindBytes {
 		badField(w, "agent_kind", "longer than "+strconv.Itoa(wire.MaxAgentKindBytes)+" bytes")
 		return
