@@ -83,11 +83,13 @@ func (r *recording) Ping(ctx context.Context) error {
 	return nil
 }
 
-// redacted is frame with the value of every bearer_token member replaced:
-// an MCP server's token travels in the Run's configuration
-// (wire.MCPHTTPServer) and must reach no file Core writes.
+// redacted is frame with its secrets replaced: the value of every
+// bearer_token member (an MCP server's token in the Run's configuration,
+// wire.MCPHTTPServer) and every value of an initialization's env (API
+// keys, say: wire.RuntimePrepareInitialization). They must reach no file
+// Core writes; the names stay, so the transcript still shows what was set.
 func redacted(frame []byte) []byte {
-	if !bytes.Contains(frame, []byte(`"bearer_token"`)) {
+	if !bytes.Contains(frame, []byte(`"bearer_token"`)) && !bytes.Contains(frame, []byte(`"env"`)) {
 		return frame
 	}
 	var v any
@@ -101,6 +103,12 @@ func redacted(frame []byte) []byte {
 			for k, e := range y {
 				if k == "bearer_token" {
 					y[k] = "[redacted]"
+					continue
+				}
+				if env, ok := e.(map[string]any); ok && k == "env" {
+					for name := range env {
+						env[name] = "[redacted]"
+					}
 					continue
 				}
 				walk(e)

@@ -73,6 +73,11 @@ func TestTranscriptRedactsBearerTokens(t *testing.T) {
 	assert.Contains(t, buf.String(), `"server_label":"docs"`)
 
 	buf.Reset()
+	tr.record("dev-1", "out", []byte(`{"type":"runtime_prepare","id":"t1","payload":{"step":"configure","initialization":{"action":"configure","env":{"OPENAI_API_KEY":"sk-live-1"}}}}`))
+	assert.NotContains(t, buf.String(), "sk-live-1")
+	assert.Contains(t, buf.String(), `"OPENAI_API_KEY":"[redacted]"`, "the name stays")
+
+	buf.Reset()
 	plain := []byte(`{"type":"heartbeat","payload":{"ts":1}}`)
 	tr.record("dev-1", "in", plain)
 	assert.Contains(t, buf.String(), string(plain), "a frame without a token is kept byte for byte")
