@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/agentwire/agentwire/core/credential"
+	"github.com/agentwire/agentwire/core/envinit"
 	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/wire"
 )
@@ -67,6 +68,9 @@ func (a *API) createEnvironment(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := credential.NewUUID()
+	if initialization, ok = a.sealInitialization(w, d.Project, id, initialization); !ok {
+		return
+	}
 	binding, err := json.Marshal(wire.LocalEnvironment{ID: id})
 	if err != nil {
 		a.internal(w, "encode binding", err)
@@ -118,4 +122,33 @@ func (a *API) sessionEnvironment(w http.ResponseWriter, r *http.Request, id stri
 		return env, false
 	}
 	return env, true
+}
+
+// sealInitialization seals the declaration's variables before it is
+// stored.
+//
+// decision: initialization variables are typically API keys; Core keeps
+// them sealed with the Vault's key (core/vault) and opens them only into
+// the configure step it sends, and its transcript redacts them
+// (daemon-protocol.txt:104 leaves storage to Core). Declarations stored
+// before this keep their values until the Environment is registered again.
+func (a *API) sealInitialization(w http.ResponseWriter, project, envID string, raw json.RawMessage) (json.RawMessage, bool) {
+	if raw == nil {
+		return nil, true
+	}
+	spec, err := envinit.Parse(raw)
+	if err == nil {
+		spec, err = spec.Seal(func(name string, value []byte) ([]byte, error) {
+			return a.cfg.Sealer.Seal(project, envinit.SecretName(envID, name), value)
+		})
+	}
+	var out json.RawMessage
+	if err == nil {
+		out, err = json.Marshal(spec)
+	}
+	if err != nil {
+		a.internal(w, "seal initialization", err)
+		return nil, false
+	}
+	return out, true
 }

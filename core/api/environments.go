@@ -117,6 +117,10 @@ func checkInitialization(w http.ResponseWriter, field string, raw json.RawMessag
 		badField(w, field, boundedText(err.Error()))
 		return nil, false
 	}
+	if spec.SealedEnv != nil {
+		badField(w, field+".sealed_env", "unknown member: give the variables in env")
+		return nil, false
+	}
 	if !local && !spec.Empty() {
 		// decision: initialization installs into the bound workspace
 		// (daemon-protocol.txt:104), so only a local Environment with a
@@ -156,9 +160,7 @@ func (a *API) environmentView(env store.Environment) EnvironmentView {
 	v := EnvironmentView{ID: env.ID, Type: env.Type, DeviceID: env.DeviceID, Binding: env.Binding, CreatedAt: env.CreatedAt}
 	if spec, err := envinit.Parse(env.Initialization); err == nil && !spec.Empty() {
 		iv := &InitializationView{}
-		for k := range spec.Env {
-			iv.EnvKeys = append(iv.EnvKeys, k)
-		}
+		iv.EnvKeys = append(iv.EnvKeys, spec.EnvNames()...)
 		sort.Strings(iv.EnvKeys)
 		for _, f := range spec.Files {
 			sum := sha256.Sum256(f.Content)

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -56,7 +57,17 @@ func TestRegisteredEnvironmentDeclaresInitializationAndShowsIt(t *testing.T) {
 	_, envID := e.localSession(initDecl)
 	stored, err := e.store.GetEnvironment(context.Background(), envID)
 	require.NoError(t, err)
-	assert.JSONEq(t, `{"env":{"A":"1","MODE":"test"},"files":[{"path":"/workspace/hello.txt","content":"aGVsbG8="}]}`, string(stored.Initialization))
+	// The variables' values are stored sealed, never in clear.
+	var kept struct {
+		Env       map[string]string `json:"env"`
+		SealedEnv map[string][]byte `json:"sealed_env"`
+		Files     []any             `json:"files"`
+	}
+	require.NoError(t, json.Unmarshal(stored.Initialization, &kept))
+	assert.Nil(t, kept.Env)
+	assert.Len(t, kept.SealedEnv, 2)
+	assert.NotContains(t, string(kept.SealedEnv["MODE"]), "test")
+	assert.Len(t, kept.Files, 1)
 
 	resp, v := e.do(e.key, "GET", "/api/v1/environments/"+envID, "")
 	require.Equal(t, 200, resp.StatusCode, "%v", v)

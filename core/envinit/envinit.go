@@ -30,6 +30,70 @@ import (
 type Spec struct {
 	Env   map[string]string `json:"env,omitempty"`
 	Files []File            `json:"files,omitempty"`
+	// SealedEnv holds the variables' values sealed (core/vault) in a
+	// stored declaration: Core keeps them out of the store in clear and
+	// opens them only into the configure step. A submitted declaration
+	// never carries it.
+	SealedEnv map[string][]byte `json:"sealed_env,omitempty"`
+}
+
+// SecretName is the name an initialization variable's value is sealed
+// under: bound to the Environment and the variable, so a stored value
+// cannot be moved to another.
+func SecretName(environmentID, variable string) string {
+	return "env/" + environmentID + "/" + variable
+}
+
+// Seal moves every variable's value into SealedEnv, sealed by seal.
+func (s Spec) Seal(seal func(name string, value []byte) ([]byte, error)) (Spec, error) {
+	if len(s.Env) == 0 {
+		return s, nil
+	}
+	out := s
+	out.Env, out.SealedEnv = nil, make(map[string][]byte, len(s.Env))
+	for name, v := range s.Env {
+		sealed, err := seal(name, []byte(v))
+		if err != nil {
+			return Spec{}, err
+		}
+		out.SealedEnv[name] = sealed
+	}
+	return out, nil
+}
+
+// Open moves SealedEnv's values back into Env, opened by open.
+func (s Spec) Open(open func(name string, sealed []byte) ([]byte, error)) (Spec, error) {
+	if len(s.SealedEnv) == 0 {
+		return s, nil
+	}
+	out := s
+	out.Env = make(map[string]string, len(s.Env)+len(s.SealedEnv))
+	for name, v := range s.Env {
+		out.Env[name] = v
+	}
+	for name, sealed := range s.SealedEnv {
+		v, err := open(name, sealed)
+		if err != nil {
+			return Spec{}, fmt.Errorf("initialization env %s: %w", name, err)
+		}
+		out.Env[name] = string(v)
+	}
+	out.SealedEnv = nil
+	return out, nil
+}
+
+// EnvNames are the declared variables' names, sealed or not.
+func (s Spec) EnvNames() []string {
+	var out []string
+	for k := range s.Env {
+		out = append(out, k)
+	}
+	for k := range s.SealedEnv {
+		if _, dup := s.Env[k]; !dup {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // File is one file installed at Path (logical, under /workspace) with
@@ -86,7 +150,7 @@ func bounded(s string) string {
 }
 
 // Empty reports whether nothing is declared.
-func (s Spec) Empty() bool { return len(s.Env) == 0 && len(s.Files) == 0 }
+func (s Spec) Empty() bool { return len(s.Env) == 0 && len(s.SealedEnv) == 0 && len(s.Files) == 0 }
 
 // placeholder identities: Validate checks each step with the wire's own
 // validator, whose identities the gateway fills in at send time.

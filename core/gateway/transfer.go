@@ -53,6 +53,16 @@ func (g *Gateway) initialize(c *conn, env store.Environment, sessionID string) i
 	if spec.Empty() {
 		return initOutcome{ok: true}
 	}
+	spec, err = spec.Open(func(name string, sealed []byte) ([]byte, error) {
+		return g.cfg.Sealer.Open(env.Project, envinit.SecretName(env.ID, name), sealed)
+	})
+	if err != nil {
+		// A value sealed under another key (the data directory moved
+		// without its vault.key) is sent nowhere, and says why.
+		c.log.Warn("gateway: an initialization variable does not open", "environment_id", env.ID, "err", err)
+		base.Outcome, base.ErrorCode = "not_sent", "sealed_value_unreadable"
+		return g.recordInit(initOutcome{status: base})
+	}
 	var binding wire.LocalEnvironment
 	if len(env.Binding) == 0 || json.Unmarshal(env.Binding, &binding) != nil || !wire.IsCanonicalUUID(binding.ID) {
 		base.Outcome, base.ErrorCode = "not_sent", "invalid_binding"
