@@ -259,7 +259,7 @@ func (c *conn) DoReplacePrevious(*fsm.Firing[*peer.Event]) error {
 	c.g.conns[c.deviceID] = c
 	c.g.mu.Unlock()
 	if old != nil {
-		c.log.Info("gateway: replacing the older connection", "old_epoch", old.epoch)
+		c.log.Warn("gateway: the device connected again while its connection was live; the newer connection wins (if this repeats, two Runtimes share the device ID)", "old_epoch", old.epoch)
 		old.supersede()
 	}
 	return nil

@@ -137,6 +137,7 @@ func Run(ctx context.Context, cfg Config) error {
 	// transfers do not.
 	fence := execution.NewFence()
 	attempt := 0
+	replaced := 0 // connections in a row Core replaced with a newer one
 	for {
 		live, err := connectOnce(ctx, cfg, shared{area: area, fence: fence, pool: pool, down: down})
 		if ctx.Err() != nil || errors.Is(err, errCoreShutdown) {
@@ -157,12 +158,27 @@ func Run(ctx context.Context, cfg Config) error {
 			}
 			return perm
 		}
-		if live {
+		// decision: a connection replaced by a newer one of the same device
+		// is another daemon using this device ID (or this one's own
+		// reconnect racing a slow close). Each replacement in a row doubles
+		// the wait, so two daemons sharing an ID stop evicting each other
+		// several times a second, and both say so.
+		if errors.Is(err, errReplaced) {
+			replaced++
+		} else if live {
+			replaced = 0
+		}
+		if live && replaced == 0 {
 			attempt = 0
 		}
-		wait := backoff(cfg.MinBackoff, cfg.MaxBackoff, attempt)
+		wait := backoff(cfg.MinBackoff, cfg.MaxBackoff, attempt+replaced)
 		attempt++
-		cfg.Logger.Warn("connection ended; reconnecting", "err", err, "retry_in", wait.String())
+		if replaced > 0 {
+			cfg.Logger.Warn("another daemon is using this device ID: Core replaced this connection with a newer one of the same device; if this Runtime was not restarted, two Runtimes share --device-id",
+				"device_id", cfg.DeviceID, "replaced_in_a_row", replaced, "retry_in", wait.String())
+		} else {
+			cfg.Logger.Warn("connection ended; reconnecting", "err", err, "retry_in", wait.String())
+		}
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -309,11 +325,18 @@ func connectOnce(ctx context.Context, cfg Config, sh shared) (live bool, err err
 		return true, &Permanent{What: "Core closed the connection with 4001: the daemon credential was revoked or this Runtime (device) was retired or deleted",
 			Fix: "register the device again (a new credential) before restarting the daemon"}
 	}
+	if peer.CloseStatus(runErr) == peer.StatusReplaced {
+		return true, errReplaced
+	}
 	if runErr == nil {
 		runErr = errors.New("the connection closed")
 	}
 	return true, fmt.Errorf("connection: %w", runErr)
 }
+
+// errReplaced is a connection Core closed because a newer one of the same
+// device arrived (daemon-protocol.txt:19: the newer wins).
+var errReplaced = errors.New("Core replaced this connection with a newer one of the same device")
 
 // app composes the connection hooks with the execution Session; the
 // Session drops its records of the instances the driver forgets.

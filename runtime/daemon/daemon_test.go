@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/runtime/adapters/script"
 	"github.com/agentwire/agentwire/runtime/daemon"
 	"github.com/agentwire/agentwire/runtime/harness"
@@ -374,4 +375,24 @@ func TestBootstrapAnswerIsCheckedBeforeTheCredentialTravels(t *testing.T) {
 			assert.Zero(t, upgrades.Load(), "no upgrade was tried")
 		})
 	}
+}
+
+// A connection Core replaces with a newer one of the same device means
+// another daemon uses the device ID: the daemon says so and waits longer
+// after each replacement in a row.
+func TestReplacedConnectionsSayAnotherDaemonUsesTheDevice(t *testing.T) {
+	c := newCore(t)
+	l := &logs{}
+	r := start(t, c, registry(t, script.Script{}), l)
+	for range 3 {
+		ws := accept(t, c)
+		read(t, ws) // its first heartbeat
+		require.NoError(t, ws.Close(websocket.StatusCode(peer.StatusReplaced), "replaced by a newer connection"))
+	}
+	accept(t, c)
+	require.NoError(t, r.stop(t))
+	out := l.String()
+	assert.Contains(t, out, "another daemon is using this device ID")
+	assert.Contains(t, out, `"replaced_in_a_row":3`, "counted in a row")
+	assert.NotContains(t, out, `"replaced_in_a_row":4`)
 }
