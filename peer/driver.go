@@ -144,6 +144,7 @@ type Driver struct {
 	replyTrace string
 	moved      []*Instance
 	stats      Stats
+	refusalLog refusalLimiter // bounds the refusal log lines (refusal.go)
 	closing    bool
 }
 

@@ -3,6 +3,7 @@ package peer
 import (
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/wire"
@@ -62,10 +63,45 @@ func (d *Driver) refuse(r *Refusal) {
 		typ, id, trace = r.Msg.Type, boundedID(r.Msg.ID), r.Msg.Trace
 	}
 	r.Trace = wire.ParseTrace(trace)
-	d.cfg.Logger.Warn("frame refused",
-		"conn", d.cfg.Label, "kind", r.Kind.String(), "type", boundedID(typ), "id", id,
-		"instance", r.Key.String(), "trace_id", r.Trace.TraceIDString(), "local_trace", r.Trace.Local, "err", r.Err)
+	if suppressed, ok := d.refusalLog.take(d.cfg.Clock.Now()); ok {
+		d.cfg.Logger.Warn("frame refused",
+			"conn", d.cfg.Label, "kind", r.Kind.String(), "type", boundedID(typ), "id", id,
+			"instance", r.Key.String(), "trace_id", r.Trace.TraceIDString(), "local_trace", r.Trace.Local, "err", r.Err,
+			"not_logged_before", suppressed)
+	}
 	d.cfg.App.Refused(r)
+}
+
+// Refusal log lines are bounded per connection: a peer that floods
+// refused frames must not flood the log (60k refused frames once wrote
+// 16 MB in a second). Every refusal is still counted (Stats) and handed
+// to the App; a line that follows dropped ones says how many.
+const (
+	refusalLogBurst  = 20
+	refusalLogWindow = time.Second
+)
+
+// refusalLimiter lets refusalLogBurst lines through per window.
+type refusalLimiter struct {
+	start      time.Time
+	n          int
+	suppressed int
+}
+
+// take reports whether a line may be written now, and how many were
+// dropped since the last one written.
+func (l *refusalLimiter) take(now time.Time) (int, bool) {
+	if now.Sub(l.start) >= refusalLogWindow || now.Before(l.start) {
+		l.start, l.n = now, 0
+	}
+	l.n++
+	if l.n > refusalLogBurst {
+		l.suppressed++
+		return 0, false
+	}
+	s := l.suppressed
+	l.suppressed = 0
+	return s, true
 }
 
 // SendError is returned to the sender of a frame that was not written: a

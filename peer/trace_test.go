@@ -3,6 +3,7 @@ package peer_test
 import (
 	"bytes"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,4 +87,25 @@ func TestReplyAndLogCarryTheFrameTrace(t *testing.T) {
 	msg, err := wire.Decode(w.Frame, wire.RuntimeToCore)
 	require.NoError(t, err)
 	assert.Empty(t, msg.Trace, "no frame caused it")
+}
+
+// A flood of refused frames writes a bounded number of log lines; every
+// refusal still reaches the App, and the next line after the window says
+// how many were not logged.
+func TestRefusalLogIsBounded(t *testing.T) {
+	var logs bytes.Buffer
+	ts := tables(t)
+	clock := peer.NewManualClock(time.Unix(1_800_000_000, 0))
+	app := newApp(t, fsm.RoleCore)
+	d, err := peer.New(peer.Config{Role: fsm.RoleCore, Tables: ts, Router: testRouter(ts), App: app, Clock: clock, Label: "core",
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	require.NoError(t, err)
+	for range 500 {
+		require.Error(t, d.Deliver([]byte(`{"type":"teleport","id":"x","payload":{}}`)))
+	}
+	assert.Equal(t, 20, strings.Count(logs.String(), "frame refused"), "a burst per window")
+	assert.Len(t, app.refused, 500, "every refusal reaches the App")
+	clock.Advance(time.Second)
+	require.Error(t, d.Deliver([]byte(`{"type":"teleport","id":"y","payload":{}}`)))
+	assert.Contains(t, logs.String(), "not_logged_before=480")
 }
