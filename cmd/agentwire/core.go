@@ -171,6 +171,7 @@ func runCoreServe(args []string, stdout, stderr io.Writer) error {
 	log.Info("core: shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	srv.BeginShutdown() // event streams end, Runtimes get a close frame
 	err = hs.Shutdown(sctx)
 	srv.Close() // hijacked WebSockets are not the http.Server's to close
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {

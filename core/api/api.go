@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentwire/agentwire/core/agent"
@@ -120,7 +121,18 @@ type Config struct {
 }
 
 // API serves the public routes.
-type API struct{ cfg Config }
+type API struct {
+	cfg Config
+	// stopping is closed by Shutdown: open event streams end at once.
+	stopping chan struct{}
+	stopOnce sync.Once
+}
+
+// Shutdown ends every open event stream with a final "end" event
+// {"reason":"shutdown","resume_after":N}, so that a server shutting down
+// does not wait for streams that would otherwise last as long as their
+// Turns.
+func (a *API) Shutdown() { a.stopOnce.Do(func() { close(a.stopping) }) }
 
 // New returns the API.
 func New(cfg Config) *API {
@@ -130,7 +142,7 @@ func New(cfg Config) *API {
 	if cfg.Sealer == nil {
 		cfg.Sealer = vault.Ephemeral()
 	}
-	return &API{cfg: cfg}
+	return &API{cfg: cfg, stopping: make(chan struct{})}
 }
 
 // Register adds every route of Routes to mux.

@@ -240,7 +240,8 @@ func (a *API) addInput(w http.ResponseWriter, r *http.Request) {
 // to event N was sent and what follows is new;
 // "end" {"reason":"subscriber_overflow","resume_after":N} when the client
 // took no event for the stall bound (it resumes after N);
-// "error" {"error":"credential_revoked"} when the key was revoked.
+// "error" {"error":"credential_revoked"} when the key was revoked;
+// "end" {"reason":"shutdown","resume_after":N} when Core is stopping.
 func (a *API) events(w http.ResponseWriter, r *http.Request) {
 	t, ok := a.turn(w, r)
 	if !ok {
@@ -280,12 +281,20 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) {
 	}()
 	recheck := a.clock().NewTimer(a.revalidate())
 	defer recheck.Stop()
+	last := after
 	for {
 		select {
+		case <-a.stopping:
+			_ = write("event: end\ndata: {\"reason\":\"shutdown\",\"resume_after\":%d}\n\n", last)
+			flush()
+			return
 		case e, open := <-sub.Events():
 			if !open {
 				a.endStream(sub, write, flush)
 				return
+			}
+			if e.Type != LiveEvent {
+				last = e.Seq
 			}
 			if e.Type == LiveEvent {
 				if write("event: %s\ndata: {\"after\":%d}\n\n", LiveEvent, e.Seq) != nil {

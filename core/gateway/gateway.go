@@ -166,6 +166,27 @@ func (g *Gateway) Register(mux *http.ServeMux) {
 }
 
 // Close ends every connection and waits for their goroutines.
+// CloseConnections closes every live Runtime connection with a close
+// frame (1001 going away, reason) and waits, bounded by the close
+// handshake, until each was sent. The daemons reconnect with backoff.
+func (g *Gateway) CloseConnections(reason string) {
+	g.mu.Lock()
+	list := make([]*conn, 0, len(g.conns))
+	for _, c := range g.conns {
+		list = append(list, c)
+	}
+	g.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, c := range list {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.closeWS(peer.StatusGoingAway, reason)
+		}()
+	}
+	wg.Wait()
+}
+
 func (g *Gateway) Close() {
 	g.cancel()
 	g.wg.Wait()

@@ -47,6 +47,7 @@ type Server struct {
 	gateway *gateway.Gateway
 	mux     *http.ServeMux
 	journal *api.Journal
+	api     *api.API
 }
 
 // New builds the routes.
@@ -68,7 +69,7 @@ func New(cfg Config) *Server {
 	s.journal = &api.Journal{Store: cfg.Store}
 	s.gateway = gateway.New(gateway.Config{Store: cfg.Store, Credentials: s.creds, PublicURL: cfg.PublicURL, Clock: cfg.Clock, Logger: cfg.Logger, Journal: s.journal, Transcript: cfg.Transcript, PlacementTimeout: cfg.PlacementTimeout, Profiles: cfg.Profiles, Sealer: cfg.Sealer})
 	s.gateway.Register(s.mux)
-	api.New(api.Config{
+	s.api = api.New(api.Config{
 		Store: cfg.Store, Credentials: s.creds, Journal: s.journal, Now: cfg.Clock.Now, Clock: cfg.Clock, Logger: cfg.Logger, Profiles: cfg.Profiles, Sealer: cfg.Sealer,
 		Devices: func(ctx context.Context, project string) (any, error) { return DeviceViews(ctx, cfg.Store, project) },
 		CheckInput: func(ctx context.Context, turnID string, in wire.MessageInput) error {
@@ -97,7 +98,8 @@ func New(cfg Config) *Server {
 			defer cancel()
 			s.gateway.DeliverInput(ctx, turnID)
 		},
-	}).Register(s.mux)
+	})
+	s.api.Register(s.mux)
 	return s
 }
 
@@ -131,6 +133,15 @@ func (s *Server) answer(ctx context.Context, turnID, interactionID string, p wir
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// BeginShutdown ends every open event stream with a shutdown event and
+// closes every Runtime connection with a close frame (1001, Core is
+// shutting down), so that an http.Server's Shutdown that follows does not
+// wait on them and the daemons see why the connection ended.
+func (s *Server) BeginShutdown() {
+	s.api.Shutdown()
+	s.gateway.CloseConnections("Core is shutting down")
+}
 
 // Close ends every daemon connection.
 func (s *Server) Close() { s.gateway.Close() }
