@@ -58,3 +58,15 @@ func (g *Gateway) TurnState(id string) string {
 	}
 	return ""
 }
+
+// OpenAdmissions is how many admissions the device's current connection
+// holds open (-1 without a connection).
+func (g *Gateway) OpenAdmissions(deviceID string) int64 {
+	g.mu.Lock()
+	c := g.conns[deviceID]
+	g.mu.Unlock()
+	if c == nil {
+		return -1
+	}
+	return int64(c.admissions.Load())
+}
