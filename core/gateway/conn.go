@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -69,12 +70,20 @@ type conn struct {
 	pending store.Batch
 	after   []func()
 	writer  batchWriter // commits the batches off the loop (journal.go)
+	// declKey and declAt are the declaration last written to the store
+	// (without its timestamp and load) and when (DoRecordCapabilities).
+	declKey []byte
+	declAt  time.Time
 	// backlog is the bytes of journal events handed to the batch and not
 	// committed yet (journal.go, overflows).
 	backlog atomic.Int64
 	// parts are the connection's lifecycle modules (parts.go).
 	parts
 }
+
+// declarationRefresh is how often an unchanged declaration is written
+// again (DoRecordCapabilities).
+const declarationRefresh = time.Minute
 
 // coreTables are the machines Core drives on every connection.
 var coreTables = machines.CoreTables()
@@ -301,11 +310,23 @@ func (c *conn) DoRecordCapabilities(f *fsm.Firing[*peer.Event]) error {
 	c.mu.Lock()
 	c.decl = &hb
 	c.mu.Unlock()
-	// wire-reference.md §2.3: Core persists each heartbeat within 3 s.
 	ctx, cancel := context.WithTimeout(c.g.ctx, 3*time.Second)
 	defer cancel()
-	if err := c.g.cfg.Store.RecordDeclaration(ctx, c.deviceID, c.epoch, raw, c.g.cfg.Clock.Now()); err != nil && !errors.Is(err, store.ErrStale) {
-		return err
+	// decision: the reference persists every heartbeat within 3 s
+	// (wire-reference.md §2.3); here a heartbeat is written when its
+	// declaration changed and otherwise at most every declarationRefresh,
+	// so thousands of idle devices do not cost a store write each every
+	// 15 s. Liveness is the connection itself (in memory); the stored
+	// last_seen trails it by at most that long.
+	now := c.g.cfg.Clock.Now()
+	same := hb
+	same.TS, same.ActiveRequests = 0, 0
+	key, _ := json.Marshal(same)
+	if !bytes.Equal(key, c.declKey) || now.Sub(c.declAt) >= declarationRefresh {
+		if err := c.g.cfg.Store.RecordDeclaration(ctx, c.deviceID, c.epoch, raw, now); err != nil && !errors.Is(err, store.ErrStale) {
+			return err
+		}
+		c.declKey, c.declAt = key, now
 	}
 	if err := c.refreshProject(ctx); err != nil {
 		return err

@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
@@ -153,4 +154,65 @@ func TestRunSubscriptionOverflowsWhenTheStoreFallsBehind(t *testing.T) {
 	e.waitTurn(next.ID, store.TurnRunning)
 	r.send(s2.RunID, wire.Done{})
 	e.waitTurn(next.ID, store.TurnCompleted)
+}
+
+// countingStore counts the declarations written.
+type countingStore struct {
+	store.Store
+	mu    sync.Mutex
+	decls int
+}
+
+func (s *countingStore) RecordDeclaration(ctx context.Context, deviceID string, epoch uint64, raw json.RawMessage, at time.Time) error {
+	s.mu.Lock()
+	s.decls++
+	s.mu.Unlock()
+	return s.Store.RecordDeclaration(ctx, deviceID, epoch, raw, at)
+}
+
+func (s *countingStore) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.decls
+}
+
+// An unchanged declaration is written at most once a minute; a changed
+// one at once. Liveness itself is the connection, in memory.
+func TestHeartbeatsWriteTheStoreOnlyWhenNeeded(t *testing.T) {
+	st := &countingStore{Store: memory.New()}
+	e := newEnvStore(t, true, st)
+	r := e.runtime("dev-1", wiretest.Capabilities())
+	// applied waits until Core's connection delivered n frames in all.
+	applied := func(n int) {
+		require.Eventually(t, func() bool {
+			got, ok := e.gw.Sync(context.Background(), "dev-1")
+			return ok && got >= n
+		}, 10*time.Second, time.Millisecond)
+	}
+	applied(1)
+	require.Equal(t, 1, st.count(), "the first declaration")
+	yes := true
+	beat := func(ts int64, caps wire.AgentKindCapabilities) {
+		r.send("", wire.Heartbeat{TS: ts, ActiveRequests: int(ts % 3), SupportedAgentKinds: []wire.SupportedAgentKind{{Kind: "codex", Available: &yes, Capabilities: caps}}})
+	}
+	for ts := int64(2); ts < 7; ts++ {
+		beat(ts, wiretest.Capabilities())
+	}
+	applied(6)
+	assert.Equal(t, 1, st.count(), "the same declaration (timestamp and load aside) is not written again")
+	less := wiretest.Capabilities()
+	less.Steering = wire.Unsupported
+	beat(7, less)
+	applied(7)
+	assert.Equal(t, 2, st.count(), "a changed declaration is written at once")
+	// Half a minute at a time, so that each heartbeat keeps the
+	// connection inside Core's read deadline.
+	e.clock.Advance(30 * time.Second)
+	beat(8, less)
+	applied(8)
+	assert.Equal(t, 2, st.count(), "not yet")
+	e.clock.Advance(30 * time.Second)
+	beat(9, less)
+	applied(9)
+	assert.Equal(t, 3, st.count(), "an unchanged one again after a minute")
 }

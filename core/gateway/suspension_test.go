@@ -332,14 +332,18 @@ func (e *env) sync(device string) {
 }
 
 // heartbeat sends another valid declaration from the device and waits
-// until Core recorded it now, so that a test moving the clock keeps the
-// connection inside Core's read deadline.
+// until Core's connection applied it, so that a test moving the clock
+// keeps the connection inside Core's read deadline.
 func (e *env) heartbeat(r *runtimeSide, device string) {
 	yes := true
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	before, ok := e.gw.Sync(ctx, device)
+	require.True(e.t, ok, "device %s has no connection", device)
 	r.send("", wire.Heartbeat{TS: 2, SupportedAgentKinds: []wire.SupportedAgentKind{{Kind: "codex", Available: &yes, Capabilities: wiretest.Capabilities()}}})
 	require.Eventually(e.t, func() bool {
-		d, err := e.store.GetDevice(context.Background(), device)
-		return err == nil && d.LastSeen.Equal(e.clock.Now())
+		n, ok := e.gw.Sync(ctx, device)
+		return ok && n > before
 	}, 10*time.Second, time.Millisecond)
 }
 
