@@ -110,8 +110,9 @@ type Scenario struct {
 	Verify func(t *testing.T, r *Result)
 	// Refused says the kit expects the Turn never to play its plan: a
 	// configuration refused before any native call, or a strict resume of
-	// a native Session that does not exist, which fails finitely (for a
-	// Harness that owns its native Sessions, natively). The hook need not
+	// a native Session that does not exist, or a required HTTP MCP server
+	// that is down, which fail finitely (natively, for a Harness that owns
+	// its native Sessions or connects to the server itself). The hook need not
 	// arrange the plan, and a hook whose native side would wait for a Turn
 	// that never comes should not.
 	Refused bool
@@ -146,6 +147,12 @@ type Step struct {
 	// Call calls a declared function; the native side then says the text
 	// of the result it got.
 	Call *Call
+	// MCP calls a tool of one of the Turn's HTTP MCP servers (the kit
+	// serves them, mcp.go); the native side then says the text of the
+	// result it got, unless the tool is outside the server's
+	// allowed_tools. A Harness that asks permission for the call is
+	// approved.
+	MCP *MCPCall
 	// AwaitInput takes one active input and says its text.
 	AwaitInput bool
 	// Usage reports these cumulative snapshots, in order.
