@@ -122,15 +122,20 @@ func (m *mcpHTTP) remove() error {
 // server is the HTTP server whose tool the model calls by name, and the
 // tool's own name.
 func (m *mcpHTTP) server(tool string) (wire.MCPHTTPServer, string, bool) {
+	var best wire.MCPHTTPServer
+	var tname string
+	found := false
 	if m == nil {
-		return wire.MCPHTTPServer{}, "", false
+		return best, "", false
 	}
 	for _, s := range m.servers {
-		if name, ok := strings.CutPrefix(tool, "mcp__"+s.ServerLabel+"__"); ok {
-			return s, name, true
+		// The longest label wins: labels may hold "__", so "mcp__a__b__t"
+		// is tool t of server a__b before it is tool b__t of server a.
+		if name, ok := strings.CutPrefix(tool, "mcp__"+s.ServerLabel+"__"); ok && (!found || len(s.ServerLabel) > len(best.ServerLabel)) {
+			best, tname, found = s, name, true
 		}
 	}
-	return wire.MCPHTTPServer{}, "", false
+	return best, tname, found
 }
 
 // mcpServerState is one server's entry in mcp_status and in the init

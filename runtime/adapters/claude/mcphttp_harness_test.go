@@ -35,6 +35,9 @@ import (
 type mcpTestServer struct {
 	srv   *httptest.Server
 	token string // the bearer token it demands ("" = none)
+	// readOnly annotates every tool readOnlyHint, which Claude Code could
+	// take as a reason not to ask before calling it.
+	readOnly bool
 
 	mu    sync.Mutex
 	auth  []string
@@ -97,6 +100,11 @@ func (m *mcpTestServer) serve(w http.ResponseWriter, r *http.Request) {
 				"properties": map[string]any{"q": map[string]any{"type": "string"}}}},
 			{"name": "delete", "description": "Delete a doc.", "inputSchema": map[string]any{"type": "object"}},
 		}}
+		if m.readOnly {
+			for _, tool := range result.(map[string]any)["tools"].([]map[string]any) {
+				tool["annotations"] = map[string]any{"readOnlyHint": true, "destructiveHint": false}
+			}
+		}
 	case "tools/call":
 		var p mcpTestCall
 		_ = json.Unmarshal(req.Params, &struct {
@@ -305,33 +313,40 @@ func TestHarnessClaudeMCPToolCall(t *testing.T) {
 }
 
 // allowed_tools: a tool outside the list is denied by the adapter without
-// asking Core, and the server never runs it; the model is told.
+// asking Core, and the server never runs it; the model is told. It holds
+// for a tool the server says is read-only too: Claude Code still asks
+// can_use_tool for it, which is where the adapter refuses it.
 func TestHarnessClaudeMCPAllowedTools(t *testing.T) {
-	docs := newMCPTestServer(t, "")
-	r := newMCPRig(t, modeltest.WithTurns(
-		modeltest.Reply(modeltest.FunctionCall("mcp__docs__delete", map[string]any{"id": "1"})),
-		modeltest.Reply(modeltest.Text("Could not delete."))))
-	ctx, cancel := context.WithTimeout(context.Background(), cliWait)
-	defer cancel()
-	allowed := []string{"search"}
-	e, err := r.prepare(ctx, wire.MCPHTTPServer{ConnectionOrigin: wire.MCPOriginService, ServerLabel: "docs", ServerURL: docs.URL(), AllowedTools: &allowed})
-	require.NoError(t, err)
-	defer func() { require.NoError(t, e.Close(ctx)) }()
+	for _, readOnly := range []bool{false, true} {
+		t.Run(map[bool]string{false: "plain", true: "read_only_hint"}[readOnly], func(t *testing.T) {
+			docs := newMCPTestServer(t, "")
+			docs.readOnly = readOnly
+			r := newMCPRig(t, modeltest.WithTurns(
+				modeltest.Reply(modeltest.FunctionCall("mcp__docs__delete", map[string]any{"id": "1"})),
+				modeltest.Reply(modeltest.Text("Could not delete."))))
+			ctx, cancel := context.WithTimeout(context.Background(), cliWait)
+			defer cancel()
+			allowed := []string{"search"}
+			e, err := r.prepare(ctx, wire.MCPHTTPServer{ConnectionOrigin: wire.MCPOriginService, ServerLabel: "docs", ServerURL: docs.URL(), AllowedTools: &allowed})
+			require.NoError(t, err)
+			defer func() { require.NoError(t, e.Close(ctx)) }()
 
-	done, frames := answering(t, ctx, e, "run-1", "delete doc 1", true)
-	assert.Equal(t, "Could not delete.", done.Content)
-	_, calls := docs.seen()
-	assert.Empty(t, calls, "the server ran a tool outside allowed_tools")
-	for _, f := range frames {
-		_, asked := f.(wire.PermissionRequest)
-		assert.False(t, asked, "Core was asked about a tool it cannot allow: %+v", f)
+			done, frames := answering(t, ctx, e, "run-1", "delete doc 1", true)
+			assert.Equal(t, "Could not delete.", done.Content)
+			_, calls := docs.seen()
+			assert.Empty(t, calls, "the server ran a tool outside allowed_tools")
+			for _, f := range frames {
+				_, asked := f.(wire.PermissionRequest)
+				assert.False(t, asked, "Core was asked about a tool it cannot allow: %+v", f)
+			}
+			last, err := r.srv.Await(ctx, 2)
+			require.NoError(t, err)
+			res, ok := last.LastToolResult()
+			require.True(t, ok)
+			assert.True(t, res.IsError, "the model was told the tool did not run")
+			assert.Contains(t, res.Output, "not in the Agent's allowed tools")
+		})
 	}
-	last, err := r.srv.Await(ctx, 2)
-	require.NoError(t, err)
-	res, ok := last.LastToolResult()
-	require.True(t, ok)
-	assert.True(t, res.IsError, "the model was told the tool did not run")
-	assert.Contains(t, res.Output, "not in the Agent's allowed tools")
 }
 
 // A required server that is down fails the preparation, naming the
@@ -393,6 +408,13 @@ func TestClaudeMCPLabels(t *testing.T) {
 	} {
 		assert.Error(t, checkMCPServers([]wire.MCPHTTPServer{bad}), "%+v", bad)
 	}
+	m := &mcpHTTP{servers: []wire.MCPHTTPServer{{ServerLabel: "a"}, {ServerLabel: "a__b"}}}
+	s, tool, ok := m.server("mcp__a__b__t")
+	require.True(t, ok)
+	assert.Equal(t, "a__b", s.ServerLabel, "the longest label is the server")
+	assert.Equal(t, "t", tool)
+	_, _, ok = m.server("mcp__aw__f")
+	assert.False(t, ok, "a function of the adapter's own server is none of Core's HTTP servers")
 	dir := t.TempDir()
 	tok := "t0k"
 	file, err := writeMCPConfig(dir, []wire.MCPHTTPServer{{ServerLabel: "docs", ServerURL: "http://127.0.0.1:1/mcp", BearerToken: &tok}})
