@@ -378,6 +378,28 @@ func TestHarnessClaudeMCPRequiredServerDown(t *testing.T) {
 		require.NoError(t, err)
 		assert.Empty(t, left, "the configuration file outlived the failed start")
 	})
+	t.Run("required_token_refused", func(t *testing.T) {
+		// The server is up but refuses the token (401): Claude Code does
+		// not connect, and the preparation fails as for a server that is
+		// down, never showing the token.
+		docs := newMCPTestServer(t, "the-right-token")
+		r := newMCPRig(t, modeltest.WithFallback(modeltest.Always(modeltest.Reply(modeltest.Text("never")))))
+		ctx, cancel := context.WithTimeout(context.Background(), cliWait)
+		defer cancel()
+		wrong := "a-wrong-token-5c2e"
+		e, err := r.prepare(ctx, wire.MCPHTTPServer{ConnectionOrigin: wire.MCPOriginService, ServerLabel: "docs", ServerURL: docs.URL(),
+			Required: true, BearerToken: &wrong})
+		require.Error(t, err)
+		assert.Nil(t, e)
+		t.Logf("the preparation failed: %v", err)
+		assert.Contains(t, err.Error(), `"docs"`)
+		assert.NotContains(t, err.Error(), wrong)
+		assert.NotContains(t, r.log.String(), wrong)
+		auth, calls := docs.seen()
+		require.NotEmpty(t, auth, "Claude Code tried the server")
+		assert.Empty(t, calls)
+		assert.Empty(t, r.srv.TurnRequests())
+	})
 	t.Run("optional", func(t *testing.T) {
 		r := newMCPRig(t, modeltest.WithTurns(modeltest.Reply(modeltest.Text("Without docs."))))
 		ctx, cancel := context.WithTimeout(context.Background(), cliWait)
