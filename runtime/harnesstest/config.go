@@ -22,7 +22,10 @@
 // adapter sets the next Turn's script, a real CLI adapter scripts its model
 // endpoint, a program driven by its input gets the input that makes it do
 // so. A declared capability whose scenario fails is a failing test, and so
-// is a scenario no hook serves: never a skip.
+// is a scenario no hook serves: never a skip. The HTTP MCP servers of the
+// mcp_http_* scenarios are the kit's own (mcp.go): MCP is an open protocol,
+// so the hook only makes the model call the tool, and the kit's server
+// tells what ran and with which credential.
 //
 // No fixed sleep or wall-clock wait decides anything: every wait is on a
 // channel, bounded by Config.Timeout only so that a hung adapter fails
