@@ -163,7 +163,10 @@ const mcpConnected = "connected"
 // and has no event for the end of it, so the adapter asks again, at a
 // growing interval, bounded by the start timeout. An optional server is
 // not waited for: the CLI waits for it before its first Turn anyway, and
-// a failed one is logged from the Turn's init message.
+// a failed one is logged from the Turn's init message. Later Turns of the
+// Executor are not checked again: Claude Code still reports a server
+// connected after it went away (its init message and mcp_status alike), so
+// a server lost meanwhile shows only as failed tool calls.
 func (e *executor) awaitRequired(ctx context.Context) error {
 	required := map[string]bool{}
 	for _, s := range e.mcp.servers {
