@@ -22,7 +22,10 @@
 // adapter sets the next Turn's script, a real CLI adapter scripts its model
 // endpoint, a program driven by its input gets the input that makes it do
 // so. A declared capability whose scenario fails is a failing test, and so
-// is a scenario no hook serves: never a skip.
+// is a scenario no hook serves: never a skip. The HTTP MCP servers of the
+// mcp_http_* scenarios are the kit's own (mcp.go): MCP is an open protocol,
+// so the hook only makes the model call the tool, and the kit's server
+// tells what ran and with which credential.
 //
 // No fixed sleep or wall-clock wait decides anything: every wait is on a
 // channel, bounded by Config.Timeout only so that a hung adapter fails
@@ -110,8 +113,9 @@ type Scenario struct {
 	Verify func(t *testing.T, r *Result)
 	// Refused says the kit expects the Turn never to play its plan: a
 	// configuration refused before any native call, or a strict resume of
-	// a native Session that does not exist, which fails finitely (for a
-	// Harness that owns its native Sessions, natively). The hook need not
+	// a native Session that does not exist, or a required HTTP MCP server
+	// that is down, which fail finitely (natively, for a Harness that owns
+	// its native Sessions or connects to the server itself). The hook need not
 	// arrange the plan, and a hook whose native side would wait for a Turn
 	// that never comes should not.
 	Refused bool
@@ -146,6 +150,12 @@ type Step struct {
 	// Call calls a declared function; the native side then says the text
 	// of the result it got.
 	Call *Call
+	// MCP calls a tool of one of the Turn's HTTP MCP servers (the kit
+	// serves them, mcp.go); the native side then says the text of the
+	// result it got, unless the tool is outside the server's
+	// allowed_tools. A Harness that asks permission for the call is
+	// approved.
+	MCP *MCPCall
 	// AwaitInput takes one active input and says its text.
 	AwaitInput bool
 	// Usage reports these cumulative snapshots, in order.

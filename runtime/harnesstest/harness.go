@@ -125,12 +125,13 @@ func (k *kit) harnessLevel(t *testing.T) {
 		{"tool_search", func(c *wire.PromptRequest) { c.ToolSearch = true; c.FunctionTools = lookupTool }},
 		{"subagent_observations", func(c *wire.PromptRequest) { c.ObserveSubagentIdentities, c.DisableSubagents = true, false }},
 		{"workspace_authoring", func(c *wire.PromptRequest) { c.WorkspaceAuthoring = true }},
-		{"mcp_http_tools", func(c *wire.PromptRequest) { c.MCPHTTPServers = &[]wire.MCPHTTPServer{kitMCP(false, false)} }},
-		{"mcp_http_required", func(c *wire.PromptRequest) { c.MCPHTTPServers = &[]wire.MCPHTTPServer{kitMCP(true, false)} }},
-		{"mcp_http_bearer_auth", func(c *wire.PromptRequest) { c.MCPHTTPServers = &[]wire.MCPHTTPServer{kitMCP(false, true)} }},
 	} {
 		k.either(t, g.name, k.nativeOnly(g.name, g.ask), k.refusedBy(g.name, g.ask))
 	}
+	// HTTP MCP servers: the kit serves them itself (mcp.go).
+	k.either(t, "mcp_http_tools", k.mcpTools, k.refusedBy("mcp_http_tools", kitMCP(false, false)))
+	k.either(t, "mcp_http_required", k.mcpRequired, k.refusedBy("mcp_http_required", kitMCP(true, false)))
+	k.either(t, "mcp_http_bearer_auth", k.mcpBearer, k.refusedBy("mcp_http_bearer_auth", kitMCP(false, true)))
 	// subagent_control is asked of every Turn of an Agent without
 	// multi-agent (wire.ApplyOptIns); its refusal is checked when it is
 	// false (the kind can then serve only multi-agent Agents).
@@ -495,13 +496,15 @@ func (k *kit) environments(t *testing.T) {
 	}
 }
 
-// kitMCP is an HTTP MCP server entry no Harness can reach: a refusal must
-// come before any connection attempt.
-func kitMCP(required, bearer bool) wire.MCPHTTPServer {
-	s := wire.MCPHTTPServer{ConnectionOrigin: "runtime", ServerLabel: "kit", ServerURL: "http://127.0.0.1:9/mcp", Required: required}
-	if bearer {
-		tok := "kit-bearer-token"
-		s.BearerToken = &tok
+// kitMCP asks for an HTTP MCP server no Harness can reach: a refusal must
+// come before any connection attempt. Its origin matches the Turn's
+// Environment, so only the missing capability can refuse it.
+func kitMCP(required, bearer bool) func(*wire.PromptRequest) {
+	return func(c *wire.PromptRequest) {
+		token := ""
+		if bearer {
+			token = "kit-bearer-token"
+		}
+		c.MCPHTTPServers = &[]wire.MCPHTTPServer{mcpEntry(c, "http://127.0.0.1:9/mcp", required, token, nil)}
 	}
-	return s
 }

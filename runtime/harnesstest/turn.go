@@ -329,7 +329,7 @@ func isQuestion(p wire.Payload) bool {
 func answerPlan(p Plan) func(q wire.Payload) (harness.Answer, bool) {
 	var steps []Step
 	for _, s := range p {
-		if s.Ask != nil || s.Choice != nil || s.Call != nil {
+		if s.Ask != nil || s.Choice != nil || s.Call != nil || s.MCP != nil {
 			steps = append(steps, s)
 		}
 	}
@@ -342,10 +342,12 @@ func answerPlan(p Plan) func(q wire.Payload) (harness.Answer, bool) {
 		n++
 		switch v := q.(type) {
 		case wire.PermissionRequest:
-			if s.Ask == nil {
+			if s.Ask == nil && s.MCP == nil {
 				return harness.Answer{}, false
 			}
-			approved := s.Ask.Approve
+			// An MCP tool is approved, even one outside allowed_tools:
+			// no decision of Core's may make that one run.
+			approved := s.MCP != nil || s.Ask.Approve
 			return harness.Answer{InteractionID: v.RequestID, Permission: &wire.PermissionDecision{DeliveryID: "kit-decision", Approved: &approved}}, true
 		case wire.PromptForUserChoice:
 			if s.Choice == nil {

@@ -37,6 +37,13 @@ func capabilities() wire.AgentKindCapabilities {
 		Permissions:       yes, // can_use_tool → permission_request; the answer is the control response
 		FunctionTools:     yes, // an MCP server on the control channel; tools/call → function_call
 		StructuredOutput:  yes, // --json-schema; done's content is the result's structured_output
+		// Core's HTTP MCP servers go to the CLI in a 0600 --mcp-config
+		// file (mcphttp.go): their tools are asked as permission_request
+		// and observed like others, a required server that does not
+		// connect fails the preparation, the bearer token is a header.
+		MCPHTTPTools:      yes,
+		MCPHTTPRequired:   yes,
+		MCPHTTPBearerAuth: yes,
 
 		WebSearchControl:               no,
 		TextVerbosity:                  no,
@@ -47,9 +54,6 @@ func capabilities() wire.AgentKindCapabilities {
 		ToolSearch:                     no,
 		MessageImages:                  no,
 		FunctionResultImages:           no,
-		MCPHTTPTools:                   no,
-		MCPHTTPRequired:                no,
-		MCPHTTPBearerAuth:              no,
 	}
 }
 

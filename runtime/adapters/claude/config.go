@@ -168,6 +168,10 @@ type launch struct {
 	// functions adds the adapter's MCP server, which serves Core's
 	// function tools (functions.go).
 	functions bool
+	// mcpFile is the configuration file of Core's HTTP MCP servers
+	// (mcphttp.go); "" = none. A path, never its content: the file holds
+	// bearer tokens.
+	mcpFile string
 	// schema is the json_schema output format's schema (--json-schema).
 	schema string
 	// model is the Agent's model (agent_options.model); "" keeps the
@@ -205,8 +209,21 @@ func (c Config) args(l launch) []string {
 	if len(l.disallowed) > 0 {
 		a = append(a, "--disallowedTools", strings.Join(l.disallowed, ","))
 	}
+	// decision: only the MCP servers the configuration names
+	// (--strict-mcp-config): a workspace's own .mcp.json is not a server
+	// Core admitted (daemon-protocol.txt:47), and the Run must not reach
+	// servers the Agent never declared.
+	a = append(a, "--strict-mcp-config")
+	var mcp []string
 	if l.functions {
-		a = append(a, "--mcp-config", mcpConfig())
+		mcp = append(mcp, mcpConfig())
+	}
+	if l.mcpFile != "" {
+		mcp = append(mcp, l.mcpFile)
+	}
+	if len(mcp) > 0 {
+		// --mcp-config takes several configurations, files or strings.
+		a = append(append(a, "--mcp-config"), mcp...)
 	}
 	if l.schema != "" {
 		a = append(a, "--json-schema", l.schema)

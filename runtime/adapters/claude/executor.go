@@ -93,6 +93,9 @@ type executor struct {
 	// functions are Core's function tools, served as the tools of the
 	// adapter's MCP server (functions.go).
 	functions []wire.FunctionTool
+	// mcp are Core's HTTP MCP servers, which the CLI connects to itself
+	// (mcphttp.go); nil when there are none.
+	mcp *mcpHTTP
 
 	runMu sync.Mutex // one Run at a time
 
@@ -140,6 +143,18 @@ func (a *Adapter) startExecutor(ctx context.Context, hc harness.ExecutorConfig) 
 	}
 	functions := hc.Configuration.FunctionTools
 	l := launch{session: session, resume: resume, disallowed: disallowedTools(hc.Configuration), functions: len(functions) > 0}
+	var mcp *mcpHTTP
+	if p := hc.Configuration.MCPHTTPServers; p != nil && len(*p) > 0 {
+		if err := checkMCPServers(*p); err != nil {
+			return nil, err
+		}
+		file, err := writeMCPConfig(configDir, *p)
+		if err != nil {
+			return nil, err
+		}
+		mcp = &mcpHTTP{servers: append([]wire.MCPHTTPServer(nil), *p...), file: file}
+		l.mcpFile = file
+	}
 	if c := hc.Configuration.ExecutionControls; c != nil && c.OutputFormat != nil {
 		// The gate admitted it only with structured_output declared; the
 		// CLI gives the model a StructuredOutput tool with this schema and
@@ -159,10 +174,10 @@ func (a *Adapter) startExecutor(ctx context.Context, hc harness.ExecutorConfig) 
 	cfg.Model = cfg.modelOf(l)
 	proc, err := childproc.Start(cfg.Binary, cfg.args(l), cfg.env(configDir), cwd, cfg.StderrBytes)
 	if err != nil {
-		return nil, fmt.Errorf("claude adapter: starting the CLI: %w", err)
+		return nil, errors.Join(fmt.Errorf("claude adapter: starting the CLI: %w", err), mcp.remove())
 	}
 	e := &executor{cfg: cfg, log: cfg.Logger.With("kind", cfg.Kind, "session_id", hc.SessionID, "agent_session_id", session),
-		proc: proc, sessionID: session, functions: functions,
+		proc: proc, sessionID: session, functions: functions, mcp: mcp,
 		observeMessages: hc.Configuration.ObserveMessages && hc.Declaration.Capabilities.MessageItems.Supports(),
 		observeTools:    hc.Configuration.ObserveToolObservations && hc.Declaration.Capabilities.ToolObservations.Supports()}
 	e.ch = newChannel(proc.Stdout, proc.Stdin, cfg.MaxLineBytes, "aw-", func(f string, args ...any) { e.log.Debug(fmt.Sprintf(f, args...)) }, e.interceptMCP)
@@ -189,6 +204,11 @@ func (a *Adapter) startExecutor(ctx context.Context, hc harness.ExecutorConfig) 
 			return nil, e.startFailed(fmt.Errorf("resuming native Session %s: %w", session, err))
 		}
 		return nil, e.startFailed(err)
+	}
+	if mcp != nil {
+		if err := e.awaitRequired(sctx); err != nil {
+			return nil, fmt.Errorf("claude adapter: %w", err)
+		}
 	}
 	e.log.Debug("claude ready", "pid", proc.Pid(), "resumed", resume)
 	return e, nil
@@ -238,6 +258,14 @@ func (e *executor) Close(ctx context.Context) error {
 	}
 	if text := e.proc.Stderr.String(); text != "" {
 		e.log.Debug("claude exited", "exit", e.proc.ExitText(), "stderr", text)
+	}
+	// The bearer tokens live no longer than the Executor: the process that
+	// read them is gone.
+	if err := e.mcp.remove(); err != nil {
+		e.mu.Lock()
+		e.closeErr = err
+		e.mu.Unlock()
+		return err
 	}
 	e.mu.Lock()
 	e.closed, e.closeErr = true, nil

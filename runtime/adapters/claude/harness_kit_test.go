@@ -199,9 +199,10 @@ func (n *kitNative) hook(t *testing.T, s *harnesstest.Scenario) {
 	if s.Refused {
 		n.mu.Lock()
 		delete(n.scripts, s.SessionID)
-		if s.Config.AgentSessionID == "" {
+		if s.Config.AgentSessionID == "" && !requiresMCP(s.Config) {
 			// A strict resume of an unknown Session needs the CLI to look
-			// it up; every other refusal comes before any process.
+			// it up, and a required MCP server that is down needs it to
+			// try to connect; every other refusal comes before any process.
 			n.refusals = append(n.refusals, kitRefusal{name: s.Name, procs: n.procs()})
 		}
 		n.mu.Unlock()
@@ -212,6 +213,19 @@ func (n *kitNative) hook(t *testing.T, s *harnesstest.Scenario) {
 	n.scripts[s.SessionID] = sc
 	n.mu.Unlock()
 	s.Verify = n.verifier(s, sc)
+}
+
+// requiresMCP: the configuration names a required HTTP MCP server.
+func requiresMCP(c wire.PromptRequest) bool {
+	if c.MCPHTTPServers == nil {
+		return false
+	}
+	for _, s := range *c.MCPHTTPServers {
+		if s.Required {
+			return true
+		}
+	}
+	return false
 }
 
 // compile lays the Plan out as model requests: a tool, an approval or a
@@ -265,6 +279,16 @@ func (n *kitNative) compile(t *testing.T, s *harnesstest.Scenario) *kitScript {
 			setUsage()
 			push()
 			cur.parts = append(cur.parts, n.echoToolResult)
+		case st.MCP != nil:
+			// Claude Code names an HTTP MCP server's tool
+			// mcp__<label>__<tool>; one outside allowed_tools is denied,
+			// and the model goes on with the plan.
+			cur.add(modeltest.FunctionCall("mcp__"+st.MCP.Server+"__"+st.MCP.Tool, json.RawMessage(st.MCP.Args)))
+			setUsage()
+			push()
+			if !st.MCP.Outside {
+				cur.parts = append(cur.parts, n.echoToolResult)
+			}
 		case st.AwaitInput:
 			// The stream holds until the input is written; the CLI takes it
 			// after the result, as a follow-up whose request carries it.
@@ -466,6 +490,13 @@ func (n *kitNative) verifier(s *harnesstest.Scenario, sc *kitScript) func(*testi
 					want = append(want, c.Text)
 				}
 				assert.Equal(t, strings.Join(want, "\n"), tr.Output, "the function result the model got")
+			case st.MCP != nil:
+				tool := "mcp__" + st.MCP.Server + "__" + st.MCP.Tool
+				assert.True(t, first.HasTool(tool), "the server's tool is offered to the model: %v", first.ToolNames())
+				require.GreaterOrEqual(t, len(reqs), 2, "the model never got the tool's outcome")
+				tr, ok := reqs[1].LastToolResult()
+				require.True(t, ok)
+				assert.Equal(t, st.MCP.Outside, tr.IsError, "the model was told whether the tool ran")
 			case st.AwaitInput:
 				require.Len(t, r.Steers, 1)
 				require.GreaterOrEqual(t, len(reqs), 2, "the steered input never reached the model")

@@ -185,6 +185,9 @@ func (l *turnLoop) canUseTool(ev event) error {
 	if handled, err := l.allowFunction(ev.RequestID, req.ToolName, req.Input); handled {
 		return err
 	}
+	if handled, err := l.allowMCPTool(ev.RequestID, req.ToolName); handled {
+		return err
+	}
 	q := &question{interactionID: "claude-perm-" + ev.RequestID, requestID: ev.RequestID, input: req.Input}
 	l.t.mu.Lock()
 	l.t.questions[q.interactionID] = q

@@ -185,6 +185,10 @@ func (l *turnLoop) run(ctx context.Context) (wire.Done, error) {
 // handle maps one event; finished once the Turn's result was read.
 func (l *turnLoop) handle(ev event) (wire.Done, bool, error) {
 	switch ev.Type {
+	case "system":
+		if ev.Subtype == "init" {
+			l.e.logMCPInit(ev.Raw)
+		}
 	case "stream_event":
 		var se streamEvent
 		if err := json.Unmarshal(ev.Raw, &se); err != nil {
