@@ -116,6 +116,15 @@ func (d Definition) Validate() error {
 			return bad(field+".parameters", "the arguments' JSON Schema must be an object")
 		}
 	}
+	if d.ToolSearch {
+		deferred := false
+		for _, f := range d.FunctionTools {
+			deferred = deferred || f.DeferLoading
+		}
+		if !deferred {
+			return bad("tool_search", "tool search loads deferred function tools: mark at least one function_tools[i].defer_loading")
+		}
+	}
 	if o := d.OutputFormat; o != nil {
 		switch o.Type {
 		case "text":

@@ -30,6 +30,7 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"text with schema", Definition{AgentKind: "codex", OutputFormat: &OutputFormat{Type: "text", Schema: obj}}, "output_format.schema"},
 		{"unknown format", Definition{AgentKind: "codex", OutputFormat: &OutputFormat{Type: "xml"}}, "output_format.type"},
 		{"verbosity", Definition{AgentKind: "codex", TextVerbosity: "loud"}, "text_verbosity"},
+		{"search with nothing deferred", Definition{AgentKind: "codex", ToolSearch: true, FunctionTools: []wire.FunctionTool{{Name: "f", Parameters: fn}}}, "tool_search"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.def.Validate()

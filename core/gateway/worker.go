@@ -194,6 +194,14 @@ func (g *Gateway) unsent(log interface{ Warn(string, ...any) }, in *turn.Instanc
 		g.fail(log, in, turn.DeliveryUnknown, store.Outcome{}, err)
 		return
 	}
+	// A frame the wire's own validator refused is a configuration Core
+	// built that can never be sent: queueing it again would refuse it
+	// again for ever, so the Turn fails with what was wrong.
+	var fe *wire.FieldError
+	if errors.As(err, &fe) {
+		g.fail(log, in, turn.InvalidConfiguration, detailOutcome(err), err)
+		return
+	}
 	g.requeue(log, in, attempts)
 	log.Warn("gateway: execution_prepare not sent; the Turn is queued again", "err", err)
 }
