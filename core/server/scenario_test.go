@@ -72,7 +72,7 @@ type coreSide struct {
 }
 
 func newCoreSide(t *testing.T) *coreSide {
-	c := &coreSide{st: memory.New(), clock: peer.NewManualClock(time.Unix(1_800_000_000, 0).UTC()), secrets: map[string]string{}, creds: map[string]string{}, seen: map[string]int64{}, pending: map[string]chan string{}}
+	c := &coreSide{st: &heldStore{Store: memory.New()}, clock: peer.NewManualClock(time.Unix(1_800_000_000, 0).UTC()), secrets: map[string]string{}, creds: map[string]string{}, seen: map[string]int64{}, pending: map[string]chan string{}}
 	mux := http.NewServeMux()
 	c.http = httptest.NewServer(mux)
 	t.Cleanup(func() {
@@ -92,7 +92,12 @@ func newCoreSide(t *testing.T) *coreSide {
 			t.Logf("Core's log:\n%s", logs.String())
 		}
 	})
-	c.srv = server.New(server.Config{Store: c.st, PublicURL: c.http.URL, Clock: c.clock, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	// A small journal backlog, so that a transcript can overflow a Run's
+	// subscription with one large frame while the store is held ("store
+	// hold"); no other transcript holds the store or sends a Run frame near
+	// that size.
+	c.srv = server.New(server.Config{Store: c.st, PublicURL: c.http.URL, Clock: c.clock, Logger: slog.New(slog.NewTextHandler(logs, nil)),
+		JournalBacklog: 1 << 10})
 	mux.Handle("/", c.srv)
 	t.Cleanup(func() {
 		c.srv.Close()
@@ -176,6 +181,7 @@ func (c *coreSide) Settle(t *testing.T, device string, frames int) {
 //	cursor [id=T]              the Turn's input cursor (the last accepted input's Seq)
 //	device [id=D] [until=offline|connected]  the registry record of a device
 //	revoke name=N              revokes the named credential (as agentwire core credential revoke does)
+//	store hold|release         journal commits wait from hold to release (a store that fell behind)
 func (c *coreSide) Do(t *testing.T, d *datadriven.TestData, b *scenario.Bindings) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -213,6 +219,17 @@ func (c *coreSide) Do(t *testing.T, d *datadriven.TestData, b *scenario.Bindings
 			return "", nil
 		}
 		return c.api(ctx, key, method, path, body)
+	case "store":
+		hs := c.st.(*heldStore)
+		switch {
+		case len(d.CmdArgs) == 1 && d.CmdArgs[0].Key == "hold":
+			hs.hold()
+		case len(d.CmdArgs) == 1 && d.CmdArgs[0].Key == "release":
+			hs.release()
+		default:
+			return "", fmt.Errorf("store hold|release")
+		}
+		return "", nil
 	case "pending":
 		if len(d.CmdArgs) != 1 {
 			return "", fmt.Errorf("pending NAME")
@@ -424,4 +441,43 @@ func (c *coreSide) events(ctx context.Context, id string) (string, error) {
 		return "(no events)\n", nil
 	}
 	return out.String(), nil
+}
+
+// heldStore is the scenario's store: between "store hold" and "store
+// release", every commit that journals events waits, as a store that fell
+// behind would.
+type heldStore struct {
+	store.Store
+	mu   sync.Mutex
+	gate chan struct{} // nil when not held
+}
+
+func (h *heldStore) hold() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.gate == nil {
+		h.gate = make(chan struct{})
+	}
+}
+
+func (h *heldStore) release() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.gate != nil {
+		close(h.gate)
+		h.gate = nil
+	}
+}
+
+func (h *heldStore) Commit(ctx context.Context, b store.Batch) (store.BatchResult, error) {
+	h.mu.Lock()
+	gate := h.gate
+	h.mu.Unlock()
+	if gate != nil && len(b.Events) > 0 {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+		}
+	}
+	return h.Store.Commit(ctx, b)
 }

@@ -34,6 +34,8 @@ type Config struct {
 	// Profiles are the engine profiles by agent kind (nil:
 	// agent.DefaultProfiles).
 	Profiles agent.Profiles
+	// JournalBacklog is gateway.Config.JournalBacklog (0: 16 MiB).
+	JournalBacklog int64
 	// Sealer seals the Vault's secrets (nil: a key that lives as long as
 	// the process, right for a store in memory; a Core on a durable store
 	// passes one from vault.LoadKey so secrets open after a restart).
@@ -67,7 +69,7 @@ func New(cfg Config) *Server {
 	s := &Server{cfg: cfg, mux: http.NewServeMux()}
 	s.creds = credential.Issuer{Store: cfg.Store, Now: cfg.Clock.Now}
 	s.journal = &api.Journal{Store: cfg.Store}
-	s.gateway = gateway.New(gateway.Config{Store: cfg.Store, Credentials: s.creds, PublicURL: cfg.PublicURL, Clock: cfg.Clock, Logger: cfg.Logger, Journal: s.journal, Transcript: cfg.Transcript, PlacementTimeout: cfg.PlacementTimeout, Profiles: cfg.Profiles, Sealer: cfg.Sealer})
+	s.gateway = gateway.New(gateway.Config{Store: cfg.Store, Credentials: s.creds, PublicURL: cfg.PublicURL, Clock: cfg.Clock, Logger: cfg.Logger, Journal: s.journal, Transcript: cfg.Transcript, PlacementTimeout: cfg.PlacementTimeout, Profiles: cfg.Profiles, Sealer: cfg.Sealer, JournalBacklog: cfg.JournalBacklog})
 	s.gateway.Register(s.mux)
 	s.api = api.New(api.Config{
 		Store: cfg.Store, Credentials: s.creds, Journal: s.journal, Now: cfg.Clock.Now, Clock: cfg.Clock, Logger: cfg.Logger, Profiles: cfg.Profiles, Sealer: cfg.Sealer,

@@ -32,6 +32,7 @@ import (
 //	heartbeat [kind=K] [available=false] [unsupported=a,b] [omit=field]
 //	                        a declaration built from the wiretest fixture (omit makes it invalid)
 //	send type=T [id=ID]     input: the payload; $name placeholders are substituted
+//	     [settle=false]     do not wait for Core to apply it (for a Core whose store is held)
 //	disconnect              the Runtime drops the socket (going away)
 //	read                    nothing is done; the frames Core sends meanwhile are read
 //	silence                 Core sends nothing within the silence window
@@ -437,7 +438,9 @@ func (s *scriptedRuntime) write(t *testing.T, d *datadriven.TestData, typ, id, p
 		return err
 	}
 	c.sent++
-	s.opts.Core.Settle(t, c.device, c.sent)
+	if arg(d, "settle") != "false" {
+		s.opts.Core.Settle(t, c.device, c.sent)
+	}
 	return nil
 }
 
