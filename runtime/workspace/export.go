@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/agentwire/agentwire/wire"
@@ -25,8 +26,8 @@ import (
 // in depth so that the archive stays within wire.MaxExportBytes.
 //
 // decision: entries are described, never followed: a symbolic link is
-// archived as a link (its target text only), so nothing outside the
-// workspace is read whatever the link says; a file or directory is opened
+// archived as a link (its target text only, and only a relative one that
+// stays inside outputs), so nothing outside the workspace is read; a file or directory is opened
 // through os.Root and checked to be the entry that was listed. Ownership is
 // not archived (meaningless on another machine) and modes are reduced to
 // 0644/0755, so the archive depends only on names, contents, kinds and
@@ -70,7 +71,10 @@ type exporter struct {
 }
 
 func (x *exporter) header(name string, fi fs.FileInfo) *tar.Header {
-	h := &tar.Header{Name: name, ModTime: fi.ModTime().UTC().Truncate(time.Second), Mode: 0o644, Format: tar.FormatUSTAR}
+	// The format is left to the writer: USTAR when the entry fits it (the
+	// same bytes as always), PAX records for a non-ASCII or long name or
+	// link target, which USTAR cannot hold.
+	h := &tar.Header{Name: name, ModTime: fi.ModTime().UTC().Truncate(time.Second), Mode: 0o644}
 	if fi.Mode()&0o111 != 0 {
 		h.Mode = 0o755
 	}
@@ -146,6 +150,17 @@ func (x *exporter) link(p string, fi fs.FileInfo) error {
 	target, err := x.root.Readlink(p)
 	if err != nil {
 		return fmt.Errorf("workspace: %s cannot be read", p)
+	}
+	// decision: a link is exported only as a relative link that stays
+	// inside outputs/: one with an absolute target or one that climbs out
+	// would, unpacked elsewhere, point at whatever that machine has there.
+	// Such a link fails the export, naming it, rather than being dropped
+	// silently (the archive is the outputs whole or not at all).
+	if path.IsAbs(target) {
+		return fmt.Errorf("workspace: %s is a link to an absolute path; only relative links inside %s are exported", p, ExportDir)
+	}
+	if to := path.Join(path.Dir(p), target); to != ExportDir && !strings.HasPrefix(to, ExportDir+"/") {
+		return fmt.Errorf("workspace: %s links outside %s; only relative links inside it are exported", p, ExportDir)
 	}
 	h := x.header(p, fi)
 	// A link's own time says nothing about what it names.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -47,21 +48,33 @@ func TestExportOutputs(t *testing.T) {
 	require.NoError(t, os.MkdirAll(filepath.Join(ws, "outputs", "sub"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(ws, "outputs", "report.txt"), []byte("report"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(ws, "outputs", "sub", "b.txt"), []byte("b"), 0o644))
-	// Made after Open, pointing out: archived as a link, never followed.
-	require.NoError(t, os.Symlink(filepath.Join(outside, "secret.txt"), filepath.Join(ws, "outputs", "leak")))
-	require.NoError(t, os.Symlink("../../outside", filepath.Join(ws, "outputs", "sub", "up")))
+	// Relative links inside outputs are archived as links, never
+	// followed; names that USTAR cannot hold go out as PAX.
+	require.NoError(t, os.Symlink("../report.txt", filepath.Join(ws, "outputs", "sub", "report")))
+	long := strings.Repeat("deep/", 30) + "résumé.txt"
+	require.NoError(t, os.MkdirAll(filepath.Join(ws, "outputs", filepath.Dir(long)), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(ws, "outputs", long), []byte("cv"), 0o644))
 
 	var buf bytes.Buffer
 	require.NoError(t, w.ExportOutputs(context.Background(), &buf))
-	assert.Equal(t, map[string]string{
-		"outputs/":           "dir",
-		"outputs/leak":       "-> " + filepath.Join(outside, "secret.txt"),
-		"outputs/report.txt": "report",
-		"outputs/sub/":       "dir",
-		"outputs/sub/b.txt":  "b",
-		"outputs/sub/up":     "-> ../../outside",
-	}, untar(t, buf.Bytes()))
-	assert.NotContains(t, buf.String(), "secret\x00", "the link's target is never read")
+	got := untar(t, buf.Bytes())
+	assert.Equal(t, "-> ../report.txt", got["outputs/sub/report"])
+	assert.Equal(t, "report", got["outputs/report.txt"])
+	assert.Equal(t, "b", got["outputs/sub/b.txt"])
+	assert.Equal(t, "cv", got["outputs/"+long], "a long non-ASCII path is exported whole")
+
+	// A link to an absolute path or out of outputs fails the export,
+	// named; the target is never read.
+	for name, target := range map[string]string{"leak": filepath.Join(outside, "secret.txt"), "sub/up": "../../outside"} {
+		link := filepath.Join(ws, "outputs", name)
+		require.NoError(t, os.Symlink(target, link))
+		var out bytes.Buffer
+		err := w.ExportOutputs(context.Background(), &out)
+		require.Error(t, err, name)
+		assert.Contains(t, err.Error(), "outputs/"+name)
+		assert.NotContains(t, out.String(), "secret\x00", "the link's target is never read")
+		require.NoError(t, os.Remove(link))
+	}
 
 	var again bytes.Buffer
 	require.NoError(t, w.ExportOutputs(context.Background(), &again))
