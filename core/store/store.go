@@ -64,7 +64,11 @@ type Store interface {
 	// CreateTurn stores a queued Turn with its initial input.
 	CreateTurn(ctx context.Context, t Turn) error
 	GetTurn(ctx context.Context, id string) (Turn, error)
-	// DueTurns lists queued Turns whose NotBefore has passed, oldest first.
+	// DueTurns lists queued Turns whose NotBefore has passed, oldest first,
+	// at most one per Session: its oldest queued Turn, and only when that
+	// one is due (a Session's Turns run in order, so a later one is never
+	// a candidate before it, and one Session's backlog cannot fill the
+	// list).
 	DueTurns(ctx context.Context, now time.Time, limit int) ([]Turn, error)
 	// MoveTurn applies one move of the Turn's machine (spec/turn.yaml) as
 	// a conditional write: ErrStale when the Turn is not in m.From (or is

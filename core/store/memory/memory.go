@@ -192,14 +192,24 @@ func (s *Store) DueTurns(ctx context.Context, now time.Time, limit int) ([]store
 		return nil, err
 	}
 	defer s.mu.Unlock()
-	var out []store.Turn
+	var queued []*store.Turn
 	for _, id := range s.turnOrder {
-		t := s.turns[id]
-		if t.State == store.TurnQueued && !t.NotBefore.After(now) {
+		if t := s.turns[id]; t.State == store.TurnQueued {
+			queued = append(queued, t)
+		}
+	}
+	sort.SliceStable(queued, func(i, j int) bool { return queued[i].CreatedAt.Before(queued[j].CreatedAt) })
+	var out []store.Turn
+	head := map[string]bool{} // Sessions whose oldest queued Turn was seen
+	for _, t := range queued {
+		if head[t.SessionID] {
+			continue
+		}
+		head[t.SessionID] = true
+		if !t.NotBefore.After(now) {
 			out = append(out, copyTurn(t))
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
 	if limit > 0 && len(out) > limit {
 		out = out[:limit]
 	}

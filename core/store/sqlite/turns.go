@@ -158,8 +158,11 @@ func (s *Store) DueTurns(ctx context.Context, now time.Time, limit int) ([]store
 	if limit <= 0 {
 		limit = -1
 	}
-	return s.turns(ctx, `SELECT `+turnCols+` FROM turns WHERE state = ? AND not_before <= ? ORDER BY created_at, rowid LIMIT ?`,
-		string(store.TurnQueued), ms(now), limit)
+	return s.turns(ctx, `SELECT `+turnCols+` FROM turns t WHERE state = ? AND not_before <= ?
+		AND NOT EXISTS (SELECT 1 FROM turns o WHERE o.session_id = t.session_id AND o.state = ?
+			AND (o.created_at < t.created_at OR (o.created_at = t.created_at AND o.rowid < t.rowid)))
+		ORDER BY created_at, rowid LIMIT ?`,
+		string(store.TurnQueued), ms(now), string(store.TurnQueued), limit)
 }
 
 func (s *Store) SessionTurns(ctx context.Context, sessionID string, limit int) ([]store.Turn, error) {

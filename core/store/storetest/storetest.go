@@ -288,14 +288,43 @@ func testNativeSession(t *testing.T, s store.Store) {
 	assert.ErrorIs(t, s.RecordNativeSession(ctx, "ses", "another"), store.ErrStale)
 }
 
+// testDueOrder: due Turns come oldest first, one per Session (its oldest
+// queued Turn, only when that one is due), so one Session's backlog never
+// fills the list.
 func testDueOrder(t *testing.T, s store.Store) {
-	seed(t, s, 5)
+	seed(t, s, 5) // turn-0..4 of "ses"
+	for i, id := range []string{"s1", "s2", "s3"} {
+		require.NoError(t, s.CreateSession(ctx, store.Session{ID: id, Project: "p", AgentKind: "codex", EnvironmentID: "env", CreatedAt: T0}))
+		require.NoError(t, s.CreateTurn(ctx, store.Turn{ID: id + "-turn", SessionID: id, Input: raw(`[]`), CreatedAt: T0.Add(time.Second + time.Duration(i)*time.Millisecond)}))
+	}
+	ids := func(due []store.Turn) []string {
+		var out []string
+		for _, tr := range due {
+			out = append(out, tr.ID)
+		}
+		return out
+	}
 	due, err := s.DueTurns(ctx, T0.Add(time.Hour), 3)
 	require.NoError(t, err)
-	require.Len(t, due, 3)
-	for i, tr := range due {
-		assert.Equal(t, fmt.Sprintf("turn-%d", i), tr.ID)
-	}
+	assert.Equal(t, []string{"turn-0", "s1-turn", "s2-turn"}, ids(due), "the oldest of each Session, oldest first")
+	due, err = s.DueTurns(ctx, T0.Add(time.Hour), 10)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"turn-0", "s1-turn", "s2-turn", "s3-turn"}, ids(due))
+
+	// Its oldest backing off, a Session has nothing due: the next one
+	// never overtakes it.
+	require.NoError(t, s.MoveTurn(ctx, ClaimMove("turn-0", store.Claim{DeviceID: "dev", OwnerEpoch: 1, RunID: "run-1", At: T0.Add(time.Second)})))
+	requeue := move("turn-0", "run-1", store.TurnClaimed, store.TurnQueued, T0.Add(2*time.Second))
+	requeue.NotBefore = T0.Add(2 * time.Hour)
+	require.NoError(t, s.MoveTurn(ctx, requeue))
+	due, err = s.DueTurns(ctx, T0.Add(time.Hour), 10)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"s1-turn", "s2-turn", "s3-turn"}, ids(due))
+	// Once it left the queue, the Session's next Turn is its head.
+	require.NoError(t, s.MoveTurn(ctx, FinishMove("turn-0", "", store.TurnQueued, store.TurnCancelled, store.Outcome{}, T0.Add(3*time.Second))))
+	due, err = s.DueTurns(ctx, T0.Add(time.Hour), 10)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"turn-1", "s1-turn", "s2-turn", "s3-turn"}, ids(due))
 }
 
 func testClaimRace(t *testing.T, s store.Store) {
