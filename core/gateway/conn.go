@@ -198,6 +198,7 @@ func (g *Gateway) release(c *conn) {
 		delete(g.conns, c.deviceID)
 	}
 	g.mu.Unlock()
+	g.placementChanged()
 	ctx, cancel := g.storeCtx()
 	defer cancel()
 	err := g.cfg.Store.ReleaseOwner(ctx, c.deviceID, c.epoch, g.cfg.Clock.Now())
@@ -267,6 +268,7 @@ func (c *conn) DoReplacePrevious(*fsm.Firing[*peer.Event]) error {
 	old := c.g.conns[c.deviceID]
 	c.g.conns[c.deviceID] = c
 	c.g.mu.Unlock()
+	c.g.placementChanged()
 	if old != nil {
 		c.log.Warn("gateway: the device connected again while its connection was live; the newer connection wins (if this repeats, two Runtimes share the device ID)", "old_epoch", old.epoch)
 		old.supersede()
@@ -322,6 +324,9 @@ func (c *conn) DoRecordCapabilities(f *fsm.Firing[*peer.Event]) error {
 	same := hb
 	same.TS, same.ActiveRequests = 0, 0
 	key, _ := json.Marshal(same)
+	if !bytes.Equal(key, c.declKey) {
+		c.g.placementChanged()
+	}
 	if !bytes.Equal(key, c.declKey) || now.Sub(c.declAt) >= declarationRefresh {
 		if err := c.g.cfg.Store.RecordDeclaration(ctx, c.deviceID, c.epoch, raw, now); err != nil && !errors.Is(err, store.ErrStale) {
 			return err
@@ -345,8 +350,12 @@ func (c *conn) refreshProject(ctx context.Context) error {
 		return err
 	}
 	c.mu.Lock()
+	changed := c.project != d.Project
 	c.project = d.Project
 	c.mu.Unlock()
+	if changed {
+		c.g.placementChanged()
+	}
 	return nil
 }
 
@@ -389,6 +398,7 @@ func (c *conn) clearSnapshot() {
 	c.mu.Lock()
 	c.decl = nil
 	c.mu.Unlock()
+	c.g.placementChanged()
 	ctx, cancel := context.WithTimeout(c.g.ctx, 3*time.Second)
 	defer cancel()
 	_ = c.g.cfg.Store.RecordDeclaration(ctx, c.deviceID, c.epoch, nil, c.g.cfg.Clock.Now())

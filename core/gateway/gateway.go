@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentwire/agentwire/core/agent"
@@ -96,11 +97,19 @@ type Gateway struct {
 	turns map[string]*turn.Instance
 	// waiting is why each queued Turn the scheduler considered is not
 	// placed (waiting.go).
-	waiting  map[string]Waiting
-	passes   passes            // the scheduler's passes (Settled)
-	sessions map[string]string // the Turn in flight of each Session
-	trans    *transcript
-	wake     chan struct{}
+	waiting map[string]Waiting
+	// placeGen counts the changes of what decides whether a Turn's
+	// requirements are met anywhere (connections, declarations, owners):
+	// a Turn found unmet is not planned again until it moves
+	// (scheduler.go, skipUnmet).
+	placeGen atomic.Uint64
+	// dueCursor is where the last pass stopped when it reached its page
+	// bound; the next pass goes on from there (scheduler.go).
+	dueCursor string
+	passes    passes            // the scheduler's passes (Settled)
+	sessions  map[string]string // the Turn in flight of each Session
+	trans     *transcript
+	wake      chan struct{}
 	// holds are the Sessions' scheduling reservations (workspace_read.go).
 	holds   map[string]*sessionHold
 	holdSeq uint64

@@ -162,6 +162,20 @@ func (g *Gateway) schedule() {
 // a kick reads nothing (every finished Turn kicks, and a full connection
 // used to cost a read of 64 due Turns and their Sessions per kick). The
 // Sessions and Environments of the due Turns are read once per kick.
+//
+// The candidates are each Session's oldest queued Turn (store.DueTurns),
+// read a page at a time, oldest first, until capacity runs out or every
+// head was seen: Turns nothing can run never hide the ones behind them
+// (issue 23 found 64 such Turns keeping another project's Turn queued on
+// an idle device). A pass reads at most duePages pages; the next one goes
+// on where it stopped, so every head is considered within a bounded
+// number of passes however long the queue.
+//
+// decision: devices belong to one project (docs/tenancy.md), so no
+// project's Turns can take another's capacity; what projects share is the
+// worker's pass, and paging shares it: a project's backlog costs reads,
+// never another project's placement (daemon-protocol.txt:156 leaves
+// scheduling to Core).
 func (g *Gateway) dispatch() {
 	// With no capacity anywhere nothing is read: every finished Turn
 	// kicks, and a full connection must not cost a store read per kick.
@@ -172,38 +186,88 @@ func (g *Gateway) dispatch() {
 	}
 	ctx, cancel := context.WithTimeout(g.ctx, 10*time.Second)
 	defer cancel()
-	due, err := g.cfg.Store.DueTurns(ctx, g.cfg.Clock.Now(), dueBatch)
-	if err != nil {
-		if g.ctx.Err() == nil {
-			g.cfg.Logger.Warn("gateway: due turns", "err", err)
-		}
-		return
-	}
-	if len(due) < dueBatch {
-		g.pruneWaiting(due) // the list is whole: a Turn not in it left the queue
-	}
+	now, gen := g.cfg.Clock.Now(), g.placeGen.Load()
 	k := &kick{sessions: map[string]store.Session{}, envs: map[string]store.Environment{}}
 	var placed []*placement
-	for _, t := range due {
-		if !g.anyCapacity() && g.connected() > 0 {
-			break // the rest waits for the kick of a settled admission
+	after := g.dueCursor
+	fromStart := after == ""
+	var seen []store.Turn
+	full := false
+	g.dueCursor = ""
+pages:
+	for page := 0; ; page++ {
+		if page == duePages {
+			g.dueCursor = after // the next pass goes on from here
+			break
 		}
-		pl, wait, err := g.place(ctx, k, t)
-		if err != nil && g.ctx.Err() == nil {
-			g.cfg.Logger.Warn("gateway: place turn", "turn_id", t.ID, "err", err)
+		due, err := g.cfg.Store.DueTurns(ctx, now, after, dueBatch)
+		if err != nil {
+			if g.ctx.Err() == nil {
+				g.cfg.Logger.Warn("gateway: due turns", "err", err)
+			}
+			break
 		}
-		if pl != nil {
-			placed = append(placed, pl)
-		} else if wait.Reason != "" {
-			g.noteWaiting(ctx, t, wait)
+		seen = append(seen, due...)
+		for _, t := range due {
+			if !g.anyCapacity() && g.connected() > 0 {
+				full = true // the rest waits for the kick of a settled admission
+				break pages
+			}
+			if w, ok := g.skipUnmet(t.ID, gen, now); ok {
+				g.noteWaiting(ctx, t, w)
+				continue
+			}
+			pl, wait, err := g.place(ctx, k, t)
+			if err != nil && g.ctx.Err() == nil {
+				g.cfg.Logger.Warn("gateway: place turn", "turn_id", t.ID, "err", err)
+			}
+			if pl != nil {
+				placed = append(placed, pl)
+			} else if wait.Reason != "" {
+				wait.gen, wait.checked = gen, now
+				g.noteWaiting(ctx, t, wait)
+			}
 		}
+		if len(due) < dueBatch {
+			if fromStart && !full {
+				g.pruneWaiting(seen) // the list is whole: a Turn not in it left the queue
+			}
+			break
+		}
+		after = due[len(due)-1].ID
 	}
 	// One commit claims every Turn the kick placed.
 	g.claim(ctx, placed)
 }
 
-// dueBatch is how many due Turns one kick considers.
-const dueBatch = 64
+// dueBatch is how many due Turns one page holds, and duePages how many
+// pages one pass reads at most.
+const (
+	dueBatch = 64
+	duePages = 16
+)
+
+// unmetRecheck is how long a Turn found unmet is skipped without a change
+// of placeGen: a bound on what a missed change could cost, not the way
+// changes are seen.
+const unmetRecheck = 30 * time.Second
+
+// skipUnmet returns the reason a Turn was last found unmet when nothing
+// that could meet it changed since (placeGen) and it was checked recently:
+// the pass skips planning it (its Session, Environment and Agent reads).
+func (g *Gateway) skipUnmet(turnID string, gen uint64, now time.Time) (Waiting, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	w, ok := g.waiting[turnID]
+	if !ok || !unmet(w.Reason) || w.gen != gen || now.Sub(w.checked) >= unmetRecheck {
+		return Waiting{}, false
+	}
+	return w, true
+}
+
+// placementChanged says that a connection, a declaration or a device's
+// owner changed: every Turn found unmet is planned again.
+func (g *Gateway) placementChanged() { g.placeGen.Add(1) }
 
 // connected is the number of live connections.
 func (g *Gateway) connected() int {

@@ -52,6 +52,10 @@ type Waiting struct {
 	// declared what the Turn requires (zero while it waits for another
 	// reason).
 	unplaced time.Time
+	// gen and checked are the placeGen and the time at which the
+	// scheduler last planned the Turn (skipUnmet).
+	gen     uint64
+	checked time.Time
 }
 
 // DefaultPlacementTimeout is how long a Turn waits for a device that

@@ -68,8 +68,11 @@ type Store interface {
 	// at most one per Session: its oldest queued Turn, and only when that
 	// one is due (a Session's Turns run in order, so a later one is never
 	// a candidate before it, and one Session's backlog cannot fill the
-	// list).
-	DueTurns(ctx context.Context, now time.Time, limit int) ([]Turn, error)
+	// list). With after set to the ID of a Turn of an earlier page, only
+	// the Turns that come after it in that order are listed, so a reader
+	// pages through every Session's head (the Turn need not be queued
+	// any more).
+	DueTurns(ctx context.Context, now time.Time, after string, limit int) ([]Turn, error)
 	// MoveTurn applies one move of the Turn's machine (spec/turn.yaml) as
 	// a conditional write: ErrStale when the Turn is not in m.From (or is
 	// claimed under another Run, or a claim finds it not yet due),

@@ -187,25 +187,42 @@ func (s *Store) GetTurn(ctx context.Context, id string) (store.Turn, error) {
 	return copyTurn(t), nil
 }
 
-func (s *Store) DueTurns(ctx context.Context, now time.Time, limit int) ([]store.Turn, error) {
+func (s *Store) DueTurns(ctx context.Context, now time.Time, after string, limit int) ([]store.Turn, error) {
 	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
 	defer s.mu.Unlock()
-	var queued []*store.Turn
-	for _, id := range s.turnOrder {
-		if t := s.turns[id]; t.State == store.TurnQueued {
-			queued = append(queued, t)
+	// The order is creation time, then insertion (the rowid of SQLite).
+	type entry struct {
+		t   *store.Turn
+		pos int
+	}
+	var queued []entry
+	cursor := entry{pos: -1}
+	for pos, id := range s.turnOrder {
+		t := s.turns[id]
+		if id == after {
+			cursor = entry{t, pos}
+		}
+		if t.State == store.TurnQueued {
+			queued = append(queued, entry{t, pos})
 		}
 	}
-	sort.SliceStable(queued, func(i, j int) bool { return queued[i].CreatedAt.Before(queued[j].CreatedAt) })
+	if after != "" && cursor.t == nil {
+		return nil, nil // as SQLite: no Turn comes after an unknown one
+	}
+	sort.SliceStable(queued, func(i, j int) bool { return queued[i].t.CreatedAt.Before(queued[j].t.CreatedAt) })
 	var out []store.Turn
 	head := map[string]bool{} // Sessions whose oldest queued Turn was seen
-	for _, t := range queued {
+	for _, e := range queued {
+		t := e.t
 		if head[t.SessionID] {
 			continue
 		}
 		head[t.SessionID] = true
+		if cursor.t != nil && (t.CreatedAt.Before(cursor.t.CreatedAt) || t.CreatedAt.Equal(cursor.t.CreatedAt) && e.pos <= cursor.pos) {
+			continue
+		}
 		if !t.NotBefore.After(now) {
 			out = append(out, copyTurn(t))
 		}

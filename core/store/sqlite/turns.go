@@ -154,15 +154,22 @@ func (s *Store) turns(ctx context.Context, q string, args ...any) ([]store.Turn,
 	return out, rows.Err()
 }
 
-func (s *Store) DueTurns(ctx context.Context, now time.Time, limit int) ([]store.Turn, error) {
+func (s *Store) DueTurns(ctx context.Context, now time.Time, after string, limit int) ([]store.Turn, error) {
 	if limit <= 0 {
 		limit = -1
 	}
-	return s.turns(ctx, `SELECT `+turnCols+` FROM turns t WHERE state = ? AND not_before <= ?
+	// A Turn is listed only when no older Turn of its Session is queued;
+	// the turns_session index answers that per row.
+	const heads = `SELECT ` + turnCols + ` FROM turns t WHERE state = ? AND not_before <= ?
 		AND NOT EXISTS (SELECT 1 FROM turns o WHERE o.session_id = t.session_id AND o.state = ?
-			AND (o.created_at < t.created_at OR (o.created_at = t.created_at AND o.rowid < t.rowid)))
+			AND (o.created_at < t.created_at OR (o.created_at = t.created_at AND o.rowid < t.rowid)))`
+	if after == "" {
+		return s.turns(ctx, heads+` ORDER BY created_at, rowid LIMIT ?`,
+			string(store.TurnQueued), ms(now), string(store.TurnQueued), limit)
+	}
+	return s.turns(ctx, heads+` AND (created_at, rowid) > (SELECT created_at, rowid FROM turns WHERE id = ?)
 		ORDER BY created_at, rowid LIMIT ?`,
-		string(store.TurnQueued), ms(now), string(store.TurnQueued), limit)
+		string(store.TurnQueued), ms(now), string(store.TurnQueued), after, limit)
 }
 
 func (s *Store) SessionTurns(ctx context.Context, sessionID string, limit int) ([]store.Turn, error) {

@@ -202,11 +202,11 @@ func testTurnLifecycle(t *testing.T, s store.Store) {
 	assert.ErrorIs(t, s.MoveTurn(ctx, requeue), store.ErrStale)
 	requeue.RunID, requeue.NotBefore, requeue.At = "run-1", T0.Add(time.Minute), T0.Add(2*time.Second)
 	require.NoError(t, s.MoveTurn(ctx, requeue))
-	due, err := s.DueTurns(ctx, T0.Add(30*time.Second), 10)
+	due, err := s.DueTurns(ctx, T0.Add(30*time.Second), "", 10)
 	require.NoError(t, err)
 	assert.Empty(t, due)
 	assert.ErrorIs(t, s.MoveTurn(ctx, ClaimMove("turn-0", store.Claim{RunID: "run-2", At: T0.Add(30 * time.Second)})), store.ErrStale)
-	due, err = s.DueTurns(ctx, T0.Add(time.Minute), 10)
+	due, err = s.DueTurns(ctx, T0.Add(time.Minute), "", 10)
 	require.NoError(t, err)
 	require.Len(t, due, 1)
 
@@ -242,7 +242,7 @@ func testCancelQueued(t *testing.T, s store.Store) {
 	require.NoError(t, err)
 	assert.Equal(t, store.Status{State: "cancelled"}, tr.Status())
 	assert.ErrorIs(t, s.MoveTurn(ctx, FinishMove("turn-0", "", store.TurnQueued, store.TurnCancelled, store.Outcome{}, T0)), store.ErrStale, "terminal is final")
-	due, err := s.DueTurns(ctx, T0.Add(time.Hour), 10)
+	due, err := s.DueTurns(ctx, T0.Add(time.Hour), "", 10)
 	require.NoError(t, err)
 	require.Len(t, due, 1, "a cancelled Turn is never due")
 
@@ -304,10 +304,20 @@ func testDueOrder(t *testing.T, s store.Store) {
 		}
 		return out
 	}
-	due, err := s.DueTurns(ctx, T0.Add(time.Hour), 3)
+	due, err := s.DueTurns(ctx, T0.Add(time.Hour), "", 3)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"turn-0", "s1-turn", "s2-turn"}, ids(due), "the oldest of each Session, oldest first")
-	due, err = s.DueTurns(ctx, T0.Add(time.Hour), 10)
+	// The next page starts after the last Turn of this one.
+	due, err = s.DueTurns(ctx, T0.Add(time.Hour), "s2-turn", 3)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"s3-turn"}, ids(due))
+	due, err = s.DueTurns(ctx, T0.Add(time.Hour), "turn-0", 2)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"s1-turn", "s2-turn"}, ids(due))
+	due, err = s.DueTurns(ctx, T0.Add(time.Hour), "no-such-turn", 10)
+	require.NoError(t, err)
+	assert.Empty(t, due, "nothing comes after an unknown Turn")
+	due, err = s.DueTurns(ctx, T0.Add(time.Hour), "", 10)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"turn-0", "s1-turn", "s2-turn", "s3-turn"}, ids(due))
 
@@ -317,12 +327,16 @@ func testDueOrder(t *testing.T, s store.Store) {
 	requeue := move("turn-0", "run-1", store.TurnClaimed, store.TurnQueued, T0.Add(2*time.Second))
 	requeue.NotBefore = T0.Add(2 * time.Hour)
 	require.NoError(t, s.MoveTurn(ctx, requeue))
-	due, err = s.DueTurns(ctx, T0.Add(time.Hour), 10)
+	due, err = s.DueTurns(ctx, T0.Add(time.Hour), "", 10)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"s1-turn", "s2-turn", "s3-turn"}, ids(due))
+	// A cursor that is no longer queued still places the page.
+	due, err = s.DueTurns(ctx, T0.Add(time.Hour), "turn-0", 10)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"s1-turn", "s2-turn", "s3-turn"}, ids(due))
 	// Once it left the queue, the Session's next Turn is its head.
 	require.NoError(t, s.MoveTurn(ctx, FinishMove("turn-0", "", store.TurnQueued, store.TurnCancelled, store.Outcome{}, T0.Add(3*time.Second))))
-	due, err = s.DueTurns(ctx, T0.Add(time.Hour), 10)
+	due, err = s.DueTurns(ctx, T0.Add(time.Hour), "", 10)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"turn-1", "s1-turn", "s2-turn", "s3-turn"}, ids(due))
 }
