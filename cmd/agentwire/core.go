@@ -84,6 +84,7 @@ func runCoreServe(args []string, stdout, stderr io.Writer) error {
 	transcriptFile := fs.String("transcript", "", "append every Runtime frame, both ways, to this file as JSON lines (frames carry no credential)")
 	profilesFile := fs.String("engine-profiles", "", "a JSON file of engine profiles ({\"profiles\":[...]}, docs/agents.md): each replaces the shipped profile of its agent kind")
 	logFormat := logFormatFlag(fs)
+	debugListen := fs.String("debug-listen", "", "serve Go's runtime profiles (/debug/pprof/) on this loopback address, e.g. 127.0.0.1:6060 (off by default)")
 	if err := parseFlags(fs, args); err != nil {
 		return flagsDone(err)
 	}
@@ -144,6 +145,13 @@ func runCoreServe(args []string, stdout, stderr io.Writer) error {
 	}
 	if err := warnUnowned(ctx, st, log); err != nil {
 		return err
+	}
+	if *debugListen != "" {
+		stopDebug, err := serveDebug(*debugListen, log)
+		if err != nil {
+			return err
+		}
+		defer stopDebug()
 	}
 	key, err := vault.LoadKey(filepath.Join(*data, vault.KeyFile))
 	if err != nil {

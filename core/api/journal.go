@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentwire/agentwire/core/store"
@@ -15,8 +16,11 @@ import (
 // of the Turn.
 type Journal struct {
 	Store store.Store
-	mu    sync.Mutex
-	wake  map[string]chan struct{}
+	// Budget bounds the event bytes subscriptions hold until their
+	// subscribers wrote them (ByteBudget's defaults when nil).
+	Budget *ByteBudget
+	mu     sync.Mutex
+	wake   map[string]chan struct{}
 }
 
 // Append stores events in one atomic write and wakes the subscribers of
@@ -40,6 +44,17 @@ func (j *Journal) Notify(turnID string) {
 		close(ch)
 		delete(j.wake, turnID)
 	}
+}
+
+// budget is the Journal's ByteBudget, created with the defaults when the
+// Journal was given none.
+func (j *Journal) budget() *ByteBudget {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.Budget == nil {
+		j.Budget = &ByteBudget{}
+	}
+	return j.Budget
 }
 
 // changed returns a channel closed at the Turn's next Notify.
@@ -77,6 +92,25 @@ type Subscription struct {
 	done   chan struct{}
 	err    error
 	final  store.Turn
+	// budget, key and held: the bytes of events reserved for this
+	// subscriber and not yet given back by Written or Release.
+	budget *ByteBudget
+	key    string
+	held   atomic.Int64
+}
+
+// Written says the subscriber has written e out: its bytes go back to the
+// budget. Call it once per event taken from Events.
+func (s *Subscription) Written(e store.Event) {
+	n := min(int64(len(e.Payload)), s.held.Load())
+	s.held.Add(-n)
+	s.budget.giveBack(s.key, n)
+}
+
+// Release gives back whatever the subscription still holds; call it once
+// Events closed (the subscriber drained it).
+func (s *Subscription) Release() {
+	s.budget.giveBack(s.key, s.held.Swap(0))
 }
 
 // Events delivers the Turn's events in order; it closes at the end.
@@ -106,9 +140,12 @@ func (e *OverflowError) Error() string {
 
 // Subscribe options.
 const (
-	// subscriptionPage is how many events a subscription reads at a time:
-	// what a subscriber that stopped reading can hold in memory.
-	subscriptionPage = 16
+	// subscriptionPage is how many events a subscription reads at a time,
+	// and subscriptionPageBytes how many payload bytes (one event larger
+	// than that is read alone): with the budget, what a subscriber that
+	// stopped reading can hold in memory.
+	subscriptionPage      = 16
+	subscriptionPageBytes = 256 << 10
 	// DefaultStall is how long a subscriber may take no event before its
 	// subscription ends with an OverflowError.
 	DefaultStall = 30 * time.Second
@@ -117,20 +154,23 @@ const (
 // SubscribeDurable follows turnID's journal from after the sequence number
 // after until the Turn is terminal and drained, ctx ends, or the
 // subscriber takes no event for stall (DefaultStall when 0, on clock).
+// key is whose budget the events count against (the project); the
+// subscriber calls Written after writing each event and Release at the
+// end.
 //
 // decision: a subscriber that stops reading holds one page of events and
 // its goroutine for the stall bound, then gets an explicit overflow end;
 // nothing is buffered for it beyond that, since the journal is durable and
 // it resumes from its last event (daemon-protocol.txt:151: overflow closes
 // the subscription with an explicit error and fabricates nothing).
-func (j *Journal) SubscribeDurable(ctx context.Context, turnID string, after int64, clock peer.Clock, stall time.Duration) *Subscription {
+func (j *Journal) SubscribeDurable(ctx context.Context, key, turnID string, after int64, clock peer.Clock, stall time.Duration) *Subscription {
 	if stall <= 0 {
 		stall = DefaultStall
 	}
 	if clock == nil {
 		clock = peer.SystemClock()
 	}
-	s := &Subscription{events: make(chan store.Event), done: make(chan struct{})}
+	s := &Subscription{events: make(chan store.Event), done: make(chan struct{}), budget: j.budget(), key: key}
 	go func() {
 		defer close(s.done)
 		defer close(s.events)
@@ -166,18 +206,42 @@ func (j *Journal) follow(ctx context.Context, s *Subscription, turnID string, af
 		// Subscribe before reading, so a Notify between the read and the
 		// wait is not lost.
 		changed := j.changed(turnID)
-		evs, err := j.Store.Events(ctx, turnID, after, subscriptionPage)
+		sizes, err := j.Store.EventSizes(ctx, turnID, after, subscriptionPage)
 		if err != nil {
 			return err
 		}
-		for _, e := range evs {
-			if err := deliver(e); err != nil {
+		if len(sizes) > 0 {
+			// Reserve the page's bytes before reading it: the first event
+			// waits for its bytes (counted against the stall bound, like a
+			// subscriber that does not take the next event), the others
+			// join the page only while they fit now.
+			timer.Reset(stall)
+			if err := s.budget.reserve(ctx, s.key, int64(sizes[0].Bytes), timer.C()); err != nil {
+				if errors.Is(err, errStalled) {
+					return &OverflowError{After: after, Stall: stall}
+				}
 				return err
 			}
-			after = e.Seq
-		}
-		if len(evs) == subscriptionPage {
-			continue
+			n, bytes := 1, int64(sizes[0].Bytes)
+			for _, sz := range sizes[1:] {
+				if bytes+int64(sz.Bytes) > subscriptionPageBytes || !s.budget.tryReserve(s.key, int64(sz.Bytes)) {
+					break
+				}
+				n++
+				bytes += int64(sz.Bytes)
+			}
+			s.held.Add(bytes)
+			evs, err := j.Store.Events(ctx, turnID, after, n)
+			if err != nil {
+				return err
+			}
+			for _, e := range evs {
+				if err := deliver(e); err != nil {
+					return err
+				}
+				after = e.Seq
+			}
+			continue // read on until a page comes back empty
 		}
 		cur, err := j.Store.GetTurn(ctx, turnID)
 		if err != nil {

@@ -51,7 +51,7 @@ func TestSubscriptionFollowsTheJournalToTheEnd(t *testing.T) {
 	st := memory.New()
 	j := &api.Journal{Store: st}
 	id := runningTurn(t, st, j, 2)
-	sub := j.SubscribeDurable(t.Context(), id, 1, peer.NewManualClock(subT0), time.Minute)
+	sub := j.SubscribeDurable(t.Context(), "p", id, 1, peer.NewManualClock(subT0), time.Minute)
 	got := <-sub.Events()
 	assert.Equal(t, int64(2), got.Seq, "from after the given sequence number")
 	live := <-sub.Events()
@@ -79,7 +79,7 @@ func TestSubscriptionOverflowsWhenTheSubscriberStalls(t *testing.T) {
 	j := &api.Journal{Store: st}
 	id := runningTurn(t, st, j, 5)
 	clock := peer.NewManualClock(subT0)
-	sub := j.SubscribeDurable(t.Context(), id, 0, clock, 30*time.Second)
+	sub := j.SubscribeDurable(t.Context(), "p", id, 0, clock, 30*time.Second)
 	first := <-sub.Events()
 	assert.Equal(t, int64(1), first.Seq)
 	// The subscriber stops reading; the bound passes on the clock.
@@ -89,7 +89,7 @@ func TestSubscriptionOverflowsWhenTheSubscriberStalls(t *testing.T) {
 	assert.Equal(t, int64(1), over.After, "the last event it took")
 	assert.True(t, api.IsOverflow(sub.Err()))
 
-	again := j.SubscribeDurable(t.Context(), id, over.After, clock, 30*time.Second)
+	again := j.SubscribeDurable(t.Context(), "p", id, over.After, clock, 30*time.Second)
 	next := <-again.Events()
 	assert.Equal(t, int64(2), next.Seq, "resumed without a gap")
 	finishTurn(t, st, j, id, store.TurnCompleted, store.Outcome{})
@@ -113,7 +113,7 @@ func TestSubscriptionEndsWithItsContext(t *testing.T) {
 	j := &api.Journal{Store: st}
 	id := runningTurn(t, st, j, 0)
 	ctx, cancel := context.WithCancel(t.Context())
-	sub := j.SubscribeDurable(ctx, id, 0, nil, 0)
+	sub := j.SubscribeDurable(ctx, "p", id, 0, nil, 0)
 	cancel()
 	for range sub.Events() {
 	}
@@ -190,4 +190,63 @@ func TestEventStreamEndsASlowClientWithOverflow(t *testing.T) {
 	assert.Equal(t, "subscriber_overflow", end.Reason)
 	assert.Less(t, end.ResumeAfter, int64(40), "the client did not get every event")
 	assert.Equal(t, int(end.ResumeAfter), len(types)-1, "every event up to resume_after was written, none after")
+}
+
+// Subscriptions share a byte budget: events are reserved before they are
+// read and given back once written, so subscribers that never write pin
+// at most their project's share, and another project's stream is not
+// held up by them (issue 23: 20 clients that never read held 450 MiB).
+func TestSubscriptionsShareAByteBudget(t *testing.T) {
+	st := memory.New()
+	budget := &api.ByteBudget{Total: 10_000, PerKey: 2_500}
+	j := &api.Journal{Store: st, Budget: budget}
+	id := runningTurn(t, st, j, 0)
+	big := json.RawMessage(`{"delta":"` + strings.Repeat("x", 988) + `"}`) // 1,000 bytes
+	for range 4 {
+		_, err := j.Append(context.Background(), store.Event{TurnID: id, RunID: "run", Type: "delta", Payload: big, At: subT0})
+		require.NoError(t, err)
+	}
+	clock := peer.NewManualClock(subT0)
+
+	// A takes an event and never writes it: its page holds two events.
+	a := j.SubscribeDurable(t.Context(), "p", id, 0, clock, 30*time.Second)
+	first := <-a.Events()
+	assert.Equal(t, int64(1), first.Seq)
+	total, p := budget.Held("p")
+	assert.Equal(t, int64(2_000), p, "a page joins events only while they fit the project's share")
+	assert.Equal(t, int64(2_000), total)
+
+	// B of the same project cannot get its first event's bytes: it gets
+	// nothing, and its stall bound ends it with an overflow at 0.
+	b := j.SubscribeDurable(t.Context(), "p", id, 0, clock, 30*time.Second)
+	// C of another project reads at once.
+	c := j.SubscribeDurable(t.Context(), "q", id, 0, clock, 30*time.Second)
+	got := <-c.Events()
+	assert.Equal(t, int64(1), got.Seq)
+	c.Written(got)
+	require.Eventually(t, func() bool { clock.Advance(10 * time.Second); return isClosed(b) }, 10*time.Second, time.Millisecond)
+	for range b.Events() {
+	}
+	var over *api.OverflowError
+	require.ErrorAs(t, b.Err(), &over)
+	assert.Equal(t, int64(0), over.After, "B never got its bytes")
+
+	// A writes its event: its bytes go back, and Release returns the rest.
+	a.Written(first)
+	_, p = budget.Held("p")
+	assert.Equal(t, int64(1_000), p)
+	finishTurn(t, st, j, id, store.TurnCompleted, store.Outcome{})
+	for e := range a.Events() {
+		a.Written(e)
+	}
+	a.Release()
+	b.Release()
+	_, p = budget.Held("p")
+	assert.Zero(t, p, "nothing is held once the subscriptions ended")
+	for e := range c.Events() {
+		c.Written(e)
+	}
+	c.Release()
+	total, _ = budget.Held("q")
+	assert.Zero(t, total)
 }

@@ -1,10 +1,12 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -265,6 +267,23 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) {
 		_, err := fmt.Fprintf(w, format, args...)
 		return err
 	}
+	// An event's payload is written as it is stored (the journal keeps
+	// compact JSON), not through a formatted copy: a stream of a 2 MiB
+	// done costs the event's bytes once, held against the budget.
+	writeEvent := func(e store.Event) error {
+		if err := write("id: %d\nevent: %s\ndata: ", e.Seq, e.Type); err != nil {
+			return err
+		}
+		data := []byte(e.Payload)
+		if bytes.IndexByte(data, '\n') >= 0 {
+			data = compact(data) // a line break would end the SSE event early
+		}
+		if _, err := w.Write(data); err != nil {
+			return err
+		}
+		_, err := io.WriteString(w, "\n\n")
+		return err
+	}
 	flush := func() { _ = rc.Flush() }
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
@@ -272,12 +291,17 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) {
 	flush()
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	sub := a.cfg.Journal.SubscribeDurable(ctx, t.ID, after, a.clock(), stall)
+	key := caller(r).Project
+	if key == "" {
+		key = "admin"
+	}
+	sub := a.cfg.Journal.SubscribeDurable(ctx, key, t.ID, after, a.clock(), stall)
 	defer func() {
 		cancel()
-		for range sub.Events() {
-			// drain, so the subscription's goroutine ends with the request
+		for e := range sub.Events() {
+			sub.Written(e) // drain, so the subscription's goroutine ends with the request
 		}
+		sub.Release()
 	}()
 	recheck := a.clock().NewTimer(a.revalidate())
 	defer recheck.Stop()
@@ -296,14 +320,19 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) {
 			if e.Type != LiveEvent {
 				last = e.Seq
 			}
+			var err error
 			if e.Type == LiveEvent {
-				if write("event: %s\ndata: {\"after\":%d}\n\n", LiveEvent, e.Seq) != nil {
-					return
-				}
-			} else if write("id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Type, compact(e.Payload)) != nil {
+				err = write("event: %s\ndata: {\"after\":%d}\n\n", LiveEvent, e.Seq)
+			} else {
+				err = writeEvent(e)
+			}
+			if err == nil {
+				flush()
+			}
+			sub.Written(e)
+			if err != nil {
 				return
 			}
-			flush()
 		case <-recheck.C():
 			// Revocation is immediate: a stream opened with a key revoked
 			// since ends within one check interval (docs/tenancy.md).

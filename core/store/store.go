@@ -112,6 +112,10 @@ type Store interface {
 	// Events reads a Turn's journal after a sequence number, in order;
 	// limit <= 0 means all.
 	Events(ctx context.Context, turnID string, after int64, limit int) ([]Event, error)
+	// EventSizes lists the sequence numbers and payload sizes of the
+	// Turn's events after `after`, at most limit, in order, without their
+	// payloads: a reader sizes what it would hold before it reads it.
+	EventSizes(ctx context.Context, turnID string, after int64, limit int) ([]EventSize, error)
 	// LastEvent is the Turn's newest journal event of type typ;
 	// ErrNotFound when it has none.
 	LastEvent(ctx context.Context, turnID, typ string) (Event, error)
@@ -440,6 +444,12 @@ type Input struct {
 }
 
 // Event is one journal record of a Turn's Run.
+// EventSize is an event's sequence number and payload size in bytes.
+type EventSize struct {
+	Seq   int64
+	Bytes int
+}
+
 type Event struct {
 	TurnID  string
 	Seq     int64

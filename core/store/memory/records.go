@@ -120,6 +120,24 @@ func (s *Store) Events(ctx context.Context, turnID string, after int64, limit in
 	return out, nil
 }
 
+func (s *Store) EventSizes(ctx context.Context, turnID string, after int64, limit int) ([]store.EventSize, error) {
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	var out []store.EventSize
+	for _, e := range s.events[turnID] {
+		if e.Seq <= after {
+			continue
+		}
+		if limit > 0 && len(out) == limit {
+			break
+		}
+		out = append(out, store.EventSize{Seq: e.Seq, Bytes: len(e.Payload)})
+	}
+	return out, nil
+}
+
 func (s *Store) LastEvent(ctx context.Context, turnID, typ string) (store.Event, error) {
 	if err := s.lock(ctx); err != nil {
 		return store.Event{}, err

@@ -175,6 +175,35 @@ func (s *Store) Commit(ctx context.Context, b store.Batch) (store.BatchResult, e
 	return res, store.MissingTurns(missing)
 }
 
+// EventSizes reads length(payload): on a BLOB column SQLite answers it
+// from the record header, without loading the payload.
+func (s *Store) EventSizes(ctx context.Context, turnID string, after int64, limit int) ([]store.EventSize, error) {
+	if err := s.check(ctx); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		limit = -1
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT seq, COALESCE(length(payload), 0) FROM events WHERE turn_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
+		turnID, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	defer rows.Close()
+	var out []store.EventSize
+	for rows.Next() {
+		var e store.EventSize
+		if err := rows.Scan(&e.Seq, &e.Bytes); err != nil {
+			return nil, fmt.Errorf("sqlite: %w", err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	return out, nil
+}
+
 func (s *Store) Events(ctx context.Context, turnID string, after int64, limit int) ([]store.Event, error) {
 	if err := s.check(ctx); err != nil {
 		return nil, err

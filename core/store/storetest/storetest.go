@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -414,6 +415,15 @@ func testJournal(t *testing.T, s store.Store) {
 	none, err := s.Events(ctx, "turn-0", 5, 0)
 	require.NoError(t, err)
 	assert.Empty(t, none)
+	// Sizes without payloads, in the same order and bounds.
+	_, err = s.AppendEvent(ctx, store.Event{TurnID: "turn-0", RunID: "run", Type: "done", Payload: raw(`{"content":"` + strings.Repeat("é", 100) + `"}`), At: T0})
+	require.NoError(t, err)
+	sizes, err := s.EventSizes(ctx, "turn-0", 4, 0)
+	require.NoError(t, err)
+	assert.Equal(t, []store.EventSize{{Seq: 5, Bytes: len(`{"n":5}`)}, {Seq: 6, Bytes: len(`{"content":""}`) + 200}}, sizes, "payload sizes in bytes")
+	sizes, err = s.EventSizes(ctx, "turn-0", 0, 2)
+	require.NoError(t, err)
+	assert.Equal(t, []store.EventSize{{Seq: 1, Bytes: 7}, {Seq: 2, Bytes: 7}}, sizes)
 
 	// The newest event of a type, whatever follows it.
 	last, err := s.LastEvent(ctx, "turn-0", "delta")
