@@ -78,6 +78,19 @@ model-check:
 model-check-long:
 	$(GO) run ./cmd/agentwire check --bound long --out model-check-out
 
+.PHONY: soak
+## soak: a real Core and two real Runtimes against hostile clients on loopback (cmd/agentwire/soak_test.go):
+## 5,000 idle connections, 300 half-sent headers, 200 event-stream readers that never read, 500 bootstraps
+## with a garbage credential and no body, 150 uploads stalled one byte short of 5 MiB and a delta flood,
+## while a well-behaved project runs Turns for SOAK_SECONDS. Fails when Core's peak RSS passes 300 MiB,
+## its files or goroutines pass their bounds, a well-behaved Turn fails or its p99 passes 5 s, or what
+## the hostile clients held is not given back. Budget 5 minutes; needs ~6,000 open files on each side.
+SOAK_SECONDS ?= 120
+soak:
+	set -o pipefail; AGENTWIRE_SOAK=1 SOAK_SECONDS=$(SOAK_SECONDS) $(GO) test -count=1 -run '^TestSoak$$' -v -timeout 10m ./cmd/agentwire/ \
+		| grep -vE '^\s*=== (RUN|PAUSE|CONT)'
+
+
 ## bench: the benchmarks recorded in BENCHMARKS.md (Core's: Turns/s with SQLite and memory,
 ## delta latency to SSE, then 10,000 idle connections from a separate process, measured once; a real
 ## Codex Turn through the daemon against a direct app-server client, skipped without make harnesses)
