@@ -84,11 +84,16 @@ func runCoreServe(args []string, stdout, stderr io.Writer) error {
 	transcriptFile := fs.String("transcript", "", "append every Runtime frame, both ways, to this file as JSON lines (frames carry no credential)")
 	profilesFile := fs.String("engine-profiles", "", "a JSON file of engine profiles ({\"profiles\":[...]}, docs/agents.md): each replaces the shipped profile of its agent kind")
 	logFormat := logFormatFlag(fs)
+	maxConns := fs.Int("max-connections", server.DefaultMaxConnections, "connections Core holds open at once, Runtimes' WebSockets and event streams included; one more is answered 503 with Retry-After and closed (0: no cap)")
+	maxConnsClient := fs.Int("max-connections-per-client", server.DefaultMaxConnectionsPerClient, "connections one client IP address holds open at once, loopback included (0: no cap; behind a reverse proxy every client shares its address)")
 	if err := parseFlags(fs, args); err != nil {
 		return flagsDone(err)
 	}
 	if fs.NArg() != 0 {
 		return usageError(fs, "core serve takes no arguments, got %q", fs.Args())
+	}
+	if *maxConns < 0 || *maxConnsClient < 0 {
+		return usageError(fs, "--max-connections and --max-connections-per-client must be 0 (no cap) or positive, got %d and %d", *maxConns, *maxConnsClient)
 	}
 	if *data == "" {
 		return usageError(fs, "--data is required")
@@ -130,10 +135,11 @@ func runCoreServe(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer st.Close()
-	ln, err := net.Listen("tcp", *listen)
+	tcp, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return err
 	}
+	ln := &server.LimitListener{Listener: tcp, Max: *maxConns, PerClient: *maxConnsClient}
 	base := "http://" + ln.Addr().String()
 	if *public == "" {
 		*public = base
