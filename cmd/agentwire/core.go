@@ -86,11 +86,15 @@ func runCoreServe(args []string, stdout, stderr io.Writer) error {
 	logFormat := logFormatFlag(fs)
 	maxConns := fs.Int("max-connections", server.DefaultMaxConnections, "connections Core holds open at once, Runtimes' WebSockets and event streams included; one more is answered 503 with Retry-After and closed (0: no cap)")
 	maxConnsClient := fs.Int("max-connections-per-client", server.DefaultMaxConnectionsPerClient, "connections one client IP address holds open at once, loopback included (0: no cap; behind a reverse proxy every client shares its address)")
+	quotas := quotaFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return flagsDone(err)
 	}
 	if fs.NArg() != 0 {
 		return usageError(fs, "core serve takes no arguments, got %q", fs.Args())
+	}
+	if err := quotas.check(); err != nil {
+		return usageError(fs, "%v", err)
 	}
 	if *maxConns < 0 || *maxConnsClient < 0 {
 		return usageError(fs, "--max-connections and --max-connections-per-client must be 0 (no cap) or positive, got %d and %d", *maxConns, *maxConnsClient)
@@ -159,7 +163,8 @@ func runCoreServe(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	srv := server.New(server.Config{Store: st, PublicURL: *public, Logger: log, Clock: clock, Transcript: transcript, PlacementTimeout: *placementTimeout, Profiles: profiles, Sealer: sealer})
+	srv := server.New(server.Config{Store: st, PublicURL: *public, Logger: log, Clock: clock, Transcript: transcript, PlacementTimeout: *placementTimeout, Profiles: profiles, Sealer: sealer,
+		Quotas: quotas.api(), JournalLimit: *quotas.journalBytes})
 	// decision: headers within 10 s and 64 KiB, and a keep-alive
 	// connection idle for 2 minutes is closed; no whole-request read or
 	// write timeout, since event streams and uploads are long by design
