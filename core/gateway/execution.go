@@ -93,7 +93,7 @@ type runRec struct {
 	journaled int64
 	limited   bool
 	finished  chan struct{}
-	once       sync.Once
+	once      sync.Once
 }
 
 func (r *runRec) done() { r.once.Do(func() { close(r.finished) }) }
