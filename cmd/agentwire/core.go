@@ -163,8 +163,17 @@ func runCoreServe(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// Upload bodies wait here while they arrive; a file left by a Core
+	// that stopped mid-upload belongs to no request any more.
+	uploads := filepath.Join(*data, "uploads")
+	if err := os.RemoveAll(uploads); err != nil {
+		return fmt.Errorf("core serve: clear %s: %w", uploads, err)
+	}
+	if err := os.MkdirAll(uploads, 0o700); err != nil {
+		return fmt.Errorf("core serve: create %s: %w", uploads, err)
+	}
 	srv := server.New(server.Config{Store: st, PublicURL: *public, Logger: log, Clock: clock, Transcript: transcript, PlacementTimeout: *placementTimeout, Profiles: profiles, Sealer: sealer,
-		Quotas: quotas.api(), JournalLimit: *quotas.journalBytes})
+		Quotas: quotas.api(), JournalLimit: *quotas.journalBytes, UploadDir: uploads})
 	// decision: headers within 10 s and 64 KiB, and a keep-alive
 	// connection idle for 2 minutes is closed; no whole-request read or
 	// write timeout, since event streams and uploads are long by design

@@ -120,6 +120,11 @@ type Config struct {
 	Resume  ResumeFunc
 	// Quotas bound each project (quota.go); the zero value bounds nothing.
 	Quotas Quotas
+	// Timeouts are the route classes' deadlines (deadlines.go).
+	Timeouts Timeouts
+	// UploadDir holds upload bodies while they arrive (upload.go; the
+	// system's temporary directory when empty).
+	UploadDir string
 }
 
 // API serves the public routes.
@@ -185,7 +190,7 @@ func (a *API) Register(mux *http.ServeMux) {
 		{"POST", "/api/v1/environments/{environment_id}/resume"}:          a.resumeEnvironment,
 	}
 	for _, r := range Routes {
-		mux.HandleFunc(r.Method+" "+r.Path, a.authorized(h[r]))
+		mux.HandleFunc(r.Method+" "+r.Path, a.withDeadlines(classOf(r), a.authorized(h[r])))
 	}
 }
 

@@ -46,6 +46,9 @@ type Config struct {
 	// JournalLimit is gateway.Config.JournalLimit: the journal bytes a
 	// Turn may keep (0: no limit).
 	JournalLimit int64
+	// UploadDir holds upload bodies while they arrive (api.Config.UploadDir;
+	// `core serve` uses uploads/ in its data directory).
+	UploadDir string
 }
 
 // Server is one Core's HTTP surface.
@@ -78,7 +81,7 @@ func New(cfg Config) *Server {
 	s.gateway = gateway.New(gateway.Config{Store: cfg.Store, Credentials: s.creds, PublicURL: cfg.PublicURL, Clock: cfg.Clock, Logger: cfg.Logger, Journal: s.journal, Transcript: cfg.Transcript, PlacementTimeout: cfg.PlacementTimeout, Profiles: cfg.Profiles, Sealer: cfg.Sealer, JournalBacklog: cfg.JournalBacklog, JournalLimit: cfg.JournalLimit})
 	s.gateway.Register(s.mux)
 	s.api = api.New(api.Config{
-		Store: cfg.Store, Credentials: s.creds, Journal: s.journal, Now: cfg.Clock.Now, Clock: cfg.Clock, Logger: cfg.Logger, Profiles: cfg.Profiles, Sealer: cfg.Sealer, Quotas: cfg.Quotas,
+		Store: cfg.Store, Credentials: s.creds, Journal: s.journal, Now: cfg.Clock.Now, Clock: cfg.Clock, Logger: cfg.Logger, Profiles: cfg.Profiles, Sealer: cfg.Sealer, Quotas: cfg.Quotas, UploadDir: cfg.UploadDir,
 		Devices: func(ctx context.Context, project string) (any, error) { return DeviceViews(ctx, cfg.Store, project) },
 		CheckInput: func(ctx context.Context, turnID string, in wire.MessageInput) error {
 			var refused *gateway.InputRefused
