@@ -176,8 +176,10 @@ func runCoreServe(args []string, stdout, stderr io.Writer) error {
 		Quotas: quotas.api(), JournalLimit: *quotas.journalBytes, UploadDir: uploads})
 	// decision: headers within 10 s and 64 KiB, and a keep-alive
 	// connection idle for 2 minutes is closed; no whole-request read or
-	// write timeout, since event streams and uploads are long by design
-	// (each bounds its own writes and reads).
+	// write timeout, since event streams and uploads are long by design:
+	// the API sets each route class's deadlines itself
+	// (core/api/deadlines.go), and the listener caps the connections
+	// (server.LimitListener).
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	fmt.Fprintf(stdout, "agentwire core: listening on %s\n", base)
 	errc := make(chan error, 1)
