@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -79,7 +80,7 @@ func (c *apiClient) call(method, path string, body any, out io.Writer) error {
 		return err
 	}
 	if resp.StatusCode/100 != 2 {
-		return apiError(method, c.base+path, resp.Status, resp.StatusCode, b)
+		return apiError(method, c.base+path, resp.Status, resp.StatusCode, b, resp.Header.Get("Retry-After"))
 	}
 	var pretty bytes.Buffer
 	if json.Indent(&pretty, b, "", "  ") == nil {
@@ -93,12 +94,27 @@ func (c *apiClient) call(method, path string, body any, out io.Writer) error {
 // a wrong --core base shows where the request really went. A 404 that is
 // not one of Core's JSON errors came from no route of Core's API: the
 // base is then the likely mistake, and the error says so.
-func apiError(method, fullURL, status string, code int, body []byte) error {
+//
+// A refusal by a quota (429 quota_exceeded) says which quota, its limit
+// and when to retry (retryAfter, the Retry-After header, when known), in
+// words before the API's body.
+func apiError(method, fullURL, status string, code int, body []byte, retryAfter ...string) error {
 	text := strings.TrimSpace(string(body))
-	err := fmt.Errorf("%s %s: %s: %s", method, fullURL, status, text)
 	var apiErr struct {
-		Error string `json:"error"`
+		Error  string  `json:"error"`
+		Quota  string  `json:"quota"`
+		Limit  float64 `json:"limit"`
+		Detail string  `json:"detail"`
 	}
+	if code == http.StatusTooManyRequests && json.Unmarshal(body, &apiErr) == nil && apiErr.Quota != "" {
+		when := "later"
+		if len(retryAfter) > 0 && retryAfter[0] != "" {
+			when = "in " + retryAfter[0] + " s"
+		}
+		return fmt.Errorf("%s %s: %s: the project's %s quota (limit %s) refused it: %s; retry %s\n%s",
+			method, fullURL, status, apiErr.Quota, strconv.FormatFloat(apiErr.Limit, 'f', -1, 64), apiErr.Detail, when, text)
+	}
+	err := fmt.Errorf("%s %s: %s: %s", method, fullURL, status, text)
 	if code == http.StatusNotFound && (json.Unmarshal(body, &apiErr) != nil || apiErr.Error == "") {
 		return fmt.Errorf("%w\nno API answers at that URL: --core (or %s) must be Core's base URL, for example http://127.0.0.1:8080", err, CoreEnv)
 	}

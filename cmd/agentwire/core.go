@@ -85,11 +85,20 @@ func runCoreServe(args []string, stdout, stderr io.Writer) error {
 	profilesFile := fs.String("engine-profiles", "", "a JSON file of engine profiles ({\"profiles\":[...]}, docs/agents.md): each replaces the shipped profile of its agent kind")
 	logFormat := logFormatFlag(fs)
 	debugListen := fs.String("debug-listen", "", "serve Go's runtime profiles (/debug/pprof/) on this loopback address, e.g. 127.0.0.1:6060 (off by default)")
+	maxConns := fs.Int("max-connections", server.DefaultMaxConnections, "connections Core holds open at once, Runtimes' WebSockets and event streams included; one more is answered 503 with Retry-After and closed (0: no cap)")
+	maxConnsClient := fs.Int("max-connections-per-client", server.DefaultMaxConnectionsPerClient, "connections one client IP address holds open at once, loopback included (0: no cap; behind a reverse proxy every client shares its address)")
+	quotas := quotaFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return flagsDone(err)
 	}
 	if fs.NArg() != 0 {
 		return usageError(fs, "core serve takes no arguments, got %q", fs.Args())
+	}
+	if err := quotas.check(); err != nil {
+		return usageError(fs, "%v", err)
+	}
+	if *maxConns < 0 || *maxConnsClient < 0 {
+		return usageError(fs, "--max-connections and --max-connections-per-client must be 0 (no cap) or positive, got %d and %d", *maxConns, *maxConnsClient)
 	}
 	if *data == "" {
 		return usageError(fs, "--data is required")
@@ -131,10 +140,11 @@ func runCoreServe(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer st.Close()
-	ln, err := net.Listen("tcp", *listen)
+	tcp, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return err
 	}
+	ln := &server.LimitListener{Listener: tcp, Max: *maxConns, PerClient: *maxConnsClient}
 	base := "http://" + ln.Addr().String()
 	if *public == "" {
 		*public = base
@@ -161,11 +171,23 @@ func runCoreServe(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	srv := server.New(server.Config{Store: st, PublicURL: *public, Logger: log, Clock: clock, Transcript: transcript, PlacementTimeout: *placementTimeout, Profiles: profiles, Sealer: sealer})
+	// Upload bodies wait here while they arrive; a file left by a Core
+	// that stopped mid-upload belongs to no request any more.
+	uploads := filepath.Join(*data, "uploads")
+	if err := os.RemoveAll(uploads); err != nil {
+		return fmt.Errorf("core serve: clear %s: %w", uploads, err)
+	}
+	if err := os.MkdirAll(uploads, 0o700); err != nil {
+		return fmt.Errorf("core serve: create %s: %w", uploads, err)
+	}
+	srv := server.New(server.Config{Store: st, PublicURL: *public, Logger: log, Clock: clock, Transcript: transcript, PlacementTimeout: *placementTimeout, Profiles: profiles, Sealer: sealer,
+		Quotas: quotas.api(), JournalLimit: *quotas.journalBytes, UploadDir: uploads})
 	// decision: headers within 10 s and 64 KiB, and a keep-alive
 	// connection idle for 2 minutes is closed; no whole-request read or
-	// write timeout, since event streams and uploads are long by design
-	// (each bounds its own writes and reads).
+	// write timeout, since event streams and uploads are long by design:
+	// the API sets each route class's deadlines itself
+	// (core/api/deadlines.go), and the listener caps the connections
+	// (server.LimitListener).
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	fmt.Fprintf(stdout, "agentwire core: listening on %s\n", base)
 	errc := make(chan error, 1)

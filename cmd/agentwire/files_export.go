@@ -50,7 +50,7 @@ func runFilesExport(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return apiError("GET", req.URL.String(), resp.Status, resp.StatusCode, b)
+		return apiError("GET", req.URL.String(), resp.Status, resp.StatusCode, b, resp.Header.Get("Retry-After"))
 	}
 	if fs.Arg(0) == "-" {
 		_, err = stdout.Write(b)

@@ -316,7 +316,7 @@ func (c *apiClient) stream(turnID string, last *eventCursor, on func(event, data
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		return nil, false, apiError("GET", req.URL.String(), resp.Status, resp.StatusCode, b)
+		return nil, false, apiError("GET", req.URL.String(), resp.Status, resp.StatusCode, b, resp.Header.Get("Retry-After"))
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)

@@ -118,6 +118,13 @@ type Config struct {
 	// (environments.go); nil answers 501.
 	Suspend SuspendFunc
 	Resume  ResumeFunc
+	// Quotas bound each project (quota.go); the zero value bounds nothing.
+	Quotas Quotas
+	// Timeouts are the route classes' deadlines (deadlines.go).
+	Timeouts Timeouts
+	// UploadDir holds upload bodies while they arrive (upload.go; the
+	// system's temporary directory when empty).
+	UploadDir string
 }
 
 // API serves the public routes.
@@ -126,6 +133,7 @@ type API struct {
 	// stopping is closed by Shutdown: open event streams end at once.
 	stopping chan struct{}
 	stopOnce sync.Once
+	limits   *limiter
 }
 
 // Shutdown ends every open event stream with a final "end" event
@@ -142,7 +150,7 @@ func New(cfg Config) *API {
 	if cfg.Sealer == nil {
 		cfg.Sealer = vault.Ephemeral()
 	}
-	return &API{cfg: cfg, stopping: make(chan struct{})}
+	return &API{cfg: cfg, stopping: make(chan struct{}), limits: newLimiter(cfg.Quotas)}
 }
 
 // Register adds every route of Routes to mux.
@@ -182,16 +190,19 @@ func (a *API) Register(mux *http.ServeMux) {
 		{"POST", "/api/v1/environments/{environment_id}/resume"}:          a.resumeEnvironment,
 	}
 	for _, r := range Routes {
-		mux.HandleFunc(r.Method+" "+r.Path, a.authorized(h[r]))
+		mux.HandleFunc(r.Method+" "+r.Path, a.withDeadlines(classOf(r), a.authorized(h[r])))
 	}
 }
 
 // Error is the API's error body: a finite code, a bounded detail and the
-// request field at fault, when one is.
+// request field at fault, when one is; a 429 names the quota it met and
+// that quota's limit.
 type Error struct {
-	Error  string `json:"error"`
-	Detail string `json:"detail,omitempty"`
-	Field  string `json:"field,omitempty"`
+	Error  string  `json:"error"`
+	Detail string  `json:"detail,omitempty"`
+	Field  string  `json:"field,omitempty"`
+	Quota  string  `json:"quota,omitempty"`
+	Limit  float64 `json:"limit,omitempty"`
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -210,13 +221,22 @@ type ctxKey struct{}
 // credential never opens the public API.
 func (a *API) authorized(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		if a.clientRefused(w, r) {
+			return
+		}
 		secret := credential.BearerToken(r.Header.Get("Authorization"))
 		c, err := a.cfg.Credentials.Authenticate(r.Context(), secret, store.KindProject)
 		if errors.Is(err, credential.ErrWrongKind) {
 			c, err = a.cfg.Credentials.Authenticate(r.Context(), secret, store.KindAdmin)
 		}
+		if err != nil && !errors.Is(err, context.Canceled) {
+			a.authFailed(r)
+		}
 		switch {
 		case err == nil:
+			if a.rateLimited(w, c) {
+				return
+			}
 			next(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, c)))
 		case errors.Is(err, credential.ErrMissing):
 			writeJSON(w, http.StatusUnauthorized, Error{Error: "missing_bearer", Detail: "a project API key is required"})

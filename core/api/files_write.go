@@ -106,18 +106,13 @@ func (a *API) putFile(w http.ResponseWriter, r *http.Request) {
 		badField(w, "path", detail)
 		return
 	}
-	// The 5 MiB bound is checked before any Runtime work.
-	body, err := io.ReadAll(io.LimitReader(r.Body, MaxWriteBody+1))
-	if err != nil {
-		badField(w, "body", "the body could not be read")
-		return
-	}
-	if len(body) > MaxWriteBody {
-		writeJSON(w, http.StatusRequestEntityTooLarge, Error{Error: "body_too_large", Field: "body", Detail: "the body is over the 5 MiB inline bound"})
-		return
-	}
 	if a.cfg.Write == nil {
 		writeJSON(w, http.StatusNotImplemented, Error{Error: "not_implemented", Detail: "this Core serves no workspace writes"})
+		return
+	}
+	// The 5 MiB bound is checked before any Runtime work.
+	body, ok := a.readUpload(w, r)
+	if !ok {
 		return
 	}
 	rec, err := a.cfg.Write(r.Context(), s.ID, path, body)

@@ -148,7 +148,12 @@ func (a *API) createSession(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	release, ok := a.admit(r.Context(), w, s.Project, demand{sessions: 1, bytes: int64(len(s.Options))})
+	if !ok {
+		return
+	}
 	if err := a.cfg.Store.CreateSession(r.Context(), s); err != nil {
+		release()
 		a.internal(w, "create session", err)
 		return
 	}

@@ -84,7 +84,12 @@ func (a *API) createTurn(w http.ResponseWriter, r *http.Request) {
 	}
 	now := a.now()
 	t := store.Turn{ID: credential.NewID("turn"), SessionID: s.ID, Input: raw, CreatedAt: now}
+	release, ok := a.admit(r.Context(), w, s.Project, demand{queuedTurns: 1, bytes: int64(len(raw))})
+	if !ok {
+		return
+	}
 	if err := a.cfg.Store.CreateTurn(r.Context(), t); err != nil {
+		release()
 		a.internal(w, "create turn", err)
 		return
 	}
@@ -217,9 +222,21 @@ func (a *API) addInput(w http.ResponseWriter, r *http.Request) {
 		req.InputID = credential.NewID("in")
 	}
 	raw, _ := json.Marshal(req.Input)
+	s, err := a.cfg.Store.GetSession(r.Context(), t.SessionID)
+	if err != nil {
+		a.internal(w, "get session", err)
+		return
+	}
+	release, ok := a.admit(r.Context(), w, s.Project, demand{bytes: int64(len(raw))})
+	if !ok {
+		return
+	}
 	// Active input is stored first and delivered later, one at a time
 	// (daemon-protocol.txt:124).
 	in, err := a.cfg.Store.AppendInput(r.Context(), store.Input{TurnID: t.ID, ID: req.InputID, Content: raw, CreatedAt: a.now()})
+	if err != nil {
+		release()
+	}
 	if errors.Is(err, store.ErrConflict) {
 		writeJSON(w, http.StatusConflict, Error{Error: "input_conflict", Field: "input_id", Detail: "an input with this ID exists"})
 		return

@@ -87,8 +87,13 @@ type runRec struct {
 	// overflowed is set (on the loop) once the Run's subscription closed
 	// because the journal fell behind (journal.go, backlog).
 	overflowed bool
-	finished   chan struct{}
-	once       sync.Once
+	// journaled counts the bytes of the Run's frames journaled, and
+	// limited is set once the next would have passed the Turn's journal
+	// limit (journal_limit.go).
+	journaled int64
+	limited   bool
+	finished  chan struct{}
+	once      sync.Once
 }
 
 func (r *runRec) done() { r.once.Do(func() { close(r.finished) }) }
@@ -354,7 +359,7 @@ func (h execHooks) frame(f *fsm.Firing[*peer.Event]) (*runRec, error) {
 		return r, nil
 	}
 	payload := validated(f.Arg.Msg)
-	if raw, ok := payload.(json.RawMessage); ok && h.c.overflows(r, int64(len(raw))) {
+	if raw, ok := payload.(json.RawMessage); ok && (h.c.overLimit(r, int64(len(raw))) || h.c.overflows(r, int64(len(raw)))) {
 		return r, nil
 	}
 	return r, h.journal(r, f.Arg.Msg.Type, payload)
@@ -505,6 +510,9 @@ func (h execHooks) DoMarkEventStreamIncomplete(f *fsm.Firing[*peer.Event]) error
 	r := h.c.run(f.Arg.Key.ID)
 	if r == nil {
 		return nil
+	}
+	if r.limited {
+		return h.finish(f, r, actionJournalLimit, store.Outcome{})
 	}
 	if f.Event == fsm.EventID(run.EventSubscriptionOverflow) {
 		// The stream's last event says why it ends here while the

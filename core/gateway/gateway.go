@@ -72,6 +72,10 @@ type Config struct {
 	// uncommitted; a Run whose frame would exceed it loses its
 	// subscription (DefaultJournalBacklog when 0).
 	JournalBacklog int64
+	// JournalLimit bounds the bytes of Run events one Turn's journal
+	// keeps; the frame that would pass it ends the Turn journal_limit
+	// (journal_limit.go). 0: no limit.
+	JournalLimit int64
 	// Profiles are the engine profiles by agent kind; a kind without one
 	// declares no control and qualifies no Agent feature.
 	Profiles agent.Profiles

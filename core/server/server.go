@@ -40,6 +40,15 @@ type Config struct {
 	// the process, right for a store in memory; a Core on a durable store
 	// passes one from vault.LoadKey so secrets open after a restart).
 	Sealer *vault.Sealer
+	// Quotas bound each project (api.Quotas; the zero value bounds
+	// nothing, `core serve` passes api.DefaultQuotas unless told).
+	Quotas api.Quotas
+	// JournalLimit is gateway.Config.JournalLimit: the journal bytes a
+	// Turn may keep (0: no limit).
+	JournalLimit int64
+	// UploadDir holds upload bodies while they arrive (api.Config.UploadDir;
+	// `core serve` uses uploads/ in its data directory).
+	UploadDir string
 }
 
 // Server is one Core's HTTP surface.
@@ -69,10 +78,10 @@ func New(cfg Config) *Server {
 	s := &Server{cfg: cfg, mux: http.NewServeMux()}
 	s.creds = credential.Issuer{Store: cfg.Store, Now: cfg.Clock.Now}
 	s.journal = &api.Journal{Store: cfg.Store}
-	s.gateway = gateway.New(gateway.Config{Store: cfg.Store, Credentials: s.creds, PublicURL: cfg.PublicURL, Clock: cfg.Clock, Logger: cfg.Logger, Journal: s.journal, Transcript: cfg.Transcript, PlacementTimeout: cfg.PlacementTimeout, Profiles: cfg.Profiles, Sealer: cfg.Sealer, JournalBacklog: cfg.JournalBacklog})
+	s.gateway = gateway.New(gateway.Config{Store: cfg.Store, Credentials: s.creds, PublicURL: cfg.PublicURL, Clock: cfg.Clock, Logger: cfg.Logger, Journal: s.journal, Transcript: cfg.Transcript, PlacementTimeout: cfg.PlacementTimeout, Profiles: cfg.Profiles, Sealer: cfg.Sealer, JournalBacklog: cfg.JournalBacklog, JournalLimit: cfg.JournalLimit})
 	s.gateway.Register(s.mux)
 	s.api = api.New(api.Config{
-		Store: cfg.Store, Credentials: s.creds, Journal: s.journal, Now: cfg.Clock.Now, Clock: cfg.Clock, Logger: cfg.Logger, Profiles: cfg.Profiles, Sealer: cfg.Sealer,
+		Store: cfg.Store, Credentials: s.creds, Journal: s.journal, Now: cfg.Clock.Now, Clock: cfg.Clock, Logger: cfg.Logger, Profiles: cfg.Profiles, Sealer: cfg.Sealer, Quotas: cfg.Quotas, UploadDir: cfg.UploadDir,
 		Devices: func(ctx context.Context, project string) (any, error) { return DeviceViews(ctx, cfg.Store, project) },
 		CheckInput: func(ctx context.Context, turnID string, in wire.MessageInput) error {
 			var refused *gateway.InputRefused

@@ -190,6 +190,8 @@ type Store interface {
 	Instances
 	// PutSecret, GetSecret, ListSecrets and DeleteSecret: vault.go.
 	Secrets
+	// ProjectUsage: usage.go.
+	Usages
 
 	// PutAgent stores a new version of an Agent: version 1 of a new ID,
 	// or the version after its latest (ErrConflict otherwise: another

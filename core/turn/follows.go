@@ -39,6 +39,12 @@ func RunEnd(action string, outcome fsm.Outcome) (e Event, ok bool) {
 		}
 	case "mark_cancel_unconfirmed":
 		return CancelUnconfirmed, true
+	case "journal_limit":
+		// the gateway's mark_event_stream_incomplete for a Run it stopped
+		// observing at the Turn's journal limit.
+		if outcome != fsm.OutcomeNone {
+			return JournalLimit, true
+		}
 	}
 	return 0, false
 }

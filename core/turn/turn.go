@@ -41,6 +41,7 @@ const (
 	DeliveryUnknown       = fsmturn.EventDeliveryUnknown
 	EventStreamIncomplete = fsmturn.EventEventStreamIncomplete
 	CancelUnconfirmed     = fsmturn.EventCancelUnconfirmed
+	JournalLimit          = fsmturn.EventJournalLimit
 	Unplaceable           = fsmturn.EventUnplaceable
 	Restart               = fsmturn.EventRestart
 )

@@ -65,6 +65,7 @@ func Run(t *testing.T, open Open) {
 		{"DeviceAssignment", testDeviceAssignment},
 		{"DeviceAssignmentRace", testDeviceAssignmentRace},
 		{"EnvironmentList", testEnvironmentList},
+		{"ProjectUsage", testProjectUsage},
 		{"Closed", testClosed},
 	}
 	for _, tc := range tests {
