@@ -131,6 +131,34 @@ func rawConn(addr string) (net.Conn, error) {
 	return c, nil
 }
 
+// finalState follows a Turn's event stream to its status event and
+// returns the state it names (60 s at most).
+func finalState(t *testing.T, a *crashAPI, turnID string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	resp := a.events(ctx, turnID)
+	require.NotNil(t, resp)
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 8<<20)
+	status := false
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "event: status" {
+			status = true
+		} else if data, ok := strings.CutPrefix(line, "data: "); ok && status {
+			var st struct {
+				State string `json:"state"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(data), &st))
+			return st.State
+		}
+	}
+	t.Fatalf("the event stream of %s ended without a status: %v", turnID, sc.Err())
+	return ""
+}
+
 func TestSoak(t *testing.T) {
 	if os.Getenv("AGENTWIRE_SOAK") == "" {
 		t.Skip("make soak runs it (AGENTWIRE_SOAK=1): hostile clients against a real Core for minutes")
@@ -149,11 +177,14 @@ func TestSoak(t *testing.T) {
 		require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
 		return p
 	}
-	// Every connection of this test comes from 127.0.0.1: the per-client
-	// cap is raised above what the test holds (the cap itself has its own
-	// test); the total cap stays above it, as the issue asks.
+	// Every connection of this test comes from 127.0.0.1, so the
+	// per-client cap is lifted, and the request rate is raised so that
+	// every hostile client reaches Core (the cap and the rate limit have
+	// their own tests, core/server and core/api): the soak measures what
+	// the clients that get through cost. The total connection cap keeps
+	// its default (10,000), above what the test holds.
 	core, base := startProc(t, bin, "agentwire core: listening on ", "core", "serve", "--listen", "127.0.0.1:0", "--data", data,
-		"--debug-listen", "127.0.0.1:0")
+		"--debug-listen", "127.0.0.1:0", "--max-connections-per-client", "0", "--quota-rate", "500", "--quota-burst", "1000")
 	addr := strings.TrimPrefix(base, "http://")
 	var debugURL string
 	url := regexp.MustCompile(`"url":"(http://[^"]+/debug/pprof/)"`)
@@ -339,20 +370,14 @@ func TestSoak(t *testing.T) {
 	t.Logf("soak: hostile clients opened in %v: %d idle, %d slowloris, %d readers, %d/%d slow bodies refused in time, %d stalled uploads, %d dial errors",
 		time.Since(start).Round(time.Millisecond), idle, slowloris, readers, refusedFast, cfg.SlowBodies, uploads, dialErrs)
 
-	// The well-behaved project keeps running Turns; each must complete.
+	// The well-behaved project keeps running Turns, each followed on its
+	// event stream to its status; each must complete.
 	var lat []time.Duration
 	deadline := time.Now().Add(time.Duration(cfg.Seconds) * time.Second)
 	for time.Now().Before(deadline) {
 		t0 := time.Now()
 		id := submit(goodAPI, goodSes)
-		var st any
-		for wait := time.Millisecond; time.Since(t0) < 60*time.Second; wait = min(2*wait, 50*time.Millisecond) {
-			if st = goodAPI.status(id)["state"]; st != "queued" && st != "running" && st != nil {
-				break
-			}
-			time.Sleep(wait)
-		}
-		require.Equal(t, "completed", st, "the well-behaved project's Turn %s under load", id)
+		require.Equal(t, "completed", finalState(t, goodAPI, id), "the well-behaved project's Turn %s under load", id)
 		lat = append(lat, time.Since(t0))
 	}
 	under := pk.get()

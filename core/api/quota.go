@@ -180,13 +180,33 @@ func (a *API) admit(ctx context.Context, w http.ResponseWriter, project string, 
 	if ttl <= 0 {
 		ttl = DefaultUsageTTL
 	}
-	if c.at.IsZero() || now.Sub(c.at) >= ttl || now.Before(c.at) {
+	read := func() bool {
 		u, err := a.cfg.Store.ProjectUsage(ctx, project)
 		if err != nil {
 			a.internal(w, "read project usage", err)
-			return nil, false
+			return false
 		}
 		c.u, c.at = u, now
+		return true
+	}
+	fresh := false
+	if c.at.IsZero() || now.Sub(c.at) >= ttl || now.Before(c.at) {
+		if !read() {
+			return nil, false
+		}
+		fresh = true
+	}
+	over := func() bool {
+		return q.Sessions > 0 && d.sessions > 0 && c.u.Sessions+d.sessions > q.Sessions ||
+			q.QueuedTurns > 0 && d.queuedTurns > 0 && c.u.QueuedTurns+d.queuedTurns > q.QueuedTurns ||
+			q.StoreBytes > 0 && d.bytes > 0 && c.u.Bytes+d.bytes > q.StoreBytes
+	}
+	// The local count only grows between reads (a Turn that started or a
+	// Session deleted meanwhile is not seen), so a refusal is decided on a
+	// fresh read: a client that submits Turns one after another as fast as
+	// they run is never refused for Turns that already left the queue.
+	if over() && !fresh && !read() {
+		return nil, false
 	}
 	retry := retryAfter(ttl)
 	switch {
