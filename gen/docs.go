@@ -25,7 +25,10 @@ func renderDocs(ctx context.Context, out Files, m *spec.Machine, cfg Config) err
 	if cfg.SkipSVG {
 		return nil
 	}
-	svg, err := diagram.SVG(ctx, dot)
+	if cfg.SVG == nil {
+		return fmt.Errorf("%s.svg: no SVG renderer (gen.Config.SVG)", base)
+	}
+	svg, err := cfg.SVG(ctx, dot)
 	if err != nil {
 		return fmt.Errorf("%s.svg: %w", base, err)
 	}

@@ -21,11 +21,17 @@ type Config struct {
 	// SkipSVG leaves out the SVG diagrams, which are the one slow output
 	// (Graphviz runs as WebAssembly); golden tests of the Go code use it.
 	SkipSVG bool
+	// SVG lays out each machine's DOT diagram as SVG (render.SVG, which
+	// only the generator's command links); required unless SkipSVG.
+	SVG SVGRenderer
 	// Module is the import path of the Go module the files are written
 	// into: fsm/machines imports each machine's package under it. Empty
 	// means this repository's module.
 	Module string
 }
+
+// SVGRenderer lays out a DOT graph as SVG.
+type SVGRenderer func(ctx context.Context, dot []byte) ([]byte, error)
 
 // DefaultModule is agentwire's own module path.
 const DefaultModule = "github.com/agentwire/agentwire"
@@ -46,7 +52,7 @@ func (fs Files) Paths() []string {
 
 // OutputDirs are the directories the generator writes into, relative to the
 // repository root: the one list the writer (stale-file removal), the
-// verification, the Makefile (`agentwire generate --dirs`) and the docs use.
+// verification, the Makefile (`agentwire-gen generate --dirs`) and the docs use.
 // The generator owns only the files there that carry its header; wire/ also
 // holds hand-written code.
 var OutputDirs = []string{"fsm", docsDir, "docs/wire", wireDir}

@@ -3,6 +3,7 @@ package gen
 import (
 	"context"
 	"flag"
+	svgrender "github.com/agentwire/agentwire/gen/diagram/render"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,7 +44,7 @@ func TestGolden(t *testing.T) {
 	}
 	for name, prefixes := range cases {
 		t.Run(name, func(t *testing.T) {
-			all, err := Generate(context.Background(), loadCase(t, name), Config{})
+			all, err := Generate(context.Background(), loadCase(t, name), Config{SVG: svgrender.SVG})
 			require.NoError(t, err)
 			files := Files{}
 			for p, content := range all {

@@ -1,7 +1,9 @@
-// Command agentwire-gen is the generator alone: `agentwire-gen generate` and
-// `agentwire-gen diagram`, the same commands as in agentwire. It depends on
-// nothing generated, so `make generate` works even when the generated wire
-// code no longer compiles against a changed spec.
+// Command agentwire-gen is the generator: `agentwire-gen generate` and
+// `agentwire-gen diagram`. It depends on nothing generated, so `make
+// generate` works even when the generated wire code no longer compiles
+// against a changed spec, and it is the one command that links the SVG
+// renderer (gen/diagram/render), which costs every process that links it
+// about 16 MiB at start.
 package main
 
 import (
@@ -11,6 +13,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/agentwire/agentwire/gen/diagram/render"
 	"github.com/agentwire/agentwire/gen/gencli"
 )
 
@@ -39,9 +42,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	switch args[0] {
 	case "generate":
-		return gencli.Generate(args[1:], stdout, stderr)
+		return gencli.Generate(args[1:], stdout, stderr, render.SVG)
 	case "diagram":
-		return gencli.Diagram(args[1:], stdout, stderr)
+		return gencli.Diagram(args[1:], stdout, stderr, render.SVG)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return nil

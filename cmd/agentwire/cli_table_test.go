@@ -66,7 +66,6 @@ func cliCases(data string) []cliCase {
 		{"env suspend", []string{"E1", "E2"}, "want one ENV, got 2 arguments"},
 		{"env resume", nil, "want one ENV, got 0 arguments"},
 		{"demo", []string{"extra"}, `demo takes no arguments, got ["extra"]`},
-		{"generate", []string{"extra"}, `generate takes no arguments, got ["extra"]`},
 		{"diagram", nil, "want one MACHINE, got 0 arguments"},
 		{"check", []string{"extra"}, `check takes no arguments, got ["extra"]`},
 	}

@@ -1,6 +1,6 @@
-// Command agentwire regenerates the protocol machines from spec/, renders
-// their diagrams, and runs the reference peers: the Runtime daemon and Core,
-// with Core's public API wrapped as CLI commands.
+// Command agentwire runs the reference peers: the Runtime daemon and Core,
+// with Core's public API wrapped as CLI commands, and draws the protocol
+// machines' diagrams. The generator is its own command, cmd/agentwire-gen.
 package main
 
 import (
@@ -30,8 +30,8 @@ commands:
   env        a project's Environments: agentwire env create|list|show|suspend|resume
   vault      the project's secrets (MCP bearer tokens): agentwire vault put|list|delete
   demo       run Core, a Runtime and one Turn end to end on this machine (make demo)
-  generate   load spec/, validate it and write fsm/ and docs/machines/
-  diagram    print one machine's diagram: agentwire diagram <machine> --format mermaid|dot|svg
+  diagram    print one machine's diagram: agentwire diagram <machine> --format mermaid|dot
+             (the generator, and SVG, are go run ./cmd/agentwire-gen generate|diagram)
   check      model-check Core and the Runtime together over the spec's tables (make model-check)
 
 The API commands read Core's URL from --core or AGENTWIRE_CORE and the project API key from
@@ -96,9 +96,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	switch args[0] {
 	case "generate":
-		return usageErr(gencli.Generate(args[1:], stdout, stderr))
+		// decision: the generator (and the SVG renderer it needs) is its own
+		// command, so Core, the Runtime and every CLI call do not pay for
+		// Graphviz (issue 24).
+		return errors.New("generate is the generator's own command: go run ./cmd/agentwire-gen generate (make generate)")
 	case "diagram":
-		return usageErr(gencli.Diagram(args[1:], stdout, stderr))
+		return usageErr(gencli.Diagram(args[1:], stdout, stderr, nil))
 	case "runtime":
 		return runRuntime(args[1:], stdout, stderr)
 	case "core":

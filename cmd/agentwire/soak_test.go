@@ -382,7 +382,9 @@ func TestSoak(t *testing.T) {
 	}
 	under := pk.get()
 	slices.Sort(lat)
-	p := func(q float64) time.Duration { return lat[min(len(lat)-1, int(q*float64(len(lat))))].Round(time.Millisecond) }
+	p := func(q float64) time.Duration {
+		return lat[min(len(lat)-1, int(q*float64(len(lat))))].Round(time.Millisecond)
+	}
 	t.Logf("soak: %d well-behaved Turns in %ds: p50 %v p99 %v max %v; %d flood Turns (2000 × 1 KiB deltas each)",
 		len(lat), cfg.Seconds, p(0.5), p(0.99), lat[len(lat)-1].Round(time.Millisecond), floods.Load())
 	t.Logf("soak: Core peak under load: RSS %.1f MiB, %d fds, %d goroutines (baseline RSS %.1f MiB, %d fds, %d goroutines); %d samples failed",

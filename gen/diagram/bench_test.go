@@ -2,6 +2,7 @@ package diagram
 
 import (
 	"context"
+	"github.com/agentwire/agentwire/gen/diagram/render"
 	"testing"
 )
 
@@ -9,7 +10,7 @@ import (
 func BenchmarkSVG(b *testing.B) {
 	dot := DOT(loadLease(b))
 	for b.Loop() {
-		if _, err := SVG(context.Background(), dot); err != nil {
+		if _, err := render.SVG(context.Background(), dot); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"flag"
+	"github.com/agentwire/agentwire/gen/diagram/render"
 	"io"
 	"os"
 	"path/filepath"
@@ -51,7 +52,7 @@ func golden(t *testing.T, name string, got []byte) {
 func TestGolden(t *testing.T) {
 	m := loadLease(t)
 	dot := DOT(m)
-	svg, err := SVG(context.Background(), dot)
+	svg, err := render.SVG(context.Background(), dot)
 	require.NoError(t, err)
 
 	golden(t, "lease.mmd", Mermaid(m))
@@ -69,9 +70,9 @@ func TestDeterministic(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	first, err := SVG(ctx, DOT(a))
+	first, err := render.SVG(ctx, DOT(a))
 	require.NoError(t, err)
-	second, err := SVG(ctx, DOT(b))
+	second, err := render.SVG(ctx, DOT(b))
 	require.NoError(t, err)
 	assert.Equal(t, first, second)
 }
@@ -87,7 +88,7 @@ func TestHeaders(t *testing.T) {
 
 func TestSVG(t *testing.T) {
 	m := loadLease(t)
-	svg, err := SVG(context.Background(), DOT(m))
+	svg, err := render.SVG(context.Background(), DOT(m))
 	require.NoError(t, err)
 
 	require.True(t, bytes.HasPrefix(svg, []byte(`<?xml version="1.0" encoding="UTF-8" standalone="no"?>`+"\n<!-- "+Header("lease")+" -->\n")),
@@ -122,36 +123,36 @@ func TestSVG(t *testing.T) {
 }
 
 func TestSVGWithoutHeader(t *testing.T) {
-	svg, err := SVG(context.Background(), []byte("digraph g { a -> b }"))
+	svg, err := render.SVG(context.Background(), []byte("digraph g { a -> b }"))
 	require.NoError(t, err)
 	assert.NotContains(t, string(svg), "Code generated")
 	assert.Contains(t, string(svg), "<title>a</title>")
 }
 
 func TestSVGErrors(t *testing.T) {
-	_, err := SVG(context.Background(), []byte("digraph { a -> "))
+	_, err := render.SVG(context.Background(), []byte("digraph { a -> "))
 	require.Error(t, err)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err = SVG(ctx, []byte("digraph g { a -> b }"))
+	_, err = render.SVG(ctx, []byte("digraph g { a -> b }"))
 	require.ErrorIs(t, err, context.Canceled)
 
 	// Neither failure may poison the process-wide Graphviz instance.
-	_, err = SVG(context.Background(), []byte("digraph g { a -> b }"))
+	_, err = render.SVG(context.Background(), []byte("digraph g { a -> b }"))
 	require.NoError(t, err)
 }
 
 func TestSVGConcurrent(t *testing.T) {
 	dot := []byte("digraph g { a -> b; b -> c }")
-	want, err := SVG(context.Background(), dot)
+	want, err := render.SVG(context.Background(), dot)
 	require.NoError(t, err)
 
 	var wg sync.WaitGroup
 	errs := make([]error, 4)
 	outs := make([][]byte, 4)
 	for i := range errs {
-		wg.Go(func() { outs[i], errs[i] = SVG(context.Background(), dot) })
+		wg.Go(func() { outs[i], errs[i] = render.SVG(context.Background(), dot) })
 	}
 	wg.Wait()
 	for i := range errs {
@@ -162,11 +163,11 @@ func TestSVGConcurrent(t *testing.T) {
 
 func TestSVGLeavesNoGoroutines(t *testing.T) {
 	dot := []byte("digraph g { a -> b }")
-	_, err := SVG(context.Background(), dot) // warm up anything lazily started
+	_, err := render.SVG(context.Background(), dot) // warm up anything lazily started
 	require.NoError(t, err)
 	before := runtime.NumGoroutine()
 	for range 3 {
-		_, err := SVG(context.Background(), dot)
+		_, err := render.SVG(context.Background(), dot)
 		require.NoError(t, err)
 	}
 	// Polled by hand: assert.Eventually runs its condition on goroutines of
@@ -233,7 +234,7 @@ func TestPageEscapesSpecText(t *testing.T) {
 func TestSVGRepeatedNonASCII(t *testing.T) {
 	dot := []byte(`digraph g { a -> b [label="⏱ → é"] }`)
 	for i := range 5 {
-		_, err := SVG(context.Background(), dot)
+		_, err := render.SVG(context.Background(), dot)
 		require.NoError(t, err, "render %d", i)
 	}
 }

@@ -3,6 +3,7 @@ package diagram
 import (
 	"bytes"
 	"context"
+	"github.com/agentwire/agentwire/gen/diagram/render"
 	"regexp"
 	"strconv"
 	"testing"
@@ -21,7 +22,7 @@ var svgSizeRE = regexp.MustCompile(`<svg width="([0-9.]+)pt" height="([0-9.]+)pt
 // svgAspect renders dot and returns the picture's width over its height.
 func svgAspect(t *testing.T, dot []byte) (aspect, width, height float64) {
 	t.Helper()
-	svg, err := SVG(context.Background(), dot)
+	svg, err := render.SVG(context.Background(), dot)
 	require.NoError(t, err)
 	m := svgSizeRE.FindSubmatch(svg)
 	require.NotNil(t, m, "no size on the svg element")

@@ -24,3 +24,21 @@ func TestGeneratorNeedsNothingGenerated(t *testing.T) {
 		}
 	}
 }
+
+// TestPeersDoNotLinkTheRenderer keeps Graphviz (WebAssembly, compiled when
+// a process starts) out of the agentwire command, so Core, the Runtime and
+// every CLI call do not pay for it: only agentwire-gen links it.
+func TestPeersDoNotLinkTheRenderer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	for pkg, want := range map[string]bool{
+		"github.com/agentwire/agentwire/cmd/agentwire":     false,
+		"github.com/agentwire/agentwire/cmd/agentwire-gen": true,
+	} {
+		out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
+		require.NoError(t, err, string(out))
+		linked := strings.Contains(string(out), "github.com/goccy/go-graphviz")
+		require.Equal(t, want, linked, "%s links go-graphviz: %v", pkg, linked)
+	}
+}

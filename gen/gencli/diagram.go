@@ -10,14 +10,18 @@ import (
 	"os"
 	"strings"
 
+	"github.com/agentwire/agentwire/gen"
 	"github.com/agentwire/agentwire/gen/diagram"
 	"github.com/agentwire/agentwire/spec"
 )
 
-func Diagram(args []string, stdout, stderr io.Writer) error {
+// Diagram is the diagram command. svg lays out the svg format; a command
+// built without the renderer passes nil, and --format svg then says where
+// the renderer is.
+func Diagram(args []string, stdout, stderr io.Writer, svg gen.SVGRenderer) error {
 	fs := newFlags("diagram [flags] MACHINE", "Prints one machine's state diagram, drawn from the spec tables in --spec (or, away from a\n"+
 		"checkout, the tables built into this binary).",
-		[]string{"agentwire diagram run", "agentwire diagram preparation --format svg > preparation.svg"}, stderr)
+		[]string{"agentwire diagram run", "agentwire-gen diagram preparation --format svg > preparation.svg"}, stderr)
 	format := fs.String("format", "mermaid", "mermaid, dot or svg")
 	specDir := fs.String("spec", "spec", "directory holding the machine tables")
 	if done, err := parse(fs, args); done {
@@ -59,7 +63,10 @@ func Diagram(args []string, stdout, stderr io.Writer) error {
 	case "dot":
 		out = diagram.DOT(m)
 	case "svg":
-		if out, err = diagram.SVG(context.Background(), diagram.DOT(m)); err != nil {
+		if svg == nil {
+			return fmt.Errorf("diagram: --format svg needs the SVG renderer, which only the generator's command links: go run ./cmd/agentwire-gen diagram %s --format svg", name)
+		}
+		if out, err = svg(context.Background(), diagram.DOT(m)); err != nil {
 			return fmt.Errorf("diagram: %w", err)
 		}
 	}

@@ -13,10 +13,10 @@ import (
 func TestDiagramAwayFromTheCheckout(t *testing.T) {
 	t.Chdir(t.TempDir())
 	var out bytes.Buffer
-	require.NoError(t, Diagram([]string{"run"}, &out, &bytes.Buffer{}))
+	require.NoError(t, Diagram([]string{"run"}, &out, &bytes.Buffer{}, nil))
 	assert.Contains(t, out.String(), "stateDiagram-v2")
 
-	err := Diagram([]string{"run", "--spec", "missing"}, &bytes.Buffer{}, &bytes.Buffer{})
+	err := Diagram([]string{"run", "--spec", "missing"}, &bytes.Buffer{}, &bytes.Buffer{}, nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "--spec missing")
 }

@@ -12,10 +12,12 @@ import (
 	"github.com/agentwire/agentwire/spec"
 )
 
-func Generate(args []string, stdout, stderr io.Writer) error {
+// Generate is the generate command; svg lays out the SVG diagrams
+// (render.SVG in the generator's command).
+func Generate(args []string, stdout, stderr io.Writer, svg gen.SVGRenderer) error {
 	fs := newFlags("generate [flags]", "Loads the spec tables, validates them and writes the generated machines, tests, diagrams and\n"+
 		"pages under --root (fsm/, docs/machines/ and the wire's generated code).",
-		[]string{"agentwire generate", "agentwire generate --check", "agentwire generate --verify   (what CI runs)"}, stderr)
+		[]string{"agentwire-gen generate", "agentwire-gen generate --check", "agentwire-gen generate --verify   (what CI runs)"}, stderr)
 	specDir := fs.String("spec", "spec", "directory holding the machine tables")
 	root := fs.String("root", ".", "repository root to write fsm/ and docs/machines/ under")
 	check := fs.Bool("check", false, "only load and validate the spec; write nothing")
@@ -42,9 +44,9 @@ func Generate(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	if *verify {
-		return verifyGenerated(context.Background(), model, *root, stdout)
+		return verifyGenerated(context.Background(), model, *root, stdout, svg)
 	}
-	return writeGenerated(context.Background(), model, *root, stdout)
+	return writeGenerated(context.Background(), model, *root, stdout, svg)
 }
 
 // specName is how errors and generated headers name the spec directory:

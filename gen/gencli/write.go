@@ -22,8 +22,8 @@ var generatedRoots = gen.OutputDirs
 // verifyGenerated renders everything and reports, without writing, every
 // file that differs from the tree, is missing from it, or is a stale
 // generated file no machine produces any more.
-func verifyGenerated(ctx context.Context, model *spec.Model, root string, stdout io.Writer) error {
-	files, err := gen.Generate(ctx, model, gen.Config{Module: moduleOf(root)})
+func verifyGenerated(ctx context.Context, model *spec.Model, root string, stdout io.Writer, svg gen.SVGRenderer) error {
+	files, err := gen.Generate(ctx, model, gen.Config{Module: moduleOf(root), SVG: svg})
 	if err != nil {
 		return fmt.Errorf("generate: %w", err)
 	}
@@ -57,8 +57,8 @@ func verifyGenerated(ctx context.Context, model *spec.Model, root string, stdout
 // writeGenerated renders everything first and touches the tree only if every
 // file rendered; then it writes changed files and removes generated files
 // that no machine produces any more.
-func writeGenerated(ctx context.Context, model *spec.Model, root string, stdout io.Writer) error {
-	files, err := gen.Generate(ctx, model, gen.Config{Module: moduleOf(root)})
+func writeGenerated(ctx context.Context, model *spec.Model, root string, stdout io.Writer, svg gen.SVGRenderer) error {
+	files, err := gen.Generate(ctx, model, gen.Config{Module: moduleOf(root), SVG: svg})
 	if err != nil {
 		return fmt.Errorf("generate: %w", err)
 	}
