@@ -279,10 +279,13 @@ func TestSoak(t *testing.T) {
 		}
 	}()
 
-	// The hostile project floods deltas, one Turn after another.
+	// The hostile project floods deltas, one Turn after another, until its
+	// store quota (1 GiB by default) refuses the next Turn: that refusal is
+	// the defence working, and the soak goes on without the flood.
 	var floodTurn atomic.Value
 	floodTurn.Store(submit(badAPI, badSes))
 	var floods atomic.Int64
+	var quotaStop atomic.Value
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -295,9 +298,18 @@ func TestSoak(t *testing.T) {
 				time.Sleep(wait)
 			}
 			floods.Add(1)
-			if ctx.Err() == nil {
-				floodTurn.Store(submit(badAPI, badSes))
+			if ctx.Err() != nil {
+				return
 			}
+			code, v := badAPI.do("POST", "/api/v1/sessions/"+badSes+"/turns", textInput("go"))
+			if code == http.StatusTooManyRequests && v["quota"] == "store_bytes" {
+				quotaStop.Store(fmt.Sprintf("after %d flood Turns: %v", floods.Load(), v["detail"]))
+				return
+			}
+			if !assert.Equal(t, 201, code, "a flood Turn: %v", v) {
+				return
+			}
+			floodTurn.Store(v["id"].(string))
 		}
 	}()
 
@@ -387,6 +399,9 @@ func TestSoak(t *testing.T) {
 	}
 	t.Logf("soak: %d well-behaved Turns in %ds: p50 %v p99 %v max %v; %d flood Turns (2000 × 1 KiB deltas each)",
 		len(lat), cfg.Seconds, p(0.5), p(0.99), lat[len(lat)-1].Round(time.Millisecond), floods.Load())
+	if why := quotaStop.Load(); why != nil {
+		t.Logf("soak: the store quota stopped the flood %s", why)
+	}
 	t.Logf("soak: Core peak under load: RSS %.1f MiB, %d fds, %d goroutines (baseline RSS %.1f MiB, %d fds, %d goroutines); %d samples failed",
 		under.RSSMiB, under.FDs, under.Goroutines, baseline.RSSMiB, baseline.FDs, baseline.Goroutines, pk.errs)
 
