@@ -169,10 +169,14 @@ const (
 	// kind, the kind available, every required capability) for the whole placement timeout, so no
 	// Runtime work was ever started (reason unplaceable) (local, observed by core)
 	EventUnplaceable Event = 18
+	// EventPersistenceFailed: Core's store failed to write part of the Turn's record (an event of
+	// its journal, a move): what the journal shows is no longer the Run's whole stream, so the
+	// Turn fails (reason persistence_failed) (local, observed by core)
+	EventPersistenceFailed Event = 19
 	// EventRestart: Core started on a store an earlier process left this Turn in; the connections
 	// of that process died with it, so nothing it dispatched can be observed any more: the rule
 	// raises the observation that fails the Turn (local, observed by core)
-	EventRestart Event = 19
+	EventRestart Event = 20
 )
 
 // String returns the spec name, or Event(n) for a value outside the enum.
@@ -227,6 +231,8 @@ func ParseEvent(name string) (Event, error) {
 		return EventCancelUnconfirmed, nil
 	case "unplaceable":
 		return EventUnplaceable, nil
+	case "persistence_failed":
+		return EventPersistenceFailed, nil
 	case "restart":
 		return EventRestart, nil
 	}
@@ -361,64 +367,68 @@ func ParseAction(name string) (Action, error) {
 // (a rule that lists its own target among its sources is two: a move from the others and an
 // internal transition in the target).
 var (
-	rule125 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateClaimed), Line: 125, Effects: []fsm.Effect{
+	rule130 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateClaimed), Line: 130, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionPlace)},
 	}}
-	rule129 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelled), Line: 129, Effects: []fsm.Effect{
+	rule134 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelled), Line: 134, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordOutcome)},
 	}}
-	rule134 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 134, Effects: []fsm.Effect{
+	rule139 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 139, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordOutcome)},
 	}}
-	rule142 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "nothing was dispatched for a queued Turn; it stays queued for the new process's worker", Line: 142}
-	rule145 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no worker claimed the Turn", Line: 145}
-	rule150 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateQueued), Line: 150, Effects: []fsm.Effect{
+	rule147 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "nothing was dispatched for a queued Turn; it stays queued for the new process's worker", Line: 147}
+	rule150 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no worker claimed the Turn", Line: 150}
+	rule155 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateQueued), Line: 155, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRetryLater)},
 	}}
-	rule156 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStarting), Line: 156}
-	rule159 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelling), Line: 159, Effects: []fsm.Effect{
+	rule161 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStarting), Line: 161}
+	rule164 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelling), Line: 164, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionReleaseAdmission)},
 	}}
-	rule165 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 165, Effects: []fsm.Effect{
+	rule170 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 170, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordOutcome)},
 	}}
-	rule169 = &fsm.Candidate{Disp: fsm.Stayed, Line: 169, Effects: []fsm.Effect{
+	rule174 = &fsm.Candidate{Disp: fsm.Stayed, Line: 174, Effects: []fsm.Effect{
 		{Kind: fsm.EffectRaise, Role: fsm.RoleBoth, Raise: fsm.EventID(EventDeliveryUnknown)},
 	}}
-	rule175 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the Turn has no Run yet", Line: 175}
-	rule180 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelled), Line: 180, Effects: []fsm.Effect{
+	rule180 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the Turn has no Run yet", Line: 180}
+	rule185 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelled), Line: 185, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordOutcome)},
 	}}
-	rule186 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the cancellation is under way", Line: 186}
-	rule189 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the Turn was cancelled before its start", Line: 189}
-	rule192 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the Turn was cancelled before its start and has no Run", Line: 192}
-	rule197 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRunning), Line: 197}
-	rule200 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 200, Effects: []fsm.Effect{
+	rule191 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the cancellation is under way", Line: 191}
+	rule194 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the Turn was cancelled before its start", Line: 194}
+	rule197 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the Turn was cancelled before its start and has no Run", Line: 197}
+	rule202 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRunning), Line: 202}
+	rule205 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 205, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordOutcome)},
 	}}
-	rule204 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the start is in flight; the Run can be cancelled once it runs", Line: 204}
-	rule209 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the start is in flight", Line: 209}
-	rule214 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCompleted), Line: 214, Effects: []fsm.Effect{
+	rule209 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the start is in flight; the Run can be cancelled once it runs", Line: 209}
+	rule214 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the start is in flight", Line: 214}
+	rule219 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCompleted), Line: 219, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordOutcome)},
 	}}
-	rule218 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelled), Line: 218, Effects: []fsm.Effect{
+	rule223 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelled), Line: 223, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordOutcome)},
 	}}
-	rule222 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 222, Effects: []fsm.Effect{
+	rule227 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 227, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordOutcome)},
 	}}
-	rule226 = &fsm.Candidate{Disp: fsm.Stayed, Line: 226, Effects: []fsm.Effect{
+	rule231 = &fsm.Candidate{Disp: fsm.Stayed, Line: 231, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionSendCancel)},
 	}}
-	rule230 = &fsm.Candidate{Guard: fsm.GuardID(GuardCancelJournaled), Disp: fsm.Stayed, Line: 230, Effects: []fsm.Effect{
+	rule235 = &fsm.Candidate{Guard: fsm.GuardID(GuardCancelJournaled), Disp: fsm.Stayed, Line: 235, Effects: []fsm.Effect{
 		{Kind: fsm.EffectRaise, Role: fsm.RoleBoth, Raise: fsm.EventID(EventCancelUnconfirmed)},
 	}}
-	rule237 = &fsm.Candidate{Disp: fsm.Stayed, Line: 237, Effects: []fsm.Effect{
+	rule242 = &fsm.Candidate{Disp: fsm.Stayed, Line: 242, Effects: []fsm.Effect{
 		{Kind: fsm.EffectRaise, Role: fsm.RoleBoth, Raise: fsm.EventID(EventEventStreamIncomplete)},
 	}}
-	rule243 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the Turn is running", Line: 243}
-	rule248 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the Turn already has its terminal record", Line: 248}
-	rule253 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the Turn has finished", Line: 253}
+	rule248 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the Turn is running", Line: 248}
+	rule253 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 253, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordOutcome)},
+	}}
+	rule263 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the Turn already has its terminal record", Line: 263}
+	rule267 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the Turn already has its terminal record", Line: 267}
+	rule272 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the Turn has finished", Line: 272}
 )
 
 // Table is the turn machine as the engine runs it, sealed: every (state, event) cell lists its
@@ -456,6 +466,7 @@ var Table = fsm.MustSeal(&fsm.Table{
 		{Name: "event_stream_incomplete", Kind: fsm.EventLocal, Role: fsm.RoleCore},
 		{Name: "cancel_unconfirmed", Kind: fsm.EventLocal, Role: fsm.RoleCore},
 		{Name: "unplaceable", Kind: fsm.EventLocal, Role: fsm.RoleCore},
+		{Name: "persistence_failed", Kind: fsm.EventLocal, Role: fsm.RoleCore},
 		{Name: "restart", Kind: fsm.EventLocal, Role: fsm.RoleCore},
 	},
 	Guards:  []string{"cancel_journaled"},
@@ -463,165 +474,173 @@ var Table = fsm.MustSeal(&fsm.Table{
 	Initial: fsm.StateID(StateQueued),
 	Cells: []fsm.Cell{
 		// queued
-		{Cands: []*fsm.Candidate{rule125}}, // queued × claim
-		{Cands: []*fsm.Candidate{rule145}}, // queued × requeue
-		{Cands: []*fsm.Candidate{rule145}}, // queued × start
-		{Cands: []*fsm.Candidate{rule145}}, // queued × start_sent
-		{Cands: []*fsm.Candidate{rule129}}, // queued × cancel
-		{Cands: []*fsm.Candidate{rule145}}, // queued × released
-		{Cands: []*fsm.Candidate{rule145}}, // queued × run_completed
-		{Cands: []*fsm.Candidate{rule145}}, // queued × run_cancelled
-		{Cands: []*fsm.Candidate{rule145}}, // queued × engine_failed
-		{Cands: []*fsm.Candidate{rule145}}, // queued × cancel_refused
-		{Cands: []*fsm.Candidate{rule145}}, // queued × start_failed
-		{Cands: []*fsm.Candidate{rule145}}, // queued × preparation_failed
-		{Cands: []*fsm.Candidate{rule145}}, // queued × invalid_configuration
-		{Cands: []*fsm.Candidate{rule145}}, // queued × initialization_failed
-		{Cands: []*fsm.Candidate{rule145}}, // queued × delivery_unknown
-		{Cands: []*fsm.Candidate{rule145}}, // queued × event_stream_incomplete
-		{Cands: []*fsm.Candidate{rule145}}, // queued × cancel_unconfirmed
-		{Cands: []*fsm.Candidate{rule134}}, // queued × unplaceable
-		{Cands: []*fsm.Candidate{rule142}}, // queued × restart
+		{Cands: []*fsm.Candidate{rule130}}, // queued × claim
+		{Cands: []*fsm.Candidate{rule150}}, // queued × requeue
+		{Cands: []*fsm.Candidate{rule150}}, // queued × start
+		{Cands: []*fsm.Candidate{rule150}}, // queued × start_sent
+		{Cands: []*fsm.Candidate{rule134}}, // queued × cancel
+		{Cands: []*fsm.Candidate{rule150}}, // queued × released
+		{Cands: []*fsm.Candidate{rule150}}, // queued × run_completed
+		{Cands: []*fsm.Candidate{rule150}}, // queued × run_cancelled
+		{Cands: []*fsm.Candidate{rule150}}, // queued × engine_failed
+		{Cands: []*fsm.Candidate{rule150}}, // queued × cancel_refused
+		{Cands: []*fsm.Candidate{rule150}}, // queued × start_failed
+		{Cands: []*fsm.Candidate{rule150}}, // queued × preparation_failed
+		{Cands: []*fsm.Candidate{rule150}}, // queued × invalid_configuration
+		{Cands: []*fsm.Candidate{rule150}}, // queued × initialization_failed
+		{Cands: []*fsm.Candidate{rule150}}, // queued × delivery_unknown
+		{Cands: []*fsm.Candidate{rule150}}, // queued × event_stream_incomplete
+		{Cands: []*fsm.Candidate{rule150}}, // queued × cancel_unconfirmed
+		{Cands: []*fsm.Candidate{rule139}}, // queued × unplaceable
+		{Cands: []*fsm.Candidate{rule150}}, // queued × persistence_failed
+		{Cands: []*fsm.Candidate{rule147}}, // queued × restart
 		// claimed
-		{Cands: []*fsm.Candidate{rule175}}, // claimed × claim
-		{Cands: []*fsm.Candidate{rule150}}, // claimed × requeue
-		{Cands: []*fsm.Candidate{rule156}}, // claimed × start
-		{Cands: []*fsm.Candidate{rule175}}, // claimed × start_sent
-		{Cands: []*fsm.Candidate{rule159}}, // claimed × cancel
-		{Cands: []*fsm.Candidate{rule175}}, // claimed × released
-		{Cands: []*fsm.Candidate{rule175}}, // claimed × run_completed
-		{Cands: []*fsm.Candidate{rule175}}, // claimed × run_cancelled
-		{Cands: []*fsm.Candidate{rule175}}, // claimed × engine_failed
-		{Cands: []*fsm.Candidate{rule175}}, // claimed × cancel_refused
-		{Cands: []*fsm.Candidate{rule165}}, // claimed × start_failed
-		{Cands: []*fsm.Candidate{rule165}}, // claimed × preparation_failed
-		{Cands: []*fsm.Candidate{rule165}}, // claimed × invalid_configuration
-		{Cands: []*fsm.Candidate{rule165}}, // claimed × initialization_failed
-		{Cands: []*fsm.Candidate{rule165}}, // claimed × delivery_unknown
-		{Cands: []*fsm.Candidate{rule175}}, // claimed × event_stream_incomplete
-		{Cands: []*fsm.Candidate{rule175}}, // claimed × cancel_unconfirmed
-		{Cands: []*fsm.Candidate{rule175}}, // claimed × unplaceable
-		{Cands: []*fsm.Candidate{rule169}}, // claimed × restart
+		{Cands: []*fsm.Candidate{rule180}}, // claimed × claim
+		{Cands: []*fsm.Candidate{rule155}}, // claimed × requeue
+		{Cands: []*fsm.Candidate{rule161}}, // claimed × start
+		{Cands: []*fsm.Candidate{rule180}}, // claimed × start_sent
+		{Cands: []*fsm.Candidate{rule164}}, // claimed × cancel
+		{Cands: []*fsm.Candidate{rule180}}, // claimed × released
+		{Cands: []*fsm.Candidate{rule180}}, // claimed × run_completed
+		{Cands: []*fsm.Candidate{rule180}}, // claimed × run_cancelled
+		{Cands: []*fsm.Candidate{rule180}}, // claimed × engine_failed
+		{Cands: []*fsm.Candidate{rule180}}, // claimed × cancel_refused
+		{Cands: []*fsm.Candidate{rule170}}, // claimed × start_failed
+		{Cands: []*fsm.Candidate{rule170}}, // claimed × preparation_failed
+		{Cands: []*fsm.Candidate{rule170}}, // claimed × invalid_configuration
+		{Cands: []*fsm.Candidate{rule170}}, // claimed × initialization_failed
+		{Cands: []*fsm.Candidate{rule170}}, // claimed × delivery_unknown
+		{Cands: []*fsm.Candidate{rule180}}, // claimed × event_stream_incomplete
+		{Cands: []*fsm.Candidate{rule180}}, // claimed × cancel_unconfirmed
+		{Cands: []*fsm.Candidate{rule180}}, // claimed × unplaceable
+		{Cands: []*fsm.Candidate{rule253}}, // claimed × persistence_failed
+		{Cands: []*fsm.Candidate{rule174}}, // claimed × restart
 		// cancelling
-		{Cands: []*fsm.Candidate{rule192}}, // cancelling × claim
-		{Cands: []*fsm.Candidate{rule180}}, // cancelling × requeue
-		{Cands: []*fsm.Candidate{rule189}}, // cancelling × start
-		{Cands: []*fsm.Candidate{rule192}}, // cancelling × start_sent
-		{Cands: []*fsm.Candidate{rule186}}, // cancelling × cancel
-		{Cands: []*fsm.Candidate{rule180}}, // cancelling × released
-		{Cands: []*fsm.Candidate{rule192}}, // cancelling × run_completed
-		{Cands: []*fsm.Candidate{rule192}}, // cancelling × run_cancelled
-		{Cands: []*fsm.Candidate{rule192}}, // cancelling × engine_failed
-		{Cands: []*fsm.Candidate{rule192}}, // cancelling × cancel_refused
-		{Cands: []*fsm.Candidate{rule180}}, // cancelling × start_failed
-		{Cands: []*fsm.Candidate{rule180}}, // cancelling × preparation_failed
-		{Cands: []*fsm.Candidate{rule180}}, // cancelling × invalid_configuration
-		{Cands: []*fsm.Candidate{rule180}}, // cancelling × initialization_failed
-		{Cands: []*fsm.Candidate{rule180}}, // cancelling × delivery_unknown
-		{Cands: []*fsm.Candidate{rule192}}, // cancelling × event_stream_incomplete
-		{Cands: []*fsm.Candidate{rule192}}, // cancelling × cancel_unconfirmed
-		{Cands: []*fsm.Candidate{rule192}}, // cancelling × unplaceable
-		{Cands: []*fsm.Candidate{rule180}}, // cancelling × restart
+		{Cands: []*fsm.Candidate{rule197}}, // cancelling × claim
+		{Cands: []*fsm.Candidate{rule185}}, // cancelling × requeue
+		{Cands: []*fsm.Candidate{rule194}}, // cancelling × start
+		{Cands: []*fsm.Candidate{rule197}}, // cancelling × start_sent
+		{Cands: []*fsm.Candidate{rule191}}, // cancelling × cancel
+		{Cands: []*fsm.Candidate{rule185}}, // cancelling × released
+		{Cands: []*fsm.Candidate{rule197}}, // cancelling × run_completed
+		{Cands: []*fsm.Candidate{rule197}}, // cancelling × run_cancelled
+		{Cands: []*fsm.Candidate{rule197}}, // cancelling × engine_failed
+		{Cands: []*fsm.Candidate{rule197}}, // cancelling × cancel_refused
+		{Cands: []*fsm.Candidate{rule185}}, // cancelling × start_failed
+		{Cands: []*fsm.Candidate{rule185}}, // cancelling × preparation_failed
+		{Cands: []*fsm.Candidate{rule185}}, // cancelling × invalid_configuration
+		{Cands: []*fsm.Candidate{rule185}}, // cancelling × initialization_failed
+		{Cands: []*fsm.Candidate{rule185}}, // cancelling × delivery_unknown
+		{Cands: []*fsm.Candidate{rule197}}, // cancelling × event_stream_incomplete
+		{Cands: []*fsm.Candidate{rule197}}, // cancelling × cancel_unconfirmed
+		{Cands: []*fsm.Candidate{rule197}}, // cancelling × unplaceable
+		{Cands: []*fsm.Candidate{rule253}}, // cancelling × persistence_failed
+		{Cands: []*fsm.Candidate{rule185}}, // cancelling × restart
 		// starting
-		{Cands: []*fsm.Candidate{rule209}}, // starting × claim
-		{Cands: []*fsm.Candidate{rule209}}, // starting × requeue
-		{Cands: []*fsm.Candidate{rule209}}, // starting × start
-		{Cands: []*fsm.Candidate{rule197}}, // starting × start_sent
-		{Cands: []*fsm.Candidate{rule204}}, // starting × cancel
-		{Cands: []*fsm.Candidate{rule209}}, // starting × released
-		{Cands: []*fsm.Candidate{rule209}}, // starting × run_completed
-		{Cands: []*fsm.Candidate{rule209}}, // starting × run_cancelled
-		{Cands: []*fsm.Candidate{rule209}}, // starting × engine_failed
-		{Cands: []*fsm.Candidate{rule209}}, // starting × cancel_refused
-		{Cands: []*fsm.Candidate{rule200}}, // starting × start_failed
-		{Cands: []*fsm.Candidate{rule209}}, // starting × preparation_failed
-		{Cands: []*fsm.Candidate{rule209}}, // starting × invalid_configuration
-		{Cands: []*fsm.Candidate{rule209}}, // starting × initialization_failed
-		{Cands: []*fsm.Candidate{rule200}}, // starting × delivery_unknown
-		{Cands: []*fsm.Candidate{rule209}}, // starting × event_stream_incomplete
-		{Cands: []*fsm.Candidate{rule209}}, // starting × cancel_unconfirmed
-		{Cands: []*fsm.Candidate{rule209}}, // starting × unplaceable
-		{Cands: []*fsm.Candidate{rule169}}, // starting × restart
+		{Cands: []*fsm.Candidate{rule214}}, // starting × claim
+		{Cands: []*fsm.Candidate{rule214}}, // starting × requeue
+		{Cands: []*fsm.Candidate{rule214}}, // starting × start
+		{Cands: []*fsm.Candidate{rule202}}, // starting × start_sent
+		{Cands: []*fsm.Candidate{rule209}}, // starting × cancel
+		{Cands: []*fsm.Candidate{rule214}}, // starting × released
+		{Cands: []*fsm.Candidate{rule214}}, // starting × run_completed
+		{Cands: []*fsm.Candidate{rule214}}, // starting × run_cancelled
+		{Cands: []*fsm.Candidate{rule214}}, // starting × engine_failed
+		{Cands: []*fsm.Candidate{rule214}}, // starting × cancel_refused
+		{Cands: []*fsm.Candidate{rule205}}, // starting × start_failed
+		{Cands: []*fsm.Candidate{rule214}}, // starting × preparation_failed
+		{Cands: []*fsm.Candidate{rule214}}, // starting × invalid_configuration
+		{Cands: []*fsm.Candidate{rule214}}, // starting × initialization_failed
+		{Cands: []*fsm.Candidate{rule205}}, // starting × delivery_unknown
+		{Cands: []*fsm.Candidate{rule214}}, // starting × event_stream_incomplete
+		{Cands: []*fsm.Candidate{rule214}}, // starting × cancel_unconfirmed
+		{Cands: []*fsm.Candidate{rule214}}, // starting × unplaceable
+		{Cands: []*fsm.Candidate{rule253}}, // starting × persistence_failed
+		{Cands: []*fsm.Candidate{rule174}}, // starting × restart
 		// running
-		{Cands: []*fsm.Candidate{rule243}},          // running × claim
-		{Cands: []*fsm.Candidate{rule243}},          // running × requeue
-		{Cands: []*fsm.Candidate{rule243}},          // running × start
-		{Cands: []*fsm.Candidate{rule243}},          // running × start_sent
-		{Cands: []*fsm.Candidate{rule226}},          // running × cancel
-		{Cands: []*fsm.Candidate{rule243}},          // running × released
-		{Cands: []*fsm.Candidate{rule214}},          // running × run_completed
-		{Cands: []*fsm.Candidate{rule218}},          // running × run_cancelled
-		{Cands: []*fsm.Candidate{rule222}},          // running × engine_failed
-		{Cands: []*fsm.Candidate{rule222}},          // running × cancel_refused
-		{Cands: []*fsm.Candidate{rule222}},          // running × start_failed
-		{Cands: []*fsm.Candidate{rule243}},          // running × preparation_failed
-		{Cands: []*fsm.Candidate{rule243}},          // running × invalid_configuration
-		{Cands: []*fsm.Candidate{rule243}},          // running × initialization_failed
-		{Cands: []*fsm.Candidate{rule222}},          // running × delivery_unknown
-		{Cands: []*fsm.Candidate{rule222}},          // running × event_stream_incomplete
-		{Cands: []*fsm.Candidate{rule222}},          // running × cancel_unconfirmed
-		{Cands: []*fsm.Candidate{rule243}},          // running × unplaceable
-		{Cands: []*fsm.Candidate{rule230, rule237}}, // running × restart
+		{Cands: []*fsm.Candidate{rule248}},          // running × claim
+		{Cands: []*fsm.Candidate{rule248}},          // running × requeue
+		{Cands: []*fsm.Candidate{rule248}},          // running × start
+		{Cands: []*fsm.Candidate{rule248}},          // running × start_sent
+		{Cands: []*fsm.Candidate{rule231}},          // running × cancel
+		{Cands: []*fsm.Candidate{rule248}},          // running × released
+		{Cands: []*fsm.Candidate{rule219}},          // running × run_completed
+		{Cands: []*fsm.Candidate{rule223}},          // running × run_cancelled
+		{Cands: []*fsm.Candidate{rule227}},          // running × engine_failed
+		{Cands: []*fsm.Candidate{rule227}},          // running × cancel_refused
+		{Cands: []*fsm.Candidate{rule227}},          // running × start_failed
+		{Cands: []*fsm.Candidate{rule248}},          // running × preparation_failed
+		{Cands: []*fsm.Candidate{rule248}},          // running × invalid_configuration
+		{Cands: []*fsm.Candidate{rule248}},          // running × initialization_failed
+		{Cands: []*fsm.Candidate{rule227}},          // running × delivery_unknown
+		{Cands: []*fsm.Candidate{rule227}},          // running × event_stream_incomplete
+		{Cands: []*fsm.Candidate{rule227}},          // running × cancel_unconfirmed
+		{Cands: []*fsm.Candidate{rule248}},          // running × unplaceable
+		{Cands: []*fsm.Candidate{rule253}},          // running × persistence_failed
+		{Cands: []*fsm.Candidate{rule235, rule242}}, // running × restart
 		// completed
-		{Cands: []*fsm.Candidate{rule253}}, // completed × claim
-		{Cands: []*fsm.Candidate{rule253}}, // completed × requeue
-		{Cands: []*fsm.Candidate{rule253}}, // completed × start
-		{Cands: []*fsm.Candidate{rule248}}, // completed × start_sent
-		{Cands: []*fsm.Candidate{rule253}}, // completed × cancel
-		{Cands: []*fsm.Candidate{rule248}}, // completed × released
-		{Cands: []*fsm.Candidate{rule248}}, // completed × run_completed
-		{Cands: []*fsm.Candidate{rule248}}, // completed × run_cancelled
-		{Cands: []*fsm.Candidate{rule248}}, // completed × engine_failed
-		{Cands: []*fsm.Candidate{rule248}}, // completed × cancel_refused
-		{Cands: []*fsm.Candidate{rule248}}, // completed × start_failed
-		{Cands: []*fsm.Candidate{rule253}}, // completed × preparation_failed
-		{Cands: []*fsm.Candidate{rule253}}, // completed × invalid_configuration
-		{Cands: []*fsm.Candidate{rule253}}, // completed × initialization_failed
-		{Cands: []*fsm.Candidate{rule248}}, // completed × delivery_unknown
-		{Cands: []*fsm.Candidate{rule248}}, // completed × event_stream_incomplete
-		{Cands: []*fsm.Candidate{rule248}}, // completed × cancel_unconfirmed
-		{Cands: []*fsm.Candidate{rule253}}, // completed × unplaceable
-		{Cands: []*fsm.Candidate{rule253}}, // completed × restart
+		{Cands: []*fsm.Candidate{rule272}}, // completed × claim
+		{Cands: []*fsm.Candidate{rule272}}, // completed × requeue
+		{Cands: []*fsm.Candidate{rule272}}, // completed × start
+		{Cands: []*fsm.Candidate{rule267}}, // completed × start_sent
+		{Cands: []*fsm.Candidate{rule272}}, // completed × cancel
+		{Cands: []*fsm.Candidate{rule267}}, // completed × released
+		{Cands: []*fsm.Candidate{rule267}}, // completed × run_completed
+		{Cands: []*fsm.Candidate{rule267}}, // completed × run_cancelled
+		{Cands: []*fsm.Candidate{rule267}}, // completed × engine_failed
+		{Cands: []*fsm.Candidate{rule267}}, // completed × cancel_refused
+		{Cands: []*fsm.Candidate{rule267}}, // completed × start_failed
+		{Cands: []*fsm.Candidate{rule272}}, // completed × preparation_failed
+		{Cands: []*fsm.Candidate{rule272}}, // completed × invalid_configuration
+		{Cands: []*fsm.Candidate{rule272}}, // completed × initialization_failed
+		{Cands: []*fsm.Candidate{rule267}}, // completed × delivery_unknown
+		{Cands: []*fsm.Candidate{rule267}}, // completed × event_stream_incomplete
+		{Cands: []*fsm.Candidate{rule267}}, // completed × cancel_unconfirmed
+		{Cands: []*fsm.Candidate{rule272}}, // completed × unplaceable
+		{Cands: []*fsm.Candidate{rule263}}, // completed × persistence_failed
+		{Cands: []*fsm.Candidate{rule272}}, // completed × restart
 		// cancelled
-		{Cands: []*fsm.Candidate{rule253}}, // cancelled × claim
-		{Cands: []*fsm.Candidate{rule253}}, // cancelled × requeue
-		{Cands: []*fsm.Candidate{rule253}}, // cancelled × start
-		{Cands: []*fsm.Candidate{rule248}}, // cancelled × start_sent
-		{Cands: []*fsm.Candidate{rule253}}, // cancelled × cancel
-		{Cands: []*fsm.Candidate{rule248}}, // cancelled × released
-		{Cands: []*fsm.Candidate{rule248}}, // cancelled × run_completed
-		{Cands: []*fsm.Candidate{rule248}}, // cancelled × run_cancelled
-		{Cands: []*fsm.Candidate{rule248}}, // cancelled × engine_failed
-		{Cands: []*fsm.Candidate{rule248}}, // cancelled × cancel_refused
-		{Cands: []*fsm.Candidate{rule248}}, // cancelled × start_failed
-		{Cands: []*fsm.Candidate{rule253}}, // cancelled × preparation_failed
-		{Cands: []*fsm.Candidate{rule253}}, // cancelled × invalid_configuration
-		{Cands: []*fsm.Candidate{rule253}}, // cancelled × initialization_failed
-		{Cands: []*fsm.Candidate{rule248}}, // cancelled × delivery_unknown
-		{Cands: []*fsm.Candidate{rule248}}, // cancelled × event_stream_incomplete
-		{Cands: []*fsm.Candidate{rule248}}, // cancelled × cancel_unconfirmed
-		{Cands: []*fsm.Candidate{rule253}}, // cancelled × unplaceable
-		{Cands: []*fsm.Candidate{rule253}}, // cancelled × restart
+		{Cands: []*fsm.Candidate{rule272}}, // cancelled × claim
+		{Cands: []*fsm.Candidate{rule272}}, // cancelled × requeue
+		{Cands: []*fsm.Candidate{rule272}}, // cancelled × start
+		{Cands: []*fsm.Candidate{rule267}}, // cancelled × start_sent
+		{Cands: []*fsm.Candidate{rule272}}, // cancelled × cancel
+		{Cands: []*fsm.Candidate{rule267}}, // cancelled × released
+		{Cands: []*fsm.Candidate{rule267}}, // cancelled × run_completed
+		{Cands: []*fsm.Candidate{rule267}}, // cancelled × run_cancelled
+		{Cands: []*fsm.Candidate{rule267}}, // cancelled × engine_failed
+		{Cands: []*fsm.Candidate{rule267}}, // cancelled × cancel_refused
+		{Cands: []*fsm.Candidate{rule267}}, // cancelled × start_failed
+		{Cands: []*fsm.Candidate{rule272}}, // cancelled × preparation_failed
+		{Cands: []*fsm.Candidate{rule272}}, // cancelled × invalid_configuration
+		{Cands: []*fsm.Candidate{rule272}}, // cancelled × initialization_failed
+		{Cands: []*fsm.Candidate{rule267}}, // cancelled × delivery_unknown
+		{Cands: []*fsm.Candidate{rule267}}, // cancelled × event_stream_incomplete
+		{Cands: []*fsm.Candidate{rule267}}, // cancelled × cancel_unconfirmed
+		{Cands: []*fsm.Candidate{rule272}}, // cancelled × unplaceable
+		{Cands: []*fsm.Candidate{rule263}}, // cancelled × persistence_failed
+		{Cands: []*fsm.Candidate{rule272}}, // cancelled × restart
 		// failed
-		{Cands: []*fsm.Candidate{rule253}}, // failed × claim
-		{Cands: []*fsm.Candidate{rule253}}, // failed × requeue
-		{Cands: []*fsm.Candidate{rule253}}, // failed × start
-		{Cands: []*fsm.Candidate{rule248}}, // failed × start_sent
-		{Cands: []*fsm.Candidate{rule253}}, // failed × cancel
-		{Cands: []*fsm.Candidate{rule248}}, // failed × released
-		{Cands: []*fsm.Candidate{rule248}}, // failed × run_completed
-		{Cands: []*fsm.Candidate{rule248}}, // failed × run_cancelled
-		{Cands: []*fsm.Candidate{rule248}}, // failed × engine_failed
-		{Cands: []*fsm.Candidate{rule248}}, // failed × cancel_refused
-		{Cands: []*fsm.Candidate{rule248}}, // failed × start_failed
-		{Cands: []*fsm.Candidate{rule253}}, // failed × preparation_failed
-		{Cands: []*fsm.Candidate{rule253}}, // failed × invalid_configuration
-		{Cands: []*fsm.Candidate{rule253}}, // failed × initialization_failed
-		{Cands: []*fsm.Candidate{rule248}}, // failed × delivery_unknown
-		{Cands: []*fsm.Candidate{rule248}}, // failed × event_stream_incomplete
-		{Cands: []*fsm.Candidate{rule248}}, // failed × cancel_unconfirmed
-		{Cands: []*fsm.Candidate{rule253}}, // failed × unplaceable
-		{Cands: []*fsm.Candidate{rule253}}, // failed × restart
+		{Cands: []*fsm.Candidate{rule272}}, // failed × claim
+		{Cands: []*fsm.Candidate{rule272}}, // failed × requeue
+		{Cands: []*fsm.Candidate{rule272}}, // failed × start
+		{Cands: []*fsm.Candidate{rule267}}, // failed × start_sent
+		{Cands: []*fsm.Candidate{rule272}}, // failed × cancel
+		{Cands: []*fsm.Candidate{rule267}}, // failed × released
+		{Cands: []*fsm.Candidate{rule267}}, // failed × run_completed
+		{Cands: []*fsm.Candidate{rule267}}, // failed × run_cancelled
+		{Cands: []*fsm.Candidate{rule267}}, // failed × engine_failed
+		{Cands: []*fsm.Candidate{rule267}}, // failed × cancel_refused
+		{Cands: []*fsm.Candidate{rule267}}, // failed × start_failed
+		{Cands: []*fsm.Candidate{rule272}}, // failed × preparation_failed
+		{Cands: []*fsm.Candidate{rule272}}, // failed × invalid_configuration
+		{Cands: []*fsm.Candidate{rule272}}, // failed × initialization_failed
+		{Cands: []*fsm.Candidate{rule267}}, // failed × delivery_unknown
+		{Cands: []*fsm.Candidate{rule267}}, // failed × event_stream_incomplete
+		{Cands: []*fsm.Candidate{rule267}}, // failed × cancel_unconfirmed
+		{Cands: []*fsm.Candidate{rule272}}, // failed × unplaceable
+		{Cands: []*fsm.Candidate{rule263}}, // failed × persistence_failed
+		{Cands: []*fsm.Candidate{rule272}}, // failed × restart
 	},
 })
 
