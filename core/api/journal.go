@@ -17,6 +17,9 @@ type Journal struct {
 	Store store.Store
 	mu    sync.Mutex
 	wake  map[string]chan struct{}
+	// failed holds the Turns whose failure is not written yet
+	// (unrecorded.go).
+	failed map[string]unrecorded
 }
 
 // Append stores events in one atomic write and wakes the subscribers of
@@ -179,7 +182,7 @@ func (j *Journal) follow(ctx context.Context, s *Subscription, turnID string, af
 		if len(evs) == subscriptionPage {
 			continue
 		}
-		cur, err := j.Store.GetTurn(ctx, turnID)
+		cur, err := j.Turn(ctx, turnID)
 		if err != nil {
 			return err
 		}

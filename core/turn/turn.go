@@ -42,6 +42,7 @@ const (
 	EventStreamIncomplete = fsmturn.EventEventStreamIncomplete
 	CancelUnconfirmed     = fsmturn.EventCancelUnconfirmed
 	Unplaceable           = fsmturn.EventUnplaceable
+	PersistenceFailed     = fsmturn.EventPersistenceFailed
 	Restart               = fsmturn.EventRestart
 )
 
