@@ -57,11 +57,16 @@ import (
 // batch the store failed to write.
 const StoreFailedReason = "Core could not store the connection's work"
 
-// unwritten is a Turn whose record the store failed to write.
+// unwritten is a Turn whose record the store failed to write. Its entry
+// outlives the write of its failure (written) until the worker let the
+// Turn go: until then its connection may still hand the writer a batch
+// with the Turn's later frames, which must not follow the failure into
+// the journal.
 type unwritten struct {
 	runID    string
 	cause    string
 	attempts int
+	written  bool
 }
 
 // storeFailed handles a failed commit of the connection's batch b: its
@@ -124,7 +129,8 @@ func (g *Gateway) markUnwritten(turnID, runID string, cause error) {
 	g.kick()
 }
 
-// isUnwritten reports whether the Turn's failure is not written yet.
+// isUnwritten reports whether the store failed to write the Turn's record
+// (its failure may be written by now): nothing else of it is written.
 func (g *Gateway) isUnwritten(turnID string) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -146,7 +152,7 @@ func (g *Gateway) persistenceOutcome(turnID string) store.Outcome {
 }
 
 // withoutUnwritten drops from b every write of an unwritten Turn: its
-// failure is written by recordUnwritten alone.
+// failure is written by recordUnwritten alone, and nothing follows it.
 func (g *Gateway) withoutUnwritten(b store.Batch) store.Batch {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -181,8 +187,17 @@ var errUnwritten = errors.New("gateway: the store failed to write the Turn's rec
 // when kicked), so a store that works again gets them within one.
 func (g *Gateway) recordUnwritten() {
 	g.mu.Lock()
-	ids := slices.Sorted(maps.Keys(g.unwritten))
+	var ids []string
+	for id, u := range g.unwritten {
+		switch {
+		case !u.written:
+			ids = append(ids, id)
+		case g.turns[id] == nil:
+			delete(g.unwritten, id) // its worker, and so its connection, is done with it
+		}
+	}
 	g.mu.Unlock()
+	slices.Sort(ids)
 	for _, id := range ids {
 		if g.ctx.Err() != nil {
 			return
@@ -197,7 +212,7 @@ func (g *Gateway) recordOne(id string) {
 	g.mu.Lock()
 	u := g.unwritten[id]
 	g.mu.Unlock()
-	if u == nil {
+	if u == nil || u.written {
 		return
 	}
 	ctx, cancel := g.storeCtx()
@@ -250,10 +265,13 @@ func (g *Gateway) writeFailure(ctx context.Context, id string, u *unwritten) err
 	return nil
 }
 
-// forgetUnwritten drops the Turn's mark once the store holds its record.
+// forgetUnwritten notes that the store holds the Turn's record; the mark
+// itself goes with the Turn's worker (recordUnwritten).
 func (g *Gateway) forgetUnwritten(id string) {
 	g.mu.Lock()
-	delete(g.unwritten, id)
+	if u := g.unwritten[id]; u != nil {
+		u.written = true
+	}
 	g.mu.Unlock()
 	g.cfg.Journal.Recorded(id)
 	g.cfg.Journal.Notify(id)
@@ -264,5 +282,12 @@ func (g *Gateway) forgetUnwritten(id string) {
 func (g *Gateway) UnwrittenTurns() []string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return slices.Sorted(maps.Keys(g.unwritten))
+	var ids []string
+	for id, u := range g.unwritten {
+		if !u.written {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
 }

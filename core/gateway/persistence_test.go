@@ -1,9 +1,11 @@
 package gateway_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -160,4 +162,77 @@ func TestStoreFailureOfAMoveFailsTheTurn(t *testing.T) {
 	require.NoError(t, e.gw.Settled(ctx))
 	got := e.waitTurn(tr.ID, store.TurnFailed)
 	assert.Equal(t, store.ReasonPersistenceFailed, got.Outcome.Reason)
+}
+
+// raceStore fails the first journal batch after arm, once release is
+// closed, and holds every later batch with events until the Turn's
+// failure was written, so that a batch of the Turn that reached the store
+// would land after the failure.
+type raceStore struct {
+	store.Store
+	mu       sync.Mutex
+	armed    bool
+	failed   bool
+	entered  chan struct{}
+	release  chan struct{}
+	recorded chan struct{}
+}
+
+func (s *raceStore) Commit(ctx context.Context, b store.Batch) (store.BatchResult, error) {
+	s.mu.Lock()
+	fail := s.armed && len(b.Events) > 0
+	if fail {
+		s.armed, s.failed = false, true
+	}
+	hold := !fail && s.failed && len(b.Events) > 0 && !bytes.Contains(b.Events[0].Payload, []byte(store.ReasonPersistenceFailed))
+	s.mu.Unlock()
+	if fail {
+		close(s.entered)
+		<-s.release
+		return store.BatchResult{}, storetest.ErrInjected
+	}
+	if hold {
+		select {
+		case <-s.recorded:
+		case <-ctx.Done():
+		}
+	}
+	res, err := s.Store.Commit(ctx, b)
+	if err == nil && !hold && s.failed && len(b.Events) > 0 {
+		close(s.recorded) // the failure's own commit
+	}
+	return res, err
+}
+
+// Frames the connection delivered while the failed batch was committing
+// (the done here) are never journaled: they would follow a gap. (That the
+// mark outlives the failure's own write is TestUnwrittenMarkOutlivesTheFailureWrite.)
+func TestNothingFollowsTheFailureIntoTheJournal(t *testing.T) {
+	st := &raceStore{Store: memory.New(), entered: make(chan struct{}), release: make(chan struct{}), recorded: make(chan struct{})}
+	e := newEnvStore(t, true, st)
+	tr := e.queueTurn("race")
+	r := e.runtime("dev-1", wiretest.Capabilities())
+	s := r.start(first(r.prepare()))
+	e.waitTurn(tr.ID, store.TurnRunning)
+	r.send(s.RunID, wire.Delta{Delta: "stored", Sequence: 1})
+	require.Eventually(t, func() bool { return len(runEvents(t, e.store, tr.ID)) == 1 }, 10*time.Second, time.Millisecond)
+
+	st.mu.Lock()
+	st.armed = true
+	st.mu.Unlock()
+	r.send(s.RunID, wire.Delta{Delta: "lost", Sequence: 2})
+	<-st.entered
+	r.send(s.RunID, wire.Done{}) // delivered while the failing batch commits
+	require.Eventually(t, func() bool { return e.gw.TurnState(tr.ID) == string(store.TurnCompleted) }, 10*time.Second, time.Millisecond)
+	close(st.release)
+	assert.Equal(t, websocket.StatusInternalError, closedWith(t, r.ws))
+
+	got := e.waitTurn(tr.ID, store.TurnFailed)
+	assert.Equal(t, store.ReasonPersistenceFailed, got.Outcome.Reason)
+	require.Eventually(t, func() bool { return len(e.gw.Connected()) == 0 }, 10*time.Second, time.Millisecond, "the connection ended, its last batches handled")
+	var types []string
+	for _, ev := range runEvents(t, e.store, tr.ID) {
+		types = append(types, ev.Type)
+	}
+	assert.Equal(t, []string{"delta", "observation"}, types, "the done delivered meanwhile is not journaled after the failure")
 }
