@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/core/turn"
@@ -90,18 +91,91 @@ func (c *conn) storeFailed(b store.Batch, err error) {
 		note(m.TurnID, m.RunID)
 	}
 	ids := slices.Sorted(maps.Keys(runs))
-	c.storeLost.Store(true)
 	c.log.Error("gateway: the store failed to write the connection's journal batch; its Turns fail persistence_failed and the connection closes",
 		"turn_ids", ids, "moves", len(b.Moves), "events", len(b.Events), "finishes", len(b.Finishes), "err", err)
 	for _, id := range ids {
 		c.g.markUnwritten(id, runs[id], err)
 	}
+	c.abortStore(fmt.Errorf("gateway: committing the journal batch: %w", err))
+}
+
+// abortStore aborts the connection because the store failed to write its
+// work (the close status and reason say so).
+func (c *conn) abortStore(err error) {
+	c.storeLost.Store(true)
 	c.mu.Lock()
 	pc := c.pc
 	c.mu.Unlock()
 	if pc != nil {
-		pc.Abort(fmt.Errorf("gateway: committing the journal batch: %w", err), peer.StatusInternal, StoreFailedReason)
+		pc.Abort(err, peer.StatusInternal, StoreFailedReason)
 	}
+}
+
+// hookStore is the store the connection's input and interaction modules
+// write through from their hooks. A write it fails records a receipt or a
+// question the lifecycle goes on from (the next input follows an accepted
+// one; an answer needs its question): the Turn fails persistence_failed
+// and the connection is aborted before anything that followed it leaves,
+// as for a failed batch. A refusal of the write itself (ErrStale, ...) and
+// a context that ended are not store failures.
+type hookStore struct {
+	store.Store
+	c *conn
+}
+
+func (s hookStore) AdvanceInputCursor(ctx context.Context, turnID string, from, to int64) error {
+	err := s.Store.AdvanceInputCursor(ctx, turnID, from, to)
+	if hookWriteFailed(ctx, err) {
+		s.c.hookFailed("the input cursor", turnID, s.c.runOfTurn(turnID), err)
+	}
+	return err
+}
+
+func (s hookStore) CreateInteraction(ctx context.Context, i store.Interaction) error {
+	err := s.Store.CreateInteraction(ctx, i)
+	if hookWriteFailed(ctx, err) {
+		s.c.hookFailed("an interaction", i.TurnID, i.RunID, err)
+	}
+	return err
+}
+
+func (s hookStore) TransitionInteraction(ctx context.Context, id string, from, to store.InteractionState, answer json.RawMessage, at time.Time) error {
+	err := s.Store.TransitionInteraction(ctx, id, from, to, answer, at)
+	if hookWriteFailed(ctx, err) {
+		// A read still works on a full disk; it names the Turn.
+		if it, rerr := s.Store.GetInteraction(ctx, id); rerr == nil {
+			s.c.hookFailed("an interaction's state", it.TurnID, it.RunID, err)
+		} else {
+			s.c.log.Error("gateway: the store failed to write an interaction's state; the connection closes", "interaction_id", id, "err", err)
+			s.c.abortStore(fmt.Errorf("gateway: writing an interaction's state: %w", err))
+		}
+	}
+	return err
+}
+
+func hookWriteFailed(ctx context.Context, err error) bool {
+	return err != nil && ctx.Err() == nil && !errors.Is(err, store.ErrStale) && !errors.Is(err, store.ErrNotFound) &&
+		!errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrInvalid)
+}
+
+// hookFailed fails the Turn of a hook's failed write and aborts the
+// connection.
+func (c *conn) hookFailed(what, turnID, runID string, err error) {
+	c.log.Error("gateway: the store failed to write "+what+"; the Turn fails persistence_failed and the connection closes", "turn_id", turnID, "run_id", runID, "err", err)
+	c.g.markUnwritten(turnID, runID, err)
+	c.abortStore(fmt.Errorf("gateway: writing %s: %w", what, err))
+}
+
+// runOfTurn is the Run ID of the connection's Run of turnID ("" if none).
+func (c *conn) runOfTurn(turnID string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, r := range c.runs {
+		if r.turnID == turnID {
+			return id
+		}
+	}
+	return ""
 }
 
 // storeFailure reports whether err from Commit means the batch was not

@@ -236,3 +236,37 @@ func TestNothingFollowsTheFailureIntoTheJournal(t *testing.T) {
 	}
 	assert.Equal(t, []string{"delta", "observation"}, types, "the done delivered meanwhile is not journaled after the failure")
 }
+
+// A receipt Core cannot record is not acted on: when the write of the
+// input cursor for an accepted input fails, the next input is not sent,
+// the Turn fails persistence_failed and the connection closes with 1011.
+func TestFailedCursorWriteSendsNoNextInput(t *testing.T) {
+	st := storetest.NewFailing(memory.New())
+	e := newEnvStore(t, true, st)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	tr := e.queueTurn("cursor")
+	r := e.runtime("dev-1", wiretest.Capabilities())
+	s := r.start(first(r.prepare()))
+	e.waitTurn(tr.ID, store.TurnRunning)
+	for _, id := range []string{"in-1", "in-2"} {
+		raw, err := json.Marshal(wire.MessageInput{{Content: []wire.InputContent{{Type: wire.ContentText, Text: id}}}})
+		require.NoError(t, err)
+		_, err = st.AppendInput(ctx, store.Input{TurnID: tr.ID, ID: id, Content: raw, CreatedAt: e.clock.Now()})
+		require.NoError(t, err)
+	}
+	e.gw.DeliverInput(ctx, tr.ID)
+	require.Equal(t, wire.TypePromptSteer, r.next().Type)
+
+	st.Only("AdvanceInputCursor")
+	st.Fail()
+	yes := true
+	r.send(s.RunID, wire.PromptSteerAck{InputID: "in-1", Accepted: &yes})
+	_, b, err := r.ws.Read(ctx)
+	require.Error(t, err, "Core sent a frame after the receipt it could not record: %s", b)
+	assert.Equal(t, websocket.StatusInternalError, websocket.CloseStatus(err))
+	got := e.waitTurn(tr.ID, store.TurnFailed)
+	assert.Equal(t, store.ReasonPersistenceFailed, got.Outcome.Reason, "the other writes work: the failure is written at once")
+	assert.Equal(t, int64(0), got.InputCursor)
+	assert.Contains(t, e.logs.String(), "the store failed to write the input cursor")
+}
