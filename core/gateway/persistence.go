@@ -18,8 +18,8 @@ import (
 // write a connection's journal batch (the Run events, the Turn moves and
 // the terminal records its hooks made in one loop turn) or a record a hook
 // writes at once (hookStore: an input cursor, an interaction), and, for
-// the first point only, a move of a Turn the worker writes itself (whose
-// Run never started or has ended, so its connection goes on):
+// every point but the abort, a move of a Turn the worker writes itself
+// (whose Run never started or has ended, so its connection goes on):
 //
 //   - every Turn with a write in the failed batch is marked unwritten
 //     here, in memory: the API shows it failed with reason
