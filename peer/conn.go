@@ -66,6 +66,16 @@ type Conn struct {
 	mu     sync.Mutex
 	err    error
 	closed bool
+	// abort is closed by Abort; aborted says how the loop ends then.
+	abort   chan struct{}
+	aborted *abortion
+}
+
+// abortion is how an aborted connection ends.
+type abortion struct {
+	err    error
+	code   StatusCode
+	reason string
 }
 
 // NewConn binds d to t. Nothing happens until Run.
@@ -76,7 +86,7 @@ func NewConn(d *Driver, t Transport, cfg ConnConfig) *Conn {
 	if cfg.InboundBuffer == 0 {
 		cfg.InboundBuffer = 64
 	}
-	return &Conn{d: d, t: t, cfg: cfg, reqs: make(chan func()), done: make(chan struct{})}
+	return &Conn{d: d, t: t, cfg: cfg, reqs: make(chan func()), done: make(chan struct{}), abort: make(chan struct{})}
 }
 
 // Driver returns the driver. Only hooks (which run on the loop) and code
@@ -167,6 +177,11 @@ func (c *Conn) Run(ctx context.Context) error {
 		if c.d.Pending() {
 			c.durable(c.loopCtx) // no frame leaves before what it follows is durable
 		}
+		// An abort decided while what the frames follow was being made
+		// durable (Core's store failed) ends the loop before they leave.
+		if a := c.abortion(); a != nil {
+			return stop(a.err, a.code, a.reason)
+		}
 		if err := c.flush(ctx, &dl); err != nil {
 			return stop(err, StatusGoingAway, "write failed")
 		}
@@ -226,8 +241,34 @@ func (c *Conn) Run(ctx context.Context) error {
 				return stop(nil, StatusNormal, "")
 			}
 			return stop(ctx.Err(), StatusGoingAway, "shutting down")
+		case <-c.abort:
+			a := c.abortion()
+			return stop(a.err, a.code, a.reason)
 		}
 	}
+}
+
+// Abort ends the connection because the embedding peer can no longer keep
+// what its frames promise (Core's store failed to make its work durable):
+// the loop writes none of the frames still queued, every instance sees
+// connection_lost, the transport closes with code and reason, and Run
+// returns err. It may be called from any goroutine, also from Ready's or
+// Durable's own writer before Durable returns, which is what keeps the
+// frames that waited for it from leaving; the first call wins.
+func (c *Conn) Abort(err error, code StatusCode, reason string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.aborted != nil {
+		return
+	}
+	c.aborted = &abortion{err: err, code: code, reason: reason}
+	close(c.abort)
+}
+
+func (c *Conn) abortion() *abortion {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.aborted
 }
 
 var errReadTimeout = errors.New("peer: no frame within the read deadline")

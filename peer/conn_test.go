@@ -2,6 +2,7 @@ package peer_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -289,4 +290,49 @@ func TestConnDurableGatesWritesDoAndLoss(t *testing.T) {
 	gate <- struct{}{}
 	<-done
 	assert.Equal(t, "durable", o.all()[len(o.all())-1])
+}
+
+// An Abort made while Durable runs (the embedding peer's store failed to
+// make what the frames follow durable) keeps every queued frame from
+// leaving: the loop ends with the abort's error and the peer reads its
+// close status.
+func TestConnAbortInDurableWritesNothingQueued(t *testing.T) {
+	ts := tables(t)
+	o := &orderLog{}
+	d, err := peer.New(peer.Config{Role: fsm.RoleCore, Tables: ts, Router: testRouter(ts), App: newApp(t, fsm.RoleCore), Logger: quietLogger()})
+	require.NoError(t, err)
+	a, b := peer.Pipe()
+	failed := errors.New("store: disk full")
+	var c *peer.Conn
+	c = peer.NewConn(d, loggingTransport{a, o}, peer.ConnConfig{
+		Durable: func(context.Context) { c.Abort(failed, peer.StatusInternal, "store failed") },
+	})
+	done := runConn(t, c)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	err = c.Send(ctx, peer.Outbound{ID: prepID, Payload: prepare(t)})
+	require.Error(t, err, "the frame was never written")
+	require.ErrorIs(t, <-done, failed)
+	assert.NotContains(t, o.all(), "write", "no frame left after the abort")
+	_, err = b.Read(ctx)
+	assert.Equal(t, peer.StatusInternal, peer.CloseStatus(err), "the peer reads the abort's close status: %v", err)
+}
+
+// An Abort from another goroutine ends an idle loop.
+func TestConnAbortEndsIdleLoop(t *testing.T) {
+	ts := tables(t)
+	d, err := peer.New(peer.Config{Role: fsm.RoleCore, Tables: ts, Router: testRouter(ts), App: newApp(t, fsm.RoleCore), Logger: quietLogger()})
+	require.NoError(t, err)
+	a, b := peer.Pipe()
+	c := peer.NewConn(d, a, peer.ConnConfig{})
+	done := runConn(t, c)
+	failed := errors.New("store: disk full")
+	c.Abort(failed, peer.StatusInternal, "store failed")
+	c.Abort(errors.New("second"), peer.StatusNormal, "") // the first call wins
+	require.ErrorIs(t, <-done, failed)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = b.Read(ctx)
+	assert.Equal(t, peer.StatusInternal, peer.CloseStatus(err))
 }

@@ -30,6 +30,9 @@ const (
 	StatusGoingAway StatusCode = websocket.StatusGoingAway
 	StatusPolicy    StatusCode = websocket.StatusPolicyViolation
 	StatusTooBig    StatusCode = websocket.StatusMessageTooBig
+	// StatusInternal closes a connection whose peer cannot go on with it
+	// (Core's store failed); the Runtime reconnects with backoff.
+	StatusInternal StatusCode = websocket.StatusInternalError
 	// StatusRetired tells a Runtime that its device was retired or deleted:
 	// a permanent refusal, after which it must not reconnect.
 	StatusRetired StatusCode = 4001

@@ -21,6 +21,9 @@ type Journal struct {
 	Budget *ByteBudget
 	mu     sync.Mutex
 	wake   map[string]chan struct{}
+	// failed holds the Turns whose failure is not written yet
+	// (unrecorded.go).
+	failed map[string]unrecorded
 }
 
 // Append stores events in one atomic write and wakes the subscribers of
@@ -243,7 +246,7 @@ func (j *Journal) follow(ctx context.Context, s *Subscription, turnID string, af
 			}
 			continue // read on until a page comes back empty
 		}
-		cur, err := j.Store.GetTurn(ctx, turnID)
+		cur, err := j.Turn(ctx, turnID)
 		if err != nil {
 			return err
 		}

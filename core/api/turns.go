@@ -103,7 +103,9 @@ func (a *API) createTurn(w http.ResponseWriter, r *http.Request) {
 
 // turn loads a Turn the caller may see.
 func (a *API) turn(w http.ResponseWriter, r *http.Request) (store.Turn, bool) {
-	t, err := a.cfg.Store.GetTurn(r.Context(), r.PathValue("turn_id"))
+	// Through the Journal: a Turn whose failure Core could not write yet
+	// is shown failed (unrecorded.go).
+	t, err := a.cfg.Journal.Turn(r.Context(), r.PathValue("turn_id"))
 	if errors.Is(err, store.ErrNotFound) {
 		notFound(w, "turn")
 		return t, false

@@ -77,6 +77,9 @@ type conn struct {
 	// backlog is the bytes of journal events handed to the batch and not
 	// committed yet (journal.go, overflows).
 	backlog atomic.Int64
+	// storeLost is set once the store failed to write the connection's
+	// batch, which aborts it (persistence.go).
+	storeLost atomic.Bool
 	// parts are the connection's lifecycle modules (parts.go).
 	parts
 }
@@ -415,6 +418,8 @@ func (c *conn) DoClearAdmissionSnapshot(*fsm.Firing[*peer.Event]) error {
 func (c *conn) DoCloseTransport(f *fsm.Firing[*peer.Event]) error {
 	code, reason := peer.StatusGoingAway, "connection lost"
 	switch {
+	case c.storeLost.Load():
+		code, reason = peer.StatusInternal, StoreFailedReason
 	case connection.State(f.To) == connection.StateReplaced:
 		code, reason = peer.StatusReplaced, "replaced by a newer connection"
 	case connection.State(f.To) == connection.StateRetired:

@@ -120,6 +120,9 @@ type Gateway struct {
 	// turnDropped is closed (and forgotten) when a Turn's hold goes; a
 	// read waiting for a finished Turn's hold takes it (reservation.go).
 	turnDropped chan struct{}
+	// unwritten are the Turns whose record the store failed to write
+	// (persistence.go).
+	unwritten map[string]*unwritten
 }
 
 // New returns a Gateway; Close stops every connection it accepted.

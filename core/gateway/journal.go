@@ -88,9 +88,9 @@ func (c *conn) event(r *runRec, typ string, payload any) (store.Event, error) {
 // batch commits (Durable waits for it where the loop must). The writer
 // takes every batch queued by then in one store write, then wakes the
 // event streams of their Turns and runs what waited for them, in order,
-// off the loop. A failed commit is logged with what it lost, as a failed
-// write was; it is not retried, since a later batch would then overtake
-// it.
+// off the loop. A failed commit is not retried, since a later batch would
+// then overtake it: its Turns fail persistence_failed and the connection
+// is aborted before any frame that waited for it leaves (persistence.go).
 func (c *conn) commit(context.Context) {
 	if c.pending.Empty() && len(c.after) == 0 {
 		return
@@ -154,15 +154,25 @@ func (c *conn) commitQueued(q []queued) {
 		batch.Events = append(batch.Events, x.batch.Events...)
 		batch.Finishes = append(batch.Finishes, x.batch.Finishes...)
 	}
-	ctx, cancel := context.WithTimeout(c.g.stores, storeCommitTimeout)
-	defer cancel()
-	res, err := c.g.cfg.Store.Commit(ctx, batch)
 	var bytes int64
 	for _, e := range batch.Events {
 		bytes += int64(len(e.Payload))
 	}
+	// A Turn whose earlier write failed gets nothing more written here:
+	// its failure is written alone (persistence.go).
+	batch = c.g.withoutUnwritten(batch)
+	var res store.BatchResult
+	var err error
+	if !batch.Empty() {
+		ctx, cancel := context.WithTimeout(c.g.stores, storeCommitTimeout)
+		res, err = c.g.cfg.Store.Commit(ctx, batch)
+		cancel()
+	}
 	c.backlog.Add(-bytes)
-	if err != nil {
+	switch {
+	case storeFailure(err):
+		c.storeFailed(batch, err)
+	case err != nil:
 		c.log.Warn("gateway: commit", "moves", len(batch.Moves), "events", len(batch.Events), "finishes", len(batch.Finishes), "err", err)
 	}
 	// The Turns' machines made these moves from the states they hold, so

@@ -41,8 +41,10 @@ type parts struct {
 func (c *conn) initParts() {
 	g := c.g
 	c.execBook = newExecBook()
-	c.questions = interaction.New(interHost{c}, g.cfg.Store)
-	c.inputs = input.New(inputHost{c}, g.cfg.Store)
+	// Their hooks' writes fail the Turn and abort the connection when the
+	// store fails them (persistence.go).
+	c.questions = interaction.New(interHost{c}, hookStore{g.cfg.Store, c})
+	c.inputs = input.New(inputHost{c}, hookStore{g.cfg.Store, c})
 	base := link.Conn{Clock: g.cfg.Clock, Log: c.log, StoreCtx: c.storeCtx, Released: g.kick}
 	c.susp = suspend.NewBook(suspend.Deps{Conn: base, Store: g.cfg.Store, Durations: g.cfg.Durations})
 	c.writes = write.NewBook(write.Deps{Conn: base, Store: g.cfg.Store})

@@ -30,6 +30,11 @@ import (
 type Journal interface {
 	Append(ctx context.Context, events ...store.Event) ([]store.Event, error)
 	Notify(turnID string)
+	// Unrecorded tells the Turn's readers that its Run runID failed with
+	// o although the store does not hold that yet; Recorded, that the
+	// store holds its record now (persistence.go).
+	Unrecorded(turnID, runID string, o store.Outcome)
+	Recorded(turnID string)
 }
 
 type nopJournal struct{ st store.Store }
@@ -38,7 +43,9 @@ func (j nopJournal) Append(ctx context.Context, events ...store.Event) ([]store.
 	res, err := j.st.Commit(ctx, store.Batch{Events: events})
 	return res.Events, err
 }
-func (nopJournal) Notify(string) {}
+func (nopJournal) Notify(string)                            {}
+func (nopJournal) Unrecorded(string, string, store.Outcome) {}
+func (nopJournal) Recorded(string)                          {}
 
 // Kick wakes the worker (a Turn was submitted, a device declared itself).
 func (g *Gateway) Kick() { g.kick() }
@@ -137,6 +144,7 @@ func (g *Gateway) schedule() {
 	defer timer.Stop()
 	for {
 		g.passes.begin()
+		g.recordUnwritten() // persistence.go
 		g.dispatch()
 		g.passes.end()
 		if !timer.Stop() {

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/core/turn"
@@ -24,11 +25,25 @@ func (g *Gateway) turn(id string) *turn.Instance {
 
 // moveTurn fires e on the Turn's instance and writes its move, then wakes
 // the Turn's event streams.
+//
+// A Turn whose record failed to write moves no more (its failure is
+// written first, persistence.go); a move the store fails to write, when
+// neither the caller's context nor the gateway's ended, marks the Turn
+// so: its Run (if any) was placed under the Run ID it holds.
 func (g *Gateway) moveTurn(ctx context.Context, in *turn.Instance, e turn.Event, a turn.Args) (turn.Step, error) {
+	ref := in.Ref()
+	if g.isUnwritten(ref.ID) {
+		return turn.Step{}, fmt.Errorf("gateway: moving Turn %s on %s: %w", ref.ID, e, errUnwritten)
+	}
 	a.At = g.cfg.Clock.Now()
 	st, err := in.Commit(ctx, g.cfg.Store, e, a)
 	if err == nil && st.Moved() {
 		g.cfg.Journal.Notify(st.Move.TurnID)
+	}
+	if err != nil && ctx.Err() == nil && g.ctx.Err() == nil && ref.RunID != "" && !errors.Is(err, turn.ErrRejected) &&
+		!errors.Is(err, store.ErrStale) && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrInvalid) {
+		g.cfg.Logger.Error("gateway: the store failed to write a move of the Turn; it fails persistence_failed", "turn_id", ref.ID, "event", e.String(), "err", err)
+		g.markUnwritten(ref.ID, ref.RunID, err)
 	}
 	return st, err
 }

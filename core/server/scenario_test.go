@@ -23,6 +23,7 @@ import (
 	"github.com/agentwire/agentwire/core/server"
 	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/core/store/memory"
+	"github.com/agentwire/agentwire/core/store/storetest"
 	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/peer/scenario"
 )
@@ -62,6 +63,7 @@ func TestWireScenarios(t *testing.T) {
 // coreSide is one scenario's Core: an httptest server over server.New.
 type coreSide struct {
 	st      store.Store
+	fail    *storetest.Failing // under st: "store fail|heal"
 	srv     *server.Server
 	http    *httptest.Server
 	clock   *peer.ManualClock
@@ -72,7 +74,8 @@ type coreSide struct {
 }
 
 func newCoreSide(t *testing.T) *coreSide {
-	c := &coreSide{st: &heldStore{Store: memory.New()}, clock: peer.NewManualClock(time.Unix(1_800_000_000, 0).UTC()), secrets: map[string]string{}, creds: map[string]string{}, seen: map[string]int64{}, pending: map[string]chan string{}}
+	fail := storetest.NewFailing(memory.New())
+	c := &coreSide{st: &heldStore{Store: fail}, fail: fail, clock: peer.NewManualClock(time.Unix(1_800_000_000, 0).UTC()), secrets: map[string]string{}, creds: map[string]string{}, seen: map[string]int64{}, pending: map[string]chan string{}}
 	mux := http.NewServeMux()
 	c.http = httptest.NewServer(mux)
 	t.Cleanup(func() {
@@ -182,6 +185,7 @@ func (c *coreSide) Settle(t *testing.T, device string, frames int) {
 //	device [id=D] [until=offline|connected]  the registry record of a device
 //	revoke name=N              revokes the named credential (as agentwire core credential revoke does)
 //	store hold|release         journal commits wait from hold to release (a store that fell behind)
+//	store fail|heal            every store write fails from fail to heal (a full disk)
 func (c *coreSide) Do(t *testing.T, d *datadriven.TestData, b *scenario.Bindings) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -226,8 +230,12 @@ func (c *coreSide) Do(t *testing.T, d *datadriven.TestData, b *scenario.Bindings
 			hs.hold()
 		case len(d.CmdArgs) == 1 && d.CmdArgs[0].Key == "release":
 			hs.release()
+		case len(d.CmdArgs) == 1 && d.CmdArgs[0].Key == "fail":
+			c.fail.Fail()
+		case len(d.CmdArgs) == 1 && d.CmdArgs[0].Key == "heal":
+			c.fail.Heal()
 		default:
-			return "", fmt.Errorf("store hold|release")
+			return "", fmt.Errorf("store hold|release|fail|heal")
 		}
 		return "", nil
 	case "pending":

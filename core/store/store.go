@@ -386,6 +386,11 @@ const (
 	// ReasonInvalidConfiguration: Core could not build the Run's
 	// configuration (a Vault secret missing, say); nothing was sent.
 	ReasonInvalidConfiguration = "invalid_configuration"
+	// ReasonPersistenceFailed: Core's store failed to write part of the
+	// Turn's record, so its journal is not the Run's whole stream; the
+	// Run's connection was closed and its native effect is unknown
+	// (core/gateway/persistence.go).
+	ReasonPersistenceFailed = "persistence_failed"
 )
 
 // Status is the public projection of a Turn.

@@ -43,6 +43,7 @@ const (
 	CancelUnconfirmed     = fsmturn.EventCancelUnconfirmed
 	JournalLimit          = fsmturn.EventJournalLimit
 	Unplaceable           = fsmturn.EventUnplaceable
+	PersistenceFailed     = fsmturn.EventPersistenceFailed
 	Restart               = fsmturn.EventRestart
 )
 

@@ -317,7 +317,7 @@ func TestFireEveryCell(t *testing.T) {
 					}
 					after := applyMove(t, s, st.Move)
 					if after.State == store.TurnFailed {
-						assert.Contains(t, []string{"delivery_unknown", "event_stream_incomplete", "cancel_unconfirmed", "engine_failed", "cancel_refused", "start_failed", "preparation_failed", "invalid_configuration", "initialization_failed", "unplaceable", "journal_limit"}, after.Outcome.Reason)
+						assert.Contains(t, []string{"delivery_unknown", "event_stream_incomplete", "cancel_unconfirmed", "engine_failed", "cancel_refused", "start_failed", "preparation_failed", "invalid_configuration", "initialization_failed", "unplaceable", "journal_limit", "persistence_failed"}, after.Outcome.Reason)
 						if e != turn.Restart {
 							assert.Equal(t, e.String(), after.Outcome.Reason, "the event that failed the Turn names the reason")
 						}

@@ -173,10 +173,14 @@ const (
 	// kind, the kind available, every required capability) for the whole placement timeout, so no
 	// Runtime work was ever started (reason unplaceable) (local, observed by core)
 	EventUnplaceable Event = 19
+	// EventPersistenceFailed: Core's store failed to write part of the Turn's record (an event of
+	// its journal, a move): what the journal shows is no longer the Run's whole stream, so the
+	// Turn fails (reason persistence_failed) (local, observed by core)
+	EventPersistenceFailed Event = 20
 	// EventRestart: Core started on a store an earlier process left this Turn in; the connections
 	// of that process died with it, so nothing it dispatched can be observed any more: the rule
 	// raises the observation that fails the Turn (local, observed by core)
-	EventRestart Event = 20
+	EventRestart Event = 21
 )
 
 // String returns the spec name, or Event(n) for a value outside the enum.
@@ -233,6 +237,8 @@ func ParseEvent(name string) (Event, error) {
 		return EventCancelUnconfirmed, nil
 	case "unplaceable":
 		return EventUnplaceable, nil
+	case "persistence_failed":
+		return EventPersistenceFailed, nil
 	case "restart":
 		return EventRestart, nil
 	}
@@ -367,64 +373,68 @@ func ParseAction(name string) (Action, error) {
 // (a rule that lists its own target among its sources is two: a move from the others and an
 // internal transition in the target).
 var (
-	rule130 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateClaimed), Line: 130, Effects: []fsm.Effect{
+	rule135 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateClaimed), Line: 135, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionPlace)},
 	}}
-	rule134 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelled), Line: 134, Effects: []fsm.Effect{
+	rule139 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelled), Line: 139, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordOutcome)},
 	}}
-	rule139 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 139, Effects: []fsm.Effect{
+	rule144 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 144, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordOutcome)},
 	}}
-	rule147 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "nothing was dispatched for a queued Turn; it stays queued for the new process's worker", Line: 147}
-	rule150 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no worker claimed the Turn", Line: 150}
-	rule155 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateQueued), Line: 155, Effects: []fsm.Effect{
+	rule152 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "nothing was dispatched for a queued Turn; it stays queued for the new process's worker", Line: 152}
+	rule155 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no worker claimed the Turn", Line: 155}
+	rule160 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateQueued), Line: 160, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRetryLater)},
 	}}
-	rule161 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStarting), Line: 161}
-	rule164 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelling), Line: 164, Effects: []fsm.Effect{
+	rule166 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStarting), Line: 166}
+	rule169 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelling), Line: 169, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionReleaseAdmission)},
 	}}
-	rule170 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 170, Effects: []fsm.Effect{
+	rule175 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 175, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordOutcome)},
 	}}
-	rule174 = &fsm.Candidate{Disp: fsm.Stayed, Line: 174, Effects: []fsm.Effect{
+	rule179 = &fsm.Candidate{Disp: fsm.Stayed, Line: 179, Effects: []fsm.Effect{
 		{Kind: fsm.EffectRaise, Role: fsm.RoleBoth, Raise: fsm.EventID(EventDeliveryUnknown)},
 	}}
-	rule180 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the Turn has no Run yet", Line: 180}
-	rule185 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelled), Line: 185, Effects: []fsm.Effect{
+	rule185 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the Turn has no Run yet", Line: 185}
+	rule190 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelled), Line: 190, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordOutcome)},
 	}}
-	rule191 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the cancellation is under way", Line: 191}
-	rule194 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the Turn was cancelled before its start", Line: 194}
-	rule197 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the Turn was cancelled before its start and has no Run", Line: 197}
-	rule202 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRunning), Line: 202}
-	rule205 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 205, Effects: []fsm.Effect{
+	rule196 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the cancellation is under way", Line: 196}
+	rule199 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the Turn was cancelled before its start", Line: 199}
+	rule202 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the Turn was cancelled before its start and has no Run", Line: 202}
+	rule207 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRunning), Line: 207}
+	rule210 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 210, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordOutcome)},
 	}}
-	rule209 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the start is in flight; the Run can be cancelled once it runs", Line: 209}
-	rule214 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the start is in flight", Line: 214}
-	rule219 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCompleted), Line: 219, Effects: []fsm.Effect{
+	rule214 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the start is in flight; the Run can be cancelled once it runs", Line: 214}
+	rule219 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the start is in flight", Line: 219}
+	rule224 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCompleted), Line: 224, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordOutcome)},
 	}}
-	rule223 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelled), Line: 223, Effects: []fsm.Effect{
+	rule228 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelled), Line: 228, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordOutcome)},
 	}}
-	rule227 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 227, Effects: []fsm.Effect{
+	rule232 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 232, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordOutcome)},
 	}}
-	rule231 = &fsm.Candidate{Disp: fsm.Stayed, Line: 231, Effects: []fsm.Effect{
+	rule236 = &fsm.Candidate{Disp: fsm.Stayed, Line: 236, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionSendCancel)},
 	}}
-	rule235 = &fsm.Candidate{Guard: fsm.GuardID(GuardCancelJournaled), Disp: fsm.Stayed, Line: 235, Effects: []fsm.Effect{
+	rule240 = &fsm.Candidate{Guard: fsm.GuardID(GuardCancelJournaled), Disp: fsm.Stayed, Line: 240, Effects: []fsm.Effect{
 		{Kind: fsm.EffectRaise, Role: fsm.RoleBoth, Raise: fsm.EventID(EventCancelUnconfirmed)},
 	}}
-	rule242 = &fsm.Candidate{Disp: fsm.Stayed, Line: 242, Effects: []fsm.Effect{
+	rule247 = &fsm.Candidate{Disp: fsm.Stayed, Line: 247, Effects: []fsm.Effect{
 		{Kind: fsm.EffectRaise, Role: fsm.RoleBoth, Raise: fsm.EventID(EventEventStreamIncomplete)},
 	}}
-	rule248 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the Turn is running", Line: 248}
-	rule253 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the Turn already has its terminal record", Line: 253}
-	rule258 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the Turn has finished", Line: 258}
+	rule253 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the Turn is running", Line: 253}
+	rule258 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 258, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordOutcome)},
+	}}
+	rule268 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the Turn already has its terminal record", Line: 268}
+	rule272 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the Turn already has its terminal record", Line: 272}
+	rule277 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the Turn has finished", Line: 277}
 )
 
 // Table is the turn machine as the engine runs it, sealed: every (state, event) cell lists its
@@ -463,6 +473,7 @@ var Table = fsm.MustSeal(&fsm.Table{
 		{Name: "journal_limit", Kind: fsm.EventLocal, Role: fsm.RoleCore},
 		{Name: "cancel_unconfirmed", Kind: fsm.EventLocal, Role: fsm.RoleCore},
 		{Name: "unplaceable", Kind: fsm.EventLocal, Role: fsm.RoleCore},
+		{Name: "persistence_failed", Kind: fsm.EventLocal, Role: fsm.RoleCore},
 		{Name: "restart", Kind: fsm.EventLocal, Role: fsm.RoleCore},
 	},
 	Guards:  []string{"cancel_journaled"},
@@ -470,173 +481,181 @@ var Table = fsm.MustSeal(&fsm.Table{
 	Initial: fsm.StateID(StateQueued),
 	Cells: []fsm.Cell{
 		// queued
-		{Cands: []*fsm.Candidate{rule130}}, // queued × claim
-		{Cands: []*fsm.Candidate{rule150}}, // queued × requeue
-		{Cands: []*fsm.Candidate{rule150}}, // queued × start
-		{Cands: []*fsm.Candidate{rule150}}, // queued × start_sent
-		{Cands: []*fsm.Candidate{rule134}}, // queued × cancel
-		{Cands: []*fsm.Candidate{rule150}}, // queued × released
-		{Cands: []*fsm.Candidate{rule150}}, // queued × run_completed
-		{Cands: []*fsm.Candidate{rule150}}, // queued × run_cancelled
-		{Cands: []*fsm.Candidate{rule150}}, // queued × engine_failed
-		{Cands: []*fsm.Candidate{rule150}}, // queued × cancel_refused
-		{Cands: []*fsm.Candidate{rule150}}, // queued × start_failed
-		{Cands: []*fsm.Candidate{rule150}}, // queued × preparation_failed
-		{Cands: []*fsm.Candidate{rule150}}, // queued × invalid_configuration
-		{Cands: []*fsm.Candidate{rule150}}, // queued × initialization_failed
-		{Cands: []*fsm.Candidate{rule150}}, // queued × delivery_unknown
-		{Cands: []*fsm.Candidate{rule150}}, // queued × event_stream_incomplete
-		{Cands: []*fsm.Candidate{rule150}}, // queued × journal_limit
-		{Cands: []*fsm.Candidate{rule150}}, // queued × cancel_unconfirmed
-		{Cands: []*fsm.Candidate{rule139}}, // queued × unplaceable
-		{Cands: []*fsm.Candidate{rule147}}, // queued × restart
+		{Cands: []*fsm.Candidate{rule135}}, // queued × claim
+		{Cands: []*fsm.Candidate{rule155}}, // queued × requeue
+		{Cands: []*fsm.Candidate{rule155}}, // queued × start
+		{Cands: []*fsm.Candidate{rule155}}, // queued × start_sent
+		{Cands: []*fsm.Candidate{rule139}}, // queued × cancel
+		{Cands: []*fsm.Candidate{rule155}}, // queued × released
+		{Cands: []*fsm.Candidate{rule155}}, // queued × run_completed
+		{Cands: []*fsm.Candidate{rule155}}, // queued × run_cancelled
+		{Cands: []*fsm.Candidate{rule155}}, // queued × engine_failed
+		{Cands: []*fsm.Candidate{rule155}}, // queued × cancel_refused
+		{Cands: []*fsm.Candidate{rule155}}, // queued × start_failed
+		{Cands: []*fsm.Candidate{rule155}}, // queued × preparation_failed
+		{Cands: []*fsm.Candidate{rule155}}, // queued × invalid_configuration
+		{Cands: []*fsm.Candidate{rule155}}, // queued × initialization_failed
+		{Cands: []*fsm.Candidate{rule155}}, // queued × delivery_unknown
+		{Cands: []*fsm.Candidate{rule155}}, // queued × event_stream_incomplete
+		{Cands: []*fsm.Candidate{rule155}}, // queued × journal_limit
+		{Cands: []*fsm.Candidate{rule155}}, // queued × cancel_unconfirmed
+		{Cands: []*fsm.Candidate{rule144}}, // queued × unplaceable
+		{Cands: []*fsm.Candidate{rule155}}, // queued × persistence_failed
+		{Cands: []*fsm.Candidate{rule152}}, // queued × restart
 		// claimed
-		{Cands: []*fsm.Candidate{rule180}}, // claimed × claim
-		{Cands: []*fsm.Candidate{rule155}}, // claimed × requeue
-		{Cands: []*fsm.Candidate{rule161}}, // claimed × start
-		{Cands: []*fsm.Candidate{rule180}}, // claimed × start_sent
-		{Cands: []*fsm.Candidate{rule164}}, // claimed × cancel
-		{Cands: []*fsm.Candidate{rule180}}, // claimed × released
-		{Cands: []*fsm.Candidate{rule180}}, // claimed × run_completed
-		{Cands: []*fsm.Candidate{rule180}}, // claimed × run_cancelled
-		{Cands: []*fsm.Candidate{rule180}}, // claimed × engine_failed
-		{Cands: []*fsm.Candidate{rule180}}, // claimed × cancel_refused
-		{Cands: []*fsm.Candidate{rule170}}, // claimed × start_failed
-		{Cands: []*fsm.Candidate{rule170}}, // claimed × preparation_failed
-		{Cands: []*fsm.Candidate{rule170}}, // claimed × invalid_configuration
-		{Cands: []*fsm.Candidate{rule170}}, // claimed × initialization_failed
-		{Cands: []*fsm.Candidate{rule170}}, // claimed × delivery_unknown
-		{Cands: []*fsm.Candidate{rule180}}, // claimed × event_stream_incomplete
-		{Cands: []*fsm.Candidate{rule180}}, // claimed × journal_limit
-		{Cands: []*fsm.Candidate{rule180}}, // claimed × cancel_unconfirmed
-		{Cands: []*fsm.Candidate{rule180}}, // claimed × unplaceable
-		{Cands: []*fsm.Candidate{rule174}}, // claimed × restart
+		{Cands: []*fsm.Candidate{rule185}}, // claimed × claim
+		{Cands: []*fsm.Candidate{rule160}}, // claimed × requeue
+		{Cands: []*fsm.Candidate{rule166}}, // claimed × start
+		{Cands: []*fsm.Candidate{rule185}}, // claimed × start_sent
+		{Cands: []*fsm.Candidate{rule169}}, // claimed × cancel
+		{Cands: []*fsm.Candidate{rule185}}, // claimed × released
+		{Cands: []*fsm.Candidate{rule185}}, // claimed × run_completed
+		{Cands: []*fsm.Candidate{rule185}}, // claimed × run_cancelled
+		{Cands: []*fsm.Candidate{rule185}}, // claimed × engine_failed
+		{Cands: []*fsm.Candidate{rule185}}, // claimed × cancel_refused
+		{Cands: []*fsm.Candidate{rule175}}, // claimed × start_failed
+		{Cands: []*fsm.Candidate{rule175}}, // claimed × preparation_failed
+		{Cands: []*fsm.Candidate{rule175}}, // claimed × invalid_configuration
+		{Cands: []*fsm.Candidate{rule175}}, // claimed × initialization_failed
+		{Cands: []*fsm.Candidate{rule175}}, // claimed × delivery_unknown
+		{Cands: []*fsm.Candidate{rule185}}, // claimed × event_stream_incomplete
+		{Cands: []*fsm.Candidate{rule185}}, // claimed × journal_limit
+		{Cands: []*fsm.Candidate{rule185}}, // claimed × cancel_unconfirmed
+		{Cands: []*fsm.Candidate{rule185}}, // claimed × unplaceable
+		{Cands: []*fsm.Candidate{rule258}}, // claimed × persistence_failed
+		{Cands: []*fsm.Candidate{rule179}}, // claimed × restart
 		// cancelling
-		{Cands: []*fsm.Candidate{rule197}}, // cancelling × claim
-		{Cands: []*fsm.Candidate{rule185}}, // cancelling × requeue
-		{Cands: []*fsm.Candidate{rule194}}, // cancelling × start
-		{Cands: []*fsm.Candidate{rule197}}, // cancelling × start_sent
-		{Cands: []*fsm.Candidate{rule191}}, // cancelling × cancel
-		{Cands: []*fsm.Candidate{rule185}}, // cancelling × released
-		{Cands: []*fsm.Candidate{rule197}}, // cancelling × run_completed
-		{Cands: []*fsm.Candidate{rule197}}, // cancelling × run_cancelled
-		{Cands: []*fsm.Candidate{rule197}}, // cancelling × engine_failed
-		{Cands: []*fsm.Candidate{rule197}}, // cancelling × cancel_refused
-		{Cands: []*fsm.Candidate{rule185}}, // cancelling × start_failed
-		{Cands: []*fsm.Candidate{rule185}}, // cancelling × preparation_failed
-		{Cands: []*fsm.Candidate{rule185}}, // cancelling × invalid_configuration
-		{Cands: []*fsm.Candidate{rule185}}, // cancelling × initialization_failed
-		{Cands: []*fsm.Candidate{rule185}}, // cancelling × delivery_unknown
-		{Cands: []*fsm.Candidate{rule197}}, // cancelling × event_stream_incomplete
-		{Cands: []*fsm.Candidate{rule197}}, // cancelling × journal_limit
-		{Cands: []*fsm.Candidate{rule197}}, // cancelling × cancel_unconfirmed
-		{Cands: []*fsm.Candidate{rule197}}, // cancelling × unplaceable
-		{Cands: []*fsm.Candidate{rule185}}, // cancelling × restart
+		{Cands: []*fsm.Candidate{rule202}}, // cancelling × claim
+		{Cands: []*fsm.Candidate{rule190}}, // cancelling × requeue
+		{Cands: []*fsm.Candidate{rule199}}, // cancelling × start
+		{Cands: []*fsm.Candidate{rule202}}, // cancelling × start_sent
+		{Cands: []*fsm.Candidate{rule196}}, // cancelling × cancel
+		{Cands: []*fsm.Candidate{rule190}}, // cancelling × released
+		{Cands: []*fsm.Candidate{rule202}}, // cancelling × run_completed
+		{Cands: []*fsm.Candidate{rule202}}, // cancelling × run_cancelled
+		{Cands: []*fsm.Candidate{rule202}}, // cancelling × engine_failed
+		{Cands: []*fsm.Candidate{rule202}}, // cancelling × cancel_refused
+		{Cands: []*fsm.Candidate{rule190}}, // cancelling × start_failed
+		{Cands: []*fsm.Candidate{rule190}}, // cancelling × preparation_failed
+		{Cands: []*fsm.Candidate{rule190}}, // cancelling × invalid_configuration
+		{Cands: []*fsm.Candidate{rule190}}, // cancelling × initialization_failed
+		{Cands: []*fsm.Candidate{rule190}}, // cancelling × delivery_unknown
+		{Cands: []*fsm.Candidate{rule202}}, // cancelling × event_stream_incomplete
+		{Cands: []*fsm.Candidate{rule202}}, // cancelling × journal_limit
+		{Cands: []*fsm.Candidate{rule202}}, // cancelling × cancel_unconfirmed
+		{Cands: []*fsm.Candidate{rule202}}, // cancelling × unplaceable
+		{Cands: []*fsm.Candidate{rule258}}, // cancelling × persistence_failed
+		{Cands: []*fsm.Candidate{rule190}}, // cancelling × restart
 		// starting
-		{Cands: []*fsm.Candidate{rule214}}, // starting × claim
-		{Cands: []*fsm.Candidate{rule214}}, // starting × requeue
-		{Cands: []*fsm.Candidate{rule214}}, // starting × start
-		{Cands: []*fsm.Candidate{rule202}}, // starting × start_sent
-		{Cands: []*fsm.Candidate{rule209}}, // starting × cancel
-		{Cands: []*fsm.Candidate{rule214}}, // starting × released
-		{Cands: []*fsm.Candidate{rule214}}, // starting × run_completed
-		{Cands: []*fsm.Candidate{rule214}}, // starting × run_cancelled
-		{Cands: []*fsm.Candidate{rule214}}, // starting × engine_failed
-		{Cands: []*fsm.Candidate{rule214}}, // starting × cancel_refused
-		{Cands: []*fsm.Candidate{rule205}}, // starting × start_failed
-		{Cands: []*fsm.Candidate{rule214}}, // starting × preparation_failed
-		{Cands: []*fsm.Candidate{rule214}}, // starting × invalid_configuration
-		{Cands: []*fsm.Candidate{rule214}}, // starting × initialization_failed
-		{Cands: []*fsm.Candidate{rule205}}, // starting × delivery_unknown
-		{Cands: []*fsm.Candidate{rule214}}, // starting × event_stream_incomplete
-		{Cands: []*fsm.Candidate{rule214}}, // starting × journal_limit
-		{Cands: []*fsm.Candidate{rule214}}, // starting × cancel_unconfirmed
-		{Cands: []*fsm.Candidate{rule214}}, // starting × unplaceable
-		{Cands: []*fsm.Candidate{rule174}}, // starting × restart
+		{Cands: []*fsm.Candidate{rule219}}, // starting × claim
+		{Cands: []*fsm.Candidate{rule219}}, // starting × requeue
+		{Cands: []*fsm.Candidate{rule219}}, // starting × start
+		{Cands: []*fsm.Candidate{rule207}}, // starting × start_sent
+		{Cands: []*fsm.Candidate{rule214}}, // starting × cancel
+		{Cands: []*fsm.Candidate{rule219}}, // starting × released
+		{Cands: []*fsm.Candidate{rule219}}, // starting × run_completed
+		{Cands: []*fsm.Candidate{rule219}}, // starting × run_cancelled
+		{Cands: []*fsm.Candidate{rule219}}, // starting × engine_failed
+		{Cands: []*fsm.Candidate{rule219}}, // starting × cancel_refused
+		{Cands: []*fsm.Candidate{rule210}}, // starting × start_failed
+		{Cands: []*fsm.Candidate{rule219}}, // starting × preparation_failed
+		{Cands: []*fsm.Candidate{rule219}}, // starting × invalid_configuration
+		{Cands: []*fsm.Candidate{rule219}}, // starting × initialization_failed
+		{Cands: []*fsm.Candidate{rule210}}, // starting × delivery_unknown
+		{Cands: []*fsm.Candidate{rule219}}, // starting × event_stream_incomplete
+		{Cands: []*fsm.Candidate{rule219}}, // starting × journal_limit
+		{Cands: []*fsm.Candidate{rule219}}, // starting × cancel_unconfirmed
+		{Cands: []*fsm.Candidate{rule219}}, // starting × unplaceable
+		{Cands: []*fsm.Candidate{rule258}}, // starting × persistence_failed
+		{Cands: []*fsm.Candidate{rule179}}, // starting × restart
 		// running
-		{Cands: []*fsm.Candidate{rule248}},          // running × claim
-		{Cands: []*fsm.Candidate{rule248}},          // running × requeue
-		{Cands: []*fsm.Candidate{rule248}},          // running × start
-		{Cands: []*fsm.Candidate{rule248}},          // running × start_sent
-		{Cands: []*fsm.Candidate{rule231}},          // running × cancel
-		{Cands: []*fsm.Candidate{rule248}},          // running × released
-		{Cands: []*fsm.Candidate{rule219}},          // running × run_completed
-		{Cands: []*fsm.Candidate{rule223}},          // running × run_cancelled
-		{Cands: []*fsm.Candidate{rule227}},          // running × engine_failed
-		{Cands: []*fsm.Candidate{rule227}},          // running × cancel_refused
-		{Cands: []*fsm.Candidate{rule227}},          // running × start_failed
-		{Cands: []*fsm.Candidate{rule248}},          // running × preparation_failed
-		{Cands: []*fsm.Candidate{rule248}},          // running × invalid_configuration
-		{Cands: []*fsm.Candidate{rule248}},          // running × initialization_failed
-		{Cands: []*fsm.Candidate{rule227}},          // running × delivery_unknown
-		{Cands: []*fsm.Candidate{rule227}},          // running × event_stream_incomplete
-		{Cands: []*fsm.Candidate{rule227}},          // running × journal_limit
-		{Cands: []*fsm.Candidate{rule227}},          // running × cancel_unconfirmed
-		{Cands: []*fsm.Candidate{rule248}},          // running × unplaceable
-		{Cands: []*fsm.Candidate{rule235, rule242}}, // running × restart
+		{Cands: []*fsm.Candidate{rule253}},          // running × claim
+		{Cands: []*fsm.Candidate{rule253}},          // running × requeue
+		{Cands: []*fsm.Candidate{rule253}},          // running × start
+		{Cands: []*fsm.Candidate{rule253}},          // running × start_sent
+		{Cands: []*fsm.Candidate{rule236}},          // running × cancel
+		{Cands: []*fsm.Candidate{rule253}},          // running × released
+		{Cands: []*fsm.Candidate{rule224}},          // running × run_completed
+		{Cands: []*fsm.Candidate{rule228}},          // running × run_cancelled
+		{Cands: []*fsm.Candidate{rule232}},          // running × engine_failed
+		{Cands: []*fsm.Candidate{rule232}},          // running × cancel_refused
+		{Cands: []*fsm.Candidate{rule232}},          // running × start_failed
+		{Cands: []*fsm.Candidate{rule253}},          // running × preparation_failed
+		{Cands: []*fsm.Candidate{rule253}},          // running × invalid_configuration
+		{Cands: []*fsm.Candidate{rule253}},          // running × initialization_failed
+		{Cands: []*fsm.Candidate{rule232}},          // running × delivery_unknown
+		{Cands: []*fsm.Candidate{rule232}},          // running × event_stream_incomplete
+		{Cands: []*fsm.Candidate{rule232}},          // running × journal_limit
+		{Cands: []*fsm.Candidate{rule232}},          // running × cancel_unconfirmed
+		{Cands: []*fsm.Candidate{rule253}},          // running × unplaceable
+		{Cands: []*fsm.Candidate{rule258}},          // running × persistence_failed
+		{Cands: []*fsm.Candidate{rule240, rule247}}, // running × restart
 		// completed
-		{Cands: []*fsm.Candidate{rule258}}, // completed × claim
-		{Cands: []*fsm.Candidate{rule258}}, // completed × requeue
-		{Cands: []*fsm.Candidate{rule258}}, // completed × start
-		{Cands: []*fsm.Candidate{rule253}}, // completed × start_sent
-		{Cands: []*fsm.Candidate{rule258}}, // completed × cancel
-		{Cands: []*fsm.Candidate{rule253}}, // completed × released
-		{Cands: []*fsm.Candidate{rule253}}, // completed × run_completed
-		{Cands: []*fsm.Candidate{rule253}}, // completed × run_cancelled
-		{Cands: []*fsm.Candidate{rule253}}, // completed × engine_failed
-		{Cands: []*fsm.Candidate{rule253}}, // completed × cancel_refused
-		{Cands: []*fsm.Candidate{rule253}}, // completed × start_failed
-		{Cands: []*fsm.Candidate{rule258}}, // completed × preparation_failed
-		{Cands: []*fsm.Candidate{rule258}}, // completed × invalid_configuration
-		{Cands: []*fsm.Candidate{rule258}}, // completed × initialization_failed
-		{Cands: []*fsm.Candidate{rule253}}, // completed × delivery_unknown
-		{Cands: []*fsm.Candidate{rule253}}, // completed × event_stream_incomplete
-		{Cands: []*fsm.Candidate{rule253}}, // completed × journal_limit
-		{Cands: []*fsm.Candidate{rule253}}, // completed × cancel_unconfirmed
-		{Cands: []*fsm.Candidate{rule258}}, // completed × unplaceable
-		{Cands: []*fsm.Candidate{rule258}}, // completed × restart
+		{Cands: []*fsm.Candidate{rule277}}, // completed × claim
+		{Cands: []*fsm.Candidate{rule277}}, // completed × requeue
+		{Cands: []*fsm.Candidate{rule277}}, // completed × start
+		{Cands: []*fsm.Candidate{rule272}}, // completed × start_sent
+		{Cands: []*fsm.Candidate{rule277}}, // completed × cancel
+		{Cands: []*fsm.Candidate{rule272}}, // completed × released
+		{Cands: []*fsm.Candidate{rule272}}, // completed × run_completed
+		{Cands: []*fsm.Candidate{rule272}}, // completed × run_cancelled
+		{Cands: []*fsm.Candidate{rule272}}, // completed × engine_failed
+		{Cands: []*fsm.Candidate{rule272}}, // completed × cancel_refused
+		{Cands: []*fsm.Candidate{rule272}}, // completed × start_failed
+		{Cands: []*fsm.Candidate{rule277}}, // completed × preparation_failed
+		{Cands: []*fsm.Candidate{rule277}}, // completed × invalid_configuration
+		{Cands: []*fsm.Candidate{rule277}}, // completed × initialization_failed
+		{Cands: []*fsm.Candidate{rule272}}, // completed × delivery_unknown
+		{Cands: []*fsm.Candidate{rule272}}, // completed × event_stream_incomplete
+		{Cands: []*fsm.Candidate{rule272}}, // completed × journal_limit
+		{Cands: []*fsm.Candidate{rule272}}, // completed × cancel_unconfirmed
+		{Cands: []*fsm.Candidate{rule277}}, // completed × unplaceable
+		{Cands: []*fsm.Candidate{rule268}}, // completed × persistence_failed
+		{Cands: []*fsm.Candidate{rule277}}, // completed × restart
 		// cancelled
-		{Cands: []*fsm.Candidate{rule258}}, // cancelled × claim
-		{Cands: []*fsm.Candidate{rule258}}, // cancelled × requeue
-		{Cands: []*fsm.Candidate{rule258}}, // cancelled × start
-		{Cands: []*fsm.Candidate{rule253}}, // cancelled × start_sent
-		{Cands: []*fsm.Candidate{rule258}}, // cancelled × cancel
-		{Cands: []*fsm.Candidate{rule253}}, // cancelled × released
-		{Cands: []*fsm.Candidate{rule253}}, // cancelled × run_completed
-		{Cands: []*fsm.Candidate{rule253}}, // cancelled × run_cancelled
-		{Cands: []*fsm.Candidate{rule253}}, // cancelled × engine_failed
-		{Cands: []*fsm.Candidate{rule253}}, // cancelled × cancel_refused
-		{Cands: []*fsm.Candidate{rule253}}, // cancelled × start_failed
-		{Cands: []*fsm.Candidate{rule258}}, // cancelled × preparation_failed
-		{Cands: []*fsm.Candidate{rule258}}, // cancelled × invalid_configuration
-		{Cands: []*fsm.Candidate{rule258}}, // cancelled × initialization_failed
-		{Cands: []*fsm.Candidate{rule253}}, // cancelled × delivery_unknown
-		{Cands: []*fsm.Candidate{rule253}}, // cancelled × event_stream_incomplete
-		{Cands: []*fsm.Candidate{rule253}}, // cancelled × journal_limit
-		{Cands: []*fsm.Candidate{rule253}}, // cancelled × cancel_unconfirmed
-		{Cands: []*fsm.Candidate{rule258}}, // cancelled × unplaceable
-		{Cands: []*fsm.Candidate{rule258}}, // cancelled × restart
+		{Cands: []*fsm.Candidate{rule277}}, // cancelled × claim
+		{Cands: []*fsm.Candidate{rule277}}, // cancelled × requeue
+		{Cands: []*fsm.Candidate{rule277}}, // cancelled × start
+		{Cands: []*fsm.Candidate{rule272}}, // cancelled × start_sent
+		{Cands: []*fsm.Candidate{rule277}}, // cancelled × cancel
+		{Cands: []*fsm.Candidate{rule272}}, // cancelled × released
+		{Cands: []*fsm.Candidate{rule272}}, // cancelled × run_completed
+		{Cands: []*fsm.Candidate{rule272}}, // cancelled × run_cancelled
+		{Cands: []*fsm.Candidate{rule272}}, // cancelled × engine_failed
+		{Cands: []*fsm.Candidate{rule272}}, // cancelled × cancel_refused
+		{Cands: []*fsm.Candidate{rule272}}, // cancelled × start_failed
+		{Cands: []*fsm.Candidate{rule277}}, // cancelled × preparation_failed
+		{Cands: []*fsm.Candidate{rule277}}, // cancelled × invalid_configuration
+		{Cands: []*fsm.Candidate{rule277}}, // cancelled × initialization_failed
+		{Cands: []*fsm.Candidate{rule272}}, // cancelled × delivery_unknown
+		{Cands: []*fsm.Candidate{rule272}}, // cancelled × event_stream_incomplete
+		{Cands: []*fsm.Candidate{rule272}}, // cancelled × journal_limit
+		{Cands: []*fsm.Candidate{rule272}}, // cancelled × cancel_unconfirmed
+		{Cands: []*fsm.Candidate{rule277}}, // cancelled × unplaceable
+		{Cands: []*fsm.Candidate{rule268}}, // cancelled × persistence_failed
+		{Cands: []*fsm.Candidate{rule277}}, // cancelled × restart
 		// failed
-		{Cands: []*fsm.Candidate{rule258}}, // failed × claim
-		{Cands: []*fsm.Candidate{rule258}}, // failed × requeue
-		{Cands: []*fsm.Candidate{rule258}}, // failed × start
-		{Cands: []*fsm.Candidate{rule253}}, // failed × start_sent
-		{Cands: []*fsm.Candidate{rule258}}, // failed × cancel
-		{Cands: []*fsm.Candidate{rule253}}, // failed × released
-		{Cands: []*fsm.Candidate{rule253}}, // failed × run_completed
-		{Cands: []*fsm.Candidate{rule253}}, // failed × run_cancelled
-		{Cands: []*fsm.Candidate{rule253}}, // failed × engine_failed
-		{Cands: []*fsm.Candidate{rule253}}, // failed × cancel_refused
-		{Cands: []*fsm.Candidate{rule253}}, // failed × start_failed
-		{Cands: []*fsm.Candidate{rule258}}, // failed × preparation_failed
-		{Cands: []*fsm.Candidate{rule258}}, // failed × invalid_configuration
-		{Cands: []*fsm.Candidate{rule258}}, // failed × initialization_failed
-		{Cands: []*fsm.Candidate{rule253}}, // failed × delivery_unknown
-		{Cands: []*fsm.Candidate{rule253}}, // failed × event_stream_incomplete
-		{Cands: []*fsm.Candidate{rule253}}, // failed × journal_limit
-		{Cands: []*fsm.Candidate{rule253}}, // failed × cancel_unconfirmed
-		{Cands: []*fsm.Candidate{rule258}}, // failed × unplaceable
-		{Cands: []*fsm.Candidate{rule258}}, // failed × restart
+		{Cands: []*fsm.Candidate{rule277}}, // failed × claim
+		{Cands: []*fsm.Candidate{rule277}}, // failed × requeue
+		{Cands: []*fsm.Candidate{rule277}}, // failed × start
+		{Cands: []*fsm.Candidate{rule272}}, // failed × start_sent
+		{Cands: []*fsm.Candidate{rule277}}, // failed × cancel
+		{Cands: []*fsm.Candidate{rule272}}, // failed × released
+		{Cands: []*fsm.Candidate{rule272}}, // failed × run_completed
+		{Cands: []*fsm.Candidate{rule272}}, // failed × run_cancelled
+		{Cands: []*fsm.Candidate{rule272}}, // failed × engine_failed
+		{Cands: []*fsm.Candidate{rule272}}, // failed × cancel_refused
+		{Cands: []*fsm.Candidate{rule272}}, // failed × start_failed
+		{Cands: []*fsm.Candidate{rule277}}, // failed × preparation_failed
+		{Cands: []*fsm.Candidate{rule277}}, // failed × invalid_configuration
+		{Cands: []*fsm.Candidate{rule277}}, // failed × initialization_failed
+		{Cands: []*fsm.Candidate{rule272}}, // failed × delivery_unknown
+		{Cands: []*fsm.Candidate{rule272}}, // failed × event_stream_incomplete
+		{Cands: []*fsm.Candidate{rule272}}, // failed × journal_limit
+		{Cands: []*fsm.Candidate{rule272}}, // failed × cancel_unconfirmed
+		{Cands: []*fsm.Candidate{rule277}}, // failed × unplaceable
+		{Cands: []*fsm.Candidate{rule268}}, // failed × persistence_failed
+		{Cands: []*fsm.Candidate{rule277}}, // failed × restart
 	},
 })
 
