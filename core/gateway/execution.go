@@ -87,8 +87,11 @@ type runRec struct {
 	// overflowed is set (on the loop) once the Run's subscription closed
 	// because the journal fell behind (journal.go, backlog).
 	overflowed bool
-	finished   chan struct{}
-	once       sync.Once
+	// stalled is set once Core cancels the Run for silence (stall.go);
+	// its cancellation's outcome then names stalled as the cause.
+	stalled  bool
+	finished chan struct{}
+	once     sync.Once
 }
 
 func (r *runRec) done() { r.once.Do(func() { close(r.finished) }) }
@@ -165,6 +168,7 @@ func statusOf(f *fsm.Firing[*peer.Event]) (wire.PreparationStatus, bool) {
 // (daemon-protocol.txt:110: older or repeated revisions are ignored).
 func (c *conn) Stepped(ev *peer.Event, s fsm.Step) {
 	c.journalFrame(ev, s)
+	c.questionSettled(ev, s)
 	if ev.Key.Machine != preparation.Name || ev.Msg == nil || ev.Sent || s.Disposition() == fsm.Rejected {
 		return
 	}
@@ -490,13 +494,13 @@ func (h execHooks) DoApplyCancelReceipt(f *fsm.Firing[*peer.Event]) error {
 			ev, _ = json.Marshal(ack.Outcome)
 			err = errors.Join(err, h.recordNative(r, ack.Outcome.Metadata))
 		}
-		return errors.Join(err, h.finish(f, r, "apply_cancel_receipt", store.Outcome{Evidence: ev}))
+		return errors.Join(err, h.finish(f, r, "apply_cancel_receipt", store.Outcome{Evidence: r.withCause(ev)}))
 	}
 	// decision: a refused cancellation (run_inactive, ...) is a failed
 	// Turn with its own reason; the code is native evidence, kept apart
 	// (daemon-protocol.txt:153).
 	ev, _ := json.Marshal(map[string]string{"cancel_error": ack.ErrorCode})
-	return errors.Join(err, h.finish(f, r, "apply_cancel_receipt", store.Outcome{Evidence: ev}))
+	return errors.Join(err, h.finish(f, r, "apply_cancel_receipt", store.Outcome{Evidence: r.withCause(ev)}))
 }
 
 // DoMarkEventStreamIncomplete: observation was lost; nothing is invented
@@ -532,7 +536,7 @@ func (h execHooks) DoMarkCancelUnconfirmed(f *fsm.Firing[*peer.Event]) error {
 	if r == nil {
 		return nil
 	}
-	return h.finish(f, r, "mark_cancel_unconfirmed", store.Outcome{})
+	return h.finish(f, r, "mark_cancel_unconfirmed", store.Outcome{Evidence: r.withCause(nil)})
 }
 
 // DoSettleLate keeps a late receipt beside the cancel_unconfirmed already
