@@ -336,6 +336,14 @@ func (h execHooks) GuardMatchesCancelDelivery(f *fsm.Firing[*peer.Event]) bool {
 	return r != nil && guard.MatchesCancelDelivery(f.Arg.Payload(), r.matches)
 }
 
+// GuardUnsettledCancel: the receipt of this Run's cancellation says the
+// Runtime ended the native work without settling it (its Harness was
+// killed).
+func (h execHooks) GuardUnsettledCancel(f *fsm.Firing[*peer.Event]) bool {
+	r := h.c.run(f.Arg.Key.ID)
+	return r != nil && guard.UnsettledCancel(f.Arg.Payload(), r.matches)
+}
+
 // journal adds the frame (or a Core observation) to the connection's
 // journal batch, which the loop commits before anything it queued leaves
 // (journal.go). Hooks run on the loop, and only the loop touches the batch.
@@ -531,12 +539,20 @@ func (h execHooks) DoMarkDeliveryUnknown(f *fsm.Firing[*peer.Event]) error {
 	return h.journal(r, "observation", map[string]string{"reason": store.ReasonDeliveryUnknown})
 }
 
+// DoMarkCancelUnconfirmed: no receipt within 15 s, a lost connection, or
+// a receipt saying the Runtime could not settle the cancellation natively
+// (its Harness was killed, spec/run.yaml unsettled_cancel). That receipt
+// is journaled and its code kept as evidence.
 func (h execHooks) DoMarkCancelUnconfirmed(f *fsm.Firing[*peer.Event]) error {
-	r := h.c.run(f.Arg.Key.ID)
+	r, err := h.frame(f)
 	if r == nil {
-		return nil
+		return err
 	}
-	return h.finish(f, r, "mark_cancel_unconfirmed", store.Outcome{Evidence: r.withCause(nil)})
+	var ev json.RawMessage
+	if ack, ok := f.Arg.Payload().(wire.InteractionDecisionAck); ok {
+		ev, _ = json.Marshal(map[string]string{"cancel_error": ack.ErrorCode})
+	}
+	return errors.Join(err, h.finish(f, r, "mark_cancel_unconfirmed", store.Outcome{Evidence: r.withCause(ev)}))
 }
 
 // DoSettleLate keeps a late receipt beside the cancel_unconfirmed already

@@ -381,9 +381,13 @@ const (
 	// GuardMatchesCancelDelivery: the receipt echoes the delivery ID of a prompt_cancel sent for
 	// this Run; without that correlation it proves nothing
 	GuardMatchesCancelDelivery Guard = 1
+	// GuardUnsettledCancel: the receipt echoes the delivery ID of a prompt_cancel sent for this
+	// Run and reports applied false with runtime_error: the Runtime ended the native work without
+	// native settlement (its Harness was killed)
+	GuardUnsettledCancel Guard = 2
 	// GuardAwaitingAnswer: a question of the Run (permission request, user choice or function
 	// call) is pending, waiting for Core's answer
-	GuardAwaitingAnswer Guard = 2
+	GuardAwaitingAnswer Guard = 3
 )
 
 // String returns the spec name, or Guard(n) for a value outside the enum.
@@ -404,6 +408,8 @@ func ParseGuard(name string) (Guard, error) {
 	switch name {
 	case "matches_cancel_delivery":
 		return GuardMatchesCancelDelivery, nil
+	case "unsettled_cancel":
+		return GuardUnsettledCancel, nil
 	case "awaiting_answer":
 		return GuardAwaitingAnswer, nil
 	}
@@ -599,157 +605,164 @@ func ParseMessage(name string) (Message, error) {
 // (a rule that lists its own target among its sources is two: a move from the others and an
 // internal transition in the target).
 var (
-	rule208 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRequested), Line: 208, Effects: []fsm.Effect{
+	rule212 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRequested), Line: 212, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionStartNative)},
 	}}
-	rule212 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRequested), Line: 212, Effects: []fsm.Effect{
+	rule216 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRequested), Line: 216, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkDeliveryUnknown)},
 	}}
-	rule220 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "nothing was sent for this Run ID", Line: 220}
-	rule223 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no start was sent for this Run ID", Line: 223}
-	rule230 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStreaming), Line: 230, Effects: []fsm.Effect{
+	rule224 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "nothing was sent for this Run ID", Line: 224}
+	rule227 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no start was sent for this Run ID", Line: 227}
+	rule234 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStreaming), Line: 234, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
 	}}
-	rule234 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateNotStarted), Line: 234, Effects: []fsm.Effect{
+	rule238 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateNotStarted), Line: 238, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordError)},
-	}}
-	rule238Moved = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStreaming), Line: 238, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutput)},
-	}}
-	rule238Stayed = &fsm.Candidate{Disp: fsm.Stayed, Line: 238, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutput)},
 	}}
 	rule242Moved = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStreaming), Line: 242, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReplaceUsage)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutput)},
 	}}
 	rule242Stayed = &fsm.Candidate{Disp: fsm.Stayed, Line: 242, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReplaceUsage)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutput)},
 	}}
-	rule246Moved = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateErrored), Line: 246, Effects: []fsm.Effect{
+	rule246Moved = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStreaming), Line: 246, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordError)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReplaceUsage)},
 	}}
 	rule246Stayed = &fsm.Candidate{Disp: fsm.Stayed, Line: 246, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReplaceUsage)},
+	}}
+	rule250Moved = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateErrored), Line: 250, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordError)},
 	}}
-	rule250 = &fsm.Candidate{Disp: fsm.Stayed, Line: 250, Effects: []fsm.Effect{
+	rule250Stayed = &fsm.Candidate{Disp: fsm.Stayed, Line: 250, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordError)},
+	}}
+	rule254 = &fsm.Candidate{Disp: fsm.Stayed, Line: 254, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutput)},
 	}}
-	rule255 = &fsm.Candidate{Disp: fsm.Stayed, Line: 255, Effects: []fsm.Effect{
+	rule259 = &fsm.Candidate{Disp: fsm.Stayed, Line: 259, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReplaceUsage)},
 	}}
-	rule259 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCompleted), Line: 259, Effects: []fsm.Effect{
+	rule263 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCompleted), Line: 263, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionCloseStream)},
 	}}
-	rule263 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 263, Effects: []fsm.Effect{
+	rule267 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 267, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionCloseStream)},
 	}}
-	rule267 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelling), Line: 267, Effects: []fsm.Effect{
+	rule271 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelling), Line: 271, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
 		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerCancelWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionCancelNative)},
 	}}
-	rule273 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateIncomplete), Line: 273, Effects: []fsm.Effect{
+	rule277 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateIncomplete), Line: 277, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkEventStreamIncomplete)},
 	}}
-	rule279 = &fsm.Candidate{Guard: fsm.GuardID(GuardAwaitingAnswer), Disp: fsm.Stayed, Line: 279, Effects: []fsm.Effect{
+	rule283 = &fsm.Candidate{Guard: fsm.GuardID(GuardAwaitingAnswer), Disp: fsm.Stayed, Line: 283, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
 	}}
-	rule287 = &fsm.Candidate{Disp: fsm.Stayed, Line: 287, Effects: []fsm.Effect{
+	rule291 = &fsm.Candidate{Disp: fsm.Stayed, Line: 291, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionCancelStalled)},
 	}}
-	rule294 = &fsm.Candidate{Disp: fsm.Stayed, Line: 294, Effects: []fsm.Effect{
+	rule298 = &fsm.Candidate{Disp: fsm.Stayed, Line: 298, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
 	}}
-	rule298 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "output raced the status and already proved the transfer", Line: 298}
-	rule301 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "output was observed for this Run, so its start did not fail", Line: 301}
-	rule304 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "run_conflict: this Run ID was already started", Line: 304}
-	rule307 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no prompt_cancel was sent for this Run", Line: 307}
-	rule310 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the cancellation deadline only runs after prompt_cancel", Line: 310}
-	rule315 = &fsm.Candidate{Disp: fsm.Stayed, Line: 315, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutput)},
-	}}
+	rule302 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "output raced the status and already proved the transfer", Line: 302}
+	rule305 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "output was observed for this Run, so its start did not fail", Line: 305}
+	rule308 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "run_conflict: this Run ID was already started", Line: 308}
+	rule311 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no prompt_cancel was sent for this Run", Line: 311}
+	rule314 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the cancellation deadline only runs after prompt_cancel", Line: 314}
 	rule319 = &fsm.Candidate{Disp: fsm.Stayed, Line: 319, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReplaceUsage)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutput)},
 	}}
 	rule323 = &fsm.Candidate{Disp: fsm.Stayed, Line: 323, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordError)},
-	}}
-	rule327 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelDrained), Line: 327, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionCloseStream)},
-	}}
-	rule331 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelDrained), Line: 331, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkEventStreamIncomplete)},
-	}}
-	rule337 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the transfer raced the cancellation; the receipt still decides", Line: 337}
-	rule340 = &fsm.Candidate{Disp: fsm.Stayed, Line: 340, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionCancelNative)},
-	}}
-	rule345 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "a repeated cancellation whose write failed changes nothing; the first one's receipt and deadline still decide", Line: 345}
-	rule348 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the Run is being cancelled; its silence no longer matters", Line: 348}
-	rule351 = &fsm.Candidate{Guard: fsm.GuardID(GuardMatchesCancelDelivery), Disp: fsm.Moved, To: fsm.StateID(StateCancelled), Line: 351, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerCancelWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionApplyCancelReceipt)},
-	}}
-	rule356 = &fsm.Candidate{Guard: fsm.GuardID(GuardMatchesCancelDelivery), Disp: fsm.Moved, To: fsm.StateID(StateCancelRefused), Line: 356, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerCancelWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionApplyCancelReceipt)},
-	}}
-	rule361 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "a receipt without this Run's cancellation delivery ID establishes nothing", Line: 361}
-	rule364 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelOverdue), Line: 364, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkCancelUnconfirmed)},
-	}}
-	rule370 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelUnconfirmed), Line: 370, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerCancelWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkCancelUnconfirmed)},
-	}}
-	rule377 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the stream is already closed", Line: 377}
-	rule380 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the observed stream is already closed", Line: 380}
-	rule383 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the stream is closed; only the cancellation receipt settles the Run now", Line: 383}
-	rule388 = &fsm.Candidate{Guard: fsm.GuardID(GuardMatchesCancelDelivery), Disp: fsm.Moved, To: fsm.StateID(StateCancelled), Line: 388, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleLate)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionApplyCancelReceipt)},
-	}}
-	rule393 = &fsm.Candidate{Guard: fsm.GuardID(GuardMatchesCancelDelivery), Disp: fsm.Moved, To: fsm.StateID(StateCancelRefused), Line: 393, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleLate)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionApplyCancelReceipt)},
-	}}
-	rule398 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "a receipt without this Run's cancellation delivery ID establishes nothing", Line: 398}
-	rule401 = &fsm.Candidate{Disp: fsm.Stayed, Line: 401, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutput)},
-	}}
-	rule406 = &fsm.Candidate{Disp: fsm.Stayed, Line: 406, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReplaceUsage)},
 	}}
-	rule410 = &fsm.Candidate{Disp: fsm.Stayed, Line: 410, Effects: []fsm.Effect{
+	rule327 = &fsm.Candidate{Disp: fsm.Stayed, Line: 327, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordError)},
 	}}
-	rule414 = &fsm.Candidate{Disp: fsm.Stayed, Line: 414, Effects: []fsm.Effect{
+	rule331 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelDrained), Line: 331, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionCloseStream)},
 	}}
-	rule418 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelUnconfirmed), Line: 418}
-	rule421 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "only the cancellation receipt or a lost connection settles the Run now", Line: 421}
-	rule426 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no deadline is running", Line: 426}
-	rule429 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the Run is settled; its silence no longer matters", Line: 429}
-	rule432 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the cancellation receipt, or the lost connection that made it impossible, owns the outcome; trailing frames change nothing", Line: 432}
-	rule435 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the outcome stays unknown; late frames are not applied", Line: 435}
-	rule439 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the Run was settled before this happened", Line: 439}
-	rule442 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "done (or the start failure) already closed the stream", Line: 442}
-	rule445 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "run_inactive: the Run is settled", Line: 445}
+	rule335 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelDrained), Line: 335, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkEventStreamIncomplete)},
+	}}
+	rule341 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the transfer raced the cancellation; the receipt still decides", Line: 341}
+	rule344 = &fsm.Candidate{Disp: fsm.Stayed, Line: 344, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionCancelNative)},
+	}}
+	rule349 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "a repeated cancellation whose write failed changes nothing; the first one's receipt and deadline still decide", Line: 349}
+	rule352 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the Run is being cancelled; its silence no longer matters", Line: 352}
+	rule355 = &fsm.Candidate{Guard: fsm.GuardID(GuardUnsettledCancel), Disp: fsm.Moved, To: fsm.StateID(StateCancelUnconfirmed), Line: 355, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerCancelWait)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkCancelUnconfirmed)},
+	}}
+	rule363 = &fsm.Candidate{Guard: fsm.GuardID(GuardMatchesCancelDelivery), Disp: fsm.Moved, To: fsm.StateID(StateCancelled), Line: 363, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerCancelWait)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionApplyCancelReceipt)},
+	}}
+	rule368 = &fsm.Candidate{Guard: fsm.GuardID(GuardMatchesCancelDelivery), Disp: fsm.Moved, To: fsm.StateID(StateCancelRefused), Line: 368, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerCancelWait)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionApplyCancelReceipt)},
+	}}
+	rule373 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "a receipt without this Run's cancellation delivery ID establishes nothing", Line: 373}
+	rule376 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelOverdue), Line: 376, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkCancelUnconfirmed)},
+	}}
+	rule382 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelUnconfirmed), Line: 382, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerCancelWait)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkCancelUnconfirmed)},
+	}}
+	rule389 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the stream is already closed", Line: 389}
+	rule392 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the observed stream is already closed", Line: 392}
+	rule395 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the stream is closed; only the cancellation receipt settles the Run now", Line: 395}
+	rule400 = &fsm.Candidate{Guard: fsm.GuardID(GuardMatchesCancelDelivery), Disp: fsm.Moved, To: fsm.StateID(StateCancelled), Line: 400, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleLate)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionApplyCancelReceipt)},
+	}}
+	rule405 = &fsm.Candidate{Guard: fsm.GuardID(GuardUnsettledCancel), Disp: fsm.Moved, To: fsm.StateID(StateCancelUnconfirmed), Line: 405, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleLate)},
+	}}
+	rule411 = &fsm.Candidate{Guard: fsm.GuardID(GuardMatchesCancelDelivery), Disp: fsm.Moved, To: fsm.StateID(StateCancelRefused), Line: 411, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleLate)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionApplyCancelReceipt)},
+	}}
+	rule416 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "a receipt without this Run's cancellation delivery ID establishes nothing", Line: 416}
+	rule419 = &fsm.Candidate{Disp: fsm.Stayed, Line: 419, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutput)},
+	}}
+	rule424 = &fsm.Candidate{Disp: fsm.Stayed, Line: 424, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReplaceUsage)},
+	}}
+	rule428 = &fsm.Candidate{Disp: fsm.Stayed, Line: 428, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordError)},
+	}}
+	rule432 = &fsm.Candidate{Disp: fsm.Stayed, Line: 432, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionCloseStream)},
+	}}
+	rule436 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelUnconfirmed), Line: 436}
+	rule439 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "only the cancellation receipt or a lost connection settles the Run now", Line: 439}
+	rule444 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no deadline is running", Line: 444}
+	rule447 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the Run is settled; its silence no longer matters", Line: 447}
+	rule450 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the cancellation receipt, or the lost connection that made it impossible, owns the outcome; trailing frames change nothing", Line: 450}
+	rule453 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the outcome stays unknown; late frames are not applied", Line: 453}
+	rule457 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the Run was settled before this happened", Line: 457}
+	rule460 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "done (or the start failure) already closed the stream", Line: 460}
+	rule463 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "run_inactive: the Run is settled", Line: 463}
 )
 
 // Table is the run machine as the engine runs it, sealed: every (state, event) cell lists its
@@ -796,7 +809,7 @@ var Table = fsm.MustSeal(&fsm.Table{
 		{Name: "subscription_overflow", Kind: fsm.EventLocal, Role: fsm.RoleCore},
 		{Name: "send_failed", Kind: fsm.EventLocal, Role: fsm.RoleCore},
 	},
-	Guards:   []string{"matches_cancel_delivery", "awaiting_answer"},
+	Guards:   []string{"matches_cancel_delivery", "unsettled_cancel", "awaiting_answer"},
 	Actions:  []string{"start_native", "record_output", "replace_usage", "record_error", "close_stream", "cancel_native", "apply_cancel_receipt", "mark_event_stream_incomplete", "mark_delivery_unknown", "mark_cancel_unconfirmed", "settle_late", "cancel_stalled"},
 	Messages: []string{"delta", "done", "error", "execution_start", "interaction_decision_ack", "output_message", "preparation_status", "prompt_cancel", "prompt_request", "thinking", "tool_call", "usage"},
 	Timers: []fsm.TimerDecl{
@@ -806,299 +819,299 @@ var Table = fsm.MustSeal(&fsm.Table{
 	Initial: fsm.StateID(StateIdle),
 	Cells: []fsm.Cell{
 		// idle
-		{Cands: []*fsm.Candidate{rule208}}, // idle × prompt_request
-		{Cands: []*fsm.Candidate{rule208}}, // idle × execution_start
-		{Cands: []*fsm.Candidate{rule223}}, // idle × status_started
-		{Cands: []*fsm.Candidate{rule223}}, // idle × start_failed
-		{Cands: []*fsm.Candidate{rule223}}, // idle × delta
-		{Cands: []*fsm.Candidate{rule223}}, // idle × thinking
-		{Cands: []*fsm.Candidate{rule223}}, // idle × output_message
-		{Cands: []*fsm.Candidate{rule223}}, // idle × tool_call
-		{Cands: []*fsm.Candidate{rule223}}, // idle × usage
-		{Cands: []*fsm.Candidate{rule223}}, // idle × error
-		{Cands: []*fsm.Candidate{rule223}}, // idle × done
-		{Cands: []*fsm.Candidate{rule223}}, // idle × prompt_cancel
-		{Cands: []*fsm.Candidate{rule223}}, // idle × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule223}}, // idle × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule220}}, // idle × cancel_wait
-		{Cands: []*fsm.Candidate{rule220}}, // idle × stall_wait
-		{Cands: []*fsm.Candidate{rule223}}, // idle × answered
-		{Cands: []*fsm.Candidate{rule220}}, // idle × connection_lost
-		{Cands: []*fsm.Candidate{rule220}}, // idle × subscription_overflow
-		{Cands: []*fsm.Candidate{rule212}}, // idle × send_failed
+		{Cands: []*fsm.Candidate{rule212}}, // idle × prompt_request
+		{Cands: []*fsm.Candidate{rule212}}, // idle × execution_start
+		{Cands: []*fsm.Candidate{rule227}}, // idle × status_started
+		{Cands: []*fsm.Candidate{rule227}}, // idle × start_failed
+		{Cands: []*fsm.Candidate{rule227}}, // idle × delta
+		{Cands: []*fsm.Candidate{rule227}}, // idle × thinking
+		{Cands: []*fsm.Candidate{rule227}}, // idle × output_message
+		{Cands: []*fsm.Candidate{rule227}}, // idle × tool_call
+		{Cands: []*fsm.Candidate{rule227}}, // idle × usage
+		{Cands: []*fsm.Candidate{rule227}}, // idle × error
+		{Cands: []*fsm.Candidate{rule227}}, // idle × done
+		{Cands: []*fsm.Candidate{rule227}}, // idle × prompt_cancel
+		{Cands: []*fsm.Candidate{rule227}}, // idle × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule227}}, // idle × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule224}}, // idle × cancel_wait
+		{Cands: []*fsm.Candidate{rule224}}, // idle × stall_wait
+		{Cands: []*fsm.Candidate{rule227}}, // idle × answered
+		{Cands: []*fsm.Candidate{rule224}}, // idle × connection_lost
+		{Cands: []*fsm.Candidate{rule224}}, // idle × subscription_overflow
+		{Cands: []*fsm.Candidate{rule216}}, // idle × send_failed
 		// requested
-		{Cands: []*fsm.Candidate{rule304}},          // requested × prompt_request
-		{Cands: []*fsm.Candidate{rule304}},          // requested × execution_start
-		{Cands: []*fsm.Candidate{rule230}},          // requested × status_started
-		{Cands: []*fsm.Candidate{rule234}},          // requested × start_failed
-		{Cands: []*fsm.Candidate{rule238Moved}},     // requested × delta
-		{Cands: []*fsm.Candidate{rule238Moved}},     // requested × thinking
-		{Cands: []*fsm.Candidate{rule238Moved}},     // requested × output_message
-		{Cands: []*fsm.Candidate{rule238Moved}},     // requested × tool_call
-		{Cands: []*fsm.Candidate{rule242Moved}},     // requested × usage
-		{Cands: []*fsm.Candidate{rule246Moved}},     // requested × error
-		{Cands: []*fsm.Candidate{rule259}},          // requested × done
-		{Cands: []*fsm.Candidate{rule267}},          // requested × prompt_cancel
-		{Cands: []*fsm.Candidate{rule307}},          // requested × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule307}},          // requested × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule310}},          // requested × cancel_wait
-		{Cands: []*fsm.Candidate{rule279, rule287}}, // requested × stall_wait
-		{Cands: []*fsm.Candidate{rule294}},          // requested × answered
-		{Cands: []*fsm.Candidate{rule273}},          // requested × connection_lost
-		{Cands: []*fsm.Candidate{rule273}},          // requested × subscription_overflow
-		{Cands: []*fsm.Candidate{rule267}},          // requested × send_failed
+		{Cands: []*fsm.Candidate{rule308}},          // requested × prompt_request
+		{Cands: []*fsm.Candidate{rule308}},          // requested × execution_start
+		{Cands: []*fsm.Candidate{rule234}},          // requested × status_started
+		{Cands: []*fsm.Candidate{rule238}},          // requested × start_failed
+		{Cands: []*fsm.Candidate{rule242Moved}},     // requested × delta
+		{Cands: []*fsm.Candidate{rule242Moved}},     // requested × thinking
+		{Cands: []*fsm.Candidate{rule242Moved}},     // requested × output_message
+		{Cands: []*fsm.Candidate{rule242Moved}},     // requested × tool_call
+		{Cands: []*fsm.Candidate{rule246Moved}},     // requested × usage
+		{Cands: []*fsm.Candidate{rule250Moved}},     // requested × error
+		{Cands: []*fsm.Candidate{rule263}},          // requested × done
+		{Cands: []*fsm.Candidate{rule271}},          // requested × prompt_cancel
+		{Cands: []*fsm.Candidate{rule311}},          // requested × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule311}},          // requested × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule314}},          // requested × cancel_wait
+		{Cands: []*fsm.Candidate{rule283, rule291}}, // requested × stall_wait
+		{Cands: []*fsm.Candidate{rule298}},          // requested × answered
+		{Cands: []*fsm.Candidate{rule277}},          // requested × connection_lost
+		{Cands: []*fsm.Candidate{rule277}},          // requested × subscription_overflow
+		{Cands: []*fsm.Candidate{rule271}},          // requested × send_failed
 		// streaming
-		{Cands: []*fsm.Candidate{rule304}},          // streaming × prompt_request
-		{Cands: []*fsm.Candidate{rule304}},          // streaming × execution_start
-		{Cands: []*fsm.Candidate{rule298}},          // streaming × status_started
-		{Cands: []*fsm.Candidate{rule301}},          // streaming × start_failed
-		{Cands: []*fsm.Candidate{rule238Stayed}},    // streaming × delta
-		{Cands: []*fsm.Candidate{rule238Stayed}},    // streaming × thinking
-		{Cands: []*fsm.Candidate{rule238Stayed}},    // streaming × output_message
-		{Cands: []*fsm.Candidate{rule238Stayed}},    // streaming × tool_call
-		{Cands: []*fsm.Candidate{rule242Stayed}},    // streaming × usage
-		{Cands: []*fsm.Candidate{rule246Moved}},     // streaming × error
-		{Cands: []*fsm.Candidate{rule259}},          // streaming × done
-		{Cands: []*fsm.Candidate{rule267}},          // streaming × prompt_cancel
-		{Cands: []*fsm.Candidate{rule307}},          // streaming × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule307}},          // streaming × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule310}},          // streaming × cancel_wait
-		{Cands: []*fsm.Candidate{rule279, rule287}}, // streaming × stall_wait
-		{Cands: []*fsm.Candidate{rule294}},          // streaming × answered
-		{Cands: []*fsm.Candidate{rule273}},          // streaming × connection_lost
-		{Cands: []*fsm.Candidate{rule273}},          // streaming × subscription_overflow
-		{Cands: []*fsm.Candidate{rule267}},          // streaming × send_failed
+		{Cands: []*fsm.Candidate{rule308}},          // streaming × prompt_request
+		{Cands: []*fsm.Candidate{rule308}},          // streaming × execution_start
+		{Cands: []*fsm.Candidate{rule302}},          // streaming × status_started
+		{Cands: []*fsm.Candidate{rule305}},          // streaming × start_failed
+		{Cands: []*fsm.Candidate{rule242Stayed}},    // streaming × delta
+		{Cands: []*fsm.Candidate{rule242Stayed}},    // streaming × thinking
+		{Cands: []*fsm.Candidate{rule242Stayed}},    // streaming × output_message
+		{Cands: []*fsm.Candidate{rule242Stayed}},    // streaming × tool_call
+		{Cands: []*fsm.Candidate{rule246Stayed}},    // streaming × usage
+		{Cands: []*fsm.Candidate{rule250Moved}},     // streaming × error
+		{Cands: []*fsm.Candidate{rule263}},          // streaming × done
+		{Cands: []*fsm.Candidate{rule271}},          // streaming × prompt_cancel
+		{Cands: []*fsm.Candidate{rule311}},          // streaming × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule311}},          // streaming × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule314}},          // streaming × cancel_wait
+		{Cands: []*fsm.Candidate{rule283, rule291}}, // streaming × stall_wait
+		{Cands: []*fsm.Candidate{rule298}},          // streaming × answered
+		{Cands: []*fsm.Candidate{rule277}},          // streaming × connection_lost
+		{Cands: []*fsm.Candidate{rule277}},          // streaming × subscription_overflow
+		{Cands: []*fsm.Candidate{rule271}},          // streaming × send_failed
 		// errored
-		{Cands: []*fsm.Candidate{rule304}},          // errored × prompt_request
-		{Cands: []*fsm.Candidate{rule304}},          // errored × execution_start
-		{Cands: []*fsm.Candidate{rule298}},          // errored × status_started
-		{Cands: []*fsm.Candidate{rule301}},          // errored × start_failed
-		{Cands: []*fsm.Candidate{rule250}},          // errored × delta
-		{Cands: []*fsm.Candidate{rule250}},          // errored × thinking
-		{Cands: []*fsm.Candidate{rule250}},          // errored × output_message
-		{Cands: []*fsm.Candidate{rule250}},          // errored × tool_call
-		{Cands: []*fsm.Candidate{rule255}},          // errored × usage
-		{Cands: []*fsm.Candidate{rule246Stayed}},    // errored × error
-		{Cands: []*fsm.Candidate{rule263}},          // errored × done
-		{Cands: []*fsm.Candidate{rule267}},          // errored × prompt_cancel
-		{Cands: []*fsm.Candidate{rule307}},          // errored × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule307}},          // errored × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule310}},          // errored × cancel_wait
-		{Cands: []*fsm.Candidate{rule279, rule287}}, // errored × stall_wait
-		{Cands: []*fsm.Candidate{rule294}},          // errored × answered
-		{Cands: []*fsm.Candidate{rule273}},          // errored × connection_lost
-		{Cands: []*fsm.Candidate{rule273}},          // errored × subscription_overflow
-		{Cands: []*fsm.Candidate{rule267}},          // errored × send_failed
+		{Cands: []*fsm.Candidate{rule308}},          // errored × prompt_request
+		{Cands: []*fsm.Candidate{rule308}},          // errored × execution_start
+		{Cands: []*fsm.Candidate{rule302}},          // errored × status_started
+		{Cands: []*fsm.Candidate{rule305}},          // errored × start_failed
+		{Cands: []*fsm.Candidate{rule254}},          // errored × delta
+		{Cands: []*fsm.Candidate{rule254}},          // errored × thinking
+		{Cands: []*fsm.Candidate{rule254}},          // errored × output_message
+		{Cands: []*fsm.Candidate{rule254}},          // errored × tool_call
+		{Cands: []*fsm.Candidate{rule259}},          // errored × usage
+		{Cands: []*fsm.Candidate{rule250Stayed}},    // errored × error
+		{Cands: []*fsm.Candidate{rule267}},          // errored × done
+		{Cands: []*fsm.Candidate{rule271}},          // errored × prompt_cancel
+		{Cands: []*fsm.Candidate{rule311}},          // errored × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule311}},          // errored × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule314}},          // errored × cancel_wait
+		{Cands: []*fsm.Candidate{rule283, rule291}}, // errored × stall_wait
+		{Cands: []*fsm.Candidate{rule298}},          // errored × answered
+		{Cands: []*fsm.Candidate{rule277}},          // errored × connection_lost
+		{Cands: []*fsm.Candidate{rule277}},          // errored × subscription_overflow
+		{Cands: []*fsm.Candidate{rule271}},          // errored × send_failed
 		// cancelling
-		{Cands: []*fsm.Candidate{rule304}},          // cancelling × prompt_request
-		{Cands: []*fsm.Candidate{rule304}},          // cancelling × execution_start
-		{Cands: []*fsm.Candidate{rule337}},          // cancelling × status_started
-		{Cands: []*fsm.Candidate{rule323}},          // cancelling × start_failed
-		{Cands: []*fsm.Candidate{rule315}},          // cancelling × delta
-		{Cands: []*fsm.Candidate{rule315}},          // cancelling × thinking
-		{Cands: []*fsm.Candidate{rule315}},          // cancelling × output_message
-		{Cands: []*fsm.Candidate{rule315}},          // cancelling × tool_call
-		{Cands: []*fsm.Candidate{rule319}},          // cancelling × usage
-		{Cands: []*fsm.Candidate{rule323}},          // cancelling × error
-		{Cands: []*fsm.Candidate{rule327}},          // cancelling × done
-		{Cands: []*fsm.Candidate{rule340}},          // cancelling × prompt_cancel
-		{Cands: []*fsm.Candidate{rule351, rule361}}, // cancelling × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule356, rule361}}, // cancelling × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule364}},          // cancelling × cancel_wait
-		{Cands: []*fsm.Candidate{rule348}},          // cancelling × stall_wait
-		{Cands: []*fsm.Candidate{rule348}},          // cancelling × answered
-		{Cands: []*fsm.Candidate{rule370}},          // cancelling × connection_lost
-		{Cands: []*fsm.Candidate{rule331}},          // cancelling × subscription_overflow
-		{Cands: []*fsm.Candidate{rule345}},          // cancelling × send_failed
+		{Cands: []*fsm.Candidate{rule308}},                   // cancelling × prompt_request
+		{Cands: []*fsm.Candidate{rule308}},                   // cancelling × execution_start
+		{Cands: []*fsm.Candidate{rule341}},                   // cancelling × status_started
+		{Cands: []*fsm.Candidate{rule327}},                   // cancelling × start_failed
+		{Cands: []*fsm.Candidate{rule319}},                   // cancelling × delta
+		{Cands: []*fsm.Candidate{rule319}},                   // cancelling × thinking
+		{Cands: []*fsm.Candidate{rule319}},                   // cancelling × output_message
+		{Cands: []*fsm.Candidate{rule319}},                   // cancelling × tool_call
+		{Cands: []*fsm.Candidate{rule323}},                   // cancelling × usage
+		{Cands: []*fsm.Candidate{rule327}},                   // cancelling × error
+		{Cands: []*fsm.Candidate{rule331}},                   // cancelling × done
+		{Cands: []*fsm.Candidate{rule344}},                   // cancelling × prompt_cancel
+		{Cands: []*fsm.Candidate{rule363, rule373}},          // cancelling × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule355, rule368, rule373}}, // cancelling × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule376}},                   // cancelling × cancel_wait
+		{Cands: []*fsm.Candidate{rule352}},                   // cancelling × stall_wait
+		{Cands: []*fsm.Candidate{rule352}},                   // cancelling × answered
+		{Cands: []*fsm.Candidate{rule382}},                   // cancelling × connection_lost
+		{Cands: []*fsm.Candidate{rule335}},                   // cancelling × subscription_overflow
+		{Cands: []*fsm.Candidate{rule349}},                   // cancelling × send_failed
 		// cancel_drained
-		{Cands: []*fsm.Candidate{rule304}},          // cancel_drained × prompt_request
-		{Cands: []*fsm.Candidate{rule304}},          // cancel_drained × execution_start
-		{Cands: []*fsm.Candidate{rule383}},          // cancel_drained × status_started
-		{Cands: []*fsm.Candidate{rule383}},          // cancel_drained × start_failed
-		{Cands: []*fsm.Candidate{rule380}},          // cancel_drained × delta
-		{Cands: []*fsm.Candidate{rule380}},          // cancel_drained × thinking
-		{Cands: []*fsm.Candidate{rule380}},          // cancel_drained × output_message
-		{Cands: []*fsm.Candidate{rule380}},          // cancel_drained × tool_call
-		{Cands: []*fsm.Candidate{rule380}},          // cancel_drained × usage
-		{Cands: []*fsm.Candidate{rule380}},          // cancel_drained × error
-		{Cands: []*fsm.Candidate{rule377}},          // cancel_drained × done
-		{Cands: []*fsm.Candidate{rule340}},          // cancel_drained × prompt_cancel
-		{Cands: []*fsm.Candidate{rule351, rule361}}, // cancel_drained × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule356, rule361}}, // cancel_drained × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule364}},          // cancel_drained × cancel_wait
-		{Cands: []*fsm.Candidate{rule348}},          // cancel_drained × stall_wait
-		{Cands: []*fsm.Candidate{rule348}},          // cancel_drained × answered
-		{Cands: []*fsm.Candidate{rule370}},          // cancel_drained × connection_lost
-		{Cands: []*fsm.Candidate{rule377}},          // cancel_drained × subscription_overflow
-		{Cands: []*fsm.Candidate{rule345}},          // cancel_drained × send_failed
+		{Cands: []*fsm.Candidate{rule308}},                   // cancel_drained × prompt_request
+		{Cands: []*fsm.Candidate{rule308}},                   // cancel_drained × execution_start
+		{Cands: []*fsm.Candidate{rule395}},                   // cancel_drained × status_started
+		{Cands: []*fsm.Candidate{rule395}},                   // cancel_drained × start_failed
+		{Cands: []*fsm.Candidate{rule392}},                   // cancel_drained × delta
+		{Cands: []*fsm.Candidate{rule392}},                   // cancel_drained × thinking
+		{Cands: []*fsm.Candidate{rule392}},                   // cancel_drained × output_message
+		{Cands: []*fsm.Candidate{rule392}},                   // cancel_drained × tool_call
+		{Cands: []*fsm.Candidate{rule392}},                   // cancel_drained × usage
+		{Cands: []*fsm.Candidate{rule392}},                   // cancel_drained × error
+		{Cands: []*fsm.Candidate{rule389}},                   // cancel_drained × done
+		{Cands: []*fsm.Candidate{rule344}},                   // cancel_drained × prompt_cancel
+		{Cands: []*fsm.Candidate{rule363, rule373}},          // cancel_drained × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule355, rule368, rule373}}, // cancel_drained × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule376}},                   // cancel_drained × cancel_wait
+		{Cands: []*fsm.Candidate{rule352}},                   // cancel_drained × stall_wait
+		{Cands: []*fsm.Candidate{rule352}},                   // cancel_drained × answered
+		{Cands: []*fsm.Candidate{rule382}},                   // cancel_drained × connection_lost
+		{Cands: []*fsm.Candidate{rule389}},                   // cancel_drained × subscription_overflow
+		{Cands: []*fsm.Candidate{rule349}},                   // cancel_drained × send_failed
 		// cancel_overdue
-		{Cands: []*fsm.Candidate{rule304}},          // cancel_overdue × prompt_request
-		{Cands: []*fsm.Candidate{rule304}},          // cancel_overdue × execution_start
-		{Cands: []*fsm.Candidate{rule421}},          // cancel_overdue × status_started
-		{Cands: []*fsm.Candidate{rule410}},          // cancel_overdue × start_failed
-		{Cands: []*fsm.Candidate{rule401}},          // cancel_overdue × delta
-		{Cands: []*fsm.Candidate{rule401}},          // cancel_overdue × thinking
-		{Cands: []*fsm.Candidate{rule401}},          // cancel_overdue × output_message
-		{Cands: []*fsm.Candidate{rule401}},          // cancel_overdue × tool_call
-		{Cands: []*fsm.Candidate{rule406}},          // cancel_overdue × usage
-		{Cands: []*fsm.Candidate{rule410}},          // cancel_overdue × error
-		{Cands: []*fsm.Candidate{rule414}},          // cancel_overdue × done
-		{Cands: []*fsm.Candidate{rule340}},          // cancel_overdue × prompt_cancel
-		{Cands: []*fsm.Candidate{rule388, rule398}}, // cancel_overdue × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule393, rule398}}, // cancel_overdue × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule421}},          // cancel_overdue × cancel_wait
-		{Cands: []*fsm.Candidate{rule348}},          // cancel_overdue × stall_wait
-		{Cands: []*fsm.Candidate{rule348}},          // cancel_overdue × answered
-		{Cands: []*fsm.Candidate{rule418}},          // cancel_overdue × connection_lost
-		{Cands: []*fsm.Candidate{rule421}},          // cancel_overdue × subscription_overflow
-		{Cands: []*fsm.Candidate{rule345}},          // cancel_overdue × send_failed
+		{Cands: []*fsm.Candidate{rule308}},                   // cancel_overdue × prompt_request
+		{Cands: []*fsm.Candidate{rule308}},                   // cancel_overdue × execution_start
+		{Cands: []*fsm.Candidate{rule439}},                   // cancel_overdue × status_started
+		{Cands: []*fsm.Candidate{rule428}},                   // cancel_overdue × start_failed
+		{Cands: []*fsm.Candidate{rule419}},                   // cancel_overdue × delta
+		{Cands: []*fsm.Candidate{rule419}},                   // cancel_overdue × thinking
+		{Cands: []*fsm.Candidate{rule419}},                   // cancel_overdue × output_message
+		{Cands: []*fsm.Candidate{rule419}},                   // cancel_overdue × tool_call
+		{Cands: []*fsm.Candidate{rule424}},                   // cancel_overdue × usage
+		{Cands: []*fsm.Candidate{rule428}},                   // cancel_overdue × error
+		{Cands: []*fsm.Candidate{rule432}},                   // cancel_overdue × done
+		{Cands: []*fsm.Candidate{rule344}},                   // cancel_overdue × prompt_cancel
+		{Cands: []*fsm.Candidate{rule400, rule416}},          // cancel_overdue × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule405, rule411, rule416}}, // cancel_overdue × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule439}},                   // cancel_overdue × cancel_wait
+		{Cands: []*fsm.Candidate{rule352}},                   // cancel_overdue × stall_wait
+		{Cands: []*fsm.Candidate{rule352}},                   // cancel_overdue × answered
+		{Cands: []*fsm.Candidate{rule436}},                   // cancel_overdue × connection_lost
+		{Cands: []*fsm.Candidate{rule439}},                   // cancel_overdue × subscription_overflow
+		{Cands: []*fsm.Candidate{rule349}},                   // cancel_overdue × send_failed
 		// completed
-		{Cands: []*fsm.Candidate{rule445}}, // completed × prompt_request
-		{Cands: []*fsm.Candidate{rule445}}, // completed × execution_start
-		{Cands: []*fsm.Candidate{rule439}}, // completed × status_started
-		{Cands: []*fsm.Candidate{rule439}}, // completed × start_failed
-		{Cands: []*fsm.Candidate{rule442}}, // completed × delta
-		{Cands: []*fsm.Candidate{rule442}}, // completed × thinking
-		{Cands: []*fsm.Candidate{rule442}}, // completed × output_message
-		{Cands: []*fsm.Candidate{rule442}}, // completed × tool_call
-		{Cands: []*fsm.Candidate{rule442}}, // completed × usage
-		{Cands: []*fsm.Candidate{rule442}}, // completed × error
-		{Cands: []*fsm.Candidate{rule442}}, // completed × done
-		{Cands: []*fsm.Candidate{rule445}}, // completed × prompt_cancel
-		{Cands: []*fsm.Candidate{rule445}}, // completed × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule445}}, // completed × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule426}}, // completed × cancel_wait
-		{Cands: []*fsm.Candidate{rule426}}, // completed × stall_wait
-		{Cands: []*fsm.Candidate{rule429}}, // completed × answered
-		{Cands: []*fsm.Candidate{rule439}}, // completed × connection_lost
-		{Cands: []*fsm.Candidate{rule439}}, // completed × subscription_overflow
-		{Cands: []*fsm.Candidate{rule439}}, // completed × send_failed
+		{Cands: []*fsm.Candidate{rule463}}, // completed × prompt_request
+		{Cands: []*fsm.Candidate{rule463}}, // completed × execution_start
+		{Cands: []*fsm.Candidate{rule457}}, // completed × status_started
+		{Cands: []*fsm.Candidate{rule457}}, // completed × start_failed
+		{Cands: []*fsm.Candidate{rule460}}, // completed × delta
+		{Cands: []*fsm.Candidate{rule460}}, // completed × thinking
+		{Cands: []*fsm.Candidate{rule460}}, // completed × output_message
+		{Cands: []*fsm.Candidate{rule460}}, // completed × tool_call
+		{Cands: []*fsm.Candidate{rule460}}, // completed × usage
+		{Cands: []*fsm.Candidate{rule460}}, // completed × error
+		{Cands: []*fsm.Candidate{rule460}}, // completed × done
+		{Cands: []*fsm.Candidate{rule463}}, // completed × prompt_cancel
+		{Cands: []*fsm.Candidate{rule463}}, // completed × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule463}}, // completed × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule444}}, // completed × cancel_wait
+		{Cands: []*fsm.Candidate{rule444}}, // completed × stall_wait
+		{Cands: []*fsm.Candidate{rule447}}, // completed × answered
+		{Cands: []*fsm.Candidate{rule457}}, // completed × connection_lost
+		{Cands: []*fsm.Candidate{rule457}}, // completed × subscription_overflow
+		{Cands: []*fsm.Candidate{rule457}}, // completed × send_failed
 		// failed
-		{Cands: []*fsm.Candidate{rule445}}, // failed × prompt_request
-		{Cands: []*fsm.Candidate{rule445}}, // failed × execution_start
-		{Cands: []*fsm.Candidate{rule439}}, // failed × status_started
-		{Cands: []*fsm.Candidate{rule439}}, // failed × start_failed
-		{Cands: []*fsm.Candidate{rule442}}, // failed × delta
-		{Cands: []*fsm.Candidate{rule442}}, // failed × thinking
-		{Cands: []*fsm.Candidate{rule442}}, // failed × output_message
-		{Cands: []*fsm.Candidate{rule442}}, // failed × tool_call
-		{Cands: []*fsm.Candidate{rule442}}, // failed × usage
-		{Cands: []*fsm.Candidate{rule442}}, // failed × error
-		{Cands: []*fsm.Candidate{rule442}}, // failed × done
-		{Cands: []*fsm.Candidate{rule445}}, // failed × prompt_cancel
-		{Cands: []*fsm.Candidate{rule445}}, // failed × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule445}}, // failed × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule426}}, // failed × cancel_wait
-		{Cands: []*fsm.Candidate{rule426}}, // failed × stall_wait
-		{Cands: []*fsm.Candidate{rule429}}, // failed × answered
-		{Cands: []*fsm.Candidate{rule439}}, // failed × connection_lost
-		{Cands: []*fsm.Candidate{rule439}}, // failed × subscription_overflow
-		{Cands: []*fsm.Candidate{rule439}}, // failed × send_failed
+		{Cands: []*fsm.Candidate{rule463}}, // failed × prompt_request
+		{Cands: []*fsm.Candidate{rule463}}, // failed × execution_start
+		{Cands: []*fsm.Candidate{rule457}}, // failed × status_started
+		{Cands: []*fsm.Candidate{rule457}}, // failed × start_failed
+		{Cands: []*fsm.Candidate{rule460}}, // failed × delta
+		{Cands: []*fsm.Candidate{rule460}}, // failed × thinking
+		{Cands: []*fsm.Candidate{rule460}}, // failed × output_message
+		{Cands: []*fsm.Candidate{rule460}}, // failed × tool_call
+		{Cands: []*fsm.Candidate{rule460}}, // failed × usage
+		{Cands: []*fsm.Candidate{rule460}}, // failed × error
+		{Cands: []*fsm.Candidate{rule460}}, // failed × done
+		{Cands: []*fsm.Candidate{rule463}}, // failed × prompt_cancel
+		{Cands: []*fsm.Candidate{rule463}}, // failed × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule463}}, // failed × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule444}}, // failed × cancel_wait
+		{Cands: []*fsm.Candidate{rule444}}, // failed × stall_wait
+		{Cands: []*fsm.Candidate{rule447}}, // failed × answered
+		{Cands: []*fsm.Candidate{rule457}}, // failed × connection_lost
+		{Cands: []*fsm.Candidate{rule457}}, // failed × subscription_overflow
+		{Cands: []*fsm.Candidate{rule457}}, // failed × send_failed
 		// cancelled
-		{Cands: []*fsm.Candidate{rule445}}, // cancelled × prompt_request
-		{Cands: []*fsm.Candidate{rule445}}, // cancelled × execution_start
-		{Cands: []*fsm.Candidate{rule432}}, // cancelled × status_started
-		{Cands: []*fsm.Candidate{rule432}}, // cancelled × start_failed
-		{Cands: []*fsm.Candidate{rule432}}, // cancelled × delta
-		{Cands: []*fsm.Candidate{rule432}}, // cancelled × thinking
-		{Cands: []*fsm.Candidate{rule432}}, // cancelled × output_message
-		{Cands: []*fsm.Candidate{rule432}}, // cancelled × tool_call
-		{Cands: []*fsm.Candidate{rule432}}, // cancelled × usage
-		{Cands: []*fsm.Candidate{rule432}}, // cancelled × error
-		{Cands: []*fsm.Candidate{rule432}}, // cancelled × done
-		{Cands: []*fsm.Candidate{rule445}}, // cancelled × prompt_cancel
-		{Cands: []*fsm.Candidate{rule432}}, // cancelled × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule432}}, // cancelled × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule426}}, // cancelled × cancel_wait
-		{Cands: []*fsm.Candidate{rule426}}, // cancelled × stall_wait
-		{Cands: []*fsm.Candidate{rule429}}, // cancelled × answered
-		{Cands: []*fsm.Candidate{rule432}}, // cancelled × connection_lost
-		{Cands: []*fsm.Candidate{rule432}}, // cancelled × subscription_overflow
-		{Cands: []*fsm.Candidate{rule432}}, // cancelled × send_failed
+		{Cands: []*fsm.Candidate{rule463}}, // cancelled × prompt_request
+		{Cands: []*fsm.Candidate{rule463}}, // cancelled × execution_start
+		{Cands: []*fsm.Candidate{rule450}}, // cancelled × status_started
+		{Cands: []*fsm.Candidate{rule450}}, // cancelled × start_failed
+		{Cands: []*fsm.Candidate{rule450}}, // cancelled × delta
+		{Cands: []*fsm.Candidate{rule450}}, // cancelled × thinking
+		{Cands: []*fsm.Candidate{rule450}}, // cancelled × output_message
+		{Cands: []*fsm.Candidate{rule450}}, // cancelled × tool_call
+		{Cands: []*fsm.Candidate{rule450}}, // cancelled × usage
+		{Cands: []*fsm.Candidate{rule450}}, // cancelled × error
+		{Cands: []*fsm.Candidate{rule450}}, // cancelled × done
+		{Cands: []*fsm.Candidate{rule463}}, // cancelled × prompt_cancel
+		{Cands: []*fsm.Candidate{rule450}}, // cancelled × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule450}}, // cancelled × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule444}}, // cancelled × cancel_wait
+		{Cands: []*fsm.Candidate{rule444}}, // cancelled × stall_wait
+		{Cands: []*fsm.Candidate{rule447}}, // cancelled × answered
+		{Cands: []*fsm.Candidate{rule450}}, // cancelled × connection_lost
+		{Cands: []*fsm.Candidate{rule450}}, // cancelled × subscription_overflow
+		{Cands: []*fsm.Candidate{rule450}}, // cancelled × send_failed
 		// cancel_refused
-		{Cands: []*fsm.Candidate{rule445}}, // cancel_refused × prompt_request
-		{Cands: []*fsm.Candidate{rule445}}, // cancel_refused × execution_start
-		{Cands: []*fsm.Candidate{rule432}}, // cancel_refused × status_started
-		{Cands: []*fsm.Candidate{rule432}}, // cancel_refused × start_failed
-		{Cands: []*fsm.Candidate{rule432}}, // cancel_refused × delta
-		{Cands: []*fsm.Candidate{rule432}}, // cancel_refused × thinking
-		{Cands: []*fsm.Candidate{rule432}}, // cancel_refused × output_message
-		{Cands: []*fsm.Candidate{rule432}}, // cancel_refused × tool_call
-		{Cands: []*fsm.Candidate{rule432}}, // cancel_refused × usage
-		{Cands: []*fsm.Candidate{rule432}}, // cancel_refused × error
-		{Cands: []*fsm.Candidate{rule432}}, // cancel_refused × done
-		{Cands: []*fsm.Candidate{rule445}}, // cancel_refused × prompt_cancel
-		{Cands: []*fsm.Candidate{rule432}}, // cancel_refused × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule432}}, // cancel_refused × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule426}}, // cancel_refused × cancel_wait
-		{Cands: []*fsm.Candidate{rule426}}, // cancel_refused × stall_wait
-		{Cands: []*fsm.Candidate{rule429}}, // cancel_refused × answered
-		{Cands: []*fsm.Candidate{rule432}}, // cancel_refused × connection_lost
-		{Cands: []*fsm.Candidate{rule432}}, // cancel_refused × subscription_overflow
-		{Cands: []*fsm.Candidate{rule432}}, // cancel_refused × send_failed
+		{Cands: []*fsm.Candidate{rule463}}, // cancel_refused × prompt_request
+		{Cands: []*fsm.Candidate{rule463}}, // cancel_refused × execution_start
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_refused × status_started
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_refused × start_failed
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_refused × delta
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_refused × thinking
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_refused × output_message
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_refused × tool_call
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_refused × usage
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_refused × error
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_refused × done
+		{Cands: []*fsm.Candidate{rule463}}, // cancel_refused × prompt_cancel
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_refused × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_refused × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule444}}, // cancel_refused × cancel_wait
+		{Cands: []*fsm.Candidate{rule444}}, // cancel_refused × stall_wait
+		{Cands: []*fsm.Candidate{rule447}}, // cancel_refused × answered
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_refused × connection_lost
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_refused × subscription_overflow
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_refused × send_failed
 		// cancel_unconfirmed
-		{Cands: []*fsm.Candidate{rule445}}, // cancel_unconfirmed × prompt_request
-		{Cands: []*fsm.Candidate{rule445}}, // cancel_unconfirmed × execution_start
-		{Cands: []*fsm.Candidate{rule432}}, // cancel_unconfirmed × status_started
-		{Cands: []*fsm.Candidate{rule432}}, // cancel_unconfirmed × start_failed
-		{Cands: []*fsm.Candidate{rule432}}, // cancel_unconfirmed × delta
-		{Cands: []*fsm.Candidate{rule432}}, // cancel_unconfirmed × thinking
-		{Cands: []*fsm.Candidate{rule432}}, // cancel_unconfirmed × output_message
-		{Cands: []*fsm.Candidate{rule432}}, // cancel_unconfirmed × tool_call
-		{Cands: []*fsm.Candidate{rule432}}, // cancel_unconfirmed × usage
-		{Cands: []*fsm.Candidate{rule432}}, // cancel_unconfirmed × error
-		{Cands: []*fsm.Candidate{rule432}}, // cancel_unconfirmed × done
-		{Cands: []*fsm.Candidate{rule445}}, // cancel_unconfirmed × prompt_cancel
-		{Cands: []*fsm.Candidate{rule432}}, // cancel_unconfirmed × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule432}}, // cancel_unconfirmed × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule426}}, // cancel_unconfirmed × cancel_wait
-		{Cands: []*fsm.Candidate{rule426}}, // cancel_unconfirmed × stall_wait
-		{Cands: []*fsm.Candidate{rule429}}, // cancel_unconfirmed × answered
-		{Cands: []*fsm.Candidate{rule432}}, // cancel_unconfirmed × connection_lost
-		{Cands: []*fsm.Candidate{rule432}}, // cancel_unconfirmed × subscription_overflow
-		{Cands: []*fsm.Candidate{rule432}}, // cancel_unconfirmed × send_failed
+		{Cands: []*fsm.Candidate{rule463}}, // cancel_unconfirmed × prompt_request
+		{Cands: []*fsm.Candidate{rule463}}, // cancel_unconfirmed × execution_start
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_unconfirmed × status_started
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_unconfirmed × start_failed
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_unconfirmed × delta
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_unconfirmed × thinking
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_unconfirmed × output_message
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_unconfirmed × tool_call
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_unconfirmed × usage
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_unconfirmed × error
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_unconfirmed × done
+		{Cands: []*fsm.Candidate{rule463}}, // cancel_unconfirmed × prompt_cancel
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_unconfirmed × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_unconfirmed × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule444}}, // cancel_unconfirmed × cancel_wait
+		{Cands: []*fsm.Candidate{rule444}}, // cancel_unconfirmed × stall_wait
+		{Cands: []*fsm.Candidate{rule447}}, // cancel_unconfirmed × answered
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_unconfirmed × connection_lost
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_unconfirmed × subscription_overflow
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_unconfirmed × send_failed
 		// incomplete
-		{Cands: []*fsm.Candidate{rule445}}, // incomplete × prompt_request
-		{Cands: []*fsm.Candidate{rule445}}, // incomplete × execution_start
-		{Cands: []*fsm.Candidate{rule435}}, // incomplete × status_started
-		{Cands: []*fsm.Candidate{rule435}}, // incomplete × start_failed
-		{Cands: []*fsm.Candidate{rule435}}, // incomplete × delta
-		{Cands: []*fsm.Candidate{rule435}}, // incomplete × thinking
-		{Cands: []*fsm.Candidate{rule435}}, // incomplete × output_message
-		{Cands: []*fsm.Candidate{rule435}}, // incomplete × tool_call
-		{Cands: []*fsm.Candidate{rule435}}, // incomplete × usage
-		{Cands: []*fsm.Candidate{rule435}}, // incomplete × error
-		{Cands: []*fsm.Candidate{rule435}}, // incomplete × done
-		{Cands: []*fsm.Candidate{rule445}}, // incomplete × prompt_cancel
-		{Cands: []*fsm.Candidate{rule435}}, // incomplete × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule435}}, // incomplete × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule426}}, // incomplete × cancel_wait
-		{Cands: []*fsm.Candidate{rule426}}, // incomplete × stall_wait
-		{Cands: []*fsm.Candidate{rule429}}, // incomplete × answered
-		{Cands: []*fsm.Candidate{rule435}}, // incomplete × connection_lost
-		{Cands: []*fsm.Candidate{rule435}}, // incomplete × subscription_overflow
-		{Cands: []*fsm.Candidate{rule435}}, // incomplete × send_failed
+		{Cands: []*fsm.Candidate{rule463}}, // incomplete × prompt_request
+		{Cands: []*fsm.Candidate{rule463}}, // incomplete × execution_start
+		{Cands: []*fsm.Candidate{rule453}}, // incomplete × status_started
+		{Cands: []*fsm.Candidate{rule453}}, // incomplete × start_failed
+		{Cands: []*fsm.Candidate{rule453}}, // incomplete × delta
+		{Cands: []*fsm.Candidate{rule453}}, // incomplete × thinking
+		{Cands: []*fsm.Candidate{rule453}}, // incomplete × output_message
+		{Cands: []*fsm.Candidate{rule453}}, // incomplete × tool_call
+		{Cands: []*fsm.Candidate{rule453}}, // incomplete × usage
+		{Cands: []*fsm.Candidate{rule453}}, // incomplete × error
+		{Cands: []*fsm.Candidate{rule453}}, // incomplete × done
+		{Cands: []*fsm.Candidate{rule463}}, // incomplete × prompt_cancel
+		{Cands: []*fsm.Candidate{rule453}}, // incomplete × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule453}}, // incomplete × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule444}}, // incomplete × cancel_wait
+		{Cands: []*fsm.Candidate{rule444}}, // incomplete × stall_wait
+		{Cands: []*fsm.Candidate{rule447}}, // incomplete × answered
+		{Cands: []*fsm.Candidate{rule453}}, // incomplete × connection_lost
+		{Cands: []*fsm.Candidate{rule453}}, // incomplete × subscription_overflow
+		{Cands: []*fsm.Candidate{rule453}}, // incomplete × send_failed
 		// not_started
-		{Cands: []*fsm.Candidate{rule445}}, // not_started × prompt_request
-		{Cands: []*fsm.Candidate{rule445}}, // not_started × execution_start
-		{Cands: []*fsm.Candidate{rule439}}, // not_started × status_started
-		{Cands: []*fsm.Candidate{rule439}}, // not_started × start_failed
-		{Cands: []*fsm.Candidate{rule442}}, // not_started × delta
-		{Cands: []*fsm.Candidate{rule442}}, // not_started × thinking
-		{Cands: []*fsm.Candidate{rule442}}, // not_started × output_message
-		{Cands: []*fsm.Candidate{rule442}}, // not_started × tool_call
-		{Cands: []*fsm.Candidate{rule442}}, // not_started × usage
-		{Cands: []*fsm.Candidate{rule442}}, // not_started × error
-		{Cands: []*fsm.Candidate{rule442}}, // not_started × done
-		{Cands: []*fsm.Candidate{rule445}}, // not_started × prompt_cancel
-		{Cands: []*fsm.Candidate{rule445}}, // not_started × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule445}}, // not_started × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule426}}, // not_started × cancel_wait
-		{Cands: []*fsm.Candidate{rule426}}, // not_started × stall_wait
-		{Cands: []*fsm.Candidate{rule429}}, // not_started × answered
-		{Cands: []*fsm.Candidate{rule439}}, // not_started × connection_lost
-		{Cands: []*fsm.Candidate{rule439}}, // not_started × subscription_overflow
-		{Cands: []*fsm.Candidate{rule439}}, // not_started × send_failed
+		{Cands: []*fsm.Candidate{rule463}}, // not_started × prompt_request
+		{Cands: []*fsm.Candidate{rule463}}, // not_started × execution_start
+		{Cands: []*fsm.Candidate{rule457}}, // not_started × status_started
+		{Cands: []*fsm.Candidate{rule457}}, // not_started × start_failed
+		{Cands: []*fsm.Candidate{rule460}}, // not_started × delta
+		{Cands: []*fsm.Candidate{rule460}}, // not_started × thinking
+		{Cands: []*fsm.Candidate{rule460}}, // not_started × output_message
+		{Cands: []*fsm.Candidate{rule460}}, // not_started × tool_call
+		{Cands: []*fsm.Candidate{rule460}}, // not_started × usage
+		{Cands: []*fsm.Candidate{rule460}}, // not_started × error
+		{Cands: []*fsm.Candidate{rule460}}, // not_started × done
+		{Cands: []*fsm.Candidate{rule463}}, // not_started × prompt_cancel
+		{Cands: []*fsm.Candidate{rule463}}, // not_started × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule463}}, // not_started × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule444}}, // not_started × cancel_wait
+		{Cands: []*fsm.Candidate{rule444}}, // not_started × stall_wait
+		{Cands: []*fsm.Candidate{rule447}}, // not_started × answered
+		{Cands: []*fsm.Candidate{rule457}}, // not_started × connection_lost
+		{Cands: []*fsm.Candidate{rule457}}, // not_started × subscription_overflow
+		{Cands: []*fsm.Candidate{rule457}}, // not_started × send_failed
 	},
 })
 
@@ -1173,6 +1186,10 @@ type CoreHooks[A any] interface {
 	// GuardMatchesCancelDelivery reports whether the receipt echoes the delivery ID of a
 	// prompt_cancel sent for this Run; without that correlation it proves nothing.
 	GuardMatchesCancelDelivery(f *fsm.Firing[A]) bool
+	// GuardUnsettledCancel reports whether the receipt echoes the delivery ID of a prompt_cancel
+	// sent for this Run and reports applied false with runtime_error: the Runtime ended the native
+	// work without native settlement (its Harness was killed).
+	GuardUnsettledCancel(f *fsm.Firing[A]) bool
 	// GuardAwaitingAnswer reports whether a question of the Run (permission request, user choice
 	// or function call) is pending, waiting for Core's answer.
 	GuardAwaitingAnswer(f *fsm.Firing[A]) bool
@@ -1216,7 +1233,7 @@ func Core[A any](h CoreHooks[A]) fsm.Binding[A] {
 		return nil
 	}
 	return &fsm.HookTable[A]{
-		Guards:  []func(*fsm.Firing[A]) bool{GuardMatchesCancelDelivery: h.GuardMatchesCancelDelivery, GuardAwaitingAnswer: h.GuardAwaitingAnswer},
+		Guards:  []func(*fsm.Firing[A]) bool{GuardMatchesCancelDelivery: h.GuardMatchesCancelDelivery, GuardUnsettledCancel: h.GuardUnsettledCancel, GuardAwaitingAnswer: h.GuardAwaitingAnswer},
 		Actions: []func(*fsm.Firing[A]) error{ActionRecordOutput: h.DoRecordOutput, ActionReplaceUsage: h.DoReplaceUsage, ActionRecordError: h.DoRecordError, ActionCloseStream: h.DoCloseStream, ActionApplyCancelReceipt: h.DoApplyCancelReceipt, ActionMarkEventStreamIncomplete: h.DoMarkEventStreamIncomplete, ActionMarkDeliveryUnknown: h.DoMarkDeliveryUnknown, ActionMarkCancelUnconfirmed: h.DoMarkCancelUnconfirmed, ActionSettleLate: h.DoSettleLate, ActionCancelStalled: h.DoCancelStalled},
 	}
 }
@@ -1237,6 +1254,10 @@ type RuntimeHooks[A any] interface {
 	// GuardMatchesCancelDelivery reports whether the receipt echoes the delivery ID of a
 	// prompt_cancel sent for this Run; without that correlation it proves nothing.
 	GuardMatchesCancelDelivery(f *fsm.Firing[A]) bool
+	// GuardUnsettledCancel reports whether the receipt echoes the delivery ID of a prompt_cancel
+	// sent for this Run and reports applied false with runtime_error: the Runtime ended the native
+	// work without native settlement (its Harness was killed).
+	GuardUnsettledCancel(f *fsm.Firing[A]) bool
 	// DoStartNative performs start_native: the Runtime starts the native execution for this Run.
 	DoStartNative(f *fsm.Firing[A]) error
 	// DoCancelNative performs cancel_native: the Runtime cancels the native work; its receipt
@@ -1250,7 +1271,7 @@ func Runtime[A any](h RuntimeHooks[A]) fsm.Binding[A] {
 		return nil
 	}
 	return &fsm.HookTable[A]{
-		Guards:  []func(*fsm.Firing[A]) bool{GuardMatchesCancelDelivery: h.GuardMatchesCancelDelivery},
+		Guards:  []func(*fsm.Firing[A]) bool{GuardMatchesCancelDelivery: h.GuardMatchesCancelDelivery, GuardUnsettledCancel: h.GuardUnsettledCancel},
 		Actions: []func(*fsm.Firing[A]) error{ActionStartNative: h.DoStartNative, ActionCancelNative: h.DoCancelNative},
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -15,7 +14,7 @@ import (
 )
 
 // errCancelUnconfirmed: the CLI never reported the interrupted result.
-var errCancelUnconfirmed = errors.New("claude adapter: Claude Code did not confirm the interruption (no aborted result); the CLI was killed")
+var errCancelUnconfirmed = fmt.Errorf("claude adapter: Claude Code did not confirm the interruption (no aborted result); the CLI was killed: %w", harness.ErrCancelUnsettled)
 
 // The events of a Turn, as the CLI writes them (only what the adapter reads).
 type (

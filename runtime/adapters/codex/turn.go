@@ -125,7 +125,7 @@ func (s *steer) unconsumed() {
 }
 
 // errCancelUnconfirmed: Codex never confirmed the interruption.
-var errCancelUnconfirmed = errors.New("codex adapter: Codex did not confirm the interruption (turn/completed interrupted); the app-server was killed")
+var errCancelUnconfirmed = fmt.Errorf("codex adapter: Codex did not confirm the interruption (turn/completed interrupted); the app-server was killed: %w", harness.ErrCancelUnsettled)
 
 // Run executes one turn: turn/start with the ordered input, then the
 // turn's notifications until turn/completed.
