@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/wire"
 )
@@ -171,7 +172,7 @@ func (l *turnLoop) run(ctx context.Context) (wire.Done, error) {
 				deadline = time.After(e.cfg.InterruptWait)
 				continue
 			case <-deadline:
-				e.proc.Kill()
+				e.proc.Terminate(peer.SystemClock(), e.cfg.CloseGrace, e.log.With("run_id", l.turn.RunID))
 				return wire.Done{}, errCancelUnconfirmed
 			}
 		}
