@@ -65,6 +65,8 @@ func guardHolds(name string, ev *peer.Event, r *record) bool {
 		return guard.ValidDeclaration(p)
 	case "matches_cancel_delivery":
 		return guard.MatchesCancelDelivery(p, func(d string) bool { return d == r.cancel })
+	case "unsettled_cancel":
+		return guard.UnsettledCancel(p, func(d string) bool { return d == r.cancel })
 	case "owner_readable":
 		// The composition has one owner and no earlier read fencing it.
 		_, ok := p.(wire.WorkspaceRead)

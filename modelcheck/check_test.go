@@ -175,6 +175,7 @@ func TestProjectionCounterexample(t *testing.T) {
     to: incomplete`, `  - from: [requested, streaming, errored]
     on: subscription_overflow
     to: completed
+    effects: ["core: stop stall_wait"]
   - from: [requested, streaming, errored]
     on: connection_lost
     to: incomplete`)

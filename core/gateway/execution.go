@@ -92,8 +92,11 @@ type runRec struct {
 	// limit (journal_limit.go).
 	journaled int64
 	limited   bool
-	finished  chan struct{}
-	once      sync.Once
+	// stalled is set once Core cancels the Run for silence (stall.go);
+	// its cancellation's outcome then names stalled as the cause.
+	stalled  bool
+	finished chan struct{}
+	once     sync.Once
 }
 
 func (r *runRec) done() { r.once.Do(func() { close(r.finished) }) }
@@ -170,6 +173,7 @@ func statusOf(f *fsm.Firing[*peer.Event]) (wire.PreparationStatus, bool) {
 // (daemon-protocol.txt:110: older or repeated revisions are ignored).
 func (c *conn) Stepped(ev *peer.Event, s fsm.Step) {
 	c.journalFrame(ev, s)
+	c.questionSettled(ev, s)
 	if ev.Key.Machine != preparation.Name || ev.Msg == nil || ev.Sent || s.Disposition() == fsm.Rejected {
 		return
 	}
@@ -337,6 +341,14 @@ func (h execHooks) GuardMatchesCancelDelivery(f *fsm.Firing[*peer.Event]) bool {
 	return r != nil && guard.MatchesCancelDelivery(f.Arg.Payload(), r.matches)
 }
 
+// GuardUnsettledCancel: the receipt of this Run's cancellation says the
+// Runtime ended the native work without settling it (its Harness was
+// killed).
+func (h execHooks) GuardUnsettledCancel(f *fsm.Firing[*peer.Event]) bool {
+	r := h.c.run(f.Arg.Key.ID)
+	return r != nil && guard.UnsettledCancel(f.Arg.Payload(), r.matches)
+}
+
 // journal adds the frame (or a Core observation) to the connection's
 // journal batch, which the loop commits before anything it queued leaves
 // (journal.go). Hooks run on the loop, and only the loop touches the batch.
@@ -495,13 +507,13 @@ func (h execHooks) DoApplyCancelReceipt(f *fsm.Firing[*peer.Event]) error {
 			ev, _ = json.Marshal(ack.Outcome)
 			err = errors.Join(err, h.recordNative(r, ack.Outcome.Metadata))
 		}
-		return errors.Join(err, h.finish(f, r, "apply_cancel_receipt", store.Outcome{Evidence: ev}))
+		return errors.Join(err, h.finish(f, r, "apply_cancel_receipt", store.Outcome{Evidence: r.withCause(ev)}))
 	}
 	// decision: a refused cancellation (run_inactive, ...) is a failed
 	// Turn with its own reason; the code is native evidence, kept apart
 	// (daemon-protocol.txt:153).
 	ev, _ := json.Marshal(map[string]string{"cancel_error": ack.ErrorCode})
-	return errors.Join(err, h.finish(f, r, "apply_cancel_receipt", store.Outcome{Evidence: ev}))
+	return errors.Join(err, h.finish(f, r, "apply_cancel_receipt", store.Outcome{Evidence: r.withCause(ev)}))
 }
 
 // DoMarkEventStreamIncomplete: observation was lost; nothing is invented
@@ -535,12 +547,20 @@ func (h execHooks) DoMarkDeliveryUnknown(f *fsm.Firing[*peer.Event]) error {
 	return h.journal(r, "observation", map[string]string{"reason": store.ReasonDeliveryUnknown})
 }
 
+// DoMarkCancelUnconfirmed: no receipt within 15 s, a lost connection, or
+// a receipt saying the Runtime could not settle the cancellation natively
+// (its Harness was killed, spec/run.yaml unsettled_cancel). That receipt
+// is journaled and its code kept as evidence.
 func (h execHooks) DoMarkCancelUnconfirmed(f *fsm.Firing[*peer.Event]) error {
-	r := h.c.run(f.Arg.Key.ID)
+	r, err := h.frame(f)
 	if r == nil {
-		return nil
+		return err
 	}
-	return h.finish(f, r, "mark_cancel_unconfirmed", store.Outcome{})
+	var ev json.RawMessage
+	if ack, ok := f.Arg.Payload().(wire.InteractionDecisionAck); ok {
+		ev, _ = json.Marshal(map[string]string{"cancel_error": ack.ErrorCode})
+	}
+	return errors.Join(err, h.finish(f, r, "mark_cancel_unconfirmed", store.Outcome{Evidence: r.withCause(ev)}))
 }
 
 // DoSettleLate keeps a late receipt beside the cancel_unconfirmed already

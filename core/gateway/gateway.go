@@ -79,6 +79,10 @@ type Config struct {
 	// Profiles are the engine profiles by agent kind; a kind without one
 	// declares no control and qualifies no Agent feature.
 	Profiles agent.Profiles
+	// StallTimeout is how long a running Run may send no Run frame before
+	// Core cancels it with stalled as the cause (DefaultStallTimeout when
+	// 0; negative disables it; spec/run.yaml, stall_wait).
+	StallTimeout time.Duration
 }
 
 // Gateway accepts Runtime connections and keeps one per device.
@@ -163,6 +167,7 @@ func New(cfg Config) *Gateway {
 	if cfg.RetryMax == 0 {
 		cfg.RetryMax = 30 * time.Second
 	}
+	cfg.Durations = stallDurations(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	stores, stopStores := context.WithCancel(context.Background())
 	g := &Gateway{cfg: cfg, ctx: ctx, cancel: cancel, stores: stores, stopStores: stopStores, conns: map[string]*conn{}, turns: map[string]*turn.Instance{}, waiting: map[string]Waiting{}, sessions: map[string]string{}, wake: make(chan struct{}, 1)}

@@ -100,7 +100,7 @@ func newCoreSide(t *testing.T) *coreSide {
 	// hold"); no other transcript holds the store or sends a Run frame near
 	// that size.
 	c.srv = server.New(server.Config{Store: c.st, PublicURL: c.http.URL, Clock: c.clock, Logger: slog.New(slog.NewTextHandler(logs, nil)),
-		JournalBacklog: 1 << 10})
+		JournalBacklog: 1 << 10, StallTimeout: scenarioStallTimeout})
 	mux.Handle("/", c.srv)
 	t.Cleanup(func() {
 		c.srv.Close()
@@ -134,6 +134,12 @@ func newCoreSide(t *testing.T) *coreSide {
 	c.secrets["unowned-device"] = unowned.Reveal()
 	return c
 }
+
+// scenarioStallTimeout is the scenario Core's stall timeout: shorter than
+// the default ten minutes, so a transcript shows a stall with a few
+// heartbeats in between (the read deadline is 60 s), and longer than any
+// other transcript keeps a Run silent.
+const scenarioStallTimeout = 2 * time.Minute
 
 // scenarioLog is a log buffer safe for Core's goroutines.
 type scenarioLog struct {

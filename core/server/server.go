@@ -31,6 +31,9 @@ type Config struct {
 	Transcript io.Writer
 	// PlacementTimeout is gateway.Config.PlacementTimeout (0: 5 minutes).
 	PlacementTimeout time.Duration
+	// StallTimeout is gateway.Config.StallTimeout (0: 10 minutes,
+	// negative: disabled).
+	StallTimeout time.Duration
 	// Profiles are the engine profiles by agent kind (nil:
 	// agent.DefaultProfiles).
 	Profiles agent.Profiles
@@ -78,7 +81,7 @@ func New(cfg Config) *Server {
 	s := &Server{cfg: cfg, mux: http.NewServeMux()}
 	s.creds = credential.Issuer{Store: cfg.Store, Now: cfg.Clock.Now}
 	s.journal = &api.Journal{Store: cfg.Store}
-	s.gateway = gateway.New(gateway.Config{Store: cfg.Store, Credentials: s.creds, PublicURL: cfg.PublicURL, Clock: cfg.Clock, Logger: cfg.Logger, Journal: s.journal, Transcript: cfg.Transcript, PlacementTimeout: cfg.PlacementTimeout, Profiles: cfg.Profiles, Sealer: cfg.Sealer, JournalBacklog: cfg.JournalBacklog, JournalLimit: cfg.JournalLimit})
+	s.gateway = gateway.New(gateway.Config{Store: cfg.Store, Credentials: s.creds, PublicURL: cfg.PublicURL, Clock: cfg.Clock, Logger: cfg.Logger, Journal: s.journal, Transcript: cfg.Transcript, PlacementTimeout: cfg.PlacementTimeout, StallTimeout: cfg.StallTimeout, Profiles: cfg.Profiles, Sealer: cfg.Sealer, JournalBacklog: cfg.JournalBacklog, JournalLimit: cfg.JournalLimit})
 	s.gateway.Register(s.mux)
 	s.api = api.New(api.Config{
 		Store: cfg.Store, Credentials: s.creds, Journal: s.journal, Now: cfg.Clock.Now, Clock: cfg.Clock, Logger: cfg.Logger, Profiles: cfg.Profiles, Sealer: cfg.Sealer, Quotas: cfg.Quotas, UploadDir: cfg.UploadDir,

@@ -403,6 +403,10 @@ type Status struct {
 	Detail           string `json:"detail,omitempty"`
 	EngineErrorCode  string `json:"engine_error_code,omitempty"`
 	EngineHTTPStatus int    `json:"engine_http_status,omitempty"`
+	// Cause says why Core itself cancelled the Turn: "stalled" when its
+	// Run sent nothing for the stall timeout. The state (cancelled, or
+	// failed cancel_unconfirmed) stays the cancellation's.
+	Cause string `json:"cause,omitempty"`
 }
 
 // Status projects the stored Turn onto the public status.
@@ -422,9 +426,9 @@ func (t Turn) Status() Status {
 	case TurnCompleted:
 		return Status{State: "completed"}
 	case TurnCancelled:
-		return Status{State: "cancelled"}
+		return Status{State: "cancelled", Cause: t.Outcome.cause()}
 	}
-	s := Status{State: "failed", Reason: t.Outcome.Reason}
+	s := Status{State: "failed", Reason: t.Outcome.Reason, Cause: t.Outcome.cause()}
 	if t.Outcome.Reason == ReasonUnplaceable || t.Outcome.Reason == ReasonInvalidConfiguration {
 		var ev struct {
 			Detail string `json:"detail"`
@@ -438,6 +442,18 @@ func (t Turn) Status() Status {
 		s.EngineHTTPStatus = t.Outcome.EngineHTTPStatus
 	}
 	return s
+}
+
+// cause is the cause Core recorded in the evidence of a cancellation it
+// made itself (core/gateway/stall.go), or "".
+func (o Outcome) cause() string {
+	var ev struct {
+		Cause string `json:"cause"`
+	}
+	if len(o.Evidence) == 0 || json.Unmarshal(o.Evidence, &ev) != nil {
+		return ""
+	}
+	return ev.Cause
 }
 
 // Input is one active input of a Turn.

@@ -28,3 +28,14 @@ func TestTurnStatesAreTheTurnMachines(t *testing.T) {
 	assert.False(t, store.TurnState("paused").Valid())
 	assert.Error(t, store.TurnMove{TurnID: "t", From: store.TurnQueued, To: store.TurnCompleted}.Validate(), "no rule moves a queued Turn to completed")
 }
+
+// A cancellation Core made itself shows its cause beside the
+// cancellation's own outcome; other evidence shows none.
+func TestStatusShowsCause(t *testing.T) {
+	stalled := store.Outcome{Evidence: []byte(`{"cause":"stalled"}`)}
+	assert.Equal(t, store.Status{State: "cancelled", Cause: "stalled"}, store.Turn{State: store.TurnCancelled, Outcome: stalled}.Status())
+	unconfirmed := store.Outcome{Reason: store.ReasonCancelUnconfirmed, Evidence: []byte(`{"cause":"stalled"}`)}
+	assert.Equal(t, store.Status{State: "failed", Reason: "cancel_unconfirmed", Cause: "stalled"},
+		store.Turn{State: store.TurnFailed, Outcome: unconfirmed}.Status())
+	assert.Equal(t, store.Status{State: "cancelled"}, store.Turn{State: store.TurnCancelled, Outcome: store.Outcome{Evidence: []byte(`{"content":"x"}`)}}.Status())
+}

@@ -191,16 +191,23 @@ const (
 	// EventCancelWait: fifteen seconds after prompt_cancel without a cancellation receipt (timer
 	// 15s, owned by core)
 	EventCancelWait Event = 15
+	// EventStallWait: the Run sent no Run frame (output, usage, error, start status) for the stall
+	// timeout while none of its questions waited for an answer; Core cancels it as a user would
+	// (timer 10m0s, owned by core)
+	EventStallWait Event = 16
+	// EventAnswered: a question of the Run stopped waiting for Core's answer (answered, withdrawn
+	// or closed); the Run's silence is counted again from here (local, observed by core)
+	EventAnswered Event = 17
 	// EventConnectionLost: the connection that carries the Run closed or was replaced: Core's
 	// subscription ends with an observation error and no receipt can arrive any more (at the
 	// Runtime, also a failed write of one of the Run's frames) (local, observed by both)
-	EventConnectionLost Event = 16
+	EventConnectionLost Event = 18
 	// EventSubscriptionOverflow: Core's Run subscription overflowed and closed with an observation
 	// error while the connection stays up (local, observed by core)
-	EventSubscriptionOverflow Event = 17
+	EventSubscriptionOverflow Event = 19
 	// EventSendFailed: Core's write of the start or of prompt_cancel returned an error; the frame
 	// may have left (local, observed by core)
-	EventSendFailed Event = 18
+	EventSendFailed Event = 20
 )
 
 // String returns the spec name, or Event(n) for a value outside the enum.
@@ -249,6 +256,10 @@ func ParseEvent(name string) (Event, error) {
 		return EventCancelAckRefused, nil
 	case "cancel_wait":
 		return EventCancelWait, nil
+	case "stall_wait":
+		return EventStallWait, nil
+	case "answered":
+		return EventAnswered, nil
 	case "connection_lost":
 		return EventConnectionLost, nil
 	case "subscription_overflow":
@@ -312,6 +323,10 @@ type Timer uint8
 const (
 	// TimerCancelWait: fifteen seconds after prompt_cancel without a cancellation receipt (15s)
 	TimerCancelWait Timer = 1
+	// TimerStallWait: the Run sent no Run frame (output, usage, error, start status) for the stall
+	// timeout while none of its questions waited for an answer; Core cancels it as a user would
+	// (10m0s)
+	TimerStallWait Timer = 2
 )
 
 // String returns the spec name, or Timer(n) for a value outside the enum.
@@ -324,7 +339,7 @@ func (v Timer) String() string {
 
 // Valid reports whether v is one of the declared constants.
 func (v Timer) Valid() bool {
-	return v >= 1 && v <= TimerCancelWait
+	return v >= 1 && v <= TimerStallWait
 }
 
 // ParseTimer returns the timer with the given spec name.
@@ -332,6 +347,8 @@ func ParseTimer(name string) (Timer, error) {
 	switch name {
 	case "cancel_wait":
 		return TimerCancelWait, nil
+	case "stall_wait":
+		return TimerStallWait, nil
 	}
 	return 0, &fsm.InvalidError{
 		Machine: Name,
@@ -364,6 +381,13 @@ const (
 	// GuardMatchesCancelDelivery: the receipt echoes the delivery ID of a prompt_cancel sent for
 	// this Run; without that correlation it proves nothing
 	GuardMatchesCancelDelivery Guard = 1
+	// GuardUnsettledCancel: the receipt echoes the delivery ID of a prompt_cancel sent for this
+	// Run and reports applied false with runtime_error: the Runtime ended the native work without
+	// native settlement (its Harness was killed)
+	GuardUnsettledCancel Guard = 2
+	// GuardAwaitingAnswer: a question of the Run (permission request, user choice or function
+	// call) is pending, waiting for Core's answer
+	GuardAwaitingAnswer Guard = 3
 )
 
 // String returns the spec name, or Guard(n) for a value outside the enum.
@@ -376,7 +400,7 @@ func (v Guard) String() string {
 
 // Valid reports whether v is one of the declared constants.
 func (v Guard) Valid() bool {
-	return v >= 1 && v <= GuardMatchesCancelDelivery
+	return v >= 1 && v <= GuardAwaitingAnswer
 }
 
 // ParseGuard returns the guard with the given spec name.
@@ -384,6 +408,10 @@ func ParseGuard(name string) (Guard, error) {
 	switch name {
 	case "matches_cancel_delivery":
 		return GuardMatchesCancelDelivery, nil
+	case "unsettled_cancel":
+		return GuardUnsettledCancel, nil
+	case "awaiting_answer":
+		return GuardAwaitingAnswer, nil
 	}
 	return 0, &fsm.InvalidError{
 		Machine: Name,
@@ -441,6 +469,10 @@ const (
 	// ActionSettleLate: Core records that a late cancellation receipt settled the Run, keeping the
 	// cancel_unconfirmed it recorded beside it
 	ActionSettleLate Action = 11
+	// ActionCancelStalled: Core records stalled as the cause and cancels the Turn through its
+	// machine, which sends prompt_cancel as a user cancellation does; the cancellation's receipt
+	// (or its absence) still owns the outcome
+	ActionCancelStalled Action = 12
 )
 
 // String returns the spec name, or Action(n) for a value outside the enum.
@@ -453,7 +485,7 @@ func (v Action) String() string {
 
 // Valid reports whether v is one of the declared constants.
 func (v Action) Valid() bool {
-	return v >= 1 && v <= ActionSettleLate
+	return v >= 1 && v <= ActionCancelStalled
 }
 
 // ParseAction returns the action with the given spec name.
@@ -481,6 +513,8 @@ func ParseAction(name string) (Action, error) {
 		return ActionMarkCancelUnconfirmed, nil
 	case "settle_late":
 		return ActionSettleLate, nil
+	case "cancel_stalled":
+		return ActionCancelStalled, nil
 	}
 	return 0, &fsm.InvalidError{
 		Machine: Name,
@@ -571,128 +605,164 @@ func ParseMessage(name string) (Message, error) {
 // (a rule that lists its own target among its sources is two: a move from the others and an
 // internal transition in the target).
 var (
-	rule183 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRequested), Line: 183, Effects: []fsm.Effect{
+	rule212 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRequested), Line: 212, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionStartNative)},
 	}}
-	rule187 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRequested), Line: 187, Effects: []fsm.Effect{
+	rule216 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRequested), Line: 216, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkDeliveryUnknown)},
 	}}
-	rule195 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "nothing was sent for this Run ID", Line: 195}
-	rule198 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no start was sent for this Run ID", Line: 198}
-	rule203 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStreaming), Line: 203}
-	rule206 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateNotStarted), Line: 206, Effects: []fsm.Effect{
+	rule224 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "nothing was sent for this Run ID", Line: 224}
+	rule227 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no start was sent for this Run ID", Line: 227}
+	rule234 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStreaming), Line: 234, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
+	}}
+	rule238 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateNotStarted), Line: 238, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordError)},
 	}}
-	rule210Moved = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStreaming), Line: 210, Effects: []fsm.Effect{
+	rule242Moved = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStreaming), Line: 242, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutput)},
 	}}
-	rule210Stayed = &fsm.Candidate{Disp: fsm.Stayed, Line: 210, Effects: []fsm.Effect{
+	rule242Stayed = &fsm.Candidate{Disp: fsm.Stayed, Line: 242, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutput)},
 	}}
-	rule214Moved = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStreaming), Line: 214, Effects: []fsm.Effect{
+	rule246Moved = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStreaming), Line: 246, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReplaceUsage)},
 	}}
-	rule214Stayed = &fsm.Candidate{Disp: fsm.Stayed, Line: 214, Effects: []fsm.Effect{
+	rule246Stayed = &fsm.Candidate{Disp: fsm.Stayed, Line: 246, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReplaceUsage)},
 	}}
-	rule218Moved = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateErrored), Line: 218, Effects: []fsm.Effect{
+	rule250Moved = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateErrored), Line: 250, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordError)},
 	}}
-	rule218Stayed = &fsm.Candidate{Disp: fsm.Stayed, Line: 218, Effects: []fsm.Effect{
+	rule250Stayed = &fsm.Candidate{Disp: fsm.Stayed, Line: 250, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordError)},
 	}}
-	rule222 = &fsm.Candidate{Disp: fsm.Stayed, Line: 222, Effects: []fsm.Effect{
+	rule254 = &fsm.Candidate{Disp: fsm.Stayed, Line: 254, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutput)},
 	}}
-	rule227 = &fsm.Candidate{Disp: fsm.Stayed, Line: 227, Effects: []fsm.Effect{
+	rule259 = &fsm.Candidate{Disp: fsm.Stayed, Line: 259, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReplaceUsage)},
 	}}
-	rule231 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCompleted), Line: 231, Effects: []fsm.Effect{
+	rule263 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCompleted), Line: 263, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionCloseStream)},
 	}}
-	rule235 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 235, Effects: []fsm.Effect{
+	rule267 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 267, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionCloseStream)},
 	}}
-	rule239 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelling), Line: 239, Effects: []fsm.Effect{
+	rule271 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelling), Line: 271, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
 		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerCancelWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionCancelNative)},
 	}}
-	rule245 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateIncomplete), Line: 245, Effects: []fsm.Effect{
+	rule277 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateIncomplete), Line: 277, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkEventStreamIncomplete)},
 	}}
-	rule251 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "output raced the status and already proved the transfer", Line: 251}
-	rule254 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "output was observed for this Run, so its start did not fail", Line: 254}
-	rule257 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "run_conflict: this Run ID was already started", Line: 257}
-	rule260 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no prompt_cancel was sent for this Run", Line: 260}
-	rule263 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the cancellation deadline only runs after prompt_cancel", Line: 263}
-	rule268 = &fsm.Candidate{Disp: fsm.Stayed, Line: 268, Effects: []fsm.Effect{
+	rule283 = &fsm.Candidate{Guard: fsm.GuardID(GuardAwaitingAnswer), Disp: fsm.Stayed, Line: 283, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
+	}}
+	rule291 = &fsm.Candidate{Disp: fsm.Stayed, Line: 291, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionCancelStalled)},
+	}}
+	rule298 = &fsm.Candidate{Disp: fsm.Stayed, Line: 298, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
+	}}
+	rule302 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "output raced the status and already proved the transfer", Line: 302}
+	rule305 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "output was observed for this Run, so its start did not fail", Line: 305}
+	rule308 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "run_conflict: this Run ID was already started", Line: 308}
+	rule311 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no prompt_cancel was sent for this Run", Line: 311}
+	rule314 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the cancellation deadline only runs after prompt_cancel", Line: 314}
+	rule319 = &fsm.Candidate{Disp: fsm.Stayed, Line: 319, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutput)},
 	}}
-	rule272 = &fsm.Candidate{Disp: fsm.Stayed, Line: 272, Effects: []fsm.Effect{
+	rule323 = &fsm.Candidate{Disp: fsm.Stayed, Line: 323, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReplaceUsage)},
 	}}
-	rule276 = &fsm.Candidate{Disp: fsm.Stayed, Line: 276, Effects: []fsm.Effect{
+	rule327 = &fsm.Candidate{Disp: fsm.Stayed, Line: 327, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordError)},
 	}}
-	rule280 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelDrained), Line: 280, Effects: []fsm.Effect{
+	rule331 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelDrained), Line: 331, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionCloseStream)},
 	}}
-	rule284 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelDrained), Line: 284, Effects: []fsm.Effect{
+	rule335 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelDrained), Line: 335, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkEventStreamIncomplete)},
 	}}
-	rule290 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the transfer raced the cancellation; the receipt still decides", Line: 290}
-	rule293 = &fsm.Candidate{Disp: fsm.Stayed, Line: 293, Effects: []fsm.Effect{
+	rule341 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the transfer raced the cancellation; the receipt still decides", Line: 341}
+	rule344 = &fsm.Candidate{Disp: fsm.Stayed, Line: 344, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionCancelNative)},
 	}}
-	rule298 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "a repeated cancellation whose write failed changes nothing; the first one's receipt and deadline still decide", Line: 298}
-	rule301 = &fsm.Candidate{Guard: fsm.GuardID(GuardMatchesCancelDelivery), Disp: fsm.Moved, To: fsm.StateID(StateCancelled), Line: 301, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerCancelWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionApplyCancelReceipt)},
-	}}
-	rule306 = &fsm.Candidate{Guard: fsm.GuardID(GuardMatchesCancelDelivery), Disp: fsm.Moved, To: fsm.StateID(StateCancelRefused), Line: 306, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerCancelWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionApplyCancelReceipt)},
-	}}
-	rule311 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "a receipt without this Run's cancellation delivery ID establishes nothing", Line: 311}
-	rule314 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelOverdue), Line: 314, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkCancelUnconfirmed)},
-	}}
-	rule320 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelUnconfirmed), Line: 320, Effects: []fsm.Effect{
+	rule349 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "a repeated cancellation whose write failed changes nothing; the first one's receipt and deadline still decide", Line: 349}
+	rule352 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the Run is being cancelled; its silence no longer matters", Line: 352}
+	rule355 = &fsm.Candidate{Guard: fsm.GuardID(GuardUnsettledCancel), Disp: fsm.Moved, To: fsm.StateID(StateCancelUnconfirmed), Line: 355, Effects: []fsm.Effect{
 		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerCancelWait)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkCancelUnconfirmed)},
 	}}
-	rule327 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the stream is already closed", Line: 327}
-	rule330 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the observed stream is already closed", Line: 330}
-	rule333 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the stream is closed; only the cancellation receipt settles the Run now", Line: 333}
-	rule338 = &fsm.Candidate{Guard: fsm.GuardID(GuardMatchesCancelDelivery), Disp: fsm.Moved, To: fsm.StateID(StateCancelled), Line: 338, Effects: []fsm.Effect{
+	rule363 = &fsm.Candidate{Guard: fsm.GuardID(GuardMatchesCancelDelivery), Disp: fsm.Moved, To: fsm.StateID(StateCancelled), Line: 363, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerCancelWait)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionApplyCancelReceipt)},
+	}}
+	rule368 = &fsm.Candidate{Guard: fsm.GuardID(GuardMatchesCancelDelivery), Disp: fsm.Moved, To: fsm.StateID(StateCancelRefused), Line: 368, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerCancelWait)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionApplyCancelReceipt)},
+	}}
+	rule373 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "a receipt without this Run's cancellation delivery ID establishes nothing", Line: 373}
+	rule376 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelOverdue), Line: 376, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkCancelUnconfirmed)},
+	}}
+	rule382 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelUnconfirmed), Line: 382, Effects: []fsm.Effect{
+		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerCancelWait)},
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkCancelUnconfirmed)},
+	}}
+	rule389 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the stream is already closed", Line: 389}
+	rule392 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the observed stream is already closed", Line: 392}
+	rule395 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the stream is closed; only the cancellation receipt settles the Run now", Line: 395}
+	rule400 = &fsm.Candidate{Guard: fsm.GuardID(GuardMatchesCancelDelivery), Disp: fsm.Moved, To: fsm.StateID(StateCancelled), Line: 400, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleLate)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionApplyCancelReceipt)},
 	}}
-	rule343 = &fsm.Candidate{Guard: fsm.GuardID(GuardMatchesCancelDelivery), Disp: fsm.Moved, To: fsm.StateID(StateCancelRefused), Line: 343, Effects: []fsm.Effect{
+	rule405 = &fsm.Candidate{Guard: fsm.GuardID(GuardUnsettledCancel), Disp: fsm.Moved, To: fsm.StateID(StateCancelUnconfirmed), Line: 405, Effects: []fsm.Effect{
+		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleLate)},
+	}}
+	rule411 = &fsm.Candidate{Guard: fsm.GuardID(GuardMatchesCancelDelivery), Disp: fsm.Moved, To: fsm.StateID(StateCancelRefused), Line: 411, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleLate)},
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionApplyCancelReceipt)},
 	}}
-	rule348 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "a receipt without this Run's cancellation delivery ID establishes nothing", Line: 348}
-	rule351 = &fsm.Candidate{Disp: fsm.Stayed, Line: 351, Effects: []fsm.Effect{
+	rule416 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "a receipt without this Run's cancellation delivery ID establishes nothing", Line: 416}
+	rule419 = &fsm.Candidate{Disp: fsm.Stayed, Line: 419, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutput)},
 	}}
-	rule356 = &fsm.Candidate{Disp: fsm.Stayed, Line: 356, Effects: []fsm.Effect{
+	rule424 = &fsm.Candidate{Disp: fsm.Stayed, Line: 424, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReplaceUsage)},
 	}}
-	rule360 = &fsm.Candidate{Disp: fsm.Stayed, Line: 360, Effects: []fsm.Effect{
+	rule428 = &fsm.Candidate{Disp: fsm.Stayed, Line: 428, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordError)},
 	}}
-	rule364 = &fsm.Candidate{Disp: fsm.Stayed, Line: 364, Effects: []fsm.Effect{
+	rule432 = &fsm.Candidate{Disp: fsm.Stayed, Line: 432, Effects: []fsm.Effect{
 		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionCloseStream)},
 	}}
-	rule368 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelUnconfirmed), Line: 368}
-	rule371 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "only the cancellation receipt or a lost connection settles the Run now", Line: 371}
-	rule376 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no cancellation deadline is running", Line: 376}
-	rule379 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the cancellation receipt, or the lost connection that made it impossible, owns the outcome; trailing frames change nothing", Line: 379}
-	rule382 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the outcome stays unknown; late frames are not applied", Line: 382}
-	rule386 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the Run was settled before this happened", Line: 386}
-	rule389 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "done (or the start failure) already closed the stream", Line: 389}
-	rule392 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "run_inactive: the Run is settled", Line: 392}
+	rule436 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelUnconfirmed), Line: 436}
+	rule439 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "only the cancellation receipt or a lost connection settles the Run now", Line: 439}
+	rule444 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no deadline is running", Line: 444}
+	rule447 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the Run is settled; its silence no longer matters", Line: 447}
+	rule450 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the cancellation receipt, or the lost connection that made it impossible, owns the outcome; trailing frames change nothing", Line: 450}
+	rule453 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the outcome stays unknown; late frames are not applied", Line: 453}
+	rule457 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the Run was settled before this happened", Line: 457}
+	rule460 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "done (or the start failure) already closed the stream", Line: 460}
+	rule463 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "run_inactive: the Run is settled", Line: 463}
 )
 
 // Table is the run machine as the engine runs it, sealed: every (state, event) cell lists its
@@ -703,9 +773,9 @@ var Table = fsm.MustSeal(&fsm.Table{
 	Source: "spec/run.yaml",
 	States: []fsm.StateDecl{
 		{Name: "idle"},
-		{Name: "requested"},
-		{Name: "streaming"},
-		{Name: "errored"},
+		{Name: "requested", Timers: []fsm.TimerID{fsm.TimerID(TimerStallWait)}},
+		{Name: "streaming", Timers: []fsm.TimerID{fsm.TimerID(TimerStallWait)}},
+		{Name: "errored", Timers: []fsm.TimerID{fsm.TimerID(TimerStallWait)}},
 		{Name: "cancelling", Timers: []fsm.TimerID{fsm.TimerID(TimerCancelWait)}},
 		{Name: "cancel_drained", Timers: []fsm.TimerID{fsm.TimerID(TimerCancelWait)}},
 		{Name: "cancel_overdue"},
@@ -733,284 +803,315 @@ var Table = fsm.MustSeal(&fsm.Table{
 		{Name: "cancel_ack_applied", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageInteractionDecisionAck), FailedSend: fsm.EventID(EventConnectionLost)},
 		{Name: "cancel_ack_refused", Kind: fsm.EventMessage, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageInteractionDecisionAck), FailedSend: fsm.EventID(EventConnectionLost)},
 		{Name: "cancel_wait", Kind: fsm.EventTimer, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerCancelWait)},
+		{Name: "stall_wait", Kind: fsm.EventTimer, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
+		{Name: "answered", Kind: fsm.EventLocal, Role: fsm.RoleCore},
 		{Name: "connection_lost", Kind: fsm.EventLocal, Role: fsm.RoleBoth},
 		{Name: "subscription_overflow", Kind: fsm.EventLocal, Role: fsm.RoleCore},
 		{Name: "send_failed", Kind: fsm.EventLocal, Role: fsm.RoleCore},
 	},
-	Guards:   []string{"matches_cancel_delivery"},
-	Actions:  []string{"start_native", "record_output", "replace_usage", "record_error", "close_stream", "cancel_native", "apply_cancel_receipt", "mark_event_stream_incomplete", "mark_delivery_unknown", "mark_cancel_unconfirmed", "settle_late"},
+	Guards:   []string{"matches_cancel_delivery", "unsettled_cancel", "awaiting_answer"},
+	Actions:  []string{"start_native", "record_output", "replace_usage", "record_error", "close_stream", "cancel_native", "apply_cancel_receipt", "mark_event_stream_incomplete", "mark_delivery_unknown", "mark_cancel_unconfirmed", "settle_late", "cancel_stalled"},
 	Messages: []string{"delta", "done", "error", "execution_start", "interaction_decision_ack", "output_message", "preparation_status", "prompt_cancel", "prompt_request", "thinking", "tool_call", "usage"},
 	Timers: []fsm.TimerDecl{
 		{Name: "cancel_wait", Duration: 15 * time.Second, Event: fsm.EventID(EventCancelWait)},
+		{Name: "stall_wait", Duration: 10 * time.Minute, Event: fsm.EventID(EventStallWait), Policy: true},
 	},
 	Initial: fsm.StateID(StateIdle),
 	Cells: []fsm.Cell{
 		// idle
-		{Cands: []*fsm.Candidate{rule183}}, // idle × prompt_request
-		{Cands: []*fsm.Candidate{rule183}}, // idle × execution_start
-		{Cands: []*fsm.Candidate{rule198}}, // idle × status_started
-		{Cands: []*fsm.Candidate{rule198}}, // idle × start_failed
-		{Cands: []*fsm.Candidate{rule198}}, // idle × delta
-		{Cands: []*fsm.Candidate{rule198}}, // idle × thinking
-		{Cands: []*fsm.Candidate{rule198}}, // idle × output_message
-		{Cands: []*fsm.Candidate{rule198}}, // idle × tool_call
-		{Cands: []*fsm.Candidate{rule198}}, // idle × usage
-		{Cands: []*fsm.Candidate{rule198}}, // idle × error
-		{Cands: []*fsm.Candidate{rule198}}, // idle × done
-		{Cands: []*fsm.Candidate{rule198}}, // idle × prompt_cancel
-		{Cands: []*fsm.Candidate{rule198}}, // idle × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule198}}, // idle × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule195}}, // idle × cancel_wait
-		{Cands: []*fsm.Candidate{rule195}}, // idle × connection_lost
-		{Cands: []*fsm.Candidate{rule195}}, // idle × subscription_overflow
-		{Cands: []*fsm.Candidate{rule187}}, // idle × send_failed
+		{Cands: []*fsm.Candidate{rule212}}, // idle × prompt_request
+		{Cands: []*fsm.Candidate{rule212}}, // idle × execution_start
+		{Cands: []*fsm.Candidate{rule227}}, // idle × status_started
+		{Cands: []*fsm.Candidate{rule227}}, // idle × start_failed
+		{Cands: []*fsm.Candidate{rule227}}, // idle × delta
+		{Cands: []*fsm.Candidate{rule227}}, // idle × thinking
+		{Cands: []*fsm.Candidate{rule227}}, // idle × output_message
+		{Cands: []*fsm.Candidate{rule227}}, // idle × tool_call
+		{Cands: []*fsm.Candidate{rule227}}, // idle × usage
+		{Cands: []*fsm.Candidate{rule227}}, // idle × error
+		{Cands: []*fsm.Candidate{rule227}}, // idle × done
+		{Cands: []*fsm.Candidate{rule227}}, // idle × prompt_cancel
+		{Cands: []*fsm.Candidate{rule227}}, // idle × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule227}}, // idle × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule224}}, // idle × cancel_wait
+		{Cands: []*fsm.Candidate{rule224}}, // idle × stall_wait
+		{Cands: []*fsm.Candidate{rule227}}, // idle × answered
+		{Cands: []*fsm.Candidate{rule224}}, // idle × connection_lost
+		{Cands: []*fsm.Candidate{rule224}}, // idle × subscription_overflow
+		{Cands: []*fsm.Candidate{rule216}}, // idle × send_failed
 		// requested
-		{Cands: []*fsm.Candidate{rule257}},      // requested × prompt_request
-		{Cands: []*fsm.Candidate{rule257}},      // requested × execution_start
-		{Cands: []*fsm.Candidate{rule203}},      // requested × status_started
-		{Cands: []*fsm.Candidate{rule206}},      // requested × start_failed
-		{Cands: []*fsm.Candidate{rule210Moved}}, // requested × delta
-		{Cands: []*fsm.Candidate{rule210Moved}}, // requested × thinking
-		{Cands: []*fsm.Candidate{rule210Moved}}, // requested × output_message
-		{Cands: []*fsm.Candidate{rule210Moved}}, // requested × tool_call
-		{Cands: []*fsm.Candidate{rule214Moved}}, // requested × usage
-		{Cands: []*fsm.Candidate{rule218Moved}}, // requested × error
-		{Cands: []*fsm.Candidate{rule231}},      // requested × done
-		{Cands: []*fsm.Candidate{rule239}},      // requested × prompt_cancel
-		{Cands: []*fsm.Candidate{rule260}},      // requested × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule260}},      // requested × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule263}},      // requested × cancel_wait
-		{Cands: []*fsm.Candidate{rule245}},      // requested × connection_lost
-		{Cands: []*fsm.Candidate{rule245}},      // requested × subscription_overflow
-		{Cands: []*fsm.Candidate{rule239}},      // requested × send_failed
+		{Cands: []*fsm.Candidate{rule308}},          // requested × prompt_request
+		{Cands: []*fsm.Candidate{rule308}},          // requested × execution_start
+		{Cands: []*fsm.Candidate{rule234}},          // requested × status_started
+		{Cands: []*fsm.Candidate{rule238}},          // requested × start_failed
+		{Cands: []*fsm.Candidate{rule242Moved}},     // requested × delta
+		{Cands: []*fsm.Candidate{rule242Moved}},     // requested × thinking
+		{Cands: []*fsm.Candidate{rule242Moved}},     // requested × output_message
+		{Cands: []*fsm.Candidate{rule242Moved}},     // requested × tool_call
+		{Cands: []*fsm.Candidate{rule246Moved}},     // requested × usage
+		{Cands: []*fsm.Candidate{rule250Moved}},     // requested × error
+		{Cands: []*fsm.Candidate{rule263}},          // requested × done
+		{Cands: []*fsm.Candidate{rule271}},          // requested × prompt_cancel
+		{Cands: []*fsm.Candidate{rule311}},          // requested × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule311}},          // requested × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule314}},          // requested × cancel_wait
+		{Cands: []*fsm.Candidate{rule283, rule291}}, // requested × stall_wait
+		{Cands: []*fsm.Candidate{rule298}},          // requested × answered
+		{Cands: []*fsm.Candidate{rule277}},          // requested × connection_lost
+		{Cands: []*fsm.Candidate{rule277}},          // requested × subscription_overflow
+		{Cands: []*fsm.Candidate{rule271}},          // requested × send_failed
 		// streaming
-		{Cands: []*fsm.Candidate{rule257}},       // streaming × prompt_request
-		{Cands: []*fsm.Candidate{rule257}},       // streaming × execution_start
-		{Cands: []*fsm.Candidate{rule251}},       // streaming × status_started
-		{Cands: []*fsm.Candidate{rule254}},       // streaming × start_failed
-		{Cands: []*fsm.Candidate{rule210Stayed}}, // streaming × delta
-		{Cands: []*fsm.Candidate{rule210Stayed}}, // streaming × thinking
-		{Cands: []*fsm.Candidate{rule210Stayed}}, // streaming × output_message
-		{Cands: []*fsm.Candidate{rule210Stayed}}, // streaming × tool_call
-		{Cands: []*fsm.Candidate{rule214Stayed}}, // streaming × usage
-		{Cands: []*fsm.Candidate{rule218Moved}},  // streaming × error
-		{Cands: []*fsm.Candidate{rule231}},       // streaming × done
-		{Cands: []*fsm.Candidate{rule239}},       // streaming × prompt_cancel
-		{Cands: []*fsm.Candidate{rule260}},       // streaming × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule260}},       // streaming × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule263}},       // streaming × cancel_wait
-		{Cands: []*fsm.Candidate{rule245}},       // streaming × connection_lost
-		{Cands: []*fsm.Candidate{rule245}},       // streaming × subscription_overflow
-		{Cands: []*fsm.Candidate{rule239}},       // streaming × send_failed
+		{Cands: []*fsm.Candidate{rule308}},          // streaming × prompt_request
+		{Cands: []*fsm.Candidate{rule308}},          // streaming × execution_start
+		{Cands: []*fsm.Candidate{rule302}},          // streaming × status_started
+		{Cands: []*fsm.Candidate{rule305}},          // streaming × start_failed
+		{Cands: []*fsm.Candidate{rule242Stayed}},    // streaming × delta
+		{Cands: []*fsm.Candidate{rule242Stayed}},    // streaming × thinking
+		{Cands: []*fsm.Candidate{rule242Stayed}},    // streaming × output_message
+		{Cands: []*fsm.Candidate{rule242Stayed}},    // streaming × tool_call
+		{Cands: []*fsm.Candidate{rule246Stayed}},    // streaming × usage
+		{Cands: []*fsm.Candidate{rule250Moved}},     // streaming × error
+		{Cands: []*fsm.Candidate{rule263}},          // streaming × done
+		{Cands: []*fsm.Candidate{rule271}},          // streaming × prompt_cancel
+		{Cands: []*fsm.Candidate{rule311}},          // streaming × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule311}},          // streaming × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule314}},          // streaming × cancel_wait
+		{Cands: []*fsm.Candidate{rule283, rule291}}, // streaming × stall_wait
+		{Cands: []*fsm.Candidate{rule298}},          // streaming × answered
+		{Cands: []*fsm.Candidate{rule277}},          // streaming × connection_lost
+		{Cands: []*fsm.Candidate{rule277}},          // streaming × subscription_overflow
+		{Cands: []*fsm.Candidate{rule271}},          // streaming × send_failed
 		// errored
-		{Cands: []*fsm.Candidate{rule257}},       // errored × prompt_request
-		{Cands: []*fsm.Candidate{rule257}},       // errored × execution_start
-		{Cands: []*fsm.Candidate{rule251}},       // errored × status_started
-		{Cands: []*fsm.Candidate{rule254}},       // errored × start_failed
-		{Cands: []*fsm.Candidate{rule222}},       // errored × delta
-		{Cands: []*fsm.Candidate{rule222}},       // errored × thinking
-		{Cands: []*fsm.Candidate{rule222}},       // errored × output_message
-		{Cands: []*fsm.Candidate{rule222}},       // errored × tool_call
-		{Cands: []*fsm.Candidate{rule227}},       // errored × usage
-		{Cands: []*fsm.Candidate{rule218Stayed}}, // errored × error
-		{Cands: []*fsm.Candidate{rule235}},       // errored × done
-		{Cands: []*fsm.Candidate{rule239}},       // errored × prompt_cancel
-		{Cands: []*fsm.Candidate{rule260}},       // errored × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule260}},       // errored × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule263}},       // errored × cancel_wait
-		{Cands: []*fsm.Candidate{rule245}},       // errored × connection_lost
-		{Cands: []*fsm.Candidate{rule245}},       // errored × subscription_overflow
-		{Cands: []*fsm.Candidate{rule239}},       // errored × send_failed
+		{Cands: []*fsm.Candidate{rule308}},          // errored × prompt_request
+		{Cands: []*fsm.Candidate{rule308}},          // errored × execution_start
+		{Cands: []*fsm.Candidate{rule302}},          // errored × status_started
+		{Cands: []*fsm.Candidate{rule305}},          // errored × start_failed
+		{Cands: []*fsm.Candidate{rule254}},          // errored × delta
+		{Cands: []*fsm.Candidate{rule254}},          // errored × thinking
+		{Cands: []*fsm.Candidate{rule254}},          // errored × output_message
+		{Cands: []*fsm.Candidate{rule254}},          // errored × tool_call
+		{Cands: []*fsm.Candidate{rule259}},          // errored × usage
+		{Cands: []*fsm.Candidate{rule250Stayed}},    // errored × error
+		{Cands: []*fsm.Candidate{rule267}},          // errored × done
+		{Cands: []*fsm.Candidate{rule271}},          // errored × prompt_cancel
+		{Cands: []*fsm.Candidate{rule311}},          // errored × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule311}},          // errored × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule314}},          // errored × cancel_wait
+		{Cands: []*fsm.Candidate{rule283, rule291}}, // errored × stall_wait
+		{Cands: []*fsm.Candidate{rule298}},          // errored × answered
+		{Cands: []*fsm.Candidate{rule277}},          // errored × connection_lost
+		{Cands: []*fsm.Candidate{rule277}},          // errored × subscription_overflow
+		{Cands: []*fsm.Candidate{rule271}},          // errored × send_failed
 		// cancelling
-		{Cands: []*fsm.Candidate{rule257}},          // cancelling × prompt_request
-		{Cands: []*fsm.Candidate{rule257}},          // cancelling × execution_start
-		{Cands: []*fsm.Candidate{rule290}},          // cancelling × status_started
-		{Cands: []*fsm.Candidate{rule276}},          // cancelling × start_failed
-		{Cands: []*fsm.Candidate{rule268}},          // cancelling × delta
-		{Cands: []*fsm.Candidate{rule268}},          // cancelling × thinking
-		{Cands: []*fsm.Candidate{rule268}},          // cancelling × output_message
-		{Cands: []*fsm.Candidate{rule268}},          // cancelling × tool_call
-		{Cands: []*fsm.Candidate{rule272}},          // cancelling × usage
-		{Cands: []*fsm.Candidate{rule276}},          // cancelling × error
-		{Cands: []*fsm.Candidate{rule280}},          // cancelling × done
-		{Cands: []*fsm.Candidate{rule293}},          // cancelling × prompt_cancel
-		{Cands: []*fsm.Candidate{rule301, rule311}}, // cancelling × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule306, rule311}}, // cancelling × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule314}},          // cancelling × cancel_wait
-		{Cands: []*fsm.Candidate{rule320}},          // cancelling × connection_lost
-		{Cands: []*fsm.Candidate{rule284}},          // cancelling × subscription_overflow
-		{Cands: []*fsm.Candidate{rule298}},          // cancelling × send_failed
+		{Cands: []*fsm.Candidate{rule308}},                   // cancelling × prompt_request
+		{Cands: []*fsm.Candidate{rule308}},                   // cancelling × execution_start
+		{Cands: []*fsm.Candidate{rule341}},                   // cancelling × status_started
+		{Cands: []*fsm.Candidate{rule327}},                   // cancelling × start_failed
+		{Cands: []*fsm.Candidate{rule319}},                   // cancelling × delta
+		{Cands: []*fsm.Candidate{rule319}},                   // cancelling × thinking
+		{Cands: []*fsm.Candidate{rule319}},                   // cancelling × output_message
+		{Cands: []*fsm.Candidate{rule319}},                   // cancelling × tool_call
+		{Cands: []*fsm.Candidate{rule323}},                   // cancelling × usage
+		{Cands: []*fsm.Candidate{rule327}},                   // cancelling × error
+		{Cands: []*fsm.Candidate{rule331}},                   // cancelling × done
+		{Cands: []*fsm.Candidate{rule344}},                   // cancelling × prompt_cancel
+		{Cands: []*fsm.Candidate{rule363, rule373}},          // cancelling × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule355, rule368, rule373}}, // cancelling × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule376}},                   // cancelling × cancel_wait
+		{Cands: []*fsm.Candidate{rule352}},                   // cancelling × stall_wait
+		{Cands: []*fsm.Candidate{rule352}},                   // cancelling × answered
+		{Cands: []*fsm.Candidate{rule382}},                   // cancelling × connection_lost
+		{Cands: []*fsm.Candidate{rule335}},                   // cancelling × subscription_overflow
+		{Cands: []*fsm.Candidate{rule349}},                   // cancelling × send_failed
 		// cancel_drained
-		{Cands: []*fsm.Candidate{rule257}},          // cancel_drained × prompt_request
-		{Cands: []*fsm.Candidate{rule257}},          // cancel_drained × execution_start
-		{Cands: []*fsm.Candidate{rule333}},          // cancel_drained × status_started
-		{Cands: []*fsm.Candidate{rule333}},          // cancel_drained × start_failed
-		{Cands: []*fsm.Candidate{rule330}},          // cancel_drained × delta
-		{Cands: []*fsm.Candidate{rule330}},          // cancel_drained × thinking
-		{Cands: []*fsm.Candidate{rule330}},          // cancel_drained × output_message
-		{Cands: []*fsm.Candidate{rule330}},          // cancel_drained × tool_call
-		{Cands: []*fsm.Candidate{rule330}},          // cancel_drained × usage
-		{Cands: []*fsm.Candidate{rule330}},          // cancel_drained × error
-		{Cands: []*fsm.Candidate{rule327}},          // cancel_drained × done
-		{Cands: []*fsm.Candidate{rule293}},          // cancel_drained × prompt_cancel
-		{Cands: []*fsm.Candidate{rule301, rule311}}, // cancel_drained × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule306, rule311}}, // cancel_drained × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule314}},          // cancel_drained × cancel_wait
-		{Cands: []*fsm.Candidate{rule320}},          // cancel_drained × connection_lost
-		{Cands: []*fsm.Candidate{rule327}},          // cancel_drained × subscription_overflow
-		{Cands: []*fsm.Candidate{rule298}},          // cancel_drained × send_failed
+		{Cands: []*fsm.Candidate{rule308}},                   // cancel_drained × prompt_request
+		{Cands: []*fsm.Candidate{rule308}},                   // cancel_drained × execution_start
+		{Cands: []*fsm.Candidate{rule395}},                   // cancel_drained × status_started
+		{Cands: []*fsm.Candidate{rule395}},                   // cancel_drained × start_failed
+		{Cands: []*fsm.Candidate{rule392}},                   // cancel_drained × delta
+		{Cands: []*fsm.Candidate{rule392}},                   // cancel_drained × thinking
+		{Cands: []*fsm.Candidate{rule392}},                   // cancel_drained × output_message
+		{Cands: []*fsm.Candidate{rule392}},                   // cancel_drained × tool_call
+		{Cands: []*fsm.Candidate{rule392}},                   // cancel_drained × usage
+		{Cands: []*fsm.Candidate{rule392}},                   // cancel_drained × error
+		{Cands: []*fsm.Candidate{rule389}},                   // cancel_drained × done
+		{Cands: []*fsm.Candidate{rule344}},                   // cancel_drained × prompt_cancel
+		{Cands: []*fsm.Candidate{rule363, rule373}},          // cancel_drained × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule355, rule368, rule373}}, // cancel_drained × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule376}},                   // cancel_drained × cancel_wait
+		{Cands: []*fsm.Candidate{rule352}},                   // cancel_drained × stall_wait
+		{Cands: []*fsm.Candidate{rule352}},                   // cancel_drained × answered
+		{Cands: []*fsm.Candidate{rule382}},                   // cancel_drained × connection_lost
+		{Cands: []*fsm.Candidate{rule389}},                   // cancel_drained × subscription_overflow
+		{Cands: []*fsm.Candidate{rule349}},                   // cancel_drained × send_failed
 		// cancel_overdue
-		{Cands: []*fsm.Candidate{rule257}},          // cancel_overdue × prompt_request
-		{Cands: []*fsm.Candidate{rule257}},          // cancel_overdue × execution_start
-		{Cands: []*fsm.Candidate{rule371}},          // cancel_overdue × status_started
-		{Cands: []*fsm.Candidate{rule360}},          // cancel_overdue × start_failed
-		{Cands: []*fsm.Candidate{rule351}},          // cancel_overdue × delta
-		{Cands: []*fsm.Candidate{rule351}},          // cancel_overdue × thinking
-		{Cands: []*fsm.Candidate{rule351}},          // cancel_overdue × output_message
-		{Cands: []*fsm.Candidate{rule351}},          // cancel_overdue × tool_call
-		{Cands: []*fsm.Candidate{rule356}},          // cancel_overdue × usage
-		{Cands: []*fsm.Candidate{rule360}},          // cancel_overdue × error
-		{Cands: []*fsm.Candidate{rule364}},          // cancel_overdue × done
-		{Cands: []*fsm.Candidate{rule293}},          // cancel_overdue × prompt_cancel
-		{Cands: []*fsm.Candidate{rule338, rule348}}, // cancel_overdue × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule343, rule348}}, // cancel_overdue × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule371}},          // cancel_overdue × cancel_wait
-		{Cands: []*fsm.Candidate{rule368}},          // cancel_overdue × connection_lost
-		{Cands: []*fsm.Candidate{rule371}},          // cancel_overdue × subscription_overflow
-		{Cands: []*fsm.Candidate{rule298}},          // cancel_overdue × send_failed
+		{Cands: []*fsm.Candidate{rule308}},                   // cancel_overdue × prompt_request
+		{Cands: []*fsm.Candidate{rule308}},                   // cancel_overdue × execution_start
+		{Cands: []*fsm.Candidate{rule439}},                   // cancel_overdue × status_started
+		{Cands: []*fsm.Candidate{rule428}},                   // cancel_overdue × start_failed
+		{Cands: []*fsm.Candidate{rule419}},                   // cancel_overdue × delta
+		{Cands: []*fsm.Candidate{rule419}},                   // cancel_overdue × thinking
+		{Cands: []*fsm.Candidate{rule419}},                   // cancel_overdue × output_message
+		{Cands: []*fsm.Candidate{rule419}},                   // cancel_overdue × tool_call
+		{Cands: []*fsm.Candidate{rule424}},                   // cancel_overdue × usage
+		{Cands: []*fsm.Candidate{rule428}},                   // cancel_overdue × error
+		{Cands: []*fsm.Candidate{rule432}},                   // cancel_overdue × done
+		{Cands: []*fsm.Candidate{rule344}},                   // cancel_overdue × prompt_cancel
+		{Cands: []*fsm.Candidate{rule400, rule416}},          // cancel_overdue × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule405, rule411, rule416}}, // cancel_overdue × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule439}},                   // cancel_overdue × cancel_wait
+		{Cands: []*fsm.Candidate{rule352}},                   // cancel_overdue × stall_wait
+		{Cands: []*fsm.Candidate{rule352}},                   // cancel_overdue × answered
+		{Cands: []*fsm.Candidate{rule436}},                   // cancel_overdue × connection_lost
+		{Cands: []*fsm.Candidate{rule439}},                   // cancel_overdue × subscription_overflow
+		{Cands: []*fsm.Candidate{rule349}},                   // cancel_overdue × send_failed
 		// completed
-		{Cands: []*fsm.Candidate{rule392}}, // completed × prompt_request
-		{Cands: []*fsm.Candidate{rule392}}, // completed × execution_start
-		{Cands: []*fsm.Candidate{rule386}}, // completed × status_started
-		{Cands: []*fsm.Candidate{rule386}}, // completed × start_failed
-		{Cands: []*fsm.Candidate{rule389}}, // completed × delta
-		{Cands: []*fsm.Candidate{rule389}}, // completed × thinking
-		{Cands: []*fsm.Candidate{rule389}}, // completed × output_message
-		{Cands: []*fsm.Candidate{rule389}}, // completed × tool_call
-		{Cands: []*fsm.Candidate{rule389}}, // completed × usage
-		{Cands: []*fsm.Candidate{rule389}}, // completed × error
-		{Cands: []*fsm.Candidate{rule389}}, // completed × done
-		{Cands: []*fsm.Candidate{rule392}}, // completed × prompt_cancel
-		{Cands: []*fsm.Candidate{rule392}}, // completed × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule392}}, // completed × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule376}}, // completed × cancel_wait
-		{Cands: []*fsm.Candidate{rule386}}, // completed × connection_lost
-		{Cands: []*fsm.Candidate{rule386}}, // completed × subscription_overflow
-		{Cands: []*fsm.Candidate{rule386}}, // completed × send_failed
+		{Cands: []*fsm.Candidate{rule463}}, // completed × prompt_request
+		{Cands: []*fsm.Candidate{rule463}}, // completed × execution_start
+		{Cands: []*fsm.Candidate{rule457}}, // completed × status_started
+		{Cands: []*fsm.Candidate{rule457}}, // completed × start_failed
+		{Cands: []*fsm.Candidate{rule460}}, // completed × delta
+		{Cands: []*fsm.Candidate{rule460}}, // completed × thinking
+		{Cands: []*fsm.Candidate{rule460}}, // completed × output_message
+		{Cands: []*fsm.Candidate{rule460}}, // completed × tool_call
+		{Cands: []*fsm.Candidate{rule460}}, // completed × usage
+		{Cands: []*fsm.Candidate{rule460}}, // completed × error
+		{Cands: []*fsm.Candidate{rule460}}, // completed × done
+		{Cands: []*fsm.Candidate{rule463}}, // completed × prompt_cancel
+		{Cands: []*fsm.Candidate{rule463}}, // completed × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule463}}, // completed × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule444}}, // completed × cancel_wait
+		{Cands: []*fsm.Candidate{rule444}}, // completed × stall_wait
+		{Cands: []*fsm.Candidate{rule447}}, // completed × answered
+		{Cands: []*fsm.Candidate{rule457}}, // completed × connection_lost
+		{Cands: []*fsm.Candidate{rule457}}, // completed × subscription_overflow
+		{Cands: []*fsm.Candidate{rule457}}, // completed × send_failed
 		// failed
-		{Cands: []*fsm.Candidate{rule392}}, // failed × prompt_request
-		{Cands: []*fsm.Candidate{rule392}}, // failed × execution_start
-		{Cands: []*fsm.Candidate{rule386}}, // failed × status_started
-		{Cands: []*fsm.Candidate{rule386}}, // failed × start_failed
-		{Cands: []*fsm.Candidate{rule389}}, // failed × delta
-		{Cands: []*fsm.Candidate{rule389}}, // failed × thinking
-		{Cands: []*fsm.Candidate{rule389}}, // failed × output_message
-		{Cands: []*fsm.Candidate{rule389}}, // failed × tool_call
-		{Cands: []*fsm.Candidate{rule389}}, // failed × usage
-		{Cands: []*fsm.Candidate{rule389}}, // failed × error
-		{Cands: []*fsm.Candidate{rule389}}, // failed × done
-		{Cands: []*fsm.Candidate{rule392}}, // failed × prompt_cancel
-		{Cands: []*fsm.Candidate{rule392}}, // failed × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule392}}, // failed × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule376}}, // failed × cancel_wait
-		{Cands: []*fsm.Candidate{rule386}}, // failed × connection_lost
-		{Cands: []*fsm.Candidate{rule386}}, // failed × subscription_overflow
-		{Cands: []*fsm.Candidate{rule386}}, // failed × send_failed
+		{Cands: []*fsm.Candidate{rule463}}, // failed × prompt_request
+		{Cands: []*fsm.Candidate{rule463}}, // failed × execution_start
+		{Cands: []*fsm.Candidate{rule457}}, // failed × status_started
+		{Cands: []*fsm.Candidate{rule457}}, // failed × start_failed
+		{Cands: []*fsm.Candidate{rule460}}, // failed × delta
+		{Cands: []*fsm.Candidate{rule460}}, // failed × thinking
+		{Cands: []*fsm.Candidate{rule460}}, // failed × output_message
+		{Cands: []*fsm.Candidate{rule460}}, // failed × tool_call
+		{Cands: []*fsm.Candidate{rule460}}, // failed × usage
+		{Cands: []*fsm.Candidate{rule460}}, // failed × error
+		{Cands: []*fsm.Candidate{rule460}}, // failed × done
+		{Cands: []*fsm.Candidate{rule463}}, // failed × prompt_cancel
+		{Cands: []*fsm.Candidate{rule463}}, // failed × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule463}}, // failed × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule444}}, // failed × cancel_wait
+		{Cands: []*fsm.Candidate{rule444}}, // failed × stall_wait
+		{Cands: []*fsm.Candidate{rule447}}, // failed × answered
+		{Cands: []*fsm.Candidate{rule457}}, // failed × connection_lost
+		{Cands: []*fsm.Candidate{rule457}}, // failed × subscription_overflow
+		{Cands: []*fsm.Candidate{rule457}}, // failed × send_failed
 		// cancelled
-		{Cands: []*fsm.Candidate{rule392}}, // cancelled × prompt_request
-		{Cands: []*fsm.Candidate{rule392}}, // cancelled × execution_start
-		{Cands: []*fsm.Candidate{rule379}}, // cancelled × status_started
-		{Cands: []*fsm.Candidate{rule379}}, // cancelled × start_failed
-		{Cands: []*fsm.Candidate{rule379}}, // cancelled × delta
-		{Cands: []*fsm.Candidate{rule379}}, // cancelled × thinking
-		{Cands: []*fsm.Candidate{rule379}}, // cancelled × output_message
-		{Cands: []*fsm.Candidate{rule379}}, // cancelled × tool_call
-		{Cands: []*fsm.Candidate{rule379}}, // cancelled × usage
-		{Cands: []*fsm.Candidate{rule379}}, // cancelled × error
-		{Cands: []*fsm.Candidate{rule379}}, // cancelled × done
-		{Cands: []*fsm.Candidate{rule392}}, // cancelled × prompt_cancel
-		{Cands: []*fsm.Candidate{rule379}}, // cancelled × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule379}}, // cancelled × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule376}}, // cancelled × cancel_wait
-		{Cands: []*fsm.Candidate{rule379}}, // cancelled × connection_lost
-		{Cands: []*fsm.Candidate{rule379}}, // cancelled × subscription_overflow
-		{Cands: []*fsm.Candidate{rule379}}, // cancelled × send_failed
+		{Cands: []*fsm.Candidate{rule463}}, // cancelled × prompt_request
+		{Cands: []*fsm.Candidate{rule463}}, // cancelled × execution_start
+		{Cands: []*fsm.Candidate{rule450}}, // cancelled × status_started
+		{Cands: []*fsm.Candidate{rule450}}, // cancelled × start_failed
+		{Cands: []*fsm.Candidate{rule450}}, // cancelled × delta
+		{Cands: []*fsm.Candidate{rule450}}, // cancelled × thinking
+		{Cands: []*fsm.Candidate{rule450}}, // cancelled × output_message
+		{Cands: []*fsm.Candidate{rule450}}, // cancelled × tool_call
+		{Cands: []*fsm.Candidate{rule450}}, // cancelled × usage
+		{Cands: []*fsm.Candidate{rule450}}, // cancelled × error
+		{Cands: []*fsm.Candidate{rule450}}, // cancelled × done
+		{Cands: []*fsm.Candidate{rule463}}, // cancelled × prompt_cancel
+		{Cands: []*fsm.Candidate{rule450}}, // cancelled × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule450}}, // cancelled × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule444}}, // cancelled × cancel_wait
+		{Cands: []*fsm.Candidate{rule444}}, // cancelled × stall_wait
+		{Cands: []*fsm.Candidate{rule447}}, // cancelled × answered
+		{Cands: []*fsm.Candidate{rule450}}, // cancelled × connection_lost
+		{Cands: []*fsm.Candidate{rule450}}, // cancelled × subscription_overflow
+		{Cands: []*fsm.Candidate{rule450}}, // cancelled × send_failed
 		// cancel_refused
-		{Cands: []*fsm.Candidate{rule392}}, // cancel_refused × prompt_request
-		{Cands: []*fsm.Candidate{rule392}}, // cancel_refused × execution_start
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_refused × status_started
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_refused × start_failed
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_refused × delta
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_refused × thinking
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_refused × output_message
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_refused × tool_call
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_refused × usage
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_refused × error
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_refused × done
-		{Cands: []*fsm.Candidate{rule392}}, // cancel_refused × prompt_cancel
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_refused × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_refused × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule376}}, // cancel_refused × cancel_wait
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_refused × connection_lost
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_refused × subscription_overflow
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_refused × send_failed
+		{Cands: []*fsm.Candidate{rule463}}, // cancel_refused × prompt_request
+		{Cands: []*fsm.Candidate{rule463}}, // cancel_refused × execution_start
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_refused × status_started
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_refused × start_failed
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_refused × delta
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_refused × thinking
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_refused × output_message
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_refused × tool_call
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_refused × usage
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_refused × error
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_refused × done
+		{Cands: []*fsm.Candidate{rule463}}, // cancel_refused × prompt_cancel
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_refused × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_refused × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule444}}, // cancel_refused × cancel_wait
+		{Cands: []*fsm.Candidate{rule444}}, // cancel_refused × stall_wait
+		{Cands: []*fsm.Candidate{rule447}}, // cancel_refused × answered
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_refused × connection_lost
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_refused × subscription_overflow
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_refused × send_failed
 		// cancel_unconfirmed
-		{Cands: []*fsm.Candidate{rule392}}, // cancel_unconfirmed × prompt_request
-		{Cands: []*fsm.Candidate{rule392}}, // cancel_unconfirmed × execution_start
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_unconfirmed × status_started
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_unconfirmed × start_failed
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_unconfirmed × delta
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_unconfirmed × thinking
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_unconfirmed × output_message
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_unconfirmed × tool_call
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_unconfirmed × usage
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_unconfirmed × error
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_unconfirmed × done
-		{Cands: []*fsm.Candidate{rule392}}, // cancel_unconfirmed × prompt_cancel
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_unconfirmed × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_unconfirmed × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule376}}, // cancel_unconfirmed × cancel_wait
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_unconfirmed × connection_lost
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_unconfirmed × subscription_overflow
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_unconfirmed × send_failed
+		{Cands: []*fsm.Candidate{rule463}}, // cancel_unconfirmed × prompt_request
+		{Cands: []*fsm.Candidate{rule463}}, // cancel_unconfirmed × execution_start
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_unconfirmed × status_started
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_unconfirmed × start_failed
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_unconfirmed × delta
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_unconfirmed × thinking
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_unconfirmed × output_message
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_unconfirmed × tool_call
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_unconfirmed × usage
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_unconfirmed × error
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_unconfirmed × done
+		{Cands: []*fsm.Candidate{rule463}}, // cancel_unconfirmed × prompt_cancel
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_unconfirmed × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_unconfirmed × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule444}}, // cancel_unconfirmed × cancel_wait
+		{Cands: []*fsm.Candidate{rule444}}, // cancel_unconfirmed × stall_wait
+		{Cands: []*fsm.Candidate{rule447}}, // cancel_unconfirmed × answered
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_unconfirmed × connection_lost
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_unconfirmed × subscription_overflow
+		{Cands: []*fsm.Candidate{rule450}}, // cancel_unconfirmed × send_failed
 		// incomplete
-		{Cands: []*fsm.Candidate{rule392}}, // incomplete × prompt_request
-		{Cands: []*fsm.Candidate{rule392}}, // incomplete × execution_start
-		{Cands: []*fsm.Candidate{rule382}}, // incomplete × status_started
-		{Cands: []*fsm.Candidate{rule382}}, // incomplete × start_failed
-		{Cands: []*fsm.Candidate{rule382}}, // incomplete × delta
-		{Cands: []*fsm.Candidate{rule382}}, // incomplete × thinking
-		{Cands: []*fsm.Candidate{rule382}}, // incomplete × output_message
-		{Cands: []*fsm.Candidate{rule382}}, // incomplete × tool_call
-		{Cands: []*fsm.Candidate{rule382}}, // incomplete × usage
-		{Cands: []*fsm.Candidate{rule382}}, // incomplete × error
-		{Cands: []*fsm.Candidate{rule382}}, // incomplete × done
-		{Cands: []*fsm.Candidate{rule392}}, // incomplete × prompt_cancel
-		{Cands: []*fsm.Candidate{rule382}}, // incomplete × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule382}}, // incomplete × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule376}}, // incomplete × cancel_wait
-		{Cands: []*fsm.Candidate{rule382}}, // incomplete × connection_lost
-		{Cands: []*fsm.Candidate{rule382}}, // incomplete × subscription_overflow
-		{Cands: []*fsm.Candidate{rule382}}, // incomplete × send_failed
+		{Cands: []*fsm.Candidate{rule463}}, // incomplete × prompt_request
+		{Cands: []*fsm.Candidate{rule463}}, // incomplete × execution_start
+		{Cands: []*fsm.Candidate{rule453}}, // incomplete × status_started
+		{Cands: []*fsm.Candidate{rule453}}, // incomplete × start_failed
+		{Cands: []*fsm.Candidate{rule453}}, // incomplete × delta
+		{Cands: []*fsm.Candidate{rule453}}, // incomplete × thinking
+		{Cands: []*fsm.Candidate{rule453}}, // incomplete × output_message
+		{Cands: []*fsm.Candidate{rule453}}, // incomplete × tool_call
+		{Cands: []*fsm.Candidate{rule453}}, // incomplete × usage
+		{Cands: []*fsm.Candidate{rule453}}, // incomplete × error
+		{Cands: []*fsm.Candidate{rule453}}, // incomplete × done
+		{Cands: []*fsm.Candidate{rule463}}, // incomplete × prompt_cancel
+		{Cands: []*fsm.Candidate{rule453}}, // incomplete × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule453}}, // incomplete × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule444}}, // incomplete × cancel_wait
+		{Cands: []*fsm.Candidate{rule444}}, // incomplete × stall_wait
+		{Cands: []*fsm.Candidate{rule447}}, // incomplete × answered
+		{Cands: []*fsm.Candidate{rule453}}, // incomplete × connection_lost
+		{Cands: []*fsm.Candidate{rule453}}, // incomplete × subscription_overflow
+		{Cands: []*fsm.Candidate{rule453}}, // incomplete × send_failed
 		// not_started
-		{Cands: []*fsm.Candidate{rule392}}, // not_started × prompt_request
-		{Cands: []*fsm.Candidate{rule392}}, // not_started × execution_start
-		{Cands: []*fsm.Candidate{rule386}}, // not_started × status_started
-		{Cands: []*fsm.Candidate{rule386}}, // not_started × start_failed
-		{Cands: []*fsm.Candidate{rule389}}, // not_started × delta
-		{Cands: []*fsm.Candidate{rule389}}, // not_started × thinking
-		{Cands: []*fsm.Candidate{rule389}}, // not_started × output_message
-		{Cands: []*fsm.Candidate{rule389}}, // not_started × tool_call
-		{Cands: []*fsm.Candidate{rule389}}, // not_started × usage
-		{Cands: []*fsm.Candidate{rule389}}, // not_started × error
-		{Cands: []*fsm.Candidate{rule389}}, // not_started × done
-		{Cands: []*fsm.Candidate{rule392}}, // not_started × prompt_cancel
-		{Cands: []*fsm.Candidate{rule392}}, // not_started × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule392}}, // not_started × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule376}}, // not_started × cancel_wait
-		{Cands: []*fsm.Candidate{rule386}}, // not_started × connection_lost
-		{Cands: []*fsm.Candidate{rule386}}, // not_started × subscription_overflow
-		{Cands: []*fsm.Candidate{rule386}}, // not_started × send_failed
+		{Cands: []*fsm.Candidate{rule463}}, // not_started × prompt_request
+		{Cands: []*fsm.Candidate{rule463}}, // not_started × execution_start
+		{Cands: []*fsm.Candidate{rule457}}, // not_started × status_started
+		{Cands: []*fsm.Candidate{rule457}}, // not_started × start_failed
+		{Cands: []*fsm.Candidate{rule460}}, // not_started × delta
+		{Cands: []*fsm.Candidate{rule460}}, // not_started × thinking
+		{Cands: []*fsm.Candidate{rule460}}, // not_started × output_message
+		{Cands: []*fsm.Candidate{rule460}}, // not_started × tool_call
+		{Cands: []*fsm.Candidate{rule460}}, // not_started × usage
+		{Cands: []*fsm.Candidate{rule460}}, // not_started × error
+		{Cands: []*fsm.Candidate{rule460}}, // not_started × done
+		{Cands: []*fsm.Candidate{rule463}}, // not_started × prompt_cancel
+		{Cands: []*fsm.Candidate{rule463}}, // not_started × cancel_ack_applied
+		{Cands: []*fsm.Candidate{rule463}}, // not_started × cancel_ack_refused
+		{Cands: []*fsm.Candidate{rule444}}, // not_started × cancel_wait
+		{Cands: []*fsm.Candidate{rule444}}, // not_started × stall_wait
+		{Cands: []*fsm.Candidate{rule447}}, // not_started × answered
+		{Cands: []*fsm.Candidate{rule457}}, // not_started × connection_lost
+		{Cands: []*fsm.Candidate{rule457}}, // not_started × subscription_overflow
+		{Cands: []*fsm.Candidate{rule457}}, // not_started × send_failed
 	},
 })
 
@@ -1085,6 +1186,13 @@ type CoreHooks[A any] interface {
 	// GuardMatchesCancelDelivery reports whether the receipt echoes the delivery ID of a
 	// prompt_cancel sent for this Run; without that correlation it proves nothing.
 	GuardMatchesCancelDelivery(f *fsm.Firing[A]) bool
+	// GuardUnsettledCancel reports whether the receipt echoes the delivery ID of a prompt_cancel
+	// sent for this Run and reports applied false with runtime_error: the Runtime ended the native
+	// work without native settlement (its Harness was killed).
+	GuardUnsettledCancel(f *fsm.Firing[A]) bool
+	// GuardAwaitingAnswer reports whether a question of the Run (permission request, user choice
+	// or function call) is pending, waiting for Core's answer.
+	GuardAwaitingAnswer(f *fsm.Firing[A]) bool
 	// DoRecordOutput performs record_output: Core appends the frame to the Run's observed outcome
 	// in order.
 	DoRecordOutput(f *fsm.Firing[A]) error
@@ -1113,6 +1221,10 @@ type CoreHooks[A any] interface {
 	// DoSettleLate performs settle_late: Core records that a late cancellation receipt settled the
 	// Run, keeping the cancel_unconfirmed it recorded beside it.
 	DoSettleLate(f *fsm.Firing[A]) error
+	// DoCancelStalled performs cancel_stalled: Core records stalled as the cause and cancels the
+	// Turn through its machine, which sends prompt_cancel as a user cancellation does; the
+	// cancellation's receipt (or its absence) still owns the outcome.
+	DoCancelStalled(f *fsm.Firing[A]) error
 }
 
 // Core binds h as the guards and effects of a Core peer, by ID (nil for a nil h).
@@ -1121,8 +1233,8 @@ func Core[A any](h CoreHooks[A]) fsm.Binding[A] {
 		return nil
 	}
 	return &fsm.HookTable[A]{
-		Guards:  []func(*fsm.Firing[A]) bool{GuardMatchesCancelDelivery: h.GuardMatchesCancelDelivery},
-		Actions: []func(*fsm.Firing[A]) error{ActionRecordOutput: h.DoRecordOutput, ActionReplaceUsage: h.DoReplaceUsage, ActionRecordError: h.DoRecordError, ActionCloseStream: h.DoCloseStream, ActionApplyCancelReceipt: h.DoApplyCancelReceipt, ActionMarkEventStreamIncomplete: h.DoMarkEventStreamIncomplete, ActionMarkDeliveryUnknown: h.DoMarkDeliveryUnknown, ActionMarkCancelUnconfirmed: h.DoMarkCancelUnconfirmed, ActionSettleLate: h.DoSettleLate},
+		Guards:  []func(*fsm.Firing[A]) bool{GuardMatchesCancelDelivery: h.GuardMatchesCancelDelivery, GuardUnsettledCancel: h.GuardUnsettledCancel, GuardAwaitingAnswer: h.GuardAwaitingAnswer},
+		Actions: []func(*fsm.Firing[A]) error{ActionRecordOutput: h.DoRecordOutput, ActionReplaceUsage: h.DoReplaceUsage, ActionRecordError: h.DoRecordError, ActionCloseStream: h.DoCloseStream, ActionApplyCancelReceipt: h.DoApplyCancelReceipt, ActionMarkEventStreamIncomplete: h.DoMarkEventStreamIncomplete, ActionMarkDeliveryUnknown: h.DoMarkDeliveryUnknown, ActionMarkCancelUnconfirmed: h.DoMarkCancelUnconfirmed, ActionSettleLate: h.DoSettleLate, ActionCancelStalled: h.DoCancelStalled},
 	}
 }
 
@@ -1142,6 +1254,10 @@ type RuntimeHooks[A any] interface {
 	// GuardMatchesCancelDelivery reports whether the receipt echoes the delivery ID of a
 	// prompt_cancel sent for this Run; without that correlation it proves nothing.
 	GuardMatchesCancelDelivery(f *fsm.Firing[A]) bool
+	// GuardUnsettledCancel reports whether the receipt echoes the delivery ID of a prompt_cancel
+	// sent for this Run and reports applied false with runtime_error: the Runtime ended the native
+	// work without native settlement (its Harness was killed).
+	GuardUnsettledCancel(f *fsm.Firing[A]) bool
 	// DoStartNative performs start_native: the Runtime starts the native execution for this Run.
 	DoStartNative(f *fsm.Firing[A]) error
 	// DoCancelNative performs cancel_native: the Runtime cancels the native work; its receipt
@@ -1155,7 +1271,7 @@ func Runtime[A any](h RuntimeHooks[A]) fsm.Binding[A] {
 		return nil
 	}
 	return &fsm.HookTable[A]{
-		Guards:  []func(*fsm.Firing[A]) bool{GuardMatchesCancelDelivery: h.GuardMatchesCancelDelivery},
+		Guards:  []func(*fsm.Firing[A]) bool{GuardMatchesCancelDelivery: h.GuardMatchesCancelDelivery, GuardUnsettledCancel: h.GuardUnsettledCancel},
 		Actions: []func(*fsm.Firing[A]) error{ActionStartNative: h.DoStartNative, ActionCancelNative: h.DoCancelNative},
 	}
 }

@@ -77,6 +77,16 @@ func MatchesCancelDelivery(p wire.Payload, sent func(delivery string) bool) bool
 	return ok && ack.DeliveryID != "" && sent(ack.DeliveryID)
 }
 
+// UnsettledCancel (run): the receipt echoes a delivery ID of a
+// prompt_cancel sent for the Run and reports it not applied with
+// runtime_error, which a cancellation receipt uses when the native work
+// ended without settlement (the Harness was killed).
+func UnsettledCancel(p wire.Payload, sent func(delivery string) bool) bool {
+	ack, ok := p.(wire.InteractionDecisionAck)
+	return ok && MatchesCancelDelivery(p, sent) && ack.Applied != nil && !*ack.Applied &&
+		ack.ErrorCode == wire.InteractionCodeRuntimeError
+}
+
 // RetryableCode (input): the receipt refuses the input with not_ready or
 // busy.
 func RetryableCode(p wire.Payload) bool {

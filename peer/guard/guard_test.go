@@ -14,6 +14,7 @@ func TestPredicates(t *testing.T) {
 	status := wire.PreparationStatus{State: wire.PreparationRejected, Operation: wire.PreparationOpPrepare, ErrorCode: wire.PrepCodePreparationCapacity, Revision: 3}
 	prep := wire.ExecutionPrepare{SessionID: "ses"}
 	ack := wire.InteractionDecisionAck{DeliveryID: "d1", ErrorCode: guard.CodeNotReady}
+	sent := func(d string) bool { return d == "d1" }
 	dir := wire.WorkspaceReadResult{CloseAcknowledged: true, Directory: &wire.WorkspaceDirectory{}}
 	cases := []struct {
 		name string
@@ -32,6 +33,10 @@ func TestPredicates(t *testing.T) {
 		{"not a heartbeat", guard.ValidDeclaration(status), false},
 		{"cancel delivery sent", guard.MatchesCancelDelivery(ack, func(d string) bool { return d == "d1" }), true},
 		{"cancel delivery never sent", guard.MatchesCancelDelivery(wire.InteractionDecisionAck{}, func(string) bool { return true }), false},
+		{"killed cancellation", guard.UnsettledCancel(wire.InteractionDecisionAck{DeliveryID: "d1", Applied: &no, ErrorCode: wire.InteractionCodeRuntimeError}, sent), true},
+		{"killed, another delivery", guard.UnsettledCancel(wire.InteractionDecisionAck{DeliveryID: "d2", Applied: &no, ErrorCode: wire.InteractionCodeRuntimeError}, sent), false},
+		{"refused cancellation", guard.UnsettledCancel(wire.InteractionDecisionAck{DeliveryID: "d1", Applied: &no, ErrorCode: wire.InteractionCodeRunInactive}, sent), false},
+		{"applied cancellation", guard.UnsettledCancel(wire.InteractionDecisionAck{DeliveryID: "d1", Applied: &yes}, sent), false},
 		{"retryable", guard.RetryableCode(wire.PromptSteerAck{ErrorCode: guard.CodeBusy}), true},
 		{"not retryable", guard.RetryableCode(wire.PromptSteerAck{ErrorCode: "invalid_input"}), false},
 		{"unknown", guard.UnknownCode(wire.PromptSteerAck{ErrorCode: guard.CodeOutcomeUnknown}), true},

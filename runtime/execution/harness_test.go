@@ -39,6 +39,9 @@ type counting struct {
 	closed   chan string // one Executor ID-less note per close attempt
 	// hang makes every Turn wait for its cancellation.
 	hang bool
+	// killed makes a cancelled Turn report that only a kill ended it
+	// (harness.ErrCancelUnsettled).
+	killed bool
 	// emit is what every Turn sends before it settles.
 	emit []wire.Payload
 	// closeFailures makes the first N closes of each Executor fail.
@@ -94,6 +97,9 @@ func (e *countingExe) Run(ctx context.Context, turn harness.Turn, emit harness.E
 	done := wire.Done{Content: fmt.Sprintf("executor %d", e.n)}
 	if e.c.nativeSession != "" {
 		done.Metadata = &wire.DoneMetadata{AgentSessionID: e.c.nativeSession}
+	}
+	if e.c.killed && ctx.Err() != nil {
+		return done, fmt.Errorf("test: killed: %w", harness.ErrCancelUnsettled)
 	}
 	return done, nil
 }

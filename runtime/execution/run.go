@@ -20,7 +20,8 @@ type runState struct {
 	cancel         context.CancelFunc
 	cancelDelivery string // the delivery ID of the latest prompt_cancel (guards read it)
 	cancelled      bool
-	stopped        bool // the Runtime's own shutdown cancelled it; Core never asked (Session.Shutdown)
+	unsettled      string // why the native work ended only by a kill (harness.ErrCancelUnsettled): no settlement to confirm
+	stopped        bool   // the Runtime's own shutdown cancelled it; Core never asked (Session.Shutdown)
 	settled        bool
 	forgotten      bool       // the driver forgot the Run's instance (forget.go)
 	failure        string     // why a frame of the Run was refused (emit.go); published as an error before done
@@ -159,13 +160,17 @@ func (s *Session) startRun(runID, env string, turn harness.Turn, exe harness.Exe
 		if err == nil {
 			done, err = exe.Run(ctx, turn, emit)
 		}
-		if err != nil && !errors.Is(err, context.Canceled) {
+		unsettled := ""
+		if errors.Is(err, harness.ErrCancelUnsettled) {
+			unsettled = boundedError(err)
+		}
+		if err != nil && !errors.Is(err, context.Canceled) && unsettled == "" {
 			_ = emit(s.ctx, wire.ErrorFrame{Error: boundedError(err)})
 		}
 		retained := false
 		r.em.waitHeld(context.Background())
 		_ = s.post(func(d *peer.Driver) {
-			r.settled, r.outcome = true, &done
+			r.settled, r.outcome, r.unsettled = true, &done, unsettled
 			// decision: only a Run that settled normally leaves a healthy
 			// Executor, and only one taken over from an admission has a
 			// configuration (the prepared Session's) a later admission can
@@ -213,6 +218,10 @@ func (s *Session) publishDone(d *peer.Driver, r *runState) {
 	r.holding = false
 	if r.failure != "" {
 		send(d, r.id, wire.ErrorFrame{Error: r.failure})
+	} else if r.unsettled != "" && !r.cancelled {
+		// Killed with no cancellation asked (the adapter's own deadline
+		// interrupted the Turn): the Run failed, as any error of Run's.
+		send(d, r.id, wire.ErrorFrame{Error: r.unsettled})
 	}
 	if r.stopped && !r.cancelled {
 		// decision: a Turn the Runtime's own shutdown stopped did not end by
@@ -234,9 +243,31 @@ func (s *Session) publishDone(d *peer.Driver, r *runState) {
 	s.dropRun(r)
 }
 
+// ackCancel answers the Run's cancellation once its native work ended:
+// applied with the settled outcome, or, when the Harness had to be killed,
+// not applied, with the adapter's account of it as the error text. A kill
+// is not native settlement (daemon-protocol.txt:147).
+//
+// decision: the unapplied receipt carries runtime_error, the closed list's
+// code for a native call that failed (wire.InteractionAckCodes); Core
+// reads it on a cancellation as settlement it cannot confirm and records
+// cancel_unconfirmed (spec/run.yaml, unsettled_cancel), never cancelled.
 func (s *Session) ackCancel(d *peer.Driver, r *runState) {
+	if r.unsettled != "" {
+		applied := false
+		send(d, r.id, wire.InteractionDecisionAck{DeliveryID: r.cancelDelivery, Applied: &applied,
+			ErrorCode: wire.InteractionCodeRuntimeError, Error: r.unsettled})
+		return
+	}
 	applied := true
 	send(d, r.id, wire.InteractionDecisionAck{DeliveryID: r.cancelDelivery, Applied: &applied, Outcome: r.outcome})
+}
+
+// GuardUnsettledCancel: the receipt sent for this Run's cancellation says
+// its native work ended without settlement (ackCancel).
+func (h runHooks) GuardUnsettledCancel(f *fsm.Firing[*peer.Event]) bool {
+	r := h.s.runs[f.Arg.Key.ID]
+	return r != nil && guard.UnsettledCancel(f.Arg.Payload(), func(d string) bool { return d == r.cancelDelivery })
 }
 
 // DoCancelNative cancels the native work; the receipt follows its

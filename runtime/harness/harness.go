@@ -106,6 +106,13 @@ type Turn struct {
 	Notify Notify
 }
 
+// ErrCancelUnsettled is what Executor.Run returns (wrapped, with the
+// partial Done) when a cancelled Turn ended only because its process was
+// killed: the native work never confirmed it stopped, and a kill does not
+// prove cancellation (daemon-protocol.txt:147), so the daemon answers the
+// cancellation with an unapplied receipt.
+var ErrCancelUnsettled = errors.New("harness: the cancelled Turn was killed, not settled natively")
+
 // ErrUnsupportedOperation is what an adapter returns for an operation it
 // does not implement. Returned for an operation its declaration supports,
 // it is a contract violation (see Snapshot.Check), distinct from

@@ -4,18 +4,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/wire"
 )
 
 // errCancelUnconfirmed: the CLI never reported the interrupted result.
-var errCancelUnconfirmed = errors.New("claude adapter: Claude Code did not confirm the interruption (no aborted result); the CLI was killed")
+var errCancelUnconfirmed = fmt.Errorf("claude adapter: Claude Code did not confirm the interruption (no aborted result); the CLI was killed: %w", harness.ErrCancelUnsettled)
 
 // The events of a Turn, as the CLI writes them (only what the adapter reads).
 type (
@@ -172,7 +172,7 @@ func (l *turnLoop) run(ctx context.Context) (wire.Done, error) {
 				deadline = time.After(e.cfg.InterruptWait)
 				continue
 			case <-deadline:
-				e.proc.Kill()
+				e.proc.Terminate(peer.SystemClock(), e.cfg.CloseGrace, e.log.With("run_id", l.turn.RunID))
 				return wire.Done{}, errCancelUnconfirmed
 			}
 		}

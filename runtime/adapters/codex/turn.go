@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/wire"
 )
@@ -125,7 +126,7 @@ func (s *steer) unconsumed() {
 }
 
 // errCancelUnconfirmed: Codex never confirmed the interruption.
-var errCancelUnconfirmed = errors.New("codex adapter: Codex did not confirm the interruption (turn/completed interrupted); the app-server was killed")
+var errCancelUnconfirmed = fmt.Errorf("codex adapter: Codex did not confirm the interruption (turn/completed interrupted); the app-server was killed: %w", harness.ErrCancelUnsettled)
 
 // Run executes one turn: turn/start with the ordered input, then the
 // turn's notifications until turn/completed.
@@ -307,10 +308,11 @@ func (l *turnLoop) run() (wire.Done, error) {
 			l.interrupt()
 		case <-intC:
 			// decision: an interruption Codex never confirms is not a
-			// settled cancellation; the app-server is killed (its group,
-			// with every command it ran) and the Run ends with an error
-			// rather than claiming a confirmed stop (daemon-protocol.txt:146).
-			e.proc.Kill()
+			// settled cancellation; the app-server's group (with every
+			// command it ran) gets SIGTERM, then SIGKILL after the close
+			// grace, and the Run ends unsettled rather than claiming a
+			// confirmed stop (daemon-protocol.txt:146-147).
+			e.proc.Terminate(peer.SystemClock(), e.cfg.CloseGrace, e.log.With("run_id", l.turn.RunID))
 			return l.done(), errCancelUnconfirmed
 		}
 	}

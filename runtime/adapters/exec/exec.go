@@ -23,6 +23,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/wire"
 )
@@ -51,9 +52,14 @@ type Config struct {
 	// CapabilityFile is the declaration file; "" means Command +
 	// ".capabilities.json", next to the command.
 	CapabilityFile string
-	// Grace is how long a process may take to exit after SIGTERM (on
-	// cancellation, a hang or garbage) before it is killed.
+	// Grace is each step of ending a process: after done or a
+	// cancellation it gets Grace to exit once its input is closed, then
+	// SIGTERM and another Grace before SIGKILL; a Turn the adapter fails
+	// (a hang, garbage) gets SIGTERM at once. 5 s by default.
 	Grace time.Duration
+	// Clock times those graces (peer.SystemClock when nil); tests inject
+	// a manual one.
+	Clock peer.Clock
 	// IdleTimeout fails a Turn whose process writes nothing for this long
 	// while no question of it waits for Core's answer.
 	IdleTimeout time.Duration
@@ -87,6 +93,9 @@ func New(cfg Config) (*Adapter, error) {
 	}
 	if cfg.Grace <= 0 {
 		cfg.Grace = DefaultGrace
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = peer.SystemClock()
 	}
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = DefaultIdleTimeout

@@ -184,23 +184,6 @@ func TestAgentFailuresFailOnlyTheTurn(t *testing.T) {
 	}
 }
 
-func TestCancelKillsTheAgent(t *testing.T) {
-	// The agent ignores SIGTERM, so only the kill after the grace ends it.
-	a, err := exec.New(exec.Config{Kind: "k", Command: script(t, `trap '' TERM; read l; echo '{"type":"delta","payload":{"delta":"part"}}'; while :; do sleep 1; done`), Grace: 100 * time.Millisecond})
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	tr := startTurn(t, ctx, a, "hi")
-	assert.Equal(t, wire.Delta{Delta: "part", Sequence: 1}, tr.next(t))
-	cancel()
-	select {
-	case d := <-tr.res:
-		assert.Equal(t, "part", d.Content)
-	case <-time.After(20 * time.Second):
-		t.Fatal("cancel did not end the Turn")
-	}
-	assert.Empty(t, tr.events, "a settled cancellation is not a failure")
-}
-
 func TestCapabilityFileIsValidatedWhole(t *testing.T) {
 	dir := t.TempDir()
 	caps, err := os.ReadFile(capFile)

@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	osexec "os/exec"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/wire"
 
@@ -88,7 +90,14 @@ func (e *executor) Run(ctx context.Context, turn harness.Turn, emit harness.Emit
 		for range lines { // the agent must never block on a full stdout
 		}
 	}()
-	werr := p.finish(e.cfg.Grace, fail == nil && ctx.Err() == nil)
+	mode := stopDone
+	switch {
+	case fail != nil:
+		mode = stopFailed
+	case ctx.Err() != nil:
+		mode = stopCancelled
+	}
+	werr, killed := p.finish(e.cfg.Clock, e.cfg.Grace, mode, e.cfg.Logger.With("kind", e.cfg.Kind, "run_id", turn.RunID))
 	// A descendant that left the process group may still hold stdout.
 	_ = stdout.Close()
 	<-drained
@@ -97,6 +106,12 @@ func (e *executor) Run(ctx context.Context, turn harness.Turn, emit harness.Emit
 	}
 	if fail != nil {
 		_ = emit(context.WithoutCancel(ctx), wire.NewEngineError(boundText(fail.msg), fail.code, 0))
+	}
+	if mode == stopCancelled && killed {
+		// decision: SIGKILL cannot be handled, so the agent settled
+		// nothing itself; a kill is not native settlement
+		// (daemon-protocol.txt:147) and the receipt must not say applied.
+		return done, fmt.Errorf("exec: the agent ignored the end of its input and SIGTERM and was killed: %w", harness.ErrCancelUnsettled)
 	}
 	return done, nil
 }
@@ -135,34 +150,66 @@ func (e *executor) start(runID string) (*process, *os.File, *bounded.Buffer, err
 	return &process{runID: runID, cmd: cmd, stdin: inW, open: map[string]string{}}, outR, stderr, nil
 }
 
-// finish ends the process: stdin is closed; a polite finish (after done)
-// gives it grace to exit on its own before SIGTERM, and SIGKILL follows
-// another grace. It returns Wait's result. Signals go to the process group.
-func (p *process) finish(grace time.Duration, polite bool) error {
+// stopMode is why a Turn's process is being ended.
+type stopMode int
+
+const (
+	stopDone      stopMode = iota // the agent wrote done: it may exit on its own
+	stopCancelled                 // the Turn was cancelled: the agent's own interrupt first
+	stopFailed                    // the adapter failed the Turn: terminate at once
+)
+
+// finish ends the process and returns Wait's result, and whether it took
+// SIGKILL. Closing stdin is the agent's own interrupt (docs/exec-adapter.md:
+// the end of stdin means the Turn is over). After done or a cancellation
+// the agent gets a grace to exit on its own, then SIGTERM, then after
+// another grace SIGKILL; a Turn the adapter failed gets SIGTERM at once.
+// Signals go to the process group, so the agent's children end with it. A
+// cancellation logs every step with the Run ID.
+func (p *process) finish(clock peer.Clock, grace time.Duration, mode stopMode, log *slog.Logger) (error, bool) {
 	p.wmu.Lock()
 	_ = p.stdin.Close()
 	p.wmu.Unlock()
 	exited := make(chan error, 1)
 	go func() { exited <- p.cmd.Wait() }()
 	pid := p.cmd.Process.Pid
+	cancelled := mode == stopCancelled
 	signals := []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL}
-	if !polite {
+	if mode == stopFailed {
 		_ = syscall.Kill(-pid, syscall.SIGTERM)
 		signals = signals[1:]
 	}
-	t := time.NewTimer(grace)
+	// Each grace is armed before its step is logged, so that whoever
+	// reads the log and moves the clock moves this grace too.
+	t := clock.NewTimer(grace)
 	defer t.Stop()
+	if cancelled {
+		log.Info("exec: cancelling the Turn: the agent's own interrupt (its input closed)", "pgid", pid, "grace", grace.String())
+	}
 	for {
 		select {
 		case err := <-exited:
-			return err
-		case <-t.C:
-			_ = syscall.Kill(-pid, signals[0])
-			if len(signals) == 1 {
-				return <-exited
+			if cancelled {
+				log.Info("exec: the cancelled agent exited", "pgid", pid, "exit", exitText(err))
 			}
+			return err, false
+		case <-t.C():
+			sig := signals[0]
 			signals = signals[1:]
-			t.Reset(grace)
+			if len(signals) > 0 {
+				t.Reset(grace)
+			}
+			if cancelled {
+				log.Warn("exec: cancelling the Turn: signalling the agent's process group", "pgid", pid, "signal", sig.String())
+			}
+			_ = syscall.Kill(-pid, sig)
+			if len(signals) == 0 {
+				err := <-exited
+				if cancelled {
+					log.Warn("exec: the cancelled agent was killed", "pgid", pid, "exit", exitText(err))
+				}
+				return err, true
+			}
 		}
 	}
 }

@@ -8,12 +8,14 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	osexec "os/exec"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/agentwire/agentwire/peer"
 	"github.com/agentwire/agentwire/runtime/internal/bounded"
 )
 
@@ -139,6 +141,33 @@ func (p *Process) Stop(ctx context.Context, grace time.Duration) error {
 			t.Reset(grace)
 		}
 	}
+}
+
+// Terminate ends the process group of a Harness whose own interrupt was
+// not confirmed: SIGTERM to the group, then, unless the leader exits within
+// grace, SIGKILL. Each step is logged through log, which carries the Run
+// ID. It returns once the leader exited. The caller reports the
+// cancellation unsettled either way: an exit on a signal does not prove it
+// (daemon-protocol.txt:147).
+func (p *Process) Terminate(clock peer.Clock, grace time.Duration, log *slog.Logger) {
+	pid := p.cmd.Process.Pid
+	// The grace is armed before the step is logged, so whoever reads the
+	// log and moves the clock moves the grace too.
+	t := clock.NewTimer(grace)
+	defer t.Stop()
+	log.Warn("cancelling the Turn: signalling the Harness's process group", "pgid", pid, "signal", syscall.SIGTERM.String(), "grace", grace.String())
+	_ = syscall.Kill(-pid, syscall.SIGTERM)
+	select {
+	case <-p.exited:
+		log.Info("the cancelled Harness exited", "pgid", pid, "exit", p.ExitText())
+		_ = syscall.Kill(-pid, syscall.SIGKILL) // what it left in its group
+		return
+	case <-t.C():
+	}
+	log.Warn("cancelling the Turn: signalling the Harness's process group", "pgid", pid, "signal", syscall.SIGKILL.String())
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	<-p.exited
+	log.Warn("the cancelled Harness was killed", "pgid", pid, "exit", p.ExitText())
 }
 
 // Kill kills the group at once (a connection that can no longer be used).
