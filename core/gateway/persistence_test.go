@@ -47,10 +47,16 @@ func follow(t *testing.T, sub *api.Subscription) []string {
 // followed the receipt Core could not record), the connection closes with
 // 1011, and once the store works again the failure is written and the
 // next Turn runs on the device.
-func TestStoreFailureFailsTheTurnAndSendsNothingUnstored(t *testing.T) {
+// newFailingEnv is a gateway on a store that fails on command, its
+// Journal the API's (whose view of unwritten failures the tests read).
+func newFailingEnv(t *testing.T) (*storetest.Failing, *api.Journal, *env) {
 	st := storetest.NewFailing(memory.New())
 	j := &api.Journal{Store: st}
-	e := newEnvStore(t, true, st, func(c *gateway.Config) { c.Journal = j })
+	return st, j, newEnvStore(t, true, st, func(c *gateway.Config) { c.Journal = j })
+}
+
+func TestStoreFailureFailsTheTurnAndSendsNothingUnstored(t *testing.T) {
+	st, j, e := newFailingEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 
@@ -138,9 +144,7 @@ func TestStoreFailureFailsTheTurnAndSendsNothingUnstored(t *testing.T) {
 // event) fails it the same way, and the Turn's other connection-loss
 // record (event_stream_incomplete) is never written over it.
 func TestStoreFailureOfAMoveFailsTheTurn(t *testing.T) {
-	st := storetest.NewFailing(memory.New())
-	j := &api.Journal{Store: st}
-	e := newEnvStore(t, true, st, func(c *gateway.Config) { c.Journal = j })
+	st, j, e := newFailingEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 
