@@ -20,7 +20,6 @@ package run
 
 import (
 	"github.com/agentwire/agentwire/fsm"
-	"strconv"
 	"time"
 )
 
@@ -79,69 +78,19 @@ const (
 )
 
 // String returns the spec name, or State(n) for a value outside the enum.
-func (v State) String() string {
-	if v.Valid() {
-		return Table.States[v-1].Name
-	}
-	return "State(" + strconv.Itoa(int(v)) + ")"
-}
+func (v State) String() string { return Table.DeclName(fsm.DeclState, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v State) Valid() bool {
-	return v >= 1 && v <= StateNotStarted
-}
+func (v State) Valid() bool { return v >= 1 && v <= StateNotStarted }
 
 // ParseState returns the state with the given spec name.
-func ParseState(name string) (State, error) {
-	switch name {
-	case "idle":
-		return StateIdle, nil
-	case "requested":
-		return StateRequested, nil
-	case "streaming":
-		return StateStreaming, nil
-	case "errored":
-		return StateErrored, nil
-	case "cancelling":
-		return StateCancelling, nil
-	case "cancel_drained":
-		return StateCancelDrained, nil
-	case "cancel_overdue":
-		return StateCancelOverdue, nil
-	case "completed":
-		return StateCompleted, nil
-	case "failed":
-		return StateFailed, nil
-	case "cancelled":
-		return StateCancelled, nil
-	case "cancel_refused":
-		return StateCancelRefused, nil
-	case "cancel_unconfirmed":
-		return StateCancelUnconfirmed, nil
-	case "incomplete":
-		return StateIncomplete, nil
-	case "not_started":
-		return StateNotStarted, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "state name",
-	}
-}
+func ParseState(name string) (State, error) { return fsm.As[State](Table.Parse(fsm.DeclState, name)) }
 
 // Outcome classifies a terminal state; it is fsm.OutcomeNone for the others.
-func (v State) Outcome() fsm.Outcome {
-	if !v.Valid() {
-		return fsm.OutcomeNone
-	}
-	return Table.States[v-1].Outcome
-}
+func (v State) Outcome() fsm.Outcome { return Table.StateOf(fsm.StateID(v)).Outcome }
 
 // Terminal reports whether the lifecycle has settled in v.
-func (v State) Terminal() bool {
-	return v.Outcome() != fsm.OutcomeNone
-}
+func (v State) Terminal() bool { return v.Outcome() != fsm.OutcomeNone }
 
 // Event is an input of the run machine (a wire message, a timer expiry or a local happening); its
 // values are the fsm.EventID of Table.
@@ -204,106 +153,30 @@ const (
 )
 
 // String returns the spec name, or Event(n) for a value outside the enum.
-func (v Event) String() string {
-	if v.Valid() {
-		return Table.Events[v-1].Name
-	}
-	return "Event(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Event) String() string { return Table.DeclName(fsm.DeclEvent, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Event) Valid() bool {
-	return v >= 1 && v <= EventSendFailed
-}
+func (v Event) Valid() bool { return v >= 1 && v <= EventSendFailed }
 
 // ParseEvent returns the event with the given spec name.
-func ParseEvent(name string) (Event, error) {
-	switch name {
-	case "prompt_request":
-		return EventPromptRequest, nil
-	case "execution_start":
-		return EventExecutionStart, nil
-	case "status_started":
-		return EventStatusStarted, nil
-	case "start_failed":
-		return EventStartFailed, nil
-	case "delta":
-		return EventDelta, nil
-	case "thinking":
-		return EventThinking, nil
-	case "output_message":
-		return EventOutputMessage, nil
-	case "tool_call":
-		return EventToolCall, nil
-	case "usage":
-		return EventUsage, nil
-	case "error":
-		return EventError, nil
-	case "done":
-		return EventDone, nil
-	case "prompt_cancel":
-		return EventPromptCancel, nil
-	case "cancel_ack_applied":
-		return EventCancelAckApplied, nil
-	case "cancel_ack_refused":
-		return EventCancelAckRefused, nil
-	case "cancel_wait":
-		return EventCancelWait, nil
-	case "connection_lost":
-		return EventConnectionLost, nil
-	case "subscription_overflow":
-		return EventSubscriptionOverflow, nil
-	case "send_failed":
-		return EventSendFailed, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "event name",
-	}
-}
+func ParseEvent(name string) (Event, error) { return fsm.As[Event](Table.Parse(fsm.DeclEvent, name)) }
 
 // Kind says whether v is a wire message, a timer expiry or a local event.
-func (v Event) Kind() fsm.EventKind {
-	if !v.Valid() {
-		return 0
-	}
-	return Table.Events[v-1].Kind
-}
+func (v Event) Kind() fsm.EventKind { return Table.EventOf(fsm.EventID(v)).Kind }
 
 // Role is the sender of a message event, the owner of a timer or the observer of a local event.
-func (v Event) Role() fsm.Role {
-	if !v.Valid() {
-		return 0
-	}
-	return Table.Events[v-1].Role
-}
+func (v Event) Role() fsm.Role { return Table.EventOf(fsm.EventID(v)).Role }
 
 // Message is the wire type of a message event, or 0. Several events may share one wire type (a
 // status frame with different states).
-func (v Event) Message() Message {
-	if !v.Valid() {
-		return 0
-	}
-	return Message(Table.Events[v-1].Message)
-}
+func (v Event) Message() Message { return Message(Table.EventOf(fsm.EventID(v)).Message) }
 
 // FailedSend is the local event a sender fires instead of v when its write of v failed (the frame
 // is possibly delivered), or 0 for events that are not messages.
-func (v Event) FailedSend() Event {
-	if !v.Valid() {
-		return 0
-	}
-	return Event(Table.Events[v-1].FailedSend)
-}
+func (v Event) FailedSend() Event { return Event(Table.EventOf(fsm.EventID(v)).FailedSend) }
 
 // Timer is the timer whose expiry v is, or 0.
-func (v Event) Timer() Timer {
-	if !v.Valid() {
-		return 0
-	}
-	return Timer(Table.Events[v-1].Timer)
-}
+func (v Event) Timer() Timer { return Timer(Table.EventOf(fsm.EventID(v)).Timer) }
 
 // Timer is a named timer; its values are the fsm.TimerID of Table. Arming and disarming are
 // effects; expiry is the event of the same name.
@@ -315,46 +188,19 @@ const (
 )
 
 // String returns the spec name, or Timer(n) for a value outside the enum.
-func (v Timer) String() string {
-	if v.Valid() {
-		return Table.Timers[v-1].Name
-	}
-	return "Timer(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Timer) String() string { return Table.DeclName(fsm.DeclTimer, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Timer) Valid() bool {
-	return v >= 1 && v <= TimerCancelWait
-}
+func (v Timer) Valid() bool { return v >= 1 && v <= TimerCancelWait }
 
 // ParseTimer returns the timer with the given spec name.
-func ParseTimer(name string) (Timer, error) {
-	switch name {
-	case "cancel_wait":
-		return TimerCancelWait, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "timer name",
-	}
-}
+func ParseTimer(name string) (Timer, error) { return fsm.As[Timer](Table.Parse(fsm.DeclTimer, name)) }
 
 // Duration is how long the timer runs once armed.
-func (v Timer) Duration() time.Duration {
-	if !v.Valid() {
-		return 0
-	}
-	return Table.Timers[v-1].Duration
-}
+func (v Timer) Duration() time.Duration { return Table.TimerOf(fsm.TimerID(v)).Duration }
 
 // Event is the event to fire when the timer expires.
-func (v Timer) Event() Event {
-	if !v.Valid() {
-		return 0
-	}
-	return Event(Table.Timers[v-1].Event)
-}
+func (v Timer) Event() Event { return Event(Table.TimerOf(fsm.TimerID(v)).Event) }
 
 // Guard is a predicate a peer evaluates through its hooks; its values are the fsm.GuardID of
 // Table.
@@ -367,43 +213,22 @@ const (
 )
 
 // String returns the spec name, or Guard(n) for a value outside the enum.
-func (v Guard) String() string {
-	if v.Valid() {
-		return Table.Guards[v-1]
-	}
-	return "Guard(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Guard) String() string { return Table.DeclName(fsm.DeclGuard, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Guard) Valid() bool {
-	return v >= 1 && v <= GuardMatchesCancelDelivery
-}
+func (v Guard) Valid() bool { return v >= 1 && v <= GuardMatchesCancelDelivery }
 
 // ParseGuard returns the guard with the given spec name.
-func ParseGuard(name string) (Guard, error) {
-	switch name {
-	case "matches_cancel_delivery":
-		return GuardMatchesCancelDelivery, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "guard name",
-	}
-}
+func ParseGuard(name string) (Guard, error) { return fsm.As[Guard](Table.Parse(fsm.DeclGuard, name)) }
 
 // GuardSet is the set of guards that hold, for Transition; it has the layout of fsm.GuardSet.
 type GuardSet fsm.GuardSet
 
 // With returns s with g added.
-func (s GuardSet) With(g Guard) GuardSet {
-	return GuardSet(fsm.GuardSet(s).With(fsm.GuardID(g)))
-}
+func (s GuardSet) With(g Guard) GuardSet { return GuardSet(fsm.GuardSet(s).With(fsm.GuardID(g))) }
 
 // Has reports whether g is in s.
-func (s GuardSet) Has(g Guard) bool {
-	return fsm.GuardSet(s).Has(fsm.GuardID(g))
-}
+func (s GuardSet) Has(g Guard) bool { return fsm.GuardSet(s).Has(fsm.GuardID(g)) }
 
 // Action is a local effect a peer performs through its hooks; its values are the fsm.ActionID of
 // Table.
@@ -444,49 +269,14 @@ const (
 )
 
 // String returns the spec name, or Action(n) for a value outside the enum.
-func (v Action) String() string {
-	if v.Valid() {
-		return Table.Actions[v-1]
-	}
-	return "Action(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Action) String() string { return Table.DeclName(fsm.DeclAction, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Action) Valid() bool {
-	return v >= 1 && v <= ActionSettleLate
-}
+func (v Action) Valid() bool { return v >= 1 && v <= ActionSettleLate }
 
 // ParseAction returns the action with the given spec name.
 func ParseAction(name string) (Action, error) {
-	switch name {
-	case "start_native":
-		return ActionStartNative, nil
-	case "record_output":
-		return ActionRecordOutput, nil
-	case "replace_usage":
-		return ActionReplaceUsage, nil
-	case "record_error":
-		return ActionRecordError, nil
-	case "close_stream":
-		return ActionCloseStream, nil
-	case "cancel_native":
-		return ActionCancelNative, nil
-	case "apply_cancel_receipt":
-		return ActionApplyCancelReceipt, nil
-	case "mark_event_stream_incomplete":
-		return ActionMarkEventStreamIncomplete, nil
-	case "mark_delivery_unknown":
-		return ActionMarkDeliveryUnknown, nil
-	case "mark_cancel_unconfirmed":
-		return ActionMarkCancelUnconfirmed, nil
-	case "settle_late":
-		return ActionSettleLate, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "action name",
-	}
+	return fsm.As[Action](Table.Parse(fsm.DeclAction, name))
 }
 
 // Message is a wire type the machine sends or observes; its values are the fsm.MessageID of Table.
@@ -520,184 +310,20 @@ const (
 )
 
 // String returns the spec name, or Message(n) for a value outside the enum.
-func (v Message) String() string {
-	if v.Valid() {
-		return Table.Messages[v-1]
-	}
-	return "Message(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Message) String() string { return Table.DeclName(fsm.DeclMessage, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Message) Valid() bool {
-	return v >= 1 && v <= MessageUsage
-}
+func (v Message) Valid() bool { return v >= 1 && v <= MessageUsage }
 
 // ParseMessage returns the message with the given spec name.
 func ParseMessage(name string) (Message, error) {
-	switch name {
-	case "delta":
-		return MessageDelta, nil
-	case "done":
-		return MessageDone, nil
-	case "error":
-		return MessageError, nil
-	case "execution_start":
-		return MessageExecutionStart, nil
-	case "interaction_decision_ack":
-		return MessageInteractionDecisionAck, nil
-	case "output_message":
-		return MessageOutputMessage, nil
-	case "preparation_status":
-		return MessagePreparationStatus, nil
-	case "prompt_cancel":
-		return MessagePromptCancel, nil
-	case "prompt_request":
-		return MessagePromptRequest, nil
-	case "thinking":
-		return MessageThinking, nil
-	case "tool_call":
-		return MessageToolCall, nil
-	case "usage":
-		return MessageUsage, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "message name",
-	}
+	return fsm.As[Message](Table.Parse(fsm.DeclMessage, name))
 }
 
-// The candidates of Table, one per rule of spec/run.yaml and shared by every cell the rule covers
-// (a rule that lists its own target among its sources is two: a move from the others and an
-// internal transition in the target).
-var (
-	rule183 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRequested), Line: 183, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionStartNative)},
-	}}
-	rule187 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRequested), Line: 187, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkDeliveryUnknown)},
-	}}
-	rule195 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "nothing was sent for this Run ID", Line: 195}
-	rule198 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no start was sent for this Run ID", Line: 198}
-	rule203 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStreaming), Line: 203}
-	rule206 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateNotStarted), Line: 206, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordError)},
-	}}
-	rule210Moved = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStreaming), Line: 210, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutput)},
-	}}
-	rule210Stayed = &fsm.Candidate{Disp: fsm.Stayed, Line: 210, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutput)},
-	}}
-	rule214Moved = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStreaming), Line: 214, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReplaceUsage)},
-	}}
-	rule214Stayed = &fsm.Candidate{Disp: fsm.Stayed, Line: 214, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReplaceUsage)},
-	}}
-	rule218Moved = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateErrored), Line: 218, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordError)},
-	}}
-	rule218Stayed = &fsm.Candidate{Disp: fsm.Stayed, Line: 218, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordError)},
-	}}
-	rule222 = &fsm.Candidate{Disp: fsm.Stayed, Line: 222, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutput)},
-	}}
-	rule227 = &fsm.Candidate{Disp: fsm.Stayed, Line: 227, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReplaceUsage)},
-	}}
-	rule231 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCompleted), Line: 231, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionCloseStream)},
-	}}
-	rule235 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 235, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionCloseStream)},
-	}}
-	rule239 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelling), Line: 239, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerCancelWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionCancelNative)},
-	}}
-	rule245 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateIncomplete), Line: 245, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkEventStreamIncomplete)},
-	}}
-	rule251 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "output raced the status and already proved the transfer", Line: 251}
-	rule254 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "output was observed for this Run, so its start did not fail", Line: 254}
-	rule257 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "run_conflict: this Run ID was already started", Line: 257}
-	rule260 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no prompt_cancel was sent for this Run", Line: 260}
-	rule263 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the cancellation deadline only runs after prompt_cancel", Line: 263}
-	rule268 = &fsm.Candidate{Disp: fsm.Stayed, Line: 268, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutput)},
-	}}
-	rule272 = &fsm.Candidate{Disp: fsm.Stayed, Line: 272, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReplaceUsage)},
-	}}
-	rule276 = &fsm.Candidate{Disp: fsm.Stayed, Line: 276, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordError)},
-	}}
-	rule280 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelDrained), Line: 280, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionCloseStream)},
-	}}
-	rule284 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelDrained), Line: 284, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkEventStreamIncomplete)},
-	}}
-	rule290 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the transfer raced the cancellation; the receipt still decides", Line: 290}
-	rule293 = &fsm.Candidate{Disp: fsm.Stayed, Line: 293, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionCancelNative)},
-	}}
-	rule298 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "a repeated cancellation whose write failed changes nothing; the first one's receipt and deadline still decide", Line: 298}
-	rule301 = &fsm.Candidate{Guard: fsm.GuardID(GuardMatchesCancelDelivery), Disp: fsm.Moved, To: fsm.StateID(StateCancelled), Line: 301, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerCancelWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionApplyCancelReceipt)},
-	}}
-	rule306 = &fsm.Candidate{Guard: fsm.GuardID(GuardMatchesCancelDelivery), Disp: fsm.Moved, To: fsm.StateID(StateCancelRefused), Line: 306, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerCancelWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionApplyCancelReceipt)},
-	}}
-	rule311 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "a receipt without this Run's cancellation delivery ID establishes nothing", Line: 311}
-	rule314 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelOverdue), Line: 314, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkCancelUnconfirmed)},
-	}}
-	rule320 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelUnconfirmed), Line: 320, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerCancelWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkCancelUnconfirmed)},
-	}}
-	rule327 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the stream is already closed", Line: 327}
-	rule330 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the observed stream is already closed", Line: 330}
-	rule333 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the stream is closed; only the cancellation receipt settles the Run now", Line: 333}
-	rule338 = &fsm.Candidate{Guard: fsm.GuardID(GuardMatchesCancelDelivery), Disp: fsm.Moved, To: fsm.StateID(StateCancelled), Line: 338, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleLate)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionApplyCancelReceipt)},
-	}}
-	rule343 = &fsm.Candidate{Guard: fsm.GuardID(GuardMatchesCancelDelivery), Disp: fsm.Moved, To: fsm.StateID(StateCancelRefused), Line: 343, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleLate)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionApplyCancelReceipt)},
-	}}
-	rule348 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "a receipt without this Run's cancellation delivery ID establishes nothing", Line: 348}
-	rule351 = &fsm.Candidate{Disp: fsm.Stayed, Line: 351, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutput)},
-	}}
-	rule356 = &fsm.Candidate{Disp: fsm.Stayed, Line: 356, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReplaceUsage)},
-	}}
-	rule360 = &fsm.Candidate{Disp: fsm.Stayed, Line: 360, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordError)},
-	}}
-	rule364 = &fsm.Candidate{Disp: fsm.Stayed, Line: 364, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionCloseStream)},
-	}}
-	rule368 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelUnconfirmed), Line: 368}
-	rule371 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "only the cancellation receipt or a lost connection settles the Run now", Line: 371}
-	rule376 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no cancellation deadline is running", Line: 376}
-	rule379 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the cancellation receipt, or the lost connection that made it impossible, owns the outcome; trailing frames change nothing", Line: 379}
-	rule382 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the outcome stays unknown; late frames are not applied", Line: 382}
-	rule386 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the Run was settled before this happened", Line: 386}
-	rule389 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "done (or the start failure) already closed the stream", Line: 389}
-	rule392 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "run_inactive: the Run is settled", Line: 392}
-)
-
-// Table is the run machine as the engine runs it, sealed: every (state, event) cell lists its
-// candidates in the order they are tried, the unguarded fallback last. It is exactly what
-// spec.Machine.Table builds from spec/run.yaml. Treat it as read-only.
+// Table is the run machine as the engine runs it: the declarations and the rules of spec/run.yaml,
+// one line per rule named by its stable ID, which fsm.MustSeal expands at start-up into exactly
+// the cells spec.Machine.Table builds (every (state, event) cell lists its candidates in the order
+// they are tried, the unguarded fallback last). Treat it as read-only.
 var Table = fsm.MustSeal(&fsm.Table{
 	Name:   Name,
 	Source: "spec/run.yaml",
@@ -744,273 +370,58 @@ var Table = fsm.MustSeal(&fsm.Table{
 		{Name: "cancel_wait", Duration: 15 * time.Second, Event: fsm.EventID(EventCancelWait)},
 	},
 	Initial: fsm.StateID(StateIdle),
-	Cells: []fsm.Cell{
-		// idle
-		{Cands: []*fsm.Candidate{rule183}}, // idle × prompt_request
-		{Cands: []*fsm.Candidate{rule183}}, // idle × execution_start
-		{Cands: []*fsm.Candidate{rule198}}, // idle × status_started
-		{Cands: []*fsm.Candidate{rule198}}, // idle × start_failed
-		{Cands: []*fsm.Candidate{rule198}}, // idle × delta
-		{Cands: []*fsm.Candidate{rule198}}, // idle × thinking
-		{Cands: []*fsm.Candidate{rule198}}, // idle × output_message
-		{Cands: []*fsm.Candidate{rule198}}, // idle × tool_call
-		{Cands: []*fsm.Candidate{rule198}}, // idle × usage
-		{Cands: []*fsm.Candidate{rule198}}, // idle × error
-		{Cands: []*fsm.Candidate{rule198}}, // idle × done
-		{Cands: []*fsm.Candidate{rule198}}, // idle × prompt_cancel
-		{Cands: []*fsm.Candidate{rule198}}, // idle × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule198}}, // idle × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule195}}, // idle × cancel_wait
-		{Cands: []*fsm.Candidate{rule195}}, // idle × connection_lost
-		{Cands: []*fsm.Candidate{rule195}}, // idle × subscription_overflow
-		{Cands: []*fsm.Candidate{rule187}}, // idle × send_failed
-		// requested
-		{Cands: []*fsm.Candidate{rule257}},      // requested × prompt_request
-		{Cands: []*fsm.Candidate{rule257}},      // requested × execution_start
-		{Cands: []*fsm.Candidate{rule203}},      // requested × status_started
-		{Cands: []*fsm.Candidate{rule206}},      // requested × start_failed
-		{Cands: []*fsm.Candidate{rule210Moved}}, // requested × delta
-		{Cands: []*fsm.Candidate{rule210Moved}}, // requested × thinking
-		{Cands: []*fsm.Candidate{rule210Moved}}, // requested × output_message
-		{Cands: []*fsm.Candidate{rule210Moved}}, // requested × tool_call
-		{Cands: []*fsm.Candidate{rule214Moved}}, // requested × usage
-		{Cands: []*fsm.Candidate{rule218Moved}}, // requested × error
-		{Cands: []*fsm.Candidate{rule231}},      // requested × done
-		{Cands: []*fsm.Candidate{rule239}},      // requested × prompt_cancel
-		{Cands: []*fsm.Candidate{rule260}},      // requested × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule260}},      // requested × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule263}},      // requested × cancel_wait
-		{Cands: []*fsm.Candidate{rule245}},      // requested × connection_lost
-		{Cands: []*fsm.Candidate{rule245}},      // requested × subscription_overflow
-		{Cands: []*fsm.Candidate{rule239}},      // requested × send_failed
-		// streaming
-		{Cands: []*fsm.Candidate{rule257}},       // streaming × prompt_request
-		{Cands: []*fsm.Candidate{rule257}},       // streaming × execution_start
-		{Cands: []*fsm.Candidate{rule251}},       // streaming × status_started
-		{Cands: []*fsm.Candidate{rule254}},       // streaming × start_failed
-		{Cands: []*fsm.Candidate{rule210Stayed}}, // streaming × delta
-		{Cands: []*fsm.Candidate{rule210Stayed}}, // streaming × thinking
-		{Cands: []*fsm.Candidate{rule210Stayed}}, // streaming × output_message
-		{Cands: []*fsm.Candidate{rule210Stayed}}, // streaming × tool_call
-		{Cands: []*fsm.Candidate{rule214Stayed}}, // streaming × usage
-		{Cands: []*fsm.Candidate{rule218Moved}},  // streaming × error
-		{Cands: []*fsm.Candidate{rule231}},       // streaming × done
-		{Cands: []*fsm.Candidate{rule239}},       // streaming × prompt_cancel
-		{Cands: []*fsm.Candidate{rule260}},       // streaming × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule260}},       // streaming × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule263}},       // streaming × cancel_wait
-		{Cands: []*fsm.Candidate{rule245}},       // streaming × connection_lost
-		{Cands: []*fsm.Candidate{rule245}},       // streaming × subscription_overflow
-		{Cands: []*fsm.Candidate{rule239}},       // streaming × send_failed
-		// errored
-		{Cands: []*fsm.Candidate{rule257}},       // errored × prompt_request
-		{Cands: []*fsm.Candidate{rule257}},       // errored × execution_start
-		{Cands: []*fsm.Candidate{rule251}},       // errored × status_started
-		{Cands: []*fsm.Candidate{rule254}},       // errored × start_failed
-		{Cands: []*fsm.Candidate{rule222}},       // errored × delta
-		{Cands: []*fsm.Candidate{rule222}},       // errored × thinking
-		{Cands: []*fsm.Candidate{rule222}},       // errored × output_message
-		{Cands: []*fsm.Candidate{rule222}},       // errored × tool_call
-		{Cands: []*fsm.Candidate{rule227}},       // errored × usage
-		{Cands: []*fsm.Candidate{rule218Stayed}}, // errored × error
-		{Cands: []*fsm.Candidate{rule235}},       // errored × done
-		{Cands: []*fsm.Candidate{rule239}},       // errored × prompt_cancel
-		{Cands: []*fsm.Candidate{rule260}},       // errored × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule260}},       // errored × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule263}},       // errored × cancel_wait
-		{Cands: []*fsm.Candidate{rule245}},       // errored × connection_lost
-		{Cands: []*fsm.Candidate{rule245}},       // errored × subscription_overflow
-		{Cands: []*fsm.Candidate{rule239}},       // errored × send_failed
-		// cancelling
-		{Cands: []*fsm.Candidate{rule257}},          // cancelling × prompt_request
-		{Cands: []*fsm.Candidate{rule257}},          // cancelling × execution_start
-		{Cands: []*fsm.Candidate{rule290}},          // cancelling × status_started
-		{Cands: []*fsm.Candidate{rule276}},          // cancelling × start_failed
-		{Cands: []*fsm.Candidate{rule268}},          // cancelling × delta
-		{Cands: []*fsm.Candidate{rule268}},          // cancelling × thinking
-		{Cands: []*fsm.Candidate{rule268}},          // cancelling × output_message
-		{Cands: []*fsm.Candidate{rule268}},          // cancelling × tool_call
-		{Cands: []*fsm.Candidate{rule272}},          // cancelling × usage
-		{Cands: []*fsm.Candidate{rule276}},          // cancelling × error
-		{Cands: []*fsm.Candidate{rule280}},          // cancelling × done
-		{Cands: []*fsm.Candidate{rule293}},          // cancelling × prompt_cancel
-		{Cands: []*fsm.Candidate{rule301, rule311}}, // cancelling × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule306, rule311}}, // cancelling × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule314}},          // cancelling × cancel_wait
-		{Cands: []*fsm.Candidate{rule320}},          // cancelling × connection_lost
-		{Cands: []*fsm.Candidate{rule284}},          // cancelling × subscription_overflow
-		{Cands: []*fsm.Candidate{rule298}},          // cancelling × send_failed
-		// cancel_drained
-		{Cands: []*fsm.Candidate{rule257}},          // cancel_drained × prompt_request
-		{Cands: []*fsm.Candidate{rule257}},          // cancel_drained × execution_start
-		{Cands: []*fsm.Candidate{rule333}},          // cancel_drained × status_started
-		{Cands: []*fsm.Candidate{rule333}},          // cancel_drained × start_failed
-		{Cands: []*fsm.Candidate{rule330}},          // cancel_drained × delta
-		{Cands: []*fsm.Candidate{rule330}},          // cancel_drained × thinking
-		{Cands: []*fsm.Candidate{rule330}},          // cancel_drained × output_message
-		{Cands: []*fsm.Candidate{rule330}},          // cancel_drained × tool_call
-		{Cands: []*fsm.Candidate{rule330}},          // cancel_drained × usage
-		{Cands: []*fsm.Candidate{rule330}},          // cancel_drained × error
-		{Cands: []*fsm.Candidate{rule327}},          // cancel_drained × done
-		{Cands: []*fsm.Candidate{rule293}},          // cancel_drained × prompt_cancel
-		{Cands: []*fsm.Candidate{rule301, rule311}}, // cancel_drained × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule306, rule311}}, // cancel_drained × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule314}},          // cancel_drained × cancel_wait
-		{Cands: []*fsm.Candidate{rule320}},          // cancel_drained × connection_lost
-		{Cands: []*fsm.Candidate{rule327}},          // cancel_drained × subscription_overflow
-		{Cands: []*fsm.Candidate{rule298}},          // cancel_drained × send_failed
-		// cancel_overdue
-		{Cands: []*fsm.Candidate{rule257}},          // cancel_overdue × prompt_request
-		{Cands: []*fsm.Candidate{rule257}},          // cancel_overdue × execution_start
-		{Cands: []*fsm.Candidate{rule371}},          // cancel_overdue × status_started
-		{Cands: []*fsm.Candidate{rule360}},          // cancel_overdue × start_failed
-		{Cands: []*fsm.Candidate{rule351}},          // cancel_overdue × delta
-		{Cands: []*fsm.Candidate{rule351}},          // cancel_overdue × thinking
-		{Cands: []*fsm.Candidate{rule351}},          // cancel_overdue × output_message
-		{Cands: []*fsm.Candidate{rule351}},          // cancel_overdue × tool_call
-		{Cands: []*fsm.Candidate{rule356}},          // cancel_overdue × usage
-		{Cands: []*fsm.Candidate{rule360}},          // cancel_overdue × error
-		{Cands: []*fsm.Candidate{rule364}},          // cancel_overdue × done
-		{Cands: []*fsm.Candidate{rule293}},          // cancel_overdue × prompt_cancel
-		{Cands: []*fsm.Candidate{rule338, rule348}}, // cancel_overdue × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule343, rule348}}, // cancel_overdue × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule371}},          // cancel_overdue × cancel_wait
-		{Cands: []*fsm.Candidate{rule368}},          // cancel_overdue × connection_lost
-		{Cands: []*fsm.Candidate{rule371}},          // cancel_overdue × subscription_overflow
-		{Cands: []*fsm.Candidate{rule298}},          // cancel_overdue × send_failed
-		// completed
-		{Cands: []*fsm.Candidate{rule392}}, // completed × prompt_request
-		{Cands: []*fsm.Candidate{rule392}}, // completed × execution_start
-		{Cands: []*fsm.Candidate{rule386}}, // completed × status_started
-		{Cands: []*fsm.Candidate{rule386}}, // completed × start_failed
-		{Cands: []*fsm.Candidate{rule389}}, // completed × delta
-		{Cands: []*fsm.Candidate{rule389}}, // completed × thinking
-		{Cands: []*fsm.Candidate{rule389}}, // completed × output_message
-		{Cands: []*fsm.Candidate{rule389}}, // completed × tool_call
-		{Cands: []*fsm.Candidate{rule389}}, // completed × usage
-		{Cands: []*fsm.Candidate{rule389}}, // completed × error
-		{Cands: []*fsm.Candidate{rule389}}, // completed × done
-		{Cands: []*fsm.Candidate{rule392}}, // completed × prompt_cancel
-		{Cands: []*fsm.Candidate{rule392}}, // completed × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule392}}, // completed × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule376}}, // completed × cancel_wait
-		{Cands: []*fsm.Candidate{rule386}}, // completed × connection_lost
-		{Cands: []*fsm.Candidate{rule386}}, // completed × subscription_overflow
-		{Cands: []*fsm.Candidate{rule386}}, // completed × send_failed
-		// failed
-		{Cands: []*fsm.Candidate{rule392}}, // failed × prompt_request
-		{Cands: []*fsm.Candidate{rule392}}, // failed × execution_start
-		{Cands: []*fsm.Candidate{rule386}}, // failed × status_started
-		{Cands: []*fsm.Candidate{rule386}}, // failed × start_failed
-		{Cands: []*fsm.Candidate{rule389}}, // failed × delta
-		{Cands: []*fsm.Candidate{rule389}}, // failed × thinking
-		{Cands: []*fsm.Candidate{rule389}}, // failed × output_message
-		{Cands: []*fsm.Candidate{rule389}}, // failed × tool_call
-		{Cands: []*fsm.Candidate{rule389}}, // failed × usage
-		{Cands: []*fsm.Candidate{rule389}}, // failed × error
-		{Cands: []*fsm.Candidate{rule389}}, // failed × done
-		{Cands: []*fsm.Candidate{rule392}}, // failed × prompt_cancel
-		{Cands: []*fsm.Candidate{rule392}}, // failed × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule392}}, // failed × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule376}}, // failed × cancel_wait
-		{Cands: []*fsm.Candidate{rule386}}, // failed × connection_lost
-		{Cands: []*fsm.Candidate{rule386}}, // failed × subscription_overflow
-		{Cands: []*fsm.Candidate{rule386}}, // failed × send_failed
-		// cancelled
-		{Cands: []*fsm.Candidate{rule392}}, // cancelled × prompt_request
-		{Cands: []*fsm.Candidate{rule392}}, // cancelled × execution_start
-		{Cands: []*fsm.Candidate{rule379}}, // cancelled × status_started
-		{Cands: []*fsm.Candidate{rule379}}, // cancelled × start_failed
-		{Cands: []*fsm.Candidate{rule379}}, // cancelled × delta
-		{Cands: []*fsm.Candidate{rule379}}, // cancelled × thinking
-		{Cands: []*fsm.Candidate{rule379}}, // cancelled × output_message
-		{Cands: []*fsm.Candidate{rule379}}, // cancelled × tool_call
-		{Cands: []*fsm.Candidate{rule379}}, // cancelled × usage
-		{Cands: []*fsm.Candidate{rule379}}, // cancelled × error
-		{Cands: []*fsm.Candidate{rule379}}, // cancelled × done
-		{Cands: []*fsm.Candidate{rule392}}, // cancelled × prompt_cancel
-		{Cands: []*fsm.Candidate{rule379}}, // cancelled × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule379}}, // cancelled × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule376}}, // cancelled × cancel_wait
-		{Cands: []*fsm.Candidate{rule379}}, // cancelled × connection_lost
-		{Cands: []*fsm.Candidate{rule379}}, // cancelled × subscription_overflow
-		{Cands: []*fsm.Candidate{rule379}}, // cancelled × send_failed
-		// cancel_refused
-		{Cands: []*fsm.Candidate{rule392}}, // cancel_refused × prompt_request
-		{Cands: []*fsm.Candidate{rule392}}, // cancel_refused × execution_start
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_refused × status_started
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_refused × start_failed
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_refused × delta
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_refused × thinking
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_refused × output_message
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_refused × tool_call
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_refused × usage
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_refused × error
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_refused × done
-		{Cands: []*fsm.Candidate{rule392}}, // cancel_refused × prompt_cancel
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_refused × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_refused × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule376}}, // cancel_refused × cancel_wait
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_refused × connection_lost
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_refused × subscription_overflow
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_refused × send_failed
-		// cancel_unconfirmed
-		{Cands: []*fsm.Candidate{rule392}}, // cancel_unconfirmed × prompt_request
-		{Cands: []*fsm.Candidate{rule392}}, // cancel_unconfirmed × execution_start
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_unconfirmed × status_started
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_unconfirmed × start_failed
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_unconfirmed × delta
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_unconfirmed × thinking
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_unconfirmed × output_message
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_unconfirmed × tool_call
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_unconfirmed × usage
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_unconfirmed × error
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_unconfirmed × done
-		{Cands: []*fsm.Candidate{rule392}}, // cancel_unconfirmed × prompt_cancel
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_unconfirmed × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_unconfirmed × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule376}}, // cancel_unconfirmed × cancel_wait
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_unconfirmed × connection_lost
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_unconfirmed × subscription_overflow
-		{Cands: []*fsm.Candidate{rule379}}, // cancel_unconfirmed × send_failed
-		// incomplete
-		{Cands: []*fsm.Candidate{rule392}}, // incomplete × prompt_request
-		{Cands: []*fsm.Candidate{rule392}}, // incomplete × execution_start
-		{Cands: []*fsm.Candidate{rule382}}, // incomplete × status_started
-		{Cands: []*fsm.Candidate{rule382}}, // incomplete × start_failed
-		{Cands: []*fsm.Candidate{rule382}}, // incomplete × delta
-		{Cands: []*fsm.Candidate{rule382}}, // incomplete × thinking
-		{Cands: []*fsm.Candidate{rule382}}, // incomplete × output_message
-		{Cands: []*fsm.Candidate{rule382}}, // incomplete × tool_call
-		{Cands: []*fsm.Candidate{rule382}}, // incomplete × usage
-		{Cands: []*fsm.Candidate{rule382}}, // incomplete × error
-		{Cands: []*fsm.Candidate{rule382}}, // incomplete × done
-		{Cands: []*fsm.Candidate{rule392}}, // incomplete × prompt_cancel
-		{Cands: []*fsm.Candidate{rule382}}, // incomplete × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule382}}, // incomplete × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule376}}, // incomplete × cancel_wait
-		{Cands: []*fsm.Candidate{rule382}}, // incomplete × connection_lost
-		{Cands: []*fsm.Candidate{rule382}}, // incomplete × subscription_overflow
-		{Cands: []*fsm.Candidate{rule382}}, // incomplete × send_failed
-		// not_started
-		{Cands: []*fsm.Candidate{rule392}}, // not_started × prompt_request
-		{Cands: []*fsm.Candidate{rule392}}, // not_started × execution_start
-		{Cands: []*fsm.Candidate{rule386}}, // not_started × status_started
-		{Cands: []*fsm.Candidate{rule386}}, // not_started × start_failed
-		{Cands: []*fsm.Candidate{rule389}}, // not_started × delta
-		{Cands: []*fsm.Candidate{rule389}}, // not_started × thinking
-		{Cands: []*fsm.Candidate{rule389}}, // not_started × output_message
-		{Cands: []*fsm.Candidate{rule389}}, // not_started × tool_call
-		{Cands: []*fsm.Candidate{rule389}}, // not_started × usage
-		{Cands: []*fsm.Candidate{rule389}}, // not_started × error
-		{Cands: []*fsm.Candidate{rule389}}, // not_started × done
-		{Cands: []*fsm.Candidate{rule392}}, // not_started × prompt_cancel
-		{Cands: []*fsm.Candidate{rule392}}, // not_started × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule392}}, // not_started × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule376}}, // not_started × cancel_wait
-		{Cands: []*fsm.Candidate{rule386}}, // not_started × connection_lost
-		{Cands: []*fsm.Candidate{rule386}}, // not_started × subscription_overflow
-		{Cands: []*fsm.Candidate{rule386}}, // not_started × send_failed
+	Rules: []fsm.Rule{
+		{ID: "idle_prompt_request", Line: 183, From: "idle", On: "prompt_request, execution_start", To: "requested", Effects: "runtime: do start_native"},
+		{ID: "idle_send_failed", Line: 187, From: "idle", On: "send_failed", To: "requested", Effects: "core: do mark_delivery_unknown"},
+		{ID: "idle_cancel_wait", Line: 195, From: "idle", On: "cancel_wait, connection_lost, subscription_overflow", Ignore: "nothing was sent for this Run ID"},
+		{ID: "idle_any", Line: 198, From: "idle", On: "*", Reject: "no start was sent for this Run ID"},
+		{ID: "requested_status_started", Line: 203, From: "requested", On: "status_started", To: "streaming"},
+		{ID: "requested_start_failed", Line: 206, From: "requested", On: "start_failed", To: "not_started", Effects: "core: do record_error"},
+		{ID: "requested_delta", Line: 210, From: "requested, streaming", On: "delta, thinking, output_message, tool_call", To: "streaming", Effects: "core: do record_output"},
+		{ID: "requested_usage", Line: 214, From: "requested, streaming", On: "usage", To: "streaming", Effects: "core: do replace_usage"},
+		{ID: "requested_error", Line: 218, From: "requested, streaming, errored", On: "error", To: "errored", Effects: "core: do record_error"},
+		{ID: "errored_delta", Line: 222, From: "errored", On: "delta, thinking, output_message, tool_call", To: "errored", Effects: "core: do record_output"},
+		{ID: "errored_usage", Line: 227, From: "errored", On: "usage", To: "errored", Effects: "core: do replace_usage"},
+		{ID: "requested_done", Line: 231, From: "requested, streaming", On: "done", To: "completed", Effects: "core: do close_stream"},
+		{ID: "errored_done", Line: 235, From: "errored", On: "done", To: "failed", Effects: "core: do close_stream"},
+		{ID: "requested_prompt_cancel", Line: 239, From: "requested, streaming, errored", On: "prompt_cancel, send_failed", To: "cancelling", Effects: "core: start cancel_wait, runtime: do cancel_native"},
+		{ID: "requested_connection_lost", Line: 245, From: "requested, streaming, errored", On: "connection_lost, subscription_overflow", To: "incomplete", Effects: "core: do mark_event_stream_incomplete"},
+		{ID: "streaming_status_started", Line: 251, From: "streaming, errored", On: "status_started", Ignore: "output raced the status and already proved the transfer"},
+		{ID: "streaming_start_failed", Line: 254, From: "streaming, errored", On: "start_failed", Reject: "output was observed for this Run, so its start did not fail"},
+		{ID: "requested_prompt_request", Line: 257, From: "requested, streaming, errored, cancelling, cancel_drained, cancel_overdue", On: "prompt_request, execution_start", Reject: "run_conflict: this Run ID was already started"},
+		{ID: "requested_cancel_ack_applied", Line: 260, From: "requested, streaming, errored", On: "cancel_ack_applied, cancel_ack_refused", Reject: "no prompt_cancel was sent for this Run"},
+		{ID: "requested_cancel_wait", Line: 263, From: "requested, streaming, errored", On: "cancel_wait", Ignore: "the cancellation deadline only runs after prompt_cancel"},
+		{ID: "cancelling_delta", Line: 268, From: "cancelling", On: "delta, thinking, output_message, tool_call", To: "cancelling", Effects: "core: do record_output"},
+		{ID: "cancelling_usage", Line: 272, From: "cancelling", On: "usage", To: "cancelling", Effects: "core: do replace_usage"},
+		{ID: "cancelling_error", Line: 276, From: "cancelling", On: "error, start_failed", To: "cancelling", Effects: "core: do record_error"},
+		{ID: "cancelling_done", Line: 280, From: "cancelling", On: "done", To: "cancel_drained", Effects: "core: do close_stream"},
+		{ID: "cancelling_subscription_overflow", Line: 284, From: "cancelling", On: "subscription_overflow", To: "cancel_drained", Effects: "core: do mark_event_stream_incomplete"},
+		{ID: "cancelling_status_started", Line: 290, From: "cancelling", On: "status_started", Ignore: "the transfer raced the cancellation; the receipt still decides"},
+		{ID: "cancelling_prompt_cancel", Line: 293, From: "cancelling, cancel_drained, cancel_overdue", On: "prompt_cancel", To: "same", Effects: "runtime: do cancel_native"},
+		{ID: "cancelling_send_failed", Line: 298, From: "cancelling, cancel_drained, cancel_overdue", On: "send_failed", Ignore: "a repeated cancellation whose write failed changes nothing; the first one's receipt and deadline still decide"},
+		{ID: "cancelling_cancel_ack_applied_if_matches_cancel_delivery", Line: 301, From: "cancelling, cancel_drained", On: "cancel_ack_applied", Guard: "matches_cancel_delivery", To: "cancelled", Effects: "core: stop cancel_wait, core: do apply_cancel_receipt"},
+		{ID: "cancelling_cancel_ack_refused_if_matches_cancel_delivery", Line: 306, From: "cancelling, cancel_drained", On: "cancel_ack_refused", Guard: "matches_cancel_delivery", To: "cancel_refused", Effects: "core: stop cancel_wait, core: do apply_cancel_receipt"},
+		{ID: "cancelling_cancel_ack_applied", Line: 311, From: "cancelling, cancel_drained", On: "cancel_ack_applied, cancel_ack_refused", Reject: "a receipt without this Run's cancellation delivery ID establishes nothing"},
+		{ID: "cancelling_cancel_wait", Line: 314, From: "cancelling, cancel_drained", On: "cancel_wait", To: "cancel_overdue", Effects: "core: do mark_cancel_unconfirmed"},
+		{ID: "cancelling_connection_lost", Line: 320, From: "cancelling, cancel_drained", On: "connection_lost", To: "cancel_unconfirmed", Effects: "core: stop cancel_wait, core: do mark_cancel_unconfirmed"},
+		{ID: "cancel_drained_done", Line: 327, From: "cancel_drained", On: "done, subscription_overflow", Ignore: "the stream is already closed"},
+		{ID: "cancel_drained_delta", Line: 330, From: "cancel_drained", On: "delta, thinking, output_message, tool_call, usage, error", Reject: "the observed stream is already closed"},
+		{ID: "cancel_drained_status_started", Line: 333, From: "cancel_drained", On: "status_started, start_failed", Ignore: "the stream is closed; only the cancellation receipt settles the Run now"},
+		{ID: "cancel_overdue_cancel_ack_applied_if_matches_cancel_delivery", Line: 338, From: "cancel_overdue", On: "cancel_ack_applied", Guard: "matches_cancel_delivery", To: "cancelled", Effects: "core: do settle_late, core: do apply_cancel_receipt"},
+		{ID: "cancel_overdue_cancel_ack_refused_if_matches_cancel_delivery", Line: 343, From: "cancel_overdue", On: "cancel_ack_refused", Guard: "matches_cancel_delivery", To: "cancel_refused", Effects: "core: do settle_late, core: do apply_cancel_receipt"},
+		{ID: "cancel_overdue_cancel_ack_applied", Line: 348, From: "cancel_overdue", On: "cancel_ack_applied, cancel_ack_refused", Reject: "a receipt without this Run's cancellation delivery ID establishes nothing"},
+		{ID: "cancel_overdue_delta", Line: 351, From: "cancel_overdue", On: "delta, thinking, output_message, tool_call", To: "cancel_overdue", Effects: "core: do record_output"},
+		{ID: "cancel_overdue_usage", Line: 356, From: "cancel_overdue", On: "usage", To: "cancel_overdue", Effects: "core: do replace_usage"},
+		{ID: "cancel_overdue_error", Line: 360, From: "cancel_overdue", On: "error, start_failed", To: "cancel_overdue", Effects: "core: do record_error"},
+		{ID: "cancel_overdue_done", Line: 364, From: "cancel_overdue", On: "done", To: "cancel_overdue", Effects: "core: do close_stream"},
+		{ID: "cancel_overdue_connection_lost", Line: 368, From: "cancel_overdue", On: "connection_lost", To: "cancel_unconfirmed"},
+		{ID: "cancel_overdue_status_started", Line: 371, From: "cancel_overdue", On: "status_started, cancel_wait, subscription_overflow", Ignore: "only the cancellation receipt or a lost connection settles the Run now"},
+		{ID: "completed_cancel_wait", Line: 376, From: "completed, failed, cancelled, cancel_refused, cancel_unconfirmed, incomplete, not_started", On: "cancel_wait", Ignore: "no cancellation deadline is running"},
+		{ID: "cancelled_delta", Line: 379, From: "cancelled, cancel_refused, cancel_unconfirmed", On: "delta, thinking, output_message, tool_call, usage, error, done, status_started, start_failed, cancel_ack_applied, cancel_ack_refused, connection_lost, subscription_overflow, send_failed", Ignore: "the cancellation receipt, or the lost connection that made it impossible, owns the outcome; trailing frames change nothing"},
+		{ID: "incomplete_delta", Line: 382, From: "incomplete", On: "delta, thinking, output_message, tool_call, usage, error, done, status_started, start_failed, cancel_ack_applied, cancel_ack_refused, connection_lost, subscription_overflow, send_failed", Ignore: "the outcome stays unknown; late frames are not applied"},
+		{ID: "completed_connection_lost", Line: 386, From: "completed, failed, not_started", On: "connection_lost, subscription_overflow, send_failed, status_started, start_failed", Ignore: "the Run was settled before this happened"},
+		{ID: "completed_delta", Line: 389, From: "completed, failed, not_started", On: "delta, thinking, output_message, tool_call, usage, error, done", Reject: "done (or the start failure) already closed the stream"},
+		{ID: "completed_any", Line: 392, From: "completed, failed, cancelled, cancel_refused, cancel_unconfirmed, incomplete, not_started", On: "*", Reject: "run_inactive: the Run is settled"},
 	},
 })
 
@@ -1022,46 +433,34 @@ type Step struct {
 }
 
 // From is the state the event arrived in.
-func (s Step) From() State {
-	return State(s.s.From())
-}
+func (s Step) From() State { return State(s.s.From()) }
 
 // Event is the event that was handled.
-func (s Step) Event() Event {
-	return Event(s.s.Event())
-}
+func (s Step) Event() Event { return Event(s.s.Event()) }
 
 // To is the state after the step; it equals From unless the disposition is fsm.Moved.
-func (s Step) To() State {
-	return State(s.s.To())
-}
+func (s Step) To() State { return State(s.s.To()) }
 
 // Guard is the guard that selected the candidate, or 0 for the cell's fallback.
-func (s Step) Guard() Guard {
-	return Guard(s.s.Guard())
-}
+func (s Step) Guard() Guard { return Guard(s.s.Guard()) }
 
 // Disposition says whether the step moved, stayed, ignored or rejected the event.
-func (s Step) Disposition() fsm.Disposition {
-	return s.s.Disposition()
-}
+func (s Step) Disposition() fsm.Disposition { return s.s.Disposition() }
 
 // Effects lists what the step asks of both peers, in spec order (a peer keeps those its role
 // performs); nil unless the step moved or stayed. Their IDs convert to this package's enums and
 // Table.EffectString renders one as the spec writes it. The slice is shared: do not modify it.
-func (s Step) Effects() []fsm.Effect {
-	return s.s.Effects()
-}
+func (s Step) Effects() []fsm.Effect { return s.s.Effects() }
 
 // Reason is the spec's reason for an ignored or rejected event, or "".
-func (s Step) Reason() string {
-	return s.s.Reason()
-}
+func (s Step) Reason() string { return s.s.Reason() }
+
+// Rule is the stable ID of the spec rule behind the step (its id:, or one derived from its first
+// state, event and guard).
+func (s Step) Rule() string { return s.s.Rule() }
 
 // Line is the line of the spec rule behind the step.
-func (s Step) Line() int {
-	return s.s.Line()
-}
+func (s Step) Line() int { return s.s.Line() }
 
 // Transition is the pure transition function. It selects the candidate of the (s, e) cell whose
 // guard is in held (or the fallback) and returns the step with its effects. It changes nothing,
@@ -1072,9 +471,11 @@ func (s Step) Line() int {
 // (errors.Is(err, fsm.ErrRejected)); Step.To() then equals s. An invalid state or event returns
 // the zero Step and a *fsm.InvalidError.
 func Transition(s State, e Event, held GuardSet) (Step, error) {
-	st, err := Table.Transition(fsm.StateID(s), fsm.EventID(e), fsm.GuardSet(held))
-	return Step{st}, err
+	return typed(Table.Transition(fsm.StateID(s), fsm.EventID(e), fsm.GuardSet(held)))
 }
+
+// typed wraps the engine's step, so that Transition is one expression the compiler inlines.
+func typed(s fsm.Step, err error) (Step, error) { return Step{s}, err }
 
 // CoreHooks is what a Core peer implements to run the run machine: one method per guard it
 // evaluates, per message it sends and per action it performs. The engine calls a guard while it
