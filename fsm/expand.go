@@ -20,7 +20,6 @@ import (
 // elsewhere: two candidates, each shared by the cells it covers.
 type Rule struct {
 	ID      string // the rule's stable name (see Candidate.Rule)
-	Line    int    // the rule's line in the spec file
 	From    string // state names, comma-separated
 	On      string // event names, comma-separated, or "*"
 	Guard   string // a guard name, or "" for a fallback
@@ -30,9 +29,12 @@ type Rule struct {
 	Effects string // comma-separated, as Table.EffectString renders each one
 }
 
-// expand builds t.Cells from t.Rules. The names are resolved here, once;
-// an unknown one is a *TableError naming the rule's line.
+// expand builds t.Cells from t.Rules (and t.Lines). The names are
+// resolved here, once; an unknown one is a *TableError naming the rule.
 func (t *Table) expand() error {
+	if t.Lines != nil && len(t.Lines) != len(t.Rules) {
+		return &TableError{Machine: t.Name, Source: t.Source, Msg: fmt.Sprintf("%d lines for %d rules", len(t.Lines), len(t.Rules))}
+	}
 	states := map[string]StateID{}
 	for i := range t.States {
 		states[t.States[i].Name] = StateID(i + 1)
@@ -47,10 +49,22 @@ func (t *Table) expand() error {
 		c    *Candidate
 	}
 	var rest []catchAll
+	// Every candidate lives in one array (a goto is at most two), and
+	// every cell's list in one more below, so that the expanded table is
+	// as compact in memory as a literal would be.
+	pool := make([]Candidate, 0, 2*len(t.Rules))
+	alloc := func(c Candidate) *Candidate {
+		pool = append(pool, c)
+		return &pool[len(pool)-1]
+	}
 	for i := range t.Rules {
 		r := &t.Rules[i]
+		line := 0
+		if t.Lines != nil {
+			line = t.Lines[i]
+		}
 		bad := func(format string, args ...any) error {
-			return &TableError{Machine: t.Name, Source: t.Source, Msg: "rule " + r.ID + " (line " + strconv.Itoa(r.Line) + "): " + fmt.Sprintf(format, args...)}
+			return &TableError{Machine: t.Name, Source: t.Source, Msg: "rule " + r.ID + " (line " + strconv.Itoa(line) + "): " + fmt.Sprintf(format, args...)}
 		}
 		var from []StateID
 		for _, name := range split(r.From) {
@@ -60,7 +74,7 @@ func (t *Table) expand() error {
 			}
 			from = append(from, s)
 		}
-		base := Candidate{Rule: r.ID, Line: r.Line}
+		base := Candidate{Rule: r.ID, Line: line}
 		if r.Guard != "" {
 			g := t.guardID(r.Guard)
 			if g == 0 {
@@ -97,8 +111,7 @@ func (t *Table) expand() error {
 		candidate := func(s StateID) *Candidate {
 			if base.Disp != Moved {
 				if moved == nil {
-					c := base
-					moved = &c
+					moved = alloc(base)
 				}
 				return moved
 			}
@@ -106,14 +119,14 @@ func (t *Table) expand() error {
 				if stayed == nil {
 					c := base
 					c.Disp = Stayed
-					stayed = &c
+					stayed = alloc(c)
 				}
 				return stayed
 			}
 			if moved == nil {
 				c := base
 				c.To = to
-				moved = &c
+				moved = alloc(c)
 			}
 			return moved
 		}
@@ -143,6 +156,16 @@ func (t *Table) expand() error {
 				}
 			}
 		}
+	}
+	n := 0
+	for i := range cells {
+		n += len(cells[i].Cands)
+	}
+	backing := make([]*Candidate, 0, n)
+	for i := range cells {
+		start := len(backing)
+		backing = append(backing, cells[i].Cands...)
+		cells[i].Cands = backing[start:len(backing):len(backing)]
 	}
 	t.Cells = cells
 	return nil

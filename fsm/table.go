@@ -125,6 +125,10 @@ type Table struct {
 	// generated packages write (the spec's rules, one entry per rule):
 	// Seal expands them into Cells once, at start-up. See Rule.
 	Rules []Rule
+	// Lines[i] is the spec line of Rules[i] (Candidate.Line). It is apart
+	// from Rules so that an edit which shifts the spec's lines changes
+	// this one line of a generated file rather than every rule.
+	Lines []int
 
 	sealed bool
 	// byMessage maps a message ID to its events (for diagnostics).

@@ -203,40 +203,15 @@ func guardSetDecl(f *jen.File, m *spec.Machine) {
 }
 
 func stepDecl(f *jen.File, m *spec.Machine) {
-	comment(f, "Step is what one event did: the engine's fsm.Step, a read-only view of the table "+
-		"candidate that handled it, with typed accessors. The zero Step, returned for an invalid state "+
-		"or event, reports zero values.")
-	f.Type().Id("Step").Struct(jen.Id("s").Qual(fsmPkg, "Step"))
-	accessors := []struct {
-		name, doc string
-		typ       jen.Code
-		conv      string // the typed conversion of the engine's value, if any
-	}{
-		{"From", "From is the state the event arrived in.", jen.Id("State"), "State"},
-		{"Event", "Event is the event that was handled.", jen.Id("Event"), "Event"},
-		{"To", "To is the state after the step; it equals From unless the disposition is fsm.Moved.", jen.Id("State"), "State"},
-		{"Guard", "Guard is the guard that selected the candidate, or 0 for the cell's fallback.", jen.Id("Guard"), "Guard"},
-		{"Disposition", "Disposition says whether the step moved, stayed, ignored or rejected the event.", jen.Qual(fsmPkg, "Disposition"), ""},
-		{"Effects", "Effects lists what the step asks of both peers, in spec order (a peer keeps those its " +
-			"role performs); nil unless the step moved or stayed. Their IDs convert to this package's enums " +
-			"and Table.EffectString renders one as the spec writes it. The slice is shared: do not modify it.",
-			jen.Index().Qual(fsmPkg, "Effect"), ""},
-		{"Reason", "Reason is the spec's reason for an ignored or rejected event, or \"\".", jen.String(), ""},
-		{"Rule", "Rule is the stable ID of the spec rule behind the step (its id:, or one derived from its " +
-			"first state, event and guard).", jen.String(), ""},
-		{"Line", "Line is the line of the spec rule behind the step.", jen.Int(), ""},
+	guard := jen.Id("Guard")
+	if len(m.Guards) == 0 {
+		guard = jen.Qual(fsmPkg, "GuardID")
 	}
-	for _, a := range accessors {
-		if a.name == "Guard" && len(m.Guards) == 0 {
-			continue
-		}
-		comment(f, a.doc)
-		val := jen.Id("s").Dot("s").Dot(a.name).Call()
-		if a.conv != "" {
-			val = jen.Id(a.conv).Call(val)
-		}
-		f.Func().Params(jen.Id("s").Id("Step")).Id(a.name).Params().Add(a.typ).Add(returns(val))
-	}
+	comment(f, "Step is what one event did: a read-only view of the table candidate that handled it, "+
+		"with From, Event, To and Guard typed as this package's enums (fsm.StepOf) and Disposition, "+
+		"Effects, Reason, Rule and Line from fsm.Step. Effects are shared: do not modify them. The zero "+
+		"Step, returned for an invalid state or event, reports zero values.")
+	f.Type().Id("Step").Op("=").Qual(fsmPkg, "StepOf").Index(jen.List(jen.Id("State"), jen.Id("Event"), guard))
 }
 
 func transitionFunc(f *jen.File) {
@@ -247,10 +222,11 @@ func transitionFunc(f *jen.File) {
 		"A rejected event returns a *fsm.TransitionError naming the machine, state and event "+
 		"(errors.Is(err, fsm.ErrRejected)); Step.To() then equals s. An invalid state or event returns "+
 		"the zero Step and a *fsm.InvalidError.")
-	f.Func().Id("Transition").Params(jen.Id("s").Id("State"), jen.Id("e").Id("Event"), jen.Id("held").Id("GuardSet")).Params(jen.Id("Step"), jen.Error()).Add(returns(
-		jen.Id("typed").Call(jen.Id("Table").Dot("Transition").Call(
-			jen.Qual(fsmPkg, "StateID").Call(jen.Id("s")), jen.Qual(fsmPkg, "EventID").Call(jen.Id("e")), jen.Qual(fsmPkg, "GuardSet").Call(jen.Id("held"))))))
-	comment(f, "typed wraps the engine's step, so that Transition is one expression the compiler inlines.")
-	f.Func().Id("typed").Params(jen.Id("s").Qual(fsmPkg, "Step"), jen.Err().Error()).Params(jen.Id("Step"), jen.Error()).Add(returns(
-		jen.List(jen.Id("Step").Values(jen.Id("s")), jen.Err())))
+	// Two statements, not a helper taking Table.Transition's results: the
+	// compiler then inlines Transition into its callers (cost under 80).
+	f.Func().Id("Transition").Params(jen.Id("s").Id("State"), jen.Id("e").Id("Event"), jen.Id("held").Id("GuardSet")).Params(jen.Id("Step"), jen.Error()).Block(
+		jen.List(jen.Id("st"), jen.Err()).Op(":=").Id("Table").Dot("Transition").Call(
+			jen.Qual(fsmPkg, "StateID").Call(jen.Id("s")), jen.Qual(fsmPkg, "EventID").Call(jen.Id("e")), jen.Qual(fsmPkg, "GuardSet").Call(jen.Id("held"))),
+		jen.Return(jen.Id("Step").Values(jen.Id("Step").Op(":").Id("st")), jen.Err()),
+	)
 }

@@ -17,7 +17,7 @@ import (
 // catch-all that fills no cell has no candidate and is left out). It then
 // expands them with the engine and checks that the result is t, cell for
 // cell, so the generated literal can only ever seal into the spec's table.
-func compactRules(m *spec.Machine, t *fsm.Table) ([]fsm.Rule, error) {
+func compactRules(m *spec.Machine, t *fsm.Table) ([]fsm.Rule, []int, error) {
 	type group struct {
 		first   int // index in m.Rules: spec order for rules on one line
 		rule    *spec.Rule
@@ -60,9 +60,11 @@ func compactRules(m *spec.Machine, t *fsm.Table) ([]fsm.Rule, error) {
 		}
 	}
 	var out []fsm.Rule
+	var lines []int
 	for _, g := range order {
 		r := g.rule
-		fr := fsm.Rule{ID: r.ID, Line: r.Pos.Line, From: strings.Join(g.from, ", "), On: strings.Join(g.on, ", "), Effects: effects[r.ID]}
+		lines = append(lines, r.Pos.Line)
+		fr := fsm.Rule{ID: r.ID, From: strings.Join(g.from, ", "), On: strings.Join(g.on, ", "), Effects: effects[r.ID]}
 		if r.Wildcard {
 			fr.On = "*"
 		}
@@ -82,17 +84,17 @@ func compactRules(m *spec.Machine, t *fsm.Table) ([]fsm.Rule, error) {
 		}
 		out = append(out, fr)
 	}
-	if err := sameExpansion(t, out); err != nil {
-		return nil, fmt.Errorf("%s: %w", m.Pos, err)
+	if err := sameExpansion(t, out, lines); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", m.Pos, err)
 	}
-	return out, nil
+	return out, lines, nil
 }
 
 // sameExpansion expands rules over t's declarations and compares the cells
 // with t's: a generator bug, not a spec error, if they differ.
-func sameExpansion(t *fsm.Table, rules []fsm.Rule) error {
+func sameExpansion(t *fsm.Table, rules []fsm.Rule, lines []int) error {
 	x := fsm.Table{Name: t.Name, Source: t.Source, States: t.States, Events: t.Events, Guards: t.Guards,
-		Actions: t.Actions, Messages: t.Messages, Timers: t.Timers, Initial: t.Initial, Rules: rules}
+		Actions: t.Actions, Messages: t.Messages, Timers: t.Timers, Initial: t.Initial, Rules: rules, Lines: lines}
 	if err := x.Seal(); err != nil {
 		return err
 	}
@@ -122,7 +124,6 @@ func ruleLits(rules []fsm.Rule) []jen.Code {
 	for _, r := range rules {
 		out = append(out, keyed(false,
 			field{"ID", jen.Lit(r.ID)},
-			field{"Line", jen.Lit(r.Line)},
 			field{"From", jen.Lit(r.From)},
 			field{"On", jen.Lit(r.On)},
 			field{"Guard", str(r.Guard)},

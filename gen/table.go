@@ -16,7 +16,7 @@ import (
 // the generator, before it writes anything).
 func tableDecl(f *jen.File, m *spec.Machine, t *fsm.Table) error {
 	ids := idNames{t}
-	rules, err := compactRules(m, t)
+	rules, lines, err := compactRules(m, t)
 	if err != nil {
 		return err
 	}
@@ -82,9 +82,11 @@ func tableDecl(f *jen.File, m *spec.Machine, t *fsm.Table) error {
 		field{"Timers", timerDecls},
 		field{"Initial", ids.state(t.Initial)},
 		field{"Rules", jen.Index().Qual(fsmPkg, "Rule").Custom(jen.Options{Open: "{", Close: "}", Separator: ",", Multi: true}, ruleLits(rules)...)},
+		field{"Lines", jen.Index().Int().Values(intLits(lines)...)},
 	)
 	comment(f, "Table is the "+m.Name+" machine as the engine runs it: the declarations and the rules "+
-		"of "+m.Pos.File+", one line per rule named by its stable ID, which fsm.MustSeal expands at "+
+		"of "+m.Pos.File+", one line per rule named by its stable ID (their spec lines apart, in Lines, so "+
+		"that shifting lines in the spec changes one line here), which fsm.MustSeal expands at "+
 		"start-up into exactly the cells spec.Machine.Table builds (every (state, event) cell lists its "+
 		"candidates in the order they are tried, the unguarded fallback last). Treat it as read-only.")
 	f.Var().Id("Table").Op("=").Qual(fsmPkg, "MustSeal").Call(jen.Op("&").Qual(fsmPkg, "Table").Add(fields))
@@ -121,6 +123,14 @@ func durationCode(d time.Duration) jen.Code {
 		}
 	}
 	return jen.Lit(int(d)).Op("*").Qual("time", "Nanosecond")
+}
+
+func intLits(xs []int) []jen.Code {
+	out := make([]jen.Code, len(xs))
+	for i, x := range xs {
+		out[i] = jen.Lit(x)
+	}
+	return out
 }
 
 func quoteAll(xs []string) []jen.Code {

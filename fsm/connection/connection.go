@@ -325,7 +325,8 @@ func ParseMessage(name string) (Message, error) {
 }
 
 // Table is the connection machine as the engine runs it: the declarations and the rules of
-// spec/connection.yaml, one line per rule named by its stable ID, which fsm.MustSeal expands at
+// spec/connection.yaml, one line per rule named by its stable ID (their spec lines apart, in
+// Lines, so that shifting lines in the spec changes one line here), which fsm.MustSeal expands at
 // start-up into exactly the cells spec.Machine.Table builds (every (state, event) cell lists its
 // candidates in the order they are tried, the unguarded fallback last). Treat it as read-only.
 var Table = fsm.MustSeal(&fsm.Table{
@@ -378,83 +379,53 @@ var Table = fsm.MustSeal(&fsm.Table{
 	},
 	Initial: fsm.StateID(StateIdle),
 	Rules: []fsm.Rule{
-		{ID: "idle_bootstrap_requested", Line: 184, From: "idle", On: "bootstrap_requested", To: "bootstrapping"},
-		{ID: "idle_upgrade_requested_if_params_missing", Line: 187, From: "idle", On: "upgrade_requested", Guard: "params_missing", To: "request_rejected", Effects: "core: do refuse_upgrade"},
-		{ID: "idle_upgrade_requested_if_version_mismatch", Line: 195, From: "idle", On: "upgrade_requested", Guard: "version_mismatch", To: "version_rejected", Effects: "core: do refuse_upgrade"},
-		{ID: "idle_upgrade_requested_if_credential_refused", Line: 200, From: "idle", On: "upgrade_requested", Guard: "credential_refused", To: "auth_rejected", Effects: "core: do refuse_upgrade"},
-		{ID: "idle_upgrade_requested", Line: 205, From: "idle", On: "upgrade_requested", To: "upgraded", Effects: "core: start read_deadline, core: do replace_previous, runtime: start heartbeat_interval"},
-		{ID: "idle_operator_shutdown", Line: 209, From: "idle, bootstrapping, dialing", On: "operator_shutdown", To: "cancelled"},
-		{ID: "idle_heartbeat_interval", Line: 212, From: "idle, bootstrapping, dialing", On: "heartbeat_interval, read_deadline", Ignore: "neither the heartbeat interval nor the read deadline runs without an open connection"},
-		{ID: "idle_transport_lost", Line: 215, From: "idle", On: "transport_lost", Ignore: "there is no connection to lose"},
-		{ID: "idle_any", Line: 218, From: "idle", On: "*", Reject: "nothing was requested; the supervisor must bootstrap first"},
-		{ID: "bootstrapping_bootstrap_ok", Line: 223, From: "bootstrapping", On: "bootstrap_ok", To: "dialing", Effects: "runtime: do dial_websocket"},
-		{ID: "bootstrapping_bootstrap_bad_request", Line: 227, From: "bootstrapping", On: "bootstrap_bad_request", To: "request_rejected", Effects: "runtime: do require_operator"},
-		{ID: "bootstrapping_bootstrap_unauthorized", Line: 231, From: "bootstrapping", On: "bootstrap_unauthorized", To: "auth_rejected", Effects: "runtime: do require_operator"},
-		{ID: "bootstrapping_transport_lost", Line: 235, From: "bootstrapping, dialing", On: "transport_lost", To: "lost"},
-		{ID: "bootstrapping_any", Line: 238, From: "bootstrapping", On: "*", Reject: "the bootstrap answer has not arrived"},
-		{ID: "dialing_upgrade_accepted", Line: 243, From: "dialing", On: "upgrade_accepted", To: "upgraded", Effects: "runtime: send heartbeat, runtime: start heartbeat_interval, core: start read_deadline"},
-		{ID: "dialing_upgrade_bad_request", Line: 248, From: "dialing", On: "upgrade_bad_request", To: "request_rejected", Effects: "runtime: do require_operator"},
-		{ID: "dialing_version_refused", Line: 252, From: "dialing", On: "version_refused", To: "version_rejected", Effects: "runtime: do require_operator"},
-		{ID: "dialing_auth_refused", Line: 257, From: "dialing", On: "auth_refused", To: "auth_rejected", Effects: "runtime: do require_operator"},
-		{ID: "dialing_any", Line: 261, From: "dialing", On: "*", Reject: "the upgrade has not been answered"},
-		{ID: "upgraded_heartbeat_if_valid_declaration", Line: 266, From: "upgraded", On: "heartbeat", Guard: "valid_declaration", To: "live", Effects: "core: stop read_deadline, core: start read_deadline, core: do record_capabilities"},
-		{ID: "live_heartbeat_if_valid_declaration", Line: 274, From: "live, shutting_down", On: "heartbeat", Guard: "valid_declaration", To: "same", Effects: "core: stop read_deadline, core: start read_deadline, core: do record_capabilities"},
-		{ID: "upgraded_heartbeat", Line: 282, From: "upgraded, live, shutting_down", On: "heartbeat", To: "lost", Effects: "runtime: stop heartbeat_interval, core: stop read_deadline, core: do clear_admission_snapshot, core: do close_transport, do drop_connection_state"},
-		{ID: "upgraded_frame_received", Line: 293, From: "upgraded", On: "frame_received", Reject: "only a heartbeat may open the exchange; capabilities are unknown until then"},
-		{ID: "live_frame_received", Line: 298, From: "live, shutting_down", On: "frame_received", To: "same", Effects: "core: stop read_deadline, core: start read_deadline"},
-		{ID: "upgraded_heartbeat_interval", Line: 304, From: "upgraded, live, shutting_down", On: "heartbeat_interval", To: "same", Effects: "runtime: send heartbeat, runtime: start heartbeat_interval"},
-		{ID: "upgraded_read_deadline", Line: 310, From: "upgraded, live", On: "read_deadline, transport_lost", To: "lost", Effects: "runtime: stop heartbeat_interval, core: stop read_deadline, core: do close_transport, do drop_connection_state"},
-		{ID: "upgraded_superseded", Line: 318, From: "upgraded, live, shutting_down", On: "superseded", To: "replaced", Effects: "runtime: stop heartbeat_interval, core: stop read_deadline, core: do evict_routes, core: do close_transport"},
-		{ID: "upgraded_retired_close", Line: 328, From: "upgraded, live, shutting_down", On: "retired_close", To: "retired", Effects: "runtime: stop heartbeat_interval, core: stop read_deadline, core: do evict_routes, core: do close_transport, do drop_connection_state, runtime: do require_operator"},
-		{ID: "upgraded_device_shutdown", Line: 342, From: "upgraded, live", On: "device_shutdown, operator_shutdown", To: "shutting_down", Effects: "runtime: do close_executors"},
-		{ID: "upgraded_bootstrap_requested", Line: 348, From: "upgraded, live, shutting_down", On: "bootstrap_requested, bootstrap_ok, bootstrap_bad_request, bootstrap_unauthorized, upgrade_requested, upgrade_accepted, upgrade_bad_request, version_refused, auth_refused", Reject: "the upgrade was already accepted on this connection"},
-		{ID: "shutting_down_cleanup_settled", Line: 353, From: "shutting_down", On: "cleanup_settled", To: "stopped", Effects: "runtime: stop heartbeat_interval, core: stop read_deadline, do close_transport, do drop_connection_state"},
-		{ID: "shutting_down_cleanup_failed", Line: 359, From: "shutting_down", On: "cleanup_failed", To: "shutting_down", Effects: "runtime: do retain_failed_targets"},
-		{ID: "shutting_down_transport_lost", Line: 363, From: "shutting_down", On: "transport_lost", To: "stopped", Effects: "runtime: stop heartbeat_interval, core: stop read_deadline, do drop_connection_state"},
-		{ID: "shutting_down_read_deadline", Line: 370, From: "shutting_down", On: "read_deadline", To: "lost", Effects: "runtime: stop heartbeat_interval, core: do close_transport, do drop_connection_state"},
-		{ID: "shutting_down_device_shutdown", Line: 374, From: "shutting_down", On: "device_shutdown, operator_shutdown", Ignore: "shutdown is already in progress"},
-		{ID: "idle_cleanup_settled", Line: 379, From: "idle, bootstrapping, dialing, upgraded, live", On: "cleanup_settled, cleanup_failed", Reject: "no shutdown was requested on this connection"},
-		{ID: "stopped_heartbeat_interval", Line: 384, From: "stopped, cancelled, lost, replaced, request_rejected, version_rejected, auth_rejected, retired", On: "heartbeat_interval, read_deadline, transport_lost, superseded, retired_close, heartbeat, frame_received, cleanup_settled, cleanup_failed, device_shutdown, operator_shutdown", Ignore: "the connection is over; late frames, timers and closes change nothing"},
-		{ID: "stopped_any", Line: 387, From: "stopped, cancelled, lost, replaced, request_rejected, version_rejected, auth_rejected, retired", On: "*", Reject: "this connection is over; a new connection is a new instance"},
+		{ID: "idle_bootstrap_requested", From: "idle", On: "bootstrap_requested", To: "bootstrapping"},
+		{ID: "idle_upgrade_requested_if_params_missing", From: "idle", On: "upgrade_requested", Guard: "params_missing", To: "request_rejected", Effects: "core: do refuse_upgrade"},
+		{ID: "idle_upgrade_requested_if_version_mismatch", From: "idle", On: "upgrade_requested", Guard: "version_mismatch", To: "version_rejected", Effects: "core: do refuse_upgrade"},
+		{ID: "idle_upgrade_requested_if_credential_refused", From: "idle", On: "upgrade_requested", Guard: "credential_refused", To: "auth_rejected", Effects: "core: do refuse_upgrade"},
+		{ID: "idle_upgrade_requested", From: "idle", On: "upgrade_requested", To: "upgraded", Effects: "core: start read_deadline, core: do replace_previous, runtime: start heartbeat_interval"},
+		{ID: "idle_operator_shutdown", From: "idle, bootstrapping, dialing", On: "operator_shutdown", To: "cancelled"},
+		{ID: "idle_heartbeat_interval", From: "idle, bootstrapping, dialing", On: "heartbeat_interval, read_deadline", Ignore: "neither the heartbeat interval nor the read deadline runs without an open connection"},
+		{ID: "idle_transport_lost", From: "idle", On: "transport_lost", Ignore: "there is no connection to lose"},
+		{ID: "idle_any", From: "idle", On: "*", Reject: "nothing was requested; the supervisor must bootstrap first"},
+		{ID: "bootstrapping_bootstrap_ok", From: "bootstrapping", On: "bootstrap_ok", To: "dialing", Effects: "runtime: do dial_websocket"},
+		{ID: "bootstrapping_bootstrap_bad_request", From: "bootstrapping", On: "bootstrap_bad_request", To: "request_rejected", Effects: "runtime: do require_operator"},
+		{ID: "bootstrapping_bootstrap_unauthorized", From: "bootstrapping", On: "bootstrap_unauthorized", To: "auth_rejected", Effects: "runtime: do require_operator"},
+		{ID: "bootstrapping_transport_lost", From: "bootstrapping, dialing", On: "transport_lost", To: "lost"},
+		{ID: "bootstrapping_any", From: "bootstrapping", On: "*", Reject: "the bootstrap answer has not arrived"},
+		{ID: "dialing_upgrade_accepted", From: "dialing", On: "upgrade_accepted", To: "upgraded", Effects: "runtime: send heartbeat, runtime: start heartbeat_interval, core: start read_deadline"},
+		{ID: "dialing_upgrade_bad_request", From: "dialing", On: "upgrade_bad_request", To: "request_rejected", Effects: "runtime: do require_operator"},
+		{ID: "dialing_version_refused", From: "dialing", On: "version_refused", To: "version_rejected", Effects: "runtime: do require_operator"},
+		{ID: "dialing_auth_refused", From: "dialing", On: "auth_refused", To: "auth_rejected", Effects: "runtime: do require_operator"},
+		{ID: "dialing_any", From: "dialing", On: "*", Reject: "the upgrade has not been answered"},
+		{ID: "upgraded_heartbeat_if_valid_declaration", From: "upgraded", On: "heartbeat", Guard: "valid_declaration", To: "live", Effects: "core: stop read_deadline, core: start read_deadline, core: do record_capabilities"},
+		{ID: "live_heartbeat_if_valid_declaration", From: "live, shutting_down", On: "heartbeat", Guard: "valid_declaration", To: "same", Effects: "core: stop read_deadline, core: start read_deadline, core: do record_capabilities"},
+		{ID: "upgraded_heartbeat", From: "upgraded, live, shutting_down", On: "heartbeat", To: "lost", Effects: "runtime: stop heartbeat_interval, core: stop read_deadline, core: do clear_admission_snapshot, core: do close_transport, do drop_connection_state"},
+		{ID: "upgraded_frame_received", From: "upgraded", On: "frame_received", Reject: "only a heartbeat may open the exchange; capabilities are unknown until then"},
+		{ID: "live_frame_received", From: "live, shutting_down", On: "frame_received", To: "same", Effects: "core: stop read_deadline, core: start read_deadline"},
+		{ID: "upgraded_heartbeat_interval", From: "upgraded, live, shutting_down", On: "heartbeat_interval", To: "same", Effects: "runtime: send heartbeat, runtime: start heartbeat_interval"},
+		{ID: "upgraded_read_deadline", From: "upgraded, live", On: "read_deadline, transport_lost", To: "lost", Effects: "runtime: stop heartbeat_interval, core: stop read_deadline, core: do close_transport, do drop_connection_state"},
+		{ID: "upgraded_superseded", From: "upgraded, live, shutting_down", On: "superseded", To: "replaced", Effects: "runtime: stop heartbeat_interval, core: stop read_deadline, core: do evict_routes, core: do close_transport"},
+		{ID: "upgraded_retired_close", From: "upgraded, live, shutting_down", On: "retired_close", To: "retired", Effects: "runtime: stop heartbeat_interval, core: stop read_deadline, core: do evict_routes, core: do close_transport, do drop_connection_state, runtime: do require_operator"},
+		{ID: "upgraded_device_shutdown", From: "upgraded, live", On: "device_shutdown, operator_shutdown", To: "shutting_down", Effects: "runtime: do close_executors"},
+		{ID: "upgraded_bootstrap_requested", From: "upgraded, live, shutting_down", On: "bootstrap_requested, bootstrap_ok, bootstrap_bad_request, bootstrap_unauthorized, upgrade_requested, upgrade_accepted, upgrade_bad_request, version_refused, auth_refused", Reject: "the upgrade was already accepted on this connection"},
+		{ID: "shutting_down_cleanup_settled", From: "shutting_down", On: "cleanup_settled", To: "stopped", Effects: "runtime: stop heartbeat_interval, core: stop read_deadline, do close_transport, do drop_connection_state"},
+		{ID: "shutting_down_cleanup_failed", From: "shutting_down", On: "cleanup_failed", To: "shutting_down", Effects: "runtime: do retain_failed_targets"},
+		{ID: "shutting_down_transport_lost", From: "shutting_down", On: "transport_lost", To: "stopped", Effects: "runtime: stop heartbeat_interval, core: stop read_deadline, do drop_connection_state"},
+		{ID: "shutting_down_read_deadline", From: "shutting_down", On: "read_deadline", To: "lost", Effects: "runtime: stop heartbeat_interval, core: do close_transport, do drop_connection_state"},
+		{ID: "shutting_down_device_shutdown", From: "shutting_down", On: "device_shutdown, operator_shutdown", Ignore: "shutdown is already in progress"},
+		{ID: "idle_cleanup_settled", From: "idle, bootstrapping, dialing, upgraded, live", On: "cleanup_settled, cleanup_failed", Reject: "no shutdown was requested on this connection"},
+		{ID: "stopped_heartbeat_interval", From: "stopped, cancelled, lost, replaced, request_rejected, version_rejected, auth_rejected, retired", On: "heartbeat_interval, read_deadline, transport_lost, superseded, retired_close, heartbeat, frame_received, cleanup_settled, cleanup_failed, device_shutdown, operator_shutdown", Ignore: "the connection is over; late frames, timers and closes change nothing"},
+		{ID: "stopped_any", From: "stopped, cancelled, lost, replaced, request_rejected, version_rejected, auth_rejected, retired", On: "*", Reject: "this connection is over; a new connection is a new instance"},
 	},
+	Lines: []int{184, 187, 195, 200, 205, 209, 212, 215, 218, 223, 227, 231, 235, 238, 243, 248, 252, 257, 261, 266, 274, 282, 293, 298, 304, 310, 318, 328, 342, 348, 353, 359, 363, 370, 374, 379, 384, 387},
 })
 
-// Step is what one event did: the engine's fsm.Step, a read-only view of the table candidate that
-// handled it, with typed accessors. The zero Step, returned for an invalid state or event, reports
-// zero values.
-type Step struct {
-	s fsm.Step
-}
-
-// From is the state the event arrived in.
-func (s Step) From() State { return State(s.s.From()) }
-
-// Event is the event that was handled.
-func (s Step) Event() Event { return Event(s.s.Event()) }
-
-// To is the state after the step; it equals From unless the disposition is fsm.Moved.
-func (s Step) To() State { return State(s.s.To()) }
-
-// Guard is the guard that selected the candidate, or 0 for the cell's fallback.
-func (s Step) Guard() Guard { return Guard(s.s.Guard()) }
-
-// Disposition says whether the step moved, stayed, ignored or rejected the event.
-func (s Step) Disposition() fsm.Disposition { return s.s.Disposition() }
-
-// Effects lists what the step asks of both peers, in spec order (a peer keeps those its role
-// performs); nil unless the step moved or stayed. Their IDs convert to this package's enums and
-// Table.EffectString renders one as the spec writes it. The slice is shared: do not modify it.
-func (s Step) Effects() []fsm.Effect { return s.s.Effects() }
-
-// Reason is the spec's reason for an ignored or rejected event, or "".
-func (s Step) Reason() string { return s.s.Reason() }
-
-// Rule is the stable ID of the spec rule behind the step (its id:, or one derived from its first
-// state, event and guard).
-func (s Step) Rule() string { return s.s.Rule() }
-
-// Line is the line of the spec rule behind the step.
-func (s Step) Line() int { return s.s.Line() }
+// Step is what one event did: a read-only view of the table candidate that handled it, with From,
+// Event, To and Guard typed as this package's enums (fsm.StepOf) and Disposition, Effects, Reason,
+// Rule and Line from fsm.Step. Effects are shared: do not modify them. The zero Step, returned for
+// an invalid state or event, reports zero values.
+type Step = fsm.StepOf[State, Event, Guard]
 
 // Transition is the pure transition function. It selects the candidate of the (s, e) cell whose
 // guard is in held (or the fallback) and returns the step with its effects. It changes nothing,
@@ -465,11 +436,9 @@ func (s Step) Line() int { return s.s.Line() }
 // (errors.Is(err, fsm.ErrRejected)); Step.To() then equals s. An invalid state or event returns
 // the zero Step and a *fsm.InvalidError.
 func Transition(s State, e Event, held GuardSet) (Step, error) {
-	return typed(Table.Transition(fsm.StateID(s), fsm.EventID(e), fsm.GuardSet(held)))
+	st, err := Table.Transition(fsm.StateID(s), fsm.EventID(e), fsm.GuardSet(held))
+	return Step{Step: st}, err
 }
-
-// typed wraps the engine's step, so that Transition is one expression the compiler inlines.
-func typed(s fsm.Step, err error) (Step, error) { return Step{s}, err }
 
 // CoreHooks is what a Core peer implements to run the connection machine: one method per guard it
 // evaluates, per message it sends and per action it performs. The engine calls a guard while it

@@ -289,9 +289,10 @@ func ParseMessage(name string) (Message, error) {
 }
 
 // Table is the input machine as the engine runs it: the declarations and the rules of
-// spec/input.yaml, one line per rule named by its stable ID, which fsm.MustSeal expands at
-// start-up into exactly the cells spec.Machine.Table builds (every (state, event) cell lists its
-// candidates in the order they are tried, the unguarded fallback last). Treat it as read-only.
+// spec/input.yaml, one line per rule named by its stable ID (their spec lines apart, in Lines, so
+// that shifting lines in the spec changes one line here), which fsm.MustSeal expands at start-up
+// into exactly the cells spec.Machine.Table builds (every (state, event) cell lists its candidates
+// in the order they are tried, the unguarded fallback last). Treat it as read-only.
 var Table = fsm.MustSeal(&fsm.Table{
 	Name:   Name,
 	Source: "spec/input.yaml",
@@ -337,98 +338,68 @@ var Table = fsm.MustSeal(&fsm.Table{
 	},
 	Initial: fsm.StateID(StatePending),
 	Rules: []fsm.Rule{
-		{ID: "pending_prompt_steer", Line: 145, From: "pending", On: "prompt_steer", To: "sent", Effects: "core: start written_wait, runtime: start native_write, runtime: do write_native"},
-		{ID: "pending_send_failed", Line: 152, From: "pending", On: "send_failed", To: "sent", Effects: "core: start written_wait, runtime: start native_write"},
-		{ID: "pending_written_wait", Line: 158, From: "pending", On: "written_wait, native_write, receipt_send, drain_wait", Ignore: "no deadline runs while the input is queued"},
-		{ID: "pending_run_completing", Line: 161, From: "pending", On: "run_completing, run_settled, receipt_send_failed", Ignore: "the input was never sent"},
-		{ID: "pending_any", Line: 165, From: "pending", On: "*", Reject: "no prompt_steer is in flight for this input ID"},
-		{ID: "sent_native_write_done", Line: 170, From: "sent", On: "native_write_done", To: "write_complete", Effects: "runtime: stop native_write, runtime: start receipt_send, runtime: send prompt_steer_ack"},
-		{ID: "sent_native_write", Line: 174, From: "sent", On: "native_write", To: "refusing", Effects: "core: stop written_wait, runtime: start receipt_send, runtime: send prompt_steer_ack"},
-		{ID: "sent_input_refused", Line: 179, From: "sent", On: "input_refused", To: "refusing", Effects: "runtime: stop native_write, core: stop written_wait, runtime: start receipt_send, runtime: send prompt_steer_ack"},
-		{ID: "sent_run_completing", Line: 183, From: "sent", On: "run_completing", To: "draining", Effects: "runtime: stop native_write, core: stop written_wait, runtime: start drain_wait"},
-		{ID: "sent_ack_written", Line: 189, From: "sent, write_complete", On: "ack_written", To: "written", Effects: "core: stop written_wait, runtime: stop native_write, runtime: stop receipt_send"},
-		{ID: "sent_written_wait", Line: 193, From: "sent, write_complete", On: "written_wait", To: "unconfirmed", Effects: "runtime: stop native_write, runtime: stop receipt_send, core: do mark_unknown"},
-		{ID: "sent_native_accepted", Line: 199, From: "sent", On: "native_accepted", Reject: "consumption cannot be confirmed before the native write completes"},
-		{ID: "sent_run_settled", Line: 202, From: "sent, write_complete", On: "run_settled", To: "unknown", Effects: "core: stop written_wait, runtime: stop native_write, runtime: stop receipt_send, core: do mark_unknown"},
-		{ID: "sent_receipt_send", Line: 206, From: "sent", On: "receipt_send, drain_wait, receipt_send_failed", Ignore: "no receipt is being sent and no drain runs while the native write runs"},
-		{ID: "write_complete_receipt_send", Line: 211, From: "write_complete", On: "receipt_send, receipt_send_failed", To: "written", Effects: "core: stop written_wait, runtime: stop receipt_send"},
-		{ID: "write_complete_native_accepted", Line: 217, From: "write_complete", On: "native_accepted, input_refused", To: "settling", Effects: "core: stop written_wait, runtime: stop receipt_send, runtime: start receipt_send, runtime: send prompt_steer_ack"},
-		{ID: "write_complete_run_completing", Line: 221, From: "write_complete", On: "run_completing", To: "draining", Effects: "core: stop written_wait, runtime: stop receipt_send, runtime: start drain_wait"},
-		{ID: "write_complete_native_write_done", Line: 225, From: "write_complete", On: "native_write_done, native_write, drain_wait", Ignore: "the native write already completed and no drain runs yet"},
-		{ID: "refusing_ack_rejected_if_retryable_code", Line: 230, From: "refusing", On: "ack_rejected", Guard: "retryable_code", To: "pending", Effects: "runtime: stop receipt_send"},
-		{ID: "refusing_ack_rejected_if_unknown_code", Line: 235, From: "refusing", On: "ack_rejected", Guard: "unknown_code", To: "unknown", Effects: "runtime: stop receipt_send"},
-		{ID: "refusing_ack_rejected", Line: 240, From: "refusing", On: "ack_rejected", To: "rejected", Effects: "runtime: stop receipt_send"},
-		{ID: "refusing_receipt_send", Line: 244, From: "refusing, settling", On: "receipt_send, receipt_send_failed", To: "unknown", Effects: "runtime: stop receipt_send"},
-		{ID: "refusing_ack_written", Line: 249, From: "refusing", On: "ack_written, ack_accepted", Reject: "the input was refused before its native write completed"},
-		{ID: "refusing_native_write_done", Line: 252, From: "refusing, settling", On: "native_write_done, native_accepted, input_refused", Ignore: "the outcome is already being reported"},
-		{ID: "refusing_run_completing", Line: 255, From: "refusing, settling", On: "run_completing", Ignore: "the receipt send already bounds the wait before done"},
-		{ID: "refusing_written_wait", Line: 259, From: "refusing, settling", On: "written_wait, native_write, drain_wait", Ignore: "only the receipt send budget runs here"},
-		{ID: "sent_ack_accepted", Line: 264, From: "sent, write_complete, written, settling, draining", On: "ack_accepted", To: "accepted", Effects: "core: stop written_wait, runtime: stop native_write, runtime: stop receipt_send, runtime: stop drain_wait, core: do advance_cursor"},
-		{ID: "sent_ack_rejected_if_retryable_code", Line: 273, From: "sent", On: "ack_rejected", Guard: "retryable_code", To: "pending", Effects: "core: stop written_wait, runtime: stop native_write, core: do keep_for_retry"},
-		{ID: "sent_ack_rejected_if_unknown_code", Line: 278, From: "sent, write_complete, written, settling, draining", On: "ack_rejected", Guard: "unknown_code", To: "unknown", Effects: "core: stop written_wait, runtime: stop native_write, runtime: stop receipt_send, runtime: stop drain_wait, core: do mark_unknown"},
-		{ID: "sent_ack_rejected", Line: 288, From: "sent, write_complete, written, settling, draining", On: "ack_rejected", To: "rejected", Effects: "core: stop written_wait, runtime: stop native_write, runtime: stop receipt_send, runtime: stop drain_wait, core: do record_rejection"},
-		{ID: "sent_prompt_steer", Line: 299, From: "sent, write_complete, refusing, written, settling, draining, unconfirmed", On: "prompt_steer", Reject: "the input is already in flight; there is no automatic redelivery"},
-		{ID: "sent_send_failed", Line: 302, From: "sent, write_complete, refusing, written, settling, draining, unconfirmed", On: "send_failed", Reject: "no prompt_steer is being sent; the input is already in flight"},
-		{ID: "written_native_accepted", Line: 307, From: "written", On: "native_accepted, input_refused", To: "settling", Effects: "runtime: start receipt_send, runtime: send prompt_steer_ack"},
-		{ID: "written_run_completing", Line: 311, From: "written", On: "run_completing", To: "draining", Effects: "runtime: start drain_wait"},
-		{ID: "refusing_run_settled", Line: 315, From: "refusing, written, settling", On: "run_settled", To: "unknown", Effects: "runtime: stop receipt_send, core: do mark_unknown"},
-		{ID: "written_ack_written", Line: 319, From: "written, settling, draining", On: "ack_written", Ignore: "the write phase was already confirmed"},
-		{ID: "written_native_write_done", Line: 322, From: "written", On: "native_write_done, receipt_send_failed", Ignore: "the native write already completed and no receipt is being sent"},
-		{ID: "written_written_wait", Line: 325, From: "written", On: "written_wait, native_write, receipt_send, drain_wait", Ignore: "no write, send or drain deadline is running"},
-		{ID: "draining_native_write_done", Line: 330, From: "draining", On: "native_write_done", To: "draining", Effects: "runtime: send prompt_steer_ack"},
-		{ID: "draining_native_accepted", Line: 335, From: "draining", On: "native_accepted, input_refused", To: "draining", Effects: "runtime: send prompt_steer_ack"},
-		{ID: "draining_drain_wait", Line: 339, From: "draining", On: "drain_wait, receipt_send_failed", To: "unknown", Effects: "runtime: stop drain_wait, runtime: do publish_done"},
-		{ID: "draining_run_completing", Line: 345, From: "draining", On: "run_completing, written_wait, native_write, receipt_send, run_settled", Ignore: "the drain is already running and its budget is the only deadline"},
-		{ID: "unconfirmed_ack_written", Line: 350, From: "unconfirmed", On: "ack_written", To: "written", Effects: "core: do settle_late"},
-		{ID: "unconfirmed_ack_accepted", Line: 354, From: "unconfirmed", On: "ack_accepted", To: "accepted", Effects: "core: do settle_late, core: do advance_cursor"},
-		{ID: "unconfirmed_ack_rejected_if_retryable_code", Line: 358, From: "unconfirmed", On: "ack_rejected", Guard: "retryable_code", To: "pending", Effects: "core: do settle_late, core: do keep_for_retry"},
-		{ID: "unconfirmed_ack_rejected_if_unknown_code", Line: 364, From: "unconfirmed", On: "ack_rejected", Guard: "unknown_code", To: "unknown", Effects: "core: do settle_late"},
-		{ID: "unconfirmed_ack_rejected", Line: 371, From: "unconfirmed", On: "ack_rejected", To: "rejected", Effects: "core: do settle_late, core: do record_rejection"},
-		{ID: "unconfirmed_run_settled", Line: 375, From: "unconfirmed", On: "run_settled", To: "unknown"},
-		{ID: "unconfirmed_native_write_done", Line: 379, From: "unconfirmed", On: "native_write_done, native_accepted, input_refused, written_wait, native_write, receipt_send, drain_wait, run_completing, receipt_send_failed", Ignore: "Core's view only; the Runtime's phases and deadlines do not reach it"},
-		{ID: "pending_connection_lost", Line: 384, From: "pending", On: "connection_lost", Ignore: "the input was never sent on this connection; it stays in Core's durable queue"},
-		{ID: "sent_connection_lost", Line: 387, From: "sent, write_complete, refusing, written, settling, draining, unconfirmed", On: "connection_lost", To: "unknown", Effects: "core: stop written_wait, runtime: stop native_write, runtime: stop receipt_send, runtime: stop drain_wait, core: do mark_unknown"},
-		{ID: "accepted_ack_written", Line: 400, From: "accepted, rejected, unknown", On: "ack_written, ack_accepted, ack_rejected, written_wait, native_write, receipt_send, drain_wait, send_failed, receipt_send_failed, run_completing, run_settled, native_write_done, native_accepted, input_refused, connection_lost", Ignore: "the input outcome is settled; late frames and deadlines change nothing"},
-		{ID: "accepted_any", Line: 405, From: "accepted, rejected, unknown", On: "*", Reject: "the input ID is settled; a new input needs a new input ID"},
+		{ID: "pending_prompt_steer", From: "pending", On: "prompt_steer", To: "sent", Effects: "core: start written_wait, runtime: start native_write, runtime: do write_native"},
+		{ID: "pending_send_failed", From: "pending", On: "send_failed", To: "sent", Effects: "core: start written_wait, runtime: start native_write"},
+		{ID: "pending_written_wait", From: "pending", On: "written_wait, native_write, receipt_send, drain_wait", Ignore: "no deadline runs while the input is queued"},
+		{ID: "pending_run_completing", From: "pending", On: "run_completing, run_settled, receipt_send_failed", Ignore: "the input was never sent"},
+		{ID: "pending_any", From: "pending", On: "*", Reject: "no prompt_steer is in flight for this input ID"},
+		{ID: "sent_native_write_done", From: "sent", On: "native_write_done", To: "write_complete", Effects: "runtime: stop native_write, runtime: start receipt_send, runtime: send prompt_steer_ack"},
+		{ID: "sent_native_write", From: "sent", On: "native_write", To: "refusing", Effects: "core: stop written_wait, runtime: start receipt_send, runtime: send prompt_steer_ack"},
+		{ID: "sent_input_refused", From: "sent", On: "input_refused", To: "refusing", Effects: "runtime: stop native_write, core: stop written_wait, runtime: start receipt_send, runtime: send prompt_steer_ack"},
+		{ID: "sent_run_completing", From: "sent", On: "run_completing", To: "draining", Effects: "runtime: stop native_write, core: stop written_wait, runtime: start drain_wait"},
+		{ID: "sent_ack_written", From: "sent, write_complete", On: "ack_written", To: "written", Effects: "core: stop written_wait, runtime: stop native_write, runtime: stop receipt_send"},
+		{ID: "sent_written_wait", From: "sent, write_complete", On: "written_wait", To: "unconfirmed", Effects: "runtime: stop native_write, runtime: stop receipt_send, core: do mark_unknown"},
+		{ID: "sent_native_accepted", From: "sent", On: "native_accepted", Reject: "consumption cannot be confirmed before the native write completes"},
+		{ID: "sent_run_settled", From: "sent, write_complete", On: "run_settled", To: "unknown", Effects: "core: stop written_wait, runtime: stop native_write, runtime: stop receipt_send, core: do mark_unknown"},
+		{ID: "sent_receipt_send", From: "sent", On: "receipt_send, drain_wait, receipt_send_failed", Ignore: "no receipt is being sent and no drain runs while the native write runs"},
+		{ID: "write_complete_receipt_send", From: "write_complete", On: "receipt_send, receipt_send_failed", To: "written", Effects: "core: stop written_wait, runtime: stop receipt_send"},
+		{ID: "write_complete_native_accepted", From: "write_complete", On: "native_accepted, input_refused", To: "settling", Effects: "core: stop written_wait, runtime: stop receipt_send, runtime: start receipt_send, runtime: send prompt_steer_ack"},
+		{ID: "write_complete_run_completing", From: "write_complete", On: "run_completing", To: "draining", Effects: "core: stop written_wait, runtime: stop receipt_send, runtime: start drain_wait"},
+		{ID: "write_complete_native_write_done", From: "write_complete", On: "native_write_done, native_write, drain_wait", Ignore: "the native write already completed and no drain runs yet"},
+		{ID: "refusing_ack_rejected_if_retryable_code", From: "refusing", On: "ack_rejected", Guard: "retryable_code", To: "pending", Effects: "runtime: stop receipt_send"},
+		{ID: "refusing_ack_rejected_if_unknown_code", From: "refusing", On: "ack_rejected", Guard: "unknown_code", To: "unknown", Effects: "runtime: stop receipt_send"},
+		{ID: "refusing_ack_rejected", From: "refusing", On: "ack_rejected", To: "rejected", Effects: "runtime: stop receipt_send"},
+		{ID: "refusing_receipt_send", From: "refusing, settling", On: "receipt_send, receipt_send_failed", To: "unknown", Effects: "runtime: stop receipt_send"},
+		{ID: "refusing_ack_written", From: "refusing", On: "ack_written, ack_accepted", Reject: "the input was refused before its native write completed"},
+		{ID: "refusing_native_write_done", From: "refusing, settling", On: "native_write_done, native_accepted, input_refused", Ignore: "the outcome is already being reported"},
+		{ID: "refusing_run_completing", From: "refusing, settling", On: "run_completing", Ignore: "the receipt send already bounds the wait before done"},
+		{ID: "refusing_written_wait", From: "refusing, settling", On: "written_wait, native_write, drain_wait", Ignore: "only the receipt send budget runs here"},
+		{ID: "sent_ack_accepted", From: "sent, write_complete, written, settling, draining", On: "ack_accepted", To: "accepted", Effects: "core: stop written_wait, runtime: stop native_write, runtime: stop receipt_send, runtime: stop drain_wait, core: do advance_cursor"},
+		{ID: "sent_ack_rejected_if_retryable_code", From: "sent", On: "ack_rejected", Guard: "retryable_code", To: "pending", Effects: "core: stop written_wait, runtime: stop native_write, core: do keep_for_retry"},
+		{ID: "sent_ack_rejected_if_unknown_code", From: "sent, write_complete, written, settling, draining", On: "ack_rejected", Guard: "unknown_code", To: "unknown", Effects: "core: stop written_wait, runtime: stop native_write, runtime: stop receipt_send, runtime: stop drain_wait, core: do mark_unknown"},
+		{ID: "sent_ack_rejected", From: "sent, write_complete, written, settling, draining", On: "ack_rejected", To: "rejected", Effects: "core: stop written_wait, runtime: stop native_write, runtime: stop receipt_send, runtime: stop drain_wait, core: do record_rejection"},
+		{ID: "sent_prompt_steer", From: "sent, write_complete, refusing, written, settling, draining, unconfirmed", On: "prompt_steer", Reject: "the input is already in flight; there is no automatic redelivery"},
+		{ID: "sent_send_failed", From: "sent, write_complete, refusing, written, settling, draining, unconfirmed", On: "send_failed", Reject: "no prompt_steer is being sent; the input is already in flight"},
+		{ID: "written_native_accepted", From: "written", On: "native_accepted, input_refused", To: "settling", Effects: "runtime: start receipt_send, runtime: send prompt_steer_ack"},
+		{ID: "written_run_completing", From: "written", On: "run_completing", To: "draining", Effects: "runtime: start drain_wait"},
+		{ID: "refusing_run_settled", From: "refusing, written, settling", On: "run_settled", To: "unknown", Effects: "runtime: stop receipt_send, core: do mark_unknown"},
+		{ID: "written_ack_written", From: "written, settling, draining", On: "ack_written", Ignore: "the write phase was already confirmed"},
+		{ID: "written_native_write_done", From: "written", On: "native_write_done, receipt_send_failed", Ignore: "the native write already completed and no receipt is being sent"},
+		{ID: "written_written_wait", From: "written", On: "written_wait, native_write, receipt_send, drain_wait", Ignore: "no write, send or drain deadline is running"},
+		{ID: "draining_native_write_done", From: "draining", On: "native_write_done", To: "draining", Effects: "runtime: send prompt_steer_ack"},
+		{ID: "draining_native_accepted", From: "draining", On: "native_accepted, input_refused", To: "draining", Effects: "runtime: send prompt_steer_ack"},
+		{ID: "draining_drain_wait", From: "draining", On: "drain_wait, receipt_send_failed", To: "unknown", Effects: "runtime: stop drain_wait, runtime: do publish_done"},
+		{ID: "draining_run_completing", From: "draining", On: "run_completing, written_wait, native_write, receipt_send, run_settled", Ignore: "the drain is already running and its budget is the only deadline"},
+		{ID: "unconfirmed_ack_written", From: "unconfirmed", On: "ack_written", To: "written", Effects: "core: do settle_late"},
+		{ID: "unconfirmed_ack_accepted", From: "unconfirmed", On: "ack_accepted", To: "accepted", Effects: "core: do settle_late, core: do advance_cursor"},
+		{ID: "unconfirmed_ack_rejected_if_retryable_code", From: "unconfirmed", On: "ack_rejected", Guard: "retryable_code", To: "pending", Effects: "core: do settle_late, core: do keep_for_retry"},
+		{ID: "unconfirmed_ack_rejected_if_unknown_code", From: "unconfirmed", On: "ack_rejected", Guard: "unknown_code", To: "unknown", Effects: "core: do settle_late"},
+		{ID: "unconfirmed_ack_rejected", From: "unconfirmed", On: "ack_rejected", To: "rejected", Effects: "core: do settle_late, core: do record_rejection"},
+		{ID: "unconfirmed_run_settled", From: "unconfirmed", On: "run_settled", To: "unknown"},
+		{ID: "unconfirmed_native_write_done", From: "unconfirmed", On: "native_write_done, native_accepted, input_refused, written_wait, native_write, receipt_send, drain_wait, run_completing, receipt_send_failed", Ignore: "Core's view only; the Runtime's phases and deadlines do not reach it"},
+		{ID: "pending_connection_lost", From: "pending", On: "connection_lost", Ignore: "the input was never sent on this connection; it stays in Core's durable queue"},
+		{ID: "sent_connection_lost", From: "sent, write_complete, refusing, written, settling, draining, unconfirmed", On: "connection_lost", To: "unknown", Effects: "core: stop written_wait, runtime: stop native_write, runtime: stop receipt_send, runtime: stop drain_wait, core: do mark_unknown"},
+		{ID: "accepted_ack_written", From: "accepted, rejected, unknown", On: "ack_written, ack_accepted, ack_rejected, written_wait, native_write, receipt_send, drain_wait, send_failed, receipt_send_failed, run_completing, run_settled, native_write_done, native_accepted, input_refused, connection_lost", Ignore: "the input outcome is settled; late frames and deadlines change nothing"},
+		{ID: "accepted_any", From: "accepted, rejected, unknown", On: "*", Reject: "the input ID is settled; a new input needs a new input ID"},
 	},
+	Lines: []int{145, 152, 158, 161, 165, 170, 174, 179, 183, 189, 193, 199, 202, 206, 211, 217, 221, 225, 230, 235, 240, 244, 249, 252, 255, 259, 264, 273, 278, 288, 299, 302, 307, 311, 315, 319, 322, 325, 330, 335, 339, 345, 350, 354, 358, 364, 371, 375, 379, 384, 387, 400, 405},
 })
 
-// Step is what one event did: the engine's fsm.Step, a read-only view of the table candidate that
-// handled it, with typed accessors. The zero Step, returned for an invalid state or event, reports
-// zero values.
-type Step struct {
-	s fsm.Step
-}
-
-// From is the state the event arrived in.
-func (s Step) From() State { return State(s.s.From()) }
-
-// Event is the event that was handled.
-func (s Step) Event() Event { return Event(s.s.Event()) }
-
-// To is the state after the step; it equals From unless the disposition is fsm.Moved.
-func (s Step) To() State { return State(s.s.To()) }
-
-// Guard is the guard that selected the candidate, or 0 for the cell's fallback.
-func (s Step) Guard() Guard { return Guard(s.s.Guard()) }
-
-// Disposition says whether the step moved, stayed, ignored or rejected the event.
-func (s Step) Disposition() fsm.Disposition { return s.s.Disposition() }
-
-// Effects lists what the step asks of both peers, in spec order (a peer keeps those its role
-// performs); nil unless the step moved or stayed. Their IDs convert to this package's enums and
-// Table.EffectString renders one as the spec writes it. The slice is shared: do not modify it.
-func (s Step) Effects() []fsm.Effect { return s.s.Effects() }
-
-// Reason is the spec's reason for an ignored or rejected event, or "".
-func (s Step) Reason() string { return s.s.Reason() }
-
-// Rule is the stable ID of the spec rule behind the step (its id:, or one derived from its first
-// state, event and guard).
-func (s Step) Rule() string { return s.s.Rule() }
-
-// Line is the line of the spec rule behind the step.
-func (s Step) Line() int { return s.s.Line() }
+// Step is what one event did: a read-only view of the table candidate that handled it, with From,
+// Event, To and Guard typed as this package's enums (fsm.StepOf) and Disposition, Effects, Reason,
+// Rule and Line from fsm.Step. Effects are shared: do not modify them. The zero Step, returned for
+// an invalid state or event, reports zero values.
+type Step = fsm.StepOf[State, Event, Guard]
 
 // Transition is the pure transition function. It selects the candidate of the (s, e) cell whose
 // guard is in held (or the fallback) and returns the step with its effects. It changes nothing,
@@ -439,11 +410,9 @@ func (s Step) Line() int { return s.s.Line() }
 // (errors.Is(err, fsm.ErrRejected)); Step.To() then equals s. An invalid state or event returns
 // the zero Step and a *fsm.InvalidError.
 func Transition(s State, e Event, held GuardSet) (Step, error) {
-	return typed(Table.Transition(fsm.StateID(s), fsm.EventID(e), fsm.GuardSet(held)))
+	st, err := Table.Transition(fsm.StateID(s), fsm.EventID(e), fsm.GuardSet(held))
+	return Step{Step: st}, err
 }
-
-// typed wraps the engine's step, so that Transition is one expression the compiler inlines.
-func typed(s fsm.Step, err error) (Step, error) { return Step{s}, err }
 
 // CoreHooks is what a Core peer implements to run the input machine: one method per guard it
 // evaluates, per message it sends and per action it performs. The engine calls a guard while it

@@ -289,7 +289,8 @@ func ParseMessage(name string) (Message, error) {
 }
 
 // Table is the interaction machine as the engine runs it: the declarations and the rules of
-// spec/interaction.yaml, one line per rule named by its stable ID, which fsm.MustSeal expands at
+// spec/interaction.yaml, one line per rule named by its stable ID (their spec lines apart, in
+// Lines, so that shifting lines in the spec changes one line here), which fsm.MustSeal expands at
 // start-up into exactly the cells spec.Machine.Table builds (every (state, event) cell lists its
 // candidates in the order they are tried, the unguarded fallback last). Treat it as read-only.
 var Table = fsm.MustSeal(&fsm.Table{
@@ -329,81 +330,51 @@ var Table = fsm.MustSeal(&fsm.Table{
 	},
 	Initial: fsm.StateID(StateIdle),
 	Rules: []fsm.Rule{
-		{ID: "idle_permission_request", Line: 144, From: "idle", On: "permission_request, prompt_for_user_choice, function_call", To: "pending", Effects: "core: do surface_request"},
-		{ID: "idle_ack_wait", Line: 148, From: "idle", On: "ack_wait, run_closed", Ignore: "nothing is pending for this interaction ID"},
-		{ID: "idle_any", Line: 151, From: "idle", On: "*", Reject: "no request was emitted with this interaction ID"},
-		{ID: "pending_permission_decision_if_matches_request_kind", Line: 156, From: "pending", On: "permission_decision, prompt_for_user_choice_decision, function_result", Guard: "matches_request_kind", To: "deciding", Effects: "core: start ack_wait, runtime: do apply_decision"},
-		{ID: "pending_permission_decision", Line: 161, From: "pending", On: "permission_decision, prompt_for_user_choice_decision, function_result", Reject: "the answer does not match the request kind or fails validation; nothing is submitted natively"},
-		{ID: "pending_answer_send_failed", Line: 164, From: "pending", On: "answer_send_failed", To: "deciding", Effects: "core: start ack_wait"},
-		{ID: "pending_permission_cancel_if_permission_kind", Line: 170, From: "pending", On: "permission_cancel", Guard: "permission_kind", To: "withdrawn", Effects: "core: do withdraw_prompt"},
-		{ID: "pending_permission_cancel", Line: 175, From: "pending", On: "permission_cancel", Reject: "only a permission request can be withdrawn"},
-		{ID: "pending_run_closed", Line: 178, From: "pending", On: "run_closed", To: "unanswered", Effects: "core: do abandon_request"},
-		{ID: "deciding_run_closed", Line: 184, From: "deciding, unconfirmed", On: "run_closed", To: "orphaned", Effects: "core: stop ack_wait, core: do mark_unknown"},
-		{ID: "pending_ack_applied", Line: 188, From: "pending", On: "ack_applied, ack_refused", Reject: "no answer is in flight, so there is nothing to acknowledge"},
-		{ID: "pending_ack_wait", Line: 191, From: "pending, unconfirmed, applied", On: "ack_wait", Ignore: "the receipt deadline only runs while an answer is in flight"},
-		{ID: "pending_permission_request", Line: 194, From: "pending, deciding, unconfirmed, applied", On: "permission_request, prompt_for_user_choice, function_call", Reject: "the interaction ID is already in use"},
-		{ID: "deciding_ack_applied_if_current_delivery", Line: 199, From: "deciding", On: "ack_applied", Guard: "current_delivery", To: "applied", Effects: "core: stop ack_wait, core: do settle_interaction"},
-		{ID: "deciding_ack_refused_if_retry_later", Line: 204, From: "deciding", On: "ack_refused", Guard: "retry_later", To: "pending", Effects: "core: stop ack_wait"},
-		{ID: "deciding_ack_refused_if_current_delivery", Line: 210, From: "deciding", On: "ack_refused", Guard: "current_delivery", To: "refused", Effects: "core: stop ack_wait, core: do record_refusal"},
-		{ID: "deciding_ack_applied", Line: 215, From: "deciding", On: "ack_applied, ack_refused", Ignore: "the receipt belongs to an earlier delivery attempt"},
-		{ID: "deciding_ack_wait", Line: 218, From: "deciding", On: "ack_wait", To: "unconfirmed", Effects: "core: do mark_unknown"},
-		{ID: "deciding_answer_send_failed", Line: 222, From: "deciding", On: "answer_send_failed", Reject: "no answer is being sent; one is already in flight"},
-		{ID: "deciding_permission_cancel_if_permission_kind", Line: 225, From: "deciding", On: "permission_cancel", Guard: "permission_kind", To: "deciding", Effects: "core: do note_withdrawal"},
-		{ID: "deciding_permission_cancel", Line: 231, From: "deciding", On: "permission_cancel", Reject: "only a permission request can be withdrawn"},
-		{ID: "deciding_permission_decision", Line: 234, From: "deciding", On: "permission_decision, prompt_for_user_choice_decision, function_result", Reject: "one answer at a time; wait for the receipt of the one in flight"},
-		{ID: "unconfirmed_ack_applied_if_current_delivery", Line: 239, From: "unconfirmed", On: "ack_applied", Guard: "current_delivery", To: "applied", Effects: "core: do settle_late, core: do settle_interaction"},
-		{ID: "unconfirmed_ack_refused_if_retry_later", Line: 247, From: "unconfirmed", On: "ack_refused", Guard: "retry_later", To: "pending", Effects: "core: do settle_late"},
-		{ID: "unconfirmed_ack_refused_if_current_delivery", Line: 252, From: "unconfirmed", On: "ack_refused", Guard: "current_delivery", To: "refused", Effects: "core: do settle_late, core: do record_refusal"},
-		{ID: "unconfirmed_ack_applied", Line: 257, From: "unconfirmed", On: "ack_applied, ack_refused", Ignore: "the receipt belongs to an earlier delivery attempt"},
-		{ID: "unconfirmed_permission_decision_if_identical_decision", Line: 260, From: "unconfirmed", On: "permission_decision, prompt_for_user_choice_decision, function_result", Guard: "identical_decision", To: "deciding", Effects: "core: start ack_wait, runtime: do apply_decision"},
-		{ID: "unconfirmed_permission_decision", Line: 266, From: "unconfirmed", On: "permission_decision, prompt_for_user_choice_decision, function_result", Reject: "decision_conflict: a replay must repeat the earlier answer exactly"},
-		{ID: "unconfirmed_answer_send_failed", Line: 269, From: "unconfirmed", On: "answer_send_failed", To: "deciding", Effects: "core: start ack_wait"},
-		{ID: "unconfirmed_permission_cancel", Line: 273, From: "unconfirmed", On: "permission_cancel", Ignore: "a withdrawal does not prove whether the unconfirmed answer was applied"},
-		{ID: "applied_permission_decision_if_identical_decision", Line: 278, From: "applied", On: "permission_decision, prompt_for_user_choice_decision, function_result", Guard: "identical_decision", To: "applied", Effects: "runtime: send interaction_decision_ack"},
-		{ID: "applied_permission_decision", Line: 283, From: "applied", On: "permission_decision, prompt_for_user_choice_decision, function_result", Reject: "decision_conflict: the interaction was already settled with a different answer"},
-		{ID: "applied_ack_applied", Line: 286, From: "applied", On: "ack_applied, ack_refused, permission_cancel, answer_send_failed", Ignore: "the answer already settled the interaction; repeated receipts and a failed replay change nothing"},
-		{ID: "applied_run_closed", Line: 289, From: "applied", On: "run_closed", To: "closed"},
-		{ID: "refused_ack_applied", Line: 294, From: "refused, withdrawn, unanswered, orphaned, closed", On: "ack_applied, ack_refused, ack_wait, answer_send_failed, run_closed, permission_cancel", Ignore: "the interaction is settled; late receipts and withdrawals change nothing"},
-		{ID: "refused_any", Line: 298, From: "refused, withdrawn, unanswered, orphaned, closed", On: "*", Reject: "not_pending: the interaction is settled"},
+		{ID: "idle_permission_request", From: "idle", On: "permission_request, prompt_for_user_choice, function_call", To: "pending", Effects: "core: do surface_request"},
+		{ID: "idle_ack_wait", From: "idle", On: "ack_wait, run_closed", Ignore: "nothing is pending for this interaction ID"},
+		{ID: "idle_any", From: "idle", On: "*", Reject: "no request was emitted with this interaction ID"},
+		{ID: "pending_permission_decision_if_matches_request_kind", From: "pending", On: "permission_decision, prompt_for_user_choice_decision, function_result", Guard: "matches_request_kind", To: "deciding", Effects: "core: start ack_wait, runtime: do apply_decision"},
+		{ID: "pending_permission_decision", From: "pending", On: "permission_decision, prompt_for_user_choice_decision, function_result", Reject: "the answer does not match the request kind or fails validation; nothing is submitted natively"},
+		{ID: "pending_answer_send_failed", From: "pending", On: "answer_send_failed", To: "deciding", Effects: "core: start ack_wait"},
+		{ID: "pending_permission_cancel_if_permission_kind", From: "pending", On: "permission_cancel", Guard: "permission_kind", To: "withdrawn", Effects: "core: do withdraw_prompt"},
+		{ID: "pending_permission_cancel", From: "pending", On: "permission_cancel", Reject: "only a permission request can be withdrawn"},
+		{ID: "pending_run_closed", From: "pending", On: "run_closed", To: "unanswered", Effects: "core: do abandon_request"},
+		{ID: "deciding_run_closed", From: "deciding, unconfirmed", On: "run_closed", To: "orphaned", Effects: "core: stop ack_wait, core: do mark_unknown"},
+		{ID: "pending_ack_applied", From: "pending", On: "ack_applied, ack_refused", Reject: "no answer is in flight, so there is nothing to acknowledge"},
+		{ID: "pending_ack_wait", From: "pending, unconfirmed, applied", On: "ack_wait", Ignore: "the receipt deadline only runs while an answer is in flight"},
+		{ID: "pending_permission_request", From: "pending, deciding, unconfirmed, applied", On: "permission_request, prompt_for_user_choice, function_call", Reject: "the interaction ID is already in use"},
+		{ID: "deciding_ack_applied_if_current_delivery", From: "deciding", On: "ack_applied", Guard: "current_delivery", To: "applied", Effects: "core: stop ack_wait, core: do settle_interaction"},
+		{ID: "deciding_ack_refused_if_retry_later", From: "deciding", On: "ack_refused", Guard: "retry_later", To: "pending", Effects: "core: stop ack_wait"},
+		{ID: "deciding_ack_refused_if_current_delivery", From: "deciding", On: "ack_refused", Guard: "current_delivery", To: "refused", Effects: "core: stop ack_wait, core: do record_refusal"},
+		{ID: "deciding_ack_applied", From: "deciding", On: "ack_applied, ack_refused", Ignore: "the receipt belongs to an earlier delivery attempt"},
+		{ID: "deciding_ack_wait", From: "deciding", On: "ack_wait", To: "unconfirmed", Effects: "core: do mark_unknown"},
+		{ID: "deciding_answer_send_failed", From: "deciding", On: "answer_send_failed", Reject: "no answer is being sent; one is already in flight"},
+		{ID: "deciding_permission_cancel_if_permission_kind", From: "deciding", On: "permission_cancel", Guard: "permission_kind", To: "deciding", Effects: "core: do note_withdrawal"},
+		{ID: "deciding_permission_cancel", From: "deciding", On: "permission_cancel", Reject: "only a permission request can be withdrawn"},
+		{ID: "deciding_permission_decision", From: "deciding", On: "permission_decision, prompt_for_user_choice_decision, function_result", Reject: "one answer at a time; wait for the receipt of the one in flight"},
+		{ID: "unconfirmed_ack_applied_if_current_delivery", From: "unconfirmed", On: "ack_applied", Guard: "current_delivery", To: "applied", Effects: "core: do settle_late, core: do settle_interaction"},
+		{ID: "unconfirmed_ack_refused_if_retry_later", From: "unconfirmed", On: "ack_refused", Guard: "retry_later", To: "pending", Effects: "core: do settle_late"},
+		{ID: "unconfirmed_ack_refused_if_current_delivery", From: "unconfirmed", On: "ack_refused", Guard: "current_delivery", To: "refused", Effects: "core: do settle_late, core: do record_refusal"},
+		{ID: "unconfirmed_ack_applied", From: "unconfirmed", On: "ack_applied, ack_refused", Ignore: "the receipt belongs to an earlier delivery attempt"},
+		{ID: "unconfirmed_permission_decision_if_identical_decision", From: "unconfirmed", On: "permission_decision, prompt_for_user_choice_decision, function_result", Guard: "identical_decision", To: "deciding", Effects: "core: start ack_wait, runtime: do apply_decision"},
+		{ID: "unconfirmed_permission_decision", From: "unconfirmed", On: "permission_decision, prompt_for_user_choice_decision, function_result", Reject: "decision_conflict: a replay must repeat the earlier answer exactly"},
+		{ID: "unconfirmed_answer_send_failed", From: "unconfirmed", On: "answer_send_failed", To: "deciding", Effects: "core: start ack_wait"},
+		{ID: "unconfirmed_permission_cancel", From: "unconfirmed", On: "permission_cancel", Ignore: "a withdrawal does not prove whether the unconfirmed answer was applied"},
+		{ID: "applied_permission_decision_if_identical_decision", From: "applied", On: "permission_decision, prompt_for_user_choice_decision, function_result", Guard: "identical_decision", To: "applied", Effects: "runtime: send interaction_decision_ack"},
+		{ID: "applied_permission_decision", From: "applied", On: "permission_decision, prompt_for_user_choice_decision, function_result", Reject: "decision_conflict: the interaction was already settled with a different answer"},
+		{ID: "applied_ack_applied", From: "applied", On: "ack_applied, ack_refused, permission_cancel, answer_send_failed", Ignore: "the answer already settled the interaction; repeated receipts and a failed replay change nothing"},
+		{ID: "applied_run_closed", From: "applied", On: "run_closed", To: "closed"},
+		{ID: "refused_ack_applied", From: "refused, withdrawn, unanswered, orphaned, closed", On: "ack_applied, ack_refused, ack_wait, answer_send_failed, run_closed, permission_cancel", Ignore: "the interaction is settled; late receipts and withdrawals change nothing"},
+		{ID: "refused_any", From: "refused, withdrawn, unanswered, orphaned, closed", On: "*", Reject: "not_pending: the interaction is settled"},
 	},
+	Lines: []int{144, 148, 151, 156, 161, 164, 170, 175, 178, 184, 188, 191, 194, 199, 204, 210, 215, 218, 222, 225, 231, 234, 239, 247, 252, 257, 260, 266, 269, 273, 278, 283, 286, 289, 294, 298},
 })
 
-// Step is what one event did: the engine's fsm.Step, a read-only view of the table candidate that
-// handled it, with typed accessors. The zero Step, returned for an invalid state or event, reports
-// zero values.
-type Step struct {
-	s fsm.Step
-}
-
-// From is the state the event arrived in.
-func (s Step) From() State { return State(s.s.From()) }
-
-// Event is the event that was handled.
-func (s Step) Event() Event { return Event(s.s.Event()) }
-
-// To is the state after the step; it equals From unless the disposition is fsm.Moved.
-func (s Step) To() State { return State(s.s.To()) }
-
-// Guard is the guard that selected the candidate, or 0 for the cell's fallback.
-func (s Step) Guard() Guard { return Guard(s.s.Guard()) }
-
-// Disposition says whether the step moved, stayed, ignored or rejected the event.
-func (s Step) Disposition() fsm.Disposition { return s.s.Disposition() }
-
-// Effects lists what the step asks of both peers, in spec order (a peer keeps those its role
-// performs); nil unless the step moved or stayed. Their IDs convert to this package's enums and
-// Table.EffectString renders one as the spec writes it. The slice is shared: do not modify it.
-func (s Step) Effects() []fsm.Effect { return s.s.Effects() }
-
-// Reason is the spec's reason for an ignored or rejected event, or "".
-func (s Step) Reason() string { return s.s.Reason() }
-
-// Rule is the stable ID of the spec rule behind the step (its id:, or one derived from its first
-// state, event and guard).
-func (s Step) Rule() string { return s.s.Rule() }
-
-// Line is the line of the spec rule behind the step.
-func (s Step) Line() int { return s.s.Line() }
+// Step is what one event did: a read-only view of the table candidate that handled it, with From,
+// Event, To and Guard typed as this package's enums (fsm.StepOf) and Disposition, Effects, Reason,
+// Rule and Line from fsm.Step. Effects are shared: do not modify them. The zero Step, returned for
+// an invalid state or event, reports zero values.
+type Step = fsm.StepOf[State, Event, Guard]
 
 // Transition is the pure transition function. It selects the candidate of the (s, e) cell whose
 // guard is in held (or the fallback) and returns the step with its effects. It changes nothing,
@@ -414,11 +385,9 @@ func (s Step) Line() int { return s.s.Line() }
 // (errors.Is(err, fsm.ErrRejected)); Step.To() then equals s. An invalid state or event returns
 // the zero Step and a *fsm.InvalidError.
 func Transition(s State, e Event, held GuardSet) (Step, error) {
-	return typed(Table.Transition(fsm.StateID(s), fsm.EventID(e), fsm.GuardSet(held)))
+	st, err := Table.Transition(fsm.StateID(s), fsm.EventID(e), fsm.GuardSet(held))
+	return Step{Step: st}, err
 }
-
-// typed wraps the engine's step, so that Transition is one expression the compiler inlines.
-func typed(s fsm.Step, err error) (Step, error) { return Step{s}, err }
 
 // CoreHooks is what a Core peer implements to run the interaction machine: one method per guard it
 // evaluates, per message it sends and per action it performs. The engine calls a guard while it

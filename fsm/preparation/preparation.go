@@ -292,7 +292,8 @@ func ParseMessage(name string) (Message, error) {
 }
 
 // Table is the preparation machine as the engine runs it: the declarations and the rules of
-// spec/preparation.yaml, one line per rule named by its stable ID, which fsm.MustSeal expands at
+// spec/preparation.yaml, one line per rule named by its stable ID (their spec lines apart, in
+// Lines, so that shifting lines in the spec changes one line here), which fsm.MustSeal expands at
 // start-up into exactly the cells spec.Machine.Table builds (every (state, event) cell lists its
 // candidates in the order they are tried, the unguarded fallback last). Treat it as read-only.
 var Table = fsm.MustSeal(&fsm.Table{
@@ -341,120 +342,90 @@ var Table = fsm.MustSeal(&fsm.Table{
 	},
 	Initial: fsm.StateID(StateIdle),
 	Rules: []fsm.Rule{
-		{ID: "idle_execution_prepare", Line: 160, From: "idle", On: "execution_prepare", To: "requested", Effects: "runtime: send preparation_status"},
-		{ID: "idle_prepare_send_failed", Line: 164, From: "idle", On: "prepare_send_failed", To: "requested"},
-		{ID: "idle_connection_lost", Line: 169, From: "idle", On: "connection_lost", Ignore: "no execution_prepare was sent on this connection"},
-		{ID: "idle_execution_start", Line: 173, From: "idle", On: "execution_start, execution_release", Reject: "no execution_prepare was sent for this request ID"},
-		{ID: "idle_status_preparing", Line: 176, From: "idle", On: "status_preparing, status_ready, status_starting, status_started, status_released, status_expired, status_failed, status_cleanup_unconfirmed, status_rejected", Reject: "a status for a request that was never sent is not applied to any handle"},
-		{ID: "idle_admission_expiry", Line: 179, From: "idle", On: "admission_expiry", Ignore: "no admission was granted, so no deadline is armed"},
-		{ID: "requested_status_preparing_if_newer_revision", Line: 184, From: "requested", On: "status_preparing", Guard: "newer_revision", To: "preparing"},
-		{ID: "requested_status_ready_if_newer_revision", Line: 188, From: "requested", On: "status_ready", Guard: "newer_revision", To: "ready", Effects: "start admission_expiry"},
-		{ID: "requested_status_failed_if_newer_revision", Line: 193, From: "requested", On: "status_failed", Guard: "newer_revision", To: "failed", Effects: "do record_rejection, runtime: do settle_cleanup"},
-		{ID: "requested_status_preparing", Line: 198, From: "requested", On: "status_preparing, status_ready, status_failed", Ignore: "stale or repeated revision"},
-		{ID: "requested_status_rejected_if_capacity_refusal", Line: 201, From: "requested", On: "status_rejected", Guard: "capacity_refusal", To: "refused", Effects: "do record_rejection, core: do leave_turn_unclaimed"},
-		{ID: "requested_status_rejected_if_rejects_prepare", Line: 208, From: "requested", On: "status_rejected", Guard: "rejects_prepare", To: "refused", Effects: "do record_rejection"},
-		{ID: "requested_status_rejected", Line: 213, From: "requested", On: "status_rejected", To: "requested", Effects: "do record_rejection"},
-		{ID: "requested_execution_prepare_if_same_fingerprint", Line: 217, From: "requested, preparing, ready, starting, start_overdue, releasing, cleanup_unconfirmed", On: "execution_prepare", Guard: "same_fingerprint", To: "same", Effects: "runtime: send preparation_status"},
-		{ID: "requested_execution_prepare", Line: 222, From: "requested, preparing, ready, starting, start_overdue, releasing, cleanup_unconfirmed", On: "execution_prepare", Reject: "request_conflict: the request ID is already bound to a different payload"},
-		{ID: "requested_prepare_send_failed", Line: 225, From: "requested, preparing, ready, starting, start_overdue, releasing, cleanup_unconfirmed", On: "prepare_send_failed", Ignore: "a repeated execution_prepare whose write failed changes nothing; the first one's statuses decide"},
-		{ID: "requested_execution_start", Line: 228, From: "requested", On: "execution_start", Reject: "preparation_not_ready: no handle has been granted"},
-		{ID: "requested_execution_release", Line: 231, From: "requested", On: "execution_release", Reject: "invalid_release: no handle has been granted"},
-		{ID: "requested_status_starting", Line: 234, From: "requested", On: "status_starting, status_started, status_released, status_expired, status_cleanup_unconfirmed", Reject: "the status skips the preparation phases that must precede it"},
-		{ID: "requested_admission_expiry", Line: 237, From: "requested, preparing, start_overdue, releasing, cleanup_unconfirmed", On: "admission_expiry", Ignore: "the expiry deadline is only armed while the handle is ready or starting"},
-		{ID: "requested_connection_lost", Line: 240, From: "requested, preparing, ready, starting, start_overdue, releasing, cleanup_unconfirmed", On: "connection_lost", To: "abandoned", Effects: "stop admission_expiry, runtime: do settle_cleanup"},
-		{ID: "preparing_status_ready_if_newer_revision", Line: 247, From: "preparing", On: "status_ready", Guard: "newer_revision", To: "ready", Effects: "start admission_expiry"},
-		{ID: "preparing_status_failed_if_newer_revision", Line: 252, From: "preparing", On: "status_failed", Guard: "newer_revision", To: "failed", Effects: "do record_rejection, runtime: do settle_cleanup"},
-		{ID: "preparing_status_preparing", Line: 257, From: "preparing", On: "status_preparing, status_ready, status_failed", Ignore: "stale or repeated revision"},
-		{ID: "starting_status_rejected_if_rejects_start", Line: 260, From: "starting", On: "status_rejected", Guard: "rejects_start", To: "ready", Effects: "do record_rejection"},
-		{ID: "preparing_status_rejected", Line: 267, From: "preparing, ready, starting, start_overdue, releasing, cleanup_unconfirmed", On: "status_rejected", To: "same", Effects: "do record_rejection"},
-		{ID: "preparing_execution_release", Line: 271, From: "preparing", On: "execution_release", To: "releasing", Effects: "runtime: do settle_cleanup"},
-		{ID: "preparing_release_send_failed", Line: 275, From: "preparing", On: "release_send_failed", To: "releasing"},
-		{ID: "preparing_execution_start", Line: 279, From: "preparing", On: "execution_start", Reject: "preparation_not_ready: the handle is still preparing"},
-		{ID: "preparing_status_starting", Line: 282, From: "preparing", On: "status_starting, status_started, status_released, status_expired, status_cleanup_unconfirmed", Reject: "the status is not reachable from preparing"},
-		{ID: "ready_execution_start_if_read_only_profile", Line: 287, From: "ready", On: "execution_start", Guard: "read_only_profile", Reject: "read_only_preparation: a read-only handle can never be started"},
-		{ID: "ready_execution_start", Line: 295, From: "ready", On: "execution_start", To: "starting"},
-		{ID: "ready_execution_release", Line: 298, From: "ready", On: "execution_release", To: "releasing", Effects: "stop admission_expiry, runtime: do settle_cleanup"},
-		{ID: "ready_release_send_failed", Line: 302, From: "ready", On: "release_send_failed", To: "releasing", Effects: "stop admission_expiry"},
-		{ID: "ready_start_send_failed", Line: 306, From: "ready", On: "start_send_failed", To: "starting"},
-		{ID: "ready_admission_expiry", Line: 311, From: "ready", On: "admission_expiry", To: "expired", Effects: "runtime: send preparation_status, runtime: do settle_cleanup"},
-		{ID: "ready_status_expired_if_newer_revision", Line: 315, From: "ready, starting", On: "status_expired", Guard: "newer_revision", To: "expired", Effects: "stop admission_expiry, runtime: do settle_cleanup"},
-		{ID: "ready_status_failed_if_newer_revision", Line: 320, From: "ready", On: "status_failed", Guard: "newer_revision", To: "failed", Effects: "stop admission_expiry, do record_rejection, runtime: do settle_cleanup"},
-		{ID: "ready_status_preparing", Line: 325, From: "ready", On: "status_preparing, status_ready, status_expired, status_failed", Ignore: "stale or repeated revision"},
-		{ID: "ready_status_starting", Line: 328, From: "ready", On: "status_starting, status_started", Reject: "no execution_start was sent for this handle"},
-		{ID: "ready_status_released", Line: 331, From: "ready", On: "status_released, status_cleanup_unconfirmed", Reject: "no execution_release was sent for this handle"},
-		{ID: "starting_status_starting_if_newer_revision", Line: 336, From: "starting", On: "status_starting", Guard: "newer_revision", To: "starting"},
-		{ID: "starting_status_started_if_newer_revision", Line: 340, From: "starting", On: "status_started", Guard: "newer_revision", To: "started", Effects: "stop admission_expiry"},
-		{ID: "starting_status_failed_if_newer_revision", Line: 345, From: "starting", On: "status_failed", Guard: "newer_revision", To: "failed", Effects: "stop admission_expiry, do record_rejection, runtime: do settle_cleanup"},
-		{ID: "starting_admission_expiry", Line: 350, From: "starting", On: "admission_expiry", To: "start_overdue", Effects: "runtime: send preparation_status, runtime: do settle_cleanup"},
-		{ID: "starting_status_preparing", Line: 357, From: "starting", On: "status_preparing, status_ready, status_starting, status_started, status_failed, status_expired", Ignore: "stale or repeated revision"},
-		{ID: "starting_execution_start", Line: 360, From: "starting", On: "execution_start", Reject: "start_conflict: the admission is transferred once"},
-		{ID: "starting_execution_release", Line: 363, From: "starting", On: "execution_release", Reject: "invalid_release: the start is already in flight; only prompt_cancel acts on the Run"},
-		{ID: "starting_status_released", Line: 366, From: "starting", On: "status_released, status_cleanup_unconfirmed", Reject: "no execution_release was sent for this handle"},
-		{ID: "start_overdue_status_started_if_newer_revision", Line: 371, From: "start_overdue", On: "status_started", Guard: "newer_revision", To: "started"},
-		{ID: "start_overdue_status_expired_if_newer_revision", Line: 375, From: "start_overdue", On: "status_expired", Guard: "newer_revision", To: "expired"},
-		{ID: "start_overdue_status_failed_if_newer_revision", Line: 379, From: "start_overdue", On: "status_failed", Guard: "newer_revision", To: "failed", Effects: "do record_rejection"},
-		{ID: "start_overdue_status_preparing", Line: 384, From: "start_overdue", On: "status_preparing, status_ready, status_starting, status_started, status_expired, status_failed", Ignore: "stale or repeated revision"},
-		{ID: "start_overdue_status_released", Line: 387, From: "start_overdue", On: "status_released, status_cleanup_unconfirmed", Reject: "no execution_release was sent for this handle"},
-		{ID: "start_overdue_execution_start", Line: 390, From: "start_overdue", On: "execution_start", Reject: "start_conflict: the admission is transferred once"},
-		{ID: "start_overdue_execution_release", Line: 393, From: "start_overdue", On: "execution_release", Reject: "invalid_release: the start is already in flight; only prompt_cancel acts on the Run"},
-		{ID: "releasing_status_released_if_newer_revision", Line: 398, From: "releasing, cleanup_unconfirmed", On: "status_released", Guard: "newer_revision", To: "released"},
-		{ID: "releasing_status_cleanup_unconfirmed_if_newer_revision", Line: 402, From: "releasing", On: "status_cleanup_unconfirmed", Guard: "newer_revision", To: "cleanup_unconfirmed"},
-		{ID: "releasing_status_failed_if_newer_revision", Line: 406, From: "releasing", On: "status_failed", Guard: "newer_revision", To: "failed", Effects: "do record_rejection"},
-		{ID: "releasing_status_expired_if_newer_revision", Line: 411, From: "releasing", On: "status_expired", Guard: "newer_revision", To: "expired"},
-		{ID: "releasing_status_preparing", Line: 419, From: "releasing", On: "status_preparing, status_ready, status_starting, status_released, status_failed, status_cleanup_unconfirmed, status_expired", Ignore: "stale or repeated revision"},
-		{ID: "releasing_execution_release", Line: 422, From: "releasing, cleanup_unconfirmed", On: "execution_release", To: "same", Effects: "runtime: send preparation_status"},
-		{ID: "releasing_release_send_failed", Line: 426, From: "releasing, cleanup_unconfirmed", On: "release_send_failed", Ignore: "a repeated execution_release whose write failed changes nothing"},
-		{ID: "idle_start_send_failed", Line: 429, From: "idle, requested, preparing, starting, start_overdue, releasing, cleanup_unconfirmed", On: "start_send_failed", Reject: "execution_start can only be sent for a ready handle"},
-		{ID: "idle_release_send_failed", Line: 432, From: "idle, requested, starting, start_overdue", On: "release_send_failed", Reject: "execution_release can only be sent for a preparing or ready handle"},
-		{ID: "releasing_execution_start", Line: 435, From: "releasing, cleanup_unconfirmed", On: "execution_start", Reject: "invalid_start: the admission is being released"},
-		{ID: "releasing_status_started", Line: 438, From: "releasing", On: "status_started", Reject: "a released admission is never started"},
-		{ID: "cleanup_unconfirmed_status_cleanup_unconfirmed_if_newer_revision", Line: 443, From: "cleanup_unconfirmed", On: "status_cleanup_unconfirmed", Guard: "newer_revision", To: "cleanup_unconfirmed", Effects: "runtime: do settle_cleanup"},
-		{ID: "cleanup_unconfirmed_status_preparing", Line: 448, From: "cleanup_unconfirmed", On: "status_preparing, status_ready, status_starting, status_released, status_failed, status_cleanup_unconfirmed, status_expired", Ignore: "stale revision; a stale snapshot never publishes success"},
-		{ID: "cleanup_unconfirmed_status_started", Line: 451, From: "cleanup_unconfirmed", On: "status_started", Reject: "a released admission is never started"},
-		{ID: "started_status_preparing", Line: 456, From: "started, released, refused, failed, expired", On: "status_preparing, status_ready, status_starting, status_started, status_released, status_expired, status_failed, status_cleanup_unconfirmed, status_rejected, admission_expiry, prepare_send_failed, start_send_failed, release_send_failed", Ignore: "the handle is settled; late or repeated statuses change nothing"},
-		{ID: "started_execution_release", Line: 459, From: "started", On: "execution_release", Reject: "invalid_release: ownership passed to the Run; releasing the old handle cannot cancel it"},
-		{ID: "abandoned_prepare_send_failed", Line: 462, From: "abandoned", On: "prepare_send_failed, start_send_failed, release_send_failed", Ignore: "the connection is gone; a failed write on it changes nothing"},
-		{ID: "started_any", Line: 465, From: "started, released, refused, failed, expired, abandoned", On: "*", Reject: "the admission is settled"},
-		{ID: "started_connection_lost", Line: 469, From: "started, released, refused, failed, expired", On: "connection_lost", Ignore: "the outcome was settled before the connection went away"},
+		{ID: "idle_execution_prepare", From: "idle", On: "execution_prepare", To: "requested", Effects: "runtime: send preparation_status"},
+		{ID: "idle_prepare_send_failed", From: "idle", On: "prepare_send_failed", To: "requested"},
+		{ID: "idle_connection_lost", From: "idle", On: "connection_lost", Ignore: "no execution_prepare was sent on this connection"},
+		{ID: "idle_execution_start", From: "idle", On: "execution_start, execution_release", Reject: "no execution_prepare was sent for this request ID"},
+		{ID: "idle_status_preparing", From: "idle", On: "status_preparing, status_ready, status_starting, status_started, status_released, status_expired, status_failed, status_cleanup_unconfirmed, status_rejected", Reject: "a status for a request that was never sent is not applied to any handle"},
+		{ID: "idle_admission_expiry", From: "idle", On: "admission_expiry", Ignore: "no admission was granted, so no deadline is armed"},
+		{ID: "requested_status_preparing_if_newer_revision", From: "requested", On: "status_preparing", Guard: "newer_revision", To: "preparing"},
+		{ID: "requested_status_ready_if_newer_revision", From: "requested", On: "status_ready", Guard: "newer_revision", To: "ready", Effects: "start admission_expiry"},
+		{ID: "requested_status_failed_if_newer_revision", From: "requested", On: "status_failed", Guard: "newer_revision", To: "failed", Effects: "do record_rejection, runtime: do settle_cleanup"},
+		{ID: "requested_status_preparing", From: "requested", On: "status_preparing, status_ready, status_failed", Ignore: "stale or repeated revision"},
+		{ID: "requested_status_rejected_if_capacity_refusal", From: "requested", On: "status_rejected", Guard: "capacity_refusal", To: "refused", Effects: "do record_rejection, core: do leave_turn_unclaimed"},
+		{ID: "requested_status_rejected_if_rejects_prepare", From: "requested", On: "status_rejected", Guard: "rejects_prepare", To: "refused", Effects: "do record_rejection"},
+		{ID: "requested_status_rejected", From: "requested", On: "status_rejected", To: "requested", Effects: "do record_rejection"},
+		{ID: "requested_execution_prepare_if_same_fingerprint", From: "requested, preparing, ready, starting, start_overdue, releasing, cleanup_unconfirmed", On: "execution_prepare", Guard: "same_fingerprint", To: "same", Effects: "runtime: send preparation_status"},
+		{ID: "requested_execution_prepare", From: "requested, preparing, ready, starting, start_overdue, releasing, cleanup_unconfirmed", On: "execution_prepare", Reject: "request_conflict: the request ID is already bound to a different payload"},
+		{ID: "requested_prepare_send_failed", From: "requested, preparing, ready, starting, start_overdue, releasing, cleanup_unconfirmed", On: "prepare_send_failed", Ignore: "a repeated execution_prepare whose write failed changes nothing; the first one's statuses decide"},
+		{ID: "requested_execution_start", From: "requested", On: "execution_start", Reject: "preparation_not_ready: no handle has been granted"},
+		{ID: "requested_execution_release", From: "requested", On: "execution_release", Reject: "invalid_release: no handle has been granted"},
+		{ID: "requested_status_starting", From: "requested", On: "status_starting, status_started, status_released, status_expired, status_cleanup_unconfirmed", Reject: "the status skips the preparation phases that must precede it"},
+		{ID: "requested_admission_expiry", From: "requested, preparing, start_overdue, releasing, cleanup_unconfirmed", On: "admission_expiry", Ignore: "the expiry deadline is only armed while the handle is ready or starting"},
+		{ID: "requested_connection_lost", From: "requested, preparing, ready, starting, start_overdue, releasing, cleanup_unconfirmed", On: "connection_lost", To: "abandoned", Effects: "stop admission_expiry, runtime: do settle_cleanup"},
+		{ID: "preparing_status_ready_if_newer_revision", From: "preparing", On: "status_ready", Guard: "newer_revision", To: "ready", Effects: "start admission_expiry"},
+		{ID: "preparing_status_failed_if_newer_revision", From: "preparing", On: "status_failed", Guard: "newer_revision", To: "failed", Effects: "do record_rejection, runtime: do settle_cleanup"},
+		{ID: "preparing_status_preparing", From: "preparing", On: "status_preparing, status_ready, status_failed", Ignore: "stale or repeated revision"},
+		{ID: "starting_status_rejected_if_rejects_start", From: "starting", On: "status_rejected", Guard: "rejects_start", To: "ready", Effects: "do record_rejection"},
+		{ID: "preparing_status_rejected", From: "preparing, ready, starting, start_overdue, releasing, cleanup_unconfirmed", On: "status_rejected", To: "same", Effects: "do record_rejection"},
+		{ID: "preparing_execution_release", From: "preparing", On: "execution_release", To: "releasing", Effects: "runtime: do settle_cleanup"},
+		{ID: "preparing_release_send_failed", From: "preparing", On: "release_send_failed", To: "releasing"},
+		{ID: "preparing_execution_start", From: "preparing", On: "execution_start", Reject: "preparation_not_ready: the handle is still preparing"},
+		{ID: "preparing_status_starting", From: "preparing", On: "status_starting, status_started, status_released, status_expired, status_cleanup_unconfirmed", Reject: "the status is not reachable from preparing"},
+		{ID: "ready_execution_start_if_read_only_profile", From: "ready", On: "execution_start", Guard: "read_only_profile", Reject: "read_only_preparation: a read-only handle can never be started"},
+		{ID: "ready_execution_start", From: "ready", On: "execution_start", To: "starting"},
+		{ID: "ready_execution_release", From: "ready", On: "execution_release", To: "releasing", Effects: "stop admission_expiry, runtime: do settle_cleanup"},
+		{ID: "ready_release_send_failed", From: "ready", On: "release_send_failed", To: "releasing", Effects: "stop admission_expiry"},
+		{ID: "ready_start_send_failed", From: "ready", On: "start_send_failed", To: "starting"},
+		{ID: "ready_admission_expiry", From: "ready", On: "admission_expiry", To: "expired", Effects: "runtime: send preparation_status, runtime: do settle_cleanup"},
+		{ID: "ready_status_expired_if_newer_revision", From: "ready, starting", On: "status_expired", Guard: "newer_revision", To: "expired", Effects: "stop admission_expiry, runtime: do settle_cleanup"},
+		{ID: "ready_status_failed_if_newer_revision", From: "ready", On: "status_failed", Guard: "newer_revision", To: "failed", Effects: "stop admission_expiry, do record_rejection, runtime: do settle_cleanup"},
+		{ID: "ready_status_preparing", From: "ready", On: "status_preparing, status_ready, status_expired, status_failed", Ignore: "stale or repeated revision"},
+		{ID: "ready_status_starting", From: "ready", On: "status_starting, status_started", Reject: "no execution_start was sent for this handle"},
+		{ID: "ready_status_released", From: "ready", On: "status_released, status_cleanup_unconfirmed", Reject: "no execution_release was sent for this handle"},
+		{ID: "starting_status_starting_if_newer_revision", From: "starting", On: "status_starting", Guard: "newer_revision", To: "starting"},
+		{ID: "starting_status_started_if_newer_revision", From: "starting", On: "status_started", Guard: "newer_revision", To: "started", Effects: "stop admission_expiry"},
+		{ID: "starting_status_failed_if_newer_revision", From: "starting", On: "status_failed", Guard: "newer_revision", To: "failed", Effects: "stop admission_expiry, do record_rejection, runtime: do settle_cleanup"},
+		{ID: "starting_admission_expiry", From: "starting", On: "admission_expiry", To: "start_overdue", Effects: "runtime: send preparation_status, runtime: do settle_cleanup"},
+		{ID: "starting_status_preparing", From: "starting", On: "status_preparing, status_ready, status_starting, status_started, status_failed, status_expired", Ignore: "stale or repeated revision"},
+		{ID: "starting_execution_start", From: "starting", On: "execution_start", Reject: "start_conflict: the admission is transferred once"},
+		{ID: "starting_execution_release", From: "starting", On: "execution_release", Reject: "invalid_release: the start is already in flight; only prompt_cancel acts on the Run"},
+		{ID: "starting_status_released", From: "starting", On: "status_released, status_cleanup_unconfirmed", Reject: "no execution_release was sent for this handle"},
+		{ID: "start_overdue_status_started_if_newer_revision", From: "start_overdue", On: "status_started", Guard: "newer_revision", To: "started"},
+		{ID: "start_overdue_status_expired_if_newer_revision", From: "start_overdue", On: "status_expired", Guard: "newer_revision", To: "expired"},
+		{ID: "start_overdue_status_failed_if_newer_revision", From: "start_overdue", On: "status_failed", Guard: "newer_revision", To: "failed", Effects: "do record_rejection"},
+		{ID: "start_overdue_status_preparing", From: "start_overdue", On: "status_preparing, status_ready, status_starting, status_started, status_expired, status_failed", Ignore: "stale or repeated revision"},
+		{ID: "start_overdue_status_released", From: "start_overdue", On: "status_released, status_cleanup_unconfirmed", Reject: "no execution_release was sent for this handle"},
+		{ID: "start_overdue_execution_start", From: "start_overdue", On: "execution_start", Reject: "start_conflict: the admission is transferred once"},
+		{ID: "start_overdue_execution_release", From: "start_overdue", On: "execution_release", Reject: "invalid_release: the start is already in flight; only prompt_cancel acts on the Run"},
+		{ID: "releasing_status_released_if_newer_revision", From: "releasing, cleanup_unconfirmed", On: "status_released", Guard: "newer_revision", To: "released"},
+		{ID: "releasing_status_cleanup_unconfirmed_if_newer_revision", From: "releasing", On: "status_cleanup_unconfirmed", Guard: "newer_revision", To: "cleanup_unconfirmed"},
+		{ID: "releasing_status_failed_if_newer_revision", From: "releasing", On: "status_failed", Guard: "newer_revision", To: "failed", Effects: "do record_rejection"},
+		{ID: "releasing_status_expired_if_newer_revision", From: "releasing", On: "status_expired", Guard: "newer_revision", To: "expired"},
+		{ID: "releasing_status_preparing", From: "releasing", On: "status_preparing, status_ready, status_starting, status_released, status_failed, status_cleanup_unconfirmed, status_expired", Ignore: "stale or repeated revision"},
+		{ID: "releasing_execution_release", From: "releasing, cleanup_unconfirmed", On: "execution_release", To: "same", Effects: "runtime: send preparation_status"},
+		{ID: "releasing_release_send_failed", From: "releasing, cleanup_unconfirmed", On: "release_send_failed", Ignore: "a repeated execution_release whose write failed changes nothing"},
+		{ID: "idle_start_send_failed", From: "idle, requested, preparing, starting, start_overdue, releasing, cleanup_unconfirmed", On: "start_send_failed", Reject: "execution_start can only be sent for a ready handle"},
+		{ID: "idle_release_send_failed", From: "idle, requested, starting, start_overdue", On: "release_send_failed", Reject: "execution_release can only be sent for a preparing or ready handle"},
+		{ID: "releasing_execution_start", From: "releasing, cleanup_unconfirmed", On: "execution_start", Reject: "invalid_start: the admission is being released"},
+		{ID: "releasing_status_started", From: "releasing", On: "status_started", Reject: "a released admission is never started"},
+		{ID: "cleanup_unconfirmed_status_cleanup_unconfirmed_if_newer_revision", From: "cleanup_unconfirmed", On: "status_cleanup_unconfirmed", Guard: "newer_revision", To: "cleanup_unconfirmed", Effects: "runtime: do settle_cleanup"},
+		{ID: "cleanup_unconfirmed_status_preparing", From: "cleanup_unconfirmed", On: "status_preparing, status_ready, status_starting, status_released, status_failed, status_cleanup_unconfirmed, status_expired", Ignore: "stale revision; a stale snapshot never publishes success"},
+		{ID: "cleanup_unconfirmed_status_started", From: "cleanup_unconfirmed", On: "status_started", Reject: "a released admission is never started"},
+		{ID: "started_status_preparing", From: "started, released, refused, failed, expired", On: "status_preparing, status_ready, status_starting, status_started, status_released, status_expired, status_failed, status_cleanup_unconfirmed, status_rejected, admission_expiry, prepare_send_failed, start_send_failed, release_send_failed", Ignore: "the handle is settled; late or repeated statuses change nothing"},
+		{ID: "started_execution_release", From: "started", On: "execution_release", Reject: "invalid_release: ownership passed to the Run; releasing the old handle cannot cancel it"},
+		{ID: "abandoned_prepare_send_failed", From: "abandoned", On: "prepare_send_failed, start_send_failed, release_send_failed", Ignore: "the connection is gone; a failed write on it changes nothing"},
+		{ID: "started_any", From: "started, released, refused, failed, expired, abandoned", On: "*", Reject: "the admission is settled"},
+		{ID: "started_connection_lost", From: "started, released, refused, failed, expired", On: "connection_lost", Ignore: "the outcome was settled before the connection went away"},
 	},
+	Lines: []int{160, 164, 169, 173, 176, 179, 184, 188, 193, 198, 201, 208, 213, 217, 222, 225, 228, 231, 234, 237, 240, 247, 252, 257, 260, 267, 271, 275, 279, 282, 287, 295, 298, 302, 306, 311, 315, 320, 325, 328, 331, 336, 340, 345, 350, 357, 360, 363, 366, 371, 375, 379, 384, 387, 390, 393, 398, 402, 406, 411, 419, 422, 426, 429, 432, 435, 438, 443, 448, 451, 456, 459, 462, 465, 469},
 })
 
-// Step is what one event did: the engine's fsm.Step, a read-only view of the table candidate that
-// handled it, with typed accessors. The zero Step, returned for an invalid state or event, reports
-// zero values.
-type Step struct {
-	s fsm.Step
-}
-
-// From is the state the event arrived in.
-func (s Step) From() State { return State(s.s.From()) }
-
-// Event is the event that was handled.
-func (s Step) Event() Event { return Event(s.s.Event()) }
-
-// To is the state after the step; it equals From unless the disposition is fsm.Moved.
-func (s Step) To() State { return State(s.s.To()) }
-
-// Guard is the guard that selected the candidate, or 0 for the cell's fallback.
-func (s Step) Guard() Guard { return Guard(s.s.Guard()) }
-
-// Disposition says whether the step moved, stayed, ignored or rejected the event.
-func (s Step) Disposition() fsm.Disposition { return s.s.Disposition() }
-
-// Effects lists what the step asks of both peers, in spec order (a peer keeps those its role
-// performs); nil unless the step moved or stayed. Their IDs convert to this package's enums and
-// Table.EffectString renders one as the spec writes it. The slice is shared: do not modify it.
-func (s Step) Effects() []fsm.Effect { return s.s.Effects() }
-
-// Reason is the spec's reason for an ignored or rejected event, or "".
-func (s Step) Reason() string { return s.s.Reason() }
-
-// Rule is the stable ID of the spec rule behind the step (its id:, or one derived from its first
-// state, event and guard).
-func (s Step) Rule() string { return s.s.Rule() }
-
-// Line is the line of the spec rule behind the step.
-func (s Step) Line() int { return s.s.Line() }
+// Step is what one event did: a read-only view of the table candidate that handled it, with From,
+// Event, To and Guard typed as this package's enums (fsm.StepOf) and Disposition, Effects, Reason,
+// Rule and Line from fsm.Step. Effects are shared: do not modify them. The zero Step, returned for
+// an invalid state or event, reports zero values.
+type Step = fsm.StepOf[State, Event, Guard]
 
 // Transition is the pure transition function. It selects the candidate of the (s, e) cell whose
 // guard is in held (or the fallback) and returns the step with its effects. It changes nothing,
@@ -465,11 +436,9 @@ func (s Step) Line() int { return s.s.Line() }
 // (errors.Is(err, fsm.ErrRejected)); Step.To() then equals s. An invalid state or event returns
 // the zero Step and a *fsm.InvalidError.
 func Transition(s State, e Event, held GuardSet) (Step, error) {
-	return typed(Table.Transition(fsm.StateID(s), fsm.EventID(e), fsm.GuardSet(held)))
+	st, err := Table.Transition(fsm.StateID(s), fsm.EventID(e), fsm.GuardSet(held))
+	return Step{Step: st}, err
 }
-
-// typed wraps the engine's step, so that Transition is one expression the compiler inlines.
-func typed(s fsm.Step, err error) (Step, error) { return Step{s}, err }
 
 // CoreHooks is what a Core peer implements to run the preparation machine: one method per guard it
 // evaluates, per message it sends and per action it performs. The engine calls a guard while it

@@ -321,7 +321,8 @@ func ParseMessage(name string) (Message, error) {
 }
 
 // Table is the run machine as the engine runs it: the declarations and the rules of spec/run.yaml,
-// one line per rule named by its stable ID, which fsm.MustSeal expands at start-up into exactly
+// one line per rule named by its stable ID (their spec lines apart, in Lines, so that shifting
+// lines in the spec changes one line here), which fsm.MustSeal expands at start-up into exactly
 // the cells spec.Machine.Table builds (every (state, event) cell lists its candidates in the order
 // they are tried, the unguarded fallback last). Treat it as read-only.
 var Table = fsm.MustSeal(&fsm.Table{
@@ -371,96 +372,66 @@ var Table = fsm.MustSeal(&fsm.Table{
 	},
 	Initial: fsm.StateID(StateIdle),
 	Rules: []fsm.Rule{
-		{ID: "idle_prompt_request", Line: 183, From: "idle", On: "prompt_request, execution_start", To: "requested", Effects: "runtime: do start_native"},
-		{ID: "idle_send_failed", Line: 187, From: "idle", On: "send_failed", To: "requested", Effects: "core: do mark_delivery_unknown"},
-		{ID: "idle_cancel_wait", Line: 195, From: "idle", On: "cancel_wait, connection_lost, subscription_overflow", Ignore: "nothing was sent for this Run ID"},
-		{ID: "idle_any", Line: 198, From: "idle", On: "*", Reject: "no start was sent for this Run ID"},
-		{ID: "requested_status_started", Line: 203, From: "requested", On: "status_started", To: "streaming"},
-		{ID: "requested_start_failed", Line: 206, From: "requested", On: "start_failed", To: "not_started", Effects: "core: do record_error"},
-		{ID: "requested_delta", Line: 210, From: "requested, streaming", On: "delta, thinking, output_message, tool_call", To: "streaming", Effects: "core: do record_output"},
-		{ID: "requested_usage", Line: 214, From: "requested, streaming", On: "usage", To: "streaming", Effects: "core: do replace_usage"},
-		{ID: "requested_error", Line: 218, From: "requested, streaming, errored", On: "error", To: "errored", Effects: "core: do record_error"},
-		{ID: "errored_delta", Line: 222, From: "errored", On: "delta, thinking, output_message, tool_call", To: "errored", Effects: "core: do record_output"},
-		{ID: "errored_usage", Line: 227, From: "errored", On: "usage", To: "errored", Effects: "core: do replace_usage"},
-		{ID: "requested_done", Line: 231, From: "requested, streaming", On: "done", To: "completed", Effects: "core: do close_stream"},
-		{ID: "errored_done", Line: 235, From: "errored", On: "done", To: "failed", Effects: "core: do close_stream"},
-		{ID: "requested_prompt_cancel", Line: 239, From: "requested, streaming, errored", On: "prompt_cancel, send_failed", To: "cancelling", Effects: "core: start cancel_wait, runtime: do cancel_native"},
-		{ID: "requested_connection_lost", Line: 245, From: "requested, streaming, errored", On: "connection_lost, subscription_overflow", To: "incomplete", Effects: "core: do mark_event_stream_incomplete"},
-		{ID: "streaming_status_started", Line: 251, From: "streaming, errored", On: "status_started", Ignore: "output raced the status and already proved the transfer"},
-		{ID: "streaming_start_failed", Line: 254, From: "streaming, errored", On: "start_failed", Reject: "output was observed for this Run, so its start did not fail"},
-		{ID: "requested_prompt_request", Line: 257, From: "requested, streaming, errored, cancelling, cancel_drained, cancel_overdue", On: "prompt_request, execution_start", Reject: "run_conflict: this Run ID was already started"},
-		{ID: "requested_cancel_ack_applied", Line: 260, From: "requested, streaming, errored", On: "cancel_ack_applied, cancel_ack_refused", Reject: "no prompt_cancel was sent for this Run"},
-		{ID: "requested_cancel_wait", Line: 263, From: "requested, streaming, errored", On: "cancel_wait", Ignore: "the cancellation deadline only runs after prompt_cancel"},
-		{ID: "cancelling_delta", Line: 268, From: "cancelling", On: "delta, thinking, output_message, tool_call", To: "cancelling", Effects: "core: do record_output"},
-		{ID: "cancelling_usage", Line: 272, From: "cancelling", On: "usage", To: "cancelling", Effects: "core: do replace_usage"},
-		{ID: "cancelling_error", Line: 276, From: "cancelling", On: "error, start_failed", To: "cancelling", Effects: "core: do record_error"},
-		{ID: "cancelling_done", Line: 280, From: "cancelling", On: "done", To: "cancel_drained", Effects: "core: do close_stream"},
-		{ID: "cancelling_subscription_overflow", Line: 284, From: "cancelling", On: "subscription_overflow", To: "cancel_drained", Effects: "core: do mark_event_stream_incomplete"},
-		{ID: "cancelling_status_started", Line: 290, From: "cancelling", On: "status_started", Ignore: "the transfer raced the cancellation; the receipt still decides"},
-		{ID: "cancelling_prompt_cancel", Line: 293, From: "cancelling, cancel_drained, cancel_overdue", On: "prompt_cancel", To: "same", Effects: "runtime: do cancel_native"},
-		{ID: "cancelling_send_failed", Line: 298, From: "cancelling, cancel_drained, cancel_overdue", On: "send_failed", Ignore: "a repeated cancellation whose write failed changes nothing; the first one's receipt and deadline still decide"},
-		{ID: "cancelling_cancel_ack_applied_if_matches_cancel_delivery", Line: 301, From: "cancelling, cancel_drained", On: "cancel_ack_applied", Guard: "matches_cancel_delivery", To: "cancelled", Effects: "core: stop cancel_wait, core: do apply_cancel_receipt"},
-		{ID: "cancelling_cancel_ack_refused_if_matches_cancel_delivery", Line: 306, From: "cancelling, cancel_drained", On: "cancel_ack_refused", Guard: "matches_cancel_delivery", To: "cancel_refused", Effects: "core: stop cancel_wait, core: do apply_cancel_receipt"},
-		{ID: "cancelling_cancel_ack_applied", Line: 311, From: "cancelling, cancel_drained", On: "cancel_ack_applied, cancel_ack_refused", Reject: "a receipt without this Run's cancellation delivery ID establishes nothing"},
-		{ID: "cancelling_cancel_wait", Line: 314, From: "cancelling, cancel_drained", On: "cancel_wait", To: "cancel_overdue", Effects: "core: do mark_cancel_unconfirmed"},
-		{ID: "cancelling_connection_lost", Line: 320, From: "cancelling, cancel_drained", On: "connection_lost", To: "cancel_unconfirmed", Effects: "core: stop cancel_wait, core: do mark_cancel_unconfirmed"},
-		{ID: "cancel_drained_done", Line: 327, From: "cancel_drained", On: "done, subscription_overflow", Ignore: "the stream is already closed"},
-		{ID: "cancel_drained_delta", Line: 330, From: "cancel_drained", On: "delta, thinking, output_message, tool_call, usage, error", Reject: "the observed stream is already closed"},
-		{ID: "cancel_drained_status_started", Line: 333, From: "cancel_drained", On: "status_started, start_failed", Ignore: "the stream is closed; only the cancellation receipt settles the Run now"},
-		{ID: "cancel_overdue_cancel_ack_applied_if_matches_cancel_delivery", Line: 338, From: "cancel_overdue", On: "cancel_ack_applied", Guard: "matches_cancel_delivery", To: "cancelled", Effects: "core: do settle_late, core: do apply_cancel_receipt"},
-		{ID: "cancel_overdue_cancel_ack_refused_if_matches_cancel_delivery", Line: 343, From: "cancel_overdue", On: "cancel_ack_refused", Guard: "matches_cancel_delivery", To: "cancel_refused", Effects: "core: do settle_late, core: do apply_cancel_receipt"},
-		{ID: "cancel_overdue_cancel_ack_applied", Line: 348, From: "cancel_overdue", On: "cancel_ack_applied, cancel_ack_refused", Reject: "a receipt without this Run's cancellation delivery ID establishes nothing"},
-		{ID: "cancel_overdue_delta", Line: 351, From: "cancel_overdue", On: "delta, thinking, output_message, tool_call", To: "cancel_overdue", Effects: "core: do record_output"},
-		{ID: "cancel_overdue_usage", Line: 356, From: "cancel_overdue", On: "usage", To: "cancel_overdue", Effects: "core: do replace_usage"},
-		{ID: "cancel_overdue_error", Line: 360, From: "cancel_overdue", On: "error, start_failed", To: "cancel_overdue", Effects: "core: do record_error"},
-		{ID: "cancel_overdue_done", Line: 364, From: "cancel_overdue", On: "done", To: "cancel_overdue", Effects: "core: do close_stream"},
-		{ID: "cancel_overdue_connection_lost", Line: 368, From: "cancel_overdue", On: "connection_lost", To: "cancel_unconfirmed"},
-		{ID: "cancel_overdue_status_started", Line: 371, From: "cancel_overdue", On: "status_started, cancel_wait, subscription_overflow", Ignore: "only the cancellation receipt or a lost connection settles the Run now"},
-		{ID: "completed_cancel_wait", Line: 376, From: "completed, failed, cancelled, cancel_refused, cancel_unconfirmed, incomplete, not_started", On: "cancel_wait", Ignore: "no cancellation deadline is running"},
-		{ID: "cancelled_delta", Line: 379, From: "cancelled, cancel_refused, cancel_unconfirmed", On: "delta, thinking, output_message, tool_call, usage, error, done, status_started, start_failed, cancel_ack_applied, cancel_ack_refused, connection_lost, subscription_overflow, send_failed", Ignore: "the cancellation receipt, or the lost connection that made it impossible, owns the outcome; trailing frames change nothing"},
-		{ID: "incomplete_delta", Line: 382, From: "incomplete", On: "delta, thinking, output_message, tool_call, usage, error, done, status_started, start_failed, cancel_ack_applied, cancel_ack_refused, connection_lost, subscription_overflow, send_failed", Ignore: "the outcome stays unknown; late frames are not applied"},
-		{ID: "completed_connection_lost", Line: 386, From: "completed, failed, not_started", On: "connection_lost, subscription_overflow, send_failed, status_started, start_failed", Ignore: "the Run was settled before this happened"},
-		{ID: "completed_delta", Line: 389, From: "completed, failed, not_started", On: "delta, thinking, output_message, tool_call, usage, error, done", Reject: "done (or the start failure) already closed the stream"},
-		{ID: "completed_any", Line: 392, From: "completed, failed, cancelled, cancel_refused, cancel_unconfirmed, incomplete, not_started", On: "*", Reject: "run_inactive: the Run is settled"},
+		{ID: "idle_prompt_request", From: "idle", On: "prompt_request, execution_start", To: "requested", Effects: "runtime: do start_native"},
+		{ID: "idle_send_failed", From: "idle", On: "send_failed", To: "requested", Effects: "core: do mark_delivery_unknown"},
+		{ID: "idle_cancel_wait", From: "idle", On: "cancel_wait, connection_lost, subscription_overflow", Ignore: "nothing was sent for this Run ID"},
+		{ID: "idle_any", From: "idle", On: "*", Reject: "no start was sent for this Run ID"},
+		{ID: "requested_status_started", From: "requested", On: "status_started", To: "streaming"},
+		{ID: "requested_start_failed", From: "requested", On: "start_failed", To: "not_started", Effects: "core: do record_error"},
+		{ID: "requested_delta", From: "requested, streaming", On: "delta, thinking, output_message, tool_call", To: "streaming", Effects: "core: do record_output"},
+		{ID: "requested_usage", From: "requested, streaming", On: "usage", To: "streaming", Effects: "core: do replace_usage"},
+		{ID: "requested_error", From: "requested, streaming, errored", On: "error", To: "errored", Effects: "core: do record_error"},
+		{ID: "errored_delta", From: "errored", On: "delta, thinking, output_message, tool_call", To: "errored", Effects: "core: do record_output"},
+		{ID: "errored_usage", From: "errored", On: "usage", To: "errored", Effects: "core: do replace_usage"},
+		{ID: "requested_done", From: "requested, streaming", On: "done", To: "completed", Effects: "core: do close_stream"},
+		{ID: "errored_done", From: "errored", On: "done", To: "failed", Effects: "core: do close_stream"},
+		{ID: "requested_prompt_cancel", From: "requested, streaming, errored", On: "prompt_cancel, send_failed", To: "cancelling", Effects: "core: start cancel_wait, runtime: do cancel_native"},
+		{ID: "requested_connection_lost", From: "requested, streaming, errored", On: "connection_lost, subscription_overflow", To: "incomplete", Effects: "core: do mark_event_stream_incomplete"},
+		{ID: "streaming_status_started", From: "streaming, errored", On: "status_started", Ignore: "output raced the status and already proved the transfer"},
+		{ID: "streaming_start_failed", From: "streaming, errored", On: "start_failed", Reject: "output was observed for this Run, so its start did not fail"},
+		{ID: "requested_prompt_request", From: "requested, streaming, errored, cancelling, cancel_drained, cancel_overdue", On: "prompt_request, execution_start", Reject: "run_conflict: this Run ID was already started"},
+		{ID: "requested_cancel_ack_applied", From: "requested, streaming, errored", On: "cancel_ack_applied, cancel_ack_refused", Reject: "no prompt_cancel was sent for this Run"},
+		{ID: "requested_cancel_wait", From: "requested, streaming, errored", On: "cancel_wait", Ignore: "the cancellation deadline only runs after prompt_cancel"},
+		{ID: "cancelling_delta", From: "cancelling", On: "delta, thinking, output_message, tool_call", To: "cancelling", Effects: "core: do record_output"},
+		{ID: "cancelling_usage", From: "cancelling", On: "usage", To: "cancelling", Effects: "core: do replace_usage"},
+		{ID: "cancelling_error", From: "cancelling", On: "error, start_failed", To: "cancelling", Effects: "core: do record_error"},
+		{ID: "cancelling_done", From: "cancelling", On: "done", To: "cancel_drained", Effects: "core: do close_stream"},
+		{ID: "cancelling_subscription_overflow", From: "cancelling", On: "subscription_overflow", To: "cancel_drained", Effects: "core: do mark_event_stream_incomplete"},
+		{ID: "cancelling_status_started", From: "cancelling", On: "status_started", Ignore: "the transfer raced the cancellation; the receipt still decides"},
+		{ID: "cancelling_prompt_cancel", From: "cancelling, cancel_drained, cancel_overdue", On: "prompt_cancel", To: "same", Effects: "runtime: do cancel_native"},
+		{ID: "cancelling_send_failed", From: "cancelling, cancel_drained, cancel_overdue", On: "send_failed", Ignore: "a repeated cancellation whose write failed changes nothing; the first one's receipt and deadline still decide"},
+		{ID: "cancelling_cancel_ack_applied_if_matches_cancel_delivery", From: "cancelling, cancel_drained", On: "cancel_ack_applied", Guard: "matches_cancel_delivery", To: "cancelled", Effects: "core: stop cancel_wait, core: do apply_cancel_receipt"},
+		{ID: "cancelling_cancel_ack_refused_if_matches_cancel_delivery", From: "cancelling, cancel_drained", On: "cancel_ack_refused", Guard: "matches_cancel_delivery", To: "cancel_refused", Effects: "core: stop cancel_wait, core: do apply_cancel_receipt"},
+		{ID: "cancelling_cancel_ack_applied", From: "cancelling, cancel_drained", On: "cancel_ack_applied, cancel_ack_refused", Reject: "a receipt without this Run's cancellation delivery ID establishes nothing"},
+		{ID: "cancelling_cancel_wait", From: "cancelling, cancel_drained", On: "cancel_wait", To: "cancel_overdue", Effects: "core: do mark_cancel_unconfirmed"},
+		{ID: "cancelling_connection_lost", From: "cancelling, cancel_drained", On: "connection_lost", To: "cancel_unconfirmed", Effects: "core: stop cancel_wait, core: do mark_cancel_unconfirmed"},
+		{ID: "cancel_drained_done", From: "cancel_drained", On: "done, subscription_overflow", Ignore: "the stream is already closed"},
+		{ID: "cancel_drained_delta", From: "cancel_drained", On: "delta, thinking, output_message, tool_call, usage, error", Reject: "the observed stream is already closed"},
+		{ID: "cancel_drained_status_started", From: "cancel_drained", On: "status_started, start_failed", Ignore: "the stream is closed; only the cancellation receipt settles the Run now"},
+		{ID: "cancel_overdue_cancel_ack_applied_if_matches_cancel_delivery", From: "cancel_overdue", On: "cancel_ack_applied", Guard: "matches_cancel_delivery", To: "cancelled", Effects: "core: do settle_late, core: do apply_cancel_receipt"},
+		{ID: "cancel_overdue_cancel_ack_refused_if_matches_cancel_delivery", From: "cancel_overdue", On: "cancel_ack_refused", Guard: "matches_cancel_delivery", To: "cancel_refused", Effects: "core: do settle_late, core: do apply_cancel_receipt"},
+		{ID: "cancel_overdue_cancel_ack_applied", From: "cancel_overdue", On: "cancel_ack_applied, cancel_ack_refused", Reject: "a receipt without this Run's cancellation delivery ID establishes nothing"},
+		{ID: "cancel_overdue_delta", From: "cancel_overdue", On: "delta, thinking, output_message, tool_call", To: "cancel_overdue", Effects: "core: do record_output"},
+		{ID: "cancel_overdue_usage", From: "cancel_overdue", On: "usage", To: "cancel_overdue", Effects: "core: do replace_usage"},
+		{ID: "cancel_overdue_error", From: "cancel_overdue", On: "error, start_failed", To: "cancel_overdue", Effects: "core: do record_error"},
+		{ID: "cancel_overdue_done", From: "cancel_overdue", On: "done", To: "cancel_overdue", Effects: "core: do close_stream"},
+		{ID: "cancel_overdue_connection_lost", From: "cancel_overdue", On: "connection_lost", To: "cancel_unconfirmed"},
+		{ID: "cancel_overdue_status_started", From: "cancel_overdue", On: "status_started, cancel_wait, subscription_overflow", Ignore: "only the cancellation receipt or a lost connection settles the Run now"},
+		{ID: "completed_cancel_wait", From: "completed, failed, cancelled, cancel_refused, cancel_unconfirmed, incomplete, not_started", On: "cancel_wait", Ignore: "no cancellation deadline is running"},
+		{ID: "cancelled_delta", From: "cancelled, cancel_refused, cancel_unconfirmed", On: "delta, thinking, output_message, tool_call, usage, error, done, status_started, start_failed, cancel_ack_applied, cancel_ack_refused, connection_lost, subscription_overflow, send_failed", Ignore: "the cancellation receipt, or the lost connection that made it impossible, owns the outcome; trailing frames change nothing"},
+		{ID: "incomplete_delta", From: "incomplete", On: "delta, thinking, output_message, tool_call, usage, error, done, status_started, start_failed, cancel_ack_applied, cancel_ack_refused, connection_lost, subscription_overflow, send_failed", Ignore: "the outcome stays unknown; late frames are not applied"},
+		{ID: "completed_connection_lost", From: "completed, failed, not_started", On: "connection_lost, subscription_overflow, send_failed, status_started, start_failed", Ignore: "the Run was settled before this happened"},
+		{ID: "completed_delta", From: "completed, failed, not_started", On: "delta, thinking, output_message, tool_call, usage, error, done", Reject: "done (or the start failure) already closed the stream"},
+		{ID: "completed_any", From: "completed, failed, cancelled, cancel_refused, cancel_unconfirmed, incomplete, not_started", On: "*", Reject: "run_inactive: the Run is settled"},
 	},
+	Lines: []int{183, 187, 195, 198, 203, 206, 210, 214, 218, 222, 227, 231, 235, 239, 245, 251, 254, 257, 260, 263, 268, 272, 276, 280, 284, 290, 293, 298, 301, 306, 311, 314, 320, 327, 330, 333, 338, 343, 348, 351, 356, 360, 364, 368, 371, 376, 379, 382, 386, 389, 392},
 })
 
-// Step is what one event did: the engine's fsm.Step, a read-only view of the table candidate that
-// handled it, with typed accessors. The zero Step, returned for an invalid state or event, reports
-// zero values.
-type Step struct {
-	s fsm.Step
-}
-
-// From is the state the event arrived in.
-func (s Step) From() State { return State(s.s.From()) }
-
-// Event is the event that was handled.
-func (s Step) Event() Event { return Event(s.s.Event()) }
-
-// To is the state after the step; it equals From unless the disposition is fsm.Moved.
-func (s Step) To() State { return State(s.s.To()) }
-
-// Guard is the guard that selected the candidate, or 0 for the cell's fallback.
-func (s Step) Guard() Guard { return Guard(s.s.Guard()) }
-
-// Disposition says whether the step moved, stayed, ignored or rejected the event.
-func (s Step) Disposition() fsm.Disposition { return s.s.Disposition() }
-
-// Effects lists what the step asks of both peers, in spec order (a peer keeps those its role
-// performs); nil unless the step moved or stayed. Their IDs convert to this package's enums and
-// Table.EffectString renders one as the spec writes it. The slice is shared: do not modify it.
-func (s Step) Effects() []fsm.Effect { return s.s.Effects() }
-
-// Reason is the spec's reason for an ignored or rejected event, or "".
-func (s Step) Reason() string { return s.s.Reason() }
-
-// Rule is the stable ID of the spec rule behind the step (its id:, or one derived from its first
-// state, event and guard).
-func (s Step) Rule() string { return s.s.Rule() }
-
-// Line is the line of the spec rule behind the step.
-func (s Step) Line() int { return s.s.Line() }
+// Step is what one event did: a read-only view of the table candidate that handled it, with From,
+// Event, To and Guard typed as this package's enums (fsm.StepOf) and Disposition, Effects, Reason,
+// Rule and Line from fsm.Step. Effects are shared: do not modify them. The zero Step, returned for
+// an invalid state or event, reports zero values.
+type Step = fsm.StepOf[State, Event, Guard]
 
 // Transition is the pure transition function. It selects the candidate of the (s, e) cell whose
 // guard is in held (or the fallback) and returns the step with its effects. It changes nothing,
@@ -471,11 +442,9 @@ func (s Step) Line() int { return s.s.Line() }
 // (errors.Is(err, fsm.ErrRejected)); Step.To() then equals s. An invalid state or event returns
 // the zero Step and a *fsm.InvalidError.
 func Transition(s State, e Event, held GuardSet) (Step, error) {
-	return typed(Table.Transition(fsm.StateID(s), fsm.EventID(e), fsm.GuardSet(held)))
+	st, err := Table.Transition(fsm.StateID(s), fsm.EventID(e), fsm.GuardSet(held))
+	return Step{Step: st}, err
 }
-
-// typed wraps the engine's step, so that Transition is one expression the compiler inlines.
-func typed(s fsm.Step, err error) (Step, error) { return Step{s}, err }
 
 // CoreHooks is what a Core peer implements to run the run machine: one method per guard it
 // evaluates, per message it sends and per action it performs. The engine calls a guard while it

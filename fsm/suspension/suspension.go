@@ -271,7 +271,8 @@ func ParseMessage(name string) (Message, error) {
 }
 
 // Table is the suspension machine as the engine runs it: the declarations and the rules of
-// spec/suspension.yaml, one line per rule named by its stable ID, which fsm.MustSeal expands at
+// spec/suspension.yaml, one line per rule named by its stable ID (their spec lines apart, in
+// Lines, so that shifting lines in the spec changes one line here), which fsm.MustSeal expands at
 // start-up into exactly the cells spec.Machine.Table builds (every (state, event) cell lists its
 // candidates in the order they are tried, the unguarded fallback last). Treat it as read-only.
 var Table = fsm.MustSeal(&fsm.Table{
@@ -312,102 +313,72 @@ var Table = fsm.MustSeal(&fsm.Table{
 	},
 	Initial: fsm.StateID(StateIdle),
 	Rules: []fsm.Rule{
-		{ID: "idle_environment_quiesce", Line: 139, From: "idle", On: "environment_quiesce", To: "quiescing", Effects: "runtime: start quiesce_drain, core: start answer_wait, runtime: do fence_admission"},
-		{ID: "idle_send_failed", Line: 143, From: "idle", On: "send_failed", To: "quiescing", Effects: "runtime: start quiesce_drain, core: start answer_wait"},
-		{ID: "idle_quiesce_drain", Line: 148, From: "idle", On: "quiesce_drain, answer_wait, drain_settled, connection_lost", Ignore: "nothing was requested for this suspension ID"},
-		{ID: "idle_any", Line: 151, From: "idle", On: "*", Reject: "no quiesce was sent for this suspension ID"},
-		{ID: "quiescing_drain_settled", Line: 156, From: "quiescing", On: "drain_settled", To: "suspended", Effects: "runtime: stop quiesce_drain, core: stop answer_wait, runtime: send environment_quiesced"},
-		{ID: "quiescing_quiesce_drain", Line: 160, From: "quiescing", On: "quiesce_drain", To: "quiesce_refused", Effects: "core: stop answer_wait, runtime: do reopen_admission, runtime: send environment_quiesced"},
-		{ID: "quiescing_quiesced_accepted_if_own_suspension", Line: 165, From: "quiescing", On: "quiesced_accepted", Guard: "own_suspension", To: "suspended", Effects: "runtime: stop quiesce_drain, core: stop answer_wait, core: do record_suspended"},
-		{ID: "quiescing_quiesced_refused_if_own_suspension", Line: 170, From: "quiescing", On: "quiesced_refused", Guard: "own_suspension", To: "quiesce_refused", Effects: "runtime: stop quiesce_drain, core: stop answer_wait, core: do record_outcome"},
-		{ID: "quiescing_answer_wait", Line: 175, From: "quiescing", On: "answer_wait", To: "rolling_back", Effects: "runtime: stop quiesce_drain, core: start answer_wait, core: send environment_resume"},
-		{ID: "quiescing_quiesced_accepted", Line: 186, From: "quiescing", On: "quiesced_accepted, quiesced_refused", Reject: "the reply carries a foreign suspension identity, or accepted true with an error code"},
-		{ID: "quiescing_resumed_accepted", Line: 189, From: "quiescing", On: "resumed_accepted, resumed_refused", Reject: "no resume was sent"},
-		{ID: "quiescing_resume_rollback_if_resume_matches_quiesce", Line: 192, From: "quiescing", On: "resume_rollback", Guard: "resume_matches_quiesce", To: "resuming", Effects: "runtime: stop quiesce_drain, core: start answer_wait, runtime: do reopen_admission, runtime: send environment_resumed"},
-		{ID: "quiescing_resume_rollback", Line: 198, From: "quiescing", On: "resume_rollback", Reject: "invalid_request: the rollback names another Environment than the quiesce of this suspension ID"},
-		{ID: "quiescing_send_failed", Line: 202, From: "quiescing", On: "send_failed", To: "resuming", Effects: "runtime: stop quiesce_drain, core: start answer_wait"},
-		{ID: "quiescing_environment_resume", Line: 207, From: "quiescing", On: "environment_resume", Reject: "not_suspended: the quiesce has not been confirmed; abandon it with a rollback resume"},
-		{ID: "quiescing_connection_lost", Line: 210, From: "quiescing, rolling_back, resuming", On: "connection_lost", To: "uncertain", Effects: "runtime: stop quiesce_drain, core: start answer_wait"},
-		{ID: "quiescing_environment_quiesce", Line: 220, From: "quiescing, suspended, uncertain, rolling_back, resuming", On: "environment_quiesce", Reject: "this suspension ID was already quiesced; a new attempt needs a new suspend_id"},
-		{ID: "suspended_environment_resume_if_resume_matches_quiesce", Line: 225, From: "suspended, uncertain", On: "environment_resume, resume_rollback", Guard: "resume_matches_quiesce", To: "resuming", Effects: "core: start answer_wait, runtime: do reopen_admission, runtime: send environment_resumed"},
-		{ID: "suspended_environment_resume", Line: 230, From: "suspended, uncertain", On: "environment_resume, resume_rollback", Reject: "invalid_request: the resume names another Environment than the quiesce of this suspension ID"},
-		{ID: "suspended_send_failed", Line: 236, From: "suspended, uncertain", On: "send_failed", To: "resuming", Effects: "core: start answer_wait"},
-		{ID: "suspended_quiesced_accepted", Line: 241, From: "suspended", On: "quiesced_accepted", Ignore: "the Runtime's own confirmation, or a repeat of it"},
-		{ID: "suspended_quiesced_refused", Line: 244, From: "suspended", On: "quiesced_refused", Reject: "the quiesce was already confirmed for this suspension"},
-		{ID: "suspended_resumed_accepted", Line: 247, From: "suspended, uncertain", On: "resumed_accepted, resumed_refused", Reject: "no resume was sent"},
-		{ID: "suspended_connection_lost", Line: 250, From: "suspended", On: "connection_lost", Ignore: "the suspension persists; the resume may come on a later connection"},
-		{ID: "suspended_answer_wait", Line: 253, From: "suspended", On: "answer_wait", Ignore: "no answer is awaited"},
-		{ID: "suspended_quiesce_drain", Line: 258, From: "suspended, uncertain, rolling_back, resuming", On: "quiesce_drain, drain_settled", Ignore: "the drain is over"},
-		{ID: "uncertain_quiesced_accepted", Line: 263, From: "uncertain", On: "quiesced_accepted, quiesced_refused", Ignore: "an answer from the lost connection no longer decides anything; only the resume does"},
-		{ID: "uncertain_connection_lost", Line: 266, From: "uncertain", On: "connection_lost", Ignore: "the answer is already lost"},
-		{ID: "uncertain_answer_wait", Line: 269, From: "uncertain", On: "answer_wait", To: "rolling_back", Effects: "core: start answer_wait, core: send environment_resume"},
-		{ID: "rolling_back_resume_rollback_if_resume_matches_quiesce", Line: 279, From: "rolling_back", On: "resume_rollback", Guard: "resume_matches_quiesce", To: "resuming", Effects: "core: start answer_wait"},
-		{ID: "rolling_back_resume_rollback", Line: 284, From: "rolling_back", On: "resume_rollback", Reject: "invalid_request: the rollback names another Environment than the quiesce of this suspension ID"},
-		{ID: "rolling_back_send_failed", Line: 287, From: "rolling_back", On: "send_failed", To: "resuming", Effects: "core: start answer_wait"},
-		{ID: "rolling_back_environment_resume", Line: 292, From: "rolling_back", On: "environment_resume", Reject: "not_suspended: the attempt is being rolled back"},
-		{ID: "rolling_back_answer_wait", Line: 295, From: "rolling_back", On: "answer_wait", To: "expired", Effects: "core: do record_timeout"},
-		{ID: "rolling_back_quiesced_refused_if_own_suspension", Line: 301, From: "rolling_back, resuming, expired", On: "quiesced_refused", Guard: "own_suspension", To: "quiesce_refused", Effects: "core: stop answer_wait, core: do record_outcome"},
-		{ID: "rolling_back_quiesced_accepted", Line: 310, From: "rolling_back", On: "quiesced_accepted", Ignore: "a quiesce confirmation that trails the decision to roll back decides nothing"},
-		{ID: "rolling_back_quiesced_refused", Line: 314, From: "rolling_back", On: "quiesced_refused", Reject: "the reply carries a foreign suspension identity"},
-		{ID: "rolling_back_resumed_accepted", Line: 317, From: "rolling_back", On: "resumed_accepted, resumed_refused", Reject: "the rollback has not been sent yet"},
-		{ID: "resuming_resumed_accepted_if_own_suspension", Line: 322, From: "resuming", On: "resumed_accepted", Guard: "own_suspension", To: "resumed", Effects: "core: stop answer_wait, core: do record_outcome"},
-		{ID: "resuming_resumed_refused_if_own_suspension", Line: 327, From: "resuming", On: "resumed_refused", Guard: "own_suspension", To: "resume_refused", Effects: "core: stop answer_wait, core: do record_outcome"},
-		{ID: "resuming_answer_wait", Line: 332, From: "resuming", On: "answer_wait", To: "expired", Effects: "core: do record_timeout"},
-		{ID: "resuming_resumed_accepted", Line: 344, From: "resuming", On: "resumed_accepted, resumed_refused", Reject: "the reply carries a foreign suspension identity, or accepted true with an error code"},
-		{ID: "resuming_quiesced_accepted", Line: 347, From: "resuming", On: "quiesced_accepted, quiesced_refused", Ignore: "a quiesce answer that trails the resume decides nothing; the resume answer does"},
-		{ID: "expired_resumed_accepted_if_own_suspension", Line: 352, From: "expired", On: "resumed_accepted", Guard: "own_suspension", To: "resumed", Effects: "core: do record_outcome"},
-		{ID: "expired_resumed_refused_if_own_suspension", Line: 358, From: "expired", On: "resumed_refused", Guard: "own_suspension", To: "resume_refused", Effects: "core: do record_outcome"},
-		{ID: "expired_resumed_accepted", Line: 363, From: "expired", On: "resumed_accepted, resumed_refused", Reject: "the reply carries a foreign suspension identity, or accepted true with an error code"},
-		{ID: "expired_quiesced_accepted", Line: 366, From: "expired", On: "quiesced_accepted, quiesced_refused", Ignore: "a quiesce answer after the rollback decides nothing; the rollback's answer does"},
-		{ID: "expired_connection_lost", Line: 369, From: "expired", On: "connection_lost", To: "uncertain", Effects: "core: start answer_wait"},
-		{ID: "expired_resume_rollback_if_resume_matches_quiesce", Line: 376, From: "expired", On: "resume_rollback", Guard: "resume_matches_quiesce", To: "resuming", Effects: "core: start answer_wait"},
-		{ID: "expired_resume_rollback", Line: 382, From: "expired", On: "resume_rollback", Reject: "invalid_request: the rollback names another Environment than the quiesce of this suspension ID"},
-		{ID: "expired_send_failed", Line: 385, From: "expired", On: "send_failed", To: "resuming", Effects: "core: start answer_wait"},
-		{ID: "expired_environment_resume", Line: 389, From: "expired", On: "environment_resume, environment_quiesce", Reject: "not_suspended: the attempt expired unanswered; roll it back"},
-		{ID: "expired_quiesce_drain", Line: 392, From: "expired", On: "quiesce_drain, answer_wait, drain_settled", Ignore: "no timer runs once the attempt expired"},
-		{ID: "resuming_environment_resume", Line: 395, From: "resuming", On: "environment_resume, resume_rollback, send_failed", Reject: "a resume for this suspension is already in flight"},
-		{ID: "resumed_quiesced_accepted", Line: 400, From: "resumed, quiesce_refused, resume_refused", On: "quiesced_accepted, quiesced_refused, resumed_accepted, resumed_refused, quiesce_drain, answer_wait, drain_settled, connection_lost, send_failed", Ignore: "the attempt is settled; late replies change nothing"},
-		{ID: "quiesce_refused_resume_rollback", Line: 403, From: "quiesce_refused", On: "resume_rollback", Ignore: "the refused quiesce already reopened admission; there is nothing to roll back"},
-		{ID: "resumed_any", Line: 407, From: "resumed, quiesce_refused, resume_refused", On: "*", Reject: "the suspension attempt is settled"},
+		{ID: "idle_environment_quiesce", From: "idle", On: "environment_quiesce", To: "quiescing", Effects: "runtime: start quiesce_drain, core: start answer_wait, runtime: do fence_admission"},
+		{ID: "idle_send_failed", From: "idle", On: "send_failed", To: "quiescing", Effects: "runtime: start quiesce_drain, core: start answer_wait"},
+		{ID: "idle_quiesce_drain", From: "idle", On: "quiesce_drain, answer_wait, drain_settled, connection_lost", Ignore: "nothing was requested for this suspension ID"},
+		{ID: "idle_any", From: "idle", On: "*", Reject: "no quiesce was sent for this suspension ID"},
+		{ID: "quiescing_drain_settled", From: "quiescing", On: "drain_settled", To: "suspended", Effects: "runtime: stop quiesce_drain, core: stop answer_wait, runtime: send environment_quiesced"},
+		{ID: "quiescing_quiesce_drain", From: "quiescing", On: "quiesce_drain", To: "quiesce_refused", Effects: "core: stop answer_wait, runtime: do reopen_admission, runtime: send environment_quiesced"},
+		{ID: "quiescing_quiesced_accepted_if_own_suspension", From: "quiescing", On: "quiesced_accepted", Guard: "own_suspension", To: "suspended", Effects: "runtime: stop quiesce_drain, core: stop answer_wait, core: do record_suspended"},
+		{ID: "quiescing_quiesced_refused_if_own_suspension", From: "quiescing", On: "quiesced_refused", Guard: "own_suspension", To: "quiesce_refused", Effects: "runtime: stop quiesce_drain, core: stop answer_wait, core: do record_outcome"},
+		{ID: "quiescing_answer_wait", From: "quiescing", On: "answer_wait", To: "rolling_back", Effects: "runtime: stop quiesce_drain, core: start answer_wait, core: send environment_resume"},
+		{ID: "quiescing_quiesced_accepted", From: "quiescing", On: "quiesced_accepted, quiesced_refused", Reject: "the reply carries a foreign suspension identity, or accepted true with an error code"},
+		{ID: "quiescing_resumed_accepted", From: "quiescing", On: "resumed_accepted, resumed_refused", Reject: "no resume was sent"},
+		{ID: "quiescing_resume_rollback_if_resume_matches_quiesce", From: "quiescing", On: "resume_rollback", Guard: "resume_matches_quiesce", To: "resuming", Effects: "runtime: stop quiesce_drain, core: start answer_wait, runtime: do reopen_admission, runtime: send environment_resumed"},
+		{ID: "quiescing_resume_rollback", From: "quiescing", On: "resume_rollback", Reject: "invalid_request: the rollback names another Environment than the quiesce of this suspension ID"},
+		{ID: "quiescing_send_failed", From: "quiescing", On: "send_failed", To: "resuming", Effects: "runtime: stop quiesce_drain, core: start answer_wait"},
+		{ID: "quiescing_environment_resume", From: "quiescing", On: "environment_resume", Reject: "not_suspended: the quiesce has not been confirmed; abandon it with a rollback resume"},
+		{ID: "quiescing_connection_lost", From: "quiescing, rolling_back, resuming", On: "connection_lost", To: "uncertain", Effects: "runtime: stop quiesce_drain, core: start answer_wait"},
+		{ID: "quiescing_environment_quiesce", From: "quiescing, suspended, uncertain, rolling_back, resuming", On: "environment_quiesce", Reject: "this suspension ID was already quiesced; a new attempt needs a new suspend_id"},
+		{ID: "suspended_environment_resume_if_resume_matches_quiesce", From: "suspended, uncertain", On: "environment_resume, resume_rollback", Guard: "resume_matches_quiesce", To: "resuming", Effects: "core: start answer_wait, runtime: do reopen_admission, runtime: send environment_resumed"},
+		{ID: "suspended_environment_resume", From: "suspended, uncertain", On: "environment_resume, resume_rollback", Reject: "invalid_request: the resume names another Environment than the quiesce of this suspension ID"},
+		{ID: "suspended_send_failed", From: "suspended, uncertain", On: "send_failed", To: "resuming", Effects: "core: start answer_wait"},
+		{ID: "suspended_quiesced_accepted", From: "suspended", On: "quiesced_accepted", Ignore: "the Runtime's own confirmation, or a repeat of it"},
+		{ID: "suspended_quiesced_refused", From: "suspended", On: "quiesced_refused", Reject: "the quiesce was already confirmed for this suspension"},
+		{ID: "suspended_resumed_accepted", From: "suspended, uncertain", On: "resumed_accepted, resumed_refused", Reject: "no resume was sent"},
+		{ID: "suspended_connection_lost", From: "suspended", On: "connection_lost", Ignore: "the suspension persists; the resume may come on a later connection"},
+		{ID: "suspended_answer_wait", From: "suspended", On: "answer_wait", Ignore: "no answer is awaited"},
+		{ID: "suspended_quiesce_drain", From: "suspended, uncertain, rolling_back, resuming", On: "quiesce_drain, drain_settled", Ignore: "the drain is over"},
+		{ID: "uncertain_quiesced_accepted", From: "uncertain", On: "quiesced_accepted, quiesced_refused", Ignore: "an answer from the lost connection no longer decides anything; only the resume does"},
+		{ID: "uncertain_connection_lost", From: "uncertain", On: "connection_lost", Ignore: "the answer is already lost"},
+		{ID: "uncertain_answer_wait", From: "uncertain", On: "answer_wait", To: "rolling_back", Effects: "core: start answer_wait, core: send environment_resume"},
+		{ID: "rolling_back_resume_rollback_if_resume_matches_quiesce", From: "rolling_back", On: "resume_rollback", Guard: "resume_matches_quiesce", To: "resuming", Effects: "core: start answer_wait"},
+		{ID: "rolling_back_resume_rollback", From: "rolling_back", On: "resume_rollback", Reject: "invalid_request: the rollback names another Environment than the quiesce of this suspension ID"},
+		{ID: "rolling_back_send_failed", From: "rolling_back", On: "send_failed", To: "resuming", Effects: "core: start answer_wait"},
+		{ID: "rolling_back_environment_resume", From: "rolling_back", On: "environment_resume", Reject: "not_suspended: the attempt is being rolled back"},
+		{ID: "rolling_back_answer_wait", From: "rolling_back", On: "answer_wait", To: "expired", Effects: "core: do record_timeout"},
+		{ID: "rolling_back_quiesced_refused_if_own_suspension", From: "rolling_back, resuming, expired", On: "quiesced_refused", Guard: "own_suspension", To: "quiesce_refused", Effects: "core: stop answer_wait, core: do record_outcome"},
+		{ID: "rolling_back_quiesced_accepted", From: "rolling_back", On: "quiesced_accepted", Ignore: "a quiesce confirmation that trails the decision to roll back decides nothing"},
+		{ID: "rolling_back_quiesced_refused", From: "rolling_back", On: "quiesced_refused", Reject: "the reply carries a foreign suspension identity"},
+		{ID: "rolling_back_resumed_accepted", From: "rolling_back", On: "resumed_accepted, resumed_refused", Reject: "the rollback has not been sent yet"},
+		{ID: "resuming_resumed_accepted_if_own_suspension", From: "resuming", On: "resumed_accepted", Guard: "own_suspension", To: "resumed", Effects: "core: stop answer_wait, core: do record_outcome"},
+		{ID: "resuming_resumed_refused_if_own_suspension", From: "resuming", On: "resumed_refused", Guard: "own_suspension", To: "resume_refused", Effects: "core: stop answer_wait, core: do record_outcome"},
+		{ID: "resuming_answer_wait", From: "resuming", On: "answer_wait", To: "expired", Effects: "core: do record_timeout"},
+		{ID: "resuming_resumed_accepted", From: "resuming", On: "resumed_accepted, resumed_refused", Reject: "the reply carries a foreign suspension identity, or accepted true with an error code"},
+		{ID: "resuming_quiesced_accepted", From: "resuming", On: "quiesced_accepted, quiesced_refused", Ignore: "a quiesce answer that trails the resume decides nothing; the resume answer does"},
+		{ID: "expired_resumed_accepted_if_own_suspension", From: "expired", On: "resumed_accepted", Guard: "own_suspension", To: "resumed", Effects: "core: do record_outcome"},
+		{ID: "expired_resumed_refused_if_own_suspension", From: "expired", On: "resumed_refused", Guard: "own_suspension", To: "resume_refused", Effects: "core: do record_outcome"},
+		{ID: "expired_resumed_accepted", From: "expired", On: "resumed_accepted, resumed_refused", Reject: "the reply carries a foreign suspension identity, or accepted true with an error code"},
+		{ID: "expired_quiesced_accepted", From: "expired", On: "quiesced_accepted, quiesced_refused", Ignore: "a quiesce answer after the rollback decides nothing; the rollback's answer does"},
+		{ID: "expired_connection_lost", From: "expired", On: "connection_lost", To: "uncertain", Effects: "core: start answer_wait"},
+		{ID: "expired_resume_rollback_if_resume_matches_quiesce", From: "expired", On: "resume_rollback", Guard: "resume_matches_quiesce", To: "resuming", Effects: "core: start answer_wait"},
+		{ID: "expired_resume_rollback", From: "expired", On: "resume_rollback", Reject: "invalid_request: the rollback names another Environment than the quiesce of this suspension ID"},
+		{ID: "expired_send_failed", From: "expired", On: "send_failed", To: "resuming", Effects: "core: start answer_wait"},
+		{ID: "expired_environment_resume", From: "expired", On: "environment_resume, environment_quiesce", Reject: "not_suspended: the attempt expired unanswered; roll it back"},
+		{ID: "expired_quiesce_drain", From: "expired", On: "quiesce_drain, answer_wait, drain_settled", Ignore: "no timer runs once the attempt expired"},
+		{ID: "resuming_environment_resume", From: "resuming", On: "environment_resume, resume_rollback, send_failed", Reject: "a resume for this suspension is already in flight"},
+		{ID: "resumed_quiesced_accepted", From: "resumed, quiesce_refused, resume_refused", On: "quiesced_accepted, quiesced_refused, resumed_accepted, resumed_refused, quiesce_drain, answer_wait, drain_settled, connection_lost, send_failed", Ignore: "the attempt is settled; late replies change nothing"},
+		{ID: "quiesce_refused_resume_rollback", From: "quiesce_refused", On: "resume_rollback", Ignore: "the refused quiesce already reopened admission; there is nothing to roll back"},
+		{ID: "resumed_any", From: "resumed, quiesce_refused, resume_refused", On: "*", Reject: "the suspension attempt is settled"},
 	},
+	Lines: []int{139, 143, 148, 151, 156, 160, 165, 170, 175, 186, 189, 192, 198, 202, 207, 210, 220, 225, 230, 236, 241, 244, 247, 250, 253, 258, 263, 266, 269, 279, 284, 287, 292, 295, 301, 310, 314, 317, 322, 327, 332, 344, 347, 352, 358, 363, 366, 369, 376, 382, 385, 389, 392, 395, 400, 403, 407},
 })
 
-// Step is what one event did: the engine's fsm.Step, a read-only view of the table candidate that
-// handled it, with typed accessors. The zero Step, returned for an invalid state or event, reports
-// zero values.
-type Step struct {
-	s fsm.Step
-}
-
-// From is the state the event arrived in.
-func (s Step) From() State { return State(s.s.From()) }
-
-// Event is the event that was handled.
-func (s Step) Event() Event { return Event(s.s.Event()) }
-
-// To is the state after the step; it equals From unless the disposition is fsm.Moved.
-func (s Step) To() State { return State(s.s.To()) }
-
-// Guard is the guard that selected the candidate, or 0 for the cell's fallback.
-func (s Step) Guard() Guard { return Guard(s.s.Guard()) }
-
-// Disposition says whether the step moved, stayed, ignored or rejected the event.
-func (s Step) Disposition() fsm.Disposition { return s.s.Disposition() }
-
-// Effects lists what the step asks of both peers, in spec order (a peer keeps those its role
-// performs); nil unless the step moved or stayed. Their IDs convert to this package's enums and
-// Table.EffectString renders one as the spec writes it. The slice is shared: do not modify it.
-func (s Step) Effects() []fsm.Effect { return s.s.Effects() }
-
-// Reason is the spec's reason for an ignored or rejected event, or "".
-func (s Step) Reason() string { return s.s.Reason() }
-
-// Rule is the stable ID of the spec rule behind the step (its id:, or one derived from its first
-// state, event and guard).
-func (s Step) Rule() string { return s.s.Rule() }
-
-// Line is the line of the spec rule behind the step.
-func (s Step) Line() int { return s.s.Line() }
+// Step is what one event did: a read-only view of the table candidate that handled it, with From,
+// Event, To and Guard typed as this package's enums (fsm.StepOf) and Disposition, Effects, Reason,
+// Rule and Line from fsm.Step. Effects are shared: do not modify them. The zero Step, returned for
+// an invalid state or event, reports zero values.
+type Step = fsm.StepOf[State, Event, Guard]
 
 // Transition is the pure transition function. It selects the candidate of the (s, e) cell whose
 // guard is in held (or the fallback) and returns the step with its effects. It changes nothing,
@@ -418,11 +389,9 @@ func (s Step) Line() int { return s.s.Line() }
 // (errors.Is(err, fsm.ErrRejected)); Step.To() then equals s. An invalid state or event returns
 // the zero Step and a *fsm.InvalidError.
 func Transition(s State, e Event, held GuardSet) (Step, error) {
-	return typed(Table.Transition(fsm.StateID(s), fsm.EventID(e), fsm.GuardSet(held)))
+	st, err := Table.Transition(fsm.StateID(s), fsm.EventID(e), fsm.GuardSet(held))
+	return Step{Step: st}, err
 }
-
-// typed wraps the engine's step, so that Transition is one expression the compiler inlines.
-func typed(s fsm.Step, err error) (Step, error) { return Step{s}, err }
 
 // CoreHooks is what a Core peer implements to run the suspension machine: one method per guard it
 // evaluates, per message it sends and per action it performs. The engine calls a guard while it

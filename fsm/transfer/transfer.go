@@ -265,7 +265,8 @@ func ParseMessage(name string) (Message, error) {
 }
 
 // Table is the transfer machine as the engine runs it: the declarations and the rules of
-// spec/transfer.yaml, one line per rule named by its stable ID, which fsm.MustSeal expands at
+// spec/transfer.yaml, one line per rule named by its stable ID (their spec lines apart, in Lines,
+// so that shifting lines in the spec changes one line here), which fsm.MustSeal expands at
 // start-up into exactly the cells spec.Machine.Table builds (every (state, event) cell lists its
 // candidates in the order they are tried, the unguarded fallback last). Treat it as read-only.
 var Table = fsm.MustSeal(&fsm.Table{
@@ -308,75 +309,45 @@ var Table = fsm.MustSeal(&fsm.Table{
 	},
 	Initial: fsm.StateID(StateIdle),
 	Rules: []fsm.Rule{
-		{ID: "idle_begin_if_slot_free", Line: 151, From: "idle", On: "begin", Guard: "slot_free", To: "beginning", Effects: "core: do take_slot, start transfer_budget, runtime: send runtime_prepare_result"},
-		{ID: "idle_begin", Line: 156, From: "idle", On: "begin", Reject: "runtime_preparation_capacity: another transfer holds this connection's slot"},
-		{ID: "idle_send_failed", Line: 160, From: "idle", On: "send_failed", To: "beginning", Effects: "core: do take_slot, start transfer_budget"},
-		{ID: "idle_transfer_budget", Line: 165, From: "idle", On: "transfer_budget, malformed_frame, connection_lost", Ignore: "no transfer is pending"},
-		{ID: "idle_any", Line: 168, From: "idle", On: "*", Reject: "no begin was sent for this transfer ID"},
-		{ID: "beginning_result_ready", Line: 173, From: "beginning", On: "result_ready", To: "staging"},
-		{ID: "beginning_chunk", Line: 176, From: "beginning, chunk_sent", On: "chunk, commit", Reject: "the previous frame has not been answered yet"},
-		{ID: "staging_chunk", Line: 181, From: "staging", On: "chunk", To: "chunk_sent", Effects: "runtime: do stage_chunk, runtime: send runtime_prepare_result"},
-		{ID: "staging_send_failed", Line: 185, From: "staging", On: "send_failed", To: "chunk_sent"},
-		{ID: "staging_commit", Line: 189, From: "staging", On: "commit, commit_send_failed", To: "committing", Effects: "stop transfer_budget, runtime: do install"},
-		{ID: "beginning_result_received", Line: 195, From: "beginning, staging, committing", On: "result_received", Reject: "no chunk is in flight"},
-		{ID: "staging_result_ready", Line: 198, From: "staging, chunk_sent, committing", On: "result_ready", Reject: "the transfer is already past begin"},
-		{ID: "chunk_sent_result_received_if_offset_matches", Line: 203, From: "chunk_sent", On: "result_received", Guard: "offset_matches", To: "staging"},
-		{ID: "chunk_sent_result_received", Line: 207, From: "chunk_sent", On: "result_received", Reject: "the received offset does not match the chunk in flight"},
-		{ID: "committing_result_completed", Line: 213, From: "committing", On: "result_completed", To: "completed", Effects: "core: do release_slot"},
-		{ID: "committing_result_failed", Line: 217, From: "committing", On: "result_failed", To: "failed", Effects: "runtime: do discard_staged, core: do release_slot"},
-		{ID: "committing_result_unknown", Line: 221, From: "committing", On: "result_unknown", To: "unknown", Effects: "core: do mark_unknown"},
-		{ID: "beginning_result_completed", Line: 225, From: "beginning, staging, chunk_sent", On: "result_completed, result_failed, result_unknown", Reject: "only a commit can be completed, fail or end unknown"},
-		{ID: "beginning_result_rejected", Line: 230, From: "beginning, staging, chunk_sent", On: "result_rejected", To: "rejected", Effects: "stop transfer_budget, runtime: do discard_staged, core: do release_slot"},
-		{ID: "committing_result_rejected", Line: 234, From: "committing", On: "result_rejected", To: "rejected", Effects: "runtime: do discard_staged, core: do release_slot"},
-		{ID: "beginning_malformed_frame", Line: 240, From: "beginning, staging, chunk_sent", On: "malformed_frame", To: "rejected", Effects: "stop transfer_budget, runtime: do discard_staged, runtime: send runtime_prepare_result"},
-		{ID: "beginning_transfer_budget", Line: 247, From: "beginning, staging, chunk_sent", On: "transfer_budget", To: "expired", Effects: "runtime: do discard_staged, runtime: send runtime_prepare_result, core: do release_slot"},
-		{ID: "beginning_connection_lost", Line: 253, From: "beginning, staging, chunk_sent", On: "connection_lost", To: "aborted", Effects: "stop transfer_budget, runtime: do discard_staged, core: do release_slot"},
-		{ID: "committing_connection_lost", Line: 258, From: "committing", On: "connection_lost", To: "unknown", Effects: "core: do mark_unknown"},
-		{ID: "committing_malformed_frame", Line: 262, From: "committing", On: "malformed_frame, transfer_budget", Ignore: "the commit is already being applied; a stray frame cannot abort it and the budget stopped at commit"},
-		{ID: "beginning_send_failed", Line: 265, From: "beginning, chunk_sent, committing", On: "send_failed, commit_send_failed", Reject: "no frame is being sent; the previous one has not been answered yet"},
-		{ID: "beginning_begin", Line: 270, From: "beginning, staging, chunk_sent, committing", On: "begin", Reject: "runtime_preparation_capacity: this transfer already began"},
-		{ID: "committing_chunk", Line: 273, From: "committing", On: "chunk, commit", Reject: "the commit was already sent"},
-		{ID: "completed_result_ready", Line: 278, From: "completed, rejected, failed, expired, unknown, aborted", On: "result_ready, result_received, result_completed, result_rejected, result_failed, result_unknown, malformed_frame, transfer_budget, connection_lost, send_failed, commit_send_failed", Ignore: "the transfer is settled; late results and deadlines change nothing"},
-		{ID: "completed_any", Line: 281, From: "completed, rejected, failed, expired, unknown, aborted", On: "*", Reject: "the transfer is settled; transfers are never replayed"},
+		{ID: "idle_begin_if_slot_free", From: "idle", On: "begin", Guard: "slot_free", To: "beginning", Effects: "core: do take_slot, start transfer_budget, runtime: send runtime_prepare_result"},
+		{ID: "idle_begin", From: "idle", On: "begin", Reject: "runtime_preparation_capacity: another transfer holds this connection's slot"},
+		{ID: "idle_send_failed", From: "idle", On: "send_failed", To: "beginning", Effects: "core: do take_slot, start transfer_budget"},
+		{ID: "idle_transfer_budget", From: "idle", On: "transfer_budget, malformed_frame, connection_lost", Ignore: "no transfer is pending"},
+		{ID: "idle_any", From: "idle", On: "*", Reject: "no begin was sent for this transfer ID"},
+		{ID: "beginning_result_ready", From: "beginning", On: "result_ready", To: "staging"},
+		{ID: "beginning_chunk", From: "beginning, chunk_sent", On: "chunk, commit", Reject: "the previous frame has not been answered yet"},
+		{ID: "staging_chunk", From: "staging", On: "chunk", To: "chunk_sent", Effects: "runtime: do stage_chunk, runtime: send runtime_prepare_result"},
+		{ID: "staging_send_failed", From: "staging", On: "send_failed", To: "chunk_sent"},
+		{ID: "staging_commit", From: "staging", On: "commit, commit_send_failed", To: "committing", Effects: "stop transfer_budget, runtime: do install"},
+		{ID: "beginning_result_received", From: "beginning, staging, committing", On: "result_received", Reject: "no chunk is in flight"},
+		{ID: "staging_result_ready", From: "staging, chunk_sent, committing", On: "result_ready", Reject: "the transfer is already past begin"},
+		{ID: "chunk_sent_result_received_if_offset_matches", From: "chunk_sent", On: "result_received", Guard: "offset_matches", To: "staging"},
+		{ID: "chunk_sent_result_received", From: "chunk_sent", On: "result_received", Reject: "the received offset does not match the chunk in flight"},
+		{ID: "committing_result_completed", From: "committing", On: "result_completed", To: "completed", Effects: "core: do release_slot"},
+		{ID: "committing_result_failed", From: "committing", On: "result_failed", To: "failed", Effects: "runtime: do discard_staged, core: do release_slot"},
+		{ID: "committing_result_unknown", From: "committing", On: "result_unknown", To: "unknown", Effects: "core: do mark_unknown"},
+		{ID: "beginning_result_completed", From: "beginning, staging, chunk_sent", On: "result_completed, result_failed, result_unknown", Reject: "only a commit can be completed, fail or end unknown"},
+		{ID: "beginning_result_rejected", From: "beginning, staging, chunk_sent", On: "result_rejected", To: "rejected", Effects: "stop transfer_budget, runtime: do discard_staged, core: do release_slot"},
+		{ID: "committing_result_rejected", From: "committing", On: "result_rejected", To: "rejected", Effects: "runtime: do discard_staged, core: do release_slot"},
+		{ID: "beginning_malformed_frame", From: "beginning, staging, chunk_sent", On: "malformed_frame", To: "rejected", Effects: "stop transfer_budget, runtime: do discard_staged, runtime: send runtime_prepare_result"},
+		{ID: "beginning_transfer_budget", From: "beginning, staging, chunk_sent", On: "transfer_budget", To: "expired", Effects: "runtime: do discard_staged, runtime: send runtime_prepare_result, core: do release_slot"},
+		{ID: "beginning_connection_lost", From: "beginning, staging, chunk_sent", On: "connection_lost", To: "aborted", Effects: "stop transfer_budget, runtime: do discard_staged, core: do release_slot"},
+		{ID: "committing_connection_lost", From: "committing", On: "connection_lost", To: "unknown", Effects: "core: do mark_unknown"},
+		{ID: "committing_malformed_frame", From: "committing", On: "malformed_frame, transfer_budget", Ignore: "the commit is already being applied; a stray frame cannot abort it and the budget stopped at commit"},
+		{ID: "beginning_send_failed", From: "beginning, chunk_sent, committing", On: "send_failed, commit_send_failed", Reject: "no frame is being sent; the previous one has not been answered yet"},
+		{ID: "beginning_begin", From: "beginning, staging, chunk_sent, committing", On: "begin", Reject: "runtime_preparation_capacity: this transfer already began"},
+		{ID: "committing_chunk", From: "committing", On: "chunk, commit", Reject: "the commit was already sent"},
+		{ID: "completed_result_ready", From: "completed, rejected, failed, expired, unknown, aborted", On: "result_ready, result_received, result_completed, result_rejected, result_failed, result_unknown, malformed_frame, transfer_budget, connection_lost, send_failed, commit_send_failed", Ignore: "the transfer is settled; late results and deadlines change nothing"},
+		{ID: "completed_any", From: "completed, rejected, failed, expired, unknown, aborted", On: "*", Reject: "the transfer is settled; transfers are never replayed"},
 	},
+	Lines: []int{151, 156, 160, 165, 168, 173, 176, 181, 185, 189, 195, 198, 203, 207, 213, 217, 221, 225, 230, 234, 240, 247, 253, 258, 262, 265, 270, 273, 278, 281},
 })
 
-// Step is what one event did: the engine's fsm.Step, a read-only view of the table candidate that
-// handled it, with typed accessors. The zero Step, returned for an invalid state or event, reports
-// zero values.
-type Step struct {
-	s fsm.Step
-}
-
-// From is the state the event arrived in.
-func (s Step) From() State { return State(s.s.From()) }
-
-// Event is the event that was handled.
-func (s Step) Event() Event { return Event(s.s.Event()) }
-
-// To is the state after the step; it equals From unless the disposition is fsm.Moved.
-func (s Step) To() State { return State(s.s.To()) }
-
-// Guard is the guard that selected the candidate, or 0 for the cell's fallback.
-func (s Step) Guard() Guard { return Guard(s.s.Guard()) }
-
-// Disposition says whether the step moved, stayed, ignored or rejected the event.
-func (s Step) Disposition() fsm.Disposition { return s.s.Disposition() }
-
-// Effects lists what the step asks of both peers, in spec order (a peer keeps those its role
-// performs); nil unless the step moved or stayed. Their IDs convert to this package's enums and
-// Table.EffectString renders one as the spec writes it. The slice is shared: do not modify it.
-func (s Step) Effects() []fsm.Effect { return s.s.Effects() }
-
-// Reason is the spec's reason for an ignored or rejected event, or "".
-func (s Step) Reason() string { return s.s.Reason() }
-
-// Rule is the stable ID of the spec rule behind the step (its id:, or one derived from its first
-// state, event and guard).
-func (s Step) Rule() string { return s.s.Rule() }
-
-// Line is the line of the spec rule behind the step.
-func (s Step) Line() int { return s.s.Line() }
+// Step is what one event did: a read-only view of the table candidate that handled it, with From,
+// Event, To and Guard typed as this package's enums (fsm.StepOf) and Disposition, Effects, Reason,
+// Rule and Line from fsm.Step. Effects are shared: do not modify them. The zero Step, returned for
+// an invalid state or event, reports zero values.
+type Step = fsm.StepOf[State, Event, Guard]
 
 // Transition is the pure transition function. It selects the candidate of the (s, e) cell whose
 // guard is in held (or the fallback) and returns the step with its effects. It changes nothing,
@@ -387,11 +358,9 @@ func (s Step) Line() int { return s.s.Line() }
 // (errors.Is(err, fsm.ErrRejected)); Step.To() then equals s. An invalid state or event returns
 // the zero Step and a *fsm.InvalidError.
 func Transition(s State, e Event, held GuardSet) (Step, error) {
-	return typed(Table.Transition(fsm.StateID(s), fsm.EventID(e), fsm.GuardSet(held)))
+	st, err := Table.Transition(fsm.StateID(s), fsm.EventID(e), fsm.GuardSet(held))
+	return Step{Step: st}, err
 }
-
-// typed wraps the engine's step, so that Transition is one expression the compiler inlines.
-func typed(s fsm.Step, err error) (Step, error) { return Step{s}, err }
 
 // CoreHooks is what a Core peer implements to run the transfer machine: one method per guard it
 // evaluates, per message it sends and per action it performs. The engine calls a guard while it

@@ -214,7 +214,8 @@ func ParseAction(name string) (Action, error) {
 }
 
 // Table is the turn machine as the engine runs it: the declarations and the rules of
-// spec/turn.yaml, one line per rule named by its stable ID, which fsm.MustSeal expands at start-up
+// spec/turn.yaml, one line per rule named by its stable ID (their spec lines apart, in Lines, so
+// that shifting lines in the spec changes one line here), which fsm.MustSeal expands at start-up
 // into exactly the cells spec.Machine.Table builds (every (state, event) cell lists its candidates
 // in the order they are tried, the unguarded fallback last). Treat it as read-only.
 var Table = fsm.MustSeal(&fsm.Table{
@@ -256,73 +257,43 @@ var Table = fsm.MustSeal(&fsm.Table{
 	Actions: []string{"place", "retry_later", "release_admission", "send_cancel", "record_outcome"},
 	Initial: fsm.StateID(StateQueued),
 	Rules: []fsm.Rule{
-		{ID: "queued_claim", Line: 130, From: "queued", On: "claim", To: "claimed", Effects: "do place"},
-		{ID: "queued_cancel", Line: 134, From: "queued", On: "cancel", To: "cancelled", Effects: "do record_outcome"},
-		{ID: "queued_unplaceable", Line: 139, From: "queued", On: "unplaceable", To: "failed", Effects: "do record_outcome"},
-		{ID: "queued_restart", Line: 147, From: "queued", On: "restart", Ignore: "nothing was dispatched for a queued Turn; it stays queued for the new process's worker"},
-		{ID: "queued_any", Line: 150, From: "queued", On: "*", Reject: "no worker claimed the Turn"},
-		{ID: "claimed_requeue", Line: 155, From: "claimed", On: "requeue", To: "queued", Effects: "do retry_later"},
-		{ID: "claimed_start", Line: 161, From: "claimed", On: "start", To: "starting"},
-		{ID: "claimed_cancel", Line: 164, From: "claimed", On: "cancel", To: "cancelling", Effects: "do release_admission"},
-		{ID: "claimed_preparation_failed", Line: 170, From: "claimed", On: "preparation_failed, invalid_configuration, initialization_failed, delivery_unknown, start_failed", To: "failed", Effects: "do record_outcome"},
-		{ID: "claimed_restart", Line: 174, From: "claimed, starting", On: "restart", To: "same", Effects: "raise delivery_unknown"},
-		{ID: "claimed_any", Line: 180, From: "claimed", On: "*", Reject: "the Turn has no Run yet"},
-		{ID: "cancelling_released", Line: 185, From: "cancelling", On: "released, requeue, preparation_failed, invalid_configuration, initialization_failed, delivery_unknown, start_failed, restart", To: "cancelled", Effects: "do record_outcome"},
-		{ID: "cancelling_cancel", Line: 191, From: "cancelling", On: "cancel", Ignore: "the cancellation is under way"},
-		{ID: "cancelling_start", Line: 194, From: "cancelling", On: "start", Reject: "the Turn was cancelled before its start"},
-		{ID: "cancelling_any", Line: 197, From: "cancelling", On: "*", Reject: "the Turn was cancelled before its start and has no Run"},
-		{ID: "starting_start_sent", Line: 202, From: "starting", On: "start_sent", To: "running"},
-		{ID: "starting_start_failed", Line: 205, From: "starting", On: "start_failed, delivery_unknown", To: "failed", Effects: "do record_outcome"},
-		{ID: "starting_cancel", Line: 209, From: "starting", On: "cancel", Reject: "the start is in flight; the Run can be cancelled once it runs"},
-		{ID: "starting_any", Line: 214, From: "starting", On: "*", Reject: "the start is in flight"},
-		{ID: "running_run_completed", Line: 219, From: "running", On: "run_completed", To: "completed", Effects: "do record_outcome"},
-		{ID: "running_run_cancelled", Line: 223, From: "running", On: "run_cancelled", To: "cancelled", Effects: "do record_outcome"},
-		{ID: "running_engine_failed", Line: 227, From: "running", On: "engine_failed, cancel_refused, start_failed, delivery_unknown, event_stream_incomplete, journal_limit, cancel_unconfirmed", To: "failed", Effects: "do record_outcome"},
-		{ID: "running_cancel", Line: 231, From: "running", On: "cancel", To: "running", Effects: "do send_cancel"},
-		{ID: "running_restart_if_cancel_journaled", Line: 235, From: "running", On: "restart", Guard: "cancel_journaled", To: "running", Effects: "raise cancel_unconfirmed"},
-		{ID: "running_restart", Line: 242, From: "running", On: "restart", To: "running", Effects: "raise event_stream_incomplete"},
-		{ID: "running_any", Line: 248, From: "running", On: "*", Reject: "the Turn is running"},
-		{ID: "completed_run_completed", Line: 253, From: "completed, cancelled, failed", On: "run_completed, run_cancelled, engine_failed, cancel_refused, start_failed, delivery_unknown, event_stream_incomplete, journal_limit, cancel_unconfirmed, released, start_sent", Ignore: "the Turn already has its terminal record"},
-		{ID: "completed_any", Line: 258, From: "completed, cancelled, failed", On: "*", Reject: "the Turn has finished"},
+		{ID: "queued_claim", From: "queued", On: "claim", To: "claimed", Effects: "do place"},
+		{ID: "queued_cancel", From: "queued", On: "cancel", To: "cancelled", Effects: "do record_outcome"},
+		{ID: "queued_unplaceable", From: "queued", On: "unplaceable", To: "failed", Effects: "do record_outcome"},
+		{ID: "queued_restart", From: "queued", On: "restart", Ignore: "nothing was dispatched for a queued Turn; it stays queued for the new process's worker"},
+		{ID: "queued_any", From: "queued", On: "*", Reject: "no worker claimed the Turn"},
+		{ID: "claimed_requeue", From: "claimed", On: "requeue", To: "queued", Effects: "do retry_later"},
+		{ID: "claimed_start", From: "claimed", On: "start", To: "starting"},
+		{ID: "claimed_cancel", From: "claimed", On: "cancel", To: "cancelling", Effects: "do release_admission"},
+		{ID: "claimed_preparation_failed", From: "claimed", On: "preparation_failed, invalid_configuration, initialization_failed, delivery_unknown, start_failed", To: "failed", Effects: "do record_outcome"},
+		{ID: "claimed_restart", From: "claimed, starting", On: "restart", To: "same", Effects: "raise delivery_unknown"},
+		{ID: "claimed_any", From: "claimed", On: "*", Reject: "the Turn has no Run yet"},
+		{ID: "cancelling_released", From: "cancelling", On: "released, requeue, preparation_failed, invalid_configuration, initialization_failed, delivery_unknown, start_failed, restart", To: "cancelled", Effects: "do record_outcome"},
+		{ID: "cancelling_cancel", From: "cancelling", On: "cancel", Ignore: "the cancellation is under way"},
+		{ID: "cancelling_start", From: "cancelling", On: "start", Reject: "the Turn was cancelled before its start"},
+		{ID: "cancelling_any", From: "cancelling", On: "*", Reject: "the Turn was cancelled before its start and has no Run"},
+		{ID: "starting_start_sent", From: "starting", On: "start_sent", To: "running"},
+		{ID: "starting_start_failed", From: "starting", On: "start_failed, delivery_unknown", To: "failed", Effects: "do record_outcome"},
+		{ID: "starting_cancel", From: "starting", On: "cancel", Reject: "the start is in flight; the Run can be cancelled once it runs"},
+		{ID: "starting_any", From: "starting", On: "*", Reject: "the start is in flight"},
+		{ID: "running_run_completed", From: "running", On: "run_completed", To: "completed", Effects: "do record_outcome"},
+		{ID: "running_run_cancelled", From: "running", On: "run_cancelled", To: "cancelled", Effects: "do record_outcome"},
+		{ID: "running_engine_failed", From: "running", On: "engine_failed, cancel_refused, start_failed, delivery_unknown, event_stream_incomplete, journal_limit, cancel_unconfirmed", To: "failed", Effects: "do record_outcome"},
+		{ID: "running_cancel", From: "running", On: "cancel", To: "running", Effects: "do send_cancel"},
+		{ID: "running_restart_if_cancel_journaled", From: "running", On: "restart", Guard: "cancel_journaled", To: "running", Effects: "raise cancel_unconfirmed"},
+		{ID: "running_restart", From: "running", On: "restart", To: "running", Effects: "raise event_stream_incomplete"},
+		{ID: "running_any", From: "running", On: "*", Reject: "the Turn is running"},
+		{ID: "completed_run_completed", From: "completed, cancelled, failed", On: "run_completed, run_cancelled, engine_failed, cancel_refused, start_failed, delivery_unknown, event_stream_incomplete, journal_limit, cancel_unconfirmed, released, start_sent", Ignore: "the Turn already has its terminal record"},
+		{ID: "completed_any", From: "completed, cancelled, failed", On: "*", Reject: "the Turn has finished"},
 	},
+	Lines: []int{130, 134, 139, 147, 150, 155, 161, 164, 170, 174, 180, 185, 191, 194, 197, 202, 205, 209, 214, 219, 223, 227, 231, 235, 242, 248, 253, 258},
 })
 
-// Step is what one event did: the engine's fsm.Step, a read-only view of the table candidate that
-// handled it, with typed accessors. The zero Step, returned for an invalid state or event, reports
-// zero values.
-type Step struct {
-	s fsm.Step
-}
-
-// From is the state the event arrived in.
-func (s Step) From() State { return State(s.s.From()) }
-
-// Event is the event that was handled.
-func (s Step) Event() Event { return Event(s.s.Event()) }
-
-// To is the state after the step; it equals From unless the disposition is fsm.Moved.
-func (s Step) To() State { return State(s.s.To()) }
-
-// Guard is the guard that selected the candidate, or 0 for the cell's fallback.
-func (s Step) Guard() Guard { return Guard(s.s.Guard()) }
-
-// Disposition says whether the step moved, stayed, ignored or rejected the event.
-func (s Step) Disposition() fsm.Disposition { return s.s.Disposition() }
-
-// Effects lists what the step asks of both peers, in spec order (a peer keeps those its role
-// performs); nil unless the step moved or stayed. Their IDs convert to this package's enums and
-// Table.EffectString renders one as the spec writes it. The slice is shared: do not modify it.
-func (s Step) Effects() []fsm.Effect { return s.s.Effects() }
-
-// Reason is the spec's reason for an ignored or rejected event, or "".
-func (s Step) Reason() string { return s.s.Reason() }
-
-// Rule is the stable ID of the spec rule behind the step (its id:, or one derived from its first
-// state, event and guard).
-func (s Step) Rule() string { return s.s.Rule() }
-
-// Line is the line of the spec rule behind the step.
-func (s Step) Line() int { return s.s.Line() }
+// Step is what one event did: a read-only view of the table candidate that handled it, with From,
+// Event, To and Guard typed as this package's enums (fsm.StepOf) and Disposition, Effects, Reason,
+// Rule and Line from fsm.Step. Effects are shared: do not modify them. The zero Step, returned for
+// an invalid state or event, reports zero values.
+type Step = fsm.StepOf[State, Event, Guard]
 
 // Transition is the pure transition function. It selects the candidate of the (s, e) cell whose
 // guard is in held (or the fallback) and returns the step with its effects. It changes nothing,
@@ -333,11 +304,9 @@ func (s Step) Line() int { return s.s.Line() }
 // (errors.Is(err, fsm.ErrRejected)); Step.To() then equals s. An invalid state or event returns
 // the zero Step and a *fsm.InvalidError.
 func Transition(s State, e Event, held GuardSet) (Step, error) {
-	return typed(Table.Transition(fsm.StateID(s), fsm.EventID(e), fsm.GuardSet(held)))
+	st, err := Table.Transition(fsm.StateID(s), fsm.EventID(e), fsm.GuardSet(held))
+	return Step{Step: st}, err
 }
-
-// typed wraps the engine's step, so that Transition is one expression the compiler inlines.
-func typed(s fsm.Step, err error) (Step, error) { return Step{s}, err }
 
 // CoreHooks is what a Core peer implements to run the turn machine: one method per guard it
 // evaluates, per message it sends and per action it performs. The engine calls a guard while it

@@ -230,9 +230,10 @@ func ParseMessage(name string) (Message, error) {
 }
 
 // Table is the workspace_export machine as the engine runs it: the declarations and the rules of
-// spec/workspace_export.yaml, one line per rule named by its stable ID, which fsm.MustSeal expands
-// at start-up into exactly the cells spec.Machine.Table builds (every (state, event) cell lists
-// its candidates in the order they are tried, the unguarded fallback last). Treat it as read-only.
+// spec/workspace_export.yaml, one line per rule named by its stable ID (their spec lines apart, in
+// Lines, so that shifting lines in the spec changes one line here), which fsm.MustSeal expands at
+// start-up into exactly the cells spec.Machine.Table builds (every (state, event) cell lists its
+// candidates in the order they are tried, the unguarded fallback last). Treat it as read-only.
 var Table = fsm.MustSeal(&fsm.Table{
 	Name:   Name,
 	Source: "spec/workspace_export.yaml",
@@ -268,60 +269,33 @@ var Table = fsm.MustSeal(&fsm.Table{
 	},
 	Initial: fsm.StateID(StateIdle),
 	Rules: []fsm.Rule{
-		{ID: "idle_begin", Line: 123, From: "idle", On: "begin", To: "pulling", Effects: "start export_budget, runtime: do open_export"},
-		{ID: "idle_pull_send_failed", Line: 127, From: "idle", On: "pull_send_failed", To: "pulling", Effects: "start export_budget"},
-		{ID: "idle_export_budget", Line: 132, From: "idle", On: "export_budget, connection_lost, owner_closed", Ignore: "no export was begun"},
-		{ID: "idle_any", Line: 135, From: "idle", On: "*", Reject: "no export was begun under this operation ID"},
-		{ID: "pulling_result_chunk", Line: 140, From: "pulling", On: "result_chunk", To: "holding", Effects: "core: do append_chunk"},
-		{ID: "pulling_result_completed", Line: 144, From: "pulling", On: "result_completed", To: "completed", Effects: "stop export_budget, runtime: do close_export, core: do finish_archive"},
-		{ID: "pulling_result_failed", Line: 148, From: "pulling", On: "result_failed", To: "failed", Effects: "stop export_budget, runtime: do close_export, core: do discard_archive"},
-		{ID: "pulling_result_rejected", Line: 152, From: "pulling", On: "result_rejected", To: "rejected", Effects: "stop export_budget, runtime: do close_export, core: do discard_archive"},
-		{ID: "pulling_cancel", Line: 159, From: "pulling, holding", On: "cancel, cancel_send_failed", To: "cancelled", Effects: "stop export_budget, runtime: do close_export, core: do discard_archive"},
-		{ID: "pulling_next", Line: 165, From: "pulling", On: "next, pull_send_failed", Reject: "the previous pull has not been answered yet"},
-		{ID: "pulling_begin", Line: 169, From: "pulling, holding", On: "begin", Reject: "this export already began"},
-		{ID: "holding_next", Line: 174, From: "holding", On: "next", To: "pulling", Effects: "runtime: do serve_pull"},
-		{ID: "holding_pull_send_failed", Line: 180, From: "holding", On: "pull_send_failed", To: "pulling"},
-		{ID: "holding_result_chunk", Line: 183, From: "holding", On: "result_chunk, result_completed, result_failed, result_rejected", Reject: "no pull is in flight, so nothing is answered"},
-		{ID: "pulling_export_budget", Line: 188, From: "pulling, holding", On: "export_budget", To: "expired", Effects: "runtime: do close_export, core: do discard_archive"},
-		{ID: "pulling_connection_lost", Line: 192, From: "pulling, holding", On: "connection_lost, owner_closed", To: "aborted", Effects: "stop export_budget, runtime: do close_export, core: do discard_archive"},
-		{ID: "completed_result_chunk", Line: 198, From: "completed, cancelled, failed, rejected, expired, aborted", On: "result_chunk, result_completed, result_failed, result_rejected, export_budget, connection_lost, owner_closed, pull_send_failed, cancel_send_failed", Ignore: "the export is settled; late results and deadlines change nothing"},
-		{ID: "completed_any", Line: 202, From: "completed, cancelled, failed, rejected, expired, aborted", On: "*", Reject: "the export is settled; an export is never resumed or replayed"},
+		{ID: "idle_begin", From: "idle", On: "begin", To: "pulling", Effects: "start export_budget, runtime: do open_export"},
+		{ID: "idle_pull_send_failed", From: "idle", On: "pull_send_failed", To: "pulling", Effects: "start export_budget"},
+		{ID: "idle_export_budget", From: "idle", On: "export_budget, connection_lost, owner_closed", Ignore: "no export was begun"},
+		{ID: "idle_any", From: "idle", On: "*", Reject: "no export was begun under this operation ID"},
+		{ID: "pulling_result_chunk", From: "pulling", On: "result_chunk", To: "holding", Effects: "core: do append_chunk"},
+		{ID: "pulling_result_completed", From: "pulling", On: "result_completed", To: "completed", Effects: "stop export_budget, runtime: do close_export, core: do finish_archive"},
+		{ID: "pulling_result_failed", From: "pulling", On: "result_failed", To: "failed", Effects: "stop export_budget, runtime: do close_export, core: do discard_archive"},
+		{ID: "pulling_result_rejected", From: "pulling", On: "result_rejected", To: "rejected", Effects: "stop export_budget, runtime: do close_export, core: do discard_archive"},
+		{ID: "pulling_cancel", From: "pulling, holding", On: "cancel, cancel_send_failed", To: "cancelled", Effects: "stop export_budget, runtime: do close_export, core: do discard_archive"},
+		{ID: "pulling_next", From: "pulling", On: "next, pull_send_failed", Reject: "the previous pull has not been answered yet"},
+		{ID: "pulling_begin", From: "pulling, holding", On: "begin", Reject: "this export already began"},
+		{ID: "holding_next", From: "holding", On: "next", To: "pulling", Effects: "runtime: do serve_pull"},
+		{ID: "holding_pull_send_failed", From: "holding", On: "pull_send_failed", To: "pulling"},
+		{ID: "holding_result_chunk", From: "holding", On: "result_chunk, result_completed, result_failed, result_rejected", Reject: "no pull is in flight, so nothing is answered"},
+		{ID: "pulling_export_budget", From: "pulling, holding", On: "export_budget", To: "expired", Effects: "runtime: do close_export, core: do discard_archive"},
+		{ID: "pulling_connection_lost", From: "pulling, holding", On: "connection_lost, owner_closed", To: "aborted", Effects: "stop export_budget, runtime: do close_export, core: do discard_archive"},
+		{ID: "completed_result_chunk", From: "completed, cancelled, failed, rejected, expired, aborted", On: "result_chunk, result_completed, result_failed, result_rejected, export_budget, connection_lost, owner_closed, pull_send_failed, cancel_send_failed", Ignore: "the export is settled; late results and deadlines change nothing"},
+		{ID: "completed_any", From: "completed, cancelled, failed, rejected, expired, aborted", On: "*", Reject: "the export is settled; an export is never resumed or replayed"},
 	},
+	Lines: []int{123, 127, 132, 135, 140, 144, 148, 152, 159, 165, 169, 174, 180, 183, 188, 192, 198, 202},
 })
 
-// Step is what one event did: the engine's fsm.Step, a read-only view of the table candidate that
-// handled it, with typed accessors. The zero Step, returned for an invalid state or event, reports
-// zero values.
-type Step struct {
-	s fsm.Step
-}
-
-// From is the state the event arrived in.
-func (s Step) From() State { return State(s.s.From()) }
-
-// Event is the event that was handled.
-func (s Step) Event() Event { return Event(s.s.Event()) }
-
-// To is the state after the step; it equals From unless the disposition is fsm.Moved.
-func (s Step) To() State { return State(s.s.To()) }
-
-// Disposition says whether the step moved, stayed, ignored or rejected the event.
-func (s Step) Disposition() fsm.Disposition { return s.s.Disposition() }
-
-// Effects lists what the step asks of both peers, in spec order (a peer keeps those its role
-// performs); nil unless the step moved or stayed. Their IDs convert to this package's enums and
-// Table.EffectString renders one as the spec writes it. The slice is shared: do not modify it.
-func (s Step) Effects() []fsm.Effect { return s.s.Effects() }
-
-// Reason is the spec's reason for an ignored or rejected event, or "".
-func (s Step) Reason() string { return s.s.Reason() }
-
-// Rule is the stable ID of the spec rule behind the step (its id:, or one derived from its first
-// state, event and guard).
-func (s Step) Rule() string { return s.s.Rule() }
-
-// Line is the line of the spec rule behind the step.
-func (s Step) Line() int { return s.s.Line() }
+// Step is what one event did: a read-only view of the table candidate that handled it, with From,
+// Event, To and Guard typed as this package's enums (fsm.StepOf) and Disposition, Effects, Reason,
+// Rule and Line from fsm.Step. Effects are shared: do not modify them. The zero Step, returned for
+// an invalid state or event, reports zero values.
+type Step = fsm.StepOf[State, Event, fsm.GuardID]
 
 // Transition is the pure transition function. It selects the candidate of the (s, e) cell whose
 // guard is in held (or the fallback) and returns the step with its effects. It changes nothing,
@@ -332,11 +306,9 @@ func (s Step) Line() int { return s.s.Line() }
 // (errors.Is(err, fsm.ErrRejected)); Step.To() then equals s. An invalid state or event returns
 // the zero Step and a *fsm.InvalidError.
 func Transition(s State, e Event, held GuardSet) (Step, error) {
-	return typed(Table.Transition(fsm.StateID(s), fsm.EventID(e), fsm.GuardSet(held)))
+	st, err := Table.Transition(fsm.StateID(s), fsm.EventID(e), fsm.GuardSet(held))
+	return Step{Step: st}, err
 }
-
-// typed wraps the engine's step, so that Transition is one expression the compiler inlines.
-func typed(s fsm.Step, err error) (Step, error) { return Step{s}, err }
 
 // CoreHooks is what a Core peer implements to run the workspace_export machine: one method per
 // guard it evaluates, per message it sends and per action it performs. The engine calls a guard

@@ -247,9 +247,10 @@ func ParseMessage(name string) (Message, error) {
 }
 
 // Table is the workspace_read machine as the engine runs it: the declarations and the rules of
-// spec/workspace_read.yaml, one line per rule named by its stable ID, which fsm.MustSeal expands
-// at start-up into exactly the cells spec.Machine.Table builds (every (state, event) cell lists
-// its candidates in the order they are tried, the unguarded fallback last). Treat it as read-only.
+// spec/workspace_read.yaml, one line per rule named by its stable ID (their spec lines apart, in
+// Lines, so that shifting lines in the spec changes one line here), which fsm.MustSeal expands at
+// start-up into exactly the cells spec.Machine.Table builds (every (state, event) cell lists its
+// candidates in the order they are tried, the unguarded fallback last). Treat it as read-only.
 var Table = fsm.MustSeal(&fsm.Table{
 	Name:   Name,
 	Source: "spec/workspace_read.yaml",
@@ -281,61 +282,31 @@ var Table = fsm.MustSeal(&fsm.Table{
 	},
 	Initial: fsm.StateID(StateIdle),
 	Rules: []fsm.Rule{
-		{ID: "idle_workspace_read_if_owner_readable", Line: 123, From: "idle", On: "workspace_read", Guard: "owner_readable", To: "dispatched", Effects: "core: do hold_reservation, core: start read_op, runtime: do read_native"},
-		{ID: "idle_workspace_read", Line: 128, From: "idle", On: "workspace_read", Reject: "the owner is closed, fenced by an earlier unknown read, or not on this connection"},
-		{ID: "idle_send_failed", Line: 131, From: "idle", On: "send_failed", To: "dispatched", Effects: "core: do hold_reservation, core: start read_op"},
-		{ID: "idle_read_op", Line: 136, From: "idle", On: "read_op, connection_lost, observer_cancelled, owner_closed", Ignore: "no read is dispatched"},
-		{ID: "idle_any", Line: 139, From: "idle", On: "*", Reject: "no read was dispatched under this operation ID"},
-		{ID: "dispatched_result_completed_if_close_acknowledged", Line: 145, From: "dispatched", On: "result_completed", Guard: "close_acknowledged", To: "completed", Effects: "core: stop read_op, core: do release_reservation, core: do deliver_result"},
-		{ID: "dispatched_result_truncated_if_close_acknowledged", Line: 150, From: "dispatched", On: "result_truncated", Guard: "close_acknowledged", To: "truncated", Effects: "core: stop read_op, core: do release_reservation, core: do deliver_result"},
-		{ID: "dispatched_result_completed", Line: 155, From: "dispatched", On: "result_completed, result_truncated", To: "unknown", Effects: "core: stop read_op, core: do release_reservation, do fence_owner"},
-		{ID: "dispatched_result_rejected", Line: 160, From: "dispatched", On: "result_rejected", To: "rejected", Effects: "core: stop read_op, core: do release_reservation, core: do record_rejection"},
-		{ID: "dispatched_result_unknown", Line: 164, From: "dispatched", On: "result_unknown, connection_lost", To: "unknown", Effects: "core: stop read_op, core: do release_reservation, do fence_owner"},
-		{ID: "dispatched_read_op", Line: 168, From: "dispatched", On: "read_op", To: "unknown", Effects: "core: do release_reservation, do fence_owner"},
-		{ID: "dispatched_observer_cancelled", Line: 172, From: "dispatched", On: "observer_cancelled", To: "dispatched", Effects: "core: do detach_observer"},
-		{ID: "dispatched_owner_closed", Line: 176, From: "dispatched", On: "owner_closed", To: "dispatched", Effects: "do close_admission"},
-		{ID: "dispatched_workspace_read", Line: 180, From: "dispatched", On: "workspace_read, send_failed", Reject: "this operation ID already has a read in flight; a duplicate starts nothing"},
-		{ID: "completed_result_completed", Line: 185, From: "completed, truncated, rejected, unknown", On: "result_completed, result_truncated, result_rejected, result_unknown, read_op, connection_lost, observer_cancelled, owner_closed, send_failed", Ignore: "the read is settled; late results change nothing"},
-		{ID: "completed_any", Line: 188, From: "completed, truncated, rejected, unknown", On: "*", Reject: "the operation ID is settled; a read is never retried or replayed"},
+		{ID: "idle_workspace_read_if_owner_readable", From: "idle", On: "workspace_read", Guard: "owner_readable", To: "dispatched", Effects: "core: do hold_reservation, core: start read_op, runtime: do read_native"},
+		{ID: "idle_workspace_read", From: "idle", On: "workspace_read", Reject: "the owner is closed, fenced by an earlier unknown read, or not on this connection"},
+		{ID: "idle_send_failed", From: "idle", On: "send_failed", To: "dispatched", Effects: "core: do hold_reservation, core: start read_op"},
+		{ID: "idle_read_op", From: "idle", On: "read_op, connection_lost, observer_cancelled, owner_closed", Ignore: "no read is dispatched"},
+		{ID: "idle_any", From: "idle", On: "*", Reject: "no read was dispatched under this operation ID"},
+		{ID: "dispatched_result_completed_if_close_acknowledged", From: "dispatched", On: "result_completed", Guard: "close_acknowledged", To: "completed", Effects: "core: stop read_op, core: do release_reservation, core: do deliver_result"},
+		{ID: "dispatched_result_truncated_if_close_acknowledged", From: "dispatched", On: "result_truncated", Guard: "close_acknowledged", To: "truncated", Effects: "core: stop read_op, core: do release_reservation, core: do deliver_result"},
+		{ID: "dispatched_result_completed", From: "dispatched", On: "result_completed, result_truncated", To: "unknown", Effects: "core: stop read_op, core: do release_reservation, do fence_owner"},
+		{ID: "dispatched_result_rejected", From: "dispatched", On: "result_rejected", To: "rejected", Effects: "core: stop read_op, core: do release_reservation, core: do record_rejection"},
+		{ID: "dispatched_result_unknown", From: "dispatched", On: "result_unknown, connection_lost", To: "unknown", Effects: "core: stop read_op, core: do release_reservation, do fence_owner"},
+		{ID: "dispatched_read_op", From: "dispatched", On: "read_op", To: "unknown", Effects: "core: do release_reservation, do fence_owner"},
+		{ID: "dispatched_observer_cancelled", From: "dispatched", On: "observer_cancelled", To: "dispatched", Effects: "core: do detach_observer"},
+		{ID: "dispatched_owner_closed", From: "dispatched", On: "owner_closed", To: "dispatched", Effects: "do close_admission"},
+		{ID: "dispatched_workspace_read", From: "dispatched", On: "workspace_read, send_failed", Reject: "this operation ID already has a read in flight; a duplicate starts nothing"},
+		{ID: "completed_result_completed", From: "completed, truncated, rejected, unknown", On: "result_completed, result_truncated, result_rejected, result_unknown, read_op, connection_lost, observer_cancelled, owner_closed, send_failed", Ignore: "the read is settled; late results change nothing"},
+		{ID: "completed_any", From: "completed, truncated, rejected, unknown", On: "*", Reject: "the operation ID is settled; a read is never retried or replayed"},
 	},
+	Lines: []int{123, 128, 131, 136, 139, 145, 150, 155, 160, 164, 168, 172, 176, 180, 185, 188},
 })
 
-// Step is what one event did: the engine's fsm.Step, a read-only view of the table candidate that
-// handled it, with typed accessors. The zero Step, returned for an invalid state or event, reports
-// zero values.
-type Step struct {
-	s fsm.Step
-}
-
-// From is the state the event arrived in.
-func (s Step) From() State { return State(s.s.From()) }
-
-// Event is the event that was handled.
-func (s Step) Event() Event { return Event(s.s.Event()) }
-
-// To is the state after the step; it equals From unless the disposition is fsm.Moved.
-func (s Step) To() State { return State(s.s.To()) }
-
-// Guard is the guard that selected the candidate, or 0 for the cell's fallback.
-func (s Step) Guard() Guard { return Guard(s.s.Guard()) }
-
-// Disposition says whether the step moved, stayed, ignored or rejected the event.
-func (s Step) Disposition() fsm.Disposition { return s.s.Disposition() }
-
-// Effects lists what the step asks of both peers, in spec order (a peer keeps those its role
-// performs); nil unless the step moved or stayed. Their IDs convert to this package's enums and
-// Table.EffectString renders one as the spec writes it. The slice is shared: do not modify it.
-func (s Step) Effects() []fsm.Effect { return s.s.Effects() }
-
-// Reason is the spec's reason for an ignored or rejected event, or "".
-func (s Step) Reason() string { return s.s.Reason() }
-
-// Rule is the stable ID of the spec rule behind the step (its id:, or one derived from its first
-// state, event and guard).
-func (s Step) Rule() string { return s.s.Rule() }
-
-// Line is the line of the spec rule behind the step.
-func (s Step) Line() int { return s.s.Line() }
+// Step is what one event did: a read-only view of the table candidate that handled it, with From,
+// Event, To and Guard typed as this package's enums (fsm.StepOf) and Disposition, Effects, Reason,
+// Rule and Line from fsm.Step. Effects are shared: do not modify them. The zero Step, returned for
+// an invalid state or event, reports zero values.
+type Step = fsm.StepOf[State, Event, Guard]
 
 // Transition is the pure transition function. It selects the candidate of the (s, e) cell whose
 // guard is in held (or the fallback) and returns the step with its effects. It changes nothing,
@@ -346,11 +317,9 @@ func (s Step) Line() int { return s.s.Line() }
 // (errors.Is(err, fsm.ErrRejected)); Step.To() then equals s. An invalid state or event returns
 // the zero Step and a *fsm.InvalidError.
 func Transition(s State, e Event, held GuardSet) (Step, error) {
-	return typed(Table.Transition(fsm.StateID(s), fsm.EventID(e), fsm.GuardSet(held)))
+	st, err := Table.Transition(fsm.StateID(s), fsm.EventID(e), fsm.GuardSet(held))
+	return Step{Step: st}, err
 }
-
-// typed wraps the engine's step, so that Transition is one expression the compiler inlines.
-func typed(s fsm.Step, err error) (Step, error) { return Step{s}, err }
 
 // CoreHooks is what a Core peer implements to run the workspace_read machine: one method per guard
 // it evaluates, per message it sends and per action it performs. The engine calls a guard while it

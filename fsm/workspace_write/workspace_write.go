@@ -290,9 +290,10 @@ func ParseMessage(name string) (Message, error) {
 }
 
 // Table is the workspace_write machine as the engine runs it: the declarations and the rules of
-// spec/workspace_write.yaml, one line per rule named by its stable ID, which fsm.MustSeal expands
-// at start-up into exactly the cells spec.Machine.Table builds (every (state, event) cell lists
-// its candidates in the order they are tried, the unguarded fallback last). Treat it as read-only.
+// spec/workspace_write.yaml, one line per rule named by its stable ID (their spec lines apart, in
+// Lines, so that shifting lines in the spec changes one line here), which fsm.MustSeal expands at
+// start-up into exactly the cells spec.Machine.Table builds (every (state, event) cell lists its
+// candidates in the order they are tried, the unguarded fallback last). Treat it as read-only.
 var Table = fsm.MustSeal(&fsm.Table{
 	Name:   Name,
 	Source: "spec/workspace_write.yaml",
@@ -334,85 +335,55 @@ var Table = fsm.MustSeal(&fsm.Table{
 	},
 	Initial: fsm.StateID(StateIdle),
 	Rules: []fsm.Rule{
-		{ID: "idle_begin_if_owner_free", Line: 175, From: "idle", On: "begin", Guard: "owner_free", To: "beginning", Effects: "core: do reserve_owner, core: start upload_wait, runtime: start receive_wait, runtime: do open_upload, runtime: send workspace_write_result"},
-		{ID: "idle_begin", Line: 180, From: "idle", On: "begin", Reject: "an earlier write of this Session is unsettled; successors wait for its exact settlement"},
-		{ID: "idle_send_failed", Line: 183, From: "idle", On: "send_failed", To: "beginning", Effects: "core: do reserve_owner, core: start upload_wait, runtime: start receive_wait"},
-		{ID: "idle_upload_wait", Line: 188, From: "idle", On: "upload_wait, receive_wait, connection_lost, observer_cancelled, process_exit", Ignore: "the write was not admitted"},
-		{ID: "idle_any", Line: 191, From: "idle", On: "*", Reject: "no begin was sent for this mutation ID"},
-		{ID: "beginning_result_ready", Line: 196, From: "beginning", On: "result_ready", To: "staging"},
-		{ID: "beginning_chunk", Line: 199, From: "beginning, chunk_sent", On: "chunk, commit", Reject: "the previous frame has not been answered yet"},
-		{ID: "beginning_send_failed", Line: 202, From: "beginning, chunk_sent, committing, unconfirmed", On: "send_failed, commit_send_failed", Reject: "no frame is being sent; the previous one has not been answered yet"},
-		{ID: "beginning_result_received", Line: 205, From: "beginning, staging, committing", On: "result_received", Reject: "no frame is in flight"},
-		{ID: "staging_chunk_if_chunk_in_bounds", Line: 210, From: "staging", On: "chunk", Guard: "chunk_in_bounds", To: "chunk_sent", Effects: "runtime: do stage_chunk, runtime: send workspace_write_result"},
-		{ID: "staging_chunk", Line: 215, From: "staging", On: "chunk", To: "rejected", Effects: "core: stop upload_wait, runtime: stop receive_wait, runtime: do discard_upload, runtime: send workspace_write_result, core: do release_owner"},
-		{ID: "staging_send_failed", Line: 222, From: "staging", On: "send_failed", To: "chunk_sent"},
-		{ID: "staging_commit_if_digest_matches", Line: 226, From: "staging", On: "commit", Guard: "digest_matches", To: "committing", Effects: "runtime: stop receive_wait, core: do record_commit_attempt, runtime: do apply_write"},
-		{ID: "staging_commit", Line: 231, From: "staging", On: "commit", To: "committing", Effects: "runtime: stop receive_wait, core: do record_commit_attempt, runtime: send workspace_write_result"},
-		{ID: "staging_commit_send_failed", Line: 236, From: "staging", On: "commit_send_failed", To: "committing", Effects: "runtime: stop receive_wait, core: do record_commit_attempt"},
-		{ID: "chunk_sent_result_received_if_offset_matches", Line: 244, From: "chunk_sent", On: "result_received", Guard: "offset_matches", To: "staging"},
-		{ID: "chunk_sent_result_received", Line: 248, From: "chunk_sent", On: "result_received", Reject: "the received offset does not match the frame in flight"},
-		{ID: "committing_result_completed", Line: 253, From: "committing", On: "result_completed", To: "completed", Effects: "core: stop upload_wait, runtime: do discard_upload, core: do release_owner"},
-		{ID: "unconfirmed_result_completed", Line: 257, From: "unconfirmed", On: "result_completed", To: "completed", Effects: "core: do settle_late, core: do release_owner"},
-		{ID: "beginning_result_completed", Line: 262, From: "beginning, staging, chunk_sent", On: "result_completed, result_unknown", Reject: "only a commit can complete or end unknown"},
-		{ID: "beginning_result_rejected", Line: 266, From: "beginning, staging, chunk_sent", On: "result_rejected", To: "rejected", Effects: "core: stop upload_wait, runtime: stop receive_wait, runtime: do discard_upload, core: do release_owner"},
-		{ID: "committing_result_rejected", Line: 270, From: "committing", On: "result_rejected", To: "rejected", Effects: "core: stop upload_wait, runtime: do discard_upload, core: do release_owner"},
-		{ID: "unconfirmed_result_rejected", Line: 274, From: "unconfirmed", On: "result_rejected", To: "rejected", Effects: "core: do settle_late, core: do release_owner"},
-		{ID: "committing_result_unknown", Line: 278, From: "committing", On: "result_unknown", To: "unknown", Effects: "core: stop upload_wait, runtime: do discard_upload, core: do mark_unknown"},
-		{ID: "unconfirmed_result_unknown", Line: 282, From: "unconfirmed", On: "result_unknown", To: "unknown"},
-		{ID: "staging_result_ready", Line: 285, From: "staging, chunk_sent, committing", On: "result_ready", Reject: "the write is already past begin"},
-		{ID: "beginning_upload_wait", Line: 290, From: "beginning, staging, chunk_sent", On: "upload_wait", To: "aborted", Effects: "runtime: stop receive_wait, core: do release_owner"},
-		{ID: "beginning_receive_wait", Line: 296, From: "beginning, staging, chunk_sent", On: "receive_wait", To: "aborted", Effects: "core: stop upload_wait, runtime: do discard_upload, runtime: send workspace_write_result"},
-		{ID: "committing_upload_wait", Line: 303, From: "committing", On: "upload_wait", To: "unconfirmed", Effects: "core: do mark_unknown"},
-		{ID: "beginning_connection_lost", Line: 308, From: "beginning, staging, chunk_sent", On: "connection_lost, process_exit", To: "aborted", Effects: "core: stop upload_wait, runtime: stop receive_wait, runtime: do discard_upload, core: do release_owner"},
-		{ID: "committing_connection_lost", Line: 314, From: "committing", On: "connection_lost, process_exit", To: "unknown", Effects: "core: stop upload_wait, runtime: do discard_upload, core: do mark_unknown"},
-		{ID: "unconfirmed_connection_lost", Line: 319, From: "unconfirmed", On: "connection_lost, process_exit", To: "unknown"},
-		{ID: "beginning_observer_cancelled", Line: 322, From: "beginning, staging, chunk_sent, committing", On: "observer_cancelled", To: "same", Effects: "core: do detach_observer"},
-		{ID: "committing_receive_wait", Line: 328, From: "committing, unconfirmed", On: "receive_wait", Ignore: "the Runtime stopped its receive deadline at commit"},
-		{ID: "unconfirmed_result_ready", Line: 331, From: "unconfirmed", On: "result_ready, result_received, observer_cancelled, upload_wait", Ignore: "only a final receipt, a loss or an exit changes an unconfirmed write"},
-		{ID: "unconfirmed_chunk", Line: 334, From: "unconfirmed", On: "chunk, commit", Reject: "the upload deadline passed; nothing more is sent and the write is never replayed"},
-		{ID: "beginning_begin", Line: 339, From: "beginning, staging, chunk_sent, committing, unconfirmed", On: "begin", Reject: "write_capacity: this write already began; the request is never replayed"},
-		{ID: "committing_chunk", Line: 342, From: "committing", On: "chunk, commit", Reject: "the commit was already sent"},
-		{ID: "completed_result_ready", Line: 347, From: "completed, rejected, unknown, aborted", On: "result_ready, result_received, result_completed, result_rejected, result_unknown, upload_wait, receive_wait, connection_lost, observer_cancelled, process_exit, send_failed, commit_send_failed", Ignore: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
-		{ID: "completed_any", Line: 351, From: "completed, rejected, unknown, aborted", On: "*", Reject: "the write is settled and never replayed"},
+		{ID: "idle_begin_if_owner_free", From: "idle", On: "begin", Guard: "owner_free", To: "beginning", Effects: "core: do reserve_owner, core: start upload_wait, runtime: start receive_wait, runtime: do open_upload, runtime: send workspace_write_result"},
+		{ID: "idle_begin", From: "idle", On: "begin", Reject: "an earlier write of this Session is unsettled; successors wait for its exact settlement"},
+		{ID: "idle_send_failed", From: "idle", On: "send_failed", To: "beginning", Effects: "core: do reserve_owner, core: start upload_wait, runtime: start receive_wait"},
+		{ID: "idle_upload_wait", From: "idle", On: "upload_wait, receive_wait, connection_lost, observer_cancelled, process_exit", Ignore: "the write was not admitted"},
+		{ID: "idle_any", From: "idle", On: "*", Reject: "no begin was sent for this mutation ID"},
+		{ID: "beginning_result_ready", From: "beginning", On: "result_ready", To: "staging"},
+		{ID: "beginning_chunk", From: "beginning, chunk_sent", On: "chunk, commit", Reject: "the previous frame has not been answered yet"},
+		{ID: "beginning_send_failed", From: "beginning, chunk_sent, committing, unconfirmed", On: "send_failed, commit_send_failed", Reject: "no frame is being sent; the previous one has not been answered yet"},
+		{ID: "beginning_result_received", From: "beginning, staging, committing", On: "result_received", Reject: "no frame is in flight"},
+		{ID: "staging_chunk_if_chunk_in_bounds", From: "staging", On: "chunk", Guard: "chunk_in_bounds", To: "chunk_sent", Effects: "runtime: do stage_chunk, runtime: send workspace_write_result"},
+		{ID: "staging_chunk", From: "staging", On: "chunk", To: "rejected", Effects: "core: stop upload_wait, runtime: stop receive_wait, runtime: do discard_upload, runtime: send workspace_write_result, core: do release_owner"},
+		{ID: "staging_send_failed", From: "staging", On: "send_failed", To: "chunk_sent"},
+		{ID: "staging_commit_if_digest_matches", From: "staging", On: "commit", Guard: "digest_matches", To: "committing", Effects: "runtime: stop receive_wait, core: do record_commit_attempt, runtime: do apply_write"},
+		{ID: "staging_commit", From: "staging", On: "commit", To: "committing", Effects: "runtime: stop receive_wait, core: do record_commit_attempt, runtime: send workspace_write_result"},
+		{ID: "staging_commit_send_failed", From: "staging", On: "commit_send_failed", To: "committing", Effects: "runtime: stop receive_wait, core: do record_commit_attempt"},
+		{ID: "chunk_sent_result_received_if_offset_matches", From: "chunk_sent", On: "result_received", Guard: "offset_matches", To: "staging"},
+		{ID: "chunk_sent_result_received", From: "chunk_sent", On: "result_received", Reject: "the received offset does not match the frame in flight"},
+		{ID: "committing_result_completed", From: "committing", On: "result_completed", To: "completed", Effects: "core: stop upload_wait, runtime: do discard_upload, core: do release_owner"},
+		{ID: "unconfirmed_result_completed", From: "unconfirmed", On: "result_completed", To: "completed", Effects: "core: do settle_late, core: do release_owner"},
+		{ID: "beginning_result_completed", From: "beginning, staging, chunk_sent", On: "result_completed, result_unknown", Reject: "only a commit can complete or end unknown"},
+		{ID: "beginning_result_rejected", From: "beginning, staging, chunk_sent", On: "result_rejected", To: "rejected", Effects: "core: stop upload_wait, runtime: stop receive_wait, runtime: do discard_upload, core: do release_owner"},
+		{ID: "committing_result_rejected", From: "committing", On: "result_rejected", To: "rejected", Effects: "core: stop upload_wait, runtime: do discard_upload, core: do release_owner"},
+		{ID: "unconfirmed_result_rejected", From: "unconfirmed", On: "result_rejected", To: "rejected", Effects: "core: do settle_late, core: do release_owner"},
+		{ID: "committing_result_unknown", From: "committing", On: "result_unknown", To: "unknown", Effects: "core: stop upload_wait, runtime: do discard_upload, core: do mark_unknown"},
+		{ID: "unconfirmed_result_unknown", From: "unconfirmed", On: "result_unknown", To: "unknown"},
+		{ID: "staging_result_ready", From: "staging, chunk_sent, committing", On: "result_ready", Reject: "the write is already past begin"},
+		{ID: "beginning_upload_wait", From: "beginning, staging, chunk_sent", On: "upload_wait", To: "aborted", Effects: "runtime: stop receive_wait, core: do release_owner"},
+		{ID: "beginning_receive_wait", From: "beginning, staging, chunk_sent", On: "receive_wait", To: "aborted", Effects: "core: stop upload_wait, runtime: do discard_upload, runtime: send workspace_write_result"},
+		{ID: "committing_upload_wait", From: "committing", On: "upload_wait", To: "unconfirmed", Effects: "core: do mark_unknown"},
+		{ID: "beginning_connection_lost", From: "beginning, staging, chunk_sent", On: "connection_lost, process_exit", To: "aborted", Effects: "core: stop upload_wait, runtime: stop receive_wait, runtime: do discard_upload, core: do release_owner"},
+		{ID: "committing_connection_lost", From: "committing", On: "connection_lost, process_exit", To: "unknown", Effects: "core: stop upload_wait, runtime: do discard_upload, core: do mark_unknown"},
+		{ID: "unconfirmed_connection_lost", From: "unconfirmed", On: "connection_lost, process_exit", To: "unknown"},
+		{ID: "beginning_observer_cancelled", From: "beginning, staging, chunk_sent, committing", On: "observer_cancelled", To: "same", Effects: "core: do detach_observer"},
+		{ID: "committing_receive_wait", From: "committing, unconfirmed", On: "receive_wait", Ignore: "the Runtime stopped its receive deadline at commit"},
+		{ID: "unconfirmed_result_ready", From: "unconfirmed", On: "result_ready, result_received, observer_cancelled, upload_wait", Ignore: "only a final receipt, a loss or an exit changes an unconfirmed write"},
+		{ID: "unconfirmed_chunk", From: "unconfirmed", On: "chunk, commit", Reject: "the upload deadline passed; nothing more is sent and the write is never replayed"},
+		{ID: "beginning_begin", From: "beginning, staging, chunk_sent, committing, unconfirmed", On: "begin", Reject: "write_capacity: this write already began; the request is never replayed"},
+		{ID: "committing_chunk", From: "committing", On: "chunk, commit", Reject: "the commit was already sent"},
+		{ID: "completed_result_ready", From: "completed, rejected, unknown, aborted", On: "result_ready, result_received, result_completed, result_rejected, result_unknown, upload_wait, receive_wait, connection_lost, observer_cancelled, process_exit, send_failed, commit_send_failed", Ignore: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
+		{ID: "completed_any", From: "completed, rejected, unknown, aborted", On: "*", Reject: "the write is settled and never replayed"},
 	},
+	Lines: []int{175, 180, 183, 188, 191, 196, 199, 202, 205, 210, 215, 222, 226, 231, 236, 244, 248, 253, 257, 262, 266, 270, 274, 278, 282, 285, 290, 296, 303, 308, 314, 319, 322, 328, 331, 334, 339, 342, 347, 351},
 })
 
-// Step is what one event did: the engine's fsm.Step, a read-only view of the table candidate that
-// handled it, with typed accessors. The zero Step, returned for an invalid state or event, reports
-// zero values.
-type Step struct {
-	s fsm.Step
-}
-
-// From is the state the event arrived in.
-func (s Step) From() State { return State(s.s.From()) }
-
-// Event is the event that was handled.
-func (s Step) Event() Event { return Event(s.s.Event()) }
-
-// To is the state after the step; it equals From unless the disposition is fsm.Moved.
-func (s Step) To() State { return State(s.s.To()) }
-
-// Guard is the guard that selected the candidate, or 0 for the cell's fallback.
-func (s Step) Guard() Guard { return Guard(s.s.Guard()) }
-
-// Disposition says whether the step moved, stayed, ignored or rejected the event.
-func (s Step) Disposition() fsm.Disposition { return s.s.Disposition() }
-
-// Effects lists what the step asks of both peers, in spec order (a peer keeps those its role
-// performs); nil unless the step moved or stayed. Their IDs convert to this package's enums and
-// Table.EffectString renders one as the spec writes it. The slice is shared: do not modify it.
-func (s Step) Effects() []fsm.Effect { return s.s.Effects() }
-
-// Reason is the spec's reason for an ignored or rejected event, or "".
-func (s Step) Reason() string { return s.s.Reason() }
-
-// Rule is the stable ID of the spec rule behind the step (its id:, or one derived from its first
-// state, event and guard).
-func (s Step) Rule() string { return s.s.Rule() }
-
-// Line is the line of the spec rule behind the step.
-func (s Step) Line() int { return s.s.Line() }
+// Step is what one event did: a read-only view of the table candidate that handled it, with From,
+// Event, To and Guard typed as this package's enums (fsm.StepOf) and Disposition, Effects, Reason,
+// Rule and Line from fsm.Step. Effects are shared: do not modify them. The zero Step, returned for
+// an invalid state or event, reports zero values.
+type Step = fsm.StepOf[State, Event, Guard]
 
 // Transition is the pure transition function. It selects the candidate of the (s, e) cell whose
 // guard is in held (or the fallback) and returns the step with its effects. It changes nothing,
@@ -423,11 +394,9 @@ func (s Step) Line() int { return s.s.Line() }
 // (errors.Is(err, fsm.ErrRejected)); Step.To() then equals s. An invalid state or event returns
 // the zero Step and a *fsm.InvalidError.
 func Transition(s State, e Event, held GuardSet) (Step, error) {
-	return typed(Table.Transition(fsm.StateID(s), fsm.EventID(e), fsm.GuardSet(held)))
+	st, err := Table.Transition(fsm.StateID(s), fsm.EventID(e), fsm.GuardSet(held))
+	return Step{Step: st}, err
 }
-
-// typed wraps the engine's step, so that Transition is one expression the compiler inlines.
-func typed(s fsm.Step, err error) (Step, error) { return Step{s}, err }
 
 // CoreHooks is what a Core peer implements to run the workspace_write machine: one method per
 // guard it evaluates, per message it sends and per action it performs. The engine calls a guard

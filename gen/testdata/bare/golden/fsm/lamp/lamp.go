@@ -78,7 +78,8 @@ func (v Event) Role() fsm.Role { return Table.EventOf(fsm.EventID(v)).Role }
 type GuardSet fsm.GuardSet
 
 // Table is the lamp machine as the engine runs it: the declarations and the rules of
-// spec/lamp.yaml, one line per rule named by its stable ID, which fsm.MustSeal expands at start-up
+// spec/lamp.yaml, one line per rule named by its stable ID (their spec lines apart, in Lines, so
+// that shifting lines in the spec changes one line here), which fsm.MustSeal expands at start-up
 // into exactly the cells spec.Machine.Table builds (every (state, event) cell lists its candidates
 // in the order they are tried, the unguarded fallback last). Treat it as read-only.
 var Table = fsm.MustSeal(&fsm.Table{
@@ -95,46 +96,19 @@ var Table = fsm.MustSeal(&fsm.Table{
 	},
 	Initial: fsm.StateID(StateOff),
 	Rules: []fsm.Rule{
-		{ID: "off_flip", Line: 24, From: "off", On: "flip", To: "on"},
-		{ID: "on_flip", Line: 27, From: "on", On: "flip", To: "off"},
-		{ID: "off_unplug", Line: 30, From: "off, on", On: "unplug", To: "gone"},
-		{ID: "gone_any", Line: 33, From: "gone", On: "*", Ignore: "the lamp is gone"},
+		{ID: "off_flip", From: "off", On: "flip", To: "on"},
+		{ID: "on_flip", From: "on", On: "flip", To: "off"},
+		{ID: "off_unplug", From: "off, on", On: "unplug", To: "gone"},
+		{ID: "gone_any", From: "gone", On: "*", Ignore: "the lamp is gone"},
 	},
+	Lines: []int{24, 27, 30, 33},
 })
 
-// Step is what one event did: the engine's fsm.Step, a read-only view of the table candidate that
-// handled it, with typed accessors. The zero Step, returned for an invalid state or event, reports
-// zero values.
-type Step struct {
-	s fsm.Step
-}
-
-// From is the state the event arrived in.
-func (s Step) From() State { return State(s.s.From()) }
-
-// Event is the event that was handled.
-func (s Step) Event() Event { return Event(s.s.Event()) }
-
-// To is the state after the step; it equals From unless the disposition is fsm.Moved.
-func (s Step) To() State { return State(s.s.To()) }
-
-// Disposition says whether the step moved, stayed, ignored or rejected the event.
-func (s Step) Disposition() fsm.Disposition { return s.s.Disposition() }
-
-// Effects lists what the step asks of both peers, in spec order (a peer keeps those its role
-// performs); nil unless the step moved or stayed. Their IDs convert to this package's enums and
-// Table.EffectString renders one as the spec writes it. The slice is shared: do not modify it.
-func (s Step) Effects() []fsm.Effect { return s.s.Effects() }
-
-// Reason is the spec's reason for an ignored or rejected event, or "".
-func (s Step) Reason() string { return s.s.Reason() }
-
-// Rule is the stable ID of the spec rule behind the step (its id:, or one derived from its first
-// state, event and guard).
-func (s Step) Rule() string { return s.s.Rule() }
-
-// Line is the line of the spec rule behind the step.
-func (s Step) Line() int { return s.s.Line() }
+// Step is what one event did: a read-only view of the table candidate that handled it, with From,
+// Event, To and Guard typed as this package's enums (fsm.StepOf) and Disposition, Effects, Reason,
+// Rule and Line from fsm.Step. Effects are shared: do not modify them. The zero Step, returned for
+// an invalid state or event, reports zero values.
+type Step = fsm.StepOf[State, Event, fsm.GuardID]
 
 // Transition is the pure transition function. It selects the candidate of the (s, e) cell whose
 // guard is in held (or the fallback) and returns the step with its effects. It changes nothing,
@@ -145,11 +119,9 @@ func (s Step) Line() int { return s.s.Line() }
 // (errors.Is(err, fsm.ErrRejected)); Step.To() then equals s. An invalid state or event returns
 // the zero Step and a *fsm.InvalidError.
 func Transition(s State, e Event, held GuardSet) (Step, error) {
-	return typed(Table.Transition(fsm.StateID(s), fsm.EventID(e), fsm.GuardSet(held)))
+	st, err := Table.Transition(fsm.StateID(s), fsm.EventID(e), fsm.GuardSet(held))
+	return Step{Step: st}, err
 }
-
-// typed wraps the engine's step, so that Transition is one expression the compiler inlines.
-func typed(s fsm.Step, err error) (Step, error) { return Step{s}, err }
 
 // CoreHooks is what a Core peer implements to run the lamp machine: one method per guard it
 // evaluates, per message it sends and per action it performs. The engine calls a guard while it

@@ -199,7 +199,8 @@ func ParseMessage(name string) (Message, error) {
 }
 
 // Table is the door machine as the engine runs it: the declarations and the rules of
-// spec/door.yaml, one line per rule named by its stable ID, which fsm.MustSeal expands at start-up
+// spec/door.yaml, one line per rule named by its stable ID (their spec lines apart, in Lines, so
+// that shifting lines in the spec changes one line here), which fsm.MustSeal expands at start-up
 // into exactly the cells spec.Machine.Table builds (every (state, event) cell lists its candidates
 // in the order they are tried, the unguarded fallback last). Treat it as read-only.
 var Table = fsm.MustSeal(&fsm.Table{
@@ -229,60 +230,30 @@ var Table = fsm.MustSeal(&fsm.Table{
 	},
 	Initial: fsm.StateID(StateClosed),
 	Rules: []fsm.Rule{
-		{ID: "closed_open_door", Line: 55, From: "closed", On: "open_door", To: "open", Effects: "runtime: start auto_close, core: send open_ack"},
-		{ID: "closed_lock_if_has_key", Line: 59, From: "closed", On: "lock", Guard: "has_key", To: "locked"},
-		{ID: "closed_lock", Line: 63, From: "closed", On: "lock", Reject: "no key"},
-		{ID: "closed_close_door", Line: 66, From: "closed", On: "close_door", Ignore: "already closed"},
-		{ID: "open_close_door", Line: 69, From: "open", On: "close_door", To: "closed", Effects: "runtime: stop auto_close"},
-		{ID: "open_open_door", Line: 73, From: "open", On: "open_door", To: "open", Effects: "do ring_bell"},
-		{ID: "open_auto_close", Line: 77, From: "open", On: "auto_close", To: "closed"},
-		{ID: "open_lock", Line: 80, From: "open", On: "lock", Reject: "cannot lock an open door"},
-		{ID: "closed_kick", Line: 83, From: "closed, open, locked", On: "kick", To: "broken", Effects: "runtime: stop auto_close, raise vanish"},
-		{ID: "closed_vanish", Line: 87, From: "closed, open, locked", On: "vanish", To: "lost", Effects: "runtime: stop auto_close"},
-		{ID: "closed_auto_close", Line: 91, From: "closed", On: "auto_close", Ignore: "a late timer after the door was closed by hand"},
-		{ID: "locked_open_door_if_has_key", Line: 94, From: "locked", On: "open_door", Guard: "has_key", To: "removed"},
-		{ID: "locked_open_door", Line: 98, From: "locked", On: "open_door", Reject: "locked"},
-		{ID: "locked_close_door", Line: 101, From: "locked", On: "close_door, lock, auto_close", Ignore: "already locked"},
-		{ID: "removed_any", Line: 104, From: "removed, broken, lost", On: "*", Ignore: "the door is settled"},
+		{ID: "closed_open_door", From: "closed", On: "open_door", To: "open", Effects: "runtime: start auto_close, core: send open_ack"},
+		{ID: "closed_lock_if_has_key", From: "closed", On: "lock", Guard: "has_key", To: "locked"},
+		{ID: "closed_lock", From: "closed", On: "lock", Reject: "no key"},
+		{ID: "closed_close_door", From: "closed", On: "close_door", Ignore: "already closed"},
+		{ID: "open_close_door", From: "open", On: "close_door", To: "closed", Effects: "runtime: stop auto_close"},
+		{ID: "open_open_door", From: "open", On: "open_door", To: "open", Effects: "do ring_bell"},
+		{ID: "open_auto_close", From: "open", On: "auto_close", To: "closed"},
+		{ID: "open_lock", From: "open", On: "lock", Reject: "cannot lock an open door"},
+		{ID: "closed_kick", From: "closed, open, locked", On: "kick", To: "broken", Effects: "runtime: stop auto_close, raise vanish"},
+		{ID: "closed_vanish", From: "closed, open, locked", On: "vanish", To: "lost", Effects: "runtime: stop auto_close"},
+		{ID: "closed_auto_close", From: "closed", On: "auto_close", Ignore: "a late timer after the door was closed by hand"},
+		{ID: "locked_open_door_if_has_key", From: "locked", On: "open_door", Guard: "has_key", To: "removed"},
+		{ID: "locked_open_door", From: "locked", On: "open_door", Reject: "locked"},
+		{ID: "locked_close_door", From: "locked", On: "close_door, lock, auto_close", Ignore: "already locked"},
+		{ID: "removed_any", From: "removed, broken, lost", On: "*", Ignore: "the door is settled"},
 	},
+	Lines: []int{55, 59, 63, 66, 69, 73, 77, 80, 83, 87, 91, 94, 98, 101, 104},
 })
 
-// Step is what one event did: the engine's fsm.Step, a read-only view of the table candidate that
-// handled it, with typed accessors. The zero Step, returned for an invalid state or event, reports
-// zero values.
-type Step struct {
-	s fsm.Step
-}
-
-// From is the state the event arrived in.
-func (s Step) From() State { return State(s.s.From()) }
-
-// Event is the event that was handled.
-func (s Step) Event() Event { return Event(s.s.Event()) }
-
-// To is the state after the step; it equals From unless the disposition is fsm.Moved.
-func (s Step) To() State { return State(s.s.To()) }
-
-// Guard is the guard that selected the candidate, or 0 for the cell's fallback.
-func (s Step) Guard() Guard { return Guard(s.s.Guard()) }
-
-// Disposition says whether the step moved, stayed, ignored or rejected the event.
-func (s Step) Disposition() fsm.Disposition { return s.s.Disposition() }
-
-// Effects lists what the step asks of both peers, in spec order (a peer keeps those its role
-// performs); nil unless the step moved or stayed. Their IDs convert to this package's enums and
-// Table.EffectString renders one as the spec writes it. The slice is shared: do not modify it.
-func (s Step) Effects() []fsm.Effect { return s.s.Effects() }
-
-// Reason is the spec's reason for an ignored or rejected event, or "".
-func (s Step) Reason() string { return s.s.Reason() }
-
-// Rule is the stable ID of the spec rule behind the step (its id:, or one derived from its first
-// state, event and guard).
-func (s Step) Rule() string { return s.s.Rule() }
-
-// Line is the line of the spec rule behind the step.
-func (s Step) Line() int { return s.s.Line() }
+// Step is what one event did: a read-only view of the table candidate that handled it, with From,
+// Event, To and Guard typed as this package's enums (fsm.StepOf) and Disposition, Effects, Reason,
+// Rule and Line from fsm.Step. Effects are shared: do not modify them. The zero Step, returned for
+// an invalid state or event, reports zero values.
+type Step = fsm.StepOf[State, Event, Guard]
 
 // Transition is the pure transition function. It selects the candidate of the (s, e) cell whose
 // guard is in held (or the fallback) and returns the step with its effects. It changes nothing,
@@ -293,11 +264,9 @@ func (s Step) Line() int { return s.s.Line() }
 // (errors.Is(err, fsm.ErrRejected)); Step.To() then equals s. An invalid state or event returns
 // the zero Step and a *fsm.InvalidError.
 func Transition(s State, e Event, held GuardSet) (Step, error) {
-	return typed(Table.Transition(fsm.StateID(s), fsm.EventID(e), fsm.GuardSet(held)))
+	st, err := Table.Transition(fsm.StateID(s), fsm.EventID(e), fsm.GuardSet(held))
+	return Step{Step: st}, err
 }
-
-// typed wraps the engine's step, so that Transition is one expression the compiler inlines.
-func typed(s fsm.Step, err error) (Step, error) { return Step{s}, err }
 
 // CoreHooks is what a Core peer implements to run the door machine: one method per guard it
 // evaluates, per message it sends and per action it performs. The engine calls a guard while it
