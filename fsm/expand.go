@@ -45,8 +45,8 @@ func (t *Table) expand() error {
 	}
 	cells := make([]Cell, len(t.States)*len(t.Events))
 	type catchAll struct {
-		from []StateID
-		c    *Candidate
+		state StateID
+		c     *Candidate
 	}
 	var rest []catchAll
 	// Every candidate lives in one array (a goto is at most two), and
@@ -76,11 +76,11 @@ func (t *Table) expand() error {
 		}
 		base := Candidate{Rule: r.ID, Line: line}
 		if r.Guard != "" {
-			g := t.guardID(r.Guard)
-			if g == 0 {
+			g, err := t.Parse(DeclGuard, r.Guard)
+			if err != nil {
 				return bad("unknown guard %q", r.Guard)
 			}
-			base.Guard = g
+			base.Guard = GuardID(g)
 		}
 		var to StateID
 		switch {
@@ -132,7 +132,7 @@ func (t *Table) expand() error {
 		}
 		if r.On == "*" {
 			for _, s := range from {
-				rest = append(rest, catchAll{[]StateID{s}, candidate(s)})
+				rest = append(rest, catchAll{s, candidate(s)})
 			}
 			continue
 		}
@@ -148,12 +148,10 @@ func (t *Table) expand() error {
 		}
 	}
 	for _, ca := range rest {
-		for _, s := range ca.from {
-			row := cells[(int(s)-1)*len(t.Events) : int(s)*len(t.Events)]
-			for i := range row {
-				if len(row[i].Cands) == 0 {
-					row[i].Cands = []*Candidate{ca.c}
-				}
+		row := cells[(int(ca.state)-1)*len(t.Events) : int(ca.state)*len(t.Events)]
+		for i := range row {
+			if len(row[i].Cands) == 0 {
+				row[i].Cands = []*Candidate{ca.c}
 			}
 		}
 	}
@@ -169,15 +167,6 @@ func (t *Table) expand() error {
 	}
 	t.Cells = cells
 	return nil
-}
-
-func (t *Table) guardID(name string) GuardID {
-	for i, g := range t.Guards {
-		if g == name {
-			return GuardID(i + 1)
-		}
-	}
-	return 0
 }
 
 // parseEffect reads one effect as EffectString writes it:
