@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentwire/agentwire/fsm"
+	"github.com/agentwire/agentwire/fsm/run"
 )
 
 // engineCycle is the preparation happy path on a table loaded from the spec
@@ -89,6 +90,20 @@ func BenchmarkEngineStep(b *testing.B) {
 			if _, err := in.Restore(t.Initial); err != nil {
 				b.Fatal(err)
 			}
+		}
+	}
+}
+
+// BenchmarkExpandRun is the start-up price of the compact tables: sealing
+// a fresh copy of the largest generated table (run) from its rules, which
+// every process pays once per machine when the generated package starts.
+func BenchmarkExpandRun(b *testing.B) {
+	src := run.Table
+	for b.Loop() {
+		t := &fsm.Table{Name: src.Name, Source: src.Source, States: src.States, Events: src.Events, Guards: src.Guards,
+			Actions: src.Actions, Messages: src.Messages, Timers: src.Timers, Initial: src.Initial, Rules: src.Rules, Lines: src.Lines}
+		if err := t.Seal(); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

@@ -85,6 +85,9 @@ type Effect struct {
 // that declared it. A rule that covers many cells (a list of states or
 // events, or "*") is one Candidate shared by all of them.
 type Candidate struct {
+	// Rule is the stable ID of the spec rule (its id:, or one derived from
+	// its first state, event and guard), the same in every cell it covers.
+	Rule    string
 	Guard   GuardID // 0 for a cell's unguarded fallback
 	Disp    Disposition
 	To      StateID // 0 means "stay": ignored, rejected and internal candidates
@@ -118,6 +121,14 @@ type Table struct {
 	// Cells is indexed by CellIndex(state, event): len(States)*len(Events)
 	// entries, state-major.
 	Cells []Cell
+	// Rules, when Cells is nil, is the table in the compact form the
+	// generated packages write (the spec's rules, one entry per rule):
+	// Seal expands them into Cells once, at start-up. See Rule.
+	Rules []Rule
+	// Lines[i] is the spec line of Rules[i] (Candidate.Line). It is apart
+	// from Rules so that an edit which shifts the spec's lines changes
+	// this one line of a generated file rather than every rule.
+	Lines []int
 
 	sealed bool
 	// byMessage maps a message ID to its events (for diagnostics).
@@ -192,12 +203,8 @@ func (t *Table) TimerName(tm TimerID) string {
 
 // ParseState finds a state by name.
 func (t *Table) ParseState(name string) (StateID, error) {
-	for i := range t.States {
-		if t.States[i].Name == name {
-			return StateID(i + 1), nil
-		}
-	}
-	return 0, &InvalidError{Machine: t.Name, What: "state name", Value: Quote(name)}
+	id, err := t.Parse(DeclState, name)
+	return StateID(id), err
 }
 
 // ParseEvent finds an event by name.
@@ -242,6 +249,11 @@ func (t *Table) Seal() error {
 	}
 	bad := func(format string, args ...any) error {
 		return &TableError{Machine: t.Name, Source: t.Source, Msg: fmt.Sprintf(format, args...)}
+	}
+	if t.Cells == nil && t.Rules != nil {
+		if err := t.expand(); err != nil {
+			return err
+		}
 	}
 	switch {
 	case len(t.States) == 0 || len(t.Events) == 0:
@@ -421,6 +433,14 @@ func (s Step) Reason() string {
 		return ""
 	}
 	return s.c.Reason
+}
+
+// Rule is the stable ID of the spec rule behind the step ("" when unknown).
+func (s Step) Rule() string {
+	if s.c == nil {
+		return ""
+	}
+	return s.c.Rule
 }
 
 // Line is the line of the spec rule behind the step (0 when unknown).

@@ -15,10 +15,11 @@ type enumItem struct {
 
 // enum writes a uint8 enum whose values are the engine's IDs of one kind of
 // declaration (1..n in Table order, zero unset), so converting between the
-// two is free: String, Valid and Parse. String reads the name from Table
-// through name(v); an unknown value prints as Type(n). An enum with no
-// values is not written at all.
-func enum(f *jen.File, typ, doc string, items []enumItem, name func(v *jen.Statement) *jen.Statement) {
+// two is free: String, Valid and Parse, each one line, the first and the
+// last a lookup in Table (fsm.Table.DeclName and Parse, written once for
+// every enum of every machine). An unknown value prints as Type(n). An enum
+// with no values is not written at all.
+func enum(f *jen.File, typ, doc string, items []enumItem) {
 	if len(items) == 0 {
 		return
 	}
@@ -35,47 +36,29 @@ func enum(f *jen.File, typ, doc string, items []enumItem, name func(v *jen.State
 	}
 	f.Const().Defs(defs...)
 
+	kind := jen.Qual(fsmPkg, "Decl"+typ)
 	last := items[len(items)-1].Const
 	comment(f, "String returns the spec name, or "+typ+"(n) for a value outside the enum.")
-	f.Func().Params(jen.Id("v").Id(typ)).Id("String").Params().String().Block(
-		jen.If(jen.Id("v").Dot("Valid").Call()).Block(jen.Return(name(jen.Id("v").Op("-").Lit(1)))),
-		jen.Return(jen.Lit(typ+"(").Op("+").Qual("strconv", "Itoa").Call(jen.Int().Call(jen.Id("v"))).Op("+").Lit(")")),
-	)
+	f.Func().Params(jen.Id("v").Id(typ)).Id("String").Params().String().Add(returns(
+		jen.Id("Table").Dot("DeclName").Call(kind, jen.Uint8().Call(jen.Id("v")))))
 	comment(f, "Valid reports whether v is one of the declared constants.")
-	f.Func().Params(jen.Id("v").Id(typ)).Id("Valid").Params().Bool().Block(
-		jen.Return(jen.Id("v").Op(">=").Lit(1).Op("&&").Id("v").Op("<=").Id(last)),
-	)
-	var cases []jen.Code
-	for _, it := range items {
-		cases = append(cases, jen.Case(jen.Lit(it.Name)).Block(jen.Return(jen.Id(it.Const), jen.Nil())))
-	}
+	f.Func().Params(jen.Id("v").Id(typ)).Id("Valid").Params().Bool().Add(returns(
+		jen.Id("v").Op(">=").Lit(1).Op("&&").Id("v").Op("<=").Id(last)))
 	commentf(f, "Parse%s returns the %s with the given spec name.", typ, lowerFirst(typ))
-	f.Func().Id("Parse"+typ).Params(jen.Id("name").String()).Params(jen.Id(typ), jen.Error()).Block(
-		jen.Switch(jen.Id("name")).Block(cases...),
-		jen.Return(jen.Lit(0), jen.Op("&").Qual(fsmPkg, "InvalidError").Values(jen.Dict{
-			jen.Id("Machine"): jen.Id("Name"),
-			jen.Id("What"):    jen.Lit(lowerFirst(typ) + " name"),
-			jen.Id("Value"):   jen.Qual(fsmPkg, "Quote").Call(jen.Id("name")),
-		})),
-	)
+	f.Func().Id("Parse"+typ).Params(jen.Id("name").String()).Params(jen.Id(typ), jen.Error()).Add(returns(
+		jen.Qual(fsmPkg, "As").Index(jen.Id(typ)).Call(jen.Id("Table").Dot("Parse").Call(kind, jen.Id("name")))))
 }
+
+// returns writes the body { return v } on the function's own line: jennifer
+// renders a Block over several lines, and gofmt keeps a one-line body that
+// the source wrote on one line. A one-expression accessor reads best so.
+func returns(v jen.Code) jen.Code { return jen.Values(jen.Return(v)) }
 
 func lowerFirst(s string) string {
 	if s == "" {
 		return s
 	}
 	return string(s[0]|0x20) + s[1:]
-}
-
-// tableField returns a name function for enum: Table.<field>[i]<suffix>.
-func tableField(field, suffix string) func(*jen.Statement) *jen.Statement {
-	return func(i *jen.Statement) *jen.Statement {
-		s := jen.Id("Table").Dot(field).Index(i)
-		if suffix != "" {
-			s = s.Dot(suffix)
-		}
-		return s
-	}
 }
 
 func stateItems(m *spec.Machine) []enumItem {

@@ -31,23 +31,25 @@ func machineFile(m *spec.Machine) (*jen.File, error) {
 	f.Const().Id("Initial").Op("=").Id(stateConst(m.Initial().Name))
 
 	enum(f, "State", "State is a state of the "+m.Name+" machine; its values are the fsm.StateID of Table.",
-		stateItems(m), tableField("States", "Name"))
+		stateItems(m))
 	stateMethods(f)
 	enum(f, "Event", "Event is an input of the "+m.Name+" machine (a wire message, a timer expiry or "+
-		"a local happening); its values are the fsm.EventID of Table.", eventItems(m), tableField("Events", "Name"))
+		"a local happening); its values are the fsm.EventID of Table.", eventItems(m))
 	eventMethods(f, m)
 	enum(f, "Timer", "Timer is a named timer; its values are the fsm.TimerID of Table. Arming and "+
-		"disarming are effects; expiry is the event of the same name.", timerItems(m), tableField("Timers", "Name"))
+		"disarming are effects; expiry is the event of the same name.", timerItems(m))
 	timerMethods(f, m)
 	enum(f, "Guard", "Guard is a predicate a peer evaluates through its hooks; its values are the "+
-		"fsm.GuardID of Table.", guardItems(m), tableField("Guards", ""))
+		"fsm.GuardID of Table.", guardItems(m))
 	guardSetDecl(f, m)
 	enum(f, "Action", "Action is a local effect a peer performs through its hooks; its values are the "+
-		"fsm.ActionID of Table.", actionItems(m), tableField("Actions", ""))
+		"fsm.ActionID of Table.", actionItems(m))
 	enum(f, "Message", "Message is a wire type the machine sends or observes; its values are the "+
-		"fsm.MessageID of Table.", messageItems(m), tableField("Messages", ""))
+		"fsm.MessageID of Table.", messageItems(m))
 
-	tableDecl(f, m, t)
+	if err := tableDecl(f, m, t); err != nil {
+		return nil, err
+	}
 	stepDecl(f, m)
 	transitionFunc(f)
 	for _, role := range m.Roles() {
@@ -136,44 +138,43 @@ func wrapLines(text string, width int) []string {
 	return out
 }
 
-// declAccessor writes a method of an enum that reads v's declaration in
-// Table, or returns zero for an invalid v.
-func declAccessor(recvType, name string, result, zero jen.Code, value *jen.Statement) jen.Code {
-	return jen.Func().Params(jen.Id("v").Id(recvType)).Id(name).Params().Add(result).Block(
-		jen.If(jen.Op("!").Id("v").Dot("Valid").Call()).Block(jen.Return(zero)),
-		jen.Return(value),
-	)
+// declAccessor writes a one-line method of an enum that reads v's
+// declaration in Table (StateOf, EventOf or TimerOf), or returns the zero
+// value for an invalid v.
+func declAccessor(recvType, name string, result jen.Code, value *jen.Statement) jen.Code {
+	return jen.Func().Params(jen.Id("v").Id(recvType)).Id(name).Params().Add(result).Add(returns(value))
+}
+
+// decl is Table.<Kind>Of(fsm.<Kind>ID(v)).<field>.
+func decl(kind, field string) *jen.Statement {
+	return jen.Id("Table").Dot(kind + "Of").Call(jen.Qual(fsmPkg, kind+"ID").Call(jen.Id("v"))).Dot(field)
 }
 
 func stateMethods(f *jen.File) {
 	comment(f, "Outcome classifies a terminal state; it is fsm.OutcomeNone for the others.")
-	f.Add(declAccessor("State", "Outcome", jen.Qual(fsmPkg, "Outcome"), jen.Qual(fsmPkg, "OutcomeNone"),
-		jen.Id("Table").Dot("States").Index(jen.Id("v").Op("-").Lit(1)).Dot("Outcome")))
+	f.Add(declAccessor("State", "Outcome", jen.Qual(fsmPkg, "Outcome"), decl("State", "Outcome")))
 	comment(f, "Terminal reports whether the lifecycle has settled in v.")
-	f.Func().Params(jen.Id("v").Id("State")).Id("Terminal").Params().Bool().Block(
-		jen.Return(jen.Id("v").Dot("Outcome").Call().Op("!=").Qual(fsmPkg, "OutcomeNone")),
-	)
+	f.Func().Params(jen.Id("v").Id("State")).Id("Terminal").Params().Bool().Add(returns(
+		jen.Id("v").Dot("Outcome").Call().Op("!=").Qual(fsmPkg, "OutcomeNone")))
 }
 
 func eventMethods(f *jen.File, m *spec.Machine) {
-	ev := func(field string) *jen.Statement {
-		return jen.Id("Table").Dot("Events").Index(jen.Id("v").Op("-").Lit(1)).Dot(field)
-	}
+	ev := func(field string) *jen.Statement { return decl("Event", field) }
 	comment(f, "Kind says whether v is a wire message, a timer expiry or a local event.")
-	f.Add(declAccessor("Event", "Kind", jen.Qual(fsmPkg, "EventKind"), jen.Lit(0), ev("Kind")))
+	f.Add(declAccessor("Event", "Kind", jen.Qual(fsmPkg, "EventKind"), ev("Kind")))
 	comment(f, "Role is the sender of a message event, the owner of a timer or the observer of a local event.")
-	f.Add(declAccessor("Event", "Role", jen.Qual(fsmPkg, "Role"), jen.Lit(0), ev("Role")))
+	f.Add(declAccessor("Event", "Role", jen.Qual(fsmPkg, "Role"), ev("Role")))
 	if len(m.Messages()) > 0 {
 		comment(f, "Message is the wire type of a message event, or 0. Several events may share one wire "+
 			"type (a status frame with different states).")
-		f.Add(declAccessor("Event", "Message", jen.Id("Message"), jen.Lit(0), jen.Id("Message").Call(ev("Message"))))
+		f.Add(declAccessor("Event", "Message", jen.Id("Message"), jen.Id("Message").Call(ev("Message"))))
 		comment(f, "FailedSend is the local event a sender fires instead of v when its write of v failed "+
 			"(the frame is possibly delivered), or 0 for events that are not messages.")
-		f.Add(declAccessor("Event", "FailedSend", jen.Id("Event"), jen.Lit(0), jen.Id("Event").Call(ev("FailedSend"))))
+		f.Add(declAccessor("Event", "FailedSend", jen.Id("Event"), jen.Id("Event").Call(ev("FailedSend"))))
 	}
 	if len(m.Timers()) > 0 {
 		comment(f, "Timer is the timer whose expiry v is, or 0.")
-		f.Add(declAccessor("Event", "Timer", jen.Id("Timer"), jen.Lit(0), jen.Id("Timer").Call(ev("Timer"))))
+		f.Add(declAccessor("Event", "Timer", jen.Id("Timer"), jen.Id("Timer").Call(ev("Timer"))))
 	}
 }
 
@@ -181,13 +182,10 @@ func timerMethods(f *jen.File, m *spec.Machine) {
 	if len(m.Timers()) == 0 {
 		return
 	}
-	tm := func(field string) *jen.Statement {
-		return jen.Id("Table").Dot("Timers").Index(jen.Id("v").Op("-").Lit(1)).Dot(field)
-	}
 	comment(f, "Duration is how long the timer runs once armed.")
-	f.Add(declAccessor("Timer", "Duration", jen.Qual("time", "Duration"), jen.Lit(0), tm("Duration")))
+	f.Add(declAccessor("Timer", "Duration", jen.Qual("time", "Duration"), decl("Timer", "Duration")))
 	comment(f, "Event is the event to fire when the timer expires.")
-	f.Add(declAccessor("Timer", "Event", jen.Id("Event"), jen.Lit(0), jen.Id("Event").Call(tm("Event"))))
+	f.Add(declAccessor("Timer", "Event", jen.Id("Event"), jen.Id("Event").Call(decl("Timer", "Event"))))
 }
 
 func guardSetDecl(f *jen.File, m *spec.Machine) {
@@ -197,48 +195,23 @@ func guardSetDecl(f *jen.File, m *spec.Machine) {
 		return
 	}
 	comment(f, "With returns s with g added.")
-	f.Func().Params(jen.Id("s").Id("GuardSet")).Id("With").Params(jen.Id("g").Id("Guard")).Id("GuardSet").Block(
-		jen.Return(jen.Id("GuardSet").Call(jen.Qual(fsmPkg, "GuardSet").Call(jen.Id("s")).Dot("With").Call(jen.Qual(fsmPkg, "GuardID").Call(jen.Id("g"))))),
-	)
+	f.Func().Params(jen.Id("s").Id("GuardSet")).Id("With").Params(jen.Id("g").Id("Guard")).Id("GuardSet").Add(returns(
+		jen.Id("GuardSet").Call(jen.Qual(fsmPkg, "GuardSet").Call(jen.Id("s")).Dot("With").Call(jen.Qual(fsmPkg, "GuardID").Call(jen.Id("g"))))))
 	comment(f, "Has reports whether g is in s.")
-	f.Func().Params(jen.Id("s").Id("GuardSet")).Id("Has").Params(jen.Id("g").Id("Guard")).Bool().Block(
-		jen.Return(jen.Qual(fsmPkg, "GuardSet").Call(jen.Id("s")).Dot("Has").Call(jen.Qual(fsmPkg, "GuardID").Call(jen.Id("g")))),
-	)
+	f.Func().Params(jen.Id("s").Id("GuardSet")).Id("Has").Params(jen.Id("g").Id("Guard")).Bool().Add(returns(
+		jen.Qual(fsmPkg, "GuardSet").Call(jen.Id("s")).Dot("Has").Call(jen.Qual(fsmPkg, "GuardID").Call(jen.Id("g")))))
 }
 
 func stepDecl(f *jen.File, m *spec.Machine) {
-	comment(f, "Step is what one event did: the engine's fsm.Step, a read-only view of the table "+
-		"candidate that handled it, with typed accessors. The zero Step, returned for an invalid state "+
-		"or event, reports zero values.")
-	f.Type().Id("Step").Struct(jen.Id("s").Qual(fsmPkg, "Step"))
-	accessors := []struct {
-		name, doc string
-		typ       jen.Code
-		conv      string // the typed conversion of the engine's value, if any
-	}{
-		{"From", "From is the state the event arrived in.", jen.Id("State"), "State"},
-		{"Event", "Event is the event that was handled.", jen.Id("Event"), "Event"},
-		{"To", "To is the state after the step; it equals From unless the disposition is fsm.Moved.", jen.Id("State"), "State"},
-		{"Guard", "Guard is the guard that selected the candidate, or 0 for the cell's fallback.", jen.Id("Guard"), "Guard"},
-		{"Disposition", "Disposition says whether the step moved, stayed, ignored or rejected the event.", jen.Qual(fsmPkg, "Disposition"), ""},
-		{"Effects", "Effects lists what the step asks of both peers, in spec order (a peer keeps those its " +
-			"role performs); nil unless the step moved or stayed. Their IDs convert to this package's enums " +
-			"and Table.EffectString renders one as the spec writes it. The slice is shared: do not modify it.",
-			jen.Index().Qual(fsmPkg, "Effect"), ""},
-		{"Reason", "Reason is the spec's reason for an ignored or rejected event, or \"\".", jen.String(), ""},
-		{"Line", "Line is the line of the spec rule behind the step.", jen.Int(), ""},
+	guard := jen.Id("Guard")
+	if len(m.Guards) == 0 {
+		guard = jen.Qual(fsmPkg, "GuardID")
 	}
-	for _, a := range accessors {
-		if a.name == "Guard" && len(m.Guards) == 0 {
-			continue
-		}
-		comment(f, a.doc)
-		val := jen.Id("s").Dot("s").Dot(a.name).Call()
-		if a.conv != "" {
-			val = jen.Id(a.conv).Call(val)
-		}
-		f.Func().Params(jen.Id("s").Id("Step")).Id(a.name).Params().Add(a.typ).Block(jen.Return(val))
-	}
+	comment(f, "Step is what one event did: a read-only view of the table candidate that handled it, "+
+		"with From, Event, To and Guard typed as this package's enums (fsm.StepOf) and Disposition, "+
+		"Effects, Reason, Rule and Line from fsm.Step. Effects are shared: do not modify them. The zero "+
+		"Step, returned for an invalid state or event, reports zero values.")
+	f.Type().Id("Step").Op("=").Qual(fsmPkg, "StepOf").Index(jen.List(jen.Id("State"), jen.Id("Event"), guard))
 }
 
 func transitionFunc(f *jen.File) {
@@ -249,12 +222,11 @@ func transitionFunc(f *jen.File) {
 		"A rejected event returns a *fsm.TransitionError naming the machine, state and event "+
 		"(errors.Is(err, fsm.ErrRejected)); Step.To() then equals s. An invalid state or event returns "+
 		"the zero Step and a *fsm.InvalidError.")
+	// Two statements, not a helper taking Table.Transition's results: the
+	// compiler then inlines Transition into its callers (cost under 80).
 	f.Func().Id("Transition").Params(jen.Id("s").Id("State"), jen.Id("e").Id("Event"), jen.Id("held").Id("GuardSet")).Params(jen.Id("Step"), jen.Error()).Block(
 		jen.List(jen.Id("st"), jen.Err()).Op(":=").Id("Table").Dot("Transition").Call(
-			jen.Qual(fsmPkg, "StateID").Call(jen.Id("s")),
-			jen.Qual(fsmPkg, "EventID").Call(jen.Id("e")),
-			jen.Qual(fsmPkg, "GuardSet").Call(jen.Id("held")),
-		),
-		jen.Return(jen.Id("Step").Values(jen.Id("st")), jen.Err()),
+			jen.Qual(fsmPkg, "StateID").Call(jen.Id("s")), jen.Qual(fsmPkg, "EventID").Call(jen.Id("e")), jen.Qual(fsmPkg, "GuardSet").Call(jen.Id("held"))),
+		jen.Return(jen.Id("Step").Values(jen.Id("Step").Op(":").Id("st")), jen.Err()),
 	)
 }

@@ -1,8 +1,6 @@
 package gen
 
 import (
-	"fmt"
-	"sort"
 	"time"
 
 	"github.com/dave/jennifer/jen"
@@ -11,31 +9,17 @@ import (
 	"github.com/agentwire/agentwire/spec"
 )
 
-// tableDecl writes `var Table = fsm.MustSeal(&fsm.Table{…})`: a literal of
-// exactly the table spec.Machine.Table builds from the spec (the generated
-// tests assert it), with every ID spelled as this package's enum constant.
-// Each candidate is one package variable, named after its spec line and
-// shared by every cell its rule covers, as in the spec's table.
-func tableDecl(f *jen.File, m *spec.Machine, t *fsm.Table) {
+// tableDecl writes `var Table = fsm.MustSeal(&fsm.Table{…})`: the
+// declarations, and the rules in the compact form of fsm.Rule (one line per
+// spec rule, named by its stable ID) that Seal expands into exactly the
+// cells spec.Machine.Table builds (the generated tests assert it; so does
+// the generator, before it writes anything).
+func tableDecl(f *jen.File, m *spec.Machine, t *fsm.Table) error {
 	ids := idNames{t}
-	names := candidateNames(t)
-
-	// Candidates in order of their spec line, so the file reads like the spec.
-	var cands []*fsm.Candidate
-	for c := range names {
-		cands = append(cands, c)
+	rules, lines, err := compactRules(m, t)
+	if err != nil {
+		return err
 	}
-	sort.Slice(cands, func(i, j int) bool { return names[cands[i]] < names[cands[j]] })
-	sort.SliceStable(cands, func(i, j int) bool { return cands[i].Line < cands[j].Line })
-	var defs []jen.Code
-	for _, c := range cands {
-		defs = append(defs, jen.Id(names[c]).Op("=").Op("&").Qual(fsmPkg, "Candidate").Add(ids.candidate(c)))
-	}
-	comment(f, "The candidates of Table, one per rule of "+m.Pos.File+" and shared by every cell the "+
-		"rule covers (a rule that lists its own target among its sources is two: a move from the "+
-		"others and an internal transition in the target).")
-	f.Var().Defs(defs...)
-
 	var states, events, timers []jen.Code
 	for _, s := range t.States {
 		var outcome, timers jen.Code
@@ -77,20 +61,6 @@ func tableDecl(f *jen.File, m *spec.Machine, t *fsm.Table) {
 			field{"Policy", policyCode(tm.Policy)})))
 	}
 
-	var cells []jen.Code
-	for si := range t.States {
-		cells = append(cells, jen.Comment(t.States[si].Name))
-		for ei := range t.Events {
-			cell := t.Cells[t.CellIndex(fsm.StateID(si+1), fsm.EventID(ei+1))]
-			var refs []jen.Code
-			for _, c := range cell.Cands {
-				refs = append(refs, jen.Id(names[c]))
-			}
-			cells = append(cells, jen.Values(jen.Id("Cands").Op(":").Index().Op("*").Qual(fsmPkg, "Candidate").Values(refs...)).
-				Op(",").Comment(t.States[si].Name+" × "+t.Events[ei].Name))
-		}
-	}
-
 	list := func(xs []string) jen.Code {
 		if len(xs) == 0 {
 			return nil
@@ -111,46 +81,16 @@ func tableDecl(f *jen.File, m *spec.Machine, t *fsm.Table) {
 		field{"Messages", list(t.Messages)},
 		field{"Timers", timerDecls},
 		field{"Initial", ids.state(t.Initial)},
-		field{"Cells", jen.Index().Qual(fsmPkg, "Cell").Custom(jen.Options{Open: "{", Close: "}", Multi: true}, cells...)},
+		field{"Rules", jen.Index().Qual(fsmPkg, "Rule").Custom(jen.Options{Open: "{", Close: "}", Separator: ",", Multi: true}, ruleLits(rules)...)},
+		field{"Lines", jen.Index().Int().Values(intLits(lines)...)},
 	)
-	comment(f, "Table is the "+m.Name+" machine as the engine runs it, sealed: every (state, event) "+
-		"cell lists its candidates in the order they are tried, the unguarded fallback last. It is "+
-		"exactly what spec.Machine.Table builds from "+m.Pos.File+". Treat it as read-only.")
+	comment(f, "Table is the "+m.Name+" machine as the engine runs it: the declarations and the rules "+
+		"of "+m.Pos.File+", one line per rule named by its stable ID (their spec lines apart, in Lines, so "+
+		"that shifting lines in the spec changes one line here), which fsm.MustSeal expands at "+
+		"start-up into exactly the cells spec.Machine.Table builds (every (state, event) cell lists its "+
+		"candidates in the order they are tried, the unguarded fallback last). Treat it as read-only.")
 	f.Var().Id("Table").Op("=").Qual(fsmPkg, "MustSeal").Call(jen.Op("&").Qual(fsmPkg, "Table").Add(fields))
-}
-
-// candidateNames names every distinct candidate of t after its spec line:
-// rule55, or rule55Moved and rule55Stayed when one rule is two candidates.
-func candidateNames(t *fsm.Table) map[*fsm.Candidate]string {
-	byLine := map[int][]*fsm.Candidate{}
-	seen := map[*fsm.Candidate]bool{}
-	for i := range t.Cells {
-		for _, c := range t.Cells[i].Cands {
-			if !seen[c] {
-				seen[c] = true
-				byLine[c.Line] = append(byLine[c.Line], c)
-			}
-		}
-	}
-	names := map[*fsm.Candidate]string{}
-	for line, cs := range byLine {
-		base := fmt.Sprintf("rule%d", line)
-		if len(cs) == 1 {
-			names[cs[0]] = base
-			continue
-		}
-		count := map[fsm.Disposition]int{}
-		for _, c := range cs {
-			count[c.Disp]++
-			name := base + camel(c.Disp.String())
-			if n := count[c.Disp]; n > 1 {
-				// Two rules on one line (YAML flow style): number them.
-				name += fmt.Sprint(n)
-			}
-			names[c] = name
-		}
-	}
-	return names
+	return nil
 }
 
 // idNames spells the IDs of one table as the generated enum constants.
@@ -172,53 +112,6 @@ func (n idNames) message(id fsm.MessageID) jen.Code {
 	return jen.Qual(fsmPkg, "MessageID").Call(jen.Id(messageConst(n.t.Messages[id-1])))
 }
 
-func (n idNames) candidate(c *fsm.Candidate) jen.Code {
-	var guard, to, reason, effects jen.Code
-	if c.Guard != 0 {
-		guard = jen.Qual(fsmPkg, "GuardID").Call(jen.Id(guardConst(n.t.Guards[c.Guard-1])))
-	}
-	if c.To != 0 {
-		to = n.state(c.To)
-	}
-	if c.Reason != "" {
-		reason = jen.Lit(c.Reason)
-	}
-	if len(c.Effects) > 0 {
-		var efs []jen.Code
-		for _, ef := range c.Effects {
-			efs = append(efs, jen.Line().Add(n.effect(ef)))
-		}
-		effects = jen.Index().Qual(fsmPkg, "Effect").Values(append(efs, jen.Line())...)
-	}
-	return keyed(false,
-		field{"Guard", guard},
-		field{"Disp", jen.Qual(fsmPkg, camel(c.Disp.String()))},
-		field{"To", to},
-		field{"Reason", reason},
-		field{"Line", jen.Lit(c.Line)},
-		field{"Effects", effects},
-	)
-}
-
-func (n idNames) effect(ef fsm.Effect) jen.Code {
-	var arg field
-	switch ef.Kind {
-	case fsm.EffectSend:
-		arg = field{"Message", n.message(ef.Message)}
-	case fsm.EffectStart, fsm.EffectStop:
-		arg = field{"Timer", n.timer(ef.Timer)}
-	case fsm.EffectDo:
-		arg = field{"Action", jen.Qual(fsmPkg, "ActionID").Call(jen.Id(actionConst(n.t.Actions[ef.Action-1])))}
-	case fsm.EffectRaise:
-		arg = field{"Raise", n.event(ef.Raise)}
-	}
-	return keyed(false,
-		field{"Kind", jen.Qual(fsmPkg, "Effect"+camel(ef.Kind.String()))},
-		field{"Role", jen.Qual(fsmPkg, "Role"+camel(ef.Role.String()))},
-		arg,
-	)
-}
-
 // durationCode writes d the way a person would: 5 * time.Minute.
 func durationCode(d time.Duration) jen.Code {
 	for _, u := range []struct {
@@ -230,6 +123,14 @@ func durationCode(d time.Duration) jen.Code {
 		}
 	}
 	return jen.Lit(int(d)).Op("*").Qual("time", "Nanosecond")
+}
+
+func intLits(xs []int) []jen.Code {
+	out := make([]jen.Code, len(xs))
+	for i, x := range xs {
+		out[i] = jen.Lit(x)
+	}
+	return out
 }
 
 func quoteAll(xs []string) []jen.Code {

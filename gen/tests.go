@@ -209,7 +209,7 @@ func heldOf(r *spec.Rule) jen.Code {
 func (g testGen) cellCasesDecl(f *jen.File) {
 	m := g.m
 	fields := []jen.Code{
-		jen.Id("line").Int(),
+		jen.Id("rule").String(),
 		jen.Id("from").Id("State"),
 		jen.Id("event").Id("Event"),
 		jen.Id("held").Id("GuardSet"),
@@ -263,7 +263,7 @@ func (g testGen) cellCasesDecl(f *jen.File) {
 					logs = append(logs, jen.Qual(fsmPkg, "Role"+v.name).Op(":").Add(log))
 				}
 				d := keyed(false,
-					field{"line", jen.Lit(r.Pos.Line)},
+					field{"rule", jen.Lit(r.ID)},
 					field{"from", jen.Id(stateConst(s.Name))},
 					field{"event", jen.Id(eventConst(e.Name))},
 					field{"held", held},
@@ -347,9 +347,9 @@ func (g testGen) tableTests(f *jen.File) {
 func (g testGen) cellTests(f *jen.File) {
 	c := func(field string) *jen.Statement { return jen.Id("c").Dot(field) }
 	checks := []jen.Code{
-		jen.Id("where").Op(":=").Qual("fmt", "Sprintf").Call(jen.Lit("%s:%d: %s on %s"), jen.Id("specFile"), c("line"), c("from"), c("event")),
+		jen.Id("where").Op(":=").Qual("fmt", "Sprintf").Call(jen.Lit("%s: rule %s: %s on %s"), jen.Id("specFile"), c("rule"), c("from"), c("event")),
 		jen.List(jen.Id("step"), jen.Id("trErr")).Op(":=").Id("Transition").Call(c("from"), c("event"), c("held")),
-		req("Equal", c("line"), jen.Id("step").Dot("Line").Call(), jen.Id("where")),
+		req("Equal", c("rule"), jen.Id("step").Dot("Rule").Call(), jen.Id("where")),
 		req("Equal", c("from"), jen.Id("step").Dot("From").Call(), jen.Id("where")),
 		req("Equal", c("event"), jen.Id("step").Dot("Event").Call(), jen.Id("where")),
 		req("Equal", c("disp"), jen.Id("step").Dot("Disposition").Call(), jen.Id("where")),

@@ -226,10 +226,10 @@ func kindName(n *yaml.Node) string {
 
 // rawRule keeps a rule's nodes until every state and event name is known.
 type rawRule struct {
-	node                *yaml.Node
-	from, on            []*yaml.Node
-	guard, to, ign, rej *yaml.Node
-	effects             []*yaml.Node
+	node                    *yaml.Node
+	from, on                []*yaml.Node
+	id, guard, to, ign, rej *yaml.Node
+	effects                 []*yaml.Node
 }
 
 // parseFile parses and validates one machine file. It returns nil when the
@@ -463,11 +463,11 @@ func parseMachine(name string, src []byte, errs *errorList) *Machine {
 	var raws []rawRule
 	if n := f["rules"]; n != nil {
 		for _, rn := range d.seq(n, "rules") {
-			rf := d.fields(rn, "a rule", "from", "on", "guard", "to", "ignore", "reject", "effects")
+			rf := d.fields(rn, "a rule", "id", "from", "on", "guard", "to", "ignore", "reject", "effects")
 			if rf == nil {
 				continue
 			}
-			r := rawRule{node: rn, guard: rf["guard"], to: rf["to"], ign: rf["ignore"], rej: rf["reject"]}
+			r := rawRule{node: rn, id: rf["id"], guard: rf["guard"], to: rf["to"], ign: rf["ignore"], rej: rf["reject"]}
 			if rf["from"] == nil || rf["on"] == nil {
 				errs.add(d.pos(rn), "a rule needs both from and on")
 				continue
@@ -483,11 +483,17 @@ func parseMachine(name string, src []byte, errs *errorList) *Machine {
 	if len(errs.errs) > before {
 		return nil
 	}
-	resolveRules(d, m, raws, states, events, broken)
+	clashes := resolveRules(d, m, raws, states, events, broken)
 	if len(errs.errs) > before {
 		return nil
 	}
 	validate(m, errs)
+	if len(errs.errs) > before {
+		return nil
+	}
+	for _, c := range clashes {
+		c.report(errs)
+	}
 	if len(errs.errs) > before {
 		return nil
 	}

@@ -282,6 +282,11 @@ func (k RuleKind) String() string {
 // Rule is one candidate of one cell. A YAML rule with several states or
 // events expands into one Rule per (state, event).
 type Rule struct {
+	// ID is the rule's stable name: its id: in the spec, or one derived
+	// from what it covers (see ruleID), so that a rule inserted or removed
+	// elsewhere in the file renames nothing. Every cell a YAML rule covers
+	// carries the same ID.
+	ID      string
 	From    *State
 	Event   *Event
 	Guard   *Guard // nil for the fallback

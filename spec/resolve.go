@@ -13,9 +13,13 @@ import (
 // every unknown name with its line. It first bounds the length of every
 // declared name (see MaxNameBytes); a machine with a longer one is not
 // resolved further.
-func resolveRules(d *decoder, m *Machine, raws []rawRule, states map[string]*State, events map[string]*Event, broken map[string]bool) {
+//
+// It returns the derived rule IDs that clash, to report only when the spec
+// has no other error: two rules that derive one ID almost always cover the
+// same cell with the same guard, which validation explains better.
+func resolveRules(d *decoder, m *Machine, raws []rawRule, states map[string]*State, events map[string]*Event, broken map[string]bool) (clashes []idClash) {
 	if !checkNameLengths(d, m) {
-		return
+		return nil
 	}
 	sug := &suggester{budget: suggestBudget}
 	guards := map[string]*Guard{}
@@ -33,6 +37,9 @@ func resolveRules(d *decoder, m *Machine, raws []rawRule, states map[string]*Sta
 	// wildcard[state] is the catch-all rule for that state, applied after
 	// every explicit rule has been placed.
 	wildcard := map[*State]*Rule{}
+	// ids maps every rule ID to the rule that has it, so two rules never
+	// share one.
+	ids := map[string]Pos{}
 
 	for _, raw := range raws {
 		pos := d.pos(raw.node)
@@ -91,6 +98,18 @@ func resolveRules(d *decoder, m *Machine, raws []rawRule, states map[string]*Sta
 			}
 		}
 		tmpl := Rule{Pos: pos, Wildcard: wild}
+		if id, ok := ruleID(d, raw, wild); !ok {
+			bad = true
+		} else if prev, dup := ids[id]; dup && raw.id != nil {
+			d.errs.add(pos, "rule id %q is already the id of the rule at %s", id, prev)
+			bad = true
+		} else if dup {
+			clashes = append(clashes, idClash{pos, prev, id})
+			tmpl.ID = id
+		} else {
+			ids[id] = pos
+			tmpl.ID = id
+		}
 		outcomes := 0
 		if raw.to != nil {
 			outcomes++
@@ -197,6 +216,17 @@ func resolveRules(d *decoder, m *Machine, raws []rawRule, states map[string]*Sta
 			m.cells[s.Index][e.Index] = []*Rule{rule}
 		}
 	}
+	return clashes
+}
+
+// idClash is a rule whose derived ID another rule already has.
+type idClash struct {
+	pos, prev Pos
+	id        string
+}
+
+func (c idClash) report(errs *errorList) {
+	errs.add(c.pos, "rule id %q, derived from the rule's first state, event and guard, is already the id of the rule at %s; give this rule its own id:", c.id, c.prev)
 }
 
 func (d *decoder) effect(n *yaml.Node, events map[string]*Event, actions map[string]*Action, broken map[string]bool, sug *suggester) *Effect {
@@ -465,4 +495,29 @@ func editDistance(a, b string, limit int) int {
 		prev, cur = cur, prev
 	}
 	return min(prev[len(b)], over)
+}
+
+// ruleID is the stable name of a rule: its id: when the spec gives one,
+// otherwise <first from>_<first on>, with "any" for on: "*" and
+// _if_<guard> for a guarded rule (running_restart_if_cancel_journaled). It
+// depends on nothing but the rule itself, so inserting, moving or deleting
+// another rule never renames it; two rules that would derive the same name
+// (which two valid rules cannot, unless names run into each other) need an
+// id: on one of them.
+func ruleID(d *decoder, raw rawRule, wild bool) (string, bool) {
+	if raw.id != nil {
+		return d.ident(raw.id, "rule id")
+	}
+	if len(raw.from) == 0 || len(raw.on) == 0 {
+		return "", false
+	}
+	on := raw.on[0].Value
+	if wild {
+		on = "any"
+	}
+	id := raw.from[0].Value + "_" + on
+	if raw.guard != nil {
+		id += "_if_" + raw.guard.Value
+	}
+	return id, true
 }

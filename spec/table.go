@@ -87,16 +87,16 @@ func (m *Machine) Table() (*fsm.Table, error) {
 // identically: a rule listing its own target among its sources is an
 // internal transition there and a move elsewhere.
 type candidateKey struct {
-	pos  Pos
+	id   string
 	disp fsm.Disposition
 }
 
 func candidate(r *Rule, shared map[candidateKey]*fsm.Candidate, msgID map[string]fsm.MessageID, timerID map[*Event]fsm.TimerID) (*fsm.Candidate, error) {
-	key := candidateKey{pos: r.Pos, disp: disposition(r)}
+	key := candidateKey{id: r.ID, disp: disposition(r)}
 	if c, ok := shared[key]; ok {
 		return c, nil
 	}
-	c := &fsm.Candidate{Disp: key.disp, Reason: r.Reason, Line: r.Pos.Line}
+	c := &fsm.Candidate{Rule: r.ID, Disp: key.disp, Reason: r.Reason, Line: r.Pos.Line}
 	if r.Guard != nil {
 		c.Guard = fsm.GuardID(r.Guard.Index + 1)
 	}

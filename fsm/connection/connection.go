@@ -23,7 +23,6 @@ package connection
 
 import (
 	"github.com/agentwire/agentwire/fsm"
-	"strconv"
 	"time"
 )
 
@@ -85,69 +84,19 @@ const (
 )
 
 // String returns the spec name, or State(n) for a value outside the enum.
-func (v State) String() string {
-	if v.Valid() {
-		return Table.States[v-1].Name
-	}
-	return "State(" + strconv.Itoa(int(v)) + ")"
-}
+func (v State) String() string { return Table.DeclName(fsm.DeclState, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v State) Valid() bool {
-	return v >= 1 && v <= StateRetired
-}
+func (v State) Valid() bool { return v >= 1 && v <= StateRetired }
 
 // ParseState returns the state with the given spec name.
-func ParseState(name string) (State, error) {
-	switch name {
-	case "idle":
-		return StateIdle, nil
-	case "bootstrapping":
-		return StateBootstrapping, nil
-	case "dialing":
-		return StateDialing, nil
-	case "upgraded":
-		return StateUpgraded, nil
-	case "live":
-		return StateLive, nil
-	case "shutting_down":
-		return StateShuttingDown, nil
-	case "stopped":
-		return StateStopped, nil
-	case "cancelled":
-		return StateCancelled, nil
-	case "lost":
-		return StateLost, nil
-	case "replaced":
-		return StateReplaced, nil
-	case "request_rejected":
-		return StateRequestRejected, nil
-	case "version_rejected":
-		return StateVersionRejected, nil
-	case "auth_rejected":
-		return StateAuthRejected, nil
-	case "retired":
-		return StateRetired, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "state name",
-	}
-}
+func ParseState(name string) (State, error) { return fsm.As[State](Table.Parse(fsm.DeclState, name)) }
 
 // Outcome classifies a terminal state; it is fsm.OutcomeNone for the others.
-func (v State) Outcome() fsm.Outcome {
-	if !v.Valid() {
-		return fsm.OutcomeNone
-	}
-	return Table.States[v-1].Outcome
-}
+func (v State) Outcome() fsm.Outcome { return Table.StateOf(fsm.StateID(v)).Outcome }
 
 // Terminal reports whether the lifecycle has settled in v.
-func (v State) Terminal() bool {
-	return v.Outcome() != fsm.OutcomeNone
-}
+func (v State) Terminal() bool { return v.Outcome() != fsm.OutcomeNone }
 
 // Event is an input of the connection machine (a wire message, a timer expiry or a local
 // happening); its values are the fsm.EventID of Table.
@@ -217,110 +166,30 @@ const (
 )
 
 // String returns the spec name, or Event(n) for a value outside the enum.
-func (v Event) String() string {
-	if v.Valid() {
-		return Table.Events[v-1].Name
-	}
-	return "Event(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Event) String() string { return Table.DeclName(fsm.DeclEvent, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Event) Valid() bool {
-	return v >= 1 && v <= EventCleanupFailed
-}
+func (v Event) Valid() bool { return v >= 1 && v <= EventCleanupFailed }
 
 // ParseEvent returns the event with the given spec name.
-func ParseEvent(name string) (Event, error) {
-	switch name {
-	case "bootstrap_requested":
-		return EventBootstrapRequested, nil
-	case "bootstrap_ok":
-		return EventBootstrapOk, nil
-	case "bootstrap_bad_request":
-		return EventBootstrapBadRequest, nil
-	case "bootstrap_unauthorized":
-		return EventBootstrapUnauthorized, nil
-	case "upgrade_requested":
-		return EventUpgradeRequested, nil
-	case "upgrade_accepted":
-		return EventUpgradeAccepted, nil
-	case "upgrade_bad_request":
-		return EventUpgradeBadRequest, nil
-	case "version_refused":
-		return EventVersionRefused, nil
-	case "auth_refused":
-		return EventAuthRefused, nil
-	case "heartbeat":
-		return EventHeartbeat, nil
-	case "frame_received":
-		return EventFrameReceived, nil
-	case "heartbeat_interval":
-		return EventHeartbeatInterval, nil
-	case "read_deadline":
-		return EventReadDeadline, nil
-	case "transport_lost":
-		return EventTransportLost, nil
-	case "superseded":
-		return EventSuperseded, nil
-	case "retired_close":
-		return EventRetiredClose, nil
-	case "device_shutdown":
-		return EventDeviceShutdown, nil
-	case "operator_shutdown":
-		return EventOperatorShutdown, nil
-	case "cleanup_settled":
-		return EventCleanupSettled, nil
-	case "cleanup_failed":
-		return EventCleanupFailed, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "event name",
-	}
-}
+func ParseEvent(name string) (Event, error) { return fsm.As[Event](Table.Parse(fsm.DeclEvent, name)) }
 
 // Kind says whether v is a wire message, a timer expiry or a local event.
-func (v Event) Kind() fsm.EventKind {
-	if !v.Valid() {
-		return 0
-	}
-	return Table.Events[v-1].Kind
-}
+func (v Event) Kind() fsm.EventKind { return Table.EventOf(fsm.EventID(v)).Kind }
 
 // Role is the sender of a message event, the owner of a timer or the observer of a local event.
-func (v Event) Role() fsm.Role {
-	if !v.Valid() {
-		return 0
-	}
-	return Table.Events[v-1].Role
-}
+func (v Event) Role() fsm.Role { return Table.EventOf(fsm.EventID(v)).Role }
 
 // Message is the wire type of a message event, or 0. Several events may share one wire type (a
 // status frame with different states).
-func (v Event) Message() Message {
-	if !v.Valid() {
-		return 0
-	}
-	return Message(Table.Events[v-1].Message)
-}
+func (v Event) Message() Message { return Message(Table.EventOf(fsm.EventID(v)).Message) }
 
 // FailedSend is the local event a sender fires instead of v when its write of v failed (the frame
 // is possibly delivered), or 0 for events that are not messages.
-func (v Event) FailedSend() Event {
-	if !v.Valid() {
-		return 0
-	}
-	return Event(Table.Events[v-1].FailedSend)
-}
+func (v Event) FailedSend() Event { return Event(Table.EventOf(fsm.EventID(v)).FailedSend) }
 
 // Timer is the timer whose expiry v is, or 0.
-func (v Event) Timer() Timer {
-	if !v.Valid() {
-		return 0
-	}
-	return Timer(Table.Events[v-1].Timer)
-}
+func (v Event) Timer() Timer { return Timer(Table.EventOf(fsm.EventID(v)).Timer) }
 
 // Timer is a named timer; its values are the fsm.TimerID of Table. Arming and disarming are
 // effects; expiry is the event of the same name.
@@ -334,48 +203,19 @@ const (
 )
 
 // String returns the spec name, or Timer(n) for a value outside the enum.
-func (v Timer) String() string {
-	if v.Valid() {
-		return Table.Timers[v-1].Name
-	}
-	return "Timer(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Timer) String() string { return Table.DeclName(fsm.DeclTimer, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Timer) Valid() bool {
-	return v >= 1 && v <= TimerReadDeadline
-}
+func (v Timer) Valid() bool { return v >= 1 && v <= TimerReadDeadline }
 
 // ParseTimer returns the timer with the given spec name.
-func ParseTimer(name string) (Timer, error) {
-	switch name {
-	case "heartbeat_interval":
-		return TimerHeartbeatInterval, nil
-	case "read_deadline":
-		return TimerReadDeadline, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "timer name",
-	}
-}
+func ParseTimer(name string) (Timer, error) { return fsm.As[Timer](Table.Parse(fsm.DeclTimer, name)) }
 
 // Duration is how long the timer runs once armed.
-func (v Timer) Duration() time.Duration {
-	if !v.Valid() {
-		return 0
-	}
-	return Table.Timers[v-1].Duration
-}
+func (v Timer) Duration() time.Duration { return Table.TimerOf(fsm.TimerID(v)).Duration }
 
 // Event is the event to fire when the timer expires.
-func (v Timer) Event() Event {
-	if !v.Valid() {
-		return 0
-	}
-	return Event(Table.Timers[v-1].Event)
-}
+func (v Timer) Event() Event { return Event(Table.TimerOf(fsm.TimerID(v)).Event) }
 
 // Guard is a predicate a peer evaluates through its hooks; its values are the fsm.GuardID of
 // Table.
@@ -396,49 +236,22 @@ const (
 )
 
 // String returns the spec name, or Guard(n) for a value outside the enum.
-func (v Guard) String() string {
-	if v.Valid() {
-		return Table.Guards[v-1]
-	}
-	return "Guard(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Guard) String() string { return Table.DeclName(fsm.DeclGuard, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Guard) Valid() bool {
-	return v >= 1 && v <= GuardValidDeclaration
-}
+func (v Guard) Valid() bool { return v >= 1 && v <= GuardValidDeclaration }
 
 // ParseGuard returns the guard with the given spec name.
-func ParseGuard(name string) (Guard, error) {
-	switch name {
-	case "params_missing":
-		return GuardParamsMissing, nil
-	case "version_mismatch":
-		return GuardVersionMismatch, nil
-	case "credential_refused":
-		return GuardCredentialRefused, nil
-	case "valid_declaration":
-		return GuardValidDeclaration, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "guard name",
-	}
-}
+func ParseGuard(name string) (Guard, error) { return fsm.As[Guard](Table.Parse(fsm.DeclGuard, name)) }
 
 // GuardSet is the set of guards that hold, for Transition; it has the layout of fsm.GuardSet.
 type GuardSet fsm.GuardSet
 
 // With returns s with g added.
-func (s GuardSet) With(g Guard) GuardSet {
-	return GuardSet(fsm.GuardSet(s).With(fsm.GuardID(g)))
-}
+func (s GuardSet) With(g Guard) GuardSet { return GuardSet(fsm.GuardSet(s).With(fsm.GuardID(g))) }
 
 // Has reports whether g is in s.
-func (s GuardSet) Has(g Guard) bool {
-	return fsm.GuardSet(s).Has(fsm.GuardID(g))
-}
+func (s GuardSet) Has(g Guard) bool { return fsm.GuardSet(s).Has(fsm.GuardID(g)) }
 
 // Action is a local effect a peer performs through its hooks; its values are the fsm.ActionID of
 // Table.
@@ -480,49 +293,14 @@ const (
 )
 
 // String returns the spec name, or Action(n) for a value outside the enum.
-func (v Action) String() string {
-	if v.Valid() {
-		return Table.Actions[v-1]
-	}
-	return "Action(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Action) String() string { return Table.DeclName(fsm.DeclAction, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Action) Valid() bool {
-	return v >= 1 && v <= ActionRetainFailedTargets
-}
+func (v Action) Valid() bool { return v >= 1 && v <= ActionRetainFailedTargets }
 
 // ParseAction returns the action with the given spec name.
 func ParseAction(name string) (Action, error) {
-	switch name {
-	case "dial_websocket":
-		return ActionDialWebsocket, nil
-	case "refuse_upgrade":
-		return ActionRefuseUpgrade, nil
-	case "replace_previous":
-		return ActionReplacePrevious, nil
-	case "evict_routes":
-		return ActionEvictRoutes, nil
-	case "record_capabilities":
-		return ActionRecordCapabilities, nil
-	case "clear_admission_snapshot":
-		return ActionClearAdmissionSnapshot, nil
-	case "close_transport":
-		return ActionCloseTransport, nil
-	case "drop_connection_state":
-		return ActionDropConnectionState, nil
-	case "require_operator":
-		return ActionRequireOperator, nil
-	case "close_executors":
-		return ActionCloseExecutors, nil
-	case "retain_failed_targets":
-		return ActionRetainFailedTargets, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "action name",
-	}
+	return fsm.As[Action](Table.Parse(fsm.DeclAction, name))
 }
 
 // Message is a wire type the machine sends or observes; its values are the fsm.MessageID of Table.
@@ -536,160 +314,21 @@ const (
 )
 
 // String returns the spec name, or Message(n) for a value outside the enum.
-func (v Message) String() string {
-	if v.Valid() {
-		return Table.Messages[v-1]
-	}
-	return "Message(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Message) String() string { return Table.DeclName(fsm.DeclMessage, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Message) Valid() bool {
-	return v >= 1 && v <= MessageHeartbeat
-}
+func (v Message) Valid() bool { return v >= 1 && v <= MessageHeartbeat }
 
 // ParseMessage returns the message with the given spec name.
 func ParseMessage(name string) (Message, error) {
-	switch name {
-	case "device_shutdown":
-		return MessageDeviceShutdown, nil
-	case "heartbeat":
-		return MessageHeartbeat, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "message name",
-	}
+	return fsm.As[Message](Table.Parse(fsm.DeclMessage, name))
 }
 
-// The candidates of Table, one per rule of spec/connection.yaml and shared by every cell the rule
-// covers (a rule that lists its own target among its sources is two: a move from the others and an
-// internal transition in the target).
-var (
-	rule184 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateBootstrapping), Line: 184}
-	rule187 = &fsm.Candidate{Guard: fsm.GuardID(GuardParamsMissing), Disp: fsm.Moved, To: fsm.StateID(StateRequestRejected), Line: 187, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRefuseUpgrade)},
-	}}
-	rule195 = &fsm.Candidate{Guard: fsm.GuardID(GuardVersionMismatch), Disp: fsm.Moved, To: fsm.StateID(StateVersionRejected), Line: 195, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRefuseUpgrade)},
-	}}
-	rule200 = &fsm.Candidate{Guard: fsm.GuardID(GuardCredentialRefused), Disp: fsm.Moved, To: fsm.StateID(StateAuthRejected), Line: 200, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRefuseUpgrade)},
-	}}
-	rule205 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUpgraded), Line: 205, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReplacePrevious)},
-		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerHeartbeatInterval)},
-	}}
-	rule209 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelled), Line: 209}
-	rule212 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "neither the heartbeat interval nor the read deadline runs without an open connection", Line: 212}
-	rule215 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "there is no connection to lose", Line: 215}
-	rule218 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "nothing was requested; the supervisor must bootstrap first", Line: 218}
-	rule223 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateDialing), Line: 223, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDialWebsocket)},
-	}}
-	rule227 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRequestRejected), Line: 227, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionRequireOperator)},
-	}}
-	rule231 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAuthRejected), Line: 231, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionRequireOperator)},
-	}}
-	rule235 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateLost), Line: 235}
-	rule238 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the bootstrap answer has not arrived", Line: 238}
-	rule243 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUpgraded), Line: 243, Effects: []fsm.Effect{
-		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageHeartbeat)},
-		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerHeartbeatInterval)},
-		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
-	}}
-	rule248 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRequestRejected), Line: 248, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionRequireOperator)},
-	}}
-	rule252 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateVersionRejected), Line: 252, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionRequireOperator)},
-	}}
-	rule257 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAuthRejected), Line: 257, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionRequireOperator)},
-	}}
-	rule261 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the upgrade has not been answered", Line: 261}
-	rule266 = &fsm.Candidate{Guard: fsm.GuardID(GuardValidDeclaration), Disp: fsm.Moved, To: fsm.StateID(StateLive), Line: 266, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
-		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordCapabilities)},
-	}}
-	rule274 = &fsm.Candidate{Guard: fsm.GuardID(GuardValidDeclaration), Disp: fsm.Stayed, Line: 274, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
-		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordCapabilities)},
-	}}
-	rule282 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateLost), Line: 282, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerHeartbeatInterval)},
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionClearAdmissionSnapshot)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionCloseTransport)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionDropConnectionState)},
-	}}
-	rule293 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "only a heartbeat may open the exchange; capabilities are unknown until then", Line: 293}
-	rule298 = &fsm.Candidate{Disp: fsm.Stayed, Line: 298, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
-		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
-	}}
-	rule304 = &fsm.Candidate{Disp: fsm.Stayed, Line: 304, Effects: []fsm.Effect{
-		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageHeartbeat)},
-		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerHeartbeatInterval)},
-	}}
-	rule310 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateLost), Line: 310, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerHeartbeatInterval)},
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionCloseTransport)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionDropConnectionState)},
-	}}
-	rule318 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateReplaced), Line: 318, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerHeartbeatInterval)},
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionEvictRoutes)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionCloseTransport)},
-	}}
-	rule328 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRetired), Line: 328, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerHeartbeatInterval)},
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionEvictRoutes)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionCloseTransport)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionDropConnectionState)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionRequireOperator)},
-	}}
-	rule342 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateShuttingDown), Line: 342, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionCloseExecutors)},
-	}}
-	rule348 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the upgrade was already accepted on this connection", Line: 348}
-	rule353 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStopped), Line: 353, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerHeartbeatInterval)},
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionCloseTransport)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionDropConnectionState)},
-	}}
-	rule359 = &fsm.Candidate{Disp: fsm.Stayed, Line: 359, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionRetainFailedTargets)},
-	}}
-	rule363 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStopped), Line: 363, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerHeartbeatInterval)},
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadDeadline)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionDropConnectionState)},
-	}}
-	rule370 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateLost), Line: 370, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerHeartbeatInterval)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionCloseTransport)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionDropConnectionState)},
-	}}
-	rule374 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "shutdown is already in progress", Line: 374}
-	rule379 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no shutdown was requested on this connection", Line: 379}
-	rule384 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the connection is over; late frames, timers and closes change nothing", Line: 384}
-	rule387 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "this connection is over; a new connection is a new instance", Line: 387}
-)
-
-// Table is the connection machine as the engine runs it, sealed: every (state, event) cell lists
-// its candidates in the order they are tried, the unguarded fallback last. It is exactly what
-// spec.Machine.Table builds from spec/connection.yaml. Treat it as read-only.
+// Table is the connection machine as the engine runs it: the declarations and the rules of
+// spec/connection.yaml, one line per rule named by its stable ID (their spec lines apart, in
+// Lines, so that shifting lines in the spec changes one line here), which fsm.MustSeal expands at
+// start-up into exactly the cells spec.Machine.Table builds (every (state, event) cell lists its
+// candidates in the order they are tried, the unguarded fallback last). Treat it as read-only.
 var Table = fsm.MustSeal(&fsm.Table{
 	Name:   Name,
 	Source: "spec/connection.yaml",
@@ -739,352 +378,54 @@ var Table = fsm.MustSeal(&fsm.Table{
 		{Name: "read_deadline", Duration: 1 * time.Minute, Event: fsm.EventID(EventReadDeadline), Policy: true},
 	},
 	Initial: fsm.StateID(StateIdle),
-	Cells: []fsm.Cell{
-		// idle
-		{Cands: []*fsm.Candidate{rule184}},                            // idle × bootstrap_requested
-		{Cands: []*fsm.Candidate{rule218}},                            // idle × bootstrap_ok
-		{Cands: []*fsm.Candidate{rule218}},                            // idle × bootstrap_bad_request
-		{Cands: []*fsm.Candidate{rule218}},                            // idle × bootstrap_unauthorized
-		{Cands: []*fsm.Candidate{rule187, rule195, rule200, rule205}}, // idle × upgrade_requested
-		{Cands: []*fsm.Candidate{rule218}},                            // idle × upgrade_accepted
-		{Cands: []*fsm.Candidate{rule218}},                            // idle × upgrade_bad_request
-		{Cands: []*fsm.Candidate{rule218}},                            // idle × version_refused
-		{Cands: []*fsm.Candidate{rule218}},                            // idle × auth_refused
-		{Cands: []*fsm.Candidate{rule218}},                            // idle × heartbeat
-		{Cands: []*fsm.Candidate{rule218}},                            // idle × frame_received
-		{Cands: []*fsm.Candidate{rule212}},                            // idle × heartbeat_interval
-		{Cands: []*fsm.Candidate{rule212}},                            // idle × read_deadline
-		{Cands: []*fsm.Candidate{rule215}},                            // idle × transport_lost
-		{Cands: []*fsm.Candidate{rule218}},                            // idle × superseded
-		{Cands: []*fsm.Candidate{rule218}},                            // idle × retired_close
-		{Cands: []*fsm.Candidate{rule218}},                            // idle × device_shutdown
-		{Cands: []*fsm.Candidate{rule209}},                            // idle × operator_shutdown
-		{Cands: []*fsm.Candidate{rule379}},                            // idle × cleanup_settled
-		{Cands: []*fsm.Candidate{rule379}},                            // idle × cleanup_failed
-		// bootstrapping
-		{Cands: []*fsm.Candidate{rule238}}, // bootstrapping × bootstrap_requested
-		{Cands: []*fsm.Candidate{rule223}}, // bootstrapping × bootstrap_ok
-		{Cands: []*fsm.Candidate{rule227}}, // bootstrapping × bootstrap_bad_request
-		{Cands: []*fsm.Candidate{rule231}}, // bootstrapping × bootstrap_unauthorized
-		{Cands: []*fsm.Candidate{rule238}}, // bootstrapping × upgrade_requested
-		{Cands: []*fsm.Candidate{rule238}}, // bootstrapping × upgrade_accepted
-		{Cands: []*fsm.Candidate{rule238}}, // bootstrapping × upgrade_bad_request
-		{Cands: []*fsm.Candidate{rule238}}, // bootstrapping × version_refused
-		{Cands: []*fsm.Candidate{rule238}}, // bootstrapping × auth_refused
-		{Cands: []*fsm.Candidate{rule238}}, // bootstrapping × heartbeat
-		{Cands: []*fsm.Candidate{rule238}}, // bootstrapping × frame_received
-		{Cands: []*fsm.Candidate{rule212}}, // bootstrapping × heartbeat_interval
-		{Cands: []*fsm.Candidate{rule212}}, // bootstrapping × read_deadline
-		{Cands: []*fsm.Candidate{rule235}}, // bootstrapping × transport_lost
-		{Cands: []*fsm.Candidate{rule238}}, // bootstrapping × superseded
-		{Cands: []*fsm.Candidate{rule238}}, // bootstrapping × retired_close
-		{Cands: []*fsm.Candidate{rule238}}, // bootstrapping × device_shutdown
-		{Cands: []*fsm.Candidate{rule209}}, // bootstrapping × operator_shutdown
-		{Cands: []*fsm.Candidate{rule379}}, // bootstrapping × cleanup_settled
-		{Cands: []*fsm.Candidate{rule379}}, // bootstrapping × cleanup_failed
-		// dialing
-		{Cands: []*fsm.Candidate{rule261}}, // dialing × bootstrap_requested
-		{Cands: []*fsm.Candidate{rule261}}, // dialing × bootstrap_ok
-		{Cands: []*fsm.Candidate{rule261}}, // dialing × bootstrap_bad_request
-		{Cands: []*fsm.Candidate{rule261}}, // dialing × bootstrap_unauthorized
-		{Cands: []*fsm.Candidate{rule261}}, // dialing × upgrade_requested
-		{Cands: []*fsm.Candidate{rule243}}, // dialing × upgrade_accepted
-		{Cands: []*fsm.Candidate{rule248}}, // dialing × upgrade_bad_request
-		{Cands: []*fsm.Candidate{rule252}}, // dialing × version_refused
-		{Cands: []*fsm.Candidate{rule257}}, // dialing × auth_refused
-		{Cands: []*fsm.Candidate{rule261}}, // dialing × heartbeat
-		{Cands: []*fsm.Candidate{rule261}}, // dialing × frame_received
-		{Cands: []*fsm.Candidate{rule212}}, // dialing × heartbeat_interval
-		{Cands: []*fsm.Candidate{rule212}}, // dialing × read_deadline
-		{Cands: []*fsm.Candidate{rule235}}, // dialing × transport_lost
-		{Cands: []*fsm.Candidate{rule261}}, // dialing × superseded
-		{Cands: []*fsm.Candidate{rule261}}, // dialing × retired_close
-		{Cands: []*fsm.Candidate{rule261}}, // dialing × device_shutdown
-		{Cands: []*fsm.Candidate{rule209}}, // dialing × operator_shutdown
-		{Cands: []*fsm.Candidate{rule379}}, // dialing × cleanup_settled
-		{Cands: []*fsm.Candidate{rule379}}, // dialing × cleanup_failed
-		// upgraded
-		{Cands: []*fsm.Candidate{rule348}},          // upgraded × bootstrap_requested
-		{Cands: []*fsm.Candidate{rule348}},          // upgraded × bootstrap_ok
-		{Cands: []*fsm.Candidate{rule348}},          // upgraded × bootstrap_bad_request
-		{Cands: []*fsm.Candidate{rule348}},          // upgraded × bootstrap_unauthorized
-		{Cands: []*fsm.Candidate{rule348}},          // upgraded × upgrade_requested
-		{Cands: []*fsm.Candidate{rule348}},          // upgraded × upgrade_accepted
-		{Cands: []*fsm.Candidate{rule348}},          // upgraded × upgrade_bad_request
-		{Cands: []*fsm.Candidate{rule348}},          // upgraded × version_refused
-		{Cands: []*fsm.Candidate{rule348}},          // upgraded × auth_refused
-		{Cands: []*fsm.Candidate{rule266, rule282}}, // upgraded × heartbeat
-		{Cands: []*fsm.Candidate{rule293}},          // upgraded × frame_received
-		{Cands: []*fsm.Candidate{rule304}},          // upgraded × heartbeat_interval
-		{Cands: []*fsm.Candidate{rule310}},          // upgraded × read_deadline
-		{Cands: []*fsm.Candidate{rule310}},          // upgraded × transport_lost
-		{Cands: []*fsm.Candidate{rule318}},          // upgraded × superseded
-		{Cands: []*fsm.Candidate{rule328}},          // upgraded × retired_close
-		{Cands: []*fsm.Candidate{rule342}},          // upgraded × device_shutdown
-		{Cands: []*fsm.Candidate{rule342}},          // upgraded × operator_shutdown
-		{Cands: []*fsm.Candidate{rule379}},          // upgraded × cleanup_settled
-		{Cands: []*fsm.Candidate{rule379}},          // upgraded × cleanup_failed
-		// live
-		{Cands: []*fsm.Candidate{rule348}},          // live × bootstrap_requested
-		{Cands: []*fsm.Candidate{rule348}},          // live × bootstrap_ok
-		{Cands: []*fsm.Candidate{rule348}},          // live × bootstrap_bad_request
-		{Cands: []*fsm.Candidate{rule348}},          // live × bootstrap_unauthorized
-		{Cands: []*fsm.Candidate{rule348}},          // live × upgrade_requested
-		{Cands: []*fsm.Candidate{rule348}},          // live × upgrade_accepted
-		{Cands: []*fsm.Candidate{rule348}},          // live × upgrade_bad_request
-		{Cands: []*fsm.Candidate{rule348}},          // live × version_refused
-		{Cands: []*fsm.Candidate{rule348}},          // live × auth_refused
-		{Cands: []*fsm.Candidate{rule274, rule282}}, // live × heartbeat
-		{Cands: []*fsm.Candidate{rule298}},          // live × frame_received
-		{Cands: []*fsm.Candidate{rule304}},          // live × heartbeat_interval
-		{Cands: []*fsm.Candidate{rule310}},          // live × read_deadline
-		{Cands: []*fsm.Candidate{rule310}},          // live × transport_lost
-		{Cands: []*fsm.Candidate{rule318}},          // live × superseded
-		{Cands: []*fsm.Candidate{rule328}},          // live × retired_close
-		{Cands: []*fsm.Candidate{rule342}},          // live × device_shutdown
-		{Cands: []*fsm.Candidate{rule342}},          // live × operator_shutdown
-		{Cands: []*fsm.Candidate{rule379}},          // live × cleanup_settled
-		{Cands: []*fsm.Candidate{rule379}},          // live × cleanup_failed
-		// shutting_down
-		{Cands: []*fsm.Candidate{rule348}},          // shutting_down × bootstrap_requested
-		{Cands: []*fsm.Candidate{rule348}},          // shutting_down × bootstrap_ok
-		{Cands: []*fsm.Candidate{rule348}},          // shutting_down × bootstrap_bad_request
-		{Cands: []*fsm.Candidate{rule348}},          // shutting_down × bootstrap_unauthorized
-		{Cands: []*fsm.Candidate{rule348}},          // shutting_down × upgrade_requested
-		{Cands: []*fsm.Candidate{rule348}},          // shutting_down × upgrade_accepted
-		{Cands: []*fsm.Candidate{rule348}},          // shutting_down × upgrade_bad_request
-		{Cands: []*fsm.Candidate{rule348}},          // shutting_down × version_refused
-		{Cands: []*fsm.Candidate{rule348}},          // shutting_down × auth_refused
-		{Cands: []*fsm.Candidate{rule274, rule282}}, // shutting_down × heartbeat
-		{Cands: []*fsm.Candidate{rule298}},          // shutting_down × frame_received
-		{Cands: []*fsm.Candidate{rule304}},          // shutting_down × heartbeat_interval
-		{Cands: []*fsm.Candidate{rule370}},          // shutting_down × read_deadline
-		{Cands: []*fsm.Candidate{rule363}},          // shutting_down × transport_lost
-		{Cands: []*fsm.Candidate{rule318}},          // shutting_down × superseded
-		{Cands: []*fsm.Candidate{rule328}},          // shutting_down × retired_close
-		{Cands: []*fsm.Candidate{rule374}},          // shutting_down × device_shutdown
-		{Cands: []*fsm.Candidate{rule374}},          // shutting_down × operator_shutdown
-		{Cands: []*fsm.Candidate{rule353}},          // shutting_down × cleanup_settled
-		{Cands: []*fsm.Candidate{rule359}},          // shutting_down × cleanup_failed
-		// stopped
-		{Cands: []*fsm.Candidate{rule387}}, // stopped × bootstrap_requested
-		{Cands: []*fsm.Candidate{rule387}}, // stopped × bootstrap_ok
-		{Cands: []*fsm.Candidate{rule387}}, // stopped × bootstrap_bad_request
-		{Cands: []*fsm.Candidate{rule387}}, // stopped × bootstrap_unauthorized
-		{Cands: []*fsm.Candidate{rule387}}, // stopped × upgrade_requested
-		{Cands: []*fsm.Candidate{rule387}}, // stopped × upgrade_accepted
-		{Cands: []*fsm.Candidate{rule387}}, // stopped × upgrade_bad_request
-		{Cands: []*fsm.Candidate{rule387}}, // stopped × version_refused
-		{Cands: []*fsm.Candidate{rule387}}, // stopped × auth_refused
-		{Cands: []*fsm.Candidate{rule384}}, // stopped × heartbeat
-		{Cands: []*fsm.Candidate{rule384}}, // stopped × frame_received
-		{Cands: []*fsm.Candidate{rule384}}, // stopped × heartbeat_interval
-		{Cands: []*fsm.Candidate{rule384}}, // stopped × read_deadline
-		{Cands: []*fsm.Candidate{rule384}}, // stopped × transport_lost
-		{Cands: []*fsm.Candidate{rule384}}, // stopped × superseded
-		{Cands: []*fsm.Candidate{rule384}}, // stopped × retired_close
-		{Cands: []*fsm.Candidate{rule384}}, // stopped × device_shutdown
-		{Cands: []*fsm.Candidate{rule384}}, // stopped × operator_shutdown
-		{Cands: []*fsm.Candidate{rule384}}, // stopped × cleanup_settled
-		{Cands: []*fsm.Candidate{rule384}}, // stopped × cleanup_failed
-		// cancelled
-		{Cands: []*fsm.Candidate{rule387}}, // cancelled × bootstrap_requested
-		{Cands: []*fsm.Candidate{rule387}}, // cancelled × bootstrap_ok
-		{Cands: []*fsm.Candidate{rule387}}, // cancelled × bootstrap_bad_request
-		{Cands: []*fsm.Candidate{rule387}}, // cancelled × bootstrap_unauthorized
-		{Cands: []*fsm.Candidate{rule387}}, // cancelled × upgrade_requested
-		{Cands: []*fsm.Candidate{rule387}}, // cancelled × upgrade_accepted
-		{Cands: []*fsm.Candidate{rule387}}, // cancelled × upgrade_bad_request
-		{Cands: []*fsm.Candidate{rule387}}, // cancelled × version_refused
-		{Cands: []*fsm.Candidate{rule387}}, // cancelled × auth_refused
-		{Cands: []*fsm.Candidate{rule384}}, // cancelled × heartbeat
-		{Cands: []*fsm.Candidate{rule384}}, // cancelled × frame_received
-		{Cands: []*fsm.Candidate{rule384}}, // cancelled × heartbeat_interval
-		{Cands: []*fsm.Candidate{rule384}}, // cancelled × read_deadline
-		{Cands: []*fsm.Candidate{rule384}}, // cancelled × transport_lost
-		{Cands: []*fsm.Candidate{rule384}}, // cancelled × superseded
-		{Cands: []*fsm.Candidate{rule384}}, // cancelled × retired_close
-		{Cands: []*fsm.Candidate{rule384}}, // cancelled × device_shutdown
-		{Cands: []*fsm.Candidate{rule384}}, // cancelled × operator_shutdown
-		{Cands: []*fsm.Candidate{rule384}}, // cancelled × cleanup_settled
-		{Cands: []*fsm.Candidate{rule384}}, // cancelled × cleanup_failed
-		// lost
-		{Cands: []*fsm.Candidate{rule387}}, // lost × bootstrap_requested
-		{Cands: []*fsm.Candidate{rule387}}, // lost × bootstrap_ok
-		{Cands: []*fsm.Candidate{rule387}}, // lost × bootstrap_bad_request
-		{Cands: []*fsm.Candidate{rule387}}, // lost × bootstrap_unauthorized
-		{Cands: []*fsm.Candidate{rule387}}, // lost × upgrade_requested
-		{Cands: []*fsm.Candidate{rule387}}, // lost × upgrade_accepted
-		{Cands: []*fsm.Candidate{rule387}}, // lost × upgrade_bad_request
-		{Cands: []*fsm.Candidate{rule387}}, // lost × version_refused
-		{Cands: []*fsm.Candidate{rule387}}, // lost × auth_refused
-		{Cands: []*fsm.Candidate{rule384}}, // lost × heartbeat
-		{Cands: []*fsm.Candidate{rule384}}, // lost × frame_received
-		{Cands: []*fsm.Candidate{rule384}}, // lost × heartbeat_interval
-		{Cands: []*fsm.Candidate{rule384}}, // lost × read_deadline
-		{Cands: []*fsm.Candidate{rule384}}, // lost × transport_lost
-		{Cands: []*fsm.Candidate{rule384}}, // lost × superseded
-		{Cands: []*fsm.Candidate{rule384}}, // lost × retired_close
-		{Cands: []*fsm.Candidate{rule384}}, // lost × device_shutdown
-		{Cands: []*fsm.Candidate{rule384}}, // lost × operator_shutdown
-		{Cands: []*fsm.Candidate{rule384}}, // lost × cleanup_settled
-		{Cands: []*fsm.Candidate{rule384}}, // lost × cleanup_failed
-		// replaced
-		{Cands: []*fsm.Candidate{rule387}}, // replaced × bootstrap_requested
-		{Cands: []*fsm.Candidate{rule387}}, // replaced × bootstrap_ok
-		{Cands: []*fsm.Candidate{rule387}}, // replaced × bootstrap_bad_request
-		{Cands: []*fsm.Candidate{rule387}}, // replaced × bootstrap_unauthorized
-		{Cands: []*fsm.Candidate{rule387}}, // replaced × upgrade_requested
-		{Cands: []*fsm.Candidate{rule387}}, // replaced × upgrade_accepted
-		{Cands: []*fsm.Candidate{rule387}}, // replaced × upgrade_bad_request
-		{Cands: []*fsm.Candidate{rule387}}, // replaced × version_refused
-		{Cands: []*fsm.Candidate{rule387}}, // replaced × auth_refused
-		{Cands: []*fsm.Candidate{rule384}}, // replaced × heartbeat
-		{Cands: []*fsm.Candidate{rule384}}, // replaced × frame_received
-		{Cands: []*fsm.Candidate{rule384}}, // replaced × heartbeat_interval
-		{Cands: []*fsm.Candidate{rule384}}, // replaced × read_deadline
-		{Cands: []*fsm.Candidate{rule384}}, // replaced × transport_lost
-		{Cands: []*fsm.Candidate{rule384}}, // replaced × superseded
-		{Cands: []*fsm.Candidate{rule384}}, // replaced × retired_close
-		{Cands: []*fsm.Candidate{rule384}}, // replaced × device_shutdown
-		{Cands: []*fsm.Candidate{rule384}}, // replaced × operator_shutdown
-		{Cands: []*fsm.Candidate{rule384}}, // replaced × cleanup_settled
-		{Cands: []*fsm.Candidate{rule384}}, // replaced × cleanup_failed
-		// request_rejected
-		{Cands: []*fsm.Candidate{rule387}}, // request_rejected × bootstrap_requested
-		{Cands: []*fsm.Candidate{rule387}}, // request_rejected × bootstrap_ok
-		{Cands: []*fsm.Candidate{rule387}}, // request_rejected × bootstrap_bad_request
-		{Cands: []*fsm.Candidate{rule387}}, // request_rejected × bootstrap_unauthorized
-		{Cands: []*fsm.Candidate{rule387}}, // request_rejected × upgrade_requested
-		{Cands: []*fsm.Candidate{rule387}}, // request_rejected × upgrade_accepted
-		{Cands: []*fsm.Candidate{rule387}}, // request_rejected × upgrade_bad_request
-		{Cands: []*fsm.Candidate{rule387}}, // request_rejected × version_refused
-		{Cands: []*fsm.Candidate{rule387}}, // request_rejected × auth_refused
-		{Cands: []*fsm.Candidate{rule384}}, // request_rejected × heartbeat
-		{Cands: []*fsm.Candidate{rule384}}, // request_rejected × frame_received
-		{Cands: []*fsm.Candidate{rule384}}, // request_rejected × heartbeat_interval
-		{Cands: []*fsm.Candidate{rule384}}, // request_rejected × read_deadline
-		{Cands: []*fsm.Candidate{rule384}}, // request_rejected × transport_lost
-		{Cands: []*fsm.Candidate{rule384}}, // request_rejected × superseded
-		{Cands: []*fsm.Candidate{rule384}}, // request_rejected × retired_close
-		{Cands: []*fsm.Candidate{rule384}}, // request_rejected × device_shutdown
-		{Cands: []*fsm.Candidate{rule384}}, // request_rejected × operator_shutdown
-		{Cands: []*fsm.Candidate{rule384}}, // request_rejected × cleanup_settled
-		{Cands: []*fsm.Candidate{rule384}}, // request_rejected × cleanup_failed
-		// version_rejected
-		{Cands: []*fsm.Candidate{rule387}}, // version_rejected × bootstrap_requested
-		{Cands: []*fsm.Candidate{rule387}}, // version_rejected × bootstrap_ok
-		{Cands: []*fsm.Candidate{rule387}}, // version_rejected × bootstrap_bad_request
-		{Cands: []*fsm.Candidate{rule387}}, // version_rejected × bootstrap_unauthorized
-		{Cands: []*fsm.Candidate{rule387}}, // version_rejected × upgrade_requested
-		{Cands: []*fsm.Candidate{rule387}}, // version_rejected × upgrade_accepted
-		{Cands: []*fsm.Candidate{rule387}}, // version_rejected × upgrade_bad_request
-		{Cands: []*fsm.Candidate{rule387}}, // version_rejected × version_refused
-		{Cands: []*fsm.Candidate{rule387}}, // version_rejected × auth_refused
-		{Cands: []*fsm.Candidate{rule384}}, // version_rejected × heartbeat
-		{Cands: []*fsm.Candidate{rule384}}, // version_rejected × frame_received
-		{Cands: []*fsm.Candidate{rule384}}, // version_rejected × heartbeat_interval
-		{Cands: []*fsm.Candidate{rule384}}, // version_rejected × read_deadline
-		{Cands: []*fsm.Candidate{rule384}}, // version_rejected × transport_lost
-		{Cands: []*fsm.Candidate{rule384}}, // version_rejected × superseded
-		{Cands: []*fsm.Candidate{rule384}}, // version_rejected × retired_close
-		{Cands: []*fsm.Candidate{rule384}}, // version_rejected × device_shutdown
-		{Cands: []*fsm.Candidate{rule384}}, // version_rejected × operator_shutdown
-		{Cands: []*fsm.Candidate{rule384}}, // version_rejected × cleanup_settled
-		{Cands: []*fsm.Candidate{rule384}}, // version_rejected × cleanup_failed
-		// auth_rejected
-		{Cands: []*fsm.Candidate{rule387}}, // auth_rejected × bootstrap_requested
-		{Cands: []*fsm.Candidate{rule387}}, // auth_rejected × bootstrap_ok
-		{Cands: []*fsm.Candidate{rule387}}, // auth_rejected × bootstrap_bad_request
-		{Cands: []*fsm.Candidate{rule387}}, // auth_rejected × bootstrap_unauthorized
-		{Cands: []*fsm.Candidate{rule387}}, // auth_rejected × upgrade_requested
-		{Cands: []*fsm.Candidate{rule387}}, // auth_rejected × upgrade_accepted
-		{Cands: []*fsm.Candidate{rule387}}, // auth_rejected × upgrade_bad_request
-		{Cands: []*fsm.Candidate{rule387}}, // auth_rejected × version_refused
-		{Cands: []*fsm.Candidate{rule387}}, // auth_rejected × auth_refused
-		{Cands: []*fsm.Candidate{rule384}}, // auth_rejected × heartbeat
-		{Cands: []*fsm.Candidate{rule384}}, // auth_rejected × frame_received
-		{Cands: []*fsm.Candidate{rule384}}, // auth_rejected × heartbeat_interval
-		{Cands: []*fsm.Candidate{rule384}}, // auth_rejected × read_deadline
-		{Cands: []*fsm.Candidate{rule384}}, // auth_rejected × transport_lost
-		{Cands: []*fsm.Candidate{rule384}}, // auth_rejected × superseded
-		{Cands: []*fsm.Candidate{rule384}}, // auth_rejected × retired_close
-		{Cands: []*fsm.Candidate{rule384}}, // auth_rejected × device_shutdown
-		{Cands: []*fsm.Candidate{rule384}}, // auth_rejected × operator_shutdown
-		{Cands: []*fsm.Candidate{rule384}}, // auth_rejected × cleanup_settled
-		{Cands: []*fsm.Candidate{rule384}}, // auth_rejected × cleanup_failed
-		// retired
-		{Cands: []*fsm.Candidate{rule387}}, // retired × bootstrap_requested
-		{Cands: []*fsm.Candidate{rule387}}, // retired × bootstrap_ok
-		{Cands: []*fsm.Candidate{rule387}}, // retired × bootstrap_bad_request
-		{Cands: []*fsm.Candidate{rule387}}, // retired × bootstrap_unauthorized
-		{Cands: []*fsm.Candidate{rule387}}, // retired × upgrade_requested
-		{Cands: []*fsm.Candidate{rule387}}, // retired × upgrade_accepted
-		{Cands: []*fsm.Candidate{rule387}}, // retired × upgrade_bad_request
-		{Cands: []*fsm.Candidate{rule387}}, // retired × version_refused
-		{Cands: []*fsm.Candidate{rule387}}, // retired × auth_refused
-		{Cands: []*fsm.Candidate{rule384}}, // retired × heartbeat
-		{Cands: []*fsm.Candidate{rule384}}, // retired × frame_received
-		{Cands: []*fsm.Candidate{rule384}}, // retired × heartbeat_interval
-		{Cands: []*fsm.Candidate{rule384}}, // retired × read_deadline
-		{Cands: []*fsm.Candidate{rule384}}, // retired × transport_lost
-		{Cands: []*fsm.Candidate{rule384}}, // retired × superseded
-		{Cands: []*fsm.Candidate{rule384}}, // retired × retired_close
-		{Cands: []*fsm.Candidate{rule384}}, // retired × device_shutdown
-		{Cands: []*fsm.Candidate{rule384}}, // retired × operator_shutdown
-		{Cands: []*fsm.Candidate{rule384}}, // retired × cleanup_settled
-		{Cands: []*fsm.Candidate{rule384}}, // retired × cleanup_failed
+	Rules: []fsm.Rule{
+		{ID: "idle_bootstrap_requested", From: "idle", On: "bootstrap_requested", To: "bootstrapping"},
+		{ID: "idle_upgrade_requested_if_params_missing", From: "idle", On: "upgrade_requested", Guard: "params_missing", To: "request_rejected", Effects: "core: do refuse_upgrade"},
+		{ID: "idle_upgrade_requested_if_version_mismatch", From: "idle", On: "upgrade_requested", Guard: "version_mismatch", To: "version_rejected", Effects: "core: do refuse_upgrade"},
+		{ID: "idle_upgrade_requested_if_credential_refused", From: "idle", On: "upgrade_requested", Guard: "credential_refused", To: "auth_rejected", Effects: "core: do refuse_upgrade"},
+		{ID: "idle_upgrade_requested", From: "idle", On: "upgrade_requested", To: "upgraded", Effects: "core: start read_deadline, core: do replace_previous, runtime: start heartbeat_interval"},
+		{ID: "idle_operator_shutdown", From: "idle, bootstrapping, dialing", On: "operator_shutdown", To: "cancelled"},
+		{ID: "idle_heartbeat_interval", From: "idle, bootstrapping, dialing", On: "heartbeat_interval, read_deadline", Ignore: "neither the heartbeat interval nor the read deadline runs without an open connection"},
+		{ID: "idle_transport_lost", From: "idle", On: "transport_lost", Ignore: "there is no connection to lose"},
+		{ID: "idle_any", From: "idle", On: "*", Reject: "nothing was requested; the supervisor must bootstrap first"},
+		{ID: "bootstrapping_bootstrap_ok", From: "bootstrapping", On: "bootstrap_ok", To: "dialing", Effects: "runtime: do dial_websocket"},
+		{ID: "bootstrapping_bootstrap_bad_request", From: "bootstrapping", On: "bootstrap_bad_request", To: "request_rejected", Effects: "runtime: do require_operator"},
+		{ID: "bootstrapping_bootstrap_unauthorized", From: "bootstrapping", On: "bootstrap_unauthorized", To: "auth_rejected", Effects: "runtime: do require_operator"},
+		{ID: "bootstrapping_transport_lost", From: "bootstrapping, dialing", On: "transport_lost", To: "lost"},
+		{ID: "bootstrapping_any", From: "bootstrapping", On: "*", Reject: "the bootstrap answer has not arrived"},
+		{ID: "dialing_upgrade_accepted", From: "dialing", On: "upgrade_accepted", To: "upgraded", Effects: "runtime: send heartbeat, runtime: start heartbeat_interval, core: start read_deadline"},
+		{ID: "dialing_upgrade_bad_request", From: "dialing", On: "upgrade_bad_request", To: "request_rejected", Effects: "runtime: do require_operator"},
+		{ID: "dialing_version_refused", From: "dialing", On: "version_refused", To: "version_rejected", Effects: "runtime: do require_operator"},
+		{ID: "dialing_auth_refused", From: "dialing", On: "auth_refused", To: "auth_rejected", Effects: "runtime: do require_operator"},
+		{ID: "dialing_any", From: "dialing", On: "*", Reject: "the upgrade has not been answered"},
+		{ID: "upgraded_heartbeat_if_valid_declaration", From: "upgraded", On: "heartbeat", Guard: "valid_declaration", To: "live", Effects: "core: stop read_deadline, core: start read_deadline, core: do record_capabilities"},
+		{ID: "live_heartbeat_if_valid_declaration", From: "live, shutting_down", On: "heartbeat", Guard: "valid_declaration", To: "same", Effects: "core: stop read_deadline, core: start read_deadline, core: do record_capabilities"},
+		{ID: "upgraded_heartbeat", From: "upgraded, live, shutting_down", On: "heartbeat", To: "lost", Effects: "runtime: stop heartbeat_interval, core: stop read_deadline, core: do clear_admission_snapshot, core: do close_transport, do drop_connection_state"},
+		{ID: "upgraded_frame_received", From: "upgraded", On: "frame_received", Reject: "only a heartbeat may open the exchange; capabilities are unknown until then"},
+		{ID: "live_frame_received", From: "live, shutting_down", On: "frame_received", To: "same", Effects: "core: stop read_deadline, core: start read_deadline"},
+		{ID: "upgraded_heartbeat_interval", From: "upgraded, live, shutting_down", On: "heartbeat_interval", To: "same", Effects: "runtime: send heartbeat, runtime: start heartbeat_interval"},
+		{ID: "upgraded_read_deadline", From: "upgraded, live", On: "read_deadline, transport_lost", To: "lost", Effects: "runtime: stop heartbeat_interval, core: stop read_deadline, core: do close_transport, do drop_connection_state"},
+		{ID: "upgraded_superseded", From: "upgraded, live, shutting_down", On: "superseded", To: "replaced", Effects: "runtime: stop heartbeat_interval, core: stop read_deadline, core: do evict_routes, core: do close_transport"},
+		{ID: "upgraded_retired_close", From: "upgraded, live, shutting_down", On: "retired_close", To: "retired", Effects: "runtime: stop heartbeat_interval, core: stop read_deadline, core: do evict_routes, core: do close_transport, do drop_connection_state, runtime: do require_operator"},
+		{ID: "upgraded_device_shutdown", From: "upgraded, live", On: "device_shutdown, operator_shutdown", To: "shutting_down", Effects: "runtime: do close_executors"},
+		{ID: "upgraded_bootstrap_requested", From: "upgraded, live, shutting_down", On: "bootstrap_requested, bootstrap_ok, bootstrap_bad_request, bootstrap_unauthorized, upgrade_requested, upgrade_accepted, upgrade_bad_request, version_refused, auth_refused", Reject: "the upgrade was already accepted on this connection"},
+		{ID: "shutting_down_cleanup_settled", From: "shutting_down", On: "cleanup_settled", To: "stopped", Effects: "runtime: stop heartbeat_interval, core: stop read_deadline, do close_transport, do drop_connection_state"},
+		{ID: "shutting_down_cleanup_failed", From: "shutting_down", On: "cleanup_failed", To: "shutting_down", Effects: "runtime: do retain_failed_targets"},
+		{ID: "shutting_down_transport_lost", From: "shutting_down", On: "transport_lost", To: "stopped", Effects: "runtime: stop heartbeat_interval, core: stop read_deadline, do drop_connection_state"},
+		{ID: "shutting_down_read_deadline", From: "shutting_down", On: "read_deadline", To: "lost", Effects: "runtime: stop heartbeat_interval, core: do close_transport, do drop_connection_state"},
+		{ID: "shutting_down_device_shutdown", From: "shutting_down", On: "device_shutdown, operator_shutdown", Ignore: "shutdown is already in progress"},
+		{ID: "idle_cleanup_settled", From: "idle, bootstrapping, dialing, upgraded, live", On: "cleanup_settled, cleanup_failed", Reject: "no shutdown was requested on this connection"},
+		{ID: "stopped_heartbeat_interval", From: "stopped, cancelled, lost, replaced, request_rejected, version_rejected, auth_rejected, retired", On: "heartbeat_interval, read_deadline, transport_lost, superseded, retired_close, heartbeat, frame_received, cleanup_settled, cleanup_failed, device_shutdown, operator_shutdown", Ignore: "the connection is over; late frames, timers and closes change nothing"},
+		{ID: "stopped_any", From: "stopped, cancelled, lost, replaced, request_rejected, version_rejected, auth_rejected, retired", On: "*", Reject: "this connection is over; a new connection is a new instance"},
 	},
+	Lines: []int{184, 187, 195, 200, 205, 209, 212, 215, 218, 223, 227, 231, 235, 238, 243, 248, 252, 257, 261, 266, 274, 282, 293, 298, 304, 310, 318, 328, 342, 348, 353, 359, 363, 370, 374, 379, 384, 387},
 })
 
-// Step is what one event did: the engine's fsm.Step, a read-only view of the table candidate that
-// handled it, with typed accessors. The zero Step, returned for an invalid state or event, reports
-// zero values.
-type Step struct {
-	s fsm.Step
-}
-
-// From is the state the event arrived in.
-func (s Step) From() State {
-	return State(s.s.From())
-}
-
-// Event is the event that was handled.
-func (s Step) Event() Event {
-	return Event(s.s.Event())
-}
-
-// To is the state after the step; it equals From unless the disposition is fsm.Moved.
-func (s Step) To() State {
-	return State(s.s.To())
-}
-
-// Guard is the guard that selected the candidate, or 0 for the cell's fallback.
-func (s Step) Guard() Guard {
-	return Guard(s.s.Guard())
-}
-
-// Disposition says whether the step moved, stayed, ignored or rejected the event.
-func (s Step) Disposition() fsm.Disposition {
-	return s.s.Disposition()
-}
-
-// Effects lists what the step asks of both peers, in spec order (a peer keeps those its role
-// performs); nil unless the step moved or stayed. Their IDs convert to this package's enums and
-// Table.EffectString renders one as the spec writes it. The slice is shared: do not modify it.
-func (s Step) Effects() []fsm.Effect {
-	return s.s.Effects()
-}
-
-// Reason is the spec's reason for an ignored or rejected event, or "".
-func (s Step) Reason() string {
-	return s.s.Reason()
-}
-
-// Line is the line of the spec rule behind the step.
-func (s Step) Line() int {
-	return s.s.Line()
-}
+// Step is what one event did: a read-only view of the table candidate that handled it, with From,
+// Event, To and Guard typed as this package's enums (fsm.StepOf) and Disposition, Effects, Reason,
+// Rule and Line from fsm.Step. Effects are shared: do not modify them. The zero Step, returned for
+// an invalid state or event, reports zero values.
+type Step = fsm.StepOf[State, Event, Guard]
 
 // Transition is the pure transition function. It selects the candidate of the (s, e) cell whose
 // guard is in held (or the fallback) and returns the step with its effects. It changes nothing,
@@ -1096,7 +437,7 @@ func (s Step) Line() int {
 // the zero Step and a *fsm.InvalidError.
 func Transition(s State, e Event, held GuardSet) (Step, error) {
 	st, err := Table.Transition(fsm.StateID(s), fsm.EventID(e), fsm.GuardSet(held))
-	return Step{st}, err
+	return Step{Step: st}, err
 }
 
 // CoreHooks is what a Core peer implements to run the connection machine: one method per guard it

@@ -21,7 +21,6 @@ package input
 
 import (
 	"github.com/agentwire/agentwire/fsm"
-	"strconv"
 	"time"
 )
 
@@ -73,63 +72,19 @@ const (
 )
 
 // String returns the spec name, or State(n) for a value outside the enum.
-func (v State) String() string {
-	if v.Valid() {
-		return Table.States[v-1].Name
-	}
-	return "State(" + strconv.Itoa(int(v)) + ")"
-}
+func (v State) String() string { return Table.DeclName(fsm.DeclState, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v State) Valid() bool {
-	return v >= 1 && v <= StateUnknown
-}
+func (v State) Valid() bool { return v >= 1 && v <= StateUnknown }
 
 // ParseState returns the state with the given spec name.
-func ParseState(name string) (State, error) {
-	switch name {
-	case "pending":
-		return StatePending, nil
-	case "sent":
-		return StateSent, nil
-	case "write_complete":
-		return StateWriteComplete, nil
-	case "refusing":
-		return StateRefusing, nil
-	case "written":
-		return StateWritten, nil
-	case "settling":
-		return StateSettling, nil
-	case "draining":
-		return StateDraining, nil
-	case "unconfirmed":
-		return StateUnconfirmed, nil
-	case "accepted":
-		return StateAccepted, nil
-	case "rejected":
-		return StateRejected, nil
-	case "unknown":
-		return StateUnknown, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "state name",
-	}
-}
+func ParseState(name string) (State, error) { return fsm.As[State](Table.Parse(fsm.DeclState, name)) }
 
 // Outcome classifies a terminal state; it is fsm.OutcomeNone for the others.
-func (v State) Outcome() fsm.Outcome {
-	if !v.Valid() {
-		return fsm.OutcomeNone
-	}
-	return Table.States[v-1].Outcome
-}
+func (v State) Outcome() fsm.Outcome { return Table.StateOf(fsm.StateID(v)).Outcome }
 
 // Terminal reports whether the lifecycle has settled in v.
-func (v State) Terminal() bool {
-	return v.Outcome() != fsm.OutcomeNone
-}
+func (v State) Terminal() bool { return v.Outcome() != fsm.OutcomeNone }
 
 // Event is an input of the input machine (a wire message, a timer expiry or a local happening);
 // its values are the fsm.EventID of Table.
@@ -186,102 +141,30 @@ const (
 )
 
 // String returns the spec name, or Event(n) for a value outside the enum.
-func (v Event) String() string {
-	if v.Valid() {
-		return Table.Events[v-1].Name
-	}
-	return "Event(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Event) String() string { return Table.DeclName(fsm.DeclEvent, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Event) Valid() bool {
-	return v >= 1 && v <= EventRunSettled
-}
+func (v Event) Valid() bool { return v >= 1 && v <= EventRunSettled }
 
 // ParseEvent returns the event with the given spec name.
-func ParseEvent(name string) (Event, error) {
-	switch name {
-	case "prompt_steer":
-		return EventPromptSteer, nil
-	case "send_failed":
-		return EventSendFailed, nil
-	case "native_write_done":
-		return EventNativeWriteDone, nil
-	case "native_accepted":
-		return EventNativeAccepted, nil
-	case "input_refused":
-		return EventInputRefused, nil
-	case "ack_written":
-		return EventAckWritten, nil
-	case "ack_accepted":
-		return EventAckAccepted, nil
-	case "ack_rejected":
-		return EventAckRejected, nil
-	case "receipt_send_failed":
-		return EventReceiptSendFailed, nil
-	case "written_wait":
-		return EventWrittenWait, nil
-	case "native_write":
-		return EventNativeWrite, nil
-	case "receipt_send":
-		return EventReceiptSend, nil
-	case "drain_wait":
-		return EventDrainWait, nil
-	case "run_completing":
-		return EventRunCompleting, nil
-	case "connection_lost":
-		return EventConnectionLost, nil
-	case "run_settled":
-		return EventRunSettled, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "event name",
-	}
-}
+func ParseEvent(name string) (Event, error) { return fsm.As[Event](Table.Parse(fsm.DeclEvent, name)) }
 
 // Kind says whether v is a wire message, a timer expiry or a local event.
-func (v Event) Kind() fsm.EventKind {
-	if !v.Valid() {
-		return 0
-	}
-	return Table.Events[v-1].Kind
-}
+func (v Event) Kind() fsm.EventKind { return Table.EventOf(fsm.EventID(v)).Kind }
 
 // Role is the sender of a message event, the owner of a timer or the observer of a local event.
-func (v Event) Role() fsm.Role {
-	if !v.Valid() {
-		return 0
-	}
-	return Table.Events[v-1].Role
-}
+func (v Event) Role() fsm.Role { return Table.EventOf(fsm.EventID(v)).Role }
 
 // Message is the wire type of a message event, or 0. Several events may share one wire type (a
 // status frame with different states).
-func (v Event) Message() Message {
-	if !v.Valid() {
-		return 0
-	}
-	return Message(Table.Events[v-1].Message)
-}
+func (v Event) Message() Message { return Message(Table.EventOf(fsm.EventID(v)).Message) }
 
 // FailedSend is the local event a sender fires instead of v when its write of v failed (the frame
 // is possibly delivered), or 0 for events that are not messages.
-func (v Event) FailedSend() Event {
-	if !v.Valid() {
-		return 0
-	}
-	return Event(Table.Events[v-1].FailedSend)
-}
+func (v Event) FailedSend() Event { return Event(Table.EventOf(fsm.EventID(v)).FailedSend) }
 
 // Timer is the timer whose expiry v is, or 0.
-func (v Event) Timer() Timer {
-	if !v.Valid() {
-		return 0
-	}
-	return Timer(Table.Events[v-1].Timer)
-}
+func (v Event) Timer() Timer { return Timer(Table.EventOf(fsm.EventID(v)).Timer) }
 
 // Timer is a named timer; its values are the fsm.TimerID of Table. Arming and disarming are
 // effects; expiry is the event of the same name.
@@ -301,52 +184,19 @@ const (
 )
 
 // String returns the spec name, or Timer(n) for a value outside the enum.
-func (v Timer) String() string {
-	if v.Valid() {
-		return Table.Timers[v-1].Name
-	}
-	return "Timer(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Timer) String() string { return Table.DeclName(fsm.DeclTimer, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Timer) Valid() bool {
-	return v >= 1 && v <= TimerDrainWait
-}
+func (v Timer) Valid() bool { return v >= 1 && v <= TimerDrainWait }
 
 // ParseTimer returns the timer with the given spec name.
-func ParseTimer(name string) (Timer, error) {
-	switch name {
-	case "written_wait":
-		return TimerWrittenWait, nil
-	case "native_write":
-		return TimerNativeWrite, nil
-	case "receipt_send":
-		return TimerReceiptSend, nil
-	case "drain_wait":
-		return TimerDrainWait, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "timer name",
-	}
-}
+func ParseTimer(name string) (Timer, error) { return fsm.As[Timer](Table.Parse(fsm.DeclTimer, name)) }
 
 // Duration is how long the timer runs once armed.
-func (v Timer) Duration() time.Duration {
-	if !v.Valid() {
-		return 0
-	}
-	return Table.Timers[v-1].Duration
-}
+func (v Timer) Duration() time.Duration { return Table.TimerOf(fsm.TimerID(v)).Duration }
 
 // Event is the event to fire when the timer expires.
-func (v Timer) Event() Event {
-	if !v.Valid() {
-		return 0
-	}
-	return Event(Table.Timers[v-1].Event)
-}
+func (v Timer) Event() Event { return Event(Table.TimerOf(fsm.TimerID(v)).Event) }
 
 // Guard is a predicate a peer evaluates through its hooks; its values are the fsm.GuardID of
 // Table.
@@ -362,45 +212,22 @@ const (
 )
 
 // String returns the spec name, or Guard(n) for a value outside the enum.
-func (v Guard) String() string {
-	if v.Valid() {
-		return Table.Guards[v-1]
-	}
-	return "Guard(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Guard) String() string { return Table.DeclName(fsm.DeclGuard, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Guard) Valid() bool {
-	return v >= 1 && v <= GuardUnknownCode
-}
+func (v Guard) Valid() bool { return v >= 1 && v <= GuardUnknownCode }
 
 // ParseGuard returns the guard with the given spec name.
-func ParseGuard(name string) (Guard, error) {
-	switch name {
-	case "retryable_code":
-		return GuardRetryableCode, nil
-	case "unknown_code":
-		return GuardUnknownCode, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "guard name",
-	}
-}
+func ParseGuard(name string) (Guard, error) { return fsm.As[Guard](Table.Parse(fsm.DeclGuard, name)) }
 
 // GuardSet is the set of guards that hold, for Transition; it has the layout of fsm.GuardSet.
 type GuardSet fsm.GuardSet
 
 // With returns s with g added.
-func (s GuardSet) With(g Guard) GuardSet {
-	return GuardSet(fsm.GuardSet(s).With(fsm.GuardID(g)))
-}
+func (s GuardSet) With(g Guard) GuardSet { return GuardSet(fsm.GuardSet(s).With(fsm.GuardID(g))) }
 
 // Has reports whether g is in s.
-func (s GuardSet) Has(g Guard) bool {
-	return fsm.GuardSet(s).Has(fsm.GuardID(g))
-}
+func (s GuardSet) Has(g Guard) bool { return fsm.GuardSet(s).Has(fsm.GuardID(g)) }
 
 // Action is a local effect a peer performs through its hooks; its values are the fsm.ActionID of
 // Table.
@@ -430,41 +257,14 @@ const (
 )
 
 // String returns the spec name, or Action(n) for a value outside the enum.
-func (v Action) String() string {
-	if v.Valid() {
-		return Table.Actions[v-1]
-	}
-	return "Action(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Action) String() string { return Table.DeclName(fsm.DeclAction, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Action) Valid() bool {
-	return v >= 1 && v <= ActionPublishDone
-}
+func (v Action) Valid() bool { return v >= 1 && v <= ActionPublishDone }
 
 // ParseAction returns the action with the given spec name.
 func ParseAction(name string) (Action, error) {
-	switch name {
-	case "write_native":
-		return ActionWriteNative, nil
-	case "advance_cursor":
-		return ActionAdvanceCursor, nil
-	case "keep_for_retry":
-		return ActionKeepForRetry, nil
-	case "record_rejection":
-		return ActionRecordRejection, nil
-	case "mark_unknown":
-		return ActionMarkUnknown, nil
-	case "settle_late":
-		return ActionSettleLate, nil
-	case "publish_done":
-		return ActionPublishDone, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "action name",
-	}
+	return fsm.As[Action](Table.Parse(fsm.DeclAction, name))
 }
 
 // Message is a wire type the machine sends or observes; its values are the fsm.MessageID of Table.
@@ -478,208 +278,21 @@ const (
 )
 
 // String returns the spec name, or Message(n) for a value outside the enum.
-func (v Message) String() string {
-	if v.Valid() {
-		return Table.Messages[v-1]
-	}
-	return "Message(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Message) String() string { return Table.DeclName(fsm.DeclMessage, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Message) Valid() bool {
-	return v >= 1 && v <= MessagePromptSteerAck
-}
+func (v Message) Valid() bool { return v >= 1 && v <= MessagePromptSteerAck }
 
 // ParseMessage returns the message with the given spec name.
 func ParseMessage(name string) (Message, error) {
-	switch name {
-	case "prompt_steer":
-		return MessagePromptSteer, nil
-	case "prompt_steer_ack":
-		return MessagePromptSteerAck, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "message name",
-	}
+	return fsm.As[Message](Table.Parse(fsm.DeclMessage, name))
 }
 
-// The candidates of Table, one per rule of spec/input.yaml and shared by every cell the rule
-// covers (a rule that lists its own target among its sources is two: a move from the others and an
-// internal transition in the target).
-var (
-	rule145 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateSent), Line: 145, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
-		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionWriteNative)},
-	}}
-	rule152 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateSent), Line: 152, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
-		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
-	}}
-	rule158 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no deadline runs while the input is queued", Line: 158}
-	rule161 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the input was never sent", Line: 161}
-	rule165 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no prompt_steer is in flight for this input ID", Line: 165}
-	rule170 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateWriteComplete), Line: 170, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
-		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
-		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePromptSteerAck)},
-	}}
-	rule174 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRefusing), Line: 174, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
-		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
-		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePromptSteerAck)},
-	}}
-	rule179 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRefusing), Line: 179, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
-		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
-		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePromptSteerAck)},
-	}}
-	rule183 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateDraining), Line: 183, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
-		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerDrainWait)},
-	}}
-	rule189 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateWritten), Line: 189, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
-	}}
-	rule193 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnconfirmed), Line: 193, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
-	}}
-	rule199 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "consumption cannot be confirmed before the native write completes", Line: 199}
-	rule202 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 202, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
-	}}
-	rule206 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no receipt is being sent and no drain runs while the native write runs", Line: 206}
-	rule211 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateWritten), Line: 211, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
-	}}
-	rule217 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateSettling), Line: 217, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
-		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
-		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePromptSteerAck)},
-	}}
-	rule221 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateDraining), Line: 221, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
-		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerDrainWait)},
-	}}
-	rule225 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the native write already completed and no drain runs yet", Line: 225}
-	rule230 = &fsm.Candidate{Guard: fsm.GuardID(GuardRetryableCode), Disp: fsm.Moved, To: fsm.StateID(StatePending), Line: 230, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
-	}}
-	rule235 = &fsm.Candidate{Guard: fsm.GuardID(GuardUnknownCode), Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 235, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
-	}}
-	rule240 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 240, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
-	}}
-	rule244 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 244, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
-	}}
-	rule249 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the input was refused before its native write completed", Line: 249}
-	rule252 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the outcome is already being reported", Line: 252}
-	rule255 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the receipt send already bounds the wait before done", Line: 255}
-	rule259 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "only the receipt send budget runs here", Line: 259}
-	rule264 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAccepted), Line: 264, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerDrainWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionAdvanceCursor)},
-	}}
-	rule273 = &fsm.Candidate{Guard: fsm.GuardID(GuardRetryableCode), Disp: fsm.Moved, To: fsm.StateID(StatePending), Line: 273, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionKeepForRetry)},
-	}}
-	rule278 = &fsm.Candidate{Guard: fsm.GuardID(GuardUnknownCode), Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 278, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerDrainWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
-	}}
-	rule288 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 288, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerDrainWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordRejection)},
-	}}
-	rule299 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the input is already in flight; there is no automatic redelivery", Line: 299}
-	rule302 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no prompt_steer is being sent; the input is already in flight", Line: 302}
-	rule307 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateSettling), Line: 307, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
-		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePromptSteerAck)},
-	}}
-	rule311 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateDraining), Line: 311, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerDrainWait)},
-	}}
-	rule315 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 315, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
-	}}
-	rule319 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the write phase was already confirmed", Line: 319}
-	rule322 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the native write already completed and no receipt is being sent", Line: 322}
-	rule325 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no write, send or drain deadline is running", Line: 325}
-	rule330 = &fsm.Candidate{Disp: fsm.Stayed, Line: 330, Effects: []fsm.Effect{
-		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePromptSteerAck)},
-	}}
-	rule335 = &fsm.Candidate{Disp: fsm.Stayed, Line: 335, Effects: []fsm.Effect{
-		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePromptSteerAck)},
-	}}
-	rule339 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 339, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerDrainWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionPublishDone)},
-	}}
-	rule345 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the drain is already running and its budget is the only deadline", Line: 345}
-	rule350 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateWritten), Line: 350, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleLate)},
-	}}
-	rule354 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAccepted), Line: 354, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleLate)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionAdvanceCursor)},
-	}}
-	rule358 = &fsm.Candidate{Guard: fsm.GuardID(GuardRetryableCode), Disp: fsm.Moved, To: fsm.StateID(StatePending), Line: 358, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleLate)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionKeepForRetry)},
-	}}
-	rule364 = &fsm.Candidate{Guard: fsm.GuardID(GuardUnknownCode), Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 364, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleLate)},
-	}}
-	rule371 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 371, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleLate)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordRejection)},
-	}}
-	rule375 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 375}
-	rule379 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "Core's view only; the Runtime's phases and deadlines do not reach it", Line: 379}
-	rule384 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the input was never sent on this connection; it stays in Core's durable queue", Line: 384}
-	rule387 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 387, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerWrittenWait)},
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerNativeWrite)},
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiptSend)},
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerDrainWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
-	}}
-	rule400 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the input outcome is settled; late frames and deadlines change nothing", Line: 400}
-	rule405 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the input ID is settled; a new input needs a new input ID", Line: 405}
-)
-
-// Table is the input machine as the engine runs it, sealed: every (state, event) cell lists its
-// candidates in the order they are tried, the unguarded fallback last. It is exactly what
-// spec.Machine.Table builds from spec/input.yaml. Treat it as read-only.
+// Table is the input machine as the engine runs it: the declarations and the rules of
+// spec/input.yaml, one line per rule named by its stable ID (their spec lines apart, in Lines, so
+// that shifting lines in the spec changes one line here), which fsm.MustSeal expands at start-up
+// into exactly the cells spec.Machine.Table builds (every (state, event) cell lists its candidates
+// in the order they are tried, the unguarded fallback last). Treat it as read-only.
 var Table = fsm.MustSeal(&fsm.Table{
 	Name:   Name,
 	Source: "spec/input.yaml",
@@ -724,245 +337,69 @@ var Table = fsm.MustSeal(&fsm.Table{
 		{Name: "drain_wait", Duration: 15 * time.Second, Event: fsm.EventID(EventDrainWait)},
 	},
 	Initial: fsm.StateID(StatePending),
-	Cells: []fsm.Cell{
-		// pending
-		{Cands: []*fsm.Candidate{rule145}}, // pending × prompt_steer
-		{Cands: []*fsm.Candidate{rule152}}, // pending × send_failed
-		{Cands: []*fsm.Candidate{rule165}}, // pending × native_write_done
-		{Cands: []*fsm.Candidate{rule165}}, // pending × native_accepted
-		{Cands: []*fsm.Candidate{rule165}}, // pending × input_refused
-		{Cands: []*fsm.Candidate{rule165}}, // pending × ack_written
-		{Cands: []*fsm.Candidate{rule165}}, // pending × ack_accepted
-		{Cands: []*fsm.Candidate{rule165}}, // pending × ack_rejected
-		{Cands: []*fsm.Candidate{rule161}}, // pending × receipt_send_failed
-		{Cands: []*fsm.Candidate{rule158}}, // pending × written_wait
-		{Cands: []*fsm.Candidate{rule158}}, // pending × native_write
-		{Cands: []*fsm.Candidate{rule158}}, // pending × receipt_send
-		{Cands: []*fsm.Candidate{rule158}}, // pending × drain_wait
-		{Cands: []*fsm.Candidate{rule161}}, // pending × run_completing
-		{Cands: []*fsm.Candidate{rule384}}, // pending × connection_lost
-		{Cands: []*fsm.Candidate{rule161}}, // pending × run_settled
-		// sent
-		{Cands: []*fsm.Candidate{rule299}},                   // sent × prompt_steer
-		{Cands: []*fsm.Candidate{rule302}},                   // sent × send_failed
-		{Cands: []*fsm.Candidate{rule170}},                   // sent × native_write_done
-		{Cands: []*fsm.Candidate{rule199}},                   // sent × native_accepted
-		{Cands: []*fsm.Candidate{rule179}},                   // sent × input_refused
-		{Cands: []*fsm.Candidate{rule189}},                   // sent × ack_written
-		{Cands: []*fsm.Candidate{rule264}},                   // sent × ack_accepted
-		{Cands: []*fsm.Candidate{rule273, rule278, rule288}}, // sent × ack_rejected
-		{Cands: []*fsm.Candidate{rule206}},                   // sent × receipt_send_failed
-		{Cands: []*fsm.Candidate{rule193}},                   // sent × written_wait
-		{Cands: []*fsm.Candidate{rule174}},                   // sent × native_write
-		{Cands: []*fsm.Candidate{rule206}},                   // sent × receipt_send
-		{Cands: []*fsm.Candidate{rule206}},                   // sent × drain_wait
-		{Cands: []*fsm.Candidate{rule183}},                   // sent × run_completing
-		{Cands: []*fsm.Candidate{rule387}},                   // sent × connection_lost
-		{Cands: []*fsm.Candidate{rule202}},                   // sent × run_settled
-		// write_complete
-		{Cands: []*fsm.Candidate{rule299}},          // write_complete × prompt_steer
-		{Cands: []*fsm.Candidate{rule302}},          // write_complete × send_failed
-		{Cands: []*fsm.Candidate{rule225}},          // write_complete × native_write_done
-		{Cands: []*fsm.Candidate{rule217}},          // write_complete × native_accepted
-		{Cands: []*fsm.Candidate{rule217}},          // write_complete × input_refused
-		{Cands: []*fsm.Candidate{rule189}},          // write_complete × ack_written
-		{Cands: []*fsm.Candidate{rule264}},          // write_complete × ack_accepted
-		{Cands: []*fsm.Candidate{rule278, rule288}}, // write_complete × ack_rejected
-		{Cands: []*fsm.Candidate{rule211}},          // write_complete × receipt_send_failed
-		{Cands: []*fsm.Candidate{rule193}},          // write_complete × written_wait
-		{Cands: []*fsm.Candidate{rule225}},          // write_complete × native_write
-		{Cands: []*fsm.Candidate{rule211}},          // write_complete × receipt_send
-		{Cands: []*fsm.Candidate{rule225}},          // write_complete × drain_wait
-		{Cands: []*fsm.Candidate{rule221}},          // write_complete × run_completing
-		{Cands: []*fsm.Candidate{rule387}},          // write_complete × connection_lost
-		{Cands: []*fsm.Candidate{rule202}},          // write_complete × run_settled
-		// refusing
-		{Cands: []*fsm.Candidate{rule299}},                   // refusing × prompt_steer
-		{Cands: []*fsm.Candidate{rule302}},                   // refusing × send_failed
-		{Cands: []*fsm.Candidate{rule252}},                   // refusing × native_write_done
-		{Cands: []*fsm.Candidate{rule252}},                   // refusing × native_accepted
-		{Cands: []*fsm.Candidate{rule252}},                   // refusing × input_refused
-		{Cands: []*fsm.Candidate{rule249}},                   // refusing × ack_written
-		{Cands: []*fsm.Candidate{rule249}},                   // refusing × ack_accepted
-		{Cands: []*fsm.Candidate{rule230, rule235, rule240}}, // refusing × ack_rejected
-		{Cands: []*fsm.Candidate{rule244}},                   // refusing × receipt_send_failed
-		{Cands: []*fsm.Candidate{rule259}},                   // refusing × written_wait
-		{Cands: []*fsm.Candidate{rule259}},                   // refusing × native_write
-		{Cands: []*fsm.Candidate{rule244}},                   // refusing × receipt_send
-		{Cands: []*fsm.Candidate{rule259}},                   // refusing × drain_wait
-		{Cands: []*fsm.Candidate{rule255}},                   // refusing × run_completing
-		{Cands: []*fsm.Candidate{rule387}},                   // refusing × connection_lost
-		{Cands: []*fsm.Candidate{rule315}},                   // refusing × run_settled
-		// written
-		{Cands: []*fsm.Candidate{rule299}},          // written × prompt_steer
-		{Cands: []*fsm.Candidate{rule302}},          // written × send_failed
-		{Cands: []*fsm.Candidate{rule322}},          // written × native_write_done
-		{Cands: []*fsm.Candidate{rule307}},          // written × native_accepted
-		{Cands: []*fsm.Candidate{rule307}},          // written × input_refused
-		{Cands: []*fsm.Candidate{rule319}},          // written × ack_written
-		{Cands: []*fsm.Candidate{rule264}},          // written × ack_accepted
-		{Cands: []*fsm.Candidate{rule278, rule288}}, // written × ack_rejected
-		{Cands: []*fsm.Candidate{rule322}},          // written × receipt_send_failed
-		{Cands: []*fsm.Candidate{rule325}},          // written × written_wait
-		{Cands: []*fsm.Candidate{rule325}},          // written × native_write
-		{Cands: []*fsm.Candidate{rule325}},          // written × receipt_send
-		{Cands: []*fsm.Candidate{rule325}},          // written × drain_wait
-		{Cands: []*fsm.Candidate{rule311}},          // written × run_completing
-		{Cands: []*fsm.Candidate{rule387}},          // written × connection_lost
-		{Cands: []*fsm.Candidate{rule315}},          // written × run_settled
-		// settling
-		{Cands: []*fsm.Candidate{rule299}},          // settling × prompt_steer
-		{Cands: []*fsm.Candidate{rule302}},          // settling × send_failed
-		{Cands: []*fsm.Candidate{rule252}},          // settling × native_write_done
-		{Cands: []*fsm.Candidate{rule252}},          // settling × native_accepted
-		{Cands: []*fsm.Candidate{rule252}},          // settling × input_refused
-		{Cands: []*fsm.Candidate{rule319}},          // settling × ack_written
-		{Cands: []*fsm.Candidate{rule264}},          // settling × ack_accepted
-		{Cands: []*fsm.Candidate{rule278, rule288}}, // settling × ack_rejected
-		{Cands: []*fsm.Candidate{rule244}},          // settling × receipt_send_failed
-		{Cands: []*fsm.Candidate{rule259}},          // settling × written_wait
-		{Cands: []*fsm.Candidate{rule259}},          // settling × native_write
-		{Cands: []*fsm.Candidate{rule244}},          // settling × receipt_send
-		{Cands: []*fsm.Candidate{rule259}},          // settling × drain_wait
-		{Cands: []*fsm.Candidate{rule255}},          // settling × run_completing
-		{Cands: []*fsm.Candidate{rule387}},          // settling × connection_lost
-		{Cands: []*fsm.Candidate{rule315}},          // settling × run_settled
-		// draining
-		{Cands: []*fsm.Candidate{rule299}},          // draining × prompt_steer
-		{Cands: []*fsm.Candidate{rule302}},          // draining × send_failed
-		{Cands: []*fsm.Candidate{rule330}},          // draining × native_write_done
-		{Cands: []*fsm.Candidate{rule335}},          // draining × native_accepted
-		{Cands: []*fsm.Candidate{rule335}},          // draining × input_refused
-		{Cands: []*fsm.Candidate{rule319}},          // draining × ack_written
-		{Cands: []*fsm.Candidate{rule264}},          // draining × ack_accepted
-		{Cands: []*fsm.Candidate{rule278, rule288}}, // draining × ack_rejected
-		{Cands: []*fsm.Candidate{rule339}},          // draining × receipt_send_failed
-		{Cands: []*fsm.Candidate{rule345}},          // draining × written_wait
-		{Cands: []*fsm.Candidate{rule345}},          // draining × native_write
-		{Cands: []*fsm.Candidate{rule345}},          // draining × receipt_send
-		{Cands: []*fsm.Candidate{rule339}},          // draining × drain_wait
-		{Cands: []*fsm.Candidate{rule345}},          // draining × run_completing
-		{Cands: []*fsm.Candidate{rule387}},          // draining × connection_lost
-		{Cands: []*fsm.Candidate{rule345}},          // draining × run_settled
-		// unconfirmed
-		{Cands: []*fsm.Candidate{rule299}},                   // unconfirmed × prompt_steer
-		{Cands: []*fsm.Candidate{rule302}},                   // unconfirmed × send_failed
-		{Cands: []*fsm.Candidate{rule379}},                   // unconfirmed × native_write_done
-		{Cands: []*fsm.Candidate{rule379}},                   // unconfirmed × native_accepted
-		{Cands: []*fsm.Candidate{rule379}},                   // unconfirmed × input_refused
-		{Cands: []*fsm.Candidate{rule350}},                   // unconfirmed × ack_written
-		{Cands: []*fsm.Candidate{rule354}},                   // unconfirmed × ack_accepted
-		{Cands: []*fsm.Candidate{rule358, rule364, rule371}}, // unconfirmed × ack_rejected
-		{Cands: []*fsm.Candidate{rule379}},                   // unconfirmed × receipt_send_failed
-		{Cands: []*fsm.Candidate{rule379}},                   // unconfirmed × written_wait
-		{Cands: []*fsm.Candidate{rule379}},                   // unconfirmed × native_write
-		{Cands: []*fsm.Candidate{rule379}},                   // unconfirmed × receipt_send
-		{Cands: []*fsm.Candidate{rule379}},                   // unconfirmed × drain_wait
-		{Cands: []*fsm.Candidate{rule379}},                   // unconfirmed × run_completing
-		{Cands: []*fsm.Candidate{rule387}},                   // unconfirmed × connection_lost
-		{Cands: []*fsm.Candidate{rule375}},                   // unconfirmed × run_settled
-		// accepted
-		{Cands: []*fsm.Candidate{rule405}}, // accepted × prompt_steer
-		{Cands: []*fsm.Candidate{rule400}}, // accepted × send_failed
-		{Cands: []*fsm.Candidate{rule400}}, // accepted × native_write_done
-		{Cands: []*fsm.Candidate{rule400}}, // accepted × native_accepted
-		{Cands: []*fsm.Candidate{rule400}}, // accepted × input_refused
-		{Cands: []*fsm.Candidate{rule400}}, // accepted × ack_written
-		{Cands: []*fsm.Candidate{rule400}}, // accepted × ack_accepted
-		{Cands: []*fsm.Candidate{rule400}}, // accepted × ack_rejected
-		{Cands: []*fsm.Candidate{rule400}}, // accepted × receipt_send_failed
-		{Cands: []*fsm.Candidate{rule400}}, // accepted × written_wait
-		{Cands: []*fsm.Candidate{rule400}}, // accepted × native_write
-		{Cands: []*fsm.Candidate{rule400}}, // accepted × receipt_send
-		{Cands: []*fsm.Candidate{rule400}}, // accepted × drain_wait
-		{Cands: []*fsm.Candidate{rule400}}, // accepted × run_completing
-		{Cands: []*fsm.Candidate{rule400}}, // accepted × connection_lost
-		{Cands: []*fsm.Candidate{rule400}}, // accepted × run_settled
-		// rejected
-		{Cands: []*fsm.Candidate{rule405}}, // rejected × prompt_steer
-		{Cands: []*fsm.Candidate{rule400}}, // rejected × send_failed
-		{Cands: []*fsm.Candidate{rule400}}, // rejected × native_write_done
-		{Cands: []*fsm.Candidate{rule400}}, // rejected × native_accepted
-		{Cands: []*fsm.Candidate{rule400}}, // rejected × input_refused
-		{Cands: []*fsm.Candidate{rule400}}, // rejected × ack_written
-		{Cands: []*fsm.Candidate{rule400}}, // rejected × ack_accepted
-		{Cands: []*fsm.Candidate{rule400}}, // rejected × ack_rejected
-		{Cands: []*fsm.Candidate{rule400}}, // rejected × receipt_send_failed
-		{Cands: []*fsm.Candidate{rule400}}, // rejected × written_wait
-		{Cands: []*fsm.Candidate{rule400}}, // rejected × native_write
-		{Cands: []*fsm.Candidate{rule400}}, // rejected × receipt_send
-		{Cands: []*fsm.Candidate{rule400}}, // rejected × drain_wait
-		{Cands: []*fsm.Candidate{rule400}}, // rejected × run_completing
-		{Cands: []*fsm.Candidate{rule400}}, // rejected × connection_lost
-		{Cands: []*fsm.Candidate{rule400}}, // rejected × run_settled
-		// unknown
-		{Cands: []*fsm.Candidate{rule405}}, // unknown × prompt_steer
-		{Cands: []*fsm.Candidate{rule400}}, // unknown × send_failed
-		{Cands: []*fsm.Candidate{rule400}}, // unknown × native_write_done
-		{Cands: []*fsm.Candidate{rule400}}, // unknown × native_accepted
-		{Cands: []*fsm.Candidate{rule400}}, // unknown × input_refused
-		{Cands: []*fsm.Candidate{rule400}}, // unknown × ack_written
-		{Cands: []*fsm.Candidate{rule400}}, // unknown × ack_accepted
-		{Cands: []*fsm.Candidate{rule400}}, // unknown × ack_rejected
-		{Cands: []*fsm.Candidate{rule400}}, // unknown × receipt_send_failed
-		{Cands: []*fsm.Candidate{rule400}}, // unknown × written_wait
-		{Cands: []*fsm.Candidate{rule400}}, // unknown × native_write
-		{Cands: []*fsm.Candidate{rule400}}, // unknown × receipt_send
-		{Cands: []*fsm.Candidate{rule400}}, // unknown × drain_wait
-		{Cands: []*fsm.Candidate{rule400}}, // unknown × run_completing
-		{Cands: []*fsm.Candidate{rule400}}, // unknown × connection_lost
-		{Cands: []*fsm.Candidate{rule400}}, // unknown × run_settled
+	Rules: []fsm.Rule{
+		{ID: "pending_prompt_steer", From: "pending", On: "prompt_steer", To: "sent", Effects: "core: start written_wait, runtime: start native_write, runtime: do write_native"},
+		{ID: "pending_send_failed", From: "pending", On: "send_failed", To: "sent", Effects: "core: start written_wait, runtime: start native_write"},
+		{ID: "pending_written_wait", From: "pending", On: "written_wait, native_write, receipt_send, drain_wait", Ignore: "no deadline runs while the input is queued"},
+		{ID: "pending_run_completing", From: "pending", On: "run_completing, run_settled, receipt_send_failed", Ignore: "the input was never sent"},
+		{ID: "pending_any", From: "pending", On: "*", Reject: "no prompt_steer is in flight for this input ID"},
+		{ID: "sent_native_write_done", From: "sent", On: "native_write_done", To: "write_complete", Effects: "runtime: stop native_write, runtime: start receipt_send, runtime: send prompt_steer_ack"},
+		{ID: "sent_native_write", From: "sent", On: "native_write", To: "refusing", Effects: "core: stop written_wait, runtime: start receipt_send, runtime: send prompt_steer_ack"},
+		{ID: "sent_input_refused", From: "sent", On: "input_refused", To: "refusing", Effects: "runtime: stop native_write, core: stop written_wait, runtime: start receipt_send, runtime: send prompt_steer_ack"},
+		{ID: "sent_run_completing", From: "sent", On: "run_completing", To: "draining", Effects: "runtime: stop native_write, core: stop written_wait, runtime: start drain_wait"},
+		{ID: "sent_ack_written", From: "sent, write_complete", On: "ack_written", To: "written", Effects: "core: stop written_wait, runtime: stop native_write, runtime: stop receipt_send"},
+		{ID: "sent_written_wait", From: "sent, write_complete", On: "written_wait", To: "unconfirmed", Effects: "runtime: stop native_write, runtime: stop receipt_send, core: do mark_unknown"},
+		{ID: "sent_native_accepted", From: "sent", On: "native_accepted", Reject: "consumption cannot be confirmed before the native write completes"},
+		{ID: "sent_run_settled", From: "sent, write_complete", On: "run_settled", To: "unknown", Effects: "core: stop written_wait, runtime: stop native_write, runtime: stop receipt_send, core: do mark_unknown"},
+		{ID: "sent_receipt_send", From: "sent", On: "receipt_send, drain_wait, receipt_send_failed", Ignore: "no receipt is being sent and no drain runs while the native write runs"},
+		{ID: "write_complete_receipt_send", From: "write_complete", On: "receipt_send, receipt_send_failed", To: "written", Effects: "core: stop written_wait, runtime: stop receipt_send"},
+		{ID: "write_complete_native_accepted", From: "write_complete", On: "native_accepted, input_refused", To: "settling", Effects: "core: stop written_wait, runtime: stop receipt_send, runtime: start receipt_send, runtime: send prompt_steer_ack"},
+		{ID: "write_complete_run_completing", From: "write_complete", On: "run_completing", To: "draining", Effects: "core: stop written_wait, runtime: stop receipt_send, runtime: start drain_wait"},
+		{ID: "write_complete_native_write_done", From: "write_complete", On: "native_write_done, native_write, drain_wait", Ignore: "the native write already completed and no drain runs yet"},
+		{ID: "refusing_ack_rejected_if_retryable_code", From: "refusing", On: "ack_rejected", Guard: "retryable_code", To: "pending", Effects: "runtime: stop receipt_send"},
+		{ID: "refusing_ack_rejected_if_unknown_code", From: "refusing", On: "ack_rejected", Guard: "unknown_code", To: "unknown", Effects: "runtime: stop receipt_send"},
+		{ID: "refusing_ack_rejected", From: "refusing", On: "ack_rejected", To: "rejected", Effects: "runtime: stop receipt_send"},
+		{ID: "refusing_receipt_send", From: "refusing, settling", On: "receipt_send, receipt_send_failed", To: "unknown", Effects: "runtime: stop receipt_send"},
+		{ID: "refusing_ack_written", From: "refusing", On: "ack_written, ack_accepted", Reject: "the input was refused before its native write completed"},
+		{ID: "refusing_native_write_done", From: "refusing, settling", On: "native_write_done, native_accepted, input_refused", Ignore: "the outcome is already being reported"},
+		{ID: "refusing_run_completing", From: "refusing, settling", On: "run_completing", Ignore: "the receipt send already bounds the wait before done"},
+		{ID: "refusing_written_wait", From: "refusing, settling", On: "written_wait, native_write, drain_wait", Ignore: "only the receipt send budget runs here"},
+		{ID: "sent_ack_accepted", From: "sent, write_complete, written, settling, draining", On: "ack_accepted", To: "accepted", Effects: "core: stop written_wait, runtime: stop native_write, runtime: stop receipt_send, runtime: stop drain_wait, core: do advance_cursor"},
+		{ID: "sent_ack_rejected_if_retryable_code", From: "sent", On: "ack_rejected", Guard: "retryable_code", To: "pending", Effects: "core: stop written_wait, runtime: stop native_write, core: do keep_for_retry"},
+		{ID: "sent_ack_rejected_if_unknown_code", From: "sent, write_complete, written, settling, draining", On: "ack_rejected", Guard: "unknown_code", To: "unknown", Effects: "core: stop written_wait, runtime: stop native_write, runtime: stop receipt_send, runtime: stop drain_wait, core: do mark_unknown"},
+		{ID: "sent_ack_rejected", From: "sent, write_complete, written, settling, draining", On: "ack_rejected", To: "rejected", Effects: "core: stop written_wait, runtime: stop native_write, runtime: stop receipt_send, runtime: stop drain_wait, core: do record_rejection"},
+		{ID: "sent_prompt_steer", From: "sent, write_complete, refusing, written, settling, draining, unconfirmed", On: "prompt_steer", Reject: "the input is already in flight; there is no automatic redelivery"},
+		{ID: "sent_send_failed", From: "sent, write_complete, refusing, written, settling, draining, unconfirmed", On: "send_failed", Reject: "no prompt_steer is being sent; the input is already in flight"},
+		{ID: "written_native_accepted", From: "written", On: "native_accepted, input_refused", To: "settling", Effects: "runtime: start receipt_send, runtime: send prompt_steer_ack"},
+		{ID: "written_run_completing", From: "written", On: "run_completing", To: "draining", Effects: "runtime: start drain_wait"},
+		{ID: "refusing_run_settled", From: "refusing, written, settling", On: "run_settled", To: "unknown", Effects: "runtime: stop receipt_send, core: do mark_unknown"},
+		{ID: "written_ack_written", From: "written, settling, draining", On: "ack_written", Ignore: "the write phase was already confirmed"},
+		{ID: "written_native_write_done", From: "written", On: "native_write_done, receipt_send_failed", Ignore: "the native write already completed and no receipt is being sent"},
+		{ID: "written_written_wait", From: "written", On: "written_wait, native_write, receipt_send, drain_wait", Ignore: "no write, send or drain deadline is running"},
+		{ID: "draining_native_write_done", From: "draining", On: "native_write_done", To: "draining", Effects: "runtime: send prompt_steer_ack"},
+		{ID: "draining_native_accepted", From: "draining", On: "native_accepted, input_refused", To: "draining", Effects: "runtime: send prompt_steer_ack"},
+		{ID: "draining_drain_wait", From: "draining", On: "drain_wait, receipt_send_failed", To: "unknown", Effects: "runtime: stop drain_wait, runtime: do publish_done"},
+		{ID: "draining_run_completing", From: "draining", On: "run_completing, written_wait, native_write, receipt_send, run_settled", Ignore: "the drain is already running and its budget is the only deadline"},
+		{ID: "unconfirmed_ack_written", From: "unconfirmed", On: "ack_written", To: "written", Effects: "core: do settle_late"},
+		{ID: "unconfirmed_ack_accepted", From: "unconfirmed", On: "ack_accepted", To: "accepted", Effects: "core: do settle_late, core: do advance_cursor"},
+		{ID: "unconfirmed_ack_rejected_if_retryable_code", From: "unconfirmed", On: "ack_rejected", Guard: "retryable_code", To: "pending", Effects: "core: do settle_late, core: do keep_for_retry"},
+		{ID: "unconfirmed_ack_rejected_if_unknown_code", From: "unconfirmed", On: "ack_rejected", Guard: "unknown_code", To: "unknown", Effects: "core: do settle_late"},
+		{ID: "unconfirmed_ack_rejected", From: "unconfirmed", On: "ack_rejected", To: "rejected", Effects: "core: do settle_late, core: do record_rejection"},
+		{ID: "unconfirmed_run_settled", From: "unconfirmed", On: "run_settled", To: "unknown"},
+		{ID: "unconfirmed_native_write_done", From: "unconfirmed", On: "native_write_done, native_accepted, input_refused, written_wait, native_write, receipt_send, drain_wait, run_completing, receipt_send_failed", Ignore: "Core's view only; the Runtime's phases and deadlines do not reach it"},
+		{ID: "pending_connection_lost", From: "pending", On: "connection_lost", Ignore: "the input was never sent on this connection; it stays in Core's durable queue"},
+		{ID: "sent_connection_lost", From: "sent, write_complete, refusing, written, settling, draining, unconfirmed", On: "connection_lost", To: "unknown", Effects: "core: stop written_wait, runtime: stop native_write, runtime: stop receipt_send, runtime: stop drain_wait, core: do mark_unknown"},
+		{ID: "accepted_ack_written", From: "accepted, rejected, unknown", On: "ack_written, ack_accepted, ack_rejected, written_wait, native_write, receipt_send, drain_wait, send_failed, receipt_send_failed, run_completing, run_settled, native_write_done, native_accepted, input_refused, connection_lost", Ignore: "the input outcome is settled; late frames and deadlines change nothing"},
+		{ID: "accepted_any", From: "accepted, rejected, unknown", On: "*", Reject: "the input ID is settled; a new input needs a new input ID"},
 	},
+	Lines: []int{145, 152, 158, 161, 165, 170, 174, 179, 183, 189, 193, 199, 202, 206, 211, 217, 221, 225, 230, 235, 240, 244, 249, 252, 255, 259, 264, 273, 278, 288, 299, 302, 307, 311, 315, 319, 322, 325, 330, 335, 339, 345, 350, 354, 358, 364, 371, 375, 379, 384, 387, 400, 405},
 })
 
-// Step is what one event did: the engine's fsm.Step, a read-only view of the table candidate that
-// handled it, with typed accessors. The zero Step, returned for an invalid state or event, reports
-// zero values.
-type Step struct {
-	s fsm.Step
-}
-
-// From is the state the event arrived in.
-func (s Step) From() State {
-	return State(s.s.From())
-}
-
-// Event is the event that was handled.
-func (s Step) Event() Event {
-	return Event(s.s.Event())
-}
-
-// To is the state after the step; it equals From unless the disposition is fsm.Moved.
-func (s Step) To() State {
-	return State(s.s.To())
-}
-
-// Guard is the guard that selected the candidate, or 0 for the cell's fallback.
-func (s Step) Guard() Guard {
-	return Guard(s.s.Guard())
-}
-
-// Disposition says whether the step moved, stayed, ignored or rejected the event.
-func (s Step) Disposition() fsm.Disposition {
-	return s.s.Disposition()
-}
-
-// Effects lists what the step asks of both peers, in spec order (a peer keeps those its role
-// performs); nil unless the step moved or stayed. Their IDs convert to this package's enums and
-// Table.EffectString renders one as the spec writes it. The slice is shared: do not modify it.
-func (s Step) Effects() []fsm.Effect {
-	return s.s.Effects()
-}
-
-// Reason is the spec's reason for an ignored or rejected event, or "".
-func (s Step) Reason() string {
-	return s.s.Reason()
-}
-
-// Line is the line of the spec rule behind the step.
-func (s Step) Line() int {
-	return s.s.Line()
-}
+// Step is what one event did: a read-only view of the table candidate that handled it, with From,
+// Event, To and Guard typed as this package's enums (fsm.StepOf) and Disposition, Effects, Reason,
+// Rule and Line from fsm.Step. Effects are shared: do not modify them. The zero Step, returned for
+// an invalid state or event, reports zero values.
+type Step = fsm.StepOf[State, Event, Guard]
 
 // Transition is the pure transition function. It selects the candidate of the (s, e) cell whose
 // guard is in held (or the fallback) and returns the step with its effects. It changes nothing,
@@ -974,7 +411,7 @@ func (s Step) Line() int {
 // the zero Step and a *fsm.InvalidError.
 func Transition(s State, e Event, held GuardSet) (Step, error) {
 	st, err := Table.Transition(fsm.StateID(s), fsm.EventID(e), fsm.GuardSet(held))
-	return Step{st}, err
+	return Step{Step: st}, err
 }
 
 // CoreHooks is what a Core peer implements to run the input machine: one method per guard it

@@ -21,7 +21,6 @@ package interaction
 
 import (
 	"github.com/agentwire/agentwire/fsm"
-	"strconv"
 	"time"
 )
 
@@ -66,61 +65,19 @@ const (
 )
 
 // String returns the spec name, or State(n) for a value outside the enum.
-func (v State) String() string {
-	if v.Valid() {
-		return Table.States[v-1].Name
-	}
-	return "State(" + strconv.Itoa(int(v)) + ")"
-}
+func (v State) String() string { return Table.DeclName(fsm.DeclState, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v State) Valid() bool {
-	return v >= 1 && v <= StateClosed
-}
+func (v State) Valid() bool { return v >= 1 && v <= StateClosed }
 
 // ParseState returns the state with the given spec name.
-func ParseState(name string) (State, error) {
-	switch name {
-	case "idle":
-		return StateIdle, nil
-	case "pending":
-		return StatePending, nil
-	case "deciding":
-		return StateDeciding, nil
-	case "unconfirmed":
-		return StateUnconfirmed, nil
-	case "applied":
-		return StateApplied, nil
-	case "refused":
-		return StateRefused, nil
-	case "withdrawn":
-		return StateWithdrawn, nil
-	case "unanswered":
-		return StateUnanswered, nil
-	case "orphaned":
-		return StateOrphaned, nil
-	case "closed":
-		return StateClosed, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "state name",
-	}
-}
+func ParseState(name string) (State, error) { return fsm.As[State](Table.Parse(fsm.DeclState, name)) }
 
 // Outcome classifies a terminal state; it is fsm.OutcomeNone for the others.
-func (v State) Outcome() fsm.Outcome {
-	if !v.Valid() {
-		return fsm.OutcomeNone
-	}
-	return Table.States[v-1].Outcome
-}
+func (v State) Outcome() fsm.Outcome { return Table.StateOf(fsm.StateID(v)).Outcome }
 
 // Terminal reports whether the lifecycle has settled in v.
-func (v State) Terminal() bool {
-	return v.Outcome() != fsm.OutcomeNone
-}
+func (v State) Terminal() bool { return v.Outcome() != fsm.OutcomeNone }
 
 // Event is an input of the interaction machine (a wire message, a timer expiry or a local
 // happening); its values are the fsm.EventID of Table.
@@ -168,94 +125,30 @@ const (
 )
 
 // String returns the spec name, or Event(n) for a value outside the enum.
-func (v Event) String() string {
-	if v.Valid() {
-		return Table.Events[v-1].Name
-	}
-	return "Event(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Event) String() string { return Table.DeclName(fsm.DeclEvent, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Event) Valid() bool {
-	return v >= 1 && v <= EventRunClosed
-}
+func (v Event) Valid() bool { return v >= 1 && v <= EventRunClosed }
 
 // ParseEvent returns the event with the given spec name.
-func ParseEvent(name string) (Event, error) {
-	switch name {
-	case "permission_request":
-		return EventPermissionRequest, nil
-	case "prompt_for_user_choice":
-		return EventPromptForUserChoice, nil
-	case "function_call":
-		return EventFunctionCall, nil
-	case "permission_decision":
-		return EventPermissionDecision, nil
-	case "prompt_for_user_choice_decision":
-		return EventPromptForUserChoiceDecision, nil
-	case "function_result":
-		return EventFunctionResult, nil
-	case "permission_cancel":
-		return EventPermissionCancel, nil
-	case "ack_applied":
-		return EventAckApplied, nil
-	case "ack_refused":
-		return EventAckRefused, nil
-	case "ack_wait":
-		return EventAckWait, nil
-	case "answer_send_failed":
-		return EventAnswerSendFailed, nil
-	case "run_closed":
-		return EventRunClosed, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "event name",
-	}
-}
+func ParseEvent(name string) (Event, error) { return fsm.As[Event](Table.Parse(fsm.DeclEvent, name)) }
 
 // Kind says whether v is a wire message, a timer expiry or a local event.
-func (v Event) Kind() fsm.EventKind {
-	if !v.Valid() {
-		return 0
-	}
-	return Table.Events[v-1].Kind
-}
+func (v Event) Kind() fsm.EventKind { return Table.EventOf(fsm.EventID(v)).Kind }
 
 // Role is the sender of a message event, the owner of a timer or the observer of a local event.
-func (v Event) Role() fsm.Role {
-	if !v.Valid() {
-		return 0
-	}
-	return Table.Events[v-1].Role
-}
+func (v Event) Role() fsm.Role { return Table.EventOf(fsm.EventID(v)).Role }
 
 // Message is the wire type of a message event, or 0. Several events may share one wire type (a
 // status frame with different states).
-func (v Event) Message() Message {
-	if !v.Valid() {
-		return 0
-	}
-	return Message(Table.Events[v-1].Message)
-}
+func (v Event) Message() Message { return Message(Table.EventOf(fsm.EventID(v)).Message) }
 
 // FailedSend is the local event a sender fires instead of v when its write of v failed (the frame
 // is possibly delivered), or 0 for events that are not messages.
-func (v Event) FailedSend() Event {
-	if !v.Valid() {
-		return 0
-	}
-	return Event(Table.Events[v-1].FailedSend)
-}
+func (v Event) FailedSend() Event { return Event(Table.EventOf(fsm.EventID(v)).FailedSend) }
 
 // Timer is the timer whose expiry v is, or 0.
-func (v Event) Timer() Timer {
-	if !v.Valid() {
-		return 0
-	}
-	return Timer(Table.Events[v-1].Timer)
-}
+func (v Event) Timer() Timer { return Timer(Table.EventOf(fsm.EventID(v)).Timer) }
 
 // Timer is a named timer; its values are the fsm.TimerID of Table. Arming and disarming are
 // effects; expiry is the event of the same name.
@@ -267,46 +160,19 @@ const (
 )
 
 // String returns the spec name, or Timer(n) for a value outside the enum.
-func (v Timer) String() string {
-	if v.Valid() {
-		return Table.Timers[v-1].Name
-	}
-	return "Timer(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Timer) String() string { return Table.DeclName(fsm.DeclTimer, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Timer) Valid() bool {
-	return v >= 1 && v <= TimerAckWait
-}
+func (v Timer) Valid() bool { return v >= 1 && v <= TimerAckWait }
 
 // ParseTimer returns the timer with the given spec name.
-func ParseTimer(name string) (Timer, error) {
-	switch name {
-	case "ack_wait":
-		return TimerAckWait, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "timer name",
-	}
-}
+func ParseTimer(name string) (Timer, error) { return fsm.As[Timer](Table.Parse(fsm.DeclTimer, name)) }
 
 // Duration is how long the timer runs once armed.
-func (v Timer) Duration() time.Duration {
-	if !v.Valid() {
-		return 0
-	}
-	return Table.Timers[v-1].Duration
-}
+func (v Timer) Duration() time.Duration { return Table.TimerOf(fsm.TimerID(v)).Duration }
 
 // Event is the event to fire when the timer expires.
-func (v Timer) Event() Event {
-	if !v.Valid() {
-		return 0
-	}
-	return Event(Table.Timers[v-1].Event)
-}
+func (v Timer) Event() Event { return Event(Table.TimerOf(fsm.TimerID(v)).Event) }
 
 // Guard is a predicate a peer evaluates through its hooks; its values are the fsm.GuardID of
 // Table.
@@ -330,51 +196,22 @@ const (
 )
 
 // String returns the spec name, or Guard(n) for a value outside the enum.
-func (v Guard) String() string {
-	if v.Valid() {
-		return Table.Guards[v-1]
-	}
-	return "Guard(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Guard) String() string { return Table.DeclName(fsm.DeclGuard, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Guard) Valid() bool {
-	return v >= 1 && v <= GuardPermissionKind
-}
+func (v Guard) Valid() bool { return v >= 1 && v <= GuardPermissionKind }
 
 // ParseGuard returns the guard with the given spec name.
-func ParseGuard(name string) (Guard, error) {
-	switch name {
-	case "matches_request_kind":
-		return GuardMatchesRequestKind, nil
-	case "identical_decision":
-		return GuardIdenticalDecision, nil
-	case "current_delivery":
-		return GuardCurrentDelivery, nil
-	case "retry_later":
-		return GuardRetryLater, nil
-	case "permission_kind":
-		return GuardPermissionKind, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "guard name",
-	}
-}
+func ParseGuard(name string) (Guard, error) { return fsm.As[Guard](Table.Parse(fsm.DeclGuard, name)) }
 
 // GuardSet is the set of guards that hold, for Transition; it has the layout of fsm.GuardSet.
 type GuardSet fsm.GuardSet
 
 // With returns s with g added.
-func (s GuardSet) With(g Guard) GuardSet {
-	return GuardSet(fsm.GuardSet(s).With(fsm.GuardID(g)))
-}
+func (s GuardSet) With(g Guard) GuardSet { return GuardSet(fsm.GuardSet(s).With(fsm.GuardID(g))) }
 
 // Has reports whether g is in s.
-func (s GuardSet) Has(g Guard) bool {
-	return fsm.GuardSet(s).Has(fsm.GuardID(g))
-}
+func (s GuardSet) Has(g Guard) bool { return fsm.GuardSet(s).Has(fsm.GuardID(g)) }
 
 // Action is a local effect a peer performs through its hooks; its values are the fsm.ActionID of
 // Table.
@@ -408,45 +245,14 @@ const (
 )
 
 // String returns the spec name, or Action(n) for a value outside the enum.
-func (v Action) String() string {
-	if v.Valid() {
-		return Table.Actions[v-1]
-	}
-	return "Action(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Action) String() string { return Table.DeclName(fsm.DeclAction, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Action) Valid() bool {
-	return v >= 1 && v <= ActionNoteWithdrawal
-}
+func (v Action) Valid() bool { return v >= 1 && v <= ActionNoteWithdrawal }
 
 // ParseAction returns the action with the given spec name.
 func ParseAction(name string) (Action, error) {
-	switch name {
-	case "surface_request":
-		return ActionSurfaceRequest, nil
-	case "apply_decision":
-		return ActionApplyDecision, nil
-	case "settle_interaction":
-		return ActionSettleInteraction, nil
-	case "record_refusal":
-		return ActionRecordRefusal, nil
-	case "mark_unknown":
-		return ActionMarkUnknown, nil
-	case "settle_late":
-		return ActionSettleLate, nil
-	case "abandon_request":
-		return ActionAbandonRequest, nil
-	case "withdraw_prompt":
-		return ActionWithdrawPrompt, nil
-	case "note_withdrawal":
-		return ActionNoteWithdrawal, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "action name",
-	}
+	return fsm.As[Action](Table.Parse(fsm.DeclAction, name))
 }
 
 // Message is a wire type the machine sends or observes; its values are the fsm.MessageID of Table.
@@ -472,131 +278,21 @@ const (
 )
 
 // String returns the spec name, or Message(n) for a value outside the enum.
-func (v Message) String() string {
-	if v.Valid() {
-		return Table.Messages[v-1]
-	}
-	return "Message(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Message) String() string { return Table.DeclName(fsm.DeclMessage, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Message) Valid() bool {
-	return v >= 1 && v <= MessagePromptForUserChoiceDecision
-}
+func (v Message) Valid() bool { return v >= 1 && v <= MessagePromptForUserChoiceDecision }
 
 // ParseMessage returns the message with the given spec name.
 func ParseMessage(name string) (Message, error) {
-	switch name {
-	case "function_call":
-		return MessageFunctionCall, nil
-	case "function_result":
-		return MessageFunctionResult, nil
-	case "interaction_decision_ack":
-		return MessageInteractionDecisionAck, nil
-	case "permission_cancel":
-		return MessagePermissionCancel, nil
-	case "permission_decision":
-		return MessagePermissionDecision, nil
-	case "permission_request":
-		return MessagePermissionRequest, nil
-	case "prompt_for_user_choice":
-		return MessagePromptForUserChoice, nil
-	case "prompt_for_user_choice_decision":
-		return MessagePromptForUserChoiceDecision, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "message name",
-	}
+	return fsm.As[Message](Table.Parse(fsm.DeclMessage, name))
 }
 
-// The candidates of Table, one per rule of spec/interaction.yaml and shared by every cell the rule
-// covers (a rule that lists its own target among its sources is two: a move from the others and an
-// internal transition in the target).
-var (
-	rule144 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StatePending), Line: 144, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSurfaceRequest)},
-	}}
-	rule148 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "nothing is pending for this interaction ID", Line: 148}
-	rule151 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no request was emitted with this interaction ID", Line: 151}
-	rule156 = &fsm.Candidate{Guard: fsm.GuardID(GuardMatchesRequestKind), Disp: fsm.Moved, To: fsm.StateID(StateDeciding), Line: 156, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAckWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionApplyDecision)},
-	}}
-	rule161 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the answer does not match the request kind or fails validation; nothing is submitted natively", Line: 161}
-	rule164 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateDeciding), Line: 164, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAckWait)},
-	}}
-	rule170 = &fsm.Candidate{Guard: fsm.GuardID(GuardPermissionKind), Disp: fsm.Moved, To: fsm.StateID(StateWithdrawn), Line: 170, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionWithdrawPrompt)},
-	}}
-	rule175 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "only a permission request can be withdrawn", Line: 175}
-	rule178 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnanswered), Line: 178, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionAbandonRequest)},
-	}}
-	rule184 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateOrphaned), Line: 184, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAckWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
-	}}
-	rule188 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no answer is in flight, so there is nothing to acknowledge", Line: 188}
-	rule191 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the receipt deadline only runs while an answer is in flight", Line: 191}
-	rule194 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the interaction ID is already in use", Line: 194}
-	rule199 = &fsm.Candidate{Guard: fsm.GuardID(GuardCurrentDelivery), Disp: fsm.Moved, To: fsm.StateID(StateApplied), Line: 199, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAckWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleInteraction)},
-	}}
-	rule204 = &fsm.Candidate{Guard: fsm.GuardID(GuardRetryLater), Disp: fsm.Moved, To: fsm.StateID(StatePending), Line: 204, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAckWait)},
-	}}
-	rule210 = &fsm.Candidate{Guard: fsm.GuardID(GuardCurrentDelivery), Disp: fsm.Moved, To: fsm.StateID(StateRefused), Line: 210, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAckWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordRefusal)},
-	}}
-	rule215 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the receipt belongs to an earlier delivery attempt", Line: 215}
-	rule218 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnconfirmed), Line: 218, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
-	}}
-	rule222 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no answer is being sent; one is already in flight", Line: 222}
-	rule225 = &fsm.Candidate{Guard: fsm.GuardID(GuardPermissionKind), Disp: fsm.Stayed, Line: 225, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionNoteWithdrawal)},
-	}}
-	rule231 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "only a permission request can be withdrawn", Line: 231}
-	rule234 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "one answer at a time; wait for the receipt of the one in flight", Line: 234}
-	rule239 = &fsm.Candidate{Guard: fsm.GuardID(GuardCurrentDelivery), Disp: fsm.Moved, To: fsm.StateID(StateApplied), Line: 239, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleLate)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleInteraction)},
-	}}
-	rule247 = &fsm.Candidate{Guard: fsm.GuardID(GuardRetryLater), Disp: fsm.Moved, To: fsm.StateID(StatePending), Line: 247, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleLate)},
-	}}
-	rule252 = &fsm.Candidate{Guard: fsm.GuardID(GuardCurrentDelivery), Disp: fsm.Moved, To: fsm.StateID(StateRefused), Line: 252, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleLate)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordRefusal)},
-	}}
-	rule257 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the receipt belongs to an earlier delivery attempt", Line: 257}
-	rule260 = &fsm.Candidate{Guard: fsm.GuardID(GuardIdenticalDecision), Disp: fsm.Moved, To: fsm.StateID(StateDeciding), Line: 260, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAckWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionApplyDecision)},
-	}}
-	rule266 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "decision_conflict: a replay must repeat the earlier answer exactly", Line: 266}
-	rule269 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateDeciding), Line: 269, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAckWait)},
-	}}
-	rule273 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "a withdrawal does not prove whether the unconfirmed answer was applied", Line: 273}
-	rule278 = &fsm.Candidate{Guard: fsm.GuardID(GuardIdenticalDecision), Disp: fsm.Stayed, Line: 278, Effects: []fsm.Effect{
-		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageInteractionDecisionAck)},
-	}}
-	rule283 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "decision_conflict: the interaction was already settled with a different answer", Line: 283}
-	rule286 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the answer already settled the interaction; repeated receipts and a failed replay change nothing", Line: 286}
-	rule289 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateClosed), Line: 289}
-	rule294 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the interaction is settled; late receipts and withdrawals change nothing", Line: 294}
-	rule298 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "not_pending: the interaction is settled", Line: 298}
-)
-
-// Table is the interaction machine as the engine runs it, sealed: every (state, event) cell lists
-// its candidates in the order they are tried, the unguarded fallback last. It is exactly what
-// spec.Machine.Table builds from spec/interaction.yaml. Treat it as read-only.
+// Table is the interaction machine as the engine runs it: the declarations and the rules of
+// spec/interaction.yaml, one line per rule named by its stable ID (their spec lines apart, in
+// Lines, so that shifting lines in the spec changes one line here), which fsm.MustSeal expands at
+// start-up into exactly the cells spec.Machine.Table builds (every (state, event) cell lists its
+// candidates in the order they are tried, the unguarded fallback last). Treat it as read-only.
 var Table = fsm.MustSeal(&fsm.Table{
 	Name:   Name,
 	Source: "spec/interaction.yaml",
@@ -633,188 +329,52 @@ var Table = fsm.MustSeal(&fsm.Table{
 		{Name: "ack_wait", Duration: 15 * time.Second, Event: fsm.EventID(EventAckWait), Policy: true},
 	},
 	Initial: fsm.StateID(StateIdle),
-	Cells: []fsm.Cell{
-		// idle
-		{Cands: []*fsm.Candidate{rule144}}, // idle × permission_request
-		{Cands: []*fsm.Candidate{rule144}}, // idle × prompt_for_user_choice
-		{Cands: []*fsm.Candidate{rule144}}, // idle × function_call
-		{Cands: []*fsm.Candidate{rule151}}, // idle × permission_decision
-		{Cands: []*fsm.Candidate{rule151}}, // idle × prompt_for_user_choice_decision
-		{Cands: []*fsm.Candidate{rule151}}, // idle × function_result
-		{Cands: []*fsm.Candidate{rule151}}, // idle × permission_cancel
-		{Cands: []*fsm.Candidate{rule151}}, // idle × ack_applied
-		{Cands: []*fsm.Candidate{rule151}}, // idle × ack_refused
-		{Cands: []*fsm.Candidate{rule148}}, // idle × ack_wait
-		{Cands: []*fsm.Candidate{rule151}}, // idle × answer_send_failed
-		{Cands: []*fsm.Candidate{rule148}}, // idle × run_closed
-		// pending
-		{Cands: []*fsm.Candidate{rule194}},          // pending × permission_request
-		{Cands: []*fsm.Candidate{rule194}},          // pending × prompt_for_user_choice
-		{Cands: []*fsm.Candidate{rule194}},          // pending × function_call
-		{Cands: []*fsm.Candidate{rule156, rule161}}, // pending × permission_decision
-		{Cands: []*fsm.Candidate{rule156, rule161}}, // pending × prompt_for_user_choice_decision
-		{Cands: []*fsm.Candidate{rule156, rule161}}, // pending × function_result
-		{Cands: []*fsm.Candidate{rule170, rule175}}, // pending × permission_cancel
-		{Cands: []*fsm.Candidate{rule188}},          // pending × ack_applied
-		{Cands: []*fsm.Candidate{rule188}},          // pending × ack_refused
-		{Cands: []*fsm.Candidate{rule191}},          // pending × ack_wait
-		{Cands: []*fsm.Candidate{rule164}},          // pending × answer_send_failed
-		{Cands: []*fsm.Candidate{rule178}},          // pending × run_closed
-		// deciding
-		{Cands: []*fsm.Candidate{rule194}},                   // deciding × permission_request
-		{Cands: []*fsm.Candidate{rule194}},                   // deciding × prompt_for_user_choice
-		{Cands: []*fsm.Candidate{rule194}},                   // deciding × function_call
-		{Cands: []*fsm.Candidate{rule234}},                   // deciding × permission_decision
-		{Cands: []*fsm.Candidate{rule234}},                   // deciding × prompt_for_user_choice_decision
-		{Cands: []*fsm.Candidate{rule234}},                   // deciding × function_result
-		{Cands: []*fsm.Candidate{rule225, rule231}},          // deciding × permission_cancel
-		{Cands: []*fsm.Candidate{rule199, rule215}},          // deciding × ack_applied
-		{Cands: []*fsm.Candidate{rule204, rule210, rule215}}, // deciding × ack_refused
-		{Cands: []*fsm.Candidate{rule218}},                   // deciding × ack_wait
-		{Cands: []*fsm.Candidate{rule222}},                   // deciding × answer_send_failed
-		{Cands: []*fsm.Candidate{rule184}},                   // deciding × run_closed
-		// unconfirmed
-		{Cands: []*fsm.Candidate{rule194}},                   // unconfirmed × permission_request
-		{Cands: []*fsm.Candidate{rule194}},                   // unconfirmed × prompt_for_user_choice
-		{Cands: []*fsm.Candidate{rule194}},                   // unconfirmed × function_call
-		{Cands: []*fsm.Candidate{rule260, rule266}},          // unconfirmed × permission_decision
-		{Cands: []*fsm.Candidate{rule260, rule266}},          // unconfirmed × prompt_for_user_choice_decision
-		{Cands: []*fsm.Candidate{rule260, rule266}},          // unconfirmed × function_result
-		{Cands: []*fsm.Candidate{rule273}},                   // unconfirmed × permission_cancel
-		{Cands: []*fsm.Candidate{rule239, rule257}},          // unconfirmed × ack_applied
-		{Cands: []*fsm.Candidate{rule247, rule252, rule257}}, // unconfirmed × ack_refused
-		{Cands: []*fsm.Candidate{rule191}},                   // unconfirmed × ack_wait
-		{Cands: []*fsm.Candidate{rule269}},                   // unconfirmed × answer_send_failed
-		{Cands: []*fsm.Candidate{rule184}},                   // unconfirmed × run_closed
-		// applied
-		{Cands: []*fsm.Candidate{rule194}},          // applied × permission_request
-		{Cands: []*fsm.Candidate{rule194}},          // applied × prompt_for_user_choice
-		{Cands: []*fsm.Candidate{rule194}},          // applied × function_call
-		{Cands: []*fsm.Candidate{rule278, rule283}}, // applied × permission_decision
-		{Cands: []*fsm.Candidate{rule278, rule283}}, // applied × prompt_for_user_choice_decision
-		{Cands: []*fsm.Candidate{rule278, rule283}}, // applied × function_result
-		{Cands: []*fsm.Candidate{rule286}},          // applied × permission_cancel
-		{Cands: []*fsm.Candidate{rule286}},          // applied × ack_applied
-		{Cands: []*fsm.Candidate{rule286}},          // applied × ack_refused
-		{Cands: []*fsm.Candidate{rule191}},          // applied × ack_wait
-		{Cands: []*fsm.Candidate{rule286}},          // applied × answer_send_failed
-		{Cands: []*fsm.Candidate{rule289}},          // applied × run_closed
-		// refused
-		{Cands: []*fsm.Candidate{rule298}}, // refused × permission_request
-		{Cands: []*fsm.Candidate{rule298}}, // refused × prompt_for_user_choice
-		{Cands: []*fsm.Candidate{rule298}}, // refused × function_call
-		{Cands: []*fsm.Candidate{rule298}}, // refused × permission_decision
-		{Cands: []*fsm.Candidate{rule298}}, // refused × prompt_for_user_choice_decision
-		{Cands: []*fsm.Candidate{rule298}}, // refused × function_result
-		{Cands: []*fsm.Candidate{rule294}}, // refused × permission_cancel
-		{Cands: []*fsm.Candidate{rule294}}, // refused × ack_applied
-		{Cands: []*fsm.Candidate{rule294}}, // refused × ack_refused
-		{Cands: []*fsm.Candidate{rule294}}, // refused × ack_wait
-		{Cands: []*fsm.Candidate{rule294}}, // refused × answer_send_failed
-		{Cands: []*fsm.Candidate{rule294}}, // refused × run_closed
-		// withdrawn
-		{Cands: []*fsm.Candidate{rule298}}, // withdrawn × permission_request
-		{Cands: []*fsm.Candidate{rule298}}, // withdrawn × prompt_for_user_choice
-		{Cands: []*fsm.Candidate{rule298}}, // withdrawn × function_call
-		{Cands: []*fsm.Candidate{rule298}}, // withdrawn × permission_decision
-		{Cands: []*fsm.Candidate{rule298}}, // withdrawn × prompt_for_user_choice_decision
-		{Cands: []*fsm.Candidate{rule298}}, // withdrawn × function_result
-		{Cands: []*fsm.Candidate{rule294}}, // withdrawn × permission_cancel
-		{Cands: []*fsm.Candidate{rule294}}, // withdrawn × ack_applied
-		{Cands: []*fsm.Candidate{rule294}}, // withdrawn × ack_refused
-		{Cands: []*fsm.Candidate{rule294}}, // withdrawn × ack_wait
-		{Cands: []*fsm.Candidate{rule294}}, // withdrawn × answer_send_failed
-		{Cands: []*fsm.Candidate{rule294}}, // withdrawn × run_closed
-		// unanswered
-		{Cands: []*fsm.Candidate{rule298}}, // unanswered × permission_request
-		{Cands: []*fsm.Candidate{rule298}}, // unanswered × prompt_for_user_choice
-		{Cands: []*fsm.Candidate{rule298}}, // unanswered × function_call
-		{Cands: []*fsm.Candidate{rule298}}, // unanswered × permission_decision
-		{Cands: []*fsm.Candidate{rule298}}, // unanswered × prompt_for_user_choice_decision
-		{Cands: []*fsm.Candidate{rule298}}, // unanswered × function_result
-		{Cands: []*fsm.Candidate{rule294}}, // unanswered × permission_cancel
-		{Cands: []*fsm.Candidate{rule294}}, // unanswered × ack_applied
-		{Cands: []*fsm.Candidate{rule294}}, // unanswered × ack_refused
-		{Cands: []*fsm.Candidate{rule294}}, // unanswered × ack_wait
-		{Cands: []*fsm.Candidate{rule294}}, // unanswered × answer_send_failed
-		{Cands: []*fsm.Candidate{rule294}}, // unanswered × run_closed
-		// orphaned
-		{Cands: []*fsm.Candidate{rule298}}, // orphaned × permission_request
-		{Cands: []*fsm.Candidate{rule298}}, // orphaned × prompt_for_user_choice
-		{Cands: []*fsm.Candidate{rule298}}, // orphaned × function_call
-		{Cands: []*fsm.Candidate{rule298}}, // orphaned × permission_decision
-		{Cands: []*fsm.Candidate{rule298}}, // orphaned × prompt_for_user_choice_decision
-		{Cands: []*fsm.Candidate{rule298}}, // orphaned × function_result
-		{Cands: []*fsm.Candidate{rule294}}, // orphaned × permission_cancel
-		{Cands: []*fsm.Candidate{rule294}}, // orphaned × ack_applied
-		{Cands: []*fsm.Candidate{rule294}}, // orphaned × ack_refused
-		{Cands: []*fsm.Candidate{rule294}}, // orphaned × ack_wait
-		{Cands: []*fsm.Candidate{rule294}}, // orphaned × answer_send_failed
-		{Cands: []*fsm.Candidate{rule294}}, // orphaned × run_closed
-		// closed
-		{Cands: []*fsm.Candidate{rule298}}, // closed × permission_request
-		{Cands: []*fsm.Candidate{rule298}}, // closed × prompt_for_user_choice
-		{Cands: []*fsm.Candidate{rule298}}, // closed × function_call
-		{Cands: []*fsm.Candidate{rule298}}, // closed × permission_decision
-		{Cands: []*fsm.Candidate{rule298}}, // closed × prompt_for_user_choice_decision
-		{Cands: []*fsm.Candidate{rule298}}, // closed × function_result
-		{Cands: []*fsm.Candidate{rule294}}, // closed × permission_cancel
-		{Cands: []*fsm.Candidate{rule294}}, // closed × ack_applied
-		{Cands: []*fsm.Candidate{rule294}}, // closed × ack_refused
-		{Cands: []*fsm.Candidate{rule294}}, // closed × ack_wait
-		{Cands: []*fsm.Candidate{rule294}}, // closed × answer_send_failed
-		{Cands: []*fsm.Candidate{rule294}}, // closed × run_closed
+	Rules: []fsm.Rule{
+		{ID: "idle_permission_request", From: "idle", On: "permission_request, prompt_for_user_choice, function_call", To: "pending", Effects: "core: do surface_request"},
+		{ID: "idle_ack_wait", From: "idle", On: "ack_wait, run_closed", Ignore: "nothing is pending for this interaction ID"},
+		{ID: "idle_any", From: "idle", On: "*", Reject: "no request was emitted with this interaction ID"},
+		{ID: "pending_permission_decision_if_matches_request_kind", From: "pending", On: "permission_decision, prompt_for_user_choice_decision, function_result", Guard: "matches_request_kind", To: "deciding", Effects: "core: start ack_wait, runtime: do apply_decision"},
+		{ID: "pending_permission_decision", From: "pending", On: "permission_decision, prompt_for_user_choice_decision, function_result", Reject: "the answer does not match the request kind or fails validation; nothing is submitted natively"},
+		{ID: "pending_answer_send_failed", From: "pending", On: "answer_send_failed", To: "deciding", Effects: "core: start ack_wait"},
+		{ID: "pending_permission_cancel_if_permission_kind", From: "pending", On: "permission_cancel", Guard: "permission_kind", To: "withdrawn", Effects: "core: do withdraw_prompt"},
+		{ID: "pending_permission_cancel", From: "pending", On: "permission_cancel", Reject: "only a permission request can be withdrawn"},
+		{ID: "pending_run_closed", From: "pending", On: "run_closed", To: "unanswered", Effects: "core: do abandon_request"},
+		{ID: "deciding_run_closed", From: "deciding, unconfirmed", On: "run_closed", To: "orphaned", Effects: "core: stop ack_wait, core: do mark_unknown"},
+		{ID: "pending_ack_applied", From: "pending", On: "ack_applied, ack_refused", Reject: "no answer is in flight, so there is nothing to acknowledge"},
+		{ID: "pending_ack_wait", From: "pending, unconfirmed, applied", On: "ack_wait", Ignore: "the receipt deadline only runs while an answer is in flight"},
+		{ID: "pending_permission_request", From: "pending, deciding, unconfirmed, applied", On: "permission_request, prompt_for_user_choice, function_call", Reject: "the interaction ID is already in use"},
+		{ID: "deciding_ack_applied_if_current_delivery", From: "deciding", On: "ack_applied", Guard: "current_delivery", To: "applied", Effects: "core: stop ack_wait, core: do settle_interaction"},
+		{ID: "deciding_ack_refused_if_retry_later", From: "deciding", On: "ack_refused", Guard: "retry_later", To: "pending", Effects: "core: stop ack_wait"},
+		{ID: "deciding_ack_refused_if_current_delivery", From: "deciding", On: "ack_refused", Guard: "current_delivery", To: "refused", Effects: "core: stop ack_wait, core: do record_refusal"},
+		{ID: "deciding_ack_applied", From: "deciding", On: "ack_applied, ack_refused", Ignore: "the receipt belongs to an earlier delivery attempt"},
+		{ID: "deciding_ack_wait", From: "deciding", On: "ack_wait", To: "unconfirmed", Effects: "core: do mark_unknown"},
+		{ID: "deciding_answer_send_failed", From: "deciding", On: "answer_send_failed", Reject: "no answer is being sent; one is already in flight"},
+		{ID: "deciding_permission_cancel_if_permission_kind", From: "deciding", On: "permission_cancel", Guard: "permission_kind", To: "deciding", Effects: "core: do note_withdrawal"},
+		{ID: "deciding_permission_cancel", From: "deciding", On: "permission_cancel", Reject: "only a permission request can be withdrawn"},
+		{ID: "deciding_permission_decision", From: "deciding", On: "permission_decision, prompt_for_user_choice_decision, function_result", Reject: "one answer at a time; wait for the receipt of the one in flight"},
+		{ID: "unconfirmed_ack_applied_if_current_delivery", From: "unconfirmed", On: "ack_applied", Guard: "current_delivery", To: "applied", Effects: "core: do settle_late, core: do settle_interaction"},
+		{ID: "unconfirmed_ack_refused_if_retry_later", From: "unconfirmed", On: "ack_refused", Guard: "retry_later", To: "pending", Effects: "core: do settle_late"},
+		{ID: "unconfirmed_ack_refused_if_current_delivery", From: "unconfirmed", On: "ack_refused", Guard: "current_delivery", To: "refused", Effects: "core: do settle_late, core: do record_refusal"},
+		{ID: "unconfirmed_ack_applied", From: "unconfirmed", On: "ack_applied, ack_refused", Ignore: "the receipt belongs to an earlier delivery attempt"},
+		{ID: "unconfirmed_permission_decision_if_identical_decision", From: "unconfirmed", On: "permission_decision, prompt_for_user_choice_decision, function_result", Guard: "identical_decision", To: "deciding", Effects: "core: start ack_wait, runtime: do apply_decision"},
+		{ID: "unconfirmed_permission_decision", From: "unconfirmed", On: "permission_decision, prompt_for_user_choice_decision, function_result", Reject: "decision_conflict: a replay must repeat the earlier answer exactly"},
+		{ID: "unconfirmed_answer_send_failed", From: "unconfirmed", On: "answer_send_failed", To: "deciding", Effects: "core: start ack_wait"},
+		{ID: "unconfirmed_permission_cancel", From: "unconfirmed", On: "permission_cancel", Ignore: "a withdrawal does not prove whether the unconfirmed answer was applied"},
+		{ID: "applied_permission_decision_if_identical_decision", From: "applied", On: "permission_decision, prompt_for_user_choice_decision, function_result", Guard: "identical_decision", To: "applied", Effects: "runtime: send interaction_decision_ack"},
+		{ID: "applied_permission_decision", From: "applied", On: "permission_decision, prompt_for_user_choice_decision, function_result", Reject: "decision_conflict: the interaction was already settled with a different answer"},
+		{ID: "applied_ack_applied", From: "applied", On: "ack_applied, ack_refused, permission_cancel, answer_send_failed", Ignore: "the answer already settled the interaction; repeated receipts and a failed replay change nothing"},
+		{ID: "applied_run_closed", From: "applied", On: "run_closed", To: "closed"},
+		{ID: "refused_ack_applied", From: "refused, withdrawn, unanswered, orphaned, closed", On: "ack_applied, ack_refused, ack_wait, answer_send_failed, run_closed, permission_cancel", Ignore: "the interaction is settled; late receipts and withdrawals change nothing"},
+		{ID: "refused_any", From: "refused, withdrawn, unanswered, orphaned, closed", On: "*", Reject: "not_pending: the interaction is settled"},
 	},
+	Lines: []int{144, 148, 151, 156, 161, 164, 170, 175, 178, 184, 188, 191, 194, 199, 204, 210, 215, 218, 222, 225, 231, 234, 239, 247, 252, 257, 260, 266, 269, 273, 278, 283, 286, 289, 294, 298},
 })
 
-// Step is what one event did: the engine's fsm.Step, a read-only view of the table candidate that
-// handled it, with typed accessors. The zero Step, returned for an invalid state or event, reports
-// zero values.
-type Step struct {
-	s fsm.Step
-}
-
-// From is the state the event arrived in.
-func (s Step) From() State {
-	return State(s.s.From())
-}
-
-// Event is the event that was handled.
-func (s Step) Event() Event {
-	return Event(s.s.Event())
-}
-
-// To is the state after the step; it equals From unless the disposition is fsm.Moved.
-func (s Step) To() State {
-	return State(s.s.To())
-}
-
-// Guard is the guard that selected the candidate, or 0 for the cell's fallback.
-func (s Step) Guard() Guard {
-	return Guard(s.s.Guard())
-}
-
-// Disposition says whether the step moved, stayed, ignored or rejected the event.
-func (s Step) Disposition() fsm.Disposition {
-	return s.s.Disposition()
-}
-
-// Effects lists what the step asks of both peers, in spec order (a peer keeps those its role
-// performs); nil unless the step moved or stayed. Their IDs convert to this package's enums and
-// Table.EffectString renders one as the spec writes it. The slice is shared: do not modify it.
-func (s Step) Effects() []fsm.Effect {
-	return s.s.Effects()
-}
-
-// Reason is the spec's reason for an ignored or rejected event, or "".
-func (s Step) Reason() string {
-	return s.s.Reason()
-}
-
-// Line is the line of the spec rule behind the step.
-func (s Step) Line() int {
-	return s.s.Line()
-}
+// Step is what one event did: a read-only view of the table candidate that handled it, with From,
+// Event, To and Guard typed as this package's enums (fsm.StepOf) and Disposition, Effects, Reason,
+// Rule and Line from fsm.Step. Effects are shared: do not modify them. The zero Step, returned for
+// an invalid state or event, reports zero values.
+type Step = fsm.StepOf[State, Event, Guard]
 
 // Transition is the pure transition function. It selects the candidate of the (s, e) cell whose
 // guard is in held (or the fallback) and returns the step with its effects. It changes nothing,
@@ -826,7 +386,7 @@ func (s Step) Line() int {
 // the zero Step and a *fsm.InvalidError.
 func Transition(s State, e Event, held GuardSet) (Step, error) {
 	st, err := Table.Transition(fsm.StateID(s), fsm.EventID(e), fsm.GuardSet(held))
-	return Step{st}, err
+	return Step{Step: st}, err
 }
 
 // CoreHooks is what a Core peer implements to run the interaction machine: one method per guard it

@@ -19,7 +19,6 @@ package preparation
 
 import (
 	"github.com/agentwire/agentwire/fsm"
-	"strconv"
 	"time"
 )
 
@@ -77,69 +76,19 @@ const (
 )
 
 // String returns the spec name, or State(n) for a value outside the enum.
-func (v State) String() string {
-	if v.Valid() {
-		return Table.States[v-1].Name
-	}
-	return "State(" + strconv.Itoa(int(v)) + ")"
-}
+func (v State) String() string { return Table.DeclName(fsm.DeclState, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v State) Valid() bool {
-	return v >= 1 && v <= StateAbandoned
-}
+func (v State) Valid() bool { return v >= 1 && v <= StateAbandoned }
 
 // ParseState returns the state with the given spec name.
-func ParseState(name string) (State, error) {
-	switch name {
-	case "idle":
-		return StateIdle, nil
-	case "requested":
-		return StateRequested, nil
-	case "preparing":
-		return StatePreparing, nil
-	case "ready":
-		return StateReady, nil
-	case "starting":
-		return StateStarting, nil
-	case "start_overdue":
-		return StateStartOverdue, nil
-	case "releasing":
-		return StateReleasing, nil
-	case "cleanup_unconfirmed":
-		return StateCleanupUnconfirmed, nil
-	case "started":
-		return StateStarted, nil
-	case "released":
-		return StateReleased, nil
-	case "refused":
-		return StateRefused, nil
-	case "failed":
-		return StateFailed, nil
-	case "expired":
-		return StateExpired, nil
-	case "abandoned":
-		return StateAbandoned, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "state name",
-	}
-}
+func ParseState(name string) (State, error) { return fsm.As[State](Table.Parse(fsm.DeclState, name)) }
 
 // Outcome classifies a terminal state; it is fsm.OutcomeNone for the others.
-func (v State) Outcome() fsm.Outcome {
-	if !v.Valid() {
-		return fsm.OutcomeNone
-	}
-	return Table.States[v-1].Outcome
-}
+func (v State) Outcome() fsm.Outcome { return Table.StateOf(fsm.StateID(v)).Outcome }
 
 // Terminal reports whether the lifecycle has settled in v.
-func (v State) Terminal() bool {
-	return v.Outcome() != fsm.OutcomeNone
-}
+func (v State) Terminal() bool { return v.Outcome() != fsm.OutcomeNone }
 
 // Event is an input of the preparation machine (a wire message, a timer expiry or a local
 // happening); its values are the fsm.EventID of Table.
@@ -200,104 +149,30 @@ const (
 )
 
 // String returns the spec name, or Event(n) for a value outside the enum.
-func (v Event) String() string {
-	if v.Valid() {
-		return Table.Events[v-1].Name
-	}
-	return "Event(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Event) String() string { return Table.DeclName(fsm.DeclEvent, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Event) Valid() bool {
-	return v >= 1 && v <= EventConnectionLost
-}
+func (v Event) Valid() bool { return v >= 1 && v <= EventConnectionLost }
 
 // ParseEvent returns the event with the given spec name.
-func ParseEvent(name string) (Event, error) {
-	switch name {
-	case "execution_prepare":
-		return EventExecutionPrepare, nil
-	case "execution_start":
-		return EventExecutionStart, nil
-	case "execution_release":
-		return EventExecutionRelease, nil
-	case "status_preparing":
-		return EventStatusPreparing, nil
-	case "status_ready":
-		return EventStatusReady, nil
-	case "status_starting":
-		return EventStatusStarting, nil
-	case "status_started":
-		return EventStatusStarted, nil
-	case "status_released":
-		return EventStatusReleased, nil
-	case "status_expired":
-		return EventStatusExpired, nil
-	case "status_failed":
-		return EventStatusFailed, nil
-	case "status_cleanup_unconfirmed":
-		return EventStatusCleanupUnconfirmed, nil
-	case "status_rejected":
-		return EventStatusRejected, nil
-	case "prepare_send_failed":
-		return EventPrepareSendFailed, nil
-	case "start_send_failed":
-		return EventStartSendFailed, nil
-	case "release_send_failed":
-		return EventReleaseSendFailed, nil
-	case "admission_expiry":
-		return EventAdmissionExpiry, nil
-	case "connection_lost":
-		return EventConnectionLost, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "event name",
-	}
-}
+func ParseEvent(name string) (Event, error) { return fsm.As[Event](Table.Parse(fsm.DeclEvent, name)) }
 
 // Kind says whether v is a wire message, a timer expiry or a local event.
-func (v Event) Kind() fsm.EventKind {
-	if !v.Valid() {
-		return 0
-	}
-	return Table.Events[v-1].Kind
-}
+func (v Event) Kind() fsm.EventKind { return Table.EventOf(fsm.EventID(v)).Kind }
 
 // Role is the sender of a message event, the owner of a timer or the observer of a local event.
-func (v Event) Role() fsm.Role {
-	if !v.Valid() {
-		return 0
-	}
-	return Table.Events[v-1].Role
-}
+func (v Event) Role() fsm.Role { return Table.EventOf(fsm.EventID(v)).Role }
 
 // Message is the wire type of a message event, or 0. Several events may share one wire type (a
 // status frame with different states).
-func (v Event) Message() Message {
-	if !v.Valid() {
-		return 0
-	}
-	return Message(Table.Events[v-1].Message)
-}
+func (v Event) Message() Message { return Message(Table.EventOf(fsm.EventID(v)).Message) }
 
 // FailedSend is the local event a sender fires instead of v when its write of v failed (the frame
 // is possibly delivered), or 0 for events that are not messages.
-func (v Event) FailedSend() Event {
-	if !v.Valid() {
-		return 0
-	}
-	return Event(Table.Events[v-1].FailedSend)
-}
+func (v Event) FailedSend() Event { return Event(Table.EventOf(fsm.EventID(v)).FailedSend) }
 
 // Timer is the timer whose expiry v is, or 0.
-func (v Event) Timer() Timer {
-	if !v.Valid() {
-		return 0
-	}
-	return Timer(Table.Events[v-1].Timer)
-}
+func (v Event) Timer() Timer { return Timer(Table.EventOf(fsm.EventID(v)).Timer) }
 
 // Timer is a named timer; its values are the fsm.TimerID of Table. Arming and disarming are
 // effects; expiry is the event of the same name.
@@ -310,46 +185,19 @@ const (
 )
 
 // String returns the spec name, or Timer(n) for a value outside the enum.
-func (v Timer) String() string {
-	if v.Valid() {
-		return Table.Timers[v-1].Name
-	}
-	return "Timer(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Timer) String() string { return Table.DeclName(fsm.DeclTimer, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Timer) Valid() bool {
-	return v >= 1 && v <= TimerAdmissionExpiry
-}
+func (v Timer) Valid() bool { return v >= 1 && v <= TimerAdmissionExpiry }
 
 // ParseTimer returns the timer with the given spec name.
-func ParseTimer(name string) (Timer, error) {
-	switch name {
-	case "admission_expiry":
-		return TimerAdmissionExpiry, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "timer name",
-	}
-}
+func ParseTimer(name string) (Timer, error) { return fsm.As[Timer](Table.Parse(fsm.DeclTimer, name)) }
 
 // Duration is how long the timer runs once armed.
-func (v Timer) Duration() time.Duration {
-	if !v.Valid() {
-		return 0
-	}
-	return Table.Timers[v-1].Duration
-}
+func (v Timer) Duration() time.Duration { return Table.TimerOf(fsm.TimerID(v)).Duration }
 
 // Event is the event to fire when the timer expires.
-func (v Timer) Event() Event {
-	if !v.Valid() {
-		return 0
-	}
-	return Event(Table.Timers[v-1].Event)
-}
+func (v Timer) Event() Event { return Event(Table.TimerOf(fsm.TimerID(v)).Event) }
 
 // Guard is a predicate a peer evaluates through its hooks; its values are the fsm.GuardID of
 // Table.
@@ -375,53 +223,22 @@ const (
 )
 
 // String returns the spec name, or Guard(n) for a value outside the enum.
-func (v Guard) String() string {
-	if v.Valid() {
-		return Table.Guards[v-1]
-	}
-	return "Guard(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Guard) String() string { return Table.DeclName(fsm.DeclGuard, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Guard) Valid() bool {
-	return v >= 1 && v <= GuardReadOnlyProfile
-}
+func (v Guard) Valid() bool { return v >= 1 && v <= GuardReadOnlyProfile }
 
 // ParseGuard returns the guard with the given spec name.
-func ParseGuard(name string) (Guard, error) {
-	switch name {
-	case "newer_revision":
-		return GuardNewerRevision, nil
-	case "same_fingerprint":
-		return GuardSameFingerprint, nil
-	case "capacity_refusal":
-		return GuardCapacityRefusal, nil
-	case "rejects_prepare":
-		return GuardRejectsPrepare, nil
-	case "rejects_start":
-		return GuardRejectsStart, nil
-	case "read_only_profile":
-		return GuardReadOnlyProfile, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "guard name",
-	}
-}
+func ParseGuard(name string) (Guard, error) { return fsm.As[Guard](Table.Parse(fsm.DeclGuard, name)) }
 
 // GuardSet is the set of guards that hold, for Transition; it has the layout of fsm.GuardSet.
 type GuardSet fsm.GuardSet
 
 // With returns s with g added.
-func (s GuardSet) With(g Guard) GuardSet {
-	return GuardSet(fsm.GuardSet(s).With(fsm.GuardID(g)))
-}
+func (s GuardSet) With(g Guard) GuardSet { return GuardSet(fsm.GuardSet(s).With(fsm.GuardID(g))) }
 
 // Has reports whether g is in s.
-func (s GuardSet) Has(g Guard) bool {
-	return fsm.GuardSet(s).Has(fsm.GuardID(g))
-}
+func (s GuardSet) Has(g Guard) bool { return fsm.GuardSet(s).Has(fsm.GuardID(g)) }
 
 // Action is a local effect a peer performs through its hooks; its values are the fsm.ActionID of
 // Table.
@@ -439,33 +256,14 @@ const (
 )
 
 // String returns the spec name, or Action(n) for a value outside the enum.
-func (v Action) String() string {
-	if v.Valid() {
-		return Table.Actions[v-1]
-	}
-	return "Action(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Action) String() string { return Table.DeclName(fsm.DeclAction, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Action) Valid() bool {
-	return v >= 1 && v <= ActionLeaveTurnUnclaimed
-}
+func (v Action) Valid() bool { return v >= 1 && v <= ActionLeaveTurnUnclaimed }
 
 // ParseAction returns the action with the given spec name.
 func ParseAction(name string) (Action, error) {
-	switch name {
-	case "record_rejection":
-		return ActionRecordRejection, nil
-	case "settle_cleanup":
-		return ActionSettleCleanup, nil
-	case "leave_turn_unclaimed":
-		return ActionLeaveTurnUnclaimed, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "action name",
-	}
+	return fsm.As[Action](Table.Parse(fsm.DeclAction, name))
 }
 
 // Message is a wire type the machine sends or observes; its values are the fsm.MessageID of Table.
@@ -483,183 +281,21 @@ const (
 )
 
 // String returns the spec name, or Message(n) for a value outside the enum.
-func (v Message) String() string {
-	if v.Valid() {
-		return Table.Messages[v-1]
-	}
-	return "Message(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Message) String() string { return Table.DeclName(fsm.DeclMessage, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Message) Valid() bool {
-	return v >= 1 && v <= MessagePreparationStatus
-}
+func (v Message) Valid() bool { return v >= 1 && v <= MessagePreparationStatus }
 
 // ParseMessage returns the message with the given spec name.
 func ParseMessage(name string) (Message, error) {
-	switch name {
-	case "execution_prepare":
-		return MessageExecutionPrepare, nil
-	case "execution_release":
-		return MessageExecutionRelease, nil
-	case "execution_start":
-		return MessageExecutionStart, nil
-	case "preparation_status":
-		return MessagePreparationStatus, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "message name",
-	}
+	return fsm.As[Message](Table.Parse(fsm.DeclMessage, name))
 }
 
-// The candidates of Table, one per rule of spec/preparation.yaml and shared by every cell the rule
-// covers (a rule that lists its own target among its sources is two: a move from the others and an
-// internal transition in the target).
-var (
-	rule160 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRequested), Line: 160, Effects: []fsm.Effect{
-		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus)},
-	}}
-	rule164 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRequested), Line: 164}
-	rule169 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no execution_prepare was sent on this connection", Line: 169}
-	rule173 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no execution_prepare was sent for this request ID", Line: 173}
-	rule176 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "a status for a request that was never sent is not applied to any handle", Line: 176}
-	rule179 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no admission was granted, so no deadline is armed", Line: 179}
-	rule184 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StatePreparing), Line: 184}
-	rule188 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateReady), Line: 188, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStart, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerAdmissionExpiry)},
-	}}
-	rule193 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 193, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordRejection)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
-	}}
-	rule198 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "stale or repeated revision", Line: 198}
-	rule201 = &fsm.Candidate{Guard: fsm.GuardID(GuardCapacityRefusal), Disp: fsm.Moved, To: fsm.StateID(StateRefused), Line: 201, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordRejection)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionLeaveTurnUnclaimed)},
-	}}
-	rule208 = &fsm.Candidate{Guard: fsm.GuardID(GuardRejectsPrepare), Disp: fsm.Moved, To: fsm.StateID(StateRefused), Line: 208, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordRejection)},
-	}}
-	rule213 = &fsm.Candidate{Disp: fsm.Stayed, Line: 213, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordRejection)},
-	}}
-	rule217 = &fsm.Candidate{Guard: fsm.GuardID(GuardSameFingerprint), Disp: fsm.Stayed, Line: 217, Effects: []fsm.Effect{
-		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus)},
-	}}
-	rule222 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "request_conflict: the request ID is already bound to a different payload", Line: 222}
-	rule225 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "a repeated execution_prepare whose write failed changes nothing; the first one's statuses decide", Line: 225}
-	rule228 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "preparation_not_ready: no handle has been granted", Line: 228}
-	rule231 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "invalid_release: no handle has been granted", Line: 231}
-	rule234 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the status skips the preparation phases that must precede it", Line: 234}
-	rule237 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the expiry deadline is only armed while the handle is ready or starting", Line: 237}
-	rule240 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAbandoned), Line: 240, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerAdmissionExpiry)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
-	}}
-	rule247 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateReady), Line: 247, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStart, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerAdmissionExpiry)},
-	}}
-	rule252 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 252, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordRejection)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
-	}}
-	rule257 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "stale or repeated revision", Line: 257}
-	rule260 = &fsm.Candidate{Guard: fsm.GuardID(GuardRejectsStart), Disp: fsm.Moved, To: fsm.StateID(StateReady), Line: 260, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordRejection)},
-	}}
-	rule267 = &fsm.Candidate{Disp: fsm.Stayed, Line: 267, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordRejection)},
-	}}
-	rule271 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateReleasing), Line: 271, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
-	}}
-	rule275 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateReleasing), Line: 275}
-	rule279 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "preparation_not_ready: the handle is still preparing", Line: 279}
-	rule282 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the status is not reachable from preparing", Line: 282}
-	rule287 = &fsm.Candidate{Guard: fsm.GuardID(GuardReadOnlyProfile), Disp: fsm.Rejected, Reason: "read_only_preparation: a read-only handle can never be started", Line: 287}
-	rule295 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStarting), Line: 295}
-	rule298 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateReleasing), Line: 298, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerAdmissionExpiry)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
-	}}
-	rule302 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateReleasing), Line: 302, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerAdmissionExpiry)},
-	}}
-	rule306 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStarting), Line: 306}
-	rule311 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateExpired), Line: 311, Effects: []fsm.Effect{
-		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
-	}}
-	rule315 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateExpired), Line: 315, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerAdmissionExpiry)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
-	}}
-	rule320 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 320, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerAdmissionExpiry)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordRejection)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
-	}}
-	rule325 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "stale or repeated revision", Line: 325}
-	rule328 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no execution_start was sent for this handle", Line: 328}
-	rule331 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no execution_release was sent for this handle", Line: 331}
-	rule336 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Stayed, Line: 336}
-	rule340 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateStarted), Line: 340, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerAdmissionExpiry)},
-	}}
-	rule345 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 345, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerAdmissionExpiry)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordRejection)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
-	}}
-	rule350 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStartOverdue), Line: 350, Effects: []fsm.Effect{
-		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
-	}}
-	rule357 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "stale or repeated revision", Line: 357}
-	rule360 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "start_conflict: the admission is transferred once", Line: 360}
-	rule363 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "invalid_release: the start is already in flight; only prompt_cancel acts on the Run", Line: 363}
-	rule366 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no execution_release was sent for this handle", Line: 366}
-	rule371 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateStarted), Line: 371}
-	rule375 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateExpired), Line: 375}
-	rule379 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 379, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordRejection)},
-	}}
-	rule384 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "stale or repeated revision", Line: 384}
-	rule387 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no execution_release was sent for this handle", Line: 387}
-	rule390 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "start_conflict: the admission is transferred once", Line: 390}
-	rule393 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "invalid_release: the start is already in flight; only prompt_cancel acts on the Run", Line: 393}
-	rule398 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateReleased), Line: 398}
-	rule402 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateCleanupUnconfirmed), Line: 402}
-	rule406 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 406, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordRejection)},
-	}}
-	rule411 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Moved, To: fsm.StateID(StateExpired), Line: 411}
-	rule419 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "stale or repeated revision", Line: 419}
-	rule422 = &fsm.Candidate{Disp: fsm.Stayed, Line: 422, Effects: []fsm.Effect{
-		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessagePreparationStatus)},
-	}}
-	rule426 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "a repeated execution_release whose write failed changes nothing", Line: 426}
-	rule429 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "execution_start can only be sent for a ready handle", Line: 429}
-	rule432 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "execution_release can only be sent for a preparing or ready handle", Line: 432}
-	rule435 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "invalid_start: the admission is being released", Line: 435}
-	rule438 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "a released admission is never started", Line: 438}
-	rule443 = &fsm.Candidate{Guard: fsm.GuardID(GuardNewerRevision), Disp: fsm.Stayed, Line: 443, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionSettleCleanup)},
-	}}
-	rule448 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "stale revision; a stale snapshot never publishes success", Line: 448}
-	rule451 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "a released admission is never started", Line: 451}
-	rule456 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the handle is settled; late or repeated statuses change nothing", Line: 456}
-	rule459 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "invalid_release: ownership passed to the Run; releasing the old handle cannot cancel it", Line: 459}
-	rule462 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the connection is gone; a failed write on it changes nothing", Line: 462}
-	rule465 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the admission is settled", Line: 465}
-	rule469 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the outcome was settled before the connection went away", Line: 469}
-)
-
-// Table is the preparation machine as the engine runs it, sealed: every (state, event) cell lists
-// its candidates in the order they are tried, the unguarded fallback last. It is exactly what
-// spec.Machine.Table builds from spec/preparation.yaml. Treat it as read-only.
+// Table is the preparation machine as the engine runs it: the declarations and the rules of
+// spec/preparation.yaml, one line per rule named by its stable ID (their spec lines apart, in
+// Lines, so that shifting lines in the spec changes one line here), which fsm.MustSeal expands at
+// start-up into exactly the cells spec.Machine.Table builds (every (state, event) cell lists its
+// candidates in the order they are tried, the unguarded fallback last). Treat it as read-only.
 var Table = fsm.MustSeal(&fsm.Table{
 	Name:   Name,
 	Source: "spec/preparation.yaml",
@@ -705,310 +341,91 @@ var Table = fsm.MustSeal(&fsm.Table{
 		{Name: "admission_expiry", Duration: 5 * time.Minute, Event: fsm.EventID(EventAdmissionExpiry)},
 	},
 	Initial: fsm.StateID(StateIdle),
-	Cells: []fsm.Cell{
-		// idle
-		{Cands: []*fsm.Candidate{rule160}}, // idle × execution_prepare
-		{Cands: []*fsm.Candidate{rule173}}, // idle × execution_start
-		{Cands: []*fsm.Candidate{rule173}}, // idle × execution_release
-		{Cands: []*fsm.Candidate{rule176}}, // idle × status_preparing
-		{Cands: []*fsm.Candidate{rule176}}, // idle × status_ready
-		{Cands: []*fsm.Candidate{rule176}}, // idle × status_starting
-		{Cands: []*fsm.Candidate{rule176}}, // idle × status_started
-		{Cands: []*fsm.Candidate{rule176}}, // idle × status_released
-		{Cands: []*fsm.Candidate{rule176}}, // idle × status_expired
-		{Cands: []*fsm.Candidate{rule176}}, // idle × status_failed
-		{Cands: []*fsm.Candidate{rule176}}, // idle × status_cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule176}}, // idle × status_rejected
-		{Cands: []*fsm.Candidate{rule164}}, // idle × prepare_send_failed
-		{Cands: []*fsm.Candidate{rule429}}, // idle × start_send_failed
-		{Cands: []*fsm.Candidate{rule432}}, // idle × release_send_failed
-		{Cands: []*fsm.Candidate{rule179}}, // idle × admission_expiry
-		{Cands: []*fsm.Candidate{rule169}}, // idle × connection_lost
-		// requested
-		{Cands: []*fsm.Candidate{rule217, rule222}},          // requested × execution_prepare
-		{Cands: []*fsm.Candidate{rule228}},                   // requested × execution_start
-		{Cands: []*fsm.Candidate{rule231}},                   // requested × execution_release
-		{Cands: []*fsm.Candidate{rule184, rule198}},          // requested × status_preparing
-		{Cands: []*fsm.Candidate{rule188, rule198}},          // requested × status_ready
-		{Cands: []*fsm.Candidate{rule234}},                   // requested × status_starting
-		{Cands: []*fsm.Candidate{rule234}},                   // requested × status_started
-		{Cands: []*fsm.Candidate{rule234}},                   // requested × status_released
-		{Cands: []*fsm.Candidate{rule234}},                   // requested × status_expired
-		{Cands: []*fsm.Candidate{rule193, rule198}},          // requested × status_failed
-		{Cands: []*fsm.Candidate{rule234}},                   // requested × status_cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule201, rule208, rule213}}, // requested × status_rejected
-		{Cands: []*fsm.Candidate{rule225}},                   // requested × prepare_send_failed
-		{Cands: []*fsm.Candidate{rule429}},                   // requested × start_send_failed
-		{Cands: []*fsm.Candidate{rule432}},                   // requested × release_send_failed
-		{Cands: []*fsm.Candidate{rule237}},                   // requested × admission_expiry
-		{Cands: []*fsm.Candidate{rule240}},                   // requested × connection_lost
-		// preparing
-		{Cands: []*fsm.Candidate{rule217, rule222}}, // preparing × execution_prepare
-		{Cands: []*fsm.Candidate{rule279}},          // preparing × execution_start
-		{Cands: []*fsm.Candidate{rule271}},          // preparing × execution_release
-		{Cands: []*fsm.Candidate{rule257}},          // preparing × status_preparing
-		{Cands: []*fsm.Candidate{rule247, rule257}}, // preparing × status_ready
-		{Cands: []*fsm.Candidate{rule282}},          // preparing × status_starting
-		{Cands: []*fsm.Candidate{rule282}},          // preparing × status_started
-		{Cands: []*fsm.Candidate{rule282}},          // preparing × status_released
-		{Cands: []*fsm.Candidate{rule282}},          // preparing × status_expired
-		{Cands: []*fsm.Candidate{rule252, rule257}}, // preparing × status_failed
-		{Cands: []*fsm.Candidate{rule282}},          // preparing × status_cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule267}},          // preparing × status_rejected
-		{Cands: []*fsm.Candidate{rule225}},          // preparing × prepare_send_failed
-		{Cands: []*fsm.Candidate{rule429}},          // preparing × start_send_failed
-		{Cands: []*fsm.Candidate{rule275}},          // preparing × release_send_failed
-		{Cands: []*fsm.Candidate{rule237}},          // preparing × admission_expiry
-		{Cands: []*fsm.Candidate{rule240}},          // preparing × connection_lost
-		// ready
-		{Cands: []*fsm.Candidate{rule217, rule222}}, // ready × execution_prepare
-		{Cands: []*fsm.Candidate{rule287, rule295}}, // ready × execution_start
-		{Cands: []*fsm.Candidate{rule298}},          // ready × execution_release
-		{Cands: []*fsm.Candidate{rule325}},          // ready × status_preparing
-		{Cands: []*fsm.Candidate{rule325}},          // ready × status_ready
-		{Cands: []*fsm.Candidate{rule328}},          // ready × status_starting
-		{Cands: []*fsm.Candidate{rule328}},          // ready × status_started
-		{Cands: []*fsm.Candidate{rule331}},          // ready × status_released
-		{Cands: []*fsm.Candidate{rule315, rule325}}, // ready × status_expired
-		{Cands: []*fsm.Candidate{rule320, rule325}}, // ready × status_failed
-		{Cands: []*fsm.Candidate{rule331}},          // ready × status_cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule267}},          // ready × status_rejected
-		{Cands: []*fsm.Candidate{rule225}},          // ready × prepare_send_failed
-		{Cands: []*fsm.Candidate{rule306}},          // ready × start_send_failed
-		{Cands: []*fsm.Candidate{rule302}},          // ready × release_send_failed
-		{Cands: []*fsm.Candidate{rule311}},          // ready × admission_expiry
-		{Cands: []*fsm.Candidate{rule240}},          // ready × connection_lost
-		// starting
-		{Cands: []*fsm.Candidate{rule217, rule222}}, // starting × execution_prepare
-		{Cands: []*fsm.Candidate{rule360}},          // starting × execution_start
-		{Cands: []*fsm.Candidate{rule363}},          // starting × execution_release
-		{Cands: []*fsm.Candidate{rule357}},          // starting × status_preparing
-		{Cands: []*fsm.Candidate{rule357}},          // starting × status_ready
-		{Cands: []*fsm.Candidate{rule336, rule357}}, // starting × status_starting
-		{Cands: []*fsm.Candidate{rule340, rule357}}, // starting × status_started
-		{Cands: []*fsm.Candidate{rule366}},          // starting × status_released
-		{Cands: []*fsm.Candidate{rule315, rule357}}, // starting × status_expired
-		{Cands: []*fsm.Candidate{rule345, rule357}}, // starting × status_failed
-		{Cands: []*fsm.Candidate{rule366}},          // starting × status_cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule260, rule267}}, // starting × status_rejected
-		{Cands: []*fsm.Candidate{rule225}},          // starting × prepare_send_failed
-		{Cands: []*fsm.Candidate{rule429}},          // starting × start_send_failed
-		{Cands: []*fsm.Candidate{rule432}},          // starting × release_send_failed
-		{Cands: []*fsm.Candidate{rule350}},          // starting × admission_expiry
-		{Cands: []*fsm.Candidate{rule240}},          // starting × connection_lost
-		// start_overdue
-		{Cands: []*fsm.Candidate{rule217, rule222}}, // start_overdue × execution_prepare
-		{Cands: []*fsm.Candidate{rule390}},          // start_overdue × execution_start
-		{Cands: []*fsm.Candidate{rule393}},          // start_overdue × execution_release
-		{Cands: []*fsm.Candidate{rule384}},          // start_overdue × status_preparing
-		{Cands: []*fsm.Candidate{rule384}},          // start_overdue × status_ready
-		{Cands: []*fsm.Candidate{rule384}},          // start_overdue × status_starting
-		{Cands: []*fsm.Candidate{rule371, rule384}}, // start_overdue × status_started
-		{Cands: []*fsm.Candidate{rule387}},          // start_overdue × status_released
-		{Cands: []*fsm.Candidate{rule375, rule384}}, // start_overdue × status_expired
-		{Cands: []*fsm.Candidate{rule379, rule384}}, // start_overdue × status_failed
-		{Cands: []*fsm.Candidate{rule387}},          // start_overdue × status_cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule267}},          // start_overdue × status_rejected
-		{Cands: []*fsm.Candidate{rule225}},          // start_overdue × prepare_send_failed
-		{Cands: []*fsm.Candidate{rule429}},          // start_overdue × start_send_failed
-		{Cands: []*fsm.Candidate{rule432}},          // start_overdue × release_send_failed
-		{Cands: []*fsm.Candidate{rule237}},          // start_overdue × admission_expiry
-		{Cands: []*fsm.Candidate{rule240}},          // start_overdue × connection_lost
-		// releasing
-		{Cands: []*fsm.Candidate{rule217, rule222}}, // releasing × execution_prepare
-		{Cands: []*fsm.Candidate{rule435}},          // releasing × execution_start
-		{Cands: []*fsm.Candidate{rule422}},          // releasing × execution_release
-		{Cands: []*fsm.Candidate{rule419}},          // releasing × status_preparing
-		{Cands: []*fsm.Candidate{rule419}},          // releasing × status_ready
-		{Cands: []*fsm.Candidate{rule419}},          // releasing × status_starting
-		{Cands: []*fsm.Candidate{rule438}},          // releasing × status_started
-		{Cands: []*fsm.Candidate{rule398, rule419}}, // releasing × status_released
-		{Cands: []*fsm.Candidate{rule411, rule419}}, // releasing × status_expired
-		{Cands: []*fsm.Candidate{rule406, rule419}}, // releasing × status_failed
-		{Cands: []*fsm.Candidate{rule402, rule419}}, // releasing × status_cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule267}},          // releasing × status_rejected
-		{Cands: []*fsm.Candidate{rule225}},          // releasing × prepare_send_failed
-		{Cands: []*fsm.Candidate{rule429}},          // releasing × start_send_failed
-		{Cands: []*fsm.Candidate{rule426}},          // releasing × release_send_failed
-		{Cands: []*fsm.Candidate{rule237}},          // releasing × admission_expiry
-		{Cands: []*fsm.Candidate{rule240}},          // releasing × connection_lost
-		// cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule217, rule222}}, // cleanup_unconfirmed × execution_prepare
-		{Cands: []*fsm.Candidate{rule435}},          // cleanup_unconfirmed × execution_start
-		{Cands: []*fsm.Candidate{rule422}},          // cleanup_unconfirmed × execution_release
-		{Cands: []*fsm.Candidate{rule448}},          // cleanup_unconfirmed × status_preparing
-		{Cands: []*fsm.Candidate{rule448}},          // cleanup_unconfirmed × status_ready
-		{Cands: []*fsm.Candidate{rule448}},          // cleanup_unconfirmed × status_starting
-		{Cands: []*fsm.Candidate{rule451}},          // cleanup_unconfirmed × status_started
-		{Cands: []*fsm.Candidate{rule398, rule448}}, // cleanup_unconfirmed × status_released
-		{Cands: []*fsm.Candidate{rule448}},          // cleanup_unconfirmed × status_expired
-		{Cands: []*fsm.Candidate{rule448}},          // cleanup_unconfirmed × status_failed
-		{Cands: []*fsm.Candidate{rule443, rule448}}, // cleanup_unconfirmed × status_cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule267}},          // cleanup_unconfirmed × status_rejected
-		{Cands: []*fsm.Candidate{rule225}},          // cleanup_unconfirmed × prepare_send_failed
-		{Cands: []*fsm.Candidate{rule429}},          // cleanup_unconfirmed × start_send_failed
-		{Cands: []*fsm.Candidate{rule426}},          // cleanup_unconfirmed × release_send_failed
-		{Cands: []*fsm.Candidate{rule237}},          // cleanup_unconfirmed × admission_expiry
-		{Cands: []*fsm.Candidate{rule240}},          // cleanup_unconfirmed × connection_lost
-		// started
-		{Cands: []*fsm.Candidate{rule465}}, // started × execution_prepare
-		{Cands: []*fsm.Candidate{rule465}}, // started × execution_start
-		{Cands: []*fsm.Candidate{rule459}}, // started × execution_release
-		{Cands: []*fsm.Candidate{rule456}}, // started × status_preparing
-		{Cands: []*fsm.Candidate{rule456}}, // started × status_ready
-		{Cands: []*fsm.Candidate{rule456}}, // started × status_starting
-		{Cands: []*fsm.Candidate{rule456}}, // started × status_started
-		{Cands: []*fsm.Candidate{rule456}}, // started × status_released
-		{Cands: []*fsm.Candidate{rule456}}, // started × status_expired
-		{Cands: []*fsm.Candidate{rule456}}, // started × status_failed
-		{Cands: []*fsm.Candidate{rule456}}, // started × status_cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule456}}, // started × status_rejected
-		{Cands: []*fsm.Candidate{rule456}}, // started × prepare_send_failed
-		{Cands: []*fsm.Candidate{rule456}}, // started × start_send_failed
-		{Cands: []*fsm.Candidate{rule456}}, // started × release_send_failed
-		{Cands: []*fsm.Candidate{rule456}}, // started × admission_expiry
-		{Cands: []*fsm.Candidate{rule469}}, // started × connection_lost
-		// released
-		{Cands: []*fsm.Candidate{rule465}}, // released × execution_prepare
-		{Cands: []*fsm.Candidate{rule465}}, // released × execution_start
-		{Cands: []*fsm.Candidate{rule465}}, // released × execution_release
-		{Cands: []*fsm.Candidate{rule456}}, // released × status_preparing
-		{Cands: []*fsm.Candidate{rule456}}, // released × status_ready
-		{Cands: []*fsm.Candidate{rule456}}, // released × status_starting
-		{Cands: []*fsm.Candidate{rule456}}, // released × status_started
-		{Cands: []*fsm.Candidate{rule456}}, // released × status_released
-		{Cands: []*fsm.Candidate{rule456}}, // released × status_expired
-		{Cands: []*fsm.Candidate{rule456}}, // released × status_failed
-		{Cands: []*fsm.Candidate{rule456}}, // released × status_cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule456}}, // released × status_rejected
-		{Cands: []*fsm.Candidate{rule456}}, // released × prepare_send_failed
-		{Cands: []*fsm.Candidate{rule456}}, // released × start_send_failed
-		{Cands: []*fsm.Candidate{rule456}}, // released × release_send_failed
-		{Cands: []*fsm.Candidate{rule456}}, // released × admission_expiry
-		{Cands: []*fsm.Candidate{rule469}}, // released × connection_lost
-		// refused
-		{Cands: []*fsm.Candidate{rule465}}, // refused × execution_prepare
-		{Cands: []*fsm.Candidate{rule465}}, // refused × execution_start
-		{Cands: []*fsm.Candidate{rule465}}, // refused × execution_release
-		{Cands: []*fsm.Candidate{rule456}}, // refused × status_preparing
-		{Cands: []*fsm.Candidate{rule456}}, // refused × status_ready
-		{Cands: []*fsm.Candidate{rule456}}, // refused × status_starting
-		{Cands: []*fsm.Candidate{rule456}}, // refused × status_started
-		{Cands: []*fsm.Candidate{rule456}}, // refused × status_released
-		{Cands: []*fsm.Candidate{rule456}}, // refused × status_expired
-		{Cands: []*fsm.Candidate{rule456}}, // refused × status_failed
-		{Cands: []*fsm.Candidate{rule456}}, // refused × status_cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule456}}, // refused × status_rejected
-		{Cands: []*fsm.Candidate{rule456}}, // refused × prepare_send_failed
-		{Cands: []*fsm.Candidate{rule456}}, // refused × start_send_failed
-		{Cands: []*fsm.Candidate{rule456}}, // refused × release_send_failed
-		{Cands: []*fsm.Candidate{rule456}}, // refused × admission_expiry
-		{Cands: []*fsm.Candidate{rule469}}, // refused × connection_lost
-		// failed
-		{Cands: []*fsm.Candidate{rule465}}, // failed × execution_prepare
-		{Cands: []*fsm.Candidate{rule465}}, // failed × execution_start
-		{Cands: []*fsm.Candidate{rule465}}, // failed × execution_release
-		{Cands: []*fsm.Candidate{rule456}}, // failed × status_preparing
-		{Cands: []*fsm.Candidate{rule456}}, // failed × status_ready
-		{Cands: []*fsm.Candidate{rule456}}, // failed × status_starting
-		{Cands: []*fsm.Candidate{rule456}}, // failed × status_started
-		{Cands: []*fsm.Candidate{rule456}}, // failed × status_released
-		{Cands: []*fsm.Candidate{rule456}}, // failed × status_expired
-		{Cands: []*fsm.Candidate{rule456}}, // failed × status_failed
-		{Cands: []*fsm.Candidate{rule456}}, // failed × status_cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule456}}, // failed × status_rejected
-		{Cands: []*fsm.Candidate{rule456}}, // failed × prepare_send_failed
-		{Cands: []*fsm.Candidate{rule456}}, // failed × start_send_failed
-		{Cands: []*fsm.Candidate{rule456}}, // failed × release_send_failed
-		{Cands: []*fsm.Candidate{rule456}}, // failed × admission_expiry
-		{Cands: []*fsm.Candidate{rule469}}, // failed × connection_lost
-		// expired
-		{Cands: []*fsm.Candidate{rule465}}, // expired × execution_prepare
-		{Cands: []*fsm.Candidate{rule465}}, // expired × execution_start
-		{Cands: []*fsm.Candidate{rule465}}, // expired × execution_release
-		{Cands: []*fsm.Candidate{rule456}}, // expired × status_preparing
-		{Cands: []*fsm.Candidate{rule456}}, // expired × status_ready
-		{Cands: []*fsm.Candidate{rule456}}, // expired × status_starting
-		{Cands: []*fsm.Candidate{rule456}}, // expired × status_started
-		{Cands: []*fsm.Candidate{rule456}}, // expired × status_released
-		{Cands: []*fsm.Candidate{rule456}}, // expired × status_expired
-		{Cands: []*fsm.Candidate{rule456}}, // expired × status_failed
-		{Cands: []*fsm.Candidate{rule456}}, // expired × status_cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule456}}, // expired × status_rejected
-		{Cands: []*fsm.Candidate{rule456}}, // expired × prepare_send_failed
-		{Cands: []*fsm.Candidate{rule456}}, // expired × start_send_failed
-		{Cands: []*fsm.Candidate{rule456}}, // expired × release_send_failed
-		{Cands: []*fsm.Candidate{rule456}}, // expired × admission_expiry
-		{Cands: []*fsm.Candidate{rule469}}, // expired × connection_lost
-		// abandoned
-		{Cands: []*fsm.Candidate{rule465}}, // abandoned × execution_prepare
-		{Cands: []*fsm.Candidate{rule465}}, // abandoned × execution_start
-		{Cands: []*fsm.Candidate{rule465}}, // abandoned × execution_release
-		{Cands: []*fsm.Candidate{rule465}}, // abandoned × status_preparing
-		{Cands: []*fsm.Candidate{rule465}}, // abandoned × status_ready
-		{Cands: []*fsm.Candidate{rule465}}, // abandoned × status_starting
-		{Cands: []*fsm.Candidate{rule465}}, // abandoned × status_started
-		{Cands: []*fsm.Candidate{rule465}}, // abandoned × status_released
-		{Cands: []*fsm.Candidate{rule465}}, // abandoned × status_expired
-		{Cands: []*fsm.Candidate{rule465}}, // abandoned × status_failed
-		{Cands: []*fsm.Candidate{rule465}}, // abandoned × status_cleanup_unconfirmed
-		{Cands: []*fsm.Candidate{rule465}}, // abandoned × status_rejected
-		{Cands: []*fsm.Candidate{rule462}}, // abandoned × prepare_send_failed
-		{Cands: []*fsm.Candidate{rule462}}, // abandoned × start_send_failed
-		{Cands: []*fsm.Candidate{rule462}}, // abandoned × release_send_failed
-		{Cands: []*fsm.Candidate{rule465}}, // abandoned × admission_expiry
-		{Cands: []*fsm.Candidate{rule465}}, // abandoned × connection_lost
+	Rules: []fsm.Rule{
+		{ID: "idle_execution_prepare", From: "idle", On: "execution_prepare", To: "requested", Effects: "runtime: send preparation_status"},
+		{ID: "idle_prepare_send_failed", From: "idle", On: "prepare_send_failed", To: "requested"},
+		{ID: "idle_connection_lost", From: "idle", On: "connection_lost", Ignore: "no execution_prepare was sent on this connection"},
+		{ID: "idle_execution_start", From: "idle", On: "execution_start, execution_release", Reject: "no execution_prepare was sent for this request ID"},
+		{ID: "idle_status_preparing", From: "idle", On: "status_preparing, status_ready, status_starting, status_started, status_released, status_expired, status_failed, status_cleanup_unconfirmed, status_rejected", Reject: "a status for a request that was never sent is not applied to any handle"},
+		{ID: "idle_admission_expiry", From: "idle", On: "admission_expiry", Ignore: "no admission was granted, so no deadline is armed"},
+		{ID: "requested_status_preparing_if_newer_revision", From: "requested", On: "status_preparing", Guard: "newer_revision", To: "preparing"},
+		{ID: "requested_status_ready_if_newer_revision", From: "requested", On: "status_ready", Guard: "newer_revision", To: "ready", Effects: "start admission_expiry"},
+		{ID: "requested_status_failed_if_newer_revision", From: "requested", On: "status_failed", Guard: "newer_revision", To: "failed", Effects: "do record_rejection, runtime: do settle_cleanup"},
+		{ID: "requested_status_preparing", From: "requested", On: "status_preparing, status_ready, status_failed", Ignore: "stale or repeated revision"},
+		{ID: "requested_status_rejected_if_capacity_refusal", From: "requested", On: "status_rejected", Guard: "capacity_refusal", To: "refused", Effects: "do record_rejection, core: do leave_turn_unclaimed"},
+		{ID: "requested_status_rejected_if_rejects_prepare", From: "requested", On: "status_rejected", Guard: "rejects_prepare", To: "refused", Effects: "do record_rejection"},
+		{ID: "requested_status_rejected", From: "requested", On: "status_rejected", To: "requested", Effects: "do record_rejection"},
+		{ID: "requested_execution_prepare_if_same_fingerprint", From: "requested, preparing, ready, starting, start_overdue, releasing, cleanup_unconfirmed", On: "execution_prepare", Guard: "same_fingerprint", To: "same", Effects: "runtime: send preparation_status"},
+		{ID: "requested_execution_prepare", From: "requested, preparing, ready, starting, start_overdue, releasing, cleanup_unconfirmed", On: "execution_prepare", Reject: "request_conflict: the request ID is already bound to a different payload"},
+		{ID: "requested_prepare_send_failed", From: "requested, preparing, ready, starting, start_overdue, releasing, cleanup_unconfirmed", On: "prepare_send_failed", Ignore: "a repeated execution_prepare whose write failed changes nothing; the first one's statuses decide"},
+		{ID: "requested_execution_start", From: "requested", On: "execution_start", Reject: "preparation_not_ready: no handle has been granted"},
+		{ID: "requested_execution_release", From: "requested", On: "execution_release", Reject: "invalid_release: no handle has been granted"},
+		{ID: "requested_status_starting", From: "requested", On: "status_starting, status_started, status_released, status_expired, status_cleanup_unconfirmed", Reject: "the status skips the preparation phases that must precede it"},
+		{ID: "requested_admission_expiry", From: "requested, preparing, start_overdue, releasing, cleanup_unconfirmed", On: "admission_expiry", Ignore: "the expiry deadline is only armed while the handle is ready or starting"},
+		{ID: "requested_connection_lost", From: "requested, preparing, ready, starting, start_overdue, releasing, cleanup_unconfirmed", On: "connection_lost", To: "abandoned", Effects: "stop admission_expiry, runtime: do settle_cleanup"},
+		{ID: "preparing_status_ready_if_newer_revision", From: "preparing", On: "status_ready", Guard: "newer_revision", To: "ready", Effects: "start admission_expiry"},
+		{ID: "preparing_status_failed_if_newer_revision", From: "preparing", On: "status_failed", Guard: "newer_revision", To: "failed", Effects: "do record_rejection, runtime: do settle_cleanup"},
+		{ID: "preparing_status_preparing", From: "preparing", On: "status_preparing, status_ready, status_failed", Ignore: "stale or repeated revision"},
+		{ID: "starting_status_rejected_if_rejects_start", From: "starting", On: "status_rejected", Guard: "rejects_start", To: "ready", Effects: "do record_rejection"},
+		{ID: "preparing_status_rejected", From: "preparing, ready, starting, start_overdue, releasing, cleanup_unconfirmed", On: "status_rejected", To: "same", Effects: "do record_rejection"},
+		{ID: "preparing_execution_release", From: "preparing", On: "execution_release", To: "releasing", Effects: "runtime: do settle_cleanup"},
+		{ID: "preparing_release_send_failed", From: "preparing", On: "release_send_failed", To: "releasing"},
+		{ID: "preparing_execution_start", From: "preparing", On: "execution_start", Reject: "preparation_not_ready: the handle is still preparing"},
+		{ID: "preparing_status_starting", From: "preparing", On: "status_starting, status_started, status_released, status_expired, status_cleanup_unconfirmed", Reject: "the status is not reachable from preparing"},
+		{ID: "ready_execution_start_if_read_only_profile", From: "ready", On: "execution_start", Guard: "read_only_profile", Reject: "read_only_preparation: a read-only handle can never be started"},
+		{ID: "ready_execution_start", From: "ready", On: "execution_start", To: "starting"},
+		{ID: "ready_execution_release", From: "ready", On: "execution_release", To: "releasing", Effects: "stop admission_expiry, runtime: do settle_cleanup"},
+		{ID: "ready_release_send_failed", From: "ready", On: "release_send_failed", To: "releasing", Effects: "stop admission_expiry"},
+		{ID: "ready_start_send_failed", From: "ready", On: "start_send_failed", To: "starting"},
+		{ID: "ready_admission_expiry", From: "ready", On: "admission_expiry", To: "expired", Effects: "runtime: send preparation_status, runtime: do settle_cleanup"},
+		{ID: "ready_status_expired_if_newer_revision", From: "ready, starting", On: "status_expired", Guard: "newer_revision", To: "expired", Effects: "stop admission_expiry, runtime: do settle_cleanup"},
+		{ID: "ready_status_failed_if_newer_revision", From: "ready", On: "status_failed", Guard: "newer_revision", To: "failed", Effects: "stop admission_expiry, do record_rejection, runtime: do settle_cleanup"},
+		{ID: "ready_status_preparing", From: "ready", On: "status_preparing, status_ready, status_expired, status_failed", Ignore: "stale or repeated revision"},
+		{ID: "ready_status_starting", From: "ready", On: "status_starting, status_started", Reject: "no execution_start was sent for this handle"},
+		{ID: "ready_status_released", From: "ready", On: "status_released, status_cleanup_unconfirmed", Reject: "no execution_release was sent for this handle"},
+		{ID: "starting_status_starting_if_newer_revision", From: "starting", On: "status_starting", Guard: "newer_revision", To: "starting"},
+		{ID: "starting_status_started_if_newer_revision", From: "starting", On: "status_started", Guard: "newer_revision", To: "started", Effects: "stop admission_expiry"},
+		{ID: "starting_status_failed_if_newer_revision", From: "starting", On: "status_failed", Guard: "newer_revision", To: "failed", Effects: "stop admission_expiry, do record_rejection, runtime: do settle_cleanup"},
+		{ID: "starting_admission_expiry", From: "starting", On: "admission_expiry", To: "start_overdue", Effects: "runtime: send preparation_status, runtime: do settle_cleanup"},
+		{ID: "starting_status_preparing", From: "starting", On: "status_preparing, status_ready, status_starting, status_started, status_failed, status_expired", Ignore: "stale or repeated revision"},
+		{ID: "starting_execution_start", From: "starting", On: "execution_start", Reject: "start_conflict: the admission is transferred once"},
+		{ID: "starting_execution_release", From: "starting", On: "execution_release", Reject: "invalid_release: the start is already in flight; only prompt_cancel acts on the Run"},
+		{ID: "starting_status_released", From: "starting", On: "status_released, status_cleanup_unconfirmed", Reject: "no execution_release was sent for this handle"},
+		{ID: "start_overdue_status_started_if_newer_revision", From: "start_overdue", On: "status_started", Guard: "newer_revision", To: "started"},
+		{ID: "start_overdue_status_expired_if_newer_revision", From: "start_overdue", On: "status_expired", Guard: "newer_revision", To: "expired"},
+		{ID: "start_overdue_status_failed_if_newer_revision", From: "start_overdue", On: "status_failed", Guard: "newer_revision", To: "failed", Effects: "do record_rejection"},
+		{ID: "start_overdue_status_preparing", From: "start_overdue", On: "status_preparing, status_ready, status_starting, status_started, status_expired, status_failed", Ignore: "stale or repeated revision"},
+		{ID: "start_overdue_status_released", From: "start_overdue", On: "status_released, status_cleanup_unconfirmed", Reject: "no execution_release was sent for this handle"},
+		{ID: "start_overdue_execution_start", From: "start_overdue", On: "execution_start", Reject: "start_conflict: the admission is transferred once"},
+		{ID: "start_overdue_execution_release", From: "start_overdue", On: "execution_release", Reject: "invalid_release: the start is already in flight; only prompt_cancel acts on the Run"},
+		{ID: "releasing_status_released_if_newer_revision", From: "releasing, cleanup_unconfirmed", On: "status_released", Guard: "newer_revision", To: "released"},
+		{ID: "releasing_status_cleanup_unconfirmed_if_newer_revision", From: "releasing", On: "status_cleanup_unconfirmed", Guard: "newer_revision", To: "cleanup_unconfirmed"},
+		{ID: "releasing_status_failed_if_newer_revision", From: "releasing", On: "status_failed", Guard: "newer_revision", To: "failed", Effects: "do record_rejection"},
+		{ID: "releasing_status_expired_if_newer_revision", From: "releasing", On: "status_expired", Guard: "newer_revision", To: "expired"},
+		{ID: "releasing_status_preparing", From: "releasing", On: "status_preparing, status_ready, status_starting, status_released, status_failed, status_cleanup_unconfirmed, status_expired", Ignore: "stale or repeated revision"},
+		{ID: "releasing_execution_release", From: "releasing, cleanup_unconfirmed", On: "execution_release", To: "same", Effects: "runtime: send preparation_status"},
+		{ID: "releasing_release_send_failed", From: "releasing, cleanup_unconfirmed", On: "release_send_failed", Ignore: "a repeated execution_release whose write failed changes nothing"},
+		{ID: "idle_start_send_failed", From: "idle, requested, preparing, starting, start_overdue, releasing, cleanup_unconfirmed", On: "start_send_failed", Reject: "execution_start can only be sent for a ready handle"},
+		{ID: "idle_release_send_failed", From: "idle, requested, starting, start_overdue", On: "release_send_failed", Reject: "execution_release can only be sent for a preparing or ready handle"},
+		{ID: "releasing_execution_start", From: "releasing, cleanup_unconfirmed", On: "execution_start", Reject: "invalid_start: the admission is being released"},
+		{ID: "releasing_status_started", From: "releasing", On: "status_started", Reject: "a released admission is never started"},
+		{ID: "cleanup_unconfirmed_status_cleanup_unconfirmed_if_newer_revision", From: "cleanup_unconfirmed", On: "status_cleanup_unconfirmed", Guard: "newer_revision", To: "cleanup_unconfirmed", Effects: "runtime: do settle_cleanup"},
+		{ID: "cleanup_unconfirmed_status_preparing", From: "cleanup_unconfirmed", On: "status_preparing, status_ready, status_starting, status_released, status_failed, status_cleanup_unconfirmed, status_expired", Ignore: "stale revision; a stale snapshot never publishes success"},
+		{ID: "cleanup_unconfirmed_status_started", From: "cleanup_unconfirmed", On: "status_started", Reject: "a released admission is never started"},
+		{ID: "started_status_preparing", From: "started, released, refused, failed, expired", On: "status_preparing, status_ready, status_starting, status_started, status_released, status_expired, status_failed, status_cleanup_unconfirmed, status_rejected, admission_expiry, prepare_send_failed, start_send_failed, release_send_failed", Ignore: "the handle is settled; late or repeated statuses change nothing"},
+		{ID: "started_execution_release", From: "started", On: "execution_release", Reject: "invalid_release: ownership passed to the Run; releasing the old handle cannot cancel it"},
+		{ID: "abandoned_prepare_send_failed", From: "abandoned", On: "prepare_send_failed, start_send_failed, release_send_failed", Ignore: "the connection is gone; a failed write on it changes nothing"},
+		{ID: "started_any", From: "started, released, refused, failed, expired, abandoned", On: "*", Reject: "the admission is settled"},
+		{ID: "started_connection_lost", From: "started, released, refused, failed, expired", On: "connection_lost", Ignore: "the outcome was settled before the connection went away"},
 	},
+	Lines: []int{160, 164, 169, 173, 176, 179, 184, 188, 193, 198, 201, 208, 213, 217, 222, 225, 228, 231, 234, 237, 240, 247, 252, 257, 260, 267, 271, 275, 279, 282, 287, 295, 298, 302, 306, 311, 315, 320, 325, 328, 331, 336, 340, 345, 350, 357, 360, 363, 366, 371, 375, 379, 384, 387, 390, 393, 398, 402, 406, 411, 419, 422, 426, 429, 432, 435, 438, 443, 448, 451, 456, 459, 462, 465, 469},
 })
 
-// Step is what one event did: the engine's fsm.Step, a read-only view of the table candidate that
-// handled it, with typed accessors. The zero Step, returned for an invalid state or event, reports
-// zero values.
-type Step struct {
-	s fsm.Step
-}
-
-// From is the state the event arrived in.
-func (s Step) From() State {
-	return State(s.s.From())
-}
-
-// Event is the event that was handled.
-func (s Step) Event() Event {
-	return Event(s.s.Event())
-}
-
-// To is the state after the step; it equals From unless the disposition is fsm.Moved.
-func (s Step) To() State {
-	return State(s.s.To())
-}
-
-// Guard is the guard that selected the candidate, or 0 for the cell's fallback.
-func (s Step) Guard() Guard {
-	return Guard(s.s.Guard())
-}
-
-// Disposition says whether the step moved, stayed, ignored or rejected the event.
-func (s Step) Disposition() fsm.Disposition {
-	return s.s.Disposition()
-}
-
-// Effects lists what the step asks of both peers, in spec order (a peer keeps those its role
-// performs); nil unless the step moved or stayed. Their IDs convert to this package's enums and
-// Table.EffectString renders one as the spec writes it. The slice is shared: do not modify it.
-func (s Step) Effects() []fsm.Effect {
-	return s.s.Effects()
-}
-
-// Reason is the spec's reason for an ignored or rejected event, or "".
-func (s Step) Reason() string {
-	return s.s.Reason()
-}
-
-// Line is the line of the spec rule behind the step.
-func (s Step) Line() int {
-	return s.s.Line()
-}
+// Step is what one event did: a read-only view of the table candidate that handled it, with From,
+// Event, To and Guard typed as this package's enums (fsm.StepOf) and Disposition, Effects, Reason,
+// Rule and Line from fsm.Step. Effects are shared: do not modify them. The zero Step, returned for
+// an invalid state or event, reports zero values.
+type Step = fsm.StepOf[State, Event, Guard]
 
 // Transition is the pure transition function. It selects the candidate of the (s, e) cell whose
 // guard is in held (or the fallback) and returns the step with its effects. It changes nothing,
@@ -1020,7 +437,7 @@ func (s Step) Line() int {
 // the zero Step and a *fsm.InvalidError.
 func Transition(s State, e Event, held GuardSet) (Step, error) {
 	st, err := Table.Transition(fsm.StateID(s), fsm.EventID(e), fsm.GuardSet(held))
-	return Step{st}, err
+	return Step{Step: st}, err
 }
 
 // CoreHooks is what a Core peer implements to run the preparation machine: one method per guard it

@@ -20,7 +20,6 @@ package run
 
 import (
 	"github.com/agentwire/agentwire/fsm"
-	"strconv"
 	"time"
 )
 
@@ -79,69 +78,19 @@ const (
 )
 
 // String returns the spec name, or State(n) for a value outside the enum.
-func (v State) String() string {
-	if v.Valid() {
-		return Table.States[v-1].Name
-	}
-	return "State(" + strconv.Itoa(int(v)) + ")"
-}
+func (v State) String() string { return Table.DeclName(fsm.DeclState, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v State) Valid() bool {
-	return v >= 1 && v <= StateNotStarted
-}
+func (v State) Valid() bool { return v >= 1 && v <= StateNotStarted }
 
 // ParseState returns the state with the given spec name.
-func ParseState(name string) (State, error) {
-	switch name {
-	case "idle":
-		return StateIdle, nil
-	case "requested":
-		return StateRequested, nil
-	case "streaming":
-		return StateStreaming, nil
-	case "errored":
-		return StateErrored, nil
-	case "cancelling":
-		return StateCancelling, nil
-	case "cancel_drained":
-		return StateCancelDrained, nil
-	case "cancel_overdue":
-		return StateCancelOverdue, nil
-	case "completed":
-		return StateCompleted, nil
-	case "failed":
-		return StateFailed, nil
-	case "cancelled":
-		return StateCancelled, nil
-	case "cancel_refused":
-		return StateCancelRefused, nil
-	case "cancel_unconfirmed":
-		return StateCancelUnconfirmed, nil
-	case "incomplete":
-		return StateIncomplete, nil
-	case "not_started":
-		return StateNotStarted, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "state name",
-	}
-}
+func ParseState(name string) (State, error) { return fsm.As[State](Table.Parse(fsm.DeclState, name)) }
 
 // Outcome classifies a terminal state; it is fsm.OutcomeNone for the others.
-func (v State) Outcome() fsm.Outcome {
-	if !v.Valid() {
-		return fsm.OutcomeNone
-	}
-	return Table.States[v-1].Outcome
-}
+func (v State) Outcome() fsm.Outcome { return Table.StateOf(fsm.StateID(v)).Outcome }
 
 // Terminal reports whether the lifecycle has settled in v.
-func (v State) Terminal() bool {
-	return v.Outcome() != fsm.OutcomeNone
-}
+func (v State) Terminal() bool { return v.Outcome() != fsm.OutcomeNone }
 
 // Event is an input of the run machine (a wire message, a timer expiry or a local happening); its
 // values are the fsm.EventID of Table.
@@ -211,110 +160,30 @@ const (
 )
 
 // String returns the spec name, or Event(n) for a value outside the enum.
-func (v Event) String() string {
-	if v.Valid() {
-		return Table.Events[v-1].Name
-	}
-	return "Event(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Event) String() string { return Table.DeclName(fsm.DeclEvent, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Event) Valid() bool {
-	return v >= 1 && v <= EventSendFailed
-}
+func (v Event) Valid() bool { return v >= 1 && v <= EventSendFailed }
 
 // ParseEvent returns the event with the given spec name.
-func ParseEvent(name string) (Event, error) {
-	switch name {
-	case "prompt_request":
-		return EventPromptRequest, nil
-	case "execution_start":
-		return EventExecutionStart, nil
-	case "status_started":
-		return EventStatusStarted, nil
-	case "start_failed":
-		return EventStartFailed, nil
-	case "delta":
-		return EventDelta, nil
-	case "thinking":
-		return EventThinking, nil
-	case "output_message":
-		return EventOutputMessage, nil
-	case "tool_call":
-		return EventToolCall, nil
-	case "usage":
-		return EventUsage, nil
-	case "error":
-		return EventError, nil
-	case "done":
-		return EventDone, nil
-	case "prompt_cancel":
-		return EventPromptCancel, nil
-	case "cancel_ack_applied":
-		return EventCancelAckApplied, nil
-	case "cancel_ack_refused":
-		return EventCancelAckRefused, nil
-	case "cancel_wait":
-		return EventCancelWait, nil
-	case "stall_wait":
-		return EventStallWait, nil
-	case "answered":
-		return EventAnswered, nil
-	case "connection_lost":
-		return EventConnectionLost, nil
-	case "subscription_overflow":
-		return EventSubscriptionOverflow, nil
-	case "send_failed":
-		return EventSendFailed, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "event name",
-	}
-}
+func ParseEvent(name string) (Event, error) { return fsm.As[Event](Table.Parse(fsm.DeclEvent, name)) }
 
 // Kind says whether v is a wire message, a timer expiry or a local event.
-func (v Event) Kind() fsm.EventKind {
-	if !v.Valid() {
-		return 0
-	}
-	return Table.Events[v-1].Kind
-}
+func (v Event) Kind() fsm.EventKind { return Table.EventOf(fsm.EventID(v)).Kind }
 
 // Role is the sender of a message event, the owner of a timer or the observer of a local event.
-func (v Event) Role() fsm.Role {
-	if !v.Valid() {
-		return 0
-	}
-	return Table.Events[v-1].Role
-}
+func (v Event) Role() fsm.Role { return Table.EventOf(fsm.EventID(v)).Role }
 
 // Message is the wire type of a message event, or 0. Several events may share one wire type (a
 // status frame with different states).
-func (v Event) Message() Message {
-	if !v.Valid() {
-		return 0
-	}
-	return Message(Table.Events[v-1].Message)
-}
+func (v Event) Message() Message { return Message(Table.EventOf(fsm.EventID(v)).Message) }
 
 // FailedSend is the local event a sender fires instead of v when its write of v failed (the frame
 // is possibly delivered), or 0 for events that are not messages.
-func (v Event) FailedSend() Event {
-	if !v.Valid() {
-		return 0
-	}
-	return Event(Table.Events[v-1].FailedSend)
-}
+func (v Event) FailedSend() Event { return Event(Table.EventOf(fsm.EventID(v)).FailedSend) }
 
 // Timer is the timer whose expiry v is, or 0.
-func (v Event) Timer() Timer {
-	if !v.Valid() {
-		return 0
-	}
-	return Timer(Table.Events[v-1].Timer)
-}
+func (v Event) Timer() Timer { return Timer(Table.EventOf(fsm.EventID(v)).Timer) }
 
 // Timer is a named timer; its values are the fsm.TimerID of Table. Arming and disarming are
 // effects; expiry is the event of the same name.
@@ -330,48 +199,19 @@ const (
 )
 
 // String returns the spec name, or Timer(n) for a value outside the enum.
-func (v Timer) String() string {
-	if v.Valid() {
-		return Table.Timers[v-1].Name
-	}
-	return "Timer(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Timer) String() string { return Table.DeclName(fsm.DeclTimer, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Timer) Valid() bool {
-	return v >= 1 && v <= TimerStallWait
-}
+func (v Timer) Valid() bool { return v >= 1 && v <= TimerStallWait }
 
 // ParseTimer returns the timer with the given spec name.
-func ParseTimer(name string) (Timer, error) {
-	switch name {
-	case "cancel_wait":
-		return TimerCancelWait, nil
-	case "stall_wait":
-		return TimerStallWait, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "timer name",
-	}
-}
+func ParseTimer(name string) (Timer, error) { return fsm.As[Timer](Table.Parse(fsm.DeclTimer, name)) }
 
 // Duration is how long the timer runs once armed.
-func (v Timer) Duration() time.Duration {
-	if !v.Valid() {
-		return 0
-	}
-	return Table.Timers[v-1].Duration
-}
+func (v Timer) Duration() time.Duration { return Table.TimerOf(fsm.TimerID(v)).Duration }
 
 // Event is the event to fire when the timer expires.
-func (v Timer) Event() Event {
-	if !v.Valid() {
-		return 0
-	}
-	return Event(Table.Timers[v-1].Event)
-}
+func (v Timer) Event() Event { return Event(Table.TimerOf(fsm.TimerID(v)).Event) }
 
 // Guard is a predicate a peer evaluates through its hooks; its values are the fsm.GuardID of
 // Table.
@@ -391,47 +231,22 @@ const (
 )
 
 // String returns the spec name, or Guard(n) for a value outside the enum.
-func (v Guard) String() string {
-	if v.Valid() {
-		return Table.Guards[v-1]
-	}
-	return "Guard(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Guard) String() string { return Table.DeclName(fsm.DeclGuard, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Guard) Valid() bool {
-	return v >= 1 && v <= GuardAwaitingAnswer
-}
+func (v Guard) Valid() bool { return v >= 1 && v <= GuardAwaitingAnswer }
 
 // ParseGuard returns the guard with the given spec name.
-func ParseGuard(name string) (Guard, error) {
-	switch name {
-	case "matches_cancel_delivery":
-		return GuardMatchesCancelDelivery, nil
-	case "unsettled_cancel":
-		return GuardUnsettledCancel, nil
-	case "awaiting_answer":
-		return GuardAwaitingAnswer, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "guard name",
-	}
-}
+func ParseGuard(name string) (Guard, error) { return fsm.As[Guard](Table.Parse(fsm.DeclGuard, name)) }
 
 // GuardSet is the set of guards that hold, for Transition; it has the layout of fsm.GuardSet.
 type GuardSet fsm.GuardSet
 
 // With returns s with g added.
-func (s GuardSet) With(g Guard) GuardSet {
-	return GuardSet(fsm.GuardSet(s).With(fsm.GuardID(g)))
-}
+func (s GuardSet) With(g Guard) GuardSet { return GuardSet(fsm.GuardSet(s).With(fsm.GuardID(g))) }
 
 // Has reports whether g is in s.
-func (s GuardSet) Has(g Guard) bool {
-	return fsm.GuardSet(s).Has(fsm.GuardID(g))
-}
+func (s GuardSet) Has(g Guard) bool { return fsm.GuardSet(s).Has(fsm.GuardID(g)) }
 
 // Action is a local effect a peer performs through its hooks; its values are the fsm.ActionID of
 // Table.
@@ -476,51 +291,14 @@ const (
 )
 
 // String returns the spec name, or Action(n) for a value outside the enum.
-func (v Action) String() string {
-	if v.Valid() {
-		return Table.Actions[v-1]
-	}
-	return "Action(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Action) String() string { return Table.DeclName(fsm.DeclAction, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Action) Valid() bool {
-	return v >= 1 && v <= ActionCancelStalled
-}
+func (v Action) Valid() bool { return v >= 1 && v <= ActionCancelStalled }
 
 // ParseAction returns the action with the given spec name.
 func ParseAction(name string) (Action, error) {
-	switch name {
-	case "start_native":
-		return ActionStartNative, nil
-	case "record_output":
-		return ActionRecordOutput, nil
-	case "replace_usage":
-		return ActionReplaceUsage, nil
-	case "record_error":
-		return ActionRecordError, nil
-	case "close_stream":
-		return ActionCloseStream, nil
-	case "cancel_native":
-		return ActionCancelNative, nil
-	case "apply_cancel_receipt":
-		return ActionApplyCancelReceipt, nil
-	case "mark_event_stream_incomplete":
-		return ActionMarkEventStreamIncomplete, nil
-	case "mark_delivery_unknown":
-		return ActionMarkDeliveryUnknown, nil
-	case "mark_cancel_unconfirmed":
-		return ActionMarkCancelUnconfirmed, nil
-	case "settle_late":
-		return ActionSettleLate, nil
-	case "cancel_stalled":
-		return ActionCancelStalled, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "action name",
-	}
+	return fsm.As[Action](Table.Parse(fsm.DeclAction, name))
 }
 
 // Message is a wire type the machine sends or observes; its values are the fsm.MessageID of Table.
@@ -554,220 +332,21 @@ const (
 )
 
 // String returns the spec name, or Message(n) for a value outside the enum.
-func (v Message) String() string {
-	if v.Valid() {
-		return Table.Messages[v-1]
-	}
-	return "Message(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Message) String() string { return Table.DeclName(fsm.DeclMessage, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Message) Valid() bool {
-	return v >= 1 && v <= MessageUsage
-}
+func (v Message) Valid() bool { return v >= 1 && v <= MessageUsage }
 
 // ParseMessage returns the message with the given spec name.
 func ParseMessage(name string) (Message, error) {
-	switch name {
-	case "delta":
-		return MessageDelta, nil
-	case "done":
-		return MessageDone, nil
-	case "error":
-		return MessageError, nil
-	case "execution_start":
-		return MessageExecutionStart, nil
-	case "interaction_decision_ack":
-		return MessageInteractionDecisionAck, nil
-	case "output_message":
-		return MessageOutputMessage, nil
-	case "preparation_status":
-		return MessagePreparationStatus, nil
-	case "prompt_cancel":
-		return MessagePromptCancel, nil
-	case "prompt_request":
-		return MessagePromptRequest, nil
-	case "thinking":
-		return MessageThinking, nil
-	case "tool_call":
-		return MessageToolCall, nil
-	case "usage":
-		return MessageUsage, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "message name",
-	}
+	return fsm.As[Message](Table.Parse(fsm.DeclMessage, name))
 }
 
-// The candidates of Table, one per rule of spec/run.yaml and shared by every cell the rule covers
-// (a rule that lists its own target among its sources is two: a move from the others and an
-// internal transition in the target).
-var (
-	rule212 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRequested), Line: 212, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionStartNative)},
-	}}
-	rule216 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRequested), Line: 216, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkDeliveryUnknown)},
-	}}
-	rule224 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "nothing was sent for this Run ID", Line: 224}
-	rule227 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no start was sent for this Run ID", Line: 227}
-	rule234 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStreaming), Line: 234, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
-	}}
-	rule238 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateNotStarted), Line: 238, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordError)},
-	}}
-	rule242Moved = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStreaming), Line: 242, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutput)},
-	}}
-	rule242Stayed = &fsm.Candidate{Disp: fsm.Stayed, Line: 242, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutput)},
-	}}
-	rule246Moved = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStreaming), Line: 246, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReplaceUsage)},
-	}}
-	rule246Stayed = &fsm.Candidate{Disp: fsm.Stayed, Line: 246, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReplaceUsage)},
-	}}
-	rule250Moved = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateErrored), Line: 250, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordError)},
-	}}
-	rule250Stayed = &fsm.Candidate{Disp: fsm.Stayed, Line: 250, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordError)},
-	}}
-	rule254 = &fsm.Candidate{Disp: fsm.Stayed, Line: 254, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutput)},
-	}}
-	rule259 = &fsm.Candidate{Disp: fsm.Stayed, Line: 259, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReplaceUsage)},
-	}}
-	rule263 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCompleted), Line: 263, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionCloseStream)},
-	}}
-	rule267 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 267, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionCloseStream)},
-	}}
-	rule271 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelling), Line: 271, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
-		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerCancelWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionCancelNative)},
-	}}
-	rule277 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateIncomplete), Line: 277, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkEventStreamIncomplete)},
-	}}
-	rule283 = &fsm.Candidate{Guard: fsm.GuardID(GuardAwaitingAnswer), Disp: fsm.Stayed, Line: 283, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
-	}}
-	rule291 = &fsm.Candidate{Disp: fsm.Stayed, Line: 291, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionCancelStalled)},
-	}}
-	rule298 = &fsm.Candidate{Disp: fsm.Stayed, Line: 298, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerStallWait)},
-	}}
-	rule302 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "output raced the status and already proved the transfer", Line: 302}
-	rule305 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "output was observed for this Run, so its start did not fail", Line: 305}
-	rule308 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "run_conflict: this Run ID was already started", Line: 308}
-	rule311 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no prompt_cancel was sent for this Run", Line: 311}
-	rule314 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the cancellation deadline only runs after prompt_cancel", Line: 314}
-	rule319 = &fsm.Candidate{Disp: fsm.Stayed, Line: 319, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutput)},
-	}}
-	rule323 = &fsm.Candidate{Disp: fsm.Stayed, Line: 323, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReplaceUsage)},
-	}}
-	rule327 = &fsm.Candidate{Disp: fsm.Stayed, Line: 327, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordError)},
-	}}
-	rule331 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelDrained), Line: 331, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionCloseStream)},
-	}}
-	rule335 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelDrained), Line: 335, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkEventStreamIncomplete)},
-	}}
-	rule341 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the transfer raced the cancellation; the receipt still decides", Line: 341}
-	rule344 = &fsm.Candidate{Disp: fsm.Stayed, Line: 344, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionCancelNative)},
-	}}
-	rule349 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "a repeated cancellation whose write failed changes nothing; the first one's receipt and deadline still decide", Line: 349}
-	rule352 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the Run is being cancelled; its silence no longer matters", Line: 352}
-	rule355 = &fsm.Candidate{Guard: fsm.GuardID(GuardUnsettledCancel), Disp: fsm.Moved, To: fsm.StateID(StateCancelUnconfirmed), Line: 355, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerCancelWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkCancelUnconfirmed)},
-	}}
-	rule363 = &fsm.Candidate{Guard: fsm.GuardID(GuardMatchesCancelDelivery), Disp: fsm.Moved, To: fsm.StateID(StateCancelled), Line: 363, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerCancelWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionApplyCancelReceipt)},
-	}}
-	rule368 = &fsm.Candidate{Guard: fsm.GuardID(GuardMatchesCancelDelivery), Disp: fsm.Moved, To: fsm.StateID(StateCancelRefused), Line: 368, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerCancelWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionApplyCancelReceipt)},
-	}}
-	rule373 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "a receipt without this Run's cancellation delivery ID establishes nothing", Line: 373}
-	rule376 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelOverdue), Line: 376, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkCancelUnconfirmed)},
-	}}
-	rule382 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelUnconfirmed), Line: 382, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerCancelWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkCancelUnconfirmed)},
-	}}
-	rule389 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the stream is already closed", Line: 389}
-	rule392 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the observed stream is already closed", Line: 392}
-	rule395 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the stream is closed; only the cancellation receipt settles the Run now", Line: 395}
-	rule400 = &fsm.Candidate{Guard: fsm.GuardID(GuardMatchesCancelDelivery), Disp: fsm.Moved, To: fsm.StateID(StateCancelled), Line: 400, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleLate)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionApplyCancelReceipt)},
-	}}
-	rule405 = &fsm.Candidate{Guard: fsm.GuardID(GuardUnsettledCancel), Disp: fsm.Moved, To: fsm.StateID(StateCancelUnconfirmed), Line: 405, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleLate)},
-	}}
-	rule411 = &fsm.Candidate{Guard: fsm.GuardID(GuardMatchesCancelDelivery), Disp: fsm.Moved, To: fsm.StateID(StateCancelRefused), Line: 411, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleLate)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionApplyCancelReceipt)},
-	}}
-	rule416 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "a receipt without this Run's cancellation delivery ID establishes nothing", Line: 416}
-	rule419 = &fsm.Candidate{Disp: fsm.Stayed, Line: 419, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutput)},
-	}}
-	rule424 = &fsm.Candidate{Disp: fsm.Stayed, Line: 424, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReplaceUsage)},
-	}}
-	rule428 = &fsm.Candidate{Disp: fsm.Stayed, Line: 428, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordError)},
-	}}
-	rule432 = &fsm.Candidate{Disp: fsm.Stayed, Line: 432, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionCloseStream)},
-	}}
-	rule436 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelUnconfirmed), Line: 436}
-	rule439 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "only the cancellation receipt or a lost connection settles the Run now", Line: 439}
-	rule444 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no deadline is running", Line: 444}
-	rule447 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the Run is settled; its silence no longer matters", Line: 447}
-	rule450 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the cancellation receipt, or the lost connection that made it impossible, owns the outcome; trailing frames change nothing", Line: 450}
-	rule453 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the outcome stays unknown; late frames are not applied", Line: 453}
-	rule457 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the Run was settled before this happened", Line: 457}
-	rule460 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "done (or the start failure) already closed the stream", Line: 460}
-	rule463 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "run_inactive: the Run is settled", Line: 463}
-)
-
-// Table is the run machine as the engine runs it, sealed: every (state, event) cell lists its
-// candidates in the order they are tried, the unguarded fallback last. It is exactly what
-// spec.Machine.Table builds from spec/run.yaml. Treat it as read-only.
+// Table is the run machine as the engine runs it: the declarations and the rules of spec/run.yaml,
+// one line per rule named by its stable ID (their spec lines apart, in Lines, so that shifting
+// lines in the spec changes one line here), which fsm.MustSeal expands at start-up into exactly
+// the cells spec.Machine.Table builds (every (state, event) cell lists its candidates in the order
+// they are tried, the unguarded fallback last). Treat it as read-only.
 var Table = fsm.MustSeal(&fsm.Table{
 	Name:   Name,
 	Source: "spec/run.yaml",
@@ -817,352 +396,74 @@ var Table = fsm.MustSeal(&fsm.Table{
 		{Name: "stall_wait", Duration: 10 * time.Minute, Event: fsm.EventID(EventStallWait), Policy: true},
 	},
 	Initial: fsm.StateID(StateIdle),
-	Cells: []fsm.Cell{
-		// idle
-		{Cands: []*fsm.Candidate{rule212}}, // idle × prompt_request
-		{Cands: []*fsm.Candidate{rule212}}, // idle × execution_start
-		{Cands: []*fsm.Candidate{rule227}}, // idle × status_started
-		{Cands: []*fsm.Candidate{rule227}}, // idle × start_failed
-		{Cands: []*fsm.Candidate{rule227}}, // idle × delta
-		{Cands: []*fsm.Candidate{rule227}}, // idle × thinking
-		{Cands: []*fsm.Candidate{rule227}}, // idle × output_message
-		{Cands: []*fsm.Candidate{rule227}}, // idle × tool_call
-		{Cands: []*fsm.Candidate{rule227}}, // idle × usage
-		{Cands: []*fsm.Candidate{rule227}}, // idle × error
-		{Cands: []*fsm.Candidate{rule227}}, // idle × done
-		{Cands: []*fsm.Candidate{rule227}}, // idle × prompt_cancel
-		{Cands: []*fsm.Candidate{rule227}}, // idle × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule227}}, // idle × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule224}}, // idle × cancel_wait
-		{Cands: []*fsm.Candidate{rule224}}, // idle × stall_wait
-		{Cands: []*fsm.Candidate{rule227}}, // idle × answered
-		{Cands: []*fsm.Candidate{rule224}}, // idle × connection_lost
-		{Cands: []*fsm.Candidate{rule224}}, // idle × subscription_overflow
-		{Cands: []*fsm.Candidate{rule216}}, // idle × send_failed
-		// requested
-		{Cands: []*fsm.Candidate{rule308}},          // requested × prompt_request
-		{Cands: []*fsm.Candidate{rule308}},          // requested × execution_start
-		{Cands: []*fsm.Candidate{rule234}},          // requested × status_started
-		{Cands: []*fsm.Candidate{rule238}},          // requested × start_failed
-		{Cands: []*fsm.Candidate{rule242Moved}},     // requested × delta
-		{Cands: []*fsm.Candidate{rule242Moved}},     // requested × thinking
-		{Cands: []*fsm.Candidate{rule242Moved}},     // requested × output_message
-		{Cands: []*fsm.Candidate{rule242Moved}},     // requested × tool_call
-		{Cands: []*fsm.Candidate{rule246Moved}},     // requested × usage
-		{Cands: []*fsm.Candidate{rule250Moved}},     // requested × error
-		{Cands: []*fsm.Candidate{rule263}},          // requested × done
-		{Cands: []*fsm.Candidate{rule271}},          // requested × prompt_cancel
-		{Cands: []*fsm.Candidate{rule311}},          // requested × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule311}},          // requested × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule314}},          // requested × cancel_wait
-		{Cands: []*fsm.Candidate{rule283, rule291}}, // requested × stall_wait
-		{Cands: []*fsm.Candidate{rule298}},          // requested × answered
-		{Cands: []*fsm.Candidate{rule277}},          // requested × connection_lost
-		{Cands: []*fsm.Candidate{rule277}},          // requested × subscription_overflow
-		{Cands: []*fsm.Candidate{rule271}},          // requested × send_failed
-		// streaming
-		{Cands: []*fsm.Candidate{rule308}},          // streaming × prompt_request
-		{Cands: []*fsm.Candidate{rule308}},          // streaming × execution_start
-		{Cands: []*fsm.Candidate{rule302}},          // streaming × status_started
-		{Cands: []*fsm.Candidate{rule305}},          // streaming × start_failed
-		{Cands: []*fsm.Candidate{rule242Stayed}},    // streaming × delta
-		{Cands: []*fsm.Candidate{rule242Stayed}},    // streaming × thinking
-		{Cands: []*fsm.Candidate{rule242Stayed}},    // streaming × output_message
-		{Cands: []*fsm.Candidate{rule242Stayed}},    // streaming × tool_call
-		{Cands: []*fsm.Candidate{rule246Stayed}},    // streaming × usage
-		{Cands: []*fsm.Candidate{rule250Moved}},     // streaming × error
-		{Cands: []*fsm.Candidate{rule263}},          // streaming × done
-		{Cands: []*fsm.Candidate{rule271}},          // streaming × prompt_cancel
-		{Cands: []*fsm.Candidate{rule311}},          // streaming × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule311}},          // streaming × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule314}},          // streaming × cancel_wait
-		{Cands: []*fsm.Candidate{rule283, rule291}}, // streaming × stall_wait
-		{Cands: []*fsm.Candidate{rule298}},          // streaming × answered
-		{Cands: []*fsm.Candidate{rule277}},          // streaming × connection_lost
-		{Cands: []*fsm.Candidate{rule277}},          // streaming × subscription_overflow
-		{Cands: []*fsm.Candidate{rule271}},          // streaming × send_failed
-		// errored
-		{Cands: []*fsm.Candidate{rule308}},          // errored × prompt_request
-		{Cands: []*fsm.Candidate{rule308}},          // errored × execution_start
-		{Cands: []*fsm.Candidate{rule302}},          // errored × status_started
-		{Cands: []*fsm.Candidate{rule305}},          // errored × start_failed
-		{Cands: []*fsm.Candidate{rule254}},          // errored × delta
-		{Cands: []*fsm.Candidate{rule254}},          // errored × thinking
-		{Cands: []*fsm.Candidate{rule254}},          // errored × output_message
-		{Cands: []*fsm.Candidate{rule254}},          // errored × tool_call
-		{Cands: []*fsm.Candidate{rule259}},          // errored × usage
-		{Cands: []*fsm.Candidate{rule250Stayed}},    // errored × error
-		{Cands: []*fsm.Candidate{rule267}},          // errored × done
-		{Cands: []*fsm.Candidate{rule271}},          // errored × prompt_cancel
-		{Cands: []*fsm.Candidate{rule311}},          // errored × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule311}},          // errored × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule314}},          // errored × cancel_wait
-		{Cands: []*fsm.Candidate{rule283, rule291}}, // errored × stall_wait
-		{Cands: []*fsm.Candidate{rule298}},          // errored × answered
-		{Cands: []*fsm.Candidate{rule277}},          // errored × connection_lost
-		{Cands: []*fsm.Candidate{rule277}},          // errored × subscription_overflow
-		{Cands: []*fsm.Candidate{rule271}},          // errored × send_failed
-		// cancelling
-		{Cands: []*fsm.Candidate{rule308}},                   // cancelling × prompt_request
-		{Cands: []*fsm.Candidate{rule308}},                   // cancelling × execution_start
-		{Cands: []*fsm.Candidate{rule341}},                   // cancelling × status_started
-		{Cands: []*fsm.Candidate{rule327}},                   // cancelling × start_failed
-		{Cands: []*fsm.Candidate{rule319}},                   // cancelling × delta
-		{Cands: []*fsm.Candidate{rule319}},                   // cancelling × thinking
-		{Cands: []*fsm.Candidate{rule319}},                   // cancelling × output_message
-		{Cands: []*fsm.Candidate{rule319}},                   // cancelling × tool_call
-		{Cands: []*fsm.Candidate{rule323}},                   // cancelling × usage
-		{Cands: []*fsm.Candidate{rule327}},                   // cancelling × error
-		{Cands: []*fsm.Candidate{rule331}},                   // cancelling × done
-		{Cands: []*fsm.Candidate{rule344}},                   // cancelling × prompt_cancel
-		{Cands: []*fsm.Candidate{rule363, rule373}},          // cancelling × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule355, rule368, rule373}}, // cancelling × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule376}},                   // cancelling × cancel_wait
-		{Cands: []*fsm.Candidate{rule352}},                   // cancelling × stall_wait
-		{Cands: []*fsm.Candidate{rule352}},                   // cancelling × answered
-		{Cands: []*fsm.Candidate{rule382}},                   // cancelling × connection_lost
-		{Cands: []*fsm.Candidate{rule335}},                   // cancelling × subscription_overflow
-		{Cands: []*fsm.Candidate{rule349}},                   // cancelling × send_failed
-		// cancel_drained
-		{Cands: []*fsm.Candidate{rule308}},                   // cancel_drained × prompt_request
-		{Cands: []*fsm.Candidate{rule308}},                   // cancel_drained × execution_start
-		{Cands: []*fsm.Candidate{rule395}},                   // cancel_drained × status_started
-		{Cands: []*fsm.Candidate{rule395}},                   // cancel_drained × start_failed
-		{Cands: []*fsm.Candidate{rule392}},                   // cancel_drained × delta
-		{Cands: []*fsm.Candidate{rule392}},                   // cancel_drained × thinking
-		{Cands: []*fsm.Candidate{rule392}},                   // cancel_drained × output_message
-		{Cands: []*fsm.Candidate{rule392}},                   // cancel_drained × tool_call
-		{Cands: []*fsm.Candidate{rule392}},                   // cancel_drained × usage
-		{Cands: []*fsm.Candidate{rule392}},                   // cancel_drained × error
-		{Cands: []*fsm.Candidate{rule389}},                   // cancel_drained × done
-		{Cands: []*fsm.Candidate{rule344}},                   // cancel_drained × prompt_cancel
-		{Cands: []*fsm.Candidate{rule363, rule373}},          // cancel_drained × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule355, rule368, rule373}}, // cancel_drained × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule376}},                   // cancel_drained × cancel_wait
-		{Cands: []*fsm.Candidate{rule352}},                   // cancel_drained × stall_wait
-		{Cands: []*fsm.Candidate{rule352}},                   // cancel_drained × answered
-		{Cands: []*fsm.Candidate{rule382}},                   // cancel_drained × connection_lost
-		{Cands: []*fsm.Candidate{rule389}},                   // cancel_drained × subscription_overflow
-		{Cands: []*fsm.Candidate{rule349}},                   // cancel_drained × send_failed
-		// cancel_overdue
-		{Cands: []*fsm.Candidate{rule308}},                   // cancel_overdue × prompt_request
-		{Cands: []*fsm.Candidate{rule308}},                   // cancel_overdue × execution_start
-		{Cands: []*fsm.Candidate{rule439}},                   // cancel_overdue × status_started
-		{Cands: []*fsm.Candidate{rule428}},                   // cancel_overdue × start_failed
-		{Cands: []*fsm.Candidate{rule419}},                   // cancel_overdue × delta
-		{Cands: []*fsm.Candidate{rule419}},                   // cancel_overdue × thinking
-		{Cands: []*fsm.Candidate{rule419}},                   // cancel_overdue × output_message
-		{Cands: []*fsm.Candidate{rule419}},                   // cancel_overdue × tool_call
-		{Cands: []*fsm.Candidate{rule424}},                   // cancel_overdue × usage
-		{Cands: []*fsm.Candidate{rule428}},                   // cancel_overdue × error
-		{Cands: []*fsm.Candidate{rule432}},                   // cancel_overdue × done
-		{Cands: []*fsm.Candidate{rule344}},                   // cancel_overdue × prompt_cancel
-		{Cands: []*fsm.Candidate{rule400, rule416}},          // cancel_overdue × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule405, rule411, rule416}}, // cancel_overdue × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule439}},                   // cancel_overdue × cancel_wait
-		{Cands: []*fsm.Candidate{rule352}},                   // cancel_overdue × stall_wait
-		{Cands: []*fsm.Candidate{rule352}},                   // cancel_overdue × answered
-		{Cands: []*fsm.Candidate{rule436}},                   // cancel_overdue × connection_lost
-		{Cands: []*fsm.Candidate{rule439}},                   // cancel_overdue × subscription_overflow
-		{Cands: []*fsm.Candidate{rule349}},                   // cancel_overdue × send_failed
-		// completed
-		{Cands: []*fsm.Candidate{rule463}}, // completed × prompt_request
-		{Cands: []*fsm.Candidate{rule463}}, // completed × execution_start
-		{Cands: []*fsm.Candidate{rule457}}, // completed × status_started
-		{Cands: []*fsm.Candidate{rule457}}, // completed × start_failed
-		{Cands: []*fsm.Candidate{rule460}}, // completed × delta
-		{Cands: []*fsm.Candidate{rule460}}, // completed × thinking
-		{Cands: []*fsm.Candidate{rule460}}, // completed × output_message
-		{Cands: []*fsm.Candidate{rule460}}, // completed × tool_call
-		{Cands: []*fsm.Candidate{rule460}}, // completed × usage
-		{Cands: []*fsm.Candidate{rule460}}, // completed × error
-		{Cands: []*fsm.Candidate{rule460}}, // completed × done
-		{Cands: []*fsm.Candidate{rule463}}, // completed × prompt_cancel
-		{Cands: []*fsm.Candidate{rule463}}, // completed × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule463}}, // completed × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule444}}, // completed × cancel_wait
-		{Cands: []*fsm.Candidate{rule444}}, // completed × stall_wait
-		{Cands: []*fsm.Candidate{rule447}}, // completed × answered
-		{Cands: []*fsm.Candidate{rule457}}, // completed × connection_lost
-		{Cands: []*fsm.Candidate{rule457}}, // completed × subscription_overflow
-		{Cands: []*fsm.Candidate{rule457}}, // completed × send_failed
-		// failed
-		{Cands: []*fsm.Candidate{rule463}}, // failed × prompt_request
-		{Cands: []*fsm.Candidate{rule463}}, // failed × execution_start
-		{Cands: []*fsm.Candidate{rule457}}, // failed × status_started
-		{Cands: []*fsm.Candidate{rule457}}, // failed × start_failed
-		{Cands: []*fsm.Candidate{rule460}}, // failed × delta
-		{Cands: []*fsm.Candidate{rule460}}, // failed × thinking
-		{Cands: []*fsm.Candidate{rule460}}, // failed × output_message
-		{Cands: []*fsm.Candidate{rule460}}, // failed × tool_call
-		{Cands: []*fsm.Candidate{rule460}}, // failed × usage
-		{Cands: []*fsm.Candidate{rule460}}, // failed × error
-		{Cands: []*fsm.Candidate{rule460}}, // failed × done
-		{Cands: []*fsm.Candidate{rule463}}, // failed × prompt_cancel
-		{Cands: []*fsm.Candidate{rule463}}, // failed × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule463}}, // failed × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule444}}, // failed × cancel_wait
-		{Cands: []*fsm.Candidate{rule444}}, // failed × stall_wait
-		{Cands: []*fsm.Candidate{rule447}}, // failed × answered
-		{Cands: []*fsm.Candidate{rule457}}, // failed × connection_lost
-		{Cands: []*fsm.Candidate{rule457}}, // failed × subscription_overflow
-		{Cands: []*fsm.Candidate{rule457}}, // failed × send_failed
-		// cancelled
-		{Cands: []*fsm.Candidate{rule463}}, // cancelled × prompt_request
-		{Cands: []*fsm.Candidate{rule463}}, // cancelled × execution_start
-		{Cands: []*fsm.Candidate{rule450}}, // cancelled × status_started
-		{Cands: []*fsm.Candidate{rule450}}, // cancelled × start_failed
-		{Cands: []*fsm.Candidate{rule450}}, // cancelled × delta
-		{Cands: []*fsm.Candidate{rule450}}, // cancelled × thinking
-		{Cands: []*fsm.Candidate{rule450}}, // cancelled × output_message
-		{Cands: []*fsm.Candidate{rule450}}, // cancelled × tool_call
-		{Cands: []*fsm.Candidate{rule450}}, // cancelled × usage
-		{Cands: []*fsm.Candidate{rule450}}, // cancelled × error
-		{Cands: []*fsm.Candidate{rule450}}, // cancelled × done
-		{Cands: []*fsm.Candidate{rule463}}, // cancelled × prompt_cancel
-		{Cands: []*fsm.Candidate{rule450}}, // cancelled × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule450}}, // cancelled × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule444}}, // cancelled × cancel_wait
-		{Cands: []*fsm.Candidate{rule444}}, // cancelled × stall_wait
-		{Cands: []*fsm.Candidate{rule447}}, // cancelled × answered
-		{Cands: []*fsm.Candidate{rule450}}, // cancelled × connection_lost
-		{Cands: []*fsm.Candidate{rule450}}, // cancelled × subscription_overflow
-		{Cands: []*fsm.Candidate{rule450}}, // cancelled × send_failed
-		// cancel_refused
-		{Cands: []*fsm.Candidate{rule463}}, // cancel_refused × prompt_request
-		{Cands: []*fsm.Candidate{rule463}}, // cancel_refused × execution_start
-		{Cands: []*fsm.Candidate{rule450}}, // cancel_refused × status_started
-		{Cands: []*fsm.Candidate{rule450}}, // cancel_refused × start_failed
-		{Cands: []*fsm.Candidate{rule450}}, // cancel_refused × delta
-		{Cands: []*fsm.Candidate{rule450}}, // cancel_refused × thinking
-		{Cands: []*fsm.Candidate{rule450}}, // cancel_refused × output_message
-		{Cands: []*fsm.Candidate{rule450}}, // cancel_refused × tool_call
-		{Cands: []*fsm.Candidate{rule450}}, // cancel_refused × usage
-		{Cands: []*fsm.Candidate{rule450}}, // cancel_refused × error
-		{Cands: []*fsm.Candidate{rule450}}, // cancel_refused × done
-		{Cands: []*fsm.Candidate{rule463}}, // cancel_refused × prompt_cancel
-		{Cands: []*fsm.Candidate{rule450}}, // cancel_refused × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule450}}, // cancel_refused × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule444}}, // cancel_refused × cancel_wait
-		{Cands: []*fsm.Candidate{rule444}}, // cancel_refused × stall_wait
-		{Cands: []*fsm.Candidate{rule447}}, // cancel_refused × answered
-		{Cands: []*fsm.Candidate{rule450}}, // cancel_refused × connection_lost
-		{Cands: []*fsm.Candidate{rule450}}, // cancel_refused × subscription_overflow
-		{Cands: []*fsm.Candidate{rule450}}, // cancel_refused × send_failed
-		// cancel_unconfirmed
-		{Cands: []*fsm.Candidate{rule463}}, // cancel_unconfirmed × prompt_request
-		{Cands: []*fsm.Candidate{rule463}}, // cancel_unconfirmed × execution_start
-		{Cands: []*fsm.Candidate{rule450}}, // cancel_unconfirmed × status_started
-		{Cands: []*fsm.Candidate{rule450}}, // cancel_unconfirmed × start_failed
-		{Cands: []*fsm.Candidate{rule450}}, // cancel_unconfirmed × delta
-		{Cands: []*fsm.Candidate{rule450}}, // cancel_unconfirmed × thinking
-		{Cands: []*fsm.Candidate{rule450}}, // cancel_unconfirmed × output_message
-		{Cands: []*fsm.Candidate{rule450}}, // cancel_unconfirmed × tool_call
-		{Cands: []*fsm.Candidate{rule450}}, // cancel_unconfirmed × usage
-		{Cands: []*fsm.Candidate{rule450}}, // cancel_unconfirmed × error
-		{Cands: []*fsm.Candidate{rule450}}, // cancel_unconfirmed × done
-		{Cands: []*fsm.Candidate{rule463}}, // cancel_unconfirmed × prompt_cancel
-		{Cands: []*fsm.Candidate{rule450}}, // cancel_unconfirmed × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule450}}, // cancel_unconfirmed × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule444}}, // cancel_unconfirmed × cancel_wait
-		{Cands: []*fsm.Candidate{rule444}}, // cancel_unconfirmed × stall_wait
-		{Cands: []*fsm.Candidate{rule447}}, // cancel_unconfirmed × answered
-		{Cands: []*fsm.Candidate{rule450}}, // cancel_unconfirmed × connection_lost
-		{Cands: []*fsm.Candidate{rule450}}, // cancel_unconfirmed × subscription_overflow
-		{Cands: []*fsm.Candidate{rule450}}, // cancel_unconfirmed × send_failed
-		// incomplete
-		{Cands: []*fsm.Candidate{rule463}}, // incomplete × prompt_request
-		{Cands: []*fsm.Candidate{rule463}}, // incomplete × execution_start
-		{Cands: []*fsm.Candidate{rule453}}, // incomplete × status_started
-		{Cands: []*fsm.Candidate{rule453}}, // incomplete × start_failed
-		{Cands: []*fsm.Candidate{rule453}}, // incomplete × delta
-		{Cands: []*fsm.Candidate{rule453}}, // incomplete × thinking
-		{Cands: []*fsm.Candidate{rule453}}, // incomplete × output_message
-		{Cands: []*fsm.Candidate{rule453}}, // incomplete × tool_call
-		{Cands: []*fsm.Candidate{rule453}}, // incomplete × usage
-		{Cands: []*fsm.Candidate{rule453}}, // incomplete × error
-		{Cands: []*fsm.Candidate{rule453}}, // incomplete × done
-		{Cands: []*fsm.Candidate{rule463}}, // incomplete × prompt_cancel
-		{Cands: []*fsm.Candidate{rule453}}, // incomplete × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule453}}, // incomplete × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule444}}, // incomplete × cancel_wait
-		{Cands: []*fsm.Candidate{rule444}}, // incomplete × stall_wait
-		{Cands: []*fsm.Candidate{rule447}}, // incomplete × answered
-		{Cands: []*fsm.Candidate{rule453}}, // incomplete × connection_lost
-		{Cands: []*fsm.Candidate{rule453}}, // incomplete × subscription_overflow
-		{Cands: []*fsm.Candidate{rule453}}, // incomplete × send_failed
-		// not_started
-		{Cands: []*fsm.Candidate{rule463}}, // not_started × prompt_request
-		{Cands: []*fsm.Candidate{rule463}}, // not_started × execution_start
-		{Cands: []*fsm.Candidate{rule457}}, // not_started × status_started
-		{Cands: []*fsm.Candidate{rule457}}, // not_started × start_failed
-		{Cands: []*fsm.Candidate{rule460}}, // not_started × delta
-		{Cands: []*fsm.Candidate{rule460}}, // not_started × thinking
-		{Cands: []*fsm.Candidate{rule460}}, // not_started × output_message
-		{Cands: []*fsm.Candidate{rule460}}, // not_started × tool_call
-		{Cands: []*fsm.Candidate{rule460}}, // not_started × usage
-		{Cands: []*fsm.Candidate{rule460}}, // not_started × error
-		{Cands: []*fsm.Candidate{rule460}}, // not_started × done
-		{Cands: []*fsm.Candidate{rule463}}, // not_started × prompt_cancel
-		{Cands: []*fsm.Candidate{rule463}}, // not_started × cancel_ack_applied
-		{Cands: []*fsm.Candidate{rule463}}, // not_started × cancel_ack_refused
-		{Cands: []*fsm.Candidate{rule444}}, // not_started × cancel_wait
-		{Cands: []*fsm.Candidate{rule444}}, // not_started × stall_wait
-		{Cands: []*fsm.Candidate{rule447}}, // not_started × answered
-		{Cands: []*fsm.Candidate{rule457}}, // not_started × connection_lost
-		{Cands: []*fsm.Candidate{rule457}}, // not_started × subscription_overflow
-		{Cands: []*fsm.Candidate{rule457}}, // not_started × send_failed
+	Rules: []fsm.Rule{
+		{ID: "idle_prompt_request", From: "idle", On: "prompt_request, execution_start", To: "requested", Effects: "core: start stall_wait, runtime: do start_native"},
+		{ID: "idle_send_failed", From: "idle", On: "send_failed", To: "requested", Effects: "core: start stall_wait, core: do mark_delivery_unknown"},
+		{ID: "idle_cancel_wait", From: "idle", On: "cancel_wait, stall_wait, connection_lost, subscription_overflow", Ignore: "nothing was sent for this Run ID"},
+		{ID: "idle_any", From: "idle", On: "*", Reject: "no start was sent for this Run ID"},
+		{ID: "requested_status_started", From: "requested", On: "status_started", To: "streaming", Effects: "core: start stall_wait"},
+		{ID: "requested_start_failed", From: "requested", On: "start_failed", To: "not_started", Effects: "core: stop stall_wait, core: do record_error"},
+		{ID: "requested_delta", From: "requested, streaming", On: "delta, thinking, output_message, tool_call", To: "streaming", Effects: "core: start stall_wait, core: do record_output"},
+		{ID: "requested_usage", From: "requested, streaming", On: "usage", To: "streaming", Effects: "core: start stall_wait, core: do replace_usage"},
+		{ID: "requested_error", From: "requested, streaming, errored", On: "error", To: "errored", Effects: "core: start stall_wait, core: do record_error"},
+		{ID: "errored_delta", From: "errored", On: "delta, thinking, output_message, tool_call", To: "errored", Effects: "core: start stall_wait, core: do record_output"},
+		{ID: "errored_usage", From: "errored", On: "usage", To: "errored", Effects: "core: start stall_wait, core: do replace_usage"},
+		{ID: "requested_done", From: "requested, streaming", On: "done", To: "completed", Effects: "core: stop stall_wait, core: do close_stream"},
+		{ID: "errored_done", From: "errored", On: "done", To: "failed", Effects: "core: stop stall_wait, core: do close_stream"},
+		{ID: "requested_prompt_cancel", From: "requested, streaming, errored", On: "prompt_cancel, send_failed", To: "cancelling", Effects: "core: stop stall_wait, core: start cancel_wait, runtime: do cancel_native"},
+		{ID: "requested_connection_lost", From: "requested, streaming, errored", On: "connection_lost, subscription_overflow", To: "incomplete", Effects: "core: stop stall_wait, core: do mark_event_stream_incomplete"},
+		{ID: "requested_stall_wait_if_awaiting_answer", From: "requested, streaming, errored", On: "stall_wait", Guard: "awaiting_answer", To: "same", Effects: "core: start stall_wait"},
+		{ID: "requested_stall_wait", From: "requested, streaming, errored", On: "stall_wait", To: "same", Effects: "core: start stall_wait, core: do cancel_stalled"},
+		{ID: "requested_answered", From: "requested, streaming, errored", On: "answered", To: "same", Effects: "core: start stall_wait"},
+		{ID: "streaming_status_started", From: "streaming, errored", On: "status_started", Ignore: "output raced the status and already proved the transfer"},
+		{ID: "streaming_start_failed", From: "streaming, errored", On: "start_failed", Reject: "output was observed for this Run, so its start did not fail"},
+		{ID: "requested_prompt_request", From: "requested, streaming, errored, cancelling, cancel_drained, cancel_overdue", On: "prompt_request, execution_start", Reject: "run_conflict: this Run ID was already started"},
+		{ID: "requested_cancel_ack_applied", From: "requested, streaming, errored", On: "cancel_ack_applied, cancel_ack_refused", Reject: "no prompt_cancel was sent for this Run"},
+		{ID: "requested_cancel_wait", From: "requested, streaming, errored", On: "cancel_wait", Ignore: "the cancellation deadline only runs after prompt_cancel"},
+		{ID: "cancelling_delta", From: "cancelling", On: "delta, thinking, output_message, tool_call", To: "cancelling", Effects: "core: do record_output"},
+		{ID: "cancelling_usage", From: "cancelling", On: "usage", To: "cancelling", Effects: "core: do replace_usage"},
+		{ID: "cancelling_error", From: "cancelling", On: "error, start_failed", To: "cancelling", Effects: "core: do record_error"},
+		{ID: "cancelling_done", From: "cancelling", On: "done", To: "cancel_drained", Effects: "core: do close_stream"},
+		{ID: "cancelling_subscription_overflow", From: "cancelling", On: "subscription_overflow", To: "cancel_drained", Effects: "core: do mark_event_stream_incomplete"},
+		{ID: "cancelling_status_started", From: "cancelling", On: "status_started", Ignore: "the transfer raced the cancellation; the receipt still decides"},
+		{ID: "cancelling_prompt_cancel", From: "cancelling, cancel_drained, cancel_overdue", On: "prompt_cancel", To: "same", Effects: "runtime: do cancel_native"},
+		{ID: "cancelling_send_failed", From: "cancelling, cancel_drained, cancel_overdue", On: "send_failed", Ignore: "a repeated cancellation whose write failed changes nothing; the first one's receipt and deadline still decide"},
+		{ID: "cancelling_answered", From: "cancelling, cancel_drained, cancel_overdue", On: "answered, stall_wait", Ignore: "the Run is being cancelled; its silence no longer matters"},
+		{ID: "cancelling_cancel_ack_refused_if_unsettled_cancel", From: "cancelling, cancel_drained", On: "cancel_ack_refused", Guard: "unsettled_cancel", To: "cancel_unconfirmed", Effects: "core: stop cancel_wait, core: do mark_cancel_unconfirmed"},
+		{ID: "cancelling_cancel_ack_applied_if_matches_cancel_delivery", From: "cancelling, cancel_drained", On: "cancel_ack_applied", Guard: "matches_cancel_delivery", To: "cancelled", Effects: "core: stop cancel_wait, core: do apply_cancel_receipt"},
+		{ID: "cancelling_cancel_ack_refused_if_matches_cancel_delivery", From: "cancelling, cancel_drained", On: "cancel_ack_refused", Guard: "matches_cancel_delivery", To: "cancel_refused", Effects: "core: stop cancel_wait, core: do apply_cancel_receipt"},
+		{ID: "cancelling_cancel_ack_applied", From: "cancelling, cancel_drained", On: "cancel_ack_applied, cancel_ack_refused", Reject: "a receipt without this Run's cancellation delivery ID establishes nothing"},
+		{ID: "cancelling_cancel_wait", From: "cancelling, cancel_drained", On: "cancel_wait", To: "cancel_overdue", Effects: "core: do mark_cancel_unconfirmed"},
+		{ID: "cancelling_connection_lost", From: "cancelling, cancel_drained", On: "connection_lost", To: "cancel_unconfirmed", Effects: "core: stop cancel_wait, core: do mark_cancel_unconfirmed"},
+		{ID: "cancel_drained_done", From: "cancel_drained", On: "done, subscription_overflow", Ignore: "the stream is already closed"},
+		{ID: "cancel_drained_delta", From: "cancel_drained", On: "delta, thinking, output_message, tool_call, usage, error", Reject: "the observed stream is already closed"},
+		{ID: "cancel_drained_status_started", From: "cancel_drained", On: "status_started, start_failed", Ignore: "the stream is closed; only the cancellation receipt settles the Run now"},
+		{ID: "cancel_overdue_cancel_ack_applied_if_matches_cancel_delivery", From: "cancel_overdue", On: "cancel_ack_applied", Guard: "matches_cancel_delivery", To: "cancelled", Effects: "core: do settle_late, core: do apply_cancel_receipt"},
+		{ID: "cancel_overdue_cancel_ack_refused_if_unsettled_cancel", From: "cancel_overdue", On: "cancel_ack_refused", Guard: "unsettled_cancel", To: "cancel_unconfirmed", Effects: "core: do settle_late"},
+		{ID: "cancel_overdue_cancel_ack_refused_if_matches_cancel_delivery", From: "cancel_overdue", On: "cancel_ack_refused", Guard: "matches_cancel_delivery", To: "cancel_refused", Effects: "core: do settle_late, core: do apply_cancel_receipt"},
+		{ID: "cancel_overdue_cancel_ack_applied", From: "cancel_overdue", On: "cancel_ack_applied, cancel_ack_refused", Reject: "a receipt without this Run's cancellation delivery ID establishes nothing"},
+		{ID: "cancel_overdue_delta", From: "cancel_overdue", On: "delta, thinking, output_message, tool_call", To: "cancel_overdue", Effects: "core: do record_output"},
+		{ID: "cancel_overdue_usage", From: "cancel_overdue", On: "usage", To: "cancel_overdue", Effects: "core: do replace_usage"},
+		{ID: "cancel_overdue_error", From: "cancel_overdue", On: "error, start_failed", To: "cancel_overdue", Effects: "core: do record_error"},
+		{ID: "cancel_overdue_done", From: "cancel_overdue", On: "done", To: "cancel_overdue", Effects: "core: do close_stream"},
+		{ID: "cancel_overdue_connection_lost", From: "cancel_overdue", On: "connection_lost", To: "cancel_unconfirmed"},
+		{ID: "cancel_overdue_status_started", From: "cancel_overdue", On: "status_started, cancel_wait, subscription_overflow", Ignore: "only the cancellation receipt or a lost connection settles the Run now"},
+		{ID: "completed_cancel_wait", From: "completed, failed, cancelled, cancel_refused, cancel_unconfirmed, incomplete, not_started", On: "cancel_wait, stall_wait", Ignore: "no deadline is running"},
+		{ID: "completed_answered", From: "completed, failed, cancelled, cancel_refused, cancel_unconfirmed, incomplete, not_started", On: "answered", Ignore: "the Run is settled; its silence no longer matters"},
+		{ID: "cancelled_delta", From: "cancelled, cancel_refused, cancel_unconfirmed", On: "delta, thinking, output_message, tool_call, usage, error, done, status_started, start_failed, cancel_ack_applied, cancel_ack_refused, connection_lost, subscription_overflow, send_failed", Ignore: "the cancellation receipt, or the lost connection that made it impossible, owns the outcome; trailing frames change nothing"},
+		{ID: "incomplete_delta", From: "incomplete", On: "delta, thinking, output_message, tool_call, usage, error, done, status_started, start_failed, cancel_ack_applied, cancel_ack_refused, connection_lost, subscription_overflow, send_failed", Ignore: "the outcome stays unknown; late frames are not applied"},
+		{ID: "completed_connection_lost", From: "completed, failed, not_started", On: "connection_lost, subscription_overflow, send_failed, status_started, start_failed", Ignore: "the Run was settled before this happened"},
+		{ID: "completed_delta", From: "completed, failed, not_started", On: "delta, thinking, output_message, tool_call, usage, error, done", Reject: "done (or the start failure) already closed the stream"},
+		{ID: "completed_any", From: "completed, failed, cancelled, cancel_refused, cancel_unconfirmed, incomplete, not_started", On: "*", Reject: "run_inactive: the Run is settled"},
 	},
+	Lines: []int{212, 216, 224, 227, 234, 238, 242, 246, 250, 254, 259, 263, 267, 271, 277, 283, 291, 298, 302, 305, 308, 311, 314, 319, 323, 327, 331, 335, 341, 344, 349, 352, 355, 363, 368, 373, 376, 382, 389, 392, 395, 400, 405, 411, 416, 419, 424, 428, 432, 436, 439, 444, 447, 450, 453, 457, 460, 463},
 })
 
-// Step is what one event did: the engine's fsm.Step, a read-only view of the table candidate that
-// handled it, with typed accessors. The zero Step, returned for an invalid state or event, reports
-// zero values.
-type Step struct {
-	s fsm.Step
-}
-
-// From is the state the event arrived in.
-func (s Step) From() State {
-	return State(s.s.From())
-}
-
-// Event is the event that was handled.
-func (s Step) Event() Event {
-	return Event(s.s.Event())
-}
-
-// To is the state after the step; it equals From unless the disposition is fsm.Moved.
-func (s Step) To() State {
-	return State(s.s.To())
-}
-
-// Guard is the guard that selected the candidate, or 0 for the cell's fallback.
-func (s Step) Guard() Guard {
-	return Guard(s.s.Guard())
-}
-
-// Disposition says whether the step moved, stayed, ignored or rejected the event.
-func (s Step) Disposition() fsm.Disposition {
-	return s.s.Disposition()
-}
-
-// Effects lists what the step asks of both peers, in spec order (a peer keeps those its role
-// performs); nil unless the step moved or stayed. Their IDs convert to this package's enums and
-// Table.EffectString renders one as the spec writes it. The slice is shared: do not modify it.
-func (s Step) Effects() []fsm.Effect {
-	return s.s.Effects()
-}
-
-// Reason is the spec's reason for an ignored or rejected event, or "".
-func (s Step) Reason() string {
-	return s.s.Reason()
-}
-
-// Line is the line of the spec rule behind the step.
-func (s Step) Line() int {
-	return s.s.Line()
-}
+// Step is what one event did: a read-only view of the table candidate that handled it, with From,
+// Event, To and Guard typed as this package's enums (fsm.StepOf) and Disposition, Effects, Reason,
+// Rule and Line from fsm.Step. Effects are shared: do not modify them. The zero Step, returned for
+// an invalid state or event, reports zero values.
+type Step = fsm.StepOf[State, Event, Guard]
 
 // Transition is the pure transition function. It selects the candidate of the (s, e) cell whose
 // guard is in held (or the fallback) and returns the step with its effects. It changes nothing,
@@ -1174,7 +475,7 @@ func (s Step) Line() int {
 // the zero Step and a *fsm.InvalidError.
 func Transition(s State, e Event, held GuardSet) (Step, error) {
 	st, err := Table.Transition(fsm.StateID(s), fsm.EventID(e), fsm.GuardSet(held))
-	return Step{st}, err
+	return Step{Step: st}, err
 }
 
 // CoreHooks is what a Core peer implements to run the run machine: one method per guard it

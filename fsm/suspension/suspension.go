@@ -22,7 +22,6 @@ package suspension
 
 import (
 	"github.com/agentwire/agentwire/fsm"
-	"strconv"
 	"time"
 )
 
@@ -71,61 +70,19 @@ const (
 )
 
 // String returns the spec name, or State(n) for a value outside the enum.
-func (v State) String() string {
-	if v.Valid() {
-		return Table.States[v-1].Name
-	}
-	return "State(" + strconv.Itoa(int(v)) + ")"
-}
+func (v State) String() string { return Table.DeclName(fsm.DeclState, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v State) Valid() bool {
-	return v >= 1 && v <= StateExpired
-}
+func (v State) Valid() bool { return v >= 1 && v <= StateExpired }
 
 // ParseState returns the state with the given spec name.
-func ParseState(name string) (State, error) {
-	switch name {
-	case "idle":
-		return StateIdle, nil
-	case "quiescing":
-		return StateQuiescing, nil
-	case "suspended":
-		return StateSuspended, nil
-	case "uncertain":
-		return StateUncertain, nil
-	case "rolling_back":
-		return StateRollingBack, nil
-	case "resuming":
-		return StateResuming, nil
-	case "resumed":
-		return StateResumed, nil
-	case "quiesce_refused":
-		return StateQuiesceRefused, nil
-	case "resume_refused":
-		return StateResumeRefused, nil
-	case "expired":
-		return StateExpired, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "state name",
-	}
-}
+func ParseState(name string) (State, error) { return fsm.As[State](Table.Parse(fsm.DeclState, name)) }
 
 // Outcome classifies a terminal state; it is fsm.OutcomeNone for the others.
-func (v State) Outcome() fsm.Outcome {
-	if !v.Valid() {
-		return fsm.OutcomeNone
-	}
-	return Table.States[v-1].Outcome
-}
+func (v State) Outcome() fsm.Outcome { return Table.StateOf(fsm.StateID(v)).Outcome }
 
 // Terminal reports whether the lifecycle has settled in v.
-func (v State) Terminal() bool {
-	return v.Outcome() != fsm.OutcomeNone
-}
+func (v State) Terminal() bool { return v.Outcome() != fsm.OutcomeNone }
 
 // Event is an input of the suspension machine (a wire message, a timer expiry or a local
 // happening); its values are the fsm.EventID of Table.
@@ -172,94 +129,30 @@ const (
 )
 
 // String returns the spec name, or Event(n) for a value outside the enum.
-func (v Event) String() string {
-	if v.Valid() {
-		return Table.Events[v-1].Name
-	}
-	return "Event(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Event) String() string { return Table.DeclName(fsm.DeclEvent, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Event) Valid() bool {
-	return v >= 1 && v <= EventConnectionLost
-}
+func (v Event) Valid() bool { return v >= 1 && v <= EventConnectionLost }
 
 // ParseEvent returns the event with the given spec name.
-func ParseEvent(name string) (Event, error) {
-	switch name {
-	case "environment_quiesce":
-		return EventEnvironmentQuiesce, nil
-	case "quiesced_accepted":
-		return EventQuiescedAccepted, nil
-	case "quiesced_refused":
-		return EventQuiescedRefused, nil
-	case "environment_resume":
-		return EventEnvironmentResume, nil
-	case "resume_rollback":
-		return EventResumeRollback, nil
-	case "resumed_accepted":
-		return EventResumedAccepted, nil
-	case "resumed_refused":
-		return EventResumedRefused, nil
-	case "quiesce_drain":
-		return EventQuiesceDrain, nil
-	case "answer_wait":
-		return EventAnswerWait, nil
-	case "drain_settled":
-		return EventDrainSettled, nil
-	case "send_failed":
-		return EventSendFailed, nil
-	case "connection_lost":
-		return EventConnectionLost, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "event name",
-	}
-}
+func ParseEvent(name string) (Event, error) { return fsm.As[Event](Table.Parse(fsm.DeclEvent, name)) }
 
 // Kind says whether v is a wire message, a timer expiry or a local event.
-func (v Event) Kind() fsm.EventKind {
-	if !v.Valid() {
-		return 0
-	}
-	return Table.Events[v-1].Kind
-}
+func (v Event) Kind() fsm.EventKind { return Table.EventOf(fsm.EventID(v)).Kind }
 
 // Role is the sender of a message event, the owner of a timer or the observer of a local event.
-func (v Event) Role() fsm.Role {
-	if !v.Valid() {
-		return 0
-	}
-	return Table.Events[v-1].Role
-}
+func (v Event) Role() fsm.Role { return Table.EventOf(fsm.EventID(v)).Role }
 
 // Message is the wire type of a message event, or 0. Several events may share one wire type (a
 // status frame with different states).
-func (v Event) Message() Message {
-	if !v.Valid() {
-		return 0
-	}
-	return Message(Table.Events[v-1].Message)
-}
+func (v Event) Message() Message { return Message(Table.EventOf(fsm.EventID(v)).Message) }
 
 // FailedSend is the local event a sender fires instead of v when its write of v failed (the frame
 // is possibly delivered), or 0 for events that are not messages.
-func (v Event) FailedSend() Event {
-	if !v.Valid() {
-		return 0
-	}
-	return Event(Table.Events[v-1].FailedSend)
-}
+func (v Event) FailedSend() Event { return Event(Table.EventOf(fsm.EventID(v)).FailedSend) }
 
 // Timer is the timer whose expiry v is, or 0.
-func (v Event) Timer() Timer {
-	if !v.Valid() {
-		return 0
-	}
-	return Timer(Table.Events[v-1].Timer)
-}
+func (v Event) Timer() Timer { return Timer(Table.EventOf(fsm.EventID(v)).Timer) }
 
 // Timer is a named timer; its values are the fsm.TimerID of Table. Arming and disarming are
 // effects; expiry is the event of the same name.
@@ -274,48 +167,19 @@ const (
 )
 
 // String returns the spec name, or Timer(n) for a value outside the enum.
-func (v Timer) String() string {
-	if v.Valid() {
-		return Table.Timers[v-1].Name
-	}
-	return "Timer(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Timer) String() string { return Table.DeclName(fsm.DeclTimer, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Timer) Valid() bool {
-	return v >= 1 && v <= TimerAnswerWait
-}
+func (v Timer) Valid() bool { return v >= 1 && v <= TimerAnswerWait }
 
 // ParseTimer returns the timer with the given spec name.
-func ParseTimer(name string) (Timer, error) {
-	switch name {
-	case "quiesce_drain":
-		return TimerQuiesceDrain, nil
-	case "answer_wait":
-		return TimerAnswerWait, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "timer name",
-	}
-}
+func ParseTimer(name string) (Timer, error) { return fsm.As[Timer](Table.Parse(fsm.DeclTimer, name)) }
 
 // Duration is how long the timer runs once armed.
-func (v Timer) Duration() time.Duration {
-	if !v.Valid() {
-		return 0
-	}
-	return Table.Timers[v-1].Duration
-}
+func (v Timer) Duration() time.Duration { return Table.TimerOf(fsm.TimerID(v)).Duration }
 
 // Event is the event to fire when the timer expires.
-func (v Timer) Event() Event {
-	if !v.Valid() {
-		return 0
-	}
-	return Event(Table.Timers[v-1].Event)
-}
+func (v Timer) Event() Event { return Event(Table.TimerOf(fsm.TimerID(v)).Event) }
 
 // Guard is a predicate a peer evaluates through its hooks; its values are the fsm.GuardID of
 // Table.
@@ -333,45 +197,22 @@ const (
 )
 
 // String returns the spec name, or Guard(n) for a value outside the enum.
-func (v Guard) String() string {
-	if v.Valid() {
-		return Table.Guards[v-1]
-	}
-	return "Guard(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Guard) String() string { return Table.DeclName(fsm.DeclGuard, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Guard) Valid() bool {
-	return v >= 1 && v <= GuardResumeMatchesQuiesce
-}
+func (v Guard) Valid() bool { return v >= 1 && v <= GuardResumeMatchesQuiesce }
 
 // ParseGuard returns the guard with the given spec name.
-func ParseGuard(name string) (Guard, error) {
-	switch name {
-	case "own_suspension":
-		return GuardOwnSuspension, nil
-	case "resume_matches_quiesce":
-		return GuardResumeMatchesQuiesce, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "guard name",
-	}
-}
+func ParseGuard(name string) (Guard, error) { return fsm.As[Guard](Table.Parse(fsm.DeclGuard, name)) }
 
 // GuardSet is the set of guards that hold, for Transition; it has the layout of fsm.GuardSet.
 type GuardSet fsm.GuardSet
 
 // With returns s with g added.
-func (s GuardSet) With(g Guard) GuardSet {
-	return GuardSet(fsm.GuardSet(s).With(fsm.GuardID(g)))
-}
+func (s GuardSet) With(g Guard) GuardSet { return GuardSet(fsm.GuardSet(s).With(fsm.GuardID(g))) }
 
 // Has reports whether g is in s.
-func (s GuardSet) Has(g Guard) bool {
-	return fsm.GuardSet(s).Has(fsm.GuardID(g))
-}
+func (s GuardSet) Has(g Guard) bool { return fsm.GuardSet(s).Has(fsm.GuardID(g)) }
 
 // Action is a local effect a peer performs through its hooks; its values are the fsm.ActionID of
 // Table.
@@ -394,37 +235,14 @@ const (
 )
 
 // String returns the spec name, or Action(n) for a value outside the enum.
-func (v Action) String() string {
-	if v.Valid() {
-		return Table.Actions[v-1]
-	}
-	return "Action(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Action) String() string { return Table.DeclName(fsm.DeclAction, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Action) Valid() bool {
-	return v >= 1 && v <= ActionRecordTimeout
-}
+func (v Action) Valid() bool { return v >= 1 && v <= ActionRecordTimeout }
 
 // ParseAction returns the action with the given spec name.
 func ParseAction(name string) (Action, error) {
-	switch name {
-	case "fence_admission":
-		return ActionFenceAdmission, nil
-	case "reopen_admission":
-		return ActionReopenAdmission, nil
-	case "record_suspended":
-		return ActionRecordSuspended, nil
-	case "record_outcome":
-		return ActionRecordOutcome, nil
-	case "record_timeout":
-		return ActionRecordTimeout, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "action name",
-	}
+	return fsm.As[Action](Table.Parse(fsm.DeclAction, name))
 }
 
 // Message is a wire type the machine sends or observes; its values are the fsm.MessageID of Table.
@@ -442,177 +260,21 @@ const (
 )
 
 // String returns the spec name, or Message(n) for a value outside the enum.
-func (v Message) String() string {
-	if v.Valid() {
-		return Table.Messages[v-1]
-	}
-	return "Message(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Message) String() string { return Table.DeclName(fsm.DeclMessage, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Message) Valid() bool {
-	return v >= 1 && v <= MessageEnvironmentResumed
-}
+func (v Message) Valid() bool { return v >= 1 && v <= MessageEnvironmentResumed }
 
 // ParseMessage returns the message with the given spec name.
 func ParseMessage(name string) (Message, error) {
-	switch name {
-	case "environment_quiesce":
-		return MessageEnvironmentQuiesce, nil
-	case "environment_quiesced":
-		return MessageEnvironmentQuiesced, nil
-	case "environment_resume":
-		return MessageEnvironmentResume, nil
-	case "environment_resumed":
-		return MessageEnvironmentResumed, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "message name",
-	}
+	return fsm.As[Message](Table.Parse(fsm.DeclMessage, name))
 }
 
-// The candidates of Table, one per rule of spec/suspension.yaml and shared by every cell the rule
-// covers (a rule that lists its own target among its sources is two: a move from the others and an
-// internal transition in the target).
-var (
-	rule139 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateQuiescing), Line: 139, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
-		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionFenceAdmission)},
-	}}
-	rule143 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateQuiescing), Line: 143, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
-		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
-	}}
-	rule148 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "nothing was requested for this suspension ID", Line: 148}
-	rule151 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no quiesce was sent for this suspension ID", Line: 151}
-	rule156 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateSuspended), Line: 156, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
-		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageEnvironmentQuiesced)},
-	}}
-	rule160 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateQuiesceRefused), Line: 160, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionReopenAdmission)},
-		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageEnvironmentQuiesced)},
-	}}
-	rule165 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnSuspension), Disp: fsm.Moved, To: fsm.StateID(StateSuspended), Line: 165, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordSuspended)},
-	}}
-	rule170 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnSuspension), Disp: fsm.Moved, To: fsm.StateID(StateQuiesceRefused), Line: 170, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutcome)},
-	}}
-	rule175 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRollingBack), Line: 175, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
-		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
-		{Kind: fsm.EffectSend, Role: fsm.RoleCore, Message: fsm.MessageID(MessageEnvironmentResume)},
-	}}
-	rule186 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the reply carries a foreign suspension identity, or accepted true with an error code", Line: 186}
-	rule189 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no resume was sent", Line: 189}
-	rule192 = &fsm.Candidate{Guard: fsm.GuardID(GuardResumeMatchesQuiesce), Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 192, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
-		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionReopenAdmission)},
-		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageEnvironmentResumed)},
-	}}
-	rule198 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "invalid_request: the rollback names another Environment than the quiesce of this suspension ID", Line: 198}
-	rule202 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 202, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
-		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
-	}}
-	rule207 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "not_suspended: the quiesce has not been confirmed; abandon it with a rollback resume", Line: 207}
-	rule210 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUncertain), Line: 210, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerQuiesceDrain)},
-		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
-	}}
-	rule220 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "this suspension ID was already quiesced; a new attempt needs a new suspend_id", Line: 220}
-	rule225 = &fsm.Candidate{Guard: fsm.GuardID(GuardResumeMatchesQuiesce), Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 225, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionReopenAdmission)},
-		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageEnvironmentResumed)},
-	}}
-	rule230 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "invalid_request: the resume names another Environment than the quiesce of this suspension ID", Line: 230}
-	rule236 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 236, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
-	}}
-	rule241 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the Runtime's own confirmation, or a repeat of it", Line: 241}
-	rule244 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the quiesce was already confirmed for this suspension", Line: 244}
-	rule247 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no resume was sent", Line: 247}
-	rule250 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the suspension persists; the resume may come on a later connection", Line: 250}
-	rule253 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no answer is awaited", Line: 253}
-	rule258 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the drain is over", Line: 258}
-	rule263 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "an answer from the lost connection no longer decides anything; only the resume does", Line: 263}
-	rule266 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the answer is already lost", Line: 266}
-	rule269 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRollingBack), Line: 269, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
-		{Kind: fsm.EffectSend, Role: fsm.RoleCore, Message: fsm.MessageID(MessageEnvironmentResume)},
-	}}
-	rule279 = &fsm.Candidate{Guard: fsm.GuardID(GuardResumeMatchesQuiesce), Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 279, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
-	}}
-	rule284 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "invalid_request: the rollback names another Environment than the quiesce of this suspension ID", Line: 284}
-	rule287 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 287, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
-	}}
-	rule292 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "not_suspended: the attempt is being rolled back", Line: 292}
-	rule295 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateExpired), Line: 295, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordTimeout)},
-	}}
-	rule301 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnSuspension), Disp: fsm.Moved, To: fsm.StateID(StateQuiesceRefused), Line: 301, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutcome)},
-	}}
-	rule310 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "a quiesce confirmation that trails the decision to roll back decides nothing", Line: 310}
-	rule314 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the reply carries a foreign suspension identity", Line: 314}
-	rule317 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the rollback has not been sent yet", Line: 317}
-	rule322 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnSuspension), Disp: fsm.Moved, To: fsm.StateID(StateResumed), Line: 322, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutcome)},
-	}}
-	rule327 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnSuspension), Disp: fsm.Moved, To: fsm.StateID(StateResumeRefused), Line: 327, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutcome)},
-	}}
-	rule332 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateExpired), Line: 332, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordTimeout)},
-	}}
-	rule344 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the reply carries a foreign suspension identity, or accepted true with an error code", Line: 344}
-	rule347 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "a quiesce answer that trails the resume decides nothing; the resume answer does", Line: 347}
-	rule352 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnSuspension), Disp: fsm.Moved, To: fsm.StateID(StateResumed), Line: 352, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutcome)},
-	}}
-	rule358 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnSuspension), Disp: fsm.Moved, To: fsm.StateID(StateResumeRefused), Line: 358, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordOutcome)},
-	}}
-	rule363 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the reply carries a foreign suspension identity, or accepted true with an error code", Line: 363}
-	rule366 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "a quiesce answer after the rollback decides nothing; the rollback's answer does", Line: 366}
-	rule369 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUncertain), Line: 369, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
-	}}
-	rule376 = &fsm.Candidate{Guard: fsm.GuardID(GuardResumeMatchesQuiesce), Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 376, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
-	}}
-	rule382 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "invalid_request: the rollback names another Environment than the quiesce of this suspension ID", Line: 382}
-	rule385 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateResuming), Line: 385, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerAnswerWait)},
-	}}
-	rule389 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "not_suspended: the attempt expired unanswered; roll it back", Line: 389}
-	rule392 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no timer runs once the attempt expired", Line: 392}
-	rule395 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "a resume for this suspension is already in flight", Line: 395}
-	rule400 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the attempt is settled; late replies change nothing", Line: 400}
-	rule403 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the refused quiesce already reopened admission; there is nothing to roll back", Line: 403}
-	rule407 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the suspension attempt is settled", Line: 407}
-)
-
-// Table is the suspension machine as the engine runs it, sealed: every (state, event) cell lists
-// its candidates in the order they are tried, the unguarded fallback last. It is exactly what
-// spec.Machine.Table builds from spec/suspension.yaml. Treat it as read-only.
+// Table is the suspension machine as the engine runs it: the declarations and the rules of
+// spec/suspension.yaml, one line per rule named by its stable ID (their spec lines apart, in
+// Lines, so that shifting lines in the spec changes one line here), which fsm.MustSeal expands at
+// start-up into exactly the cells spec.Machine.Table builds (every (state, event) cell lists its
+// candidates in the order they are tried, the unguarded fallback last). Treat it as read-only.
 var Table = fsm.MustSeal(&fsm.Table{
 	Name:   Name,
 	Source: "spec/suspension.yaml",
@@ -650,188 +312,73 @@ var Table = fsm.MustSeal(&fsm.Table{
 		{Name: "answer_wait", Duration: 30 * time.Second, Event: fsm.EventID(EventAnswerWait), Policy: true},
 	},
 	Initial: fsm.StateID(StateIdle),
-	Cells: []fsm.Cell{
-		// idle
-		{Cands: []*fsm.Candidate{rule139}}, // idle × environment_quiesce
-		{Cands: []*fsm.Candidate{rule151}}, // idle × quiesced_accepted
-		{Cands: []*fsm.Candidate{rule151}}, // idle × quiesced_refused
-		{Cands: []*fsm.Candidate{rule151}}, // idle × environment_resume
-		{Cands: []*fsm.Candidate{rule151}}, // idle × resume_rollback
-		{Cands: []*fsm.Candidate{rule151}}, // idle × resumed_accepted
-		{Cands: []*fsm.Candidate{rule151}}, // idle × resumed_refused
-		{Cands: []*fsm.Candidate{rule148}}, // idle × quiesce_drain
-		{Cands: []*fsm.Candidate{rule148}}, // idle × answer_wait
-		{Cands: []*fsm.Candidate{rule148}}, // idle × drain_settled
-		{Cands: []*fsm.Candidate{rule143}}, // idle × send_failed
-		{Cands: []*fsm.Candidate{rule148}}, // idle × connection_lost
-		// quiescing
-		{Cands: []*fsm.Candidate{rule220}},          // quiescing × environment_quiesce
-		{Cands: []*fsm.Candidate{rule165, rule186}}, // quiescing × quiesced_accepted
-		{Cands: []*fsm.Candidate{rule170, rule186}}, // quiescing × quiesced_refused
-		{Cands: []*fsm.Candidate{rule207}},          // quiescing × environment_resume
-		{Cands: []*fsm.Candidate{rule192, rule198}}, // quiescing × resume_rollback
-		{Cands: []*fsm.Candidate{rule189}},          // quiescing × resumed_accepted
-		{Cands: []*fsm.Candidate{rule189}},          // quiescing × resumed_refused
-		{Cands: []*fsm.Candidate{rule160}},          // quiescing × quiesce_drain
-		{Cands: []*fsm.Candidate{rule175}},          // quiescing × answer_wait
-		{Cands: []*fsm.Candidate{rule156}},          // quiescing × drain_settled
-		{Cands: []*fsm.Candidate{rule202}},          // quiescing × send_failed
-		{Cands: []*fsm.Candidate{rule210}},          // quiescing × connection_lost
-		// suspended
-		{Cands: []*fsm.Candidate{rule220}},          // suspended × environment_quiesce
-		{Cands: []*fsm.Candidate{rule241}},          // suspended × quiesced_accepted
-		{Cands: []*fsm.Candidate{rule244}},          // suspended × quiesced_refused
-		{Cands: []*fsm.Candidate{rule225, rule230}}, // suspended × environment_resume
-		{Cands: []*fsm.Candidate{rule225, rule230}}, // suspended × resume_rollback
-		{Cands: []*fsm.Candidate{rule247}},          // suspended × resumed_accepted
-		{Cands: []*fsm.Candidate{rule247}},          // suspended × resumed_refused
-		{Cands: []*fsm.Candidate{rule258}},          // suspended × quiesce_drain
-		{Cands: []*fsm.Candidate{rule253}},          // suspended × answer_wait
-		{Cands: []*fsm.Candidate{rule258}},          // suspended × drain_settled
-		{Cands: []*fsm.Candidate{rule236}},          // suspended × send_failed
-		{Cands: []*fsm.Candidate{rule250}},          // suspended × connection_lost
-		// uncertain
-		{Cands: []*fsm.Candidate{rule220}},          // uncertain × environment_quiesce
-		{Cands: []*fsm.Candidate{rule263}},          // uncertain × quiesced_accepted
-		{Cands: []*fsm.Candidate{rule263}},          // uncertain × quiesced_refused
-		{Cands: []*fsm.Candidate{rule225, rule230}}, // uncertain × environment_resume
-		{Cands: []*fsm.Candidate{rule225, rule230}}, // uncertain × resume_rollback
-		{Cands: []*fsm.Candidate{rule247}},          // uncertain × resumed_accepted
-		{Cands: []*fsm.Candidate{rule247}},          // uncertain × resumed_refused
-		{Cands: []*fsm.Candidate{rule258}},          // uncertain × quiesce_drain
-		{Cands: []*fsm.Candidate{rule269}},          // uncertain × answer_wait
-		{Cands: []*fsm.Candidate{rule258}},          // uncertain × drain_settled
-		{Cands: []*fsm.Candidate{rule236}},          // uncertain × send_failed
-		{Cands: []*fsm.Candidate{rule266}},          // uncertain × connection_lost
-		// rolling_back
-		{Cands: []*fsm.Candidate{rule220}},          // rolling_back × environment_quiesce
-		{Cands: []*fsm.Candidate{rule310}},          // rolling_back × quiesced_accepted
-		{Cands: []*fsm.Candidate{rule301, rule314}}, // rolling_back × quiesced_refused
-		{Cands: []*fsm.Candidate{rule292}},          // rolling_back × environment_resume
-		{Cands: []*fsm.Candidate{rule279, rule284}}, // rolling_back × resume_rollback
-		{Cands: []*fsm.Candidate{rule317}},          // rolling_back × resumed_accepted
-		{Cands: []*fsm.Candidate{rule317}},          // rolling_back × resumed_refused
-		{Cands: []*fsm.Candidate{rule258}},          // rolling_back × quiesce_drain
-		{Cands: []*fsm.Candidate{rule295}},          // rolling_back × answer_wait
-		{Cands: []*fsm.Candidate{rule258}},          // rolling_back × drain_settled
-		{Cands: []*fsm.Candidate{rule287}},          // rolling_back × send_failed
-		{Cands: []*fsm.Candidate{rule210}},          // rolling_back × connection_lost
-		// resuming
-		{Cands: []*fsm.Candidate{rule220}},          // resuming × environment_quiesce
-		{Cands: []*fsm.Candidate{rule347}},          // resuming × quiesced_accepted
-		{Cands: []*fsm.Candidate{rule301, rule347}}, // resuming × quiesced_refused
-		{Cands: []*fsm.Candidate{rule395}},          // resuming × environment_resume
-		{Cands: []*fsm.Candidate{rule395}},          // resuming × resume_rollback
-		{Cands: []*fsm.Candidate{rule322, rule344}}, // resuming × resumed_accepted
-		{Cands: []*fsm.Candidate{rule327, rule344}}, // resuming × resumed_refused
-		{Cands: []*fsm.Candidate{rule258}},          // resuming × quiesce_drain
-		{Cands: []*fsm.Candidate{rule332}},          // resuming × answer_wait
-		{Cands: []*fsm.Candidate{rule258}},          // resuming × drain_settled
-		{Cands: []*fsm.Candidate{rule395}},          // resuming × send_failed
-		{Cands: []*fsm.Candidate{rule210}},          // resuming × connection_lost
-		// resumed
-		{Cands: []*fsm.Candidate{rule407}}, // resumed × environment_quiesce
-		{Cands: []*fsm.Candidate{rule400}}, // resumed × quiesced_accepted
-		{Cands: []*fsm.Candidate{rule400}}, // resumed × quiesced_refused
-		{Cands: []*fsm.Candidate{rule407}}, // resumed × environment_resume
-		{Cands: []*fsm.Candidate{rule407}}, // resumed × resume_rollback
-		{Cands: []*fsm.Candidate{rule400}}, // resumed × resumed_accepted
-		{Cands: []*fsm.Candidate{rule400}}, // resumed × resumed_refused
-		{Cands: []*fsm.Candidate{rule400}}, // resumed × quiesce_drain
-		{Cands: []*fsm.Candidate{rule400}}, // resumed × answer_wait
-		{Cands: []*fsm.Candidate{rule400}}, // resumed × drain_settled
-		{Cands: []*fsm.Candidate{rule400}}, // resumed × send_failed
-		{Cands: []*fsm.Candidate{rule400}}, // resumed × connection_lost
-		// quiesce_refused
-		{Cands: []*fsm.Candidate{rule407}}, // quiesce_refused × environment_quiesce
-		{Cands: []*fsm.Candidate{rule400}}, // quiesce_refused × quiesced_accepted
-		{Cands: []*fsm.Candidate{rule400}}, // quiesce_refused × quiesced_refused
-		{Cands: []*fsm.Candidate{rule407}}, // quiesce_refused × environment_resume
-		{Cands: []*fsm.Candidate{rule403}}, // quiesce_refused × resume_rollback
-		{Cands: []*fsm.Candidate{rule400}}, // quiesce_refused × resumed_accepted
-		{Cands: []*fsm.Candidate{rule400}}, // quiesce_refused × resumed_refused
-		{Cands: []*fsm.Candidate{rule400}}, // quiesce_refused × quiesce_drain
-		{Cands: []*fsm.Candidate{rule400}}, // quiesce_refused × answer_wait
-		{Cands: []*fsm.Candidate{rule400}}, // quiesce_refused × drain_settled
-		{Cands: []*fsm.Candidate{rule400}}, // quiesce_refused × send_failed
-		{Cands: []*fsm.Candidate{rule400}}, // quiesce_refused × connection_lost
-		// resume_refused
-		{Cands: []*fsm.Candidate{rule407}}, // resume_refused × environment_quiesce
-		{Cands: []*fsm.Candidate{rule400}}, // resume_refused × quiesced_accepted
-		{Cands: []*fsm.Candidate{rule400}}, // resume_refused × quiesced_refused
-		{Cands: []*fsm.Candidate{rule407}}, // resume_refused × environment_resume
-		{Cands: []*fsm.Candidate{rule407}}, // resume_refused × resume_rollback
-		{Cands: []*fsm.Candidate{rule400}}, // resume_refused × resumed_accepted
-		{Cands: []*fsm.Candidate{rule400}}, // resume_refused × resumed_refused
-		{Cands: []*fsm.Candidate{rule400}}, // resume_refused × quiesce_drain
-		{Cands: []*fsm.Candidate{rule400}}, // resume_refused × answer_wait
-		{Cands: []*fsm.Candidate{rule400}}, // resume_refused × drain_settled
-		{Cands: []*fsm.Candidate{rule400}}, // resume_refused × send_failed
-		{Cands: []*fsm.Candidate{rule400}}, // resume_refused × connection_lost
-		// expired
-		{Cands: []*fsm.Candidate{rule389}},          // expired × environment_quiesce
-		{Cands: []*fsm.Candidate{rule366}},          // expired × quiesced_accepted
-		{Cands: []*fsm.Candidate{rule301, rule366}}, // expired × quiesced_refused
-		{Cands: []*fsm.Candidate{rule389}},          // expired × environment_resume
-		{Cands: []*fsm.Candidate{rule376, rule382}}, // expired × resume_rollback
-		{Cands: []*fsm.Candidate{rule352, rule363}}, // expired × resumed_accepted
-		{Cands: []*fsm.Candidate{rule358, rule363}}, // expired × resumed_refused
-		{Cands: []*fsm.Candidate{rule392}},          // expired × quiesce_drain
-		{Cands: []*fsm.Candidate{rule392}},          // expired × answer_wait
-		{Cands: []*fsm.Candidate{rule392}},          // expired × drain_settled
-		{Cands: []*fsm.Candidate{rule385}},          // expired × send_failed
-		{Cands: []*fsm.Candidate{rule369}},          // expired × connection_lost
+	Rules: []fsm.Rule{
+		{ID: "idle_environment_quiesce", From: "idle", On: "environment_quiesce", To: "quiescing", Effects: "runtime: start quiesce_drain, core: start answer_wait, runtime: do fence_admission"},
+		{ID: "idle_send_failed", From: "idle", On: "send_failed", To: "quiescing", Effects: "runtime: start quiesce_drain, core: start answer_wait"},
+		{ID: "idle_quiesce_drain", From: "idle", On: "quiesce_drain, answer_wait, drain_settled, connection_lost", Ignore: "nothing was requested for this suspension ID"},
+		{ID: "idle_any", From: "idle", On: "*", Reject: "no quiesce was sent for this suspension ID"},
+		{ID: "quiescing_drain_settled", From: "quiescing", On: "drain_settled", To: "suspended", Effects: "runtime: stop quiesce_drain, core: stop answer_wait, runtime: send environment_quiesced"},
+		{ID: "quiescing_quiesce_drain", From: "quiescing", On: "quiesce_drain", To: "quiesce_refused", Effects: "core: stop answer_wait, runtime: do reopen_admission, runtime: send environment_quiesced"},
+		{ID: "quiescing_quiesced_accepted_if_own_suspension", From: "quiescing", On: "quiesced_accepted", Guard: "own_suspension", To: "suspended", Effects: "runtime: stop quiesce_drain, core: stop answer_wait, core: do record_suspended"},
+		{ID: "quiescing_quiesced_refused_if_own_suspension", From: "quiescing", On: "quiesced_refused", Guard: "own_suspension", To: "quiesce_refused", Effects: "runtime: stop quiesce_drain, core: stop answer_wait, core: do record_outcome"},
+		{ID: "quiescing_answer_wait", From: "quiescing", On: "answer_wait", To: "rolling_back", Effects: "runtime: stop quiesce_drain, core: start answer_wait, core: send environment_resume"},
+		{ID: "quiescing_quiesced_accepted", From: "quiescing", On: "quiesced_accepted, quiesced_refused", Reject: "the reply carries a foreign suspension identity, or accepted true with an error code"},
+		{ID: "quiescing_resumed_accepted", From: "quiescing", On: "resumed_accepted, resumed_refused", Reject: "no resume was sent"},
+		{ID: "quiescing_resume_rollback_if_resume_matches_quiesce", From: "quiescing", On: "resume_rollback", Guard: "resume_matches_quiesce", To: "resuming", Effects: "runtime: stop quiesce_drain, core: start answer_wait, runtime: do reopen_admission, runtime: send environment_resumed"},
+		{ID: "quiescing_resume_rollback", From: "quiescing", On: "resume_rollback", Reject: "invalid_request: the rollback names another Environment than the quiesce of this suspension ID"},
+		{ID: "quiescing_send_failed", From: "quiescing", On: "send_failed", To: "resuming", Effects: "runtime: stop quiesce_drain, core: start answer_wait"},
+		{ID: "quiescing_environment_resume", From: "quiescing", On: "environment_resume", Reject: "not_suspended: the quiesce has not been confirmed; abandon it with a rollback resume"},
+		{ID: "quiescing_connection_lost", From: "quiescing, rolling_back, resuming", On: "connection_lost", To: "uncertain", Effects: "runtime: stop quiesce_drain, core: start answer_wait"},
+		{ID: "quiescing_environment_quiesce", From: "quiescing, suspended, uncertain, rolling_back, resuming", On: "environment_quiesce", Reject: "this suspension ID was already quiesced; a new attempt needs a new suspend_id"},
+		{ID: "suspended_environment_resume_if_resume_matches_quiesce", From: "suspended, uncertain", On: "environment_resume, resume_rollback", Guard: "resume_matches_quiesce", To: "resuming", Effects: "core: start answer_wait, runtime: do reopen_admission, runtime: send environment_resumed"},
+		{ID: "suspended_environment_resume", From: "suspended, uncertain", On: "environment_resume, resume_rollback", Reject: "invalid_request: the resume names another Environment than the quiesce of this suspension ID"},
+		{ID: "suspended_send_failed", From: "suspended, uncertain", On: "send_failed", To: "resuming", Effects: "core: start answer_wait"},
+		{ID: "suspended_quiesced_accepted", From: "suspended", On: "quiesced_accepted", Ignore: "the Runtime's own confirmation, or a repeat of it"},
+		{ID: "suspended_quiesced_refused", From: "suspended", On: "quiesced_refused", Reject: "the quiesce was already confirmed for this suspension"},
+		{ID: "suspended_resumed_accepted", From: "suspended, uncertain", On: "resumed_accepted, resumed_refused", Reject: "no resume was sent"},
+		{ID: "suspended_connection_lost", From: "suspended", On: "connection_lost", Ignore: "the suspension persists; the resume may come on a later connection"},
+		{ID: "suspended_answer_wait", From: "suspended", On: "answer_wait", Ignore: "no answer is awaited"},
+		{ID: "suspended_quiesce_drain", From: "suspended, uncertain, rolling_back, resuming", On: "quiesce_drain, drain_settled", Ignore: "the drain is over"},
+		{ID: "uncertain_quiesced_accepted", From: "uncertain", On: "quiesced_accepted, quiesced_refused", Ignore: "an answer from the lost connection no longer decides anything; only the resume does"},
+		{ID: "uncertain_connection_lost", From: "uncertain", On: "connection_lost", Ignore: "the answer is already lost"},
+		{ID: "uncertain_answer_wait", From: "uncertain", On: "answer_wait", To: "rolling_back", Effects: "core: start answer_wait, core: send environment_resume"},
+		{ID: "rolling_back_resume_rollback_if_resume_matches_quiesce", From: "rolling_back", On: "resume_rollback", Guard: "resume_matches_quiesce", To: "resuming", Effects: "core: start answer_wait"},
+		{ID: "rolling_back_resume_rollback", From: "rolling_back", On: "resume_rollback", Reject: "invalid_request: the rollback names another Environment than the quiesce of this suspension ID"},
+		{ID: "rolling_back_send_failed", From: "rolling_back", On: "send_failed", To: "resuming", Effects: "core: start answer_wait"},
+		{ID: "rolling_back_environment_resume", From: "rolling_back", On: "environment_resume", Reject: "not_suspended: the attempt is being rolled back"},
+		{ID: "rolling_back_answer_wait", From: "rolling_back", On: "answer_wait", To: "expired", Effects: "core: do record_timeout"},
+		{ID: "rolling_back_quiesced_refused_if_own_suspension", From: "rolling_back, resuming, expired", On: "quiesced_refused", Guard: "own_suspension", To: "quiesce_refused", Effects: "core: stop answer_wait, core: do record_outcome"},
+		{ID: "rolling_back_quiesced_accepted", From: "rolling_back", On: "quiesced_accepted", Ignore: "a quiesce confirmation that trails the decision to roll back decides nothing"},
+		{ID: "rolling_back_quiesced_refused", From: "rolling_back", On: "quiesced_refused", Reject: "the reply carries a foreign suspension identity"},
+		{ID: "rolling_back_resumed_accepted", From: "rolling_back", On: "resumed_accepted, resumed_refused", Reject: "the rollback has not been sent yet"},
+		{ID: "resuming_resumed_accepted_if_own_suspension", From: "resuming", On: "resumed_accepted", Guard: "own_suspension", To: "resumed", Effects: "core: stop answer_wait, core: do record_outcome"},
+		{ID: "resuming_resumed_refused_if_own_suspension", From: "resuming", On: "resumed_refused", Guard: "own_suspension", To: "resume_refused", Effects: "core: stop answer_wait, core: do record_outcome"},
+		{ID: "resuming_answer_wait", From: "resuming", On: "answer_wait", To: "expired", Effects: "core: do record_timeout"},
+		{ID: "resuming_resumed_accepted", From: "resuming", On: "resumed_accepted, resumed_refused", Reject: "the reply carries a foreign suspension identity, or accepted true with an error code"},
+		{ID: "resuming_quiesced_accepted", From: "resuming", On: "quiesced_accepted, quiesced_refused", Ignore: "a quiesce answer that trails the resume decides nothing; the resume answer does"},
+		{ID: "expired_resumed_accepted_if_own_suspension", From: "expired", On: "resumed_accepted", Guard: "own_suspension", To: "resumed", Effects: "core: do record_outcome"},
+		{ID: "expired_resumed_refused_if_own_suspension", From: "expired", On: "resumed_refused", Guard: "own_suspension", To: "resume_refused", Effects: "core: do record_outcome"},
+		{ID: "expired_resumed_accepted", From: "expired", On: "resumed_accepted, resumed_refused", Reject: "the reply carries a foreign suspension identity, or accepted true with an error code"},
+		{ID: "expired_quiesced_accepted", From: "expired", On: "quiesced_accepted, quiesced_refused", Ignore: "a quiesce answer after the rollback decides nothing; the rollback's answer does"},
+		{ID: "expired_connection_lost", From: "expired", On: "connection_lost", To: "uncertain", Effects: "core: start answer_wait"},
+		{ID: "expired_resume_rollback_if_resume_matches_quiesce", From: "expired", On: "resume_rollback", Guard: "resume_matches_quiesce", To: "resuming", Effects: "core: start answer_wait"},
+		{ID: "expired_resume_rollback", From: "expired", On: "resume_rollback", Reject: "invalid_request: the rollback names another Environment than the quiesce of this suspension ID"},
+		{ID: "expired_send_failed", From: "expired", On: "send_failed", To: "resuming", Effects: "core: start answer_wait"},
+		{ID: "expired_environment_resume", From: "expired", On: "environment_resume, environment_quiesce", Reject: "not_suspended: the attempt expired unanswered; roll it back"},
+		{ID: "expired_quiesce_drain", From: "expired", On: "quiesce_drain, answer_wait, drain_settled", Ignore: "no timer runs once the attempt expired"},
+		{ID: "resuming_environment_resume", From: "resuming", On: "environment_resume, resume_rollback, send_failed", Reject: "a resume for this suspension is already in flight"},
+		{ID: "resumed_quiesced_accepted", From: "resumed, quiesce_refused, resume_refused", On: "quiesced_accepted, quiesced_refused, resumed_accepted, resumed_refused, quiesce_drain, answer_wait, drain_settled, connection_lost, send_failed", Ignore: "the attempt is settled; late replies change nothing"},
+		{ID: "quiesce_refused_resume_rollback", From: "quiesce_refused", On: "resume_rollback", Ignore: "the refused quiesce already reopened admission; there is nothing to roll back"},
+		{ID: "resumed_any", From: "resumed, quiesce_refused, resume_refused", On: "*", Reject: "the suspension attempt is settled"},
 	},
+	Lines: []int{139, 143, 148, 151, 156, 160, 165, 170, 175, 186, 189, 192, 198, 202, 207, 210, 220, 225, 230, 236, 241, 244, 247, 250, 253, 258, 263, 266, 269, 279, 284, 287, 292, 295, 301, 310, 314, 317, 322, 327, 332, 344, 347, 352, 358, 363, 366, 369, 376, 382, 385, 389, 392, 395, 400, 403, 407},
 })
 
-// Step is what one event did: the engine's fsm.Step, a read-only view of the table candidate that
-// handled it, with typed accessors. The zero Step, returned for an invalid state or event, reports
-// zero values.
-type Step struct {
-	s fsm.Step
-}
-
-// From is the state the event arrived in.
-func (s Step) From() State {
-	return State(s.s.From())
-}
-
-// Event is the event that was handled.
-func (s Step) Event() Event {
-	return Event(s.s.Event())
-}
-
-// To is the state after the step; it equals From unless the disposition is fsm.Moved.
-func (s Step) To() State {
-	return State(s.s.To())
-}
-
-// Guard is the guard that selected the candidate, or 0 for the cell's fallback.
-func (s Step) Guard() Guard {
-	return Guard(s.s.Guard())
-}
-
-// Disposition says whether the step moved, stayed, ignored or rejected the event.
-func (s Step) Disposition() fsm.Disposition {
-	return s.s.Disposition()
-}
-
-// Effects lists what the step asks of both peers, in spec order (a peer keeps those its role
-// performs); nil unless the step moved or stayed. Their IDs convert to this package's enums and
-// Table.EffectString renders one as the spec writes it. The slice is shared: do not modify it.
-func (s Step) Effects() []fsm.Effect {
-	return s.s.Effects()
-}
-
-// Reason is the spec's reason for an ignored or rejected event, or "".
-func (s Step) Reason() string {
-	return s.s.Reason()
-}
-
-// Line is the line of the spec rule behind the step.
-func (s Step) Line() int {
-	return s.s.Line()
-}
+// Step is what one event did: a read-only view of the table candidate that handled it, with From,
+// Event, To and Guard typed as this package's enums (fsm.StepOf) and Disposition, Effects, Reason,
+// Rule and Line from fsm.Step. Effects are shared: do not modify them. The zero Step, returned for
+// an invalid state or event, reports zero values.
+type Step = fsm.StepOf[State, Event, Guard]
 
 // Transition is the pure transition function. It selects the candidate of the (s, e) cell whose
 // guard is in held (or the fallback) and returns the step with its effects. It changes nothing,
@@ -843,7 +390,7 @@ func (s Step) Line() int {
 // the zero Step and a *fsm.InvalidError.
 func Transition(s State, e Event, held GuardSet) (Step, error) {
 	st, err := Table.Transition(fsm.StateID(s), fsm.EventID(e), fsm.GuardSet(held))
-	return Step{st}, err
+	return Step{Step: st}, err
 }
 
 // CoreHooks is what a Core peer implements to run the suspension machine: one method per guard it

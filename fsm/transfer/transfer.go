@@ -21,7 +21,6 @@ package transfer
 
 import (
 	"github.com/agentwire/agentwire/fsm"
-	"strconv"
 	"time"
 )
 
@@ -70,63 +69,19 @@ const (
 )
 
 // String returns the spec name, or State(n) for a value outside the enum.
-func (v State) String() string {
-	if v.Valid() {
-		return Table.States[v-1].Name
-	}
-	return "State(" + strconv.Itoa(int(v)) + ")"
-}
+func (v State) String() string { return Table.DeclName(fsm.DeclState, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v State) Valid() bool {
-	return v >= 1 && v <= StateAborted
-}
+func (v State) Valid() bool { return v >= 1 && v <= StateAborted }
 
 // ParseState returns the state with the given spec name.
-func ParseState(name string) (State, error) {
-	switch name {
-	case "idle":
-		return StateIdle, nil
-	case "beginning":
-		return StateBeginning, nil
-	case "staging":
-		return StateStaging, nil
-	case "chunk_sent":
-		return StateChunkSent, nil
-	case "committing":
-		return StateCommitting, nil
-	case "completed":
-		return StateCompleted, nil
-	case "rejected":
-		return StateRejected, nil
-	case "failed":
-		return StateFailed, nil
-	case "expired":
-		return StateExpired, nil
-	case "unknown":
-		return StateUnknown, nil
-	case "aborted":
-		return StateAborted, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "state name",
-	}
-}
+func ParseState(name string) (State, error) { return fsm.As[State](Table.Parse(fsm.DeclState, name)) }
 
 // Outcome classifies a terminal state; it is fsm.OutcomeNone for the others.
-func (v State) Outcome() fsm.Outcome {
-	if !v.Valid() {
-		return fsm.OutcomeNone
-	}
-	return Table.States[v-1].Outcome
-}
+func (v State) Outcome() fsm.Outcome { return Table.StateOf(fsm.StateID(v)).Outcome }
 
 // Terminal reports whether the lifecycle has settled in v.
-func (v State) Terminal() bool {
-	return v.Outcome() != fsm.OutcomeNone
-}
+func (v State) Terminal() bool { return v.Outcome() != fsm.OutcomeNone }
 
 // Event is an input of the transfer machine (a wire message, a timer expiry or a local happening);
 // its values are the fsm.EventID of Table.
@@ -176,98 +131,30 @@ const (
 )
 
 // String returns the spec name, or Event(n) for a value outside the enum.
-func (v Event) String() string {
-	if v.Valid() {
-		return Table.Events[v-1].Name
-	}
-	return "Event(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Event) String() string { return Table.DeclName(fsm.DeclEvent, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Event) Valid() bool {
-	return v >= 1 && v <= EventConnectionLost
-}
+func (v Event) Valid() bool { return v >= 1 && v <= EventConnectionLost }
 
 // ParseEvent returns the event with the given spec name.
-func ParseEvent(name string) (Event, error) {
-	switch name {
-	case "begin":
-		return EventBegin, nil
-	case "chunk":
-		return EventChunk, nil
-	case "commit":
-		return EventCommit, nil
-	case "result_ready":
-		return EventResultReady, nil
-	case "result_received":
-		return EventResultReceived, nil
-	case "result_completed":
-		return EventResultCompleted, nil
-	case "result_rejected":
-		return EventResultRejected, nil
-	case "result_failed":
-		return EventResultFailed, nil
-	case "result_unknown":
-		return EventResultUnknown, nil
-	case "send_failed":
-		return EventSendFailed, nil
-	case "commit_send_failed":
-		return EventCommitSendFailed, nil
-	case "malformed_frame":
-		return EventMalformedFrame, nil
-	case "transfer_budget":
-		return EventTransferBudget, nil
-	case "connection_lost":
-		return EventConnectionLost, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "event name",
-	}
-}
+func ParseEvent(name string) (Event, error) { return fsm.As[Event](Table.Parse(fsm.DeclEvent, name)) }
 
 // Kind says whether v is a wire message, a timer expiry or a local event.
-func (v Event) Kind() fsm.EventKind {
-	if !v.Valid() {
-		return 0
-	}
-	return Table.Events[v-1].Kind
-}
+func (v Event) Kind() fsm.EventKind { return Table.EventOf(fsm.EventID(v)).Kind }
 
 // Role is the sender of a message event, the owner of a timer or the observer of a local event.
-func (v Event) Role() fsm.Role {
-	if !v.Valid() {
-		return 0
-	}
-	return Table.Events[v-1].Role
-}
+func (v Event) Role() fsm.Role { return Table.EventOf(fsm.EventID(v)).Role }
 
 // Message is the wire type of a message event, or 0. Several events may share one wire type (a
 // status frame with different states).
-func (v Event) Message() Message {
-	if !v.Valid() {
-		return 0
-	}
-	return Message(Table.Events[v-1].Message)
-}
+func (v Event) Message() Message { return Message(Table.EventOf(fsm.EventID(v)).Message) }
 
 // FailedSend is the local event a sender fires instead of v when its write of v failed (the frame
 // is possibly delivered), or 0 for events that are not messages.
-func (v Event) FailedSend() Event {
-	if !v.Valid() {
-		return 0
-	}
-	return Event(Table.Events[v-1].FailedSend)
-}
+func (v Event) FailedSend() Event { return Event(Table.EventOf(fsm.EventID(v)).FailedSend) }
 
 // Timer is the timer whose expiry v is, or 0.
-func (v Event) Timer() Timer {
-	if !v.Valid() {
-		return 0
-	}
-	return Timer(Table.Events[v-1].Timer)
-}
+func (v Event) Timer() Timer { return Timer(Table.EventOf(fsm.EventID(v)).Timer) }
 
 // Timer is a named timer; its values are the fsm.TimerID of Table. Arming and disarming are
 // effects; expiry is the event of the same name.
@@ -279,46 +166,19 @@ const (
 )
 
 // String returns the spec name, or Timer(n) for a value outside the enum.
-func (v Timer) String() string {
-	if v.Valid() {
-		return Table.Timers[v-1].Name
-	}
-	return "Timer(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Timer) String() string { return Table.DeclName(fsm.DeclTimer, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Timer) Valid() bool {
-	return v >= 1 && v <= TimerTransferBudget
-}
+func (v Timer) Valid() bool { return v >= 1 && v <= TimerTransferBudget }
 
 // ParseTimer returns the timer with the given spec name.
-func ParseTimer(name string) (Timer, error) {
-	switch name {
-	case "transfer_budget":
-		return TimerTransferBudget, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "timer name",
-	}
-}
+func ParseTimer(name string) (Timer, error) { return fsm.As[Timer](Table.Parse(fsm.DeclTimer, name)) }
 
 // Duration is how long the timer runs once armed.
-func (v Timer) Duration() time.Duration {
-	if !v.Valid() {
-		return 0
-	}
-	return Table.Timers[v-1].Duration
-}
+func (v Timer) Duration() time.Duration { return Table.TimerOf(fsm.TimerID(v)).Duration }
 
 // Event is the event to fire when the timer expires.
-func (v Timer) Event() Event {
-	if !v.Valid() {
-		return 0
-	}
-	return Event(Table.Timers[v-1].Event)
-}
+func (v Timer) Event() Event { return Event(Table.TimerOf(fsm.TimerID(v)).Event) }
 
 // Guard is a predicate a peer evaluates through its hooks; its values are the fsm.GuardID of
 // Table.
@@ -333,45 +193,22 @@ const (
 )
 
 // String returns the spec name, or Guard(n) for a value outside the enum.
-func (v Guard) String() string {
-	if v.Valid() {
-		return Table.Guards[v-1]
-	}
-	return "Guard(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Guard) String() string { return Table.DeclName(fsm.DeclGuard, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Guard) Valid() bool {
-	return v >= 1 && v <= GuardOffsetMatches
-}
+func (v Guard) Valid() bool { return v >= 1 && v <= GuardOffsetMatches }
 
 // ParseGuard returns the guard with the given spec name.
-func ParseGuard(name string) (Guard, error) {
-	switch name {
-	case "slot_free":
-		return GuardSlotFree, nil
-	case "offset_matches":
-		return GuardOffsetMatches, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "guard name",
-	}
-}
+func ParseGuard(name string) (Guard, error) { return fsm.As[Guard](Table.Parse(fsm.DeclGuard, name)) }
 
 // GuardSet is the set of guards that hold, for Transition; it has the layout of fsm.GuardSet.
 type GuardSet fsm.GuardSet
 
 // With returns s with g added.
-func (s GuardSet) With(g Guard) GuardSet {
-	return GuardSet(fsm.GuardSet(s).With(fsm.GuardID(g)))
-}
+func (s GuardSet) With(g Guard) GuardSet { return GuardSet(fsm.GuardSet(s).With(fsm.GuardID(g))) }
 
 // Has reports whether g is in s.
-func (s GuardSet) Has(g Guard) bool {
-	return fsm.GuardSet(s).Has(fsm.GuardID(g))
-}
+func (s GuardSet) Has(g Guard) bool { return fsm.GuardSet(s).Has(fsm.GuardID(g)) }
 
 // Action is a local effect a peer performs through its hooks; its values are the fsm.ActionID of
 // Table.
@@ -396,39 +233,14 @@ const (
 )
 
 // String returns the spec name, or Action(n) for a value outside the enum.
-func (v Action) String() string {
-	if v.Valid() {
-		return Table.Actions[v-1]
-	}
-	return "Action(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Action) String() string { return Table.DeclName(fsm.DeclAction, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Action) Valid() bool {
-	return v >= 1 && v <= ActionMarkUnknown
-}
+func (v Action) Valid() bool { return v >= 1 && v <= ActionMarkUnknown }
 
 // ParseAction returns the action with the given spec name.
 func ParseAction(name string) (Action, error) {
-	switch name {
-	case "take_slot":
-		return ActionTakeSlot, nil
-	case "stage_chunk":
-		return ActionStageChunk, nil
-	case "install":
-		return ActionInstall, nil
-	case "discard_staged":
-		return ActionDiscardStaged, nil
-	case "release_slot":
-		return ActionReleaseSlot, nil
-	case "mark_unknown":
-		return ActionMarkUnknown, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "action name",
-	}
+	return fsm.As[Action](Table.Parse(fsm.DeclAction, name))
 }
 
 // Message is a wire type the machine sends or observes; its values are the fsm.MessageID of Table.
@@ -442,113 +254,21 @@ const (
 )
 
 // String returns the spec name, or Message(n) for a value outside the enum.
-func (v Message) String() string {
-	if v.Valid() {
-		return Table.Messages[v-1]
-	}
-	return "Message(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Message) String() string { return Table.DeclName(fsm.DeclMessage, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Message) Valid() bool {
-	return v >= 1 && v <= MessageRuntimePrepareResult
-}
+func (v Message) Valid() bool { return v >= 1 && v <= MessageRuntimePrepareResult }
 
 // ParseMessage returns the message with the given spec name.
 func ParseMessage(name string) (Message, error) {
-	switch name {
-	case "runtime_prepare":
-		return MessageRuntimePrepare, nil
-	case "runtime_prepare_result":
-		return MessageRuntimePrepareResult, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "message name",
-	}
+	return fsm.As[Message](Table.Parse(fsm.DeclMessage, name))
 }
 
-// The candidates of Table, one per rule of spec/transfer.yaml and shared by every cell the rule
-// covers (a rule that lists its own target among its sources is two: a move from the others and an
-// internal transition in the target).
-var (
-	rule151 = &fsm.Candidate{Guard: fsm.GuardID(GuardSlotFree), Disp: fsm.Moved, To: fsm.StateID(StateBeginning), Line: 151, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionTakeSlot)},
-		{Kind: fsm.EffectStart, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerTransferBudget)},
-		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageRuntimePrepareResult)},
-	}}
-	rule156 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "runtime_preparation_capacity: another transfer holds this connection's slot", Line: 156}
-	rule160 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateBeginning), Line: 160, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionTakeSlot)},
-		{Kind: fsm.EffectStart, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerTransferBudget)},
-	}}
-	rule165 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no transfer is pending", Line: 165}
-	rule168 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no begin was sent for this transfer ID", Line: 168}
-	rule173 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStaging), Line: 173}
-	rule176 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the previous frame has not been answered yet", Line: 176}
-	rule181 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateChunkSent), Line: 181, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionStageChunk)},
-		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageRuntimePrepareResult)},
-	}}
-	rule185 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateChunkSent), Line: 185}
-	rule189 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCommitting), Line: 189, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerTransferBudget)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionInstall)},
-	}}
-	rule195 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no chunk is in flight", Line: 195}
-	rule198 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the transfer is already past begin", Line: 198}
-	rule203 = &fsm.Candidate{Guard: fsm.GuardID(GuardOffsetMatches), Disp: fsm.Moved, To: fsm.StateID(StateStaging), Line: 203}
-	rule207 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the received offset does not match the chunk in flight", Line: 207}
-	rule213 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCompleted), Line: 213, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseSlot)},
-	}}
-	rule217 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 217, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardStaged)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseSlot)},
-	}}
-	rule221 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 221, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
-	}}
-	rule225 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "only a commit can be completed, fail or end unknown", Line: 225}
-	rule230 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 230, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerTransferBudget)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardStaged)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseSlot)},
-	}}
-	rule234 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 234, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardStaged)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseSlot)},
-	}}
-	rule240 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 240, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerTransferBudget)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardStaged)},
-		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageRuntimePrepareResult)},
-	}}
-	rule247 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateExpired), Line: 247, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardStaged)},
-		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageRuntimePrepareResult)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseSlot)},
-	}}
-	rule253 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAborted), Line: 253, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerTransferBudget)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardStaged)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseSlot)},
-	}}
-	rule258 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 258, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
-	}}
-	rule262 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the commit is already being applied; a stray frame cannot abort it and the budget stopped at commit", Line: 262}
-	rule265 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no frame is being sent; the previous one has not been answered yet", Line: 265}
-	rule270 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "runtime_preparation_capacity: this transfer already began", Line: 270}
-	rule273 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the commit was already sent", Line: 273}
-	rule278 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the transfer is settled; late results and deadlines change nothing", Line: 278}
-	rule281 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the transfer is settled; transfers are never replayed", Line: 281}
-)
-
-// Table is the transfer machine as the engine runs it, sealed: every (state, event) cell lists its
-// candidates in the order they are tried, the unguarded fallback last. It is exactly what
-// spec.Machine.Table builds from spec/transfer.yaml. Treat it as read-only.
+// Table is the transfer machine as the engine runs it: the declarations and the rules of
+// spec/transfer.yaml, one line per rule named by its stable ID (their spec lines apart, in Lines,
+// so that shifting lines in the spec changes one line here), which fsm.MustSeal expands at
+// start-up into exactly the cells spec.Machine.Table builds (every (state, event) cell lists its
+// candidates in the order they are tried, the unguarded fallback last). Treat it as read-only.
 var Table = fsm.MustSeal(&fsm.Table{
 	Name:   Name,
 	Source: "spec/transfer.yaml",
@@ -588,223 +308,46 @@ var Table = fsm.MustSeal(&fsm.Table{
 		{Name: "transfer_budget", Duration: 2 * time.Minute, Event: fsm.EventID(EventTransferBudget), Policy: true},
 	},
 	Initial: fsm.StateID(StateIdle),
-	Cells: []fsm.Cell{
-		// idle
-		{Cands: []*fsm.Candidate{rule151, rule156}}, // idle × begin
-		{Cands: []*fsm.Candidate{rule168}},          // idle × chunk
-		{Cands: []*fsm.Candidate{rule168}},          // idle × commit
-		{Cands: []*fsm.Candidate{rule168}},          // idle × result_ready
-		{Cands: []*fsm.Candidate{rule168}},          // idle × result_received
-		{Cands: []*fsm.Candidate{rule168}},          // idle × result_completed
-		{Cands: []*fsm.Candidate{rule168}},          // idle × result_rejected
-		{Cands: []*fsm.Candidate{rule168}},          // idle × result_failed
-		{Cands: []*fsm.Candidate{rule168}},          // idle × result_unknown
-		{Cands: []*fsm.Candidate{rule160}},          // idle × send_failed
-		{Cands: []*fsm.Candidate{rule168}},          // idle × commit_send_failed
-		{Cands: []*fsm.Candidate{rule165}},          // idle × malformed_frame
-		{Cands: []*fsm.Candidate{rule165}},          // idle × transfer_budget
-		{Cands: []*fsm.Candidate{rule165}},          // idle × connection_lost
-		// beginning
-		{Cands: []*fsm.Candidate{rule270}}, // beginning × begin
-		{Cands: []*fsm.Candidate{rule176}}, // beginning × chunk
-		{Cands: []*fsm.Candidate{rule176}}, // beginning × commit
-		{Cands: []*fsm.Candidate{rule173}}, // beginning × result_ready
-		{Cands: []*fsm.Candidate{rule195}}, // beginning × result_received
-		{Cands: []*fsm.Candidate{rule225}}, // beginning × result_completed
-		{Cands: []*fsm.Candidate{rule230}}, // beginning × result_rejected
-		{Cands: []*fsm.Candidate{rule225}}, // beginning × result_failed
-		{Cands: []*fsm.Candidate{rule225}}, // beginning × result_unknown
-		{Cands: []*fsm.Candidate{rule265}}, // beginning × send_failed
-		{Cands: []*fsm.Candidate{rule265}}, // beginning × commit_send_failed
-		{Cands: []*fsm.Candidate{rule240}}, // beginning × malformed_frame
-		{Cands: []*fsm.Candidate{rule247}}, // beginning × transfer_budget
-		{Cands: []*fsm.Candidate{rule253}}, // beginning × connection_lost
-		// staging
-		{Cands: []*fsm.Candidate{rule270}}, // staging × begin
-		{Cands: []*fsm.Candidate{rule181}}, // staging × chunk
-		{Cands: []*fsm.Candidate{rule189}}, // staging × commit
-		{Cands: []*fsm.Candidate{rule198}}, // staging × result_ready
-		{Cands: []*fsm.Candidate{rule195}}, // staging × result_received
-		{Cands: []*fsm.Candidate{rule225}}, // staging × result_completed
-		{Cands: []*fsm.Candidate{rule230}}, // staging × result_rejected
-		{Cands: []*fsm.Candidate{rule225}}, // staging × result_failed
-		{Cands: []*fsm.Candidate{rule225}}, // staging × result_unknown
-		{Cands: []*fsm.Candidate{rule185}}, // staging × send_failed
-		{Cands: []*fsm.Candidate{rule189}}, // staging × commit_send_failed
-		{Cands: []*fsm.Candidate{rule240}}, // staging × malformed_frame
-		{Cands: []*fsm.Candidate{rule247}}, // staging × transfer_budget
-		{Cands: []*fsm.Candidate{rule253}}, // staging × connection_lost
-		// chunk_sent
-		{Cands: []*fsm.Candidate{rule270}},          // chunk_sent × begin
-		{Cands: []*fsm.Candidate{rule176}},          // chunk_sent × chunk
-		{Cands: []*fsm.Candidate{rule176}},          // chunk_sent × commit
-		{Cands: []*fsm.Candidate{rule198}},          // chunk_sent × result_ready
-		{Cands: []*fsm.Candidate{rule203, rule207}}, // chunk_sent × result_received
-		{Cands: []*fsm.Candidate{rule225}},          // chunk_sent × result_completed
-		{Cands: []*fsm.Candidate{rule230}},          // chunk_sent × result_rejected
-		{Cands: []*fsm.Candidate{rule225}},          // chunk_sent × result_failed
-		{Cands: []*fsm.Candidate{rule225}},          // chunk_sent × result_unknown
-		{Cands: []*fsm.Candidate{rule265}},          // chunk_sent × send_failed
-		{Cands: []*fsm.Candidate{rule265}},          // chunk_sent × commit_send_failed
-		{Cands: []*fsm.Candidate{rule240}},          // chunk_sent × malformed_frame
-		{Cands: []*fsm.Candidate{rule247}},          // chunk_sent × transfer_budget
-		{Cands: []*fsm.Candidate{rule253}},          // chunk_sent × connection_lost
-		// committing
-		{Cands: []*fsm.Candidate{rule270}}, // committing × begin
-		{Cands: []*fsm.Candidate{rule273}}, // committing × chunk
-		{Cands: []*fsm.Candidate{rule273}}, // committing × commit
-		{Cands: []*fsm.Candidate{rule198}}, // committing × result_ready
-		{Cands: []*fsm.Candidate{rule195}}, // committing × result_received
-		{Cands: []*fsm.Candidate{rule213}}, // committing × result_completed
-		{Cands: []*fsm.Candidate{rule234}}, // committing × result_rejected
-		{Cands: []*fsm.Candidate{rule217}}, // committing × result_failed
-		{Cands: []*fsm.Candidate{rule221}}, // committing × result_unknown
-		{Cands: []*fsm.Candidate{rule265}}, // committing × send_failed
-		{Cands: []*fsm.Candidate{rule265}}, // committing × commit_send_failed
-		{Cands: []*fsm.Candidate{rule262}}, // committing × malformed_frame
-		{Cands: []*fsm.Candidate{rule262}}, // committing × transfer_budget
-		{Cands: []*fsm.Candidate{rule258}}, // committing × connection_lost
-		// completed
-		{Cands: []*fsm.Candidate{rule281}}, // completed × begin
-		{Cands: []*fsm.Candidate{rule281}}, // completed × chunk
-		{Cands: []*fsm.Candidate{rule281}}, // completed × commit
-		{Cands: []*fsm.Candidate{rule278}}, // completed × result_ready
-		{Cands: []*fsm.Candidate{rule278}}, // completed × result_received
-		{Cands: []*fsm.Candidate{rule278}}, // completed × result_completed
-		{Cands: []*fsm.Candidate{rule278}}, // completed × result_rejected
-		{Cands: []*fsm.Candidate{rule278}}, // completed × result_failed
-		{Cands: []*fsm.Candidate{rule278}}, // completed × result_unknown
-		{Cands: []*fsm.Candidate{rule278}}, // completed × send_failed
-		{Cands: []*fsm.Candidate{rule278}}, // completed × commit_send_failed
-		{Cands: []*fsm.Candidate{rule278}}, // completed × malformed_frame
-		{Cands: []*fsm.Candidate{rule278}}, // completed × transfer_budget
-		{Cands: []*fsm.Candidate{rule278}}, // completed × connection_lost
-		// rejected
-		{Cands: []*fsm.Candidate{rule281}}, // rejected × begin
-		{Cands: []*fsm.Candidate{rule281}}, // rejected × chunk
-		{Cands: []*fsm.Candidate{rule281}}, // rejected × commit
-		{Cands: []*fsm.Candidate{rule278}}, // rejected × result_ready
-		{Cands: []*fsm.Candidate{rule278}}, // rejected × result_received
-		{Cands: []*fsm.Candidate{rule278}}, // rejected × result_completed
-		{Cands: []*fsm.Candidate{rule278}}, // rejected × result_rejected
-		{Cands: []*fsm.Candidate{rule278}}, // rejected × result_failed
-		{Cands: []*fsm.Candidate{rule278}}, // rejected × result_unknown
-		{Cands: []*fsm.Candidate{rule278}}, // rejected × send_failed
-		{Cands: []*fsm.Candidate{rule278}}, // rejected × commit_send_failed
-		{Cands: []*fsm.Candidate{rule278}}, // rejected × malformed_frame
-		{Cands: []*fsm.Candidate{rule278}}, // rejected × transfer_budget
-		{Cands: []*fsm.Candidate{rule278}}, // rejected × connection_lost
-		// failed
-		{Cands: []*fsm.Candidate{rule281}}, // failed × begin
-		{Cands: []*fsm.Candidate{rule281}}, // failed × chunk
-		{Cands: []*fsm.Candidate{rule281}}, // failed × commit
-		{Cands: []*fsm.Candidate{rule278}}, // failed × result_ready
-		{Cands: []*fsm.Candidate{rule278}}, // failed × result_received
-		{Cands: []*fsm.Candidate{rule278}}, // failed × result_completed
-		{Cands: []*fsm.Candidate{rule278}}, // failed × result_rejected
-		{Cands: []*fsm.Candidate{rule278}}, // failed × result_failed
-		{Cands: []*fsm.Candidate{rule278}}, // failed × result_unknown
-		{Cands: []*fsm.Candidate{rule278}}, // failed × send_failed
-		{Cands: []*fsm.Candidate{rule278}}, // failed × commit_send_failed
-		{Cands: []*fsm.Candidate{rule278}}, // failed × malformed_frame
-		{Cands: []*fsm.Candidate{rule278}}, // failed × transfer_budget
-		{Cands: []*fsm.Candidate{rule278}}, // failed × connection_lost
-		// expired
-		{Cands: []*fsm.Candidate{rule281}}, // expired × begin
-		{Cands: []*fsm.Candidate{rule281}}, // expired × chunk
-		{Cands: []*fsm.Candidate{rule281}}, // expired × commit
-		{Cands: []*fsm.Candidate{rule278}}, // expired × result_ready
-		{Cands: []*fsm.Candidate{rule278}}, // expired × result_received
-		{Cands: []*fsm.Candidate{rule278}}, // expired × result_completed
-		{Cands: []*fsm.Candidate{rule278}}, // expired × result_rejected
-		{Cands: []*fsm.Candidate{rule278}}, // expired × result_failed
-		{Cands: []*fsm.Candidate{rule278}}, // expired × result_unknown
-		{Cands: []*fsm.Candidate{rule278}}, // expired × send_failed
-		{Cands: []*fsm.Candidate{rule278}}, // expired × commit_send_failed
-		{Cands: []*fsm.Candidate{rule278}}, // expired × malformed_frame
-		{Cands: []*fsm.Candidate{rule278}}, // expired × transfer_budget
-		{Cands: []*fsm.Candidate{rule278}}, // expired × connection_lost
-		// unknown
-		{Cands: []*fsm.Candidate{rule281}}, // unknown × begin
-		{Cands: []*fsm.Candidate{rule281}}, // unknown × chunk
-		{Cands: []*fsm.Candidate{rule281}}, // unknown × commit
-		{Cands: []*fsm.Candidate{rule278}}, // unknown × result_ready
-		{Cands: []*fsm.Candidate{rule278}}, // unknown × result_received
-		{Cands: []*fsm.Candidate{rule278}}, // unknown × result_completed
-		{Cands: []*fsm.Candidate{rule278}}, // unknown × result_rejected
-		{Cands: []*fsm.Candidate{rule278}}, // unknown × result_failed
-		{Cands: []*fsm.Candidate{rule278}}, // unknown × result_unknown
-		{Cands: []*fsm.Candidate{rule278}}, // unknown × send_failed
-		{Cands: []*fsm.Candidate{rule278}}, // unknown × commit_send_failed
-		{Cands: []*fsm.Candidate{rule278}}, // unknown × malformed_frame
-		{Cands: []*fsm.Candidate{rule278}}, // unknown × transfer_budget
-		{Cands: []*fsm.Candidate{rule278}}, // unknown × connection_lost
-		// aborted
-		{Cands: []*fsm.Candidate{rule281}}, // aborted × begin
-		{Cands: []*fsm.Candidate{rule281}}, // aborted × chunk
-		{Cands: []*fsm.Candidate{rule281}}, // aborted × commit
-		{Cands: []*fsm.Candidate{rule278}}, // aborted × result_ready
-		{Cands: []*fsm.Candidate{rule278}}, // aborted × result_received
-		{Cands: []*fsm.Candidate{rule278}}, // aborted × result_completed
-		{Cands: []*fsm.Candidate{rule278}}, // aborted × result_rejected
-		{Cands: []*fsm.Candidate{rule278}}, // aborted × result_failed
-		{Cands: []*fsm.Candidate{rule278}}, // aborted × result_unknown
-		{Cands: []*fsm.Candidate{rule278}}, // aborted × send_failed
-		{Cands: []*fsm.Candidate{rule278}}, // aborted × commit_send_failed
-		{Cands: []*fsm.Candidate{rule278}}, // aborted × malformed_frame
-		{Cands: []*fsm.Candidate{rule278}}, // aborted × transfer_budget
-		{Cands: []*fsm.Candidate{rule278}}, // aborted × connection_lost
+	Rules: []fsm.Rule{
+		{ID: "idle_begin_if_slot_free", From: "idle", On: "begin", Guard: "slot_free", To: "beginning", Effects: "core: do take_slot, start transfer_budget, runtime: send runtime_prepare_result"},
+		{ID: "idle_begin", From: "idle", On: "begin", Reject: "runtime_preparation_capacity: another transfer holds this connection's slot"},
+		{ID: "idle_send_failed", From: "idle", On: "send_failed", To: "beginning", Effects: "core: do take_slot, start transfer_budget"},
+		{ID: "idle_transfer_budget", From: "idle", On: "transfer_budget, malformed_frame, connection_lost", Ignore: "no transfer is pending"},
+		{ID: "idle_any", From: "idle", On: "*", Reject: "no begin was sent for this transfer ID"},
+		{ID: "beginning_result_ready", From: "beginning", On: "result_ready", To: "staging"},
+		{ID: "beginning_chunk", From: "beginning, chunk_sent", On: "chunk, commit", Reject: "the previous frame has not been answered yet"},
+		{ID: "staging_chunk", From: "staging", On: "chunk", To: "chunk_sent", Effects: "runtime: do stage_chunk, runtime: send runtime_prepare_result"},
+		{ID: "staging_send_failed", From: "staging", On: "send_failed", To: "chunk_sent"},
+		{ID: "staging_commit", From: "staging", On: "commit, commit_send_failed", To: "committing", Effects: "stop transfer_budget, runtime: do install"},
+		{ID: "beginning_result_received", From: "beginning, staging, committing", On: "result_received", Reject: "no chunk is in flight"},
+		{ID: "staging_result_ready", From: "staging, chunk_sent, committing", On: "result_ready", Reject: "the transfer is already past begin"},
+		{ID: "chunk_sent_result_received_if_offset_matches", From: "chunk_sent", On: "result_received", Guard: "offset_matches", To: "staging"},
+		{ID: "chunk_sent_result_received", From: "chunk_sent", On: "result_received", Reject: "the received offset does not match the chunk in flight"},
+		{ID: "committing_result_completed", From: "committing", On: "result_completed", To: "completed", Effects: "core: do release_slot"},
+		{ID: "committing_result_failed", From: "committing", On: "result_failed", To: "failed", Effects: "runtime: do discard_staged, core: do release_slot"},
+		{ID: "committing_result_unknown", From: "committing", On: "result_unknown", To: "unknown", Effects: "core: do mark_unknown"},
+		{ID: "beginning_result_completed", From: "beginning, staging, chunk_sent", On: "result_completed, result_failed, result_unknown", Reject: "only a commit can be completed, fail or end unknown"},
+		{ID: "beginning_result_rejected", From: "beginning, staging, chunk_sent", On: "result_rejected", To: "rejected", Effects: "stop transfer_budget, runtime: do discard_staged, core: do release_slot"},
+		{ID: "committing_result_rejected", From: "committing", On: "result_rejected", To: "rejected", Effects: "runtime: do discard_staged, core: do release_slot"},
+		{ID: "beginning_malformed_frame", From: "beginning, staging, chunk_sent", On: "malformed_frame", To: "rejected", Effects: "stop transfer_budget, runtime: do discard_staged, runtime: send runtime_prepare_result"},
+		{ID: "beginning_transfer_budget", From: "beginning, staging, chunk_sent", On: "transfer_budget", To: "expired", Effects: "runtime: do discard_staged, runtime: send runtime_prepare_result, core: do release_slot"},
+		{ID: "beginning_connection_lost", From: "beginning, staging, chunk_sent", On: "connection_lost", To: "aborted", Effects: "stop transfer_budget, runtime: do discard_staged, core: do release_slot"},
+		{ID: "committing_connection_lost", From: "committing", On: "connection_lost", To: "unknown", Effects: "core: do mark_unknown"},
+		{ID: "committing_malformed_frame", From: "committing", On: "malformed_frame, transfer_budget", Ignore: "the commit is already being applied; a stray frame cannot abort it and the budget stopped at commit"},
+		{ID: "beginning_send_failed", From: "beginning, chunk_sent, committing", On: "send_failed, commit_send_failed", Reject: "no frame is being sent; the previous one has not been answered yet"},
+		{ID: "beginning_begin", From: "beginning, staging, chunk_sent, committing", On: "begin", Reject: "runtime_preparation_capacity: this transfer already began"},
+		{ID: "committing_chunk", From: "committing", On: "chunk, commit", Reject: "the commit was already sent"},
+		{ID: "completed_result_ready", From: "completed, rejected, failed, expired, unknown, aborted", On: "result_ready, result_received, result_completed, result_rejected, result_failed, result_unknown, malformed_frame, transfer_budget, connection_lost, send_failed, commit_send_failed", Ignore: "the transfer is settled; late results and deadlines change nothing"},
+		{ID: "completed_any", From: "completed, rejected, failed, expired, unknown, aborted", On: "*", Reject: "the transfer is settled; transfers are never replayed"},
 	},
+	Lines: []int{151, 156, 160, 165, 168, 173, 176, 181, 185, 189, 195, 198, 203, 207, 213, 217, 221, 225, 230, 234, 240, 247, 253, 258, 262, 265, 270, 273, 278, 281},
 })
 
-// Step is what one event did: the engine's fsm.Step, a read-only view of the table candidate that
-// handled it, with typed accessors. The zero Step, returned for an invalid state or event, reports
-// zero values.
-type Step struct {
-	s fsm.Step
-}
-
-// From is the state the event arrived in.
-func (s Step) From() State {
-	return State(s.s.From())
-}
-
-// Event is the event that was handled.
-func (s Step) Event() Event {
-	return Event(s.s.Event())
-}
-
-// To is the state after the step; it equals From unless the disposition is fsm.Moved.
-func (s Step) To() State {
-	return State(s.s.To())
-}
-
-// Guard is the guard that selected the candidate, or 0 for the cell's fallback.
-func (s Step) Guard() Guard {
-	return Guard(s.s.Guard())
-}
-
-// Disposition says whether the step moved, stayed, ignored or rejected the event.
-func (s Step) Disposition() fsm.Disposition {
-	return s.s.Disposition()
-}
-
-// Effects lists what the step asks of both peers, in spec order (a peer keeps those its role
-// performs); nil unless the step moved or stayed. Their IDs convert to this package's enums and
-// Table.EffectString renders one as the spec writes it. The slice is shared: do not modify it.
-func (s Step) Effects() []fsm.Effect {
-	return s.s.Effects()
-}
-
-// Reason is the spec's reason for an ignored or rejected event, or "".
-func (s Step) Reason() string {
-	return s.s.Reason()
-}
-
-// Line is the line of the spec rule behind the step.
-func (s Step) Line() int {
-	return s.s.Line()
-}
+// Step is what one event did: a read-only view of the table candidate that handled it, with From,
+// Event, To and Guard typed as this package's enums (fsm.StepOf) and Disposition, Effects, Reason,
+// Rule and Line from fsm.Step. Effects are shared: do not modify them. The zero Step, returned for
+// an invalid state or event, reports zero values.
+type Step = fsm.StepOf[State, Event, Guard]
 
 // Transition is the pure transition function. It selects the candidate of the (s, e) cell whose
 // guard is in held (or the fallback) and returns the step with its effects. It changes nothing,
@@ -816,7 +359,7 @@ func (s Step) Line() int {
 // the zero Step and a *fsm.InvalidError.
 func Transition(s State, e Event, held GuardSet) (Step, error) {
 	st, err := Table.Transition(fsm.StateID(s), fsm.EventID(e), fsm.GuardSet(held))
-	return Step{st}, err
+	return Step{Step: st}, err
 }
 
 // CoreHooks is what a Core peer implements to run the transfer machine: one method per guard it

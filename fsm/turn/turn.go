@@ -19,10 +19,7 @@
 // steps an fsm.Instance of Table and drains its fsm.Outbox.
 package turn
 
-import (
-	"github.com/agentwire/agentwire/fsm"
-	"strconv"
-)
+import "github.com/agentwire/agentwire/fsm"
 
 // Name is the machine's name in the spec.
 const Name = "turn"
@@ -58,57 +55,19 @@ const (
 )
 
 // String returns the spec name, or State(n) for a value outside the enum.
-func (v State) String() string {
-	if v.Valid() {
-		return Table.States[v-1].Name
-	}
-	return "State(" + strconv.Itoa(int(v)) + ")"
-}
+func (v State) String() string { return Table.DeclName(fsm.DeclState, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v State) Valid() bool {
-	return v >= 1 && v <= StateFailed
-}
+func (v State) Valid() bool { return v >= 1 && v <= StateFailed }
 
 // ParseState returns the state with the given spec name.
-func ParseState(name string) (State, error) {
-	switch name {
-	case "queued":
-		return StateQueued, nil
-	case "claimed":
-		return StateClaimed, nil
-	case "cancelling":
-		return StateCancelling, nil
-	case "starting":
-		return StateStarting, nil
-	case "running":
-		return StateRunning, nil
-	case "completed":
-		return StateCompleted, nil
-	case "cancelled":
-		return StateCancelled, nil
-	case "failed":
-		return StateFailed, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "state name",
-	}
-}
+func ParseState(name string) (State, error) { return fsm.As[State](Table.Parse(fsm.DeclState, name)) }
 
 // Outcome classifies a terminal state; it is fsm.OutcomeNone for the others.
-func (v State) Outcome() fsm.Outcome {
-	if !v.Valid() {
-		return fsm.OutcomeNone
-	}
-	return Table.States[v-1].Outcome
-}
+func (v State) Outcome() fsm.Outcome { return Table.StateOf(fsm.StateID(v)).Outcome }
 
 // Terminal reports whether the lifecycle has settled in v.
-func (v State) Terminal() bool {
-	return v.Outcome() != fsm.OutcomeNone
-}
+func (v State) Terminal() bool { return v.Outcome() != fsm.OutcomeNone }
 
 // Event is an input of the turn machine (a wire message, a timer expiry or a local happening); its
 // values are the fsm.EventID of Table.
@@ -184,86 +143,19 @@ const (
 )
 
 // String returns the spec name, or Event(n) for a value outside the enum.
-func (v Event) String() string {
-	if v.Valid() {
-		return Table.Events[v-1].Name
-	}
-	return "Event(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Event) String() string { return Table.DeclName(fsm.DeclEvent, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Event) Valid() bool {
-	return v >= 1 && v <= EventRestart
-}
+func (v Event) Valid() bool { return v >= 1 && v <= EventRestart }
 
 // ParseEvent returns the event with the given spec name.
-func ParseEvent(name string) (Event, error) {
-	switch name {
-	case "claim":
-		return EventClaim, nil
-	case "requeue":
-		return EventRequeue, nil
-	case "start":
-		return EventStart, nil
-	case "start_sent":
-		return EventStartSent, nil
-	case "cancel":
-		return EventCancel, nil
-	case "released":
-		return EventReleased, nil
-	case "run_completed":
-		return EventRunCompleted, nil
-	case "run_cancelled":
-		return EventRunCancelled, nil
-	case "engine_failed":
-		return EventEngineFailed, nil
-	case "cancel_refused":
-		return EventCancelRefused, nil
-	case "start_failed":
-		return EventStartFailed, nil
-	case "preparation_failed":
-		return EventPreparationFailed, nil
-	case "invalid_configuration":
-		return EventInvalidConfiguration, nil
-	case "initialization_failed":
-		return EventInitializationFailed, nil
-	case "delivery_unknown":
-		return EventDeliveryUnknown, nil
-	case "event_stream_incomplete":
-		return EventEventStreamIncomplete, nil
-	case "journal_limit":
-		return EventJournalLimit, nil
-	case "cancel_unconfirmed":
-		return EventCancelUnconfirmed, nil
-	case "unplaceable":
-		return EventUnplaceable, nil
-	case "persistence_failed":
-		return EventPersistenceFailed, nil
-	case "restart":
-		return EventRestart, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "event name",
-	}
-}
+func ParseEvent(name string) (Event, error) { return fsm.As[Event](Table.Parse(fsm.DeclEvent, name)) }
 
 // Kind says whether v is a wire message, a timer expiry or a local event.
-func (v Event) Kind() fsm.EventKind {
-	if !v.Valid() {
-		return 0
-	}
-	return Table.Events[v-1].Kind
-}
+func (v Event) Kind() fsm.EventKind { return Table.EventOf(fsm.EventID(v)).Kind }
 
 // Role is the sender of a message event, the owner of a timer or the observer of a local event.
-func (v Event) Role() fsm.Role {
-	if !v.Valid() {
-		return 0
-	}
-	return Table.Events[v-1].Role
-}
+func (v Event) Role() fsm.Role { return Table.EventOf(fsm.EventID(v)).Role }
 
 // Guard is a predicate a peer evaluates through its hooks; its values are the fsm.GuardID of
 // Table.
@@ -276,43 +168,22 @@ const (
 )
 
 // String returns the spec name, or Guard(n) for a value outside the enum.
-func (v Guard) String() string {
-	if v.Valid() {
-		return Table.Guards[v-1]
-	}
-	return "Guard(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Guard) String() string { return Table.DeclName(fsm.DeclGuard, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Guard) Valid() bool {
-	return v >= 1 && v <= GuardCancelJournaled
-}
+func (v Guard) Valid() bool { return v >= 1 && v <= GuardCancelJournaled }
 
 // ParseGuard returns the guard with the given spec name.
-func ParseGuard(name string) (Guard, error) {
-	switch name {
-	case "cancel_journaled":
-		return GuardCancelJournaled, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "guard name",
-	}
-}
+func ParseGuard(name string) (Guard, error) { return fsm.As[Guard](Table.Parse(fsm.DeclGuard, name)) }
 
 // GuardSet is the set of guards that hold, for Transition; it has the layout of fsm.GuardSet.
 type GuardSet fsm.GuardSet
 
 // With returns s with g added.
-func (s GuardSet) With(g Guard) GuardSet {
-	return GuardSet(fsm.GuardSet(s).With(fsm.GuardID(g)))
-}
+func (s GuardSet) With(g Guard) GuardSet { return GuardSet(fsm.GuardSet(s).With(fsm.GuardID(g))) }
 
 // Has reports whether g is in s.
-func (s GuardSet) Has(g Guard) bool {
-	return fsm.GuardSet(s).Has(fsm.GuardID(g))
-}
+func (s GuardSet) Has(g Guard) bool { return fsm.GuardSet(s).Has(fsm.GuardID(g)) }
 
 // Action is a local effect a peer performs through its hooks; its values are the fsm.ActionID of
 // Table.
@@ -336,110 +207,21 @@ const (
 )
 
 // String returns the spec name, or Action(n) for a value outside the enum.
-func (v Action) String() string {
-	if v.Valid() {
-		return Table.Actions[v-1]
-	}
-	return "Action(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Action) String() string { return Table.DeclName(fsm.DeclAction, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Action) Valid() bool {
-	return v >= 1 && v <= ActionRecordOutcome
-}
+func (v Action) Valid() bool { return v >= 1 && v <= ActionRecordOutcome }
 
 // ParseAction returns the action with the given spec name.
 func ParseAction(name string) (Action, error) {
-	switch name {
-	case "place":
-		return ActionPlace, nil
-	case "retry_later":
-		return ActionRetryLater, nil
-	case "release_admission":
-		return ActionReleaseAdmission, nil
-	case "send_cancel":
-		return ActionSendCancel, nil
-	case "record_outcome":
-		return ActionRecordOutcome, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "action name",
-	}
+	return fsm.As[Action](Table.Parse(fsm.DeclAction, name))
 }
 
-// The candidates of Table, one per rule of spec/turn.yaml and shared by every cell the rule covers
-// (a rule that lists its own target among its sources is two: a move from the others and an
-// internal transition in the target).
-var (
-	rule135 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateClaimed), Line: 135, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionPlace)},
-	}}
-	rule139 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelled), Line: 139, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordOutcome)},
-	}}
-	rule144 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 144, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordOutcome)},
-	}}
-	rule152 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "nothing was dispatched for a queued Turn; it stays queued for the new process's worker", Line: 152}
-	rule155 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no worker claimed the Turn", Line: 155}
-	rule160 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateQueued), Line: 160, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRetryLater)},
-	}}
-	rule166 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStarting), Line: 166}
-	rule169 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelling), Line: 169, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionReleaseAdmission)},
-	}}
-	rule175 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 175, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordOutcome)},
-	}}
-	rule179 = &fsm.Candidate{Disp: fsm.Stayed, Line: 179, Effects: []fsm.Effect{
-		{Kind: fsm.EffectRaise, Role: fsm.RoleBoth, Raise: fsm.EventID(EventDeliveryUnknown)},
-	}}
-	rule185 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the Turn has no Run yet", Line: 185}
-	rule190 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelled), Line: 190, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordOutcome)},
-	}}
-	rule196 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the cancellation is under way", Line: 196}
-	rule199 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the Turn was cancelled before its start", Line: 199}
-	rule202 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the Turn was cancelled before its start and has no Run", Line: 202}
-	rule207 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRunning), Line: 207}
-	rule210 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 210, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordOutcome)},
-	}}
-	rule214 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the start is in flight; the Run can be cancelled once it runs", Line: 214}
-	rule219 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the start is in flight", Line: 219}
-	rule224 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCompleted), Line: 224, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordOutcome)},
-	}}
-	rule228 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelled), Line: 228, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordOutcome)},
-	}}
-	rule232 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 232, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordOutcome)},
-	}}
-	rule236 = &fsm.Candidate{Disp: fsm.Stayed, Line: 236, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionSendCancel)},
-	}}
-	rule240 = &fsm.Candidate{Guard: fsm.GuardID(GuardCancelJournaled), Disp: fsm.Stayed, Line: 240, Effects: []fsm.Effect{
-		{Kind: fsm.EffectRaise, Role: fsm.RoleBoth, Raise: fsm.EventID(EventCancelUnconfirmed)},
-	}}
-	rule247 = &fsm.Candidate{Disp: fsm.Stayed, Line: 247, Effects: []fsm.Effect{
-		{Kind: fsm.EffectRaise, Role: fsm.RoleBoth, Raise: fsm.EventID(EventEventStreamIncomplete)},
-	}}
-	rule253 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the Turn is running", Line: 253}
-	rule258 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 258, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRecordOutcome)},
-	}}
-	rule268 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the Turn already has its terminal record", Line: 268}
-	rule272 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the Turn already has its terminal record", Line: 272}
-	rule277 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the Turn has finished", Line: 277}
-)
-
-// Table is the turn machine as the engine runs it, sealed: every (state, event) cell lists its
-// candidates in the order they are tried, the unguarded fallback last. It is exactly what
-// spec.Machine.Table builds from spec/turn.yaml. Treat it as read-only.
+// Table is the turn machine as the engine runs it: the declarations and the rules of
+// spec/turn.yaml, one line per rule named by its stable ID (their spec lines apart, in Lines, so
+// that shifting lines in the spec changes one line here), which fsm.MustSeal expands at start-up
+// into exactly the cells spec.Machine.Table builds (every (state, event) cell lists its candidates
+// in the order they are tried, the unguarded fallback last). Treat it as read-only.
 var Table = fsm.MustSeal(&fsm.Table{
 	Name:   Name,
 	Source: "spec/turn.yaml",
@@ -479,234 +261,46 @@ var Table = fsm.MustSeal(&fsm.Table{
 	Guards:  []string{"cancel_journaled"},
 	Actions: []string{"place", "retry_later", "release_admission", "send_cancel", "record_outcome"},
 	Initial: fsm.StateID(StateQueued),
-	Cells: []fsm.Cell{
-		// queued
-		{Cands: []*fsm.Candidate{rule135}}, // queued × claim
-		{Cands: []*fsm.Candidate{rule155}}, // queued × requeue
-		{Cands: []*fsm.Candidate{rule155}}, // queued × start
-		{Cands: []*fsm.Candidate{rule155}}, // queued × start_sent
-		{Cands: []*fsm.Candidate{rule139}}, // queued × cancel
-		{Cands: []*fsm.Candidate{rule155}}, // queued × released
-		{Cands: []*fsm.Candidate{rule155}}, // queued × run_completed
-		{Cands: []*fsm.Candidate{rule155}}, // queued × run_cancelled
-		{Cands: []*fsm.Candidate{rule155}}, // queued × engine_failed
-		{Cands: []*fsm.Candidate{rule155}}, // queued × cancel_refused
-		{Cands: []*fsm.Candidate{rule155}}, // queued × start_failed
-		{Cands: []*fsm.Candidate{rule155}}, // queued × preparation_failed
-		{Cands: []*fsm.Candidate{rule155}}, // queued × invalid_configuration
-		{Cands: []*fsm.Candidate{rule155}}, // queued × initialization_failed
-		{Cands: []*fsm.Candidate{rule155}}, // queued × delivery_unknown
-		{Cands: []*fsm.Candidate{rule155}}, // queued × event_stream_incomplete
-		{Cands: []*fsm.Candidate{rule155}}, // queued × journal_limit
-		{Cands: []*fsm.Candidate{rule155}}, // queued × cancel_unconfirmed
-		{Cands: []*fsm.Candidate{rule144}}, // queued × unplaceable
-		{Cands: []*fsm.Candidate{rule155}}, // queued × persistence_failed
-		{Cands: []*fsm.Candidate{rule152}}, // queued × restart
-		// claimed
-		{Cands: []*fsm.Candidate{rule185}}, // claimed × claim
-		{Cands: []*fsm.Candidate{rule160}}, // claimed × requeue
-		{Cands: []*fsm.Candidate{rule166}}, // claimed × start
-		{Cands: []*fsm.Candidate{rule185}}, // claimed × start_sent
-		{Cands: []*fsm.Candidate{rule169}}, // claimed × cancel
-		{Cands: []*fsm.Candidate{rule185}}, // claimed × released
-		{Cands: []*fsm.Candidate{rule185}}, // claimed × run_completed
-		{Cands: []*fsm.Candidate{rule185}}, // claimed × run_cancelled
-		{Cands: []*fsm.Candidate{rule185}}, // claimed × engine_failed
-		{Cands: []*fsm.Candidate{rule185}}, // claimed × cancel_refused
-		{Cands: []*fsm.Candidate{rule175}}, // claimed × start_failed
-		{Cands: []*fsm.Candidate{rule175}}, // claimed × preparation_failed
-		{Cands: []*fsm.Candidate{rule175}}, // claimed × invalid_configuration
-		{Cands: []*fsm.Candidate{rule175}}, // claimed × initialization_failed
-		{Cands: []*fsm.Candidate{rule175}}, // claimed × delivery_unknown
-		{Cands: []*fsm.Candidate{rule185}}, // claimed × event_stream_incomplete
-		{Cands: []*fsm.Candidate{rule185}}, // claimed × journal_limit
-		{Cands: []*fsm.Candidate{rule185}}, // claimed × cancel_unconfirmed
-		{Cands: []*fsm.Candidate{rule185}}, // claimed × unplaceable
-		{Cands: []*fsm.Candidate{rule258}}, // claimed × persistence_failed
-		{Cands: []*fsm.Candidate{rule179}}, // claimed × restart
-		// cancelling
-		{Cands: []*fsm.Candidate{rule202}}, // cancelling × claim
-		{Cands: []*fsm.Candidate{rule190}}, // cancelling × requeue
-		{Cands: []*fsm.Candidate{rule199}}, // cancelling × start
-		{Cands: []*fsm.Candidate{rule202}}, // cancelling × start_sent
-		{Cands: []*fsm.Candidate{rule196}}, // cancelling × cancel
-		{Cands: []*fsm.Candidate{rule190}}, // cancelling × released
-		{Cands: []*fsm.Candidate{rule202}}, // cancelling × run_completed
-		{Cands: []*fsm.Candidate{rule202}}, // cancelling × run_cancelled
-		{Cands: []*fsm.Candidate{rule202}}, // cancelling × engine_failed
-		{Cands: []*fsm.Candidate{rule202}}, // cancelling × cancel_refused
-		{Cands: []*fsm.Candidate{rule190}}, // cancelling × start_failed
-		{Cands: []*fsm.Candidate{rule190}}, // cancelling × preparation_failed
-		{Cands: []*fsm.Candidate{rule190}}, // cancelling × invalid_configuration
-		{Cands: []*fsm.Candidate{rule190}}, // cancelling × initialization_failed
-		{Cands: []*fsm.Candidate{rule190}}, // cancelling × delivery_unknown
-		{Cands: []*fsm.Candidate{rule202}}, // cancelling × event_stream_incomplete
-		{Cands: []*fsm.Candidate{rule202}}, // cancelling × journal_limit
-		{Cands: []*fsm.Candidate{rule202}}, // cancelling × cancel_unconfirmed
-		{Cands: []*fsm.Candidate{rule202}}, // cancelling × unplaceable
-		{Cands: []*fsm.Candidate{rule258}}, // cancelling × persistence_failed
-		{Cands: []*fsm.Candidate{rule190}}, // cancelling × restart
-		// starting
-		{Cands: []*fsm.Candidate{rule219}}, // starting × claim
-		{Cands: []*fsm.Candidate{rule219}}, // starting × requeue
-		{Cands: []*fsm.Candidate{rule219}}, // starting × start
-		{Cands: []*fsm.Candidate{rule207}}, // starting × start_sent
-		{Cands: []*fsm.Candidate{rule214}}, // starting × cancel
-		{Cands: []*fsm.Candidate{rule219}}, // starting × released
-		{Cands: []*fsm.Candidate{rule219}}, // starting × run_completed
-		{Cands: []*fsm.Candidate{rule219}}, // starting × run_cancelled
-		{Cands: []*fsm.Candidate{rule219}}, // starting × engine_failed
-		{Cands: []*fsm.Candidate{rule219}}, // starting × cancel_refused
-		{Cands: []*fsm.Candidate{rule210}}, // starting × start_failed
-		{Cands: []*fsm.Candidate{rule219}}, // starting × preparation_failed
-		{Cands: []*fsm.Candidate{rule219}}, // starting × invalid_configuration
-		{Cands: []*fsm.Candidate{rule219}}, // starting × initialization_failed
-		{Cands: []*fsm.Candidate{rule210}}, // starting × delivery_unknown
-		{Cands: []*fsm.Candidate{rule219}}, // starting × event_stream_incomplete
-		{Cands: []*fsm.Candidate{rule219}}, // starting × journal_limit
-		{Cands: []*fsm.Candidate{rule219}}, // starting × cancel_unconfirmed
-		{Cands: []*fsm.Candidate{rule219}}, // starting × unplaceable
-		{Cands: []*fsm.Candidate{rule258}}, // starting × persistence_failed
-		{Cands: []*fsm.Candidate{rule179}}, // starting × restart
-		// running
-		{Cands: []*fsm.Candidate{rule253}},          // running × claim
-		{Cands: []*fsm.Candidate{rule253}},          // running × requeue
-		{Cands: []*fsm.Candidate{rule253}},          // running × start
-		{Cands: []*fsm.Candidate{rule253}},          // running × start_sent
-		{Cands: []*fsm.Candidate{rule236}},          // running × cancel
-		{Cands: []*fsm.Candidate{rule253}},          // running × released
-		{Cands: []*fsm.Candidate{rule224}},          // running × run_completed
-		{Cands: []*fsm.Candidate{rule228}},          // running × run_cancelled
-		{Cands: []*fsm.Candidate{rule232}},          // running × engine_failed
-		{Cands: []*fsm.Candidate{rule232}},          // running × cancel_refused
-		{Cands: []*fsm.Candidate{rule232}},          // running × start_failed
-		{Cands: []*fsm.Candidate{rule253}},          // running × preparation_failed
-		{Cands: []*fsm.Candidate{rule253}},          // running × invalid_configuration
-		{Cands: []*fsm.Candidate{rule253}},          // running × initialization_failed
-		{Cands: []*fsm.Candidate{rule232}},          // running × delivery_unknown
-		{Cands: []*fsm.Candidate{rule232}},          // running × event_stream_incomplete
-		{Cands: []*fsm.Candidate{rule232}},          // running × journal_limit
-		{Cands: []*fsm.Candidate{rule232}},          // running × cancel_unconfirmed
-		{Cands: []*fsm.Candidate{rule253}},          // running × unplaceable
-		{Cands: []*fsm.Candidate{rule258}},          // running × persistence_failed
-		{Cands: []*fsm.Candidate{rule240, rule247}}, // running × restart
-		// completed
-		{Cands: []*fsm.Candidate{rule277}}, // completed × claim
-		{Cands: []*fsm.Candidate{rule277}}, // completed × requeue
-		{Cands: []*fsm.Candidate{rule277}}, // completed × start
-		{Cands: []*fsm.Candidate{rule272}}, // completed × start_sent
-		{Cands: []*fsm.Candidate{rule277}}, // completed × cancel
-		{Cands: []*fsm.Candidate{rule272}}, // completed × released
-		{Cands: []*fsm.Candidate{rule272}}, // completed × run_completed
-		{Cands: []*fsm.Candidate{rule272}}, // completed × run_cancelled
-		{Cands: []*fsm.Candidate{rule272}}, // completed × engine_failed
-		{Cands: []*fsm.Candidate{rule272}}, // completed × cancel_refused
-		{Cands: []*fsm.Candidate{rule272}}, // completed × start_failed
-		{Cands: []*fsm.Candidate{rule277}}, // completed × preparation_failed
-		{Cands: []*fsm.Candidate{rule277}}, // completed × invalid_configuration
-		{Cands: []*fsm.Candidate{rule277}}, // completed × initialization_failed
-		{Cands: []*fsm.Candidate{rule272}}, // completed × delivery_unknown
-		{Cands: []*fsm.Candidate{rule272}}, // completed × event_stream_incomplete
-		{Cands: []*fsm.Candidate{rule272}}, // completed × journal_limit
-		{Cands: []*fsm.Candidate{rule272}}, // completed × cancel_unconfirmed
-		{Cands: []*fsm.Candidate{rule277}}, // completed × unplaceable
-		{Cands: []*fsm.Candidate{rule268}}, // completed × persistence_failed
-		{Cands: []*fsm.Candidate{rule277}}, // completed × restart
-		// cancelled
-		{Cands: []*fsm.Candidate{rule277}}, // cancelled × claim
-		{Cands: []*fsm.Candidate{rule277}}, // cancelled × requeue
-		{Cands: []*fsm.Candidate{rule277}}, // cancelled × start
-		{Cands: []*fsm.Candidate{rule272}}, // cancelled × start_sent
-		{Cands: []*fsm.Candidate{rule277}}, // cancelled × cancel
-		{Cands: []*fsm.Candidate{rule272}}, // cancelled × released
-		{Cands: []*fsm.Candidate{rule272}}, // cancelled × run_completed
-		{Cands: []*fsm.Candidate{rule272}}, // cancelled × run_cancelled
-		{Cands: []*fsm.Candidate{rule272}}, // cancelled × engine_failed
-		{Cands: []*fsm.Candidate{rule272}}, // cancelled × cancel_refused
-		{Cands: []*fsm.Candidate{rule272}}, // cancelled × start_failed
-		{Cands: []*fsm.Candidate{rule277}}, // cancelled × preparation_failed
-		{Cands: []*fsm.Candidate{rule277}}, // cancelled × invalid_configuration
-		{Cands: []*fsm.Candidate{rule277}}, // cancelled × initialization_failed
-		{Cands: []*fsm.Candidate{rule272}}, // cancelled × delivery_unknown
-		{Cands: []*fsm.Candidate{rule272}}, // cancelled × event_stream_incomplete
-		{Cands: []*fsm.Candidate{rule272}}, // cancelled × journal_limit
-		{Cands: []*fsm.Candidate{rule272}}, // cancelled × cancel_unconfirmed
-		{Cands: []*fsm.Candidate{rule277}}, // cancelled × unplaceable
-		{Cands: []*fsm.Candidate{rule268}}, // cancelled × persistence_failed
-		{Cands: []*fsm.Candidate{rule277}}, // cancelled × restart
-		// failed
-		{Cands: []*fsm.Candidate{rule277}}, // failed × claim
-		{Cands: []*fsm.Candidate{rule277}}, // failed × requeue
-		{Cands: []*fsm.Candidate{rule277}}, // failed × start
-		{Cands: []*fsm.Candidate{rule272}}, // failed × start_sent
-		{Cands: []*fsm.Candidate{rule277}}, // failed × cancel
-		{Cands: []*fsm.Candidate{rule272}}, // failed × released
-		{Cands: []*fsm.Candidate{rule272}}, // failed × run_completed
-		{Cands: []*fsm.Candidate{rule272}}, // failed × run_cancelled
-		{Cands: []*fsm.Candidate{rule272}}, // failed × engine_failed
-		{Cands: []*fsm.Candidate{rule272}}, // failed × cancel_refused
-		{Cands: []*fsm.Candidate{rule272}}, // failed × start_failed
-		{Cands: []*fsm.Candidate{rule277}}, // failed × preparation_failed
-		{Cands: []*fsm.Candidate{rule277}}, // failed × invalid_configuration
-		{Cands: []*fsm.Candidate{rule277}}, // failed × initialization_failed
-		{Cands: []*fsm.Candidate{rule272}}, // failed × delivery_unknown
-		{Cands: []*fsm.Candidate{rule272}}, // failed × event_stream_incomplete
-		{Cands: []*fsm.Candidate{rule272}}, // failed × journal_limit
-		{Cands: []*fsm.Candidate{rule272}}, // failed × cancel_unconfirmed
-		{Cands: []*fsm.Candidate{rule277}}, // failed × unplaceable
-		{Cands: []*fsm.Candidate{rule268}}, // failed × persistence_failed
-		{Cands: []*fsm.Candidate{rule277}}, // failed × restart
+	Rules: []fsm.Rule{
+		{ID: "queued_claim", From: "queued", On: "claim", To: "claimed", Effects: "do place"},
+		{ID: "queued_cancel", From: "queued", On: "cancel", To: "cancelled", Effects: "do record_outcome"},
+		{ID: "queued_unplaceable", From: "queued", On: "unplaceable", To: "failed", Effects: "do record_outcome"},
+		{ID: "queued_restart", From: "queued", On: "restart", Ignore: "nothing was dispatched for a queued Turn; it stays queued for the new process's worker"},
+		{ID: "queued_any", From: "queued", On: "*", Reject: "no worker claimed the Turn"},
+		{ID: "claimed_requeue", From: "claimed", On: "requeue", To: "queued", Effects: "do retry_later"},
+		{ID: "claimed_start", From: "claimed", On: "start", To: "starting"},
+		{ID: "claimed_cancel", From: "claimed", On: "cancel", To: "cancelling", Effects: "do release_admission"},
+		{ID: "claimed_preparation_failed", From: "claimed", On: "preparation_failed, invalid_configuration, initialization_failed, delivery_unknown, start_failed", To: "failed", Effects: "do record_outcome"},
+		{ID: "claimed_restart", From: "claimed, starting", On: "restart", To: "same", Effects: "raise delivery_unknown"},
+		{ID: "claimed_any", From: "claimed", On: "*", Reject: "the Turn has no Run yet"},
+		{ID: "cancelling_released", From: "cancelling", On: "released, requeue, preparation_failed, invalid_configuration, initialization_failed, delivery_unknown, start_failed, restart", To: "cancelled", Effects: "do record_outcome"},
+		{ID: "cancelling_cancel", From: "cancelling", On: "cancel", Ignore: "the cancellation is under way"},
+		{ID: "cancelling_start", From: "cancelling", On: "start", Reject: "the Turn was cancelled before its start"},
+		{ID: "cancelling_any", From: "cancelling", On: "*", Reject: "the Turn was cancelled before its start and has no Run"},
+		{ID: "starting_start_sent", From: "starting", On: "start_sent", To: "running"},
+		{ID: "starting_start_failed", From: "starting", On: "start_failed, delivery_unknown", To: "failed", Effects: "do record_outcome"},
+		{ID: "starting_cancel", From: "starting", On: "cancel", Reject: "the start is in flight; the Run can be cancelled once it runs"},
+		{ID: "starting_any", From: "starting", On: "*", Reject: "the start is in flight"},
+		{ID: "running_run_completed", From: "running", On: "run_completed", To: "completed", Effects: "do record_outcome"},
+		{ID: "running_run_cancelled", From: "running", On: "run_cancelled", To: "cancelled", Effects: "do record_outcome"},
+		{ID: "running_engine_failed", From: "running", On: "engine_failed, cancel_refused, start_failed, delivery_unknown, event_stream_incomplete, journal_limit, cancel_unconfirmed", To: "failed", Effects: "do record_outcome"},
+		{ID: "running_cancel", From: "running", On: "cancel", To: "running", Effects: "do send_cancel"},
+		{ID: "running_restart_if_cancel_journaled", From: "running", On: "restart", Guard: "cancel_journaled", To: "running", Effects: "raise cancel_unconfirmed"},
+		{ID: "running_restart", From: "running", On: "restart", To: "running", Effects: "raise event_stream_incomplete"},
+		{ID: "running_any", From: "running", On: "*", Reject: "the Turn is running"},
+		{ID: "claimed_persistence_failed", From: "claimed, cancelling, starting, running", On: "persistence_failed", To: "failed", Effects: "do record_outcome"},
+		{ID: "completed_persistence_failed", From: "completed, cancelled, failed", On: "persistence_failed", Ignore: "the Turn already has its terminal record"},
+		{ID: "completed_run_completed", From: "completed, cancelled, failed", On: "run_completed, run_cancelled, engine_failed, cancel_refused, start_failed, delivery_unknown, event_stream_incomplete, journal_limit, cancel_unconfirmed, released, start_sent", Ignore: "the Turn already has its terminal record"},
+		{ID: "completed_any", From: "completed, cancelled, failed", On: "*", Reject: "the Turn has finished"},
 	},
+	Lines: []int{135, 139, 144, 152, 155, 160, 166, 169, 175, 179, 185, 190, 196, 199, 202, 207, 210, 214, 219, 224, 228, 232, 236, 240, 247, 253, 258, 268, 272, 277},
 })
 
-// Step is what one event did: the engine's fsm.Step, a read-only view of the table candidate that
-// handled it, with typed accessors. The zero Step, returned for an invalid state or event, reports
-// zero values.
-type Step struct {
-	s fsm.Step
-}
-
-// From is the state the event arrived in.
-func (s Step) From() State {
-	return State(s.s.From())
-}
-
-// Event is the event that was handled.
-func (s Step) Event() Event {
-	return Event(s.s.Event())
-}
-
-// To is the state after the step; it equals From unless the disposition is fsm.Moved.
-func (s Step) To() State {
-	return State(s.s.To())
-}
-
-// Guard is the guard that selected the candidate, or 0 for the cell's fallback.
-func (s Step) Guard() Guard {
-	return Guard(s.s.Guard())
-}
-
-// Disposition says whether the step moved, stayed, ignored or rejected the event.
-func (s Step) Disposition() fsm.Disposition {
-	return s.s.Disposition()
-}
-
-// Effects lists what the step asks of both peers, in spec order (a peer keeps those its role
-// performs); nil unless the step moved or stayed. Their IDs convert to this package's enums and
-// Table.EffectString renders one as the spec writes it. The slice is shared: do not modify it.
-func (s Step) Effects() []fsm.Effect {
-	return s.s.Effects()
-}
-
-// Reason is the spec's reason for an ignored or rejected event, or "".
-func (s Step) Reason() string {
-	return s.s.Reason()
-}
-
-// Line is the line of the spec rule behind the step.
-func (s Step) Line() int {
-	return s.s.Line()
-}
+// Step is what one event did: a read-only view of the table candidate that handled it, with From,
+// Event, To and Guard typed as this package's enums (fsm.StepOf) and Disposition, Effects, Reason,
+// Rule and Line from fsm.Step. Effects are shared: do not modify them. The zero Step, returned for
+// an invalid state or event, reports zero values.
+type Step = fsm.StepOf[State, Event, Guard]
 
 // Transition is the pure transition function. It selects the candidate of the (s, e) cell whose
 // guard is in held (or the fallback) and returns the step with its effects. It changes nothing,
@@ -718,7 +312,7 @@ func (s Step) Line() int {
 // the zero Step and a *fsm.InvalidError.
 func Transition(s State, e Event, held GuardSet) (Step, error) {
 	st, err := Table.Transition(fsm.StateID(s), fsm.EventID(e), fsm.GuardSet(held))
-	return Step{st}, err
+	return Step{Step: st}, err
 }
 
 // CoreHooks is what a Core peer implements to run the turn machine: one method per guard it

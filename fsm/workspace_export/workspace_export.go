@@ -21,7 +21,6 @@ package workspace_export
 
 import (
 	"github.com/agentwire/agentwire/fsm"
-	"strconv"
 	"time"
 )
 
@@ -65,59 +64,19 @@ const (
 )
 
 // String returns the spec name, or State(n) for a value outside the enum.
-func (v State) String() string {
-	if v.Valid() {
-		return Table.States[v-1].Name
-	}
-	return "State(" + strconv.Itoa(int(v)) + ")"
-}
+func (v State) String() string { return Table.DeclName(fsm.DeclState, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v State) Valid() bool {
-	return v >= 1 && v <= StateAborted
-}
+func (v State) Valid() bool { return v >= 1 && v <= StateAborted }
 
 // ParseState returns the state with the given spec name.
-func ParseState(name string) (State, error) {
-	switch name {
-	case "idle":
-		return StateIdle, nil
-	case "pulling":
-		return StatePulling, nil
-	case "holding":
-		return StateHolding, nil
-	case "completed":
-		return StateCompleted, nil
-	case "cancelled":
-		return StateCancelled, nil
-	case "failed":
-		return StateFailed, nil
-	case "rejected":
-		return StateRejected, nil
-	case "expired":
-		return StateExpired, nil
-	case "aborted":
-		return StateAborted, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "state name",
-	}
-}
+func ParseState(name string) (State, error) { return fsm.As[State](Table.Parse(fsm.DeclState, name)) }
 
 // Outcome classifies a terminal state; it is fsm.OutcomeNone for the others.
-func (v State) Outcome() fsm.Outcome {
-	if !v.Valid() {
-		return fsm.OutcomeNone
-	}
-	return Table.States[v-1].Outcome
-}
+func (v State) Outcome() fsm.Outcome { return Table.StateOf(fsm.StateID(v)).Outcome }
 
 // Terminal reports whether the lifecycle has settled in v.
-func (v State) Terminal() bool {
-	return v.Outcome() != fsm.OutcomeNone
-}
+func (v State) Terminal() bool { return v.Outcome() != fsm.OutcomeNone }
 
 // Event is an input of the workspace_export machine (a wire message, a timer expiry or a local
 // happening); its values are the fsm.EventID of Table.
@@ -163,94 +122,30 @@ const (
 )
 
 // String returns the spec name, or Event(n) for a value outside the enum.
-func (v Event) String() string {
-	if v.Valid() {
-		return Table.Events[v-1].Name
-	}
-	return "Event(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Event) String() string { return Table.DeclName(fsm.DeclEvent, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Event) Valid() bool {
-	return v >= 1 && v <= EventOwnerClosed
-}
+func (v Event) Valid() bool { return v >= 1 && v <= EventOwnerClosed }
 
 // ParseEvent returns the event with the given spec name.
-func ParseEvent(name string) (Event, error) {
-	switch name {
-	case "begin":
-		return EventBegin, nil
-	case "next":
-		return EventNext, nil
-	case "cancel":
-		return EventCancel, nil
-	case "result_chunk":
-		return EventResultChunk, nil
-	case "result_completed":
-		return EventResultCompleted, nil
-	case "result_failed":
-		return EventResultFailed, nil
-	case "result_rejected":
-		return EventResultRejected, nil
-	case "pull_send_failed":
-		return EventPullSendFailed, nil
-	case "cancel_send_failed":
-		return EventCancelSendFailed, nil
-	case "export_budget":
-		return EventExportBudget, nil
-	case "connection_lost":
-		return EventConnectionLost, nil
-	case "owner_closed":
-		return EventOwnerClosed, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "event name",
-	}
-}
+func ParseEvent(name string) (Event, error) { return fsm.As[Event](Table.Parse(fsm.DeclEvent, name)) }
 
 // Kind says whether v is a wire message, a timer expiry or a local event.
-func (v Event) Kind() fsm.EventKind {
-	if !v.Valid() {
-		return 0
-	}
-	return Table.Events[v-1].Kind
-}
+func (v Event) Kind() fsm.EventKind { return Table.EventOf(fsm.EventID(v)).Kind }
 
 // Role is the sender of a message event, the owner of a timer or the observer of a local event.
-func (v Event) Role() fsm.Role {
-	if !v.Valid() {
-		return 0
-	}
-	return Table.Events[v-1].Role
-}
+func (v Event) Role() fsm.Role { return Table.EventOf(fsm.EventID(v)).Role }
 
 // Message is the wire type of a message event, or 0. Several events may share one wire type (a
 // status frame with different states).
-func (v Event) Message() Message {
-	if !v.Valid() {
-		return 0
-	}
-	return Message(Table.Events[v-1].Message)
-}
+func (v Event) Message() Message { return Message(Table.EventOf(fsm.EventID(v)).Message) }
 
 // FailedSend is the local event a sender fires instead of v when its write of v failed (the frame
 // is possibly delivered), or 0 for events that are not messages.
-func (v Event) FailedSend() Event {
-	if !v.Valid() {
-		return 0
-	}
-	return Event(Table.Events[v-1].FailedSend)
-}
+func (v Event) FailedSend() Event { return Event(Table.EventOf(fsm.EventID(v)).FailedSend) }
 
 // Timer is the timer whose expiry v is, or 0.
-func (v Event) Timer() Timer {
-	if !v.Valid() {
-		return 0
-	}
-	return Timer(Table.Events[v-1].Timer)
-}
+func (v Event) Timer() Timer { return Timer(Table.EventOf(fsm.EventID(v)).Timer) }
 
 // Timer is a named timer; its values are the fsm.TimerID of Table. Arming and disarming are
 // effects; expiry is the event of the same name.
@@ -262,46 +157,19 @@ const (
 )
 
 // String returns the spec name, or Timer(n) for a value outside the enum.
-func (v Timer) String() string {
-	if v.Valid() {
-		return Table.Timers[v-1].Name
-	}
-	return "Timer(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Timer) String() string { return Table.DeclName(fsm.DeclTimer, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Timer) Valid() bool {
-	return v >= 1 && v <= TimerExportBudget
-}
+func (v Timer) Valid() bool { return v >= 1 && v <= TimerExportBudget }
 
 // ParseTimer returns the timer with the given spec name.
-func ParseTimer(name string) (Timer, error) {
-	switch name {
-	case "export_budget":
-		return TimerExportBudget, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "timer name",
-	}
-}
+func ParseTimer(name string) (Timer, error) { return fsm.As[Timer](Table.Parse(fsm.DeclTimer, name)) }
 
 // Duration is how long the timer runs once armed.
-func (v Timer) Duration() time.Duration {
-	if !v.Valid() {
-		return 0
-	}
-	return Table.Timers[v-1].Duration
-}
+func (v Timer) Duration() time.Duration { return Table.TimerOf(fsm.TimerID(v)).Duration }
 
 // Event is the event to fire when the timer expires.
-func (v Timer) Event() Event {
-	if !v.Valid() {
-		return 0
-	}
-	return Event(Table.Timers[v-1].Event)
-}
+func (v Timer) Event() Event { return Event(Table.TimerOf(fsm.TimerID(v)).Event) }
 
 // GuardSet is the set of guards that hold, for Transition; it has the layout of fsm.GuardSet.
 type GuardSet fsm.GuardSet
@@ -330,39 +198,14 @@ const (
 )
 
 // String returns the spec name, or Action(n) for a value outside the enum.
-func (v Action) String() string {
-	if v.Valid() {
-		return Table.Actions[v-1]
-	}
-	return "Action(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Action) String() string { return Table.DeclName(fsm.DeclAction, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Action) Valid() bool {
-	return v >= 1 && v <= ActionDiscardArchive
-}
+func (v Action) Valid() bool { return v >= 1 && v <= ActionDiscardArchive }
 
 // ParseAction returns the action with the given spec name.
 func ParseAction(name string) (Action, error) {
-	switch name {
-	case "open_export":
-		return ActionOpenExport, nil
-	case "serve_pull":
-		return ActionServePull, nil
-	case "close_export":
-		return ActionCloseExport, nil
-	case "append_chunk":
-		return ActionAppendChunk, nil
-	case "finish_archive":
-		return ActionFinishArchive, nil
-	case "discard_archive":
-		return ActionDiscardArchive, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "action name",
-	}
+	return fsm.As[Action](Table.Parse(fsm.DeclAction, name))
 }
 
 // Message is a wire type the machine sends or observes; its values are the fsm.MessageID of Table.
@@ -376,92 +219,21 @@ const (
 )
 
 // String returns the spec name, or Message(n) for a value outside the enum.
-func (v Message) String() string {
-	if v.Valid() {
-		return Table.Messages[v-1]
-	}
-	return "Message(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Message) String() string { return Table.DeclName(fsm.DeclMessage, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Message) Valid() bool {
-	return v >= 1 && v <= MessageWorkspaceExportResult
-}
+func (v Message) Valid() bool { return v >= 1 && v <= MessageWorkspaceExportResult }
 
 // ParseMessage returns the message with the given spec name.
 func ParseMessage(name string) (Message, error) {
-	switch name {
-	case "workspace_export":
-		return MessageWorkspaceExport, nil
-	case "workspace_export_result":
-		return MessageWorkspaceExportResult, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "message name",
-	}
+	return fsm.As[Message](Table.Parse(fsm.DeclMessage, name))
 }
 
-// The candidates of Table, one per rule of spec/workspace_export.yaml and shared by every cell the
-// rule covers (a rule that lists its own target among its sources is two: a move from the others
-// and an internal transition in the target).
-var (
-	rule123 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StatePulling), Line: 123, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStart, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerExportBudget)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionOpenExport)},
-	}}
-	rule127 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StatePulling), Line: 127, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStart, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerExportBudget)},
-	}}
-	rule132 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no export was begun", Line: 132}
-	rule135 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no export was begun under this operation ID", Line: 135}
-	rule140 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateHolding), Line: 140, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionAppendChunk)},
-	}}
-	rule144 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCompleted), Line: 144, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerExportBudget)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionCloseExport)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionFinishArchive)},
-	}}
-	rule148 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateFailed), Line: 148, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerExportBudget)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionCloseExport)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionDiscardArchive)},
-	}}
-	rule152 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 152, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerExportBudget)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionCloseExport)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionDiscardArchive)},
-	}}
-	rule159 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCancelled), Line: 159, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerExportBudget)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionCloseExport)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionDiscardArchive)},
-	}}
-	rule165 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the previous pull has not been answered yet", Line: 165}
-	rule169 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "this export already began", Line: 169}
-	rule174 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StatePulling), Line: 174, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionServePull)},
-	}}
-	rule180 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StatePulling), Line: 180}
-	rule183 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no pull is in flight, so nothing is answered", Line: 183}
-	rule188 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateExpired), Line: 188, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionCloseExport)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionDiscardArchive)},
-	}}
-	rule192 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAborted), Line: 192, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleBoth, Timer: fsm.TimerID(TimerExportBudget)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionCloseExport)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionDiscardArchive)},
-	}}
-	rule198 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the export is settled; late results and deadlines change nothing", Line: 198}
-	rule202 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the export is settled; an export is never resumed or replayed", Line: 202}
-)
-
-// Table is the workspace_export machine as the engine runs it, sealed: every (state, event) cell
-// lists its candidates in the order they are tried, the unguarded fallback last. It is exactly
-// what spec.Machine.Table builds from spec/workspace_export.yaml. Treat it as read-only.
+// Table is the workspace_export machine as the engine runs it: the declarations and the rules of
+// spec/workspace_export.yaml, one line per rule named by its stable ID (their spec lines apart, in
+// Lines, so that shifting lines in the spec changes one line here), which fsm.MustSeal expands at
+// start-up into exactly the cells spec.Machine.Table builds (every (state, event) cell lists its
+// candidates in the order they are tried, the unguarded fallback last). Treat it as read-only.
 var Table = fsm.MustSeal(&fsm.Table{
 	Name:   Name,
 	Source: "spec/workspace_export.yaml",
@@ -496,170 +268,34 @@ var Table = fsm.MustSeal(&fsm.Table{
 		{Name: "export_budget", Duration: 3 * time.Minute, Event: fsm.EventID(EventExportBudget), Policy: true},
 	},
 	Initial: fsm.StateID(StateIdle),
-	Cells: []fsm.Cell{
-		// idle
-		{Cands: []*fsm.Candidate{rule123}}, // idle × begin
-		{Cands: []*fsm.Candidate{rule135}}, // idle × next
-		{Cands: []*fsm.Candidate{rule135}}, // idle × cancel
-		{Cands: []*fsm.Candidate{rule135}}, // idle × result_chunk
-		{Cands: []*fsm.Candidate{rule135}}, // idle × result_completed
-		{Cands: []*fsm.Candidate{rule135}}, // idle × result_failed
-		{Cands: []*fsm.Candidate{rule135}}, // idle × result_rejected
-		{Cands: []*fsm.Candidate{rule127}}, // idle × pull_send_failed
-		{Cands: []*fsm.Candidate{rule135}}, // idle × cancel_send_failed
-		{Cands: []*fsm.Candidate{rule132}}, // idle × export_budget
-		{Cands: []*fsm.Candidate{rule132}}, // idle × connection_lost
-		{Cands: []*fsm.Candidate{rule132}}, // idle × owner_closed
-		// pulling
-		{Cands: []*fsm.Candidate{rule169}}, // pulling × begin
-		{Cands: []*fsm.Candidate{rule165}}, // pulling × next
-		{Cands: []*fsm.Candidate{rule159}}, // pulling × cancel
-		{Cands: []*fsm.Candidate{rule140}}, // pulling × result_chunk
-		{Cands: []*fsm.Candidate{rule144}}, // pulling × result_completed
-		{Cands: []*fsm.Candidate{rule148}}, // pulling × result_failed
-		{Cands: []*fsm.Candidate{rule152}}, // pulling × result_rejected
-		{Cands: []*fsm.Candidate{rule165}}, // pulling × pull_send_failed
-		{Cands: []*fsm.Candidate{rule159}}, // pulling × cancel_send_failed
-		{Cands: []*fsm.Candidate{rule188}}, // pulling × export_budget
-		{Cands: []*fsm.Candidate{rule192}}, // pulling × connection_lost
-		{Cands: []*fsm.Candidate{rule192}}, // pulling × owner_closed
-		// holding
-		{Cands: []*fsm.Candidate{rule169}}, // holding × begin
-		{Cands: []*fsm.Candidate{rule174}}, // holding × next
-		{Cands: []*fsm.Candidate{rule159}}, // holding × cancel
-		{Cands: []*fsm.Candidate{rule183}}, // holding × result_chunk
-		{Cands: []*fsm.Candidate{rule183}}, // holding × result_completed
-		{Cands: []*fsm.Candidate{rule183}}, // holding × result_failed
-		{Cands: []*fsm.Candidate{rule183}}, // holding × result_rejected
-		{Cands: []*fsm.Candidate{rule180}}, // holding × pull_send_failed
-		{Cands: []*fsm.Candidate{rule159}}, // holding × cancel_send_failed
-		{Cands: []*fsm.Candidate{rule188}}, // holding × export_budget
-		{Cands: []*fsm.Candidate{rule192}}, // holding × connection_lost
-		{Cands: []*fsm.Candidate{rule192}}, // holding × owner_closed
-		// completed
-		{Cands: []*fsm.Candidate{rule202}}, // completed × begin
-		{Cands: []*fsm.Candidate{rule202}}, // completed × next
-		{Cands: []*fsm.Candidate{rule202}}, // completed × cancel
-		{Cands: []*fsm.Candidate{rule198}}, // completed × result_chunk
-		{Cands: []*fsm.Candidate{rule198}}, // completed × result_completed
-		{Cands: []*fsm.Candidate{rule198}}, // completed × result_failed
-		{Cands: []*fsm.Candidate{rule198}}, // completed × result_rejected
-		{Cands: []*fsm.Candidate{rule198}}, // completed × pull_send_failed
-		{Cands: []*fsm.Candidate{rule198}}, // completed × cancel_send_failed
-		{Cands: []*fsm.Candidate{rule198}}, // completed × export_budget
-		{Cands: []*fsm.Candidate{rule198}}, // completed × connection_lost
-		{Cands: []*fsm.Candidate{rule198}}, // completed × owner_closed
-		// cancelled
-		{Cands: []*fsm.Candidate{rule202}}, // cancelled × begin
-		{Cands: []*fsm.Candidate{rule202}}, // cancelled × next
-		{Cands: []*fsm.Candidate{rule202}}, // cancelled × cancel
-		{Cands: []*fsm.Candidate{rule198}}, // cancelled × result_chunk
-		{Cands: []*fsm.Candidate{rule198}}, // cancelled × result_completed
-		{Cands: []*fsm.Candidate{rule198}}, // cancelled × result_failed
-		{Cands: []*fsm.Candidate{rule198}}, // cancelled × result_rejected
-		{Cands: []*fsm.Candidate{rule198}}, // cancelled × pull_send_failed
-		{Cands: []*fsm.Candidate{rule198}}, // cancelled × cancel_send_failed
-		{Cands: []*fsm.Candidate{rule198}}, // cancelled × export_budget
-		{Cands: []*fsm.Candidate{rule198}}, // cancelled × connection_lost
-		{Cands: []*fsm.Candidate{rule198}}, // cancelled × owner_closed
-		// failed
-		{Cands: []*fsm.Candidate{rule202}}, // failed × begin
-		{Cands: []*fsm.Candidate{rule202}}, // failed × next
-		{Cands: []*fsm.Candidate{rule202}}, // failed × cancel
-		{Cands: []*fsm.Candidate{rule198}}, // failed × result_chunk
-		{Cands: []*fsm.Candidate{rule198}}, // failed × result_completed
-		{Cands: []*fsm.Candidate{rule198}}, // failed × result_failed
-		{Cands: []*fsm.Candidate{rule198}}, // failed × result_rejected
-		{Cands: []*fsm.Candidate{rule198}}, // failed × pull_send_failed
-		{Cands: []*fsm.Candidate{rule198}}, // failed × cancel_send_failed
-		{Cands: []*fsm.Candidate{rule198}}, // failed × export_budget
-		{Cands: []*fsm.Candidate{rule198}}, // failed × connection_lost
-		{Cands: []*fsm.Candidate{rule198}}, // failed × owner_closed
-		// rejected
-		{Cands: []*fsm.Candidate{rule202}}, // rejected × begin
-		{Cands: []*fsm.Candidate{rule202}}, // rejected × next
-		{Cands: []*fsm.Candidate{rule202}}, // rejected × cancel
-		{Cands: []*fsm.Candidate{rule198}}, // rejected × result_chunk
-		{Cands: []*fsm.Candidate{rule198}}, // rejected × result_completed
-		{Cands: []*fsm.Candidate{rule198}}, // rejected × result_failed
-		{Cands: []*fsm.Candidate{rule198}}, // rejected × result_rejected
-		{Cands: []*fsm.Candidate{rule198}}, // rejected × pull_send_failed
-		{Cands: []*fsm.Candidate{rule198}}, // rejected × cancel_send_failed
-		{Cands: []*fsm.Candidate{rule198}}, // rejected × export_budget
-		{Cands: []*fsm.Candidate{rule198}}, // rejected × connection_lost
-		{Cands: []*fsm.Candidate{rule198}}, // rejected × owner_closed
-		// expired
-		{Cands: []*fsm.Candidate{rule202}}, // expired × begin
-		{Cands: []*fsm.Candidate{rule202}}, // expired × next
-		{Cands: []*fsm.Candidate{rule202}}, // expired × cancel
-		{Cands: []*fsm.Candidate{rule198}}, // expired × result_chunk
-		{Cands: []*fsm.Candidate{rule198}}, // expired × result_completed
-		{Cands: []*fsm.Candidate{rule198}}, // expired × result_failed
-		{Cands: []*fsm.Candidate{rule198}}, // expired × result_rejected
-		{Cands: []*fsm.Candidate{rule198}}, // expired × pull_send_failed
-		{Cands: []*fsm.Candidate{rule198}}, // expired × cancel_send_failed
-		{Cands: []*fsm.Candidate{rule198}}, // expired × export_budget
-		{Cands: []*fsm.Candidate{rule198}}, // expired × connection_lost
-		{Cands: []*fsm.Candidate{rule198}}, // expired × owner_closed
-		// aborted
-		{Cands: []*fsm.Candidate{rule202}}, // aborted × begin
-		{Cands: []*fsm.Candidate{rule202}}, // aborted × next
-		{Cands: []*fsm.Candidate{rule202}}, // aborted × cancel
-		{Cands: []*fsm.Candidate{rule198}}, // aborted × result_chunk
-		{Cands: []*fsm.Candidate{rule198}}, // aborted × result_completed
-		{Cands: []*fsm.Candidate{rule198}}, // aborted × result_failed
-		{Cands: []*fsm.Candidate{rule198}}, // aborted × result_rejected
-		{Cands: []*fsm.Candidate{rule198}}, // aborted × pull_send_failed
-		{Cands: []*fsm.Candidate{rule198}}, // aborted × cancel_send_failed
-		{Cands: []*fsm.Candidate{rule198}}, // aborted × export_budget
-		{Cands: []*fsm.Candidate{rule198}}, // aborted × connection_lost
-		{Cands: []*fsm.Candidate{rule198}}, // aborted × owner_closed
+	Rules: []fsm.Rule{
+		{ID: "idle_begin", From: "idle", On: "begin", To: "pulling", Effects: "start export_budget, runtime: do open_export"},
+		{ID: "idle_pull_send_failed", From: "idle", On: "pull_send_failed", To: "pulling", Effects: "start export_budget"},
+		{ID: "idle_export_budget", From: "idle", On: "export_budget, connection_lost, owner_closed", Ignore: "no export was begun"},
+		{ID: "idle_any", From: "idle", On: "*", Reject: "no export was begun under this operation ID"},
+		{ID: "pulling_result_chunk", From: "pulling", On: "result_chunk", To: "holding", Effects: "core: do append_chunk"},
+		{ID: "pulling_result_completed", From: "pulling", On: "result_completed", To: "completed", Effects: "stop export_budget, runtime: do close_export, core: do finish_archive"},
+		{ID: "pulling_result_failed", From: "pulling", On: "result_failed", To: "failed", Effects: "stop export_budget, runtime: do close_export, core: do discard_archive"},
+		{ID: "pulling_result_rejected", From: "pulling", On: "result_rejected", To: "rejected", Effects: "stop export_budget, runtime: do close_export, core: do discard_archive"},
+		{ID: "pulling_cancel", From: "pulling, holding", On: "cancel, cancel_send_failed", To: "cancelled", Effects: "stop export_budget, runtime: do close_export, core: do discard_archive"},
+		{ID: "pulling_next", From: "pulling", On: "next, pull_send_failed", Reject: "the previous pull has not been answered yet"},
+		{ID: "pulling_begin", From: "pulling, holding", On: "begin", Reject: "this export already began"},
+		{ID: "holding_next", From: "holding", On: "next", To: "pulling", Effects: "runtime: do serve_pull"},
+		{ID: "holding_pull_send_failed", From: "holding", On: "pull_send_failed", To: "pulling"},
+		{ID: "holding_result_chunk", From: "holding", On: "result_chunk, result_completed, result_failed, result_rejected", Reject: "no pull is in flight, so nothing is answered"},
+		{ID: "pulling_export_budget", From: "pulling, holding", On: "export_budget", To: "expired", Effects: "runtime: do close_export, core: do discard_archive"},
+		{ID: "pulling_connection_lost", From: "pulling, holding", On: "connection_lost, owner_closed", To: "aborted", Effects: "stop export_budget, runtime: do close_export, core: do discard_archive"},
+		{ID: "completed_result_chunk", From: "completed, cancelled, failed, rejected, expired, aborted", On: "result_chunk, result_completed, result_failed, result_rejected, export_budget, connection_lost, owner_closed, pull_send_failed, cancel_send_failed", Ignore: "the export is settled; late results and deadlines change nothing"},
+		{ID: "completed_any", From: "completed, cancelled, failed, rejected, expired, aborted", On: "*", Reject: "the export is settled; an export is never resumed or replayed"},
 	},
+	Lines: []int{123, 127, 132, 135, 140, 144, 148, 152, 159, 165, 169, 174, 180, 183, 188, 192, 198, 202},
 })
 
-// Step is what one event did: the engine's fsm.Step, a read-only view of the table candidate that
-// handled it, with typed accessors. The zero Step, returned for an invalid state or event, reports
-// zero values.
-type Step struct {
-	s fsm.Step
-}
-
-// From is the state the event arrived in.
-func (s Step) From() State {
-	return State(s.s.From())
-}
-
-// Event is the event that was handled.
-func (s Step) Event() Event {
-	return Event(s.s.Event())
-}
-
-// To is the state after the step; it equals From unless the disposition is fsm.Moved.
-func (s Step) To() State {
-	return State(s.s.To())
-}
-
-// Disposition says whether the step moved, stayed, ignored or rejected the event.
-func (s Step) Disposition() fsm.Disposition {
-	return s.s.Disposition()
-}
-
-// Effects lists what the step asks of both peers, in spec order (a peer keeps those its role
-// performs); nil unless the step moved or stayed. Their IDs convert to this package's enums and
-// Table.EffectString renders one as the spec writes it. The slice is shared: do not modify it.
-func (s Step) Effects() []fsm.Effect {
-	return s.s.Effects()
-}
-
-// Reason is the spec's reason for an ignored or rejected event, or "".
-func (s Step) Reason() string {
-	return s.s.Reason()
-}
-
-// Line is the line of the spec rule behind the step.
-func (s Step) Line() int {
-	return s.s.Line()
-}
+// Step is what one event did: a read-only view of the table candidate that handled it, with From,
+// Event, To and Guard typed as this package's enums (fsm.StepOf) and Disposition, Effects, Reason,
+// Rule and Line from fsm.Step. Effects are shared: do not modify them. The zero Step, returned for
+// an invalid state or event, reports zero values.
+type Step = fsm.StepOf[State, Event, fsm.GuardID]
 
 // Transition is the pure transition function. It selects the candidate of the (s, e) cell whose
 // guard is in held (or the fallback) and returns the step with its effects. It changes nothing,
@@ -671,7 +307,7 @@ func (s Step) Line() int {
 // the zero Step and a *fsm.InvalidError.
 func Transition(s State, e Event, held GuardSet) (Step, error) {
 	st, err := Table.Transition(fsm.StateID(s), fsm.EventID(e), fsm.GuardSet(held))
-	return Step{st}, err
+	return Step{Step: st}, err
 }
 
 // CoreHooks is what a Core peer implements to run the workspace_export machine: one method per

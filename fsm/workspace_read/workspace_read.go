@@ -21,7 +21,6 @@ package workspace_read
 
 import (
 	"github.com/agentwire/agentwire/fsm"
-	"strconv"
 	"time"
 )
 
@@ -55,53 +54,19 @@ const (
 )
 
 // String returns the spec name, or State(n) for a value outside the enum.
-func (v State) String() string {
-	if v.Valid() {
-		return Table.States[v-1].Name
-	}
-	return "State(" + strconv.Itoa(int(v)) + ")"
-}
+func (v State) String() string { return Table.DeclName(fsm.DeclState, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v State) Valid() bool {
-	return v >= 1 && v <= StateUnknown
-}
+func (v State) Valid() bool { return v >= 1 && v <= StateUnknown }
 
 // ParseState returns the state with the given spec name.
-func ParseState(name string) (State, error) {
-	switch name {
-	case "idle":
-		return StateIdle, nil
-	case "dispatched":
-		return StateDispatched, nil
-	case "completed":
-		return StateCompleted, nil
-	case "truncated":
-		return StateTruncated, nil
-	case "rejected":
-		return StateRejected, nil
-	case "unknown":
-		return StateUnknown, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "state name",
-	}
-}
+func ParseState(name string) (State, error) { return fsm.As[State](Table.Parse(fsm.DeclState, name)) }
 
 // Outcome classifies a terminal state; it is fsm.OutcomeNone for the others.
-func (v State) Outcome() fsm.Outcome {
-	if !v.Valid() {
-		return fsm.OutcomeNone
-	}
-	return Table.States[v-1].Outcome
-}
+func (v State) Outcome() fsm.Outcome { return Table.StateOf(fsm.StateID(v)).Outcome }
 
 // Terminal reports whether the lifecycle has settled in v.
-func (v State) Terminal() bool {
-	return v.Outcome() != fsm.OutcomeNone
-}
+func (v State) Terminal() bool { return v.Outcome() != fsm.OutcomeNone }
 
 // Event is an input of the workspace_read machine (a wire message, a timer expiry or a local
 // happening); its values are the fsm.EventID of Table.
@@ -139,90 +104,30 @@ const (
 )
 
 // String returns the spec name, or Event(n) for a value outside the enum.
-func (v Event) String() string {
-	if v.Valid() {
-		return Table.Events[v-1].Name
-	}
-	return "Event(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Event) String() string { return Table.DeclName(fsm.DeclEvent, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Event) Valid() bool {
-	return v >= 1 && v <= EventOwnerClosed
-}
+func (v Event) Valid() bool { return v >= 1 && v <= EventOwnerClosed }
 
 // ParseEvent returns the event with the given spec name.
-func ParseEvent(name string) (Event, error) {
-	switch name {
-	case "workspace_read":
-		return EventWorkspaceRead, nil
-	case "result_completed":
-		return EventResultCompleted, nil
-	case "result_truncated":
-		return EventResultTruncated, nil
-	case "result_rejected":
-		return EventResultRejected, nil
-	case "result_unknown":
-		return EventResultUnknown, nil
-	case "send_failed":
-		return EventSendFailed, nil
-	case "read_op":
-		return EventReadOp, nil
-	case "connection_lost":
-		return EventConnectionLost, nil
-	case "observer_cancelled":
-		return EventObserverCancelled, nil
-	case "owner_closed":
-		return EventOwnerClosed, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "event name",
-	}
-}
+func ParseEvent(name string) (Event, error) { return fsm.As[Event](Table.Parse(fsm.DeclEvent, name)) }
 
 // Kind says whether v is a wire message, a timer expiry or a local event.
-func (v Event) Kind() fsm.EventKind {
-	if !v.Valid() {
-		return 0
-	}
-	return Table.Events[v-1].Kind
-}
+func (v Event) Kind() fsm.EventKind { return Table.EventOf(fsm.EventID(v)).Kind }
 
 // Role is the sender of a message event, the owner of a timer or the observer of a local event.
-func (v Event) Role() fsm.Role {
-	if !v.Valid() {
-		return 0
-	}
-	return Table.Events[v-1].Role
-}
+func (v Event) Role() fsm.Role { return Table.EventOf(fsm.EventID(v)).Role }
 
 // Message is the wire type of a message event, or 0. Several events may share one wire type (a
 // status frame with different states).
-func (v Event) Message() Message {
-	if !v.Valid() {
-		return 0
-	}
-	return Message(Table.Events[v-1].Message)
-}
+func (v Event) Message() Message { return Message(Table.EventOf(fsm.EventID(v)).Message) }
 
 // FailedSend is the local event a sender fires instead of v when its write of v failed (the frame
 // is possibly delivered), or 0 for events that are not messages.
-func (v Event) FailedSend() Event {
-	if !v.Valid() {
-		return 0
-	}
-	return Event(Table.Events[v-1].FailedSend)
-}
+func (v Event) FailedSend() Event { return Event(Table.EventOf(fsm.EventID(v)).FailedSend) }
 
 // Timer is the timer whose expiry v is, or 0.
-func (v Event) Timer() Timer {
-	if !v.Valid() {
-		return 0
-	}
-	return Timer(Table.Events[v-1].Timer)
-}
+func (v Event) Timer() Timer { return Timer(Table.EventOf(fsm.EventID(v)).Timer) }
 
 // Timer is a named timer; its values are the fsm.TimerID of Table. Arming and disarming are
 // effects; expiry is the event of the same name.
@@ -234,46 +139,19 @@ const (
 )
 
 // String returns the spec name, or Timer(n) for a value outside the enum.
-func (v Timer) String() string {
-	if v.Valid() {
-		return Table.Timers[v-1].Name
-	}
-	return "Timer(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Timer) String() string { return Table.DeclName(fsm.DeclTimer, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Timer) Valid() bool {
-	return v >= 1 && v <= TimerReadOp
-}
+func (v Timer) Valid() bool { return v >= 1 && v <= TimerReadOp }
 
 // ParseTimer returns the timer with the given spec name.
-func ParseTimer(name string) (Timer, error) {
-	switch name {
-	case "read_op":
-		return TimerReadOp, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "timer name",
-	}
-}
+func ParseTimer(name string) (Timer, error) { return fsm.As[Timer](Table.Parse(fsm.DeclTimer, name)) }
 
 // Duration is how long the timer runs once armed.
-func (v Timer) Duration() time.Duration {
-	if !v.Valid() {
-		return 0
-	}
-	return Table.Timers[v-1].Duration
-}
+func (v Timer) Duration() time.Duration { return Table.TimerOf(fsm.TimerID(v)).Duration }
 
 // Event is the event to fire when the timer expires.
-func (v Timer) Event() Event {
-	if !v.Valid() {
-		return 0
-	}
-	return Event(Table.Timers[v-1].Event)
-}
+func (v Timer) Event() Event { return Event(Table.TimerOf(fsm.TimerID(v)).Event) }
 
 // Guard is a predicate a peer evaluates through its hooks; its values are the fsm.GuardID of
 // Table.
@@ -290,45 +168,22 @@ const (
 )
 
 // String returns the spec name, or Guard(n) for a value outside the enum.
-func (v Guard) String() string {
-	if v.Valid() {
-		return Table.Guards[v-1]
-	}
-	return "Guard(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Guard) String() string { return Table.DeclName(fsm.DeclGuard, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Guard) Valid() bool {
-	return v >= 1 && v <= GuardCloseAcknowledged
-}
+func (v Guard) Valid() bool { return v >= 1 && v <= GuardCloseAcknowledged }
 
 // ParseGuard returns the guard with the given spec name.
-func ParseGuard(name string) (Guard, error) {
-	switch name {
-	case "owner_readable":
-		return GuardOwnerReadable, nil
-	case "close_acknowledged":
-		return GuardCloseAcknowledged, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "guard name",
-	}
-}
+func ParseGuard(name string) (Guard, error) { return fsm.As[Guard](Table.Parse(fsm.DeclGuard, name)) }
 
 // GuardSet is the set of guards that hold, for Transition; it has the layout of fsm.GuardSet.
 type GuardSet fsm.GuardSet
 
 // With returns s with g added.
-func (s GuardSet) With(g Guard) GuardSet {
-	return GuardSet(fsm.GuardSet(s).With(fsm.GuardID(g)))
-}
+func (s GuardSet) With(g Guard) GuardSet { return GuardSet(fsm.GuardSet(s).With(fsm.GuardID(g))) }
 
 // Has reports whether g is in s.
-func (s GuardSet) Has(g Guard) bool {
-	return fsm.GuardSet(s).Has(fsm.GuardID(g))
-}
+func (s GuardSet) Has(g Guard) bool { return fsm.GuardSet(s).Has(fsm.GuardID(g)) }
 
 // Action is a local effect a peer performs through its hooks; its values are the fsm.ActionID of
 // Table.
@@ -360,43 +215,14 @@ const (
 )
 
 // String returns the spec name, or Action(n) for a value outside the enum.
-func (v Action) String() string {
-	if v.Valid() {
-		return Table.Actions[v-1]
-	}
-	return "Action(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Action) String() string { return Table.DeclName(fsm.DeclAction, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Action) Valid() bool {
-	return v >= 1 && v <= ActionCloseAdmission
-}
+func (v Action) Valid() bool { return v >= 1 && v <= ActionCloseAdmission }
 
 // ParseAction returns the action with the given spec name.
 func ParseAction(name string) (Action, error) {
-	switch name {
-	case "hold_reservation":
-		return ActionHoldReservation, nil
-	case "read_native":
-		return ActionReadNative, nil
-	case "release_reservation":
-		return ActionReleaseReservation, nil
-	case "deliver_result":
-		return ActionDeliverResult, nil
-	case "record_rejection":
-		return ActionRecordRejection, nil
-	case "fence_owner":
-		return ActionFenceOwner, nil
-	case "detach_observer":
-		return ActionDetachObserver, nil
-	case "close_admission":
-		return ActionCloseAdmission, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "action name",
-	}
+	return fsm.As[Action](Table.Parse(fsm.DeclAction, name))
 }
 
 // Message is a wire type the machine sends or observes; its values are the fsm.MessageID of Table.
@@ -410,92 +236,21 @@ const (
 )
 
 // String returns the spec name, or Message(n) for a value outside the enum.
-func (v Message) String() string {
-	if v.Valid() {
-		return Table.Messages[v-1]
-	}
-	return "Message(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Message) String() string { return Table.DeclName(fsm.DeclMessage, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Message) Valid() bool {
-	return v >= 1 && v <= MessageWorkspaceReadResult
-}
+func (v Message) Valid() bool { return v >= 1 && v <= MessageWorkspaceReadResult }
 
 // ParseMessage returns the message with the given spec name.
 func ParseMessage(name string) (Message, error) {
-	switch name {
-	case "workspace_read":
-		return MessageWorkspaceRead, nil
-	case "workspace_read_result":
-		return MessageWorkspaceReadResult, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "message name",
-	}
+	return fsm.As[Message](Table.Parse(fsm.DeclMessage, name))
 }
 
-// The candidates of Table, one per rule of spec/workspace_read.yaml and shared by every cell the
-// rule covers (a rule that lists its own target among its sources is two: a move from the others
-// and an internal transition in the target).
-var (
-	rule123 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnerReadable), Disp: fsm.Moved, To: fsm.StateID(StateDispatched), Line: 123, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionHoldReservation)},
-		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadOp)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionReadNative)},
-	}}
-	rule128 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the owner is closed, fenced by an earlier unknown read, or not on this connection", Line: 128}
-	rule131 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateDispatched), Line: 131, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionHoldReservation)},
-		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadOp)},
-	}}
-	rule136 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "no read is dispatched", Line: 136}
-	rule139 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no read was dispatched under this operation ID", Line: 139}
-	rule145 = &fsm.Candidate{Guard: fsm.GuardID(GuardCloseAcknowledged), Disp: fsm.Moved, To: fsm.StateID(StateCompleted), Line: 145, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadOp)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseReservation)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionDeliverResult)},
-	}}
-	rule150 = &fsm.Candidate{Guard: fsm.GuardID(GuardCloseAcknowledged), Disp: fsm.Moved, To: fsm.StateID(StateTruncated), Line: 150, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadOp)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseReservation)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionDeliverResult)},
-	}}
-	rule155 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 155, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadOp)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseReservation)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionFenceOwner)},
-	}}
-	rule160 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 160, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadOp)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseReservation)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordRejection)},
-	}}
-	rule164 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 164, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerReadOp)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseReservation)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionFenceOwner)},
-	}}
-	rule168 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 168, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseReservation)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionFenceOwner)},
-	}}
-	rule172 = &fsm.Candidate{Disp: fsm.Stayed, Line: 172, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionDetachObserver)},
-	}}
-	rule176 = &fsm.Candidate{Disp: fsm.Stayed, Line: 176, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionCloseAdmission)},
-	}}
-	rule180 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "this operation ID already has a read in flight; a duplicate starts nothing", Line: 180}
-	rule185 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the read is settled; late results change nothing", Line: 185}
-	rule188 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the operation ID is settled; a read is never retried or replayed", Line: 188}
-)
-
-// Table is the workspace_read machine as the engine runs it, sealed: every (state, event) cell
-// lists its candidates in the order they are tried, the unguarded fallback last. It is exactly
-// what spec.Machine.Table builds from spec/workspace_read.yaml. Treat it as read-only.
+// Table is the workspace_read machine as the engine runs it: the declarations and the rules of
+// spec/workspace_read.yaml, one line per rule named by its stable ID (their spec lines apart, in
+// Lines, so that shifting lines in the spec changes one line here), which fsm.MustSeal expands at
+// start-up into exactly the cells spec.Machine.Table builds (every (state, event) cell lists its
+// candidates in the order they are tried, the unguarded fallback last). Treat it as read-only.
 var Table = fsm.MustSeal(&fsm.Table{
 	Name:   Name,
 	Source: "spec/workspace_read.yaml",
@@ -526,124 +281,32 @@ var Table = fsm.MustSeal(&fsm.Table{
 		{Name: "read_op", Duration: 12 * time.Second, Event: fsm.EventID(EventReadOp), Policy: true},
 	},
 	Initial: fsm.StateID(StateIdle),
-	Cells: []fsm.Cell{
-		// idle
-		{Cands: []*fsm.Candidate{rule123, rule128}}, // idle × workspace_read
-		{Cands: []*fsm.Candidate{rule139}},          // idle × result_completed
-		{Cands: []*fsm.Candidate{rule139}},          // idle × result_truncated
-		{Cands: []*fsm.Candidate{rule139}},          // idle × result_rejected
-		{Cands: []*fsm.Candidate{rule139}},          // idle × result_unknown
-		{Cands: []*fsm.Candidate{rule131}},          // idle × send_failed
-		{Cands: []*fsm.Candidate{rule136}},          // idle × read_op
-		{Cands: []*fsm.Candidate{rule136}},          // idle × connection_lost
-		{Cands: []*fsm.Candidate{rule136}},          // idle × observer_cancelled
-		{Cands: []*fsm.Candidate{rule136}},          // idle × owner_closed
-		// dispatched
-		{Cands: []*fsm.Candidate{rule180}},          // dispatched × workspace_read
-		{Cands: []*fsm.Candidate{rule145, rule155}}, // dispatched × result_completed
-		{Cands: []*fsm.Candidate{rule150, rule155}}, // dispatched × result_truncated
-		{Cands: []*fsm.Candidate{rule160}},          // dispatched × result_rejected
-		{Cands: []*fsm.Candidate{rule164}},          // dispatched × result_unknown
-		{Cands: []*fsm.Candidate{rule180}},          // dispatched × send_failed
-		{Cands: []*fsm.Candidate{rule168}},          // dispatched × read_op
-		{Cands: []*fsm.Candidate{rule164}},          // dispatched × connection_lost
-		{Cands: []*fsm.Candidate{rule172}},          // dispatched × observer_cancelled
-		{Cands: []*fsm.Candidate{rule176}},          // dispatched × owner_closed
-		// completed
-		{Cands: []*fsm.Candidate{rule188}}, // completed × workspace_read
-		{Cands: []*fsm.Candidate{rule185}}, // completed × result_completed
-		{Cands: []*fsm.Candidate{rule185}}, // completed × result_truncated
-		{Cands: []*fsm.Candidate{rule185}}, // completed × result_rejected
-		{Cands: []*fsm.Candidate{rule185}}, // completed × result_unknown
-		{Cands: []*fsm.Candidate{rule185}}, // completed × send_failed
-		{Cands: []*fsm.Candidate{rule185}}, // completed × read_op
-		{Cands: []*fsm.Candidate{rule185}}, // completed × connection_lost
-		{Cands: []*fsm.Candidate{rule185}}, // completed × observer_cancelled
-		{Cands: []*fsm.Candidate{rule185}}, // completed × owner_closed
-		// truncated
-		{Cands: []*fsm.Candidate{rule188}}, // truncated × workspace_read
-		{Cands: []*fsm.Candidate{rule185}}, // truncated × result_completed
-		{Cands: []*fsm.Candidate{rule185}}, // truncated × result_truncated
-		{Cands: []*fsm.Candidate{rule185}}, // truncated × result_rejected
-		{Cands: []*fsm.Candidate{rule185}}, // truncated × result_unknown
-		{Cands: []*fsm.Candidate{rule185}}, // truncated × send_failed
-		{Cands: []*fsm.Candidate{rule185}}, // truncated × read_op
-		{Cands: []*fsm.Candidate{rule185}}, // truncated × connection_lost
-		{Cands: []*fsm.Candidate{rule185}}, // truncated × observer_cancelled
-		{Cands: []*fsm.Candidate{rule185}}, // truncated × owner_closed
-		// rejected
-		{Cands: []*fsm.Candidate{rule188}}, // rejected × workspace_read
-		{Cands: []*fsm.Candidate{rule185}}, // rejected × result_completed
-		{Cands: []*fsm.Candidate{rule185}}, // rejected × result_truncated
-		{Cands: []*fsm.Candidate{rule185}}, // rejected × result_rejected
-		{Cands: []*fsm.Candidate{rule185}}, // rejected × result_unknown
-		{Cands: []*fsm.Candidate{rule185}}, // rejected × send_failed
-		{Cands: []*fsm.Candidate{rule185}}, // rejected × read_op
-		{Cands: []*fsm.Candidate{rule185}}, // rejected × connection_lost
-		{Cands: []*fsm.Candidate{rule185}}, // rejected × observer_cancelled
-		{Cands: []*fsm.Candidate{rule185}}, // rejected × owner_closed
-		// unknown
-		{Cands: []*fsm.Candidate{rule188}}, // unknown × workspace_read
-		{Cands: []*fsm.Candidate{rule185}}, // unknown × result_completed
-		{Cands: []*fsm.Candidate{rule185}}, // unknown × result_truncated
-		{Cands: []*fsm.Candidate{rule185}}, // unknown × result_rejected
-		{Cands: []*fsm.Candidate{rule185}}, // unknown × result_unknown
-		{Cands: []*fsm.Candidate{rule185}}, // unknown × send_failed
-		{Cands: []*fsm.Candidate{rule185}}, // unknown × read_op
-		{Cands: []*fsm.Candidate{rule185}}, // unknown × connection_lost
-		{Cands: []*fsm.Candidate{rule185}}, // unknown × observer_cancelled
-		{Cands: []*fsm.Candidate{rule185}}, // unknown × owner_closed
+	Rules: []fsm.Rule{
+		{ID: "idle_workspace_read_if_owner_readable", From: "idle", On: "workspace_read", Guard: "owner_readable", To: "dispatched", Effects: "core: do hold_reservation, core: start read_op, runtime: do read_native"},
+		{ID: "idle_workspace_read", From: "idle", On: "workspace_read", Reject: "the owner is closed, fenced by an earlier unknown read, or not on this connection"},
+		{ID: "idle_send_failed", From: "idle", On: "send_failed", To: "dispatched", Effects: "core: do hold_reservation, core: start read_op"},
+		{ID: "idle_read_op", From: "idle", On: "read_op, connection_lost, observer_cancelled, owner_closed", Ignore: "no read is dispatched"},
+		{ID: "idle_any", From: "idle", On: "*", Reject: "no read was dispatched under this operation ID"},
+		{ID: "dispatched_result_completed_if_close_acknowledged", From: "dispatched", On: "result_completed", Guard: "close_acknowledged", To: "completed", Effects: "core: stop read_op, core: do release_reservation, core: do deliver_result"},
+		{ID: "dispatched_result_truncated_if_close_acknowledged", From: "dispatched", On: "result_truncated", Guard: "close_acknowledged", To: "truncated", Effects: "core: stop read_op, core: do release_reservation, core: do deliver_result"},
+		{ID: "dispatched_result_completed", From: "dispatched", On: "result_completed, result_truncated", To: "unknown", Effects: "core: stop read_op, core: do release_reservation, do fence_owner"},
+		{ID: "dispatched_result_rejected", From: "dispatched", On: "result_rejected", To: "rejected", Effects: "core: stop read_op, core: do release_reservation, core: do record_rejection"},
+		{ID: "dispatched_result_unknown", From: "dispatched", On: "result_unknown, connection_lost", To: "unknown", Effects: "core: stop read_op, core: do release_reservation, do fence_owner"},
+		{ID: "dispatched_read_op", From: "dispatched", On: "read_op", To: "unknown", Effects: "core: do release_reservation, do fence_owner"},
+		{ID: "dispatched_observer_cancelled", From: "dispatched", On: "observer_cancelled", To: "dispatched", Effects: "core: do detach_observer"},
+		{ID: "dispatched_owner_closed", From: "dispatched", On: "owner_closed", To: "dispatched", Effects: "do close_admission"},
+		{ID: "dispatched_workspace_read", From: "dispatched", On: "workspace_read, send_failed", Reject: "this operation ID already has a read in flight; a duplicate starts nothing"},
+		{ID: "completed_result_completed", From: "completed, truncated, rejected, unknown", On: "result_completed, result_truncated, result_rejected, result_unknown, read_op, connection_lost, observer_cancelled, owner_closed, send_failed", Ignore: "the read is settled; late results change nothing"},
+		{ID: "completed_any", From: "completed, truncated, rejected, unknown", On: "*", Reject: "the operation ID is settled; a read is never retried or replayed"},
 	},
+	Lines: []int{123, 128, 131, 136, 139, 145, 150, 155, 160, 164, 168, 172, 176, 180, 185, 188},
 })
 
-// Step is what one event did: the engine's fsm.Step, a read-only view of the table candidate that
-// handled it, with typed accessors. The zero Step, returned for an invalid state or event, reports
-// zero values.
-type Step struct {
-	s fsm.Step
-}
-
-// From is the state the event arrived in.
-func (s Step) From() State {
-	return State(s.s.From())
-}
-
-// Event is the event that was handled.
-func (s Step) Event() Event {
-	return Event(s.s.Event())
-}
-
-// To is the state after the step; it equals From unless the disposition is fsm.Moved.
-func (s Step) To() State {
-	return State(s.s.To())
-}
-
-// Guard is the guard that selected the candidate, or 0 for the cell's fallback.
-func (s Step) Guard() Guard {
-	return Guard(s.s.Guard())
-}
-
-// Disposition says whether the step moved, stayed, ignored or rejected the event.
-func (s Step) Disposition() fsm.Disposition {
-	return s.s.Disposition()
-}
-
-// Effects lists what the step asks of both peers, in spec order (a peer keeps those its role
-// performs); nil unless the step moved or stayed. Their IDs convert to this package's enums and
-// Table.EffectString renders one as the spec writes it. The slice is shared: do not modify it.
-func (s Step) Effects() []fsm.Effect {
-	return s.s.Effects()
-}
-
-// Reason is the spec's reason for an ignored or rejected event, or "".
-func (s Step) Reason() string {
-	return s.s.Reason()
-}
-
-// Line is the line of the spec rule behind the step.
-func (s Step) Line() int {
-	return s.s.Line()
-}
+// Step is what one event did: a read-only view of the table candidate that handled it, with From,
+// Event, To and Guard typed as this package's enums (fsm.StepOf) and Disposition, Effects, Reason,
+// Rule and Line from fsm.Step. Effects are shared: do not modify them. The zero Step, returned for
+// an invalid state or event, reports zero values.
+type Step = fsm.StepOf[State, Event, Guard]
 
 // Transition is the pure transition function. It selects the candidate of the (s, e) cell whose
 // guard is in held (or the fallback) and returns the step with its effects. It changes nothing,
@@ -655,7 +318,7 @@ func (s Step) Line() int {
 // the zero Step and a *fsm.InvalidError.
 func Transition(s State, e Event, held GuardSet) (Step, error) {
 	st, err := Table.Transition(fsm.StateID(s), fsm.EventID(e), fsm.GuardSet(held))
-	return Step{st}, err
+	return Step{Step: st}, err
 }
 
 // CoreHooks is what a Core peer implements to run the workspace_read machine: one method per guard

@@ -22,7 +22,6 @@ package workspace_write
 
 import (
 	"github.com/agentwire/agentwire/fsm"
-	"strconv"
 	"time"
 )
 
@@ -71,61 +70,19 @@ const (
 )
 
 // String returns the spec name, or State(n) for a value outside the enum.
-func (v State) String() string {
-	if v.Valid() {
-		return Table.States[v-1].Name
-	}
-	return "State(" + strconv.Itoa(int(v)) + ")"
-}
+func (v State) String() string { return Table.DeclName(fsm.DeclState, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v State) Valid() bool {
-	return v >= 1 && v <= StateAborted
-}
+func (v State) Valid() bool { return v >= 1 && v <= StateAborted }
 
 // ParseState returns the state with the given spec name.
-func ParseState(name string) (State, error) {
-	switch name {
-	case "idle":
-		return StateIdle, nil
-	case "beginning":
-		return StateBeginning, nil
-	case "staging":
-		return StateStaging, nil
-	case "chunk_sent":
-		return StateChunkSent, nil
-	case "committing":
-		return StateCommitting, nil
-	case "unconfirmed":
-		return StateUnconfirmed, nil
-	case "completed":
-		return StateCompleted, nil
-	case "rejected":
-		return StateRejected, nil
-	case "unknown":
-		return StateUnknown, nil
-	case "aborted":
-		return StateAborted, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "state name",
-	}
-}
+func ParseState(name string) (State, error) { return fsm.As[State](Table.Parse(fsm.DeclState, name)) }
 
 // Outcome classifies a terminal state; it is fsm.OutcomeNone for the others.
-func (v State) Outcome() fsm.Outcome {
-	if !v.Valid() {
-		return fsm.OutcomeNone
-	}
-	return Table.States[v-1].Outcome
-}
+func (v State) Outcome() fsm.Outcome { return Table.StateOf(fsm.StateID(v)).Outcome }
 
 // Terminal reports whether the lifecycle has settled in v.
-func (v State) Terminal() bool {
-	return v.Outcome() != fsm.OutcomeNone
-}
+func (v State) Terminal() bool { return v.Outcome() != fsm.OutcomeNone }
 
 // Event is an input of the workspace_write machine (a wire message, a timer expiry or a local
 // happening); its values are the fsm.EventID of Table.
@@ -178,100 +135,30 @@ const (
 )
 
 // String returns the spec name, or Event(n) for a value outside the enum.
-func (v Event) String() string {
-	if v.Valid() {
-		return Table.Events[v-1].Name
-	}
-	return "Event(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Event) String() string { return Table.DeclName(fsm.DeclEvent, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Event) Valid() bool {
-	return v >= 1 && v <= EventProcessExit
-}
+func (v Event) Valid() bool { return v >= 1 && v <= EventProcessExit }
 
 // ParseEvent returns the event with the given spec name.
-func ParseEvent(name string) (Event, error) {
-	switch name {
-	case "begin":
-		return EventBegin, nil
-	case "chunk":
-		return EventChunk, nil
-	case "commit":
-		return EventCommit, nil
-	case "result_ready":
-		return EventResultReady, nil
-	case "result_received":
-		return EventResultReceived, nil
-	case "result_completed":
-		return EventResultCompleted, nil
-	case "result_rejected":
-		return EventResultRejected, nil
-	case "result_unknown":
-		return EventResultUnknown, nil
-	case "send_failed":
-		return EventSendFailed, nil
-	case "commit_send_failed":
-		return EventCommitSendFailed, nil
-	case "upload_wait":
-		return EventUploadWait, nil
-	case "receive_wait":
-		return EventReceiveWait, nil
-	case "connection_lost":
-		return EventConnectionLost, nil
-	case "observer_cancelled":
-		return EventObserverCancelled, nil
-	case "process_exit":
-		return EventProcessExit, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "event name",
-	}
-}
+func ParseEvent(name string) (Event, error) { return fsm.As[Event](Table.Parse(fsm.DeclEvent, name)) }
 
 // Kind says whether v is a wire message, a timer expiry or a local event.
-func (v Event) Kind() fsm.EventKind {
-	if !v.Valid() {
-		return 0
-	}
-	return Table.Events[v-1].Kind
-}
+func (v Event) Kind() fsm.EventKind { return Table.EventOf(fsm.EventID(v)).Kind }
 
 // Role is the sender of a message event, the owner of a timer or the observer of a local event.
-func (v Event) Role() fsm.Role {
-	if !v.Valid() {
-		return 0
-	}
-	return Table.Events[v-1].Role
-}
+func (v Event) Role() fsm.Role { return Table.EventOf(fsm.EventID(v)).Role }
 
 // Message is the wire type of a message event, or 0. Several events may share one wire type (a
 // status frame with different states).
-func (v Event) Message() Message {
-	if !v.Valid() {
-		return 0
-	}
-	return Message(Table.Events[v-1].Message)
-}
+func (v Event) Message() Message { return Message(Table.EventOf(fsm.EventID(v)).Message) }
 
 // FailedSend is the local event a sender fires instead of v when its write of v failed (the frame
 // is possibly delivered), or 0 for events that are not messages.
-func (v Event) FailedSend() Event {
-	if !v.Valid() {
-		return 0
-	}
-	return Event(Table.Events[v-1].FailedSend)
-}
+func (v Event) FailedSend() Event { return Event(Table.EventOf(fsm.EventID(v)).FailedSend) }
 
 // Timer is the timer whose expiry v is, or 0.
-func (v Event) Timer() Timer {
-	if !v.Valid() {
-		return 0
-	}
-	return Timer(Table.Events[v-1].Timer)
-}
+func (v Event) Timer() Timer { return Timer(Table.EventOf(fsm.EventID(v)).Timer) }
 
 // Timer is a named timer; its values are the fsm.TimerID of Table. Arming and disarming are
 // effects; expiry is the event of the same name.
@@ -285,48 +172,19 @@ const (
 )
 
 // String returns the spec name, or Timer(n) for a value outside the enum.
-func (v Timer) String() string {
-	if v.Valid() {
-		return Table.Timers[v-1].Name
-	}
-	return "Timer(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Timer) String() string { return Table.DeclName(fsm.DeclTimer, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Timer) Valid() bool {
-	return v >= 1 && v <= TimerReceiveWait
-}
+func (v Timer) Valid() bool { return v >= 1 && v <= TimerReceiveWait }
 
 // ParseTimer returns the timer with the given spec name.
-func ParseTimer(name string) (Timer, error) {
-	switch name {
-	case "upload_wait":
-		return TimerUploadWait, nil
-	case "receive_wait":
-		return TimerReceiveWait, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "timer name",
-	}
-}
+func ParseTimer(name string) (Timer, error) { return fsm.As[Timer](Table.Parse(fsm.DeclTimer, name)) }
 
 // Duration is how long the timer runs once armed.
-func (v Timer) Duration() time.Duration {
-	if !v.Valid() {
-		return 0
-	}
-	return Table.Timers[v-1].Duration
-}
+func (v Timer) Duration() time.Duration { return Table.TimerOf(fsm.TimerID(v)).Duration }
 
 // Event is the event to fire when the timer expires.
-func (v Timer) Event() Event {
-	if !v.Valid() {
-		return 0
-	}
-	return Event(Table.Timers[v-1].Event)
-}
+func (v Timer) Event() Event { return Event(Table.TimerOf(fsm.TimerID(v)).Event) }
 
 // Guard is a predicate a peer evaluates through its hooks; its values are the fsm.GuardID of
 // Table.
@@ -347,49 +205,22 @@ const (
 )
 
 // String returns the spec name, or Guard(n) for a value outside the enum.
-func (v Guard) String() string {
-	if v.Valid() {
-		return Table.Guards[v-1]
-	}
-	return "Guard(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Guard) String() string { return Table.DeclName(fsm.DeclGuard, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Guard) Valid() bool {
-	return v >= 1 && v <= GuardDigestMatches
-}
+func (v Guard) Valid() bool { return v >= 1 && v <= GuardDigestMatches }
 
 // ParseGuard returns the guard with the given spec name.
-func ParseGuard(name string) (Guard, error) {
-	switch name {
-	case "owner_free":
-		return GuardOwnerFree, nil
-	case "chunk_in_bounds":
-		return GuardChunkInBounds, nil
-	case "offset_matches":
-		return GuardOffsetMatches, nil
-	case "digest_matches":
-		return GuardDigestMatches, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "guard name",
-	}
-}
+func ParseGuard(name string) (Guard, error) { return fsm.As[Guard](Table.Parse(fsm.DeclGuard, name)) }
 
 // GuardSet is the set of guards that hold, for Transition; it has the layout of fsm.GuardSet.
 type GuardSet fsm.GuardSet
 
 // With returns s with g added.
-func (s GuardSet) With(g Guard) GuardSet {
-	return GuardSet(fsm.GuardSet(s).With(fsm.GuardID(g)))
-}
+func (s GuardSet) With(g Guard) GuardSet { return GuardSet(fsm.GuardSet(s).With(fsm.GuardID(g))) }
 
 // Has reports whether g is in s.
-func (s GuardSet) Has(g Guard) bool {
-	return fsm.GuardSet(s).Has(fsm.GuardID(g))
-}
+func (s GuardSet) Has(g Guard) bool { return fsm.GuardSet(s).Has(fsm.GuardID(g)) }
 
 // Action is a local effect a peer performs through its hooks; its values are the fsm.ActionID of
 // Table.
@@ -427,47 +258,14 @@ const (
 )
 
 // String returns the spec name, or Action(n) for a value outside the enum.
-func (v Action) String() string {
-	if v.Valid() {
-		return Table.Actions[v-1]
-	}
-	return "Action(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Action) String() string { return Table.DeclName(fsm.DeclAction, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Action) Valid() bool {
-	return v >= 1 && v <= ActionDetachObserver
-}
+func (v Action) Valid() bool { return v >= 1 && v <= ActionDetachObserver }
 
 // ParseAction returns the action with the given spec name.
 func ParseAction(name string) (Action, error) {
-	switch name {
-	case "reserve_owner":
-		return ActionReserveOwner, nil
-	case "record_commit_attempt":
-		return ActionRecordCommitAttempt, nil
-	case "release_owner":
-		return ActionReleaseOwner, nil
-	case "stage_chunk":
-		return ActionStageChunk, nil
-	case "open_upload":
-		return ActionOpenUpload, nil
-	case "apply_write":
-		return ActionApplyWrite, nil
-	case "discard_upload":
-		return ActionDiscardUpload, nil
-	case "mark_unknown":
-		return ActionMarkUnknown, nil
-	case "settle_late":
-		return ActionSettleLate, nil
-	case "detach_observer":
-		return ActionDetachObserver, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "action name",
-	}
+	return fsm.As[Action](Table.Parse(fsm.DeclAction, name))
 }
 
 // Message is a wire type the machine sends or observes; its values are the fsm.MessageID of Table.
@@ -481,155 +279,21 @@ const (
 )
 
 // String returns the spec name, or Message(n) for a value outside the enum.
-func (v Message) String() string {
-	if v.Valid() {
-		return Table.Messages[v-1]
-	}
-	return "Message(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Message) String() string { return Table.DeclName(fsm.DeclMessage, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Message) Valid() bool {
-	return v >= 1 && v <= MessageWorkspaceWriteResult
-}
+func (v Message) Valid() bool { return v >= 1 && v <= MessageWorkspaceWriteResult }
 
 // ParseMessage returns the message with the given spec name.
 func ParseMessage(name string) (Message, error) {
-	switch name {
-	case "workspace_write":
-		return MessageWorkspaceWrite, nil
-	case "workspace_write_result":
-		return MessageWorkspaceWriteResult, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "message name",
-	}
+	return fsm.As[Message](Table.Parse(fsm.DeclMessage, name))
 }
 
-// The candidates of Table, one per rule of spec/workspace_write.yaml and shared by every cell the
-// rule covers (a rule that lists its own target among its sources is two: a move from the others
-// and an internal transition in the target).
-var (
-	rule175 = &fsm.Candidate{Guard: fsm.GuardID(GuardOwnerFree), Disp: fsm.Moved, To: fsm.StateID(StateBeginning), Line: 175, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReserveOwner)},
-		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerUploadWait)},
-		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiveWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionOpenUpload)},
-		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageWorkspaceWriteResult)},
-	}}
-	rule180 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "an earlier write of this Session is unsettled; successors wait for its exact settlement", Line: 180}
-	rule183 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateBeginning), Line: 183, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReserveOwner)},
-		{Kind: fsm.EffectStart, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerUploadWait)},
-		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiveWait)},
-	}}
-	rule188 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the write was not admitted", Line: 188}
-	rule191 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no begin was sent for this mutation ID", Line: 191}
-	rule196 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateStaging), Line: 196}
-	rule199 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the previous frame has not been answered yet", Line: 199}
-	rule202 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no frame is being sent; the previous one has not been answered yet", Line: 202}
-	rule205 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no frame is in flight", Line: 205}
-	rule210 = &fsm.Candidate{Guard: fsm.GuardID(GuardChunkInBounds), Disp: fsm.Moved, To: fsm.StateID(StateChunkSent), Line: 210, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionStageChunk)},
-		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageWorkspaceWriteResult)},
-	}}
-	rule215 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 215, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerUploadWait)},
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiveWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardUpload)},
-		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageWorkspaceWriteResult)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseOwner)},
-	}}
-	rule222 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateChunkSent), Line: 222}
-	rule226 = &fsm.Candidate{Guard: fsm.GuardID(GuardDigestMatches), Disp: fsm.Moved, To: fsm.StateID(StateCommitting), Line: 226, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiveWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordCommitAttempt)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionApplyWrite)},
-	}}
-	rule231 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCommitting), Line: 231, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiveWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordCommitAttempt)},
-		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageWorkspaceWriteResult)},
-	}}
-	rule236 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCommitting), Line: 236, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiveWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionRecordCommitAttempt)},
-	}}
-	rule244 = &fsm.Candidate{Guard: fsm.GuardID(GuardOffsetMatches), Disp: fsm.Moved, To: fsm.StateID(StateStaging), Line: 244}
-	rule248 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the received offset does not match the frame in flight", Line: 248}
-	rule253 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCompleted), Line: 253, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerUploadWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardUpload)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseOwner)},
-	}}
-	rule257 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateCompleted), Line: 257, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleLate)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseOwner)},
-	}}
-	rule262 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "only a commit can complete or end unknown", Line: 262}
-	rule266 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 266, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerUploadWait)},
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiveWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardUpload)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseOwner)},
-	}}
-	rule270 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 270, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerUploadWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardUpload)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseOwner)},
-	}}
-	rule274 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateRejected), Line: 274, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionSettleLate)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseOwner)},
-	}}
-	rule278 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 278, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerUploadWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardUpload)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
-	}}
-	rule282 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 282}
-	rule285 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the write is already past begin", Line: 285}
-	rule290 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAborted), Line: 290, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiveWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseOwner)},
-	}}
-	rule296 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAborted), Line: 296, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerUploadWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardUpload)},
-		{Kind: fsm.EffectSend, Role: fsm.RoleRuntime, Message: fsm.MessageID(MessageWorkspaceWriteResult)},
-	}}
-	rule303 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnconfirmed), Line: 303, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
-	}}
-	rule308 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateAborted), Line: 308, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerUploadWait)},
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerReceiveWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardUpload)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionReleaseOwner)},
-	}}
-	rule314 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 314, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleCore, Timer: fsm.TimerID(TimerUploadWait)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleRuntime, Action: fsm.ActionID(ActionDiscardUpload)},
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionMarkUnknown)},
-	}}
-	rule319 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateUnknown), Line: 319}
-	rule322 = &fsm.Candidate{Disp: fsm.Stayed, Line: 322, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleCore, Action: fsm.ActionID(ActionDetachObserver)},
-	}}
-	rule328 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the Runtime stopped its receive deadline at commit", Line: 328}
-	rule331 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "only a final receipt, a loss or an exit changes an unconfirmed write", Line: 331}
-	rule334 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the upload deadline passed; nothing more is sent and the write is never replayed", Line: 334}
-	rule339 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "write_capacity: this write already began; the request is never replayed", Line: 339}
-	rule342 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the commit was already sent", Line: 342}
-	rule347 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the write is settled as far as this table goes; late receipts and interruptions change nothing", Line: 347}
-	rule351 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "the write is settled and never replayed", Line: 351}
-)
-
-// Table is the workspace_write machine as the engine runs it, sealed: every (state, event) cell
-// lists its candidates in the order they are tried, the unguarded fallback last. It is exactly
-// what spec.Machine.Table builds from spec/workspace_write.yaml. Treat it as read-only.
+// Table is the workspace_write machine as the engine runs it: the declarations and the rules of
+// spec/workspace_write.yaml, one line per rule named by its stable ID (their spec lines apart, in
+// Lines, so that shifting lines in the spec changes one line here), which fsm.MustSeal expands at
+// start-up into exactly the cells spec.Machine.Table builds (every (state, event) cell lists its
+// candidates in the order they are tried, the unguarded fallback last). Treat it as read-only.
 var Table = fsm.MustSeal(&fsm.Table{
 	Name:   Name,
 	Source: "spec/workspace_write.yaml",
@@ -670,218 +334,56 @@ var Table = fsm.MustSeal(&fsm.Table{
 		{Name: "receive_wait", Duration: 2 * time.Minute, Event: fsm.EventID(EventReceiveWait), Policy: true},
 	},
 	Initial: fsm.StateID(StateIdle),
-	Cells: []fsm.Cell{
-		// idle
-		{Cands: []*fsm.Candidate{rule175, rule180}}, // idle × begin
-		{Cands: []*fsm.Candidate{rule191}},          // idle × chunk
-		{Cands: []*fsm.Candidate{rule191}},          // idle × commit
-		{Cands: []*fsm.Candidate{rule191}},          // idle × result_ready
-		{Cands: []*fsm.Candidate{rule191}},          // idle × result_received
-		{Cands: []*fsm.Candidate{rule191}},          // idle × result_completed
-		{Cands: []*fsm.Candidate{rule191}},          // idle × result_rejected
-		{Cands: []*fsm.Candidate{rule191}},          // idle × result_unknown
-		{Cands: []*fsm.Candidate{rule183}},          // idle × send_failed
-		{Cands: []*fsm.Candidate{rule191}},          // idle × commit_send_failed
-		{Cands: []*fsm.Candidate{rule188}},          // idle × upload_wait
-		{Cands: []*fsm.Candidate{rule188}},          // idle × receive_wait
-		{Cands: []*fsm.Candidate{rule188}},          // idle × connection_lost
-		{Cands: []*fsm.Candidate{rule188}},          // idle × observer_cancelled
-		{Cands: []*fsm.Candidate{rule188}},          // idle × process_exit
-		// beginning
-		{Cands: []*fsm.Candidate{rule339}}, // beginning × begin
-		{Cands: []*fsm.Candidate{rule199}}, // beginning × chunk
-		{Cands: []*fsm.Candidate{rule199}}, // beginning × commit
-		{Cands: []*fsm.Candidate{rule196}}, // beginning × result_ready
-		{Cands: []*fsm.Candidate{rule205}}, // beginning × result_received
-		{Cands: []*fsm.Candidate{rule262}}, // beginning × result_completed
-		{Cands: []*fsm.Candidate{rule266}}, // beginning × result_rejected
-		{Cands: []*fsm.Candidate{rule262}}, // beginning × result_unknown
-		{Cands: []*fsm.Candidate{rule202}}, // beginning × send_failed
-		{Cands: []*fsm.Candidate{rule202}}, // beginning × commit_send_failed
-		{Cands: []*fsm.Candidate{rule290}}, // beginning × upload_wait
-		{Cands: []*fsm.Candidate{rule296}}, // beginning × receive_wait
-		{Cands: []*fsm.Candidate{rule308}}, // beginning × connection_lost
-		{Cands: []*fsm.Candidate{rule322}}, // beginning × observer_cancelled
-		{Cands: []*fsm.Candidate{rule308}}, // beginning × process_exit
-		// staging
-		{Cands: []*fsm.Candidate{rule339}},          // staging × begin
-		{Cands: []*fsm.Candidate{rule210, rule215}}, // staging × chunk
-		{Cands: []*fsm.Candidate{rule226, rule231}}, // staging × commit
-		{Cands: []*fsm.Candidate{rule285}},          // staging × result_ready
-		{Cands: []*fsm.Candidate{rule205}},          // staging × result_received
-		{Cands: []*fsm.Candidate{rule262}},          // staging × result_completed
-		{Cands: []*fsm.Candidate{rule266}},          // staging × result_rejected
-		{Cands: []*fsm.Candidate{rule262}},          // staging × result_unknown
-		{Cands: []*fsm.Candidate{rule222}},          // staging × send_failed
-		{Cands: []*fsm.Candidate{rule236}},          // staging × commit_send_failed
-		{Cands: []*fsm.Candidate{rule290}},          // staging × upload_wait
-		{Cands: []*fsm.Candidate{rule296}},          // staging × receive_wait
-		{Cands: []*fsm.Candidate{rule308}},          // staging × connection_lost
-		{Cands: []*fsm.Candidate{rule322}},          // staging × observer_cancelled
-		{Cands: []*fsm.Candidate{rule308}},          // staging × process_exit
-		// chunk_sent
-		{Cands: []*fsm.Candidate{rule339}},          // chunk_sent × begin
-		{Cands: []*fsm.Candidate{rule199}},          // chunk_sent × chunk
-		{Cands: []*fsm.Candidate{rule199}},          // chunk_sent × commit
-		{Cands: []*fsm.Candidate{rule285}},          // chunk_sent × result_ready
-		{Cands: []*fsm.Candidate{rule244, rule248}}, // chunk_sent × result_received
-		{Cands: []*fsm.Candidate{rule262}},          // chunk_sent × result_completed
-		{Cands: []*fsm.Candidate{rule266}},          // chunk_sent × result_rejected
-		{Cands: []*fsm.Candidate{rule262}},          // chunk_sent × result_unknown
-		{Cands: []*fsm.Candidate{rule202}},          // chunk_sent × send_failed
-		{Cands: []*fsm.Candidate{rule202}},          // chunk_sent × commit_send_failed
-		{Cands: []*fsm.Candidate{rule290}},          // chunk_sent × upload_wait
-		{Cands: []*fsm.Candidate{rule296}},          // chunk_sent × receive_wait
-		{Cands: []*fsm.Candidate{rule308}},          // chunk_sent × connection_lost
-		{Cands: []*fsm.Candidate{rule322}},          // chunk_sent × observer_cancelled
-		{Cands: []*fsm.Candidate{rule308}},          // chunk_sent × process_exit
-		// committing
-		{Cands: []*fsm.Candidate{rule339}}, // committing × begin
-		{Cands: []*fsm.Candidate{rule342}}, // committing × chunk
-		{Cands: []*fsm.Candidate{rule342}}, // committing × commit
-		{Cands: []*fsm.Candidate{rule285}}, // committing × result_ready
-		{Cands: []*fsm.Candidate{rule205}}, // committing × result_received
-		{Cands: []*fsm.Candidate{rule253}}, // committing × result_completed
-		{Cands: []*fsm.Candidate{rule270}}, // committing × result_rejected
-		{Cands: []*fsm.Candidate{rule278}}, // committing × result_unknown
-		{Cands: []*fsm.Candidate{rule202}}, // committing × send_failed
-		{Cands: []*fsm.Candidate{rule202}}, // committing × commit_send_failed
-		{Cands: []*fsm.Candidate{rule303}}, // committing × upload_wait
-		{Cands: []*fsm.Candidate{rule328}}, // committing × receive_wait
-		{Cands: []*fsm.Candidate{rule314}}, // committing × connection_lost
-		{Cands: []*fsm.Candidate{rule322}}, // committing × observer_cancelled
-		{Cands: []*fsm.Candidate{rule314}}, // committing × process_exit
-		// unconfirmed
-		{Cands: []*fsm.Candidate{rule339}}, // unconfirmed × begin
-		{Cands: []*fsm.Candidate{rule334}}, // unconfirmed × chunk
-		{Cands: []*fsm.Candidate{rule334}}, // unconfirmed × commit
-		{Cands: []*fsm.Candidate{rule331}}, // unconfirmed × result_ready
-		{Cands: []*fsm.Candidate{rule331}}, // unconfirmed × result_received
-		{Cands: []*fsm.Candidate{rule257}}, // unconfirmed × result_completed
-		{Cands: []*fsm.Candidate{rule274}}, // unconfirmed × result_rejected
-		{Cands: []*fsm.Candidate{rule282}}, // unconfirmed × result_unknown
-		{Cands: []*fsm.Candidate{rule202}}, // unconfirmed × send_failed
-		{Cands: []*fsm.Candidate{rule202}}, // unconfirmed × commit_send_failed
-		{Cands: []*fsm.Candidate{rule331}}, // unconfirmed × upload_wait
-		{Cands: []*fsm.Candidate{rule328}}, // unconfirmed × receive_wait
-		{Cands: []*fsm.Candidate{rule319}}, // unconfirmed × connection_lost
-		{Cands: []*fsm.Candidate{rule331}}, // unconfirmed × observer_cancelled
-		{Cands: []*fsm.Candidate{rule319}}, // unconfirmed × process_exit
-		// completed
-		{Cands: []*fsm.Candidate{rule351}}, // completed × begin
-		{Cands: []*fsm.Candidate{rule351}}, // completed × chunk
-		{Cands: []*fsm.Candidate{rule351}}, // completed × commit
-		{Cands: []*fsm.Candidate{rule347}}, // completed × result_ready
-		{Cands: []*fsm.Candidate{rule347}}, // completed × result_received
-		{Cands: []*fsm.Candidate{rule347}}, // completed × result_completed
-		{Cands: []*fsm.Candidate{rule347}}, // completed × result_rejected
-		{Cands: []*fsm.Candidate{rule347}}, // completed × result_unknown
-		{Cands: []*fsm.Candidate{rule347}}, // completed × send_failed
-		{Cands: []*fsm.Candidate{rule347}}, // completed × commit_send_failed
-		{Cands: []*fsm.Candidate{rule347}}, // completed × upload_wait
-		{Cands: []*fsm.Candidate{rule347}}, // completed × receive_wait
-		{Cands: []*fsm.Candidate{rule347}}, // completed × connection_lost
-		{Cands: []*fsm.Candidate{rule347}}, // completed × observer_cancelled
-		{Cands: []*fsm.Candidate{rule347}}, // completed × process_exit
-		// rejected
-		{Cands: []*fsm.Candidate{rule351}}, // rejected × begin
-		{Cands: []*fsm.Candidate{rule351}}, // rejected × chunk
-		{Cands: []*fsm.Candidate{rule351}}, // rejected × commit
-		{Cands: []*fsm.Candidate{rule347}}, // rejected × result_ready
-		{Cands: []*fsm.Candidate{rule347}}, // rejected × result_received
-		{Cands: []*fsm.Candidate{rule347}}, // rejected × result_completed
-		{Cands: []*fsm.Candidate{rule347}}, // rejected × result_rejected
-		{Cands: []*fsm.Candidate{rule347}}, // rejected × result_unknown
-		{Cands: []*fsm.Candidate{rule347}}, // rejected × send_failed
-		{Cands: []*fsm.Candidate{rule347}}, // rejected × commit_send_failed
-		{Cands: []*fsm.Candidate{rule347}}, // rejected × upload_wait
-		{Cands: []*fsm.Candidate{rule347}}, // rejected × receive_wait
-		{Cands: []*fsm.Candidate{rule347}}, // rejected × connection_lost
-		{Cands: []*fsm.Candidate{rule347}}, // rejected × observer_cancelled
-		{Cands: []*fsm.Candidate{rule347}}, // rejected × process_exit
-		// unknown
-		{Cands: []*fsm.Candidate{rule351}}, // unknown × begin
-		{Cands: []*fsm.Candidate{rule351}}, // unknown × chunk
-		{Cands: []*fsm.Candidate{rule351}}, // unknown × commit
-		{Cands: []*fsm.Candidate{rule347}}, // unknown × result_ready
-		{Cands: []*fsm.Candidate{rule347}}, // unknown × result_received
-		{Cands: []*fsm.Candidate{rule347}}, // unknown × result_completed
-		{Cands: []*fsm.Candidate{rule347}}, // unknown × result_rejected
-		{Cands: []*fsm.Candidate{rule347}}, // unknown × result_unknown
-		{Cands: []*fsm.Candidate{rule347}}, // unknown × send_failed
-		{Cands: []*fsm.Candidate{rule347}}, // unknown × commit_send_failed
-		{Cands: []*fsm.Candidate{rule347}}, // unknown × upload_wait
-		{Cands: []*fsm.Candidate{rule347}}, // unknown × receive_wait
-		{Cands: []*fsm.Candidate{rule347}}, // unknown × connection_lost
-		{Cands: []*fsm.Candidate{rule347}}, // unknown × observer_cancelled
-		{Cands: []*fsm.Candidate{rule347}}, // unknown × process_exit
-		// aborted
-		{Cands: []*fsm.Candidate{rule351}}, // aborted × begin
-		{Cands: []*fsm.Candidate{rule351}}, // aborted × chunk
-		{Cands: []*fsm.Candidate{rule351}}, // aborted × commit
-		{Cands: []*fsm.Candidate{rule347}}, // aborted × result_ready
-		{Cands: []*fsm.Candidate{rule347}}, // aborted × result_received
-		{Cands: []*fsm.Candidate{rule347}}, // aborted × result_completed
-		{Cands: []*fsm.Candidate{rule347}}, // aborted × result_rejected
-		{Cands: []*fsm.Candidate{rule347}}, // aborted × result_unknown
-		{Cands: []*fsm.Candidate{rule347}}, // aborted × send_failed
-		{Cands: []*fsm.Candidate{rule347}}, // aborted × commit_send_failed
-		{Cands: []*fsm.Candidate{rule347}}, // aborted × upload_wait
-		{Cands: []*fsm.Candidate{rule347}}, // aborted × receive_wait
-		{Cands: []*fsm.Candidate{rule347}}, // aborted × connection_lost
-		{Cands: []*fsm.Candidate{rule347}}, // aborted × observer_cancelled
-		{Cands: []*fsm.Candidate{rule347}}, // aborted × process_exit
+	Rules: []fsm.Rule{
+		{ID: "idle_begin_if_owner_free", From: "idle", On: "begin", Guard: "owner_free", To: "beginning", Effects: "core: do reserve_owner, core: start upload_wait, runtime: start receive_wait, runtime: do open_upload, runtime: send workspace_write_result"},
+		{ID: "idle_begin", From: "idle", On: "begin", Reject: "an earlier write of this Session is unsettled; successors wait for its exact settlement"},
+		{ID: "idle_send_failed", From: "idle", On: "send_failed", To: "beginning", Effects: "core: do reserve_owner, core: start upload_wait, runtime: start receive_wait"},
+		{ID: "idle_upload_wait", From: "idle", On: "upload_wait, receive_wait, connection_lost, observer_cancelled, process_exit", Ignore: "the write was not admitted"},
+		{ID: "idle_any", From: "idle", On: "*", Reject: "no begin was sent for this mutation ID"},
+		{ID: "beginning_result_ready", From: "beginning", On: "result_ready", To: "staging"},
+		{ID: "beginning_chunk", From: "beginning, chunk_sent", On: "chunk, commit", Reject: "the previous frame has not been answered yet"},
+		{ID: "beginning_send_failed", From: "beginning, chunk_sent, committing, unconfirmed", On: "send_failed, commit_send_failed", Reject: "no frame is being sent; the previous one has not been answered yet"},
+		{ID: "beginning_result_received", From: "beginning, staging, committing", On: "result_received", Reject: "no frame is in flight"},
+		{ID: "staging_chunk_if_chunk_in_bounds", From: "staging", On: "chunk", Guard: "chunk_in_bounds", To: "chunk_sent", Effects: "runtime: do stage_chunk, runtime: send workspace_write_result"},
+		{ID: "staging_chunk", From: "staging", On: "chunk", To: "rejected", Effects: "core: stop upload_wait, runtime: stop receive_wait, runtime: do discard_upload, runtime: send workspace_write_result, core: do release_owner"},
+		{ID: "staging_send_failed", From: "staging", On: "send_failed", To: "chunk_sent"},
+		{ID: "staging_commit_if_digest_matches", From: "staging", On: "commit", Guard: "digest_matches", To: "committing", Effects: "runtime: stop receive_wait, core: do record_commit_attempt, runtime: do apply_write"},
+		{ID: "staging_commit", From: "staging", On: "commit", To: "committing", Effects: "runtime: stop receive_wait, core: do record_commit_attempt, runtime: send workspace_write_result"},
+		{ID: "staging_commit_send_failed", From: "staging", On: "commit_send_failed", To: "committing", Effects: "runtime: stop receive_wait, core: do record_commit_attempt"},
+		{ID: "chunk_sent_result_received_if_offset_matches", From: "chunk_sent", On: "result_received", Guard: "offset_matches", To: "staging"},
+		{ID: "chunk_sent_result_received", From: "chunk_sent", On: "result_received", Reject: "the received offset does not match the frame in flight"},
+		{ID: "committing_result_completed", From: "committing", On: "result_completed", To: "completed", Effects: "core: stop upload_wait, runtime: do discard_upload, core: do release_owner"},
+		{ID: "unconfirmed_result_completed", From: "unconfirmed", On: "result_completed", To: "completed", Effects: "core: do settle_late, core: do release_owner"},
+		{ID: "beginning_result_completed", From: "beginning, staging, chunk_sent", On: "result_completed, result_unknown", Reject: "only a commit can complete or end unknown"},
+		{ID: "beginning_result_rejected", From: "beginning, staging, chunk_sent", On: "result_rejected", To: "rejected", Effects: "core: stop upload_wait, runtime: stop receive_wait, runtime: do discard_upload, core: do release_owner"},
+		{ID: "committing_result_rejected", From: "committing", On: "result_rejected", To: "rejected", Effects: "core: stop upload_wait, runtime: do discard_upload, core: do release_owner"},
+		{ID: "unconfirmed_result_rejected", From: "unconfirmed", On: "result_rejected", To: "rejected", Effects: "core: do settle_late, core: do release_owner"},
+		{ID: "committing_result_unknown", From: "committing", On: "result_unknown", To: "unknown", Effects: "core: stop upload_wait, runtime: do discard_upload, core: do mark_unknown"},
+		{ID: "unconfirmed_result_unknown", From: "unconfirmed", On: "result_unknown", To: "unknown"},
+		{ID: "staging_result_ready", From: "staging, chunk_sent, committing", On: "result_ready", Reject: "the write is already past begin"},
+		{ID: "beginning_upload_wait", From: "beginning, staging, chunk_sent", On: "upload_wait", To: "aborted", Effects: "runtime: stop receive_wait, core: do release_owner"},
+		{ID: "beginning_receive_wait", From: "beginning, staging, chunk_sent", On: "receive_wait", To: "aborted", Effects: "core: stop upload_wait, runtime: do discard_upload, runtime: send workspace_write_result"},
+		{ID: "committing_upload_wait", From: "committing", On: "upload_wait", To: "unconfirmed", Effects: "core: do mark_unknown"},
+		{ID: "beginning_connection_lost", From: "beginning, staging, chunk_sent", On: "connection_lost, process_exit", To: "aborted", Effects: "core: stop upload_wait, runtime: stop receive_wait, runtime: do discard_upload, core: do release_owner"},
+		{ID: "committing_connection_lost", From: "committing", On: "connection_lost, process_exit", To: "unknown", Effects: "core: stop upload_wait, runtime: do discard_upload, core: do mark_unknown"},
+		{ID: "unconfirmed_connection_lost", From: "unconfirmed", On: "connection_lost, process_exit", To: "unknown"},
+		{ID: "beginning_observer_cancelled", From: "beginning, staging, chunk_sent, committing", On: "observer_cancelled", To: "same", Effects: "core: do detach_observer"},
+		{ID: "committing_receive_wait", From: "committing, unconfirmed", On: "receive_wait", Ignore: "the Runtime stopped its receive deadline at commit"},
+		{ID: "unconfirmed_result_ready", From: "unconfirmed", On: "result_ready, result_received, observer_cancelled, upload_wait", Ignore: "only a final receipt, a loss or an exit changes an unconfirmed write"},
+		{ID: "unconfirmed_chunk", From: "unconfirmed", On: "chunk, commit", Reject: "the upload deadline passed; nothing more is sent and the write is never replayed"},
+		{ID: "beginning_begin", From: "beginning, staging, chunk_sent, committing, unconfirmed", On: "begin", Reject: "write_capacity: this write already began; the request is never replayed"},
+		{ID: "committing_chunk", From: "committing", On: "chunk, commit", Reject: "the commit was already sent"},
+		{ID: "completed_result_ready", From: "completed, rejected, unknown, aborted", On: "result_ready, result_received, result_completed, result_rejected, result_unknown, upload_wait, receive_wait, connection_lost, observer_cancelled, process_exit, send_failed, commit_send_failed", Ignore: "the write is settled as far as this table goes; late receipts and interruptions change nothing"},
+		{ID: "completed_any", From: "completed, rejected, unknown, aborted", On: "*", Reject: "the write is settled and never replayed"},
 	},
+	Lines: []int{175, 180, 183, 188, 191, 196, 199, 202, 205, 210, 215, 222, 226, 231, 236, 244, 248, 253, 257, 262, 266, 270, 274, 278, 282, 285, 290, 296, 303, 308, 314, 319, 322, 328, 331, 334, 339, 342, 347, 351},
 })
 
-// Step is what one event did: the engine's fsm.Step, a read-only view of the table candidate that
-// handled it, with typed accessors. The zero Step, returned for an invalid state or event, reports
-// zero values.
-type Step struct {
-	s fsm.Step
-}
-
-// From is the state the event arrived in.
-func (s Step) From() State {
-	return State(s.s.From())
-}
-
-// Event is the event that was handled.
-func (s Step) Event() Event {
-	return Event(s.s.Event())
-}
-
-// To is the state after the step; it equals From unless the disposition is fsm.Moved.
-func (s Step) To() State {
-	return State(s.s.To())
-}
-
-// Guard is the guard that selected the candidate, or 0 for the cell's fallback.
-func (s Step) Guard() Guard {
-	return Guard(s.s.Guard())
-}
-
-// Disposition says whether the step moved, stayed, ignored or rejected the event.
-func (s Step) Disposition() fsm.Disposition {
-	return s.s.Disposition()
-}
-
-// Effects lists what the step asks of both peers, in spec order (a peer keeps those its role
-// performs); nil unless the step moved or stayed. Their IDs convert to this package's enums and
-// Table.EffectString renders one as the spec writes it. The slice is shared: do not modify it.
-func (s Step) Effects() []fsm.Effect {
-	return s.s.Effects()
-}
-
-// Reason is the spec's reason for an ignored or rejected event, or "".
-func (s Step) Reason() string {
-	return s.s.Reason()
-}
-
-// Line is the line of the spec rule behind the step.
-func (s Step) Line() int {
-	return s.s.Line()
-}
+// Step is what one event did: a read-only view of the table candidate that handled it, with From,
+// Event, To and Guard typed as this package's enums (fsm.StepOf) and Disposition, Effects, Reason,
+// Rule and Line from fsm.Step. Effects are shared: do not modify them. The zero Step, returned for
+// an invalid state or event, reports zero values.
+type Step = fsm.StepOf[State, Event, Guard]
 
 // Transition is the pure transition function. It selects the candidate of the (s, e) cell whose
 // guard is in held (or the fallback) and returns the step with its effects. It changes nothing,
@@ -893,7 +395,7 @@ func (s Step) Line() int {
 // the zero Step and a *fsm.InvalidError.
 func Transition(s State, e Event, held GuardSet) (Step, error) {
 	st, err := Table.Transition(fsm.StateID(s), fsm.EventID(e), fsm.GuardSet(held))
-	return Step{st}, err
+	return Step{Step: st}, err
 }
 
 // CoreHooks is what a Core peer implements to run the workspace_write machine: one method per

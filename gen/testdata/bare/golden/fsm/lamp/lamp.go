@@ -13,10 +13,7 @@
 // fsm.Instance of Table and drains its fsm.Outbox.
 package lamp
 
-import (
-	"github.com/agentwire/agentwire/fsm"
-	"strconv"
-)
+import "github.com/agentwire/agentwire/fsm"
 
 // Name is the machine's name in the spec.
 const Name = "lamp"
@@ -37,47 +34,19 @@ const (
 )
 
 // String returns the spec name, or State(n) for a value outside the enum.
-func (v State) String() string {
-	if v.Valid() {
-		return Table.States[v-1].Name
-	}
-	return "State(" + strconv.Itoa(int(v)) + ")"
-}
+func (v State) String() string { return Table.DeclName(fsm.DeclState, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v State) Valid() bool {
-	return v >= 1 && v <= StateGone
-}
+func (v State) Valid() bool { return v >= 1 && v <= StateGone }
 
 // ParseState returns the state with the given spec name.
-func ParseState(name string) (State, error) {
-	switch name {
-	case "off":
-		return StateOff, nil
-	case "on":
-		return StateOn, nil
-	case "gone":
-		return StateGone, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "state name",
-	}
-}
+func ParseState(name string) (State, error) { return fsm.As[State](Table.Parse(fsm.DeclState, name)) }
 
 // Outcome classifies a terminal state; it is fsm.OutcomeNone for the others.
-func (v State) Outcome() fsm.Outcome {
-	if !v.Valid() {
-		return fsm.OutcomeNone
-	}
-	return Table.States[v-1].Outcome
-}
+func (v State) Outcome() fsm.Outcome { return Table.StateOf(fsm.StateID(v)).Outcome }
 
 // Terminal reports whether the lifecycle has settled in v.
-func (v State) Terminal() bool {
-	return v.Outcome() != fsm.OutcomeNone
-}
+func (v State) Terminal() bool { return v.Outcome() != fsm.OutcomeNone }
 
 // Event is an input of the lamp machine (a wire message, a timer expiry or a local happening); its
 // values are the fsm.EventID of Table.
@@ -91,65 +60,28 @@ const (
 )
 
 // String returns the spec name, or Event(n) for a value outside the enum.
-func (v Event) String() string {
-	if v.Valid() {
-		return Table.Events[v-1].Name
-	}
-	return "Event(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Event) String() string { return Table.DeclName(fsm.DeclEvent, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Event) Valid() bool {
-	return v >= 1 && v <= EventUnplug
-}
+func (v Event) Valid() bool { return v >= 1 && v <= EventUnplug }
 
 // ParseEvent returns the event with the given spec name.
-func ParseEvent(name string) (Event, error) {
-	switch name {
-	case "flip":
-		return EventFlip, nil
-	case "unplug":
-		return EventUnplug, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "event name",
-	}
-}
+func ParseEvent(name string) (Event, error) { return fsm.As[Event](Table.Parse(fsm.DeclEvent, name)) }
 
 // Kind says whether v is a wire message, a timer expiry or a local event.
-func (v Event) Kind() fsm.EventKind {
-	if !v.Valid() {
-		return 0
-	}
-	return Table.Events[v-1].Kind
-}
+func (v Event) Kind() fsm.EventKind { return Table.EventOf(fsm.EventID(v)).Kind }
 
 // Role is the sender of a message event, the owner of a timer or the observer of a local event.
-func (v Event) Role() fsm.Role {
-	if !v.Valid() {
-		return 0
-	}
-	return Table.Events[v-1].Role
-}
+func (v Event) Role() fsm.Role { return Table.EventOf(fsm.EventID(v)).Role }
 
 // GuardSet is the set of guards that hold, for Transition; it has the layout of fsm.GuardSet.
 type GuardSet fsm.GuardSet
 
-// The candidates of Table, one per rule of spec/lamp.yaml and shared by every cell the rule covers
-// (a rule that lists its own target among its sources is two: a move from the others and an
-// internal transition in the target).
-var (
-	rule24 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateOn), Line: 24}
-	rule27 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateOff), Line: 27}
-	rule30 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateGone), Line: 30}
-	rule33 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the lamp is gone", Line: 33}
-)
-
-// Table is the lamp machine as the engine runs it, sealed: every (state, event) cell lists its
-// candidates in the order they are tried, the unguarded fallback last. It is exactly what
-// spec.Machine.Table builds from spec/lamp.yaml. Treat it as read-only.
+// Table is the lamp machine as the engine runs it: the declarations and the rules of
+// spec/lamp.yaml, one line per rule named by its stable ID (their spec lines apart, in Lines, so
+// that shifting lines in the spec changes one line here), which fsm.MustSeal expands at start-up
+// into exactly the cells spec.Machine.Table builds (every (state, event) cell lists its candidates
+// in the order they are tried, the unguarded fallback last). Treat it as read-only.
 var Table = fsm.MustSeal(&fsm.Table{
 	Name:   Name,
 	Source: "spec/lamp.yaml",
@@ -163,62 +95,20 @@ var Table = fsm.MustSeal(&fsm.Table{
 		{Name: "unplug", Kind: fsm.EventLocal, Role: fsm.RoleBoth},
 	},
 	Initial: fsm.StateID(StateOff),
-	Cells: []fsm.Cell{
-		// off
-		{Cands: []*fsm.Candidate{rule24}}, // off × flip
-		{Cands: []*fsm.Candidate{rule30}}, // off × unplug
-		// on
-		{Cands: []*fsm.Candidate{rule27}}, // on × flip
-		{Cands: []*fsm.Candidate{rule30}}, // on × unplug
-		// gone
-		{Cands: []*fsm.Candidate{rule33}}, // gone × flip
-		{Cands: []*fsm.Candidate{rule33}}, // gone × unplug
+	Rules: []fsm.Rule{
+		{ID: "off_flip", From: "off", On: "flip", To: "on"},
+		{ID: "on_flip", From: "on", On: "flip", To: "off"},
+		{ID: "off_unplug", From: "off, on", On: "unplug", To: "gone"},
+		{ID: "gone_any", From: "gone", On: "*", Ignore: "the lamp is gone"},
 	},
+	Lines: []int{24, 27, 30, 33},
 })
 
-// Step is what one event did: the engine's fsm.Step, a read-only view of the table candidate that
-// handled it, with typed accessors. The zero Step, returned for an invalid state or event, reports
-// zero values.
-type Step struct {
-	s fsm.Step
-}
-
-// From is the state the event arrived in.
-func (s Step) From() State {
-	return State(s.s.From())
-}
-
-// Event is the event that was handled.
-func (s Step) Event() Event {
-	return Event(s.s.Event())
-}
-
-// To is the state after the step; it equals From unless the disposition is fsm.Moved.
-func (s Step) To() State {
-	return State(s.s.To())
-}
-
-// Disposition says whether the step moved, stayed, ignored or rejected the event.
-func (s Step) Disposition() fsm.Disposition {
-	return s.s.Disposition()
-}
-
-// Effects lists what the step asks of both peers, in spec order (a peer keeps those its role
-// performs); nil unless the step moved or stayed. Their IDs convert to this package's enums and
-// Table.EffectString renders one as the spec writes it. The slice is shared: do not modify it.
-func (s Step) Effects() []fsm.Effect {
-	return s.s.Effects()
-}
-
-// Reason is the spec's reason for an ignored or rejected event, or "".
-func (s Step) Reason() string {
-	return s.s.Reason()
-}
-
-// Line is the line of the spec rule behind the step.
-func (s Step) Line() int {
-	return s.s.Line()
-}
+// Step is what one event did: a read-only view of the table candidate that handled it, with From,
+// Event, To and Guard typed as this package's enums (fsm.StepOf) and Disposition, Effects, Reason,
+// Rule and Line from fsm.Step. Effects are shared: do not modify them. The zero Step, returned for
+// an invalid state or event, reports zero values.
+type Step = fsm.StepOf[State, Event, fsm.GuardID]
 
 // Transition is the pure transition function. It selects the candidate of the (s, e) cell whose
 // guard is in held (or the fallback) and returns the step with its effects. It changes nothing,
@@ -230,7 +120,7 @@ func (s Step) Line() int {
 // the zero Step and a *fsm.InvalidError.
 func Transition(s State, e Event, held GuardSet) (Step, error) {
 	st, err := Table.Transition(fsm.StateID(s), fsm.EventID(e), fsm.GuardSet(held))
-	return Step{st}, err
+	return Step{Step: st}, err
 }
 
 // CoreHooks is what a Core peer implements to run the lamp machine: one method per guard it

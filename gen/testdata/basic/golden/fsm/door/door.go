@@ -15,7 +15,6 @@ package door
 
 import (
 	"github.com/agentwire/agentwire/fsm"
-	"strconv"
 	"time"
 )
 
@@ -44,53 +43,19 @@ const (
 )
 
 // String returns the spec name, or State(n) for a value outside the enum.
-func (v State) String() string {
-	if v.Valid() {
-		return Table.States[v-1].Name
-	}
-	return "State(" + strconv.Itoa(int(v)) + ")"
-}
+func (v State) String() string { return Table.DeclName(fsm.DeclState, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v State) Valid() bool {
-	return v >= 1 && v <= StateLost
-}
+func (v State) Valid() bool { return v >= 1 && v <= StateLost }
 
 // ParseState returns the state with the given spec name.
-func ParseState(name string) (State, error) {
-	switch name {
-	case "closed":
-		return StateClosed, nil
-	case "open":
-		return StateOpen, nil
-	case "locked":
-		return StateLocked, nil
-	case "removed":
-		return StateRemoved, nil
-	case "broken":
-		return StateBroken, nil
-	case "lost":
-		return StateLost, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "state name",
-	}
-}
+func ParseState(name string) (State, error) { return fsm.As[State](Table.Parse(fsm.DeclState, name)) }
 
 // Outcome classifies a terminal state; it is fsm.OutcomeNone for the others.
-func (v State) Outcome() fsm.Outcome {
-	if !v.Valid() {
-		return fsm.OutcomeNone
-	}
-	return Table.States[v-1].Outcome
-}
+func (v State) Outcome() fsm.Outcome { return Table.StateOf(fsm.StateID(v)).Outcome }
 
 // Terminal reports whether the lifecycle has settled in v.
-func (v State) Terminal() bool {
-	return v.Outcome() != fsm.OutcomeNone
-}
+func (v State) Terminal() bool { return v.Outcome() != fsm.OutcomeNone }
 
 // Event is an input of the door machine (a wire message, a timer expiry or a local happening); its
 // values are the fsm.EventID of Table.
@@ -112,82 +77,30 @@ const (
 )
 
 // String returns the spec name, or Event(n) for a value outside the enum.
-func (v Event) String() string {
-	if v.Valid() {
-		return Table.Events[v-1].Name
-	}
-	return "Event(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Event) String() string { return Table.DeclName(fsm.DeclEvent, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Event) Valid() bool {
-	return v >= 1 && v <= EventVanish
-}
+func (v Event) Valid() bool { return v >= 1 && v <= EventVanish }
 
 // ParseEvent returns the event with the given spec name.
-func ParseEvent(name string) (Event, error) {
-	switch name {
-	case "open_door":
-		return EventOpenDoor, nil
-	case "close_door":
-		return EventCloseDoor, nil
-	case "lock":
-		return EventLock, nil
-	case "auto_close":
-		return EventAutoClose, nil
-	case "kick":
-		return EventKick, nil
-	case "vanish":
-		return EventVanish, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "event name",
-	}
-}
+func ParseEvent(name string) (Event, error) { return fsm.As[Event](Table.Parse(fsm.DeclEvent, name)) }
 
 // Kind says whether v is a wire message, a timer expiry or a local event.
-func (v Event) Kind() fsm.EventKind {
-	if !v.Valid() {
-		return 0
-	}
-	return Table.Events[v-1].Kind
-}
+func (v Event) Kind() fsm.EventKind { return Table.EventOf(fsm.EventID(v)).Kind }
 
 // Role is the sender of a message event, the owner of a timer or the observer of a local event.
-func (v Event) Role() fsm.Role {
-	if !v.Valid() {
-		return 0
-	}
-	return Table.Events[v-1].Role
-}
+func (v Event) Role() fsm.Role { return Table.EventOf(fsm.EventID(v)).Role }
 
 // Message is the wire type of a message event, or 0. Several events may share one wire type (a
 // status frame with different states).
-func (v Event) Message() Message {
-	if !v.Valid() {
-		return 0
-	}
-	return Message(Table.Events[v-1].Message)
-}
+func (v Event) Message() Message { return Message(Table.EventOf(fsm.EventID(v)).Message) }
 
 // FailedSend is the local event a sender fires instead of v when its write of v failed (the frame
 // is possibly delivered), or 0 for events that are not messages.
-func (v Event) FailedSend() Event {
-	if !v.Valid() {
-		return 0
-	}
-	return Event(Table.Events[v-1].FailedSend)
-}
+func (v Event) FailedSend() Event { return Event(Table.EventOf(fsm.EventID(v)).FailedSend) }
 
 // Timer is the timer whose expiry v is, or 0.
-func (v Event) Timer() Timer {
-	if !v.Valid() {
-		return 0
-	}
-	return Timer(Table.Events[v-1].Timer)
-}
+func (v Event) Timer() Timer { return Timer(Table.EventOf(fsm.EventID(v)).Timer) }
 
 // Timer is a named timer; its values are the fsm.TimerID of Table. Arming and disarming are
 // effects; expiry is the event of the same name.
@@ -199,46 +112,19 @@ const (
 )
 
 // String returns the spec name, or Timer(n) for a value outside the enum.
-func (v Timer) String() string {
-	if v.Valid() {
-		return Table.Timers[v-1].Name
-	}
-	return "Timer(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Timer) String() string { return Table.DeclName(fsm.DeclTimer, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Timer) Valid() bool {
-	return v >= 1 && v <= TimerAutoClose
-}
+func (v Timer) Valid() bool { return v >= 1 && v <= TimerAutoClose }
 
 // ParseTimer returns the timer with the given spec name.
-func ParseTimer(name string) (Timer, error) {
-	switch name {
-	case "auto_close":
-		return TimerAutoClose, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "timer name",
-	}
-}
+func ParseTimer(name string) (Timer, error) { return fsm.As[Timer](Table.Parse(fsm.DeclTimer, name)) }
 
 // Duration is how long the timer runs once armed.
-func (v Timer) Duration() time.Duration {
-	if !v.Valid() {
-		return 0
-	}
-	return Table.Timers[v-1].Duration
-}
+func (v Timer) Duration() time.Duration { return Table.TimerOf(fsm.TimerID(v)).Duration }
 
 // Event is the event to fire when the timer expires.
-func (v Timer) Event() Event {
-	if !v.Valid() {
-		return 0
-	}
-	return Event(Table.Timers[v-1].Event)
-}
+func (v Timer) Event() Event { return Event(Table.TimerOf(fsm.TimerID(v)).Event) }
 
 // Guard is a predicate a peer evaluates through its hooks; its values are the fsm.GuardID of
 // Table.
@@ -250,43 +136,22 @@ const (
 )
 
 // String returns the spec name, or Guard(n) for a value outside the enum.
-func (v Guard) String() string {
-	if v.Valid() {
-		return Table.Guards[v-1]
-	}
-	return "Guard(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Guard) String() string { return Table.DeclName(fsm.DeclGuard, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Guard) Valid() bool {
-	return v >= 1 && v <= GuardHasKey
-}
+func (v Guard) Valid() bool { return v >= 1 && v <= GuardHasKey }
 
 // ParseGuard returns the guard with the given spec name.
-func ParseGuard(name string) (Guard, error) {
-	switch name {
-	case "has_key":
-		return GuardHasKey, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "guard name",
-	}
-}
+func ParseGuard(name string) (Guard, error) { return fsm.As[Guard](Table.Parse(fsm.DeclGuard, name)) }
 
 // GuardSet is the set of guards that hold, for Transition; it has the layout of fsm.GuardSet.
 type GuardSet fsm.GuardSet
 
 // With returns s with g added.
-func (s GuardSet) With(g Guard) GuardSet {
-	return GuardSet(fsm.GuardSet(s).With(fsm.GuardID(g)))
-}
+func (s GuardSet) With(g Guard) GuardSet { return GuardSet(fsm.GuardSet(s).With(fsm.GuardID(g))) }
 
 // Has reports whether g is in s.
-func (s GuardSet) Has(g Guard) bool {
-	return fsm.GuardSet(s).Has(fsm.GuardID(g))
-}
+func (s GuardSet) Has(g Guard) bool { return fsm.GuardSet(s).Has(fsm.GuardID(g)) }
 
 // Action is a local effect a peer performs through its hooks; its values are the fsm.ActionID of
 // Table.
@@ -298,29 +163,14 @@ const (
 )
 
 // String returns the spec name, or Action(n) for a value outside the enum.
-func (v Action) String() string {
-	if v.Valid() {
-		return Table.Actions[v-1]
-	}
-	return "Action(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Action) String() string { return Table.DeclName(fsm.DeclAction, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Action) Valid() bool {
-	return v >= 1 && v <= ActionRingBell
-}
+func (v Action) Valid() bool { return v >= 1 && v <= ActionRingBell }
 
 // ParseAction returns the action with the given spec name.
 func ParseAction(name string) (Action, error) {
-	switch name {
-	case "ring_bell":
-		return ActionRingBell, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "action name",
-	}
+	return fsm.As[Action](Table.Parse(fsm.DeclAction, name))
 }
 
 // Message is a wire type the machine sends or observes; its values are the fsm.MessageID of Table.
@@ -338,73 +188,21 @@ const (
 )
 
 // String returns the spec name, or Message(n) for a value outside the enum.
-func (v Message) String() string {
-	if v.Valid() {
-		return Table.Messages[v-1]
-	}
-	return "Message(" + strconv.Itoa(int(v)) + ")"
-}
+func (v Message) String() string { return Table.DeclName(fsm.DeclMessage, uint8(v)) }
 
 // Valid reports whether v is one of the declared constants.
-func (v Message) Valid() bool {
-	return v >= 1 && v <= MessageOpenRequest
-}
+func (v Message) Valid() bool { return v >= 1 && v <= MessageOpenRequest }
 
 // ParseMessage returns the message with the given spec name.
 func ParseMessage(name string) (Message, error) {
-	switch name {
-	case "close_request":
-		return MessageCloseRequest, nil
-	case "lock_request":
-		return MessageLockRequest, nil
-	case "open_ack":
-		return MessageOpenAck, nil
-	case "open_request":
-		return MessageOpenRequest, nil
-	}
-	return 0, &fsm.InvalidError{
-		Machine: Name,
-		Value:   fsm.Quote(name),
-		What:    "message name",
-	}
+	return fsm.As[Message](Table.Parse(fsm.DeclMessage, name))
 }
 
-// The candidates of Table, one per rule of spec/door.yaml and shared by every cell the rule covers
-// (a rule that lists its own target among its sources is two: a move from the others and an
-// internal transition in the target).
-var (
-	rule55 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateOpen), Line: 55, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStart, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerAutoClose)},
-		{Kind: fsm.EffectSend, Role: fsm.RoleCore, Message: fsm.MessageID(MessageOpenAck)},
-	}}
-	rule59 = &fsm.Candidate{Guard: fsm.GuardID(GuardHasKey), Disp: fsm.Moved, To: fsm.StateID(StateLocked), Line: 59}
-	rule63 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "no key", Line: 63}
-	rule66 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "already closed", Line: 66}
-	rule69 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateClosed), Line: 69, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerAutoClose)},
-	}}
-	rule73 = &fsm.Candidate{Disp: fsm.Stayed, Line: 73, Effects: []fsm.Effect{
-		{Kind: fsm.EffectDo, Role: fsm.RoleBoth, Action: fsm.ActionID(ActionRingBell)},
-	}}
-	rule77 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateClosed), Line: 77}
-	rule80 = &fsm.Candidate{Disp: fsm.Rejected, Reason: "cannot lock an open door", Line: 80}
-	rule83 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateBroken), Line: 83, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerAutoClose)},
-		{Kind: fsm.EffectRaise, Role: fsm.RoleBoth, Raise: fsm.EventID(EventVanish)},
-	}}
-	rule87 = &fsm.Candidate{Disp: fsm.Moved, To: fsm.StateID(StateLost), Line: 87, Effects: []fsm.Effect{
-		{Kind: fsm.EffectStop, Role: fsm.RoleRuntime, Timer: fsm.TimerID(TimerAutoClose)},
-	}}
-	rule91  = &fsm.Candidate{Disp: fsm.Ignored, Reason: "a late timer after the door was closed by hand", Line: 91}
-	rule94  = &fsm.Candidate{Guard: fsm.GuardID(GuardHasKey), Disp: fsm.Moved, To: fsm.StateID(StateRemoved), Line: 94}
-	rule98  = &fsm.Candidate{Disp: fsm.Rejected, Reason: "locked", Line: 98}
-	rule101 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "already locked", Line: 101}
-	rule104 = &fsm.Candidate{Disp: fsm.Ignored, Reason: "the door is settled", Line: 104}
-)
-
-// Table is the door machine as the engine runs it, sealed: every (state, event) cell lists its
-// candidates in the order they are tried, the unguarded fallback last. It is exactly what
-// spec.Machine.Table builds from spec/door.yaml. Treat it as read-only.
+// Table is the door machine as the engine runs it: the declarations and the rules of
+// spec/door.yaml, one line per rule named by its stable ID (their spec lines apart, in Lines, so
+// that shifting lines in the spec changes one line here), which fsm.MustSeal expands at start-up
+// into exactly the cells spec.Machine.Table builds (every (state, event) cell lists its candidates
+// in the order they are tried, the unguarded fallback last). Treat it as read-only.
 var Table = fsm.MustSeal(&fsm.Table{
 	Name:   Name,
 	Source: "spec/door.yaml",
@@ -431,100 +229,31 @@ var Table = fsm.MustSeal(&fsm.Table{
 		{Name: "auto_close", Duration: 30 * time.Second, Event: fsm.EventID(EventAutoClose)},
 	},
 	Initial: fsm.StateID(StateClosed),
-	Cells: []fsm.Cell{
-		// closed
-		{Cands: []*fsm.Candidate{rule55}},         // closed × open_door
-		{Cands: []*fsm.Candidate{rule66}},         // closed × close_door
-		{Cands: []*fsm.Candidate{rule59, rule63}}, // closed × lock
-		{Cands: []*fsm.Candidate{rule91}},         // closed × auto_close
-		{Cands: []*fsm.Candidate{rule83}},         // closed × kick
-		{Cands: []*fsm.Candidate{rule87}},         // closed × vanish
-		// open
-		{Cands: []*fsm.Candidate{rule73}}, // open × open_door
-		{Cands: []*fsm.Candidate{rule69}}, // open × close_door
-		{Cands: []*fsm.Candidate{rule80}}, // open × lock
-		{Cands: []*fsm.Candidate{rule77}}, // open × auto_close
-		{Cands: []*fsm.Candidate{rule83}}, // open × kick
-		{Cands: []*fsm.Candidate{rule87}}, // open × vanish
-		// locked
-		{Cands: []*fsm.Candidate{rule94, rule98}}, // locked × open_door
-		{Cands: []*fsm.Candidate{rule101}},        // locked × close_door
-		{Cands: []*fsm.Candidate{rule101}},        // locked × lock
-		{Cands: []*fsm.Candidate{rule101}},        // locked × auto_close
-		{Cands: []*fsm.Candidate{rule83}},         // locked × kick
-		{Cands: []*fsm.Candidate{rule87}},         // locked × vanish
-		// removed
-		{Cands: []*fsm.Candidate{rule104}}, // removed × open_door
-		{Cands: []*fsm.Candidate{rule104}}, // removed × close_door
-		{Cands: []*fsm.Candidate{rule104}}, // removed × lock
-		{Cands: []*fsm.Candidate{rule104}}, // removed × auto_close
-		{Cands: []*fsm.Candidate{rule104}}, // removed × kick
-		{Cands: []*fsm.Candidate{rule104}}, // removed × vanish
-		// broken
-		{Cands: []*fsm.Candidate{rule104}}, // broken × open_door
-		{Cands: []*fsm.Candidate{rule104}}, // broken × close_door
-		{Cands: []*fsm.Candidate{rule104}}, // broken × lock
-		{Cands: []*fsm.Candidate{rule104}}, // broken × auto_close
-		{Cands: []*fsm.Candidate{rule104}}, // broken × kick
-		{Cands: []*fsm.Candidate{rule104}}, // broken × vanish
-		// lost
-		{Cands: []*fsm.Candidate{rule104}}, // lost × open_door
-		{Cands: []*fsm.Candidate{rule104}}, // lost × close_door
-		{Cands: []*fsm.Candidate{rule104}}, // lost × lock
-		{Cands: []*fsm.Candidate{rule104}}, // lost × auto_close
-		{Cands: []*fsm.Candidate{rule104}}, // lost × kick
-		{Cands: []*fsm.Candidate{rule104}}, // lost × vanish
+	Rules: []fsm.Rule{
+		{ID: "closed_open_door", From: "closed", On: "open_door", To: "open", Effects: "runtime: start auto_close, core: send open_ack"},
+		{ID: "closed_lock_if_has_key", From: "closed", On: "lock", Guard: "has_key", To: "locked"},
+		{ID: "closed_lock", From: "closed", On: "lock", Reject: "no key"},
+		{ID: "closed_close_door", From: "closed", On: "close_door", Ignore: "already closed"},
+		{ID: "open_close_door", From: "open", On: "close_door", To: "closed", Effects: "runtime: stop auto_close"},
+		{ID: "open_open_door", From: "open", On: "open_door", To: "open", Effects: "do ring_bell"},
+		{ID: "open_auto_close", From: "open", On: "auto_close", To: "closed"},
+		{ID: "open_lock", From: "open", On: "lock", Reject: "cannot lock an open door"},
+		{ID: "closed_kick", From: "closed, open, locked", On: "kick", To: "broken", Effects: "runtime: stop auto_close, raise vanish"},
+		{ID: "closed_vanish", From: "closed, open, locked", On: "vanish", To: "lost", Effects: "runtime: stop auto_close"},
+		{ID: "closed_auto_close", From: "closed", On: "auto_close", Ignore: "a late timer after the door was closed by hand"},
+		{ID: "locked_open_door_if_has_key", From: "locked", On: "open_door", Guard: "has_key", To: "removed"},
+		{ID: "locked_open_door", From: "locked", On: "open_door", Reject: "locked"},
+		{ID: "locked_close_door", From: "locked", On: "close_door, lock, auto_close", Ignore: "already locked"},
+		{ID: "removed_any", From: "removed, broken, lost", On: "*", Ignore: "the door is settled"},
 	},
+	Lines: []int{55, 59, 63, 66, 69, 73, 77, 80, 83, 87, 91, 94, 98, 101, 104},
 })
 
-// Step is what one event did: the engine's fsm.Step, a read-only view of the table candidate that
-// handled it, with typed accessors. The zero Step, returned for an invalid state or event, reports
-// zero values.
-type Step struct {
-	s fsm.Step
-}
-
-// From is the state the event arrived in.
-func (s Step) From() State {
-	return State(s.s.From())
-}
-
-// Event is the event that was handled.
-func (s Step) Event() Event {
-	return Event(s.s.Event())
-}
-
-// To is the state after the step; it equals From unless the disposition is fsm.Moved.
-func (s Step) To() State {
-	return State(s.s.To())
-}
-
-// Guard is the guard that selected the candidate, or 0 for the cell's fallback.
-func (s Step) Guard() Guard {
-	return Guard(s.s.Guard())
-}
-
-// Disposition says whether the step moved, stayed, ignored or rejected the event.
-func (s Step) Disposition() fsm.Disposition {
-	return s.s.Disposition()
-}
-
-// Effects lists what the step asks of both peers, in spec order (a peer keeps those its role
-// performs); nil unless the step moved or stayed. Their IDs convert to this package's enums and
-// Table.EffectString renders one as the spec writes it. The slice is shared: do not modify it.
-func (s Step) Effects() []fsm.Effect {
-	return s.s.Effects()
-}
-
-// Reason is the spec's reason for an ignored or rejected event, or "".
-func (s Step) Reason() string {
-	return s.s.Reason()
-}
-
-// Line is the line of the spec rule behind the step.
-func (s Step) Line() int {
-	return s.s.Line()
-}
+// Step is what one event did: a read-only view of the table candidate that handled it, with From,
+// Event, To and Guard typed as this package's enums (fsm.StepOf) and Disposition, Effects, Reason,
+// Rule and Line from fsm.Step. Effects are shared: do not modify them. The zero Step, returned for
+// an invalid state or event, reports zero values.
+type Step = fsm.StepOf[State, Event, Guard]
 
 // Transition is the pure transition function. It selects the candidate of the (s, e) cell whose
 // guard is in held (or the fallback) and returns the step with its effects. It changes nothing,
@@ -536,7 +265,7 @@ func (s Step) Line() int {
 // the zero Step and a *fsm.InvalidError.
 func Transition(s State, e Event, held GuardSet) (Step, error) {
 	st, err := Table.Transition(fsm.StateID(s), fsm.EventID(e), fsm.GuardSet(held))
-	return Step{st}, err
+	return Step{Step: st}, err
 }
 
 // CoreHooks is what a Core peer implements to run the door machine: one method per guard it

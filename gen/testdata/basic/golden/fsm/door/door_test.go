@@ -101,7 +101,7 @@ func (h heldGuards) Guard(g fsm.GuardID, _ *fsm.Firing[int]) bool {
 }
 
 type cellCase struct {
-	line    int
+	rule    string
 	from    State
 	event   Event
 	held    GuardSet
@@ -117,44 +117,44 @@ type cellCase struct {
 // cellCases has one entry per candidate of every cell, computed from the spec when the code was
 // generated.
 var cellCases = []cellCase{
-	{line: 55, from: StateClosed, event: EventOpenDoor, disp: fsm.Moved, to: StateOpen, effects: []string{"runtime: start auto_close", "core: send open_ack"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"send open_ack"}, fsm.RoleRuntime: {"start auto_close"}}},
-	{line: 66, from: StateClosed, event: EventCloseDoor, disp: fsm.Ignored, to: StateClosed, reason: "already closed", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 59, from: StateClosed, event: EventLock, held: GuardSet(0).With(GuardHasKey), disp: fsm.Moved, to: StateLocked, guard: GuardHasKey, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 63, from: StateClosed, event: EventLock, disp: fsm.Rejected, to: StateClosed, reason: "no key", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 91, from: StateClosed, event: EventAutoClose, disp: fsm.Ignored, to: StateClosed, reason: "a late timer after the door was closed by hand", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
-	{line: 83, from: StateClosed, event: EventKick, disp: fsm.Moved, to: StateBroken, effects: []string{"runtime: stop auto_close", "raise vanish"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"stop auto_close"}}, raises: true},
-	{line: 87, from: StateClosed, event: EventVanish, disp: fsm.Moved, to: StateLost, effects: []string{"runtime: stop auto_close"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"stop auto_close"}}},
-	{line: 73, from: StateOpen, event: EventOpenDoor, disp: fsm.Stayed, to: StateOpen, effects: []string{"do ring_bell"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do ring_bell"}, fsm.RoleRuntime: {"do ring_bell"}}},
-	{line: 69, from: StateOpen, event: EventCloseDoor, disp: fsm.Moved, to: StateClosed, effects: []string{"runtime: stop auto_close"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"stop auto_close"}}},
-	{line: 80, from: StateOpen, event: EventLock, disp: fsm.Rejected, to: StateOpen, reason: "cannot lock an open door", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 77, from: StateOpen, event: EventAutoClose, disp: fsm.Moved, to: StateClosed, logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
-	{line: 83, from: StateOpen, event: EventKick, disp: fsm.Moved, to: StateBroken, effects: []string{"runtime: stop auto_close", "raise vanish"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"stop auto_close"}}, raises: true},
-	{line: 87, from: StateOpen, event: EventVanish, disp: fsm.Moved, to: StateLost, effects: []string{"runtime: stop auto_close"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"stop auto_close"}}},
-	{line: 94, from: StateLocked, event: EventOpenDoor, held: GuardSet(0).With(GuardHasKey), disp: fsm.Moved, to: StateRemoved, guard: GuardHasKey, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 98, from: StateLocked, event: EventOpenDoor, disp: fsm.Rejected, to: StateLocked, reason: "locked", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 101, from: StateLocked, event: EventCloseDoor, disp: fsm.Ignored, to: StateLocked, reason: "already locked", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 101, from: StateLocked, event: EventLock, disp: fsm.Ignored, to: StateLocked, reason: "already locked", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 101, from: StateLocked, event: EventAutoClose, disp: fsm.Ignored, to: StateLocked, reason: "already locked", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
-	{line: 83, from: StateLocked, event: EventKick, disp: fsm.Moved, to: StateBroken, effects: []string{"runtime: stop auto_close", "raise vanish"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"stop auto_close"}}, raises: true},
-	{line: 87, from: StateLocked, event: EventVanish, disp: fsm.Moved, to: StateLost, effects: []string{"runtime: stop auto_close"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"stop auto_close"}}},
-	{line: 104, from: StateRemoved, event: EventOpenDoor, disp: fsm.Ignored, to: StateRemoved, reason: "the door is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 104, from: StateRemoved, event: EventCloseDoor, disp: fsm.Ignored, to: StateRemoved, reason: "the door is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 104, from: StateRemoved, event: EventLock, disp: fsm.Ignored, to: StateRemoved, reason: "the door is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 104, from: StateRemoved, event: EventAutoClose, disp: fsm.Ignored, to: StateRemoved, reason: "the door is settled", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
-	{line: 104, from: StateRemoved, event: EventKick, disp: fsm.Ignored, to: StateRemoved, reason: "the door is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 104, from: StateRemoved, event: EventVanish, disp: fsm.Ignored, to: StateRemoved, reason: "the door is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 104, from: StateBroken, event: EventOpenDoor, disp: fsm.Ignored, to: StateBroken, reason: "the door is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 104, from: StateBroken, event: EventCloseDoor, disp: fsm.Ignored, to: StateBroken, reason: "the door is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 104, from: StateBroken, event: EventLock, disp: fsm.Ignored, to: StateBroken, reason: "the door is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 104, from: StateBroken, event: EventAutoClose, disp: fsm.Ignored, to: StateBroken, reason: "the door is settled", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
-	{line: 104, from: StateBroken, event: EventKick, disp: fsm.Ignored, to: StateBroken, reason: "the door is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 104, from: StateBroken, event: EventVanish, disp: fsm.Ignored, to: StateBroken, reason: "the door is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 104, from: StateLost, event: EventOpenDoor, disp: fsm.Ignored, to: StateLost, reason: "the door is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 104, from: StateLost, event: EventCloseDoor, disp: fsm.Ignored, to: StateLost, reason: "the door is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 104, from: StateLost, event: EventLock, disp: fsm.Ignored, to: StateLost, reason: "the door is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 104, from: StateLost, event: EventAutoClose, disp: fsm.Ignored, to: StateLost, reason: "the door is settled", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
-	{line: 104, from: StateLost, event: EventKick, disp: fsm.Ignored, to: StateLost, reason: "the door is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
-	{line: 104, from: StateLost, event: EventVanish, disp: fsm.Ignored, to: StateLost, reason: "the door is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{rule: "closed_open_door", from: StateClosed, event: EventOpenDoor, disp: fsm.Moved, to: StateOpen, effects: []string{"runtime: start auto_close", "core: send open_ack"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"send open_ack"}, fsm.RoleRuntime: {"start auto_close"}}},
+	{rule: "closed_close_door", from: StateClosed, event: EventCloseDoor, disp: fsm.Ignored, to: StateClosed, reason: "already closed", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{rule: "closed_lock_if_has_key", from: StateClosed, event: EventLock, held: GuardSet(0).With(GuardHasKey), disp: fsm.Moved, to: StateLocked, guard: GuardHasKey, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{rule: "closed_lock", from: StateClosed, event: EventLock, disp: fsm.Rejected, to: StateClosed, reason: "no key", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{rule: "closed_auto_close", from: StateClosed, event: EventAutoClose, disp: fsm.Ignored, to: StateClosed, reason: "a late timer after the door was closed by hand", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{rule: "closed_kick", from: StateClosed, event: EventKick, disp: fsm.Moved, to: StateBroken, effects: []string{"runtime: stop auto_close", "raise vanish"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"stop auto_close"}}, raises: true},
+	{rule: "closed_vanish", from: StateClosed, event: EventVanish, disp: fsm.Moved, to: StateLost, effects: []string{"runtime: stop auto_close"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"stop auto_close"}}},
+	{rule: "open_open_door", from: StateOpen, event: EventOpenDoor, disp: fsm.Stayed, to: StateOpen, effects: []string{"do ring_bell"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do ring_bell"}, fsm.RoleRuntime: {"do ring_bell"}}},
+	{rule: "open_close_door", from: StateOpen, event: EventCloseDoor, disp: fsm.Moved, to: StateClosed, effects: []string{"runtime: stop auto_close"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"stop auto_close"}}},
+	{rule: "open_lock", from: StateOpen, event: EventLock, disp: fsm.Rejected, to: StateOpen, reason: "cannot lock an open door", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{rule: "open_auto_close", from: StateOpen, event: EventAutoClose, disp: fsm.Moved, to: StateClosed, logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{rule: "closed_kick", from: StateOpen, event: EventKick, disp: fsm.Moved, to: StateBroken, effects: []string{"runtime: stop auto_close", "raise vanish"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"stop auto_close"}}, raises: true},
+	{rule: "closed_vanish", from: StateOpen, event: EventVanish, disp: fsm.Moved, to: StateLost, effects: []string{"runtime: stop auto_close"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"stop auto_close"}}},
+	{rule: "locked_open_door_if_has_key", from: StateLocked, event: EventOpenDoor, held: GuardSet(0).With(GuardHasKey), disp: fsm.Moved, to: StateRemoved, guard: GuardHasKey, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{rule: "locked_open_door", from: StateLocked, event: EventOpenDoor, disp: fsm.Rejected, to: StateLocked, reason: "locked", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{rule: "locked_close_door", from: StateLocked, event: EventCloseDoor, disp: fsm.Ignored, to: StateLocked, reason: "already locked", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{rule: "locked_close_door", from: StateLocked, event: EventLock, disp: fsm.Ignored, to: StateLocked, reason: "already locked", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{rule: "locked_close_door", from: StateLocked, event: EventAutoClose, disp: fsm.Ignored, to: StateLocked, reason: "already locked", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{rule: "closed_kick", from: StateLocked, event: EventKick, disp: fsm.Moved, to: StateBroken, effects: []string{"runtime: stop auto_close", "raise vanish"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"stop auto_close"}}, raises: true},
+	{rule: "closed_vanish", from: StateLocked, event: EventVanish, disp: fsm.Moved, to: StateLost, effects: []string{"runtime: stop auto_close"}, logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: {"stop auto_close"}}},
+	{rule: "removed_any", from: StateRemoved, event: EventOpenDoor, disp: fsm.Ignored, to: StateRemoved, reason: "the door is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{rule: "removed_any", from: StateRemoved, event: EventCloseDoor, disp: fsm.Ignored, to: StateRemoved, reason: "the door is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{rule: "removed_any", from: StateRemoved, event: EventLock, disp: fsm.Ignored, to: StateRemoved, reason: "the door is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{rule: "removed_any", from: StateRemoved, event: EventAutoClose, disp: fsm.Ignored, to: StateRemoved, reason: "the door is settled", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{rule: "removed_any", from: StateRemoved, event: EventKick, disp: fsm.Ignored, to: StateRemoved, reason: "the door is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{rule: "removed_any", from: StateRemoved, event: EventVanish, disp: fsm.Ignored, to: StateRemoved, reason: "the door is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{rule: "removed_any", from: StateBroken, event: EventOpenDoor, disp: fsm.Ignored, to: StateBroken, reason: "the door is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{rule: "removed_any", from: StateBroken, event: EventCloseDoor, disp: fsm.Ignored, to: StateBroken, reason: "the door is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{rule: "removed_any", from: StateBroken, event: EventLock, disp: fsm.Ignored, to: StateBroken, reason: "the door is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{rule: "removed_any", from: StateBroken, event: EventAutoClose, disp: fsm.Ignored, to: StateBroken, reason: "the door is settled", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{rule: "removed_any", from: StateBroken, event: EventKick, disp: fsm.Ignored, to: StateBroken, reason: "the door is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{rule: "removed_any", from: StateBroken, event: EventVanish, disp: fsm.Ignored, to: StateBroken, reason: "the door is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{rule: "removed_any", from: StateLost, event: EventOpenDoor, disp: fsm.Ignored, to: StateLost, reason: "the door is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{rule: "removed_any", from: StateLost, event: EventCloseDoor, disp: fsm.Ignored, to: StateLost, reason: "the door is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{rule: "removed_any", from: StateLost, event: EventLock, disp: fsm.Ignored, to: StateLost, reason: "the door is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{rule: "removed_any", from: StateLost, event: EventAutoClose, disp: fsm.Ignored, to: StateLost, reason: "the door is settled", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
+	{rule: "removed_any", from: StateLost, event: EventKick, disp: fsm.Ignored, to: StateLost, reason: "the door is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
+	{rule: "removed_any", from: StateLost, event: EventVanish, disp: fsm.Ignored, to: StateLost, reason: "the door is settled", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
 }
 
 type pathStep struct {
@@ -188,9 +188,9 @@ func TestTableMatchesSpec(t *testing.T) {
 // handles its event, through that role's machine and hooks.
 func TestEveryCell(t *testing.T) {
 	for _, c := range cellCases {
-		where := fmt.Sprintf("%s:%d: %s on %s", specFile, c.line, c.from, c.event)
+		where := fmt.Sprintf("%s: rule %s: %s on %s", specFile, c.rule, c.from, c.event)
 		step, trErr := Transition(c.from, c.event, c.held)
-		require.Equal(t, c.line, step.Line(), where)
+		require.Equal(t, c.rule, step.Rule(), where)
 		require.Equal(t, c.from, step.From(), where)
 		require.Equal(t, c.event, step.Event(), where)
 		require.Equal(t, c.disp, step.Disposition(), where)
