@@ -26,7 +26,9 @@
 // for each thing it really did (its start with the Turn's text, each
 // active input it took, each decision it read, its done with what it
 // said), each line written before the agent tells the adapter, so the log
-// never misses something the adapter saw. The chaos checker
+// never misses something the adapter saw. With ECHO_AGENT_PACE_MS set, it
+// waits that long before each delta, so a Turn lasts long enough for
+// faults to hit it midway. The chaos checker
 // (internal/chaos) compares it with what Core recorded.
 //
 // Two rules of the exec adapter it follows: every interaction ID is unique
@@ -40,7 +42,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
+	"time"
 	"unicode"
 )
 
@@ -80,10 +84,14 @@ type agent struct {
 	said    strings.Builder
 	failed  bool
 	log     *actionLog
+	pace    time.Duration
 }
 
 func main() {
 	a := &agent{in: bufio.NewScanner(os.Stdin), out: json.NewEncoder(os.Stdout), log: openActionLog(os.Getenv("ECHO_AGENT_LOG"))}
+	if ms, err := strconv.Atoi(os.Getenv("ECHO_AGENT_PACE_MS")); err == nil && ms > 0 {
+		a.pace = time.Duration(ms) * time.Millisecond
+	}
 	a.in.Buffer(make([]byte, 64<<10), 4<<20)
 	first, ok := a.next()
 	if !ok || first.Type != "input" {
@@ -246,6 +254,7 @@ func (a *agent) tool(said string) {
 
 func (a *agent) say(text string) {
 	if text != "" {
+		time.Sleep(a.pace)
 		a.said.WriteString(text)
 		a.send("delta", map[string]any{"delta": text})
 	}
