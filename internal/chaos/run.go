@@ -24,6 +24,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/agentwire/agentwire/core/store"
 )
 
 // PlacementTimeout is Core's placement timeout in the run: short, so a
@@ -54,19 +56,25 @@ type Config struct {
 
 // Result is what a run did and what the checker found.
 type Result struct {
-	Turns      int            // Turns in the store
-	ByState    map[string]int // "completed", "failed/event_stream_incomplete", ...
-	Kills      map[string]int // by process
-	Cuts       int
-	Answers    int64
-	Inputs     int64
-	Cancels    int64
-	Writes     int64
-	GaveUp     int   // Turns the driver stopped following before they ended
-	Replaced   int64 // Sessions replaced after a Turn failed unplaceable
-	CoreGens   int
-	Duration   time.Duration
-	Violations []Violation
+	Turns    int            // Turns in the store
+	ByState  map[string]int // "completed", "failed/event_stream_incomplete", ...
+	Kills    map[string]int // by process
+	Cuts     int
+	Answers  int64
+	Inputs   int64
+	Cancels  int64
+	Writes   int64
+	GaveUp   int   // Turns the driver stopped following before they ended
+	Replaced int64 // Sessions replaced after a Turn failed unplaceable
+	// LateCancels counts Turns that failed cancel_unconfirmed although an
+	// applied cancellation receipt arrived after Core's 15 s bound.
+	LateCancels int
+	// What the checker read: Core's frames, the agents' records and the
+	// execution_start frames among the frames.
+	Frames, AgentRecords, Starts int
+	CoreGens                     int
+	Duration                     time.Duration
+	Violations                   []Violation
 }
 
 // Run runs the chaos and checks it.
@@ -215,6 +223,15 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			k += "/" + t.Turn.Outcome.Reason
 		}
 		res.ByState[k]++
+		if t.Turn.Outcome.Reason == "cancel_unconfirmed" && lateApplied(t.Events) {
+			res.LateCancels++
+		}
+	}
+	res.Frames, res.AgentRecords = len(ev.Frames), len(ev.Agent)
+	for _, f := range ev.Frames {
+		if f.Dir == "out" && f.Type == "execution_start" {
+			res.Starts++
+		}
 	}
 	res.Violations = Check(ev)
 	res.Duration = time.Since(start)
@@ -315,6 +332,10 @@ func (r Result) Report(out io.Writer, seed uint64) {
 	}
 	fmt.Fprintf(out, "chaos: kills core=%d dev-1=%d dev-2=%d, cuts %d; answers %d, inputs %d, cancels %d, writes %d; driver gave up on %d; Sessions replaced %d\n",
 		r.Kills["core"], r.Kills["dev-1"], r.Kills["dev-2"], r.Cuts, r.Answers, r.Inputs, r.Cancels, r.Writes, r.GaveUp, r.Replaced)
+	fmt.Fprintf(out, "chaos: checked %d frames of %d Core transcripts (%d execution_start) and %d agent records\n", r.Frames, r.CoreGens, r.Starts, r.AgentRecords)
+	if r.LateCancels > 0 {
+		fmt.Fprintf(out, "chaos: %d Turns failed cancel_unconfirmed whose applied cancellation receipt came after Core's 15 s bound\n", r.LateCancels)
+	}
 	for _, v := range r.Violations {
 		fmt.Fprintf(out, "chaos: VIOLATION (seed %d) %s\n", seed, v)
 	}
@@ -323,4 +344,15 @@ func (r Result) Report(out io.Writer, seed uint64) {
 	} else {
 		fmt.Fprintf(out, "chaos: every property holds\n")
 	}
+}
+
+// lateApplied reports whether a journal holds an applied cancellation
+// receipt that arrived after the Turn was already failed cancel_unconfirmed.
+func lateApplied(events []store.Event) bool {
+	for _, ev := range events {
+		if ev.Type == "late_cancel_receipt" && strings.Contains(string(ev.Payload), `"applied":true`) {
+			return true
+		}
+	}
+	return false
 }

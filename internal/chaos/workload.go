@@ -82,12 +82,20 @@ func (w *workload) run(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			completed := false // a Turn of s completed: its native Session ID is recorded
 			for n := i; n < w.turns; n += len(w.sessions) {
 				if ctx.Err() != nil {
 					return
 				}
-				if w.turn(ctx, s, n) == "unplaceable" {
-					s = w.replace(ctx, s)
+				state, reason := w.turn(ctx, s, n)
+				switch {
+				case state == "completed":
+					completed = true
+				case reason == "unplaceable" || (state != "" && !completed):
+					// Without a recorded native Session ID the Session's
+					// next Turn would wait for the placement timeout and
+					// fail unplaceable; replacing it at once saves that.
+					s, completed = w.replace(ctx, s), false
 				}
 				w.finished.Add(1)
 			}
@@ -96,8 +104,8 @@ func (w *workload) run(ctx context.Context) {
 	wg.Wait()
 }
 
-// replace gives a Session that cannot go on a successor on the same
-// Environment.
+// replace gives a Session that cannot go on (or may not) a successor on
+// the same Environment.
 //
 // decision: a Session whose started Turn was interrupted before done has
 // no native Session ID, and echo-agent does not declare
@@ -137,8 +145,9 @@ func (w *workload) sessionIDs() []string {
 }
 
 // turn creates Turn n in Session s and follows it to its end; it returns
-// the failure reason the Turn ended with ("" otherwise).
-func (w *workload) turn(ctx context.Context, s sessionRef, n int) string {
+// the state and failure reason the Turn ended with ("" when the driver did
+// not see it end).
+func (w *workload) turn(ctx context.Context, s sessionRef, n int) (string, string) {
 	p, _ := w.plan(n)
 	c := w.clients[s.Project]
 	tag := fmt.Sprintf("t%04d", n)
@@ -181,7 +190,7 @@ func (w *workload) turn(ctx context.Context, s sessionRef, n int) string {
 		return false // not created: submit it again
 	})
 	if !ok {
-		return ""
+		return "", ""
 	}
 	w.submitted.Add(1)
 	w.mu.Lock()
@@ -193,12 +202,12 @@ func (w *workload) turn(ctx context.Context, s sessionRef, n int) string {
 // follow reads the Turn's event stream (resuming after the last event
 // across Core restarts), answers its question, sends its input and
 // cancels it when the plan says so, until the stream reports a terminal
-// status or the budget ends. It returns the failure reason the Turn ended
-// with.
-func (w *workload) follow(ctx context.Context, c *client, tr *turnRun, p plan) string {
+// status or the budget ends. It returns the state and failure reason the
+// Turn ended with.
+func (w *workload) follow(ctx context.Context, c *client, tr *turnRun, p plan) (string, string) {
 	deadline := time.Now().Add(w.turnBudget)
 	var after int64
-	reason := ""
+	state, reason := "", ""
 	events, ended := 0, false
 	answered := map[string]bool{}
 	sent, cancelled := false, false
@@ -224,7 +233,7 @@ func (w *workload) follow(ctx context.Context, c *client, tr *turnRun, p plan) s
 				}
 				_ = json.Unmarshal([]byte(ev.Data), &st)
 				w.observe(tr.ID, st.State)
-				reason = st.Reason
+				state, reason = st.State, st.Reason
 				ended = true
 				return false
 			case "end", "error":
@@ -247,7 +256,7 @@ func (w *workload) follow(ctx context.Context, c *client, tr *turnRun, p plan) s
 			if st, why := w.state(ctx, c, tr.ID); st != "" {
 				w.observe(tr.ID, st)
 				if terminal(st) {
-					ended, reason = true, why
+					ended, state, reason = true, st, why
 				}
 			}
 			select {
@@ -258,7 +267,7 @@ func (w *workload) follow(ctx context.Context, c *client, tr *turnRun, p plan) s
 		}
 	}
 	tr.GaveUp = !ended
-	return reason
+	return state, reason
 }
 
 func (w *workload) answer(ctx context.Context, c *client, turnID, interactionID string, approve bool) {
