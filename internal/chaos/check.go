@@ -272,9 +272,11 @@ func (c *checker) replays() {
 				InputID string `json:"input_id"`
 			}
 			_ = json.Unmarshal(f.Payload, &p)
-			steers[f.ID+"/"+p.InputID]++
-			if steers[f.ID+"/"+p.InputID] == 2 {
-				c.fail(c.turnOfRun[f.ID], PropReplay, "input %s was delivered again to Run %s (Core generation %d)", p.InputID, f.ID, f.Gen)
+			// Input IDs are unique across the run (the Turn's tag is in
+			// them), so a second delivery to any Run is a replay.
+			steers[p.InputID]++
+			if steers[p.InputID] == 2 {
+				c.fail(c.turnOfInput(p.InputID), PropReplay, "input %s was delivered again, to Run %s (Core generation %d)", p.InputID, f.ID, f.Gen)
 			}
 		}
 	}
@@ -283,12 +285,13 @@ func (c *checker) replays() {
 		if a.Ev == "input" {
 			taken[a.InputID]++
 			if taken[a.InputID] == 2 {
-				c.fail(c.turnOfRun[a.RunID], PropReplay, "input %s reached an agent twice (device %s, Run %s)", a.InputID, a.Device, a.RunID)
+				c.fail(c.turnOfInput(a.InputID), PropReplay, "input %s reached an agent twice (device %s, Run %s)", a.InputID, a.Device, a.RunID)
 			}
 		}
 	}
 	steps := map[string]int{}
 	begun := map[string]bool{}
+	paths := map[string]int{}
 	for _, f := range c.e.Frames {
 		if f.Dir != "out" || (f.Type != "runtime_prepare" && f.Type != "workspace_write") {
 			continue
@@ -296,6 +299,7 @@ func (c *checker) replays() {
 		var p struct {
 			Step   string `json:"step"`
 			Offset int64  `json:"offset"`
+			Path   string `json:"path"`
 		}
 		_ = json.Unmarshal(f.Payload, &p)
 		what := "initialization transfer"
@@ -309,6 +313,14 @@ func (c *checker) replays() {
 			c.fail("", PropReplay, "%s %s: step %s at offset %d sent again (Core generation %d, device %s)", what, f.ID, p.Step, p.Offset, f.Gen, f.Device)
 		case p.Step == "begin":
 			begun[f.Type+"/"+f.ID] = true
+			// The workload writes each path once: a second mutation of it,
+			// under any ID, is a write sent again.
+			if f.Type == "workspace_write" {
+				paths[p.Path]++
+				if paths[p.Path] == 2 {
+					c.fail("", PropReplay, "workspace mutation of %s begun again as %s (Core generation %d)", p.Path, f.ID, f.Gen)
+				}
+			}
 		case !begun[f.Type+"/"+f.ID] && (p.Step == "chunk" || p.Step == "commit"):
 			c.fail("", PropReplay, "%s %s: %s without its begin: an interrupted transfer resumed (Core generation %d)", what, f.ID, p.Step, f.Gen)
 		}
@@ -357,6 +369,13 @@ func (c *checker) starts() {
 			c.fail(c.turnOfTag[tag], PropStartOnce, "the agent was started %d times: %s", len(started[tag]), strings.Join(started[tag], ", "))
 		}
 	}
+}
+
+// turnOfInput is the Turn an input ID belongs to: the workload's input
+// IDs are the Turn's tag and "-in1".
+func (c *checker) turnOfInput(inputID string) string {
+	tag, _, _ := strings.Cut(inputID, "-")
+	return c.turnOfTag[tag]
 }
 
 // firstText is the first text part of an ordered MessageInput (JSON).

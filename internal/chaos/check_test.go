@@ -120,6 +120,16 @@ func TestCheckFindsEachViolation(t *testing.T) {
 		{"an initialization chunk sent twice", func(e *Evidence) {
 			e.Frames = append(e.Frames, e.Frames[1])
 		}, PropReplay, ""},
+		{"a workspace write sent again under a new mutation ID", func(e *Evidence) {
+			e.Frames = append(e.Frames,
+				Frame{Gen: 1, Dir: "out", Type: "workspace_write", ID: "mut-1", Payload: json.RawMessage(`{"step":"begin","path":"chaos/t0001.txt"}`)},
+				Frame{Gen: 2, Dir: "out", Type: "workspace_write", ID: "mut-2", Payload: json.RawMessage(`{"step":"begin","path":"chaos/t0001.txt"}`)})
+		}, PropReplay, ""},
+		{"an input delivered again to another Run", func(e *Evidence) {
+			again := e.Frames[4]
+			again.ID = "run-2"
+			e.Frames = append(e.Frames, again)
+		}, PropReplay, "turn-1"},
 		{"a transfer resumed without its begin", func(e *Evidence) {
 			e.Frames = append(e.Frames, Frame{Gen: 2, Dir: "out", Type: "workspace_write", ID: "mut-1", Payload: json.RawMessage(`{"step":"commit"}`)})
 		}, PropReplay, ""},
