@@ -19,6 +19,10 @@ type Evidence struct {
 	Frames   []Frame
 	Agent    []AgentRecord
 	Observed map[string][]string // Turn ID -> terminal states the API reported, in order
+	// MustComplete are the recovery Turns, run after the faults on new
+	// Sessions with every process up: each must be completed ("" is one
+	// that could not be created).
+	MustComplete []string
 }
 
 // TurnRecord is one Turn as Core's store holds it.
@@ -73,6 +77,7 @@ const (
 	PropReplay     = "no_replay"       // no input, initialization, transfer or mutation sent twice
 	PropStartOnce  = "start_once"      // no execution_start sent twice for one Turn
 	PropAgentTruth = "agent_completed" // nothing reported completed (or accepted) that the agent did not do
+	PropRecovered  = "recovered"       // after the faults, a new Turn on each Environment completes
 )
 
 // honestUnknown are the failure reasons that say the native effect is
@@ -109,6 +114,7 @@ func Check(e Evidence) []Violation {
 	}
 	c.replays()
 	c.starts()
+	c.recovered()
 	sort.SliceStable(c.out, func(i, j int) bool { return c.out[i].TurnID < c.out[j].TurnID })
 	return c.out
 }
@@ -376,6 +382,24 @@ func (c *checker) starts() {
 func (c *checker) turnOfInput(inputID string) string {
 	tag, _, _ := strings.Cut(inputID, "-")
 	return c.turnOfTag[tag]
+}
+
+// recovered: each recovery Turn exists and completed.
+func (c *checker) recovered() {
+	state := map[string]store.TurnState{}
+	for _, tr := range c.e.Turns {
+		state[tr.Turn.ID] = tr.Turn.State
+	}
+	for _, id := range c.e.MustComplete {
+		switch st, ok := state[id]; {
+		case id == "":
+			c.fail("", PropRecovered, "a recovery Turn could not be created after the faults ended")
+		case !ok:
+			c.fail(id, PropRecovered, "the recovery Turn is not in the store")
+		case st != store.TurnCompleted:
+			c.fail(id, PropRecovered, "the recovery Turn, run with every process up and no cut, ended %s", st)
+		}
+	}
 }
 
 // firstText is the first text part of an ordered MessageInput (JSON).

@@ -133,6 +133,15 @@ func TestCheckFindsEachViolation(t *testing.T) {
 		{"a transfer resumed without its begin", func(e *Evidence) {
 			e.Frames = append(e.Frames, Frame{Gen: 2, Dir: "out", Type: "workspace_write", ID: "mut-1", Payload: json.RawMessage(`{"step":"commit"}`)})
 		}, PropReplay, ""},
+		{"a recovery Turn that did not complete", func(e *Evidence) {
+			e.Turns[0].Turn.State = store.TurnFailed
+			e.Turns[0].Turn.Outcome.Reason = store.ReasonEventStreamIncomplete
+			e.Observed = nil
+			e.MustComplete = []string{"turn-1"}
+		}, PropRecovered, "turn-1"},
+		{"a recovery Turn that could not be created", func(e *Evidence) {
+			e.MustComplete = []string{""}
+		}, PropRecovered, ""},
 		{"an execution_start the checker cannot tie to a Turn", func(e *Evidence) {
 			e.Frames[3].Payload = json.RawMessage(`{"run_id":"run-1","input":[]}`)
 		}, PropStartOnce, ""},

@@ -50,7 +50,7 @@ func NewProxy(target string, seed uint64, maxCuts int) (*Proxy, error) {
 // Addr is the proxy's address (host:port).
 func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
-// SetCutting turns cutting on or off for connections accepted from now on.
+// SetCutting turns cutting on or off, for open connections too.
 func (p *Proxy) SetCutting(on bool) {
 	p.mu.Lock()
 	p.on = on
@@ -145,6 +145,12 @@ func (p *Proxy) serve(down net.Conn, f fate) {
 	// cut cuts the connection unless the bound was reached; it reports
 	// whether it did.
 	cut := func() bool {
+		p.mu.Lock()
+		on := p.on
+		p.mu.Unlock()
+		if !on { // the quiet phase spares connections armed before it
+			return false
+		}
 		if p.Cuts.Add(1) > p.maxCuts {
 			p.Cuts.Add(-1)
 			return false

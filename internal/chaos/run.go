@@ -193,7 +193,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	select {
 	case <-workDone:
 	case <-ctx.Done():
+		fmt.Fprintf(cfg.Out, "chaos: the budget of %v ended before the workload did (%d of %d Turns submitted)\n", cfg.Budget, w.submitted.Load(), cfg.Turns)
 	}
+	// With the faults over, a new Session on each Environment must run a
+	// Turn to completion: the system recovered.
+	recovery := w.recover(ctx, cfg.Turns)
 	finalCtx, cancelFinal := context.WithTimeout(context.Background(), time.Minute)
 	w.finalStates(finalCtx)
 	cancelFinal()
@@ -233,6 +237,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			res.Starts++
 		}
 	}
+	ev.MustComplete = recovery
 	res.Violations = Check(ev)
 	res.Duration = time.Since(start)
 	return res, nil

@@ -406,3 +406,56 @@ func tagOf(text string) string {
 	}
 	return ""
 }
+
+// recover runs one Turn on a new Session of each Environment once the
+// faults are over, approved and with its input: with every process up and
+// no connection cut, each must complete. It returns their Turn IDs.
+func (w *workload) recover(ctx context.Context, n int) []string {
+	envs := map[string]sessionRef{}
+	for _, s := range w.sessions {
+		envs[s.Environment] = s
+	}
+	var (
+		mu  sync.Mutex
+		ids []string
+		wg  sync.WaitGroup
+	)
+	for _, s := range envs {
+		tag := n
+		n++
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fresh := w.replace(ctx, s)
+			if fresh.ID == s.ID {
+				return // no new Session: the Turn below would prove nothing
+			}
+			w.replaced.Add(-1) // not a replacement: a recovery Session
+			c := w.clients[s.Project]
+			tr := &turnRun{Tag: fmt.Sprintf("t%04d", tag), Session: fresh.ID}
+			if !retry(ctx, w.turnBudget, func() bool {
+				code, v := c.do(ctx, "POST", "/api/v1/sessions/"+fresh.ID+"/turns", textInput(tr.Tag+" echo these few words please"))
+				tr.ID, _ = v["id"].(string)
+				return code == 201 && tr.ID != ""
+			}) {
+				return
+			}
+			w.mu.Lock()
+			w.runs = append(w.runs, tr)
+			w.mu.Unlock()
+			mu.Lock()
+			ids = append(ids, tr.ID)
+			mu.Unlock()
+			w.follow(ctx, c, tr, plan{approve: true, input: true})
+		}()
+	}
+	wg.Wait()
+	if len(ids) < len(envs) {
+		// A recovery Turn that could not even be created is a failure to
+		// recover too; an empty ID makes the checker say so.
+		for range len(envs) - len(ids) {
+			ids = append(ids, "")
+		}
+	}
+	return ids
+}
