@@ -87,6 +87,13 @@ func (w *workload) run(ctx context.Context) {
 				if ctx.Err() != nil {
 					return
 				}
+				if p, _ := w.plan(n); p.write && !w.write(ctx, s, fmt.Sprintf("t%04d", n)) {
+					// A write without a success answer may hold the
+					// Session's mutation owner until an operator resolves
+					// it (daemon-protocol.txt:185): its Turns would wait
+					// session_busy for ever, so the workload moves on.
+					s, completed = w.replace(ctx, s), false
+				}
 				state, reason := w.turn(ctx, s, n)
 				switch {
 				case state == "completed":
@@ -151,9 +158,6 @@ func (w *workload) turn(ctx context.Context, s sessionRef, n int) (string, strin
 	p, _ := w.plan(n)
 	c := w.clients[s.Project]
 	tag := fmt.Sprintf("t%04d", n)
-	if p.write {
-		w.write(ctx, c, s, tag)
-	}
 	// echo-agent's default conversation asks its question and, approved,
 	// waits for an active input; a Turn the driver sends none to asks
 	// and ends (docs/exec-adapter.md, examples/echo-agent).
@@ -301,11 +305,13 @@ func (w *workload) cancel(ctx context.Context, c *client, turnID string) {
 
 // write puts one small file into the Session's workspace before a Turn:
 // a workspace mutation crossing the same cut connections. It is sent
-// once; an unanswered write is not retried (its outcome is unknown).
-func (w *workload) write(ctx context.Context, c *client, s sessionRef, tag string) {
+// once; an unanswered write is not retried (its outcome is unknown). It
+// reports whether Core answered with success.
+func (w *workload) write(ctx context.Context, s sessionRef, tag string) bool {
 	req := "/api/v1/sessions/" + s.ID + "/files/content?path=chaos/" + tag + ".txt"
-	c.doRaw(ctx, "PUT", req, []byte("written before "+tag+"\n"))
+	code := w.clients[s.Project].doRaw(ctx, "PUT", req, []byte("written before "+tag+"\n"))
 	w.writes.Add(1)
+	return code >= 200 && code < 300
 }
 
 // state is the Turn's public state and failure reason ("" when Core did
