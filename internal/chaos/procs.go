@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -70,13 +71,17 @@ func (p *proc) start() error {
 			}
 			got <- err
 		}()
+		var err error
 		select {
-		case err := <-got:
-			if err != nil {
-				return fmt.Errorf("start %s (see %s): %w", p.name, p.log, err)
-			}
+		case err = <-got:
 		case <-time.After(60 * time.Second):
-			return fmt.Errorf("start %s: not ready after 60 s (see %s)", p.name, p.log)
+			err = errors.New("not ready after 60 s")
+		}
+		if err != nil {
+			// Not serving: it must not outlive the run.
+			_ = cmd.Process.Signal(syscall.SIGKILL)
+			<-exited
+			return fmt.Errorf("start %s (see %s): %w", p.name, p.log, err)
 		}
 	}
 	go func() { _, _ = io.Copy(io.Discard, lines) }()
