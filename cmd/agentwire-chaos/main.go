@@ -29,6 +29,10 @@ func main() {
 	agent := flag.String("agent", "bin/echo-agent", "the echo-agent binary")
 	caps := flag.String("caps", "examples/echo-agent/capabilities.json", "the echo-agent's capabilities file")
 	flag.Parse()
+	if *turns < 1 || *turns > 9000 {
+		// Tags are t and four digits; the recovery Turns come after.
+		fail(*seed, fmt.Errorf("-turns must be from 1 to 9000, got %d", *turns))
+	}
 	if *seed == 0 {
 		*seed = uint64(time.Now().UnixNano()) % 1_000_000_000
 	}

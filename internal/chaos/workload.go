@@ -65,13 +65,15 @@ type plan struct {
 	write    bool
 }
 
-func (w *workload) plan(n int) (plan, *rand.Rand) {
+// plan draws Turn n's plan from its own stream of the seed, so a Turn's
+// plan does not depend on the order the Sessions' goroutines run in.
+func (w *workload) plan(n int) plan {
 	rng := rand.New(rand.NewPCG(w.seed, uint64(n)+1))
 	p := plan{approve: rng.IntN(5) != 0, input: rng.IntN(5) != 0, write: rng.IntN(10) == 0}
 	if rng.IntN(12) == 0 {
 		p.cancelAt = 1 + rng.IntN(6)
 	}
-	return p, rng
+	return p
 }
 
 // run drives every Session until its Turns are done or ctx ends.
@@ -87,7 +89,7 @@ func (w *workload) run(ctx context.Context) {
 				if ctx.Err() != nil {
 					return
 				}
-				if p, _ := w.plan(n); p.write && !w.write(ctx, s, fmt.Sprintf("t%04d", n)) {
+				if w.plan(n).write && !w.write(ctx, s, fmt.Sprintf("t%04d", n)) {
 					// A write without a success answer may hold the
 					// Session's mutation owner until an operator resolves
 					// it (daemon-protocol.txt:185): its Turns would wait
@@ -155,7 +157,7 @@ func (w *workload) sessionIDs() []string {
 // the state and failure reason the Turn ended with ("" when the driver did
 // not see it end).
 func (w *workload) turn(ctx context.Context, s sessionRef, n int) (string, string) {
-	p, _ := w.plan(n)
+	p := w.plan(n)
 	c := w.clients[s.Project]
 	tag := fmt.Sprintf("t%04d", n)
 	// echo-agent's default conversation asks its question and, approved,
