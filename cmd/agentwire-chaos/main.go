@@ -38,7 +38,8 @@ func main() {
 	}
 	fmt.Printf("chaos: seed %d (replay with: make chaos SEED=%d), %d Turns, at most %d kills and %d cuts, budget %v\n",
 		*seed, *seed, *turns, *kills, *cuts, *budget)
-	if *dir == "" {
+	temporary := *dir == ""
+	if temporary {
 		d, err := os.MkdirTemp("", "agentwire-chaos-")
 		if err != nil {
 			fail(*seed, err)
@@ -62,7 +63,13 @@ func main() {
 	}
 	res.Report(os.Stdout, *seed)
 	if len(res.Violations) > 0 {
+		fmt.Printf("chaos: the run is kept in %s\n", *dir)
 		os.Exit(1)
+	}
+	if temporary {
+		// Nothing to look into: a passing run's temporary directory goes
+		// (a run that failed to be carried out keeps it, as -dir does).
+		_ = os.RemoveAll(*dir)
 	}
 }
 
