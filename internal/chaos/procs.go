@@ -5,9 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -133,4 +137,47 @@ func freeAddr() (string, error) {
 	}
 	addr := ln.Addr().String()
 	return addr, ln.Close()
+}
+
+// child picks one live child process of the current generation (an agent
+// the Runtime started), by reading /proc; 0 when it has none. Only
+// processes this run started are ever picked.
+func (p *proc) child(rng *rand.Rand) int {
+	p.mu.Lock()
+	cmd := p.cmd
+	p.mu.Unlock()
+	if cmd == nil || cmd.Process == nil {
+		return 0
+	}
+	parent := cmd.Process.Pid
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	var kids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so read after
+		// its closing parenthesis.
+		i := strings.LastIndexByte(string(b), ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(parent) {
+			kids = append(kids, pid)
+		}
+	}
+	if len(kids) == 0 {
+		return 0
+	}
+	slices.Sort(kids)
+	return kids[rng.IntN(len(kids))]
 }

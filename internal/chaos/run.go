@@ -23,6 +23,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/agentwire/agentwire/core/store"
@@ -243,8 +244,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	return res, nil
 }
 
-// chaosLoop SIGKILLs a random process (Core, or a Runtime) at random
-// moments and starts it again after a random pause, until ctx ends, the
+// chaosLoop SIGKILLs a random process (Core 40 %, a Runtime 20 % each, an
+// agent a Runtime started 20 %) at random moments and starts it (Core or
+// the Runtime) again after a random pause, until ctx ends, the
 // workload is done or cfg.Kills is reached. It returns the number of kills.
 func chaosLoop(ctx context.Context, cfg Config, core *proc, runtimes []*proc, done <-chan struct{}, w *workload, kills map[string]int) (int, error) {
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0xc4a05))
@@ -261,8 +263,21 @@ func chaosLoop(ctx context.Context, cfg Config, core *proc, runtimes []*proc, do
 			return n, nil
 		case <-time.After(pause):
 		}
+		r := rng.IntN(10)
+		if r >= 8 {
+			// An agent dies on its own: its Runtime is still there to
+			// report the Turn, which must not be completed (the agent
+			// never logged done).
+			rt := runtimes[r%2]
+			if pid := rt.child(rng); pid > 0 && syscall.Kill(pid, syscall.SIGKILL) == nil {
+				n++
+				kills["agent"]++
+				fmt.Fprintf(cfg.Out, "chaos: kill %d: an agent of %s (pid %d) at %d submitted\n", n, rt.name, pid, w.submitted.Load())
+			}
+			continue
+		}
 		victim := core
-		if r := rng.IntN(10); r >= 4 {
+		if r >= 4 {
 			victim = runtimes[r%2]
 		}
 		down := time.Duration(rng.IntN(1500)) * time.Millisecond
@@ -335,8 +350,8 @@ func (r Result) Report(out io.Writer, seed uint64) {
 	for _, s := range states {
 		fmt.Fprintf(out, "chaos:   %-40s %d\n", s, r.ByState[s])
 	}
-	fmt.Fprintf(out, "chaos: kills core=%d dev-1=%d dev-2=%d, cuts %d; answers %d, inputs %d, cancels %d, writes %d; driver gave up on %d; Sessions replaced %d\n",
-		r.Kills["core"], r.Kills["dev-1"], r.Kills["dev-2"], r.Cuts, r.Answers, r.Inputs, r.Cancels, r.Writes, r.GaveUp, r.Replaced)
+	fmt.Fprintf(out, "chaos: kills core=%d dev-1=%d dev-2=%d agent=%d, cuts %d; answers %d, inputs %d, cancels %d, writes %d; driver gave up on %d; Sessions replaced %d\n",
+		r.Kills["core"], r.Kills["dev-1"], r.Kills["dev-2"], r.Kills["agent"], r.Cuts, r.Answers, r.Inputs, r.Cancels, r.Writes, r.GaveUp, r.Replaced)
 	fmt.Fprintf(out, "chaos: checked %d frames of %d Core transcripts (%d execution_start) and %d agent records\n", r.Frames, r.CoreGens, r.Starts, r.AgentRecords)
 	if r.LateCancels > 0 {
 		fmt.Fprintf(out, "chaos: %d Turns failed cancel_unconfirmed whose applied cancellation receipt came after Core's 15 s bound\n", r.LateCancels)
