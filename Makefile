@@ -74,6 +74,23 @@ model-check:
 	$(GO) run ./cmd/agentwire check --bound ci --machines workspace_export --exports 2 --faults 2 --depth 16
 	$(GO) run ./cmd/agentwire check --bound ci --machines suspension --faults 0 --depth 20
 
+## chaos: a real Core (SQLite) and two real Runtimes (echo-agent through the exec adapter) run
+## CHAOS_TURNS Turns with active input and permission answers while a proxy cuts their connections
+## and Core and the Runtimes are SIGKILLed and restarted at random moments; then the checker proves
+## from the store, Core's transcripts and the agents' logs that no Turn was lost, invented or
+## replayed (docs/chaos.md). SEED=N replays a run's schedule (0: a new seed, printed).
+SEED ?= 0
+CHAOS_TURNS ?= 200
+CHAOS_KILLS ?= 20
+CHAOS_CUTS ?= 60
+CHAOS_BUDGET ?= 7m
+.PHONY: chaos
+chaos:
+	$(GO) build -o bin/agentwire ./cmd/agentwire
+	$(GO) build -o bin/echo-agent ./examples/echo-agent
+	$(GO) build -o bin/agentwire-chaos ./cmd/agentwire-chaos
+	bin/agentwire-chaos -seed $(SEED) -turns $(CHAOS_TURNS) -kills $(CHAOS_KILLS) -cuts $(CHAOS_CUTS) -budget $(CHAOS_BUDGET)
+
 ## model-check-long: a longer bound (two Runs, two inputs, two faults); counterexamples go to model-check-out/
 model-check-long:
 	$(GO) run ./cmd/agentwire check --bound long --out model-check-out

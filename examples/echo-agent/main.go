@@ -22,6 +22,15 @@
 //	/wait        wait until the Turn ends (it is cancelled)
 //	/fail TEXT   report an error with TEXT; done follows
 //
+// With ECHO_AGENT_LOG set to a file, the agent appends one JSON line to it
+// for each thing it really did (its start with the Turn's text, each
+// active input it took, each decision it read, its done with what it
+// said), each line written before the agent tells the adapter, so the log
+// never misses something the adapter saw. With ECHO_AGENT_PACE_MS set, it
+// waits that long before each delta, so a Turn lasts long enough for
+// faults to hit it midway. The chaos checker
+// (internal/chaos) compares it with what Core recorded.
+//
 // Two rules of the exec adapter it follows: every interaction ID is unique
 // per Turn (it carries the Run ID), and done reports a native Session ID
 // ("echo-" + the Session ID) that a later Turn of the Session resumes
@@ -33,7 +42,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
+	"time"
 	"unicode"
 )
 
@@ -70,10 +81,17 @@ type agent struct {
 	tools   int
 	steers  []line // active inputs read while waiting for something else
 	stopped bool   // stdin ended: the Turn is over
+	said    strings.Builder
+	failed  bool
+	log     *actionLog
+	pace    time.Duration
 }
 
 func main() {
-	a := &agent{in: bufio.NewScanner(os.Stdin), out: json.NewEncoder(os.Stdout)}
+	a := &agent{in: bufio.NewScanner(os.Stdin), out: json.NewEncoder(os.Stdout), log: openActionLog(os.Getenv("ECHO_AGENT_LOG"))}
+	if ms, err := strconv.Atoi(os.Getenv("ECHO_AGENT_PACE_MS")); err == nil && ms > 0 {
+		a.pace = time.Duration(ms) * time.Millisecond
+	}
 	a.in.Buffer(make([]byte, 64<<10), 4<<20)
 	first, ok := a.next()
 	if !ok || first.Type != "input" {
@@ -81,6 +99,8 @@ func main() {
 		os.Exit(2)
 	}
 	a.first = first
+	a.log.write(map[string]any{"ev": "start", "run_id": first.RunID, "session_id": first.SessionID, "pid": os.Getpid(),
+		"text": strings.Join(texts(first.Input), "\n\n")})
 	done := map[string]any{}
 	if first.SessionID != "" {
 		native := "echo-" + first.SessionID
@@ -88,7 +108,8 @@ func main() {
 			// Strict resume of a native Session this agent never reported:
 			// fail rather than start a new one (daemon-protocol.txt:60).
 			a.send("error", map[string]any{"error": "echo-agent: no native Session " + first.AgentSessionID, "code": "resource_not_found"})
-			a.send("done", done)
+			a.failed = true
+			a.finish(done)
 			return
 		}
 		done["metadata"] = map[string]any{"agent_session_id": native}
@@ -103,6 +124,13 @@ func main() {
 	for _, s := range a.steers {
 		a.send("input_rejected", map[string]any{"input_id": s.InputID, "code": "rejected", "error": "echo-agent: the Turn took no more input"})
 	}
+	a.finish(done)
+}
+
+// finish logs the end of the Turn, then sends done: a done the adapter
+// read is always in the log.
+func (a *agent) finish(done map[string]any) {
+	a.log.write(map[string]any{"ev": "done", "run_id": a.first.RunID, "stopped": a.stopped, "failed": a.failed, "content": a.said.String()})
 	a.send("done", done)
 }
 
@@ -144,9 +172,11 @@ func (a *agent) play(directives []string, text []string) {
 			}
 		case "/fail":
 			a.send("error", map[string]any{"error": rest})
+			a.failed = true
 			return
 		default:
 			a.send("error", map[string]any{"error": "echo-agent: unknown directive " + word})
+			a.failed = true
 			return
 		}
 	}
@@ -172,6 +202,7 @@ func (a *agent) ask() bool {
 		}
 		switch {
 		case l.Type == "permission_decision" && l.RequestID == id:
+			a.log.write(map[string]any{"ev": "decision", "run_id": a.first.RunID, "request_id": id, "approved": l.Approved})
 			return l.Approved
 		case l.Type == "prompt_steer":
 			a.steers = append(a.steers, l)
@@ -196,6 +227,7 @@ func (a *agent) await() {
 			}
 		}
 	}
+	a.log.write(map[string]any{"ev": "input", "run_id": a.first.RunID, "input_id": s.InputID, "text": strings.Join(texts(s.Input), "\n\n")})
 	a.send("input_accepted", map[string]any{"input_id": s.InputID})
 	a.tool(strings.Join(texts(s.Input), "\n\n"))
 }
@@ -222,6 +254,8 @@ func (a *agent) tool(said string) {
 
 func (a *agent) say(text string) {
 	if text != "" {
+		time.Sleep(a.pace)
+		a.said.WriteString(text)
 		a.send("delta", map[string]any{"delta": text})
 	}
 }
@@ -300,4 +334,38 @@ func words(s string) []string {
 		out = append(out, string(rs[start:]))
 	}
 	return out
+}
+
+// actionLog appends the agent's actions to ECHO_AGENT_LOG; nil logs nothing.
+type actionLog struct{ f *os.File }
+
+func openActionLog(path string) *actionLog {
+	if path == "" {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "echo-agent: log:", err)
+		os.Exit(1)
+	}
+	return &actionLog{f: f}
+}
+
+// write appends one line in one write(2) with O_APPEND, so the lines of
+// agents of concurrent Turns sharing the file never interleave. No fsync:
+// a line written is in the file once write returns, whatever process is
+// killed after; only a machine crash, which the chaos run does not cause,
+// could lose it.
+func (l *actionLog) write(rec map[string]any) {
+	if l == nil {
+		return
+	}
+	b, err := json.Marshal(rec)
+	if err == nil {
+		_, err = l.f.Write(append(b, '\n'))
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "echo-agent: log:", err)
+		os.Exit(1)
+	}
 }
