@@ -6,8 +6,9 @@
 // a single input in flight at Core, the Runtime bounds the native write and each receipt send,
 // written reports the write phase only, and accepted (native consumption) is the single fact that
 // advances Core's input cursor. Nothing is redelivered automatically. When the Run completes, the
-// Runtime holds done back for an unsettled input at most one drain budget (the write plus the send
-// budget, 15 seconds) in all.
+// Runtime holds done back for an input whose native write or receipt send still runs at most one
+// drain budget (the write plus the send budget, 15 seconds) in all; an input written and not
+// accepted by then is unknown.
 //
 // One instance per input ID (payload input_id of prompt_steer and prompt_steer_ack; the envelopes
 // carry the Run ID).
@@ -371,7 +372,7 @@ var Table = fsm.MustSeal(&fsm.Table{
 		{ID: "sent_prompt_steer", From: "sent, write_complete, refusing, written, settling, draining, unconfirmed", On: "prompt_steer", Reject: "the input is already in flight; there is no automatic redelivery"},
 		{ID: "sent_send_failed", From: "sent, write_complete, refusing, written, settling, draining, unconfirmed", On: "send_failed", Reject: "no prompt_steer is being sent; the input is already in flight"},
 		{ID: "written_native_accepted", From: "written", On: "native_accepted, input_refused", To: "settling", Effects: "runtime: start receipt_send, runtime: send prompt_steer_ack"},
-		{ID: "written_run_completing", From: "written", On: "run_completing", To: "draining", Effects: "runtime: start drain_wait"},
+		{ID: "written_run_completing", From: "written", On: "run_completing", To: "unknown"},
 		{ID: "refusing_run_settled", From: "refusing, written, settling", On: "run_settled", To: "unknown", Effects: "runtime: stop receipt_send, core: do mark_unknown"},
 		{ID: "written_ack_written", From: "written, settling, draining", On: "ack_written", Ignore: "the write phase was already confirmed"},
 		{ID: "written_native_write_done", From: "written", On: "native_write_done, receipt_send_failed", Ignore: "the native write already completed and no receipt is being sent"},
@@ -392,7 +393,7 @@ var Table = fsm.MustSeal(&fsm.Table{
 		{ID: "accepted_ack_written", From: "accepted, rejected, unknown", On: "ack_written, ack_accepted, ack_rejected, written_wait, native_write, receipt_send, drain_wait, send_failed, receipt_send_failed, run_completing, run_settled, native_write_done, native_accepted, input_refused, connection_lost", Ignore: "the input outcome is settled; late frames and deadlines change nothing"},
 		{ID: "accepted_any", From: "accepted, rejected, unknown", On: "*", Reject: "the input ID is settled; a new input needs a new input ID"},
 	},
-	Lines: []int{145, 152, 158, 161, 165, 170, 174, 179, 183, 189, 193, 199, 202, 206, 211, 217, 221, 225, 230, 235, 240, 244, 249, 252, 255, 259, 264, 273, 278, 288, 299, 302, 307, 311, 315, 319, 322, 325, 330, 335, 339, 345, 350, 354, 358, 364, 371, 375, 379, 384, 387, 400, 405},
+	Lines: []int{146, 153, 159, 162, 166, 171, 175, 180, 184, 190, 194, 200, 203, 207, 212, 218, 222, 226, 231, 236, 241, 245, 250, 253, 256, 260, 265, 274, 279, 289, 300, 303, 308, 312, 320, 324, 327, 330, 335, 340, 344, 350, 355, 359, 363, 369, 376, 380, 384, 389, 392, 405, 410},
 })
 
 // Step is what one event did: a read-only view of the table candidate that handled it, with From,

@@ -228,7 +228,7 @@ var cellCases = []cellCase{
 	{rule: "written_written_wait", from: StateWritten, event: EventNativeWrite, disp: fsm.Ignored, to: StateWritten, reason: "no write, send or drain deadline is running", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
 	{rule: "written_written_wait", from: StateWritten, event: EventReceiptSend, disp: fsm.Ignored, to: StateWritten, reason: "no write, send or drain deadline is running", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
 	{rule: "written_written_wait", from: StateWritten, event: EventDrainWait, disp: fsm.Ignored, to: StateWritten, reason: "no write, send or drain deadline is running", logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
-	{rule: "written_run_completing", from: StateWritten, event: EventRunCompleting, disp: fsm.Moved, to: StateDraining, effects: []string{"runtime: start drain_wait"}, logs: map[fsm.Role][]string{fsm.RoleRuntime: {"start drain_wait"}}},
+	{rule: "written_run_completing", from: StateWritten, event: EventRunCompleting, disp: fsm.Moved, to: StateUnknown, logs: map[fsm.Role][]string{fsm.RoleRuntime: nil}},
 	{rule: "sent_connection_lost", from: StateWritten, event: EventConnectionLost, disp: fsm.Moved, to: StateUnknown, effects: []string{"core: stop written_wait", "runtime: stop native_write", "runtime: stop receipt_send", "runtime: stop drain_wait", "core: do mark_unknown"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"stop written_wait", "do mark_unknown"}, fsm.RoleRuntime: {"stop native_write", "stop receipt_send", "stop drain_wait"}}},
 	{rule: "refusing_run_settled", from: StateWritten, event: EventRunSettled, disp: fsm.Moved, to: StateUnknown, effects: []string{"runtime: stop receipt_send", "core: do mark_unknown"}, logs: map[fsm.Role][]string{fsm.RoleCore: {"do mark_unknown"}}},
 	{rule: "sent_prompt_steer", from: StateSettling, event: EventPromptSteer, disp: fsm.Rejected, to: StateSettling, reason: "the input is already in flight; there is no automatic redelivery", logs: map[fsm.Role][]string{fsm.RoleCore: nil, fsm.RoleRuntime: nil}},
@@ -560,7 +560,7 @@ func TestNewRefusesMissingParts(t *testing.T) {
 	require.Error(t, err, "the Runtime arms timers")
 }
 
-// TestEffectError makes the Core's first hook of spec/input.yaml:145 fail: the state has moved,
+// TestEffectError makes the Core's first hook of spec/input.yaml:146 fail: the state has moved,
 // the error names the effect and the effects after it do not run.
 func TestEffectError(t *testing.T) {
 	rec := &recorder{fail: "start written_wait"}

@@ -188,11 +188,13 @@ func (s *Session) startRun(runID, env string, turn harness.Turn, exe harness.Exe
 			// (the input machine's drain_wait, write + send budgets) to
 			// settle before done closes the stream; the input module publishes
 			// done when the last one settles or its drain ends.
-			inFlight := s.inputs.InFlight(runID)
-			for _, id := range inFlight {
+			for _, id := range s.inputs.InFlight(runID) {
 				_ = d.Local(inputmod.Key(runID, id), fsm.EventID(input.EventRunCompleting), nil)
 			}
-			if len(inFlight) == 0 {
+			// An input written and not accepted settles at run_completing
+			// (no acceptance can come once the Turn settled), so what is in
+			// flight is read again after it.
+			if len(s.inputs.InFlight(runID)) == 0 {
 				s.publishDone(d, r)
 				return
 			}
