@@ -123,3 +123,14 @@ func capabilityNames() []string {
 	sort.Strings(out)
 	return out
 }
+
+// MustSupport is Supports for a declaration written in code, whose names
+// are fixed when it is compiled: a name that is not a capability panics,
+// as regexp.MustCompile does for a bad pattern.
+func MustSupport(names ...string) wire.AgentKindCapabilities {
+	c, err := Supports(names...)
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
