@@ -1,9 +1,3 @@
-// Package daemon is the Runtime daemon's connection supervisor: bootstrap,
-// the WebSocket dial, the heartbeat with the registered adapters'
-// declarations, permanent refusals, and reconnection with backoff and
-// jitter. Each physical connection gets a fresh driver and a fresh
-// execution Session; nothing is replayed across connections
-// (daemon-protocol.txt:19, :158).
 package daemon
 
 import (
