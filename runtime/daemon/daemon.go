@@ -32,11 +32,18 @@ type Config struct {
 	// WebSocket both go there.
 	CoreURL string
 	// DeviceID names this Runtime; Credential is the device credential
-	// Core issued for it.
-	DeviceID   string
-	Credential Credential
+	// Core issued for it. With Credential empty, Run reads it from
+	// CredentialFile (ReadCredentialFile), and a file it cannot use is a
+	// *Permanent error.
+	DeviceID       string
+	Credential     Credential
+	CredentialFile string
 	// Registry holds the Harnesses this Runtime runs, one per agent kind.
 	Registry *harness.Registry
+	// Harnesses are registered by Run before it connects, into Registry
+	// (a new one when Registry is nil); a declaration the registry refuses
+	// stops Run with its error. Either field, or both, may name them.
+	Harnesses []harness.Adapter
 	// Logger receives the daemon's logs (default slog.Default()).
 	Logger *slog.Logger
 	// HTTPClient makes every connection to Core: the bootstrap request
@@ -122,8 +129,23 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.MaxBackoff == 0 {
 		cfg.MaxBackoff = 30 * time.Second
 	}
+	if cfg.Registry == nil && len(cfg.Harnesses) > 0 {
+		cfg.Registry = harness.NewRegistry()
+	}
 	if cfg.Registry == nil {
-		return errors.New("daemon: no adapter registry")
+		return errors.New("daemon: no Harness: set Config.Harnesses or Config.Registry")
+	}
+	for _, a := range cfg.Harnesses {
+		if err := cfg.Registry.Register(a); err != nil {
+			return fmt.Errorf("daemon: Config.Harnesses: %w", err)
+		}
+	}
+	if cfg.Credential.Empty() && cfg.CredentialFile != "" {
+		c, err := ReadCredentialFile(cfg.CredentialFile, cfg.DeviceID)
+		if err != nil {
+			return &Permanent{What: err.Error(), Fix: "pass the file agentwire core credential issue --kind device wrote for this device, readable by its owner only"}
+		}
+		cfg.Credential = c
 	}
 	if cfg.Credential.Empty() {
 		return &Permanent{What: "no credential", Fix: "pass --credential-file with the daemon credential"}

@@ -14,12 +14,15 @@
 //     the capabilities harness.EveryTurn lists for every Turn, steering
 //     among them, so an Executor also implements harness.Steerer; the
 //     other optional operations are declared in the harness package next
-//     to Executor, each with the capabilities it backs.
-//  2. Register it: harness.NewRegistry, then Registry.Register, which
-//     refuses a declaration with an undecided field.
+//     to Executor, each with the capabilities it backs. harness.Inbox is
+//     a ready Steerer for a Turn that takes steered input as more input.
+//  2. Register it: list it in Config.Harnesses, or register it in a
+//     harness.Registry (Config.Registry); either refuses a declaration
+//     with an undecided field.
 //  3. Configure: Config names Core (CoreURL), this device (DeviceID) and
-//     its Credential, issued by Core for the device (NewCredential wraps
-//     the secret; it never prints). Optional fields choose the logger,
+//     its credential, issued by Core for the device: Credential
+//     (NewCredential wraps the secret; it never prints) or
+//     CredentialFile (ReadCredentialFile). Optional fields choose the logger,
 //     the HTTP client every connection to Core goes through (a custom
 //     dialer, proxy or TLS setting goes in its Transport), the version
 //     reported to Core, the Environments (workspaces) served and the

@@ -13,25 +13,17 @@ import (
 
 // A Runtime serving one Harness until interrupted. The script adapter
 // stands in for your own harness.Adapter (examples/embed-runtime writes
-// one); the credential is the secret `agentwire core credential issue
-// --kind device` printed for this device.
+// one); the credential file is what `agentwire core credential issue
+// --kind device --device dev-1` printed.
 func ExampleRun() {
-	reg := harness.NewRegistry()
-	if err := reg.Register(script.New(script.Script{Steps: []script.Step{{Echo: true}}})); err != nil {
-		log.Fatal(err)
-	}
-	secret, err := os.ReadFile("dev-1.credential")
-	if err != nil {
-		log.Fatal(err)
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	err = daemon.Run(ctx, daemon.Config{
-		CoreURL:    "http://127.0.0.1:8080",
-		DeviceID:   "dev-1",
-		Credential: daemon.NewCredential(string(secret)),
-		Registry:   reg,
-		Version:    "my-runtime/1.2.0",
+	err := daemon.Run(ctx, daemon.Config{
+		CoreURL:        "http://127.0.0.1:8080",
+		DeviceID:       "dev-1",
+		CredentialFile: "dev-1.credential",
+		Harnesses:      []harness.Adapter{script.New(script.Script{Steps: []script.Step{{Echo: true}}})},
+		Version:        "my-runtime/1.2.0",
 	})
 	if err != nil {
 		log.Fatal(err)

@@ -22,7 +22,8 @@
 // wire.Done; Close releases the native resource. The optional operations
 // (optional.go) are interfaces the Executor also implements: Steerer for
 // active input, which every Turn requires, and Decider for answers to the
-// questions a Turn asks. The daemon checks a request against the Turn's
+// questions a Turn asks. Inbox is a Steerer to embed for a Turn that takes
+// steered input as more input when it is ready for it. The daemon checks a request against the Turn's
 // declaration snapshot before it calls any of them, and the gate
 // functions (CheckConfiguration, CheckSteer, CheckAnswer) let an adapter
 // run the same check on its side.
