@@ -121,3 +121,21 @@ func TestInboxLosesNothingAcceptedUnderRace(t *testing.T) {
 	}
 	assert.Equal(t, written, accepted)
 }
+
+// An Executor whose Turn reads steered input when it has finished what it
+// was given: Finish ends the Turn only once nothing waits.
+func ExampleInbox() {
+	var b harness.Inbox
+	b.Begin(harness.Turn{RunID: "run-1", Declaration: harness.Declaration{Capabilities: harness.MustSupport("steering")},
+		Notify: func(n harness.InputNotice) { fmt.Println("accepted", n.InputID, n.Accepted) }})
+	defer b.End()
+	_ = b.Steer(context.Background(), "run-1", "in-1", text("louder"))
+	for !b.Finish() {
+		fmt.Println("took", b.Take().Text())
+	}
+	fmt.Println(b.Steer(context.Background(), "run-1", "in-2", text("late")))
+	// Output:
+	// accepted in-1 true
+	// took louder
+	// harness: the Run is not active
+}
