@@ -1,9 +1,3 @@
-// Package daemon is the Runtime daemon's connection supervisor: bootstrap,
-// the WebSocket dial, the heartbeat with the registered adapters'
-// declarations, permanent refusals, and reconnection with backoff and
-// jitter. Each physical connection gets a fresh driver and a fresh
-// execution Session; nothing is replayed across connections
-// (daemon-protocol.txt:19, :158).
 package daemon
 
 import (
@@ -27,18 +21,44 @@ import (
 	"github.com/agentwire/agentwire/wire"
 )
 
-// Version is the daemon's build version that heartbeats report.
+// Version is agentwire's own daemon version: what heartbeats and the
+// bootstrap User-Agent report when Config.Version is empty.
 const Version = "0.1.0"
 
-// Config configures the daemon.
+// Config configures the daemon. Only CoreURL, DeviceID, Credential and
+// Registry are required; every other field has a working default.
 type Config struct {
-	CoreURL    string
-	DeviceID   string
-	Credential Credential
-	Registry   *harness.Registry
-	Logger     *slog.Logger
+	// CoreURL is Core's base URL (http or https); bootstrap and the
+	// WebSocket both go there.
+	CoreURL string
+	// DeviceID names this Runtime; Credential is the device credential
+	// Core issued for it. With Credential empty, Run reads it from
+	// CredentialFile (ReadCredentialFile), and a file it cannot use is a
+	// *Permanent error.
+	DeviceID       string
+	Credential     Credential
+	CredentialFile string
+	// Registry holds the Harnesses this Runtime runs, one per agent kind.
+	Registry *harness.Registry
+	// Harnesses are registered by Run before it connects, into Registry
+	// (a new one when Registry is nil); a declaration the registry refuses
+	// stops Run with its error. Either field, or both, may name them.
+	Harnesses []harness.Adapter
+	// Logger receives the daemon's logs (default slog.Default()).
+	Logger *slog.Logger
+	// HTTPClient makes every connection to Core: the bootstrap request
+	// and the WebSocket upgrade go through its Transport, so a custom
+	// dialer, proxy or TLS configuration set there (an *http.Transport's
+	// DialContext, Proxy, TLSClientConfig) applies to both. Its Timeout
+	// bounds each request (bootstrap, the upgrade handshake), never the
+	// open WebSocket. Default: an http.Client with a 30 s timeout.
 	HTTPClient *http.Client
-	Clock      peer.Clock
+	// Version is the embedder's own version, reported as daemon_version
+	// in every heartbeat and in the bootstrap User-Agent
+	// ("agentwire-daemon/VERSION"); default Version.
+	Version string
+	// Clock drives timers and heartbeats (default the system clock).
+	Clock peer.Clock
 	// MinBackoff and MaxBackoff bound the wait before a reconnection
 	// (defaults 500 ms and 30 s); each wait is drawn with full jitter.
 	MinBackoff, MaxBackoff time.Duration
@@ -97,14 +117,35 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Clock == nil {
 		cfg.Clock = peer.SystemClock()
 	}
+	if cfg.Version == "" {
+		cfg.Version = Version
+	}
+	if err := checkVersion(cfg.Version); err != nil {
+		return err
+	}
 	if cfg.MinBackoff == 0 {
 		cfg.MinBackoff = 500 * time.Millisecond
 	}
 	if cfg.MaxBackoff == 0 {
 		cfg.MaxBackoff = 30 * time.Second
 	}
+	if cfg.Registry == nil && len(cfg.Harnesses) > 0 {
+		cfg.Registry = harness.NewRegistry()
+	}
 	if cfg.Registry == nil {
-		return errors.New("daemon: no adapter registry")
+		return errors.New("daemon: no Harness: set Config.Harnesses or Config.Registry")
+	}
+	for _, a := range cfg.Harnesses {
+		if err := cfg.Registry.Register(a); err != nil {
+			return fmt.Errorf("daemon: Config.Harnesses: %w", err)
+		}
+	}
+	if cfg.Credential.Empty() && cfg.CredentialFile != "" {
+		c, err := ReadCredentialFile(cfg.CredentialFile, cfg.DeviceID)
+		if err != nil {
+			return &Permanent{What: err.Error(), Fix: "pass the file agentwire core credential issue --kind device wrote for this device, readable by its owner only"}
+		}
+		cfg.Credential = c
 	}
 	if cfg.Credential.Empty() {
 		return &Permanent{What: "no credential", Fix: "pass --credential-file with the daemon credential"}
@@ -192,6 +233,21 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 }
 
+// checkVersion refuses a Config.Version that cannot travel in the
+// User-Agent header: net/http would refuse every bootstrap with it, and the
+// daemon would retry a request that can never be sent.
+func checkVersion(v string) error {
+	if len(v) > 64 {
+		return fmt.Errorf("daemon: Config.Version is longer than 64 bytes")
+	}
+	for _, r := range v {
+		if r <= ' ' || r > '~' {
+			return fmt.Errorf("daemon: Config.Version %q holds a space or a character outside printable ASCII", v)
+		}
+	}
+	return nil
+}
+
 // backoff draws the wait before reconnection attempt n with full jitter.
 func backoff(minW, maxW time.Duration, n int) time.Duration {
 	ceil := minW
@@ -220,7 +276,7 @@ func connectOnce(ctx context.Context, cfg Config, sh shared) (live bool, err err
 	defer sess.Close()
 	ch := &connHooks{cfg: cfg, sess: sess, down: down}
 	app := &app{conn: ch, sess: sess}
-	b, err := bootstrap(ctx, cfg.HTTPClient, cfg.CoreURL, cfg.DeviceID, cfg.Credential, Version)
+	b, err := bootstrap(ctx, cfg.HTTPClient, cfg.CoreURL, cfg.DeviceID, cfg.Credential, cfg.Version)
 	if err != nil {
 		return false, err
 	}
@@ -373,7 +429,7 @@ func (h *connHooks) heartbeat() wire.Heartbeat {
 		// (wire-reference.md §2.3); a Core reads it as information only and
 		// takes any integer, seconds or milliseconds (wire.Heartbeat.TS).
 		TS: h.cfg.Clock.Now().Unix(), ActiveRequests: h.sess.Active(),
-		DaemonVersion: Version, SupportedAgentKinds: h.cfg.Registry.Kinds(),
+		DaemonVersion: h.cfg.Version, SupportedAgentKinds: h.cfg.Registry.Kinds(),
 	}
 }
 

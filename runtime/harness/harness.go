@@ -1,14 +1,3 @@
-// Package harness is the Harness adapter contract of the Runtime daemon:
-// what an adapter implements for the Executor and Turn lifecycle, and the
-// registry, keyed by agent kind, that the daemon's heartbeat and admission
-// read.
-//
-// A declaration describes one composed Runtime and Harness. It is
-// validated whole when the adapter registers (daemon-protocol.txt:23):
-// there is no implicit default, so a declaration with one undecided field
-// never reaches the registry. Each admitted Executor and Turn keeps the
-// declaration it was admitted with (Snapshot); a later registration cannot
-// add operations to an existing owner (daemon-protocol.txt:27).
 package harness
 
 import (

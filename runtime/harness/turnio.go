@@ -1,43 +1,15 @@
 package harness
 
 import (
-	"context"
 	"errors"
 
 	"github.com/agentwire/agentwire/wire"
 )
 
-// What Core sends to a Turn that is already running: active input
-// (prompt_steer) and the answers to the questions the Turn asked
-// (permission and user-choice decisions, function results). An Executor
-// takes them by implementing Steerer and Decider; the daemon checks the
-// Turn's declaration snapshot before it calls either (daemon-protocol.txt:27).
-
-// Steerer is an Executor whose running Turn accepts active input.
-type Steerer interface {
-	// Steer writes one active input natively into the running Turn runID.
-	// It returns nil once the native write completed (the "written" phase,
-	// daemon-protocol.txt:143), an error when it failed or ctx ended. The
-	// native acceptance is reported later through Turn.Notify.
-	Steer(ctx context.Context, runID, inputID string, in wire.MessageInput) error
-}
-
-// Decider is an Executor whose running Turn takes Core's answers.
-type Decider interface {
-	// Decide submits the answer natively; nil means it was applied, i.e.
-	// the interaction's operation settled (daemon-protocol.txt:145).
-	Decide(ctx context.Context, runID string, a Answer) error
-}
-
-// Answer is Core's answer to one open interaction. Exactly one of the
-// pointers is set.
-type Answer struct {
-	// InteractionID is the request ID, ask ID or call ID.
-	InteractionID string
-	Permission    *wire.PermissionDecision
-	Choice        *wire.PromptForUserChoiceDecision
-	Result        *wire.FunctionResult
-}
+// What a running Turn exchanges with the daemon besides Emit: the native
+// fate of an active input (Notify), the refusal of an operation on a Run
+// that is not running, and a withdrawn question. The optional operations
+// that deliver Core's input and answers are in optional.go.
 
 // InputNotice is the native fate of an active input after its write: the
 // adapter consumed it (Accepted) or refused it with a finite code.
