@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentwire/agentwire/runtime/daemon"
 )
 
 // --out writes the secret to a new 0600 file and never prints it: a device
@@ -34,12 +36,12 @@ func TestCredentialIssueOut(t *testing.T) {
 	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm())
 	raw, err := os.ReadFile(devFile)
 	require.NoError(t, err)
-	secret, err := credentialSecret(raw, "dev-1")
+	cred, err := daemon.ReadCredentialFile(devFile, "dev-1")
 	require.NoError(t, err, "the Runtime reads the file")
-	assert.NotEmpty(t, secret)
-	assert.NotContains(t, printed, secret)
-	_, err = credentialSecret(raw, "dev-2")
-	assert.ErrorContains(t, err, "not --device-id dev-2")
+	assert.False(t, cred.Empty())
+	assert.NotContains(t, printed, strings.TrimSpace(string(raw)))
+	_, err = daemon.ReadCredentialFile(devFile, "dev-2")
+	assert.ErrorContains(t, err, "not dev-2")
 
 	keyFile := filepath.Join(t.TempDir(), "project.key")
 	_, err = issue("--kind", "project", "--project", "p", "--out", keyFile)

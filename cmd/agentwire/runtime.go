@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -119,20 +118,9 @@ func runRuntime(args []string, _ io.Writer, stderr io.Writer) error {
 		return usageError(fs, "%v", err)
 	}
 	*core = base
-	raw, err := os.ReadFile(*credFile)
+	cred, err := daemon.ReadCredentialFile(*credFile, *device)
 	if err != nil {
-		return fmt.Errorf("runtime: cannot read the credential file: %w", errors.Unwrap(err))
-	}
-	if info, err := os.Stat(*credFile); err == nil && info.Mode().Perm()&0o004 != 0 {
-		// decision: a device credential any user of the machine can read
-		// lets any of them act as the device; refused rather than warned,
-		// with the one command that fixes it.
-		return fmt.Errorf("runtime: the credential file %s can be read by every user of this machine (mode %04o)\nto fix: chmod 600 %s",
-			*credFile, info.Mode().Perm(), *credFile)
-	}
-	secret, err := credentialSecret(raw, *device)
-	if err != nil {
-		return fmt.Errorf("runtime: --credential-file %s: %w", *credFile, err)
+		return fmt.Errorf("runtime: --credential-file: %w", err)
 	}
 	level := slog.LevelInfo
 	if *verbose {
@@ -172,7 +160,7 @@ func runRuntime(args []string, _ io.Writer, stderr io.Writer) error {
 	ctx, abandon, stop := shutdownSignals(logger)
 	defer stop()
 	err = daemon.Run(ctx, daemon.Config{
-		CoreURL: *core, DeviceID: *device, Credential: daemon.NewCredential(secret), Registry: reg, Clock: clock, Environments: envs, StateDir: *stateDir,
+		CoreURL: *core, DeviceID: *device, Credential: cred, Registry: reg, Clock: clock, Environments: envs, StateDir: *stateDir,
 		Logger: logger, Abandon: abandon, AbandonAfter: *abandonAfter, IdleTTL: *idleTTL,
 	})
 	var perm *daemon.Permanent
@@ -330,32 +318,6 @@ func codexAdapter(spec, path string, stderr io.Writer, hc harnessConfig) (harnes
 		return nil, fmt.Errorf("runtime: --harness %s: %w", spec, err)
 	}
 	return a, nil
-}
-
-// credentialSecret reads a credential file: the secret alone, or the JSON
-// object `agentwire core credential issue` prints, which must then be a
-// device credential for this device.
-func credentialSecret(raw []byte, device string) (string, error) {
-	text := strings.TrimSpace(string(raw))
-	if !strings.HasPrefix(text, "{") {
-		if text == "" {
-			return "", errors.New("the file is empty")
-		}
-		return text, nil
-	}
-	var c issued
-	if err := json.Unmarshal([]byte(text), &c); err != nil {
-		return "", fmt.Errorf("not the JSON credential issue prints: %w", err)
-	}
-	switch {
-	case c.Secret == "":
-		return "", errors.New("the JSON has no secret")
-	case c.Kind != "" && c.Kind != "device":
-		return "", fmt.Errorf("a %s credential is never a Runtime credential; issue one with --kind device", c.Kind)
-	case c.DeviceID != "" && c.DeviceID != device:
-		return "", fmt.Errorf("the credential is for device %s, not --device-id %s", c.DeviceID, device)
-	}
-	return c.Secret, nil
 }
 
 // loopbackHost reports whether host names this machine.

@@ -162,30 +162,6 @@ func TestRuntimeProcessStopsOnRevocation(t *testing.T) {
 	assert.EqualValues(t, 1, upgrades.Load())
 }
 
-func TestCredentialFileTakesTheSecretOrWhatIssuePrints(t *testing.T) {
-	for name, tc := range map[string]struct {
-		file, want, err string
-	}{
-		"secret":         {"awd_abc\n", "awd_abc", ""},
-		"issue's JSON":   {`{"id":"cred_1","kind":"device","device_id":"dev-1","project":"p","secret":"awd_abc"}` + "\n", "awd_abc", ""},
-		"empty":          {"  \n", "", "empty"},
-		"another device": {`{"kind":"device","device_id":"dev-2","secret":"awd_abc"}`, "", "for device dev-2, not --device-id dev-1"},
-		"a project key":  {`{"kind":"project","project":"p","secret":"awp_abc"}`, "", "never a Runtime credential"},
-		"no secret":      {`{"kind":"device","device_id":"dev-1"}`, "", "no secret"},
-		"broken JSON":    {`{"kind":`, "", "not the JSON"},
-	} {
-		t.Run(name, func(t *testing.T) {
-			got, err := credentialSecret([]byte(tc.file), "dev-1")
-			if tc.err != "" {
-				require.ErrorContains(t, err, tc.err)
-				return
-			}
-			require.NoError(t, err)
-			assert.Equal(t, tc.want, got)
-		})
-	}
-}
-
 // A credential file every user can read is refused with the command that
 // fixes it; nothing is dialled.
 func TestRuntimeRefusesAWorldReadableCredential(t *testing.T) {

@@ -17,15 +17,18 @@ import (
 func ReadCredentialFile(path, deviceID string) (Credential, error) {
 	info, err := os.Stat(path)
 	if err != nil {
-		return Credential{}, fmt.Errorf("daemon: the credential file: %w", errors.Unwrap(err))
+		return Credential{}, fmt.Errorf("daemon: the credential file %s: %w", path, errors.Unwrap(err))
 	}
 	if info.Mode().Perm()&0o004 != 0 {
-		return Credential{}, fmt.Errorf("daemon: the credential file %s can be read by every user of this machine (mode %04o); chmod 600 it",
-			path, info.Mode().Perm())
+		// decision: a device credential any user of the machine can read
+		// lets any of them act as the device; refused rather than warned,
+		// with the one command that fixes it.
+		return Credential{}, fmt.Errorf("daemon: the credential file %s can be read by every user of this machine (mode %04o); fix it with: chmod 600 %s",
+			path, info.Mode().Perm(), path)
 	}
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		return Credential{}, fmt.Errorf("daemon: the credential file: %w", errors.Unwrap(err))
+		return Credential{}, fmt.Errorf("daemon: the credential file %s: %w", path, errors.Unwrap(err))
 	}
 	text := strings.TrimSpace(string(raw))
 	if !strings.HasPrefix(text, "{") {

@@ -25,10 +25,12 @@ func TestReadCredentialFile(t *testing.T) {
 	}{
 		"secret alone":   {path: write("raw", secret+"\n", 0o600)},
 		"issue's JSON":   {path: write("json", `{"kind":"device","device_id":"dev-1","secret":"`+secret+`"}`, 0o600)},
-		"world-readable": {path: write("open", secret, 0o644), want: "can be read by every user"},
+		"world-readable": {path: write("open", secret, 0o644), want: "can be read by every user of this machine (mode 0644); fix it with: chmod 600 "},
 		"another device": {path: write("other", `{"kind":"device","device_id":"dev-2","secret":"`+secret+`"}`, 0o600), want: "is for device dev-2, not dev-1"},
 		"a project key":  {path: write("proj", `{"kind":"project","secret":"`+secret+`"}`, 0o600), want: "holds a project credential"},
 		"empty":          {path: write("empty", "\n", 0o600), want: "is empty"},
+		"no secret":      {path: write("nosecret", `{"kind":"device","device_id":"dev-1"}`, 0o600), want: "holds no secret"},
+		"broken JSON":    {path: write("broken", `{"kind":`, 0o600), want: "neither a secret nor the JSON"},
 		"missing":        {path: filepath.Join(dir, "nothing"), want: "the credential file"},
 	} {
 		t.Run(name, func(t *testing.T) {
