@@ -21,18 +21,20 @@ type Transport interface {
 	Close(code StatusCode, reason string) error
 }
 
-// StatusCode is a WebSocket close status.
-type StatusCode = websocket.StatusCode
+// StatusCode is a WebSocket close status (RFC 6455, section 7.4). It is
+// this package's own type, so an embedder's code does not depend on the
+// WebSocket library the transport uses.
+type StatusCode int
 
 // Close statuses the peers use.
 const (
-	StatusNormal    StatusCode = websocket.StatusNormalClosure
-	StatusGoingAway StatusCode = websocket.StatusGoingAway
-	StatusPolicy    StatusCode = websocket.StatusPolicyViolation
-	StatusTooBig    StatusCode = websocket.StatusMessageTooBig
+	StatusNormal    StatusCode = 1000
+	StatusGoingAway StatusCode = 1001
+	StatusPolicy    StatusCode = 1008
+	StatusTooBig    StatusCode = 1009
 	// StatusInternal closes a connection whose peer cannot go on with it
 	// (Core's store failed); the Runtime reconnects with backoff.
-	StatusInternal StatusCode = websocket.StatusInternalError
+	StatusInternal StatusCode = 1011
 	// StatusRetired tells a Runtime that its device was retired or deleted:
 	// a permanent refusal, after which it must not reconnect.
 	StatusRetired StatusCode = 4001
@@ -42,7 +44,7 @@ const (
 )
 
 // CloseStatus extracts the close status from a Transport error, or -1.
-func CloseStatus(err error) StatusCode { return websocket.CloseStatus(err) }
+func CloseStatus(err error) StatusCode { return StatusCode(websocket.CloseStatus(err)) }
 
 // WebSocket adapts a coder/websocket connection: text frames only, the
 // protocol's 4 MiB read limit, and a binary frame refused as a policy
@@ -74,7 +76,7 @@ func (t *wsTransport) Read(ctx context.Context) ([]byte, error) {
 		return nil, fmt.Errorf("read frame: %w", err)
 	}
 	if typ != websocket.MessageText {
-		_ = t.c.Close(StatusPolicy, "frames are JSON text")
+		_ = t.c.Close(websocket.StatusPolicyViolation, "frames are JSON text")
 		return nil, errors.New("read frame: binary frame refused")
 	}
 	if b := t.buf.Bytes(); cap(b) <= smallFrame {
@@ -104,7 +106,7 @@ func (t *wsTransport) Ping(ctx context.Context) error {
 }
 
 func (t *wsTransport) Close(code StatusCode, reason string) error {
-	return t.c.Close(code, reason)
+	return t.c.Close(websocket.StatusCode(code), reason)
 }
 
 // Pipe returns two connected in-memory transports, for tests and for the
@@ -165,7 +167,7 @@ func (e *pipeEnd) Write(ctx context.Context, frame []byte) error {
 
 func (e *pipeEnd) Close(code StatusCode, reason string) error {
 	e.p.once.Do(func() {
-		e.p.err = websocket.CloseError{Code: code, Reason: reason}
+		e.p.err = websocket.CloseError{Code: websocket.StatusCode(code), Reason: reason}
 		close(e.p.done)
 	})
 	return nil

@@ -169,7 +169,7 @@ func (g *Gateway) upgrade(w http.ResponseWriter, r *http.Request) {
 	if replaced {
 		// A newer connection took the lease while this one was being
 		// accepted: it never runs.
-		_ = ws.Close(peer.StatusReplaced, "replaced by a newer connection")
+		_ = ws.Close(websocket.StatusCode(peer.StatusReplaced), "replaced by a newer connection")
 		return
 	}
 	// The connection runs on a goroutine of its own and the handler
@@ -437,12 +437,12 @@ func (c *conn) DoCloseTransport(f *fsm.Firing[*peer.Event]) error {
 	return nil
 }
 
-func (c *conn) closeWS(code websocket.StatusCode, reason string) {
+func (c *conn) closeWS(code peer.StatusCode, reason string) {
 	c.mu.Lock()
 	ws := c.ws
 	c.mu.Unlock()
 	if ws != nil {
-		_ = ws.Close(code, reason)
+		_ = ws.Close(websocket.StatusCode(code), reason)
 	}
 }
 

@@ -339,7 +339,7 @@ func TestNewerConnectionReplacesTheOlder(t *testing.T) {
 	fresh, _, err := e.dial("dev-1", dev)
 	require.NoError(t, err)
 	defer fresh.CloseNow()
-	assert.Equal(t, peer.StatusReplaced, closedWith(t, old))
+	assert.Equal(t, websocket.StatusCode(peer.StatusReplaced), closedWith(t, old))
 	d, err := e.store.GetDevice(context.Background(), "dev-1")
 	require.NoError(t, err)
 	assert.Equal(t, uint64(2), d.OwnerEpoch, "the owner epoch was fenced")
