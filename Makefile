@@ -44,18 +44,18 @@ test-short: vet
 
 ## check-runtime-contract: the protocol contract checks (daemon-protocol.txt:193): the shared wire
 ## validators (./wire/...), the spec tables, generated machines and generator, the transport and
-## driver (./peer/...), Core's gateway, the Runtime's dispatcher (runtime/execution) with a
+## driver (./internal/peer/...), Core's gateway, the Runtime's dispatcher (internal/runtime/execution) with a
 ## controlled adapter, the Harness declaration tests and the conformance kit against the shipped
 ## adapters, every Runtime scenario in spec/scenarios/runtime/ run by the real daemon against a
 ## scripted Core, every Core scenario in spec/scenarios/core/ run by the real Core against a
 ## scripted Runtime, and every shared scenario in spec/scenarios/wire/ run by both sides (listed once
 ## with both results), over a real WebSocket. No model credentials, no network beyond loopback.
 check-runtime-contract:
-	$(GO) test -race -count=1 ./wire/... ./spec/... ./fsm/... ./gen/... ./peer/... ./core/gateway/ ./runtime/execution/ \
-		./runtime/harness/ ./runtime/harnesstest/ ./runtime/adapters/script/ ./runtime/adapters/exec/
+	$(GO) test -race -count=1 ./wire/... ./spec/... ./fsm/... ./internal/gen/... ./internal/peer/... ./internal/core/gateway/ ./internal/runtime/execution/ \
+		./runtime/harness/ ./runtime/harnesstest/ ./internal/runtime/adapters/script/ ./runtime/adapters/exec/
 	$(GO) test -race -count=1 -run 'TestRuntimeScenarios' -v ./runtime/daemon/ | grep -E '^\s*(--- (PASS|FAIL)|ok|FAIL|PASS)' ; test $${PIPESTATUS[0]} -eq 0
-	$(GO) test -race -count=1 -run 'TestCoreScenarios' -v ./core/server/ | grep -E '^\s*(--- (PASS|FAIL)|ok|FAIL|PASS)' ; test $${PIPESTATUS[0]} -eq 0
-	$(GO) test -race -count=1 -json -run 'TestWireScenarios' ./core/server/ ./runtime/daemon/ | $(GO) run ./internal/contractreport
+	$(GO) test -race -count=1 -run 'TestCoreScenarios' -v ./internal/core/server/ | grep -E '^\s*(--- (PASS|FAIL)|ok|FAIL|PASS)' ; test $${PIPESTATUS[0]} -eq 0
+	$(GO) test -race -count=1 -json -run 'TestWireScenarios' ./internal/core/server/ ./runtime/daemon/ | $(GO) run ./internal/contractreport
 
 ## check: the Go checks (vet, gofmt, generated code in step with the spec) and the contract checks
 check: vet verify-generate check-runtime-contract
@@ -112,10 +112,10 @@ soak:
 ## delta latency to SSE, then 10,000 idle connections from a separate process, measured once; a real
 ## Codex Turn through the daemon against a direct app-server client, skipped without make harnesses)
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./fsm/ ./wire/ ./peer/ ./runtime/daemon/
-	$(GO) test -run '^$$' -bench 'TurnsThroughCore|DeltaLatencyToSSE' -benchmem -count 3 ./core/server/
-	AGENTWIRE_BENCH_DIR=/dev/shm $(GO) test -run '^$$' -bench 'WorkspaceTransfer' -benchmem -count 3 ./core/server/
-	$(GO) test -run '^$$' -bench 'IdleConnections' -benchtime 1x ./core/server/
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./fsm/ ./wire/ ./internal/peer/ ./runtime/daemon/
+	$(GO) test -run '^$$' -bench 'TurnsThroughCore|DeltaLatencyToSSE' -benchmem -count 3 ./internal/core/server/
+	AGENTWIRE_BENCH_DIR=/dev/shm $(GO) test -run '^$$' -bench 'WorkspaceTransfer' -benchmem -count 3 ./internal/core/server/
+	$(GO) test -run '^$$' -bench 'IdleConnections' -benchtime 1x ./internal/core/server/
 	$(GO) test -run '^$$' -bench 'CodexTurnOverhead' -benchtime 40x -count 3 ./runtime/adapters/codex/
 
 ## bench-smoke: every benchmark once (one iteration each), so that CI notices a benchmark that
@@ -167,9 +167,9 @@ demo-claude:
 ## diagrams-browser-check: render docs/machines/*.mmd with the real Mermaid in headless
 ## Chromium and check every state shows its name (needs Chromium, node and npm; not in `test`)
 diagrams-browser-check:
-	bash gen/diagram/browsercheck/check.sh
+	bash internal/gen/diagram/browsercheck/check.sh
 
-## harnesses: install the real coding-agent CLIs at the versions pinned in runtime/harness/install
+## harnesses: install the real coding-agent CLIs at the versions pinned in internal/runtime/harness/install
 ## (@openai/codex, @anthropic-ai/claude-code) with npm into $AGENTWIRE_HARNESS_DIR, else
 ## ~/.cache/agentwire/harnesses; no network when they are already there (needs node and npm)
 .PHONY: harnesses check-harnesses

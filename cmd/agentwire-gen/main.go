@@ -13,8 +13,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/agentwire/agentwire/gen/diagram/render"
-	"github.com/agentwire/agentwire/gen/gencli"
+	"github.com/agentwire/agentwire/internal/gen/diagram/render"
+	"github.com/agentwire/agentwire/internal/gen/gencli"
 )
 
 const usage = `usage: agentwire-gen generate|diagram [flags]

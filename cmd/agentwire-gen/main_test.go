@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-const doorSpec = "../../gen/testdata/basic/spec"
+const doorSpec = "../../internal/gen/testdata/basic/spec"
 
 // copySpec copies the generator's small test spec into a fresh repository
 // root and returns the root.

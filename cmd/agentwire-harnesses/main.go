@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/agentwire/agentwire/runtime/harness/install"
+	"github.com/agentwire/agentwire/internal/runtime/harness/install"
 )
 
 const usage = `usage: agentwire-harnesses install|status|where [flags]

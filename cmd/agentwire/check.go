@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/agentwire/agentwire/modelcheck"
+	"github.com/agentwire/agentwire/internal/modelcheck"
 	"github.com/agentwire/agentwire/spec"
 )
 

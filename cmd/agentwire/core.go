@@ -16,13 +16,13 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/agentwire/agentwire/core/agent"
+	"github.com/agentwire/agentwire/internal/core/agent"
 	"github.com/agentwire/agentwire/core/credential"
-	"github.com/agentwire/agentwire/core/gateway"
-	"github.com/agentwire/agentwire/core/server"
+	"github.com/agentwire/agentwire/internal/core/gateway"
+	"github.com/agentwire/agentwire/internal/core/server"
 	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/core/store/sqlite"
-	"github.com/agentwire/agentwire/core/vault"
+	"github.com/agentwire/agentwire/internal/core/vault"
 )
 
 const coreUsage = `usage: agentwire core <command> [flags]

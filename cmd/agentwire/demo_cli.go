@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentwire/agentwire/core/gateway"
-	"github.com/agentwire/agentwire/runtime/harness/install"
+	"github.com/agentwire/agentwire/internal/core/gateway"
+	"github.com/agentwire/agentwire/internal/runtime/harness/install"
 	"github.com/agentwire/agentwire/runtime/harness/modeltest"
 	"github.com/agentwire/agentwire/wire"
 )

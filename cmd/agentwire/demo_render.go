@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentwire/agentwire/core/gateway"
+	"github.com/agentwire/agentwire/internal/core/gateway"
 	"github.com/agentwire/agentwire/wire"
 )
 

@@ -11,7 +11,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/agentwire/agentwire/core/envinit"
+	"github.com/agentwire/agentwire/internal/core/envinit"
 )
 
 const envUsage = `usage: agentwire env <command> [flags] ...

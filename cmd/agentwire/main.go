@@ -12,7 +12,7 @@ import (
 	"runtime/debug"
 	"strings"
 
-	"github.com/agentwire/agentwire/gen/gencli"
+	"github.com/agentwire/agentwire/internal/gen/gencli"
 	"github.com/agentwire/agentwire/runtime/daemon"
 	"github.com/agentwire/agentwire/wire"
 )

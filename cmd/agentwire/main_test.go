@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-const doorSpec = "../../gen/testdata/basic/spec"
+const doorSpec = "../../internal/gen/testdata/basic/spec"
 
 func runCmd(args ...string) (stdout, stderr string, err error) {
 	var out, errb bytes.Buffer

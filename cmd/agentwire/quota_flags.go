@@ -4,8 +4,8 @@ import (
 	"flag"
 	"fmt"
 
-	"github.com/agentwire/agentwire/core/api"
-	"github.com/agentwire/agentwire/core/gateway"
+	"github.com/agentwire/agentwire/internal/core/api"
+	"github.com/agentwire/agentwire/internal/core/gateway"
 )
 
 // quotaFlagSet is core serve's per-project quotas (docs/limits.md); 0

@@ -18,11 +18,11 @@ import (
 	claudeadapter "github.com/agentwire/agentwire/runtime/adapters/claude"
 	codexadapter "github.com/agentwire/agentwire/runtime/adapters/codex"
 	execadapter "github.com/agentwire/agentwire/runtime/adapters/exec"
-	"github.com/agentwire/agentwire/runtime/adapters/script"
+	"github.com/agentwire/agentwire/internal/runtime/adapters/script"
 	"github.com/agentwire/agentwire/runtime/daemon"
-	"github.com/agentwire/agentwire/runtime/execution"
+	"github.com/agentwire/agentwire/internal/runtime/execution"
 	"github.com/agentwire/agentwire/runtime/harness"
-	"github.com/agentwire/agentwire/runtime/harness/install"
+	"github.com/agentwire/agentwire/internal/runtime/harness/install"
 )
 
 // harnessFlags collects repeated --harness values (and --environment ones).

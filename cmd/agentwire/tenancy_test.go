@@ -31,7 +31,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentwire/agentwire/core/api"
+	"github.com/agentwire/agentwire/internal/core/api"
 	"github.com/agentwire/agentwire/wire"
 )
 

@@ -4,7 +4,7 @@ import (
 	"flag"
 	"os"
 
-	"github.com/agentwire/agentwire/peer"
+	"github.com/agentwire/agentwire/internal/peer"
 )
 
 // timeScaleFlag registers --time-scale, the test-only option that runs the

@@ -21,7 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentwire/agentwire/wire"
-	"github.com/agentwire/agentwire/wire/wiretest"
+	"github.com/agentwire/agentwire/internal/wiretest"
 )
 
 // coreProcess is a running `agentwire core serve`.

@@ -19,7 +19,7 @@ const prefix = "TestWireScenarios/"
 
 // sides maps a package to its column.
 var sides = map[string]string{
-	"github.com/agentwire/agentwire/core/server":    "core",
+	"github.com/agentwire/agentwire/internal/core/server":    "core",
 	"github.com/agentwire/agentwire/runtime/daemon": "runtime",
 }
 

@@ -9,7 +9,7 @@ import (
 )
 
 func TestReportListsEachScenarioOnceWithBothSides(t *testing.T) {
-	const core, runtime = "github.com/agentwire/agentwire/core/server", "github.com/agentwire/agentwire/runtime/daemon"
+	const core, runtime = "github.com/agentwire/agentwire/internal/core/server", "github.com/agentwire/agentwire/runtime/daemon"
 	line := func(pkg, action, test, output string) string {
 		return `{"Action":"` + action + `","Package":"` + pkg + `","Test":"` + test + `","Output":"` + output + `"}`
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentwire/agentwire/core/credential"
-	"github.com/agentwire/agentwire/core/server"
+	"github.com/agentwire/agentwire/internal/core/server"
 	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/core/store/sqlite"
 	"github.com/agentwire/agentwire/runtime/daemon"

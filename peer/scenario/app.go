@@ -6,7 +6,7 @@ import (
 	"sync"
 
 	"github.com/agentwire/agentwire/fsm"
-	"github.com/agentwire/agentwire/peer"
+	"github.com/agentwire/agentwire/internal/peer"
 	"github.com/agentwire/agentwire/wire"
 )
 

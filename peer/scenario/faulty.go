@@ -5,7 +5,7 @@ import (
 	"errors"
 	"sync"
 
-	"github.com/agentwire/agentwire/peer"
+	"github.com/agentwire/agentwire/internal/peer"
 )
 
 // faulty wraps a transport so a scenario can make the next write fail and

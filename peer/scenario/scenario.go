@@ -39,7 +39,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/agentwire/agentwire/fsm"
-	"github.com/agentwire/agentwire/peer"
+	"github.com/agentwire/agentwire/internal/peer"
 	"github.com/agentwire/agentwire/wire"
 )
 

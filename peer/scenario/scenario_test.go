@@ -9,7 +9,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/agentwire/agentwire/fsm"
-	"github.com/agentwire/agentwire/peer"
+	"github.com/agentwire/agentwire/internal/peer"
 	"github.com/agentwire/agentwire/peer/scenario"
 	"github.com/agentwire/agentwire/spec"
 )

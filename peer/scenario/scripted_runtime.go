@@ -16,7 +16,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/agentwire/agentwire/wire"
-	"github.com/agentwire/agentwire/wire/wiretest"
+	"github.com/agentwire/agentwire/internal/wiretest"
 )
 
 // Scripted Runtime mode, the mirror of scripted mode: the runner plays the

@@ -14,10 +14,10 @@ import (
 	"github.com/agentwire/agentwire/fsm/connection"
 	"github.com/agentwire/agentwire/fsm/machines"
 	"github.com/agentwire/agentwire/fsm/suspension"
-	"github.com/agentwire/agentwire/peer"
-	"github.com/agentwire/agentwire/runtime/execution"
+	"github.com/agentwire/agentwire/internal/peer"
+	"github.com/agentwire/agentwire/internal/runtime/execution"
 	"github.com/agentwire/agentwire/runtime/harness"
-	rtransfer "github.com/agentwire/agentwire/runtime/transfer"
+	rtransfer "github.com/agentwire/agentwire/internal/runtime/transfer"
 	"github.com/agentwire/agentwire/wire"
 )
 

@@ -8,8 +8,8 @@ import (
 
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/fsm/connection"
-	"github.com/agentwire/agentwire/peer"
-	"github.com/agentwire/agentwire/runtime/execution"
+	"github.com/agentwire/agentwire/internal/peer"
+	"github.com/agentwire/agentwire/internal/runtime/execution"
 )
 
 // Shutdown: the process keeps the native Executors it owns until their

@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentwire/agentwire/runtime/execution"
+	"github.com/agentwire/agentwire/internal/runtime/execution"
 )
 
 // workspaceSetup is one workspace of a scenario's start setup: an

@@ -32,9 +32,9 @@ import (
 	"github.com/coder/websocket"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentwire/agentwire/runtime/adapters/script"
+	"github.com/agentwire/agentwire/internal/runtime/adapters/script"
 	"github.com/agentwire/agentwire/runtime/daemon"
-	"github.com/agentwire/agentwire/runtime/execution"
+	"github.com/agentwire/agentwire/internal/runtime/execution"
 	"github.com/agentwire/agentwire/wire"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/wire"
-	"github.com/agentwire/agentwire/wire/wiretest"
+	"github.com/agentwire/agentwire/internal/wiretest"
 )
 
 func ptr[T any](v T) *T { return &v }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/wire"
-	"github.com/agentwire/agentwire/wire/wiretest"
+	"github.com/agentwire/agentwire/internal/wiretest"
 )
 
 type fake struct{ decl harness.Declaration }

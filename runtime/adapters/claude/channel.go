@@ -15,7 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/agentwire/agentwire/runtime/internal/jsonl"
+	"github.com/agentwire/agentwire/internal/runtime/jsonl"
 )
 
 // The stream-json channel: one JSON object per line each way. The CLI

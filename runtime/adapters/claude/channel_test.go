@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/agentwire/agentwire/runtime/internal/childproc/childproctest"
+	"github.com/agentwire/agentwire/internal/runtime/childproc/childproctest"
 )
 
 func TestMain(m *testing.M) {

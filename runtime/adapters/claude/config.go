@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentwire/agentwire/runtime/harness/install"
+	"github.com/agentwire/agentwire/internal/runtime/harness/install"
 )
 
 // PinnedVersion is the one Claude Code release whose stream-json and

@@ -3,7 +3,7 @@ package claude
 import (
 	"strings"
 
-	"github.com/agentwire/agentwire/runtime/internal/bounded"
+	"github.com/agentwire/agentwire/internal/runtime/bounded"
 	"github.com/agentwire/agentwire/wire"
 )
 

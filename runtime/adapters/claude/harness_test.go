@@ -21,9 +21,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentwire/agentwire/runtime/harness"
-	"github.com/agentwire/agentwire/runtime/harness/install"
+	"github.com/agentwire/agentwire/internal/runtime/harness/install"
 	"github.com/agentwire/agentwire/runtime/harness/modeltest"
-	"github.com/agentwire/agentwire/runtime/harness/nettrace"
+	"github.com/agentwire/agentwire/internal/runtime/harness/nettrace"
 	"github.com/agentwire/agentwire/wire"
 )
 

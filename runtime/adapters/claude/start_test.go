@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentwire/agentwire/runtime/harness"
-	"github.com/agentwire/agentwire/runtime/internal/childproc/childproctest"
+	"github.com/agentwire/agentwire/internal/runtime/childproc/childproctest"
 	"github.com/agentwire/agentwire/wire"
 )
 

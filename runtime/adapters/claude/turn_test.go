@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentwire/agentwire/runtime/harness"
-	"github.com/agentwire/agentwire/runtime/internal/childproc"
+	"github.com/agentwire/agentwire/internal/runtime/childproc"
 	"github.com/agentwire/agentwire/wire"
 )
 

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentwire/agentwire/runtime/harness/install"
+	"github.com/agentwire/agentwire/internal/runtime/harness/install"
 )
 
 // PinnedVersion is the one Codex CLI release whose app-server protocol the

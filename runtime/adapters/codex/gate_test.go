@@ -7,7 +7,7 @@ import (
 
 	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/wire"
-	"github.com/agentwire/agentwire/wire/wiretest"
+	"github.com/agentwire/agentwire/internal/wiretest"
 )
 
 // The adapter runs the capability gate on its own side of the interface:

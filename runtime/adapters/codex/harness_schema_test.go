@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentwire/agentwire/runtime/harness/install"
+	"github.com/agentwire/agentwire/internal/runtime/harness/install"
 )
 
 // The pin matches the version the install package installs.

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/agentwire/agentwire/runtime/internal/jsonl"
+	"github.com/agentwire/agentwire/internal/runtime/jsonl"
 )
 
 // The JSON-RPC 2.0 client of `codex app-server` over stdio: one JSON

@@ -16,7 +16,7 @@ import (
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
 
-	"github.com/agentwire/agentwire/runtime/internal/childproc/childproctest"
+	"github.com/agentwire/agentwire/internal/runtime/childproc/childproctest"
 )
 
 func TestMain(m *testing.M) {

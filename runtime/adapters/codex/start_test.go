@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentwire/agentwire/runtime/internal/childproc/childproctest"
+	"github.com/agentwire/agentwire/internal/runtime/childproc/childproctest"
 )
 
 // TestFailedStartHandsBackAnUnclosedAppServer: a start that fails closes

@@ -13,11 +13,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/agentwire/agentwire/peer"
+	"github.com/agentwire/agentwire/internal/peer"
 	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/wire"
 
-	"github.com/agentwire/agentwire/runtime/internal/bounded"
+	"github.com/agentwire/agentwire/internal/runtime/bounded"
 )
 
 // executor runs one process per Turn, one Turn at a time.

@@ -1,0 +1,86 @@
+package gateway
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/agentwire/agentwire/internal/core/gateway/internal/input"
+	"github.com/agentwire/agentwire/core/store"
+	"github.com/agentwire/agentwire/internal/peer"
+	"github.com/agentwire/agentwire/wire"
+)
+
+// A running Turn's stored active inputs go to its Run through the input
+// module (internal/input); the gateway finds the connection that runs the
+// Turn.
+
+// inputHost is what the input module sees of its connection.
+type inputHost struct{ c *conn }
+
+var _ input.Host = inputHost{}
+
+func (h inputHost) Run(runID string) (input.Run, bool) {
+	if r := h.c.run(runID); r != nil {
+		return r, true
+	}
+	return nil, false
+}
+
+func (h inputHost) Journal(r input.Run, typ string, payload any) error {
+	return execHooks{h.c}.journal(r.(*runRec), typ, payload)
+}
+
+func (h inputHost) ReadCtx() (context.Context, context.CancelFunc)  { return h.c.g.storeCtx() }
+func (h inputHost) StoreCtx() (context.Context, context.CancelFunc) { return h.c.storeCtx() }
+func (h inputHost) Logger() *slog.Logger                            { return h.c.log }
+
+// InputRefused is an active input the Run of its Turn cannot take.
+type InputRefused struct{ Detail string }
+
+func (e *InputRefused) Error() string { return "gateway: active input refused: " + e.Detail }
+
+// CheckInput says, for a Turn running on a live connection, whether its
+// Run's Harness takes in as active input (*InputRefused when not). A Turn
+// not running here is checked when its input is delivered.
+func (g *Gateway) CheckInput(ctx context.Context, turnID string, in wire.MessageInput) error {
+	t, err := g.cfg.Store.GetTurn(ctx, turnID)
+	if err != nil || t.State != store.TurnRunning {
+		return nil
+	}
+	g.mu.Lock()
+	c := g.conns[t.DeviceID]
+	g.mu.Unlock()
+	if c == nil || c.epoch != t.OwnerEpoch {
+		return nil
+	}
+	if r := c.run(t.RunID); r != nil {
+		if err := r.Admits(in); err != nil {
+			return &InputRefused{Detail: err.Error()}
+		}
+	}
+	return nil
+}
+
+// DeliverInput wakes the delivery of a Turn's stored inputs; the API calls
+// it after storing one. A Turn not running on a live connection keeps its
+// inputs stored.
+func (g *Gateway) DeliverInput(ctx context.Context, turnID string) {
+	t, err := g.cfg.Store.GetTurn(ctx, turnID)
+	if err != nil || t.State != store.TurnRunning {
+		return
+	}
+	g.mu.Lock()
+	c := g.conns[t.DeviceID]
+	g.mu.Unlock()
+	if c == nil || c.epoch != t.OwnerEpoch {
+		return
+	}
+	r := c.run(t.RunID)
+	c.mu.Lock()
+	pc := c.pc
+	c.mu.Unlock()
+	if r == nil || pc == nil {
+		return
+	}
+	_ = pc.Do(ctx, func(d *peer.Driver) { c.inputs.Pump(d, r) })
+}
