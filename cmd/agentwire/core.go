@@ -16,12 +16,12 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/agentwire/agentwire/internal/core/agent"
 	"github.com/agentwire/agentwire/core/credential"
-	"github.com/agentwire/agentwire/internal/core/gateway"
-	"github.com/agentwire/agentwire/internal/core/server"
 	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/core/store/sqlite"
+	"github.com/agentwire/agentwire/internal/core/agent"
+	"github.com/agentwire/agentwire/internal/core/gateway"
+	"github.com/agentwire/agentwire/internal/core/server"
 	"github.com/agentwire/agentwire/internal/core/vault"
 )
 

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentwire/agentwire/internal/core/gateway"
 	"github.com/agentwire/agentwire/core/store"
+	"github.com/agentwire/agentwire/internal/core/gateway"
 )
 
 // TestCoreKilledDuringCancellation SIGKILLs Core after prompt_cancel was

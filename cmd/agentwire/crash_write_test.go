@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentwire/agentwire/wire"
 	"github.com/agentwire/agentwire/internal/wiretest"
+	"github.com/agentwire/agentwire/wire"
 )
 
 // writeRuntime plays dev-1 over a real WebSocket and answers workspace

@@ -15,14 +15,14 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/agentwire/agentwire/internal/runtime/adapters/script"
+	"github.com/agentwire/agentwire/internal/runtime/execution"
+	"github.com/agentwire/agentwire/internal/runtime/harness/install"
 	claudeadapter "github.com/agentwire/agentwire/runtime/adapters/claude"
 	codexadapter "github.com/agentwire/agentwire/runtime/adapters/codex"
 	execadapter "github.com/agentwire/agentwire/runtime/adapters/exec"
-	"github.com/agentwire/agentwire/internal/runtime/adapters/script"
 	"github.com/agentwire/agentwire/runtime/daemon"
-	"github.com/agentwire/agentwire/internal/runtime/execution"
 	"github.com/agentwire/agentwire/runtime/harness"
-	"github.com/agentwire/agentwire/internal/runtime/harness/install"
 )
 
 // harnessFlags collects repeated --harness values (and --environment ones).

@@ -19,8 +19,8 @@ const prefix = "TestWireScenarios/"
 
 // sides maps a package to its column.
 var sides = map[string]string{
-	"github.com/agentwire/agentwire/internal/core/server":    "core",
-	"github.com/agentwire/agentwire/runtime/daemon": "runtime",
+	"github.com/agentwire/agentwire/internal/core/server": "core",
+	"github.com/agentwire/agentwire/runtime/daemon":       "runtime",
 }
 
 type event struct {

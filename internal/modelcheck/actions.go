@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentwire/agentwire/internal/core/turn"
 	"github.com/agentwire/agentwire/fsm"
+	"github.com/agentwire/agentwire/internal/core/turn"
 	"github.com/agentwire/agentwire/internal/peer"
 )
 

@@ -5,9 +5,9 @@ import (
 	"strconv"
 
 	"github.com/agentwire/agentwire/core/store"
-	"github.com/agentwire/agentwire/internal/core/turn"
 	"github.com/agentwire/agentwire/fsm"
 	fsmturn "github.com/agentwire/agentwire/fsm/turn"
+	"github.com/agentwire/agentwire/internal/core/turn"
 	"github.com/agentwire/agentwire/internal/peer"
 	"github.com/agentwire/agentwire/internal/peer/guard"
 	"github.com/agentwire/agentwire/spec"

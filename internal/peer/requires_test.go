@@ -11,10 +11,10 @@ import (
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/fsm/connection"
 	"github.com/agentwire/agentwire/internal/peer"
+	"github.com/agentwire/agentwire/internal/wiretest"
 	"github.com/agentwire/agentwire/peer/scenario"
 	"github.com/agentwire/agentwire/spec"
 	"github.com/agentwire/agentwire/wire"
-	"github.com/agentwire/agentwire/internal/wiretest"
 )
 
 // allTables loads every machine of the real spec.

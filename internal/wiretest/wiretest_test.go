@@ -6,8 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentwire/agentwire/wire"
 	"github.com/agentwire/agentwire/internal/wiretest"
+	"github.com/agentwire/agentwire/wire"
 )
 
 // TestFixtureDecidesEveryField fails as soon as spec/capabilities.yaml gains

@@ -15,8 +15,8 @@ import (
 	"github.com/cockroachdb/datadriven"
 	"github.com/coder/websocket"
 
-	"github.com/agentwire/agentwire/wire"
 	"github.com/agentwire/agentwire/internal/wiretest"
+	"github.com/agentwire/agentwire/wire"
 )
 
 // Scripted Runtime mode, the mirror of scripted mode: the runner plays the

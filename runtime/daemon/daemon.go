@@ -16,8 +16,8 @@ import (
 	"github.com/agentwire/agentwire/fsm/suspension"
 	"github.com/agentwire/agentwire/internal/peer"
 	"github.com/agentwire/agentwire/internal/runtime/execution"
-	"github.com/agentwire/agentwire/runtime/harness"
 	rtransfer "github.com/agentwire/agentwire/internal/runtime/transfer"
+	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/wire"
 )
 

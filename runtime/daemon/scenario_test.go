@@ -16,9 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentwire/agentwire/internal/peer"
+	"github.com/agentwire/agentwire/internal/runtime/adapters/script"
 	"github.com/agentwire/agentwire/peer/scenario"
 	execadapter "github.com/agentwire/agentwire/runtime/adapters/exec"
-	"github.com/agentwire/agentwire/internal/runtime/adapters/script"
 	"github.com/agentwire/agentwire/runtime/daemon"
 	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/wire"

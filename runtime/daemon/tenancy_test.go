@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentwire/agentwire/internal/runtime/adapters/script"
-	"github.com/agentwire/agentwire/runtime/daemon"
 	"github.com/agentwire/agentwire/internal/runtime/execution"
+	"github.com/agentwire/agentwire/runtime/daemon"
 	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/wire"
 )

@@ -8,9 +8,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentwire/agentwire/internal/wiretest"
 	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/wire"
-	"github.com/agentwire/agentwire/internal/wiretest"
 )
 
 type fake struct{ decl harness.Declaration }

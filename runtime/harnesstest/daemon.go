@@ -25,8 +25,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentwire/agentwire/runtime/daemon"
 	"github.com/agentwire/agentwire/internal/runtime/execution"
+	"github.com/agentwire/agentwire/runtime/daemon"
 	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/wire"
 )

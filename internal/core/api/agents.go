@@ -7,9 +7,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/agentwire/agentwire/internal/core/agent"
 	"github.com/agentwire/agentwire/core/credential"
 	"github.com/agentwire/agentwire/core/store"
+	"github.com/agentwire/agentwire/internal/core/agent"
 )
 
 // Agent is the API's view of one version of an Agent.

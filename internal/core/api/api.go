@@ -16,9 +16,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentwire/agentwire/internal/core/agent"
 	"github.com/agentwire/agentwire/core/credential"
 	"github.com/agentwire/agentwire/core/store"
+	"github.com/agentwire/agentwire/internal/core/agent"
 	"github.com/agentwire/agentwire/internal/core/vault"
 	"github.com/agentwire/agentwire/internal/peer"
 	"github.com/agentwire/agentwire/wire"

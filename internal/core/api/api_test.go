@@ -19,11 +19,11 @@ import (
 	"go.uber.org/goleak"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/agentwire/agentwire/internal/core/api"
 	"github.com/agentwire/agentwire/core/credential"
 	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/core/store/memory"
 	"github.com/agentwire/agentwire/core/store/storetest"
+	"github.com/agentwire/agentwire/internal/core/api"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

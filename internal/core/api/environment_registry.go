@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/agentwire/agentwire/core/credential"
-	"github.com/agentwire/agentwire/internal/core/envinit"
 	"github.com/agentwire/agentwire/core/store"
+	"github.com/agentwire/agentwire/internal/core/envinit"
 	"github.com/agentwire/agentwire/wire"
 )
 

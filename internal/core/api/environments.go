@@ -10,8 +10,8 @@ import (
 	"sort"
 	"time"
 
-	"github.com/agentwire/agentwire/internal/core/envinit"
 	"github.com/agentwire/agentwire/core/store"
+	"github.com/agentwire/agentwire/internal/core/envinit"
 )
 
 // Environments: what a Session's Environment declares for initialization,

@@ -11,10 +11,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentwire/agentwire/internal/core/api"
 	"github.com/agentwire/agentwire/core/credential"
 	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/core/store/memory"
+	"github.com/agentwire/agentwire/internal/core/api"
 	"github.com/agentwire/agentwire/wire"
 )
 

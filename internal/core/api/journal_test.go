@@ -13,11 +13,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentwire/agentwire/internal/core/api"
 	"github.com/agentwire/agentwire/core/credential"
 	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/core/store/memory"
 	"github.com/agentwire/agentwire/core/store/storetest"
+	"github.com/agentwire/agentwire/internal/core/api"
 	"github.com/agentwire/agentwire/internal/peer"
 )
 

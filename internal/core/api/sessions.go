@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentwire/agentwire/internal/core/agent"
 	"github.com/agentwire/agentwire/core/credential"
 	"github.com/agentwire/agentwire/core/store"
+	"github.com/agentwire/agentwire/internal/core/agent"
 	"github.com/agentwire/agentwire/wire"
 )
 

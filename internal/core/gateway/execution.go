@@ -8,12 +8,12 @@ import (
 	"time"
 
 	"github.com/agentwire/agentwire/core/store"
-	"github.com/agentwire/agentwire/internal/core/turn"
 	"github.com/agentwire/agentwire/fsm"
 	inputfsm "github.com/agentwire/agentwire/fsm/input"
 	"github.com/agentwire/agentwire/fsm/interaction"
 	"github.com/agentwire/agentwire/fsm/preparation"
 	"github.com/agentwire/agentwire/fsm/run"
+	"github.com/agentwire/agentwire/internal/core/turn"
 	"github.com/agentwire/agentwire/internal/peer"
 	"github.com/agentwire/agentwire/internal/peer/guard"
 	"github.com/agentwire/agentwire/wire"

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentwire/agentwire/core/store"
-	"github.com/agentwire/agentwire/wire"
 	"github.com/agentwire/agentwire/internal/wiretest"
+	"github.com/agentwire/agentwire/wire"
 )
 
 // TestConnectionForgetsWhatItsDriverForgets: a connection keeps its

@@ -17,9 +17,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/agentwire/agentwire/internal/core/agent"
 	"github.com/agentwire/agentwire/core/credential"
 	"github.com/agentwire/agentwire/core/store"
+	"github.com/agentwire/agentwire/internal/core/agent"
 	"github.com/agentwire/agentwire/internal/core/turn"
 	"github.com/agentwire/agentwire/internal/core/vault"
 	"github.com/agentwire/agentwire/internal/peer"

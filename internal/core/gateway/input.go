@@ -4,8 +4,8 @@ import (
 	"context"
 	"log/slog"
 
-	"github.com/agentwire/agentwire/internal/core/gateway/internal/input"
 	"github.com/agentwire/agentwire/core/store"
+	"github.com/agentwire/agentwire/internal/core/gateway/internal/input"
 	"github.com/agentwire/agentwire/internal/peer"
 	"github.com/agentwire/agentwire/wire"
 )

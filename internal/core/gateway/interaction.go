@@ -6,8 +6,8 @@ import (
 	"errors"
 	"time"
 
-	"github.com/agentwire/agentwire/internal/core/gateway/internal/interaction"
 	"github.com/agentwire/agentwire/core/store"
+	"github.com/agentwire/agentwire/internal/core/gateway/internal/interaction"
 	"github.com/agentwire/agentwire/wire"
 )
 

@@ -1,14 +1,6 @@
 package gateway
 
 import (
-	"github.com/agentwire/agentwire/internal/core/gateway/internal/export"
-	"github.com/agentwire/agentwire/internal/core/gateway/internal/input"
-	"github.com/agentwire/agentwire/internal/core/gateway/internal/interaction"
-	"github.com/agentwire/agentwire/internal/core/gateway/internal/link"
-	"github.com/agentwire/agentwire/internal/core/gateway/internal/read"
-	"github.com/agentwire/agentwire/internal/core/gateway/internal/suspend"
-	"github.com/agentwire/agentwire/internal/core/gateway/internal/transfer"
-	"github.com/agentwire/agentwire/internal/core/gateway/internal/write"
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/fsm/connection"
 	"github.com/agentwire/agentwire/fsm/machines"
@@ -17,6 +9,14 @@ import (
 	transferfsm "github.com/agentwire/agentwire/fsm/transfer"
 	"github.com/agentwire/agentwire/fsm/workspace_export"
 	"github.com/agentwire/agentwire/fsm/workspace_write"
+	"github.com/agentwire/agentwire/internal/core/gateway/internal/export"
+	"github.com/agentwire/agentwire/internal/core/gateway/internal/input"
+	"github.com/agentwire/agentwire/internal/core/gateway/internal/interaction"
+	"github.com/agentwire/agentwire/internal/core/gateway/internal/link"
+	"github.com/agentwire/agentwire/internal/core/gateway/internal/read"
+	"github.com/agentwire/agentwire/internal/core/gateway/internal/suspend"
+	"github.com/agentwire/agentwire/internal/core/gateway/internal/transfer"
+	"github.com/agentwire/agentwire/internal/core/gateway/internal/write"
 	"github.com/agentwire/agentwire/internal/peer"
 )
 

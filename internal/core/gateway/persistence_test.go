@@ -13,13 +13,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentwire/agentwire/internal/core/api"
-	"github.com/agentwire/agentwire/internal/core/gateway"
 	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/core/store/memory"
 	"github.com/agentwire/agentwire/core/store/storetest"
-	"github.com/agentwire/agentwire/wire"
+	"github.com/agentwire/agentwire/internal/core/api"
+	"github.com/agentwire/agentwire/internal/core/gateway"
 	"github.com/agentwire/agentwire/internal/wiretest"
+	"github.com/agentwire/agentwire/wire"
 )
 
 // follow drains a subscription and returns the types of the events it

@@ -10,9 +10,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentwire/agentwire/internal/core/agent"
 	"github.com/agentwire/agentwire/core/credential"
 	"github.com/agentwire/agentwire/core/store"
+	"github.com/agentwire/agentwire/internal/core/agent"
 	"github.com/agentwire/agentwire/internal/core/turn"
 	"github.com/agentwire/agentwire/wire"
 )

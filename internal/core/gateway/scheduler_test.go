@@ -13,8 +13,8 @@ import (
 
 	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/core/store/memory"
-	"github.com/agentwire/agentwire/wire"
 	"github.com/agentwire/agentwire/internal/wiretest"
+	"github.com/agentwire/agentwire/wire"
 )
 
 // sessionReadCounter counts the Session reads the scheduler makes to plan Turns.

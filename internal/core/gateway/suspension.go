@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/agentwire/agentwire/internal/core/gateway/internal/suspend"
 	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/fsm/connection"
 	"github.com/agentwire/agentwire/fsm/suspension"
+	"github.com/agentwire/agentwire/internal/core/gateway/internal/suspend"
 	"github.com/agentwire/agentwire/internal/peer"
 	"github.com/agentwire/agentwire/wire"
 )

@@ -18,16 +18,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentwire/agentwire/core/credential"
-	"github.com/agentwire/agentwire/internal/core/gateway"
 	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/core/store/memory"
+	"github.com/agentwire/agentwire/internal/core/gateway"
 	"github.com/agentwire/agentwire/internal/peer"
 	"github.com/agentwire/agentwire/internal/runtime/adapters/script"
-	"github.com/agentwire/agentwire/runtime/daemon"
 	"github.com/agentwire/agentwire/internal/runtime/execution"
+	"github.com/agentwire/agentwire/internal/wiretest"
+	"github.com/agentwire/agentwire/runtime/daemon"
 	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/wire"
-	"github.com/agentwire/agentwire/internal/wiretest"
 )
 
 func (e *env) attempt(id string) store.Suspension {

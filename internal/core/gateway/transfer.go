@@ -6,8 +6,8 @@ import (
 	"log/slog"
 
 	"github.com/agentwire/agentwire/core/credential"
-	"github.com/agentwire/agentwire/internal/core/envinit"
 	"github.com/agentwire/agentwire/core/store"
+	"github.com/agentwire/agentwire/internal/core/envinit"
 	"github.com/agentwire/agentwire/internal/core/turn"
 	"github.com/agentwire/agentwire/wire"
 )

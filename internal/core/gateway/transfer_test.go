@@ -13,11 +13,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/internal/core/envinit"
 	"github.com/agentwire/agentwire/internal/core/gateway"
-	"github.com/agentwire/agentwire/core/store"
-	"github.com/agentwire/agentwire/wire"
 	"github.com/agentwire/agentwire/internal/wiretest"
+	"github.com/agentwire/agentwire/wire"
 )
 
 // initSession stores a Session of kind on a self_hosted Environment bound

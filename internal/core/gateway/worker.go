@@ -8,8 +8,8 @@ import (
 
 	"github.com/agentwire/agentwire/core/credential"
 	"github.com/agentwire/agentwire/core/store"
-	"github.com/agentwire/agentwire/internal/core/turn"
 	"github.com/agentwire/agentwire/fsm"
+	"github.com/agentwire/agentwire/internal/core/turn"
 	"github.com/agentwire/agentwire/internal/peer"
 	"github.com/agentwire/agentwire/wire"
 )

@@ -7,11 +7,11 @@ import (
 	"time"
 
 	"github.com/agentwire/agentwire/core/credential"
-	"github.com/agentwire/agentwire/internal/core/gateway/internal/link"
-	"github.com/agentwire/agentwire/internal/core/gateway/internal/read"
 	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/fsm/preparation"
+	"github.com/agentwire/agentwire/internal/core/gateway/internal/link"
+	"github.com/agentwire/agentwire/internal/core/gateway/internal/read"
 	"github.com/agentwire/agentwire/internal/peer"
 	"github.com/agentwire/agentwire/wire"
 )

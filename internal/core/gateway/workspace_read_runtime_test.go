@@ -11,11 +11,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentwire/agentwire/internal/core/gateway"
 	"github.com/agentwire/agentwire/core/store"
+	"github.com/agentwire/agentwire/internal/core/gateway"
 	"github.com/agentwire/agentwire/internal/runtime/adapters/script"
-	"github.com/agentwire/agentwire/runtime/daemon"
 	"github.com/agentwire/agentwire/internal/runtime/execution"
+	"github.com/agentwire/agentwire/runtime/daemon"
 	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/wire"
 )

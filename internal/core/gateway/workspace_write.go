@@ -8,9 +8,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/agentwire/agentwire/internal/core/envinit"
 	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/fsm/workspace_write"
+	"github.com/agentwire/agentwire/internal/core/envinit"
 	"github.com/agentwire/agentwire/wire"
 )
 

@@ -7,10 +7,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentwire/agentwire/internal/core/gateway"
 	"github.com/agentwire/agentwire/core/store"
-	"github.com/agentwire/agentwire/wire"
+	"github.com/agentwire/agentwire/internal/core/gateway"
 	"github.com/agentwire/agentwire/internal/wiretest"
+	"github.com/agentwire/agentwire/wire"
 )
 
 // nextWrite reads Core's next frame, which must be a workspace_write.

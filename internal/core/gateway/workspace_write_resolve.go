@@ -5,8 +5,8 @@ import (
 	"errors"
 	"time"
 
-	"github.com/agentwire/agentwire/internal/core/gateway/internal/write"
 	"github.com/agentwire/agentwire/core/store"
+	"github.com/agentwire/agentwire/internal/core/gateway/internal/write"
 )
 
 // reconcileWrites settles the writes an earlier Core process left held

@@ -21,12 +21,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentwire/agentwire/core/credential"
-	"github.com/agentwire/agentwire/internal/core/server"
 	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/core/store/memory"
 	"github.com/agentwire/agentwire/core/store/sqlite"
-	"github.com/agentwire/agentwire/wire"
+	"github.com/agentwire/agentwire/internal/core/server"
 	"github.com/agentwire/agentwire/internal/wiretest"
+	"github.com/agentwire/agentwire/wire"
 )
 
 // countingStore tells the benchmarks when Core finished a Turn and how

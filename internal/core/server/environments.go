@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 
+	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/internal/core/api"
 	"github.com/agentwire/agentwire/internal/core/gateway"
-	"github.com/agentwire/agentwire/core/store"
 )
 
 // suspend and resume map the gateway's suspension answers onto the API's.

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 
+	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/internal/core/api"
 	"github.com/agentwire/agentwire/internal/core/gateway"
-	"github.com/agentwire/agentwire/core/store"
 )
 
 // write maps a public write onto the gateway's and its errors onto the

@@ -20,10 +20,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentwire/agentwire/core/credential"
-	"github.com/agentwire/agentwire/internal/core/server"
 	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/core/store/memory"
 	"github.com/agentwire/agentwire/core/store/storetest"
+	"github.com/agentwire/agentwire/internal/core/server"
 	"github.com/agentwire/agentwire/internal/peer"
 	"github.com/agentwire/agentwire/peer/scenario"
 )

@@ -11,11 +11,11 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/agentwire/agentwire/core/credential"
+	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/internal/core/agent"
 	"github.com/agentwire/agentwire/internal/core/api"
-	"github.com/agentwire/agentwire/core/credential"
 	"github.com/agentwire/agentwire/internal/core/gateway"
-	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/internal/core/vault"
 	"github.com/agentwire/agentwire/internal/peer"
 	"github.com/agentwire/agentwire/wire"

@@ -33,12 +33,12 @@ import (
 	"github.com/coder/websocket"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentwire/agentwire/internal/core/gateway"
 	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/core/store/memory"
+	"github.com/agentwire/agentwire/internal/core/gateway"
 	"github.com/agentwire/agentwire/internal/runtime/adapters/script"
-	"github.com/agentwire/agentwire/runtime/daemon"
 	"github.com/agentwire/agentwire/internal/runtime/execution"
+	"github.com/agentwire/agentwire/runtime/daemon"
 	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/wire"
 )

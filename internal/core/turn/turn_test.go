@@ -14,9 +14,9 @@ import (
 	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/core/store/memory"
 	"github.com/agentwire/agentwire/core/store/storetest"
-	"github.com/agentwire/agentwire/internal/core/turn"
 	"github.com/agentwire/agentwire/fsm"
 	fsmturn "github.com/agentwire/agentwire/fsm/turn"
+	"github.com/agentwire/agentwire/internal/core/turn"
 )
 
 func TestMain(m *testing.M) {

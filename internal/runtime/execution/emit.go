@@ -9,8 +9,8 @@ import (
 	"github.com/agentwire/agentwire/fsm/interaction"
 
 	"github.com/agentwire/agentwire/internal/peer"
-	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/internal/runtime/bounded"
+	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/wire"
 )
 

@@ -3,8 +3,8 @@ package execution
 import (
 	"github.com/agentwire/agentwire/internal/peer"
 	"github.com/agentwire/agentwire/internal/runtime/execution/internal/export"
-	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/internal/runtime/workspace"
+	"github.com/agentwire/agentwire/runtime/harness"
 )
 
 // exportHost is what the export lifecycle (internal/export) sees of its

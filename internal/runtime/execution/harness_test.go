@@ -22,9 +22,9 @@ import (
 	"github.com/agentwire/agentwire/fsm/workspace_read"
 	"github.com/agentwire/agentwire/internal/peer"
 	"github.com/agentwire/agentwire/internal/runtime/execution"
+	"github.com/agentwire/agentwire/internal/wiretest"
 	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/wire"
-	"github.com/agentwire/agentwire/internal/wiretest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

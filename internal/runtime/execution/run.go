@@ -8,9 +8,9 @@ import (
 	"github.com/agentwire/agentwire/fsm/input"
 	"github.com/agentwire/agentwire/internal/peer"
 	"github.com/agentwire/agentwire/internal/peer/guard"
+	"github.com/agentwire/agentwire/internal/runtime/bounded"
 	inputmod "github.com/agentwire/agentwire/internal/runtime/execution/internal/input"
 	"github.com/agentwire/agentwire/runtime/harness"
-	"github.com/agentwire/agentwire/internal/runtime/bounded"
 	"github.com/agentwire/agentwire/wire"
 )
 

@@ -26,8 +26,8 @@ import (
 	"github.com/agentwire/agentwire/internal/runtime/execution/internal/suspend"
 	"github.com/agentwire/agentwire/internal/runtime/execution/internal/transfer"
 	"github.com/agentwire/agentwire/internal/runtime/execution/internal/write"
-	"github.com/agentwire/agentwire/runtime/harness"
 	rtransfer "github.com/agentwire/agentwire/internal/runtime/transfer"
+	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/wire"
 )
 

@@ -27,8 +27,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentwire/agentwire/internal/turnbench"
 	"github.com/agentwire/agentwire/internal/runtime/harness/install"
+	"github.com/agentwire/agentwire/internal/turnbench"
 )
 
 func BenchmarkClaudeTurnOverhead(b *testing.B) {

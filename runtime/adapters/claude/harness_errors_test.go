@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/internal/runtime/harness/install"
+	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/runtime/harness/modeltest"
 	"github.com/agentwire/agentwire/wire"
 )

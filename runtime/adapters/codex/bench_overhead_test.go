@@ -34,8 +34,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentwire/agentwire/internal/turnbench"
 	"github.com/agentwire/agentwire/internal/runtime/harness/install"
+	"github.com/agentwire/agentwire/internal/turnbench"
 	"github.com/agentwire/agentwire/runtime/harness/modeltest"
 )
 

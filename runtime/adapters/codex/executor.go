@@ -11,8 +11,8 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/internal/runtime/childproc"
+	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/wire"
 )
 

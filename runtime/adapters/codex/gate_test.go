@@ -5,9 +5,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
+	"github.com/agentwire/agentwire/internal/wiretest"
 	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/wire"
-	"github.com/agentwire/agentwire/internal/wiretest"
 )
 
 // The adapter runs the capability gate on its own side of the interface:

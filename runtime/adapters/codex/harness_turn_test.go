@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentwire/agentwire/runtime/harness/modeltest"
 	"github.com/agentwire/agentwire/internal/runtime/harness/nettrace"
+	"github.com/agentwire/agentwire/runtime/harness/modeltest"
 	"github.com/agentwire/agentwire/wire"
 )
 

@@ -11,9 +11,9 @@ import (
 	"sync"
 
 	"github.com/agentwire/agentwire/core/credential"
-	"github.com/agentwire/agentwire/internal/core/gateway/internal/link"
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/fsm/workspace_export"
+	"github.com/agentwire/agentwire/internal/core/gateway/internal/link"
 	"github.com/agentwire/agentwire/internal/peer"
 	"github.com/agentwire/agentwire/wire"
 )

@@ -12,9 +12,9 @@ import (
 	"sync"
 
 	"github.com/agentwire/agentwire/core/credential"
-	"github.com/agentwire/agentwire/internal/core/gateway/internal/link"
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/fsm/workspace_read"
+	"github.com/agentwire/agentwire/internal/core/gateway/internal/link"
 	"github.com/agentwire/agentwire/internal/peer"
 	"github.com/agentwire/agentwire/internal/peer/guard"
 	"github.com/agentwire/agentwire/wire"

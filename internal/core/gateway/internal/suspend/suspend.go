@@ -20,10 +20,10 @@ import (
 	"time"
 
 	"github.com/agentwire/agentwire/core/credential"
-	"github.com/agentwire/agentwire/internal/core/gateway/internal/link"
 	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/fsm/suspension"
+	"github.com/agentwire/agentwire/internal/core/gateway/internal/link"
 	"github.com/agentwire/agentwire/internal/peer"
 	"github.com/agentwire/agentwire/internal/peer/guard"
 	"github.com/agentwire/agentwire/wire"

@@ -23,11 +23,11 @@ import (
 	"time"
 
 	"github.com/agentwire/agentwire/core/credential"
-	"github.com/agentwire/agentwire/internal/core/envinit"
-	"github.com/agentwire/agentwire/internal/core/gateway/internal/link"
 	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/fsm"
 	transferfsm "github.com/agentwire/agentwire/fsm/transfer"
+	"github.com/agentwire/agentwire/internal/core/envinit"
+	"github.com/agentwire/agentwire/internal/core/gateway/internal/link"
 	"github.com/agentwire/agentwire/internal/peer"
 	"github.com/agentwire/agentwire/wire"
 )

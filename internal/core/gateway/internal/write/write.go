@@ -15,10 +15,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentwire/agentwire/internal/core/gateway/internal/link"
 	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/fsm/workspace_write"
+	"github.com/agentwire/agentwire/internal/core/gateway/internal/link"
 	"github.com/agentwire/agentwire/internal/peer"
 	"github.com/agentwire/agentwire/wire"
 )

@@ -19,8 +19,8 @@ import (
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/fsm/workspace_export"
 	"github.com/agentwire/agentwire/internal/peer"
-	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/internal/runtime/workspace"
+	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/wire"
 )
 

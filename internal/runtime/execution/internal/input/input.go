@@ -18,8 +18,8 @@ import (
 	inputfsm "github.com/agentwire/agentwire/fsm/input"
 	"github.com/agentwire/agentwire/internal/peer"
 	"github.com/agentwire/agentwire/internal/peer/guard"
-	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/internal/runtime/bounded"
+	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/wire"
 )
 

@@ -20,8 +20,8 @@ import (
 	interactionfsm "github.com/agentwire/agentwire/fsm/interaction"
 	"github.com/agentwire/agentwire/internal/peer"
 	"github.com/agentwire/agentwire/internal/peer/guard"
-	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/internal/runtime/bounded"
+	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/wire"
 )
 
