@@ -50,7 +50,7 @@ func TestCoreKilledDuringDirectoryRead(t *testing.T) {
 	assert.Contains(t, string(prep.Payload), env, "the preparation names the registered Environment")
 	e.core.kill(t)
 	rt.signal(t, syscall.SIGCONT)
-	assert.NotEqual(t, 200, <-read, "the caller of the interrupted read got no data")
+	assert.NotEqual(t, 200, <-read, "the caller of the interrupted read got no data; the dead Core's frames: %v", frameTypes(e.frames()))
 	e.startCore()
 	e.waitConnected(2)
 	assert.Empty(t, e.readFrames(), "the read is not replayed")
@@ -66,7 +66,7 @@ func TestCoreKilledDuringDirectoryRead(t *testing.T) {
 	e.waitFrame("out", "workspace_read", nil)
 	e.core.kill(t)
 	rt.signal(t, syscall.SIGCONT)
-	assert.NotEqual(t, 200, <-read, "the caller of the interrupted read got no data")
+	assert.NotEqual(t, 200, <-read, "the caller of the interrupted read got no data; the dead Core's frames: %v", frameTypes(e.frames()))
 	e.startCore()
 	assert.Equal(t, map[string]any{"state": "failed", "reason": "event_stream_incomplete"}, e.api.status(turnID))
 	assert.Equal(t, []string{"output_message", "delta", "output_message", "observation", "status"}, e.api.eventTypes(turnID), "a read invents no event")
@@ -112,6 +112,17 @@ func (e *crashEnv) readAsync(sessionID string) <-chan int {
 		_ = resp.Body.Close()
 		out <- resp.StatusCode
 	}()
+	return out
+}
+
+// frameTypes names a transcript's frames in order ("out:workspace_read"):
+// what a failed read assertion shows, so a read that settled says with
+// which of the Runtime's replies.
+func frameTypes(frames []tframe) []string {
+	out := make([]string, 0, len(frames))
+	for _, f := range frames {
+		out = append(out, f.Dir+":"+f.Type)
+	}
 	return out
 }
 

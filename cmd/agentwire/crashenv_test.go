@@ -436,7 +436,13 @@ func (e *crashEnv) stopAll(runtimes ...*proc) *sqlite.Store {
 }
 
 // signal sends sig to a process (SIGSTOP and SIGCONT freeze and thaw a
-// Runtime, so a frame Core wrote is certainly still unanswered).
+// Runtime, so a frame Core wrote is certainly still unanswered). SIGSTOP
+// returns only once the process is stopped: the signal's delivery is not
+// (awaitStopped).
 func (p *proc) signal(t *testing.T, sig syscall.Signal) {
+	t.Helper()
 	require.NoError(t, p.cmd.Process.Signal(sig))
+	if sig == syscall.SIGSTOP {
+		awaitStopped(t, p.cmd.Process.Pid)
+	}
 }
