@@ -67,11 +67,51 @@ func Hash(s Secret) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// Issuer issues and checks credentials in one store.
-type Issuer struct {
-	Store store.Store
-	Now   func() time.Time
+// Authenticator decides whose a presented secret is. Core asks it on every
+// Runtime bootstrap and connection and on every public API request, and
+// asks again (Valid) while a connection or event stream stays open, so a
+// revocation takes effect on what is already open. Issuer is agentwire's
+// own; an embedder may put its own identity system behind it.
+//
+// What Core relies on: the Credential returned names its Kind, its
+// Project (a project key's project) and, for a device, its DeviceID;
+// ID identifies it to Valid and in logs. Errors are ErrMissing, ErrBad,
+// ErrWrongKind and ErrWrongDevice (wrapped or not) for a refusal; any other
+// error is Core's to report as its own failure (500), never as a refusal.
+type Authenticator interface {
+	// Authenticate returns the credential of secret s if it is valid and
+	// of kind.
+	Authenticate(ctx context.Context, s Secret, kind store.CredentialKind) (store.Credential, error)
+	// AuthenticateDevice returns the device credential of s if it was
+	// issued for deviceID (daemon-protocol.txt:11: no other kind of
+	// credential ever opens a Runtime connection).
+	AuthenticateDevice(ctx context.Context, s Secret, deviceID string) (store.Credential, error)
+	// Valid reports whether c, authenticated earlier, still is: ErrBad
+	// once it was revoked.
+	Valid(ctx context.Context, c store.Credential) error
+	// RevokeDevice revokes every credential of the device and returns the
+	// IDs it revoked (POST /api/v1/devices/{id}/revoke).
+	RevokeDevice(ctx context.Context, deviceID string) ([]string, error)
 }
+
+// Issuer issues and checks agentwire's own credentials, kept as hashes in
+// a store.Credentials.
+type Issuer struct {
+	Store store.Credentials
+	Now   func() time.Time
+	// Devices assigns a device to the project its credential is issued
+	// for; nil uses Store when it is also a device registry (a
+	// store.Store is: memory and sqlite keep both halves).
+	Devices DeviceAssigner
+}
+
+// DeviceAssigner is the part of store.Store that issuing a device
+// credential writes: the device's project.
+type DeviceAssigner interface {
+	AssignDevice(ctx context.Context, deviceID, project string, at time.Time) error
+}
+
+var _ Authenticator = Issuer{}
 
 // Issue creates a credential of kind. A device credential needs deviceID,
 // a project API key needs project; the administration key needs neither.
@@ -97,7 +137,14 @@ func (is Issuer) Issue(ctx context.Context, kind store.CredentialKind, deviceID,
 	}
 	now := is.Now().UTC().Truncate(time.Millisecond)
 	if kind == store.KindDevice {
-		if err := is.Store.AssignDevice(ctx, deviceID, project, now); err != nil {
+		devices := is.Devices
+		if devices == nil {
+			devices, _ = is.Store.(DeviceAssigner)
+		}
+		if devices == nil {
+			return store.Credential{}, "", fmt.Errorf("credential: issuing a device credential needs a device registry (Issuer.Devices); %T is none", is.Store)
+		}
+		if err := devices.AssignDevice(ctx, deviceID, project, now); err != nil {
 			if errors.Is(err, store.ErrConflict) {
 				return store.Credential{}, "", fmt.Errorf("credential: device %s belongs to another project; a device never changes project", deviceID)
 			}
@@ -173,6 +220,42 @@ func (is Issuer) Valid(ctx context.Context, c store.Credential) error {
 func (is Issuer) Revoke(ctx context.Context, id string) error {
 	return is.Store.RevokeCredential(ctx, id, is.Now().UTC().Truncate(time.Millisecond))
 }
+
+// RevokeDevice revokes every unrevoked credential issued for deviceID.
+func (is Issuer) RevokeDevice(ctx context.Context, deviceID string) ([]string, error) {
+	list, err := is.Store.ListCredentials(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list credentials: %w", err)
+	}
+	revoked := []string{}
+	for _, c := range list {
+		if c.Kind != store.KindDevice || c.DeviceID != deviceID || c.Revoked() {
+			continue
+		}
+		// A revocation that raced ours (ErrStale) is still a revocation.
+		if err := is.Revoke(ctx, c.ID); err != nil && !errors.Is(err, store.ErrStale) {
+			return revoked, fmt.Errorf("revoke credential %s: %w", c.ID, err)
+		}
+		revoked = append(revoked, c.ID)
+	}
+	return revoked, nil
+}
+
+// RefuseAll is the Authenticator of a Core given no way to authenticate:
+// every secret is refused as unknown.
+type RefuseAll struct{}
+
+func (RefuseAll) Authenticate(context.Context, Secret, store.CredentialKind) (store.Credential, error) {
+	return store.Credential{}, ErrBad
+}
+
+func (RefuseAll) AuthenticateDevice(context.Context, Secret, string) (store.Credential, error) {
+	return store.Credential{}, ErrBad
+}
+
+func (RefuseAll) Valid(context.Context, store.Credential) error { return ErrBad }
+
+func (RefuseAll) RevokeDevice(context.Context, string) ([]string, error) { return []string{}, nil }
 
 // BearerToken extracts the secret of an "Authorization: Bearer" header
 // value; "" when absent or of another scheme.

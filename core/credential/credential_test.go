@@ -95,7 +95,7 @@ func TestDeviceCredentialAssignsItsDevice(t *testing.T) {
 	is := issuer()
 	_, _, err := is.Issue(ctx, store.KindDevice, "dev-1", "p1")
 	require.NoError(t, err)
-	d, err := is.Store.GetDevice(ctx, "dev-1")
+	d, err := is.Store.(store.Store).GetDevice(ctx, "dev-1")
 	require.NoError(t, err)
 	assert.Equal(t, "p1", d.Project)
 	_, _, err = is.Issue(ctx, store.KindDevice, "dev-1", "p1")

@@ -1,7 +1,9 @@
-// Package store is Core's durable state behind one interface: Sessions,
-// Environments, Turns with their ordered inputs and input cursor, each
-// Turn's event journal, interaction records, workspace-write reservations,
-// device owner epochs and credentials.
+// Package store is Core's durable state behind two interfaces: Store holds
+// the protocol's state (Sessions, Environments, Turns with their ordered
+// inputs and input cursor, each Turn's event journal, interaction records,
+// workspace-write reservations, device owner epochs), Credentials the
+// hashes of the secrets Core issued. An embedder implements either or both
+// and proves them with storetest.Run and storetest.RunCredentials.
 //
 // Every decision that must happen exactly once (taking a device's owner
 // lease, claiming a Turn, advancing the input cursor, answering an
@@ -157,14 +159,6 @@ type Store interface {
 	// a no-op; ErrConflict when it belongs to another project (one
 	// conditional write: a device never changes hands silently).
 	AssignDevice(ctx context.Context, deviceID, project string, at time.Time) error
-
-	CreateCredential(ctx context.Context, c Credential) error
-	// CredentialByHash finds a credential by the hash of its secret.
-	CredentialByHash(ctx context.Context, hash string) (Credential, error)
-	ListCredentials(ctx context.Context) ([]Credential, error)
-	// RevokeCredential revokes an unrevoked credential; ErrStale when it
-	// already is, ErrNotFound when it does not exist.
-	RevokeCredential(ctx context.Context, id string, at time.Time) error
 
 	// CreateSuspension stores a new suspension attempt in s.State, a state
 	// of the suspension machine (ErrInvalid otherwise); ErrConflict when
@@ -537,36 +531,6 @@ type Device struct {
 	Declaration json.RawMessage
 	LastSeen    time.Time
 }
-
-// CredentialKind says what a credential may open.
-type CredentialKind string
-
-const (
-	// KindDevice opens the Runtime connection of one device only.
-	KindDevice CredentialKind = "device"
-	// KindProject opens the public API of one project.
-	KindProject CredentialKind = "project"
-	// KindAdmin manages credentials.
-	KindAdmin CredentialKind = "admin"
-)
-
-// Credential is stored by the hash of its secret; the secret itself is
-// shown once, when issued, and never stored.
-type Credential struct {
-	ID   string
-	Kind CredentialKind
-	// DeviceID is the one device a device credential is issued for.
-	DeviceID string
-	// Project is the project of a project API key, or the project a
-	// device credential's device was assigned to when it was issued.
-	Project   string
-	Hash      string
-	CreatedAt time.Time
-	RevokedAt time.Time
-}
-
-// Revoked reports whether the credential was revoked.
-func (c Credential) Revoked() bool { return !c.RevokedAt.IsZero() }
 
 // Batch is writes committed together (Store.Commit): Moves first (a
 // claim, a Turn starting, then running), then Events, then Finishes (a

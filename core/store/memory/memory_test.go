@@ -11,3 +11,7 @@ import (
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(*testing.T) store.Store { return memory.New() })
 }
+
+func TestCredentialsConformance(t *testing.T) {
+	storetest.RunCredentials(t, func(*testing.T) store.Credentials { return memory.New() })
+}

@@ -23,6 +23,15 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+func TestCredentialsConformance(t *testing.T) {
+	storetest.RunCredentials(t, func(t *testing.T) store.Credentials {
+		s, err := sqlite.Open(context.Background(), t.TempDir())
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	})
+}
+
 // Records survive closing and reopening the data directory, and the
 // migrations are not applied twice.
 func TestReopenKeepsRecordsAndSchema(t *testing.T) {

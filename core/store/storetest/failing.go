@@ -230,18 +230,53 @@ func (f *Failing) AssignDevice(ctx context.Context, deviceID, project string, at
 	return f.Store.AssignDevice(ctx, deviceID, project, at)
 }
 
+// The credential half passes through to the wrapped store when it keeps
+// credentials too (memory and sqlite do); its writes fail like the others.
+
+func (f *Failing) creds() (store.Credentials, error) {
+	c, ok := f.Store.(store.Credentials)
+	if !ok {
+		return nil, fmt.Errorf("storetest: the wrapped %T keeps no credentials: %w", f.Store, store.ErrInvalid)
+	}
+	return c, nil
+}
+
 func (f *Failing) CreateCredential(ctx context.Context, c store.Credential) error {
 	if err := f.check("CreateCredential"); err != nil {
 		return err
 	}
-	return f.Store.CreateCredential(ctx, c)
+	cs, err := f.creds()
+	if err != nil {
+		return err
+	}
+	return cs.CreateCredential(ctx, c)
 }
 
 func (f *Failing) RevokeCredential(ctx context.Context, id string, at time.Time) error {
 	if err := f.check("RevokeCredential"); err != nil {
 		return err
 	}
-	return f.Store.RevokeCredential(ctx, id, at)
+	cs, err := f.creds()
+	if err != nil {
+		return err
+	}
+	return cs.RevokeCredential(ctx, id, at)
+}
+
+func (f *Failing) CredentialByHash(ctx context.Context, hash string) (store.Credential, error) {
+	cs, err := f.creds()
+	if err != nil {
+		return store.Credential{}, err
+	}
+	return cs.CredentialByHash(ctx, hash)
+}
+
+func (f *Failing) ListCredentials(ctx context.Context) ([]store.Credential, error) {
+	cs, err := f.creds()
+	if err != nil {
+		return nil, err
+	}
+	return cs.ListCredentials(ctx)
 }
 
 func (f *Failing) CreateSuspension(ctx context.Context, s store.Suspension) error {

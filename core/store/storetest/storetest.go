@@ -1,5 +1,6 @@
-// Package storetest is the conformance suite of store.Store. Every
-// implementation (memory, sqlite, and later PostgreSQL) runs Run with a
+// Package storetest holds the conformance suites of Core's two store
+// interfaces: Run for store.Store, RunCredentials for store.Credentials.
+// Every implementation (memory, sqlite, an embedder's own) runs them with a
 // constructor of fresh, empty stores. The race tests start many
 // goroutines on one store: an implementation that reads, decides and
 // writes back in two steps fails them.
@@ -53,8 +54,6 @@ func Run(t *testing.T, open Open) {
 		{"WorkspaceWriteResolveRace", testWorkspaceWriteResolveRace},
 		{"OwnerEpoch", testOwnerEpoch},
 		{"OwnerEpochRace", testOwnerEpochRace},
-		{"Credentials", testCredentials},
-		{"RevokeRace", testRevokeRace},
 		{"Suspensions", testSuspensions},
 		{"SuspensionRace", testSuspensionRace},
 		{"Instances", testInstances},
@@ -667,39 +666,6 @@ func testOwnerEpochRace(t *testing.T, s store.Store) {
 	require.NoError(t, err)
 	assert.Equal(t, uint64(n), d.OwnerEpoch)
 	assert.True(t, epochs[n])
-}
-
-func testCredentials(t *testing.T, s store.Store) {
-	c := store.Credential{ID: "c1", Kind: store.KindDevice, DeviceID: "dev", Hash: "h1", CreatedAt: T0}
-	require.NoError(t, s.CreateCredential(ctx, c))
-	assert.ErrorIs(t, s.CreateCredential(ctx, c), store.ErrConflict)
-	assert.ErrorIs(t, s.CreateCredential(ctx, store.Credential{ID: "c9", Kind: store.KindAdmin, Hash: "h1", CreatedAt: T0}), store.ErrConflict, "hashes are unique")
-	require.NoError(t, s.CreateCredential(ctx, store.Credential{ID: "c2", Kind: store.KindProject, Project: "p", Hash: "h2", CreatedAt: T0}))
-	got, err := s.CredentialByHash(ctx, "h2")
-	require.NoError(t, err)
-	assert.Equal(t, store.KindProject, got.Kind)
-	assert.Equal(t, "p", got.Project)
-	assert.False(t, got.Revoked())
-	_, err = s.CredentialByHash(ctx, "nope")
-	assert.ErrorIs(t, err, store.ErrNotFound)
-
-	require.NoError(t, s.RevokeCredential(ctx, "c1", T0.Add(time.Second)))
-	assert.ErrorIs(t, s.RevokeCredential(ctx, "c1", T0), store.ErrStale)
-	assert.ErrorIs(t, s.RevokeCredential(ctx, "missing", T0), store.ErrNotFound)
-	got, _ = s.CredentialByHash(ctx, "h1")
-	assert.True(t, got.Revoked())
-	assert.Equal(t, "dev", got.DeviceID)
-	list, err := s.ListCredentials(ctx)
-	require.NoError(t, err)
-	require.Len(t, list, 2)
-	assert.Equal(t, "c1", list[0].ID)
-	assert.True(t, list[0].RevokedAt.Equal(T0.Add(time.Second)))
-}
-
-func testRevokeRace(t *testing.T, s store.Store) {
-	require.NoError(t, s.CreateCredential(ctx, store.Credential{ID: "c1", Kind: store.KindDevice, DeviceID: "dev", Hash: "h1", CreatedAt: T0}))
-	wins := race(t, 16, store.ErrStale, func(int) error { return s.RevokeCredential(ctx, "c1", T0) })
-	assert.Equal(t, 1, wins)
 }
 
 func testClosed(t *testing.T, s store.Store) {

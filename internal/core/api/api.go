@@ -69,7 +69,7 @@ var Routes = []Route{
 // Config is what the API needs.
 type Config struct {
 	Store       store.Store
-	Credentials credential.Issuer
+	Credentials credential.Authenticator
 	Journal     *Journal
 	// Devices answers GET /api/v1/devices with the devices of a project
 	// ("" for the administration key: every device).

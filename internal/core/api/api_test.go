@@ -301,7 +301,7 @@ func TestRevokeDevice(t *testing.T) {
 	resp, missing := e.do(e.other, "POST", "/api/v1/devices/nowhere/revoke", "")
 	assert.Equal(t, 404, resp.StatusCode)
 	assert.Equal(t, missing, theirs, "not yours and missing answer alike")
-	list, err := e.store.ListCredentials(context.Background())
+	list, err := e.store.(store.Credentials).ListCredentials(context.Background())
 	require.NoError(t, err)
 	for _, c := range list {
 		assert.False(t, c.Revoked(), "nothing was revoked by another project")
@@ -311,7 +311,7 @@ func TestRevokeDevice(t *testing.T) {
 	require.Equal(t, 200, resp.StatusCode, "%v", got)
 	assert.Equal(t, "dev", got["device_id"])
 	assert.Len(t, got["revoked"], 1)
-	list, err = e.store.ListCredentials(context.Background())
+	list, err = e.store.(store.Credentials).ListCredentials(context.Background())
 	require.NoError(t, err)
 	for _, c := range list {
 		if c.DeviceID == "dev" {

@@ -24,21 +24,10 @@ func (a *API) revokeDevice(w http.ResponseWriter, r *http.Request) {
 		a.internal(w, "get device", err)
 		return
 	}
-	list, err := a.cfg.Store.ListCredentials(r.Context())
+	revoked, err := a.cfg.Credentials.RevokeDevice(r.Context(), id)
 	if err != nil {
-		a.internal(w, "list credentials", err)
+		a.internal(w, "revoke device", err)
 		return
-	}
-	revoked := []string{}
-	for _, c := range list {
-		if c.Kind != store.KindDevice || c.DeviceID != id || c.Revoked() {
-			continue
-		}
-		if err := a.cfg.Credentials.Revoke(r.Context(), c.ID); err != nil && !errors.Is(err, store.ErrStale) {
-			a.internal(w, "revoke credential", err)
-			return
-		}
-		revoked = append(revoked, c.ID)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"device_id": id, "revoked": revoked})
 }

@@ -35,7 +35,7 @@ const (
 // Config is what a Gateway needs. Store and Credentials are required.
 type Config struct {
 	Store       store.Store
-	Credentials credential.Issuer
+	Credentials credential.Authenticator
 	// PublicURL is the base URL Runtimes reach Core at (http or https);
 	// bootstrap answers 503 bootstrap_unavailable without it.
 	PublicURL string

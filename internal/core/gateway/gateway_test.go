@@ -81,7 +81,7 @@ func newEnv(t *testing.T, public bool) *env { return newEnvStore(t, public, memo
 // configuration.
 func newEnvStore(t *testing.T, public bool, st store.Store, opts ...func(*gateway.Config)) *env {
 	e := &env{t: t, store: st, clock: peer.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), logs: &syncBuffer{}}
-	e.issuer = credential.Issuer{Store: e.store, Now: e.clock.Now}
+	e.issuer = credential.Issuer{Store: e.store.(store.Credentials), Now: e.clock.Now}
 	log := slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	mux := http.NewServeMux()
 	e.srv = httptest.NewUnstartedServer(mux)
@@ -181,7 +181,7 @@ func TestUpgradeRefusals(t *testing.T) {
 	proj := e.issue(store.KindProject, "", "p")
 	admin := e.issue(store.KindAdmin, "", "")
 	revoked := e.issue(store.KindDevice, "dev-1", "")
-	list, _ := e.store.ListCredentials(context.Background())
+	list, _ := e.store.(store.Credentials).ListCredentials(context.Background())
 	require.NoError(t, e.issuer.Revoke(context.Background(), list[3].ID))
 
 	for _, tc := range []struct {

@@ -106,7 +106,7 @@ func newCoreSide(t *testing.T) *coreSide {
 		c.srv.Close()
 		c.http.Close()
 	})
-	is := credential.Issuer{Store: c.st, Now: c.clock.Now}
+	is := credential.Issuer{Store: c.st.(store.Credentials), Now: c.clock.Now}
 	ctx := context.Background()
 	issue := func(name string, kind store.CredentialKind, device, project string) {
 		cr, s, err := is.Issue(ctx, kind, device, project)
@@ -129,7 +129,7 @@ func newCoreSide(t *testing.T) *coreSide {
 	// before devices had projects holds it: stored directly, with no
 	// project and no assignment (the issuer refuses that today).
 	unowned := credential.Secret("awd_unowned-device-of-an-old-data-directory")
-	require.NoError(t, c.st.CreateCredential(ctx, store.Credential{ID: credential.NewID("cred"), Kind: store.KindDevice,
+	require.NoError(t, c.st.(store.Credentials).CreateCredential(ctx, store.Credential{ID: credential.NewID("cred"), Kind: store.KindDevice,
 		DeviceID: "dev-0", Hash: credential.Hash(unowned), CreatedAt: c.clock.Now()}))
 	c.secrets["unowned-device"] = unowned.Reveal()
 	return c
@@ -277,7 +277,7 @@ func (c *coreSide) Do(t *testing.T, d *datadriven.TestData, b *scenario.Bindings
 		if !ok {
 			return "", fmt.Errorf("revoke name=%q: no such credential", argOr(d, "name", ""))
 		}
-		if err := (credential.Issuer{Store: c.st, Now: c.clock.Now}).Revoke(ctx, id); err != nil {
+		if err := (credential.Issuer{Store: c.st.(store.Credentials), Now: c.clock.Now}).Revoke(ctx, id); err != nil {
 			return "", err
 		}
 		return "revoked: " + argOr(d, "name", "") + "\n", nil

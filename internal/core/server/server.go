@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -21,9 +22,16 @@ import (
 	"github.com/agentwire/agentwire/wire"
 )
 
-// Config is what a Core needs; Store is required.
+// Config is what a Core needs; Store is required, and so is one of Auth
+// and Credentials unless Store keeps credentials too.
 type Config struct {
-	Store     store.Store
+	Store store.Store
+	// Auth authenticates every Runtime and API caller (nil: agentwire's
+	// own credentials, credential.Issuer over Credentials).
+	Auth credential.Authenticator
+	// Credentials keeps the hashes of the credentials Core issues (nil:
+	// Store, when it implements store.Credentials).
+	Credentials store.Credentials
 	PublicURL string
 	Clock     peer.Clock
 	Logger    *slog.Logger
@@ -57,7 +65,7 @@ type Config struct {
 // Server is one Core's HTTP surface.
 type Server struct {
 	cfg     Config
-	creds   credential.Issuer
+	creds   credential.Authenticator
 	gateway *gateway.Gateway
 	mux     *http.ServeMux
 	journal *api.Journal
@@ -79,7 +87,7 @@ func New(cfg Config) *Server {
 		cfg.Sealer = vault.Ephemeral()
 	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux()}
-	s.creds = credential.Issuer{Store: cfg.Store, Now: cfg.Clock.Now}
+	s.creds = authenticator(cfg)
 	s.journal = &api.Journal{Store: cfg.Store}
 	s.gateway = gateway.New(gateway.Config{Store: cfg.Store, Credentials: s.creds, PublicURL: cfg.PublicURL, Clock: cfg.Clock, Logger: cfg.Logger, Journal: s.journal, Transcript: cfg.Transcript, PlacementTimeout: cfg.PlacementTimeout, StallTimeout: cfg.StallTimeout, Profiles: cfg.Profiles, Sealer: cfg.Sealer, JournalBacklog: cfg.JournalBacklog, JournalLimit: cfg.JournalLimit})
 	s.gateway.Register(s.mux)
@@ -115,6 +123,24 @@ func New(cfg Config) *Server {
 	})
 	s.api.Register(s.mux)
 	return s
+}
+
+// authenticator is cfg.Auth, or agentwire's own credentials in
+// cfg.Credentials or the store; a Core with neither refuses every secret
+// (and says so at start) rather than admit anyone.
+func authenticator(cfg Config) credential.Authenticator {
+	if cfg.Auth != nil {
+		return cfg.Auth
+	}
+	creds := cfg.Credentials
+	if creds == nil {
+		creds, _ = cfg.Store.(store.Credentials)
+	}
+	if creds == nil {
+		cfg.Logger.Error("core: no authenticator and no credential store: every Runtime and API request is refused", "store", fmt.Sprintf("%T", cfg.Store))
+		return credential.RefuseAll{}
+	}
+	return credential.Issuer{Store: creds, Now: cfg.Clock.Now, Devices: cfg.Store}
 }
 
 // cancel maps the gateway's answers onto the API's.
