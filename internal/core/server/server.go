@@ -32,9 +32,9 @@ type Config struct {
 	// Credentials keeps the hashes of the credentials Core issues (nil:
 	// Store, when it implements store.Credentials).
 	Credentials store.Credentials
-	PublicURL string
-	Clock     peer.Clock
-	Logger    *slog.Logger
+	PublicURL   string
+	Clock       peer.Clock
+	Logger      *slog.Logger
 	// Transcript receives every Runtime frame (gateway.Config.Transcript).
 	Transcript io.Writer
 	// PlacementTimeout is gateway.Config.PlacementTimeout (0: 5 minutes).
