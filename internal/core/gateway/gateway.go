@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	policy "github.com/agentwire/agentwire/core/placement"
 	"io"
 	"log/slog"
 	"net/http"
@@ -76,6 +77,9 @@ type Config struct {
 	// keeps; the frame that would pass it ends the Turn journal_limit
 	// (journal_limit.go). 0: no limit.
 	JournalLimit int64
+	// Placement orders the devices eligible for a Turn (nil:
+	// placement.ByDeviceID); see placement.go.
+	Placement policy.Policy
 	// Profiles are the engine profiles by agent kind; a kind without one
 	// declares no control and qualifies no Agent feature.
 	Profiles agent.Profiles
@@ -142,6 +146,9 @@ func New(cfg Config) *Gateway {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Placement == nil {
+		cfg.Placement = policy.ByDeviceID{}
 	}
 	if cfg.Profiles == nil {
 		cfg.Profiles = agent.DefaultProfiles()

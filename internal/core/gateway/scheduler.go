@@ -493,6 +493,9 @@ func (g *Gateway) place(ctx context.Context, k *kick, t store.Turn) (*placement,
 		return nil, g.why(p), nil
 	}
 	wait := Waiting{Reason: WaitDeviceBusy, Detail: "every device that admits the Turn is at its admission bound or busy"}
+	if cands = g.order(p, cands); len(cands) == 0 {
+		return nil, Waiting{Reason: WaitDeviceBusy, Detail: "the placement policy chose none of the devices that admit the Turn"}, nil
+	}
 	for _, c := range cands {
 		// The final check, against the declaration as it is now and the
 		// connection still owning the device (daemon-protocol.txt:33).

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentwire/agentwire/core/placement"
 	"io"
 	"log/slog"
 	"net/http"
@@ -42,6 +43,9 @@ type Config struct {
 	// StallTimeout is gateway.Config.StallTimeout (0: 10 minutes,
 	// negative: disabled).
 	StallTimeout time.Duration
+	// Placement orders the devices eligible for a Turn (nil:
+	// placement.ByDeviceID).
+	Placement placement.Policy
 	// Profiles are the engine profiles by agent kind (nil:
 	// agent.DefaultProfiles).
 	Profiles agent.Profiles
@@ -89,7 +93,7 @@ func New(cfg Config) *Server {
 	s := &Server{cfg: cfg, mux: http.NewServeMux()}
 	s.creds = authenticator(cfg)
 	s.journal = &api.Journal{Store: cfg.Store}
-	s.gateway = gateway.New(gateway.Config{Store: cfg.Store, Credentials: s.creds, PublicURL: cfg.PublicURL, Clock: cfg.Clock, Logger: cfg.Logger, Journal: s.journal, Transcript: cfg.Transcript, PlacementTimeout: cfg.PlacementTimeout, StallTimeout: cfg.StallTimeout, Profiles: cfg.Profiles, Sealer: cfg.Sealer, JournalBacklog: cfg.JournalBacklog, JournalLimit: cfg.JournalLimit})
+	s.gateway = gateway.New(gateway.Config{Store: cfg.Store, Credentials: s.creds, PublicURL: cfg.PublicURL, Clock: cfg.Clock, Logger: cfg.Logger, Journal: s.journal, Transcript: cfg.Transcript, PlacementTimeout: cfg.PlacementTimeout, StallTimeout: cfg.StallTimeout, Placement: cfg.Placement, Profiles: cfg.Profiles, Sealer: cfg.Sealer, JournalBacklog: cfg.JournalBacklog, JournalLimit: cfg.JournalLimit})
 	s.gateway.Register(s.mux)
 	s.api = api.New(api.Config{
 		Store: cfg.Store, Credentials: s.creds, Journal: s.journal, Now: cfg.Clock.Now, Clock: cfg.Clock, Logger: cfg.Logger, Profiles: cfg.Profiles, Sealer: cfg.Sealer, Quotas: cfg.Quotas, UploadDir: cfg.UploadDir,
