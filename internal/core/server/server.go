@@ -175,6 +175,14 @@ func (s *Server) answer(ctx context.Context, turnID, interactionID string, p wir
 	return id, err
 }
 
+// Register puts Core's routes (the Runtime bootstrap and WebSocket, the
+// public API) on another mux, an embedder's; Core's own mux keeps them
+// too, so ServeHTTP keeps working.
+func (s *Server) Register(mux *http.ServeMux) {
+	s.gateway.Register(mux)
+	s.api.Register(mux)
+}
+
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
