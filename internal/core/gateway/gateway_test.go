@@ -54,6 +54,7 @@ type env struct {
 	t       *testing.T
 	store   store.Store
 	issuer  credential.Issuer
+	keys    store.Credentials // the issuer's, apart from store as an embedder may keep them
 	gw      *gateway.Gateway
 	srv     *httptest.Server
 	clock   *peer.ManualClock
@@ -81,7 +82,8 @@ func newEnv(t *testing.T, public bool) *env { return newEnvStore(t, public, memo
 // configuration.
 func newEnvStore(t *testing.T, public bool, st store.Store, opts ...func(*gateway.Config)) *env {
 	e := &env{t: t, store: st, clock: peer.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), logs: &syncBuffer{}}
-	e.issuer = credential.Issuer{Store: e.store.(store.Credentials), Now: e.clock.Now}
+	e.keys = memory.New()
+	e.issuer = credential.Issuer{Store: e.keys, Devices: e.store, Now: e.clock.Now}
 	log := slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	mux := http.NewServeMux()
 	e.srv = httptest.NewUnstartedServer(mux)
@@ -181,7 +183,7 @@ func TestUpgradeRefusals(t *testing.T) {
 	proj := e.issue(store.KindProject, "", "p")
 	admin := e.issue(store.KindAdmin, "", "")
 	revoked := e.issue(store.KindDevice, "dev-1", "")
-	list, _ := e.store.(store.Credentials).ListCredentials(context.Background())
+	list, _ := e.keys.ListCredentials(context.Background())
 	require.NoError(t, e.issuer.Revoke(context.Background(), list[3].ID))
 
 	for _, tc := range []struct {

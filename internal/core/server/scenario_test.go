@@ -63,6 +63,7 @@ func TestWireScenarios(t *testing.T) {
 // coreSide is one scenario's Core: an httptest server over server.New.
 type coreSide struct {
 	st      store.Store
+	keys    store.Credentials  // agentwire's keys, kept apart from st as an embedder may
 	fail    *storetest.Failing // under st: "store fail|heal"
 	srv     *server.Server
 	http    *httptest.Server
@@ -99,14 +100,15 @@ func newCoreSide(t *testing.T) *coreSide {
 	// subscription with one large frame while the store is held ("store
 	// hold"); no other transcript holds the store or sends a Run frame near
 	// that size.
-	c.srv = server.New(server.Config{Store: c.st, PublicURL: c.http.URL, Clock: c.clock, Logger: slog.New(slog.NewTextHandler(logs, nil)),
+	c.keys = memory.New()
+	c.srv = server.New(server.Config{Store: c.st, Credentials: c.keys, PublicURL: c.http.URL, Clock: c.clock, Logger: slog.New(slog.NewTextHandler(logs, nil)),
 		JournalBacklog: 1 << 10, StallTimeout: scenarioStallTimeout})
 	mux.Handle("/", c.srv)
 	t.Cleanup(func() {
 		c.srv.Close()
 		c.http.Close()
 	})
-	is := credential.Issuer{Store: c.st.(store.Credentials), Now: c.clock.Now}
+	is := credential.Issuer{Store: c.keys, Devices: c.st, Now: c.clock.Now}
 	ctx := context.Background()
 	issue := func(name string, kind store.CredentialKind, device, project string) {
 		cr, s, err := is.Issue(ctx, kind, device, project)
@@ -129,7 +131,7 @@ func newCoreSide(t *testing.T) *coreSide {
 	// before devices had projects holds it: stored directly, with no
 	// project and no assignment (the issuer refuses that today).
 	unowned := credential.Secret("awd_unowned-device-of-an-old-data-directory")
-	require.NoError(t, c.st.(store.Credentials).CreateCredential(ctx, store.Credential{ID: credential.NewID("cred"), Kind: store.KindDevice,
+	require.NoError(t, c.keys.CreateCredential(ctx, store.Credential{ID: credential.NewID("cred"), Kind: store.KindDevice,
 		DeviceID: "dev-0", Hash: credential.Hash(unowned), CreatedAt: c.clock.Now()}))
 	c.secrets["unowned-device"] = unowned.Reveal()
 	return c
@@ -277,7 +279,7 @@ func (c *coreSide) Do(t *testing.T, d *datadriven.TestData, b *scenario.Bindings
 		if !ok {
 			return "", fmt.Errorf("revoke name=%q: no such credential", argOr(d, "name", ""))
 		}
-		if err := (credential.Issuer{Store: c.st.(store.Credentials), Now: c.clock.Now}).Revoke(ctx, id); err != nil {
+		if err := (credential.Issuer{Store: c.keys, Devices: c.st, Now: c.clock.Now}).Revoke(ctx, id); err != nil {
 			return "", err
 		}
 		return "revoked: " + argOr(d, "name", "") + "\n", nil
