@@ -179,6 +179,7 @@ func TestNoSilentUsageErrors(t *testing.T) {
 		{[]string{"core", "serve", "--data", data, "extra"}, `core serve takes no arguments, got ["extra"]`, "usage: agentwire core serve"},
 		{[]string{"demo", "extra"}, `demo takes no arguments, got ["extra"]`, "usage: agentwire demo"},
 		{[]string{"core", "serve"}, "--data is required", "usage: agentwire core serve"},
+		{[]string{"core", "serve", "--data", data, "--placement", "random"}, `--placement "random": want by-device-id or least-loaded`, "usage: agentwire core serve"},
 		{[]string{"core", "credential", "list", "--data", data, "foo"}, `core credential list takes no arguments, got ["foo"]`, "usage: agentwire core credential list"},
 		{[]string{"runtime", "--device-id", "d", "--credential-file", "f", "extra"}, `runtime takes no arguments, got ["extra"]`, "usage: agentwire runtime"},
 		{[]string{"diagram", "run", "extra"}, "want one MACHINE, got 2 arguments", "usage: agentwire diagram"},

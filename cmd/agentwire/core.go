@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentwire/agentwire/core/placement"
 	"io"
 	"log/slog"
 	"net"
@@ -78,6 +79,7 @@ func runCoreServe(args []string, stdout, stderr io.Writer) error {
 	fs := coreServeCommand.flags(stderr)
 	listen := fs.String("listen", "127.0.0.1:8080", "address to listen on")
 	placementTimeout := fs.Duration("placement-timeout", gateway.DefaultPlacementTimeout, "how long a queued Turn waits for a device of its project that declares what it requires before it fails unplaceable")
+	placementPolicy := fs.String("placement", "by-device-id", "which eligible device runs a Turn: by-device-id (the first by ID, so a Session's Turns stay on one device while it has room) or least-loaded (the one with the fewest admitted Turns)")
 	stallTimeout := fs.Duration("stall-timeout", gateway.DefaultStallTimeout, "how long a running Turn's Run may send nothing (heartbeats do not count, nor time waiting for an answer) before Core cancels it with cause stalled; 0 disables it")
 	data := fs.String("data", "", "data directory, created if missing: the embedded store lives here (required)")
 	public := fs.String("public-url", "", "base URL Runtimes reach Core at (default: http:// and the listen address)")
@@ -106,6 +108,15 @@ func runCoreServe(args []string, stdout, stderr io.Writer) error {
 	}
 	if *placementTimeout <= 0 {
 		return usageError(fs, "--placement-timeout must be positive, got %v", *placementTimeout)
+	}
+	var policy placement.Policy
+	switch *placementPolicy {
+	case "by-device-id":
+		policy = placement.ByDeviceID{}
+	case "least-loaded":
+		policy = placement.LeastLoaded{}
+	default:
+		return usageError(fs, "--placement %q: want by-device-id or least-loaded", *placementPolicy)
 	}
 	if *stallTimeout < 0 {
 		return usageError(fs, "--stall-timeout must be 0 (disabled) or positive, got %v", *stallTimeout)
@@ -187,7 +198,7 @@ func runCoreServe(args []string, stdout, stderr io.Writer) error {
 	if err := os.MkdirAll(uploads, 0o700); err != nil {
 		return fmt.Errorf("core serve: create %s: %w", uploads, err)
 	}
-	srv := server.New(server.Config{Store: st, PublicURL: *public, Logger: log, Clock: clock, Transcript: transcript, PlacementTimeout: *placementTimeout, StallTimeout: *stallTimeout, Profiles: profiles, Sealer: sealer,
+	srv := server.New(server.Config{Store: st, Placement: policy, PublicURL: *public, Logger: log, Clock: clock, Transcript: transcript, PlacementTimeout: *placementTimeout, StallTimeout: *stallTimeout, Profiles: profiles, Sealer: sealer,
 		Quotas: quotas.api(), JournalLimit: *quotas.journalBytes, UploadDir: uploads})
 	// decision: headers within 10 s and 64 KiB, and a keep-alive
 	// connection idle for 2 minutes is closed; no whole-request read or
