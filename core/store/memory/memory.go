@@ -35,7 +35,10 @@ type Store struct {
 	secrets      map[secretKey]store.Secret      // vault.go: sealed, by project and name
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store       = (*Store)(nil)
+	_ store.Credentials = (*Store)(nil)
+)
 
 // New returns an empty store.
 func New() *Store {

@@ -35,7 +35,10 @@ type Store struct {
 	closed atomic.Bool
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store       = (*Store)(nil)
+	_ store.Credentials = (*Store)(nil)
+)
 
 // Open opens (creating it if needed) the database in dir and applies the
 // migrations it lacks.
