@@ -6,6 +6,11 @@ import "sync"
 // actions. Each generated machine package produces one from the role's hooks
 // interface (for example preparation.Core(hooks)), so a peer implements
 // typed methods and never switches on IDs itself.
+//
+// The engine calls a guard while it selects a candidate, and performs the
+// other effects after the step, in spec order (Machine.Fire, or a driver
+// that drains an Outbox). Every generated hooks interface refers here for
+// that order rather than repeat it.
 type Binding[A any] interface {
 	Guards[A]
 	// Perform does one EffectSend or EffectDo effect of the binding's role.

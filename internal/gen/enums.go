@@ -1,6 +1,8 @@
 package gen
 
 import (
+	"strconv"
+
 	"github.com/dave/jennifer/jen"
 
 	"github.com/agentwire/agentwire/spec"
@@ -19,34 +21,57 @@ type enumItem struct {
 // last a lookup in Table (fsm.Table.DeclName and Parse, written once for
 // every enum of every machine). An unknown value prints as Type(n). An enum
 // with no values is not written at all.
+//
+// Each constant carries the first clause of its spec doc as a line comment
+// (summary), one line per value where a doc comment wrapped over two or
+// three: go doc prints it in the const block, and gopls shows it on hover
+// because neither the value nor its const block has a doc comment (keep it
+// so). The full doc is on the machine's page and, for guards and actions,
+// on the hook methods. The
+// methods go undocumented, one line each with no blank line between them:
+// doc describes them once, on the type (a doc comment on each would cost
+// three lines per method, about 90 lines in the largest machine).
 func enum(f *jen.File, typ, doc string, items []enumItem) {
 	if len(items) == 0 {
 		return
 	}
 	comment(f, doc)
 	f.Type().Id(typ).Uint8()
+	// gofmt aligns the line comments of the block after the widest
+	// "Name Type = n"; the summary gets what is left of the line.
+	widest := 0
+	for _, it := range items {
+		widest = max(widest, len(it.Const))
+	}
+	column := 4 + widest + 1 + len(typ) + len(" = ") + len(strconv.Itoa(len(items))) + len(" // ")
 	var defs []jen.Code
 	for i, it := range items {
+		def := jen.Id(it.Const).Id(typ).Op("=").Lit(i + 1)
 		if it.Doc != "" {
-			for _, l := range wrapLines(it.Const+": "+it.Doc, docWidth-4) {
-				defs = append(defs, jen.Comment(l))
-			}
+			def.Comment(summary("", it.Doc, lineWidth-column))
 		}
-		defs = append(defs, jen.Id(it.Const).Id(typ).Op("=").Lit(i+1))
+		defs = append(defs, def)
 	}
 	f.Const().Defs(defs...)
 
 	kind := jen.Qual(fsmPkg, "Decl"+typ)
 	last := items[len(items)-1].Const
-	comment(f, "String returns the spec name, or "+typ+"(n) for a value outside the enum.")
 	f.Func().Params(jen.Id("v").Id(typ)).Id("String").Params().String().Add(returns(
 		jen.Id("Table").Dot("DeclName").Call(kind, jen.Uint8().Call(jen.Id("v")))))
-	comment(f, "Valid reports whether v is one of the declared constants.")
 	f.Func().Params(jen.Id("v").Id(typ)).Id("Valid").Params().Bool().Add(returns(
 		jen.Id("v").Op(">=").Lit(1).Op("&&").Id("v").Op("<=").Id(last)))
-	commentf(f, "Parse%s returns the %s with the given spec name.", typ, lowerFirst(typ))
 	f.Func().Id("Parse"+typ).Params(jen.Id("name").String()).Params(jen.Id(typ), jen.Error()).Add(returns(
 		jen.Qual(fsmPkg, "As").Index(jen.Id(typ)).Call(jen.Id("Table").Dot("Parse").Call(kind, jen.Id("name")))))
+}
+
+// enumMethods is the sentence of an enum's doc that describes the three
+// methods every enum has.
+func enumMethods(typ string) string {
+	if typ == "State" {
+		return "String is its spec name (State(n) outside the enum), ParseState the reverse, and Valid " +
+			"reports a declared value."
+	}
+	return "String, Parse" + typ + " and Valid are as for State."
 }
 
 // returns writes the body { return v } on the function's own line: jennifer
@@ -72,25 +97,15 @@ func stateItems(m *spec.Machine) []enumItem {
 func eventItems(m *spec.Machine) []enumItem {
 	var out []enumItem
 	for _, e := range m.Events {
-		out = append(out, enumItem{Const: eventConst(e.Name), Name: e.Name, Doc: eventDoc(e)})
+		out = append(out, enumItem{Const: eventConst(e.Name), Name: e.Name, Doc: e.Doc})
 	}
 	return out
-}
-
-func eventDoc(e *spec.Event) string {
-	switch e.Kind {
-	case spec.EventMessage:
-		return e.Doc + " (wire " + e.Message + ", sent by " + e.From.String() + ")"
-	case spec.EventTimer:
-		return e.Doc + " (timer " + e.Duration.String() + ", owned by " + e.By.String() + ")"
-	}
-	return e.Doc + " (local, observed by " + e.By.String() + ")"
 }
 
 func timerItems(m *spec.Machine) []enumItem {
 	var out []enumItem
 	for _, t := range m.Timers() {
-		out = append(out, enumItem{Const: timerConst(t.Name), Name: t.Name, Doc: t.Doc + " (" + t.Duration.String() + ")"})
+		out = append(out, enumItem{Const: timerConst(t.Name), Name: t.Name, Doc: t.Doc})
 	}
 	return out
 }

@@ -96,11 +96,8 @@ func hooksDecl(f *jen.File, m *spec.Machine, v roleView) {
 		methods = append(methods, jen.Id(actionMethod(a.Name)).Params(firingParam()).Error())
 	}
 	iface := v.name + "Hooks"
-	commentf(f, "%s is what a %s peer implements to run the %s machine: one method per guard it "+
-		"evaluates, per message it sends and per action it performs. The engine calls a guard while it "+
-		"selects a candidate, and the other methods after the step, in spec order (fsm.Machine.Fire, or a "+
-		"driver that drains an fsm.Outbox). A method must not change the machine. The *fsm.Firing is "+
-		"reused: do not keep it after the call.", iface, v.name, m.Name)
+	commentf(f, "%s is what a %s peer implements to run the %s machine, called as fsm.Binding says. A "+
+		"method must not change the machine, nor keep the *fsm.Firing after the call.", iface, v.name, m.Name)
 	f.Type().Id(iface).Types(jen.Id("A").Any()).Interface(methods...)
 
 	table := func(typ string, names []jen.Code) jen.Code {
@@ -129,12 +126,12 @@ func hooksDecl(f *jen.File, m *spec.Machine, v roleView) {
 		))),
 	)
 
-	timers := "The " + v.name + " arms no timer of this machine: timers may be nil."
+	timers := "timers may be nil: the " + v.name + " arms no timer here."
 	if v.timers {
-		timers = "timers arms and disarms the timers the " + v.name + " owns; it must not be nil."
+		timers = "timers, not nil, arms the " + v.name + "'s timers."
 	}
-	commentf(f, "New%s returns a %s machine in its Initial state that evaluates the guards and performs "+
-		"the effects of a %s peer through h, after each step (fsm.Machine.Fire). %s", v.name, m.Name, v.name, timers)
+	commentf(f, "New%s returns a %s machine in Initial that runs h after each step (fsm.Machine.Fire); %s",
+		v.name, m.Name, timers)
 	f.Func().Id("New"+v.name).Types(jen.Id("A").Any()).Params(
 		jen.Id("h").Id(iface).Types(jen.Id("A")),
 		jen.Id("timers").Qual(fsmPkg, "Timers").Types(jen.Id("A")),

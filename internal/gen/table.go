@@ -84,11 +84,8 @@ func tableDecl(f *jen.File, m *spec.Machine, t *fsm.Table) error {
 		field{"Rules", jen.Index().Qual(fsmPkg, "Rule").Custom(jen.Options{Open: "{", Close: "}", Separator: ",", Multi: true}, ruleLits(rules)...)},
 		field{"Lines", jen.Index().Int().Values(intLits(lines)...)},
 	)
-	comment(f, "Table is the "+m.Name+" machine as the engine runs it: the declarations and the rules "+
-		"of "+m.Pos.File+", one line per rule named by its stable ID (their spec lines apart, in Lines, so "+
-		"that shifting lines in the spec changes one line here), which fsm.MustSeal expands at "+
-		"start-up into exactly the cells spec.Machine.Table builds (every (state, event) cell lists its "+
-		"candidates in the order they are tried, the unguarded fallback last). Treat it as read-only.")
+	comment(f, "Table is the "+m.Name+" machine as the engine runs it: "+m.Pos.File+"'s declarations and "+
+		"rules, one line per rule by stable ID (spec lines in Lines), that fsm.MustSeal expands at start-up.")
 	f.Var().Id("Table").Op("=").Qual(fsmPkg, "MustSeal").Call(jen.Op("&").Qual(fsmPkg, "Table").Add(fields))
 	return nil
 }
