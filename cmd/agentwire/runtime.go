@@ -16,7 +16,6 @@ import (
 	"syscall"
 
 	"github.com/agentwire/agentwire/internal/runtime/adapters/script"
-	"github.com/agentwire/agentwire/internal/runtime/execution"
 	"github.com/agentwire/agentwire/internal/runtime/harness/install"
 	claudeadapter "github.com/agentwire/agentwire/runtime/adapters/claude"
 	codexadapter "github.com/agentwire/agentwire/runtime/adapters/codex"
@@ -40,8 +39,8 @@ var errWorkspaceGone = errors.New("runtime: --workspace is gone: a workspace bel
 // existing workspace directory; a value without '=', a non-canonical or
 // repeated ID, a missing directory and a directory shared with (or nested
 // in) another Environment's are refused with the flag and the value.
-func environments(values []string) (*execution.Bindings, error) {
-	b := execution.NewBindings()
+func environments(values []string) (*daemon.Bindings, error) {
+	b := daemon.NewBindings()
 	for _, v := range values {
 		id, dir, ok := strings.Cut(v, "=")
 		if !ok || id == "" || dir == "" {

@@ -78,6 +78,9 @@ type Line struct {
 	// Internal lists the internal types the line mentions, as
 	// "path/relative/to/module.Name", sorted.
 	Internal []string
+	// Aliases is the internal type an alias line names
+	// ("path/relative/to/module.Name"); "" for any other line.
+	Aliases string
 
 	sortKey string
 }
@@ -203,6 +206,17 @@ func Compute(opts Options) ([]Line, error) {
 		rel, _ := relPath(modulePath, path)
 		lines = append(lines, packageSurface(modulePath, rel, pkg)...)
 	}
+	// An internal type some public package aliases can be named by an
+	// embedder (through the alias), so mentioning it is no leak.
+	named := map[string]bool{}
+	for _, l := range lines {
+		if l.Aliases != "" {
+			named[l.Aliases] = true
+		}
+	}
+	for i := range lines {
+		lines[i].Internal = slices.DeleteFunc(lines[i].Internal, func(t string) bool { return named[t] })
+	}
 	return lines, nil
 }
 
@@ -302,6 +316,11 @@ func (w *surfaceWriter) typeName(obj *types.TypeName) {
 			args = append(args, a)
 		}
 		w.add(name, kindDecl, "", "type "+name, "type "+name+" = "+w.typeString(rhs), args...)
+		p := named.Obj().Pkg().Path()
+		if r, ok := relPath(w.modulePath, p); ok {
+			p = r
+		}
+		w.lines[len(w.lines)-1].Aliases = p + "." + named.Obj().Name()
 		w.members(name, name, named)
 		return
 	}

@@ -58,7 +58,7 @@ type Config struct {
 	// ("agentwire-daemon/VERSION"); default Version.
 	Version string
 	// Clock drives timers and heartbeats (default the system clock).
-	Clock peer.Clock
+	Clock harness.Clock
 	// MinBackoff and MaxBackoff bound the wait before a reconnection
 	// (defaults 500 ms and 30 s); each wait is drawn with full jitter.
 	MinBackoff, MaxBackoff time.Duration
@@ -90,13 +90,41 @@ type Config struct {
 	// each use the workspace of the Environment they name, and anything
 	// naming another Environment is refused before any work; nil binds
 	// none. The caller owns it (and closes it after Run returns).
-	Environments *execution.Bindings
+	Environments *Bindings
 	// StateDir (--state) holds transfer staging and installed skills and
 	// plugins; "" uses a temporary directory removed when Run returns.
 	StateDir string
-	// OnConnected, when set, is called with each new connection's Conn
-	// (tests use it to observe the driver).
-	OnConnected func(*peer.Conn)
+
+	// onConnected, when set, is called with each new connection's Conn
+	// (this package's tests observe the driver with it: export_test.go).
+	onConnected func(*peer.Conn)
+}
+
+// Bindings are the Environment bindings a daemon serves: each Core-minted
+// Environment ID with its own workspace directory.
+type Bindings struct{ b *execution.Bindings }
+
+// NewBindings returns an empty set of bindings.
+func NewBindings() *Bindings { return &Bindings{b: execution.NewBindings()} }
+
+// Add binds Environment env (the ID Core minted, a lower-case UUID) to
+// the workspace directory dir; a bad ID or directory, or a second binding
+// of env, is refused with the reason.
+func (b *Bindings) Add(env, dir string) error { return b.inner().Add(env, dir) }
+
+// IDs lists the bound Environment IDs, sorted.
+func (b *Bindings) IDs() []string { return b.inner().IDs() }
+
+// Close releases every bound directory; the caller closes the bindings
+// after Run returns.
+func (b *Bindings) Close() error { return b.inner().Close() }
+
+// inner is nil for a nil set, which binds nothing.
+func (b *Bindings) inner() *execution.Bindings {
+	if b == nil {
+		return nil
+	}
+	return b.b
 }
 
 // Tables are the machines the daemon drives.
@@ -150,10 +178,10 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Credential.Empty() {
 		return &Permanent{What: "no credential", Fix: "pass --credential-file with the daemon credential"}
 	}
-	if cfg.Environments.Len() == 0 {
+	if cfg.Environments.inner().Len() == 0 {
 		cfg.Logger.Warn("no Environment is bound (--environment ID=DIR): everything naming an Environment is refused; only Environment-none Turns run")
 	} else {
-		cfg.Logger.Info("serving environments", "environments", strings.Join(cfg.Environments.IDs(), ","))
+		cfg.Logger.Info("serving environments", "environments", strings.Join(cfg.Environments.inner().IDs(), ","))
 	}
 	area, err := rtransfer.NewArea(cfg.StateDir)
 	if err != nil {
@@ -271,7 +299,7 @@ type shared struct {
 // reports whether the upgrade was accepted (the backoff then restarts).
 func connectOnce(ctx context.Context, cfg Config, sh shared) (live bool, err error) {
 	sess := execution.New(execution.Config{Registry: cfg.Registry, Clock: cfg.Clock, Logger: cfg.Logger, MaxActive: cfg.MaxActive,
-		Environments: cfg.Environments, Area: sh.area, Fence: sh.fence, Pool: sh.pool})
+		Environments: cfg.Environments.inner(), Area: sh.area, Fence: sh.fence, Pool: sh.pool})
 	down := sh.down
 	defer sess.Close()
 	ch := &connHooks{cfg: cfg, sess: sess, down: down}
@@ -340,8 +368,8 @@ func connectOnce(ctx context.Context, cfg Config, sh shared) (live bool, err err
 			return false, err
 		}
 	}
-	if cfg.OnConnected != nil {
-		cfg.OnConnected(conn)
+	if cfg.onConnected != nil {
+		cfg.onConnected(conn)
 	}
 	cfg.Logger.Info("connected", "device_id", cfg.DeviceID)
 	// The connection outlives the stop request: the Runtime closes its

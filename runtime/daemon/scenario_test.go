@@ -162,13 +162,13 @@ func startDaemon(t *testing.T, coreURL, setup string, clock peer.Clock, onConnec
 	abandon := make(chan struct{})
 	go func() {
 		defer close(done)
-		err := daemon.Run(ctx, daemon.Config{
+		err := daemon.Run(ctx, daemon.WithOnConnected(daemon.Config{
 			Abandon: abandon,
 			CoreURL: coreURL, DeviceID: "runtime", Credential: daemon.NewCredential("synthetic-contract-credential"),
 			Registry: reg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 			MinBackoff: time.Millisecond, MaxBackoff: 4 * time.Millisecond, MaxActive: sel.MaxActive,
-			Clock: clock, OnConnected: onConnected, Environments: envs,
-		})
+			Clock: clock, Environments: envs,
+		}, onConnected))
 		res := "nil"
 		if err != nil {
 			res = err.Error()

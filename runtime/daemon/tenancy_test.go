@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentwire/agentwire/internal/runtime/adapters/script"
-	"github.com/agentwire/agentwire/internal/runtime/execution"
 	"github.com/agentwire/agentwire/runtime/daemon"
 	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/wire"
@@ -63,7 +62,7 @@ func (e *recorded) Close(ctx context.Context) error {
 	return e.Executor.Close(ctx)
 }
 
-func startWith(t *testing.T, c *core, a harness.Adapter, envs *execution.Bindings, l io.Writer) *running {
+func startWith(t *testing.T, c *core, a harness.Adapter, envs *daemon.Bindings, l io.Writer) *running {
 	reg := harness.NewRegistry()
 	require.NoError(t, reg.Register(a))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -128,7 +127,7 @@ func runTurn(t *testing.T, ws *websocket.Conn, id, payload, run string) wire.Pre
 // bound to another Environment gets an Executor of its own.
 func TestExecutorRunsInItsEnvironment(t *testing.T) {
 	dirX, dirY := t.TempDir(), t.TempDir()
-	envs := execution.NewBindings()
+	envs := daemon.NewBindings()
 	require.NoError(t, envs.Add(envX, dirX))
 	require.NoError(t, envs.Add(envY, dirY))
 	t.Cleanup(func() { _ = envs.Close() })

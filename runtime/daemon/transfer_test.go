@@ -21,7 +21,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentwire/agentwire/internal/runtime/adapters/script"
-	"github.com/agentwire/agentwire/internal/runtime/execution"
 	"github.com/agentwire/agentwire/runtime/daemon"
 	"github.com/agentwire/agentwire/wire"
 )
@@ -36,7 +35,7 @@ const (
 // workspace of the Environment transferEnv, both returned.
 func startWithState(t *testing.T, c *core) (r *running, state, ws string) {
 	state, ws = t.TempDir(), t.TempDir()
-	envs := execution.NewBindings()
+	envs := daemon.NewBindings()
 	require.NoError(t, envs.Add(transferEnv, ws))
 	t.Cleanup(func() { _ = envs.Close() })
 	ctx, cancel := context.WithCancel(context.Background())

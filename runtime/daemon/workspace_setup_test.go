@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentwire/agentwire/internal/runtime/execution"
+	"github.com/agentwire/agentwire/runtime/daemon"
 )
 
 // workspaceSetup is one workspace of a scenario's start setup: an
@@ -31,7 +31,7 @@ type workspaceSetup struct {
 // directory ({"8d0f…": {"files": {…}}, "5b6c…": {}}). Each Environment gets
 // a directory of its own. Without the member the daemon binds none, and
 // everything naming an Environment is refused.
-func scenarioEnvironments(t *testing.T, setup string) *execution.Bindings {
+func scenarioEnvironments(t *testing.T, setup string) *daemon.Bindings {
 	var sel struct {
 		Environments map[string]workspaceSetup `json:"environments"`
 		// Workspace was the single bound workspace before Environments
@@ -54,7 +54,7 @@ func scenarioEnvironments(t *testing.T, setup string) *execution.Bindings {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
-	b := execution.NewBindings()
+	b := daemon.NewBindings()
 	t.Cleanup(func() { _ = b.Close() })
 	for n, id := range ids {
 		dir := filepath.Join(base, fmt.Sprintf("ws-%d", n))

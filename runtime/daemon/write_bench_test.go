@@ -33,7 +33,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentwire/agentwire/internal/runtime/adapters/script"
-	"github.com/agentwire/agentwire/internal/runtime/execution"
 	"github.com/agentwire/agentwire/runtime/daemon"
 	"github.com/agentwire/agentwire/wire"
 )
@@ -181,7 +180,7 @@ func BenchmarkWorkspaceWriteDaemon(b *testing.B) {
 		require.NoError(b, err)
 		defer os.RemoveAll(dir)
 	}
-	envs := execution.NewBindings()
+	envs := daemon.NewBindings()
 	require.NoError(b, envs.Add(benchEnv, dir))
 	defer envs.Close()
 

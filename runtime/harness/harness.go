@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/agentwire/agentwire/internal/peer"
 	"sort"
 	"sync"
 
@@ -169,3 +170,13 @@ func (r *Registry) Kinds() []wire.SupportedAgentKind {
 	sort.Slice(out, func(a, b int) bool { return out[a].Kind < out[b].Kind })
 	return out
 }
+
+// Clock is the time a Runtime and its adapters read and the timers they
+// arm (heartbeats, graces, timeouts); tests inject one they advance.
+type Clock = peer.Clock
+
+// Timer is a Clock's one-shot timer.
+type Timer = peer.Timer
+
+// SystemClock is the wall clock.
+func SystemClock() Clock { return peer.SystemClock() }

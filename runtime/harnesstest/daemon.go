@@ -25,7 +25,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentwire/agentwire/internal/runtime/execution"
 	"github.com/agentwire/agentwire/runtime/daemon"
 	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/wire"
@@ -411,7 +410,7 @@ type core struct {
 	k        *kit
 	t        *testing.T
 	srv      *httptest.Server
-	bindings *execution.Bindings
+	bindings *daemon.Bindings
 	ws       *websocket.Conn
 	cancel   context.CancelFunc // ends the daemon's context
 	ran      chan error         // daemon.Run's result
@@ -459,7 +458,7 @@ func (k *kit) startCore(t *testing.T, dir string) *core {
 	reg := harness.NewRegistry()
 	require.NoError(t, reg.Register(k.cfg.Adapter), "the daemon's registry refused the adapter")
 	if dir != "" {
-		c.bindings = execution.NewBindings()
+		c.bindings = daemon.NewBindings()
 		require.NoError(t, c.bindings.Add(environmentID, dir))
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -23,7 +23,6 @@ import (
 	"github.com/agentwire/agentwire/internal/core/gateway"
 	"github.com/agentwire/agentwire/internal/peer"
 	"github.com/agentwire/agentwire/internal/runtime/adapters/script"
-	"github.com/agentwire/agentwire/internal/runtime/execution"
 	"github.com/agentwire/agentwire/internal/wiretest"
 	"github.com/agentwire/agentwire/runtime/daemon"
 	"github.com/agentwire/agentwire/runtime/harness"
@@ -231,7 +230,7 @@ func TestResumeAfterCoreRestart(t *testing.T) {
 	require.NoError(t, st.CreateEnvironment(ctx, store.Environment{ID: "env-r", Project: "p", Type: "self_hosted", Binding: json.RawMessage(`{"id":"` + envUUID + `"}`), DeviceID: "dev-rt", CreatedAt: time.Now()}))
 	_, secret, err := issuer.Issue(ctx, store.KindDevice, "dev-rt", "p")
 	require.NoError(t, err)
-	bindings := execution.NewBindings()
+	bindings := daemon.NewBindings()
 	require.NoError(t, bindings.Add(envUUID, t.TempDir()))
 	defer bindings.Close()
 	reg := harness.NewRegistry()

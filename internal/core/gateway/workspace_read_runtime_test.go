@@ -14,7 +14,6 @@ import (
 	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/internal/core/gateway"
 	"github.com/agentwire/agentwire/internal/runtime/adapters/script"
-	"github.com/agentwire/agentwire/internal/runtime/execution"
 	"github.com/agentwire/agentwire/runtime/daemon"
 	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/wire"
@@ -25,7 +24,7 @@ import (
 func (e *env) realRuntime(device, dir string) {
 	secret := e.issue(store.KindDevice, device, "")
 	e.host = device
-	bindings := execution.NewBindings()
+	bindings := daemon.NewBindings()
 	require.NoError(e.t, bindings.Add(envUUID, dir))
 	reg := harness.NewRegistry()
 	require.NoError(e.t, reg.Register(script.New(script.Script{})))

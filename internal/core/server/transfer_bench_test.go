@@ -37,7 +37,6 @@ import (
 	"github.com/agentwire/agentwire/core/store/memory"
 	"github.com/agentwire/agentwire/internal/core/gateway"
 	"github.com/agentwire/agentwire/internal/runtime/adapters/script"
-	"github.com/agentwire/agentwire/internal/runtime/execution"
 	"github.com/agentwire/agentwire/runtime/daemon"
 	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/wire"
@@ -139,7 +138,7 @@ func benchThroughCore(b *testing.B, write bool) {
 		body = body[:wire.MaxReadBytes]
 		require.NoError(b, os.WriteFile(filepath.Join(dir, "read.bin"), body, 0o600))
 	}
-	bindings := execution.NewBindings()
+	bindings := daemon.NewBindings()
 	require.NoError(b, bindings.Add(benchEnvironment, dir))
 	defer bindings.Close()
 	reg := harness.NewRegistry()

@@ -59,7 +59,7 @@ type Config struct {
 	Grace time.Duration
 	// Clock times those graces (peer.SystemClock when nil); tests inject
 	// a manual one.
-	Clock peer.Clock
+	Clock harness.Clock
 	// IdleTimeout fails a Turn whose process writes nothing for this long
 	// while no question of it waits for Core's answer.
 	IdleTimeout time.Duration
