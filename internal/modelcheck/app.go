@@ -333,7 +333,7 @@ func (b *binding) Perform(ef *fsm.Effect, f *fsm.Firing[*peer.Event]) error {
 type replayApp struct{}
 
 // ReplayApp returns the app a counterexample scenario is replayed with
-// (scenario.Options.NewApp).
+// (transcript.Options.NewApp).
 func ReplayApp(fsm.Role) peer.App { return replayApp{} }
 
 func replayRec(i *peer.Instance) *record {

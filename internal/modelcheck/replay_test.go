@@ -10,7 +10,7 @@ import (
 
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/internal/peer"
-	"github.com/agentwire/agentwire/peer/scenario"
+	"github.com/agentwire/agentwire/internal/peer/transcript"
 	"github.com/agentwire/agentwire/spec"
 )
 
@@ -33,5 +33,5 @@ func replay(t *testing.T, m *spec.Model, machines []string, sc string) {
 	}
 	path := filepath.Join(t.TempDir(), "counterexample.txt")
 	require.NoError(t, os.WriteFile(path, []byte(sc), 0o644))
-	scenario.Run(t, path, scenario.Options{Transport: scenario.TransportPipe, Tables: tables, Router: peer.MustCatalogRouter(tables), NewApp: ReplayApp})
+	transcript.Run(t, path, transcript.Options{Transport: transcript.TransportPipe, Tables: tables, Router: peer.MustCatalogRouter(tables), NewApp: ReplayApp})
 }

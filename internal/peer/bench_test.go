@@ -20,7 +20,7 @@ import (
 
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/internal/peer"
-	"github.com/agentwire/agentwire/peer/scenario"
+	"github.com/agentwire/agentwire/internal/peer/transcript"
 	"github.com/agentwire/agentwire/wire"
 )
 
@@ -88,7 +88,7 @@ func BenchmarkRawWebSocket(b *testing.B) {
 // counter is a Core app that counts the deltas its Run accepted; the
 // scenario Recorder does the rest without allocating.
 type counter struct {
-	scenario.Recorder
+	transcript.Recorder
 	deltas atomic.Int64
 	want   int64
 	done   chan struct{}
@@ -111,7 +111,7 @@ func BenchmarkDriverWebSocket(b *testing.B) {
 	ts := tables(b)
 	s, c := rawPair(b)
 	coreApp := &counter{done: make(chan struct{})}
-	rtApp := scenario.Recorder{}
+	rtApp := transcript.Recorder{}
 	mk := func(role fsm.Role, a peer.App) *peer.Driver {
 		d, err := peer.New(peer.Config{Role: role, Tables: ts, Router: peer.MustCatalogRouter(ts), App: a, Logger: quietLogger()})
 		require.NoError(b, err)
@@ -185,7 +185,7 @@ func waitStateTB(ctx context.Context, tb testing.TB, c *peer.Conn, machine, id, 
 func streamingCore(tb testing.TB) *peer.Driver {
 	tb.Helper()
 	ts := tables(tb)
-	d, err := peer.New(peer.Config{Role: fsm.RoleCore, Tables: ts, Router: peer.MustCatalogRouter(ts), App: scenario.Recorder{},
+	d, err := peer.New(peer.Config{Role: fsm.RoleCore, Tables: ts, Router: peer.MustCatalogRouter(ts), App: transcript.Recorder{},
 		Logger: quietLogger()})
 	require.NoError(tb, err)
 	own := func(o peer.Outbound) {

@@ -11,8 +11,8 @@ import (
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/fsm/connection"
 	"github.com/agentwire/agentwire/internal/peer"
+	"github.com/agentwire/agentwire/internal/peer/transcript"
 	"github.com/agentwire/agentwire/internal/wiretest"
-	"github.com/agentwire/agentwire/peer/scenario"
 	"github.com/agentwire/agentwire/spec"
 	"github.com/agentwire/agentwire/wire"
 )
@@ -33,7 +33,7 @@ func allTables(t *testing.T) []*fsm.Table {
 
 // recorded is the scenario Recorder that also counts refusals.
 type recorded struct {
-	scenario.Recorder
+	transcript.Recorder
 	refused []*peer.Refusal
 }
 

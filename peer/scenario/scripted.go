@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/agentwire/agentwire/internal/peer/transcript"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -207,15 +208,15 @@ func (s *scripted) do(d *datadriven.TestData) (string, error) {
 		}
 	case "refuse":
 		var status int
-		if _, err := fmt.Sscan(arg(d, "status"), &status); err != nil || status < 400 || status > 599 {
-			return "", fmt.Errorf("refuse status=%q: want an HTTP error status", arg(d, "status"))
+		if _, err := fmt.Sscan(transcript.Arg(d, "status"), &status); err != nil || status < 400 || status > 599 {
+			return "", fmt.Errorf("refuse status=%q: want an HTTP error status", transcript.Arg(d, "status"))
 		}
-		step := arg(d, "at")
+		step := transcript.Arg(d, "at")
 		if step != "bootstrap" && step != "upgrade" {
 			return "", fmt.Errorf("refuse at=%q: want bootstrap or upgrade", step)
 		}
 		s.mu.Lock()
-		s.refusal[step] = refusal{status: status, code: arg(d, "error")}
+		s.refusal[step] = refusal{status: status, code: transcript.Arg(d, "error")}
 		s.mu.Unlock()
 		return "", nil
 	case "exit":
@@ -240,7 +241,7 @@ func (s *scripted) do(d *datadriven.TestData) (string, error) {
 		}
 	case "disconnect", "close":
 		code := websocket.StatusGoingAway
-		if c := arg(d, "code"); c != "" {
+		if c := transcript.Arg(d, "code"); c != "" {
 			var n int
 			if _, err := fmt.Sscan(c, &n); err != nil {
 				return "", fmt.Errorf("close code=%s: %w", c, err)
@@ -254,9 +255,9 @@ func (s *scripted) do(d *datadriven.TestData) (string, error) {
 		s.ws = nil
 		return "", nil
 	case "advance":
-		by, err := time.ParseDuration(arg(d, "by"))
+		by, err := time.ParseDuration(transcript.Arg(d, "by"))
 		if err != nil || by <= 0 {
-			return "", fmt.Errorf("advance by=%q: want a positive Go duration", arg(d, "by"))
+			return "", fmt.Errorf("advance by=%q: want a positive Go duration", transcript.Arg(d, "by"))
 		}
 		if s.opts.Advance == nil {
 			return "", fmt.Errorf("advance: this peer's clock cannot be moved")
@@ -310,8 +311,8 @@ func (s *scripted) send(d *datadriven.TestData) error {
 	if err != nil {
 		return err
 	}
-	id, _ := json.Marshal(arg(d, "id"))
-	frame := `{"type":"` + arg(d, "type") + `","id":` + string(id) + `,"payload":` + payload + `}`
+	id, _ := json.Marshal(transcript.Arg(d, "id"))
+	frame := `{"type":"` + transcript.Arg(d, "type") + `","id":` + string(id) + `,"payload":` + payload + `}`
 	ctx, cancel := s.ctx()
 	defer cancel()
 	return s.ws.Write(ctx, websocket.MessageText, []byte(frame))

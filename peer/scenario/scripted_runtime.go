@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentwire/agentwire/internal/peer/transcript"
 	"net/http"
 	"sort"
 	"strings"
@@ -224,7 +225,7 @@ func newScriptedRuntime(t *testing.T, opts ScriptedRuntimeOptions) (*scriptedRun
 }
 
 func (s *scriptedRuntime) conn(d *datadriven.TestData) (*coreConn, error) {
-	name := arg(d, "conn")
+	name := transcript.Arg(d, "conn")
 	if name == "" {
 		name = s.last
 	}
@@ -257,7 +258,7 @@ func (s *scriptedRuntime) do(t *testing.T, d *datadriven.TestData) (string, erro
 		if input == "" {
 			input = "{}"
 		}
-		if err := s.write(t, d, arg(d, "type"), s.b.Resolve(arg(d, "id")), s.b.Resolve(input)); err != nil {
+		if err := s.write(t, d, transcript.Arg(d, "type"), s.b.Resolve(transcript.Arg(d, "id")), s.b.Resolve(input)); err != nil {
 			return "", err
 		}
 	case "disconnect":
@@ -320,7 +321,7 @@ func (s *scriptedRuntime) bindPrinted(d *datadriven.TestData, out string) string
 
 // connect dials the upgrade with the directive's parameters.
 func (s *scriptedRuntime) connect(d *datadriven.TestData) (string, error) {
-	name, device, cred, version := arg(d, "name"), arg(d, "device"), arg(d, "credential"), arg(d, "version")
+	name, device, cred, version := transcript.Arg(d, "name"), transcript.Arg(d, "device"), transcript.Arg(d, "credential"), transcript.Arg(d, "version")
 	if device == "" {
 		device = "dev-1"
 	}
@@ -331,7 +332,7 @@ func (s *scriptedRuntime) connect(d *datadriven.TestData) (string, error) {
 		version = wire.Version
 	}
 	omit := map[string]bool{}
-	for _, o := range strings.Split(arg(d, "omit"), ",") {
+	for _, o := range strings.Split(transcript.Arg(d, "omit"), ",") {
 		omit[o] = true
 	}
 	secret := s.opts.Core.Credential(cred)
@@ -438,7 +439,7 @@ func (s *scriptedRuntime) write(t *testing.T, d *datadriven.TestData, typ, id, p
 		return err
 	}
 	c.sent++
-	if arg(d, "settle") != "false" {
+	if transcript.Arg(d, "settle") != "false" {
 		s.opts.Core.Settle(t, c.device, c.sent)
 	}
 	return nil
@@ -491,12 +492,12 @@ func next(frames chan string, wait time.Duration) (string, bool) {
 // wiretest fixture's capabilities; omit drops a capability field, which
 // makes the declaration invalid.
 func heartbeatPayload(d *datadriven.TestData) (string, error) {
-	kind := arg(d, "kind")
+	kind := transcript.Arg(d, "kind")
 	if kind == "" {
 		kind = "script"
 	}
 	var opts []wiretest.Option
-	if u := arg(d, "unsupported"); u != "" {
+	if u := transcript.Arg(d, "unsupported"); u != "" {
 		opts = append(opts, wiretest.Unsupports(strings.Split(u, ",")...))
 	}
 	caps, err := json.Marshal(wiretest.Capabilities(opts...))
@@ -507,14 +508,14 @@ func heartbeatPayload(d *datadriven.TestData) (string, error) {
 	if err := json.Unmarshal(caps, &m); err != nil {
 		return "", err
 	}
-	if o := arg(d, "omit"); o != "" {
+	if o := transcript.Arg(d, "omit"); o != "" {
 		if _, ok := m[o]; !ok {
 			return "", fmt.Errorf("omit=%s: no such capability", o)
 		}
 		delete(m, o)
 	}
 	hb := map[string]any{"ts": 1_800_000_000, "active_requests": 0, "supported_agent_kinds": []any{
-		map[string]any{"kind": kind, "available": arg(d, "available") != "false", "capabilities": m},
+		map[string]any{"kind": kind, "available": transcript.Arg(d, "available") != "false", "capabilities": m},
 	}}
 	b, err := json.Marshal(hb)
 	return string(b), err

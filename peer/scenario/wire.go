@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"github.com/agentwire/agentwire/internal/peer/transcript"
 	"sort"
 	"strconv"
 	"strings"
@@ -253,9 +254,9 @@ func (w *wireRuntime) runtimeDirective(d *datadriven.TestData) (string, error) {
 	}
 	switch sub := d.CmdArgs[0].Key; sub {
 	case "advance":
-		by, err := time.ParseDuration(arg(d, "by"))
+		by, err := time.ParseDuration(transcript.Arg(d, "by"))
 		if err != nil || by <= 0 {
-			return "", fmt.Errorf("runtime advance by=%q: want a positive Go duration", arg(d, "by"))
+			return "", fmt.Errorf("runtime advance by=%q: want a positive Go duration", transcript.Arg(d, "by"))
 		}
 		if w.s.opts.Advance == nil {
 			return "", fmt.Errorf("runtime advance: this peer's clock cannot be moved")

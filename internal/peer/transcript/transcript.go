@@ -1,5 +1,6 @@
-// Package scenario runs protocol transcripts: files that list, in order, the
-// frames each peer sends, with native settlement, timer expiry, faults,
+// Package transcript runs the driver transcripts (spec/scenarios/driver)
+// with both roles' real drivers: files that list, in order, the frames each
+// peer sends, with native settlement, timer expiry, faults,
 // connection loss and reconnection between them. The format is
 // cockroachdb/datadriven's: a directive line, an optional input, "----",
 // and the expected output, which `go test -rewrite` regenerates.
@@ -19,7 +20,7 @@
 // The output of each directive is what the drivers did, sender first: every
 // step as "role: machine/id event: from -> to (disposition)" followed by the
 // effects that role performed, and every refusal with its reason.
-package scenario
+package transcript
 
 import (
 	"context"
@@ -265,7 +266,9 @@ func (r *runner) side(d *datadriven.TestData, key string) (*side, error) {
 	return nil, fmt.Errorf("%s=core|runtime is required", key)
 }
 
-func arg(d *datadriven.TestData, key string) string {
+// Arg is the first value of a directive's key=value argument, "" when
+// absent (peer/scenario's runners read their directives with it too).
+func Arg(d *datadriven.TestData, key string) string {
 	for _, a := range d.CmdArgs {
 		if a.Key == key && len(a.Vals) > 0 {
 			return a.Vals[0]
@@ -287,7 +290,7 @@ func (r *runner) send(ctx context.Context, d *datadriven.TestData) (string, erro
 			return "", err
 		}
 	} else {
-		typ := arg(d, "type")
+		typ := Arg(d, "type")
 		if input == "" {
 			input = "{}"
 		}
@@ -295,7 +298,7 @@ func (r *runner) send(ctx context.Context, d *datadriven.TestData) (string, erro
 			Type    string          `json:"type"`
 			ID      string          `json:"id,omitempty"`
 			Payload json.RawMessage `json:"payload"`
-		}{typ, arg(d, "id"), json.RawMessage(input)})
+		}{typ, Arg(d, "id"), json.RawMessage(input)})
 		if err != nil {
 			return "", err
 		}
@@ -359,7 +362,7 @@ func (r *runner) native(ctx context.Context, d *datadriven.TestData) (string, er
 	if err != nil {
 		return "", err
 	}
-	k := peer.Key{Machine: arg(d, "machine"), ID: arg(d, "id")}
+	k := peer.Key{Machine: Arg(d, "machine"), ID: Arg(d, "id")}
 	var lerr error
 	if err := s.conn.Do(ctx, func(drv *peer.Driver) {
 		t, ok := drv.Table(k.Machine)
@@ -367,7 +370,7 @@ func (r *runner) native(ctx context.Context, d *datadriven.TestData) (string, er
 			lerr = fmt.Errorf("no machine %s", k.Machine)
 			return
 		}
-		e, err := t.ParseEvent(arg(d, "event"))
+		e, err := t.ParseEvent(Arg(d, "event"))
 		if err != nil {
 			lerr = err
 			return
@@ -384,7 +387,7 @@ func (r *runner) native(ctx context.Context, d *datadriven.TestData) (string, er
 }
 
 func (r *runner) state(ctx context.Context, d *datadriven.TestData) (string, error) {
-	k := peer.Key{Machine: arg(d, "machine"), ID: arg(d, "id")}
+	k := peer.Key{Machine: Arg(d, "machine"), ID: Arg(d, "id")}
 	var out strings.Builder
 	for _, s := range r.order(fsm.RoleCore) {
 		line := ""

@@ -1,4 +1,4 @@
-package scenario_test
+package transcript_test
 
 import (
 	"os"
@@ -10,7 +10,7 @@ import (
 
 	"github.com/agentwire/agentwire/fsm"
 	"github.com/agentwire/agentwire/internal/peer"
-	"github.com/agentwire/agentwire/peer/scenario"
+	"github.com/agentwire/agentwire/internal/peer/transcript"
 	"github.com/agentwire/agentwire/spec"
 )
 
@@ -18,7 +18,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func loadTables(t *testing.T) []*fsm.Table {
 	t.Helper()
-	model, err := spec.LoadDir(os.DirFS("../../spec"), ".", "spec/")
+	model, err := spec.LoadDir(os.DirFS("../../../spec"), ".", "spec/")
 	require.NoError(t, err)
 	var out []*fsm.Table
 	for _, m := range model.Machines {
@@ -32,17 +32,17 @@ func loadTables(t *testing.T) []*fsm.Table {
 // TestDriverScenarios runs every transcript under spec/scenarios/driver
 // with both roles' real drivers, over the in-memory pipe and over a real
 // WebSocket on loopback. Rewrite the expected outputs with
-// `go test ./peer/scenario -run TestDriverScenarios/pipe -rewrite`.
+// `go test ./internal/peer/transcript -run TestDriverScenarios/pipe -rewrite`.
 func TestDriverScenarios(t *testing.T) {
 	tables := loadTables(t)
-	files, err := filepath.Glob("../../spec/scenarios/driver/*.txt")
+	files, err := filepath.Glob("../../../spec/scenarios/driver/*.txt")
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, len(files), 10)
-	for _, tr := range []scenario.Transport{scenario.TransportPipe, scenario.TransportWebSocket} {
+	for _, tr := range []transcript.Transport{transcript.TransportPipe, transcript.TransportWebSocket} {
 		t.Run(string(tr), func(t *testing.T) {
 			for _, f := range files {
 				t.Run(filepath.Base(f), func(t *testing.T) {
-					scenario.Run(t, f, scenario.Options{
+					transcript.Run(t, f, transcript.Options{
 						Transport: tr,
 						Tables:    tables,
 						Router:    peer.MustCatalogRouter(tables),
