@@ -103,7 +103,7 @@ func (a *Adapter) startExecutor(ctx context.Context, hc harness.ExecutorConfig) 
 		if _, err := e.conn.LoadSession(sctx, sdk.LoadSessionRequest{SessionId: sdk.SessionId(id), Cwd: cwd, McpServers: []sdk.McpServer{}}); err != nil {
 			return nil, e.startFailed("session/load "+id, err)
 		}
-		e.sessionID = id
+		e.setSession(id)
 	} else {
 		s, err := e.conn.NewSession(sctx, sdk.NewSessionRequest{Cwd: cwd, McpServers: []sdk.McpServer{}})
 		if err != nil {
@@ -112,11 +112,19 @@ func (a *Adapter) startExecutor(ctx context.Context, hc harness.ExecutorConfig) 
 		if s.SessionId == "" {
 			return nil, e.startFailed("session/new", errors.New("the agent answered no sessionId"))
 		}
-		e.sessionID = string(s.SessionId)
+		e.setSession(string(s.SessionId))
 	}
-	e.log = e.log.With("agent_session_id", e.sessionID)
-	e.log.Debug("acp agent ready", "pid", proc.Pid(), "agent", init.AgentInfo)
+	e.log.Debug("acp agent ready", "agent_session_id", e.sessionID, "pid", proc.Pid(), "agent", init.AgentInfo)
 	return e, nil
+}
+
+// setSession records the native session under the lock the agent's
+// notifications read it under (client.current): updates arrive as soon as
+// the session exists.
+func (e *executor) setSession(id string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.sessionID = id
 }
 
 // startFailed wraps a start error with the agent's stderr when it died.
