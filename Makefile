@@ -170,7 +170,7 @@ diagrams-browser-check:
 	bash internal/gen/diagram/browsercheck/check.sh
 
 ## harnesses: install the real coding-agent CLIs at the versions pinned in internal/runtime/harness/install
-## (@openai/codex, @anthropic-ai/claude-code) with npm into $AGENTWIRE_HARNESS_DIR, else
+## (@openai/codex, @anthropic-ai/claude-code, @google/gemini-cli) with npm into $AGENTWIRE_HARNESS_DIR, else
 ## ~/.cache/agentwire/harnesses; no network when they are already there (needs node and npm)
 .PHONY: harnesses check-harnesses
 harnesses:

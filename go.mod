@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/cockroachdb/datadriven v1.0.2
+	github.com/coder/acp-go-sdk v0.13.0
 	github.com/coder/websocket v1.8.15
 	github.com/dave/jennifer v1.7.1
 	github.com/goccy/go-graphviz v0.2.10

@@ -1,5 +1,5 @@
 // Command agentwire-harnesses installs and finds the real coding-agent CLIs
-// (OpenAI Codex, Claude Code) at the versions pinned in
+// (OpenAI Codex, Claude Code, Gemini CLI) at the versions pinned in
 // runtime/harness/install. `make harnesses` runs its install command.
 package main
 
@@ -24,7 +24,7 @@ const usage = `usage: agentwire-harnesses install|status|where [flags]
                                  else ~/.cache/agentwire/harnesses), unless already there; check
                                  each binary's --version and print where it is
   status                         one line: which pinned CLIs are installed (always exits 0)
-  where codex|claude             print the native binary's path (exit 1 when not installed)
+  where codex|claude|gemini          print the native binary's path (exit 1 when not installed)
 `
 
 var errUsage = errors.New("usage")
@@ -131,6 +131,6 @@ func where(args []string, stdout, stderr io.Writer) error {
 			return nil
 		}
 	}
-	fmt.Fprintf(stderr, "agentwire-harnesses where: unknown harness %q (codex or claude)\n", args[0])
+	fmt.Fprintf(stderr, "agentwire-harnesses where: unknown harness %q (codex, claude or gemini)\n", args[0])
 	return errUsage
 }

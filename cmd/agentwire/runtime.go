@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentwire/agentwire/internal/runtime/adapters/script"
 	"github.com/agentwire/agentwire/internal/runtime/harness/install"
+	acpadapter "github.com/agentwire/agentwire/runtime/adapters/acp"
 	claudeadapter "github.com/agentwire/agentwire/runtime/adapters/claude"
 	codexadapter "github.com/agentwire/agentwire/runtime/adapters/codex"
 	execadapter "github.com/agentwire/agentwire/runtime/adapters/exec"
@@ -73,7 +74,7 @@ func runRuntime(args []string, _ io.Writer, stderr io.Writer) error {
 	device := fs.String("device-id", "", "this device's ID (required)")
 	credFile := fs.String("credential-file", "", "file holding the device credential: the secret, or the JSON agentwire core credential issue prints (required)")
 	var harnesses harnessFlags
-	fs.Var(&harnesses, "harness", "adapter to register: script[=FILE] (a JSON script, docs/script-adapter.md), exec:KIND=COMMAND[:CAPFILE] (docs/exec-adapter.md), codex[=PATH] or claude[=PATH] (the Codex or Claude Code CLI, PATH or the make harnesses install); repeatable (default: script)")
+	fs.Var(&harnesses, "harness", "adapter to register: script[=FILE] (a JSON script, docs/script-adapter.md), exec:KIND=COMMAND[:CAPFILE] (docs/exec-adapter.md), codex[=PATH] or claude[=PATH] (the Codex or Claude Code CLI, PATH or the make harnesses install), gemini[=PATH] or acp:KIND=COMMAND (an agent speaking ACP, docs/acp-adapter.md); repeatable (default: script)")
 	var hc harnessConfig
 	fs.StringVar(&hc.codexModel, "codex-model", "", "codex: the model Codex asks for (e.g. gpt-5.5)")
 	fs.StringVar(&hc.codexBaseURL, "codex-base-url", "", "codex: the model provider's base URL (OpenAI Responses API, e.g. http://127.0.0.1:8080/v1)")
@@ -84,6 +85,10 @@ func runRuntime(args []string, _ io.Writer, stderr io.Writer) error {
 	fs.StringVar(&hc.claudeKeyEnv, "claude-key-env", "", "claude: the NAME of the environment variable holding the API key (never the key itself)")
 	fs.IntVar(&hc.claudeRetries, "claude-retries", claudeadapter.DefaultMaxRetries, "claude: how often Claude Code retries a failed model call (429, 5xx, a refused connection) before the Turn fails; with 0 the first failure ends it")
 	fs.StringVar(&hc.claudeState, "claude-state", "", "claude: the directory of the Claude configuration directories the adapter owns (none: STATE/claude with --state, else the user cache directory)")
+	fs.StringVar(&hc.geminiModel, "gemini-model", "", "gemini: the model Gemini CLI asks for (a named one, e.g. gemini-2.5-pro)")
+	fs.StringVar(&hc.geminiBaseURL, "gemini-base-url", "", "gemini: the Gemini API base URL (e.g. http://127.0.0.1:8080; none: Gemini CLI's default)")
+	fs.StringVar(&hc.geminiKeyEnv, "gemini-key-env", "", "gemini: the NAME of the environment variable holding the Gemini API key (never the key itself)")
+	fs.StringVar(&hc.acpState, "acp-state", "", "gemini and acp: the directory of the agent homes the adapter owns (none: STATE/acp with --state, else the user cache directory)")
 	var envFlags harnessFlags
 	fs.Var(&envFlags, "environment", "an Environment this Runtime serves: ID=DIR, the Environment ID Core minted and its own existing workspace directory; repeatable (none: everything naming an Environment is refused)")
 	wsDir := fs.String("workspace", "", "removed: a workspace belongs to one Environment; pass --environment ID=DIR")
@@ -142,6 +147,9 @@ func runRuntime(args []string, _ io.Writer, stderr io.Writer) error {
 	}
 	if hc.claudeState == "" && *stateDir != "" {
 		hc.claudeState = filepath.Join(*stateDir, "claude")
+	}
+	if hc.acpState == "" && *stateDir != "" {
+		hc.acpState = filepath.Join(*stateDir, "acp")
 	}
 	for _, h := range harnesses {
 		a, err := adapterWith(h, stderr, hc)
@@ -217,6 +225,7 @@ type harnessConfig struct {
 	codexModel, codexBaseURL, codexKeyEnv, codexState     string
 	claudeModel, claudeBaseURL, claudeKeyEnv, claudeState string
 	claudeRetries                                         int
+	geminiModel, geminiBaseURL, geminiKeyEnv, acpState    string
 	logger                                                *slog.Logger // the daemon's; every adapter logs through it
 }
 
@@ -245,6 +254,13 @@ func adapterWith(spec string, stderr io.Writer, hc harnessConfig) (harness.Adapt
 		}
 		return a, nil
 	}
+	if rest, ok := strings.CutPrefix(spec, "acp:"); ok {
+		kind, cmdline, ok := strings.Cut(rest, "=")
+		if !ok || kind == "" || strings.TrimSpace(cmdline) == "" {
+			return nil, fmt.Errorf("runtime: --harness %s: want acp:KIND=COMMAND (COMMAND split on spaces: the executable, then its arguments)", spec)
+		}
+		return acpAdapter(spec, kind, strings.Fields(cmdline), stderr, hc)
+	}
 	name, file, _ := strings.Cut(spec, "=")
 	switch name {
 	case "script":
@@ -260,8 +276,17 @@ func adapterWith(spec string, stderr io.Writer, hc harnessConfig) (harness.Adapt
 		return codexAdapter(spec, file, stderr, hc)
 	case "claude":
 		return claudeAdapter(spec, file, stderr, hc)
+	case "gemini":
+		if file == "" {
+			found, err := install.Gemini()
+			if err != nil {
+				return nil, fmt.Errorf("runtime: --harness %s: %w (or give gemini=PATH)", spec, err)
+			}
+			file = found
+		}
+		return acpAdapter(spec, acpadapter.GeminiKind, []string{file, "--acp"}, stderr, hc)
 	}
-	return nil, fmt.Errorf("runtime: --harness %s: unknown adapter (known: script, exec:, codex, claude)", spec)
+	return nil, fmt.Errorf("runtime: --harness %s: unknown adapter (known: script, exec:, codex, claude, gemini, acp:)", spec)
 }
 
 // claudeAdapter is --harness claude[=PATH]: the binary at PATH, else the
@@ -281,6 +306,37 @@ func claudeAdapter(spec, path string, stderr io.Writer, hc harnessConfig) (harne
 	}
 	a, err := claudeadapter.New(claudeadapter.Config{Binary: path, Model: hc.claudeModel, BaseURL: hc.claudeBaseURL,
 		APIKeyEnv: hc.claudeKeyEnv, StateDir: hc.claudeState, MaxRetries: retries(hc.claudeRetries), Logger: hc.log(stderr)})
+	if err != nil {
+		return nil, fmt.Errorf("runtime: --harness %s: %w", spec, err)
+	}
+	return a, nil
+}
+
+// acpAdapter is an ACP agent kind: command is its executable and
+// arguments. The gemini kind is configured by the --gemini-* flags (an
+// executable of another version registers it unavailable); any other kind
+// is refused with the reason, since the adapter cannot honour the
+// execution controls Core requires of every Turn for an agent whose
+// settings it does not know (docs/acp-adapter.md).
+func acpAdapter(spec, kind string, command []string, stderr io.Writer, hc harnessConfig) (harness.Adapter, error) {
+	log := hc.log(stderr)
+	var agent acpadapter.Agent
+	if kind == acpadapter.GeminiKind {
+		if hc.geminiModel == "" {
+			return nil, fmt.Errorf("runtime: --harness %s needs --gemini-model (and, offline, --gemini-base-url)", spec)
+		}
+		var err error
+		agent, err = acpadapter.Gemini(acpadapter.GeminiConfig{Binary: command[0], Model: hc.geminiModel, BaseURL: hc.geminiBaseURL, APIKeyEnv: hc.geminiKeyEnv})
+		if err != nil && agent.Kind == "" {
+			return nil, fmt.Errorf("runtime: --harness %s: %w", spec, err)
+		}
+		if err != nil {
+			log.Warn("acp adapter: the kind is declared unavailable", "kind", kind, "err", err)
+		}
+	} else {
+		agent = acpadapter.Agent{Kind: kind, Command: command[0], Args: command[1:], Available: true}
+	}
+	a, err := acpadapter.New(acpadapter.Config{Agent: agent, StateDir: hc.acpState, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("runtime: --harness %s: %w", spec, err)
 	}

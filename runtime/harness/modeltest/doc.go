@@ -2,8 +2,10 @@
 // coding-agent CLIs offline: an HTTP server on 127.0.0.1 (an ephemeral
 // port) that answers as the OpenAI Responses API (POST /v1/responses, for
 // Codex) and the Anthropic Messages API (POST /v1/messages and
-// /v1/messages/count_tokens, for Claude Code), with GET /v1/models for
-// both. Streams are server-sent events shaped as the providers send them.
+// /v1/messages/count_tokens, for Claude Code) and the Gemini API (POST
+// /v1beta/models/{model}:streamGenerateContent?alt=sse and
+// :generateContent, for Gemini CLI), with GET /v1/models for the first
+// two. Streams are server-sent events shaped as the providers send them.
 //
 // It is a normal package so that adapters and other modules' tests can
 // import it; nothing outside tests should.
@@ -14,6 +16,7 @@
 //	// Codex: a provider with base_url srv.OpenAIBaseURL() and
 //	// wire_api "responses"; any API key.
 //	// Claude Code: ANTHROPIC_BASE_URL=srv.URL(), any ANTHROPIC_API_KEY.
+//	// Gemini CLI: GOOGLE_GEMINI_BASE_URL=srv.URL(), any GEMINI_API_KEY.
 //
 // The server is closed by t.Cleanup; closing ends any stream still held.
 // Start runs one outside a test (an example, a manual run), closed by its
@@ -21,7 +24,8 @@
 //
 // # Scripting
 //
-// Each request for a turn (Responses or Messages API) takes the next
+// Each request for a turn (Responses, Messages or Gemini API; a Gemini
+// CLI's side calls to :generateContent are turns too) takes the next
 // entry of the script: a Turn (Enqueue, WithTurns) or a Responder that
 // computes one from the recorded Request (EnqueueFunc, WithResponders).
 // When the script is empty, DefaultTurn answers (or WithFallback's

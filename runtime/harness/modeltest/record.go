@@ -17,6 +17,10 @@ const (
 	APIMessages API = "messages"
 	// APICountTokens is POST /v1/messages/count_tokens.
 	APICountTokens API = "count_tokens"
+	// APIGemini is POST /v1beta/models/{model}:streamGenerateContent (a
+	// stream) or :generateContent (one answer), the Gemini API; its
+	// :countTokens is recorded under it too, though it asks for no turn.
+	APIGemini API = "gemini"
 	// APIModels is GET /v1/models.
 	APIModels API = "models"
 	// APIUnknown is any other method or path (answered 404).
@@ -93,14 +97,23 @@ func redact(h http.Header) http.Header {
 	return out
 }
 
-// Model is the body's "model".
+// Model is the body's "model"; for the Gemini API, the model the path
+// names.
 func (r *Request) Model() string {
+	if r.API == APIGemini {
+		model, _, _ := geminiPath(strings.TrimPrefix(r.Path, "/v1beta/models/"))
+		return model
+	}
 	s, _ := r.Body["model"].(string)
 	return s
 }
 
-// Stream is the body's "stream".
+// Stream is the body's "stream"; for the Gemini API, whether the path
+// asks for streamGenerateContent.
 func (r *Request) Stream() bool {
+	if r.API == APIGemini {
+		return strings.HasSuffix(r.Path, ":"+geminiStream)
+	}
 	b, _ := r.Body["stream"].(bool)
 	return b
 }
@@ -169,10 +182,13 @@ func contentTexts(content any) []string {
 // UserTexts is the text of every user message in order, one entry per
 // text part: input_text parts of user messages (Responses API), string
 // contents and text blocks of user messages (Messages API), leaving out
-// the blocks that are only a <system-reminder> Claude Code adds.
+// the blocks that are only a <system-reminder> Claude Code adds; text
+// parts of user contents (Gemini API).
 func (r *Request) UserTexts() []string {
 	var out []string
 	switch r.API {
+	case APIGemini:
+		return r.geminiUserTexts()
 	case APIResponses:
 		for _, item := range r.inputItems() {
 			if itemType(item) == "message" && item["role"] == "user" {
@@ -217,6 +233,9 @@ type Tool struct {
 
 // Tools is the tools the request offers, in order.
 func (r *Request) Tools() []Tool {
+	if r.API == APIGemini {
+		return r.geminiTools()
+	}
 	in, _ := r.Body["tools"].([]any)
 	var out []Tool
 	for _, spec := range objects(in) {
@@ -277,6 +296,8 @@ type ToolResult struct {
 func (r *Request) ToolResults() []ToolResult {
 	var out []ToolResult
 	switch r.API {
+	case APIGemini:
+		return r.geminiToolResults()
 	case APIResponses:
 		items := r.inputItems()
 		names := map[string]string{}
@@ -366,6 +387,8 @@ func (r *Request) toolUseNames() map[string]string {
 // <system-reminder> (Messages API).
 func (r *Request) LastToolResult() (ToolResult, bool) {
 	switch r.API {
+	case APIGemini:
+		return r.geminiLastToolResult()
 	case APIResponses:
 		items := r.inputItems()
 		if len(items) == 0 {

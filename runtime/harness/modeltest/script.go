@@ -83,7 +83,8 @@ const CodeContextLengthExceeded = "context_length_exceeded"
 // values for the status.
 type HTTPError struct {
 	Status int
-	// Type is error.type in both APIs.
+	// Type is error.type in the OpenAI and Anthropic APIs, and
+	// error.status (INVALID_ARGUMENT, NOT_FOUND, …) in the Gemini API.
 	Type string
 	// Code is error.code in the Responses API (null when empty); the
 	// Messages API has no code.
@@ -332,7 +333,18 @@ func errorFor(api API, e HTTPError) HTTPError {
 	if e.Status == 0 {
 		e.Status = http.StatusInternalServerError
 	}
-	if api == APIMessages || api == APICountTokens {
+	if api == APIGemini {
+		// A type written for the other APIs (lowercase, as
+		// ContextLengthExceeded's) is not a Google status name: the
+		// status's canonical name replaces it, so one script fails the same
+		// way whichever API a CLI speaks.
+		if e.Type == "" || strings.ToUpper(e.Type) != e.Type {
+			e.Type = geminiStatus(e.Status)
+		}
+		if e.Message == "" && e.Code == CodeContextLengthExceeded {
+			e.Message = "The input token count (1048577) exceeds the maximum number of tokens allowed (1048576)."
+		}
+	} else if api == APIMessages || api == APICountTokens {
 		if e.Type == "" {
 			e.Type = anthropicErrorType(e.Status)
 		}

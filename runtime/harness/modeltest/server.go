@@ -108,6 +108,7 @@ func start(t testing.TB, opts []Option) (*Server, error) {
 	mux.HandleFunc("POST /v1/responses", s.serveTurn(APIResponses))
 	mux.HandleFunc("POST /v1/messages", s.serveTurn(APIMessages))
 	mux.HandleFunc("POST /v1/messages/count_tokens", s.serveCountTokens)
+	mux.HandleFunc("POST /v1beta/models/{model}", s.serveGemini)
 	mux.HandleFunc("GET /v1/models", s.serveModels)
 	mux.HandleFunc("/", s.serveUnknown)
 	s.hs = &httptest.Server{Listener: ln, Config: &http.Server{Handler: mux, ReadHeaderTimeout: time.Minute}}
@@ -124,7 +125,7 @@ func (s *Server) Problems() []string {
 }
 
 // URL is the server's root, "http://127.0.0.1:PORT": the Anthropic base
-// URL (ANTHROPIC_BASE_URL).
+// URL (ANTHROPIC_BASE_URL) and the Gemini one (GOOGLE_GEMINI_BASE_URL).
 func (s *Server) URL() string { return s.hs.URL }
 
 // OpenAIBaseURL is URL + "/v1": the OpenAI base URL (a Codex provider's
@@ -319,6 +320,9 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, rec *Request, tu
 	if err == nil && rec.API == APIMessages {
 		err = validateMessages(p)
 	}
+	if err == nil && rec.API == APIGemini {
+		err = validateGemini(p)
+	}
 	if err != nil {
 		s.scriptProblem(w, rec, err.Error())
 		return
@@ -340,9 +344,12 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, rec *Request, tu
 	})
 	defer stopDeadline()
 	var st streamer
-	if rec.API == APIResponses {
+	switch rec.API {
+	case APIResponses:
 		st = newResponsesStream(sw, p, s.id("resp"), model, time.Now())
-	} else {
+	case APIGemini:
+		st = &geminiStreamer{sw: sw, p: p, model: model, id: s.id("gen")}
+	default:
 		st = &messagesStream{sw: sw, p: p, id: s.id("msg"), model: model}
 	}
 	if err := runPlan(ctx, p, st); err != nil {
@@ -363,9 +370,16 @@ func (s *Server) answerWhole(ctx context.Context, w http.ResponseWriter, rec *Re
 		return
 	}
 	var body any
-	if rec.API == APIResponses {
+	switch rec.API {
+	case APIResponses:
 		body = responsesFinal(p, s.id("resp"), model, time.Now())
-	} else {
+	case APIGemini:
+		body, err = geminiFinal(p, model, s.id("gen"))
+		if err != nil {
+			s.scriptProblem(w, rec, err.Error())
+			return
+		}
+	default:
 		body, err = messagesFinal(p, s.id("msg"), model)
 		if err != nil {
 			s.scriptProblem(w, rec, err.Error())
@@ -379,9 +393,12 @@ func (s *Server) answerWhole(ctx context.Context, w http.ResponseWriter, rec *Re
 func (s *Server) writeError(w http.ResponseWriter, api API, e HTTPError) {
 	e = errorFor(api, e)
 	var body any
-	if api == APIMessages || api == APICountTokens {
+	switch api {
+	case APIMessages, APICountTokens:
 		body = messagesError(e, s.id("req"))
-	} else {
+	case APIGemini:
+		body = geminiError(e)
+	default:
 		body = responsesError(e)
 	}
 	writeJSON(w, e.Status, e.Header, body)

@@ -122,13 +122,18 @@ func newSSEWriter(w http.ResponseWriter) *sseWriter {
 	return s
 }
 
-// send writes one event named name whose data is v as JSON.
+// send writes one event named name whose data is v as JSON; an event
+// without a name has only its data line (the Gemini API's).
 func (s *sseWriter) send(name string, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("modeltest: encode event %s: %w", name, err)
 	}
-	if _, err := fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", name, b); err != nil {
+	head := ""
+	if name != "" {
+		head = "event: " + name + "\n"
+	}
+	if _, err := fmt.Fprintf(s.w, "%sdata: %s\n\n", head, b); err != nil {
 		return fmt.Errorf("modeltest: write event %s: %w", name, err)
 	}
 	if err := s.rc.Flush(); err != nil {

@@ -107,3 +107,9 @@ func ClaudeAskUserQuestion(qs ...Question) Part {
 	}
 	return FunctionCall("AskUserQuestion", map[string]any{"questions": questions})
 }
+
+// GeminiShell calls Gemini CLI's run_shell_command tool to run cmd, with
+// description as the reason shown when it asks for permission.
+func GeminiShell(cmd, description string) Part {
+	return FunctionCall("run_shell_command", map[string]any{"command": cmd, "description": description})
+}

@@ -10,7 +10,7 @@
 // PATH is reported, not used.
 //
 // `make harnesses` (go run ./cmd/agentwire-harnesses install) installs them;
-// tests that need them call RequireCodex or RequireClaude.
+// tests that need them call RequireCodex, RequireClaude or RequireGemini.
 package install
 
 import (
@@ -33,6 +33,8 @@ const (
 	CodexVersion  = "0.171.0"
 	ClaudePackage = "@anthropic-ai/claude-code"
 	ClaudeVersion = "2.1.332"
+	GeminiPackage = "@google/gemini-cli"
+	GeminiVersion = "0.61.0"
 )
 
 // Environment variables.
@@ -88,8 +90,22 @@ var (
 	}
 )
 
+// GeminiHarness is Gemini CLI, which the ACP adapter runs as `gemini
+// --acp`. It is a Node program: its "native binary" is the bundle npm
+// marks executable (a node shebang), so node must be on PATH at run time.
+var GeminiHarness = Harness{
+	Name:        "gemini",
+	Package:     GeminiPackage,
+	Version:     GeminiVersion,
+	VersionLine: GeminiVersion,
+	native: func(string, string) ([]string, error) {
+		return []string{filepath.Join("node_modules", "@google", "gemini-cli", "bundle", "gemini.js")}, nil
+	},
+	launcher: filepath.Join("node_modules", ".bin", "gemini"),
+}
+
 // Harnesses is every pinned CLI, in install order.
-func Harnesses() []Harness { return []Harness{CodexHarness, ClaudeHarness} }
+func Harnesses() []Harness { return []Harness{CodexHarness, ClaudeHarness, GeminiHarness} }
 
 // WithVersion is h pinned at another version (for tests and for trying a
 // newer release by hand).
@@ -231,6 +247,12 @@ func (e *NotInstalledError) Is(target error) bool { return target == ErrNotInsta
 // Codex is the path of the pinned Codex native binary.
 func Codex() (string, error) {
 	f, err := Find(CodexHarness)
+	return f.Path, err
+}
+
+// Gemini is the path of the pinned Gemini CLI.
+func Gemini() (string, error) {
+	f, err := Find(GeminiHarness)
 	return f.Path, err
 }
 

@@ -102,6 +102,11 @@ func TestPinnedVersions(t *testing.T) {
 	assert.Equal(t, "2.1.332 (Claude Code)", ClaudeHarness.VersionLine)
 	assert.Equal(t, "2.1.400 (Claude Code)", ClaudeHarness.WithVersion("2.1.400").VersionLine)
 	assert.Equal(t, "2.1.332 (Claude Code)", ClaudeHarness.VersionLine, "WithVersion copies")
+	assert.Equal(t, "0.61.0", GeminiVersion)
+	assert.Equal(t, "0.61.0", GeminiHarness.VersionLine, "gemini --version prints the bare version")
+	assert.Equal(t, []string{"codex", "claude", "gemini"}, []string{Harnesses()[0].Name, Harnesses()[1].Name, Harnesses()[2].Name})
+	rels := nativePaths(t, GeminiHarness)
+	assert.Equal(t, []string{"node_modules/@google/gemini-cli/bundle/gemini.js"}, slash(rels), "the bundle npm marks executable")
 }
 
 func TestDirDefaultAndOverride(t *testing.T) {
@@ -242,6 +247,7 @@ func fakeNPM(t *testing.T, claudeMode string) (npm, log string) {
 	log = filepath.Join(dir, "npm.log")
 	codexRel := nativePaths(t, CodexHarness)[0]
 	claudeRels := nativePaths(t, ClaudeHarness)
+	geminiRel := nativePaths(t, GeminiHarness)[0]
 	var b strings.Builder
 	fmt.Fprintf(&b, "#!/bin/sh\nPATH=/usr/bin:/bin\necho \"$*\" >>'%s'\n", log)
 	b.WriteString(`prefix=
@@ -250,8 +256,10 @@ pin() { sed -n "s|.*\"$1\": \"\\(.*\\)\".*|\\1|p" "$prefix/package.json"; }
 fake() { mkdir -p "$(dirname "$1")"; printf '#!/bin/sh\necho "%s"\n' "$2" >"$1"; chmod +x "$1"; }
 codex=$(pin @openai/codex)
 claude=$(pin @anthropic-ai/claude-code)
+gemini=$(pin @google/gemini-cli)
 echo "added 4 packages"
 `)
+	fmt.Fprintf(&b, "[ -n \"$gemini\" ] && fake \"$prefix/%s\" \"$gemini\"\n", geminiRel)
 	fmt.Fprintf(&b, "fake \"$prefix/%s\" \"codex-cli $codex\"\n", codexRel)
 	stub := fmt.Sprintf("mkdir -p \"$(dirname \"$prefix/%[1]s\")\"; cat >\"$prefix/%[1]s\" <<'EOF'\n%[2]sEOF\n", claudeRels[0], claudeStub)
 	switch claudeMode {
@@ -288,8 +296,9 @@ func TestInstallIsIdempotentAndReinstallsAChangedPin(t *testing.T) {
 	require.NoError(t, err, out.String())
 	assert.True(t, res.Installed)
 	assert.Equal(t, []string{"install --no-fund --no-audit --prefix " + dir}, npmCalls(t, log))
-	require.Len(t, res.Found, 2)
+	require.Len(t, res.Found, 3)
 	assert.Equal(t, filepath.Join(dir, nativePaths(t, CodexHarness)[0]), res.Found[0].Path)
+	assert.Equal(t, filepath.Join(dir, nativePaths(t, GeminiHarness)[0]), res.Found[2].Path)
 	assert.Equal(t, filepath.Join(dir, nativePaths(t, ClaudeHarness)[0]), res.Found[1].Path)
 	assert.Positive(t, res.Bytes)
 	manifest, err := os.ReadFile(filepath.Join(dir, "package.json"))
@@ -305,7 +314,7 @@ func TestInstallIsIdempotentAndReinstallsAChangedPin(t *testing.T) {
 	assert.False(t, res.Installed)
 	assert.Len(t, npmCalls(t, log), 1)
 	assert.Contains(t, out.String(), "up to date")
-	require.Len(t, res.Found, 2)
+	require.Len(t, res.Found, 3)
 
 	// A changed pin reinstalls.
 	newer := []Harness{CodexHarness.WithVersion("0.172.0"), ClaudeHarness}
@@ -350,7 +359,7 @@ func TestInstallWithoutThePostinstallUsesThePlatformBinary(t *testing.T) {
 	npm, _ := fakeNPM(t, "noscripts")
 	res, err := Install(context.Background(), Options{Dir: dir, NPM: npm})
 	require.NoError(t, err)
-	require.Len(t, res.Found, 2)
+	require.Len(t, res.Found, 3)
 	claude := res.Found[1]
 	assert.Equal(t, filepath.Join(dir, nativePaths(t, ClaudeHarness)[1]), claude.Path)
 	assert.Equal(t, filepath.Join(dir, nativePaths(t, ClaudeHarness)[0]), claude.SkippedStub)
@@ -366,8 +375,9 @@ func TestInstallFailsClearlyWhenNoClaudeBinaryCameWithIt(t *testing.T) {
 	assert.Contains(t, msg, "@anthropic-ai/claude-code@2.1.332 installed into "+dir+", but no working claude binary was found")
 	assert.Contains(t, msg, "is the package's placeholder")
 	assert.Contains(t, msg, "optional platform dependency")
-	require.Len(t, res.Found, 1, "codex was still found")
+	require.Len(t, res.Found, 2, "codex and gemini were still found")
 	assert.Equal(t, "codex", res.Found[0].Harness.Name)
+	assert.Equal(t, "gemini", res.Found[1].Harness.Name)
 }
 
 func TestInstallReportsAFailingNPM(t *testing.T) {

@@ -38,3 +38,9 @@ func requireHarness(t testing.TB, h Harness) string {
 	t.Skipf("%s %s not installed: run make harnesses", h.Name, h.Version)
 	return ""
 }
+
+// RequireGemini is RequireCodex for Gemini CLI (node must be on PATH).
+func RequireGemini(t testing.TB) string {
+	t.Helper()
+	return requireHarness(t, GeminiHarness)
+}

@@ -1,0 +1,139 @@
+package acp
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/agentwire/agentwire/internal/runtime/harness/install"
+	"github.com/agentwire/agentwire/wire"
+)
+
+// The gemini kind: Gemini CLI (`gemini --acp`), configured through its
+// own settings file under GEMINI_CLI_HOME.
+
+// GeminiKind is the ready-made kind's name.
+const GeminiKind = "gemini"
+
+// GeminiPinnedVersion is the Gemini CLI release whose ACP and settings the
+// gemini kind speaks; another version is declared unavailable.
+const GeminiPinnedVersion = install.GeminiVersion
+
+// GeminiConfig configures the gemini kind.
+type GeminiConfig struct {
+	// Kind is the agent kind ("" = GeminiKind).
+	Kind string
+	// Binary is the gemini executable (the npm launcher: Gemini CLI is a
+	// Node program).
+	Binary string
+	// Model is the model Gemini CLI asks for. A named model also stops
+	// its model router's side call, which "auto" makes before each turn.
+	Model string
+	// BaseURL is the Gemini API base URL (GOOGLE_GEMINI_BASE_URL), e.g.
+	// "http://127.0.0.1:8080"; "" = Gemini CLI's default.
+	BaseURL string
+	// APIKeyEnv names the environment variable holding the API key, which
+	// the CLI gets as GEMINI_API_KEY; the key is never on a command line.
+	APIKeyEnv string
+}
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// KnownAgents are the agents whose own settings the adapter knows, so that
+// it can honour execution controls for them.
+func KnownAgents() []string { return []string{GeminiKind} }
+
+// Gemini is the Agent of Gemini CLI. A missing binary or another version
+// leaves it unavailable, with the reason in err's place (nil when it is
+// available): the kind is declared either way.
+func Gemini(c GeminiConfig) (Agent, error) {
+	if c.Kind == "" {
+		c.Kind = GeminiKind
+	}
+	if strings.TrimSpace(c.Model) == "" {
+		return Agent{}, errors.New("acp adapter: gemini: a model is required (a named model; \"auto\" routes every turn through a side call)")
+	}
+	if c.BaseURL != "" {
+		u, err := url.Parse(c.BaseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+			return Agent{}, errors.New("acp adapter: gemini: the base URL must be an absolute http or https URL without credentials")
+		}
+	}
+	if c.APIKeyEnv != "" && !envName.MatchString(c.APIKeyEnv) {
+		return Agent{}, errors.New("acp adapter: gemini: the API key variable is not an environment variable name (give its name, never the key)")
+	}
+	if c.Binary == "" {
+		return Agent{}, errors.New("acp adapter: gemini: the gemini binary is required")
+	}
+	a := Agent{Kind: c.Kind, Command: c.Binary, Args: []string{"--acp"}, Version: GeminiPinnedVersion, Available: true,
+		SubagentControl: true, LoadSession: true}
+	a.Env = []string{"NO_COLOR=1", "NO_BROWSER=1"}
+	if c.BaseURL != "" {
+		a.Env = append(a.Env, "GOOGLE_GEMINI_BASE_URL="+strings.TrimSuffix(c.BaseURL, "/"))
+	}
+	if c.APIKeyEnv != "" {
+		if key, ok := os.LookupEnv(c.APIKeyEnv); ok {
+			a.Env = append(a.Env, "GEMINI_API_KEY="+key)
+		}
+	}
+	model := c.Model
+	a.Controls = func(home string, p wire.PromptRequest) ([]string, error) {
+		return geminiSettings(home, model, p)
+	}
+	line, err := install.Version(c.Binary)
+	if err != nil || line != GeminiPinnedVersion {
+		a.Available, a.Version = false, line
+		if err == nil {
+			err = fmt.Errorf("%s --version printed %q; the gemini kind speaks only %s", c.Binary, line, GeminiPinnedVersion)
+		}
+		return a, fmt.Errorf("acp adapter: gemini: %w", err)
+	}
+	return a, nil
+}
+
+// geminiSettings writes home/.gemini/settings.json for one Executor and
+// returns the environment that points Gemini CLI at home.
+//
+// decision: the settings are the adapter's, whole, every time: the model
+// (no router), web search and web fetch excluded (Core sends web search
+// disabled on every Run and the CLI has no other switch for them,
+// daemon-protocol.txt:54), the subagent tool excluded when the
+// configuration disables subagents, no telemetry, usage statistics or
+// update checks (an offline Runtime must not wait on them), and the
+// Agent's model when it names one.
+func geminiSettings(home, model string, p wire.PromptRequest) ([]string, error) {
+	if o := p.AgentOptions; o != nil && o.Model != nil && *o.Model != "" {
+		model = *o.Model
+	}
+	exclude := []string{"google_web_search", "web_fetch"}
+	if p.DisableSubagents {
+		exclude = append(exclude, "invoke_agent")
+	}
+	sort.Strings(exclude)
+	settings := map[string]any{
+		"model":     map[string]any{"name": model},
+		"tools":     map[string]any{"exclude": exclude},
+		"privacy":   map[string]any{"usageStatisticsEnabled": false},
+		"telemetry": map[string]any{"enabled": false},
+		"general":   map[string]any{"disableAutoUpdate": true, "disableUpdateNag": true},
+		"ui":        map[string]any{"hideTips": true},
+	}
+	dir := filepath.Join(home, ".gemini")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("acp adapter: gemini settings: %w", err)
+	}
+	b, err := json.MarshalIndent(settings, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "settings.json"), b, 0o600); err != nil {
+		return nil, fmt.Errorf("acp adapter: gemini settings: %w", err)
+	}
+	return []string{"GEMINI_CLI_HOME=" + home}, nil
+}
