@@ -52,9 +52,16 @@ var (
 func Open(ctx context.Context, dsn string) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		// pgx's message can quote the DSN, password included: say only
-		// what kind of failure it was.
-		return nil, fmt.Errorf("postgres: parsing the connection string: %w", errors.Unwrap(err))
+		// pgx's message quotes the DSN with its password redacted only on
+		// a best-effort basis: a malformed one could leak it into a log.
+		var pe *pgconn.ParseConfigError
+		if errors.As(err, &pe) {
+			if inner := pe.Unwrap(); inner != nil {
+				return nil, fmt.Errorf("postgres: the connection string does not parse: %w", inner)
+			}
+			return nil, errors.New("postgres: the connection string does not parse")
+		}
+		return nil, fmt.Errorf("postgres: parsing the connection string: %w", err)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

@@ -171,3 +171,10 @@ func TestTimesAreUTCMilliseconds(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, time.Date(2026, 3, 4, 0, 6, 7, 891_000_000, time.UTC), e.CreatedAt)
 }
+
+// A malformed DSN is refused without quoting it (it may hold a password).
+func TestMalformedDSNIsNotQuoted(t *testing.T) {
+	_, err := postgres.Open(context.Background(), "postgres://user:s3cret@[::1")
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "s3cret")
+}
