@@ -178,3 +178,21 @@ func TestMalformedDSNIsNotQuoted(t *testing.T) {
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), "s3cret")
 }
+
+// One serving Core per database: a second is refused while the first
+// holds it, and the database is free again once released.
+func TestLockRefusesASecondCore(t *testing.T) {
+	ctx := context.Background()
+	dsn := freshDSN(t)
+	a, b := open(t, dsn), open(t, dsn)
+	defer a.Close()
+	defer b.Close()
+	release, err := a.Lock(ctx)
+	require.NoError(t, err)
+	_, err = b.Lock(ctx)
+	require.ErrorIs(t, err, postgres.ErrInUse)
+	require.NoError(t, release())
+	again, err := b.Lock(ctx)
+	require.NoError(t, err, "free again once released")
+	require.NoError(t, again())
+}
