@@ -48,7 +48,11 @@ func (s *Store) Lock(ctx context.Context) (release func() error, err error) {
 	return func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := raw.Close(ctx); err != nil {
+		// Unlocked before the connection closes: the server ends a closed
+		// connection's session (and its locks) only some time after the
+		// client hung up, and the next Core must not be refused meanwhile.
+		_, unlockErr := raw.Exec(ctx, `SELECT pg_advisory_unlock($1)`, int64(servingLock))
+		if err := errors.Join(unlockErr, raw.Close(ctx)); err != nil {
 			return fmt.Errorf("postgres: releasing the serving lock: %w", err)
 		}
 		return nil
