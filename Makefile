@@ -42,6 +42,19 @@ test: vet
 test-short: vet
 	$(GO) test -race -short ./...
 
+## test-postgres: the PostgreSQL store's tests (core/store/postgres: the store conformance suites,
+## raced writes included) against a real PostgreSQL: internal/pgtest/start.sh starts a throwaway
+## server on 127.0.0.1 under a temporary directory (as an unprivileged user when run as root),
+## the tests run with its DSN and AGENTWIRE_REQUIRE_POSTGRES=1 (no skipping), and the server is
+## stopped and its directory removed however the tests end. Needs PostgreSQL's binaries (initdb,
+## pg_ctl) on PATH or under /usr/lib/postgresql/*/bin; make test skips these tests without a server.
+.PHONY: test-postgres
+test-postgres:
+	@dir="$$(mktemp -d)"; trap 'internal/pgtest/stop.sh "$$dir"' EXIT; \
+	dsn="$$(internal/pgtest/start.sh "$$dir")" || exit 1; \
+	echo "test-postgres: PostgreSQL at $$dsn"; \
+	AGENTWIRE_TEST_POSTGRES="$$dsn" AGENTWIRE_REQUIRE_POSTGRES=1 $(GO) test -race -count=1 ./core/store/postgres/...
+
 ## check-runtime-contract: the protocol contract checks (daemon-protocol.txt:193): the shared wire
 ## validators (./wire/...), the spec tables, generated machines and generator, the transport and
 ## driver (./internal/peer/...), Core's gateway, the Runtime's dispatcher (internal/runtime/execution) with a

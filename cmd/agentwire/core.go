@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentwire/agentwire/core/credential"
 	"github.com/agentwire/agentwire/core/store"
+	"github.com/agentwire/agentwire/core/store/postgres"
 	"github.com/agentwire/agentwire/core/store/sqlite"
 	"github.com/agentwire/agentwire/internal/core/agent"
 	"github.com/agentwire/agentwire/internal/core/gateway"
@@ -29,7 +30,7 @@ import (
 const coreUsage = `usage: agentwire core <command> [flags]
 
 commands:
-  serve        run Core: agentwire core serve --listen 127.0.0.1:PORT --data DIR [--public-url URL]
+  serve        run Core: agentwire core serve --listen 127.0.0.1:PORT --data DIR [--store postgres://...] [--public-url URL]
   credential   issue, list or revoke credentials: agentwire core credential issue|list|revoke --data DIR ...
   devices      list the device registry: agentwire core devices --data DIR
   device       give a device to a project or revoke it: agentwire core device assign|revoke --data DIR --device D ...
@@ -58,22 +59,12 @@ func runCore(args []string, stdout, stderr io.Writer) error {
 	return errUsage
 }
 
-// openStore opens the embedded store in a data directory, creating it.
-func openStore(ctx context.Context, dir string) (*sqlite.Store, error) {
-	if dir == "" {
-		return nil, errors.New("--data is required")
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
-	}
-	return sqlite.Open(ctx, dir)
-}
-
 var coreServeCommand = subcommand{use: "core serve [flags]",
 	about: "Runs Core: the public API and the Runtimes' WebSocket on one listener, its store in --data.\n" +
 		"It runs until SIGINT or SIGTERM, then closes the connections and exits 0.",
 	examples: []string{"agentwire core serve --listen 127.0.0.1:8080 --data data",
-		"agentwire core serve --listen :8080 --data /var/lib/agentwire --public-url https://core.example"}}
+		"agentwire core serve --listen :8080 --data /var/lib/agentwire --public-url https://core.example",
+		"agentwire core serve --listen :8080 --data /var/lib/agentwire --store postgres://agentwire@db.internal:5432/agentwire?sslmode=verify-full"}}
 
 func runCoreServe(args []string, stdout, stderr io.Writer) error {
 	fs := coreServeCommand.flags(stderr)
@@ -81,7 +72,8 @@ func runCoreServe(args []string, stdout, stderr io.Writer) error {
 	placementTimeout := fs.Duration("placement-timeout", gateway.DefaultPlacementTimeout, "how long a queued Turn waits for a device of its project that declares what it requires before it fails unplaceable")
 	placementPolicy := fs.String("placement", "by-device-id", "which eligible device runs a Turn: by-device-id (the first by ID, so a Session's Turns stay on one device while it has room) or least-loaded (the one with the fewest admitted Turns)")
 	stallTimeout := fs.Duration("stall-timeout", gateway.DefaultStallTimeout, "how long a running Turn's Run may send nothing (heartbeats do not count, nor time waiting for an answer) before Core cancels it with cause stalled; 0 disables it")
-	data := fs.String("data", "", "data directory, created if missing: the embedded store lives here (required)")
+	data := fs.String("data", "", "data directory, created if missing: the embedded store lives here, and with --store too the Vault key and upload bodies (required)")
+	dsn := storeFlag(fs)
 	public := fs.String("public-url", "", "base URL Runtimes reach Core at (default: http:// and the listen address)")
 	scale := timeScaleFlag(fs)
 	transcriptFile := fs.String("transcript", "", "append every Runtime frame, both ways, to this file as JSON lines (frames carry no credential)")
@@ -105,6 +97,9 @@ func runCoreServe(args []string, stdout, stderr io.Writer) error {
 	}
 	if *data == "" {
 		return usageError(fs, "--data is required")
+	}
+	if err := checkStore(*dsn); err != nil {
+		return usageError(fs, "%v", err)
 	}
 	if *placementTimeout <= 0 {
 		return usageError(fs, "--placement-timeout must be positive, got %v", *placementTimeout)
@@ -153,11 +148,21 @@ func runCoreServe(args []string, stdout, stderr io.Writer) error {
 		}
 		defer release()
 	}
-	st, err := openStore(ctx, *data)
+	st, err := openStore(ctx, *data, *dsn)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	// The data directory's lock keeps its uploads and key to one Core; a
+	// PostgreSQL store is shared by nothing in the directory, so it is
+	// taken for one serving Core on its own (postgres.Store.Lock).
+	if pg, ok := st.(*postgres.Store); ok {
+		release, err := pg.Lock(ctx)
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
 	tcp, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return err
@@ -279,7 +284,8 @@ func runCoreCredential(args []string, stdout, stderr io.Writer) error {
 		return errUsage
 	}
 	fs := cmd.flags(stderr)
-	data := fs.String("data", "", "Core's data directory (required)")
+	data := fs.String("data", "", "Core's data directory (required without --store)")
+	dsn := storeFlag(fs)
 	var kind, device, project, out *string
 	asJSON := new(bool)
 	if sub == "list" {
@@ -295,8 +301,10 @@ func runCoreCredential(args []string, stdout, stderr io.Writer) error {
 		return flagsDone(err)
 	}
 	switch {
-	case *data == "":
-		return usageError(fs, "--data is required")
+	case *data == "" && *dsn == "":
+		return usageError(fs, "--data or --store is required")
+	case checkStore(*dsn) != nil:
+		return usageError(fs, "%v", checkStore(*dsn))
 	case sub == "revoke" && fs.NArg() != 1:
 		return usageError(fs, "want one credential ID, got %d arguments", fs.NArg())
 	case sub != "revoke" && fs.NArg() != 0:
@@ -305,7 +313,7 @@ func runCoreCredential(args []string, stdout, stderr io.Writer) error {
 		return usageError(fs, "--kind must be device, project or admin, got %q", *kind)
 	}
 	ctx := context.Background()
-	st, err := openStore(ctx, *data)
+	st, err := openStore(ctx, *data, *dsn)
 	if err != nil {
 		return err
 	}
@@ -419,18 +427,22 @@ var coreDevicesCommand = subcommand{use: "core devices [flags]",
 
 func runCoreDevices(args []string, stdout, stderr io.Writer) error {
 	fs := coreDevicesCommand.flags(stderr)
-	data := fs.String("data", "", "data directory (required)")
+	data := fs.String("data", "", "data directory (required without --store)")
+	dsn := storeFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return flagsDone(err)
 	}
 	if fs.NArg() != 0 {
 		return usageError(fs, "core devices takes no arguments, got %q", fs.Args())
 	}
-	if *data == "" {
-		return usageError(fs, "--data is required")
+	if *data == "" && *dsn == "" {
+		return usageError(fs, "--data or --store is required")
+	}
+	if err := checkStore(*dsn); err != nil {
+		return usageError(fs, "%v", err)
 	}
 	ctx := context.Background()
-	st, err := openStore(ctx, *data)
+	st, err := openStore(ctx, *data, *dsn)
 	if err != nil {
 		return err
 	}
@@ -480,7 +492,8 @@ func runCoreDevice(args []string, stdout, stderr io.Writer) error {
 		return runCoreDeviceRevoke(cmd, args[1:], stdout, stderr)
 	}
 	fs := cmd.flags(stderr)
-	data := fs.String("data", "", "Core's data directory (required)")
+	data := fs.String("data", "", "Core's data directory (required without --store)")
+	dsn := storeFlag(fs)
 	device := fs.String("device", "", "the device (required)")
 	project := fs.String("project", "", "the project that owns it from now on (required)")
 	if err := parseFlags(fs, args[1:]); err != nil {
@@ -489,13 +502,15 @@ func runCoreDevice(args []string, stdout, stderr io.Writer) error {
 	switch {
 	case fs.NArg() != 0:
 		return usageError(fs, "core device assign takes no arguments, got %q", fs.Args())
-	case *data == "":
-		return usageError(fs, "--data is required")
+	case *data == "" && *dsn == "":
+		return usageError(fs, "--data or --store is required")
+	case checkStore(*dsn) != nil:
+		return usageError(fs, "%v", checkStore(*dsn))
 	case *device == "" || *project == "":
 		return usageError(fs, "--device and --project are required")
 	}
 	ctx := context.Background()
-	st, err := openStore(ctx, *data)
+	st, err := openStore(ctx, *data, *dsn)
 	if err != nil {
 		return err
 	}
@@ -540,7 +555,8 @@ func warnUnowned(ctx context.Context, st store.Store, log *slog.Logger) error {
 // more.
 func runCoreDeviceRevoke(cmd subcommand, args []string, stdout, stderr io.Writer) error {
 	fs := cmd.flags(stderr)
-	data := fs.String("data", "", "Core's data directory (required)")
+	data := fs.String("data", "", "Core's data directory (required without --store)")
+	dsn := storeFlag(fs)
 	device := fs.String("device", "", "the device whose credentials are revoked (required)")
 	if err := parseFlags(fs, args); err != nil {
 		return flagsDone(err)
@@ -548,13 +564,15 @@ func runCoreDeviceRevoke(cmd subcommand, args []string, stdout, stderr io.Writer
 	switch {
 	case fs.NArg() != 0:
 		return usageError(fs, "core device revoke takes no arguments, got %q", fs.Args())
-	case *data == "":
-		return usageError(fs, "--data is required")
+	case *data == "" && *dsn == "":
+		return usageError(fs, "--data or --store is required")
+	case checkStore(*dsn) != nil:
+		return usageError(fs, "%v", checkStore(*dsn))
 	case *device == "":
 		return usageError(fs, "--device is required")
 	}
 	ctx := context.Background()
-	st, err := openStore(ctx, *data)
+	st, err := openStore(ctx, *data, *dsn)
 	if err != nil {
 		return err
 	}

@@ -429,7 +429,7 @@ func (e *crashEnv) stopAll(runtimes ...*proc) *sqlite.Store {
 	for _, s := range []string{e.dev.Secret, e.proj.Secret} {
 		require.NotContains(e.t, e.core.logs.String(), s)
 	}
-	st, err := openStore(context.Background(), e.data)
+	st, err := sqlite.Open(context.Background(), e.data)
 	require.NoError(e.t, err)
 	e.t.Cleanup(func() { _ = st.Close() })
 	return st
