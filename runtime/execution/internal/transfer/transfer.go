@@ -219,6 +219,8 @@ func (h hooks) DoStageChunk(f *fsm.Firing[*peer.Event]) error {
 	staged, size, data := x.staged, x.size, []byte(p.Data)
 	t.host.Go(func() {
 		err := staged.Write(p.Offset, data, size)
+		// Written and hashed: the decoder's buffer is free again.
+		wire.ReleaseChunk(data)
 		t.host.Post(func(d *peer.Driver) {
 			var te *rtransfer.Error
 			switch {
