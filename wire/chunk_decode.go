@@ -178,8 +178,22 @@ func decodeBase64Strict(dst, src []byte) (int, bool) {
 	}
 	body := src[:len(src)-4] // every quartet but the last, which may be padded
 	di := 0
-	// Two quartets per step, stored as one big-endian uint64 whose last two
-	// bytes the next store (or the tail) overwrites.
+	// Four quartets per step, then two: each pair stored as one big-endian
+	// uint64 whose last two bytes the next store (or the tail) overwrites.
+	for len(body) >= 16 && len(dst)-di >= 14 {
+		s := body[:16:16]
+		a := b64d0[s[0]] | b64d1[s[1]] | b64d2[s[2]] | b64d3[s[3]]
+		b := b64d0[s[4]] | b64d1[s[5]] | b64d2[s[6]] | b64d3[s[7]]
+		c := b64d0[s[8]] | b64d1[s[9]] | b64d2[s[10]] | b64d3[s[11]]
+		d := b64d0[s[12]] | b64d1[s[13]] | b64d2[s[14]] | b64d3[s[15]]
+		if (a|b|c|d)&b64Bad != 0 {
+			return 0, false
+		}
+		o := dst[di : di+14 : di+14]
+		binary.BigEndian.PutUint64(o[0:], uint64(a)<<40|uint64(b)<<16)
+		binary.BigEndian.PutUint64(o[6:], uint64(c)<<40|uint64(d)<<16)
+		body, di = body[16:], di+12
+	}
 	for len(body) >= 8 && len(dst)-di >= 8 {
 		s := body[:8:8]
 		a := b64d0[s[0]] | b64d1[s[1]] | b64d2[s[2]] | b64d3[s[3]]
