@@ -19,6 +19,10 @@ import (
 // nothing left to find. Anything it does not recognise (another member, an
 // escape, bad base64, a number that is not a plain integer) goes to the
 // general path, which decodes or words the error exactly as before.
+//
+// The data is decoded into a buffer of its own rather than in place in the
+// frame: the decoded message's envelope keeps its payload as a slice of the
+// frame (Envelope.Payload), which a refusal may still log or quote.
 
 // chunkBufBytes is the size of a pooled chunk buffer: a whole chunk plus
 // the slack decodeBase64Strict's eight-byte stores write past the data.

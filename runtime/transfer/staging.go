@@ -108,8 +108,8 @@ func (a *Area) NewStaged() *Staged {
 // called from different goroutines (a chunk's writer, the connection loop's
 // discard); they are serialized by its lock.
 //
-// The SHA-256 is computed behind the writes, in their order, by a
-// goroutine that runs while chunks wait to be hashed: a chunk's receipt
+// decision: the SHA-256 is computed behind the writes, in their order, by
+// a goroutine that runs while chunks wait to be hashed: a chunk's receipt
 // confirms staged bytes (daemon-protocol.txt:104), so it need not wait for
 // the hash, which Verify does before any installer runs. A 64 KiB chunk's
 // hash costs about as much as its write, so the next chunk's round trip
