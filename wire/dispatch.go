@@ -104,5 +104,8 @@ func Encode(id string, p Payload, trace string) ([]byte, error) {
 	if !utf8.ValidString(trace) {
 		return nil, fieldErr(e.Type, "trace", RuleFormat, "not valid UTF-8 (it would be sent altered)")
 	}
+	if b, ok := appendSelfEncoded(id, p, trace); ok { // delta_encode.go
+		return b, nil
+	}
 	return marshalEnvelope(id, p, trace)
 }

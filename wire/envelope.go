@@ -177,9 +177,6 @@ func DecodeEnvelope(frame []byte) (Envelope, error) {
 
 // marshalEnvelope encodes an envelope carrying p; Encode validates first.
 func marshalEnvelope(id string, p Payload, trace string) ([]byte, error) {
-	if b, ok := appendSelfEncoded(id, p, trace); ok { // delta_encode.go
-		return b, nil
-	}
 	raw, err := json.Marshal(p)
 	if err != nil {
 		return nil, fieldErr(p.MessageType(), "payload", RuleType, "cannot encode: "+err.Error())
