@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"reflect"
 	"unicode/utf8"
 )
 
@@ -99,11 +98,14 @@ func Encode(id string, p Payload, trace string) ([]byte, error) {
 	if err := checkBinding(e.Type, id, p); err != nil {
 		return nil, err
 	}
-	if path, bad := invalidUTF8(reflect.ValueOf(p), ""); bad {
+	if path, bad := payloadInvalidUTF8(p); bad { // delta_encode.go
 		return nil, fieldErr(e.Type, join("payload", path), RuleFormat, "not valid UTF-8 (it would be sent altered)")
 	}
 	if !utf8.ValidString(trace) {
 		return nil, fieldErr(e.Type, "trace", RuleFormat, "not valid UTF-8 (it would be sent altered)")
+	}
+	if b, ok := appendSelfEncoded(id, p, trace); ok { // delta_encode.go
+		return b, nil
 	}
 	return marshalEnvelope(id, p, trace)
 }

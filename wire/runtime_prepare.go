@@ -104,6 +104,12 @@ type RuntimePrepareSources struct {
 // MaxRuntimePrepareFrameBytes before looking at it.
 func (p *RuntimePrepare) UnmarshalJSON(data []byte) error {
 	type plain RuntimePrepare
+	if len(data) <= MaxRuntimePrepareFrameBytes {
+		if off, d, ok := decodeChunkStep(data); ok { // chunk_decode.go
+			*p = RuntimePrepare{Step: StepChunk, Offset: off, Data: d}
+			return nil
+		}
+	}
 	return decodeBounded(TypeRuntimePrepare, data, (*plain)(p))
 }
 

@@ -59,6 +59,12 @@ type WorkspaceWrite struct {
 // MaxChunkFrameBytes before looking at it.
 func (p *WorkspaceWrite) UnmarshalJSON(data []byte) error {
 	type plain WorkspaceWrite
+	if len(data) <= MaxChunkFrameBytes {
+		if off, d, ok := decodeChunkStep(data); ok { // chunk_decode.go
+			*p = WorkspaceWrite{Step: StepChunk, Offset: off, Data: d}
+			return nil
+		}
+	}
 	if len(data) <= MaxChunkFrameBytes && checkJSON(data, schemaFor(reflect.TypeFor[plain]())) == nil {
 		if v, ok := decodeWriteStep(data); ok {
 			*p = v

@@ -46,6 +46,7 @@ const benchEnv = "8d0f3a2b-1c4e-4f5a-8b6c-7d8e9f0a1b2c"
 // chunks, commit. Payloads are encoded once; each op wraps them in an
 // envelope with its own mutation ID.
 type benchBody struct {
+	typ           string // the frames' message type
 	begin, commit []byte
 	chunks        [][]byte
 }
@@ -62,7 +63,7 @@ func newBenchBody(tb testing.TB) *benchBody {
 		require.NoError(tb, err)
 		return b
 	}
-	bb := &benchBody{
+	bb := &benchBody{typ: wire.TypeWorkspaceWrite,
 		begin: enc(wire.WorkspaceWrite{Step: wire.StepBegin, EnvironmentID: benchEnv,
 			SessionID: "3f2b8c1e-5d4a-4e6f-9a7b-1c2d3e4f5a6b", Path: "bench/body.bin", SizeBytes: &size, SHA256: hex.EncodeToString(sum[:])}),
 		commit: enc(wire.WorkspaceWrite{Step: wire.StepCommit}),
@@ -79,7 +80,9 @@ func newBenchBody(tb testing.TB) *benchBody {
 func writeBody(ctx context.Context, c *websocket.Conn, id string, bb *benchBody, buf *bytes.Buffer, check func(step string, ack []byte) error) error {
 	one := func(step string, payload []byte) error {
 		buf.Reset()
-		buf.WriteString(`{"type":"workspace_write","id":"`)
+		buf.WriteString(`{"type":"`)
+		buf.WriteString(bb.typ)
+		buf.WriteString(`","id":"`)
 		buf.WriteString(id)
 		buf.WriteString(`","payload":`)
 		buf.Write(payload)

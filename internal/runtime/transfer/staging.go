@@ -99,19 +99,39 @@ func (a *Area) Close() error {
 func (a *Area) NewStaged() *Staged {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	return &Staged{dir: filepath.Join(a.staging, hex.EncodeToString(b[:])), h: sha256.New()}
+	s := &Staged{dir: filepath.Join(a.staging, hex.EncodeToString(b[:])), h: sha256.New()}
+	s.settled = sync.NewCond(&s.mu)
+	return s
 }
 
 // Staged is one transfer's body as received so far. Its methods may be
 // called from different goroutines (a chunk's writer, the connection loop's
 // discard); they are serialized by its lock.
+//
+// decision: the SHA-256 is computed behind the writes, in their order, by
+// a goroutine that runs while chunks wait to be hashed: a chunk's receipt
+// confirms staged bytes (daemon-protocol.txt:104), so it need not wait for
+// the hash, which Verify does before any installer runs. A 64 KiB chunk's
+// hash costs about as much as its write, so the next chunk's round trip
+// overlaps it instead of following it.
 type Staged struct {
 	mu   sync.Mutex
 	dir  string
 	f    *os.File
 	n    int64
-	h    hash.Hash
+	h    hash.Hash // touched by the hashing goroutine while hashing is set
 	gone bool
+
+	pending []stagedChunk // written, not hashed yet, in order
+	hashing bool          // a goroutine hashes pending
+	settled *sync.Cond    // hashing became false
+}
+
+// stagedChunk is a written chunk waiting for the hash, and what to call
+// with its bytes once they are hashed (or dropped by Discard).
+type stagedChunk struct {
+	data []byte
+	done func([]byte)
 }
 
 var errDiscarded = errors.New("the staged transfer was discarded")
@@ -136,8 +156,16 @@ func (s *Staged) open() error {
 
 // Write stages data at offset, which must equal the bytes staged so far;
 // the body may not grow past limit. A refused chunk leaves the staging as
-// it was.
+// it was. data is hashed after Write returned: the caller must not change
+// it (Stage says when it may).
 func (s *Staged) Write(offset int64, data []byte, limit int64) error {
+	return s.Stage(offset, data, limit, nil)
+}
+
+// Stage is Write, and calls done (when set) with data once the hash has
+// read it, or once Discard dropped it; it is called exactly once for a
+// chunk Stage accepted, and never for a refused one (nil error: accepted).
+func (s *Staged) Stage(offset int64, data []byte, limit int64, done func([]byte)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
@@ -152,9 +180,43 @@ func (s *Staged) Write(offset int64, data []byte, limit int64) error {
 	if _, err := s.f.WriteAt(data, s.n); err != nil {
 		return err
 	}
-	s.h.Write(data)
 	s.n += int64(len(data))
+	s.pending = append(s.pending, stagedChunk{data: data, done: done})
+	if !s.hashing {
+		s.hashing = true
+		go s.hash()
+	}
 	return nil
+}
+
+// hash feeds the pending chunks to the SHA-256 in order and ends when none
+// is left; a discarded staging's chunks are dropped unhashed.
+func (s *Staged) hash() {
+	s.mu.Lock()
+	for len(s.pending) > 0 {
+		q, gone := s.pending, s.gone
+		s.pending = nil
+		s.mu.Unlock()
+		for _, c := range q {
+			if !gone {
+				s.h.Write(c.data)
+			}
+			if c.done != nil {
+				c.done(c.data)
+			}
+		}
+		s.mu.Lock()
+	}
+	s.hashing = false
+	s.settled.Broadcast()
+	s.mu.Unlock()
+}
+
+// waitHashed waits, with s.mu held, until every staged chunk was hashed.
+func (s *Staged) waitHashed() {
+	for s.hashing {
+		s.settled.Wait()
+	}
 }
 
 // Size is the number of bytes staged.
@@ -173,6 +235,7 @@ func (s *Staged) Verify(size int64, digest string) error {
 	if s.gone {
 		return errDiscarded
 	}
+	s.waitHashed()
 	if s.n != size {
 		return rejected("invalid_request", "%d bytes staged, %d declared", s.n, size)
 	}
@@ -212,6 +275,9 @@ func (s *Staged) Discard() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.gone = true
+	// The hashing goroutine drops what is left and ends: nothing of a
+	// discarded transfer outlives its Discard.
+	s.waitHashed()
 	if s.f != nil {
 		_ = s.f.Close()
 		s.f = nil

@@ -9,6 +9,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -45,6 +47,43 @@ func TestStagedWriteChecksOffsetAndSize(t *testing.T) {
 	require.NoError(t, s.Verify(11, digest([]byte("hello world"))))
 	assert.Equal(t, "rejected invalid_request", code(t, s.Verify(11, digest([]byte("hello there")))), "a digest mismatch")
 	assert.Equal(t, "rejected invalid_request", code(t, s.Verify(12, digest([]byte("hello world")))), "a short body")
+}
+
+// TestStagedHashesBehindTheWritesInOrder: Stage returns once a chunk is
+// written; the digest Verify checks is still that of every chunk in order,
+// and each accepted chunk is handed back exactly once, hashed or (after
+// Discard) dropped; a refused one never.
+func TestStagedHashesBehindTheWritesInOrder(t *testing.T) {
+	a := newArea(t)
+	var body []byte
+	var mu sync.Mutex
+	back := map[byte]int{}
+	done := func(d []byte) {
+		mu.Lock()
+		back[d[0]]++
+		mu.Unlock()
+	}
+	s := a.NewStaged()
+	for i := range 200 {
+		c := bytes.Repeat([]byte{byte(i)}, 1000+i)
+		require.NoError(t, s.Stage(int64(len(body)), c, 1<<20, done))
+		body = append(body, c...)
+	}
+	require.Error(t, s.Stage(0, []byte{250}, 1<<20, done), "an old offset is refused")
+	require.NoError(t, s.Verify(int64(len(body)), digest(body)))
+	require.NoError(t, s.Discard())
+	for i := range 200 {
+		assert.Equal(t, 1, back[byte(i)], "chunk %d handed back once", i)
+	}
+	assert.Zero(t, back[250], "a refused chunk is not handed back")
+
+	var dropped atomic.Int32
+	d := a.NewStaged()
+	for i := range 50 {
+		require.NoError(t, d.Stage(int64(i*10), make([]byte, 10), 1<<20, func([]byte) { dropped.Add(1) }))
+	}
+	require.NoError(t, d.Discard())
+	assert.EqualValues(t, 50, dropped.Load(), "every discarded chunk is handed back, by Discard's return")
 }
 
 func TestStagedDiscardRemovesTheStaging(t *testing.T) {

@@ -218,7 +218,12 @@ func (h hooks) DoStageChunk(f *fsm.Firing[*peer.Event]) error {
 	x.inflight.end = end
 	staged, size, data := x.staged, x.size, []byte(p.Data)
 	t.host.Go(func() {
-		err := staged.Write(p.Offset, data, size)
+		// The receipt waits for the write only; the hash follows behind
+		// it and gives the decoder's buffer back once it has read it.
+		err := staged.Stage(p.Offset, data, size, wire.ReleaseChunk)
+		if err != nil {
+			wire.ReleaseChunk(data) // refused: nothing holds it
+		}
 		t.host.Post(func(d *peer.Driver) {
 			var te *rtransfer.Error
 			switch {

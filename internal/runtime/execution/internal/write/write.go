@@ -66,7 +66,8 @@ func (w *Write) Holds(env string) bool { return w.up != nil && w.up.env == env }
 // (daemon-protocol.txt:185) and nothing may reach the workspace before the
 // digest was checked; the digest is computed as the chunks arrive, so
 // commit costs no second pass. The chunks are kept as decoded (each frame's
-// data is a fresh slice nobody else holds), not copied into one buffer.
+// data is a pooled buffer nobody else holds), not copied into one buffer,
+// and given back to the decoder's pool once the installer returned.
 type upload struct {
 	id        string
 	env       string // the Environment whose workspace it writes
@@ -290,8 +291,8 @@ func (h hooks) DoOpenUpload(f *fsm.Firing[*peer.Event]) error {
 }
 
 // DoStageChunk keeps the frame's bytes: the decoded data slice, which the
-// decoder allocated for this frame alone (the message around it is not
-// kept).
+// decoder took from its pool for this frame alone (the message around it
+// is not kept); DoApplyWrite gives it back.
 func (h hooks) DoStageChunk(f *fsm.Firing[*peer.Event]) error {
 	p, _ := writeStep(f)
 	u := h.w.up
@@ -323,6 +324,14 @@ func (h hooks) DoApplyWrite(f *fsm.Firing[*peer.Event]) error {
 	body := u.body
 	w.host.Go(func() {
 		r := installResult(ws.WriteFile(u.path, body...), u.size)
+		// The hasher finished before the digest guard let the installer
+		// run, and the installer has returned: nothing reads the chunks
+		// any more, so their buffers go back to the decoder's pool.
+		// decision: a discarded upload's chunks are left to the collector
+		// instead, since its hasher may still be reading them.
+		for _, d := range body {
+			wire.ReleaseChunk(d)
+		}
 		posted := w.host.Post(func(d *peer.Driver) {
 			u.applying = false
 			send(d, u.id, r)
