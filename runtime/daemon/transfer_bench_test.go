@@ -35,9 +35,8 @@ import (
 	"github.com/coder/websocket"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentwire/agentwire/runtime/adapters/script"
+	"github.com/agentwire/agentwire/internal/runtime/adapters/script"
 	"github.com/agentwire/agentwire/runtime/daemon"
-	"github.com/agentwire/agentwire/runtime/execution"
 	"github.com/agentwire/agentwire/wire"
 )
 
@@ -100,7 +99,7 @@ func startTransferDaemon(b *testing.B) *websocket.Conn {
 		require.NoError(b, err)
 		b.Cleanup(func() { _ = os.RemoveAll(dir) })
 	}
-	envs := execution.NewBindings()
+	envs := daemon.NewBindings()
 	require.NoError(b, envs.Add(benchEnv, dir))
 	b.Cleanup(func() { _ = envs.Close() })
 	accepted := make(chan *websocket.Conn, 1)
