@@ -32,7 +32,7 @@ func cliCases(data string) []cliCase {
 		{"core credential issue", d, "--kind must be device, project or admin"},
 		{"core credential list", append(d, "foo"), `core credential list takes no arguments, got ["foo"]`},
 		{"core credential revoke", d, "want one credential ID, got 0 arguments"},
-		{"core devices", nil, "--data is required"},
+		{"core devices", nil, "--data or --store is required"},
 		{"core device assign", d, "--device and --project are required"},
 		{"core device revoke", d, "--device is required"},
 		{"runtime", nil, "--device-id and --credential-file are required"},
