@@ -109,8 +109,18 @@ func (b *Book) Run(ctx context.Context, pc *peer.Conn, id, sessionID, first stri
 	b.mu.Unlock()
 	total := int64(len(body))
 	frames := 1 + (len(body)+wire.ChunkBytes-1)/wire.ChunkBytes + 1
+	// The buffer goes back to the pool only if every frame built in it
+	// was written or refused: after a failed wait the loop may still hold
+	// the last one.
+	buf, pooled := getFrameBuf(id), true
+	defer func() {
+		if pooled {
+			frameBufs.Put(buf)
+		}
+	}()
 	for n := 0; n < frames; n++ {
 		var f wire.WorkspaceWrite
+		var encoded []byte
 		switch {
 		case n == 0:
 			f = begin
@@ -140,11 +150,16 @@ func (b *Book) Run(ctx context.Context, pc *peer.Conn, id, sessionID, first stri
 			off := (n - 1) * wire.ChunkBytes
 			end := min(off+wire.ChunkBytes, len(body))
 			f = wire.WorkspaceWrite{Step: wire.StepChunk, Offset: int64(off), Data: body[off:end]}
+			var err error
+			if encoded, err = wire.AppendWriteChunk((*buf)[:0], id, f.Offset, f.Data); err != nil {
+				encoded = nil // the driver encodes it and refuses it with the same error
+			}
 			b.mu.Lock()
 			r.inflightEnd = int64(end)
 			b.mu.Unlock()
 		}
-		err := r.t.Send(ctx, pc, f)
+		err := r.t.SendEncoded(ctx, pc, f, encoded)
+		pooled = pooled && err == nil
 		if err != nil && !link.IsWriteError(err) {
 			// Refused before it left: a begin sent nothing at all.
 			if n == 0 {
@@ -175,6 +190,21 @@ func (b *Book) Run(ctx context.Context, pc *peer.Conn, id, sessionID, first stri
 		}
 	}
 	return b.awaitEnd(ctx, pc, r)
+}
+
+// frameBufs are chunk frame buffers, kept across writes: a 64 KiB chunk is
+// an 87 KiB frame, and a fresh buffer per frame was most of a write's
+// allocated bytes (issue 25).
+var frameBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// getFrameBuf returns a pooled buffer that holds a full chunk's frame of
+// write id without growing.
+func getFrameBuf(id string) *[]byte {
+	buf := frameBufs.Get().(*[]byte)
+	if n := wire.ChunkFrameCap(wire.ChunkBytes, id); cap(*buf) < n {
+		*buf = make([]byte, 0, n)
+	}
+	return buf
 }
 
 func (b *Book) end(r *rec) *Result {
