@@ -20,8 +20,8 @@ package server_test
 // paired-write-50MiB and paired-read-1MiB (issue 25) run the same op and
 // its raw baseline alternately on every iteration, so that on a shared
 // machine both see the same load, and report core-MB/s, raw-MB/s,
-// ratio-%, allocs/chunk and (writes) the peak heap; ns/op is not
-// meaningful there and is reported as 0.
+// ratio-%, the process's CPU per op of each, allocs/chunk and (writes)
+// the peak heap; ns/op is not meaningful there and is reported as 0.
 
 import (
 	"bytes"
@@ -236,6 +236,7 @@ func benchPaired(b *testing.B, write bool) {
 	op() // warm: the first write or read pays for the connection's setup
 	raw()
 	var coreT, rawT time.Duration
+	var coreCPU, rawCPU int64
 	var allocs uint64
 	// The sampler keeps the largest heap (live and not yet collected
 	// objects) it sees while a through-Core op runs; each op starts after
@@ -269,18 +270,18 @@ func benchPaired(b *testing.B, write bool) {
 	live := ms.HeapAlloc
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		t0 := time.Now()
+		c0, t0 := processCPU(), time.Now()
 		raw()
-		t1 := time.Now()
+		t1, c1 := time.Now(), processCPU()
 		b.StopTimer()
 		runtime.GC()
 		runtime.ReadMemStats(&ms)
 		before := ms.Mallocs
 		sampling.Store(true)
 		b.StartTimer()
-		t2 := time.Now()
+		c2, t2 := processCPU(), time.Now()
 		op()
-		t3 := time.Now()
+		t3, c3 := time.Now(), processCPU()
 		b.StopTimer()
 		sampling.Store(false)
 		runtime.ReadMemStats(&ms)
@@ -288,6 +289,8 @@ func benchPaired(b *testing.B, write bool) {
 		b.StartTimer()
 		rawT += t1.Sub(t0)
 		coreT += t3.Sub(t2)
+		rawCPU += c1 - c0
+		coreCPU += c3 - c2
 	}
 	b.StopTimer()
 	close(quit)
@@ -297,6 +300,10 @@ func benchPaired(b *testing.B, write bool) {
 	b.ReportMetric(mb(coreT), "core-MB/s")
 	b.ReportMetric(mb(rawT), "raw-MB/s")
 	b.ReportMetric(100*rawT.Seconds()/coreT.Seconds(), "ratio-%")
+	// CPU per op of the process (Core and the in-process Runtime), which
+	// the machine's load moves far less than wall time.
+	b.ReportMetric(float64(coreCPU)/float64(b.N)/1e6, "core-cpu-ms/op")
+	b.ReportMetric(float64(rawCPU)/float64(b.N)/1e6, "raw-cpu-ms/op")
 	b.ReportMetric(float64(allocs)/float64(b.N)/float64((n+wire.ChunkBytes-1)/wire.ChunkBytes), "allocs/chunk")
 	if write {
 		b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MiB")
