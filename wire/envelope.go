@@ -176,6 +176,11 @@ func DecodeEnvelope(frame []byte) (Envelope, error) {
 
 // marshalEnvelope encodes an envelope carrying p; Encode validates first.
 func marshalEnvelope(id string, p Payload, trace string) ([]byte, error) {
+	if a, ok := p.(payloadAppender); ok { // bulk data, written once (payload_append.go)
+		if b, ok := appendEnvelope(id, p, a, trace); ok {
+			return b, nil
+		}
+	}
 	raw, err := json.Marshal(p)
 	if err != nil {
 		return nil, fieldErr(p.MessageType(), "payload", RuleType, "cannot encode: "+err.Error())

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 )
+
 // appendJSONString escapes as encoding/json does, U+2028 and U+2029
 // wherever they stand (they were missed before an escaped byte).
 func TestAppendJSONStringIsEncodingJSON(t *testing.T) {

@@ -40,8 +40,8 @@ func TestReadResultDecodeIsGeneric(t *testing.T) {
 	docs = append(docs,
 		`{}`, ` { "outcome" : "completed" , "data" : "`+enc+`" } `,
 		`{"outcome":"completed","data":null}`,
-		`{"outcome":"completed","data":"aGVsbG8"}`,   // unpadded
-		`{"outcome":"completed","data":"aGVsbG9="}`,  // padding bits set
+		`{"outcome":"completed","data":"aGVsbG8"}`,    // unpadded
+		`{"outcome":"completed","data":"aGVsbG9="}`,   // padding bits set
 		`{"outcome":"completed","data":"aGVs\nbG8="}`, // line break
 		`{"outcome":"completed","data":"aGVs\u0062G8="}`,
 		`{"outcome":"comp\u006ceted"}`,
