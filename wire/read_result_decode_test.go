@@ -50,6 +50,11 @@ func TestReadResultDecodeIsGeneric(t *testing.T) {
 		`{"outcome":1}`, `{"truncated":"yes"}`, `{"truncated":null}`, `{"close_acknowledged":true}`,
 		`{"outcome":"completed","directory":{"entries":[],"truncated":false}}`,
 		`{"outcome":"completed","data":"`+enc+`"} x`, `{"outcome":"completed",}`, `[]`, `null`, `{"outcome":"\xff"}`,
+		`{"outcome":"completed","data":"`+enc+`" , }`, `{"truncated":truex}`, `{"truncated":true,}`, `{"truncated":true}`,
+		`{"out\u0063ome":"completed"}`, `{"outcome":"a\u0000"}`, "{\"outcome\":\"a\x01\"}", `{"outcome":{}}`,
+		`{"outcome":"completed"}{}`, `{"data":"aGVs\\bG8="}`, `{"data":"`+enc+`","data":"`+enc+`"}`, `{"data":""}`,
+		`{"data":"`+enc+`"`, `{"data":"`+enc, `{"outcome":"completed" "data":"`+enc+`"}`, "{\"data\":\"aGVs\rbG8=\"}",
+		`{"error_code":"not_found","outcome":"rejected"}`, ` {} `, `{ }`, `{"close_acknowledged":false,"truncated":false}`,
 	)
 	for _, doc := range docs {
 		want, wantErr := genericReadResult([]byte(doc))
@@ -71,9 +76,26 @@ func TestReadResultDecodesInOnePass(t *testing.T) {
 	frame, err := Encode("00000000-0000-4000-8000-000000000001", WorkspaceReadResult{Outcome: "completed", Data: data, CloseAcknowledged: true}, "")
 	require.NoError(t, err)
 	payload := frame[len(`{"type":"workspace_read_result","id":"00000000-0000-4000-8000-000000000001","payload":`) : len(frame)-1]
-	_, ok := decodeReadResult(payload)
-	require.True(t, ok, "the common result takes the one-pass path")
+	_, ok := decodeReadResultDirect(payload)
+	require.True(t, ok, "the common result takes the direct path")
 	m, err := Decode(frame, RuntimeToCore)
 	require.NoError(t, err)
 	require.Equal(t, data, []byte(m.Payload.(WorkspaceReadResult).Data))
+}
+
+// The direct decoder accepts nothing the generic decoder refuses and
+// decodes what it accepts to the same value.
+func FuzzReadResultDecodeDirect(f *testing.F) {
+	f.Add([]byte(`{"outcome":"completed","data":"aGVsbG8=","close_acknowledged":true}`))
+	f.Add([]byte(`{"outcome":"rejected","error_code":"not_found"}`))
+	f.Add([]byte(`{"truncated":false,"data":""}`))
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		got, ok := decodeReadResultDirect(doc)
+		if !ok {
+			return
+		}
+		want, err := genericReadResult(doc)
+		require.NoError(t, err, "%q", doc)
+		require.Equal(t, want, got, "%q", doc)
+	})
 }
