@@ -10,9 +10,9 @@ import (
 )
 
 // pump moves one write's chunks (issue 25). Each chunk still leaves only
-// once the previous frame was answered (daemon-protocol.txt:185: ordered
-// chunks, each awaiting its received offset); what changed is who does
-// what while a chunk is in flight:
+// once the previous frame was answered (daemon-protocol.txt:104 and :185:
+// ordered chunks, each awaiting its received offset); what changed is who
+// does what while a chunk is in flight:
 //
 //   - Run's goroutine encodes the next chunk (wire.AppendWriteChunk) into
 //     one of two pooled buffers while the current one awaits its offset,
@@ -25,11 +25,13 @@ import (
 // that it is wanted and the encoder queues the chunk itself when done.
 //
 // decision: sending chunk N+1 from the step that accepted chunk N's
-// received offset is the earliest the protocol allows (line 185: "await
-// each matching received offset"); the machine's own peek still refuses
-// a chunk in any state but staging. Such a chunk is a reply to the
-// receipt, so it carries the receipt's trace when the receipt has a valid
-// one (peer's replyTrace): trace data is diagnostic only (line 67).
+// received offset is the earliest the protocol allows
+// (daemon-protocol.txt:185, acknowledged 64 KiB frames; :104, "send
+// ordered chunks and await each matching received offset"); the
+// machine's own peek still refuses a chunk in any state but staging. Such
+// a chunk is a reply to the receipt, so it carries the receipt's trace
+// when the receipt has a valid one (peer's replyTrace): trace data is
+// diagnostic correlation only (daemon-protocol.txt:67).
 type pump struct {
 	b    *Book
 	r    *rec
