@@ -3,7 +3,6 @@ package wire
 import (
 	"encoding/json"
 	"strconv"
-	"strings"
 	"unicode/utf8"
 )
 
@@ -177,6 +176,11 @@ func DecodeEnvelope(frame []byte) (Envelope, error) {
 
 // marshalEnvelope encodes an envelope carrying p; Encode validates first.
 func marshalEnvelope(id string, p Payload, trace string) ([]byte, error) {
+	if a, ok := p.(payloadAppender); ok { // bulk data, written once (payload_append.go)
+		if b, ok := appendEnvelope(id, p, a, trace); ok {
+			return b, nil
+		}
+	}
 	raw, err := json.Marshal(p)
 	if err != nil {
 		return nil, fieldErr(p.MessageType(), "payload", RuleType, "cannot encode: "+err.Error())
@@ -205,13 +209,23 @@ func marshalEnvelope(id string, p Payload, trace string) ([]byte, error) {
 }
 
 // appendJSONString appends s, which must be valid UTF-8, as a JSON string,
-// escaped as encoding/json escapes it.
+// escaped as encoding/json escapes it: the quote, the backslash, control
+// characters, <, > and &, and U+2028 and U+2029.
 func appendJSONString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); i++ {
 		c := s[i]
+		if c == 0xe2 && i+2 < len(s) && s[i+1] == 0x80 && s[i+2]&^1 == 0xa8 {
+			// U+2028 or U+2029 (E2 80 A8, E2 80 A9). An earlier version
+			// looked for them only after the last escaped byte.
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[s[i+2]&0xf])
+			i += 2
+			start = i + 1
+			continue
+		}
 		if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
 			continue
 		}
@@ -230,19 +244,7 @@ func appendJSONString(b []byte, s string) []byte {
 		}
 		start = i + 1
 	}
-	// U+2028 and U+2029 are escaped too, as encoding/json does.
-	rest := s[start:]
-	for {
-		i := strings.IndexAny(rest, "\u2028\u2029")
-		if i < 0 {
-			break
-		}
-		r, size := utf8.DecodeRuneInString(rest[i:])
-		b = append(b, rest[:i]...)
-		b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
-		rest = rest[i+size:]
-	}
-	b = append(b, rest...)
+	b = append(b, s[start:]...)
 	return append(b, '"')
 }
 

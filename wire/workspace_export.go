@@ -83,6 +83,12 @@ type WorkspaceExportResult struct {
 // MaxChunkFrameBytes before looking at it.
 func (r *WorkspaceExportResult) UnmarshalJSON(data []byte) error {
 	type plain WorkspaceExportResult
+	if len(data) <= MaxChunkFrameBytes { // a chunk, decoded in one pass (export_result_decode.go)
+		if v, ok := decodeExportResultDirect(data); ok {
+			*r = v
+			return nil
+		}
+	}
 	return decodeBounded(TypeWorkspaceExportResult, data, (*plain)(r))
 }
 

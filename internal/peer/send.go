@@ -16,6 +16,14 @@ type Outbound struct {
 	// written like any frame, but it is not a step of any lifecycle, so no
 	// machine is consulted or fired. Send it only from App.Refused.
 	Refusal bool
+	// Encoded, when set, is the frame already encoded without a trace:
+	// exactly what wire.Encode(ID, Payload, "") returns (a writer of large
+	// frames builds it off the loop, in a buffer of its own, with
+	// wire.AppendWriteChunk). The trace is added when the frame is
+	// prepared, in place when its capacity allows; the routing, the
+	// requirements and the machines still see Payload. The driver keeps
+	// none of it once done was called.
+	Encoded []byte
 }
 
 // Write is a frame ready to be written, handed out by NextWrite. The caller
@@ -91,7 +99,13 @@ func (d *Driver) NextWrite() (*Write, bool) {
 
 func (d *Driver) prepare(w *Write) error {
 	typ := w.out.Payload.MessageType()
-	frame, err := wire.Encode(w.out.ID, w.out.Payload, w.out.Trace)
+	var frame []byte
+	var err error
+	if w.out.Encoded != nil {
+		frame, err = wire.WithTrace(w.out.Encoded, typ, w.out.Trace)
+	} else {
+		frame, err = wire.Encode(w.out.ID, w.out.Payload, w.out.Trace)
+	}
 	if err != nil {
 		return &SendError{Type: typ, Err: err}
 	}

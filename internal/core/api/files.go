@@ -136,7 +136,9 @@ func (a *API) files(w http.ResponseWriter, r *http.Request, directory bool) {
 	if data == nil {
 		data = []byte{}
 	}
-	writeJSON(w, http.StatusOK, FilesContent{SessionID: s.ID, Path: q.Path, Data: data, SizeBytes: len(data), Truncated: res.Truncated})
+	if err := writeContent(w, FilesContent{SessionID: s.ID, Path: q.Path, Data: data, SizeBytes: len(data), Truncated: res.Truncated}); err != nil {
+		a.cfg.Logger.Debug("files: the content did not reach the caller", "session_id", s.ID, "err", err)
+	}
 }
 
 // filesQuery reads path and the one limit of the route; every other

@@ -86,9 +86,15 @@ func NewTracker(machine, id string) *Tracker {
 // led to is noted as the state the send left (Await waits for a move
 // past it).
 func (t *Tracker) Send(ctx context.Context, pc *peer.Conn, payload wire.Payload) error {
+	return t.SendEncoded(ctx, pc, payload, nil)
+}
+
+// SendEncoded is Send for a frame the caller already encoded
+// (peer.Outbound.Encoded); encoded is the caller's again once it returns.
+func (t *Tracker) SendEncoded(ctx context.Context, pc *peer.Conn, payload wire.Payload, encoded []byte) error {
 	done := make(chan error, 1)
 	err := pc.Do(ctx, func(d *peer.Driver) {
-		d.Send(peer.Outbound{ID: t.id, Payload: payload}, func(err error) {
+		d.Send(peer.Outbound{ID: t.id, Payload: payload, Encoded: encoded}, func(err error) {
 			if i, ok := d.Lookup(peer.Key{Machine: t.machine, ID: t.id}); ok {
 				t.mu.Lock()
 				t.state, t.sentState = i.State(), i.State()

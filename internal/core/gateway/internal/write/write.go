@@ -83,6 +83,8 @@ type rec struct {
 	inflightEnd int64
 	last        wire.WorkspaceWriteResult
 	end         *Result
+	state       workspace_write.State // the state the last step left (Moved)
+	pump        *pump
 }
 
 func (b *Book) rec(id string) *rec {
@@ -98,83 +100,89 @@ func (b *Book) stored(r *rec) string {
 }
 
 // Run sends write id (reserved in the store in state first for
-// sessionID) on pc, one frame at a time, each after the previous one was
-// answered, and returns how the machine settled it. progress, when set,
-// is told the bytes the Runtime confirmed as staged. ctx is the gateway's
-// lifetime.
+// sessionID) on pc: begin, the chunks (pump.go: each leaves once the
+// previous frame was answered), then commit, and returns how the machine
+// settled it. progress, when set, is told the bytes the Runtime confirmed
+// as staged. ctx is the gateway's lifetime.
 func (b *Book) Run(ctx context.Context, pc *peer.Conn, id, sessionID, first string, begin wire.WorkspaceWrite, body []byte, progress func(staged, total int64)) Result {
-	r := &rec{t: link.NewTracker(workspace_write.Name, id), sessionID: sessionID, stored: first}
+	r := &rec{t: link.NewTracker(workspace_write.Name, id), sessionID: sessionID, stored: first, state: workspace_write.StateBeginning}
+	r.pump = newPump(b, r, pc, id, body)
+	defer r.pump.close()
 	b.mu.Lock()
 	b.recs[id] = r
 	b.mu.Unlock()
-	total := int64(len(body))
-	frames := 1 + (len(body)+wire.ChunkBytes-1)/wire.ChunkBytes + 1
-	for n := 0; n < frames; n++ {
-		var f wire.WorkspaceWrite
-		switch {
-		case n == 0:
-			f = begin
-		case n == frames-1:
-			f = wire.WorkspaceWrite{Step: wire.StepCommit}
-			// The commit attempt is recorded before the frame can leave: a
-			// Core that stops after this point cannot tell whether the
-			// native writer ran (daemon-protocol.txt:185).
-			//
-			// decision: the machine's record_commit_attempt runs after the
-			// send event fired, which the driver fires once the write
-			// completed; so Core stores the attempt here, before Send, and
-			// the hook only checks it was stored. If the store refuses,
-			// commit is never sent and the upload deadline aborts the write.
-			sctx, cancel := b.deps.StoreCtx()
-			committing := workspace_write.StateCommitting.String()
-			err := b.deps.Store.TransitionWorkspaceWrite(sctx, Move(id, b.stored(r), committing, b.deps.Clock.Now().UTC()), false, "", "")
-			cancel()
-			if err != nil {
-				b.deps.Log.Error("gateway: workspace write: the commit attempt could not be recorded; commit is not sent", "mutation_id", id, "err", err)
-				return b.awaitEnd(ctx, pc, r)
-			}
-			b.mu.Lock()
-			r.stored = committing
-			b.mu.Unlock()
-		default:
-			off := (n - 1) * wire.ChunkBytes
-			end := min(off+wire.ChunkBytes, len(body))
-			f = wire.WorkspaceWrite{Step: wire.StepChunk, Offset: int64(off), Data: body[off:end]}
-			b.mu.Lock()
-			r.inflightEnd = int64(end)
-			b.mu.Unlock()
-		}
-		err := r.t.Send(ctx, pc, f)
-		if err != nil && !link.IsWriteError(err) {
-			// Refused before it left: a begin sent nothing at all.
-			if n == 0 {
-				b.mu.Lock()
-				delete(b.recs, id)
-				b.mu.Unlock()
-				sctx, cancel := b.deps.StoreCtx()
-				defer cancel()
-				// decision: a begin that never left reached no Runtime, so the
-				// reservation is released as aborted, the table's end for an
-				// upload that stopped before commit (daemon-protocol.txt:185).
-				_ = b.deps.Store.TransitionWorkspaceWrite(sctx, Move(id, b.stored(r), workspace_write.StateAborted.String(), b.deps.Clock.Now().UTC()), true, "", "not_sent")
-				return Result{State: workspace_write.StateAborted.String(), Reason: "not_sent"}
-			}
-			return b.awaitEnd(ctx, pc, r)
-		}
-		if f.Step == wire.StepCommit {
-			return b.awaitEnd(ctx, pc, r)
-		}
-		if !r.t.Await(ctx, pc) {
-			return b.lossEnd(r)
-		}
-		if e := b.end(r); e != nil {
-			return *e
-		}
-		if f.Step == wire.StepChunk && progress != nil {
-			progress(int64(min(n*wire.ChunkBytes, len(body))), total)
-		}
+	r.pump.beginSent()
+	err := r.t.Send(ctx, pc, begin)
+	if err != nil && !link.IsWriteError(err) {
+		// Refused before it left: a begin sent nothing at all.
+		b.mu.Lock()
+		delete(b.recs, id)
+		b.mu.Unlock()
+		sctx, cancel := b.deps.StoreCtx()
+		defer cancel()
+		// decision: a begin that never left reached no Runtime, so the
+		// reservation is released as aborted, the table's end for an
+		// upload that stopped before commit (daemon-protocol.txt:185).
+		_ = b.deps.Store.TransitionWorkspaceWrite(sctx, Move(id, b.stored(r), workspace_write.StateAborted.String(), b.deps.Clock.Now().UTC()), true, "", "not_sent")
+		return Result{State: workspace_write.StateAborted.String(), Reason: "not_sent"}
+	}
+	if err != nil || !r.pump.run(ctx, progress) {
+		return b.stopped(ctx, pc, r)
+	}
+	// The commit attempt is recorded before the frame can leave: a Core
+	// that stops after this point cannot tell whether the native writer
+	// ran (daemon-protocol.txt:185).
+	//
+	// decision: the machine's record_commit_attempt runs after the send
+	// event fired, which the driver fires once the write completed; so
+	// Core stores the attempt here, before Send, and the hook only checks
+	// it was stored. If the store refuses, commit is never sent and the
+	// upload deadline aborts the write.
+	sctx, cancel := b.deps.StoreCtx()
+	committing := workspace_write.StateCommitting.String()
+	err = b.deps.Store.TransitionWorkspaceWrite(sctx, Move(id, b.stored(r), committing, b.deps.Clock.Now().UTC()), false, "", "")
+	cancel()
+	if err != nil {
+		b.deps.Log.Error("gateway: workspace write: the commit attempt could not be recorded; commit is not sent", "mutation_id", id, "err", err)
+		return b.awaitEnd(ctx, pc, r)
+	}
+	b.mu.Lock()
+	r.stored = committing
+	b.mu.Unlock()
+	_ = r.t.Send(ctx, pc, wire.WorkspaceWrite{Step: wire.StepCommit})
+	return b.awaitEnd(ctx, pc, r)
+}
+
+// stopped is how a write ends whose chunks stopped before the last one
+// was answered: a settlement, a chunk that failed to leave (the machine's
+// deadlines settle it), or the connection or ctx gone.
+func (b *Book) stopped(ctx context.Context, pc *peer.Conn, r *rec) Result {
+	if e := b.end(r); e != nil {
+		return *e
+	}
+	select {
+	case <-pc.Done():
+		return b.lossEnd(r)
+	case <-ctx.Done():
+		return b.lossEnd(r)
+	default:
 	}
 	return b.awaitEnd(ctx, pc, r)
+}
+
+// frameBufs are chunk frame buffers, kept across writes: a 64 KiB chunk is
+// an 87 KiB frame, and a fresh buffer per frame was most of a write's
+// allocated bytes (issue 25).
+var frameBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// getFrameBuf returns a pooled buffer that holds a full chunk's frame of
+// write id without growing.
+func getFrameBuf(id string) *[]byte {
+	buf := frameBufs.Get().(*[]byte)
+	if n := wire.ChunkFrameCap(wire.ChunkBytes, id); cap(*buf) < n {
+		*buf = make([]byte, 0, n)
+	}
+	return buf
 }
 
 func (b *Book) end(r *rec) *Result {
@@ -241,6 +249,8 @@ func (b *Book) Moved(i *peer.Instance) {
 	st := workspace_write.State(i.State())
 	settled := i.Terminal() || st == workspace_write.StateUnconfirmed
 	stored := r.stored
+	from := r.state
+	r.state = st
 	if settled && r.end == nil {
 		r.end = &Result{State: i.StateName(), ErrorCode: r.last.ErrorCode, Reason: r.last.Reason, SizeBytes: r.last.SizeBytes}
 	}
@@ -252,6 +262,7 @@ func (b *Book) Moved(i *peer.Instance) {
 		b.storeState(i.Key.ID, r, i.StateName(), false)
 	}
 	r.t.Moved(i)
+	r.pump.moved(from, st)
 }
 
 // storeState moves the durable record to state; release frees the owner.
