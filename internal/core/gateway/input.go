@@ -64,15 +64,24 @@ func (g *Gateway) CheckInput(ctx context.Context, turnID string, in wire.Message
 // DeliverInput wakes the delivery of a Turn's stored inputs; the API calls
 // it after storing one. A Turn not running on a live connection keeps its
 // inputs stored.
+//
+// The Turn's running state is read from its instance on the connection's
+// loop, not from the store: the move to running is committed in the loop's
+// batch after the start was sent, so a store read can still say starting
+// while the start's own read of the inputs has already passed (an input
+// stored in between was then never sent, and the Turn waited for it). On
+// the loop, either the start was sent, and this pump reads the input, or
+// it was not, and the pump the start makes once sent will.
 func (g *Gateway) DeliverInput(ctx context.Context, turnID string) {
 	t, err := g.cfg.Store.GetTurn(ctx, turnID)
-	if err != nil || t.State != store.TurnRunning {
+	if err != nil || t.RunID == "" || t.State.Terminal() {
 		return
 	}
+	in := g.turn(turnID)
 	g.mu.Lock()
 	c := g.conns[t.DeviceID]
 	g.mu.Unlock()
-	if c == nil || c.epoch != t.OwnerEpoch {
+	if in == nil || c == nil || c.epoch != t.OwnerEpoch {
 		return
 	}
 	r := c.run(t.RunID)
@@ -82,5 +91,10 @@ func (g *Gateway) DeliverInput(ctx context.Context, turnID string) {
 	if r == nil || pc == nil {
 		return
 	}
-	_ = pc.Do(ctx, func(d *peer.Driver) { c.inputs.Pump(d, r) })
+	_ = pc.Do(ctx, func(d *peer.Driver) {
+		if in.Ref().State != store.TurnRunning {
+			return
+		}
+		c.inputs.Pump(d, r)
+	})
 }
