@@ -43,6 +43,9 @@ type Agent struct {
 	// declares it in initialize; an Executor whose agent does not refuses
 	// the resume.
 	LoadSession bool
+	// beforeLoad prepares the agent's saved state under home for loading
+	// the native session id (gemini.go); nil = nothing to prepare.
+	beforeLoad func(home, id string) error
 }
 
 // Defaults of Config.

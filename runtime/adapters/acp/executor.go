@@ -100,6 +100,11 @@ func (a *Adapter) startExecutor(ctx context.Context, hc harness.ExecutorConfig) 
 		// unknown session fails the preparation, never becomes a new one.
 		// The history the agent replays as updates has no Run to go to and
 		// is dropped (client.go).
+		if b := cfg.Agent.beforeLoad; b != nil {
+			if err := b(home, id); err != nil {
+				return nil, e.startFailed("session/load "+id, err)
+			}
+		}
 		if _, err := e.conn.LoadSession(sctx, sdk.LoadSessionRequest{SessionId: sdk.SessionId(id), Cwd: cwd, McpServers: []sdk.McpServer{}}); err != nil {
 			return nil, e.startFailed("session/load "+id, err)
 		}
