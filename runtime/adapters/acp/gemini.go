@@ -75,6 +75,10 @@ func Gemini(c GeminiConfig) (Agent, error) {
 	a := Agent{Kind: c.Kind, Command: c.Binary, Args: []string{"--acp"}, Version: GeminiPinnedVersion, Available: true,
 		SubagentControl: true, LoadSession: true}
 	a.beforeLoad = geminiBeforeLoad
+	// Gemini CLI 0.61.0 starts its history replay without awaiting it and
+	// answers session/load at once (measured: the replay reached the first
+	// Run of a resumed Session).
+	a.replaysAfterLoad = true
 	a.Env = []string{"NO_COLOR=1", "NO_BROWSER=1"}
 	if c.BaseURL != "" {
 		a.Env = append(a.Env, "GOOGLE_GEMINI_BASE_URL="+strings.TrimSuffix(c.BaseURL, "/"))

@@ -1,9 +1,11 @@
 package acp
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -34,4 +36,17 @@ func TestGeminiBeforeLoadKeepsTheSavedSession(t *testing.T) {
 	assert.Len(t, kept, 1, "it is kept under a name Gemini CLI still lists (session-*.jsonl)")
 	assert.FileExists(t, other)
 	assert.Error(t, geminiBeforeLoad(home, "../x"), "not a session ID")
+}
+
+// A replay is settled once it was seen and went quiet; one never seen
+// waits for the context.
+func TestReplayClockSettles(t *testing.T) {
+	var r replayClock
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	assert.ErrorIs(t, r.settle(ctx, 10*time.Millisecond), context.DeadlineExceeded, "nothing replayed yet")
+	r.seen()
+	ctx2, cancel2 := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel2()
+	require.NoError(t, r.settle(ctx2, 10*time.Millisecond))
 }

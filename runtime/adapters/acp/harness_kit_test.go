@@ -191,11 +191,15 @@ func (n *kitNative) hook(t *testing.T, s *harnesstest.Scenario) {
 		n.mu.Unlock()
 		return
 	}
+	// The Session's steer signal exists before compile starts the
+	// goroutine that waits on it.
+	n.mu.Lock()
+	n.steered[s.SessionID] = make(chan struct{})
+	n.mu.Unlock()
 	sc := n.compile(t, s)
 	n.mu.Lock()
 	n.cur = sc
 	n.all = append(n.all, sc)
-	n.steered[s.SessionID] = make(chan struct{})
 	prev := n.said[s.SessionID]
 	n.said[s.SessionID] = s.Plan.Text()
 	n.mu.Unlock()
