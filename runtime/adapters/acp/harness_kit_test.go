@@ -170,8 +170,9 @@ func (n *kitNative) respond(r *modeltest.Request) modeltest.Turn {
 	if q.fail != "" {
 		// decision: the failure is the request's HTTP answer. Gemini CLI
 		// passes over an error object inside a stream that already began
-		// (measured: the prompt then ends normally), and it retries 429 and
-		// 5xx with backoff, so a 400 is the failure it reports at once.
+		// (measured: the prompt then ends normally), and a 400 is not an
+		// error its client retries (429 and 5xx are; not measured here), so
+		// it is the failure reported at once.
 		return modeltest.FailWith(modeltest.HTTPError{Status: http.StatusBadRequest, Type: "INVALID_ARGUMENT", Message: q.fail})
 	}
 	var parts []modeltest.Part
