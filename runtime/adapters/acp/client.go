@@ -33,7 +33,9 @@ func (c *client) current(sid sdk.SessionId) *turn {
 func (c *client) SessionUpdate(_ context.Context, n sdk.SessionNotification) error {
 	if t := c.current(n.SessionId); t != nil {
 		t.update(n.Update)
+		return nil
 	}
+	c.e.replay.seen()
 	return nil
 }
 

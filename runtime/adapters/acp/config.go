@@ -43,6 +43,13 @@ type Agent struct {
 	// declares it in initialize; an Executor whose agent does not refuses
 	// the resume.
 	LoadSession bool
+	// beforeLoad prepares the agent's saved state under home for loading
+	// the native session id (gemini.go); nil = nothing to prepare.
+	beforeLoad func(home, id string) error
+	// replaysAfterLoad: the agent streams a loaded session's history after
+	// it answered session/load (gemini.go), so the Executor waits for the
+	// replay to end before its first Run.
+	replaysAfterLoad bool
 }
 
 // Defaults of Config.

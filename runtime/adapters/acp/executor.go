@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"time"
 
 	sdk "github.com/coder/acp-go-sdk"
 
@@ -31,6 +32,8 @@ type executor struct {
 	observeTools bool
 
 	runMu sync.Mutex // one Run at a time
+
+	replay replayClock // updates outside any Run: a load's history
 
 	mu     sync.Mutex
 	cur    *turn // the running Turn's mapping; nil between Runs
@@ -100,10 +103,20 @@ func (a *Adapter) startExecutor(ctx context.Context, hc harness.ExecutorConfig) 
 		// unknown session fails the preparation, never becomes a new one.
 		// The history the agent replays as updates has no Run to go to and
 		// is dropped (client.go).
+		if b := cfg.Agent.beforeLoad; b != nil {
+			if err := b(home, id); err != nil {
+				return nil, e.startFailed("session/load "+id, err)
+			}
+		}
 		if _, err := e.conn.LoadSession(sctx, sdk.LoadSessionRequest{SessionId: sdk.SessionId(id), Cwd: cwd, McpServers: []sdk.McpServer{}}); err != nil {
 			return nil, e.startFailed("session/load "+id, err)
 		}
 		e.setSession(id)
+		if cfg.Agent.replaysAfterLoad {
+			if err := e.replay.settle(sctx, replayQuiet); err != nil {
+				return nil, e.startFailed("session/load "+id+": the history replay did not end", err)
+			}
+		}
 	} else {
 		s, err := e.conn.NewSession(sctx, sdk.NewSessionRequest{Cwd: cwd, McpServers: []sdk.McpServer{}})
 		if err != nil {
@@ -116,6 +129,50 @@ func (a *Adapter) startExecutor(ctx context.Context, hc harness.ExecutorConfig) 
 	}
 	e.log.Debug("acp agent ready", "agent_session_id", e.sessionID, "pid", proc.Pid(), "agent", init.AgentInfo)
 	return e, nil
+}
+
+// replayQuiet is how long a loaded session's history replay must have
+// been silent before the first Run may start.
+//
+// decision: ACP has the agent replay the history before it answers
+// session/load, and gives no end-of-replay marker; an agent that replays
+// after its answer (Gemini CLI) is waited for until its replay went quiet,
+// so that no replayed chunk reaches the first Run as its answer
+// (daemon-protocol.txt:72: a Run's frames are its own).
+const replayQuiet = 250 * time.Millisecond
+
+// replayClock records the updates that arrived outside any Run.
+type replayClock struct {
+	mu   sync.Mutex
+	n    int
+	last time.Time
+}
+
+func (r *replayClock) seen() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.n++
+	r.last = time.Now()
+}
+
+// settle returns once at least one update arrived and none for quiet, or
+// with ctx's error.
+func (r *replayClock) settle(ctx context.Context, quiet time.Duration) error {
+	tick := time.NewTicker(quiet / 10)
+	defer tick.Stop()
+	for {
+		r.mu.Lock()
+		done := r.n > 0 && time.Since(r.last) >= quiet
+		r.mu.Unlock()
+		if done {
+			return nil
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // setSession records the native session under the lock the agent's

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/agentwire/agentwire/internal/runtime/harness/install"
 	"github.com/agentwire/agentwire/wire"
@@ -73,6 +74,11 @@ func Gemini(c GeminiConfig) (Agent, error) {
 	}
 	a := Agent{Kind: c.Kind, Command: c.Binary, Args: []string{"--acp"}, Version: GeminiPinnedVersion, Available: true,
 		SubagentControl: true, LoadSession: true}
+	a.beforeLoad = geminiBeforeLoad
+	// Gemini CLI 0.61.0 starts its history replay without awaiting it and
+	// answers session/load at once (measured: the replay reached the first
+	// Run of a resumed Session).
+	a.replaysAfterLoad = true
 	a.Env = []string{"NO_COLOR=1", "NO_BROWSER=1"}
 	if c.BaseURL != "" {
 		a.Env = append(a.Env, "GOOGLE_GEMINI_BASE_URL="+strings.TrimSuffix(c.BaseURL, "/"))
@@ -136,4 +142,35 @@ func geminiSettings(home, model string, p wire.PromptRequest) ([]string, error) 
 		return nil, fmt.Errorf("acp adapter: gemini settings: %w", err)
 	}
 	return []string{"GEMINI_CLI_HOME=" + home}, nil
+}
+
+// geminiBeforeLoad keeps a saved Gemini CLI session out of the way of the
+// recording its own session/load starts.
+//
+// decision: Gemini CLI 0.61.0 names a session's recording
+// chats/session-<minute>-<first 8 of the ID>.jsonl. On session/load it
+// starts the new recording (appending a header and a "$set messages" of
+// its session context to that file name) before it reads the saved
+// session, so a load within the minute the session was saved in replaces
+// the saved history with an empty one and fails with "No previous
+// sessions found for this project" (measured: most loads in a test).
+// Renaming the saved files to a name no recording uses keeps them whole:
+// Gemini CLI lists every chats/session-*.jsonl and finds a session by the
+// ID inside, and continues the loaded session's recording in the file it
+// read. Strict resume (daemon-protocol.txt:60) needs the history intact.
+func geminiBeforeLoad(home, id string) error {
+	if len(id) < 8 || strings.ContainsAny(id, `/\*?[`) {
+		return fmt.Errorf("gemini: %q is not a session ID", id)
+	}
+	matches, err := filepath.Glob(filepath.Join(home, ".gemini", "tmp", "*", "chats", "session-*-"+id[:8]+".jsonl"))
+	if err != nil {
+		return err
+	}
+	for _, m := range matches {
+		kept := strings.TrimSuffix(m, ".jsonl") + fmt.Sprintf("-kept%d.jsonl", time.Now().UnixNano())
+		if err := os.Rename(m, kept); err != nil {
+			return fmt.Errorf("gemini: keeping the saved session: %w", err)
+		}
+	}
+	return nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentwire/agentwire/internal/runtime/harness/install"
+	"github.com/agentwire/agentwire/internal/runtime/harness/nettrace"
 	"github.com/agentwire/agentwire/runtime/harness"
 	"github.com/agentwire/agentwire/runtime/harness/modeltest"
 	"github.com/agentwire/agentwire/wire"
@@ -27,7 +28,11 @@ const cliWait = 90 * time.Second
 
 func geminiAdapter(t *testing.T, srv *modeltest.Server) *Adapter {
 	t.Helper()
-	bin := install.RequireGemini(t)
+	return geminiAdapterOf(t, install.RequireGemini(t), srv)
+}
+
+func geminiAdapterOf(t *testing.T, bin string, srv *modeltest.Server) *Adapter {
+	t.Helper()
 	t.Setenv("AW_TEST_GEMINI_KEY", "dummy")
 	ag, err := Gemini(GeminiConfig{Binary: bin, Model: "gemini-2.5-pro", BaseURL: srv.URL(), APIKeyEnv: "AW_TEST_GEMINI_KEY"})
 	require.NoError(t, err)
@@ -177,4 +182,44 @@ func TestHarnessGeminiCancellationSettles(t *testing.T) {
 	}
 	assert.Equal(t, e.sessionID, done.Metadata.AgentSessionID)
 	gate.Open()
+}
+
+// Only the scripted endpoint on 127.0.0.1 is contacted: Gemini CLI (the
+// Node launcher and everything it starts) runs under strace, and every
+// address it connects or sends to is checked (nettrace) through a turn
+// that thinks, streams and runs an approved shell command. Without the
+// telemetry and usage-statistics settings the adapter writes (gemini.go),
+// Gemini CLI looks up play.googleapis.com, which this would catch.
+// Without strace this fails under AGENTWIRE_REQUIRE_HARNESSES=1.
+func TestHarnessGeminiContactsOnlyLoopback(t *testing.T) {
+	tr := nettrace.Wrap(t, install.RequireGemini(t))
+	srv := modeltest.New(t, modeltest.WithTurns(
+		modeltest.Reply(modeltest.Reasoning("Thinking."), modeltest.Text("Hello ", "offline."), modeltest.GeminiShell("echo net > net.txt", "writes a file")),
+		modeltest.Reply(modeltest.Text(" Done.")),
+	))
+	a := geminiAdapterOf(t, tr.Binary, srv)
+	e := startGemini(t, a, t.TempDir())
+	rec := newRecorder()
+	ctx, cancel := context.WithTimeout(t.Context(), cliWait)
+	defer cancel()
+	out := make(chan error, 1)
+	var done wire.Done
+	go func() {
+		var err error
+		done, err = e.Run(ctx, harness.Turn{RunID: "run-net", Input: text("hi"), Declaration: a.Declaration()}, rec.emit)
+		out <- err
+	}()
+	select {
+	case q := <-rec.asked:
+		yes := true
+		require.NoError(t, e.Decide(ctx, "run-net", harness.Answer{InteractionID: q.RequestID,
+			Permission: &wire.PermissionDecision{DeliveryID: "d-net", Approved: &yes}}))
+	case <-ctx.Done():
+		t.Fatal("no permission request")
+	}
+	require.NoError(t, <-out)
+	assert.Equal(t, "Hello offline. Done.", done.Content)
+	require.NoError(t, e.Close(ctx))
+	tr.RequireOnly(t, srv.URL())
+	assert.Len(t, srv.TurnRequests(), 2)
 }

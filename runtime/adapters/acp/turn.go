@@ -28,6 +28,10 @@ type turn struct {
 	bg     context.Context // never cancelled: a Run's last frames go out after a cancellation
 	ended  chan struct{}   // closed when the Run ends: open questions are answered cancelled
 	endOne sync.Once
+	// lost stops the Run natively once an emit failed: the connection is
+	// gone, and a Run must still settle (harness.Emit, durable_turns).
+	lost     context.CancelFunc
+	emitGone bool // guarded by mu
 
 	mu          sync.Mutex
 	seq         uint64
@@ -65,8 +69,12 @@ func (e *executor) Run(ctx context.Context, ht harness.Turn, emit harness.Emit) 
 		_ = emit(bg, wire.ErrorFrame{Error: "acp adapter: " + err.Error()})
 		return e.done(""), nil
 	}
+	// A failed emit cancels runCtx, which settles the prompt the way a
+	// cancellation does (session/cancel, then stopReason cancelled).
+	ctx, lost := context.WithCancel(ctx)
+	defer lost()
 	t := &turn{e: e, runID: ht.RunID, caps: ht.Declaration.Capabilities, emit: emit, bg: bg, ended: make(chan struct{}),
-		tools: map[string]*toolState{}, questions: map[string]*question{}}
+		lost: lost, tools: map[string]*toolState{}, questions: map[string]*question{}}
 	e.mu.Lock()
 	e.cur = t
 	e.mu.Unlock()
@@ -195,9 +203,21 @@ func (t *turn) text() string {
 	return t.content.String()
 }
 
+// send emits one frame while the connection lasts; the first failed emit
+// stops the Run natively (lost), after which nothing more is emitted.
 func (t *turn) send(p wire.Payload) {
+	t.mu.Lock()
+	gone := t.emitGone
+	t.mu.Unlock()
+	if gone {
+		return
+	}
 	if err := t.emit(t.bg, p); err != nil {
-		t.e.log.Debug("acp: emit failed", "run_id", t.runID, "err", err)
+		t.e.log.Debug("acp: emit failed; stopping the prompt", "run_id", t.runID, "err", err)
+		t.mu.Lock()
+		t.emitGone = true
+		t.mu.Unlock()
+		t.lost()
 	}
 }
 

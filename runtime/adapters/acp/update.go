@@ -24,7 +24,7 @@ func (t *turn) update(u sdk.SessionUpdate) {
 			t.send(wire.Delta{Delta: text, Sequence: seq})
 		}
 	case u.AgentThoughtChunk != nil:
-		if text := textOf(u.AgentThoughtChunk.Content); text != "" {
+		if text := thoughtText(textOf(u.AgentThoughtChunk.Content)); text != "" {
 			t.mu.Lock()
 			t.thinkingSeq++
 			seq := t.thinkingSeq
@@ -45,6 +45,17 @@ func (t *turn) update(u sdk.SessionUpdate) {
 	// decision: plan, mode, command and other updates have no frame in
 	// the protocol; they are not reported.
 }
+
+// emptySubject is the header Gemini CLI puts before a thought that has no
+// bold subject: it renders each thought chunk as "**subject**\ndescription".
+const emptySubject = "****\n"
+
+// thoughtText is a thought chunk's reasoning text. An empty Markdown bold
+// subject line carries nothing and is dropped, so a plain thought reads as
+// the model wrote it; a real subject stays, as the agent rendered it.
+// (Gemini CLI also trims each chunk's description, so whitespace between
+// chunks is lost before it reaches the adapter.)
+func thoughtText(s string) string { return strings.TrimPrefix(s, emptySubject) }
 
 // textOf is a content block's text ("" for other content).
 func textOf(c sdk.ContentBlock) string {
