@@ -103,9 +103,10 @@ func newBenchCore(b *testing.B, st store.Store, finished int) *benchCore {
 	c := &benchCore{st: &countingStore{Store: st, finished: make(chan string, finished)}}
 	mux := http.NewServeMux()
 	c.http = httptest.NewServer(mux)
-	c.srv = server.New(server.Config{Store: c.st, PublicURL: c.http.URL, Logger: slog.New(slog.NewTextHandler(benchLog, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	keys := st.(store.Credentials) // the counting wrapper hides the credential half
+	c.srv = server.New(server.Config{Store: c.st, Credentials: keys, PublicURL: c.http.URL, Logger: slog.New(slog.NewTextHandler(benchLog, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	mux.Handle("/", c.srv)
-	c.is = credential.Issuer{Store: c.st.Store.(store.Credentials), Devices: c.st, Now: time.Now}
+	c.is = credential.Issuer{Store: keys, Devices: c.st, Now: time.Now}
 	_, key, err := c.is.Issue(context.Background(), store.KindProject, "", "bench")
 	require.NoError(b, err)
 	c.key = key.Reveal()
