@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"encoding/base64"
 	"strconv"
 	"unicode/utf8"
 )
@@ -21,7 +20,7 @@ import (
 // so that a buffer of that capacity is never grown.
 func ChunkFrameCap(n int, id string) int {
 	return len(`{"type":"workspace_write","id":"","payload":{"step":"chunk","offset":,"data":""}}`) +
-		2*len(id) + 20 + base64.StdEncoding.EncodedLen(n) + traceSpare
+		2*len(id) + 20 + base64Len(n) + traceSpare
 }
 
 // traceSpare is room for `,"trace":"…"` around a W3C traceparent (55
@@ -69,7 +68,7 @@ func AppendWriteChunk(dst []byte, id string, offset int64, data []byte) ([]byte,
 		// Base64's alphabet needs no JSON escaping (encoding/json writes it
 		// verbatim too).
 		dst = append(dst, `,"data":"`...)
-		dst = base64.StdEncoding.AppendEncode(dst, data)
+		dst = appendBase64(dst, data)
 		dst = append(dst, '"')
 	}
 	return append(dst, "}}"...), nil

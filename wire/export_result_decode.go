@@ -2,7 +2,6 @@ package wire
 
 import (
 	"bytes"
-	"encoding/base64"
 	"strconv"
 )
 
@@ -94,8 +93,8 @@ func decodeExportResultDirect(data []byte) (WorkspaceExportResult, bool) {
 			if !ok || bytes.IndexByte(v, '\n') >= 0 || bytes.IndexByte(v, '\r') >= 0 {
 				return r, false
 			}
-			d := make([]byte, base64.StdEncoding.DecodedLen(len(v)))
-			n, err := base64.StdEncoding.Strict().Decode(d, v)
+			d := make([]byte, stdBase64.DecodedLen(len(v)))
+			n, err := stdBase64Strict.Decode(d, v)
 			if err != nil {
 				return r, false
 			}

@@ -2,7 +2,6 @@ package wire
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"strings"
 )
@@ -119,8 +118,8 @@ func (b *base64Data) UnmarshalJSON(raw []byte) error {
 		// The common case, a string of base64 characters only, needs no
 		// unquoting: decode it in place (one pass instead of four over a
 		// 64 KiB chunk's 87 KiB of text).
-		d := make([]byte, base64.StdEncoding.DecodedLen(len(inner)))
-		n, err := base64.StdEncoding.Strict().Decode(d, inner)
+		d := make([]byte, stdBase64.DecodedLen(len(inner)))
+		n, err := stdBase64Strict.Decode(d, inner)
 		if err != nil {
 			return fieldErr("", "data", RuleFormat, "not valid canonical base64 (standard alphabet, padded, zero padding bits)")
 		}
@@ -137,7 +136,7 @@ func (b *base64Data) UnmarshalJSON(raw []byte) error {
 	if strings.ContainsAny(s, "\r\n") {
 		return fieldErr("", "data", RuleFormat, "not canonical base64: line breaks are not allowed")
 	}
-	d, err := base64.StdEncoding.Strict().DecodeString(s)
+	d, err := decodeBase64([]byte(s))
 	if err != nil {
 		return fieldErr("", "data", RuleFormat, "not valid canonical base64 (standard alphabet, padded, zero padding bits)")
 	}

@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"encoding/base64"
 	"strconv"
 	"unicode/utf8"
 )
@@ -54,7 +53,7 @@ func appendData(dst []byte, data []byte) []byte {
 		return dst
 	}
 	dst = append(dst, `,"data":"`...)
-	dst = base64.StdEncoding.AppendEncode(dst, data)
+	dst = appendBase64(dst, data)
 	return append(dst, '"')
 }
 
@@ -70,7 +69,7 @@ func appendStringMember(dst []byte, name, value string) []byte {
 }
 
 func (r WorkspaceReadResult) jsonSize() int {
-	return 96 + 2*(len(r.Outcome)+len(r.ErrorCode)) + base64.StdEncoding.EncodedLen(len(r.Data))
+	return 96 + 2*(len(r.Outcome)+len(r.ErrorCode)) + base64Len(len(r.Data))
 }
 
 // appendJSON writes the members in WorkspaceReadResult's field order with
@@ -93,7 +92,7 @@ func (r WorkspaceReadResult) appendJSON(dst []byte) ([]byte, bool) {
 }
 
 func (r WorkspaceExportResult) jsonSize() int {
-	return 80 + 2*(len(r.Outcome)+len(r.ErrorCode)) + base64.StdEncoding.EncodedLen(len(r.Data))
+	return 80 + 2*(len(r.Outcome)+len(r.ErrorCode)) + base64Len(len(r.Data))
 }
 
 // appendJSON writes the members in WorkspaceExportResult's field order:

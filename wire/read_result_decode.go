@@ -2,7 +2,6 @@ package wire
 
 import (
 	"bytes"
-	"encoding/base64"
 	"reflect"
 	"unicode/utf8"
 )
@@ -211,8 +210,8 @@ func decodeReadResultDirect(data []byte) (WorkspaceReadResult, bool) {
 			if !ok || bytes.IndexByte(v, '\n') >= 0 || bytes.IndexByte(v, '\r') >= 0 {
 				return r, false
 			}
-			d := make([]byte, base64.StdEncoding.DecodedLen(len(v)))
-			n, err := base64.StdEncoding.Strict().Decode(d, v)
+			d := make([]byte, stdBase64.DecodedLen(len(v)))
+			n, err := stdBase64Strict.Decode(d, v)
 			if err != nil {
 				return r, false
 			}

@@ -129,6 +129,7 @@ func (c *Conn) Run(ctx context.Context) error {
 			x := &inbound{}
 			if x.err = err; err == nil {
 				x.msg, x.decodeErr = wire.Decode(f, dir)
+				recycleFrame(c.t, f, &x.msg, x.decodeErr)
 			}
 			select {
 			case in <- x:

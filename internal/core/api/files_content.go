@@ -1,12 +1,15 @@
 package api
 
 import (
-	"encoding/base64"
+	"slices"
+
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
 	"sync"
+
+	"github.com/segmentio/asm/base64"
 )
 
 // writeContent writes c as writeJSON would, byte for byte (the same
@@ -32,7 +35,13 @@ func writeContent(w http.ResponseWriter, c FilesContent) error {
 		// Whole groups of 3 bytes until the last piece, so that padding
 		// comes only at the end, as one encoding of the whole would have it.
 		n := min(len(data), contentPiece)
-		buf = base64.StdEncoding.AppendEncode(buf, data[:n])
+		// segmentio/asm's encoder (AVX2 where the processor has it), as
+		// the wire package's encoders use: the same bytes, several times
+		// faster than encoding/base64 (issue 25).
+		e := base64.StdEncoding.EncodedLen(n)
+		buf = slices.Grow(buf, e)
+		base64.StdEncoding.Encode(buf[len(buf):len(buf)+e], data[:n])
+		buf = buf[:len(buf)+e]
 		data = data[n:]
 		if len(data) == 0 {
 			break
