@@ -33,6 +33,8 @@ type Store struct {
 	instances    map[instanceKey]store.Instance  // instance.go
 	agents       map[string][]store.Agent        // agent.go: every version, by ID
 	secrets      map[secretKey]store.Secret      // vault.go: sealed, by project and name
+	replicas     map[string]*replicaRec          // replica.go
+	leases       map[leaseKey]*store.Lease       // replica.go
 }
 
 var (
@@ -244,6 +246,25 @@ func (s *Store) MoveTurn(ctx context.Context, m store.TurnMove) error {
 	return s.move(m)
 }
 
+// sessionBusy reports another Turn of t's Session claimed and not
+// finished, with s.mu held.
+func (s *Store) sessionBusy(t *store.Turn) bool {
+	for _, o := range s.turns {
+		if o.SessionID == t.SessionID && o.ID != t.ID && active(o.State) {
+			return true
+		}
+	}
+	return false
+}
+
+func active(st store.TurnState) bool {
+	switch st {
+	case store.TurnClaimed, store.TurnCancelling, store.TurnStarting, store.TurnRunning:
+		return true
+	}
+	return false
+}
+
 // move is MoveTurn with s.mu held.
 func (s *Store) move(m store.TurnMove) error {
 	if err := m.Validate(); err != nil {
@@ -253,7 +274,7 @@ func (s *Store) move(m store.TurnMove) error {
 	if !ok {
 		return store.ErrNotFound
 	}
-	if t.State != m.From || t.RunID != m.RunID || (m.Claim != nil && t.NotBefore.After(m.Claim.At)) {
+	if t.State != m.From || t.RunID != m.RunID || (m.Claim != nil && (t.NotBefore.After(m.Claim.At) || s.sessionBusy(t))) {
 		return store.ErrStale
 	}
 	t.State, t.UpdatedAt = m.To, m.At
