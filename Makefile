@@ -55,6 +55,21 @@ test-postgres:
 	echo "test-postgres: PostgreSQL at $$dsn"; \
 	AGENTWIRE_TEST_POSTGRES="$$dsn" AGENTWIRE_REQUIRE_POSTGRES=1 $(GO) test -race -count=1 ./core/store/postgres/...
 
+## test-replicas: the replica fault test (internal/chaos/replicas_test.go, docs/deployment.md): a
+## throwaway PostgreSQL (internal/pgtest), three `agentwire core serve` replicas on it behind a
+## loopback balancer, two Runtimes, 90 Turns with active input and permission answers sent through
+## the replicas that do not hold the devices, the replica that holds them SIGKILLed mid-load and
+## not restarted; then the chaos checker. About 30 s once built; make test skips it.
+.PHONY: test-replicas
+test-replicas:
+	$(GO) build -o bin/agentwire ./cmd/agentwire
+	$(GO) build -o bin/echo-agent ./examples/echo-agent
+	@dir="$$(mktemp -d)"; trap 'internal/pgtest/stop.sh "$$dir"' EXIT; \
+	dsn="$$(internal/pgtest/start.sh "$$dir")" || exit 1; \
+	echo "test-replicas: PostgreSQL at $$dsn"; \
+	AGENTWIRE_TEST_POSTGRES="$$dsn" AGENTWIRE_REQUIRE_POSTGRES=1 AGENTWIRE_REPLICA_BINS="$$PWD/bin" \
+		$(GO) test -count=1 -run '^TestReplicaFault$$' -v -timeout 8m ./internal/chaos/
+
 ## check-runtime-contract: the protocol contract checks (daemon-protocol.txt:193): the shared wire
 ## validators (./wire/...), the spec tables, generated machines and generator, the transport and
 ## driver (./internal/peer/...), Core's gateway, the Runtime's dispatcher (internal/runtime/execution) with a

@@ -76,6 +76,7 @@ func runCoreServe(args []string, stdout, stderr io.Writer) error {
 	data := fs.String("data", "", "data directory, created if missing: the embedded store lives here, and with --store too the Vault key and upload bodies (required)")
 	dsn := storeFlag(fs)
 	public := fs.String("public-url", "", "base URL Runtimes reach Core at (default: http:// and the listen address)")
+	leaseTTL := fs.Duration("lease-ttl", gateway.DefaultLeaseTTL, "with --store: how long a device's owner lease outlives a replica that stopped renewing it (it renews every third of this); the failover time of the Turns a dead replica was running (docs/deployment.md)")
 	replicaURL := fs.String("replica-url", "", "with --store: the URL the other Core replicas on the database reach this one's API at, to forward a request that needs a device connected here (default: http:// and the listen address; docs/deployment.md)")
 	scale := timeScaleFlag(fs)
 	transcriptFile := fs.String("transcript", "", "append every Runtime frame, both ways, to this file as JSON lines (frames carry no credential)")
@@ -107,6 +108,9 @@ func runCoreServe(args []string, stdout, stderr io.Writer) error {
 		if u, err := url.Parse(*replicaURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return usageError(fs, "--replica-url %q: want an http:// or https:// URL with a host", *replicaURL)
 		}
+	}
+	if *leaseTTL < 300*time.Millisecond {
+		return usageError(fs, "--lease-ttl must be at least 300ms, got %v", *leaseTTL)
 	}
 	if *placementTimeout <= 0 {
 		return usageError(fs, "--placement-timeout must be positive, got %v", *placementTimeout)
@@ -210,7 +214,7 @@ func runCoreServe(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("core serve: create %s: %w", uploads, err)
 	}
 	srv := server.New(server.Config{Store: st, Placement: policy, PublicURL: *public, Logger: log, Clock: clock, Transcript: transcript, PlacementTimeout: *placementTimeout, StallTimeout: *stallTimeout, Profiles: profiles, Sealer: sealer,
-		Quotas: quotas.api(), JournalLimit: *quotas.journalBytes, UploadDir: uploads, Replica: gateway.Replica{URL: *replicaURL, Shared: shared}})
+		Quotas: quotas.api(), JournalLimit: *quotas.journalBytes, UploadDir: uploads, Replica: gateway.Replica{URL: *replicaURL, Shared: shared, LeaseTTL: *leaseTTL, RenewInterval: *leaseTTL / 3}})
 	// decision: headers within 10 s and 64 KiB, and a keep-alive
 	// connection idle for 2 minutes is closed; no whole-request read or
 	// write timeout, since event streams and uploads are long by design:
