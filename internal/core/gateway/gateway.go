@@ -134,6 +134,10 @@ type Gateway struct {
 	// unwritten are the Turns whose record the store failed to write
 	// (persistence.go).
 	unwritten map[string]*unwritten
+	// elsewhere are the devices connected to other replicas, as read at
+	// elsewhereAt (waiting.go).
+	elsewhere   []store.Device
+	elsewhereAt time.Time
 }
 
 // New returns a Gateway; Close stops every connection it accepted.

@@ -180,3 +180,30 @@ func (s *failingRenewals) RenewLeases(ctx context.Context, replicaID string, at,
 	}
 	return s.Store.RenewLeases(ctx, replicaID, at, until)
 }
+
+// TestReplicaWithoutTheDeviceLeavesTheTurnToItsOwner: a replica to which
+// no device is connected does not fail a queued Turn unplaceable while
+// the project's device is connected to another replica.
+func TestReplicaWithoutTheDeviceLeavesTheTurnToItsOwner(t *testing.T) {
+	ctx := context.Background()
+	st := memory.New()
+	clock := peer.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	now := clock.Now()
+	require.NoError(t, st.AssignDevice(ctx, "dev-1", "p", now))
+	_, err := st.AcquireLease(ctx, "dev-1", "rep-other", now, now.Add(time.Hour))
+	require.NoError(t, err)
+	require.NoError(t, st.CreateEnvironment(ctx, store.Environment{ID: "env", Project: "p", Type: "none", CreatedAt: now}))
+	require.NoError(t, st.CreateSession(ctx, store.Session{ID: "ses", Project: "p", AgentKind: "codex", EnvironmentID: "env", CreatedAt: now}))
+	require.NoError(t, st.CreateTurn(ctx, store.Turn{ID: "turn", SessionID: "ses", Input: []byte(`[]`), CreatedAt: now}))
+	e := newEnvStore(t, true, st, replica(clock, "http://b"), func(c *gateway.Config) { c.PlacementTimeout = time.Second })
+	require.NoError(t, e.gw.Settled(ctx))
+	w, ok := e.gw.Waiting("turn")
+	require.True(t, ok)
+	assert.Equal(t, gateway.WaitOtherReplica, w.Reason)
+	clock.Advance(time.Minute)
+	e.gw.Kick()
+	require.NoError(t, e.gw.Settled(ctx))
+	tr, err := st.GetTurn(ctx, "turn")
+	require.NoError(t, err)
+	assert.Equal(t, store.TurnQueued, tr.State, "not failed unplaceable")
+}
