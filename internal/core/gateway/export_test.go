@@ -76,4 +76,5 @@ func (g *Gateway) OpenAdmissions(deviceID string) int64 {
 func (g *Gateway) LeasePass() {
 	g.renewLeases()
 	g.reapExpired(CauseReplicaLost)
+	g.pumpStoredInputs()
 }

@@ -143,6 +143,7 @@ func (g *Gateway) leases() {
 		}
 		g.renewLeases()
 		g.reapExpired(CauseReplicaLost)
+		g.pumpStoredInputs()
 		t.Reset(g.cfg.Replica.RenewInterval)
 	}
 }
@@ -237,4 +238,30 @@ func (g *Gateway) reapExpired(cause string) {
 		g.cfg.Logger.Info("gateway: reaped an expired device lease", "device_id", l.DeviceID, "epoch", l.Epoch, "holder", l.ReplicaID, "turns", n)
 	}
 	g.placementChanged()
+}
+
+// pumpStoredInputs wakes the input delivery of every Turn this replica
+// executes.
+//
+// decision: an input is stored by whichever replica the API request
+// reached; a request for a running Turn is forwarded to the Turn's owner
+// (internal/core/server/forward.go), which stores and delivers it at
+// once. A request that arrived while the Turn was still queued is stored
+// where it arrived, and if the Turn started on another replica between
+// that check and the write, no one woke the owner's delivery. Inputs are
+// durable and delivered in order from the cursor (daemon-protocol.txt:133),
+// so the owner looking at its running Turns' stored inputs once per lease
+// pass bounds that delay by the renew interval and can replay nothing.
+func (g *Gateway) pumpStoredInputs() {
+	g.mu.Lock()
+	ids := make([]string, 0, len(g.turns))
+	for id := range g.turns {
+		ids = append(ids, id)
+	}
+	g.mu.Unlock()
+	for _, id := range ids {
+		ctx, cancel := g.storeCtx()
+		g.DeliverInput(ctx, id)
+		cancel()
+	}
 }

@@ -18,6 +18,8 @@ import (
 	"github.com/agentwire/agentwire/core/store/storetest"
 	"github.com/agentwire/agentwire/internal/core/gateway"
 	"github.com/agentwire/agentwire/internal/peer"
+	"github.com/agentwire/agentwire/internal/wiretest"
+	"github.com/agentwire/agentwire/wire"
 )
 
 // Several replicas are several gateways on one store and one clock. The
@@ -206,4 +208,32 @@ func TestReplicaWithoutTheDeviceLeavesTheTurnToItsOwner(t *testing.T) {
 	tr, err := st.GetTurn(ctx, "turn")
 	require.NoError(t, err)
 	assert.Equal(t, store.TurnQueued, tr.State, "not failed unplaceable")
+}
+
+// TestLeasePassDeliversAnInputStoredElsewhere: an input another replica
+// stored for a Turn running here (nobody woke this replica's delivery) is
+// sent at the next lease pass, once.
+func TestLeasePassDeliversAnInputStoredElsewhere(t *testing.T) {
+	clock := peer.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	e := newEnvStore(t, true, memory.New(), replica(clock, "http://a"))
+	tr := e.queueTurn("steer")
+	r := e.runtime("dev-1", wiretest.Capabilities())
+	prepID, _ := r.prepare()
+	start := r.next()
+	require.Equal(t, wire.TypeExecutionStart, start.Type)
+	runID := start.Payload.(wire.ExecutionStart).RunID
+	r.send(prepID, wire.PreparationStatus{ExecutorID: "ex-1", Handle: "h-1", Revision: 3, State: wire.PreparationStarted, RunID: runID})
+	e.waitTurn(tr.ID, store.TurnRunning)
+
+	raw, err := json.Marshal(wire.MessageInput{{Content: []wire.InputContent{{Type: wire.ContentText, Text: "more"}}}})
+	require.NoError(t, err)
+	_, err = e.store.AppendInput(context.Background(), store.Input{TurnID: tr.ID, ID: "input-1", Content: raw, CreatedAt: clock.Now()})
+	require.NoError(t, err)
+	e.gw.LeasePass()
+	steer := r.next()
+	require.Equal(t, wire.TypePromptSteer, steer.Type, "the stored input goes out")
+	assert.Equal(t, "input-1", steer.Payload.(wire.PromptSteer).InputID)
+	e.gw.LeasePass() // a second pass while the input is in flight
+	r.send(runID, wire.Done{})
+	e.waitTurn(tr.ID, store.TurnCompleted)
 }
