@@ -70,6 +70,15 @@ test-replicas:
 	AGENTWIRE_TEST_POSTGRES="$$dsn" AGENTWIRE_REQUIRE_POSTGRES=1 AGENTWIRE_REPLICA_BINS="$$PWD/bin" \
 		$(GO) test -count=1 -run '^TestReplicaFault$$' -v -timeout 8m ./internal/chaos/
 
+## bench-replicas: Turns/s through real Cores on SQLite (one Core) and on PostgreSQL (one and three
+## replicas), same run (internal/core/server/replicas_bench_test.go, BENCHMARKS.md); PostgreSQL is a
+## throwaway server with its durable defaults (fsync on), as SQLite's store is synchronous.
+.PHONY: bench-replicas
+bench-replicas:
+	@dir="$$(mktemp -d)"; trap 'internal/pgtest/stop.sh "$$dir"' EXIT; \
+	dsn="$$(PGTEST_DURABLE=1 internal/pgtest/start.sh "$$dir")" || exit 1; \
+	AGENTWIRE_TEST_POSTGRES="$$dsn" $(GO) test -run '^$$' -bench '^BenchmarkTurnsAcrossReplicas$$' -benchtime 2s -count 3 ./internal/core/server/
+
 ## check-runtime-contract: the protocol contract checks (daemon-protocol.txt:193): the shared wire
 ## validators (./wire/...), the spec tables, generated machines and generator, the transport and
 ## driver (./internal/peer/...), Core's gateway, the Runtime's dispatcher (internal/runtime/execution) with a
