@@ -70,11 +70,3 @@ func (g *Gateway) OpenAdmissions(deviceID string) int64 {
 	}
 	return int64(c.admissions.Load())
 }
-
-// LeasePass runs one pass of the lease loop at once (renew, fence what
-// was lost, reap what expired), as the loop does each renew interval.
-func (g *Gateway) LeasePass() {
-	g.renewLeases()
-	g.reapExpired(CauseReplicaLost)
-	g.pumpStoredInputs()
-}

@@ -141,11 +141,18 @@ func (g *Gateway) leases() {
 			return
 		case <-t.C():
 		}
-		g.renewLeases()
-		g.reapExpired(CauseReplicaLost)
-		g.pumpStoredInputs()
+		g.LeasePass()
 		t.Reset(g.cfg.Replica.RenewInterval)
 	}
+}
+
+// LeasePass is one pass of the lease loop, run each renew interval: it
+// renews this replica's leases, fences what was lost, reaps what expired
+// and wakes the delivery of stored inputs. Tests run it directly.
+func (g *Gateway) LeasePass() {
+	g.renewLeases()
+	g.reapExpired(CauseReplicaLost)
+	g.pumpStoredInputs()
 }
 
 // renewLeases renews every lease of this replica in one write and fences
