@@ -102,7 +102,11 @@ func (g *Gateway) reconcileTurn(ctx context.Context, t store.Turn, now time.Time
 		g.cfg.Logger.Warn("gateway: reconcile: finish turn", "turn_id", t.ID, "err", err)
 		return
 	}
-	g.cfg.Logger.Info("gateway: reconciled a Turn no live Core observes", "turn_id", t.ID, "run_id", t.RunID, "from", st.Move.From, "to", st.Move.To, "cause", cause)
+	msg := "gateway: reconciled a Turn left by an earlier Core process"
+	if cause != CauseCoreRestarted {
+		msg = "gateway: reconciled a Turn of a replica whose device lease expired"
+	}
+	g.cfg.Logger.Info(msg, "turn_id", t.ID, "run_id", t.RunID, "from", st.Move.From, "to", st.Move.To, "cause", cause)
 }
 
 // cancelRequested reports whether the running Turn's journal records a
