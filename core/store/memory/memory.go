@@ -35,6 +35,9 @@ type Store struct {
 	secrets      map[secretKey]store.Secret      // vault.go: sealed, by project and name
 	replicas     map[string]*replicaRec          // replica.go
 	leases       map[leaseKey]*store.Lease       // replica.go
+	// activeBy is the active (claimed, not finished) Turn of each
+	// Session: a Session has one at a time.
+	activeBy map[string]string
 }
 
 var (
@@ -249,12 +252,8 @@ func (s *Store) MoveTurn(ctx context.Context, m store.TurnMove) error {
 // sessionBusy reports another Turn of t's Session claimed and not
 // finished, with s.mu held.
 func (s *Store) sessionBusy(t *store.Turn) bool {
-	for _, o := range s.turns {
-		if o.SessionID == t.SessionID && o.ID != t.ID && active(o.State) {
-			return true
-		}
-	}
-	return false
+	id, ok := s.activeBy[t.SessionID]
+	return ok && id != t.ID
 }
 
 func active(st store.TurnState) bool {
@@ -278,6 +277,15 @@ func (s *Store) move(m store.TurnMove) error {
 		return store.ErrStale
 	}
 	t.State, t.UpdatedAt = m.To, m.At
+	switch {
+	case active(m.To):
+		if s.activeBy == nil {
+			s.activeBy = map[string]string{}
+		}
+		s.activeBy[t.SessionID] = t.ID
+	case s.activeBy[t.SessionID] == t.ID:
+		delete(s.activeBy, t.SessionID)
+	}
 	switch {
 	case m.Claim != nil:
 		t.DeviceID, t.OwnerEpoch, t.RunID = m.Claim.DeviceID, m.Claim.OwnerEpoch, m.Claim.RunID
