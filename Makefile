@@ -43,7 +43,8 @@ test-short: vet
 	$(GO) test -race -short ./...
 
 ## test-postgres: the PostgreSQL store's tests (core/store/postgres: the store conformance suites,
-## raced writes included) against a real PostgreSQL: internal/pgtest/start.sh starts a throwaway
+## raced writes included, and replicas racing claims and lease reaping on two stores of one
+## database) against a real PostgreSQL: internal/pgtest/start.sh starts a throwaway
 ## server on 127.0.0.1 under a temporary directory (as an unprivileged user when run as root),
 ## the tests run with its DSN and AGENTWIRE_REQUIRE_POSTGRES=1 (no skipping), and the server is
 ## stopped and its directory removed however the tests end. Needs PostgreSQL's binaries (initdb,
