@@ -35,6 +35,13 @@ const lockTurnsSQL = `SELECT 1 FROM turns WHERE id = ANY($1) ORDER BY id FOR NO 
 // committed, and its snapshot then sees it: a Session's Turns run one at
 // a time across every replica (the Session reservation of
 // internal/core/gateway/reservation.go, made durable for Turns).
+//
+// decision: DueTurns takes no FOR UPDATE SKIP LOCKED. It is a read outside
+// any transaction, so a row lock would end with the statement, before the
+// worker placed the Turn; what makes a claim exclusive is the claim's own
+// conditional UPDATE (from queued, with no Run) and this Session lock.
+// Replicas that list the same head Turn both try; one claim applies and
+// the other is ErrStale (TestReplicasClaimRace).
 const lockSessionsSQL = `SELECT 1 FROM sessions WHERE id IN (SELECT session_id FROM turns WHERE id = ANY($1)) ORDER BY id FOR NO KEY UPDATE`
 
 // commitAttempts bounds how often a batch that the database aborted as a
