@@ -43,7 +43,8 @@ test-short: vet
 	$(GO) test -race -short ./...
 
 ## test-postgres: the PostgreSQL store's tests (core/store/postgres: the store conformance suites,
-## raced writes included) against a real PostgreSQL: internal/pgtest/start.sh starts a throwaway
+## raced writes included, and replicas racing claims and lease reaping on two stores of one
+## database) against a real PostgreSQL: internal/pgtest/start.sh starts a throwaway
 ## server on 127.0.0.1 under a temporary directory (as an unprivileged user when run as root),
 ## the tests run with its DSN and AGENTWIRE_REQUIRE_POSTGRES=1 (no skipping), and the server is
 ## stopped and its directory removed however the tests end. Needs PostgreSQL's binaries (initdb,
@@ -54,6 +55,30 @@ test-postgres:
 	dsn="$$(internal/pgtest/start.sh "$$dir")" || exit 1; \
 	echo "test-postgres: PostgreSQL at $$dsn"; \
 	AGENTWIRE_TEST_POSTGRES="$$dsn" AGENTWIRE_REQUIRE_POSTGRES=1 $(GO) test -race -count=1 ./core/store/postgres/...
+
+## test-replicas: the replica fault test (internal/chaos/replicas_test.go, docs/deployment.md): a
+## throwaway PostgreSQL (internal/pgtest), three `agentwire core serve` replicas on it behind a
+## loopback balancer, two Runtimes, 90 Turns with active input and permission answers sent through
+## the replicas that do not hold the devices, the replica that holds them SIGKILLed mid-load and
+## not restarted; then the chaos checker. About 30 s once built; make test skips it.
+.PHONY: test-replicas
+test-replicas:
+	$(GO) build -o bin/agentwire ./cmd/agentwire
+	$(GO) build -o bin/echo-agent ./examples/echo-agent
+	@dir="$$(mktemp -d)"; trap 'internal/pgtest/stop.sh "$$dir"' EXIT; \
+	dsn="$$(internal/pgtest/start.sh "$$dir")" || exit 1; \
+	echo "test-replicas: PostgreSQL at $$dsn"; \
+	AGENTWIRE_TEST_POSTGRES="$$dsn" AGENTWIRE_REQUIRE_POSTGRES=1 AGENTWIRE_REPLICA_BINS="$$PWD/bin" \
+		$(GO) test -count=1 -run '^TestReplicaFault$$' -v -timeout 8m ./internal/chaos/
+
+## bench-replicas: Turns/s through real Cores on SQLite (one Core) and on PostgreSQL (one and three
+## replicas), same run (internal/core/server/replicas_bench_test.go, BENCHMARKS.md); PostgreSQL is a
+## throwaway server with its durable defaults (fsync on), as SQLite's store is synchronous.
+.PHONY: bench-replicas
+bench-replicas:
+	@dir="$$(mktemp -d)"; trap 'internal/pgtest/stop.sh "$$dir"' EXIT; \
+	dsn="$$(PGTEST_DURABLE=1 internal/pgtest/start.sh "$$dir")" || exit 1; \
+	AGENTWIRE_TEST_POSTGRES="$$dsn" $(GO) test -run '^$$' -bench '^BenchmarkTurnsAcrossReplicas$$' -benchtime 2s -count 3 ./internal/core/server/
 
 ## check-runtime-contract: the protocol contract checks (daemon-protocol.txt:193): the shared wire
 ## validators (./wire/...), the spec tables, generated machines and generator, the transport and

@@ -28,7 +28,12 @@ func main() {
 	bin := flag.String("bin", "bin/agentwire", "the agentwire binary")
 	agent := flag.String("agent", "bin/echo-agent", "the echo-agent binary")
 	caps := flag.String("caps", "examples/echo-agent/capabilities.json", "the echo-agent's capabilities file")
+	replicas := flag.Int("replicas", 1, "Core processes: 1 runs one Core on SQLite with random kills; more run that many replicas on the PostgreSQL database -store and SIGKILL one of them for good mid-load (make test-replicas)")
+	storeDSN := flag.String("store", "", "the PostgreSQL database (postgres://...) the replicas share; required with -replicas above 1")
 	flag.Parse()
+	if *replicas < 1 || (*replicas > 1 && *storeDSN == "") {
+		fail(*seed, fmt.Errorf("-replicas must be at least 1, and above 1 needs -store postgres://..., got -replicas %d -store %q", *replicas, *storeDSN))
+	}
 	if *turns < 1 || *turns > 9000 {
 		// Tags are t and four digits; the recovery Turns come after.
 		fail(*seed, fmt.Errorf("-turns must be from 1 to 9000, got %d", *turns))
@@ -57,7 +62,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	res, err := chaos.Run(ctx, chaos.Config{Seed: *seed, Turns: *turns, Kills: *kills, Cuts: *cuts, Budget: *budget,
-		Dir: abs(*dir), Bin: abs(*bin), Agent: abs(*agent), Caps: abs(*caps), Out: os.Stdout})
+		Dir: abs(*dir), Bin: abs(*bin), Agent: abs(*agent), Caps: abs(*caps), Out: os.Stdout, Replicas: *replicas, Store: *storeDSN})
 	if err != nil {
 		fail(*seed, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -75,6 +76,8 @@ func runCoreServe(args []string, stdout, stderr io.Writer) error {
 	data := fs.String("data", "", "data directory, created if missing: the embedded store lives here, and with --store too the Vault key and upload bodies (required)")
 	dsn := storeFlag(fs)
 	public := fs.String("public-url", "", "base URL Runtimes reach Core at (default: http:// and the listen address)")
+	leaseTTL := fs.Duration("lease-ttl", gateway.DefaultLeaseTTL, "with --store: how long a device's owner lease outlives a replica that stopped renewing it (it renews every third of this); the failover time of the Turns a dead replica was running (docs/deployment.md)")
+	replicaURL := fs.String("replica-url", "", "with --store: the URL the other Core replicas on the database reach this one's API at, to forward a request that needs a device connected here (default: http:// and the listen address; docs/deployment.md)")
 	scale := timeScaleFlag(fs)
 	transcriptFile := fs.String("transcript", "", "append every Runtime frame, both ways, to this file as JSON lines (frames carry no credential)")
 	profilesFile := fs.String("engine-profiles", "", "a JSON file of engine profiles ({\"profiles\":[...]}, docs/agents.md): each replaces the shipped profile of its agent kind")
@@ -100,6 +103,14 @@ func runCoreServe(args []string, stdout, stderr io.Writer) error {
 	}
 	if err := checkStore(*dsn); err != nil {
 		return usageError(fs, "%v", err)
+	}
+	if *replicaURL != "" {
+		if u, err := url.Parse(*replicaURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return usageError(fs, "--replica-url %q: want an http:// or https:// URL with a host", *replicaURL)
+		}
+	}
+	if *leaseTTL < 300*time.Millisecond {
+		return usageError(fs, "--lease-ttl must be at least 300ms, got %v", *leaseTTL)
 	}
 	if *placementTimeout <= 0 {
 		return usageError(fs, "--placement-timeout must be positive, got %v", *placementTimeout)
@@ -153,16 +164,12 @@ func runCoreServe(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer st.Close()
-	// The data directory's lock keeps its uploads and key to one Core; a
-	// PostgreSQL store is shared by nothing in the directory, so it is
-	// taken for one serving Core on its own (postgres.Store.Lock).
-	if pg, ok := st.(*postgres.Store); ok {
-		release, err := pg.Lock(ctx)
-		if err != nil {
-			return err
-		}
-		defer release()
-	}
+	// decision: the data directory's lock keeps its uploads and key to one
+	// Core; a PostgreSQL store takes no lock, since any number of Core
+	// replicas may serve one database (docs/deployment.md): each records
+	// its device leases there, and reconciles only what its own dead
+	// leases, or expired ones, held (internal/core/gateway/lease.go).
+	_, shared := st.(*postgres.Store)
 	tcp, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return err
@@ -171,6 +178,9 @@ func runCoreServe(args []string, stdout, stderr io.Writer) error {
 	base := "http://" + ln.Addr().String()
 	if *public == "" {
 		*public = base
+	}
+	if *replicaURL == "" {
+		*replicaURL = base
 	}
 	log, err := newLogger(*logFormat, stderr, slog.LevelInfo)
 	if err != nil {
@@ -204,7 +214,7 @@ func runCoreServe(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("core serve: create %s: %w", uploads, err)
 	}
 	srv := server.New(server.Config{Store: st, Placement: policy, PublicURL: *public, Logger: log, Clock: clock, Transcript: transcript, PlacementTimeout: *placementTimeout, StallTimeout: *stallTimeout, Profiles: profiles, Sealer: sealer,
-		Quotas: quotas.api(), JournalLimit: *quotas.journalBytes, UploadDir: uploads})
+		Quotas: quotas.api(), JournalLimit: *quotas.journalBytes, UploadDir: uploads, Replica: gateway.Replica{URL: *replicaURL, Shared: shared, LeaseTTL: *leaseTTL, RenewInterval: *leaseTTL / 3}})
 	// decision: headers within 10 s and 64 KiB, and a keep-alive
 	// connection idle for 2 minutes is closed; no whole-request read or
 	// write timeout, since event streams and uploads are long by design:

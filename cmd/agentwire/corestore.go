@@ -23,7 +23,7 @@ type coreStore interface {
 // the embedded SQLite one in --data (docs/deployment.md).
 func storeFlag(fs *flag.FlagSet) *string {
 	return fs.String("store", "", "keep Core's store in this PostgreSQL database instead of the embedded SQLite one in --data: "+
-		"postgres://USER[:PASSWORD]@HOST:PORT/DATABASE?sslmode=... (one Core per database; docs/deployment.md)")
+		"postgres://USER[:PASSWORD]@HOST:PORT/DATABASE?sslmode=... (any number of Core replicas may share one database; docs/deployment.md)")
 }
 
 // checkStore validates --store: a PostgreSQL URL or nothing.

@@ -77,7 +77,9 @@ type Store interface {
 	DueTurns(ctx context.Context, now time.Time, after string, limit int) ([]Turn, error)
 	// MoveTurn applies one move of the Turn's machine (spec/turn.yaml) as
 	// a conditional write: ErrStale when the Turn is not in m.From (or is
-	// claimed under another Run, or a claim finds it not yet due),
+	// claimed under another Run, or a claim finds it not yet due, or
+	// another Turn of its Session claimed and not finished: a Session's
+	// Turns run one at a time, whichever replica claims them),
 	// ErrInvalid when the turn table has no rule from m.From to m.To.
 	MoveTurn(ctx context.Context, m TurnMove) error
 	// ActiveTurns lists the Turns a worker claimed that have not finished
@@ -145,9 +147,11 @@ type Store interface {
 
 	// AcquireOwner takes the owner lease of a device for a new
 	// connection and returns the new owner epoch, strictly greater than
-	// every earlier one for that device (daemon-protocol.txt:19).
+	// every earlier one for that device (daemon-protocol.txt:19); the
+	// lease has no replica and no expiry (AcquireLease has).
 	AcquireOwner(ctx context.Context, deviceID string, at time.Time) (uint64, error)
-	// ReleaseOwner marks the device offline if epoch still owns it.
+	// ReleaseOwner ends the epoch's lease and marks the device offline if
+	// epoch still owns it.
 	ReleaseOwner(ctx context.Context, deviceID string, epoch uint64, at time.Time) error
 	// RecordDeclaration stores a heartbeat's validated declaration (nil
 	// clears it) if epoch still owns the device; ErrStale otherwise.
@@ -186,6 +190,8 @@ type Store interface {
 	Secrets
 	// ProjectUsage: usage.go.
 	Usages
+	// Replicas and device owner leases: replica.go.
+	Replicas
 
 	// PutAgent stores a new version of an Agent: version 1 of a new ID,
 	// or the version after its latest (ErrConflict otherwise: another
@@ -525,7 +531,10 @@ type Device struct {
 	// may use.
 	Project    string
 	OwnerEpoch uint64
-	Connected  bool
+	// ReplicaID is the Core replica whose connection holds the current
+	// owner lease ("" for a lease taken by AcquireOwner).
+	ReplicaID string
+	Connected bool
 	// Declaration is the last valid heartbeat of the current owner, nil
 	// before the first and after an invalid one.
 	Declaration json.RawMessage

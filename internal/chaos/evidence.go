@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/core/store/sqlite"
 )
 
@@ -21,12 +22,18 @@ import (
 // every agent-DEVICE.log in dir. Core must not be running: the store is
 // opened directly.
 func LoadEvidence(ctx context.Context, dir, dataDir string, sessions []string, observed map[string][]string) (Evidence, error) {
-	e := Evidence{Observed: observed}
 	st, err := sqlite.Open(ctx, dataDir)
 	if err != nil {
-		return e, fmt.Errorf("load evidence: open the store: %w", err)
+		return Evidence{Observed: observed}, fmt.Errorf("load evidence: open the store: %w", err)
 	}
 	defer st.Close()
+	return LoadEvidenceFrom(ctx, dir, st, sessions, observed)
+}
+
+// LoadEvidenceFrom is LoadEvidence from an open store (the PostgreSQL
+// database Core replicas shared).
+func LoadEvidenceFrom(ctx context.Context, dir string, st store.Store, sessions []string, observed map[string][]string) (Evidence, error) {
+	e := Evidence{Observed: observed}
 	for _, sid := range sessions {
 		turns, err := st.SessionTurns(ctx, sid, 1<<20)
 		if err != nil {

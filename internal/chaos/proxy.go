@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -21,7 +22,7 @@ import (
 // were, a connection whose fate comes due is left alone.
 type Proxy struct {
 	ln      net.Listener
-	target  string
+	targets []string // dialed in order: the first that answers serves
 	maxCuts int64
 	// Cuts counts connections cut so far.
 	Cuts atomic.Int64
@@ -37,11 +38,19 @@ type Proxy struct {
 
 // NewProxy listens on 127.0.0.1 (a free port) and forwards to target.
 func NewProxy(target string, seed uint64, maxCuts int) (*Proxy, error) {
+	return NewBalancer([]string{target}, seed, maxCuts)
+}
+
+// NewBalancer is NewProxy to several Core replicas: each connection goes
+// to the first of targets that accepts it, so the Runtimes move to the
+// next replica when one dies (a minimal load balancer in front of the
+// replicas, as docs/deployment.md describes).
+func NewBalancer(targets []string, seed uint64, maxCuts int) (*Proxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("chaos proxy: listen: %w", err)
 	}
-	p := &Proxy{ln: ln, target: target, maxCuts: int64(maxCuts), rng: rand.New(rand.NewPCG(seed, 0x70c0)), on: true}
+	p := &Proxy{ln: ln, targets: targets, maxCuts: int64(maxCuts), rng: rand.New(rand.NewPCG(seed, 0x70c0)), on: true}
 	p.wg.Add(1)
 	go p.accept()
 	return p, nil
@@ -116,7 +125,13 @@ func (p *Proxy) accept() {
 // cuts it.
 func (p *Proxy) serve(down net.Conn, f fate) {
 	defer p.wg.Done()
-	up, err := net.DialTimeout("tcp", p.target, 5*time.Second)
+	var up net.Conn
+	err := errors.New("no target")
+	for _, target := range p.targets {
+		if up, err = net.DialTimeout("tcp", target, 5*time.Second); err == nil {
+			break
+		}
+	}
 	if err != nil {
 		_ = down.Close() // Core is down: the Runtime sees a refused bootstrap
 		return

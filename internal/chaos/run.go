@@ -53,6 +53,11 @@ type Config struct {
 	Agent  string // the echo-agent binary
 	Caps   string // its capabilities file
 	Out    io.Writer
+	// Replicas, when more than 1, runs that many Core replicas on the
+	// PostgreSQL database Store instead of one Core on SQLite, and kills
+	// one replica for good instead of the random kills (replicas.go).
+	Replicas int
+	Store    string
 }
 
 // Result is what a run did and what the checker found.
@@ -76,12 +81,18 @@ type Result struct {
 	CoreGens                     int
 	Duration                     time.Duration
 	Violations                   []Violation
+	// ReplicaLost counts the Turns another replica reconciled once the
+	// killed replica's leases expired (replica runs).
+	ReplicaLost int
 }
 
 // Run runs the chaos and checks it.
 func Run(ctx context.Context, cfg Config) (Result, error) {
 	start := time.Now()
 	res := Result{ByState: map[string]int{}, Kills: map[string]int{}}
+	if cfg.Replicas > 1 {
+		return runReplicas(ctx, cfg, res, start)
+	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.Budget)
 	defer cancel()
 	data := filepath.Join(cfg.Dir, "data")
@@ -128,48 +139,16 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		clients[p] = newClient("http://"+coreAddr, k)
 	}
 
-	// Two Environments per device, each with an initialization (a
-	// variable and a file, so every connection that serves it carries a
-	// transfer), and two Sessions per Environment.
-	var sessions []sessionRef
-	envArgs := map[string][]string{}
-	for _, dev := range []string{"dev-1", "dev-2"} {
-		project := devices[dev]
-		for i := range 2 {
-			envID, err := createEnvironment(ctx, clients[project], dev, i)
-			if err != nil {
-				return res, err
-			}
-			ws := filepath.Join(cfg.Dir, "ws", envID)
-			if err := os.MkdirAll(ws, 0o700); err != nil {
-				return res, fmt.Errorf("workspace: %w", err)
-			}
-			envArgs[dev] = append(envArgs[dev], "--environment", envID+"="+ws)
-			for range 2 {
-				sid, err := createSession(ctx, clients[project], envID)
-				if err != nil {
-					return res, err
-				}
-				sessions = append(sessions, sessionRef{ID: sid, Project: project, Environment: envID})
-			}
-		}
+	sessions, envArgs, err := setupSessions(ctx, cfg, clients, devices)
+	if err != nil {
+		return res, err
 	}
-	capFile := cfg.Caps
-	var runtimes []*proc
-	for _, dev := range []string{"dev-1", "dev-2"} {
-		rt := &proc{name: dev, bin: cfg.Bin, log: filepath.Join(cfg.Dir, "runtime-"+dev+".log"),
-			env: []string{"ECHO_AGENT_LOG=" + filepath.Join(cfg.Dir, "agent-"+dev+".log"), fmt.Sprintf("ECHO_AGENT_PACE_MS=%d", AgentPace.Milliseconds())},
-			args: func(int) []string {
-				return append([]string{"runtime", "--core", proxyURL, "--device-id", dev,
-					"--credential-file", filepath.Join(cfg.Dir, dev+".credential"),
-					"--harness", "exec:echo=" + cfg.Agent + ":" + capFile,
-					"--state", filepath.Join(cfg.Dir, "state-"+dev)}, envArgs[dev]...)
-			}}
-		if err := rt.start(); err != nil {
-			return res, err
-		}
+	runtimes, err := startRuntimes(cfg, proxyURL, envArgs)
+	for _, rt := range runtimes {
 		defer rt.stop(30 * time.Second)
-		runtimes = append(runtimes, rt)
+	}
+	if err != nil {
+		return res, err
 	}
 
 	w := &workload{seed: cfg.Seed, clients: clients, sessions: sessions, turns: cfg.Turns,
@@ -208,6 +187,69 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	core.stop(20 * time.Second)
 	res.CoreGens = core.generation()
 	res.Cuts = int(proxy.Cuts.Load())
+	loadCtx, cancelLoad := context.WithTimeout(context.Background(), time.Minute)
+	defer cancelLoad()
+	ev, err := LoadEvidence(loadCtx, cfg.Dir, data, w.sessionIDs(), w.observed)
+	if err != nil {
+		return res, err
+	}
+	return finish(res, w, ev, recovery, start), nil
+}
+
+// setupSessions registers two Environments per device, each with an
+// initialization (a variable and a file, so every connection that serves
+// it carries a transfer), and two Sessions per Environment; it returns
+// the Sessions and each device's --environment arguments.
+func setupSessions(ctx context.Context, cfg Config, clients map[string]*client, devices map[string]string) ([]sessionRef, map[string][]string, error) {
+	var sessions []sessionRef
+	envArgs := map[string][]string{}
+	for _, dev := range []string{"dev-1", "dev-2"} {
+		project := devices[dev]
+		for i := range 2 {
+			envID, err := createEnvironment(ctx, clients[project], dev, i)
+			if err != nil {
+				return nil, nil, err
+			}
+			ws := filepath.Join(cfg.Dir, "ws", envID)
+			if err := os.MkdirAll(ws, 0o700); err != nil {
+				return nil, nil, fmt.Errorf("workspace: %w", err)
+			}
+			envArgs[dev] = append(envArgs[dev], "--environment", envID+"="+ws)
+			for range 2 {
+				sid, err := createSession(ctx, clients[project], envID)
+				if err != nil {
+					return nil, nil, err
+				}
+				sessions = append(sessions, sessionRef{ID: sid, Project: project, Environment: envID})
+			}
+		}
+	}
+	return sessions, envArgs, nil
+}
+
+// startRuntimes starts one Runtime per device against coreURL; it
+// returns those it started, also on an error.
+func startRuntimes(cfg Config, coreURL string, envArgs map[string][]string) ([]*proc, error) {
+	var runtimes []*proc
+	for _, dev := range []string{"dev-1", "dev-2"} {
+		rt := &proc{name: dev, bin: cfg.Bin, log: filepath.Join(cfg.Dir, "runtime-"+dev+".log"),
+			env: []string{"ECHO_AGENT_LOG=" + filepath.Join(cfg.Dir, "agent-"+dev+".log"), fmt.Sprintf("ECHO_AGENT_PACE_MS=%d", AgentPace.Milliseconds())},
+			args: func(int) []string {
+				return append([]string{"runtime", "--core", coreURL, "--device-id", dev,
+					"--credential-file", filepath.Join(cfg.Dir, dev+".credential"),
+					"--harness", "exec:echo=" + cfg.Agent + ":" + cfg.Caps,
+					"--state", filepath.Join(cfg.Dir, "state-"+dev)}, envArgs[dev]...)
+			}}
+		if err := rt.start(); err != nil {
+			return runtimes, err
+		}
+		runtimes = append(runtimes, rt)
+	}
+	return runtimes, nil
+}
+
+// finish fills in what the workload did and what the checker found.
+func finish(res Result, w *workload, ev Evidence, recovery []string, start time.Time) Result {
 	res.Answers, res.Inputs, res.Cancels, res.Writes = w.answers.Load(), w.inputs.Load(), w.cancels.Load(), w.writes.Load()
 	for _, r := range w.runs {
 		if r.GaveUp {
@@ -215,12 +257,6 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		}
 	}
 	res.Replaced = w.replaced.Load()
-	loadCtx, cancelLoad := context.WithTimeout(context.Background(), time.Minute)
-	defer cancelLoad()
-	ev, err := LoadEvidence(loadCtx, cfg.Dir, data, w.sessionIDs(), w.observed)
-	if err != nil {
-		return res, err
-	}
 	res.Turns = len(ev.Turns)
 	for _, t := range ev.Turns {
 		k := string(t.Turn.State)
@@ -241,7 +277,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	ev.MustComplete = recovery
 	res.Violations = Check(ev)
 	res.Duration = time.Since(start)
-	return res, nil
+	return res
 }
 
 // chaosLoop SIGKILLs a random process (Core 40 %, a Runtime 20 % each, an
@@ -296,7 +332,12 @@ func chaosLoop(ctx context.Context, cfg Config, core *proc, runtimes []*proc, do
 // issue runs agentwire core credential issue and returns the secret it
 // printed (empty with --out, which writes it to a file).
 func issue(cfg Config, data string, args ...string) (string, error) {
-	cmd := exec.Command(cfg.Bin, append([]string{"core", "credential", "issue", "--data", data}, args...)...)
+	return issueWith(cfg, append([]string{"--data", data}, args...)...)
+}
+
+// issueWith is issue with the store's flags among args.
+func issueWith(cfg Config, args ...string) (string, error) {
+	cmd := exec.Command(cfg.Bin, append([]string{"core", "credential", "issue"}, args...)...)
 	out, err := cmd.Output()
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
@@ -353,6 +394,9 @@ func (r Result) Report(out io.Writer, seed uint64) {
 	fmt.Fprintf(out, "chaos: kills core=%d dev-1=%d dev-2=%d agent=%d, cuts %d; answers %d, inputs %d, cancels %d, writes %d; driver gave up on %d; Sessions replaced %d\n",
 		r.Kills["core"], r.Kills["dev-1"], r.Kills["dev-2"], r.Kills["agent"], r.Cuts, r.Answers, r.Inputs, r.Cancels, r.Writes, r.GaveUp, r.Replaced)
 	fmt.Fprintf(out, "chaos: checked %d frames of %d Core transcripts (%d execution_start) and %d agent records\n", r.Frames, r.CoreGens, r.Starts, r.AgentRecords)
+	if r.Kills["core-0"] > 0 {
+		fmt.Fprintf(out, "chaos: replica core-0 SIGKILLed for good; %d of its Turns reconciled by another replica once its leases expired\n", r.ReplicaLost)
+	}
 	if r.LateCancels > 0 {
 		fmt.Fprintf(out, "chaos: %d Turns failed cancel_unconfirmed whose applied cancellation receipt came after Core's 15 s bound\n", r.LateCancels)
 	}

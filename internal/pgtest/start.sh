@@ -8,7 +8,9 @@
 # authentication for the superuser agentwire: it is for tests, never for
 # data anyone keeps. For the same reason durability is off (fsync,
 # full-page writes): the suite creates a database per test, and a crash of
-# a throwaway server loses nothing that matters.
+# a throwaway server loses nothing that matters. PGTEST_DURABLE=1 keeps
+# PostgreSQL's durable defaults, for benchmarks compared with the
+# synchronous SQLite store (make bench-replicas).
 #
 # initdb and postgres refuse to run as root. As root the server runs as
 # the unprivileged user PGTEST_USER (default nobody), which must be able to
@@ -73,8 +75,10 @@ for attempt in 1 2 3 4 5 6 7 8; do
 	if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
 		continue # something listens there
 	fi
+	durability="-c fsync=off -c full_page_writes=off -c synchronous_commit=off"
+	[ "${PGTEST_DURABLE:-}" = 1 ] && durability=""
 	if as "$bindir/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w -t 60 \
-		-o "-k $dir -c listen_addresses=127.0.0.1 -p $port -c fsync=off -c full_page_writes=off -c synchronous_commit=off -c max_connections=200" \
+		-o "-k $dir -c listen_addresses=127.0.0.1 -p $port $durability -c max_connections=200" \
 		start >/dev/null; then
 		echo "$port" | as tee "$dir/.port" >/dev/null
 		echo "postgres://agentwire@127.0.0.1:$port/postgres?sslmode=disable"

@@ -33,6 +33,11 @@ type Store struct {
 	instances    map[instanceKey]store.Instance  // instance.go
 	agents       map[string][]store.Agent        // agent.go: every version, by ID
 	secrets      map[secretKey]store.Secret      // vault.go: sealed, by project and name
+	replicas     map[string]*replicaRec          // replica.go
+	leases       map[leaseKey]*store.Lease       // replica.go
+	// activeBy is the active (claimed, not finished) Turn of each
+	// Session: a Session has one at a time.
+	activeBy map[string]string
 }
 
 var (
@@ -244,6 +249,21 @@ func (s *Store) MoveTurn(ctx context.Context, m store.TurnMove) error {
 	return s.move(m)
 }
 
+// sessionBusy reports another Turn of t's Session claimed and not
+// finished, with s.mu held.
+func (s *Store) sessionBusy(t *store.Turn) bool {
+	id, ok := s.activeBy[t.SessionID]
+	return ok && id != t.ID
+}
+
+func active(st store.TurnState) bool {
+	switch st {
+	case store.TurnClaimed, store.TurnCancelling, store.TurnStarting, store.TurnRunning:
+		return true
+	}
+	return false
+}
+
 // move is MoveTurn with s.mu held.
 func (s *Store) move(m store.TurnMove) error {
 	if err := m.Validate(); err != nil {
@@ -253,10 +273,19 @@ func (s *Store) move(m store.TurnMove) error {
 	if !ok {
 		return store.ErrNotFound
 	}
-	if t.State != m.From || t.RunID != m.RunID || (m.Claim != nil && t.NotBefore.After(m.Claim.At)) {
+	if t.State != m.From || t.RunID != m.RunID || (m.Claim != nil && (t.NotBefore.After(m.Claim.At) || s.sessionBusy(t))) {
 		return store.ErrStale
 	}
 	t.State, t.UpdatedAt = m.To, m.At
+	switch {
+	case active(m.To):
+		if s.activeBy == nil {
+			s.activeBy = map[string]string{}
+		}
+		s.activeBy[t.SessionID] = t.ID
+	case s.activeBy[t.SessionID] == t.ID:
+		delete(s.activeBy, t.SessionID)
+	}
 	switch {
 	case m.Claim != nil:
 		t.DeviceID, t.OwnerEpoch, t.RunID = m.Claim.DeviceID, m.Claim.OwnerEpoch, m.Claim.RunID

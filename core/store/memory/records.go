@@ -234,12 +234,7 @@ func (s *Store) AcquireOwner(ctx context.Context, deviceID string, at time.Time)
 		return 0, err
 	}
 	defer s.mu.Unlock()
-	d := s.devices[deviceID]
-	d.ID = deviceID
-	d.OwnerEpoch++
-	d.Connected, d.Declaration, d.LastSeen = true, nil, at
-	s.devices[deviceID] = d
-	return d.OwnerEpoch, nil
+	return s.acquire(deviceID, "", at, time.Time{}), nil
 }
 
 func (s *Store) ReleaseOwner(ctx context.Context, deviceID string, epoch uint64, at time.Time) error {
@@ -251,6 +246,7 @@ func (s *Store) ReleaseOwner(ctx context.Context, deviceID string, epoch uint64,
 	if !ok {
 		return store.ErrNotFound
 	}
+	s.endLease(deviceID, epoch)
 	if d.OwnerEpoch != epoch {
 		return store.ErrStale
 	}

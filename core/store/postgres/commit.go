@@ -25,6 +25,25 @@ const appendEventSQL = `WITH t AS (UPDATE turns SET event_seq = event_seq + 1 WH
 // only reference a Turn (an interaction) through.
 const lockTurnsSQL = `SELECT 1 FROM turns WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`
 
+// lockSessionsSQL locks the Sessions of a batch's claims, in the order
+// of their IDs, after its Turns. A claim is conditional on no other Turn
+// of its Session being active, which a claim of another replica could
+// make true at the same moment: under READ COMMITTED, the claim's own
+// statement reads a snapshot taken when it starts, so it would not see a
+// sibling claimed concurrently. With the Session's row locked first, the
+// claim's statement starts only once any other claim of the Session
+// committed, and its snapshot then sees it: a Session's Turns run one at
+// a time across every replica (the Session reservation of
+// internal/core/gateway/reservation.go, made durable for Turns).
+//
+// decision: DueTurns takes no FOR UPDATE SKIP LOCKED. It is a read outside
+// any transaction, so a row lock would end with the statement, before the
+// worker placed the Turn; what makes a claim exclusive is the claim's own
+// conditional UPDATE (from queued, with no Run) and this Session lock.
+// Replicas that list the same head Turn both try; one claim applies and
+// the other is ErrStale (TestReplicasClaimRace).
+const lockSessionsSQL = `SELECT 1 FROM sessions WHERE id IN (SELECT session_id FROM turns WHERE id = ANY($1)) ORDER BY id FOR NO KEY UPDATE`
+
 // commitAttempts bounds how often a batch that the database aborted as a
 // deadlock (or a serialization failure) is sent again: it was rolled back
 // whole, so sending it again is safe.
@@ -82,6 +101,15 @@ func (s *Store) commitOnce(ctx context.Context, b store.Batch) (store.BatchResul
 	slices.Sort(ids)
 	batch := &pgx.Batch{}
 	batch.Queue(lockTurnsSQL, slices.Compact(ids))
+	var claims []string
+	for i, m := range b.Moves {
+		if res.Moves[i] == nil && m.Claim != nil {
+			claims = append(claims, m.TurnID)
+		}
+	}
+	if len(claims) > 0 {
+		batch.Queue(lockSessionsSQL, claims)
+	}
 	queueMoves(batch, b.Moves, res.Moves)
 	for _, e := range b.Events {
 		batch.Queue(appendEventSQL, e.TurnID, e.RunID, e.Type, blob(e.Payload), ts(e.At))
@@ -92,6 +120,11 @@ func (s *Store) commitOnce(ctx context.Context, b store.Batch) (store.BatchResul
 	defer func() { _ = br.Close() }()
 	if _, err := br.Exec(); err != nil {
 		return res, nil, fmt.Errorf("locking the batch's Turns: %w", err)
+	}
+	if len(claims) > 0 {
+		if _, err := br.Exec(); err != nil {
+			return res, nil, fmt.Errorf("locking the Sessions of the batch's claims: %w", err)
+		}
 	}
 	if err := readMoves(br, b.Moves, res.Moves); err != nil {
 		return res, nil, err

@@ -13,23 +13,14 @@ import (
 // Device owner leases and the device registry.
 
 func (s *Store) AcquireOwner(ctx context.Context, deviceID string, at time.Time) (uint64, error) {
-	if err := s.check(ctx); err != nil {
-		return 0, err
-	}
-	// One upsert: the epoch is incremented by the database, never computed
-	// from an earlier read. ON CONFLICT DO UPDATE either inserts or updates
-	// the row atomically, also when two connections of a new device race.
-	var epoch uint64
-	err := s.pool.QueryRow(ctx, `INSERT INTO devices(id, owner_epoch, connected, declaration, last_seen) VALUES ($1, 1, true, NULL, $2)
-		ON CONFLICT (id) DO UPDATE SET owner_epoch = devices.owner_epoch + 1, connected = true, declaration = NULL, last_seen = excluded.last_seen
-		RETURNING owner_epoch`, deviceID, ts(at)).Scan(&epoch)
-	if err != nil {
-		return 0, s.fail("taking the owner lease of device "+deviceID, err)
-	}
-	return epoch, nil
+	return s.AcquireLease(ctx, deviceID, "", at, time.Time{})
 }
 
 func (s *Store) ReleaseOwner(ctx context.Context, deviceID string, epoch uint64, at time.Time) error {
+	if _, err := s.exec(ctx, "ending the owner lease of device "+deviceID,
+		`UPDATE leases SET ended = true WHERE device_id = $1 AND epoch = $2 AND NOT ended`, deviceID, epoch); err != nil {
+		return err
+	}
 	return s.conditional(ctx, "releasing the owner lease of device "+deviceID, "devices", "id", deviceID,
 		`UPDATE devices SET connected = false, declaration = NULL, last_seen = $1 WHERE id = $2 AND owner_epoch = $3`,
 		ts(at), deviceID, epoch)
@@ -41,11 +32,11 @@ func (s *Store) RecordDeclaration(ctx context.Context, deviceID string, epoch ui
 		blob(decl), ts(at), deviceID, epoch)
 }
 
-const deviceCols = `id, project, owner_epoch, connected, declaration, last_seen`
+const deviceCols = `id, project, owner_epoch, replica_id, connected, declaration, last_seen`
 
 func scanDevice(sc scanner) (store.Device, error) {
 	var d store.Device
-	err := sc.Scan(&d.ID, &d.Project, &d.OwnerEpoch, &d.Connected, (*[]byte)(&d.Declaration), at(&d.LastSeen))
+	err := sc.Scan(&d.ID, &d.Project, &d.OwnerEpoch, &d.ReplicaID, &d.Connected, (*[]byte)(&d.Declaration), at(&d.LastSeen))
 	return d, err
 }
 

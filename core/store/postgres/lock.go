@@ -12,19 +12,18 @@ import (
 const servingLock = 0x61677769726532 // "agwire2"
 
 // ErrInUse is a database another Core serves.
-var ErrInUse = errors.New("the database is in use by another Core: two Cores on one store would each take the other's devices and fail its Turns (several Core replicas on one database are not supported yet)")
+var ErrInUse = errors.New("the database is in use by another Core: two Cores on one store would each take the other's devices and fail its Turns (this embedder asked for one Core per database)")
 
 // Lock takes the database for one serving Core: a session advisory lock
 // held on a connection of its own until release is called, the store is
 // closed, or that connection ends (the lock ends with it, so a Core that
 // died leaves no stale lock behind).
 //
-// decision: as with sqlite.Lock, Core's reconciliation at start releases
-// every device and fails every running Turn of the store, which is right
-// only for the one Core that owns it; until replicas reconcile only what
-// their own leases held (issue 27), a second Core on the same database is
-// refused before it touches anything. Administration commands take no
-// lock.
+// agentwire core serve takes no such lock: any number of replicas share a
+// PostgreSQL database, each reconciling only what its own dead leases or
+// expired ones held (internal/core/gateway/lease.go). The lock is for an
+// embedder whose Core owns the store alone (it retires every other
+// replica at start), which must then refuse a second one.
 func (s *Store) Lock(ctx context.Context) (release func() error, err error) {
 	if err := s.check(ctx); err != nil {
 		return nil, err

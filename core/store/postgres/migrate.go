@@ -200,6 +200,31 @@ CREATE TABLE secrets (
 	PRIMARY KEY (project, name)
 );
 `,
+	// 2: Core replicas and the device owner lease of each epoch
+	// (store.Replicas); a NULL expiry is a lease without one.
+	`
+ALTER TABLE devices ADD COLUMN replica_id text NOT NULL DEFAULT '';
+CREATE TABLE replicas (
+	id text PRIMARY KEY,
+	url text NOT NULL,
+	started_at timestamptz,
+	heartbeat_at timestamptz,
+	retired boolean NOT NULL DEFAULT false,
+	n bigserial
+);
+CREATE TABLE leases (
+	device_id text NOT NULL,
+	epoch bigint NOT NULL,
+	replica_id text NOT NULL,
+	expires timestamptz,
+	ended boolean NOT NULL DEFAULT false,
+	reaped_by text NOT NULL DEFAULT '',
+	PRIMARY KEY (device_id, epoch)
+);
+CREATE INDEX leases_open ON leases(replica_id) WHERE NOT ended;
+CREATE INDEX leases_expiring ON leases(expires) WHERE NOT ended;
+CREATE INDEX turns_active_session ON turns(session_id) WHERE state IN ('claimed', 'cancelling', 'starting', 'running');
+`,
 }
 
 // SchemaVersion is the version a fully migrated database has.

@@ -1,8 +1,8 @@
 // Package postgres is a store.Store and store.Credentials on PostgreSQL
 // (github.com/jackc/pgx/v5 through its pool), with versioned migrations
 // like store/sqlite's. It is the store for a database run apart from
-// Core; several Core replicas sharing one is later work (issue 27): today
-// one Core serves one database, as with SQLite.
+// Core, which any number of Core replicas may share (store.Replicas,
+// docs/deployment.md).
 //
 // Every exactly-once decision is one conditional statement: an UPDATE
 // whose WHERE clause holds the expected state, an INSERT guarded by a

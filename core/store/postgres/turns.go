@@ -143,7 +143,9 @@ const (
 	// claimTurnSQL: a due queued Turn placed on a device owner. Arguments:
 	// id, from, to, device, epoch, run, at, claim at.
 	claimTurnSQL = `UPDATE turns SET state = $3, device_id = $4, owner_epoch = $5, run_id = $6, attempts = attempts + 1, updated_at = $7
-	WHERE id = $1 AND state = $2 AND run_id = '' AND COALESCE(not_before, '-infinity') <= COALESCE($8::timestamptz, '-infinity') RETURNING 1`
+	WHERE id = $1 AND state = $2 AND run_id = '' AND COALESCE(not_before, '-infinity') <= COALESCE($8::timestamptz, '-infinity')
+	AND NOT EXISTS (SELECT 1 FROM turns o WHERE o.session_id = turns.session_id AND o.id <> turns.id
+		AND o.state IN ('claimed', 'cancelling', 'starting', 'running')) RETURNING 1`
 	// requeueTurnSQL: back to the queue, its placement cleared. Arguments:
 	// id, from, to, run, not before, at.
 	requeueTurnSQL = `UPDATE turns SET state = $3, device_id = '', owner_epoch = 0, run_id = '', not_before = $5, updated_at = $6
@@ -204,6 +206,15 @@ func moveOp(m store.TurnMove) string {
 func (s *Store) MoveTurn(ctx context.Context, m store.TurnMove) error {
 	if err := m.Validate(); err != nil {
 		return err
+	}
+	if m.Claim != nil {
+		// A claim locks its Session's row first (Commit): see
+		// lockSessionsSQL.
+		res, err := s.Commit(ctx, store.Batch{Moves: []store.TurnMove{m}})
+		if err != nil {
+			return err
+		}
+		return res.Moves[0]
 	}
 	if err := s.check(ctx); err != nil {
 		return err

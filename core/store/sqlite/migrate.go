@@ -214,6 +214,29 @@ CREATE TABLE secrets (
 	PRIMARY KEY (project, name)
 );
 `,
+	// 11: Core replicas and the device owner lease of each epoch
+	// (store.Replicas); expires 0 is a lease without expiry.
+	`
+ALTER TABLE devices ADD COLUMN replica_id TEXT NOT NULL DEFAULT '';
+CREATE TABLE replicas (
+	id TEXT PRIMARY KEY,
+	url TEXT NOT NULL,
+	started_at INTEGER NOT NULL,
+	heartbeat_at INTEGER NOT NULL,
+	retired INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE leases (
+	device_id TEXT NOT NULL,
+	epoch INTEGER NOT NULL,
+	replica_id TEXT NOT NULL,
+	expires INTEGER NOT NULL,
+	ended INTEGER NOT NULL DEFAULT 0,
+	reaped_by TEXT NOT NULL DEFAULT '',
+	PRIMARY KEY (device_id, epoch)
+);
+CREATE INDEX leases_open ON leases(replica_id) WHERE ended = 0;
+CREATE INDEX turns_active ON turns(session_id) WHERE state IN ('claimed', 'cancelling', 'starting', 'running');
+`,
 }
 
 // SchemaVersion is the version a fully migrated database has.

@@ -291,22 +291,13 @@ func (s *Store) TransitionInteraction(ctx context.Context, id string, from, to s
 }
 
 func (s *Store) AcquireOwner(ctx context.Context, deviceID string, at time.Time) (uint64, error) {
-	if err := s.check(ctx); err != nil {
-		return 0, err
-	}
-	// One upsert: the epoch is incremented by the database, never computed
-	// from an earlier read.
-	var epoch uint64
-	err := s.w.QueryRowContext(ctx, `INSERT INTO devices(id, owner_epoch, connected, declaration, last_seen) VALUES (?, 1, 1, NULL, ?)
-		ON CONFLICT(id) DO UPDATE SET owner_epoch = owner_epoch + 1, connected = 1, declaration = NULL, last_seen = excluded.last_seen
-		RETURNING owner_epoch`, deviceID, ms(at)).Scan(&epoch)
-	if err != nil {
-		return 0, fmt.Errorf("sqlite: %w", err)
-	}
-	return epoch, nil
+	return s.AcquireLease(ctx, deviceID, "", at, time.Time{})
 }
 
 func (s *Store) ReleaseOwner(ctx context.Context, deviceID string, epoch uint64, at time.Time) error {
+	if _, err := s.exec(ctx, `UPDATE leases SET ended = 1 WHERE device_id = ? AND epoch = ?`, deviceID, epoch); err != nil {
+		return err
+	}
 	return s.conditional(ctx, "devices", "id", deviceID,
 		`UPDATE devices SET connected = 0, declaration = NULL, last_seen = ? WHERE id = ? AND owner_epoch = ?`,
 		ms(at), deviceID, epoch)
@@ -318,12 +309,12 @@ func (s *Store) RecordDeclaration(ctx context.Context, deviceID string, epoch ui
 		blob(decl), ms(at), deviceID, epoch)
 }
 
-const deviceCols = `id, project, owner_epoch, connected, declaration, last_seen`
+const deviceCols = `id, project, owner_epoch, replica_id, connected, declaration, last_seen`
 
 func scanDevice(sc scanner) (store.Device, error) {
 	var d store.Device
 	var seen int64
-	err := sc.Scan(&d.ID, &d.Project, &d.OwnerEpoch, &d.Connected, (*[]byte)(&d.Declaration), &seen)
+	err := sc.Scan(&d.ID, &d.Project, &d.OwnerEpoch, &d.ReplicaID, &d.Connected, (*[]byte)(&d.Declaration), &seen)
 	d.LastSeen = fromMS(seen)
 	return d, err
 }

@@ -192,7 +192,9 @@ const (
 	// claimTurnSQL: a due queued Turn placed on a device owner. Arguments:
 	// to, device, epoch, run, at, id, from, at.
 	claimTurnSQL = `UPDATE turns SET state = ?, device_id = ?, owner_epoch = ?, run_id = ?, attempts = attempts + 1, updated_at = ?
-	WHERE id = ? AND state = ? AND run_id = '' AND not_before <= ?`
+	WHERE id = ? AND state = ? AND run_id = '' AND not_before <= ?
+	AND NOT EXISTS (SELECT 1 FROM turns o WHERE o.session_id = turns.session_id AND o.id != turns.id
+		AND o.state IN ('claimed', 'cancelling', 'starting', 'running'))`
 	// requeueTurnSQL: back to the queue, its placement cleared. Arguments:
 	// to, not before, at, id, from, run.
 	requeueTurnSQL = `UPDATE turns SET state = ?, device_id = '', owner_epoch = 0, run_id = '', not_before = ?, updated_at = ?

@@ -65,6 +65,11 @@ func Run(t *testing.T, open Open) {
 		{"DeviceAssignmentRace", testDeviceAssignmentRace},
 		{"EnvironmentList", testEnvironmentList},
 		{"ProjectUsage", testProjectUsage},
+		{"Replicas", testReplicas},
+		{"Leases", testLeases},
+		{"RetireLeases", testRetireLeases},
+		{"ReapRace", testReapRace},
+		{"SessionClaimRace", testSessionClaimRace},
 		{"Closed", testClosed},
 	}
 	for _, tc := range tests {
@@ -441,9 +446,15 @@ func testJournal(t *testing.T, s store.Store) {
 
 // A batch interleaves Turns, keeps each Turn's order and numbering after
 // what it had, and stores everything but the events of a missing Turn;
-// each finish applies or fails on its own.
+// each finish applies or fails on its own. Its Turns are of three
+// Sessions, since a Session's Turns are claimed one at a time.
 func testJournalBatch(t *testing.T, s store.Store) {
-	seed(t, s, 3)
+	seed(t, s, 1)
+	for i := 1; i < 3; i++ {
+		ses := fmt.Sprintf("ses-%d", i)
+		require.NoError(t, s.CreateSession(ctx, store.Session{ID: ses, Project: "p", AgentKind: "codex", EnvironmentID: "env", CreatedAt: T0}))
+		require.NoError(t, s.CreateTurn(ctx, store.Turn{ID: fmt.Sprintf("turn-%d", i), SessionID: ses, Input: raw(`[]`), CreatedAt: T0.Add(time.Duration(i) * time.Millisecond)}))
+	}
 	require.NoError(t, Start(s, "turn-0", store.Claim{DeviceID: "dev", OwnerEpoch: 1, RunID: "run-0", At: T0}))
 	_, err := s.AppendEvent(ctx, store.Event{TurnID: "turn-0", RunID: "run", Type: "delta", Payload: raw(`{"n":1}`), At: T0})
 	require.NoError(t, err)

@@ -55,8 +55,10 @@ func TestDiagnosticsShowEngineCodesOnlyForEngineFailed(t *testing.T) {
 func TestTurnShowsItsLastUsageSnapshot(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	_, s := e.do(e.key, "POST", "/api/v1/sessions", `{"agent_kind":"codex","environment":{"type":"none"}}`)
 	usageOf := func(input string, frames ...string) any {
+		// A Session per Turn: the fixture leaves each one running, and a
+		// Session runs one Turn at a time.
+		_, s := e.do(e.key, "POST", "/api/v1/sessions", `{"agent_kind":"codex","environment":{"type":"none"}}`)
 		_, tr := e.do(e.key, "POST", "/api/v1/sessions/"+s["id"].(string)+"/turns", input)
 		id := tr["id"].(string)
 		at := time.Date(2026, 1, 1, 0, 0, 1, 0, time.UTC)

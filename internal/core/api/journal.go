@@ -19,8 +19,12 @@ type Journal struct {
 	// Budget bounds the event bytes subscriptions hold until their
 	// subscribers wrote them (ByteBudget's defaults when nil).
 	Budget *ByteBudget
-	mu     sync.Mutex
-	wake   map[string]chan struct{}
+	// Poll, when positive, bounds how long a stream waits for a Notify
+	// before it reads the journal again: with several replicas, events
+	// and status changes are written by other processes too.
+	Poll time.Duration
+	mu   sync.Mutex
+	wake map[string]chan struct{}
 	// failed holds the Turns whose failure is not written yet
 	// (unrecorded.go).
 	failed map[string]unrecorded
@@ -269,12 +273,37 @@ func (j *Journal) follow(ctx context.Context, s *Subscription, turnID string, af
 				return err
 			}
 		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return ctx.Err()
+		if err := j.await(ctx, changed, clock); err != nil {
+			return err
 		}
 	}
+}
+
+// ReplicaPoll is Journal.Poll for a Core that shares its store.
+//
+// decision: a reader on one replica learns of events another replica
+// wrote by reading the journal again at most this long after; polling
+// works on every store and needs no connection held open per replica
+// (PostgreSQL's LISTEN would), and one indexed read per open stream every
+// quarter second is cheap next to the stream itself. An event written on
+// the reader's own replica still wakes it at once.
+const ReplicaPoll = 250 * time.Millisecond
+
+// await waits for the Turn's next Notify, or Poll.
+func (j *Journal) await(ctx context.Context, changed <-chan struct{}, clock peer.Clock) error {
+	var poll <-chan time.Time
+	if j.Poll > 0 {
+		t := clock.NewTimer(j.Poll)
+		defer t.Stop()
+		poll = t.C()
+	}
+	select {
+	case <-changed:
+	case <-poll:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
 }
 
 // IsOverflow reports whether err ended a subscription whose subscriber

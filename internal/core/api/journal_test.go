@@ -250,3 +250,34 @@ func TestSubscriptionsShareAByteBudget(t *testing.T) {
 	total, _ = budget.Held("q")
 	assert.Zero(t, total)
 }
+
+// TestSubscriptionPollsForAnotherReplicasEvents: with several replicas,
+// an event another process appended (its Journal's Notify never reaches
+// this one) is delivered once the poll interval passes.
+func TestSubscriptionPollsForAnotherReplicasEvents(t *testing.T) {
+	st := memory.New()
+	reader := &api.Journal{Store: st, Poll: time.Second}
+	writer := &api.Journal{Store: st}
+	id := runningTurn(t, st, writer, 1)
+	clock := peer.NewManualClock(subT0)
+	sub := reader.SubscribeDurable(t.Context(), "p", id, 0, clock, time.Hour)
+	assert.Equal(t, int64(1), (<-sub.Events()).Seq)
+	assert.Equal(t, api.LiveEvent, (<-sub.Events()).Type)
+
+	_, err := writer.Append(context.Background(), store.Event{TurnID: id, RunID: "run", Type: "delta", Payload: json.RawMessage(`{"delta":"b"}`), At: subT0})
+	require.NoError(t, err)
+	var got store.Event
+	// The reader's wait is a timer of the manual clock: advance it until
+	// the reader, once waiting, polls.
+	require.Eventually(t, func() bool {
+		clock.Advance(time.Second)
+		select {
+		case got = <-sub.Events():
+			return true
+		default:
+			return false
+		}
+	}, 10*time.Second, time.Millisecond)
+	assert.Equal(t, int64(2), got.Seq)
+	sub.Written(got)
+}

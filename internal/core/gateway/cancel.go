@@ -88,10 +88,8 @@ func (g *Gateway) CancelTurn(ctx context.Context, turnID string) (string, error)
 
 // cancelRunning sends prompt_cancel for a running Turn's Run.
 func (g *Gateway) cancelRunning(ctx context.Context, t store.Turn) (string, error) {
-	g.mu.Lock()
-	c := g.conns[t.DeviceID]
-	g.mu.Unlock()
-	if c == nil || c.epoch != t.OwnerEpoch {
+	c := g.liveOwner(t.DeviceID, t.OwnerEpoch)
+	if c == nil {
 		return "", ErrNotRunning
 	}
 	r := c.run(t.RunID)

@@ -45,6 +45,7 @@ type conn struct {
 
 	epoch    uint64
 	epochErr error
+	lease    leaseState // lease.go
 	d        *peer.Driver
 	// cred is the device credential the upgrade authenticated with; each
 	// heartbeat asks whether it is still valid (revocation is immediate).
@@ -259,10 +260,16 @@ func (c *conn) DoRefuseUpgrade(*fsm.Firing[*peer.Event]) error {
 func (c *conn) DoReplacePrevious(*fsm.Firing[*peer.Event]) error {
 	ctx, cancel := context.WithTimeout(c.g.ctx, 3*time.Second)
 	defer cancel()
-	c.epoch, c.epochErr = c.g.cfg.Store.AcquireOwner(ctx, c.deviceID, c.g.cfg.Clock.Now())
+	now := c.g.cfg.Clock.Now()
+	until := c.g.leaseUntil(now)
+	c.epoch, c.epochErr = c.g.cfg.Store.AcquireLease(ctx, c.deviceID, c.g.cfg.Replica.ID, now, until)
 	if c.epochErr != nil {
 		return c.epochErr
 	}
+	if !until.IsZero() {
+		c.lease.validUntil.Store(until.UnixNano())
+	}
+	c.lease.takenAt.Store(c.g.cfg.Clock.Now().UnixNano())
 	c.log = c.log.With("epoch", c.epoch)
 	if err := c.refreshProject(ctx); err != nil {
 		return err

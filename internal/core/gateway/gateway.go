@@ -83,6 +83,9 @@ type Config struct {
 	// Profiles are the engine profiles by agent kind; a kind without one
 	// declares no control and qualifies no Agent feature.
 	Profiles agent.Profiles
+	// Replica is this process among the Cores sharing the store
+	// (lease.go); the zero value is a Core that owns its store alone.
+	Replica Replica
 	// StallTimeout is how long a running Run may send no Run frame before
 	// Core cancels it with stalled as the cause (DefaultStallTimeout when
 	// 0; negative disables it; spec/run.yaml, stall_wait).
@@ -131,6 +134,10 @@ type Gateway struct {
 	// unwritten are the Turns whose record the store failed to write
 	// (persistence.go).
 	unwritten map[string]*unwritten
+	// elsewhere are the devices connected to other replicas, as read at
+	// elsewhereAt (waiting.go).
+	elsewhere   []store.Device
+	elsewhereAt time.Time
 }
 
 // New returns a Gateway; Close stops every connection it accepted.
@@ -175,6 +182,7 @@ func New(cfg Config) *Gateway {
 		cfg.RetryMax = 30 * time.Second
 	}
 	cfg.Durations = stallDurations(cfg)
+	cfg.Replica.defaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	stores, stopStores := context.WithCancel(context.Background())
 	g := &Gateway{cfg: cfg, ctx: ctx, cancel: cancel, stores: stores, stopStores: stopStores, conns: map[string]*conn{}, turns: map[string]*turn.Instance{}, waiting: map[string]Waiting{}, sessions: map[string]string{}, wake: make(chan struct{}, 1)}
@@ -184,6 +192,10 @@ func New(cfg Config) *Gateway {
 	g.reconcile()
 	g.wg.Add(1)
 	go g.schedule()
+	if cfg.Replica.Shared {
+		g.wg.Add(1)
+		go g.leases()
+	}
 	return g
 }
 

@@ -47,10 +47,8 @@ func (g *Gateway) CheckInput(ctx context.Context, turnID string, in wire.Message
 	if err != nil || t.State != store.TurnRunning {
 		return nil
 	}
-	g.mu.Lock()
-	c := g.conns[t.DeviceID]
-	g.mu.Unlock()
-	if c == nil || c.epoch != t.OwnerEpoch {
+	c := g.liveOwner(t.DeviceID, t.OwnerEpoch)
+	if c == nil {
 		return nil
 	}
 	if r := c.run(t.RunID); r != nil {
@@ -78,10 +76,8 @@ func (g *Gateway) DeliverInput(ctx context.Context, turnID string) {
 		return
 	}
 	in := g.turn(turnID)
-	g.mu.Lock()
-	c := g.conns[t.DeviceID]
-	g.mu.Unlock()
-	if in == nil || c == nil || c.epoch != t.OwnerEpoch {
+	c := g.liveOwner(t.DeviceID, t.OwnerEpoch)
+	if in == nil || c == nil {
 		return
 	}
 	r := c.run(t.RunID)

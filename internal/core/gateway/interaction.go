@@ -74,10 +74,8 @@ func (g *Gateway) AnswerInteraction(ctx context.Context, turnID, interactionID s
 	if err != nil {
 		return "", err
 	}
-	g.mu.Lock()
-	c := g.conns[t.DeviceID]
-	g.mu.Unlock()
-	if c == nil || c.epoch != t.OwnerEpoch {
+	c := g.liveOwner(t.DeviceID, t.OwnerEpoch)
+	if c == nil {
 		return "", ErrNotRunning
 	}
 	// A function result with an image goes only to a Run whose Harness

@@ -14,24 +14,49 @@ import (
 // Turn it found claimed or running when it started.
 const CauseCoreRestarted = "core_restarted"
 
-// reconcile resolves what an earlier Core process left behind on the same
-// store, before the worker claims anything: the connections of that
-// process died with it, so no Run it observed can be observed any more
-// and no device it owned is connected.
+// reconcile resolves what earlier Core processes left behind on the same
+// store, before the worker claims anything: their connections died with
+// them, so no Run they observed can be observed any more.
 //
-// Each Turn a worker of that process held gets the turn machine's restart
-// event, and the table decides (spec/turn.yaml, with its decisions): a
-// claimed or starting Turn fails with delivery_unknown, a running one with
-// event_stream_incomplete, or cancel_unconfirmed once its cancellation was
-// journaled, and a Turn cancelled before its start is cancelled. Nothing
-// is replayed. Only the Runtime, which keeps cleanup ownership until
-// settlement (daemon-protocol.txt:151), settles the native work. This
-// assumes one Core process per store; several replicas sharing one
-// database would resolve only the Turns of an owner epoch no live replica
-// holds.
+// Each Turn a worker of such a process held gets the turn machine's
+// restart event, and the table decides (spec/turn.yaml, with its
+// decisions): a claimed or starting Turn fails with delivery_unknown, a
+// running one with event_stream_incomplete, or cancel_unconfirmed once
+// its cancellation was journaled, and a Turn cancelled before its start
+// is cancelled. Nothing is replayed. Only the Runtime, which keeps
+// cleanup ownership until settlement (daemon-protocol.txt:151), settles
+// the native work.
+//
+// Which processes are gone: a Core that owns its store alone retires
+// every earlier replica, and then also resolves every Turn, write and
+// suspension left open (those of a store written before leases existed
+// included). A replica sharing the store retires only the earlier
+// processes at its own URL (it replaced them) and reaps the leases that
+// expired; the leases, Turns and writes of live replicas are theirs
+// (lease.go).
 func (g *Gateway) reconcile() {
 	ctx, cancel := context.WithTimeout(g.stores, 30*time.Second)
 	defer cancel()
+	now := g.cfg.Clock.Now()
+	r := g.cfg.Replica
+	if err := g.cfg.Store.RegisterReplica(ctx, store.Replica{ID: r.ID, URL: r.URL, StartedAt: now, HeartbeatAt: now}); err != nil {
+		g.cfg.Logger.Error("gateway: reconcile: registering the replica", "replica_id", r.ID, "err", err)
+	}
+	if !r.Shared || r.URL != "" {
+		url := ""
+		if r.Shared {
+			url = r.URL
+		}
+		if n, err := g.cfg.Store.RetireReplicas(ctx, url, r.ID, now); err != nil {
+			g.cfg.Logger.Error("gateway: reconcile: retiring earlier processes", "err", err)
+		} else if n > 0 {
+			g.cfg.Logger.Info("gateway: reconcile: the device leases of earlier processes end now", "leases", n)
+		}
+	}
+	g.reapExpired(CauseCoreRestarted)
+	if r.Shared {
+		return
+	}
 	g.reconcileWrites(ctx)      // internal/write
 	g.reconcileSuspensions(ctx) // suspension.go
 	turns, err := g.cfg.Store.ActiveTurns(ctx)
@@ -39,24 +64,8 @@ func (g *Gateway) reconcile() {
 		g.cfg.Logger.Error("gateway: reconcile: active turns", "err", err)
 		return
 	}
-	now := g.cfg.Clock.Now()
 	for _, t := range turns {
-		st, err := turn.Fire(turn.RefOf(t), turn.Restart, turn.Args{CancelJournaled: g.cancelRequested(ctx, t), At: now})
-		if err != nil || !st.Moved() {
-			g.cfg.Logger.Warn("gateway: reconcile: turn", "turn_id", t.ID, "state", t.State, "err", err)
-			continue
-		}
-		if o := st.Move.Outcome; o != nil && o.Reason != "" {
-			ev, _ := json.Marshal(map[string]string{"reason": o.Reason, "cause": CauseCoreRestarted})
-			if _, err := g.cfg.Journal.Append(ctx, store.Event{TurnID: t.ID, RunID: t.RunID, Type: "observation", Payload: ev, At: now}); err != nil {
-				g.cfg.Logger.Warn("gateway: reconcile: journal", "turn_id", t.ID, "err", err)
-			}
-		}
-		if err := g.cfg.Store.MoveTurn(ctx, st.Move); err != nil && !errors.Is(err, store.ErrStale) {
-			g.cfg.Logger.Warn("gateway: reconcile: finish turn", "turn_id", t.ID, "err", err)
-			continue
-		}
-		g.cfg.Logger.Info("gateway: reconciled a Turn left by an earlier Core process", "turn_id", t.ID, "run_id", t.RunID, "from", st.Move.From, "to", st.Move.To)
+		g.reconcileTurn(ctx, t, now, CauseCoreRestarted)
 	}
 	devices, err := g.cfg.Store.ListDevices(ctx)
 	if err != nil {
@@ -73,6 +82,31 @@ func (g *Gateway) reconcile() {
 			g.cfg.Logger.Warn("gateway: reconcile: release owner", "device_id", d.ID, "err", err)
 		}
 	}
+}
+
+// reconcileTurn fires the restart event on a Turn whose Run no process
+// observes any more, journaling the reason with cause.
+func (g *Gateway) reconcileTurn(ctx context.Context, t store.Turn, now time.Time, cause string) {
+	st, err := turn.Fire(turn.RefOf(t), turn.Restart, turn.Args{CancelJournaled: g.cancelRequested(ctx, t), At: now})
+	if err != nil || !st.Moved() {
+		g.cfg.Logger.Warn("gateway: reconcile: turn", "turn_id", t.ID, "state", t.State, "err", err)
+		return
+	}
+	if o := st.Move.Outcome; o != nil && o.Reason != "" {
+		ev, _ := json.Marshal(map[string]string{"reason": o.Reason, "cause": cause})
+		if _, err := g.cfg.Journal.Append(ctx, store.Event{TurnID: t.ID, RunID: t.RunID, Type: "observation", Payload: ev, At: now}); err != nil {
+			g.cfg.Logger.Warn("gateway: reconcile: journal", "turn_id", t.ID, "err", err)
+		}
+	}
+	if err := g.cfg.Store.MoveTurn(ctx, st.Move); err != nil && !errors.Is(err, store.ErrStale) {
+		g.cfg.Logger.Warn("gateway: reconcile: finish turn", "turn_id", t.ID, "err", err)
+		return
+	}
+	msg := "gateway: reconciled a Turn left by an earlier Core process"
+	if cause != CauseCoreRestarted {
+		msg = "gateway: reconciled a Turn of a replica whose device lease expired"
+	}
+	g.cfg.Logger.Info(msg, "turn_id", t.ID, "run_id", t.RunID, "from", st.Move.From, "to", st.Move.To, "cause", cause)
 }
 
 // cancelRequested reports whether the running Turn's journal records a

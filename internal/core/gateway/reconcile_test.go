@@ -29,9 +29,10 @@ func TestStartReconcilesWhatAnEarlierCoreLeft(t *testing.T) {
 	clock := peer.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	now := clock.Now()
 	require.NoError(t, st.CreateEnvironment(ctx, store.Environment{ID: "env", Project: "p", Type: "none", CreatedAt: now}))
-	require.NoError(t, st.CreateSession(ctx, store.Session{ID: "ses", Project: "p", AgentKind: "codex", EnvironmentID: "env", CreatedAt: now}))
+	// A Session per Turn: a Session has one active Turn at a time.
 	for _, id := range []string{"queued", "claimed", "starting", "cancelled-early", "running", "cancelling", "done"} {
-		require.NoError(t, st.CreateTurn(ctx, store.Turn{ID: id, SessionID: "ses", Input: []byte(`[]`), CreatedAt: now}))
+		require.NoError(t, st.CreateSession(ctx, store.Session{ID: "ses-" + id, Project: "p", AgentKind: "codex", EnvironmentID: "env", CreatedAt: now}))
+		require.NoError(t, st.CreateTurn(ctx, store.Turn{ID: id, SessionID: "ses-" + id, Input: []byte(`[]`), CreatedAt: now}))
 	}
 	epoch, err := st.AcquireOwner(ctx, "dev-1", now)
 	require.NoError(t, err)

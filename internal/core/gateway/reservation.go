@@ -15,6 +15,16 @@ import "context"
 // Core that stops loses its connections, and with them every handle a
 // read held, so no durable record would be left to settle. Turns keep
 // their own claim in the store.
+//
+// decision: with several replicas the reservation has two halves. The
+// Turns' half is durable: a claim is refused while another Turn of the
+// Session is active, under the Session's row lock (store.Store.MoveTurn,
+// postgres lockSessionsSQL), so no two replicas run Turns of one Session.
+// The reads' and writes' half stays here: a request for the Session's
+// workspace is forwarded to the replica that holds the device's lease
+// (internal/core/server/forward.go), which is also the only one that can
+// place the Session's Turns on that device, so the one process that could
+// contend for the Session holds all of its holds.
 type sessionHold struct {
 	turns map[string]turnHold // by Turn ID
 	read  bool

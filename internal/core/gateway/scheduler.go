@@ -438,7 +438,7 @@ func (g *Gateway) candidates(p turnPlan) []*conn {
 	sort.Slice(list, func(i, j int) bool { return list[i].deviceID < list[j].deviceID })
 	out := list[:0]
 	for _, c := range list {
-		if !hosts(c, p) {
+		if !hosts(c, p) || !g.leaseHeld(c) {
 			continue
 		}
 		if decl, ok := c.snapshot(); ok {

@@ -40,6 +40,10 @@ const (
 	// WaitSessionBusy: an earlier Turn of the Session, or a read or write
 	// of its workspace, is in flight.
 	WaitSessionBusy = "session_busy"
+	// WaitOtherReplica: no device the Turn may use is connected to this
+	// Core replica, and one is connected to another replica, which places
+	// it (docs/deployment.md).
+	WaitOtherReplica = "device_on_other_replica"
 )
 
 // Waiting is why a queued Turn is not placed, as the scheduler last saw
@@ -119,6 +123,11 @@ func (g *Gateway) why(p turnPlan) Waiting {
 			if m := p.required.Missing(k.Capabilities, true); len(m) > 0 && lacks == nil {
 				lacks, lacking = m, c.deviceID
 			}
+		}
+	}
+	if hosting == 0 && g.cfg.Replica.Shared {
+		if dev := g.connectedElsewhere(p); dev != "" {
+			return Waiting{Reason: WaitOtherReplica, Detail: "the device " + dev + " is connected to another Core replica"}
 		}
 	}
 	switch {
@@ -207,4 +216,48 @@ func (g *Gateway) unplaceable(ctx context.Context, t store.Turn, w Waiting) {
 	}
 	g.forgetWaiting(t.ID)
 	g.cfg.Logger.Info("gateway: a Turn no device can run failed unplaceable", "turn_id", t.ID, "waiting", w.Reason, "detail", w.Detail)
+}
+
+// connectedElsewhere names a device p's Turn may use that is connected to
+// another replica, or "".
+//
+// decision: a replica judges only the devices connected to it; a Turn no
+// device here can run is not failed unplaceable while a device of its
+// project (for a registered Environment, its host) is connected to
+// another replica, whose scheduler places it. The store's device
+// registry says where each device is connected (its lease's replica),
+// read at most once a second for all Turns.
+func (g *Gateway) connectedElsewhere(p turnPlan) string {
+	now := g.cfg.Clock.Now()
+	g.mu.Lock()
+	devs, at := g.elsewhere, g.elsewhereAt
+	g.mu.Unlock()
+	if at.IsZero() || now.Sub(at) >= time.Second {
+		ctx, cancel := g.storeCtx()
+		list, err := g.cfg.Store.ListDevices(ctx)
+		cancel()
+		if err != nil {
+			g.cfg.Logger.Warn("gateway: list the devices other replicas hold", "err", err)
+			return ""
+		}
+		devs = devs[:0:0]
+		for _, d := range list {
+			if d.Connected && d.ReplicaID != "" && d.ReplicaID != g.cfg.Replica.ID {
+				devs = append(devs, d)
+			}
+		}
+		g.mu.Lock()
+		g.elsewhere, g.elsewhereAt = devs, now
+		g.mu.Unlock()
+	}
+	for _, d := range devs {
+		if d.Project != p.session.Project {
+			continue
+		}
+		if p.admit.Environment.Local() && d.ID != p.env.DeviceID {
+			continue
+		}
+		return d.ID
+	}
+	return ""
 }

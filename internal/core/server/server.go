@@ -61,6 +61,9 @@ type Config struct {
 	// JournalLimit is gateway.Config.JournalLimit: the journal bytes a
 	// Turn may keep (0: no limit).
 	JournalLimit int64
+	// Replica is this Core among the replicas sharing Store
+	// (gateway.Replica; the zero value owns the store alone).
+	Replica gateway.Replica
 	// UploadDir holds upload bodies while they arrive (api.Config.UploadDir;
 	// `core serve` uses uploads/ in its data directory).
 	UploadDir string
@@ -93,7 +96,12 @@ func New(cfg Config) *Server {
 	s := &Server{cfg: cfg, mux: http.NewServeMux()}
 	s.creds = authenticator(cfg)
 	s.journal = &api.Journal{Store: cfg.Store}
-	s.gateway = gateway.New(gateway.Config{Store: cfg.Store, Credentials: s.creds, PublicURL: cfg.PublicURL, Clock: cfg.Clock, Logger: cfg.Logger, Journal: s.journal, Transcript: cfg.Transcript, PlacementTimeout: cfg.PlacementTimeout, StallTimeout: cfg.StallTimeout, Placement: cfg.Placement, Profiles: cfg.Profiles, Sealer: cfg.Sealer, JournalBacklog: cfg.JournalBacklog, JournalLimit: cfg.JournalLimit})
+	if cfg.Replica.Shared {
+		// Another replica's Runs write to the journal too, and their
+		// Notify does not reach this process: its streams poll.
+		s.journal.Poll = api.ReplicaPoll
+	}
+	s.gateway = gateway.New(gateway.Config{Replica: cfg.Replica, Store: cfg.Store, Credentials: s.creds, PublicURL: cfg.PublicURL, Clock: cfg.Clock, Logger: cfg.Logger, Journal: s.journal, Transcript: cfg.Transcript, PlacementTimeout: cfg.PlacementTimeout, StallTimeout: cfg.StallTimeout, Placement: cfg.Placement, Profiles: cfg.Profiles, Sealer: cfg.Sealer, JournalBacklog: cfg.JournalBacklog, JournalLimit: cfg.JournalLimit})
 	s.gateway.Register(s.mux)
 	s.api = api.New(api.Config{
 		Store: cfg.Store, Credentials: s.creds, Journal: s.journal, Now: cfg.Clock.Now, Clock: cfg.Clock, Logger: cfg.Logger, Profiles: cfg.Profiles, Sealer: cfg.Sealer, Quotas: cfg.Quotas, UploadDir: cfg.UploadDir,
@@ -184,7 +192,17 @@ func (s *Server) Register(mux *http.ServeMux) {
 }
 
 // ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+// With replicas, a request that needs a device connection another
+// replica holds is forwarded there (forward.go).
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Replica.Shared && r.Header.Get(ForwardedHeader) == "" {
+		if target := s.ownerURL(r.Context(), r); target != "" {
+			s.forward(w, r, target)
+			return
+		}
+	}
+	s.mux.ServeHTTP(w, r)
+}
 
 // BeginShutdown ends every open event stream with a shutdown event and
 // closes every Runtime connection with a close frame (1001, Core is

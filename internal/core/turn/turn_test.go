@@ -51,7 +51,9 @@ func newStore(t *testing.T) store.Store {
 // state; it returns the Turn as the store holds it.
 func seedTurn(t *testing.T, s store.Store, id string, state store.TurnState) store.Turn {
 	t.Helper()
-	require.NoError(t, s.CreateTurn(ctx, store.Turn{ID: id, SessionID: "ses", Input: json.RawMessage(`[]`), CreatedAt: t0}))
+	// A Session of its own: a Session has one active Turn at a time.
+	require.NoError(t, s.CreateSession(ctx, store.Session{ID: "ses-" + id, Project: "p", AgentKind: "codex", EnvironmentID: "env", Options: json.RawMessage(`{}`), CreatedAt: t0}))
+	require.NoError(t, s.CreateTurn(ctx, store.Turn{ID: id, SessionID: "ses-" + id, Input: json.RawMessage(`[]`), CreatedAt: t0}))
 	c := claimOf(runID)
 	mv := func(from, to store.TurnState) store.TurnMove {
 		return store.TurnMove{TurnID: id, RunID: runID, From: from, To: to, At: c.At}
