@@ -4,10 +4,9 @@ package wire
 
 import (
 	"encoding/json"
+	"github.com/stretchr/testify/require"
 	"maps"
 	"testing"
-
-	"github.com/stretchr/testify/require"
 )
 
 // capabilityNames is the spec's list, written out so that the table and the spec cannot drift apart unnoticed.
