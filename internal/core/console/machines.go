@@ -16,10 +16,10 @@ import (
 // its current state and the transitions taken so far (pairs of states,
 // which name the diagram's arrows tr-<from>-<to>).
 type Instance struct {
-	Machine     string      `json:"machine"`
-	Key         string      `json:"key"`
-	State       string      `json:"state"`
-	Settled     bool        `json:"settled"`
+	Machine string `json:"machine"`
+	Key     string `json:"key"`
+	State   string `json:"state"`
+	Settled bool   `json:"settled"`
 	// Transitions lists each pair of states joined at least once, in the
 	// order first taken; Steps counts every step, repeats included.
 	Transitions [][2]string `json:"transitions"`
