@@ -65,15 +65,26 @@ func TestConsoleInBrowser(t *testing.T) {
 	proj := issueCredential(t, bin, data, "--kind", "project", "--project", "demo")
 	core := startCore(t, bin, data)
 	dir := t.TempDir()
+	// dev-1 also hosts a workspace, registered as an Environment.
+	ws := filepath.Join(dir, "workspace")
+	require.NoError(t, os.MkdirAll(ws, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(ws, "README.md"), []byte("hello from the workspace\n"), 0o644))
+	envID := cliJSON(t, bin, proj.Secret, "env", "create", "--core", core.base, "--device", "dev-1")["id"].(string)
+	upload := filepath.Join(dir, "notes.txt")
+	require.NoError(t, os.WriteFile(upload, []byte("uploaded through the console\n"), 0o644))
 	var rtLogs []*lockedBuffer
 	for _, rt := range []struct {
 		device, secret, script string
-	}{{"dev-1", dev.Secret, consoleScript}, {"dev-2", dev2.Secret, `{"kind":"hanger","steps":[{"delta":"working "},{"hang":true}]}`}} {
+		args                   []string
+	}{
+		{"dev-1", dev.Secret, consoleScript, []string{"--environment", envID + "=" + ws}},
+		{"dev-2", dev2.Secret, `{"kind":"hanger","steps":[{"delta":"working "},{"hang":true}]}`, nil},
+	} {
 		cred := filepath.Join(dir, rt.device+".credential")
 		require.NoError(t, os.WriteFile(cred, []byte(rt.secret), 0o600))
 		script := filepath.Join(dir, rt.device+".json")
 		require.NoError(t, os.WriteFile(script, []byte(rt.script), 0o600))
-		rtLogs = append(rtLogs, startRuntimeProcess(t, bin, nil, "--core", core.base, "--device-id", rt.device, "--credential-file", cred, "--harness", "script="+script))
+		rtLogs = append(rtLogs, startRuntimeProcess(t, bin, nil, append([]string{"--core", core.base, "--device-id", rt.device, "--credential-file", cred, "--harness", "script=" + script}, rt.args...)...))
 	}
 	defer func() {
 		if t.Failed() {
@@ -105,10 +116,22 @@ func TestConsoleInBrowser(t *testing.T) {
 	b.check("sessions-empty")
 	assert.Equal(t, false, b.eval(`document.cookie.includes("agentwire_console")`), "the session cookie is HTTP-only")
 
-	// A Session, then a Turn.
-	b.do(chromedp.SendKeys("#agent_kind", "script"), chromedp.Submit("#agent_kind"))
+	// A Session in the Environment: its files are listed, read, written
+	// and exported through the console.
+	b.do(chromedp.SendKeys("#agent_kind", "script"), chromedp.SetValue("#environment_id", envID), chromedp.Submit("#agent_kind"))
 	b.waitFor(`location.pathname.startsWith("/console/sessions/ses_")`)
 	sessionURL := b.evalString(`location.href`)
+	b.waitFor(`document.querySelector("main").textContent.includes("README.md")`)
+	b.do(chromedp.Click(`main a[href*="file=README.md"]`))
+	b.waitFor(`(document.querySelector("pre.file") || {}).textContent === "hello from the workspace\n"`)
+	b.check("session-files")
+	b.do(chromedp.SendKeys("#upload-path", "notes.txt"), chromedp.SetUploadFiles("#upload-file", []string{upload}), chromedp.Submit("#upload-file"))
+	b.waitFor(`(document.querySelector('[role=status]') || {}).textContent === "wrote notes.txt"`)
+	b.waitFor(`document.querySelector("main table").textContent.includes("notes.txt")`)
+	assert.Equal(t, "200 application/x-tar", b.evalAsync(`fetch(document.querySelector('a[href$="/export"]').href).then(r => r.status + " " + r.headers.get("Content-Type"))`))
+	written, err := os.ReadFile(filepath.Join(ws, "notes.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "uploaded through the console\n", string(written))
 	b.check("session")
 	b.do(chromedp.SendKeys("#prompt", "hello console"), chromedp.Submit("#prompt"))
 	b.waitFor(`location.pathname.startsWith("/console/turns/turn_")`)
@@ -157,7 +180,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	// The first Session lists its Turn; the devices page shows the
 	// Runtimes connected with every capability of the generated list.
 	b.do(chromedp.Navigate(sessionURL))
-	b.waitFor(`document.querySelectorAll("main table tbody tr").length === 1`)
+	b.waitFor(`document.querySelectorAll("#turns-table tbody tr").length === 1`)
 	b.check("session-turns")
 	b.do(chromedp.Navigate(core.base + "/console/devices"))
 	b.waitFor(`document.querySelector("main").textContent.includes("connected")`)
@@ -217,6 +240,14 @@ func (b *consoleBrowser) do(steps ...chromedp.Action[chromedp.Void]) {
 func (b *consoleBrowser) eval(expr string) any {
 	b.t.Helper()
 	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[any](expr))
+	require.NoError(b.t, err, expr)
+	return v
+}
+
+// evalAsync awaits the promise expr returns.
+func (b *consoleBrowser) evalAsync(expr string) string {
+	b.t.Helper()
+	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](expr, chromedp.EvalAwaitPromise))
 	require.NoError(b.t, err, expr)
 	return v
 }

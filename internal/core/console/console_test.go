@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"mime/multipart"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -374,4 +375,48 @@ func TestPagesRender(t *testing.T) {
 	r, page = other.do("GET", "/console/", nil, nil)
 	require.Equal(t, http.StatusOK, r.StatusCode)
 	assert.NotContains(t, page, sessionID)
+}
+
+// TestUploadBound: a file over the 5 MiB bound is refused by name before
+// anything reaches the API; a form without its token is refused first.
+func TestUploadBound(t *testing.T) {
+	e := newEnv(t, false)
+	b := e.browser()
+	require.Equal(t, http.StatusSeeOther, b.login(e.keys["p"]).StatusCode)
+	token := b.csrfOf("/console/")
+
+	post := func(token string, size int) *http.Response {
+		var body strings.Builder
+		w := multipart.NewWriter(&body)
+		require.NoError(t, w.WriteField("csrf", token))
+		require.NoError(t, w.WriteField("path", "big.bin"))
+		f, err := w.CreateFormFile("file", "big.bin")
+		require.NoError(t, err)
+		_, err = f.Write(make([]byte, size))
+		require.NoError(t, err)
+		require.NoError(t, w.Close())
+		req, err := http.NewRequest("POST", e.srv.URL+"/console/sessions/ses_x/files", strings.NewReader(body.String()))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", w.FormDataContentType())
+		resp, err := b.c.Do(req)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		return resp
+	}
+	resp := post("wrong", 10)
+	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
+
+	resp = post(token, 5<<20+1)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	loc, err := url.Parse(resp.Header.Get("Location"))
+	require.NoError(t, err)
+	assert.Equal(t, "/console/sessions/ses_x", loc.Path)
+	assert.Contains(t, loc.Query().Get("error"), "file: 5242881 bytes is over the 5 MiB bound")
+
+	// Within the bound the API answers: this Session does not exist.
+	resp = post(token, 10)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	loc, err = url.Parse(resp.Header.Get("Location"))
+	require.NoError(t, err)
+	assert.Contains(t, loc.Query().Get("error"), "not found")
 }
