@@ -34,6 +34,7 @@ const maxSessions = 10000
 // session is one login: the key stays here, on the server.
 type session struct {
 	key     credential.Secret
+	cred    store.Credential // whose key: checked for revocation on every request
 	project string // "" for the administration key
 	admin   bool
 	csrf    string
@@ -64,7 +65,7 @@ func randomToken() string {
 // create stores a login and returns its cookie value.
 func (s *sessions) create(key credential.Secret, c store.Credential) (string, *session) {
 	token := randomToken()
-	ses := &session{key: key, project: c.Project, admin: c.Kind == store.KindAdmin, csrf: randomToken(), expires: s.now().Add(s.ttl)}
+	ses := &session{key: key, cred: c, project: c.Project, admin: c.Kind == store.KindAdmin, csrf: randomToken(), expires: s.now().Add(s.ttl)}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
@@ -106,6 +107,10 @@ func (s *sessions) drop(token string) {
 	delete(s.m, sha256.Sum256([]byte(token)))
 }
 
+// sees reports whether the login may see a record of project (the API's
+// rule: the administration key sees every project).
+func (s *session) sees(project string) bool { return s.admin || s.project == project }
+
 func (c *Console) secure(r *http.Request) bool { return r.TLS != nil || c.cfg.Secure }
 
 func (c *Console) setCookie(w http.ResponseWriter, r *http.Request, name, value string, maxAge time.Duration) {
@@ -124,14 +129,25 @@ func current(r *http.Request) *session {
 	return s
 }
 
-// signedIn admits a request with a valid session cookie; a page request
-// without one goes to the login form, anything else is answered 401.
+// signedIn admits a request with a valid session cookie whose key is
+// still valid; a page request without one goes to the login form,
+// anything else is answered 401. A revoked key ends its sessions at their
+// next request, as it ends the API's event streams.
 func (c *Console) signedIn(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if ck, err := r.Cookie(sessionCookie); err == nil {
 			if s, ok := c.sessions.get(ck.Value); ok {
-				next(w, r.WithContext(context.WithValue(r.Context(), ctxSession{}, s)))
-				return
+				err := c.cfg.Auth.Valid(r.Context(), s.cred)
+				if err == nil {
+					next(w, r.WithContext(context.WithValue(r.Context(), ctxSession{}, s)))
+					return
+				}
+				if !errors.Is(err, credential.ErrBad) {
+					c.cfg.Logger.Error("console: check the session's key", "err", err)
+					consoleError(w, http.StatusInternalServerError, "internal", "", "the key could not be checked")
+					return
+				}
+				c.sessions.drop(ck.Value)
 			}
 		}
 		if r.Method == http.MethodGet && !strings.HasPrefix(r.URL.Path, "/console/api/") && !strings.HasSuffix(r.URL.Path, "/machines") {

@@ -54,6 +54,7 @@ type env struct {
 	srv   *httptest.Server
 	clock *clock
 	keys  map[string]string
+	ids   map[string]string // credential IDs by the same names
 }
 
 func newEnv(t *testing.T, tls bool) *env {
@@ -77,7 +78,7 @@ func newEnv(t *testing.T, tls bool) *env {
 		hs.Close()
 		core.Close()
 	})
-	e := &env{t: t, st: st, srv: hs, clock: clk, keys: map[string]string{}}
+	e := &env{t: t, st: st, srv: hs, clock: clk, keys: map[string]string{}, ids: map[string]string{}}
 	is := credential.Issuer{Store: st, Devices: st, Now: time.Now}
 	for name, c := range map[string]struct {
 		kind    store.CredentialKind
@@ -87,9 +88,10 @@ func newEnv(t *testing.T, tls bool) *env {
 		if c.kind == store.KindDevice {
 			device = "dev-1"
 		}
-		_, s, err := is.Issue(context.Background(), c.kind, device, c.project)
+		cr, s, err := is.Issue(context.Background(), c.kind, device, c.project)
 		require.NoError(t, err)
 		e.keys[name] = s.Reveal()
+		e.ids[name] = cr.ID
 	}
 	return e
 }
@@ -419,4 +421,20 @@ func TestUploadBound(t *testing.T) {
 	loc, err = url.Parse(resp.Header.Get("Location"))
 	require.NoError(t, err)
 	assert.Contains(t, loc.Query().Get("error"), "not found")
+}
+
+// TestRevokedKeyEndsTheSession: a key revoked after the login opens
+// nothing more, pages and API alike.
+func TestRevokedKeyEndsTheSession(t *testing.T) {
+	e := newEnv(t, false)
+	b := e.browser()
+	require.Equal(t, http.StatusSeeOther, b.login(e.keys["p"]).StatusCode)
+	token := b.csrfOf("/console/")
+	require.NoError(t, credential.Issuer{Store: e.st, Devices: e.st, Now: time.Now}.Revoke(context.Background(), e.ids["p"]))
+
+	resp, _ := b.do("GET", "/console/devices", nil, nil)
+	assert.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	assert.Equal(t, "/console/login", resp.Header.Get("Location"))
+	resp, _ = b.do("POST", "/console/api/turns/turn_x/cancel", url.Values{}, http.Header{"X-Csrf-Token": {token}})
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 }

@@ -3,8 +3,8 @@ package console
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
-	"net/url"
 	"slices"
 
 	"github.com/agentwire/agentwire/core/store"
@@ -42,13 +42,24 @@ type Machines struct {
 // maxReplay bounds the journal events one feed request replays.
 const maxReplay = 20000
 
-// machinesFeed answers GET /console/turns/{id}/machines. The Turn is read
-// through the API first, so a key sees only its project's Turns.
+// machinesFeed answers GET /console/turns/{id}/machines. The page asks
+// for it on every event of the stream, so it reads the store rather than
+// spending the project's API request rate; it keeps the API's rule that a
+// key sees only its own project's Turns.
 func (c *Console) machinesFeed(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("turn_id")
-	var t apiTurn
-	if err := c.get(r, "/api/v1/turns/"+url.PathEscape(id), &t); err != nil {
-		consoleError(w, http.StatusNotFound, "not_found", "turn_id", err.Error())
+	t, err := c.cfg.Store.GetTurn(r.Context(), id)
+	var ses store.Session
+	if err == nil {
+		ses, err = c.cfg.Store.GetSession(r.Context(), t.SessionID)
+	}
+	if errors.Is(err, store.ErrNotFound) || (err == nil && !current(r).sees(ses.Project)) {
+		consoleError(w, http.StatusNotFound, "not_found", "turn_id", "turn not found")
+		return
+	}
+	if err != nil {
+		c.cfg.Logger.Error("console: machines", "turn_id", id, "err", err)
+		consoleError(w, http.StatusInternalServerError, "internal", "", "the Turn could not be read")
 		return
 	}
 	m, err := TurnMachines(r.Context(), c.cfg.Store, id)

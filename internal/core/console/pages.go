@@ -117,57 +117,70 @@ type lister interface {
 	ListSessions(ctx context.Context, project string, limit int) ([]store.Session, error)
 }
 
-// sessionIDs are the Sessions the Sessions page shows: the project's
+// sessionsOf are the Sessions the Sessions page shows: the project's
 // newest when the store lists them; otherwise those with a Turn still
-// active (a store without ListSessions, PostgreSQL today).
-func (c *Console) sessionIDs(r *http.Request) ([]string, bool, error) {
+// active (a store without ListSessions, PostgreSQL today). Only the
+// login's project's (every project's for the administration key).
+func (c *Console) sessionsOf(r *http.Request) ([]store.Session, bool, error) {
 	s := current(r)
 	if l, ok := c.cfg.Store.(lister); ok {
 		list, err := l.ListSessions(r.Context(), s.project, shownSessions)
-		if err != nil {
-			return nil, true, err
-		}
-		ids := make([]string, len(list))
-		for i, x := range list {
-			ids[i] = x.ID
-		}
-		return ids, true, nil
+		return list, true, err
 	}
 	active, err := c.cfg.Store.ActiveTurns(r.Context())
 	if err != nil {
 		return nil, false, err
 	}
-	var ids []string
+	var out []store.Session
 	for _, t := range active {
-		if !slices.Contains(ids, t.SessionID) && len(ids) < shownSessions {
-			ids = append(ids, t.SessionID)
+		if len(out) == shownSessions || slices.ContainsFunc(out, func(x store.Session) bool { return x.ID == t.SessionID }) {
+			continue
+		}
+		x, err := c.cfg.Store.GetSession(r.Context(), t.SessionID)
+		if err == nil && s.sees(x.Project) {
+			out = append(out, x)
 		}
 	}
-	return ids, false, nil
+	return out, false, nil
 }
 
-// sessionsPage lists the project's Sessions with their newest Turns; the
-// API decides which the key may see.
+// sessionsPage lists the project's Sessions with their newest Turns. It
+// reads the store (a page of fifty Sessions through the API would spend
+// a hundred of the project's requests), showing each Turn by the public
+// status projection the API shows; the Turn's own page reads the API.
 func (c *Console) sessionsPage(w http.ResponseWriter, r *http.Request) {
-	ids, complete, err := c.sessionIDs(r)
+	var envs struct {
+		Environments []map[string]any `json:"environments"`
+	}
+	if err := c.get(r, "/api/v1/environments", &envs); err != nil {
+		c.failPage(w, r, http.StatusBadGateway, "Sessions", err)
+		return
+	}
+	list, complete, err := c.sessionsOf(r)
 	if err != nil {
 		c.failPage(w, r, http.StatusInternalServerError, "Sessions", fmt.Errorf("list sessions: %w", err))
 		return
 	}
-	var list []apiSession
-	for _, id := range ids {
-		var s apiSession
-		if c.get(r, "/api/v1/sessions/"+url.PathEscape(id), &s) != nil {
-			continue // another project's, or gone
+	views := make([]apiSession, 0, len(list))
+	for _, x := range list {
+		v := apiSession{ID: x.ID, AgentKind: x.AgentKind, EnvironmentID: x.EnvironmentID, CreatedAt: x.CreatedAt}
+		if env, err := c.cfg.Store.GetEnvironment(r.Context(), x.EnvironmentID); err == nil {
+			v.Environment, v.DeviceID = env.Type, env.DeviceID
 		}
-		s.Turns, s.TurnsError = c.turnsOf(r, id, shownTurns)
-		list = append(list, s)
+		turns, err := c.cfg.Store.SessionTurns(r.Context(), x.ID, shownTurns)
+		if err != nil {
+			v.TurnsError = "the Turns could not be read"
+		}
+		for i := len(turns) - 1; i >= 0; i-- { // newest first
+			t := turns[i]
+			tv := apiTurn{ID: t.ID, SessionID: t.SessionID, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
+			st := t.Status()
+			tv.Status.State, tv.Status.Reason, tv.Status.Detail, tv.Status.Cause = st.State, st.Reason, st.Detail, st.Cause
+			v.Turns = append(v.Turns, tv)
+		}
+		views = append(views, v)
 	}
-	var envs struct {
-		Environments []map[string]any `json:"environments"`
-	}
-	_ = c.get(r, "/api/v1/environments", &envs)
-	c.render(w, r, http.StatusOK, "sessions", map[string]any{"Sessions": list, "Complete": complete, "Environments": envs.Environments, "Error": r.URL.Query().Get("error")})
+	c.render(w, r, http.StatusOK, "sessions", map[string]any{"Sessions": views, "Complete": complete, "Environments": envs.Environments, "Error": r.URL.Query().Get("error")})
 }
 
 func (c *Console) turnsOf(r *http.Request, sessionID string, limit int) ([]apiTurn, string) {

@@ -258,8 +258,17 @@
       ': ' + inst.state + (inst.settled ? ' (settled)' : '') + ' — ' + (inst.steps + mem.extra.length) + ' steps';
   }
 
-  async function refreshMachines() {
+  // The feed is read at most every quarter second however fast events
+  // arrive: each read replays the Turn's journal on the server.
+  let lastRefresh = 0;
+  let scheduled = false;
+  function refreshMachines() {
     if (refreshing) { again = true; return; }
+    const wait = lastRefresh + 250 - Date.now();
+    if (wait > 0) {
+      if (!scheduled) { scheduled = true; setTimeout(() => { scheduled = false; refreshMachines(); }, wait); }
+      return;
+    }
     refreshing = (async () => {
       try {
         const r = await fetch('/console/turns/' + turnID + '/machines', { credentials: 'same-origin' });
@@ -269,6 +278,7 @@
         }
       } finally {
         refreshing = null;
+        lastRefresh = Date.now();
         if (again) { again = false; refreshMachines(); }
       }
     })();
