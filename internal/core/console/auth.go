@@ -35,7 +35,7 @@ const maxSessions = 10000
 type session struct {
 	key     credential.Secret
 	cred    store.Credential // whose key: checked for revocation on every request
-	project string // "" for the administration key
+	project string           // "" for the administration key
 	admin   bool
 	csrf    string
 	expires time.Time
