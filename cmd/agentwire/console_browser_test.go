@@ -128,6 +128,8 @@ func TestConsoleInBrowser(t *testing.T) {
 	b.do(chromedp.SendKeys("#upload-path", "notes.txt"), chromedp.SetUploadFiles("#upload-file", []string{upload}), chromedp.Submit("#upload-file"))
 	b.waitFor(`(document.querySelector('[role=status]') || {}).textContent === "wrote notes.txt"`)
 	b.waitFor(`document.querySelector("main table").textContent.includes("notes.txt")`)
+	// The write's machine, lit at the state Core persisted for it.
+	b.waitFor(`!!document.querySelector('figure[data-machine="workspace_write"][data-state="completed"] [data-id="state-completed"].aw-current')`)
 	assert.Equal(t, "200 application/x-tar", b.evalAsync(`fetch(document.querySelector('a[href$="/export"]').href).then(r => r.status + " " + r.headers.get("Content-Type"))`))
 	written, err := os.ReadFile(filepath.Join(ws, "notes.txt"))
 	require.NoError(t, err)
@@ -272,7 +274,10 @@ func (b *consoleBrowser) waitFor(predicate string) {
 		if err != nil && ctx.Err() == nil && navigationLost(err) {
 			continue
 		}
-		require.NoError(b.t, err, "waiting for %s", predicate)
+		if err != nil {
+			text, _ := chromedp.Run(b.ctx, chromedp.Evaluate[string](`location.href + "\n" + document.body.innerText`))
+			b.t.Fatalf("waiting for %s: %v\nthe page:\n%s", predicate, err, text)
+		}
 		return
 	}
 }

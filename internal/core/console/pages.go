@@ -251,6 +251,18 @@ func (c *Console) sessionPage(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+	if id := r.URL.Query().Get("write"); id != "" {
+		// The write's machine, at the state Core persists for it.
+		var rec struct {
+			MutationID string `json:"mutation_id"`
+			Path       string `json:"path"`
+			Outcome    string `json:"outcome"`
+			State      string `json:"state"`
+		}
+		if err := c.get(r, "/api/v1/writes/"+url.PathEscape(id), &rec); err == nil && rec.State != "" {
+			data["Write"] = rec
+		}
+	}
 	c.render(w, r, http.StatusOK, "session", data)
 }
 
@@ -300,11 +312,14 @@ func (c *Console) uploadFile(w http.ResponseWriter, r *http.Request) {
 		path = hdr.Filename
 	}
 	res := c.call(r.Context(), r, current(r).key, http.MethodPut, "/api/v1/sessions/"+url.PathEscape(id)+"/files/content?path="+url.QueryEscape(path), bytes.NewReader(body), "application/octet-stream")
-	if !res.ok() {
-		fail(res.detail())
+	var rec struct {
+		MutationID string `json:"mutation_id"`
+	}
+	if err := res.decode(&rec); err != nil {
+		fail(err.Error())
 		return
 	}
-	http.Redirect(w, r, back+"?notice="+url.QueryEscape("wrote "+path), http.StatusSeeOther)
+	http.Redirect(w, r, back+"?notice="+url.QueryEscape("wrote "+path)+"&write="+url.QueryEscape(rec.MutationID), http.StatusSeeOther)
 }
 
 // turnPage is the live Turn: its status and placement reason, and the

@@ -6,6 +6,56 @@
 (function () {
   'use strict';
 
+  // --- diagrams (every page) -------------------------------------------
+  const svgs = {};
+
+  function diagram(machine) {
+    if (!svgs[machine]) {
+      svgs[machine] = fetch('/console/diagrams/' + machine, { credentials: 'same-origin' }).then((r) => r.text());
+    }
+    return svgs[machine];
+  }
+
+  // draw puts the machine's generated SVG into fig, named by its caption.
+  // The same machine may be drawn several times on a page: its IDs become
+  // data-id, so no ID repeats and lookups stay per figure.
+  async function draw(fig, machine) {
+    const text = await diagram(machine);
+    const doc = new DOMParser().parseFromString(text, 'image/svg+xml');
+    const svg = document.importNode(doc.documentElement, true);
+    svg.querySelectorAll('[id]').forEach((n) => { n.dataset.id = n.id; n.removeAttribute('id'); });
+    svg.querySelectorAll('title').forEach((n) => n.remove());
+    svg.setAttribute('role', 'img');
+    svg.setAttribute('aria-labelledby', fig.querySelector('figcaption').id);
+    svg.removeAttribute('width');
+    svg.removeAttribute('height');
+    fig.append(svg);
+  }
+
+  function part(fig, id) { return fig.querySelector('[data-id="' + id + '"]'); }
+
+  // light outlines the current state and thickens the transitions taken
+  // (pairs of states: the arrows tr-<from>-<to>).
+  function light(fig, state, transitions) {
+    fig.querySelectorAll('.aw-current, .aw-taken, .aw-visited').forEach((n) => n.classList.remove('aw-current', 'aw-taken', 'aw-visited'));
+    for (const [from, to] of transitions) {
+      const tr = part(fig, 'tr-' + from + '-' + to);
+      if (tr) tr.classList.add('aw-taken');
+      const st = part(fig, 'state-' + from);
+      if (st) st.classList.add('aw-visited');
+    }
+    const cur = part(fig, 'state-' + state);
+    if (cur) cur.classList.add('aw-current');
+    fig.dataset.state = state;
+  }
+
+  // A figure the server rendered with a machine and a state (a workspace
+  // write on the Session page) gets its diagram with that state lit.
+  document.querySelectorAll('figure[data-machine-view]').forEach(async (fig) => {
+    await draw(fig, fig.dataset.machine);
+    light(fig, fig.dataset.machineView, []);
+  });
+
   const root = document.getElementById('turn');
   if (!root) return;
   const turnID = root.dataset.turn;
@@ -162,9 +212,14 @@
     }
     return li;
   }
+  // An input's line only moves forward: the stream may report the
+  // receipts before the request that stored the input has returned.
+  const inputRank = { 'stored, waiting for delivery': 0, 'sent to the Runtime': 1, written: 2 };
   function inputState(id, state, text) {
     const li = inputItem(id);
     if (text !== undefined) li.querySelector('.itext').textContent = '“' + text + '”';
+    const rank = (x) => (x in inputRank ? inputRank[x] : 3);
+    if (li.dataset.state !== undefined && rank(state) < rank(li.dataset.state)) return;
     li.querySelector('.istate').textContent = state;
     li.dataset.state = state;
   }
@@ -197,43 +252,21 @@
   });
 
   // --- machines -------------------------------------------------------
-  const svgs = {};
   const seen = {};
   let refreshing = null;
   let again = false;
-
-  async function diagram(machine) {
-    if (!svgs[machine]) {
-      svgs[machine] = fetch('/console/diagrams/' + machine, { credentials: 'same-origin' }).then((r) => r.text());
-    }
-    return svgs[machine];
-  }
 
   async function figureFor(inst) {
     const key = inst.machine + ':' + inst.key;
     let fig = document.querySelector('figure[data-inst="' + CSS.escape(key) + '"]');
     if (fig) return fig;
-    const capID = 'cap-' + Object.keys(seen).length;
     fig = el('figure', { class: 'machine', 'data-inst': key, 'data-machine': inst.machine },
-      el('figcaption', { id: capID }));
+      el('figcaption', { id: 'cap-' + Object.keys(seen).length }));
     document.getElementById('machines').append(fig);
     seen[key] = { state: null, extra: [] };
-    const text = await diagram(inst.machine);
-    const doc = new DOMParser().parseFromString(text, 'image/svg+xml');
-    const svg = document.importNode(doc.documentElement, true);
-    // The same machine may be drawn several times on this page: its IDs
-    // become data-id, so no ID repeats and lookups stay per figure.
-    svg.querySelectorAll('[id]').forEach((n) => { n.dataset.id = n.id; n.removeAttribute('id'); });
-    svg.querySelectorAll('title').forEach((n) => n.remove());
-    svg.setAttribute('role', 'img');
-    svg.setAttribute('aria-labelledby', capID);
-    svg.removeAttribute('width');
-    svg.removeAttribute('height');
-    fig.append(svg);
+    await draw(fig, inst.machine);
     return fig;
   }
-
-  function part(fig, id) { return fig.querySelector('[data-id="' + id + '"]'); }
 
   async function paint(inst) {
     const fig = await figureFor(inst);
@@ -244,16 +277,7 @@
       mem.extra.push([mem.state, inst.state]);
     }
     mem.state = inst.state;
-    fig.querySelectorAll('.aw-current, .aw-taken, .aw-visited').forEach((n) => n.classList.remove('aw-current', 'aw-taken', 'aw-visited'));
-    for (const [from, to] of inst.transitions.concat(mem.extra)) {
-      const tr = part(fig, 'tr-' + from + '-' + to);
-      if (tr) tr.classList.add('aw-taken');
-      const st = part(fig, 'state-' + from);
-      if (st) st.classList.add('aw-visited');
-    }
-    const cur = part(fig, 'state-' + inst.state);
-    if (cur) cur.classList.add('aw-current');
-    fig.dataset.state = inst.state;
+    light(fig, inst.state, inst.transitions.concat(mem.extra));
     fig.querySelector('figcaption').textContent = inst.machine + (inst.key ? ' ' + inst.key : '') +
       ': ' + inst.state + (inst.settled ? ' (settled)' : '') + ' — ' + (inst.steps + mem.extra.length) + ' steps';
   }
