@@ -16,14 +16,16 @@ import (
 	"github.com/agentwire/agentwire/wire"
 )
 
-// consoleScript is what every Turn of the browser test plays: output, a
-// permission question, then a wait for active input, usage and more
-// output. The Turn that is cancelled is cancelled at the question.
+// consoleScript is what the browser test's main Turn plays: output, a
+// permission question, a user-choice question, a function call, then a
+// wait for active input, usage and more output.
 const consoleScript = `{"steps":[
 	{"delta":"hello "},
 	{"thinking":"considering the workspace"},
 	{"tool_call":{"id":"t1","name":"ls","stage":"before","args":{"path":"."}}},
 	{"permission":{"request_id":"perm-1","tool":"shell","title":"run ls"}},
+	{"choice":{"ask_id":"ask-1","questions":[{"id":"colour","question":"Which colour?","options":[{"label":"blue"},{"label":"red"}]}]}},
+	{"function":{"call_id":"call-1","name":"lookup","arguments":{"q":"x"}}},
 	{"await_input":true},
 	{"usage":{"input_tokens":3,"output_tokens":5}},
 	{"delta":" bye"}
@@ -37,7 +39,8 @@ var browserFlags = []string{"headless", "no-sandbox", "disable-gpu", "disable-qu
 // TestConsoleInBrowser drives the web console in real headless Chromium
 // against a real Core and a real Runtime (script adapter): log in by
 // keyboard, start a Turn, watch its deltas arrive, approve its permission
-// question by keyboard, send active input by keyboard and see it
+// question, answer its user-choice question and its function call by
+// keyboard, send active input by keyboard and see it
 // accepted, watch the run machine's diagram reach completed, cancel a
 // second Turn by keyboard; axe-core finds no serious or critical problem
 // on any page, and each page is saved as a screenshot. It runs from
@@ -146,8 +149,27 @@ func TestConsoleInBrowser(t *testing.T) {
 	b.tabTo("#questions button[value=approve]")
 	b.do(chromedp.KeyEvent("\r"))
 	b.waitFor(`document.getElementById("transcript").textContent.includes("[perm-1:allowed]")`)
-	b.waitFor(`!document.querySelector("#questions form")`)
 	b.waitFor(`!!document.querySelector('figure[data-machine="interaction"][data-state="applied"]')`)
+
+	// Then a user-choice question, answered by keyboard: Tab to the
+	// option, Space picks it, Tab to Answer, Enter.
+	b.waitFor(`!!document.querySelector("#questions form input[value=blue]")`)
+	b.check("turn-choice")
+	b.tabTo("#questions form input[value=blue]")
+	b.do(chromedp.KeyEvent(" "))
+	b.tabTo("#questions button[value=answer]")
+	b.do(chromedp.KeyEvent("\r"))
+	b.waitFor(`document.getElementById("transcript").textContent.includes("[ask-1:blue]")`)
+
+	// Then a function call, its result typed and sent by keyboard.
+	b.waitFor(`!!document.querySelector("#questions form textarea")`)
+	b.check("turn-function")
+	b.tabTo("#questions form textarea")
+	b.do(chromedp.KeyEvent("42"))
+	b.tabTo("#questions form button")
+	b.do(chromedp.KeyEvent("\r"))
+	b.waitFor(`!document.querySelector("#questions form")`)
+	b.waitFor(`[...document.querySelectorAll('figure[data-machine="interaction"]')].filter(f => f.dataset.state === "applied").length === 3`)
 
 	// Active input by keyboard: written, then accepted.
 	b.tabTo("#input-text")
