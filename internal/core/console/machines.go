@@ -123,8 +123,9 @@ func (p *replay) fire(event string, held ...string) {
 // own answers (cancel_requested, decisions, receipts, outcomes), not the
 // preparation frames or the Runtime's local events, so the replay fires
 // the table's events those records stand for and no others: the start
-// (execution_start) when the first Run frame arrives, since Core starts a
-// Run only through it (daemon-protocol.txt:109); guards held are those
+// (execution_start, whose arrow prompt_request shares) when the first Run
+// frame arrives, since Core subscribes and then sends the start before any
+// frame of the Run can come (daemon-protocol.txt:110); guards held are those
 // the journal shows true (Core journals only frames it accepted,
 // daemon-protocol.txt:151), the receipt's error code deciding
 // retry_later and unsettled_cancel.
@@ -241,7 +242,7 @@ func TurnMachines(ctx context.Context, st store.Store, turnID string) (Machines,
 		case "interaction_decision_ack":
 			applied := p.Applied != nil && *p.Applied
 			if p.DeliveryID != "" && p.DeliveryID == cancelDelivery {
-				// The cancellation's receipt (daemon-protocol.txt:160).
+				// The cancellation's receipt (daemon-protocol.txt:144).
 				switch {
 				case applied:
 					run.fire("cancel_ack_applied", "matches_cancel_delivery")
