@@ -349,10 +349,13 @@ func (b *consoleBrowser) check(name string) {
 		_, err := chromedp.Run(b.ctx, chromedp.Evaluate[chromedp.Void](b.axe))
 		require.NoError(b.t, err, "inject axe-core")
 	}
-	found, err := chromedp.Run(b.ctx, chromedp.Evaluate[[]axeFinding](
-		`axe.run(document, {resultTypes: ["violations"]}).then(r => r.violations)`, chromedp.EvalAwaitPromise))
+	res, err := chromedp.Run(b.ctx, chromedp.Evaluate[struct {
+		Violations []axeFinding `json:"violations"`
+		Passes     int          `json:"passes"`
+	}](`axe.run(document).then(r => ({violations: r.violations, passes: r.passes.length}))`, chromedp.EvalAwaitPromise))
 	require.NoError(b.t, err, "axe on %s", name)
-	for _, f := range found {
+	require.Positive(b.t, res.Passes, "axe checked nothing on %s", name)
+	for _, f := range res.Violations {
 		msg := fmt.Sprintf("axe %s on %s: %s (%s): %d nodes, first %v %s", f.Impact, name, f.ID, f.Help, len(f.Nodes), f.Nodes[0].Target, f.Nodes[0].HTML)
 		if f.Impact == "serious" || f.Impact == "critical" {
 			b.t.Error(msg)
