@@ -145,6 +145,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	b.waitFor(`document.getElementById("transcript").textContent.includes("hello ")`)
 	b.waitFor(`!!document.querySelector("#questions form button[value=approve]")`)
 	b.waitFor(`!!document.querySelector('figure[data-machine="run"] [data-id="state-streaming"].aw-current')`)
+	b.waitFor(`document.getElementById("turn-state").textContent === "running"`)
 	b.check("turn-question")
 	b.tabTo("#questions button[value=approve]")
 	b.do(chromedp.KeyEvent("\r"))

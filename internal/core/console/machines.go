@@ -33,8 +33,10 @@ type Instance struct {
 
 // Machines is the feed the Turn page lights its diagrams from.
 type Machines struct {
-	TurnID    string     `json:"turn_id"`
-	Instances []Instance `json:"instances"`
+	TurnID string `json:"turn_id"`
+	// Status is the Turn's public status projection, as the API shows it.
+	Status    store.Status `json:"status"`
+	Instances []Instance   `json:"instances"`
 	// Truncated: the journal was longer than the replay reads.
 	Truncated bool `json:"truncated,omitempty"`
 }
@@ -134,7 +136,7 @@ func TurnMachines(ctx context.Context, st store.Store, turnID string) (Machines,
 	if err != nil {
 		return Machines{}, err
 	}
-	out := Machines{TurnID: turnID}
+	out := Machines{TurnID: turnID, Status: t.Status()}
 	turnTable := machines.ByName("turn")
 	turnInst := Instance{Machine: "turn", Key: turnID, State: string(t.State), Source: "store", Transitions: [][2]string{}}
 	if sid, err := turnTable.ParseState(string(t.State)); err == nil {

@@ -298,6 +298,7 @@
         const r = await fetch('/console/turns/' + turnID + '/machines', { credentials: 'same-origin' });
         if (r.ok) {
           const m = await r.json();
+          showStatus(m.status);
           for (const inst of m.instances) await paint(inst);
         }
       } finally {
@@ -332,6 +333,14 @@
     observation: (d) => say('error', 'observation: ' + (d.reason || JSON.stringify(d))),
   };
 
+  function showStatus(s) {
+    if (!s || !s.state) return;
+    const text = s.state + (s.reason ? ' (' + s.reason + ')' : '');
+    if (stateEl.textContent !== text) stateEl.textContent = text;
+    stateEl.className = 'state state-' + s.state;
+    if (s.state !== 'queued') document.getElementById('waiting').textContent = '—';
+  }
+
   function queueQuestion(type, d) {
     waitingQuestions.push({ type, d });
     if (live) showQuestion(type, d);
@@ -361,9 +370,7 @@
     waitingQuestions.forEach((q) => showQuestion(q.type, q.d));
   });
   es.addEventListener('status', (e) => {
-    const s = JSON.parse(e.data);
-    stateEl.textContent = s.state + (s.reason ? ' (' + s.reason + ')' : '');
-    stateEl.className = 'state state-' + s.state;
+    showStatus(JSON.parse(e.data));
     streamState.textContent = 'the Turn has ended';
     es.close();
     waitingQuestions.length = 0;
