@@ -352,16 +352,16 @@
   }
   es.addEventListener('error', (e) => {
     if (e.data === undefined) { // the connection, not an event of the stream
-      if (es.readyState !== EventSource.CLOSED) streamState.textContent = 'reconnecting to the event stream…';
+      streamState.textContent = es.readyState === EventSource.CLOSED
+        ? 'the event stream closed; reload the page (sign in again if the key was revoked)'
+        : 'reconnecting to the event stream…';
       return;
     }
+    // A Run's error frame ({"error": text, ...}), or the stream's own
+    // {"error":"credential_revoked"}, after which the reconnection is
+    // refused and the connection's error above says so.
     const d = JSON.parse(e.data);
-    if (d.error === 'credential_revoked') {
-      streamState.textContent = 'the key was revoked; sign in again';
-      es.close();
-      return;
-    }
-    say('error', 'error: ' + (d.message || JSON.stringify(d)));
+    say('error', 'error: ' + (d.error || JSON.stringify(d)));
     refreshMachines();
   });
   es.addEventListener('live', () => {
