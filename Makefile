@@ -8,7 +8,7 @@ export PATH := $(PATH):/usr/local/go/bin
 # own); the list lives in gen.OutputDirs.
 GENERATED = $(shell $(GO) run ./cmd/agentwire-gen generate --dirs)
 
-.PHONY: all generate verify-generate test test-short vet check check-runtime-contract bench bench-smoke fuzz demo diagrams diagrams-browser-check model-check model-check-long
+.PHONY: all generate verify-generate test test-console test-short vet check check-runtime-contract bench bench-smoke fuzz demo diagrams diagrams-browser-check model-check model-check-long
 
 all: generate test
 
@@ -38,6 +38,13 @@ vet:
 test: vet
 	$(GO) test -race -count=1 ./...
 	@$(GO) run ./cmd/agentwire-harnesses status
+
+## test-console: the web console in real headless Chromium against a real Core and real
+## Runtimes, axe-core on every page, screenshots under $AGENTWIRE_ARTIFACTS/console
+## (internal/core/console/browsertest/run.sh; needs Chromium and npm; budget 8 minutes,
+## about 10 s once built). `make test` skips it and names this target.
+test-console:
+	bash internal/core/console/browsertest/run.sh
 
 test-short: vet
 	$(GO) test -race -short ./...

@@ -29,12 +29,14 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/agentwire/agentwire/core/credential"
 	"github.com/agentwire/agentwire/core/placement"
 	"github.com/agentwire/agentwire/core/store"
 	"github.com/agentwire/agentwire/internal/core/api"
+	"github.com/agentwire/agentwire/internal/core/console"
 	"github.com/agentwire/agentwire/internal/core/server"
 	"github.com/agentwire/agentwire/internal/core/vault"
 )
@@ -78,6 +80,11 @@ type Config struct {
 	// Transcript, when set, receives every Runtime frame Core reads or
 	// writes, one JSON line each (for debugging and the chaos checker).
 	Transcript io.Writer
+	// Console serves the web console at /console/ as well (docs/console.md):
+	// pages opened by a login that exchanges a project API key for a
+	// session cookie. Off unless set, so an embedder opts into a new
+	// surface; `agentwire core serve` turns it on.
+	Console bool
 }
 
 // Quotas bound what each project may hold and how fast it may ask; a 429
@@ -105,7 +112,8 @@ func DefaultQuotas() Quotas {
 // Core is one Core: an http.Handler serving the Runtime endpoint and the
 // public API.
 type Core struct {
-	srv *server.Server
+	srv     *server.Server
+	console *console.Console // nil unless Config.Console
 }
 
 // New builds a Core and starts its scheduler. The error names the field
@@ -134,17 +142,38 @@ func New(cfg Config) (*Core, error) {
 		PlacementTimeout: cfg.PlacementTimeout, StallTimeout: cfg.StallTimeout, Transcript: cfg.Transcript,
 		Quotas: api.Quotas{Sessions: q.Sessions, QueuedTurns: q.QueuedTurns, StoreBytes: q.StoreBytes, Rate: q.Rate, Burst: q.Burst},
 	})
-	return &Core{srv: srv}, nil
+	c := &Core{srv: srv}
+	if cfg.Console {
+		con, err := console.New(console.Config{API: srv, Auth: srv.Authenticator(), Store: cfg.Store, Logger: cfg.Logger, Secure: strings.HasPrefix(cfg.PublicURL, "https://")})
+		if err != nil {
+			return nil, fmt.Errorf("core: Config.Console: %w", err)
+		}
+		c.console = con
+	}
+	return c, nil
 }
 
 // ServeHTTP serves Core's routes: the Runtime bootstrap and WebSocket
 // (/api/v1/agent-daemon/...) and the public API (/api/v1/...).
-func (c *Core) ServeHTTP(w http.ResponseWriter, r *http.Request) { c.srv.ServeHTTP(w, r) }
+// With Config.Console it serves the web console under /console/ too.
+func (c *Core) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if c.console != nil && strings.HasPrefix(r.URL.Path, console.Prefix) {
+		c.console.ServeHTTP(w, r)
+		return
+	}
+	c.srv.ServeHTTP(w, r)
+}
 
 // Register puts Core's routes on mux, beside the embedder's own. The
 // patterns are method-qualified paths under /api/v1/; mux panics, as
 // http.ServeMux does, if one conflicts with a route already there.
-func (c *Core) Register(mux *http.ServeMux) { c.srv.Register(mux) }
+// With Config.Console the console's pattern, /console/, goes there too.
+func (c *Core) Register(mux *http.ServeMux) {
+	c.srv.Register(mux)
+	if c.console != nil {
+		c.console.Register(mux)
+	}
+}
 
 // Close ends every event stream with a shutdown event and every Runtime
 // connection with a close frame saying Core is shutting down, then stops

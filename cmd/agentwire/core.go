@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -23,6 +24,7 @@ import (
 	"github.com/agentwire/agentwire/core/store/postgres"
 	"github.com/agentwire/agentwire/core/store/sqlite"
 	"github.com/agentwire/agentwire/internal/core/agent"
+	"github.com/agentwire/agentwire/internal/core/console"
 	"github.com/agentwire/agentwire/internal/core/gateway"
 	"github.com/agentwire/agentwire/internal/core/server"
 	"github.com/agentwire/agentwire/internal/core/vault"
@@ -86,6 +88,7 @@ func runCoreServe(args []string, stdout, stderr io.Writer) error {
 	maxConns := fs.Int("max-connections", server.DefaultMaxConnections, "connections Core holds open at once, Runtimes' WebSockets and event streams included; one more is answered 503 with Retry-After and closed (0: no cap)")
 	maxConnsClient := fs.Int("max-connections-per-client", server.DefaultMaxConnectionsPerClient, "connections one client IP address holds open at once, loopback included (0: no cap; behind a reverse proxy every client shares its address)")
 	quotas := quotaFlags(fs)
+	withConsole := fs.Bool("console", true, "serve the web console at /console/ (docs/console.md); --console=false serves the API alone")
 	if err := parseFlags(fs, args); err != nil {
 		return flagsDone(err)
 	}
@@ -221,7 +224,18 @@ func runCoreServe(args []string, stdout, stderr io.Writer) error {
 	// the API sets each route class's deadlines itself
 	// (core/api/deadlines.go), and the listener caps the connections
 	// (server.LimitListener).
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	var handler http.Handler = srv
+	if *withConsole {
+		con, err := console.New(console.Config{API: srv, Auth: srv.Authenticator(), Store: st, Now: clock.Now, Logger: log, Secure: strings.HasPrefix(*public, "https://")})
+		if err != nil {
+			return err
+		}
+		mux := http.NewServeMux()
+		con.Register(mux)
+		mux.Handle("/", srv)
+		handler = mux
+	}
+	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	fmt.Fprintf(stdout, "agentwire core: listening on %s\n", base)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()

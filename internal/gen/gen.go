@@ -55,7 +55,7 @@ func (fs Files) Paths() []string {
 // verification, the Makefile (`agentwire-gen generate --dirs`) and the docs use.
 // The generator owns only the files there that carry its header; wire/ also
 // holds hand-written code.
-var OutputDirs = []string{"fsm", docsDir, "docs/wire", wireDir}
+var OutputDirs = []string{"fsm", docsDir, "docs/wire", wireDir, consoleDiagramsDir}
 
 // Generate renders every output of every machine in model. Output depends
 // only on the model, so two runs produce identical bytes. It fails, writing
@@ -82,6 +82,9 @@ func Generate(ctx context.Context, model *spec.Model, cfg Config) (Files, error)
 		return nil, err
 	}
 	out[docsDir+"/README.md"] = indexPage(model)
+	if err := consoleDiagrams(out, model); err != nil {
+		return nil, err
+	}
 	if model.Capabilities != nil {
 		if err := render(out, wireDir+"/capabilities_gen.go", capabilitiesFile(model.Capabilities)); err != nil {
 			return nil, err

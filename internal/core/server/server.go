@@ -216,6 +216,10 @@ func (s *Server) BeginShutdown() {
 // Close ends every daemon connection.
 func (s *Server) Close() { s.gateway.Close() }
 
+// Authenticator is how this Core authenticates its callers (the web
+// console's login asks it whose a key is).
+func (s *Server) Authenticator() credential.Authenticator { return s.creds }
+
 // Gateway exposes the daemon gateway (the scheduler selects devices there).
 func (s *Server) Gateway() *gateway.Gateway { return s.gateway }
 

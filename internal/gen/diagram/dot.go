@@ -27,19 +27,19 @@ func DOT(m *spec.Machine) []byte {
 	// The entry point is a named node of its own; spec names start with a
 	// letter, so "__start" cannot collide with a state.
 	if init := m.Initial(); init != nil {
-		b.WriteString("\n" + `	"__start" [shape=point width=0.15 label=""];` + "\n")
-		b.WriteString(`	"__start" -> ` + dotQuote(init.Name) + ";\n")
+		b.WriteString("\n" + `	"__start" [shape=point width=0.15 label="" id=` + dotQuote(StartID) + `];` + "\n")
+		b.WriteString(`	"__start" -> ` + dotQuote(init.Name) + ` [id=` + dotQuote(EntryID(init.Name)) + `];` + "\n")
 	}
 
 	b.WriteString("\n")
 	for _, s := range m.States {
-		b.WriteString("\t" + dotQuote(s.Name) + dotAttrs(nodeAttrs(s)) + ";\n")
+		b.WriteString("\t" + dotQuote(s.Name) + dotAttrs(append([]string{"id=" + dotQuote(StateID(s.Name))}, nodeAttrs(s)...)) + ";\n")
 	}
 
 	b.WriteString("\n")
 	for _, ed := range edges(m) {
 		b.WriteString("\t" + dotQuote(ed.from.Name) + " -> " + dotQuote(ed.to.Name) +
-			dotAttrs([]string{"label=<" + edgeLabel(ed) + ">"}) + ";\n")
+			dotAttrs([]string{"id=" + dotQuote(TransitionID(ed.from.Name, ed.to.Name)), "class=" + dotQuote(edgeClass(ed)), "label=<" + edgeLabel(ed) + ">"}) + ";\n")
 	}
 	b.WriteString("}\n")
 	return b.Bytes()
