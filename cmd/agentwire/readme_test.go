@@ -53,6 +53,10 @@ func TestREADMEQuickStart(t *testing.T) {
 	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	// A process that left the group (an agent in a group of its own) may
+	// still hold the block's stdout after the kill; Run must not wait on
+	// it past the failure bound (a run under load once hung 9 minutes).
+	cmd.WaitDelay = 10 * time.Second
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err = cmd.Run()
