@@ -112,14 +112,14 @@ type apiTurn struct {
 	UpdatedAt time.Time       `json:"updated_at"`
 }
 
-// lister is a store that lists Sessions (memory, SQLite).
+// lister is a store that lists Sessions (memory, SQLite, PostgreSQL).
 type lister interface {
 	ListSessions(ctx context.Context, project string, limit int) ([]store.Session, error)
 }
 
 // sessionsOf are the Sessions the Sessions page shows: the project's
 // newest when the store lists them; otherwise those with a Turn still
-// active (a store without ListSessions, PostgreSQL today). Only the
+// active (an embedder's store without ListSessions). Only the
 // login's project's (every project's for the administration key).
 func (c *Console) sessionsOf(r *http.Request) ([]store.Session, bool, error) {
 	s := current(r)
