@@ -35,8 +35,13 @@ type WriteDetail struct {
 	// recorded in (fsm/workspace_write); the store never interprets it
 	// except WriteStateUnknown for ResolveWorkspaceWrite.
 	State     string
-	DeviceID  string
-	SizeBytes int64
+	DeviceID string
+	// OwnerEpoch is the owner epoch of the device connection the write
+	// was reserved for (0 in a record written before it was kept): when
+	// that epoch's lease is reaped, the reaper settles the write
+	// (docs/deployment.md).
+	OwnerEpoch uint64
+	SizeBytes  int64
 	SHA256    string
 	ErrorCode string
 	Reason    string
