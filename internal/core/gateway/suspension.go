@@ -139,7 +139,7 @@ func (g *Gateway) SuspendEnvironment(ctx context.Context, envID string, wait boo
 		return store.Suspension{}, err
 	}
 	initial := suspension.Table.StateName(suspension.Table.Initial)
-	a := store.Suspension{ID: newUUID(), EnvironmentID: envID, DeviceID: c.deviceID, State: initial, CreatedAt: g.cfg.Clock.Now().UTC()}
+	a := store.Suspension{ID: newUUID(), EnvironmentID: envID, DeviceID: c.deviceID, OwnerEpoch: c.epoch, State: initial, CreatedAt: g.cfg.Clock.Now().UTC()}
 	// The attempt is stored before anything is sent, so a Core that stops
 	// right after the send still knows the attempt its resume must name.
 	if err := g.cfg.Store.CreateSuspension(ctx, a); err != nil {
@@ -246,7 +246,7 @@ func (c *conn) connMoved(i *peer.Instance) {
 // reconcileSuspensions runs at start, before any connection
 // (internal/suspend).
 func (g *Gateway) reconcileSuspensions(ctx context.Context) {
-	suspend.Reconcile(ctx, g.cfg.Store, g.cfg.Clock.Now().UTC(), g.cfg.Logger)
+	suspend.Reconcile(ctx, g.cfg.Store, g.cfg.Clock.Now().UTC(), g.cfg.Logger, nil)
 }
 
 // suspended reports whether an unsettled attempt holds the Environment:
