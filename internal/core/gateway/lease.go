@@ -147,11 +147,13 @@ func (g *Gateway) leases() {
 }
 
 // LeasePass is one pass of the lease loop, run each renew interval: it
-// renews this replica's leases, fences what was lost, reaps what expired
+// renews this replica's leases, fences what was lost, reaps what expired,
+// adopts the suspension attempts older connections of its devices left,
 // and wakes the delivery of stored inputs. Tests run it directly.
 func (g *Gateway) LeasePass() {
 	g.renewLeases()
 	g.reapExpired(CauseReplicaLost)
+	g.adoptLeftOver() // suspension.go
 	g.pumpStoredInputs()
 }
 

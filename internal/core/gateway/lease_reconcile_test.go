@@ -14,6 +14,8 @@ import (
 	"github.com/agentwire/agentwire/core/store/memory"
 	"github.com/agentwire/agentwire/internal/core/gateway"
 	"github.com/agentwire/agentwire/internal/peer"
+	"github.com/agentwire/agentwire/internal/wiretest"
+	"github.com/agentwire/agentwire/wire"
 )
 
 // deadReplicaWork is what a replica that died left in the store for one
@@ -160,4 +162,51 @@ func TestReplicaRestartedAtItsURLReconcilesItsPredecessorsWrites(t *testing.T) {
 	leaveDeadReplicaWork(t, st, clock.Now(), "http://b")
 	b := newEnvStore(t, true, st, replica(clock, "http://b"))
 	assertDeadReplicaWorkReconciled(t, st, gateway.CauseCoreRestarted, b)
+}
+
+// TestADeadReplicasIdleAttemptIsRolledBackOnTheDevicesNewConnection: a
+// replica died right after storing an attempt (its quiesce perhaps sent);
+// the device reconnected to replica b at once, whose connection, going
+// live, leaves an idle attempt to the call that created it. Once the dead
+// lease expired, b's lease pass takes the attempt to uncertain, adopts it
+// on the device's connection (recording that connection's epoch) and,
+// when its answer wait passed, rolls it back there: the Environment is
+// held no longer.
+func TestADeadReplicasIdleAttemptIsRolledBackOnTheDevicesNewConnection(t *testing.T) {
+	ctx := context.Background()
+	st := memory.New()
+	clock := peer.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	b := newEnvStore(t, true, st, replica(clock, "http://b"), func(c *gateway.Config) {
+		c.Durations = map[string]time.Duration{"suspension.answer_wait": time.Second}
+	})
+	b.localSession("held", "codex")
+	now := clock.Now()
+	require.NoError(t, st.RegisterReplica(ctx, store.Replica{ID: "rep-dead", URL: "http://dead", StartedAt: now}))
+	old, err := st.AcquireLease(ctx, "dev-1", "rep-dead", now, now.Add(testTTL))
+	require.NoError(t, err)
+	require.NoError(t, st.CreateSuspension(ctx, store.Suspension{ID: "a-1", EnvironmentID: "env-held", DeviceID: "dev-1", OwnerEpoch: old, State: "idle", CreatedAt: now}))
+
+	r := b.runtime("dev-1", wiretest.Capabilities())
+	b.waitDeclared("dev-1", true)
+	clock.Advance(testTTL - time.Millisecond)
+	b.gw.LeasePass() // renews b's own lease; the dead one is still valid
+	assert.Equal(t, "idle", b.attempt("a-1").State)
+	assert.Equal(t, old, b.attempt("a-1").OwnerEpoch)
+
+	clock.Advance(time.Millisecond)
+	b.gw.LeasePass()
+	a := b.attempt("a-1")
+	assert.Equal(t, "uncertain", a.State)
+	assert.Greater(t, a.OwnerEpoch, old, "the device's new connection carries it")
+	_, ok := b.gw.SuspensionInstance(ctx, "dev-1", "a-1")
+	require.True(t, ok, "adopted on the device's connection")
+
+	clock.Advance(time.Second)
+	rid, rb := r.resume()
+	assert.True(t, rb.Rollback)
+	assert.Equal(t, "a-1", rb.SuspendID)
+	yes := true
+	r.send(rid, wire.EnvironmentResumed{EnvironmentID: envUUID, SuspendID: "a-1", Accepted: &yes})
+	require.Eventually(t, func() bool { return b.attempt("a-1").Settled }, 10*time.Second, time.Millisecond)
+	assert.Equal(t, "resumed", b.attempt("a-1").State)
 }
