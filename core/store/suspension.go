@@ -20,10 +20,10 @@ type Suspension struct {
 	// When that epoch's lease is reaped, the reaper reconciles the attempt.
 	OwnerEpoch uint64
 	State      string
-	Settled   bool
-	ErrorCode string
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	Settled    bool
+	ErrorCode  string
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
 }
 
 // Initialization is the last initialization outcome Core saw for an
