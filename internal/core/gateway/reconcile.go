@@ -121,7 +121,11 @@ func (g *Gateway) reconcileTurn(ctx context.Context, t store.Turn, now time.Time
 // touched: a newer connection of the device, on a live replica, carries
 // its own writes, and the attempts it adopted are recorded under its
 // epoch (suspend.Book.adopt). The reap is one conditional write, so this
-// runs once per lease across the replicas.
+// runs once per lease across the replicas. A replica that is alive but
+// could not reach the store for a TTL may still run such a write: it
+// records the commit attempt with a write conditional on the state it
+// last stored before commit may leave (internal/write), so once the
+// reaper moved the write, commit is never sent.
 //
 // decision: the protocol says nothing of Cores sharing a store; a write
 // whose sender is gone is settled as after a Core restart
