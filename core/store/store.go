@@ -175,6 +175,12 @@ type Store interface {
 	// the attempt is settled when m.Settles. It keeps code when non-empty;
 	// ErrStale when the attempt is settled or not in m.From.
 	TransitionSuspension(ctx context.Context, m Move, code string) error
+	// AdoptSuspension records that the device connection of owner epoch
+	// epoch carries attempt id now (its OwnerEpoch), one write conditional
+	// on the attempt being unsettled in state; ErrStale otherwise,
+	// ErrNotFound without such an attempt. Neither the state nor
+	// UpdatedAt changes (a restored attempt's timers run from UpdatedAt).
+	AdoptSuspension(ctx context.Context, id, state string, epoch uint64) error
 	// LatestSuspension returns the Environment's newest attempt.
 	LatestSuspension(ctx context.Context, environmentID string) (Suspension, error)
 	// OpenSuspensions lists every unsettled attempt, oldest first.

@@ -13,12 +13,17 @@ type Suspension struct {
 	EnvironmentID string
 	// DeviceID is the Runtime device the attempt was sent to; its resume
 	// goes to that device, on whichever connection it has then.
-	DeviceID  string
-	State     string
-	Settled   bool
-	ErrorCode string
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	DeviceID string
+	// OwnerEpoch is the owner epoch of the device connection that carries
+	// the attempt: the one it was sent on, or the one that adopted it
+	// since (AdoptSuspension); 0 in a record written before it was kept.
+	// When that epoch's lease is reaped, the reaper reconciles the attempt.
+	OwnerEpoch uint64
+	State      string
+	Settled    bool
+	ErrorCode  string
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
 }
 
 // Initialization is the last initialization outcome Core saw for an

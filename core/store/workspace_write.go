@@ -34,12 +34,17 @@ type WriteDetail struct {
 	// State is the workspace_write machine's state the write was last
 	// recorded in (fsm/workspace_write); the store never interprets it
 	// except WriteStateUnknown for ResolveWorkspaceWrite.
-	State     string
-	DeviceID  string
-	SizeBytes int64
-	SHA256    string
-	ErrorCode string
-	Reason    string
+	State    string
+	DeviceID string
+	// OwnerEpoch is the owner epoch of the device connection the write
+	// was reserved for (0 in a record written before it was kept): when
+	// that epoch's lease is reaped, the reaper settles the write
+	// (docs/deployment.md).
+	OwnerEpoch uint64
+	SizeBytes  int64
+	SHA256     string
+	ErrorCode  string
+	Reason     string
 	// Resolution and Note are an operator's answer to an unknown write.
 	Resolution string
 	Note       string

@@ -79,6 +79,24 @@ func (s *Store) TransitionSuspension(ctx context.Context, mv store.Move, code st
 	return nil
 }
 
+func (s *Store) AdoptSuspension(ctx context.Context, id, state string, epoch uint64) error {
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	m := s.susp()
+	x, ok := m[id]
+	if !ok {
+		return store.ErrNotFound
+	}
+	if x.Settled || x.State != state {
+		return store.ErrStale
+	}
+	x.OwnerEpoch = epoch
+	m[id] = x
+	return nil
+}
+
 func (s *Store) LatestSuspension(ctx context.Context, environmentID string) (store.Suspension, error) {
 	if err := s.lock(ctx); err != nil {
 		return store.Suspension{}, err

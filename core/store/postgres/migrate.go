@@ -225,6 +225,13 @@ CREATE INDEX leases_open ON leases(replica_id) WHERE NOT ended;
 CREATE INDEX leases_expiring ON leases(expires) WHERE NOT ended;
 CREATE INDEX turns_active_session ON turns(session_id) WHERE state IN ('claimed', 'cancelling', 'starting', 'running');
 `,
+	// 3: the owner epoch of the connection a workspace write was reserved
+	// for and of the one carrying a suspension attempt, so that the
+	// replica reaping that epoch's lease reconciles them; 0 in older rows.
+	`
+ALTER TABLE workspace_writes ADD COLUMN owner_epoch bigint NOT NULL DEFAULT 0;
+ALTER TABLE suspensions ADD COLUMN owner_epoch bigint NOT NULL DEFAULT 0;
+`,
 }
 
 // SchemaVersion is the version a fully migrated database has.

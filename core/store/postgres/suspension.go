@@ -18,17 +18,17 @@ func (s *Store) CreateSuspension(ctx context.Context, x store.Suspension) error 
 	if x.UpdatedAt.IsZero() {
 		x.UpdatedAt = x.CreatedAt
 	}
-	_, err := s.exec(ctx, "creating suspension attempt "+x.ID, `INSERT INTO suspensions(id, environment_id, device_id, state, settled, error_code, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-		x.ID, x.EnvironmentID, x.DeviceID, x.State, x.Settled, x.ErrorCode, ts(x.CreatedAt), ts(x.UpdatedAt))
+	_, err := s.exec(ctx, "creating suspension attempt "+x.ID, `INSERT INTO suspensions(id, environment_id, device_id, owner_epoch, state, settled, error_code, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		x.ID, x.EnvironmentID, x.DeviceID, x.OwnerEpoch, x.State, x.Settled, x.ErrorCode, ts(x.CreatedAt), ts(x.UpdatedAt))
 	return err
 }
 
-const suspensionCols = `id, environment_id, device_id, state, settled, error_code, created_at, updated_at`
+const suspensionCols = `id, environment_id, device_id, state, settled, error_code, created_at, updated_at, owner_epoch`
 
 func scanSuspension(r scanner) (store.Suspension, error) {
 	var x store.Suspension
-	err := r.Scan(&x.ID, &x.EnvironmentID, &x.DeviceID, &x.State, &x.Settled, &x.ErrorCode, at(&x.CreatedAt), at(&x.UpdatedAt))
+	err := r.Scan(&x.ID, &x.EnvironmentID, &x.DeviceID, &x.State, &x.Settled, &x.ErrorCode, at(&x.CreatedAt), at(&x.UpdatedAt), &x.OwnerEpoch)
 	return x, err
 }
 
@@ -48,6 +48,11 @@ func (s *Store) TransitionSuspension(ctx context.Context, mv store.Move, code st
 		`UPDATE suspensions SET state = $1, settled = $2, error_code = CASE WHEN $3 = '' THEN error_code ELSE $3 END, updated_at = $4
 		 WHERE id = $5 AND NOT settled AND state = $6`,
 		mv.To, mv.Settles(), code, ts(mv.At), mv.Key, mv.From)
+}
+
+func (s *Store) AdoptSuspension(ctx context.Context, id, state string, epoch uint64) error {
+	return s.conditional(ctx, "recording the connection that carries suspension attempt "+id, "suspensions", "id", id,
+		`UPDATE suspensions SET owner_epoch = $1 WHERE id = $2 AND NOT settled AND state = $3`, epoch, id, state)
 }
 
 func (s *Store) LatestSuspension(ctx context.Context, environmentID string) (store.Suspension, error) {

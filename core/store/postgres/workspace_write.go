@@ -16,9 +16,9 @@ func (s *Store) ReserveWorkspaceWrite(ctx context.Context, w store.WorkspaceWrit
 	if err := (store.Move{Machine: workspace_write.Name, Key: w.MutationID, To: w.State}).Validate(); err != nil {
 		return err
 	}
-	_, err := s.exec(ctx, "reserving workspace write "+w.MutationID, `INSERT INTO workspace_writes(mutation_id, session_id, path, created_at, state, device_id, size_bytes, sha256)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-		w.MutationID, w.SessionID, w.Path, ts(w.CreatedAt), w.State, w.DeviceID, w.SizeBytes, w.SHA256)
+	_, err := s.exec(ctx, "reserving workspace write "+w.MutationID, `INSERT INTO workspace_writes(mutation_id, session_id, path, created_at, state, device_id, owner_epoch, size_bytes, sha256)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		w.MutationID, w.SessionID, w.Path, ts(w.CreatedAt), w.State, w.DeviceID, w.OwnerEpoch, w.SizeBytes, w.SHA256)
 	return err
 }
 
@@ -57,12 +57,12 @@ func (s *Store) ResolveWorkspaceWrite(ctx context.Context, mutationID, resolutio
 		store.WriteResolved, resolution, note, ts(at), mutationID, store.WriteStateUnknown)
 }
 
-const writeCols = `mutation_id, session_id, path, outcome, created_at, settled_at, state, device_id, size_bytes, sha256, error_code, reason, resolution, note`
+const writeCols = `mutation_id, session_id, path, outcome, created_at, settled_at, state, device_id, size_bytes, sha256, error_code, reason, resolution, note, owner_epoch`
 
 func scanWrite(r scanner) (store.WorkspaceWrite, error) {
 	var w store.WorkspaceWrite
 	err := r.Scan(&w.MutationID, &w.SessionID, &w.Path, &w.Outcome, at(&w.CreatedAt), at(&w.SettledAt), &w.State, &w.DeviceID, &w.SizeBytes, &w.SHA256,
-		&w.ErrorCode, &w.Reason, &w.Resolution, &w.Note)
+		&w.ErrorCode, &w.Reason, &w.Resolution, &w.Note, &w.OwnerEpoch)
 	return w, err
 }
 

@@ -148,3 +148,26 @@ INSERT INTO environments(id, project, type, binding, created_at) VALUES ('env-ol
 	assert.Equal(t, "alpha", d.Project)
 	assert.ErrorIs(t, s.AssignDevice(ctx, "dev-old", "beta", storetest.T0), store.ErrConflict, "and it never changes hands")
 }
+
+// A write and a suspension attempt stored before the owner epoch was kept
+// (schema 11) read epoch 0, which no lease has: no replica's reaper
+// settles them by mistake.
+func TestOwnerEpochMigrationReadsOldRowsAsZero(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	require.NoError(t, sqlite.CreateAtVersion(ctx, dir, 11, `
+INSERT INTO workspace_writes(mutation_id, session_id, path, created_at, state, device_id) VALUES ('m-old', 'ses', 'a.txt', 1, 'committing', 'dev');
+INSERT INTO suspensions(id, environment_id, device_id, state, settled, created_at, updated_at) VALUES ('s-old', 'env', 'dev', 'quiescing', 0, 1, 1);`))
+	s, err := sqlite.Open(ctx, dir)
+	require.NoError(t, err)
+	defer s.Close()
+
+	w, err := s.GetWorkspaceWrite(ctx, "m-old")
+	require.NoError(t, err)
+	assert.Zero(t, w.OwnerEpoch)
+	assert.Equal(t, "committing", w.State, "the rest of the record is kept")
+	a, err := s.GetSuspension(ctx, "s-old")
+	require.NoError(t, err)
+	assert.Zero(t, a.OwnerEpoch)
+	assert.Equal(t, "quiescing", a.State)
+}

@@ -19,18 +19,18 @@ func (s *Store) CreateSuspension(ctx context.Context, x store.Suspension) error 
 	if x.UpdatedAt.IsZero() {
 		x.UpdatedAt = x.CreatedAt
 	}
-	_, err := s.exec(ctx, `INSERT INTO suspensions(id, environment_id, device_id, state, settled, error_code, created_at, updated_at)
-		VALUES (?,?,?,?,?,?,?,?)`,
-		x.ID, x.EnvironmentID, x.DeviceID, x.State, x.Settled, x.ErrorCode, ms(x.CreatedAt), ms(x.UpdatedAt))
+	_, err := s.exec(ctx, `INSERT INTO suspensions(id, environment_id, device_id, owner_epoch, state, settled, error_code, created_at, updated_at)
+		VALUES (?,?,?,?,?,?,?,?,?)`,
+		x.ID, x.EnvironmentID, x.DeviceID, x.OwnerEpoch, x.State, x.Settled, x.ErrorCode, ms(x.CreatedAt), ms(x.UpdatedAt))
 	return err
 }
 
-const suspensionCols = `id, environment_id, device_id, state, settled, error_code, created_at, updated_at`
+const suspensionCols = `id, environment_id, device_id, state, settled, error_code, created_at, updated_at, owner_epoch`
 
 func scanSuspension(r scanner) (store.Suspension, error) {
 	var x store.Suspension
 	var created, updated int64
-	err := r.Scan(&x.ID, &x.EnvironmentID, &x.DeviceID, &x.State, &x.Settled, &x.ErrorCode, &created, &updated)
+	err := r.Scan(&x.ID, &x.EnvironmentID, &x.DeviceID, &x.State, &x.Settled, &x.ErrorCode, &created, &updated, &x.OwnerEpoch)
 	x.CreatedAt, x.UpdatedAt = fromMS(created), fromMS(updated)
 	return x, err
 }
@@ -52,6 +52,11 @@ func (s *Store) TransitionSuspension(ctx context.Context, mv store.Move, code st
 		`UPDATE suspensions SET state = ?, settled = ?, error_code = CASE WHEN ? = '' THEN error_code ELSE ? END, updated_at = ?
 		 WHERE id = ? AND settled = 0 AND state = ?`,
 		to, settled, code, code, ms(at), id, from)
+}
+
+func (s *Store) AdoptSuspension(ctx context.Context, id, state string, epoch uint64) error {
+	return s.conditional(ctx, "suspensions", "id", id,
+		`UPDATE suspensions SET owner_epoch = ? WHERE id = ? AND settled = 0 AND state = ?`, epoch, id, state)
 }
 
 func (s *Store) LatestSuspension(ctx context.Context, environmentID string) (store.Suspension, error) {

@@ -17,9 +17,9 @@ func (s *Store) ReserveWorkspaceWrite(ctx context.Context, w store.WorkspaceWrit
 	if err := (store.Move{Machine: workspace_write.Name, Key: w.MutationID, To: w.State}).Validate(); err != nil {
 		return err
 	}
-	_, err := s.exec(ctx, `INSERT INTO workspace_writes(mutation_id, session_id, path, created_at, state, device_id, size_bytes, sha256)
-		VALUES (?,?,?,?,?,?,?,?)`,
-		w.MutationID, w.SessionID, w.Path, ms(w.CreatedAt), w.State, w.DeviceID, w.SizeBytes, w.SHA256)
+	_, err := s.exec(ctx, `INSERT INTO workspace_writes(mutation_id, session_id, path, created_at, state, device_id, owner_epoch, size_bytes, sha256)
+		VALUES (?,?,?,?,?,?,?,?,?)`,
+		w.MutationID, w.SessionID, w.Path, ms(w.CreatedAt), w.State, w.DeviceID, w.OwnerEpoch, w.SizeBytes, w.SHA256)
 	return err
 }
 
@@ -59,13 +59,13 @@ func (s *Store) ResolveWorkspaceWrite(ctx context.Context, mutationID, resolutio
 		store.WriteResolved, resolution, note, ms(at), mutationID, store.WriteStateUnknown)
 }
 
-const writeCols = `mutation_id, session_id, path, outcome, created_at, settled_at, state, device_id, size_bytes, sha256, error_code, reason, resolution, note`
+const writeCols = `mutation_id, session_id, path, outcome, created_at, settled_at, state, device_id, size_bytes, sha256, error_code, reason, resolution, note, owner_epoch`
 
 func scanWrite(r scanner) (store.WorkspaceWrite, error) {
 	var w store.WorkspaceWrite
 	var created, settled int64
 	err := r.Scan(&w.MutationID, &w.SessionID, &w.Path, &w.Outcome, &created, &settled, &w.State, &w.DeviceID, &w.SizeBytes, &w.SHA256,
-		&w.ErrorCode, &w.Reason, &w.Resolution, &w.Note)
+		&w.ErrorCode, &w.Reason, &w.Resolution, &w.Note, &w.OwnerEpoch)
 	w.CreatedAt, w.SettledAt = fromMS(created), fromMS(settled)
 	return w, err
 }

@@ -286,6 +286,13 @@ func (f *Failing) CreateSuspension(ctx context.Context, s store.Suspension) erro
 	return f.Store.CreateSuspension(ctx, s)
 }
 
+func (f *Failing) AdoptSuspension(ctx context.Context, id, state string, epoch uint64) error {
+	if err := f.check("AdoptSuspension"); err != nil {
+		return err
+	}
+	return f.Store.AdoptSuspension(ctx, id, state, epoch)
+}
+
 func (f *Failing) TransitionSuspension(ctx context.Context, m store.Move, code string) error {
 	if err := f.check("TransitionSuspension"); err != nil {
 		return err

@@ -17,7 +17,7 @@ import (
 // own test) and are listed and found by Environment.
 func testSuspensions(t *testing.T, s store.Store) {
 	seed(t, s, 0)
-	a := store.Suspension{ID: "s-1", EnvironmentID: "env", DeviceID: "dev", State: "idle", CreatedAt: T0}
+	a := store.Suspension{ID: "s-1", EnvironmentID: "env", DeviceID: "dev", OwnerEpoch: 3, State: "idle", CreatedAt: T0}
 	require.NoError(t, s.CreateSuspension(ctx, a))
 	assert.ErrorIs(t, s.CreateSuspension(ctx, a), store.ErrConflict, "same ID")
 	b := store.Suspension{ID: "s-2", EnvironmentID: "env", DeviceID: "dev", State: "idle", CreatedAt: T0.Add(time.Second)}
@@ -26,6 +26,7 @@ func testSuspensions(t *testing.T, s store.Store) {
 	got, err := s.GetSuspension(ctx, "s-1")
 	require.NoError(t, err)
 	assert.Equal(t, a.EnvironmentID, got.EnvironmentID)
+	assert.Equal(t, uint64(3), got.OwnerEpoch)
 	assert.Equal(t, "idle", got.State)
 	assert.False(t, got.Settled)
 	assert.Equal(t, T0, got.UpdatedAt)
@@ -33,6 +34,16 @@ func testSuspensions(t *testing.T, s store.Store) {
 	assert.ErrorIs(t, err, store.ErrNotFound)
 
 	require.NoError(t, s.TransitionSuspension(ctx, store.Move{Machine: "suspension", Key: "s-1", From: "idle", To: "quiescing", At: T0.Add(time.Millisecond)}, ""))
+	// A newer connection adopts it: only the owner epoch changes, and
+	// only from the state its writer read.
+	assert.ErrorIs(t, s.AdoptSuspension(ctx, "s-1", "idle", 4), store.ErrStale, "not in the expected state")
+	assert.ErrorIs(t, s.AdoptSuspension(ctx, "nope", "quiescing", 4), store.ErrNotFound)
+	require.NoError(t, s.AdoptSuspension(ctx, "s-1", "quiescing", 4))
+	got, err = s.GetSuspension(ctx, "s-1")
+	require.NoError(t, err)
+	assert.Equal(t, uint64(4), got.OwnerEpoch)
+	assert.Equal(t, "quiescing", got.State)
+	assert.Equal(t, T0.Add(time.Millisecond), got.UpdatedAt, "adoption dates nothing: the restored timers run from the last move")
 	assert.ErrorIs(t, s.TransitionSuspension(ctx, store.Move{Machine: "suspension", Key: "s-1", From: "idle", To: "suspended", At: T0}, ""), store.ErrStale, "not in the expected state")
 	assert.ErrorIs(t, s.TransitionSuspension(ctx, store.Move{Machine: "suspension", Key: "nope", From: "idle", To: "quiescing", At: T0}, ""), store.ErrNotFound)
 	require.NoError(t, s.TransitionSuspension(ctx, store.Move{Machine: "suspension", Key: "s-1", From: "quiescing", To: "quiesce_refused", At: T0.Add(2 * time.Millisecond)}, "resource_busy"))
@@ -54,6 +65,7 @@ func testSuspensions(t *testing.T, s store.Store) {
 	assert.True(t, got.Settled)
 	assert.Equal(t, "resource_busy", got.ErrorCode)
 	assert.Equal(t, T0.Add(2*time.Millisecond), got.UpdatedAt)
+	assert.ErrorIs(t, s.AdoptSuspension(ctx, "s-1", "quiesce_refused", 5), store.ErrStale, "a settled attempt is carried by no connection")
 
 	// Settled: a new attempt may open; an empty code keeps the old one.
 	require.NoError(t, s.CreateSuspension(ctx, b))
@@ -67,6 +79,7 @@ func testSuspensions(t *testing.T, s store.Store) {
 	require.NoError(t, err)
 	require.Len(t, open, 1)
 	assert.Equal(t, "s-2", open[0].ID)
+	assert.Zero(t, open[0].OwnerEpoch, "an attempt created without an owner epoch reads 0")
 }
 
 // Concurrent writers that expect the same state: exactly one moves the

@@ -17,7 +17,7 @@ import (
 func testWorkspaceWriteStates(t *testing.T, s store.Store) {
 	seed(t, s, 0)
 	w := store.WorkspaceWrite{MutationID: "m1", SessionID: "ses", Path: "a.txt", CreatedAt: T0,
-		WriteDetail: store.WriteDetail{State: "beginning", DeviceID: "dev", SizeBytes: 5, SHA256: "ab"}}
+		WriteDetail: store.WriteDetail{State: "beginning", DeviceID: "dev", OwnerEpoch: 7, SizeBytes: 5, SHA256: "ab"}}
 	require.NoError(t, s.ReserveWorkspaceWrite(ctx, w))
 	got, err := s.UnsettledWorkspaceWrite(ctx, "ses")
 	require.NoError(t, err)
@@ -38,6 +38,7 @@ func testWorkspaceWriteStates(t *testing.T, s store.Store) {
 	assert.Equal(t, store.WriteStateUnknown, open[0].State)
 	assert.Equal(t, "write_unconfirmed", open[0].ErrorCode)
 	assert.Empty(t, open[0].Outcome, "an unknown write keeps its owner")
+	assert.Equal(t, uint64(7), open[0].OwnerEpoch, "the reservation's owner epoch outlives its moves")
 	assert.ErrorIs(t, s.ReserveWorkspaceWrite(ctx, store.WorkspaceWrite{MutationID: "m2", SessionID: "ses", CreatedAt: T0, WriteDetail: store.WriteDetail{State: "beginning"}}), store.ErrConflict,
 		"a successor waits while the outcome is unknown")
 

@@ -147,11 +147,13 @@ func (g *Gateway) leases() {
 }
 
 // LeasePass is one pass of the lease loop, run each renew interval: it
-// renews this replica's leases, fences what was lost, reaps what expired
+// renews this replica's leases, fences what was lost, reaps what expired,
+// adopts the suspension attempts older connections of its devices left,
 // and wakes the delivery of stored inputs. Tests run it directly.
 func (g *Gateway) LeasePass() {
 	g.renewLeases()
 	g.reapExpired(CauseReplicaLost)
+	g.adoptLeftOver() // suspension.go
 	g.pumpStoredInputs()
 }
 
@@ -199,8 +201,11 @@ func (g *Gateway) renewLeases() {
 }
 
 // reapExpired ends each expired lease (one conditional write, so of the
-// replicas that see it expire exactly one reaps it) and reconciles the
-// Turns claimed under it.
+// replicas that see it expire exactly one reaps it) and reconciles what
+// ran under it: the Turns claimed, the workspace writes reserved and the
+// suspension attempts carried under that epoch (reconcileLease). The
+// leases a restarted replica retired (RetireReplicas) expire at once, so
+// its reconcile reaps and reconciles them here too.
 func (g *Gateway) reapExpired(cause string) {
 	ctx, cancel := context.WithTimeout(g.stores, 30*time.Second)
 	defer cancel()
@@ -242,9 +247,13 @@ func (g *Gateway) reapExpired(cause string) {
 				n++
 			}
 		}
+		g.reconcileLease(ctx, l, now, cause)
 		g.cfg.Logger.Info("gateway: reaped an expired device lease", "device_id", l.DeviceID, "epoch", l.Epoch, "holder", l.ReplicaID, "turns", n)
 	}
 	g.placementChanged()
+	// A released write frees its Session's Turns; a settled attempt, its
+	// Environment.
+	g.kick()
 }
 
 // pumpStoredInputs wakes the input delivery of every Turn this replica

@@ -46,7 +46,8 @@ func (c *conn) initParts() {
 	c.questions = interaction.New(interHost{c}, hookStore{g.cfg.Store, c})
 	c.inputs = input.New(inputHost{c}, hookStore{g.cfg.Store, c})
 	base := link.Conn{Clock: g.cfg.Clock, Log: c.log, StoreCtx: c.storeCtx, Released: g.kick}
-	c.susp = suspend.NewBook(suspend.Deps{Conn: base, Store: g.cfg.Store, Durations: g.cfg.Durations})
+	c.susp = suspend.NewBook(suspend.Deps{Conn: base, Store: g.cfg.Store, Durations: g.cfg.Durations,
+		Epoch: func() uint64 { return c.epoch }})
 	c.writes = write.NewBook(write.Deps{Conn: base, Store: g.cfg.Store})
 }
 

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/agentwire/agentwire/core/store"
+	"github.com/agentwire/agentwire/internal/core/gateway/internal/suspend"
+	"github.com/agentwire/agentwire/internal/core/gateway/internal/write"
 	"github.com/agentwire/agentwire/internal/core/turn"
 )
 
@@ -32,7 +34,8 @@ const CauseCoreRestarted = "core_restarted"
 // suspension left open (those of a store written before leases existed
 // included). A replica sharing the store retires only the earlier
 // processes at its own URL (it replaced them) and reaps the leases that
-// expired; the leases, Turns and writes of live replicas are theirs
+// expired, reconciling the Turns, writes and suspension attempts of each
+// (reapExpired); the leases, Turns and writes of live replicas are theirs
 // (lease.go).
 func (g *Gateway) reconcile() {
 	ctx, cancel := context.WithTimeout(g.stores, 30*time.Second)
@@ -107,6 +110,35 @@ func (g *Gateway) reconcileTurn(ctx context.Context, t store.Turn, now time.Time
 		msg = "gateway: reconciled a Turn of a replica whose device lease expired"
 	}
 	g.cfg.Logger.Info(msg, "turn_id", t.ID, "run_id", t.RunID, "from", st.Move.From, "to", st.Move.To, "cause", cause)
+}
+
+// reconcileLease settles the open workspace writes reserved, and the
+// open suspension attempts carried, on the connection of reaped lease l,
+// as a Core that owns its store alone settles every one at start
+// (reconcileWrites, reconcileSuspensions): that connection is gone with
+// its replica, so the workspace_write machine's process_exit and the
+// suspension machine's connection_lost decide. Only that epoch's are
+// touched: a newer connection of the device, on a live replica, carries
+// its own writes, and the attempts it adopted are recorded under its
+// epoch (suspend.Book.adopt). The reap is one conditional write, so this
+// runs once per lease across the replicas. A replica that is alive but
+// could not reach the store for a TTL may still run such a write: it
+// records the commit attempt with a write conditional on the state it
+// last stored before commit may leave (internal/write), so once the
+// reaper moved the write, commit is never sent.
+//
+// decision: the protocol says nothing of Cores sharing a store; a write
+// whose sender is gone is settled as after a Core restart
+// (daemon-protocol.txt:185: once commit may have left, the outcome is
+// unknown and only an operator releases it), with cause as its reason.
+func (g *Gateway) reconcileLease(ctx context.Context, l store.Lease, now time.Time, cause string) {
+	now = now.UTC()
+	write.Reconcile(ctx, g.cfg.Store, now, g.cfg.Logger, cause, func(w store.WorkspaceWrite) bool {
+		return w.DeviceID == l.DeviceID && w.OwnerEpoch == l.Epoch
+	})
+	suspend.Reconcile(ctx, g.cfg.Store, now, g.cfg.Logger, func(a store.Suspension) bool {
+		return a.DeviceID == l.DeviceID && a.OwnerEpoch == l.Epoch
+	})
 }
 
 // cancelRequested reports whether the running Turn's journal records a

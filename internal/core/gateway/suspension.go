@@ -139,7 +139,7 @@ func (g *Gateway) SuspendEnvironment(ctx context.Context, envID string, wait boo
 		return store.Suspension{}, err
 	}
 	initial := suspension.Table.StateName(suspension.Table.Initial)
-	a := store.Suspension{ID: newUUID(), EnvironmentID: envID, DeviceID: c.deviceID, State: initial, CreatedAt: g.cfg.Clock.Now().UTC()}
+	a := store.Suspension{ID: newUUID(), EnvironmentID: envID, DeviceID: c.deviceID, OwnerEpoch: c.epoch, State: initial, CreatedAt: g.cfg.Clock.Now().UTC()}
 	// The attempt is stored before anything is sent, so a Core that stops
 	// right after the send still knows the attempt its resume must name.
 	if err := g.cfg.Store.CreateSuspension(ctx, a); err != nil {
@@ -243,10 +243,59 @@ func (c *conn) connMoved(i *peer.Instance) {
 	}()
 }
 
+// adoptLeftOver runs each lease pass: every connection of this replica
+// that is live adopts the open attempts of its device that an older
+// connection's epoch still carries in the store.
+//
+// decision: a connection adopts its device's open attempts once, when it
+// goes live (connMoved). An attempt that was idle then, or whose older
+// connection's replica had died and not yet been reaped, is taken to
+// uncertain later, by the replica that reaps that lease
+// (reconcileLease), possibly another one; unless a connection adopts it,
+// its answer_wait never runs and it holds its Environment until the
+// device's next connection. Looking again each pass bounds that by the
+// renew interval; an attempt the connection carries already, or that is
+// still idle, is left as adoptOpen leaves it.
+func (g *Gateway) adoptLeftOver() {
+	ctx, cancel := g.storeCtx()
+	open, err := g.cfg.Store.OpenSuspensions(ctx)
+	cancel()
+	if err != nil {
+		g.cfg.Logger.Warn("gateway: open suspension attempts", "err", err)
+		return
+	}
+	initial := suspension.Table.StateName(suspension.Table.Initial)
+	done := map[string]bool{} // adoptOpen adopts all of a device's at once
+	for _, a := range open {
+		if a.State == initial || done[a.DeviceID] {
+			continue
+		}
+		g.mu.Lock()
+		c := g.conns[a.DeviceID]
+		g.mu.Unlock()
+		if c == nil || c.epoch == a.OwnerEpoch {
+			continue
+		}
+		if _, live := c.snapshot(); !live || !g.leaseHeld(c) {
+			continue // connMoved adopts once it is live
+		}
+		c.mu.Lock()
+		pc := c.pc
+		c.mu.Unlock()
+		if pc == nil {
+			continue
+		}
+		done[a.DeviceID] = true
+		ctx, cancel := g.storeCtx()
+		_ = pc.Do(ctx, func(d *peer.Driver) { g.adoptOpen(c, d) })
+		cancel()
+	}
+}
+
 // reconcileSuspensions runs at start, before any connection
 // (internal/suspend).
 func (g *Gateway) reconcileSuspensions(ctx context.Context) {
-	suspend.Reconcile(ctx, g.cfg.Store, g.cfg.Clock.Now().UTC(), g.cfg.Logger)
+	suspend.Reconcile(ctx, g.cfg.Store, g.cfg.Clock.Now().UTC(), g.cfg.Logger, nil)
 }
 
 // suspended reports whether an unsettled attempt holds the Environment:

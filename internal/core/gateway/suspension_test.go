@@ -544,6 +544,7 @@ func TestLostAttemptIsRolledBackOnTheNextConnection(t *testing.T) {
 
 	a, err := e.gw.SuspendEnvironment(ctx, "env-lost", false)
 	require.NoError(t, err)
+	assert.Equal(t, uint64(1), a.OwnerEpoch, "stored with the connection it is sent on")
 	_, q := r.quiesce()
 	lostAt := e.clock.Now().UTC()
 	require.NoError(t, r.ws.CloseNow())
@@ -560,6 +561,7 @@ func TestLostAttemptIsRolledBackOnTheNextConnection(t *testing.T) {
 	}, 10*time.Second, time.Millisecond, "the live connection adopts the open attempt")
 	assert.Equal(t, "uncertain", saved.State)
 	assert.Equal(t, map[string]time.Time{"answer_wait": lostAt.Add(30 * time.Second)}, utc(saved.Deadlines), "the 10 s that remain, not a fresh 30 s")
+	assert.Equal(t, uint64(2), e.attempt(a.ID).OwnerEpoch, "the connection that adopted it carries it now: the reaper of epoch 1 leaves it alone")
 
 	e.clock.Advance(10 * time.Second)
 	rid, rb := r.resume()

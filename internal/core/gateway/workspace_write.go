@@ -146,7 +146,7 @@ func (g *Gateway) WriteWorkspace(ctx context.Context, sessionID, path string, bo
 	// anything is sent (daemon-protocol.txt:185).
 	first := workspace_write.StateBeginning.String()
 	err = g.cfg.Store.ReserveWorkspaceWrite(ctx, store.WorkspaceWrite{MutationID: id, SessionID: sessionID, Path: path,
-		CreatedAt: g.cfg.Clock.Now().UTC(), WriteDetail: store.WriteDetail{State: first, DeviceID: c.deviceID, SizeBytes: size, SHA256: begin.SHA256}})
+		CreatedAt: g.cfg.Clock.Now().UTC(), WriteDetail: store.WriteDetail{State: first, DeviceID: c.deviceID, OwnerEpoch: c.epoch, SizeBytes: size, SHA256: begin.SHA256}})
 	if err != nil {
 		g.dropWriteHold(sessionID)
 		if errors.Is(err, store.ErrConflict) {

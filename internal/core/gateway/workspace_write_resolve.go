@@ -12,7 +12,7 @@ import (
 // reconcileWrites settles the writes an earlier Core process left held
 // (internal/write).
 func (g *Gateway) reconcileWrites(ctx context.Context) {
-	write.Reconcile(ctx, g.cfg.Store, g.cfg.Clock.Now().UTC(), g.cfg.Logger)
+	write.Reconcile(ctx, g.cfg.Store, g.cfg.Clock.Now().UTC(), g.cfg.Logger, CauseCoreRestarted, nil)
 }
 
 // ResolveWrite records an operator's resolution of a write whose outcome

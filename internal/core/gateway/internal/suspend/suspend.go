@@ -55,6 +55,7 @@ func (e *Refused) Error() string { return "gateway: suspension: " + e.Detail }
 type Store interface {
 	GetSuspension(ctx context.Context, id string) (store.Suspension, error)
 	TransitionSuspension(ctx context.Context, m store.Move, code string) error
+	AdoptSuspension(ctx context.Context, id, state string, epoch uint64) error
 	OpenSuspensions(ctx context.Context) ([]store.Suspension, error)
 }
 
@@ -66,6 +67,9 @@ type Deps struct {
 	// Durations overrides policy timers, keyed "machine.timer" (as
 	// peer.Config.Durations), for a restored attempt's deadlines.
 	Durations map[string]time.Duration
+	// Epoch is the connection's owner epoch, recorded on each attempt it
+	// adopts (the one it creates is stored with it by the gateway).
+	Epoch func() uint64
 }
 
 // Move is the store's move of attempt id from one state of the
@@ -202,24 +206,9 @@ func (b *Book) adopt(d *peer.Driver, a store.Suspension, wireEnv string) (*rec, 
 			return r, nil
 		}
 	}
-	// Where the table takes this state when its connection is lost.
-	to, err := LostState(a.State, suspension.EventConnectionLost)
+	a, to, since, err := b.carry(a)
 	if err != nil {
-		return nil, fmt.Errorf("gateway: suspension attempt %s: %w", a.ID, err)
-	}
-	// The state's timers run from the move into it, which the store
-	// dates: a restored attempt keeps the time its wait has left.
-	since := a.UpdatedAt
-	if since.IsZero() {
-		since = a.CreatedAt
-	}
-	if to != a.State {
-		since = b.deps.Clock.Now().UTC()
-		ctx, cancel := b.deps.StoreCtx()
-		defer cancel()
-		if err := b.deps.Store.TransitionSuspension(ctx, Move(a.ID, a.State, to, since), ""); err != nil {
-			return nil, fmt.Errorf("gateway: suspension attempt %s moved meanwhile: %w", a.ID, err)
-		}
+		return nil, err
 	}
 	saved, err := b.saved(a.ID, to, since)
 	if err != nil {
@@ -234,6 +223,65 @@ func (b *Book) adopt(d *peer.Driver, a store.Suspension, wireEnv string) (*rec, 
 	b.mu.Unlock()
 	b.deps.Log.Info("gateway: suspension attempt restored", "suspend_id", a.ID, "stored", a.State, "restored", to)
 	return r, nil
+}
+
+// carry takes attempt a, as stored, to where the table takes it when its
+// connection is lost, and records that this connection carries it now.
+// It returns the attempt as it was read, the state it is restored in and
+// the time that state's timers run from.
+//
+// decision: another writer may move the attempt between the read and
+// these conditional writes: a replica reaping the lease of the
+// connection that carried it (which takes it to uncertain as well). The
+// attempt is then read again and carried from where it stands; an
+// attempt settled meanwhile is not restored.
+func (b *Book) carry(a store.Suspension) (store.Suspension, string, time.Time, error) {
+	ctx, cancel := b.deps.StoreCtx()
+	defer cancel()
+	for try := 0; ; try++ {
+		to, since, err := b.carryOnce(ctx, a)
+		if !errors.Is(err, store.ErrStale) || try == 2 {
+			return a, to, since, err
+		}
+		if a, err = b.deps.Store.GetSuspension(ctx, a.ID); err != nil {
+			return a, "", time.Time{}, fmt.Errorf("gateway: suspension attempt %s: reading it again: %w", a.ID, err)
+		}
+		if a.Settled {
+			return a, "", time.Time{}, fmt.Errorf("gateway: suspension attempt %s settled meanwhile (%s): %w", a.ID, a.State, store.ErrStale)
+		}
+	}
+}
+
+func (b *Book) carryOnce(ctx context.Context, a store.Suspension) (string, time.Time, error) {
+	// Where the table takes this state when its connection is lost.
+	to, err := LostState(a.State, suspension.EventConnectionLost)
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("gateway: suspension attempt %s: %w", a.ID, err)
+	}
+	// The state's timers run from the move into it, which the store
+	// dates: a restored attempt keeps the time its wait has left.
+	since := a.UpdatedAt
+	if since.IsZero() {
+		since = a.CreatedAt
+	}
+	if to != a.State {
+		since = b.deps.Clock.Now().UTC()
+		if err := b.deps.Store.TransitionSuspension(ctx, Move(a.ID, a.State, to, since), ""); err != nil {
+			return "", time.Time{}, fmt.Errorf("gateway: suspension attempt %s moved meanwhile: %w", a.ID, err)
+		}
+	}
+	// This connection carries the attempt from now on: a replica reaping
+	// the lease of the connection that carried it before reconciles only
+	// the attempts still recorded under that lease's epoch, and must not
+	// take this one back to uncertain under a rollback sent here. Until
+	// this write the attempt is in uncertain or suspended, where the
+	// table ignores connection_lost, so that reaper changes nothing.
+	if b.deps.Epoch != nil {
+		if err := b.deps.Store.AdoptSuspension(ctx, a.ID, to, b.deps.Epoch()); err != nil {
+			return "", time.Time{}, fmt.Errorf("gateway: suspension attempt %s: recording the connection that carries it: %w", a.ID, err)
+		}
+	}
+	return to, since, nil
 }
 
 // LostState is the state the table takes a stored attempt to when the
@@ -290,17 +338,19 @@ func (b *Book) saved(id, state string, since time.Time) (peer.Saved, error) {
 	return s, nil
 }
 
-// Reconcile runs at start, before any connection: the connections of an
-// earlier Core process died with it, so every attempt it left with a
-// request in flight is uncertain now, and its answer_wait runs from now
-// once the device connects.
+// Reconcile takes the open attempts that match (all when match is nil),
+// whose connection died with the Core process that carried them, to where
+// the table takes them when it is lost: every attempt with a request in
+// flight is uncertain now, and its answer_wait runs from now once the
+// device connects. A Core that owns its store alone passes every attempt
+// at start, before any connection; a replica that reaped an expired lease
+// passes the attempts that lease's connection carried (OwnerEpoch).
 //
 // decision: an attempt left idle was stored before its quiesce was sent,
 // and a Core that stopped then may have written it, so it is taken as a
 // failed send (the frame may have left) and then a lost connection: the
-// table's send_failed and connection_lost steps. Like the Turns'
-// reconciliation, this assumes one Core process per store.
-func Reconcile(ctx context.Context, st Store, now time.Time, log *slog.Logger) {
+// table's send_failed and connection_lost steps.
+func Reconcile(ctx context.Context, st Store, now time.Time, log *slog.Logger, match func(store.Suspension) bool) {
 	open, err := st.OpenSuspensions(ctx)
 	if err != nil {
 		log.Error("gateway: reconcile: open suspension attempts", "err", err)
@@ -308,6 +358,9 @@ func Reconcile(ctx context.Context, st Store, now time.Time, log *slog.Logger) {
 	}
 	initial := suspension.Table.StateName(suspension.Table.Initial)
 	for _, a := range open {
+		if match != nil && !match(a) {
+			continue
+		}
 		lost := []suspension.Event{suspension.EventConnectionLost}
 		if a.State == initial {
 			lost = []suspension.Event{suspension.EventSendFailed, suspension.EventConnectionLost}
@@ -320,7 +373,7 @@ func Reconcile(ctx context.Context, st Store, now time.Time, log *slog.Logger) {
 			log.Warn("gateway: reconcile: suspension attempt", "suspend_id", a.ID, "err", err)
 			continue
 		}
-		log.Info("gateway: reconcile: suspension attempt", "suspend_id", a.ID, "stored", a.State, "restored", to)
+		log.Info("gateway: reconcile: suspension attempt", "suspend_id", a.ID, "device_id", a.DeviceID, "owner_epoch", a.OwnerEpoch, "stored", a.State, "restored", to)
 	}
 }
 

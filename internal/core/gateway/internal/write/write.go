@@ -289,17 +289,25 @@ func (b *Book) storeState(id string, r *rec, state string, release bool) {
 	}
 }
 
-// Reconcile settles the writes an earlier Core process left held, as the
-// table says for process_exit: before a commit attempt nothing reached
-// the installer (aborted, owner released); after it the outcome is
-// unknown and the owner stays held. Nothing is resent.
-func Reconcile(ctx context.Context, st Store, now time.Time, log *slog.Logger) {
+// Reconcile settles the open writes that match (all when match is nil)
+// and whose connection is gone with the Core process that sent them, as
+// the table says for process_exit: before a commit attempt nothing
+// reached the installer (aborted, owner released); after it the outcome
+// is unknown and the owner stays held. Nothing is resent. cause is the
+// reason recorded on each write moved: a Core that owns its store alone
+// passes every write left by its predecessors at start; a replica that
+// reaped an expired lease passes the writes reserved under that lease's
+// epoch.
+func Reconcile(ctx context.Context, st Store, now time.Time, log *slog.Logger, cause string, match func(store.WorkspaceWrite) bool) {
 	open, err := st.OpenWorkspaceWrites(ctx)
 	if err != nil {
 		log.Error("gateway: reconcile: open workspace writes", "err", err)
 		return
 	}
 	for _, w := range open {
+		if match != nil && !match(w) {
+			continue
+		}
 		from, err := workspace_write.ParseState(w.State)
 		if err != nil {
 			log.Error("gateway: reconcile: workspace write in an unknown state; kept held", "mutation_id", w.MutationID, "state", w.State)
@@ -311,13 +319,13 @@ func Reconcile(ctx context.Context, st Store, now time.Time, log *slog.Logger) {
 		}
 		to := step.To()
 		release := to.Outcome() != fsm.OutcomeUnknown
-		err = st.TransitionWorkspaceWrite(ctx, Move(w.MutationID, w.State, to.String(), now), release, "", "core_restarted")
+		err = st.TransitionWorkspaceWrite(ctx, Move(w.MutationID, w.State, to.String(), now), release, "", cause)
 		if err != nil && !errors.Is(err, store.ErrStale) {
 			log.Warn("gateway: reconcile: workspace write", "mutation_id", w.MutationID, "err", err)
 			continue
 		}
-		log.Info("gateway: reconciled a workspace write left by an earlier Core process", "mutation_id", w.MutationID,
-			"from", w.State, "state", to.String(), "released", release)
+		log.Info("gateway: reconciled a workspace write whose Core process is gone", "mutation_id", w.MutationID,
+			"device_id", w.DeviceID, "owner_epoch", w.OwnerEpoch, "from", w.State, "state", to.String(), "released", release, "cause", cause)
 	}
 }
 
