@@ -172,9 +172,11 @@ func (p *pump) run(ctx context.Context, progress func(staged, total int64)) bool
 			}
 		}
 		p.mu.Unlock()
-		if progress != nil && answered > reported {
-			reported = answered
-			progress(min(int64(answered)*wire.ChunkBytes, total), total)
+		// Every answered offset is told, in order, even when several
+		// receipts arrived while the pump was encoding the next chunk.
+		for progress != nil && reported < answered {
+			reported++
+			progress(min(int64(reported)*wire.ChunkBytes, total), total)
 		}
 		if failed || p.b.end(p.r) != nil {
 			return false
