@@ -9,8 +9,6 @@ package peer_test
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,29 +23,7 @@ import (
 )
 
 // rawPair dials a loopback WebSocket and returns (server side, client side).
-func rawPair(tb testing.TB) (*websocket.Conn, *websocket.Conn) {
-	tb.Helper()
-	accepted := make(chan *websocket.Conn, 1)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, err := websocket.Accept(w, r, nil)
-		if err != nil {
-			tb.Errorf("accept: %v", err)
-			return
-		}
-		accepted <- c
-	}))
-	tb.Cleanup(srv.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, _, err := websocket.Dial(ctx, "ws"+srv.URL[len("http"):], nil)
-	require.NoError(tb, err)
-	s := <-accepted
-	tb.Cleanup(func() {
-		_ = c.CloseNow()
-		_ = s.CloseNow()
-	})
-	return s, c
-}
+var rawPair = peer.RawWebSocketPair
 
 func deltaFrame(tb testing.TB, seq uint64) []byte {
 	tb.Helper()

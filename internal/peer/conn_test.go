@@ -3,14 +3,11 @@ package peer_test
 import (
 	"context"
 	"errors"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -28,21 +25,8 @@ func transports(t *testing.T) map[string]func() (peer.Transport, peer.Transport)
 	return map[string]func() (peer.Transport, peer.Transport){
 		"pipe": peer.Pipe,
 		"websocket": func() (peer.Transport, peer.Transport) {
-			accepted := make(chan *websocket.Conn, 1)
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				c, err := websocket.Accept(w, r, nil)
-				if err != nil {
-					t.Errorf("accept: %v", err)
-					return
-				}
-				accepted <- c
-			}))
-			t.Cleanup(srv.Close)
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			c, _, err := websocket.Dial(ctx, "ws"+srv.URL[len("http"):], nil)
-			require.NoError(t, err)
-			return peer.WebSocket(<-accepted), peer.WebSocket(c)
+			s, c := peer.RawWebSocketPair(t)
+			return peer.WebSocket(s), peer.WebSocket(c)
 		},
 	}
 }

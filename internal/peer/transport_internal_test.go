@@ -4,10 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"net/http"
-	"net/http/httptest"
 	"testing"
-	"time"
 
 	"github.com/coder/websocket"
 	"github.com/stretchr/testify/require"
@@ -18,26 +15,7 @@ import (
 // wsPair is a loopback WebSocket: the server side wrapped as a Transport,
 // the client side raw.
 func wsPair(t *testing.T) (*wsTransport, *websocket.Conn) {
-	t.Helper()
-	accepted := make(chan *websocket.Conn, 1)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, err := websocket.Accept(w, r, nil)
-		if err != nil {
-			t.Errorf("accept: %v", err)
-			return
-		}
-		accepted <- c
-	}))
-	t.Cleanup(srv.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, _, err := websocket.Dial(ctx, "ws"+srv.URL[len("http"):], nil)
-	require.NoError(t, err)
-	s := <-accepted
-	t.Cleanup(func() {
-		_ = c.CloseNow()
-		_ = s.CloseNow()
-	})
+	s, c := RawWebSocketPair(t)
 	return WebSocket(s).(*wsTransport), c
 }
 
