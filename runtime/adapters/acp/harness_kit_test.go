@@ -241,6 +241,15 @@ func (n *kitNative) compile(t *testing.T, s *harnesstest.Scenario) *kitScript {
 			proof := n.askProof()
 			cur.add(modeltest.GeminiShell(fmt.Sprintf("echo %[1]s > %[1]s.txt && cat %[1]s.txt", proof), "harnesstest asks to run "+st.Ask.Tool))
 			push()
+		case st.Call != nil:
+			// The model calls the function as Gemini CLI shows it, a tool
+			// of the adapter's MCP server; the next request carries the
+			// result (as a functionResponse), which the model then says.
+			name, err := geminiMCPToolName(fnServerName, st.Call.Name)
+			require.NoError(t, err)
+			cur.add(modeltest.FunctionCall(name, st.Call.Args))
+			push()
+			cur.parts = append(cur.parts, n.sayToolResult)
 		case st.AwaitInput:
 			// The stream holds after what it said until the input is
 			// written; the prompt then ends, and the adapter submits the
@@ -340,6 +349,17 @@ func (n *kitNative) echoInput(r *modeltest.Request) []modeltest.Part {
 		return nil
 	}
 	return []modeltest.Part{modeltest.Text(parts...)}
+}
+
+// sayToolResult says the function result the request ends with, as
+// Gemini CLI sent it back to the model.
+func (n *kitNative) sayToolResult(r *modeltest.Request) []modeltest.Part {
+	tr, ok := r.LastToolResult()
+	if !ok {
+		n.problem("request %d: no function result to say", r.TurnSeq)
+		return nil
+	}
+	return []modeltest.Part{modeltest.Text(tr.Output)}
 }
 
 // echoSteered says the steered input, the request's last user text.
