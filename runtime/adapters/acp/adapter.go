@@ -89,9 +89,9 @@ func (a *Adapter) capabilities() wire.AgentKindCapabilities {
 		Resume:               of(a.cfg.Agent.LoadSession),
 
 		// What ACP does not carry, or the adapter does not build.
-		Usage:                          no, // no standard usage field (Gemini's is in _meta)
-		MessageItems:                   no, // no item IDs or boundaries
-		StructuredOutput:               no,
+		Usage:            no, // no standard usage field (Gemini's is in _meta)
+		MessageItems:     no, // no item IDs or boundaries
+		StructuredOutput: no,
 		// decision: function tools go through the MCP server the Executor
 		// hosts (functions.go), for kinds whose agent takes HTTP MCP
 		// servers in session/new; results are text only.
