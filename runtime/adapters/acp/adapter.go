@@ -95,10 +95,12 @@ func (a *Adapter) capabilities() wire.AgentKindCapabilities {
 		// decision: function tools go through the MCP server the Executor
 		// hosts (functions.go), for kinds whose agent takes HTTP MCP
 		// servers in session/new; results are text only.
-		FunctionTools:                  of(a.cfg.Agent.FunctionTools),
-		MCPHTTPTools:                   no,
-		MCPHTTPRequired:                no,
-		MCPHTTPBearerAuth:              no,
+		FunctionTools: of(a.cfg.Agent.FunctionTools),
+		// Core's HTTP MCP servers go to the agent in session/new
+		// (mcphttp.go); a required one is checked during the preparation.
+		MCPHTTPTools:                   of(a.cfg.Agent.MCPHTTP),
+		MCPHTTPRequired:                of(a.cfg.Agent.MCPHTTP),
+		MCPHTTPBearerAuth:              of(a.cfg.Agent.MCPHTTP),
 		WebSearchControl:               no, // only "disabled", which every kind honours
 		TextVerbosity:                  no,
 		SubagentObservations:           no,

@@ -43,6 +43,12 @@ type Agent struct {
 	// so Core's function tools reach it through the MCP server the
 	// Executor hosts (functions.go). MCPToolName must be set with it.
 	FunctionTools bool
+	// MCPHTTP: Core's HTTP MCP servers (mcp_http_servers) are passed to
+	// the agent in session/new, with their bearer tokens as headers
+	// (mcphttp.go); the agent asks permission before it calls one of
+	// their tools, and Controls keeps tools outside a server's
+	// allowed_tools from running. MCPToolName must be set with it.
+	MCPHTTP bool
 	// MCPToolName is the name the agent shows its model for tool of the
 	// MCP server named server, or an error when the agent would rewrite or
 	// cut the name (the model would call another name than the Agent
@@ -144,8 +150,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("acp adapter: kind %s cannot be registered: Core requires execution_controls (web search off) for every Turn, "+
 			"ACP has no standard setting for it, and this adapter knows the agent's own settings only for: %s", a.Kind, strings.Join(KnownAgents(), ", "))
 	}
-	if a.FunctionTools && a.MCPToolName == nil {
-		return fmt.Errorf("acp adapter: kind %s: function tools need the agent's MCP tool naming (Agent.MCPToolName)", a.Kind)
+	if (a.FunctionTools || a.MCPHTTP) && a.MCPToolName == nil {
+		return fmt.Errorf("acp adapter: kind %s: function tools and HTTP MCP servers need the agent's MCP tool naming (Agent.MCPToolName)", a.Kind)
 	}
 	return nil
 }

@@ -65,6 +65,11 @@ func (a *Adapter) startExecutor(ctx context.Context, hc harness.ExecutorConfig) 
 			return nil, err
 		}
 	}
+	if ms := hc.Configuration.MCPHTTPServers; ms != nil && len(*ms) > 0 {
+		if err := checkMCPServers(cfg.Agent, *ms); err != nil {
+			return nil, err
+		}
+	}
 	controls, err := cfg.Agent.Controls(home, hc.Configuration)
 	if err != nil {
 		return nil, err
@@ -104,7 +109,7 @@ func (a *Adapter) startExecutor(ctx context.Context, hc harness.ExecutorConfig) 
 	if err != nil {
 		return nil, e.startFailed("initialize", err)
 	}
-	servers, err := e.mcpServers(init.AgentCapabilities.McpCapabilities, hc.Configuration)
+	servers, err := e.mcpServers(sctx, init.AgentCapabilities.McpCapabilities, hc.Configuration)
 	if err != nil {
 		return nil, err
 	}
@@ -146,21 +151,32 @@ func (a *Adapter) startExecutor(ctx context.Context, hc harness.ExecutorConfig) 
 
 // mcpServers is session/new's (and session/load's) mcpServers: the
 // Executor's own server of Core's function tools, when the configuration
-// has any. The agent must take HTTP servers (mcpCapabilities.http).
-func (e *executor) mcpServers(caps sdk.McpCapabilities, p wire.PromptRequest) ([]sdk.McpServer, error) {
+// has any, and Core's HTTP MCP servers. The agent must take HTTP servers
+// (mcpCapabilities.http); a required server of Core's must answer first.
+func (e *executor) mcpServers(ctx context.Context, caps sdk.McpCapabilities, p wire.PromptRequest) ([]sdk.McpServer, error) {
 	servers := []sdk.McpServer{}
-	if len(p.FunctionTools) == 0 {
+	var core []wire.MCPHTTPServer
+	if p.MCPHTTPServers != nil {
+		core = *p.MCPHTTPServers
+	}
+	if len(p.FunctionTools) == 0 && len(core) == 0 {
 		return servers, nil
 	}
 	if !caps.Http {
-		return nil, fmt.Errorf("acp adapter: %s does not declare mcpCapabilities.http: its function tools would need an HTTP MCP server", e.cfg.Agent.Kind)
+		return nil, fmt.Errorf("acp adapter: %s does not declare mcpCapabilities.http: function tools and Core's MCP servers need HTTP MCP servers", e.cfg.Agent.Kind)
 	}
-	fn, err := e.startFunctions(p.FunctionTools)
-	if err != nil {
+	if err := awaitRequired(ctx, core); err != nil {
 		return nil, err
 	}
-	e.fn = fn
-	return append(servers, fn.mcpServer()), nil
+	if len(p.FunctionTools) > 0 {
+		fn, err := e.startFunctions(p.FunctionTools)
+		if err != nil {
+			return nil, err
+		}
+		e.fn = fn
+		servers = append(servers, fn.mcpServer())
+	}
+	return append(servers, coreServers(core)...), nil
 }
 
 // replayQuiet is how long a loaded session's history replay must have

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -73,7 +74,7 @@ func Gemini(c GeminiConfig) (Agent, error) {
 		return Agent{}, errors.New("acp adapter: gemini: the gemini binary is required")
 	}
 	a := Agent{Kind: c.Kind, Command: c.Binary, Args: []string{"--acp"}, Version: GeminiPinnedVersion, Available: true,
-		SubagentControl: true, LoadSession: true, FunctionTools: true, MCPToolName: geminiMCPToolName}
+		SubagentControl: true, LoadSession: true, FunctionTools: true, MCPHTTP: true, MCPToolName: geminiMCPToolName}
 	a.beforeLoad = geminiBeforeLoad
 	// Gemini CLI 0.61.0 starts its history replay without awaiting it and
 	// answers session/load at once (measured: the replay reached the first
@@ -182,6 +183,9 @@ func geminiSettings(home, model string, p wire.PromptRequest) ([]string, error) 
 	if err := os.WriteFile(filepath.Join(dir, "settings.json"), b, 0o600); err != nil {
 		return nil, fmt.Errorf("acp adapter: gemini settings: %w", err)
 	}
+	if err := geminiPolicies(dir, p); err != nil {
+		return nil, err
+	}
 	return []string{"GEMINI_CLI_HOME=" + home, "GEMINI_CLI_SYSTEM_SETTINGS_PATH=" + filepath.Join(dir, "settings.json")}, nil
 }
 
@@ -192,8 +196,71 @@ func geminiMCPServers(p wire.PromptRequest) []string {
 	if len(p.FunctionTools) > 0 {
 		out = append(out, fnServerName)
 	}
+	if p.MCPHTTPServers != nil {
+		for _, s := range *p.MCPHTTPServers {
+			out = append(out, s.ServerLabel)
+		}
+	}
 	sort.Strings(out)
 	return out
+}
+
+// geminiPolicyFile is the adapter's policy file in Gemini CLI's user
+// policies directory.
+const geminiPolicyFile = "agentwire.toml"
+
+// geminiPolicies writes (or removes, when p has no HTTP MCP servers) the
+// policy rules for Core's servers.
+//
+// decision: every tool of Core's servers is asked (a permission_request
+// Core decides), as the Claude adapter asks for them; mcp.allowed, which
+// keeps a workspace's own servers out, would otherwise allow their tools
+// unasked. A server's allowed_tools restricts which tools may run at all
+// (wire.MCPHTTPServer): the others are denied by Gemini CLI's policy
+// engine, which tells the model so, without asking Core, since no
+// decision of Core's could allow them. User-tier rules rank above the
+// settings' own (tools.allowed, mcp.allowed), and a narrower rule ranks
+// above the server-wide one.
+func geminiPolicies(dir string, p wire.PromptRequest) error {
+	path := filepath.Join(dir, "policies", geminiPolicyFile)
+	if p.MCPHTTPServers == nil || len(*p.MCPHTTPServers) == 0 {
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("acp adapter: gemini policies: %w", err)
+		}
+		return nil
+	}
+	var b strings.Builder
+	rule := func(server string, tools []string, decision string, priority int) {
+		q := make([]string, len(tools))
+		for i, t := range tools {
+			q[i] = strconv.Quote(t)
+		}
+		fmt.Fprintf(&b, "[[rule]]\nmcpName = %s\ntoolName = [%s]\ndecision = %q\npriority = %d\n\n", strconv.Quote(server), strings.Join(q, ", "), decision, priority)
+	}
+	// With mcpName, a rule's toolName is the server's own tool name ("*":
+	// every tool); Gemini CLI qualifies it as mcp_<server>_<tool>.
+	for _, s := range *p.MCPHTTPServers {
+		if s.AllowedTools == nil {
+			rule(s.ServerLabel, []string{"*"}, "ask_user", 900)
+			continue
+		}
+		rule(s.ServerLabel, []string{"*"}, "deny", 900)
+		if len(*s.AllowedTools) > 0 {
+			for _, t := range *s.AllowedTools {
+				if _, err := geminiMCPToolName(s.ServerLabel, t); err != nil {
+					return fmt.Errorf("acp adapter: gemini policies: %w", err)
+				}
+			}
+			rule(s.ServerLabel, *s.AllowedTools, "ask_user", 950)
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("acp adapter: gemini policies: %w", err)
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		return fmt.Errorf("acp adapter: gemini policies: %w", err)
+	}
+	return nil
 }
 
 // geminiBeforeLoad keeps a saved Gemini CLI session out of the way of the

@@ -250,6 +250,18 @@ func (n *kitNative) compile(t *testing.T, s *harnesstest.Scenario) *kitScript {
 			cur.add(modeltest.FunctionCall(name, st.Call.Args))
 			push()
 			cur.parts = append(cur.parts, n.sayToolResult)
+		case st.MCP != nil:
+			// The model calls the tool of Core's server as Gemini CLI
+			// names it; Gemini CLI asks (approved by the kit) or, for a
+			// tool outside allowed_tools, its policy denies the call and
+			// tells the model, which goes on with the plan.
+			name, err := geminiMCPToolName(st.MCP.Server, st.MCP.Tool)
+			require.NoError(t, err)
+			cur.add(modeltest.FunctionCall(name, st.MCP.Args))
+			push()
+			if !st.MCP.Outside {
+				cur.parts = append(cur.parts, n.sayToolResult)
+			}
 		case st.AwaitInput:
 			// The stream holds after what it said until the input is
 			// written; the prompt then ends, and the adapter submits the
@@ -359,7 +371,17 @@ func (n *kitNative) sayToolResult(r *modeltest.Request) []modeltest.Part {
 		n.problem("request %d: no function result to say", r.TurnSeq)
 		return nil
 	}
-	return []modeltest.Part{modeltest.Text(tr.Output)}
+	return []modeltest.Part{modeltest.Text(untrusted(tr.Output))}
+}
+
+// untrusted is the text Gemini CLI wrapped as untrusted context (an MCP
+// tool's text result), unwrapped.
+func untrusted(s string) string {
+	const open, end = "<untrusted_context>\n", "\n</untrusted_context>"
+	if strings.HasPrefix(s, open) && strings.HasSuffix(s, end) {
+		return strings.TrimSuffix(strings.TrimPrefix(s, open), end)
+	}
+	return s
 }
 
 // echoSteered says the steered input, the request's last user text.
