@@ -49,7 +49,7 @@ var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // KnownAgents are the agents whose own settings the adapter knows, so that
 // it can honour execution controls for them.
-func KnownAgents() []string { return []string{GeminiKind} }
+func KnownAgents() []string { return []string{GeminiKind, CodexACPKind} }
 
 // Gemini is the Agent of Gemini CLI. A missing binary or another version
 // leaves it unavailable, with the reason in err's place (nil when it is
