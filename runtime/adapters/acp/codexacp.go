@@ -93,24 +93,33 @@ func CodexACP(c CodexACPConfig) (Agent, error) {
 //
 // decision: the configuration is the adapter's, whole, every time: the
 // model and its provider (no retries: a failed request is the Turn's
-// error), approvals on request in the workspace-write sandbox with /tmp
-// and $TMPDIR out of its writable roots (what the agent writes unasked
-// stays in the workspace, as for the Codex adapter), web search disabled
+// error), approval policy "untrusted" without Codex's sandbox, web search
+// disabled
 // (Core sends disabled on every Run, daemon-protocol.txt:54), subagents
 // off when the configuration disables them, and no update checks,
 // analytics, feedback, telemetry, plugins or goals (an offline Runtime
 // must not wait on them, and no frame carries goal state).
+//
+// decision: codex-acp 0.16.0 cannot sandbox a command here: its Linux
+// sandbox needs bubblewrap, which it does not ship, and with bwrap
+// installed it still fails ("execvp codex-linux-sandbox": the binary does
+// not provide the helper Codex re-executes itself as). Measured: every
+// sandboxed command failed, and Codex then asked to run it unsandboxed. So
+// the sandbox is off and the approval policy is "untrusted": only the
+// commands Codex knows to be read-only run unasked, and every other
+// command and every file edit is a permission_request Core decides. What
+// the agent writes unasked is then nothing at all, which keeps the
+// Runtime's promise that unasked writes stay in the workspace.
 func codexACPSettings(home, model, base string, p wire.PromptRequest) ([]string, error) {
 	if o := p.AgentOptions; o != nil && o.Model != nil && *o.Model != "" {
 		model = *o.Model
 	}
 	q := strconv.Quote
 	var b strings.Builder
-	fmt.Fprintf(&b, "model = %s\nmodel_provider = \"agentwire\"\napproval_policy = \"on-request\"\nsandbox_mode = \"workspace-write\"\n", q(model))
+	fmt.Fprintf(&b, "model = %s\nmodel_provider = \"agentwire\"\napproval_policy = \"untrusted\"\nsandbox_mode = \"danger-full-access\"\n", q(model))
 	b.WriteString("check_for_update_on_startup = false\nweb_search = \"disabled\"\n\n")
 	fmt.Fprintf(&b, "[model_providers.agentwire]\nname = \"agentwire\"\nbase_url = %s\nwire_api = \"responses\"\nenv_key = %s\n", q(base), q(codexACPKeyVar))
 	b.WriteString("request_max_retries = 0\nstream_max_retries = 0\n\n")
-	b.WriteString("[sandbox_workspace_write]\nexclude_slash_tmp = true\nexclude_tmpdir_env_var = true\n\n")
 	b.WriteString("[analytics]\nenabled = false\n\n[feedback]\nenabled = false\n\n[otel]\nexporter = \"none\"\n\n")
 	b.WriteString("[features]\nplugins = false\napps = false\nremote_plugin = false\ngoals = false\n")
 	if p.DisableSubagents {

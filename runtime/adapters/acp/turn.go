@@ -95,6 +95,7 @@ func (e *executor) Run(ctx context.Context, ht harness.Turn, emit harness.Emit) 
 			return e.done(t.text()), nil
 		}
 		res, err := t.prompt(ctx, input)
+		t.settleTools(res.stop)
 		if err != nil {
 			return e.done(t.text()), err
 		}
