@@ -93,30 +93,31 @@ func CodexACP(c CodexACPConfig) (Agent, error) {
 //
 // decision: the configuration is the adapter's, whole, every time: the
 // model and its provider (no retries: a failed request is the Turn's
-// error), approval policy "untrusted" without Codex's sandbox, web search
-// disabled
-// (Core sends disabled on every Run, daemon-protocol.txt:54), subagents
-// off when the configuration disables them, and no update checks,
-// analytics, feedback, telemetry, plugins or goals (an offline Runtime
-// must not wait on them, and no frame carries goal state).
+// error), approvals on request in the read-only sandbox, web search
+// disabled (Core sends disabled on every Run, daemon-protocol.txt:54),
+// subagents off when the configuration disables them, and no update
+// checks, analytics, feedback, telemetry, plugins or goals (an offline
+// Runtime must not wait on them, and no frame carries goal state).
 //
 // decision: codex-acp 0.16.0 cannot sandbox a command here: its Linux
 // sandbox needs bubblewrap, which it does not ship, and with bwrap
-// installed it still fails ("execvp codex-linux-sandbox": the binary does
-// not provide the helper Codex re-executes itself as). Measured: every
-// sandboxed command failed, and Codex then asked to run it unsandboxed. So
-// the sandbox is off and the approval policy is "untrusted": only the
-// commands Codex knows to be read-only run unasked, and every other
-// command and every file edit is a permission_request Core decides. What
-// the agent writes unasked is then nothing at all, which keeps the
-// Runtime's promise that unasked writes stay in the workspace.
+// installed it still fails to start the codex-linux-sandbox helper Codex
+// re-executes itself as (measured). A sandboxed command therefore fails
+// (and is reported, failed), and the only way a command runs is the model
+// asking to run it outside the sandbox, which under approvals on request
+// is always a permission_request Core decides. The read-only sandbox keeps
+// that true even where a sandbox works: nothing the agent runs unasked can
+// write. Measured against the alternatives: under "untrusted" without a
+// working sandbox, codex-acp ran a command that writes a file unasked; a
+// full-access sandbox with approvals on request would let every command
+// write anywhere unasked.
 func codexACPSettings(home, model, base string, p wire.PromptRequest) ([]string, error) {
 	if o := p.AgentOptions; o != nil && o.Model != nil && *o.Model != "" {
 		model = *o.Model
 	}
 	q := strconv.Quote
 	var b strings.Builder
-	fmt.Fprintf(&b, "model = %s\nmodel_provider = \"agentwire\"\napproval_policy = \"untrusted\"\nsandbox_mode = \"danger-full-access\"\n", q(model))
+	fmt.Fprintf(&b, "model = %s\nmodel_provider = \"agentwire\"\napproval_policy = \"on-request\"\nsandbox_mode = \"read-only\"\n", q(model))
 	b.WriteString("check_for_update_on_startup = false\nweb_search = \"disabled\"\n\n")
 	fmt.Fprintf(&b, "[model_providers.agentwire]\nname = \"agentwire\"\nbase_url = %s\nwire_api = \"responses\"\nenv_key = %s\n", q(base), q(codexACPKeyVar))
 	b.WriteString("request_max_retries = 0\nstream_max_retries = 0\n\n")

@@ -32,13 +32,13 @@ func TestHarnessCodexACPConformance(t *testing.T) {
 // codexACPDialect: codex-acp on the Responses API.
 var codexACPDialect = kitDialect{
 	agent: "codex-acp",
-	// A command Codex knows to be read-only runs unasked under the
-	// untrusted approval policy (codexacp.go).
+	// A command in the sandbox runs unasked (and fails: codex-acp cannot
+	// sandbox here, codexacp.go); it is reported all the same.
 	tool:       modeltest.CodexExec("echo kit-tool"),
 	toolResult: "exec_command",
-	// A command that writes a file asks.
+	// A command the model asks to run outside the sandbox asks.
 	ask: func(proof, what string) modeltest.Part {
-		return modeltest.CodexExec(fmt.Sprintf("echo %[1]s > %[1]s.txt && cat %[1]s.txt", proof))
+		return modeltest.CodexExecEscalated(fmt.Sprintf("echo %[1]s > %[1]s.txt && cat %[1]s.txt", proof), what)
 	},
 	userParts: responsesUserParts,
 	controls: func(t *testing.T, cfg wire.PromptRequest, first *modeltest.Request) {
