@@ -133,8 +133,9 @@ func (t *turn) tool(u sdk.ToolCallUpdate) {
 // decision: a prompt's end ends its tool calls (ACP runs them inside the
 // prompt turn), so a call the agent never reported finished is reported
 // after the prompt with the status "cancelled" when the prompt was, and
-// "unknown" otherwise: codex-acp 0.16.0 sends no update at the end of a
-// command it ran unasked (measured), and a tool_call before without its
+// "unknown" otherwise: codex-acp 0.16.0 sent no update at the end of a
+// command it ran unasked (measured with its sandbox off), and a tool_call
+// before without its
 // after would leave Core's view of the call open (daemon-protocol.txt:56).
 func (t *turn) settleTools(stop sdk.StopReason) {
 	status := "unknown"
