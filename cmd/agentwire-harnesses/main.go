@@ -131,6 +131,6 @@ func where(args []string, stdout, stderr io.Writer) error {
 			return nil
 		}
 	}
-	fmt.Fprintf(stderr, "agentwire-harnesses where: unknown harness %q (codex, claude or gemini)\n", args[0])
+	fmt.Fprintf(stderr, "agentwire-harnesses where: unknown harness %q (codex, claude, gemini or codex-acp)\n", args[0])
 	return errUsage
 }
