@@ -1,5 +1,5 @@
 // Command agentwire-harnesses installs and finds the real coding-agent CLIs
-// (OpenAI Codex, Claude Code, Gemini CLI) at the versions pinned in
+// (OpenAI Codex, Claude Code, Gemini CLI, codex-acp) at the versions pinned in
 // runtime/harness/install. `make harnesses` runs its install command.
 package main
 
