@@ -1,5 +1,5 @@
 // Command agentwire-harnesses installs and finds the real coding-agent CLIs
-// (OpenAI Codex, Claude Code, Gemini CLI) at the versions pinned in
+// (OpenAI Codex, Claude Code, Gemini CLI, codex-acp) at the versions pinned in
 // runtime/harness/install. `make harnesses` runs its install command.
 package main
 
@@ -131,6 +131,6 @@ func where(args []string, stdout, stderr io.Writer) error {
 			return nil
 		}
 	}
-	fmt.Fprintf(stderr, "agentwire-harnesses where: unknown harness %q (codex, claude or gemini)\n", args[0])
+	fmt.Fprintf(stderr, "agentwire-harnesses where: unknown harness %q (codex, claude, gemini or codex-acp)\n", args[0])
 	return errUsage
 }

@@ -88,7 +88,10 @@ func runRuntime(args []string, _ io.Writer, stderr io.Writer) error {
 	fs.StringVar(&hc.geminiModel, "gemini-model", "", "gemini: the model Gemini CLI asks for (a named one, e.g. gemini-2.5-pro)")
 	fs.StringVar(&hc.geminiBaseURL, "gemini-base-url", "", "gemini: the Gemini API base URL (e.g. http://127.0.0.1:8080; none: Gemini CLI's default)")
 	fs.StringVar(&hc.geminiKeyEnv, "gemini-key-env", "", "gemini: the NAME of the environment variable holding the Gemini API key (never the key itself)")
-	fs.StringVar(&hc.acpState, "acp-state", "", "gemini and acp: the directory of the agent homes the adapter owns (none: STATE/acp with --state, else the user cache directory)")
+	fs.StringVar(&hc.codexACPModel, "codex-acp-model", "", "codex-acp: the model codex-acp asks for (one Codex has metadata for, e.g. gpt-5.4)")
+	fs.StringVar(&hc.codexACPBaseURL, "codex-acp-base-url", "", "codex-acp: the model provider's base URL (OpenAI Responses API, e.g. http://127.0.0.1:8080/v1)")
+	fs.StringVar(&hc.codexACPKeyEnv, "codex-acp-key-env", "", "codex-acp: the NAME of the environment variable holding the provider's API key (never the key itself)")
+	fs.StringVar(&hc.acpState, "acp-state", "", "gemini, codex-acp and acp: the directory of the agent homes the adapter owns (none: STATE/acp with --state, else the user cache directory)")
 	var envFlags harnessFlags
 	fs.Var(&envFlags, "environment", "an Environment this Runtime serves: ID=DIR, the Environment ID Core minted and its own existing workspace directory; repeatable (none: everything naming an Environment is refused)")
 	wsDir := fs.String("workspace", "", "removed: a workspace belongs to one Environment; pass --environment ID=DIR")
@@ -226,6 +229,7 @@ type harnessConfig struct {
 	claudeModel, claudeBaseURL, claudeKeyEnv, claudeState string
 	claudeRetries                                         int
 	geminiModel, geminiBaseURL, geminiKeyEnv, acpState    string
+	codexACPModel, codexACPBaseURL, codexACPKeyEnv        string
 	logger                                                *slog.Logger // the daemon's; every adapter logs through it
 }
 
@@ -285,8 +289,17 @@ func adapterWith(spec string, stderr io.Writer, hc harnessConfig) (harness.Adapt
 			file = found
 		}
 		return acpAdapter(spec, acpadapter.GeminiKind, []string{file, "--acp"}, stderr, hc)
+	case "codex-acp":
+		if file == "" {
+			found, err := install.CodexACP()
+			if err != nil {
+				return nil, fmt.Errorf("runtime: --harness %s: %w (or give codex-acp=PATH, the native binary)", spec, err)
+			}
+			file = found
+		}
+		return acpAdapter(spec, acpadapter.CodexACPKind, []string{file}, stderr, hc)
 	}
-	return nil, fmt.Errorf("runtime: --harness %s: unknown adapter (known: script, exec:, codex, claude, gemini, acp:)", spec)
+	return nil, fmt.Errorf("runtime: --harness %s: unknown adapter (known: script, exec:, codex, claude, gemini, codex-acp, acp:)", spec)
 }
 
 // claudeAdapter is --harness claude[=PATH]: the binary at PATH, else the
@@ -313,8 +326,9 @@ func claudeAdapter(spec, path string, stderr io.Writer, hc harnessConfig) (harne
 }
 
 // acpAdapter is an ACP agent kind: command is its executable and
-// arguments. The gemini kind is configured by the --gemini-* flags (an
-// executable of another version registers it unavailable); any other kind
+// arguments. The gemini kind is configured by the --gemini-* flags and the
+// codex-acp kind by the --codex-acp-* flags (an executable of another
+// version registers it unavailable); any other kind
 // is refused with the reason, since the adapter cannot honour the
 // execution controls Core requires of every Turn for an agent whose
 // settings it does not know (docs/acp-adapter.md).
@@ -327,6 +341,18 @@ func acpAdapter(spec, kind string, command []string, stderr io.Writer, hc harnes
 		}
 		var err error
 		agent, err = acpadapter.Gemini(acpadapter.GeminiConfig{Binary: command[0], Model: hc.geminiModel, BaseURL: hc.geminiBaseURL, APIKeyEnv: hc.geminiKeyEnv})
+		if err != nil && agent.Kind == "" {
+			return nil, fmt.Errorf("runtime: --harness %s: %w", spec, err)
+		}
+		if err != nil {
+			log.Warn("acp adapter: the kind is declared unavailable", "kind", kind, "err", err)
+		}
+	} else if kind == acpadapter.CodexACPKind {
+		if hc.codexACPModel == "" || hc.codexACPBaseURL == "" {
+			return nil, fmt.Errorf("runtime: --harness %s needs --codex-acp-model and --codex-acp-base-url", spec)
+		}
+		var err error
+		agent, err = acpadapter.CodexACP(acpadapter.CodexACPConfig{Binary: command[0], Model: hc.codexACPModel, BaseURL: hc.codexACPBaseURL, APIKeyEnv: hc.codexACPKeyEnv})
 		if err != nil && agent.Kind == "" {
 			return nil, fmt.Errorf("runtime: --harness %s: %w", spec, err)
 		}

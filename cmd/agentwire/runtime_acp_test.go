@@ -30,4 +30,16 @@ func TestACPHarnessFlag(t *testing.T) {
 	assert.Equal(t, "gemini", d.Kind)
 	assert.False(t, d.Available, "/bin/true is not Gemini CLI 0.61.0")
 	assert.Contains(t, buf.String(), "declared unavailable")
+
+	_, err = adapterWith("codex-acp=/bin/true", &buf, harnessConfig{codexACPModel: "gpt-5.4"})
+	require.ErrorContains(t, err, "--codex-acp-base-url")
+	buf.Reset()
+	a, err = adapterWith("codex-acp=/bin/true", &buf, harnessConfig{codexACPModel: "gpt-5.4", codexACPBaseURL: "http://127.0.0.1:1/v1", acpState: t.TempDir()})
+	require.NoError(t, err)
+	d = a.Declaration()
+	assert.Equal(t, "codex-acp", d.Kind)
+	assert.False(t, d.Available, "/bin/true is not codex-acp 0.16.0")
+	assert.True(t, d.Capabilities.Resume.Supports())
+	assert.False(t, d.Capabilities.FunctionTools.Supports(), "not measured against codex-acp")
+	assert.Contains(t, buf.String(), "declared unavailable")
 }

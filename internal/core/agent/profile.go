@@ -108,9 +108,11 @@ func (ps Profiles) Sorted() []Profile {
 // subagents (its Task tool) and HTTP MCP servers (--mcp-config). Whether a
 // device can run them is still its declaration's to say (no adapter
 // declares mcp_http_tools yet, so such Turns wait capability_missing); exec
-// runs a plain process, so it qualifies nothing; the ACP kinds qualify
-// nothing beyond the prompt, since ACP offers the client no function
-// tools, output format or controls; script, the test adapter, qualifies
+// runs a plain process, so it qualifies nothing; gemini (an ACP kind)
+// qualifies function tools, which its adapter serves to Gemini CLI from an
+// MCP server it hosts (runtime/adapters/acp), and nothing else, since ACP
+// offers the client no output format or controls; codex-acp qualifies
+// nothing beyond the prompt; script, the test adapter, qualifies
 // every feature so that the device's declaration alone decides.
 func DefaultProfiles() Profiles {
 	all := Features{FunctionTools: true, JSONSchemaOutput: true, MultiAgent: true, ToolSearch: true, ProgrammaticToolCallingDisable: true, MCPHTTP: true}
@@ -119,7 +121,7 @@ func DefaultProfiles() Profiles {
 		{AgentKind: "codex", Controls: Controls{WebSearch: true, TextVerbosity: true}, Features: Features{FunctionTools: true, JSONSchemaOutput: true, MultiAgent: true, MCPHTTP: true}},
 		{AgentKind: "claude", Features: Features{FunctionTools: true, JSONSchemaOutput: true, MultiAgent: true, MCPHTTP: true}},
 		{AgentKind: "exec"},
-		{AgentKind: "gemini"},
+		{AgentKind: "gemini", Features: Features{FunctionTools: true}},
 		{AgentKind: "codex-acp"},
 		{AgentKind: "script", Features: all},
 	} {

@@ -51,6 +51,8 @@ func TestShippedProfiles(t *testing.T) {
 	assert.Equal(t, wire.EngineProfile{WebSearchControl: true, TextVerbosity: true}, ps.Lookup("codex").Wire(), "codex sets both controls")
 	assert.Equal(t, wire.EngineProfile{}, ps.Lookup("claude").Wire(), "Claude Code has neither control")
 	assert.True(t, ps.Lookup("claude").Features.FunctionTools)
+	assert.Equal(t, Profile{AgentKind: "gemini", Features: Features{FunctionTools: true}}, ps.Lookup("gemini"),
+		"gemini qualifies function tools (the ACP adapter's MCP server) and nothing else")
 	assert.Equal(t, Profile{AgentKind: "mystery"}, ps.Lookup("mystery"), "an unknown kind qualifies nothing")
 	kinds := []string{}
 	for _, p := range ps.Sorted() {

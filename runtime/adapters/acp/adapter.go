@@ -22,8 +22,9 @@
 //
 // What ACP cannot carry is declared unsupported: user-choice requests,
 // message item IDs, usage (no standard field), engine failure codes (a
-// prompt error is a bare JSON-RPC error) and function tools (they need an
-// MCP server the adapter would host; not built).
+// prompt error is a bare JSON-RPC error). Function tools reach the agent
+// as the tools of an MCP server each Executor hosts on 127.0.0.1
+// (functions.go), for kinds whose agent takes HTTP MCP servers.
 package acp
 
 import (
@@ -88,13 +89,18 @@ func (a *Adapter) capabilities() wire.AgentKindCapabilities {
 		Resume:               of(a.cfg.Agent.LoadSession),
 
 		// What ACP does not carry, or the adapter does not build.
-		Usage:                          no, // no standard usage field (Gemini's is in _meta)
-		MessageItems:                   no, // no item IDs or boundaries
-		StructuredOutput:               no,
-		FunctionTools:                  no, // would need an MCP server the adapter hosts
-		MCPHTTPTools:                   no,
-		MCPHTTPRequired:                no,
-		MCPHTTPBearerAuth:              no,
+		Usage:            no, // no standard usage field (Gemini's is in _meta)
+		MessageItems:     no, // no item IDs or boundaries
+		StructuredOutput: no,
+		// decision: function tools go through the MCP server the Executor
+		// hosts (functions.go), for kinds whose agent takes HTTP MCP
+		// servers in session/new; results are text only.
+		FunctionTools: of(a.cfg.Agent.FunctionTools),
+		// Core's HTTP MCP servers go to the agent in session/new
+		// (mcphttp.go); a required one is checked during the preparation.
+		MCPHTTPTools:                   of(a.cfg.Agent.MCPHTTP),
+		MCPHTTPRequired:                of(a.cfg.Agent.MCPHTTP),
+		MCPHTTPBearerAuth:              of(a.cfg.Agent.MCPHTTP),
 		WebSearchControl:               no, // only "disabled", which every kind honours
 		TextVerbosity:                  no,
 		SubagentObservations:           no,

@@ -38,6 +38,22 @@ type Agent struct {
 	// SubagentControl: Controls switches the agent's subagents off when
 	// the configuration asks (disable_subagents).
 	SubagentControl bool
+	// FunctionTools: the agent calls the tools of MCP servers named in
+	// session/new over streamable HTTP (it declares mcpCapabilities.http),
+	// so Core's function tools reach it through the MCP server the
+	// Executor hosts (functions.go). MCPToolName must be set with it.
+	FunctionTools bool
+	// MCPHTTP: Core's HTTP MCP servers (mcp_http_servers) are passed to
+	// the agent in session/new, with their bearer tokens as headers
+	// (mcphttp.go); the agent asks permission before it calls one of
+	// their tools, and Controls keeps tools outside a server's
+	// allowed_tools from running. MCPToolName must be set with it.
+	MCPHTTP bool
+	// MCPToolName is the name the agent shows its model for tool of the
+	// MCP server named server, or an error when the agent would rewrite or
+	// cut the name (the model would call another name than the Agent
+	// declared).
+	MCPToolName func(server, tool string) (string, error)
 	// LoadSession: the agent loads a saved session (ACP session/load), so
 	// a Session resumes its native Session strictly. The agent also
 	// declares it in initialize; an Executor whose agent does not refuses
@@ -133,6 +149,9 @@ func (c Config) validate() error {
 		// the reason, rather than registered and never admitted.
 		return fmt.Errorf("acp adapter: kind %s cannot be registered: Core requires execution_controls (web search off) for every Turn, "+
 			"ACP has no standard setting for it, and this adapter knows the agent's own settings only for: %s", a.Kind, strings.Join(KnownAgents(), ", "))
+	}
+	if (a.FunctionTools || a.MCPHTTP) && a.MCPToolName == nil {
+		return fmt.Errorf("acp adapter: kind %s: function tools and HTTP MCP servers need the agent's MCP tool naming (Agent.MCPToolName)", a.Kind)
 	}
 	return nil
 }

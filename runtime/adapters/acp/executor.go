@@ -14,6 +14,7 @@ import (
 	"github.com/agentwire/agentwire/internal/runtime/childproc"
 	"github.com/agentwire/agentwire/internal/runtime/workspace"
 	"github.com/agentwire/agentwire/runtime/harness"
+	"github.com/agentwire/agentwire/wire"
 )
 
 // executor is one agent process holding one native session.
@@ -35,6 +36,9 @@ type executor struct {
 
 	replay replayClock // updates outside any Run: a load's history
 
+	// fn is the MCP server of Core's function tools (nil: none asked).
+	fn *fnHost
+
 	mu     sync.Mutex
 	cur    *turn // the running Turn's mapping; nil between Runs
 	closed bool
@@ -55,6 +59,16 @@ func (a *Adapter) startExecutor(ctx context.Context, hc harness.ExecutorConfig) 
 	cwd := hc.WorkspaceDir
 	if cwd == "" {
 		cwd = scratch
+	}
+	if fns := hc.Configuration.FunctionTools; len(fns) > 0 {
+		if err := checkFunctions(cfg.Agent, fns); err != nil {
+			return nil, err
+		}
+	}
+	if ms := hc.Configuration.MCPHTTPServers; ms != nil && len(*ms) > 0 {
+		if err := checkMCPServers(cfg.Agent, *ms); err != nil {
+			return nil, err
+		}
 	}
 	controls, err := cfg.Agent.Controls(home, hc.Configuration)
 	if err != nil {
@@ -95,6 +109,10 @@ func (a *Adapter) startExecutor(ctx context.Context, hc harness.ExecutorConfig) 
 	if err != nil {
 		return nil, e.startFailed("initialize", err)
 	}
+	servers, err := e.mcpServers(sctx, init.AgentCapabilities.McpCapabilities, hc.Configuration)
+	if err != nil {
+		return nil, err
+	}
 	if id := hc.Configuration.AgentSessionID; id != "" {
 		if !init.AgentCapabilities.LoadSession {
 			return nil, fmt.Errorf("acp adapter: %s does not declare loadSession: native session %s cannot be resumed", cfg.Agent.Kind, id)
@@ -108,7 +126,7 @@ func (a *Adapter) startExecutor(ctx context.Context, hc harness.ExecutorConfig) 
 				return nil, e.startFailed("session/load "+id, err)
 			}
 		}
-		if _, err := e.conn.LoadSession(sctx, sdk.LoadSessionRequest{SessionId: sdk.SessionId(id), Cwd: cwd, McpServers: []sdk.McpServer{}}); err != nil {
+		if _, err := e.conn.LoadSession(sctx, sdk.LoadSessionRequest{SessionId: sdk.SessionId(id), Cwd: cwd, McpServers: servers}); err != nil {
 			return nil, e.startFailed("session/load "+id, err)
 		}
 		e.setSession(id)
@@ -118,7 +136,7 @@ func (a *Adapter) startExecutor(ctx context.Context, hc harness.ExecutorConfig) 
 			}
 		}
 	} else {
-		s, err := e.conn.NewSession(sctx, sdk.NewSessionRequest{Cwd: cwd, McpServers: []sdk.McpServer{}})
+		s, err := e.conn.NewSession(sctx, sdk.NewSessionRequest{Cwd: cwd, McpServers: servers})
 		if err != nil {
 			return nil, e.startFailed("session/new", err)
 		}
@@ -129,6 +147,36 @@ func (a *Adapter) startExecutor(ctx context.Context, hc harness.ExecutorConfig) 
 	}
 	e.log.Debug("acp agent ready", "agent_session_id", e.sessionID, "pid", proc.Pid(), "agent", init.AgentInfo)
 	return e, nil
+}
+
+// mcpServers is session/new's (and session/load's) mcpServers: the
+// Executor's own server of Core's function tools, when the configuration
+// has any, and Core's HTTP MCP servers. The agent must take HTTP servers
+// (mcpCapabilities.http); a required server of Core's must answer first.
+func (e *executor) mcpServers(ctx context.Context, caps sdk.McpCapabilities, p wire.PromptRequest) ([]sdk.McpServer, error) {
+	servers := []sdk.McpServer{}
+	var core []wire.MCPHTTPServer
+	if p.MCPHTTPServers != nil {
+		core = *p.MCPHTTPServers
+	}
+	if len(p.FunctionTools) == 0 && len(core) == 0 {
+		return servers, nil
+	}
+	if !caps.Http {
+		return nil, fmt.Errorf("acp adapter: %s does not declare mcpCapabilities.http: function tools and Core's MCP servers need HTTP MCP servers", e.cfg.Agent.Kind)
+	}
+	if err := awaitRequired(ctx, core); err != nil {
+		return nil, err
+	}
+	if len(p.FunctionTools) > 0 {
+		fn, err := e.startFunctions(p.FunctionTools)
+		if err != nil {
+			return nil, err
+		}
+		e.fn = fn
+		servers = append(servers, fn.mcpServer())
+	}
+	return append(servers, coreServers(core)...), nil
 }
 
 // replayQuiet is how long a loaded session's history replay must have
@@ -215,6 +263,7 @@ func (e *executor) Close(ctx context.Context) error {
 	if text := e.proc.Stderr.String(); text != "" {
 		e.log.Debug("acp agent exited", "exit", e.proc.ExitText(), "stderr", text)
 	}
+	e.fn.close()
 	e.mu.Lock()
 	e.closed = true
 	e.mu.Unlock()

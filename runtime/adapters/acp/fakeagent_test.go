@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -19,10 +20,12 @@ import (
 	"time"
 
 	sdk "github.com/coder/acp-go-sdk"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 const (
 	fakeEnv       = "AW_ACP_FAKE"     // "agent": the fake agent; "child": its stubborn child
+	noHTTPEnv     = "AW_ACP_NO_HTTP"  // "1": the agent does not declare mcpCapabilities.http
 	stubbornEnv   = "AW_ACP_STUBBORN" // "1": the agent ignores stdin EOF and SIGTERM
 	fakeSavedID   = "fake-saved"      // the one saved session the fake loads
 	fakeOptAlways = "always"
@@ -50,7 +53,7 @@ func runFakeAgent() {
 	if stubborn {
 		signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	}
-	f := &fakeAgent{cancels: map[sdk.SessionId]chan struct{}{}}
+	f := &fakeAgent{cancels: map[sdk.SessionId]chan struct{}{}, servers: map[sdk.SessionId][]sdk.McpServer{}}
 	f.conn = sdk.NewAgentSideConnection(f, os.Stdout, os.Stdin)
 	<-f.conn.Done()
 	if stubborn {
@@ -67,6 +70,7 @@ type fakeAgent struct {
 	mu      sync.Mutex
 	n       int
 	cancels map[sdk.SessionId]chan struct{} // the running prompt's, closed by session/cancel
+	servers map[sdk.SessionId][]sdk.McpServer
 }
 
 func (f *fakeAgent) Authenticate(context.Context, sdk.AuthenticateRequest) (sdk.AuthenticateResponse, error) {
@@ -74,8 +78,8 @@ func (f *fakeAgent) Authenticate(context.Context, sdk.AuthenticateRequest) (sdk.
 }
 
 func (f *fakeAgent) Initialize(context.Context, sdk.InitializeRequest) (sdk.InitializeResponse, error) {
-	return sdk.InitializeResponse{ProtocolVersion: sdk.ProtocolVersionNumber, AgentCapabilities: sdk.AgentCapabilities{LoadSession: true},
-		AuthMethods: []sdk.AuthMethod{}}, nil
+	caps := sdk.AgentCapabilities{LoadSession: true, McpCapabilities: sdk.McpCapabilities{Http: os.Getenv(noHTTPEnv) != "1"}}
+	return sdk.InitializeResponse{ProtocolVersion: sdk.ProtocolVersionNumber, AgentCapabilities: caps, AuthMethods: []sdk.AuthMethod{}}, nil
 }
 
 func (f *fakeAgent) Cancel(_ context.Context, p sdk.CancelNotification) error {
@@ -96,11 +100,13 @@ func (f *fakeAgent) ListSessions(context.Context, sdk.ListSessionsRequest) (sdk.
 	return sdk.ListSessionsResponse{}, nil
 }
 
-func (f *fakeAgent) NewSession(context.Context, sdk.NewSessionRequest) (sdk.NewSessionResponse, error) {
+func (f *fakeAgent) NewSession(_ context.Context, p sdk.NewSessionRequest) (sdk.NewSessionResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.n++
-	return sdk.NewSessionResponse{SessionId: sdk.SessionId(fmt.Sprintf("fake-%d", f.n))}, nil
+	id := sdk.SessionId(fmt.Sprintf("fake-%d", f.n))
+	f.servers[id] = p.McpServers
+	return sdk.NewSessionResponse{SessionId: id}, nil
 }
 
 // LoadSession makes the fake a session loader (sdk.AgentLoader) that knows
@@ -185,6 +191,21 @@ func (f *fakeAgent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.Prompt
 			f.say(ctx, sid, sdk.UpdateAgentMessageText("cancelled"))
 			end.StopReason = sdk.StopReasonCancelled
 		}
+	case "CALL", "NOAUTH":
+		// CALL calls the function arg names with {"q":"wire"} on the MCP
+		// server session/new named; NOAUTH calls it without the headers.
+		f.mu.Lock()
+		servers := f.servers[sid]
+		f.mu.Unlock()
+		text, err := fakeCall(ctx, servers, arg, word == "CALL")
+		switch {
+		case err != nil && ctx.Err() != nil:
+			end.StopReason = sdk.StopReasonCancelled
+		case err != nil:
+			f.say(ctx, sid, sdk.UpdateAgentMessageText("callerr:"+err.Error()))
+		default:
+			f.say(ctx, sid, sdk.UpdateAgentMessageText(text))
+		}
 	case "HANG":
 		f.say(ctx, sid, sdk.UpdateAgentMessageText("waiting"))
 		select {
@@ -230,4 +251,52 @@ func (f *fakeAgent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.Prompt
 	delete(f.cancels, sid)
 	f.mu.Unlock()
 	return end, nil
+}
+
+// fakeCall calls tool on the first HTTP MCP server of servers, as an MCP
+// client over streamable HTTP, with the server's headers when auth; it
+// returns "result:" and the result's text, or "isError:" and it.
+func fakeCall(ctx context.Context, servers []sdk.McpServer, tool string, auth bool) (string, error) {
+	if len(servers) == 0 || servers[0].Http == nil {
+		return "", errors.New("no HTTP MCP server was named")
+	}
+	s := servers[0].Http
+	hdr := http.Header{}
+	if auth {
+		for _, h := range s.Headers {
+			hdr.Set(h.Name, h.Value)
+		}
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "fake", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.Url, MaxRetries: -1,
+		HTTPClient: &http.Client{Transport: headerTransport{hdr}}}, nil)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = cs.Close() }()
+	r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"q": "wire"}})
+	if err != nil {
+		return "", err
+	}
+	var texts []string
+	for _, c := range r.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			texts = append(texts, t.Text)
+		}
+	}
+	if r.IsError {
+		return "isError:" + strings.Join(texts, "|"), nil
+	}
+	return "result:" + strings.Join(texts, "|"), nil
+}
+
+// headerTransport adds the server's headers to every request.
+type headerTransport struct{ h http.Header }
+
+func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range t.h {
+		r.Header[k] = v
+	}
+	return http.DefaultTransport.RoundTrip(r)
 }

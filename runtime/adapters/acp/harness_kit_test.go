@@ -35,15 +35,68 @@ const kitTimeout = 90 * time.Second
 
 func TestHarnessGeminiConformance(t *testing.T) {
 	bin := install.RequireGemini(t)
-	n := &kitNative{steered: map[string]chan struct{}{}, said: map[string]string{}, done: make(chan struct{})}
-	defer close(n.done)
-	// One endpoint for the whole run. The kit runs one scenario at a time,
-	// so every model request belongs to the scenario whose hook ran last;
-	// a request no script expects is a failure, never a default answer.
-	n.srv = modeltest.New(t, modeltest.WithFallback(n.respond))
+	n := newKitNative(t, geminiDialect)
 	t.Setenv("AW_TEST_GEMINI_KEY", "dummy")
 	ag, err := Gemini(GeminiConfig{Binary: bin, Model: "gemini-2.5-pro", BaseURL: n.srv.URL(), APIKeyEnv: "AW_TEST_GEMINI_KEY"})
 	require.NoError(t, err)
+	n.run(t, ag)
+}
+
+// kitDialect is what the kit's native side does differently per agent:
+// the tool calls the model makes for the plan's steps, and what the
+// model's requests show.
+type kitDialect struct {
+	agent string
+	// tool is a call the agent runs without asking; toolResult the name
+	// its result carries back to the model.
+	tool       modeltest.Part
+	toolResult string
+	// ask is a command the agent asks permission for; it prints proof.
+	ask func(proof, what string) modeltest.Part
+	// mcpName is the agent's name for tool of the MCP server server.
+	mcpName func(server, tool string) (string, error)
+	// userParts is the text parts of the request's last user message.
+	userParts func(*modeltest.Request) []string
+	// controls checks the execution controls in the Turn's first request.
+	controls func(t *testing.T, cfg wire.PromptRequest, first *modeltest.Request)
+}
+
+// geminiDialect: Gemini CLI on the Gemini API.
+var geminiDialect = kitDialect{
+	agent: "Gemini CLI",
+	// list_directory is read-only: Gemini CLI runs it without asking,
+	// reports it as tool_call and sends the model its output in the next
+	// request.
+	tool:       modeltest.FunctionCall("list_directory", map[string]any{"dir_path": "."}),
+	toolResult: "list_directory",
+	// A command that writes a file asks in Gemini CLI's default approval
+	// mode (a bare echo is read-only and runs unasked).
+	ask: func(proof, what string) modeltest.Part {
+		return modeltest.GeminiShell(fmt.Sprintf("echo %[1]s > %[1]s.txt && cat %[1]s.txt", proof), what)
+	},
+	mcpName:   geminiMCPToolName,
+	userParts: lastUserParts,
+	controls: func(t *testing.T, cfg wire.PromptRequest, first *modeltest.Request) {
+		// Core sends web search disabled on every Run; the settings
+		// exclude both web tools (gemini.go).
+		assert.False(t, first.HasTool("google_web_search") || first.HasTool("web_fetch"), "web search disabled: offered %v", first.ToolNames())
+		assert.Equal(t, cfg.DisableSubagents, !first.HasTool("invoke_agent"), "subagents disabled %v: offered %v", cfg.DisableSubagents, first.ToolNames())
+	},
+}
+
+// newKitNative is the native side with its scripted endpoint: one for the
+// whole run. The kit runs one scenario at a time, so every model request
+// belongs to the scenario whose hook ran last; a request no script
+// expects is a failure, never a default answer.
+func newKitNative(t *testing.T, d kitDialect) *kitNative {
+	n := &kitNative{d: d, steered: map[string]chan struct{}{}, said: map[string]string{}, done: make(chan struct{})}
+	t.Cleanup(func() { close(n.done) })
+	n.srv = modeltest.New(t, modeltest.WithFallback(n.respond))
+	return n
+}
+
+// run runs the kit against the adapter of ag.
+func (n *kitNative) run(t *testing.T, ag Agent) {
 	a, err := New(Config{Agent: ag, StateDir: t.TempDir()})
 	require.NoError(t, err)
 	n.a = a
@@ -52,10 +105,10 @@ func TestHarnessGeminiConformance(t *testing.T) {
 	report := harnesstest.Run(t, harnesstest.Config{
 		Adapter: kitAdapter{n},
 		Default: n.hook,
-		// Gemini CLI reports the model's thought parts as
+		// Both agents report the model's reasoning as
 		// agent_thought_chunk.
 		Thinking: true,
-		// ACP has no user-choice request, and Gemini CLI never withdraws a
+		// ACP has no user-choice request, and neither agent withdraws a
 		// permission request of its own: only session/cancel ends one.
 		UserChoice: false,
 		Withdrawal: false,
@@ -111,6 +164,7 @@ func (k *kitExecutor) Steer(ctx context.Context, runID, inputID string, in wire.
 // kitNative is the native side the kit drives: the scripted endpoint and
 // the script of the current Turn.
 type kitNative struct {
+	d    kitDialect
 	srv  *modeltest.Server
 	a    *Adapter
 	done chan struct{}
@@ -230,17 +284,32 @@ func (n *kitNative) compile(t *testing.T, s *harnesstest.Scenario) *kitScript {
 		case st.Echo:
 			cur.parts = append(cur.parts, n.echoInput)
 		case st.Tool != nil:
-			// list_directory is read-only: Gemini CLI runs it without
-			// asking, reports it as tool_call and sends the model its
-			// output in the next request.
-			cur.add(modeltest.FunctionCall("list_directory", map[string]any{"dir_path": "."}))
+			cur.add(n.d.tool)
 			push()
 		case st.Ask != nil:
-			// A command that writes a file asks in Gemini CLI's default
-			// approval mode (a bare echo is read-only and runs unasked).
-			proof := n.askProof()
-			cur.add(modeltest.GeminiShell(fmt.Sprintf("echo %[1]s > %[1]s.txt && cat %[1]s.txt", proof), "harnesstest asks to run "+st.Ask.Tool))
+			cur.add(n.d.ask(n.askProof(), "harnesstest asks to run "+st.Ask.Tool))
 			push()
+		case st.Call != nil:
+			// The model calls the function as Gemini CLI shows it, a tool
+			// of the adapter's MCP server; the next request carries the
+			// result (as a functionResponse), which the model then says.
+			name, err := n.d.mcpName(fnServerName, st.Call.Name)
+			require.NoError(t, err)
+			cur.add(modeltest.FunctionCall(name, st.Call.Args))
+			push()
+			cur.parts = append(cur.parts, n.sayToolResult)
+		case st.MCP != nil:
+			// The model calls the tool of Core's server as Gemini CLI
+			// names it; Gemini CLI asks (approved by the kit) or, for a
+			// tool outside allowed_tools, its policy denies the call and
+			// tells the model, which goes on with the plan.
+			name, err := n.d.mcpName(st.MCP.Server, st.MCP.Tool)
+			require.NoError(t, err)
+			cur.add(modeltest.FunctionCall(name, st.MCP.Args))
+			push()
+			if !st.MCP.Outside {
+				cur.parts = append(cur.parts, n.sayToolResult)
+			}
 		case st.AwaitInput:
 			// The stream holds after what it said until the input is
 			// written; the prompt then ends, and the adapter submits the
@@ -334,12 +403,33 @@ func lastUserParts(r *modeltest.Request) []string {
 
 // echoInput says the Turn's input as Gemini CLI sent it.
 func (n *kitNative) echoInput(r *modeltest.Request) []modeltest.Part {
-	parts := lastUserParts(r)
+	parts := n.d.userParts(r)
 	if len(parts) == 0 {
 		n.problem("request %d: no user message to echo", r.TurnSeq)
 		return nil
 	}
 	return []modeltest.Part{modeltest.Text(parts...)}
+}
+
+// sayToolResult says the function result the request ends with, as
+// Gemini CLI sent it back to the model.
+func (n *kitNative) sayToolResult(r *modeltest.Request) []modeltest.Part {
+	tr, ok := r.LastToolResult()
+	if !ok {
+		n.problem("request %d: no function result to say", r.TurnSeq)
+		return nil
+	}
+	return []modeltest.Part{modeltest.Text(untrusted(tr.Output))}
+}
+
+// untrusted is the text Gemini CLI wrapped as untrusted context (an MCP
+// tool's text result), unwrapped.
+func untrusted(s string) string {
+	const open, end = "<untrusted_context>\n", "\n</untrusted_context>"
+	if strings.HasPrefix(s, open) && strings.HasSuffix(s, end) {
+		return strings.TrimSuffix(strings.TrimPrefix(s, open), end)
+	}
+	return s
 }
 
 // echoSteered says the steered input, the request's last user text.
@@ -367,12 +457,9 @@ func (n *kitNative) verifier(s *harnesstest.Scenario, sc *kitScript, prev string
 	return func(t *testing.T, r *harnesstest.Result) {
 		t.Helper()
 		reqs := n.served(sc)
-		require.NotEmpty(t, reqs, "%s: Gemini CLI made no model request", s.Name)
+		require.NotEmpty(t, reqs, "%s: %s made no model request", s.Name, n.d.agent)
 		first := reqs[0]
-		// Execution controls: Core sends web search disabled on every Run;
-		// the settings exclude both web tools (gemini.go).
-		assert.False(t, first.HasTool("google_web_search") || first.HasTool("web_fetch"), "web search disabled: offered %v", first.ToolNames())
-		assert.Equal(t, cfg.DisableSubagents, !first.HasTool("invoke_agent"), "subagents disabled %v: offered %v", cfg.DisableSubagents, first.ToolNames())
+		n.d.controls(t, cfg, first)
 		if cfg.AgentSessionID != "" {
 			// Resumed with session/load: the model sees the earlier Turn.
 			require.NotEmpty(t, prev, "a resumed Turn whose Session said nothing before")
@@ -389,7 +476,7 @@ func (n *kitNative) verifier(s *harnesstest.Scenario, sc *kitScript, prev string
 						}
 					}
 				}
-				assert.Equal(t, want, lastUserParts(first), "the input's text parts reached the model, in order")
+				assert.Equal(t, want, n.d.userParts(first), "the input's text parts reached the model, in order")
 			case st.Ask != nil:
 				if st.Ask.Approve {
 					require.GreaterOrEqual(t, len(reqs), 2, "the model never got the approved command's output")
@@ -406,7 +493,7 @@ func (n *kitNative) verifier(s *harnesstest.Scenario, sc *kitScript, prev string
 			case st.Tool != nil:
 				require.GreaterOrEqual(t, len(reqs), 2, "the model never got the tool's outcome")
 				tr, ok := reqs[1].LastToolResult()
-				assert.True(t, ok && tr.Name == "list_directory", "the tool's output went back to the model")
+				assert.True(t, ok && tr.Name == n.d.toolResult, "the tool's output went back to the model")
 			case st.AwaitInput:
 				require.Len(t, r.Steers, 1)
 				require.GreaterOrEqual(t, len(reqs), 2, "the steered input never reached the model")

@@ -92,8 +92,9 @@ func choose(opts []sdk.PermissionOption, approved bool) (sdk.PermissionOptionId,
 	return "", false
 }
 
-// Decide answers an open permission request of the running Turn; nil once
-// the answer was handed to the agent's waiting request.
+// Decide answers an open permission request or function call of the
+// running Turn; nil once the answer was handed to the agent's waiting
+// request.
 func (e *executor) Decide(_ context.Context, runID string, a harness.Answer) error {
 	e.mu.Lock()
 	t := e.cur
@@ -104,8 +105,11 @@ func (e *executor) Decide(_ context.Context, runID string, a harness.Answer) err
 	if err := harness.CheckAnswer(t.caps, a); err != nil {
 		return err
 	}
+	if a.Result != nil {
+		return t.answerFunction(a)
+	}
 	if a.Permission == nil {
-		return fmt.Errorf("acp adapter: %s: this agent asks only permission requests: %w", a.InteractionID, harness.ErrUnsupportedOperation)
+		return fmt.Errorf("acp adapter: %s: ACP has no user-choice requests: %w", a.InteractionID, harness.ErrUnsupportedOperation)
 	}
 	t.mu.Lock()
 	q := t.questions[a.InteractionID]

@@ -40,6 +40,8 @@ type turn struct {
 	tools       map[string]*toolState // by toolCallId
 	questions   map[string]*question  // open permission requests, by interaction ID
 	asked       int
+	calls       map[string]*pendingCall // function calls waiting for Core's result, by call ID
+	called      int
 }
 
 type toolState struct {
@@ -74,7 +76,7 @@ func (e *executor) Run(ctx context.Context, ht harness.Turn, emit harness.Emit) 
 	ctx, lost := context.WithCancel(ctx)
 	defer lost()
 	t := &turn{e: e, runID: ht.RunID, caps: ht.Declaration.Capabilities, emit: emit, bg: bg, ended: make(chan struct{}),
-		lost: lost, tools: map[string]*toolState{}, questions: map[string]*question{}}
+		lost: lost, tools: map[string]*toolState{}, questions: map[string]*question{}, calls: map[string]*pendingCall{}}
 	e.mu.Lock()
 	e.cur = t
 	e.mu.Unlock()
@@ -93,6 +95,7 @@ func (e *executor) Run(ctx context.Context, ht harness.Turn, emit harness.Emit) 
 			return e.done(t.text()), nil
 		}
 		res, err := t.prompt(ctx, input)
+		t.settleTools(res.stop)
 		if err != nil {
 			return e.done(t.text()), err
 		}

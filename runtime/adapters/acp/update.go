@@ -2,6 +2,7 @@ package acp
 
 import (
 	"encoding/json"
+	"sort"
 	"strings"
 
 	sdk "github.com/coder/acp-go-sdk"
@@ -24,13 +25,23 @@ func (t *turn) update(u sdk.SessionUpdate) {
 			t.send(wire.Delta{Delta: text, Sequence: seq})
 		}
 	case u.AgentThoughtChunk != nil:
-		if text := thoughtText(textOf(u.AgentThoughtChunk.Content)); text != "" {
-			t.mu.Lock()
-			t.thinkingSeq++
-			seq := t.thinkingSeq
-			t.mu.Unlock()
-			t.send(wire.Thinking{Text: text, Sequence: seq})
+		text := thoughtText(textOf(u.AgentThoughtChunk.Content))
+		t.mu.Lock()
+		if t.thinkingSeq == 0 {
+			// decision: line breaks before a Run's first reasoning text
+			// carry nothing: codex-acp opens each reasoning summary part
+			// with "\n\n", the first one included, and the Run's thinking
+			// starts with what the model thought.
+			text = strings.TrimLeft(text, "\r\n")
 		}
+		if text == "" {
+			t.mu.Unlock()
+			break
+		}
+		t.thinkingSeq++
+		seq := t.thinkingSeq
+		t.mu.Unlock()
+		t.send(wire.Thinking{Text: text, Sequence: seq})
 	case u.ToolCall != nil:
 		c := u.ToolCall
 		kind := string(c.Kind)
@@ -111,6 +122,44 @@ func (t *turn) tool(u sdk.ToolCallUpdate) {
 		call := wire.ToolCall{ID: id, Name: snap.name, Stage: wire.ToolStageAfter}
 		if t.e.observeTools {
 			call.Observation = observation(snap, status, outputOf(u))
+		}
+		t.send(call)
+	}
+}
+
+// settleTools reports the end of every tool call of the prompt that was
+// reported before but never after.
+//
+// decision: a prompt's end ends its tool calls (ACP runs them inside the
+// prompt turn), so a call the agent never reported finished is reported
+// after the prompt with the status "cancelled" when the prompt was, and
+// "unknown" otherwise: codex-acp 0.16.0 sent no update at the end of a
+// command it ran unasked (measured with its sandbox off), and a tool_call
+// before without its
+// after would leave Core's view of the call open (daemon-protocol.txt:56).
+func (t *turn) settleTools(stop sdk.StopReason) {
+	status := "unknown"
+	if stop == sdk.StopReasonCancelled {
+		status = "cancelled"
+	}
+	t.mu.Lock()
+	var ids []string
+	for id, s := range t.tools {
+		if s.before && !s.after {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids) // a stable order of frames
+	open := make([]toolState, len(ids))
+	for i, id := range ids {
+		t.tools[id].after = true
+		open[i] = *t.tools[id]
+	}
+	t.mu.Unlock()
+	for i, s := range open {
+		call := wire.ToolCall{ID: ids[i], Name: s.name, Stage: wire.ToolStageAfter}
+		if t.e.observeTools {
+			call.Observation = observation(s, status, nil)
 		}
 		t.send(call)
 	}

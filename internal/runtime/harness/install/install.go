@@ -16,6 +16,7 @@ package install
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -35,6 +36,10 @@ const (
 	ClaudeVersion = "2.1.332"
 	GeminiPackage = "@google/gemini-cli"
 	GeminiVersion = "0.61.0"
+	// CodexACPPackage is codex-acp, an ACP agent on Codex's core; its
+	// native binary comes in a per-platform package.
+	CodexACPPackage = "@zed-industries/codex-acp"
+	CodexACPVersion = "0.16.0"
 )
 
 // Environment variables.
@@ -68,6 +73,10 @@ type Harness struct {
 	// launcher is the node launcher npm links, relative to the install
 	// directory.
 	launcher string
+	// versionManifest, when set, is the package.json (relative to the
+	// native binary's directory) whose "version" is the binary's version,
+	// for a binary that has no --version.
+	versionManifest string
 }
 
 // Codex and Claude describe the pinned CLIs.
@@ -104,8 +113,41 @@ var GeminiHarness = Harness{
 	launcher: filepath.Join("node_modules", ".bin", "gemini"),
 }
 
+// CodexACPHarness is codex-acp, which the ACP adapter runs as the
+// codex-acp kind. The npm launcher (bin/codex-acp.js) runs the platform
+// package's binary as a child it does not stop, and the binary does not
+// exit on stdin EOF, so the adapter runs the native binary itself, in its
+// own process group. The binary has no --version: its package.json says
+// the version.
+var CodexACPHarness = Harness{
+	Name:        "codex-acp",
+	Package:     CodexACPPackage,
+	Version:     CodexACPVersion,
+	VersionLine: CodexACPVersion,
+	native: func(goos, goarch string) ([]string, error) {
+		var pkg string
+		switch goos + "/" + goarch {
+		case "linux/amd64":
+			pkg = "codex-acp-linux-x64"
+		case "linux/arm64":
+			pkg = "codex-acp-linux-arm64"
+		case "darwin/amd64":
+			pkg = "codex-acp-darwin-x64"
+		case "darwin/arm64":
+			pkg = "codex-acp-darwin-arm64"
+		default:
+			return nil, fmt.Errorf("codex-acp: no native binary is published for %s/%s", goos, goarch)
+		}
+		return []string{filepath.Join("node_modules", "@zed-industries", pkg, "bin", "codex-acp")}, nil
+	},
+	launcher:        filepath.Join("node_modules", ".bin", "codex-acp"),
+	versionManifest: filepath.Join("..", "package.json"),
+}
+
 // Harnesses is every pinned CLI, in install order.
-func Harnesses() []Harness { return []Harness{CodexHarness, ClaudeHarness, GeminiHarness} }
+func Harnesses() []Harness {
+	return []Harness{CodexHarness, ClaudeHarness, GeminiHarness, CodexACPHarness}
+}
 
 // WithVersion is h pinned at another version (for tests and for trying a
 // newer release by hand).
@@ -366,7 +408,7 @@ func Version(path string) (string, error) {
 }
 
 func checkVersion(h Harness, path string) error {
-	got, err := Version(path)
+	got, err := versionOf(h, path)
 	if err != nil {
 		return err
 	}
@@ -374,6 +416,36 @@ func checkVersion(h Harness, path string) error {
 		return fmt.Errorf("%s --version printed %q, want %q", path, got, h.VersionLine)
 	}
 	return nil
+}
+
+// versionOf is the version line of h's binary at path: its --version, or
+// the version in its package manifest.
+func versionOf(h Harness, path string) (string, error) {
+	if h.versionManifest == "" {
+		return Version(path)
+	}
+	return ManifestVersion(filepath.Join(filepath.Dir(path), h.versionManifest))
+}
+
+// ManifestVersion is the "version" of the package.json at path.
+func ManifestVersion(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("reading the version: %w", err)
+	}
+	var m struct {
+		Version string `json:"version"`
+	}
+	if err := json.Unmarshal(b, &m); err != nil || m.Version == "" {
+		return "", fmt.Errorf("%s: no version", path)
+	}
+	return m.Version, nil
+}
+
+// CodexACP is the path of the pinned codex-acp native binary.
+func CodexACP() (string, error) {
+	f, err := Find(CodexACPHarness)
+	return f.Path, err
 }
 
 func fileExists(p string) bool {

@@ -104,7 +104,10 @@ func TestPinnedVersions(t *testing.T) {
 	assert.Equal(t, "2.1.332 (Claude Code)", ClaudeHarness.VersionLine, "WithVersion copies")
 	assert.Equal(t, "0.61.0", GeminiVersion)
 	assert.Equal(t, "0.61.0", GeminiHarness.VersionLine, "gemini --version prints the bare version")
-	assert.Equal(t, []string{"codex", "claude", "gemini"}, []string{Harnesses()[0].Name, Harnesses()[1].Name, Harnesses()[2].Name})
+	assert.Equal(t, []string{"codex", "claude", "gemini", "codex-acp"},
+		[]string{Harnesses()[0].Name, Harnesses()[1].Name, Harnesses()[2].Name, Harnesses()[3].Name})
+	assert.Equal(t, "0.16.0", CodexACPVersion)
+	assert.Equal(t, []string{"node_modules/@zed-industries/codex-acp-linux-x64/bin/codex-acp"}, slash(nativePaths(t, CodexACPHarness)))
 	rels := nativePaths(t, GeminiHarness)
 	assert.Equal(t, []string{"node_modules/@google/gemini-cli/bundle/gemini.js"}, slash(rels), "the bundle npm marks executable")
 }
@@ -248,6 +251,7 @@ func fakeNPM(t *testing.T, claudeMode string) (npm, log string) {
 	codexRel := nativePaths(t, CodexHarness)[0]
 	claudeRels := nativePaths(t, ClaudeHarness)
 	geminiRel := nativePaths(t, GeminiHarness)[0]
+	codexACPRel := nativePaths(t, CodexACPHarness)[0]
 	var b strings.Builder
 	fmt.Fprintf(&b, "#!/bin/sh\nPATH=/usr/bin:/bin\necho \"$*\" >>'%s'\n", log)
 	b.WriteString(`prefix=
@@ -257,9 +261,13 @@ fake() { mkdir -p "$(dirname "$1")"; printf '#!/bin/sh\necho "%s"\n' "$2" >"$1";
 codex=$(pin @openai/codex)
 claude=$(pin @anthropic-ai/claude-code)
 gemini=$(pin @google/gemini-cli)
+codexacp=$(pin @zed-industries/codex-acp)
 echo "added 4 packages"
 `)
 	fmt.Fprintf(&b, "[ -n \"$gemini\" ] && fake \"$prefix/%s\" \"$gemini\"\n", geminiRel)
+	// codex-acp has no --version: its platform package's package.json
+	// says the version.
+	fmt.Fprintf(&b, "[ -n \"$codexacp\" ] && fake \"$prefix/%[1]s\" x && printf '{\"version\": \"%%s\"}' \"$codexacp\" >\"$(dirname \"$prefix/%[1]s\")/../package.json\"\n", codexACPRel)
 	fmt.Fprintf(&b, "fake \"$prefix/%s\" \"codex-cli $codex\"\n", codexRel)
 	stub := fmt.Sprintf("mkdir -p \"$(dirname \"$prefix/%[1]s\")\"; cat >\"$prefix/%[1]s\" <<'EOF'\n%[2]sEOF\n", claudeRels[0], claudeStub)
 	switch claudeMode {
@@ -296,7 +304,7 @@ func TestInstallIsIdempotentAndReinstallsAChangedPin(t *testing.T) {
 	require.NoError(t, err, out.String())
 	assert.True(t, res.Installed)
 	assert.Equal(t, []string{"install --no-fund --no-audit --prefix " + dir}, npmCalls(t, log))
-	require.Len(t, res.Found, 3)
+	require.Len(t, res.Found, 4)
 	assert.Equal(t, filepath.Join(dir, nativePaths(t, CodexHarness)[0]), res.Found[0].Path)
 	assert.Equal(t, filepath.Join(dir, nativePaths(t, GeminiHarness)[0]), res.Found[2].Path)
 	assert.Equal(t, filepath.Join(dir, nativePaths(t, ClaudeHarness)[0]), res.Found[1].Path)
@@ -314,7 +322,7 @@ func TestInstallIsIdempotentAndReinstallsAChangedPin(t *testing.T) {
 	assert.False(t, res.Installed)
 	assert.Len(t, npmCalls(t, log), 1)
 	assert.Contains(t, out.String(), "up to date")
-	require.Len(t, res.Found, 3)
+	require.Len(t, res.Found, 4)
 
 	// A changed pin reinstalls.
 	newer := []Harness{CodexHarness.WithVersion("0.172.0"), ClaudeHarness}
@@ -359,7 +367,7 @@ func TestInstallWithoutThePostinstallUsesThePlatformBinary(t *testing.T) {
 	npm, _ := fakeNPM(t, "noscripts")
 	res, err := Install(context.Background(), Options{Dir: dir, NPM: npm})
 	require.NoError(t, err)
-	require.Len(t, res.Found, 3)
+	require.Len(t, res.Found, 4)
 	claude := res.Found[1]
 	assert.Equal(t, filepath.Join(dir, nativePaths(t, ClaudeHarness)[1]), claude.Path)
 	assert.Equal(t, filepath.Join(dir, nativePaths(t, ClaudeHarness)[0]), claude.SkippedStub)
@@ -375,9 +383,10 @@ func TestInstallFailsClearlyWhenNoClaudeBinaryCameWithIt(t *testing.T) {
 	assert.Contains(t, msg, "@anthropic-ai/claude-code@2.1.332 installed into "+dir+", but no working claude binary was found")
 	assert.Contains(t, msg, "is the package's placeholder")
 	assert.Contains(t, msg, "optional platform dependency")
-	require.Len(t, res.Found, 2, "codex and gemini were still found")
+	require.Len(t, res.Found, 3, "codex, gemini and codex-acp were still found")
 	assert.Equal(t, "codex", res.Found[0].Harness.Name)
 	assert.Equal(t, "gemini", res.Found[1].Harness.Name)
+	assert.Equal(t, "codex-acp", res.Found[2].Harness.Name)
 }
 
 func TestInstallReportsAFailingNPM(t *testing.T) {

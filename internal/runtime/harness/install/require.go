@@ -44,3 +44,9 @@ func RequireGemini(t testing.TB) string {
 	t.Helper()
 	return requireHarness(t, GeminiHarness)
 }
+
+// RequireCodexACP is RequireCodex for codex-acp's native binary.
+func RequireCodexACP(t testing.TB) string {
+	t.Helper()
+	return requireHarness(t, CodexACPHarness)
+}
