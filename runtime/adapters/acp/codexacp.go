@@ -118,7 +118,15 @@ func codexACPSettings(home, model, base string, p wire.PromptRequest) ([]string,
 	q := strconv.Quote
 	var b strings.Builder
 	fmt.Fprintf(&b, "model = %s\nmodel_provider = \"agentwire\"\napproval_policy = \"on-request\"\nsandbox_mode = \"read-only\"\n", q(model))
-	b.WriteString("check_for_update_on_startup = false\nweb_search = \"disabled\"\n\n")
+	b.WriteString("check_for_update_on_startup = false\nweb_search = \"disabled\"\n")
+	if o := p.AgentOptions; o != nil && o.SystemPrompt != nil {
+		// decision: the Agent's instructions are Codex's developer
+		// instructions, as the codex adapter passes them: Codex keeps its
+		// own base instructions (its tools and approvals), and "" is an
+		// explicit empty value rather than Codex's default.
+		fmt.Fprintf(&b, "developer_instructions = %s\n", tomlString(*o.SystemPrompt))
+	}
+	b.WriteString("\n")
 	fmt.Fprintf(&b, "[model_providers.agentwire]\nname = \"agentwire\"\nbase_url = %s\nwire_api = \"responses\"\nenv_key = %s\n", q(base), q(codexACPKeyVar))
 	b.WriteString("request_max_retries = 0\nstream_max_retries = 0\n\n")
 	b.WriteString("[analytics]\nenabled = false\n\n[feedback]\nenabled = false\n\n[otel]\nexporter = \"none\"\n\n")
@@ -133,4 +141,28 @@ func codexACPSettings(home, model, base string, p wire.PromptRequest) ([]string,
 		return nil, fmt.Errorf("acp adapter: codex-acp settings: %w", err)
 	}
 	return []string{"CODEX_HOME=" + home}, nil
+}
+
+// tomlString is s as a TOML basic string: quotes, backslashes and control
+// characters escaped (strconv.Quote's \x escapes are not TOML).
+func tomlString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\u%04X`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
 }

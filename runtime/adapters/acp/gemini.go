@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -186,6 +187,9 @@ func geminiSettings(home, model string, p wire.PromptRequest) ([]string, error) 
 	if err := geminiPolicies(dir, p); err != nil {
 		return nil, err
 	}
+	if err := geminiInstructions(dir, p); err != nil {
+		return nil, err
+	}
 	return []string{"GEMINI_CLI_HOME=" + home, "GEMINI_CLI_SYSTEM_SETTINGS_PATH=" + filepath.Join(dir, "settings.json")}, nil
 }
 
@@ -318,4 +322,30 @@ func geminiMCPToolName(server, tool string) (string, error) {
 		return "", fmt.Errorf("gemini: the tool name %q is too long: Gemini CLI cuts %s to %d characters", tool, name, geminiMaxToolName)
 	}
 	return name, nil
+}
+
+// geminiInstructions writes the Agent's instructions (agent_options
+// .system_prompt) as Gemini CLI's global context file, dir/GEMINI.md,
+// which it loads into the model's system instruction beside its own.
+//
+// decision: instructions are added to the Harness's own, as the Claude
+// (--append-system-prompt) and Codex (developer instructions) adapters
+// add them; replacing Gemini CLI's system prompt (GEMINI_SYSTEM_MD) would
+// also drop what it says about its tools and approvals. An explicit empty
+// prompt and an absent one both leave no file: Gemini CLI has nothing of
+// the Agent's to add then. A workspace's own GEMINI.md files are the
+// workspace's, loaded as Gemini CLI always does.
+func geminiInstructions(dir string, p wire.PromptRequest) error {
+	path := filepath.Join(dir, "GEMINI.md")
+	o := p.AgentOptions
+	if o == nil || o.SystemPrompt == nil || *o.SystemPrompt == "" {
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("acp adapter: gemini instructions: %w", err)
+		}
+		return nil
+	}
+	if err := os.WriteFile(path, []byte(*o.SystemPrompt), 0o600); err != nil {
+		return fmt.Errorf("acp adapter: gemini instructions: %w", err)
+	}
+	return nil
 }
