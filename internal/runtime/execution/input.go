@@ -39,3 +39,4 @@ func (h inputHost) Drained(d *peer.Driver, runID string) {
 
 func (h inputHost) Post(fn func(d *peer.Driver)) bool { return h.s.post(fn) }
 func (h inputHost) WriteBound() time.Duration         { return NativeWriteBound }
+func (h inputHost) Clock() peer.Clock                 { return h.s.cfg.Clock }

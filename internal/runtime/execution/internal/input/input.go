@@ -42,6 +42,8 @@ type Host interface {
 	Drained(d *peer.Driver, runID string)
 	// WriteBound bounds one native write.
 	WriteBound() time.Duration
+	// Clock times the retries of a write the adapter was not ready for.
+	Clock() peer.Clock
 }
 
 // Book is the inputs of one connection's Runs; touched on the
@@ -242,7 +244,7 @@ func (h hooks) DoWriteNative(f *fsm.Firing[*peer.Event]) error {
 	r.writing[inputID] = true
 	b.host.Go(func() {
 		ctx, cancel := context.WithTimeout(b.host.Context(), b.host.WriteBound())
-		err := t.Steerer.Steer(ctx, runID, inputID, p.Input)
+		err := steerOnceOpen(ctx, b.host, t.Steerer, runID, inputID, p.Input)
 		cancel()
 		b.host.Post(func(d *peer.Driver) {
 			delete(r.writing, inputID)
@@ -297,3 +299,36 @@ func (h hooks) SendPromptSteerAck(f *fsm.Firing[*peer.Event]) error {
 // DoPublishDone: the drain budget ended; Stepped sees the input settle and
 // tells the connection, which publishes the held done.
 func (h hooks) DoPublishDone(*fsm.Firing[*peer.Event]) error { return nil }
+
+// steerOnceOpen writes in through s, and writes it again while the adapter
+// answers ErrRunInactive for a Run that still runs here: its Executor.Run
+// was called but has not opened the Turn to input yet (an adapter
+// registers its Turn inside Run, after its own setup), while Core sends
+// input as soon as the Run runs.
+//
+// decision: ErrRunInactive means nothing was written (harness.Steerer), so
+// writing again replays nothing (daemon-protocol.txt:133); the retries
+// stop when the Run settles here or the write's bound (ctx) ends, and the
+// input is then refused run_inactive as before. A Run that never opens
+// its Turn costs at most the bound, with backoff from 1 to 50 ms.
+func steerOnceOpen(ctx context.Context, h Host, s harness.Steerer, runID, inputID string, in wire.MessageInput) error {
+	wait := time.Millisecond
+	for {
+		err := s.Steer(ctx, runID, inputID, in)
+		if !errors.Is(err, harness.ErrRunInactive) {
+			return err
+		}
+		running := false
+		if !h.Post(func(*peer.Driver) { _, running = h.Target(runID) }) || !running {
+			return err
+		}
+		t := h.Clock().NewTimer(wait)
+		select {
+		case <-t.C():
+		case <-ctx.Done():
+			t.Stop()
+			return err // still nothing written
+		}
+		wait = min(2*wait, 50*time.Millisecond)
+	}
+}
