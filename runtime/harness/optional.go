@@ -28,9 +28,11 @@ type Steerer interface {
 	// Steer writes one active input natively into the running Turn runID.
 	// It returns nil once the native write completed (the "written" phase,
 	// daemon-protocol.txt:143), an error when it failed or ctx ended, and
-	// ErrRunInactive when runID is not running here. The native
-	// acceptance (or refusal) is reported through Turn.Notify, after or
-	// before Steer returns.
+	// ErrRunInactive when runID is not running here, having written
+	// nothing. Steer may be called as soon as Run was, before the Executor
+	// opened its Turn to input: the Runtime then tries again, with backoff,
+	// while the Run has not settled. The native acceptance (or refusal) is
+	// reported through Turn.Notify, after or before Steer returns.
 	Steer(ctx context.Context, runID, inputID string, in wire.MessageInput) error
 }
 
